@@ -1,0 +1,340 @@
+// The only pybind11 glue of rowstoch_fast: every entry point follows
+//   accept arrays -> check ndim/shape/dtype/contiguity/indices -> take raw
+//   pointers -> release the GIL in an inner scope -> run the kernel.
+// Bad input raises TypeError/ValueError naming the argument; nothing past the
+// checks can throw, so no C++ exception ever crosses an OpenMP region.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include <cstdint>
+#include <sstream>
+#include <string>
+
+#include "rowstoch/gt.hpp"
+#include "rowstoch/mix.hpp"
+#include "rowstoch/parallel.hpp"
+#include "rowstoch/tracker.hpp"
+
+namespace py = pybind11;
+using std::int64_t;
+
+#ifndef ROWSTOCH_BUILD_FLAGS
+#define ROWSTOCH_BUILD_FLAGS ""
+#endif
+
+namespace {
+
+template <class... Args>
+std::string cat(const Args&... args) {
+    std::ostringstream s;
+    (s << ... << args);
+    return s.str();
+}
+
+std::string dtype_name(const py::array& a) { return py::str(a.dtype()).cast<std::string>(); }
+
+bool is_f64(const py::array& a) { return a.dtype().is(py::dtype::of<double>()); }
+bool is_f32(const py::array& a) { return a.dtype().is(py::dtype::of<float>()); }
+bool is_i64(const py::array& a) { return a.dtype().is(py::dtype::of<int64_t>()); }
+bool is_i32(const py::array& a) { return a.dtype().is(py::dtype::of<std::int32_t>()); }
+
+bool c_contiguous(const py::array& a) {
+    return (a.flags() & py::array::c_style) == py::array::c_style;
+}
+
+void check_ndim(const py::array& a, const char* name, py::ssize_t ndim) {
+    if (a.ndim() != ndim)
+        throw py::value_error(cat(name, " must be ", ndim, "-D, got ", a.ndim(), "-D"));
+}
+
+void check_contiguous(const py::array& a, const char* name) {
+    if (!c_contiguous(a))
+        throw py::value_error(cat(name, " must be C-contiguous (use np.ascontiguousarray)"));
+}
+
+void check_writeable(const py::array& a, const char* name) {
+    if (!a.writeable()) throw py::value_error(cat(name, " must be writeable"));
+}
+
+void check_same_dtype(const py::array& a, const char* name, const py::array& ref,
+                      const char* ref_name) {
+    if (!a.dtype().is(ref.dtype()))
+        throw py::type_error(cat(name, " has dtype ", dtype_name(a), " but ", ref_name,
+                                 " has dtype ", dtype_name(ref),
+                                 "; mixed precision is not supported"));
+}
+
+void check_shape(const py::array& a, const char* name, std::initializer_list<int64_t> shape) {
+    bool ok = a.ndim() == static_cast<py::ssize_t>(shape.size());
+    py::ssize_t k = 0;
+    for (int64_t s : shape) {
+        if (!ok) break;
+        ok = a.shape(k++) == s;
+    }
+    if (!ok) {
+        std::ostringstream want, got;
+        want << "(";
+        for (int64_t s : shape) want << s << ",";
+        want << ")";
+        got << "(";
+        for (py::ssize_t i = 0; i < a.ndim(); ++i) got << a.shape(i) << ",";
+        got << ")";
+        throw py::value_error(cat(name, " must have shape ", want.str(), ", got ", got.str()));
+    }
+}
+
+// Byte ranges of two arrays overlap (in-place use would corrupt the result).
+bool overlaps(const py::array& a, const py::array& b) {
+    auto lo_a = reinterpret_cast<std::uintptr_t>(a.data());
+    auto lo_b = reinterpret_cast<std::uintptr_t>(b.data());
+    auto hi_a = lo_a + static_cast<std::uintptr_t>(a.nbytes());
+    auto hi_b = lo_b + static_cast<std::uintptr_t>(b.nbytes());
+    return a.nbytes() > 0 && b.nbytes() > 0 && lo_a < hi_b && lo_b < hi_a;
+}
+
+void check_no_overlap(const py::array& out, const char* out_name, const py::array& in,
+                      const char* in_name) {
+    if (overlaps(out, in))
+        throw py::value_error(
+            cat(out_name, " shares memory with ", in_name, "; pass a separate output array"));
+}
+
+// A checked CSR matrix: n x n, int32/int64 indices, float32/float64 values.
+struct Csr {
+    py::array indptr, indices, data;
+    int64_t n = 0, nnz = 0;
+};
+
+template <class I>
+void check_csr_structure(const Csr& A, bool check_indices) {
+    const I* Ap = static_cast<const I*>(A.indptr.data());
+    if (Ap[0] != 0) throw py::value_error(cat("indptr[0] must be 0, got ", Ap[0]));
+    if (static_cast<int64_t>(Ap[A.n]) != A.nnz)
+        throw py::value_error(cat("indptr[-1] must equal indices.size (", A.nnz, "), got ",
+                                  static_cast<int64_t>(Ap[A.n])));
+    for (int64_t i = 0; i < A.n; ++i)
+        if (Ap[i + 1] < Ap[i])
+            throw py::value_error(cat("indptr must be non-decreasing; it falls at row ", i));
+    if (!check_indices) return;
+    const I* Aj = static_cast<const I*>(A.indices.data());
+    for (int64_t p = 0; p < A.nnz; ++p) {
+        const int64_t j = static_cast<int64_t>(Aj[p]);
+        if (j < 0 || j >= A.n)
+            throw py::value_error(cat("indices[", p, "] = ", j, " is out of range for n = ", A.n));
+    }
+}
+
+Csr check_csr(py::array indptr, py::array indices, py::array data, bool check_indices) {
+    Csr A{indptr, indices, data};
+    check_ndim(indptr, "indptr", 1);
+    check_ndim(indices, "indices", 1);
+    check_ndim(data, "data", 1);
+    check_contiguous(indptr, "indptr");
+    check_contiguous(indices, "indices");
+    check_contiguous(data, "data");
+    if (!(is_i32(indptr) || is_i64(indptr)))
+        throw py::type_error(cat("indptr must be int32 or int64, got ", dtype_name(indptr)));
+    check_same_dtype(indices, "indices", indptr, "indptr");
+    if (!(is_f32(data) || is_f64(data)))
+        throw py::type_error(cat("data must be float32 or float64, got ", dtype_name(data)));
+    if (indptr.size() < 1) throw py::value_error("indptr must have at least one entry");
+    A.n = indptr.size() - 1;
+    A.nnz = indices.size();
+    if (data.size() != A.nnz)
+        throw py::value_error(cat("data.size (", data.size(), ") must equal indices.size (",
+                                  A.nnz, ")"));
+    if (is_i32(indptr)) check_csr_structure<std::int32_t>(A, check_indices);
+    else check_csr_structure<int64_t>(A, check_indices);
+    return A;
+}
+
+// Call f(I{}, T{}) with the CSR's index and value types.
+template <class F>
+void dispatch(const Csr& A, F&& f) {
+    const bool i32 = is_i32(A.indptr), f32 = is_f32(A.data);
+    if (i32 && f32) f(std::int32_t{}, float{});
+    else if (i32) f(std::int32_t{}, double{});
+    else if (f32) f(int64_t{}, float{});
+    else f(int64_t{}, double{});
+}
+
+template <class T>
+T* ptr(py::array& a) { return static_cast<T*>(a.mutable_data()); }
+template <class T>
+const T* cptr(const py::array& a) { return static_cast<const T*>(a.data()); }
+
+// The dense block X (n x w) of a mixing call, and its output.
+py::array check_block_io(const Csr& A, const py::array& X, py::object out_obj) {
+    if (X.ndim() != 2) throw py::value_error(cat("X must be 2-D (n, d), got ", X.ndim(), "-D"));
+    check_contiguous(X, "X");
+    check_same_dtype(X, "X", A.data, "A.data");
+    if (X.shape(0) != A.n)
+        throw py::value_error(cat("X has ", X.shape(0), " rows but A is ", A.n, " x ", A.n));
+    if (out_obj.is_none()) return py::array(X.dtype(), {X.shape(0), X.shape(1)});
+    if (!py::isinstance<py::array>(out_obj))
+        throw py::type_error("out must be a numpy.ndarray or None");
+    py::array out = out_obj.cast<py::array>();
+    check_same_dtype(out, "out", X, "X");
+    check_shape(out, "out", {X.shape(0), X.shape(1)});
+    check_contiguous(out, "out");
+    check_writeable(out, "out");
+    check_no_overlap(out, "out", X, "X");
+    return out;
+}
+
+py::array mix(py::array indptr, py::array indices, py::array data, py::array X,
+              py::object out, bool check_indices) {
+    Csr A = check_csr(indptr, indices, data, check_indices);
+    py::array Y = check_block_io(A, X, out);
+    const int64_t w = X.shape(1);
+    dispatch(A, [&](auto i, auto t) {
+        using I = decltype(i);
+        using T = decltype(t);
+        const I *Ap = cptr<I>(A.indptr), *Aj = cptr<I>(A.indices);
+        const T *Ax = cptr<T>(A.data), *Xp = cptr<T>(X);
+        T* Yp = ptr<T>(Y);
+        py::gil_scoped_release nogil;
+        rowstoch::csr_mix(Ap, Aj, Ax, A.n, Xp, w, Yp);
+    });
+    return Y;
+}
+
+py::array mix_power(py::array indptr, py::array indices, py::array data, py::array X, int64_t R,
+                    py::object out, bool check_indices) {
+    if (R < 0) throw py::value_error(cat("R must be >= 0, got ", R));
+    Csr A = check_csr(indptr, indices, data, check_indices);
+    py::array Y = check_block_io(A, X, out);
+    const int64_t w = X.shape(1);
+    py::array work(X.dtype(), {R > 1 ? X.shape(0) : 0, w});  // one buffer per call, not per step
+    dispatch(A, [&](auto i, auto t) {
+        using I = decltype(i);
+        using T = decltype(t);
+        const I *Ap = cptr<I>(A.indptr), *Aj = cptr<I>(A.indices);
+        const T *Ax = cptr<T>(A.data), *Xp = cptr<T>(X);
+        T *Yp = ptr<T>(Y), *Wp = ptr<T>(work);
+        py::gil_scoped_release nogil;
+        rowstoch::csr_mix_power(Ap, Aj, Ax, A.n, Xp, w, R, Yp, Wp);
+    });
+    return Y;
+}
+
+void gt_step(py::array indptr, py::array indices, py::array data, int64_t R, double lr,
+             py::array x, py::array y, py::array g_new, py::array g_old, py::array s_new,
+             py::array s_old, py::array work1, py::array work2, bool check_indices) {
+    if (R < 1) throw py::value_error(cat("R must be >= 1, got ", R));
+    Csr A = check_csr(indptr, indices, data, check_indices);
+    if (x.ndim() != 3) throw py::value_error(cat("x must be 3-D (reps, n, d), got ", x.ndim(), "-D"));
+    const int64_t reps = x.shape(0), d = x.shape(2);
+    if (x.shape(1) != A.n)
+        throw py::value_error(cat("x has ", x.shape(1), " nodes but A is ", A.n, " x ", A.n));
+    const std::pair<py::array*, const char*> blocks[] = {
+        {&x, "x"}, {&y, "y"}, {&g_new, "g_new"}, {&g_old, "g_old"}};
+    for (auto& [a, name] : blocks) {
+        check_same_dtype(*a, name, A.data, "A.data");
+        check_shape(*a, name, {reps, A.n, d});
+        check_contiguous(*a, name);
+    }
+    check_writeable(x, "x");
+    check_writeable(y, "y");
+    for (auto& [a, name] : {std::pair<py::array*, const char*>{&s_new, "s_new"}, {&s_old, "s_old"}}) {
+        check_same_dtype(*a, name, A.data, "A.data");
+        check_shape(*a, name, {A.n});
+        check_contiguous(*a, name);
+    }
+    const int64_t w = 2 * reps * d;
+    for (auto& [a, name] : {std::pair<py::array*, const char*>{&work1, "work1"}, {&work2, "work2"}}) {
+        check_same_dtype(*a, name, A.data, "A.data");
+        check_contiguous(*a, name);
+        check_writeable(*a, name);
+        if (a->size() < A.n * w && (a == &work1 || R > 1))
+            throw py::value_error(cat(name, " must hold at least n * 2 * reps * d = ", A.n * w,
+                                      " elements, got ", a->size()));
+        for (auto& [b, bname] : blocks) check_no_overlap(*a, name, *b, bname);
+    }
+    if (R > 1) check_no_overlap(work1, "work1", work2, "work2");
+    check_no_overlap(x, "x", y, "y");
+    for (auto& [b, bname] : {std::pair<py::array*, const char*>{&g_new, "g_new"}, {&g_old, "g_old"}}) {
+        check_no_overlap(x, "x", *b, bname);
+        check_no_overlap(y, "y", *b, bname);
+    }
+    dispatch(A, [&](auto i, auto t) {
+        using I = decltype(i);
+        using T = decltype(t);
+        const I *Ap = cptr<I>(A.indptr), *Aj = cptr<I>(A.indices);
+        const T* Ax = cptr<T>(A.data);
+        T *xp = ptr<T>(x), *yp = ptr<T>(y), *w1 = ptr<T>(work1), *w2 = ptr<T>(work2);
+        const T *gn = cptr<T>(g_new), *go = cptr<T>(g_old), *sn = cptr<T>(s_new),
+                *so = cptr<T>(s_old);
+        const T lr_t = static_cast<T>(lr);
+        py::gil_scoped_release nogil;
+        rowstoch::gt_step(Ap, Aj, Ax, A.n, R, lr_t, reps, d, xp, yp, gn, go, sn, so, w1, w2);
+    });
+}
+
+py::tuple diag_powers(py::array indptr, py::array indices, py::array data, int64_t stride,
+                      int64_t n_records, int64_t block, bool check_indices) {
+    if (stride < 1) throw py::value_error(cat("stride must be >= 1, got ", stride));
+    if (n_records < 1) throw py::value_error(cat("n_records must be >= 1, got ", n_records));
+    if (block < 1) throw py::value_error(cat("block must be >= 1, got ", block));
+    Csr A = check_csr(indptr, indices, data, check_indices);
+    py::array diags(A.data.dtype(), {n_records, A.n});
+    int64_t taken = 0;
+    dispatch(A, [&](auto i, auto t) {
+        using I = decltype(i);
+        using T = decltype(t);
+        const I *Ap = cptr<I>(A.indptr), *Aj = cptr<I>(A.indices);
+        const T* Ax = cptr<T>(A.data);
+        T* D = ptr<T>(diags);
+        py::gil_scoped_release nogil;
+        taken = rowstoch::csr_diag_powers(Ap, Aj, Ax, A.n, stride, n_records,
+                                          std::min<int64_t>(block, std::max<int64_t>(A.n, 1)), D);
+    });
+    return py::make_tuple(diags, taken);
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_core, m) {
+    m.doc() = "rowstoch_fast compiled kernels (CSR mixing, fused Pull-Diag-GT step, diagonal tracker).";
+
+    m.def("has_openmp", &rowstoch::has_openmp, "True when the kernels were built with OpenMP.");
+    m.def("build_info", []() {
+        py::dict info;
+        info["openmp"] = rowstoch::has_openmp();
+        info["max_threads"] = rowstoch::max_threads();
+        info["compiler"] =
+#if defined(__clang__)
+            std::string("clang ") + __clang_version__;
+#elif defined(__GNUC__)
+            std::string("gcc ") + __VERSION__;
+#else
+            std::string("unknown");
+#endif
+        info["flags"] = std::string(ROWSTOCH_BUILD_FLAGS);
+        info["serial_below_work"] = rowstoch::kSerialWork;
+        return info;
+    }, "How the extension was built: OpenMP, compiler, flags, thread count.");
+    m.def("get_num_threads", &rowstoch::max_threads, "Threads the kernels use (1 without OpenMP).");
+    m.def("set_num_threads", [](int t) {
+        if (t < 1) throw py::value_error(cat("threads must be >= 1, got ", t));
+        rowstoch::set_threads(t);
+    }, py::arg("threads"), "Set the threads the kernels use (no effect without OpenMP).");
+
+    m.def("mix", &mix, py::arg("indptr"), py::arg("indices"), py::arg("data"), py::arg("X"),
+          py::arg("out") = py::none(), py::arg("check_indices") = true,
+          "Y = A X for CSR A (n x n) and dense C-contiguous X (n x d).");
+    m.def("mix_power", &mix_power, py::arg("indptr"), py::arg("indices"), py::arg("data"),
+          py::arg("X"), py::arg("R"), py::arg("out") = py::none(), py::arg("check_indices") = true,
+          "Y = A^R X with two ping-pong buffers.");
+    m.def("gt_step", &gt_step, py::arg("indptr"), py::arg("indices"), py::arg("data"),
+          py::arg("R"), py::arg("lr"), py::arg("x").noconvert(), py::arg("y").noconvert(),
+          py::arg("g_new").noconvert(), py::arg("g_old").noconvert(),
+          py::arg("s_new").noconvert(), py::arg("s_old").noconvert(),
+          py::arg("work1").noconvert(), py::arg("work2").noconvert(),
+          py::arg("check_indices") = true,
+          "In place: x <- A^R (x - lr y), y <- A^R (y + s_new g_new - s_old g_old).");
+    m.def("diag_powers", &diag_powers, py::arg("indptr"), py::arg("indices"), py::arg("data"),
+          py::arg("stride"), py::arg("n_records"), py::arg("block") = 256,
+          py::arg("check_indices") = true,
+          "(diags, steps): diags[m] = diag(A^(m*stride)), m < n_records, computed in column blocks.");
+}

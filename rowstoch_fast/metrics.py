@@ -1,0 +1,285 @@
+"""Metrics of a row-stochastic network (Section 2.2) and the rates that depend on them.
+
+* ``pi``: the Perron (equilibrium) vector, ``pi^T A = pi^T``, ``sum(pi) = 1``.
+* ``beta = ||A - 1 pi^T||_pi``, the generalized spectral gap being ``1 - beta``.
+* ``kappa = max(pi) / min(pi)``, the equilibrium skewness.
+* ``theta(horizon)``: ``max_{1<=k<=horizon} max_i 1/[A^k]_ii`` (Assumption 4).
+
+Small matrices use exact dense linear algebra; large ones use ARPACK on
+sparse operators (with the rank-one correction applied matrix-free, never a
+dense ``n x n``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.linalg as la
+import scipy.sparse as sp
+import scipy.sparse.linalg as spla
+
+from ._checks import check_int, check_positive_float
+
+__all__ = [
+    "NetworkMetrics",
+    "compute_metrics",
+    "lower_bound",
+    "pull_diag_gt_bound",
+    "mg_pull_diag_gt_bound",
+    "recommended_rounds",
+    "lemma5_threshold",
+]
+
+#: Up to this many nodes the metrics are computed with dense LAPACK.
+DENSE_MAX_N = 2000
+
+
+@dataclass(frozen=True)
+class NetworkMetrics:
+    """The metrics of a mixing matrix (Section 2.2, Lemma 5, Theorems 1-3).
+
+    Attributes
+    ----------
+    n : int
+    pi : ndarray
+        Perron vector (read-only), ``pi^T A = pi^T``, ``sum(pi) = 1``.
+    beta : float
+        ``||A - 1 pi^T||_pi``.
+    kappa : float
+        ``max(pi) / min(pi)``.
+    spectral_gap : float
+        ``1 - beta``.
+    nodes_without_self_loop : tuple of int
+        Nodes with ``a_ii = 0``: non-empty means Assumption 4 (bounded
+        diagonals) fails and Pull-Diag-GT with ``R = 1`` is undefined.
+    method : str
+        ``"dense"`` or ``"sparse"``.
+    """
+
+    n: int
+    pi: np.ndarray = field(repr=False)
+    beta: float
+    kappa: float
+    spectral_gap: float
+    nodes_without_self_loop: tuple = field(repr=False)
+    method: str
+    _matrix: object = field(repr=False, compare=False)
+
+    @property
+    def self_loops(self):
+        """True when every node has a self loop (Assumption 4 can hold)."""
+        return not self.nodes_without_self_loop
+
+    @property
+    def lemma5_threshold(self):
+        """``(2 ln kappa + 2 ln n) / (1 - beta)``: beyond it, ``1/[A^k]_ii <= 2 n kappa`` (Lemma 5)."""
+        return lemma5_threshold(self.n, self.beta, self.kappa)
+
+    def recommended_rounds(self):
+        """Gossip rounds ``R = ceil(3 (1 + ln kappa + ln n) / (1 - beta))`` of Theorem 3."""
+        return recommended_rounds(self.n, self.beta, self.kappa)
+
+    def theta(self, horizon=None):
+        """``max_{1<=k<=horizon} max_i 1/[A^k]_ii`` (Assumption 4); ``inf`` if a diagonal is 0.
+
+        Parameters
+        ----------
+        horizon : int, optional
+            Largest power. Defaults to the step from which ``diag(A^k)`` equals
+            ``pi`` in float64 (see :func:`rowstoch_fast.tracker.freeze_step`).
+        """
+        from .tracker import diag_powers, freeze_step
+
+        if horizon is None:
+            horizon = freeze_step(self.beta, float(self.pi.min()))
+        horizon = check_int(horizon, "horizon", minimum=1)
+        diags, _ = diag_powers(self._matrix, 1, horizon + 1)
+        low = diags[1:].min()
+        return math.inf if low <= 0 else float(1.0 / low)
+
+    def lower_bound(self, L, Delta, sigma, K):
+        """Theorem 1's lower bound on ``E||grad f||^2`` after ``K`` iterations (up to constants)."""
+        return lower_bound(L, Delta, sigma, K, n=self.n, beta=self.beta, kappa=self.kappa)
+
+    def pull_diag_gt_bound(self, L, Delta, sigma, K, C_A):
+        """Theorem 2's rate for Pull-Diag-GT (up to constants); ``C_A`` as in Appendix C."""
+        return pull_diag_gt_bound(L, Delta, sigma, K, n=self.n, C_A=C_A)
+
+    def mg_pull_diag_gt_bound(self, L, Delta, sigma, K):
+        """Theorem 3's rate for MG-Pull-Diag-GT with the recommended ``R`` (up to constants)."""
+        return mg_pull_diag_gt_bound(L, Delta, sigma, K, n=self.n, beta=self.beta, kappa=self.kappa)
+
+    def as_dict(self):
+        """Scalar metrics as a plain dict (for tables and JSON)."""
+        return {
+            "n": self.n,
+            "beta": self.beta,
+            "spectral_gap": self.spectral_gap,
+            "kappa": self.kappa,
+            "min_pi": float(self.pi.min()),
+            "max_pi": float(self.pi.max()),
+            "self_loops": self.self_loops,
+            "lemma5_threshold": self.lemma5_threshold,
+            "recommended_rounds": self.recommended_rounds(),
+            "method": self.method,
+        }
+
+
+# ---------------------------------------------------------------------- rates
+def _check_rate_args(L, Delta, sigma, K):
+    return (
+        check_positive_float(L, "L"),
+        check_positive_float(Delta, "Delta"),
+        check_positive_float(sigma, "sigma", allow_zero=True),
+        check_int(K, "K", minimum=1),
+    )
+
+
+def lemma5_threshold(n, beta, kappa):
+    """``(2 ln kappa + 2 ln n) / (1 - beta)`` (Lemma 5).
+
+    Examples
+    --------
+    >>> round(lemma5_threshold(16, 0.6, 1.0), 4)
+    13.8629
+    """
+    return (2 * math.log(kappa) + 2 * math.log(n)) / (1 - beta)
+
+
+def recommended_rounds(n, beta, kappa):
+    """``R = ceil(3 (1 + ln kappa + ln n) / (1 - beta))`` (Theorem 3).
+
+    Examples
+    --------
+    >>> recommended_rounds(16, 0.6, 1.0)
+    29
+    """
+    return max(1, math.ceil(3 * (1 + math.log(kappa) + math.log(n)) / (1 - beta)))
+
+
+def lower_bound(L, Delta, sigma, K, *, n, beta, kappa):
+    """Theorem 1: ``sigma sqrt(L Delta) / sqrt(n K) + (1 + ln kappa) L Delta / ((1 - beta) K)``.
+
+    The bound holds up to an absolute constant.
+
+    Examples
+    --------
+    >>> round(lower_bound(1.0, 1.0, 0.0, 100, n=16, beta=0.5, kappa=1.0), 6)
+    0.02
+    """
+    L, Delta, sigma, K = _check_rate_args(L, Delta, sigma, K)
+    return sigma * math.sqrt(L * Delta) / math.sqrt(n * K) + (1 + math.log(kappa)) * L * Delta / ((1 - beta) * K)
+
+
+def pull_diag_gt_bound(L, Delta, sigma, K, *, n, C_A):
+    """Theorem 2: ``sigma sqrt(L Delta) / sqrt(n K) + L Delta (1 + C_A) / K``.
+
+    ``C_A`` is the network constant of Appendix C (a rational function of
+    kappa, beta and theta that the paper does not give in closed form), so it
+    is an argument.
+    """
+    L, Delta, sigma, K = _check_rate_args(L, Delta, sigma, K)
+    C_A = check_positive_float(C_A, "C_A", allow_zero=True)
+    return sigma * math.sqrt(L * Delta) / math.sqrt(n * K) + L * Delta * (1 + C_A) / K
+
+
+def mg_pull_diag_gt_bound(L, Delta, sigma, K, *, n, beta, kappa):
+    """Theorem 3: ``sigma sqrt(L Delta) / sqrt(n K) + (1 + ln kappa + ln n) L Delta / ((1 - beta) K)``."""
+    L, Delta, sigma, K = _check_rate_args(L, Delta, sigma, K)
+    return sigma * math.sqrt(L * Delta) / math.sqrt(n * K) + (
+        1 + math.log(kappa) + math.log(n)
+    ) * L * Delta / ((1 - beta) * K)
+
+
+# ---------------------------------------------------------------------- computation
+def compute_metrics(A):
+    """Compute :class:`NetworkMetrics` for a :class:`~rowstoch_fast.MixingMatrix`."""
+    csr = A.csr.astype(np.float64)
+    n = csr.shape[0]
+    if n <= DENSE_MAX_N:
+        dense = csr.toarray()
+        pi = _perron_dense(dense)
+        beta = _beta_dense(dense, pi)
+        method = "dense"
+    else:
+        pi = _perron_sparse(csr)
+        beta = _beta_sparse(csr, pi)
+        method = "sparse"
+    pi.setflags(write=False)
+    no_loop = tuple(int(i) for i in np.flatnonzero(csr.diagonal() <= 0))
+    return NetworkMetrics(
+        n=n,
+        pi=pi,
+        beta=beta,
+        kappa=float(pi.max() / pi.min()),
+        spectral_gap=1.0 - beta,
+        nodes_without_self_loop=no_loop,
+        method=method,
+        _matrix=A,
+    )
+
+
+def _perron_dense(A):
+    """Solve ``(A^T - I) pi = 0, 1^T pi = 1`` by LU on the bordered system (exact to rounding)."""
+    n = A.shape[0]
+    M = A.T - np.eye(n)
+    M[-1, :] = 1.0  # replace one (redundant) balance equation by the normalisation
+    rhs = np.zeros(n)
+    rhs[-1] = 1.0
+    pi = la.solve(M, rhs)
+    return _polish(sp.csr_array(A), pi)
+
+
+def _perron_sparse(csr):
+    At = sp.csr_array(csr.T)
+    v0 = np.full(csr.shape[0], 1.0 / csr.shape[0])
+    try:
+        _, vec = spla.eigs(At, k=1, which="LM", v0=v0, tol=0, maxiter=5000)
+        pi = np.abs(vec[:, 0].real)
+    except spla.ArpackNoConvergence:
+        pi = v0
+    pi /= pi.sum()
+    return _polish(csr, pi)
+
+
+def _polish(csr, pi, rtol=1e-14, max_steps=10000):
+    """A few power steps ``pi <- A^T pi`` until the residual is at rounding level."""
+    At = sp.csr_array(csr.T)
+    pi = np.abs(pi) / np.abs(pi).sum()
+    for _ in range(max_steps):
+        nxt = At @ pi
+        nxt /= nxt.sum()
+        if np.abs(nxt - pi).sum() <= rtol:
+            return nxt
+        pi = nxt
+    return pi
+
+
+def _beta_dense(A, pi):
+    s = np.sqrt(pi)
+    M = (A - np.outer(np.ones(len(pi)), pi)) * s[:, None] / s[None, :]
+    return float(la.norm(M, 2))
+
+
+def _beta_sparse(csr, pi):
+    """Largest singular value of ``Pi^{1/2} (A - 1 pi^T) Pi^{-1/2}`` without forming it."""
+    n = csr.shape[0]
+    s = np.sqrt(pi)
+    At = sp.csr_array(csr.T)
+
+    def matvec(v):
+        v = np.ravel(v)
+        u = v / s
+        return s * (csr @ u - pi @ u)
+
+    def rmatvec(v):
+        v = np.ravel(v)
+        w = s * v
+        return (At @ w - pi * w.sum()) / s
+
+    op = spla.LinearOperator((n, n), matvec=matvec, rmatvec=rmatvec, dtype=np.float64)
+    rng = np.random.default_rng(0)
+    sv = spla.svds(op, k=1, which="LM", return_singular_vectors=False, v0=rng.standard_normal(n), tol=1e-10)
+    return float(sv[0])

@@ -1,0 +1,375 @@
+"""The row-stochastic mixing matrix A of a directed network (Assumption 1 of the paper)."""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse import csgraph
+
+from . import _core
+from ._checks import as_float_array, check_dtype, check_int, check_out
+
+__all__ = ["MixingMatrix"]
+
+#: Row sums must equal 1 to this relative tolerance.
+ROW_SUM_RTOL = 1e-12
+
+
+class MixingMatrix:
+    """A validated row-stochastic mixing matrix ``A`` on ``n`` nodes.
+
+    ``A[i, j] > 0`` means node ``j`` sends to node ``i`` (row ``i`` weights what
+    node ``i`` receives from its in-neighbours), as in Section 2 of the paper.
+    The matrix must be square, finite, non-negative, row-stochastic, strongly
+    connected and primitive (Assumption 1). A missing self loop is allowed,
+    but :meth:`metrics` reports it, since Assumption 4 (bounded diagonals of
+    ``A^k``) then fails.
+
+    Parameters
+    ----------
+    W : array_like, scipy.sparse matrix or MixingMatrix
+        The weights, dense or sparse, ``n x n``.
+    normalize : bool, default False
+        Divide each row by its sum first, turning raw non-negative weights into
+        a row-stochastic matrix.
+    dtype : {float64, float32}, default float64
+        Value type of the stored matrix and of the arrays it mixes.
+    validate : bool, default True
+        Check strong connectivity and primitivity (O(nnz)). Sign, finiteness
+        and row sums are always checked.
+
+    Raises
+    ------
+    TypeError
+        If ``W`` is not numeric or ``dtype`` is not a float type.
+    ValueError
+        If ``W`` breaks Assumption 1; the message names the first offending
+        row or node.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rowstoch_fast import MixingMatrix
+    >>> A = MixingMatrix([[0.5, 0.5, 0.0], [0.0, 0.5, 0.5], [0.5, 0.0, 0.5]])
+    >>> A.n, A.nnz
+    (3, 6)
+    >>> A.mix(np.array([1.0, 2.0, 3.0]))
+    array([1.5, 2.5, 2. ])
+    """
+
+    def __init__(self, W, *, normalize=False, dtype=np.float64, validate=True):
+        dtype = check_dtype(dtype)
+        if isinstance(W, MixingMatrix):
+            csr = W._csr.astype(np.float64)
+        elif sp.issparse(W):
+            csr = sp.csr_array(W, dtype=np.float64, copy=True)
+        else:
+            arr = np.asarray(W)
+            if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
+                raise TypeError(f"W must be a numeric array or scipy sparse matrix, got dtype {arr.dtype}")
+            if np.iscomplexobj(arr):
+                raise TypeError(f"W must be real, got complex dtype {arr.dtype}")
+            if arr.ndim != 2:
+                raise ValueError(f"W must be 2-D, got {arr.ndim}-D with shape {arr.shape}")
+            csr = sp.csr_array(arr.astype(np.float64))
+        if csr.shape[0] != csr.shape[1]:
+            raise ValueError(f"W must be square, got shape {csr.shape}")
+        if csr.shape[0] == 0:
+            raise ValueError("W must have at least one node, got shape (0, 0)")
+        csr.sum_duplicates()
+        _check_entries(csr)
+        csr.eliminate_zeros()
+        csr.sort_indices()
+        if normalize:
+            sums = np.asarray(csr.sum(axis=1)).ravel()
+            empty = np.flatnonzero(sums <= 0)
+            if empty.size:
+                raise ValueError(f"cannot normalize: row {empty[0]} (node {empty[0]}) has no positive weight")
+            csr.data /= np.repeat(sums, np.diff(csr.indptr))
+        _check_row_sums(csr)
+        if validate:
+            _check_primitive(csr)
+        self._csr = _freeze(csr.astype(dtype))
+        self._metrics = None
+        self._diag_cache = {}
+
+    # ------------------------------------------------------------------ constructors
+    @classmethod
+    def from_edges(cls, n, edges, weights="in-degree", *, self_loops=True, normalize=None,
+                   dtype=np.float64, validate=True):
+        """Build ``A`` from a list of directed edges.
+
+        Parameters
+        ----------
+        n : int
+            Number of nodes.
+        edges : array_like of shape (m, 2)
+            Edge ``(j, i)`` means node ``j`` sends to node ``i``, i.e. ``A[i, j] > 0``.
+            Duplicates are merged; ``(i, i)`` is a self loop.
+        weights : "in-degree", "uniform" or array_like of shape (m,)
+            ``"in-degree"`` (the paper's rule, Section 2.1) sets
+            ``a_ij = 1 / (1 + d_i^in)`` over the in-neighbours and the self loop;
+            ``"uniform"`` is the same rule written as raw ones and normalised;
+            an array gives raw non-negative weights per edge (normalised unless
+            ``normalize=False``).
+        self_loops : bool, default True
+            Add a self loop at every node (weight 1 before normalisation).
+        normalize : bool, optional
+            Defaults to True for raw weights; ignored for ``"in-degree"``.
+        dtype, validate
+            As in :class:`MixingMatrix`.
+
+        Examples
+        --------
+        >>> A = MixingMatrix.from_edges(3, [(0, 1), (1, 2), (2, 0)])
+        >>> A.toarray()
+        array([[0.5, 0. , 0.5],
+               [0.5, 0.5, 0. ],
+               [0. , 0.5, 0.5]])
+        """
+        n = check_int(n, "n", minimum=1)
+        e = np.asarray(edges)
+        if e.size == 0:
+            e = np.zeros((0, 2), dtype=np.int64)
+        if e.ndim != 2 or e.shape[1] != 2:
+            raise ValueError(f"edges must have shape (m, 2), got {e.shape}")
+        if not np.issubdtype(e.dtype, np.integer):
+            raise TypeError(f"edges must hold integer node ids, got dtype {e.dtype}")
+        bad = np.flatnonzero((e < 0).any(axis=1) | (e >= n).any(axis=1))
+        if bad.size:
+            raise ValueError(f"edges[{bad[0]}] = {tuple(int(v) for v in e[bad[0]])} names a node outside 0..{n - 1}")
+        src, dst = e[:, 0].astype(np.int64), e[:, 1].astype(np.int64)
+        if isinstance(weights, str):
+            if weights not in ("in-degree", "uniform"):
+                raise ValueError(f"weights must be 'in-degree', 'uniform' or an array, got {weights!r}")
+            w = np.ones(len(src))
+            normalize = True
+        else:
+            w = as_float_array(weights, "weights", np.float64, ndim=1)
+            if w.shape[0] != len(src):
+                raise ValueError(f"weights has {w.shape[0]} entries but edges has {len(src)}")
+            normalize = True if normalize is None else bool(normalize)
+        rows, cols = dst, src
+        if self_loops:
+            rows = np.concatenate([rows, np.arange(n)])
+            cols = np.concatenate([cols, np.arange(n)])
+            w = np.concatenate([w, np.ones(n)])
+        raw = sp.coo_array((w, (rows, cols)), shape=(n, n)).tocsr()
+        if isinstance(weights, str):
+            raw.sum_duplicates()
+            raw.data[:] = 1.0  # duplicate edges count once under the degree rule
+        return cls(raw, normalize=normalize, dtype=dtype, validate=validate)
+
+    @classmethod
+    def from_networkx(cls, G, weights="in-degree", *, self_loops=True, dtype=np.float64, validate=True):
+        """Build ``A`` from a networkx graph (nodes relabelled 0..n-1 in ``G.nodes`` order).
+
+        A directed edge ``u -> v`` means ``u`` sends to ``v``; an undirected edge
+        goes both ways. ``weights`` is ``"in-degree"``, ``"uniform"`` or the name of
+        an edge attribute holding raw weights (normalised per row; a missing
+        attribute counts as 1).
+
+        Examples
+        --------
+        >>> import networkx as nx
+        >>> A = MixingMatrix.from_networkx(nx.cycle_graph(4, create_using=nx.DiGraph))
+        >>> A.n
+        4
+        """
+        nodes = list(G.nodes)
+        index = {u: k for k, u in enumerate(nodes)}
+        edges, raw = [], []
+        for u, v, data in G.edges(data=True):
+            pairs = [(index[u], index[v])]
+            if not G.is_directed() and u != v:
+                pairs.append((index[v], index[u]))
+            for p in pairs:
+                edges.append(p)
+                if weights not in ("in-degree", "uniform"):
+                    raw.append(data.get(weights, 1.0))
+        edges = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
+        w = weights if weights in ("in-degree", "uniform") else np.asarray(raw, dtype=np.float64)
+        return cls.from_edges(len(nodes), edges, w, self_loops=self_loops, dtype=dtype, validate=validate)
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def n(self):
+        """Number of nodes."""
+        return self._csr.shape[0]
+
+    @property
+    def nnz(self):
+        """Number of stored (positive) weights, self loops included."""
+        return self._csr.nnz
+
+    @property
+    def dtype(self):
+        """Value type (float64 or float32)."""
+        return self._csr.dtype
+
+    @property
+    def csr(self):
+        """The matrix as a read-only ``scipy.sparse.csr_array``."""
+        return self._csr
+
+    def toarray(self):
+        """Dense ``n x n`` copy of ``A``."""
+        return self._csr.toarray()
+
+    @property
+    def self_loops(self):
+        """Boolean mask of the nodes that have a self loop ``a_ii > 0``."""
+        return self._csr.diagonal() > 0
+
+    def astype(self, dtype):
+        """The same matrix with values of ``dtype`` (float32 or float64)."""
+        return MixingMatrix(self, dtype=dtype, validate=False)
+
+    def __repr__(self):
+        return f"MixingMatrix(n={self.n}, nnz={self.nnz}, dtype={self.dtype})"
+
+    # ------------------------------------------------------------------ mixing
+    def _prep(self, X, name="X"):
+        arr = as_float_array(X, name, self.dtype, ndim=(1, 2), finite=False)
+        if arr.shape[0] != self.n:
+            raise ValueError(f"{name} has {arr.shape[0]} rows but A has {self.n} nodes")
+        return arr
+
+    def mix(self, X, out=None):
+        """One gossip step of the A-protocol (eq. 1): ``A @ X``.
+
+        Parameters
+        ----------
+        X : array_like, shape (n,) or (n, d)
+            One row per node; converted once to ``self.dtype``, C order.
+        out : ndarray, optional
+            Where to write the result: same shape as ``X``, dtype ``self.dtype``,
+            C-contiguous, not sharing memory with ``X``.
+
+        Returns
+        -------
+        ndarray
+            ``A @ X``, of the shape of ``X``.
+        """
+        return self.mix_power(X, 1, out=out)
+
+    def mix_power(self, X, R, out=None):
+        """``R`` gossip steps: ``A^R @ X`` (one multi-gossip phase of eq. 14).
+
+        Parameters
+        ----------
+        X : array_like, shape (n,) or (n, d)
+        R : int, >= 0
+        out : ndarray, optional
+            As in :meth:`mix`.
+
+        Examples
+        --------
+        >>> from rowstoch_fast import topology
+        >>> A = topology.ring(4)
+        >>> A.mix_power([1.0, 0.0, 0.0, 0.0], 2)
+        array([0.25, 0.5 , 0.25, 0.  ])
+        """
+        R = check_int(R, "R", minimum=0)
+        arr = self._prep(X)
+        check_out(out, "out", arr.shape, self.dtype)
+        X2 = arr.reshape(self.n, -1)
+        out2 = None if out is None else out.reshape(self.n, -1)
+        c = self._csr
+        if R == 1:
+            Y = _core.mix(c.indptr, c.indices, c.data, X2, out2, check_indices=False)
+        else:
+            Y = _core.mix_power(c.indptr, c.indices, c.data, X2, R, out2, check_indices=False)
+        return out if out is not None else Y.reshape(arr.shape)
+
+    # ------------------------------------------------------------------ metrics
+    def metrics(self):
+        """Network metrics of Section 2.2 (``pi``, ``beta``, ``kappa``, ...), computed once.
+
+        Returns
+        -------
+        NetworkMetrics
+
+        Examples
+        --------
+        >>> from rowstoch_fast import topology
+        >>> m = topology.exponential(8).metrics()
+        >>> round(m.beta, 6), round(m.kappa, 6)
+        (0.5, 1.0)
+        """
+        if self._metrics is None:
+            from .metrics import compute_metrics
+
+            self._metrics = compute_metrics(self)
+        return self._metrics
+
+
+# ---------------------------------------------------------------------- validation helpers
+def _freeze(csr):
+    for a in (csr.data, csr.indices, csr.indptr):
+        a.setflags(write=False)
+    return csr
+
+
+def _first_entry(csr, mask):
+    """(row, col) of the first stored entry where ``mask`` holds."""
+    p = int(np.flatnonzero(mask)[0])
+    row = int(np.searchsorted(csr.indptr, p, side="right") - 1)
+    return row, int(csr.indices[p])
+
+
+def _check_entries(csr):
+    bad = ~np.isfinite(csr.data)
+    if bad.any():
+        i, j = _first_entry(csr, bad)
+        raise ValueError(f"W must be finite; W[{i}, {j}] = {csr.data[bad][0]}")
+    neg = csr.data < 0
+    if neg.any():
+        i, j = _first_entry(csr, neg)
+        raise ValueError(f"W must be non-negative; W[{i}, {j}] = {csr.data[neg][0]} (row {i})")
+
+
+def _check_row_sums(csr):
+    sums = np.asarray(csr.sum(axis=1)).ravel()
+    bad = np.flatnonzero(np.abs(sums - 1.0) > ROW_SUM_RTOL * np.maximum(1.0, np.abs(sums)))
+    if bad.size:
+        i = int(bad[0])
+        raise ValueError(
+            f"A must be row-stochastic: row {i} sums to {sums[i]!r}, not 1 "
+            f"({bad.size} such rows); pass normalize=True to rescale raw weights"
+        )
+
+
+def _check_primitive(csr):
+    """Strongly connected and aperiodic, or raise naming a node that breaks it."""
+    n = csr.shape[0]
+    if n == 1:
+        return
+    # Edge j -> i for A[i, j] > 0, so the "sends to" graph is A^T.
+    sends = sp.csr_array(csr.T)
+    reached = csgraph.breadth_first_order(sends, 0, directed=True, return_predecessors=False)
+    if reached.size < n:
+        missing = np.setdiff1d(np.arange(n), reached)[0]
+        raise ValueError(
+            f"A must be strongly connected: node {missing} never receives information from node 0"
+        )
+    back = csgraph.breadth_first_order(csr, 0, directed=True, return_predecessors=False)
+    if back.size < n:
+        missing = np.setdiff1d(np.arange(n), back)[0]
+        raise ValueError(f"A must be strongly connected: node {missing} cannot send information to node 0")
+    if (csr.diagonal() > 0).any():
+        return  # strongly connected with a self loop: aperiodic
+    # Period = gcd over edges (u -> v) of level[u] + 1 - level[v], BFS levels from node 0.
+    order, pred = csgraph.breadth_first_order(sends, 0, directed=True, return_predecessors=True)
+    level = np.zeros(n, dtype=np.int64)
+    for v in order[1:]:
+        level[v] = level[pred[v]] + 1
+    coo = sends.tocoo()
+    period = int(np.gcd.reduce(np.abs(level[coo.row] + 1 - level[coo.col])))
+    if period != 1:
+        raise ValueError(
+            f"A must be primitive (aperiodic), but its graph has period {period}: "
+            "every cycle length is a multiple of it; add a self loop at any node"
+        )

@@ -1,0 +1,322 @@
+"""Standard directed and undirected networks as :class:`~rowstoch_fast.MixingMatrix` objects.
+
+Every builder works in O(nnz) (vectorised NumPy), so ``exponential(2**20)``
+takes seconds. Unless stated otherwise the weights follow the paper's
+in-degree rule ``a_ij = 1 / (1 + d_i^in)`` over the in-neighbours and the self
+loop (Section 2.1).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse import csgraph
+from scipy.spatial import cKDTree
+
+from ._checks import check_int, check_positive_float
+from .mixing import MixingMatrix
+
+__all__ = [
+    "exponential",
+    "ring",
+    "grid",
+    "geometric",
+    "nearest_neighbor",
+    "erdos_renyi",
+    "complete",
+    "star",
+    "paper_graphs",
+]
+
+_MAX_TRIES = 100
+
+
+def _in_degree(n, src, dst, **kw):
+    """MixingMatrix with a_ij = 1/(1 + d_i^in) for edges j -> i (src -> dst), self loops added."""
+    return MixingMatrix.from_edges(n, np.stack([src, dst], axis=1), "in-degree", **kw)
+
+
+def exponential(n):
+    """The paper's directed exponential graph: node ``i`` sends to ``(i + 2^k) mod n`` for ``2^k < n``.
+
+    With in-degree weights every row and column holds ``1 + floor(log2(n-1)) + 1``
+    equal weights, so ``A`` is doubly stochastic and ``kappa = 1``.
+
+    Examples
+    --------
+    >>> A = exponential(16)
+    >>> A.nnz, round(A.metrics().beta, 6)
+    (80, 0.6)
+    """
+    n = check_int(n, "n", minimum=1)
+    hops = 1 << np.arange(max(n - 1, 1).bit_length(), dtype=np.int64)
+    hops = hops[hops < n]
+    src = np.repeat(np.arange(n, dtype=np.int64), hops.size)
+    dst = (src + np.tile(hops, n)) % n
+    return _in_degree(n, src, dst)
+
+
+def ring(n):
+    """Directed ring: node ``i`` sends to ``i + 1 (mod n)``; ``a_ii = a_i,i-1 = 1/2``.
+
+    Examples
+    --------
+    >>> ring(3).toarray()
+    array([[0.5, 0. , 0.5],
+           [0.5, 0.5, 0. ],
+           [0. , 0.5, 0.5]])
+    """
+    n = check_int(n, "n", minimum=1)
+    src = np.arange(n, dtype=np.int64)
+    return _in_degree(n, src, (src + 1) % n)
+
+
+def _undirected(n, u, v):
+    return np.concatenate([u, v]), np.concatenate([v, u])
+
+
+def grid(rows, cols):
+    """Undirected ``rows x cols`` grid (4-neighbour), in-degree weights.
+
+    Examples
+    --------
+    >>> grid(2, 2).toarray()[0]
+    array([0.33333333, 0.33333333, 0.33333333, 0.        ])
+    """
+    rows = check_int(rows, "rows", minimum=1)
+    cols = check_int(cols, "cols", minimum=1)
+    idx = np.arange(rows * cols, dtype=np.int64).reshape(rows, cols)
+    u = np.concatenate([idx[:, :-1].ravel(), idx[:-1, :].ravel()])
+    v = np.concatenate([idx[:, 1:].ravel(), idx[1:, :].ravel()])
+    return _in_degree(rows * cols, *_undirected(rows * cols, u, v))
+
+
+def _connected(n, src, dst):
+    g = sp.coo_array((np.ones(len(src)), (src, dst)), shape=(n, n))
+    return csgraph.connected_components(g, directed=True, connection="strong")[0] == 1
+
+
+def geometric(n, radius, seed=None):
+    """Random geometric graph: ``n`` uniform points in the unit square, undirected edges within ``radius``.
+
+    Points are redrawn (from the same generator) until the graph is connected;
+    after 100 tries a ValueError asks for a larger radius.
+
+    Examples
+    --------
+    >>> geometric(50, 0.3, seed=0).n
+    50
+    """
+    n = check_int(n, "n", minimum=1)
+    radius = check_positive_float(radius, "radius")
+    rng = np.random.default_rng(seed)
+    for _ in range(_MAX_TRIES):
+        pts = rng.random((n, 2))
+        pairs = cKDTree(pts).query_pairs(radius, output_type="ndarray").astype(np.int64)
+        src, dst = _undirected(n, pairs[:, 0], pairs[:, 1])
+        if n == 1 or _connected(n, src, dst):
+            return _in_degree(n, src, dst)
+    raise ValueError(f"geometric(n={n}, radius={radius}) stayed disconnected in {_MAX_TRIES} draws; use a larger radius")
+
+
+def nearest_neighbor(n, k=3, seed=None):
+    """Each of ``n`` uniform random points links both ways to its ``k`` nearest others.
+
+    Redrawn until connected (as :func:`geometric`). This is the paper's
+    nearest-neighbour construction on random positions.
+
+    Examples
+    --------
+    >>> nearest_neighbor(30, 3, seed=1).n
+    30
+    """
+    n = check_int(n, "n", minimum=1)
+    k = check_int(k, "k", minimum=1)
+    if k >= n:
+        raise ValueError(f"k must be < n, got k={k} with n={n}")
+    rng = np.random.default_rng(seed)
+    for _ in range(_MAX_TRIES):
+        pts = rng.random((n, 2))
+        _, nb = cKDTree(pts).query(pts, k=k + 1)
+        u = np.repeat(np.arange(n, dtype=np.int64), k)
+        v = nb[:, 1:].ravel().astype(np.int64)
+        src, dst = _undirected(n, u, v)
+        if _connected(n, src, dst):
+            return _in_degree(n, src, dst)
+    raise ValueError(f"nearest_neighbor(n={n}, k={k}) stayed disconnected in {_MAX_TRIES} draws; use a larger k")
+
+
+def erdos_renyi(n, p, seed=None):
+    """Directed Erdos-Renyi graph (each ordered pair ``j -> i`` with probability ``p``), in-degree weights.
+
+    If the draw is not strongly connected it is repaired by linking its strongly
+    connected components in a cycle (one random edge between consecutive
+    components), so the result always satisfies Assumption 1.
+
+    Examples
+    --------
+    >>> erdos_renyi(40, 0.05, seed=3).n
+    40
+    """
+    n = check_int(n, "n", minimum=1)
+    p = check_positive_float(p, "p")
+    if p > 1:
+        raise ValueError(f"p must be in (0, 1], got {p}")
+    rng = np.random.default_rng(seed)
+    if n <= 4096:
+        mask = rng.random((n, n)) < p
+        np.fill_diagonal(mask, False)
+        src, dst = np.nonzero(mask)
+    else:  # O(nnz): draw the edge count, then endpoints (duplicates merged)
+        m = rng.binomial(n * (n - 1), p)
+        src = rng.integers(0, n, m)
+        dst = (src + rng.integers(1, n, m)) % n
+    src, dst = src.astype(np.int64), dst.astype(np.int64)
+    g = sp.coo_array((np.ones(len(src)), (src, dst)), shape=(n, n))
+    ncomp, labels = csgraph.connected_components(g, directed=True, connection="strong")
+    if ncomp > 1:
+        reps = [rng.choice(np.flatnonzero(labels == c)) for c in range(ncomp)]
+        extra_src = np.asarray(reps, dtype=np.int64)
+        extra_dst = np.roll(extra_src, -1)
+        src, dst = np.concatenate([src, extra_src]), np.concatenate([dst, extra_dst])
+    return _in_degree(n, src, dst)
+
+
+def complete(n):
+    """Complete graph with self loops: ``A = 1 1^T / n`` (``beta = 0``, ``kappa = 1``).
+
+    Examples
+    --------
+    >>> complete(2).toarray()
+    array([[0.5, 0.5],
+           [0.5, 0.5]])
+    """
+    n = check_int(n, "n", minimum=1)
+    u, v = np.nonzero(~np.eye(n, dtype=bool)) if n <= 4096 else _complete_pairs(n)
+    return _in_degree(n, u.astype(np.int64), v.astype(np.int64))
+
+
+def _complete_pairs(n):
+    src = np.repeat(np.arange(n, dtype=np.int64), n - 1)
+    off = np.tile(np.arange(1, n, dtype=np.int64), n)
+    return src, (src + off) % n
+
+
+def star(n):
+    """Undirected star: hub 0 exchanges with every leaf; in-degree weights.
+
+    Examples
+    --------
+    >>> star(3).toarray()
+    array([[0.33333333, 0.33333333, 0.33333333],
+           [0.5       , 0.5       , 0.        ],
+           [0.5       , 0.        , 0.5       ]])
+    """
+    n = check_int(n, "n", minimum=1)
+    leaves = np.arange(1, n, dtype=np.int64)
+    return _in_degree(n, *_undirected(n, np.zeros_like(leaves), leaves))
+
+
+# ---------------------------------------------------------------------- the paper's 16-node graphs
+def paper_graphs():
+    """The paper's four 16-node test matrices (Appendix E.1), rebuilt as the authors' code built them.
+
+    Weights are drawn from NumPy's legacy generator in the authors' order
+    (``np.random.RandomState(seed)``, kept local), then rows are normalised.
+    See ``shared/paper_graphs.md`` in the project for the recipe.
+
+    Returns
+    -------
+    dict
+        Keys ``"ring"``, ``"grid"``, ``"geometric"``, ``"nearest_neighbor"``.
+
+    Examples
+    --------
+    >>> g = paper_graphs()
+    >>> sorted(g)
+    ['geometric', 'grid', 'nearest_neighbor', 'ring']
+    >>> round(g["grid"].metrics().kappa, 4)
+    6.2493
+    """
+    return {
+        "ring": MixingMatrix(_paper_ring()),
+        "grid": MixingMatrix(_paper_grid(), normalize=True),
+        "geometric": MixingMatrix(_paper_geometric(), normalize=True),
+        "nearest_neighbor": MixingMatrix(_paper_nearest_neighbor(), normalize=True),
+    }
+
+
+def _paper_ring(n=16):
+    B = np.eye(n) / 2
+    for i in range(n - 1):
+        B[i, i + 1] = 0.5
+    B[n - 1, 0] = 0.5
+    m = n // 2
+    B[0, m] = B[m - 1, m] = B[m, m] = 1.0 / 3.0
+    return B.T
+
+
+def _paper_grid():
+    rs = np.random.RandomState(1)
+    A = np.zeros((16, 16))
+    for r in range(4):
+        for c in range(4):
+            v = 4 * r + c
+            A[v, v] = rs.randint(1, 11)
+            if c < 3:
+                A[v, v + 1] = rs.randint(1, 11)
+                A[v + 1, v] = rs.randint(1, 11)
+            if r < 3:
+                A[v, v + 4] = rs.randint(1, 11)
+                A[v + 4, v] = rs.randint(1, 11)
+    return A
+
+
+def _nx_graph_edges(edge_list, nodes=()):
+    """Edges in the order networkx's ``Graph.edges()`` yields them (adjacency insertion order)."""
+    adj = {u: {} for u in nodes}
+    for u, v in edge_list:
+        adj.setdefault(u, {})
+        adj.setdefault(v, {})
+        adj[u][v] = adj[v][u] = None
+    seen, out = set(), []
+    for u, nbrs in adj.items():
+        out.extend((u, v) for v in nbrs if v not in seen)
+        seen.add(u)
+    return out
+
+
+def _paper_geometric():
+    pts = np.array([(1, 2), (3, 5), (5, 1), (6, 6), (8, 3), (2, 8), (9, 9), (4, 4),
+                    (7, 2), (1, 7), (6, 9), (3, 1), (9, 5), (5, 5), (7, 7), (2, 3)], dtype=float)
+    n = len(pts)
+    pairs = [(i, j) for i in range(n) for j in range(i + 1, n) if np.linalg.norm(pts[i] - pts[j]) <= 3]
+    rs = np.random.RandomState(48)
+    A = np.zeros((n, n))
+    for i, j in _nx_graph_edges(pairs, nodes=range(n)):  # nodes 0..n-1 added first
+        A[i, j] = A[j, i] = rs.choice([1, 2])
+    for i in range(n):
+        A[i, i] = rs.choice([1, 2])
+    return A
+
+
+def _paper_nearest_neighbor():
+    pos = np.array([(0, 0), (1, 2), (3, 1), (5, 4), (7, 3), (8, 7), (2, 6), (4, 5),
+                    (6, 6), (9, 1), (11, 3), (13, 2), (2, 9), (6, 9), (8, 10), (12, 8)], dtype=float)
+    n = len(pos)
+    succ = {u: {} for u in range(n)}  # a DiGraph's successor dicts, nodes added first
+    for u in range(n):
+        dist = np.linalg.norm(pos - pos[u], axis=1)
+        others = [v for v in np.argsort(dist, kind="stable") if v != u][:3]
+        for v in others:
+            succ[u][int(v)] = None
+            succ[int(v)][u] = None
+        succ[u][u] = None
+    rs = np.random.RandomState(42)
+    A = np.zeros((n, n))
+    for u in range(n):
+        for v in succ[u]:
+            A[u, v] = rs.choice([1, 2])
+    for i in range(n):
+        A[i, i] = rs.choice([1, 2])
+    return A

@@ -1,0 +1,161 @@
+"""The Pull-Diag diagonal tracker ``D_k = Diag(A^k)`` (eq. 5, 8 and 14 of the paper).
+
+The exact tracker follows ``V_{k+1} = A V_k`` as the paper does, but keeps only
+the diagonal, works in column blocks (memory ``O(n * block)``), stops at the
+step where ``diag(A^k)`` provably equals ``pi`` to float64 resolution, and is
+computed once per matrix and per stride (cached on the :class:`MixingMatrix`).
+
+Why the stopping step is safe: with ``M = A^k - 1 pi^T`` and ``||M||_pi <= beta^k``
+(Section 2.2), ``|[A^k]_ii - pi_i| = |e_i^T Pi^{-1/2} (Pi^{1/2} M Pi^{-1/2}) Pi^{1/2} e_i|
+<= beta^k``, so once ``beta^k <= (eps / 2) min(pi)`` every diagonal equals
+``pi_i`` to the last bit. A column block also stops as soon as its slice of
+``V`` reaches a floating-point fixed point (bitwise equal to the previous step).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+import numpy as np
+
+from . import _core
+from ._checks import check_int
+
+__all__ = ["DiagTracker", "diag_powers", "freeze_step"]
+
+#: Default cap on the memory of one exact tracker's table (bytes); override with
+#: the environment variable ROWSTOCH_TRACKER_MAX_BYTES or ``max_bytes=``.
+DEFAULT_MAX_BYTES = 2 * 1024**3
+#: Column block of the exact tracker: 2 * n * block values in flight.
+DEFAULT_BLOCK = 256
+
+
+def diag_powers(A, stride, n_records, *, block=DEFAULT_BLOCK):
+    """Diagonals of the powers of ``A``: row ``m`` is ``diag(A^(m * stride))``.
+
+    Parameters
+    ----------
+    A : MixingMatrix
+    stride : int, >= 1
+    n_records : int, >= 1
+        Rows of the result (``m = 0 .. n_records - 1``).
+    block : int
+        Columns of ``A^k`` advanced together (memory ``2 n block`` values).
+
+    Returns
+    -------
+    diags : ndarray, shape (n_records, n)
+    steps : int
+        Gossip steps actually taken (smaller than ``(n_records-1)*stride`` when
+        every column block reached a floating-point fixed point early).
+
+    Examples
+    --------
+    >>> from rowstoch_fast import topology
+    >>> d, _ = diag_powers(topology.ring(3), 1, 3)
+    >>> d[:, 0]
+    array([1.  , 0.5 , 0.25])
+    """
+    stride = check_int(stride, "stride", minimum=1)
+    n_records = check_int(n_records, "n_records", minimum=1)
+    block = check_int(block, "block", minimum=1)
+    c = A.csr
+    return _core.diag_powers(c.indptr, c.indices, c.data, stride, n_records, block, check_indices=False)
+
+
+def freeze_step(beta, min_pi, eps=np.finfo(np.float64).eps):
+    """Smallest ``k`` with ``beta^k <= (eps/2) min(pi)``: from there on ``diag(A^k) == pi`` in float64.
+
+    ``beta`` is nudged up by a relative 1e-6 to cover the error of its own
+    numerical estimate.
+
+    Examples
+    --------
+    >>> freeze_step(0.5, 0.125)
+    57
+    """
+    if beta <= 0.0:
+        return 1
+    b = min(beta * (1 + 1e-6) + 1e-15, 1 - 1e-15)
+    return max(1, math.ceil(math.log(0.5 * eps * min_pi) / math.log(b)))
+
+
+class DiagTracker:
+    """Inverse diagonal scales ``s_t = 1 / diag(D_t)`` of (MG-)Pull-Diag-GT.
+
+    ``D_t = Diag(A^(t R))`` for the exact tracker (``D_0 = I``), and
+    ``D_t = diag(pi)`` for ``t >= 1`` for the Perron tracker (the limit of the
+    exact one, cf. eq. 4).
+
+    Parameters
+    ----------
+    A : MixingMatrix
+    rounds : int
+        Gossip steps ``R`` per iteration (stride of the table).
+    kind : {"exact", "perron"}
+    max_bytes : int, optional
+        Refuse (with a clear error) an exact table larger than this.
+
+    Examples
+    --------
+    >>> from rowstoch_fast import topology
+    >>> tr = DiagTracker(topology.exponential(8), rounds=1)
+    >>> tr.scale(0)
+    array([1., 1., 1., 1., 1., 1., 1., 1.])
+    >>> bool(np.allclose(tr.scale(tr.frozen_at), 8.0))
+    True
+    """
+
+    def __init__(self, A, rounds=1, kind="exact", *, max_bytes=None):
+        self.rounds = check_int(rounds, "rounds", minimum=1)
+        if kind not in ("exact", "perron"):
+            raise ValueError(f"tracker must be 'exact' or 'perron', got {kind!r}")
+        self.kind = kind
+        self.n = A.n
+        dtype = A.dtype
+        metrics = A.metrics()
+        if kind == "perron":
+            self._table = np.stack([np.ones(A.n, dtype=dtype), (1.0 / metrics.pi).astype(dtype)])
+            self.frozen_at = 1
+            return
+        key = ("scales", self.rounds)
+        cached = A._diag_cache.get(key)
+        if cached is None:
+            cached = self._build(A, metrics, max_bytes)
+            A._diag_cache[key] = cached
+        self._table = cached
+        self.frozen_at = cached.shape[0] - 1
+
+    def _build(self, A, metrics, max_bytes):
+        if max_bytes is None:
+            max_bytes = int(os.environ.get("ROWSTOCH_TRACKER_MAX_BYTES", DEFAULT_MAX_BYTES))
+        k_star = freeze_step(metrics.beta, float(metrics.pi.min()))
+        t_star = -(-k_star // self.rounds)
+        need = (t_star + 1) * A.n * np.dtype(A.dtype).itemsize
+        if need > max_bytes:
+            raise MemoryError(
+                f"the exact diagonal tracker needs {t_star + 1} x {A.n} values ({need / 2**30:.2f} GiB, "
+                f"beta = {metrics.beta:.4g}) but the limit is {max_bytes / 2**30:.2f} GiB; "
+                "use tracker='perron' (D = diag(pi), the exact tracker's limit) or raise max_bytes"
+            )
+        diags, _ = diag_powers(A, self.rounds, t_star + 1)
+        bad = np.argwhere(diags <= 0)
+        if bad.size:
+            t, i = (int(v) for v in bad[0])
+            raise ValueError(
+                f"[A^{t * self.rounds}]_{i}{i} = 0 (node {i} has no self loop), so D_{t}^-1 of Pull-Diag-GT "
+                f"is undefined; use rounds > 1 such that every diag(A^(tR)) > 0, or tracker='perron'"
+            )
+        scales = 1.0 / diags
+        scales.setflags(write=False)
+        return scales
+
+    def scale(self, t):
+        """``1 / diag(D_t)`` as a read-only array of shape (n,)."""
+        return self._table[min(t, self._table.shape[0] - 1)]
+
+    @property
+    def max_inverse_diagonal(self):
+        """``max_t max_i 1/[D_t]_ii`` over the table: the paper's theta for this stride."""
+        return float(self._table.max())

@@ -1,0 +1,64 @@
+"""Shared fixtures and Hypothesis strategies for the test suite."""
+
+import os
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+
+settings.register_profile(
+    "ci", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.register_profile("dev", max_examples=25, deadline=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+def random_primitive(n, density, rng, self_loops=True):
+    """Random strongly connected, primitive, row-stochastic dense matrix."""
+    from rowstoch_fast import MixingMatrix
+
+    for _ in range(1000):
+        M = (rng.random((n, n)) < density) * rng.uniform(0.1, 1.0, (n, n))
+        np.fill_diagonal(M, rng.uniform(0.1, 1.0, n) if self_loops else 0.0)
+        # a random directed cycle guarantees strong connectivity
+        perm = rng.permutation(n)
+        M[perm, np.roll(perm, 1)] += rng.uniform(0.1, 1.0, n)
+        if not self_loops:
+            np.fill_diagonal(M, 0.0)
+        try:
+            return MixingMatrix(M, normalize=True)
+        except ValueError:
+            continue  # periodic without self loops: draw again
+    raise RuntimeError("could not draw a primitive matrix")
+
+
+@st.composite
+def csr_and_block(draw, max_n=12, max_d=5):
+    """(scipy CSR with random pattern incl. empty rows and duplicates, dense X) of matching dtypes."""
+    n = draw(st.integers(1, max_n))
+    d = draw(st.integers(1, max_d))
+    fdt = draw(st.sampled_from([np.float64, np.float32]))
+    idt = draw(st.sampled_from([np.int32, np.int64]))
+    nnz = draw(st.integers(0, 3 * n))
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    rows = rng.integers(0, n, nnz)
+    cols = rng.integers(0, n, nnz)
+    vals = rng.standard_normal(nnz)
+    counts = np.bincount(rows, minlength=n)
+    indptr = np.concatenate([[0], np.cumsum(counts)]).astype(idt)
+    order = np.argsort(rows, kind="stable")  # unsorted columns and duplicates kept on purpose
+    A = sp.csr_array((vals[order].astype(fdt), cols[order].astype(idt), indptr), shape=(n, n))
+    X = rng.standard_normal((n, d)).astype(fdt)
+    return A, X
+
+
+def tol(dtype):
+    return 1e-12 if np.dtype(dtype) == np.float64 else 2e-5
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(12345)

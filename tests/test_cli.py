@@ -1,0 +1,71 @@
+"""The rowstoch command line: tables, files, and one-line errors for bad input."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from rowstoch_fast import cli, topology
+
+
+def test_metrics_table_for_a_topology(capsys):
+    assert cli.main(["metrics", "--topology", "exponential", "--n", "16"]) == 0
+    out = capsys.readouterr().out
+    assert "exponential" in out and "0.6000" in out and "1.0000" in out
+
+
+def test_metrics_all(capsys):
+    assert cli.main(["metrics", "--n", "16"]) == 0
+    out = capsys.readouterr().out
+    for name in ("ring", "star", "paper-grid", "paper-nearest_neighbor"):
+        assert name in out
+
+
+@pytest.mark.parametrize("suffix", [".npz", ".npy", ".mtx", ".txt"])
+def test_metrics_from_matrix_files(tmp_path, capsys, suffix):
+    A = topology.exponential(8)
+    path = tmp_path / f"A{suffix}"
+    if suffix == ".npz":
+        sp.save_npz(path, sp.csr_matrix(A.csr))
+    elif suffix == ".npy":
+        np.save(path, A.toarray())
+    elif suffix == ".mtx":
+        import scipy.io
+
+        scipy.io.mmwrite(path, sp.coo_matrix(A.csr))
+    else:
+        src = np.arange(8)
+        lines = [f"{i} {(i + h) % 8}" for i in src for h in (1, 2, 4)]
+        path.write_text("# src dst\n" + "\n".join(lines) + "\n")
+    assert cli.main(["metrics", "--matrix", str(path)]) == 0
+    assert "0.5000" in capsys.readouterr().out  # beta of exponential(8)
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["metrics", "--topology", "bogus"], "unknown topology 'bogus'"),
+        (["metrics", "--topology", "grid", "--n", "10"], "square --n"),
+        (["metrics", "--matrix", "/nonexistent/A.npz"], "does not exist"),
+    ],
+)
+def test_bad_arguments_give_one_line_errors(capsys, argv, message):
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
+def test_invalid_matrix_file(tmp_path, capsys):
+    path = tmp_path / "bad.npy"
+    np.save(path, np.array([[1.0, 0.0], [0.0, 1.0]]))  # not strongly connected
+    assert cli.main(["metrics", "--matrix", str(path)]) == 2
+    assert "strongly connected" in capsys.readouterr().err
+    garbage = tmp_path / "garbage.npz"
+    garbage.write_bytes(b"not a zip")
+    assert cli.main(["metrics", "--matrix", str(garbage)]) == 2
+    assert "cannot use matrix file" in capsys.readouterr().err
+
+
+def test_argparse_rejects_bad_n():
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["metrics", "--n", "-3"])
+    assert exc.value.code == 2

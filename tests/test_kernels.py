@@ -1,0 +1,162 @@
+"""The compiled mixing kernels against scipy.sparse, and their argument checks."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given
+from hypothesis import strategies as st
+
+from rowstoch_fast import _core, _reference
+from conftest import csr_and_block, tol
+
+
+def _args(A):
+    return A.indptr, A.indices, A.data
+
+
+@given(csr_and_block())
+def test_mix_matches_scipy(case):
+    A, X = case
+    Y = _core.mix(*_args(A), X)
+    ref = A.astype(np.float64) @ X.astype(np.float64)
+    assert Y.dtype == X.dtype
+    np.testing.assert_allclose(Y, ref, rtol=tol(X.dtype), atol=tol(X.dtype) * (1 + np.abs(ref).max(initial=0)))
+
+
+@given(csr_and_block(), st.integers(0, 6))
+def test_mix_power_matches_repeated_products(case, R):
+    A, X = case
+    A = A.copy()
+    A.data[:] = np.abs(A.data) / max(1.0, 3.0)  # keep powers bounded
+    Y = _core.mix_power(*_args(A), X, R)
+    ref = _reference.mix_power(A.toarray().astype(np.float64), X.astype(np.float64), R)
+    scale = 1 + np.abs(ref).max(initial=0)
+    np.testing.assert_allclose(Y, ref, rtol=tol(X.dtype) * 10, atol=tol(X.dtype) * 10 * scale)
+
+
+@given(csr_and_block())
+def test_mix_writes_into_out(case):
+    A, X = case
+    out = np.full_like(X, np.nan)
+    Y = _core.mix(*_args(A), X, out)
+    assert Y is out or np.shares_memory(Y, out)
+    np.testing.assert_allclose(out, A.astype(np.float64) @ X.astype(np.float64), rtol=tol(X.dtype), atol=tol(X.dtype) * 10)
+
+
+def test_mix_large_parallel_path_matches_scipy(rng):
+    # big enough to take the OpenMP path (work above the serial threshold)
+    n, d = 3000, 7
+    A = sp.random_array((n, n), density=0.005, format="csr", rng=rng)
+    X = rng.standard_normal((n, d))
+    np.testing.assert_allclose(_core.mix(*_args(A), X), A @ X, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(_core.mix_power(*_args(A), X, 3), A @ (A @ (A @ X)), rtol=1e-12, atol=1e-12)
+
+
+def test_build_info_reports_openmp():
+    info = _core.build_info()
+    assert info["openmp"] == _core.has_openmp()
+    assert "-O3" in info["flags"]
+    assert "-march=native" not in info["flags"]
+
+
+def test_set_num_threads_roundtrip():
+    before = _core.get_num_threads()
+    try:
+        _core.set_num_threads(1)
+        assert _core.get_num_threads() == 1 or not _core.has_openmp()
+    finally:
+        _core.set_num_threads(before)
+    with pytest.raises(ValueError, match="threads"):
+        _core.set_num_threads(0)
+
+
+# ---------------------------------------------------------------------- negative tests
+@pytest.fixture
+def small():
+    A = sp.csr_array(np.array([[0.5, 0.5], [0.25, 0.75]]))
+    X = np.ones((2, 3))
+    return A, X
+
+
+def test_rejects_mixed_precision(small):
+    A, X = small
+    with pytest.raises(TypeError, match="X has dtype float32"):
+        _core.mix(*_args(A), X.astype(np.float32))
+
+
+def test_rejects_strided_out(small):
+    A, X = small
+    out = np.zeros((2, 6))[:, ::2]
+    with pytest.raises(ValueError, match="out must be C-contiguous"):
+        _core.mix(*_args(A), X, out)
+
+
+def test_rejects_strided_input(small):
+    A, X = small
+    with pytest.raises(ValueError, match="X must be C-contiguous"):
+        _core.mix(*_args(A), np.ones((2, 6))[:, ::2])
+
+
+def test_rejects_wrong_out_dtype_and_shape(small):
+    A, X = small
+    with pytest.raises(TypeError, match="out has dtype"):
+        _core.mix(*_args(A), X, np.zeros((2, 3), np.float32))
+    with pytest.raises(ValueError, match="out must have shape"):
+        _core.mix(*_args(A), X, np.zeros((3, 3)))
+
+
+def test_rejects_readonly_and_aliased_out(small):
+    A, X = small
+    out = np.zeros((2, 3))
+    out.setflags(write=False)
+    with pytest.raises(ValueError, match="writeable"):
+        _core.mix(*_args(A), X, out)
+    with pytest.raises(ValueError, match="shares memory with X"):
+        _core.mix(*_args(A), X, X)
+
+
+def test_rejects_wrong_row_count(small):
+    A, _ = small
+    with pytest.raises(ValueError, match="X has 3 rows but A is 2 x 2"):
+        _core.mix(*_args(A), np.ones((3, 1)))
+    with pytest.raises(ValueError, match="X must be 2-D"):
+        _core.mix(*_args(A), np.ones(2))
+
+
+@pytest.mark.parametrize("bad", [-1, 2, 100])
+def test_rejects_out_of_range_index(small, bad):
+    A, X = small
+    indices = A.indices.copy()
+    indices[1] = bad
+    with pytest.raises(ValueError, match=r"indices\[1\] = .* out of range"):
+        _core.mix(A.indptr, indices, A.data, X)
+
+
+def test_rejects_bad_indptr(small):
+    A, X = small
+    with pytest.raises(ValueError, match="indptr\\[0\\] must be 0"):
+        _core.mix(A.indptr + 1, A.indices, A.data, X)
+    bad = A.indptr.copy()
+    bad[1] = 5
+    with pytest.raises(ValueError, match="non-decreasing"):
+        _core.mix(bad, A.indices, A.data, X)
+    with pytest.raises(ValueError, match="indptr\\[-1\\] must equal"):
+        _core.mix(A.indptr[:-1], A.indices, A.data, np.ones((1, 3)))
+
+
+def test_rejects_bad_csr_dtypes_and_sizes(small):
+    A, X = small
+    with pytest.raises(TypeError, match="indptr must be int32 or int64"):
+        _core.mix(A.indptr.astype(np.float64), A.indices, A.data, X)
+    with pytest.raises(TypeError, match="indices has dtype"):
+        _core.mix(A.indptr.astype(np.int64), A.indices.astype(np.int32), A.data, X)
+    with pytest.raises(TypeError, match="data must be float32 or float64"):
+        _core.mix(A.indptr, A.indices, A.data.astype(np.int64), X)
+    with pytest.raises(ValueError, match="data.size"):
+        _core.mix(A.indptr, A.indices, A.data[:-1], X)
+
+
+def test_mix_power_rejects_negative_R(small):
+    A, X = small
+    with pytest.raises(ValueError, match="R must be >= 0"):
+        _core.mix_power(*_args(A), X, -1)

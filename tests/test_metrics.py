@@ -1,0 +1,90 @@
+"""Network metrics against the dense reference, sparse vs dense paths, theory functions."""
+
+import math
+
+import numpy as np
+import pytest
+
+from rowstoch_fast import _reference, metrics, topology
+from conftest import random_primitive
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_dense_metrics_match_reference(seed):
+    rng = np.random.default_rng(seed)
+    A = random_primitive(int(rng.integers(2, 30)), 0.2, rng, self_loops=bool(seed % 2))
+    m = A.metrics()
+    ref_pi = _reference.perron(A.toarray())
+    np.testing.assert_allclose(m.pi, ref_pi, rtol=1e-10)
+    assert abs(m.pi.sum() - 1) < 1e-12
+    np.testing.assert_allclose(m.pi @ A.toarray(), m.pi, atol=1e-12)
+    assert m.beta == pytest.approx(_reference.beta(A.toarray(), ref_pi), rel=1e-9)
+    assert m.kappa == pytest.approx(_reference.kappa(ref_pi), rel=1e-9)
+    assert m.spectral_gap == pytest.approx(1 - m.beta)
+    assert m.self_loops == bool(seed % 2)
+
+
+@pytest.mark.parametrize("build", [lambda: topology.geometric(300, 0.15, seed=4), lambda: topology.erdos_renyi(300, 0.02, seed=5)])
+def test_sparse_path_matches_dense(monkeypatch, build):
+    A = build()
+    dense = A.metrics()
+    B = type(A)(A)
+    monkeypatch.setattr(metrics, "DENSE_MAX_N", 10)
+    sparse = B.metrics()
+    assert sparse.method == "sparse" and dense.method == "dense"
+    np.testing.assert_allclose(sparse.pi, dense.pi, rtol=1e-10)
+    assert sparse.beta == pytest.approx(dense.beta, rel=1e-8)
+
+
+def test_theta_matches_reference_diagonals():
+    A = topology.paper_graphs()["grid"]
+    ref = _reference.diag_powers(A.toarray(), 40)
+    assert A.metrics().theta(40) == pytest.approx(1.0 / ref[1:].min(), rel=1e-12)
+
+
+def test_theta_infinite_without_self_loops():
+    from rowstoch_fast import MixingMatrix
+
+    A = MixingMatrix.from_edges(3, [(0, 1), (1, 0), (1, 2), (2, 0)], self_loops=False)
+    assert math.isinf(A.metrics().theta(5))
+
+
+def test_rounds_and_thresholds_follow_the_formulas():
+    A = topology.paper_graphs()["nearest_neighbor"]
+    m = A.metrics()
+    assert m.recommended_rounds() == math.ceil(3 * (1 + math.log(m.kappa) + math.log(16)) / (1 - m.beta))
+    assert m.lemma5_threshold == pytest.approx((2 * math.log(m.kappa) + 2 * math.log(16)) / (1 - m.beta))
+    # Lemma 5: beyond the threshold, 1/[A^k]_ii <= 2 n kappa
+    k0 = math.ceil(m.lemma5_threshold)
+    diags = _reference.diag_powers(A.toarray(), k0 + 20)
+    assert (1.0 / diags[k0:]).max() <= 2 * 16 * m.kappa
+
+
+def test_bounds():
+    m = topology.exponential(16).metrics()
+    lb = m.lower_bound(L=2.0, Delta=3.0, sigma=0.5, K=100)
+    assert lb == pytest.approx(0.5 * math.sqrt(6) / math.sqrt(1600) + 6 / (0.4 * 100))
+    ub3 = m.mg_pull_diag_gt_bound(L=2.0, Delta=3.0, sigma=0.5, K=100)
+    assert ub3 == pytest.approx(0.5 * math.sqrt(6) / 40 + (1 + math.log(16)) * 6 / (0.4 * 100))
+    assert m.pull_diag_gt_bound(2.0, 3.0, 0.5, 100, C_A=4.0) == pytest.approx(0.5 * math.sqrt(6) / 40 + 6 * 5 / 100)
+    with pytest.raises(ValueError, match="L must be finite and > 0"):
+        m.lower_bound(L=-1.0, Delta=1.0, sigma=0.0, K=10)
+    with pytest.raises(ValueError, match="K must be >= 1"):
+        m.lower_bound(L=1.0, Delta=1.0, sigma=0.0, K=0)
+
+
+def test_as_dict_and_frozen():
+    m = topology.ring(5).metrics()
+    d = m.as_dict()
+    assert d["n"] == 5 and d["recommended_rounds"] == m.recommended_rounds()
+    with pytest.raises(Exception):
+        m.beta = 0.1
+    with pytest.raises(ValueError):
+        m.pi[0] = 1.0
+
+
+def test_large_sparse_metrics():
+    m = topology.exponential(20000).metrics()
+    assert m.method == "sparse"
+    assert m.kappa == pytest.approx(1.0, abs=1e-9)
+    assert 0 < m.beta < 1

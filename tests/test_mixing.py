@@ -1,0 +1,149 @@
+"""MixingMatrix: construction, validation errors, mixing."""
+
+import networkx as nx
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given
+from hypothesis import strategies as st
+
+from rowstoch_fast import MixingMatrix, _reference, topology
+from conftest import random_primitive
+
+
+def test_from_dense_sparse_and_copy_agree(rng):
+    A = random_primitive(9, 0.3, rng)
+    dense = A.toarray()
+    for src in (dense, sp.csr_matrix(dense), sp.coo_array(dense), A, dense.tolist()):
+        B = MixingMatrix(src)
+        np.testing.assert_array_equal(B.toarray(), dense)
+    assert A.n == 9 and A.nnz == np.count_nonzero(dense)
+
+
+def test_csr_is_read_only(rng):
+    A = random_primitive(5, 0.5, rng)
+    with pytest.raises(ValueError):
+        A.csr.data[0] = 2.0
+
+
+def test_normalize_turns_weights_row_stochastic():
+    A = MixingMatrix([[2.0, 2.0], [1.0, 3.0]], normalize=True)
+    np.testing.assert_allclose(A.toarray(), [[0.5, 0.5], [0.25, 0.75]])
+
+
+@pytest.mark.parametrize(
+    "W, match",
+    [
+        ([[0.5, 0.5]], "square"),
+        (np.ones((2, 2, 2)), "2-D"),
+        ([[1.0, np.nan], [0.5, 0.5]], r"finite; W\[0, 1\]"),
+        ([[1.5, -0.5], [0.5, 0.5]], r"non-negative; W\[0, 1\] = -0.5"),
+        ([[0.5, 0.5], [0.5, 0.6]], "row 1 sums to"),
+        ([[1.0, 0.0], [0.5, 0.5]], "strongly connected: node 1 cannot send"),
+        ([[0.5, 0.5], [0.0, 1.0]], "strongly connected: node 1 never receives information from node 0"),
+        ([[0.0, 1.0], [1.0, 0.0]], "period 2"),
+        (np.zeros((0, 0)), "at least one node"),
+    ],
+)
+def test_invalid_matrices_name_the_problem(W, match):
+    with pytest.raises(ValueError, match=match):
+        MixingMatrix(W)
+
+
+def test_normalize_rejects_empty_row():
+    with pytest.raises(ValueError, match="row 1 .* no positive weight"):
+        MixingMatrix([[1.0, 1.0], [0.0, 0.0]], normalize=True)
+
+
+def test_bad_types():
+    with pytest.raises(TypeError, match="numeric"):
+        MixingMatrix([["a", "b"], ["c", "d"]])
+    with pytest.raises(TypeError, match="real"):
+        MixingMatrix(np.eye(2, dtype=complex))
+    with pytest.raises(TypeError, match="dtype must be float32 or float64"):
+        MixingMatrix(np.eye(1), dtype=np.int32)
+
+
+def test_aperiodic_without_self_loops_is_accepted():
+    # cycles of length 2 and 3 through node 0: gcd 1, primitive, no self loop
+    A = MixingMatrix.from_edges(3, [(0, 1), (1, 0), (1, 2), (2, 0)], self_loops=False)
+    m = A.metrics()
+    assert not m.self_loops and m.nodes_without_self_loop == (0, 1, 2)
+
+
+def test_from_edges_in_degree_rule():
+    # 0 -> 1, 2 -> 1, 1 -> 0, 1 -> 2: node 1 has in-degree 2
+    A = MixingMatrix.from_edges(3, [(0, 1), (2, 1), (1, 0), (1, 2), (0, 1)])
+    np.testing.assert_allclose(A.toarray()[1], [1 / 3, 1 / 3, 1 / 3])
+    np.testing.assert_allclose(A.toarray()[0], [1 / 2, 1 / 2, 0])
+
+
+def test_from_edges_raw_weights():
+    A = MixingMatrix.from_edges(2, [(0, 1), (1, 0)], weights=[3.0, 1.0])
+    # row 1: self 1, from 0: 3 ; row 0: self 1, from 1: 1
+    np.testing.assert_allclose(A.toarray(), [[0.5, 0.5], [0.75, 0.25]])
+
+
+def test_from_edges_errors():
+    with pytest.raises(ValueError, match=r"edges\[1\] = \(0, 5\)"):
+        MixingMatrix.from_edges(3, [(0, 1), (0, 5)])
+    with pytest.raises(ValueError, match="shape"):
+        MixingMatrix.from_edges(3, [0, 1, 2])
+    with pytest.raises(TypeError, match="integer"):
+        MixingMatrix.from_edges(3, [(0.5, 1.0)])
+    with pytest.raises(ValueError, match="weights has 1 entries"):
+        MixingMatrix.from_edges(2, [(0, 1), (1, 0)], weights=[1.0])
+    with pytest.raises(ValueError, match="weights must be"):
+        MixingMatrix.from_edges(2, [(0, 1), (1, 0)], weights="metropolis")
+    with pytest.raises(ValueError, match="n must be >= 1"):
+        MixingMatrix.from_edges(0, [])
+
+
+def test_from_networkx_matches_from_edges():
+    G = nx.DiGraph([(0, 1), (1, 2), (2, 0), (0, 2)])
+    A = MixingMatrix.from_networkx(G)
+    B = MixingMatrix.from_edges(3, list(G.edges))
+    np.testing.assert_array_equal(A.toarray(), B.toarray())
+    H = nx.Graph()
+    H.add_edge("a", "b", weight=3.0)
+    H.add_edge("b", "c", weight=1.0)
+    C = MixingMatrix.from_networkx(H, weights="weight")
+    np.testing.assert_allclose(C.toarray()[1], [3 / 5, 1 / 5, 1 / 5])
+
+
+@given(st.integers(2, 15), st.integers(1, 4), st.integers(0, 10**6))
+def test_mix_and_power_match_reference(n, d, seed):
+    rng = np.random.default_rng(seed)
+    A = random_primitive(n, 0.3, rng)
+    X = rng.standard_normal((n, d))
+    np.testing.assert_allclose(A.mix(X), _reference.mix(A.toarray(), X), rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(A.mix_power(X, 4), _reference.mix_power(A.toarray(), X, 4), rtol=1e-12, atol=1e-13)
+
+
+def test_mix_vector_out_and_float32(rng):
+    A = topology.exponential(16)
+    x = rng.standard_normal(16)
+    out = np.empty(16)
+    res = A.mix(x, out=out)
+    assert res is out
+    np.testing.assert_allclose(out, A.toarray() @ x, rtol=1e-13)
+    A32 = A.astype(np.float32)
+    y32 = A32.mix(x)  # input converted once to the matrix dtype
+    assert y32.dtype == np.float32
+    np.testing.assert_allclose(y32, A.toarray() @ x, rtol=1e-5, atol=1e-6)
+
+
+def test_mix_errors(rng):
+    A = topology.ring(4)
+    with pytest.raises(ValueError, match="X has 3 rows but A has 4 nodes"):
+        A.mix(np.ones(3))
+    with pytest.raises(TypeError, match="out must have dtype float64"):
+        A.mix(np.ones(4), out=np.empty(4, np.float32))
+    with pytest.raises(ValueError, match="out must have shape"):
+        A.mix(np.ones((4, 2)), out=np.empty((4, 3)))
+    with pytest.raises(ValueError, match="R must be >= 0"):
+        A.mix_power(np.ones(4), -2)
+    with pytest.raises(TypeError, match="R must be an integer"):
+        A.mix_power(np.ones(4), 1.5)
+    with pytest.raises(TypeError, match="numeric"):
+        A.mix(np.array(["a"] * 4))

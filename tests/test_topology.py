@@ -1,0 +1,96 @@
+"""Topology builders: structure, Assumption 1, and the paper's published metrics."""
+
+import time
+
+import numpy as np
+import pytest
+
+from rowstoch_fast import _reference, topology
+
+BUILDERS = {
+    "exponential": lambda: topology.exponential(13),
+    "ring": lambda: topology.ring(7),
+    "grid": lambda: topology.grid(3, 4),
+    "geometric": lambda: topology.geometric(40, 0.3, seed=1),
+    "nearest_neighbor": lambda: topology.nearest_neighbor(30, 3, seed=2),
+    "erdos_renyi": lambda: topology.erdos_renyi(30, 0.02, seed=3),
+    "complete": lambda: topology.complete(6),
+    "star": lambda: topology.star(5),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BUILDERS))
+def test_builders_are_row_stochastic_with_self_loops(name):
+    A = BUILDERS[name]()
+    dense = A.toarray()
+    np.testing.assert_allclose(dense.sum(axis=1), 1.0, rtol=1e-14)
+    assert (np.diag(dense) > 0).all()
+    # in-degree rule: each row is uniform over its support
+    for row in dense:
+        nz = row[row > 0]
+        np.testing.assert_allclose(nz, 1.0 / nz.size)
+
+
+def test_exponential_structure():
+    A = topology.exponential(16).toarray()
+    # node 0 sends to 1, 2, 4, 8, so row i receives from i-1, i-2, i-4, i-8
+    assert set(np.flatnonzero(A[:, 0])) == {0, 1, 2, 4, 8}
+    assert set(np.flatnonzero(A[8])) == {8, 7, 6, 4, 0}
+
+
+@pytest.mark.parametrize("n, beta", [(8, 0.5), (16, 0.6)])
+def test_exponential_published_metrics(n, beta):
+    m = topology.exponential(n).metrics()
+    assert m.beta == pytest.approx(beta, abs=1e-12)
+    assert m.kappa == pytest.approx(1.0, abs=1e-12)
+    assert m.beta == pytest.approx(_reference.beta(topology.exponential(n).toarray()), abs=1e-12)
+
+
+# Values from shared/paper_graphs.md (rebuilt from the authors' code).
+PAPER = {"ring": (2.0, 0.981), "grid": (6.2493, 0.8879), "geometric": (3.0, 0.9156), "nearest_neighbor": (1.7396, 0.9065)}
+
+
+@pytest.mark.parametrize("name", sorted(PAPER))
+def test_paper_graphs_reproduce_published_values(name):
+    A = topology.paper_graphs()[name]
+    assert A.n == 16
+    m = A.metrics()
+    kappa, beta = PAPER[name]
+    assert round(m.kappa, 4) == pytest.approx(kappa)
+    assert round(m.beta, 3 if name == "ring" else 4) == pytest.approx(beta)
+
+
+def test_paper_ring_diagonal_instability():
+    # [A^k]_ii dips to ~2.5e-5 near k = 16: theta ~ 39,000 while 1/min(pi) ~ 24.5
+    m = topology.paper_graphs()["ring"].metrics()
+    assert 3.5e4 < m.theta(64) < 4.5e4
+    assert 1.0 / m.pi.min() == pytest.approx(24.5, abs=0.5)
+
+
+def test_erdos_renyi_repairs_disconnected_draws():
+    A = topology.erdos_renyi(50, 0.001, seed=0)  # almost no edges: repaired into a cycle of components
+    assert A.n == 50
+    A.metrics()  # primitive, so metrics exist
+
+
+def test_builder_argument_errors():
+    with pytest.raises(ValueError, match="n must be >= 1"):
+        topology.exponential(0)
+    with pytest.raises(TypeError, match="n must be an integer"):
+        topology.ring(2.5)
+    with pytest.raises(ValueError, match="radius must be finite and > 0"):
+        topology.geometric(10, -1.0)
+    with pytest.raises(ValueError, match="stayed disconnected"):
+        topology.geometric(50, 1e-6, seed=0)
+    with pytest.raises(ValueError, match="k must be < n"):
+        topology.nearest_neighbor(4, 4)
+    with pytest.raises(ValueError, match="p must be in"):
+        topology.erdos_renyi(4, 1.5)
+
+
+def test_large_exponential_builds_in_seconds():
+    t = time.perf_counter()
+    A = topology.exponential(2**18)
+    elapsed = time.perf_counter() - t
+    assert A.nnz == 2**18 * 19
+    assert elapsed < 60  # generous: guards against an accidental O(n^2) builder, not a speed claim
