@@ -200,12 +200,25 @@ py::array mix(py::array indptr, py::array indices, py::array data, py::array X,
 }
 
 py::array mix_power(py::array indptr, py::array indices, py::array data, py::array X, int64_t R,
-                    py::object out, bool check_indices) {
+                    py::object out, py::object work_obj, bool check_indices) {
     if (R < 0) throw py::value_error(cat("R must be >= 0, got ", R));
     Csr A = check_csr(indptr, indices, data, check_indices);
     py::array Y = check_block_io(A, X, out);
     const int64_t w = X.shape(1);
-    py::array work(X.dtype(), {R > 1 ? X.shape(0) : 0, w});  // one buffer per call, not per step
+    py::array work;
+    if (work_obj.is_none() || R <= 1) {
+        work = py::array(X.dtype(), {R > 1 ? X.shape(0) : 0, w});  // one buffer per call, not per step
+    } else {
+        if (!py::isinstance<py::array>(work_obj))
+            throw py::type_error("work must be a numpy.ndarray or None");
+        work = work_obj.cast<py::array>();
+        check_same_dtype(work, "work", X, "X");
+        check_shape(work, "work", {X.shape(0), w});
+        check_contiguous(work, "work");
+        check_writeable(work, "work");
+        check_no_overlap(work, "work", X, "X");
+        check_no_overlap(work, "work", Y, "out");
+    }
     dispatch(A, [&](auto i, auto t) {
         using I = decltype(i);
         using T = decltype(t);
@@ -218,57 +231,70 @@ py::array mix_power(py::array indptr, py::array indices, py::array data, py::arr
     return Y;
 }
 
-void gt_step(py::array indptr, py::array indices, py::array data, int64_t R, double lr,
-             py::array x, py::array y, py::array g_new, py::array g_old, py::array s_new,
-             py::array s_old, py::array work1, py::array work2, bool check_indices) {
+// An n x w block argument of the GT phases: dtype of A, exact shape, C order.
+void check_block(const py::array& a, const char* name, const Csr& A, int64_t w, bool writeable) {
+    check_same_dtype(a, name, A.data, "A.data");
+    check_shape(a, name, {A.n, w});
+    check_contiguous(a, name);
+    if (writeable) check_writeable(a, name);
+}
+
+bool gt_y_phase(py::array indptr, py::array indices, py::array data, int64_t R, double lr,
+                py::array x, py::array y, py::array g_new, py::array g_old, py::array s_new,
+                py::array s_old, py::array y_out, py::array xw, py::array psi, py::array work,
+                bool check_indices) {
     if (R < 1) throw py::value_error(cat("R must be >= 1, got ", R));
     Csr A = check_csr(indptr, indices, data, check_indices);
-    if (x.ndim() != 3) throw py::value_error(cat("x must be 3-D (reps, n, d), got ", x.ndim(), "-D"));
-    const int64_t reps = x.shape(0), d = x.shape(2);
-    if (x.shape(1) != A.n)
-        throw py::value_error(cat("x has ", x.shape(1), " nodes but A is ", A.n, " x ", A.n));
-    const std::pair<py::array*, const char*> blocks[] = {
+    if (x.ndim() != 2) throw py::value_error(cat("x must be 2-D (n, w), got ", x.ndim(), "-D"));
+    const int64_t w = x.shape(1);
+    const std::pair<py::array*, const char*> inputs[] = {
         {&x, "x"}, {&y, "y"}, {&g_new, "g_new"}, {&g_old, "g_old"}};
-    for (auto& [a, name] : blocks) {
-        check_same_dtype(*a, name, A.data, "A.data");
-        check_shape(*a, name, {reps, A.n, d});
-        check_contiguous(*a, name);
-    }
-    check_writeable(x, "x");
-    check_writeable(y, "y");
+    const std::pair<py::array*, const char*> outputs[] = {
+        {&y_out, "y_out"}, {&xw, "xw"}, {&psi, "psi"}, {&work, "work"}};
+    for (auto& [a, name] : inputs) check_block(*a, name, A, w, false);
+    for (auto& [a, name] : outputs) check_block(*a, name, A, w, true);
     for (auto& [a, name] : {std::pair<py::array*, const char*>{&s_new, "s_new"}, {&s_old, "s_old"}}) {
         check_same_dtype(*a, name, A.data, "A.data");
         check_shape(*a, name, {A.n});
         check_contiguous(*a, name);
     }
-    const int64_t w = 2 * reps * d;
-    for (auto& [a, name] : {std::pair<py::array*, const char*>{&work1, "work1"}, {&work2, "work2"}}) {
-        check_same_dtype(*a, name, A.data, "A.data");
-        check_contiguous(*a, name);
-        check_writeable(*a, name);
-        if (a->size() < A.n * w && (a == &work1 || R > 1))
-            throw py::value_error(cat(name, " must hold at least n * 2 * reps * d = ", A.n * w,
-                                      " elements, got ", a->size()));
-        for (auto& [b, bname] : blocks) check_no_overlap(*a, name, *b, bname);
+    for (std::size_t i = 0; i < 4; ++i) {
+        for (std::size_t j = i + 1; j < 4; ++j)
+            check_no_overlap(*outputs[i].first, outputs[i].second, *outputs[j].first, outputs[j].second);
+        for (auto& [b, bname] : inputs) check_no_overlap(*outputs[i].first, outputs[i].second, *b, bname);
     }
-    if (R > 1) check_no_overlap(work1, "work1", work2, "work2");
-    check_no_overlap(x, "x", y, "y");
-    for (auto& [b, bname] : {std::pair<py::array*, const char*>{&g_new, "g_new"}, {&g_old, "g_old"}}) {
-        check_no_overlap(x, "x", *b, bname);
-        check_no_overlap(y, "y", *b, bname);
-    }
+    bool finite = true;
     dispatch(A, [&](auto i, auto t) {
         using I = decltype(i);
         using T = decltype(t);
         const I *Ap = cptr<I>(A.indptr), *Aj = cptr<I>(A.indices);
         const T* Ax = cptr<T>(A.data);
-        T *xp = ptr<T>(x), *yp = ptr<T>(y), *w1 = ptr<T>(work1), *w2 = ptr<T>(work2);
-        const T *gn = cptr<T>(g_new), *go = cptr<T>(g_old), *sn = cptr<T>(s_new),
-                *so = cptr<T>(s_old);
+        const T *xp = cptr<T>(x), *yp = cptr<T>(y), *gn = cptr<T>(g_new), *go = cptr<T>(g_old);
+        const T *sn = cptr<T>(s_new), *so = cptr<T>(s_old);
+        T *yo = ptr<T>(y_out), *wp = ptr<T>(xw), *pp = ptr<T>(psi), *kp = ptr<T>(work);
         const T lr_t = static_cast<T>(lr);
         py::gil_scoped_release nogil;
-        rowstoch::gt_step(Ap, Aj, Ax, A.n, R, lr_t, reps, d, xp, yp, gn, go, sn, so, w1, w2);
+        rowstoch::gt_tracker_input(A.n, w, yp, gn, go, sn, so, pp);
+        finite = rowstoch::gt_tracker_mix(Ap, Aj, Ax, A.n, w, R, lr_t, pp, kp, xp, yo, wp);
     });
+    return finite;
+}
+
+int64_t first_nonfinite(py::array X) {
+    if (X.ndim() != 2) throw py::value_error(cat("X must be 2-D, got ", X.ndim(), "-D"));
+    check_contiguous(X, "X");
+    const int64_t n = X.shape(0), w = X.shape(1);
+    if (is_f64(X)) {
+        const double* p = cptr<double>(X);
+        py::gil_scoped_release nogil;
+        return rowstoch::first_nonfinite_row(p, n, w);
+    }
+    if (is_f32(X)) {
+        const float* p = cptr<float>(X);
+        py::gil_scoped_release nogil;
+        return rowstoch::first_nonfinite_row(p, n, w);
+    }
+    throw py::type_error(cat("X must be float32 or float64, got ", dtype_name(X)));
 }
 
 py::tuple diag_powers(py::array indptr, py::array indices, py::array data, int64_t stride,
@@ -324,15 +350,19 @@ PYBIND11_MODULE(_core, m) {
           py::arg("out") = py::none(), py::arg("check_indices") = true,
           "Y = A X for CSR A (n x n) and dense C-contiguous X (n x d).");
     m.def("mix_power", &mix_power, py::arg("indptr"), py::arg("indices"), py::arg("data"),
-          py::arg("X"), py::arg("R"), py::arg("out") = py::none(), py::arg("check_indices") = true,
-          "Y = A^R X with two ping-pong buffers.");
-    m.def("gt_step", &gt_step, py::arg("indptr"), py::arg("indices"), py::arg("data"),
+          py::arg("X"), py::arg("R"), py::arg("out") = py::none(), py::arg("work") = py::none(),
+          py::arg("check_indices") = true,
+          "Y = A^R X with two ping-pong buffers (out and work, allocated here when not given).");
+    m.def("gt_y_phase", &gt_y_phase, py::arg("indptr"), py::arg("indices"), py::arg("data"),
           py::arg("R"), py::arg("lr"), py::arg("x").noconvert(), py::arg("y").noconvert(),
           py::arg("g_new").noconvert(), py::arg("g_old").noconvert(),
           py::arg("s_new").noconvert(), py::arg("s_old").noconvert(),
-          py::arg("work1").noconvert(), py::arg("work2").noconvert(),
-          py::arg("check_indices") = true,
-          "In place: x <- A^R (x - lr y), y <- A^R (y + s_new g_new - s_old g_old).");
+          py::arg("y_out").noconvert(), py::arg("xw").noconvert(), py::arg("psi").noconvert(),
+          py::arg("work").noconvert(), py::arg("check_indices") = true,
+          "Pull-Diag-GT y phase: y_out <- A^R (y + s_new g_new - s_old g_old), xw <- x - lr y_out.\n"
+          "Returns False when xw has a NaN or Inf.");
+    m.def("first_nonfinite", &first_nonfinite, py::arg("X"),
+          "Row index of the first NaN/Inf in a 2-D float array, or -1.");
     m.def("diag_powers", &diag_powers, py::arg("indptr"), py::arg("indices"), py::arg("data"),
           py::arg("stride"), py::arg("n_records"), py::arg("block") = 256,
           py::arg("check_indices") = true,

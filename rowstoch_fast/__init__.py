@@ -7,12 +7,25 @@ Row-Stochastic Networks" (ICML 2025).
 """
 
 from . import _core, topology
+from .gt import DivergenceError, PullDiagGT
 from .metrics import NetworkMetrics
 from .mixing import MixingMatrix
+from .protocol import ConsensusResult, a_protocol, pull_diag
 
 __version__ = "0.1.0"
 
-__all__ = ["MixingMatrix", "NetworkMetrics", "topology", "build_info", "__version__"]
+__all__ = [
+    "MixingMatrix",
+    "NetworkMetrics",
+    "PullDiagGT",
+    "DivergenceError",
+    "pull_diag",
+    "a_protocol",
+    "ConsensusResult",
+    "topology",
+    "build_info",
+    "__version__",
+]
 
 
 def build_info():

@@ -1,22 +1,27 @@
-// The fused (MG-)Pull-Diag-GT communication step, eq. (8) and (14) of the paper:
+// The (MG-)Pull-Diag-GT step, eq. (8) and (14) of the paper:
 //
-//   x <- A^R (x - lr y)
-//   y <- A^R (y + D_{t+1}^{-1} g_{t+1} - D_t^{-1} g_t)
+//   x_{t+1} = A^R (x_t - lr y_t)                                   (x phase)
+//   g_{t+1} = grad F(x_{t+1})                                      (caller)
+//   y_{t+1} = A^R (y_t + D_{t+1}^{-1} g_{t+1} - D_t^{-1} g_t)      (y phase)
 //
-// with per-row scales s_new = 1/diag(D_{t+1}), s_old = 1/diag(D_t).
+// Every block here is n x w, row-major and node-major: row i holds node i's
+// values for all `reps` independent repetitions side by side (w = reps * d),
+// so the repetitions share every pass over the CSR structure.
 //
-// x, y, g_new, g_old hold `reps` independent repetitions stacked as
-// (reps, n, d) row-major arrays; the repetitions share A and the tracker, so
-// all of them share every pass over the CSR structure.
-//
-// Layout: one streaming pass writes the interleaved buffer
-//   B[i, :] = [ x_0i - lr y_0i | ... | x_(reps-1)i - lr y_(reps-1)i |
-//               psi_0i         | ... | psi_(reps-1)i ]          (width 2 reps d)
-// then R CSR passes gather 2 reps d-wide rows; the last pass scatters its rows
-// straight into x and y.  Gathering x, y, g_new, g_old separately for every
-// nonzero was 2-4x slower in a prototype.
+// Why the x and y phases are not one CSR pass: g_{t+1} is the gradient at
+// x_{t+1}, which only exists after the x phase, and the x phase of the next
+// iteration reads y_{t+1}, which only exists after the y phase.  What is fused
+// instead is all the element-wise work around the passes:
+//   * the y phase's first pass reads psi = y + s_new g_new - s_old g_old built
+//     by one streaming pass (gathering y, g_new and g_old separately for every
+//     nonzero was 2-4x slower in a prototype);
+//   * its last pass writes y_{t+1} and, in the same row loop, the next x
+//     phase's input w = x_{t+1} - lr y_{t+1}, and reports any NaN/Inf;
+//   * the x phase is then a plain A^R w.
+// No step allocates: the caller owns every buffer.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 
 #include "mix.hpp"
@@ -24,75 +29,32 @@
 
 namespace rowstoch {
 
-// B <- [x - lr y | y + s_new g_new - s_old g_old]   (rows interleaved as above)
+// psi <- y + diag(s_new) g_new - diag(s_old) g_old     (s scales whole rows)
 template <class T>
-void gt_prepare(std::int64_t n, std::int64_t reps, std::int64_t d, T lr, const T* __restrict x,
-                const T* __restrict y, const T* __restrict g_new, const T* __restrict g_old,
-                const T* __restrict s_new, const T* __restrict s_old, T* __restrict B) {
-    const std::int64_t w = 2 * reps * d;
+void gt_tracker_input(std::int64_t n, std::int64_t w, const T* __restrict y, const T* __restrict g_new,
+                      const T* __restrict g_old, const T* __restrict s_new, const T* __restrict s_old,
+                      T* __restrict psi) {
     for_range(n, threads_for(n * w), [&](std::int64_t lo, std::int64_t hi) {
         for (std::int64_t i = lo; i < hi; ++i) {
             const T sn = s_new[i], so = s_old[i];
-            T* __restrict bi = B + i * w;
-            for (std::int64_t r = 0; r < reps; ++r) {
-                const std::int64_t off = (r * n + i) * d;
-                T* __restrict bx = bi + r * d;
-                T* __restrict by = bi + (reps + r) * d;
+            const std::int64_t off = i * w;
 #pragma omp simd
-                for (std::int64_t c = 0; c < d; ++c) {
-                    bx[c] = x[off + c] - lr * y[off + c];
-                    by[c] = y[off + c] + sn * g_new[off + c] - so * g_old[off + c];
-                }
-            }
+            for (std::int64_t c = 0; c < w; ++c)
+                psi[off + c] = y[off + c] + sn * g_new[off + c] - so * g_old[off + c];
         }
     });
 }
 
-// x[r, i, :] <- sum_p Ax[p] B[Aj[p], r-th x slot],  y likewise from the psi slots.
+// y <- A^R psi, then xw <- x - lr y in the last pass's row loop.
+// psi and work are ping-pong buffers (psi is clobbered when R > 1).
+// Returns false if any entry of xw is NaN or Inf (i.e. x or y is not finite).
 template <class I, class T>
-void gt_scatter_mix(const I Ap[], const I Aj[], const T Ax[], std::int64_t n, std::int64_t reps,
-                    std::int64_t d, const T* __restrict B, T* __restrict x, T* __restrict y) {
-    const std::int64_t w = 2 * reps * d;
+bool gt_tracker_mix(const I Ap[], const I Aj[], const T Ax[], std::int64_t n, std::int64_t w,
+                    std::int64_t R, T lr, T psi[], T work[], const T x[], T y[], T xw[]) {
     const int threads = threads_for(static_cast<std::int64_t>(Ap[n]) * w);
-    for_rows(Ap, n, threads, [&](std::int64_t lo, std::int64_t hi) {
-        for (std::int64_t i = lo; i < hi; ++i) {
-            for (std::int64_t r = 0; r < reps; ++r) {
-                T* __restrict xo = x + (r * n + i) * d;
-                T* __restrict yo = y + (r * n + i) * d;
-                for (std::int64_t c = 0; c < d; ++c) xo[c] = 0;
-                for (std::int64_t c = 0; c < d; ++c) yo[c] = 0;
-            }
-            for (I p = Ap[i]; p < Ap[i + 1]; ++p) {
-                const T a = Ax[p];
-                const T* __restrict bj = B + static_cast<std::int64_t>(Aj[p]) * w;
-                for (std::int64_t r = 0; r < reps; ++r) {
-                    T* __restrict xo = x + (r * n + i) * d;
-                    T* __restrict yo = y + (r * n + i) * d;
-                    const T* __restrict bx = bj + r * d;
-                    const T* __restrict by = bj + (reps + r) * d;
-#pragma omp simd
-                    for (std::int64_t c = 0; c < d; ++c) xo[c] += a * bx[c];
-#pragma omp simd
-                    for (std::int64_t c = 0; c < d; ++c) yo[c] += a * by[c];
-                }
-            }
-        }
-    });
-}
-
-// One fused step.  work1 (n x 2 reps d) is always used; work2 (same size) only
-// when R > 1.  Neither may alias x, y, g_new or g_old.
-template <class I, class T>
-void gt_step(const I Ap[], const I Aj[], const T Ax[], std::int64_t n, std::int64_t R, T lr,
-             std::int64_t reps, std::int64_t d, T x[], T y[], const T g_new[], const T g_old[],
-             const T s_new[], const T s_old[], T work1[], T work2[]) {
-    const std::int64_t w = 2 * reps * d;
-    gt_prepare(n, reps, d, lr, x, y, g_new, g_old, s_new, s_old, work1);
-    // R - 1 plain passes, ping-ponging work1 <-> work2, then the scattering pass.
-    T* src = work1;
-    T* dst = work2;
-    const int threads = threads_for(static_cast<std::int64_t>(Ap[n]) * w);
-    for (std::int64_t s = 1; s < R; ++s) {
+    T* src = psi;
+    T* dst = work;
+    for (std::int64_t s = 1; s < R; ++s) {  // R - 1 plain passes
         for_rows(Ap, n, threads, [&](std::int64_t lo, std::int64_t hi) {
             csr_mix_rows(Ap, Aj, Ax, src, w, lo, hi, dst);
         });
@@ -100,7 +62,32 @@ void gt_step(const I Ap[], const I Aj[], const T Ax[], std::int64_t n, std::int6
         src = dst;
         dst = t;
     }
-    gt_scatter_mix(Ap, Aj, Ax, n, reps, d, src, x, y);
+    int bad = 0;
+    for_rows(Ap, n, threads, [&](std::int64_t lo, std::int64_t hi) {
+        csr_mix_rows(Ap, Aj, Ax, src, w, lo, hi, y);
+        int local_bad = 0;
+        for (std::int64_t i = lo * w; i < hi * w; ++i) {
+            const T v = x[i] - lr * y[i];
+            xw[i] = v;
+            local_bad |= !std::isfinite(v);
+        }
+        if (local_bad) {
+#ifdef _OPENMP
+#pragma omp atomic write
+#endif
+            bad = 1;
+        }
+    });
+    return bad == 0;
+}
+
+// Row of the first NaN/Inf in an n x w block, or -1.
+template <class T>
+std::int64_t first_nonfinite_row(const T X[], std::int64_t n, std::int64_t w) {
+    for (std::int64_t i = 0; i < n; ++i)
+        for (std::int64_t c = 0; c < w; ++c)
+            if (!std::isfinite(X[i * w + c])) return i;
+    return -1;
 }
 
 }  // namespace rowstoch

@@ -1,0 +1,55 @@
+"""Type stub of the compiled kernels (csrc/bindings.cpp)."""
+
+import numpy as np
+from numpy.typing import NDArray
+
+def has_openmp() -> bool: ...
+def build_info() -> dict[str, object]: ...
+def get_num_threads() -> int: ...
+def set_num_threads(threads: int) -> None: ...
+def mix(
+    indptr: NDArray[np.integer],
+    indices: NDArray[np.integer],
+    data: NDArray[np.floating],
+    X: NDArray[np.floating],
+    out: NDArray[np.floating] | None = None,
+    check_indices: bool = True,
+) -> NDArray[np.floating]: ...
+def mix_power(
+    indptr: NDArray[np.integer],
+    indices: NDArray[np.integer],
+    data: NDArray[np.floating],
+    X: NDArray[np.floating],
+    R: int,
+    out: NDArray[np.floating] | None = None,
+    work: NDArray[np.floating] | None = None,
+    check_indices: bool = True,
+) -> NDArray[np.floating]: ...
+def gt_y_phase(
+    indptr: NDArray[np.integer],
+    indices: NDArray[np.integer],
+    data: NDArray[np.floating],
+    R: int,
+    lr: float,
+    x: NDArray[np.floating],
+    y: NDArray[np.floating],
+    g_new: NDArray[np.floating],
+    g_old: NDArray[np.floating],
+    s_new: NDArray[np.floating],
+    s_old: NDArray[np.floating],
+    y_out: NDArray[np.floating],
+    xw: NDArray[np.floating],
+    psi: NDArray[np.floating],
+    work: NDArray[np.floating],
+    check_indices: bool = True,
+) -> bool: ...
+def first_nonfinite(X: NDArray[np.floating]) -> int: ...
+def diag_powers(
+    indptr: NDArray[np.integer],
+    indices: NDArray[np.integer],
+    data: NDArray[np.floating],
+    stride: int,
+    n_records: int,
+    block: int = 256,
+    check_indices: bool = True,
+) -> tuple[NDArray[np.floating], int]: ...
