@@ -112,10 +112,10 @@ void check_csr_structure(const Csr& A, bool check_indices) {
     if (static_cast<int64_t>(Ap[A.n]) != A.nnz)
         throw py::value_error(cat("indptr[-1] must equal indices.size (", A.nnz, "), got ",
                                   static_cast<int64_t>(Ap[A.n])));
+    if (!check_indices) return;  // the caller validated this CSR once (MixingMatrix does)
     for (int64_t i = 0; i < A.n; ++i)
         if (Ap[i + 1] < Ap[i])
             throw py::value_error(cat("indptr must be non-decreasing; it falls at row ", i));
-    if (!check_indices) return;
     const I* Aj = static_cast<const I*>(A.indices.data());
     for (int64_t p = 0; p < A.nnz; ++p) {
         const int64_t j = static_cast<int64_t>(Aj[p]);

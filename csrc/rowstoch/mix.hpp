@@ -17,27 +17,70 @@
 
 namespace rowstoch {
 
+// y_i[c0:c0+K] <- sum_p Ax[p] X[Aj[p], c0:c0+K], with the K accumulators in
+// registers (K is a compile-time width, so the loop over k fully unrolls).
+template <int K, class I, class T>
+inline void csr_row_chunk(const I Ap[], const I Aj[], const T Ax[], const T* __restrict X,
+                          std::int64_t w, std::int64_t i, std::int64_t c0, T* __restrict Y) {
+    T acc[K];
+    for (int k = 0; k < K; ++k) acc[k] = T(0);
+    const I end = Ap[i + 1];
+    for (I p = Ap[i]; p < end; ++p) {
+        const T a = Ax[p];
+        const T* __restrict xj = X + static_cast<std::int64_t>(Aj[p]) * w + c0;
+        for (int k = 0; k < K; ++k) acc[k] += a * xj[k];
+    }
+    T* __restrict yi = Y + i * w + c0;
+    for (int k = 0; k < K; ++k) yi[k] = acc[k];
+}
+
+// Widest register chunk; wider rows are done in chunks of this many columns.
+constexpr int kChunk = 16;
+
+template <int K, class I, class T>
+inline void csr_rows_fixed(const I Ap[], const I Aj[], const T Ax[], const T* X, std::int64_t lo,
+                           std::int64_t hi, T* Y) {
+    for (std::int64_t i = lo; i < hi; ++i) csr_row_chunk<K>(Ap, Aj, Ax, X, K, i, 0, Y);
+}
+
+template <class I, class T>
+inline void csr_row_tail(const I Ap[], const I Aj[], const T Ax[], const T* X, std::int64_t w,
+                         std::int64_t i, std::int64_t c0, int r, T* Y) {
+    switch (r) {
+#define ROWSTOCH_TAIL(K) \
+    case K: csr_row_chunk<K>(Ap, Aj, Ax, X, w, i, c0, Y); break;
+        ROWSTOCH_TAIL(1) ROWSTOCH_TAIL(2) ROWSTOCH_TAIL(3) ROWSTOCH_TAIL(4) ROWSTOCH_TAIL(5)
+        ROWSTOCH_TAIL(6) ROWSTOCH_TAIL(7) ROWSTOCH_TAIL(8) ROWSTOCH_TAIL(9) ROWSTOCH_TAIL(10)
+        ROWSTOCH_TAIL(11) ROWSTOCH_TAIL(12) ROWSTOCH_TAIL(13) ROWSTOCH_TAIL(14) ROWSTOCH_TAIL(15)
+#undef ROWSTOCH_TAIL
+        default: break;
+    }
+}
+
 // Y[lo:hi, :] <- (A X)[lo:hi, :]        (rows lo..hi-1 only; Y written, X read)
+// Widths up to 16 dispatch once to a fully unrolled row loop; wider rows go
+// in 16-column chunks plus one tail chunk.  Every path sums the nonzeros of a
+// row in CSR order, column by column, so a column's result does not depend on
+// the width it was computed in (batched repetitions are bit-identical).
 template <class I, class T>
 inline void csr_mix_rows(const I Ap[], const I Aj[], const T Ax[], const T* __restrict X,
                          std::int64_t w, std::int64_t lo, std::int64_t hi, T* __restrict Y) {
-    if (w == 1) {
-        for (std::int64_t i = lo; i < hi; ++i) {
-            T acc = 0;
-            for (I p = Ap[i]; p < Ap[i + 1]; ++p) acc += Ax[p] * X[Aj[p]];
-            Y[i] = acc;
-        }
-        return;
+    switch (w) {
+#define ROWSTOCH_FIXED(K) \
+    case K: csr_rows_fixed<K>(Ap, Aj, Ax, X, lo, hi, Y); return;
+        ROWSTOCH_FIXED(1) ROWSTOCH_FIXED(2) ROWSTOCH_FIXED(3) ROWSTOCH_FIXED(4) ROWSTOCH_FIXED(5)
+        ROWSTOCH_FIXED(6) ROWSTOCH_FIXED(7) ROWSTOCH_FIXED(8) ROWSTOCH_FIXED(9) ROWSTOCH_FIXED(10)
+        ROWSTOCH_FIXED(11) ROWSTOCH_FIXED(12) ROWSTOCH_FIXED(13) ROWSTOCH_FIXED(14) ROWSTOCH_FIXED(15)
+        ROWSTOCH_FIXED(16)
+#undef ROWSTOCH_FIXED
+        default: break;
     }
+    const std::int64_t full = w - w % kChunk;
+    const int tail = static_cast<int>(w % kChunk);
     for (std::int64_t i = lo; i < hi; ++i) {
-        T* __restrict yi = Y + i * w;
-        for (std::int64_t c = 0; c < w; ++c) yi[c] = 0;
-        for (I p = Ap[i]; p < Ap[i + 1]; ++p) {
-            const T a = Ax[p];
-            const T* __restrict xj = X + static_cast<std::int64_t>(Aj[p]) * w;
-#pragma omp simd
-            for (std::int64_t c = 0; c < w; ++c) yi[c] += a * xj[c];
-        }
+        for (std::int64_t c0 = 0; c0 < full; c0 += kChunk)
+            csr_row_chunk<kChunk>(Ap, Aj, Ax, X, w, i, c0, Y);
+        if (tail) csr_row_tail(Ap, Aj, Ax, X, w, i, full, tail, Y);
     }
 }
 
