@@ -12,6 +12,7 @@
 
 #include "rowstoch/gt.hpp"
 #include "rowstoch/mix.hpp"
+#include "rowstoch/objectives.hpp"
 #include "rowstoch/parallel.hpp"
 #include "rowstoch/tracker.hpp"
 
@@ -318,6 +319,99 @@ py::tuple diag_powers(py::array indptr, py::array indices, py::array data, int64
     return py::make_tuple(diags, taken);
 }
 
+// The data set of the logistic objective: H (n M, d), Y (n M,), and an
+// iterate block X ((n, d) or (reps, n, d)) of the same dtype.
+struct LogisticData {
+    int64_t n, M, d, reps;
+};
+
+LogisticData check_logistic(const py::array& H, const py::array& Y, int64_t n, const py::array& X) {
+    check_ndim(H, "H", 2);
+    check_ndim(Y, "Y", 1);
+    check_contiguous(H, "H");
+    check_contiguous(Y, "Y");
+    if (!(is_f32(H) || is_f64(H)))
+        throw py::type_error(cat("H must be float32 or float64, got ", dtype_name(H)));
+    check_same_dtype(Y, "Y", H, "H");
+    check_same_dtype(X, "X", H, "H");
+    check_contiguous(X, "X");
+    if (n < 1) throw py::value_error(cat("n must be >= 1, got ", n));
+    if (H.shape(0) % n != 0)
+        throw py::value_error(cat("H has ", H.shape(0), " rows, not a multiple of n = ", n));
+    if (Y.shape(0) != H.shape(0))
+        throw py::value_error(cat("Y has ", Y.shape(0), " entries but H has ", H.shape(0), " rows"));
+    LogisticData D{n, H.shape(0) / n, H.shape(1), 1};
+    if (X.ndim() == 3) D.reps = X.shape(0);
+    else if (X.ndim() != 2) throw py::value_error(cat("X must be 2-D (n, d) or 3-D (reps, n, d), got ", X.ndim(), "-D"));
+    if (X.shape(X.ndim() - 2) != n || X.shape(X.ndim() - 1) != D.d)
+        throw py::value_error(cat("X must have n = ", n, " rows of d = ", D.d, " entries"));
+    return D;
+}
+
+py::array logistic_grad(py::array H, py::array Y, int64_t n, double rho, py::array X, int64_t B,
+                        int64_t batches, std::uint64_t seed, std::uint64_t iteration, int64_t rep_offset,
+                        py::object out_obj) {
+    LogisticData D = check_logistic(H, Y, n, X);
+    if (B < 1 || B > D.M) throw py::value_error(cat("batch must be in 1..", D.M, " (samples per node), got ", B));
+    if (batches < 1) throw py::value_error(cat("batches must be >= 1, got ", batches));
+    if (rep_offset < 0) throw py::value_error(cat("rep_offset must be >= 0, got ", rep_offset));
+    py::array G;
+    if (out_obj.is_none()) {
+        std::vector<py::ssize_t> shape(X.shape(), X.shape() + X.ndim());
+        G = py::array(X.dtype(), shape);
+    } else {
+        G = out_obj.cast<py::array>();
+        check_same_dtype(G, "out", X, "X");
+        check_contiguous(G, "out");
+        check_writeable(G, "out");
+        if (G.size() != X.size()) throw py::value_error("out must have the shape of X");
+        check_no_overlap(G, "out", X, "X");
+    }
+    auto run = [&](auto t) {
+        using T = decltype(t);
+        const T *h = cptr<T>(H), *y = cptr<T>(Y), *x = cptr<T>(X);
+        T* g = ptr<T>(G);
+        py::gil_scoped_release nogil;
+        rowstoch::logistic_stochastic_grad(h, y, D.n, D.M, D.d, static_cast<T>(rho), x, D.reps, B, batches,
+                                           seed, iteration, rep_offset, g);
+    };
+    if (is_f64(H)) run(double{});
+    else run(float{});
+    return G;
+}
+
+py::array logistic_full_grad(py::array H, py::array Y, int64_t n, double rho, py::array X) {
+    LogisticData D = check_logistic(H, Y, n, X);
+    std::vector<py::ssize_t> shape(X.shape(), X.shape() + X.ndim());
+    py::array G(X.dtype(), shape);
+    auto run = [&](auto t) {
+        using T = decltype(t);
+        const T *h = cptr<T>(H), *y = cptr<T>(Y), *x = cptr<T>(X);
+        T* g = ptr<T>(G);
+        py::gil_scoped_release nogil;
+        rowstoch::logistic_full_grad(h, y, D.n, D.M, D.d, static_cast<T>(rho), x, D.reps, g);
+    };
+    if (is_f64(H)) run(double{});
+    else run(float{});
+    return G;
+}
+
+py::array logistic_loss(py::array H, py::array Y, int64_t n, double rho, py::array X) {
+    LogisticData D = check_logistic(H, Y, n, X);
+    std::vector<py::ssize_t> shape(X.shape(), X.shape() + X.ndim() - 1);
+    py::array L(X.dtype(), shape);
+    auto run = [&](auto t) {
+        using T = decltype(t);
+        const T *h = cptr<T>(H), *y = cptr<T>(Y), *x = cptr<T>(X);
+        T* l = ptr<T>(L);
+        py::gil_scoped_release nogil;
+        rowstoch::logistic_loss(h, y, D.n, D.M, D.d, static_cast<T>(rho), x, D.reps, l);
+    };
+    if (is_f64(H)) run(double{});
+    else run(float{});
+    return L;
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_core, m) {
@@ -363,6 +457,14 @@ PYBIND11_MODULE(_core, m) {
           "Returns False when xw has a NaN or Inf.");
     m.def("first_nonfinite", &first_nonfinite, py::arg("X"),
           "Row index of the first NaN/Inf in a 2-D float array, or -1.");
+    m.def("logistic_grad", &logistic_grad, py::arg("H"), py::arg("Y"), py::arg("n"), py::arg("rho"),
+          py::arg("X"), py::arg("batch"), py::arg("batches"), py::arg("seed"), py::arg("iteration"),
+          py::arg("rep_offset") = 0, py::arg("out") = py::none(),
+          "Stochastic gradients of the nonconvex logistic objective for every node (and repetition).");
+    m.def("logistic_full_grad", &logistic_full_grad, py::arg("H"), py::arg("Y"), py::arg("n"),
+          py::arg("rho"), py::arg("X"), "Exact local gradients grad f_i(x_i) over each node's data.");
+    m.def("logistic_loss", &logistic_loss, py::arg("H"), py::arg("Y"), py::arg("n"), py::arg("rho"),
+          py::arg("X"), "f_i(x_i) for every node (and repetition).");
     m.def("diag_powers", &diag_powers, py::arg("indptr"), py::arg("indices"), py::arg("data"),
           py::arg("stride"), py::arg("n_records"), py::arg("block") = 256,
           py::arg("check_indices") = true,

@@ -6,11 +6,12 @@ Pull-Diag protocol, Pull-Diag-GT and MG-Pull-Diag-GT of
 Row-Stochastic Networks" (ICML 2025).
 """
 
-from . import _core, topology
+from . import _core, objectives, topology
 from .gt import DivergenceError, PullDiagGT
 from .metrics import NetworkMetrics
 from .mixing import MixingMatrix
 from .protocol import ConsensusResult, a_protocol, pull_diag
+from .runner import Algorithm, History, run
 
 __version__ = "0.1.0"
 
@@ -22,6 +23,10 @@ __all__ = [
     "pull_diag",
     "a_protocol",
     "ConsensusResult",
+    "Algorithm",
+    "History",
+    "run",
+    "objectives",
     "topology",
     "build_info",
     "__version__",

@@ -86,7 +86,8 @@ def load_matrix(path):
         raise UsageError(f"cannot use matrix file {path!r}: {exc}") from exc
 
 
-def _metrics_table(named):
+def metrics_table(named):
+    """A text table of the metrics of ``(name, MixingMatrix)`` pairs."""
     header = f"{'graph':<24}{'n':>8}{'beta':>10}{'1-beta':>10}{'kappa':>10}{'R (Thm 3)':>11}{'loops':>7}"
     lines = [header, "-" * len(header)]
     for name, A in named:
@@ -106,7 +107,7 @@ def cmd_metrics(args):
         named += [(p, build_topology(p, 16)) for p in PAPER_GRAPHS]
     else:
         named = [(args.topology, build_topology(args.topology, args.n, args.seed))]
-    print(_metrics_table(named))
+    print(metrics_table(named))
     return 0
 
 
@@ -115,10 +116,79 @@ def _is_square(n):
 
 
 def cmd_demo(args):
-    graphs = topology.paper_graphs()
-    named = [("exponential-16", topology.exponential(16))] + [(f"paper-{k}", v) for k, v in graphs.items()]
-    print("Network metrics of the paper's 16-node graphs (Section 2.2, Appendix E.1):")
-    print(_metrics_table(named))
+    from .experiments import demo
+
+    demo(args.out, progress=not args.no_progress)
+    return 0
+
+
+def _matrix_from_args(args):
+    if args.matrix:
+        return load_matrix(args.matrix)
+    return build_topology(args.topology, args.n, args.seed)
+
+
+def cmd_run(args):
+    from .gt import DivergenceError
+    from .objectives import NonconvexLogistic, Quadratic
+    from .runner import Algorithm, run
+
+    A = _matrix_from_args(args)
+    try:
+        if args.objective == "logistic":
+            f = NonconvexLogistic.synthetic(A.n, total=args.total, d=args.d, rho=args.rho, batch=args.batch,
+                                            seed=args.data_seed, heterogeneity=args.heterogeneity)
+        else:
+            f = Quadratic.random(A.n, args.d, seed=args.data_seed, sigma=args.sigma)
+        if args.algorithm == "pull-diag-gt" and args.rounds not in (None, 1):
+            raise UsageError("--algorithm pull-diag-gt takes --rounds 1; use mg-pull-diag-gt for R > 1")
+        rounds = args.rounds or (A.metrics().recommended_rounds() if args.algorithm == "mg-pull-diag-gt" else 1)
+        algo = Algorithm(A, args.lr, rounds=rounds, tracker=args.tracker)
+    except (ValueError, TypeError) as exc:
+        raise UsageError(str(exc)) from exc
+    os.makedirs(args.out, exist_ok=True)
+    try:
+        h = run(algo, f, args.iterations, record_every=args.record_every, repeats=args.repeats, seed=args.seed,
+                progress=not args.no_progress, checkpoint=args.checkpoint, resume=args.resume)
+    except DivergenceError as exc:
+        print(f"rowstoch: diverged: {exc}", file=sys.stderr)
+        return 3
+    except (FileNotFoundError, ValueError) as exc:
+        raise UsageError(str(exc)) from exc
+    h.to_csv(os.path.join(args.out, "history.csv"))
+    h.to_json(os.path.join(args.out, "history.json"))
+    written = ["history.csv", "history.json"]
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        ax = h.plot("grad_norm")
+        ax.figure.tight_layout()
+        ax.figure.savefig(os.path.join(args.out, "grad_norm.png"), dpi=120)
+        written.append("grad_norm.png")
+    except ImportError:
+        pass
+    s = h.summary().iloc[-1]
+    status = "interrupted" if h.interrupted else "done"
+    print(f"{algo.name} on {args.topology if not args.matrix else args.matrix} (n={A.n}), {status} at iteration "
+          f"{int(s['iteration'])} ({int(s['communication_rounds'])} communication rounds, {s['wall_seconds']:.1f} s)")
+    print(f"  grad norm {s['grad_norm']:.4e} +- {s['grad_norm_std']:.1e}   loss {s['loss']:.6f}   "
+          f"consensus error {s['consensus_error']:.3e}")
+    print(f"  wrote {', '.join(os.path.join(args.out, w) for w in written)}")
+    return 130 if h.interrupted else 0
+
+
+def cmd_reproduce(args):
+    from . import experiments
+
+    if args.figure == "pull-diag":
+        experiments.reproduce_pull_diag(args.out)
+    elif args.figure == "linear-speedup":
+        experiments.reproduce_linear_speedup(args.out, iterations=args.iterations or 4000, repeats=args.repeats or 20,
+                                             progress=not args.no_progress)
+    else:
+        experiments.reproduce_multi_gossip(args.out, communication_rounds=args.iterations or 2000,
+                                           repeats=args.repeats or 5, progress=not args.no_progress)
     return 0
 
 
@@ -132,11 +202,55 @@ def _positive_int(text):
     return value
 
 
+def _nonnegative_int(text):
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {value}")
+    return value
+
+
 def make_parser():
     p = argparse.ArgumentParser(prog="rowstoch", description="Decentralized optimization over row-stochastic networks.")
     sub = p.add_subparsers(dest="command", required=True)
     d = sub.add_parser("demo", help="run the main job on the embedded default")
+    d.add_argument("--out", default="rowstoch-demo", help="output folder (default rowstoch-demo)")
+    d.add_argument("--no-progress", action="store_true", help="no progress bars")
     d.set_defaults(func=cmd_demo)
+    r = sub.add_parser("run", help="run (MG-)Pull-Diag-GT on an objective over a network")
+    r.add_argument("--topology", default="exponential", help="network (see 'metrics --help')")
+    r.add_argument("--n", type=_positive_int, default=16)
+    r.add_argument("--matrix", help="matrix file instead of --topology")
+    r.add_argument("--algorithm", choices=["pull-diag-gt", "mg-pull-diag-gt"], default="pull-diag-gt")
+    r.add_argument("--rounds", type=_positive_int, default=None, help="gossip rounds R (mg: default Theorem 3's)")
+    r.add_argument("--lr", type=float, default=1e-3)
+    r.add_argument("--tracker", choices=["exact", "perron"], default="exact")
+    r.add_argument("--iterations", type=_nonnegative_int, default=1000)
+    r.add_argument("--repeats", type=_positive_int, default=1)
+    r.add_argument("--record-every", type=_positive_int, default=None)
+    r.add_argument("--objective", choices=["logistic", "quadratic"], default="logistic")
+    r.add_argument("--total", type=_positive_int, default=204800, help="samples in all (logistic)")
+    r.add_argument("--batch", type=_positive_int, default=200)
+    r.add_argument("--d", type=_positive_int, default=10)
+    r.add_argument("--rho", type=float, default=0.01)
+    r.add_argument("--heterogeneity", type=float, default=0.0)
+    r.add_argument("--sigma", type=float, default=0.0, help="gradient noise (quadratic)")
+    r.add_argument("--seed", type=int, default=0, help="seed of the gradient streams and random topologies")
+    r.add_argument("--data-seed", type=int, default=42)
+    r.add_argument("--checkpoint", help="write an atomic .npz checkpoint here")
+    r.add_argument("--resume", help="continue from this checkpoint")
+    r.add_argument("--out", default="results")
+    r.add_argument("--no-progress", action="store_true")
+    r.set_defaults(func=cmd_run)
+    rp = sub.add_parser("reproduce", help="reproduce a figure of the paper")
+    rp.add_argument("figure", choices=["pull-diag", "linear-speedup", "multi-gossip"])
+    rp.add_argument("--out", default="results")
+    rp.add_argument("--iterations", type=_positive_int, default=None, help="iterations (communication rounds for multi-gossip)")
+    rp.add_argument("--repeats", type=_positive_int, default=None)
+    rp.add_argument("--no-progress", action="store_true")
+    rp.set_defaults(func=cmd_reproduce)
     m = sub.add_parser("metrics", help="network metrics (beta, kappa, recommended R) of a topology or matrix file")
     m.add_argument("--topology", default="all", help=f"one of {', '.join(TOPOLOGIES + PAPER_GRAPHS)}, or 'all'")
     m.add_argument("--n", type=_positive_int, default=16, help="number of nodes (default 16)")

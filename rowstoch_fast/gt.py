@@ -121,8 +121,9 @@ class PullDiagGT:
         self._d = shape[-1]
         self.check_finite = bool(check_finite)
         n, w = A.n, self._reps * self._d
-        bufs = [np.zeros((n, w), dtype=A.dtype) for _ in range(9)]
-        self._x, self._x_alt, self._y, self._y_alt, self._g, self._g_alt, self._xw, self._psi, self._work = bufs
+        bufs = [np.zeros((n, w), dtype=A.dtype) for _ in range(10)]
+        self._x, self._x_alt, self._y, self._y_alt, self._g, self._g_alt = bufs[:6]
+        self._xw, self._xw_alt, self._psi, self._work = bufs[6:]
         self.iteration = 0
         self._initialized = False
 
@@ -202,7 +203,10 @@ class PullDiagGT:
                     iteration=iteration, node=int(row), what="gradient",
                 )
 
-    def _initialize(self, grad_fn):
+    def initialize(self, grad_fn):
+        """Set ``y_0 = g_0 = grad_fn(x_0)`` (done by the first :meth:`step` if not called)."""
+        if self._initialized:
+            raise RuntimeError("PullDiagGT is already initialized")
         self._gradient(grad_fn, self._x, self._g, 0)
         self._y[...] = self._g
         with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported below
@@ -236,34 +240,32 @@ class PullDiagGT:
             finite iterate.
         """
         if not self._initialized:
-            self._initialize(grad_fn)
+            self.initialize(grad_fn)
         c = self._A.csr
         t = self.iteration
         R = self.rounds
         # x phase: x_{t+1} = A^R (x_t - lr y_t); xw holds x_t - lr y_t.
         _core.mix_power(c.indptr, c.indices, c.data, self._xw, R, self._x_alt, self._work, check_indices=False)
         self._gradient(grad_fn, self._x_alt, self._g_alt, t + 1)
-        # y phase: y_{t+1} = A^R (y_t + D_{t+1}^{-1} g_{t+1} - D_t^{-1} g_t), and xw <- x_{t+1} - lr y_{t+1}
+        # y phase: y_{t+1} = A^R (y_t + D_{t+1}^{-1} g_{t+1} - D_t^{-1} g_t), and x_{t+1} - lr y_{t+1}
         finite = _core.gt_y_phase(
             c.indptr, c.indices, c.data, R, self.lr,
             self._x_alt, self._y, self._g_alt, self._g,
             self._tracker.scale(t + 1), self._tracker.scale(t),
-            self._y_alt, self._xw, self._psi, self._work, check_indices=False,
+            self._y_alt, self._xw_alt, self._psi, self._work, check_indices=False,
         )
         if not finite and self.check_finite:
             rows = [r for r in (_core.first_nonfinite(self._x_alt), _core.first_nonfinite(self._y_alt)) if r >= 0]
-            bad = min(rows) if rows else _core.first_nonfinite(self._xw)
-            with np.errstate(over="ignore", invalid="ignore"):
-                np.subtract(self._x, self.lr * self._y, out=self._xw)  # restore the last finite state
+            bad = min(rows) if rows else _core.first_nonfinite(self._xw_alt)
             raise DivergenceError(
                 f"iterates became non-finite at iteration {t + 1}, first at node {bad} (lr = {self.lr} too large?); "
                 f"the optimizer keeps its last finite state (iteration {t})",
                 iteration=t + 1, node=int(bad), what="iterate",
             )
-        self._x, self._x_alt = self._x_alt, self._x
-        self._y, self._y_alt = self._y_alt, self._y
-        self._g, self._g_alt = self._g_alt, self._g
-        self.iteration = t + 1
+        # Commit in one statement with no calls (no signal can land half-way), so a
+        # Ctrl-C or an exception anywhere above leaves the previous state intact.
+        (self._x, self._x_alt, self._y, self._y_alt, self._g, self._g_alt, self._xw, self._xw_alt, self.iteration) = (
+            self._x_alt, self._x, self._y_alt, self._y, self._g_alt, self._g, self._xw_alt, self._xw, t + 1)
         return self
 
     # ------------------------------------------------------------------ persistence

@@ -1,0 +1,208 @@
+"""The paper's experiments, reproduced: Figure 1 (Pull-Diag), Figure 2 (linear speedup), multi-gossip.
+
+Each function writes a CSV and (with matplotlib) a PNG into ``out_dir``,
+returns its numbers, and is what ``rowstoch reproduce ...`` and
+``rowstoch demo`` call.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+import numpy as np
+
+from . import topology
+from .gt import DivergenceError
+from .objectives import NonconvexLogistic
+from .protocol import a_protocol, pull_diag
+from .runner import Algorithm, run
+
+__all__ = ["LINEAR_SPEEDUP_LR", "MULTI_GOSSIP_LR", "reproduce_pull_diag", "reproduce_linear_speedup",
+           "reproduce_multi_gossip", "demo"]
+
+#: Learning rates of the paper's linear-speedup figure on exponential graphs (shared/paper_graphs.md).
+LINEAR_SPEEDUP_LR = {1: 5e-2, 2: 2.6e-2, 8: 6.4e-3, 16: 3e-3, 128: 4e-4, 512: 1e-4}
+#: Learning rates of the paper's multi-gossip figures (Appendix E, "Learning Rates"), by graph and R.
+MULTI_GOSSIP_LR = {
+    "ring": {1: 0.005, 5: 0.01, 10: 0.02},
+    "grid": {1: 0.02, 5: 0.03, 10: 0.03},
+    "geometric": {1: 0.02, 5: 0.02, 10: 0.03},
+    "nearest_neighbor": {1: 0.02, 5: 0.02, 10: 0.02},
+}
+
+
+def _plt():
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        return plt
+    except ImportError:
+        return None
+
+
+def _save(fig, out_dir, name):
+    path = os.path.join(out_dir, name)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    return path
+
+
+def reproduce_pull_diag(out_dir, iterations=100, d=4, seed=0, log=print):
+    """Figure 1: consensus error of Pull-Diag (and the A-protocol) on the paper's 16-node graphs.
+
+    Returns a dict ``graph -> (beta, kappa, final Pull-Diag error, final A-protocol error)``.
+    """
+    os.makedirs(out_dir, exist_ok=True)
+    graphs = {"exponential": topology.exponential(16), **topology.paper_graphs()}
+    Z = np.random.default_rng(seed).standard_normal((16, d))
+    curves, table = {}, {}
+    for name, A in graphs.items():
+        m = A.metrics()
+        pd_ = pull_diag(A, Z, iterations)
+        ap = a_protocol(A, Z, iterations)
+        curves[name] = (pd_.errors, ap.errors)
+        table[name] = (m.beta, m.kappa, float(pd_.errors[-1]), float(ap.errors[-1]))
+    import pandas as pd
+
+    frame = pd.DataFrame({"k": np.arange(iterations + 1)})
+    for name, (e1, e2) in curves.items():
+        frame[f"pull_diag/{name}"] = e1
+        frame[f"a_protocol/{name}"] = e2
+    frame.to_csv(os.path.join(out_dir, "pull_diag.csv"), index=False)
+    log(f"Pull-Diag vs A-protocol, consensus error ||z_k - mean|| after {iterations} steps (16 nodes, d={d}):")
+    log(f"{'graph':<18}{'beta':>8}{'kappa':>8}{'Pull-Diag':>12}{'A-protocol':>12}")
+    for name, (b, k, e1, e2) in table.items():
+        log(f"{name:<18}{b:>8.3f}{k:>8.3f}{e1:>12.2e}{e2:>12.2e}")
+    plt = _plt()
+    if plt is not None:
+        fig, ax = plt.subplots(figsize=(5.5, 3.8))
+        for name, (e1, _) in curves.items():
+            b, k = table[name][:2]
+            ax.semilogy(e1, label=f"{name} (beta={b:.3f}, kappa={k:.2f})")
+        ax.semilogy(curves["grid"][1], "k--", label="A-protocol, grid (biased)")
+        ax.set_xlabel("k")
+        ax.set_ylabel("||z_k - 1 1^T z / n||")
+        ax.set_title("Pull-Diag protocol (Figure 1)")
+        ax.legend(fontsize=7)
+        log(f"wrote {_save(fig, out_dir, 'pull_diag.png')}")
+        plt.close(fig)
+    return table
+
+
+def reproduce_linear_speedup(out_dir, iterations=4000, repeats=20, sizes=(1, 2, 8, 16, 128, 512), total=204800,
+                             batch=200, seed=0, progress=True, log=print):
+    """Figure 2: Pull-Diag-GT on exponential graphs of growing size, the paper's settings.
+
+    Returns ``(finals, slope)``: the final gradient norm (mean over repetitions,
+    averaged over the last 10% of records) per ``n``, and the fitted slope of
+    ``log(final)`` against ``log(n)`` (linear speedup predicts about -1/2).
+    """
+    os.makedirs(out_dir, exist_ok=True)
+    histories, finals = {}, {}
+    for n in sizes:
+        lr = LINEAR_SPEEDUP_LR.get(n, 0.512 / n / 10)
+        f = NonconvexLogistic.synthetic(n, total=total, batch=batch, seed=42)
+        h = run(Algorithm(topology.exponential(n), lr), f, iterations, record_every=max(1, iterations // 100),
+                repeats=repeats, seed=seed, progress=progress)
+        s = h.summary()
+        tail = s["grad_norm"].iloc[-max(1, len(s) // 10):]
+        finals[n] = float(tail.mean())
+        histories[n] = h
+        log(f"n = {n:>4}: lr = {lr:g}, final ||(1/n) 1^T grad f(x)|| = {finals[n]:.4e} "
+            f"({h.frame['wall_seconds'].max():.1f} s)")
+    ns = np.array([n for n in sizes], dtype=float)
+    vals = np.array([finals[n] for n in sizes])
+    slope = float(np.polyfit(np.log(ns), np.log(vals), 1)[0]) if len(sizes) > 1 else float("nan")
+    log(f"fitted slope of log(final metric) vs log(n): {slope:.3f} (linear speedup: about -0.5)")
+    import pandas as pd
+
+    rows = []
+    for n, h in histories.items():
+        s = h.summary()
+        s.insert(0, "n", n)
+        rows.append(s)
+    pd.concat(rows).to_csv(os.path.join(out_dir, "linear_speedup.csv"), index=False)
+    plt = _plt()
+    if plt is not None:
+        fig, ax = plt.subplots(figsize=(5.5, 3.8))
+        for n, h in histories.items():
+            h.plot("grad_norm", ax=ax, label=f"n = {n}")
+        ax.set_title(f"Pull-Diag-GT, exponential graphs (slope {slope:.2f})")
+        ax.legend(fontsize=7)
+        log(f"wrote {_save(fig, out_dir, 'linear_speedup.png')}")
+        plt.close(fig)
+    return finals, slope
+
+
+def reproduce_multi_gossip(out_dir, communication_rounds=2000, repeats=5, rounds=(1, 5, 10), total=204800,
+                           batch=200, seed=0, progress=True, log=print):
+    """Figure 3's synthetic analogue: Pull-Diag-GT vs MG-Pull-Diag-GT (R = 5, 10) on the 16-node paper graphs.
+
+    Every run gets the same budget of communication rounds (and samples):
+    ``T = communication_rounds / R`` iterations. Returns a dict
+    ``(graph, R) -> final gradient norm`` (``inf`` when the run diverged).
+    """
+    os.makedirs(out_dir, exist_ok=True)
+    f = NonconvexLogistic.synthetic(16, total=total, batch=batch, seed=42)
+    graphs = topology.paper_graphs()
+    finals, histories = {}, {}
+    log(f"MG-Pull-Diag-GT, 16 nodes, {communication_rounds} communication rounds, final ||(1/n) 1^T grad f(x)||:")
+    log(f"{'graph':<18}" + "".join(f"{'R = %d' % R:>12}" for R in rounds))
+    for name, A in graphs.items():
+        line = f"{name:<18}"
+        for R in rounds:
+            lr = MULTI_GOSSIP_LR[name].get(R, MULTI_GOSSIP_LR[name][1])
+            try:
+                h = run(Algorithm(A, lr, rounds=R), f, communication_rounds // R,
+                        record_every=max(1, communication_rounds // R // 50), repeats=repeats, seed=seed,
+                        progress=progress)
+                finals[(name, R)] = h.final()
+                histories[(name, R)] = h
+                line += f"{finals[(name, R)]:>12.3e}"
+            except DivergenceError as exc:
+                finals[(name, R)] = math.inf
+                line += f"{'diverged@' + str(exc.iteration):>12}"
+        log(line)
+    import pandas as pd
+
+    rows = []
+    for (name, R), h in histories.items():
+        s = h.summary()
+        s.insert(0, "R", R)
+        s.insert(0, "graph", name)
+        rows.append(s)
+    if rows:
+        pd.concat(rows).to_csv(os.path.join(out_dir, "multi_gossip.csv"), index=False)
+    plt = _plt()
+    if plt is not None:
+        fig, axes = plt.subplots(2, 2, figsize=(8, 6), sharex=True)
+        for ax, name in zip(axes.ravel(), graphs):
+            for R in rounds:
+                if (name, R) in histories:
+                    histories[(name, R)].plot("grad_norm", ax=ax, label=f"R = {R}")
+            ax.set_title(name)
+            ax.legend(fontsize=7)
+        log(f"wrote {_save(fig, out_dir, 'multi_gossip.png')}")
+        plt.close(fig)
+    return finals
+
+
+def demo(out_dir="rowstoch-demo", log=print, progress=True):
+    """The main job on the embedded default: metrics, then Pull-Diag-GT vs MG-Pull-Diag-GT on the paper's graphs.
+
+    Runs the synthetic problem of Appendix E.2 (n = 16, d = 10, 204,800 samples,
+    batch 200) for 1,000 communication rounds with R in {1, 10} on the four
+    16-node graphs, prints a summary table and writes ``multi_gossip.png`` and
+    ``multi_gossip.csv``. Takes well under a minute on 2 cores.
+    """
+    from .cli import metrics_table
+
+    graphs = {"exponential-16": topology.exponential(16), **{f"paper-{k}": v for k, v in topology.paper_graphs().items()}}
+    log("Network metrics of the paper's 16-node graphs (Section 2.2, Appendix E.1):")
+    log(metrics_table(graphs.items()))
+    log("")
+    return reproduce_multi_gossip(out_dir, communication_rounds=1000, repeats=3, rounds=(1, 10), progress=progress, log=log)

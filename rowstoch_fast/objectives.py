@@ -1,0 +1,298 @@
+"""Objectives ``f(x) = (1/n) sum_i f_i(x)`` with per-node stochastic gradient oracles.
+
+Every objective evaluates all nodes (and all batched repetitions) in one call:
+``X`` has shape ``(n, d)`` or ``(reps, n, d)``. Stochastic gradients are keyed
+on ``(seed, repetition, node, iteration)``, so a run is reproducible and does
+not depend on the thread count, and repetition ``r`` of a batched run equals
+the same repetition run alone.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _core
+from ._checks import as_float_array, check_int, check_positive_float
+
+__all__ = ["Objective", "Oracle", "NonconvexLogistic", "Quadratic", "LeastSquares"]
+
+
+class Oracle:
+    """A stateful stochastic gradient oracle ``grad_fn(X) -> G`` for :meth:`PullDiagGT.step`.
+
+    Call ``k`` (from 0) draws the samples of iteration ``k``. ``batches`` is the
+    number of independent mini-batches averaged per call (``R`` for
+    MG-Pull-Diag-GT, eq. 14b). The last gradient is kept in ``last``.
+
+    Attributes
+    ----------
+    iteration : int
+        Calls made so far (the iteration index of the next call).
+    """
+
+    def __init__(self, objective, seed=0, batches=1, rep_offset=0):
+        self.objective = objective
+        self.seed = check_int(seed, "seed", minimum=0)
+        self.batches = check_int(batches, "batches", minimum=1)
+        self.rep_offset = check_int(rep_offset, "rep_offset", minimum=0)
+        self.iteration = 0
+        self.last = None
+
+    def __call__(self, X):
+        G = self.objective.stochastic_gradient(X, self.iteration, seed=self.seed, batches=self.batches,
+                                               rep_offset=self.rep_offset)
+        self.iteration += 1
+        self.last = G
+        return G
+
+
+class Objective:
+    """Base class: ``n`` local functions of ``x`` in ``R^d``.
+
+    Subclasses implement :meth:`stochastic_gradient`, :meth:`full_gradient` and
+    :meth:`loss`; the metrics here follow from them.
+    """
+
+    n: int
+    d: int
+
+    def _check_X(self, X):
+        X = as_float_array(X, "X", np.float64, ndim=(2, 3))
+        if X.shape[-2:] != (self.n, self.d):
+            raise ValueError(f"X must have shape (n, d) = ({self.n}, {self.d}) or (reps, n, d), got {X.shape}")
+        return X
+
+    def stochastic_gradient(self, X, iteration, *, seed=0, batches=1, rep_offset=0):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def full_gradient(self, X):  # pragma: no cover - abstract
+        """Exact local gradients ``grad f_i(x_i)``, shape of ``X``."""
+        raise NotImplementedError
+
+    def loss(self, X):  # pragma: no cover - abstract
+        """Local losses ``f_i(x_i)``, shape ``X.shape[:-1]``."""
+        raise NotImplementedError
+
+    def oracle(self, seed=0, batches=1, rep_offset=0):
+        """A fresh :class:`Oracle` starting at iteration 0."""
+        return Oracle(self, seed=seed, batches=batches, rep_offset=rep_offset)
+
+    def gradient_norm(self, X):
+        """The paper's metric ``||(1/n) sum_i grad f_i(x_i)||`` (Appendix E.2); one value per repetition."""
+        return np.linalg.norm(self.full_gradient(X).mean(axis=-2), axis=-1)
+
+    def gradient_norm_at(self, x):
+        """``||grad f(x)||`` at a single point ``x`` of shape (d,) or (reps, d) (e.g. the centroid)."""
+        x = np.asarray(x, dtype=np.float64)
+        X = np.broadcast_to(x[..., None, :], x.shape[:-1] + (self.n, self.d))
+        return self.gradient_norm(np.ascontiguousarray(X))
+
+    def mean_loss(self, X):
+        """``(1/n) sum_i f_i(x_i)``; one value per repetition."""
+        return self.loss(X).mean(axis=-1)
+
+
+class NonconvexLogistic(Objective):
+    """The paper's nonconvex logistic regression (Appendix E.2).
+
+    ``f_i(x) = (1/M) sum_l ln(1 + exp(-y_il h_il^T x)) + rho sum_j x_j^2 / (1 + x_j^2)``
+    over the ``M = total / n`` samples of node ``i``. Stochastic gradients use a
+    mini-batch of ``batch`` samples per node drawn without replacement, in one
+    threaded C++ call for all nodes.
+
+    Parameters
+    ----------
+    H : array_like, shape (n * M, d)
+        Features; node ``i`` owns rows ``i M .. (i+1) M - 1``.
+    Y : array_like, shape (n * M,)
+        Labels in {-1, +1}.
+    n : int
+    rho : float, default 0.01
+    batch : int, default 200
+
+    Examples
+    --------
+    >>> f = NonconvexLogistic.synthetic(n=4, total=800, batch=20, seed=0)
+    >>> f.n, f.d, f.samples_per_node
+    (4, 10, 200)
+    >>> G = f.stochastic_gradient(np.zeros((4, 10)), iteration=0)
+    >>> G.shape
+    (4, 10)
+    """
+
+    def __init__(self, H, Y, n, rho=0.01, batch=200):
+        self.n = check_int(n, "n", minimum=1)
+        H = as_float_array(H, "H", np.float64, ndim=2)
+        Y = as_float_array(Y, "Y", np.float64, ndim=1)
+        if H.shape[0] % self.n:
+            raise ValueError(f"H has {H.shape[0]} rows, which n = {self.n} nodes cannot share evenly")
+        if Y.shape[0] != H.shape[0]:
+            raise ValueError(f"Y has {Y.shape[0]} labels but H has {H.shape[0]} rows")
+        if not np.isin(Y, (-1.0, 1.0)).all():
+            raise ValueError("Y must hold labels -1 or +1")
+        self.H, self.Y = H, Y
+        self.d = H.shape[1]
+        self.samples_per_node = H.shape[0] // self.n
+        self.rho = check_positive_float(rho, "rho", allow_zero=True)
+        self.batch = check_int(batch, "batch", minimum=1)
+        if self.batch > self.samples_per_node:
+            raise ValueError(f"batch = {self.batch} exceeds the {self.samples_per_node} samples per node")
+
+    @classmethod
+    def synthetic(cls, n, total=204800, d=10, rho=0.01, batch=200, seed=42, heterogeneity=0.0):
+        """Generate the data of Appendix E.2 and split it evenly over ``n`` nodes.
+
+        ``x_opt ~ N(0, I_d)``, ``h_l ~ N(0, I_d)``, ``y_l = 1`` if
+        ``1/z_l > 1 + exp(-h_l^T x_opt)`` with ``z_l ~ U(0, 1)``, else ``-1``.
+        With ``heterogeneity = sigma_h > 0`` node ``i`` labels its samples with
+        its own ``x*_i = x_opt + sigma_h N(0, I_d)`` (non-iid data).
+
+        Raises
+        ------
+        ValueError
+            If ``total`` is not divisible by ``n`` or ``batch`` exceeds ``total / n``.
+        """
+        n = check_int(n, "n", minimum=1)
+        total = check_int(total, "total", minimum=1)
+        d = check_int(d, "d", minimum=1)
+        heterogeneity = check_positive_float(heterogeneity, "heterogeneity", allow_zero=True)
+        if total % n:
+            raise ValueError(f"total = {total} samples must be divisible by n = {n}")
+        rng = np.random.default_rng(seed)
+        x_opt = rng.standard_normal(d)
+        H = rng.standard_normal((total, d))
+        z = rng.random(total)
+        if heterogeneity:  # node i labels its M samples with its own x*_i
+            x_star = x_opt + heterogeneity * rng.standard_normal((n, d))
+            margin = np.einsum("nmd,nd->nm", H.reshape(n, total // n, d), x_star).ravel()
+        else:
+            margin = H @ x_opt
+        with np.errstate(over="ignore"):
+            Y = np.where(1.0 / np.maximum(z, 1e-300) > 1.0 + np.exp(-margin), 1.0, -1.0)
+        obj = cls(H, Y, n, rho=rho, batch=batch)
+        obj.x_opt = x_opt
+        return obj
+
+    def x0(self, seed=42, scale=0.01):
+        """The paper's start: ``x0 = scale * N(0, I_d)`` (seed 42), the same point on every node."""
+        return scale * np.random.default_rng(seed).standard_normal(self.d)
+
+    def stochastic_gradient(self, X, iteration, *, seed=0, batches=1, rep_offset=0):
+        """Mini-batch gradients of every node (average of ``batches`` mini-batches), shape of ``X``."""
+        X = self._check_X(X)
+        iteration = check_int(iteration, "iteration", minimum=0)
+        return _core.logistic_grad(self.H, self.Y, self.n, self.rho, X, self.batch, batches, seed, iteration, rep_offset)
+
+    def full_gradient(self, X):
+        return _core.logistic_full_grad(self.H, self.Y, self.n, self.rho, self._check_X(X))
+
+    def loss(self, X):
+        return _core.logistic_loss(self.H, self.Y, self.n, self.rho, self._check_X(X))
+
+
+def _rng(seed, rep, iteration):
+    return np.random.default_rng([seed, rep, iteration])
+
+
+class Quadratic(Objective):
+    """``f_i(x) = 1/2 x^T diag(q_i) x - b_i^T x`` with a known minimiser; gradient noise ``sigma N(0, I)``.
+
+    Examples
+    --------
+    >>> f = Quadratic.random(n=8, d=3, seed=0)
+    >>> bool(np.allclose(f.full_gradient(np.broadcast_to(f.minimizer, (8, 3))).mean(0), 0))
+    True
+    """
+
+    def __init__(self, q, b, sigma=0.0):
+        self.q = as_float_array(q, "q", np.float64, ndim=2)
+        self.b = as_float_array(b, "b", np.float64, ndim=2)
+        if self.q.shape != self.b.shape:
+            raise ValueError(f"q has shape {self.q.shape} but b has {self.b.shape}")
+        if (self.q <= 0).any():
+            raise ValueError("q must be positive (strongly convex f_i)")
+        self.n, self.d = self.q.shape
+        self.sigma = check_positive_float(sigma, "sigma", allow_zero=True)
+
+    @classmethod
+    def random(cls, n, d, seed=0, sigma=0.0):
+        rng = np.random.default_rng(seed)
+        return cls(rng.uniform(0.5, 2.0, (n, d)), rng.standard_normal((n, d)), sigma=sigma)
+
+    @property
+    def minimizer(self):
+        """``argmin (1/n) sum_i f_i = sum_i b_i / sum_i q_i`` (coordinate-wise)."""
+        return self.b.sum(0) / self.q.sum(0)
+
+    def x0(self, seed=42, scale=0.01):
+        return scale * np.random.default_rng(seed).standard_normal(self.d)
+
+    def full_gradient(self, X):
+        X = self._check_X(X)
+        return self.q * X - self.b
+
+    def loss(self, X):
+        X = self._check_X(X)
+        return (0.5 * self.q * X * X - self.b * X).sum(-1)
+
+    def stochastic_gradient(self, X, iteration, *, seed=0, batches=1, rep_offset=0):
+        G = self.full_gradient(X)
+        if self.sigma:
+            for r in range(G.shape[0] if G.ndim == 3 else 1):
+                noise = _rng(seed, rep_offset + r, iteration).standard_normal((batches,) + G.shape[-2:]).mean(0)
+                (G[r] if G.ndim == 3 else G)[...] += self.sigma * noise
+        return G
+
+
+class LeastSquares(Objective):
+    """``f_i(x) = 1/(2M) ||H_i x - y_i||^2`` over each node's ``M`` rows; mini-batch gradients.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> f = LeastSquares(rng.standard_normal((40, 3)), rng.standard_normal(40), n=4, batch=5)
+    >>> f.stochastic_gradient(np.zeros((4, 3)), 0).shape
+    (4, 3)
+    """
+
+    def __init__(self, H, y, n, batch=None):
+        self.n = check_int(n, "n", minimum=1)
+        H = as_float_array(H, "H", np.float64, ndim=2)
+        y = as_float_array(y, "y", np.float64, ndim=1)
+        if H.shape[0] % self.n or y.shape[0] != H.shape[0]:
+            raise ValueError(f"H ({H.shape[0]} rows) and y ({y.shape[0]}) must split evenly over n = {self.n} nodes")
+        self.M = H.shape[0] // self.n
+        self.d = H.shape[1]
+        self.H = H.reshape(self.n, self.M, self.d)
+        self.y = y.reshape(self.n, self.M)
+        self.batch = self.M if batch is None else check_int(batch, "batch", minimum=1)
+        if self.batch > self.M:
+            raise ValueError(f"batch = {self.batch} exceeds the {self.M} samples per node")
+
+    def x0(self, seed=42, scale=0.01):
+        return scale * np.random.default_rng(seed).standard_normal(self.d)
+
+    def _grad(self, X, H, y):
+        r = np.einsum("...nmd,...nd->...nm", H, X) - y
+        return np.einsum("...nmd,...nm->...nd", H, r) / H.shape[-2]
+
+    def full_gradient(self, X):
+        return self._grad(self._check_X(X), self.H, self.y)
+
+    def loss(self, X):
+        X = self._check_X(X)
+        r = np.einsum("nmd,...nd->...nm", self.H, X) - self.y
+        return 0.5 * (r * r).mean(-1)
+
+    def stochastic_gradient(self, X, iteration, *, seed=0, batches=1, rep_offset=0):
+        X = self._check_X(X)
+        reps = X.shape[0] if X.ndim == 3 else 1
+        Xr = X.reshape(reps, self.n, self.d)
+        G = np.zeros_like(Xr)
+        rows = np.arange(self.n)[:, None]
+        for r in range(reps):
+            rng = _rng(seed, rep_offset + r, iteration)
+            for _ in range(batches):
+                idx = rng.random((self.n, self.M)).argsort(axis=1)[:, : self.batch]
+                G[r] += self._grad(Xr[r], self.H[rows, idx], self.y[rows, idx]) / batches
+        return G.reshape(X.shape)

@@ -1,0 +1,322 @@
+"""Experiment runner: an algorithm on an objective, recorded, resumable, interruptible."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._checks import check_int, check_positive_float
+from .gt import PullDiagGT
+from .mixing import MixingMatrix
+
+__all__ = ["Algorithm", "History", "run"]
+
+CHECKPOINT_FORMAT = "rowstoch_fast.checkpoint/1"
+METRICS = ("grad_norm", "grad_norm_centroid", "loss", "consensus_error", "descent_deviation")
+
+
+@dataclass(frozen=True)
+class Algorithm:
+    """What to run: (MG-)Pull-Diag-GT on a mixing matrix with a step size.
+
+    Parameters
+    ----------
+    A : MixingMatrix
+    lr : float
+    rounds : int, default 1
+        ``1`` is Pull-Diag-GT (eq. 8); ``R > 1`` is MG-Pull-Diag-GT (eq. 14),
+        whose oracle then averages ``R`` mini-batches per iteration.
+    tracker : {"exact", "perron"}
+
+    Examples
+    --------
+    >>> from rowstoch_fast import topology
+    >>> Algorithm(topology.exponential(8), lr=0.01).name
+    'pull-diag-gt'
+    >>> Algorithm.mg_pull_diag_gt(topology.exponential(8), lr=0.01).rounds  # ceil(3 (1 + ln 8) / 0.5)
+    19
+    """
+
+    A: MixingMatrix
+    lr: float
+    rounds: int = 1
+    tracker: str = "exact"
+
+    def __post_init__(self):
+        if not isinstance(self.A, MixingMatrix):
+            raise TypeError(f"A must be a MixingMatrix, got {type(self.A).__name__}")
+        check_positive_float(self.lr, "lr")
+        check_int(self.rounds, "rounds", minimum=1)
+
+    @classmethod
+    def pull_diag_gt(cls, A, lr, tracker="exact"):
+        """Pull-Diag-GT (one gossip round per iteration)."""
+        return cls(A, lr, 1, tracker)
+
+    @classmethod
+    def mg_pull_diag_gt(cls, A, lr, rounds=None, tracker="exact"):
+        """MG-Pull-Diag-GT with ``rounds`` gossips (default: Theorem 3's recommendation)."""
+        return cls(A, lr, A.metrics().recommended_rounds() if rounds is None else rounds, tracker)
+
+    @property
+    def name(self):
+        return "pull-diag-gt" if self.rounds == 1 else f"mg-pull-diag-gt(R={self.rounds})"
+
+    def build(self, x0):
+        """The :class:`PullDiagGT` stepper starting at ``x0``."""
+        return PullDiagGT(self.A, x0, self.lr, rounds=self.rounds, tracker=self.tracker)
+
+
+class History:
+    """Recorded metrics of a run: one row per (record, repetition).
+
+    Columns: ``iteration``, ``communication_rounds``, ``samples`` (per node),
+    ``rep``, ``grad_norm`` (the paper's ``||(1/n) sum_i grad f_i(x_i)||``),
+    ``grad_norm_centroid`` (``||grad f(pi^T x)||``), ``loss``
+    (``(1/n) sum_i f_i(x_i)``), ``consensus_error`` (``||x - 1 pi^T x||_F``),
+    ``descent_deviation`` (``||pi^T y - 1^T g||``, Lemma 1), ``wall_seconds``.
+
+    Attributes
+    ----------
+    frame : pandas.DataFrame
+        The raw rows.
+    interrupted : bool
+        True when the run stopped early on Ctrl-C; the rows are those recorded.
+    meta : dict
+        Algorithm, objective and run settings.
+    """
+
+    def __init__(self, rows, meta=None, interrupted=False):
+        import pandas as pd
+
+        self.frame = pd.DataFrame(rows, columns=["iteration", "communication_rounds", "samples", "rep", *METRICS, "wall_seconds"])
+        self.meta = dict(meta or {})
+        self.interrupted = bool(interrupted)
+
+    def __len__(self):
+        return len(self.frame)
+
+    def __repr__(self):
+        flag = ", interrupted" if self.interrupted else ""
+        return f"History({len(self.frame)} rows, {self.frame['rep'].nunique() if len(self.frame) else 0} repetitions{flag})"
+
+    def summary(self):
+        """Mean and standard deviation over repetitions for every recorded iteration."""
+        g = self.frame.groupby("iteration", sort=True)
+        out = g[["communication_rounds", "samples", "wall_seconds"]].max()
+        for m in METRICS:
+            out[m] = g[m].mean()
+            out[m + "_std"] = g[m].std(ddof=0)
+        return out.reset_index()
+
+    def final(self, metric="grad_norm"):
+        """Mean of ``metric`` over repetitions at the last recorded iteration."""
+        last = self.frame["iteration"].max()
+        return float(self.frame.loc[self.frame["iteration"] == last, metric].mean())
+
+    def to_csv(self, path, summary=True):
+        """Write the summary (or the raw rows) as CSV."""
+        (self.summary() if summary else self.frame).to_csv(path, index=False)
+
+    def to_json(self, path):
+        """Write metadata, summary and raw rows as one JSON document."""
+        payload = {"meta": self.meta, "interrupted": self.interrupted,
+                   "summary": self.summary().to_dict(orient="list"), "rows": self.frame.to_dict(orient="list")}
+        with open(path, "w") as f:
+            json.dump(payload, f, indent=1, default=_json_default)
+
+    def plot(self, metric="grad_norm", ax=None, x="communication_rounds", label=None, **kwargs):
+        """Plot the mean of ``metric`` (log scale) with a band of one standard deviation.
+
+        Needs matplotlib (``pip install rowstoch_fast[plot]``).
+        """
+        try:
+            import matplotlib.pyplot as plt
+        except ImportError as exc:  # pragma: no cover - depends on the environment
+            raise ImportError("History.plot needs matplotlib: pip install 'rowstoch_fast[plot]'") from exc
+        s = self.summary()
+        if ax is None:
+            _, ax = plt.subplots(figsize=(5, 3.5))
+        line = ax.plot(s[x], s[metric], label=label or self.meta.get("algorithm"), **kwargs)[0]
+        lo = np.clip(s[metric] - s[metric + "_std"], 1e-300, None)
+        ax.fill_between(s[x], lo, s[metric] + s[metric + "_std"], color=line.get_color(), alpha=0.2)
+        ax.set_yscale("log")
+        ax.set_xlabel(x.replace("_", " "))
+        ax.set_ylabel(metric.replace("_", " "))
+        return ax
+
+
+def _json_default(o):
+    if isinstance(o, (np.integer,)):
+        return int(o)
+    if isinstance(o, (np.floating,)):
+        return float(o)
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    return str(o)
+
+
+def _record(opt, objective, oracle, rows, t0_wall):
+    pi = opt.A.metrics().pi
+    x = np.asarray(opt.x)
+    X = x if x.ndim == 3 else x[None]
+    Y = np.asarray(opt.y).reshape(X.shape)
+    G = np.asarray(oracle.last).reshape(X.shape)
+    centroid = np.einsum("n,rnd->rd", pi, X)
+    gn = np.atleast_1d(objective.gradient_norm(X))
+    gc = np.atleast_1d(objective.gradient_norm_at(centroid))
+    loss = np.atleast_1d(objective.mean_loss(X))
+    cons = np.linalg.norm((X - centroid[:, None, :]).reshape(X.shape[0], -1), axis=1)
+    dev = np.linalg.norm(np.einsum("n,rnd->rd", pi, Y) - G.sum(axis=1), axis=1)
+    wall = time.perf_counter() - t0_wall
+    rows.extend([(opt.iteration, opt.communication_rounds, opt.iteration * opt.rounds * getattr(objective, "batch", 1),
+                  r, float(gn[r]), float(gc[r]), float(loss[r]), float(cons[r]), float(dev[r]), wall)
+                 for r in range(X.shape[0])])
+
+
+def _save_checkpoint(path, opt, oracle, rows, meta, wall_offset):
+    state = {"opt/" + k: v for k, v in opt.state_dict().items()}
+    state.update({
+        "format": np.array(CHECKPOINT_FORMAT),
+        "oracle_iteration": np.array(oracle.iteration),
+        "oracle_seed": np.array(oracle.seed),
+        "oracle_batches": np.array(oracle.batches),
+        "rows": np.array(json.dumps(rows)),
+        "meta": np.array(json.dumps(meta, default=_json_default)),
+        "wall_offset": np.array(wall_offset),
+    })
+    if oracle.last is not None:
+        state["oracle_last"] = np.asarray(oracle.last)
+    tmp = f"{path}.tmp-{os.getpid()}"
+    with open(tmp, "wb") as f:
+        np.savez(f, **state)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)  # atomic: a reader sees the old or the new checkpoint, never half of one
+
+
+def _load_checkpoint(path, algorithm):
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"resume: checkpoint {path!r} does not exist")
+    with np.load(path, allow_pickle=False) as z:
+        data = {k: z[k] for k in z.files}
+    if str(data.get("format")) != CHECKPOINT_FORMAT:
+        raise ValueError(f"resume: {path!r} is not a rowstoch_fast checkpoint")
+    state = {k[4:]: v for k, v in data.items() if k.startswith("opt/")}
+    opt = PullDiagGT.from_state_dict(state, A=algorithm.A)
+    if opt.rounds != algorithm.rounds or opt.lr != algorithm.lr or opt.tracker.kind != algorithm.tracker:
+        raise ValueError("resume: the checkpoint was written by a different algorithm (lr, rounds or tracker differ)")
+    rows = [tuple(r) for r in json.loads(str(data["rows"]))]
+    return opt, data, rows
+
+
+def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=0, x0=None, progress=True,
+        checkpoint=None, checkpoint_every=None, resume=None):
+    """Run ``algorithm`` on ``objective`` for ``iterations`` iterations and record its metrics.
+
+    Repetitions are batched into one stepper (they share every pass over the
+    network). Ctrl-C stops the run cleanly: the returned history holds what was
+    recorded (``history.interrupted`` is True) and, with ``checkpoint``, the
+    state is saved so ``resume`` continues it.
+
+    Parameters
+    ----------
+    algorithm : Algorithm
+    objective : Objective
+    iterations : int
+        Total iterations ``T`` (communication rounds are ``R T``).
+    record_every : int, optional
+        Record the metrics every this many iterations (default ``iterations // 100``)
+        and at the last one.
+    repeats : int, default 1
+        Independent repetitions (different mini-batch streams).
+    seed : int, default 0
+        Seed of the stochastic gradient streams.
+    x0 : array_like, optional
+        Start, shape (d,) or (n, d); defaults to ``objective.x0()``.
+    progress : bool, default True
+        Show a tqdm progress bar.
+    checkpoint : str, optional
+        Path of an ``.npz`` checkpoint, written atomically every
+        ``checkpoint_every`` iterations, on Ctrl-C and at the end.
+    resume : str, optional
+        Continue from this checkpoint; the continued run is bit-identical to
+        an uninterrupted one.
+
+    Returns
+    -------
+    History
+
+    Examples
+    --------
+    >>> from rowstoch_fast import topology
+    >>> from rowstoch_fast.objectives import NonconvexLogistic
+    >>> f = NonconvexLogistic.synthetic(n=8, total=1600, batch=20, seed=0)
+    >>> h = run(Algorithm(topology.exponential(8), lr=0.05), f, 50, record_every=25, progress=False)
+    >>> list(h.summary()["iteration"])
+    [0, 25, 50]
+    """
+    if not isinstance(algorithm, Algorithm):
+        raise TypeError(f"algorithm must be an Algorithm, got {type(algorithm).__name__}")
+    if objective.n != algorithm.A.n:
+        raise ValueError(f"objective has n = {objective.n} nodes but the network has {algorithm.A.n}")
+    iterations = check_int(iterations, "iterations", minimum=0)
+    repeats = check_int(repeats, "repeats", minimum=1)
+    seed = check_int(seed, "seed", minimum=0)
+    record_every = max(1, iterations // 100) if record_every is None else check_int(record_every, "record_every", minimum=1)
+    checkpoint_every = record_every * 10 if checkpoint_every is None else check_int(checkpoint_every, "checkpoint_every", minimum=1)
+    meta = {"algorithm": algorithm.name, "lr": algorithm.lr, "rounds": algorithm.rounds, "tracker": algorithm.tracker,
+            "n": algorithm.A.n, "objective": type(objective).__name__, "iterations": iterations, "repeats": repeats,
+            "seed": seed, "record_every": record_every}
+    oracle = objective.oracle(seed=seed, batches=algorithm.rounds)
+    if resume is not None:
+        opt, data, rows = _load_checkpoint(resume, algorithm)
+        oracle.iteration = int(data["oracle_iteration"])
+        oracle.last = data.get("oracle_last")
+        wall_offset = float(data["wall_offset"])
+    else:
+        x0 = objective.x0() if x0 is None else np.asarray(x0, dtype=np.float64)
+        if x0.ndim == 1:
+            x0 = np.broadcast_to(x0, (algorithm.A.n, x0.shape[0]))
+        if repeats > 1:
+            x0 = np.broadcast_to(x0, (repeats,) + x0.shape)
+        opt = algorithm.build(x0)
+        opt.initialize(oracle)
+        rows, wall_offset = [], 0.0
+    t0 = time.perf_counter() - wall_offset
+    if resume is None:
+        _record(opt, objective, oracle, rows, t0)
+    bar = _progress(progress, iterations, opt.iteration, meta["algorithm"])
+    interrupted = False
+    try:
+        while opt.iteration < iterations:
+            opt.step(oracle)
+            if bar is not None:
+                bar.update(1)
+            if opt.iteration % record_every == 0 or opt.iteration == iterations:
+                _record(opt, objective, oracle, rows, t0)
+            if checkpoint and opt.iteration % checkpoint_every == 0:
+                _save_checkpoint(checkpoint, opt, oracle, rows, meta, time.perf_counter() - t0)
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        if bar is not None:
+            bar.close()
+    if checkpoint:
+        _save_checkpoint(checkpoint, opt, oracle, rows, meta, time.perf_counter() - t0)
+    meta["completed_iterations"] = opt.iteration
+    return History(rows, meta, interrupted=interrupted)
+
+
+def _progress(enabled, total, initial, desc):
+    if not enabled:
+        return None
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:  # pragma: no cover - tqdm is a dependency, but stay usable without it
+        return None
+    return tqdm(total=total, initial=initial, desc=desc, unit="it", leave=False)

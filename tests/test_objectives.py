@@ -1,0 +1,126 @@
+"""Objectives: gradients against NumPy references, sampling properties, determinism."""
+
+import numpy as np
+import pytest
+
+from rowstoch_fast import _core
+from rowstoch_fast.objectives import LeastSquares, NonconvexLogistic, Quadratic
+
+
+def numpy_logistic_grad(H, Y, rho, x):
+    z = H @ x
+    coef = -Y / (1.0 + np.exp(Y * z))
+    return (coef[:, None] * H).mean(0) + rho * 2 * x / (1 + x * x) ** 2
+
+
+def numpy_logistic_loss(H, Y, rho, x):
+    return np.mean(np.log1p(np.exp(-Y * (H @ x)))) + rho * np.sum(x * x / (1 + x * x))
+
+
+@pytest.fixture(scope="module")
+def small():
+    return NonconvexLogistic.synthetic(n=4, total=400, d=5, batch=10, seed=3)
+
+
+def test_synthetic_data_follows_appendix_e2():
+    f = NonconvexLogistic.synthetic(n=8, total=8000, d=10, seed=42)
+    assert f.H.shape == (8000, 10) and set(np.unique(f.Y)) == {-1.0, 1.0}
+    # y = 1 with probability sigmoid(h^T x_opt): the labels agree with the sign of the margin more often than not
+    agree = np.mean(np.sign(f.H @ f.x_opt) == f.Y)
+    assert 0.6 < agree < 0.95
+    het = NonconvexLogistic.synthetic(n=8, total=8000, d=10, seed=42, heterogeneity=10.0)
+    assert not np.array_equal(het.Y, f.Y) and np.array_equal(het.H, f.H)
+
+
+def test_full_gradient_and_loss_match_numpy(small):
+    X = np.random.default_rng(0).standard_normal((4, 5))
+    G = small.full_gradient(X)
+    L = small.loss(X)
+    M = small.samples_per_node
+    for i in range(4):
+        Hi, Yi = small.H[i * M:(i + 1) * M], small.Y[i * M:(i + 1) * M]
+        np.testing.assert_allclose(G[i], numpy_logistic_grad(Hi, Yi, small.rho, X[i]), rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(L[i], numpy_logistic_loss(Hi, Yi, small.rho, X[i]), rtol=1e-12)
+
+
+def test_full_gradient_is_the_gradient_of_the_loss(small):
+    x = np.random.default_rng(1).standard_normal((4, 5))
+    G = small.full_gradient(x)
+    eps = 1e-6
+    for j in range(5):
+        e = np.zeros(5)
+        e[j] = eps
+        fd = (small.loss(x + e) - small.loss(x - e)) / (2 * eps)
+        np.testing.assert_allclose(G[:, j], fd, rtol=1e-6, atol=1e-9)
+
+
+def test_stochastic_gradient_is_unbiased_and_a_true_minibatch(small):
+    X = np.random.default_rng(2).standard_normal((4, 5))
+    Gs = np.array([small.stochastic_gradient(X, k) for k in range(3000)])
+    np.testing.assert_allclose(Gs.mean(0), small.full_gradient(X), atol=0.01)
+    # batch == all samples: exactly the full gradient (sampling without replacement)
+    full = NonconvexLogistic(small.H, small.Y, 4, rho=small.rho, batch=small.samples_per_node)
+    np.testing.assert_allclose(full.stochastic_gradient(X, 7), small.full_gradient(X), rtol=1e-12, atol=1e-15)
+
+
+def test_minibatch_is_drawn_without_replacement(small):
+    # With H = one-hot rows and Y = +1, x = 0: the gradient of sample l is -e_l / 2, so a batch
+    # sums distinct unit vectors exactly when it has no repeated sample.
+    M, n = 8, 2
+    H = np.tile(np.eye(M), (n, 1))
+    f = NonconvexLogistic(H, np.ones(n * M), n, rho=0.0, batch=5)
+    for k in range(200):
+        G = f.stochastic_gradient(np.zeros((n, M)), k)
+        counts = -2 * 5 * G
+        np.testing.assert_allclose(counts.sum(1), 5)
+        assert np.all(np.isclose(counts, 0) | np.isclose(counts, 1))
+
+
+def test_streams_are_deterministic_and_thread_independent(small):
+    X = np.random.default_rng(3).standard_normal((4, 5))
+    a = small.stochastic_gradient(X, 11, seed=5)
+    before = _core.get_num_threads()
+    try:
+        _core.set_num_threads(1)
+        b = small.stochastic_gradient(X, 11, seed=5)
+    finally:
+        _core.set_num_threads(before)
+    np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(a, small.stochastic_gradient(X, 12, seed=5))
+    assert not np.array_equal(a, small.stochastic_gradient(X, 11, seed=6))
+
+
+def test_batched_repetitions_match_single_ones(small):
+    X = np.random.default_rng(4).standard_normal((3, 4, 5))
+    G = small.stochastic_gradient(X, 2, seed=1, batches=3)
+    for r in range(3):
+        np.testing.assert_array_equal(G[r], small.stochastic_gradient(X[r], 2, seed=1, batches=3, rep_offset=r))
+
+
+def test_argument_errors():
+    with pytest.raises(ValueError, match="divisible"):
+        NonconvexLogistic.synthetic(n=3, total=100)
+    with pytest.raises(ValueError, match="batch = 50 exceeds"):
+        NonconvexLogistic.synthetic(n=4, total=100, batch=50)
+    f = NonconvexLogistic.synthetic(n=2, total=40, d=3, batch=5)
+    with pytest.raises(ValueError, match=r"X must have shape \(n, d\) = \(2, 3\)"):
+        f.stochastic_gradient(np.zeros((3, 3)), 0)
+    with pytest.raises(ValueError, match="labels"):
+        NonconvexLogistic(np.zeros((4, 2)), np.array([0.0, 1.0, 1.0, 1.0]), 2)
+    with pytest.raises(ValueError, match="batches must be >= 1"):
+        f.stochastic_gradient(np.zeros((2, 3)), 0, batches=0)
+    with pytest.raises(ValueError, match="q must be positive"):
+        Quadratic(-np.ones((2, 2)), np.ones((2, 2)))
+
+
+def test_quadratic_and_least_squares():
+    q = Quadratic.random(6, 3, seed=1, sigma=0.1)
+    G = np.array([q.stochastic_gradient(np.zeros((6, 3)), k) for k in range(4000)])
+    np.testing.assert_allclose(G.mean(0), -q.b, atol=0.01)
+    rng = np.random.default_rng(0)
+    H, y = rng.standard_normal((60, 3)), rng.standard_normal(60)
+    ls = LeastSquares(H, y, n=3, batch=20)
+    X = rng.standard_normal((3, 3))
+    full = np.stack([H[i * 20:(i + 1) * 20].T @ (H[i * 20:(i + 1) * 20] @ X[i] - y[i * 20:(i + 1) * 20]) / 20 for i in range(3)])
+    np.testing.assert_allclose(ls.stochastic_gradient(X, 0), full, rtol=1e-12)  # batch = M: exact
+    np.testing.assert_allclose(ls.full_gradient(X), full, rtol=1e-12)

@@ -1,0 +1,129 @@
+"""Runner: records, repetitions, checkpoints, resume, Ctrl-C; the CLI's run and reproduce."""
+
+import os
+
+import numpy as np
+import pytest
+
+from rowstoch_fast import Algorithm, cli, run, topology
+from rowstoch_fast.objectives import NonconvexLogistic
+
+
+@pytest.fixture(scope="module")
+def problem():
+    return NonconvexLogistic.synthetic(n=8, total=1600, batch=20, seed=0)
+
+
+def algo(rounds=1):
+    return Algorithm(topology.exponential(8), lr=0.05, rounds=rounds)
+
+
+COLS = ["iteration", "communication_rounds", "rep", "grad_norm", "loss", "consensus_error", "descent_deviation"]
+
+
+def test_history_records_and_summary(problem):
+    h = run(algo(2), problem, 40, record_every=10, repeats=3, progress=False)
+    s = h.summary()
+    assert list(s["iteration"]) == [0, 10, 20, 30, 40]
+    assert list(s["communication_rounds"]) == [0, 20, 40, 60, 80]
+    assert len(h.frame) == 15 and set(h.frame["rep"]) == {0, 1, 2}
+    assert s["grad_norm"].iloc[-1] < s["grad_norm"].iloc[0]
+    assert (s["consensus_error"].iloc[0] < 1e-14) and (s["grad_norm_std"] >= 0).all()
+    assert not h.interrupted and h.meta["algorithm"] == "mg-pull-diag-gt(R=2)"
+
+
+def test_repetitions_differ_but_batched_equals_single(problem):
+    batched = run(algo(), problem, 20, record_every=5, repeats=2, progress=False, seed=3)
+    single = run(algo(), problem, 20, record_every=5, repeats=1, progress=False, seed=3)
+    f0 = batched.frame[batched.frame["rep"] == 0][COLS].reset_index(drop=True)
+    np.testing.assert_allclose(f0.to_numpy(float), single.frame[COLS].to_numpy(float), rtol=1e-12)
+    f1 = batched.frame[batched.frame["rep"] == 1]
+    assert not np.allclose(f1["grad_norm"].to_numpy(), f0["grad_norm"].to_numpy())
+
+
+def test_checkpoint_and_resume_are_bit_identical(problem, tmp_path):
+    full = run(algo(), problem, 60, record_every=10, repeats=2, progress=False)
+    ck = str(tmp_path / "ck.npz")
+    part = run(algo(), problem, 30, record_every=10, repeats=2, progress=False, checkpoint=ck)
+    assert part.meta["completed_iterations"] == 30
+    rest = run(algo(), problem, 60, record_every=10, repeats=2, progress=False, resume=ck)
+    assert np.array_equal(rest.frame[COLS].to_numpy(float), full.frame[COLS].to_numpy(float))
+    assert [p for p in os.listdir(tmp_path) if "tmp" in p] == []
+
+
+class Interrupting(NonconvexLogistic):
+    """Raises KeyboardInterrupt (as Ctrl-C would) at one call of the oracle."""
+
+    stop_at = None
+
+    def stochastic_gradient(self, X, iteration, **kw):
+        if iteration == self.stop_at:
+            self.stop_at = None
+            raise KeyboardInterrupt
+        return super().stochastic_gradient(X, iteration, **kw)
+
+
+def test_ctrl_c_keeps_the_record_and_the_checkpoint_resumes(problem, tmp_path):
+    f = Interrupting(problem.H, problem.Y, 8, rho=problem.rho, batch=problem.batch)
+    f.stop_at = 25
+    ck = str(tmp_path / "ck.npz")
+    h = run(algo(), f, 50, record_every=10, progress=False, checkpoint=ck, checkpoint_every=1000)
+    assert h.interrupted and h.meta["completed_iterations"] == 24
+    assert list(h.summary()["iteration"]) == [0, 10, 20]
+    resumed = run(algo(), f, 50, record_every=10, progress=False, resume=ck)
+    full = run(algo(), problem, 50, record_every=10, progress=False)
+    assert np.array_equal(resumed.frame[COLS].to_numpy(float), full.frame[COLS].to_numpy(float))
+
+
+def test_run_argument_errors(problem, tmp_path):
+    with pytest.raises(ValueError, match="objective has n = 8 nodes but the network has 4"):
+        run(Algorithm(topology.ring(4), 0.1), problem, 5, progress=False)
+    with pytest.raises(TypeError, match="algorithm must be an Algorithm"):
+        run("pull-diag-gt", problem, 5, progress=False)
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        run(algo(), problem, 5, progress=False, resume=str(tmp_path / "none.npz"))
+    ck = str(tmp_path / "ck.npz")
+    run(algo(), problem, 5, progress=False, checkpoint=ck)
+    with pytest.raises(ValueError, match="different algorithm"):
+        run(algo(rounds=2), problem, 10, progress=False, resume=ck)
+
+
+def test_exports(problem, tmp_path):
+    h = run(algo(), problem, 10, record_every=5, progress=False)
+    h.to_csv(tmp_path / "h.csv")
+    h.to_json(tmp_path / "h.json")
+    ax = h.plot()
+    assert ax.get_yscale() == "log"
+    import json
+
+    assert json.loads((tmp_path / "h.json").read_text())["meta"]["n"] == 8
+    assert (tmp_path / "h.csv").read_text().startswith("iteration,")
+
+
+def test_cli_run_writes_outputs(tmp_path, capsys):
+    out = tmp_path / "res"
+    code = cli.main(["run", "--topology", "exponential", "--n", "8", "--lr", "0.05", "--iterations", "20",
+                     "--total", "1600", "--batch", "20", "--out", str(out), "--no-progress"])
+    assert code == 0
+    assert {"history.csv", "history.json", "grad_norm.png"} <= set(os.listdir(out))
+    assert "pull-diag-gt on exponential (n=8), done at iteration 20" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["run", "--lr", "-1", "--iterations", "2"], "lr must be finite and > 0"),
+        (["run", "--n", "3", "--total", "100"], "divisible"),
+        (["run", "--algorithm", "pull-diag-gt", "--rounds", "3"], "takes --rounds 1"),
+    ],
+)
+def test_cli_run_errors(argv, message, capsys, tmp_path):
+    assert cli.main(argv + ["--out", str(tmp_path), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
+def test_cli_reproduce_pull_diag(tmp_path, capsys):
+    assert cli.main(["reproduce", "pull-diag", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "Pull-Diag" in out and (tmp_path / "pull_diag.csv").exists() and (tmp_path / "pull_diag.png").exists()
