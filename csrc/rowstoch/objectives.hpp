@@ -51,17 +51,39 @@ inline std::uint64_t stream_key(std::uint64_t seed, std::uint64_t rep, std::uint
     return mix64(k ^ batch);
 }
 
-// out[i, :] += weight * (logistic-loss gradient of node i at x_i over the samples idx[0..count)).
+// h^T x with two partial sums (even / odd j): a fixed order, half the latency chain.
+template <class T>
+inline T dot2(const T* h, const T* x, std::int64_t d) {
+    T a = 0, b = 0;
+    std::int64_t j = 0;
+    for (; j + 1 < d; j += 2) {
+        a += h[j] * x[j];
+        b += h[j + 1] * x[j + 1];
+    }
+    if (j < d) a += h[j] * x[j];
+    return a + b;
+}
+
+// out[:] += weight * (logistic-loss gradient at x over the samples idx[0..count)).
+// Three passes over chunks of samples (margins, coefficients, accumulation), so
+// the exp/divide of one sample does not wait on the dot product of the last.
 template <class T>
 inline void logistic_accumulate(const T* H, const T* Y, std::int64_t d, const T* x, const std::int64_t* idx,
                                 std::int64_t count, T weight, T* out) {
-    for (std::int64_t b = 0; b < count; ++b) {
-        const T* h = H + idx[b] * d;
-        T z = 0;
-        for (std::int64_t j = 0; j < d; ++j) z += h[j] * x[j];
-        const T yb = Y[idx[b]];
-        const T coef = -yb / (T(1) + std::exp(yb * z)) * weight;
-        for (std::int64_t j = 0; j < d; ++j) out[j] += coef * h[j];
+    constexpr std::int64_t kBlock = 64;
+    T coef[kBlock];
+    for (std::int64_t b0 = 0; b0 < count; b0 += kBlock) {
+        const std::int64_t nb = count - b0 < kBlock ? count - b0 : kBlock;
+        for (std::int64_t b = 0; b < nb; ++b) coef[b] = Y[idx[b0 + b]] * dot2(H + idx[b0 + b] * d, x, d);
+        for (std::int64_t b = 0; b < nb; ++b) {
+            const T yb = Y[idx[b0 + b]];
+            coef[b] = -yb / (T(1) + std::exp(coef[b])) * weight;  // coef held y h^T x
+        }
+        for (std::int64_t b = 0; b < nb; ++b) {
+            const T* h = H + idx[b0 + b] * d;
+            const T c = coef[b];
+            for (std::int64_t j = 0; j < d; ++j) out[j] += c * h[j];
+        }
     }
 }
 
