@@ -17,6 +17,8 @@ import time
 
 import numpy as np
 
+#: Problem sizes (log2 n) of the pytest-benchmark suites; the default is a quick smoke.
+BENCH_LOG2N = [int(v) for v in os.environ.get("ROWSTOCH_BENCH_LOG2N", "10").split(",")]
 
 def machine_info():
     """CPU, cores, thread settings and library versions, for every saved result."""

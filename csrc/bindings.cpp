@@ -103,7 +103,8 @@ void check_no_overlap(const py::array& out, const char* out_name, const py::arra
 // A checked CSR matrix: n x n, int32/int64 indices, float32/float64 values.
 struct Csr {
     py::array indptr, indices, data;
-    int64_t n = 0, nnz = 0;
+    int64_t n = 0, nnz = 0;  // n rows
+    int64_t ncols = 0;       // n for a mixing matrix; more for a rank's local rows with halo columns
 };
 
 template <class I>
@@ -120,12 +121,13 @@ void check_csr_structure(const Csr& A, bool check_indices) {
     const I* Aj = static_cast<const I*>(A.indices.data());
     for (int64_t p = 0; p < A.nnz; ++p) {
         const int64_t j = static_cast<int64_t>(Aj[p]);
-        if (j < 0 || j >= A.n)
-            throw py::value_error(cat("indices[", p, "] = ", j, " is out of range for n = ", A.n));
+        if (j < 0 || j >= A.ncols)
+            throw py::value_error(cat("indices[", p, "] = ", j, " is out of range for ", A.ncols, " columns"));
     }
 }
 
-Csr check_csr(py::array indptr, py::array indices, py::array data, bool check_indices) {
+Csr check_csr(py::array indptr, py::array indices, py::array data, bool check_indices,
+              int64_t ncols = -1) {
     Csr A{indptr, indices, data};
     check_ndim(indptr, "indptr", 1);
     check_ndim(indices, "indices", 1);
@@ -140,6 +142,7 @@ Csr check_csr(py::array indptr, py::array indices, py::array data, bool check_in
         throw py::type_error(cat("data must be float32 or float64, got ", dtype_name(data)));
     if (indptr.size() < 1) throw py::value_error("indptr must have at least one entry");
     A.n = indptr.size() - 1;
+    A.ncols = ncols < 0 ? A.n : ncols;
     A.nnz = indices.size();
     if (data.size() != A.nnz)
         throw py::value_error(cat("data.size (", data.size(), ") must equal indices.size (",
@@ -169,14 +172,14 @@ py::array check_block_io(const Csr& A, const py::array& X, py::object out_obj) {
     if (X.ndim() != 2) throw py::value_error(cat("X must be 2-D (n, d), got ", X.ndim(), "-D"));
     check_contiguous(X, "X");
     check_same_dtype(X, "X", A.data, "A.data");
-    if (X.shape(0) != A.n)
-        throw py::value_error(cat("X has ", X.shape(0), " rows but A is ", A.n, " x ", A.n));
-    if (out_obj.is_none()) return py::array(X.dtype(), {X.shape(0), X.shape(1)});
+    if (X.shape(0) != A.ncols)
+        throw py::value_error(cat("X has ", X.shape(0), " rows but A is ", A.n, " x ", A.ncols));
+    if (out_obj.is_none()) return py::array(X.dtype(), {A.n, X.shape(1)});
     if (!py::isinstance<py::array>(out_obj))
         throw py::type_error("out must be a numpy.ndarray or None");
     py::array out = out_obj.cast<py::array>();
     check_same_dtype(out, "out", X, "X");
-    check_shape(out, "out", {X.shape(0), X.shape(1)});
+    check_shape(out, "out", {A.n, X.shape(1)});
     check_contiguous(out, "out");
     check_writeable(out, "out");
     check_no_overlap(out, "out", X, "X");
@@ -184,8 +187,9 @@ py::array check_block_io(const Csr& A, const py::array& X, py::object out_obj) {
 }
 
 py::array mix(py::array indptr, py::array indices, py::array data, py::array X,
-              py::object out, bool check_indices) {
-    Csr A = check_csr(indptr, indices, data, check_indices);
+              py::object out, bool check_indices, int64_t ncols) {
+    if (ncols < -1) throw py::value_error(cat("ncols must be >= 0 (or -1 for square), got ", ncols));
+    Csr A = check_csr(indptr, indices, data, check_indices, ncols);
     py::array Y = check_block_io(A, X, out);
     const int64_t w = X.shape(1);
     dispatch(A, [&](auto i, auto t) {
@@ -441,8 +445,8 @@ PYBIND11_MODULE(_core, m) {
     }, py::arg("threads"), "Set the threads the kernels use (no effect without OpenMP).");
 
     m.def("mix", &mix, py::arg("indptr"), py::arg("indices"), py::arg("data"), py::arg("X"),
-          py::arg("out") = py::none(), py::arg("check_indices") = true,
-          "Y = A X for CSR A (n x n) and dense C-contiguous X (n x d).");
+          py::arg("out") = py::none(), py::arg("check_indices") = true, py::arg("ncols") = -1,
+          "Y = A X for CSR A (n x ncols, square by default) and dense C-contiguous X (ncols x d).");
     m.def("mix_power", &mix_power, py::arg("indptr"), py::arg("indices"), py::arg("data"),
           py::arg("X"), py::arg("R"), py::arg("out") = py::none(), py::arg("work") = py::none(),
           py::arg("check_indices") = true,

@@ -14,6 +14,7 @@ def mix(
     X: NDArray[np.floating],
     out: NDArray[np.floating] | None = None,
     check_indices: bool = True,
+    ncols: int = -1,
 ) -> NDArray[np.floating]: ...
 def mix_power(
     indptr: NDArray[np.integer],
