@@ -323,13 +323,16 @@ py::tuple diag_powers(py::array indptr, py::array indices, py::array data, int64
     return py::make_tuple(diags, taken);
 }
 
-// The data set of the logistic objective: H (n M, d), Y (n M,), and an
-// iterate block X ((n, d) or (reps, n, d)) of the same dtype.
+// The data set of the logistic objective: H (n M, d), Y (n M,) for n nodes, and
+// an iterate block X ((m, d) or (reps, m, d)) of the same dtype for m of the
+// nodes: all n (nodes = None) or the global ids in `nodes`.
 struct LogisticData {
-    int64_t n, M, d, reps;
+    int64_t n, M, d, reps, m;
+    const int64_t* node_ids;
 };
 
-LogisticData check_logistic(const py::array& H, const py::array& Y, int64_t n, const py::array& X) {
+LogisticData check_logistic(const py::array& H, const py::array& Y, int64_t n, const py::array& X,
+                            const py::object& nodes_obj, py::array& nodes) {
     check_ndim(H, "H", 2);
     check_ndim(Y, "Y", 1);
     check_contiguous(H, "H");
@@ -344,18 +347,36 @@ LogisticData check_logistic(const py::array& H, const py::array& Y, int64_t n, c
         throw py::value_error(cat("H has ", H.shape(0), " rows, not a multiple of n = ", n));
     if (Y.shape(0) != H.shape(0))
         throw py::value_error(cat("Y has ", Y.shape(0), " entries but H has ", H.shape(0), " rows"));
-    LogisticData D{n, H.shape(0) / n, H.shape(1), 1};
+    LogisticData D{n, H.shape(0) / n, H.shape(1), 1, n, nullptr};
+    if (!nodes_obj.is_none()) {
+        nodes = nodes_obj.cast<py::array>();
+        check_ndim(nodes, "nodes", 1);
+        check_contiguous(nodes, "nodes");
+        if (!is_i64(nodes)) throw py::type_error(cat("nodes must be int64, got ", dtype_name(nodes)));
+        D.m = nodes.shape(0);
+        D.node_ids = cptr<int64_t>(nodes);
+        for (int64_t i = 0; i < D.m; ++i)
+            if (D.node_ids[i] < 0 || D.node_ids[i] >= n)
+                throw py::value_error(cat("nodes[", i, "] = ", D.node_ids[i], " is not a node of 0..", n - 1));
+    }
     if (X.ndim() == 3) D.reps = X.shape(0);
-    else if (X.ndim() != 2) throw py::value_error(cat("X must be 2-D (n, d) or 3-D (reps, n, d), got ", X.ndim(), "-D"));
-    if (X.shape(X.ndim() - 2) != n || X.shape(X.ndim() - 1) != D.d)
-        throw py::value_error(cat("X must have n = ", n, " rows of d = ", D.d, " entries"));
+    else if (X.ndim() != 2) throw py::value_error(cat("X must be 2-D (m, d) or 3-D (reps, m, d), got ", X.ndim(), "-D"));
+    if (X.shape(X.ndim() - 2) != D.m || X.shape(X.ndim() - 1) != D.d)
+        throw py::value_error(cat("X must have ", D.m, " rows (nodes) of d = ", D.d, " entries"));
     return D;
+}
+
+template <class F>
+void dispatch_value(const py::array& H, F&& f) {
+    if (is_f64(H)) f(double{});
+    else f(float{});
 }
 
 py::array logistic_grad(py::array H, py::array Y, int64_t n, double rho, py::array X, int64_t B,
                         int64_t batches, std::uint64_t seed, std::uint64_t iteration, int64_t rep_offset,
-                        py::object out_obj) {
-    LogisticData D = check_logistic(H, Y, n, X);
+                        py::object nodes_obj, py::object out_obj) {
+    py::array nodes;
+    LogisticData D = check_logistic(H, Y, n, X, nodes_obj, nodes);
     if (B < 1 || B > D.M) throw py::value_error(cat("batch must be in 1..", D.M, " (samples per node), got ", B));
     if (batches < 1) throw py::value_error(cat("batches must be >= 1, got ", batches));
     if (rep_offset < 0) throw py::value_error(cat("rep_offset must be >= 0, got ", rep_offset));
@@ -371,48 +392,44 @@ py::array logistic_grad(py::array H, py::array Y, int64_t n, double rho, py::arr
         if (G.size() != X.size()) throw py::value_error("out must have the shape of X");
         check_no_overlap(G, "out", X, "X");
     }
-    auto run = [&](auto t) {
+    dispatch_value(H, [&](auto t) {
         using T = decltype(t);
         const T *h = cptr<T>(H), *y = cptr<T>(Y), *x = cptr<T>(X);
         T* g = ptr<T>(G);
         py::gil_scoped_release nogil;
-        rowstoch::logistic_stochastic_grad(h, y, D.n, D.M, D.d, static_cast<T>(rho), x, D.reps, B, batches,
-                                           seed, iteration, rep_offset, g);
-    };
-    if (is_f64(H)) run(double{});
-    else run(float{});
+        rowstoch::logistic_stochastic_grad(h, y, D.m, D.node_ids, D.M, D.d, static_cast<T>(rho), x, D.reps, B,
+                                           batches, seed, iteration, rep_offset, g);
+    });
     return G;
 }
 
-py::array logistic_full_grad(py::array H, py::array Y, int64_t n, double rho, py::array X) {
-    LogisticData D = check_logistic(H, Y, n, X);
+py::array logistic_full_grad(py::array H, py::array Y, int64_t n, double rho, py::array X, py::object nodes_obj) {
+    py::array nodes;
+    LogisticData D = check_logistic(H, Y, n, X, nodes_obj, nodes);
     std::vector<py::ssize_t> shape(X.shape(), X.shape() + X.ndim());
     py::array G(X.dtype(), shape);
-    auto run = [&](auto t) {
+    dispatch_value(H, [&](auto t) {
         using T = decltype(t);
         const T *h = cptr<T>(H), *y = cptr<T>(Y), *x = cptr<T>(X);
         T* g = ptr<T>(G);
         py::gil_scoped_release nogil;
-        rowstoch::logistic_full_grad(h, y, D.n, D.M, D.d, static_cast<T>(rho), x, D.reps, g);
-    };
-    if (is_f64(H)) run(double{});
-    else run(float{});
+        rowstoch::logistic_full_grad(h, y, D.m, D.node_ids, D.M, D.d, static_cast<T>(rho), x, D.reps, g);
+    });
     return G;
 }
 
-py::array logistic_loss(py::array H, py::array Y, int64_t n, double rho, py::array X) {
-    LogisticData D = check_logistic(H, Y, n, X);
+py::array logistic_loss(py::array H, py::array Y, int64_t n, double rho, py::array X, py::object nodes_obj) {
+    py::array nodes;
+    LogisticData D = check_logistic(H, Y, n, X, nodes_obj, nodes);
     std::vector<py::ssize_t> shape(X.shape(), X.shape() + X.ndim() - 1);
     py::array L(X.dtype(), shape);
-    auto run = [&](auto t) {
+    dispatch_value(H, [&](auto t) {
         using T = decltype(t);
         const T *h = cptr<T>(H), *y = cptr<T>(Y), *x = cptr<T>(X);
         T* l = ptr<T>(L);
         py::gil_scoped_release nogil;
-        rowstoch::logistic_loss(h, y, D.n, D.M, D.d, static_cast<T>(rho), x, D.reps, l);
-    };
-    if (is_f64(H)) run(double{});
-    else run(float{});
+        rowstoch::logistic_loss(h, y, D.m, D.node_ids, D.M, D.d, static_cast<T>(rho), x, D.reps, l);
+    });
     return L;
 }
 
@@ -463,12 +480,13 @@ PYBIND11_MODULE(_core, m) {
           "Row index of the first NaN/Inf in a 2-D float array, or -1.");
     m.def("logistic_grad", &logistic_grad, py::arg("H"), py::arg("Y"), py::arg("n"), py::arg("rho"),
           py::arg("X"), py::arg("batch"), py::arg("batches"), py::arg("seed"), py::arg("iteration"),
-          py::arg("rep_offset") = 0, py::arg("out") = py::none(),
+          py::arg("rep_offset") = 0, py::arg("nodes") = py::none(), py::arg("out") = py::none(),
           "Stochastic gradients of the nonconvex logistic objective for every node (and repetition).");
     m.def("logistic_full_grad", &logistic_full_grad, py::arg("H"), py::arg("Y"), py::arg("n"),
-          py::arg("rho"), py::arg("X"), "Exact local gradients grad f_i(x_i) over each node's data.");
+          py::arg("rho"), py::arg("X"), py::arg("nodes") = py::none(),
+          "Exact local gradients grad f_i(x_i) over each node's data.");
     m.def("logistic_loss", &logistic_loss, py::arg("H"), py::arg("Y"), py::arg("n"), py::arg("rho"),
-          py::arg("X"), "f_i(x_i) for every node (and repetition).");
+          py::arg("X"), py::arg("nodes") = py::none(), "f_i(x_i) for every node (and repetition).");
     m.def("diag_powers", &diag_powers, py::arg("indptr"), py::arg("indices"), py::arg("data"),
           py::arg("stride"), py::arg("n_records"), py::arg("block") = 256,
           py::arg("check_indices") = true,

@@ -26,9 +26,9 @@ def resolve_backend(backend, *arrays):
         raise ValueError(f"backend must be one of {', '.join(map(repr, BACKENDS))}, got {backend!r}")
     if backend == "auto":
         backend = "cupy" if any(is_device_array(a) for a in arrays) else "cpu"
-    if backend in ("cupy", "mpi"):
+    if backend == "cupy":
         raise NotImplementedError(
-            f"backend {backend!r} is not available in this version of rowstoch_fast; use backend='cpu'"
-            + (" (pass host NumPy arrays, e.g. cupy.asnumpy(x))" if backend == "cupy" else "")
+            "backend 'cupy' is not available in this version of rowstoch_fast; use backend='cpu' "
+            "(pass host NumPy arrays, e.g. cupy.asnumpy(x))"
         )
     return backend

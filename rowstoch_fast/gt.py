@@ -71,8 +71,10 @@ class PullDiagGT:
         per matrix, frozen once it equals ``pi`` in float64); ``"perron"`` uses
         ``diag(pi)`` from ``t = 1`` on (the exact tracker's limit), for very
         large ``n``.
-    backend : {"auto", "cpu"}, default "auto"
-        ``"auto"`` picks from the type of ``x0``.
+    backend : {"auto", "cpu", "mpi"}, default "auto"
+        ``"auto"`` picks from the type of ``x0``; ``"mpi"`` partitions the nodes
+        over MPI ranks (:class:`~rowstoch_fast.distributed.DistributedPullDiagGT`,
+        extra keywords ``comm`` and ``partition``).
     check_finite : bool, default True
         Raise :class:`DivergenceError` as soon as a gradient or iterate is NaN/Inf.
 
@@ -98,8 +100,16 @@ class PullDiagGT:
     True
     """
 
+    def __new__(cls, A=None, x0=None, lr=None, rounds=1, tracker="exact", backend="auto", **kwargs):
+        if cls is PullDiagGT and backend == "mpi":
+            from .distributed import DistributedPullDiagGT
+
+            return super().__new__(DistributedPullDiagGT)
+        return super().__new__(cls)
+
     def __init__(self, A, x0, lr, rounds=1, tracker="exact", backend="auto", *, check_finite=True):
-        resolve_backend(backend, x0)
+        if resolve_backend(backend, x0) != "cpu":
+            raise ValueError(f"backend {backend!r} is not handled by {type(self).__name__}")
         A = A if isinstance(A, MixingMatrix) else MixingMatrix(A)
         x0 = as_float_array(x0, "x0", A.dtype, ndim=(1, 2, 3))
         if x0.ndim == 1:
@@ -186,7 +196,7 @@ class PullDiagGT:
         )
 
     # ------------------------------------------------------------------ stepping
-    def _gradient(self, grad_fn, x_buf, out, iteration):
+    def _gradient_local(self, grad_fn, x_buf, out):
         G = grad_fn(self._user_view(x_buf))
         G = np.asarray(G)
         if G.shape != self._shape:
@@ -194,6 +204,9 @@ class PullDiagGT:
         if not (np.issubdtype(G.dtype, np.floating) or np.issubdtype(G.dtype, np.integer)):
             raise TypeError(f"grad_fn must return a real numeric array, got dtype {G.dtype}")
         self._to_internal(G, out)
+
+    def _gradient(self, grad_fn, x_buf, out, iteration):
+        self._gradient_local(grad_fn, x_buf, out)
         if self.check_finite:
             row = _core.first_nonfinite(out)
             if row >= 0:

@@ -30,8 +30,9 @@ class Oracle:
         Calls made so far (the iteration index of the next call).
     """
 
-    def __init__(self, objective, seed=0, batches=1, rep_offset=0):
+    def __init__(self, objective, seed=0, batches=1, rep_offset=0, nodes=None):
         self.objective = objective
+        self.nodes = None if nodes is None else np.ascontiguousarray(nodes, dtype=np.int64)
         self.seed = check_int(seed, "seed", minimum=0)
         self.batches = check_int(batches, "batches", minimum=1)
         self.rep_offset = check_int(rep_offset, "rep_offset", minimum=0)
@@ -40,7 +41,7 @@ class Oracle:
 
     def __call__(self, X):
         G = self.objective.stochastic_gradient(X, self.iteration, seed=self.seed, batches=self.batches,
-                                               rep_offset=self.rep_offset)
+                                               rep_offset=self.rep_offset, nodes=self.nodes)
         self.iteration += 1
         self.last = G
         return G
@@ -56,26 +57,37 @@ class Objective:
     n: int
     d: int
 
-    def _check_X(self, X):
+    def _nodes(self, nodes):
+        """Global ids of the rows of X (all nodes when None)."""
+        if nodes is None:
+            return None
+        nodes = np.ascontiguousarray(nodes, dtype=np.int64)
+        if nodes.ndim != 1 or (nodes.size and (nodes.min() < 0 or nodes.max() >= self.n)):
+            raise ValueError(f"nodes must be a 1-D array of node ids in 0..{self.n - 1}")
+        return nodes
+
+    def _check_X(self, X, nodes=None):
         X = as_float_array(X, "X", np.float64, ndim=(2, 3))
-        if X.shape[-2:] != (self.n, self.d):
-            raise ValueError(f"X must have shape (n, d) = ({self.n}, {self.d}) or (reps, n, d), got {X.shape}")
+        m = self.n if nodes is None else len(nodes)
+        if X.shape[-2:] != (m, self.d):
+            raise ValueError(f"X must have shape (n, d) = ({m}, {self.d}) or (reps, n, d), got {X.shape}")
         return X
 
-    def stochastic_gradient(self, X, iteration, *, seed=0, batches=1, rep_offset=0):  # pragma: no cover - abstract
+    def stochastic_gradient(self, X, iteration, *, seed=0, batches=1, rep_offset=0, nodes=None):  # pragma: no cover
+        """Stochastic gradients of the rows of ``X`` (nodes ``nodes``, default all), shape of ``X``."""
         raise NotImplementedError
 
-    def full_gradient(self, X):  # pragma: no cover - abstract
+    def full_gradient(self, X, nodes=None):  # pragma: no cover - abstract
         """Exact local gradients ``grad f_i(x_i)``, shape of ``X``."""
         raise NotImplementedError
 
-    def loss(self, X):  # pragma: no cover - abstract
+    def loss(self, X, nodes=None):  # pragma: no cover - abstract
         """Local losses ``f_i(x_i)``, shape ``X.shape[:-1]``."""
         raise NotImplementedError
 
-    def oracle(self, seed=0, batches=1, rep_offset=0):
-        """A fresh :class:`Oracle` starting at iteration 0."""
-        return Oracle(self, seed=seed, batches=batches, rep_offset=rep_offset)
+    def oracle(self, seed=0, batches=1, rep_offset=0, nodes=None):
+        """A fresh :class:`Oracle` starting at iteration 0 (for the rows ``nodes``, default all)."""
+        return Oracle(self, seed=seed, batches=batches, rep_offset=rep_offset, nodes=nodes)
 
     def gradient_norm(self, X):
         """The paper's metric ``||(1/n) sum_i grad f_i(x_i)||`` (Appendix E.2); one value per repetition."""
@@ -177,17 +189,21 @@ class NonconvexLogistic(Objective):
         """The paper's start: ``x0 = scale * N(0, I_d)`` (seed 42), the same point on every node."""
         return scale * np.random.default_rng(seed).standard_normal(self.d)
 
-    def stochastic_gradient(self, X, iteration, *, seed=0, batches=1, rep_offset=0):
+    def stochastic_gradient(self, X, iteration, *, seed=0, batches=1, rep_offset=0, nodes=None):
         """Mini-batch gradients of every node (average of ``batches`` mini-batches), shape of ``X``."""
-        X = self._check_X(X)
+        nodes = self._nodes(nodes)
+        X = self._check_X(X, nodes)
         iteration = check_int(iteration, "iteration", minimum=0)
-        return _core.logistic_grad(self.H, self.Y, self.n, self.rho, X, self.batch, batches, seed, iteration, rep_offset)
+        return _core.logistic_grad(self.H, self.Y, self.n, self.rho, X, self.batch, batches, seed, iteration,
+                                   rep_offset, nodes)
 
-    def full_gradient(self, X):
-        return _core.logistic_full_grad(self.H, self.Y, self.n, self.rho, self._check_X(X))
+    def full_gradient(self, X, nodes=None):
+        nodes = self._nodes(nodes)
+        return _core.logistic_full_grad(self.H, self.Y, self.n, self.rho, self._check_X(X, nodes), nodes)
 
-    def loss(self, X):
-        return _core.logistic_loss(self.H, self.Y, self.n, self.rho, self._check_X(X))
+    def loss(self, X, nodes=None):
+        nodes = self._nodes(nodes)
+        return _core.logistic_loss(self.H, self.Y, self.n, self.rho, self._check_X(X, nodes), nodes)
 
 
 def _rng(seed, rep, iteration):
@@ -227,19 +243,25 @@ class Quadratic(Objective):
     def x0(self, seed=42, scale=0.01):
         return scale * np.random.default_rng(seed).standard_normal(self.d)
 
-    def full_gradient(self, X):
-        X = self._check_X(X)
-        return self.q * X - self.b
+    def _qb(self, nodes):
+        nodes = self._nodes(nodes)
+        return (self.q, self.b, nodes) if nodes is None else (self.q[nodes], self.b[nodes], nodes)
 
-    def loss(self, X):
-        X = self._check_X(X)
-        return (0.5 * self.q * X * X - self.b * X).sum(-1)
+    def full_gradient(self, X, nodes=None):
+        q, b, nodes = self._qb(nodes)
+        return q * self._check_X(X, nodes) - b
 
-    def stochastic_gradient(self, X, iteration, *, seed=0, batches=1, rep_offset=0):
-        G = self.full_gradient(X)
+    def loss(self, X, nodes=None):
+        q, b, nodes = self._qb(nodes)
+        X = self._check_X(X, nodes)
+        return (0.5 * q * X * X - b * X).sum(-1)
+
+    def stochastic_gradient(self, X, iteration, *, seed=0, batches=1, rep_offset=0, nodes=None):
+        G = self.full_gradient(X, nodes)
         if self.sigma:
+            rows = np.arange(self.n) if nodes is None else np.asarray(nodes)
             for r in range(G.shape[0] if G.ndim == 3 else 1):
-                noise = _rng(seed, rep_offset + r, iteration).standard_normal((batches,) + G.shape[-2:]).mean(0)
+                noise = _rng(seed, rep_offset + r, iteration).standard_normal((batches, self.n, self.d)).mean(0)[rows]
                 (G[r] if G.ndim == 3 else G)[...] += self.sigma * noise
         return G
 
@@ -276,23 +298,29 @@ class LeastSquares(Objective):
         r = np.einsum("...nmd,...nd->...nm", H, X) - y
         return np.einsum("...nmd,...nm->...nd", H, r) / H.shape[-2]
 
-    def full_gradient(self, X):
-        return self._grad(self._check_X(X), self.H, self.y)
+    def full_gradient(self, X, nodes=None):
+        nodes = self._nodes(nodes)
+        sel = slice(None) if nodes is None else nodes
+        return self._grad(self._check_X(X, nodes), self.H[sel], self.y[sel])
 
-    def loss(self, X):
-        X = self._check_X(X)
-        r = np.einsum("nmd,...nd->...nm", self.H, X) - self.y
+    def loss(self, X, nodes=None):
+        nodes = self._nodes(nodes)
+        sel = slice(None) if nodes is None else nodes
+        X = self._check_X(X, nodes)
+        r = np.einsum("nmd,...nd->...nm", self.H[sel], X) - self.y[sel]
         return 0.5 * (r * r).mean(-1)
 
-    def stochastic_gradient(self, X, iteration, *, seed=0, batches=1, rep_offset=0):
-        X = self._check_X(X)
+    def stochastic_gradient(self, X, iteration, *, seed=0, batches=1, rep_offset=0, nodes=None):
+        nodes = self._nodes(nodes)
+        X = self._check_X(X, nodes)
+        own = np.arange(self.n) if nodes is None else nodes
         reps = X.shape[0] if X.ndim == 3 else 1
-        Xr = X.reshape(reps, self.n, self.d)
+        Xr = X.reshape(reps, len(own), self.d)
         G = np.zeros_like(Xr)
-        rows = np.arange(self.n)[:, None]
+        rows = own[:, None]
         for r in range(reps):
             rng = _rng(seed, rep_offset + r, iteration)
             for _ in range(batches):
-                idx = rng.random((self.n, self.M)).argsort(axis=1)[:, : self.batch]
+                idx = rng.random((self.n, self.M)).argsort(axis=1)[own, : self.batch]
                 G[r] += self._grad(Xr[r], self.H[rows, idx], self.y[rows, idx]) / batches
         return G.reshape(X.shape)

@@ -27,6 +27,9 @@ __all__ = ["DiagTracker", "diag_powers", "freeze_step"]
 #: Default cap on the memory of one exact tracker's table (bytes); override with
 #: the environment variable ROWSTOCH_TRACKER_MAX_BYTES or ``max_bytes=``.
 DEFAULT_MAX_BYTES = 2 * 1024**3
+#: Default cap on the multiply-adds of building one exact tracker (about 10 minutes on 2 cores);
+#: override with ROWSTOCH_TRACKER_MAX_WORK or ``max_work=``.
+DEFAULT_MAX_WORK = 2e12
 #: Column block of the exact tracker: 2 * n * block values in flight.
 DEFAULT_BLOCK = 256
 
@@ -95,7 +98,10 @@ class DiagTracker:
         Gossip steps ``R`` per iteration (stride of the table).
     kind : {"exact", "perron"}
     max_bytes : int, optional
-        Refuse (with a clear error) an exact table larger than this.
+        Refuse (MemoryError) an exact table larger than this (default 2 GiB).
+    max_work : float, optional
+        Refuse (ValueError) an exact tracker whose construction needs more
+        multiply-adds than this (default 2e12, about 10 minutes on 2 cores).
 
     Examples
     --------
@@ -107,7 +113,7 @@ class DiagTracker:
     True
     """
 
-    def __init__(self, A, rounds=1, kind="exact", *, max_bytes=None):
+    def __init__(self, A, rounds=1, kind="exact", *, max_bytes=None, max_work=None):
         self.rounds = check_int(rounds, "rounds", minimum=1)
         if kind not in ("exact", "perron"):
             raise ValueError(f"tracker must be 'exact' or 'perron', got {kind!r}")
@@ -122,16 +128,25 @@ class DiagTracker:
         key = ("scales", self.rounds)
         cached = A._diag_cache.get(key)
         if cached is None:
-            cached = self._build(A, metrics, max_bytes)
+            cached = self._build(A, metrics, max_bytes, max_work)
             A._diag_cache[key] = cached
         self._table = cached
         self.frozen_at = cached.shape[0] - 1
 
-    def _build(self, A, metrics, max_bytes):
+    def _build(self, A, metrics, max_bytes, max_work):
         if max_bytes is None:
             max_bytes = int(os.environ.get("ROWSTOCH_TRACKER_MAX_BYTES", DEFAULT_MAX_BYTES))
+        if max_work is None:
+            max_work = float(os.environ.get("ROWSTOCH_TRACKER_MAX_WORK", DEFAULT_MAX_WORK))
         k_star = freeze_step(metrics.beta, float(metrics.pi.min()))
         t_star = -(-k_star // self.rounds)
+        work = float(t_star * self.rounds) * A.nnz * A.n
+        if work > max_work:
+            raise ValueError(
+                f"the exact diagonal tracker needs about {work:.1e} multiply-adds ({k_star} steps of A^k in "
+                f"{A.n} columns) but the limit is {max_work:.1e}; use tracker='perron' (D = diag(pi), the exact "
+                "tracker's limit) or raise max_work / ROWSTOCH_TRACKER_MAX_WORK"
+            )
         need = (t_star + 1) * A.n * np.dtype(A.dtype).itemsize
         if need > max_bytes:
             raise MemoryError(

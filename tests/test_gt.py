@@ -275,3 +275,9 @@ def test_from_state_dict_validates():
 def test_accepts_dense_matrix():
     opt = PullDiagGT(topology.ring(3).toarray(), np.zeros(1), lr=0.1)
     assert isinstance(opt.A, MixingMatrix)
+
+
+def test_exact_tracker_refuses_hours_of_work():
+    A = topology.exponential(64)
+    with pytest.raises(ValueError, match="multiply-adds .* use tracker='perron'"):
+        DiagTracker(A, 1, "exact", max_work=10)

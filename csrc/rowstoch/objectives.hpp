@@ -96,21 +96,24 @@ inline void regulariser_grad(std::int64_t d, T rho, const T* x, T* out) {
     }
 }
 
-// Stochastic gradients: X and G are (reps, n, d); each node averages `batches`
-// independent mini-batches of B samples drawn without replacement (eq. 14b).
-// Row block r of X is repetition rep_offset + r.
+// Stochastic gradients: X and G are (reps, m, d) for m nodes; each node averages
+// `batches` independent mini-batches of B samples drawn without replacement
+// (eq. 14b).  Row block r of X is repetition rep_offset + r; row i of a block is
+// global node node_ids[i] (or i when node_ids is null), whose data is H[node M ..].
 template <class T>
-void logistic_stochastic_grad(const T H[], const T Y[], std::int64_t n, std::int64_t M, std::int64_t d,
-                              T rho, const T X[], std::int64_t reps, std::int64_t B, std::int64_t batches,
-                              std::uint64_t seed, std::uint64_t iteration, std::int64_t rep_offset, T G[]) {
-    const std::int64_t rows = reps * n;
+void logistic_stochastic_grad(const T H[], const T Y[], std::int64_t m, const std::int64_t* node_ids,
+                              std::int64_t M, std::int64_t d, T rho, const T X[], std::int64_t reps,
+                              std::int64_t B, std::int64_t batches, std::uint64_t seed,
+                              std::uint64_t iteration, std::int64_t rep_offset, T G[]) {
+    const std::int64_t rows = reps * m;
     const int threads = threads_for(rows * B * batches * d);
     for_range(rows, threads, [&](std::int64_t lo, std::int64_t hi) {
         std::vector<std::int64_t> perm(static_cast<std::size_t>(M));  // identity between uses
         for (std::int64_t l = 0; l < M; ++l) perm[l] = l;
         std::vector<std::int64_t> swaps(static_cast<std::size_t>(B));
         for (std::int64_t row = lo; row < hi; ++row) {
-            const std::int64_t rep = row / n, node = row % n;
+            const std::int64_t rep = row / m;
+            const std::int64_t node = node_ids ? node_ids[row % m] : row % m;
             const T* x = X + row * d;
             T* g = G + row * d;
             for (std::int64_t j = 0; j < d; ++j) g[j] = 0;
@@ -132,16 +135,16 @@ void logistic_stochastic_grad(const T H[], const T Y[], std::int64_t n, std::int
     });
 }
 
-// Exact local gradients grad f_i(x_i) over all M samples of node i (rows of X and G: reps * n).
+// Exact local gradients grad f_i(x_i) over all M samples of node i (rows of X and G: reps * m).
 template <class T>
-void logistic_full_grad(const T H[], const T Y[], std::int64_t n, std::int64_t M, std::int64_t d, T rho,
-                        const T X[], std::int64_t reps, T G[]) {
-    const std::int64_t rows = reps * n;
+void logistic_full_grad(const T H[], const T Y[], std::int64_t m, const std::int64_t* node_ids, std::int64_t M,
+                        std::int64_t d, T rho, const T X[], std::int64_t reps, T G[]) {
+    const std::int64_t rows = reps * m;
     for_range(rows, threads_for(rows * M * d), [&](std::int64_t lo, std::int64_t hi) {
         std::vector<std::int64_t> all(static_cast<std::size_t>(M));
         for (std::int64_t l = 0; l < M; ++l) all[l] = l;
         for (std::int64_t row = lo; row < hi; ++row) {
-            const std::int64_t node = row % n;
+            const std::int64_t node = node_ids ? node_ids[row % m] : row % m;
             T* g = G + row * d;
             for (std::int64_t j = 0; j < d; ++j) g[j] = 0;
             logistic_accumulate(H + node * M * d, Y + node * M, d, X + row * d, all.data(), M, T(1) / T(M), g);
@@ -152,12 +155,12 @@ void logistic_full_grad(const T H[], const T Y[], std::int64_t n, std::int64_t M
 
 // f_i(x_i) for every row (loss over all M local samples plus the regulariser).
 template <class T>
-void logistic_loss(const T H[], const T Y[], std::int64_t n, std::int64_t M, std::int64_t d, T rho, const T X[],
-                   std::int64_t reps, T out[]) {
-    const std::int64_t rows = reps * n;
+void logistic_loss(const T H[], const T Y[], std::int64_t m, const std::int64_t* node_ids, std::int64_t M,
+                   std::int64_t d, T rho, const T X[], std::int64_t reps, T out[]) {
+    const std::int64_t rows = reps * m;
     for_range(rows, threads_for(rows * M * d), [&](std::int64_t lo, std::int64_t hi) {
         for (std::int64_t row = lo; row < hi; ++row) {
-            const std::int64_t node = row % n;
+            const std::int64_t node = node_ids ? node_ids[row % m] : row % m;
             const T* x = X + row * d;
             const T* Hi = H + node * M * d;
             T acc = 0;

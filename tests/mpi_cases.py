@@ -1,0 +1,114 @@
+"""Cases run under ``mpiexec -n P python -m mpi4py tests/mpi_cases.py CASE OUT`` by tests/test_mpi.py.
+
+Rank 0 writes what it gathered to OUT (.npz); tests/test_mpi.py compares it
+with the single-process run.
+"""
+
+import sys
+
+import numpy as np
+from mpi4py import MPI
+
+from rowstoch_fast import PullDiagGT, topology
+from rowstoch_fast.distributed import RemoteError
+from rowstoch_fast.objectives import NonconvexLogistic, Quadratic
+
+comm = MPI.COMM_WORLD
+rank, size = comm.Get_rank(), comm.Get_size()
+
+
+def graphs():
+    return {"exponential": topology.exponential(12), "ring": topology.paper_graphs()["ring"],
+            "random": topology.erdos_renyi(20, 0.15, seed=4)}
+
+
+def partitions(n):
+    yield "contiguous", None
+    owner = np.empty(n, dtype=np.int64)  # rank 0 owns a single node; the rest deal out round-robin
+    owner[0] = 0
+    owner[1:] = 1 + np.arange(n - 1) % (size - 1) if size > 1 else 0
+    yield "single", owner
+
+
+def case_gt(out):
+    results = {}
+    for gname, A in graphs().items():
+        f = Quadratic.random(A.n, 3, seed=1)
+        for pname, owner in partitions(A.n):
+            for R in (1, 3):
+                for tracker in ("exact", "perron"):
+                    opt = PullDiagGT(A, f.x0(), lr=0.01, rounds=R, tracker=tracker, backend="mpi", partition=owner)
+                    grad = lambda X, nodes=opt.local_nodes: f.full_gradient(X, nodes)  # noqa: E731
+                    for _ in range(25):
+                        opt.step(grad)
+                    x, y = opt.gather_x(), opt.gather_y()
+                    c = opt.centroid()
+                    if rank == 0:
+                        key = f"{gname}/{pname}/R{R}/{tracker}"
+                        results[key + "/x"], results[key + "/y"], results[key + "/c"] = x, y, c
+    if rank == 0:
+        np.savez(out, **results)
+
+
+def case_logistic(out):
+    f = NonconvexLogistic.synthetic(8, total=1600, batch=20, seed=0)
+    A = topology.exponential(8)
+    opt = PullDiagGT(A, np.broadcast_to(f.x0(), (2, 8, 10)), lr=0.05, rounds=2, backend="mpi")
+    oracle = f.oracle(seed=3, batches=2, nodes=opt.local_nodes)
+    for _ in range(20):
+        opt.step(oracle)
+    x = opt.gather_x()
+    if rank == 0:
+        np.savez(out, x=x)
+
+
+def case_stats(out):
+    A = topology.ring(16)
+    opt = PullDiagGT(A, np.zeros(4), lr=0.01, rounds=3, tracker="perron", backend="mpi")
+    m0, b0 = opt.messages, opt.bytes_sent
+    for _ in range(5):
+        opt.step(lambda X: X - 1.0)
+    per_iter = np.array([(opt.messages - m0) / 5, (opt.bytes_sent - b0) / 5, len(opt._halo.send_index),
+                         len(opt._halo.destinations)])
+    allstats = comm.gather(per_iter, root=0)
+    if rank == 0:
+        np.savez(out, stats=np.array(allstats))
+
+
+def case_bad_input(out):
+    x0 = np.zeros((16, 2))
+    if rank == 1:
+        x0[3, 1] = np.nan  # bad input on one rank only
+    try:
+        PullDiagGT(topology.ring(16), x0, lr=0.1, backend="mpi")
+        outcome = "no error"
+    except ValueError as exc:
+        outcome = f"ValueError: {exc}"
+    except RemoteError as exc:
+        outcome = f"RemoteError: {exc}"
+    outcomes = comm.gather(outcome, root=0)
+    if rank == 0:
+        np.savez(out, outcomes=np.array(outcomes))
+
+
+def case_grad_error(out):
+    opt = PullDiagGT(topology.ring(16), np.zeros(2), lr=0.1, backend="mpi")
+
+    def grad(X):
+        if rank == size - 1 and opt.iteration == 3:
+            raise RuntimeError("simulated failure in grad_fn")
+        return X - 1.0
+
+    try:
+        for _ in range(10):
+            opt.step(grad)
+        outcome = "no error"
+    except RuntimeError as exc:
+        outcome = f"{type(exc).__name__}: {exc} at iteration {opt.iteration}"
+    outcomes = comm.gather(outcome, root=0)
+    if rank == 0:
+        np.savez(out, outcomes=np.array(outcomes))
+
+
+if __name__ == "__main__":
+    globals()["case_" + sys.argv[1]](sys.argv[2])

@@ -1,0 +1,87 @@
+"""The MPI backend under mpiexec -n 2 and -n 4 (oversubscribed), against the single-process runs."""
+
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+pytest.importorskip("mpi4py")
+
+from rowstoch_fast import PullDiagGT, topology  # noqa: E402
+from rowstoch_fast.objectives import NonconvexLogistic, Quadratic  # noqa: E402
+
+MPIEXEC = shutil.which("mpiexec") or shutil.which("mpiexec", path=os.path.dirname(sys.executable))
+pytestmark = pytest.mark.skipif(MPIEXEC is None, reason="no mpiexec on PATH (pip install mpich)")
+CASES = os.path.join(os.path.dirname(__file__), "mpi_cases.py")
+TIMEOUT = 240  # no test may hang: every run is bounded
+
+
+def mpirun(case, ranks, tmp_path):
+    out = str(tmp_path / f"{case}-{ranks}.npz")
+    cmd = [MPIEXEC, "-n", str(ranks), sys.executable, "-m", "mpi4py", CASES, case, out]
+    env = dict(os.environ, OMP_NUM_THREADS="1", MPIR_CVAR_CH4_NUM_VCIS="1")
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT, env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return dict(np.load(out))
+
+
+def rel(a, b):
+    return np.abs(a - b).max() / max(np.abs(b).max(), 1e-300)
+
+
+@pytest.mark.parametrize("ranks", [2, 4])
+def test_iterates_equal_single_process(ranks, tmp_path):
+    got = mpirun("gt", ranks, tmp_path)
+    graphs = {"exponential": topology.exponential(12), "ring": topology.paper_graphs()["ring"],
+              "random": topology.erdos_renyi(20, 0.15, seed=4)}
+    checked = 0
+    for gname, A in graphs.items():
+        f = Quadratic.random(A.n, 3, seed=1)
+        for R in (1, 3):
+            for tracker in ("exact", "perron"):
+                ref = PullDiagGT(A, f.x0(), lr=0.01, rounds=R, tracker=tracker)
+                for _ in range(25):
+                    ref.step(f.full_gradient)
+                for pname in ("contiguous", "single"):
+                    key = f"{gname}/{pname}/R{R}/{tracker}"
+                    assert rel(got[key + "/x"], np.asarray(ref.x)) < 1e-12, key
+                    assert rel(got[key + "/y"], np.asarray(ref.y)) < 1e-10, key
+                    np.testing.assert_allclose(got[key + "/c"], ref.centroid(), rtol=1e-12)
+                    checked += 1
+    assert checked == 24
+
+
+def test_stochastic_objective_matches_single_process(tmp_path):
+    got = mpirun("logistic", 2, tmp_path)
+    f = NonconvexLogistic.synthetic(8, total=1600, batch=20, seed=0)
+    ref = PullDiagGT(topology.exponential(8), np.broadcast_to(f.x0(), (2, 8, 10)), lr=0.05, rounds=2)
+    oracle = f.oracle(seed=3, batches=2)
+    for _ in range(20):
+        ref.step(oracle)
+    assert rel(got["x"], np.asarray(ref.x)) < 1e-12
+
+
+def test_communication_volume_matches_halo(tmp_path):
+    stats = mpirun("stats", 4, tmp_path)["stats"]
+    R, w = 3, 4
+    for messages, bytes_, halo_rows, neighbours in stats:
+        # two phases (x and y) of R rounds each per iteration; one message per neighbour per round
+        assert messages == 2 * R * neighbours
+        assert bytes_ == 2 * R * halo_rows * w * 8
+    # the ring split in 4 contiguous blocks: each rank sends its last node to the next rank
+    assert (stats[:, 2] == 1).all()
+
+
+def test_bad_input_on_one_rank_raises_on_all(tmp_path):
+    outcomes = [str(o) for o in mpirun("bad_input", 2, tmp_path)["outcomes"]]
+    assert outcomes[1].startswith("ValueError") and "x0 must be finite" in outcomes[1]
+    assert outcomes[0].startswith("RemoteError") and "rank 1 failed" in outcomes[0]
+
+
+def test_grad_fn_failure_on_one_rank_raises_on_all(tmp_path):
+    outcomes = [str(o) for o in mpirun("grad_error", 2, tmp_path)["outcomes"]]
+    assert "simulated failure" in outcomes[1] and outcomes[0].startswith("RemoteError")
+    assert all("at iteration 3" in o for o in outcomes)
