@@ -81,11 +81,11 @@ class Halo:
         n, size, rank = A.n, comm.Get_size(), comm.Get_rank()
         self.comm = comm
         self.owner = owner
-        self.local_nodes = np.flatnonzero(owner == rank)
+        self.local_nodes = np.flatnonzero(owner == rank).astype(np.int64)
         rows = A.csr[self.local_nodes]
-        cols = np.unique(rows.indices)
+        cols = np.unique(rows.indices).astype(np.int64)
         remote = cols[owner[cols] != rank]
-        self.halo_nodes = remote[np.lexsort((remote, owner[remote]))]
+        self.halo_nodes = np.ascontiguousarray(remote[np.lexsort((remote, owner[remote]))])
         nl, nh = len(self.local_nodes), len(self.halo_nodes)
         position = np.full(n, -1, dtype=np.int64)
         position[self.local_nodes] = np.arange(nl)
@@ -194,9 +194,12 @@ class DistributedPullDiagGT(PullDiagGT):
                  partition=None):
         MPI = _mpi()
         self.comm = MPI.COMM_WORLD if comm is None else comm
-        collective(self.comm, self._setup_distributed, A, x0, lr, rounds, tracker, check_finite, partition)
+        # Local checks first, agreed on by every rank; only then the collective set-up.
+        A, x0, owner = collective(self.comm, self._validate, A, x0, lr, rounds, tracker, check_finite, partition)
+        self._setup_distributed(A, x0, owner)
 
-    def _setup_distributed(self, A, x0, lr, rounds, tracker, check_finite, partition):
+    def _validate(self, A, x0, lr, rounds, tracker, check_finite, partition):
+        """Argument checks with no communication (run on every rank, then agreed on)."""
         A = A if isinstance(A, MixingMatrix) else MixingMatrix(A)
         if A.dtype != np.float64:
             raise TypeError("backend='mpi' runs in float64; pass a float64 MixingMatrix")
@@ -224,23 +227,27 @@ class DistributedPullDiagGT(PullDiagGT):
             if empty.size:
                 raise ValueError(f"partition leaves rank {empty[0]} without nodes")
             owner = owner.astype(np.int64)
+        self.check_finite = bool(check_finite)
+        self._tracker_kind = tracker
+        return A, x0, owner
+
+    def _setup_distributed(self, A, x0, owner):
         self._A = A
         self._halo = Halo(A, self.comm, owner)
         self._reps_shape = x0.shape
         self._reps = x0.shape[0] if x0.ndim == 3 else 1
         self._d = x0.shape[-1]
-        self.check_finite = bool(check_finite)
         nl = self._halo.n_local
         self._shape = (self._reps, nl, self._d) if x0.ndim == 3 else (nl, self._d)
-        self._tracker_kind = tracker
         pi = A.metrics().pi
-        if tracker == "perron":
+        if self._tracker_kind == "perron":
             table = np.stack([np.ones(nl), pi[self._halo.local_nodes]])
         else:
             k_star = freeze_step(A.metrics().beta, float(pi.min()))
             table = distributed_diag_table(A, self._halo, self.rounds, -(-k_star // self.rounds) + 1)
-        if (table <= 0).any():
-            t = int(np.argwhere(table <= 0)[0][0])
+        zero = self.comm.allreduce(int(np.argwhere(table <= 0)[0][0]) if (table <= 0).any() else -1, op=_mpi().MAX)
+        if zero >= 0:
+            t = zero
             raise ValueError(f"diag(A^{t * self.rounds}) has a zero (a node without self loop), so D_{t}^-1 of "
                              "Pull-Diag-GT is undefined; use rounds > 1 or tracker='perron'")
         self._scales = 1.0 / table

@@ -2,6 +2,7 @@
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 
@@ -16,15 +17,22 @@ from rowstoch_fast.objectives import NonconvexLogistic, Quadratic  # noqa: E402
 MPIEXEC = shutil.which("mpiexec") or shutil.which("mpiexec", path=os.path.dirname(sys.executable))
 pytestmark = pytest.mark.skipif(MPIEXEC is None, reason="no mpiexec on PATH (pip install mpich)")
 CASES = os.path.join(os.path.dirname(__file__), "mpi_cases.py")
-TIMEOUT = 240  # no test may hang: every run is bounded
+TIMEOUT = 150  # no test may hang: every run is bounded
 
 
 def mpirun(case, ranks, tmp_path):
     out = str(tmp_path / f"{case}-{ranks}.npz")
     cmd = [MPIEXEC, "-n", str(ranks), sys.executable, "-m", "mpi4py", CASES, case, out]
     env = dict(os.environ, OMP_NUM_THREADS="1", MPIR_CVAR_CH4_NUM_VCIS="1")
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT, env=env)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+                            start_new_session=True)
+    try:
+        output, _ = proc.communicate(timeout=TIMEOUT)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)  # mpiexec and every rank
+        proc.communicate()
+        pytest.fail(f"mpiexec -n {ranks} {case} did not finish in {TIMEOUT} s (hang)")
+    assert proc.returncode == 0, output
     return dict(np.load(out))
 
 
