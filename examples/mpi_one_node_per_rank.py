@@ -39,7 +39,7 @@ try:
 
     def local_gradient(w):
         with torch.no_grad():
-            model.weight.copy_(torch.from_numpy(np.asarray(w)).reshape(1, d))
+            model.weight.copy_(torch.from_numpy(np.array(w)).reshape(1, d))
         model.zero_grad()
         loss = 0.5 * ((model(Ht).squeeze(1) - bt) ** 2).mean()
         loss.backward()

@@ -143,10 +143,16 @@ def cmd_run(args):
         if args.algorithm == "pull-diag-gt" and args.rounds not in (None, 1):
             raise UsageError("--algorithm pull-diag-gt takes --rounds 1; use mg-pull-diag-gt for R > 1")
         rounds = args.rounds or (A.metrics().recommended_rounds() if args.algorithm == "mg-pull-diag-gt" else 1)
-        algo = Algorithm(A, args.lr, rounds=rounds, tracker=args.tracker)
+        algo = Algorithm(A, args.lr, rounds=rounds, tracker=args.tracker, backend=args.backend)
     except (ValueError, TypeError) as exc:
         raise UsageError(str(exc)) from exc
-    os.makedirs(args.out, exist_ok=True)
+    root = True
+    if args.backend == "mpi":
+        from mpi4py import MPI
+
+        root = MPI.COMM_WORLD.Get_rank() == 0
+    if root:
+        os.makedirs(args.out, exist_ok=True)
     try:
         h = run(algo, f, args.iterations, record_every=args.record_every, repeats=args.repeats, seed=args.seed,
                 progress=not args.no_progress, checkpoint=args.checkpoint, resume=args.resume)
@@ -155,6 +161,8 @@ def cmd_run(args):
         return 3
     except (FileNotFoundError, ValueError) as exc:
         raise UsageError(str(exc)) from exc
+    if not root:  # under MPI, rank 0 writes the outputs
+        return 0
     h.to_csv(os.path.join(args.out, "history.csv"))
     h.to_json(os.path.join(args.out, "history.json"))
     written = ["history.csv", "history.json"]
@@ -174,6 +182,10 @@ def cmd_run(args):
           f"{int(s['iteration'])} ({int(s['communication_rounds'])} communication rounds, {s['wall_seconds']:.1f} s)")
     print(f"  grad norm {s['grad_norm']:.4e} +- {s['grad_norm_std']:.1e}   loss {s['loss']:.6f}   "
           f"consensus error {s['consensus_error']:.3e}")
+    if "communication" in h.meta:
+        for c in h.meta["communication"]:
+            print(f"  rank {c['rank']}: {c['nodes']} nodes, {c['messages'] / max(1, h.meta['completed_iterations']):.1f} "
+                  f"messages and {c['bytes_sent'] / max(1, h.meta['completed_iterations']):.0f} bytes sent per iteration")
     print(f"  wrote {', '.join(os.path.join(args.out, w) for w in written)}")
     return 130 if h.interrupted else 0
 
@@ -227,6 +239,8 @@ def make_parser():
     r.add_argument("--rounds", type=_positive_int, default=None, help="gossip rounds R (mg: default Theorem 3's)")
     r.add_argument("--lr", type=float, default=1e-3)
     r.add_argument("--tracker", choices=["exact", "perron"], default="exact")
+    r.add_argument("--backend", choices=["cpu", "mpi"], default="cpu",
+                   help="mpi: partition the nodes over the ranks of 'mpiexec -n P rowstoch run ...'")
     r.add_argument("--iterations", type=_nonnegative_int, default=1000)
     r.add_argument("--repeats", type=_positive_int, default=1)
     r.add_argument("--record-every", type=_positive_int, default=None)

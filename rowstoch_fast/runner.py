@@ -31,6 +31,9 @@ class Algorithm:
         ``1`` is Pull-Diag-GT (eq. 8); ``R > 1`` is MG-Pull-Diag-GT (eq. 14),
         whose oracle then averages ``R`` mini-batches per iteration.
     tracker : {"exact", "perron"}
+    backend : {"auto", "cpu", "mpi"}
+        ``"mpi"`` partitions the nodes over the MPI ranks (run under ``mpiexec``);
+        rank 0 records the metrics.
 
     Examples
     --------
@@ -45,6 +48,7 @@ class Algorithm:
     lr: float
     rounds: int = 1
     tracker: str = "exact"
+    backend: str = "auto"
 
     def __post_init__(self):
         if not isinstance(self.A, MixingMatrix):
@@ -68,7 +72,7 @@ class Algorithm:
 
     def build(self, x0):
         """The :class:`PullDiagGT` stepper starting at ``x0``."""
-        return PullDiagGT(self.A, x0, self.lr, rounds=self.rounds, tracker=self.tracker)
+        return PullDiagGT(self.A, x0, self.lr, rounds=self.rounds, tracker=self.tracker, backend=self.backend)
 
 
 class History:
@@ -160,12 +164,21 @@ def _json_default(o):
     return str(o)
 
 
+def _is_distributed(opt):
+    return hasattr(opt, "gather_x")
+
+
 def _record(opt, objective, oracle, rows, t0_wall):
     pi = opt.A.metrics().pi
-    x = np.asarray(opt.x)
+    if _is_distributed(opt):  # assemble the full iterates on rank 0, which alone records
+        x, y, g = opt.gather_x(), opt.gather_y(), opt.gather(oracle.last)
+        if opt.comm.Get_rank() != 0:
+            return
+    else:
+        x, y, g = np.asarray(opt.x), np.asarray(opt.y), np.asarray(oracle.last)
     X = x if x.ndim == 3 else x[None]
-    Y = np.asarray(opt.y).reshape(X.shape)
-    G = np.asarray(oracle.last).reshape(X.shape)
+    Y = y.reshape(X.shape)
+    G = g.reshape(X.shape)
     centroid = np.einsum("n,rnd->rd", pi, X)
     gn = np.atleast_1d(objective.gradient_norm(X))
     gc = np.atleast_1d(objective.gradient_norm_at(centroid))
@@ -272,6 +285,9 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
     meta = {"algorithm": algorithm.name, "lr": algorithm.lr, "rounds": algorithm.rounds, "tracker": algorithm.tracker,
             "n": algorithm.A.n, "objective": type(objective).__name__, "iterations": iterations, "repeats": repeats,
             "seed": seed, "record_every": record_every}
+    distributed = algorithm.backend == "mpi"
+    if distributed and (checkpoint or resume):
+        raise ValueError("checkpoint and resume are not available with backend='mpi' yet")
     oracle = objective.oracle(seed=seed, batches=algorithm.rounds)
     if resume is not None:
         opt, data, rows = _load_checkpoint(resume, algorithm)
@@ -285,6 +301,9 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
         if repeats > 1:
             x0 = np.broadcast_to(x0, (repeats,) + x0.shape)
         opt = algorithm.build(x0)
+        if distributed:  # each rank draws the samples of its own nodes
+            oracle = objective.oracle(seed=seed, batches=algorithm.rounds, nodes=opt.local_nodes)
+            progress = progress and opt.comm.Get_rank() == 0
         opt.initialize(oracle)
         rows, wall_offset = [], 0.0
     t0 = time.perf_counter() - wall_offset
@@ -309,6 +328,12 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
     if checkpoint:
         _save_checkpoint(checkpoint, opt, oracle, rows, meta, time.perf_counter() - t0)
     meta["completed_iterations"] = opt.iteration
+    if distributed:
+        meta["ranks"] = opt.comm.Get_size()
+        per_rank = opt.comm.gather((opt.messages, opt.bytes_sent, len(opt.local_nodes)), root=0)
+        if opt.comm.Get_rank() == 0:
+            meta["communication"] = [{"rank": r, "nodes": k, "messages": m, "bytes_sent": b}
+                                     for r, (m, b, k) in enumerate(per_rank)]
     return History(rows, meta, interrupted=interrupted)
 
 

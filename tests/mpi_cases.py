@@ -110,5 +110,14 @@ def case_grad_error(out):
         np.savez(out, outcomes=np.array(outcomes))
 
 
+def case_cli(out):
+    from rowstoch_fast import cli
+
+    code = cli.main(["run", "--backend", "mpi", "--topology", "exponential", "--n", "8", "--lr", "0.05",
+                     "--iterations", "20", "--repeats", "2", "--total", "1600", "--batch", "20", "--out", out,
+                     "--no-progress"])
+    assert code == 0
+
+
 if __name__ == "__main__":
     globals()["case_" + sys.argv[1]](sys.argv[2])

@@ -20,8 +20,8 @@ CASES = os.path.join(os.path.dirname(__file__), "mpi_cases.py")
 TIMEOUT = 150  # no test may hang: every run is bounded
 
 
-def mpirun(case, ranks, tmp_path):
-    out = str(tmp_path / f"{case}-{ranks}.npz")
+def mpirun(case, ranks, tmp_path, out=None):
+    out = out or str(tmp_path / f"{case}-{ranks}.npz")
     cmd = [MPIEXEC, "-n", str(ranks), sys.executable, "-m", "mpi4py", CASES, case, out]
     env = dict(os.environ, OMP_NUM_THREADS="1", MPIR_CVAR_CH4_NUM_VCIS="1")
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
@@ -33,7 +33,7 @@ def mpirun(case, ranks, tmp_path):
         proc.communicate()
         pytest.fail(f"mpiexec -n {ranks} {case} did not finish in {TIMEOUT} s (hang)")
     assert proc.returncode == 0, output
-    return dict(np.load(out))
+    return dict(np.load(out)) if out.endswith(".npz") else output
 
 
 def rel(a, b):
@@ -93,3 +93,19 @@ def test_grad_fn_failure_on_one_rank_raises_on_all(tmp_path):
     outcomes = [str(o) for o in mpirun("grad_error", 2, tmp_path)["outcomes"]]
     assert "simulated failure" in outcomes[1] and outcomes[0].startswith("RemoteError")
     assert all("at iteration 3" in o for o in outcomes)
+
+
+def test_cli_run_under_mpiexec_matches_single_process(tmp_path):
+    import pandas as pd
+
+    from rowstoch_fast import cli
+
+    out = str(tmp_path / "mpi")
+    mpirun("cli", 2, tmp_path, out=out)
+    single = str(tmp_path / "single")
+    assert cli.main(["run", "--topology", "exponential", "--n", "8", "--lr", "0.05", "--iterations", "20",
+                     "--repeats", "2", "--total", "1600", "--batch", "20", "--out", single, "--no-progress"]) == 0
+    a = pd.read_csv(os.path.join(out, "history.csv"))
+    b = pd.read_csv(os.path.join(single, "history.csv"))
+    cols = ["iteration", "grad_norm", "loss", "consensus_error", "descent_deviation"]
+    np.testing.assert_allclose(a[cols].to_numpy(), b[cols].to_numpy(), rtol=1e-9, atol=1e-15)
