@@ -23,7 +23,6 @@ import os
 import sys
 import time
 
-import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
 from _harness import interleaved, machine_info  # noqa: E402

@@ -1,6 +1,5 @@
 """One Pull-Diag-GT iteration (no gradient): the compiled phases vs the scipy composition of eq. (8)/(14)."""
 
-import numpy as np
 import pytest
 
 import gt_step

@@ -14,8 +14,8 @@ def resolve_backend(backend, *arrays):
     """Return the concrete backend name for ``backend`` given the input arrays.
 
     ``"auto"`` picks ``"cpu"`` for host arrays and ``"cupy"`` for device arrays.
-    Backends that this build does not provide raise ``NotImplementedError``
-    with the reason, never a silent fallback.
+    A backend that cannot run here raises ``RuntimeError`` saying what is
+    missing, never a silent fallback.
 
     Examples
     --------
@@ -27,8 +27,7 @@ def resolve_backend(backend, *arrays):
     if backend == "auto":
         backend = "cupy" if any(is_device_array(a) for a in arrays) else "cpu"
     if backend == "cupy":
-        raise NotImplementedError(
-            "backend 'cupy' is not available in this version of rowstoch_fast; use backend='cpu' "
-            "(pass host NumPy arrays, e.g. cupy.asnumpy(x))"
-        )
+        from .cuda import require_cupy
+
+        require_cupy()  # one clear error saying what is missing (CuPy, a device, or disabled)
     return backend

@@ -239,8 +239,8 @@ def make_parser():
     r.add_argument("--rounds", type=_positive_int, default=None, help="gossip rounds R (mg: default Theorem 3's)")
     r.add_argument("--lr", type=float, default=1e-3)
     r.add_argument("--tracker", choices=["exact", "perron"], default="exact")
-    r.add_argument("--backend", choices=["cpu", "mpi"], default="cpu",
-                   help="mpi: partition the nodes over the ranks of 'mpiexec -n P rowstoch run ...'")
+    r.add_argument("--backend", choices=["cpu", "cupy", "mpi"], default="cpu",
+                   help="cupy: run on the GPU; mpi: partition the nodes over the ranks of mpiexec -n P rowstoch run")
     r.add_argument("--iterations", type=_nonnegative_int, default=1000)
     r.add_argument("--repeats", type=_positive_int, default=1)
     r.add_argument("--record-every", type=_positive_int, default=None)

@@ -71,8 +71,9 @@ class PullDiagGT:
         per matrix, frozen once it equals ``pi`` in float64); ``"perron"`` uses
         ``diag(pi)`` from ``t = 1`` on (the exact tracker's limit), for very
         large ``n``.
-    backend : {"auto", "cpu", "mpi"}, default "auto"
-        ``"auto"`` picks from the type of ``x0``; ``"mpi"`` partitions the nodes
+    backend : {"auto", "cpu", "cupy", "mpi"}, default "auto"
+        ``"auto"`` picks from the type of ``x0`` (a CuPy array selects
+        ``"cupy"``: :class:`~rowstoch_fast.cuda.CupyPullDiagGT`); ``"mpi"`` partitions the nodes
         over MPI ranks (:class:`~rowstoch_fast.distributed.DistributedPullDiagGT`,
         extra keywords ``comm`` and ``partition``).
     check_finite : bool, default True
@@ -105,6 +106,10 @@ class PullDiagGT:
             from .distributed import DistributedPullDiagGT
 
             return super().__new__(DistributedPullDiagGT)
+        if cls is PullDiagGT and x0 is not None and resolve_backend(backend, x0) == "cupy":
+            from .cuda import CupyPullDiagGT  # not a subclass: built here, __init__ is not re-run
+
+            return CupyPullDiagGT(A, x0, lr, rounds, tracker, **kwargs)
         return super().__new__(cls)
 
     def __init__(self, A, x0, lr, rounds=1, tracker="exact", backend="auto", *, check_finite=True):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import numbers
 
 import numpy as np
 import scipy.sparse as sp
@@ -243,7 +242,8 @@ class MixingMatrix:
         Parameters
         ----------
         X : array_like, shape (n,) or (n, d)
-            One row per node; converted once to ``self.dtype``, C order.
+            One row per node; converted once to ``self.dtype``, C order. A CuPy
+            array is mixed on its GPU (and the result is a CuPy array).
         out : ndarray, optional
             Where to write the result: same shape as ``X``, dtype ``self.dtype``,
             C-contiguous, not sharing memory with ``X``.
@@ -273,6 +273,10 @@ class MixingMatrix:
         array([0.25, 0.5 , 0.25, 0.  ])
         """
         R = check_int(R, "R", minimum=0)
+        if hasattr(X, "__cuda_array_interface__"):  # a device array: the CuPy backend
+            from . import cuda
+
+            return cuda.mix_power(self, X, R, out)
         arr = self._prep(X)
         check_out(out, "out", arr.shape, self.dtype)
         X2 = arr.reshape(self.n, -1)

@@ -190,8 +190,19 @@ class NonconvexLogistic(Objective):
         return scale * np.random.default_rng(seed).standard_normal(self.d)
 
     def stochastic_gradient(self, X, iteration, *, seed=0, batches=1, rep_offset=0, nodes=None):
-        """Mini-batch gradients of every node (average of ``batches`` mini-batches), shape of ``X``."""
+        """Mini-batch gradients of every node (average of ``batches`` mini-batches), shape of ``X``.
+
+        A CuPy ``X`` is differentiated on its GPU with the same random streams.
+        """
         nodes = self._nodes(nodes)
+        if hasattr(X, "__cuda_array_interface__"):
+            from . import cuda
+
+            m = self.n if nodes is None else len(nodes)
+            if X.ndim not in (2, 3) or tuple(X.shape[-2:]) != (m, self.d):
+                raise ValueError(f"X must have shape (n, d) = ({m}, {self.d}) or (reps, n, d), got {tuple(X.shape)}")
+            return cuda.logistic_grad(self, X, check_int(iteration, "iteration", minimum=0), seed,
+                                      check_int(batches, "batches", minimum=1), rep_offset, nodes)
         X = self._check_X(X, nodes)
         iteration = check_int(iteration, "iteration", minimum=0)
         return _core.logistic_grad(self.H, self.Y, self.n, self.rho, X, self.batch, batches, seed, iteration,

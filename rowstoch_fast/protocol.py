@@ -114,33 +114,51 @@ def pull_diag(A, Z, iterations, *, block=DEFAULT_BLOCK):
     >>> bool(res.errors[-1] < 1e-12), res.average
     (True, array(0.25))
     """
-    A, Z, K = _prepare(A, Z, iterations)
     block = check_int(block, "block", minimum=1)
+    if hasattr(Z, "__cuda_array_interface__"):  # the CuPy backend: same loop, device arrays and kernel
+        from . import cuda
+
+        xp = cuda.require_cupy()
+        A = A if isinstance(A, MixingMatrix) else MixingMatrix(A)
+        A = A if A.dtype == np.float64 else A.astype(np.float64)
+        K = check_int(iterations, "iterations", minimum=0)
+        Z = xp.ascontiguousarray(Z, dtype=xp.float64)
+        if Z.ndim not in (1, 2) or Z.shape[0] != A.n:
+            raise ValueError(f"Z must have shape (n,) or (n, d) with n = {A.n}, got {tuple(Z.shape)}")
+
+        def mix_into(W, out):
+            cuda._mix_into(A, W, out)
+    else:
+        xp = np
+        A, Z, K = _prepare(A, Z, iterations)
+        c = A.csr
+
+        def mix_into(W, out):
+            _core.mix(c.indptr, c.indices, c.data, W, out, check_indices=False)
     n = A.n
     Z2 = Z.reshape(n, -1)
     mean = Z2.mean(axis=0)
-    zk = np.zeros((K, n, Z2.shape[1]))
-    c = A.csr
+    zk = xp.zeros((K, n, Z2.shape[1]))
     for j0 in range(0, n, block):
         b = min(block, n - j0)
-        cols = np.arange(b)
-        W = np.zeros((n, b))
+        cols = xp.arange(b)
+        W = xp.zeros((n, b))
         W[j0 + cols, cols] = 1.0  # V_0[:, J] = I[:, J]
-        nxt = np.empty_like(W)
+        nxt = xp.empty_like(W)
         for k in range(1, K + 1):
-            _core.mix(c.indptr, c.indices, c.data, W, nxt, check_indices=False)
+            mix_into(W, nxt)
             W, nxt = nxt, W
             dk = W[j0 + cols, cols]
-            if (dk <= 0).any():
-                i = j0 + int(np.flatnonzero(dk <= 0)[0])
+            if bool((dk <= 0).any()):
+                i = j0 + int(xp.flatnonzero(dk <= 0)[0])
                 raise ValueError(
                     f"[A^{k}]_{i}{i} = 0 (node {i}): D_{k} of Pull-Diag is not invertible; "
                     "give every node a self loop"
                 )
             zk[k - 1] += W @ (Z2[j0:j0 + b] / (n * dk)[:, None])
-    errors = np.empty(K + 1)
-    errors[0] = np.linalg.norm(Z2 - mean)
+    errors = xp.empty(K + 1)
+    errors[0] = xp.linalg.norm(Z2 - mean)
     if K:
-        errors[1:] = np.linalg.norm((zk - mean).reshape(K, -1), axis=1)
+        errors[1:] = xp.linalg.norm((zk - mean).reshape(K, -1), axis=1)
     final = zk[-1] if K else Z2
     return ConsensusResult(errors=errors, z=final.reshape(Z.shape).copy(), average=mean.reshape(Z.shape[1:]))

@@ -31,8 +31,8 @@ class Algorithm:
         ``1`` is Pull-Diag-GT (eq. 8); ``R > 1`` is MG-Pull-Diag-GT (eq. 14),
         whose oracle then averages ``R`` mini-batches per iteration.
     tracker : {"exact", "perron"}
-    backend : {"auto", "cpu", "mpi"}
-        ``"mpi"`` partitions the nodes over the MPI ranks (run under ``mpiexec``);
+    backend : {"auto", "cpu", "cupy", "mpi"}
+        ``"cupy"`` runs on the GPU (records copy to the host); ``"mpi"`` partitions the nodes over the MPI ranks (run under ``mpiexec``);
         rank 0 records the metrics.
 
     Examples
@@ -174,8 +174,10 @@ def _record(opt, objective, oracle, rows, t0_wall):
         x, y, g = opt.gather_x(), opt.gather_y(), opt.gather(oracle.last)
         if opt.comm.Get_rank() != 0:
             return
-    else:
-        x, y, g = np.asarray(opt.x), np.asarray(opt.y), np.asarray(oracle.last)
+    else:  # explicit device-to-host copies (CuPy backend) at record time only
+        from .cuda import to_cpu
+
+        x, y, g = to_cpu(opt.x), to_cpu(opt.y), to_cpu(oracle.last)
     X = x if x.ndim == 3 else x[None]
     Y = y.reshape(X.shape)
     G = g.reshape(X.shape)
@@ -300,6 +302,10 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
             x0 = np.broadcast_to(x0, (algorithm.A.n, x0.shape[0]))
         if repeats > 1:
             x0 = np.broadcast_to(x0, (repeats,) + x0.shape)
+        if algorithm.backend == "cupy":
+            from .cuda import to_gpu
+
+            x0 = to_gpu(x0)  # the one explicit host-to-device copy of the run
         opt = algorithm.build(x0)
         if distributed:  # each rank draws the samples of its own nodes
             oracle = objective.oracle(seed=seed, batches=algorithm.rounds, nodes=opt.local_nodes)

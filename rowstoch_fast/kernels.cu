@@ -1,0 +1,122 @@
+// CUDA kernels of the CuPy backend, compiled at run time by NVRTC (cupy.RawModule):
+// the wheel needs no CUDA toolkit. Instantiated for float/double values and
+// int/long long CSR indices. Compiled with --fmad=false so the float64 results
+// round like the CPU kernels (same sums in the same order).
+//
+// Layouts match the CPU side: dense blocks are row-major n x w, node-major.
+
+typedef long long i64;
+typedef unsigned long long u64;
+
+// Y[i, c] = sum_p Ax[p] X[Aj[p], c]: one thread per output entry, threads of a
+// warp sweep consecutive columns of a row (coalesced reads of the gathered rows).
+template <typename T, typename I>
+__device__ void csr_mix_impl(const I* __restrict__ Ap, const I* __restrict__ Aj, const T* __restrict__ Ax,
+                             const T* __restrict__ X, T* __restrict__ Y, i64 n, i64 w) {
+    i64 tid = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (tid >= n * w) return;
+    i64 i = tid / w, c = tid - i * w;
+    T acc = 0;
+    for (I p = Ap[i]; p < Ap[i + 1]; ++p) acc += Ax[p] * X[(i64)Aj[p] * w + c];
+    Y[tid] = acc;
+}
+
+// psi[i, c] = y[i, c] + s_new[i] g_new[i, c] - s_old[i] g_old[i, c]
+template <typename T>
+__device__ void gt_tracker_input_impl(const T* __restrict__ y, const T* __restrict__ gn, const T* __restrict__ go,
+                                      const T* __restrict__ sn, const T* __restrict__ so, T* __restrict__ psi,
+                                      i64 n, i64 w) {
+    i64 tid = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (tid >= n * w) return;
+    i64 i = tid / w;
+    psi[tid] = y[tid] + sn[i] * gn[tid] - so[i] * go[tid];
+}
+
+// --------------------------------------------------------------------- objective
+__device__ __forceinline__ u64 mix64(u64 z) {
+    z += 0x9E3779B97F4A7C15ULL;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+
+__device__ __forceinline__ u64 stream_key(u64 seed, u64 rep, u64 node, u64 iteration, u64 batch) {
+    u64 k = mix64(seed);
+    k = mix64(k ^ rep);
+    k = mix64(k ^ node);
+    k = mix64(k ^ iteration);
+    return mix64(k ^ batch);
+}
+
+// Uniform integer in [0, bound): Lemire's multiply-shift with rejection (as on the CPU).
+__device__ __forceinline__ u64 below(u64 key, u64* counter, u64 bound) {
+    for (;;) {
+        *counter += 1;
+        u64 x = mix64(key + 0x9E3779B97F4A7C15ULL * (*counter));
+        u64 lo = x * bound;
+        if (lo >= bound || lo >= (0ULL - bound) % bound) return __umul64hi(x, bound);
+    }
+}
+
+// One thread per (repetition, node): the same mini-batches (partial Fisher-Yates
+// on a per-thread scratch permutation, undone afterwards) and the same sums as
+// rowstoch::logistic_stochastic_grad on the CPU.
+template <typename T>
+__device__ void logistic_grad_impl(const T* __restrict__ H, const T* __restrict__ Yl, const i64* __restrict__ nodes,
+                                   i64 m, i64 M, i64 d, T rho, const T* __restrict__ X, i64 reps, i64 B,
+                                   i64 batches, u64 seed, u64 iteration, i64 rep_offset, i64* __restrict__ perm_all,
+                                   i64* __restrict__ swaps_all, T* __restrict__ G) {
+    i64 row = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (row >= reps * m) return;
+    i64 rep = row / m;
+    i64 node = nodes ? nodes[row % m] : row % m;
+    i64* perm = perm_all + row * M;
+    i64* swaps = swaps_all + row * B;
+    for (i64 l = 0; l < M; ++l) perm[l] = l;
+    const T* x = X + row * d;
+    T* g = G + row * d;
+    for (i64 j = 0; j < d; ++j) g[j] = 0;
+    const T* Hi = H + node * M * d;
+    const T* Yi = Yl + node * M;
+    const T weight = T(1) / T(B * batches);
+    for (i64 r = 0; r < batches; ++r) {
+        u64 key = stream_key(seed, (u64)(rep + rep_offset), (u64)node, iteration, (u64)r);
+        u64 counter = 0;
+        for (i64 b = 0; b < B; ++b) {
+            i64 k = b + (i64)below(key, &counter, (u64)(M - b));
+            swaps[b] = k;
+            i64 t = perm[b]; perm[b] = perm[k]; perm[k] = t;
+        }
+        // the CPU kernel works in chunks of 64 samples: margins, coefficients, accumulation
+        for (i64 b0 = 0; b0 < B; b0 += 64) {
+            i64 nb = B - b0 < 64 ? B - b0 : 64;
+            for (i64 b = 0; b < nb; ++b) {
+                const T* h = Hi + perm[b0 + b] * d;
+                T a = 0, c2 = 0;
+                i64 j = 0;
+                for (; j + 1 < d; j += 2) { a += h[j] * x[j]; c2 += h[j + 1] * x[j + 1]; }
+                if (j < d) a += h[j] * x[j];
+                const T yb = Yi[perm[b0 + b]];
+                const T coef = -yb / (T(1) + exp(yb * (a + c2))) * weight;
+                for (i64 q = 0; q < d; ++q) g[q] += coef * h[q];
+            }
+        }
+        for (i64 b = B - 1; b >= 0; --b) { i64 t = perm[b]; perm[b] = perm[swaps[b]]; perm[swaps[b]] = t; }
+    }
+    for (i64 j = 0; j < d; ++j) {
+        const T q = T(1) + x[j] * x[j];
+        g[j] += rho * T(2) * x[j] / (q * q);
+    }
+}
+
+extern "C" {
+__global__ void csr_mix_f64_i32(const int* Ap, const int* Aj, const double* Ax, const double* X, double* Y, i64 n, i64 w) { csr_mix_impl(Ap, Aj, Ax, X, Y, n, w); }
+__global__ void csr_mix_f64_i64(const i64* Ap, const i64* Aj, const double* Ax, const double* X, double* Y, i64 n, i64 w) { csr_mix_impl(Ap, Aj, Ax, X, Y, n, w); }
+__global__ void csr_mix_f32_i32(const int* Ap, const int* Aj, const float* Ax, const float* X, float* Y, i64 n, i64 w) { csr_mix_impl(Ap, Aj, Ax, X, Y, n, w); }
+__global__ void csr_mix_f32_i64(const i64* Ap, const i64* Aj, const float* Ax, const float* X, float* Y, i64 n, i64 w) { csr_mix_impl(Ap, Aj, Ax, X, Y, n, w); }
+__global__ void gt_tracker_input_f64(const double* y, const double* gn, const double* go, const double* sn, const double* so, double* psi, i64 n, i64 w) { gt_tracker_input_impl(y, gn, go, sn, so, psi, n, w); }
+__global__ void gt_tracker_input_f32(const float* y, const float* gn, const float* go, const float* sn, const float* so, float* psi, i64 n, i64 w) { gt_tracker_input_impl(y, gn, go, sn, so, psi, n, w); }
+__global__ void logistic_grad_f64(const double* H, const double* Yl, const i64* nodes, i64 m, i64 M, i64 d, double rho, const double* X, i64 reps, i64 B, i64 batches, u64 seed, u64 iteration, i64 rep_offset, i64* perm, i64* swaps, double* G) {
+    logistic_grad_impl(H, Yl, nodes, m, M, d, rho, X, reps, B, batches, seed, iteration, rep_offset, perm, swaps, G);
+}
+}
