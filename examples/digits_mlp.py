@@ -112,7 +112,7 @@ def main(argv=None):
     p = argparse.ArgumentParser(description="Decentralized MLP on the digits data over the paper's 16-node graphs")
     p.add_argument("--rounds-budget", type=int, default=1000, help="communication rounds per run")
     p.add_argument("--graphs", default="ring,grid,geometric,nearest_neighbor")
-    p.add_argument("--lr-scale", type=float, default=10.0, help="multiplies the paper's MNIST learning rates")
+    p.add_argument("--lr-scale", type=float, default=1.0, help="multiplies the paper's MNIST learning rates")
     args = p.parse_args(argv)
     graphs = topology.paper_graphs()
     print(f"{'graph':<18}{'R':>4}{'train loss':>12}{'test acc (centroid)':>22}")
