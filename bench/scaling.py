@@ -1,0 +1,177 @@
+"""Dense vs sparse vs GPU: throughput of one MG-Pull-Diag-GT iteration as n grows (the design card's figure).
+
+Usage::
+
+    python bench/scaling.py [--min-log2n 10] [--max-log2n 20] [--R 10] [--d 10] [--out bench]
+
+Writes ``scaling.json`` and ``scaling.png`` (time per iteration against n) into
+``--out`` and prints a markdown table. Contenders, all on the exponential graph,
+one iteration = the x phase and the y phase of eq. (14) without the gradient:
+
+* ``numpy-dense``: dense ``A^R`` products with NumPy BLAS (n <= 2^12);
+* ``scipy``: ``scipy.sparse`` composition of the same equations;
+* ``cpu``: rowstoch_fast's compiled phases (``PullDiagGT``'s kernels);
+* ``cupy-dense``: dense products with CuPy (n <= 2^14, GPU only);
+* ``cupyx``: ``cupyx.scipy.sparse.csr_matrix @ X`` composition (GPU only);
+* ``cupy``: rowstoch_fast's CuPy backend (``PullDiagGT(..., backend="cupy")`` kernels).
+
+GPU contenders run only where CuPy finds a device; they synchronise before
+returning. Throughput is node-updates per second (n / time) and effective
+bandwidth is the compulsory traffic (CSR once per gossip round, x/y blocks)
+over the time, next to the device's copy bandwidth measured here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+import numpy as np
+import scipy.sparse as sp
+
+sys.path.insert(0, os.path.dirname(__file__))
+from _harness import bandwidth, interleaved, machine_info, save_json  # noqa: E402
+
+from rowstoch_fast import PullDiagGT, _core, topology  # noqa: E402
+
+
+def cpu_contenders(A, d, R, lr=1e-3):
+    n = A.n
+    rng = np.random.default_rng(0)
+    G = rng.standard_normal((n, d))
+    opt = PullDiagGT(A, rng.standard_normal((n, d)), lr=lr, rounds=R, tracker="perron")
+    opt.step(lambda X: G)
+    c = A.csr
+
+    def cpu():
+        _core.mix_power(c.indptr, c.indices, c.data, opt._xw, R, opt._x_alt, opt._work, check_indices=False)
+        _core.gt_y_phase(c.indptr, c.indices, c.data, R, lr, opt._x_alt, opt._y, opt._g_alt, opt._g,
+                         opt.tracker.scale(2), opt.tracker.scale(1), opt._y_alt, opt._xw, opt._psi, opt._work,
+                         check_indices=False)
+
+    S = sp.csr_matrix(c)
+    s = 1.0 / A.metrics().pi
+    x, y = rng.standard_normal((n, d)), rng.standard_normal((n, d))
+
+    def composed(matmul):
+        def run():
+            w = x - lr * y
+            for _ in range(R):
+                w = matmul(w)
+            psi = y + s[:, None] * G - s[:, None] * G
+            for _ in range(R):
+                psi = matmul(psi)
+            return w, psi
+        return run
+
+    out = {"cpu": cpu, "scipy": composed(lambda v: S @ v)}
+    if n <= 2**12:
+        D = A.toarray()
+        out["numpy-dense"] = composed(lambda v: D @ v)
+    return out
+
+
+def gpu_contenders(A, d, R, lr=1e-3):
+    try:
+        from rowstoch_fast.cuda import require_cupy
+
+        cp = require_cupy()
+    except (RuntimeError, ImportError):
+        return {}
+    import cupyx.scipy.sparse as csp
+
+    n = A.n
+    rng = np.random.default_rng(0)
+    G = cp.asarray(rng.standard_normal((n, d)))
+    opt = PullDiagGT(A, cp.asarray(rng.standard_normal((n, d))), lr=lr, rounds=R, tracker="perron")
+    opt.step(lambda X: G)
+
+    def ours():
+        opt.step(lambda X: G)  # the gradient is a constant device array: the step is the network part
+        cp.cuda.Device().synchronize()
+
+    S = csp.csr_matrix(cp.asarray(A.csr.toarray()) if n <= 2**12 else csp.csr_matrix(A.csr))
+    s = cp.asarray(1.0 / A.metrics().pi)
+    x, y = cp.asarray(rng.standard_normal((n, d))), cp.asarray(rng.standard_normal((n, d)))
+
+    def composed(matmul):
+        def run():
+            w = x - lr * y
+            for _ in range(R):
+                w = matmul(w)
+            psi = y + s[:, None] * G - s[:, None] * G
+            for _ in range(R):
+                psi = matmul(psi)
+            cp.cuda.Device().synchronize()
+        return run
+
+    out = {"cupy": ours, "cupyx": composed(lambda v: S @ v)}
+    if n <= 2**14:
+        D = cp.asarray(A.toarray())
+        out["cupy-dense"] = composed(lambda v: D @ v)
+    return out
+
+
+def traffic(A, d, R):
+    isz = A.csr.indices.itemsize
+    csr = (A.n + 1) * isz + A.nnz * (isz + 8)
+    return 2 * R * (csr + 2 * A.n * d * 8)  # two phases of R rounds: CSR + read and write a block
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--min-log2n", type=int, default=10)
+    p.add_argument("--max-log2n", type=int, default=20)
+    p.add_argument("--R", type=int, default=10)
+    p.add_argument("--d", type=int, default=10)
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--out", default=os.path.dirname(__file__))
+    args = p.parse_args(argv)
+    info = machine_info()
+    try:
+        from rowstoch_fast.cuda import require_cupy
+
+        cp = require_cupy()
+        info["gpu"] = cp.cuda.runtime.getDeviceProperties(0)["name"].decode()
+    except (RuntimeError, ImportError) as exc:
+        info["gpu"] = f"none ({exc})"
+    bw = bandwidth(threads=_core.get_num_threads())
+    print(f"# CPU {info['cpu']} ({info['cores']} cores, {_core.get_num_threads()} threads, copy {bw['copy_GBps']:.1f} GB/s); "
+          f"GPU: {info['gpu']}; d = {args.d}, R = {args.R}, exponential graph")
+    print("| n | contender | ms/iteration | node-updates/s | GB/s | vs scipy |")
+    print("|---|---|---|---|---|---|")
+    rows = []
+    for log2n in range(args.min_log2n, args.max_log2n + 1, 2):
+        A = topology.exponential(2**log2n)
+        c = {**cpu_contenders(A, args.d, args.R), **gpu_contenders(A, args.d, args.R)}
+        med, _ = interleaved(c, rounds=args.rounds, min_time=0.05, min_calls=2)
+        bytes_ = traffic(A, args.d, args.R)
+        for k, t in sorted(med.items()):
+            row = {"n": A.n, "contender": k, "seconds": t, "updates_per_s": A.n / t, "GBps": bytes_ / t / 1e9,
+                   "vs_scipy": med["scipy"] / t}
+            rows.append(row)
+            print(f"| 2^{log2n} | {k} | {t * 1e3:.3f} | {A.n / t:.3g} | {bytes_ / t / 1e9:.1f} | {med['scipy'] / t:.2f}x |",
+                  flush=True)
+    save_json(os.path.join(args.out, "scaling.json"), {"machine": info, "bandwidth": bw, "R": args.R, "d": args.d,
+                                                        "rows": rows})
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for k in sorted({r["contender"] for r in rows}):
+        pts = [(r["n"], r["seconds"]) for r in rows if r["contender"] == k]
+        ax.loglog(*zip(*pts), "o-", label=k)
+    ax.set_xlabel("n (nodes)")
+    ax.set_ylabel("seconds per MG-Pull-Diag-GT iteration")
+    ax.set_title(f"exponential graph, d = {args.d}, R = {args.R}; GPU: {info['gpu'][:40]}", fontsize=8)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(os.path.join(args.out, "scaling.png"), dpi=120)
+    print(f"wrote {os.path.join(args.out, 'scaling.png')}")
+
+
+if __name__ == "__main__":
+    main()
