@@ -167,7 +167,13 @@ def logistic_grad(obj, X, iteration, seed, batches, rep_offset, nodes):
     return G
 
 
-class CupyPullDiagGT:
+def _stepper_base():
+    from .gt import StepperBase
+
+    return StepperBase
+
+
+class CupyPullDiagGT(_stepper_base()):
     """(MG-)Pull-Diag-GT with every array on the GPU: create it with ``PullDiagGT(..., backend="cupy")``.
 
     Same interface as :class:`~rowstoch_fast.PullDiagGT`: ``x0`` and the values
@@ -185,7 +191,7 @@ class CupyPullDiagGT:
         self._A = A if isinstance(A, MixingMatrix) else MixingMatrix(A)
         self.lr = check_positive_float(lr, "lr")
         self.rounds = check_int(rounds, "rounds", minimum=1)
-        self._host_tracker = DiagTracker(self._A, self.rounds, tracker)
+        self._tracker = DiagTracker(self._A, self.rounds, tracker)
         _require_device(x0, "x0")
         x0 = cupy.asarray(x0, dtype=self._A.dtype)
         if x0.ndim == 1:
@@ -201,46 +207,10 @@ class CupyPullDiagGT:
         n, w = self._A.n, self._reps * self._d
         self._x, self._x_alt, self._y, self._y_alt, self._g, self._g_alt, self._xw, self._xw_alt, self._psi, self._work = (
             cupy.zeros((n, w), dtype=self._A.dtype) for _ in range(10))
-        self._table = cupy.asarray(self._host_tracker._table)
+        self._table = cupy.asarray(self._tracker._table)
         self._to_internal(x0, self._x)
         self.iteration = 0
         self._initialized = False
-
-    # layout helpers (node-major (n, reps*d) internally, like the CPU stepper)
-    def _to_internal(self, arr, out):
-        if len(self._shape) == 3:
-            out.reshape(self._A.n, self._reps, self._d)[...] = arr.transpose(1, 0, 2)
-        else:
-            out[...] = arr
-
-    def _user_view(self, buf):
-        if len(self._shape) == 3:
-            return buf.reshape(self._A.n, self._reps, self._d).transpose(1, 0, 2)
-        return buf
-
-    @property
-    def A(self):
-        return self._A
-
-    @property
-    def n(self):
-        return self._A.n
-
-    @property
-    def x(self):
-        return self._user_view(self._x)
-
-    @property
-    def y(self):
-        return self._user_view(self._y)
-
-    @property
-    def tracker(self):
-        return self._host_tracker
-
-    @property
-    def communication_rounds(self):
-        return self.iteration * self.rounds
 
     def centroid(self):
         cupy = require_cupy()

@@ -291,19 +291,6 @@ class DistributedPullDiagGT(PullDiagGT):
     def tracker(self):
         return _TrackerView(self._tracker_kind, self._scales)
 
-    def _to_internal(self, arr, out):
-        nl = self._halo.n_local
-        if len(self._shape) == 3:
-            out.reshape(nl, self._reps, self._d)[...] = np.swapaxes(arr, 0, 1)
-        else:
-            out[...] = arr
-
-    def _user_view(self, buf):
-        nl = self._halo.n_local
-        view = np.swapaxes(buf.reshape(nl, self._reps, self._d), 0, 1) if len(self._shape) == 3 else buf.view()
-        view.flags.writeable = False
-        return view
-
     def _scale(self, t):
         return self._scales[min(t, len(self._scales) - 1)]
 

@@ -10,7 +10,7 @@ from ._checks import as_float_array, check_int, check_positive_float
 from .mixing import MixingMatrix
 from .tracker import DiagTracker
 
-__all__ = ["PullDiagGT", "DivergenceError"]
+__all__ = ["PullDiagGT", "DivergenceError", "StepperBase"]
 
 STATE_FORMAT = "rowstoch_fast.PullDiagGT/1"
 
@@ -40,7 +40,60 @@ class DivergenceError(FloatingPointError):
         self.what = what
 
 
-class PullDiagGT:
+class StepperBase:
+    """What the CPU, MPI and CuPy steppers share: the public state and the layout.
+
+    Internal blocks are node-major ``(rows, reps * d)`` (NumPy or CuPy arrays);
+    users see ``(rows, d)`` or ``(reps, rows, d)``.
+    """
+
+    @property
+    def A(self):
+        """The mixing matrix."""
+        return self._A
+
+    @property
+    def n(self):
+        """Number of nodes."""
+        return self._A.n
+
+    @property
+    def tracker(self):
+        """The :class:`~rowstoch_fast.tracker.DiagTracker` (``"exact"`` or ``"perron"``)."""
+        return self._tracker
+
+    @property
+    def x(self):
+        """Local models ``x_t``, shape of ``x0`` (read-only view, valid until the next step)."""
+        return self._user_view(self._x)
+
+    @property
+    def y(self):
+        """Gradient trackers ``y_t`` (read-only view, valid until the next step)."""
+        return self._user_view(self._y)
+
+    @property
+    def communication_rounds(self):
+        """Gossip rounds used so far: ``R`` per iteration."""
+        return self.iteration * self.rounds
+
+
+    def _to_internal(self, arr, out):
+        """Copy a user-shaped array into a node-major internal block."""
+        if len(self._shape) == 3:
+            out.reshape(out.shape[0], self._reps, self._d)[...] = arr.swapaxes(0, 1)
+        else:
+            out[...] = arr
+
+    def _user_view(self, buf):
+        """A user-shaped view of an internal block (read-only for NumPy arrays)."""
+        view = buf.reshape(buf.shape[0], self._reps, self._d).swapaxes(0, 1) if len(self._shape) == 3 else buf.view()
+        if isinstance(view, np.ndarray):
+            view.flags.writeable = False
+        return view
+
+
+class PullDiagGT(StepperBase):
     """(MG-)Pull-Diag-GT: gradient tracking over a row-stochastic network, one ``step`` at a time.
 
     Implements, for ``t = 0, 1, ...`` (eq. 14; eq. 8 is ``rounds=1``)::
@@ -141,53 +194,6 @@ class PullDiagGT:
         self._xw, self._xw_alt, self._psi, self._work = bufs[6:]
         self.iteration = 0
         self._initialized = False
-
-    # ------------------------------------------------------------------ layout
-    def _to_internal(self, arr, out):
-        """Copy a user-shaped array ((n, d) or (reps, n, d)) into node-major (n, reps*d)."""
-        if len(self._shape) == 3:
-            out.reshape(self.n, self._reps, self._d)[...] = np.swapaxes(arr, 0, 1)
-        else:
-            out[...] = arr
-
-    def _user_view(self, buf):
-        if len(self._shape) == 3:
-            view = np.swapaxes(buf.reshape(self.n, self._reps, self._d), 0, 1)
-        else:
-            view = buf.view()
-        view.flags.writeable = False
-        return view
-
-    # ------------------------------------------------------------------ properties
-    @property
-    def A(self):
-        """The mixing matrix."""
-        return self._A
-
-    @property
-    def n(self):
-        """Number of nodes."""
-        return self._A.n
-
-    @property
-    def tracker(self):
-        """The :class:`~rowstoch_fast.tracker.DiagTracker` (``"exact"`` or ``"perron"``)."""
-        return self._tracker
-
-    @property
-    def x(self):
-        """Local models ``x_t``, shape of ``x0`` (read-only view, valid until the next step)."""
-        return self._user_view(self._x)
-
-    @property
-    def y(self):
-        """Gradient trackers ``y_t`` (read-only view, valid until the next step)."""
-        return self._user_view(self._y)
-
-    @property
-    def communication_rounds(self):
-        """Gossip rounds used so far: ``R`` per iteration."""
-        return self.iteration * self.rounds
 
     def centroid(self):
         """``pi^T x_t``: the centroid ``w_t`` of the analysis (Lemma 1), shape (d,) or (reps, d)."""
