@@ -44,6 +44,15 @@ def gt_y_phase(
     work: NDArray[np.floating],
     check_indices: bool = True,
 ) -> bool: ...
+def gt_tracker_input(
+    y: NDArray[np.floating],
+    g_new: NDArray[np.floating],
+    g_old: NDArray[np.floating],
+    s_new: NDArray[np.floating],
+    s_old: NDArray[np.floating],
+    out: NDArray[np.floating],
+) -> None: ...
+def gt_descent_input(x: NDArray[np.floating], y: NDArray[np.floating], lr: float, out: NDArray[np.floating]) -> bool: ...
 def first_nonfinite(X: NDArray[np.floating]) -> int: ...
 def diag_powers(
     indptr: NDArray[np.integer],

@@ -261,7 +261,7 @@ class DistributedPullDiagGT(PullDiagGT):
         self._scales = 1.0 / table
         w = self._reps * self._d
         self._x, self._x_alt, self._y, self._y_alt, self._g, self._g_alt = (np.zeros((nl, w)) for _ in range(6))
-        self._xw, self._xw_alt = (np.zeros((nl, w)) for _ in range(2))
+        self._xw, self._xw_alt, self._psi = (np.zeros((nl, w)) for _ in range(3))
         self._ext = np.zeros((self._halo.ncols, w))
         self._pi_local = pi[self._halo.local_nodes]
         local = x0[..., self._halo.local_nodes, :]
@@ -270,10 +270,6 @@ class DistributedPullDiagGT(PullDiagGT):
         self._initialized = False
 
     # ------------------------------------------------------------------ overrides
-    @property
-    def n(self):
-        return self._A.n
-
     @property
     def local_nodes(self):
         """Global ids of this rank's nodes (the rows of ``x``, ``y`` and of ``grad_fn``'s input)."""
@@ -328,19 +324,16 @@ class DistributedPullDiagGT(PullDiagGT):
         ext[:nl] = self._xw
         halo.gossip(ext, self._x_alt, R)  # x_{t+1} = A^R (x_t - lr y_t)
         self._gradient(grad_fn, self._x_alt, self._g_alt, t + 1)
-        s_new, s_old = self._scale(t + 1)[:, None], self._scale(t)[:, None]
-        with np.errstate(over="ignore", invalid="ignore"):
-            ext[:nl] = self._y + s_new * self._g_alt - s_old * self._g
+        _core.gt_tracker_input(self._y, self._g_alt, self._g, self._scale(t + 1), self._scale(t), self._psi)
+        ext[:nl] = self._psi
         halo.gossip(ext, self._y_alt, R)  # y_{t+1} = A^R (y_t + D_{t+1}^-1 g_{t+1} - D_t^-1 g_t)
-        with np.errstate(over="ignore", invalid="ignore"):
-            np.subtract(self._x_alt, self.lr * self._y_alt, out=self._xw_alt)
-        if self.check_finite:
+        finite = _core.gt_descent_input(self._x_alt, self._y_alt, self.lr, self._xw_alt)
+        if self.check_finite and not self.comm.allreduce(finite, op=_mpi().LAND):
             bad = self._first_bad_global(self._x_alt, self._y_alt, self._xw_alt)
-            if bad >= 0:
-                raise DivergenceError(
-                    f"iterates became non-finite at iteration {t + 1}, first at node {bad} (lr = {self.lr} too large?); "
-                    f"the optimizer keeps its last finite state (iteration {t})",
-                    iteration=t + 1, node=bad, what="iterate")
+            raise DivergenceError(
+                f"iterates became non-finite at iteration {t + 1}, first at node {bad} (lr = {self.lr} too large?); "
+                f"the optimizer keeps its last finite state (iteration {t})",
+                iteration=t + 1, node=bad, what="iterate")
         (self._x, self._x_alt, self._y, self._y_alt, self._g, self._g_alt, self._xw, self._xw_alt, self.iteration) = (
             self._x_alt, self._x, self._y_alt, self._y, self._g_alt, self._g, self._xw_alt, self._xw, t + 1)
         return self

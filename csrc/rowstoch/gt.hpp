@@ -81,6 +81,28 @@ bool gt_tracker_mix(const I Ap[], const I Aj[], const T Ax[], std::int64_t n, st
     return bad == 0;
 }
 
+// xw <- x - lr y over n x w blocks; returns false if any entry is NaN or Inf.
+template <class T>
+bool gt_descent_input(std::int64_t n, std::int64_t w, T lr, const T* __restrict x, const T* __restrict y,
+                      T* __restrict xw) {
+    int bad = 0;
+    for_range(n, threads_for(n * w), [&](std::int64_t lo, std::int64_t hi) {
+        int local_bad = 0;
+        for (std::int64_t i = lo * w; i < hi * w; ++i) {
+            const T v = x[i] - lr * y[i];
+            xw[i] = v;
+            local_bad |= !std::isfinite(v);
+        }
+        if (local_bad) {
+#ifdef _OPENMP
+#pragma omp atomic write
+#endif
+            bad = 1;
+        }
+    });
+    return bad == 0;
+}
+
 // Row of the first NaN/Inf in an n x w block, or -1.
 template <class T>
 std::int64_t first_nonfinite_row(const T X[], std::int64_t n, std::int64_t w) {
