@@ -45,6 +45,19 @@ void gt_tracker_input(std::int64_t n, std::int64_t w, const T* __restrict y, con
     });
 }
 
+// xw[lo:hi] <- x[lo:hi] - lr y[lo:hi] (rows of width w); true if any entry is NaN or Inf.
+template <class T>
+inline bool descent_rows(std::int64_t w, T lr, const T* __restrict x, const T* __restrict y, T* __restrict xw,
+                         std::int64_t lo, std::int64_t hi) {
+    int bad = 0;
+    for (std::int64_t i = lo * w; i < hi * w; ++i) {
+        const T v = x[i] - lr * y[i];
+        xw[i] = v;
+        bad |= !std::isfinite(v);
+    }
+    return bad != 0;
+}
+
 // y <- A^R psi, then xw <- x - lr y in the last pass's row loop.
 // psi and work are ping-pong buffers (psi is clobbered when R > 1).
 // Returns false if any entry of xw is NaN or Inf (i.e. x or y is not finite).
@@ -65,13 +78,7 @@ bool gt_tracker_mix(const I Ap[], const I Aj[], const T Ax[], std::int64_t n, st
     int bad = 0;
     for_rows(Ap, n, threads, [&](std::int64_t lo, std::int64_t hi) {
         csr_mix_rows(Ap, Aj, Ax, src, w, lo, hi, y);
-        int local_bad = 0;
-        for (std::int64_t i = lo * w; i < hi * w; ++i) {
-            const T v = x[i] - lr * y[i];
-            xw[i] = v;
-            local_bad |= !std::isfinite(v);
-        }
-        if (local_bad) {
+        if (descent_rows(w, lr, x, y, xw, lo, hi)) {
 #ifdef _OPENMP
 #pragma omp atomic write
 #endif
@@ -87,13 +94,7 @@ bool gt_descent_input(std::int64_t n, std::int64_t w, T lr, const T* __restrict 
                       T* __restrict xw) {
     int bad = 0;
     for_range(n, threads_for(n * w), [&](std::int64_t lo, std::int64_t hi) {
-        int local_bad = 0;
-        for (std::int64_t i = lo * w; i < hi * w; ++i) {
-            const T v = x[i] - lr * y[i];
-            xw[i] = v;
-            local_bad |= !std::isfinite(v);
-        }
-        if (local_bad) {
+        if (descent_rows(w, lr, x, y, xw, lo, hi)) {
 #ifdef _OPENMP
 #pragma omp atomic write
 #endif
