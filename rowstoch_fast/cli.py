@@ -148,8 +148,10 @@ def cmd_run(args):
         raise UsageError(str(exc)) from exc
     root = True
     if args.backend == "mpi":
-        from mpi4py import MPI
-
+        try:
+            from mpi4py import MPI
+        except ImportError:
+            raise UsageError("--backend mpi needs mpi4py: pip install 'rowstoch_fast[mpi]'") from None
         root = MPI.COMM_WORLD.Get_rank() == 0
     if root:
         os.makedirs(args.out, exist_ok=True)
@@ -159,7 +161,7 @@ def cmd_run(args):
     except DivergenceError as exc:
         print(f"rowstoch: diverged: {exc}", file=sys.stderr)
         return 3
-    except (FileNotFoundError, ValueError) as exc:
+    except (FileNotFoundError, ValueError, RuntimeError, MemoryError) as exc:
         raise UsageError(str(exc)) from exc
     if not root:  # under MPI, rank 0 writes the outputs
         return 0

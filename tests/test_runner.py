@@ -115,6 +115,8 @@ def test_cli_run_writes_outputs(tmp_path, capsys):
         (["run", "--lr", "-1", "--iterations", "2"], "lr must be finite and > 0"),
         (["run", "--n", "3", "--total", "100"], "divisible"),
         (["run", "--algorithm", "pull-diag-gt", "--rounds", "3"], "takes --rounds 1"),
+        (["run", "--n", "8", "--total", "1600", "--backend", "cupy", "--iterations", "1"], "backend 'cupy'"),
+        (["run", "--n", "65536", "--total", "65536", "--batch", "1", "--iterations", "1"], "tracker='perron'"),
     ],
 )
 def test_cli_run_errors(argv, message, capsys, tmp_path):
