@@ -129,3 +129,34 @@ def test_cli_reproduce_pull_diag(tmp_path, capsys):
     assert cli.main(["reproduce", "pull-diag", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "Pull-Diag" in out and (tmp_path / "pull_diag.csv").exists() and (tmp_path / "pull_diag.png").exists()
+
+
+def test_real_ctrl_c_on_the_cli_keeps_results_and_resumes(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    out, ck = tmp_path / "res", tmp_path / "ck.npz"
+    args = [sys.executable, "-c", "import sys; from rowstoch_fast.cli import main; sys.exit(main())", "run",
+            "--topology", "exponential", "--n", "16", "--lr", "0.003", "--iterations", "10000000",
+            "--record-every", "100", "--total", "3200", "--batch", "20", "--out", str(out),
+            "--checkpoint", str(ck), "--no-progress"]
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 60
+    while not ck.exists() and time.time() < deadline:  # the first checkpoint is written after 1000 iterations
+        time.sleep(0.2)
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    assert "interrupted at iteration" in stdout and "Traceback" not in stderr
+    assert (out / "history.csv").exists()
+    import numpy as np
+
+    done = int(np.load(ck)["opt/iteration"])
+    assert done >= 1000
+    resumed = subprocess.run([*args[:args.index("10000000")], str(done + 200), *args[args.index("10000000") + 1:],
+                              "--resume", str(ck)], capture_output=True, text=True, timeout=120)
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"done at iteration {done + 200}" in resumed.stdout
