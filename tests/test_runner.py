@@ -142,7 +142,8 @@ def test_real_ctrl_c_on_the_cli_keeps_results_and_resumes(tmp_path):
             "--topology", "exponential", "--n", "16", "--lr", "0.003", "--iterations", "10000000",
             "--record-every", "100", "--total", "3200", "--batch", "20", "--out", str(out),
             "--checkpoint", str(ck), "--no-progress"]
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # cwd away from the checkout, so the installed package (with its compiled core) is imported
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
     deadline = time.time() + 60
     while not ck.exists() and time.time() < deadline:  # the first checkpoint is written after 1000 iterations
         time.sleep(0.2)
@@ -157,6 +158,6 @@ def test_real_ctrl_c_on_the_cli_keeps_results_and_resumes(tmp_path):
     done = int(np.load(ck)["opt/iteration"])
     assert done >= 1000
     resumed = subprocess.run([*args[:args.index("10000000")], str(done + 200), *args[args.index("10000000") + 1:],
-                              "--resume", str(ck)], capture_output=True, text=True, timeout=120)
+                              "--resume", str(ck)], capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr
     assert f"done at iteration {done + 200}" in resumed.stdout
