@@ -145,6 +145,23 @@ class Halo:
             self.compute_seconds += time.perf_counter() - t1
 
 
+def _share_cores(comm):
+    """Unless OMP_NUM_THREADS says otherwise, split this machine's cores between the ranks on it.
+
+    Several ranks per machine each running one OpenMP thread per core would oversubscribe the cores
+    (and OpenMP's spinning threads then slow every rank down).
+    """
+    import os
+
+    if os.environ.get("OMP_NUM_THREADS"):
+        return
+    local = comm.Split_type(_mpi().COMM_TYPE_SHARED)
+    try:
+        _core.set_num_threads(max(1, (os.cpu_count() or 1) // local.Get_size()))
+    finally:
+        local.Free()
+
+
 def _displs(counts):
     return np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64) if len(counts) else np.zeros(0, np.int64)
 
@@ -204,6 +221,7 @@ class DistributedPullDiagGT(PullDiagGT):
         self.comm = MPI.COMM_WORLD if comm is None else comm
         # Local checks first, agreed on by every rank; only then the collective set-up.
         A, x0, owner = collective(self.comm, self._validate, A, x0, lr, rounds, tracker, check_finite, partition)
+        _share_cores(self.comm)
         self._setup_distributed(A, x0, owner)
 
     def _validate(self, A, x0, lr, rounds, tracker, check_finite, partition):
