@@ -100,6 +100,7 @@ def metrics_table(named):
 
 
 def cmd_metrics(args):
+    """``rowstoch metrics``: the metrics table of a topology, all topologies, or a matrix file."""
     if args.matrix:
         named = [(os.path.basename(args.matrix), load_matrix(args.matrix))]
     elif args.topology == "all":
@@ -116,6 +117,7 @@ def _is_square(n):
 
 
 def cmd_demo(args):
+    """``rowstoch demo``: the main job on the embedded default (see :func:`rowstoch_fast.experiments.demo`)."""
     from .experiments import demo
 
     demo(args.out, progress=not args.no_progress)
@@ -129,6 +131,7 @@ def _matrix_from_args(args):
 
 
 def cmd_run(args):
+    """``rowstoch run``: one algorithm on one objective and network; writes CSV, JSON and PNG."""
     from .gt import DivergenceError
     from .objectives import NonconvexLogistic, Quadratic
     from .runner import Algorithm, run
@@ -193,6 +196,7 @@ def cmd_run(args):
 
 
 def cmd_reproduce(args):
+    """``rowstoch reproduce FIGURE``: one of the paper's experiments."""
     from . import experiments
 
     if args.figure == "pull-diag":
@@ -227,6 +231,7 @@ def _nonnegative_int(text):
 
 
 def make_parser():
+    """The argparse parser of the ``rowstoch`` command."""
     p = argparse.ArgumentParser(prog="rowstoch", description="Decentralized optimization over row-stochastic networks.")
     sub = p.add_subparsers(dest="command", required=True)
     d = sub.add_parser("demo", help="run the main job on the embedded default")

@@ -213,6 +213,7 @@ class CupyPullDiagGT(_stepper_base()):
         self._initialized = False
 
     def centroid(self):
+        """``pi^T x`` on the device, shape (d,) or (reps, d)."""
         cupy = require_cupy()
         c = cupy.asarray(self._A.metrics().pi, dtype=self._A.dtype) @ self._x
         return c.reshape(self._reps, self._d) if len(self._shape) == 3 else c
@@ -235,6 +236,7 @@ class CupyPullDiagGT(_stepper_base()):
                                   iteration=iteration, node=node, what="gradient")
 
     def initialize(self, grad_fn):
+        """Set ``y_0 = g_0 = grad_fn(x_0)`` (done by the first :meth:`step` if not called)."""
         if self._initialized:
             raise RuntimeError("PullDiagGT is already initialized")
         self._gradient(grad_fn, self._x, self._g, 0)
@@ -243,6 +245,7 @@ class CupyPullDiagGT(_stepper_base()):
         self._initialized = True
 
     def step(self, grad_fn):
+        """One iteration on the device; ``grad_fn`` takes and returns CuPy arrays (see PullDiagGT.step)."""
         from .gt import DivergenceError
 
         cupy = require_cupy()

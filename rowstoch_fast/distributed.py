@@ -118,6 +118,7 @@ class Halo:
 
     @property
     def n_local(self):
+        """Number of nodes this rank owns."""
         return len(self.local_nodes)
 
     def exchange(self, ext):
@@ -295,10 +296,12 @@ class DistributedPullDiagGT(PullDiagGT):
 
     @property
     def messages(self):
+        """Halo-exchange messages this rank has sent (tracker included)."""
         return self._halo.messages
 
     @property
     def bytes_sent(self):
+        """Bytes this rank has sent in halo exchanges (tracker included)."""
         return self._halo.bytes_sent
 
     @property

@@ -243,6 +243,7 @@ class Quadratic(Objective):
 
     @classmethod
     def random(cls, n, d, seed=0, sigma=0.0):
+        """``q_i ~ U(0.5, 2)`` and ``b_i ~ N(0, I)`` per node, gradient noise ``sigma``."""
         rng = np.random.default_rng(seed)
         return cls(rng.uniform(0.5, 2.0, (n, d)), rng.standard_normal((n, d)), sigma=sigma)
 
@@ -252,6 +253,7 @@ class Quadratic(Objective):
         return self.b.sum(0) / self.q.sum(0)
 
     def x0(self, seed=42, scale=0.01):
+        """A start ``scale * N(0, I_d)``, the same on every node."""
         return scale * np.random.default_rng(seed).standard_normal(self.d)
 
     def _qb(self, nodes):
@@ -303,6 +305,7 @@ class LeastSquares(Objective):
             raise ValueError(f"batch = {self.batch} exceeds the {self.M} samples per node")
 
     def x0(self, seed=42, scale=0.01):
+        """A start ``scale * N(0, I_d)``, the same on every node."""
         return scale * np.random.default_rng(seed).standard_normal(self.d)
 
     def _grad(self, X, H, y):

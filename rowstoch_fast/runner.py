@@ -68,6 +68,7 @@ class Algorithm:
 
     @property
     def name(self):
+        """``"pull-diag-gt"`` or ``"mg-pull-diag-gt(R=...)"``."""
         return "pull-diag-gt" if self.rounds == 1 else f"mg-pull-diag-gt(R={self.rounds})"
 
     def build(self, x0):
