@@ -120,8 +120,8 @@ def mix(A, X, out=None):
     return mix_power(A, X, 1, out)
 
 
-def mix_power(A, X, R, out=None):
-    """``A^R @ X`` on the device with two ping-pong buffers."""
+def mix_power(A, X, R, out=None, work=None):
+    """``A^R @ X`` on the device with two ping-pong buffers (``out`` and ``work``, allocated when not given)."""
     cupy = require_cupy()
     X = _check_block(A, X)
     shape = X.shape
@@ -136,7 +136,8 @@ def mix_power(A, X, R, out=None):
     if R == 0:
         res[...] = X2
         return res.reshape(shape)
-    work = cupy.empty_like(X2) if R > 1 else None
+    if R > 1 and work is None:
+        work = cupy.empty_like(X2)
     src = X2
     for s in range(1, R + 1):
         dst = res if (R - s) % 2 == 0 else work
@@ -253,11 +254,11 @@ class CupyPullDiagGT(_stepper_base()):
             self.initialize(grad_fn)
         t, R = self.iteration, self.rounds
         n, w = self._x.shape
-        mix_power(self._A, self._xw, R, out=self._x_alt)  # x_{t+1} = A^R (x_t - lr y_t)
+        mix_power(self._A, self._xw, R, out=self._x_alt, work=self._work)  # x_{t+1} = A^R (x_t - lr y_t)
         self._gradient(grad_fn, self._x_alt, self._g_alt, t + 1)
         _launch(f"gt_tracker_input_{_suffix(self._x.dtype)}", n * w,
                 (self._y, self._g_alt, self._g, self._scale(t + 1), self._scale(t), self._psi, np.int64(n), np.int64(w)))
-        mix_power(self._A, self._psi, R, out=self._y_alt)  # y_{t+1} = A^R psi
+        mix_power(self._A, self._psi, R, out=self._y_alt, work=self._work)  # y_{t+1} = A^R psi
         cupy.subtract(self._x_alt, self.lr * self._y_alt, out=self._xw_alt)
         if self.check_finite and not bool(cupy.isfinite(self._xw_alt).all()):
             node = int(cupy.argmax(~cupy.isfinite(self._xw_alt).all(axis=1)))
