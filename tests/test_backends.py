@@ -134,3 +134,21 @@ def test_cuda_kernels_compile(tmp_path):
     out = subprocess.run(["nvcc", "-c", "-std=c++14", "--fmad=false", src, "-o", str(tmp_path / "k.o")],
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
+
+
+def test_cuda_kernels_compile_with_nvrtc():
+    """The exact compile the CuPy backend does at run time (NVRTC, same options), without needing a device."""
+    nvrtc = pytest.importorskip("cupy_backends.cuda.libs.nvrtc", reason="CuPy (with NVRTC) not installed")
+    import rowstoch_fast
+
+    with open(os.path.join(os.path.dirname(rowstoch_fast.__file__), "kernels.cu")) as f:
+        src = f.read()
+    try:
+        prog = nvrtc.createProgram(src, "kernels.cu", [], [])
+    except Exception as exc:  # noqa: BLE001 - NVRTC library missing
+        pytest.skip(f"NVRTC unavailable: {exc}")
+    try:
+        nvrtc.compileProgram(prog, ["-std=c++14", "--fmad=false", "-arch=compute_80"])
+    except Exception:  # noqa: BLE001 - show the compiler log
+        pytest.fail(nvrtc.getProgramLog(prog))
+    assert len(nvrtc.getPTX(prog)) > 0
