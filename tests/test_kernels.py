@@ -160,3 +160,39 @@ def test_mix_power_rejects_negative_R(small):
     A, X = small
     with pytest.raises(ValueError, match="R must be >= 0"):
         _core.mix_power(*_args(A), X, -1)
+
+
+@given(csr_and_block(max_n=10, max_d=4), st.integers(1, 4), st.floats(1e-3, 1.0))
+def test_gt_y_phase_matches_numpy(case, R, lr):
+    A, X = case
+    rng = np.random.default_rng(len(A.data))
+    n, w = X.shape
+    dt = X.dtype
+    x, y, gn, go = (rng.standard_normal((n, w)).astype(dt) for _ in range(4))
+    sn, so = (rng.uniform(0.5, 2.0, n).astype(dt) for _ in range(2))
+    y_out, xw, psi, work = (np.empty((n, w), dt) for _ in range(4))
+    finite = _core.gt_y_phase(*_args(A), R, lr, x, y, gn, go, sn, so, y_out, xw, psi, work)
+    D = A.toarray().astype(np.float64)
+    ref_y = np.linalg.matrix_power(D, R) @ (y + sn[:, None] * gn - so[:, None] * go).astype(np.float64)
+    scale = 1 + np.abs(ref_y).max(initial=0) * max(1.0, np.abs(D).sum(1).max(initial=0)) ** R
+    assert finite
+    np.testing.assert_allclose(y_out, ref_y, rtol=tol(dt) * 10, atol=tol(dt) * 10 * scale)
+    np.testing.assert_allclose(xw, x - np.asarray(lr, dt) * y_out, rtol=tol(dt), atol=tol(dt) * scale)
+
+
+@given(csr_and_block(max_n=9, max_d=1), st.integers(1, 3), st.integers(1, 6), st.integers(1, 4))
+def test_diag_powers_match_reference(case, stride, records, block):
+    A, _ = case
+    A = A.astype(np.float64)
+    A.data[:] = np.abs(A.data) / 3.0
+    diags, steps = _core.diag_powers(*_args(A), stride, records, block)
+    ref = _reference.diag_powers(A.toarray(), records - 1, stride)
+    np.testing.assert_allclose(diags, ref, rtol=1e-12, atol=1e-14)
+    assert 0 <= steps <= (records - 1) * stride
+
+
+def test_gt_y_phase_flags_non_finite():
+    A = sp.csr_array(np.array([[0.5, 0.5], [0.25, 0.75]]))
+    z = [np.zeros((2, 1)) for _ in range(8)]
+    z[1][1, 0] = np.inf  # y
+    assert not _core.gt_y_phase(*_args(A), 1, 0.1, z[0], z[1], z[2], z[3], np.ones(2), np.ones(2), z[4], z[5], z[6], z[7])
