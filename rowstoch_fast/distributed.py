@@ -390,8 +390,59 @@ class DistributedPullDiagGT(PullDiagGT):
         self._to_internal(np.asarray(array), buf)
         return self._gather(buf)
 
+    def _gather_internal(self, buf):
+        """Gather a node-major block into the full node-major (n, reps*d) array on rank 0."""
+        full = self._gather(buf)
+        if full is None:
+            return None
+        return np.ascontiguousarray(full.swapaxes(0, 1).reshape(self.n, -1)) if full.ndim == 3 else full
+
     def state_dict(self):
-        raise NotImplementedError("state_dict is not available for backend='mpi' yet; gather_x() gives the iterate")
+        """Collective: the single-process :meth:`PullDiagGT.state_dict` of the whole network, on rank 0.
+
+        Every rank must call it; rank 0 gets the dict (the same format as a
+        single-process run, so either backend can resume it), the others ``None``.
+        """
+        blocks = {name: self._gather_internal(getattr(self, "_" + name)) for name in ("x", "y", "g", "xw")}
+        if self.comm.Get_rank() != 0:
+            return None
+        c = self._A.csr
+        shape = tuple(self._reps_shape[:-2]) + (self.n, self._d)
+        return {
+            "format": np.array("rowstoch_fast.PullDiagGT/1"),
+            "indptr": c.indptr.copy(), "indices": c.indices.copy(), "data": c.data.copy(),
+            "shape": np.array(shape, dtype=np.int64),
+            "lr": np.array(self.lr), "rounds": np.array(self.rounds), "tracker": np.array(self._tracker_kind),
+            "iteration": np.array(self.iteration), "initialized": np.array(self._initialized),
+            "check_finite": np.array(self.check_finite), **blocks,
+        }
+
+    @classmethod
+    def from_state_dict(cls, state, A=None, *, lr=None, comm=None, partition=None):
+        """Collective: continue a saved run (from either backend) with the nodes partitioned over the ranks.
+
+        Every rank passes the same ``state`` (e.g. each loads the same ``.npz``).
+        """
+        import scipy.sparse as sp
+
+        data, indptr = np.asarray(state["data"]), np.asarray(state["indptr"])
+        n = indptr.size - 1
+        if A is None:
+            A = MixingMatrix(sp.csr_array((data, np.asarray(state["indices"]), indptr), shape=(n, n)))
+        shape = tuple(int(v) for v in state["shape"])
+        reps, d = (shape[0] if len(shape) == 3 else 1), shape[-1]
+        x_full = np.asarray(state["x"]).reshape(n, reps, d)
+        x0 = x_full.swapaxes(0, 1) if len(shape) == 3 else x_full[:, 0, :]
+        opt = cls(A, x0, float(state["lr"]) if lr is None else lr, int(state["rounds"]), str(state["tracker"]),
+                  check_finite=bool(state.get("check_finite", True)), comm=comm, partition=partition)
+        rows = opt.local_nodes
+        for name in ("x", "y", "g", "xw"):
+            getattr(opt, "_" + name)[...] = np.asarray(state[name])[rows]
+        opt.iteration = int(state["iteration"])
+        opt._initialized = bool(state.get("initialized", True))
+        if lr is not None:
+            np.subtract(opt._x, opt.lr * opt._y, out=opt._xw)
+        return opt
 
     def __repr__(self):
         return (f"DistributedPullDiagGT(n={self.n}, rank={self.comm.Get_rank()}/{self.comm.Get_size()}, "

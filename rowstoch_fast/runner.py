@@ -195,7 +195,13 @@ def _record(opt, objective, oracle, rows, t0_wall):
 
 
 def _save_checkpoint(path, opt, oracle, rows, meta, wall_offset):
-    state = {"opt/" + k: v for k, v in opt.state_dict().items()}
+    if _is_distributed(opt):  # collective: gather the state, rank 0 writes
+        opt_state, last = opt.state_dict(), (opt.gather(oracle.last) if oracle.last is not None else None)
+        if opt.comm.Get_rank() != 0:
+            return
+    else:
+        opt_state, last = opt.state_dict(), oracle.last
+    state = {"opt/" + k: v for k, v in opt_state.items()}
     state.update({
         "format": np.array(CHECKPOINT_FORMAT),
         "oracle_iteration": np.array(oracle.iteration),
@@ -205,8 +211,10 @@ def _save_checkpoint(path, opt, oracle, rows, meta, wall_offset):
         "meta": np.array(json.dumps(meta, default=_json_default)),
         "wall_offset": np.array(wall_offset),
     })
-    if oracle.last is not None:
-        state["oracle_last"] = np.asarray(oracle.last)
+    if last is not None:
+        from .cuda import to_cpu
+
+        state["oracle_last"] = to_cpu(last)
     tmp = f"{path}.tmp-{os.getpid()}"
     with open(tmp, "wb") as f:
         np.savez(f, **state)
@@ -223,7 +231,12 @@ def _load_checkpoint(path, algorithm):
     if str(data.get("format")) != CHECKPOINT_FORMAT:
         raise ValueError(f"resume: {path!r} is not a rowstoch_fast checkpoint")
     state = {k[4:]: v for k, v in data.items() if k.startswith("opt/")}
-    opt = PullDiagGT.from_state_dict(state, A=algorithm.A)
+    if algorithm.backend == "mpi":
+        from .distributed import DistributedPullDiagGT
+
+        opt = DistributedPullDiagGT.from_state_dict(state, A=algorithm.A)
+    else:
+        opt = PullDiagGT.from_state_dict(state, A=algorithm.A)
     if opt.rounds != algorithm.rounds or opt.lr != algorithm.lr or opt.tracker.kind != algorithm.tracker:
         raise ValueError("resume: the checkpoint was written by a different algorithm (lr, rounds or tracker differ)")
     rows = [tuple(r) for r in json.loads(str(data["rows"]))]
@@ -289,13 +302,17 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
             "n": algorithm.A.n, "objective": type(objective).__name__, "iterations": iterations, "repeats": repeats,
             "seed": seed, "record_every": record_every}
     distributed = algorithm.backend == "mpi"
-    if distributed and (checkpoint or resume):
-        raise ValueError("checkpoint and resume are not available with backend='mpi' yet")
+    if algorithm.backend == "cupy" and (checkpoint or resume):
+        raise ValueError("checkpoint and resume are not available with backend='cupy' yet")
     oracle = objective.oracle(seed=seed, batches=algorithm.rounds)
     if resume is not None:
-        opt, data, rows = _load_checkpoint(resume, algorithm)
+        opt, data, rows = _load_checkpoint(resume, algorithm)  # under MPI every rank reads the file
+        if distributed:
+            oracle = objective.oracle(seed=seed, batches=algorithm.rounds, nodes=opt.local_nodes)
+            progress = progress and opt.comm.Get_rank() == 0
         oracle.iteration = int(data["oracle_iteration"])
-        oracle.last = data.get("oracle_last")
+        last = data.get("oracle_last")
+        oracle.last = last[..., opt.local_nodes, :] if distributed and last is not None else last
         wall_offset = float(data["wall_offset"])
     else:
         x0 = objective.x0() if x0 is None else np.asarray(x0, dtype=np.float64)

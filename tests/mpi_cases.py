@@ -110,6 +110,19 @@ def case_grad_error(out):
         np.savez(out, outcomes=np.array(outcomes))
 
 
+def case_checkpoint(out):
+    from rowstoch_fast import Algorithm, run
+
+    f = NonconvexLogistic.synthetic(8, total=1600, batch=20, seed=0)
+    algo = Algorithm(topology.exponential(8), lr=0.05, rounds=2, backend="mpi")
+    ck = out + ".ck.npz"
+    run(algo, f, 20, record_every=5, repeats=2, progress=False, checkpoint=ck)
+    h = run(algo, f, 40, record_every=5, repeats=2, progress=False, resume=ck)
+    if rank == 0:
+        cols = ["iteration", "grad_norm", "loss", "consensus_error", "descent_deviation"]
+        np.savez(out, frame=h.frame[cols].to_numpy(float))
+
+
 def case_cli(out):
     from rowstoch_fast import cli
 
