@@ -232,9 +232,7 @@ class CupyPullDiagGT(_stepper_base()):
         self._to_internal(G, out)
         if self.check_finite and not bool(cupy.isfinite(out).all()):
             node = int(cupy.argmax(~cupy.isfinite(out).all(axis=1)))
-            raise DivergenceError(f"grad_fn returned a non-finite gradient at iteration {iteration}, first at node {node}; "
-                                  f"the optimizer keeps its last finite state (iteration {self.iteration})",
-                                  iteration=iteration, node=node, what="gradient")
+            raise DivergenceError.gradient(iteration, node, self.iteration)
 
     def initialize(self, grad_fn):
         """Set ``y_0 = g_0 = grad_fn(x_0)`` (done by the first :meth:`step` if not called)."""
@@ -262,9 +260,7 @@ class CupyPullDiagGT(_stepper_base()):
         cupy.subtract(self._x_alt, self.lr * self._y_alt, out=self._xw_alt)
         if self.check_finite and not bool(cupy.isfinite(self._xw_alt).all()):
             node = int(cupy.argmax(~cupy.isfinite(self._xw_alt).all(axis=1)))
-            raise DivergenceError(f"iterates became non-finite at iteration {t + 1}, first at node {node}; "
-                                  f"the optimizer keeps its last finite state (iteration {t})",
-                                  iteration=t + 1, node=node, what="iterate")
+            raise DivergenceError.iterate(t + 1, node, self.lr)
         (self._x, self._x_alt, self._y, self._y_alt, self._g, self._g_alt, self._xw, self._xw_alt, self.iteration) = (
             self._x_alt, self._x, self._y_alt, self._y, self._g_alt, self._g, self._xw_alt, self._xw, t + 1)
         return self

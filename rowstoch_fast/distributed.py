@@ -323,10 +323,7 @@ class DistributedPullDiagGT(PullDiagGT):
         if self.check_finite:
             bad = self._first_bad_global(out)
             if bad >= 0:
-                raise DivergenceError(
-                    f"grad_fn returned a non-finite gradient at iteration {iteration}, first at node {bad}; "
-                    f"the optimizer keeps its last finite state (iteration {self.iteration})",
-                    iteration=iteration, node=bad, what="gradient")
+                raise DivergenceError.gradient(iteration, bad, self.iteration)
 
     def initialize(self, grad_fn):
         if self._initialized:
@@ -351,10 +348,7 @@ class DistributedPullDiagGT(PullDiagGT):
         finite = _core.gt_descent_input(self._x_alt, self._y_alt, self.lr, self._xw_alt)
         if self.check_finite and not self.comm.allreduce(finite, op=_mpi().LAND):
             bad = self._first_bad_global(self._x_alt, self._y_alt, self._xw_alt)
-            raise DivergenceError(
-                f"iterates became non-finite at iteration {t + 1}, first at node {bad} (lr = {self.lr} too large?); "
-                f"the optimizer keeps its last finite state (iteration {t})",
-                iteration=t + 1, node=bad, what="iterate")
+            raise DivergenceError.iterate(t + 1, bad, self.lr)
         (self._x, self._x_alt, self._y, self._y_alt, self._g, self._g_alt, self._xw, self._xw_alt, self.iteration) = (
             self._x_alt, self._x, self._y_alt, self._y, self._g_alt, self._g, self._xw_alt, self._xw, t + 1)
         return self

@@ -39,6 +39,20 @@ class DivergenceError(FloatingPointError):
         self.node = node
         self.what = what
 
+    @classmethod
+    def gradient(cls, iteration, node, kept):
+        """``grad_fn`` returned NaN/Inf at ``iteration`` for ``node``; the state of iteration ``kept`` is kept."""
+        return cls(f"grad_fn returned a non-finite gradient at iteration {iteration}, first at node {node}; "
+                   f"the optimizer keeps its last finite state (iteration {kept})",
+                   iteration=iteration, node=int(node), what="gradient")
+
+    @classmethod
+    def iterate(cls, iteration, node, lr):
+        """``x`` or ``y`` became NaN/Inf at ``iteration`` (first at ``node``); the previous state is kept."""
+        return cls(f"iterates became non-finite at iteration {iteration}, first at node {node} (lr = {lr} too large?); "
+                   f"the optimizer keeps its last finite state (iteration {iteration - 1})",
+                   iteration=iteration, node=int(node), what="iterate")
+
 
 class StepperBase:
     """What the CPU, MPI and CuPy steppers share: the public state and the layout.
@@ -221,11 +235,7 @@ class PullDiagGT(StepperBase):
         if self.check_finite:
             row = _core.first_nonfinite(out)
             if row >= 0:
-                raise DivergenceError(
-                    f"grad_fn returned a non-finite gradient at iteration {iteration}, first at node {row}; "
-                    f"the optimizer keeps its last finite state (iteration {self.iteration})",
-                    iteration=iteration, node=int(row), what="gradient",
-                )
+                raise DivergenceError.gradient(iteration, row, self.iteration)
 
     def initialize(self, grad_fn):
         """Set ``y_0 = g_0 = grad_fn(x_0)`` (done by the first :meth:`step` if not called)."""
@@ -281,11 +291,7 @@ class PullDiagGT(StepperBase):
         if not finite and self.check_finite:
             rows = [r for r in (_core.first_nonfinite(self._x_alt), _core.first_nonfinite(self._y_alt)) if r >= 0]
             bad = min(rows) if rows else _core.first_nonfinite(self._xw_alt)
-            raise DivergenceError(
-                f"iterates became non-finite at iteration {t + 1}, first at node {bad} (lr = {self.lr} too large?); "
-                f"the optimizer keeps its last finite state (iteration {t})",
-                iteration=t + 1, node=int(bad), what="iterate",
-            )
+            raise DivergenceError.iterate(t + 1, bad, self.lr)
         # Commit in one statement with no calls (no signal can land half-way), so a
         # Ctrl-C or an exception anywhere above leaves the previous state intact.
         (self._x, self._x_alt, self._y, self._y_alt, self._g, self._g_alt, self._xw, self._xw_alt, self.iteration) = (
