@@ -45,6 +45,14 @@ void gt_tracker_input(std::int64_t n, std::int64_t w, const T* __restrict y, con
     });
 }
 
+// flag <- 1 from any thread (a plain store would be a data race under OpenMP).
+inline void raise_flag(int& flag) {
+#ifdef _OPENMP
+#pragma omp atomic write
+#endif
+    flag = 1;
+}
+
 // xw[lo:hi] <- x[lo:hi] - lr y[lo:hi] (rows of width w); true if any entry is NaN or Inf.
 template <class T>
 inline bool descent_rows(std::int64_t w, T lr, const T* __restrict x, const T* __restrict y, T* __restrict xw,
@@ -78,12 +86,7 @@ bool gt_tracker_mix(const I Ap[], const I Aj[], const T Ax[], std::int64_t n, st
     int bad = 0;
     for_rows(Ap, n, threads, [&](std::int64_t lo, std::int64_t hi) {
         csr_mix_rows(Ap, Aj, Ax, src, w, lo, hi, y);
-        if (descent_rows(w, lr, x, y, xw, lo, hi)) {
-#ifdef _OPENMP
-#pragma omp atomic write
-#endif
-            bad = 1;
-        }
+        if (descent_rows(w, lr, x, y, xw, lo, hi)) raise_flag(bad);
     });
     return bad == 0;
 }
@@ -94,12 +97,7 @@ bool gt_descent_input(std::int64_t n, std::int64_t w, T lr, const T* __restrict 
                       T* __restrict xw) {
     int bad = 0;
     for_range(n, threads_for(n * w), [&](std::int64_t lo, std::int64_t hi) {
-        if (descent_rows(w, lr, x, y, xw, lo, hi)) {
-#ifdef _OPENMP
-#pragma omp atomic write
-#endif
-            bad = 1;
-        }
+        if (descent_rows(w, lr, x, y, xw, lo, hi)) raise_flag(bad);
     });
     return bad == 0;
 }
