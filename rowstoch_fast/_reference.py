@@ -111,3 +111,91 @@ def pull_diag_gt(A, x0, lr, grad_fn, T, R=1):
         xs.append(x.copy())
         ys.append(y.copy())
     return xs, ys
+
+
+# ----------------------------------------------------------------- objectives
+_MASK64 = (1 << 64) - 1
+_GOLDEN = 0x9E3779B97F4A7C15
+
+
+def _mix64(z):
+    """SplitMix64's finaliser on Python integers."""
+    z = (z + _GOLDEN) & _MASK64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
+    return z ^ (z >> 31)
+
+
+def stream_key(seed, rep, node, iteration, batch):
+    """Key of the random stream of one mini-batch: mix64 folded over (seed, rep, node, iteration, batch)."""
+    k = _mix64(seed)
+    for v in (rep, node, iteration, batch):
+        k = _mix64(k ^ v)
+    return k
+
+
+def minibatch(key, M, B):
+    """The B sample indices (in draw order) of the mini-batch with stream ``key``, out of M.
+
+    A partial Fisher-Yates shuffle of ``range(M)``; step b swaps position b with
+    b + u, u uniform in [0, M - b) by Lemire's multiply-shift with rejection on
+    32-bit draws (low half, then high half of each 64-bit output
+    ``mix64(key + k * golden)``, k = 1, 2, ...) or on 64-bit draws for bounds of
+    2^32 and more.
+    """
+    counter, spare = 0, None
+
+    def next64():
+        nonlocal counter
+        counter += 1
+        return _mix64((key + _GOLDEN * counter) & _MASK64)
+
+    def next32():
+        nonlocal spare
+        if spare is not None:
+            out, spare = spare >> 32, None
+            return out
+        spare = next64()
+        return spare & 0xFFFFFFFF
+
+    def below(bound):
+        if bound < 1 << 32:
+            while True:
+                m = next32() * bound
+                if (m & 0xFFFFFFFF) >= ((1 << 32) - bound) % bound:
+                    return m >> 32
+        while True:
+            m = next64() * bound
+            if (m & _MASK64) >= ((1 << 64) - bound) % bound:
+                return m >> 64
+
+    perm = list(range(M))
+    for b in range(B):
+        k = b + below(M - b)
+        perm[b], perm[k] = perm[k], perm[b]
+    return perm[:B]
+
+
+def logistic_gradient(H, Y, rho, x):
+    """Gradient of (1/|S|) sum_l ln(1 + exp(-y_l h_l^T x)) + rho sum_j x_j^2 / (1 + x_j^2) over the rows given."""
+    coef = -Y / (1.0 + np.exp(Y * (H @ x)))
+    return (coef[:, None] * H).mean(0) + rho * 2 * x / (1 + x * x) ** 2
+
+
+def logistic_stochastic_gradient(H, Y, n, rho, X, B, iteration, seed=0, batches=1, rep_offset=0):
+    """Eq. (14b)'s stochastic gradients: node i of repetition r averages ``batches`` mini-batches of B of its M samples.
+
+    ``X`` is (reps, n, d); node i owns rows [i M, (i + 1) M) of H and Y.
+    """
+    X = np.asarray(X, dtype=np.float64)
+    M = H.shape[0] // n
+    G = np.empty_like(X)
+    for r in range(X.shape[0]):
+        for i in range(n):
+            Hi, Yi = H[i * M:(i + 1) * M], Y[i * M:(i + 1) * M]
+            parts = []
+            for t in range(batches):
+                idx = minibatch(stream_key(seed, r + rep_offset, i, iteration, t), M, B)
+                parts.append(logistic_gradient(Hi[idx], Yi[idx], 0.0, X[r, i]))
+            G[r, i] = np.mean(parts, axis=0) + rho * 2 * X[r, i] / (1 + X[r, i] ** 2) ** 2
+    return G

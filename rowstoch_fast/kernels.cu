@@ -48,11 +48,40 @@ __device__ __forceinline__ u64 stream_key(u64 seed, u64 rep, u64 node, u64 itera
     return mix64(k ^ batch);
 }
 
+// The CPU's Stream: next() = mix64(key + k * golden); bounds below 2^32 take
+// 32-bit draws, the low then the high half of one output.
+struct Stream {
+    u64 key, counter, spare;
+    bool has_spare;
+};
+
+__device__ __forceinline__ u64 stream_next(Stream* s) {
+    s->counter += 1;
+    return mix64(s->key + 0x9E3779B97F4A7C15ULL * s->counter);
+}
+
+__device__ __forceinline__ unsigned stream_next32(Stream* s) {
+    if (s->has_spare) {
+        s->has_spare = false;
+        return (unsigned)(s->spare >> 32);
+    }
+    s->spare = stream_next(s);
+    s->has_spare = true;
+    return (unsigned)s->spare;
+}
+
 // Uniform integer in [0, bound): Lemire's multiply-shift with rejection (as on the CPU).
-__device__ __forceinline__ u64 below(u64 key, u64* counter, u64 bound) {
+__device__ __forceinline__ u64 below(Stream* s, u64 bound) {
+    if (bound <= 0xFFFFFFFFULL) {
+        const unsigned b32 = (unsigned)bound;
+        for (;;) {
+            const u64 m = (u64)stream_next32(s) * b32;
+            const unsigned lo = (unsigned)m;
+            if (lo >= b32 || lo >= (0U - b32) % b32) return m >> 32;
+        }
+    }
     for (;;) {
-        *counter += 1;
-        u64 x = mix64(key + 0x9E3779B97F4A7C15ULL * (*counter));
+        u64 x = stream_next(s);
         u64 lo = x * bound;
         if (lo >= bound || lo >= (0ULL - bound) % bound) return __umul64hi(x, bound);
     }
@@ -80,10 +109,9 @@ __device__ void logistic_grad_impl(const T* __restrict__ H, const T* __restrict_
     const T* Yi = Yl + node * M;
     const T weight = T(1) / T(B * batches);
     for (i64 r = 0; r < batches; ++r) {
-        u64 key = stream_key(seed, (u64)(rep + rep_offset), (u64)node, iteration, (u64)r);
-        u64 counter = 0;
+        Stream s = {stream_key(seed, (u64)(rep + rep_offset), (u64)node, iteration, (u64)r), 0, 0, false};
         for (i64 b = 0; b < B; ++b) {
-            i64 k = b + (i64)below(key, &counter, (u64)(M - b));
+            i64 k = b + (i64)below(&s, (u64)(M - b));
             swaps[b] = k;
             i64 t = perm[b]; perm[b] = perm[k]; perm[k] = t;
         }

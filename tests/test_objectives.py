@@ -2,8 +2,10 @@
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from rowstoch_fast import _core
+from rowstoch_fast import _core, _reference
 from rowstoch_fast.objectives import LeastSquares, NonconvexLogistic, Quadratic
 
 
@@ -52,6 +54,37 @@ def test_full_gradient_is_the_gradient_of_the_loss(small):
         e[j] = eps
         fd = (small.loss(x + e) - small.loss(x - e)) / (2 * eps)
         np.testing.assert_allclose(G[:, j], fd, rtol=1e-6, atol=1e-9)
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(1, 3), M=st.integers(1, 40), d=st.sampled_from([1, 2, 5, 10, 16, 17, 23]),
+       batch_frac=st.floats(0.0, 1.0), batches=st.integers(1, 3), reps=st.integers(1, 2),
+       seed=st.integers(0, 2**64 - 1), iteration=st.integers(0, 2**64 - 1), rep_offset=st.integers(0, 5))
+def test_stochastic_gradient_matches_the_reference_transcription(n, M, d, batch_frac, batches, reps, seed, iteration,
+                                                                 rep_offset):
+    """Same mini-batches as _reference.minibatch (the streams written out in Python), same gradients.
+
+    Covers compile-time row lengths (d <= 16) and run-time ones, and both ways the
+    kernel puts its permutation back between mini-batches (M <= 4 B and M > 4 B).
+    """
+    B = max(1, round(batch_frac * M))
+    rng = np.random.default_rng(M * 1000 + d)
+    H = rng.standard_normal((n * M, d))
+    Y = np.where(rng.random(n * M) < 0.5, -1.0, 1.0)
+    X = rng.standard_normal((reps, n, d))
+    G = _core.logistic_grad(H, Y, n, 0.01, X, B, batches, seed, iteration, rep_offset)
+    want = _reference.logistic_stochastic_gradient(H, Y, n, 0.01, X, B, iteration, seed, batches, rep_offset)
+    np.testing.assert_allclose(G, want, rtol=1e-11, atol=1e-13)
+
+
+def test_minibatch_reference_draws_a_uniform_subset():
+    """The reference sampler itself: B distinct indices, each index equally likely."""
+    counts = np.zeros(7)
+    for t in range(7000):
+        idx = _reference.minibatch(_reference.stream_key(1, 0, 0, t, 0), 7, 3)
+        assert len(set(idx)) == 3 and all(0 <= i < 7 for i in idx)
+        counts[idx] += 1
+    np.testing.assert_allclose(counts / 7000, 3 / 7, atol=0.03)
 
 
 def test_stochastic_gradient_is_unbiased_and_a_true_minibatch(small):

@@ -12,7 +12,9 @@
 
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
+#include <utility>
 
 #include "parallel.hpp"
 
@@ -27,12 +29,31 @@ inline std::uint64_t mix64(std::uint64_t z) {
 }
 
 // A small counter-based stream: state = key, next() = mix64(key + k * golden).
+// Bounds below 2^32 take 32-bit draws, the low then the high half of one output.
 struct Stream {
-    std::uint64_t key, counter = 0;
+    std::uint64_t key, counter = 0, spare = 0;
+    bool has_spare = false;
     explicit Stream(std::uint64_t k) : key(k) {}
     std::uint64_t next() { return mix64(key + 0x9E3779B97F4A7C15ULL * (++counter)); }
+    std::uint32_t next32() {
+        if (has_spare) {
+            has_spare = false;
+            return static_cast<std::uint32_t>(spare >> 32);
+        }
+        spare = next();
+        has_spare = true;
+        return static_cast<std::uint32_t>(spare);
+    }
     // Uniform integer in [0, bound) (Lemire's multiply-shift with rejection: unbiased).
     std::uint64_t below(std::uint64_t bound) {
+        if (bound <= 0xFFFFFFFFULL) {
+            const std::uint32_t b32 = static_cast<std::uint32_t>(bound);
+            for (;;) {
+                const std::uint64_t m = static_cast<std::uint64_t>(next32()) * b32;
+                const std::uint32_t lo = static_cast<std::uint32_t>(m);
+                if (lo >= b32 || lo >= (0U - b32) % b32) return m >> 32;
+            }
+        }
         for (;;) {
             const std::uint64_t x = next();
             const unsigned __int128 m = static_cast<unsigned __int128>(x) * bound;
@@ -41,6 +62,15 @@ struct Stream {
         }
     }
 };
+
+// A hint to bring the cache line holding p into cache (no effect on results).
+inline void prefetch(const void* p) {
+#if defined(__GNUC__) || defined(__clang__)
+    __builtin_prefetch(p, 0, 3);
+#else
+    (void)p;
+#endif
+}
 
 inline std::uint64_t stream_key(std::uint64_t seed, std::uint64_t rep, std::uint64_t node,
                                 std::uint64_t iteration, std::uint64_t batch) {
@@ -67,9 +97,24 @@ inline T dot2(const T* h, const T* x, std::int64_t d) {
 // out[:] += weight * (logistic-loss gradient at x over the samples idx[0..count)).
 // Three passes over chunks of samples (margins, coefficients, accumulation), so
 // the exp/divide of one sample does not wait on the dot product of the last.
-template <class T>
-inline void logistic_accumulate(const T* H, const T* Y, std::int64_t d, const T* x, const std::int64_t* idx,
-                                std::int64_t count, T weight, T* out) {
+// D > 0 is the row length d known at compile time: x and the sums then live in
+// registers (no store-to-load chain through `out` from one sample to the next);
+// D = 0 takes d at run time.  Both add in the same order.
+// side(b) is called once for each b in [0, count), from the coefficient pass: the
+// caller's independent work (drawing the next mini-batch) runs in the shadow of
+// the exp/divide latency.
+template <int D, class T, class Side>
+inline void logistic_accumulate(const T* H, const T* Y, std::int64_t d_runtime, const T* x_in,
+                                const std::int64_t* idx, std::int64_t count, T weight, T* out, Side&& side) {
+    const std::int64_t d = D > 0 ? D : d_runtime;
+    T x_reg[D > 0 ? D : 1], acc_reg[D > 0 ? D : 1];
+    const T* x = x_in;
+    T* acc = out;
+    if (D > 0) {
+        for (std::int64_t j = 0; j < d; ++j) x_reg[j] = x_in[j], acc_reg[j] = out[j];
+        x = x_reg;
+        acc = acc_reg;
+    }
     constexpr std::int64_t kBlock = 64;
     T coef[kBlock];
     for (std::int64_t b0 = 0; b0 < count; b0 += kBlock) {
@@ -78,12 +123,39 @@ inline void logistic_accumulate(const T* H, const T* Y, std::int64_t d, const T*
         for (std::int64_t b = 0; b < nb; ++b) {
             const T yb = Y[idx[b0 + b]];
             coef[b] = -yb / (T(1) + std::exp(coef[b])) * weight;  // coef held y h^T x
+            side(b0 + b);
         }
         for (std::int64_t b = 0; b < nb; ++b) {
             const T* h = H + idx[b0 + b] * d;
             const T c = coef[b];
-            for (std::int64_t j = 0; j < d; ++j) out[j] += c * h[j];
+            for (std::int64_t j = 0; j < d; ++j) acc[j] += c * h[j];
         }
+    }
+    if (D > 0)
+        for (std::int64_t j = 0; j < d; ++j) out[j] = acc_reg[j];
+}
+
+// Calls f(std::integral_constant<int, D>{}) with D = d for 1 <= d <= 16, else D = 0.
+template <class F>
+inline void with_row_length(std::int64_t d, F&& f) {
+    switch (d) {
+        case 1: return f(std::integral_constant<int, 1>{});
+        case 2: return f(std::integral_constant<int, 2>{});
+        case 3: return f(std::integral_constant<int, 3>{});
+        case 4: return f(std::integral_constant<int, 4>{});
+        case 5: return f(std::integral_constant<int, 5>{});
+        case 6: return f(std::integral_constant<int, 6>{});
+        case 7: return f(std::integral_constant<int, 7>{});
+        case 8: return f(std::integral_constant<int, 8>{});
+        case 9: return f(std::integral_constant<int, 9>{});
+        case 10: return f(std::integral_constant<int, 10>{});
+        case 11: return f(std::integral_constant<int, 11>{});
+        case 12: return f(std::integral_constant<int, 12>{});
+        case 13: return f(std::integral_constant<int, 13>{});
+        case 14: return f(std::integral_constant<int, 14>{});
+        case 15: return f(std::integral_constant<int, 15>{});
+        case 16: return f(std::integral_constant<int, 16>{});
+        default: return f(std::integral_constant<int, 0>{});
     }
 }
 
@@ -96,10 +168,49 @@ inline void regulariser_grad(std::int64_t d, T rho, const T* x, T* out) {
     }
 }
 
+inline void no_side_job(std::int64_t) {}
+
+// A mini-batch drawn step by step: a partial Fisher-Yates shuffle of perm (the
+// identity [0, M) on entry).  After step(b), perm[b] is the mini-batch's b-th
+// sample (later steps only touch positions > b), and its row is prefetched so
+// that it is in cache when the gradient reads it.
+template <class T>
+struct MinibatchDraw {
+    Stream s;
+    std::int64_t M, d;
+    std::int64_t* perm;
+    std::int64_t* swaps;  // position swapped with at each step, to undo the shuffle
+    const T* Hi;
+
+    void step(std::int64_t b) {
+        const std::int64_t k = b + static_cast<std::int64_t>(s.below(static_cast<std::uint64_t>(M - b)));
+        swaps[b] = k;
+        std::swap(perm[b], perm[k]);
+        const char* row = reinterpret_cast<const char*>(Hi + perm[b] * d);
+        const std::int64_t row_bytes = d * static_cast<std::int64_t>(sizeof(T));
+        for (std::int64_t off = 0; off < row_bytes; off += 64) prefetch(row + off);
+        prefetch(row + row_bytes - 1);
+    }
+};
+
+// Puts perm back to the identity after a B-step draw: rewrite it when M is small
+// next to B, else undo the B swaps in reverse.
+inline void restore_identity(std::int64_t* perm, const std::int64_t* swaps, std::int64_t M, std::int64_t B) {
+    if (M <= 4 * B) {
+        for (std::int64_t l = 0; l < M; ++l) perm[l] = l;
+    } else {
+        for (std::int64_t b = B - 1; b >= 0; --b) std::swap(perm[b], perm[swaps[b]]);
+    }
+}
+
 // Stochastic gradients: X and G are (reps, m, d) for m nodes; each node averages
 // `batches` independent mini-batches of B samples drawn without replacement
 // (eq. 14b).  Row block r of X is repetition rep_offset + r; row i of a block is
 // global node node_ids[i] (or i when node_ids is null), whose data is H[node M ..].
+// Each thread works through its (row, mini-batch) tasks in order and draws the
+// next task's mini-batch while it differentiates the current one (two
+// permutation buffers in turn): the draws and the random row reads overlap the
+// arithmetic.  The draws depend only on their stream key, not on this schedule.
 template <class T>
 void logistic_stochastic_grad(const T H[], const T Y[], std::int64_t m, const std::int64_t* node_ids,
                               std::int64_t M, std::int64_t d, T rho, const T X[], std::int64_t reps,
@@ -107,31 +218,44 @@ void logistic_stochastic_grad(const T H[], const T Y[], std::int64_t m, const st
                               std::uint64_t iteration, std::int64_t rep_offset, T G[]) {
     const std::int64_t rows = reps * m;
     const int threads = threads_for(rows * B * batches * d);
+    with_row_length(d, [&](auto D) {
     for_range(rows, threads, [&](std::int64_t lo, std::int64_t hi) {
-        std::vector<std::int64_t> perm(static_cast<std::size_t>(M));  // identity between uses
-        for (std::int64_t l = 0; l < M; ++l) perm[l] = l;
-        std::vector<std::int64_t> swaps(static_cast<std::size_t>(B));
-        for (std::int64_t row = lo; row < hi; ++row) {
-            const std::int64_t rep = row / m;
-            const std::int64_t node = node_ids ? node_ids[row % m] : row % m;
+        std::vector<std::int64_t> perm(static_cast<std::size_t>(2 * M)), swaps(static_cast<std::size_t>(2 * B));
+        for (std::int64_t l = 0; l < 2 * M; ++l) perm[l] = l % M;
+        bool dirty[2] = {false, false};
+        const std::int64_t tasks = (hi - lo) * batches;  // (row, mini-batch) pairs, in order
+        auto node_of = [&](std::int64_t row) { return node_ids ? node_ids[row % m] : row % m; };
+        auto draw_for = [&](std::int64_t task) {
+            const int slot = static_cast<int>(task & 1);
+            if (dirty[slot]) restore_identity(perm.data() + slot * M, swaps.data() + slot * B, M, B);
+            dirty[slot] = true;
+            const std::int64_t row = lo + task / batches, node = node_of(row);
+            const std::uint64_t rep = static_cast<std::uint64_t>(row / m + rep_offset);
+            return MinibatchDraw<T>{Stream(stream_key(seed, rep, node, iteration, task % batches)), M, d,
+                                    perm.data() + slot * M, swaps.data() + slot * B, H + node * M * d};
+        };
+        if (tasks > 0) {
+            MinibatchDraw<T> first = draw_for(0);
+            for (std::int64_t b = 0; b < B; ++b) first.step(b);
+        }
+        for (std::int64_t task = 0; task < tasks; ++task) {
+            const std::int64_t row = lo + task / batches, r = task % batches, node = node_of(row);
             const T* x = X + row * d;
             T* g = G + row * d;
-            for (std::int64_t j = 0; j < d; ++j) g[j] = 0;
-            const T* Hi = H + node * M * d;
-            const T* Yi = Y + node * M;
-            for (std::int64_t r = 0; r < batches; ++r) {
-                Stream s(stream_key(seed, rep + rep_offset, node, iteration, r));
-                // partial Fisher-Yates: perm[0..B) becomes a uniform B-subset; undone afterwards
-                for (std::int64_t b = 0; b < B; ++b) {
-                    const std::int64_t k = b + static_cast<std::int64_t>(s.below(M - b));
-                    swaps[b] = k;
-                    std::swap(perm[b], perm[k]);
-                }
-                logistic_accumulate(Hi, Yi, d, x, perm.data(), B, T(1) / T(B * batches), g);
-                for (std::int64_t b = B - 1; b >= 0; --b) std::swap(perm[b], perm[swaps[b]]);
+            if (r == 0)
+                for (std::int64_t j = 0; j < d; ++j) g[j] = 0;
+            const std::int64_t* idx = perm.data() + (task & 1) * M;
+            const T weight = T(1) / T(B * batches);
+            if (task + 1 < tasks) {
+                MinibatchDraw<T> next = draw_for(task + 1);
+                logistic_accumulate<D>(H + node * M * d, Y + node * M, d, x, idx, B, weight, g,
+                                       [&](std::int64_t b) { next.step(b); });
+            } else {
+                logistic_accumulate<D>(H + node * M * d, Y + node * M, d, x, idx, B, weight, g, no_side_job);
             }
-            regulariser_grad(d, rho, x, g);
+            if (r == batches - 1) regulariser_grad(d, rho, x, g);
         }
+    });
     });
 }
 
@@ -140,6 +264,7 @@ template <class T>
 void logistic_full_grad(const T H[], const T Y[], std::int64_t m, const std::int64_t* node_ids, std::int64_t M,
                         std::int64_t d, T rho, const T X[], std::int64_t reps, T G[]) {
     const std::int64_t rows = reps * m;
+    with_row_length(d, [&](auto D) {
     for_range(rows, threads_for(rows * M * d), [&](std::int64_t lo, std::int64_t hi) {
         std::vector<std::int64_t> all(static_cast<std::size_t>(M));
         for (std::int64_t l = 0; l < M; ++l) all[l] = l;
@@ -147,9 +272,11 @@ void logistic_full_grad(const T H[], const T Y[], std::int64_t m, const std::int
             const std::int64_t node = node_ids ? node_ids[row % m] : row % m;
             T* g = G + row * d;
             for (std::int64_t j = 0; j < d; ++j) g[j] = 0;
-            logistic_accumulate(H + node * M * d, Y + node * M, d, X + row * d, all.data(), M, T(1) / T(M), g);
+            logistic_accumulate<D>(H + node * M * d, Y + node * M, d, X + row * d, all.data(), M, T(1) / T(M), g,
+                                   no_side_job);
             regulariser_grad(d, rho, X + row * d, g);
         }
+    });
     });
 }
 
