@@ -152,3 +152,66 @@ def test_cuda_kernels_compile_with_nvrtc():
     except Exception:  # noqa: BLE001 - show the compiler log
         pytest.fail(nvrtc.getProgramLog(prog))
     assert len(nvrtc.getPTX(prog)) > 0
+
+
+@pytest.fixture(scope="module")
+def cuda_on_host(tmp_path_factory):
+    """kernels.cu built for the host (tests/cuda_on_host.cpp): the CUDA logic, run without a GPU."""
+    import ctypes
+    import sysconfig
+
+    import rowstoch_fast
+
+    cxx = (sysconfig.get_config_var("CXX") or "c++").split()[0]
+    if shutil.which(cxx) is None:
+        pytest.skip(f"no C++ compiler ({cxx}) to build the host emulation of the CUDA kernels")
+    src = os.path.join(os.path.dirname(__file__), "cuda_on_host.cpp")
+    cu = os.path.join(os.path.dirname(rowstoch_fast.__file__), "kernels.cu")
+    lib = tmp_path_factory.mktemp("cuda_on_host") / "cuda_on_host.so"
+    out = subprocess.run([cxx, "-std=c++14", "-O1", "-ffp-contract=off", "-shared", "-fPIC", f'-DKERNELS_CU="{cu}"',
+                          src, "-o", str(lib)], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    return ctypes.CDLL(str(lib))
+
+
+def _ptr(a):
+    import ctypes
+
+    return ctypes.c_void_p(a.ctypes.data)
+
+
+@pytest.mark.parametrize("nodes", [None, [3, 0, 5]])
+def test_cuda_logistic_kernel_logic_matches_cpu(cuda_on_host, nodes):
+    """Same mini-batches (32-bit and 64-bit draws) and the same sums as the CPU kernel: equal bit for bit."""
+    import ctypes
+
+    n, d = 6, 5
+    f = NonconvexLogistic.synthetic(n, total=n * 37, d=d, batch=9, seed=3)
+    ids = None if nodes is None else np.asarray(nodes, dtype=np.int64)
+    m = n if ids is None else len(ids)
+    reps, batches, seed, iteration, rep_offset = 2, 3, 11, 7, 1
+    X = np.random.default_rng(0).normal(size=(reps, m, d))
+    want = f.stochastic_gradient(X, iteration, seed=seed, batches=batches, rep_offset=rep_offset,
+                                 nodes=None if ids is None else ids)
+    G = np.full_like(X, np.nan)
+    perm = np.empty(reps * m * f.samples_per_node, dtype=np.int64)
+    swaps = np.empty(reps * m * f.batch, dtype=np.int64)
+    i64, u64 = ctypes.c_int64, ctypes.c_uint64
+    cuda_on_host.emulate_logistic_grad_f64(
+        ctypes.c_longlong(reps * m), _ptr(f.H), _ptr(f.Y), _ptr(ids) if ids is not None else ctypes.c_void_p(0),
+        i64(m), i64(f.samples_per_node), i64(d), ctypes.c_double(f.rho), _ptr(X), i64(reps), i64(f.batch),
+        i64(batches), u64(seed), u64(iteration), i64(rep_offset), _ptr(perm), _ptr(swaps), _ptr(G))
+    np.testing.assert_array_equal(G, want)
+
+
+def test_cuda_mixing_kernel_logic_matches_cpu(cuda_on_host):
+    import ctypes
+
+    A = topology.exponential(9)
+    X = np.random.default_rng(1).normal(size=(9, 3))
+    Y = np.full_like(X, np.nan)
+    csr = A.csr
+    Ap, Aj = csr.indptr.astype(np.int32), csr.indices.astype(np.int32)
+    cuda_on_host.emulate_csr_mix_f64_i32(ctypes.c_longlong(X.size), _ptr(Ap), _ptr(Aj), _ptr(csr.data), _ptr(X),
+                                         _ptr(Y), ctypes.c_int64(9), ctypes.c_int64(3))
+    np.testing.assert_array_equal(Y, A.mix(X))
