@@ -14,6 +14,7 @@
 #include "rowstoch/mix.hpp"
 #include "rowstoch/objectives.hpp"
 #include "rowstoch/parallel.hpp"
+#include "rowstoch/simd.hpp"
 #include "rowstoch/tracker.hpp"
 
 namespace py = pybind11;
@@ -515,6 +516,7 @@ PYBIND11_MODULE(_core, m) {
 #endif
         info["flags"] = std::string(ROWSTOCH_BUILD_FLAGS);
         info["serial_below_work"] = rowstoch::kSerialWork;
+        info["simd_width"] = rowstoch::simd_width();
         return info;
     }, "How the extension was built: OpenMP, compiler, flags, thread count.");
     m.def("get_num_threads", &rowstoch::max_threads, "Threads the kernels use (1 without OpenMP).");
@@ -522,6 +524,13 @@ PYBIND11_MODULE(_core, m) {
         if (t < 1) throw py::value_error(cat("threads must be >= 1, got ", t));
         rowstoch::set_threads(t);
     }, py::arg("threads"), "Set the threads the kernels use (no effect without OpenMP).");
+    m.def("get_simd_width", &rowstoch::simd_width,
+          "Doubles per vector in the gradient kernels: 4 with AVX2 (x86-64, detected at run time), else 2.");
+    m.def("set_simd_width", [](int w) {
+        if (!rowstoch::set_simd_width(w))
+            throw py::value_error(cat("width must be 0 (automatic), 2, or 4 where the CPU has AVX2 (it has ",
+                                      rowstoch::simd_width_available(), " at most), got ", w));
+    }, py::arg("width"), "Force the gradient kernels' vector width (2 or 4; 0 = automatic). Same bits at any width.");
 
     m.def("mix", &mix, py::arg("indptr"), py::arg("indices"), py::arg("data"), py::arg("X"),
           py::arg("out") = py::none(), py::arg("check_indices") = true, py::arg("ncols") = -1,

@@ -87,6 +87,34 @@ __device__ __forceinline__ u64 below(Stream* s, u64 bound) {
     }
 }
 
+// 1 / (1 + exp(z)) exactly as the CPU's rowstoch::logistic_weight (csrc/rowstoch/simd.hpp)
+// computes each lane: the same IEEE operations in the same order (--fmad=false), no libm.
+__device__ __forceinline__ double logistic_weight(double z) {
+    const double a = -fabs(z);
+    const double magic = 6755399441055744.0;  // 1.5 * 2^52
+    const double t = a * 1.4426950408889634 + magic;
+    const double nf = t - magic;
+    const double r = (a - nf * 6.93147180369123816490e-01) - nf * 1.90821492927058770002e-10;
+    double p = r * (1.0 / 6227020800.0) + 1.0 / 479001600.0;
+    p = p * r + 1.0 / 39916800.0;
+    p = p * r + 1.0 / 3628800.0;
+    p = p * r + 1.0 / 362880.0;
+    p = p * r + 1.0 / 40320.0;
+    p = p * r + 1.0 / 5040.0;
+    p = p * r + 1.0 / 720.0;
+    p = p * r + 1.0 / 120.0;
+    p = p * r + 1.0 / 24.0;
+    p = p * r + 1.0 / 6.0;
+    p = p * r + 0.5;
+    p = p * r + 1.0;
+    p = p * r + 1.0;
+    const u64 n = (u64)(__double_as_longlong(t) - __double_as_longlong(magic));
+    const double scale = __longlong_as_double((i64)((n + 1023ULL) << 52));
+    const double e = nf < -1022.0 ? 0.0 : p * scale;
+    const double num = z > 0.0 ? e : 1.0;
+    return num / (1.0 + e);
+}
+
 // One thread per (repetition, node): the same mini-batches (partial Fisher-Yates
 // on a per-thread scratch permutation, undone afterwards) and the same sums as
 // rowstoch::logistic_stochastic_grad on the CPU.
@@ -120,12 +148,11 @@ __device__ void logistic_grad_impl(const T* __restrict__ H, const T* __restrict_
             i64 nb = B - b0 < 64 ? B - b0 : 64;
             for (i64 b = 0; b < nb; ++b) {
                 const T* h = Hi + perm[b0 + b] * d;
-                T a = 0, c2 = 0;
-                i64 j = 0;
-                for (; j + 1 < d; j += 2) { a += h[j] * x[j]; c2 += h[j + 1] * x[j + 1]; }
-                if (j < d) a += h[j] * x[j];
+                T s4[4] = {0, 0, 0, 0};  // rowstoch::dot4's order
+                for (i64 j = 0; j < d; ++j) s4[j & 3] += h[j] * x[j];
                 const T yb = Yi[perm[b0 + b]];
-                const T coef = -yb / (T(1) + exp(yb * (a + c2))) * weight;
+                const double z = (double)(yb * ((s4[0] + s4[2]) + (s4[1] + s4[3])));
+                const T coef = (T)(-(double)yb * logistic_weight(z) * (double)weight);
                 for (i64 q = 0; q < d; ++q) g[q] += coef * h[q];
             }
         }

@@ -5,6 +5,7 @@
 // device-only intrinsics get host stand-ins below.  Not part of the package.
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 
 struct EmulatedDim {
     long long x = 0;
@@ -19,7 +20,18 @@ static EmulatedDim blockIdx, blockDim, threadIdx;
 static inline unsigned long long __umul64hi(unsigned long long a, unsigned long long b) {
     return static_cast<unsigned long long>((static_cast<unsigned __int128>(a) * b) >> 64);
 }
+static inline long long __double_as_longlong(double v) {
+    long long r;
+    std::memcpy(&r, &v, sizeof r);
+    return r;
+}
+static inline double __longlong_as_double(long long v) {
+    double r;
+    std::memcpy(&r, &v, sizeof r);
+    return r;
+}
 using std::exp;
+using std::fabs;
 
 #include KERNELS_CU
 

@@ -157,3 +157,54 @@ def test_quadratic_and_least_squares():
     full = np.stack([H[i * 20:(i + 1) * 20].T @ (H[i * 20:(i + 1) * 20] @ X[i] - y[i * 20:(i + 1) * 20]) / 20 for i in range(3)])
     np.testing.assert_allclose(ls.stochastic_gradient(X, 0), full, rtol=1e-12)  # batch = M: exact
     np.testing.assert_allclose(ls.full_gradient(X), full, rtol=1e-12)
+
+
+@pytest.fixture
+def simd_widths():
+    """The vector widths this CPU runs (always 2; 4 with AVX2); restores automatic choice afterwards."""
+    widths = [2]
+    try:
+        _core.set_simd_width(4)
+        widths.append(4)
+    except ValueError:
+        pass
+    yield widths
+    _core.set_simd_width(0)
+
+
+@pytest.mark.parametrize("d", [1, 3, 4, 5, 10, 16, 17])
+def test_gradients_are_the_same_bits_at_every_vector_width(simd_widths, d):
+    if len(simd_widths) == 1:
+        pytest.skip("this CPU has no AVX2: only the 2-lane path exists here")
+    f = NonconvexLogistic.synthetic(n=5, total=5 * 30, d=d, batch=7, seed=2)
+    X = 3 * np.random.default_rng(d).standard_normal((2, 5, d))
+    out = {}
+    for w in simd_widths:
+        _core.set_simd_width(w)
+        out[w] = (f.stochastic_gradient(X, 4, batches=2), f.full_gradient(X[0]))
+    np.testing.assert_array_equal(out[2][0], out[4][0])
+    np.testing.assert_array_equal(out[2][1], out[4][1])
+
+
+def test_set_simd_width_rejects_widths_the_cpu_cannot_run():
+    with pytest.raises(ValueError, match="width must be 0 .automatic., 2, or 4"):
+        _core.set_simd_width(3)
+    assert _core.get_simd_width() in (2, 4)
+
+
+def test_logistic_weight_is_accurate_at_extreme_margins_and_keeps_nan():
+    """Margins from -1e3 to 1e3 (exp over/underflows) against 40-digit decimal arithmetic; NaN propagates."""
+    from decimal import Decimal, localcontext
+
+    z = np.concatenate([np.linspace(-1000, 1000, 4001), [-745.2, -708.5, 708.5, 709.9, 745.2, 0.0, -0.0]])
+    n = z.size
+    H = z[:, None].copy()  # one sample per node, d = 1, x = 1: the margin is y h x = z
+    Y = np.ones(n)
+    G = _core.logistic_full_grad(H, Y, n, 0.0, np.ones((n, 1)))[:, 0]
+    with localcontext() as ctx:
+        ctx.prec = 40
+        want = np.array([float(-Decimal(v) / (1 + Decimal(v).exp())) for v in z])  # gradient -z / (1 + e^z)
+    np.testing.assert_allclose(G, want, rtol=2.5 * 2.2e-16, atol=2.3e-308 * 1000)
+    X = np.ones((n, 1))
+    X[3] = np.nan
+    assert np.isnan(_core.logistic_full_grad(H, Y, n, 0.0, X)[3, 0])

@@ -17,6 +17,7 @@
 #include <utility>
 
 #include "parallel.hpp"
+#include "simd.hpp"
 
 namespace rowstoch {
 
@@ -81,58 +82,108 @@ inline std::uint64_t stream_key(std::uint64_t seed, std::uint64_t rep, std::uint
     return mix64(k ^ batch);
 }
 
-// h^T x with two partial sums (even / odd j): a fixed order, half the latency chain.
+// h^T x in the one order every path uses: four partial sums
+// s_k = sum_{j = k mod 4} h_j x_j (each in increasing j), then (s_0 + s_2) + (s_1 + s_3).
 template <class T>
-inline T dot2(const T* h, const T* x, std::int64_t d) {
-    T a = 0, b = 0;
-    std::int64_t j = 0;
-    for (; j + 1 < d; j += 2) {
-        a += h[j] * x[j];
-        b += h[j + 1] * x[j + 1];
-    }
-    if (j < d) a += h[j] * x[j];
-    return a + b;
+inline T dot4(const T* h, const T* x, std::int64_t d) {
+    T s[4] = {0, 0, 0, 0};
+    for (std::int64_t j = 0; j < d; ++j) s[j & 3] += h[j] * x[j];
+    return (s[0] + s[2]) + (s[1] + s[3]);
 }
 
-// out[:] += weight * (logistic-loss gradient at x over the samples idx[0..count)).
-// Three passes over chunks of samples (margins, coefficients, accumulation), so
-// the exp/divide of one sample does not wait on the dot product of the last.
-// D > 0 is the row length d known at compile time: x and the sums then live in
-// registers (no store-to-load chain through `out` from one sample to the next);
-// D = 0 takes d at run time.  Both add in the same order.
-// side(b) is called once for each b in [0, count), from the coefficient pass: the
-// caller's independent work (drawing the next mini-batch) runs in the shadow of
-// the exp/divide latency.
-template <int D, class T, class Side>
-inline void logistic_accumulate(const T* H, const T* Y, std::int64_t d_runtime, const T* x_in,
-                                const std::int64_t* idx, std::int64_t count, T weight, T* out, Side&& side) {
+// The same sum for a compile-time D with W-lane vectors; xv[j / W] holds x_j in lane j % W.
+template <int D, int W>
+ROWSTOCH_INLINE double dot4_vec(const double* h, const Vec<W>* xv, const double* x) {
+    constexpr int G = 4 / W, Q = D / 4, R = D % 4;
+    Vec<W> s[G] = {};
+    for (int q = 0; q < Q; ++q)
+        for (int g = 0; g < G; ++g) s[g] += vload<W>(h + 4 * q + g * W) * xv[q * G + g];
+    for (int k = 0; k < R; ++k) s[k / W][k % W] += h[4 * Q + k] * x[4 * Q + k];
+    return (s[0 / W][0 % W] + s[2 / W][2 % W]) + (s[1 / W][1 % W] + s[3 / W][3 % W]);
+}
+
+// acc_j += c h_j for j < D; acc[j / W] holds the sum j in lane j % W.
+template <int D, int W>
+ROWSTOCH_INLINE void axpy_vec(Vec<W>* acc, double c, const double* h) {
+    constexpr int F = D / W, R = D % W;
+    for (int f = 0; f < F; ++f) acc[f] += c * vload<W>(h + f * W);
+    for (int k = 0; k < R; ++k) acc[F][k] += c * h[F * W + k];
+}
+
+// out[:] += weight * (logistic-loss gradient at x over the samples idx[0..count)):
+//   out += sum_b c_b h_b,  c_b = -y_b weight / (1 + exp(y_b h_b^T x)).
+// Three passes over chunks of samples: margins, then their logistic weights W at
+// a time (simd.hpp), then the accumulation.  For T = double and a compile-time
+// row length D (1..16), x and the sums live in W-lane vector registers; other
+// cases (D = 0: d at run time; float data) run the same sums in scalar code.
+// Every path adds in the same order, so the bits do not depend on W or D.
+// side(b) is called once for each b in [0, count), from the accumulation pass:
+// the caller's independent work (drawing the next mini-batch) interleaves with
+// this arithmetic.
+template <int D, int W, class T, class Side>
+ROWSTOCH_INLINE void logistic_accumulate(const T* H, const T* Y, std::int64_t d_runtime, const T* x,
+                                         const std::int64_t* idx, std::int64_t count, T weight, T* out,
+                                         Side&& side) {
+    constexpr bool kVector = D > 0 && std::is_same<T, double>::value;
     const std::int64_t d = D > 0 ? D : d_runtime;
-    T x_reg[D > 0 ? D : 1], acc_reg[D > 0 ? D : 1];
-    const T* x = x_in;
-    T* acc = out;
-    if (D > 0) {
-        for (std::int64_t j = 0; j < d; ++j) x_reg[j] = x_in[j], acc_reg[j] = out[j];
-        x = x_reg;
-        acc = acc_reg;
+    constexpr int kX = kVector ? (D + 3) / 4 * (4 / W) : 1, kAcc = kVector ? (D + W - 1) / W : 1;
+    Vec<W> xv[kX], acc[kAcc];
+    if constexpr (kVector) {  // through zero-padded copies: whole-vector loads
+        double xs[kX * W] = {}, as[kAcc * W] = {};
+        for (int j = 0; j < D; ++j) xs[j] = x[j], as[j] = out[j];
+        for (int q = 0; q < kX; ++q) xv[q] = vload<W>(xs + q * W);
+        for (int q = 0; q < kAcc; ++q) acc[q] = vload<W>(as + q * W);
     }
     constexpr std::int64_t kBlock = 64;
-    T coef[kBlock];
+    alignas(32) double z[kBlock];
     for (std::int64_t b0 = 0; b0 < count; b0 += kBlock) {
         const std::int64_t nb = count - b0 < kBlock ? count - b0 : kBlock;
-        for (std::int64_t b = 0; b < nb; ++b) coef[b] = Y[idx[b0 + b]] * dot2(H + idx[b0 + b] * d, x, d);
         for (std::int64_t b = 0; b < nb; ++b) {
-            const T yb = Y[idx[b0 + b]];
-            coef[b] = -yb / (T(1) + std::exp(coef[b])) * weight;  // coef held y h^T x
-            side(b0 + b);
+            const std::int64_t l = idx[b0 + b];
+            if constexpr (kVector) z[b] = Y[l] * dot4_vec<D, W>(H + l * D, xv, x);
+            else z[b] = static_cast<double>(Y[l] * dot4(H + l * d, x, d));
         }
+        for (std::int64_t b = nb; b % W != 0; ++b) z[b] = 0.0;
+        for (std::int64_t b = 0; b < nb; b += W) logistic_weights<W>(z + b);
         for (std::int64_t b = 0; b < nb; ++b) {
-            const T* h = H + idx[b0 + b] * d;
-            const T c = coef[b];
-            for (std::int64_t j = 0; j < d; ++j) acc[j] += c * h[j];
+            side(b0 + b);
+            const std::int64_t l = idx[b0 + b];
+            const double c = -static_cast<double>(Y[l]) * z[b] * static_cast<double>(weight);
+            if constexpr (kVector) {
+                axpy_vec<D, W>(acc, c, H + l * D);
+            } else {
+                const T* h = H + l * d;
+                for (std::int64_t j = 0; j < d; ++j) out[j] += static_cast<T>(c) * h[j];
+            }
         }
     }
-    if (D > 0)
-        for (std::int64_t j = 0; j < d; ++j) out[j] = acc_reg[j];
+    if constexpr (kVector) {
+        double as[kAcc * W];
+        for (int q = 0; q < kAcc; ++q) vstore<W>(as + q * W, acc[q]);
+        for (int j = 0; j < D; ++j) out[j] = as[j];
+    }
+}
+
+// f(std::integral_constant<int, W>{}) compiled for the widest vectors this CPU
+// runs: the AVX2 instance is a separate function with the target attribute, and
+// f (marked ROWSTOCH_INLINE_LAMBDA) with everything it calls on vectors is
+// inlined into it.
+template <class F>
+void simd_call_w2(F& f) {
+    f(std::integral_constant<int, 2>{});
+}
+#if ROWSTOCH_X86_DISPATCH
+template <class F>
+ROWSTOCH_TARGET_AVX2 void simd_call_w4(F& f) {
+    f(std::integral_constant<int, 4>{});
+}
+#endif
+template <class F>
+inline void with_simd_width(F&& f) {
+#if ROWSTOCH_X86_DISPATCH
+    if (simd_width() == 4) return simd_call_w4(f);
+#endif
+    simd_call_w2(f);
 }
 
 // Calls f(std::integral_constant<int, D>{}) with D = d for 1 <= d <= 16, else D = 0.
@@ -220,6 +271,7 @@ void logistic_stochastic_grad(const T H[], const T Y[], std::int64_t m, const st
     const int threads = threads_for(rows * B * batches * d);
     with_row_length(d, [&](auto D) {
     for_range(rows, threads, [&](std::int64_t lo, std::int64_t hi) {
+    with_simd_width([&](auto W) ROWSTOCH_INLINE_LAMBDA {
         std::vector<std::int64_t> perm(static_cast<std::size_t>(2 * M)), swaps(static_cast<std::size_t>(2 * B));
         for (std::int64_t l = 0; l < 2 * M; ++l) perm[l] = l % M;
         bool dirty[2] = {false, false};
@@ -248,13 +300,14 @@ void logistic_stochastic_grad(const T H[], const T Y[], std::int64_t m, const st
             const T weight = T(1) / T(B * batches);
             if (task + 1 < tasks) {
                 MinibatchDraw<T> next = draw_for(task + 1);
-                logistic_accumulate<D>(H + node * M * d, Y + node * M, d, x, idx, B, weight, g,
-                                       [&](std::int64_t b) { next.step(b); });
+                logistic_accumulate<D, W>(H + node * M * d, Y + node * M, d, x, idx, B, weight, g,
+                                          [&](std::int64_t b) { next.step(b); });
             } else {
-                logistic_accumulate<D>(H + node * M * d, Y + node * M, d, x, idx, B, weight, g, no_side_job);
+                logistic_accumulate<D, W>(H + node * M * d, Y + node * M, d, x, idx, B, weight, g, no_side_job);
             }
             if (r == batches - 1) regulariser_grad(d, rho, x, g);
         }
+    });
     });
     });
 }
@@ -266,16 +319,18 @@ void logistic_full_grad(const T H[], const T Y[], std::int64_t m, const std::int
     const std::int64_t rows = reps * m;
     with_row_length(d, [&](auto D) {
     for_range(rows, threads_for(rows * M * d), [&](std::int64_t lo, std::int64_t hi) {
+    with_simd_width([&](auto W) ROWSTOCH_INLINE_LAMBDA {
         std::vector<std::int64_t> all(static_cast<std::size_t>(M));
         for (std::int64_t l = 0; l < M; ++l) all[l] = l;
         for (std::int64_t row = lo; row < hi; ++row) {
             const std::int64_t node = node_ids ? node_ids[row % m] : row % m;
             T* g = G + row * d;
             for (std::int64_t j = 0; j < d; ++j) g[j] = 0;
-            logistic_accumulate<D>(H + node * M * d, Y + node * M, d, X + row * d, all.data(), M, T(1) / T(M), g,
-                                   no_side_job);
+            logistic_accumulate<D, W>(H + node * M * d, Y + node * M, d, X + row * d, all.data(), M, T(1) / T(M),
+                                      g, no_side_job);
             regulariser_grad(d, rho, X + row * d, g);
         }
+    });
     });
     });
 }

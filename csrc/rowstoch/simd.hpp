@@ -1,0 +1,123 @@
+// Short vectors of doubles (GCC/Clang vector extensions) and the run-time choice
+// of their width.
+//
+// Kernels written on Vec<W> compile to SSE2/NEON pairs for W = 2 and, inside a
+// function marked ROWSTOCH_TARGET_AVX2, to AVX2 quadruples for W = 4.  Every
+// operation here is lane-wise IEEE arithmetic (no FMA: the build passes
+// -ffp-contract=off; no libm), so a result does not depend on W: the AVX2 path
+// and the baseline path give the same bits (tested).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+
+#if !defined(__GNUC__)
+#error "rowstoch_fast's kernels use GCC/Clang vector extensions: build with GCC or Clang"
+#endif
+
+// Vector helpers are always inlined into their caller, so a 32-byte vector passed
+// by value never crosses a call: GCC's ABI note (-Wpsabi) does not apply.
+#pragma GCC diagnostic ignored "-Wpsabi"
+
+#define ROWSTOCH_INLINE __attribute__((always_inline)) inline
+// On a lambda, between its parameter list and its body.
+#define ROWSTOCH_INLINE_LAMBDA __attribute__((always_inline))
+
+#if defined(__x86_64__) || defined(__i386__)
+#define ROWSTOCH_X86_DISPATCH 1
+#define ROWSTOCH_TARGET_AVX2 __attribute__((target("avx2")))
+#else
+#define ROWSTOCH_X86_DISPATCH 0
+#endif
+
+namespace rowstoch {
+
+template <int W>
+struct Lanes {
+    typedef double f __attribute__((vector_size(8 * W)));
+    typedef std::int64_t i __attribute__((vector_size(8 * W)));
+};
+template <int W>
+using Vec = typename Lanes<W>::f;
+template <int W>
+using Mask = typename Lanes<W>::i;  // lanes of all ones (true) or all zeros
+
+template <int W>
+ROWSTOCH_INLINE Vec<W> vload(const double* p) {
+    Vec<W> v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+}
+
+template <int W>
+ROWSTOCH_INLINE void vstore(double* p, const Vec<W>& v) {
+    std::memcpy(p, &v, sizeof v);
+}
+
+// 1 / (1 + exp(z)) in every lane.  exp(-|z|) <= 1 never overflows: Cody-Waite
+// reduction a = n ln2 + r (|r| <= ln2 / 2, n rounded by the 1.5 * 2^52 trick),
+// exp(r) by its degree-13 Taylor polynomial (truncation < 4e-18), times 2^n built
+// in the exponent bits; 2^n below 2^-1022 flushes to 0 (an absolute error below
+// 2.3e-308).  Then 1 / (1 + e^z) = e / (1 + e) for z > 0, 1 / (1 + e) otherwise.
+// Within 1.5 ulp of the exact value; NaN in, NaN out.  In place on z[0..W).
+template <int W>
+ROWSTOCH_INLINE void logistic_weights(double* zp) {
+    const Vec<W> z = vload<W>(zp);
+    const Vec<W> zero = {}, one = zero + 1.0;
+    const Vec<W> a = (Vec<W>)((Mask<W>)z | (Mask<W>{} + INT64_MIN));  // -|z|: set the sign bit
+    const double magic = 6755399441055744.0;                        // 1.5 * 2^52
+    const Vec<W> t = a * 1.4426950408889634 + magic;                // log2(e)
+    const Vec<W> nf = t - magic;                                    // round(a / ln 2)
+    const Vec<W> r = (a - nf * 6.93147180369123816490e-01) - nf * 1.90821492927058770002e-10;
+    Vec<W> p = r * (1.0 / 6227020800.0) + 1.0 / 479001600.0;
+    p = p * r + 1.0 / 39916800.0;
+    p = p * r + 1.0 / 3628800.0;
+    p = p * r + 1.0 / 362880.0;
+    p = p * r + 1.0 / 40320.0;
+    p = p * r + 1.0 / 5040.0;
+    p = p * r + 1.0 / 720.0;
+    p = p * r + 1.0 / 120.0;
+    p = p * r + 1.0 / 24.0;
+    p = p * r + 1.0 / 6.0;
+    p = p * r + 0.5;
+    p = p * r + 1.0;
+    p = p * r + 1.0;
+    const Mask<W> n = (Mask<W>)t - (Mask<W>)(zero + magic);
+    const Vec<W> scale = (Vec<W>)((n + 1023) << 52);
+    const Mask<W> keep = ~(Mask<W>)(nf < -1022.0);                  // NaN compares false: kept
+    const Vec<W> e = (Vec<W>)((Mask<W>)(p * scale) & keep);
+    const Mask<W> pos = (Mask<W>)(z > 0.0);
+    const Vec<W> num = (Vec<W>)(((Mask<W>)e & pos) | ((Mask<W>)one & ~pos));
+    vstore<W>(zp, num / (one + e));
+}
+
+// Vector width of the kernels: 4 where the CPU has AVX2 (x86-64), else 2.
+// set_simd_width(2) forces the baseline path (tests, benchmarks); 0 = automatic.
+inline std::atomic<int>& simd_width_setting() {
+    static std::atomic<int> w{0};
+    return w;
+}
+
+inline int simd_width_available() {
+#if ROWSTOCH_X86_DISPATCH
+    static const int w = __builtin_cpu_supports("avx2") ? 4 : 2;
+    return w;
+#else
+    return 2;
+#endif
+}
+
+inline int simd_width() {
+    const int w = simd_width_setting().load(std::memory_order_relaxed);
+    return w == 0 ? simd_width_available() : w;
+}
+
+// Returns false (and changes nothing) for a width this CPU cannot run.
+inline bool set_simd_width(int w) {
+    if (w != 0 && w != 2 && !(w == 4 && simd_width_available() == 4)) return false;
+    simd_width_setting().store(w, std::memory_order_relaxed);
+    return true;
+}
+
+}  // namespace rowstoch
