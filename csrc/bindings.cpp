@@ -466,34 +466,25 @@ py::array logistic_grad(py::array H, py::array Y, int64_t n, double rho, py::arr
     return G;
 }
 
-py::array logistic_full_grad(py::array H, py::array Y, int64_t n, double rho, py::array X, py::object nodes_obj) {
+// Exact gradients of every row's local objective; with_loss also returns the
+// local losses from the same pass (a tuple (G, L)).
+py::object logistic_full_grad(py::array H, py::array Y, int64_t n, double rho, py::array X, py::object nodes_obj,
+                              bool with_loss) {
     py::array nodes;
     LogisticData D = check_logistic(H, Y, n, X, nodes_obj, nodes);
     std::vector<py::ssize_t> shape(X.shape(), X.shape() + X.ndim());
     py::array G(X.dtype(), shape);
+    py::array L(X.dtype(), std::vector<py::ssize_t>(X.shape(), X.shape() + X.ndim() - 1));
     dispatch_value(H, [&](auto t) {
         using T = decltype(t);
         const T *h = cptr<T>(H), *y = cptr<T>(Y), *x = cptr<T>(X);
         T* g = ptr<T>(G);
+        T* l = with_loss ? ptr<T>(L) : nullptr;
         py::gil_scoped_release nogil;
-        rowstoch::logistic_full_grad(h, y, D.m, D.node_ids, D.M, D.d, static_cast<T>(rho), x, D.reps, g);
+        rowstoch::logistic_full_grad(h, y, D.m, D.node_ids, D.M, D.d, static_cast<T>(rho), x, D.reps, g, l);
     });
+    if (with_loss) return py::make_tuple(G, L);
     return G;
-}
-
-py::array logistic_loss(py::array H, py::array Y, int64_t n, double rho, py::array X, py::object nodes_obj) {
-    py::array nodes;
-    LogisticData D = check_logistic(H, Y, n, X, nodes_obj, nodes);
-    std::vector<py::ssize_t> shape(X.shape(), X.shape() + X.ndim() - 1);
-    py::array L(X.dtype(), shape);
-    dispatch_value(H, [&](auto t) {
-        using T = decltype(t);
-        const T *h = cptr<T>(H), *y = cptr<T>(Y), *x = cptr<T>(X);
-        T* l = ptr<T>(L);
-        py::gil_scoped_release nogil;
-        rowstoch::logistic_loss(h, y, D.m, D.node_ids, D.M, D.d, static_cast<T>(rho), x, D.reps, l);
-    });
-    return L;
 }
 
 }  // namespace
@@ -559,10 +550,8 @@ PYBIND11_MODULE(_core, m) {
           py::arg("rep_offset") = 0, py::arg("nodes") = py::none(), py::arg("out") = py::none(),
           "Stochastic gradients of the nonconvex logistic objective for every node (and repetition).");
     m.def("logistic_full_grad", &logistic_full_grad, py::arg("H"), py::arg("Y"), py::arg("n"),
-          py::arg("rho"), py::arg("X"), py::arg("nodes") = py::none(),
-          "Exact local gradients grad f_i(x_i) over each node's data.");
-    m.def("logistic_loss", &logistic_loss, py::arg("H"), py::arg("Y"), py::arg("n"), py::arg("rho"),
-          py::arg("X"), py::arg("nodes") = py::none(), "f_i(x_i) for every node (and repetition).");
+          py::arg("rho"), py::arg("X"), py::arg("nodes") = py::none(), py::arg("with_loss") = false,
+          "Exact local gradients grad f_i(x_i) over each node's data; with_loss: (G, f_i(x_i)) from one pass.");
     m.def("diag_powers", &diag_powers, py::arg("indptr"), py::arg("indices"), py::arg("data"),
           py::arg("stride"), py::arg("n_records"), py::arg("block") = 256,
           py::arg("check_indices") = true,

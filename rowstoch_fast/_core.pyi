@@ -1,5 +1,7 @@
 """Type stub of the compiled kernels (csrc/bindings.cpp)."""
 
+from typing import Literal, overload
+
 import numpy as np
 from numpy.typing import NDArray
 
@@ -65,3 +67,37 @@ def diag_powers(
     block: int = 256,
     check_indices: bool = True,
 ) -> tuple[NDArray[np.floating], int]: ...
+def logistic_grad(
+    H: NDArray[np.floating],
+    Y: NDArray[np.floating],
+    n: int,
+    rho: float,
+    X: NDArray[np.floating],
+    batch: int,
+    batches: int,
+    seed: int,
+    iteration: int,
+    rep_offset: int = 0,
+    nodes: NDArray[np.int64] | None = None,
+    out: NDArray[np.floating] | None = None,
+) -> NDArray[np.floating]: ...
+@overload
+def logistic_full_grad(
+    H: NDArray[np.floating],
+    Y: NDArray[np.floating],
+    n: int,
+    rho: float,
+    X: NDArray[np.floating],
+    nodes: NDArray[np.int64] | None = None,
+    with_loss: Literal[False] = False,
+) -> NDArray[np.floating]: ...
+@overload
+def logistic_full_grad(
+    H: NDArray[np.floating],
+    Y: NDArray[np.floating],
+    n: int,
+    rho: float,
+    X: NDArray[np.floating],
+    nodes: NDArray[np.int64] | None,
+    with_loss: Literal[True],
+) -> tuple[NDArray[np.floating], NDArray[np.floating]]: ...

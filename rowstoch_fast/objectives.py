@@ -85,6 +85,18 @@ class Objective:
         """Local losses ``f_i(x_i)``, shape ``X.shape[:-1]``."""
         raise NotImplementedError
 
+    def evaluate(self, X, nodes=None):
+        """``(full_gradient(X), loss(X))``; objectives that share work between the two override this.
+
+        Returns
+        -------
+        G : ndarray
+            Exact local gradients, shape of ``X``.
+        L : ndarray
+            Local losses, shape ``X.shape[:-1]``.
+        """
+        return self.full_gradient(X, nodes), self.loss(X, nodes)
+
     def oracle(self, seed=0, batches=1, rep_offset=0, nodes=None):
         """A fresh :class:`Oracle` starting at iteration 0 (for the rows ``nodes``, default all)."""
         return Oracle(self, seed=seed, batches=batches, rep_offset=rep_offset, nodes=nodes)
@@ -213,8 +225,13 @@ class NonconvexLogistic(Objective):
         return _core.logistic_full_grad(self.H, self.Y, self.n, self.rho, self._check_X(X, nodes), nodes)
 
     def loss(self, X, nodes=None):
+        return self.evaluate(X, nodes)[1]
+
+    def evaluate(self, X, nodes=None):
+        """Exact local gradients and losses from one pass over the data (they share margins and exponentials)."""
         nodes = self._nodes(nodes)
-        return _core.logistic_loss(self.H, self.Y, self.n, self.rho, self._check_X(X, nodes), nodes)
+        return _core.logistic_full_grad(self.H, self.Y, self.n, self.rho, self._check_X(X, nodes), nodes,
+                                        with_loss=True)
 
 
 def _rng(seed, rep, iteration):

@@ -183,9 +183,10 @@ def _record(opt, objective, oracle, rows, t0_wall):
     Y = y.reshape(X.shape)
     G = g.reshape(X.shape)
     centroid = np.einsum("n,rnd->rd", pi, X)
-    gn = np.atleast_1d(objective.gradient_norm(X))
+    G_full, L = objective.evaluate(X)  # one pass for the gradient metric and the loss
+    gn = np.linalg.norm(G_full.mean(axis=-2), axis=-1)
     gc = np.atleast_1d(objective.gradient_norm_at(centroid))
-    loss = np.atleast_1d(objective.mean_loss(X))
+    loss = L.mean(axis=-1)
     cons = np.linalg.norm((X - centroid[:, None, :]).reshape(X.shape[0], -1), axis=1)
     dev = np.linalg.norm(np.einsum("n,rnd->rd", pi, Y) - G.sum(axis=1), axis=1)
     wall = time.perf_counter() - t0_wall

@@ -43,6 +43,9 @@ def test_full_gradient_and_loss_match_numpy(small):
         Hi, Yi = small.H[i * M:(i + 1) * M], small.Y[i * M:(i + 1) * M]
         np.testing.assert_allclose(G[i], numpy_logistic_grad(Hi, Yi, small.rho, X[i]), rtol=1e-12, atol=1e-14)
         np.testing.assert_allclose(L[i], numpy_logistic_loss(Hi, Yi, small.rho, X[i]), rtol=1e-12)
+    G2, L2 = small.evaluate(X)  # the one-pass evaluation the runner records with: the same gradients
+    np.testing.assert_array_equal(G2, G)
+    np.testing.assert_array_equal(L2, L)
 
 
 def test_full_gradient_is_the_gradient_of_the_loss(small):

@@ -111,7 +111,8 @@ ROWSTOCH_INLINE void axpy_vec(Vec<W>* acc, double c, const double* h) {
 }
 
 // out[:] += weight * (logistic-loss gradient at x over the samples idx[0..count)):
-//   out += sum_b c_b h_b,  c_b = -y_b weight / (1 + exp(y_b h_b^T x)).
+//   out += sum_b c_b h_b,  c_b = -y_b weight / (1 + exp(y_b h_b^T x)),
+// and with kLoss, *loss_sum += sum_b ln(1 + exp(-y_b h_b^T x)) (in sample order).
 // Three passes over chunks of samples: margins, then their logistic weights W at
 // a time (simd.hpp), then the accumulation.  For T = double and a compile-time
 // row length D (1..16), x and the sums live in W-lane vector registers; other
@@ -120,10 +121,10 @@ ROWSTOCH_INLINE void axpy_vec(Vec<W>* acc, double c, const double* h) {
 // side(b) is called once for each b in [0, count), from the accumulation pass:
 // the caller's independent work (drawing the next mini-batch) interleaves with
 // this arithmetic.
-template <int D, int W, class T, class Side>
+template <int D, int W, bool kLoss, class T, class Side>
 ROWSTOCH_INLINE void logistic_accumulate(const T* H, const T* Y, std::int64_t d_runtime, const T* x,
                                          const std::int64_t* idx, std::int64_t count, T weight, T* out,
-                                         Side&& side) {
+                                         Side&& side, double* loss_sum = nullptr) {
     constexpr bool kVector = D > 0 && std::is_same<T, double>::value;
     const std::int64_t d = D > 0 ? D : d_runtime;
     constexpr int kX = kVector ? (D + 3) / 4 * (4 / W) : 1, kAcc = kVector ? (D + W - 1) / W : 1;
@@ -135,7 +136,7 @@ ROWSTOCH_INLINE void logistic_accumulate(const T* H, const T* Y, std::int64_t d_
         for (int q = 0; q < kAcc; ++q) acc[q] = vload<W>(as + q * W);
     }
     constexpr std::int64_t kBlock = 64;
-    alignas(32) double z[kBlock];
+    alignas(32) double z[kBlock], e[kLoss ? kBlock : 1];
     for (std::int64_t b0 = 0; b0 < count; b0 += kBlock) {
         const std::int64_t nb = count - b0 < kBlock ? count - b0 : kBlock;
         for (std::int64_t b = 0; b < nb; ++b) {
@@ -144,7 +145,15 @@ ROWSTOCH_INLINE void logistic_accumulate(const T* H, const T* Y, std::int64_t d_
             else z[b] = static_cast<double>(Y[l] * dot4(H + l * d, x, d));
         }
         for (std::int64_t b = nb; b % W != 0; ++b) z[b] = 0.0;
-        for (std::int64_t b = 0; b < nb; b += W) logistic_weights<W>(z + b);
+        if constexpr (kLoss) {  // ln(1 + e^-m) = max(-m, 0) + ln(1 + e^-|m|), m the margin
+            double sum = *loss_sum;
+            for (std::int64_t b = 0; b < nb; ++b) sum += z[b] < 0.0 ? -z[b] : 0.0;
+            for (std::int64_t b = 0; b < nb; b += W) logistic_weights<W, true>(z + b, e + b);
+            for (std::int64_t b = 0; b < nb; ++b) sum += std::log1p(e[b]);
+            *loss_sum = sum;
+        } else {
+            for (std::int64_t b = 0; b < nb; b += W) logistic_weights<W>(z + b);
+        }
         for (std::int64_t b = 0; b < nb; ++b) {
             side(b0 + b);
             const std::int64_t l = idx[b0 + b];
@@ -300,10 +309,11 @@ void logistic_stochastic_grad(const T H[], const T Y[], std::int64_t m, const st
             const T weight = T(1) / T(B * batches);
             if (task + 1 < tasks) {
                 MinibatchDraw<T> next = draw_for(task + 1);
-                logistic_accumulate<D, W>(H + node * M * d, Y + node * M, d, x, idx, B, weight, g,
-                                          [&](std::int64_t b) { next.step(b); });
+                logistic_accumulate<D, W, false>(H + node * M * d, Y + node * M, d, x, idx, B, weight, g,
+                                                 [&](std::int64_t b) { next.step(b); });
             } else {
-                logistic_accumulate<D, W>(H + node * M * d, Y + node * M, d, x, idx, B, weight, g, no_side_job);
+                logistic_accumulate<D, W, false>(H + node * M * d, Y + node * M, d, x, idx, B, weight, g,
+                                                 no_side_job);
             }
             if (r == batches - 1) regulariser_grad(d, rho, x, g);
         }
@@ -312,10 +322,12 @@ void logistic_stochastic_grad(const T H[], const T Y[], std::int64_t m, const st
     });
 }
 
-// Exact local gradients grad f_i(x_i) over all M samples of node i (rows of X and G: reps * m).
+// Exact local gradients grad f_i(x_i) over all M samples of node i (rows of X and G: reps * m),
+// and, when L is not null, the local losses L[row] = f_i(x_i) from the same pass
+// (the margins and exponentials are shared).
 template <class T>
 void logistic_full_grad(const T H[], const T Y[], std::int64_t m, const std::int64_t* node_ids, std::int64_t M,
-                        std::int64_t d, T rho, const T X[], std::int64_t reps, T G[]) {
+                        std::int64_t d, T rho, const T X[], std::int64_t reps, T G[], T L[] = nullptr) {
     const std::int64_t rows = reps * m;
     with_row_length(d, [&](auto D) {
     for_range(rows, threads_for(rows * M * d), [&](std::int64_t lo, std::int64_t hi) {
@@ -324,38 +336,24 @@ void logistic_full_grad(const T H[], const T Y[], std::int64_t m, const std::int
         for (std::int64_t l = 0; l < M; ++l) all[l] = l;
         for (std::int64_t row = lo; row < hi; ++row) {
             const std::int64_t node = node_ids ? node_ids[row % m] : row % m;
+            const T* x = X + row * d;
             T* g = G + row * d;
             for (std::int64_t j = 0; j < d; ++j) g[j] = 0;
-            logistic_accumulate<D, W>(H + node * M * d, Y + node * M, d, X + row * d, all.data(), M, T(1) / T(M),
-                                      g, no_side_job);
-            regulariser_grad(d, rho, X + row * d, g);
-        }
-    });
-    });
-    });
-}
-
-// f_i(x_i) for every row (loss over all M local samples plus the regulariser).
-template <class T>
-void logistic_loss(const T H[], const T Y[], std::int64_t m, const std::int64_t* node_ids, std::int64_t M,
-                   std::int64_t d, T rho, const T X[], std::int64_t reps, T out[]) {
-    const std::int64_t rows = reps * m;
-    for_range(rows, threads_for(rows * M * d), [&](std::int64_t lo, std::int64_t hi) {
-        for (std::int64_t row = lo; row < hi; ++row) {
-            const std::int64_t node = node_ids ? node_ids[row % m] : row % m;
-            const T* x = X + row * d;
             const T* Hi = H + node * M * d;
-            T acc = 0;
-            for (std::int64_t l = 0; l < M; ++l) {
-                T z = 0;
-                for (std::int64_t j = 0; j < d; ++j) z += Hi[l * d + j] * x[j];
-                const T m = -Y[node * M + l] * z;  // ln(1 + e^m), computed without overflow
-                acc += m > 0 ? m + std::log1p(std::exp(-m)) : std::log1p(std::exp(m));
+            const T* Yi = Y + node * M;
+            if (L) {
+                double loss = 0.0;
+                logistic_accumulate<D, W, true>(Hi, Yi, d, x, all.data(), M, T(1) / T(M), g, no_side_job, &loss);
+                T reg = 0;
+                for (std::int64_t j = 0; j < d; ++j) reg += x[j] * x[j] / (T(1) + x[j] * x[j]);
+                L[row] = static_cast<T>(loss / static_cast<double>(M)) + rho * reg;
+            } else {
+                logistic_accumulate<D, W, false>(Hi, Yi, d, x, all.data(), M, T(1) / T(M), g, no_side_job);
             }
-            T reg = 0;
-            for (std::int64_t j = 0; j < d; ++j) reg += x[j] * x[j] / (T(1) + x[j] * x[j]);
-            out[row] = acc / T(M) + rho * reg;
+            regulariser_grad(d, rho, x, g);
         }
+    });
+    });
     });
 }
 

@@ -60,9 +60,10 @@ ROWSTOCH_INLINE void vstore(double* p, const Vec<W>& v) {
 // exp(r) by its degree-13 Taylor polynomial (truncation < 4e-18), times 2^n built
 // in the exponent bits; 2^n below 2^-1022 flushes to 0 (an absolute error below
 // 2.3e-308).  Then 1 / (1 + e^z) = e / (1 + e) for z > 0, 1 / (1 + e) otherwise.
-// Within 1.5 ulp of the exact value; NaN in, NaN out.  In place on z[0..W).
-template <int W>
-ROWSTOCH_INLINE void logistic_weights(double* zp) {
+// Within 1.5 ulp of the exact value; NaN in, NaN out.  In place on z[0..W);
+// with kExp, exp(-|z|) is also stored to e[0..W) (for ln(1 + e^-z), the loss).
+template <int W, bool kExp = false>
+ROWSTOCH_INLINE void logistic_weights(double* zp, double* ep = nullptr) {
     const Vec<W> z = vload<W>(zp);
     const Vec<W> zero = {}, one = zero + 1.0;
     const Vec<W> a = (Vec<W>)((Mask<W>)z | (Mask<W>{} + INT64_MIN));  // -|z|: set the sign bit
@@ -89,6 +90,7 @@ ROWSTOCH_INLINE void logistic_weights(double* zp) {
     const Vec<W> e = (Vec<W>)((Mask<W>)(p * scale) & keep);
     const Mask<W> pos = (Mask<W>)(z > 0.0);
     const Vec<W> num = (Vec<W>)(((Mask<W>)e & pos) | ((Mask<W>)one & ~pos));
+    if constexpr (kExp) vstore<W>(ep, e);
     vstore<W>(zp, num / (one + e));
 }
 
