@@ -263,6 +263,33 @@ inline void restore_identity(std::int64_t* perm, const std::int64_t* swaps, std:
     }
 }
 
+// `slots` permutations of [0, M) side by side, each the identity between uses.
+// Up to kKeepBelow entries the buffer is the calling thread's own and is kept
+// from call to call (so a call with B << M does not pay O(M) to set it up);
+// users must hand it back as the identity.  Larger ones are made per call.
+class IdentityScratch {
+   public:
+    static constexpr std::int64_t kKeepBelow = std::int64_t(1) << 22;
+
+    IdentityScratch(int slots, std::int64_t M) : size_(slots * M) {
+        thread_local std::vector<std::int64_t> kept;
+        thread_local std::int64_t kept_M = -1;
+        std::vector<std::int64_t>& buf = size_ <= kKeepBelow ? kept : own_;
+        if (&buf == &own_ || kept_M != M || static_cast<std::int64_t>(buf.size()) < size_) {
+            buf.resize(static_cast<std::size_t>(size_));
+            for (std::int64_t l = 0; l < size_; ++l) buf[static_cast<std::size_t>(l)] = l % M;
+            if (&buf == &kept) kept_M = M;
+        }
+        data_ = buf.data();
+    }
+    std::int64_t* data() { return data_; }
+
+   private:
+    std::int64_t size_;
+    std::vector<std::int64_t> own_;
+    std::int64_t* data_ = nullptr;
+};
+
 // Stochastic gradients: X and G are (reps, m, d) for m nodes; each node averages
 // `batches` independent mini-batches of B samples drawn without replacement
 // (eq. 14b).  Row block r of X is repetition rep_offset + r; row i of a block is
@@ -281,8 +308,8 @@ void logistic_stochastic_grad(const T H[], const T Y[], std::int64_t m, const st
     with_row_length(d, [&](auto D) {
     for_range(rows, threads, [&](std::int64_t lo, std::int64_t hi) {
     with_simd_width([&](auto W) ROWSTOCH_INLINE_LAMBDA {
-        std::vector<std::int64_t> perm(static_cast<std::size_t>(2 * M)), swaps(static_cast<std::size_t>(2 * B));
-        for (std::int64_t l = 0; l < 2 * M; ++l) perm[l] = l % M;
+        IdentityScratch perm(2, M);
+        std::vector<std::int64_t> swaps(static_cast<std::size_t>(2 * B));
         bool dirty[2] = {false, false};
         const std::int64_t tasks = (hi - lo) * batches;  // (row, mini-batch) pairs, in order
         auto node_of = [&](std::int64_t row) { return node_ids ? node_ids[row % m] : row % m; };
@@ -317,6 +344,8 @@ void logistic_stochastic_grad(const T H[], const T Y[], std::int64_t m, const st
             }
             if (r == batches - 1) regulariser_grad(d, rho, x, g);
         }
+        for (int slot = 0; slot < 2; ++slot)
+            if (dirty[slot]) restore_identity(perm.data() + slot * M, swaps.data() + slot * B, M, B);
     });
     });
     });
