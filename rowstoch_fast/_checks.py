@@ -6,6 +6,8 @@ import numbers
 
 import numpy as np
 
+from . import _core
+
 FLOAT_DTYPES = (np.dtype(np.float64), np.dtype(np.float32))
 
 
@@ -43,6 +45,11 @@ def check_dtype(dtype, name="dtype"):
 
 def as_float_array(x, name, dtype, *, ndim=None, copy=False, finite=True):
     """C-contiguous float array of ``dtype`` from ``x``; raise if it is not numeric (or, with ``finite``, has NaN/Inf)."""
+    if (type(x) is np.ndarray and x.dtype == dtype and x.flags.c_contiguous and not copy and x.size > 0
+            and (ndim is None or x.ndim in np.atleast_1d(ndim))):  # fast path: the usual case inside a run
+        if finite and _core.first_nonfinite(x.reshape(-1, x.shape[-1])) >= 0:
+            _raise_nonfinite(x, name)
+        return x
     arr = np.asarray(x)
     if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
         raise TypeError(f"{name} must be a numeric array, got dtype {arr.dtype}")
@@ -53,9 +60,13 @@ def as_float_array(x, name, dtype, *, ndim=None, copy=False, finite=True):
         raise ValueError(f"{name} must be {want}, got {arr.ndim}-D with shape {arr.shape}")
     out = np.array(arr, dtype=dtype, order="C", copy=True) if copy else np.ascontiguousarray(arr, dtype=dtype)
     if finite and not np.all(np.isfinite(out)):
-        bad = np.argwhere(~np.isfinite(out))[0]
-        raise ValueError(f"{name} must be finite; {name}[{', '.join(map(str, bad))}] = {out[tuple(bad)]}")
+        _raise_nonfinite(out, name)
     return out
+
+
+def _raise_nonfinite(arr, name):
+    bad = np.argwhere(~np.isfinite(arr))[0]
+    raise ValueError(f"{name} must be finite; {name}[{', '.join(map(str, bad))}] = {arr[tuple(bad)]}")
 
 
 def check_out(out, name, shape, dtype):

@@ -233,8 +233,8 @@ inline void no_side_job(std::int64_t) {}
 // A mini-batch drawn step by step: a partial Fisher-Yates shuffle of perm (the
 // identity [0, M) on entry).  After step(b), perm[b] is the mini-batch's b-th
 // sample (later steps only touch positions > b), and its row is prefetched so
-// that it is in cache when the gradient reads it.
-template <class T>
+// that it is in cache when the gradient reads it (D > 0: rows of D entries).
+template <class T, int D>
 struct MinibatchDraw {
     Stream s;
     std::int64_t M, d;
@@ -247,7 +247,7 @@ struct MinibatchDraw {
         swaps[b] = k;
         std::swap(perm[b], perm[k]);
         const char* row = reinterpret_cast<const char*>(Hi + perm[b] * d);
-        const std::int64_t row_bytes = d * static_cast<std::int64_t>(sizeof(T));
+        const std::int64_t row_bytes = (D > 0 ? D : d) * static_cast<std::int64_t>(sizeof(T));
         for (std::int64_t off = 0; off < row_bytes; off += 64) prefetch(row + off);
         prefetch(row + row_bytes - 1);
     }
@@ -319,11 +319,11 @@ void logistic_stochastic_grad(const T H[], const T Y[], std::int64_t m, const st
             dirty[slot] = true;
             const std::int64_t row = lo + task / batches, node = node_of(row);
             const std::uint64_t rep = static_cast<std::uint64_t>(row / m + rep_offset);
-            return MinibatchDraw<T>{Stream(stream_key(seed, rep, node, iteration, task % batches)), M, d,
+            return MinibatchDraw<T, D>{Stream(stream_key(seed, rep, node, iteration, task % batches)), M, d,
                                     perm.data() + slot * M, swaps.data() + slot * B, H + node * M * d};
         };
         if (tasks > 0) {
-            MinibatchDraw<T> first = draw_for(0);
+            MinibatchDraw<T, D> first = draw_for(0);
             for (std::int64_t b = 0; b < B; ++b) first.step(b);
         }
         for (std::int64_t task = 0; task < tasks; ++task) {
@@ -335,7 +335,7 @@ void logistic_stochastic_grad(const T H[], const T Y[], std::int64_t m, const st
             const std::int64_t* idx = perm.data() + (task & 1) * M;
             const T weight = T(1) / T(B * batches);
             if (task + 1 < tasks) {
-                MinibatchDraw<T> next = draw_for(task + 1);
+                MinibatchDraw<T, D> next = draw_for(task + 1);
                 logistic_accumulate<D, W, false>(H + node * M * d, Y + node * M, d, x, idx, B, weight, g,
                                                  [&](std::int64_t b) { next.step(b); });
             } else {
