@@ -138,36 +138,36 @@ def minibatch(key, M, B):
     """The B sample indices (in draw order) of the mini-batch with stream ``key``, out of M.
 
     A partial Fisher-Yates shuffle of ``range(M)``; step b swaps position b with
-    b + u, u uniform in [0, M - b) by Lemire's multiply-shift with rejection on
-    32-bit draws (low half, then high half of each 64-bit output
-    ``mix64(key + k * golden)``, k = 1, 2, ...) or on 64-bit draws for bounds of
-    2^32 and more.
+    b + u, u uniform in [0, M - b) by Lemire's multiply-shift with rejection.
+    The draws come from the 64-bit outputs ``mix64(key + k * golden)``,
+    k = 1, 2, ...: a bound up to 2^12 takes 16 bits and one below 2^32 takes 32
+    bits from a pool (low bits first; a fresh output replaces the pool when it
+    holds too few bits), larger bounds take a whole output.
     """
-    counter, spare = 0, None
+    counter, pool, pool_bits = 0, 0, 0
 
     def next64():
         nonlocal counter
         counter += 1
         return _mix64((key + _GOLDEN * counter) & _MASK64)
 
-    def next32():
-        nonlocal spare
-        if spare is not None:
-            out, spare = spare >> 32, None
-            return out
-        spare = next64()
-        return spare & 0xFFFFFFFF
+    def draw(bits):
+        nonlocal pool, pool_bits
+        if bits == 64:
+            return next64()
+        if pool_bits < bits:
+            pool, pool_bits = next64(), 64
+        out = pool & ((1 << bits) - 1)
+        pool >>= bits
+        pool_bits -= bits
+        return out
 
     def below(bound):
-        if bound < 1 << 32:
-            while True:
-                m = next32() * bound
-                if (m & 0xFFFFFFFF) >= ((1 << 32) - bound) % bound:
-                    return m >> 32
+        bits = 16 if bound <= 1 << 12 else 32 if bound < 1 << 32 else 64
         while True:
-            m = next64() * bound
-            if (m & _MASK64) >= ((1 << 64) - bound) % bound:
-                return m >> 64
+            m = draw(bits) * bound
+            if (m & ((1 << bits) - 1)) >= ((1 << bits) - bound) % bound:
+                return m >> bits
 
     perm = list(range(M))
     for b in range(B):

@@ -48,11 +48,12 @@ __device__ __forceinline__ u64 stream_key(u64 seed, u64 rep, u64 node, u64 itera
     return mix64(k ^ batch);
 }
 
-// The CPU's Stream: next() = mix64(key + k * golden); bounds below 2^32 take
-// 32-bit draws, the low then the high half of one output.
+// The CPU's Stream: next() = mix64(key + k * golden); bounds up to 2^12 take 16
+// bits and bounds below 2^32 take 32 bits from a pool (low bits first, refilled
+// by a fresh output when it holds too few), larger bounds whole outputs.
 struct Stream {
-    u64 key, counter, spare;
-    bool has_spare;
+    u64 key, counter, pool;
+    int pool_bits;
 };
 
 __device__ __forceinline__ u64 stream_next(Stream* s) {
@@ -60,24 +61,26 @@ __device__ __forceinline__ u64 stream_next(Stream* s) {
     return mix64(s->key + 0x9E3779B97F4A7C15ULL * s->counter);
 }
 
-__device__ __forceinline__ unsigned stream_next32(Stream* s) {
-    if (s->has_spare) {
-        s->has_spare = false;
-        return (unsigned)(s->spare >> 32);
+__device__ __forceinline__ u64 stream_bits(Stream* s, int bits) {
+    if (s->pool_bits < bits) {
+        s->pool = stream_next(s);
+        s->pool_bits = 64;
     }
-    s->spare = stream_next(s);
-    s->has_spare = true;
-    return (unsigned)s->spare;
+    const u64 r = s->pool & ((1ULL << bits) - 1);
+    s->pool >>= bits;
+    s->pool_bits -= bits;
+    return r;
 }
 
 // Uniform integer in [0, bound): Lemire's multiply-shift with rejection (as on the CPU).
 __device__ __forceinline__ u64 below(Stream* s, u64 bound) {
     if (bound <= 0xFFFFFFFFULL) {
-        const unsigned b32 = (unsigned)bound;
+        const int bits = bound <= (1ULL << 12) ? 16 : 32;
+        const u64 mask = (1ULL << bits) - 1;
         for (;;) {
-            const u64 m = (u64)stream_next32(s) * b32;
-            const unsigned lo = (unsigned)m;
-            if (lo >= b32 || lo >= (0U - b32) % b32) return m >> 32;
+            const u64 m = stream_bits(s, bits) * bound;
+            const u64 lo = m & mask;
+            if (lo >= bound || lo >= ((mask + 1) - bound) % bound) return m >> bits;
         }
     }
     for (;;) {
@@ -137,7 +140,7 @@ __device__ void logistic_grad_impl(const T* __restrict__ H, const T* __restrict_
     const T* Yi = Yl + node * M;
     const T weight = T(1) / T(B * batches);
     for (i64 r = 0; r < batches; ++r) {
-        Stream s = {stream_key(seed, (u64)(rep + rep_offset), (u64)node, iteration, (u64)r), 0, 0, false};
+        Stream s = {stream_key(seed, (u64)(rep + rep_offset), (u64)node, iteration, (u64)r), 0, 0, 0};
         for (i64 b = 0; b < B; ++b) {
             i64 k = b + (i64)below(&s, (u64)(M - b));
             swaps[b] = k;

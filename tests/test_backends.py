@@ -180,13 +180,13 @@ def _ptr(a):
     return ctypes.c_void_p(a.ctypes.data)
 
 
-@pytest.mark.parametrize("nodes", [None, [3, 0, 5]])
-def test_cuda_logistic_kernel_logic_matches_cpu(cuda_on_host, nodes):
-    """Same mini-batches (32-bit and 64-bit draws) and the same sums as the CPU kernel: equal bit for bit."""
+@pytest.mark.parametrize("nodes,M", [(None, 37), ([3, 0, 5], 37), (None, 4100)], ids=["all", "subset", "M4100"])
+def test_cuda_logistic_kernel_logic_matches_cpu(cuda_on_host, nodes, M):
+    """Same mini-batches (16- and 32-bit draws) and the same sums as the CPU kernel: equal bit for bit."""
     import ctypes
 
     n, d = 6, 5
-    f = NonconvexLogistic.synthetic(n, total=n * 37, d=d, batch=9, seed=3)
+    f = NonconvexLogistic.synthetic(n, total=n * M, d=d, batch=9, seed=3)
     ids = None if nodes is None else np.asarray(nodes, dtype=np.int64)
     m = n if ids is None else len(ids)
     reps, batches, seed, iteration, rep_offset = 2, 3, 11, 7, 1

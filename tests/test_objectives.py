@@ -80,6 +80,18 @@ def test_stochastic_gradient_matches_the_reference_transcription(n, M, d, batch_
     np.testing.assert_allclose(G, want, rtol=1e-11, atol=1e-13)
 
 
+def test_stochastic_gradient_matches_the_reference_across_draw_sizes():
+    """Bounds M - b cross 2^12 during a draw: 32-bit then 16-bit draws from the same pool of bits."""
+    n, M, d, B = 2, 4100, 3, 40
+    rng = np.random.default_rng(5)
+    H = rng.standard_normal((n * M, d))
+    Y = np.where(rng.random(n * M) < 0.5, -1.0, 1.0)
+    X = rng.standard_normal((1, n, d))
+    G = _core.logistic_grad(H, Y, n, 0.01, X, B, 2, 3, 17)
+    np.testing.assert_allclose(G, _reference.logistic_stochastic_gradient(H, Y, n, 0.01, X, B, 17, 3, 2),
+                               rtol=1e-12, atol=1e-14)
+
+
 def test_minibatch_reference_draws_a_uniform_subset():
     """The reference sampler itself: B distinct indices, each index equally likely."""
     counts = np.zeros(7)

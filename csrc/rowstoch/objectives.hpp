@@ -30,31 +30,39 @@ inline std::uint64_t mix64(std::uint64_t z) {
 }
 
 // A small counter-based stream: state = key, next() = mix64(key + k * golden).
-// Bounds below 2^32 take 32-bit draws, the low then the high half of one output.
+// Small bounds take small draws from a pool of bits, low bits first: 16 bits
+// for bounds up to 2^12 (at most 1/16 of draws rejected), 32 bits up to 2^32;
+// larger bounds take whole 64-bit outputs.  A fresh output refills the pool
+// when it holds fewer bits than the draw needs (the rest is dropped).
 struct Stream {
-    std::uint64_t key, counter = 0, spare = 0;
-    bool has_spare = false;
+    std::uint64_t key, counter = 0, pool = 0;
+    int pool_bits = 0;
     explicit Stream(std::uint64_t k) : key(k) {}
     std::uint64_t next() { return mix64(key + 0x9E3779B97F4A7C15ULL * (++counter)); }
-    std::uint32_t next32() {
-        if (has_spare) {
-            has_spare = false;
-            return static_cast<std::uint32_t>(spare >> 32);
+    template <int Bits>
+    std::uint64_t draw_bits() {
+        if (pool_bits < Bits) {
+            pool = next();
+            pool_bits = 64;
         }
-        spare = next();
-        has_spare = true;
-        return static_cast<std::uint32_t>(spare);
+        const std::uint64_t r = pool & ((std::uint64_t(1) << Bits) - 1);
+        pool >>= Bits;
+        pool_bits -= Bits;
+        return r;
     }
-    // Uniform integer in [0, bound) (Lemire's multiply-shift with rejection: unbiased).
-    std::uint64_t below(std::uint64_t bound) {
-        if (bound <= 0xFFFFFFFFULL) {
-            const std::uint32_t b32 = static_cast<std::uint32_t>(bound);
-            for (;;) {
-                const std::uint64_t m = static_cast<std::uint64_t>(next32()) * b32;
-                const std::uint32_t lo = static_cast<std::uint32_t>(m);
-                if (lo >= b32 || lo >= (0U - b32) % b32) return m >> 32;
-            }
+    // Uniform integer in [0, bound) from Bits-bit draws (Lemire's multiply-shift with rejection: unbiased).
+    template <int Bits>
+    std::uint64_t below_small(std::uint64_t bound) {
+        const std::uint64_t mask = (std::uint64_t(1) << Bits) - 1;
+        for (;;) {
+            const std::uint64_t m = draw_bits<Bits>() * bound;
+            const std::uint64_t lo = m & mask;  // the threshold (2^Bits - bound) % bound < bound: rarely needed
+            if (lo >= bound || lo >= ((mask + 1) - bound) % bound) return m >> Bits;
         }
+    }
+    std::uint64_t below(std::uint64_t bound) {
+        if (bound <= (std::uint64_t(1) << 12)) return below_small<16>(bound);
+        if (bound <= 0xFFFFFFFFULL) return below_small<32>(bound);
         for (;;) {
             const std::uint64_t x = next();
             const unsigned __int128 m = static_cast<unsigned __int128>(x) * bound;
