@@ -28,24 +28,13 @@ from rowstoch_fast import _core  # noqa: E402
 from rowstoch_fast.objectives import NonconvexLogistic  # noqa: E402
 
 
-def widths():
-    out = [2]
-    try:
-        _core.set_simd_width(4)
-        out.append(4)
-    except ValueError:
-        pass
-    _core.set_simd_width(0)
-    return out
-
-
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--n", type=int, default=512)
     p.add_argument("--rounds", type=int, default=7)
     args = p.parse_args(argv)
     info = machine_info()
-    print(f"# {info['cpu']}, {info['cores']} cores, vector widths available: {widths()}")
+    print(f"# {info['cpu']}, {info['cores']} cores, vector widths available: {_core.simd_widths()}")
     f = NonconvexLogistic.synthetic(args.n, seed=42)
     X = 0.1 * np.random.default_rng(0).standard_normal((args.n, f.d))
     it = itertools.count()
@@ -60,7 +49,8 @@ def main(argv=None):
     try:
         for threads in (1, 2):
             _core.set_num_threads(threads)
-            med, _ = interleaved({f"width {w}": oracle(w) for w in widths()}, rounds=args.rounds, min_time=0.3)
+            med, _ = interleaved({f"width {w}": oracle(w) for w in _core.simd_widths()}, rounds=args.rounds,
+                                 min_time=0.3)
             row = ", ".join(f"{k}: {v * 1e3:.3f} ms ({v / samples * 1e9:.2f} ns/sample)" for k, v in med.items())
             print(f"threads {threads}: {row}")
         Xr = np.broadcast_to(X, (20,) + X.shape).copy()

@@ -3,7 +3,6 @@
 import numpy as np
 import pytest
 
-from oracle import widths
 from rowstoch_fast import _core
 from rowstoch_fast.objectives import NonconvexLogistic
 
@@ -16,7 +15,7 @@ def problem():
 
 @pytest.mark.parametrize("width", [2, 4], ids=["w2", "w4"])
 def test_oracle(benchmark, problem, width):
-    if width not in widths():
+    if width not in _core.simd_widths():
         pytest.skip("this CPU has no AVX2")
     f, X = problem
     want = f.stochastic_gradient(X, 3)

@@ -517,6 +517,12 @@ PYBIND11_MODULE(_core, m) {
     }, py::arg("threads"), "Set the threads the kernels use (no effect without OpenMP).");
     m.def("get_simd_width", &rowstoch::simd_width,
           "Doubles per vector in the gradient kernels: 4 with AVX2 (x86-64, detected at run time), else 2.");
+    m.def("simd_widths", []() {
+        py::list widths;
+        widths.append(2);
+        if (rowstoch::simd_width_available() == 4) widths.append(4);
+        return widths;
+    }, "The vector widths this CPU runs: [2] or [2, 4] (AVX2).");
     m.def("set_simd_width", [](int w) {
         if (!rowstoch::set_simd_width(w))
             throw py::value_error(cat("width must be 0 (automatic), 2, or 4 where the CPU has AVX2 (it has ",

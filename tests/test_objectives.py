@@ -177,13 +177,7 @@ def test_quadratic_and_least_squares():
 @pytest.fixture
 def simd_widths():
     """The vector widths this CPU runs (always 2; 4 with AVX2); restores automatic choice afterwards."""
-    widths = [2]
-    try:
-        _core.set_simd_width(4)
-        widths.append(4)
-    except ValueError:
-        pass
-    yield widths
+    yield _core.simd_widths()
     _core.set_simd_width(0)
 
 
