@@ -113,6 +113,26 @@ def bandwidth(threads=2, mib=512, rounds=5):
     return {"copy_GBps": 2 * n * 8 / med["copy"] / 1e9, "read_GBps": n * 8 / med["read"] / 1e9}
 
 
+def gpu_bandwidth(mib=1024, rounds=5):
+    """Device-to-device copy bandwidth (GB/s, bytes read + written) of CuPy's current GPU, or None without one."""
+    try:
+        from rowstoch_fast.cuda import require_cupy
+
+        cp = require_cupy()
+    except (RuntimeError, ImportError):
+        return None
+    n = mib * 2**20 // 8
+    src = cp.ones(n)
+    dst = cp.empty_like(src)
+
+    def copy():
+        cp.copyto(dst, src)
+        cp.cuda.Device().synchronize()
+
+    med, _ = interleaved({"copy": copy}, rounds=rounds, min_time=0.2)
+    return 2 * n * 8 / med["copy"] / 1e9
+
+
 def save_json(path, payload):
     with open(path, "w") as f:
         json.dump(payload, f, indent=1, default=str)

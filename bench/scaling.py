@@ -2,7 +2,7 @@
 
 Usage::
 
-    python bench/scaling.py [--min-log2n 10] [--max-log2n 20] [--R 10] [--d 10] [--out bench]
+    python bench/scaling.py [--min-log2n 10] [--max-log2n 20] [--cpu-max-log2n N] [--R 10] [--d 10] [--out bench]
 
 Writes ``scaling.json`` and ``scaling.png`` (time per iteration against n) into
 ``--out`` and prints a markdown table. Contenders, all on the exponential graph,
@@ -16,9 +16,12 @@ one iteration = the x phase and the y phase of eq. (14) without the gradient:
 * ``cupy``: rowstoch_fast's CuPy backend (``PullDiagGT(..., backend="cupy")`` kernels).
 
 GPU contenders run only where CuPy finds a device; they synchronise before
-returning. Throughput is node-updates per second (n / time) and effective
-bandwidth is the compulsory traffic (CSR once per gossip round, x/y blocks)
-over the time, next to the device's copy bandwidth measured here.
+returning; ``--cpu-max-log2n`` leaves the CPU contenders out above that size
+(on a GPU machine, to keep the run short). Throughput is node-updates per
+second (n / time) and effective bandwidth is the compulsory traffic (CSR once
+per gossip round, x/y blocks) over the time, next to the copy bandwidth of the
+CPU and of the GPU measured here. ``bench/gpu_check.sh`` runs the GPU half and
+the CuPy tests in one go.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ import numpy as np
 import scipy.sparse as sp
 
 sys.path.insert(0, os.path.dirname(__file__))
-from _harness import bandwidth, interleaved, machine_info, save_json  # noqa: E402
+from _harness import bandwidth, gpu_bandwidth, interleaved, machine_info, save_json  # noqa: E402
 
 from rowstoch_fast import PullDiagGT, _core, topology  # noqa: E402
 
@@ -119,8 +122,10 @@ def main(argv=None):
     p.add_argument("--R", type=int, default=10)
     p.add_argument("--d", type=int, default=10)
     p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--cpu-max-log2n", type=int, default=None, help="no CPU contenders above this size")
     p.add_argument("--out", default=os.path.dirname(__file__))
     args = p.parse_args(argv)
+    cpu_max = args.max_log2n if args.cpu_max_log2n is None else args.cpu_max_log2n
     info = machine_info()
     try:
         from rowstoch_fast.cuda import require_cupy
@@ -130,22 +135,35 @@ def main(argv=None):
     except (RuntimeError, ImportError) as exc:
         info["gpu"] = f"none ({exc})"
     bw = bandwidth(threads=_core.get_num_threads())
+    bw["gpu_copy_GBps"] = gpu_bw = gpu_bandwidth()
+    gpu_note = f"copy {gpu_bw:.0f} GB/s" if gpu_bw else "-"
     print(f"# CPU {info['cpu']} ({info['cores']} cores, {_core.get_num_threads()} threads, copy {bw['copy_GBps']:.1f} GB/s); "
-          f"GPU: {info['gpu']}; d = {args.d}, R = {args.R}, exponential graph")
-    print("| n | contender | ms/iteration | node-updates/s | GB/s | vs scipy |")
-    print("|---|---|---|---|---|---|")
+          f"GPU: {info['gpu']} ({gpu_note}); d = {args.d}, R = {args.R}, exponential graph")
+    print("| n | contender | ms/iteration | node-updates/s | GB/s | % of copy bandwidth | vs scipy | vs cupyx |")
+    print("|---|---|---|---|---|---|---|---|")
     rows = []
     for log2n in range(args.min_log2n, args.max_log2n + 1, 2):
+        if log2n > cpu_max and not gpu_bw:
+            continue  # nothing would run at this size
         A = topology.exponential(2**log2n)
-        c = {**cpu_contenders(A, args.d, args.R), **gpu_contenders(A, args.d, args.R)}
+        c = {**(cpu_contenders(A, args.d, args.R) if log2n <= cpu_max else {}), **gpu_contenders(A, args.d, args.R)}
+        if not c:
+            continue
         med, _ = interleaved(c, rounds=args.rounds, min_time=0.05, min_calls=2)
         bytes_ = traffic(A, args.d, args.R)
         for k, t in sorted(med.items()):
+            on_gpu = k.startswith("cupy")
+            copy_bw = gpu_bw if on_gpu else bw["copy_GBps"]
             row = {"n": A.n, "contender": k, "seconds": t, "updates_per_s": A.n / t, "GBps": bytes_ / t / 1e9,
-                   "vs_scipy": med["scipy"] / t}
+                   "fraction_of_copy_bandwidth": bytes_ / t / 1e9 / copy_bw if copy_bw else None,
+                   "vs_scipy": med["scipy"] / t if "scipy" in med else None,
+                   "vs_cupyx": med["cupyx"] / t if on_gpu and "cupyx" in med else None}
             rows.append(row)
-            print(f"| 2^{log2n} | {k} | {t * 1e3:.3f} | {A.n / t:.3g} | {bytes_ / t / 1e9:.1f} | {med['scipy'] / t:.2f}x |",
-                  flush=True)
+            cells = [f"{100 * row['fraction_of_copy_bandwidth']:.0f}%" if row["fraction_of_copy_bandwidth"] else "-",
+                     f"{row['vs_scipy']:.2f}x" if row["vs_scipy"] else "-",
+                     f"{row['vs_cupyx']:.2f}x" if row["vs_cupyx"] else "-"]
+            print(f"| 2^{log2n} | {k} | {t * 1e3:.3f} | {A.n / t:.3g} | {bytes_ / t / 1e9:.1f} | " + " | ".join(cells)
+                  + " |", flush=True)
     save_json(os.path.join(args.out, "scaling.json"), {"machine": info, "bandwidth": bw, "R": args.R, "d": args.d,
                                                         "rows": rows})
     import matplotlib
