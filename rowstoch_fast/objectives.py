@@ -134,6 +134,19 @@ class NonconvexLogistic(Objective):
     rho : float, default 0.01
     batch : int, default 200
 
+    Notes
+    -----
+    The mini-batch of node ``i``, repetition ``r``, iteration ``k`` and batch ``t``
+    is the first ``batch`` entries of a partial Fisher-Yates shuffle driven by a
+    counter-based stream keyed on ``(seed, r, i, k, t)``
+    (:func:`rowstoch_fast._reference.minibatch` writes it out in Python), so it
+    does not depend on the thread count or on which other nodes are evaluated.
+    The kernels add in fixed orders and compute ``1 / (1 + e^z)`` with their own
+    ``exp`` (within 1.5 ulp), so the AVX2 and baseline vector paths give the same
+    bits; the CuPy kernel performs the same operations in the same order (checked
+    by running it on the host; its GPU run is still to be recorded).
+    :meth:`evaluate` returns exact gradients and losses from one pass over the data.
+
     Examples
     --------
     >>> f = NonconvexLogistic.synthetic(n=4, total=800, batch=20, seed=0)
