@@ -99,23 +99,57 @@ inline T dot4(const T* h, const T* x, std::int64_t d) {
     return (s[0] + s[2]) + (s[1] + s[3]);
 }
 
-// The same sum for a compile-time D with W-lane vectors; xv[j / W] holds x_j in lane j % W.
+// x (or the running sums) of a compile-time row length D in registers: full W-lane
+// vectors for entries [0, kFull), then a 2-lane vector and a scalar for the
+// rest (so the tail never needs single lanes of a wide vector).
+template <int D, int W, int Group>
+struct RowRegs {
+    static constexpr int kFull = D / Group * Group, kRest = D - kFull;
+    static constexpr int kVecs = kFull / W, kPair = kRest >= 2 ? 1 : 0, kSingle = kRest % 2;
+    Vec<W> v[kVecs > 0 ? kVecs : 1];
+    Vec<2> pair;
+    double single;
+
+    ROWSTOCH_INLINE void load(const double* p) {
+        for (int q = 0; q < kVecs; ++q) v[q] = vload<W>(p + q * W);
+        pair = Vec<2>{};
+        if constexpr (kPair) pair = vload<2>(p + kFull);
+        single = kSingle ? p[D - 1] : 0.0;
+    }
+    ROWSTOCH_INLINE void store(double* p) const {
+        for (int q = 0; q < kVecs; ++q) vstore<W>(p + q * W, v[q]);
+        if constexpr (kPair) vstore<2>(p + kFull, pair);
+        if constexpr (kSingle) p[D - 1] = single;
+    }
+};
+
+// dot4 for a compile-time D with W-lane vectors (the same partial sums, the same
+// bits): chunks of 4 in x.v, the tail's products added last to sums 0, 1 (pair)
+// and 0 or 2 (single).
 template <int D, int W>
-ROWSTOCH_INLINE double dot4_vec(const double* h, const Vec<W>* xv, const double* x) {
+ROWSTOCH_INLINE double dot4_vec(const double* h, const RowRegs<D, W, 4>& x) {
     constexpr int G = 4 / W, Q = D / 4, R = D % 4;
     Vec<W> s[G] = {};
     for (int q = 0; q < Q; ++q)
-        for (int g = 0; g < G; ++g) s[g] += vload<W>(h + 4 * q + g * W) * xv[q * G + g];
-    for (int k = 0; k < R; ++k) s[k / W][k % W] += h[4 * Q + k] * x[4 * Q + k];
-    return (s[0 / W][0 % W] + s[2 / W][2 % W]) + (s[1 / W][1 % W] + s[3 / W][3 % W]);
+        for (int g = 0; g < G; ++g) s[g] += vload<W>(h + 4 * q + g * W) * x.v[q * G + g];
+    double p0 = s[0][0], p1 = s[1 / W][1 % W], p2 = s[2 / W][2 % W], p3 = s[3 / W][3 % W];
+    if constexpr (R >= 2) {
+        const Vec<2> t = vload<2>(h + 4 * Q) * x.pair;
+        p0 += t[0];
+        p1 += t[1];
+    }
+    if constexpr (R == 1) p0 += h[D - 1] * x.single;
+    if constexpr (R == 3) p2 += h[D - 1] * x.single;
+    return (p0 + p2) + (p1 + p3);
 }
 
-// acc_j += c h_j for j < D; acc[j / W] holds the sum j in lane j % W.
+// acc_j += c h_j for j < D (element by element: any grouping gives the same bits).
 template <int D, int W>
-ROWSTOCH_INLINE void axpy_vec(Vec<W>* acc, double c, const double* h) {
-    constexpr int F = D / W, R = D % W;
-    for (int f = 0; f < F; ++f) acc[f] += c * vload<W>(h + f * W);
-    for (int k = 0; k < R; ++k) acc[F][k] += c * h[F * W + k];
+ROWSTOCH_INLINE void axpy_vec(RowRegs<D, W, W>& acc, double c, const double* h) {
+    using R = RowRegs<D, W, W>;
+    for (int q = 0; q < R::kVecs; ++q) acc.v[q] += c * vload<W>(h + q * W);
+    if constexpr (R::kPair) acc.pair += c * vload<2>(h + R::kFull);
+    if constexpr (R::kSingle) acc.single += c * h[D - 1];
 }
 
 // out[:] += weight * (logistic-loss gradient at x over the samples idx[0..count)):
@@ -134,14 +168,13 @@ ROWSTOCH_INLINE void logistic_accumulate(const T* H, const T* Y, std::int64_t d_
                                          const std::int64_t* idx, std::int64_t count, T weight, T* out,
                                          Side&& side, double* loss_sum = nullptr) {
     constexpr bool kVector = D > 0 && std::is_same<T, double>::value;
+    constexpr int kD = D > 0 ? D : 1;
     const std::int64_t d = D > 0 ? D : d_runtime;
-    constexpr int kX = kVector ? (D + 3) / 4 * (4 / W) : 1, kAcc = kVector ? (D + W - 1) / W : 1;
-    Vec<W> xv[kX], acc[kAcc];
-    if constexpr (kVector) {  // through zero-padded copies: whole-vector loads
-        double xs[kX * W] = {}, as[kAcc * W] = {};
-        for (int j = 0; j < D; ++j) xs[j] = x[j], as[j] = out[j];
-        for (int q = 0; q < kX; ++q) xv[q] = vload<W>(xs + q * W);
-        for (int q = 0; q < kAcc; ++q) acc[q] = vload<W>(as + q * W);
+    RowRegs<kD, W, 4> xr;    // x, grouped as the dot product's partial sums
+    RowRegs<kD, W, W> acc;   // the gradient sums
+    if constexpr (kVector) {
+        xr.load(x);
+        acc.load(out);
     }
     constexpr std::int64_t kBlock = 64;
     alignas(32) double z[kBlock], e[kLoss ? kBlock : 1];
@@ -149,7 +182,7 @@ ROWSTOCH_INLINE void logistic_accumulate(const T* H, const T* Y, std::int64_t d_
         const std::int64_t nb = count - b0 < kBlock ? count - b0 : kBlock;
         for (std::int64_t b = 0; b < nb; ++b) {
             const std::int64_t l = idx[b0 + b];
-            if constexpr (kVector) z[b] = Y[l] * dot4_vec<D, W>(H + l * D, xv, x);
+            if constexpr (kVector) z[b] = Y[l] * dot4_vec<kD, W>(H + l * D, xr);
             else z[b] = static_cast<double>(Y[l] * dot4(H + l * d, x, d));
         }
         for (std::int64_t b = nb; b % W != 0; ++b) z[b] = 0.0;
@@ -167,18 +200,14 @@ ROWSTOCH_INLINE void logistic_accumulate(const T* H, const T* Y, std::int64_t d_
             const std::int64_t l = idx[b0 + b];
             const double c = -static_cast<double>(Y[l]) * z[b] * static_cast<double>(weight);
             if constexpr (kVector) {
-                axpy_vec<D, W>(acc, c, H + l * D);
+                axpy_vec<kD, W>(acc, c, H + l * D);
             } else {
                 const T* h = H + l * d;
                 for (std::int64_t j = 0; j < d; ++j) out[j] += static_cast<T>(c) * h[j];
             }
         }
     }
-    if constexpr (kVector) {
-        double as[kAcc * W];
-        for (int q = 0; q < kAcc; ++q) vstore<W>(as + q * W, acc[q]);
-        for (int j = 0; j < D; ++j) out[j] = as[j];
-    }
+    if constexpr (kVector) acc.store(out);
 }
 
 // f(std::integral_constant<int, W>{}) compiled for the widest vectors this CPU
