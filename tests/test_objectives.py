@@ -217,3 +217,22 @@ def test_logistic_weight_is_accurate_at_extreme_margins_and_keeps_nan():
     X = np.ones((n, 1))
     X[3] = np.nan
     assert np.isnan(_core.logistic_full_grad(H, Y, n, 0.0, X)[3, 0])
+
+
+@pytest.mark.parametrize("d", [3, 10, 17])
+def test_float32_kernels_agree_with_float64(d):
+    """The compiled oracle also takes float32 data (scalar sums in float32, logistic weights in float64)."""
+    rng = np.random.default_rng(d)
+    n, M, B = 3, 50, 20
+    H = rng.standard_normal((n * M, d))
+    Y = np.where(rng.random(n * M) < 0.5, -1.0, 1.0)
+    X = 0.3 * rng.standard_normal((2, n, d))
+    f32 = [a.astype(np.float32) for a in (H, Y, X)]
+    G64 = _core.logistic_grad(H, Y, n, 0.01, X, B, 2, 1, 4)
+    G32 = _core.logistic_grad(f32[0], f32[1], n, 0.01, f32[2], B, 2, 1, 4)
+    assert G32.dtype == np.float32
+    np.testing.assert_allclose(G32, G64, rtol=2e-5, atol=2e-6)
+    (F64, L64), (F32, L32) = (_core.logistic_full_grad(H, Y, n, 0.01, X, with_loss=True),
+                              _core.logistic_full_grad(*f32[:2], n, 0.01, f32[2], with_loss=True))
+    np.testing.assert_allclose(F32, F64, rtol=2e-5, atol=2e-6)
+    np.testing.assert_allclose(L32, L64, rtol=2e-6)
