@@ -7,14 +7,16 @@
 // call computes every node's gradient (rows of X) in one threaded loop.  The
 // mini-batch of node i is drawn without replacement from its M samples by a
 // counter-based generator keyed on (seed, repetition, node, iteration, batch),
-// so results do not depend on the thread count or on the order of the nodes.
+// so results do not depend on the thread count or on the order of the nodes;
+// the sums run in fixed orders on W-lane vectors (simd.hpp), so they do not
+// depend on the vector width either.
 #pragma once
 
 #include <cmath>
 #include <cstdint>
 #include <type_traits>
-#include <vector>
 #include <utility>
+#include <vector>
 
 #include "parallel.hpp"
 #include "simd.hpp"
