@@ -219,6 +219,20 @@ def test_logistic_weight_is_accurate_at_extreme_margins_and_keeps_nan():
     assert np.isnan(_core.logistic_full_grad(H, Y, n, 0.0, X)[3, 0])
 
 
+def test_loss_is_accurate_at_extreme_margins():
+    """ln(1 + e^-z) from the one-pass evaluation against 400-digit decimals (exp and log1p are the kernel's own)."""
+    from decimal import Decimal, localcontext
+
+    z = np.concatenate([np.linspace(-40, 40, 801), [-800.0, -100.0, -1e-300, 0.0, 1e-300, 0.6931471805599453,
+                                                    100.0, 700.0, 708.5, 745.0, 800.0]])
+    n = z.size
+    _, L = _core.logistic_full_grad(z[:, None].copy(), np.ones(n), n, 0.0, np.ones((n, 1)), with_loss=True)
+    with localcontext() as ctx:
+        ctx.prec = 400
+        want = np.array([float((1 + (-Decimal(v)).exp()).ln()) for v in z])
+    np.testing.assert_allclose(L, want, rtol=2.5 * 2.2e-16, atol=2.3e-308 * 1000)
+
+
 @pytest.mark.parametrize("d", [3, 10, 17])
 def test_float32_kernels_agree_with_float64(d):
     """The compiled oracle also takes float32 data (scalar sums in float32, logistic weights in float64)."""

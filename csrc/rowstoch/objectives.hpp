@@ -243,7 +243,8 @@ ROWSTOCH_INLINE void logistic_accumulate(const T* H, const T* Y, std::int64_t d_
             double sum = *loss_sum;
             for (std::int64_t b = 0; b < nb; ++b) sum += z[b] < 0.0 ? -z[b] : 0.0;
             for (std::int64_t b = 0; b < nb; b += W) logistic_weights<W, true>(z + b, e + b);
-            for (std::int64_t b = 0; b < nb; ++b) sum += std::log1p(e[b]);
+            for (std::int64_t b = 0; b < nb; b += W) log1p_unit<W>(e + b);
+            for (std::int64_t b = 0; b < nb; ++b) sum += e[b];
             *loss_sum = sum;
         } else {
             for (std::int64_t b = 0; b < nb; b += W) logistic_weights<W>(z + b);
