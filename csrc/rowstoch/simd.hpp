@@ -55,6 +55,20 @@ ROWSTOCH_INLINE void vstore(double* p, const Vec<W>& v) {
     std::memcpy(p, &v, sizeof v);
 }
 
+// Lane by lane: a where m is set, b elsewhere.
+template <int W>
+ROWSTOCH_INLINE Vec<W> select(const Mask<W>& m, const Vec<W>& a, const Vec<W>& b) {
+    return (Vec<W>)(((Mask<W>)a & m) | ((Mask<W>)b & ~m));
+}
+
+// c[0] x^(N-1) + ... + c[N-1] by Horner's rule: (c[0] x + c[1]) x + ...
+template <int W, int N>
+ROWSTOCH_INLINE Vec<W> horner(const Vec<W>& x, const double (&c)[N]) {
+    Vec<W> p = x * c[0] + c[1];
+    for (int i = 2; i < N; ++i) p = p * x + c[i];
+    return p;
+}
+
 // 1 / (1 + exp(z)) in every lane.  exp(-|z|) <= 1 never overflows: Cody-Waite
 // reduction a = n ln2 + r (|r| <= ln2 / 2, n rounded by the 1.5 * 2^52 trick),
 // exp(r) by its degree-13 Taylor polynomial (truncation < 4e-18), times 2^n built
@@ -71,25 +85,16 @@ ROWSTOCH_INLINE void logistic_weights(double* zp, double* ep = nullptr) {
     const Vec<W> t = a * 1.4426950408889634 + magic;                // log2(e)
     const Vec<W> nf = t - magic;                                    // round(a / ln 2)
     const Vec<W> r = (a - nf * 6.93147180369123816490e-01) - nf * 1.90821492927058770002e-10;
-    Vec<W> p = r * (1.0 / 6227020800.0) + 1.0 / 479001600.0;
-    p = p * r + 1.0 / 39916800.0;
-    p = p * r + 1.0 / 3628800.0;
-    p = p * r + 1.0 / 362880.0;
-    p = p * r + 1.0 / 40320.0;
-    p = p * r + 1.0 / 5040.0;
-    p = p * r + 1.0 / 720.0;
-    p = p * r + 1.0 / 120.0;
-    p = p * r + 1.0 / 24.0;
-    p = p * r + 1.0 / 6.0;
-    p = p * r + 0.5;
-    p = p * r + 1.0;
-    p = p * r + 1.0;
+    static constexpr double kTaylor[] = {1.0 / 6227020800.0, 1.0 / 479001600.0, 1.0 / 39916800.0,
+                                         1.0 / 3628800.0,    1.0 / 362880.0,    1.0 / 40320.0,
+                                         1.0 / 5040.0,       1.0 / 720.0,       1.0 / 120.0,
+                                         1.0 / 24.0,         1.0 / 6.0,         0.5,
+                                         1.0,                1.0};  // 1/13!, ..., 1/1!, 1/0!
+    const Vec<W> p = horner<W>(r, kTaylor);
     const Mask<W> n = (Mask<W>)t - (Mask<W>)(zero + magic);
     const Vec<W> scale = (Vec<W>)((n + 1023) << 52);
-    const Mask<W> keep = ~(Mask<W>)(nf < -1022.0);                  // NaN compares false: kept
-    const Vec<W> e = (Vec<W>)((Mask<W>)(p * scale) & keep);
-    const Mask<W> pos = (Mask<W>)(z > 0.0);
-    const Vec<W> num = (Vec<W>)(((Mask<W>)e & pos) | ((Mask<W>)one & ~pos));
+    const Vec<W> e = select<W>((Mask<W>)(nf < -1022.0), zero, p * scale);  // NaN compares false: kept
+    const Vec<W> num = select<W>((Mask<W>)(z > 0.0), e, one);
     if constexpr (kExp) vstore<W>(ep, e);
     vstore<W>(zp, num / (one + e));
 }
@@ -103,19 +108,13 @@ ROWSTOCH_INLINE void log1p_unit(double* ep) {
     const Vec<W> e = vload<W>(ep);
     const Vec<W> zero = {}, one = zero + 1.0;
     const Mask<W> high = (Mask<W>)(e >= 0.5);
-    const Vec<W> f = (Vec<W>)(((Mask<W>)((e - 1.0) * 0.5) & high) | ((Mask<W>)e & ~high));
-    const Vec<W> k = (Vec<W>)((Mask<W>)one & high);
+    const Vec<W> f = select<W>(high, (e - 1.0) * 0.5, e);
+    const Vec<W> k = select<W>(high, one, zero);
     const Vec<W> sv = f / (f + 2.0), s2 = sv * sv;
-    Vec<W> p = s2 * (1.0 / 23.0) + 1.0 / 21.0;
-    p = p * s2 + 1.0 / 19.0;
-    p = p * s2 + 1.0 / 17.0;
-    p = p * s2 + 1.0 / 15.0;
-    p = p * s2 + 1.0 / 13.0;
-    p = p * s2 + 1.0 / 11.0;
-    p = p * s2 + 1.0 / 9.0;
-    p = p * s2 + 1.0 / 7.0;
-    p = p * s2 + 1.0 / 5.0;
-    p = p * s2 + 1.0 / 3.0;
+    static constexpr double kOdd[] = {1.0 / 23.0, 1.0 / 21.0, 1.0 / 19.0, 1.0 / 17.0, 1.0 / 15.0,
+                                      1.0 / 13.0, 1.0 / 11.0, 1.0 / 9.0,  1.0 / 7.0,  1.0 / 5.0,
+                                      1.0 / 3.0};
+    const Vec<W> p = horner<W>(s2, kOdd);
     const Vec<W> atanh2 = (sv + sv) + (sv + sv) * (s2 * p);  // 2 s + 2 s^3 / 3 + ...
     vstore<W>(ep, k * 6.93147180559945286227e-01 + atanh2);
 }
