@@ -474,7 +474,8 @@ py::object logistic_full_grad(py::array H, py::array Y, int64_t n, double rho, p
     LogisticData D = check_logistic(H, Y, n, X, nodes_obj, nodes);
     std::vector<py::ssize_t> shape(X.shape(), X.shape() + X.ndim());
     py::array G(X.dtype(), shape);
-    py::array L(X.dtype(), std::vector<py::ssize_t>(X.shape(), X.shape() + X.ndim() - 1));
+    py::array L;  // only with_loss
+    if (with_loss) L = py::array(X.dtype(), std::vector<py::ssize_t>(X.shape(), X.shape() + X.ndim() - 1));
     dispatch_value(H, [&](auto t) {
         using T = decltype(t);
         const T *h = cptr<T>(H), *y = cptr<T>(Y), *x = cptr<T>(X);
