@@ -362,21 +362,22 @@ class IdentityScratch {
    public:
     static constexpr std::int64_t kKeepBelow = std::int64_t(1) << 22;
 
-    IdentityScratch(int slots, std::int64_t M) : size_(slots * M) {
+    IdentityScratch(int slots, std::int64_t M) {
         thread_local std::vector<std::int64_t> kept;
         thread_local std::int64_t kept_M = -1;
-        std::vector<std::int64_t>& buf = size_ <= kKeepBelow ? kept : own_;
-        if (&buf == &own_ || kept_M != M || static_cast<std::int64_t>(buf.size()) < size_) {
-            buf.resize(static_cast<std::size_t>(size_));
-            for (std::int64_t l = 0; l < size_; ++l) buf[static_cast<std::size_t>(l)] = l % M;
-            if (&buf == &kept) kept_M = M;
+        const std::int64_t size = slots * M;
+        const bool keep = size <= kKeepBelow;
+        std::vector<std::int64_t>& buf = keep ? kept : own_;
+        if (!keep || kept_M != M || static_cast<std::int64_t>(kept.size()) < size) {
+            buf.resize(static_cast<std::size_t>(size));
+            for (std::int64_t l = 0; l < size; ++l) buf[static_cast<std::size_t>(l)] = l % M;
+            if (keep) kept_M = M;
         }
         data_ = buf.data();
     }
     std::int64_t* data() { return data_; }
 
    private:
-    std::int64_t size_;
     std::vector<std::int64_t> own_;
     std::int64_t* data_ = nullptr;
 };
