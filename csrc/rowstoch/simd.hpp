@@ -85,12 +85,20 @@ ROWSTOCH_INLINE void logistic_weights(double* zp, double* ep = nullptr) {
     const Vec<W> t = a * 1.4426950408889634 + magic;                // log2(e)
     const Vec<W> nf = t - magic;                                    // round(a / ln 2)
     const Vec<W> r = (a - nf * 6.93147180369123816490e-01) - nf * 1.90821492927058770002e-10;
-    static constexpr double kTaylor[] = {1.0 / 6227020800.0, 1.0 / 479001600.0, 1.0 / 39916800.0,
-                                         1.0 / 3628800.0,    1.0 / 362880.0,    1.0 / 40320.0,
-                                         1.0 / 5040.0,       1.0 / 720.0,       1.0 / 120.0,
-                                         1.0 / 24.0,         1.0 / 6.0,         0.5,
-                                         1.0,                1.0};  // 1/13!, ..., 1/1!, 1/0!
-    const Vec<W> p = horner<W>(r, kTaylor);
+    // Taylor: 1/13!, ..., 1/0!, written out: horner() over an array costs a broadcast per step here (1.5%)
+    Vec<W> p = r * (1.0 / 6227020800.0) + 1.0 / 479001600.0;
+    p = p * r + 1.0 / 39916800.0;
+    p = p * r + 1.0 / 3628800.0;
+    p = p * r + 1.0 / 362880.0;
+    p = p * r + 1.0 / 40320.0;
+    p = p * r + 1.0 / 5040.0;
+    p = p * r + 1.0 / 720.0;
+    p = p * r + 1.0 / 120.0;
+    p = p * r + 1.0 / 24.0;
+    p = p * r + 1.0 / 6.0;
+    p = p * r + 0.5;
+    p = p * r + 1.0;
+    p = p * r + 1.0;
     const Mask<W> n = (Mask<W>)t - (Mask<W>)(zero + magic);
     const Vec<W> scale = (Vec<W>)((n + 1023) << 52);
     const Vec<W> e = select<W>((Mask<W>)(nf < -1022.0), zero, p * scale);  // NaN compares false: kept
