@@ -5,9 +5,18 @@
 * No ``-march=native`` unless ``ROWSTOCH_NATIVE=1`` is set, so wheels run on
   any x86-64 / arm64 machine.
 * ``ROWSTOCH_DISABLE_OPENMP=1`` forces a serial build.
+* The C++ runtime stays a shared library on Linux whatever ``CC``, ``CXX``,
+  ``LDSHARED`` or ``LDFLAGS`` say (``-static-libstdc++`` / ``-static`` are
+  dropped), and the extension exports nothing but ``PyInit__core`` (a linker
+  version script, plus ``--exclude-libs,ALL``). A second copy of libstdc++
+  inside the extension shares locale facet ids with the process's own and
+  loses numbers from messages or crashes on every C++ error (issue 10). The
+  build fails on Linux if the result still links libstdc++ statically or
+  exports ``std::`` symbols.
 """
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -38,10 +47,60 @@ def _compiler_accepts(compiler, flags):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+#: Link flags that would put a second copy of the C++ runtime into the extension.
+STATIC_RUNTIME_FLAGS = ("-static-libstdc++", "-static")
+
+
+def _drop_static_runtime(compiler):
+    """Remove the flags of STATIC_RUNTIME_FLAGS from every command of ``compiler`` (from CC/CXX/LDSHARED/LDFLAGS)."""
+    dropped = set()
+    for attr in ("compiler", "compiler_so", "compiler_cxx", "linker_so", "linker_so_cxx", "linker_exe",
+                 "linker_exe_cxx"):
+        cmd = getattr(compiler, attr, None)
+        if isinstance(cmd, list):
+            dropped.update(a for a in cmd if a in STATIC_RUNTIME_FLAGS)
+            setattr(compiler, attr, [a for a in cmd if a not in STATIC_RUNTIME_FLAGS])
+    return sorted(dropped)
+
+
+def _tool_output(args):
+    """stdout of a binutils command, or None when the tool is missing or fails."""
+    try:
+        return subprocess.run(args, check=True, capture_output=True, text=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+
+
+def check_shared_runtime(path):
+    """On Linux, raise RuntimeError if the extension at ``path`` has no NEEDED C++ runtime or exports ``std::`` symbols.
+
+    Uses ``readelf`` and ``nm`` (binutils); when they are missing the check is skipped with a message.
+    Returns the list of problems found (empty when the extension is fine).
+    """
+    dynamic = _tool_output(["readelf", "-dW", path])
+    symbols = _tool_output(["nm", "-D", "--defined-only", "-C", path])
+    if dynamic is None or symbols is None:
+        print("rowstoch_fast: readelf/nm not found; cannot check how the C++ runtime is linked")
+        return []
+    problems = []
+    if not re.search(r"\(NEEDED\).*lib(std)?c\+\+", dynamic):
+        problems.append("it does not load the C++ runtime as a shared library (no NEEDED libstdc++/libc++): "
+                        "the runtime was linked statically")
+    exported = [line.split(None, 2)[-1] for line in symbols.splitlines() if "std::" in line]
+    if exported:
+        problems.append(f"it exports {len(exported)} std:: symbols (e.g. {exported[0]})")
+    return problems
+
+
 class BuildExt(build_ext):
-    """build_ext that probes OpenMP and records the flags it used."""
+    """build_ext that probes OpenMP, keeps the C++ runtime shared and records the flags it used."""
 
     def build_extensions(self):
+        linux = sys.platform.startswith("linux")
+        if linux:
+            dropped = _drop_static_runtime(self.compiler)
+            if dropped:
+                print(f"rowstoch_fast: ignoring {' '.join(dropped)} (the C++ runtime must stay a shared library)")
         # no FMA contraction (same bits on every build); errno is never read, so exp() need not set it
         compile_flags = ["-O3", "-ffp-contract=off", "-fno-math-errno"]
         link_flags = []
@@ -59,12 +118,24 @@ class BuildExt(build_ext):
             link_flags += omp[1]
         else:
             print("rowstoch_fast: building without OpenMP (kernels run serially)")
+        if linux:
+            os.makedirs(self.build_temp, exist_ok=True)
+            script = os.path.join(self.build_temp, "exports.map")
+            with open(script, "w") as f:
+                f.write("{ global: PyInit__core; local: *; };\n")
+            link_flags += [f"-Wl,--version-script={script}", "-Wl,--exclude-libs,ALL"]
         flags = " ".join(compile_flags)
         for ext in self.extensions:
             ext.extra_compile_args += compile_flags
-            ext.extra_link_args += link_flags
+            ext.extra_link_args = [a for a in ext.extra_link_args if a not in STATIC_RUNTIME_FLAGS] + link_flags
             ext.define_macros.append(("ROWSTOCH_BUILD_FLAGS", '"%s"' % flags))
         super().build_extensions()
+        if linux:
+            for ext in self.extensions:
+                problems = check_shared_runtime(self.get_ext_fullpath(ext.name))
+                if problems:
+                    raise RuntimeError("rowstoch_fast: refusing the built extension: " + "; ".join(problems)
+                                       + ". Build without -static-libstdc++ / -static.")
 
 
 ext = Pybind11Extension(
@@ -72,7 +143,8 @@ ext = Pybind11Extension(
     ["csrc/bindings.cpp"],
     include_dirs=["csrc"],
     cxx_std=17,
-    depends=[os.path.join("csrc", "rowstoch", f) for f in os.listdir(os.path.join("csrc", "rowstoch"))],
+    depends=[os.path.join("csrc", "rowstoch", f)
+             for f in os.listdir(os.path.join(os.path.dirname(os.path.abspath(__file__)), "csrc", "rowstoch"))],
 )
 
 setup(ext_modules=[ext], cmdclass={"build_ext": BuildExt})
