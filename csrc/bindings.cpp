@@ -7,8 +7,9 @@
 #include <pybind11/pybind11.h>
 
 #include <cstdint>
-#include <sstream>
+#include <cstdio>
 #include <string>
+#include <type_traits>
 
 #include "rowstoch/gt.hpp"
 #include "rowstoch/mix.hpp"
@@ -26,19 +27,50 @@ using std::int64_t;
 
 namespace {
 
+// Messages are built without iostreams (STYLE.md, "Errors from C++"): an
+// extension that carries its own copy of libstdc++ can share locale facet ids
+// with the process's copy, and operator<< then drops numbers or crashes.
+inline std::string piece(const std::string& s) { return s; }
+inline std::string piece(const char* s) { return s; }
+template <class T, std::enable_if_t<std::is_integral_v<T>, int> = 0>
+std::string piece(T v) { return std::to_string(v); }
+template <class T, std::enable_if_t<std::is_floating_point_v<T>, int> = 0>
+std::string piece(T v) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.17g", static_cast<double>(v));
+    return buf;
+}
+
 template <class... Args>
 std::string cat(const Args&... args) {
-    std::ostringstream s;
-    (s << ... << args);
-    return s.str();
+    std::string s;
+    (s += ... += piece(args));
+    return s;
 }
 
 std::string dtype_name(const py::array& a) { return py::str(a.dtype()).cast<std::string>(); }
 
-bool is_f64(const py::array& a) { return a.dtype().is(py::dtype::of<double>()); }
-bool is_f32(const py::array& a) { return a.dtype().is(py::dtype::of<float>()); }
-bool is_i64(const py::array& a) { return a.dtype().is(py::dtype::of<int64_t>()); }
-bool is_i32(const py::array& a) { return a.dtype().is(py::dtype::of<std::int32_t>()); }
+// dtypes are compared by equivalence (kind, size, native byte order), never by
+// identity: an unpickled array carries an equal but distinct dtype object.
+bool native_order(const py::dtype& t) {
+    const std::uint16_t one = 1;
+    const bool little = *reinterpret_cast<const unsigned char*>(&one) == 1;
+    const char b = t.byteorder();
+    return b == '=' || b == '|' || b == (little ? '<' : '>');
+}
+template <class T>
+bool has_type(const py::array& a) {
+    const py::dtype t = a.dtype(), want = py::dtype::of<T>();
+    return t.kind() == want.kind() && t.itemsize() == want.itemsize() && native_order(t);
+}
+bool same_type(const py::array& a, const py::array& b) {
+    const py::dtype s = a.dtype(), t = b.dtype();
+    return s.kind() == t.kind() && s.itemsize() == t.itemsize() && native_order(s) && native_order(t);
+}
+bool is_f64(const py::array& a) { return has_type<double>(a); }
+bool is_f32(const py::array& a) { return has_type<float>(a); }
+bool is_i64(const py::array& a) { return has_type<int64_t>(a); }
+bool is_i32(const py::array& a) { return has_type<std::int32_t>(a); }
 
 bool c_contiguous(const py::array& a) {
     return (a.flags() & py::array::c_style) == py::array::c_style;
@@ -49,9 +81,13 @@ void check_ndim(const py::array& a, const char* name, py::ssize_t ndim) {
         throw py::value_error(cat(name, " must be ", ndim, "-D, got ", a.ndim(), "-D"));
 }
 
+// C order and aligned to its item size (the kernels load whole elements).
 void check_contiguous(const py::array& a, const char* name) {
     if (!c_contiguous(a))
         throw py::value_error(cat(name, " must be C-contiguous (use np.ascontiguousarray)"));
+    if (reinterpret_cast<std::uintptr_t>(a.data()) % static_cast<std::uintptr_t>(a.itemsize()) != 0)
+        throw py::value_error(cat(name, " is not aligned to its ", a.itemsize(),
+                                  "-byte items (use np.require(", name, ", requirements='CA'))"));
 }
 
 void check_writeable(const py::array& a, const char* name) {
@@ -60,10 +96,16 @@ void check_writeable(const py::array& a, const char* name) {
 
 void check_same_dtype(const py::array& a, const char* name, const py::array& ref,
                       const char* ref_name) {
-    if (!a.dtype().is(ref.dtype()))
+    if (!same_type(a, ref))
         throw py::type_error(cat(name, " has dtype ", dtype_name(a), " but ", ref_name,
                                  " has dtype ", dtype_name(ref),
-                                 "; mixed precision is not supported"));
+                                 "; mixed precision and non-native byte order are not supported"));
+}
+
+std::string shape_text(const py::ssize_t* shape, py::ssize_t ndim) {
+    std::string s = "(";
+    for (py::ssize_t i = 0; i < ndim; ++i) s += cat(shape[i], ",");
+    return s + ")";
 }
 
 void check_shape(const py::array& a, const char* name, std::initializer_list<int64_t> shape) {
@@ -74,14 +116,9 @@ void check_shape(const py::array& a, const char* name, std::initializer_list<int
         ok = a.shape(k++) == s;
     }
     if (!ok) {
-        std::ostringstream want, got;
-        want << "(";
-        for (int64_t s : shape) want << s << ",";
-        want << ")";
-        got << "(";
-        for (py::ssize_t i = 0; i < a.ndim(); ++i) got << a.shape(i) << ",";
-        got << ")";
-        throw py::value_error(cat(name, " must have shape ", want.str(), ", got ", got.str()));
+        std::vector<py::ssize_t> want(shape.begin(), shape.end());
+        throw py::value_error(cat(name, " must have shape ", shape_text(want.data(), want.size()), ", got ",
+                                  shape_text(a.shape(), a.ndim())));
     }
 }
 
@@ -99,6 +136,27 @@ void check_no_overlap(const py::array& out, const char* out_name, const py::arra
     if (overlaps(out, in))
         throw py::value_error(
             cat(out_name, " shares memory with ", in_name, "; pass a separate output array"));
+}
+
+// Every array a kernel writes must share no byte with any other array of the
+// call (written or read): the kernels read their inputs while writing, and
+// declare their pointers __restrict.
+using Named = std::pair<const py::array*, const char*>;
+void check_apart(std::initializer_list<Named> outputs, std::initializer_list<Named> inputs) {
+    for (auto o = outputs.begin(); o != outputs.end(); ++o) {
+        for (auto p = o + 1; p != outputs.end(); ++p) check_no_overlap(*o->first, o->second, *p->first, p->second);
+        for (const auto& [in, name] : inputs) check_no_overlap(*o->first, o->second, *in, name);
+    }
+}
+
+// The product of counts, or ValueError naming `what` when it overflows int64
+// (the kernels index and count with int64).
+int64_t checked_product(std::initializer_list<int64_t> factors, const char* what) {
+    int64_t p = 1;
+    for (int64_t f : factors)
+        if (__builtin_mul_overflow(p, f, &p))
+            throw py::value_error(cat(what, " is too large: the work count overflows 64-bit integers"));
+    return p;
 }
 
 // A checked CSR matrix: n x n, int32/int64 indices, float32/float64 values.
@@ -183,7 +241,7 @@ py::array check_block_io(const Csr& A, const py::array& X, py::object out_obj) {
     check_shape(out, "out", {A.n, X.shape(1)});
     check_contiguous(out, "out");
     check_writeable(out, "out");
-    check_no_overlap(out, "out", X, "X");
+    check_apart({{&out, "out"}}, {{&X, "X"}, {&A.indptr, "indptr"}, {&A.indices, "indices"}, {&A.data, "data"}});
     return out;
 }
 
@@ -222,8 +280,8 @@ py::array mix_power(py::array indptr, py::array indices, py::array data, py::arr
         check_shape(work, "work", {X.shape(0), w});
         check_contiguous(work, "work");
         check_writeable(work, "work");
-        check_no_overlap(work, "work", X, "X");
-        check_no_overlap(work, "work", Y, "out");
+        check_apart({{&work, "work"}, {&Y, "out"}},
+                    {{&X, "X"}, {&A.indptr, "indptr"}, {&A.indices, "indices"}, {&A.data, "data"}});
     }
     dispatch(A, [&](auto i, auto t) {
         using I = decltype(i);
@@ -264,11 +322,9 @@ bool gt_y_phase(py::array indptr, py::array indices, py::array data, int64_t R, 
         check_shape(*a, name, {A.n});
         check_contiguous(*a, name);
     }
-    for (std::size_t i = 0; i < 4; ++i) {
-        for (std::size_t j = i + 1; j < 4; ++j)
-            check_no_overlap(*outputs[i].first, outputs[i].second, *outputs[j].first, outputs[j].second);
-        for (auto& [b, bname] : inputs) check_no_overlap(*outputs[i].first, outputs[i].second, *b, bname);
-    }
+    check_apart({{&y_out, "y_out"}, {&xw, "xw"}, {&psi, "psi"}, {&work, "work"}},
+                {{&x, "x"}, {&y, "y"}, {&g_new, "g_new"}, {&g_old, "g_old"}, {&s_new, "s_new"}, {&s_old, "s_old"},
+                 {&A.indptr, "indptr"}, {&A.indices, "indices"}, {&A.data, "data"}});
     bool finite = true;
     dispatch(A, [&](auto i, auto t) {
         using I = decltype(i);
@@ -309,9 +365,8 @@ void gt_tracker_input(py::array y, py::array g_new, py::array g_old, py::array s
         check_shape(*a, name, {y.shape(0)});
         check_contiguous(*a, name);
     }
-    check_no_overlap(out, "out", y, "y");
-    check_no_overlap(out, "out", g_new, "g_new");
-    check_no_overlap(out, "out", g_old, "g_old");
+    check_apart({{&out, "out"}}, {{&y, "y"}, {&g_new, "g_new"}, {&g_old, "g_old"}, {&s_new, "s_new"},
+                                  {&s_old, "s_old"}});
     const int64_t n = y.shape(0), w = y.shape(1);
     auto run = [&](auto t) {
         using T = decltype(t);
@@ -331,8 +386,7 @@ bool gt_descent_input(py::array x, py::array y, double lr, py::array out) {
     check_contiguous(x, "x");
     check_rows_block(y, "y", x, false);
     check_rows_block(out, "out", x, true);
-    check_no_overlap(out, "out", x, "x");
-    check_no_overlap(out, "out", y, "y");
+    check_apart({{&out, "out"}}, {{&x, "x"}, {&y, "y"}});
     const int64_t n = x.shape(0), w = x.shape(1);
     bool finite = true;
     auto run = [&](auto t) {
@@ -370,6 +424,7 @@ py::tuple diag_powers(py::array indptr, py::array indices, py::array data, int64
     if (stride < 1) throw py::value_error(cat("stride must be >= 1, got ", stride));
     if (n_records < 1) throw py::value_error(cat("n_records must be >= 1, got ", n_records));
     if (block < 1) throw py::value_error(cat("block must be >= 1, got ", block));
+    checked_product({n_records - 1, stride}, cat("stride * (n_records - 1) = ", stride, " * ", n_records - 1).c_str());
     Csr A = check_csr(indptr, indices, data, check_indices);
     py::array diags(A.data.dtype(), {n_records, A.n});
     int64_t taken = 0;
@@ -443,6 +498,7 @@ py::array logistic_grad(py::array H, py::array Y, int64_t n, double rho, py::arr
     if (B < 1 || B > D.M) throw py::value_error(cat("batch must be in 1..", D.M, " (samples per node), got ", B));
     if (batches < 1) throw py::value_error(cat("batches must be >= 1, got ", batches));
     if (rep_offset < 0) throw py::value_error(cat("rep_offset must be >= 0, got ", rep_offset));
+    checked_product({D.reps, D.m, B, batches, D.d}, cat("batches = ", batches).c_str());
     py::array G;
     if (out_obj.is_none()) {
         std::vector<py::ssize_t> shape(X.shape(), X.shape() + X.ndim());
@@ -453,7 +509,7 @@ py::array logistic_grad(py::array H, py::array Y, int64_t n, double rho, py::arr
         check_contiguous(G, "out");
         check_writeable(G, "out");
         if (G.size() != X.size()) throw py::value_error("out must have the shape of X");
-        check_no_overlap(G, "out", X, "X");
+        check_apart({{&G, "out"}}, {{&X, "X"}, {&H, "H"}, {&Y, "Y"}, {&nodes, "nodes"}});
     }
     dispatch_value(H, [&](auto t) {
         using T = decltype(t);
@@ -512,10 +568,12 @@ PYBIND11_MODULE(_core, m) {
         return info;
     }, "How the extension was built: OpenMP, compiler, flags, thread count.");
     m.def("get_num_threads", &rowstoch::max_threads, "Threads the kernels use (1 without OpenMP).");
-    m.def("set_num_threads", [](int t) {
-        if (t < 1) throw py::value_error(cat("threads must be >= 1, got ", t));
-        rowstoch::set_threads(t);
-    }, py::arg("threads"), "Set the threads the kernels use (no effect without OpenMP).");
+    m.def("set_num_threads", [](int64_t t) {
+        if (t < 1 || t > rowstoch::thread_cap() || !rowstoch::set_threads(static_cast<int>(t)))
+            throw py::value_error(cat("threads must be in 1..", rowstoch::thread_cap(),
+                                      " (4 per processor, at least 64), got ", t));
+    }, py::arg("threads"),
+          "Set the threads every kernel uses, process-wide (from any Python thread); no effect without OpenMP.");
     m.def("get_simd_width", &rowstoch::simd_width,
           "Doubles per vector in the gradient kernels: 4 with AVX2 (x86-64, detected at run time), else 2.");
     m.def("simd_widths", []() {

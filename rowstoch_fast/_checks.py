@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numbers
+import os
 
 import numpy as np
 
@@ -45,8 +46,8 @@ def check_dtype(dtype, name="dtype"):
 
 def as_float_array(x, name, dtype, *, ndim=None, copy=False, finite=True):
     """C-contiguous float array of ``dtype`` from ``x``; raise if it is not numeric (or, with ``finite``, has NaN/Inf)."""
-    if (type(x) is np.ndarray and x.dtype == dtype and x.flags.c_contiguous and not copy and x.size > 0
-            and (ndim is None or x.ndim in np.atleast_1d(ndim))):  # fast path: the usual case inside a run
+    if (type(x) is np.ndarray and x.dtype == dtype and x.flags.c_contiguous and x.flags.aligned and not copy
+            and x.size > 0 and (ndim is None or x.ndim in np.atleast_1d(ndim))):  # fast path: the usual case in a run
         if finite and _core.first_nonfinite(x.reshape(-1, x.shape[-1])) >= 0:
             _raise_nonfinite(x, name)
         return x
@@ -58,7 +59,8 @@ def as_float_array(x, name, dtype, *, ndim=None, copy=False, finite=True):
     if ndim is not None and arr.ndim not in np.atleast_1d(ndim):
         want = " or ".join(f"{k}-D" for k in np.atleast_1d(ndim))
         raise ValueError(f"{name} must be {want}, got {arr.ndim}-D with shape {arr.shape}")
-    out = np.array(arr, dtype=dtype, order="C", copy=True) if copy else np.ascontiguousarray(arr, dtype=dtype)
+    # native byte order (dtype is), C order and aligned: the kernels load whole elements
+    out = np.array(arr, dtype=dtype, order="C", copy=True) if copy else np.require(arr, dtype, ["C", "A"])
     if finite and not np.all(np.isfinite(out)):
         _raise_nonfinite(out, name)
     return out
@@ -84,3 +86,106 @@ def check_out(out, name, shape, dtype):
     if not out.flags.writeable:
         raise ValueError(f"{name} must be writeable")
     return out
+
+
+def fmt_value(v):
+    """A number for a message: ``0.4``, not NumPy's ``np.float64(0.4)``."""
+    if isinstance(v, (np.integer, np.bool_)):
+        return repr(v.item())
+    if isinstance(v, np.floating):
+        return repr(float(v))
+    return repr(v)
+
+
+def fmt_bytes(nbytes):
+    """``1.5 GiB`` and the like."""
+    for unit, size in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if nbytes >= size:
+            return f"{nbytes / size:.1f} {unit}"
+    return f"{int(nbytes)} B"
+
+
+def available_memory():
+    """Bytes this process may still allocate: ``ROWSTOCH_MEMORY_LIMIT`` if set, else the smaller of
+    the kernel's MemAvailable and the cgroup's free quota (Linux); None when unknown."""
+    env = os.environ.get("ROWSTOCH_MEMORY_LIMIT")
+    if env:
+        return int(float(env))
+    limits = []
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    limits.append(int(line.split()[1]) * 1024)
+    except OSError:
+        pass
+    try:
+        with open("/sys/fs/cgroup/memory.max") as f:
+            cap = f.read().strip()
+        if cap != "max":
+            with open("/sys/fs/cgroup/memory.current") as f:
+                limits.append(int(cap) - int(f.read().strip()))
+    except (OSError, ValueError):
+        pass
+    if not limits:
+        try:
+            limits.append(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+        except (ValueError, OSError, AttributeError):
+            return None
+    return max(0, min(limits))
+
+
+def require_memory(nbytes, what, hint=""):
+    """Raise MemoryError at once when ``what`` needs about ``nbytes`` and that is more than is available.
+
+    Called before large allocations, so an impossible request fails with a
+    message instead of being killed by the operating system minutes later.
+    """
+    avail = available_memory()
+    if avail is not None and nbytes > avail:
+        raise MemoryError(f"{what} needs about {fmt_bytes(nbytes)} of memory but only {fmt_bytes(avail)} is "
+                          f"available{'; ' + hint if hint else ''}")
+
+
+def check_csr_arrays(indptr, indices, n_rows, n_cols, name="the CSR matrix"):
+    """Validate a CSR structure before SciPy or the kernels see it (malformed ones crash both).
+
+    ``indptr`` must be 1-D integer of length ``n_rows + 1``, start at 0, never
+    decrease and end at ``indices.size``; every column index must lie in
+    ``0..n_cols-1``. Raises ValueError naming ``name`` and the first fault.
+    """
+    indptr, indices = np.asarray(indptr), np.asarray(indices)
+    for arr, what in ((indptr, "indptr"), (indices, "indices")):
+        if arr.ndim != 1 or not np.issubdtype(arr.dtype, np.integer):
+            raise ValueError(f"{name}: {what} must be a 1-D integer array, got {arr.dtype} of shape {arr.shape}")
+    if indptr.size != n_rows + 1:
+        raise ValueError(f"{name}: indptr has {indptr.size} entries, expected {n_rows + 1} (rows + 1)")
+    if indptr[0] != 0:
+        raise ValueError(f"{name}: indptr[0] must be 0, got {indptr[0].item()}")
+    if indptr[-1] != indices.size:
+        raise ValueError(f"{name}: indptr[-1] = {indptr[-1].item()} but there are {indices.size} column indices")
+    falls = np.flatnonzero(np.diff(indptr) < 0)
+    if falls.size:
+        raise ValueError(f"{name}: indptr must be non-decreasing; it falls at row {falls[0]}")
+    if indices.size:
+        bad = np.flatnonzero((indices < 0) | (indices >= n_cols))
+        if bad.size:
+            raise ValueError(f"{name}: column index {indices[bad[0]].item()} (entry {bad[0]}) is outside "
+                             f"0..{n_cols - 1}")
+
+
+def nodes_first(x0, n, name="x0", xp=np):
+    """``x0`` of shape (d,) as (n, d) (one vector for every node); (n, d) and (reps, n, d) unchanged.
+
+    A 1-D ``x0`` of length ``n`` (with ``n > 1``) is refused as ambiguous:
+    :meth:`MixingMatrix.mix` reads a 1-D array as one value per node, the
+    optimizers as one vector shared by every node.
+    """
+    if x0.ndim != 1:
+        return x0
+    if x0.shape[0] == n and n > 1:
+        raise ValueError(
+            f"{name} has shape ({n},), which is ambiguous with n = {n} nodes: for one value per node (d = 1) "
+            f"pass {name}[:, None] (shape ({n}, 1)); for one vector of length {n} shared by every node pass "
+            f"np.broadcast_to({name}, ({n}, {n}))")
+    return xp.broadcast_to(x0, (n, x0.shape[0]))

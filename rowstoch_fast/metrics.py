@@ -95,7 +95,10 @@ class NetworkMetrics:
         if horizon is None:
             horizon = freeze_step(self.beta, float(self.pi.min()))
         horizon = check_int(horizon, "horizon", minimum=1)
-        diags, _ = diag_powers(self._matrix, 1, horizon + 1)
+        from .tracker import check_diag_work
+
+        check_diag_work(self._matrix, horizon, f"theta(horizon={horizon})")
+        diags, _ = diag_powers(self._matrix, 1, horizon + 1, max_work=math.inf)
         low = diags[1:].min()
         return math.inf if low <= 0 else float(1.0 / low)
 

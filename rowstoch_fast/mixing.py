@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+import threading
 
 import numpy as np
 import scipy.sparse as sp
 from scipy.sparse import csgraph
 
 from . import _core
-from ._checks import as_float_array, check_dtype, check_int, check_out
+from ._checks import (as_float_array, check_csr_arrays, check_dtype, check_int, check_out, fmt_value,
+                      require_memory)
 
 __all__ = ["MixingMatrix"]
 
 #: Row sums must equal 1 to this relative tolerance.
 ROW_SUM_RTOL = 1e-12
+#: Peak bytes per stored weight while a matrix is built and validated (COO/CSR copies, int64 and float64
+#: intermediates; measured ~125 for the exponential graph at n = 2^20), for the memory guard.
+BUILD_BYTES_PER_ENTRY = 140
 
 
 class MixingMatrix:
@@ -47,6 +52,13 @@ class MixingMatrix:
         If ``W`` breaks Assumption 1; the message names the first offending
         row or node.
 
+    Notes
+    -----
+    A ``MixingMatrix`` is immutable: its CSR arrays (:attr:`csr`) are
+    read-only and cannot be made writeable, so the kernels can read them
+    without the GIL. Mixing, metrics and trackers may be used from several
+    threads at once; metrics and trackers are computed once per matrix.
+
     Examples
     --------
     >>> import numpy as np
@@ -63,6 +75,9 @@ class MixingMatrix:
         if isinstance(W, MixingMatrix):
             csr = W._csr.astype(np.float64)
         elif sp.issparse(W):
+            _check_sparse_structure(W)
+            require_memory(W.nnz * BUILD_BYTES_PER_ENTRY, f"validating a {W.shape[0]} x {W.shape[1]} matrix "
+                           f"with {W.nnz} entries")
             csr = sp.csr_array(W, dtype=np.float64, copy=True)
         else:
             arr = np.asarray(W)
@@ -91,8 +106,22 @@ class MixingMatrix:
         if validate:
             _check_primitive(csr)
         self._csr = _freeze(_compact_indices(csr.astype(dtype)))
+        self._init_caches()
+
+    def _init_caches(self):
         self._metrics = None
         self._diag_cache = {}
+        # one lock per matrix: metrics and exact trackers are built once, even when asked from several threads
+        self._cache_lock = threading.RLock()
+
+    def __getstate__(self):
+        c = self._csr
+        return {"shape": c.shape, "data": c.data, "indices": c.indices, "indptr": c.indptr}
+
+    def __setstate__(self, state):
+        # an unpickled matrix was validated when first built; its arrays are frozen again
+        self._csr = _freeze(sp.csr_array((state["data"], state["indices"], state["indptr"]), shape=state["shape"]))
+        self._init_caches()
 
     # ------------------------------------------------------------------ constructors
     @classmethod
@@ -114,7 +143,8 @@ class MixingMatrix:
             an array gives raw non-negative weights per edge (normalised unless
             ``normalize=False``).
         self_loops : bool, default True
-            Add a self loop at every node (weight 1 before normalisation).
+            Add a self loop (weight 1 before normalisation) at every node that
+            has none; self loops given in ``edges`` keep their weights.
         normalize : bool, optional
             Defaults to True for raw weights; ignored for ``"in-degree"``.
         dtype, validate
@@ -130,6 +160,9 @@ class MixingMatrix:
         """
         n = check_int(n, "n", minimum=1)
         e = np.asarray(edges)
+        require_memory((e.size // 2 + n) * BUILD_BYTES_PER_ENTRY,
+                       f"building a network of n = {n} nodes and {e.size // 2} edges",
+                       "check n (a node id in the edge list sets n to the largest id + 1)")
         if e.size == 0:
             e = np.zeros((0, 2), dtype=np.int64)
         if e.ndim != 2 or e.shape[1] != 2:
@@ -152,9 +185,12 @@ class MixingMatrix:
             normalize = True if normalize is None else bool(normalize)
         rows, cols = dst, src
         if self_loops:
-            rows = np.concatenate([rows, np.arange(n)])
-            cols = np.concatenate([cols, np.arange(n)])
-            w = np.concatenate([w, np.ones(n)])
+            has_loop = np.zeros(n, dtype=bool)
+            has_loop[src[src == dst]] = True
+            missing = np.flatnonzero(~has_loop)
+            rows = np.concatenate([rows, missing])
+            cols = np.concatenate([cols, missing])
+            w = np.concatenate([w, np.ones(missing.size)])
         raw = sp.coo_array((w, (rows, cols)), shape=(n, n)).tocsr()
         if isinstance(weights, str):
             raw.sum_duplicates()
@@ -167,8 +203,10 @@ class MixingMatrix:
 
         A directed edge ``u -> v`` means ``u`` sends to ``v``; an undirected edge
         goes both ways. ``weights`` is ``"in-degree"``, ``"uniform"`` or the name of
-        an edge attribute holding raw weights (normalised per row; a missing
-        attribute counts as 1).
+        an edge attribute holding raw weights (normalised per row; an edge
+        without the attribute counts as 1, and a name that no edge has raises
+        ValueError). Self loops of ``G`` keep their weights; ``self_loops=True``
+        adds one (weight 1) only at the nodes that have none.
 
         Examples
         --------
@@ -187,9 +225,15 @@ class MixingMatrix:
             for p in pairs:
                 edges.append(p)
                 if weights not in ("in-degree", "uniform"):
-                    raw.append(data.get(weights, 1.0))
+                    raw.append(data.get(weights, _MISSING))
         edges = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
-        w = weights if weights in ("in-degree", "uniform") else np.asarray(raw, dtype=np.float64)
+        if weights not in ("in-degree", "uniform") and edges.size and all(v is _MISSING for v in raw):
+            seen = sorted({k for _, _, data in G.edges(data=True) for k in data})
+            raise ValueError(f"no edge of G has the attribute {weights!r} (edge attributes: "
+                             f"{', '.join(map(repr, seen)) or 'none'}); pass weights='in-degree' or 'uniform' "
+                             "for unweighted graphs")
+        w = weights if weights in ("in-degree", "uniform") else np.asarray(
+            [1.0 if v is _MISSING else v for v in raw], dtype=np.float64)
         return cls.from_edges(len(nodes), edges, w, self_loops=self_loops, dtype=dtype, validate=validate)
 
     # ------------------------------------------------------------------ properties
@@ -306,7 +350,9 @@ class MixingMatrix:
         if self._metrics is None:
             from .metrics import compute_metrics
 
-            self._metrics = compute_metrics(self)
+            with self._cache_lock:
+                if self._metrics is None:
+                    self._metrics = compute_metrics(self)
         return self._metrics
 
 
@@ -318,10 +364,39 @@ def _compact_indices(csr):
     return csr
 
 
+_MISSING = object()
+
+
+def _frozen(a):
+    """A read-only copy of ``a`` backed by immutable bytes: ``setflags(write=True)`` cannot undo it."""
+    return np.frombuffer(np.ascontiguousarray(a).tobytes(), dtype=a.dtype).reshape(a.shape)
+
+
 def _freeze(csr):
-    for a in (csr.data, csr.indices, csr.indptr):
-        a.setflags(write=False)
-    return csr
+    return sp.csr_array((_frozen(csr.data), _frozen(csr.indices), _frozen(csr.indptr)), shape=csr.shape, copy=False)
+
+
+def _check_sparse_structure(W):
+    """The index arrays of a SciPy sparse matrix are sound (a malformed one crashes SciPy itself)."""
+    if len(W.shape) != 2:
+        raise ValueError(f"W must be 2-D, got shape {W.shape}")
+    rows, cols = W.shape
+    fmt = W.format
+    if fmt == "csr":
+        check_csr_arrays(W.indptr, W.indices, rows, cols, "W (CSR)")
+    elif fmt == "csc":
+        check_csr_arrays(W.indptr, W.indices, cols, rows, "W (CSC)")
+    elif fmt == "coo":
+        for idx, bound, what in ((W.coords[0] if hasattr(W, "coords") else W.row, rows, "row"),
+                                 (W.coords[1] if hasattr(W, "coords") else W.col, cols, "column")):
+            idx = np.asarray(idx)
+            bad = np.flatnonzero((idx < 0) | (idx >= bound))
+            if bad.size:
+                raise ValueError(f"W (COO): {what} index {idx[bad[0]].item()} (entry {bad[0]}) is outside "
+                                 f"0..{bound - 1}")
+    elif fmt == "bsr":
+        br, bc = W.blocksize
+        check_csr_arrays(W.indptr, W.indices, rows // br, cols // bc, "W (BSR)")
 
 
 def _first_entry(csr, mask):
@@ -348,7 +423,7 @@ def _check_row_sums(csr):
     if bad.size:
         i = int(bad[0])
         raise ValueError(
-            f"A must be row-stochastic: row {i} sums to {sums[i]!r}, not 1 "
+            f"A must be row-stochastic: row {i} sums to {fmt_value(sums[i])}, not 1 "
             f"({bad.size} such rows); pass normalize=True to rescale raw weights"
         )
 

@@ -34,7 +34,22 @@ DEFAULT_MAX_WORK = 2e12
 DEFAULT_BLOCK = 256
 
 
-def diag_powers(A, stride, n_records, *, block=DEFAULT_BLOCK):
+def max_work_default():
+    """The work cap of exact diagonal computations: ``ROWSTOCH_TRACKER_MAX_WORK`` or :data:`DEFAULT_MAX_WORK`."""
+    return float(os.environ.get("ROWSTOCH_TRACKER_MAX_WORK", DEFAULT_MAX_WORK))
+
+
+def check_diag_work(A, steps, what, max_work=None):
+    """Refuse (ValueError naming ``what``) ``steps`` powers of ``A`` over all ``n`` columns above ``max_work``."""
+    max_work = max_work_default() if max_work is None else float(max_work)
+    work = float(steps) * A.nnz * A.n
+    if work > max_work:
+        raise ValueError(f"{what} needs about {work:.1e} multiply-adds ({steps} steps of A^k over {A.n} columns) "
+                         f"but the limit is {max_work:.1e} (ROWSTOCH_TRACKER_MAX_WORK)")
+    return work
+
+
+def diag_powers(A, stride, n_records, *, block=DEFAULT_BLOCK, max_work=None):
     """Diagonals of the powers of ``A``: row ``m`` is ``diag(A^(m * stride))``.
 
     Parameters
@@ -45,6 +60,10 @@ def diag_powers(A, stride, n_records, *, block=DEFAULT_BLOCK):
         Rows of the result (``m = 0 .. n_records - 1``).
     block : int
         Columns of ``A^k`` advanced together (memory ``2 n block`` values).
+    max_work : float, optional
+        Refuse (ValueError) more than this many multiply-adds
+        (``(n_records - 1) stride nnz n``); default :data:`DEFAULT_MAX_WORK`
+        or ``ROWSTOCH_TRACKER_MAX_WORK``.
 
     Returns
     -------
@@ -63,6 +82,7 @@ def diag_powers(A, stride, n_records, *, block=DEFAULT_BLOCK):
     stride = check_int(stride, "stride", minimum=1)
     n_records = check_int(n_records, "n_records", minimum=1)
     block = check_int(block, "block", minimum=1)
+    check_diag_work(A, (n_records - 1) * stride, f"diag_powers(stride={stride}, n_records={n_records})", max_work)
     c = A.csr
     return _core.diag_powers(c.indptr, c.indices, c.data, stride, n_records, block, check_indices=False)
 
@@ -126,10 +146,11 @@ class DiagTracker:
             self.frozen_at = 1
             return
         key = ("scales", self.rounds)
-        cached = A._diag_cache.get(key)
-        if cached is None:
-            cached = self._build(A, metrics, max_bytes, max_work)
-            A._diag_cache[key] = cached
+        with A._cache_lock:  # built once per matrix and stride, whatever the number of threads asking
+            cached = A._diag_cache.get(key)
+            if cached is None:
+                cached = self._build(A, metrics, max_bytes, max_work)
+                A._diag_cache[key] = cached
         self._table = cached
         self.frozen_at = cached.shape[0] - 1
 
@@ -137,7 +158,7 @@ class DiagTracker:
         if max_bytes is None:
             max_bytes = int(os.environ.get("ROWSTOCH_TRACKER_MAX_BYTES", DEFAULT_MAX_BYTES))
         if max_work is None:
-            max_work = float(os.environ.get("ROWSTOCH_TRACKER_MAX_WORK", DEFAULT_MAX_WORK))
+            max_work = max_work_default()
         k_star = freeze_step(metrics.beta, float(metrics.pi.min()))
         t_star = -(-k_star // self.rounds)
         work = float(t_star * self.rounds) * A.nnz * A.n
@@ -154,7 +175,7 @@ class DiagTracker:
                 f"beta = {metrics.beta:.4g}) but the limit is {max_bytes / 2**30:.2f} GiB; "
                 "use tracker='perron' (D = diag(pi), the exact tracker's limit) or raise max_bytes"
             )
-        diags, _ = diag_powers(A, self.rounds, t_star + 1)
+        diags, _ = diag_powers(A, self.rounds, t_star + 1, max_work=math.inf)  # work checked above
         bad = np.argwhere(diags <= 0)
         if bad.size:
             t, i = (int(v) for v in bad[0])

@@ -5,7 +5,9 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
+#include <exception>
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -21,19 +23,67 @@ inline bool has_openmp() {
 #endif
 }
 
+// The largest thread count set_threads accepts: 4 per processor, at least 64.
+// (libgomp crashes or exits on absurd counts such as 200000 or 2^31 - 1.)
+inline int thread_cap() {
+#ifdef _OPENMP
+    return std::max(64, 4 * omp_get_num_procs());
+#else
+    return 64;
+#endif
+}
+
+// The thread count is process-wide: omp_set_num_threads only sets the calling
+// thread's value, so the kernels pass this count to every parallel region
+// whatever Python thread calls them.  It starts at OpenMP's default
+// (OMP_NUM_THREADS or the processor count) as read at import.
+inline std::atomic<int>& thread_setting() {
+#ifdef _OPENMP
+    static std::atomic<int> count{std::min(omp_get_max_threads(), thread_cap())};
+#else
+    static std::atomic<int> count{1};
+#endif
+    return count;
+}
+
 inline int max_threads() {
 #ifdef _OPENMP
-    return omp_get_max_threads();
+    return thread_setting().load(std::memory_order_relaxed);
 #else
     return 1;
 #endif
 }
 
-inline void set_threads(int t) {
+// Returns false (and changes nothing) unless 1 <= t <= thread_cap().
+inline bool set_threads(int t) {
+    if (t < 1 || t > thread_cap()) return false;
 #ifdef _OPENMP
-    if (t > 0) omp_set_num_threads(t);
+    thread_setting().store(t, std::memory_order_relaxed);
+#endif
+    return true;
+}
+
+// Run body(t, T) on T = `threads` threads.  An exception thrown by any thread
+// (std::bad_alloc from a per-thread buffer, say) is carried out of the region
+// and rethrown on the calling thread once every thread has finished: no C++
+// exception ever crosses an OpenMP region boundary (that would abort).
+template <class Body>
+inline void parallel_region(int threads, Body body) {
+#ifdef _OPENMP
+    std::exception_ptr error;
+#pragma omp parallel num_threads(threads)
+    {
+        try {
+            body(omp_get_thread_num(), omp_get_num_threads());
+        } catch (...) {
+#pragma omp critical(rowstoch_parallel_error)
+            if (!error) error = std::current_exception();
+        }
+    }
+    if (error) std::rethrow_exception(error);
 #else
-    (void)t;
+    (void)threads;
+    body(0, 1);
 #endif
 }
 
@@ -72,18 +122,11 @@ inline void for_rows(const I Ap[], std::int64_t n, int threads, Body body) {
         body(std::int64_t(0), n);
         return;
     }
-#ifdef _OPENMP
-#pragma omp parallel num_threads(threads)
-    {
-        const int T = omp_get_num_threads();
-        const int t = omp_get_thread_num();
+    parallel_region(threads, [&](int t, int T) {
         std::int64_t lo, hi;
         balanced_rows(Ap, n, t, T, lo, hi);
         body(lo, hi);
-    }
-#else
-    body(std::int64_t(0), n);
-#endif
+    });
 }
 
 // Run body(lo, hi) over an even split of [0, n) (streaming, row-independent work).
@@ -93,16 +136,9 @@ inline void for_range(std::int64_t n, int threads, Body body) {
         body(std::int64_t(0), n);
         return;
     }
-#ifdef _OPENMP
-#pragma omp parallel num_threads(threads)
-    {
-        const std::int64_t T = omp_get_num_threads();
-        const std::int64_t t = omp_get_thread_num();
+    parallel_region(threads, [&](int t, int T) {
         body(n * t / T, n * (t + 1) / T);
-    }
-#else
-    body(std::int64_t(0), n);
-#endif
+    });
 }
 
 }  // namespace rowstoch

@@ -1,0 +1,225 @@
+"""The compiled kernels under hostile input (issue 10, items 14-21): a clear exception, never a crash.
+
+Cases that crashed the interpreter run in a subprocess, so a regression fails
+the test instead of killing the test run.
+"""
+
+import pickle
+import subprocess
+import sys
+import textwrap
+import threading
+
+import numpy as np
+import pytest
+
+import rowstoch_fast as rf
+import rowstoch_fast._core as core
+from rowstoch_fast import topology
+
+
+def run_python(code, timeout=120):
+    """Run ``code`` in a fresh interpreter; return (returncode, stdout, stderr)."""
+    out = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
+                         timeout=timeout)
+    return out.returncode, out.stdout, out.stderr
+
+
+@pytest.fixture
+def A():
+    return topology.exponential(64)
+
+
+def csr_args(A):
+    c = A.csr
+    return c.indptr, c.indices, c.data
+
+
+# ---------------------------------------------------------------- item 14: outputs sharing memory
+def test_mix_out_sharing_csr_arrays_is_refused(A):
+    indptr, indices, data = (np.array(a) for a in csr_args(A))  # writeable copies
+    X = np.ones((A.n, 1))
+    for name, arr in (("indptr", indptr), ("indices", indices), ("data", data)):
+        raw = arr.view(np.uint8)
+        if raw.size < A.n * 8:
+            continue
+        out = raw[: A.n * 8].view(np.float64).reshape(A.n, 1)
+        with pytest.raises(ValueError, match=f"out shares memory with {name}"):
+            core.mix(indptr, indices, data, X, out)
+        with pytest.raises(ValueError, match=f"shares memory with {name}"):
+            core.mix_power(indptr, indices, data, X, 3, out)
+
+
+def test_gt_y_phase_outputs_sharing_inputs_are_refused(A):
+    n, w = A.n, 2
+    blk = {k: np.ones((n, w)) for k in ("x", "y", "g_new", "g_old", "y_out", "xw", "psi", "work")}
+    s = np.ones(n)
+    args = lambda **kw: dict(dict(blk, s_new=s, s_old=s.copy()), **kw)  # noqa: E731
+    for out in ("y_out", "xw", "psi", "work"):
+        for inp in ("x", "y", "g_new"):
+            kw = args(**{out: blk[inp]})
+            with pytest.raises(ValueError, match="shares memory"):
+                core.gt_y_phase(*csr_args(A), 2, 0.1, **kw)
+        alias = np.ones(n * w)
+        kw = args(**{out: alias.reshape(n, w)}, s_new=alias[:n])
+        with pytest.raises(ValueError, match=f"{out} shares memory with s_new"):
+            core.gt_y_phase(*csr_args(A), 2, 0.1, **kw)
+    out = np.ones((n, w))
+    with pytest.raises(ValueError, match="out shares memory with s_old"):
+        core.gt_tracker_input(blk["y"], blk["g_new"], blk["g_old"], s, out.reshape(-1)[:n], out)
+
+
+def test_logistic_out_sharing_data_is_refused():
+    f = rf.objectives.NonconvexLogistic.synthetic(n=4, total=400, d=3, batch=10, seed=0)
+    H, Y = np.array(f.H), np.array(f.Y)
+    X = np.zeros((4, 3))
+    with pytest.raises(ValueError, match="out shares memory with H"):
+        core.logistic_grad(H, Y, 4, 0.01, X, 10, 1, 0, 0, out=H[:4])
+    nodes = np.zeros(6, dtype=np.int64)
+    with pytest.raises(ValueError, match="out shares memory with nodes"):
+        core.logistic_grad(H, Y, 4, 0.01, X[:2], 10, 1, 0, 0, nodes=nodes[:2],
+                           out=nodes.view(np.float64).reshape(2, 3))
+
+
+# ---------------------------------------------------------------- item 15: int64 overflow
+def test_work_count_overflow_is_refused():
+    f = rf.objectives.NonconvexLogistic.synthetic(n=4, total=400, d=3, batch=10, seed=0)
+    X = np.zeros((4, 3))
+    with pytest.raises(ValueError, match="overflows 64-bit"):
+        core.logistic_grad(f.H, f.Y, 4, 0.01, X, 10, 2**62, 0, 0)
+    with pytest.raises(ValueError, match="overflows 64-bit"):
+        f.stochastic_gradient(X, 0, batches=2**62)
+    A = topology.ring(4)
+    with pytest.raises(ValueError, match="overflows 64-bit"):
+        core.diag_powers(*csr_args(A), 2**62, 3)
+
+
+def test_diag_powers_refuses_unbounded_work():
+    from rowstoch_fast.tracker import diag_powers
+
+    with pytest.raises(ValueError, match="stride"):
+        diag_powers(topology.ring(4), 2**63 - 1, 2)
+    with pytest.raises(ValueError, match="horizon"):
+        topology.ring(8).metrics().theta(10**15)
+
+
+# ---------------------------------------------------------------- item 16: bad_alloc inside a parallel region
+def test_allocation_failure_in_threads_is_a_memory_error():
+    code = """
+        import resource, numpy as np, rowstoch_fast._core as c
+        if not c.has_openmp():
+            print("serial build"); raise SystemExit
+        c.set_num_threads(2)
+        n, M, d = 2, 2**24, 1
+        H = np.ones((n * M, d)); Y = np.ones(n * M); X = np.zeros((n, d))
+        c.logistic_full_grad(H[: n * 1024].copy(), Y[: n * 1024].copy(), n, 0.0, X)  # thread pool up
+        vm = int([l for l in open("/proc/self/status") if l.startswith("VmSize")][0].split()[1]) * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (vm + 100 * 2**20, resource.RLIM_INFINITY))
+        try:
+            c.logistic_full_grad(H, Y, n, 0.0, X)
+            print("no error")
+        except MemoryError:
+            print("MemoryError")
+    """
+    if not sys.platform.startswith("linux"):
+        pytest.skip("uses /proc and RLIMIT_AS")
+    rc, out, err = run_python(code)
+    assert rc == 0, err[-2000:]
+    assert out.strip() in ("MemoryError", "serial build", "no error"), out
+    # "no error": the machine let the allocation through despite the limit (no crash either way)
+
+
+# ---------------------------------------------------------------- item 17: thread count
+@pytest.mark.parametrize("bad", [0, -1, 200000, 2**31 - 1])
+def test_absurd_thread_counts_are_refused(bad):
+    before = core.get_num_threads()
+    with pytest.raises(ValueError, match=f"threads must be in 1..[0-9]+ .*got {bad}"):
+        core.set_num_threads(bad)
+    assert core.get_num_threads() == before
+
+
+def test_thread_count_is_process_wide():
+    if not core.has_openmp():
+        pytest.skip("serial build: always 1 thread")
+    before = core.get_num_threads()
+    try:
+        t = threading.Thread(target=core.set_num_threads, args=(1,))
+        t.start()
+        t.join()
+        assert core.get_num_threads() == 1
+        seen = []
+        t = threading.Thread(target=lambda: seen.append(core.get_num_threads()))
+        core.set_num_threads(2)
+        t.start()
+        t.join()
+        assert seen == [2]
+    finally:
+        core.set_num_threads(before)
+
+
+# ---------------------------------------------------------------- item 18: dtype equivalence
+def test_unpickled_arrays_and_objects_are_accepted(A):
+    X = np.random.default_rng(0).standard_normal((A.n, 3))
+    X2 = pickle.loads(pickle.dumps(X))
+    np.testing.assert_array_equal(A.mix(X2), A.mix(X))
+    A2 = pickle.loads(pickle.dumps(A))
+    np.testing.assert_array_equal(A2.mix(X), A.mix(X))
+    assert not A2.csr.indices.flags.writeable
+    f = rf.objectives.NonconvexLogistic.synthetic(n=A.n, total=A.n * 20, d=3, batch=5, seed=0)
+    f2 = pickle.loads(pickle.dumps(f))
+    np.testing.assert_array_equal(f2.stochastic_gradient(X, 0), f.stochastic_gradient(X, 0))
+
+
+def test_non_native_byte_order_is_refused_not_misread(A):
+    X = np.ones((A.n, 2))
+    swapped = X.astype(X.dtype.newbyteorder())
+    with pytest.raises(TypeError, match="byte order"):
+        core.mix(*csr_args(A), swapped)
+    np.testing.assert_array_equal(A.mix(swapped), A.mix(X))  # the Python layer converts
+
+
+# ---------------------------------------------------------------- item 19: alignment
+def test_misaligned_arrays_are_refused_by_core_and_copied_by_the_api(A):
+    raw = np.zeros(A.n * 2 * 8 + 1, np.uint8)
+    X = raw[1:].view(np.float64).reshape(A.n, 2)
+    assert not X.flags.aligned
+    X[...] = np.arange(A.n * 2).reshape(A.n, 2)
+    with pytest.raises(ValueError, match="not aligned"):
+        core.mix(*csr_args(A), X)
+    np.testing.assert_array_equal(A.mix(X), A.mix(np.array(X)))
+
+
+# ---------------------------------------------------------------- item 20: immutable matrices
+def test_matrix_arrays_cannot_be_made_writeable(A):
+    for arr in (A.csr.indptr, A.csr.indices, A.csr.data):
+        with pytest.raises(ValueError):
+            arr.setflags(write=True)
+        with pytest.raises(ValueError):
+            arr[0] = 0
+
+
+# ---------------------------------------------------------------- item 21: tracker built once
+def test_tracker_built_once_under_concurrency(monkeypatch):
+    from rowstoch_fast import tracker
+
+    calls = []
+    real = tracker.diag_powers
+
+    def counting(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(tracker, "diag_powers", counting)
+    A = topology.exponential(256)
+    barrier = threading.Barrier(4)
+
+    def build():
+        barrier.wait()
+        tracker.DiagTracker(A, 1)
+
+    threads = [threading.Thread(target=build) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(calls) == 1
