@@ -189,3 +189,43 @@ def nodes_first(x0, n, name="x0", xp=np):
             f"pass {name}[:, None] (shape ({n}, 1)); for one vector of length {n} shared by every node pass "
             f"np.broadcast_to({name}, ({n}, {n}))")
     return xp.broadcast_to(x0, (n, x0.shape[0]))
+
+
+def load_npz_file(path, what="file"):
+    """Every array of an ``.npz`` archive, as a dict; one clear error for a bad file.
+
+    Raises FileNotFoundError when ``path`` does not exist, and ValueError naming
+    ``what`` and the file when it is empty, truncated, corrupted, pickled or
+    not an ``.npz`` archive.
+    """
+    obj = _load_numpy_file(path, what)
+    if not isinstance(obj, dict):
+        raise ValueError(f"cannot read {what} {path!r}: it holds a single array (.npy), not an .npz archive")
+    return obj
+
+
+def load_npy_file(path, what="file"):
+    """The array of an ``.npy`` file; errors as :func:`load_npz_file`."""
+    obj = _load_numpy_file(path, what)
+    if isinstance(obj, dict):
+        raise ValueError(f"cannot read {what} {path!r}: it is an .npz archive, not a single array (.npy)")
+    return obj
+
+
+def _load_numpy_file(path, what):
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"{what} {path!r} does not exist")
+    if os.path.isdir(path):
+        raise ValueError(f"cannot read {what} {path!r}: it is a folder")
+    try:
+        obj = np.load(path, allow_pickle=False)
+        if isinstance(obj, np.ndarray):
+            return obj
+        with obj:
+            return {k: obj[k] for k in obj.files}
+    except MemoryError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a damaged file raises BadZipFile, EOFError, ValueError, zlib.error ...
+        size = os.path.getsize(path)
+        why = "it is empty" if size == 0 else f"it is truncated, corrupted or not a NumPy file ({type(exc).__name__}: {exc})"
+        raise ValueError(f"cannot read {what} {path!r}: {why}") from None

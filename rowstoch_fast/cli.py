@@ -54,36 +54,105 @@ def build_topology(name, n, seed=0):
         raise UsageError(f"cannot build {name} with n={n}: {exc}") from exc
 
 
-def load_matrix(path):
-    """Read a mixing matrix from .npz (scipy sparse), .mtx (Matrix Market), .npy (dense) or an edge list."""
+EDGE_LIST_HELP = (
+    "edge list: a text file, one edge per line, 'src dst' or 'src dst weight', 0-based integer node ids "
+    "separated by whitespace, '#' starts a comment; src sends to dst (A[dst, src] > 0); n is the largest id + 1. "
+    "Without weights the paper's in-degree rule is used and every node gets a self loop; with weights they "
+    "are the entries A[dst, src] themselves (self loops as listed)")
+
+
+def _mmread(path):
+    import inspect
+
     import scipy.io
+
+    if "spmatrix" in inspect.signature(scipy.io.mmread).parameters:  # SciPy >= 1.12: ask for a sparse array
+        return scipy.io.mmread(path, spmatrix=False)
+    return scipy.io.mmread(path)
+
+
+def _load_npz_matrix(path):
+    """A scipy.sparse .npz (save_npz) read and validated by hand: SciPy itself crashes on a malformed one."""
     import scipy.sparse as sp
+
+    from ._checks import check_csr_arrays, load_npz_file
+
+    z = load_npz_file(path, "matrix file")
+    fmt = z.get("format")
+    fmt = fmt.item().decode("ascii", "replace") if isinstance(fmt, np.ndarray) and fmt.dtype.kind == "S" else str(fmt)
+    if "shape" not in z or "data" not in z:
+        raise UsageError(f"matrix file {path!r} is not a scipy.sparse .npz (save_npz): it lacks 'shape' or 'data'")
+    shape = tuple(int(v) for v in np.asarray(z["shape"]).ravel())
+    if len(shape) != 2 or min(shape) < 0:
+        raise UsageError(f"matrix file {path!r} has shape {shape}; a mixing matrix is 2-D")
+    data = np.asarray(z["data"])
+    if fmt in ("csr", "csc"):
+        rows, cols = shape if fmt == "csr" else shape[::-1]
+        check_csr_arrays(z.get("indptr", np.zeros(0, np.int64)), z.get("indices", np.zeros(0, np.int64)), rows, cols,
+                         f"matrix file {path!r}")
+        if data.shape != np.asarray(z["indices"]).shape:
+            raise ValueError(f"matrix file {path!r}: data has {data.size} entries but indices has "
+                             f"{np.asarray(z['indices']).size}")
+        cls = sp.csr_array if fmt == "csr" else sp.csc_array
+        return cls((data, z["indices"], z["indptr"]), shape=shape)
+    if fmt == "coo":
+        row, col = np.asarray(z.get("row")), np.asarray(z.get("col"))
+        for idx, bound, what in ((row, shape[0], "row"), (col, shape[1], "column")):
+            if idx.shape != data.shape or not np.issubdtype(idx.dtype, np.integer):
+                raise ValueError(f"matrix file {path!r}: {what} indices must be integers, one per entry")
+            if idx.size and (idx.min() < 0 or idx.max() >= bound):
+                raise ValueError(f"matrix file {path!r}: a {what} index is outside 0..{bound - 1}")
+        return sp.coo_array((data, (row, col)), shape=shape)
+    raise UsageError(f"matrix file {path!r} has sparse format {fmt!r}; save it as CSR, CSC or COO")
+
+
+def _load_edge_list(path, normalize):
+    try:
+        rows = np.loadtxt(path, ndmin=2, comments="#")
+    except ValueError as exc:
+        raise UsageError(f"edge list {path!r} cannot be read: {exc}. Expected: {EDGE_LIST_HELP}") from None
+    if rows.size == 0:
+        raise UsageError(f"edge list {path!r} holds no edges")
+    if rows.shape[1] not in (2, 3):
+        raise UsageError(f"edge list {path!r} must have 2 or 3 columns (src dst [weight]), got {rows.shape[1]}")
+    edges = rows[:, :2]
+    if not np.all(np.isfinite(edges)) or not np.all(edges == np.round(edges)) or (edges < 0).any():
+        bad = int(np.flatnonzero(~np.isfinite(edges).all(1) | (edges != np.round(edges)).any(1) | (edges < 0).any(1))[0])
+        raise UsageError(f"edge list {path!r}: edge {bad} ({rows[bad, 0]:g} {rows[bad, 1]:g}) is not a pair of "
+                         "non-negative integer node ids (0-based)")
+    edges = edges.astype(np.int64)
+    n = int(edges.max()) + 1
+    if rows.shape[1] == 2:
+        return MixingMatrix.from_edges(n, edges, "in-degree")
+    return MixingMatrix.from_edges(n, edges, rows[:, 2], self_loops=False, normalize=normalize)
+
+
+def load_matrix(path, normalize=False):
+    """Read a mixing matrix from .npz (scipy sparse), .mtx (Matrix Market), .npy (dense) or an edge list.
+
+    Rows must sum to 1 unless ``normalize`` (then each row is divided by its sum).
+    """
+    from ._checks import load_npy_file
 
     if not os.path.exists(path):
         raise UsageError(f"matrix file {path!r} does not exist")
     try:
         if path.endswith(".npz"):
-            W = sp.load_npz(path)
+            W = _load_npz_matrix(path)
         elif path.endswith(".mtx"):
-            W = scipy.io.mmread(path)
+            W = _mmread(path)
         elif path.endswith(".npy"):
-            W = np.load(path, allow_pickle=False)
-        else:  # edge list: "j i [weight]" per line, j sends to i
-            rows = np.loadtxt(path, ndmin=2, comments="#")
-            if rows.shape[1] not in (2, 3):
-                raise UsageError(f"edge list {path!r} must have 2 or 3 columns (src dst [weight]), got {rows.shape[1]}")
-            edges = rows[:, :2]
-            if not np.all(edges == np.round(edges)) or (edges < 0).any():
-                raise UsageError(f"edge list {path!r} must hold non-negative integer node ids")
-            edges = edges.astype(np.int64)
-            n = int(edges.max()) + 1 if edges.size else 0
-            weights = rows[:, 2] if rows.shape[1] == 3 else "in-degree"
-            return MixingMatrix.from_edges(n, edges, weights)
-        return MixingMatrix(W, normalize=not np.allclose(np.asarray(W.sum(axis=1)).ravel(), 1.0, rtol=1e-12, atol=0))
+            W = load_npy_file(path, "matrix file")
+        else:
+            return _load_edge_list(path, normalize)
+        return MixingMatrix(W, normalize=normalize)
     except UsageError:
         raise
-    except (ValueError, TypeError, OSError) as exc:
-        raise UsageError(f"cannot use matrix file {path!r}: {exc}") from exc
+    except (ValueError, TypeError, OSError, IndexError) as exc:
+        msg = str(exc)
+        if "row-stochastic" in msg:
+            msg = msg.replace("pass normalize=True", "pass --normalize")
+        raise UsageError(f"cannot use matrix file {path!r}: {msg}") from None
 
 
 def metrics_table(named):
@@ -92,23 +161,41 @@ def metrics_table(named):
     lines = [header, "-" * len(header)]
     for name, A in named:
         m = A.metrics()
+        R = m.recommended_rounds() if m.has_gap else "n/a"
         lines.append(
             f"{name:<24}{m.n:>8}{m.beta:>10.4f}{m.spectral_gap:>10.4f}{m.kappa:>10.4f}"
-            f"{m.recommended_rounds():>11}{'yes' if m.self_loops else 'no':>7}"
+            f"{R:>11}{'yes' if m.self_loops else 'no':>7}"
         )
+    if any(not A.metrics().has_gap for _, A in named):
+        lines.append("n/a: beta = 1 (no spectral gap, typically missing self loops): Theorem 3's R is undefined")
     return "\n".join(lines)
+
+
+def _topology_n(args):
+    """``--n`` (16 when not given); a paper graph refuses any other n instead of ignoring it."""
+    if args.topology.startswith("paper-") and args.n not in (None, 16):
+        raise UsageError(f"--topology {args.topology} is the paper's 16-node graph; it takes no --n (got {args.n})")
+    return 16 if args.n is None else args.n
 
 
 def cmd_metrics(args):
     """``rowstoch metrics``: the metrics table of a topology, all topologies, or a matrix file."""
     if args.matrix:
-        named = [(os.path.basename(args.matrix), load_matrix(args.matrix))]
+        named = [(os.path.basename(args.matrix), load_matrix(args.matrix, args.normalize))]
     elif args.topology == "all":
-        named = [(t, build_topology(t, args.n, args.seed)) for t in TOPOLOGIES if t != "grid" or _is_square(args.n)]
-        named += [(p, build_topology(p, 16)) for p in PAPER_GRAPHS]
+        n = 16 if args.n is None else args.n
+        named = [(t, build_topology(t, n, args.seed)) for t in TOPOLOGIES if t != "grid" or _is_square(n)]
+        named += [(p, build_topology(p, 16)) for p in PAPER_GRAPHS]  # the paper's graphs have 16 nodes (column n)
     else:
-        named = [(args.topology, build_topology(args.topology, args.n, args.seed))]
+        named = [(args.topology, build_topology(args.topology, _topology_n(args), args.seed))]
     print(metrics_table(named))
+    return 0
+
+
+def cmd_topologies(args):
+    """``rowstoch topologies``: the networks ``--topology`` accepts, one line each."""
+    for name in TOPOLOGIES + PAPER_GRAPHS:
+        print(f"{name:<24}{TOPOLOGY_HELP[name]}")
     return 0
 
 
@@ -120,35 +207,124 @@ def cmd_demo(args):
     """``rowstoch demo``: the main job on the embedded default (see :func:`rowstoch_fast.experiments.demo`)."""
     from .experiments import demo
 
+    out = _writable_folder(args.out, "--out")
+    print(f"rowstoch demo: writing its figure and table to {out}/ (choose with --out)")
     demo(args.out, progress=not args.no_progress)
     return 0
 
 
+def _writable_folder(path, option):
+    """Create ``path`` if needed and prove it writable now (before any computation); its absolute path."""
+    import tempfile
+
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise UsageError(f"{option} {path!r} exists and is not a folder")
+    try:
+        os.makedirs(path, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path, prefix=".rowstoch-write-test-"):
+            pass
+    except OSError as exc:
+        raise UsageError(f"{option} {path!r} is not writable: {exc.strerror or exc}") from None
+    return os.path.abspath(path)
+
+
+def _writable_file(path, option):
+    """The folder of ``path`` must be writable (checked before the run, not after it)."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise UsageError(f"{option} {path!r} is a folder; give a file name such as {os.path.join(path, 'ck.npz')!r}")
+    _writable_folder(folder, option + " (its folder)")
+
+
 def _matrix_from_args(args):
     if args.matrix:
-        return load_matrix(args.matrix)
-    return build_topology(args.topology, args.n, args.seed)
+        return load_matrix(args.matrix, args.normalize)
+    return build_topology(args.topology, _topology_n(args), args.seed)
+
+
+def _check_run_args(args):
+    """Cheap checks of ``rowstoch run``'s options, before any network, data or folder is built."""
+    if not (np.isfinite(args.lr) and args.lr > 0):
+        raise UsageError(f"--lr must be a finite number > 0, got {args.lr}")
+    if args.algorithm == "pull-diag-gt" and args.rounds not in (None, 1):
+        raise UsageError("--algorithm pull-diag-gt takes --rounds 1; use mg-pull-diag-gt for R > 1")
+    for name in ("rho", "heterogeneity", "sigma"):
+        value = getattr(args, name)
+        if not (np.isfinite(value) and value >= 0):
+            raise UsageError(f"--{name} must be a finite number >= 0, got {value}")
+    if not args.matrix:
+        n = _topology_n(args)
+        if args.topology not in TOPOLOGIES + PAPER_GRAPHS:
+            raise UsageError(f"unknown topology {args.topology!r}; choose from {', '.join(TOPOLOGIES + PAPER_GRAPHS)}")
+        _check_objective_size(args, n)
+    if args.resume and not os.path.exists(args.resume):
+        raise UsageError(f"--resume {args.resume!r} does not exist")
+
+
+def _check_objective_size(args, n):
+    if args.objective != "logistic":
+        return
+    if args.total % n:
+        raise UsageError(f"--total {args.total} samples must be divisible by the {n} nodes (e.g. --total {n * max(1, args.total // n)})")
+    if args.batch > args.total // n:
+        raise UsageError(f"--batch {args.batch} exceeds the {args.total // n} samples per node (--total / n)")
+
+
+def _run_config(args):
+    """The options that identify a run: stored in its checkpoint and compared on --resume."""
+    keys = ("topology", "n", "matrix", "normalize", "objective", "total", "batch", "d", "rho", "heterogeneity",
+            "sigma", "data_seed", "backend")
+    config = {k: getattr(args, k) for k in keys}
+    if args.matrix:
+        config["topology"] = config["n"] = None
+    return {"cli": config}
+
+
+def _write_outputs(h, args, A, algo):
+    """CSV, JSON and PNG into --out; on a late write failure into a fresh temporary folder instead."""
+    import tempfile
+
+    names = []
+    try:
+        names = _write_history(h, args.out, args, A, algo)
+        return args.out, names, None
+    except OSError as exc:
+        fallback = tempfile.mkdtemp(prefix="rowstoch-results-")
+        names = _write_history(h, fallback, args, A, algo)
+        return fallback, names, exc
+
+
+def _write_history(h, folder, args, A, algo):
+    h.to_csv(os.path.join(folder, "history.csv"))
+    h.to_json(os.path.join(folder, "history.json"))
+    written = ["history.csv", "history.json"]
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        graph = os.path.basename(args.matrix) if args.matrix else args.topology
+        ax = h.plot("grad_norm", label=f"{algo.name}, lr = {algo.lr:g}" + (" (diverged)" if h.diverged else ""))
+        ax.set_title(f"{graph} (n = {A.n}), {args.objective}, {h.meta['repeats']} repetition(s)")
+        ax.figure.tight_layout()
+        ax.figure.savefig(os.path.join(folder, "grad_norm.png"), dpi=120)
+        plt.close(ax.figure)
+        written.append("grad_norm.png")
+    except ImportError:
+        pass
+    return written
 
 
 def cmd_run(args):
     """``rowstoch run``: one algorithm on one objective and network; writes CSV, JSON and PNG."""
+    import warnings
+
     from .gt import DivergenceError
     from .objectives import NonconvexLogistic, Quadratic
     from .runner import Algorithm, run
 
-    A = _matrix_from_args(args)
-    try:
-        if args.objective == "logistic":
-            f = NonconvexLogistic.synthetic(A.n, total=args.total, d=args.d, rho=args.rho, batch=args.batch,
-                                            seed=args.data_seed, heterogeneity=args.heterogeneity)
-        else:
-            f = Quadratic.random(A.n, args.d, seed=args.data_seed, sigma=args.sigma)
-        if args.algorithm == "pull-diag-gt" and args.rounds not in (None, 1):
-            raise UsageError("--algorithm pull-diag-gt takes --rounds 1; use mg-pull-diag-gt for R > 1")
-        rounds = args.rounds or (A.metrics().recommended_rounds() if args.algorithm == "mg-pull-diag-gt" else 1)
-        algo = Algorithm(A, args.lr, rounds=rounds, tracker=args.tracker, backend=args.backend)
-    except (ValueError, TypeError) as exc:
-        raise UsageError(str(exc)) from exc
+    _check_run_args(args)
     root = True
     if args.backend == "mpi":
         try:
@@ -156,31 +332,46 @@ def cmd_run(args):
         except ImportError:
             raise UsageError("--backend mpi needs mpi4py: pip install 'rowstoch_fast[mpi]'") from None
         root = MPI.COMM_WORLD.Get_rank() == 0
-    if root:
-        os.makedirs(args.out, exist_ok=True)
+    if root:  # before any computation: an unwritable --out or --checkpoint must not cost the run
+        _writable_folder(args.out, "--out")
+        if args.checkpoint:
+            _writable_file(args.checkpoint, "--checkpoint")
+    A = _matrix_from_args(args)
+    _check_objective_size(args, A.n)
     try:
-        h = run(algo, f, args.iterations, record_every=args.record_every, repeats=args.repeats, seed=args.seed,
-                progress=not args.no_progress, checkpoint=args.checkpoint, resume=args.resume)
-    except DivergenceError as exc:
-        print(f"rowstoch: diverged: {exc}", file=sys.stderr)
-        return 3
-    except (FileNotFoundError, ValueError, RuntimeError, MemoryError) as exc:
+        if args.objective == "logistic":
+            f = NonconvexLogistic.synthetic(A.n, total=args.total, d=args.d, rho=args.rho, batch=args.batch,
+                                            seed=args.data_seed, heterogeneity=args.heterogeneity)
+        else:
+            f = Quadratic.random(A.n, args.d, seed=args.data_seed, sigma=args.sigma)
+        rounds = args.rounds or (A.metrics().recommended_rounds() if args.algorithm == "mg-pull-diag-gt" else 1)
+        algo = Algorithm(A, args.lr, rounds=rounds, tracker=args.tracker, backend=args.backend)
+    except (ValueError, TypeError) as exc:
         raise UsageError(str(exc)) from exc
-    if not root:  # under MPI, rank 0 writes the outputs
-        return 0
-    h.to_csv(os.path.join(args.out, "history.csv"))
-    h.to_json(os.path.join(args.out, "history.json"))
-    written = ["history.csv", "history.json"]
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        ax = h.plot("grad_norm")
-        ax.figure.tight_layout()
-        ax.figure.savefig(os.path.join(args.out, "grad_norm.png"), dpi=120)
-        written.append("grad_norm.png")
-    except ImportError:
-        pass
+    diverged = None
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", RuntimeWarning)
+        try:
+            h = run(algo, f, args.iterations, record_every=args.record_every, repeats=args.repeats, seed=args.seed,
+                    progress=not args.no_progress, checkpoint=args.checkpoint, resume=args.resume,
+                    config=_run_config(args))
+        except DivergenceError as exc:
+            diverged, h = exc, getattr(exc, "history", None)
+        except (FileNotFoundError, ValueError, RuntimeError) as exc:
+            raise UsageError(str(exc)) from exc
+    for message in dict.fromkeys(str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)):
+        print(f"rowstoch: warning: {message}", file=sys.stderr)  # each once (NumPy repeats its overflow notes)
+    if not root or h is None:  # under MPI, rank 0 writes the outputs
+        return 3 if diverged else 0
+    folder, written, write_error = _write_outputs(h, args, A, algo)
+    paths = ", ".join(os.path.join(folder, w) for w in written)
+    if write_error is not None:
+        print(f"rowstoch: error: could not write to --out {args.out!r} ({write_error}); the results are in {paths}",
+              file=sys.stderr)
+    if diverged is not None:
+        print(f"rowstoch: diverged: {diverged}", file=sys.stderr)
+        print(f"rowstoch: the {len(h.frame)} rows recorded before it are in {paths} (marked diverged)", file=sys.stderr)
+        return 3
     s = h.summary().iloc[-1]
     status = "interrupted" if h.interrupted else "done"
     print(f"{algo.name} on {args.topology if not args.matrix else args.matrix} (n={A.n}), {status} at iteration "
@@ -191,7 +382,9 @@ def cmd_run(args):
         for c in h.meta["communication"]:
             print(f"  rank {c['rank']}: {c['nodes']} nodes, {c['messages'] / max(1, h.meta['completed_iterations']):.1f} "
                   f"messages and {c['bytes_sent'] / max(1, h.meta['completed_iterations']):.0f} bytes sent per iteration")
-    print(f"  wrote {', '.join(os.path.join(args.out, w) for w in written)}")
+    print(f"  wrote {paths}")
+    if write_error is not None:
+        return 2
     return 130 if h.interrupted else 0
 
 
@@ -199,6 +392,7 @@ def cmd_reproduce(args):
     """``rowstoch reproduce FIGURE``: one of the paper's experiments."""
     from . import experiments
 
+    _writable_folder(args.out, "--out")
     if args.figure == "pull-diag":
         experiments.reproduce_pull_diag(args.out)
     elif args.figure == "linear-speedup":
@@ -230,54 +424,125 @@ def _nonnegative_int(text):
     return value
 
 
+TOPOLOGY_HELP = {
+    "exponential": "directed exponential graph: i sends to i + 2^k (mod n); the paper's graph for any n",
+    "ring": "directed ring: i sends to i + 1 (mod n)",
+    "grid": "undirected sqrt(n) x sqrt(n) grid (n must be a square)",
+    "geometric": "random geometric graph in the unit square (radius ~ 2 sqrt(ln n / n), --seed)",
+    "nearest_neighbor": "each node linked both ways to its 3 nearest random neighbours (--seed)",
+    "erdos_renyi": "directed Erdos-Renyi graph, p = 2 ln n / n, repaired to be strongly connected (--seed)",
+    "complete": "complete graph, A = 1 1^T / n",
+    "star": "undirected star around node 0",
+    "paper-ring": "the paper's 16-node directed ring (Appendix E.1)",
+    "paper-grid": "the paper's 16-node grid (Appendix E.1)",
+    "paper-geometric": "the paper's 16-node geometric graph (Appendix E.1)",
+    "paper-nearest_neighbor": "the paper's 16-node nearest-neighbour graph (Appendix E.1)",
+}
+
+
+class _Formatter(argparse.RawDescriptionHelpFormatter):
+    """Each option's default in its help (unless it has none or the help says it), descriptions as written."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if "default" in text or action.default in (None, False, argparse.SUPPRESS) or not action.option_strings:
+            return text
+        return text + " (default: %(default)s)"
+
+
 def make_parser():
     """The argparse parser of the ``rowstoch`` command."""
-    p = argparse.ArgumentParser(prog="rowstoch", description="Decentralized optimization over row-stochastic networks.")
-    sub = p.add_subparsers(dest="command", required=True)
-    d = sub.add_parser("demo", help="run the main job on the embedded default")
-    d.add_argument("--out", default="rowstoch-demo", help="output folder (default rowstoch-demo)")
+    from . import __version__
+
+    p = argparse.ArgumentParser(
+        prog="rowstoch", formatter_class=_Formatter,
+        description="Decentralized optimization over row-stochastic (directed) networks: Pull-Diag, Pull-Diag-GT "
+                    "and MG-Pull-Diag-GT on fast kernels.",
+        epilog="Threads: the kernels use OMP_NUM_THREADS threads (default: all cores). Exit status: 0 done, "
+               "2 bad arguments or input, 3 diverged, 130 interrupted.")
+    p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    d = sub.add_parser("demo", formatter_class=_Formatter, help="run the main job on the embedded default",
+                       description="Metrics of the paper's 16-node graphs, then Pull-Diag-GT vs MG-Pull-Diag-GT "
+                                   "(R = 1, 5, 10) on them; writes multi_gossip.png and multi_gossip.csv.")
+    d.add_argument("--out", default="rowstoch-demo", help="output folder")
     d.add_argument("--no-progress", action="store_true", help="no progress bars")
     d.set_defaults(func=cmd_demo)
-    r = sub.add_parser("run", help="run (MG-)Pull-Diag-GT on an objective over a network")
-    r.add_argument("--topology", default="exponential", help="network (see 'metrics --help')")
-    r.add_argument("--n", type=_positive_int, default=16)
-    r.add_argument("--matrix", help="matrix file instead of --topology")
-    r.add_argument("--algorithm", choices=["pull-diag-gt", "mg-pull-diag-gt"], default="pull-diag-gt")
-    r.add_argument("--rounds", type=_positive_int, default=None, help="gossip rounds R (mg: default Theorem 3's)")
-    r.add_argument("--lr", type=float, default=1e-3)
-    r.add_argument("--tracker", choices=["exact", "perron"], default="exact")
-    r.add_argument("--backend", choices=["cpu", "cupy", "mpi"], default="cpu",
-                   help="cupy: run on the GPU; mpi: partition the nodes over the ranks of mpiexec -n P rowstoch run")
-    r.add_argument("--iterations", type=_nonnegative_int, default=1000)
-    r.add_argument("--repeats", type=_positive_int, default=1)
-    r.add_argument("--record-every", type=_positive_int, default=None)
-    r.add_argument("--objective", choices=["logistic", "quadratic"], default="logistic")
-    r.add_argument("--total", type=_positive_int, default=204800, help="samples in all (logistic)")
-    r.add_argument("--batch", type=_positive_int, default=200)
-    r.add_argument("--d", type=_positive_int, default=10)
-    r.add_argument("--rho", type=float, default=0.01)
-    r.add_argument("--heterogeneity", type=float, default=0.0)
-    r.add_argument("--sigma", type=float, default=0.0, help="gradient noise (quadratic)")
-    r.add_argument("--seed", type=int, default=0, help="seed of the gradient streams and random topologies")
-    r.add_argument("--data-seed", type=int, default=42)
-    r.add_argument("--checkpoint", help="write an atomic .npz checkpoint here")
-    r.add_argument("--resume", help="continue from this checkpoint")
-    r.add_argument("--out", default="results")
-    r.add_argument("--no-progress", action="store_true")
+
+    r = sub.add_parser("run", formatter_class=_Formatter, help="run (MG-)Pull-Diag-GT on an objective over a network",
+                       description="One algorithm on one objective over one network; writes history.csv, "
+                                   "history.json and grad_norm.png into --out.")
+    net = r.add_argument_group("network")
+    net.add_argument("--topology", default="exponential", help="network; 'rowstoch topologies' lists them")
+    net.add_argument("--n", type=_positive_int, default=None, help="number of nodes (default 16; not for paper-*)")
+    net.add_argument("--matrix", help="matrix file instead of --topology: .npz (scipy sparse), .mtx, .npy (dense) "
+                                      "or an edge list (see 'rowstoch metrics --help')")
+    net.add_argument("--normalize", action="store_true",
+                     help="divide each row of --matrix by its sum (otherwise rows must sum to 1)")
+    net.add_argument("--seed", type=_nonnegative_int, default=0,
+                     help="seed of the gradient streams and of random topologies")
+    alg = r.add_argument_group("algorithm")
+    alg.add_argument("--algorithm", choices=["pull-diag-gt", "mg-pull-diag-gt"], default="pull-diag-gt",
+                     help="Pull-Diag-GT (eq. 8) or MG-Pull-Diag-GT (eq. 14)")
+    alg.add_argument("--rounds", type=_positive_int, default=None,
+                     help="gossip rounds R per iteration (mg-pull-diag-gt; default Theorem 3's R)")
+    alg.add_argument("--lr", type=float, default=1e-3,
+                     help="step size alpha; stable values scale like 1/n on the logistic problem (the paper: "
+                          "5e-2 at n = 1, 3e-3 at n = 16, 1e-4 at n = 512)")
+    alg.add_argument("--tracker", choices=["exact", "perron"], default="exact",
+                     help="D_t = Diag(A^(tR)) as in the paper, or its limit diag(pi) (for very large n)")
+    alg.add_argument("--backend", choices=["cpu", "cupy", "mpi"], default="cpu",
+                     help="cupy: run on the GPU; mpi: partition the nodes over the ranks of mpiexec -n P rowstoch run")
+    obj = r.add_argument_group("objective")
+    obj.add_argument("--objective", choices=["logistic", "quadratic"], default="logistic",
+                     help="the paper's nonconvex logistic regression (Appendix E.2) or a random quadratic")
+    obj.add_argument("--total", type=_positive_int, default=204800,
+                     help="samples in all, split evenly over the nodes (logistic; divisible by n)")
+    obj.add_argument("--batch", type=_positive_int, default=200, help="mini-batch per node and gradient (logistic)")
+    obj.add_argument("--d", type=_positive_int, default=10, help="dimension of x")
+    obj.add_argument("--rho", type=float, default=0.01, help="weight of the nonconvex regulariser (logistic)")
+    obj.add_argument("--heterogeneity", type=float, default=0.0,
+                     help="spread of the nodes' own x* (logistic; 0 = iid data)")
+    obj.add_argument("--sigma", type=float, default=0.0, help="gradient noise (quadratic)")
+    obj.add_argument("--data-seed", type=int, default=42, help="seed of the synthetic data")
+    rn = r.add_argument_group("run")
+    rn.add_argument("--iterations", type=_nonnegative_int, default=1000, help="iterations T (R T gossip rounds)")
+    rn.add_argument("--repeats", type=_positive_int, default=1, help="independent repetitions, batched")
+    rn.add_argument("--record-every", type=_positive_int, default=None,
+                    help="record the metrics every this many iterations (default iterations / 100)")
+    rn.add_argument("--checkpoint", help="write an atomic .npz checkpoint here (periodically, on Ctrl-C, at the end)")
+    rn.add_argument("--resume", help="continue from this checkpoint (same options; only --iterations, --lr and "
+                                     "--record-every may change)")
+    rn.add_argument("--out", default="results", help="output folder")
+    rn.add_argument("--no-progress", action="store_true", help="no progress bar")
     r.set_defaults(func=cmd_run)
-    rp = sub.add_parser("reproduce", help="reproduce a figure of the paper")
-    rp.add_argument("figure", choices=["pull-diag", "linear-speedup", "multi-gossip"])
-    rp.add_argument("--out", default="results")
-    rp.add_argument("--iterations", type=_positive_int, default=None, help="iterations (communication rounds for multi-gossip)")
-    rp.add_argument("--repeats", type=_positive_int, default=None)
-    rp.add_argument("--no-progress", action="store_true")
+
+    rp = sub.add_parser("reproduce", formatter_class=_Formatter, help="reproduce a figure of the paper")
+    rp.add_argument("figure", choices=["pull-diag", "linear-speedup", "multi-gossip"],
+                    help="pull-diag: Figure 1; linear-speedup: Figure 2; multi-gossip: Figure 3's synthetic analogue")
+    rp.add_argument("--out", default="results", help="output folder")
+    rp.add_argument("--iterations", type=_positive_int, default=None,
+                    help="iterations (communication rounds for multi-gossip); default the paper's")
+    rp.add_argument("--repeats", type=_positive_int, default=None, help="repetitions; default the paper's")
+    rp.add_argument("--no-progress", action="store_true", help="no progress bars")
     rp.set_defaults(func=cmd_reproduce)
-    m = sub.add_parser("metrics", help="network metrics (beta, kappa, recommended R) of a topology or matrix file")
-    m.add_argument("--topology", default="all", help=f"one of {', '.join(TOPOLOGIES + PAPER_GRAPHS)}, or 'all'")
-    m.add_argument("--n", type=_positive_int, default=16, help="number of nodes (default 16)")
-    m.add_argument("--seed", type=int, default=0, help="seed of random topologies")
-    m.add_argument("--matrix", help="matrix file: .npz (scipy sparse), .mtx, .npy or an edge list 'src dst [w]'")
+
+    m = sub.add_parser("metrics", formatter_class=_Formatter,
+                       help="network metrics (beta, kappa, recommended R) of a topology or matrix file",
+                       description="beta (1 - beta is the generalized spectral gap), kappa (equilibrium skewness), "
+                                   "Theorem 3's number of gossip rounds R, and whether every node has a self loop.",
+                       epilog=EDGE_LIST_HELP + ".")
+    m.add_argument("--topology", default="all",
+                   help="a network ('rowstoch topologies' lists them) or 'all'")
+    m.add_argument("--n", type=_positive_int, default=None, help="number of nodes (default 16; not for paper-*)")
+    m.add_argument("--seed", type=_nonnegative_int, default=0, help="seed of random topologies")
+    m.add_argument("--matrix", help="matrix file: .npz (scipy sparse), .mtx, .npy (dense) or an edge list")
+    m.add_argument("--normalize", action="store_true",
+                   help="divide each row of --matrix by its sum (otherwise rows must sum to 1)")
     m.set_defaults(func=cmd_metrics)
+
+    t = sub.add_parser("topologies", help="list the networks --topology accepts")
+    t.set_defaults(func=cmd_topologies)
     return p
 
 
@@ -290,9 +555,19 @@ def main(argv=None):
     except UsageError as exc:
         print(f"rowstoch: error: {exc}", file=sys.stderr)
         return 2
+    except MemoryError as exc:
+        print(f"rowstoch: error: out of memory: {exc}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("rowstoch: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader went away (rowstoch metrics | head): stop quietly
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
+        return 141
 
 
 if __name__ == "__main__":

@@ -168,6 +168,12 @@ def logistic_grad(obj, X, iteration, seed, batches, rep_offset, nodes):
     return G
 
 
+def _exclusive():
+    from .gt import exclusive
+
+    return exclusive
+
+
 def _stepper_base():
     from .gt import StepperBase
 
@@ -184,23 +190,24 @@ class CupyPullDiagGT(_stepper_base()):
     """
 
     def __init__(self, A, x0, lr, rounds=1, tracker="exact", *, check_finite=True):
-        from ._checks import check_int, check_positive_float
+        from ._checks import check_int, check_positive_float, nodes_first
         from .mixing import MixingMatrix
         from .tracker import DiagTracker
 
         cupy = require_cupy()
+        # the cheap checks first: a host x0 or a bad lr is reported before the tracker is built
+        _require_device(x0, "x0")
         self._A = A if isinstance(A, MixingMatrix) else MixingMatrix(A)
         self.lr = check_positive_float(lr, "lr")
         self.rounds = check_int(rounds, "rounds", minimum=1)
-        self._tracker = DiagTracker(self._A, self.rounds, tracker)
-        _require_device(x0, "x0")
-        x0 = cupy.asarray(x0, dtype=self._A.dtype)
-        if x0.ndim == 1:
-            x0 = cupy.broadcast_to(x0, (self._A.n, x0.shape[0]))
+        if tracker not in ("exact", "perron"):
+            raise ValueError(f"tracker must be 'exact' or 'perron', got {tracker!r}")
+        x0 = nodes_first(cupy.asarray(x0, dtype=self._A.dtype), self._A.n, xp=cupy)
         if x0.ndim not in (2, 3) or x0.shape[-2] != self._A.n:
             raise ValueError(f"x0 must be (d,), (n, d) or (reps, n, d) with n = {self._A.n}, got {x0.shape}")
         if not bool(cupy.isfinite(x0).all()):
             raise ValueError("x0 must be finite")
+        self._tracker = DiagTracker(self._A, self.rounds, tracker)
         self._shape = tuple(x0.shape)
         self._reps = x0.shape[0] if x0.ndim == 3 else 1
         self._d = x0.shape[-1]
@@ -234,6 +241,7 @@ class CupyPullDiagGT(_stepper_base()):
             node = int(cupy.argmax(~cupy.isfinite(out).all(axis=1)))
             raise DivergenceError.gradient(iteration, node, self.iteration)
 
+    @_exclusive()
     def initialize(self, grad_fn):
         """Set ``y_0 = g_0 = grad_fn(x_0)`` (done by the first :meth:`step` if not called)."""
         if self._initialized:
@@ -243,6 +251,7 @@ class CupyPullDiagGT(_stepper_base()):
         self._xw[...] = self._x - self.lr * self._y
         self._initialized = True
 
+    @_exclusive()
     def step(self, grad_fn):
         """One iteration on the device; ``grad_fn`` takes and returns CuPy arrays (see PullDiagGT.step)."""
         from .gt import DivergenceError

@@ -19,8 +19,8 @@ import time
 import numpy as np
 
 from . import _core
-from ._checks import as_float_array, check_int, check_positive_float
-from .gt import DivergenceError, PullDiagGT
+from ._checks import as_float_array, check_int, check_positive_float, nodes_first
+from .gt import DivergenceError, PullDiagGT, exclusive
 from .mixing import MixingMatrix
 from .tracker import DEFAULT_BLOCK, freeze_step
 
@@ -234,9 +234,7 @@ class DistributedPullDiagGT(PullDiagGT):
         self.rounds = check_int(rounds, "rounds", minimum=1)
         if tracker not in ("exact", "perron"):
             raise ValueError(f"tracker must be 'exact' or 'perron', got {tracker!r}")
-        x0 = as_float_array(x0, "x0", np.float64, ndim=(1, 2, 3))
-        if x0.ndim == 1:
-            x0 = np.broadcast_to(x0, (A.n, x0.shape[0]))
+        x0 = nodes_first(as_float_array(x0, "x0", np.float64, ndim=(1, 2, 3)), A.n)
         if x0.shape[-2] != A.n:
             raise ValueError(f"x0 has {x0.shape[-2]} nodes (rows) but A has {A.n}")
         size = self.comm.Get_size()
@@ -325,6 +323,7 @@ class DistributedPullDiagGT(PullDiagGT):
             if bad >= 0:
                 raise DivergenceError.gradient(iteration, bad, self.iteration)
 
+    @exclusive
     def initialize(self, grad_fn):
         if self._initialized:
             raise RuntimeError("PullDiagGT is already initialized")
@@ -334,6 +333,7 @@ class DistributedPullDiagGT(PullDiagGT):
             np.subtract(self._x, self.lr * self._y, out=self._xw)
         self._initialized = True
 
+    @exclusive
     def step(self, grad_fn):
         if not self._initialized:
             self.initialize(grad_fn)
@@ -391,6 +391,7 @@ class DistributedPullDiagGT(PullDiagGT):
             return None
         return np.ascontiguousarray(full.swapaxes(0, 1).reshape(self.n, -1)) if full.ndim == 3 else full
 
+    @exclusive
     def state_dict(self):
         """Collective: the single-process :meth:`PullDiagGT.state_dict` of the whole network, on rank 0.
 

@@ -2,15 +2,51 @@
 
 from __future__ import annotations
 
+import functools
+import threading
+
 import numpy as np
 
 from . import _core
 from ._backend import resolve_backend
-from ._checks import as_float_array, check_int, check_positive_float
+from ._checks import (as_float_array, check_csr_arrays, check_int, check_positive_float, fmt_bytes, nodes_first,
+                      require_memory)
 from .mixing import MixingMatrix
 from .tracker import DiagTracker
 
-__all__ = ["PullDiagGT", "DivergenceError", "StepperBase"]
+__all__ = ["PullDiagGT", "DivergenceError", "StepperBase", "exclusive"]
+
+_OWNER_LOCK = threading.Lock()
+
+
+def exclusive(method):
+    """Let one thread at a time into an optimizer's ``method``.
+
+    An optimizer holds one state; two threads stepping it at once would
+    interleave half-steps and silently lose iterations. A call made while
+    another thread is inside ``step``/``initialize``/``state_dict`` of the same
+    optimizer raises RuntimeError instead. (Calls from the same thread nest.)
+    """
+    @functools.wraps(method)
+    def guarded(self, *args, **kwargs):
+        me = threading.get_ident()
+        with _OWNER_LOCK:
+            owner, depth = self.__dict__.get("_owner"), self.__dict__.get("_owner_depth", 0)
+            if owner is not None and owner != me:
+                raise RuntimeError(
+                    f"{type(self).__name__}.{method.__name__}() called from a second thread while another thread "
+                    "is using this optimizer; an optimizer is not thread-safe: give each thread its own "
+                    "(they may share one MixingMatrix), or serialise the calls with a lock")
+            self._owner, self._owner_depth = me, depth + 1
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            with _OWNER_LOCK:
+                self._owner_depth -= 1
+                if self._owner_depth == 0:
+                    self._owner = None
+
+    return guarded
 
 STATE_FORMAT = "rowstoch_fast.PullDiagGT/1"
 
@@ -146,6 +182,17 @@ class PullDiagGT(StepperBase):
     check_finite : bool, default True
         Raise :class:`DivergenceError` as soon as a gradient or iterate is NaN/Inf.
 
+    Notes
+    -----
+    Memory: ten blocks of ``n x (reps * d)`` values of ``A.dtype`` (iterates,
+    trackers, gradients, their previous values and three work blocks), plus
+    the exact tracker's table. A request that cannot fit raises MemoryError
+    before anything is allocated.
+
+    Thread safety: one optimizer must be stepped by one thread at a time (a
+    concurrent ``step`` raises RuntimeError); several optimizers may run in
+    parallel threads on the same :class:`MixingMatrix`.
+
     Attributes
     ----------
     iteration : int
@@ -183,9 +230,7 @@ class PullDiagGT(StepperBase):
         if resolve_backend(backend, x0) != "cpu":
             raise ValueError(f"backend {backend!r} is not handled by {type(self).__name__}")
         A = A if isinstance(A, MixingMatrix) else MixingMatrix(A)
-        x0 = as_float_array(x0, "x0", A.dtype, ndim=(1, 2, 3))
-        if x0.ndim == 1:
-            x0 = np.broadcast_to(x0, (A.n, x0.shape[0]))
+        x0 = nodes_first(as_float_array(x0, "x0", A.dtype, ndim=(1, 2, 3)), A.n)
         if x0.shape[-2] != A.n:
             raise ValueError(f"x0 has {x0.shape[-2]} nodes (rows) but A has {A.n}")
         if x0.shape[-1] == 0 or (x0.ndim == 3 and x0.shape[0] == 0):
@@ -203,6 +248,10 @@ class PullDiagGT(StepperBase):
         self._d = shape[-1]
         self.check_finite = bool(check_finite)
         n, w = A.n, self._reps * self._d
+        block = n * w * np.dtype(A.dtype).itemsize
+        require_memory(10 * block, f"{type(self).__name__} on n = {n} nodes with {self._reps} x {self._d} values "
+                       f"per node (10 blocks of {fmt_bytes(block)})",
+                       "use float32, fewer repetitions or a smaller d")
         bufs = [np.zeros((n, w), dtype=A.dtype) for _ in range(10)]
         self._x, self._x_alt, self._y, self._y_alt, self._g, self._g_alt = bufs[:6]
         self._xw, self._xw_alt, self._psi, self._work = bufs[6:]
@@ -237,6 +286,7 @@ class PullDiagGT(StepperBase):
             if row >= 0:
                 raise DivergenceError.gradient(iteration, row, self.iteration)
 
+    @exclusive
     def initialize(self, grad_fn):
         """Set ``y_0 = g_0 = grad_fn(x_0)`` (done by the first :meth:`step` if not called)."""
         if self._initialized:
@@ -252,6 +302,7 @@ class PullDiagGT(StepperBase):
             )
         self._initialized = True
 
+    @exclusive
     def step(self, grad_fn):
         """Run one iteration; the first call also sets ``y_0 = g_0 = grad_fn(x_0)``.
 
@@ -272,6 +323,8 @@ class PullDiagGT(StepperBase):
         DivergenceError
             If a gradient or an iterate is NaN/Inf; the state stays at the last
             finite iterate.
+        RuntimeError
+            If another thread is stepping this optimizer at the same time.
         """
         if not self._initialized:
             self.initialize(grad_fn)
@@ -299,6 +352,7 @@ class PullDiagGT(StepperBase):
         return self
 
     # ------------------------------------------------------------------ persistence
+    @exclusive
     def state_dict(self):
         """Everything needed to resume bit-identically, as NumPy arrays and scalars.
 
@@ -357,10 +411,17 @@ class PullDiagGT(StepperBase):
             raise ValueError(f"state has format {str(state['format'])!r}, expected {STATE_FORMAT!r}")
         import scipy.sparse as sp
 
-        data = np.asarray(state["data"])
-        indptr = np.asarray(state["indptr"])
+        data, indptr, indices = (np.asarray(state[k]) for k in ("data", "indptr", "indices"))
+        if indptr.ndim != 1 or indptr.size < 2:
+            raise ValueError(f"state['indptr'] must be a 1-D array of n + 1 >= 2 entries, got shape {indptr.shape}")
         n = indptr.size - 1
-        csr = sp.csr_array((data, np.asarray(state["indices"]), indptr), shape=(n, n))
+        check_csr_arrays(indptr, indices, n, n, "state (the saved matrix)")
+        if data.ndim != 1 or data.size != indices.size:
+            raise ValueError(f"state['data'] must be 1-D with {indices.size} entries, got shape {data.shape}")
+        shape = np.asarray(state["shape"])
+        if shape.ndim != 1 or shape.size not in (2, 3) or not np.issubdtype(shape.dtype, np.integer) or (shape < 1).any():
+            raise ValueError(f"state['shape'] must be (n, d) or (reps, n, d), got {shape.tolist()}")
+        csr = sp.csr_array((data, indices, indptr), shape=(n, n))
         if A is None:
             A = MixingMatrix(csr, dtype=data.dtype)
         elif not isinstance(A, MixingMatrix) or A.n != n or (A.csr != csr).nnz:

@@ -20,7 +20,7 @@ import scipy.linalg as la
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
-from ._checks import check_int, check_positive_float
+from ._checks import check_int, check_positive_float, require_memory
 
 __all__ = [
     "NetworkMetrics",
@@ -114,8 +114,13 @@ class NetworkMetrics:
         """Theorem 3's rate for MG-Pull-Diag-GT with the recommended ``R`` (up to constants)."""
         return mg_pull_diag_gt_bound(L, Delta, sigma, K, n=self.n, beta=self.beta, kappa=self.kappa)
 
+    @property
+    def has_gap(self):
+        """True when ``beta < 1``: Lemma 5 and Theorems 1-3 apply (without self loops beta can be 1)."""
+        return self.beta < 1.0 - 1e-12
+
     def as_dict(self):
-        """Scalar metrics as a plain dict (for tables and JSON)."""
+        """Scalar metrics as a plain dict (for tables and JSON); threshold and R are None without a gap."""
         return {
             "n": self.n,
             "beta": self.beta,
@@ -124,8 +129,8 @@ class NetworkMetrics:
             "min_pi": float(self.pi.min()),
             "max_pi": float(self.pi.max()),
             "self_loops": self.self_loops,
-            "lemma5_threshold": self.lemma5_threshold,
-            "recommended_rounds": self.recommended_rounds(),
+            "lemma5_threshold": self.lemma5_threshold if self.has_gap else None,
+            "recommended_rounds": self.recommended_rounds() if self.has_gap else None,
             "method": self.method,
         }
 
@@ -140,25 +145,40 @@ def _check_rate_args(L, Delta, sigma, K):
     )
 
 
+def _require_gap(beta, what):
+    """Theorems 1-3 need ``beta < 1``; without self loops ``||A - 1 pi^T||_pi`` can be 1 (no gap)."""
+    if not beta < 1.0 - 1e-12:
+        raise ValueError(
+            f"{what} needs a generalized spectral gap 1 - beta > 0, but beta = {float(beta):.6g}: this matrix "
+            "contracts in no single step in the pi-norm (it happens without self loops); add self loops "
+            "(e.g. MixingMatrix.from_edges(..., self_loops=True)) or choose the number of gossip rounds yourself")
+
+
 def lemma5_threshold(n, beta, kappa):
     """``(2 ln kappa + 2 ln n) / (1 - beta)`` (Lemma 5).
+
+    Raises ValueError when ``beta >= 1`` (no spectral gap).
 
     Examples
     --------
     >>> round(lemma5_threshold(16, 0.6, 1.0), 4)
     13.8629
     """
+    _require_gap(beta, "Lemma 5's threshold")
     return (2 * math.log(kappa) + 2 * math.log(n)) / (1 - beta)
 
 
 def recommended_rounds(n, beta, kappa):
     """``R = ceil(3 (1 + ln kappa + ln n) / (1 - beta))`` (Theorem 3).
 
+    Raises ValueError when ``beta >= 1`` (no spectral gap).
+
     Examples
     --------
     >>> recommended_rounds(16, 0.6, 1.0)
     29
     """
+    _require_gap(beta, "Theorem 3's number of gossip rounds R")
     return max(1, math.ceil(3 * (1 + math.log(kappa) + math.log(n)) / (1 - beta)))
 
 
@@ -173,6 +193,7 @@ def lower_bound(L, Delta, sigma, K, *, n, beta, kappa):
     0.02
     """
     L, Delta, sigma, K = _check_rate_args(L, Delta, sigma, K)
+    _require_gap(beta, "Theorem 1's bound")
     return sigma * math.sqrt(L * Delta) / math.sqrt(n * K) + (1 + math.log(kappa)) * L * Delta / ((1 - beta) * K)
 
 
@@ -191,6 +212,7 @@ def pull_diag_gt_bound(L, Delta, sigma, K, *, n, C_A):
 def mg_pull_diag_gt_bound(L, Delta, sigma, K, *, n, beta, kappa):
     """Theorem 3: ``sigma sqrt(L Delta) / sqrt(n K) + (1 + ln kappa + ln n) L Delta / ((1 - beta) K)``."""
     L, Delta, sigma, K = _check_rate_args(L, Delta, sigma, K)
+    _require_gap(beta, "Theorem 3's bound")
     return sigma * math.sqrt(L * Delta) / math.sqrt(n * K) + (
         1 + math.log(kappa) + math.log(n)
     ) * L * Delta / ((1 - beta) * K)
@@ -199,8 +221,11 @@ def mg_pull_diag_gt_bound(L, Delta, sigma, K, *, n, beta, kappa):
 # ---------------------------------------------------------------------- computation
 def compute_metrics(A):
     """Compute :class:`NetworkMetrics` for a :class:`~rowstoch_fast.MixingMatrix`."""
+    n = A.n
+    # dense: a few n x n copies; sparse: ARPACK's ~20 Krylov vectors (complex) for pi, ~20 more for beta
+    need = 6 * n * n * 8 if n <= DENSE_MAX_N else (2 * 20 * 16 + 12 * 8) * n + 3 * A.nnz * 12
+    require_memory(need, f"the metrics of a network of n = {n} nodes")
     csr = A.csr.astype(np.float64)
-    n = csr.shape[0]
     if n <= DENSE_MAX_N:
         dense = csr.toarray()
         pi = _perron_dense(dense)
@@ -210,6 +235,7 @@ def compute_metrics(A):
         pi = _perron_sparse(csr)
         beta = _beta_sparse(csr, pi)
         method = "sparse"
+    beta = min(beta, 1.0)  # the norm of a row-stochastic matrix's deviation; above 1 only by rounding
     pi.setflags(write=False)
     no_loop = tuple(int(i) for i in np.flatnonzero(csr.diagonal() <= 0))
     return NetworkMetrics(

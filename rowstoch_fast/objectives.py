@@ -9,6 +9,8 @@ the same repetition run alone.
 
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 
 from . import _core
@@ -96,6 +98,24 @@ class Objective:
             Local losses, shape ``X.shape[:-1]``.
         """
         return self.full_gradient(X, nodes), self.loss(X, nodes)
+
+    def describe(self):
+        """What identifies this objective (type, sizes, parameters, a fingerprint of its data) as a plain dict.
+
+        A checkpoint stores it and :func:`~rowstoch_fast.run` refuses to resume
+        one made for another objective.
+        """
+        digest = hashlib.sha1()
+        for arr in self._data_arrays():
+            digest.update(np.ascontiguousarray(arr).tobytes())
+        return {"type": type(self).__name__, "n": int(self.n), "d": int(self.d), **self._parameters(),
+                "data_sha1": digest.hexdigest()[:16], **getattr(self, "source", {})}
+
+    def _data_arrays(self):
+        return ()
+
+    def _parameters(self):
+        return {}
 
     def oracle(self, seed=0, batches=1, rep_offset=0, nodes=None):
         """A fresh :class:`Oracle` starting at iteration 0 (for the rows ``nodes``, default all)."""
@@ -208,7 +228,14 @@ class NonconvexLogistic(Objective):
             Y = np.where(1.0 / np.maximum(z, 1e-300) > 1.0 + np.exp(-margin), 1.0, -1.0)
         obj = cls(H, Y, n, rho=rho, batch=batch)
         obj.x_opt = x_opt
+        obj.source = {"generator": "synthetic", "total": total, "seed": seed, "heterogeneity": heterogeneity}
         return obj
+
+    def _data_arrays(self):
+        return (self.H, self.Y)
+
+    def _parameters(self):
+        return {"samples_per_node": int(self.samples_per_node), "rho": self.rho, "batch": self.batch}
 
     def x0(self, seed=42, scale=0.01):
         """The paper's start: ``x0 = scale * N(0, I_d)`` (seed 42), the same point on every node."""
@@ -275,7 +302,15 @@ class Quadratic(Objective):
     def random(cls, n, d, seed=0, sigma=0.0):
         """``q_i ~ U(0.5, 2)`` and ``b_i ~ N(0, I)`` per node, gradient noise ``sigma``."""
         rng = np.random.default_rng(seed)
-        return cls(rng.uniform(0.5, 2.0, (n, d)), rng.standard_normal((n, d)), sigma=sigma)
+        obj = cls(rng.uniform(0.5, 2.0, (n, d)), rng.standard_normal((n, d)), sigma=sigma)
+        obj.source = {"generator": "random", "seed": seed}
+        return obj
+
+    def _data_arrays(self):
+        return (self.q, self.b)
+
+    def _parameters(self):
+        return {"sigma": self.sigma}
 
     @property
     def minimizer(self):
@@ -334,6 +369,12 @@ class LeastSquares(Objective):
         if self.batch > self.M:
             raise ValueError(f"batch = {self.batch} exceeds the {self.M} samples per node")
 
+
+    def _data_arrays(self):
+        return (self.H, self.y)
+
+    def _parameters(self):
+        return {"batch": self.batch}
     def x0(self, seed=42, scale=0.01):
         """A start ``scale * N(0, I_d)``, the same on every node."""
         return scale * np.random.default_rng(seed).standard_normal(self.d)

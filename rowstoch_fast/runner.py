@@ -5,18 +5,25 @@ from __future__ import annotations
 import json
 import os
 import time
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
-from ._checks import check_int, check_positive_float
-from .gt import PullDiagGT
+from ._checks import check_int, check_positive_float, load_npz_file
+from .gt import DivergenceError, PullDiagGT
 from .mixing import MixingMatrix
 
-__all__ = ["Algorithm", "History", "run"]
+__all__ = ["Algorithm", "History", "run", "config_mismatch"]
 
-CHECKPOINT_FORMAT = "rowstoch_fast.checkpoint/1"
+#: /2 adds the run's configuration (checked on resume); /1 checkpoints cannot be checked and are refused.
+CHECKPOINT_FORMAT = "rowstoch_fast.checkpoint/2"
 METRICS = ("grad_norm", "grad_norm_centroid", "loss", "consensus_error", "descent_deviation")
+#: Settings that may differ between a checkpoint and the run that resumes it; every other entry of the
+#: configuration must be equal.
+RESUMABLE = ("iterations", "lr", "record_every")
+#: Warn when the recorded gradient norm grows by more than this factor over a run (divergence without NaN).
+GROWTH_WARNING = 1e3
 
 
 @dataclass(frozen=True)
@@ -91,22 +98,27 @@ class History:
         The raw rows.
     interrupted : bool
         True when the run stopped early on Ctrl-C; the rows are those recorded.
+    diverged : bool
+        True when the run stopped on a :class:`~rowstoch_fast.DivergenceError`
+        (``meta["diverged"]`` says where); the rows are those recorded before.
     meta : dict
-        Algorithm, objective and run settings.
+        Algorithm, objective and run settings (``meta["config"]``: what a
+        checkpoint must match to be resumed).
     """
 
-    def __init__(self, rows, meta=None, interrupted=False):
+    def __init__(self, rows, meta=None, interrupted=False, diverged=False):
         import pandas as pd
 
         self.frame = pd.DataFrame(rows, columns=["iteration", "communication_rounds", "samples", "rep", *METRICS, "wall_seconds"])
         self.meta = dict(meta or {})
         self.interrupted = bool(interrupted)
+        self.diverged = bool(diverged)
 
     def __len__(self):
         return len(self.frame)
 
     def __repr__(self):
-        flag = ", interrupted" if self.interrupted else ""
+        flag = ", interrupted" if self.interrupted else (", diverged" if self.diverged else "")
         return f"History({len(self.frame)} rows, {self.frame['rep'].nunique() if len(self.frame) else 0} repetitions{flag})"
 
     def summary(self):
@@ -129,15 +141,30 @@ class History:
 
     def to_json(self, path):
         """Write metadata, summary and raw rows as one JSON document."""
-        payload = {"meta": self.meta, "interrupted": self.interrupted,
+        payload = {"meta": self.meta, "interrupted": self.interrupted, "diverged": self.diverged,
                    "summary": self.summary().to_dict(orient="list"), "rows": self.frame.to_dict(orient="list")}
         with open(path, "w") as f:
             json.dump(payload, f, indent=1, default=_json_default)
 
-    def plot(self, metric="grad_norm", ax=None, x="communication_rounds", label=None, **kwargs):
+    def plot(self, metric="grad_norm", ax=None, x="communication_rounds", label=None, path=None, **kwargs):
         """Plot the mean of ``metric`` (log scale) with a band of one standard deviation.
 
-        Needs matplotlib (``pip install rowstoch_fast[plot]``).
+        Needs matplotlib (``pip install rowstoch_fast[plot]``). Returns the
+        Axes: in a script call ``matplotlib.pyplot.show()`` to see it, or pass
+        ``path`` to save the figure there (PNG, PDF, SVG by its suffix).
+
+        Parameters
+        ----------
+        metric : str
+            A column of :attr:`frame` (see the class docstring).
+        ax : matplotlib Axes, optional
+            Draw into it (to overlay several runs); a new figure otherwise.
+        x : str
+            The horizontal axis: ``"communication_rounds"``, ``"iteration"`` or ``"samples"``.
+        label : str, optional
+            Legend entry (default: the algorithm's name).
+        path : str, optional
+            Save the figure to this file.
         """
         try:
             import matplotlib.pyplot as plt
@@ -152,6 +179,10 @@ class History:
         ax.set_yscale("log")
         ax.set_xlabel(x.replace("_", " "))
         ax.set_ylabel(metric.replace("_", " "))
+        ax.legend(loc="best", fontsize="small")
+        if path is not None:
+            ax.figure.tight_layout()
+            ax.figure.savefig(path, dpi=120)
         return ax
 
 
@@ -217,35 +248,73 @@ def _save_checkpoint(path, opt, oracle, rows, meta, wall_offset):
 
         state["oracle_last"] = to_cpu(last)
     tmp = f"{path}.tmp-{os.getpid()}"
-    with open(tmp, "wb") as f:
-        np.savez(f, **state)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)  # atomic: a reader sees the old or the new checkpoint, never half of one
+    try:
+        with open(tmp, "wb") as f:
+            np.savez(f, **state)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)  # atomic: a reader sees the old or the new checkpoint, never half of one
+    except OSError as exc:  # disk full, folder gone: keep running, keep the last good checkpoint
+        try:
+            os.remove(tmp)
+        except OSError:
+            pass
+        warnings.warn(f"could not write checkpoint {path!r} ({exc}); the run goes on and the previous "
+                      "checkpoint (if any) is kept", RuntimeWarning, stacklevel=3)
 
 
-def _load_checkpoint(path, algorithm):
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"resume: checkpoint {path!r} does not exist")
-    with np.load(path, allow_pickle=False) as z:
-        data = {k: z[k] for k in z.files}
-    if str(data.get("format")) != CHECKPOINT_FORMAT:
+def config_mismatch(saved, current, prefix=""):
+    """The first differing entry of two run configurations, as ``(key, saved, current)``, or None.
+
+    Keys in :data:`RESUMABLE` may differ. Nested dicts are compared entry by entry
+    (keys ``"objective.batch"`` and the like).
+    """
+    for key in sorted(set(saved) | set(current)):
+        if key in RESUMABLE:
+            continue
+        a, b = saved.get(key), current.get(key)
+        if isinstance(a, dict) and isinstance(b, dict):
+            found = config_mismatch(a, b, prefix + key + ".")
+            if found:
+                return found
+        elif a != b:
+            return prefix + key, a, b
+    return None
+
+
+def _load_checkpoint(path, algorithm, config):
+    data = load_npz_file(path, "checkpoint")
+    fmt = str(data.get("format"))
+    if fmt != CHECKPOINT_FORMAT:
+        if fmt.startswith("rowstoch_fast.checkpoint/"):
+            raise ValueError(f"resume: checkpoint {path!r} has format {fmt!r}, written by an older version that did "
+                             f"not record the run's configuration; it cannot be resumed safely (expected "
+                             f"{CHECKPOINT_FORMAT!r})")
         raise ValueError(f"resume: {path!r} is not a rowstoch_fast checkpoint")
-    state = {k[4:]: v for k, v in data.items() if k.startswith("opt/")}
+    try:
+        saved = json.loads(str(data["meta"])).get("config", {})
+        rows = [tuple(r) for r in json.loads(str(data["rows"]))]
+        state = {k[4:]: v for k, v in data.items() if k.startswith("opt/")}
+        int(data["oracle_iteration"]), float(data["wall_offset"])
+    except (KeyError, ValueError, TypeError) as exc:
+        raise ValueError(f"resume: checkpoint {path!r} is damaged ({exc})") from None
+    diff = config_mismatch(saved, config)
+    if diff:
+        key, old, new = diff
+        raise ValueError(f"resume: checkpoint {path!r} was made with {key} = {old!r} but this run has {key} = "
+                         f"{new!r}; only {', '.join(RESUMABLE)} may change when a run is resumed")
+    lr = algorithm.lr if float(state.get("lr", algorithm.lr)) != algorithm.lr else None
     if algorithm.backend == "mpi":
         from .distributed import DistributedPullDiagGT
 
-        opt = DistributedPullDiagGT.from_state_dict(state, A=algorithm.A)
+        opt = DistributedPullDiagGT.from_state_dict(state, A=algorithm.A, lr=lr)
     else:
-        opt = PullDiagGT.from_state_dict(state, A=algorithm.A)
-    if opt.rounds != algorithm.rounds or opt.lr != algorithm.lr or opt.tracker.kind != algorithm.tracker:
-        raise ValueError("resume: the checkpoint was written by a different algorithm (lr, rounds or tracker differ)")
-    rows = [tuple(r) for r in json.loads(str(data["rows"]))]
+        opt = PullDiagGT.from_state_dict(state, A=algorithm.A, lr=lr)
     return opt, data, rows
 
 
 def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=0, x0=None, progress=True,
-        checkpoint=None, checkpoint_every=None, resume=None):
+        checkpoint=None, checkpoint_every=None, resume=None, config=None):
     """Run ``algorithm`` on ``objective`` for ``iterations`` iterations and record its metrics.
 
     Repetitions are batched into one stepper (they share every pass over the
@@ -275,11 +344,30 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
         ``checkpoint_every`` iterations, on Ctrl-C and at the end.
     resume : str, optional
         Continue from this checkpoint; the continued run is bit-identical to
-        an uninterrupted one.
+        an uninterrupted one. The checkpoint must come from the same
+        configuration (network, algorithm, objective and its data, ``seed``,
+        ``repeats``); only ``iterations``, the algorithm's ``lr`` and
+        ``record_every`` may change, else ValueError names the first field that
+        differs and both values.
+    config : dict, optional
+        Extra settings that identify the run (the CLI passes its options);
+        stored in the checkpoint and compared on resume like the others.
 
     Returns
     -------
     History
+
+    Raises
+    ------
+    DivergenceError
+        When an iterate or gradient becomes NaN/Inf; ``exc.history`` holds the
+        rows recorded until then (``history.diverged`` is True).
+
+    Warns
+    -----
+    RuntimeWarning
+        When the recorded gradient norm grows by more than ``GROWTH_WARNING``
+        (1e3) times over the run: divergence without NaN (``lr`` too large?).
 
     Examples
     --------
@@ -302,12 +390,18 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
     meta = {"algorithm": algorithm.name, "lr": algorithm.lr, "rounds": algorithm.rounds, "tracker": algorithm.tracker,
             "n": algorithm.A.n, "objective": type(objective).__name__, "iterations": iterations, "repeats": repeats,
             "seed": seed, "record_every": record_every}
+    meta["config"] = {"algorithm": algorithm.name, "rounds": algorithm.rounds, "tracker": algorithm.tracker,
+                      "lr": algorithm.lr, "n": algorithm.A.n, "repeats": repeats, "seed": seed,
+                      "iterations": iterations, "record_every": record_every,
+                      "objective": objective.describe() if hasattr(objective, "describe") else type(objective).__name__,
+                      **(config or {})}
+    meta["config"] = json.loads(json.dumps(meta["config"], default=_json_default))  # as a checkpoint stores it
     distributed = algorithm.backend == "mpi"
     if algorithm.backend == "cupy" and (checkpoint or resume):
         raise ValueError("checkpoint and resume are not available with backend='cupy' yet")
     oracle = objective.oracle(seed=seed, batches=algorithm.rounds)
     if resume is not None:
-        opt, data, rows = _load_checkpoint(resume, algorithm)  # under MPI every rank reads the file
+        opt, data, rows = _load_checkpoint(resume, algorithm, meta["config"])  # under MPI every rank reads it
         if distributed:
             oracle = objective.oracle(seed=seed, batches=algorithm.rounds, nodes=opt.local_nodes)
             progress = progress and opt.comm.Get_rank() == 0
@@ -336,6 +430,7 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
         _record(opt, objective, oracle, rows, t0)
     bar = _progress(progress, iterations, opt.iteration, meta["algorithm"])
     interrupted = False
+    diverged = None
     try:
         while opt.iteration < iterations:
             opt.step(oracle)
@@ -347,12 +442,22 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
                 _save_checkpoint(checkpoint, opt, oracle, rows, meta, time.perf_counter() - t0)
     except KeyboardInterrupt:
         interrupted = True
+    except DivergenceError as exc:
+        diverged = exc
     finally:
         if bar is not None:
             bar.close()
+    meta["completed_iterations"] = opt.iteration
+    if diverged is not None:
+        # the optimizer keeps its last finite state but the oracle has drawn past it: the last periodic
+        # checkpoint (if any) stays the one to resume from; what was recorded goes with the exception
+        meta["diverged"] = {"iteration": diverged.iteration, "node": diverged.node, "what": diverged.what,
+                            "message": str(diverged)}
+        diverged.history = History(rows, meta, diverged=True)
+        raise diverged
     if checkpoint:
         _save_checkpoint(checkpoint, opt, oracle, rows, meta, time.perf_counter() - t0)
-    meta["completed_iterations"] = opt.iteration
+    _warn_if_growing(rows, algorithm.lr)
     if distributed:
         meta["ranks"] = opt.comm.Get_size()
         per_rank = opt.comm.gather((opt.messages, opt.bytes_sent, len(opt.local_nodes)), root=0)
@@ -360,6 +465,29 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
             meta["communication"] = [{"rank": r, "nodes": k, "messages": m, "bytes_sent": b}
                                      for r, (m, b, k) in enumerate(per_rank)]
     return History(rows, meta, interrupted=interrupted)
+
+
+def _warn_if_growing(rows, lr):
+    """RuntimeWarning when a repetition's gradient norm or loss grew by more than GROWTH_WARNING over the run.
+
+    The loss counts only when it rose (a loss that falls from near 0 to a negative
+    minimum, as a quadratic's does, is progress), measured against ``max(|first|, 1e-3)``.
+    """
+    first, last = {}, {}
+    for row in rows:
+        first.setdefault(row[3], row)
+        last[row[3]] = row
+    for rep, a in first.items():
+        b = last[rep]
+        grew = []
+        if a[4] > 0 and b[4] > GROWTH_WARNING * a[4]:
+            grew.append(f"the gradient norm from {a[4]:.3g} to {b[4]:.3g}")
+        if b[6] - a[6] > GROWTH_WARNING * max(abs(a[6]), 1e-3):
+            grew.append(f"the loss from {a[6]:.3g} to {b[6]:.3g}")
+        if grew:
+            warnings.warn(f"{' and '.join(grew)} (iteration {a[0]} to {b[0]}, repetition {rep}): the run diverges "
+                          f"without NaN; try a smaller lr than {lr:g}", RuntimeWarning, stacklevel=3)
+            return
 
 
 def _progress(enabled, total, initial, desc):

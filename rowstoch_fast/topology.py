@@ -13,8 +13,8 @@ import scipy.sparse as sp
 from scipy.sparse import csgraph
 from scipy.spatial import cKDTree
 
-from ._checks import check_int, check_positive_float
-from .mixing import MixingMatrix
+from ._checks import check_int, check_positive_float, require_memory
+from .mixing import BUILD_BYTES_PER_ENTRY, MixingMatrix
 
 __all__ = [
     "exponential",
@@ -29,6 +29,11 @@ __all__ = [
 ]
 
 _MAX_TRIES = 100
+
+
+def _reserve(entries, what):
+    """Fail at once (MemoryError) when a network of about ``entries`` weights cannot be built here."""
+    require_memory(float(entries) * BUILD_BYTES_PER_ENTRY, what)
 
 
 def _in_degree(n, src, dst, **kw):
@@ -49,6 +54,7 @@ def exponential(n):
     (80, 0.6)
     """
     n = check_int(n, "n", minimum=1)
+    _reserve(n * (max(n - 1, 1).bit_length() + 1), f"exponential({n})")
     hops = 1 << np.arange(max(n - 1, 1).bit_length(), dtype=np.int64)
     hops = hops[hops < n]
     src = np.repeat(np.arange(n, dtype=np.int64), hops.size)
@@ -67,6 +73,7 @@ def ring(n):
            [0. , 0.5, 0.5]])
     """
     n = check_int(n, "n", minimum=1)
+    _reserve(2 * n, f"ring({n})")
     src = np.arange(n, dtype=np.int64)
     return _in_degree(n, src, (src + 1) % n)
 
@@ -85,6 +92,7 @@ def grid(rows, cols):
     """
     rows = check_int(rows, "rows", minimum=1)
     cols = check_int(cols, "cols", minimum=1)
+    _reserve(5 * rows * cols, f"grid({rows}, {cols})")
     idx = np.arange(rows * cols, dtype=np.int64).reshape(rows, cols)
     u = np.concatenate([idx[:, :-1].ravel(), idx[:-1, :].ravel()])
     v = np.concatenate([idx[:, 1:].ravel(), idx[1:, :].ravel()])
@@ -109,6 +117,7 @@ def geometric(n, radius, seed=None):
     """
     n = check_int(n, "n", minimum=1)
     radius = check_positive_float(radius, "radius")
+    _reserve(n + min(float(n) * n, float(n) * n * np.pi * radius**2), f"geometric({n}, radius={radius})")
     rng = np.random.default_rng(seed)
     for _ in range(_MAX_TRIES):
         pts = rng.random((n, 2))
@@ -134,6 +143,7 @@ def nearest_neighbor(n, k=3, seed=None):
     k = check_int(k, "k", minimum=1)
     if k >= n:
         raise ValueError(f"k must be < n, got k={k} with n={n}")
+    _reserve(n * (2 * k + 3), f"nearest_neighbor({n}, k={k})")
     rng = np.random.default_rng(seed)
     for _ in range(_MAX_TRIES):
         pts = rng.random((n, 2))
@@ -162,6 +172,7 @@ def erdos_renyi(n, p, seed=None):
     p = check_positive_float(p, "p")
     if p > 1:
         raise ValueError(f"p must be in (0, 1], got {p}")
+    _reserve(n + p * n * (n - 1), f"erdos_renyi({n}, p={p})")
     rng = np.random.default_rng(seed)
     if n <= 4096:
         mask = rng.random((n, n)) < p
@@ -192,6 +203,7 @@ def complete(n):
            [0.5, 0.5]])
     """
     n = check_int(n, "n", minimum=1)
+    _reserve(float(n) * n, f"complete({n})")
     u, v = np.nonzero(~np.eye(n, dtype=bool)) if n <= 4096 else _complete_pairs(n)
     return _in_degree(n, u.astype(np.int64), v.astype(np.int64))
 
@@ -213,6 +225,7 @@ def star(n):
            [0.5       , 0.        , 0.5       ]])
     """
     n = check_int(n, "n", minimum=1)
+    _reserve(3 * n, f"star({n})")
     leaves = np.arange(1, n, dtype=np.int64)
     return _in_degree(n, *_undirected(n, np.zeros_like(leaves), leaves))
 

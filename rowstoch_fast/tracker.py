@@ -159,6 +159,13 @@ class DiagTracker:
             max_bytes = int(os.environ.get("ROWSTOCH_TRACKER_MAX_BYTES", DEFAULT_MAX_BYTES))
         if max_work is None:
             max_work = max_work_default()
+        if not metrics.has_gap:
+            loops = metrics.nodes_without_self_loop
+            why = (f"nodes {', '.join(map(str, loops[:5]))}{' ...' if len(loops) > 5 else ''} have no self loop"
+                   if loops else "the matrix has no spectral gap in the pi-norm")
+            raise ValueError(
+                f"the exact diagonal tracker cannot bound how many powers of A it needs: beta = 1 ({why}); "
+                "add self loops, or use tracker='perron' (D = diag(pi), the exact tracker's limit)")
         k_star = freeze_step(metrics.beta, float(metrics.pi.min()))
         t_star = -(-k_star // self.rounds)
         work = float(t_star * self.rounds) * A.nnz * A.n

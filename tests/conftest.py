@@ -55,6 +55,16 @@ def csr_and_block(draw, max_n=12, max_d=5):
     return A, X
 
 
+def cupy_or_reason():
+    """(cupy, None) where the CuPy backend runs here, else (None, why not): tests must pass either way."""
+    try:
+        from rowstoch_fast.cuda import require_cupy
+
+        return require_cupy(), None
+    except (RuntimeError, ImportError) as exc:
+        return None, str(exc)
+
+
 def tol(dtype):
     return 1e-12 if np.dtype(dtype) == np.float64 else 2e-5
 

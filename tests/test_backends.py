@@ -12,14 +12,7 @@ from rowstoch_fast import PullDiagGT, _reference, pull_diag, topology
 from rowstoch_fast._backend import resolve_backend
 from rowstoch_fast.objectives import NonconvexLogistic
 
-
-def _cupy_or_reason():
-    try:
-        from rowstoch_fast.cuda import require_cupy
-
-        return require_cupy(), None
-    except (RuntimeError, ImportError) as exc:
-        return None, str(exc)
+from conftest import cupy_or_reason as _cupy_or_reason
 
 
 @pytest.fixture(params=["cpu", "cupy"])

@@ -5,7 +5,7 @@ import pytest
 
 from rowstoch_fast import DivergenceError, MixingMatrix, PullDiagGT, _reference, topology
 from rowstoch_fast.tracker import DiagTracker
-from conftest import random_primitive
+from conftest import cupy_or_reason, random_primitive
 
 
 def quadratic(n, d, rng):
@@ -188,8 +188,13 @@ def test_argument_errors():
         PullDiagGT(A, np.zeros(2), lr=0.1, tracker="approx")
     with pytest.raises(ValueError, match="backend must be one of"):
         PullDiagGT(A, np.zeros(2), lr=0.1, backend="tpu")
-    with pytest.raises(RuntimeError, match="backend .cupy."):
-        PullDiagGT(A, np.zeros(2), lr=0.1, backend="cupy")
+    cupy, _ = cupy_or_reason()
+    if cupy is None:  # no CuPy here: the backend is refused by name
+        with pytest.raises(RuntimeError, match="backend .cupy."):
+            PullDiagGT(A, np.zeros(2), lr=0.1, backend="cupy")
+    else:  # a GPU here: a host x0 is refused, before any tracker is built
+        with pytest.raises(TypeError, match="x0 must be a CuPy array"):
+            PullDiagGT(A, np.zeros(2), lr=0.1, backend="cupy")
 
 
 def test_grad_fn_shape_and_type_errors():

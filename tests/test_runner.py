@@ -7,6 +7,7 @@ import pytest
 
 from rowstoch_fast import Algorithm, cli, run, topology
 from rowstoch_fast.objectives import NonconvexLogistic
+from conftest import cupy_or_reason
 
 
 @pytest.fixture(scope="module")
@@ -84,7 +85,8 @@ def test_run_argument_errors(problem, tmp_path):
         run(algo(), problem, 5, progress=False, resume=str(tmp_path / "none.npz"))
     ck = str(tmp_path / "ck.npz")
     run(algo(), problem, 5, progress=False, checkpoint=ck)
-    with pytest.raises(ValueError, match="different algorithm"):
+    with pytest.raises(ValueError, match="made with algorithm = 'pull-diag-gt' but this run has algorithm = "
+                                         "'mg-pull-diag-gt"):
         run(algo(rounds=2), problem, 10, progress=False, resume=ck)
 
 
@@ -112,10 +114,9 @@ def test_cli_run_writes_outputs(tmp_path, capsys):
 @pytest.mark.parametrize(
     "argv, message",
     [
-        (["run", "--lr", "-1", "--iterations", "2"], "lr must be finite and > 0"),
+        (["run", "--lr", "-1", "--iterations", "2"], "--lr must be a finite number > 0"),
         (["run", "--n", "3", "--total", "100"], "divisible"),
         (["run", "--algorithm", "pull-diag-gt", "--rounds", "3"], "takes --rounds 1"),
-        (["run", "--n", "8", "--total", "1600", "--backend", "cupy", "--iterations", "1"], "backend 'cupy'"),
         (["run", "--n", "65536", "--total", "65536", "--batch", "1", "--iterations", "1"], "tracker='perron'"),
     ],
 )
@@ -123,6 +124,18 @@ def test_cli_run_errors(argv, message, capsys, tmp_path):
     assert cli.main(argv + ["--out", str(tmp_path), "--no-progress"]) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
+
+
+def test_cli_cupy_backend_runs_or_says_why_not(capsys, tmp_path):
+    """With CuPy (a GPU machine) the run works; without, one line names what is missing."""
+    cupy, _ = cupy_or_reason()
+    code = cli.main(["run", "--n", "8", "--total", "1600", "--batch", "20", "--backend", "cupy", "--iterations", "2",
+                     "--out", str(tmp_path), "--no-progress"])
+    err = capsys.readouterr().err
+    if cupy is None:
+        assert code == 2 and "backend 'cupy'" in err and "Traceback" not in err
+    else:
+        assert code == 0, err
 
 
 def test_cli_reproduce_pull_diag(tmp_path, capsys):
