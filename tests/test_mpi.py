@@ -14,7 +14,29 @@ pytest.importorskip("mpi4py")
 from rowstoch_fast import PullDiagGT, topology  # noqa: E402
 from rowstoch_fast.objectives import NonconvexLogistic, Quadratic  # noqa: E402
 
-MPIEXEC = shutil.which("mpiexec") or shutil.which("mpiexec", path=os.path.dirname(sys.executable))
+def launcher_flags(version_text, is_root):
+    """Extra mpiexec flags for the MPI that printed ``version_text``: Open MPI refuses to run as root and
+    to place more ranks than cores unless told; MPICH needs neither."""
+    if "Open MPI" not in version_text and "OpenRTE" not in version_text:
+        return []
+    return ["--oversubscribe"] + (["--allow-run-as-root"] if is_root else [])
+
+
+def find_launcher():
+    """The mpiexec that matches the installed mpi4py: the one beside this Python (the mpich wheel of the
+    test extras) first, then PATH's (a system MPI, as on the GPU machine's image); with its flags."""
+    exe = shutil.which("mpiexec", path=os.path.dirname(sys.executable)) or shutil.which("mpiexec")
+    if exe is None:
+        return None, []
+    try:
+        probe = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=60)
+        version = probe.stdout + probe.stderr
+    except (OSError, subprocess.TimeoutExpired):
+        version = ""
+    return exe, launcher_flags(version, hasattr(os, "geteuid") and os.geteuid() == 0)
+
+
+MPIEXEC, MPIEXEC_FLAGS = find_launcher()
 pytestmark = pytest.mark.skipif(MPIEXEC is None, reason="no mpiexec on PATH (pip install mpich)")
 CASES = os.path.join(os.path.dirname(__file__), "mpi_cases.py")
 TIMEOUT = 150  # no test may hang: every run is bounded
@@ -22,7 +44,7 @@ TIMEOUT = 150  # no test may hang: every run is bounded
 
 def mpirun(case, ranks, tmp_path, out=None):
     out = out or str(tmp_path / f"{case}-{ranks}.npz")
-    cmd = [MPIEXEC, "-n", str(ranks), sys.executable, "-m", "mpi4py", CASES, case, out]
+    cmd = [MPIEXEC, *MPIEXEC_FLAGS, "-n", str(ranks), sys.executable, "-m", "mpi4py", CASES, case, out]
     env = dict(os.environ, OMP_NUM_THREADS="1", MPIR_CVAR_CH4_NUM_VCIS="1")
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
                             start_new_session=True)
@@ -34,6 +56,12 @@ def mpirun(case, ranks, tmp_path, out=None):
         pytest.fail(f"mpiexec -n {ranks} {case} did not finish in {TIMEOUT} s (hang)")
     assert proc.returncode == 0, output
     return dict(np.load(out)) if out.endswith(".npz") else output
+
+
+def test_launcher_flags_for_open_mpi_as_root():
+    assert launcher_flags("HYDRA build details:\n    Version: 4.2.0", True) == []
+    assert launcher_flags("mpiexec (Open MPI) 4.1.6", False) == ["--oversubscribe"]
+    assert launcher_flags("mpiexec (Open MPI) 5.0.3", True) == ["--oversubscribe", "--allow-run-as-root"]
 
 
 def rel(a, b):
