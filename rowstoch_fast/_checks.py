@@ -218,11 +218,12 @@ def _load_numpy_file(path, what):
     if os.path.isdir(path):
         raise ValueError(f"cannot read {what} {path!r}: it is a folder")
     try:
-        obj = np.load(path, allow_pickle=False)
-        if isinstance(obj, np.ndarray):
-            return obj
-        with obj:
-            return {k: obj[k] for k in obj.files}
+        with open(path, "rb") as fh:  # our handle: np.load leaks its own when the archive is damaged
+            obj = np.load(fh, allow_pickle=False)
+            if isinstance(obj, np.ndarray):
+                return obj
+            with obj:
+                return {k: obj[k] for k in obj.files}
     except MemoryError:
         raise
     except Exception as exc:  # noqa: BLE001 - a damaged file raises BadZipFile, EOFError, ValueError, zlib.error ...

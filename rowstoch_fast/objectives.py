@@ -14,7 +14,7 @@ import hashlib
 import numpy as np
 
 from . import _core
-from ._checks import as_float_array, check_int, check_positive_float
+from ._checks import as_float_array, check_int, check_positive_float, require_memory
 
 __all__ = ["Objective", "Oracle", "NonconvexLogistic", "Quadratic", "LeastSquares"]
 
@@ -215,6 +215,10 @@ class NonconvexLogistic(Objective):
         heterogeneity = check_positive_float(heterogeneity, "heterogeneity", allow_zero=True)
         if total % n:
             raise ValueError(f"total = {total} samples must be divisible by n = {n}")
+        if batch > total // n:
+            raise ValueError(f"batch = {batch} exceeds the {total // n} samples per node (total / n)")
+        # H, its margins and the labels, with the temporaries of their generation
+        require_memory(8.0 * total * (2 * d + 6), f"the synthetic logistic data ({total} samples of d = {d})")
         rng = np.random.default_rng(seed)
         x_opt = rng.standard_normal(d)
         H = rng.standard_normal((total, d))
@@ -327,12 +331,14 @@ class Quadratic(Objective):
 
     def full_gradient(self, X, nodes=None):
         q, b, nodes = self._qb(nodes)
-        return q * self._check_X(X, nodes) - b
+        with np.errstate(over="ignore", invalid="ignore"):  # a diverging run gets inf: DivergenceError reports it
+            return q * self._check_X(X, nodes) - b
 
     def loss(self, X, nodes=None):
         q, b, nodes = self._qb(nodes)
         X = self._check_X(X, nodes)
-        return (0.5 * q * X * X - b * X).sum(-1)
+        with np.errstate(over="ignore", invalid="ignore"):
+            return (0.5 * q * X * X - b * X).sum(-1)
 
     def stochastic_gradient(self, X, iteration, *, seed=0, batches=1, rep_offset=0, nodes=None):
         G = self.full_gradient(X, nodes)

@@ -213,13 +213,14 @@ def _record(opt, objective, oracle, rows, t0_wall):
     X = x if x.ndim == 3 else x[None]
     Y = y.reshape(X.shape)
     G = g.reshape(X.shape)
-    centroid = np.einsum("n,rnd->rd", pi, X)
-    G_full, L = objective.evaluate(X)  # one pass for the gradient metric and the loss
-    gn = np.linalg.norm(G_full.mean(axis=-2), axis=-1)
-    gc = np.atleast_1d(objective.gradient_norm_at(centroid))
-    loss = L.mean(axis=-1)
-    cons = np.linalg.norm((X - centroid[:, None, :]).reshape(X.shape[0], -1), axis=1)
-    dev = np.linalg.norm(np.einsum("n,rnd->rd", pi, Y) - G.sum(axis=1), axis=1)
+    with np.errstate(over="ignore", invalid="ignore"):  # a diverging run records inf; _warn_if_growing says so
+        centroid = np.einsum("n,rnd->rd", pi, X)
+        G_full, L = objective.evaluate(X)  # one pass for the gradient metric and the loss
+        gn = np.linalg.norm(G_full.mean(axis=-2), axis=-1)
+        gc = np.atleast_1d(objective.gradient_norm_at(centroid))
+        loss = L.mean(axis=-1)
+        cons = np.linalg.norm((X - centroid[:, None, :]).reshape(X.shape[0], -1), axis=1)
+        dev = np.linalg.norm(np.einsum("n,rnd->rd", pi, Y) - G.sum(axis=1), axis=1)
     wall = time.perf_counter() - t0_wall
     rows.extend([(opt.iteration, opt.communication_rounds, opt.iteration * opt.rounds * getattr(objective, "batch", 1),
                   r, float(gn[r]), float(gc[r]), float(loss[r]), float(cons[r]), float(dev[r]), wall)

@@ -1,0 +1,330 @@
+"""A careless user (issue 10, items 2-13 and the friction list): clear one-line errors, nothing lost, nothing silent.
+
+CLI cases go through the installed ``rowstoch`` entry point in a subprocess, as a user would run them.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import rowstoch_fast as rf
+from rowstoch_fast import Algorithm, MixingMatrix, PullDiagGT, run, topology
+from rowstoch_fast.objectives import NonconvexLogistic
+
+ROWSTOCH = shutil.which("rowstoch")
+SMALL = ["--n", "8", "--total", "1600", "--batch", "20", "--no-progress"]
+
+
+def rowstoch(*args, env=None, timeout=120):
+    """Run the ``rowstoch`` command; (returncode, stdout, stderr)."""
+    cmd = [ROWSTOCH] if ROWSTOCH else [sys.executable, "-m", "rowstoch_fast.cli"]
+    out = subprocess.run(cmd + [str(a) for a in args], capture_output=True, text=True, timeout=timeout,
+                         env=dict(os.environ, **(env or {})))
+    return out.returncode, out.stdout, out.stderr
+
+
+def assert_one_line_error(rc, err, *fragments, code=2):
+    assert rc == code, err
+    assert "Traceback" not in err, err
+    lines = [line for line in err.splitlines() if line.startswith("rowstoch: error:")]
+    assert len(lines) == 1, err
+    for fragment in fragments:
+        assert fragment in lines[0], err
+
+
+def beta_one_matrix(path):
+    """A valid (primitive) matrix without self loops whose beta is 1."""
+    np.save(path, np.array([[0, 1, 0], [0, 0, 1], [0.5, 0.5, 0]], dtype=float))
+    return str(path)
+
+
+# ---------------------------------------------------------------- 2: malformed CSR structures
+def _save_raw_npz(path, indptr, indices, data, shape):
+    np.savez(path, format=np.array(b"csr"), shape=np.array(shape), indptr=np.asarray(indptr),
+             indices=np.asarray(indices), data=np.asarray(data, dtype=float))
+    return str(path)
+
+
+@pytest.mark.parametrize("indptr, indices, fragment", [
+    ([0, 1, 2], [0, 7], "column index 7"),
+    ([0, 1, 2], [-3, 1], "column index -3"),
+    ([0, 2, 1], [0, 1], "indptr"),
+    ([0, 1, 5], [0, 1], "indptr[-1] = 5"),
+])
+def test_malformed_npz_matrix_is_refused(tmp_path, indptr, indices, fragment):
+    path = _save_raw_npz(tmp_path / "bad.npz", indptr, indices, [1.0, 1.0], (2, 2))
+    rc, _, err = rowstoch("metrics", "--matrix", path)
+    assert_one_line_error(rc, err, "bad.npz", fragment)
+
+
+def test_malformed_scipy_matrix_and_state_are_refused():
+    bad = sp.csr_array((np.ones(2), np.array([0, 9], dtype=np.int32), np.array([0, 1, 2], dtype=np.int32)),
+                       shape=(2, 2))
+    with pytest.raises(ValueError, match="column index 9"):
+        MixingMatrix(bad)
+    state = PullDiagGT(topology.ring(4), np.zeros(2), lr=0.1).state_dict()
+    for key, value, fragment in (("indices", np.array([0, 1, 2, 99, 0, 1, 2, 3], np.int32), "column index 99"),
+                                 ("indptr", np.array([0, 2, 1, 6, 8], np.int32), "non-decreasing"),
+                                 ("indptr", np.array([0, 2, 4, 6, 9], np.int32), r"indptr\[-1\] = 9")):
+        broken = dict(state, **{key: value})
+        with pytest.raises(ValueError, match=fragment):
+            PullDiagGT.from_state_dict(broken)
+
+
+# ---------------------------------------------------------------- 3: sizes that cannot fit
+@pytest.mark.parametrize("args", [
+    ["metrics", "--topology", "ring", "--n", "100000000"],
+    ["run", "--n", "100000000", "--total", "100000000", "--batch", "1", "--no-progress"],
+])
+def test_impossible_sizes_fail_at_once(tmp_path, args):
+    rc, _, err = rowstoch(*args, "--out" if args[0] == "run" else "--seed", tmp_path if args[0] == "run" else 0,
+                          env={"ROWSTOCH_MEMORY_LIMIT": str(2 * 2**30)}, timeout=60)
+    assert_one_line_error(rc, err, "needs about", "GiB")
+
+
+def test_mistyped_node_id_in_edge_list(tmp_path):
+    path = tmp_path / "edges.txt"
+    path.write_text("0 1\n1 2\n2 0\n2 400000000\n")
+    rc, _, err = rowstoch("metrics", "--matrix", path, env={"ROWSTOCH_MEMORY_LIMIT": str(2 * 2**30)}, timeout=60)
+    assert_one_line_error(rc, err, "n = 400000001 nodes", "largest id")
+
+
+def test_cheap_checks_come_before_the_network_is_built(tmp_path):
+    rc, _, err = rowstoch("run", "--n", "1000003", "--no-progress", "--out", tmp_path, timeout=30)
+    assert_one_line_error(rc, err, "--total 204800 samples must be divisible by the 1000003 nodes")
+
+
+# ---------------------------------------------------------------- 4: no self loops, beta = 1
+def test_matrix_without_gap_is_explained(tmp_path):
+    path = beta_one_matrix(tmp_path / "noloops.npy")
+    rc, out, err = rowstoch("metrics", "--matrix", path)
+    assert rc == 0 and "n/a" in out and "Traceback" not in err
+    rc, _, err = rowstoch("run", "--matrix", path, "--algorithm", "mg-pull-diag-gt", "--total", "300", "--batch",
+                          "10", "--out", tmp_path / "o", "--no-progress")
+    assert_one_line_error(rc, err, "beta = 1", "self loops")
+    rc, _, err = rowstoch("run", "--matrix", path, "--total", "300", "--batch", "10", "--out", tmp_path / "o",
+                          "--no-progress")
+    assert_one_line_error(rc, err, "no self loop")
+    assert "multiply-adds" not in err
+
+
+# ---------------------------------------------------------------- 5: resume only what was checkpointed
+@pytest.fixture(scope="module")
+def problem():
+    return NonconvexLogistic.synthetic(n=8, total=1600, batch=20, seed=0)
+
+
+def test_resume_refuses_another_configuration(problem, tmp_path):
+    ck = str(tmp_path / "ck.npz")
+    algo = Algorithm(topology.exponential(8), lr=0.05)
+    run(algo, problem, 10, progress=False, checkpoint=ck, repeats=2, seed=1)
+    other_batch = NonconvexLogistic.synthetic(n=8, total=1600, batch=10, seed=0)
+    other_data = NonconvexLogistic.synthetic(n=8, total=1600, batch=20, seed=5)
+    cases = [(dict(objective=other_batch), "objective.batch = 20 but this run has objective.batch = 10"),
+             (dict(objective=other_data), "objective.data_sha1"),
+             (dict(seed=2), "seed = 1 but this run has seed = 2"),
+             (dict(repeats=3), "repeats = 2 but this run has repeats = 3")]
+    for change, fragment in cases:
+        kw = dict(objective=problem, seed=1, repeats=2) | change
+        with pytest.raises(ValueError, match=fragment.replace(".", r"\.")):
+            run(algo, kw.pop("objective"), 20, progress=False, resume=ck, **kw)
+    # iterations, lr and record_every may change
+    h = run(Algorithm(topology.exponential(8), lr=0.01), problem, 20, progress=False, resume=ck, repeats=2, seed=1,
+            record_every=5)
+    assert h.meta["completed_iterations"] == 20
+
+
+def test_cli_resume_refuses_another_data_seed(tmp_path):
+    ck = tmp_path / "ck.npz"
+    rc, _, err = rowstoch("run", *SMALL, "--iterations", "5", "--checkpoint", ck, "--out", tmp_path / "a")
+    assert rc == 0, err
+    rc, _, err = rowstoch("run", *SMALL, "--iterations", "10", "--resume", ck, "--data-seed", "7",
+                          "--out", tmp_path / "b")
+    assert_one_line_error(rc, err, "data_seed = 42", "data_seed = 7")
+
+
+# ---------------------------------------------------------------- 6: damaged files
+@pytest.mark.parametrize("content", [b"", b"PK\x03\x04 truncated", b"\x93NUMPY garbage"])
+def test_damaged_checkpoint_and_matrix_files(tmp_path, content, problem):
+    for name in ("ck.npz", "A.npy", "A.npz"):
+        (tmp_path / name).write_bytes(content)
+    with pytest.raises(ValueError, match="cannot read checkpoint .*ck.npz"):
+        run(Algorithm(topology.exponential(8), lr=0.05), problem, 5, progress=False, resume=str(tmp_path / "ck.npz"))
+    for name in ("A.npy", "A.npz"):
+        rc, _, err = rowstoch("metrics", "--matrix", tmp_path / name)
+        assert_one_line_error(rc, err, name)
+
+
+def test_pickled_npy_is_refused_clearly(tmp_path):
+    np.save(tmp_path / "obj.npy", np.array([{"a": 1}], dtype=object), allow_pickle=True)
+    rc, _, err = rowstoch("metrics", "--matrix", tmp_path / "obj.npy")
+    assert_one_line_error(rc, err, "obj.npy")
+
+
+# ---------------------------------------------------------------- 7: unwritable outputs
+def test_unwritable_out_fails_before_the_run(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    for out in (blocker, blocker / "sub"):
+        rc, _, err = rowstoch("run", *SMALL, "--iterations", "100000", "--out", out, timeout=30)
+        assert_one_line_error(rc, err, "--out")
+    rc, _, err = rowstoch("run", *SMALL, "--iterations", "100000", "--checkpoint", blocker / "ck.npz",
+                          "--out", tmp_path / "o", timeout=30)
+    assert_one_line_error(rc, err, "--checkpoint")
+
+
+def test_late_write_failure_keeps_the_results(tmp_path, monkeypatch, capsys):
+    from rowstoch_fast import cli, runner
+
+    real = runner.History.to_csv
+    calls = []
+
+    def failing_once(self, path, *a, **k):
+        calls.append(path)
+        if len(calls) == 1:
+            raise OSError(30, "Read-only file system")
+        return real(self, path, *a, **k)
+
+    monkeypatch.setattr(runner.History, "to_csv", failing_once)
+    code = cli.main(["run", *SMALL, "--iterations", "10", "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert code == 2 and "Read-only file system" in err and "the results are in" in err
+    fallback = os.path.dirname(calls[-1])
+    assert os.path.exists(os.path.join(fallback, "history.csv")) and fallback in err
+    shutil.rmtree(fallback)
+
+
+# ---------------------------------------------------------------- 8: divergence keeps the history
+def test_divergence_writes_what_was_recorded(tmp_path):
+    rc, _, err = rowstoch("run", "--objective", "quadratic", "--n", "8", "--iterations", "300", "--lr", "3",
+                          "--no-progress", "--out", tmp_path)
+    assert rc == 3 and "Traceback" not in err and "diverged" in err
+    doc = json.loads((tmp_path / "history.json").read_text())
+    assert doc["diverged"] is True and doc["meta"]["diverged"]["iteration"] > 0 and len(doc["rows"]["iteration"]) > 1
+
+
+def test_divergence_error_carries_the_history(problem):
+    with pytest.raises(rf.DivergenceError) as info:
+        run(Algorithm(topology.exponential(8), lr=3.0), rf.objectives.Quadratic.random(8, 2), 300,
+            record_every=10, progress=False)
+    h = info.value.history
+    assert h.diverged and len(h) > 1 and h.meta["diverged"]["iteration"] == info.value.iteration
+
+
+# ---------------------------------------------------------------- 9: no silent rescaling
+def test_unnormalised_matrix_file_needs_normalize(tmp_path):
+    np.save(tmp_path / "W.npy", np.array([[1.0, 1.0], [1.0, 1.0]]))
+    rc, _, err = rowstoch("metrics", "--matrix", tmp_path / "W.npy")
+    assert_one_line_error(rc, err, "sums to 2.0", "--normalize")
+    assert "np.float64" not in err
+    rc, out, err = rowstoch("metrics", "--matrix", tmp_path / "W.npy", "--normalize")
+    assert rc == 0 and "W.npy" in out, err
+
+
+# ---------------------------------------------------------------- 10: 1-D x0
+def test_ambiguous_one_dimensional_x0_is_refused():
+    A = topology.exponential(4)
+    with pytest.raises(ValueError, match=r"ambiguous.*x0\[:, None\].*np.broadcast_to"):
+        PullDiagGT(A, np.zeros(4), lr=0.1)
+    assert PullDiagGT(A, np.zeros(3), lr=0.1).x.shape == (4, 3)  # (d,) with d != n: one vector for every node
+    assert PullDiagGT(A, np.zeros((4, 1)), lr=0.1).x.shape == (4, 1)
+    np.testing.assert_array_equal(A.mix(np.arange(4.0)), A.mix(np.arange(4.0)[:, None])[:, 0])
+
+
+# ---------------------------------------------------------------- 11: networkx
+def test_from_networkx_keeps_self_loops_and_checks_attribute_names():
+    nx = pytest.importorskip("networkx")
+    G = nx.DiGraph()
+    G.add_edge(0, 0, w=3.0)
+    G.add_edge(0, 1, w=1.0)
+    G.add_edge(1, 0, w=1.0)
+    G.add_edge(1, 1, w=1.0)
+    A = MixingMatrix.from_networkx(G, "w")
+    np.testing.assert_allclose(A.toarray(), [[0.75, 0.25], [0.5, 0.5]])  # a_00 = 3 / (3 + 1), not (3 + 1) / 5
+    with pytest.raises(ValueError, match="no edge of G has the attribute 'weight'.*'w'"):
+        MixingMatrix.from_networkx(G, "weight")
+
+
+# ---------------------------------------------------------------- 12: one thread per optimizer
+def test_concurrent_steps_are_refused():
+    opt = PullDiagGT(topology.exponential(8), np.zeros(2), lr=0.01)
+    opt.step(lambda X: X - 1.0)
+    inside, release = threading.Event(), threading.Event()
+
+    def slow_grad(X):
+        inside.set()
+        release.wait(30)
+        return X - 1.0
+
+    t = threading.Thread(target=opt.step, args=(slow_grad,))
+    t.start()
+    try:
+        assert inside.wait(30)
+        with pytest.raises(RuntimeError, match="second thread"):
+            opt.step(lambda X: X - 1.0)
+        with pytest.raises(RuntimeError, match="second thread"):
+            opt.state_dict()
+    finally:
+        release.set()
+        t.join()
+    assert opt.iteration == 2  # nothing lost, nothing doubled
+    opt.step(lambda X: X - 1.0)  # usable again
+
+
+# ---------------------------------------------------------------- 13: divergence without NaN
+def test_exploding_run_warns(tmp_path):
+    rc, _, err = rowstoch("run", *SMALL, "--iterations", "50", "--lr", "1e6", "--out", tmp_path)
+    assert rc == 0 and "rowstoch: warning:" in err and "smaller lr" in err
+
+
+def test_exploding_run_warns_in_python(problem):
+    with pytest.warns(RuntimeWarning, match="the loss from"):
+        run(Algorithm(topology.exponential(8), lr=1e6), problem, 50, progress=False)
+
+
+# ---------------------------------------------------------------- friction
+def test_version_help_and_topology_list():
+    rc, out, _ = rowstoch("--version")
+    assert rc == 0 and rf.__version__ in out
+    rc, out, _ = rowstoch("run", "--help")
+    assert rc == 0 and "(default: 204800)" in out and "1/n" in out
+    rc, out, _ = rowstoch("topologies")
+    assert rc == 0 and "exponential" in out and "paper-grid" in out
+    rc, out, _ = rowstoch("metrics", "--help")
+    assert rc == 0 and "0-based" in out
+
+
+def test_paper_graphs_refuse_another_n():
+    rc, _, err = rowstoch("metrics", "--topology", "paper-ring", "--n", "64")
+    assert_one_line_error(rc, err, "16-node")
+
+
+def test_closed_pipe_is_quiet():
+    cmd = f"{ROWSTOCH or sys.executable + ' -m rowstoch_fast.cli'} metrics --n 64 | head -c 10"
+    out = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, timeout=120)
+    assert "Traceback" not in out.stderr and "BrokenPipe" not in out.stderr, out.stderr
+
+
+def test_plot_can_save_with_title_and_legend(problem, tmp_path):
+    pytest.importorskip("matplotlib")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    h = run(Algorithm(topology.exponential(8), lr=0.05), problem, 10, progress=False)
+    ax = h.plot(path=tmp_path / "g.png")
+    assert (tmp_path / "g.png").stat().st_size > 0 and ax.get_legend() is not None
+
+
+def test_demo_says_where_it_writes(tmp_path, monkeypatch, capsys):
+    from rowstoch_fast import cli, experiments
+
+    monkeypatch.setattr(experiments, "demo", lambda out, progress=True: None)
+    assert cli.main(["demo", "--out", str(tmp_path / "d"), "--no-progress"]) == 0
+    assert str(tmp_path / "d") in capsys.readouterr().out
