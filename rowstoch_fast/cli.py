@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import warnings
 
 import numpy as np
 
@@ -108,7 +109,9 @@ def _load_npz_matrix(path):
 
 def _load_edge_list(path, normalize):
     try:
-        rows = np.loadtxt(path, ndmin=2, comments="#")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # "input contained no data": reported below
+            rows = np.loadtxt(path, ndmin=2, comments="#")
     except ValueError as exc:
         raise UsageError(f"edge list {path!r} cannot be read: {exc}. Expected: {EDGE_LIST_HELP}") from None
     if rows.size == 0:
