@@ -574,6 +574,18 @@ PYBIND11_MODULE(_core, m) {
                                       " (4 per processor, at least 64), got ", t));
     }, py::arg("threads"),
           "Set the threads every kernel uses, process-wide (from any Python thread); no effect without OpenMP.");
+    m.def("set_adaptive_threads", [](bool on) { rowstoch::contention().enabled = on; }, py::arg("enabled"),
+          "Turn the contention back-off on or off (on by default where supported; env ROWSTOCH_ADAPTIVE_THREADS=0).");
+    m.def("adaptive_threads", []() {
+        rowstoch::Contention& c = rowstoch::contention();
+        py::dict d;
+        d["supported"] = rowstoch::contention_supported();
+        d["enabled"] = c.enabled.load();
+        d["windows"] = c.windows.load();
+        d["serial_episodes"] = c.serial_episodes.load();
+        d["serial_now"] = rowstoch::contended_threads(2) == 1;
+        return d;
+    }, "State of the contention back-off: windows of parallel time judged, times it went serial.");
     m.def("get_simd_width", &rowstoch::simd_width,
           "Doubles per vector in the gradient kernels: 4 with AVX2 (x86-64, detected at run time), else 2.");
     m.def("simd_widths", []() {

@@ -226,3 +226,29 @@ def test_tracker_built_once_under_concurrency(monkeypatch):
     for t in threads:
         t.join()
     assert len(calls) == 1
+
+
+# ---------------------------------------------------------------- item 26: contention back-off
+def test_adaptive_threads_changes_time_not_results():
+    state = core.adaptive_threads()
+    assert set(state) >= {"supported", "enabled", "windows", "serial_episodes", "serial_now"}
+    A = topology.exponential(4096)
+    X = np.random.default_rng(0).standard_normal((A.n, 8))
+    before = state["enabled"]
+    try:
+        core.set_adaptive_threads(False)
+        assert not core.adaptive_threads()["enabled"]
+        off = A.mix_power(X, 5)
+        core.set_adaptive_threads(True)
+        on = A.mix_power(X, 5)
+    finally:
+        core.set_adaptive_threads(before)
+    np.testing.assert_array_equal(on, off)
+
+
+def test_adaptive_threads_can_be_disabled_by_environment():
+    rc, out, err = run_python("""
+        import rowstoch_fast._core as c
+        print(c.adaptive_threads()["enabled"])
+    """.replace("import rowstoch_fast", "import os; os.environ['ROWSTOCH_ADAPTIVE_THREADS'] = '0'; import rowstoch_fast"))
+    assert rc == 0 and out.strip() == "False", err

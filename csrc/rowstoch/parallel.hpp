@@ -6,8 +6,14 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <exception>
+
+#if defined(__linux__)
+#include <time.h>
+#endif
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -63,6 +69,95 @@ inline bool set_threads(int t) {
     return true;
 }
 
+// ---------------------------------------------------------------- contention
+// On a machine shared with a busy process, a team of as many threads as cores
+// waits at every barrier for the thread the scheduler preempted: 2 threads on
+// 2 cores ran 1.6-2.7x slower than 1 (bench/busy_machine.py).  Each region
+// measures its wall time and the CPU time its threads spent in the body; the
+// sum of the latter is what one thread would have needed.  When, over a window
+// of kWindow of parallel time, the team took longer than that (it lost to a
+// single thread) in two windows in a row (one alone is a transient, e.g.
+// OpenBLAS threads still spinning after a LAPACK call), regions run on one
+// thread for a back-off that starts at kBackoff and doubles while the team
+// keeps losing (to kMaxBackoff); then the team is tried again, and a good
+// window resets it.  The first window (thread start-up) is not judged.
+// Results do not depend on the thread count, so this
+// changes only the time.  ROWSTOCH_ADAPTIVE_THREADS=0 turns it off (Linux only).
+struct Contention {
+    static constexpr std::int64_t kWindow = 20'000'000;    // ns of parallel regions judged together
+    static constexpr std::int64_t kBackoff = 50'000'000;   // ns on one thread before trying the team again
+    static constexpr std::int64_t kMaxBackoff = 800'000'000;
+    std::atomic<bool> enabled{true};
+    std::atomic<std::int64_t> serial_until{0};
+    std::atomic<std::int64_t> wall{0}, serial{0};          // the current window: team time, one-thread estimate
+    std::atomic<std::int64_t> serial_episodes{0}, windows{0};
+    std::atomic<std::int64_t> backoff{kBackoff};
+    std::atomic<int> strikes{0};                           // bad windows in a row
+};
+
+inline Contention& contention() {
+    static Contention c;
+    static const bool init = [] {
+        const char* env = std::getenv("ROWSTOCH_ADAPTIVE_THREADS");
+        if (env && env[0] == '0') c.enabled = false;
+        return true;
+    }();
+    (void)init;
+    return c;
+}
+
+inline bool contention_supported() {
+#if defined(__linux__) && defined(_OPENMP)
+    return true;
+#else
+    return false;
+#endif
+}
+
+inline std::int64_t now_ns() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// CPU time of the calling thread (ns; 0 where unknown).
+inline std::int64_t thread_cpu_ns() {
+#if defined(__linux__)
+    timespec ts;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0)
+        return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+#endif
+    return 0;
+}
+
+// The threads a region gets: `threads`, or 1 while backing off from contention.
+inline int contended_threads(int threads) {
+    Contention& c = contention();
+    if (threads > 1 && c.enabled.load(std::memory_order_relaxed) &&
+        now_ns() < c.serial_until.load(std::memory_order_relaxed))
+        return 1;
+    return threads;
+}
+
+inline void record_region(std::int64_t wall, std::int64_t cpu_sum) {
+    Contention& c = contention();
+    const std::int64_t w = c.wall += wall;
+    const std::int64_t one = c.serial += cpu_sum;
+    if (w < Contention::kWindow) return;
+    c.wall = 0;
+    c.serial = 0;
+    if (c.windows++ == 0) return;  // the first window pays for starting the threads (ms in a VM): not judged
+    if (w <= one) {  // the team beat one thread
+        c.strikes = 0;
+        c.backoff = Contention::kBackoff;
+    } else if (++c.strikes >= 2) {
+        const std::int64_t b = c.backoff.load();
+        c.serial_until = now_ns() + b;
+        c.backoff = std::min(2 * b, Contention::kMaxBackoff);
+        c.strikes = 1;  // a bad probe window after the back-off goes straight back (for twice as long)
+        ++c.serial_episodes;
+    }
+}
+
 // Run body(t, T) on T = `threads` threads.  An exception thrown by any thread
 // (std::bad_alloc from a per-thread buffer, say) is carried out of the region
 // and rethrown on the calling thread once every thread has finished: no C++
@@ -70,16 +165,27 @@ inline bool set_threads(int t) {
 template <class Body>
 inline void parallel_region(int threads, Body body) {
 #ifdef _OPENMP
+    threads = contended_threads(threads);
+    if (threads <= 1) {
+        body(0, 1);
+        return;
+    }
+    const bool watch = contention_supported() && contention().enabled.load(std::memory_order_relaxed);
+    const std::int64_t t0 = watch ? now_ns() : 0;
     std::exception_ptr error;
+    std::atomic<std::int64_t> cpu_sum{0};
 #pragma omp parallel num_threads(threads)
     {
+        const std::int64_t cpu0 = watch ? thread_cpu_ns() : 0;
         try {
             body(omp_get_thread_num(), omp_get_num_threads());
         } catch (...) {
 #pragma omp critical(rowstoch_parallel_error)
             if (!error) error = std::current_exception();
         }
+        if (watch) cpu_sum += thread_cpu_ns() - cpu0;
     }
+    if (watch) record_region(now_ns() - t0, cpu_sum.load());
     if (error) std::rethrow_exception(error);
 #else
     (void)threads;
