@@ -15,7 +15,7 @@ FLOAT_DTYPES = (np.dtype(np.float64), np.dtype(np.float32))
 def check_int(value, name, *, minimum=None):
     """Return ``value`` as a Python int, or raise TypeError/ValueError naming ``name``."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}")
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__} {fmt_value(value)}")
     value = int(value)
     if minimum is not None and value < minimum:
         raise ValueError(f"{name} must be >= {minimum}, got {value}")
@@ -25,7 +25,7 @@ def check_int(value, name, *, minimum=None):
 def check_positive_float(value, name, *, allow_zero=False):
     """Return ``value`` as a finite float > 0 (or >= 0), or raise naming ``name``."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__} {fmt_value(value)}")
     value = float(value)
     if not np.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
         bound = ">= 0" if allow_zero else "> 0"

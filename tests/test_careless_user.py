@@ -328,3 +328,38 @@ def test_demo_says_where_it_writes(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(experiments, "demo", lambda out, progress=True: None)
     assert cli.main(["demo", "--out", str(tmp_path / "d"), "--no-progress"]) == 0
     assert str(tmp_path / "d") in capsys.readouterr().out
+
+
+def test_numpy_scalars_print_as_numbers():
+    with pytest.raises(TypeError, match=r"rounds must be an integer, got float64 2\.5$"):
+        PullDiagGT(topology.ring(4), np.zeros(2), lr=0.1, rounds=np.float64(2.5))
+
+
+def test_matrix_market_files_ask_for_sparse_arrays(monkeypatch, tmp_path):
+    """SciPy >= 1.18 warns when mmread's spmatrix default is used (item 23): the loader passes it explicitly."""
+    import scipy.io
+
+    from rowstoch_fast import cli
+
+    calls = []
+
+    def fake_mmread(source, *, spmatrix=True):
+        calls.append(spmatrix)
+        return sp.coo_array(topology.exponential(8).csr)
+
+    monkeypatch.setattr(scipy.io, "mmread", fake_mmread)
+    assert cli.load_matrix(str(tmp_path / "A.mtx") if (tmp_path / "A.mtx").write_text("x") else "").n == 8
+    assert calls == [False]
+
+
+def test_cupy_backend_checks_x0_before_building_the_tracker(monkeypatch):
+    """Item 25: a host x0 with backend='cupy' is reported as such, not as the exact tracker's work limit.
+
+    The CuPy probe is faked, so this runs (and means the same) with and without a GPU.
+    """
+    from rowstoch_fast import cuda
+
+    monkeypatch.setattr(cuda, "require_cupy", lambda: object())
+    monkeypatch.setenv("ROWSTOCH_TRACKER_MAX_WORK", "1")  # any exact tracker would be refused
+    with pytest.raises(TypeError, match="x0 must be a CuPy"):
+        PullDiagGT(topology.exponential(64), np.zeros((64, 2)), lr=0.1, backend="cupy")
