@@ -20,7 +20,7 @@ import numpy as np
 
 from . import _core
 from ._checks import as_float_array, check_int, check_positive_float, nodes_first
-from .gt import DivergenceError, PullDiagGT, exclusive
+from .gt import DivergenceError, PullDiagGT, exclusive, matrix_from_state
 from .mixing import MixingMatrix
 from .tracker import DEFAULT_BLOCK, freeze_step
 
@@ -418,12 +418,8 @@ class DistributedPullDiagGT(PullDiagGT):
 
         Every rank passes the same ``state`` (e.g. each loads the same ``.npz``).
         """
-        import scipy.sparse as sp
-
-        data, indptr = np.asarray(state["data"]), np.asarray(state["indptr"])
-        n = indptr.size - 1
-        if A is None:
-            A = MixingMatrix(sp.csr_array((data, np.asarray(state["indices"]), indptr), shape=(n, n)))
+        A = matrix_from_state(state, A)
+        n = A.n
         shape = tuple(int(v) for v in state["shape"])
         reps, d = (shape[0] if len(shape) == 3 else 1), shape[-1]
         x_full = np.asarray(state["x"]).reshape(n, reps, d)

@@ -14,7 +14,7 @@ from ._checks import (as_float_array, check_csr_arrays, check_int, check_positiv
 from .mixing import MixingMatrix
 from .tracker import DiagTracker
 
-__all__ = ["PullDiagGT", "DivergenceError", "StepperBase", "exclusive"]
+__all__ = ["PullDiagGT", "DivergenceError", "StepperBase", "exclusive", "matrix_from_state"]
 
 _OWNER_LOCK = threading.Lock()
 
@@ -141,6 +141,31 @@ class StepperBase:
         if isinstance(view, np.ndarray):
             view.flags.writeable = False
         return view
+
+
+def matrix_from_state(state, A=None):
+    """The :class:`MixingMatrix` a ``state_dict`` was saved with, its CSR validated first (a malformed one
+    crashes SciPy); or ``A`` after checking that it is that matrix. Also checks ``state["shape"]``."""
+    import scipy.sparse as sp
+
+    data, indptr, indices = (np.asarray(state[k]) for k in ("data", "indptr", "indices"))
+    if indptr.ndim != 1 or indptr.size < 2:
+        raise ValueError(f"state['indptr'] must be a 1-D array of n + 1 >= 2 entries, got shape {indptr.shape}")
+    n = indptr.size - 1
+    check_csr_arrays(indptr, indices, n, n, "state (the saved matrix)")
+    if data.ndim != 1 or data.size != indices.size:
+        raise ValueError(f"state['data'] must be 1-D with {indices.size} entries, got shape {data.shape}")
+    shape = np.asarray(state["shape"])
+    if shape.ndim != 1 or shape.size not in (2, 3) or not np.issubdtype(shape.dtype, np.integer) or (shape < 1).any():
+        raise ValueError(f"state['shape'] must be (n, d) or (reps, n, d), got {shape.tolist()}")
+    if int(shape[-2]) != n:
+        raise ValueError(f"state['shape'] has {int(shape[-2])} nodes but the saved matrix has {n}")
+    csr = sp.csr_array((data, indices, indptr), shape=(n, n))
+    if A is None:
+        return MixingMatrix(csr, dtype=data.dtype)
+    if not isinstance(A, MixingMatrix) or A.n != n or (A.csr != csr).nnz:
+        raise ValueError("A is not the matrix this state was saved with")
+    return A
 
 
 class PullDiagGT(StepperBase):
@@ -409,23 +434,7 @@ class PullDiagGT(StepperBase):
             raise ValueError(f"state is missing {sorted(missing)}; pass the dict returned by PullDiagGT.state_dict()")
         if str(state["format"]) != STATE_FORMAT:
             raise ValueError(f"state has format {str(state['format'])!r}, expected {STATE_FORMAT!r}")
-        import scipy.sparse as sp
-
-        data, indptr, indices = (np.asarray(state[k]) for k in ("data", "indptr", "indices"))
-        if indptr.ndim != 1 or indptr.size < 2:
-            raise ValueError(f"state['indptr'] must be a 1-D array of n + 1 >= 2 entries, got shape {indptr.shape}")
-        n = indptr.size - 1
-        check_csr_arrays(indptr, indices, n, n, "state (the saved matrix)")
-        if data.ndim != 1 or data.size != indices.size:
-            raise ValueError(f"state['data'] must be 1-D with {indices.size} entries, got shape {data.shape}")
-        shape = np.asarray(state["shape"])
-        if shape.ndim != 1 or shape.size not in (2, 3) or not np.issubdtype(shape.dtype, np.integer) or (shape < 1).any():
-            raise ValueError(f"state['shape'] must be (n, d) or (reps, n, d), got {shape.tolist()}")
-        csr = sp.csr_array((data, indices, indptr), shape=(n, n))
-        if A is None:
-            A = MixingMatrix(csr, dtype=data.dtype)
-        elif not isinstance(A, MixingMatrix) or A.n != n or (A.csr != csr).nnz:
-            raise ValueError("A is not the matrix this state was saved with")
+        A = matrix_from_state(state, A)
         opt = cls.__new__(cls)
         opt._setup(A, float(state["lr"]), int(state["rounds"]), str(state["tracker"]),
                    tuple(int(s) for s in state["shape"]), bool(state.get("check_finite", True)))
