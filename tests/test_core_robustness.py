@@ -8,6 +8,7 @@ import os
 import pickle
 import subprocess
 import sys
+import tempfile
 import textwrap
 import threading
 
@@ -21,8 +22,9 @@ from rowstoch_fast import topology
 
 def run_python(code, timeout=120):
     """Run ``code`` in a fresh interpreter; return (returncode, stdout, stderr)."""
+    # from a neutral folder: in a source checkout the current folder would shadow the installed package
     out = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                         timeout=timeout)
+                         timeout=timeout, cwd=tempfile.gettempdir())
     return out.returncode, out.stdout, out.stderr
 
 
