@@ -280,6 +280,8 @@ def _run_config(args):
     config = {k: getattr(args, k) for k in keys}
     if args.matrix:
         config["topology"] = config["n"] = None
+    else:
+        config["n"] = _topology_n(args)  # the default (16) and an explicit --n 16 are the same run
     return {"cli": config}
 
 
