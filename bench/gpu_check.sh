@@ -3,7 +3,8 @@
 # (the lent device machine's image has CuPy, pybind11, pytest and SciPy; nothing
 # is downloaded).  About 8 minutes on an H100:
 #   1. build the extension in place (pip -e, no build isolation);
-#   2. the CuPy contract suite and the objective tests (CuPy cases run, not skip);
+#   2. the CuPy contract suite and the objective tests (CuPy cases run, not skip), and the
+#      issue-10 tests that matter there (gcc 13 via CXX, Open MPI as root, a GPU present);
 #   3. the GPU half of bench/scaling.py up to n = 2^22 (CPU contenders up to 2^18),
 #      with the device's copy bandwidth, "vs cupyx" and "% of copy bandwidth".
 # Everything lands in $OUT (default /tmp/rowstoch_gpu): gpu.txt, build.log,
@@ -21,8 +22,10 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv 2>&1 | tee 
 echo "== build"
 "$PY" -m pip install -q --no-build-isolation --no-deps -e . > "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
 "$PY" -c "import rowstoch_fast as r; print(r.build_info())" | tee -a "$OUT/gpu.txt"
-echo "== tests (CuPy backend)"
+echo "== tests (CuPy backend; and issue 10's checks found on the GPU machine: the static-libstdc++ rebuild,
+echo "   the tests that once assumed no GPU, Open MPI as root)"
 timeout 300 "$PY" -m pytest -q -p no:cacheprovider -W default -rs tests/test_backends.py tests/test_objectives.py \
+    tests/test_build.py tests/test_gt.py tests/test_runner.py tests/test_mpi.py tests/test_core_robustness.py \
     > "$OUT/tests.log" 2>&1
 echo "pytest exit code $?" >> "$OUT/tests.log"
 tail -25 "$OUT/tests.log"
