@@ -22,8 +22,7 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv 2>&1 | tee 
 echo "== build"
 "$PY" -m pip install -q --no-build-isolation --no-deps -e . > "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
 "$PY" -c "import rowstoch_fast as r; print(r.build_info())" | tee -a "$OUT/gpu.txt"
-echo "== tests (CuPy backend; and issue 10's checks found on the GPU machine: the static-libstdc++ rebuild,
-echo "   the tests that once assumed no GPU, Open MPI as root)"
+echo "== tests (CuPy backend, and the issue-10 checks found on the GPU machine)"
 timeout 300 "$PY" -m pytest -q -p no:cacheprovider -W default -rs tests/test_backends.py tests/test_objectives.py \
     tests/test_build.py tests/test_gt.py tests/test_runner.py tests/test_mpi.py tests/test_core_robustness.py \
     > "$OUT/tests.log" 2>&1
