@@ -426,6 +426,10 @@ py::tuple diag_powers(py::array indptr, py::array indices, py::array data, int64
     if (block < 1) throw py::value_error(cat("block must be >= 1, got ", block));
     checked_product({n_records - 1, stride}, cat("stride * (n_records - 1) = ", stride, " * ", n_records - 1).c_str());
     Csr A = check_csr(indptr, indices, data, check_indices);
+    // at most (n_records - 1) stride steps of an n-column block product: the whole work must be countable
+    checked_product({n_records - 1, stride, std::max<int64_t>(A.nnz, 1), std::max<int64_t>(A.n, 1)},
+                    cat("stride * (n_records - 1) * nnz * n = ", stride, " * ", n_records - 1, " * ", A.nnz, " * ",
+                        A.n).c_str());
     py::array diags(A.data.dtype(), {n_records, A.n});
     int64_t taken = 0;
     dispatch(A, [&](auto i, auto t) {

@@ -95,6 +95,8 @@ def test_work_count_overflow_is_refused():
     A = topology.ring(4)
     with pytest.raises(ValueError, match="overflows 64-bit"):
         core.diag_powers(*csr_args(A), 2**62, 3)
+    with pytest.raises(ValueError, match="overflows 64-bit"):  # ran "forever" before
+        core.diag_powers(*csr_args(A), 2**63 - 1, 2)
 
 
 def test_diag_powers_refuses_unbounded_work():
