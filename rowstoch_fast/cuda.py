@@ -223,7 +223,7 @@ class CupyPullDiagGT(_stepper_base()):
     def centroid(self):
         """``pi^T x`` on the device, shape (d,) or (reps, d)."""
         cupy = require_cupy()
-        c = cupy.asarray(self._A.metrics().pi, dtype=self._A.dtype) @ self._x
+        c = cupy.asarray(self._A.pi, dtype=self._A.dtype) @ self._x
         return c.reshape(self._reps, self._d) if len(self._shape) == 3 else c
 
     def _scale(self, t):

@@ -264,7 +264,7 @@ class DistributedPullDiagGT(PullDiagGT):
         self._d = x0.shape[-1]
         nl = self._halo.n_local
         self._shape = (self._reps, nl, self._d) if x0.ndim == 3 else (nl, self._d)
-        pi = A.metrics().pi
+        pi = A.pi
         if self._tracker_kind == "perron":
             table = np.stack([np.ones(nl), pi[self._halo.local_nodes]])
         else:

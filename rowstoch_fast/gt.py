@@ -285,7 +285,7 @@ class PullDiagGT(StepperBase):
 
     def centroid(self):
         """``pi^T x_t``: the centroid ``w_t`` of the analysis (Lemma 1), shape (d,) or (reps, d)."""
-        c = self._A.metrics().pi @ self._x
+        c = self._A.pi @ self._x
         return c.reshape(self._reps, self._d) if len(self._shape) == 3 else c
 
     def __repr__(self):

@@ -25,6 +25,7 @@ from ._checks import check_int, check_positive_float, require_memory
 __all__ = [
     "NetworkMetrics",
     "compute_metrics",
+    "perron_vector",
     "lower_bound",
     "pull_diag_gt_bound",
     "mg_pull_diag_gt_bound",
@@ -219,30 +220,45 @@ def mg_pull_diag_gt_bound(L, Delta, sigma, K, *, n, beta, kappa):
 
 
 # ---------------------------------------------------------------------- computation
-def compute_metrics(A):
-    """Compute :class:`NetworkMetrics` for a :class:`~rowstoch_fast.MixingMatrix`."""
+def perron_vector(A):
+    """The Perron vector ``pi`` of a :class:`~rowstoch_fast.MixingMatrix` alone (no ``beta``): read-only.
+
+    Exact dense LU on the bordered system for ``n <= DENSE_MAX_N``; ARPACK then
+    power steps to a residual at rounding level beyond. This is the ``pi`` of
+    :meth:`~rowstoch_fast.MixingMatrix.metrics`, computed once per matrix
+    (``A.pi``); it costs a fraction of the full metrics, whose ``beta`` needs a
+    singular value decomposition.
+    """
     n = A.n
-    # dense: a few n x n copies; sparse: ARPACK's ~20 Krylov vectors (complex) for pi, ~20 more for beta
-    need = 6 * n * n * 8 if n <= DENSE_MAX_N else (2 * 20 * 16 + 12 * 8) * n + 3 * A.nnz * 12
+    need = 3 * n * n * 8 if n <= DENSE_MAX_N else 2 * 20 * 16 * n + 3 * A.nnz * 12
+    require_memory(need, f"the Perron vector of a network of n = {n} nodes")
+    csr = A.csr.astype(np.float64)
+    pi = _perron_dense(csr.toarray()) if n <= DENSE_MAX_N else _perron_sparse(csr)
+    pi.setflags(write=False)
+    return pi
+
+
+def compute_metrics(A):
+    """Compute :class:`NetworkMetrics` for a :class:`~rowstoch_fast.MixingMatrix` (its ``pi`` is ``A.pi``)."""
+    n = A.n
+    # dense: a few n x n copies; sparse: ARPACK's ~20 Krylov vectors for beta
+    need = 6 * n * n * 8 if n <= DENSE_MAX_N else (20 * 16 + 12 * 8) * n + 3 * A.nnz * 12
     require_memory(need, f"the metrics of a network of n = {n} nodes")
+    pi = A.pi
     csr = A.csr.astype(np.float64)
     if n <= DENSE_MAX_N:
-        dense = csr.toarray()
-        pi = _perron_dense(dense)
-        beta = _beta_dense(dense, pi)
+        beta = _beta_dense(csr.toarray(), pi)
         method = "dense"
     else:
-        pi = _perron_sparse(csr)
         beta = _beta_sparse(csr, pi)
         method = "sparse"
     beta = min(beta, 1.0)  # the norm of a row-stochastic matrix's deviation; above 1 only by rounding
-    pi.setflags(write=False)
     no_loop = tuple(int(i) for i in np.flatnonzero(csr.diagonal() <= 0))
     return NetworkMetrics(
         n=n,
         pi=pi,
         beta=beta,
-        kappa=float(pi.max() / pi.min()),
+        kappa=A.kappa,
         spectral_gap=1.0 - beta,
         nodes_without_self_loop=no_loop,
         method=method,

@@ -201,7 +201,7 @@ def _is_distributed(opt):
 
 
 def _record(opt, objective, oracle, rows, t0_wall):
-    pi = opt.A.metrics().pi
+    pi = opt.A.pi
     if _is_distributed(opt):  # assemble the full iterates on rank 0, which alone records
         x, y, g = opt.gather_x(), opt.gather_y(), opt.gather(oracle.last)
         if opt.comm.Get_rank() != 0:

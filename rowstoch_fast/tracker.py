@@ -140,11 +140,11 @@ class DiagTracker:
         self.kind = kind
         self.n = A.n
         dtype = A.dtype
-        metrics = A.metrics()
-        if kind == "perron":
-            self._table = np.stack([np.ones(A.n, dtype=dtype), (1.0 / metrics.pi).astype(dtype)])
+        if kind == "perron":  # needs pi only, not the metrics' beta
+            self._table = np.stack([np.ones(A.n, dtype=dtype), (1.0 / A.pi).astype(dtype)])
             self.frozen_at = 1
             return
+        metrics = A.metrics()
         key = ("scales", self.rounds)
         with A._cache_lock:  # built once per matrix and stride, whatever the number of threads asking
             cached = A._diag_cache.get(key)

@@ -4,8 +4,9 @@ import math
 
 import numpy as np
 import pytest
+import scipy.linalg as la
 
-from rowstoch_fast import _reference, metrics, topology
+from rowstoch_fast import MixingMatrix, _reference, metrics, topology
 from conftest import random_primitive
 
 
@@ -88,3 +89,39 @@ def test_large_sparse_metrics():
     assert m.method == "sparse"
     assert m.kappa == pytest.approx(1.0, abs=1e-9)
     assert 0 < m.beta < 1
+
+
+# ---------------------------------------------------------------------- pi on its own (issue 13)
+def _skewed(n, seed):
+    """A random strongly connected graph with self loops and a skewed Perron vector."""
+    rng = np.random.default_rng(seed)
+    src = rng.integers(0, n, 3 * n)
+    dst = rng.integers(0, n, 3 * n)
+    ring = np.arange(n)
+    edges = np.stack([np.concatenate([src, ring]), np.concatenate([dst, (ring + 1) % n])], axis=1)
+    return MixingMatrix.from_edges(n, edges, rng.uniform(0.1, 5.0, len(edges)))
+
+
+@pytest.mark.parametrize("n", [50, 2500])  # the dense and the sparse path
+def test_pi_alone_equals_the_metrics_pi_and_an_eigensolver(n):
+    A = _skewed(n, seed=n)
+    pi = A.pi
+    assert A._metrics is None  # pi did not compute beta
+    assert not pi.flags.writeable and abs(pi.sum() - 1) < 1e-12
+    w, V = la.eig(A.toarray().T)
+    ref = np.abs(V[:, np.argmax(w.real)].real)
+    ref /= ref.sum()
+    np.testing.assert_allclose(pi, ref, rtol=1e-10, atol=1e-14)
+    assert A.kappa > 1.5
+    m = A.metrics()
+    assert np.array_equal(m.pi, pi) and m.kappa == A.kappa  # the same numbers, bit for bit
+
+
+def test_perron_tracker_needs_no_metrics():
+    from rowstoch_fast import PullDiagGT
+
+    A = topology.exponential(4096)
+    opt = PullDiagGT(A, np.zeros(2), lr=1e-3, tracker="perron")
+    opt.step(lambda X: X - 1.0)
+    assert A._metrics is None
+    np.testing.assert_array_equal(opt.tracker.scale(1), 1.0 / A.pi)
