@@ -367,8 +367,9 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
     Warns
     -----
     RuntimeWarning
-        When the recorded gradient norm grows by more than ``GROWTH_WARNING``
-        (1e3) times over the run: divergence without NaN (``lr`` too large?).
+        When the recorded gradient norm or loss grows by more than
+        ``GROWTH_WARNING`` (1e3) times over the run: divergence without NaN
+        (``lr`` too large?).
 
     Examples
     --------
@@ -391,12 +392,12 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
     meta = {"algorithm": algorithm.name, "lr": algorithm.lr, "rounds": algorithm.rounds, "tracker": algorithm.tracker,
             "n": algorithm.A.n, "objective": type(objective).__name__, "iterations": iterations, "repeats": repeats,
             "seed": seed, "record_every": record_every}
-    meta["config"] = {"algorithm": algorithm.name, "rounds": algorithm.rounds, "tracker": algorithm.tracker,
-                      "lr": algorithm.lr, "n": algorithm.A.n, "repeats": repeats, "seed": seed,
-                      "iterations": iterations, "record_every": record_every,
-                      "objective": objective.describe() if hasattr(objective, "describe") else type(objective).__name__,
-                      **(config or {})}
-    meta["config"] = json.loads(json.dumps(meta["config"], default=_json_default))  # as a checkpoint stores it
+    identity = {"algorithm": algorithm.name, "rounds": algorithm.rounds, "tracker": algorithm.tracker,
+                "lr": algorithm.lr, "n": algorithm.A.n, "repeats": repeats, "seed": seed,
+                "iterations": iterations, "record_every": record_every,
+                "objective": objective.describe() if hasattr(objective, "describe") else type(objective).__name__,
+                **(config or {})}
+    meta["config"] = json.loads(json.dumps(identity, default=_json_default))  # as a checkpoint will hold it
     distributed = algorithm.backend == "mpi"
     if algorithm.backend == "cupy" and (checkpoint or resume):
         raise ValueError("checkpoint and resume are not available with backend='cupy' yet")
