@@ -108,6 +108,16 @@ class MixingMatrix:
         self._csr = _freeze(_compact_indices(csr.astype(dtype)))
         self._init_caches()
 
+    @classmethod
+    def _from_valid_csr(cls, indptr, indices, data, n):
+        """A matrix from CSR arrays that a builder made valid by construction (sorted, no duplicates, rows summing
+        to 1, strongly connected and primitive): no O(nnz) re-validation. Only :mod:`topology` calls it, and its
+        tests compare every such builder with the validated path."""
+        A = cls.__new__(cls)
+        A._csr = _freeze(sp.csr_array((data, indices, indptr), shape=(n, n), copy=False))
+        A._init_caches()
+        return A
+
     def _init_caches(self):
         self._metrics = None
         self._pi = None

@@ -5,7 +5,7 @@ import time
 import numpy as np
 import pytest
 
-from rowstoch_fast import _reference, topology
+from rowstoch_fast import MixingMatrix, _reference, topology
 
 BUILDERS = {
     "exponential": lambda: topology.exponential(13),
@@ -94,3 +94,20 @@ def test_large_exponential_builds_in_seconds():
     elapsed = time.perf_counter() - t
     assert A.nnz == 2**18 * 19
     assert elapsed < 60  # generous: guards against an accidental O(n^2) builder, not a speed claim
+
+
+def _via_edges(n, hops):
+    """The validated path the direct builders replaced: an edge list through MixingMatrix.from_edges."""
+    src = np.repeat(np.arange(n, dtype=np.int64), len(hops))
+    dst = (src + np.tile(np.asarray(hops, dtype=np.int64), n)) % n
+    return MixingMatrix.from_edges(n, np.stack([src, dst], axis=1), "in-degree")
+
+
+@pytest.mark.parametrize("n", list(range(1, 70)) + [127, 128, 129, 1000, 4097])
+def test_direct_builders_equal_the_edge_list_path_bit_for_bit(n):
+    hops = [h for h in (1 << np.arange(max(n - 1, 1).bit_length())) if h < n]
+    for built, ref in ((topology.exponential(n), _via_edges(n, hops)), (topology.ring(n), _via_edges(n, [1] if n > 1 else []))):
+        for name in ("indptr", "indices", "data"):
+            got, want = getattr(built.csr, name), getattr(ref.csr, name)
+            assert got.dtype == want.dtype and np.array_equal(got, want), (n, name)
+        assert not built.csr.indices.flags.writeable
