@@ -15,6 +15,8 @@ import warnings
 import numpy as np
 
 from . import topology
+from ._checks import require_memory
+from .metrics import metrics_memory
 from .mixing import MixingMatrix
 
 TOPOLOGIES = ("exponential", "ring", "grid", "geometric", "nearest_neighbor", "erdos_renyi", "complete", "star")
@@ -190,7 +192,10 @@ def cmd_metrics(args):
         named = [(t, build_topology(t, n, args.seed)) for t in TOPOLOGIES if t != "grid" or _is_square(n)]
         named += [(p, build_topology(p, 16)) for p in PAPER_GRAPHS]  # the paper's graphs have 16 nodes (column n)
     else:
-        named = [(args.topology, build_topology(args.topology, _topology_n(args), args.seed))]
+        n = _topology_n(args)
+        # refused before the network is built (which can take seconds at such sizes)
+        require_memory(metrics_memory(n), f"the metrics of a network of n = {n} nodes")
+        named = [(args.topology, build_topology(args.topology, n, args.seed))]
     print(metrics_table(named))
     return 0
 

@@ -25,6 +25,7 @@ from ._checks import check_int, check_positive_float, require_memory
 __all__ = [
     "NetworkMetrics",
     "compute_metrics",
+    "metrics_memory",
     "perron_vector",
     "lower_bound",
     "pull_diag_gt_bound",
@@ -238,12 +239,18 @@ def perron_vector(A):
     return pi
 
 
+def metrics_memory(n, nnz=0):
+    """Bytes :func:`compute_metrics` needs for ``n`` nodes and ``nnz`` weights (``pi`` included), roughly.
+
+    Dense: a few ``n x n`` copies; sparse: ARPACK's ~20 Krylov vectors (complex) for ``pi`` and ~20 for ``beta``.
+    """
+    return 6 * n * n * 8 if n <= DENSE_MAX_N else (2 * 20 * 16 + 12 * 8) * n + 3 * nnz * 12
+
+
 def compute_metrics(A):
     """Compute :class:`NetworkMetrics` for a :class:`~rowstoch_fast.MixingMatrix` (its ``pi`` is ``A.pi``)."""
     n = A.n
-    # dense: a few n x n copies; sparse: ARPACK's ~20 Krylov vectors for beta
-    need = 6 * n * n * 8 if n <= DENSE_MAX_N else (20 * 16 + 12 * 8) * n + 3 * A.nnz * 12
-    require_memory(need, f"the metrics of a network of n = {n} nodes")
+    require_memory(metrics_memory(n, A.nnz), f"the metrics of a network of n = {n} nodes")
     pi = A.pi
     csr = A.csr.astype(np.float64)
     if n <= DENSE_MAX_N:
