@@ -233,7 +233,7 @@ def perron_vector(A):
     n = A.n
     need = 3 * n * n * 8 if n <= DENSE_MAX_N else 2 * 20 * 16 * n + 3 * A.nnz * 12
     require_memory(need, f"the Perron vector of a network of n = {n} nodes")
-    csr = A.csr.astype(np.float64)
+    csr = A.csr if A.dtype == np.float64 else A.csr.astype(np.float64)  # read only: no copy needed
     pi = _perron_dense(csr.toarray()) if n <= DENSE_MAX_N else _perron_sparse(csr)
     pi.setflags(write=False)
     return pi
@@ -285,8 +285,13 @@ def _perron_dense(A):
 
 
 def _perron_sparse(csr):
+    n = csr.shape[0]
+    v0 = np.full(n, 1.0 / n)
+    colsum = np.bincount(csr.indices, weights=csr.data, minlength=n)
+    if np.all(np.abs(colsum - 1.0) <= 1e-13):
+        # doubly stochastic (1^T A = 1^T): pi = 1/n; the polishing step's residual test confirms it in one product
+        return _polish(csr, v0)
     At = sp.csr_array(csr.T)
-    v0 = np.full(csr.shape[0], 1.0 / csr.shape[0])
     try:
         _, vec = spla.eigs(At, k=1, which="LM", v0=v0, tol=0, maxiter=5000)
         pi = np.abs(vec[:, 0].real)
@@ -298,7 +303,7 @@ def _perron_sparse(csr):
 
 def _polish(csr, pi, rtol=1e-14, max_steps=10000):
     """A few power steps ``pi <- A^T pi`` until the residual is at rounding level."""
-    At = sp.csr_array(csr.T)
+    At = csr.T  # a CSC view: no copy, and each entry of A^T pi sums in the same order as a CSR transpose would
     pi = np.abs(pi) / np.abs(pi).sum()
     for _ in range(max_steps):
         nxt = At @ pi

@@ -120,7 +120,7 @@ def test_sizes_never_crash(monkeypatch_env, n, node):
         pass
 
 
-@given(st.sampled_from(["exponential", "ring", "complete", "star", "erdos_renyi"]), st.integers(2**24, 2**60))
+@given(st.sampled_from(["exponential", "ring", "complete", "star", "erdos_renyi"]), st.integers(2**26, 2**60))
 @settings(max_examples=15, suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_huge_topologies_fail_fast(monkeypatch_env, name, n):
     with pytest.raises(MemoryError, match="needs about"):

@@ -125,3 +125,12 @@ def test_perron_tracker_needs_no_metrics():
     opt.step(lambda X: X - 1.0)
     assert A._metrics is None
     np.testing.assert_array_equal(opt.tracker.scale(1), 1.0 / A.pi)
+
+
+def test_doubly_stochastic_pi_is_uniform_to_rounding():
+    A = topology.exponential(4096)  # sparse path; 1^T A = 1^T
+    pi = A.pi
+    np.testing.assert_allclose(pi * A.n, 1.0, rtol=0, atol=1e-15)
+    assert np.abs(A.csr.T @ pi - pi).sum() <= 1e-14
+    G = topology.grid(50, 50)  # not doubly stochastic (degrees differ): the general path, checked by its residual
+    assert np.abs(G.csr.T @ G.pi - G.pi).sum() <= 1e-13 and G.kappa > 1
