@@ -147,17 +147,34 @@ def require_memory(nbytes, what, hint=""):
                           f"available{'; ' + hint if hint else ''}")
 
 
-def check_csr_arrays(indptr, indices, n_rows, n_cols, name="the CSR matrix"):
+def _index_array(arr, what, name):
+    arr = np.asarray(arr)
+    if arr.ndim != 1 or not np.issubdtype(arr.dtype, np.integer):
+        raise ValueError(f"{name}: {what} must be a 1-D integer array, got {arr.dtype} of shape {arr.shape}")
+    return arr
+
+
+def _check_in_range(idx, bound, what, name):
+    if idx.size:
+        bad = np.flatnonzero((idx < 0) | (idx >= bound))
+        if bad.size:
+            raise ValueError(f"{name}: {what} index {idx[bad[0]].item()} (entry {bad[0]}) is outside 0..{bound - 1}")
+
+
+def _check_data_size(data, size, name):
+    if data is not None and (np.ndim(data) != 1 or np.size(data) != size):
+        raise ValueError(f"{name}: data must be 1-D with {size} entries (one per index), got shape {np.shape(data)}")
+
+
+def check_csr_arrays(indptr, indices, n_rows, n_cols, name="the CSR matrix", data=None):
     """Validate a CSR structure before SciPy or the kernels see it (malformed ones crash both).
 
     ``indptr`` must be 1-D integer of length ``n_rows + 1``, start at 0, never
     decrease and end at ``indices.size``; every column index must lie in
-    ``0..n_cols-1``. Raises ValueError naming ``name`` and the first fault.
+    ``0..n_cols-1``; ``data``, when given, holds one value per index. Raises
+    ValueError naming ``name`` and the first fault.
     """
-    indptr, indices = np.asarray(indptr), np.asarray(indices)
-    for arr, what in ((indptr, "indptr"), (indices, "indices")):
-        if arr.ndim != 1 or not np.issubdtype(arr.dtype, np.integer):
-            raise ValueError(f"{name}: {what} must be a 1-D integer array, got {arr.dtype} of shape {arr.shape}")
+    indptr, indices = _index_array(indptr, "indptr", name), _index_array(indices, "indices", name)
     if indptr.size != n_rows + 1:
         raise ValueError(f"{name}: indptr has {indptr.size} entries, expected {n_rows + 1} (rows + 1)")
     if indptr[0] != 0:
@@ -167,11 +184,18 @@ def check_csr_arrays(indptr, indices, n_rows, n_cols, name="the CSR matrix"):
     falls = np.flatnonzero(np.diff(indptr) < 0)
     if falls.size:
         raise ValueError(f"{name}: indptr must be non-decreasing; it falls at row {falls[0]}")
-    if indices.size:
-        bad = np.flatnonzero((indices < 0) | (indices >= n_cols))
-        if bad.size:
-            raise ValueError(f"{name}: column index {indices[bad[0]].item()} (entry {bad[0]}) is outside "
-                             f"0..{n_cols - 1}")
+    _check_in_range(indices, n_cols, "column", name)
+    _check_data_size(data, indices.size, name)
+
+
+def check_coo_arrays(row, col, shape, name="the COO matrix", data=None):
+    """Validate COO coordinates (1-D integers of equal length, inside ``shape``) before SciPy sees them."""
+    row, col = _index_array(row, "row", name), _index_array(col, "col", name)
+    if row.size != col.size:
+        raise ValueError(f"{name}: row has {row.size} entries but col has {col.size}")
+    _check_in_range(row, shape[0], "row", name)
+    _check_in_range(col, shape[1], "column", name)
+    _check_data_size(data, row.size, name)
 
 
 def nodes_first(x0, n, name="x0", xp=np):

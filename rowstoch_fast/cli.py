@@ -78,7 +78,7 @@ def _load_npz_matrix(path):
     """A scipy.sparse .npz (save_npz) read and validated by hand: SciPy itself crashes on a malformed one."""
     import scipy.sparse as sp
 
-    from ._checks import check_csr_arrays, load_npz_file
+    from ._checks import check_coo_arrays, check_csr_arrays, load_npz_file
 
     z = load_npz_file(path, "matrix file")
     fmt = z.get("format")
@@ -91,20 +91,12 @@ def _load_npz_matrix(path):
     data = np.asarray(z["data"])
     if fmt in ("csr", "csc"):
         rows, cols = shape if fmt == "csr" else shape[::-1]
-        check_csr_arrays(z.get("indptr", np.zeros(0, np.int64)), z.get("indices", np.zeros(0, np.int64)), rows, cols,
-                         f"matrix file {path!r}")
-        if data.shape != np.asarray(z["indices"]).shape:
-            raise ValueError(f"matrix file {path!r}: data has {data.size} entries but indices has "
-                             f"{np.asarray(z['indices']).size}")
-        cls = sp.csr_array if fmt == "csr" else sp.csc_array
-        return cls((data, z["indices"], z["indptr"]), shape=shape)
+        indptr, indices = z.get("indptr", np.zeros(0, np.int64)), z.get("indices", np.zeros(0, np.int64))
+        check_csr_arrays(indptr, indices, rows, cols, f"matrix file {path!r}", data)
+        return (sp.csr_array if fmt == "csr" else sp.csc_array)((data, indices, indptr), shape=shape)
     if fmt == "coo":
-        row, col = np.asarray(z.get("row")), np.asarray(z.get("col"))
-        for idx, bound, what in ((row, shape[0], "row"), (col, shape[1], "column")):
-            if idx.shape != data.shape or not np.issubdtype(idx.dtype, np.integer):
-                raise ValueError(f"matrix file {path!r}: {what} indices must be integers, one per entry")
-            if idx.size and (idx.min() < 0 or idx.max() >= bound):
-                raise ValueError(f"matrix file {path!r}: a {what} index is outside 0..{bound - 1}")
+        row, col = z.get("row", np.zeros(0, np.int64)), z.get("col", np.zeros(0, np.int64))
+        check_coo_arrays(row, col, shape, f"matrix file {path!r}", data)
         return sp.coo_array((data, (row, col)), shape=shape)
     raise UsageError(f"matrix file {path!r} has sparse format {fmt!r}; save it as CSR, CSC or COO")
 
@@ -347,7 +339,8 @@ def cmd_run(args):
         if args.checkpoint:
             _writable_file(args.checkpoint, "--checkpoint")
     A = _matrix_from_args(args)
-    _check_objective_size(args, A.n)
+    if args.matrix:  # a topology's n was checked above; a file's is known only now
+        _check_objective_size(args, A.n)
     try:
         if args.objective == "logistic":
             f = NonconvexLogistic.synthetic(A.n, total=args.total, d=args.d, rho=args.rho, batch=args.batch,

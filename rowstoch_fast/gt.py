@@ -152,9 +152,7 @@ def matrix_from_state(state, A=None):
     if indptr.ndim != 1 or indptr.size < 2:
         raise ValueError(f"state['indptr'] must be a 1-D array of n + 1 >= 2 entries, got shape {indptr.shape}")
     n = indptr.size - 1
-    check_csr_arrays(indptr, indices, n, n, "state (the saved matrix)")
-    if data.ndim != 1 or data.size != indices.size:
-        raise ValueError(f"state['data'] must be 1-D with {indices.size} entries, got shape {data.shape}")
+    check_csr_arrays(indptr, indices, n, n, "state (the saved matrix)", data)
     shape = np.asarray(state["shape"])
     if shape.ndim != 1 or shape.size not in (2, 3) or not np.issubdtype(shape.dtype, np.integer) or (shape < 1).any():
         raise ValueError(f"state['shape'] must be (n, d) or (reps, n, d), got {shape.tolist()}")

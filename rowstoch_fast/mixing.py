@@ -9,8 +9,8 @@ import scipy.sparse as sp
 from scipy.sparse import csgraph
 
 from . import _core
-from ._checks import (as_float_array, check_csr_arrays, check_dtype, check_int, check_out, fmt_value,
-                      require_memory)
+from ._checks import (as_float_array, check_coo_arrays, check_csr_arrays, check_dtype, check_int, check_out,
+                      fmt_value, require_memory)
 
 __all__ = ["MixingMatrix"]
 
@@ -421,17 +421,12 @@ def _check_sparse_structure(W):
     rows, cols = W.shape
     fmt = W.format
     if fmt == "csr":
-        check_csr_arrays(W.indptr, W.indices, rows, cols, "W (CSR)")
+        check_csr_arrays(W.indptr, W.indices, rows, cols, "W (CSR)", W.data)
     elif fmt == "csc":
-        check_csr_arrays(W.indptr, W.indices, cols, rows, "W (CSC)")
+        check_csr_arrays(W.indptr, W.indices, cols, rows, "W (CSC)", W.data)
     elif fmt == "coo":
-        for idx, bound, what in ((W.coords[0] if hasattr(W, "coords") else W.row, rows, "row"),
-                                 (W.coords[1] if hasattr(W, "coords") else W.col, cols, "column")):
-            idx = np.asarray(idx)
-            bad = np.flatnonzero((idx < 0) | (idx >= bound))
-            if bad.size:
-                raise ValueError(f"W (COO): {what} index {idx[bad[0]].item()} (entry {bad[0]}) is outside "
-                                 f"0..{bound - 1}")
+        row, col = W.coords if hasattr(W, "coords") else (W.row, W.col)
+        check_coo_arrays(row, col, W.shape, "W (COO)", W.data)
     elif fmt == "bsr":
         br, bc = W.blocksize
         check_csr_arrays(W.indptr, W.indices, rows // br, cols // bc, "W (BSR)")
