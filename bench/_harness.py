@@ -116,7 +116,7 @@ def bandwidth(threads=2, mib=512, rounds=5):
 def gpu_bandwidth(mib=1024, rounds=5):
     """Device-to-device copy bandwidth (GB/s, bytes read + written) of CuPy's current GPU, or None without one."""
     try:
-        from rowstoch_fast.cuda import require_cupy
+        from rowstoch_fast.backends.cupy import require_cupy
 
         cp = require_cupy()
     except (RuntimeError, ImportError):

@@ -81,7 +81,7 @@ def cpu_contenders(A, d, R, lr=1e-3):
 
 def gpu_contenders(A, d, R, lr=1e-3):
     try:
-        from rowstoch_fast.cuda import require_cupy
+        from rowstoch_fast.backends.cupy import require_cupy
 
         cp = require_cupy()
     except (RuntimeError, ImportError):
@@ -128,7 +128,7 @@ def main(argv=None):
     cpu_max = args.max_log2n if args.cpu_max_log2n is None else args.cpu_max_log2n
     info = machine_info()
     try:
-        from rowstoch_fast.cuda import require_cupy
+        from rowstoch_fast.backends.cupy import require_cupy
 
         cp = require_cupy()
         info["gpu"] = cp.cuda.runtime.getDeviceProperties(0)["name"].decode()

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "rowstoch/gt.hpp"
 #include "rowstoch/mix.hpp"
@@ -344,11 +345,13 @@ bool gt_y_phase(py::array indptr, py::array indices, py::array data, int64_t R, 
 
 // The element-wise halves of the GT phases, for callers that gossip themselves
 // (the MPI backend exchanges halos between the CSR passes).
-void check_rows_block(const py::array& a, const char* name, const py::array& ref, bool writeable) {
-    check_same_dtype(a, name, ref, "x");
+void check_rows_block(const py::array& a, const char* name, const py::array& ref, bool writeable,
+                      const char* ref_name = "x") {
+    check_same_dtype(a, name, ref, ref_name);
     check_contiguous(a, name);
     if (a.ndim() != 2 || a.shape(0) != ref.shape(0) || a.shape(1) != ref.shape(1))
-        throw py::value_error(cat(name, " must have the shape of x"));
+        throw py::value_error(cat(name, " must have the shape of ", ref_name, " ", shape_text(ref.shape(), ref.ndim()),
+                                  ", got ", shape_text(a.shape(), a.ndim())));
     if (writeable) check_writeable(a, name);
 }
 
@@ -398,6 +401,58 @@ bool gt_descent_input(py::array x, py::array y, double lr, py::array out) {
         finite = rowstoch::gt_descent_input(n, w, lr_t, xp, yp, op);
     };
     if (is_f64(x)) run(double{});
+    else run(float{});
+    return finite;
+}
+
+// out <- sum_t coef_t X_t (module docstring of gt.hpp's combine): coef_t a float or a per-row vector.
+bool combine(py::array out, py::list coefs, py::list blocks) {
+    const py::ssize_t K = blocks.size();
+    if (K < 1 || K > 4 || static_cast<py::ssize_t>(coefs.size()) != K)
+        throw py::value_error(cat("combine takes 1 to 4 (coefficient, block) terms, got ", coefs.size(), " coefficients and ",
+                                  K, " blocks"));
+    if (out.ndim() != 2) throw py::value_error(cat("out must be 2-D (n, w), got ", out.ndim(), "-D"));
+    if (!(is_f32(out) || is_f64(out))) throw py::type_error(cat("out must be float32 or float64, got ", dtype_name(out)));
+    check_contiguous(out, "out");
+    check_writeable(out, "out");
+    const int64_t n = out.shape(0), w = out.shape(1);
+    std::vector<py::array> X(K), rc(K);
+    std::vector<double> scalar(K, 0.0);
+    std::vector<char> per_row(K, 0);
+    for (py::ssize_t t = 0; t < K; ++t) {
+        const std::string xn = cat("blocks[", t, "]"), cn = cat("coefs[", t, "]");
+        if (!py::isinstance<py::array>(blocks[t])) throw py::type_error(cat(xn, " must be a NumPy array"));
+        X[t] = blocks[t].cast<py::array>();
+        check_rows_block(X[t], xn.c_str(), out, false, "out");
+        // a block may be out itself (element-wise in place) but no other overlap
+        if (X[t].data() != out.data()) check_no_overlap(out, "out", X[t], xn.c_str());
+        if (py::isinstance<py::array>(coefs[t])) {
+            rc[t] = coefs[t].cast<py::array>();
+            per_row[t] = 1;
+            check_same_dtype(rc[t], cn.c_str(), out, "out");
+            check_shape(rc[t], cn.c_str(), {n});
+            check_contiguous(rc[t], cn.c_str());
+            check_no_overlap(out, "out", rc[t], cn.c_str());
+        } else {
+            scalar[t] = coefs[t].cast<double>();
+        }
+    }
+    bool finite = true;
+    auto run = [&](auto tag) {
+        using T = decltype(tag);
+        const T* xs[4] = {nullptr, nullptr, nullptr, nullptr};
+        const T* rcs[4] = {nullptr, nullptr, nullptr, nullptr};
+        T cs[4] = {0, 0, 0, 0};
+        for (py::ssize_t t = 0; t < K; ++t) {
+            xs[t] = cptr<T>(X[t]);
+            rcs[t] = per_row[t] ? cptr<T>(rc[t]) : nullptr;
+            cs[t] = static_cast<T>(scalar[t]);
+        }
+        T* op = ptr<T>(out);
+        py::gil_scoped_release nogil;
+        finite = rowstoch::combine(n, w, static_cast<int>(K), xs, rcs, cs, op);
+    };
+    if (is_f64(out)) run(double{});
     else run(float{});
     return finite;
 }
@@ -624,6 +679,9 @@ PYBIND11_MODULE(_core, m) {
           "out <- y + s_new g_new - s_old g_old (rows scaled per node).");
     m.def("gt_descent_input", &gt_descent_input, py::arg("x"), py::arg("y"), py::arg("lr"),
           py::arg("out").noconvert(), "out <- x - lr y; False when out has a NaN or Inf.");
+    m.def("combine", &combine, py::arg("out").noconvert(), py::arg("coefs"), py::arg("blocks"),
+          "out <- sum_t coefs[t] * blocks[t] (1 to 4 terms; a coefficient is a float or a per-row vector; a block\n"
+          "may be out itself). Returns False when out has a NaN or Inf.");
     m.def("first_nonfinite", &first_nonfinite, py::arg("X"),
           "Row index of the first NaN/Inf in a 2-D float array, or -1.");
     m.def("logistic_grad", &logistic_grad, py::arg("H"), py::arg("Y"), py::arg("n"), py::arg("rho"),

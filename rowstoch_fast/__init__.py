@@ -7,7 +7,8 @@ Row-Stochastic Networks" (ICML 2025).
 """
 
 from . import _core, objectives, topology
-from .gt import DivergenceError, PullDiagGT
+from .algorithms import DSGD, FROST, SGP, CentralizedSGD, PullDiagGD, PullDiagGT, PushDIGing, PushPull
+from .errors import DivergenceError
 from .metrics import NetworkMetrics
 from .mixing import MixingMatrix
 from .protocol import ConsensusResult, a_protocol, pull_diag
@@ -19,6 +20,13 @@ __all__ = [
     "MixingMatrix",
     "NetworkMetrics",
     "PullDiagGT",
+    "FROST",
+    "PullDiagGD",
+    "DSGD",
+    "PushPull",
+    "PushDIGing",
+    "SGP",
+    "CentralizedSGD",
     "DivergenceError",
     "pull_diag",
     "a_protocol",

@@ -322,7 +322,7 @@ def cmd_run(args):
     """``rowstoch run``: one algorithm on one objective and network; writes CSV, JSON and PNG."""
     import warnings
 
-    from .gt import DivergenceError
+    from .errors import DivergenceError
     from .objectives import NonconvexLogistic, Quadratic
     from .runner import Algorithm, run
 

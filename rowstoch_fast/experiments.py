@@ -13,7 +13,7 @@ import os
 import numpy as np
 
 from . import topology
-from .gt import DivergenceError
+from .errors import DivergenceError
 from .objectives import NonconvexLogistic
 from .protocol import a_protocol, pull_diag
 from .runner import Algorithm, run

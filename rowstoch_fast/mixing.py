@@ -12,7 +12,11 @@ from . import _core
 from ._checks import (as_float_array, check_coo_arrays, check_csr_arrays, check_dtype, check_int, check_out,
                       fmt_value, require_memory)
 
-__all__ = ["MixingMatrix"]
+__all__ = ["MixingMatrix", "STOCHASTIC", "out_degree_weights"]
+
+#: The two kinds of mixing matrix: ``"row"`` (rows sum to 1, a node weights what it receives; the paper's A)
+#: and ``"column"`` (columns sum to 1, a node splits what it sends; push-sum's C).
+STOCHASTIC = ("row", "column")
 
 #: Row sums must equal 1 to this relative tolerance.
 ROW_SUM_RTOL = 1e-12
@@ -22,7 +26,7 @@ BUILD_BYTES_PER_ENTRY = 140
 
 
 class MixingMatrix:
-    """A validated row-stochastic mixing matrix ``A`` on ``n`` nodes.
+    """A validated row-stochastic (or column-stochastic) mixing matrix on ``n`` nodes.
 
     ``A[i, j] > 0`` means node ``j`` sends to node ``i`` (row ``i`` weights what
     node ``i`` receives from its in-neighbours), as in Section 2 of the paper.
@@ -43,6 +47,11 @@ class MixingMatrix:
     validate : bool, default True
         Check strong connectivity and primitivity (O(nnz)). Sign, finiteness
         and row sums are always checked.
+    stochastic : {"row", "column"}, default "row"
+        ``"row"``: rows sum to 1 (``A``, what the Pull-Diag family mixes with).
+        ``"column"``: columns sum to 1 (``C``, what push-sum, Push-Pull,
+        Push-DIGing and SGP mix with); ``normalize`` then rescales columns,
+        and :attr:`pi` is the right Perron vector, ``C pi = pi``.
 
     Raises
     ------
@@ -70,8 +79,10 @@ class MixingMatrix:
     array([1.5, 2.5, 2. ])
     """
 
-    def __init__(self, W, *, normalize=False, dtype=np.float64, validate=True):
+    def __init__(self, W, *, normalize=False, dtype=np.float64, validate=True, stochastic="row"):
         dtype = check_dtype(dtype)
+        if stochastic not in STOCHASTIC:
+            raise ValueError(f"stochastic must be 'row' or 'column', got {stochastic!r}")
         if isinstance(W, MixingMatrix):
             csr = W._csr.astype(np.float64)
         elif sp.issparse(W):
@@ -96,25 +107,28 @@ class MixingMatrix:
         _check_entries(csr)
         csr.eliminate_zeros()
         csr.sort_indices()
+        axis = 1 if stochastic == "row" else 0
         if normalize:
-            sums = np.asarray(csr.sum(axis=1)).ravel()
+            sums = np.asarray(csr.sum(axis=axis)).ravel()
             empty = np.flatnonzero(sums <= 0)
             if empty.size:
-                raise ValueError(f"cannot normalize: row {empty[0]} (node {empty[0]}) has no positive weight")
-            csr.data /= np.repeat(sums, np.diff(csr.indptr))
-        _check_row_sums(csr)
+                raise ValueError(f"cannot normalize: {stochastic} {empty[0]} (node {empty[0]}) has no positive weight")
+            csr.data /= np.repeat(sums, np.diff(csr.indptr)) if axis == 1 else sums[csr.indices]
+        _check_sums(csr, stochastic)
         if validate:
             _check_primitive(csr)
         self._csr = _freeze(_compact_indices(csr.astype(dtype)))
+        self._stochastic = stochastic
         self._init_caches()
 
     @classmethod
-    def _from_valid_csr(cls, indptr, indices, data, n):
+    def _from_valid_csr(cls, indptr, indices, data, n, stochastic="row"):
         """A matrix from CSR arrays that a builder made valid by construction (sorted, no duplicates, rows summing
         to 1, strongly connected and primitive): no O(nnz) re-validation. Only :mod:`topology` calls it, and its
         tests compare every such builder with the validated path."""
         A = cls.__new__(cls)
         A._csr = _freeze(sp.csr_array((data, indices, indptr), shape=(n, n), copy=False))
+        A._stochastic = stochastic
         A._init_caches()
         return A
 
@@ -122,22 +136,25 @@ class MixingMatrix:
         self._metrics = None
         self._pi = None
         self._diag_cache = {}
+        self._row_view = None  # a column-stochastic C's metrics are those of the row-stochastic C^T
         # one lock per matrix: metrics and exact trackers are built once, even when asked from several threads
         self._cache_lock = threading.RLock()
 
     def __getstate__(self):
         c = self._csr
-        return {"shape": c.shape, "data": c.data, "indices": c.indices, "indptr": c.indptr}
+        return {"shape": c.shape, "data": c.data, "indices": c.indices, "indptr": c.indptr,
+                "stochastic": self._stochastic}
 
     def __setstate__(self, state):
         # an unpickled matrix was validated when first built; its arrays are frozen again
         self._csr = _freeze(sp.csr_array((state["data"], state["indices"], state["indptr"]), shape=state["shape"]))
+        self._stochastic = state.get("stochastic", "row")
         self._init_caches()
 
     # ------------------------------------------------------------------ constructors
     @classmethod
     def from_edges(cls, n, edges, weights="in-degree", *, self_loops=True, normalize=None,
-                   dtype=np.float64, validate=True):
+                   dtype=np.float64, validate=True, stochastic="row"):
         """Build ``A`` from a list of directed edges.
 
         Parameters
@@ -160,6 +177,9 @@ class MixingMatrix:
             Defaults to True for raw weights; ignored for ``"in-degree"``.
         dtype, validate
             As in :class:`MixingMatrix`.
+        stochastic : {"row", "column"}, default "row"
+            ``"column"`` normalises columns instead: ``"in-degree"`` then becomes the
+            out-degree rule (sender ``j`` gives ``1 / (1 + d_j^out)`` to each receiver).
 
         Examples
         --------
@@ -206,7 +226,7 @@ class MixingMatrix:
         if isinstance(weights, str):
             raw.sum_duplicates()
             raw.data[:] = 1.0  # duplicate edges count once under the degree rule
-        return cls(raw, normalize=normalize, dtype=dtype, validate=validate)
+        return cls(raw, normalize=normalize, dtype=dtype, validate=validate, stochastic=stochastic)
 
     @classmethod
     def from_networkx(cls, G, weights="in-degree", *, self_loops=True, dtype=np.float64, validate=True):
@@ -264,6 +284,11 @@ class MixingMatrix:
         return self._csr.dtype
 
     @property
+    def stochastic(self):
+        """``"row"`` (rows sum to 1) or ``"column"`` (columns sum to 1)."""
+        return self._stochastic
+
+    @property
     def csr(self):
         """The matrix as a read-only ``scipy.sparse.csr_array``."""
         return self._csr
@@ -279,10 +304,21 @@ class MixingMatrix:
 
     def astype(self, dtype):
         """The same matrix with values of ``dtype`` (float32 or float64)."""
-        return MixingMatrix(self, dtype=dtype, validate=False)
+        return MixingMatrix(self, dtype=dtype, validate=False, stochastic=self._stochastic)
 
     def __repr__(self):
-        return f"MixingMatrix(n={self.n}, nnz={self.nnz}, dtype={self.dtype})"
+        kind = ", stochastic='column'" if self._stochastic == "column" else ""
+        return f"MixingMatrix(n={self.n}, nnz={self.nnz}, dtype={self.dtype}{kind})"
+
+    def _as_row(self):
+        """The row-stochastic matrix whose metrics these are: ``self``, or ``C^T`` for a column-stochastic ``C``."""
+        if self._stochastic == "row":
+            return self
+        if self._row_view is None:
+            t = sp.csr_array(self._csr.T)
+            t.sort_indices()
+            self._row_view = MixingMatrix._from_valid_csr(t.indptr, t.indices, t.data, self.n)
+        return self._row_view
 
     # ------------------------------------------------------------------ mixing
     def _prep(self, X, name="X"):
@@ -329,7 +365,7 @@ class MixingMatrix:
         """
         R = check_int(R, "R", minimum=0)
         if hasattr(X, "__cuda_array_interface__"):  # a device array: the CuPy backend
-            from . import cuda
+            from .backends import cupy as cuda
 
             return cuda.mix_power(self, X, R, out)
         arr = self._prep(X)
@@ -357,6 +393,8 @@ class MixingMatrix:
         >>> topology.exponential(4).pi
         array([0.25, 0.25, 0.25, 0.25])
         """
+        if self._stochastic == "column":
+            return self._as_row().pi  # pi^T C^T = pi^T  <=>  C pi = pi
         if self._pi is None:
             from .metrics import perron_vector
 
@@ -385,6 +423,8 @@ class MixingMatrix:
         >>> round(m.beta, 6), round(m.kappa, 6)
         (0.5, 1.0)
         """
+        if self._stochastic == "column":
+            return self._as_row().metrics()  # beta and kappa of C are those of the row-stochastic C^T
         if self._metrics is None:
             from .metrics import compute_metrics
 
@@ -450,15 +490,38 @@ def _check_entries(csr):
         raise ValueError(f"W must be non-negative; W[{i}, {j}] = {csr.data[neg][0]} (row {i})")
 
 
-def _check_row_sums(csr):
-    sums = np.asarray(csr.sum(axis=1)).ravel()
+def _check_sums(csr, stochastic="row"):
+    sums = np.asarray(csr.sum(axis=1 if stochastic == "row" else 0)).ravel()
     bad = np.flatnonzero(np.abs(sums - 1.0) > ROW_SUM_RTOL * np.maximum(1.0, np.abs(sums)))
     if bad.size:
         i = int(bad[0])
+        name = "A" if stochastic == "row" else "C"
         raise ValueError(
-            f"A must be row-stochastic: row {i} sums to {fmt_value(sums[i])}, not 1 "
-            f"({bad.size} such rows); pass normalize=True to rescale raw weights"
+            f"{name} must be {stochastic}-stochastic: {stochastic} {i} sums to {fmt_value(sums[i])}, not 1 "
+            f"({bad.size} such {stochastic}s); pass normalize=True to rescale raw weights"
         )
+
+
+def out_degree_weights(A):
+    """The column-stochastic matrix on the graph of ``A`` (its self loops included): sender ``j`` gives
+    ``1 / (1 + out-degree of j)`` to itself and to each out-neighbour.
+
+    For a matrix built with in-degree weights this is the same network weighted by its senders, which is
+    what push-based methods (push-sum, Push-Pull, Push-DIGing, SGP) run on.
+
+    Examples
+    --------
+    >>> from rowstoch_fast import topology
+    >>> C = out_degree_weights(topology.ring(3))
+    >>> C.stochastic, C.toarray().sum(axis=0).tolist()
+    ('column', [1.0, 1.0, 1.0])
+    """
+    if A.stochastic == "column":
+        return A
+    c = A.csr
+    counts = np.bincount(c.indices, minlength=A.n).astype(np.float64)
+    data = (1.0 / counts[c.indices]).astype(A.dtype)
+    return MixingMatrix._from_valid_csr(c.indptr, c.indices, data, A.n, stochastic="column")
 
 
 def _check_primitive(csr):

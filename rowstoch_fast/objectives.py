@@ -252,7 +252,7 @@ class NonconvexLogistic(Objective):
         """
         nodes = self._nodes(nodes)
         if hasattr(X, "__cuda_array_interface__"):
-            from . import cuda
+            from .backends import cupy as cuda
 
             m = self.n if nodes is None else len(nodes)
             if X.ndim not in (2, 3) or tuple(X.shape[-2:]) != (m, self.d):

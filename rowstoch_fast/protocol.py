@@ -116,7 +116,7 @@ def pull_diag(A, Z, iterations, *, block=DEFAULT_BLOCK):
     """
     block = check_int(block, "block", minimum=1)
     if hasattr(Z, "__cuda_array_interface__"):  # the CuPy backend: same loop, device arrays and kernel
-        from . import cuda
+        from .backends import cupy as cuda
 
         xp = cuda.require_cupy()
         A = A if isinstance(A, MixingMatrix) else MixingMatrix(A)

@@ -10,8 +10,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import backends
 from ._checks import check_int, check_positive_float, load_npz_file
-from .gt import DivergenceError, PullDiagGT
+from .algorithms import REGISTRY
+from .errors import DivergenceError
 from .mixing import MixingMatrix
 
 __all__ = ["Algorithm", "History", "run", "config_mismatch"]
@@ -28,19 +30,26 @@ GROWTH_WARNING = 1e3
 
 @dataclass(frozen=True)
 class Algorithm:
-    """What to run: (MG-)Pull-Diag-GT on a mixing matrix with a step size.
+    """What to run: an algorithm of :data:`rowstoch_fast.algorithms.REGISTRY` on a network with a step size.
 
     Parameters
     ----------
     A : MixingMatrix
+        The row-stochastic network; algorithms that mix with a column-stochastic
+        ``C`` get the same graph with out-degree weights
+        (:func:`~rowstoch_fast.mixing.out_degree_weights`).
     lr : float
     rounds : int, default 1
         ``1`` is Pull-Diag-GT (eq. 8); ``R > 1`` is MG-Pull-Diag-GT (eq. 14),
-        whose oracle then averages ``R`` mini-batches per iteration.
+        whose oracle then averages ``R`` mini-batches per iteration (and the
+        same for the other multi-round methods, e.g. ``"push-diging"``).
     tracker : {"exact", "perron"}
+        For the methods with a Pull-Diag tracker.
     backend : {"auto", "cpu", "cupy", "mpi"}
-        ``"cupy"`` runs on the GPU (records copy to the host); ``"mpi"`` partitions the nodes over the MPI ranks (run under ``mpiexec``);
-        rank 0 records the metrics.
+        ``"cupy"`` runs on the GPU (records copy to the host); ``"mpi"`` partitions the nodes over the MPI
+        ranks (run under ``mpiexec``); rank 0 records the metrics.
+    method : str, default "pull-diag-gt"
+        A name of :data:`~rowstoch_fast.algorithms.REGISTRY` (``"frost"``, ``"push-pull"``, ...).
 
     Examples
     --------
@@ -56,12 +65,17 @@ class Algorithm:
     rounds: int = 1
     tracker: str = "exact"
     backend: str = "auto"
+    method: str = "pull-diag-gt"
 
     def __post_init__(self):
         if not isinstance(self.A, MixingMatrix):
             raise TypeError(f"A must be a MixingMatrix, got {type(self.A).__name__}")
+        if self.method not in REGISTRY:
+            raise ValueError(f"method must be one of {', '.join(sorted(REGISTRY))}, got {self.method!r}")
         check_positive_float(self.lr, "lr")
         check_int(self.rounds, "rounds", minimum=1)
+        if self.rounds > 1 and not REGISTRY[self.method].multi_round:
+            raise ValueError(f"{self.method} takes one gossip round per iteration, got rounds = {self.rounds}")
 
     @classmethod
     def pull_diag_gt(cls, A, lr, tracker="exact"):
@@ -75,12 +89,24 @@ class Algorithm:
 
     @property
     def name(self):
-        """``"pull-diag-gt"`` or ``"mg-pull-diag-gt(R=...)"``."""
-        return "pull-diag-gt" if self.rounds == 1 else f"mg-pull-diag-gt(R={self.rounds})"
+        """The method's name, ``"mg-<method>(R=...)"`` with several rounds (``"mg-pull-diag-gt(R=19)"``)."""
+        return self.method if self.rounds == 1 else f"mg-{self.method}(R={self.rounds})"
+
+    @property
+    def optimizer(self):
+        """The optimizer class."""
+        return REGISTRY[self.method]
 
     def build(self, x0):
-        """The :class:`PullDiagGT` stepper starting at ``x0``."""
-        return PullDiagGT(self.A, x0, self.lr, rounds=self.rounds, tracker=self.tracker, backend=self.backend)
+        """The optimizer starting at ``x0``."""
+        return self.optimizer.build(self.A, x0, self.lr, rounds=self.rounds, tracker=self.tracker,
+                                    backend=self.backend)
+
+    def resume(self, state, lr=None):
+        """The optimizer of a ``state_dict``, on this algorithm's matrices and backend."""
+        cls = self.optimizer
+        matrices = {k: v for k, v in cls.problem_matrices(self.A).items() if k in cls.matrices}
+        return cls.from_state_dict(state, **matrices, lr=lr, backend=self.backend)
 
 
 class History:
@@ -196,23 +222,15 @@ def _json_default(o):
     return str(o)
 
 
-def _is_distributed(opt):
-    return hasattr(opt, "gather_x")
-
-
 def _record(opt, objective, oracle, rows, t0_wall):
-    pi = opt.A.pi
-    if _is_distributed(opt):  # assemble the full iterates on rank 0, which alone records
-        x, y, g = opt.gather_x(), opt.gather_y(), opt.gather(oracle.last)
-        if opt.comm.Get_rank() != 0:
-            return
-    else:  # explicit device-to-host copies (CuPy backend) at record time only
-        from .cuda import to_cpu
-
-        x, y, g = to_cpu(opt.x), to_cpu(opt.y), to_cpu(oracle.last)
+    # every process takes part in the gathers (collective under MPI); the root alone records, on the host
+    x = opt.gather_x()
+    deviation = opt.records_descent_deviation and oracle.last is not None
+    y, g = (opt.gather_state("y"), opt.gather(oracle.last)) if deviation else (None, None)
+    if not opt.is_root:
+        return
+    pi = opt.centroid_weights()
     X = x if x.ndim == 3 else x[None]
-    Y = y.reshape(X.shape)
-    G = g.reshape(X.shape)
     with np.errstate(over="ignore", invalid="ignore"):  # a diverging run records inf; _warn_if_growing says so
         centroid = np.einsum("n,rnd->rd", pi, X)
         G_full, L = objective.evaluate(X)  # one pass for the gradient metric and the loss
@@ -220,7 +238,11 @@ def _record(opt, objective, oracle, rows, t0_wall):
         gc = np.atleast_1d(objective.gradient_norm_at(centroid))
         loss = L.mean(axis=-1)
         cons = np.linalg.norm((X - centroid[:, None, :]).reshape(X.shape[0], -1), axis=1)
-        dev = np.linalg.norm(np.einsum("n,rnd->rd", pi, Y) - G.sum(axis=1), axis=1)
+        if deviation:
+            dev = np.linalg.norm(np.einsum("n,rnd->rd", pi, y.reshape(X.shape)) - g.reshape(X.shape).sum(axis=1),
+                                 axis=1)
+        else:
+            dev = np.full(X.shape[0], np.nan)
     wall = time.perf_counter() - t0_wall
     rows.extend([(opt.iteration, opt.communication_rounds, opt.iteration * opt.rounds * getattr(objective, "batch", 1),
                   r, float(gn[r]), float(gc[r]), float(loss[r]), float(cons[r]), float(dev[r]), wall)
@@ -228,12 +250,10 @@ def _record(opt, objective, oracle, rows, t0_wall):
 
 
 def _save_checkpoint(path, opt, oracle, rows, meta, wall_offset):
-    if _is_distributed(opt):  # collective: gather the state, rank 0 writes
-        opt_state, last = opt.state_dict(), (opt.gather(oracle.last) if oracle.last is not None else None)
-        if opt.comm.Get_rank() != 0:
-            return
-    else:
-        opt_state, last = opt.state_dict(), oracle.last
+    # collective under MPI: every process gathers, the root writes
+    opt_state, last = opt.state_dict(), (opt.gather(oracle.last) if oracle.last is not None else None)
+    if not opt.is_root:
+        return
     state = {"opt/" + k: v for k, v in opt_state.items()}
     state.update({
         "format": np.array(CHECKPOINT_FORMAT),
@@ -245,9 +265,7 @@ def _save_checkpoint(path, opt, oracle, rows, meta, wall_offset):
         "wall_offset": np.array(wall_offset),
     })
     if last is not None:
-        from .cuda import to_cpu
-
-        state["oracle_last"] = to_cpu(last)
+        state["oracle_last"] = last
     tmp = f"{path}.tmp-{os.getpid()}"
     try:
         with open(tmp, "wb") as f:
@@ -305,13 +323,7 @@ def _load_checkpoint(path, algorithm, config):
         raise ValueError(f"resume: checkpoint {path!r} was made with {key} = {old!r} but this run has {key} = "
                          f"{new!r}; only {', '.join(RESUMABLE)} may change when a run is resumed")
     lr = algorithm.lr if float(state.get("lr", algorithm.lr)) != algorithm.lr else None
-    if algorithm.backend == "mpi":
-        from .distributed import DistributedPullDiagGT
-
-        opt = DistributedPullDiagGT.from_state_dict(state, A=algorithm.A, lr=lr)
-    else:
-        opt = PullDiagGT.from_state_dict(state, A=algorithm.A, lr=lr)
-    return opt, data, rows
+    return algorithm.resume(state, lr), data, rows
 
 
 def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=0, x0=None, progress=True,
@@ -398,18 +410,8 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
                 "objective": objective.describe() if hasattr(objective, "describe") else type(objective).__name__,
                 **(config or {})}
     meta["config"] = json.loads(json.dumps(identity, default=_json_default))  # as a checkpoint will hold it
-    distributed = algorithm.backend == "mpi"
-    if algorithm.backend == "cupy" and (checkpoint or resume):
-        raise ValueError("checkpoint and resume are not available with backend='cupy' yet")
-    oracle = objective.oracle(seed=seed, batches=algorithm.rounds)
     if resume is not None:
         opt, data, rows = _load_checkpoint(resume, algorithm, meta["config"])  # under MPI every rank reads it
-        if distributed:
-            oracle = objective.oracle(seed=seed, batches=algorithm.rounds, nodes=opt.local_nodes)
-            progress = progress and opt.comm.Get_rank() == 0
-        oracle.iteration = int(data["oracle_iteration"])
-        last = data.get("oracle_last")
-        oracle.last = last[..., opt.local_nodes, :] if distributed and last is not None else last
         wall_offset = float(data["wall_offset"])
     else:
         x0 = objective.x0() if x0 is None else np.asarray(x0, dtype=np.float64)
@@ -417,16 +419,17 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
             x0 = np.broadcast_to(x0, (algorithm.A.n, x0.shape[0]))
         if repeats > 1:
             x0 = np.broadcast_to(x0, (repeats,) + x0.shape)
-        if algorithm.backend == "cupy":
-            from .cuda import to_gpu
-
-            x0 = to_gpu(x0)  # the one explicit host-to-device copy of the run
-        opt = algorithm.build(x0)
-        if distributed:  # each rank draws the samples of its own nodes
-            oracle = objective.oracle(seed=seed, batches=algorithm.rounds, nodes=opt.local_nodes)
-            progress = progress and opt.comm.Get_rank() == 0
-        opt.initialize(oracle)
+        opt = algorithm.build(backends.to_backend(algorithm.backend, x0))  # the one explicit copy to a GPU
         rows, wall_offset = [], 0.0
+    # each process draws the samples of its own nodes (all of them without MPI)
+    oracle = objective.oracle(seed=seed, batches=opt.rounds, nodes=opt.local_nodes)
+    progress = progress and opt.is_root
+    if resume is not None:
+        oracle.iteration = int(data["oracle_iteration"])
+        last = data.get("oracle_last")
+        oracle.last = None if last is None else opt.scatter(last)
+    else:
+        opt.initialize(oracle)
     t0 = time.perf_counter() - wall_offset
     if resume is None:
         _record(opt, objective, oracle, rows, t0)
@@ -460,12 +463,11 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
     if checkpoint:
         _save_checkpoint(checkpoint, opt, oracle, rows, meta, time.perf_counter() - t0)
     _warn_if_growing(rows, algorithm.lr)
-    if distributed:
-        meta["ranks"] = opt.comm.Get_size()
-        per_rank = opt.comm.gather((opt.messages, opt.bytes_sent, len(opt.local_nodes)), root=0)
-        if opt.comm.Get_rank() == 0:
-            meta["communication"] = [{"rank": r, "nodes": k, "messages": m, "bytes_sent": b}
-                                     for r, (m, b, k) in enumerate(per_rank)]
+    meta["traffic"] = opt.traffic()
+    per_process = opt.process_stats()  # collective under MPI
+    if per_process is not None and len(per_process) > 1:
+        meta["ranks"] = len(per_process)
+        meta["communication"] = per_process
     return History(rows, meta, interrupted=interrupted)
 
 

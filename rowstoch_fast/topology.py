@@ -3,10 +3,15 @@
 Every builder works in O(nnz) (vectorised NumPy), so ``exponential(2**20)``
 takes seconds. Unless stated otherwise the weights follow the paper's
 in-degree rule ``a_ij = 1 / (1 + d_i^in)`` over the in-neighbours and the self
-loop (Section 2.1).
+loop (Section 2.1). Every builder also takes ``stochastic="column"``: the same
+graph with out-degree weights (sender ``j`` gives ``1 / (1 + d_j^out)`` to
+itself and to each out-neighbour), the column-stochastic ``C`` of push-based
+methods.
 """
 
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 import scipy.sparse as sp
@@ -14,7 +19,7 @@ from scipy.sparse import csgraph
 from scipy.spatial import cKDTree
 
 from ._checks import check_int, check_positive_float, require_memory
-from .mixing import BUILD_BYTES_PER_ENTRY, MixingMatrix
+from .mixing import BUILD_BYTES_PER_ENTRY, STOCHASTIC, MixingMatrix, out_degree_weights
 
 __all__ = [
     "exponential",
@@ -29,6 +34,20 @@ __all__ = [
 ]
 
 _MAX_TRIES = 100
+
+
+def _both_kinds(builder):
+    """Give ``builder`` the keyword ``stochastic="row"|"column"`` (column: out-degree weights, same graph)."""
+    @functools.wraps(builder)
+    def build(*args, stochastic="row", **kwargs):
+        if stochastic not in STOCHASTIC:
+            raise ValueError(f"stochastic must be 'row' or 'column', got {stochastic!r}")
+        A = builder(*args, **kwargs)
+        return out_degree_weights(A) if stochastic == "column" else A
+
+    build.__doc__ = (builder.__doc__ or "") + (
+        "\n    With ``stochastic=\"column\"`` the same graph with out-degree weights (column-stochastic).\n")
+    return build
 
 
 def _reserve(entries, what):
@@ -64,6 +83,7 @@ def _circulant(n, hops, what):
     return MixingMatrix._from_valid_csr(indptr, cols.reshape(-1), data, n)
 
 
+@_both_kinds
 def exponential(n):
     """The paper's directed exponential graph: node ``i`` sends to ``(i + 2^k) mod n`` for ``2^k < n``.
 
@@ -82,6 +102,7 @@ def exponential(n):
     return _circulant(n, hops[hops < n], f"exponential({n})")
 
 
+@_both_kinds
 def ring(n):
     """Directed ring: node ``i`` sends to ``i + 1 (mod n)``; ``a_ii = a_i,i-1 = 1/2``.
 
@@ -100,6 +121,7 @@ def _undirected(n, u, v):
     return np.concatenate([u, v]), np.concatenate([v, u])
 
 
+@_both_kinds
 def grid(rows, cols):
     """Undirected ``rows x cols`` grid (4-neighbour), in-degree weights.
 
@@ -122,6 +144,7 @@ def _connected(n, src, dst):
     return csgraph.connected_components(g, directed=True, connection="strong")[0] == 1
 
 
+@_both_kinds
 def geometric(n, radius, seed=None):
     """Random geometric graph: ``n`` uniform points in the unit square, undirected edges within ``radius``.
 
@@ -146,6 +169,7 @@ def geometric(n, radius, seed=None):
     raise ValueError(f"geometric(n={n}, radius={radius}) stayed disconnected in {_MAX_TRIES} draws; use a larger radius")
 
 
+@_both_kinds
 def nearest_neighbor(n, k=3, seed=None):
     """Each of ``n`` uniform random points links both ways to its ``k`` nearest others.
 
@@ -174,6 +198,7 @@ def nearest_neighbor(n, k=3, seed=None):
     raise ValueError(f"nearest_neighbor(n={n}, k={k}) stayed disconnected in {_MAX_TRIES} draws; use a larger k")
 
 
+@_both_kinds
 def erdos_renyi(n, p, seed=None):
     """Directed Erdos-Renyi graph (each ordered pair ``j -> i`` with probability ``p``), in-degree weights.
 
@@ -211,6 +236,7 @@ def erdos_renyi(n, p, seed=None):
     return _in_degree(n, src, dst)
 
 
+@_both_kinds
 def complete(n):
     """Complete graph with self loops: ``A = 1 1^T / n`` (``beta = 0``, ``kappa = 1``).
 
@@ -232,6 +258,7 @@ def _complete_pairs(n):
     return src, (src + off) % n
 
 
+@_both_kinds
 def star(n):
     """Undirected star: hub 0 exchanges with every leaf; in-degree weights.
 

@@ -58,7 +58,7 @@ def csr_and_block(draw, max_n=12, max_d=5):
 def cupy_or_reason():
     """(cupy, None) where the CuPy backend runs here, else (None, why not): tests must pass either way."""
     try:
-        from rowstoch_fast.cuda import require_cupy
+        from rowstoch_fast.backends.cupy import require_cupy
 
         return require_cupy(), None
     except (RuntimeError, ImportError) as exc:

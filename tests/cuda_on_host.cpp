@@ -1,4 +1,4 @@
-// Runs the CuPy backend's CUDA kernels (rowstoch_fast/kernels.cu) on the host, one
+// Runs the CuPy backend's CUDA kernels (rowstoch_fast/backends/kernels.cu) on the host, one
 // emulated GPU thread after another, so that their logic (the sampling streams,
 // the order of the sums) is checked against the CPU kernels on machines without a
 // GPU.  Built by tests/test_backends.py with the C++ compiler and loaded by ctypes;

@@ -10,7 +10,7 @@ import numpy as np
 from mpi4py import MPI
 
 from rowstoch_fast import PullDiagGT, topology
-from rowstoch_fast.distributed import RemoteError
+from rowstoch_fast.errors import RemoteError
 from rowstoch_fast.objectives import NonconvexLogistic, Quadratic
 
 comm = MPI.COMM_WORLD
@@ -68,8 +68,8 @@ def case_stats(out):
     m0, b0 = opt.messages, opt.bytes_sent
     for _ in range(5):
         opt.step(lambda X: X - 1.0)
-    per_iter = np.array([(opt.messages - m0) / 5, (opt.bytes_sent - b0) / 5, len(opt._halo.send_index),
-                         len(opt._halo.destinations)])
+    per_iter = np.array([(opt.messages - m0) / 5, (opt.bytes_sent - b0) / 5, len(opt._ops.halo(A).send_index),
+                         len(opt._ops.halo(A).destinations)])
     allstats = comm.gather(per_iter, root=0)
     if rank == 0:
         np.savez(out, stats=np.array(allstats))

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from rowstoch_fast import PullDiagGT, _reference, pull_diag, topology
-from rowstoch_fast._backend import resolve_backend
+from rowstoch_fast.backends import resolve_backend
 from rowstoch_fast.objectives import NonconvexLogistic
 
 from conftest import cupy_or_reason as _cupy_or_reason
@@ -104,7 +104,7 @@ def test_unknown_backend():
 
 
 def test_import_never_imports_cupy():
-    code = "import sys, rowstoch_fast, rowstoch_fast.cuda; print('cupy' in sys.modules)"
+    code = "import sys, rowstoch_fast, rowstoch_fast.backends.cupy; print('cupy' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd="/")
     assert out.stdout.strip() == "False"
 
@@ -113,7 +113,7 @@ def test_device_helpers_refuse_host_arrays_when_cupy_runs():
     cupy, reason = _cupy_or_reason()
     if cupy is None:
         pytest.skip(f"CuPy backend unavailable: {reason}")
-    from rowstoch_fast import cuda
+    from rowstoch_fast.backends import cupy as cuda
 
     with pytest.raises(TypeError, match="no silent host/device copies"):
         cuda.mix(topology.ring(4), np.zeros(4))
@@ -123,7 +123,7 @@ def test_device_helpers_refuse_host_arrays_when_cupy_runs():
 def test_cuda_kernels_compile(tmp_path):
     import rowstoch_fast
 
-    src = os.path.join(os.path.dirname(rowstoch_fast.__file__), "kernels.cu")
+    src = os.path.join(os.path.dirname(rowstoch_fast.__file__), "backends", "kernels.cu")
     out = subprocess.run(["nvcc", "-c", "-std=c++14", "--fmad=false", src, "-o", str(tmp_path / "k.o")],
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
@@ -134,7 +134,7 @@ def test_cuda_kernels_compile_with_nvrtc():
     nvrtc = pytest.importorskip("cupy_backends.cuda.libs.nvrtc", reason="CuPy (with NVRTC) not installed")
     import rowstoch_fast
 
-    with open(os.path.join(os.path.dirname(rowstoch_fast.__file__), "kernels.cu")) as f:
+    with open(os.path.join(os.path.dirname(rowstoch_fast.__file__), "backends", "kernels.cu")) as f:
         src = f.read()
     try:
         prog = nvrtc.createProgram(src, "kernels.cu", [], [])
@@ -159,7 +159,7 @@ def cuda_on_host(tmp_path_factory):
     if shutil.which(cxx) is None:
         pytest.skip(f"no C++ compiler ({cxx}) to build the host emulation of the CUDA kernels")
     src = os.path.join(os.path.dirname(__file__), "cuda_on_host.cpp")
-    cu = os.path.join(os.path.dirname(rowstoch_fast.__file__), "kernels.cu")
+    cu = os.path.join(os.path.dirname(rowstoch_fast.__file__), "backends", "kernels.cu")
     lib = tmp_path_factory.mktemp("cuda_on_host") / "cuda_on_host.so"
     out = subprocess.run([cxx, "-std=c++14", "-O1", "-ffp-contract=off", "-shared", "-fPIC", f'-DKERNELS_CU="{cu}"',
                           src, "-o", str(lib)], capture_output=True, text=True, timeout=300)

@@ -364,7 +364,7 @@ def test_cupy_backend_checks_x0_before_building_the_tracker(monkeypatch):
 
     The CuPy probe is faked, so this runs (and means the same) with and without a GPU.
     """
-    from rowstoch_fast import cuda
+    from rowstoch_fast.backends import cupy as cuda
 
     monkeypatch.setattr(cuda, "require_cupy", lambda: object())
     monkeypatch.setenv("ROWSTOCH_TRACKER_MAX_WORK", "1")  # any exact tracker would be refused

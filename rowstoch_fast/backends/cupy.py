@@ -1,4 +1,4 @@
-"""CuPy backend: the same mixing, Pull-Diag-GT and objectives on an NVIDIA GPU.
+"""CuPy backend: the same mixing, algorithms and objectives on an NVIDIA GPU.
 
 Nothing here imports CuPy until the backend is used: availability is probed with
 ``importlib.util.find_spec`` (``HAS_CUPY``), ``ROWSTOCH_DISABLE_CUPY=1`` turns it
@@ -17,7 +17,7 @@ from functools import lru_cache
 
 import numpy as np
 
-__all__ = ["HAS_CUPY", "require_cupy", "to_gpu", "to_cpu", "device_csr", "mix", "mix_power", "CupyPullDiagGT"]
+__all__ = ["HAS_CUPY", "require_cupy", "to_gpu", "to_cpu", "device_csr", "mix", "mix_power", "CupyBackend"]
 
 
 def _disabled():
@@ -82,7 +82,7 @@ def _launch(name, total, args):
 def _require_device(x, name):
     if not hasattr(x, "__cuda_array_interface__"):
         raise TypeError(f"{name} must be a CuPy (device) array for backend='cupy'; "
-                        "copy explicitly with rowstoch_fast.cuda.to_gpu (no silent host/device copies)")
+                        "copy explicitly with rowstoch_fast.backends.cupy.to_gpu (no silent host/device copies)")
     return x
 
 
@@ -168,109 +168,116 @@ def logistic_grad(obj, X, iteration, seed, batches, rep_offset, nodes):
     return G
 
 
-def _exclusive():
-    from .gt import exclusive
+class _DeviceTracker:
+    """A host :class:`~rowstoch_fast.tracker.DiagTracker` whose table is copied to the device once."""
 
-    return exclusive
+    def __init__(self, tracker):
+        self.kind, self.frozen_at, self.rounds = tracker.kind, tracker.frozen_at, tracker.rounds
+        self._host = tracker
+        self._table = require_cupy().asarray(tracker._table)
 
-
-def _stepper_base():
-    from .gt import StepperBase
-
-    return StepperBase
-
-
-class CupyPullDiagGT(_stepper_base()):
-    """(MG-)Pull-Diag-GT with every array on the GPU: create it with ``PullDiagGT(..., backend="cupy")``.
-
-    Same interface as :class:`~rowstoch_fast.PullDiagGT`: ``x0`` and the values
-    ``grad_fn`` returns are CuPy arrays; ``opt.x`` / ``opt.y`` are device arrays.
-    The tracker table is computed once on the host (cached per matrix) and
-    copied to the device once.
-    """
-
-    def __init__(self, A, x0, lr, rounds=1, tracker="exact", *, check_finite=True):
-        from ._checks import check_int, check_positive_float, nodes_first
-        from .mixing import MixingMatrix
-        from .tracker import DiagTracker
-
-        cupy = require_cupy()
-        # the cheap checks first: a host x0 or a bad lr is reported before the tracker is built
-        _require_device(x0, "x0")
-        self._A = A if isinstance(A, MixingMatrix) else MixingMatrix(A)
-        self.lr = check_positive_float(lr, "lr")
-        self.rounds = check_int(rounds, "rounds", minimum=1)
-        if tracker not in ("exact", "perron"):
-            raise ValueError(f"tracker must be 'exact' or 'perron', got {tracker!r}")
-        x0 = nodes_first(cupy.asarray(x0, dtype=self._A.dtype), self._A.n, xp=cupy)
-        if x0.ndim not in (2, 3) or x0.shape[-2] != self._A.n:
-            raise ValueError(f"x0 must be (d,), (n, d) or (reps, n, d) with n = {self._A.n}, got {x0.shape}")
-        if not bool(cupy.isfinite(x0).all()):
-            raise ValueError("x0 must be finite")
-        self._tracker = DiagTracker(self._A, self.rounds, tracker)
-        self._shape = tuple(x0.shape)
-        self._reps = x0.shape[0] if x0.ndim == 3 else 1
-        self._d = x0.shape[-1]
-        self.check_finite = bool(check_finite)
-        n, w = self._A.n, self._reps * self._d
-        self._x, self._x_alt, self._y, self._y_alt, self._g, self._g_alt, self._xw, self._xw_alt, self._psi, self._work = (
-            cupy.zeros((n, w), dtype=self._A.dtype) for _ in range(10))
-        self._table = cupy.asarray(self._tracker._table)
-        self._to_internal(x0, self._x)
-        self.iteration = 0
-        self._initialized = False
-
-    def centroid(self):
-        """``pi^T x`` on the device, shape (d,) or (reps, d)."""
-        cupy = require_cupy()
-        c = cupy.asarray(self._A.pi, dtype=self._A.dtype) @ self._x
-        return c.reshape(self._reps, self._d) if len(self._shape) == 3 else c
-
-    def _scale(self, t):
+    def scale(self, t):
         return self._table[min(t, self._table.shape[0] - 1)]
 
-    def _gradient(self, grad_fn, x_buf, out, iteration):
-        from .gt import DivergenceError
+    @property
+    def max_inverse_diagonal(self):
+        return self._host.max_inverse_diagonal
 
-        cupy = require_cupy()
-        G = _require_device(grad_fn(self._user_view(x_buf)), "the value grad_fn returns")
-        if tuple(G.shape) != self._shape:
-            raise ValueError(f"grad_fn returned shape {tuple(G.shape)}, expected {self._shape} (the shape of x)")
-        self._to_internal(G, out)
-        if self.check_finite and not bool(cupy.isfinite(out).all()):
-            node = int(cupy.argmax(~cupy.isfinite(out).all(axis=1)))
-            raise DivergenceError.gradient(iteration, node, self.iteration)
 
-    @_exclusive()
-    def initialize(self, grad_fn):
-        """Set ``y_0 = g_0 = grad_fn(x_0)`` (done by the first :meth:`step` if not called)."""
-        if self._initialized:
-            raise RuntimeError("PullDiagGT is already initialized")
-        self._gradient(grad_fn, self._x, self._g, 0)
-        self._y[...] = self._g
-        self._xw[...] = self._x - self.lr * self._y
-        self._initialized = True
+class CupyBackend:
+    """The operations of :class:`~rowstoch_fast.backends.cpu.CpuBackend` on CuPy device arrays.
 
-    @_exclusive()
-    def step(self, grad_fn):
-        """One iteration on the device; ``grad_fn`` takes and returns CuPy arrays (see PullDiagGT.step)."""
-        from .gt import DivergenceError
+    Mixing runs the NVRTC-compiled CSR kernel of ``kernels.cu`` (the matrix is
+    copied to the device once per matrix); the element-wise updates are CuPy
+    expressions. ``x0`` and what ``grad_fn`` returns must be device arrays
+    (no silent host/device copies); :meth:`gather` copies to the host.
+    """
 
-        cupy = require_cupy()
-        if not self._initialized:
-            self.initialize(grad_fn)
-        t, R = self.iteration, self.rounds
-        n, w = self._x.shape
-        mix_power(self._A, self._xw, R, out=self._x_alt, work=self._work)  # x_{t+1} = A^R (x_t - lr y_t)
-        self._gradient(grad_fn, self._x_alt, self._g_alt, t + 1)
-        _launch(f"gt_tracker_input_{_suffix(self._x.dtype)}", n * w,
-                (self._y, self._g_alt, self._g, self._scale(t + 1), self._scale(t), self._psi, np.int64(n), np.int64(w)))
-        mix_power(self._A, self._psi, R, out=self._y_alt, work=self._work)  # y_{t+1} = A^R psi
-        cupy.subtract(self._x_alt, self.lr * self._y_alt, out=self._xw_alt)
-        if self.check_finite and not bool(cupy.isfinite(self._xw_alt).all()):
-            node = int(cupy.argmax(~cupy.isfinite(self._xw_alt).all(axis=1)))
-            raise DivergenceError.iterate(t + 1, node, self.lr)
-        (self._x, self._x_alt, self._y, self._y_alt, self._g, self._g_alt, self._xw, self._xw_alt, self.iteration) = (
-            self._x_alt, self._x, self._y_alt, self._y, self._g_alt, self._g, self._xw_alt, self._xw, t + 1)
-        return self
+    name = "cupy"
+    is_root = True
 
+    def __init__(self, **options):
+        if options:
+            raise TypeError(f"backend 'cupy' takes no option {', '.join(map(repr, sorted(options)))}")
+        self.xp = require_cupy()
+
+    messages = 0
+    bytes_sent = 0
+
+    def call(self, fn, *args):
+        return fn(*args)
+
+    def check_x0(self, x0, dtype):
+        cupy = self.xp
+        _require_device(x0, "x0")
+        x0 = cupy.ascontiguousarray(cupy.asarray(x0, dtype=dtype))
+        if x0.ndim not in (1, 2, 3):
+            raise ValueError(f"x0 must be (d,), (n, d) or (reps, n, d), got shape {x0.shape}")
+        if not bool(cupy.isfinite(x0).all()):
+            raise ValueError("x0 must be finite")
+        return x0
+
+    def attach(self, n, dtype, matrices):
+        self.n = n
+        self.dtype = np.dtype(dtype)
+        self.rows = self.n
+        self.local_nodes = None
+
+    def zeros(self, width):
+        return self.xp.zeros((self.rows, width), dtype=self.dtype)
+
+    def local(self, full):
+        return self.xp.ascontiguousarray(self.xp.asarray(full, dtype=self.dtype))  # explicit host-to-device copy
+
+    def user_array(self, G, name):
+        return _require_device(G, name)
+
+    def user_view(self, view):
+        return view
+
+    def mix(self, M, src, out, rounds=1, work=None):
+        if rounds > 1 and work is None:
+            work = self.xp.empty_like(src)
+        cur = src
+        for s in range(1, rounds + 1):
+            dst = out if (rounds - s) % 2 == 0 else work
+            _mix_into(M, cur, dst)
+            cur = dst
+        return out
+
+    def tracker(self, A, rounds, kind):
+        from ..tracker import DiagTracker
+
+        return _DeviceTracker(DiagTracker(A, rounds, kind))
+
+    def combine(self, out, coefs, blocks):
+        total = None
+        for c, X in zip(coefs, blocks):
+            term = (c[:, None] if hasattr(c, "ndim") else c) * X
+            total = term if total is None else total + term
+        out[...] = total
+        return bool(self.xp.isfinite(out).all())
+
+    def vector(self, values):
+        return self.xp.ascontiguousarray(self.xp.asarray(values, dtype=self.dtype))
+
+    def first_nonfinite(self, *blocks):
+        cupy = self.xp
+        found = [int(cupy.argmax(~cupy.isfinite(b).all(axis=1))) for b in blocks if not bool(cupy.isfinite(b).all())]
+        return min(found) if found else -1
+
+    def all_true(self, flag):
+        return bool(flag)
+
+    def weighted_sum(self, weights, block):
+        return weights @ block
+
+    def sum_rows(self, block):
+        return block.sum(axis=0)
+
+    def gather(self, block):
+        return block.get()
+
+    def gather_objects(self, obj):
+        """``[obj]`` of every process, in rank order, on the root (None on the others)."""
+        return [obj]

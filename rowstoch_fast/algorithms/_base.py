@@ -1,0 +1,526 @@
+"""What every optimizer shares: arguments, blocks, stepping, failure handling, persistence and gathering.
+
+An algorithm is one subclass of :class:`Optimizer` in its own module of this folder, with its update
+equations in its docstring. It names its mixing matrices (``A``: row-stochastic, ``C``:
+column-stochastic), its state blocks and its hyperparameters, and writes two methods against the backend
+operations (``self._ops``, see :mod:`rowstoch_fast.backends`):
+
+* ``_initialize(grad_fn)``: fill the state of iteration 0 in ``self._cur`` (``x`` holds ``x0``);
+* ``_advance(grad_fn, cur, nxt, t)``: write iteration ``t + 1`` into the blocks of ``nxt`` from those of
+  ``cur``; raise :class:`DivergenceError` (through ``_gradient`` / ``_check_iterates``) on NaN/Inf.
+
+:meth:`Optimizer.step` then swaps ``cur`` and ``nxt`` in one statement, so an exception or a Ctrl-C
+anywhere in ``_advance`` leaves the previous state intact. The same code runs on every backend.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+
+import numpy as np
+
+from .. import backends
+from .._checks import check_csr_arrays, fmt_bytes, nodes_first, require_memory
+from ..errors import DivergenceError
+from ..mixing import MixingMatrix
+
+__all__ = ["Optimizer", "REGISTRY", "exclusive", "matrix_from_state"]
+
+#: Every algorithm by its name (``"pull-diag-gt"``, ``"frost"``, ...): filled as the modules of this folder load.
+REGISTRY = {}
+
+_OWNER_LOCK = threading.Lock()
+_KIND = {"A": "row", "C": "column"}
+
+
+def exclusive(method):
+    """Let one thread at a time into an optimizer's ``method``.
+
+    An optimizer holds one state; two threads stepping it at once would
+    interleave half-steps and silently lose iterations. A call made while
+    another thread is inside ``step``/``initialize``/``state_dict`` of the same
+    optimizer raises RuntimeError instead. (Calls from the same thread nest.)
+    """
+    @functools.wraps(method)
+    def guarded(self, *args, **kwargs):
+        me = threading.get_ident()
+        with _OWNER_LOCK:
+            owner, depth = self.__dict__.get("_owner"), self.__dict__.get("_owner_depth", 0)
+            if owner is not None and owner != me:
+                raise RuntimeError(
+                    f"{type(self).__name__}.{method.__name__}() called from a second thread while another thread "
+                    "is using this optimizer; an optimizer is not thread-safe: give each thread its own "
+                    "(they may share one MixingMatrix), or serialise the calls with a lock")
+            self._owner, self._owner_depth = me, depth + 1
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            with _OWNER_LOCK:
+                self._owner_depth -= 1
+                if self._owner_depth == 0:
+                    self._owner = None
+
+    return guarded
+
+
+def _as_matrix(M, name):
+    kind = _KIND[name]
+    if isinstance(M, MixingMatrix):
+        if M.stochastic != kind:
+            raise ValueError(f"{name} must be a {kind}-stochastic MixingMatrix, got a {M.stochastic}-stochastic one "
+                             f"(build it with stochastic={kind!r}, or use mixing.out_degree_weights(A) for C)")
+        return M
+    return MixingMatrix(M, stochastic=kind)
+
+
+def matrix_from_state(state, M=None, prefix="", kind="row"):
+    """The :class:`MixingMatrix` a ``state_dict`` was saved with (keys ``prefix + "indptr"`` etc.), its CSR
+    validated first (a malformed one crashes SciPy); or ``M`` after checking that it is that matrix. Also
+    checks ``state["shape"]``."""
+    import scipy.sparse as sp
+
+    data, indptr, indices = (np.asarray(state[prefix + k]) for k in ("data", "indptr", "indices"))
+    if indptr.ndim != 1 or indptr.size < 2:
+        raise ValueError(f"state[{prefix + 'indptr'!r}] must be a 1-D array of n + 1 >= 2 entries, "
+                         f"got shape {indptr.shape}")
+    n = indptr.size - 1
+    check_csr_arrays(indptr, indices, n, n, "state (the saved matrix)", data)
+    shape = np.asarray(state["shape"])
+    if shape.ndim != 1 or shape.size not in (2, 3) or not np.issubdtype(shape.dtype, np.integer) or (shape < 1).any():
+        raise ValueError(f"state['shape'] must be (n, d) or (reps, n, d), got {shape.tolist()}")
+    if int(shape[-2]) != n:
+        raise ValueError(f"state['shape'] has {int(shape[-2])} nodes but the saved matrix has {n}")
+    csr = sp.csr_array((data, indices, indptr), shape=(n, n))
+    if M is None:
+        return MixingMatrix(csr, dtype=data.dtype, stochastic=kind)
+    if not isinstance(M, MixingMatrix) or M.n != n or (M.csr != csr).nnz:
+        raise ValueError(f"{prefix.rstrip('_') or 'A'} is not the matrix this state was saved with")
+    return M
+
+
+def _plain(value):
+    """A saved hyperparameter as a Python scalar (or an array for a per-node one)."""
+    arr = np.asarray(value)
+    return arr.item() if arr.ndim == 0 else arr
+
+
+class Optimizer:
+    """Base class of the decentralized optimizers (see the module docstring for how to write one).
+
+    Every optimizer has the same interface: ``step(grad_fn)``, ``x`` (the model
+    each node uses), ``iteration``, ``communication_rounds``, ``traffic()``,
+    ``state_dict()`` / ``from_state_dict()``, replica batching with ``x0`` of
+    shape ``(reps, n, d)``, ``backend="auto"|"cpu"|"cupy"|"mpi"``,
+    :class:`DivergenceError`, ``gather_x()``.
+    """
+
+    #: Name in :data:`REGISTRY` and on the command line.
+    name = None
+    #: Mixing matrices, as constructor keywords: ``"A"`` (row-stochastic) and/or ``"C"`` (column-stochastic).
+    matrices = ("A",)
+    #: State blocks (double-buffered), in ``state_dict`` order; ``x0`` is loaded into :attr:`model`.
+    state = ("x",)
+    #: State blocks of one value per node (push-sum weights) instead of ``reps * d``.
+    narrow = ()
+    #: The block users see as ``x``.
+    model = "x"
+    #: Work blocks (not state).
+    scratch = 0
+    #: Hyperparameters saved by ``state_dict`` (constructor keywords).
+    hyper = ("lr",)
+    #: ``rounds=R`` gossip steps per communication phase (MG methods; gradients then average R samples).
+    multi_round = False
+    #: The runner records ``||pi^T y - 1^T g||`` (Lemma 1) for this algorithm.
+    records_descent_deviation = False
+
+    rounds = 1
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if cls.__dict__.get("name"):
+            REGISTRY[cls.name] = cls
+
+    # ------------------------------------------------------------------ construction
+    def _start(self, x0, matrices, backend, check_finite, comm, partition, **hyper):
+        """Validate (agreed on by every MPI rank), attach the backend, allocate, load ``x0``."""
+        options = {k: v for k, v in (("comm", comm), ("partition", partition)) if v is not None}
+        self._ops = ops = backends.create(backend, x0, **options)
+        self.check_finite = bool(check_finite)
+        mats, x0 = ops.call(self._validate, matrices, x0, hyper)
+        self._mats = mats
+        n = next(iter(mats.values())).n if mats else self._hyper["n"]
+        dtype = next(iter(mats.values())).dtype if mats else np.dtype(np.float64)
+        ops.attach(n, dtype, list(mats.values()))
+        self._n = n
+        self._edges = {k: M.nnz - int(np.count_nonzero(M.csr.diagonal())) for k, M in mats.items()}
+        self._allocate(tuple(x0.shape))
+        self._cur[self.model][...] = self._rows(x0)
+        self.iteration = 0
+        self._initialized = False
+
+    def _validate(self, matrices, x0, hyper):
+        """Checks with no communication (under MPI run on every rank, then agreed on)."""
+        mats = {name: _as_matrix(M, name) for name, M in matrices.items()}
+        sizes = {M.n for M in mats.values()}
+        if len(sizes) > 1:
+            raise ValueError(f"the matrices {', '.join(mats)} must have the same number of nodes, got "
+                             f"{', '.join(f'{k}: {M.n}' for k, M in mats.items())}")
+        if len({M.dtype for M in mats.values()}) > 1:
+            raise TypeError("the matrices must have the same dtype (mixed precision is not supported)")
+        self._hyper = self._check_hyper(**hyper)
+        n = next(iter(mats.values())).n if mats else self._hyper["n"]
+        dtype = next(iter(mats.values())).dtype if mats else np.dtype(np.float64)
+        x0 = nodes_first(self._ops.check_x0(x0, dtype), n, xp=self._ops.xp)
+        if x0.ndim not in (2, 3) or x0.shape[-2] != n:
+            raise ValueError(f"x0 has {x0.shape[-2] if x0.ndim >= 2 else x0.shape[0]} nodes (rows) but the network "
+                             f"has {n}; x0 must be (d,), (n, d) or (reps, n, d)")
+        if x0.shape[-1] == 0 or (x0.ndim == 3 and x0.shape[0] == 0):
+            raise ValueError(f"x0 must not be empty, got shape {x0.shape}")
+        return mats, x0
+
+    def _check_hyper(self, **hyper):
+        """Validate the hyperparameters, set the attributes, return them (as ``state_dict`` saves them)."""
+        raise NotImplementedError
+
+    def _allocate(self, shape):
+        ops = self._ops
+        self._global_shape = shape
+        self._reps = shape[0] if len(shape) == 3 else 1
+        self._d = shape[-1]
+        w = self._reps * self._d
+        rows = ops.rows
+        self._shape = (self._reps, rows, self._d) if len(shape) == 3 else (rows, self._d)
+        widths = {name: (1 if name in self.narrow else w) for name in self.state}
+        if ops.xp is np:  # host memory: refuse a request that cannot fit before allocating anything
+            total = (2 * sum(widths.values()) + self.scratch * w) * rows * ops.dtype.itemsize
+            require_memory(total, f"{type(self).__name__} on {rows} nodes with {self._reps} x {self._d} values per "
+                           f"node ({fmt_bytes(total)})", "use float32, fewer repetitions or a smaller d")
+        self._cur = {name: ops.zeros(widths[name]) for name in self.state}
+        self._nxt = {name: ops.zeros(widths[name]) for name in self.state}
+        self._work = [ops.zeros(w) for _ in range(self.scratch)]
+
+    def _rows(self, arr):
+        """This process's rows of a user-shaped array over all nodes, as a node-major block."""
+        local = self._ops.local_nodes
+        if local is not None:
+            arr = arr[..., local, :]
+        return self._internal(arr)
+
+    def _internal(self, arr):
+        """A user-shaped ``(rows, d)`` / ``(reps, rows, d)`` array as a node-major ``(rows, reps * d)`` array."""
+        if arr.ndim == 3:
+            arr = arr.swapaxes(0, 1)
+        return arr.reshape(arr.shape[0], -1)
+
+    def _user_view(self, buf):
+        """A user-shaped view of a node-major block (read-only on the host)."""
+        view = buf.reshape(buf.shape[0], self._reps, self._d).swapaxes(0, 1) if len(self._shape) == 3 else buf.view()
+        return self._ops.user_view(view)
+
+    # ------------------------------------------------------------------ public state
+    @property
+    def A(self):
+        """The row-stochastic mixing matrix (None for an algorithm without one)."""
+        return self._mats.get("A")
+
+    @property
+    def C(self):
+        """The column-stochastic mixing matrix (None for an algorithm without one)."""
+        return self._mats.get("C")
+
+    @property
+    def n(self):
+        """Number of nodes."""
+        return self._n
+
+    @property
+    def backend(self):
+        """The backend's name: ``"cpu"``, ``"cupy"`` or ``"mpi"``."""
+        return self._ops.name
+
+    @property
+    def x(self):
+        """The model each node uses, shape of ``x0`` (this rank's rows under MPI; a read-only view, valid
+        until the next step)."""
+        return self._user_view(self._cur[self.model])
+
+    @property
+    def local_nodes(self):
+        """Global ids of the rows of ``x`` and of ``grad_fn``'s input under MPI; None when they are all nodes."""
+        return self._ops.local_nodes
+
+    @property
+    def is_root(self):
+        """True on the process that receives :meth:`gather_x` and :meth:`state_dict` (rank 0; always True
+        without MPI)."""
+        return self._ops.is_root
+
+    @property
+    def comm(self):
+        """The MPI communicator (backend ``"mpi"`` only)."""
+        return self._ops.comm
+
+    @property
+    def communication_rounds(self):
+        """Gossip rounds used so far (``rounds`` per iteration, counted as the paper does)."""
+        return self.iteration * self.rounds
+
+    @property
+    def messages(self):
+        """Halo-exchange messages this MPI rank has sent (0 without MPI); see :meth:`traffic` for the network."""
+        return self._ops.messages
+
+    @property
+    def bytes_sent(self):
+        """Halo-exchange bytes this MPI rank has sent (0 without MPI)."""
+        return self._ops.bytes_sent
+
+    def _traffic_per_iteration(self):
+        """``[(matrix name or number of links, exchanges, values per node per exchange)]`` of one iteration;
+        a matrix counts its directed edges (self loops excluded) as links."""
+        return []
+
+    def traffic(self):
+        """What the network has carried so far: ``{"messages": ..., "bytes": ...}``.
+
+        One message is one value block sent along one directed edge (self loops
+        excluded) in one exchange; algorithms that send several blocks in the
+        same round pack them into one message.
+        """
+        messages = values = 0
+        for name, exchanges, per_node in self._traffic_per_iteration():
+            edges = self._edges[name] if name in self._edges else name
+            messages += exchanges * edges
+            values += exchanges * edges * per_node
+        return {"messages": self.iteration * messages,
+                "bytes": self.iteration * values * self._ops.dtype.itemsize}
+
+    def centroid_weights(self):
+        """The weights of the centroid the iterates agree on: ``pi`` of ``A``, or ``1/n`` (push-sum methods)."""
+        return self.A.pi if self.A is not None else np.full(self.n, 1.0 / self.n)
+
+    def centroid(self):
+        """The weighted average of ``x`` over all nodes (:meth:`centroid_weights`), shape (d,) or (reps, d)."""
+        ops = self._ops
+        weights = self.__dict__.get("_centroid_weights")
+        if weights is None:
+            weights = self._centroid_weights = ops.vector(self.centroid_weights())
+        c = ops.weighted_sum(weights, self._cur[self.model])
+        return c.reshape(self._reps, self._d) if len(self._shape) == 3 else c
+
+    def __repr__(self):
+        return (f"{type(self).__name__}(n={self.n}, shape={self._global_shape}, "
+                f"{', '.join(f'{k}={v!r}' for k, v in self._hyper.items() if np.ndim(v) == 0)}, "
+                f"backend={self.backend!r}, iteration={self.iteration})")
+
+    # ------------------------------------------------------------------ stepping
+    def _gradient(self, grad_fn, x_buf, out, iteration):
+        """``out <- grad_fn(x_buf)`` (collective under MPI); DivergenceError on NaN/Inf."""
+        self._ops.call(self._gradient_local, grad_fn, x_buf, out)
+        if self.check_finite:
+            bad = self._ops.first_nonfinite(out)
+            if bad >= 0:
+                raise DivergenceError.gradient(iteration, bad, self.iteration)
+
+    def _gradient_local(self, grad_fn, x_buf, out):
+        G = self._ops.user_array(grad_fn(self._user_view(x_buf)), "the value grad_fn returns")
+        if tuple(G.shape) != self._shape:
+            raise ValueError(f"grad_fn returned shape {tuple(G.shape)}, expected {self._shape} (the shape of x)")
+        if G.dtype.kind not in "fiu":
+            raise TypeError(f"grad_fn must return a real numeric array, got dtype {G.dtype}")
+        out[...] = self._internal(G)
+
+    def _check_iterates(self, finite, t, *blocks):
+        """DivergenceError for iteration ``t + 1`` unless ``finite`` on every process."""
+        if self.check_finite and not self._ops.all_true(finite):
+            raise DivergenceError.iterate(t + 1, self._ops.first_nonfinite(*blocks), self._lr_text())
+
+    def _lr_text(self):
+        lr = self._hyper.get("lr")
+        return lr if np.ndim(lr) == 0 else f"{float(np.max(lr))} (largest)"
+
+    @exclusive
+    def initialize(self, grad_fn):
+        """Set up iteration 0 (the first gradients where the algorithm needs them); done by the first
+        :meth:`step` if not called."""
+        if self._initialized:
+            raise RuntimeError(f"{type(self).__name__} is already initialized")
+        self._initialize(grad_fn)
+        self._initialized = True
+
+    def _initialize(self, grad_fn):
+        pass
+
+    @exclusive
+    def step(self, grad_fn):
+        """Run one iteration.
+
+        Parameters
+        ----------
+        grad_fn : callable
+            ``grad_fn(X) -> G``: stacked (stochastic) gradients at the rows of
+            ``X`` (shape of ``x0``; ``X`` is a read-only view). With
+            ``rounds > 1`` return the average of ``R`` samples (eq. 14b).
+
+        Returns
+        -------
+        self
+            So that calls can be chained.
+
+        Raises
+        ------
+        DivergenceError
+            If a gradient or an iterate is NaN/Inf; the state stays at the last
+            finite iterate.
+        RuntimeError
+            If another thread is stepping this optimizer at the same time.
+        """
+        if not self._initialized:
+            self.initialize(grad_fn)
+        t = self.iteration
+        self._advance(grad_fn, self._cur, self._nxt, t)
+        # Commit in one statement with no calls (no signal can land half-way).
+        self._cur, self._nxt, self.iteration = self._nxt, self._cur, t + 1
+        return self
+
+    def _advance(self, grad_fn, cur, nxt, t):
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ gathering
+    def _gather_user(self, buf):
+        full = self._ops.gather(buf)
+        if full is None:
+            return None
+        if len(self._global_shape) == 3:
+            return np.ascontiguousarray(full.reshape(self.n, self._reps, self._d).swapaxes(0, 1))
+        return full
+
+    def gather_x(self):
+        """The model of every node (shape of ``x0``) as a host array on the root process (None on the other
+        MPI ranks). Collective under MPI."""
+        return self._gather_user(self._cur[self.model])
+
+    def gather_state(self, name):
+        """A state block (``"y"``, ``"g"``, ...) of every node, like :meth:`gather_x`."""
+        if name not in self._cur:
+            raise ValueError(f"{type(self).__name__} has no state {name!r}; it has {', '.join(self.state)}")
+        return self._gather_user(self._cur[name])
+
+    def gather(self, array):
+        """Assemble an array of this process's rows (shape of ``x``) into the full one on the root."""
+        buf = self._ops.zeros(self._reps * self._d)
+        buf[...] = self._internal(self._ops.user_array(array, "array"))
+        return self._gather_user(buf)
+
+    def scatter(self, array):
+        """This process's rows of a user-shaped array over all nodes (a host array), as an array of this
+        backend with the shape of ``x`` (the inverse of :meth:`gather`)."""
+        arr = np.asarray(array)
+        if arr.shape != self._global_shape:
+            raise ValueError(f"array has shape {arr.shape}, expected {self._global_shape}")
+        buf = self._ops.local(np.ascontiguousarray(self._internal(arr)))
+        return buf.reshape(self._shape[-2], self._reps, self._d).swapaxes(0, 1).copy() if arr.ndim == 3 else buf
+
+    def process_stats(self):
+        """Per process (MPI rank): its nodes and the halo messages and bytes it sent, as a list of dicts on the
+        root (None on the other ranks). Collective under MPI."""
+        mine = {"nodes": self._shape[-2], "messages": self.messages, "bytes_sent": self.bytes_sent}
+        every = self._ops.gather_objects(mine)
+        return None if every is None else [{"rank": r, **s} for r, s in enumerate(every)]
+
+    # ------------------------------------------------------------------ persistence
+    @exclusive
+    def state_dict(self):
+        """Everything needed to resume bit-identically, as NumPy arrays and scalars (on the root; None on the
+        other MPI ranks, and every rank must call it).
+
+        The dict can be written with ``np.savez`` and read back with
+        ``dict(np.load(path))``; any backend can resume it.
+        """
+        blocks = {name: self._ops.gather(self._cur[name]) for name in self.state}
+        if not self._ops.is_root:
+            return None
+        out = {"format": np.array(f"rowstoch_fast.{type(self).__name__}/1")}
+        for name, M in self._mats.items():
+            c, prefix = M.csr, ("" if name == "A" else name + "_")
+            out.update({prefix + "indptr": c.indptr.copy(), prefix + "indices": c.indices.copy(),
+                        prefix + "data": c.data.copy()})
+        out["shape"] = np.array(self._global_shape, dtype=np.int64)
+        out.update({k: np.array(v) for k, v in self._hyper.items()})
+        out.update({"iteration": np.array(self.iteration), "initialized": np.array(self._initialized),
+                    "check_finite": np.array(self.check_finite)})
+        out.update(blocks)
+        return out
+
+    @classmethod
+    def problem_matrices(cls, A):
+        """The matrices this algorithm mixes with on the network of the row-stochastic ``A``, as keywords:
+        ``A`` itself and/or ``C``, the same graph with out-degree weights."""
+        from ..mixing import out_degree_weights
+
+        return {name: (A if name == "A" else out_degree_weights(A)) for name in cls.matrices}
+
+    @classmethod
+    def build(cls, A, x0, lr, *, rounds=1, tracker="exact", backend="auto", **options):
+        """This algorithm on the network of ``A`` (what the runner and ``rowstoch compare`` call): ``rounds``
+        and ``tracker`` are passed to the algorithms that take them."""
+        kwargs = dict(cls.problem_matrices(A))
+        if cls.multi_round:
+            kwargs["rounds"] = rounds
+        elif rounds != 1:
+            raise ValueError(f"{cls.name} takes one gossip round per iteration, got rounds = {rounds}")
+        if "tracker" in cls.hyper:
+            kwargs["tracker"] = tracker
+        return cls(x0=x0, lr=lr, backend=backend, **kwargs, **options)
+
+    @classmethod
+    def from_state_dict(cls, state, A=None, *, C=None, lr=None, backend="auto", comm=None, partition=None):
+        """Rebuild an optimizer from :meth:`state_dict` (optionally with a new ``lr``), on any backend.
+
+        Parameters
+        ----------
+        state : mapping
+            As returned by :meth:`state_dict` (or loaded from an ``.npz``).
+        A, C : MixingMatrix, optional
+            Reuse these matrices (and their cached trackers) instead of
+            rebuilding them from the state; they must be the saved ones.
+        lr : float, optional
+            Continue with another step size.
+        backend, comm, partition
+            As in the constructor (under MPI every rank passes the same state).
+        """
+        fmt = f"rowstoch_fast.{cls.__name__}/1"
+        needed = {"format", "shape", "iteration", *cls.hyper, *cls.state}
+        for name in cls.matrices:
+            needed |= {("" if name == "A" else name + "_") + k for k in ("indptr", "indices", "data")}
+        missing = needed - set(state)
+        if missing:
+            raise ValueError(f"state is missing {sorted(missing)}; pass the dict returned by "
+                             f"{cls.__name__}.state_dict()")
+        if str(state["format"]) != fmt:
+            raise ValueError(f"state has format {str(state['format'])!r}, expected {fmt!r}")
+        given = {"A": A, "C": C}
+        mats = {name: matrix_from_state(state, given[name], "" if name == "A" else name + "_", _KIND[name])
+                for name in cls.matrices}
+        hyper = {k: _plain(state[k]) for k in cls.hyper}
+        if lr is not None:
+            hyper["lr"] = lr
+        shape = tuple(int(s) for s in np.asarray(state["shape"]))
+        x0 = backends.to_backend(backend, np.zeros(shape))
+        opt = cls(x0=x0, **mats, **hyper, backend=backend, check_finite=bool(state.get("check_finite", True)),
+                  **{k: v for k, v in (("comm", comm), ("partition", partition)) if v is not None})
+        for name in cls.state:
+            arr = np.asarray(state[name])
+            buf = opt._cur[name]
+            if arr.shape != (opt.n, buf.shape[1]):
+                raise ValueError(f"state[{name!r}] has shape {arr.shape}, expected {(opt.n, buf.shape[1])}")
+            buf[...] = opt._ops.local(arr)
+        opt.iteration = int(state["iteration"])
+        opt._initialized = bool(state.get("initialized", True))
+        if lr is not None and opt._initialized:
+            opt._lr_changed()
+        return opt
+
+    def _lr_changed(self):
+        """Recompute what depends on ``lr`` in the state after :meth:`from_state_dict` changed it."""

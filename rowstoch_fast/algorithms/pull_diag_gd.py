@@ -1,0 +1,68 @@
+"""Pull-Diag gradient descent (Mai & Abed 2016): DGD over a row-stochastic network, corrected by Diag(A^k)."""
+
+from __future__ import annotations
+
+from .._checks import check_positive_float
+from ._base import Optimizer
+
+__all__ = ["PullDiagGD"]
+
+
+class PullDiagGD(Optimizer):
+    """Pull-Diag-GD: decentralized gradient descent with the Pull-Diag correction.
+
+    Implements, with ``D_k = Diag(A^k)`` (``D_0 = I``)::
+
+        x_{k+1} = A x_k - lr * D_k^{-1} g(x_k)
+
+    With a constant ``lr`` it converges to an ``O(lr)`` neighbourhood of the
+    minimiser of ``(1/n) sum_i f_i`` (not to it: no gradient tracking).
+
+    Parameters
+    ----------
+    A : MixingMatrix or array_like
+        Row-stochastic, with self loops for the exact ``D_k`` (else ValueError;
+        ``tracker="perron"`` needs none).
+    x0 : array_like, shape (d,), (n, d) or (reps, n, d)
+    lr : float
+    tracker : {"exact", "perron"}, default "exact"
+    backend, check_finite, comm, partition
+        As in :class:`~rowstoch_fast.PullDiagGT`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rowstoch_fast import PullDiagGD, topology
+    >>> b = np.arange(4.0)[:, None]
+    >>> opt = PullDiagGD(topology.ring(4), np.zeros(1), lr=0.01)
+    >>> for _ in range(3000):
+    ...     _ = opt.step(lambda X: X - b)
+    >>> bool(abs(opt.x.mean() - b.mean()) < 0.05)
+    True
+    """
+
+    name = "pull-diag-gd"
+    state = ("x",)
+    scratch = 1
+    hyper = ("lr", "tracker")
+
+    def __init__(self, A, x0, lr, tracker="exact", backend="auto", *, check_finite=True, comm=None, partition=None):
+        self._start(x0, {"A": A}, backend, check_finite, comm, partition, lr=lr, tracker=tracker)
+        self._tracker = self._ops.tracker(self.A, 1, tracker)
+
+    def _check_hyper(self, lr, tracker):
+        self.lr = check_positive_float(lr, "lr")
+        if tracker not in ("exact", "perron"):
+            raise ValueError(f"tracker must be 'exact' or 'perron', got {tracker!r}")
+        return {"lr": self.lr, "tracker": tracker}
+
+    def _traffic_per_iteration(self):
+        return [("A", 1, self._reps * self._d)]
+
+    def _advance(self, grad_fn, cur, nxt, t):
+        g = self._work[0]
+        self._gradient(grad_fn, cur["x"], g, t)
+        self._ops.mix(self.A, cur["x"], nxt["x"])
+        step = -self.lr * self._tracker.scale(t)  # -lr D_t^{-1}, one value per node
+        finite = self._ops.combine(nxt["x"], [1.0, step], [nxt["x"], g])
+        self._check_iterates(finite, t, nxt["x"])

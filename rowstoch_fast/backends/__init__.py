@@ -1,0 +1,66 @@
+"""Backends: the network operations the algorithms are written against, once per kind of hardware.
+
+A backend owns where the rows of every block live (all nodes in host memory, all nodes on a GPU, or one
+MPI rank's nodes) and offers the operations of :class:`~rowstoch_fast.backends.cpu.CpuBackend`: mixing with
+a row- or column-stochastic matrix (``A^R X``), the element-wise update ``combine`` (a sum of row-scaled
+blocks, with its NaN/Inf flag), the first non-finite node, reductions over all nodes, allocation, calling
+the user's gradient (collectively under MPI) and gathering. A backend may also offer a fused kernel for a
+hot path (the CPU's ``gt_y_phase``); algorithms use it when present and the generic operations otherwise.
+
+Backends never import an algorithm; algorithms never import a backend by name (they call :func:`create`).
+"""
+
+from __future__ import annotations
+
+import importlib
+
+BACKENDS = ("auto", "cpu", "cupy", "mpi")
+_MODULES = {"cpu": ("cpu", "CpuBackend"), "cupy": ("cupy", "CupyBackend"), "mpi": ("mpi", "MpiBackend")}
+
+__all__ = ["BACKENDS", "create", "is_device_array", "resolve_backend", "to_backend"]
+
+
+def is_device_array(x):
+    """True for arrays that live on a GPU (they expose ``__cuda_array_interface__``)."""
+    return hasattr(x, "__cuda_array_interface__")
+
+
+def resolve_backend(backend, *arrays):
+    """Return the concrete backend name for ``backend`` given the input arrays.
+
+    ``"auto"`` picks ``"cpu"`` for host arrays and ``"cupy"`` for device arrays.
+    A backend that cannot run here raises ``RuntimeError`` saying what is
+    missing, never a silent fallback.
+
+    Examples
+    --------
+    >>> resolve_backend("auto", [1.0, 2.0])
+    'cpu'
+    """
+    if not isinstance(backend, str) or backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {', '.join(map(repr, BACKENDS))}, got {backend!r}")
+    if backend == "auto":
+        backend = "cupy" if any(is_device_array(a) for a in arrays) else "cpu"
+    if backend == "cupy":
+        from .cupy import require_cupy
+
+        require_cupy()  # one clear error saying what is missing (CuPy, a device, or disabled)
+    return backend
+
+
+def create(backend, x0=None, **options):
+    """The backend object for ``backend`` (``"auto"`` resolved from ``x0``); ``options`` are its own
+    (``comm`` and ``partition`` for ``"mpi"``; a backend refuses options it does not know)."""
+    name = resolve_backend(backend, x0)
+    module, cls = _MODULES[name]
+    return getattr(importlib.import_module(f"{__name__}.{module}"), cls)(**options)
+
+
+def to_backend(backend, array):
+    """``array`` where ``backend`` keeps its blocks: the one explicit host-to-device copy of a run for
+    ``"cupy"``, unchanged otherwise (a runner or a harness calls this once on ``x0``)."""
+    if resolve_backend(backend, array) == "cupy" and not is_device_array(array):
+        from .cupy import to_gpu
+
+        return to_gpu(array)
+    return array

@@ -1,0 +1,350 @@
+"""MPI backend: the network's nodes partitioned over MPI ranks, for every algorithm.
+
+Each rank owns a set of nodes (its rows of every matrix, of every block and of
+the exact tracker). One communication round is one halo exchange of the rows that
+cross the partition, with MPI neighbourhood collectives on a distributed graph
+communicator (``Create_dist_graph_adjacent`` + ``Neighbor_alltoallv``),
+followed by the compiled CSR kernel on the rank's rows. ``mpi4py`` is imported
+only when this backend is used (importing it starts MPI).
+
+Every collective decision (bad input, a failing ``grad_fn``, NaN/Inf) is
+agreed on by all ranks first, so an error on one rank makes every rank raise,
+never hang.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from .. import _core
+from ..errors import RemoteError
+from ..tracker import DEFAULT_BLOCK, freeze_step
+from .cpu import CpuBackend
+
+__all__ = ["Halo", "MpiBackend", "RemoteError", "contiguous_partition"]
+
+
+def _mpi():
+    try:
+        from mpi4py import MPI
+    except ImportError as exc:
+        raise ImportError("backend='mpi' needs mpi4py and an MPI library: pip install 'rowstoch_fast[mpi]'") from exc
+    return MPI
+
+
+def collective(comm, fn, *args, **kwargs):
+    """Run ``fn`` on every rank; if it raises on any rank, raise on all (the original error where it happened)."""
+    error = None
+    try:
+        result = fn(*args, **kwargs)
+    except Exception as exc:  # noqa: BLE001 - re-raised below, on every rank
+        error, result = exc, None
+    messages = comm.allgather(None if error is None else f"{type(error).__name__}: {error}")
+    failed = [(r, m) for r, m in enumerate(messages) if m is not None]
+    if error is not None:
+        raise error
+    if failed:
+        r, m = failed[0]
+        raise RemoteError(f"rank {r} failed: {m}")
+    return result
+
+
+def contiguous_partition(n, size):
+    """Owner rank of every node: ``size`` contiguous blocks of (almost) equal size."""
+    owner = np.empty(n, dtype=np.int64)
+    for r, block in enumerate(np.array_split(np.arange(n), size)):
+        owner[block] = r
+    return owner
+
+
+class Halo:
+    """A rank's share of the network and its halo-exchange plan.
+
+    Attributes
+    ----------
+    local_nodes : ndarray
+        Global ids of the nodes this rank owns (ascending).
+    halo_nodes : ndarray
+        Global ids of the remote nodes its rows of ``A`` read, grouped by owner.
+    indptr, indices, data : ndarray
+        This rank's rows of ``A``; column ``c < len(local_nodes)`` is a local
+        node, ``c >= len(local_nodes)`` is ``halo_nodes[c - len(local_nodes)]``.
+    """
+
+    def __init__(self, A, comm, owner):
+        MPI = _mpi()
+        n, size, rank = A.n, comm.Get_size(), comm.Get_rank()
+        self.comm = comm
+        self.owner = owner
+        self.local_nodes = np.flatnonzero(owner == rank).astype(np.int64)
+        rows = A.csr[self.local_nodes]
+        cols = np.unique(rows.indices).astype(np.int64)
+        remote = cols[owner[cols] != rank]
+        self.halo_nodes = np.ascontiguousarray(remote[np.lexsort((remote, owner[remote]))])
+        nl, nh = len(self.local_nodes), len(self.halo_nodes)
+        position = np.full(n, -1, dtype=np.int64)
+        position[self.local_nodes] = np.arange(nl)
+        position[self.halo_nodes] = nl + np.arange(nh)
+        local = rows.tocsr()
+        local.sort_indices()
+        self.indptr = local.indptr.astype(np.int64)
+        self.indices = position[local.indices].astype(np.int64)
+        self.data = np.ascontiguousarray(local.data)
+        self.ncols = nl + nh
+        # who sends me what: my halo, grouped by owner
+        recv_counts = np.bincount(owner[self.halo_nodes], minlength=size).astype(np.int64)
+        # tell every owner which of its nodes I need; learn which of mine the others need
+        send_counts = np.asarray(comm.alltoall(recv_counts.tolist()), dtype=np.int64)
+        wanted = np.empty(int(send_counts.sum()), dtype=np.int64)
+        comm.Alltoallv([self.halo_nodes, (recv_counts, _displs(recv_counts)), MPI.INT64_T],
+                       [wanted, (send_counts, _displs(send_counts)), MPI.INT64_T])
+        self.send_index = position[wanted]  # local rows to pack, grouped by destination rank
+        self.sources = np.flatnonzero(recv_counts).tolist()
+        self.destinations = np.flatnonzero(send_counts).tolist()
+        self.recv_counts = recv_counts[self.sources]
+        self.send_counts = send_counts[self.destinations]
+        self.graph = comm.Create_dist_graph_adjacent(self.sources, self.destinations, reorder=False)
+        self.messages = 0
+        self.bytes_sent = 0
+        self.comm_seconds = 0.0  # time in halo exchanges (packing included)
+        self.compute_seconds = 0.0  # time in the local CSR kernel
+
+    @property
+    def n_local(self):
+        """Number of nodes this rank owns."""
+        return len(self.local_nodes)
+
+    def exchange(self, ext):
+        """Fill the halo rows ``ext[n_local:]`` of an ``(n_local + n_halo, w)`` block from their owners."""
+        MPI = _mpi()
+        w = ext.shape[1]
+        send = np.ascontiguousarray(ext[self.send_index])
+        recv = ext[self.n_local:]
+        mtype = MPI.DOUBLE if ext.dtype == np.float64 else MPI.FLOAT
+        sc, rc = self.send_counts * w, self.recv_counts * w
+        self.graph.Neighbor_alltoallv([send, (sc, _displs(sc)), mtype], [recv, (rc, _displs(rc)), mtype])
+        self.messages += len(self.destinations)
+        self.bytes_sent += send.nbytes
+
+    def gossip(self, ext, out, rounds):
+        """``out <- (A^R z)_local`` for ``z`` whose local rows are ``ext[:n_local]`` (``ext`` is clobbered)."""
+        for r in range(rounds):
+            t0 = time.perf_counter()
+            self.exchange(ext)
+            t1 = time.perf_counter()
+            _core.mix(self.indptr, self.indices, self.data, ext, out, check_indices=False, ncols=self.ncols)
+            if r + 1 < rounds:
+                ext[: self.n_local] = out
+            self.comm_seconds += t1 - t0
+            self.compute_seconds += time.perf_counter() - t1
+
+
+def _share_cores(comm):
+    """Unless OMP_NUM_THREADS says otherwise, split this machine's cores between the ranks on it.
+
+    Several ranks per machine each running one OpenMP thread per core would oversubscribe the cores
+    (and OpenMP's spinning threads then slow every rank down).
+    """
+    import os
+
+    if os.environ.get("OMP_NUM_THREADS"):
+        return
+    local = comm.Split_type(_mpi().COMM_TYPE_SHARED)
+    try:
+        _core.set_num_threads(max(1, (os.cpu_count() or 1) // local.Get_size()))
+    finally:
+        local.Free()
+
+
+def _displs(counts):
+    return np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64) if len(counts) else np.zeros(0, np.int64)
+
+
+def distributed_diag_table(A, halo, rounds, n_records, block=DEFAULT_BLOCK):
+    """``table[t, l] = [A^(t R)]_{ii}`` for this rank's nodes ``i = local_nodes[l]``, by the paper's Algorithm 1.
+
+    Node ``i`` holds row ``i`` of ``V_k = A^k`` and gossips it: ``V_{k+1} = A V_k``
+    with one halo exchange per step. Columns are advanced in blocks of
+    ``block`` (every rank walks the same blocks, so the exchanges match).
+    """
+    nl = halo.n_local
+    table = np.empty((n_records, nl))
+    table[0] = 1.0
+    steps = (n_records - 1) * rounds
+    for j0 in range(0, A.n, block):
+        b = min(block, A.n - j0)
+        ext = np.zeros((halo.ncols, b))
+        mine = (halo.local_nodes >= j0) & (halo.local_nodes < j0 + b)
+        rows = np.flatnonzero(mine)
+        ext[rows, halo.local_nodes[rows] - j0] = 1.0  # V_0 = I, my rows, columns J
+        out = np.empty((nl, b))
+        for k in range(1, steps + 1):
+            halo.exchange(ext)
+            _core.mix(halo.indptr, halo.indices, halo.data, ext, out, check_indices=False, ncols=halo.ncols)
+            ext[:nl] = out
+            if k % rounds == 0:
+                table[k // rounds, rows] = out[rows, halo.local_nodes[rows] - j0]
+    return table
+
+
+class _TrackerView:
+    def __init__(self, kind, scales):
+        self.kind = kind
+        self._scales = scales
+        self.frozen_at = len(scales) - 1
+
+    def scale(self, t):
+        return self._scales[min(t, len(self._scales) - 1)]
+
+
+class MpiBackend(CpuBackend):
+    """The operations of :class:`~rowstoch_fast.backends.cpu.CpuBackend` on one MPI rank's nodes.
+
+    Every block holds this rank's rows (``local_nodes``, ascending global ids);
+    :meth:`mix` exchanges the halo rows of the matrix (one neighbourhood
+    collective per round) and runs the compiled CSR kernel on the local rows;
+    reductions and NaN/Inf checks are agreed on by all ranks.
+
+    Parameters
+    ----------
+    comm : mpi4py communicator, optional
+        Defaults to ``MPI.COMM_WORLD``.
+    partition : array_like of int, shape (n,), optional
+        Owner rank of every node (default: contiguous blocks). Every rank must
+        own at least one node.
+    """
+
+    name = "mpi"
+    #: The CPU's fused y phase mixes all rows at once; here each round needs a halo exchange first.
+    gt_y_phase = None
+
+    def __init__(self, comm=None, partition=None):
+        super().__init__()
+        MPI = _mpi()
+        self.comm = MPI.COMM_WORLD if comm is None else comm
+        self._partition = partition
+        self._halos = {}
+        self._ext = {}
+        self.is_root = self.comm.Get_rank() == 0
+
+    def call(self, fn, *args):
+        return collective(self.comm, fn, *args)
+
+    def check_x0(self, x0, dtype):
+        if np.dtype(dtype) != np.float64:
+            raise TypeError("backend='mpi' runs in float64; pass a float64 MixingMatrix")
+        return super().check_x0(x0, dtype)
+
+    def check_partition(self, n):
+        """The owner rank of every node (checked; run inside :meth:`call`)."""
+        size = self.comm.Get_size()
+        partition = self._partition
+        if partition is None:
+            if n < size:
+                raise ValueError(f"A has {n} nodes but there are {size} ranks; every rank needs a node")
+            return contiguous_partition(n, size)
+        owner = np.asarray(partition)
+        if owner.shape != (n,) or not np.issubdtype(owner.dtype, np.integer):
+            raise ValueError(f"partition must be {n} integer owner ranks, got shape {owner.shape}")
+        if owner.min() < 0 or owner.max() >= size:
+            raise ValueError(f"partition names ranks outside 0..{size - 1}")
+        empty = np.setdiff1d(np.arange(size), owner)
+        if empty.size:
+            raise ValueError(f"partition leaves rank {empty[0]} without nodes")
+        return owner.astype(np.int64)
+
+    def attach(self, n, dtype, matrices):
+        """Collective: partition the nodes and plan the halo exchange of every matrix."""
+        self.n = n
+        self.dtype = np.dtype(dtype)
+        self.owner = self.call(self.check_partition, self.n)
+        _share_cores(self.comm)
+        for M in matrices:
+            self.halo(M)
+        self.local_nodes = np.flatnonzero(self.owner == self.comm.Get_rank()).astype(np.int64)
+        self.rows = len(self.local_nodes)
+
+    def halo(self, M):
+        """The halo plan of matrix ``M`` (built once, collectively)."""
+        entry = self._halos.get(id(M))
+        if entry is None:
+            entry = self._halos[id(M)] = (M, Halo(M, self.comm, self.owner))  # keeps M alive: ids stay unique
+        return entry[1]
+
+    @property
+    def messages(self):
+        return sum(h.messages for _, h in self._halos.values())
+
+    @property
+    def bytes_sent(self):
+        return sum(h.bytes_sent for _, h in self._halos.values())
+
+    def local(self, full):
+        full = np.asarray(full)
+        return np.ascontiguousarray(full[self.local_nodes], dtype=self.dtype)
+
+    def vector(self, values):
+        values = np.asarray(values)
+        return np.ascontiguousarray(values[self.local_nodes] if values.shape[0] == self.n else values,
+                                    dtype=self.dtype)
+
+    def mix(self, M, src, out, rounds=1, work=None):
+        halo = self.halo(M)
+        key = (id(M), src.shape[1])
+        ext = self._ext.get(key)
+        if ext is None:
+            ext = self._ext[key] = np.zeros((halo.ncols, src.shape[1]), dtype=self.dtype)
+        ext[: halo.n_local] = src
+        halo.gossip(ext, out, rounds)
+        return out
+
+    def tracker(self, A, rounds, kind):
+        halo = self.halo(A)
+        nl = halo.n_local
+        pi = A.pi
+        if kind == "perron":
+            table = np.stack([np.ones(nl), pi[halo.local_nodes]])
+        elif kind == "exact":
+            k_star = freeze_step(A.metrics().beta, float(pi.min()))
+            table = distributed_diag_table(A, halo, rounds, -(-k_star // rounds) + 1)
+        else:
+            raise ValueError(f"tracker must be 'exact' or 'perron', got {kind!r}")
+        zero = self.comm.allreduce(int(np.argwhere(table <= 0)[0][0]) if (table <= 0).any() else -1, op=_mpi().MAX)
+        if zero >= 0:
+            raise ValueError(f"diag(A^{zero * rounds}) has a zero (a node without self loop), so D_{zero}^-1 of "
+                             "Pull-Diag-GT is undefined; use rounds > 1 or tracker='perron'")
+        return _TrackerView(kind, 1.0 / table)
+
+    def first_nonfinite(self, *blocks):
+        local = [int(self.local_nodes[r]) for r in (_core.first_nonfinite(b) for b in blocks) if r >= 0]
+        found = self.comm.allreduce(min(local) if local else self.n, op=_mpi().MIN)
+        return -1 if found == self.n else found
+
+    def all_true(self, flag):
+        return bool(self.comm.allreduce(bool(flag), op=_mpi().LAND))
+
+    def weighted_sum(self, weights, block):
+        local = np.ascontiguousarray(weights @ block)
+        total = np.empty_like(local)
+        self.comm.Allreduce(local, total, op=_mpi().SUM)
+        return total
+
+    def sum_rows(self, block):
+        local = np.ascontiguousarray(block.sum(axis=0))
+        total = np.empty_like(local)
+        self.comm.Allreduce(local, total, op=_mpi().SUM)
+        return total
+
+    def gather(self, block):
+        parts = self.comm.gather((self.local_nodes, np.asarray(block)), root=0)
+        if not self.is_root:
+            return None
+        full = np.empty((self.n,) + block.shape[1:], dtype=block.dtype)
+        for nodes, rows in parts:
+            full[nodes] = rows
+        return full
+
+    def gather_objects(self, obj):
+        return self.comm.gather(obj, root=0)

@@ -1,0 +1,48 @@
+"""The exceptions every layer may raise (imports nothing from the package)."""
+
+from __future__ import annotations
+
+__all__ = ["DivergenceError", "RemoteError"]
+
+
+class DivergenceError(FloatingPointError):
+    """An iterate or a gradient became NaN or Inf.
+
+    The optimizer keeps its last finite state (``opt.x`` and ``opt.iteration``
+    are those before the failed step), so it can be saved, inspected, or
+    resumed with a smaller learning rate via
+    ``type(opt).from_state_dict(opt.state_dict(), lr=...)``.
+
+    Attributes
+    ----------
+    iteration : int
+        The iteration that failed (the step from ``iteration`` to ``iteration + 1``).
+    node : int
+        The first node with a non-finite value.
+    what : str
+        ``"gradient"`` or ``"iterate"``.
+    """
+
+    def __init__(self, message, *, iteration, node, what):
+        super().__init__(message)
+        self.iteration = iteration
+        self.node = node
+        self.what = what
+
+    @classmethod
+    def gradient(cls, iteration, node, kept):
+        """``grad_fn`` returned NaN/Inf at ``iteration`` for ``node``; the state of iteration ``kept`` is kept."""
+        return cls(f"grad_fn returned a non-finite gradient at iteration {iteration}, first at node {node}; "
+                   f"the optimizer keeps its last finite state (iteration {kept})",
+                   iteration=iteration, node=int(node), what="gradient")
+
+    @classmethod
+    def iterate(cls, iteration, node, lr):
+        """An iterate became NaN/Inf at ``iteration`` (first at ``node``); the previous state is kept."""
+        return cls(f"iterates became non-finite at iteration {iteration}, first at node {node} (lr = {lr} too large?); "
+                   f"the optimizer keeps its last finite state (iteration {iteration - 1})",
+                   iteration=iteration, node=int(node), what="iterate")
+
+
+class RemoteError(RuntimeError):
+    """Another MPI rank failed; raised on the ranks that did not fail themselves."""
