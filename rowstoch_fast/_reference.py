@@ -113,6 +113,122 @@ def pull_diag_gt(A, x0, lr, grad_fn, T, R=1):
     return xs, ys
 
 
+# ----------------------------------------------------------------- the baselines
+# Each returns the list of the models x^(k) the algorithm's nodes use, k = 0..T (dense, one product per line).
+def _dense(M):
+    return np.asarray(M, dtype=np.float64)
+
+
+def _grad(grad_fn, x):
+    return np.asarray(grad_fn(x), dtype=np.float64)
+
+
+def frost(A, x0, lr, grad_fn, T):
+    """FROST (Xin, Xi & Khan 2019), non-ATC: ``x+ = A x - lr y``, ``y+ = A y + D_{k+1}^{-1} g(x+) - D_k^{-1} g(x)``,
+    ``y0 = g(x0)``, ``D_k = Diag(A^k)``; ``lr`` a scalar or one value per node."""
+    A = _dense(A)
+    D = diag_powers(A, T)
+    L = np.asarray(lr, dtype=np.float64)
+    L = L[:, None] if L.ndim else L
+    x = np.array(x0, dtype=np.float64)
+    g = _grad(grad_fn, x)
+    y = g.copy()
+    xs = [x.copy()]
+    for k in range(T):
+        x_new = A @ x - L * y
+        g_new = _grad(grad_fn, x_new)
+        y = A @ y + g_new / D[k + 1][:, None] - g / D[k][:, None]
+        x, g = x_new, g_new
+        xs.append(x.copy())
+    return xs
+
+
+def pull_diag_gd(A, x0, lr, grad_fn, T):
+    """Pull-Diag-GD (Mai & Abed 2016): ``x+ = A x - lr D_k^{-1} g(x)``."""
+    A = _dense(A)
+    D = diag_powers(A, T)
+    x = np.array(x0, dtype=np.float64)
+    xs = [x.copy()]
+    for k in range(T):
+        x = A @ x - lr * _grad(grad_fn, x) / D[k][:, None]
+        xs.append(x.copy())
+    return xs
+
+
+def dsgd(A, x0, lr, grad_fn, T):
+    """DSGD, row-stochastic, no correction (ATC): ``x+ = A (x - lr g(x))``."""
+    A = _dense(A)
+    x = np.array(x0, dtype=np.float64)
+    xs = [x.copy()]
+    for _ in range(T):
+        x = A @ (x - lr * _grad(grad_fn, x))
+        xs.append(x.copy())
+    return xs
+
+
+def push_pull(A, C, x0, lr, grad_fn, T):
+    """Push-Pull (Pu, Shi, Xu & Nedic 2020): ``x+ = A (x - lr y)``, ``y+ = C y + g(x+) - g(x)``, ``y0 = g(x0)``."""
+    A, C = _dense(A), _dense(C)
+    x = np.array(x0, dtype=np.float64)
+    g = _grad(grad_fn, x)
+    y = g.copy()
+    xs = [x.copy()]
+    for _ in range(T):
+        x = A @ (x - lr * y)
+        g_new = _grad(grad_fn, x)
+        y = C @ y + g_new - g
+        g = g_new
+        xs.append(x.copy())
+    return xs
+
+
+def push_diging(C, x0, lr, grad_fn, T, R=1):
+    """(MG-)Push-DIGing (Nedic, Olshevsky & Shi 2017): ``u+ = C^R (u - lr y)``, ``v+ = C^R v``, ``x+ = u+ / v+``,
+    ``y+ = C^R y + g(x+) - g(x)``; ``u0 = x0``, ``v0 = 1``, ``y0 = g(x0)``."""
+    CR = np.linalg.matrix_power(_dense(C), R)
+    x = np.array(x0, dtype=np.float64)
+    u, v = x.copy(), np.ones((x.shape[0], 1))
+    g = _grad(grad_fn, x)
+    y = g.copy()
+    xs = [x.copy()]
+    for _ in range(T):
+        u = CR @ (u - lr * y)
+        v = CR @ v
+        x = u / v
+        g_new = _grad(grad_fn, x)
+        y = CR @ y + g_new - g
+        g = g_new
+        xs.append(x.copy())
+    return xs
+
+
+def sgp(C, x0, lr, grad_fn, T):
+    """SGP (Assran et al. 2019): ``h = x - lr g(z)``, ``x+ = C h``, ``w+ = C w``, ``z+ = x+ / w+``; ``x0 = z0``,
+    ``w0 = 1``. Returns the models ``z``."""
+    C = _dense(C)
+    z = np.array(x0, dtype=np.float64)
+    x, w = z.copy(), np.ones((z.shape[0], 1))
+    zs = [z.copy()]
+    for _ in range(T):
+        x = C @ (x - lr * _grad(grad_fn, z))
+        w = C @ w
+        z = x / w
+        zs.append(z.copy())
+    return zs
+
+
+def centralized_sgd(x0, lr, grad_fn, T):
+    """Parallel SGD with exact averaging: every node holds ``x``, ``x+ = x - lr mean_i g_i(x)``; ``x`` starts at
+    the mean of the rows of ``x0``."""
+    x0 = np.asarray(x0, dtype=np.float64)
+    x = np.broadcast_to(x0.mean(axis=0), x0.shape).copy()
+    xs = [x.copy()]
+    for _ in range(T):
+        x = x - lr * _grad(grad_fn, x).mean(axis=0)
+        xs.append(x.copy())
+    return xs
+
+
 # ----------------------------------------------------------------- objectives
 _MASK64 = (1 << 64) - 1
 _GOLDEN = 0x9E3779B97F4A7C15

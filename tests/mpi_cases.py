@@ -50,6 +50,32 @@ def case_gt(out):
         np.savez(out, **results)
 
 
+def case_algorithms(out):
+    """Every registered algorithm, two graphs, two partitions, replicas: gathered models after 30 steps."""
+    from rowstoch_fast.algorithms import REGISTRY
+
+    results = {}
+    for gname, A in {"exponential": topology.exponential(12), "random": topology.erdos_renyi(20, 0.15, seed=4)}.items():
+        f = Quadratic.random(A.n, 3, seed=1)
+        x0 = np.broadcast_to(f.x0(), (2, A.n, 3)) + np.arange(2.0)[:, None, None]
+        for name, cls in sorted(REGISTRY.items()):
+            for pname, owner in partitions(A.n):
+                opt = cls.build(A, x0, 0.01, rounds=2 if cls.multi_round else 1, backend="mpi", partition=owner)
+                grad = lambda X, nodes=opt.local_nodes: f.full_gradient(X, nodes)  # noqa: E731
+                for _ in range(30):
+                    opt.step(grad)
+                x = opt.gather_x()
+                state = opt.state_dict()
+                traffic = opt.traffic()
+                if rank == 0:
+                    key = f"{gname}/{name}/{pname}"
+                    results[key + "/x"] = x
+                    results[key + "/state_x"] = state[cls.model]
+                    results[key + "/traffic"] = np.array([traffic["messages"], traffic["bytes"]])
+    if rank == 0:
+        np.savez(out, **results)
+
+
 def case_logistic(out):
     f = NonconvexLogistic.synthetic(8, total=1600, batch=20, seed=0)
     A = topology.exponential(8)

@@ -69,6 +69,30 @@ def rel(a, b):
 
 
 @pytest.mark.parametrize("ranks", [2, 4])
+def test_every_algorithm_equals_single_process(ranks, tmp_path):
+    """Each algorithm of the registry under MPI (two partitions) against the same algorithm in one process."""
+    from rowstoch_fast.algorithms import REGISTRY
+
+    got = mpirun("algorithms", ranks, tmp_path)
+    checked = 0
+    for gname, A in {"exponential": topology.exponential(12), "random": topology.erdos_renyi(20, 0.15, seed=4)}.items():
+        f = Quadratic.random(A.n, 3, seed=1)
+        x0 = np.broadcast_to(f.x0(), (2, A.n, 3)) + np.arange(2.0)[:, None, None]
+        for name, cls in sorted(REGISTRY.items()):
+            ref = cls.build(A, x0, 0.01, rounds=2 if cls.multi_round else 1)
+            for _ in range(30):
+                ref.step(f.full_gradient)
+            traffic = ref.traffic()
+            for pname in ("contiguous", "single"):
+                key = f"{gname}/{name}/{pname}"
+                assert rel(got[key + "/x"], ref.x) < 1e-12, key
+                assert got[key + "/state_x"].shape == (A.n, 6), key
+                assert got[key + "/traffic"].tolist() == [traffic["messages"], traffic["bytes"]], key
+                checked += 1
+    assert checked == 2 * len(REGISTRY) * 2
+
+
+@pytest.mark.parametrize("ranks", [2, 4])
 def test_iterates_equal_single_process(ranks, tmp_path):
     got = mpirun("gt", ranks, tmp_path)
     graphs = {"exponential": topology.exponential(12), "ring": topology.paper_graphs()["ring"],

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from .._checks import check_int, check_positive_float
 from ._base import Optimizer
 
@@ -68,5 +70,6 @@ class CentralizedSGD(Optimizer):
         g = self._work[0]
         self._gradient(grad_fn, cur["x"], g, t)
         mean = self._ops.sum_rows(g) / self.n  # the all-reduce
-        nxt["x"][...] = cur["x"] - self.lr * mean[None, :]
+        with np.errstate(over="ignore", invalid="ignore"):  # reported as DivergenceError below
+            nxt["x"][...] = cur["x"] - self.lr * mean[None, :]
         self._check_iterates(self._ops.first_nonfinite(nxt["x"]) < 0, t, nxt["x"])

@@ -253,7 +253,7 @@ class CupyBackend:
     def combine(self, out, coefs, blocks):
         total = None
         for c, X in zip(coefs, blocks):
-            term = (c[:, None] if hasattr(c, "ndim") else c) * X
+            term = (c[:, None] if getattr(c, "ndim", 0) == 1 else c) * X
             total = term if total is None else total + term
         out[...] = total
         return bool(self.xp.isfinite(out).all())

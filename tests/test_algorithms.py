@@ -1,0 +1,236 @@
+"""Every algorithm of rowstoch_fast.algorithms against its dense transcription in _reference.py, and the
+common interface (replicas, state_dict, DivergenceError, matrix kinds, convergence, backends)."""
+
+import numpy as np
+import pytest
+
+from rowstoch_fast import (DSGD, FROST, SGP, CentralizedSGD, DivergenceError, MixingMatrix, PullDiagGD, PullDiagGT,
+                           PushDIGing, PushPull, _reference, topology)
+from rowstoch_fast.algorithms import REGISTRY
+from rowstoch_fast.mixing import out_degree_weights
+from conftest import cupy_or_reason, random_primitive
+
+
+def quadratic(n, d, rng):
+    """Strongly convex f_i(x) = 1/2 x^T diag(q_i) x - b_i^T x, and the minimisers of the uniform and pi-weighted sums."""
+    Q = rng.uniform(0.5, 2.0, (n, d))
+    b = rng.standard_normal((n, d))
+    return (lambda X: Q * X - b), b.sum(0) / Q.sum(0), (lambda w: (w @ b) / (w @ Q))
+
+
+def rel(a, b):
+    return np.abs(np.asarray(a) - b).max() / max(np.abs(b).max(), 1e-300)
+
+
+def random_column(n, rng, self_loops=True):
+    """A random strongly connected, primitive column-stochastic matrix (the transpose of a random row-stochastic one)."""
+    return MixingMatrix(random_primitive(n, 0.3, rng, self_loops=self_loops).toarray().T, stochastic="column")
+
+
+# name -> (build(A, C, x0, lr), reference(A, C, x0, lr, grad, T), needs self loops)
+CASES = {
+    "frost": (lambda A, C, x0, lr: FROST(A, x0, lr), lambda A, C, x0, lr, g, T: _reference.frost(A, x0, lr, g, T), True),
+    "frost-per-node-lr": (lambda A, C, x0, lr: FROST(A, x0, lr * np.linspace(0.5, 1.5, A.n)),
+                          lambda A, C, x0, lr, g, T: _reference.frost(A, x0, lr * np.linspace(0.5, 1.5, len(A)), g, T),
+                          True),
+    "pull-diag-gd": (lambda A, C, x0, lr: PullDiagGD(A, x0, lr),
+                     lambda A, C, x0, lr, g, T: _reference.pull_diag_gd(A, x0, lr, g, T), True),
+    "dsgd": (lambda A, C, x0, lr: DSGD(A, x0, lr), lambda A, C, x0, lr, g, T: _reference.dsgd(A, x0, lr, g, T), False),
+    "push-pull": (lambda A, C, x0, lr: PushPull(A, C, x0, lr),
+                  lambda A, C, x0, lr, g, T: _reference.push_pull(A, C, x0, lr, g, T), False),
+    "push-diging": (lambda A, C, x0, lr: PushDIGing(C, x0, lr),
+                    lambda A, C, x0, lr, g, T: _reference.push_diging(C, x0, lr, g, T), False),
+    "mg-push-diging": (lambda A, C, x0, lr: PushDIGing(C, x0, lr, rounds=3),
+                       lambda A, C, x0, lr, g, T: _reference.push_diging(C, x0, lr, g, T, R=3), False),
+    "sgp": (lambda A, C, x0, lr: SGP(C, x0, lr), lambda A, C, x0, lr, g, T: _reference.sgp(C, x0, lr, g, T), False),
+    "centralized": (lambda A, C, x0, lr: CentralizedSGD(A.n, x0, lr),
+                    lambda A, C, x0, lr, g, T: _reference.centralized_sgd(x0, lr, g, T), False),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.parametrize("self_loops", [True, False])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_iterates_match_reference(name, self_loops, seed):
+    build, reference, needs_loops = CASES[name]
+    rng = np.random.default_rng(seed)
+    n, d, lr, T = 12, 3, 0.01, 200
+    A = random_primitive(n, 0.3, rng, self_loops=self_loops)
+    C = random_column(n, rng, self_loops=self_loops)
+    grad, _, _ = quadratic(n, d, rng)
+    x0 = rng.standard_normal((n, d))
+    if needs_loops and not self_loops:
+        with pytest.raises(ValueError, match="no self loop"):
+            build(A, C, x0, lr)
+        return
+    opt = build(A, C, x0, lr)
+    xs = reference(A.toarray(), C.toarray(), x0, lr, grad, T)
+    for t in range(1, T + 1):
+        opt.step(grad)
+        assert rel(opt.x, xs[t]) < 1e-12, (name, t, rel(opt.x, xs[t]))
+    assert opt.iteration == T and opt.communication_rounds == T * opt.rounds
+
+
+def test_frost_form_is_frost_with_rounds():
+    """PullDiagGT(form="frost", rounds=R) is FROST with A^R and D_k = Diag(A^(kR))."""
+    rng = np.random.default_rng(3)
+    A = random_primitive(10, 0.3, rng)
+    grad, _, _ = quadratic(10, 2, rng)
+    x0 = rng.standard_normal((10, 2))
+    opt = PullDiagGT(A, x0, 0.01, rounds=2, form="frost")
+    xs = _reference.frost(np.linalg.matrix_power(A.toarray(), 2), x0, 0.01, grad, 100)
+    for t in range(1, 101):
+        opt.step(grad)
+        assert rel(opt.x, xs[t]) < 1e-12
+
+
+@pytest.mark.parametrize("name", sorted(REGISTRY))
+def test_replicas_equal_separate_runs_and_state_dict_resumes(name):
+    """x0 of shape (reps, n, d) runs each repetition as its own run would; state_dict continues bit for bit."""
+    rng = np.random.default_rng(7)
+    A = topology.erdos_renyi(10, 0.3, seed=2)
+    cls = REGISTRY[name]
+    G = rng.standard_normal((3, 10, 2))
+    x0 = rng.standard_normal((3, 10, 2))
+    batched = cls.build(A, x0, 0.02)
+    singles = [cls.build(A, x0[r], 0.02) for r in range(3)]
+    for _ in range(30):
+        batched.step(lambda X: X - G)
+        for r, s in enumerate(singles):
+            s.step(lambda X, r=r: X - G[r])
+    for r, s in enumerate(singles):
+        np.testing.assert_array_equal(batched.x[r], s.x)
+    state = batched.state_dict()
+    again = cls.from_state_dict(state, **{k: v for k, v in cls.problem_matrices(A).items() if k in cls.matrices})
+    assert str(state["format"]) == f"rowstoch_fast.{cls.__name__}/1"
+    for _ in range(5):
+        batched.step(lambda X: X - G)
+        again.step(lambda X: X - G)
+    np.testing.assert_array_equal(batched.x, again.x)
+    assert batched.gather_x().shape == (3, 10, 2)
+    traffic = batched.traffic()
+    assert traffic["messages"] > 0 and traffic["bytes"] >= 8 * traffic["messages"]
+
+
+@pytest.mark.parametrize("name", sorted(REGISTRY))
+def test_divergence_keeps_the_last_finite_state(name):
+    A = topology.ring(6)
+    cls = REGISTRY[name]
+    opt = cls.build(A, np.ones((6, 2)), 1e300)
+    with pytest.raises(DivergenceError) as err:
+        for _ in range(5):
+            opt.step(lambda X: X * 1e10)
+    assert np.isfinite(opt.x).all() and err.value.iteration - 1 <= opt.iteration <= err.value.iteration
+    opt = cls.build(A, np.ones((6, 2)), 0.1)
+    with pytest.raises(DivergenceError, match="non-finite gradient"):
+        opt.step(lambda X: np.where(np.arange(6)[:, None] == 4, np.nan, X))
+
+
+def test_matrix_kinds_are_checked():
+    A = topology.ring(5)
+    C = topology.ring(5, stochastic="column")
+    x0 = np.zeros((5, 1))
+    with pytest.raises(ValueError, match="C must be a column-stochastic MixingMatrix"):
+        PushPull(A, A, x0, 0.1)
+    with pytest.raises(ValueError, match="A must be a row-stochastic MixingMatrix"):
+        PullDiagGT(C, x0, 0.1)
+    with pytest.raises(ValueError, match="same number of nodes"):
+        PushPull(A, topology.ring(6, stochastic="column"), x0, 0.1)
+    skewed = np.array([[0.5, 0.5, 0.0], [0.0, 0.5, 0.5], [0.2, 0.2, 0.6]])
+    with pytest.raises(ValueError, match="C must be column-stochastic: column 0 sums to 0.7"):
+        SGP(skewed, np.zeros((3, 1)), 0.1)
+    with pytest.raises(ValueError, match="lr must be positive at every node"):
+        FROST(A, x0, np.array([0.1, 0.1, -1.0, 0.1, 0.1]))
+    with pytest.raises(ValueError, match="rounds"):
+        DSGD.build(A, x0, 0.1, rounds=2)
+    with pytest.raises(TypeError, match="backend 'cpu' takes no option 'partition'"):
+        DSGD(A, x0, 0.1, partition=np.zeros(5, int))
+
+
+def test_column_stochastic_matrix_and_metrics():
+    A = topology.erdos_renyi(30, 0.15, seed=5)
+    C = topology.erdos_renyi(30, 0.15, seed=5, stochastic="column")
+    np.testing.assert_allclose(C.toarray().sum(axis=0), 1.0, atol=1e-14)
+    assert (C.csr != out_degree_weights(A).csr).nnz == 0  # same graph, sender-side weights
+    Cd = C.toarray()
+    np.testing.assert_allclose(Cd @ C.pi, C.pi, atol=1e-14)  # the right Perron vector
+    assert abs(C.pi.sum() - 1) < 1e-14
+    m = C.metrics()
+    assert abs(m.beta - _reference.beta(Cd.T)) < 1e-10 and abs(m.kappa - _reference.kappa(C.pi)) < 1e-10
+    with pytest.raises(ValueError, match="stochastic must be 'row' or 'column'"):
+        topology.ring(4, stochastic="doubly")
+    raw = np.array([[1.0, 0.0, 3.0], [1.0, 1.0, 0.0], [0.0, 1.0, 1.0]])
+    Cn = MixingMatrix(raw, normalize=True, stochastic="column")
+    np.testing.assert_allclose(Cn.toarray().sum(axis=0), 1.0)
+    import pickle
+
+    assert pickle.loads(pickle.dumps(C)).stochastic == "column" and C.astype(np.float32).stochastic == "column"
+
+
+EXACT = ["pull-diag-gt", "frost", "push-pull", "push-diging", "centralized"]
+
+
+@pytest.mark.parametrize("name", EXACT)
+def test_exact_methods_converge_to_the_minimiser(name):
+    rng = np.random.default_rng(11)
+    A = topology.erdos_renyi(16, 0.4, seed=4)
+    grad, xstar, _ = quadratic(16, 3, rng)
+    opt = REGISTRY[name].build(A, np.zeros(3), 0.005)
+    for _ in range(12000):
+        opt.step(grad)
+    assert rel(opt.x, np.broadcast_to(xstar, (16, 3))) < 1e-8, name
+
+
+@pytest.mark.parametrize("name", ["pull-diag-gd", "sgp"])
+def test_dgd_type_methods_reach_an_order_lr_neighbourhood(name):
+    rng = np.random.default_rng(12)
+    A = topology.erdos_renyi(16, 0.4, seed=4)
+    grad, xstar, _ = quadratic(16, 3, rng)
+    errors = []
+    for lr in (0.008, 0.002):
+        opt = REGISTRY[name].build(A, np.zeros(3), lr)
+        for _ in range(int(60 / lr)):
+            opt.step(grad)
+        errors.append(np.abs(opt.x - xstar).max())
+    assert errors[0] < 1.0 and errors[1] < errors[0] / 2.5, errors  # O(lr): a quarter of lr, about a quarter of it
+
+
+def test_dsgd_converges_to_the_pi_weighted_problem():
+    """The bias the paper removes: DSGD goes to argmin sum_i pi_i f_i, Pull-Diag-GD to argmin (1/n) sum_i f_i."""
+    rng = np.random.default_rng(13)
+    A = topology.erdos_renyi(16, 0.2, seed=8)
+    assert A.kappa > 1.5
+    grad, xstar, weighted = quadratic(16, 2, rng)
+    x_pi = weighted(A.pi)
+    lr = 0.002
+    dsgd, gd = DSGD(A, np.zeros(2), lr), PullDiagGD(A, np.zeros(2), lr)
+    for _ in range(20000):
+        dsgd.step(grad)
+        gd.step(grad)
+    bias = np.abs(x_pi - xstar).max()
+    assert bias > 0.05
+    assert np.abs(dsgd.x.mean(0) - x_pi).max() < 0.2 * bias
+    assert np.abs(gd.x.mean(0) - xstar).max() < 0.2 * bias
+
+
+CUPY, WHY = cupy_or_reason()
+
+
+@pytest.mark.skipif(CUPY is None, reason=f"CuPy backend unavailable: {WHY}")
+@pytest.mark.parametrize("name", sorted(REGISTRY))
+def test_cupy_backend_equals_cpu(name):
+    rng = np.random.default_rng(4)
+    A = topology.erdos_renyi(20, 0.2, seed=1)
+    G = rng.standard_normal((2, 20, 3))
+    x0 = rng.standard_normal((2, 20, 3))
+    cls = REGISTRY[name]
+    cpu = cls.build(A, x0, 0.02)
+    gpu = cls.build(A, CUPY.asarray(x0), 0.02)
+    assert gpu.backend == "cupy"
+    Gd = CUPY.asarray(G)
+    for _ in range(50):
+        cpu.step(lambda X: X - G)
+        gpu.step(lambda X: X - Gd)
+    assert rel(gpu.gather_x(), cpu.x) < 1e-12
+    with pytest.raises(TypeError, match="device array"):
+        gpu.step(lambda X: np.asarray(G))
