@@ -9,6 +9,8 @@ Contenders (interleaved, medians, same run):
 * ``rowstoch``: the x phase (``A^R w``) and the fused y phase of ``PullDiagGT``
   (tracker input, gossip, next ``x - lr y``, NaN check), with the exact
   tracker's cached diagonal scales;
+* ``step``: the whole ``PullDiagGT.step`` with a constant gradient (adds the
+  gradient copy and its NaN check and the Python around the kernels);
 * ``scipy+V``: the paper's equations written directly, ``scipy.sparse`` for A and
   the tracker as ``V <- A V`` on a dense ``n x n`` V (Appendix B), where it fits;
 * ``scipy``: the same without the tracker (mixing and element-wise work only).
@@ -47,11 +49,16 @@ def make_contenders(n, d, R, lr=1e-3, seed=0):
     c = A.csr
     t_fixed = opt.tracker.frozen_at  # time the steady state (the tracker costs nothing after freezing)
 
+    cur, nxt = opt._cur, opt._nxt
+
     def ours():
-        _core.mix_power(c.indptr, c.indices, c.data, opt._xw, R, opt._x_alt, opt._work, check_indices=False)
-        _core.gt_y_phase(c.indptr, c.indices, c.data, R, lr, opt._x_alt, opt._y, opt._g_alt, opt._g,
+        _core.mix_power(c.indptr, c.indices, c.data, cur["xw"], R, nxt["x"], opt._scratch, check_indices=False)
+        _core.gt_y_phase(c.indptr, c.indices, c.data, R, lr, nxt["x"], cur["y"], nxt["g"], cur["g"],
                          opt.tracker.scale(t_fixed + 1), opt.tracker.scale(t_fixed),
-                         opt._y_alt, opt._xw, opt._psi, opt._work, check_indices=False)
+                         nxt["y"], cur["xw"], opt._psi, opt._scratch, check_indices=False)
+
+    def step():  # the whole PullDiagGT.step: gradient copy and check, both phases, commit
+        opt.step(lambda X: g_const)
 
     S = sp.csr_matrix(c)
     state = {"x": rng.standard_normal((n, d)), "y": rng.standard_normal((n, d)),
@@ -72,7 +79,7 @@ def make_contenders(n, d, R, lr=1e-3, seed=0):
             psi = S @ psi
         state["x"], state["y"], state["D_old"] = x, psi, D_new
 
-    contenders = {"rowstoch": ours, "scipy": scipy_plain}
+    contenders = {"rowstoch": ours, "step": step, "scipy": scipy_plain}
     if n * n * 8 <= V_MAX_BYTES:
         V = np.eye(n)
         contenders["scipy+V"] = lambda: scipy_plain(V)
@@ -116,8 +123,8 @@ def main(argv=None):
     info = machine_info()
     print(f"# {info['cpu']}, {info['cores']} cores, kernels on {_core.get_num_threads()} threads, OpenMP {info['build']['openmp']}")
     rows = []
-    print("| n | d | R | rowstoch ms | scipy ms | scipy+V ms | speedup vs scipy | speedup vs scipy+V |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| n | d | R | rowstoch ms | step ms | scipy ms | scipy+V ms | speedup vs scipy | speedup vs scipy+V |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for log2n in map(int, args.log2n.split(",")):
         for R in map(int, args.R.split(",")):
             c = make_contenders(2**log2n, args.d, R)
@@ -126,7 +133,8 @@ def main(argv=None):
             row = {"n": 2**log2n, "d": args.d, "R": R, "seconds": med}
             rows.append(row)
             v = med.get("scipy+V")
-            print(f"| 2^{log2n} | {args.d} | {R} | {med['rowstoch'] * 1e3:.3f} | {med['scipy'] * 1e3:.3f} | "
+            print(f"| 2^{log2n} | {args.d} | {R} | {med['rowstoch'] * 1e3:.3f} | {med['step'] * 1e3:.3f} | "
+                  f"{med['scipy'] * 1e3:.3f} | "
                   f"{'%.1f' % (v * 1e3) if v else 'n/a (V is n x n)'} | {med['scipy'] / med['rowstoch']:.2f}x | "
                   f"{'%.0fx' % (v / med['rowstoch']) if v else 'n/a'} |", flush=True)
     tc = tracker_cost(args.tracker_n)

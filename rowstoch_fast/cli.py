@@ -16,6 +16,7 @@ import numpy as np
 
 from . import topology
 from ._checks import require_memory
+from .compare import ALGORITHMS
 from .metrics import metrics_memory
 from .mixing import MixingMatrix
 
@@ -246,8 +247,10 @@ def _check_run_args(args):
     """Cheap checks of ``rowstoch run``'s options, before any network, data or folder is built."""
     if not (np.isfinite(args.lr) and args.lr > 0):
         raise UsageError(f"--lr must be a finite number > 0, got {args.lr}")
-    if args.algorithm == "pull-diag-gt" and args.rounds not in (None, 1):
-        raise UsageError("--algorithm pull-diag-gt takes --rounds 1; use mg-pull-diag-gt for R > 1")
+    if not args.algorithm.startswith("mg-") and args.rounds not in (None, 1):
+        raise UsageError(f"--algorithm {args.algorithm} takes --rounds 1; use mg-{args.algorithm} for R > 1"
+                         if "mg-" + args.algorithm in _algorithm_names() else
+                         f"--algorithm {args.algorithm} takes one gossip round per iteration (--rounds 1)")
     for name in ("rho", "heterogeneity", "sigma"):
         value = getattr(args, name)
         if not (np.isfinite(value) and value >= 0):
@@ -323,7 +326,6 @@ def cmd_run(args):
     import warnings
 
     from .errors import DivergenceError
-    from .objectives import NonconvexLogistic, Quadratic
     from .runner import Algorithm, run
 
     _check_run_args(args)
@@ -342,13 +344,11 @@ def cmd_run(args):
     if args.matrix:  # a topology's n was checked above; a file's is known only now
         _check_objective_size(args, A.n)
     try:
-        if args.objective == "logistic":
-            f = NonconvexLogistic.synthetic(A.n, total=args.total, d=args.d, rho=args.rho, batch=args.batch,
-                                            seed=args.data_seed, heterogeneity=args.heterogeneity)
-        else:
-            f = Quadratic.random(A.n, args.d, seed=args.data_seed, sigma=args.sigma)
-        rounds = args.rounds or (A.metrics().recommended_rounds() if args.algorithm == "mg-pull-diag-gt" else 1)
-        algo = Algorithm(A, args.lr, rounds=rounds, tracker=args.tracker, backend=args.backend)
+        f = _objective_from_args(args, A.n)
+        mg = args.algorithm.startswith("mg-")
+        rounds = args.rounds or (A.metrics().recommended_rounds() if mg else 1)
+        algo = Algorithm(A, args.lr, rounds=rounds, tracker=args.tracker, backend=args.backend,
+                         method=args.algorithm[3:] if mg else args.algorithm)
     except (ValueError, TypeError) as exc:
         raise UsageError(str(exc)) from exc
     diverged = None
@@ -389,6 +389,136 @@ def cmd_run(args):
     if write_error is not None:
         return 2
     return 130 if h.interrupted else 0
+
+
+def _objective_from_args(args, n):
+    from .objectives import NonconvexLogistic, Quadratic
+
+    if args.objective == "logistic":
+        return NonconvexLogistic.synthetic(n, total=args.total, d=args.d, rho=args.rho, batch=args.batch,
+                                           seed=args.data_seed, heterogeneity=args.heterogeneity)
+    return Quadratic.random(n, args.d, seed=args.data_seed, sigma=args.sigma)
+
+
+def _parse_lr(text, labels):
+    """``--lr``: None, one number for all, or ``NAME=VALUE,...``."""
+    if text is None:
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    rates = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        name, sep, value = part.partition("=")
+        if not sep:
+            raise UsageError(f"--lr must be a number or NAME=VALUE,..., got {part!r}")
+        if name.strip() not in labels:
+            raise UsageError(f"--lr names {name.strip()!r}, which is not in --algorithms ({', '.join(labels)})")
+        try:
+            rates[name.strip()] = float(value)
+        except ValueError:
+            raise UsageError(f"--lr {name.strip()}={value!r} is not a number") from None
+    return rates
+
+
+#: The paper's learning rate at n = 16 (paper_graphs.md), the preset's default for every algorithm without --tune.
+PAPER_LR = 3e-3
+#: R of the preset's mg-* methods (the paper's multi-gossip figure uses R = 5 and 10; Theorem 3's R on the
+#: paper ring is 698, which leaves 2 iterations of a 2000-round budget).
+PAPER_MG_ROUNDS = 10
+
+
+def cmd_compare(args):
+    """``rowstoch compare``: several algorithms, same problem, seeds and communication budget."""
+    import json
+    import warnings
+
+    from . import compare as cmp
+
+    _writable_folder(args.out, "--out")
+    if args.preset == "paper":
+        graphs = {f"paper-{k}": v for k, v in topology.paper_graphs().items()}
+        if args.mg_rounds is None:
+            args.mg_rounds = PAPER_MG_ROUNDS
+    else:
+        if not args.matrix and args.topology not in TOPOLOGIES + PAPER_GRAPHS:
+            raise UsageError(f"unknown topology {args.topology!r}; choose from {', '.join(TOPOLOGIES + PAPER_GRAPHS)}")
+        graphs = {os.path.basename(args.matrix) if args.matrix else args.topology: None}
+    frames, interrupted = [], False
+    for gname in graphs:
+        A = graphs[gname] if graphs[gname] is not None else _matrix_from_args(args)
+        _check_objective_size(args, A.n)
+        try:
+            specs = cmp.parse_algorithms(args.algorithms, A, args.mg_rounds)
+            lr = _parse_lr(args.lr, [label for label, _, _ in specs])
+            if lr is None and args.preset == "paper" and not args.tune:
+                lr = PAPER_LR
+            f = _objective_from_args(args, A.n)
+            print(f"{gname} (n = {A.n}): {len(specs)} algorithms, {args.rounds_budget} communication rounds each, "
+                  f"{args.repeats} repetitions", flush=True)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always", RuntimeWarning)
+                frame = cmp.compare(A, f, args.algorithms, args.rounds_budget, lr=lr, tune=args.tune,
+                                    repeats=args.repeats, seed=args.seed, tracker=args.tracker,
+                                    backend=args.backend, mg_rounds=args.mg_rounds, progress=not args.no_progress,
+                                    log=lambda line: print("  " + line, flush=True))
+        except (ValueError, TypeError, RuntimeError) as exc:
+            raise UsageError(str(exc)) from exc
+        for w in caught:  # the budget warning; a diverging or growing baseline is reported in the table instead
+            if "runs only" in str(w.message):
+                print(f"rowstoch: warning: {w.message}", file=sys.stderr)
+        if len(frame):
+            frame.insert(0, "graph", gname)
+            frames.append(frame)
+            print(cmp.format_summary(cmp.summary(frame)), flush=True)
+        if frame.attrs.get("interrupted"):
+            interrupted = True
+            break
+    if not frames:
+        print("rowstoch: interrupted before any algorithm finished; nothing written", file=sys.stderr)
+        return 130
+    _write_comparison(frames, args.out, args)
+    print(f"wrote {', '.join(os.path.join(args.out, n) for n in ('compare.csv', 'summary.csv', 'lr.json', 'compare.png'))}"
+          + (" (interrupted: what finished)" if interrupted else ""))
+    return 130 if interrupted else 0
+
+
+def _write_comparison(frames, folder, args):
+    import json
+
+    import pandas as pd
+
+    from . import compare as cmp
+
+    pd.concat(frames, ignore_index=True).to_csv(os.path.join(folder, "compare.csv"), index=False)
+    tables = []
+    for frame in frames:
+        t = cmp.summary(frame)
+        t.insert(0, "graph", frame["graph"].iloc[0])
+        tables.append(t)
+    pd.concat(tables, ignore_index=True).to_csv(os.path.join(folder, "summary.csv"), index=False)
+    with open(os.path.join(folder, "lr.json"), "w") as fh:
+        json.dump({fr["graph"].iloc[0]: {"lr": fr.attrs["lr"], "tuning": {k: {f"{lr:g}": s for lr, s in v.items()}
+                                                                          for k, v in fr.attrs["tuning"].items()}}
+                   for fr in frames}, fh, indent=1, default=str)
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return
+    cols = min(2, len(frames))
+    rows = -(-len(frames) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(7 * cols, 4.5 * rows), squeeze=False)
+    for ax, frame in zip(axes.ravel(), frames):
+        cmp.plot(frame, ax=ax, title=f"{frame['graph'].iloc[0]}: {args.objective}, {args.repeats} repetitions")
+    for ax in axes.ravel()[len(frames):]:
+        ax.set_visible(False)
+    fig.tight_layout()
+    fig.savefig(os.path.join(folder, "compare.png"), dpi=110)
+    plt.close(fig)
 
 
 def cmd_reproduce(args):
@@ -453,6 +583,48 @@ class _Formatter(argparse.RawDescriptionHelpFormatter):
         return text + " (default: %(default)s)"
 
 
+def _algorithm_names():
+    from .algorithms import REGISTRY
+
+    names = ["pull-diag-gt", "mg-pull-diag-gt"]
+    names += sorted(k for k in REGISTRY if k not in names)
+    return names + sorted("mg-" + k for k, c in REGISTRY.items() if c.multi_round and "mg-" + k not in names)
+
+
+def _network_options(parser):
+    net = parser.add_argument_group("network")
+    net.add_argument("--topology", default="exponential", help="network; 'rowstoch topologies' lists them")
+    net.add_argument("--n", type=_positive_int, default=None, help="number of nodes (default 16; not for paper-*)")
+    net.add_argument("--matrix", help="matrix file instead of --topology: .npz (scipy sparse), .mtx, .npy (dense) "
+                                      "or an edge list (see 'rowstoch metrics --help')")
+    net.add_argument("--normalize", action="store_true",
+                     help="divide each row of --matrix by its sum (otherwise rows must sum to 1)")
+    net.add_argument("--seed", type=_nonnegative_int, default=0,
+                     help="seed of the gradient streams and of random topologies")
+
+
+def _algorithm_options(group):
+    group.add_argument("--tracker", choices=["exact", "perron"], default="exact",
+                       help="D_t = Diag(A^(tR)) as in the paper, or its limit diag(pi) (for very large n)")
+    group.add_argument("--backend", choices=["cpu", "cupy", "mpi"], default="cpu",
+                       help="cupy: run on the GPU; mpi: partition the nodes over the ranks of mpiexec -n P rowstoch")
+
+
+def _objective_options(parser):
+    obj = parser.add_argument_group("objective")
+    obj.add_argument("--objective", choices=["logistic", "quadratic"], default="logistic",
+                     help="the paper's nonconvex logistic regression (Appendix E.2) or a random quadratic")
+    obj.add_argument("--total", type=_positive_int, default=204800,
+                     help="samples in all, split evenly over the nodes (logistic; divisible by n)")
+    obj.add_argument("--batch", type=_positive_int, default=200, help="mini-batch per node and gradient (logistic)")
+    obj.add_argument("--d", type=_positive_int, default=10, help="dimension of x")
+    obj.add_argument("--rho", type=float, default=0.01, help="weight of the nonconvex regulariser (logistic)")
+    obj.add_argument("--heterogeneity", type=float, default=0.0,
+                     help="spread of the nodes' own x* (logistic; 0 = iid data)")
+    obj.add_argument("--sigma", type=float, default=0.0, help="gradient noise (quadratic)")
+    obj.add_argument("--data-seed", type=int, default=42, help="seed of the synthetic data")
+
+
 def make_parser():
     """The argparse parser of the ``rowstoch`` command."""
     from . import __version__
@@ -472,42 +644,21 @@ def make_parser():
     d.add_argument("--no-progress", action="store_true", help="no progress bars")
     d.set_defaults(func=cmd_demo)
 
-    r = sub.add_parser("run", formatter_class=_Formatter, help="run (MG-)Pull-Diag-GT on an objective over a network",
+    r = sub.add_parser("run", formatter_class=_Formatter, help="run one algorithm on an objective over a network",
                        description="One algorithm on one objective over one network; writes history.csv, "
                                    "history.json and grad_norm.png into --out.")
-    net = r.add_argument_group("network")
-    net.add_argument("--topology", default="exponential", help="network; 'rowstoch topologies' lists them")
-    net.add_argument("--n", type=_positive_int, default=None, help="number of nodes (default 16; not for paper-*)")
-    net.add_argument("--matrix", help="matrix file instead of --topology: .npz (scipy sparse), .mtx, .npy (dense) "
-                                      "or an edge list (see 'rowstoch metrics --help')")
-    net.add_argument("--normalize", action="store_true",
-                     help="divide each row of --matrix by its sum (otherwise rows must sum to 1)")
-    net.add_argument("--seed", type=_nonnegative_int, default=0,
-                     help="seed of the gradient streams and of random topologies")
+    _network_options(r)
     alg = r.add_argument_group("algorithm")
-    alg.add_argument("--algorithm", choices=["pull-diag-gt", "mg-pull-diag-gt"], default="pull-diag-gt",
-                     help="Pull-Diag-GT (eq. 8) or MG-Pull-Diag-GT (eq. 14)")
+    alg.add_argument("--algorithm", choices=_algorithm_names(), default="pull-diag-gt", metavar="NAME",
+                     help="pull-diag-gt (eq. 8), mg-pull-diag-gt (eq. 14) or a baseline: "
+                          + ", ".join(_algorithm_names()[2:]))
     alg.add_argument("--rounds", type=_positive_int, default=None,
-                     help="gossip rounds R per iteration (mg-pull-diag-gt; default Theorem 3's R)")
+                     help="gossip rounds R per iteration (mg-* methods; default Theorem 3's R)")
     alg.add_argument("--lr", type=float, default=1e-3,
                      help="step size alpha; stable values scale like 1/n on the logistic problem (the paper: "
                           "5e-2 at n = 1, 3e-3 at n = 16, 1e-4 at n = 512)")
-    alg.add_argument("--tracker", choices=["exact", "perron"], default="exact",
-                     help="D_t = Diag(A^(tR)) as in the paper, or its limit diag(pi) (for very large n)")
-    alg.add_argument("--backend", choices=["cpu", "cupy", "mpi"], default="cpu",
-                     help="cupy: run on the GPU; mpi: partition the nodes over the ranks of mpiexec -n P rowstoch run")
-    obj = r.add_argument_group("objective")
-    obj.add_argument("--objective", choices=["logistic", "quadratic"], default="logistic",
-                     help="the paper's nonconvex logistic regression (Appendix E.2) or a random quadratic")
-    obj.add_argument("--total", type=_positive_int, default=204800,
-                     help="samples in all, split evenly over the nodes (logistic; divisible by n)")
-    obj.add_argument("--batch", type=_positive_int, default=200, help="mini-batch per node and gradient (logistic)")
-    obj.add_argument("--d", type=_positive_int, default=10, help="dimension of x")
-    obj.add_argument("--rho", type=float, default=0.01, help="weight of the nonconvex regulariser (logistic)")
-    obj.add_argument("--heterogeneity", type=float, default=0.0,
-                     help="spread of the nodes' own x* (logistic; 0 = iid data)")
-    obj.add_argument("--sigma", type=float, default=0.0, help="gradient noise (quadratic)")
-    obj.add_argument("--data-seed", type=int, default=42, help="seed of the synthetic data")
+    _algorithm_options(alg)
+    _objective_options(r)
     rn = r.add_argument_group("run")
     rn.add_argument("--iterations", type=_nonnegative_int, default=1000, help="iterations T (R T gossip rounds)")
     rn.add_argument("--repeats", type=_positive_int, default=1, help="independent repetitions, batched")
@@ -519,6 +670,32 @@ def make_parser():
     rn.add_argument("--out", default="results", help="output folder")
     rn.add_argument("--no-progress", action="store_true", help="no progress bar")
     r.set_defaults(func=cmd_run)
+
+    c = sub.add_parser("compare", formatter_class=_Formatter,
+                       help="compare algorithms on one problem with the same communication budget",
+                       description="Several algorithms on the same problem, seeds and budget of communication "
+                                   "rounds; writes compare.csv (every record), summary.csv, lr.json and "
+                                   "compare.png into --out and prints the table.")
+    c.add_argument("--preset", choices=["paper"],
+                   help="paper: the 4 paper graphs x the algorithms on the synthetic problem (one figure each)")
+    _network_options(c)
+    calg = c.add_argument_group("algorithms")
+    calg.add_argument("--algorithms", default=",".join(ALGORITHMS),
+                      help="comma-separated; mg-NAME runs NAME with --mg-rounds (default Theorem 3's R) rounds")
+    calg.add_argument("--rounds-budget", type=_positive_int, default=2000,
+                      help="communication rounds per algorithm (an MG method: budget / R iterations)")
+    calg.add_argument("--lr", default=None,
+                      help="learning rates: one number for all, or NAME=VALUE,... (the rest tuned with --tune)")
+    calg.add_argument("--tune", action="store_true",
+                      help="pick each missing lr on a short run (a tenth of the budget) over 1e-4 .. 1")
+    calg.add_argument("--mg-rounds", type=_positive_int, default=None, help="R of the mg-* methods")
+    _algorithm_options(calg)
+    _objective_options(c)
+    crn = c.add_argument_group("run")
+    crn.add_argument("--repeats", type=_positive_int, default=5, help="repetitions (the band in the figure)")
+    crn.add_argument("--out", default="compare", help="output folder")
+    crn.add_argument("--no-progress", action="store_true", help="no progress bars")
+    c.set_defaults(func=cmd_compare)
 
     rp = sub.add_parser("reproduce", formatter_class=_Formatter, help="reproduce a figure of the paper")
     rp.add_argument("figure", choices=["pull-diag", "linear-speedup", "multi-gossip"],

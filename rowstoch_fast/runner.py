@@ -453,6 +453,7 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
         if bar is not None:
             bar.close()
     meta["completed_iterations"] = opt.iteration
+    meta["traffic"] = opt.traffic()
     if diverged is not None:
         # the optimizer keeps its last finite state but the oracle has drawn past it: the last periodic
         # checkpoint (if any) stays the one to resume from; what was recorded goes with the exception
@@ -463,7 +464,6 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
     if checkpoint:
         _save_checkpoint(checkpoint, opt, oracle, rows, meta, time.perf_counter() - t0)
     _warn_if_growing(rows, algorithm.lr)
-    meta["traffic"] = opt.traffic()
     per_process = opt.process_stats()  # collective under MPI
     if per_process is not None and len(per_process) > 1:
         meta["ranks"] = len(per_process)

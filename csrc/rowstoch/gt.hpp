@@ -112,6 +112,8 @@ bool combine(std::int64_t n, std::int64_t w, int K, const T* const X[], const T*
              const T coef[], T out[]) {
     int bad = 0;
     for_range(n, threads_for(n * w * K), [&](std::int64_t lo, std::int64_t hi) {
+        // v - v is 0 for finite v and NaN for NaN/Inf: a comparison the compiler vectorises (std::isfinite
+        // is not), ORed into an integer flag
         int my_bad = 0;
         for (std::int64_t i = lo; i < hi; ++i) {
             T c[4];
@@ -119,21 +121,30 @@ bool combine(std::int64_t n, std::int64_t w, int K, const T* const X[], const T*
             const std::int64_t off = i * w;
             T* o = out + off;
             const T* x0 = X[0] + off;
+            int row_bad = 0;
             switch (K) {
                 case 1:
-                    for (std::int64_t j = 0; j < w; ++j) { const T v = c[0] * x0[j]; o[j] = v; my_bad |= !std::isfinite(v); }
+                    for (std::int64_t j = 0; j < w; ++j) {
+                        const T v = c[0] * x0[j];
+                        o[j] = v;
+                        row_bad |= !(v - v == T(0));
+                    }
                     break;
                 case 2: {
                     const T* x1 = X[1] + off;
                     for (std::int64_t j = 0; j < w; ++j) {
-                        const T v = c[0] * x0[j] + c[1] * x1[j]; o[j] = v; my_bad |= !std::isfinite(v);
+                        const T v = c[0] * x0[j] + c[1] * x1[j];
+                        o[j] = v;
+                        row_bad |= !(v - v == T(0));
                     }
                     break;
                 }
                 case 3: {
                     const T *x1 = X[1] + off, *x2 = X[2] + off;
                     for (std::int64_t j = 0; j < w; ++j) {
-                        const T v = c[0] * x0[j] + c[1] * x1[j] + c[2] * x2[j]; o[j] = v; my_bad |= !std::isfinite(v);
+                        const T v = c[0] * x0[j] + c[1] * x1[j] + c[2] * x2[j];
+                        o[j] = v;
+                        row_bad |= !(v - v == T(0));
                     }
                     break;
                 }
@@ -142,10 +153,11 @@ bool combine(std::int64_t n, std::int64_t w, int K, const T* const X[], const T*
                     for (std::int64_t j = 0; j < w; ++j) {
                         const T v = c[0] * x0[j] + c[1] * x1[j] + c[2] * x2[j] + c[3] * x3[j];
                         o[j] = v;
-                        my_bad |= !std::isfinite(v);
+                        row_bad |= !(v - v == T(0));
                     }
                 }
             }
+            my_bad |= row_bad;
         }
         if (my_bad) raise_flag(bad);
     });

@@ -317,11 +317,9 @@ class Optimizer:
     # ------------------------------------------------------------------ stepping
     def _gradient(self, grad_fn, x_buf, out, iteration):
         """``out <- grad_fn(x_buf)`` (collective under MPI); DivergenceError on NaN/Inf."""
-        self._ops.call(self._gradient_local, grad_fn, x_buf, out)
-        if self.check_finite:
-            bad = self._ops.first_nonfinite(out)
-            if bad >= 0:
-                raise DivergenceError.gradient(iteration, bad, self.iteration)
+        finite = self._ops.call(self._gradient_local, grad_fn, x_buf, out)
+        if self.check_finite and not self._ops.all_true(finite):
+            raise DivergenceError.gradient(iteration, self._ops.first_nonfinite(out), self.iteration)
 
     def _gradient_local(self, grad_fn, x_buf, out):
         G = self._ops.user_array(grad_fn(self._user_view(x_buf)), "the value grad_fn returns")
@@ -329,7 +327,7 @@ class Optimizer:
             raise ValueError(f"grad_fn returned shape {tuple(G.shape)}, expected {self._shape} (the shape of x)")
         if G.dtype.kind not in "fiu":
             raise TypeError(f"grad_fn must return a real numeric array, got dtype {G.dtype}")
-        out[...] = self._internal(G)
+        return self._ops.copy_in(out, self._internal(G))
 
     def _check_iterates(self, finite, t, *blocks):
         """DivergenceError for iteration ``t + 1`` unless ``finite`` on every process."""

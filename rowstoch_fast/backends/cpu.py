@@ -93,6 +93,15 @@ class CpuBackend:
         a block may be ``out`` itself). Returns False when ``out`` has a NaN or Inf."""
         return _core.combine(out, coefs, blocks)
 
+    def copy_in(self, out, values):
+        """``out[...] = values`` (any array of out's shape); False when ``out`` then has a NaN or Inf.
+        One pass when ``values`` is already a C-contiguous block of out's dtype."""
+        if (type(values) is np.ndarray and values.dtype == out.dtype and values.flags.c_contiguous
+                and values.flags.aligned and values.shape == out.shape and not np.may_share_memory(values, out)):
+            return _core.combine(out, [1.0], [values])  # 1 * v == v exactly (NaN and Inf included)
+        out[...] = values
+        return _core.first_nonfinite(out) < 0
+
     def vector(self, values):
         """A per-row coefficient vector (this process's rows of a length-``n`` host vector)."""
         return np.ascontiguousarray(values, dtype=self.dtype)
@@ -100,6 +109,8 @@ class CpuBackend:
     # ------------------------------------------------------------------ reductions
     def first_nonfinite(self, *blocks):
         """The smallest node id with a NaN/Inf in any of ``blocks`` (over all processes), or -1."""
+        if len(blocks) == 1:
+            return _core.first_nonfinite(blocks[0])
         rows = [r for r in (_core.first_nonfinite(b) for b in blocks) if r >= 0]
         return min(rows) if rows else -1
 

@@ -258,6 +258,10 @@ class CupyBackend:
         out[...] = total
         return bool(self.xp.isfinite(out).all())
 
+    def copy_in(self, out, values):
+        out[...] = values
+        return bool(self.xp.isfinite(out).all())
+
     def vector(self, values):
         return self.xp.ascontiguousarray(self.xp.asarray(values, dtype=self.dtype))
 
