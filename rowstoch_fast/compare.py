@@ -29,7 +29,7 @@ ALGORITHMS = ("pull-diag-gt", "mg-pull-diag-gt", "frost", "pull-diag-gd", "dsgd"
 #: gradients, the Pull-Diag family, run at about 1/n of the rate of those that track their average).
 TUNE_GRID = tuple(float(v) for v in np.logspace(-4, 1, 11))
 #: An MG method that fits fewer iterations than this into the budget gets a warning (its R is too large for it).
-MIN_ITERATIONS = 20
+MIN_ITERATIONS = 10
 
 
 def parse_algorithms(names, A, mg_rounds=None):
@@ -221,11 +221,13 @@ def summary(frame, metric="grad_norm"):
     rows = []
     for label, runs in frame.groupby("algorithm", sort=False):
         last = runs[runs["iteration"] == runs["iteration"].max()]
+        with np.errstate(invalid="ignore", over="ignore"):  # a diverged run's records hold inf
+            final, spread = float(last[metric].mean()), float(last[metric].std(ddof=0))
         rows.append({"algorithm": label, "lr": float(runs["lr"].iloc[0]),
                      "rounds_per_iteration": int(runs["rounds_per_iteration"].iloc[0]),
                      "iterations": int(last["iteration"].iloc[0]),
                      "communication_rounds": int(last["communication_rounds"].iloc[0]),
-                     "final": float(last[metric].mean()), "final_std": float(last[metric].std(ddof=0)),
+                     "final": final, "final_std": spread,
                      "messages": int(last["messages"].iloc[0]), "bytes": int(last["bytes"].iloc[0]),
                      "gradient_evaluations": int(last["gradient_evaluations"].iloc[0]),
                      "wall_seconds": float(runs["total_wall_seconds"].iloc[0]),
@@ -264,7 +266,8 @@ def plot(frame, metric="grad_norm", ax=None, title=None, path=None):
         _, ax = plt.subplots(figsize=(7, 4.5))
     for label, runs in frame.groupby("algorithm", sort=False):
         g = runs.groupby("communication_rounds", sort=True)[metric]
-        mean, std = g.mean(), g.std(ddof=0).fillna(0)
+        with np.errstate(invalid="ignore", over="ignore"):
+            mean, std = g.mean(), g.std(ddof=0).fillna(0)
         diverged = " (diverged)" if runs["diverged"].iloc[0] else ""
         line = ax.plot(mean.index, mean.values, label=f"{label}, lr {runs['lr'].iloc[0]:.2g}{diverged}")[0]
         ax.fill_between(mean.index, np.clip(mean - std, 1e-300, None), mean + std, color=line.get_color(), alpha=0.15)

@@ -1,0 +1,152 @@
+"""The benchmark harness: rowstoch_fast.compare and ``rowstoch compare``."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from rowstoch_fast import compare as cmp
+from rowstoch_fast import topology
+from rowstoch_fast.objectives import NonconvexLogistic, Quadratic
+from test_careless_user import ROWSTOCH, SMALL, assert_one_line_error, rowstoch
+
+
+@pytest.fixture(scope="module")
+def problem():
+    return topology.exponential(8), NonconvexLogistic.synthetic(8, total=1600, batch=20, seed=0)
+
+
+def test_same_budget_seeds_and_metrics_for_every_algorithm(problem):
+    A, f = problem
+    frame = cmp.compare(A, f, ["pull-diag-gt", "mg-pull-diag-gt", "push-diging", "mg-push-diging", "dsgd"], 80,
+                        lr={"pull-diag-gt": 0.01, "mg-pull-diag-gt": 0.01, "push-diging": 0.1,
+                            "mg-push-diging": 0.1, "dsgd": 0.1}, repeats=3, mg_rounds=4, progress=False)
+    table = cmp.summary(frame)
+    assert table["algorithm"].tolist() == ["pull-diag-gt", "mg-pull-diag-gt", "push-diging", "mg-push-diging", "dsgd"]
+    assert table["communication_rounds"].tolist() == [80] * 5
+    assert table["iterations"].tolist() == [80, 20, 80, 20, 80]
+    # an MG iteration averages R mini-batches: the samples per round are the same for everyone
+    assert len(set(table["gradient_evaluations"])) == 1
+    assert (table["messages"] > 0).all() and not table["diverged"].any()
+    # three repetitions per record; the same seeds give the same first record for every algorithm
+    first = frame[frame["iteration"] == 0].groupby("algorithm")["grad_norm"].apply(tuple)
+    assert len(set(first)) == 1 and len(first.iloc[0]) == 3
+    again = cmp.compare(A, f, "dsgd", 80, lr=0.1, repeats=3, progress=False)
+    np.testing.assert_array_equal(again["grad_norm"], frame.loc[frame["algorithm"] == "dsgd", "grad_norm"])
+    assert frame.attrs["lr"]["dsgd"] == 0.1 and frame.attrs["status"]["dsgd"] == "done"
+
+
+def test_tuning_picks_from_the_grid_and_keeps_given_rates(problem):
+    A, f = problem
+    frame = cmp.compare(A, f, "pull-diag-gt,sgp", 100, lr={"sgp": 0.05}, tune=True, repeats=1, progress=False)
+    assert frame.attrs["lr"]["sgp"] == 0.05 and "sgp" not in frame.attrs["tuning"]
+    scores = frame.attrs["tuning"]["pull-diag-gt"]
+    assert set(scores) == set(cmp.TUNE_GRID) and frame.attrs["lr"]["pull-diag-gt"] in cmp.TUNE_GRID
+    best = frame.attrs["lr"]["pull-diag-gt"]
+    assert scores[best] == min(scores.values())
+
+
+def test_a_diverging_algorithm_is_reported_not_raised():
+    import warnings
+
+    A, f = topology.exponential(8), Quadratic.random(8, 3, seed=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # NumPy's overflow notes on the way to inf
+        frame = cmp.compare(A, f, "pull-diag-gt,dsgd", 400, lr={"pull-diag-gt": 50.0, "dsgd": 0.1}, repeats=2,
+                            progress=False)
+    table = cmp.summary(frame).set_index("algorithm")
+    assert table.loc["pull-diag-gt", "diverged"] and not table.loc["dsgd", "diverged"]
+    assert frame.attrs["status"] == {"pull-diag-gt": "diverged", "dsgd": "done"}
+
+
+def test_bad_arguments_name_what_is_wrong(problem):
+    A, f = problem
+    with pytest.raises(ValueError, match="no learning rate for push-pull"):
+        cmp.compare(A, f, "dsgd,push-pull", 10, lr={"dsgd": 0.1}, progress=False)
+    with pytest.raises(ValueError, match="unknown algorithm 'frosty'"):
+        cmp.compare(A, f, "frosty", 10, lr=0.1, progress=False)
+    with pytest.raises(ValueError, match="'mg-dsgd' is not a multi-round method"):
+        cmp.compare(A, f, "mg-dsgd", 10, lr=0.1, progress=False)
+    with pytest.raises(ValueError, match="listed twice"):
+        cmp.compare(A, f, "dsgd,dsgd", 10, lr=0.1, progress=False)
+    with pytest.raises(ValueError, match="lr: sgp is not among"):
+        cmp.compare(A, f, "dsgd", 10, lr={"dsgd": 0.1, "sgp": 0.1}, progress=False)
+    with pytest.warns(RuntimeWarning, match="runs only 2 iterations"):
+        cmp.compare(A, f, "mg-pull-diag-gt", 10, lr=0.01, mg_rounds=5, progress=False)
+
+
+def test_plot_draws_one_line_per_algorithm(problem, tmp_path):
+    pytest.importorskip("matplotlib")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    A, f = problem
+    frame = cmp.compare(A, f, "dsgd,sgp,centralized", 30, lr=0.1, repeats=2, progress=False)
+    ax = cmp.plot(frame, path=tmp_path / "c.png")
+    assert len(ax.get_lines()) == 3 and (tmp_path / "c.png").stat().st_size > 1000
+    assert "centralized" in cmp.format_summary(cmp.summary(frame))
+
+
+def test_cli_compare_writes_the_table_csv_and_figure(tmp_path):
+    out = tmp_path / "cmp"
+    rc, stdout, err = rowstoch("compare", "--topology", "ring", *SMALL, "--algorithms", "pull-diag-gt,push-pull,sgp",
+                               "--rounds-budget", "40", "--repeats", "2", "--lr", "pull-diag-gt=0.01,push-pull=0.05",
+                               "--tune", "--out", out)
+    assert rc == 0, err
+    assert "tuned sgp: lr = " in stdout and "push-pull" in stdout
+    for name in ("compare.csv", "summary.csv", "lr.json", "compare.png"):
+        assert (out / name).stat().st_size > 0, name
+    import pandas as pd
+
+    table = pd.read_csv(out / "summary.csv")
+    assert table["algorithm"].tolist() == ["pull-diag-gt", "push-pull", "sgp"]
+    assert (table["communication_rounds"] == 40).all()
+
+
+@pytest.mark.parametrize("args, fragments", [
+    (["--lr", "frost=x"], ["--lr frost='x' is not a number"]),
+    (["--lr", "sgp=0.1"], ["--lr names 'sgp'"]),
+    (["--algorithms", "frost,nope"], ["unknown algorithm 'nope'"]),
+    (["--lr", "0.1", "--algorithms", "frost", "--topology", "torus"], ["unknown topology 'torus'"]),
+    ([], ["no learning rate for frost"]),
+    (["--lr", "-1"], ["frost = -1.0 must be a finite number > 0"]),
+])
+def test_cli_compare_bad_input_is_one_line(tmp_path, args, fragments):
+    base = ["compare", *SMALL, "--algorithms", "frost", "--rounds-budget", "10", "--out", tmp_path / "o"]
+    if "--algorithms" in args:
+        base = [a for a in base if a != "frost" and a != "--algorithms"]
+    rc, _, err = rowstoch(*base, *args)
+    assert_one_line_error(rc, err, *fragments)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a process group")
+def test_cli_compare_ctrl_c_keeps_what_finished(tmp_path):
+    out = tmp_path / "cmp"
+    cmd = [ROWSTOCH] if ROWSTOCH else [sys.executable, "-m", "rowstoch_fast.cli"]
+    proc = subprocess.Popen(cmd + ["compare", "--topology", "exponential", *SMALL, "--algorithms",
+                                   "dsgd,sgp,push-pull", "--rounds-budget", "200000", "--repeats", "1",
+                                   "--lr", "0.05", "--out", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline:  # the first algorithm finishes, the second is running: interrupt it
+            line = proc.stdout.readline()
+            if "dsgd: done" in line or not line:
+                break
+        time.sleep(1.0)
+        proc.send_signal(signal.SIGINT)
+        stdout, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    import pandas as pd
+
+    frame = pd.read_csv(out / "compare.csv")
+    last = frame.groupby("algorithm")["iteration"].max()
+    assert last.to_dict().keys() == {"dsgd", "sgp"} and last["dsgd"] == 200000 and 0 < last["sgp"] < 200000
+    assert "interrupted" in stdout
