@@ -107,57 +107,66 @@ bool gt_descent_input(std::int64_t n, std::int64_t w, T lr, const T* __restrict 
 // no __restrict here).  Summed left to right, c_0 X_0 + c_1 X_1 + ..., the order a NumPy transcription
 // writes.  Returns false if any entry of out is NaN or Inf.  The element-wise update of every algorithm
 // in rowstoch_fast.algorithms is one or two of these.
+// Elements [b, e) of out <- sum_t c_t X_t with constant coefficients; true if one of them is NaN or Inf
+// (v - v is 0 for finite v and NaN otherwise: a comparison the compiler vectorises, std::isfinite is not).
+template <class T>
+inline bool combine_span(int K, const T* const X[], const T c[], T out[], std::int64_t b, std::int64_t e) {
+    int bad = 0;
+    switch (K) {
+        case 1:
+            for (std::int64_t j = b; j < e; ++j) {
+                const T v = c[0] * X[0][j];
+                out[j] = v;
+                bad |= !(v - v == T(0));
+            }
+            break;
+        case 2:
+            for (std::int64_t j = b; j < e; ++j) {
+                const T v = c[0] * X[0][j] + c[1] * X[1][j];
+                out[j] = v;
+                bad |= !(v - v == T(0));
+            }
+            break;
+        case 3:
+            for (std::int64_t j = b; j < e; ++j) {
+                const T v = c[0] * X[0][j] + c[1] * X[1][j] + c[2] * X[2][j];
+                out[j] = v;
+                bad |= !(v - v == T(0));
+            }
+            break;
+        default:
+            for (std::int64_t j = b; j < e; ++j) {
+                const T v = c[0] * X[0][j] + c[1] * X[1][j] + c[2] * X[2][j] + c[3] * X[3][j];
+                out[j] = v;
+                bad |= !(v - v == T(0));
+            }
+    }
+    return bad != 0;
+}
+
+// out <- sum_t c_t X_t for K <= 4 terms of n x w blocks, where c_t scales whole rows (row_coef[t][i]) or
+// is the scalar coef[t] (row_coef[t] == nullptr).  A term may be `out` itself (read before written,
+// element by element; no __restrict here).  Summed left to right, c_0 X_0 + c_1 X_1 + ..., the order a
+// NumPy transcription writes.  Returns false if any entry of out is NaN or Inf.  The element-wise update
+// of every algorithm in rowstoch_fast.algorithms is one or two of these.
 template <class T>
 bool combine(std::int64_t n, std::int64_t w, int K, const T* const X[], const T* const row_coef[],
              const T coef[], T out[]) {
     int bad = 0;
+    bool scalar = true;
+    for (int t = 0; t < K; ++t) scalar = scalar && row_coef[t] == nullptr;
+    if (scalar) {  // one long stream, whatever the row width
+        for_range(n * w, threads_for(n * w * K), [&](std::int64_t lo, std::int64_t hi) {
+            if (combine_span(K, X, coef, out, lo, hi)) raise_flag(bad);
+        });
+        return bad == 0;
+    }
     for_range(n, threads_for(n * w * K), [&](std::int64_t lo, std::int64_t hi) {
-        // v - v is 0 for finite v and NaN for NaN/Inf: a comparison the compiler vectorises (std::isfinite
-        // is not), ORed into an integer flag
         int my_bad = 0;
         for (std::int64_t i = lo; i < hi; ++i) {
             T c[4];
             for (int t = 0; t < K; ++t) c[t] = row_coef[t] ? row_coef[t][i] : coef[t];
-            const std::int64_t off = i * w;
-            T* o = out + off;
-            const T* x0 = X[0] + off;
-            int row_bad = 0;
-            switch (K) {
-                case 1:
-                    for (std::int64_t j = 0; j < w; ++j) {
-                        const T v = c[0] * x0[j];
-                        o[j] = v;
-                        row_bad |= !(v - v == T(0));
-                    }
-                    break;
-                case 2: {
-                    const T* x1 = X[1] + off;
-                    for (std::int64_t j = 0; j < w; ++j) {
-                        const T v = c[0] * x0[j] + c[1] * x1[j];
-                        o[j] = v;
-                        row_bad |= !(v - v == T(0));
-                    }
-                    break;
-                }
-                case 3: {
-                    const T *x1 = X[1] + off, *x2 = X[2] + off;
-                    for (std::int64_t j = 0; j < w; ++j) {
-                        const T v = c[0] * x0[j] + c[1] * x1[j] + c[2] * x2[j];
-                        o[j] = v;
-                        row_bad |= !(v - v == T(0));
-                    }
-                    break;
-                }
-                default: {
-                    const T *x1 = X[1] + off, *x2 = X[2] + off, *x3 = X[3] + off;
-                    for (std::int64_t j = 0; j < w; ++j) {
-                        const T v = c[0] * x0[j] + c[1] * x1[j] + c[2] * x2[j] + c[3] * x3[j];
-                        o[j] = v;
-                        row_bad |= !(v - v == T(0));
-                    }
-                }
-            }
-            my_bad |= row_bad;
+            my_bad |= combine_span(K, X, c, out, i * w, (i + 1) * w);
         }
         if (my_bad) raise_flag(bad);
     });

@@ -21,11 +21,11 @@ import threading
 import numpy as np
 
 from .. import backends
-from .._checks import check_csr_arrays, fmt_bytes, nodes_first, require_memory
+from .._checks import check_csr_arrays, check_positive_float, fmt_bytes, nodes_first, require_memory
 from ..errors import DivergenceError
 from ..mixing import MixingMatrix
 
-__all__ = ["Optimizer", "REGISTRY", "exclusive", "matrix_from_state"]
+__all__ = ["Optimizer", "REGISTRY", "exclusive", "matrix_from_state", "push_weights"]
 
 #: Every algorithm by its name (``"pull-diag-gt"``, ``"frost"``, ...): filled as the modules of this folder load.
 REGISTRY = {}
@@ -97,6 +97,20 @@ def matrix_from_state(state, M=None, prefix="", kind="row"):
     if not isinstance(M, MixingMatrix) or M.n != n or (M.csr != csr).nnz:
         raise ValueError(f"{prefix.rstrip('_') or 'A'} is not the matrix this state was saved with")
     return M
+
+
+def push_weights(ops, C, cur, nxt, rounds, work, frozen):
+    """Push-sum weights ``nxt <- C^rounds cur`` (one value per node); returns whether they are frozen.
+
+    The weights do not depend on the data, and once a step leaves them unchanged bit for bit they are a
+    fixed point of the (deterministic) kernel: from then on they are copied instead of mixed, with the
+    same bits. The test is agreed on by every MPI rank.
+    """
+    if frozen:
+        nxt[...] = cur
+        return True
+    ops.mix(C, cur, nxt, rounds, work)
+    return ops.all_true(bool((nxt == cur).all()))
 
 
 def _plain(value):
@@ -179,9 +193,13 @@ class Optimizer:
             raise ValueError(f"x0 must not be empty, got shape {x0.shape}")
         return mats, x0
 
-    def _check_hyper(self, **hyper):
-        """Validate the hyperparameters, set the attributes, return them (as ``state_dict`` saves them)."""
-        raise NotImplementedError
+    def _check_hyper(self, lr):
+        """Validate the hyperparameters, set the attributes, return them (as ``state_dict`` saves them).
+
+        The default takes one positive step size ``lr``; algorithms with other hyperparameters override it.
+        """
+        self.lr = check_positive_float(lr, "lr")
+        return {"lr": self.lr}
 
     def _allocate(self, shape):
         ops = self._ops

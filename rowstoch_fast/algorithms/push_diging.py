@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .._checks import check_int, check_positive_float
-from ._base import Optimizer
+from ._base import Optimizer, push_weights
 
 __all__ = ["PushDIGing"]
 
@@ -21,6 +21,9 @@ class PushDIGing(Optimizer):
         y_{k+1} = C^R y_k + g(x_{k+1}) - g(x_k)
 
     ``x`` (the de-biased model) is what ``opt.x`` shows and ``grad_fn`` sees.
+    The push-sum weights ``v_k = C^(kR) 1`` do not depend on the data: once
+    they reach a floating-point fixed point they are no longer mixed (the
+    same bits as mixing them on).
 
     Parameters
     ----------
@@ -55,6 +58,7 @@ class PushDIGing(Optimizer):
     def __init__(self, C, x0, lr, rounds=1, backend="auto", *, check_finite=True, comm=None, partition=None):
         self._start(x0, {"C": C}, backend, check_finite, comm, partition, lr=lr, rounds=rounds)
         self._v_work = self._ops.zeros(1)
+        self._v_frozen = False
 
     def _check_hyper(self, lr, rounds):
         self.lr = check_positive_float(lr, "lr")
@@ -78,7 +82,7 @@ class PushDIGing(Optimizer):
         finite = ops.combine(w, [1.0, -self.lr], [cur["u"], cur["y"]])
         self._check_iterates(finite, t, w)
         ops.mix(C, w, nxt["u"], R, work)  # u_{k+1} = C^R (u_k - lr y_k)
-        ops.mix(C, cur["v"], nxt["v"], R, self._v_work)  # v_{k+1} = C^R v_k
+        self._v_frozen = push_weights(ops, C, cur["v"], nxt["v"], R, self._v_work, self._v_frozen)
         finite = ops.combine(nxt["x"], [1.0 / nxt["v"][:, 0]], [nxt["u"]])  # x_{k+1} = u_{k+1} / v_{k+1}
         self._check_iterates(finite, t, nxt["x"])
         self._gradient(grad_fn, nxt["x"], nxt["g"], t + 1)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from .._checks import check_positive_float
 from ._base import Optimizer
 
 __all__ = ["PushPull"]
@@ -49,10 +48,6 @@ class PushPull(Optimizer):
 
     def __init__(self, A, C, x0, lr, backend="auto", *, check_finite=True, comm=None, partition=None):
         self._start(x0, {"A": A, "C": C}, backend, check_finite, comm, partition, lr=lr)
-
-    def _check_hyper(self, lr):
-        self.lr = check_positive_float(lr, "lr")
-        return {"lr": self.lr}
 
     def _traffic_per_iteration(self):
         w = self._reps * self._d

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from .._checks import check_positive_float
-from ._base import Optimizer
+from ._base import Optimizer, push_weights
 
 __all__ = ["SGP"]
 
@@ -18,7 +17,9 @@ class SGP(Optimizer):
         w_{k+1} = C w_k
         z_{k+1} = x_{k+1} / w_{k+1}
 
-    The model each node uses (``opt.x``, what ``grad_fn`` sees) is ``z``. With
+    The push-sum weights ``w_k = C^k 1`` do not depend on the data: once they
+    reach a floating-point fixed point they are no longer mixed (the same
+    bits). The model each node uses (``opt.x``, what ``grad_fn`` sees) is ``z``. With
     a constant ``lr`` it reaches an ``O(lr)`` neighbourhood of the minimiser of
     ``(1/n) sum_i f_i`` (no gradient tracking).
 
@@ -52,10 +53,7 @@ class SGP(Optimizer):
 
     def __init__(self, C, x0, lr, backend="auto", *, check_finite=True, comm=None, partition=None):
         self._start(x0, {"C": C}, backend, check_finite, comm, partition, lr=lr)
-
-    def _check_hyper(self, lr):
-        self.lr = check_positive_float(lr, "lr")
-        return {"lr": self.lr}
+        self._w_frozen = False
 
     def _traffic_per_iteration(self):
         return [("C", 1, self._reps * self._d + 1)]  # h and the weight w travel together
@@ -71,6 +69,6 @@ class SGP(Optimizer):
         finite = ops.combine(h, [1.0, -self.lr], [cur["x"], g])
         self._check_iterates(finite, t, h)
         ops.mix(C, h, nxt["x"])
-        ops.mix(C, cur["w"], nxt["w"])
+        self._w_frozen = push_weights(ops, C, cur["w"], nxt["w"], 1, None, self._w_frozen)
         finite = ops.combine(nxt["z"], [1.0 / nxt["w"][:, 0]], [nxt["x"]])
         self._check_iterates(finite, t, nxt["z"])

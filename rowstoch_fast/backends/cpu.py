@@ -7,11 +7,12 @@ import numpy as np
 from .. import _core
 from .._checks import as_float_array
 from ..tracker import DiagTracker
+from .base import Backend
 
 __all__ = ["CpuBackend"]
 
 
-class CpuBackend:
+class CpuBackend(Backend):
     """The operations the algorithms use, on NumPy blocks of shape ``(rows, w)`` (node-major, C order).
 
     Here ``rows = n`` (every node). The MPI backend derives from this class
@@ -21,40 +22,13 @@ class CpuBackend:
     """
 
     name = "cpu"
-    xp = np
-    is_root = True
-
-    def __init__(self, **options):
-        if options:
-            raise TypeError(f"backend 'cpu' takes no option {', '.join(map(repr, sorted(options)))} "
-                            "(comm and partition are options of backend='mpi')")
-
-    #: Halo messages and bytes this process has sent (only the MPI backend sends any).
-    messages = 0
-    bytes_sent = 0
-
-    # ------------------------------------------------------------------ set-up
-    def call(self, fn, *args):
-        """Run ``fn(*args)`` (under MPI: on every rank, raising on all if it raises on one)."""
-        return fn(*args)
 
     def check_x0(self, x0, dtype):
         """``x0`` as a C-contiguous host array of ``dtype`` (finite; any shape, checked by the caller)."""
         return as_float_array(x0, "x0", dtype, ndim=(1, 2, 3))
 
-    def attach(self, n, dtype, matrices):
-        """Prepare for these :class:`MixingMatrix` objects (on ``n`` nodes) and value type."""
-        self.n = n
-        self.dtype = np.dtype(dtype)
-        self.rows = self.n
-        self.local_nodes = None  # all nodes, in order
-
-    def zeros(self, width):
-        """A zero block of ``(rows, width)`` values."""
-        return np.zeros((self.rows, width), dtype=self.dtype)
-
     def local(self, full):
-        """This process's rows of a host array whose axis -2 (or only axis) runs over all ``n`` nodes."""
+        """This process's rows of a host array whose axis 0 runs over all ``n`` nodes."""
         return np.ascontiguousarray(full, dtype=self.dtype)
 
     def user_array(self, G, name):
@@ -102,11 +76,7 @@ class CpuBackend:
         out[...] = values
         return _core.first_nonfinite(out) < 0
 
-    def vector(self, values):
-        """A per-row coefficient vector (this process's rows of a length-``n`` host vector)."""
-        return np.ascontiguousarray(values, dtype=self.dtype)
-
-    # ------------------------------------------------------------------ reductions
+    # ------------------------------------------------------------------ reductions and results
     def first_nonfinite(self, *blocks):
         """The smallest node id with a NaN/Inf in any of ``blocks`` (over all processes), or -1."""
         if len(blocks) == 1:
@@ -114,23 +84,6 @@ class CpuBackend:
         rows = [r for r in (_core.first_nonfinite(b) for b in blocks) if r >= 0]
         return min(rows) if rows else -1
 
-    def all_true(self, flag):
-        """``flag`` on every process (under MPI: the logical and of all ranks' flags)."""
-        return bool(flag)
-
-    def weighted_sum(self, weights, block):
-        """``weights^T block`` over all nodes (``weights``: this process's rows), shape (w,)."""
-        return weights @ block
-
-    def sum_rows(self, block):
-        """``1^T block`` over all nodes, shape (w,)."""
-        return block.sum(axis=0)
-
-    # ------------------------------------------------------------------ results
     def gather(self, block):
         """The full ``(n, w)`` block as a host array on the root process (None on the others)."""
         return np.array(block)
-
-    def gather_objects(self, obj):
-        """``[obj]`` of every process, in rank order, on the root (None on the others)."""
-        return [obj]

@@ -17,6 +17,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from .base import Backend
+
 __all__ = ["HAS_CUPY", "require_cupy", "to_gpu", "to_cpu", "device_csr", "mix", "mix_power", "CupyBackend"]
 
 
@@ -184,7 +186,7 @@ class _DeviceTracker:
         return self._host.max_inverse_diagonal
 
 
-class CupyBackend:
+class CupyBackend(Backend):
     """The operations of :class:`~rowstoch_fast.backends.cpu.CpuBackend` on CuPy device arrays.
 
     Mixing runs the NVRTC-compiled CSR kernel of ``kernels.cu`` (the matrix is
@@ -194,18 +196,10 @@ class CupyBackend:
     """
 
     name = "cupy"
-    is_root = True
 
     def __init__(self, **options):
-        if options:
-            raise TypeError(f"backend 'cupy' takes no option {', '.join(map(repr, sorted(options)))}")
+        super().__init__(**options)
         self.xp = require_cupy()
-
-    messages = 0
-    bytes_sent = 0
-
-    def call(self, fn, *args):
-        return fn(*args)
 
     def check_x0(self, x0, dtype):
         cupy = self.xp
@@ -217,17 +211,8 @@ class CupyBackend:
             raise ValueError("x0 must be finite")
         return x0
 
-    def attach(self, n, dtype, matrices):
-        self.n = n
-        self.dtype = np.dtype(dtype)
-        self.rows = self.n
-        self.local_nodes = None
-
-    def zeros(self, width):
-        return self.xp.zeros((self.rows, width), dtype=self.dtype)
-
     def local(self, full):
-        return self.xp.ascontiguousarray(self.xp.asarray(full, dtype=self.dtype))  # explicit host-to-device copy
+        return self.vector(full)  # the explicit host-to-device copy of a resumed state
 
     def user_array(self, G, name):
         return _require_device(G, name)
@@ -262,26 +247,10 @@ class CupyBackend:
         out[...] = values
         return bool(self.xp.isfinite(out).all())
 
-    def vector(self, values):
-        return self.xp.ascontiguousarray(self.xp.asarray(values, dtype=self.dtype))
-
     def first_nonfinite(self, *blocks):
         cupy = self.xp
         found = [int(cupy.argmax(~cupy.isfinite(b).all(axis=1))) for b in blocks if not bool(cupy.isfinite(b).all())]
         return min(found) if found else -1
 
-    def all_true(self, flag):
-        return bool(flag)
-
-    def weighted_sum(self, weights, block):
-        return weights @ block
-
-    def sum_rows(self, block):
-        return block.sum(axis=0)
-
     def gather(self, block):
         return block.get()
-
-    def gather_objects(self, obj):
-        """``[obj]`` of every process, in rank order, on the root (None on the others)."""
-        return [obj]

@@ -1,0 +1,62 @@
+"""What every backend shares: the operations that read the same on NumPy and CuPy arrays (``self.xp``)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["Backend"]
+
+
+class Backend:
+    """The generic half of a backend; see :class:`~rowstoch_fast.backends.cpu.CpuBackend` for the interface.
+
+    Here every block holds all ``n`` nodes' rows in one process; the MPI
+    backend overrides what changes when a process holds only its own.
+    """
+
+    name = None
+    xp = np
+    is_root = True
+    #: Halo messages and bytes this process has sent (only the MPI backend sends any).
+    messages = 0
+    bytes_sent = 0
+
+    def __init__(self, **options):
+        if options:
+            raise TypeError(f"backend {self.name!r} takes no option {', '.join(map(repr, sorted(options)))} "
+                            "(comm and partition are options of backend='mpi')")
+
+    def call(self, fn, *args):
+        """Run ``fn(*args)`` (under MPI: on every rank, raising on all if it raises on one)."""
+        return fn(*args)
+
+    def attach(self, n, dtype, matrices):
+        """Prepare for these :class:`MixingMatrix` objects (on ``n`` nodes) and value type."""
+        self.n = n
+        self.dtype = np.dtype(dtype)
+        self.rows = self.n
+        self.local_nodes = None  # all nodes, in order
+
+    def zeros(self, width):
+        """A zero block of ``(rows, width)`` values."""
+        return self.xp.zeros((self.rows, width), dtype=self.dtype)
+
+    def vector(self, values):
+        """A per-row coefficient vector (this process's rows of a length-``n`` host vector)."""
+        return self.xp.ascontiguousarray(self.xp.asarray(values, dtype=self.dtype))
+
+    def all_true(self, flag):
+        """``flag`` on every process (under MPI: the logical and of all ranks' flags)."""
+        return bool(flag)
+
+    def weighted_sum(self, weights, block):
+        """``weights^T block`` over all nodes (``weights``: this process's rows), shape (w,)."""
+        return weights @ block
+
+    def sum_rows(self, block):
+        """``1^T block`` over all nodes, shape (w,)."""
+        return block.sum(axis=0)
+
+    def gather_objects(self, obj):
+        """``[obj]`` of every process, in rank order, on the root (None on the others)."""
+        return [obj]
