@@ -107,41 +107,49 @@ bool gt_descent_input(std::int64_t n, std::int64_t w, T lr, const T* __restrict 
 // no __restrict here).  Summed left to right, c_0 X_0 + c_1 X_1 + ..., the order a NumPy transcription
 // writes.  Returns false if any entry of out is NaN or Inf.  The element-wise update of every algorithm
 // in rowstoch_fast.algorithms is one or two of these.
-// Elements [b, e) of out <- sum_t c_t X_t with constant coefficients; true if one of them is NaN or Inf
-// (v - v is 0 for finite v and NaN otherwise: a comparison the compiler vectorises, std::isfinite is not).
+// Elements [b, e) of out <- sum_t c_t X_t with constant coefficients; true if one of them is NaN or Inf.
+// v - v is 0 for finite v and NaN otherwise, and the flag is a T chosen by a select: a loop GCC and Clang
+// vectorise (an int flag ORed with a double comparison, or std::isfinite, keeps it scalar).
 template <class T>
 inline bool combine_span(int K, const T* const X[], const T c[], T out[], std::int64_t b, std::int64_t e) {
-    int bad = 0;
+    // locals: with the pointers and coefficients read through X[] and c[] in the loop, a store to out
+    // could change them, and the loop would not vectorise
+    const T* x0 = X[0];
+    const T* x1 = K > 1 ? X[1] : nullptr;
+    const T* x2 = K > 2 ? X[2] : nullptr;
+    const T* x3 = K > 3 ? X[3] : nullptr;
+    const T c0 = c[0], c1 = K > 1 ? c[1] : T(0), c2 = K > 2 ? c[2] : T(0), c3 = K > 3 ? c[3] : T(0);
+    T flag = 0;
     switch (K) {
         case 1:
             for (std::int64_t j = b; j < e; ++j) {
-                const T v = c[0] * X[0][j];
+                const T v = c0 * x0[j];
                 out[j] = v;
-                bad |= !(v - v == T(0));
+                flag = (v - v == T(0)) ? flag : T(1);
             }
             break;
         case 2:
             for (std::int64_t j = b; j < e; ++j) {
-                const T v = c[0] * X[0][j] + c[1] * X[1][j];
+                const T v = c0 * x0[j] + c1 * x1[j];
                 out[j] = v;
-                bad |= !(v - v == T(0));
+                flag = (v - v == T(0)) ? flag : T(1);
             }
             break;
         case 3:
             for (std::int64_t j = b; j < e; ++j) {
-                const T v = c[0] * X[0][j] + c[1] * X[1][j] + c[2] * X[2][j];
+                const T v = c0 * x0[j] + c1 * x1[j] + c2 * x2[j];
                 out[j] = v;
-                bad |= !(v - v == T(0));
+                flag = (v - v == T(0)) ? flag : T(1);
             }
             break;
         default:
             for (std::int64_t j = b; j < e; ++j) {
-                const T v = c[0] * X[0][j] + c[1] * X[1][j] + c[2] * X[2][j] + c[3] * X[3][j];
+                const T v = c0 * x0[j] + c1 * x1[j] + c2 * x2[j] + c3 * x3[j];
                 out[j] = v;
-                bad |= !(v - v == T(0));
+                flag = (v - v == T(0)) ? flag : T(1);
             }
     }
-    return bad != 0;
+    return flag != T(0);
 }
 
 // out <- sum_t c_t X_t for K <= 4 terms of n x w blocks, where c_t scales whole rows (row_coef[t][i]) or

@@ -69,10 +69,9 @@ class CpuBackend(Backend):
 
     def copy_in(self, out, values):
         """``out[...] = values`` (any array of out's shape); False when ``out`` then has a NaN or Inf.
-        One pass when ``values`` is already a C-contiguous block of out's dtype."""
-        if (type(values) is np.ndarray and values.dtype == out.dtype and values.flags.c_contiguous
-                and values.flags.aligned and values.shape == out.shape and not np.may_share_memory(values, out)):
-            return _core.combine(out, [1.0], [values])  # 1 * v == v exactly (NaN and Inf included)
+
+        (A NumPy copy and then the compiled check: measured faster than one fused pass of ``combine``.)
+        """
         out[...] = values
         return _core.first_nonfinite(out) < 0
 
