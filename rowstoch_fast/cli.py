@@ -436,7 +436,16 @@ def cmd_compare(args):
 
     from . import compare as cmp
 
-    _writable_folder(args.out, "--out")
+    root = True
+    if args.backend == "mpi":  # every rank runs; rank 0 prints and writes
+        try:
+            from mpi4py import MPI
+        except ImportError:
+            raise UsageError("--backend mpi needs mpi4py: pip install 'rowstoch_fast[mpi]'") from None
+        root = MPI.COMM_WORLD.Get_rank() == 0
+    say = print if root else (lambda *a, **k: None)
+    if root:
+        _writable_folder(args.out, "--out")
     if args.preset == "paper":
         graphs = {f"paper-{k}": v for k, v in topology.paper_graphs().items()}
         if args.mg_rounds is None:
@@ -455,26 +464,28 @@ def cmd_compare(args):
             if lr is None and args.preset == "paper" and not args.tune:
                 lr = PAPER_LR
             f = _objective_from_args(args, A.n)
-            print(f"{gname} (n = {A.n}): {len(specs)} algorithms, {args.rounds_budget} communication rounds each, "
+            say(f"{gname} (n = {A.n}): {len(specs)} algorithms, {args.rounds_budget} communication rounds each, "
                   f"{args.repeats} repetitions", flush=True)
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always", RuntimeWarning)
                 frame = cmp.compare(A, f, args.algorithms, args.rounds_budget, lr=lr, tune=args.tune,
                                     repeats=args.repeats, seed=args.seed, tracker=args.tracker,
                                     backend=args.backend, mg_rounds=args.mg_rounds, progress=not args.no_progress,
-                                    log=lambda line: print("  " + line, flush=True))
+                                    log=lambda line: say("  " + line, flush=True))
         except (ValueError, TypeError, RuntimeError) as exc:
             raise UsageError(str(exc)) from exc
         for w in caught:  # the budget warning; a diverging or growing baseline is reported in the table instead
-            if "runs only" in str(w.message):
+            if "runs only" in str(w.message) and root:
                 print(f"rowstoch: warning: {w.message}", file=sys.stderr)
         if len(frame):
             frame.insert(0, "graph", gname)
             frames.append(frame)
-            print(cmp.format_summary(cmp.summary(frame)), flush=True)
+            say(cmp.format_summary(cmp.summary(frame)), flush=True)
         if frame.attrs.get("interrupted"):
             interrupted = True
             break
+    if not root:
+        return 130 if interrupted else 0
     if not frames:
         print("rowstoch: interrupted before any algorithm finished; nothing written", file=sys.stderr)
         return 130

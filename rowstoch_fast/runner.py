@@ -369,6 +369,7 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
     Returns
     -------
     History
+        The same on every MPI rank (rank 0 records, then shares the rows).
 
     Raises
     ------
@@ -454,6 +455,7 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
             bar.close()
     meta["completed_iterations"] = opt.iteration
     meta["traffic"] = opt.traffic()
+    rows = opt.share(rows)  # under MPI rank 0 recorded: every rank returns the same history
     if diverged is not None:
         # the optimizer keeps its last finite state but the oracle has drawn past it: the last periodic
         # checkpoint (if any) stays the one to resume from; what was recorded goes with the exception

@@ -149,6 +149,16 @@ def case_checkpoint(out):
         np.savez(out, frame=h.frame[cols].to_numpy(float))
 
 
+def case_compare(out):
+    """rowstoch compare with the arguments tests/test_mpi.py passes in ROWSTOCH_TEST_ARGS (JSON)."""
+    import json
+    import os
+
+    from rowstoch_fast import cli
+
+    assert cli.main(json.loads(os.environ["ROWSTOCH_TEST_ARGS"]) + ["--backend", "mpi", "--out", out]) == 0
+
+
 def case_cli(out):
     from rowstoch_fast import cli
 

@@ -176,3 +176,26 @@ def test_checkpoint_under_mpi_resumes_like_single_process(tmp_path):
     single = run(Algorithm(topology.exponential(8), lr=0.05, rounds=2), f, 40, record_every=5, repeats=2,
                  progress=False, resume=ck)
     np.testing.assert_allclose(single.frame[cols].to_numpy(float), ref.frame[cols].to_numpy(float), rtol=1e-10, atol=1e-15)
+
+
+COMPARE = ["compare", "--topology", "exponential", "--n", "8", "--total", "1600", "--batch", "20",
+           "--algorithms", "pull-diag-gt,push-pull,sgp", "--rounds-budget", "40", "--repeats", "2",
+           "--lr", "pull-diag-gt=0.01,push-pull=0.05", "--tune", "--no-progress"]
+
+
+@pytest.mark.parametrize("ranks", [2])
+def test_compare_under_mpi_equals_single_process(ranks, tmp_path, monkeypatch):
+    """rowstoch compare --backend mpi (tuning included) writes what the single-process run writes."""
+    import json
+
+    import pandas as pd
+
+    from rowstoch_fast import cli
+
+    monkeypatch.setenv("ROWSTOCH_TEST_ARGS", json.dumps(COMPARE))
+    mpirun("compare", ranks, tmp_path, out=str(tmp_path / "mpi"))
+    assert cli.main(COMPARE + ["--out", str(tmp_path / "one")]) == 0
+    a, b = (pd.read_csv(tmp_path / d / "compare.csv") for d in ("mpi", "one"))
+    assert len(a) == len(b) and (a["algorithm"] == b["algorithm"]).all()
+    assert (a["grad_norm"] - b["grad_norm"]).abs().max() < 1e-12
+    assert (tmp_path / "mpi" / "lr.json").read_text() == (tmp_path / "one" / "lr.json").read_text()

@@ -438,6 +438,10 @@ class Optimizer:
         buf = self._ops.local(np.ascontiguousarray(self._internal(arr)))
         return buf.reshape(self._shape[-2], self._reps, self._d).swapaxes(0, 1).copy() if arr.ndim == 3 else buf
 
+    def share(self, obj):
+        """``obj`` of the root process, on every process (a broadcast under MPI; ``obj`` itself otherwise)."""
+        return self._ops.broadcast_objects(obj)
+
     def process_stats(self):
         """Per process (MPI rank): its nodes and the halo messages and bytes it sent, as a list of dicts on the
         root (None on the other ranks). Collective under MPI."""

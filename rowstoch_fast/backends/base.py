@@ -60,3 +60,7 @@ class Backend:
     def gather_objects(self, obj):
         """``[obj]`` of every process, in rank order, on the root (None on the others)."""
         return [obj]
+
+    def broadcast_objects(self, obj):
+        """The root's ``obj`` on every process."""
+        return obj

@@ -348,3 +348,6 @@ class MpiBackend(CpuBackend):
 
     def gather_objects(self, obj):
         return self.comm.gather(obj, root=0)
+
+    def broadcast_objects(self, obj):
+        return self.comm.bcast(obj, root=0)
