@@ -196,3 +196,37 @@ def test_gt_y_phase_flags_non_finite():
     z = [np.zeros((2, 1)) for _ in range(8)]
     z[1][1, 0] = np.inf  # y
     assert not _core.gt_y_phase(*_args(A), 1, 0.1, z[0], z[1], z[2], z[3], np.ones(2), np.ones(2), z[4], z[5], z[6], z[7])
+
+
+@given(st.integers(1, 300), st.integers(1, 12), st.integers(1, 4), st.sampled_from([np.float64, np.float32]),
+       st.integers(0, 2**31), st.booleans())
+def test_combine_matches_numpy(n, w, K, dtype, seed, in_place):
+    """out <- sum_t c_t X_t, scalar or per-row coefficients, out among the terms or not, its NaN/Inf flag."""
+    rng = np.random.default_rng(seed)
+    blocks = [rng.standard_normal((n, w)).astype(dtype) for _ in range(K)]
+    coefs = [rng.standard_normal(n).astype(dtype) if rng.random() < 0.5 else float(rng.standard_normal())
+             for _ in range(K)]
+    terms = [(c[:, None] if isinstance(c, np.ndarray) else dtype(c)) * X for c, X in zip(coefs, blocks)]
+    expected = terms[0]
+    for t in terms[1:]:
+        expected = expected + t
+    out = blocks[0] if in_place else np.empty((n, w), dtype)
+    assert _core.combine(out, coefs, blocks) is True
+    np.testing.assert_allclose(out, expected, rtol=tol(dtype) * 10, atol=tol(dtype) * 10)
+    bad = rng.integers(0, n), rng.integers(0, w)
+    blocks[-1][bad] = np.inf if rng.random() < 0.5 else np.nan
+    assert _core.combine(np.empty((n, w), dtype), coefs, blocks) is False
+
+
+def test_combine_refuses_partial_overlap_and_bad_terms():
+    X = np.zeros((6, 3))
+    with pytest.raises(ValueError, match="out shares memory with blocks\\[0\\]"):
+        _core.combine(X[:3], [1.0], [X.ravel()[3:12].reshape(3, 3)])  # rows 1..3 of X: half inside out
+    with pytest.raises(ValueError, match="1 to 4"):
+        _core.combine(X, [1.0] * 5, [X] * 5)
+    with pytest.raises(ValueError, match="must have the shape of out"):
+        _core.combine(X, [1.0], [np.zeros((5, 3))])
+    with pytest.raises(ValueError, match="coefs\\[0\\] must have shape"):
+        _core.combine(np.zeros((6, 3)), [np.ones(5)], [X])
+    with pytest.raises(TypeError, match="dtype"):
+        _core.combine(np.zeros((6, 3)), [1.0], [np.zeros((6, 3), np.float32)])
