@@ -53,3 +53,8 @@ EMULATE(logistic_grad_f64,
         (H, Yl, nodes, m, M, d, rho, X, reps, B, batches, seed, iteration, rep_offset, perm, swaps, G))
 EMULATE(csr_mix_f64_i32, P(const int* Ap, const int* Aj, const double* Ax, const double* X, double* Y, i64 n, i64 w),
         (Ap, Aj, Ax, X, Y, n, w))
+EMULATE(combine_f64,
+        P(const double* x0, const double* x1, const double* x2, const double* x3, const double* r0, const double* r1,
+          const double* r2, const double* r3, double c0, double c1, double c2, double c3, int K, double* out, i64 n,
+          i64 w, int* bad),
+        (x0, x1, x2, x3, r0, r1, r2, r3, c0, c1, c2, c3, K, out, n, w, bad))

@@ -4,6 +4,7 @@ common interface (replicas, state_dict, DivergenceError, matrix kinds, convergen
 import numpy as np
 import pytest
 
+from rowstoch_fast import _core
 from rowstoch_fast import (DSGD, FROST, SGP, CentralizedSGD, DivergenceError, MixingMatrix, PullDiagGD, PullDiagGT,
                            PushDIGing, PushPull, _reference, topology)
 from rowstoch_fast.algorithms import REGISTRY
@@ -295,13 +296,16 @@ def _fake_cupy():
 
 @pytest.mark.parametrize("name", sorted(REGISTRY))
 def test_cupy_backend_glue_on_the_host(name, monkeypatch):
-    """The CuPy backend's Python (allocation, combine, checks, trackers, gathering, resume) for every algorithm,
-    with NumPy standing in for CuPy and SciPy for the CSR kernel, which tests/cuda_on_host.cpp checks."""
+    """The CuPy backend's Python (allocation, checks, trackers, gathering, resume) for every algorithm, with
+    NumPy standing in for CuPy and the CPU for the CSR and combine kernels (tests/cuda_on_host.cpp checks those)."""
     from rowstoch_fast.backends import cupy as backend
 
     fake = _fake_cupy()
     monkeypatch.setattr(backend, "require_cupy", lambda: fake)
     monkeypatch.setattr(backend, "_mix_into", lambda M, src, dst: dst.__setitem__(Ellipsis, M.csr @ np.asarray(src)))
+    monkeypatch.setattr(backend, "_combine_into", lambda out, coefs, blocks: _core.combine(
+        out.view(np.ndarray), [c.view(np.ndarray) if isinstance(c, np.ndarray) else c for c in coefs],
+        [b.view(np.ndarray) for b in blocks]))
     rng = np.random.default_rng(5)
     A = topology.erdos_renyi(12, 0.3, seed=2)
     G = rng.standard_normal((2, 12, 3))

@@ -208,3 +208,36 @@ def test_cuda_mixing_kernel_logic_matches_cpu(cuda_on_host):
     cuda_on_host.emulate_csr_mix_f64_i32(ctypes.c_longlong(X.size), _ptr(Ap), _ptr(Aj), _ptr(csr.data), _ptr(X),
                                          _ptr(Y), ctypes.c_int64(9), ctypes.c_int64(3))
     np.testing.assert_array_equal(Y, A.mix(X))
+
+
+@pytest.mark.parametrize("K", [1, 2, 3, 4])
+def test_cuda_combine_kernel_logic_matches_cpu(cuda_on_host, K):
+    """kernels.cu's combine: the CPU combine's sums, bit for bit, its NaN flag, and out among the terms."""
+    import ctypes
+
+    from rowstoch_fast import _core
+
+    rng = np.random.default_rng(K)
+    n, w = 7, 3
+    blocks = [rng.normal(size=(n, w)) for _ in range(K)]
+    coefs = [rng.normal(size=n) if t % 2 else float(rng.normal()) for t in range(K)]
+    for in_place in (False, True):
+        out = blocks[0].copy() if in_place else np.full((n, w), np.nan)
+        terms = [out if (in_place and t == 0) else blocks[t] for t in range(K)]
+        want = np.empty((n, w))
+        assert _core.combine(want, coefs, [blocks[t] for t in range(K)])
+        bad = np.zeros(1, dtype=np.int32)
+        null = ctypes.c_void_p(0)
+        xs = [_ptr(b) for b in terms] + [null] * (4 - K)
+        rows = [_ptr(c) if isinstance(c, np.ndarray) else null for c in coefs] + [null] * (4 - K)
+        cs = [ctypes.c_double(0.0 if isinstance(c, np.ndarray) else c) for c in coefs] + [ctypes.c_double(0)] * (4 - K)
+        cuda_on_host.emulate_combine_f64(ctypes.c_longlong(n * w), *xs, *rows, *cs, ctypes.c_int(K), _ptr(out),
+                                         ctypes.c_int64(n), ctypes.c_int64(w), _ptr(bad))
+        np.testing.assert_array_equal(out, want)
+        assert bad[0] == 0
+    blocks[-1][4, 2] = np.inf
+    out = np.empty((n, w))
+    xs = [_ptr(b) for b in blocks] + [null] * (4 - K)
+    cuda_on_host.emulate_combine_f64(ctypes.c_longlong(n * w), *xs, *rows, *cs, ctypes.c_int(K), _ptr(out),
+                                     ctypes.c_int64(n), ctypes.c_int64(w), _ptr(bad))
+    assert bad[0] == 1

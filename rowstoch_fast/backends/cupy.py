@@ -107,6 +107,25 @@ def _mix_into(A, X, out):
     return out
 
 
+def _combine_into(out, coefs, blocks):
+    """``out <- sum_t coefs[t] * blocks[t]`` in one kernel (``combine`` of kernels.cu: the CPU's order and bits);
+    a coefficient is a float or a per-row device vector. Returns False when ``out`` has a NaN or Inf."""
+    cupy = require_cupy()
+    K = len(blocks)
+    if not 1 <= K <= 4 or len(coefs) != K:
+        raise ValueError(f"combine takes 1 to 4 (coefficient, block) terms, got {len(coefs)} and {K}")
+    n, w = out.shape
+    dtype = np.dtype(out.dtype)
+    null = np.intp(0)
+    xs = [b if b.flags.c_contiguous else cupy.ascontiguousarray(b) for b in blocks] + [null] * (4 - K)
+    rows = [c if hasattr(c, "__cuda_array_interface__") else null for c in coefs] + [null] * (4 - K)
+    scalars = [dtype.type(0 if hasattr(c, "__cuda_array_interface__") else c) for c in coefs]
+    scalars += [dtype.type(0)] * (4 - K)
+    bad = cupy.zeros(1, dtype=cupy.int32)
+    _launch(f"combine_{_suffix(dtype)}", n * w, (*xs, *rows, *scalars, np.int32(K), out, np.int64(n), np.int64(w), bad))
+    return int(bad.get()[0]) == 0
+
+
 def _check_block(A, X, name="X"):
     cupy = require_cupy()
     _require_device(X, name)
@@ -236,12 +255,7 @@ class CupyBackend(Backend):
         return _DeviceTracker(DiagTracker(A, rounds, kind))
 
     def combine(self, out, coefs, blocks):
-        total = None
-        for c, X in zip(coefs, blocks):
-            term = (c[:, None] if getattr(c, "ndim", 0) == 1 else c) * X
-            total = term if total is None else total + term
-        out[...] = total
-        return bool(self.xp.isfinite(out).all())
+        return _combine_into(out, coefs, blocks)
 
     def copy_in(self, out, values):
         out[...] = values

@@ -21,15 +21,23 @@ __device__ void csr_mix_impl(const I* __restrict__ Ap, const I* __restrict__ Aj,
     Y[tid] = acc;
 }
 
-// psi[i, c] = y[i, c] + s_new[i] g_new[i, c] - s_old[i] g_old[i, c]
+// out[i, c] = sum_t a_t x_t[i, c] for K <= 4 terms, a_t = r_t[i] (a per-row coefficient) when r_t is not
+// null, else the scalar c_t; summed left to right as the CPU's combine (gt.hpp), so with --fmad=false the
+// bits are the same. A term may be out itself (each thread reads its element before writing it). *bad is
+// set to 1 by any thread whose value is NaN or Inf (they all write the same 1).
 template <typename T>
-__device__ void gt_tracker_input_impl(const T* __restrict__ y, const T* __restrict__ gn, const T* __restrict__ go,
-                                      const T* __restrict__ sn, const T* __restrict__ so, T* __restrict__ psi,
-                                      i64 n, i64 w) {
+__device__ void combine_impl(const T* x0, const T* x1, const T* x2, const T* x3, const T* r0, const T* r1,
+                             const T* r2, const T* r3, T c0, T c1, T c2, T c3, int K, T* out, i64 n, i64 w,
+                             int* bad) {
     i64 tid = (i64)blockIdx.x * blockDim.x + threadIdx.x;
     if (tid >= n * w) return;
     i64 i = tid / w;
-    psi[tid] = y[tid] + sn[i] * gn[tid] - so[i] * go[tid];
+    T v = (r0 ? r0[i] : c0) * x0[tid];
+    if (K > 1) v = v + (r1 ? r1[i] : c1) * x1[tid];
+    if (K > 2) v = v + (r2 ? r2[i] : c2) * x2[tid];
+    if (K > 3) v = v + (r3 ? r3[i] : c3) * x3[tid];
+    out[tid] = v;
+    if (!(v - v == T(0))) *bad = 1;
 }
 
 // --------------------------------------------------------------------- objective
@@ -172,8 +180,8 @@ __global__ void csr_mix_f64_i32(const int* Ap, const int* Aj, const double* Ax, 
 __global__ void csr_mix_f64_i64(const i64* Ap, const i64* Aj, const double* Ax, const double* X, double* Y, i64 n, i64 w) { csr_mix_impl(Ap, Aj, Ax, X, Y, n, w); }
 __global__ void csr_mix_f32_i32(const int* Ap, const int* Aj, const float* Ax, const float* X, float* Y, i64 n, i64 w) { csr_mix_impl(Ap, Aj, Ax, X, Y, n, w); }
 __global__ void csr_mix_f32_i64(const i64* Ap, const i64* Aj, const float* Ax, const float* X, float* Y, i64 n, i64 w) { csr_mix_impl(Ap, Aj, Ax, X, Y, n, w); }
-__global__ void gt_tracker_input_f64(const double* y, const double* gn, const double* go, const double* sn, const double* so, double* psi, i64 n, i64 w) { gt_tracker_input_impl(y, gn, go, sn, so, psi, n, w); }
-__global__ void gt_tracker_input_f32(const float* y, const float* gn, const float* go, const float* sn, const float* so, float* psi, i64 n, i64 w) { gt_tracker_input_impl(y, gn, go, sn, so, psi, n, w); }
+__global__ void combine_f64(const double* x0, const double* x1, const double* x2, const double* x3, const double* r0, const double* r1, const double* r2, const double* r3, double c0, double c1, double c2, double c3, int K, double* out, i64 n, i64 w, int* bad) { combine_impl(x0, x1, x2, x3, r0, r1, r2, r3, c0, c1, c2, c3, K, out, n, w, bad); }
+__global__ void combine_f32(const float* x0, const float* x1, const float* x2, const float* x3, const float* r0, const float* r1, const float* r2, const float* r3, float c0, float c1, float c2, float c3, int K, float* out, i64 n, i64 w, int* bad) { combine_impl(x0, x1, x2, x3, r0, r1, r2, r3, c0, c1, c2, c3, K, out, n, w, bad); }
 __global__ void logistic_grad_f64(const double* H, const double* Yl, const i64* nodes, i64 m, i64 M, i64 d, double rho, const double* X, i64 reps, i64 B, i64 batches, u64 seed, u64 iteration, i64 rep_offset, i64* perm, i64* swaps, double* G) {
     logistic_grad_impl(H, Yl, nodes, m, M, d, rho, X, reps, B, batches, seed, iteration, rep_offset, perm, swaps, G);
 }
