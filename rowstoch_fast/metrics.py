@@ -48,11 +48,13 @@ class NetworkMetrics:
     pi : ndarray
         Perron vector (read-only), ``pi^T A = pi^T``, ``sum(pi) = 1``.
     beta : float
-        ``||A - 1 pi^T||_pi``.
+        ``||A - 1 pi^T||_pi``, computed on first use (a singular value
+        problem: the expensive part of the metrics at large ``n``; ``pi``,
+        ``kappa`` and the self loops come without it).
     kappa : float
         ``max(pi) / min(pi)``.
     spectral_gap : float
-        ``1 - beta``.
+        ``1 - beta`` (computes ``beta``).
     nodes_without_self_loop : tuple of int
         Nodes with ``a_ii = 0``: non-empty means Assumption 4 (bounded
         diagonals) fails and Pull-Diag-GT with ``R = 1`` is undefined.
@@ -62,12 +64,29 @@ class NetworkMetrics:
 
     n: int
     pi: np.ndarray = field(repr=False)
-    beta: float
     kappa: float
-    spectral_gap: float
     nodes_without_self_loop: tuple = field(repr=False)
     method: str
     _matrix: object = field(repr=False, compare=False)
+    _beta: list = field(default_factory=list, repr=False, compare=False)
+
+    @property
+    def beta(self):
+        """``||A - 1 pi^T||_pi`` (computed once, on first use)."""
+        if not self._beta:
+            with self._matrix._cache_lock:
+                if not self._beta:
+                    self._beta.append(_beta_of(self._matrix, self.pi, self.method))
+        return self._beta[0]
+
+    @property
+    def spectral_gap(self):
+        """``1 - beta``."""
+        return 1.0 - self.beta
+
+    def __repr__(self):
+        return (f"NetworkMetrics(n={self.n}, beta={self.beta!r}, kappa={self.kappa!r}, "
+                f"spectral_gap={self.spectral_gap!r}, method={self.method!r})")
 
     @property
     def self_loops(self):
@@ -224,8 +243,11 @@ def mg_pull_diag_gt_bound(L, Delta, sigma, K, *, n, beta, kappa):
 def perron_vector(A):
     """The Perron vector ``pi`` of a :class:`~rowstoch_fast.MixingMatrix` alone (no ``beta``): read-only.
 
-    Exact dense LU on the bordered system for ``n <= DENSE_MAX_N``; ARPACK then
-    power steps to a residual at rounding level beyond. This is the ``pi`` of
+    Exact dense LU on the bordered system for ``n <= DENSE_MAX_N``; beyond,
+    power steps ``pi <- A^T pi`` on the compiled kernel until
+    ``||A^T pi - pi||_1 <= PERRON_TOL`` (1e-14), with ARPACK for slowly mixing
+    networks (after ``PERRON_POWER_STEPS`` steps). ValueError when the residual
+    stays above ``PERRON_ACCEPT`` (1e-12): a periodic or reducible matrix. This is the ``pi`` of
     :meth:`~rowstoch_fast.MixingMatrix.metrics`, computed once per matrix
     (``A.pi``); it costs a fraction of the full metrics, whose ``beta`` needs a
     singular value decomposition.
@@ -248,29 +270,19 @@ def metrics_memory(n, nnz=0):
 
 
 def compute_metrics(A):
-    """Compute :class:`NetworkMetrics` for a :class:`~rowstoch_fast.MixingMatrix` (its ``pi`` is ``A.pi``)."""
+    """:class:`NetworkMetrics` of a :class:`~rowstoch_fast.MixingMatrix` (its ``pi`` is ``A.pi``; ``beta`` is
+    computed when first read)."""
     n = A.n
     require_memory(metrics_memory(n, A.nnz), f"the metrics of a network of n = {n} nodes")
-    pi = A.pi
+    no_loop = tuple(int(i) for i in np.flatnonzero(A.csr.diagonal() <= 0))
+    return NetworkMetrics(n=n, pi=A.pi, kappa=A.kappa, nodes_without_self_loop=no_loop,
+                          method="dense" if n <= DENSE_MAX_N else "sparse", _matrix=A)
+
+
+def _beta_of(A, pi, method):
     csr = A.csr.astype(np.float64)
-    if n <= DENSE_MAX_N:
-        beta = _beta_dense(csr.toarray(), pi)
-        method = "dense"
-    else:
-        beta = _beta_sparse(csr, pi)
-        method = "sparse"
-    beta = min(beta, 1.0)  # the norm of a row-stochastic matrix's deviation; above 1 only by rounding
-    no_loop = tuple(int(i) for i in np.flatnonzero(csr.diagonal() <= 0))
-    return NetworkMetrics(
-        n=n,
-        pi=pi,
-        beta=beta,
-        kappa=A.kappa,
-        spectral_gap=1.0 - beta,
-        nodes_without_self_loop=no_loop,
-        method=method,
-        _matrix=A,
-    )
+    beta = _beta_dense(csr.toarray(), pi) if method == "dense" else _beta_sparse(csr, pi)
+    return min(beta, 1.0)  # the norm of a row-stochastic matrix's deviation; above 1 only by rounding
 
 
 def _perron_dense(A):
@@ -284,6 +296,14 @@ def _perron_dense(A):
     return _polish(sp.csr_array(A), pi)
 
 
+#: ``A.pi`` for large ``n``: power steps until ``||A^T pi - pi||_1 <= PERRON_TOL`` (``sum(pi) = 1``) ...
+PERRON_TOL = 1e-14
+#: ... for at most this many steps on the compiled kernels, then ARPACK, then power steps again; a residual
+#: above ``PERRON_ACCEPT`` after all that raises (periodic or reducible matrix, or a spectral gap too small).
+PERRON_POWER_STEPS = 3000
+PERRON_ACCEPT = 1e-12
+
+
 def _perron_sparse(csr):
     n = csr.shape[0]
     v0 = np.full(n, 1.0 / n)
@@ -291,27 +311,58 @@ def _perron_sparse(csr):
     if np.all(np.abs(colsum - 1.0) <= 1e-13):
         # doubly stochastic (1^T A = 1^T): pi = 1/n; the polishing step's residual test confirms it in one product
         return _polish(csr, v0)
-    At = sp.csr_array(csr.T)
-    try:
-        _, vec = spla.eigs(At, k=1, which="LM", v0=v0, tol=0, maxiter=5000)
-        pi = np.abs(vec[:, 0].real)
+    At = sp.csr_array(csr.T)  # A^T in CSR: the compiled mixing kernel runs pi <- A^T pi
+    pi, residual, steps = _power(At, v0, PERRON_POWER_STEPS)
+    if residual <= PERRON_TOL:
+        return pi
+    try:  # slow mixing: a Krylov method, warm-started from the power iterate
+        _, vec = spla.eigs(At, k=1, which="LM", v0=pi, tol=0, maxiter=5000)
+        guess = np.abs(vec[:, 0].real)
+        pi, residual, more = _power(At, guess / guess.sum(), PERRON_POWER_STEPS)
+        steps += more
     except spla.ArpackNoConvergence:
-        pi = v0
-    pi /= pi.sum()
-    return _polish(csr, pi)
+        pass
+    if residual > PERRON_ACCEPT:
+        raise ValueError(f"the Perron vector of A did not converge: ||A^T pi - pi||_1 = {residual:.1e} after "
+                         f"{steps} power steps and ARPACK (is A periodic or reducible? MixingMatrix(..., "
+                         f"validate=True) checks it)")
+    return pi
 
 
-def _polish(csr, pi, rtol=1e-14, max_steps=10000):
-    """A few power steps ``pi <- A^T pi`` until the residual is at rounding level."""
+def _power(At, pi, max_steps, tol=PERRON_TOL):
+    """Power steps ``pi <- A^T pi / sum`` on the compiled kernel: ``(pi, residual, steps)``."""
+    from . import _core
+
+    x = np.ascontiguousarray(np.abs(pi) / np.abs(pi).sum(), dtype=np.float64).reshape(-1, 1)
+    y = np.empty_like(x)
+    residual = np.inf
+    for step in range(1, max_steps + 1):
+        _core.mix(At.indptr, At.indices, At.data, x, y, check_indices=False)
+        y /= y.sum()
+        residual = float(np.abs(y - x).sum())
+        x, y = y, x
+        if residual <= tol:
+            break
+    return x[:, 0].copy(), residual, step
+
+
+def _polish(csr, pi, rtol=PERRON_TOL, max_steps=10000):
+    """A few power steps ``pi <- A^T pi`` until the residual is at rounding level (ValueError if it is not
+    reached)."""
     At = csr.T  # a CSC view: no copy, and each entry of A^T pi sums in the same order as a CSR transpose would
     pi = np.abs(pi) / np.abs(pi).sum()
+    residual = np.inf
     for _ in range(max_steps):
         nxt = At @ pi
         nxt /= nxt.sum()
-        if np.abs(nxt - pi).sum() <= rtol:
+        residual = np.abs(nxt - pi).sum()
+        if residual <= rtol:
             return nxt
         pi = nxt
-    return pi
+    if residual <= PERRON_ACCEPT:
+        return pi
+    raise ValueError(f"the Perron vector of A did not converge: ||A^T pi - pi||_1 = {residual:.1e} after "
+                     f"{max_steps} power steps (is A periodic or reducible?)")
 
 
 def _beta_dense(A, pi):

@@ -134,3 +134,47 @@ def test_doubly_stochastic_pi_is_uniform_to_rounding():
     assert np.abs(A.csr.T @ pi - pi).sum() <= 1e-14
     G = topology.grid(50, 50)  # not doubly stochastic (degrees differ): the general path, checked by its residual
     assert np.abs(G.csr.T @ G.pi - G.pi).sum() <= 1e-13 and G.kappa > 1
+
+
+def test_perron_vector_of_a_large_skewed_network_by_power_steps():
+    """n above the dense limit, not doubly stochastic: the compiled power steps reach the stated residual and
+    agree with ARPACK's eigenvector."""
+    import scipy.sparse as sp
+    import scipy.sparse.linalg as spla
+
+    from rowstoch_fast import metrics
+
+    A = topology.erdos_renyi(30000, 2 * np.log(30000) / 30000, seed=3)
+    pi = A.pi
+    assert A.kappa > 1.5
+    assert np.abs(A.csr.T @ pi - pi).sum() <= 10 * metrics.PERRON_TOL and abs(pi.sum() - 1) < 1e-14
+    _, vec = spla.eigs(sp.csr_array(A.csr.T), k=1, which="LM", tol=1e-14)
+    ref = np.abs(vec[:, 0].real) / np.abs(vec[:, 0].real).sum()
+    assert np.abs(pi - ref).max() / ref.max() < 1e-10
+
+
+def test_perron_vector_that_does_not_converge_raises(monkeypatch):
+    """A periodic matrix (built without validation) has no attracting Perron vector: a clear error, not a
+    silently wrong pi."""
+    import scipy.sparse as sp
+
+    from rowstoch_fast import MixingMatrix, metrics
+
+    n = metrics.DENSE_MAX_N + 2  # the sparse path
+    rng = np.random.default_rng(0)
+    even, odd = np.arange(0, n, 2), np.arange(1, n, 2)
+    rows = np.concatenate([even, even, odd, odd])  # bipartite: period 2, rows stochastic, columns not
+    cols = np.concatenate([np.roll(odd, 1), odd, even, np.roll(even, 3)])
+    W = sp.csr_array((rng.uniform(0.1, 1.0, rows.size), (rows, cols)), shape=(n, n))
+    A = MixingMatrix(W, normalize=True, validate=False)
+    monkeypatch.setattr(metrics, "PERRON_POWER_STEPS", 50)
+    with pytest.raises(ValueError, match="Perron vector of A did not converge.*periodic or reducible"):
+        A.pi
+
+
+def test_metrics_compute_beta_only_when_read():
+    A = topology.erdos_renyi(40, 0.2, seed=1)
+    m = A.metrics()
+    assert m._beta == [] and m.kappa == A.kappa and m.pi is A.pi  # pi, kappa, loops: no singular values yet
+    assert abs(m.beta - _reference.beta(A.toarray())) < 1e-10 and m._beta == [m.beta]
+    assert m.spectral_gap == 1 - m.beta and "beta=" in repr(m)
