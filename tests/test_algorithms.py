@@ -329,3 +329,20 @@ def test_cupy_backend_glue_on_the_host(name, monkeypatch):
         gpu.step(lambda X: np.asarray(G))
     with pytest.raises(DivergenceError, match="non-finite gradient"):
         gpu.step(lambda X: X * np.nan)
+
+
+@pytest.mark.parametrize("name", sorted(REGISTRY))
+def test_float32_end_to_end_follows_float64(name):
+    """Matrix, iterates and gradients in float32: within 1e-5 (relative) of the float64 run."""
+    rng = np.random.default_rng(9)
+    A = topology.erdos_renyi(64, 0.15, seed=4)
+    Q, b = rng.uniform(0.5, 2.0, (64, 4)), rng.standard_normal((64, 4))
+    Q32, b32 = Q.astype(np.float32), b.astype(np.float32)
+    cls = REGISTRY[name]
+    ref = cls.build(A, np.zeros(4), 0.002, tracker="perron")
+    low = cls.build(A.astype(np.float32), np.zeros(4, np.float32), 0.002, tracker="perron")
+    for _ in range(200):
+        ref.step(lambda X: Q * X - b)
+        low.step(lambda X: Q32 * X - b32)
+    assert low.x.dtype == np.float32 and low._cur[low.model].dtype == np.float32
+    assert rel(low.x, ref.x) < 1e-5, rel(low.x, ref.x)

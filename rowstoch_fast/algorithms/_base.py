@@ -113,6 +113,11 @@ def push_weights(ops, C, cur, nxt, rounds, work, frozen):
     return ops.all_true(bool((nxt == cur).all()))
 
 
+def _dtype_of(x0):
+    """The value type of an algorithm without a matrix: float32 when ``x0`` is, else float64."""
+    return np.dtype(np.float32) if getattr(x0, "dtype", None) == np.float32 else np.dtype(np.float64)
+
+
 def _plain(value):
     """A saved hyperparameter as a Python scalar (or an array for a per-node one)."""
     arr = np.asarray(value)
@@ -164,7 +169,7 @@ class Optimizer:
         mats, x0 = ops.call(self._validate, matrices, x0, hyper)
         self._mats = mats
         n = next(iter(mats.values())).n if mats else self._hyper["n"]
-        dtype = next(iter(mats.values())).dtype if mats else np.dtype(np.float64)
+        dtype = next(iter(mats.values())).dtype if mats else x0.dtype
         ops.attach(n, dtype, list(mats.values()))
         self._n = n
         self._edges = {k: M.nnz - int(np.count_nonzero(M.csr.diagonal())) for k, M in mats.items()}
@@ -184,7 +189,7 @@ class Optimizer:
             raise TypeError("the matrices must have the same dtype (mixed precision is not supported)")
         self._hyper = self._check_hyper(**hyper)
         n = next(iter(mats.values())).n if mats else self._hyper["n"]
-        dtype = next(iter(mats.values())).dtype if mats else np.dtype(np.float64)
+        dtype = next(iter(mats.values())).dtype if mats else _dtype_of(x0)
         x0 = nodes_first(self._ops.check_x0(x0, dtype), n, xp=self._ops.xp)
         if x0.ndim not in (2, 3) or x0.shape[-2] != n:
             raise ValueError(f"x0 has {x0.shape[-2] if x0.ndim >= 2 else x0.shape[0]} nodes (rows) but the network "
