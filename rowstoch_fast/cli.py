@@ -245,7 +245,7 @@ def _matrix_from_args(args):
 
 def _check_run_args(args):
     """Cheap checks of ``rowstoch run``'s options, before any network, data or folder is built."""
-    if not (np.isfinite(args.lr) and args.lr > 0):
+    if args.lr is not None and not (np.isfinite(args.lr) and args.lr > 0):
         raise UsageError(f"--lr must be a finite number > 0, got {args.lr}")
     if not args.algorithm.startswith("mg-") and args.rounds not in (None, 1):
         raise UsageError(f"--algorithm {args.algorithm} takes --rounds 1; use mg-{args.algorithm} for R > 1"
@@ -347,8 +347,9 @@ def cmd_run(args):
         f = _objective_from_args(args, A.n)
         mg = args.algorithm.startswith("mg-")
         rounds = args.rounds or (A.metrics().recommended_rounds() if mg else 1)
-        algo = Algorithm(A, args.lr, rounds=rounds, tracker=args.tracker, backend=args.backend,
-                         method=args.algorithm[3:] if mg else args.algorithm)
+        method = args.algorithm[3:] if mg else args.algorithm
+        lr = args.lr if args.lr is not None else default_lr(method, A.n)
+        algo = Algorithm(A, lr, rounds=rounds, tracker=args.tracker, backend=args.backend, method=method)
     except (ValueError, TypeError) as exc:
         raise UsageError(str(exc)) from exc
     diverged = None
@@ -377,7 +378,7 @@ def cmd_run(args):
         return 3
     s = h.summary().iloc[-1]
     status = "interrupted" if h.interrupted else "done"
-    print(f"{algo.name} on {args.topology if not args.matrix else args.matrix} (n={A.n}), {status} at iteration "
+    print(f"{algo.name} (lr {algo.lr:g}) on {args.topology if not args.matrix else args.matrix} (n={A.n}), {status} at iteration "
           f"{int(s['iteration'])} ({int(s['communication_rounds'])} communication rounds, {s['wall_seconds']:.1f} s)")
     print(f"  grad norm {s['grad_norm']:.4e} +- {s['grad_norm_std']:.1e}   loss {s['loss']:.6f}   "
           f"consensus error {s['consensus_error']:.3e}")
@@ -389,6 +390,14 @@ def cmd_run(args):
     if write_error is not None:
         return 2
     return 130 if h.interrupted else 0
+
+
+def default_lr(method, n):
+    """``rowstoch run``'s step size without ``--lr``: the paper's ``0.05 / n`` for methods whose tracker follows
+    the sum of the gradients (the Pull-Diag family), 0.05 for the others."""
+    from .algorithms import REGISTRY
+
+    return 0.05 / n if REGISTRY[method].tracks_sum else 0.05
 
 
 def _objective_from_args(args, n):
@@ -665,9 +674,10 @@ def make_parser():
                           + ", ".join(_algorithm_names()[2:]))
     alg.add_argument("--rounds", type=_positive_int, default=None,
                      help="gossip rounds R per iteration (mg-* methods; default Theorem 3's R)")
-    alg.add_argument("--lr", type=float, default=1e-3,
-                     help="step size alpha; stable values scale like 1/n on the logistic problem (the paper: "
-                          "5e-2 at n = 1, 3e-3 at n = 16, 1e-4 at n = 512)")
+    alg.add_argument("--lr", type=float, default=None,
+                     help="step size alpha (default 0.05 / n for the Pull-Diag family, whose tracker follows the sum "
+                          "of the gradients, 0.05 for the others); stable values scale like 1/n on the logistic "
+                          "problem (the paper: 5e-2 at n = 1, 3e-3 at n = 16, 1e-4 at n = 512)")
     _algorithm_options(alg)
     _objective_options(r)
     rn = r.add_argument_group("run")

@@ -411,6 +411,8 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
                 "objective": objective.describe() if hasattr(objective, "describe") else type(objective).__name__,
                 **(config or {})}
     meta["config"] = json.loads(json.dumps(identity, default=_json_default))  # as a checkpoint will hold it
+    # the bar covers the set-up too (the optimizer's tracker and the first record can take a while at large n)
+    bar = _progress(progress, iterations, 0, meta["algorithm"] + " (set-up)")
     if resume is not None:
         opt, data, rows = _load_checkpoint(resume, algorithm, meta["config"])  # under MPI every rank reads it
         wall_offset = float(data["wall_offset"])
@@ -424,7 +426,9 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
         rows, wall_offset = [], 0.0
     # each process draws the samples of its own nodes (all of them without MPI)
     oracle = objective.oracle(seed=seed, batches=opt.rounds, nodes=opt.local_nodes)
-    progress = progress and opt.is_root
+    if bar is not None and not opt.is_root:  # under MPI rank 0 alone shows progress
+        bar.close()
+        bar = None
     if resume is not None:
         oracle.iteration = int(data["oracle_iteration"])
         last = data.get("oracle_last")
@@ -434,7 +438,9 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
     t0 = time.perf_counter() - wall_offset
     if resume is None:
         _record(opt, objective, oracle, rows, t0)
-    bar = _progress(progress, iterations, opt.iteration, meta["algorithm"])
+    if bar is not None:
+        bar.n = bar.last_print_n = opt.iteration
+        bar.set_description(meta["algorithm"], refresh=True)
     interrupted = False
     diverged = None
     try:

@@ -69,3 +69,13 @@ def test_argparse_rejects_bad_n():
     with pytest.raises(SystemExit) as exc:
         cli.main(["metrics", "--n", "-3"])
     assert exc.value.code == 2
+
+
+def test_cli_run_default_lr_follows_the_method(tmp_path, capsys):
+    """Without --lr: 0.05 / n for the Pull-Diag family (its tracker follows the sum of the gradients), 0.05 else."""
+    base = ["run", "--topology", "ring", "--n", "8", "--iterations", "5", "--total", "1600", "--batch", "20",
+            "--no-progress"]
+    assert cli.main(base + ["--out", str(tmp_path / "a")]) == 0
+    assert "pull-diag-gt (lr 0.00625)" in capsys.readouterr().out
+    assert cli.main(base + ["--algorithm", "push-pull", "--out", str(tmp_path / "b")]) == 0
+    assert "push-pull (lr 0.05)" in capsys.readouterr().out

@@ -108,7 +108,7 @@ def test_cli_run_writes_outputs(tmp_path, capsys):
                      "--total", "1600", "--batch", "20", "--out", str(out), "--no-progress"])
     assert code == 0
     assert {"history.csv", "history.json", "grad_norm.png"} <= set(os.listdir(out))
-    assert "pull-diag-gt on exponential (n=8), done at iteration 20" in capsys.readouterr().out
+    assert "pull-diag-gt (lr 0.05) on exponential (n=8), done at iteration 20" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(

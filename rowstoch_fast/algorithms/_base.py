@@ -150,6 +150,9 @@ class Optimizer:
     hyper = ("lr",)
     #: ``rounds=R`` gossip steps per communication phase (MG methods; gradients then average R samples).
     multi_round = False
+    #: The gradient tracker follows the *sum* of the gradients (``pi^T y = 1^T g``), so stable step sizes
+    #: are about ``1/n`` of those of methods that follow their average (the CLI's default lr says so).
+    tracks_sum = False
     #: The runner records ``||pi^T y - 1^T g||`` (Lemma 1) for this algorithm.
     records_descent_deviation = False
 

@@ -45,6 +45,7 @@ class PullDiagGD(Optimizer):
     state = ("x",)
     scratch = 1
     hyper = ("lr", "tracker")
+    tracks_sum = True
 
     def __init__(self, A, x0, lr, tracker="exact", backend="auto", *, check_finite=True, comm=None, partition=None):
         self._start(x0, {"A": A}, backend, check_finite, comm, partition, lr=lr, tracker=tracker)

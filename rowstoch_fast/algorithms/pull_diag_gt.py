@@ -96,6 +96,7 @@ class PullDiagGT(Optimizer):
     hyper = ("lr", "rounds", "tracker")
     multi_round = True
     records_descent_deviation = True
+    tracks_sum = True
 
     def __init__(self, A, x0, lr, rounds=1, tracker="exact", backend="auto", *, check_finite=True, comm=None,
                  partition=None, form="atc"):
