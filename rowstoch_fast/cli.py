@@ -340,11 +340,15 @@ def cmd_run(args):
         _writable_folder(args.out, "--out")
         if args.checkpoint:
             _writable_file(args.checkpoint, "--checkpoint")
+    stage = _stage(root and not args.no_progress)
+    stage(f"set-up: the network ({args.matrix or args.topology})")
     A = _matrix_from_args(args)
     if args.matrix:  # a topology's n was checked above; a file's is known only now
         _check_objective_size(args, A.n)
     try:
+        stage(f"set-up: the {args.objective} objective on {A.n} nodes")
         f = _objective_from_args(args, A.n)
+        stage(None)
         mg = args.algorithm.startswith("mg-")
         rounds = args.rounds or (A.metrics().recommended_rounds() if mg else 1)
         method = args.algorithm[3:] if mg else args.algorithm
@@ -390,6 +394,22 @@ def cmd_run(args):
     if write_error is not None:
         return 2
     return 130 if h.interrupted else 0
+
+
+def _stage(enabled):
+    """``stage(text)`` shows what the set-up is doing on stderr at once (the run's own bar follows);
+    ``stage(None)`` clears the line."""
+    if not enabled:
+        return lambda text: None
+    shown = [0]
+
+    def stage(text):
+        line = "" if text is None else f"rowstoch: {text} ..."
+        sys.stderr.write("\r" + line.ljust(shown[0]) + ("\r" if text is None else ""))
+        sys.stderr.flush()
+        shown[0] = len(line)
+
+    return stage
 
 
 def default_lr(method, n):
