@@ -209,6 +209,21 @@ class Optimizer:
         self.lr = check_positive_float(lr, "lr")
         return {"lr": self.lr}
 
+    @classmethod
+    def memory_per_node(cls, d, reps=1, dtype=np.float64):
+        """Bytes of iterates this algorithm keeps per node for ``x0`` of ``reps x d`` values (each state block
+        twice, for the atomic commit, and the work blocks); matrices and trackers come on top.
+
+        Examples
+        --------
+        >>> from rowstoch_fast import PullDiagGT, DSGD
+        >>> PullDiagGT.memory_per_node(10), DSGD.memory_per_node(10)  # 10 and 4 blocks of 10 float64
+        (800, 320)
+        """
+        w = reps * d
+        values = sum(2 * (1 if name in cls.narrow else w) for name in cls.state) + cls.scratch * w
+        return values * np.dtype(dtype).itemsize
+
     def _allocate(self, shape):
         ops = self._ops
         self._global_shape = shape
