@@ -23,6 +23,9 @@ ROW_SUM_RTOL = 1e-12
 #: Peak bytes per stored weight while a matrix is built and validated (COO/CSR copies, int64 and float64
 #: intermediates; measured ~125 for the exponential graph at n = 2^20), for the memory guard.
 BUILD_BYTES_PER_ENTRY = 140
+#: The same for the degree rule (``from_edges(..., "in-degree")`` and the topology builders): sorted int64 keys,
+#: then the CSR, then the validation's transposed copy.
+DEGREE_BUILD_BYTES_PER_ENTRY = 48
 
 
 class MixingMatrix:
@@ -177,6 +180,9 @@ class MixingMatrix:
             Defaults to True for raw weights; ignored for ``"in-degree"``.
         dtype, validate
             As in :class:`MixingMatrix`.
+            With ``"in-degree"``/``"uniform"`` the CSR is written directly from one
+            sorted int64 key per edge: O(m log m) time, ~30 bytes per edge
+            (1e8 edges in ~20 s); raw weights go through a SciPy COO matrix.
         stochastic : {"row", "column"}, default "row"
             ``"column"`` normalises columns instead: ``"in-degree"`` then becomes the
             out-degree rule (sender ``j`` gives ``1 / (1 + d_j^out)`` to each receiver).
@@ -191,7 +197,8 @@ class MixingMatrix:
         """
         n = check_int(n, "n", minimum=1)
         e = np.asarray(edges)
-        require_memory((e.size // 2 + n) * BUILD_BYTES_PER_ENTRY,
+        per_entry = DEGREE_BUILD_BYTES_PER_ENTRY if isinstance(weights, str) else BUILD_BYTES_PER_ENTRY
+        require_memory((e.size // 2 + n) * per_entry,
                        f"building a network of n = {n} nodes and {e.size // 2} edges",
                        "check n (a node id in the edge list sets n to the largest id + 1)")
         if e.size == 0:
@@ -203,17 +210,21 @@ class MixingMatrix:
         bad = np.flatnonzero((e < 0).any(axis=1) | (e >= n).any(axis=1))
         if bad.size:
             raise ValueError(f"edges[{bad[0]}] = {tuple(int(v) for v in e[bad[0]])} names a node outside 0..{n - 1}")
-        src, dst = e[:, 0].astype(np.int64), e[:, 1].astype(np.int64)
         if isinstance(weights, str):
             if weights not in ("in-degree", "uniform"):
                 raise ValueError(f"weights must be 'in-degree', 'uniform' or an array, got {weights!r}")
-            w = np.ones(len(src))
-            normalize = True
-        else:
-            w = as_float_array(weights, "weights", np.float64, ndim=1)
-            if w.shape[0] != len(src):
-                raise ValueError(f"weights has {w.shape[0]} entries but edges has {len(src)}")
-            normalize = True if normalize is None else bool(normalize)
+            if stochastic not in STOCHASTIC:
+                raise ValueError(f"stochastic must be 'row' or 'column', got {stochastic!r}")
+            indptr, indices, data = _degree_weighted_csr(n, e[:, 0], e[:, 1], self_loops, stochastic)
+            csr = sp.csr_array((data, indices, indptr), shape=(n, n), copy=False)
+            if validate:
+                _check_primitive(csr)
+            return cls._from_valid_csr(indptr, indices, data.astype(check_dtype(dtype), copy=False), n, stochastic)
+        src, dst = e[:, 0].astype(np.int64), e[:, 1].astype(np.int64)
+        w = as_float_array(weights, "weights", np.float64, ndim=1)
+        if w.shape[0] != len(src):
+            raise ValueError(f"weights has {w.shape[0]} entries but edges has {len(src)}")
+        normalize = True if normalize is None else bool(normalize)
         rows, cols = dst, src
         if self_loops:
             has_loop = np.zeros(n, dtype=bool)
@@ -223,9 +234,6 @@ class MixingMatrix:
             cols = np.concatenate([cols, missing])
             w = np.concatenate([w, np.ones(missing.size)])
         raw = sp.coo_array((w, (rows, cols)), shape=(n, n)).tocsr()
-        if isinstance(weights, str):
-            raw.sum_duplicates()
-            raw.data[:] = 1.0  # duplicate edges count once under the degree rule
         return cls(raw, normalize=normalize, dtype=dtype, validate=validate, stochastic=stochastic)
 
     @classmethod
@@ -522,6 +530,46 @@ def out_degree_weights(A):
     counts = np.bincount(c.indices, minlength=A.n).astype(np.float64)
     data = (1.0 / counts[c.indices]).astype(A.dtype)
     return MixingMatrix._from_valid_csr(c.indptr, c.indices, data, A.n, stochastic="column")
+
+
+def _degree_weighted_csr(n, src, dst, self_loops, stochastic):
+    """The sorted CSR of the degree rule on edges ``src -> dst`` in O(m log m) time and ~30 bytes per edge:
+    one int64 key ``dst * n + src`` per edge, sorted in place, duplicates dropped, no COO matrix. Rows
+    (``stochastic="row"``) or columns get ``1 / count``: the same bits as normalising ones."""
+    keys = dst.astype(np.int64) * n
+    keys += src
+    if self_loops:
+        has_loop = np.zeros(n, dtype=bool)
+        loops = src == dst
+        has_loop[src[loops]] = True
+        del loops
+        missing = np.flatnonzero(~has_loop)
+        keys = np.concatenate([keys, missing * (n + 1)])
+    keys.sort()
+    if keys.size > 1:
+        keep = np.empty(keys.size, dtype=bool)
+        keep[0] = True
+        np.not_equal(keys[1:], keys[:-1], out=keep[1:])
+        if not keep.all():
+            keys = keys[keep]  # duplicate edges count once under the degree rule
+        del keep
+    itype = np.int32 if keys.size < 2**31 and n < 2**31 else np.int64
+    indptr = np.searchsorted(keys, np.arange(n + 1, dtype=np.int64) * n).astype(itype)
+    indices = (keys % n).astype(itype)
+    del keys
+    if stochastic == "row":
+        counts = np.diff(indptr)
+        empty = np.flatnonzero(counts == 0)
+        if empty.size:
+            raise ValueError(f"cannot normalize: row {empty[0]} (node {empty[0]}) has no positive weight")
+        data = np.repeat(1.0 / counts, counts)
+    else:
+        counts = np.bincount(indices, minlength=n)
+        empty = np.flatnonzero(counts == 0)
+        if empty.size:
+            raise ValueError(f"cannot normalize: column {empty[0]} (node {empty[0]}) has no positive weight")
+        data = 1.0 / counts[indices]
+    return indptr, indices, data
 
 
 def _check_primitive(csr):

@@ -1,9 +1,12 @@
 """Topology builders: structure, Assumption 1, and the paper's published metrics."""
 
+import re
 import time
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rowstoch_fast import MixingMatrix, _reference, topology
 
@@ -111,3 +114,27 @@ def test_direct_builders_equal_the_edge_list_path_bit_for_bit(n):
             got, want = getattr(built.csr, name), getattr(ref.csr, name)
             assert got.dtype == want.dtype and np.array_equal(got, want), (n, name)
         assert not built.csr.indices.flags.writeable
+
+
+@given(st.integers(2, 60), st.integers(0, 2**31), st.booleans(), st.sampled_from(["row", "column"]),
+       st.sampled_from([np.float64, np.float32]), st.sampled_from([np.int64, np.int32]))
+@settings(max_examples=40, deadline=None)
+def test_degree_rule_fast_path_equals_the_general_path(n, seed, self_loops, stochastic, dtype, itype):
+    """from_edges's O(m log m) key-sort path for the degree rule gives the CSR (structure, index and value types,
+    bits) that normalising explicit unit weights gives."""
+    rng = np.random.default_rng(seed)
+    ring = np.stack([np.arange(n), (np.arange(n) + 1) % n], 1)
+    extra = rng.integers(0, n, (int(rng.integers(0, 4 * n)), 2))
+    E = np.unique(np.concatenate([ring, extra]), axis=0)
+    E = E[rng.permutation(len(E))].astype(itype)  # unique edges (weights of duplicates would add up), shuffled
+    try:
+        fast = MixingMatrix.from_edges(n, E, self_loops=self_loops, stochastic=stochastic, dtype=dtype)
+    except ValueError as exc:  # e.g. periodic without self loops: the general path must refuse it too
+        with pytest.raises(ValueError, match=re.escape(str(exc).split(":")[0])):
+            MixingMatrix.from_edges(n, E, np.ones(len(E)), self_loops=self_loops, stochastic=stochastic, dtype=dtype)
+        return
+    slow = MixingMatrix.from_edges(n, E, np.ones(len(E)), self_loops=self_loops, stochastic=stochastic, dtype=dtype)
+    for a, b in zip((fast.csr.indptr, fast.csr.indices, fast.csr.data), (slow.csr.indptr, slow.csr.indices, slow.csr.data)):
+        assert a.dtype == b.dtype
+        np.testing.assert_array_equal(a, b)
+    assert fast.stochastic == stochastic
