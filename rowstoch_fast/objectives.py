@@ -321,6 +321,15 @@ class Quadratic(Objective):
         """``argmin (1/n) sum_i f_i = sum_i b_i / sum_i q_i`` (coordinate-wise)."""
         return self.b.sum(0) / self.q.sum(0)
 
+    def gradient_norm_at(self, x):
+        """``||grad f(x)|| = ||mean(q) * x - mean(b)||`` in O(d) (the means computed once)."""
+        means = self.__dict__.get("_means")
+        if means is None:
+            means = self._means = (self.q.mean(axis=0), self.b.mean(axis=0))
+        x = np.asarray(x, dtype=np.float64)
+        with np.errstate(over="ignore", invalid="ignore"):
+            return np.linalg.norm(means[0] * x - means[1], axis=-1)
+
     def x0(self, seed=42, scale=0.01):
         """A start ``scale * N(0, I_d)``, the same on every node."""
         return scale * np.random.default_rng(seed).standard_normal(self.d)

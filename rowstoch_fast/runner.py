@@ -224,9 +224,9 @@ def _json_default(o):
 
 def _record(opt, objective, oracle, rows, t0_wall):
     # every process takes part in the gathers (collective under MPI); the root alone records, on the host
-    x = opt.gather_x()
+    x = opt.gather_x(copy=False)  # read only here: no copies where the state is already on the host
     deviation = opt.records_descent_deviation and oracle.last is not None
-    y, g = (opt.gather_state("y"), opt.gather(oracle.last)) if deviation else (None, None)
+    y, g = (opt.gather_state("y", copy=False), opt.gather(oracle.last, copy=False)) if deviation else (None, None)
     if not opt.is_root:
         return
     pi = opt.centroid_weights()

@@ -427,29 +427,35 @@ class Optimizer:
         raise NotImplementedError
 
     # ------------------------------------------------------------------ gathering
-    def _gather_user(self, buf):
-        full = self._ops.gather(buf)
+    def _gather_user(self, buf, copy=True):
+        full = self._ops.gather(buf, copy)
         if full is None:
             return None
         if len(self._global_shape) == 3:
-            return np.ascontiguousarray(full.reshape(self.n, self._reps, self._d).swapaxes(0, 1))
+            view = full.reshape(self.n, self._reps, self._d).swapaxes(0, 1)
+            return np.ascontiguousarray(view) if copy else view
         return full
 
-    def gather_x(self):
+    def gather_x(self, copy=True):
         """The model of every node (shape of ``x0``) as a host array on the root process (None on the other
-        MPI ranks). Collective under MPI."""
-        return self._gather_user(self._cur[self.model])
+        MPI ranks). Collective under MPI. ``copy=False`` may return a read-only view of the state (valid until
+        the next step) where the state already is a host array of every node (the CPU backend)."""
+        return self._gather_user(self._cur[self.model], copy)
 
-    def gather_state(self, name):
+    def gather_state(self, name, copy=True):
         """A state block (``"y"``, ``"g"``, ...) of every node, like :meth:`gather_x`."""
         if name not in self._cur:
             raise ValueError(f"{type(self).__name__} has no state {name!r}; it has {', '.join(self.state)}")
-        return self._gather_user(self._cur[name])
+        return self._gather_user(self._cur[name], copy)
 
-    def gather(self, array):
-        """Assemble an array of this process's rows (shape of ``x``) into the full one on the root."""
+    def gather(self, array, copy=True):
+        """Assemble an array of this process's rows (shape of ``x``) into the full one on the root
+        (``copy=False``: ``array`` itself where it already is that, on the CPU backend)."""
+        array = self._ops.user_array(array, "array")
+        if not copy and self._ops.gathers_in_place:
+            return array
         buf = self._ops.zeros(self._reps * self._d)
-        buf[...] = self._internal(self._ops.user_array(array, "array"))
+        buf[...] = self._internal(array)
         return self._gather_user(buf)
 
     def scatter(self, array):

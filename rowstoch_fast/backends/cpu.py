@@ -83,6 +83,14 @@ class CpuBackend(Backend):
         rows = [r for r in (_core.first_nonfinite(b) for b in blocks) if r >= 0]
         return min(rows) if rows else -1
 
-    def gather(self, block):
-        """The full ``(n, w)`` block as a host array on the root process (None on the others)."""
-        return np.array(block)
+    #: Blocks already hold every node in host memory: gathering may hand out a view (``copy=False``).
+    gathers_in_place = True
+
+    def gather(self, block, copy=True):
+        """The full ``(n, w)`` block as a host array on the root process (None on the others); ``copy=False``
+        may return a read-only view of ``block``."""
+        if copy:
+            return np.array(block)
+        view = block.view()
+        view.flags.writeable = False
+        return view

@@ -266,5 +266,7 @@ class CupyBackend(Backend):
         found = [int(cupy.argmax(~cupy.isfinite(b).all(axis=1))) for b in blocks if not bool(cupy.isfinite(b).all())]
         return min(found) if found else -1
 
-    def gather(self, block):
+    gathers_in_place = False
+
+    def gather(self, block, copy=True):
         return block.get()

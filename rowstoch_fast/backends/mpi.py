@@ -337,7 +337,9 @@ class MpiBackend(CpuBackend):
         self.comm.Allreduce(local, total, op=_mpi().SUM)
         return total
 
-    def gather(self, block):
+    gathers_in_place = False
+
+    def gather(self, block, copy=True):
         parts = self.comm.gather((self.local_nodes, np.asarray(block)), root=0)
         if not self.is_root:
             return None
