@@ -24,7 +24,8 @@ echo "== build"
 "$PY" -c "import rowstoch_fast as r; print(r.build_info())" | tee -a "$OUT/gpu.txt"
 echo "== tests (CuPy backend, and the issue-10 checks found on the GPU machine)"
 timeout 300 "$PY" -m pytest -q -p no:cacheprovider -W default -rs tests/test_backends.py tests/test_objectives.py \
-    tests/test_build.py tests/test_gt.py tests/test_runner.py tests/test_mpi.py tests/test_core_robustness.py \
+    tests/test_build.py tests/test_gt.py tests/test_algorithms.py tests/test_runner.py tests/test_mpi.py \
+    tests/test_core_robustness.py \
     > "$OUT/tests.log" 2>&1
 echo "pytest exit code $?" >> "$OUT/tests.log"
 tail -25 "$OUT/tests.log"
