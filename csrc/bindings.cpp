@@ -317,7 +317,10 @@ bool gt_y_phase(py::array indptr, py::array indices, py::array data, int64_t R, 
     const std::pair<py::array*, const char*> outputs[] = {
         {&y_out, "y_out"}, {&xw, "xw"}, {&psi, "psi"}, {&work, "work"}};
     for (auto& [a, name] : inputs) check_block(*a, name, A, w, false);
-    for (auto& [a, name] : outputs) check_block(*a, name, A, w, true);
+    for (auto& [a, name] : outputs) {
+        if (a == &work && R == 1 && work.size() == 0) continue;  // one pass: no ping-pong buffer needed
+        check_block(*a, name, A, w, true);
+    }
     for (auto& [a, name] : {std::pair<py::array*, const char*>{&s_new, "s_new"}, {&s_old, "s_old"}}) {
         check_same_dtype(*a, name, A.data, "A.data");
         check_shape(*a, name, {A.n});
@@ -673,7 +676,7 @@ PYBIND11_MODULE(_core, m) {
           py::arg("y_out").noconvert(), py::arg("xw").noconvert(), py::arg("psi").noconvert(),
           py::arg("work").noconvert(), py::arg("check_indices") = true,
           "Pull-Diag-GT y phase: y_out <- A^R (y + s_new g_new - s_old g_old), xw <- x - lr y_out.\n"
-          "Returns False when xw has a NaN or Inf.");
+          "work: a second buffer for R > 1 (an empty array will do at R = 1). Returns False when xw has a NaN or Inf.");
     m.def("gt_tracker_input", &gt_tracker_input, py::arg("y"), py::arg("g_new"), py::arg("g_old"),
           py::arg("s_new"), py::arg("s_old"), py::arg("out").noconvert(),
           "out <- y + s_new g_new - s_old g_old (rows scaled per node).");

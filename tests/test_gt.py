@@ -286,3 +286,20 @@ def test_exact_tracker_refuses_hours_of_work():
     A = topology.exponential(64)
     with pytest.raises(ValueError, match="multiply-adds .* use tracker='perron'"):
         DiagTracker(A, 1, "exact", max_work=10)
+
+
+def test_one_round_keeps_nine_blocks_and_the_kernel_wants_work_only_for_more():
+    from rowstoch_fast import _core
+
+    A = topology.exponential(16)
+    one, three = PullDiagGT(A, np.zeros(2), 0.01), PullDiagGT(A, np.zeros(2), 0.01, rounds=3)
+    blocks = lambda o: 2 * len(o._cur) + len(o._work)  # noqa: E731
+    assert blocks(one) == 9 and blocks(three) == 10
+    c, z = A.csr, np.zeros((16, 2))
+    s = np.ones(16)
+    args = (c.indptr, c.indices, c.data)
+    with pytest.raises(ValueError, match="work"):
+        _core.gt_y_phase(*args, 3, 0.1, z, z, z, z, s, s, np.zeros((16, 2)), np.zeros((16, 2)), np.zeros((16, 2)),
+                         np.zeros((0, 2)))
+    assert _core.gt_y_phase(*args, 1, 0.1, z, z, z, z, s, s, np.zeros((16, 2)), np.zeros((16, 2)),
+                            np.zeros((16, 2)), np.zeros((0, 2)))

@@ -217,7 +217,7 @@ class Optimizer:
         Examples
         --------
         >>> from rowstoch_fast import PullDiagGT, DSGD
-        >>> PullDiagGT.memory_per_node(10), DSGD.memory_per_node(10)  # 10 and 4 blocks of 10 float64
+        >>> PullDiagGT.memory_per_node(10), DSGD.memory_per_node(10)  # 10 (9 at rounds=1) and 4 blocks of 10 float64
         (800, 320)
         """
         w = reps * d

@@ -65,9 +65,9 @@ class PullDiagGT(Optimizer):
 
     Notes
     -----
-    Memory: ten blocks of ``n x (reps * d)`` values of ``A.dtype`` (iterates,
-    trackers, gradients, the next iterate's input, each twice, and two work
-    blocks), plus the exact tracker's table. A request that cannot fit raises
+    Memory: nine blocks of ``n x (reps * d)`` values of ``A.dtype`` (iterates,
+    trackers, gradients, the next iterate's input, each twice, and a work
+    block; ten with ``rounds > 1``), plus the exact tracker's table. A request that cannot fit raises
     MemoryError before anything is allocated.
 
     Thread safety: one optimizer must be stepped by one thread at a time (a
@@ -105,11 +105,16 @@ class PullDiagGT(Optimizer):
         self.form = form
         if form == "frost":  # no x - lr y block, one work block
             self.state, self.scratch = ("x", "y", "g"), 1
+        elif rounds == 1:  # one gossip pass per phase: no ping-pong buffer
+            self.scratch = 1
         self._start(x0, {"A": A}, backend, check_finite, comm, partition, lr=lr, rounds=rounds, tracker=tracker)
         self._tracker = self._ops.tracker(self.A, self.rounds, tracker)
         if form == "frost":
             self._psi, self._scratch = self._work[0], None
             self._lr_changed()
+        elif self.rounds == 1:
+            self._psi = self._work[0]
+            self._scratch = self._ops.xp.empty((0, self._reps * self._d), dtype=self._ops.dtype)
         else:
             self._psi, self._scratch = self._work
 
