@@ -245,6 +245,8 @@ def _matrix_from_args(args):
 
 def _check_run_args(args):
     """Cheap checks of ``rowstoch run``'s options, before any network, data or folder is built."""
+    if args.dtype == "float32" and args.objective != "quadratic":
+        raise UsageError("--dtype float32 needs --objective quadratic (the logistic kernels run in float64)")
     if args.lr is not None and not (np.isfinite(args.lr) and args.lr > 0):
         raise UsageError(f"--lr must be a finite number > 0, got {args.lr}")
     if not args.algorithm.startswith("mg-") and args.rounds not in (None, 1):
@@ -276,7 +278,7 @@ def _check_objective_size(args, n):
 def _run_config(args):
     """The options that identify a run: stored in its checkpoint and compared on --resume."""
     keys = ("topology", "n", "matrix", "normalize", "objective", "total", "batch", "d", "rho", "heterogeneity",
-            "sigma", "data_seed", "backend")
+            "sigma", "data_seed", "backend", "dtype")
     config = {k: getattr(args, k) for k in keys}
     if args.matrix:
         config["topology"] = config["n"] = None
@@ -343,6 +345,8 @@ def cmd_run(args):
     stage = _stage(root and not args.no_progress)
     stage(f"set-up: the network ({args.matrix or args.topology})")
     A = _matrix_from_args(args)
+    if args.dtype == "float32":
+        A = A.astype(np.float32)
     if args.matrix:  # a topology's n was checked above; a file's is known only now
         _check_objective_size(args, A.n)
     try:
@@ -426,7 +430,8 @@ def _objective_from_args(args, n):
     if args.objective == "logistic":
         return NonconvexLogistic.synthetic(n, total=args.total, d=args.d, rho=args.rho, batch=args.batch,
                                            seed=args.data_seed, heterogeneity=args.heterogeneity)
-    return Quadratic.random(n, args.d, seed=args.data_seed, sigma=args.sigma)
+    return Quadratic.random(n, args.d, seed=args.data_seed, sigma=args.sigma,
+                            dtype=np.float32 if getattr(args, "dtype", "float64") == "float32" else np.float64)
 
 
 def _parse_lr(text, labels):
@@ -699,6 +704,9 @@ def make_parser():
                           "of the gradients, 0.05 for the others); stable values scale like 1/n on the logistic "
                           "problem (the paper: 5e-2 at n = 1, 3e-3 at n = 16, 1e-4 at n = 512)")
     _algorithm_options(alg)
+    alg.add_argument("--dtype", choices=["float64", "float32"], default="float64",
+                     help="value type of the matrix, the iterates and the objective (float32: half the memory, "
+                          "--objective quadratic)")
     _objective_options(r)
     rn = r.add_argument_group("run")
     rn.add_argument("--iterations", type=_nonnegative_int, default=1000, help="iterations T (R T gossip rounds)")

@@ -68,8 +68,11 @@ class Objective:
             raise ValueError(f"nodes must be a 1-D array of node ids in 0..{self.n - 1}")
         return nodes
 
+    #: Value type of the data, of the ``X`` the gradients read and of what they return.
+    dtype = np.dtype(np.float64)
+
     def _check_X(self, X, nodes=None):
-        X = as_float_array(X, "X", np.float64, ndim=(2, 3))
+        X = as_float_array(X, "X", self.dtype, ndim=(2, 3))
         m = self.n if nodes is None else len(nodes)
         if X.shape[-2:] != (m, self.d):
             raise ValueError(f"X must have shape (n, d) = ({m}, {self.d}) or (reps, n, d), got {X.shape}")
@@ -292,9 +295,12 @@ class Quadratic(Objective):
     True
     """
 
-    def __init__(self, q, b, sigma=0.0):
-        self.q = as_float_array(q, "q", np.float64, ndim=2)
-        self.b = as_float_array(b, "b", np.float64, ndim=2)
+    def __init__(self, q, b, sigma=0.0, dtype=np.float64):
+        from ._checks import check_dtype
+
+        self.dtype = np.dtype(check_dtype(dtype))
+        self.q = as_float_array(q, "q", self.dtype, ndim=2)
+        self.b = as_float_array(b, "b", self.dtype, ndim=2)
         if self.q.shape != self.b.shape:
             raise ValueError(f"q has shape {self.q.shape} but b has {self.b.shape}")
         if (self.q <= 0).any():
@@ -303,10 +309,11 @@ class Quadratic(Objective):
         self.sigma = check_positive_float(sigma, "sigma", allow_zero=True)
 
     @classmethod
-    def random(cls, n, d, seed=0, sigma=0.0):
-        """``q_i ~ U(0.5, 2)`` and ``b_i ~ N(0, I)`` per node, gradient noise ``sigma``."""
+    def random(cls, n, d, seed=0, sigma=0.0, dtype=np.float64):
+        """``q_i ~ U(0.5, 2)`` and ``b_i ~ N(0, I)`` per node, gradient noise ``sigma``; ``dtype=np.float32``
+        keeps the data, and so the gradients, in float32 (drawn in float64, then rounded)."""
         rng = np.random.default_rng(seed)
-        obj = cls(rng.uniform(0.5, 2.0, (n, d)), rng.standard_normal((n, d)), sigma=sigma)
+        obj = cls(rng.uniform(0.5, 2.0, (n, d)), rng.standard_normal((n, d)), sigma=sigma, dtype=dtype)
         obj.source = {"generator": "random", "seed": seed}
         return obj
 
@@ -314,7 +321,7 @@ class Quadratic(Objective):
         return (self.q, self.b)
 
     def _parameters(self):
-        return {"sigma": self.sigma}
+        return {"sigma": self.sigma, **({"dtype": "float32"} if self.dtype == np.float32 else {})}
 
     @property
     def minimizer(self):
