@@ -29,7 +29,7 @@ def one(n, d, R, iterations, comm):
     opt = PullDiagGT(A, np.zeros(d), lr=1e-3, rounds=R, tracker="perron", backend="mpi")
     grad = lambda X: G[: X.shape[0]]  # noqa: E731 - constant gradient: time the network part only
     opt.step(grad)
-    halo = opt._halo
+    halo = opt._ops.halo(A)
     c0, k0, b0 = halo.comm_seconds, halo.compute_seconds, halo.bytes_sent
     comm.Barrier()
     t = time.perf_counter()

@@ -63,10 +63,12 @@ def cpu_contenders(A, d, R, lr=1e-3):
     opt.step(lambda X: G)
     c = A.csr
 
+    cur, nxt = opt._cur, opt._nxt
+
     def cpu():
-        _core.mix_power(c.indptr, c.indices, c.data, opt._xw, R, opt._x_alt, opt._work, check_indices=False)
-        _core.gt_y_phase(c.indptr, c.indices, c.data, R, lr, opt._x_alt, opt._y, opt._g_alt, opt._g,
-                         opt.tracker.scale(2), opt.tracker.scale(1), opt._y_alt, opt._xw, opt._psi, opt._work,
+        _core.mix_power(c.indptr, c.indices, c.data, cur["xw"], R, nxt["x"], opt._scratch, check_indices=False)
+        _core.gt_y_phase(c.indptr, c.indices, c.data, R, lr, nxt["x"], cur["y"], nxt["g"], cur["g"],
+                         opt.tracker.scale(2), opt.tracker.scale(1), nxt["y"], cur["xw"], opt._psi, opt._scratch,
                          check_indices=False)
 
     S = sp.csr_matrix(c)
