@@ -140,6 +140,8 @@ def test_matrix_kinds_are_checked():
     skewed = np.array([[0.5, 0.5, 0.0], [0.0, 0.5, 0.5], [0.2, 0.2, 0.6]])
     with pytest.raises(ValueError, match="C must be column-stochastic: column 0 sums to 0.7"):
         SGP(skewed, np.zeros((3, 1)), 0.1)
+    with pytest.raises(ValueError, match="lr has 4 per-node values but A has 5 nodes"):
+        FROST(A, x0, np.full(4, 0.1))
     with pytest.raises(ValueError, match="lr must be positive at every node"):
         FROST(A, x0, np.array([0.1, 0.1, -1.0, 0.1, 0.1]))
     with pytest.raises(ValueError, match="rounds"):

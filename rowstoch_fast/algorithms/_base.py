@@ -190,6 +190,7 @@ class Optimizer:
                              f"{', '.join(f'{k}: {M.n}' for k, M in mats.items())}")
         if len({M.dtype for M in mats.values()}) > 1:
             raise TypeError("the matrices must have the same dtype (mixed precision is not supported)")
+        self._nodes_hint = next(iter(mats.values())).n if mats else None  # for per-node hyperparameters
         self._hyper = self._check_hyper(**hyper)
         n = next(iter(mats.values())).n if mats else self._hyper["n"]
         dtype = next(iter(mats.values())).dtype if mats else _dtype_of(x0)

@@ -121,6 +121,8 @@ class PullDiagGT(Optimizer):
     def _check_hyper(self, lr, rounds, tracker):
         if self.form == "frost" and np.ndim(lr) == 1:
             lr = as_float_array(lr, "lr", np.float64, ndim=1)
+            if lr.shape[0] != self._nodes_hint:
+                raise ValueError(f"lr has {lr.shape[0]} per-node values but A has {self._nodes_hint} nodes")
             if (lr <= 0).any():
                 raise ValueError(f"lr must be positive at every node, got {lr.min()} at node {int(np.argmin(lr))}")
         else:
