@@ -481,6 +481,8 @@ def cmd_compare(args):
     if root:
         _writable_folder(args.out, "--out")
     if args.preset == "paper":
+        if args.matrix or args.n is not None or args.topology != "exponential":
+            raise UsageError("--preset paper runs the paper's four 16-node graphs; drop --topology, --n and --matrix")
         graphs = {f"paper-{k}": v for k, v in topology.paper_graphs().items()}
         if args.mg_rounds is None:
             args.mg_rounds = PAPER_MG_ROUNDS

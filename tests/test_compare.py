@@ -114,6 +114,7 @@ def test_cli_compare_writes_the_table_csv_and_figure(tmp_path):
     (["--lr", "0.1", "--algorithms", "frost", "--topology", "torus"], ["unknown topology 'torus'"]),
     ([], ["no learning rate for frost"]),
     (["--lr", "-1"], ["frost = -1.0 must be a finite number > 0"]),
+    (["--preset", "paper", "--topology", "ring"], ["--preset paper runs the paper's four 16-node graphs"]),
 ])
 def test_cli_compare_bad_input_is_one_line(tmp_path, args, fragments):
     base = ["compare", *SMALL, "--algorithms", "frost", "--rounds-budget", "10", "--out", tmp_path / "o"]
