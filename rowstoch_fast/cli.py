@@ -732,13 +732,14 @@ def make_parser():
     _network_options(c)
     calg = c.add_argument_group("algorithms")
     calg.add_argument("--algorithms", default=",".join(ALGORITHMS),
-                      help="comma-separated; mg-NAME runs NAME with --mg-rounds (default Theorem 3's R) rounds")
+                      help="comma-separated (default: all nine); mg-NAME runs NAME with --mg-rounds (default "
+                           "Theorem 3's R) rounds")
     calg.add_argument("--rounds-budget", type=_positive_int, default=2000,
                       help="communication rounds per algorithm (an MG method: budget / R iterations)")
     calg.add_argument("--lr", default=None,
                       help="learning rates: one number for all, or NAME=VALUE,... (the rest tuned with --tune)")
     calg.add_argument("--tune", action="store_true",
-                      help="pick each missing lr on a short run (a tenth of the budget) over 1e-4 .. 1")
+                      help="pick each missing lr on a short run (a tenth of the budget) over 1e-4 .. 10")
     calg.add_argument("--mg-rounds", type=_positive_int, default=None, help="R of the mg-* methods")
     _algorithm_options(calg)
     _objective_options(c)
