@@ -52,6 +52,24 @@ def test_checkpoint_and_resume_are_bit_identical(problem, tmp_path):
     assert [p for p in os.listdir(tmp_path) if "tmp" in p] == []
 
 
+@pytest.mark.parametrize("method, rounds", [("push-diging", 2), ("sgp", 1), ("frost", 1), ("dsgd", 1),
+                                           ("centralized", 1), ("push-pull", 1), ("pull-diag-gd", 1)])
+def test_every_algorithm_resumes_bit_identically(problem, tmp_path, method, rounds):
+    """A checkpointed run of any algorithm continues as if it had never stopped (and refuses another method)."""
+    def make():
+        return Algorithm(topology.exponential(8), lr=0.02, rounds=rounds, method=method)
+
+    full = run(make(), problem, 40, record_every=10, repeats=2, progress=False)
+    ck = str(tmp_path / "ck.npz")
+    run(make(), problem, 20, record_every=10, repeats=2, progress=False, checkpoint=ck)
+    rest = run(make(), problem, 40, record_every=10, repeats=2, progress=False, resume=ck)
+    cols = [c for c in COLS if c != "descent_deviation"]
+    assert np.array_equal(rest.frame[cols].to_numpy(float), full.frame[cols].to_numpy(float))
+    other = Algorithm(topology.exponential(8), lr=0.02, method="dsgd" if method != "dsgd" else "sgp")
+    with pytest.raises(ValueError, match="was made with algorithm"):
+        run(other, problem, 40, record_every=10, repeats=2, progress=False, resume=ck)
+
+
 class Interrupting(NonconvexLogistic):
     """Raises KeyboardInterrupt (as Ctrl-C would) at one call of the oracle."""
 
