@@ -166,11 +166,12 @@ class History:
         (self.summary() if summary else self.frame).to_csv(path, index=False)
 
     def to_json(self, path):
-        """Write metadata, summary and raw rows as one JSON document."""
+        """Write metadata, summary and raw rows as one (strict) JSON document: a metric an algorithm does not
+        have (``descent_deviation`` outside the Pull-Diag-GT family) or a diverged one is ``null``."""
         payload = {"meta": self.meta, "interrupted": self.interrupted, "diverged": self.diverged,
                    "summary": self.summary().to_dict(orient="list"), "rows": self.frame.to_dict(orient="list")}
         with open(path, "w") as f:
-            json.dump(payload, f, indent=1, default=_json_default)
+            json.dump(_finite_or_none(payload), f, indent=1, default=_json_default, allow_nan=False)
 
     def plot(self, metric="grad_norm", ax=None, x="communication_rounds", label=None, path=None, **kwargs):
         """Plot the mean of ``metric`` (log scale) with a band of one standard deviation.
@@ -210,6 +211,17 @@ class History:
             ax.figure.tight_layout()
             ax.figure.savefig(path, dpi=120)
         return ax
+
+
+def _finite_or_none(o):
+    """``o`` with every NaN/Inf float replaced by None (JSON has no NaN)."""
+    if isinstance(o, dict):
+        return {k: _finite_or_none(v) for k, v in o.items()}
+    if isinstance(o, (list, tuple)):
+        return [_finite_or_none(v) for v in o]
+    if isinstance(o, (float, np.floating)) and not np.isfinite(o):
+        return None
+    return o
 
 
 def _json_default(o):
