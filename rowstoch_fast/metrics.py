@@ -335,14 +335,16 @@ def _power(At, pi, max_steps, tol=PERRON_TOL):
 
     x = np.ascontiguousarray(np.abs(pi) / np.abs(pi).sum(), dtype=np.float64).reshape(-1, 1)
     y = np.empty_like(x)
-    residual = np.inf
+    residual = previous = np.inf
     for step in range(1, max_steps + 1):
         _core.mix(At.indptr, At.indices, At.data, x, y, check_indices=False)
         y /= y.sum()
         residual = float(np.abs(y - x).sum())
         x, y = y, x
-        if residual <= tol:
+        # below tol, go on while the residual still halves: stop at the rounding floor, not just under tol
+        if residual <= tol and (residual > 0.5 * previous or residual <= 4 * np.finfo(np.float64).eps):
             break
+        previous = residual
     return x[:, 0].copy(), residual, step
 
 

@@ -111,7 +111,9 @@ def test_pi_alone_equals_the_metrics_pi_and_an_eigensolver(n):
     w, V = la.eig(A.toarray().T)
     ref = np.abs(V[:, np.argmax(w.real)].real)
     ref /= ref.sum()
-    np.testing.assert_allclose(pi, ref, rtol=1e-10, atol=1e-14)
+    # the dense path solves exactly (1e-12 against eig); the sparse one stops at a residual of rounding level,
+    # and on this skewed matrix (1 / (1 - beta) large) even the exact LU and eig differ by 2.6e-11 in places
+    np.testing.assert_allclose(pi, ref, rtol=1e-12 if n <= metrics.DENSE_MAX_N else 1e-10, atol=1e-15)
     assert A.kappa > 1.5
     m = A.metrics()
     assert np.array_equal(m.pi, pi) and m.kappa == A.kappa  # the same numbers, bit for bit
