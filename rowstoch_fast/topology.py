@@ -229,7 +229,12 @@ def erdos_renyi(n, p, seed=None):
     g = sp.coo_array((np.ones(len(src)), (src, dst)), shape=(n, n))
     ncomp, labels = csgraph.connected_components(g, directed=True, connection="strong")
     if ncomp > 1:
-        reps = [rng.choice(np.flatnonzero(labels == c)) for c in range(ncomp)]
+        # one random node of each component, in component order: the draws of rng.choice(component) one
+        # component after another, made in one vectorised call (same numbers, O(n) instead of O(n ncomp))
+        members = np.argsort(labels, kind="stable")
+        sizes = np.bincount(labels, minlength=ncomp)
+        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+        reps = members[starts + rng.integers(0, sizes)]
         extra_src = np.asarray(reps, dtype=np.int64)
         extra_dst = np.roll(extra_src, -1)
         src, dst = np.concatenate([src, extra_src]), np.concatenate([dst, extra_dst])
