@@ -346,8 +346,7 @@ bool gt_y_phase(py::array indptr, py::array indices, py::array data, int64_t R, 
     return finite;
 }
 
-// The element-wise halves of the GT phases, for callers that gossip themselves
-// (the MPI backend exchanges halos between the CSR passes).
+// A block of the same shape and dtype as `ref`, C-contiguous (writeable when asked).
 void check_rows_block(const py::array& a, const char* name, const py::array& ref, bool writeable,
                       const char* ref_name = "x") {
     check_same_dtype(a, name, ref, ref_name);
@@ -356,56 +355,6 @@ void check_rows_block(const py::array& a, const char* name, const py::array& ref
         throw py::value_error(cat(name, " must have the shape of ", ref_name, " ", shape_text(ref.shape(), ref.ndim()),
                                   ", got ", shape_text(a.shape(), a.ndim())));
     if (writeable) check_writeable(a, name);
-}
-
-void gt_tracker_input(py::array y, py::array g_new, py::array g_old, py::array s_new, py::array s_old,
-                      py::array out) {
-    if (y.ndim() != 2) throw py::value_error(cat("y must be 2-D (n, w), got ", y.ndim(), "-D"));
-    if (!(is_f32(y) || is_f64(y))) throw py::type_error(cat("y must be float32 or float64, got ", dtype_name(y)));
-    check_contiguous(y, "y");
-    check_rows_block(g_new, "g_new", y, false);
-    check_rows_block(g_old, "g_old", y, false);
-    check_rows_block(out, "out", y, true);
-    for (auto& [a, name] : {std::pair<py::array*, const char*>{&s_new, "s_new"}, {&s_old, "s_old"}}) {
-        check_same_dtype(*a, name, y, "y");
-        check_shape(*a, name, {y.shape(0)});
-        check_contiguous(*a, name);
-    }
-    check_apart({{&out, "out"}}, {{&y, "y"}, {&g_new, "g_new"}, {&g_old, "g_old"}, {&s_new, "s_new"},
-                                  {&s_old, "s_old"}});
-    const int64_t n = y.shape(0), w = y.shape(1);
-    auto run = [&](auto t) {
-        using T = decltype(t);
-        const T *yp = cptr<T>(y), *gn = cptr<T>(g_new), *go = cptr<T>(g_old), *sn = cptr<T>(s_new),
-                *so = cptr<T>(s_old);
-        T* op = ptr<T>(out);
-        py::gil_scoped_release nogil;
-        rowstoch::gt_tracker_input(n, w, yp, gn, go, sn, so, op);
-    };
-    if (is_f64(y)) run(double{});
-    else run(float{});
-}
-
-bool gt_descent_input(py::array x, py::array y, double lr, py::array out) {
-    if (x.ndim() != 2) throw py::value_error(cat("x must be 2-D (n, w), got ", x.ndim(), "-D"));
-    if (!(is_f32(x) || is_f64(x))) throw py::type_error(cat("x must be float32 or float64, got ", dtype_name(x)));
-    check_contiguous(x, "x");
-    check_rows_block(y, "y", x, false);
-    check_rows_block(out, "out", x, true);
-    check_apart({{&out, "out"}}, {{&x, "x"}, {&y, "y"}});
-    const int64_t n = x.shape(0), w = x.shape(1);
-    bool finite = true;
-    auto run = [&](auto t) {
-        using T = decltype(t);
-        const T *xp = cptr<T>(x), *yp = cptr<T>(y);
-        T* op = ptr<T>(out);
-        const T lr_t = static_cast<T>(lr);
-        py::gil_scoped_release nogil;
-        finite = rowstoch::gt_descent_input(n, w, lr_t, xp, yp, op);
-    };
-    if (is_f64(x)) run(double{});
-    else run(float{});
-    return finite;
 }
 
 // out <- sum_t coef_t X_t (module docstring of gt.hpp's combine): coef_t a float or a per-row vector.
@@ -677,11 +626,6 @@ PYBIND11_MODULE(_core, m) {
           py::arg("work").noconvert(), py::arg("check_indices") = true,
           "Pull-Diag-GT y phase: y_out <- A^R (y + s_new g_new - s_old g_old), xw <- x - lr y_out.\n"
           "work: a second buffer for R > 1 (an empty array will do at R = 1). Returns False when xw has a NaN or Inf.");
-    m.def("gt_tracker_input", &gt_tracker_input, py::arg("y"), py::arg("g_new"), py::arg("g_old"),
-          py::arg("s_new"), py::arg("s_old"), py::arg("out").noconvert(),
-          "out <- y + s_new g_new - s_old g_old (rows scaled per node).");
-    m.def("gt_descent_input", &gt_descent_input, py::arg("x"), py::arg("y"), py::arg("lr"),
-          py::arg("out").noconvert(), "out <- x - lr y; False when out has a NaN or Inf.");
     m.def("combine", &combine, py::arg("out").noconvert(), py::arg("coefs"), py::arg("blocks"),
           "out <- sum_t coefs[t] * blocks[t] (1 to 4 terms; a coefficient is a float or a per-row vector; a block\n"
           "may be out itself). Returns False when out has a NaN or Inf.");

@@ -68,8 +68,8 @@ def test_gt_y_phase_outputs_sharing_inputs_are_refused(A):
         with pytest.raises(ValueError, match=f"{out} shares memory with s_new"):
             core.gt_y_phase(*csr_args(A), 2, 0.1, **kw)
     out = np.ones((n, w))
-    with pytest.raises(ValueError, match="out shares memory with s_old"):
-        core.gt_tracker_input(blk["y"], blk["g_new"], blk["g_old"], s, out.reshape(-1)[:n], out)
+    with pytest.raises(ValueError, match=r"out shares memory with coefs\[1\]"):
+        core.combine(out, [1.0, out.reshape(-1)[:n]], [blk["y"], blk["g_new"]])
 
 
 def test_logistic_out_sharing_data_is_refused():

@@ -91,22 +91,6 @@ bool gt_tracker_mix(const I Ap[], const I Aj[], const T Ax[], std::int64_t n, st
     return bad == 0;
 }
 
-// xw <- x - lr y over n x w blocks; returns false if any entry is NaN or Inf.
-template <class T>
-bool gt_descent_input(std::int64_t n, std::int64_t w, T lr, const T* __restrict x, const T* __restrict y,
-                      T* __restrict xw) {
-    int bad = 0;
-    for_range(n, threads_for(n * w), [&](std::int64_t lo, std::int64_t hi) {
-        if (descent_rows(w, lr, x, y, xw, lo, hi)) raise_flag(bad);
-    });
-    return bad == 0;
-}
-
-// out <- sum_t c_t X_t for K <= 4 terms, where c_t scales whole rows (row_coef[t][i]) or is the scalar
-// coef[t] (row_coef[t] == nullptr).  A term may be `out` itself (read before written, element by element;
-// no __restrict here).  Summed left to right, c_0 X_0 + c_1 X_1 + ..., the order a NumPy transcription
-// writes.  Returns false if any entry of out is NaN or Inf.  The element-wise update of every algorithm
-// in rowstoch_fast.algorithms is one or two of these.
 // Elements [b, e) of out <- sum_t c_t X_t with constant coefficients; true if one of them is NaN or Inf.
 // v - v is 0 for finite v and NaN otherwise, and the flag is a T chosen by a select: a loop GCC and Clang
 // vectorise (an int flag ORed with a double comparison, or std::isfinite, keeps it scalar).
