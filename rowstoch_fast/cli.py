@@ -465,7 +465,6 @@ PAPER_MG_ROUNDS = 10
 
 def cmd_compare(args):
     """``rowstoch compare``: several algorithms, same problem, seeds and communication budget."""
-    import json
     import warnings
 
     from . import compare as cmp

@@ -1,6 +1,5 @@
 """The benchmark harness: rowstoch_fast.compare and ``rowstoch compare``."""
 
-import os
 import signal
 import subprocess
 import sys
