@@ -16,6 +16,7 @@ import warnings
 
 import numpy as np
 
+from ._checks import check_int
 from .algorithms import REGISTRY
 from .errors import DivergenceError
 from .runner import Algorithm, run
@@ -155,8 +156,6 @@ def compare(A, objective, algorithms=ALGORITHMS, rounds_budget=2000, *, lr=None,
     [['pull-diag-gt', 40], ['push-pull', 40]]
     """
     import pandas as pd
-
-    from .runner import check_int
 
     rounds_budget = check_int(rounds_budget, "rounds_budget", minimum=1)
     specs = parse_algorithms(algorithms, A, mg_rounds)

@@ -171,8 +171,7 @@ class Optimizer:
         self.check_finite = bool(check_finite)
         mats, x0 = ops.call(self._validate, matrices, x0, hyper)
         self._mats = mats
-        n = next(iter(mats.values())).n if mats else self._hyper["n"]
-        dtype = next(iter(mats.values())).dtype if mats else x0.dtype
+        n, dtype = x0.shape[-2], x0.dtype  # validated: the network's size and value type
         ops.attach(n, dtype, list(mats.values()))
         self._n = n
         self._edges = {k: M.nnz - int(np.count_nonzero(M.csr.diagonal())) for k, M in mats.items()}
