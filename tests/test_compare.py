@@ -147,6 +147,9 @@ def test_cli_compare_ctrl_c_keeps_what_finished(tmp_path):
     import pandas as pd
 
     frame = pd.read_csv(out / "compare.csv")
-    last = frame.groupby("algorithm")["iteration"].max()
-    assert last.to_dict().keys() == {"dsgd", "sgp"} and last["dsgd"] == 200000 and 0 < last["sgp"] < 200000
+    last = frame.groupby("algorithm", sort=False)["iteration"].max()
+    # what finished is complete; the algorithm running at the Ctrl-C keeps its records so far (on a fast machine
+    # that may be push-pull rather than sgp)
+    assert list(last.index) in (["dsgd", "sgp"], ["dsgd", "sgp", "push-pull"])
+    assert (last.iloc[:-1] == 200000).all() and 0 < last.iloc[-1] < 200000
     assert "interrupted" in stdout
