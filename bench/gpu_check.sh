@@ -1,34 +1,60 @@
 #!/usr/bin/env bash
-# The GPU checks of issue 5 in one go, for a machine with an NVIDIA GPU and CuPy
-# (the lent device machine's image has CuPy, pybind11, pytest and SciPy; nothing
-# is downloaded).  About 8 minutes on an H100:
+# The GPU checks (issues 5 and 14) in one go, for a machine with an NVIDIA GPU and CuPy (the lent device
+# machine's image has CuPy, pybind11, pytest, pytest-xdist and SciPy; nothing is downloaded). About 8
+# minutes on an H100; each stage has its own time limit, so a failing stage leaves the others' results:
 #   1. build the extension in place (pip -e, no build isolation);
-#   2. the CuPy contract suite and the objective tests (CuPy cases run, not skip), and the
-#      issue-10 tests that matter there (gcc 13 via CXX, Open MPI as root, a GPU present);
-#   3. the GPU half of bench/scaling.py up to n = 2^22 (CPU contenders up to 2^18),
-#      with the device's copy bandwidth, "vs cupyx" and "% of copy bandwidth".
-# Everything lands in $OUT (default /tmp/rowstoch_gpu): gpu.txt, build.log,
-# tests.log, scaling.out, scaling.json, scaling.png.
+#   2. bench/gpu_kernels.py: bit-identity of the mixing kernels, mixing bandwidth at n = 2^20 and 2^22,
+#      per-iteration overhead at n <= 2^16, the logistic oracle against every CPU core;
+#   3. the tests that run CuPy cases, then the rest of the suite (pytest-xdist);
+#   4. bench/gpu_e2e.py: rowstoch run --backend cupy vs cpu, set-up and run time, cold and warm kernel cache;
+#   5. the GPU half of bench/scaling.py (the design card's figure) when STAGES includes "scaling".
+# Everything lands in $OUT (default /tmp/rowstoch_gpu).
 #
-#   bash bench/gpu_check.sh            # from the repository root
+#   bash bench/gpu_check.sh                          # from the repository root
+#   STAGES=kernels,tests bash bench/gpu_check.sh     # a subset
 set -o pipefail
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/rowstoch_gpu}
 PY=${PYTHON:-python3}
+STAGES=${STAGES:-kernels,tests,e2e,rest}
 mkdir -p "$OUT"
-nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv 2>&1 | tee "$OUT/gpu.txt"
+has() { [[ ",$STAGES," == *",$1,"* ]]; }
+start=$(date +%s)
+stamp() { echo "== $1 ($(( $(date +%s) - start )) s)"; }
+nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.mem --format=csv 2>&1 | tee "$OUT/gpu.txt"
 "$PY" -c "import cupy; print('cupy', cupy.__version__, cupy.cuda.runtime.getDeviceProperties(0)['name'])" \
     2>&1 | tee -a "$OUT/gpu.txt"
-echo "== build"
+stamp build
 "$PY" -m pip install -q --no-build-isolation --no-deps -e . > "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
 "$PY" -c "import rowstoch_fast as r; print(r.build_info())" | tee -a "$OUT/gpu.txt"
-echo "== tests (CuPy backend, and the issue-10 checks found on the GPU machine)"
-timeout 300 "$PY" -m pytest -q -p no:cacheprovider -W default -rs tests/test_backends.py tests/test_objectives.py \
-    tests/test_build.py tests/test_gt.py tests/test_algorithms.py tests/test_runner.py tests/test_mpi.py \
-    tests/test_core_robustness.py \
-    > "$OUT/tests.log" 2>&1
-echo "pytest exit code $?" >> "$OUT/tests.log"
-tail -25 "$OUT/tests.log"
-echo "== scaling"
-timeout 360 "$PY" bench/scaling.py --min-log2n 10 --max-log2n 22 --cpu-max-log2n 18 --rounds 3 --out "$OUT" \
-    2>&1 | tee "$OUT/scaling.out"
+if has kernels; then
+    stamp "kernels (bench/gpu_kernels.py)"
+    timeout 240 "$PY" bench/gpu_kernels.py --out "$OUT" 2>&1 | tee "$OUT/gpu_kernels.out"
+fi
+if has tests; then
+    stamp "tests with CuPy cases"
+    timeout 200 "$PY" -m pytest -q -p no:cacheprovider -W default -rs -x tests/test_backends.py \
+        tests/test_algorithms.py tests/test_objectives.py tests/test_gt.py tests/test_careless_user.py \
+        tests/test_runner.py > "$OUT/tests.log" 2>&1
+    echo "pytest exit code $?" >> "$OUT/tests.log"
+    tail -15 "$OUT/tests.log"
+fi
+if has e2e; then
+    stamp "end to end (bench/gpu_e2e.py)"
+    timeout 150 "$PY" bench/gpu_e2e.py --out "$OUT" 2>&1 | tee "$OUT/gpu_e2e.out"
+fi
+if has rest; then
+    stamp "the rest of the suite"
+    timeout 150 "$PY" -m pytest -q -p no:cacheprovider -n 8 -rs tests \
+        --ignore tests/test_backends.py --ignore tests/test_algorithms.py --ignore tests/test_objectives.py \
+        --ignore tests/test_gt.py --ignore tests/test_careless_user.py --ignore tests/test_runner.py \
+        > "$OUT/tests_rest.log" 2>&1
+    echo "pytest exit code $?" >> "$OUT/tests_rest.log"
+    tail -8 "$OUT/tests_rest.log"
+fi
+if has scaling; then
+    stamp "scaling (bench/scaling.py, GPU half)"
+    timeout 240 "$PY" bench/scaling.py --min-log2n 10 --max-log2n 22 --cpu-max-log2n 16 --rounds 3 --out "$OUT" \
+        2>&1 | tee "$OUT/scaling.out"
+fi
+stamp done

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 import warnings
 
 import numpy as np
@@ -331,6 +332,7 @@ def cmd_run(args):
     from .runner import Algorithm, run
 
     _check_run_args(args)
+    started = time.perf_counter()
     root = True
     if args.backend == "mpi":
         try:
@@ -353,6 +355,7 @@ def cmd_run(args):
         stage(f"set-up: the {args.objective} objective on {A.n} nodes")
         f = _objective_from_args(args, A.n)
         stage(None)
+        prepared = time.perf_counter() - started  # network and objective
         mg = args.algorithm.startswith("mg-")
         rounds = args.rounds or (A.metrics().recommended_rounds() if mg else 1)
         method = args.algorithm[3:] if mg else args.algorithm
@@ -387,7 +390,8 @@ def cmd_run(args):
     s = h.summary().iloc[-1]
     status = "interrupted" if h.interrupted else "done"
     print(f"{algo.name} (lr {algo.lr:g}) on {args.topology if not args.matrix else args.matrix} (n={A.n}), {status} at iteration "
-          f"{int(s['iteration'])} ({int(s['communication_rounds'])} communication rounds, {s['wall_seconds']:.1f} s)")
+          f"{int(s['iteration'])} ({int(s['communication_rounds'])} communication rounds, {s['wall_seconds']:.1f} s; "
+          f"set-up {prepared + h.meta.get('setup_seconds', 0.0):.1f} s)")
     print(f"  grad norm {s['grad_norm']:.4e} +- {s['grad_norm_std']:.1e}   loss {s['loss']:.6f}   "
           f"consensus error {s['consensus_error']:.3e}")
     if "communication" in h.meta:

@@ -425,6 +425,7 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
     meta["config"] = json.loads(json.dumps(identity, default=_json_default))  # as a checkpoint will hold it
     # the bar covers the set-up too (the optimizer's tracker and the first record can take a while at large n)
     bar = _progress(progress, iterations, 0, meta["algorithm"] + " (set-up)")
+    setup_start = time.perf_counter()
     if resume is not None:
         opt, data, rows = _load_checkpoint(resume, algorithm, meta["config"])  # under MPI every rank reads it
         wall_offset = float(data["wall_offset"])
@@ -447,6 +448,7 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
         oracle.last = None if last is None else opt.scatter(last)
     else:
         opt.initialize(oracle)
+    meta["setup_seconds"] = time.perf_counter() - setup_start  # optimizer, tracker, first gradients, GPU kernels
     t0 = time.perf_counter() - wall_offset
     if resume is None:
         _record(opt, objective, oracle, rows, t0)

@@ -1,6 +1,8 @@
 """Every algorithm of rowstoch_fast.algorithms against its dense transcription in _reference.py, and the
 common interface (replicas, state_dict, DivergenceError, matrix kinds, convergence, backends)."""
 
+import types
+
 import numpy as np
 import pytest
 
@@ -286,35 +288,93 @@ class _HostDeviceArray(np.ndarray):
         return np.array(self).view(np.ndarray)
 
 
-def _fake_cupy():
-    import types
+class _FakeGraphs:
+    """CUDA stream capture on the host: launches made while a stream captures are recorded, not run, and the
+    graph replays them (what the CuPy backend relies on: same arguments, same order)."""
 
+    recording = None
+
+    class Stream:
+        def __init__(self, non_blocking=False):
+            pass
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def begin_capture(self):
+            _FakeGraphs.recording = []
+
+        def end_capture(self):
+            launches, _FakeGraphs.recording = _FakeGraphs.recording, None
+            return types.SimpleNamespace(launch=lambda: [f() for f in launches])
+
+    @classmethod
+    def run(cls, launch):
+        if cls.recording is None:
+            launch()
+        else:
+            cls.recording.append(launch)
+
+
+def _fake_cupy():
     dev = lambda a: a.view(_HostDeviceArray)  # noqa: E731
     return types.SimpleNamespace(
         asarray=lambda a, dtype=None: dev(np.array(a, dtype=dtype)), zeros=lambda s, dtype=None: dev(np.zeros(s, dtype)),
         empty_like=lambda a: dev(np.empty_like(a)), ascontiguousarray=lambda a: dev(np.ascontiguousarray(a)),
-        isfinite=np.isfinite, argmax=np.argmax, float64=np.float64, int64=np.int64)
+        isfinite=np.isfinite, argmax=np.argmax, float64=np.float64, int64=np.int64, uint64=np.uint64,
+        cuda=types.SimpleNamespace(Stream=_FakeGraphs.Stream))
+
+
+def _host_kernels(monkeypatch, backend):
+    """The CuPy backend's kernels on the host, with kernels.cu's run status: a checked launch (id > 0) that
+    writes a NaN/Inf records its id, and every launch after it does nothing; launches under capture are
+    recorded into the graph."""
+    fake = _fake_cupy()
+    monkeypatch.setattr(backend, "require_cupy", lambda: fake)
+
+    def frozen(status, launch):
+        return not isinstance(status, np.intp) and status[0] != 0 and status[0] != launch
+
+    def mix(M, src, dst, status=None):
+        def launch():
+            if not frozen(status, 0):
+                dst[...] = M.csr @ np.asarray(src)
+        _FakeGraphs.run(launch)
+
+    def combine(out, coefs, blocks, status, launch):
+        plain = [b.view(np.ndarray).astype(out.dtype) for b in blocks]
+        if not frozen(status, launch) and not _core.combine(
+                out.view(np.ndarray), [c.view(np.ndarray) if isinstance(c, np.ndarray) else c for c in coefs], plain):
+            if launch and status[0] == 0:
+                status[0] = launch
+
+    monkeypatch.setattr(backend, "_mix_into", mix)
+    monkeypatch.setattr(backend, "_combine_into", combine)
+    monkeypatch.setattr(backend, "_kernel", lambda name, width=None: None)  # nothing to compile
+    monkeypatch.setattr(backend, "device_csr", lambda M: (M,))
+    monkeypatch.setattr(backend, "_ptr", lambda a: id(a) if not isinstance(a, np.ndarray) else a.ctypes.data)
+    return fake
 
 
 @pytest.mark.parametrize("name", sorted(REGISTRY))
 def test_cupy_backend_glue_on_the_host(name, monkeypatch):
-    """The CuPy backend's Python (allocation, checks, trackers, gathering, resume) for every algorithm, with
-    NumPy standing in for CuPy and the CPU for the CSR and combine kernels (tests/cuda_on_host.cpp checks those)."""
+    """The CuPy backend's Python (allocation, deferred checks, graphs, trackers, gathering, resume) for every
+    algorithm, with NumPy standing in for CuPy and the CPU for the CSR and combine kernels (tests/cuda_on_host.cpp
+    checks those)."""
     from rowstoch_fast.backends import cupy as backend
 
-    fake = _fake_cupy()
-    monkeypatch.setattr(backend, "require_cupy", lambda: fake)
-    monkeypatch.setattr(backend, "_mix_into", lambda M, src, dst: dst.__setitem__(Ellipsis, M.csr @ np.asarray(src)))
-    monkeypatch.setattr(backend, "_combine_into", lambda out, coefs, blocks: _core.combine(
-        out.view(np.ndarray), [c.view(np.ndarray) if isinstance(c, np.ndarray) else c for c in coefs],
-        [b.view(np.ndarray) for b in blocks]))
+    fake = _host_kernels(monkeypatch, backend)
     rng = np.random.default_rng(5)
     A = topology.erdos_renyi(12, 0.3, seed=2)
     G = rng.standard_normal((2, 12, 3))
     x0 = rng.standard_normal((2, 12, 3))
     cls = REGISTRY[name]
-    cpu = cls.build(A, x0, 0.02, rounds=2 if cls.multi_round else 1)
-    gpu = cls.build(A, fake.asarray(x0), 0.02, rounds=2 if cls.multi_round else 1)
+    rounds = 3 if cls.multi_round else 1
+    cpu = cls.build(A, x0, 0.02, rounds=rounds)
+    gpu = cls.build(A, fake.asarray(x0), 0.02, rounds=rounds)
     assert gpu.backend == "cupy"
     Gd = fake.asarray(G)
     for _ in range(40):
@@ -322,6 +382,8 @@ def test_cupy_backend_glue_on_the_host(name, monkeypatch):
         gpu.step(lambda X: X - Gd)
     full = gpu.gather_x()
     assert type(full) is np.ndarray and rel(full, cpu.x) < 1e-12
+    if cls.multi_round:
+        assert len(gpu._ops._graphs) >= 2 and gpu._ops.use_graphs  # the rounds ran as replayed graphs
     resumed = cls.from_state_dict(gpu.state_dict(), **{k: v for k, v in cls.problem_matrices(A).items()
                                                        if k in cls.matrices}, backend="cupy")
     resumed.step(lambda X: X - Gd)
@@ -331,6 +393,60 @@ def test_cupy_backend_glue_on_the_host(name, monkeypatch):
         gpu.step(lambda X: np.asarray(G))
     with pytest.raises(DivergenceError, match="non-finite gradient"):
         gpu.step(lambda X: X * np.nan)
+        gpu.x
+
+
+@pytest.mark.parametrize("name", sorted(REGISTRY))
+@pytest.mark.parametrize("cause", ["gradient", "iterate"])
+def test_cupy_deferred_checks_raise_the_per_step_error(name, cause, monkeypatch):
+    """On the device the NaN/Inf check is read every check_every steps: the error still names the iteration and
+    node a per-step check names, and the optimizer is rolled back to the same last finite state, from which it
+    goes on like the CPU one."""
+    from rowstoch_fast.backends import cupy as backend
+
+    fake = _host_kernels(monkeypatch, backend)
+    rng = np.random.default_rng(6)
+    A = topology.erdos_renyi(12, 0.3, seed=3)
+    x0 = rng.standard_normal((12, 3))
+    cls = REGISTRY[name]
+    rounds = 2 if cls.multi_round else 1
+    bad_at = 11  # the gradient call that goes bad
+
+    def make_grad():
+        calls = [0]
+
+        def grad(X):
+            calls[0] += 1
+            G = X - 1.0
+            if cause == "gradient" and calls[0] == bad_at:
+                G = G.copy()
+                G[4, 1] = np.nan
+            return G
+        return grad
+
+    lr = 0.02 if cause == "gradient" else 1e150  # the iterates overflow
+    cpu = cls.build(A, x0, lr, rounds=rounds)
+    gpu = cls.build(A, fake.asarray(x0), lr, rounds=rounds)
+    gpu._ops.check_every = 8
+    errors = {}
+    for opt, dev in ((cpu, False), (gpu, True)):
+        grad = make_grad()
+        with pytest.raises(DivergenceError) as info:
+            for _ in range(40):
+                opt.step(grad)
+            opt.x
+        errors[dev] = info.value
+    assert (errors[True].iteration, errors[True].node, errors[True].what) == \
+        (errors[False].iteration, errors[False].node, errors[False].what)
+    assert gpu.iteration == cpu.iteration
+    np.testing.assert_array_equal(gpu.gather_x(), cpu.x)
+    for name_ in cls.state:
+        np.testing.assert_array_equal(gpu.gather_state(name_), cpu.gather_state(name_))
+    if cause == "gradient":  # and it goes on from there like the CPU one
+        for opt, G in ((cpu, 0.5 * x0), (gpu, fake.asarray(0.5 * x0))):
+            for _ in range(3):
+                opt.step(lambda X: X - G)
+        np.testing.assert_array_equal(gpu.gather_x(), cpu.x)
 
 
 @pytest.mark.parametrize("name", sorted(REGISTRY))

@@ -136,15 +136,17 @@ def test_cuda_kernels_compile_with_nvrtc():
 
     with open(os.path.join(os.path.dirname(rowstoch_fast.__file__), "backends", "kernels.cu")) as f:
         src = f.read()
-    try:
-        prog = nvrtc.createProgram(src, "kernels.cu", [], [])
-    except Exception as exc:  # noqa: BLE001 - NVRTC library missing
-        pytest.skip(f"NVRTC unavailable: {exc}")
-    try:
-        nvrtc.compileProgram(prog, ["-std=c++14", "--fmad=false", "-arch=compute_80"])
-    except Exception:  # noqa: BLE001 - show the compiler log
-        pytest.fail(nvrtc.getProgramLog(prog))
-    assert len(nvrtc.getPTX(prog)) > 0
+    for width in (None, 1, 10, 16):  # the main module and modules of row-per-thread kernels
+        try:
+            prog = nvrtc.createProgram(src, "kernels.cu", [], [])
+        except Exception as exc:  # noqa: BLE001 - NVRTC library missing
+            pytest.skip(f"NVRTC unavailable: {exc}")
+        options = ["-std=c++14", "--fmad=false", "-arch=compute_80"] + ([f"-DROWSTOCH_WIDTH={width}"] if width else [])
+        try:
+            nvrtc.compileProgram(prog, options)
+        except Exception:  # noqa: BLE001 - show the compiler log
+            pytest.fail(nvrtc.getProgramLog(prog))
+        assert len(nvrtc.getPTX(prog)) > 0
 
 
 @pytest.fixture(scope="module")
@@ -161,8 +163,8 @@ def cuda_on_host(tmp_path_factory):
     src = os.path.join(os.path.dirname(__file__), "cuda_on_host.cpp")
     cu = os.path.join(os.path.dirname(rowstoch_fast.__file__), "backends", "kernels.cu")
     lib = tmp_path_factory.mktemp("cuda_on_host") / "cuda_on_host.so"
-    out = subprocess.run([cxx, "-std=c++14", "-O1", "-ffp-contract=off", "-shared", "-fPIC", f'-DKERNELS_CU="{cu}"',
-                          src, "-o", str(lib)], capture_output=True, text=True, timeout=300)
+    out = subprocess.run([cxx, "-std=c++14", "-O1", "-ffp-contract=off", "-shared", "-fPIC", "-pthread",
+                          f'-DKERNELS_CU="{cu}"', src, "-o", str(lib)], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     return ctypes.CDLL(str(lib))
 
@@ -173,13 +175,16 @@ def _ptr(a):
     return ctypes.c_void_p(a.ctypes.data)
 
 
-@pytest.mark.parametrize("nodes,M", [(None, 37), ([3, 0, 5], 37), (None, 4100)], ids=["all", "subset", "M4100"])
-def test_cuda_logistic_kernel_logic_matches_cpu(cuda_on_host, nodes, M):
-    """Same mini-batches (16- and 32-bit draws) and the same sums as the CPU kernel: equal bit for bit."""
+@pytest.mark.parametrize("nodes,M,d,in_shared", [(None, 37, 5, 1), ([3, 0, 5], 37, 5, 1), (None, 4100, 5, 0),
+                                                   (None, 37, 37, 1), (None, 40, 131, 0)],
+                         ids=["all", "subset", "M4100-spill", "d37", "d131"])
+def test_cuda_logistic_kernel_logic_matches_cpu(cuda_on_host, nodes, M, d, in_shared):
+    """Same mini-batches (16- and 32-bit draws) and the same sums as the CPU kernel: equal bit for bit, with the
+    permutation in shared memory or spilled, d below and above one warp's width and the registers' 128."""
     import ctypes
 
-    n, d = 6, 5
-    f = NonconvexLogistic.synthetic(n, total=n * M, d=d, batch=9, seed=3)
+    n = 6
+    f = NonconvexLogistic.synthetic(n, total=n * M, d=d, batch=37, seed=3)
     ids = None if nodes is None else np.asarray(nodes, dtype=np.int64)
     m = n if ids is None else len(ids)
     reps, batches, seed, iteration, rep_offset = 2, 3, 11, 7, 1
@@ -187,27 +192,92 @@ def test_cuda_logistic_kernel_logic_matches_cpu(cuda_on_host, nodes, M):
     want = f.stochastic_gradient(X, iteration, seed=seed, batches=batches, rep_offset=rep_offset,
                                  nodes=None if ids is None else ids)
     G = np.full_like(X, np.nan)
-    perm = np.empty(reps * m * f.samples_per_node, dtype=np.int64)
-    swaps = np.empty(reps * m * f.batch, dtype=np.int64)
+    per_warp = 32 * 8 + 32 * 4 + ((f.samples_per_node + f.batch) * 4 if in_shared else 0)
+    spill = np.full(reps * m * (f.samples_per_node + f.batch), -1, dtype=np.int32)
     i64, u64 = ctypes.c_int64, ctypes.c_uint64
     cuda_on_host.emulate_logistic_grad_f64(
         ctypes.c_longlong(reps * m), _ptr(f.H), _ptr(f.Y), _ptr(ids) if ids is not None else ctypes.c_void_p(0),
         i64(m), i64(f.samples_per_node), i64(d), ctypes.c_double(f.rho), _ptr(X), i64(reps), i64(f.batch),
-        i64(batches), u64(seed), u64(iteration), i64(rep_offset), _ptr(perm), _ptr(swaps), _ptr(G))
+        i64(batches), u64(seed), u64(iteration), i64(rep_offset), ctypes.c_int(in_shared), i64(per_warp),
+        _ptr(spill), _ptr(G))
     np.testing.assert_array_equal(G, want)
 
 
-def test_cuda_mixing_kernel_logic_matches_cpu(cuda_on_host):
+def _csr_args(A, index_dtype, dtype):
+    csr = A.csr
+    return (csr.indptr.astype(index_dtype), csr.indices.astype(index_dtype), csr.data.astype(dtype))
+
+
+@pytest.mark.parametrize("kernel,index_dtype,dtype,w", [
+    ("entry1_f64_i32", np.int32, np.float64, 3), ("entry2_f64_i64", np.int64, np.float64, 10),
+    ("entry4_f32_i32", np.int32, np.float32, 8)])
+def test_cuda_mixing_entry_kernels_match_cpu(cuda_on_host, kernel, index_dtype, dtype, w):
+    """The entry kernels (one thread per 1, 2 or 4 entries of a row): the CPU's sums, bit for bit."""
+    import ctypes
+
+    V = int(kernel[5])
+    A = topology.exponential(9).astype(dtype)
+    X = np.random.default_rng(1).normal(size=(9, w)).astype(dtype)
+    Y = np.full_like(X, np.nan)
+    Ap, Aj, Ax = _csr_args(A, index_dtype, dtype)
+    getattr(cuda_on_host, f"emulate_csr_mix_{kernel}")(ctypes.c_longlong(X.size // V), _ptr(Ap), _ptr(Aj), _ptr(Ax),
+                                                      _ptr(X), _ptr(Y), ctypes.c_int64(9), ctypes.c_int64(w),
+                                                      ctypes.c_void_p(0))
+    np.testing.assert_array_equal(Y, A.mix(X))
+
+
+@pytest.mark.parametrize("w", [1, 3, 4, 10, 16])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_cuda_mixing_rows_kernels_match_cpu(cuda_on_host, w, dtype):
+    """The row-per-thread kernels (the row in registers, 8- and 16-byte loads): the CPU's sums, bit for bit, on a
+    graph with rows of different lengths and an empty row's worth of zero weights."""
+    import ctypes
+
+    rng = np.random.default_rng(w)
+    A = topology.erdos_renyi(23, 0.2, seed=w).astype(dtype)
+    X = rng.normal(size=(23, w)).astype(dtype)
+    Y = np.full_like(X, np.nan)
+    name = f"emulate_rows_{'f64_i32' if dtype == np.float64 else 'f32_i64'}_{w}"
+    Ap, Aj, Ax = _csr_args(A, np.int32 if dtype == np.float64 else np.int64, dtype)
+    getattr(cuda_on_host, name)(ctypes.c_longlong(23), _ptr(Ap), _ptr(Aj), _ptr(Ax), _ptr(X), _ptr(Y),
+                                ctypes.c_int64(23), ctypes.c_void_p(0))
+    np.testing.assert_array_equal(Y, A.mix(X))
+
+
+def test_cuda_run_status_freezes_later_launches(cuda_on_host):
+    """A checked launch that writes a NaN records its id; it still completes, and every later launch (mixing,
+    combine) is a no-op, so the state stays at the last finite iterate; unchecked launches (id 0) report nothing."""
     import ctypes
 
     A = topology.exponential(9)
-    X = np.random.default_rng(1).normal(size=(9, 3))
-    Y = np.full_like(X, np.nan)
-    csr = A.csr
-    Ap, Aj = csr.indptr.astype(np.int32), csr.indices.astype(np.int32)
-    cuda_on_host.emulate_csr_mix_f64_i32(ctypes.c_longlong(X.size), _ptr(Ap), _ptr(Aj), _ptr(csr.data), _ptr(X),
-                                         _ptr(Y), ctypes.c_int64(9), ctypes.c_int64(3))
-    np.testing.assert_array_equal(Y, A.mix(X))
+    Ap, Aj, Ax = _csr_args(A, np.int32, np.float64)
+    X = np.random.default_rng(2).normal(size=(9, 3))
+    X[5, 1] = np.nan
+    status = np.zeros(2, dtype=np.uint64)
+    out = np.full_like(X, 7.0)
+    null = ctypes.c_void_p(0)
+    combine = cuda_on_host.emulate_combine_f64
+
+    def run(dst, src, launch):
+        combine(ctypes.c_longlong(src.size), _ptr(src), *[null] * 3, *[null] * 4, ctypes.c_double(2.0),
+                *[ctypes.c_double(0)] * 3, ctypes.c_int(1), _ptr(dst), ctypes.c_int64(9), ctypes.c_int64(3),
+                _ptr(status), ctypes.c_uint64(launch))
+
+    run(out, X, 0)  # unchecked: writes, reports nothing
+    assert status[0] == 0 and np.isnan(out[5, 1])
+    out[...] = 7.0
+    run(out, X, 3)  # checked launch 3 fails, but completes
+    assert status[0] == 3
+    np.testing.assert_array_equal(out, 2.0 * X)
+    later = np.full_like(X, 7.0)
+    run(later, np.ones_like(X), 4)
+    cuda_on_host.emulate_csr_mix_entry1_f64_i32(ctypes.c_longlong(X.size), _ptr(Ap), _ptr(Aj), _ptr(Ax),
+                                                _ptr(np.ones_like(X)), _ptr(later), ctypes.c_int64(9),
+                                                ctypes.c_int64(3), _ptr(status))
+    cuda_on_host.emulate_rows_f64_i32_3(ctypes.c_longlong(9), _ptr(Ap), _ptr(Aj), _ptr(Ax), _ptr(np.ones_like(X)),
+                                        _ptr(later), ctypes.c_int64(9), _ptr(status))
+    np.testing.assert_array_equal(later, 7.0)  # frozen: nothing written
+    assert status[0] == 3
 
 
 @pytest.mark.parametrize("K", [1, 2, 3, 4])
@@ -226,18 +296,18 @@ def test_cuda_combine_kernel_logic_matches_cpu(cuda_on_host, K):
         terms = [out if (in_place and t == 0) else blocks[t] for t in range(K)]
         want = np.empty((n, w))
         assert _core.combine(want, coefs, [blocks[t] for t in range(K)])
-        bad = np.zeros(1, dtype=np.int32)
+        bad = np.zeros(2, dtype=np.uint64)
         null = ctypes.c_void_p(0)
         xs = [_ptr(b) for b in terms] + [null] * (4 - K)
         rows = [_ptr(c) if isinstance(c, np.ndarray) else null for c in coefs] + [null] * (4 - K)
         cs = [ctypes.c_double(0.0 if isinstance(c, np.ndarray) else c) for c in coefs] + [ctypes.c_double(0)] * (4 - K)
         cuda_on_host.emulate_combine_f64(ctypes.c_longlong(n * w), *xs, *rows, *cs, ctypes.c_int(K), _ptr(out),
-                                         ctypes.c_int64(n), ctypes.c_int64(w), _ptr(bad))
+                                         ctypes.c_int64(n), ctypes.c_int64(w), _ptr(bad), ctypes.c_uint64(1))
         np.testing.assert_array_equal(out, want)
         assert bad[0] == 0
     blocks[-1][4, 2] = np.inf
     out = np.empty((n, w))
     xs = [_ptr(b) for b in blocks] + [null] * (4 - K)
     cuda_on_host.emulate_combine_f64(ctypes.c_longlong(n * w), *xs, *rows, *cs, ctypes.c_int(K), _ptr(out),
-                                     ctypes.c_int64(n), ctypes.c_int64(w), _ptr(bad))
-    assert bad[0] == 1
+                                     ctypes.c_int64(n), ctypes.c_int64(w), _ptr(bad), ctypes.c_uint64(5))
+    assert bad[0] == 5

@@ -11,6 +11,14 @@ operations (``self._ops``, see :mod:`rowstoch_fast.backends`):
 
 :meth:`Optimizer.step` then swaps ``cur`` and ``nxt`` in one statement, so an exception or a Ctrl-C
 anywhere in ``_advance`` leaves the previous state intact. The same code runs on every backend.
+
+Deferred checks: where a backend's kernels flag NaN/Inf on the device (CuPy), ``combine`` and
+``copy_in`` return :data:`~rowstoch_fast.backends.DEFERRED` instead of a flag that would cost a
+device-to-host sync per step. The check is then journaled (which launch, which iteration, which state),
+every later kernel of the run becomes a no-op once one has failed (so the last finite state survives), and
+:meth:`Optimizer._settle` reads the device flag every ``check_every`` steps of the backend and before any
+read of the state: it rolls the optimizer back to the last finite iterate and raises the
+:class:`DivergenceError` that a per-step check would have raised.
 """
 
 from __future__ import annotations
@@ -179,6 +187,8 @@ class Optimizer:
         self._cur[self.model][...] = self._rows(x0)
         self.iteration = 0
         self._initialized = False
+        self._journal = []  # deferred NaN/Inf checks not read yet (see the module's docstring)
+        ops.checking = self.check_finite
 
     def _validate(self, matrices, x0, hyper):
         """Checks with no communication (under MPI run on every rank, then agreed on)."""
@@ -240,6 +250,7 @@ class Optimizer:
         self._cur = {name: ops.zeros(widths[name]) for name in self.state}
         self._nxt = {name: ops.zeros(widths[name]) for name in self.state}
         self._work = [ops.zeros(w) for _ in range(self.scratch)]
+        ops.prepare(w)
 
     def _rows(self, arr):
         """This process's rows of a user-shaped array over all nodes, as a node-major block."""
@@ -284,7 +295,12 @@ class Optimizer:
     def x(self):
         """The model each node uses, shape of ``x0`` (this rank's rows under MPI; a read-only view, valid
         until the next step)."""
-        return self._user_view(self._cur[self.model])
+        return self._state_view(self.model)
+
+    def _state_view(self, name):
+        """A user-shaped view of the state block ``name``, once every deferred check has been read."""
+        self._settle()
+        return self._user_view(self._cur[name])
 
     @property
     def local_nodes(self):
@@ -347,6 +363,7 @@ class Optimizer:
         weights = self.__dict__.get("_centroid_weights")
         if weights is None:
             weights = self._centroid_weights = ops.vector(self.centroid_weights())
+        self._settle()
         c = ops.weighted_sum(weights, self._cur[self.model])
         return c.reshape(self._reps, self._d) if len(self._shape) == 3 else c
 
@@ -359,8 +376,9 @@ class Optimizer:
     def _gradient(self, grad_fn, x_buf, out, iteration):
         """``out <- grad_fn(x_buf)`` (collective under MPI); DivergenceError on NaN/Inf."""
         finite = self._ops.call(self._gradient_local, grad_fn, x_buf, out)
-        if self.check_finite and not self._ops.all_true(finite):
-            raise DivergenceError.gradient(iteration, self._ops.first_nonfinite(out), self.iteration)
+        if self.check_finite:
+            self._verify(finite, lambda: DivergenceError.gradient(iteration, self._ops.first_nonfinite(out),
+                                                                  self.iteration))
 
     def _gradient_local(self, grad_fn, x_buf, out):
         G = self._ops.user_array(grad_fn(self._user_view(x_buf)), "the value grad_fn returns")
@@ -372,8 +390,34 @@ class Optimizer:
 
     def _check_iterates(self, finite, t, *blocks):
         """DivergenceError for iteration ``t + 1`` unless ``finite`` on every process."""
-        if self.check_finite and not self._ops.all_true(finite):
-            raise DivergenceError.iterate(t + 1, self._ops.first_nonfinite(*blocks), self._lr_text())
+        if self.check_finite:
+            self._verify(finite, lambda: DivergenceError.iterate(t + 1, self._ops.first_nonfinite(*blocks),
+                                                                 self._lr_text()))
+
+    def _verify(self, finite, error):
+        """Raise ``error()`` unless ``finite`` (on every process); a DEFERRED check is journaled for
+        :meth:`_settle` with the state to roll back to."""
+        if finite is backends.DEFERRED:
+            self._journal.append((self._ops.last_launch, self.iteration, self._cur, self._nxt, error))
+        elif not self._ops.all_true(finite):
+            self._settle()  # a deferred check that failed earlier comes first
+            raise error()
+
+    def _settle(self):
+        """Read the deferred checks (one device-to-host read); if one failed, go back to the state before its
+        step and raise its DivergenceError."""
+        journal = self._journal
+        if not journal:
+            return
+        self._journal = []
+        failed = self._ops.failed_launch()
+        if not failed:
+            return
+        for launch, iteration, cur, nxt, error in journal:
+            if launch == failed:
+                self._cur, self._nxt, self.iteration = cur, nxt, iteration
+                raise error()
+        raise RuntimeError(f"internal error: launch {failed} failed its NaN/Inf check but was not journaled")
 
     def _lr_text(self):
         lr = self._hyper.get("lr")
@@ -386,6 +430,7 @@ class Optimizer:
         if self._initialized:
             raise RuntimeError(f"{type(self).__name__} is already initialized")
         self._initialize(grad_fn)
+        self._settle()
         self._initialized = True
 
     def _initialize(self, grad_fn):
@@ -411,7 +456,11 @@ class Optimizer:
         ------
         DivergenceError
             If a gradient or an iterate is NaN/Inf; the state stays at the last
-            finite iterate.
+            finite iterate. On the GPU the check is a flag on the device, read
+            every ``check_every`` steps of the backend (32) and before the state
+            is read: the error can come up to that many steps late (``grad_fn``
+            has then seen the frozen state), but it names the iteration where the
+            NaN/Inf appeared and the optimizer is rolled back to the iterate before.
         RuntimeError
             If another thread is stepping this optimizer at the same time.
         """
@@ -421,6 +470,8 @@ class Optimizer:
         self._advance(grad_fn, self._cur, self._nxt, t)
         # Commit in one statement with no calls (no signal can land half-way).
         self._cur, self._nxt, self.iteration = self._nxt, self._cur, t + 1
+        if self._journal and self.iteration % self._ops.check_every == 0:
+            self._settle()
         return self
 
     def _advance(self, grad_fn, cur, nxt, t):
@@ -440,12 +491,14 @@ class Optimizer:
         """The model of every node (shape of ``x0``) as a host array on the root process (None on the other
         MPI ranks). Collective under MPI. ``copy=False`` may return a read-only view of the state (valid until
         the next step) where the state already is a host array of every node (the CPU backend)."""
+        self._settle()
         return self._gather_user(self._cur[self.model], copy)
 
     def gather_state(self, name, copy=True):
         """A state block (``"y"``, ``"g"``, ...) of every node, like :meth:`gather_x`."""
         if name not in self._cur:
             raise ValueError(f"{type(self).__name__} has no state {name!r}; it has {', '.join(self.state)}")
+        self._settle()
         return self._gather_user(self._cur[name], copy)
 
     def gather(self, array, copy=True):
@@ -487,6 +540,7 @@ class Optimizer:
         The dict can be written with ``np.savez`` and read back with
         ``dict(np.load(path))``; any backend can resume it.
         """
+        self._settle()
         blocks = {name: self._ops.gather(self._cur[name]) for name in self.state}
         if not self._ops.is_root:
             return None

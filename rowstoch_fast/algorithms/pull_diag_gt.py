@@ -13,6 +13,11 @@ __all__ = ["PullDiagGT"]
 FORMS = ("atc", "frost")
 
 
+def _initial_step_error(node):
+    return DivergenceError(f"x0 - lr * g0 is not finite at node {node} (lr too large?)", iteration=0, node=node,
+                           what="iterate")
+
+
 class PullDiagGT(Optimizer):
     """(MG-)Pull-Diag-GT: gradient tracking over a row-stochastic network, one ``step`` at a time.
 
@@ -141,7 +146,7 @@ class PullDiagGT(Optimizer):
     @property
     def y(self):
         """Gradient trackers ``y_t`` (read-only view, valid until the next step)."""
-        return self._user_view(self._cur["y"])
+        return self._state_view("y")
 
     def gather_y(self):
         """The full ``y`` on the root process (None on the other MPI ranks)."""
@@ -161,10 +166,8 @@ class PullDiagGT(Optimizer):
         if self.form == "frost":
             return
         finite = ops.combine(cur["xw"], [1.0, -self.lr], [cur["x"], cur["y"]])
-        if self.check_finite and not ops.all_true(finite):
-            node = ops.first_nonfinite(cur["xw"])
-            raise DivergenceError(f"x0 - lr * g0 is not finite at node {node} (lr too large?)",
-                                  iteration=0, node=node, what="iterate")
+        if self.check_finite:
+            self._verify(finite, lambda: _initial_step_error(ops.first_nonfinite(cur["xw"])))
 
     def _advance(self, grad_fn, cur, nxt, t):
         if self.form == "frost":
@@ -178,7 +181,7 @@ class PullDiagGT(Optimizer):
             finite = fused(A, R, lr, nxt["x"], cur["y"], nxt["g"], cur["g"], s_new, s_old,
                            nxt["y"], nxt["xw"], self._psi, self._scratch)
         else:
-            ops.combine(self._psi, [1.0, s_new, -s_old], [cur["y"], nxt["g"], cur["g"]])
+            ops.combine(self._psi, [1.0, s_new, -s_old], [cur["y"], nxt["g"], cur["g"]], check=False)
             ops.mix(A, self._psi, nxt["y"], R, self._scratch)  # y_{t+1} = A^R psi
             finite = ops.combine(nxt["xw"], [1.0, -lr], [nxt["x"], nxt["y"]])
         self._check_iterates(finite, t, nxt["x"], nxt["y"], nxt["xw"])
@@ -196,6 +199,7 @@ class PullDiagGT(Optimizer):
         self._check_iterates(finite, t, nxt["y"])
 
     def _lr_changed(self):
+        self._settle()
         if self.form == "atc":
             self._ops.combine(self._cur["xw"], [1.0, -self.lr], [self._cur["x"], self._cur["y"]])
         else:

@@ -3,7 +3,8 @@
 A backend owns where the rows of every block live (all nodes in host memory, all nodes on a GPU, or one
 MPI rank's nodes) and offers the operations of :class:`~rowstoch_fast.backends.cpu.CpuBackend`: mixing with
 a row- or column-stochastic matrix (``A^R X``), the element-wise update ``combine`` (a sum of row-scaled
-blocks, with its NaN/Inf flag), the first non-finite node, reductions over all nodes, allocation, calling
+blocks, with its NaN/Inf flag, or :data:`DEFERRED` where the flag stays on the device until read), the first
+non-finite node, reductions over all nodes, allocation, calling
 the user's gradient (collectively under MPI) and gathering. A backend may also offer a fused kernel for a
 hot path (the CPU's ``gt_y_phase``); algorithms use it when present and the generic operations otherwise.
 
@@ -14,10 +15,12 @@ from __future__ import annotations
 
 import importlib
 
+from .base import DEFERRED
+
 BACKENDS = ("auto", "cpu", "cupy", "mpi")
 _MODULES = {"cpu": ("cpu", "CpuBackend"), "cupy": ("cupy", "CupyBackend"), "mpi": ("mpi", "MpiBackend")}
 
-__all__ = ["BACKENDS", "create", "is_device_array", "resolve_backend", "to_backend"]
+__all__ = ["BACKENDS", "DEFERRED", "create", "is_device_array", "resolve_backend", "to_backend"]
 
 
 def is_device_array(x):

@@ -4,7 +4,21 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["Backend"]
+__all__ = ["Backend", "DEFERRED"]
+
+
+class _Deferred:
+    """What ``combine`` / ``copy_in`` return when the NaN/Inf check is a flag on the device, read later
+    (see :mod:`rowstoch_fast.algorithms._base`)."""
+
+    def __bool__(self):
+        raise TypeError("a deferred NaN/Inf check has no truth value until the backend's flag is read")
+
+    def __repr__(self):
+        return "DEFERRED"
+
+
+DEFERRED = _Deferred()
 
 
 class Backend:
@@ -20,6 +34,12 @@ class Backend:
     #: Halo messages and bytes this process has sent (only the MPI backend sends any).
     messages = 0
     bytes_sent = 0
+    #: Whether the optimizer checks for NaN/Inf (set by it; a backend that defers checks skips them otherwise).
+    checking = True
+    #: Steps between two reads of deferred checks (only backends whose checks return DEFERRED have any).
+    check_every = 1
+    #: The id of the last checked launch (deferring backends).
+    last_launch = 0
 
     def __init__(self, **options):
         if options:
@@ -37,6 +57,10 @@ class Backend:
         self.rows = self.n
         self.local_nodes = None  # all nodes, in order
 
+    def prepare(self, width):
+        """Get ready to run on blocks of ``width`` values per row (the CuPy backend compiles its kernels here,
+        so that the set-up, not the first step, pays for it)."""
+
     def zeros(self, width):
         """A zero block of ``(rows, width)`` values."""
         return self.xp.zeros((self.rows, width), dtype=self.dtype)
@@ -44,6 +68,10 @@ class Backend:
     def vector(self, values):
         """A per-row coefficient vector (this process's rows of a length-``n`` host vector)."""
         return self.xp.ascontiguousarray(self.xp.asarray(values, dtype=self.dtype))
+
+    def failed_launch(self):
+        """The id of the first deferred check that failed since the last call (0: none), clearing it."""
+        return 0
 
     def all_true(self, flag):
         """``flag`` on every process (under MPI: the logical and of all ranks' flags)."""

@@ -62,9 +62,10 @@ class CpuBackend(Backend):
         return DiagTracker(A, rounds, kind)
 
     # ------------------------------------------------------------------ element-wise
-    def combine(self, out, coefs, blocks):
+    def combine(self, out, coefs, blocks, check=True):
         """``out <- sum_t coefs[t] * blocks[t]`` (a coefficient is a float or a per-row vector of this backend;
-        a block may be ``out`` itself). Returns False when ``out`` has a NaN or Inf."""
+        a block may be ``out`` itself). Returns False when ``out`` has a NaN or Inf (``check=False``: the
+        caller ignores the result, and a backend that flags NaN/Inf on the device does not flag it)."""
         return _core.combine(out, coefs, blocks)
 
     def copy_in(self, out, values):

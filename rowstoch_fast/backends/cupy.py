@@ -17,7 +17,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from .base import Backend
+from .base import DEFERRED, Backend
 
 __all__ = ["HAS_CUPY", "require_cupy", "to_gpu", "to_cpu", "device_csr", "mix", "mix_power", "CupyBackend"]
 
@@ -30,6 +30,15 @@ def _disabled():
 HAS_CUPY = importlib.util.find_spec("cupy") is not None and not _disabled()
 
 _BLOCK = 256
+_OPTIONS = ("-std=c++14", "--fmad=false")
+
+#: Which mixing kernel to run: ``"auto"`` (the row-per-thread kernel for widths up to 16 on aligned blocks,
+#: else the vectorised entry kernel, else the scalar one), or ``"rows"``, ``"entry"`` (vectorised where it
+#: can), ``"entry1"`` to force one (benchmarks compare them; all give the same bits). Read from
+#: ``ROWSTOCH_CUDA_MIX`` at import.
+MIX_KERNEL = os.environ.get("ROWSTOCH_CUDA_MIX", "auto")
+_MIX_KERNELS = ("auto", "rows", "entry", "entry1")
+_ROWS_MAX_WIDTH = 16
 
 
 def require_cupy():
@@ -60,25 +69,29 @@ def to_cpu(x):
 
 
 @lru_cache(maxsize=None)
-def _module():
+def _module(width=None):
+    """kernels.cu compiled by NVRTC (cached on disk by CuPy); ``width``: the module of the row-per-thread
+    mixing kernels of that row width."""
     cupy = require_cupy()
     with open(os.path.join(os.path.dirname(__file__), "kernels.cu")) as f:
         code = f.read()
-    return cupy.RawModule(code=code, options=("-std=c++14", "--fmad=false"))
+    options = _OPTIONS if width is None else _OPTIONS + (f"-DROWSTOCH_WIDTH={int(width)}",)
+    return cupy.RawModule(code=code, options=options)
 
 
-def _kernel(name):
-    return _module().get_function(name)
+@lru_cache(maxsize=None)
+def _kernel(name, width=None):
+    return _module(width).get_function(name)
 
 
 def _suffix(dtype):
     return "f64" if np.dtype(dtype) == np.float64 else "f32"
 
 
-def _launch(name, total, args):
+def _launch(name, total, args, width=None):
     blocks = (int(total) + _BLOCK - 1) // _BLOCK
     if blocks:
-        _kernel(name)((blocks,), (_BLOCK,), args)
+        _kernel(name, width)((blocks,), (_BLOCK,), args)
 
 
 def _require_device(x, name):
@@ -99,17 +112,47 @@ def device_csr(A):
     return cached
 
 
-def _mix_into(A, X, out):
+def _mix_kernel(n, w, dtype, index_dtype, aligned, kind=None):
+    """(kernel name, row width of its module or None, threads) of the mixing kernel for an ``n x w`` block."""
+    kind = MIX_KERNEL if kind is None else kind
+    if kind not in _MIX_KERNELS:
+        raise ValueError(f"ROWSTOCH_CUDA_MIX must be one of {', '.join(_MIX_KERNELS)}, got {kind!r}")
+    suffix = f"{_suffix(dtype)}_{'i32' if np.dtype(index_dtype) == np.int32 else 'i64'}"
+    if kind in ("auto", "rows") and w <= _ROWS_MAX_WIDTH and aligned:
+        return f"csr_mix_rows_{suffix}", w, n
+    vec = 2 if np.dtype(dtype) == np.float64 else 4
+    if kind in ("auto", "entry") and aligned and w % vec == 0:
+        return f"csr_mix_entry{vec}_{suffix}", None, n * w // vec
+    return f"csr_mix_entry1_{suffix}", None, n * w
+
+
+def _ptr(a):
+    """The device address of a CuPy array."""
+    return a.data.ptr
+
+
+def _aligned(*arrays):
+    return all(_ptr(a) % 16 == 0 for a in arrays)
+
+
+def _mix_into(A, X, out, status=None):
+    """``out <- A X`` (one gossip round); a launch that finds ``status`` set (an earlier check failed) does
+    nothing."""
     Ap, Aj, Ax = device_csr(A)
     n, w = X.shape
-    name = f"csr_mix_{_suffix(Ax.dtype)}_{'i32' if Ap.dtype == np.int32 else 'i64'}"
-    _launch(name, n * w, (Ap, Aj, Ax, X, out, np.int64(n), np.int64(w)))
+    name, width, threads = _mix_kernel(n, w, Ax.dtype, Ap.dtype, _aligned(X, out))
+    status = np.intp(0) if status is None else status
+    if width is None:
+        _launch(name, threads, (Ap, Aj, Ax, X, out, np.int64(n), np.int64(w), status))
+    else:
+        _launch(name, threads, (Ap, Aj, Ax, X, out, np.int64(n), status), width)
     return out
 
 
-def _combine_into(out, coefs, blocks):
+def _combine_into(out, coefs, blocks, status, launch):
     """``out <- sum_t coefs[t] * blocks[t]`` in one kernel (``combine`` of kernels.cu: the CPU's order and bits);
-    a coefficient is a float or a per-row device vector. Returns False when ``out`` has a NaN or Inf."""
+    a coefficient is a float or a per-row device vector. A NaN or Inf in ``out`` sets ``status`` to ``launch``
+    (unless ``launch`` is 0); the launch does nothing if ``status`` holds another launch's id."""
     cupy = require_cupy()
     K = len(blocks)
     if not 1 <= K <= 4 or len(coefs) != K:
@@ -117,13 +160,13 @@ def _combine_into(out, coefs, blocks):
     n, w = out.shape
     dtype = np.dtype(out.dtype)
     null = np.intp(0)
-    xs = [b if b.flags.c_contiguous else cupy.ascontiguousarray(b) for b in blocks] + [null] * (4 - K)
+    xs = [b if b.flags.c_contiguous and b.dtype == dtype else cupy.ascontiguousarray(b, dtype=dtype)
+          for b in blocks] + [null] * (4 - K)
     rows = [c if hasattr(c, "__cuda_array_interface__") else null for c in coefs] + [null] * (4 - K)
     scalars = [dtype.type(0 if hasattr(c, "__cuda_array_interface__") else c) for c in coefs]
     scalars += [dtype.type(0)] * (4 - K)
-    bad = cupy.zeros(1, dtype=cupy.int32)
-    _launch(f"combine_{_suffix(dtype)}", n * w, (*xs, *rows, *scalars, np.int32(K), out, np.int64(n), np.int64(w), bad))
-    return int(bad.get()[0]) == 0
+    _launch(f"combine_{_suffix(dtype)}", n * w, (*xs, *rows, *scalars, np.int32(K), out, np.int64(n), np.int64(w),
+                                                 status, np.uint64(launch)))
 
 
 def _check_block(A, X, name="X"):
@@ -159,12 +202,17 @@ def mix_power(A, X, R, out=None, work=None):
         return res.reshape(shape)
     if R > 1 and work is None:
         work = cupy.empty_like(X2)
-    src = X2
-    for s in range(1, R + 1):
-        dst = res if (R - s) % 2 == 0 else work
-        _mix_into(A, src, dst)
-        src = dst
+    _mix_rounds(A, X2, res, R, work)
     return res.reshape(shape)
+
+
+def _mix_rounds(A, src, out, R, work, status=None):
+    """``out <- A^R src`` through the ping-pong buffer ``work`` (R >= 1)."""
+    for s in range(1, R + 1):
+        dst = out if (R - s) % 2 == 0 else work
+        _mix_into(A, src, dst, status)
+        src = dst
+    return out
 
 
 def logistic_grad(obj, X, iteration, seed, batches, rep_offset, nodes):
@@ -178,15 +226,34 @@ def logistic_grad(obj, X, iteration, seed, batches, rep_offset, nodes):
     reps = X.shape[0] if X.ndim == 3 else 1
     d_nodes = None if nodes is None else cupy.asarray(nodes, dtype=cupy.int64)
     rows = reps * m
-    perm = cupy.empty(rows * obj.samples_per_node, dtype=cupy.int64)
-    swaps = cupy.empty(rows * obj.batch, dtype=cupy.int64)
+    M, B = obj.samples_per_node, obj.batch
+    if M + B >= 2**31:
+        raise ValueError(f"the CuPy logistic kernel takes fewer than 2^31 samples per node, got {M}")
+    # one warp per row; its shared area: 32 coefficients, 32 sample ids, and the permutation and swaps when
+    # they fit (else a global scratch)
+    base = 32 * 8 + 32 * 4
+    in_shared = _LOGISTIC_WARPS * _round16(base + 4 * (M + B)) <= _SHARED_LIMIT
+    per_warp = _round16(base + (4 * (M + B) if in_shared else 0))
+    spill = np.intp(0) if in_shared else cupy.empty(rows * (M + B), dtype=cupy.int32)
     G = cupy.empty_like(X)
-    _launch("logistic_grad_f64", rows, (dev[0], dev[1], d_nodes if d_nodes is not None else np.intp(0),
-                                        np.int64(m), np.int64(obj.samples_per_node), np.int64(obj.d),
-                                        np.float64(obj.rho), X, np.int64(reps), np.int64(obj.batch),
-                                        np.int64(batches), np.uint64(seed), np.uint64(iteration),
-                                        np.int64(rep_offset), perm, swaps, G))
+    blocks = (rows + _LOGISTIC_WARPS - 1) // _LOGISTIC_WARPS
+    if blocks:
+        _kernel("logistic_grad_f64")(
+            (blocks,), (32 * _LOGISTIC_WARPS,),
+            (dev[0], dev[1], d_nodes if d_nodes is not None else np.intp(0), np.int64(m), np.int64(M),
+             np.int64(obj.d), np.float64(obj.rho), X, np.int64(reps), np.int64(B), np.int64(batches),
+             np.uint64(seed), np.uint64(iteration), np.int64(rep_offset), np.int32(in_shared), np.int64(per_warp),
+             spill, G),
+            shared_mem=_LOGISTIC_WARPS * per_warp)
     return G
+
+
+def _round16(nbytes):
+    return (nbytes + 15) // 16 * 16
+
+
+_LOGISTIC_WARPS = 4  # warps (rows) per block of the logistic kernel
+_SHARED_LIMIT = 48 * 1024  # dynamic shared memory a block gets without opting in
 
 
 class _DeviceTracker:
@@ -208,17 +275,40 @@ class _DeviceTracker:
 class CupyBackend(Backend):
     """The operations of :class:`~rowstoch_fast.backends.cpu.CpuBackend` on CuPy device arrays.
 
-    Mixing runs the NVRTC-compiled CSR kernel of ``kernels.cu`` (the matrix is
-    copied to the device once per matrix); the element-wise updates are CuPy
-    expressions. ``x0`` and what ``grad_fn`` returns must be device arrays
-    (no silent host/device copies); :meth:`gather` copies to the host.
+    Everything a step does runs in the NVRTC-compiled kernels of ``kernels.cu``
+    (the matrix is copied to the device once per matrix), with no
+    device-to-host synchronisation: the NaN/Inf checks set a flag on the device
+    (``combine`` and ``copy_in`` return ``DEFERRED``), which the optimizer reads
+    every :attr:`check_every` steps and before its state is read; once a check
+    has failed, every later launch of this backend does nothing, so the last
+    finite state survives. The ``R`` gossip rounds of a phase are captured once
+    as a CUDA graph per (matrix, buffers) and replayed (one launch instead of
+    ``R``). ``x0`` and what ``grad_fn`` returns must be device arrays (no silent
+    host/device copies); :meth:`gather` copies to the host.
     """
 
     name = "cupy"
+    #: Steps between two reads of the device's NaN/Inf flag (each read is a device-to-host sync).
+    check_every = 32
+    #: Capture multi-round mixing as CUDA graphs (turned off for good if a capture fails).
+    use_graphs = True
+    _MAX_GRAPHS = 16
 
     def __init__(self, **options):
         super().__init__(**options)
         self.xp = require_cupy()
+        self.last_launch = 0
+        self._graphs, self._seen = {}, set()
+
+    def attach(self, n, dtype, matrices):
+        super().attach(n, dtype, matrices)
+        # status[0]: the id of the first checked launch that found a NaN/Inf (kernels.cu, "run status")
+        self._status = self.xp.zeros(2, dtype=self.xp.uint64)
+
+    def prepare(self, width):
+        _kernel(f"combine_{_suffix(self.dtype)}")  # compiles (or loads from CuPy's cache) and loads the modules
+        if width <= _ROWS_MAX_WIDTH:
+            _kernel(f"csr_mix_rows_{_suffix(self.dtype)}_i32", width)
 
     def check_x0(self, x0, dtype):
         cupy = self.xp
@@ -242,24 +332,69 @@ class CupyBackend(Backend):
     def mix(self, M, src, out, rounds=1, work=None):
         if rounds > 1 and work is None:
             work = self.xp.empty_like(src)
-        cur = src
-        for s in range(1, rounds + 1):
-            dst = out if (rounds - s) % 2 == 0 else work
-            _mix_into(M, cur, dst)
-            cur = dst
+        if rounds == 1 or not self.use_graphs:
+            return _mix_rounds(M, src, out, rounds, work, self._status)
+        Ap = device_csr(M)[0]
+        key = (_ptr(Ap), M.n, _ptr(src), _ptr(out), _ptr(work), src.shape, rounds, MIX_KERNEL)
+        graph = self._graphs.get(key)
+        if graph is None:
+            if key not in self._seen:  # the first time: plain launches (compiles and loads the kernels)
+                self._seen.add(key)
+                return _mix_rounds(M, src, out, rounds, work, self._status)
+            graph = self._capture(lambda: _mix_rounds(M, src, out, rounds, work, self._status))
+            if graph is None:
+                return _mix_rounds(M, src, out, rounds, work, self._status)
+            if len(self._graphs) >= self._MAX_GRAPHS:
+                self._graphs.clear()
+            self._graphs[key] = graph
+        graph.launch()
         return out
+
+    def _capture(self, launches):
+        """``launches()`` captured as a CUDA graph on a side stream (None, and no more graphs, if CuPy or the
+        driver cannot)."""
+        cupy = self.xp
+        stream = self.__dict__.get("_capture_stream")
+        try:
+            if stream is None:
+                stream = self._capture_stream = cupy.cuda.Stream(non_blocking=True)
+            with stream:
+                stream.begin_capture()
+                try:
+                    launches()
+                finally:
+                    graph = stream.end_capture()
+            return graph
+        except Exception:  # noqa: BLE001 - no graphs here (old CuPy, HIP, a driver that refuses): plain launches
+            self.use_graphs = False
+            return None
 
     def tracker(self, A, rounds, kind):
         from ..tracker import DiagTracker
 
         return _DeviceTracker(DiagTracker(A, rounds, kind))
 
-    def combine(self, out, coefs, blocks):
-        return _combine_into(out, coefs, blocks)
+    def _next_launch(self, check):
+        if not (check and self.checking):
+            return 0
+        self.last_launch += 1
+        return self.last_launch
+
+    def combine(self, out, coefs, blocks, check=True):
+        launch = self._next_launch(check)
+        _combine_into(out, coefs, blocks, self._status, launch)
+        return DEFERRED if launch else True
 
     def copy_in(self, out, values):
-        out[...] = values
-        return bool(self.xp.isfinite(out).all())
+        launch = self._next_launch(True)
+        _combine_into(out, [1.0], [values], self._status, launch)  # 1.0 * v == v, bit for bit
+        return DEFERRED if launch else True
+
+    def failed_launch(self):
+        failed = int(self._status[:1].get()[0])
+        if failed:
+            self._status.fill(0)
+        return failed
 
     def first_nonfinite(self, *blocks):
         cupy = self.xp

@@ -4,40 +4,141 @@
 // round like the CPU kernels (same sums in the same order).
 //
 // Layouts match the CPU side: dense blocks are row-major n x w, node-major.
+//
+// Two modules are built from this file: the main one, and, for each row width W
+// that a run mixes (1 <= W <= 16), one with ROWSTOCH_WIDTH=W defined that holds
+// only the row-per-thread mixing kernels of that width.
 
 typedef long long i64;
 typedef unsigned long long u64;
 
-// Y[i, c] = sum_p Ax[p] X[Aj[p], c]: one thread per output entry, threads of a
-// warp sweep consecutive columns of a row (coalesced reads of the gathered rows).
-template <typename T, typename I>
-__device__ void csr_mix_impl(const I* __restrict__ Ap, const I* __restrict__ Aj, const T* __restrict__ Ax,
-                             const T* __restrict__ X, T* __restrict__ Y, i64 n, i64 w) {
-    i64 tid = (i64)blockIdx.x * blockDim.x + threadIdx.x;
-    if (tid >= n * w) return;
-    i64 i = tid / w, c = tid - i * w;
-    T acc = 0;
-    for (I p = Ap[i]; p < Ap[i + 1]; ++p) acc += Ax[p] * X[(i64)Aj[p] * w + c];
-    Y[tid] = acc;
+// ------------------------------------------------------------------ run status
+// status[0] holds the id of the first *checked* launch that produced a NaN or Inf
+// (0: none yet). Checked launches (the NaN/Inf checks of an optimizer) have ids
+// >= 1; every other launch passes 0. A launch returns at once when an earlier
+// launch failed, so the state stays at the last finite iterate while the host
+// goes on queueing work: it reads status only every few steps (no per-step sync).
+// A null status pointer turns both off.
+__device__ __forceinline__ bool frozen(const u64* status, u64 launch) {
+    if (!status) return false;
+    const u64 s = *(const volatile u64*)status;
+    return s != 0 && s != launch;
 }
 
+__device__ __forceinline__ void report(u64* status, u64 launch) {
+    if (status && launch) atomicCAS(status, 0ULL, launch);
+}
+
+// ------------------------------------------------------------------ mixing
+// Y[i, c] = sum_p Ax[p] X[Aj[p], c], summed over p in CSR order starting from 0
+// (the CPU kernels' order), in every variant below.
+
+// V consecutive values as one load or store of V * sizeof(T) bytes (8 or 16) when V > 1.
+template <typename T, int V>
+struct Pack {
+    T v[V];
+};
+
+template <typename T, int V>
+__device__ __forceinline__ Pack<T, V> load_pack(const T* p) {
+    Pack<T, V> r;
+    if (V * sizeof(T) == 16) {
+        const double2 t = *reinterpret_cast<const double2*>(p);
+        memcpy(r.v, &t, 16);
+    } else if (V * sizeof(T) == 8) {
+        const double t = *reinterpret_cast<const double*>(p);
+        memcpy(r.v, &t, 8);
+    } else {
+#pragma unroll
+        for (int c = 0; c < V; ++c) r.v[c] = p[c];
+    }
+    return r;
+}
+
+template <typename T, int V>
+__device__ __forceinline__ void store_pack(T* p, const T* v) {
+    if (V * sizeof(T) == 16) {
+        double2 t;
+        memcpy(&t, v, 16);
+        *reinterpret_cast<double2*>(p) = t;
+    } else if (V * sizeof(T) == 8) {
+        double t;
+        memcpy(&t, v, 8);
+        *reinterpret_cast<double*>(p) = t;
+    } else {
+#pragma unroll
+        for (int c = 0; c < V; ++c) p[c] = v[c];
+    }
+}
+
+// "entry": one thread per V consecutive entries of a row (w % V == 0; V = 1: any w);
+// the threads of a row read its CSR entries together (one broadcast load), the
+// gathered rows are read by consecutive threads (coalesced). Any width.
+template <typename T, typename I, int V>
+__device__ void csr_mix_entry(const I* __restrict__ Ap, const I* __restrict__ Aj, const T* __restrict__ Ax,
+                              const T* __restrict__ X, T* __restrict__ Y, i64 n, i64 w, const u64* status) {
+    const i64 tid = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    const i64 groups = w / V;
+    if (tid >= n * groups || frozen(status, 0)) return;
+    const i64 i = tid / groups, c = (tid - i * groups) * V;
+    T acc[V];
+#pragma unroll
+    for (int k = 0; k < V; ++k) acc[k] = 0;
+    const I end = Ap[i + 1];
+    for (I p = Ap[i]; p < end; ++p) {
+        const T a = Ax[p];
+        const Pack<T, V> x = load_pack<T, V>(X + (i64)Aj[p] * w + c);
+#pragma unroll
+        for (int k = 0; k < V; ++k) acc[k] += a * x.v[k];
+    }
+    store_pack<T, V>(Y + i * w + c, acc);
+}
+
+// "rows": one thread per row, its W values in registers (W a compile-time width):
+// each CSR entry is read once per row, the neighbour's row as 8- or 16-byte loads.
+template <typename T, typename I, int W>
+__device__ void csr_mix_rows(const I* __restrict__ Ap, const I* __restrict__ Aj, const T* __restrict__ Ax,
+                             const T* __restrict__ X, T* __restrict__ Y, i64 n, const u64* status) {
+    constexpr int V = (W * sizeof(T)) % 16 == 0 ? 16 / sizeof(T) : (W * sizeof(T)) % 8 == 0 ? 8 / sizeof(T) : 1;
+    const i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n || frozen(status, 0)) return;
+    T acc[W];
+#pragma unroll
+    for (int c = 0; c < W; ++c) acc[c] = 0;
+    const I end = Ap[i + 1];
+#pragma unroll 2
+    for (I p = Ap[i]; p < end; ++p) {
+        const T a = Ax[p];
+        const T* x = X + (i64)Aj[p] * W;
+#pragma unroll
+        for (int c = 0; c < W; c += V) {
+            const Pack<T, V> v = load_pack<T, V>(x + c);
+#pragma unroll
+            for (int k = 0; k < V; ++k) acc[c + k] += a * v.v[k];
+        }
+    }
+#pragma unroll
+    for (int c = 0; c < W; c += V) store_pack<T, V>(Y + i * W + c, acc + c);
+}
+
+// ------------------------------------------------------------------ combine
 // out[i, c] = sum_t a_t x_t[i, c] for K <= 4 terms, a_t = r_t[i] (a per-row coefficient) when r_t is not
 // null, else the scalar c_t; summed left to right as the CPU's combine (gt.hpp), so with --fmad=false the
-// bits are the same. A term may be out itself (each thread reads its element before writing it). *bad is
-// set to 1 by any thread whose value is NaN or Inf (they all write the same 1).
+// bits are the same. A term may be out itself (each thread reads its element before writing it). A NaN or
+// Inf in out is reported on status under this launch's id (see "run status").
 template <typename T>
 __device__ void combine_impl(const T* x0, const T* x1, const T* x2, const T* x3, const T* r0, const T* r1,
                              const T* r2, const T* r3, T c0, T c1, T c2, T c3, int K, T* out, i64 n, i64 w,
-                             int* bad) {
+                             u64* status, u64 launch) {
     i64 tid = (i64)blockIdx.x * blockDim.x + threadIdx.x;
-    if (tid >= n * w) return;
+    if (tid >= n * w || frozen(status, launch)) return;
     i64 i = tid / w;
     T v = (r0 ? r0[i] : c0) * x0[tid];
     if (K > 1) v = v + (r1 ? r1[i] : c1) * x1[tid];
     if (K > 2) v = v + (r2 ? r2[i] : c2) * x2[tid];
     if (K > 3) v = v + (r3 ? r3[i] : c3) * x3[tid];
     out[tid] = v;
-    if (!(v - v == T(0))) *bad = 1;
+    if (!(v - v == T(0))) report(status, launch);
 }
 
 // --------------------------------------------------------------------- objective
@@ -126,63 +227,130 @@ __device__ __forceinline__ double logistic_weight(double z) {
     return num / (1.0 + e);
 }
 
-// One thread per (repetition, node): the same mini-batches (partial Fisher-Yates
-// on a per-thread scratch permutation, undone afterwards) and the same sums as
-// rowstoch::logistic_stochastic_grad on the CPU.
+// One warp per (repetition, node): lane 0 draws the mini-batch (the streams are
+// sequential: the CPU's partial Fisher-Yates on a per-warp permutation, in shared
+// memory when it fits, else in the global scratch `spill`, undone afterwards);
+// then each lane takes one of 32 samples at a time (its margin in rowstoch::dot4's
+// order, its coefficient), and lane q accumulates coordinates q, q + 32, ... over
+// the samples in order. The same sums as rowstoch::logistic_stochastic_grad on the
+// CPU, bit for bit. Launched with (blockDim.x / 32) warps per block and
+// (blockDim.x / 32) * shared_per_warp bytes of dynamic shared memory; a warp's
+// shared area is [32 coefficients T][32 sample ids int][perm: M int][swaps: B int]
+// (the last two only when `in_shared`).
 template <typename T>
 __device__ void logistic_grad_impl(const T* __restrict__ H, const T* __restrict__ Yl, const i64* __restrict__ nodes,
                                    i64 m, i64 M, i64 d, T rho, const T* __restrict__ X, i64 reps, i64 B,
-                                   i64 batches, u64 seed, u64 iteration, i64 rep_offset, i64* __restrict__ perm_all,
-                                   i64* __restrict__ swaps_all, T* __restrict__ G) {
-    i64 row = (i64)blockIdx.x * blockDim.x + threadIdx.x;
-    if (row >= reps * m) return;
-    i64 rep = row / m;
-    i64 node = nodes ? nodes[row % m] : row % m;
-    i64* perm = perm_all + row * M;
-    i64* swaps = swaps_all + row * B;
-    for (i64 l = 0; l < M; ++l) perm[l] = l;
+                                   i64 batches, u64 seed, u64 iteration, i64 rep_offset, int in_shared,
+                                   i64 shared_per_warp, int* __restrict__ spill, T* __restrict__ G) {
+    extern __shared__ __align__(16) unsigned char smem[];
+    const int lane = threadIdx.x & 31, wib = threadIdx.x >> 5;
+    const i64 row = (i64)blockIdx.x * (blockDim.x >> 5) + wib;
+    if (row >= reps * m) return;  // the whole warp
+    unsigned char* mine = smem + wib * shared_per_warp;
+    T* coef = reinterpret_cast<T*>(mine);
+    int* ids = reinterpret_cast<int*>(mine + 32 * sizeof(T));
+    int* perm = in_shared ? ids + 32 : spill + row * (M + B);
+    int* swaps = perm + M;
+    const i64 rep = row / m;
+    const i64 node = nodes ? nodes[row % m] : row % m;
+    for (i64 l = lane; l < M; l += 32) perm[l] = (int)l;
     const T* x = X + row * d;
     T* g = G + row * d;
-    for (i64 j = 0; j < d; ++j) g[j] = 0;
     const T* Hi = H + node * M * d;
     const T* Yi = Yl + node * M;
     const T weight = T(1) / T(B * batches);
+    T acc[4] = {0, 0, 0, 0};  // coordinates lane + 32 k, k < 4 (d <= 128); larger d goes through g
+    if (d > 128)
+        for (i64 q = lane; q < d; q += 32) g[q] = 0;
+    __syncwarp();
     for (i64 r = 0; r < batches; ++r) {
-        Stream s = {stream_key(seed, (u64)(rep + rep_offset), (u64)node, iteration, (u64)r), 0, 0, 0};
-        for (i64 b = 0; b < B; ++b) {
-            i64 k = b + (i64)below(&s, (u64)(M - b));
-            swaps[b] = k;
-            i64 t = perm[b]; perm[b] = perm[k]; perm[k] = t;
-        }
-        // the CPU kernel works in chunks of 64 samples: margins, coefficients, accumulation
-        for (i64 b0 = 0; b0 < B; b0 += 64) {
-            i64 nb = B - b0 < 64 ? B - b0 : 64;
-            for (i64 b = 0; b < nb; ++b) {
-                const T* h = Hi + perm[b0 + b] * d;
-                T s4[4] = {0, 0, 0, 0};  // rowstoch::dot4's order
-                for (i64 j = 0; j < d; ++j) s4[j & 3] += h[j] * x[j];
-                const T yb = Yi[perm[b0 + b]];
-                const double z = (double)(yb * ((s4[0] + s4[2]) + (s4[1] + s4[3])));
-                const T coef = (T)(-(double)yb * logistic_weight(z) * (double)weight);
-                for (i64 q = 0; q < d; ++q) g[q] += coef * h[q];
+        if (lane == 0) {
+            Stream s = {stream_key(seed, (u64)(rep + rep_offset), (u64)node, iteration, (u64)r), 0, 0, 0};
+            for (i64 b = 0; b < B; ++b) {
+                const int k = (int)(b + (i64)below(&s, (u64)(M - b)));
+                swaps[b] = k;
+                const int t = perm[b];
+                perm[b] = perm[k];
+                perm[k] = t;
             }
         }
-        for (i64 b = B - 1; b >= 0; --b) { i64 t = perm[b]; perm[b] = perm[swaps[b]]; perm[swaps[b]] = t; }
+        __syncwarp();
+        for (i64 b0 = 0; b0 < B; b0 += 32) {
+            const int nb = B - b0 < 32 ? (int)(B - b0) : 32;
+            if (lane < nb) {
+                const int id = perm[b0 + lane];
+                const T* h = Hi + (i64)id * d;
+                T s4[4] = {0, 0, 0, 0};  // rowstoch::dot4's order
+                for (i64 j = 0; j < d; ++j) s4[j & 3] += h[j] * x[j];
+                const T yb = Yi[id];
+                const double z = (double)(yb * ((s4[0] + s4[2]) + (s4[1] + s4[3])));
+                coef[lane] = (T)(-(double)yb * logistic_weight(z) * (double)weight);
+                ids[lane] = id;
+            }
+            __syncwarp();
+            if (d <= 128) {
+                for (int b = 0; b < nb; ++b) {
+                    const T c = coef[b];
+                    const T* h = Hi + (i64)ids[b] * d;
+#pragma unroll
+                    for (int k = 0; k < 4; ++k)
+                        if (lane + 32 * k < d) acc[k] += c * h[lane + 32 * k];
+                }
+            } else {
+                for (i64 q = lane; q < d; q += 32) {
+                    T a = g[q];
+                    for (int b = 0; b < nb; ++b) a += coef[b] * Hi[(i64)ids[b] * d + q];
+                    g[q] = a;
+                }
+            }
+            __syncwarp();
+        }
+        if (lane == 0)
+            for (i64 b = B - 1; b >= 0; --b) {
+                const int k = swaps[b], t = perm[b];
+                perm[b] = perm[k];
+                perm[k] = t;
+            }
+        __syncwarp();
     }
-    for (i64 j = 0; j < d; ++j) {
-        const T q = T(1) + x[j] * x[j];
-        g[j] += rho * T(2) * x[j] / (q * q);
+    if (d <= 128) {
+#pragma unroll
+        for (int k = 0; k < 4; ++k)
+            if (lane + 32 * k < d) g[lane + 32 * k] = acc[k];
+    }
+    for (i64 q = lane; q < d; q += 32) {
+        const T qq = T(1) + x[q] * x[q];
+        g[q] += rho * T(2) * x[q] / (qq * qq);
     }
 }
 
+#ifdef ROWSTOCH_WIDTH
+#define ROWS(suffix, T, I) \
+    __global__ void csr_mix_rows_##suffix(const I* Ap, const I* Aj, const T* Ax, const T* X, T* Y, i64 n, const u64* status) { \
+        csr_mix_rows<T, I, ROWSTOCH_WIDTH>(Ap, Aj, Ax, X, Y, n, status); }
 extern "C" {
-__global__ void csr_mix_f64_i32(const int* Ap, const int* Aj, const double* Ax, const double* X, double* Y, i64 n, i64 w) { csr_mix_impl(Ap, Aj, Ax, X, Y, n, w); }
-__global__ void csr_mix_f64_i64(const i64* Ap, const i64* Aj, const double* Ax, const double* X, double* Y, i64 n, i64 w) { csr_mix_impl(Ap, Aj, Ax, X, Y, n, w); }
-__global__ void csr_mix_f32_i32(const int* Ap, const int* Aj, const float* Ax, const float* X, float* Y, i64 n, i64 w) { csr_mix_impl(Ap, Aj, Ax, X, Y, n, w); }
-__global__ void csr_mix_f32_i64(const i64* Ap, const i64* Aj, const float* Ax, const float* X, float* Y, i64 n, i64 w) { csr_mix_impl(Ap, Aj, Ax, X, Y, n, w); }
-__global__ void combine_f64(const double* x0, const double* x1, const double* x2, const double* x3, const double* r0, const double* r1, const double* r2, const double* r3, double c0, double c1, double c2, double c3, int K, double* out, i64 n, i64 w, int* bad) { combine_impl(x0, x1, x2, x3, r0, r1, r2, r3, c0, c1, c2, c3, K, out, n, w, bad); }
-__global__ void combine_f32(const float* x0, const float* x1, const float* x2, const float* x3, const float* r0, const float* r1, const float* r2, const float* r3, float c0, float c1, float c2, float c3, int K, float* out, i64 n, i64 w, int* bad) { combine_impl(x0, x1, x2, x3, r0, r1, r2, r3, c0, c1, c2, c3, K, out, n, w, bad); }
-__global__ void logistic_grad_f64(const double* H, const double* Yl, const i64* nodes, i64 m, i64 M, i64 d, double rho, const double* X, i64 reps, i64 B, i64 batches, u64 seed, u64 iteration, i64 rep_offset, i64* perm, i64* swaps, double* G) {
-    logistic_grad_impl(H, Yl, nodes, m, M, d, rho, X, reps, B, batches, seed, iteration, rep_offset, perm, swaps, G);
+ROWS(f64_i32, double, int)
+ROWS(f64_i64, double, i64)
+ROWS(f32_i32, float, int)
+ROWS(f32_i64, float, i64)
+}
+#else
+#define ENTRY(suffix, T, I, V) \
+    __global__ void csr_mix_entry##V##_##suffix(const I* Ap, const I* Aj, const T* Ax, const T* X, T* Y, i64 n, i64 w, const u64* status) { \
+        csr_mix_entry<T, I, V>(Ap, Aj, Ax, X, Y, n, w, status); }
+extern "C" {
+ENTRY(f64_i32, double, int, 1)
+ENTRY(f64_i64, double, i64, 1)
+ENTRY(f32_i32, float, int, 1)
+ENTRY(f32_i64, float, i64, 1)
+ENTRY(f64_i32, double, int, 2)
+ENTRY(f64_i64, double, i64, 2)
+ENTRY(f32_i32, float, int, 4)
+ENTRY(f32_i64, float, i64, 4)
+__global__ void combine_f64(const double* x0, const double* x1, const double* x2, const double* x3, const double* r0, const double* r1, const double* r2, const double* r3, double c0, double c1, double c2, double c3, int K, double* out, i64 n, i64 w, u64* status, u64 launch) { combine_impl(x0, x1, x2, x3, r0, r1, r2, r3, c0, c1, c2, c3, K, out, n, w, status, launch); }
+__global__ void combine_f32(const float* x0, const float* x1, const float* x2, const float* x3, const float* r0, const float* r1, const float* r2, const float* r3, float c0, float c1, float c2, float c3, int K, float* out, i64 n, i64 w, u64* status, u64 launch) { combine_impl(x0, x1, x2, x3, r0, r1, r2, r3, c0, c1, c2, c3, K, out, n, w, status, launch); }
+__global__ void logistic_grad_f64(const double* H, const double* Yl, const i64* nodes, i64 m, i64 M, i64 d, double rho, const double* X, i64 reps, i64 B, i64 batches, u64 seed, u64 iteration, i64 rep_offset, int in_shared, i64 shared_per_warp, int* spill, double* G) {
+    logistic_grad_impl(H, Yl, nodes, m, M, d, rho, X, reps, B, batches, seed, iteration, rep_offset, in_shared, shared_per_warp, spill, G);
 }
 }
+#endif

@@ -1,0 +1,274 @@
+"""The CuPy backend against the hardware (issue 14): mixing bandwidth, per-iteration overhead, the logistic oracle.
+
+Usage (on a machine with an NVIDIA GPU and CuPy; ``bench/gpu_check.sh`` runs it)::
+
+    python bench/gpu_kernels.py [--sections bits,mix,overhead,oracle] [--out DIR] [--quick]
+
+Sections (each prints a markdown table; everything lands in ``DIR/gpu_kernels.json``):
+
+* ``bits``: the three mixing kernels (``rows``, ``entry``, ``entry1``) give the same iterates, bit for bit,
+  as each other and as the CPU kernels (float64; float32 within 1e-5);
+* ``mix``: one MG-Pull-Diag-GT iteration (eq. 14 without the gradient, exponential graph, d = 10, R = 10) at
+  n = 2^20 and 2^22 with each mixing kernel, against the cupyx ``csr_matrix @ X`` composition of the same
+  equations and against the device's copy bandwidth (compulsory traffic as in ``bench/scaling.py``), and the
+  R gossip rounds alone;
+* ``overhead``: the same iteration at n = 2^10 .. 2^16, where launches and synchronisation dominate: the
+  default (graphs of the R rounds, NaN/Inf flag read every 32 steps), without graphs, and with a read of
+  the flag after every step (the 2026-11 behaviour), next to the CPU kernels;
+* ``oracle``: the logistic oracle (Appendix E.2: 400 samples per node, batch 200, d = 10) at n = 512 and
+  2^15 on the GPU against the CPU kernels on every core of this host, and a whole Pull-Diag-GT step at
+  n = 512.
+
+GPU times are taken over several steps between two synchronisations (a run does not synchronise per
+step); contenders are interleaved (``_harness.interleaved``) and medians are reported.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+import traceback
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(__file__))
+from _harness import gpu_bandwidth, interleaved, machine_info, save_json  # noqa: E402
+from scaling import composed, traffic  # noqa: E402
+
+from rowstoch_fast import PullDiagGT, _core, topology  # noqa: E402
+from rowstoch_fast.objectives import NonconvexLogistic  # noqa: E402
+from rowstoch_fast.backends import cupy as gpu  # noqa: E402
+
+KINDS = ("rows", "entry", "entry1")
+
+
+def _steps(cp, opt, G, k, kind=None, sync=True):
+    """A callable running ``k`` steps of ``opt`` (gradient: the constant G) with the mixing kernel ``kind``."""
+    def run():
+        if kind is not None:
+            gpu.MIX_KERNEL = kind
+        for _ in range(k):
+            opt.step(lambda X: G)
+        if sync:
+            cp.cuda.Device().synchronize()
+    return run
+
+
+def section_bits(cp, out):
+    rows = []
+    for dtype, tol in ((np.float64, 0.0), (np.float32, 1e-5)):
+        for n, d, reps in ((2**12 + 3, 10, 1), (2**12, 3, 2), (2**10, 20, 1)):
+            A = topology.exponential(n).astype(dtype)
+            rng = np.random.default_rng(n + d)
+            x0 = rng.standard_normal((reps, n, d) if reps > 1 else (n, d))
+            G = rng.standard_normal(x0.shape)
+            cpu = PullDiagGT(A, x0.astype(dtype), lr=1e-3, rounds=4)
+            for _ in range(6):
+                cpu.step(lambda X: X - G.astype(dtype))
+            want = cpu.gather_x()
+            Gd = cp.asarray(G.astype(dtype))
+            for kind in KINDS:
+                gpu.MIX_KERNEL = kind
+                dev = PullDiagGT(A, cp.asarray(x0.astype(dtype)), lr=1e-3, rounds=4)
+                for _ in range(6):
+                    dev.step(lambda X: X - Gd)
+                got = dev.gather_x()
+                err = float(np.max(np.abs(got - want)) / max(1e-300, float(np.max(np.abs(want)))))
+                same = bool(np.array_equal(got, want))
+                ok = same if tol == 0.0 else err <= tol
+                rows.append({"dtype": np.dtype(dtype).name, "n": n, "d": d, "reps": reps, "kernel": kind,
+                             "bit_identical": same, "max_rel_err": err, "ok": ok})
+    gpu.MIX_KERNEL = "auto"
+    print("| dtype | n | d x reps | kernel | bit-identical to the CPU | max rel. error | ok |")
+    print("|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['dtype']} | {r['n']} | {r['d']} x {r['reps']} | {r['kernel']} | {r['bit_identical']} | "
+              f"{r['max_rel_err']:.1e} | {'yes' if r['ok'] else '**NO**'} |")
+    out["bits"] = rows
+
+
+def section_mix(cp, out, sizes, copy_bw, d=10, R=10):
+    import cupyx.scipy.sparse as csp
+
+    print(f"\n| n | contender | ms/iteration | GB/s | % of copy bandwidth ({copy_bw:.0f} GB/s) | vs cupyx |")
+    print("|---|---|---|---|---|---|")
+    rows = []
+    for log2n in sizes:
+        A = topology.exponential(2**log2n)
+        n = A.n
+        rng = np.random.default_rng(0)
+        G = cp.asarray(rng.standard_normal((n, d)))
+        contenders = {}
+        k = 5
+        for kind in KINDS:
+            gpu.MIX_KERNEL = kind
+            opt = PullDiagGT(A, cp.asarray(rng.standard_normal((n, d))), lr=1e-3, rounds=R, tracker="perron")
+            opt.step(lambda X: G)
+            contenders[f"step-{kind}"] = _steps(cp, opt, G, k, kind)
+            ops = opt._ops
+            src, dst, work = cp.asarray(rng.standard_normal((n, d))), cp.empty((n, d)), cp.empty((n, d))
+
+            def mix_only(kind=kind, ops=ops, src=src, dst=dst, work=work):
+                gpu.MIX_KERNEL = kind
+                for _ in range(k):
+                    ops.mix(A, src, dst, R, work)
+                cp.cuda.Device().synchronize()
+            contenders[f"rounds-only-{kind}"] = mix_only
+        S = csp.csr_matrix(A.csr)
+        s = cp.asarray(1.0 / A.metrics().pi)
+        x, y = cp.asarray(rng.standard_normal((n, d))), cp.asarray(rng.standard_normal((n, d)))
+        one = composed(lambda v: S @ v, x, y, G, s, 1e-3, R)
+
+        def cupyx_k():
+            for _ in range(k):
+                one()
+            cp.cuda.Device().synchronize()
+        contenders["cupyx"] = cupyx_k
+        med, _ = interleaved(contenders, rounds=3, min_time=0.05, min_calls=2)
+        bytes_full = traffic(A, d, R)
+        for name in sorted(med):
+            t = med[name] / k
+            bytes_ = bytes_full / 2 if name.startswith("rounds-only") else bytes_full
+            row = {"n": n, "contender": name, "seconds": t, "GBps": bytes_ / t / 1e9,
+                   "fraction_of_copy_bandwidth": bytes_ / t / 1e9 / copy_bw,
+                   "vs_cupyx": (med["cupyx"] / k) / t if not name.startswith("rounds-only") else None}
+            rows.append(row)
+            vs = f"{row['vs_cupyx']:.2f}x" if row["vs_cupyx"] else "-"
+            print(f"| 2^{log2n} | {name} | {t * 1e3:.3f} | {row['GBps']:.0f} | "
+                  f"{100 * row['fraction_of_copy_bandwidth']:.0f}% | {vs} |", flush=True)
+        del contenders, S, x, y, G
+        cp.get_default_memory_pool().free_all_blocks()
+    gpu.MIX_KERNEL = "auto"
+    out["mix"] = rows
+
+
+def section_overhead(cp, out, sizes, d=10, R=10):
+    print(f"\n| n | contender | ms/iteration (R = {R}) |")
+    print("|---|---|---|")
+    rows = []
+    for log2n in sizes:
+        A = topology.exponential(2**log2n)
+        n = A.n
+        rng = np.random.default_rng(1)
+        G = cp.asarray(rng.standard_normal((n, d)))
+        k = 50
+        contenders = {}
+        for name, graphs, every in (("default", True, 32), ("no-graphs", False, 32), ("sync-every-step", False, 1)):
+            opt = PullDiagGT(A, cp.asarray(rng.standard_normal((n, d))), lr=1e-3, rounds=R, tracker="perron")
+            opt._ops.use_graphs, opt._ops.check_every = graphs, every
+
+            def run(opt=opt, every=every):
+                for _ in range(k):
+                    opt.step(lambda X: G)
+                    if every == 1:
+                        opt.x  # noqa: B018 - what a per-step check costs: a read of the flag
+                cp.cuda.Device().synchronize()
+            contenders[name] = run
+        Gh = rng.standard_normal((n, d))
+        cpu = PullDiagGT(A, rng.standard_normal((n, d)), lr=1e-3, rounds=R, tracker="perron")
+
+        def cpu_run():
+            for _ in range(k):
+                cpu.step(lambda X: Gh)
+        contenders["cpu"] = cpu_run
+        med, _ = interleaved(contenders, rounds=3, min_time=0.05, min_calls=2)
+        for name in ("default", "no-graphs", "sync-every-step", "cpu"):
+            t = med[name] / k
+            rows.append({"n": n, "contender": name, "seconds": t})
+            print(f"| 2^{log2n} | {name} | {t * 1e3:.4f} |", flush=True)
+    out["overhead"] = rows
+
+
+def section_oracle(cp, out, sizes, M=400, B=200, d=10):
+    print(f"\n| n | what | GPU ms | CPU ms ({_core.get_num_threads()} threads) | GPU speed-up |")
+    print("|---|---|---|---|---|")
+    rows = []
+    for n in sizes:
+        t0 = time.perf_counter()
+        f = NonconvexLogistic.synthetic(n, total=n * M, d=d, batch=B, seed=0)
+        made = time.perf_counter() - t0
+        rng = np.random.default_rng(2)
+        X = rng.standard_normal((n, d)) * 0.1
+        Xd = cp.asarray(X)
+        it = [0]
+        want = f.stochastic_gradient(X, 5, seed=1)
+        got = f.stochastic_gradient(Xd, 5, seed=1).get()
+        same = bool(np.array_equal(got, want))
+
+        def on_gpu():
+            it[0] += 1
+            f.stochastic_gradient(Xd, it[0], seed=1)
+            cp.cuda.Device().synchronize()
+
+        def on_cpu():
+            it[0] += 1
+            f.stochastic_gradient(X, it[0], seed=1)
+        contenders = {"gpu": on_gpu, "cpu": on_cpu}
+        if n <= 4096:
+            A = topology.exponential(n)
+            og = PullDiagGT(A, Xd, lr=1e-4)
+            oc = PullDiagGT(A, X, lr=1e-4)
+            steps = [0]
+
+            def step_gpu():
+                steps[0] += 1
+                og.step(lambda Z: f.stochastic_gradient(Z, steps[0], seed=1))
+                cp.cuda.Device().synchronize()
+
+            def step_cpu():
+                steps[0] += 1
+                oc.step(lambda Z: f.stochastic_gradient(Z, steps[0], seed=1))
+            contenders.update({"step-gpu": step_gpu, "step-cpu": step_cpu})
+        med, _ = interleaved(contenders, rounds=3, min_time=0.1, min_calls=3)
+        for what, g, c in (("gradient", "gpu", "cpu"), ("Pull-Diag-GT step", "step-gpu", "step-cpu")):
+            if g not in med:
+                continue
+            row = {"n": n, "what": what, "gpu_seconds": med[g], "cpu_seconds": med[c], "speedup": med[c] / med[g],
+                   "bit_identical": same, "data_seconds": made}
+            rows.append(row)
+            print(f"| {n} | {what} | {med[g] * 1e3:.3f} | {med[c] * 1e3:.3f} | {med[c] / med[g]:.1f}x |", flush=True)
+        print(f"(n = {n}: GPU gradients bit-identical to the CPU's: {same})")
+    out["oracle"] = rows
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--sections", default="bits,mix,overhead,oracle")
+    p.add_argument("--out", default=os.path.dirname(__file__))
+    p.add_argument("--quick", action="store_true", help="smaller sizes (a dry run)")
+    args = p.parse_args(argv)
+    try:
+        cp = gpu.require_cupy()
+    except (RuntimeError, ImportError) as exc:
+        print(f"gpu_kernels: no GPU here ({exc}); nothing to measure")
+        return 0
+    sections = args.sections.split(",")
+    info = machine_info()
+    info["gpu"] = cp.cuda.runtime.getDeviceProperties(0)["name"].decode()
+    copy_bw = gpu_bandwidth()
+    print(f"# GPU {info['gpu']} (copy {copy_bw:.0f} GB/s), CPU {info['cpu']} ({info['cores']} cores, "
+          f"{_core.get_num_threads()} threads), CuPy {cp.__version__}")
+    out = {"machine": info, "gpu_copy_GBps": copy_bw}
+    quick = args.quick
+    plan = {"bits": lambda: section_bits(cp, out),
+            "mix": lambda: section_mix(cp, out, (14, 16) if quick else (20, 22), copy_bw),
+            "overhead": lambda: section_overhead(cp, out, (10, 12) if quick else (10, 12, 14, 16)),
+            "oracle": lambda: section_oracle(cp, out, (64, 512) if quick else (512, 2**15))}
+    failed = []
+    for name in sections:
+        try:  # a failing section leaves the others' numbers
+            plan[name]()
+        except Exception:  # noqa: BLE001 - report and go on
+            traceback.print_exc()
+            failed.append(name)
+        gpu.MIX_KERNEL = "auto"
+        save_json(os.path.join(args.out, "gpu_kernels.json"), out)
+    if failed:
+        print(f"gpu_kernels: sections that failed: {', '.join(failed)}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
