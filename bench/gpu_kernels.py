@@ -138,7 +138,7 @@ def section_mix(cp, out, sizes, copy_bw, d=10, R=10):
             vs = f"{row['vs_cupyx']:.2f}x" if row["vs_cupyx"] else "-"
             print(f"| 2^{log2n} | {name} | {t * 1e3:.3f} | {row['GBps']:.0f} | "
                   f"{100 * row['fraction_of_copy_bandwidth']:.0f}% | {vs} |", flush=True)
-        del contenders, S, x, y, G
+        contenders.clear()
         cp.get_default_memory_pool().free_all_blocks()
     gpu.MIX_KERNEL = "auto"
     out["mix"] = rows
