@@ -12,7 +12,8 @@
   inside the extension shares locale facet ids with the process's own and
   loses numbers from messages or crashes on every C++ error (issue 10). The
   build fails on Linux if the result still links libstdc++ statically or
-  exports ``std::`` symbols.
+  exports ``std::`` symbols. A compiler that links its runtime statically on its
+  own (a wrapper or specs) gets ``-Wl,-Bdynamic -lstdc++`` and a second link.
 """
 
 import os
@@ -131,11 +132,24 @@ class BuildExt(build_ext):
             ext.define_macros.append(("ROWSTOCH_BUILD_FLAGS", '"%s"' % flags))
         super().build_extensions()
         if linux:
-            for ext in self.extensions:
-                problems = check_shared_runtime(self.get_ext_fullpath(ext.name))
-                if problems:
-                    raise RuntimeError("rowstoch_fast: refusing the built extension: " + "; ".join(problems)
-                                       + ". Build without -static-libstdc++ / -static.")
+            problems = self._runtime_problems()
+            if any("NEEDED" in p for p in problems):
+                # A compiler that links its C++ runtime statically on its own (a wrapper or specs adding
+                # -static-libstdc++, seen on the GPU machine's gcc 13): name the shared runtime explicitly,
+                # ahead of what the driver appends, and link again.
+                print("rowstoch_fast: the compiler linked the C++ runtime statically; linking again with "
+                      "-Wl,-Bdynamic -lstdc++")
+                for ext in self.extensions:
+                    ext.extra_link_args += ["-Wl,-Bdynamic", "-lstdc++"]
+                self.force = True
+                super().build_extensions()
+                problems = self._runtime_problems()
+            if problems:
+                raise RuntimeError("rowstoch_fast: refusing the built extension: " + "; ".join(problems)
+                                   + ". Build without -static-libstdc++ / -static.")
+
+    def _runtime_problems(self):
+        return [p for ext in self.extensions for p in check_shared_runtime(self.get_ext_fullpath(ext.name))]
 
 
 ext = Pybind11Extension(

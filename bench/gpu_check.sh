@@ -25,7 +25,15 @@ nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.mem --f
 "$PY" -c "import cupy; print('cupy', cupy.__version__, cupy.cuda.runtime.getDeviceProperties(0)['name'])" \
     2>&1 | tee -a "$OUT/gpu.txt"
 stamp build
-"$PY" -m pip install -q --no-build-isolation --no-deps -e . > "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
+{ echo "CXX=$CXX CC=$CC LDFLAGS=$LDFLAGS"; ${CXX:-c++} --version | head -1; file "$(command -v "${CXX:-c++}")";
+  echo "libstdc++.so: $(${CXX:-c++} -print-file-name=libstdc++.so)"; } >> "$OUT/gpu.txt" 2>&1
+if ! "$PY" -m pip install -q --no-build-isolation --no-deps -e . > "$OUT/build.log" 2>&1; then
+    grep -i "rowstoch_fast:" "$OUT/build.log" | tail -5
+    echo "build with CXX=$CXX failed; trying the system compiler (g++ on PATH without CXX)"
+    env -u CXX -u CC "$PY" -m pip install -q --no-build-isolation --no-deps -e . > "$OUT/build2.log" 2>&1 \
+        || { tail -30 "$OUT/build2.log"; exit 1; }
+fi
+grep -i "rowstoch_fast:" "$OUT/build.log" | tail -3
 "$PY" -c "import rowstoch_fast as r; print(r.build_info())" | tee -a "$OUT/gpu.txt"
 if has kernels; then
     stamp "kernels (bench/gpu_kernels.py)"

@@ -84,6 +84,35 @@ def test_static_libstdcxx_request_is_overridden(tmp_path):
 
 
 @linux_only
+@pytest.mark.slow
+def test_a_compiler_that_links_its_runtime_statically_on_its_own_is_healed(tmp_path):
+    """A C++ compiler whose driver adds -static-libstdc++ by itself (a wrapper, as the GPU machine's gcc 13
+    behaves): the build links again with the shared runtime named explicitly, and C++ errors keep working."""
+    if not _can_build():
+        pytest.skip("no C++ compiler or pybind11 to build the extension with")
+    real = shutil.which(os.environ.get("CXX", "c++"))
+    wrapper = tmp_path / "static-cxx"
+    wrapper.write_text(f'#!/bin/sh\nexec "{real}" "$@" -static-libstdc++\n')
+    wrapper.chmod(0o755)
+    probe = subprocess.run([str(wrapper), "-shared", "-fPIC", "-x", "c++", "-", "-o", str(tmp_path / "p.so")],
+                           input="int f() { return 0; }\n", capture_output=True, text=True)
+    if probe.returncode != 0:
+        pytest.skip(f"this compiler cannot link libstdc++ statically: {probe.stderr[-300:]}")
+    env = dict(os.environ, CXX=str(wrapper), CC=str(wrapper), ROWSTOCH_DISABLE_OPENMP="1")
+    build = subprocess.run(
+        [sys.executable, "setup.py", "-q", "build_ext", "--build-lib", str(tmp_path / "lib"),
+         "--build-temp", str(tmp_path / "tmp")],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    assert build.returncode == 0, build.stdout[-3000:] + build.stderr[-3000:]
+    assert "linking again with -Wl,-Bdynamic -lstdc++" in build.stdout
+    (so,) = (tmp_path / "lib" / "rowstoch_fast").glob("_core*")
+    assert _setup_module().check_shared_runtime(str(so)) == []
+    out = subprocess.run([sys.executable, "-c", PROBE, str(so)], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "got 0" in out.stdout and "got -7" in out.stdout, out.stdout
+
+
+@linux_only
 def test_check_refuses_a_statically_linked_runtime(tmp_path):
     """The post-build check itself: a library with libstdc++ linked in statically is refused."""
     cxx = shutil.which(os.environ.get("CXX", "c++"))
