@@ -13,7 +13,8 @@
   loses numbers from messages or crashes on every C++ error (issue 10). The
   build fails on Linux if the result still links libstdc++ statically or
   exports ``std::`` symbols. A compiler that links its runtime statically on its
-  own (a wrapper or specs) gets ``-Wl,-Bdynamic -lstdc++`` and a second link.
+  own (a wrapper or specs) gets ``-Wl,-Bdynamic -lstdc++`` and a second link, then
+  ``-l:libstdc++.so.6`` (where no ``libstdc++.so`` is installed to link against).
 """
 
 import os
@@ -133,20 +134,33 @@ class BuildExt(build_ext):
         super().build_extensions()
         if linux:
             problems = self._runtime_problems()
-            if any("NEEDED" in p for p in problems):
-                # A compiler that links its C++ runtime statically on its own (a wrapper or specs adding
-                # -static-libstdc++, seen on the GPU machine's gcc 13): name the shared runtime explicitly,
-                # ahead of what the driver appends, and link again.
-                print("rowstoch_fast: the compiler linked the C++ runtime statically; linking again with "
-                      "-Wl,-Bdynamic -lstdc++")
+            # A compiler that links its C++ runtime statically on its own (the GPU machine's gcc 13 is a
+            # wrapper adding -static-libstdc++, with no libstdc++.so to link against): name the shared
+            # runtime explicitly, ahead of what the driver appends, and link again; then the runtime's file.
+            base = {ext.name: list(ext.extra_link_args) for ext in self.extensions}
+            for extra in (["-Wl,-Bdynamic", "-lstdc++"], ["-Wl,-Bdynamic", "-l:libstdc++.so.6"]):
+                if not any("NEEDED" in p for p in problems):
+                    break
+                print(f"rowstoch_fast: the compiler linked the C++ runtime statically; linking again with "
+                      f"{' '.join(extra)}")
                 for ext in self.extensions:
-                    ext.extra_link_args += ["-Wl,-Bdynamic", "-lstdc++"]
-                self.force = True
-                super().build_extensions()
+                    ext.extra_link_args = base[ext.name] + extra
+                    self._relink(ext)
                 problems = self._runtime_problems()
             if problems:
                 raise RuntimeError("rowstoch_fast: refusing the built extension: " + "; ".join(problems)
                                    + ". Build without -static-libstdc++ / -static.")
+
+    def _relink(self, ext):
+        """Link ``ext`` again from the objects the build left (no recompilation)."""
+        objects = self.compiler.object_filenames(ext.sources, output_dir=self.build_temp)
+        os.remove(self.get_ext_fullpath(ext.name))  # else the linker step counts it as up to date
+        self.compiler.link_shared_object(
+            objects + list(ext.extra_objects or []), self.get_ext_fullpath(ext.name),
+            libraries=self.get_libraries(ext), library_dirs=ext.library_dirs,
+            runtime_library_dirs=ext.runtime_library_dirs, extra_postargs=ext.extra_link_args,
+            export_symbols=self.get_export_symbols(ext), debug=self.debug, build_temp=self.build_temp,
+            target_lang=self.compiler.detect_language(ext.sources))
 
     def _runtime_problems(self):
         return [p for ext in self.extensions for p in check_shared_runtime(self.get_ext_fullpath(ext.name))]

@@ -53,7 +53,7 @@ if has e2e; then
 fi
 if has rest; then
     stamp "the rest of the suite"
-    timeout 150 "$PY" -m pytest -q -p no:cacheprovider -n 8 -rs tests \
+    timeout 100 "$PY" -m pytest -q -p no:cacheprovider -n 8 -rs tests \
         --ignore tests/test_backends.py --ignore tests/test_algorithms.py --ignore tests/test_objectives.py \
         --ignore tests/test_gt.py --ignore tests/test_careless_user.py --ignore tests/test_runner.py \
         > "$OUT/tests_rest.log" 2>&1

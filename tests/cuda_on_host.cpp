@@ -25,10 +25,6 @@ static EmulatedDim blockDim;
 #define __shared__
 #define __align__(n)
 
-struct double2 {
-    double x, y;
-};
-
 // The dynamic shared memory of the one block that runs at a time.
 alignas(16) unsigned char smem[1 << 16];
 
@@ -120,37 +116,17 @@ EMULATE_WARPS(logistic_grad_f64,
                 int in_shared, i64 shared_per_warp, int* spill, double* G),
               (H, Yl, nodes, m, M, d, rho, X, reps, B, batches, seed, iteration, rep_offset, in_shared,
                shared_per_warp, spill, G))
-EMULATE(csr_mix_entry1_f64_i32,
-        P(const int* Ap, const int* Aj, const double* Ax, const double* X, double* Y, i64 n, i64 w, const u64* s),
-        (Ap, Aj, Ax, X, Y, n, w, s))
-EMULATE(csr_mix_entry2_f64_i64,
-        P(const i64* Ap, const i64* Aj, const double* Ax, const double* X, double* Y, i64 n, i64 w, const u64* s),
-        (Ap, Aj, Ax, X, Y, n, w, s))
-EMULATE(csr_mix_entry4_f32_i32,
-        P(const int* Ap, const int* Aj, const float* Ax, const float* X, float* Y, i64 n, i64 w, const u64* s),
-        (Ap, Aj, Ax, X, Y, n, w, s))
-
-// The row-per-thread kernels of a few widths (the package builds one module per width).
-#define ROWS_AT(W)                                                                                            \
-    static void rows_f64_i32_##W(const int* Ap, const int* Aj, const double* Ax, const double* X, double* Y, \
-                                 i64 n, const u64* s) {                                                       \
-        csr_mix_rows<double, int, W>(Ap, Aj, Ax, X, Y, n, s);                                                \
-    }                                                                                                         \
-    static void rows_f32_i64_##W(const i64* Ap, const i64* Aj, const float* Ax, const float* X, float* Y,    \
-                                 i64 n, const u64* s) {                                                       \
-        csr_mix_rows<float, i64, W>(Ap, Aj, Ax, X, Y, n, s);                                                 \
-    }                                                                                                         \
-    EMULATE(rows_f64_i32_##W,                                                                                 \
-            P(const int* Ap, const int* Aj, const double* Ax, const double* X, double* Y, i64 n, const u64* s), \
-            (Ap, Aj, Ax, X, Y, n, s))                                                                         \
-    EMULATE(rows_f32_i64_##W,                                                                                 \
-            P(const i64* Ap, const i64* Aj, const float* Ax, const float* X, float* Y, i64 n, const u64* s),  \
-            (Ap, Aj, Ax, X, Y, n, s))
-ROWS_AT(1)
-ROWS_AT(3)
-ROWS_AT(4)
-ROWS_AT(10)
-ROWS_AT(16)
+// The mixing kernels: csr_mix_entry<V>x<U>_<value>_<index> (threads = n * w / V).
+#define EMULATE_MIX(name, T, I)                                                                          \
+    EMULATE(name, P(const I* Ap, const I* Aj, const T* Ax, const T* X, T* Y, i64 n, i64 w, const u64* s), \
+            (Ap, Aj, Ax, X, Y, n, w, s))
+EMULATE_MIX(csr_mix_entry1x1_f64_i32, double, int)
+EMULATE_MIX(csr_mix_entry1x4_f64_i32, double, int)
+EMULATE_MIX(csr_mix_entry2x1_f64_i64, double, i64)
+EMULATE_MIX(csr_mix_entry2x4_f64_i32, double, int)
+EMULATE_MIX(csr_mix_entry4x4_f32_i32, float, int)
+EMULATE_MIX(csr_mix_entry4x4_f32_i64, float, i64)
+EMULATE_MIX(csr_mix_entry1x4_f32_i64, float, i64)
 
 EMULATE(combine_f64,
         P(const double* x0, const double* x1, const double* x2, const double* x3, const double* r0, const double* r1,

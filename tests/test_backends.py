@@ -136,17 +136,15 @@ def test_cuda_kernels_compile_with_nvrtc():
 
     with open(os.path.join(os.path.dirname(rowstoch_fast.__file__), "backends", "kernels.cu")) as f:
         src = f.read()
-    for width in (None, 1, 10, 16):  # the main module and modules of row-per-thread kernels
-        try:
-            prog = nvrtc.createProgram(src, "kernels.cu", [], [])
-        except Exception as exc:  # noqa: BLE001 - NVRTC library missing
-            pytest.skip(f"NVRTC unavailable: {exc}")
-        options = ["-std=c++14", "--fmad=false", "-arch=compute_80"] + ([f"-DROWSTOCH_WIDTH={width}"] if width else [])
-        try:
-            nvrtc.compileProgram(prog, options)
-        except Exception:  # noqa: BLE001 - show the compiler log
-            pytest.fail(nvrtc.getProgramLog(prog))
-        assert len(nvrtc.getPTX(prog)) > 0
+    try:
+        prog = nvrtc.createProgram(src, "kernels.cu", [], [])
+    except Exception as exc:  # noqa: BLE001 - NVRTC library missing
+        pytest.skip(f"NVRTC unavailable: {exc}")
+    try:
+        nvrtc.compileProgram(prog, ["-std=c++14", "--fmad=false", "-arch=compute_80"])
+    except Exception:  # noqa: BLE001 - show the compiler log
+        pytest.fail(nvrtc.getProgramLog(prog))
+    assert len(nvrtc.getPTX(prog)) > 0
 
 
 @pytest.fixture(scope="module")
@@ -209,38 +207,25 @@ def _csr_args(A, index_dtype, dtype):
 
 
 @pytest.mark.parametrize("kernel,index_dtype,dtype,w", [
-    ("entry1_f64_i32", np.int32, np.float64, 3), ("entry2_f64_i64", np.int64, np.float64, 10),
-    ("entry4_f32_i32", np.int32, np.float32, 8)])
-def test_cuda_mixing_entry_kernels_match_cpu(cuda_on_host, kernel, index_dtype, dtype, w):
-    """The entry kernels (one thread per 1, 2 or 4 entries of a row): the CPU's sums, bit for bit."""
+    ("entry1x1_f64_i32", np.int32, np.float64, 3), ("entry1x4_f64_i32", np.int32, np.float64, 3),
+    ("entry2x1_f64_i64", np.int64, np.float64, 10), ("entry2x4_f64_i32", np.int32, np.float64, 10),
+    ("entry4x4_f32_i32", np.int32, np.float32, 8), ("entry4x4_f32_i64", np.int64, np.float32, 4),
+    ("entry1x4_f32_i64", np.int64, np.float32, 5)])
+@pytest.mark.parametrize("graph", ["exponential", "erdos-renyi"])
+def test_cuda_mixing_kernels_match_cpu(cuda_on_host, kernel, index_dtype, dtype, w, graph):
+    """The mixing kernels (one thread per 1, 2 or 4 entries of a row, 1 or 4 neighbours' loads in flight): the
+    CPU's sums, bit for bit, also on rows whose lengths are not multiples of 4."""
     import ctypes
 
     V = int(kernel[5])
-    A = topology.exponential(9).astype(dtype)
-    X = np.random.default_rng(1).normal(size=(9, w)).astype(dtype)
+    n = 23
+    A = (topology.exponential(n) if graph == "exponential" else topology.erdos_renyi(n, 0.25, seed=w)).astype(dtype)
+    X = np.random.default_rng(w).normal(size=(n, w)).astype(dtype)
     Y = np.full_like(X, np.nan)
     Ap, Aj, Ax = _csr_args(A, index_dtype, dtype)
     getattr(cuda_on_host, f"emulate_csr_mix_{kernel}")(ctypes.c_longlong(X.size // V), _ptr(Ap), _ptr(Aj), _ptr(Ax),
-                                                      _ptr(X), _ptr(Y), ctypes.c_int64(9), ctypes.c_int64(w),
+                                                      _ptr(X), _ptr(Y), ctypes.c_int64(n), ctypes.c_int64(w),
                                                       ctypes.c_void_p(0))
-    np.testing.assert_array_equal(Y, A.mix(X))
-
-
-@pytest.mark.parametrize("w", [1, 3, 4, 10, 16])
-@pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_cuda_mixing_rows_kernels_match_cpu(cuda_on_host, w, dtype):
-    """The row-per-thread kernels (the row in registers, 8- and 16-byte loads): the CPU's sums, bit for bit, on a
-    graph with rows of different lengths and an empty row's worth of zero weights."""
-    import ctypes
-
-    rng = np.random.default_rng(w)
-    A = topology.erdos_renyi(23, 0.2, seed=w).astype(dtype)
-    X = rng.normal(size=(23, w)).astype(dtype)
-    Y = np.full_like(X, np.nan)
-    name = f"emulate_rows_{'f64_i32' if dtype == np.float64 else 'f32_i64'}_{w}"
-    Ap, Aj, Ax = _csr_args(A, np.int32 if dtype == np.float64 else np.int64, dtype)
-    getattr(cuda_on_host, name)(ctypes.c_longlong(23), _ptr(Ap), _ptr(Aj), _ptr(Ax), _ptr(X), _ptr(Y),
-                                ctypes.c_int64(23), ctypes.c_void_p(0))
     np.testing.assert_array_equal(Y, A.mix(X))
 
 
@@ -271,11 +256,10 @@ def test_cuda_run_status_freezes_later_launches(cuda_on_host):
     np.testing.assert_array_equal(out, 2.0 * X)
     later = np.full_like(X, 7.0)
     run(later, np.ones_like(X), 4)
-    cuda_on_host.emulate_csr_mix_entry1_f64_i32(ctypes.c_longlong(X.size), _ptr(Ap), _ptr(Aj), _ptr(Ax),
-                                                _ptr(np.ones_like(X)), _ptr(later), ctypes.c_int64(9),
-                                                ctypes.c_int64(3), _ptr(status))
-    cuda_on_host.emulate_rows_f64_i32_3(ctypes.c_longlong(9), _ptr(Ap), _ptr(Aj), _ptr(Ax), _ptr(np.ones_like(X)),
-                                        _ptr(later), ctypes.c_int64(9), _ptr(status))
+    for kernel in ("entry1x1_f64_i32", "entry1x4_f64_i32"):
+        getattr(cuda_on_host, f"emulate_csr_mix_{kernel}")(
+            ctypes.c_longlong(X.size), _ptr(Ap), _ptr(Aj), _ptr(Ax), _ptr(np.ones_like(X)), _ptr(later),
+            ctypes.c_int64(9), ctypes.c_int64(3), _ptr(status))
     np.testing.assert_array_equal(later, 7.0)  # frozen: nothing written
     assert status[0] == 3
 

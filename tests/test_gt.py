@@ -193,7 +193,7 @@ def test_argument_errors():
         with pytest.raises(RuntimeError, match="backend .cupy."):
             PullDiagGT(A, np.zeros(2), lr=0.1, backend="cupy")
     else:  # a GPU here: a host x0 is refused, before any tracker is built
-        with pytest.raises(TypeError, match="x0 must be a CuPy array"):
+        with pytest.raises(TypeError, match=r"x0 must be a CuPy \(device\) array"):
             PullDiagGT(A, np.zeros(2), lr=0.1, backend="cupy")
 
 

@@ -32,13 +32,12 @@ HAS_CUPY = importlib.util.find_spec("cupy") is not None and not _disabled()
 _BLOCK = 256
 _OPTIONS = ("-std=c++14", "--fmad=false")
 
-#: Which mixing kernel to run: ``"auto"`` (the row-per-thread kernel for widths up to 16 on aligned blocks,
-#: else the vectorised entry kernel, else the scalar one), or ``"rows"``, ``"entry"`` (vectorised where it
-#: can), ``"entry1"`` to force one (benchmarks compare them; all give the same bits). Read from
-#: ``ROWSTOCH_CUDA_MIX`` at import.
+#: Which mixing kernel to run: ``"auto"`` (= ``"entry"``: one thread per 16 bytes of a row where the width
+#: and the alignment allow, else per value, four neighbours' loads in flight), ``"entry1"`` (one value per
+#: thread) or ``"entry-u1"`` (16 bytes, one neighbour at a time); benchmarks compare them, all give the same
+#: bits. Read from ``ROWSTOCH_CUDA_MIX`` at import.
 MIX_KERNEL = os.environ.get("ROWSTOCH_CUDA_MIX", "auto")
-_MIX_KERNELS = ("auto", "rows", "entry", "entry1")
-_ROWS_MAX_WIDTH = 16
+_MIX_KERNELS = ("auto", "entry", "entry1", "entry-u1")
 
 
 def require_cupy():
@@ -69,29 +68,27 @@ def to_cpu(x):
 
 
 @lru_cache(maxsize=None)
-def _module(width=None):
-    """kernels.cu compiled by NVRTC (cached on disk by CuPy); ``width``: the module of the row-per-thread
-    mixing kernels of that row width."""
+def _module():
+    """kernels.cu compiled by NVRTC (cached on disk by CuPy)."""
     cupy = require_cupy()
     with open(os.path.join(os.path.dirname(__file__), "kernels.cu")) as f:
         code = f.read()
-    options = _OPTIONS if width is None else _OPTIONS + (f"-DROWSTOCH_WIDTH={int(width)}",)
-    return cupy.RawModule(code=code, options=options)
+    return cupy.RawModule(code=code, options=_OPTIONS)
 
 
 @lru_cache(maxsize=None)
-def _kernel(name, width=None):
-    return _module(width).get_function(name)
+def _kernel(name):
+    return _module().get_function(name)
 
 
 def _suffix(dtype):
     return "f64" if np.dtype(dtype) == np.float64 else "f32"
 
 
-def _launch(name, total, args, width=None):
+def _launch(name, total, args):
     blocks = (int(total) + _BLOCK - 1) // _BLOCK
     if blocks:
-        _kernel(name, width)((blocks,), (_BLOCK,), args)
+        _kernel(name)((blocks,), (_BLOCK,), args)
 
 
 def _require_device(x, name):
@@ -113,17 +110,16 @@ def device_csr(A):
 
 
 def _mix_kernel(n, w, dtype, index_dtype, aligned, kind=None):
-    """(kernel name, row width of its module or None, threads) of the mixing kernel for an ``n x w`` block."""
+    """(kernel name, threads) of the mixing kernel for an ``n x w`` block."""
     kind = MIX_KERNEL if kind is None else kind
     if kind not in _MIX_KERNELS:
         raise ValueError(f"ROWSTOCH_CUDA_MIX must be one of {', '.join(_MIX_KERNELS)}, got {kind!r}")
     suffix = f"{_suffix(dtype)}_{'i32' if np.dtype(index_dtype) == np.int32 else 'i64'}"
-    if kind in ("auto", "rows") and w <= _ROWS_MAX_WIDTH and aligned:
-        return f"csr_mix_rows_{suffix}", w, n
     vec = 2 if np.dtype(dtype) == np.float64 else 4
-    if kind in ("auto", "entry") and aligned and w % vec == 0:
-        return f"csr_mix_entry{vec}_{suffix}", None, n * w // vec
-    return f"csr_mix_entry1_{suffix}", None, n * w
+    unroll = 1 if kind == "entry-u1" else 4
+    if kind != "entry1" and aligned and w % vec == 0:
+        return f"csr_mix_entry{vec}x{unroll}_{suffix}", n * w // vec
+    return f"csr_mix_entry1x{unroll}_{suffix}", n * w
 
 
 def _ptr(a):
@@ -140,12 +136,8 @@ def _mix_into(A, X, out, status=None):
     nothing."""
     Ap, Aj, Ax = device_csr(A)
     n, w = X.shape
-    name, width, threads = _mix_kernel(n, w, Ax.dtype, Ap.dtype, _aligned(X, out))
-    status = np.intp(0) if status is None else status
-    if width is None:
-        _launch(name, threads, (Ap, Aj, Ax, X, out, np.int64(n), np.int64(w), status))
-    else:
-        _launch(name, threads, (Ap, Aj, Ax, X, out, np.int64(n), status), width)
+    name, threads = _mix_kernel(n, w, Ax.dtype, Ap.dtype, _aligned(X, out))
+    _launch(name, threads, (Ap, Aj, Ax, X, out, np.int64(n), np.int64(w), np.intp(0) if status is None else status))
     return out
 
 
@@ -306,9 +298,7 @@ class CupyBackend(Backend):
         self._status = self.xp.zeros(2, dtype=self.xp.uint64)
 
     def prepare(self, width):
-        _kernel(f"combine_{_suffix(self.dtype)}")  # compiles (or loads from CuPy's cache) and loads the modules
-        if width <= _ROWS_MAX_WIDTH:
-            _kernel(f"csr_mix_rows_{_suffix(self.dtype)}_i32", width)
+        _kernel(f"combine_{_suffix(self.dtype)}")  # compiles (or loads from CuPy's cache) and loads the module
 
     def check_x0(self, x0, dtype):
         cupy = self.xp

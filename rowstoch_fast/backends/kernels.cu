@@ -5,9 +5,8 @@
 //
 // Layouts match the CPU side: dense blocks are row-major n x w, node-major.
 //
-// Two modules are built from this file: the main one, and, for each row width W
-// that a run mixes (1 <= W <= 16), one with ROWSTOCH_WIDTH=W defined that holds
-// only the row-per-thread mixing kernels of that width.
+// (A row-per-thread mixing kernel, the row's values in registers, was measured at
+// half the speed of "entry" on an H100 at n = 2^20, d = 10: bench/RESULTS.md.)
 
 typedef long long i64;
 typedef unsigned long long u64;
@@ -33,48 +32,30 @@ __device__ __forceinline__ void report(u64* status, u64 launch) {
 // Y[i, c] = sum_p Ax[p] X[Aj[p], c], summed over p in CSR order starting from 0
 // (the CPU kernels' order), in every variant below.
 
-// V consecutive values as one load or store of V * sizeof(T) bytes (8 or 16) when V > 1.
+// V consecutive values, aligned to their size: one 8- or 16-byte load or store when V > 1.
 template <typename T, int V>
-struct Pack {
+struct alignas(V * sizeof(T)) Pack {
     T v[V];
 };
 
 template <typename T, int V>
 __device__ __forceinline__ Pack<T, V> load_pack(const T* p) {
-    Pack<T, V> r;
-    if (V * sizeof(T) == 16) {
-        const double2 t = *reinterpret_cast<const double2*>(p);
-        memcpy(r.v, &t, 16);
-    } else if (V * sizeof(T) == 8) {
-        const double t = *reinterpret_cast<const double*>(p);
-        memcpy(r.v, &t, 8);
-    } else {
-#pragma unroll
-        for (int c = 0; c < V; ++c) r.v[c] = p[c];
-    }
-    return r;
+    return *reinterpret_cast<const Pack<T, V>*>(p);
 }
 
 template <typename T, int V>
 __device__ __forceinline__ void store_pack(T* p, const T* v) {
-    if (V * sizeof(T) == 16) {
-        double2 t;
-        memcpy(&t, v, 16);
-        *reinterpret_cast<double2*>(p) = t;
-    } else if (V * sizeof(T) == 8) {
-        double t;
-        memcpy(&t, v, 8);
-        *reinterpret_cast<double*>(p) = t;
-    } else {
+    Pack<T, V> r;
 #pragma unroll
-        for (int c = 0; c < V; ++c) p[c] = v[c];
-    }
+    for (int k = 0; k < V; ++k) r.v[k] = v[k];
+    *reinterpret_cast<Pack<T, V>*>(p) = r;
 }
 
-// "entry": one thread per V consecutive entries of a row (w % V == 0; V = 1: any w);
-// the threads of a row read its CSR entries together (one broadcast load), the
-// gathered rows are read by consecutive threads (coalesced). Any width.
-template <typename T, typename I, int V>
+// "entry": one thread per V consecutive entries of a row (w % V == 0; V = 1: any w), V values as one
+// 8- or 16-byte load; the threads of a row read its CSR entries together (one broadcast load), the
+// gathered rows are read by consecutive threads (coalesced). U > 1: the loads of U neighbours are issued
+// before their products are added (more bytes in flight; the sum keeps its order).
+template <typename T, typename I, int V, int U>
 __device__ void csr_mix_entry(const I* __restrict__ Ap, const I* __restrict__ Aj, const T* __restrict__ Ax,
                               const T* __restrict__ X, T* __restrict__ Y, i64 n, i64 w, const u64* status) {
     const i64 tid = (i64)blockIdx.x * blockDim.x + threadIdx.x;
@@ -84,41 +65,31 @@ __device__ void csr_mix_entry(const I* __restrict__ Ap, const I* __restrict__ Aj
     T acc[V];
 #pragma unroll
     for (int k = 0; k < V; ++k) acc[k] = 0;
+    const T* Xc = X + c;
+    I p = Ap[i];
     const I end = Ap[i + 1];
-    for (I p = Ap[i]; p < end; ++p) {
+    if (U > 1) {
+        for (; p + U <= end; p += U) {
+            T a[U];
+            Pack<T, V> x[U];
+#pragma unroll
+            for (int u = 0; u < U; ++u) {
+                a[u] = Ax[p + u];
+                x[u] = load_pack<T, V>(Xc + (i64)Aj[p + u] * w);
+            }
+#pragma unroll
+            for (int u = 0; u < U; ++u)
+#pragma unroll
+                for (int k = 0; k < V; ++k) acc[k] += a[u] * x[u].v[k];
+        }
+    }
+    for (; p < end; ++p) {
         const T a = Ax[p];
-        const Pack<T, V> x = load_pack<T, V>(X + (i64)Aj[p] * w + c);
+        const Pack<T, V> x = load_pack<T, V>(Xc + (i64)Aj[p] * w);
 #pragma unroll
         for (int k = 0; k < V; ++k) acc[k] += a * x.v[k];
     }
     store_pack<T, V>(Y + i * w + c, acc);
-}
-
-// "rows": one thread per row, its W values in registers (W a compile-time width):
-// each CSR entry is read once per row, the neighbour's row as 8- or 16-byte loads.
-template <typename T, typename I, int W>
-__device__ void csr_mix_rows(const I* __restrict__ Ap, const I* __restrict__ Aj, const T* __restrict__ Ax,
-                             const T* __restrict__ X, T* __restrict__ Y, i64 n, const u64* status) {
-    constexpr int V = (W * sizeof(T)) % 16 == 0 ? 16 / sizeof(T) : (W * sizeof(T)) % 8 == 0 ? 8 / sizeof(T) : 1;
-    const i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n || frozen(status, 0)) return;
-    T acc[W];
-#pragma unroll
-    for (int c = 0; c < W; ++c) acc[c] = 0;
-    const I end = Ap[i + 1];
-#pragma unroll 2
-    for (I p = Ap[i]; p < end; ++p) {
-        const T a = Ax[p];
-        const T* x = X + (i64)Aj[p] * W;
-#pragma unroll
-        for (int c = 0; c < W; c += V) {
-            const Pack<T, V> v = load_pack<T, V>(x + c);
-#pragma unroll
-            for (int k = 0; k < V; ++k) acc[c + k] += a * v.v[k];
-        }
-    }
-#pragma unroll
-    for (int c = 0; c < W; c += V) store_pack<T, V>(Y + i * W + c, acc + c);
 }
 
 // ------------------------------------------------------------------ combine
@@ -324,33 +295,20 @@ __device__ void logistic_grad_impl(const T* __restrict__ H, const T* __restrict_
     }
 }
 
-#ifdef ROWSTOCH_WIDTH
-#define ROWS(suffix, T, I) \
-    __global__ void csr_mix_rows_##suffix(const I* Ap, const I* Aj, const T* Ax, const T* X, T* Y, i64 n, const u64* status) { \
-        csr_mix_rows<T, I, ROWSTOCH_WIDTH>(Ap, Aj, Ax, X, Y, n, status); }
+// csr_mix_entry<V>x<U>_<value>_<index>
+#define ENTRY(suffix, T, I, V, U) \
+    __global__ void csr_mix_entry##V##x##U##_##suffix(const I* Ap, const I* Aj, const T* Ax, const T* X, T* Y, i64 n, i64 w, const u64* status) { \
+        csr_mix_entry<T, I, V, U>(Ap, Aj, Ax, X, Y, n, w, status); }
+#define ENTRIES(V32, U) \
+    ENTRY(f64_i32, double, int, 1, U) ENTRY(f64_i64, double, i64, 1, U) ENTRY(f32_i32, float, int, 1, U) \
+    ENTRY(f32_i64, float, i64, 1, U) ENTRY(f64_i32, double, int, 2, U) ENTRY(f64_i64, double, i64, 2, U) \
+    ENTRY(f32_i32, float, int, V32, U) ENTRY(f32_i64, float, i64, V32, U)
 extern "C" {
-ROWS(f64_i32, double, int)
-ROWS(f64_i64, double, i64)
-ROWS(f32_i32, float, int)
-ROWS(f32_i64, float, i64)
-}
-#else
-#define ENTRY(suffix, T, I, V) \
-    __global__ void csr_mix_entry##V##_##suffix(const I* Ap, const I* Aj, const T* Ax, const T* X, T* Y, i64 n, i64 w, const u64* status) { \
-        csr_mix_entry<T, I, V>(Ap, Aj, Ax, X, Y, n, w, status); }
-extern "C" {
-ENTRY(f64_i32, double, int, 1)
-ENTRY(f64_i64, double, i64, 1)
-ENTRY(f32_i32, float, int, 1)
-ENTRY(f32_i64, float, i64, 1)
-ENTRY(f64_i32, double, int, 2)
-ENTRY(f64_i64, double, i64, 2)
-ENTRY(f32_i32, float, int, 4)
-ENTRY(f32_i64, float, i64, 4)
+ENTRIES(4, 1)
+ENTRIES(4, 4)
 __global__ void combine_f64(const double* x0, const double* x1, const double* x2, const double* x3, const double* r0, const double* r1, const double* r2, const double* r3, double c0, double c1, double c2, double c3, int K, double* out, i64 n, i64 w, u64* status, u64 launch) { combine_impl(x0, x1, x2, x3, r0, r1, r2, r3, c0, c1, c2, c3, K, out, n, w, status, launch); }
 __global__ void combine_f32(const float* x0, const float* x1, const float* x2, const float* x3, const float* r0, const float* r1, const float* r2, const float* r3, float c0, float c1, float c2, float c3, int K, float* out, i64 n, i64 w, u64* status, u64 launch) { combine_impl(x0, x1, x2, x3, r0, r1, r2, r3, c0, c1, c2, c3, K, out, n, w, status, launch); }
 __global__ void logistic_grad_f64(const double* H, const double* Yl, const i64* nodes, i64 m, i64 M, i64 d, double rho, const double* X, i64 reps, i64 B, i64 batches, u64 seed, u64 iteration, i64 rep_offset, int in_shared, i64 shared_per_warp, int* spill, double* G) {
     logistic_grad_impl(H, Yl, nodes, m, M, d, rho, X, reps, B, batches, seed, iteration, rep_offset, in_shared, shared_per_warp, spill, G);
 }
 }
-#endif
