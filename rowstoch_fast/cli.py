@@ -246,8 +246,6 @@ def _matrix_from_args(args):
 
 def _check_run_args(args):
     """Cheap checks of ``rowstoch run``'s options, before any network, data or folder is built."""
-    if args.dtype == "float32" and args.objective != "quadratic":
-        raise UsageError("--dtype float32 needs --objective quadratic (the logistic kernels run in float64)")
     if args.lr is not None and not (np.isfinite(args.lr) and args.lr > 0):
         raise UsageError(f"--lr must be a finite number > 0, got {args.lr}")
     if not args.algorithm.startswith("mg-") and args.rounds not in (None, 1):
@@ -431,11 +429,11 @@ def default_lr(method, n):
 def _objective_from_args(args, n):
     from .objectives import NonconvexLogistic, Quadratic
 
+    dtype = np.float32 if getattr(args, "dtype", "float64") == "float32" else np.float64
     if args.objective == "logistic":
         return NonconvexLogistic.synthetic(n, total=args.total, d=args.d, rho=args.rho, batch=args.batch,
-                                           seed=args.data_seed, heterogeneity=args.heterogeneity)
-    return Quadratic.random(n, args.d, seed=args.data_seed, sigma=args.sigma,
-                            dtype=np.float32 if getattr(args, "dtype", "float64") == "float32" else np.float64)
+                                           seed=args.data_seed, heterogeneity=args.heterogeneity, dtype=dtype)
+    return Quadratic.random(n, args.d, seed=args.data_seed, sigma=args.sigma, dtype=dtype)
 
 
 def _parse_lr(text, labels):
@@ -710,8 +708,7 @@ def make_parser():
                           "problem (the paper: 5e-2 at n = 1, 3e-3 at n = 16, 1e-4 at n = 512)")
     _algorithm_options(alg)
     alg.add_argument("--dtype", choices=["float64", "float32"], default="float64",
-                     help="value type of the matrix, the iterates and the objective (float32: half the memory, "
-                          "--objective quadratic)")
+                     help="value type of the matrix, the iterates and the objective (float32: half the memory)")
     _objective_options(r)
     rn = r.add_argument_group("run")
     rn.add_argument("--iterations", type=_nonnegative_int, default=1000, help="iterations T (R T gossip rounds)")

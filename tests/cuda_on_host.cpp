@@ -110,6 +110,12 @@ static inline void __syncwarp(unsigned = 0xffffffffu) { warp_barrier.wait(); }
         }                                                                         \
     }
 
+EMULATE_WARPS(logistic_grad_f32,
+              P(const float* H, const float* Yl, const i64* nodes, i64 m, i64 M, i64 d, float rho,
+                const float* X, i64 reps, i64 B, i64 batches, u64 seed, u64 iteration, i64 rep_offset,
+                int in_shared, i64 shared_per_warp, int* spill, float* G),
+              (H, Yl, nodes, m, M, d, rho, X, reps, B, batches, seed, iteration, rep_offset, in_shared,
+               shared_per_warp, spill, G))
 EMULATE_WARPS(logistic_grad_f64,
               P(const double* H, const double* Yl, const i64* nodes, i64 m, i64 M, i64 d, double rho,
                 const double* X, i64 reps, i64 B, i64 batches, u64 seed, u64 iteration, i64 rep_offset,

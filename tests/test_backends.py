@@ -173,29 +173,32 @@ def _ptr(a):
     return ctypes.c_void_p(a.ctypes.data)
 
 
-@pytest.mark.parametrize("nodes,M,d,in_shared", [(None, 37, 5, 1), ([3, 0, 5], 37, 5, 1), (None, 4100, 5, 0),
-                                                   (None, 37, 37, 1), (None, 40, 131, 0)],
-                         ids=["all", "subset", "M4100-spill", "d37", "d131"])
-def test_cuda_logistic_kernel_logic_matches_cpu(cuda_on_host, nodes, M, d, in_shared):
+@pytest.mark.parametrize("nodes,M,d,in_shared,dtype", [
+    (None, 37, 5, 1, np.float64), ([3, 0, 5], 37, 5, 1, np.float64), (None, 4100, 5, 0, np.float64),
+    (None, 37, 37, 1, np.float64), (None, 40, 131, 0, np.float64), (None, 37, 10, 1, np.float32),
+    ([1, 4], 4100, 7, 0, np.float32)], ids=["all", "subset", "M4100-spill", "d37", "d131", "f32", "f32-spill"])
+def test_cuda_logistic_kernel_logic_matches_cpu(cuda_on_host, nodes, M, d, in_shared, dtype):
     """Same mini-batches (16- and 32-bit draws) and the same sums as the CPU kernel: equal bit for bit, with the
-    permutation in shared memory or spilled, d below and above one warp's width and the registers' 128."""
+    permutation in shared memory or spilled, d below and above one warp's width and the registers' 128, in
+    float64 and float32."""
     import ctypes
 
     n = 6
-    f = NonconvexLogistic.synthetic(n, total=n * M, d=d, batch=37, seed=3)
+    f = NonconvexLogistic.synthetic(n, total=n * M, d=d, batch=37, seed=3, dtype=dtype)
     ids = None if nodes is None else np.asarray(nodes, dtype=np.int64)
     m = n if ids is None else len(ids)
     reps, batches, seed, iteration, rep_offset = 2, 3, 11, 7, 1
-    X = np.random.default_rng(0).normal(size=(reps, m, d))
+    X = np.random.default_rng(0).normal(size=(reps, m, d)).astype(dtype)
     want = f.stochastic_gradient(X, iteration, seed=seed, batches=batches, rep_offset=rep_offset,
                                  nodes=None if ids is None else ids)
     G = np.full_like(X, np.nan)
-    per_warp = 32 * 8 + 32 * 4 + ((f.samples_per_node + f.batch) * 4 if in_shared else 0)
+    per_warp = 32 * X.itemsize + 32 * 4 + ((f.samples_per_node + f.batch) * 4 if in_shared else 0)
     spill = np.full(reps * m * (f.samples_per_node + f.batch), -1, dtype=np.int32)
     i64, u64 = ctypes.c_int64, ctypes.c_uint64
-    cuda_on_host.emulate_logistic_grad_f64(
+    real = ctypes.c_double if dtype == np.float64 else ctypes.c_float
+    getattr(cuda_on_host, f"emulate_logistic_grad_{'f64' if dtype == np.float64 else 'f32'}")(
         ctypes.c_longlong(reps * m), _ptr(f.H), _ptr(f.Y), _ptr(ids) if ids is not None else ctypes.c_void_p(0),
-        i64(m), i64(f.samples_per_node), i64(d), ctypes.c_double(f.rho), _ptr(X), i64(reps), i64(f.batch),
+        i64(m), i64(f.samples_per_node), i64(d), real(f.rho), _ptr(X), i64(reps), i64(f.batch),
         i64(batches), u64(seed), u64(iteration), i64(rep_offset), ctypes.c_int(in_shared), i64(per_warp),
         _ptr(spill), _ptr(G))
     np.testing.assert_array_equal(G, want)

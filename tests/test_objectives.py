@@ -250,3 +250,19 @@ def test_float32_kernels_agree_with_float64(d):
                               _core.logistic_full_grad(*f32[:2], n, 0.01, f32[2], with_loss=True))
     np.testing.assert_allclose(F32, F64, rtol=2e-5, atol=2e-6)
     np.testing.assert_allclose(L32, L64, rtol=2e-6)
+
+
+def test_logistic_objective_in_float32_follows_float64():
+    """NonconvexLogistic(dtype=float32): data, gradients (stochastic and exact) and losses in float32, the same
+    mini-batches as float64, values within 1e-5."""
+    f64 = NonconvexLogistic.synthetic(12, total=12 * 300, d=7, batch=40, seed=5)
+    f32 = NonconvexLogistic.synthetic(12, total=12 * 300, d=7, batch=40, seed=5, dtype=np.float32)
+    assert f32.H.dtype == f32.Y.dtype == np.float32 and f32.describe()["dtype"] == "float32"
+    assert f32.describe()["data_sha1"] != f64.describe()["data_sha1"]
+    X = np.random.default_rng(1).normal(size=(2, 12, 7)) * 0.3
+    pairs = [(f.stochastic_gradient(X, 3, seed=2, batches=2), f.full_gradient(X), f.loss(X)) for f in (f64, f32)]
+    for a, b in zip(*pairs):
+        assert b.dtype == np.float32
+        np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6 * np.abs(a).max())
+    with pytest.raises(TypeError, match="dtype must be float32 or float64"):
+        NonconvexLogistic.synthetic(4, total=400, batch=10, dtype=np.int32)

@@ -210,7 +210,8 @@ def _mix_rounds(A, src, out, R, work, status=None):
 def logistic_grad(obj, X, iteration, seed, batches, rep_offset, nodes):
     """NonconvexLogistic's stochastic gradients on the device (same streams and sums as the CPU kernel)."""
     cupy = require_cupy()
-    X = cupy.ascontiguousarray(_require_device(X, "X"), dtype=cupy.float64)
+    dtype = np.dtype(obj.dtype)
+    X = cupy.ascontiguousarray(_require_device(X, "X"), dtype=dtype)
     dev = obj.__dict__.get("_device_data")
     if dev is None:  # the data set is copied to the device once per objective
         dev = obj.__dict__["_device_data"] = (cupy.asarray(obj.H), cupy.asarray(obj.Y))
@@ -223,17 +224,17 @@ def logistic_grad(obj, X, iteration, seed, batches, rep_offset, nodes):
         raise ValueError(f"the CuPy logistic kernel takes fewer than 2^31 samples per node, got {M}")
     # one warp per row; its shared area: 32 coefficients, 32 sample ids, and the permutation and swaps when
     # they fit (else a global scratch)
-    base = 32 * 8 + 32 * 4
+    base = 32 * dtype.itemsize + 32 * 4
     in_shared = _LOGISTIC_WARPS * _round16(base + 4 * (M + B)) <= _SHARED_LIMIT
     per_warp = _round16(base + (4 * (M + B) if in_shared else 0))
     spill = np.intp(0) if in_shared else cupy.empty(rows * (M + B), dtype=cupy.int32)
     G = cupy.empty_like(X)
     blocks = (rows + _LOGISTIC_WARPS - 1) // _LOGISTIC_WARPS
     if blocks:
-        _kernel("logistic_grad_f64")(
+        _kernel(f"logistic_grad_{_suffix(dtype)}")(
             (blocks,), (32 * _LOGISTIC_WARPS,),
             (dev[0], dev[1], d_nodes if d_nodes is not None else np.intp(0), np.int64(m), np.int64(M),
-             np.int64(obj.d), np.float64(obj.rho), X, np.int64(reps), np.int64(B), np.int64(batches),
+             np.int64(obj.d), dtype.type(obj.rho), X, np.int64(reps), np.int64(B), np.int64(batches),
              np.uint64(seed), np.uint64(iteration), np.int64(rep_offset), np.int32(in_shared), np.int64(per_warp),
              spill, G),
             shared_mem=_LOGISTIC_WARPS * per_warp)

@@ -311,4 +311,7 @@ __global__ void combine_f32(const float* x0, const float* x1, const float* x2, c
 __global__ void logistic_grad_f64(const double* H, const double* Yl, const i64* nodes, i64 m, i64 M, i64 d, double rho, const double* X, i64 reps, i64 B, i64 batches, u64 seed, u64 iteration, i64 rep_offset, int in_shared, i64 shared_per_warp, int* spill, double* G) {
     logistic_grad_impl(H, Yl, nodes, m, M, d, rho, X, reps, B, batches, seed, iteration, rep_offset, in_shared, shared_per_warp, spill, G);
 }
+__global__ void logistic_grad_f32(const float* H, const float* Yl, const i64* nodes, i64 m, i64 M, i64 d, float rho, const float* X, i64 reps, i64 B, i64 batches, u64 seed, u64 iteration, i64 rep_offset, int in_shared, i64 shared_per_warp, int* spill, float* G) {
+    logistic_grad_impl(H, Yl, nodes, m, M, d, rho, X, reps, B, batches, seed, iteration, rep_offset, in_shared, shared_per_warp, spill, G);
+}
 }
