@@ -212,7 +212,10 @@ def erdos_renyi(n, p, seed=None):
 
     If the draw is not strongly connected it is repaired by linking its strongly
     connected components in a cycle (one random edge between consecutive
-    components), so the result always satisfies Assumption 1.
+    components), so the result always satisfies Assumption 1. For n > 4096 the
+    matrix is built first and its own CSR gives the components (O(nnz), no
+    second graph), so a repaired large graph differs from what versions before
+    2026-11-26 drew (connected draws, and every n <= 4096, are unchanged).
 
     Examples
     --------
@@ -234,8 +237,15 @@ def erdos_renyi(n, p, seed=None):
         src = rng.integers(0, n, m)
         dst = (src + rng.integers(1, n, m)) % n
     src, dst = src.astype(np.int64), dst.astype(np.int64)
-    g = sp.coo_array((np.ones(len(src)), (src, dst)), shape=(n, n))  # csgraph's own conversion: measured
-    ncomp, labels = csgraph.connected_components(g, directed=True, connection="strong")  # faster than a key sort
+    if n > 4096:  # the matrix itself first (no COO detour): its CSR is the graph whose components we need
+        A = MixingMatrix.from_edges(n, np.stack([src, dst], axis=1), "in-degree", validate=False)
+        ncomp, labels = csgraph.connected_components(A.csr, directed=True, connection="strong")
+        if ncomp == 1:
+            return A  # strongly connected, self loops, rows summing to 1 by construction: valid
+    else:  # small n: the components numbered as they always were (the repair's draws, and so the graph, depend
+        # on that numbering; larger graphs are numbered from the matrix's in-neighbour lists since 2026-11-26)
+        g = sp.coo_array((np.ones(len(src)), (src, dst)), shape=(n, n))
+        ncomp, labels = csgraph.connected_components(g, directed=True, connection="strong")
     if ncomp > 1:
         # one random node of each component, in component order: the draws of rng.choice(component) one
         # component after another, made in one vectorised call (same numbers, O(n) instead of O(n ncomp))

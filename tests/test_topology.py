@@ -70,6 +70,24 @@ def test_paper_ring_diagonal_instability():
     assert 1.0 / m.pi.min() == pytest.approx(24.5, abs=0.5)
 
 
+def test_large_erdos_renyi_checks_components_on_its_own_matrix():
+    """n > 4096: the matrix is built once and its CSR gives the strongly connected components (no COO graph);
+    a connected draw equals the validated in-degree matrix of the same edges, a disconnected one is repaired."""
+    from scipy.sparse import csgraph
+
+    n = 5000
+    A = topology.erdos_renyi(n, 0.003, seed=1)
+    rng = np.random.default_rng(1)  # the builder's draws, repeated
+    m = rng.binomial(n * (n - 1), 0.003)
+    src = rng.integers(0, n, m)
+    dst = (src + rng.integers(1, n, m)) % n
+    B = MixingMatrix.from_edges(n, np.stack([src, dst], axis=1), "in-degree")
+    assert (A.csr != B.csr).nnz == 0 and np.array_equal(A.csr.data, B.csr.data)
+    sparse = topology.erdos_renyi(n, 0.0004, seed=0)  # ~2 in-neighbours: many components before the repair
+    assert csgraph.connected_components(sparse.csr, directed=True, connection="strong")[0] == 1
+    MixingMatrix(sparse.csr)  # and it passes the full validation
+
+
 def test_erdos_renyi_repairs_disconnected_draws():
     A = topology.erdos_renyi(50, 0.001, seed=0)  # almost no edges: repaired into a cycle of components
     assert A.n == 50
