@@ -1,0 +1,309 @@
+"""Train PyTorch models over a directed network: ``n`` replicas on one device, any algorithm, one batched call.
+
+Needs PyTorch (``pip install "rowstoch_fast[torch]"``); importing :mod:`rowstoch_fast` never imports it, and
+this module imports it only when used.
+
+:class:`Replicas` holds ``n`` copies of an ``nn.Module`` as one ``(n, d)`` parameter block and gives any
+optimizer of the package a ``grad_fn`` that computes every node's gradient in one vectorised call
+(``torch.func.vmap`` over ``torch.func.grad`` of a ``functional_call``); buffers (batch-norm statistics) are
+kept per replica. Arrays cross between the optimizer and torch without copies: a NumPy block becomes a CPU
+tensor on the same memory, a CuPy block a CUDA tensor through DLPack, and the gradient goes back the same
+way (the optimizer then copies it into its own state: one ``(n, d)`` copy per step).
+
+Examples
+--------
+>>> import numpy as np, torch
+>>> from rowstoch_fast import PullDiagGT, topology
+>>> from rowstoch_fast.torch import Replicas
+>>> torch.manual_seed(0)  # doctest: +ELLIPSIS
+<torch._C.Generator object at ...>
+>>> model = torch.nn.Linear(4, 3).double()
+>>> reps = Replicas(model, n=8)
+>>> data = torch.randn(8, 32, 4, dtype=torch.float64)
+>>> labels = torch.randint(0, 3, (8, 32))
+>>> grad_fn = reps.grad_fn(lambda node, t: (data[node], labels[node]))
+>>> opt = PullDiagGT(topology.exponential(8), reps.x0(), lr=0.05)
+>>> for _ in range(20):
+...     _ = opt.step(grad_fn)
+>>> reps.set_params(opt.gather_x())
+>>> reps.module(0)(data[0]).shape
+torch.Size([32, 3])
+"""
+
+from __future__ import annotations
+
+import copy
+import warnings
+
+import numpy as np
+
+from ._checks import check_int
+
+__all__ = ["Replicas", "GradFn", "as_tensor", "from_tensor", "accuracy"]
+
+
+def _torch():
+    try:
+        import torch
+    except ImportError as exc:
+        raise ImportError("rowstoch_fast.torch needs PyTorch: pip install 'rowstoch_fast[torch]'") from exc
+    return torch
+
+
+def as_tensor(X):
+    """A torch tensor on the memory of ``X`` (no copy): NumPy arrays (read-only views too; the tensor is only
+    read) become CPU tensors, CuPy arrays CUDA tensors through DLPack; tensors pass through."""
+    torch = _torch()
+    if isinstance(X, torch.Tensor):
+        return X
+    if hasattr(X, "__cuda_array_interface__") or (hasattr(X, "__dlpack__") and not isinstance(X, np.ndarray)):
+        return torch.from_dlpack(X)
+    arr = np.asarray(X)
+    with warnings.catch_warnings():  # the optimizers hand out read-only views; torch warns about those
+        warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
+        return torch.from_numpy(arr)
+
+
+def from_tensor(T, like=None):
+    """``T`` as an array of the kind of ``like`` (no copy): NumPy for a CPU tensor, CuPy (DLPack) for a CUDA
+    tensor or when ``like`` is a CuPy array; a torch ``like`` gets the tensor itself."""
+    torch = _torch()
+    if like is not None and isinstance(like, torch.Tensor):
+        return T
+    T = T.detach()
+    if T.is_cuda or (like is not None and hasattr(like, "__cuda_array_interface__")):
+        import cupy
+
+        return cupy.from_dlpack(T)
+    return T.numpy()
+
+
+class GradFn:
+    """The ``grad_fn`` of :meth:`Replicas.grad_fn`: ``G = grad_fn(X)`` for the ``(n, d)`` block ``X``.
+
+    Attributes
+    ----------
+    iteration : int
+        Calls so far: the ``iteration`` passed to ``batch_fn`` next.
+    last_loss : ndarray or None
+        The per-node mini-batch losses of the last call (with ``keep_loss=True``).
+    """
+
+    def __init__(self, replicas, batch_fn, stacked, keep_loss):
+        torch = _torch()
+        from torch.func import grad, vmap
+
+        self.replicas, self.batch_fn, self.stacked, self.keep_loss = replicas, batch_fn, stacked, keep_loss
+        self.iteration = 0
+        self.last_loss = None
+        self._grad = vmap(grad(replicas._node_loss, has_aux=True), in_dims=(0, 0, 0, 0))
+        self._torch = torch
+
+    def _batches(self, t):
+        r = self.replicas
+        if self.stacked:
+            inputs, targets = self.batch_fn(t)
+        else:
+            pairs = [self.batch_fn(i, t) for i in range(r.n)]
+            inputs = self._torch.stack([self._torch.as_tensor(p[0]) for p in pairs])
+            targets = self._torch.stack([self._torch.as_tensor(p[1]) for p in pairs])
+        inputs, targets = self._torch.as_tensor(inputs), self._torch.as_tensor(targets)
+        if inputs.shape[0] != r.n or targets.shape[0] != r.n:
+            raise ValueError(f"batch_fn must give one batch per node: got {inputs.shape[0]} inputs and "
+                             f"{targets.shape[0]} targets for {r.n} nodes")
+        return inputs.to(r.device), targets.to(r.device)
+
+    def __call__(self, X):
+        r = self.replicas
+        P = as_tensor(X)
+        if P.shape != r.params.shape:
+            raise ValueError(f"grad_fn got a block of shape {tuple(P.shape)}, expected {tuple(r.params.shape)} "
+                             "(n nodes x the model's parameter count)")
+        if P.device != r.device or P.dtype != r.dtype:
+            P = P.to(device=r.device, dtype=r.dtype)  # a copy: give the optimizer the model's dtype to avoid it
+        inputs, targets = self._batches(self.iteration)
+        G, loss = self._grad(P, r.buffers, inputs, targets)
+        self.iteration += 1
+        if self.keep_loss:
+            self.last_loss = loss.detach().cpu().numpy()
+        return from_tensor(G, like=X)
+
+
+class Replicas:
+    """``n`` copies of an ``nn.Module`` held as one stacked parameter block.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The architecture and the initial parameters every node starts from
+        (copied; ``model`` itself is not modified).
+    n : int
+        Number of nodes (replicas).
+    loss : callable, optional
+        ``loss(outputs, targets) -> scalar``; default cross-entropy.
+    device, dtype : optional
+        Where and in which precision to keep the replicas (default: the
+        model's). Give the optimizer blocks of the same dtype (float64 for a
+        ``model.double()``) and ``grad_fn`` converts nothing.
+
+    Attributes
+    ----------
+    params : torch.Tensor, shape (n, d)
+        Row ``i`` is node ``i``'s parameters, flattened in ``named_parameters()``
+        order.
+    buffers : dict of torch.Tensor
+        Each buffer stacked over the nodes, shape ``(n, *shape)``: batch-norm
+        running statistics stay per replica and are updated in place by
+        ``grad_fn`` (train mode).
+    """
+
+    def __init__(self, model, n, *, loss=None, device=None, dtype=None):
+        torch = _torch()
+        self.n = check_int(n, "n", minimum=1)
+        if not isinstance(model, torch.nn.Module):
+            raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+        base = copy.deepcopy(model)
+        if device is not None or dtype is not None:
+            base = base.to(device=device, dtype=dtype)
+        named = list(base.named_parameters())
+        if not named:
+            raise ValueError("model has no parameters to train")
+        dtypes = {p.dtype for _, p in named}
+        if len(dtypes) > 1:
+            raise TypeError(f"the model's parameters must share one dtype, got {sorted(map(str, dtypes))}")
+        self.dtype = named[0][1].dtype
+        self.device = named[0][1].device
+        self._layout, offset = [], 0
+        for name, p in named:
+            self._layout.append((name, offset, p.numel(), tuple(p.shape)))
+            offset += p.numel()
+        self.d = offset
+        flat = torch.cat([p.detach().reshape(-1) for _, p in named])
+        self.params = flat.unsqueeze(0).repeat(self.n, 1).contiguous()
+        self.buffers = {k: b.detach().unsqueeze(0).repeat(self.n, *([1] * b.ndim)).clone()
+                        for k, b in base.named_buffers()}
+        base.train()
+        self._base = base
+        self.loss = loss if loss is not None else torch.nn.functional.cross_entropy
+
+    def __repr__(self):
+        return f"Replicas({type(self._base).__name__}, n={self.n}, d={self.d}, dtype={self.dtype}, device={self.device})"
+
+    # ------------------------------------------------------------------ the per-node function
+    def _unflatten(self, flat):
+        return {name: flat[o:o + size].view(shape) for name, o, size, shape in self._layout}
+
+    def _node_loss(self, flat, buffers, inputs, targets):
+        from torch.func import functional_call
+
+        out = functional_call(self._base, (self._unflatten(flat), buffers), (inputs,))
+        value = self.loss(out, targets)
+        return value, value.detach()
+
+    # ------------------------------------------------------------------ for the optimizers
+    def x0(self, like="numpy"):
+        """The initial block for an optimizer: ``self.params`` as a NumPy array on its memory (CPU) or a CuPy
+        array through DLPack (CUDA; the optimizer then runs on the CuPy backend). ``like="torch"``: the tensor."""
+        if like == "torch":
+            return self.params
+        return from_tensor(self.params)
+
+    def grad_fn(self, batch_fn, *, stacked=False, keep_loss=False):
+        """A ``grad_fn`` for any optimizer of the package: every node's gradient in one vectorised call.
+
+        Parameters
+        ----------
+        batch_fn : callable
+            ``batch_fn(node, iteration) -> (inputs, targets)``: node ``node``'s
+            mini-batch at the ``iteration``-th call (tensors or arrays; every
+            node's of the same shape). With ``stacked=True``:
+            ``batch_fn(iteration) -> (inputs, targets)`` with a leading node axis.
+        keep_loss : bool, default False
+            Keep the per-node mini-batch losses of the last call in
+            ``grad_fn.last_loss`` (one small device-to-host copy per call).
+
+        Returns
+        -------
+        GradFn
+            ``G = grad_fn(X)``: ``X`` the ``(n, d)`` block the optimizer passes
+            (NumPy, CuPy or torch), ``G`` of the same kind, without copies
+            when ``X`` is on the replicas' device in their dtype.
+        """
+        if not callable(batch_fn):
+            raise TypeError(f"batch_fn must be callable, got {type(batch_fn).__name__}")
+        return GradFn(self, batch_fn, stacked, keep_loss)
+
+    def set_params(self, X):
+        """Copy an ``(n, d)`` block (an optimizer's ``gather_x()``, NumPy, CuPy or torch) into :attr:`params`."""
+        P = as_tensor(X)
+        if tuple(P.shape) != tuple(self.params.shape):
+            raise ValueError(f"X has shape {tuple(P.shape)}, expected {tuple(self.params.shape)}")
+        with _torch().no_grad():
+            self.params.copy_(P)
+
+    # ------------------------------------------------------------------ evaluation
+    def module(self, node=None, *, weights=None):
+        """An ``nn.Module`` (a copy) with node ``node``'s parameters and buffers, or, with ``node=None``, the
+        average of the replicas weighted by ``weights`` (e.g. ``A.pi``; default uniform) and their averaged
+        floating-point buffers."""
+        torch = _torch()
+        m = copy.deepcopy(self._base)
+        with torch.no_grad():
+            if node is not None:
+                node = check_int(node, "node", minimum=0)
+                if node >= self.n:
+                    raise ValueError(f"node must be in 0..{self.n - 1}, got {node}")
+                flat = self.params[node]
+                bufs = {k: b[node] for k, b in self.buffers.items()}
+            else:
+                w = torch.full((self.n,), 1.0 / self.n, dtype=self.dtype, device=self.device) if weights is None \
+                    else torch.as_tensor(np.asarray(weights, dtype=np.float64), device=self.device).to(self.dtype)
+                if w.shape != (self.n,):
+                    raise ValueError(f"weights must have one value per node ({self.n}), got shape {tuple(w.shape)}")
+                flat = w @ self.params
+                bufs = {k: (torch.tensordot(w.to(b.dtype), b, dims=1) if b.is_floating_point() else b[0])
+                        for k, b in self.buffers.items()}
+            params = dict(m.named_parameters())
+            for name, o, size, shape in self._layout:
+                params[name].copy_(flat[o:o + size].view(shape))
+            named_buffers = dict(m.named_buffers())
+            for k, b in bufs.items():
+                named_buffers[k].copy_(b)
+        return m
+
+    def evaluate(self, inputs, targets, *, batch_size=4096):
+        """Every replica's loss and accuracy on one data set (eval mode): two arrays of shape ``(n,)``."""
+        torch = _torch()
+        from torch.func import functional_call, vmap
+
+        inputs, targets = torch.as_tensor(inputs).to(self.device), torch.as_tensor(targets).to(self.device)
+        base = copy.deepcopy(self._base).eval()
+
+        def one(flat, buffers, x):
+            return functional_call(base, (self._unflatten(flat), buffers), (x,))
+
+        run = vmap(one, in_dims=(0, 0, None))
+        losses = torch.zeros(self.n, dtype=torch.float64)
+        correct = torch.zeros(self.n, dtype=torch.float64)
+        with torch.no_grad():
+            for s in range(0, len(targets), batch_size):
+                out = run(self.params, self.buffers, inputs[s:s + batch_size])  # (n, B, classes)
+                t = targets[s:s + batch_size]
+                for i in range(self.n):
+                    losses[i] += float(self.loss(out[i], t)) * len(t)
+                correct += (out.argmax(-1) == t).sum(-1).double().cpu()
+        return (losses / len(targets)).numpy(), (correct / len(targets)).numpy()
+
+
+def accuracy(module, inputs, targets, batch_size=4096):
+    """Top-1 accuracy of ``module`` (eval mode) on ``inputs`` / integer ``targets``."""
+    torch = _torch()
+    was = module.training
+    module.eval()
+    inputs, targets = torch.as_tensor(inputs), torch.as_tensor(targets)
+    correct = 0
+    with torch.no_grad():
+        for s in range(0, len(targets), batch_size):
+            correct += int((module(inputs[s:s + batch_size]).argmax(-1) == targets[s:s + batch_size]).sum())
+    module.train(was)
+    return correct / max(1, len(targets))

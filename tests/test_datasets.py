@@ -1,0 +1,83 @@
+"""Splits over nodes and the loaders of local MNIST / CIFAR-10 files (on tiny generated files)."""
+
+import gzip
+import pickle
+
+import numpy as np
+import pytest
+
+from rowstoch_fast.datasets import dirichlet_split, iid_split, load_cifar10, load_digits, load_mnist
+
+
+def test_iid_split_partitions_a_shuffle():
+    parts = iid_split(103, 4, seed=1)
+    assert [len(p) for p in parts] == [25] * 4
+    flat = np.concatenate(parts)
+    assert len(np.unique(flat)) == 100 and flat.max() < 103
+    assert not np.array_equal(flat, np.sort(flat))
+    with pytest.raises(ValueError, match="cannot give each of 5 nodes one"):
+        iid_split(4, 5)
+
+
+def test_dirichlet_split_skews_labels_with_small_alpha():
+    labels = np.repeat(np.arange(10), 100)
+    skewed = dirichlet_split(labels, 8, alpha=0.05, seed=0)
+    even = dirichlet_split(labels, 8, alpha=1000.0, seed=0)
+    for parts in (skewed, even):
+        assert sorted(np.concatenate(parts).tolist()) == list(range(1000))  # every sample once
+    def classes(parts):  # classes holding 90% of a node's samples, averaged over nodes
+        out = []
+        for p in parts:
+            counts = np.sort(np.bincount(labels[p], minlength=10))[::-1]
+            out.append(np.searchsorted(np.cumsum(counts) / counts.sum(), 0.9) + 1)
+        return np.mean(out)
+    assert classes(skewed) < 4 < classes(even)
+    with pytest.raises(ValueError, match="cannot give each of 8 nodes"):
+        dirichlet_split(labels[:10], 8, alpha=1.0, min_size=2)
+    with pytest.raises(ValueError, match="alpha"):
+        dirichlet_split(labels, 8, alpha=0.0)
+
+
+def _idx_file(path, arr, magic, compress):
+    header = magic.to_bytes(4, "big") + b"".join(int(s).to_bytes(4, "big") for s in arr.shape)
+    data = header + arr.astype(np.uint8).tobytes()
+    with (gzip.open(path, "wb") if compress else open(path, "wb")) as f:
+        f.write(data)
+
+
+@pytest.mark.parametrize("compress", [False, True])
+def test_mnist_loader_reads_idx_files(tmp_path, compress):
+    rng = np.random.default_rng(0)
+    for split, m in (("train", 7), ("t10k", 3)):
+        ext = ".gz" if compress else ""
+        _idx_file(tmp_path / f"{split}-images-idx3-ubyte{ext}", rng.integers(0, 256, (m, 28, 28)), 0x803, compress)
+        _idx_file(tmp_path / f"{split}-labels-idx1-ubyte{ext}", rng.integers(0, 10, (m,)), 0x801, compress)
+    Xtr, ytr, Xte, yte = load_mnist(str(tmp_path))
+    assert Xtr.shape == (7, 784) and Xte.shape == (3, 784) and ytr.shape == (7,) and yte.dtype == np.int64
+    assert 0.0 <= Xtr.min() and Xtr.max() <= 1.0
+    (tmp_path / f"t10k-labels-idx1-ubyte{'.gz' if compress else ''}").unlink()
+    with pytest.raises(FileNotFoundError, match="t10k-labels-idx1-ubyte"):
+        load_mnist(str(tmp_path))
+
+
+def test_mnist_loader_refuses_a_wrong_file(tmp_path):
+    _idx_file(tmp_path / "train-images-idx3-ubyte", np.zeros((2, 2, 2)), 0x801, False)
+    _idx_file(tmp_path / "train-labels-idx1-ubyte", np.zeros(2), 0x801, False)
+    with pytest.raises(ValueError, match="not an IDX images file"):
+        load_mnist(str(tmp_path))
+
+
+def test_cifar10_loader_reads_python_batches(tmp_path):
+    rng = np.random.default_rng(1)
+    for name in [f"data_batch_{k}" for k in range(1, 6)] + ["test_batch"]:
+        batch = {b"data": rng.integers(0, 256, (4, 3072)).astype(np.uint8), b"labels": list(rng.integers(0, 10, 4))}
+        with open(tmp_path / name, "wb") as f:
+            pickle.dump(batch, f)
+    Xtr, ytr, Xte, yte = load_cifar10(str(tmp_path))
+    assert Xtr.shape == (20, 3, 32, 32) and Xte.shape == (4, 3, 32, 32) and ytr.shape == (20,)
+
+
+def test_digits_need_no_download():
+    pytest.importorskip("sklearn")
+    X, y = load_digits()
+    assert X.shape == (1797, 64) and X.max() <= 1.0 and set(np.unique(y)) == set(range(10))

@@ -1,0 +1,153 @@
+"""rowstoch_fast.torch: n PyTorch replicas trained by any optimizer of the package (skipped without torch)."""
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch", reason="PyTorch not installed (pip install 'rowstoch_fast[torch]')")
+
+from rowstoch_fast import PullDiagGT, topology  # noqa: E402
+from rowstoch_fast.algorithms import REGISTRY  # noqa: E402
+from rowstoch_fast.torch import Replicas, accuracy, as_tensor, from_tensor  # noqa: E402
+
+
+def _softmax_grad(P, X, y, n_in, n_out):
+    """Cross-entropy of a linear model (W: n_out x n_in, b) on each node's batch, and its gradient, in NumPy."""
+    W = P[:, : n_in * n_out].reshape(-1, n_out, n_in)
+    b = P[:, n_in * n_out:]
+    logits = np.einsum("nbi,noi->nbo", X, W) + b[:, None, :]
+    logits -= logits.max(-1, keepdims=True)
+    p = np.exp(logits)
+    p /= p.sum(-1, keepdims=True)
+    d = p.copy()
+    np.put_along_axis(d, y[..., None], np.take_along_axis(d, y[..., None], -1) - 1.0, -1)
+    d /= X.shape[1]
+    gW = np.einsum("nbo,nbi->noi", d, X)
+    return np.concatenate([gW.reshape(len(P), -1), d.sum(1)], axis=1)
+
+
+@pytest.fixture
+def linear_problem():
+    torch.manual_seed(0)
+    n, B, n_in, n_out = 6, 20, 5, 3
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((n, B, n_in))
+    y = rng.integers(0, n_out, (n, B))
+    return torch.nn.Linear(n_in, n_out).double(), X, y, n_in, n_out
+
+
+def test_gradients_equal_the_numpy_path(linear_problem):
+    model, X, y, n_in, n_out = linear_problem
+    reps = Replicas(model, n=len(X))
+    P = reps.x0() + np.random.default_rng(1).normal(size=reps.params.shape) * 0.1  # a different model per node
+    G = reps.grad_fn(lambda i, t: (X[i], y[i]))(P)
+    assert isinstance(G, np.ndarray) and G.shape == P.shape
+    np.testing.assert_allclose(G, _softmax_grad(P, X, y, n_in, n_out), rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("name", sorted(REGISTRY))
+def test_every_algorithm_trains_replicas_like_the_numpy_path(linear_problem, name):
+    model, X, y, n_in, n_out = linear_problem
+    A = topology.erdos_renyi(len(X), 0.5, seed=2)
+    reps = Replicas(model, n=len(X))
+    cls = REGISTRY[name]
+    via_torch = cls.build(A, reps.x0(), 0.05)
+    via_numpy = cls.build(A, reps.x0().copy(), 0.05)
+    grad_fn = reps.grad_fn(lambda i, t: (X[i], y[i]))
+    for _ in range(15):
+        via_torch.step(grad_fn)
+        via_numpy.step(lambda P: _softmax_grad(np.asarray(P), X, y, n_in, n_out))
+    np.testing.assert_allclose(via_torch.gather_x(), via_numpy.gather_x(), rtol=1e-12, atol=1e-13)
+    assert grad_fn.iteration >= 15  # one call per step (and one more for the algorithms that start with g0)
+
+
+def test_arrays_cross_without_copies(linear_problem):
+    model, X, y, *_ = linear_problem
+    reps = Replicas(model, n=len(X))
+    x0 = reps.x0()
+    assert x0.ctypes.data == reps.params.data_ptr()  # the optimizer's x0 is the replicas' memory
+    view = np.arange(12.0).reshape(3, 4)
+    view.flags.writeable = False  # what an optimizer hands to grad_fn
+    t = as_tensor(view)
+    assert t.data_ptr() == view.ctypes.data
+    back = from_tensor(t)
+    assert back.ctypes.data == view.ctypes.data
+    assert as_tensor(t) is t and from_tensor(t, like=t) is t
+
+
+def test_batch_norm_statistics_stay_per_replica():
+    torch.manual_seed(1)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 6), torch.nn.BatchNorm1d(6), torch.nn.ReLU(),
+                                torch.nn.Linear(6, 2)).double()
+    reps = Replicas(model, n=3)
+    data = [torch.randn(16, 4, dtype=torch.float64) * (i + 1) + i for i in range(3)]
+    labels = torch.randint(0, 2, (3, 16))
+    reps.grad_fn(lambda i, t: (data[i], labels[i]))(reps.x0())
+    for i in range(3):  # what a lone module does with node i's batch
+        alone = __import__("copy").deepcopy(model).train()
+        alone(data[i])
+        np.testing.assert_allclose(reps.buffers["1.running_mean"][i].numpy(), alone[1].running_mean.numpy(),
+                                   rtol=1e-12)
+        np.testing.assert_allclose(reps.buffers["1.running_var"][i].numpy(), alone[1].running_var.numpy(),
+                                   rtol=1e-12)
+    assert int(reps.buffers["1.num_batches_tracked"][0]) == 1
+    assert not np.allclose(reps.buffers["1.running_mean"][0].numpy(), reps.buffers["1.running_mean"][1].numpy())
+
+
+def test_modules_averages_and_evaluation(linear_problem):
+    model, X, y, *_ = linear_problem
+    reps = Replicas(model, n=len(X))
+    P = np.random.default_rng(3).normal(size=reps.params.shape)
+    reps.set_params(P)
+    m2 = reps.module(2)
+    np.testing.assert_array_equal(torch.cat([m2.weight.reshape(-1), m2.bias]).detach().numpy(), P[2])
+    w = np.arange(1.0, len(X) + 1)
+    w /= w.sum()
+    avg = reps.module(weights=w)
+    np.testing.assert_allclose(torch.cat([avg.weight.reshape(-1), avg.bias]).detach().numpy(), w @ P, rtol=1e-12)
+    inputs, targets = torch.as_tensor(X.reshape(-1, X.shape[-1])), torch.as_tensor(y.reshape(-1))
+    losses, acc = reps.evaluate(inputs, targets)
+    assert losses.shape == acc.shape == (len(X),)
+    assert acc[2] == pytest.approx(accuracy(m2, inputs, targets))
+    with torch.no_grad():
+        want = torch.nn.functional.cross_entropy(m2(inputs), targets).item()
+    assert losses[2] == pytest.approx(want, rel=1e-12)
+
+
+def test_clear_errors(linear_problem):
+    model, X, y, *_ = linear_problem
+    with pytest.raises(TypeError, match="must be a torch.nn.Module"):
+        Replicas(object(), 3)
+    with pytest.raises(ValueError, match="no parameters"):
+        Replicas(torch.nn.ReLU(), 3)
+    reps = Replicas(model, n=len(X))
+    with pytest.raises(ValueError, match="expected"):
+        reps.grad_fn(lambda i, t: (X[i], y[i]))(np.zeros((2, 3)))
+    with pytest.raises(ValueError, match="one batch per node"):
+        reps.grad_fn(lambda t: (X[:2], y[:2]), stacked=True)(reps.x0())
+    with pytest.raises(ValueError, match="node must be in"):
+        reps.module(len(X))
+    with pytest.raises(TypeError, match="batch_fn must be callable"):
+        reps.grad_fn(3)
+
+
+def test_float32_model_and_float32_optimizer():
+    torch.manual_seed(2)
+    reps = Replicas(torch.nn.Linear(3, 2), n=4)  # float32
+    data, labels = torch.randn(4, 8, 3), torch.randint(0, 2, (4, 8))
+    A = topology.exponential(4).astype(np.float32)
+    opt = PullDiagGT(A, reps.x0(), lr=0.1)
+    g = reps.grad_fn(lambda i, t: (data[i], labels[i]), keep_loss=True)
+    first = None
+    for _ in range(30):
+        opt.step(g)
+        first = g.last_loss.mean() if first is None else first
+    assert opt.x.dtype == np.float32 and g.last_loss.mean() < first
+
+
+def test_importing_the_package_does_not_import_torch():
+    code = "import sys, rowstoch_fast, rowstoch_fast.datasets; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd="/")
+    assert out.stdout.strip() == "False", out.stderr
