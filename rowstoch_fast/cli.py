@@ -579,6 +579,19 @@ def cmd_reproduce(args):
     elif args.figure == "linear-speedup":
         experiments.reproduce_linear_speedup(args.out, iterations=args.iterations or 4000, repeats=args.repeats or 20,
                                              progress=not args.no_progress)
+    elif args.figure == "mnist-mlp":
+        import importlib.util
+
+        if importlib.util.find_spec("torch") is None:
+            raise UsageError("reproduce mnist-mlp needs PyTorch: pip install 'rowstoch_fast[torch]'")
+        if args.data == "mnist" and not args.data_dir:
+            raise UsageError("--data mnist reads the four MNIST IDX files from --data-dir (nothing is downloaded)")
+        try:
+            experiments.reproduce_mnist_mlp(args.out, data=args.data, data_dir=args.data_dir,
+                                            communication_rounds=args.iterations or 2000, repeats=args.repeats or 3,
+                                            alpha=args.alpha, progress=not args.no_progress)
+        except (FileNotFoundError, ValueError) as exc:
+            raise UsageError(str(exc)) from exc
     else:
         experiments.reproduce_multi_gossip(args.out, communication_rounds=args.iterations or 2000,
                                            repeats=args.repeats or 5, progress=not args.no_progress)
@@ -750,11 +763,17 @@ def make_parser():
     c.set_defaults(func=cmd_compare)
 
     rp = sub.add_parser("reproduce", formatter_class=_Formatter, help="reproduce a figure of the paper")
-    rp.add_argument("figure", choices=["pull-diag", "linear-speedup", "multi-gossip"],
-                    help="pull-diag: Figure 1; linear-speedup: Figure 2; multi-gossip: Figure 3's synthetic analogue")
+    rp.add_argument("figure", choices=["pull-diag", "linear-speedup", "multi-gossip", "mnist-mlp"],
+                    help="pull-diag: Figure 1; linear-speedup: Figure 2; multi-gossip: Figure 3's synthetic analogue; "
+                         "mnist-mlp: Figure 3's neural network (a four-layer MLP through PyTorch; digits by default)")
     rp.add_argument("--out", default="results", help="output folder")
     rp.add_argument("--iterations", type=_positive_int, default=None,
-                    help="iterations (communication rounds for multi-gossip); default the paper's")
+                    help="iterations (communication rounds for multi-gossip and mnist-mlp); default the paper's")
+    rp.add_argument("--data", choices=["digits", "mnist"], default="digits",
+                    help="mnist-mlp: scikit-learn's bundled digits, or MNIST from --data-dir")
+    rp.add_argument("--data-dir", default=None, help="mnist-mlp: the folder with MNIST's four IDX files")
+    rp.add_argument("--alpha", type=float, default=None,
+                    help="mnist-mlp: Dirichlet(alpha) label skew over the nodes instead of an IID split")
     rp.add_argument("--repeats", type=_positive_int, default=None, help="repetitions; default the paper's")
     rp.add_argument("--no-progress", action="store_true", help="no progress bars")
     rp.set_defaults(func=cmd_reproduce)

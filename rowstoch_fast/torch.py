@@ -257,7 +257,7 @@ class Replicas:
                 bufs = {k: b[node] for k, b in self.buffers.items()}
             else:
                 w = torch.full((self.n,), 1.0 / self.n, dtype=self.dtype, device=self.device) if weights is None \
-                    else torch.as_tensor(np.asarray(weights, dtype=np.float64), device=self.device).to(self.dtype)
+                    else torch.as_tensor(np.array(weights, dtype=np.float64), device=self.device).to(self.dtype)
                 if w.shape != (self.n,):
                     raise ValueError(f"weights must have one value per node ({self.n}), got shape {tuple(w.shape)}")
                 flat = w @ self.params
