@@ -186,3 +186,25 @@ def test_reproduce_mnist_mlp_reads_local_mnist_files(tmp_path):
                                 repeats=1, rounds=(1, 10), alpha=1.0, record_every=10, graphs=["grid"],
                                 progress=False, log=lambda *a: None)
     assert len(frame) == 3 + 3 and np.isfinite(frame["train_loss"]).all()
+
+
+def test_the_mlp_fast_path_equals_the_vmap_path():
+    """Stacks of Linear layers and activations skip vmap (batched matrix products): same gradients and losses,
+    and any other model (here with batch norm, or a custom loss) goes through vmap."""
+    torch.manual_seed(3)
+    model = torch.nn.Sequential(torch.nn.Linear(5, 7), torch.nn.Tanh(), torch.nn.Linear(7, 6), torch.nn.GELU(),
+                                torch.nn.Linear(6, 3)).double()
+    reps = Replicas(model, n=4)
+    data, labels = torch.randn(4, 9, 5, dtype=torch.float64), torch.randint(0, 3, (4, 9))
+    fast = reps.grad_fn(lambda t: (data, labels), stacked=True, keep_loss=True)
+    slow = reps.grad_fn(lambda t: (data, labels), stacked=True, keep_loss=True)
+    slow._mlp = None
+    assert fast._mlp is not None
+    P = reps.x0() + np.random.default_rng(0).normal(size=reps.params.shape) * 0.2
+    np.testing.assert_allclose(fast(P), slow(P), rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(fast.last_loss, slow.last_loss, rtol=1e-13)
+    bn = torch.nn.Sequential(torch.nn.Linear(5, 4), torch.nn.BatchNorm1d(4))
+    assert Replicas(bn, 2).grad_fn(lambda i, t: None)._mlp is None
+    mse = Replicas(model, 4, loss=lambda out, y: ((out - y) ** 2).mean())
+    G = mse.grad_fn(lambda t: (data, torch.zeros(4, 9, 3, dtype=torch.float64)), stacked=True)(P)
+    assert G.shape == P.shape and np.isfinite(G).all()
