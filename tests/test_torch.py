@@ -208,3 +208,18 @@ def test_the_mlp_fast_path_equals_the_vmap_path():
     mse = Replicas(model, 4, loss=lambda out, y: ((out - y) ** 2).mean())
     G = mse.grad_fn(lambda t: (data, torch.zeros(4, 9, 3, dtype=torch.float64)), stacked=True)(P)
     assert G.shape == P.shape and np.isfinite(G).all()
+
+
+def test_the_readme_example_trains(tmp_path, monkeypatch):
+    """The README's PyTorch section, run as written (shortened to 100 steps): the nodes' models learn."""
+    import pathlib
+
+    pytest.importorskip("sklearn")
+    readme = (pathlib.Path(__file__).parent.parent / "README.md").read_text()
+    section = readme[readme.index("## Training PyTorch models"):]
+    code = section[section.index("```python") + len("```python"):]
+    code = code[:code.index("```")].replace("range(500)", "range(100)")
+    monkeypatch.chdir(tmp_path)
+    namespace = {}
+    exec(compile(code, "README.md", "exec"), namespace)
+    assert namespace["accuracies"].shape == (16,) and namespace["accuracies"].mean() > 0.5
