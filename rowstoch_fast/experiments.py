@@ -328,8 +328,13 @@ def reproduce_mnist_mlp(out_dir, data="digits", data_dir=None, communication_rou
         for k, name in enumerate(names):
             for R in rounds:
                 part = frame[(frame["graph"] == name) & (frame["R"] == R)]
-                mean = part.groupby("communication_rounds")[["train_loss", "test_accuracy"]].mean()
                 label = "Pull-Diag-GT" if R == 1 else f"MG-Pull-Diag-GT (R = {R})"
+                failed = part[part["diverged"]]
+                if len(failed):  # say so where the curve stops (or is missing)
+                    axes[0, k].text(0.02, 0.02 + 0.08 * rounds.index(R), f"{label}: diverged in {len(failed)} of "
+                                    f"{repeats} runs", transform=axes[0, k].transAxes, fontsize=7)
+                part = part[~part["diverged"]]
+                mean = part.groupby("communication_rounds")[["train_loss", "test_accuracy"]].mean()
                 axes[0, k].plot(mean.index, mean["train_loss"], label=label)
                 axes[1, k].plot(mean.index, mean["test_accuracy"], label=label)
             axes[0, k].set_title(name)
