@@ -223,3 +223,19 @@ def test_the_readme_example_trains(tmp_path, monkeypatch):
     namespace = {}
     exec(compile(code, "README.md", "exec"), namespace)
     assert namespace["accuracies"].shape == (16,) and namespace["accuracies"].mean() > 0.5
+
+
+def test_the_cifar10_example_runs_a_cnn_with_batch_norm(tmp_path):
+    """examples/cifar10_resnet.py (the GPU job of the paper's CIFAR-10 experiment) at a CPU smoke size, with its
+    small CNN (convolutions and batch norm: the vmap path) on images shaped like CIFAR-10."""
+    import importlib.util
+    import pathlib
+
+    path = pathlib.Path(__file__).parent.parent / "examples" / "cifar10_resnet.py"
+    spec = importlib.util.spec_from_file_location("cifar10_resnet", path)
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    rows = example.main(["--synthetic", "320", "--model", "small-cnn", "--device", "cpu", "--rounds-budget", "10",
+                         "--record-every", "10", "--graphs", "grid", "--batch", "2", "--out", str(tmp_path)])
+    assert {(r["R"], r["communication_rounds"]) for r in rows} == {(1, 10), (10, 10)}
+    assert (tmp_path / "cifar10.csv").exists()
