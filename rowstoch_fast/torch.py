@@ -107,16 +107,22 @@ class GradFn:
 
     def _batches(self, t):
         r = self.replicas
+        N = r.n * r.repeats
         if self.stacked:
             inputs, targets = self.batch_fn(t)
         else:
-            pairs = [self.batch_fn(i, t) for i in range(r.n)]
+            if r.repeats == 1:
+                pairs = [self.batch_fn(i, t) for i in range(r.n)]
+            else:  # repetition k's node i draws with batch_fn(i, t, k)
+                pairs = [self.batch_fn(i, t, k) for k in range(r.repeats) for i in range(r.n)]
             inputs = self._torch.stack([self._torch.as_tensor(p[0]) for p in pairs])
             targets = self._torch.stack([self._torch.as_tensor(p[1]) for p in pairs])
         inputs, targets = self._torch.as_tensor(inputs), self._torch.as_tensor(targets)
-        if inputs.shape[0] != r.n or targets.shape[0] != r.n:
+        if r.repeats > 1 and self.stacked and inputs.shape[:2] == (r.repeats, r.n):  # (repeats, n, B, ...)
+            inputs, targets = inputs.flatten(0, 1), targets.flatten(0, 1)
+        if inputs.shape[0] != N or targets.shape[0] != N:
             raise ValueError(f"batch_fn must give one batch per node: got {inputs.shape[0]} inputs and "
-                             f"{targets.shape[0]} targets for {r.n} nodes")
+                             f"{targets.shape[0]} targets for {N} replicas")
         return inputs.to(r.device), targets.to(r.device)
 
     def __call__(self, X):
@@ -128,11 +134,11 @@ class GradFn:
         if P.device != r.device or P.dtype != r.dtype:
             P = P.to(device=r.device, dtype=r.dtype)  # a copy: give the optimizer the model's dtype to avoid it
         inputs, targets = self._batches(self.iteration)
-        G, loss = self._gradients(P, inputs, targets)
+        G, loss = self._gradients(P.reshape(-1, r.d), inputs, targets)  # repetitions: one flat set of replicas
         self.iteration += 1
         if self.keep_loss:
-            self.last_loss = loss.detach().cpu().numpy()
-        return from_tensor(G, like=X)
+            self.last_loss = loss.detach().cpu().numpy().reshape(r.params.shape[:-1])
+        return from_tensor(G.view(r.params.shape), like=X)
 
     def _gradients(self, P, inputs, targets):
         """Every node's loss gradient at its row of ``P``: ``(G (n, d), losses (n,))``."""
@@ -140,7 +146,7 @@ class GradFn:
         with torch.enable_grad():
             P = P.detach().requires_grad_(True)
             params = {name: P[:, o:o + size].unflatten(1, shape) for name, o, size, shape in r._layout}
-            if self._mlp is not None and inputs.ndim == 3:  # (n, B, features): batched matrix products
+            if self._mlp is not None and inputs.ndim == 3:  # (replicas, B, features): batched matrix products
                 out = inputs
                 for kind, a, b in self._mlp:
                     out = torch.baddbmm(params[b].unsqueeze(1), out, params[a].transpose(1, 2)) \
@@ -195,21 +201,27 @@ class Replicas:
         Where and in which precision to keep the replicas (default: the
         model's). Give the optimizer blocks of the same dtype (float64 for a
         ``model.double()``) and ``grad_fn`` converts nothing.
+    repeats : int, default 1
+        Independent repetitions (seeds) trained together: ``params`` becomes
+        ``(repeats, n, d)``, what the optimizers take as ``x0`` for batched
+        repetitions, and ``batch_fn`` is called as ``batch_fn(node, t, k)`` for
+        repetition ``k``.
 
     Attributes
     ----------
-    params : torch.Tensor, shape (n, d)
+    params : torch.Tensor, shape (n, d) or (repeats, n, d)
         Row ``i`` is node ``i``'s parameters, flattened in ``named_parameters()``
         order.
     buffers : dict of torch.Tensor
-        Each buffer stacked over the nodes, shape ``(n, *shape)``: batch-norm
-        running statistics stay per replica and are updated in place by
-        ``grad_fn`` (train mode).
+        Each buffer stacked over the replicas, shape ``(n * repeats, *shape)``:
+        batch-norm running statistics stay per replica and are updated in
+        place by ``grad_fn`` (train mode).
     """
 
-    def __init__(self, model, n, *, loss=None, device=None, dtype=None):
+    def __init__(self, model, n, *, loss=None, device=None, dtype=None, repeats=1):
         torch = _torch()
         self.n = check_int(n, "n", minimum=1)
+        self.repeats = check_int(repeats, "repeats", minimum=1)
         if not isinstance(model, torch.nn.Module):
             raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
         base = copy.deepcopy(model)
@@ -229,15 +241,19 @@ class Replicas:
             offset += p.numel()
         self.d = offset
         flat = torch.cat([p.detach().reshape(-1) for _, p in named])
-        self.params = flat.unsqueeze(0).repeat(self.n, 1).contiguous()
-        self.buffers = {k: b.detach().unsqueeze(0).repeat(self.n, *([1] * b.ndim)).clone()
+        N = self.n * self.repeats
+        self.params = flat.unsqueeze(0).repeat(N, 1).contiguous()
+        if self.repeats > 1:
+            self.params = self.params.view(self.repeats, self.n, self.d)
+        self.buffers = {k: b.detach().unsqueeze(0).repeat(N, *([1] * b.ndim)).clone()
                         for k, b in base.named_buffers()}
         base.train()
         self._base = base
         self.loss = loss if loss is not None else torch.nn.functional.cross_entropy
 
     def __repr__(self):
-        return f"Replicas({type(self._base).__name__}, n={self.n}, d={self.d}, dtype={self.dtype}, device={self.device})"
+        return (f"Replicas({type(self._base).__name__}, n={self.n}, d={self.d}, repeats={self.repeats}, "
+                f"dtype={self.dtype}, device={self.device})")
 
     # ------------------------------------------------------------------ the per-node function
     def _unflatten(self, flat):
@@ -285,27 +301,32 @@ class Replicas:
             self.params.copy_(P)
 
     # ------------------------------------------------------------------ evaluation
-    def module(self, node=None, *, weights=None):
+    def module(self, node=None, *, weights=None, repeat=0):
         """An ``nn.Module`` (a copy) with node ``node``'s parameters and buffers, or, with ``node=None``, the
         average of the replicas weighted by ``weights`` (e.g. ``A.pi``; default uniform) and their averaged
-        floating-point buffers."""
+        floating-point buffers (of repetition ``repeat``)."""
         torch = _torch()
+        repeat = check_int(repeat, "repeat", minimum=0)
+        if repeat >= self.repeats:
+            raise ValueError(f"repeat must be in 0..{self.repeats - 1}, got {repeat}")
+        params = self.params.reshape(self.repeats, self.n, self.d)[repeat]
+        buffers = {k: b[repeat * self.n:(repeat + 1) * self.n] for k, b in self.buffers.items()}
         m = copy.deepcopy(self._base)
         with torch.no_grad():
             if node is not None:
                 node = check_int(node, "node", minimum=0)
                 if node >= self.n:
                     raise ValueError(f"node must be in 0..{self.n - 1}, got {node}")
-                flat = self.params[node]
-                bufs = {k: b[node] for k, b in self.buffers.items()}
+                flat = params[node]
+                bufs = {k: b[node] for k, b in buffers.items()}
             else:
                 w = torch.full((self.n,), 1.0 / self.n, dtype=self.dtype, device=self.device) if weights is None \
                     else torch.as_tensor(np.array(weights, dtype=np.float64), device=self.device).to(self.dtype)
                 if w.shape != (self.n,):
                     raise ValueError(f"weights must have one value per node ({self.n}), got shape {tuple(w.shape)}")
-                flat = w @ self.params
+                flat = w @ params
                 bufs = {k: (torch.tensordot(w.to(b.dtype), b, dims=1) if b.is_floating_point() else b[0])
-                        for k, b in self.buffers.items()}
+                        for k, b in buffers.items()}
             params = dict(m.named_parameters())
             for name, o, size, shape in self._layout:
                 params[name].copy_(flat[o:o + size].view(shape))
@@ -315,7 +336,8 @@ class Replicas:
         return m
 
     def evaluate(self, inputs, targets, *, batch_size=4096):
-        """Every replica's loss and accuracy on one data set (eval mode): two arrays of shape ``(n,)``."""
+        """Every replica's loss and accuracy on one data set (eval mode): two arrays of shape ``(n,)`` (or
+        ``(repeats, n)``)."""
         torch = _torch()
         from torch.func import functional_call, vmap
 
@@ -326,16 +348,19 @@ class Replicas:
             return functional_call(base, (self._unflatten(flat), buffers), (x,))
 
         run = vmap(one, in_dims=(0, 0, None))
-        losses = torch.zeros(self.n, dtype=torch.float64)
-        correct = torch.zeros(self.n, dtype=torch.float64)
+        N = self.n * self.repeats
+        losses = torch.zeros(N, dtype=torch.float64)
+        correct = torch.zeros(N, dtype=torch.float64)
+        flat = self.params.reshape(N, self.d)
         with torch.no_grad():
             for s in range(0, len(targets), batch_size):
-                out = run(self.params, self.buffers, inputs[s:s + batch_size])  # (n, B, classes)
+                out = run(flat, self.buffers, inputs[s:s + batch_size])  # (replicas, B, classes)
                 t = targets[s:s + batch_size]
-                for i in range(self.n):
+                for i in range(N):
                     losses[i] += float(self.loss(out[i], t)) * len(t)
                 correct += (out.argmax(-1) == t).sum(-1).double().cpu()
-        return (losses / len(targets)).numpy(), (correct / len(targets)).numpy()
+        shape = self.params.shape[:-1]
+        return (losses / len(targets)).numpy().reshape(shape), (correct / len(targets)).numpy().reshape(shape)
 
 
 def accuracy(module, inputs, targets, batch_size=4096):

@@ -239,3 +239,31 @@ def test_the_cifar10_example_runs_a_cnn_with_batch_norm(tmp_path):
                          "--record-every", "10", "--graphs", "grid", "--batch", "2", "--out", str(tmp_path)])
     assert {(r["R"], r["communication_rounds"]) for r in rows} == {(1, 10), (10, 10)}
     assert (tmp_path / "cifar10.csv").exists()
+
+
+def test_repetitions_batched_across_seeds_equal_separate_runs(linear_problem):
+    """Replicas(..., repeats=3) with an optimizer on (3, n, d): each repetition follows its own separate run."""
+    model, X, y, n_in, n_out = linear_problem
+    n = len(X)
+    A = topology.exponential(n)
+    draw = lambda i, t, k: (X[i][(np.arange(8) + 3 * t + 5 * k) % X.shape[1]],  # noqa: E731
+                            y[i][(np.arange(8) + 3 * t + 5 * k) % X.shape[1]])
+    together = Replicas(model, n, repeats=3)
+    assert together.x0().shape == (3, n, together.d)
+    opt = PullDiagGT(A, together.x0(), lr=0.05)
+    g = together.grad_fn(draw, keep_loss=True)
+    for _ in range(10):
+        opt.step(g)
+    assert g.last_loss.shape == (3, n)
+    final = opt.gather_x()
+    for k in range(3):
+        alone = Replicas(model, n)
+        o = PullDiagGT(A, alone.x0(), lr=0.05)
+        gk = alone.grad_fn(lambda i, t, k=k: draw(i, t, k))
+        for _ in range(10):
+            o.step(gk)
+        np.testing.assert_allclose(final[k], o.gather_x(), rtol=1e-12, atol=1e-14)
+    together.set_params(final)
+    losses, acc = together.evaluate(X.reshape(-1, n_in), y.reshape(-1))
+    assert losses.shape == acc.shape == (3, n)
+    assert together.module(1, repeat=2).weight.shape == (n_out, n_in)
