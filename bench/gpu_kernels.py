@@ -56,6 +56,13 @@ def _steps(cp, opt, G, k, kind=None, sync=True):
     return run
 
 
+def _problem(cp, log2n, d, seed):
+    """The exponential graph on 2^log2n nodes, n, a generator and a constant device gradient."""
+    A = topology.exponential(2**log2n)
+    rng = np.random.default_rng(seed)
+    return A, A.n, rng, cp.asarray(rng.standard_normal((A.n, d)))
+
+
 def section_bits(cp, out):
     rows = []
     for dtype, tol in ((np.float64, 0.0), (np.float32, 1e-5)):
@@ -96,10 +103,7 @@ def section_mix(cp, out, sizes, copy_bw, d=10, R=10):
     print("|---|---|---|---|---|---|")
     rows = []
     for log2n in sizes:
-        A = topology.exponential(2**log2n)
-        n = A.n
-        rng = np.random.default_rng(0)
-        G = cp.asarray(rng.standard_normal((n, d)))
+        A, n, rng, G = _problem(cp, log2n, d, seed=0)
         contenders = {}
         k = 5
         for kind in KINDS:
@@ -149,10 +153,7 @@ def section_overhead(cp, out, sizes, d=10, R=10):
     print("|---|---|---|")
     rows = []
     for log2n in sizes:
-        A = topology.exponential(2**log2n)
-        n = A.n
-        rng = np.random.default_rng(1)
-        G = cp.asarray(rng.standard_normal((n, d)))
+        A, n, rng, G = _problem(cp, log2n, d, seed=1)
         k = 50
         contenders = {}
         for name, graphs, every in (("default", True, 32), ("no-graphs", False, 32), ("sync-every-step", False, 1)):

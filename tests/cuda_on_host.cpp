@@ -110,18 +110,16 @@ static inline void __syncwarp(unsigned = 0xffffffffu) { warp_barrier.wait(); }
         }                                                                         \
     }
 
-EMULATE_WARPS(logistic_grad_f32,
-              P(const float* H, const float* Yl, const i64* nodes, i64 m, i64 M, i64 d, float rho,
-                const float* X, i64 reps, i64 B, i64 batches, u64 seed, u64 iteration, i64 rep_offset,
-                int in_shared, i64 shared_per_warp, int* spill, float* G),
-              (H, Yl, nodes, m, M, d, rho, X, reps, B, batches, seed, iteration, rep_offset, in_shared,
-               shared_per_warp, spill, G))
-EMULATE_WARPS(logistic_grad_f64,
-              P(const double* H, const double* Yl, const i64* nodes, i64 m, i64 M, i64 d, double rho,
-                const double* X, i64 reps, i64 B, i64 batches, u64 seed, u64 iteration, i64 rep_offset,
-                int in_shared, i64 shared_per_warp, int* spill, double* G),
-              (H, Yl, nodes, m, M, d, rho, X, reps, B, batches, seed, iteration, rep_offset, in_shared,
-               shared_per_warp, spill, G))
+#define EMULATE_LOGISTIC(name, T)                                                                          \
+    EMULATE_WARPS(name,                                                                                    \
+                  P(const T* H, const T* Yl, const i64* nodes, i64 m, i64 M, i64 d, T rho, const T* X, i64 reps, \
+                    i64 B, i64 batches, u64 seed, u64 iteration, i64 rep_offset, int in_shared,                \
+                    i64 shared_per_warp, int* spill, T* G),                                                    \
+                  (H, Yl, nodes, m, M, d, rho, X, reps, B, batches, seed, iteration, rep_offset, in_shared,   \
+                   shared_per_warp, spill, G))
+EMULATE_LOGISTIC(logistic_grad_f32, float)
+EMULATE_LOGISTIC(logistic_grad_f64, double)
+
 // The mixing kernels: csr_mix_entry<V>x<U>_<value>_<index> (threads = n * w / V).
 #define EMULATE_MIX(name, T, I)                                                                          \
     EMULATE(name, P(const I* Ap, const I* Aj, const T* Ax, const T* X, T* Y, i64 n, i64 w, const u64* s), \

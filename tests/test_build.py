@@ -70,14 +70,24 @@ def test_static_libstdcxx_request_is_overridden(tmp_path):
     """Build with LDFLAGS=-static-libstdc++ (what broke the GPU machine): the runtime stays shared."""
     if not _can_build():
         pytest.skip("no C++ compiler or pybind11 to build the extension with")
-    env = dict(os.environ, LDFLAGS="-static-libstdc++", ROWSTOCH_DISABLE_OPENMP="1")
+    build, so = _build(tmp_path, LDFLAGS="-static-libstdc++")
+    assert "ignoring -static-libstdc++" in build.stdout
+    _assert_errors_keep_their_numbers(so)
+
+
+def _build(tmp_path, **env):
+    """Build the extension into ``tmp_path`` with these environment variables (serially); (result, path)."""
     build = subprocess.run(
         [sys.executable, "setup.py", "-q", "build_ext", "--build-lib", str(tmp_path / "lib"),
          "--build-temp", str(tmp_path / "tmp")],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+        cwd=ROOT, env=dict(os.environ, ROWSTOCH_DISABLE_OPENMP="1", **env), capture_output=True, text=True,
+        timeout=900)
     assert build.returncode == 0, build.stdout[-3000:] + build.stderr[-3000:]
-    assert "ignoring -static-libstdc++" in build.stdout
     (so,) = (tmp_path / "lib" / "rowstoch_fast").glob("_core*")
+    return build, so
+
+
+def _assert_errors_keep_their_numbers(so):
     out = subprocess.run([sys.executable, "-c", PROBE, str(so)], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert "got 0" in out.stdout and "got -7" in out.stdout, out.stdout
@@ -98,18 +108,10 @@ def test_a_compiler_that_links_its_runtime_statically_on_its_own_is_healed(tmp_p
                            input="int f() { return 0; }\n", capture_output=True, text=True)
     if probe.returncode != 0:
         pytest.skip(f"this compiler cannot link libstdc++ statically: {probe.stderr[-300:]}")
-    env = dict(os.environ, CXX=str(wrapper), CC=str(wrapper), ROWSTOCH_DISABLE_OPENMP="1")
-    build = subprocess.run(
-        [sys.executable, "setup.py", "-q", "build_ext", "--build-lib", str(tmp_path / "lib"),
-         "--build-temp", str(tmp_path / "tmp")],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
-    assert build.returncode == 0, build.stdout[-3000:] + build.stderr[-3000:]
+    build, so = _build(tmp_path, CXX=str(wrapper), CC=str(wrapper))
     assert "linking again with -Wl,-Bdynamic -lstdc++" in build.stdout
-    (so,) = (tmp_path / "lib" / "rowstoch_fast").glob("_core*")
     assert _setup_module().check_shared_runtime(str(so)) == []
-    out = subprocess.run([sys.executable, "-c", PROBE, str(so)], capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
-    assert "got 0" in out.stdout and "got -7" in out.stdout, out.stdout
+    _assert_errors_keep_their_numbers(so)
 
 
 @linux_only
