@@ -127,8 +127,9 @@ class MixingMatrix:
     @classmethod
     def _from_valid_csr(cls, indptr, indices, data, n, stochastic="row"):
         """A matrix from CSR arrays that a builder made valid by construction (sorted, no duplicates, rows summing
-        to 1, strongly connected and primitive): no O(nnz) re-validation. Only :mod:`topology` calls it, and its
-        tests compare every such builder with the validated path."""
+        to 1, strongly connected and primitive): no O(nnz) re-validation. :mod:`topology` calls it (its tests
+        compare every such builder with the validated path), and :mod:`network` for the matrices of single
+        gossip rounds, which need not be connected on their own (or, under loss, column-stochastic)."""
         A = cls.__new__(cls)
         A._csr = _freeze(sp.csr_array((data, indices, indptr), shape=(n, n), copy=False))
         A._stochastic = stochastic
@@ -335,15 +336,23 @@ class MixingMatrix:
             raise ValueError(f"{name} has {arr.shape[0]} rows but A has {self.n} nodes")
         return arr
 
-    def mix(self, X, out=None):
-        """One gossip step of the A-protocol (eq. 1): ``A @ X``.
+    def mix(self, X, t=None, rounds=1, out=None):
+        """One gossip step of the A-protocol (eq. 1): ``A @ X`` (``A^rounds @ X`` with ``rounds``).
+
+        With ``t`` (ignored: the matrix is the same at every iteration) this is
+        the network protocol of :mod:`rowstoch_fast.network`, so a static
+        matrix is a network.
 
         Parameters
         ----------
         X : array_like, shape (n,) or (n, d)
             One row per node; converted once to ``self.dtype``, C order. A CuPy
             array is mixed on its GPU (and the result is a CuPy array).
-        out : ndarray, optional
+        t : int, optional
+            The iteration (networks that vary in time use it).
+        rounds : int, default 1
+            Gossip steps.
+        out : ndarray, optional (keyword)
             Where to write the result: same shape as ``X``, dtype ``self.dtype``,
             C-contiguous, not sharing memory with ``X``.
 
@@ -352,7 +361,15 @@ class MixingMatrix:
         ndarray
             ``A @ X``, of the shape of ``X``.
         """
-        return self.mix_power(X, 1, out=out)
+        if t is not None and not isinstance(t, (int, np.integer)):
+            raise TypeError(f"A.mix(X, t, rounds, out): t is the iteration (an int), got {type(t).__name__}; "
+                            "pass out as a keyword: A.mix(X, out=Y)")
+        return self.mix_power(X, rounds, out=out)
+
+    def matrix(self, t=0, r=0):
+        """The matrix of gossip round ``r`` of iteration ``t``: ``self`` (the network protocol of
+        :mod:`rowstoch_fast.network`)."""
+        return self
 
     def mix_power(self, X, R, out=None):
         """``R`` gossip steps: ``A^R @ X`` (one multi-gossip phase of eq. 14).

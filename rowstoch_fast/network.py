@@ -1,0 +1,392 @@
+"""Time-varying and unreliable directed networks: schedules, one-peer graphs, lossy links, sleeping nodes.
+
+A *network* is anything with ``n``, ``stochastic`` (``"row"`` or ``"column"``), ``matrix(t, r=0)`` (the
+matrix of gossip round ``r`` of iteration ``t``, materialised for inspection) and
+``mix(X, t, rounds=1, out=None)`` (the rounds ``0 .. rounds - 1`` of iteration ``t`` applied to ``X``); a
+static :class:`~rowstoch_fast.MixingMatrix` is one (every round is itself). Networks compose:
+``Sleepy(Lossy(Schedule([A0, A1]), 0.1), 0.9)``.
+
+Losses and sleep are drawn from a counter-based hash of ``(seed, iteration, round, receiver, sender)`` (or
+``(seed, iteration, node)``), so a run gives the same network whatever the thread count, the backend or
+where it resumed.
+
+Row-stochastic receivers renormalise over what arrived: node ``i`` computes
+``(a_ii x_i + sum_{j arrived} a_ij x_j) / (a_ii + sum_{j arrived} a_ij)`` (the self loop always arrives), so
+rows stay stochastic and a row that lost nothing is the static row, bit for bit. A column-stochastic
+sender cannot know what will be lost, so its lost mass is lost (columns then sum to less than 1): the
+honest model of push-sum under message loss.
+
+Examples
+--------
+>>> import numpy as np
+>>> from rowstoch_fast import topology
+>>> from rowstoch_fast.network import Lossy, one_peer_exponential
+>>> net = Lossy(topology.exponential(8), p=0.3, seed=1)
+>>> Y = net.mix(np.ones((8, 2)), t=5)
+>>> bool((Y == 1.0).all())  # rows renormalised over what arrived
+True
+>>> one_peer_exponential(8).matrix(2).toarray()[0]  # at t = 2 node 0 hears from node 0 - 4 = 4
+array([0.5, 0. , 0. , 0. , 0.5, 0. , 0. , 0. ])
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from ._checks import check_int, check_positive_float
+from .mixing import MixingMatrix
+
+__all__ = ["Network", "Schedule", "one_peer_exponential", "Lossy", "Sleepy", "as_network"]
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_M1, _M2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
+
+
+def _mix64(z):
+    """splitmix64's finaliser on uint64 arrays (wrapping arithmetic)."""
+    z = z + _GOLDEN
+    z = (z ^ (z >> np.uint64(30))) * _M1
+    z = (z ^ (z >> np.uint64(27))) * _M2
+    return z ^ (z >> np.uint64(31))
+
+
+def uniform_hash(*keys):
+    """Uniform numbers in [0, 1) from integer keys (scalars or arrays, broadcast): ``mix64`` chained over the
+    keys, the top 53 bits as a double. The counter-based draws of every network of this module."""
+    with np.errstate(over="ignore"):
+        h = np.uint64(0x243F6A8885A308D3)
+        for k in keys:
+            h = _mix64(np.asarray(h, dtype=np.uint64) ^ np.asarray(k).astype(np.uint64))
+        return (h >> np.uint64(11)).astype(np.float64) * (1.0 / 9007199254740992.0)
+
+
+class Network:
+    """What every network of this module shares; see the module's docstring for the protocol."""
+
+    n = None
+    stochastic = "row"
+
+    def matrix(self, t, r=0):  # pragma: no cover - abstract
+        """The :class:`MixingMatrix` of gossip round ``r`` of iteration ``t``."""
+        raise NotImplementedError
+
+    def _entries(self, t, r):
+        """(csr, weight of each stored entry in this round, or None for the base weights): subclasses that
+        drop entries override this; the default materialises :meth:`matrix`."""
+        return self.matrix(t, r).csr, None
+
+    def mix(self, X, t, rounds=1, out=None):
+        """``A_{t,rounds-1} ... A_{t,0} X``: the gossip rounds of iteration ``t`` (``X``: shape (n,) or (n, d))."""
+        t = check_int(t, "t", minimum=0)
+        rounds = check_int(rounds, "rounds", minimum=1)
+        X = np.asarray(X)
+        Y = X
+        for r in range(rounds):
+            Y = _mix_entries(*self._entries(t, r), Y, self.stochastic)
+        if out is not None:
+            out[...] = Y
+            return out
+        return Y
+
+    def __repr__(self):
+        return f"{type(self).__name__}(n={self.n}, stochastic={self.stochastic!r})"
+
+
+def _mix_entries(csr, weights, X, stochastic):
+    """One round: ``csr`` with ``weights`` (zeros where a message was lost; None: the base weights)."""
+    X2 = X.reshape(X.shape[0], -1).astype(csr.dtype, copy=False)
+    if weights is None:
+        return (csr @ X2).reshape(X.shape)
+    M = sp.csr_matrix((weights, csr.indices, csr.indptr), shape=csr.shape)
+    if stochastic == "column":  # lost mass is lost
+        return (M @ X2).reshape(X.shape)
+    # receivers renormalise over what arrived: numerator and denominator from one product (same order), and
+    # rows that lost nothing keep the static sums, bit for bit
+    changed = _changed_rows(csr, weights)
+    Y = csr @ X2
+    if changed.size:
+        sub = M[changed]
+        both = sub @ np.concatenate([X2, np.ones((X2.shape[0], 1), dtype=X2.dtype)], axis=1)
+        Y[changed] = both[:, :-1] / both[:, -1:]
+    return Y.reshape(X.shape)
+
+
+def _changed_rows(csr, weights):
+    """Rows where some weight differs from the base (a message lost, a node asleep)."""
+    counts = np.zeros(csr.nnz + 1, dtype=np.int64)
+    np.cumsum(weights != csr.data, out=counts[1:])
+    return np.flatnonzero(counts[csr.indptr[1:]] - counts[csr.indptr[:-1]])
+
+
+def _materialise(net, csr, weights, t, r):
+    """The MixingMatrix a round applies: the base where nothing changed; else the arrived weights, rows that
+    changed renormalised (row-stochastic; columns of a lossy column-stochastic network sum to at most 1)."""
+    if weights is None:
+        return _base_matrix(net.base, t, r) if csr is _base_entries(net.base, t, r)[0] else \
+            _round_matrix(csr, net.stochastic)
+    data = weights.astype(csr.dtype, copy=True)
+    if net.stochastic == "row":
+        changed = _changed_rows(csr, weights)
+        sums = np.add.reduceat(data, csr.indptr[:-1])[changed]
+        for i, total in zip(changed, sums):
+            data[csr.indptr[i]:csr.indptr[i + 1]] /= total
+    M = sp.csr_matrix((data, csr.indices.copy(), csr.indptr.copy()), shape=csr.shape)
+    M.eliminate_zeros()  # the lost messages
+    return _round_matrix(M, net.stochastic)
+
+
+def _keep_empty_rows(csr, weights):
+    """Row-stochastic rounds: a node that receives nothing this round and has no self loop keeps its value
+    (its row becomes e_i, through a diagonal entry added for the round)."""
+    sums = np.zeros(csr.nnz + 1)
+    np.cumsum(weights, out=sums[1:])
+    empty = np.flatnonzero(sums[csr.indptr[1:]] - sums[csr.indptr[:-1]] == 0)
+    return (csr, weights) if empty.size == 0 else _with_diagonal(csr, weights, empty)
+
+
+def _with_diagonal(csr, weights, nodes):
+    """``csr`` with a diagonal entry added at ``nodes`` (base weight 0, this round's weight 1)."""
+    rows = np.concatenate([np.repeat(np.arange(csr.shape[0], dtype=np.int64), np.diff(csr.indptr)), nodes])
+    cols = np.concatenate([csr.indices.astype(np.int64), nodes])
+    base = np.concatenate([csr.data, np.zeros(len(nodes), dtype=csr.dtype)])
+    w = np.concatenate([weights, np.ones(len(nodes), dtype=csr.dtype)])
+    order = np.lexsort((cols, rows))
+    indptr = np.zeros(csr.shape[0] + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows, minlength=csr.shape[0]), out=indptr[1:])
+    out = sp.csr_matrix((base[order], cols[order], indptr), shape=csr.shape)
+    return out, w[order]
+
+
+def as_network(A):
+    """``A`` as a network: a network passes through; a :class:`MixingMatrix` (or anything it accepts) is the
+    static network of that matrix."""
+    if isinstance(A, (Network, MixingMatrix)):
+        return A
+    return MixingMatrix(A)
+
+
+def _base_matrix(base, t, r):
+    return base if isinstance(base, MixingMatrix) else base.matrix(t, r)
+
+
+def _base_entries(base, t, r):
+    if isinstance(base, MixingMatrix):
+        return base.csr, None
+    return base._entries(t, r)
+
+
+def _unconnected(M, stochastic="row"):
+    """A MixingMatrix that may be disconnected on its own (a schedule needs connectivity only over its period):
+    the sums are checked, not the strong connectivity."""
+    csr = sp.csr_matrix(M, dtype=np.float64)
+    sums = np.asarray(csr.sum(axis=1 if stochastic == "row" else 0)).ravel()
+    if csr.shape[0] != csr.shape[1] or (csr.data < 0).any() or not np.allclose(sums, 1.0, rtol=0, atol=1e-12):
+        raise ValueError(f"every matrix of a Schedule must be square, non-negative and {stochastic}-stochastic")
+    csr.sort_indices()
+    return _round_matrix(csr, stochastic)
+
+
+def _round_matrix(csr, stochastic):
+    """The matrix of one gossip round: no connectivity check (a round's graph need not be connected on its
+    own; the network is, over time) and, under loss, columns may sum to less than 1."""
+    csr = sp.csr_matrix(csr)
+    return MixingMatrix._from_valid_csr(csr.indptr, csr.indices, csr.data, csr.shape[0], stochastic)
+
+
+class Schedule(Network):
+    """A periodic sequence of matrices: ``A_t = matrices[t % m]`` (every gossip round of iteration ``t``).
+
+    Parameters
+    ----------
+    matrices : sequence of MixingMatrix (or what MixingMatrix accepts)
+        Same number of nodes, same kind (row- or column-stochastic).
+    """
+
+    def __init__(self, matrices):
+        mats = [m if isinstance(m, MixingMatrix) else _unconnected(m) for m in matrices]
+        if not mats:
+            raise ValueError("Schedule needs at least one matrix")
+        if len({m.n for m in mats}) > 1:
+            raise ValueError(f"the matrices of a Schedule must have the same n, got {sorted({m.n for m in mats})}")
+        kinds = {m.stochastic for m in mats}
+        if len(kinds) > 1:
+            raise ValueError("the matrices of a Schedule must all be row- or all column-stochastic")
+        self.matrices = mats
+        self.n = mats[0].n
+        self.stochastic = kinds.pop()
+
+    def matrix(self, t, r=0):
+        return self.matrices[check_int(t, "t", minimum=0) % len(self.matrices)]
+
+    def __repr__(self):
+        return f"Schedule({len(self.matrices)} matrices, n={self.n}, stochastic={self.stochastic!r})"
+
+
+def one_peer_exponential(n, stochastic="row"):
+    """The time-varying directed exponential graph of SGP and BlueFog: at iteration ``t`` node ``i`` hears only
+    from node ``i - 2^(t mod ceil(log2 n)) (mod n)``, weights 1/2 and 1/2 (one 2-entry row per node).
+
+    Examples
+    --------
+    >>> net = one_peer_exponential(16)
+    >>> len(net.matrices), net.matrix(0).nnz
+    (4, 32)
+    """
+    n = check_int(n, "n", minimum=2)
+    if stochastic not in ("row", "column"):
+        raise ValueError(f"stochastic must be 'row' or 'column', got {stochastic!r}")
+    period = max(1, int(np.ceil(np.log2(n))))
+    mats = []
+    for k in range(period):
+        h = (2**k) % n
+        i = np.arange(n, dtype=np.int64)
+        j = (i - h) % n
+        rows = np.concatenate([i, i])
+        cols = np.concatenate([i, j])
+        M = sp.csr_matrix((np.full(2 * n, 0.5), (rows, cols)), shape=(n, n))
+        mats.append(_unconnected(M if stochastic == "row" else M.T.tocsr(), stochastic))
+    return Schedule(mats)
+
+
+class Lossy(Network):
+    """Each message (edge ``j -> i``, ``j != i``) of each gossip round is lost independently.
+
+    Parameters
+    ----------
+    A : MixingMatrix or network
+        The network whose messages get lost.
+    p : float in [0, 1)
+        Loss probability (``model="bernoulli"``), or the loss probability in
+        the bad state (``"gilbert-elliott"``, default 1).
+    seed : int
+        Seed of the counter-based draws.
+    model : {"bernoulli", "gilbert-elliott"}
+        Independent losses, or bursty ones: each edge is a two-state Markov
+        chain over the iterations (good -> bad with ``p_bad``, bad -> good
+        with ``p_recover``, from its stationary distribution at iteration 0),
+        losing each round's message with probability ``p`` in the bad state.
+    p_bad, p_recover : float
+        The chain's transition probabilities (``"gilbert-elliott"`` only).
+    """
+
+    def __init__(self, A, p, seed=0, model="bernoulli", p_bad=None, p_recover=None):
+        self.base = as_network(A)
+        self.n, self.stochastic = self.base.n, self.base.stochastic
+        self.p = check_positive_float(p, "p", allow_zero=True)
+        if self.p >= 1:
+            raise ValueError(f"p must be in [0, 1), got {self.p}")
+        self.seed = check_int(seed, "seed", minimum=0)
+        if model not in ("bernoulli", "gilbert-elliott"):
+            raise ValueError(f"model must be 'bernoulli' or 'gilbert-elliott', got {model!r}")
+        self.model = model
+        if model == "gilbert-elliott":
+            if p_bad is None or p_recover is None:
+                raise ValueError("model='gilbert-elliott' needs p_bad and p_recover")
+            self.p_bad = check_positive_float(p_bad, "p_bad")
+            self.p_recover = check_positive_float(p_recover, "p_recover")
+            if self.p_bad > 1 or self.p_recover > 1:
+                raise ValueError("p_bad and p_recover must be probabilities")
+            self._chain = {}  # base matrix id -> (last round index, state per entry)
+        elif p_bad is not None or p_recover is not None:
+            raise ValueError("p_bad and p_recover are parameters of model='gilbert-elliott'")
+
+    def _lost(self, csr, t, r):
+        rows = np.repeat(np.arange(csr.shape[0], dtype=np.int64), np.diff(csr.indptr))
+        cols = csr.indices.astype(np.int64)
+        u = uniform_hash(self.seed, t, r, rows, cols)
+        if self.model == "bernoulli":
+            lost = u < self.p
+        else:
+            bad = self._bad_state(csr, t, r, rows, cols)
+            lost = bad & (u < self.p if self.p > 0 else np.ones_like(bad))
+        return lost & (rows != cols)  # the self loop always arrives
+
+    def _bad_state(self, csr, t, r, rows, cols):
+        """The chain's state at iteration ``t`` (it moves once per iteration), advanced from iteration 0 (cached:
+        sequential calls cost one step each)."""
+        step = t
+        key = (id(csr), csr.nnz)
+        last, state = self._chain.get(key, (-1, None))
+        if state is None or last > step:
+            stationary = self.p_bad / (self.p_bad + self.p_recover)
+            state = uniform_hash(self.seed, 2**62, 0, rows, cols) < stationary
+            last = -1
+        for s in range(last + 1, step + 1):
+            v = uniform_hash(self.seed, 2**61 + s, 0, rows, cols)
+            state = np.where(state, v >= self.p_recover, v < self.p_bad)
+        self._chain[key] = (step, state)
+        return state
+
+    def _entries(self, t, r):
+        csr, weights = _base_entries(self.base, t, r)
+        w = csr.data if weights is None else weights
+        if self.p == 0 and self.model == "bernoulli":
+            return csr, weights
+        lost = self._lost(csr, t, r)
+        if not lost.any():
+            return csr, weights
+        w = np.where(lost, 0.0, w).astype(csr.dtype)
+        return _keep_empty_rows(csr, w) if self.stochastic == "row" else (csr, w)
+
+    def matrix(self, t, r=0):
+        t, r = check_int(t, "t", minimum=0), check_int(r, "r", minimum=0)
+        return _materialise(self, *self._entries(t, r), t, r)
+
+    def __repr__(self):
+        extra = f", p_bad={self.p_bad}, p_recover={self.p_recover}" if self.model == "gilbert-elliott" else ""
+        return f"Lossy({self.base!r}, p={self.p}, seed={self.seed}, model={self.model!r}{extra})"
+
+
+class Sleepy(Network):
+    """Each node is awake with probability ``q`` per iteration; a sleeping node neither sends nor updates (its
+    row is ``e_i^T`` for that iteration, and its messages count as lost).
+
+    Parameters
+    ----------
+    A : MixingMatrix or network
+    q : float in (0, 1]
+    seed : int
+    """
+
+    def __init__(self, A, q, seed=0):
+        self.base = as_network(A)
+        self.n, self.stochastic = self.base.n, self.base.stochastic
+        self.q = check_positive_float(q, "q")
+        if self.q > 1:
+            raise ValueError(f"q must be in (0, 1], got {self.q}")
+        self.seed = check_int(seed, "seed", minimum=0)
+
+    def awake(self, t):
+        """Boolean mask of the nodes awake at iteration ``t``."""
+        return uniform_hash(self.seed, 2**60 + check_int(t, "t", minimum=0), np.arange(self.n)) < self.q
+
+    def _entries(self, t, r):
+        csr, weights = _base_entries(self.base, t, r)
+        awake = self.awake(t)
+        if awake.all():
+            return csr, weights
+        rows = np.repeat(np.arange(self.n, dtype=np.int64), np.diff(csr.indptr))
+        cols = csr.indices
+        w = (csr.data if weights is None else weights).copy()
+        if self.stochastic == "row":
+            w[~awake[cols] & (rows != cols)] = 0.0  # a sleeping sender's message does not arrive
+            asleep = ~awake[rows]
+            w[asleep] = np.where(rows[asleep] == cols[asleep], 1.0, 0.0)  # a sleeping receiver keeps its x
+            return _keep_empty_rows(csr, w.astype(csr.dtype))  # (also one without a self loop)
+        w[~awake[rows] & (rows != cols)] = 0.0  # nothing reaches a sleeping receiver
+        asleep = ~awake[cols]
+        w[asleep] = np.where(rows[asleep] == cols[asleep], 1.0, 0.0)  # a sleeping sender keeps its mass
+        has_loop = np.zeros(self.n, dtype=bool)
+        has_loop[rows[rows == cols]] = True
+        missing = np.flatnonzero(~awake & ~has_loop)
+        if missing.size:  # a sleeping sender without a self loop gets one (weight 1: it keeps its mass)
+            return _with_diagonal(csr, w.astype(csr.dtype), missing)
+        return csr, w.astype(csr.dtype)
+
+    def matrix(self, t, r=0):
+        t, r = check_int(t, "t", minimum=0), check_int(r, "r", minimum=0)
+        return _materialise(self, *self._entries(t, r), t, r)
+
+    def __repr__(self):
+        return f"Sleepy({self.base!r}, q={self.q}, seed={self.seed})"

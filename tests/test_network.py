@@ -1,0 +1,166 @@
+"""Time-varying and unreliable networks (rowstoch_fast.network): the protocol, stochasticity, edges, losses."""
+
+import numpy as np
+import pytest
+
+from rowstoch_fast import MixingMatrix, topology
+from rowstoch_fast.network import Lossy, Schedule, Sleepy, one_peer_exponential, uniform_hash
+
+
+def _networks():
+    A = topology.erdos_renyi(30, 0.15, seed=1)
+    C = topology.erdos_renyi(30, 0.15, seed=1, stochastic="column")
+    noself = MixingMatrix.from_edges(5, [(0, 1), (1, 2), (2, 3), (3, 4), (4, 0), (0, 2)], self_loops=False)
+    return {
+        "static": A,
+        "schedule": Schedule([A, topology.ring(30), topology.exponential(30)]),
+        "one-peer": one_peer_exponential(30),
+        "lossy": Lossy(A, 0.3, seed=2),
+        "lossy-schedule": Lossy(Schedule([A, topology.exponential(30)]), 0.4, seed=3),
+        "bursty": Lossy(A, 0.9, seed=4, model="gilbert-elliott", p_bad=0.2, p_recover=0.3),
+        "sleepy": Sleepy(A, 0.7, seed=5),
+        "sleepy-lossy": Sleepy(Lossy(A, 0.2, seed=6), 0.8, seed=7),
+        "sleepy-no-self-loops": Sleepy(noself, 0.5, seed=8),
+        "lossy-column": Lossy(C, 0.3, seed=9),
+        "one-peer-column": one_peer_exponential(30, stochastic="column"),
+    }
+
+
+NETWORKS = _networks()
+
+
+@pytest.mark.parametrize("name", sorted(NETWORKS))
+def test_rounds_are_stochastic_on_the_base_edges_and_mix_applies_them(name):
+    net = NETWORKS[name]
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((net.n, 3))
+    for t in (0, 1, 7, 40):
+        M = net.matrix(t).csr
+        assert (M.data >= 0).all()
+        sums = np.asarray(M.sum(axis=1 if net.stochastic == "row" else 0)).ravel()
+        if name == "lossy-column":  # a sender's lost mass is lost
+            assert (sums <= 1 + 1e-15).all()
+        else:
+            np.testing.assert_allclose(sums, 1.0, atol=1e-15)
+        np.testing.assert_allclose(net.mix(X, t), M @ X, rtol=1e-14, atol=1e-14)
+        two = net.matrix(t, 1).csr @ (net.matrix(t, 0).csr @ X)
+        np.testing.assert_allclose(net.mix(X, t, rounds=2), two, rtol=1e-14, atol=1e-14)
+    if hasattr(net, "base") and isinstance(net.base, MixingMatrix):  # only edges of the base graph (+ self loops)
+        allowed = (net.base.csr != 0).toarray() | np.eye(net.n, dtype=bool)
+        for t in range(5):
+            assert not ((net.matrix(t).toarray() != 0) & ~allowed).any()
+
+
+@pytest.mark.parametrize("name", ["lossy", "lossy-schedule", "bursty", "sleepy", "sleepy-lossy",
+                                  "sleepy-no-self-loops"])
+def test_ones_stay_ones_exactly_where_a_round_renormalises(name):
+    """A row that lost messages sums what arrived once, in one order, for numerator and denominator: all ones
+    give exactly ones; a row that lost nothing is the static row, bit for bit."""
+    net = NETWORKS[name]
+    ones = np.ones((net.n, 2))
+    renormalised = 0
+    for t in range(20):
+        base = net
+        while not isinstance(base, MixingMatrix):  # the static matrix under the wrappers
+            base = base.base if hasattr(base, "base") else base.matrix(t)
+        Y = net.mix(ones, t)
+        static = base.mix(ones)
+        M = net.matrix(t).csr
+        changed = np.array([not np.array_equal(M[[i]].toarray(), base.csr[[i]].toarray()) for i in range(net.n)])
+        assert (Y[changed] == 1.0).all()
+        assert np.array_equal(Y[~changed], static[~changed])
+        renormalised += changed.sum()
+    assert renormalised > 0
+
+
+def test_p_zero_and_q_one_are_the_static_network_bit_for_bit():
+    A = NETWORKS["static"]
+    X = np.random.default_rng(1).standard_normal((A.n, 4))
+    for net in (Lossy(A, 0.0, seed=1), Sleepy(A, 1.0, seed=1)):
+        for t in range(5):
+            assert np.array_equal(net.mix(X, t, rounds=2), A.mix_power(X, 2))
+            assert net.matrix(t) is A
+
+
+def test_lossy_rows_are_renormalised_over_what_arrived():
+    A = topology.exponential(16)
+    net = Lossy(A, 0.5, seed=11)
+    X = np.random.default_rng(2).standard_normal((16, 2))
+    Y = net.mix(X, 3)
+    lost = net.matrix(3).csr
+    for i in range(16):
+        arrived = A.csr[[i]].indices[np.isin(A.csr[[i]].indices, lost[[i]].indices)]
+        a = A.csr[[i]].toarray().ravel()[arrived]
+        np.testing.assert_allclose(Y[i], (a[:, None] * X[arrived]).sum(0) / a.sum(), rtol=1e-14)
+    assert (lost.diagonal() > 0).all()  # the self loop always arrives
+
+
+def test_loss_frequency_matches_p():
+    A = topology.erdos_renyi(40, 0.3, seed=3)
+    off = A.nnz - A.n
+    p = 0.3
+    net = Lossy(A, p, seed=5)
+    lost = sum(off - (net.matrix(t, r).nnz - A.n) for t in range(30) for r in range(2))
+    m = 60 * off
+    assert abs(lost / m - p) < 4 * np.sqrt(p * (1 - p) / m)  # 4 standard deviations of the binomial
+
+
+def test_bursty_losses_come_in_bursts():
+    """Gilbert-Elliott: the same mean loss as a Bernoulli channel but correlated from round to round."""
+    A = topology.complete(12)
+    ge = Lossy(A, 1.0 - 1e-12, seed=1, model="gilbert-elliott", p_bad=0.1, p_recover=0.1)
+    lost = np.array([(ge.matrix(t).toarray() == 0) for t in range(300)])[:, ~np.eye(12, dtype=bool)]
+    assert abs(lost.mean() - 0.5) < 0.1
+    repeat = (lost[1:] == lost[:-1]).mean()
+    assert repeat > 0.8  # a Bernoulli(0.5) channel repeats its state half the time
+
+
+def test_sleeping_nodes_keep_their_values_and_do_not_send():
+    A = topology.exponential(16)
+    net = Sleepy(A, 0.5, seed=3)
+    X = np.random.default_rng(4).standard_normal((16, 2))
+    for t in range(10):
+        awake = net.awake(t)
+        Y = net.mix(X, t)
+        np.testing.assert_array_equal(Y[~awake], X[~awake])
+        M = net.matrix(t).toarray()
+        assert (M[np.ix_(awake, ~awake)] == 0).all()
+    assert 0.3 < np.mean([net.awake(t).mean() for t in range(50)]) < 0.7
+
+
+def test_one_peer_exponential_pattern():
+    net = one_peer_exponential(10)  # ceil(log2 10) = 4 matrices: hops 1, 2, 4, 8
+    assert len(net.matrices) == 4
+    for t in range(8):
+        M = net.matrix(t).toarray()
+        h = 2 ** (t % 4)
+        for i in range(10):
+            assert M[i, i] == 0.5 and M[i, (i - h) % 10] == 0.5 and (M[i] > 0).sum() == 2
+
+
+def test_draws_are_counter_based():
+    u = uniform_hash(3, np.arange(5), 7)
+    assert np.array_equal(u, uniform_hash(3, np.arange(5), 7)) and ((0 <= u) & (u < 1)).all()
+    assert not np.array_equal(u, uniform_hash(4, np.arange(5), 7))
+    a, b = Lossy(NETWORKS["static"], 0.3, seed=2), NETWORKS["lossy"]
+    X = np.ones((30, 1)) * np.arange(30)[:, None]
+    assert np.array_equal(a.mix(X, 9, rounds=3), b.mix(X, 9, rounds=3))  # a fresh object: the same losses
+
+
+def test_clear_errors():
+    A = topology.ring(8)
+    with pytest.raises(ValueError, match=r"p must be in \[0, 1\)"):
+        Lossy(A, 1.0)
+    with pytest.raises(ValueError, match="needs p_bad and p_recover"):
+        Lossy(A, 0.5, model="gilbert-elliott")
+    with pytest.raises(ValueError, match="model must be"):
+        Lossy(A, 0.5, model="erasure")
+    with pytest.raises(ValueError, match=r"q must be in \(0, 1\]"):
+        Sleepy(A, 1.5)
+    with pytest.raises(ValueError, match="same n"):
+        Schedule([A, topology.ring(9)])
+    with pytest.raises(ValueError, match="row-stochastic"):
+        Schedule([np.ones((3, 3))])
+    with pytest.raises(TypeError, match="pass out as a keyword"):
+        A.mix(np.ones((8, 1)), np.empty((8, 1)))
+    assert A.matrix(5) is A and np.array_equal(A.mix(np.ones(8), 3, rounds=2), A.mix_power(np.ones(8), 2))
