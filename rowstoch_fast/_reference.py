@@ -113,6 +113,34 @@ def pull_diag_gt(A, x0, lr, grad_fn, T, R=1):
     return xs, ys
 
 
+def pull_diag_gt_varying(A_of, x0, lr, grad_fn, T):
+    """Pull-Diag-GT on a time-varying network, dense: ``A_of(t)`` is the matrix of iteration ``t`` (the
+    product of its R round matrices, issue 12's semantics).
+
+    ``x^(t+1) = A_t (x^(t) - lr y^(t))``, ``V_{t+1} = A_t V_t`` (``V_0 = I``), ``D_t = Diag(V_t)``,
+    ``y^(t+1) = A_t (y^(t) + D_{t+1}^{-1} g^(t+1) - D_t^{-1} g^(t))``.
+
+    Returns the lists of iterates ``x^(t)`` and ``y^(t)``, ``t = 0..T``.
+    """
+    x = np.array(x0, dtype=np.float64)
+    g = np.asarray(grad_fn(x), dtype=np.float64)
+    y = g.copy()
+    V = np.eye(x.shape[0])
+    xs, ys = [x.copy()], [y.copy()]
+    for t in range(T):
+        At = np.asarray(A_of(t), dtype=np.float64)
+        D_old = np.diag(V).copy()
+        x = At @ (x - lr * y)
+        V = At @ V
+        D_new = np.diag(V).copy()
+        g_new = np.asarray(grad_fn(x), dtype=np.float64)
+        y = At @ (y + g_new / D_new[:, None] - g / D_old[:, None])
+        g = g_new
+        xs.append(x.copy())
+        ys.append(y.copy())
+    return xs, ys
+
+
 # ----------------------------------------------------------------- the baselines
 # Each returns the list of the models x^(k) the algorithm's nodes use, k = 0..T (dense, one product per line).
 def _dense(M):

@@ -67,6 +67,17 @@ class Network:
     n = None
     stochastic = "row"
 
+    @property
+    def dtype(self):
+        """Value type of the matrices (that of the base)."""
+        return self.matrix(0).dtype
+
+    @property
+    def static(self):
+        """The :class:`MixingMatrix` this network always applies, when it never changes (no loss, nobody
+        asleep, one matrix); else None. Optimizers then run the static matrix's kernels, bit for bit."""
+        return None
+
     def matrix(self, t, r=0):  # pragma: no cover - abstract
         """The :class:`MixingMatrix` of gossip round ``r`` of iteration ``t``."""
         raise NotImplementedError
@@ -204,6 +215,8 @@ class Schedule(Network):
     """
 
     def __init__(self, matrices):
+        matrices = list(matrices)
+        self._validated = all(isinstance(m, MixingMatrix) for m in matrices)  # checked as a whole network
         mats = [m if isinstance(m, MixingMatrix) else _unconnected(m) for m in matrices]
         if not mats:
             raise ValueError("Schedule needs at least one matrix")
@@ -218,6 +231,10 @@ class Schedule(Network):
 
     def matrix(self, t, r=0):
         return self.matrices[check_int(t, "t", minimum=0) % len(self.matrices)]
+
+    @property
+    def static(self):
+        return self.matrices[0] if len(self.matrices) == 1 and self._validated else None
 
     def __repr__(self):
         return f"Schedule({len(self.matrices)} matrices, n={self.n}, stochastic={self.stochastic!r})"
@@ -318,6 +335,11 @@ class Lossy(Network):
         self._chain[key] = (step, state)
         return state
 
+    @property
+    def static(self):
+        base = self.base if isinstance(self.base, MixingMatrix) else self.base.static
+        return base if self.p == 0 and self.model == "bernoulli" else None
+
     def _entries(self, t, r):
         csr, weights = _base_entries(self.base, t, r)
         w = csr.data if weights is None else weights
@@ -356,6 +378,11 @@ class Sleepy(Network):
         if self.q > 1:
             raise ValueError(f"q must be in (0, 1], got {self.q}")
         self.seed = check_int(seed, "seed", minimum=0)
+
+    @property
+    def static(self):
+        base = self.base if isinstance(self.base, MixingMatrix) else self.base.static
+        return base if self.q == 1 else None
 
     def awake(self, t):
         """Boolean mask of the nodes awake at iteration ``t``."""

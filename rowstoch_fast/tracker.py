@@ -202,3 +202,66 @@ class DiagTracker:
     def max_inverse_diagonal(self):
         """``max_t max_i 1/[D_t]_ii`` over the table: the paper's theta for this stride."""
         return float(self._table.max())
+
+
+class NetworkTracker:
+    """``s_t = 1 / diag(D_t)`` of (MG-)Pull-Diag-GT on a time-varying network: ``D_t = Diag(V_t)`` with
+    ``V_0 = I`` and ``V_{t+1} = A_t V_t``, ``A_t`` the product of the ``R`` round matrices of iteration ``t``.
+
+    ``V_t`` is a dense ``n x n`` block advanced one iteration at a time (``scale(t)`` for increasing ``t``
+    costs one network pass over ``n`` columns; an earlier ``t`` recomputes from ``V_0``, so a resumed run
+    gets the same scales bit for bit). Refused beyond the exact tracker's memory and work limits, with the
+    algorithms that need no diagonal tracker named.
+    """
+
+    kind = "exact"
+    frozen_at = None
+
+    def __init__(self, network, rounds=1, kind="exact", *, max_bytes=None):
+        self.rounds = check_int(rounds, "rounds", minimum=1)
+        if kind != "exact":
+            raise ValueError(f"tracker={kind!r} needs a static network (diag(pi) has no meaning when A changes "
+                             "with t); use tracker='exact' on a time-varying network")
+        if max_bytes is None:
+            max_bytes = int(os.environ.get("ROWSTOCH_TRACKER_MAX_BYTES", DEFAULT_MAX_BYTES))
+        self.n = network.n
+        need = 8.0 * self.n * self.n
+        if need > max_bytes:
+            raise MemoryError(
+                f"the exact diagonal tracker of a time-varying network keeps V_t = A_t ... A_0, {self.n} x "
+                f"{self.n} values ({need / 2**30:.1f} GiB, limit {max_bytes / 2**30:.1f} GiB); on networks this "
+                "large use an algorithm without a diagonal tracker: SGP or Push-DIGing (push-sum weights), "
+                "Push-Pull, DSGD")
+        self._net = network
+        self._dtype = np.dtype(network.dtype)
+        self._restart()
+        self._max = 1.0
+
+    def _restart(self):
+        self._t = 0
+        self._V = np.eye(self.n)
+        self._scales = {0: np.ones(self.n, dtype=self._dtype)}
+
+    def scale(self, t):
+        t = int(t)
+        if t < self._t - 1:  # asked for the past (a resume, a restart): replay from V_0
+            self._restart()
+        while self._t < t:
+            self._V = np.ascontiguousarray(self._net.mix(self._V, self._t, self.rounds))
+            self._t += 1
+            diag = np.diagonal(self._V).copy()
+            if (diag <= 0).any():
+                i = int(np.argmax(diag <= 0))
+                raise ValueError(f"diag(A_{self._t - 1} ... A_0) is 0 at node {i}: the diagonal tracker needs "
+                                 "self loops that every round keeps")
+            s = (1.0 / diag).astype(self._dtype)
+            s.flags.writeable = False
+            self._scales = {k: v for k, v in self._scales.items() if k >= self._t - 1}
+            self._scales[self._t] = s
+            self._max = max(self._max, float(s.max()))
+        return self._scales[t]
+
+    @property
+    def max_inverse_diagonal(self):
+        """``max_i 1/[D_t]_ii`` over the iterations seen so far."""
+        return self._max

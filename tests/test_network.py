@@ -164,3 +164,113 @@ def test_clear_errors():
     with pytest.raises(TypeError, match="pass out as a keyword"):
         A.mix(np.ones((8, 1)), np.empty((8, 1)))
     assert A.matrix(5) is A and np.array_equal(A.mix(np.ones(8), 3, rounds=2), A.mix_power(np.ones(8), 2))
+
+
+# ---------------------------------------------------------------- the optimizers on a varying network
+from functools import reduce  # noqa: E402
+
+from rowstoch_fast import PullDiagGT, _reference  # noqa: E402
+from rowstoch_fast.algorithms import REGISTRY  # noqa: E402
+from rowstoch_fast.mixing import out_degree_weights  # noqa: E402
+
+
+def _dense_iteration(net, rounds):
+    return lambda t: reduce(lambda M, r: net.matrix(t, r).toarray() @ M, range(rounds), np.eye(net.n))
+
+
+@pytest.mark.parametrize("name", ["schedule", "one-peer", "lossy", "lossy-schedule", "bursty", "sleepy-lossy"])
+@pytest.mark.parametrize("rounds", [1, 3])
+def test_pull_diag_gt_on_a_varying_network_follows_the_dense_equations(name, rounds):
+    net = NETWORKS[name]
+    rng = np.random.default_rng(3)
+    b = rng.standard_normal((net.n, 2))
+    grad = lambda X: X - b  # noqa: E731
+    x0 = rng.standard_normal((net.n, 2))
+    opt = PullDiagGT(net, x0, lr=0.02, rounds=rounds)
+    xs = [opt.gather_x()]
+    for _ in range(25):
+        opt.step(grad)
+        xs.append(opt.gather_x())
+    want, ys = _reference.pull_diag_gt_varying(_dense_iteration(net, rounds), x0, 0.02, grad, 25)
+    scale = max(1.0, max(np.abs(ref).max() for ref in want))  # heavy losses make 1/diag(V_t) and the iterates grow
+    for got, ref in zip(xs, want):
+        np.testing.assert_allclose(got, ref, rtol=1e-12, atol=1e-12 * scale)
+    np.testing.assert_allclose(opt.gather_y(), ys[-1], rtol=1e-12, atol=1e-12 * scale)  # (y -> 0: cancellation)
+
+
+def test_a_network_that_never_changes_runs_as_its_matrix_bit_for_bit():
+    A = NETWORKS["static"]
+    x0 = np.random.default_rng(4).standard_normal((A.n, 3))
+    runs = []
+    for net in (A, Lossy(A, 0.0, seed=3), Sleepy(Lossy(A, 0.0), 1.0), Schedule([A])):
+        opt = PullDiagGT(net, x0, lr=0.05, rounds=2)
+        for _ in range(20):
+            opt.step(lambda X: X - 1.0)
+        runs.append(opt.gather_x())
+    for r in runs[1:]:
+        assert np.array_equal(r, runs[0])
+
+
+@pytest.mark.parametrize("name", sorted(REGISTRY))
+def test_every_algorithm_runs_on_a_varying_network(name):
+    """Schedule([A, A]) is A at every iteration but goes through the network path: the static run to 1e-12."""
+    cls = REGISTRY[name]
+    A = NETWORKS["static"]
+    x0 = np.random.default_rng(5).standard_normal((A.n, 2))
+    mats = cls.problem_matrices(A)
+    varying = {k: Schedule([M, M]) if isinstance(M, MixingMatrix) else M for k, M in mats.items()}
+    rounds = {"rounds": 2} if cls.multi_round else {}
+    a = cls(**mats, x0=x0, lr=0.03, **rounds)
+    b = cls(**varying, x0=x0, lr=0.03, **rounds)
+    assert not b._static or not any(isinstance(M, MixingMatrix) for M in mats.values())
+    for _ in range(30):
+        a.step(lambda X: X - 0.5)
+        b.step(lambda X: X - 0.5)
+    np.testing.assert_allclose(b.gather_x(), a.gather_x(), rtol=1e-12, atol=1e-12)
+
+
+def test_column_algorithms_under_loss_lose_mass():
+    """Push-sum under message loss (the honest model): SGP's weights no longer sum to n."""
+    C = out_degree_weights(NETWORKS["static"])
+    opt = REGISTRY["sgp"](C=Lossy(C, 0.3, seed=1), x0=np.ones((30, 1)), lr=0.01)
+    for _ in range(10):
+        opt.step(lambda X: X * 0)
+    assert opt.gather_state("w").sum() < 30 - 1e-6
+
+
+def test_resume_mid_run_with_losses_is_bit_identical():
+    net = Lossy(Schedule([NETWORKS["static"], topology.exponential(30)]), 0.3, seed=8)
+    x0 = np.random.default_rng(6).standard_normal((30, 2))
+    grad = lambda X: np.sin(X) + X  # noqa: E731
+    whole = PullDiagGT(net, x0, lr=0.02, rounds=2)
+    first = PullDiagGT(net, x0, lr=0.02, rounds=2)
+    for _ in range(12):
+        whole.step(grad)
+    for _ in range(5):
+        first.step(grad)
+    state = {k: np.array(v) for k, v in first.state_dict().items()}
+    with pytest.raises(ValueError, match="pass that network again"):
+        PullDiagGT.from_state_dict(state)
+    resumed = PullDiagGT.from_state_dict(state, A=Lossy(Schedule([NETWORKS["static"], topology.exponential(30)]),
+                                                           0.3, seed=8))
+    for _ in range(7):
+        resumed.step(grad)
+    assert np.array_equal(resumed.gather_x(), whole.gather_x())
+
+
+def test_varying_networks_refuse_what_they_cannot_do():
+    net = NETWORKS["lossy"]
+    with pytest.raises(ValueError, match="needs a static network"):
+        PullDiagGT(net, np.zeros(2), lr=0.1, tracker="perron")
+    with pytest.raises(ValueError, match="column-stochastic network"):
+        REGISTRY["sgp"](C=net, x0=np.zeros(2), lr=0.1)
+    with pytest.raises(MemoryError, match="SGP or Push-DIGing"):
+        from rowstoch_fast.tracker import NetworkTracker
+
+        NetworkTracker(net, max_bytes=100)
+
+
+def test_a_varying_network_on_another_backend_is_refused_clearly():
+    pytest.importorskip("mpi4py")
+    with pytest.raises(ValueError, match="runs on backend='cpu' for now"):
+        PullDiagGT(NETWORKS["lossy"], np.zeros((30, 2)), lr=0.1, backend="mpi")

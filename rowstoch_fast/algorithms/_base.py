@@ -73,13 +73,23 @@ def exclusive(method):
 
 
 def _as_matrix(M, name):
+    from ..network import Network
+
     kind = _KIND[name]
+    if isinstance(M, Network):
+        if M.stochastic != kind:
+            raise ValueError(f"{name} must be a {kind}-stochastic network, got a {M.stochastic}-stochastic one")
+        return M if M.static is None else M.static  # a network that never changes runs as its matrix
     if isinstance(M, MixingMatrix):
         if M.stochastic != kind:
             raise ValueError(f"{name} must be a {kind}-stochastic MixingMatrix, got a {M.stochastic}-stochastic one "
                              f"(build it with stochastic={kind!r}, or use mixing.out_degree_weights(A) for C)")
         return M
     return MixingMatrix(M, stochastic=kind)
+
+
+def _links(M):
+    return M.nnz - int(np.count_nonzero(M.csr.diagonal()))
 
 
 def matrix_from_state(state, M=None, prefix="", kind="row"):
@@ -179,10 +189,14 @@ class Optimizer:
         self.check_finite = bool(check_finite)
         mats, x0 = ops.call(self._validate, matrices, x0, hyper)
         self._mats = mats
+        self._static = all(isinstance(M, MixingMatrix) for M in mats.values())
         n, dtype = x0.shape[-2], x0.dtype  # validated: the network's size and value type
+        if not self._static and ops.name != "cpu":
+            raise ValueError(f"a time-varying network runs on backend='cpu' for now, not {ops.name!r}")
         ops.attach(n, dtype, list(mats.values()))
         self._n = n
-        self._edges = {k: M.nnz - int(np.count_nonzero(M.csr.diagonal())) for k, M in mats.items()}
+        # links a message crosses (self loops excluded): a time-varying network counts its first round's
+        self._edges = {k: _links(M if isinstance(M, MixingMatrix) else M.matrix(0)) for k, M in mats.items()}
         self._allocate(tuple(x0.shape))
         self._cur[self.model][...] = self._rows(x0)
         self.iteration = 0
@@ -355,7 +369,9 @@ class Optimizer:
 
     def centroid_weights(self):
         """The weights of the centroid the iterates agree on: ``pi`` of ``A``, or ``1/n`` (push-sum methods)."""
-        return self.A.pi if self.A is not None else np.full(self.n, 1.0 / self.n)
+        if self.A is None or not self._static:  # push-sum methods; a time-varying network has no fixed pi
+            return np.full(self.n, 1.0 / self.n)
+        return self.A.pi
 
     def centroid(self):
         """The weighted average of ``x`` over all nodes (:meth:`centroid_weights`), shape (d,) or (reps, d)."""
@@ -429,6 +445,7 @@ class Optimizer:
         :meth:`step` if not called."""
         if self._initialized:
             raise RuntimeError(f"{type(self).__name__} is already initialized")
+        self._ops.t = 0
         self._initialize(grad_fn)
         self._settle()
         self._initialized = True
@@ -467,6 +484,7 @@ class Optimizer:
         if not self._initialized:
             self.initialize(grad_fn)
         t = self.iteration
+        self._ops.t = t  # the iteration a time-varying network mixes with
         self._advance(grad_fn, self._cur, self._nxt, t)
         # Commit in one statement with no calls (no signal can land half-way).
         self._cur, self._nxt, self.iteration = self._nxt, self._cur, t + 1
@@ -546,7 +564,11 @@ class Optimizer:
             return None
         out = {"format": np.array(f"rowstoch_fast.{type(self).__name__}/1")}
         for name, M in self._mats.items():
-            c, prefix = M.csr, ("" if name == "A" else name + "_")
+            prefix = "" if name == "A" else name + "_"
+            if not isinstance(M, MixingMatrix):  # a time-varying network is passed again to from_state_dict
+                out[prefix + "network"] = np.array(repr(M))
+                continue
+            c = M.csr
             out.update({prefix + "indptr": c.indptr.copy(), prefix + "indices": c.indices.copy(),
                         prefix + "data": c.data.copy()})
         out["shape"] = np.array(self._global_shape, dtype=np.int64)
@@ -595,16 +617,23 @@ class Optimizer:
         """
         fmt = f"rowstoch_fast.{cls.__name__}/1"
         needed = {"format", "shape", "iteration", *cls.hyper, *cls.state}
+        given = {"A": A, "C": C}
         for name in cls.matrices:
-            needed |= {("" if name == "A" else name + "_") + k for k in ("indptr", "indices", "data")}
+            prefix = "" if name == "A" else name + "_"
+            if prefix + "network" in state:
+                if given[name] is None:
+                    raise ValueError(f"this state was saved on a time-varying network ({state[prefix + 'network']}); "
+                                     f"pass that network again: from_state_dict(state, {name}=network)")
+                continue
+            needed |= {prefix + k for k in ("indptr", "indices", "data")}
         missing = needed - set(state)
         if missing:
             raise ValueError(f"state is missing {sorted(missing)}; pass the dict returned by "
                              f"{cls.__name__}.state_dict()")
         if str(state["format"]) != fmt:
             raise ValueError(f"state has format {str(state['format'])!r}, expected {fmt!r}")
-        given = {"A": A, "C": C}
-        mats = {name: matrix_from_state(state, given[name], "" if name == "A" else name + "_", _KIND[name])
+        mats = {name: (given[name] if ("" if name == "A" else name + "_") + "network" in state else
+                       matrix_from_state(state, given[name], "" if name == "A" else name + "_", _KIND[name]))
                 for name in cls.matrices}
         hyper = {k: _plain(state[k]) for k in cls.hyper}
         if lr is not None:

@@ -176,7 +176,7 @@ class PullDiagGT(Optimizer):
         ops.mix(A, cur["xw"], nxt["x"], R, self._scratch)  # x_{t+1} = A^R (x_t - lr y_t)
         self._gradient(grad_fn, nxt["x"], nxt["g"], t + 1)
         s_new, s_old = self._tracker.scale(t + 1), self._tracker.scale(t)
-        fused = getattr(ops, "gt_y_phase", None)
+        fused = getattr(ops, "gt_y_phase", None) if self._static else None
         if fused is not None:  # y_{t+1} and x_{t+1} - lr y_{t+1} in one compiled phase
             finite = fused(A, R, lr, nxt["x"], cur["y"], nxt["g"], cur["g"], s_new, s_old,
                            nxt["y"], nxt["xw"], self._psi, self._scratch)

@@ -6,7 +6,8 @@ import numpy as np
 
 from .. import _core
 from .._checks import as_float_array
-from ..tracker import DiagTracker
+from ..mixing import MixingMatrix
+from ..tracker import DiagTracker, NetworkTracker
 from .base import Backend
 
 __all__ = ["CpuBackend"]
@@ -41,8 +42,14 @@ class CpuBackend(Backend):
         return view
 
     # ------------------------------------------------------------------ network
+    #: The iteration the optimizer is at (a time-varying network's matrices depend on it).
+    t = 0
+
     def mix(self, M, src, out, rounds=1, work=None):
-        """``out <- M^rounds src`` (``work``: a second buffer when ``rounds > 1``)."""
+        """``out <- M^rounds src`` (``work``: a second buffer when ``rounds > 1``); a time-varying network
+        (:mod:`rowstoch_fast.network`) applies the rounds of iteration :attr:`t`."""
+        if not isinstance(M, MixingMatrix):
+            return M.mix(src, self.t, rounds, out=out)
         c = M.csr
         if rounds == 1:
             _core.mix(c.indptr, c.indices, c.data, src, out, check_indices=False)
@@ -58,7 +65,10 @@ class CpuBackend(Backend):
                                 y_out, xw, psi, work, check_indices=False)
 
     def tracker(self, A, rounds, kind):
-        """The diagonal tracker ``Diag(A^(tR))^-1`` (``.scale(t)``: this process's rows)."""
+        """The diagonal tracker ``Diag(A^(tR))^-1`` (``.scale(t)``: this process's rows); on a time-varying
+        network ``Diag(A_{t-1} ... A_0)^-1``."""
+        if not isinstance(A, MixingMatrix):
+            return NetworkTracker(A, rounds, kind)
         return DiagTracker(A, rounds, kind)
 
     # ------------------------------------------------------------------ element-wise
