@@ -14,6 +14,7 @@
 
 #include "rowstoch/gt.hpp"
 #include "rowstoch/mix.hpp"
+#include "rowstoch/network.hpp"
 #include "rowstoch/objectives.hpp"
 #include "rowstoch/parallel.hpp"
 #include "rowstoch/simd.hpp"
@@ -260,6 +261,25 @@ py::array mix(py::array indptr, py::array indices, py::array data, py::array X,
         T* Yp = ptr<T>(Y);
         py::gil_scoped_release nogil;
         rowstoch::csr_mix(Ap, Aj, Ax, A.n, Xp, w, Yp);
+    });
+    return Y;
+}
+
+py::array mix_lossy(py::array indptr, py::array indices, py::array data, py::array X, py::object out,
+                    std::uint64_t seed, std::uint64_t t, std::uint64_t r, double p, bool renormalise,
+                    bool check_indices) {
+    if (!(p >= 0.0 && p < 1.0)) throw py::value_error(cat("p must be in [0, 1), got ", p));
+    Csr A = check_csr(indptr, indices, data, check_indices);
+    py::array Y = check_block_io(A, X, out);
+    const int64_t w = X.shape(1);
+    dispatch(A, [&](auto i, auto tv) {
+        using I = decltype(i);
+        using T = decltype(tv);
+        const I *Ap = cptr<I>(A.indptr), *Aj = cptr<I>(A.indices);
+        const T *Ax = cptr<T>(A.data), *Xp = cptr<T>(X);
+        T* Yp = ptr<T>(Y);
+        py::gil_scoped_release nogil;
+        rowstoch::csr_mix_lossy(Ap, Aj, Ax, A.n, Xp, w, Yp, seed, t, r, p, renormalise);
     });
     return Y;
 }
@@ -614,6 +634,11 @@ PYBIND11_MODULE(_core, m) {
     m.def("mix", &mix, py::arg("indptr"), py::arg("indices"), py::arg("data"), py::arg("X"),
           py::arg("out") = py::none(), py::arg("check_indices") = true, py::arg("ncols") = -1,
           "Y = A X for CSR A (n x ncols, square by default) and dense C-contiguous X (ncols x d).");
+    m.def("mix_lossy", &mix_lossy, py::arg("indptr"), py::arg("indices"), py::arg("data"), py::arg("X"),
+          py::arg("out") = py::none(), py::arg("seed") = 0, py::arg("t") = 0, py::arg("r") = 0, py::arg("p") = 0.0,
+          py::arg("renormalise") = true, py::arg("check_indices") = true,
+          "One lossy gossip round (rowstoch_fast.network.Lossy): messages j -> i (j != i) lost when "
+          "uniform_hash(seed, t, r, i, j) < p; row-stochastic receivers renormalise over what arrived.");
     m.def("mix_power", &mix_power, py::arg("indptr"), py::arg("indices"), py::arg("data"),
           py::arg("X"), py::arg("R"), py::arg("out") = py::none(), py::arg("work") = py::none(),
           py::arg("check_indices") = true,

@@ -23,6 +23,19 @@ def mix(
     check_indices: bool = True,
     ncols: int = -1,
 ) -> NDArray[np.floating]: ...
+def mix_lossy(
+    indptr: NDArray[np.integer],
+    indices: NDArray[np.integer],
+    data: NDArray[np.floating],
+    X: NDArray[np.floating],
+    out: NDArray[np.floating] | None = None,
+    seed: int = 0,
+    t: int = 0,
+    r: int = 0,
+    p: float = 0.0,
+    renormalise: bool = True,
+    check_indices: bool = True,
+) -> NDArray[np.floating]: ...
 def mix_power(
     indptr: NDArray[np.integer],
     indices: NDArray[np.integer],

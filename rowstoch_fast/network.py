@@ -340,6 +340,35 @@ class Lossy(Network):
         base = self.base if isinstance(self.base, MixingMatrix) else self.base.static
         return base if self.p == 0 and self.model == "bernoulli" else None
 
+    def mix(self, X, t, rounds=1, out=None):
+        """The rounds of iteration ``t`` applied to ``X``; Bernoulli losses on a matrix (or a schedule of
+        matrices) run in one compiled CSR pass per round (``_core.mix_lossy``: losses hashed in the pass,
+        rows renormalised there), the rest through NumPy."""
+        t = check_int(t, "t", minimum=0)
+        rounds = check_int(rounds, "rounds", minimum=1)
+        if self.model != "bernoulli" or not (isinstance(self.base, MixingMatrix) or isinstance(self.base, Schedule)):
+            return super().mix(X, t, rounds, out)
+        from . import _core
+
+        X = np.asarray(X)
+        M = _base_matrix(self.base, t, 0)
+        X2 = np.ascontiguousarray(X.reshape(X.shape[0], -1), dtype=M.dtype)
+        final = None
+        if out is not None and out.dtype == M.dtype and out.flags.c_contiguous and not np.shares_memory(out, X):
+            final = out.reshape(X2.shape)  # the last round writes into out
+        Y = X2
+        for r in range(rounds):
+            c = _base_matrix(self.base, t, r).csr
+            dst = final if (r == rounds - 1 and final is not None) else np.empty_like(X2)
+            _core.mix_lossy(c.indptr, c.indices, c.data, Y, dst, seed=self.seed, t=t, r=r, p=self.p,
+                            renormalise=self.stochastic == "row", check_indices=False)
+            Y = dst
+        if out is not None:
+            if final is None:
+                out[...] = Y.reshape(X.shape)
+            return out
+        return Y.reshape(X.shape)
+
     def _entries(self, t, r):
         csr, weights = _base_entries(self.base, t, r)
         w = csr.data if weights is None else weights

@@ -1,0 +1,59 @@
+"""Lossy and time-varying mixing against static mixing (issue 12's speed target).
+
+Usage::
+
+    python bench/network_mix.py [--log2n 18] [--d 10] [--p 0.1]
+
+Interleaved medians of one gossip round on the exponential graph: the static ``MixingMatrix.mix`` (C++
+kernel), ``Lossy(A, p).mix`` (losses drawn by hashing, rows renormalised; NumPy/SciPy today) and
+``one_peer_exponential(n).mix`` (a 2-entry-per-row schedule). Target: lossy at most 1.5x the static mix.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(__file__))
+from _harness import interleaved, machine_info  # noqa: E402
+
+from rowstoch_fast import _core, topology  # noqa: E402
+from rowstoch_fast.network import Lossy, Sleepy, one_peer_exponential  # noqa: E402
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--log2n", type=int, default=18)
+    p.add_argument("--d", type=int, default=10)
+    p.add_argument("--p", type=float, default=0.1)
+    p.add_argument("--rounds", type=int, default=5)
+    args = p.parse_args(argv)
+    n = 2**args.log2n
+    A = topology.exponential(n)
+    X = np.random.default_rng(0).standard_normal((n, args.d))
+    out = np.empty_like(X)
+    lossy, sleepy, onepeer = Lossy(A, args.p, seed=1), Sleepy(A, 0.9, seed=1), one_peer_exponential(n)
+    t = [0]
+
+    def step(net):
+        def run():
+            t[0] += 1
+            net.mix(X, t[0], out=out)
+        return run
+
+    med, _ = interleaved({"static": lambda: A.mix(X, out=out), "lossy": step(lossy), "sleepy": step(sleepy),
+                          "one-peer": step(onepeer)}, rounds=args.rounds, min_time=0.3)
+    info = machine_info()
+    print(f"# {info['cpu']} ({info['cores']} cores, {_core.get_num_threads()} threads); n = 2^{args.log2n}, "
+          f"d = {args.d}, p = {args.p}, exponential graph ({A.nnz} weights)")
+    print("| mix | ms per round | vs static |")
+    print("|---|---|---|")
+    for k in ("static", "lossy", "sleepy", "one-peer"):
+        print(f"| {k} | {med[k] * 1e3:.2f} | {med[k] / med['static']:.2f}x |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,95 @@
+// Lossy gossip in one CSR pass (rowstoch_fast.network.Lossy): each message j -> i (j != i) of round r
+// of iteration t is lost when the counter-based draw uniform_hash(seed, t, r, i, j) < p, with the hash of
+// network.py (splitmix64's finaliser chained over the keys, the top 53 bits as a double), so the losses
+// are the same here, in NumPy and on any thread count.
+//
+// Row-stochastic receivers renormalise over what arrived: y_i = (sum_arrived a_ij x_j) / (sum_arrived a_ij),
+// numerator and denominator summed in CSR order in the same pass (all-ones in give exactly ones out); a row
+// that lost nothing is the static row's sum, bit for bit (the same additions in the same order as
+// csr_row_chunk); a row that received nothing keeps x_i. Column-stochastic senders' lost mass is lost
+// (renormalise = false). A lost message adds 0 * x_j (branch-free; what the NumPy path's zero weights do).
+#pragma once
+
+#include <cstdint>
+
+#include "parallel.hpp"
+
+namespace rowstoch {
+
+inline std::uint64_t hash_mix64(std::uint64_t z) {
+    z += 0x9E3779B97F4A7C15ULL;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+
+// The chain of network.uniform_hash over (seed, t, r): what every entry of the round shares.
+inline std::uint64_t hash_prefix(std::uint64_t seed, std::uint64_t t, std::uint64_t r) {
+    std::uint64_t h = 0x243F6A8885A308D3ULL;
+    h = hash_mix64(h ^ seed);
+    h = hash_mix64(h ^ t);
+    return hash_mix64(h ^ r);
+}
+
+inline double hash_uniform(std::uint64_t h) { return static_cast<double>(h >> 11) * 0x1.0p-53; }
+
+// One row, its K values in registers (K = w, a compile-time width up to 16; K = 0: any w, summed in Y).
+template <int K, class I, class T>
+inline void lossy_row(const I Ap[], const I Aj[], const T Ax[], const T* __restrict X, std::int64_t w,
+                      std::int64_t i, std::uint64_t round, double p, bool renormalise, T* __restrict Y) {
+    constexpr bool kRegs = K > 0;
+    const std::int64_t width = kRegs ? K : w;
+    T regs[kRegs ? K : 1];
+    T* __restrict acc = kRegs ? regs : Y + i * w;
+    for (std::int64_t c = 0; c < width; ++c) acc[c] = T(0);
+    const std::uint64_t row = hash_mix64(round ^ static_cast<std::uint64_t>(i));
+    T den = T(0);
+    bool lost = false;
+    const I end = Ap[i + 1];
+    for (I q = Ap[i]; q < end; ++q) {  // branch-free: a lost message adds 0 * x (as the NumPy path does)
+        const std::int64_t j = static_cast<std::int64_t>(Aj[q]);
+        const bool gone = j != i && hash_uniform(hash_mix64(row ^ static_cast<std::uint64_t>(j))) < p;
+        lost |= gone;
+        const T a = gone ? T(0) : Ax[q];
+        const T* __restrict x = X + j * width;
+        for (std::int64_t c = 0; c < width; ++c) acc[c] += a * x[c];
+        den += a;
+    }
+    T* __restrict y = Y + i * width;
+    if (lost && renormalise) {
+        if (den == T(0)) {
+            for (std::int64_t c = 0; c < width; ++c) acc[c] = X[i * width + c];  // received nothing: keeps x_i
+        } else {
+            for (std::int64_t c = 0; c < width; ++c) acc[c] /= den;
+        }
+    }
+    if (kRegs)
+        for (std::int64_t c = 0; c < width; ++c) y[c] = acc[c];
+}
+
+template <int K, class I, class T>
+inline void lossy_rows(const I Ap[], const I Aj[], const T Ax[], const T* X, std::int64_t w, std::int64_t lo,
+                       std::int64_t hi, std::uint64_t round, double p, bool renormalise, T* Y) {
+    for (std::int64_t i = lo; i < hi; ++i) lossy_row<K>(Ap, Aj, Ax, X, w, i, round, p, renormalise, Y);
+}
+
+template <class I, class T>
+void csr_mix_lossy(const I Ap[], const I Aj[], const T Ax[], std::int64_t n, const T X[], std::int64_t w, T Y[],
+                   std::uint64_t seed, std::uint64_t t, std::uint64_t r, double p, bool renormalise) {
+    const std::uint64_t round = hash_prefix(seed, t, r);
+    const int threads = threads_for(static_cast<std::int64_t>(Ap[n]) * w);
+    for_rows(Ap, n, threads, [&](std::int64_t lo, std::int64_t hi) {
+        switch (w) {
+#define ROWSTOCH_LOSSY(K) \
+    case K: lossy_rows<K>(Ap, Aj, Ax, X, w, lo, hi, round, p, renormalise, Y); return;
+            ROWSTOCH_LOSSY(1) ROWSTOCH_LOSSY(2) ROWSTOCH_LOSSY(3) ROWSTOCH_LOSSY(4) ROWSTOCH_LOSSY(5)
+            ROWSTOCH_LOSSY(6) ROWSTOCH_LOSSY(7) ROWSTOCH_LOSSY(8) ROWSTOCH_LOSSY(9) ROWSTOCH_LOSSY(10)
+            ROWSTOCH_LOSSY(11) ROWSTOCH_LOSSY(12) ROWSTOCH_LOSSY(13) ROWSTOCH_LOSSY(14) ROWSTOCH_LOSSY(15)
+            ROWSTOCH_LOSSY(16)
+#undef ROWSTOCH_LOSSY
+            default: lossy_rows<0>(Ap, Aj, Ax, X, w, lo, hi, round, p, renormalise, Y);
+        }
+    });
+}
+
+}  // namespace rowstoch
