@@ -579,6 +579,9 @@ def cmd_reproduce(args):
     elif args.figure == "linear-speedup":
         experiments.reproduce_linear_speedup(args.out, iterations=args.iterations or 4000, repeats=args.repeats or 20,
                                              progress=not args.no_progress)
+    elif args.figure == "robustness":
+        experiments.reproduce_robustness(args.out, rounds_budget=args.iterations or 1000, repeats=args.repeats or 10,
+                                         progress=not args.no_progress)
     elif args.figure == "mnist-mlp":
         import importlib.util
 
@@ -763,12 +766,14 @@ def make_parser():
     c.set_defaults(func=cmd_compare)
 
     rp = sub.add_parser("reproduce", formatter_class=_Formatter, help="reproduce a figure of the paper")
-    rp.add_argument("figure", choices=["pull-diag", "linear-speedup", "multi-gossip", "mnist-mlp"],
+    rp.add_argument("figure", choices=["pull-diag", "linear-speedup", "multi-gossip", "mnist-mlp", "robustness"],
                     help="pull-diag: Figure 1; linear-speedup: Figure 2; multi-gossip: Figure 3's synthetic analogue; "
-                         "mnist-mlp: Figure 3's neural network (a four-layer MLP through PyTorch; digits by default)")
+                         "mnist-mlp: Figure 3's neural network (a four-layer MLP through PyTorch; digits by default); "
+                         "robustness: the algorithms under message loss (not in the paper)")
     rp.add_argument("--out", default="results", help="output folder")
     rp.add_argument("--iterations", type=_positive_int, default=None,
-                    help="iterations (communication rounds for multi-gossip and mnist-mlp); default the paper's")
+                    help="iterations (communication rounds for multi-gossip, mnist-mlp and robustness); default the "
+                         "paper's")
     rp.add_argument("--data", choices=["digits", "mnist"], default="digits",
                     help="mnist-mlp: scikit-learn's bundled digits, or MNIST from --data-dir")
     rp.add_argument("--data-dir", default=None, help="mnist-mlp: the folder with MNIST's four IDX files")

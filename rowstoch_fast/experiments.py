@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import os
+import warnings
 
 import numpy as np
 
@@ -19,7 +20,7 @@ from .protocol import a_protocol, pull_diag
 from .runner import Algorithm, run
 
 __all__ = ["LINEAR_SPEEDUP_LR", "MULTI_GOSSIP_LR", "reproduce_pull_diag", "reproduce_linear_speedup",
-           "reproduce_multi_gossip", "reproduce_mnist_mlp", "mlp", "demo"]
+           "reproduce_multi_gossip", "reproduce_mnist_mlp", "reproduce_robustness", "mlp", "demo"]
 
 #: Learning rates of the paper's linear-speedup figure on exponential graphs (shared/paper_graphs.md).
 LINEAR_SPEEDUP_LR = {1: 5e-2, 2: 2.6e-2, 8: 6.4e-3, 16: 3e-3, 128: 4e-4, 512: 1e-4}
@@ -189,6 +190,88 @@ def reproduce_multi_gossip(out_dir, communication_rounds=2000, repeats=5, rounds
         log(f"wrote {_save(fig, out_dir, 'multi_gossip.png')}")
         plt.close(fig)
     return finals
+
+
+#: The algorithms of the robustness experiment (row-stochastic, then push-based).
+ROBUSTNESS_ALGORITHMS = ("pull-diag-gt", "mg-pull-diag-gt", "frost", "push-pull", "push-diging", "sgp")
+
+
+def reproduce_robustness(out_dir, rounds_budget=1000, repeats=10, losses=(0.0, 0.1, 0.3, 0.5), mg_rounds=5,
+                         bursty=(0.9, 0.05, 0.2), algorithms=ROBUSTNESS_ALGORITHMS, seed=0, progress=True, log=print):
+    """Message loss against the algorithms (issue 12): the directed exponential graph (n = 64) and the paper's
+    ring (n = 16), the synthetic logistic problem, each algorithm at the learning rate tuned on the lossless
+    network, then under Bernoulli loss ``p`` in ``losses`` and one bursty (Gilbert-Elliott) setting
+    ``bursty = (p in the bad state, p_bad, p_recover)``, all with the same communication budget.
+
+    Row-stochastic receivers renormalise over what arrived (their rows stay stochastic); a push-based
+    sender's lost mass is lost. Returns the table (also ``robustness.csv``, and ``robustness.png``: the final
+    gradient metric against the loss rate, one line per algorithm, the spread over ``repeats``).
+    """
+    import pandas as pd
+
+    from . import compare as cmp
+    from .network import Lossy
+
+    os.makedirs(out_dir, exist_ok=True)
+    graphs = {"exponential (n = 64)": topology.exponential(64), "ring (n = 16)": topology.paper_graphs()["ring"]}
+    names = list(algorithms)
+    settings = [(f"p = {p:g}", p, None) for p in losses]
+    if bursty is not None:
+        p_bad_state, p_bad, p_recover = bursty
+        settings.append((f"bursty (p_bad = {p_bad:g}, p_recover = {p_recover:g})",
+                         p_bad_state * p_bad / (p_bad + p_recover), bursty))
+    rows = []
+    for gname, A in graphs.items():
+        f = NonconvexLogistic.synthetic(A.n, total=204800, batch=200, seed=42)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # the grid's too-large rates diverge: expected
+            tuned = cmp.compare(A, f, names, rounds_budget, tune=True, repeats=1, seed=seed, mg_rounds=mg_rounds,
+                                progress=False, points=4)
+        rates = tuned.attrs["lr"]
+        log(f"{gname}: learning rates tuned without loss: "
+            + ", ".join(f"{k} {v:g}" for k, v in rates.items()))
+        for label, rate, spec in settings:
+            if spec is None:
+                net = A if rate == 0 else Lossy(A, rate, seed=seed + 1)
+            else:
+                net = Lossy(A, spec[0], seed=seed + 1, model="gilbert-elliott", p_bad=spec[1], p_recover=spec[2])
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)  # losses can make a tuned rate diverge: recorded
+                frame = cmp.compare(net, f, names, rounds_budget, lr=rates, repeats=repeats, seed=seed,
+                                    mg_rounds=mg_rounds, progress=progress, points=10)
+            for name in names:
+                part = frame[frame["algorithm"] == name]
+                last = part[part["iteration"] == part["iteration"].max()]
+                status = frame.attrs["status"].get(name, "?")
+                rows.append({"graph": gname, "setting": label, "loss_rate": rate, "algorithm": name,
+                             "lr": rates[name], "grad_norm": float(last["grad_norm"].mean()),
+                             "grad_norm_std": float(last["grad_norm"].std(ddof=0)), "status": status})
+            log(f"  {label:<40}" + "  ".join(f"{r['algorithm']} {r['grad_norm']:.2e}"
+                                            for r in rows[-len(names):]))
+    table = pd.DataFrame(rows)
+    table.to_csv(os.path.join(out_dir, "robustness.csv"), index=False)
+    plt = _plt()
+    if plt is not None:
+        fig, axes = plt.subplots(1, len(graphs), figsize=(5.5 * len(graphs), 4), squeeze=False)
+        for ax, gname in zip(axes[0], graphs):
+            part = table[table["graph"] == gname]
+            for k, name in enumerate(names):
+                mine = part[part["algorithm"] == name]
+                plain = mine[mine["setting"].str.startswith("p =")]
+                line = ax.errorbar(plain["loss_rate"], plain["grad_norm"], yerr=plain["grad_norm_std"], marker="o",
+                                   capsize=3, label=name)
+                burst = mine[~mine["setting"].str.startswith("p =")]
+                ax.plot(burst["loss_rate"], burst["grad_norm"], marker="*", markersize=12, linestyle="none",
+                        color=line[0].get_color())
+            ax.set_yscale("log")
+            ax.set_xlabel("message loss rate (star: bursty losses, same mean rate)")
+            ax.set_title(f"{gname}, {rounds_budget} communication rounds", fontsize=9)
+        axes[0, 0].set_ylabel("final ||(1/n) sum_i grad f_i(x_i)||")
+        axes[0, 0].legend(fontsize=7)
+        log(f"wrote {_save(fig, out_dir, 'robustness.png')}")
+        plt.close(fig)
+    log(f"wrote {os.path.join(out_dir, 'robustness.csv')}")
+    return table
 
 
 def mlp(inputs, classes=10, hidden=(64, 32, 16)):

@@ -82,6 +82,11 @@ class Network:
         """The :class:`MixingMatrix` of gossip round ``r`` of iteration ``t``."""
         raise NotImplementedError
 
+    def map(self, f):  # pragma: no cover - abstract
+        """The same network (same losses, same sleep) over ``f(M)`` of each of its matrices ``M``: e.g.
+        ``net.map(mixing.out_degree_weights)``, the column-stochastic twin that push-based methods run on."""
+        raise NotImplementedError
+
     def _entries(self, t, r):
         """(csr, weight of each stored entry in this round, or None for the base weights): subclasses that
         drop entries override this; the default materialises :meth:`matrix`."""
@@ -236,6 +241,11 @@ class Schedule(Network):
     def static(self):
         return self.matrices[0] if len(self.matrices) == 1 and self._validated else None
 
+    def map(self, f):
+        out = Schedule([f(m) for m in self.matrices])
+        out._validated = self._validated
+        return out
+
     def __repr__(self):
         return f"Schedule({len(self.matrices)} matrices, n={self.n}, stochastic={self.stochastic!r})"
 
@@ -340,6 +350,11 @@ class Lossy(Network):
         base = self.base if isinstance(self.base, MixingMatrix) else self.base.static
         return base if self.p == 0 and self.model == "bernoulli" else None
 
+    def map(self, f):
+        base = f(self.base) if isinstance(self.base, MixingMatrix) else self.base.map(f)
+        kw = {"p_bad": self.p_bad, "p_recover": self.p_recover} if self.model == "gilbert-elliott" else {}
+        return Lossy(base, self.p, seed=self.seed, model=self.model, **kw)
+
     def mix(self, X, t, rounds=1, out=None):
         """The rounds of iteration ``t`` applied to ``X``; Bernoulli losses on a matrix (or a schedule of
         matrices) run in one compiled CSR pass per round (``_core.mix_lossy``: losses hashed in the pass,
@@ -412,6 +427,9 @@ class Sleepy(Network):
     def static(self):
         base = self.base if isinstance(self.base, MixingMatrix) else self.base.static
         return base if self.q == 1 else None
+
+    def map(self, f):
+        return Sleepy(f(self.base) if isinstance(self.base, MixingMatrix) else self.base.map(f), self.q, seed=self.seed)
 
     def awake(self, t):
         """Boolean mask of the nodes awake at iteration ``t``."""

@@ -34,10 +34,11 @@ class Algorithm:
 
     Parameters
     ----------
-    A : MixingMatrix
-        The row-stochastic network; algorithms that mix with a column-stochastic
+    A : MixingMatrix or network
+        The row-stochastic network (a time-varying one of :mod:`rowstoch_fast.network`
+        too, on the CPU backend); algorithms that mix with a column-stochastic
         ``C`` get the same graph with out-degree weights
-        (:func:`~rowstoch_fast.mixing.out_degree_weights`).
+        (:func:`~rowstoch_fast.mixing.out_degree_weights`, and the same losses).
     lr : float
     rounds : int, default 1
         ``1`` is Pull-Diag-GT (eq. 8); ``R > 1`` is MG-Pull-Diag-GT (eq. 14),
@@ -68,8 +69,10 @@ class Algorithm:
     method: str = "pull-diag-gt"
 
     def __post_init__(self):
-        if not isinstance(self.A, MixingMatrix):
-            raise TypeError(f"A must be a MixingMatrix, got {type(self.A).__name__}")
+        from .network import Network
+
+        if not isinstance(self.A, (MixingMatrix, Network)):
+            raise TypeError(f"A must be a MixingMatrix or a network (rowstoch_fast.network), got {type(self.A).__name__}")
         if self.method not in REGISTRY:
             raise ValueError(f"method must be one of {', '.join(sorted(REGISTRY))}, got {self.method!r}")
         check_positive_float(self.lr, "lr")

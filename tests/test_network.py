@@ -274,3 +274,16 @@ def test_a_varying_network_on_another_backend_is_refused_clearly():
     pytest.importorskip("mpi4py")
     with pytest.raises(ValueError, match="runs on backend='cpu' for now"):
         PullDiagGT(NETWORKS["lossy"], np.zeros((30, 2)), lr=0.1, backend="mpi")
+
+
+def test_the_robustness_experiment_at_a_tiny_size(tmp_path):
+    """rowstoch reproduce robustness' protocol: tuned rates without loss, then every loss setting, one table."""
+    from rowstoch_fast.experiments import reproduce_robustness
+
+    table = reproduce_robustness(str(tmp_path), rounds_budget=40, repeats=2, losses=(0.0, 0.3), mg_rounds=2,
+                                 algorithms=("pull-diag-gt", "mg-pull-diag-gt", "sgp"), progress=False,
+                                 log=lambda *a: None)
+    assert len(table) == 2 * 3 * 3  # graphs x (2 Bernoulli + bursty) x algorithms
+    assert set(table["setting"]) == {"p = 0", "p = 0.3", "bursty (p_bad = 0.05, p_recover = 0.2)"}
+    assert np.isfinite(table["grad_norm"]).all()
+    assert (tmp_path / "robustness.csv").exists() and (tmp_path / "robustness.png").exists()

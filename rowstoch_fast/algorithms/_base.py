@@ -584,7 +584,10 @@ class Optimizer:
         ``A`` itself and/or ``C``, the same graph with out-degree weights."""
         from ..mixing import out_degree_weights
 
-        return {name: (A if name == "A" else out_degree_weights(A)) for name in cls.matrices}
+        def column(M):  # a time-varying network: the same losses and schedule over out-degree weights
+            return out_degree_weights(M) if isinstance(M, MixingMatrix) else M.map(out_degree_weights)
+
+        return {name: (A if name == "A" else column(A)) for name in cls.matrices}
 
     @classmethod
     def build(cls, A, x0, lr, *, rounds=1, tracker="exact", backend="auto", **options):
