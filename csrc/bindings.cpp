@@ -247,9 +247,10 @@ py::array check_block_io(const Csr& A, const py::array& X, py::object out_obj) {
     return out;
 }
 
-py::array mix(py::array indptr, py::array indices, py::array data, py::array X,
-              py::object out, bool check_indices, int64_t ncols) {
-    if (ncols < -1) throw py::value_error(cat("ncols must be >= 0 (or -1 for square), got ", ncols));
+// Y = f(A, X) for a one-pass kernel f(Ap, Aj, Ax, n, X, w, Y) over a checked CSR A and block X (out: Y).
+template <class F>
+py::array one_pass(py::array indptr, py::array indices, py::array data, py::array X, py::object out,
+                   bool check_indices, int64_t ncols, F&& kernel) {
     Csr A = check_csr(indptr, indices, data, check_indices, ncols);
     py::array Y = check_block_io(A, X, out);
     const int64_t w = X.shape(1);
@@ -260,28 +261,28 @@ py::array mix(py::array indptr, py::array indices, py::array data, py::array X,
         const T *Ax = cptr<T>(A.data), *Xp = cptr<T>(X);
         T* Yp = ptr<T>(Y);
         py::gil_scoped_release nogil;
-        rowstoch::csr_mix(Ap, Aj, Ax, A.n, Xp, w, Yp);
+        kernel(Ap, Aj, Ax, A.n, Xp, w, Yp);
     });
     return Y;
+}
+
+py::array mix(py::array indptr, py::array indices, py::array data, py::array X,
+              py::object out, bool check_indices, int64_t ncols) {
+    if (ncols < -1) throw py::value_error(cat("ncols must be >= 0 (or -1 for square), got ", ncols));
+    return one_pass(indptr, indices, data, X, out, check_indices, ncols,
+                    [](auto Ap, auto Aj, auto Ax, int64_t n, auto Xp, int64_t w, auto Yp) {
+                        rowstoch::csr_mix(Ap, Aj, Ax, n, Xp, w, Yp);
+                    });
 }
 
 py::array mix_lossy(py::array indptr, py::array indices, py::array data, py::array X, py::object out,
                     std::uint64_t seed, std::uint64_t t, std::uint64_t r, double p, bool renormalise,
                     bool check_indices) {
     if (!(p >= 0.0 && p < 1.0)) throw py::value_error(cat("p must be in [0, 1), got ", p));
-    Csr A = check_csr(indptr, indices, data, check_indices);
-    py::array Y = check_block_io(A, X, out);
-    const int64_t w = X.shape(1);
-    dispatch(A, [&](auto i, auto tv) {
-        using I = decltype(i);
-        using T = decltype(tv);
-        const I *Ap = cptr<I>(A.indptr), *Aj = cptr<I>(A.indices);
-        const T *Ax = cptr<T>(A.data), *Xp = cptr<T>(X);
-        T* Yp = ptr<T>(Y);
-        py::gil_scoped_release nogil;
-        rowstoch::csr_mix_lossy(Ap, Aj, Ax, A.n, Xp, w, Yp, seed, t, r, p, renormalise);
-    });
-    return Y;
+    return one_pass(indptr, indices, data, X, out, check_indices, -1,
+                    [&](auto Ap, auto Aj, auto Ax, int64_t n, auto Xp, int64_t w, auto Yp) {
+                        rowstoch::csr_mix_lossy(Ap, Aj, Ax, n, Xp, w, Yp, seed, t, r, p, renormalise);
+                    });
 }
 
 py::array mix_power(py::array indptr, py::array indices, py::array data, py::array X, int64_t R,

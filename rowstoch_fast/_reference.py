@@ -93,24 +93,8 @@ def pull_diag_gt(A, x0, lr, grad_fn, T, R=1):
 
     Returns the lists of iterates ``x^(t)`` and ``y^(t)``, ``t = 0..T``.
     """
-    A = np.asarray(A, dtype=np.float64)
-    AR = np.linalg.matrix_power(A, R)
-    x = np.array(x0, dtype=np.float64)
-    g = np.asarray(grad_fn(x), dtype=np.float64)
-    y = g.copy()
-    V = np.eye(A.shape[0])  # Tilde D_t = A^(tR)
-    xs, ys = [x.copy()], [y.copy()]
-    for _ in range(T):
-        D_old = np.diag(V).copy()
-        x = AR @ (x - lr * y)
-        V = AR @ V
-        D_new = np.diag(V).copy()
-        g_new = np.asarray(grad_fn(x), dtype=np.float64)
-        y = AR @ (y + g_new / D_new[:, None] - g / D_old[:, None])
-        g = g_new
-        xs.append(x.copy())
-        ys.append(y.copy())
-    return xs, ys
+    AR = np.linalg.matrix_power(np.asarray(A, dtype=np.float64), R)
+    return pull_diag_gt_varying(lambda t: AR, x0, lr, grad_fn, T)  # a static network: A_t = A^R
 
 
 def pull_diag_gt_varying(A_of, x0, lr, grad_fn, T):

@@ -52,6 +52,13 @@ def _save(fig, out_dir, name):
     return path
 
 
+def _finish(plt, fig, axes, out_dir, name, log):
+    """The legend on the first panel, the figure saved as ``name`` and closed."""
+    axes[0, 0].legend(fontsize=7)
+    log(f"wrote {_save(fig, out_dir, name)}")
+    plt.close(fig)
+
+
 def reproduce_pull_diag(out_dir, iterations=100, d=4, seed=0, log=print):
     """Figure 1: consensus error of Pull-Diag (and the A-protocol) on the paper's 16-node graphs.
 
@@ -267,9 +274,7 @@ def reproduce_robustness(out_dir, rounds_budget=1000, repeats=10, losses=(0.0, 0
             ax.set_xlabel("message loss rate (star: bursty losses, same mean rate)")
             ax.set_title(f"{gname}, {rounds_budget} communication rounds", fontsize=9)
         axes[0, 0].set_ylabel("final ||(1/n) sum_i grad f_i(x_i)||")
-        axes[0, 0].legend(fontsize=7)
-        log(f"wrote {_save(fig, out_dir, 'robustness.png')}")
-        plt.close(fig)
+        _finish(plt, fig, axes, out_dir, "robustness.png", log)
     log(f"wrote {os.path.join(out_dir, 'robustness.csv')}")
     return table
 
@@ -425,9 +430,7 @@ def reproduce_mnist_mlp(out_dir, data="digits", data_dir=None, communication_rou
             axes[1, k].set_xlabel("communication rounds")
         axes[0, 0].set_ylabel("training loss (nodes' mean)")
         axes[1, 0].set_ylabel("test accuracy (nodes' mean)")
-        axes[0, 0].legend(fontsize=7)
-        log(f"wrote {_save(fig, out_dir, 'mnist_mlp.png')}")
-        plt.close(fig)
+        _finish(plt, fig, axes, out_dir, "mnist_mlp.png", log)
     log(f"wrote {os.path.join(out_dir, 'mnist_mlp.csv')}")
     return frame
 

@@ -287,3 +287,17 @@ def test_the_robustness_experiment_at_a_tiny_size(tmp_path):
     assert set(table["setting"]) == {"p = 0", "p = 0.3", "bursty (p_bad = 0.05, p_recover = 0.2)"}
     assert np.isfinite(table["grad_norm"]).all()
     assert (tmp_path / "robustness.csv").exists() and (tmp_path / "robustness.png").exists()
+
+
+def test_the_runner_resumes_a_lossy_run_from_its_checkpoint(tmp_path):
+    from rowstoch_fast import Algorithm, run
+    from rowstoch_fast.objectives import Quadratic
+
+    net = Lossy(topology.exponential(16), 0.2, seed=3)
+    f = Quadratic.random(16, 3, seed=0, sigma=0.1)
+    whole = run(Algorithm(net, 0.01), f, 60, record_every=20, progress=False)
+    ck = str(tmp_path / "ck.npz")
+    run(Algorithm(net, 0.01), f, 30, record_every=10, progress=False, checkpoint=ck)
+    resumed = run(Algorithm(net, 0.01), f, 60, record_every=20, progress=False, resume=ck)
+    last = lambda h: h.frame[h.frame["iteration"] == 60][["grad_norm", "loss", "consensus_error"]].values  # noqa
+    assert np.array_equal(last(resumed), last(whole))

@@ -12,23 +12,17 @@
 
 #include <cstdint>
 
+#include "hash.hpp"
 #include "parallel.hpp"
 
 namespace rowstoch {
 
-inline std::uint64_t hash_mix64(std::uint64_t z) {
-    z += 0x9E3779B97F4A7C15ULL;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-}
-
 // The chain of network.uniform_hash over (seed, t, r): what every entry of the round shares.
 inline std::uint64_t hash_prefix(std::uint64_t seed, std::uint64_t t, std::uint64_t r) {
     std::uint64_t h = 0x243F6A8885A308D3ULL;
-    h = hash_mix64(h ^ seed);
-    h = hash_mix64(h ^ t);
-    return hash_mix64(h ^ r);
+    h = mix64(h ^ seed);
+    h = mix64(h ^ t);
+    return mix64(h ^ r);
 }
 
 inline double hash_uniform(std::uint64_t h) { return static_cast<double>(h >> 11) * 0x1.0p-53; }
@@ -42,13 +36,13 @@ inline void lossy_row(const I Ap[], const I Aj[], const T Ax[], const T* __restr
     T regs[kRegs ? K : 1];
     T* __restrict acc = kRegs ? regs : Y + i * w;
     for (std::int64_t c = 0; c < width; ++c) acc[c] = T(0);
-    const std::uint64_t row = hash_mix64(round ^ static_cast<std::uint64_t>(i));
+    const std::uint64_t row = mix64(round ^ static_cast<std::uint64_t>(i));
     T den = T(0);
     bool lost = false;
     const I end = Ap[i + 1];
     for (I q = Ap[i]; q < end; ++q) {  // branch-free: a lost message adds 0 * x (as the NumPy path does)
         const std::int64_t j = static_cast<std::int64_t>(Aj[q]);
-        const bool gone = j != i && hash_uniform(hash_mix64(row ^ static_cast<std::uint64_t>(j))) < p;
+        const bool gone = j != i && hash_uniform(mix64(row ^ static_cast<std::uint64_t>(j))) < p;
         lost |= gone;
         const T a = gone ? T(0) : Ax[q];
         const T* __restrict x = X + j * width;

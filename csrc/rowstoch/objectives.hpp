@@ -18,18 +18,11 @@
 #include <utility>
 #include <vector>
 
+#include "hash.hpp"
 #include "parallel.hpp"
 #include "simd.hpp"
 
 namespace rowstoch {
-
-// SplitMix64 finaliser: a bijective 64-bit mix.
-inline std::uint64_t mix64(std::uint64_t z) {
-    z += 0x9E3779B97F4A7C15ULL;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-}
 
 // A small counter-based stream: state = key, next() = mix64(key + k * golden).
 // Small bounds take small draws from a pool of bits, low bits first: 16 bits
