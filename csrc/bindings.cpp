@@ -277,11 +277,25 @@ py::array mix(py::array indptr, py::array indices, py::array data, py::array X,
 
 py::array mix_lossy(py::array indptr, py::array indices, py::array data, py::array X, py::object out,
                     std::uint64_t seed, std::uint64_t t, std::uint64_t r, double p, bool renormalise,
-                    bool check_indices) {
+                    py::object awake_obj, bool check_indices) {
     if (!(p >= 0.0 && p < 1.0)) throw py::value_error(cat("p must be in [0, 1), got ", p));
+    py::array awake;
+    const std::uint8_t* mask = nullptr;
+    if (!awake_obj.is_none()) {
+        awake = awake_obj.cast<py::array>();
+        check_ndim(awake, "awake", 1);
+        check_contiguous(awake, "awake");
+        if (awake.dtype().kind() != 'b' && !(awake.dtype().kind() == 'u' && awake.itemsize() == 1))
+            throw py::type_error(cat("awake must be a bool (or uint8) array, got ", dtype_name(awake)));
+        if (!renormalise) throw py::value_error("awake is for row-stochastic (renormalising) rounds only");
+        if (awake.shape(0) != indptr.shape(0) - 1)
+            throw py::value_error(cat("awake has ", awake.shape(0), " entries, expected one per node (",
+                                      indptr.shape(0) - 1, ")"));
+        mask = static_cast<const std::uint8_t*>(awake.data());
+    }
     return one_pass(indptr, indices, data, X, out, check_indices, -1,
                     [&](auto Ap, auto Aj, auto Ax, int64_t n, auto Xp, int64_t w, auto Yp) {
-                        rowstoch::csr_mix_lossy(Ap, Aj, Ax, n, Xp, w, Yp, seed, t, r, p, renormalise);
+                        rowstoch::csr_mix_lossy(Ap, Aj, Ax, n, Xp, w, Yp, seed, t, r, p, renormalise, mask);
                     });
 }
 
@@ -637,7 +651,7 @@ PYBIND11_MODULE(_core, m) {
           "Y = A X for CSR A (n x ncols, square by default) and dense C-contiguous X (ncols x d).");
     m.def("mix_lossy", &mix_lossy, py::arg("indptr"), py::arg("indices"), py::arg("data"), py::arg("X"),
           py::arg("out") = py::none(), py::arg("seed") = 0, py::arg("t") = 0, py::arg("r") = 0, py::arg("p") = 0.0,
-          py::arg("renormalise") = true, py::arg("check_indices") = true,
+          py::arg("renormalise") = true, py::arg("awake") = py::none(), py::arg("check_indices") = true,
           "One lossy gossip round (rowstoch_fast.network.Lossy): messages j -> i (j != i) lost when "
           "uniform_hash(seed, t, r, i, j) < p; row-stochastic receivers renormalise over what arrived.");
     m.def("mix_power", &mix_power, py::arg("indptr"), py::arg("indices"), py::arg("data"),

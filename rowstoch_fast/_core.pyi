@@ -34,6 +34,7 @@ def mix_lossy(
     r: int = 0,
     p: float = 0.0,
     renormalise: bool = True,
+    awake: NDArray[np.bool_] | None = None,
     check_indices: bool = True,
 ) -> NDArray[np.floating]: ...
 def mix_power(

@@ -174,6 +174,31 @@ def _with_diagonal(csr, weights, nodes):
     return out, w[order]
 
 
+def _compiled_rounds(base, X, t, rounds, out, seed, p, renormalise, awake):
+    """The rounds of iteration ``t`` through ``_core.mix_lossy`` (losses hashed in the CSR pass, rows
+    renormalised there, sleeping nodes keep their values), ping-ponging buffers, the last round into ``out``."""
+    from . import _core
+
+    X = np.asarray(X)
+    M = _base_matrix(base, t, 0)
+    X2 = np.ascontiguousarray(X.reshape(X.shape[0], -1), dtype=M.dtype)
+    final = None
+    if out is not None and out.dtype == M.dtype and out.flags.c_contiguous and not np.shares_memory(out, X):
+        final = out.reshape(X2.shape)
+    Y = X2
+    for r in range(rounds):
+        c = _base_matrix(base, t, r).csr
+        dst = final if (r == rounds - 1 and final is not None) else np.empty_like(X2)
+        _core.mix_lossy(c.indptr, c.indices, c.data, Y, dst, seed=seed, t=t, r=r, p=p, renormalise=renormalise,
+                        awake=awake, check_indices=False)
+        Y = dst
+    if out is not None:
+        if final is None:
+            out[...] = Y.reshape(X.shape)
+        return out
+    return Y.reshape(X.shape)
+
+
 def as_network(A):
     """``A`` as a network: a network passes through; a :class:`MixingMatrix` (or anything it accepts) is the
     static network of that matrix."""
@@ -361,28 +386,9 @@ class Lossy(Network):
         rows renormalised there), the rest through NumPy."""
         t = check_int(t, "t", minimum=0)
         rounds = check_int(rounds, "rounds", minimum=1)
-        if self.model != "bernoulli" or not (isinstance(self.base, MixingMatrix) or isinstance(self.base, Schedule)):
+        if self.model != "bernoulli" or not isinstance(self.base, (MixingMatrix, Schedule)):
             return super().mix(X, t, rounds, out)
-        from . import _core
-
-        X = np.asarray(X)
-        M = _base_matrix(self.base, t, 0)
-        X2 = np.ascontiguousarray(X.reshape(X.shape[0], -1), dtype=M.dtype)
-        final = None
-        if out is not None and out.dtype == M.dtype and out.flags.c_contiguous and not np.shares_memory(out, X):
-            final = out.reshape(X2.shape)  # the last round writes into out
-        Y = X2
-        for r in range(rounds):
-            c = _base_matrix(self.base, t, r).csr
-            dst = final if (r == rounds - 1 and final is not None) else np.empty_like(X2)
-            _core.mix_lossy(c.indptr, c.indices, c.data, Y, dst, seed=self.seed, t=t, r=r, p=self.p,
-                            renormalise=self.stochastic == "row", check_indices=False)
-            Y = dst
-        if out is not None:
-            if final is None:
-                out[...] = Y.reshape(X.shape)
-            return out
-        return Y.reshape(X.shape)
+        return _compiled_rounds(self.base, X, t, rounds, out, self.seed, self.p, self.stochastic == "row", None)
 
     def _entries(self, t, r):
         csr, weights = _base_entries(self.base, t, r)
@@ -430,6 +436,19 @@ class Sleepy(Network):
 
     def map(self, f):
         return Sleepy(f(self.base) if isinstance(self.base, MixingMatrix) else self.base.map(f), self.q, seed=self.seed)
+
+    def mix(self, X, t, rounds=1, out=None):
+        """The rounds of iteration ``t`` applied to ``X``: row-stochastic sleep over a matrix, a schedule or
+        their Bernoulli losses runs in the compiled pass (the awake mask drawn once per iteration); the rest
+        through NumPy."""
+        t = check_int(t, "t", minimum=0)
+        rounds = check_int(rounds, "rounds", minimum=1)
+        inner, p, seed = self.base, 0.0, 0
+        if isinstance(inner, Lossy) and inner.model == "bernoulli":
+            inner, p, seed = inner.base, inner.p, inner.seed
+        if self.stochastic != "row" or not isinstance(inner, (MixingMatrix, Schedule)):
+            return super().mix(X, t, rounds, out)
+        return _compiled_rounds(inner, X, t, rounds, out, seed, p, True, self.awake(t))
 
     def awake(self, t):
         """Boolean mask of the nodes awake at iteration ``t``."""

@@ -301,3 +301,15 @@ def test_the_runner_resumes_a_lossy_run_from_its_checkpoint(tmp_path):
     resumed = run(Algorithm(net, 0.01), f, 60, record_every=20, progress=False, resume=ck)
     last = lambda h: h.frame[h.frame["iteration"] == 60][["grad_norm", "loss", "consensus_error"]].values  # noqa
     assert np.array_equal(last(resumed), last(whole))
+
+
+@pytest.mark.parametrize("name", ["lossy", "lossy-schedule", "sleepy", "sleepy-lossy", "sleepy-no-self-loops"])
+def test_the_compiled_pass_equals_the_numpy_path(name):
+    """Lossy and Sleepy mixing in _core.mix_lossy gives what the NumPy definition gives (Network.mix over the
+    round's weights): the same losses, the same renormalisation."""
+    from rowstoch_fast.network import Network
+
+    net = NETWORKS[name]
+    X = np.random.default_rng(7).standard_normal((net.n, 3))
+    for t in range(6):
+        np.testing.assert_allclose(net.mix(X, t, rounds=2), Network.mix(net, X, t, rounds=2), rtol=1e-14, atol=1e-15)
