@@ -246,6 +246,19 @@ def _matrix_from_args(args):
 
 def _check_run_args(args):
     """Cheap checks of ``rowstoch run``'s options, before any network, data or folder is built."""
+    if not 0.0 <= args.loss < 1.0:
+        raise UsageError(f"--loss must be in [0, 1), got {args.loss}")
+    if not 0.0 < args.awake <= 1.0:
+        raise UsageError(f"--awake must be in (0, 1], got {args.awake}")
+    bursty = args.loss_model == "gilbert-elliott"
+    if bursty != (args.p_bad is not None and args.p_recover is not None) or (not bursty and (args.p_bad or args.p_recover)):
+        raise UsageError("--loss-model gilbert-elliott needs --p-bad and --p-recover (and they go with it only)")
+    for name in ("p_bad", "p_recover"):
+        value = getattr(args, name)
+        if value is not None and not 0.0 < value <= 1.0:
+            raise UsageError(f"--{name.replace('_', '-')} must be in (0, 1], got {value}")
+    if (args.loss or bursty or args.awake != 1.0) and args.backend != "cpu":
+        raise UsageError(f"--loss and --awake run on --backend cpu for now, not {args.backend}")
     if args.lr is not None and not (np.isfinite(args.lr) and args.lr > 0):
         raise UsageError(f"--lr must be a finite number > 0, got {args.lr}")
     if not args.algorithm.startswith("mg-") and args.rounds not in (None, 1):
@@ -274,10 +287,24 @@ def _check_objective_size(args, n):
         raise UsageError(f"--batch {args.batch} exceeds the {args.total // n} samples per node (--total / n)")
 
 
+def _unreliable(A, args):
+    """``A`` wrapped in the losses and sleep that --loss / --awake ask for (``A`` itself without them)."""
+    from .network import Lossy, Sleepy
+
+    net = A  # (the options were checked in _check_run_args)
+    if args.loss or args.loss_model != "bernoulli":
+        kw = {"p_bad": args.p_bad, "p_recover": args.p_recover} if args.loss_model == "gilbert-elliott" else {}
+        net = Lossy(net, args.loss, seed=args.network_seed, model=args.loss_model, **kw)
+    if args.awake != 1.0:
+        net = Sleepy(net, args.awake, seed=args.network_seed)
+    return net
+
+
 def _run_config(args):
     """The options that identify a run: stored in its checkpoint and compared on --resume."""
     keys = ("topology", "n", "matrix", "normalize", "objective", "total", "batch", "d", "rho", "heterogeneity",
-            "sigma", "data_seed", "backend", "dtype")
+            "sigma", "data_seed", "backend", "dtype", "loss", "loss_model", "p_bad", "p_recover", "awake",
+            "network_seed")
     config = {k: getattr(args, k) for k in keys}
     if args.matrix:
         config["topology"] = config["n"] = None
@@ -358,7 +385,8 @@ def cmd_run(args):
         rounds = args.rounds or (A.metrics().recommended_rounds() if mg else 1)
         method = args.algorithm[3:] if mg else args.algorithm
         lr = args.lr if args.lr is not None else default_lr(method, A.n)
-        algo = Algorithm(A, lr, rounds=rounds, tracker=args.tracker, backend=args.backend, method=method)
+        algo = Algorithm(_unreliable(A, args), lr, rounds=rounds, tracker=args.tracker, backend=args.backend,
+                         method=method)
     except (ValueError, TypeError) as exc:
         raise UsageError(str(exc)) from exc
     diverged = None
@@ -726,6 +754,20 @@ def make_parser():
     alg.add_argument("--dtype", choices=["float64", "float32"], default="float64",
                      help="value type of the matrix, the iterates and the objective (float32: half the memory)")
     _objective_options(r)
+    unreliable = r.add_argument_group("unreliable network (rowstoch_fast.network; CPU backend)")
+    unreliable.add_argument("--loss", type=float, default=0.0,
+                            help="probability that a message is lost (row-stochastic receivers renormalise over what "
+                                 "arrived; push-based senders lose the mass); with --loss-model gilbert-elliott: "
+                                 "the loss probability in the bad state")
+    unreliable.add_argument("--loss-model", choices=["bernoulli", "gilbert-elliott"], default="bernoulli",
+                            help="independent losses, or bursty ones (a good/bad chain per link)")
+    unreliable.add_argument("--p-bad", type=float, default=None, help="gilbert-elliott: P(good -> bad) per iteration")
+    unreliable.add_argument("--p-recover", type=float, default=None,
+                            help="gilbert-elliott: P(bad -> good) per iteration")
+    unreliable.add_argument("--awake", type=float, default=1.0,
+                            help="probability that a node is awake in an iteration (a sleeping node neither sends nor "
+                                 "updates)")
+    unreliable.add_argument("--network-seed", type=_nonnegative_int, default=0, help="seed of the losses and sleep")
     rn = r.add_argument_group("run")
     rn.add_argument("--iterations", type=_nonnegative_int, default=1000, help="iterations T (R T gossip rounds)")
     rn.add_argument("--repeats", type=_positive_int, default=1, help="independent repetitions, batched")

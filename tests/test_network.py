@@ -313,3 +313,30 @@ def test_the_compiled_pass_equals_the_numpy_path(name):
     X = np.random.default_rng(7).standard_normal((net.n, 3))
     for t in range(6):
         np.testing.assert_allclose(net.mix(X, t, rounds=2), Network.mix(net, X, t, rounds=2), rtol=1e-14, atol=1e-15)
+
+
+def test_rowstoch_run_on_an_unreliable_network(tmp_path, capsys):
+    """rowstoch run --loss / --awake: runs, resumes from a checkpoint bit for bit, refuses bad options in one line."""
+    import pandas as pd
+
+    from rowstoch_fast import cli
+
+    base = ["run", "--n", "16", "--objective", "quadratic", "--loss", "0.2", "--awake", "0.9", "--network-seed", "3",
+            "--record-every", "10", "--no-progress"]
+    assert cli.main(base + ["--iterations", "40", "--out", str(tmp_path / "a")]) == 0
+    ck = str(tmp_path / "ck.npz")
+    assert cli.main(base + ["--iterations", "20", "--checkpoint", ck, "--out", str(tmp_path / "b")]) == 0
+    assert cli.main(base + ["--iterations", "40", "--resume", ck, "--out", str(tmp_path / "c")]) == 0
+    a, c = (pd.read_csv(tmp_path / k / "history.csv") for k in ("a", "c"))
+    assert np.array_equal(a[a["iteration"] == 40]["grad_norm"].values, c[c["iteration"] == 40]["grad_norm"].values)
+    static = ["run", "--n", "16", "--objective", "quadratic", "--iterations", "40", "--record-every", "10",
+              "--no-progress", "--out", str(tmp_path / "s")]
+    assert cli.main(static) == 0
+    assert not np.array_equal(pd.read_csv(tmp_path / "s" / "history.csv")["grad_norm"].values[-1:],
+                              a["grad_norm"].values[-1:])  # the losses changed the run
+    capsys.readouterr()
+    for bad, message in ((["--loss", "1.5"], "--loss must be in [0, 1)"),
+                         (["--loss-model", "gilbert-elliott", "--loss", "0.5"], "needs --p-bad and --p-recover"),
+                         (["--awake", "0"], "--awake must be in (0, 1]")):
+        assert cli.main(["run", "--out", str(tmp_path / "x")] + bad) == 2
+        assert message in capsys.readouterr().err
