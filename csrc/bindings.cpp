@@ -7,6 +7,7 @@
 #include <pybind11/pybind11.h>
 
 #include <cstdint>
+#include <limits>
 #include <cstdio>
 #include <string>
 #include <type_traits>
@@ -275,27 +276,55 @@ py::array mix(py::array indptr, py::array indices, py::array data, py::array X,
                     });
 }
 
+// An optional 1-D int64 array of global node ids (n_expected of them), each in 0..n_global-1; null if None.
+const std::int64_t* node_ids(const py::object& obj, const char* name, int64_t n_expected, int64_t n_global,
+                             py::array& keep) {
+    if (obj.is_none()) return nullptr;
+    keep = obj.cast<py::array>();
+    check_ndim(keep, name, 1);
+    check_contiguous(keep, name);
+    if (!is_i64(keep)) throw py::type_error(cat(name, " must be int64, got ", dtype_name(keep)));
+    if (keep.shape(0) != n_expected) throw py::value_error(cat(name, " has ", keep.shape(0), " ids, expected ", n_expected));
+    const std::int64_t* ids = cptr<std::int64_t>(keep);
+    for (int64_t k = 0; k < n_expected; ++k)
+        if (ids[k] < 0 || ids[k] >= n_global)
+            throw py::value_error(cat(name, "[", k, "] = ", ids[k], " is not a node of 0..", n_global - 1));
+    return ids;
+}
+
 py::array mix_lossy(py::array indptr, py::array indices, py::array data, py::array X, py::object out,
                     std::uint64_t seed, std::uint64_t t, std::uint64_t r, double p, bool renormalise,
-                    py::object awake_obj, bool check_indices) {
+                    py::object awake_obj, py::object row_ids_obj, py::object col_ids_obj, int64_t ncols,
+                    bool check_indices) {
     if (!(p >= 0.0 && p < 1.0)) throw py::value_error(cat("p must be in [0, 1), got ", p));
-    py::array awake;
+    if (ncols < -1) throw py::value_error(cat("ncols must be >= 0 (or -1 for square), got ", ncols));
+    const int64_t rows = indptr.shape(0) - 1, cols = ncols < 0 ? rows : ncols;
+    const bool has_ids = !row_ids_obj.is_none() || !col_ids_obj.is_none();
+    if (has_ids && (row_ids_obj.is_none() || col_ids_obj.is_none()))
+        throw py::value_error("row_ids and col_ids go together (the global ids of the rows and of the columns)");
+    if (cols != rows && !has_ids)
+        throw py::value_error("a rectangular share of a matrix needs row_ids and col_ids (the nodes' global ids)");
+    py::array awake, row_keep, col_keep;
     const std::uint8_t* mask = nullptr;
+    int64_t n_global = std::max(rows, cols);
     if (!awake_obj.is_none()) {
         awake = awake_obj.cast<py::array>();
         check_ndim(awake, "awake", 1);
         check_contiguous(awake, "awake");
         if (awake.dtype().kind() != 'b' && !(awake.dtype().kind() == 'u' && awake.itemsize() == 1))
             throw py::type_error(cat("awake must be a bool (or uint8) array, got ", dtype_name(awake)));
-        if (!renormalise) throw py::value_error("awake is for row-stochastic (renormalising) rounds only");
-        if (awake.shape(0) != indptr.shape(0) - 1)
-            throw py::value_error(cat("awake has ", awake.shape(0), " entries, expected one per node (",
-                                      indptr.shape(0) - 1, ")"));
         mask = static_cast<const std::uint8_t*>(awake.data());
+        n_global = awake.shape(0);
+        if (row_ids_obj.is_none() && n_global != rows)
+            throw py::value_error(cat("awake has ", n_global, " entries, expected one per node (", rows, ")"));
+    } else if (!row_ids_obj.is_none()) {
+        n_global = std::numeric_limits<int64_t>::max();
     }
-    return one_pass(indptr, indices, data, X, out, check_indices, -1,
+    rowstoch::NodeIds ids{node_ids(row_ids_obj, "row_ids", rows, n_global, row_keep),
+                          node_ids(col_ids_obj, "col_ids", cols, n_global, col_keep)};
+    return one_pass(indptr, indices, data, X, out, check_indices, ncols,
                     [&](auto Ap, auto Aj, auto Ax, int64_t n, auto Xp, int64_t w, auto Yp) {
-                        rowstoch::csr_mix_lossy(Ap, Aj, Ax, n, Xp, w, Yp, seed, t, r, p, renormalise, mask);
+                        rowstoch::csr_mix_lossy(Ap, Aj, Ax, n, Xp, w, Yp, seed, t, r, p, renormalise, mask, ids);
                     });
 }
 
@@ -651,7 +680,8 @@ PYBIND11_MODULE(_core, m) {
           "Y = A X for CSR A (n x ncols, square by default) and dense C-contiguous X (ncols x d).");
     m.def("mix_lossy", &mix_lossy, py::arg("indptr"), py::arg("indices"), py::arg("data"), py::arg("X"),
           py::arg("out") = py::none(), py::arg("seed") = 0, py::arg("t") = 0, py::arg("r") = 0, py::arg("p") = 0.0,
-          py::arg("renormalise") = true, py::arg("awake") = py::none(), py::arg("check_indices") = true,
+          py::arg("renormalise") = true, py::arg("awake") = py::none(), py::arg("row_ids") = py::none(),
+          py::arg("col_ids") = py::none(), py::arg("ncols") = -1, py::arg("check_indices") = true,
           "One lossy gossip round (rowstoch_fast.network.Lossy): messages j -> i (j != i) lost when "
           "uniform_hash(seed, t, r, i, j) < p; row-stochastic receivers renormalise over what arrived.");
     m.def("mix_power", &mix_power, py::arg("indptr"), py::arg("indices"), py::arg("data"),

@@ -35,6 +35,9 @@ def mix_lossy(
     p: float = 0.0,
     renormalise: bool = True,
     awake: NDArray[np.bool_] | None = None,
+    row_ids: NDArray[np.int64] | None = None,
+    col_ids: NDArray[np.int64] | None = None,
+    ncols: int = -1,
     check_indices: bool = True,
 ) -> NDArray[np.floating]: ...
 def mix_power(

@@ -92,10 +92,20 @@ class Network:
         drop entries override this; the default materialises :meth:`matrix`."""
         return self.matrix(t, r).csr, None
 
+    def plan(self, t):
+        """How iteration ``t`` runs in the compiled pass (``_core.mix_lossy``), or None where it cannot:
+        ``(matrix_of, seed, p, awake)`` with ``matrix_of(r)`` the base MixingMatrix of round ``r``, the loss
+        seed and probability, and the awake mask (or None). The MPI backend needs one."""
+        return None
+
     def mix(self, X, t, rounds=1, out=None):
-        """``A_{t,rounds-1} ... A_{t,0} X``: the gossip rounds of iteration ``t`` (``X``: shape (n,) or (n, d))."""
+        """``A_{t,rounds-1} ... A_{t,0} X``: the gossip rounds of iteration ``t`` (``X``: shape (n,) or (n, d)),
+        in the compiled pass where :meth:`plan` gives one, else through NumPy."""
         t = check_int(t, "t", minimum=0)
         rounds = check_int(rounds, "rounds", minimum=1)
+        plan = self.plan(t)
+        if plan is not None:
+            return _compiled_rounds(plan, X, t, rounds, out, self.stochastic == "row")
         X = np.asarray(X)
         Y = X
         for r in range(rounds):
@@ -174,20 +184,21 @@ def _with_diagonal(csr, weights, nodes):
     return out, w[order]
 
 
-def _compiled_rounds(base, X, t, rounds, out, seed, p, renormalise, awake):
+def _compiled_rounds(plan, X, t, rounds, out, renormalise):
     """The rounds of iteration ``t`` through ``_core.mix_lossy`` (losses hashed in the CSR pass, rows
     renormalised there, sleeping nodes keep their values), ping-ponging buffers, the last round into ``out``."""
     from . import _core
 
+    matrix_of, seed, p, awake = plan
     X = np.asarray(X)
-    M = _base_matrix(base, t, 0)
+    M = matrix_of(0)
     X2 = np.ascontiguousarray(X.reshape(X.shape[0], -1), dtype=M.dtype)
     final = None
     if out is not None and out.dtype == M.dtype and out.flags.c_contiguous and not np.shares_memory(out, X):
         final = out.reshape(X2.shape)
     Y = X2
     for r in range(rounds):
-        c = _base_matrix(base, t, r).csr
+        c = matrix_of(r).csr
         dst = final if (r == rounds - 1 and final is not None) else np.empty_like(X2)
         _core.mix_lossy(c.indptr, c.indices, c.data, Y, dst, seed=seed, t=t, r=r, p=p, renormalise=renormalise,
                         awake=awake, check_indices=False)
@@ -265,6 +276,10 @@ class Schedule(Network):
     @property
     def static(self):
         return self.matrices[0] if len(self.matrices) == 1 and self._validated else None
+
+    def plan(self, t):
+        M = self.matrix(t)
+        return (lambda r: M), 0, 0.0, None
 
     def map(self, f):
         out = Schedule([f(m) for m in self.matrices])
@@ -375,20 +390,16 @@ class Lossy(Network):
         base = self.base if isinstance(self.base, MixingMatrix) else self.base.static
         return base if self.p == 0 and self.model == "bernoulli" else None
 
+    def plan(self, t):
+        if self.model != "bernoulli" or not isinstance(self.base, (MixingMatrix, Schedule)):
+            return None
+        base = self.base
+        return (lambda r: _base_matrix(base, t, r)), self.seed, self.p, None
+
     def map(self, f):
         base = f(self.base) if isinstance(self.base, MixingMatrix) else self.base.map(f)
         kw = {"p_bad": self.p_bad, "p_recover": self.p_recover} if self.model == "gilbert-elliott" else {}
         return Lossy(base, self.p, seed=self.seed, model=self.model, **kw)
-
-    def mix(self, X, t, rounds=1, out=None):
-        """The rounds of iteration ``t`` applied to ``X``; Bernoulli losses on a matrix (or a schedule of
-        matrices) run in one compiled CSR pass per round (``_core.mix_lossy``: losses hashed in the pass,
-        rows renormalised there), the rest through NumPy."""
-        t = check_int(t, "t", minimum=0)
-        rounds = check_int(rounds, "rounds", minimum=1)
-        if self.model != "bernoulli" or not isinstance(self.base, (MixingMatrix, Schedule)):
-            return super().mix(X, t, rounds, out)
-        return _compiled_rounds(self.base, X, t, rounds, out, self.seed, self.p, self.stochastic == "row", None)
 
     def _entries(self, t, r):
         csr, weights = _base_entries(self.base, t, r)
@@ -434,21 +445,18 @@ class Sleepy(Network):
         base = self.base if isinstance(self.base, MixingMatrix) else self.base.static
         return base if self.q == 1 else None
 
+    def plan(self, t):
+        if isinstance(self.base, MixingMatrix):
+            inner = ((lambda r: self.base), 0, 0.0)
+        else:
+            inner = self.base.plan(t)
+            if inner is None or inner[3] is not None:
+                return None
+            inner = inner[:3]
+        return (*inner, self.awake(t))
+
     def map(self, f):
         return Sleepy(f(self.base) if isinstance(self.base, MixingMatrix) else self.base.map(f), self.q, seed=self.seed)
-
-    def mix(self, X, t, rounds=1, out=None):
-        """The rounds of iteration ``t`` applied to ``X``: row-stochastic sleep over a matrix, a schedule or
-        their Bernoulli losses runs in the compiled pass (the awake mask drawn once per iteration); the rest
-        through NumPy."""
-        t = check_int(t, "t", minimum=0)
-        rounds = check_int(rounds, "rounds", minimum=1)
-        inner, p, seed = self.base, 0.0, 0
-        if isinstance(inner, Lossy) and inner.model == "bernoulli":
-            inner, p, seed = inner.base, inner.p, inner.seed
-        if self.stochastic != "row" or not isinstance(inner, (MixingMatrix, Schedule)):
-            return super().mix(X, t, rounds, out)
-        return _compiled_rounds(inner, X, t, rounds, out, seed, p, True, self.awake(t))
 
     def awake(self, t):
         """Boolean mask of the nodes awake at iteration ``t``."""

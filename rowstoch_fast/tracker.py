@@ -219,23 +219,29 @@ class NetworkTracker:
 
     def __init__(self, network, rounds=1, kind="exact", *, max_bytes=None):
         self.rounds = check_int(rounds, "rounds", minimum=1)
+        self.check(network, kind, max_bytes)
+        self.n = network.n
+        self._net = network
+        self._dtype = np.dtype(network.dtype)
+        self._restart()
+        self._max = 1.0
+
+    @staticmethod
+    def check(network, kind, max_bytes=None):
+        """Refuse (ValueError) a Perron tracker and (MemoryError) a V_t over the memory limit, naming the
+        algorithms that need no diagonal tracker."""
         if kind != "exact":
             raise ValueError(f"tracker={kind!r} needs a static network (diag(pi) has no meaning when A changes "
                              "with t); use tracker='exact' on a time-varying network")
         if max_bytes is None:
             max_bytes = int(os.environ.get("ROWSTOCH_TRACKER_MAX_BYTES", DEFAULT_MAX_BYTES))
-        self.n = network.n
-        need = 8.0 * self.n * self.n
+        need = 8.0 * network.n * network.n
         if need > max_bytes:
             raise MemoryError(
-                f"the exact diagonal tracker of a time-varying network keeps V_t = A_t ... A_0, {self.n} x "
-                f"{self.n} values ({need / 2**30:.1f} GiB, limit {max_bytes / 2**30:.1f} GiB); on networks this "
+                f"the exact diagonal tracker of a time-varying network keeps V_t = A_t ... A_0, {network.n} x "
+                f"{network.n} values ({need / 2**30:.1f} GiB, limit {max_bytes / 2**30:.1f} GiB); on networks this "
                 "large use an algorithm without a diagonal tracker: SGP or Push-DIGing (push-sum weights), "
                 "Push-Pull, DSGD")
-        self._net = network
-        self._dtype = np.dtype(network.dtype)
-        self._restart()
-        self._max = 1.0
 
     def _restart(self):
         self._t = 0

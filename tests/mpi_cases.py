@@ -168,5 +168,35 @@ def case_cli(out):
     assert code == 0
 
 
+def unreliable_networks():
+    """Time-varying networks with a compiled pass (what backend='mpi' runs), on 20 nodes."""
+    from rowstoch_fast.network import Lossy, Schedule, Sleepy, one_peer_exponential
+
+    A = topology.erdos_renyi(20, 0.2, seed=5)
+    return {"lossy": Lossy(A, 0.3, seed=1), "schedule": Schedule([A, topology.exponential(20)]),
+            "one-peer": one_peer_exponential(20),
+            "sleepy-lossy": Sleepy(Lossy(Schedule([A, topology.ring(20)]), 0.2, seed=3), 0.8, seed=4)}
+
+
+def case_networks(out):
+    """Every algorithm on lossy / scheduled / sleepy networks, two partitions: gathered models after 20 steps."""
+    from rowstoch_fast.algorithms import REGISTRY
+
+    results = {}
+    f = Quadratic.random(20, 3, seed=2)
+    for nname, net in unreliable_networks().items():
+        for name, cls in sorted(REGISTRY.items()):
+            for pname, owner in partitions(20):
+                opt = cls.build(net, f.x0(), 0.01, rounds=2 if cls.multi_round else 1, backend="mpi", partition=owner)
+                grad = lambda X, nodes=opt.local_nodes: f.full_gradient(X, nodes)  # noqa: E731
+                for _ in range(20):
+                    opt.step(grad)
+                x = opt.gather_x()
+                if rank == 0:
+                    results[f"{nname}/{name}/{pname}"] = x
+    if rank == 0:
+        np.savez(out, **results)
+
+
 if __name__ == "__main__":
     globals()["case_" + sys.argv[1]](sys.argv[2])

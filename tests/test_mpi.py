@@ -199,3 +199,24 @@ def test_compare_under_mpi_equals_single_process(ranks, tmp_path, monkeypatch):
     assert len(a) == len(b) and (a["algorithm"] == b["algorithm"]).all()
     assert (a["grad_norm"] - b["grad_norm"]).abs().max() < 1e-12
     assert (tmp_path / "mpi" / "lr.json").read_text() == (tmp_path / "one" / "lr.json").read_text()
+
+
+@pytest.mark.parametrize("ranks", [2, 4])
+def test_unreliable_networks_equal_single_process(ranks, tmp_path):
+    """Losses, schedules and sleep under MPI: the same messages lost (hashed on global node ids), the same
+    iterates as one process, for every algorithm and two partitions."""
+    import mpi_cases  # noqa: F401 - imports mpi4py: only the helper's definitions are needed
+    from rowstoch_fast.algorithms import REGISTRY
+
+    got = mpirun("networks", ranks, tmp_path)
+    f = Quadratic.random(20, 3, seed=2)
+    checked = 0
+    for nname, net in mpi_cases.unreliable_networks().items():
+        for name, cls in sorted(REGISTRY.items()):
+            ref = cls.build(net, f.x0(), 0.01, rounds=2 if cls.multi_round else 1)
+            for _ in range(20):
+                ref.step(f.full_gradient)
+            for pname in ("contiguous", "single"):
+                assert rel(got[f"{nname}/{name}/{pname}"], ref.x) < 1e-12, (nname, name, pname)
+                checked += 1
+    assert checked == 4 * len(REGISTRY) * 2

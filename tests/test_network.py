@@ -22,6 +22,7 @@ def _networks():
         "sleepy-lossy": Sleepy(Lossy(A, 0.2, seed=6), 0.8, seed=7),
         "sleepy-no-self-loops": Sleepy(noself, 0.5, seed=8),
         "lossy-column": Lossy(C, 0.3, seed=9),
+        "sleepy-lossy-column": Sleepy(Lossy(C, 0.2, seed=10), 0.7, seed=11),
         "one-peer-column": one_peer_exponential(30, stochastic="column"),
     }
 
@@ -38,7 +39,7 @@ def test_rounds_are_stochastic_on_the_base_edges_and_mix_applies_them(name):
         M = net.matrix(t).csr
         assert (M.data >= 0).all()
         sums = np.asarray(M.sum(axis=1 if net.stochastic == "row" else 0)).ravel()
-        if name == "lossy-column":  # a sender's lost mass is lost
+        if name in ("lossy-column", "sleepy-lossy-column"):  # a sender's lost mass is lost
             assert (sums <= 1 + 1e-15).all()
         else:
             np.testing.assert_allclose(sums, 1.0, atol=1e-15)
@@ -270,10 +271,21 @@ def test_varying_networks_refuse_what_they_cannot_do():
         NetworkTracker(net, max_bytes=100)
 
 
-def test_a_varying_network_on_another_backend_is_refused_clearly():
+def test_a_varying_network_on_mpi_in_one_process_and_what_mpi_refuses():
+    """backend='mpi' (here one rank) runs a network's compiled rounds with the nodes' global ids: the CPU's
+    iterates; a network without a compiled pass (bursty losses) is refused there with a clear error."""
     pytest.importorskip("mpi4py")
-    with pytest.raises(ValueError, match="runs on backend='cpu' for now"):
-        PullDiagGT(NETWORKS["lossy"], np.zeros((30, 2)), lr=0.1, backend="mpi")
+    net = Sleepy(Lossy(Schedule([NETWORKS["static"], topology.exponential(30)]), 0.3, seed=2), 0.8, seed=4)
+    x0 = np.random.default_rng(8).standard_normal((30, 2))
+    cpu = PullDiagGT(net, x0, lr=0.02, rounds=2)
+    mpi = PullDiagGT(net, x0, lr=0.02, rounds=2, backend="mpi")
+    for _ in range(15):
+        cpu.step(lambda X: X - 1.0)
+        mpi.step(lambda X: X - 1.0)
+    np.testing.assert_allclose(mpi.gather_x(), cpu.gather_x(), rtol=1e-12, atol=1e-13)
+    bursty = PullDiagGT(NETWORKS["bursty"], x0, lr=0.02, backend="mpi")
+    with pytest.raises(ValueError, match="does not run on backend='mpi'"):
+        bursty.step(lambda X: X)
 
 
 def test_the_robustness_experiment_at_a_tiny_size(tmp_path):
@@ -303,7 +315,8 @@ def test_the_runner_resumes_a_lossy_run_from_its_checkpoint(tmp_path):
     assert np.array_equal(last(resumed), last(whole))
 
 
-@pytest.mark.parametrize("name", ["lossy", "lossy-schedule", "sleepy", "sleepy-lossy", "sleepy-no-self-loops"])
+@pytest.mark.parametrize("name", ["lossy", "lossy-schedule", "sleepy", "sleepy-lossy", "sleepy-no-self-loops",
+                                  "lossy-column", "sleepy-lossy-column", "one-peer", "one-peer-column"])
 def test_the_compiled_pass_equals_the_numpy_path(name):
     """Lossy and Sleepy mixing in _core.mix_lossy gives what the NumPy definition gives (Network.mix over the
     round's weights): the same losses, the same renormalisation."""
@@ -336,6 +349,7 @@ def test_rowstoch_run_on_an_unreliable_network(tmp_path, capsys):
                               a["grad_norm"].values[-1:])  # the losses changed the run
     capsys.readouterr()
     for bad, message in ((["--loss", "1.5"], "--loss must be in [0, 1)"),
+                         (["--loss", "0.1", "--backend", "cupy"], "not cupy"),
                          (["--loss-model", "gilbert-elliott", "--loss", "0.5"], "needs --p-bad and --p-recover"),
                          (["--awake", "0"], "--awake must be in (0, 1]")):
         assert cli.main(["run", "--out", str(tmp_path / "x")] + bad) == 2

@@ -8,8 +8,8 @@
 // that lost nothing is the static row's sum, bit for bit (the same additions in the same order as
 // csr_row_chunk); a row that received nothing keeps x_i. Column-stochastic senders' lost mass is lost
 // (renormalise = false). A lost message adds 0 * x_j (branch-free; what the NumPy path's zero weights do).
-// With an awake mask (rowstoch_fast.network.Sleepy, row-stochastic): a sleeping node keeps x_i, and its
-// messages count as lost for the others.
+// With an awake mask (rowstoch_fast.network.Sleepy): a sleeping node keeps x_i (its row is e_i; with push-sum
+// weights its column is e_j too: it keeps its mass), and its messages count as lost for the others.
 #pragma once
 
 #include <cstdint>
@@ -30,26 +30,38 @@ inline std::uint64_t hash_prefix(std::uint64_t seed, std::uint64_t t, std::uint6
 inline double hash_uniform(std::uint64_t h) { return static_cast<double>(h >> 11) * 0x1.0p-53; }
 
 // One row, its K values in registers (K = w, a compile-time width up to 16; K = 0: any w, summed in Y).
+// Global node ids of the local rows and columns (an MPI rank's share: rows are its nodes, columns its nodes
+// then its halo); null ids: row i is node i, column j node j.
+struct NodeIds {
+    const std::int64_t* rows;
+    const std::int64_t* cols;
+    std::int64_t row(std::int64_t i) const { return rows ? rows[i] : i; }
+    std::int64_t col(std::int64_t j) const { return cols ? cols[j] : j; }
+};
+
 template <int K, class I, class T>
 inline void lossy_row(const I Ap[], const I Aj[], const T Ax[], const T* __restrict X, std::int64_t w,
                       std::int64_t i, std::uint64_t round, double p, bool renormalise, const std::uint8_t* awake,
-                      T* __restrict Y) {
+                      NodeIds ids, T* __restrict Y) {
     constexpr bool kRegs = K > 0;
     const std::int64_t width = kRegs ? K : w;
-    if (awake && !awake[i]) {  // asleep: keeps x_i (row-stochastic networks only come here with a mask)
+    const std::int64_t gi = ids.row(i);
+    if (awake && !awake[gi]) {  // asleep: keeps x_i
         for (std::int64_t c = 0; c < width; ++c) Y[i * width + c] = X[i * width + c];
         return;
     }
     T regs[kRegs ? K : 1];
     T* __restrict acc = kRegs ? regs : Y + i * w;
     for (std::int64_t c = 0; c < width; ++c) acc[c] = T(0);
-    const std::uint64_t row = mix64(round ^ static_cast<std::uint64_t>(i));
+    const std::uint64_t row = mix64(round ^ static_cast<std::uint64_t>(gi));
     T den = T(0);
     bool lost = false;
     const I end = Ap[i + 1];
     for (I q = Ap[i]; q < end; ++q) {  // branch-free: a lost message adds 0 * x (as the NumPy path does)
         const std::int64_t j = static_cast<std::int64_t>(Aj[q]);
-        const bool gone = j != i && ((awake && !awake[j]) || (p > 0.0 && hash_uniform(mix64(row ^ static_cast<std::uint64_t>(j))) < p));
+        const std::int64_t gj = ids.col(j);
+        const bool gone = gj != gi && ((awake && !awake[gj]) ||
+                                       (p > 0.0 && hash_uniform(mix64(row ^ static_cast<std::uint64_t>(gj))) < p));
         lost |= gone;
         const T a = gone ? T(0) : Ax[q];
         const T* __restrict x = X + j * width;
@@ -71,26 +83,26 @@ inline void lossy_row(const I Ap[], const I Aj[], const T Ax[], const T* __restr
 template <int K, class I, class T>
 inline void lossy_rows(const I Ap[], const I Aj[], const T Ax[], const T* X, std::int64_t w, std::int64_t lo,
                        std::int64_t hi, std::uint64_t round, double p, bool renormalise, const std::uint8_t* awake,
-                       T* Y) {
-    for (std::int64_t i = lo; i < hi; ++i) lossy_row<K>(Ap, Aj, Ax, X, w, i, round, p, renormalise, awake, Y);
+                       NodeIds ids, T* Y) {
+    for (std::int64_t i = lo; i < hi; ++i) lossy_row<K>(Ap, Aj, Ax, X, w, i, round, p, renormalise, awake, ids, Y);
 }
 
 template <class I, class T>
 void csr_mix_lossy(const I Ap[], const I Aj[], const T Ax[], std::int64_t n, const T X[], std::int64_t w, T Y[],
                    std::uint64_t seed, std::uint64_t t, std::uint64_t r, double p, bool renormalise,
-                   const std::uint8_t* awake = nullptr) {
+                   const std::uint8_t* awake = nullptr, NodeIds ids = {nullptr, nullptr}) {
     const std::uint64_t round = hash_prefix(seed, t, r);
     const int threads = threads_for(static_cast<std::int64_t>(Ap[n]) * w);
     for_rows(Ap, n, threads, [&](std::int64_t lo, std::int64_t hi) {
         switch (w) {
 #define ROWSTOCH_LOSSY(K) \
-    case K: lossy_rows<K>(Ap, Aj, Ax, X, w, lo, hi, round, p, renormalise, awake, Y); return;
+    case K: lossy_rows<K>(Ap, Aj, Ax, X, w, lo, hi, round, p, renormalise, awake, ids, Y); return;
             ROWSTOCH_LOSSY(1) ROWSTOCH_LOSSY(2) ROWSTOCH_LOSSY(3) ROWSTOCH_LOSSY(4) ROWSTOCH_LOSSY(5)
             ROWSTOCH_LOSSY(6) ROWSTOCH_LOSSY(7) ROWSTOCH_LOSSY(8) ROWSTOCH_LOSSY(9) ROWSTOCH_LOSSY(10)
             ROWSTOCH_LOSSY(11) ROWSTOCH_LOSSY(12) ROWSTOCH_LOSSY(13) ROWSTOCH_LOSSY(14) ROWSTOCH_LOSSY(15)
             ROWSTOCH_LOSSY(16)
 #undef ROWSTOCH_LOSSY
-            default: lossy_rows<0>(Ap, Aj, Ax, X, w, lo, hi, round, p, renormalise, awake, Y);
+            default: lossy_rows<0>(Ap, Aj, Ax, X, w, lo, hi, round, p, renormalise, awake, ids, Y);
         }
     });
 }

@@ -20,6 +20,7 @@ import numpy as np
 
 from .. import _core
 from ..errors import RemoteError
+from ..mixing import MixingMatrix
 from ..tracker import DEFAULT_BLOCK, freeze_step
 from .cpu import CpuBackend
 
@@ -93,6 +94,7 @@ class Halo:
         self.indices = position[local.indices].astype(np.int64)
         self.data = np.ascontiguousarray(local.data)
         self.ncols = nl + nh
+        self.col_ids = np.concatenate([self.local_nodes, self.halo_nodes])  # global id of every ext row
         # who sends me what: my halo, grouped by owner
         recv_counts = np.bincount(owner[self.halo_nodes], minlength=size).astype(np.int64)
         # tell every owner which of its nodes I need; learn which of mine the others need
@@ -189,6 +191,54 @@ def distributed_diag_table(A, halo, rounds, n_records, block=DEFAULT_BLOCK):
     return table
 
 
+class _NetworkTrackerView:
+    """The exact tracker of a time-varying network under MPI: this rank's rows of ``V_t = A_{t-1} ... A_0``
+    (``n`` columns), advanced like the iterates (:meth:`MpiBackend.mix_network`); scales of its nodes."""
+
+    kind = "exact"
+    frozen_at = None
+
+    def __init__(self, ops, network, rounds, kind):
+        from ..tracker import NetworkTracker
+
+        NetworkTracker.check(network, kind)
+        self._ops, self._net, self.rounds = ops, network, rounds
+        self._nodes = ops.local_nodes
+        self._restart()
+        self._max = 1.0
+
+    def _restart(self):
+        self._t = 0
+        self._V = np.zeros((len(self._nodes), self._ops.n))
+        self._V[np.arange(len(self._nodes)), self._nodes] = 1.0
+        self._scales = {0: np.ones(len(self._nodes), dtype=self._ops.dtype)}
+
+    def scale(self, t):
+        t = int(t)
+        if t < self._t - 1:
+            self._restart()
+        while self._t < t:
+            out = np.empty_like(self._V)
+            self._ops.mix_network(self._net, self._t, self._V, out, self.rounds)
+            self._V = out
+            self._t += 1
+            diag = self._V[np.arange(len(self._nodes)), self._nodes]
+            zero = self._ops.comm.allreduce(int(self._nodes[np.argmax(diag <= 0)]) if (diag <= 0).any() else -1,
+                                            op=_mpi().MAX)
+            if zero >= 0:
+                raise ValueError(f"diag(A_{self._t - 1} ... A_0) is 0 at node {zero}: the diagonal tracker needs "
+                                 "self loops that every round keeps")
+            s = (1.0 / diag).astype(self._ops.dtype)
+            self._scales = {k: v for k, v in self._scales.items() if k >= self._t - 1}
+            self._scales[self._t] = s
+            self._max = max(self._max, float(s.max()))
+        return self._scales[t]
+
+    @property
+    def max_inverse_diagonal(self):
+        return self._ops.comm.allreduce(self._max, op=_mpi().MAX)
+
+
 class _TrackerView:
     def __init__(self, kind, scales):
         self.kind = kind
@@ -262,7 +312,8 @@ class MpiBackend(CpuBackend):
         self.owner = self.call(self.check_partition, self.n)
         _share_cores(self.comm)
         for M in matrices:
-            self.halo(M)
+            if isinstance(M, MixingMatrix):  # a network's rounds get their halos when first mixed (all ranks)
+                self.halo(M)
         self.local_nodes = np.flatnonzero(self.owner == self.comm.Get_rank()).astype(np.int64)
         self.rows = len(self.local_nodes)
 
@@ -291,6 +342,8 @@ class MpiBackend(CpuBackend):
                                     dtype=self.dtype)
 
     def mix(self, M, src, out, rounds=1, work=None):
+        if not isinstance(M, MixingMatrix):
+            return self.mix_network(M, self.t, src, out, rounds)
         halo = self.halo(M)
         key = (id(M), src.shape[1])
         ext = self._ext.get(key)
@@ -300,7 +353,38 @@ class MpiBackend(CpuBackend):
         halo.gossip(ext, out, rounds)
         return out
 
+    def mix_network(self, net, t, src, out, rounds):
+        """The rounds of iteration ``t`` of a time-varying network on this rank's rows: per round a halo
+        exchange over the round's matrix, then the compiled lossy pass with the nodes' global ids (so the
+        losses and sleep are those of the single-process run)."""
+        plan = net.plan(t)
+        if plan is None:
+            raise ValueError(f"{net!r} has no compiled pass (Gilbert-Elliott losses) and so does not run on "
+                             "backend='mpi'; use backend='cpu'")
+        matrix_of, seed, p, awake = plan
+        cur = src
+        for r in range(rounds):
+            M = matrix_of(r)
+            halo = self.halo(M)
+            key = (id(M), src.shape[1])
+            ext = self._ext.get(key)
+            if ext is None:
+                ext = self._ext[key] = np.zeros((halo.ncols, src.shape[1]), dtype=self.dtype)
+            ext[: halo.n_local] = cur
+            t0 = time.perf_counter()
+            halo.exchange(ext)
+            t1 = time.perf_counter()
+            _core.mix_lossy(halo.indptr, halo.indices, halo.data, ext, out, seed=seed, t=t, r=r, p=p,
+                            renormalise=net.stochastic == "row", awake=awake, row_ids=halo.local_nodes,
+                            col_ids=halo.col_ids, ncols=halo.ncols, check_indices=False)
+            halo.comm_seconds += t1 - t0
+            halo.compute_seconds += time.perf_counter() - t1
+            cur = out
+        return out
+
     def tracker(self, A, rounds, kind):
+        if not isinstance(A, MixingMatrix):
+            return _NetworkTrackerView(self, A, rounds, kind)
         halo = self.halo(A)
         nl = halo.n_local
         pi = A.pi
