@@ -257,10 +257,8 @@ def _check_run_args(args):
         value = getattr(args, name)
         if value is not None and not 0.0 < value <= 1.0:
             raise UsageError(f"--{name.replace('_', '-')} must be in (0, 1], got {value}")
-    if (args.loss or bursty or args.awake != 1.0) and args.backend == "cupy":
-        raise UsageError("--loss and --awake run on --backend cpu or mpi for now, not cupy")
-    if bursty and args.backend == "mpi":
-        raise UsageError("--loss-model gilbert-elliott runs on --backend cpu for now, not mpi")
+    if bursty and args.backend != "cpu":
+        raise UsageError(f"--loss-model gilbert-elliott runs on --backend cpu for now, not {args.backend}")
     if args.lr is not None and not (np.isfinite(args.lr) and args.lr > 0):
         raise UsageError(f"--lr must be a finite number > 0, got {args.lr}")
     if not args.algorithm.startswith("mg-") and args.rounds not in (None, 1):
@@ -756,7 +754,7 @@ def make_parser():
     alg.add_argument("--dtype", choices=["float64", "float32"], default="float64",
                      help="value type of the matrix, the iterates and the objective (float32: half the memory)")
     _objective_options(r)
-    unreliable = r.add_argument_group("unreliable network (rowstoch_fast.network; CPU and MPI backends)")
+    unreliable = r.add_argument_group("unreliable network (rowstoch_fast.network)")
     unreliable.add_argument("--loss", type=float, default=0.0,
                             help="probability that a message is lost (row-stochastic receivers renormalise over what "
                                  "arrived; push-based senders lose the mass); with --loss-model gilbert-elliott: "

@@ -61,6 +61,16 @@ def uniform_hash(*keys):
         return (h >> np.uint64(11)).astype(np.float64) * (1.0 / 9007199254740992.0)
 
 
+def round_key(seed, t, r):
+    """The part of :func:`uniform_hash`'s chain shared by every message of round ``r`` of iteration ``t``
+    (``uniform_hash(seed, t, r, i, j)`` continues it with ``i`` and ``j``); the GPU kernel takes it."""
+    with np.errstate(over="ignore"):
+        h = np.uint64(0x243F6A8885A308D3)
+        for k in (seed, t, r):
+            h = _mix64(np.uint64(h) ^ np.uint64(k))
+    return int(h)
+
+
 class Network:
     """What every network of this module shares; see the module's docstring for the protocol."""
 

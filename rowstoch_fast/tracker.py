@@ -217,14 +217,17 @@ class NetworkTracker:
     kind = "exact"
     frozen_at = None
 
-    def __init__(self, network, rounds=1, kind="exact", *, max_bytes=None):
+    def __init__(self, network, rounds=1, kind="exact", *, max_bytes=None, mix=None, xp=np):
         self.rounds = check_int(rounds, "rounds", minimum=1)
         self.check(network, kind, max_bytes)
         self.n = network.n
         self._net = network
         self._dtype = np.dtype(network.dtype)
+        # V -> A_t V (the CuPy backend passes its device rounds; NumPy: the network's own mix)
+        self._mix = mix or (lambda V, t: np.ascontiguousarray(network.mix(V, t, self.rounds)))
+        self._xp = xp
         self._restart()
-        self._max = 1.0
+        self._max = xp.ones(())
 
     @staticmethod
     def check(network, kind, max_bytes=None):
@@ -245,29 +248,31 @@ class NetworkTracker:
 
     def _restart(self):
         self._t = 0
-        self._V = np.eye(self.n)
-        self._scales = {0: np.ones(self.n, dtype=self._dtype)}
+        self._V = self._xp.eye(self.n)
+        self._scales = {0: self._xp.ones(self.n, dtype=self._dtype)}
 
     def scale(self, t):
         t = int(t)
         if t < self._t - 1:  # asked for the past (a resume, a restart): replay from V_0
             self._restart()
+        xp = self._xp
         while self._t < t:
-            self._V = np.ascontiguousarray(self._net.mix(self._V, self._t, self.rounds))
+            self._V = self._mix(self._V, self._t)
             self._t += 1
-            diag = np.diagonal(self._V).copy()
-            if (diag <= 0).any():
+            diag = xp.diagonal(self._V).copy()
+            if xp is np and (diag <= 0).any():  # (on a GPU a zero shows up as Inf in the iterates' check instead)
                 i = int(np.argmax(diag <= 0))
                 raise ValueError(f"diag(A_{self._t - 1} ... A_0) is 0 at node {i}: the diagonal tracker needs "
                                  "self loops that every round keeps")
             s = (1.0 / diag).astype(self._dtype)
-            s.flags.writeable = False
+            if xp is np:
+                s.flags.writeable = False
             self._scales = {k: v for k, v in self._scales.items() if k >= self._t - 1}
             self._scales[self._t] = s
-            self._max = max(self._max, float(s.max()))
+            self._max = xp.maximum(self._max, s.max())  # no host read per step
         return self._scales[t]
 
     @property
     def max_inverse_diagonal(self):
         """``max_i 1/[D_t]_ii`` over the iterations seen so far."""
-        return self._max
+        return float(self._max)

@@ -132,6 +132,16 @@ EMULATE_MIX(csr_mix_entry4x4_f32_i32, float, int)
 EMULATE_MIX(csr_mix_entry4x4_f32_i64, float, i64)
 EMULATE_MIX(csr_mix_entry1x4_f32_i64, float, i64)
 
+// The lossy rounds of rowstoch_fast.network: csr_mix_lossy<V>_<value>_<index>.
+#define EMULATE_LOSSY(name, T, I)                                                                             \
+    EMULATE(name,                                                                                             \
+            P(const I* Ap, const I* Aj, const T* Ax, const T* X, T* Y, i64 n, i64 w, const u64* s, u64 key,   \
+              double p, int renormalise, const unsigned char* awake),                                         \
+            (Ap, Aj, Ax, X, Y, n, w, s, key, p, renormalise, awake))
+EMULATE_LOSSY(csr_mix_lossy1_f64_i32, double, int)
+EMULATE_LOSSY(csr_mix_lossy2_f64_i32, double, int)
+EMULATE_LOSSY(csr_mix_lossy4_f32_i64, float, i64)
+
 EMULATE(combine_f64,
         P(const double* x0, const double* x1, const double* x2, const double* x3, const double* r0, const double* r1,
           const double* r2, const double* r3, double c0, double c1, double c2, double c3, int K, double* out, i64 n,

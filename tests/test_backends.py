@@ -232,6 +232,42 @@ def test_cuda_mixing_kernels_match_cpu(cuda_on_host, kernel, index_dtype, dtype,
     np.testing.assert_array_equal(Y, A.mix(X))
 
 
+@pytest.mark.parametrize("kernel,index_dtype,dtype,w", [("lossy1_f64_i32", np.int32, np.float64, 3),
+                                                        ("lossy2_f64_i32", np.int32, np.float64, 10),
+                                                        ("lossy4_f32_i64", np.int64, np.float32, 8)])
+@pytest.mark.parametrize("renormalise", [True, False])
+def test_cuda_lossy_kernels_match_the_cpu_pass(cuda_on_host, kernel, index_dtype, dtype, w, renormalise):
+    """The GPU's lossy rounds (rowstoch_fast.network): the messages _core.mix_lossy loses, the same sums and
+    renormalisation, sleeping nodes kept: bit for bit, with and without an awake mask."""
+    import ctypes
+
+    from rowstoch_fast import _core
+    from rowstoch_fast.network import round_key
+
+    V = int(kernel[5])
+    n = 23
+    A = topology.erdos_renyi(n, 0.25, seed=w).astype(dtype)
+    if not renormalise:
+        from rowstoch_fast.mixing import out_degree_weights
+
+        A = out_degree_weights(A)
+    rng = np.random.default_rng(w)
+    X = rng.normal(size=(n, w)).astype(dtype)
+    Ap, Aj, Ax = _csr_args(A, index_dtype, dtype)
+    for awake in (None, rng.random(n) < 0.7):
+        for seed, t, r, p in ((1, 0, 0, 0.3), (7, 5, 2, 0.6), (3, 2, 1, 0.0)):
+            want = _core.mix_lossy(A.csr.indptr, A.csr.indices, A.csr.data, X, seed=seed, t=t, r=r, p=p,
+                                   renormalise=renormalise, awake=awake)
+            Y = np.full_like(X, np.nan)
+            keep = None if awake is None else awake.astype(np.uint8)
+            mask = ctypes.c_void_p(0) if keep is None else _ptr(keep)
+            getattr(cuda_on_host, f"emulate_csr_mix_{kernel}")(
+                ctypes.c_longlong(n * w // V), _ptr(Ap), _ptr(Aj), _ptr(Ax), _ptr(X), _ptr(Y), ctypes.c_int64(n),
+                ctypes.c_int64(w), ctypes.c_void_p(0), ctypes.c_uint64(round_key(seed, t, r)), ctypes.c_double(p),
+                ctypes.c_int(int(renormalise)), mask)
+            np.testing.assert_array_equal(Y, want)
+
+
 def test_cuda_run_status_freezes_later_launches(cuda_on_host):
     """A checked launch that writes a NaN records its id; it still completes, and every later launch (mixing,
     combine) is a no-op, so the state stays at the last finite iterate; unchecked launches (id 0) report nothing."""

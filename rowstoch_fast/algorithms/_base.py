@@ -191,8 +191,6 @@ class Optimizer:
         self._mats = mats
         self._static = all(isinstance(M, MixingMatrix) for M in mats.values())
         n, dtype = x0.shape[-2], x0.dtype  # validated: the network's size and value type
-        if not self._static and ops.name == "cupy":
-            raise ValueError("a time-varying network runs on backend='cpu' or 'mpi' for now, not 'cupy'")
         ops.attach(n, dtype, list(mats.values()))
         self._n = n
         # links a message crosses (self loops excluded): a time-varying network counts its first round's

@@ -141,6 +141,20 @@ def _mix_into(A, X, out, status=None):
     return out
 
 
+def _mix_lossy_into(M, X, out, status, key, p, renormalise, awake):
+    """One gossip round of a time-varying network (``csr_mix_lossy`` of kernels.cu: the CPU pass's losses,
+    sums and renormalisation); ``key`` is :func:`rowstoch_fast.network.round_key`, ``awake`` a device uint8
+    mask or None."""
+    Ap, Aj, Ax = device_csr(M)
+    n, w = X.shape
+    vec = 2 if np.dtype(Ax.dtype) == np.float64 else 4
+    V = vec if _aligned(X, out) and w % vec == 0 else 1
+    name = f"csr_mix_lossy{V}_{_suffix(Ax.dtype)}_{'i32' if np.dtype(Ap.dtype) == np.int32 else 'i64'}"
+    _launch(name, n * w // V, (Ap, Aj, Ax, X, out, np.int64(n), np.int64(w), status, np.uint64(key), np.float64(p),
+                               np.int32(bool(renormalise)), np.intp(0) if awake is None else awake))
+    return out
+
+
 def _combine_into(out, coefs, blocks, status, launch):
     """``out <- sum_t coefs[t] * blocks[t]`` in one kernel (``combine`` of kernels.cu: the CPU's order and bits);
     a coefficient is a float or a per-row device vector. A NaN or Inf in ``out`` sets ``status`` to ``launch``
@@ -320,7 +334,14 @@ class CupyBackend(Backend):
     def user_view(self, view):
         return view
 
+    #: The iteration the optimizer is at (a time-varying network's rounds depend on it).
+    t = 0
+
     def mix(self, M, src, out, rounds=1, work=None):
+        from ..mixing import MixingMatrix
+
+        if not isinstance(M, MixingMatrix):
+            return self.mix_network(M, self.t, src, out, rounds, work)
         if rounds > 1 and work is None:
             work = self.xp.empty_like(src)
         if rounds == 1 or not self.use_graphs:
@@ -339,6 +360,28 @@ class CupyBackend(Backend):
                 self._graphs.clear()
             self._graphs[key] = graph
         graph.launch()
+        return out
+
+    def mix_network(self, net, t, src, out, rounds=1, work=None):
+        """The rounds of iteration ``t`` of a time-varying network (:mod:`rowstoch_fast.network`) on the device:
+        the compiled pass of its :meth:`plan` (the awake mask, ``n`` bytes, is copied to the device once per
+        iteration); Gilbert-Elliott losses have none and are refused."""
+        from ..network import round_key
+
+        plan = net.plan(t)
+        if plan is None:
+            raise ValueError(f"{net!r} has no compiled pass (Gilbert-Elliott losses) and so does not run on "
+                             "backend='cupy'; use backend='cpu'")
+        matrix_of, seed, p, awake = plan
+        mask = None if awake is None else self.xp.asarray(np.asarray(awake, dtype=np.uint8))
+        if rounds > 1 and work is None:
+            work = self.xp.empty_like(src)
+        cur = src
+        for r in range(rounds):
+            dst = out if (rounds - 1 - r) % 2 == 0 else work
+            _mix_lossy_into(matrix_of(r), cur, dst, self._status, round_key(seed, t, r), p, net.stochastic == "row",
+                            mask)
+            cur = dst
         return out
 
     def _capture(self, launches):
@@ -361,8 +404,12 @@ class CupyBackend(Backend):
             return None
 
     def tracker(self, A, rounds, kind):
-        from ..tracker import DiagTracker
+        from ..mixing import MixingMatrix
+        from ..tracker import DiagTracker, NetworkTracker
 
+        if not isinstance(A, MixingMatrix):  # V_t = A_{t-1} ... A_0 on the device, advanced with mix_network
+            return NetworkTracker(A, rounds, kind, xp=self.xp,
+                                  mix=lambda V, t: self.mix_network(A, t, V, self.xp.empty_like(V), rounds))
         return _DeviceTracker(DiagTracker(A, rounds, kind))
 
     def _next_launch(self, check):

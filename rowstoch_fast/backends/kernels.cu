@@ -92,6 +92,16 @@ __device__ void csr_mix_entry(const I* __restrict__ Ap, const I* __restrict__ Aj
     store_pack<T, V>(Y + i * w + c, acc);
 }
 
+// "lossy": the entry kernel of a gossip round of rowstoch_fast.network (csrc/rowstoch/network.hpp on the
+// CPU, the same operations in the same order): message j -> i (j != i) lost when its hash under the round's
+// key (network.uniform_hash's chain over seed, t, r, computed on the host) is below p, or when j sleeps; a
+// sleeping node keeps x_i; rows that lost something are renormalised over what arrived when `renormalise`.
+// A lost message adds 0 * x_j (as on the CPU). Defined after the hash (mix64) below.
+template <typename T, typename I, int V>
+__device__ void csr_mix_lossy_impl(const I* __restrict__ Ap, const I* __restrict__ Aj, const T* __restrict__ Ax,
+                                   const T* __restrict__ X, T* __restrict__ Y, i64 n, i64 w, const u64* status,
+                                   u64 round_key, double p, int renormalise, const unsigned char* __restrict__ awake);
+
 // ------------------------------------------------------------------ combine
 // out[i, c] = sum_t a_t x_t[i, c] for K <= 4 terms, a_t = r_t[i] (a per-row coefficient) when r_t is not
 // null, else the scalar c_t; summed left to right as the CPU's combine (gt.hpp), so with --fmad=false the
@@ -196,6 +206,50 @@ __device__ __forceinline__ double logistic_weight(double z) {
     const double e = nf < -1022.0 ? 0.0 : p * scale;
     const double num = z > 0.0 ? e : 1.0;
     return num / (1.0 + e);
+}
+
+template <typename T, typename I, int V>
+__device__ void csr_mix_lossy_impl(const I* __restrict__ Ap, const I* __restrict__ Aj, const T* __restrict__ Ax,
+                                   const T* __restrict__ X, T* __restrict__ Y, i64 n, i64 w, const u64* status,
+                                   u64 round_key, double p, int renormalise, const unsigned char* __restrict__ awake) {
+    const i64 tid = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    const i64 groups = w / V;
+    if (tid >= n * groups || frozen(status, 0)) return;
+    const i64 i = tid / groups, c = (tid - i * groups) * V;
+    if (awake && !awake[i]) {  // asleep: keeps x_i
+        const Pack<T, V> x = load_pack<T, V>(X + i * w + c);
+        store_pack<T, V>(Y + i * w + c, x.v);
+        return;
+    }
+    const u64 row = mix64(round_key ^ (u64)i);
+    T acc[V];
+#pragma unroll
+    for (int k = 0; k < V; ++k) acc[k] = 0;
+    T den = 0;
+    bool lost = false;
+    const I end = Ap[i + 1];
+    for (I q = Ap[i]; q < end; ++q) {
+        const i64 j = (i64)Aj[q];
+        const bool gone = j != i && ((awake && !awake[j]) ||
+                                     (p > 0.0 && (double)(mix64(row ^ (u64)j) >> 11) * (1.0 / 9007199254740992.0) < p));
+        lost |= gone;
+        const T a = gone ? T(0) : Ax[q];
+        const Pack<T, V> x = load_pack<T, V>(X + j * w + c);
+#pragma unroll
+        for (int k = 0; k < V; ++k) acc[k] += a * x.v[k];
+        den += a;
+    }
+    if (lost && renormalise) {
+        if (den == T(0)) {
+            const Pack<T, V> x = load_pack<T, V>(X + i * w + c);
+#pragma unroll
+            for (int k = 0; k < V; ++k) acc[k] = x.v[k];
+        } else {
+#pragma unroll
+            for (int k = 0; k < V; ++k) acc[k] /= den;
+        }
+    }
+    store_pack<T, V>(Y + i * w + c, acc);
 }
 
 // One warp per (repetition, node): lane 0 draws the mini-batch (the streams are
@@ -303,9 +357,15 @@ __device__ void logistic_grad_impl(const T* __restrict__ H, const T* __restrict_
     ENTRY(f64_i32, double, int, 1, U) ENTRY(f64_i64, double, i64, 1, U) ENTRY(f32_i32, float, int, 1, U) \
     ENTRY(f32_i64, float, i64, 1, U) ENTRY(f64_i32, double, int, 2, U) ENTRY(f64_i64, double, i64, 2, U) \
     ENTRY(f32_i32, float, int, V32, U) ENTRY(f32_i64, float, i64, V32, U)
+// csr_mix_lossy<V>_<value>_<index>
+#define LOSSY(suffix, T, I, V) \
+    __global__ void csr_mix_lossy##V##_##suffix(const I* Ap, const I* Aj, const T* Ax, const T* X, T* Y, i64 n, i64 w, const u64* status, u64 round_key, double p, int renormalise, const unsigned char* awake) { \
+        csr_mix_lossy_impl<T, I, V>(Ap, Aj, Ax, X, Y, n, w, status, round_key, p, renormalise, awake); }
 extern "C" {
 ENTRIES(4, 1)
 ENTRIES(4, 4)
+LOSSY(f64_i32, double, int, 1) LOSSY(f64_i64, double, i64, 1) LOSSY(f32_i32, float, int, 1) LOSSY(f32_i64, float, i64, 1)
+LOSSY(f64_i32, double, int, 2) LOSSY(f64_i64, double, i64, 2) LOSSY(f32_i32, float, int, 4) LOSSY(f32_i64, float, i64, 4)
 __global__ void combine_f64(const double* x0, const double* x1, const double* x2, const double* x3, const double* r0, const double* r1, const double* r2, const double* r3, double c0, double c1, double c2, double c3, int K, double* out, i64 n, i64 w, u64* status, u64 launch) { combine_impl(x0, x1, x2, x3, r0, r1, r2, r3, c0, c1, c2, c3, K, out, n, w, status, launch); }
 __global__ void combine_f32(const float* x0, const float* x1, const float* x2, const float* x3, const float* r0, const float* r1, const float* r2, const float* r3, float c0, float c1, float c2, float c3, int K, float* out, i64 n, i64 w, u64* status, u64 launch) { combine_impl(x0, x1, x2, x3, r0, r1, r2, r3, c0, c1, c2, c3, K, out, n, w, status, launch); }
 __global__ void logistic_grad_f64(const double* H, const double* Yl, const i64* nodes, i64 m, i64 M, i64 d, double rho, const double* X, i64 reps, i64 B, i64 batches, u64 seed, u64 iteration, i64 rep_offset, int in_shared, i64 shared_per_warp, int* spill, double* G) {
