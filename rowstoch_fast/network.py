@@ -469,8 +469,15 @@ class Sleepy(Network):
         return Sleepy(f(self.base) if isinstance(self.base, MixingMatrix) else self.base.map(f), self.q, seed=self.seed)
 
     def awake(self, t):
-        """Boolean mask of the nodes awake at iteration ``t``."""
-        return uniform_hash(self.seed, 2**60 + check_int(t, "t", minimum=0), np.arange(self.n)) < self.q
+        """Boolean mask of the nodes awake at iteration ``t`` (read-only; the last one is kept: an iteration's
+        phases ask for it several times)."""
+        t = check_int(t, "t", minimum=0)
+        cached = self.__dict__.get("_awake")
+        if cached is None or cached[0] != t:
+            mask = uniform_hash(self.seed, 2**60 + t, np.arange(self.n)) < self.q
+            mask.flags.writeable = False
+            cached = self._awake = (t, mask)
+        return cached[1]
 
     def _entries(self, t, r):
         csr, weights = _base_entries(self.base, t, r)

@@ -12,6 +12,7 @@
 // weights its column is e_j too: it keeps its mass), and its messages count as lost for the others.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 
 #include "hash.hpp"
@@ -27,8 +28,6 @@ inline std::uint64_t hash_prefix(std::uint64_t seed, std::uint64_t t, std::uint6
     return mix64(h ^ r);
 }
 
-inline double hash_uniform(std::uint64_t h) { return static_cast<double>(h >> 11) * 0x1.0p-53; }
-
 // One row, its K values in registers (K = w, a compile-time width up to 16; K = 0: any w, summed in Y).
 // Global node ids of the local rows and columns (an MPI rank's share: rows are its nodes, columns its nodes
 // then its halo); null ids: row i is node i, column j node j.
@@ -41,8 +40,8 @@ struct NodeIds {
 
 template <int K, class I, class T>
 inline void lossy_row(const I Ap[], const I Aj[], const T Ax[], const T* __restrict X, std::int64_t w,
-                      std::int64_t i, std::uint64_t round, double p, bool renormalise, const std::uint8_t* awake,
-                      NodeIds ids, T* __restrict Y) {
+                      std::int64_t i, std::uint64_t round, std::uint64_t threshold, bool renormalise,
+                      const std::uint8_t* awake, NodeIds ids, T* __restrict Y) {
     constexpr bool kRegs = K > 0;
     const std::int64_t width = kRegs ? K : w;
     const std::int64_t gi = ids.row(i);
@@ -61,7 +60,7 @@ inline void lossy_row(const I Ap[], const I Aj[], const T Ax[], const T* __restr
         const std::int64_t j = static_cast<std::int64_t>(Aj[q]);
         const std::int64_t gj = ids.col(j);
         const bool gone = gj != gi && ((awake && !awake[gj]) ||
-                                       (p > 0.0 && hash_uniform(mix64(row ^ static_cast<std::uint64_t>(gj))) < p));
+                                       (threshold && (mix64(row ^ static_cast<std::uint64_t>(gj)) >> 11) < threshold));
         lost |= gone;
         const T a = gone ? T(0) : Ax[q];
         const T* __restrict x = X + j * width;
@@ -82,9 +81,10 @@ inline void lossy_row(const I Ap[], const I Aj[], const T Ax[], const T* __restr
 
 template <int K, class I, class T>
 inline void lossy_rows(const I Ap[], const I Aj[], const T Ax[], const T* X, std::int64_t w, std::int64_t lo,
-                       std::int64_t hi, std::uint64_t round, double p, bool renormalise, const std::uint8_t* awake,
-                       NodeIds ids, T* Y) {
-    for (std::int64_t i = lo; i < hi; ++i) lossy_row<K>(Ap, Aj, Ax, X, w, i, round, p, renormalise, awake, ids, Y);
+                       std::int64_t hi, std::uint64_t round, std::uint64_t threshold, bool renormalise,
+                       const std::uint8_t* awake, NodeIds ids, T* Y) {
+    for (std::int64_t i = lo; i < hi; ++i)
+        lossy_row<K>(Ap, Aj, Ax, X, w, i, round, threshold, renormalise, awake, ids, Y);
 }
 
 template <class I, class T>
@@ -92,17 +92,19 @@ void csr_mix_lossy(const I Ap[], const I Aj[], const T Ax[], std::int64_t n, con
                    std::uint64_t seed, std::uint64_t t, std::uint64_t r, double p, bool renormalise,
                    const std::uint8_t* awake = nullptr, NodeIds ids = {nullptr, nullptr}) {
     const std::uint64_t round = hash_prefix(seed, t, r);
+    // u = (h >> 11) 2^-53 < p  <=>  (h >> 11) < ceil(p 2^53): the same draws, compared as integers
+    const std::uint64_t threshold = static_cast<std::uint64_t>(std::ceil(p * 0x1.0p53));
     const int threads = threads_for(static_cast<std::int64_t>(Ap[n]) * w);
     for_rows(Ap, n, threads, [&](std::int64_t lo, std::int64_t hi) {
         switch (w) {
 #define ROWSTOCH_LOSSY(K) \
-    case K: lossy_rows<K>(Ap, Aj, Ax, X, w, lo, hi, round, p, renormalise, awake, ids, Y); return;
+    case K: lossy_rows<K>(Ap, Aj, Ax, X, w, lo, hi, round, threshold, renormalise, awake, ids, Y); return;
             ROWSTOCH_LOSSY(1) ROWSTOCH_LOSSY(2) ROWSTOCH_LOSSY(3) ROWSTOCH_LOSSY(4) ROWSTOCH_LOSSY(5)
             ROWSTOCH_LOSSY(6) ROWSTOCH_LOSSY(7) ROWSTOCH_LOSSY(8) ROWSTOCH_LOSSY(9) ROWSTOCH_LOSSY(10)
             ROWSTOCH_LOSSY(11) ROWSTOCH_LOSSY(12) ROWSTOCH_LOSSY(13) ROWSTOCH_LOSSY(14) ROWSTOCH_LOSSY(15)
             ROWSTOCH_LOSSY(16)
 #undef ROWSTOCH_LOSSY
-            default: lossy_rows<0>(Ap, Aj, Ax, X, w, lo, hi, round, p, renormalise, awake, ids, Y);
+            default: lossy_rows<0>(Ap, Aj, Ax, X, w, lo, hi, round, threshold, renormalise, awake, ids, Y);
         }
     });
 }
