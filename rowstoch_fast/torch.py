@@ -78,6 +78,24 @@ def from_tensor(T, like=None):
     return T.numpy()
 
 
+class _Loaders:
+    """``batch_fn`` over one iterable per node (e.g. a ``torch.utils.data.DataLoader``): each call takes the
+    node's next batch, starting a new pass (epoch) when its iterator runs out."""
+
+    def __init__(self, loaders, n):
+        self.loaders, self.n = loaders, n
+        self.iterators = [iter(loader) for loader in loaders]
+
+    def __call__(self, node, t, repeat=0):
+        k = repeat * self.n + node
+        try:
+            batch = next(self.iterators[k])
+        except StopIteration:
+            self.iterators[k] = iter(self.loaders[k])
+            batch = next(self.iterators[k])
+        return batch[0], batch[1]
+
+
 class GradFn:
     """The ``grad_fn`` of :meth:`Replicas.grad_fn`: ``G = grad_fn(X)`` for the ``(n, d)`` block ``X``.
 
@@ -272,11 +290,15 @@ class Replicas:
 
         Parameters
         ----------
-        batch_fn : callable
+        batch_fn : callable or sequence of DataLoader
             ``batch_fn(node, iteration) -> (inputs, targets)``: node ``node``'s
             mini-batch at the ``iteration``-th call (tensors or arrays; every
             node's of the same shape). With ``stacked=True``:
             ``batch_fn(iteration) -> (inputs, targets)`` with a leading node axis.
+            Or one iterable of ``(inputs, targets)`` batches per node (a
+            ``DataLoader`` over the node's shard, ``drop_last=True`` so that the
+            shapes agree): each call takes every node's next batch, starting a
+            new epoch where a loader runs out.
         keep_loss : bool, default False
             Keep the per-node mini-batch losses of the last call in
             ``grad_fn.last_loss`` (one small device-to-host copy per call).
@@ -289,7 +311,11 @@ class Replicas:
             when ``X`` is on the replicas' device in their dtype.
         """
         if not callable(batch_fn):
-            raise TypeError(f"batch_fn must be callable, got {type(batch_fn).__name__}")
+            loaders = list(batch_fn) if isinstance(batch_fn, (list, tuple)) else None
+            if loaders is None or len(loaders) != self.n * self.repeats or stacked:
+                raise TypeError(f"batch_fn must be callable, or one DataLoader (iterable of (inputs, targets)) per "
+                                f"node ({self.n * self.repeats}), got {type(batch_fn).__name__}")
+            batch_fn = _Loaders(loaders, self.n)
         return GradFn(self, batch_fn, stacked, keep_loss)
 
     def set_params(self, X):

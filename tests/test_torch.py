@@ -267,3 +267,21 @@ def test_repetitions_batched_across_seeds_equal_separate_runs(linear_problem):
     losses, acc = together.evaluate(X.reshape(-1, n_in), y.reshape(-1))
     assert losses.shape == acc.shape == (3, n)
     assert together.module(1, repeat=2).weight.shape == (n_out, n_in)
+
+
+def test_one_dataloader_per_node(linear_problem):
+    """grad_fn over per-node DataLoaders: the batches they yield, in order, a new epoch when one runs out."""
+    from torch.utils.data import DataLoader, TensorDataset
+
+    model, X, y, n_in, n_out = linear_problem
+    loaders = [DataLoader(TensorDataset(torch.as_tensor(X[i]), torch.as_tensor(y[i])), batch_size=8, drop_last=True)
+               for i in range(len(X))]  # 20 samples: 2 batches per epoch
+    reps = Replicas(model, n=len(X))
+    g = reps.grad_fn(loaders)
+    P = reps.x0()
+    for call in range(5):
+        lo = (call % 2) * 8
+        want = _softmax_grad(P, X[:, lo:lo + 8], y[:, lo:lo + 8], n_in, n_out)
+        np.testing.assert_allclose(g(P), want, rtol=1e-12, atol=1e-14)
+    with pytest.raises(TypeError, match="one DataLoader"):
+        reps.grad_fn(loaders[:2])
