@@ -292,11 +292,24 @@ const std::int64_t* node_ids(const py::object& obj, const char* name, int64_t n_
     return ids;
 }
 
+// An optional 1-D uint8/bool array of `size` flags, writeable if asked; null if None.
+std::uint8_t* flags(const py::object& obj, const char* name, int64_t size, bool writeable, py::array& keep) {
+    if (obj.is_none()) return nullptr;
+    keep = obj.cast<py::array>();
+    check_ndim(keep, name, 1);
+    check_contiguous(keep, name);
+    if (keep.dtype().kind() != 'b' && !(keep.dtype().kind() == 'u' && keep.itemsize() == 1))
+        throw py::type_error(cat(name, " must be a bool (or uint8) array, got ", dtype_name(keep)));
+    if (keep.shape(0) != size) throw py::value_error(cat(name, " has ", keep.shape(0), " entries, expected ", size));
+    if (writeable) check_writeable(keep, name);
+    return static_cast<std::uint8_t*>(keep.mutable_data());
+}
+
 py::array mix_lossy(py::array indptr, py::array indices, py::array data, py::array X, py::object out,
                     std::uint64_t seed, std::uint64_t t, std::uint64_t r, double p, bool renormalise,
                     py::object awake_obj, py::object row_ids_obj, py::object col_ids_obj, int64_t ncols,
-                    bool check_indices) {
-    if (!(p >= 0.0 && p < 1.0)) throw py::value_error(cat("p must be in [0, 1), got ", p));
+                    py::object bad_obj, bool check_indices) {
+    if (!(p >= 0.0 && p <= 1.0)) throw py::value_error(cat("p must be in [0, 1], got ", p));
     if (ncols < -1) throw py::value_error(cat("ncols must be >= 0 (or -1 for square), got ", ncols));
     const int64_t rows = indptr.shape(0) - 1, cols = ncols < 0 ? rows : ncols;
     const bool has_ids = !row_ids_obj.is_none() || !col_ids_obj.is_none();
@@ -322,10 +335,43 @@ py::array mix_lossy(py::array indptr, py::array indices, py::array data, py::arr
     }
     rowstoch::NodeIds ids{node_ids(row_ids_obj, "row_ids", rows, n_global, row_keep),
                           node_ids(col_ids_obj, "col_ids", cols, n_global, col_keep)};
+    py::array bad_keep;
+    const std::uint8_t* bad = flags(bad_obj, "bad", indices.shape(0), false, bad_keep);
     return one_pass(indptr, indices, data, X, out, check_indices, ncols,
                     [&](auto Ap, auto Aj, auto Ax, int64_t n, auto Xp, int64_t w, auto Yp) {
-                        rowstoch::csr_mix_lossy(Ap, Aj, Ax, n, Xp, w, Yp, seed, t, r, p, renormalise, mask, ids);
+                        rowstoch::csr_mix_lossy(Ap, Aj, Ax, n, Xp, w, Yp, seed, t, r, p, renormalise, mask, ids, bad);
                     });
+}
+
+void ge_advance(py::array indptr, py::array indices, py::array bad, std::uint64_t seed, int64_t from, int64_t to,
+                double p_bad, double p_recover, bool init, py::object row_ids_obj, py::object col_ids_obj) {
+    if (!(p_bad > 0.0 && p_bad <= 1.0 && p_recover > 0.0 && p_recover <= 1.0))
+        throw py::value_error(cat("p_bad and p_recover must be in (0, 1], got ", p_bad, " and ", p_recover));
+    if (from < 0 || to < from - 1) throw py::value_error(cat("need 0 <= from <= to + 1, got ", from, " and ", to));
+    check_ndim(indptr, "indptr", 1);
+    check_ndim(indices, "indices", 1);
+    const int64_t rows = indptr.shape(0) - 1;
+    py::array bad_keep, row_keep, col_keep;
+    std::uint8_t* state = flags(bad, "bad", indices.shape(0), true, bad_keep);
+    const int64_t big = std::numeric_limits<int64_t>::max();
+    rowstoch::NodeIds ids{node_ids(row_ids_obj, "row_ids", rows, big, row_keep), nullptr};
+    if (!col_ids_obj.is_none()) {
+        col_keep = col_ids_obj.cast<py::array>();
+        ids.cols = node_ids(col_ids_obj, "col_ids", col_keep.shape(0), big, col_keep);
+    }
+    auto run = [&](auto i) {
+        using I = decltype(i);
+        if (!(py::isinstance<py::array_t<I>>(indptr) && py::isinstance<py::array_t<I>>(indices)))
+            throw py::type_error("indptr and indices must both be int32 or both int64");
+        check_contiguous(indptr, "indptr");
+        check_contiguous(indices, "indices");
+        const I *Ap = cptr<I>(indptr), *Aj = cptr<I>(indices);
+        if (Ap[rows] != indices.shape(0)) throw py::value_error("indptr[-1] must equal len(indices)");
+        py::gil_scoped_release nogil;
+        rowstoch::ge_advance(Ap, Aj, rows, ids, state, seed, from, to, p_bad, p_recover, init);
+    };
+    if (is_i64(indptr)) run(int64_t{});
+    else run(int32_t{});
 }
 
 py::array mix_power(py::array indptr, py::array indices, py::array data, py::array X, int64_t R,
@@ -681,9 +727,15 @@ PYBIND11_MODULE(_core, m) {
     m.def("mix_lossy", &mix_lossy, py::arg("indptr"), py::arg("indices"), py::arg("data"), py::arg("X"),
           py::arg("out") = py::none(), py::arg("seed") = 0, py::arg("t") = 0, py::arg("r") = 0, py::arg("p") = 0.0,
           py::arg("renormalise") = true, py::arg("awake") = py::none(), py::arg("row_ids") = py::none(),
-          py::arg("col_ids") = py::none(), py::arg("ncols") = -1, py::arg("check_indices") = true,
+          py::arg("col_ids") = py::none(), py::arg("ncols") = -1, py::arg("bad") = py::none(),
+          py::arg("check_indices") = true,
           "One lossy gossip round (rowstoch_fast.network.Lossy): messages j -> i (j != i) lost when "
           "uniform_hash(seed, t, r, i, j) < p; row-stochastic receivers renormalise over what arrived.");
+    m.def("ge_advance", &ge_advance, py::arg("indptr"), py::arg("indices"), py::arg("bad"), py::arg("seed"),
+          py::arg("from_"), py::arg("to"), py::arg("p_bad"), py::arg("p_recover"), py::arg("init") = false,
+          py::arg("row_ids") = py::none(), py::arg("col_ids") = py::none(),
+          "Advance the Gilbert-Elliott state of every stored entry (bad[q], uint8) to iteration `to` "
+          "(rowstoch_fast.network.Lossy, model='gilbert-elliott').");
     m.def("mix_power", &mix_power, py::arg("indptr"), py::arg("indices"), py::arg("data"),
           py::arg("X"), py::arg("R"), py::arg("out") = py::none(), py::arg("work") = py::none(),
           py::arg("check_indices") = true,

@@ -246,8 +246,8 @@ def _matrix_from_args(args):
 
 def _check_run_args(args):
     """Cheap checks of ``rowstoch run``'s options, before any network, data or folder is built."""
-    if not 0.0 <= args.loss < 1.0:
-        raise UsageError(f"--loss must be in [0, 1), got {args.loss}")
+    if not (0.0 <= args.loss < 1.0 or (args.loss == 1.0 and args.loss_model == "gilbert-elliott")):
+        raise UsageError(f"--loss must be in [0, 1) (gilbert-elliott: [0, 1]), got {args.loss}")
     if not 0.0 < args.awake <= 1.0:
         raise UsageError(f"--awake must be in (0, 1], got {args.awake}")
     bursty = args.loss_model == "gilbert-elliott"
@@ -257,8 +257,8 @@ def _check_run_args(args):
         value = getattr(args, name)
         if value is not None and not 0.0 < value <= 1.0:
             raise UsageError(f"--{name.replace('_', '-')} must be in (0, 1], got {value}")
-    if bursty and args.backend != "cpu":
-        raise UsageError(f"--loss-model gilbert-elliott runs on --backend cpu for now, not {args.backend}")
+    if bursty and args.backend == "cupy":
+        raise UsageError("--loss-model gilbert-elliott runs on --backend cpu or mpi for now, not cupy")
     if args.lr is not None and not (np.isfinite(args.lr) and args.lr > 0):
         raise UsageError(f"--lr must be a finite number > 0, got {args.lr}")
     if not args.algorithm.startswith("mg-") and args.rounds not in (None, 1):

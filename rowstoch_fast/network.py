@@ -104,8 +104,9 @@ class Network:
 
     def plan(self, t):
         """How iteration ``t`` runs in the compiled pass (``_core.mix_lossy``), or None where it cannot:
-        ``(matrix_of, seed, p, awake)`` with ``matrix_of(r)`` the base MixingMatrix of round ``r``, the loss
-        seed and probability, and the awake mask (or None). The MPI backend needs one."""
+        ``(matrix_of, seed, p, awake, chain)`` with ``matrix_of(r)`` the base MixingMatrix of round ``r``, the
+        loss seed and probability, the awake mask (or None) and the Gilbert-Elliott network whose
+        :meth:`Lossy.bad_states` gate the losses (or None). The MPI backend needs one."""
         return None
 
     def mix(self, X, t, rounds=1, out=None):
@@ -199,7 +200,7 @@ def _compiled_rounds(plan, X, t, rounds, out, renormalise):
     renormalised there, sleeping nodes keep their values), ping-ponging buffers, the last round into ``out``."""
     from . import _core
 
-    matrix_of, seed, p, awake = plan
+    matrix_of, seed, p, awake, chain = plan
     X = np.asarray(X)
     M = matrix_of(0)
     X2 = np.ascontiguousarray(X.reshape(X.shape[0], -1), dtype=M.dtype)
@@ -210,8 +211,9 @@ def _compiled_rounds(plan, X, t, rounds, out, renormalise):
     for r in range(rounds):
         c = matrix_of(r).csr
         dst = final if (r == rounds - 1 and final is not None) else np.empty_like(X2)
+        bad = None if chain is None else chain.bad_states(c.indptr, c.indices, t)
         _core.mix_lossy(c.indptr, c.indices, c.data, Y, dst, seed=seed, t=t, r=r, p=p, renormalise=renormalise,
-                        awake=awake, check_indices=False)
+                        awake=awake, bad=bad, check_indices=False)
         Y = dst
     if out is not None:
         if final is None:
@@ -289,7 +291,7 @@ class Schedule(Network):
 
     def plan(self, t):
         M = self.matrix(t)
-        return (lambda r: M), 0, 0.0, None
+        return (lambda r: M), 0, 0.0, None, None
 
     def map(self, f):
         out = Schedule([f(m) for m in self.matrices])
@@ -351,8 +353,8 @@ class Lossy(Network):
         self.base = as_network(A)
         self.n, self.stochastic = self.base.n, self.base.stochastic
         self.p = check_positive_float(p, "p", allow_zero=True)
-        if self.p >= 1:
-            raise ValueError(f"p must be in [0, 1), got {self.p}")
+        if self.p >= 1 and not (model == "gilbert-elliott" and self.p == 1):
+            raise ValueError(f"p must be in [0, 1) (gilbert-elliott: [0, 1], the loss in the bad state), got {self.p}")
         self.seed = check_int(seed, "seed", minimum=0)
         if model not in ("bernoulli", "gilbert-elliott"):
             raise ValueError(f"model must be 'bernoulli' or 'gilbert-elliott', got {model!r}")
@@ -376,7 +378,7 @@ class Lossy(Network):
             lost = u < self.p
         else:
             bad = self._bad_state(csr, t, r, rows, cols)
-            lost = bad & (u < self.p if self.p > 0 else np.ones_like(bad))
+            lost = bad & (u < self.p)
         return lost & (rows != cols)  # the self loop always arrives
 
     def _bad_state(self, csr, t, r, rows, cols):
@@ -401,10 +403,30 @@ class Lossy(Network):
         return base if self.p == 0 and self.model == "bernoulli" else None
 
     def plan(self, t):
-        if self.model != "bernoulli" or not isinstance(self.base, (MixingMatrix, Schedule)):
+        if not isinstance(self.base, (MixingMatrix, Schedule)):
             return None
         base = self.base
-        return (lambda r: _base_matrix(base, t, r)), self.seed, self.p, None
+        chain = self if self.model == "gilbert-elliott" else None
+        return (lambda r: _base_matrix(base, t, r)), self.seed, self.p, None, chain
+
+    def bad_states(self, indptr, indices, t, row_ids=None, col_ids=None):
+        """The Gilbert-Elliott state (uint8, 1 = bad) of every stored entry of a CSR share at iteration ``t``,
+        advanced in compiled code from the last call on the same arrays (from iteration 0 the first time or
+        when ``t`` goes back); ``row_ids`` / ``col_ids``: the global node ids of an MPI rank's share."""
+        from . import _core
+
+        chains = self.__dict__.setdefault("_compiled_chains", {})
+        key = (id(indices), len(indices))
+        last, bad, _ = chains.get(key, (None, None, None))
+        if bad is None or last > t:
+            bad = np.zeros(len(indices), dtype=np.uint8)
+            _core.ge_advance(indptr, indices, bad, self.seed, 0, t, self.p_bad, self.p_recover, init=True,
+                             row_ids=row_ids, col_ids=col_ids)
+        elif last < t:
+            _core.ge_advance(indptr, indices, bad, self.seed, last + 1, t, self.p_bad, self.p_recover,
+                             row_ids=row_ids, col_ids=col_ids)
+        chains[key] = (t, bad, indices)  # (indices kept alive: its id stays unique)
+        return bad
 
     def map(self, f):
         base = f(self.base) if isinstance(self.base, MixingMatrix) else self.base.map(f)
@@ -457,13 +479,13 @@ class Sleepy(Network):
 
     def plan(self, t):
         if isinstance(self.base, MixingMatrix):
-            inner = ((lambda r: self.base), 0, 0.0)
+            matrix_of, seed, p, chain = (lambda r: self.base), 0, 0.0, None
         else:
             inner = self.base.plan(t)
             if inner is None or inner[3] is not None:
                 return None
-            inner = inner[:3]
-        return (*inner, self.awake(t))
+            matrix_of, seed, p, _, chain = inner
+        return matrix_of, seed, p, self.awake(t), chain
 
     def map(self, f):
         return Sleepy(f(self.base) if isinstance(self.base, MixingMatrix) else self.base.map(f), self.q, seed=self.seed)

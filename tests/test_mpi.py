@@ -219,4 +219,4 @@ def test_unreliable_networks_equal_single_process(ranks, tmp_path):
             for pname in ("contiguous", "single"):
                 assert rel(got[f"{nname}/{name}/{pname}"], ref.x) < 1e-12, (nname, name, pname)
                 checked += 1
-    assert checked == 4 * len(REGISTRY) * 2
+    assert checked == 5 * len(REGISTRY) * 2

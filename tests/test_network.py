@@ -271,21 +271,48 @@ def test_varying_networks_refuse_what_they_cannot_do():
         NetworkTracker(net, max_bytes=100)
 
 
-def test_a_varying_network_on_mpi_in_one_process_and_what_mpi_refuses():
-    """backend='mpi' (here one rank) runs a network's compiled rounds with the nodes' global ids: the CPU's
-    iterates; a network without a compiled pass (bursty losses) is refused there with a clear error."""
+def test_a_varying_network_on_mpi_in_one_process():
+    """backend='mpi' (here one rank) runs a network's compiled rounds with the nodes' global ids, bursty chains
+    included: the CPU's iterates."""
     pytest.importorskip("mpi4py")
-    net = Sleepy(Lossy(Schedule([NETWORKS["static"], topology.exponential(30)]), 0.3, seed=2), 0.8, seed=4)
-    x0 = np.random.default_rng(8).standard_normal((30, 2))
-    cpu = PullDiagGT(net, x0, lr=0.02, rounds=2)
-    mpi = PullDiagGT(net, x0, lr=0.02, rounds=2, backend="mpi")
-    for _ in range(15):
-        cpu.step(lambda X: X - 1.0)
-        mpi.step(lambda X: X - 1.0)
-    np.testing.assert_allclose(mpi.gather_x(), cpu.gather_x(), rtol=1e-12, atol=1e-13)
-    bursty = PullDiagGT(NETWORKS["bursty"], x0, lr=0.02, backend="mpi")
-    with pytest.raises(ValueError, match="does not run on backend='mpi'"):
-        bursty.step(lambda X: X)
+    base = Schedule([NETWORKS["static"], topology.exponential(30)])
+    for net in (Sleepy(Lossy(base, 0.3, seed=2), 0.8, seed=4),
+                Sleepy(Lossy(base, 0.8, seed=5, model="gilbert-elliott", p_bad=0.2, p_recover=0.3), 0.9, seed=6)):
+        x0 = np.random.default_rng(8).standard_normal((30, 2))
+        cpu = PullDiagGT(net, x0, lr=0.02, rounds=2)
+        mpi = PullDiagGT(net, x0, lr=0.02, rounds=2, backend="mpi")
+        for _ in range(15):
+            cpu.step(lambda X: X - 1.0)
+            mpi.step(lambda X: X - 1.0)
+        np.testing.assert_allclose(mpi.gather_x(), cpu.gather_x(), rtol=1e-12, atol=1e-13)
+
+
+def test_bursty_chains_in_compiled_code_equal_numpys():
+    """The Gilbert-Elliott states _core.ge_advance keeps (sequentially, jumping ahead, or going back) are those
+    the NumPy definition gives at every iteration; p is the loss in the bad state (0: never, 1: always)."""
+    A = topology.erdos_renyi(25, 0.3, seed=9)
+    c = A.csr
+    rows = np.repeat(np.arange(25), np.diff(c.indptr))
+    for p in (0.0, 0.6, 1.0):
+        net = Lossy(A, p, seed=3, model="gilbert-elliott", p_bad=0.3, p_recover=0.2)
+        for t in (0, 1, 2, 7, 3, 12):
+            compiled = net.bad_states(c.indptr, c.indices, t).astype(bool)
+            numpy = net._bad_state(c, t, 0, rows, c.indices.astype(np.int64))
+            assert np.array_equal(compiled, numpy), (p, t)
+        X = np.random.default_rng(1).standard_normal((25, 2))
+        np.testing.assert_allclose(net.mix(X, 5, rounds=2), _numpy_mix(net, X, 5, 2), rtol=1e-14, atol=1e-15)
+    assert Lossy(A, 0.0, seed=1, model="gilbert-elliott", p_bad=0.5, p_recover=0.5).matrix(3).nnz == A.nnz
+    assert Lossy(A, 1.0, seed=1, model="gilbert-elliott", p_bad=1.0, p_recover=1e-9).matrix(3).nnz == A.n
+
+
+def _numpy_mix(net, X, t, rounds):
+    """The NumPy definition of a network's rounds (what the compiled pass must equal)."""
+    from rowstoch_fast.network import _mix_entries
+
+    Y = X
+    for r in range(rounds):
+        Y = _mix_entries(*net._entries(t, r), Y, net.stochastic)
+    return Y
 
 
 def test_the_robustness_experiment_at_a_tiny_size(tmp_path):
@@ -316,16 +343,14 @@ def test_the_runner_resumes_a_lossy_run_from_its_checkpoint(tmp_path):
 
 
 @pytest.mark.parametrize("name", ["lossy", "lossy-schedule", "sleepy", "sleepy-lossy", "sleepy-no-self-loops",
-                                  "lossy-column", "sleepy-lossy-column", "one-peer", "one-peer-column"])
+                                  "lossy-column", "sleepy-lossy-column", "one-peer", "one-peer-column", "bursty"])
 def test_the_compiled_pass_equals_the_numpy_path(name):
     """Lossy and Sleepy mixing in _core.mix_lossy gives what the NumPy definition gives (Network.mix over the
     round's weights): the same losses, the same renormalisation."""
-    from rowstoch_fast.network import Network
-
     net = NETWORKS[name]
     X = np.random.default_rng(7).standard_normal((net.n, 3))
     for t in range(6):
-        np.testing.assert_allclose(net.mix(X, t, rounds=2), Network.mix(net, X, t, rounds=2), rtol=1e-14, atol=1e-15)
+        np.testing.assert_allclose(net.mix(X, t, rounds=2), _numpy_mix(net, X, t, 2), rtol=1e-14, atol=1e-15)
 
 
 def test_rowstoch_run_on_an_unreliable_network(tmp_path, capsys):
@@ -350,7 +375,7 @@ def test_rowstoch_run_on_an_unreliable_network(tmp_path, capsys):
     capsys.readouterr()
     for bad, message in ((["--loss", "1.5"], "--loss must be in [0, 1)"),
                          (["--loss", "0.9", "--loss-model", "gilbert-elliott", "--p-bad", "0.1", "--p-recover", "0.2",
-                           "--backend", "mpi"], "runs on --backend cpu for now, not mpi"),
+                           "--backend", "cupy"], "not cupy"),
                          (["--loss-model", "gilbert-elliott", "--loss", "0.5"], "needs --p-bad and --p-recover"),
                          (["--awake", "0"], "--awake must be in (0, 1]")):
         assert cli.main(["run", "--out", str(tmp_path / "x")] + bad) == 2

@@ -29,6 +29,9 @@ inline std::uint64_t hash_prefix(std::uint64_t seed, std::uint64_t t, std::uint6
 }
 
 // One row, its K values in registers (K = w, a compile-time width up to 16; K = 0: any w, summed in Y).
+// u = (h >> 11) 2^-53 < p  <=>  (h >> 11) < ceil(p 2^53): network.py's draws, compared as integers (p = 1: all).
+inline std::uint64_t loss_threshold(double p) { return static_cast<std::uint64_t>(std::ceil(p * 0x1.0p53)); }
+
 // Global node ids of the local rows and columns (an MPI rank's share: rows are its nodes, columns its nodes
 // then its halo); null ids: row i is node i, column j node j.
 struct NodeIds {
@@ -41,7 +44,7 @@ struct NodeIds {
 template <int K, class I, class T>
 inline void lossy_row(const I Ap[], const I Aj[], const T Ax[], const T* __restrict X, std::int64_t w,
                       std::int64_t i, std::uint64_t round, std::uint64_t threshold, bool renormalise,
-                      const std::uint8_t* awake, NodeIds ids, T* __restrict Y) {
+                      const std::uint8_t* awake, const std::uint8_t* bad, NodeIds ids, T* __restrict Y) {
     constexpr bool kRegs = K > 0;
     const std::int64_t width = kRegs ? K : w;
     const std::int64_t gi = ids.row(i);
@@ -60,7 +63,8 @@ inline void lossy_row(const I Ap[], const I Aj[], const T Ax[], const T* __restr
         const std::int64_t j = static_cast<std::int64_t>(Aj[q]);
         const std::int64_t gj = ids.col(j);
         const bool gone = gj != gi && ((awake && !awake[gj]) ||
-                                       (threshold && (mix64(row ^ static_cast<std::uint64_t>(gj)) >> 11) < threshold));
+                                       ((!bad || bad[q]) && threshold &&
+                                        (mix64(row ^ static_cast<std::uint64_t>(gj)) >> 11) < threshold));
         lost |= gone;
         const T a = gone ? T(0) : Ax[q];
         const T* __restrict x = X + j * width;
@@ -82,29 +86,61 @@ inline void lossy_row(const I Ap[], const I Aj[], const T Ax[], const T* __restr
 template <int K, class I, class T>
 inline void lossy_rows(const I Ap[], const I Aj[], const T Ax[], const T* X, std::int64_t w, std::int64_t lo,
                        std::int64_t hi, std::uint64_t round, std::uint64_t threshold, bool renormalise,
-                       const std::uint8_t* awake, NodeIds ids, T* Y) {
+                       const std::uint8_t* awake, const std::uint8_t* bad, NodeIds ids, T* Y) {
     for (std::int64_t i = lo; i < hi; ++i)
-        lossy_row<K>(Ap, Aj, Ax, X, w, i, round, threshold, renormalise, awake, ids, Y);
+        lossy_row<K>(Ap, Aj, Ax, X, w, i, round, threshold, renormalise, awake, bad, ids, Y);
 }
 
 template <class I, class T>
 void csr_mix_lossy(const I Ap[], const I Aj[], const T Ax[], std::int64_t n, const T X[], std::int64_t w, T Y[],
                    std::uint64_t seed, std::uint64_t t, std::uint64_t r, double p, bool renormalise,
-                   const std::uint8_t* awake = nullptr, NodeIds ids = {nullptr, nullptr}) {
+                   const std::uint8_t* awake = nullptr, NodeIds ids = {nullptr, nullptr},
+                   const std::uint8_t* bad = nullptr) {
     const std::uint64_t round = hash_prefix(seed, t, r);
     // u = (h >> 11) 2^-53 < p  <=>  (h >> 11) < ceil(p 2^53): the same draws, compared as integers
-    const std::uint64_t threshold = static_cast<std::uint64_t>(std::ceil(p * 0x1.0p53));
+    const std::uint64_t threshold = loss_threshold(p);
     const int threads = threads_for(static_cast<std::int64_t>(Ap[n]) * w);
     for_rows(Ap, n, threads, [&](std::int64_t lo, std::int64_t hi) {
         switch (w) {
 #define ROWSTOCH_LOSSY(K) \
-    case K: lossy_rows<K>(Ap, Aj, Ax, X, w, lo, hi, round, threshold, renormalise, awake, ids, Y); return;
+    case K: lossy_rows<K>(Ap, Aj, Ax, X, w, lo, hi, round, threshold, renormalise, awake, bad, ids, Y); return;
             ROWSTOCH_LOSSY(1) ROWSTOCH_LOSSY(2) ROWSTOCH_LOSSY(3) ROWSTOCH_LOSSY(4) ROWSTOCH_LOSSY(5)
             ROWSTOCH_LOSSY(6) ROWSTOCH_LOSSY(7) ROWSTOCH_LOSSY(8) ROWSTOCH_LOSSY(9) ROWSTOCH_LOSSY(10)
             ROWSTOCH_LOSSY(11) ROWSTOCH_LOSSY(12) ROWSTOCH_LOSSY(13) ROWSTOCH_LOSSY(14) ROWSTOCH_LOSSY(15)
             ROWSTOCH_LOSSY(16)
 #undef ROWSTOCH_LOSSY
-            default: lossy_rows<0>(Ap, Aj, Ax, X, w, lo, hi, round, threshold, renormalise, awake, ids, Y);
+            default: lossy_rows<0>(Ap, Aj, Ax, X, w, lo, hi, round, threshold, renormalise, awake, bad, ids, Y);
+        }
+    });
+}
+
+// Gilbert-Elliott chains (network.Lossy(model="gilbert-elliott")): one good/bad state per stored entry,
+// bad[q] for entry q (row i -> column j, global ids), advanced over iterations from .. to - 1 -> to:
+// state_{s} from state_{s-1} with the draw v = uniform_hash(seed, 2^61 + s, 0, i, j) (bad -> good when
+// v < p_recover, good -> bad when v < p_bad); `init` starts from the stationary draw
+// (uniform_hash(seed, 2^62, 0, i, j) < p_bad / (p_bad + p_recover)) and applies the transitions 0 .. to.
+// The same states as NumPy's, for any partition of the entries (the draws are keyed on global ids).
+template <class I>
+void ge_advance(const I Ap[], const I Aj[], std::int64_t rows, NodeIds ids, std::uint8_t bad[], std::uint64_t seed,
+                std::int64_t from, std::int64_t to, double p_bad, double p_recover, bool init) {
+    const std::uint64_t to_bad = loss_threshold(p_bad), to_good = loss_threshold(p_recover);
+    const std::uint64_t stationary = loss_threshold(p_bad / (p_bad + p_recover));
+    const std::uint64_t init_key = hash_prefix(seed, 1ULL << 62, 0);
+    const int threads = threads_for(static_cast<std::int64_t>(Ap[rows]) * (to - from + 1));
+    for_rows(Ap, rows, threads, [&](std::int64_t lo, std::int64_t hi) {
+        for (std::int64_t i = lo; i < hi; ++i) {
+            const std::uint64_t gi = static_cast<std::uint64_t>(ids.row(i));
+            for (I q = Ap[i]; q < Ap[i + 1]; ++q) {
+                const std::uint64_t gj = static_cast<std::uint64_t>(ids.col(static_cast<std::int64_t>(Aj[q])));
+                std::uint8_t state = bad[q];
+                if (init) state = (mix64(mix64(init_key ^ gi) ^ gj) >> 11) < stationary;
+                for (std::int64_t s = init ? 0 : from; s <= to; ++s) {
+                    const std::uint64_t key = hash_prefix(seed, (1ULL << 61) + static_cast<std::uint64_t>(s), 0);
+                    const std::uint64_t v = mix64(mix64(key ^ gi) ^ gj) >> 11;
+                    state = state ? (v >= to_good) : (v < to_bad);
+                }
+                bad[q] = state;
+            }
         }
     });
 }

@@ -369,10 +369,9 @@ class CupyBackend(Backend):
         from ..network import round_key
 
         plan = net.plan(t)
-        if plan is None:
-            raise ValueError(f"{net!r} has no compiled pass (Gilbert-Elliott losses) and so does not run on "
-                             "backend='cupy'; use backend='cpu'")
-        matrix_of, seed, p, awake = plan
+        if plan is None or plan[4] is not None:
+            raise ValueError(f"{net!r} has no GPU pass (Gilbert-Elliott losses run on backend='cpu' or 'mpi')")
+        matrix_of, seed, p, awake, _ = plan
         mask = None if awake is None else self.xp.asarray(np.asarray(awake, dtype=np.uint8))
         if rounds > 1 and work is None:
             work = self.xp.empty_like(src)

@@ -359,9 +359,8 @@ class MpiBackend(CpuBackend):
         losses and sleep are those of the single-process run)."""
         plan = net.plan(t)
         if plan is None:
-            raise ValueError(f"{net!r} has no compiled pass (Gilbert-Elliott losses) and so does not run on "
-                             "backend='mpi'; use backend='cpu'")
-        matrix_of, seed, p, awake = plan
+            raise ValueError(f"{net!r} has no compiled pass and so does not run on backend='mpi'; use backend='cpu'")
+        matrix_of, seed, p, awake, chain = plan
         cur = src
         for r in range(rounds):
             M = matrix_of(r)
@@ -374,9 +373,11 @@ class MpiBackend(CpuBackend):
             t0 = time.perf_counter()
             halo.exchange(ext)
             t1 = time.perf_counter()
+            bad = None if chain is None else chain.bad_states(halo.indptr, halo.indices, t, row_ids=halo.local_nodes,
+                                                                col_ids=halo.col_ids)
             _core.mix_lossy(halo.indptr, halo.indices, halo.data, ext, out, seed=seed, t=t, r=r, p=p,
                             renormalise=net.stochastic == "row", awake=awake, row_ids=halo.local_nodes,
-                            col_ids=halo.col_ids, ncols=halo.ncols, check_indices=False)
+                            col_ids=halo.col_ids, ncols=halo.ncols, bad=bad, check_indices=False)
             halo.comm_seconds += t1 - t0
             halo.compute_seconds += time.perf_counter() - t1
             cur = out
