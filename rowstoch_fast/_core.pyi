@@ -38,8 +38,22 @@ def mix_lossy(
     row_ids: NDArray[np.int64] | None = None,
     col_ids: NDArray[np.int64] | None = None,
     ncols: int = -1,
+    bad: NDArray[np.uint8] | None = None,
     check_indices: bool = True,
 ) -> NDArray[np.floating]: ...
+def ge_advance(
+    indptr: NDArray[np.integer],
+    indices: NDArray[np.integer],
+    bad: NDArray[np.uint8],
+    seed: int,
+    from_: int,
+    to: int,
+    p_bad: float,
+    p_recover: float,
+    init: bool = False,
+    row_ids: NDArray[np.int64] | None = None,
+    col_ids: NDArray[np.int64] | None = None,
+) -> None: ...
 def mix_power(
     indptr: NDArray[np.integer],
     indices: NDArray[np.integer],

@@ -257,8 +257,6 @@ def _check_run_args(args):
         value = getattr(args, name)
         if value is not None and not 0.0 < value <= 1.0:
             raise UsageError(f"--{name.replace('_', '-')} must be in (0, 1], got {value}")
-    if bursty and args.backend == "cupy":
-        raise UsageError("--loss-model gilbert-elliott runs on --backend cpu or mpi for now, not cupy")
     if args.lr is not None and not (np.isfinite(args.lr) and args.lr > 0):
         raise UsageError(f"--lr must be a finite number > 0, got {args.lr}")
     if not args.algorithm.startswith("mg-") and args.rounds not in (None, 1):

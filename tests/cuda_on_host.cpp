@@ -136,8 +136,8 @@ EMULATE_MIX(csr_mix_entry1x4_f32_i64, float, i64)
 #define EMULATE_LOSSY(name, T, I)                                                                             \
     EMULATE(name,                                                                                             \
             P(const I* Ap, const I* Aj, const T* Ax, const T* X, T* Y, i64 n, i64 w, const u64* s, u64 key,   \
-              double p, int renormalise, const unsigned char* awake),                                         \
-            (Ap, Aj, Ax, X, Y, n, w, s, key, p, renormalise, awake))
+              double p, int renormalise, const unsigned char* awake, const unsigned char* bad),               \
+            (Ap, Aj, Ax, X, Y, n, w, s, key, p, renormalise, awake, bad))
 EMULATE_LOSSY(csr_mix_lossy1_f64_i32, double, int)
 EMULATE_LOSSY(csr_mix_lossy2_f64_i32, double, int)
 EMULATE_LOSSY(csr_mix_lossy4_f32_i64, float, i64)
@@ -147,3 +147,7 @@ EMULATE(combine_f64,
           const double* r2, const double* r3, double c0, double c1, double c2, double c3, int K, double* out, i64 n,
           i64 w, u64* status, u64 launch),
         (x0, x1, x2, x3, r0, r1, r2, r3, c0, c1, c2, c3, K, out, n, w, status, launch))
+EMULATE(ge_advance_i32,
+        P(const int* Ap, const int* Aj, i64 rows, unsigned char* bad, const u64* keys, i64 steps, u64 init_key,
+          int init, double p_bad, double p_recover, double stationary),
+        (Ap, Aj, rows, bad, keys, steps, init_key, init, p_bad, p_recover, stationary))

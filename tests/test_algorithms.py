@@ -352,14 +352,15 @@ def _host_kernels(monkeypatch, backend):
             if launch and status[0] == 0:
                 status[0] = launch
 
-    def mix_lossy(M, src, dst, status, key, p, renormalise, awake):
+    def mix_lossy(M, src, dst, status, key, p, renormalise, awake, bad=None):
         # the device kernel's twin (tests/test_backends.py checks they agree bit for bit); the key is re-derived
         def launch():
             if not frozen(status, 0):
                 c = M.csr
                 dst[...] = _core.mix_lossy(c.indptr, c.indices, c.data, np.ascontiguousarray(src), seed=lossy[0],
                                            t=lossy[1], r=lossy[2], p=p, renormalise=renormalise,
-                                           awake=None if awake is None else np.asarray(awake).astype(bool))
+                                           awake=None if awake is None else np.asarray(awake).astype(bool),
+                                           bad=None if bad is None else np.asarray(bad))
         _FakeGraphs.run(launch)
 
     lossy = [0, 0, 0]
@@ -371,6 +372,8 @@ def _host_kernels(monkeypatch, backend):
     monkeypatch.setattr(backend, "_mix_into", mix)
     monkeypatch.setattr(backend, "_combine_into", combine)
     monkeypatch.setattr(backend, "_mix_lossy_into", mix_lossy)
+    monkeypatch.setattr(backend, "_device_bad_states",  # the device chains' twin (checked bit for bit too)
+                        lambda chain, M, t: chain.bad_states(M.csr.indptr, M.csr.indices, t).copy())
     import rowstoch_fast.network as network_module
 
     monkeypatch.setattr(network_module, "round_key", round_key)
@@ -496,7 +499,9 @@ def test_cupy_backend_runs_varying_networks_like_the_cpu(name, monkeypatch):
 
     fake = _host_kernels(monkeypatch, backend)
     A = topology.erdos_renyi(14, 0.3, seed=2)
-    net = Sleepy(Lossy(Schedule([A, topology.exponential(14)]), 0.3, seed=1), 0.8, seed=2)
+    lossy = Lossy(Schedule([A, topology.exponential(14)]), 0.3, seed=1)
+    bursty = Lossy(A, 0.9, seed=3, model="gilbert-elliott", p_bad=0.3, p_recover=0.3)
+    net = Sleepy(lossy if name < "m" else bursty, 0.8, seed=2)  # half the algorithms on each
     x0 = np.random.default_rng(3).standard_normal((14, 2))
     cls = REGISTRY[name]
     rounds = 2 if cls.multi_round else 1

@@ -264,8 +264,48 @@ def test_cuda_lossy_kernels_match_the_cpu_pass(cuda_on_host, kernel, index_dtype
             getattr(cuda_on_host, f"emulate_csr_mix_{kernel}")(
                 ctypes.c_longlong(n * w // V), _ptr(Ap), _ptr(Aj), _ptr(Ax), _ptr(X), _ptr(Y), ctypes.c_int64(n),
                 ctypes.c_int64(w), ctypes.c_void_p(0), ctypes.c_uint64(round_key(seed, t, r)), ctypes.c_double(p),
-                ctypes.c_int(int(renormalise)), mask)
+                ctypes.c_int(int(renormalise)), mask, ctypes.c_void_p(0))
             np.testing.assert_array_equal(Y, want)
+
+
+def test_cuda_bursty_chains_and_their_losses_match_the_cpu(cuda_on_host):
+    """The device's Gilbert-Elliott chains (ge_advance: from the stationary draw, then step by step) and the
+    lossy pass gated by them: _core.ge_advance's states and _core.mix_lossy's rounds, bit for bit."""
+    import ctypes
+
+    from rowstoch_fast import _core
+    from rowstoch_fast.network import round_key
+
+    A = topology.erdos_renyi(23, 0.3, seed=4)
+    c = A.csr
+    Ap, Aj = c.indptr.astype(np.int32), c.indices.astype(np.int32)
+    seed, p_bad, p_recover = 5, 0.3, 0.2
+    cpu = np.zeros(c.nnz, dtype=np.uint8)
+    dev = np.zeros(c.nnz, dtype=np.uint8)
+    last = None
+    for t in (0, 1, 4, 9):
+        if last is None:
+            _core.ge_advance(Ap, Aj, cpu, seed, 0, t, p_bad, p_recover, init=True)
+            steps = range(0, t + 1)
+        else:
+            _core.ge_advance(Ap, Aj, cpu, seed, last + 1, t, p_bad, p_recover)
+            steps = range(last + 1, t + 1)
+        keys = np.array([round_key(seed, 2**61 + s, 0) for s in steps], dtype=np.uint64)
+        cuda_on_host.emulate_ge_advance_i32(
+            ctypes.c_longlong(23), _ptr(Ap), _ptr(Aj), ctypes.c_int64(23), _ptr(dev), _ptr(keys),
+            ctypes.c_int64(len(keys)), ctypes.c_uint64(round_key(seed, 2**62, 0)), ctypes.c_int(int(last is None)),
+            ctypes.c_double(p_bad), ctypes.c_double(p_recover), ctypes.c_double(p_bad / (p_bad + p_recover)))
+        np.testing.assert_array_equal(dev, cpu)
+        last = t
+        X = np.random.default_rng(t).normal(size=(23, 3))
+        want = _core.mix_lossy(c.indptr, c.indices, c.data, X, seed=seed, t=t, r=0, p=0.8, bad=cpu)
+        Y = np.full_like(X, np.nan)
+        cuda_on_host.emulate_csr_mix_lossy1_f64_i32(
+            ctypes.c_longlong(X.size), _ptr(Ap), _ptr(Aj), _ptr(c.data), _ptr(X), _ptr(Y), ctypes.c_int64(23),
+            ctypes.c_int64(3), ctypes.c_void_p(0), ctypes.c_uint64(round_key(seed, t, 0)), ctypes.c_double(0.8),
+            ctypes.c_int(1), ctypes.c_void_p(0), _ptr(dev))
+        np.testing.assert_array_equal(Y, want)
+    assert 0 < cpu.mean() < 1
 
 
 def test_cuda_run_status_freezes_later_launches(cuda_on_host):

@@ -374,8 +374,6 @@ def test_rowstoch_run_on_an_unreliable_network(tmp_path, capsys):
                               a["grad_norm"].values[-1:])  # the losses changed the run
     capsys.readouterr()
     for bad, message in ((["--loss", "1.5"], "--loss must be in [0, 1)"),
-                         (["--loss", "0.9", "--loss-model", "gilbert-elliott", "--p-bad", "0.1", "--p-recover", "0.2",
-                           "--backend", "cupy"], "not cupy"),
                          (["--loss-model", "gilbert-elliott", "--loss", "0.5"], "needs --p-bad and --p-recover"),
                          (["--awake", "0"], "--awake must be in (0, 1]")):
         assert cli.main(["run", "--out", str(tmp_path / "x")] + bad) == 2

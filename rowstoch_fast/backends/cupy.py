@@ -141,7 +141,33 @@ def _mix_into(A, X, out, status=None):
     return out
 
 
-def _mix_lossy_into(M, X, out, status, key, p, renormalise, awake):
+def _device_bad_states(chain, M, t):
+    """The Gilbert-Elliott states of ``M``'s stored weights at iteration ``t`` on the device (``ge_advance`` of
+    kernels.cu; the per-iteration transition keys computed on the host), kept on the network between calls."""
+    from ..network import round_key
+
+    cupy = require_cupy()
+    Ap, Aj, _ = device_csr(M)
+    cache = chain.__dict__.setdefault("_device_chains", {})
+    last, bad = cache.get(id(M), (None, None))
+    init = bad is None or last > t
+    if init:
+        bad, start = cupy.zeros(Aj.shape[0], dtype=cupy.uint8), 0
+    else:
+        start = last + 1
+    if init or start <= t:
+        keys = cupy.asarray(np.array([round_key(chain.seed, 2**61 + s, 0) for s in range(start, t + 1)],
+                                     dtype=np.uint64))
+        index = "i32" if np.dtype(Ap.dtype) == np.int32 else "i64"
+        _launch(f"ge_advance_{index}", M.n, (Ap, Aj, np.int64(M.n), bad, keys, np.int64(t + 1 - start),
+                                            np.uint64(round_key(chain.seed, 2**62, 0)), np.int32(init),
+                                            np.float64(chain.p_bad), np.float64(chain.p_recover),
+                                            np.float64(chain.p_bad / (chain.p_bad + chain.p_recover))))
+    cache[id(M)] = (t, bad, M)  # (M kept alive: its id stays unique)
+    return bad
+
+
+def _mix_lossy_into(M, X, out, status, key, p, renormalise, awake, bad=None):
     """One gossip round of a time-varying network (``csr_mix_lossy`` of kernels.cu: the CPU pass's losses,
     sums and renormalisation); ``key`` is :func:`rowstoch_fast.network.round_key`, ``awake`` a device uint8
     mask or None."""
@@ -151,7 +177,8 @@ def _mix_lossy_into(M, X, out, status, key, p, renormalise, awake):
     V = vec if _aligned(X, out) and w % vec == 0 else 1
     name = f"csr_mix_lossy{V}_{_suffix(Ax.dtype)}_{'i32' if np.dtype(Ap.dtype) == np.int32 else 'i64'}"
     _launch(name, n * w // V, (Ap, Aj, Ax, X, out, np.int64(n), np.int64(w), status, np.uint64(key), np.float64(p),
-                               np.int32(bool(renormalise)), np.intp(0) if awake is None else awake))
+                               np.int32(bool(renormalise)), np.intp(0) if awake is None else awake,
+                               np.intp(0) if bad is None else bad))
     return out
 
 
@@ -369,17 +396,18 @@ class CupyBackend(Backend):
         from ..network import round_key
 
         plan = net.plan(t)
-        if plan is None or plan[4] is not None:
-            raise ValueError(f"{net!r} has no GPU pass (Gilbert-Elliott losses run on backend='cpu' or 'mpi')")
-        matrix_of, seed, p, awake, _ = plan
+        if plan is None:
+            raise ValueError(f"{net!r} has no compiled pass and so does not run on backend='cupy'")
+        matrix_of, seed, p, awake, chain = plan
         mask = None if awake is None else self.xp.asarray(np.asarray(awake, dtype=np.uint8))
         if rounds > 1 and work is None:
             work = self.xp.empty_like(src)
         cur = src
         for r in range(rounds):
             dst = out if (rounds - 1 - r) % 2 == 0 else work
-            _mix_lossy_into(matrix_of(r), cur, dst, self._status, round_key(seed, t, r), p, net.stochastic == "row",
-                            mask)
+            M = matrix_of(r)
+            bad = None if chain is None else _device_bad_states(chain, M, t)
+            _mix_lossy_into(M, cur, dst, self._status, round_key(seed, t, r), p, net.stochastic == "row", mask, bad)
             cur = dst
         return out
 

@@ -100,7 +100,8 @@ __device__ void csr_mix_entry(const I* __restrict__ Ap, const I* __restrict__ Aj
 template <typename T, typename I, int V>
 __device__ void csr_mix_lossy_impl(const I* __restrict__ Ap, const I* __restrict__ Aj, const T* __restrict__ Ax,
                                    const T* __restrict__ X, T* __restrict__ Y, i64 n, i64 w, const u64* status,
-                                   u64 round_key, double p, int renormalise, const unsigned char* __restrict__ awake);
+                                   u64 round_key, double p, int renormalise, const unsigned char* __restrict__ awake,
+                                   const unsigned char* __restrict__ bad);
 
 // ------------------------------------------------------------------ combine
 // out[i, c] = sum_t a_t x_t[i, c] for K <= 4 terms, a_t = r_t[i] (a per-row coefficient) when r_t is not
@@ -211,7 +212,8 @@ __device__ __forceinline__ double logistic_weight(double z) {
 template <typename T, typename I, int V>
 __device__ void csr_mix_lossy_impl(const I* __restrict__ Ap, const I* __restrict__ Aj, const T* __restrict__ Ax,
                                    const T* __restrict__ X, T* __restrict__ Y, i64 n, i64 w, const u64* status,
-                                   u64 round_key, double p, int renormalise, const unsigned char* __restrict__ awake) {
+                                   u64 round_key, double p, int renormalise, const unsigned char* __restrict__ awake,
+                                   const unsigned char* __restrict__ bad) {
     const i64 tid = (i64)blockIdx.x * blockDim.x + threadIdx.x;
     const i64 groups = w / V;
     if (tid >= n * groups || frozen(status, 0)) return;
@@ -231,7 +233,8 @@ __device__ void csr_mix_lossy_impl(const I* __restrict__ Ap, const I* __restrict
     for (I q = Ap[i]; q < end; ++q) {
         const i64 j = (i64)Aj[q];
         const bool gone = j != i && ((awake && !awake[j]) ||
-                                     (p > 0.0 && (double)(mix64(row ^ (u64)j) >> 11) * (1.0 / 9007199254740992.0) < p));
+                                     ((!bad || bad[q]) && p > 0.0 &&
+                                      (double)(mix64(row ^ (u64)j) >> 11) * (1.0 / 9007199254740992.0) < p));
         lost |= gone;
         const T a = gone ? T(0) : Ax[q];
         const Pack<T, V> x = load_pack<T, V>(X + j * w + c);
@@ -250,6 +253,28 @@ __device__ void csr_mix_lossy_impl(const I* __restrict__ Ap, const I* __restrict
         }
     }
     store_pack<T, V>(Y + i * w + c, acc);
+}
+
+// Gilbert-Elliott chains on the device (csrc/rowstoch/network.hpp's ge_advance): one thread per row; the
+// transition keys (network.round_key(seed, 2^61 + s, 0) for s = from .. to) are computed on the host and
+// passed in `keys`; init_key (round_key(seed, 2^62, 0)) starts from the stationary draw when `init`.
+template <typename I>
+__device__ void ge_advance_impl(const I* __restrict__ Ap, const I* __restrict__ Aj, i64 rows,
+                                unsigned char* __restrict__ bad, const u64* __restrict__ keys, i64 steps,
+                                u64 init_key, int init, double p_bad, double p_recover, double stationary) {
+    const i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= rows) return;
+    const double unit = 1.0 / 9007199254740992.0;
+    for (I q = Ap[i]; q < Ap[i + 1]; ++q) {
+        const u64 j = (u64)Aj[q];
+        unsigned char state = bad[q];
+        if (init) state = (double)(mix64(mix64(init_key ^ (u64)i) ^ j) >> 11) * unit < stationary;
+        for (i64 s = 0; s < steps; ++s) {
+            const double v = (double)(mix64(mix64(keys[s] ^ (u64)i) ^ j) >> 11) * unit;
+            state = state ? (v >= p_recover) : (v < p_bad);
+        }
+        bad[q] = state;
+    }
 }
 
 // One warp per (repetition, node): lane 0 draws the mini-batch (the streams are
@@ -359,9 +384,13 @@ __device__ void logistic_grad_impl(const T* __restrict__ H, const T* __restrict_
     ENTRY(f32_i32, float, int, V32, U) ENTRY(f32_i64, float, i64, V32, U)
 // csr_mix_lossy<V>_<value>_<index>
 #define LOSSY(suffix, T, I, V) \
-    __global__ void csr_mix_lossy##V##_##suffix(const I* Ap, const I* Aj, const T* Ax, const T* X, T* Y, i64 n, i64 w, const u64* status, u64 round_key, double p, int renormalise, const unsigned char* awake) { \
-        csr_mix_lossy_impl<T, I, V>(Ap, Aj, Ax, X, Y, n, w, status, round_key, p, renormalise, awake); }
+    __global__ void csr_mix_lossy##V##_##suffix(const I* Ap, const I* Aj, const T* Ax, const T* X, T* Y, i64 n, i64 w, const u64* status, u64 round_key, double p, int renormalise, const unsigned char* awake, const unsigned char* bad) { \
+        csr_mix_lossy_impl<T, I, V>(Ap, Aj, Ax, X, Y, n, w, status, round_key, p, renormalise, awake, bad); }
+#define GE(suffix, I) \
+    __global__ void ge_advance_##suffix(const I* Ap, const I* Aj, i64 rows, unsigned char* bad, const u64* keys, i64 steps, u64 init_key, int init, double p_bad, double p_recover, double stationary) { \
+        ge_advance_impl<I>(Ap, Aj, rows, bad, keys, steps, init_key, init, p_bad, p_recover, stationary); }
 extern "C" {
+GE(i32, int) GE(i64, i64)
 ENTRIES(4, 1)
 ENTRIES(4, 4)
 LOSSY(f64_i32, double, int, 1) LOSSY(f64_i64, double, i64, 1) LOSSY(f32_i32, float, int, 1) LOSSY(f32_i64, float, i64, 1)
