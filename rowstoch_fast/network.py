@@ -7,8 +7,8 @@ static :class:`~rowstoch_fast.MixingMatrix` is one (every round is itself). Netw
 ``Sleepy(Lossy(Schedule([A0, A1]), 0.1), 0.9)``.
 
 Losses and sleep are drawn from a counter-based hash of ``(seed, iteration, round, receiver, sender)`` (or
-``(seed, iteration, node)``), so a run gives the same network whatever the thread count, the backend or
-where it resumed.
+``(seed, iteration, node)``), so a run gives the same network whatever the thread count, the backend (CPU,
+MPI, CuPy: one compiled pass per round on each, :meth:`Network.plan`) or where it resumed.
 
 Row-stochastic receivers renormalise over what arrived: node ``i`` computes
 ``(a_ii x_i + sum_{j arrived} a_ij x_j) / (a_ii + sum_{j arrived} a_ij)`` (the self loop always arrives), so
@@ -335,9 +335,10 @@ class Lossy(Network):
     ----------
     A : MixingMatrix or network
         The network whose messages get lost.
-    p : float in [0, 1)
-        Loss probability (``model="bernoulli"``), or the loss probability in
-        the bad state (``"gilbert-elliott"``, default 1).
+    p : float
+        Loss probability in [0, 1) (``model="bernoulli"``), or the loss
+        probability in the bad state, in [0, 1] (``"gilbert-elliott"``; the
+        classic channel is ``p = 1``).
     seed : int
         Seed of the counter-based draws.
     model : {"bernoulli", "gilbert-elliott"}
