@@ -7,7 +7,9 @@
 #      per-iteration overhead at n <= 2^16, the logistic oracle against every CPU core;
 #   3. the tests that run CuPy cases, then the rest of the suite (pytest-xdist);
 #   4. bench/gpu_e2e.py: rowstoch run --backend cupy vs cpu, set-up and run time, cold and warm kernel cache;
-#   5. the GPU half of bench/scaling.py (the design card's figure) when STAGES includes "scaling".
+#   5. the GPU half of bench/scaling.py (the design card's figure) when STAGES includes "scaling";
+#   6. bench/torch_replicas.py with 64 replicas of a small CNN on the GPU (issue 15) when STAGES includes
+#      "torch".
 # Everything lands in $OUT (default /tmp/rowstoch_gpu).
 #
 #   bash bench/gpu_check.sh                          # from the repository root
@@ -43,7 +45,7 @@ if has tests; then
     stamp "tests with CuPy cases"
     timeout 200 "$PY" -m pytest -q -p no:cacheprovider -W default -rs tests/test_backends.py \
         tests/test_algorithms.py tests/test_objectives.py tests/test_gt.py tests/test_careless_user.py \
-        tests/test_runner.py > "$OUT/tests.log" 2>&1
+        tests/test_runner.py tests/test_network.py tests/test_torch.py > "$OUT/tests.log" 2>&1
     echo "pytest exit code $?" >> "$OUT/tests.log"
     tail -15 "$OUT/tests.log"
 fi
@@ -56,6 +58,7 @@ if has rest; then
     timeout 100 "$PY" -m pytest -q -p no:cacheprovider -n 8 -rs tests \
         --ignore tests/test_backends.py --ignore tests/test_algorithms.py --ignore tests/test_objectives.py \
         --ignore tests/test_gt.py --ignore tests/test_careless_user.py --ignore tests/test_runner.py \
+        --ignore tests/test_network.py --ignore tests/test_torch.py \
         > "$OUT/tests_rest.log" 2>&1
     echo "pytest exit code $?" >> "$OUT/tests_rest.log"
     tail -8 "$OUT/tests_rest.log"
@@ -64,5 +67,10 @@ if has scaling; then
     stamp "scaling (bench/scaling.py, GPU half)"
     timeout 240 "$PY" bench/scaling.py --min-log2n 10 --max-log2n 22 --cpu-max-log2n 16 --rounds 3 --out "$OUT" \
         2>&1 | tee "$OUT/scaling.out"
+fi
+if has torch; then
+    stamp "PyTorch replicas on the GPU (bench/torch_replicas.py)"
+    timeout 120 "$PY" bench/torch_replicas.py --model cnn --device cuda --nodes 64 --batch 32 --rounds 3 \
+        2>&1 | tee "$OUT/torch_replicas.out"
 fi
 stamp done

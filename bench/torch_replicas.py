@@ -15,6 +15,9 @@ iteration each:
   gradient call, the compiled mixing kernel);
 * ``replicas-pull-diag-gt``: Pull-Diag-GT (gradient tracking: two gossip passes) the same way.
 
+``--model cnn --device cuda --nodes 64`` is the GPU case of issue 15 (64 replicas of a small CNN with batch
+norm on 32 x 32 images; the optimizers then run on the CuPy backend, the block crossing through DLPack).
+
 Prints the medians and the speed-ups; the command, machine and numbers go to bench/RESULTS.md.
 """
 
@@ -41,16 +44,29 @@ def main(argv=None):
     p.add_argument("--nodes", type=int, default=16)
     p.add_argument("--batch", type=int, default=16)
     p.add_argument("--rounds", type=int, default=5, help="interleaved rounds")
+    p.add_argument("--model", choices=["mlp", "cnn"], default="mlp")
+    p.add_argument("--device", default="cpu")
     args = p.parse_args(argv)
     n, B, lr = args.nodes, args.batch, 0.01
+    dev = torch.device(args.device)
     torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(64, 32), torch.nn.ReLU(), torch.nn.Linear(32, 10))
+    if args.model == "mlp":
+        model = torch.nn.Sequential(torch.nn.Linear(64, 32), torch.nn.ReLU(), torch.nn.Linear(32, 10))
+        shape = (64,)
+    else:
+        nn = torch.nn
+        model = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(), nn.MaxPool2d(2),
+                              nn.Conv2d(8, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(), nn.AdaptiveAvgPool2d(1),
+                              nn.Flatten(), nn.Linear(16, 10))
+        shape = (3, 32, 32)
+    model = model.to(dev)
     A = topology.paper_graphs()["ring"] if n == 16 else topology.exponential(n)
     A32 = A.astype(np.float32)
-    Ad = torch.as_tensor(A.toarray(), dtype=torch.float32)
+    Ad = torch.as_tensor(A.toarray(), dtype=torch.float32, device=dev)
     rng = np.random.default_rng(0)
-    data = torch.as_tensor(rng.random((n, 200, 64)), dtype=torch.float32)
-    labels = torch.as_tensor(rng.integers(0, 10, (n, 200)))
+    data = torch.as_tensor(rng.random((n, 200) + shape), dtype=torch.float32, device=dev)
+    labels = torch.as_tensor(rng.integers(0, 10, (n, 200)), device=dev)
+    sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
     it = [0]
 
     def batch(node, t):
@@ -75,15 +91,22 @@ def main(argv=None):
                 for q, v in zip(params, mixed):
                     q.copy_(v)
 
-    reps = Replicas(model, n)
+    reps = Replicas(model, n, device=dev)
+    reps2 = Replicas(model, n, device=dev)
     dsgd = DSGD(A32, reps.x0(), lr=lr)
-    gt = PullDiagGT(A32, reps.x0().copy(), lr=lr)
-    g1, g2 = reps.grad_fn(batch), reps.grad_fn(batch)
-    med, _ = interleaved({"loop": loop, "replicas-dsgd": lambda: dsgd.step(g1),
-                          "replicas-pull-diag-gt": lambda: gt.step(g2)}, rounds=args.rounds, min_time=0.2)
+    gt = PullDiagGT(A32, reps2.x0(), lr=lr)
+    g1, g2 = reps.grad_fn(batch), reps2.grad_fn(batch)
+
+    def timed(f):
+        def run():
+            f()
+            sync()
+        return run
+    med, _ = interleaved({"loop": timed(loop), "replicas-dsgd": timed(lambda: dsgd.step(g1)),
+                          "replicas-pull-diag-gt": timed(lambda: gt.step(g2))}, rounds=args.rounds, min_time=0.2)
     info = machine_info()
     print(f"# {info['cpu']} ({info['cores']} cores), torch {torch.__version__} ({torch.get_num_threads()} threads), "
-          f"{n} replicas of a {reps.d}-parameter MLP, batch {B}")
+          f"{n} replicas of a {reps.d}-parameter {args.model} on {dev}, batch {B}, backend {dsgd.backend}")
     print("| contender | ms/iteration | speed-up over the loop |")
     print("|---|---|---|")
     for k in ("loop", "replicas-dsgd", "replicas-pull-diag-gt"):

@@ -378,3 +378,26 @@ def test_rowstoch_run_on_an_unreliable_network(tmp_path, capsys):
                          (["--awake", "0"], "--awake must be in (0, 1]")):
         assert cli.main(["run", "--out", str(tmp_path / "x")] + bad) == 2
         assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", ["lossy", "sleepy-lossy", "bursty", "one-peer", "sleepy-lossy-column"])
+def test_varying_networks_on_a_gpu_equal_the_cpu(name):
+    """On a machine with a GPU: the CuPy backend's network rounds (lossy kernel, bursty chains, the device tracker)
+    give the CPU's iterates."""
+    from conftest import cupy_or_reason
+
+    cupy, reason = cupy_or_reason()
+    if cupy is None:
+        pytest.skip(f"CuPy backend unavailable: {reason}")
+    net = NETWORKS[name]
+    cls = REGISTRY["pull-diag-gt" if net.stochastic == "row" else "push-diging"]
+    mats = {"A": net} if net.stochastic == "row" else {"C": net}
+    x0 = np.random.default_rng(9).standard_normal((net.n, 4))
+    b = np.random.default_rng(10).standard_normal((net.n, 4))
+    cpu = cls(**mats, x0=x0, lr=0.02, rounds=2)
+    gpu = cls(**mats, x0=cupy.asarray(x0), lr=0.02, rounds=2)
+    bd = cupy.asarray(b)
+    for _ in range(15):
+        cpu.step(lambda X: X - b)
+        gpu.step(lambda X: X - bd)
+    np.testing.assert_allclose(gpu.gather_x(), cpu.gather_x(), rtol=1e-12, atol=1e-12)

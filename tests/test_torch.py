@@ -285,3 +285,30 @@ def test_one_dataloader_per_node(linear_problem):
         np.testing.assert_allclose(g(P), want, rtol=1e-12, atol=1e-14)
     with pytest.raises(TypeError, match="one DataLoader"):
         reps.grad_fn(loaders[:2])
+
+
+def test_cuda_replicas_run_on_the_cupy_backend_like_the_cpu():
+    """On a machine with a CUDA build of torch and CuPy: the replicas' CUDA block crosses to CuPy through DLPack
+    (no copy), selects the CuPy backend, and the run equals the CPU one (float64)."""
+    from conftest import cupy_or_reason
+
+    cupy, reason = cupy_or_reason()
+    if cupy is None or not torch.cuda.is_available():
+        pytest.skip(f"needs CuPy and a CUDA build of torch: {reason or 'torch.cuda.is_available() is False'}")
+    torch.manual_seed(4)
+    model = torch.nn.Sequential(torch.nn.Linear(6, 8), torch.nn.Tanh(), torch.nn.Linear(8, 3)).double()
+    data, labels = torch.randn(8, 16, 6, dtype=torch.float64), torch.randint(0, 3, (8, 16))
+    A = topology.exponential(8)
+    on_gpu = Replicas(model, 8, device="cuda")
+    x0 = on_gpu.x0()
+    assert hasattr(x0, "__cuda_array_interface__") and x0.data.ptr == on_gpu.params.data_ptr()
+    gpu = PullDiagGT(A, x0, lr=0.05, rounds=2)
+    assert gpu.backend == "cupy"
+    g = on_gpu.grad_fn(lambda t: (data.cuda(), labels.cuda()), stacked=True)
+    on_cpu = Replicas(model, 8)
+    cpu = PullDiagGT(A, on_cpu.x0(), lr=0.05, rounds=2)
+    gc = on_cpu.grad_fn(lambda t: (data, labels), stacked=True)
+    for _ in range(10):
+        gpu.step(g)
+        cpu.step(gc)
+    np.testing.assert_allclose(gpu.gather_x(), cpu.gather_x(), rtol=1e-10, atol=1e-12)
