@@ -125,6 +125,21 @@ def pull_diag_gt_varying(A_of, x0, lr, grad_fn, T):
     return xs, ys
 
 
+def gilbert_elliott_states(seed, rows, cols, t, p_bad, p_recover):
+    """The bad (True) / good state at iteration ``t`` of the Gilbert-Elliott chain of every edge ``cols[k] ->
+    rows[k]`` (``rowstoch_fast.network.Lossy(model="gilbert-elliott")``): the stationary draw
+    ``uniform_hash(seed, 2^62, 0, i, j) < p_bad / (p_bad + p_recover)``, then for ``s = 0 .. t`` with
+    ``v = uniform_hash(seed, 2^61 + s, 0, i, j)``: bad -> good when ``v < p_recover``, good -> bad when
+    ``v < p_bad``."""
+    from .network import uniform_hash
+
+    state = uniform_hash(seed, 2**62, 0, rows, cols) < p_bad / (p_bad + p_recover)
+    for s in range(t + 1):
+        v = uniform_hash(seed, 2**61 + s, 0, rows, cols)
+        state = np.where(state, v >= p_recover, v < p_bad)
+    return state
+
+
 # ----------------------------------------------------------------- the baselines
 # Each returns the list of the models x^(k) the algorithm's nodes use, k = 0..T (dense, one product per line).
 def _dense(M):

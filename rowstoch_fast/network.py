@@ -51,24 +51,25 @@ def _mix64(z):
     return z ^ (z >> np.uint64(31))
 
 
-def uniform_hash(*keys):
-    """Uniform numbers in [0, 1) from integer keys (scalars or arrays, broadcast): ``mix64`` chained over the
-    keys, the top 53 bits as a double. The counter-based draws of every network of this module."""
+def _chain(*keys):
+    """``mix64`` chained over integer keys (scalars or arrays, broadcast), as uint64."""
     with np.errstate(over="ignore"):
         h = np.uint64(0x243F6A8885A308D3)
         for k in keys:
             h = _mix64(np.asarray(h, dtype=np.uint64) ^ np.asarray(k).astype(np.uint64))
-        return (h >> np.uint64(11)).astype(np.float64) * (1.0 / 9007199254740992.0)
+    return h
+
+
+def uniform_hash(*keys):
+    """Uniform numbers in [0, 1) from integer keys (scalars or arrays, broadcast): ``mix64`` chained over the
+    keys, the top 53 bits as a double. The counter-based draws of every network of this module."""
+    return (_chain(*keys) >> np.uint64(11)).astype(np.float64) * (1.0 / 9007199254740992.0)
 
 
 def round_key(seed, t, r):
     """The part of :func:`uniform_hash`'s chain shared by every message of round ``r`` of iteration ``t``
     (``uniform_hash(seed, t, r, i, j)`` continues it with ``i`` and ``j``); the GPU kernel takes it."""
-    with np.errstate(over="ignore"):
-        h = np.uint64(0x243F6A8885A308D3)
-        for k in (seed, t, r):
-            h = _mix64(np.uint64(h) ^ np.uint64(k))
-    return int(h)
+    return int(_chain(seed, t, r))
 
 
 class Network:
@@ -149,11 +150,16 @@ def _mix_entries(csr, weights, X, stochastic):
     return Y.reshape(X.shape)
 
 
+def _row_counts(csr, flags):
+    """How many stored entries of each row have ``flags`` set."""
+    counts = np.zeros(csr.nnz + 1, dtype=np.int64)
+    np.cumsum(flags, out=counts[1:])
+    return counts[csr.indptr[1:]] - counts[csr.indptr[:-1]]
+
+
 def _changed_rows(csr, weights):
     """Rows where some weight differs from the base (a message lost, a node asleep)."""
-    counts = np.zeros(csr.nnz + 1, dtype=np.int64)
-    np.cumsum(weights != csr.data, out=counts[1:])
-    return np.flatnonzero(counts[csr.indptr[1:]] - counts[csr.indptr[:-1]])
+    return np.flatnonzero(_row_counts(csr, weights != csr.data))
 
 
 def _materialise(net, csr, weights, t, r):
@@ -165,9 +171,9 @@ def _materialise(net, csr, weights, t, r):
     data = weights.astype(csr.dtype, copy=True)
     if net.stochastic == "row":
         changed = _changed_rows(csr, weights)
-        sums = np.add.reduceat(data, csr.indptr[:-1])[changed]
-        for i, total in zip(changed, sums):
-            data[csr.indptr[i]:csr.indptr[i + 1]] /= total
+        divisor = np.ones(csr.shape[0], dtype=data.dtype)
+        divisor[changed] = np.add.reduceat(data, csr.indptr[:-1])[changed]
+        data /= np.repeat(divisor, np.diff(csr.indptr))
     M = sp.csr_matrix((data, csr.indices.copy(), csr.indptr.copy()), shape=csr.shape)
     M.eliminate_zeros()  # the lost messages
     return _round_matrix(M, net.stochastic)
@@ -176,9 +182,7 @@ def _materialise(net, csr, weights, t, r):
 def _keep_empty_rows(csr, weights):
     """Row-stochastic rounds: a node that receives nothing this round and has no self loop keeps its value
     (its row becomes e_i, through a diagonal entry added for the round)."""
-    sums = np.zeros(csr.nnz + 1)
-    np.cumsum(weights, out=sums[1:])
-    empty = np.flatnonzero(sums[csr.indptr[1:]] - sums[csr.indptr[:-1]] == 0)
+    empty = np.flatnonzero(_row_counts(csr, weights > 0) == 0)
     return (csr, weights) if empty.size == 0 else _with_diagonal(csr, weights, empty)
 
 
@@ -367,7 +371,6 @@ class Lossy(Network):
             self.p_recover = check_positive_float(p_recover, "p_recover")
             if self.p_bad > 1 or self.p_recover > 1:
                 raise ValueError("p_bad and p_recover must be probabilities")
-            self._chain = {}  # base matrix id -> (last round index, state per entry)
         elif p_bad is not None or p_recover is not None:
             raise ValueError("p_bad and p_recover are parameters of model='gilbert-elliott'")
 
@@ -375,28 +378,10 @@ class Lossy(Network):
         rows = np.repeat(np.arange(csr.shape[0], dtype=np.int64), np.diff(csr.indptr))
         cols = csr.indices.astype(np.int64)
         u = uniform_hash(self.seed, t, r, rows, cols)
-        if self.model == "bernoulli":
-            lost = u < self.p
-        else:
-            bad = self._bad_state(csr, t, r, rows, cols)
-            lost = bad & (u < self.p)
+        lost = u < self.p
+        if self.model == "gilbert-elliott":
+            lost &= self.bad_states(csr.indptr, csr.indices, t).astype(bool)
         return lost & (rows != cols)  # the self loop always arrives
-
-    def _bad_state(self, csr, t, r, rows, cols):
-        """The chain's state at iteration ``t`` (it moves once per iteration), advanced from iteration 0 (cached:
-        sequential calls cost one step each)."""
-        step = t
-        key = (id(csr), csr.nnz)
-        last, state = self._chain.get(key, (-1, None))
-        if state is None or last > step:
-            stationary = self.p_bad / (self.p_bad + self.p_recover)
-            state = uniform_hash(self.seed, 2**62, 0, rows, cols) < stationary
-            last = -1
-        for s in range(last + 1, step + 1):
-            v = uniform_hash(self.seed, 2**61 + s, 0, rows, cols)
-            state = np.where(state, v >= self.p_recover, v < self.p_bad)
-        self._chain[key] = (step, state)
-        return state
 
     @property
     def static(self):
@@ -410,24 +395,31 @@ class Lossy(Network):
         chain = self if self.model == "gilbert-elliott" else None
         return (lambda r: _base_matrix(base, t, r)), self.seed, self.p, None, chain
 
+    def chain_states(self, owner, size, t, advance, zeros=np.zeros):
+        """The Gilbert-Elliott state (uint8, 1 = bad; ``size`` of them) of the stored entries of ``owner`` (a
+        CSR share, host or device) at iteration ``t``, kept between calls: ``advance(bad, start, t, init)``
+        moves them from iteration ``start - 1`` to ``t`` (``init``: from the stationary draw, ``start = 0``),
+        from the last call on, or from iteration 0 the first time and when ``t`` goes back. The chains'
+        definition: ``_reference.gilbert_elliott_states``."""
+        chains = self.__dict__.setdefault("_chains", {})
+        last, bad, _ = chains.get(id(owner), (None, None, None))
+        if bad is None or last > t:
+            bad = zeros(size, dtype=np.uint8)
+            advance(bad, 0, t, True)
+        elif last < t:
+            advance(bad, last + 1, t, False)
+        chains[id(owner)] = (t, bad, owner)  # (owner kept alive: its id stays unique)
+        return bad
+
     def bad_states(self, indptr, indices, t, row_ids=None, col_ids=None):
-        """The Gilbert-Elliott state (uint8, 1 = bad) of every stored entry of a CSR share at iteration ``t``,
-        advanced in compiled code from the last call on the same arrays (from iteration 0 the first time or
-        when ``t`` goes back); ``row_ids`` / ``col_ids``: the global node ids of an MPI rank's share."""
+        """:meth:`chain_states` of a host CSR share, advanced by ``_core.ge_advance`` (``row_ids`` /
+        ``col_ids``: the global node ids of an MPI rank's share)."""
         from . import _core
 
-        chains = self.__dict__.setdefault("_compiled_chains", {})
-        key = (id(indices), len(indices))
-        last, bad, _ = chains.get(key, (None, None, None))
-        if bad is None or last > t:
-            bad = np.zeros(len(indices), dtype=np.uint8)
-            _core.ge_advance(indptr, indices, bad, self.seed, 0, t, self.p_bad, self.p_recover, init=True,
+        def advance(bad, start, stop, init):
+            _core.ge_advance(indptr, indices, bad, self.seed, start, stop, self.p_bad, self.p_recover, init=init,
                              row_ids=row_ids, col_ids=col_ids)
-        elif last < t:
-            _core.ge_advance(indptr, indices, bad, self.seed, last + 1, t, self.p_bad, self.p_recover,
-                             row_ids=row_ids, col_ids=col_ids)
-        chains[key] = (t, bad, indices)  # (indices kept alive: its id stays unique)
-        return bad
+        return self.chain_states(indices, len(indices), t, advance)
 
     def map(self, f):
         base = f(self.base) if isinstance(self.base, MixingMatrix) else self.base.map(f)
@@ -436,13 +428,12 @@ class Lossy(Network):
 
     def _entries(self, t, r):
         csr, weights = _base_entries(self.base, t, r)
-        w = csr.data if weights is None else weights
-        if self.p == 0 and self.model == "bernoulli":
+        if self.p == 0:
             return csr, weights
         lost = self._lost(csr, t, r)
         if not lost.any():
             return csr, weights
-        w = np.where(lost, 0.0, w).astype(csr.dtype)
+        w = np.where(lost, 0.0, csr.data if weights is None else weights).astype(csr.dtype)
         return _keep_empty_rows(csr, w) if self.stochastic == "row" else (csr, w)
 
     def matrix(self, t, r=0):

@@ -142,29 +142,23 @@ def _mix_into(A, X, out, status=None):
 
 
 def _device_bad_states(chain, M, t):
-    """The Gilbert-Elliott states of ``M``'s stored weights at iteration ``t`` on the device (``ge_advance`` of
-    kernels.cu; the per-iteration transition keys computed on the host), kept on the network between calls."""
+    """The Gilbert-Elliott states of ``M``'s stored weights at iteration ``t`` on the device
+    (:meth:`Lossy.chain_states` advanced by ``ge_advance`` of kernels.cu; the transition keys computed on the
+    host)."""
     from ..network import round_key
 
     cupy = require_cupy()
     Ap, Aj, _ = device_csr(M)
-    cache = chain.__dict__.setdefault("_device_chains", {})
-    last, bad = cache.get(id(M), (None, None))
-    init = bad is None or last > t
-    if init:
-        bad, start = cupy.zeros(Aj.shape[0], dtype=cupy.uint8), 0
-    else:
-        start = last + 1
-    if init or start <= t:
-        keys = cupy.asarray(np.array([round_key(chain.seed, 2**61 + s, 0) for s in range(start, t + 1)],
+    index = "i32" if np.dtype(Ap.dtype) == np.int32 else "i64"
+
+    def advance(bad, start, stop, init):
+        keys = cupy.asarray(np.array([round_key(chain.seed, 2**61 + s, 0) for s in range(start, stop + 1)],
                                      dtype=np.uint64))
-        index = "i32" if np.dtype(Ap.dtype) == np.int32 else "i64"
-        _launch(f"ge_advance_{index}", M.n, (Ap, Aj, np.int64(M.n), bad, keys, np.int64(t + 1 - start),
+        _launch(f"ge_advance_{index}", M.n, (Ap, Aj, np.int64(M.n), bad, keys, np.int64(stop + 1 - start),
                                             np.uint64(round_key(chain.seed, 2**62, 0)), np.int32(init),
                                             np.float64(chain.p_bad), np.float64(chain.p_recover),
                                             np.float64(chain.p_bad / (chain.p_bad + chain.p_recover))))
-    cache[id(M)] = (t, bad, M)  # (M kept alive: its id stays unique)
-    return bad
+    return chain.chain_states(Aj, Aj.shape[0], t, advance, zeros=cupy.zeros)
 
 
 def _mix_lossy_into(M, X, out, status, key, p, renormalise, awake, bad=None):
