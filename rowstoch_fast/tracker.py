@@ -217,15 +217,16 @@ class NetworkTracker:
     kind = "exact"
     frozen_at = None
 
-    def __init__(self, network, rounds=1, kind="exact", *, max_bytes=None, mix=None, xp=np):
+    def __init__(self, network, rounds=1, kind="exact", *, max_bytes=None, mix=None, xp=np, rows=None):
         self.rounds = check_int(rounds, "rounds", minimum=1)
         self.check(network, kind, max_bytes)
         self.n = network.n
         self._net = network
         self._dtype = np.dtype(network.dtype)
-        # V -> A_t V (the CuPy backend passes its device rounds; NumPy: the network's own mix)
+        # V -> A_t V (the CuPy and MPI backends pass their own rounds; NumPy: the network's mix)
         self._mix = mix or (lambda V, t: np.ascontiguousarray(network.mix(V, t, self.rounds)))
         self._xp = xp
+        self._rows = rows  # global ids of the rows of V kept here (an MPI rank's nodes); None: all
         self._restart()
         self._max = xp.ones(())
 
@@ -247,9 +248,28 @@ class NetworkTracker:
                 "Push-Pull, DSGD")
 
     def _restart(self):
+        xp, rows = self._xp, self._rows
         self._t = 0
-        self._V = self._xp.eye(self.n)
-        self._scales = {0: self._xp.ones(self.n, dtype=self._dtype)}
+        if rows is None:
+            self._V = xp.eye(self.n)
+        else:
+            self._V = xp.zeros((len(rows), self.n))
+            self._V[xp.arange(len(rows)), rows] = 1.0
+        self._scales = {0: xp.ones(self._V.shape[0], dtype=self._dtype)}
+
+    def _diag(self):
+        """``diag(V_t)`` at the rows kept here."""
+        if self._rows is None:
+            return self._xp.diagonal(self._V).copy()
+        return self._V[self._xp.arange(len(self._rows)), self._rows]
+
+    def _zero_node(self, diag):
+        """A node whose ``[V_t]_ii`` is not positive, or -1 (on a GPU not looked for: a zero shows up as Inf in
+        the iterates' check instead)."""
+        if self._xp is not np or not (diag <= 0).any():
+            return -1
+        i = int(np.argmax(diag <= 0))
+        return i if self._rows is None else int(self._rows[i])
 
     def scale(self, t):
         t = int(t)
@@ -259,10 +279,10 @@ class NetworkTracker:
         while self._t < t:
             self._V = self._mix(self._V, self._t)
             self._t += 1
-            diag = xp.diagonal(self._V).copy()
-            if xp is np and (diag <= 0).any():  # (on a GPU a zero shows up as Inf in the iterates' check instead)
-                i = int(np.argmax(diag <= 0))
-                raise ValueError(f"diag(A_{self._t - 1} ... A_0) is 0 at node {i}: the diagonal tracker needs "
+            diag = self._diag()
+            zero = self._zero_node(diag)
+            if zero >= 0:
+                raise ValueError(f"diag(A_{self._t - 1} ... A_0) is 0 at node {zero}: the diagonal tracker needs "
                                  "self loops that every round keeps")
             s = (1.0 / diag).astype(self._dtype)
             if xp is np:

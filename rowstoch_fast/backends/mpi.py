@@ -21,7 +21,7 @@ import numpy as np
 from .. import _core
 from ..errors import RemoteError
 from ..mixing import MixingMatrix
-from ..tracker import DEFAULT_BLOCK, freeze_step
+from ..tracker import DEFAULT_BLOCK, NetworkTracker, freeze_step
 from .cpu import CpuBackend
 
 __all__ = ["Halo", "MpiBackend", "RemoteError", "contiguous_partition"]
@@ -191,52 +191,22 @@ def distributed_diag_table(A, halo, rounds, n_records, block=DEFAULT_BLOCK):
     return table
 
 
-class _NetworkTrackerView:
+class _NetworkTrackerView(NetworkTracker):
     """The exact tracker of a time-varying network under MPI: this rank's rows of ``V_t = A_{t-1} ... A_0``
-    (``n`` columns), advanced like the iterates (:meth:`MpiBackend.mix_network`); scales of its nodes."""
-
-    kind = "exact"
-    frozen_at = None
+    (``n`` columns), advanced like the iterates (:meth:`MpiBackend.mix_network`); the checks agreed on by
+    every rank."""
 
     def __init__(self, ops, network, rounds, kind):
-        from ..tracker import NetworkTracker
+        self._comm = ops.comm
+        super().__init__(network, rounds, kind, rows=ops.local_nodes,
+                         mix=lambda V, t: ops.mix_network(network, t, V, np.empty_like(V), rounds))
 
-        NetworkTracker.check(network, kind)
-        self._ops, self._net, self.rounds = ops, network, rounds
-        self._nodes = ops.local_nodes
-        self._restart()
-        self._max = 1.0
-
-    def _restart(self):
-        self._t = 0
-        self._V = np.zeros((len(self._nodes), self._ops.n))
-        self._V[np.arange(len(self._nodes)), self._nodes] = 1.0
-        self._scales = {0: np.ones(len(self._nodes), dtype=self._ops.dtype)}
-
-    def scale(self, t):
-        t = int(t)
-        if t < self._t - 1:
-            self._restart()
-        while self._t < t:
-            out = np.empty_like(self._V)
-            self._ops.mix_network(self._net, self._t, self._V, out, self.rounds)
-            self._V = out
-            self._t += 1
-            diag = self._V[np.arange(len(self._nodes)), self._nodes]
-            zero = self._ops.comm.allreduce(int(self._nodes[np.argmax(diag <= 0)]) if (diag <= 0).any() else -1,
-                                            op=_mpi().MAX)
-            if zero >= 0:
-                raise ValueError(f"diag(A_{self._t - 1} ... A_0) is 0 at node {zero}: the diagonal tracker needs "
-                                 "self loops that every round keeps")
-            s = (1.0 / diag).astype(self._ops.dtype)
-            self._scales = {k: v for k, v in self._scales.items() if k >= self._t - 1}
-            self._scales[self._t] = s
-            self._max = max(self._max, float(s.max()))
-        return self._scales[t]
+    def _zero_node(self, diag):
+        return self._comm.allreduce(super()._zero_node(diag), op=_mpi().MAX)
 
     @property
     def max_inverse_diagonal(self):
-        return self._ops.comm.allreduce(self._max, op=_mpi().MAX)
+        return self._comm.allreduce(float(self._max), op=_mpi().MAX)
 
 
 class _TrackerView:
@@ -345,13 +315,18 @@ class MpiBackend(CpuBackend):
         if not isinstance(M, MixingMatrix):
             return self.mix_network(M, self.t, src, out, rounds)
         halo = self.halo(M)
-        key = (id(M), src.shape[1])
-        ext = self._ext.get(key)
-        if ext is None:
-            ext = self._ext[key] = np.zeros((halo.ncols, src.shape[1]), dtype=self.dtype)
+        ext = self._ext_block(M, halo, src.shape[1])
         ext[: halo.n_local] = src
         halo.gossip(ext, out, rounds)
         return out
+
+    def _ext_block(self, M, halo, width):
+        """The ``(local + halo rows, width)`` buffer of matrix ``M`` (kept between calls)."""
+        key = (id(M), width)
+        ext = self._ext.get(key)
+        if ext is None:
+            ext = self._ext[key] = np.zeros((halo.ncols, width), dtype=self.dtype)
+        return ext
 
     def mix_network(self, net, t, src, out, rounds):
         """The rounds of iteration ``t`` of a time-varying network on this rank's rows: per round a halo
@@ -365,10 +340,7 @@ class MpiBackend(CpuBackend):
         for r in range(rounds):
             M = matrix_of(r)
             halo = self.halo(M)
-            key = (id(M), src.shape[1])
-            ext = self._ext.get(key)
-            if ext is None:
-                ext = self._ext[key] = np.zeros((halo.ncols, src.shape[1]), dtype=self.dtype)
+            ext = self._ext_block(M, halo, src.shape[1])
             ext[: halo.n_local] = cur
             t0 = time.perf_counter()
             halo.exchange(ext)
