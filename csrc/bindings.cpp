@@ -301,7 +301,8 @@ std::uint8_t* flags(const py::object& obj, const char* name, int64_t size, bool 
     if (keep.dtype().kind() != 'b' && !(keep.dtype().kind() == 'u' && keep.itemsize() == 1))
         throw py::type_error(cat(name, " must be a bool (or uint8) array, got ", dtype_name(keep)));
     if (keep.shape(0) != size) throw py::value_error(cat(name, " has ", keep.shape(0), " entries, expected ", size));
-    if (writeable) check_writeable(keep, name);
+    if (!writeable) return const_cast<std::uint8_t*>(static_cast<const std::uint8_t*>(keep.data()));  // read only
+    check_writeable(keep, name);
     return static_cast<std::uint8_t*>(keep.mutable_data());
 }
 
@@ -318,21 +319,10 @@ py::array mix_lossy(py::array indptr, py::array indices, py::array data, py::arr
     if (cols != rows && !has_ids)
         throw py::value_error("a rectangular share of a matrix needs row_ids and col_ids (the nodes' global ids)");
     py::array awake, row_keep, col_keep;
-    const std::uint8_t* mask = nullptr;
-    int64_t n_global = std::max(rows, cols);
-    if (!awake_obj.is_none()) {
-        awake = awake_obj.cast<py::array>();
-        check_ndim(awake, "awake", 1);
-        check_contiguous(awake, "awake");
-        if (awake.dtype().kind() != 'b' && !(awake.dtype().kind() == 'u' && awake.itemsize() == 1))
-            throw py::type_error(cat("awake must be a bool (or uint8) array, got ", dtype_name(awake)));
-        mask = static_cast<const std::uint8_t*>(awake.data());
-        n_global = awake.shape(0);
-        if (row_ids_obj.is_none() && n_global != rows)
-            throw py::value_error(cat("awake has ", n_global, " entries, expected one per node (", rows, ")"));
-    } else if (!row_ids_obj.is_none()) {
-        n_global = std::numeric_limits<int64_t>::max();
-    }
+    // one flag per node: as many as rows, or (an MPI share, with ids) as many as the network has nodes
+    int64_t n_global = has_ids ? std::numeric_limits<int64_t>::max() : std::max(rows, cols);
+    if (!awake_obj.is_none() && has_ids) n_global = awake_obj.cast<py::array>().shape(0);
+    const std::uint8_t* mask = flags(awake_obj, "awake", has_ids ? n_global : rows, false, awake);
     rowstoch::NodeIds ids{node_ids(row_ids_obj, "row_ids", rows, n_global, row_keep),
                           node_ids(col_ids_obj, "col_ids", cols, n_global, col_keep)};
     py::array bad_keep;
