@@ -34,7 +34,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from ._checks import check_int, check_positive_float
+from ._checks import as_float_array, check_int, check_out, check_positive_float
 from .mixing import MixingMatrix
 
 __all__ = ["Network", "Schedule", "one_peer_exponential", "Lossy", "Sleepy", "as_network"]
@@ -81,7 +81,7 @@ class Network:
     @property
     def dtype(self):
         """Value type of the matrices (that of the base)."""
-        return self.matrix(0).dtype
+        return self.base.dtype
 
     @property
     def static(self):
@@ -115,10 +115,13 @@ class Network:
         in the compiled pass where :meth:`plan` gives one, else through NumPy."""
         t = check_int(t, "t", minimum=0)
         rounds = check_int(rounds, "rounds", minimum=1)
+        X = as_float_array(X, "X", self.dtype, ndim=(1, 2), finite=False)
+        if X.shape[0] != self.n:
+            raise ValueError(f"X has {X.shape[0]} rows but the network has {self.n} nodes")
+        check_out(out, "out", X.shape, self.dtype)
         plan = self.plan(t)
         if plan is not None:
             return _compiled_rounds(plan, X, t, rounds, out, self.stochastic == "row")
-        X = np.asarray(X)
         Y = X
         for r in range(rounds):
             Y = _mix_entries(*self._entries(t, r), Y, self.stochastic)
@@ -201,29 +204,20 @@ def _with_diagonal(csr, weights, nodes):
 
 def _compiled_rounds(plan, X, t, rounds, out, renormalise):
     """The rounds of iteration ``t`` through ``_core.mix_lossy`` (losses hashed in the CSR pass, rows
-    renormalised there, sleeping nodes keep their values), ping-ponging buffers, the last round into ``out``."""
+    renormalised there, sleeping nodes keep their values), ping-ponging buffers, the last round into ``out``
+    (``X`` and ``out`` checked by :meth:`Network.mix`)."""
     from . import _core
 
     matrix_of, seed, p, awake, chain = plan
-    X = np.asarray(X)
-    M = matrix_of(0)
-    X2 = np.ascontiguousarray(X.reshape(X.shape[0], -1), dtype=M.dtype)
-    final = None
-    if out is not None and out.dtype == M.dtype and out.flags.c_contiguous and not np.shares_memory(out, X):
-        final = out.reshape(X2.shape)
-    Y = X2
+    Y = X.reshape(X.shape[0], -1)
     for r in range(rounds):
         c = matrix_of(r).csr
-        dst = final if (r == rounds - 1 and final is not None) else np.empty_like(X2)
+        dst = out.reshape(Y.shape) if (r == rounds - 1 and out is not None) else np.empty_like(Y)
         bad = None if chain is None else chain.bad_states(c.indptr, c.indices, t)
         _core.mix_lossy(c.indptr, c.indices, c.data, Y, dst, seed=seed, t=t, r=r, p=p, renormalise=renormalise,
                         awake=awake, bad=bad, check_indices=False)
         Y = dst
-    if out is not None:
-        if final is None:
-            out[...] = Y.reshape(X.shape)
-        return out
-    return Y.reshape(X.shape)
+    return out if out is not None else Y.reshape(X.shape)
 
 
 def as_network(A):
@@ -231,7 +225,10 @@ def as_network(A):
     static network of that matrix."""
     if isinstance(A, (Network, MixingMatrix)):
         return A
-    return MixingMatrix(A)
+    try:
+        return MixingMatrix(A)
+    except (TypeError, ValueError) as exc:
+        raise type(exc)(f"A must be a MixingMatrix, a network or a matrix MixingMatrix accepts: {exc}") from None
 
 
 def _base_matrix(base, t, r):
@@ -274,7 +271,12 @@ class Schedule(Network):
     def __init__(self, matrices):
         matrices = list(matrices)
         self._validated = all(isinstance(m, MixingMatrix) for m in matrices)  # checked as a whole network
-        mats = [m if isinstance(m, MixingMatrix) else _unconnected(m) for m in matrices]
+        mats = []
+        for k, m in enumerate(matrices):
+            try:
+                mats.append(m if isinstance(m, MixingMatrix) else _unconnected(m))
+            except (TypeError, ValueError) as exc:
+                raise type(exc)(f"matrices[{k}]: {exc}") from None
         if not mats:
             raise ValueError("Schedule needs at least one matrix")
         if len({m.n for m in mats}) > 1:
@@ -288,6 +290,10 @@ class Schedule(Network):
 
     def matrix(self, t, r=0):
         return self.matrices[check_int(t, "t", minimum=0) % len(self.matrices)]
+
+    @property
+    def dtype(self):
+        return self.matrices[0].dtype
 
     @property
     def static(self):

@@ -162,6 +162,16 @@ def test_clear_errors():
         Schedule([A, topology.ring(9)])
     with pytest.raises(ValueError, match="row-stochastic"):
         Schedule([np.ones((3, 3))])
+    with pytest.raises(TypeError, match="X must be a numeric array"):
+        Lossy(A, 0.1).mix(np.array([["a"]] * 8), 0)
+    with pytest.raises(ValueError, match="X has 7 rows but the network has 8 nodes"):
+        Sleepy(A, 0.5).mix(np.ones((7, 2)), 0)
+    with pytest.raises(ValueError, match=r"out must have shape \(8, 2\)"):
+        Lossy(A, 0.1).mix(np.ones((8, 2)), 0, out=np.empty((8, 3)))
+    with pytest.raises(ValueError, match=r"matrices\[1\]"):
+        Schedule([A, "x"])
+    with pytest.raises(TypeError, match="A must be a MixingMatrix, a network"):
+        Lossy("abc", 0.1)
     with pytest.raises(TypeError, match="pass out as a keyword"):
         A.mix(np.ones((8, 1)), np.empty((8, 1)))
     assert A.matrix(5) is A and np.array_equal(A.mix(np.ones(8), 3, rounds=2), A.mix_power(np.ones(8), 2))
