@@ -37,7 +37,7 @@ import scipy.sparse as sp
 from ._checks import as_float_array, check_int, check_out, check_positive_float
 from .mixing import MixingMatrix
 
-__all__ = ["Network", "Schedule", "one_peer_exponential", "Lossy", "Sleepy", "as_network"]
+__all__ = ["Network", "Schedule", "one_peer_exponential", "Lossy", "Sleepy", "as_network", "base_matrix"]
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _M1, _M2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
@@ -229,6 +229,13 @@ def as_network(A):
         return MixingMatrix(A)
     except (TypeError, ValueError) as exc:
         raise type(exc)(f"A must be a MixingMatrix, a network or a matrix MixingMatrix accepts: {exc}") from None
+
+
+def base_matrix(net):
+    """The static matrix under a network's losses and sleep (a schedule's first one): its physical links."""
+    while not isinstance(net, MixingMatrix):
+        net = net.base if hasattr(net, "base") else net.matrix(0)
+    return net
 
 
 def _base_matrix(base, t, r):

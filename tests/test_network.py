@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from rowstoch_fast import MixingMatrix, topology
-from rowstoch_fast.network import Lossy, Schedule, Sleepy, one_peer_exponential, uniform_hash
+from rowstoch_fast.network import Lossy, Schedule, Sleepy, base_matrix, one_peer_exponential, uniform_hash
 
 
 def _networks():
@@ -61,9 +61,7 @@ def test_ones_stay_ones_exactly_where_a_round_renormalises(name):
     ones = np.ones((net.n, 2))
     renormalised = 0
     for t in range(20):
-        base = net
-        while not isinstance(base, MixingMatrix):  # the static matrix under the wrappers
-            base = base.base if hasattr(base, "base") else base.matrix(t)
+        base = net.base.matrix(t) if isinstance(net.base, Schedule) else base_matrix(net)  # under the wrappers
         Y = net.mix(ones, t)
         static = base.mix(ones)
         M = net.matrix(t).csr

@@ -89,7 +89,17 @@ def _as_matrix(M, name):
 
 
 def _links(M):
+    """Links a message crosses (self loops excluded); a time-varying network counts its base graph's."""
+    if not isinstance(M, MixingMatrix):
+        from ..network import base_matrix
+
+        M = base_matrix(M)
     return M.nnz - int(np.count_nonzero(M.csr.diagonal()))
+
+
+def _prefix(name):
+    """The key prefix of matrix ``name`` in a state dict (``A``: none; ``C``: ``"C_"``)."""
+    return "" if name == "A" else name + "_"
 
 
 def matrix_from_state(state, M=None, prefix="", kind="row"):
@@ -193,8 +203,7 @@ class Optimizer:
         n, dtype = x0.shape[-2], x0.dtype  # validated: the network's size and value type
         ops.attach(n, dtype, list(mats.values()))
         self._n = n
-        # links a message crosses (self loops excluded): a time-varying network counts its first round's
-        self._edges = {k: _links(M if isinstance(M, MixingMatrix) else M.matrix(0)) for k, M in mats.items()}
+        self._edges = {k: _links(M) for k, M in mats.items()}
         self._allocate(tuple(x0.shape))
         self._cur[self.model][...] = self._rows(x0)
         self.iteration = 0
@@ -562,7 +571,7 @@ class Optimizer:
             return None
         out = {"format": np.array(f"rowstoch_fast.{type(self).__name__}/1")}
         for name, M in self._mats.items():
-            prefix = "" if name == "A" else name + "_"
+            prefix = _prefix(name)
             if not isinstance(M, MixingMatrix):  # a time-varying network is passed again to from_state_dict
                 out[prefix + "network"] = np.array(repr(M))
                 continue
@@ -620,7 +629,7 @@ class Optimizer:
         needed = {"format", "shape", "iteration", *cls.hyper, *cls.state}
         given = {"A": A, "C": C}
         for name in cls.matrices:
-            prefix = "" if name == "A" else name + "_"
+            prefix = _prefix(name)
             if prefix + "network" in state:
                 if given[name] is None:
                     raise ValueError(f"this state was saved on a time-varying network ({state[prefix + 'network']}); "
@@ -633,8 +642,8 @@ class Optimizer:
                              f"{cls.__name__}.state_dict()")
         if str(state["format"]) != fmt:
             raise ValueError(f"state has format {str(state['format'])!r}, expected {fmt!r}")
-        mats = {name: (given[name] if ("" if name == "A" else name + "_") + "network" in state else
-                       matrix_from_state(state, given[name], "" if name == "A" else name + "_", _KIND[name]))
+        mats = {name: (given[name] if _prefix(name) + "network" in state else
+                       matrix_from_state(state, given[name], _prefix(name), _KIND[name]))
                 for name in cls.matrices}
         hyper = {k: _plain(state[k]) for k in cls.hyper}
         if lr is not None:
