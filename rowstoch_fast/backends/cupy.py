@@ -393,7 +393,12 @@ class CupyBackend(Backend):
         if plan is None:
             raise ValueError(f"{net!r} has no compiled pass and so does not run on backend='cupy'")
         matrix_of, seed, p, awake, chain = plan
-        mask = None if awake is None else self.xp.asarray(np.asarray(awake, dtype=np.uint8))
+        mask = None
+        if awake is not None:  # one upload per iteration (the network keeps the iteration's mask object)
+            cached = self.__dict__.get("_mask")
+            if cached is None or cached[0] is not awake:
+                cached = self._mask = (awake, self.xp.asarray(np.asarray(awake, dtype=np.uint8)))
+            mask = cached[1]
         if rounds > 1 and work is None:
             work = self.xp.empty_like(src)
         cur = src

@@ -92,17 +92,6 @@ __device__ void csr_mix_entry(const I* __restrict__ Ap, const I* __restrict__ Aj
     store_pack<T, V>(Y + i * w + c, acc);
 }
 
-// "lossy": the entry kernel of a gossip round of rowstoch_fast.network (csrc/rowstoch/network.hpp on the
-// CPU, the same operations in the same order): message j -> i (j != i) lost when its hash under the round's
-// key (network.uniform_hash's chain over seed, t, r, computed on the host) is below p, or when j sleeps; a
-// sleeping node keeps x_i; rows that lost something are renormalised over what arrived when `renormalise`.
-// A lost message adds 0 * x_j (as on the CPU). Defined after the hash (mix64) below.
-template <typename T, typename I, int V>
-__device__ void csr_mix_lossy_impl(const I* __restrict__ Ap, const I* __restrict__ Aj, const T* __restrict__ Ax,
-                                   const T* __restrict__ X, T* __restrict__ Y, i64 n, i64 w, const u64* status,
-                                   u64 round_key, double p, int renormalise, const unsigned char* __restrict__ awake,
-                                   const unsigned char* __restrict__ bad);
-
 // ------------------------------------------------------------------ combine
 // out[i, c] = sum_t a_t x_t[i, c] for K <= 4 terms, a_t = r_t[i] (a per-row coefficient) when r_t is not
 // null, else the scalar c_t; summed left to right as the CPU's combine (gt.hpp), so with --fmad=false the
@@ -209,6 +198,12 @@ __device__ __forceinline__ double logistic_weight(double z) {
     return num / (1.0 + e);
 }
 
+// "lossy": the entry kernel of a gossip round of rowstoch_fast.network (csrc/rowstoch/network.hpp on the
+// CPU, the same operations in the same order): message j -> i (j != i) lost when its hash under the round's
+// key (network.uniform_hash's chain over seed, t, r, computed on the host) is below p, or when j sleeps; a
+// sleeping node keeps x_i; rows that lost something are renormalised over what arrived when `renormalise`.
+// With a `bad` mask (Gilbert-Elliott) only flagged entries can be lost. A lost message adds 0 * x_j (as on
+// the CPU).
 template <typename T, typename I, int V>
 __device__ void csr_mix_lossy_impl(const I* __restrict__ Ap, const I* __restrict__ Aj, const T* __restrict__ Ax,
                                    const T* __restrict__ X, T* __restrict__ Y, i64 n, i64 w, const u64* status,
