@@ -163,7 +163,7 @@ class GradFn:
         torch, r = self._torch, self.replicas
         with torch.enable_grad():
             P = P.detach().requires_grad_(True)
-            params = {name: P[:, o:o + size].unflatten(1, shape) for name, o, size, shape in r._layout}
+            params = r._split(P)
             if self._mlp is not None and inputs.ndim == 3:  # (replicas, B, features): batched matrix products
                 out = inputs
                 for kind, a, b in self._mlp:
@@ -274,8 +274,9 @@ class Replicas:
                 f"dtype={self.dtype}, device={self.device})")
 
     # ------------------------------------------------------------------ the per-node function
-    def _unflatten(self, flat):
-        return {name: flat[o:o + size].view(shape) for name, o, size, shape in self._layout}
+    def _split(self, P):
+        """The parameters of a flat block (``(d,)``, or ``(..., d)`` for one set per replica) by name: views."""
+        return {name: P[..., o:o + size].unflatten(-1, shape) for name, o, size, shape in self._layout}
 
     # ------------------------------------------------------------------ for the optimizers
     def x0(self, like="numpy"):
@@ -354,8 +355,8 @@ class Replicas:
                 bufs = {k: (torch.tensordot(w.to(b.dtype), b, dims=1) if b.is_floating_point() else b[0])
                         for k, b in buffers.items()}
             params = dict(m.named_parameters())
-            for name, o, size, shape in self._layout:
-                params[name].copy_(flat[o:o + size].view(shape))
+            for name, value in self._split(flat).items():
+                params[name].copy_(value)
             named_buffers = dict(m.named_buffers())
             for k, b in bufs.items():
                 named_buffers[k].copy_(b)
@@ -369,24 +370,21 @@ class Replicas:
 
         inputs, targets = torch.as_tensor(inputs).to(self.device), torch.as_tensor(targets).to(self.device)
         base = copy.deepcopy(self._base).eval()
-
-        def one(flat, buffers, x):
-            return functional_call(base, (self._unflatten(flat), buffers), (x,))
-
-        run = vmap(one, in_dims=(0, 0, None))
+        run = vmap(lambda params, buffers, x: functional_call(base, (params, buffers), (x,)), in_dims=(0, 0, None))
+        loss = vmap(self.loss, in_dims=(0, None))
         N = self.n * self.repeats
-        losses = torch.zeros(N, dtype=torch.float64)
-        correct = torch.zeros(N, dtype=torch.float64)
-        flat = self.params.reshape(N, self.d)
+        losses = torch.zeros(N, dtype=torch.float64, device=self.device)
+        correct = torch.zeros(N, dtype=torch.float64, device=self.device)
+        params = self._split(self.params.reshape(N, self.d))
         with torch.no_grad():
             for s in range(0, len(targets), batch_size):
-                out = run(flat, self.buffers, inputs[s:s + batch_size])  # (replicas, B, classes)
+                out = run(params, self.buffers, inputs[s:s + batch_size])  # (replicas, B, classes)
                 t = targets[s:s + batch_size]
-                for i in range(N):
-                    losses[i] += float(self.loss(out[i], t)) * len(t)
-                correct += (out.argmax(-1) == t).sum(-1).double().cpu()
+                losses += loss(out, t).double() * len(t)
+                correct += (out.argmax(-1) == t).sum(-1).double()
         shape = self.params.shape[:-1]
-        return (losses / len(targets)).numpy().reshape(shape), (correct / len(targets)).numpy().reshape(shape)
+        return ((losses / len(targets)).cpu().numpy().reshape(shape),
+                (correct / len(targets)).cpu().numpy().reshape(shape))
 
 
 def accuracy(module, inputs, targets, batch_size=4096):
