@@ -279,22 +279,6 @@ def test_varying_networks_refuse_what_they_cannot_do():
         NetworkTracker(net, max_bytes=100)
 
 
-def test_a_varying_network_on_mpi_in_one_process():
-    """backend='mpi' (here one rank) runs a network's compiled rounds with the nodes' global ids, bursty chains
-    included: the CPU's iterates."""
-    pytest.importorskip("mpi4py")
-    base = Schedule([NETWORKS["static"], topology.exponential(30)])
-    for net in (Sleepy(Lossy(base, 0.3, seed=2), 0.8, seed=4),
-                Sleepy(Lossy(base, 0.8, seed=5, model="gilbert-elliott", p_bad=0.2, p_recover=0.3), 0.9, seed=6)):
-        x0 = np.random.default_rng(8).standard_normal((30, 2))
-        cpu = PullDiagGT(net, x0, lr=0.02, rounds=2)
-        mpi = PullDiagGT(net, x0, lr=0.02, rounds=2, backend="mpi")
-        for _ in range(15):
-            cpu.step(lambda X: X - 1.0)
-            mpi.step(lambda X: X - 1.0)
-        np.testing.assert_allclose(mpi.gather_x(), cpu.gather_x(), rtol=1e-12, atol=1e-13)
-
-
 def test_bursty_chains_in_compiled_code_equal_numpys():
     """The Gilbert-Elliott states _core.ge_advance keeps (sequentially, jumping ahead, or going back) are those
     the NumPy definition gives at every iteration; p is the loss in the bad state (0: never, 1: always)."""
