@@ -22,6 +22,7 @@ def _networks():
         "sleepy-lossy": Sleepy(Lossy(A, 0.2, seed=6), 0.8, seed=7),
         "sleepy-no-self-loops": Sleepy(noself, 0.5, seed=8),
         "lossy-column": Lossy(C, 0.3, seed=9),
+        "sleepy-column": Sleepy(C, 0.6, seed=12),
         "sleepy-lossy-column": Sleepy(Lossy(C, 0.2, seed=10), 0.7, seed=11),
         "one-peer-column": one_peer_exponential(30, stochastic="column"),
     }
@@ -39,7 +40,7 @@ def test_rounds_are_stochastic_on_the_base_edges_and_mix_applies_them(name):
         M = net.matrix(t).csr
         assert (M.data >= 0).all()
         sums = np.asarray(M.sum(axis=1 if net.stochastic == "row" else 0)).ravel()
-        if name in ("lossy-column", "sleepy-lossy-column"):  # a sender's lost mass is lost
+        if name in ("lossy-column", "sleepy-column", "sleepy-lossy-column"):  # a sender's lost mass is lost
             assert (sums <= 1 + 1e-15).all()
         else:
             np.testing.assert_allclose(sums, 1.0, atol=1e-15)
@@ -335,7 +336,8 @@ def test_the_runner_resumes_a_lossy_run_from_its_checkpoint(tmp_path):
 
 
 @pytest.mark.parametrize("name", ["lossy", "lossy-schedule", "sleepy", "sleepy-lossy", "sleepy-no-self-loops",
-                                  "lossy-column", "sleepy-lossy-column", "one-peer", "one-peer-column", "bursty"])
+                                  "lossy-column", "sleepy-column", "sleepy-lossy-column", "one-peer", "one-peer-column",
+                                  "bursty"])
 def test_the_compiled_pass_equals_the_numpy_path(name):
     """Lossy and Sleepy mixing in _core.mix_lossy gives what the NumPy definition gives (Network.mix over the
     round's weights): the same losses, the same renormalisation."""
@@ -343,6 +345,32 @@ def test_the_compiled_pass_equals_the_numpy_path(name):
     X = np.random.default_rng(7).standard_normal((net.n, 3))
     for t in range(6):
         np.testing.assert_allclose(net.mix(X, t, rounds=2), _numpy_mix(net, X, t, 2), rtol=1e-14, atol=1e-15)
+
+
+@pytest.mark.parametrize("p, awake", [(0.1, False), (0.0, True), (0.1, True)])
+def test_the_compiled_pass_in_float32(p, awake):
+    """Each case of the pass (losses only, sleep only, both) in float32: the float64 result to float32 precision
+    and the same losses (rows that lost nothing are the static row's bits, renormalised rows keep ones ones)."""
+    from rowstoch_fast import _core
+
+    c = topology.erdos_renyi(40, 0.2, seed=3).csr
+    mask = (np.arange(40) % 5 != 0).astype(np.uint8) if awake else None
+    X = np.random.default_rng(1).standard_normal((40, 3))
+
+    def run(X, data, lossy=True):
+        if not lossy:
+            return _core.mix(c.indptr, c.indices, data, X)
+        return _core.mix_lossy(c.indptr, c.indices, data, X, None, seed=5, t=1, r=0, p=p, awake=mask)
+
+    data32, X32 = c.data.astype(np.float32), X.astype(np.float32)
+    Y64, Y32 = run(X, c.data), run(X32, data32)
+    assert Y32.dtype == np.float32
+    np.testing.assert_allclose(Y32, Y64, rtol=1e-5, atol=1e-5)
+    changed = (Y64 != run(X, c.data, lossy=False)).any(axis=1)
+    assert changed.any() and not changed.all()
+    np.testing.assert_array_equal(Y32[~changed], run(X32, data32, lossy=False)[~changed])
+    ones = np.ones((40, 2), np.float32)
+    assert (run(ones, data32)[changed] == 1).all()
 
 
 def test_rowstoch_run_on_an_unreliable_network(tmp_path, capsys):
