@@ -114,21 +114,26 @@ inline void lossy_row(const I Ap[], const I Aj[], const T Ax[], const T* __restr
         for (std::int64_t c = 0; c < width; ++c) y[c] = acc[c];
 }
 
+// The rows lo..hi-1 in one case: a function of its own (not inlined into the dispatch below, where GCC 12
+// vectorised the K accumulators as 4 pairs and 2 singles instead of 5 pairs: 1.5x -> 1.4x the static pass).
+template <int K, int Case, class I, class T>
+__attribute__((noinline)) void lossy_rows_in(const I Ap[], const I Aj[], const T Ax[], const T* X, std::int64_t w,
+                                             std::int64_t lo, std::int64_t hi, std::uint64_t round,
+                                             std::uint64_t threshold, bool renormalise, const std::uint8_t* awake,
+                                             const std::uint8_t* bad, NodeIds ids, T* Y) {
+    for (std::int64_t i = lo; i < hi; ++i)
+        lossy_row<K, Case>(Ap, Aj, Ax, X, w, i, round, threshold, renormalise, awake, bad, ids, Y);
+}
+
 template <int K, class I, class T>
 inline void lossy_rows(const I Ap[], const I Aj[], const T Ax[], const T* X, std::int64_t w, std::int64_t lo,
                        std::int64_t hi, std::uint64_t round, std::uint64_t threshold, bool renormalise,
                        const std::uint8_t* awake, const std::uint8_t* bad, NodeIds ids, T* Y) {
     const bool local = !bad && !ids.rows && !ids.cols;
-    if (local && !awake && threshold) {
-        for (std::int64_t i = lo; i < hi; ++i)
-            lossy_row<K, kLosses>(Ap, Aj, Ax, X, w, i, round, threshold, renormalise, awake, bad, ids, Y);
-    } else if (local && awake && !threshold) {
-        for (std::int64_t i = lo; i < hi; ++i)
-            lossy_row<K, kAsleep>(Ap, Aj, Ax, X, w, i, round, threshold, renormalise, awake, bad, ids, Y);
-    } else {
-        for (std::int64_t i = lo; i < hi; ++i)
-            lossy_row<K, kAny>(Ap, Aj, Ax, X, w, i, round, threshold, renormalise, awake, bad, ids, Y);
-    }
+    auto rows = local && !awake && threshold ? lossy_rows_in<K, kLosses, I, T>
+                : local && awake && !threshold ? lossy_rows_in<K, kAsleep, I, T>
+                                               : lossy_rows_in<K, kAny, I, T>;
+    rows(Ap, Aj, Ax, X, w, lo, hi, round, threshold, renormalise, awake, bad, ids, Y);
 }
 
 template <class I, class T>
