@@ -78,6 +78,17 @@ class Barrier {
 };
 static Barrier warp_barrier;
 static inline void __syncwarp(unsigned = 0xffffffffu) { warp_barrier.wait(); }
+// Every lane of the (whole) warp votes: the votes meet in memory between two barriers.
+static unsigned ballot_votes[32];
+static inline unsigned __ballot_sync(unsigned, bool vote) {
+    ballot_votes[threadIdx.x & 31] = vote ? 1u : 0u;
+    __syncwarp();
+    unsigned bits = 0;
+    for (int lane = 0; lane < 32; ++lane) bits |= ballot_votes[lane] << lane;
+    __syncwarp();
+    return bits;
+}
+static inline int __ffs(unsigned x) { return __builtin_ffs(static_cast<int>(x)); }
 
 #include KERNELS_CU
 
@@ -113,9 +124,9 @@ static inline void __syncwarp(unsigned = 0xffffffffu) { warp_barrier.wait(); }
 #define EMULATE_LOGISTIC(name, T)                                                                          \
     EMULATE_WARPS(name,                                                                                    \
                   P(const T* H, const T* Yl, const i64* nodes, i64 m, i64 M, i64 d, T rho, const T* X, i64 reps, \
-                    i64 B, i64 batches, u64 seed, u64 iteration, i64 rep_offset, int in_shared,                \
+                    i64 B, i64 batches, u64 seed, u64 iteration, i64 rep_offset, int layout,                   \
                     i64 shared_per_warp, int* spill, T* G),                                                    \
-                  (H, Yl, nodes, m, M, d, rho, X, reps, B, batches, seed, iteration, rep_offset, in_shared,   \
+                  (H, Yl, nodes, m, M, d, rho, X, reps, B, batches, seed, iteration, rep_offset, layout,      \
                    shared_per_warp, spill, G))
 EMULATE_LOGISTIC(logistic_grad_f32, float)
 EMULATE_LOGISTIC(logistic_grad_f64, double)

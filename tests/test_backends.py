@@ -173,14 +173,18 @@ def _ptr(a):
     return ctypes.c_void_p(a.ctypes.data)
 
 
-@pytest.mark.parametrize("nodes,M,d,in_shared,dtype", [
+@pytest.mark.parametrize("nodes,M,d,layout,dtype", [
     (None, 37, 5, 1, np.float64), ([3, 0, 5], 37, 5, 1, np.float64), (None, 4100, 5, 0, np.float64),
     (None, 37, 37, 1, np.float64), (None, 40, 131, 0, np.float64), (None, 37, 10, 1, np.float32),
-    ([1, 4], 4100, 7, 0, np.float32)], ids=["all", "subset", "M4100-spill", "d37", "d131", "f32", "f32-spill"])
-def test_cuda_logistic_kernel_logic_matches_cpu(cuda_on_host, nodes, M, d, in_shared, dtype):
+    ([1, 4], 4100, 7, 0, np.float32), (None, 37, 5, 2, np.float64), ([3, 0, 5], 4000, 10, 2, np.float64),
+    (None, 4100, 5, 2, np.float64), (None, 3000, 131, 2, np.float32)],
+    ids=["all", "subset", "M4100-spill", "d37", "d131", "f32", "f32-spill", "draws", "draws-M4000",
+         "draws-M4100", "draws-f32-d131"])
+def test_cuda_logistic_kernel_logic_matches_cpu(cuda_on_host, nodes, M, d, layout, dtype):
     """Same mini-batches (16- and 32-bit draws) and the same sums as the CPU kernel: equal bit for bit, with the
-    permutation in shared memory or spilled, d below and above one warp's width and the registers' 128, in
-    float64 and float32."""
+    permutation in shared memory or spilled or replaced by the draws (drawn by the lanes together for M <= 4096:
+    at M = 4000 about 2% of the draws are rejected, so the restarts run), d below and above one warp's width and
+    the registers' 128, in float64 and float32."""
     import ctypes
 
     n = 6
@@ -192,16 +196,54 @@ def test_cuda_logistic_kernel_logic_matches_cpu(cuda_on_host, nodes, M, d, in_sh
     want = f.stochastic_gradient(X, iteration, seed=seed, batches=batches, rep_offset=rep_offset,
                                  nodes=None if ids is None else ids)
     G = np.full_like(X, np.nan)
-    per_warp = 32 * X.itemsize + 32 * 4 + ((f.samples_per_node + f.batch) * 4 if in_shared else 0)
+    areas = {0: 0, 1: (f.samples_per_node + f.batch) * 4, 2: 2 * f.batch * 4}
+    per_warp = 32 * X.itemsize + 32 * 4 + areas[layout]
     spill = np.full(reps * m * (f.samples_per_node + f.batch), -1, dtype=np.int32)
     i64, u64 = ctypes.c_int64, ctypes.c_uint64
     real = ctypes.c_double if dtype == np.float64 else ctypes.c_float
     getattr(cuda_on_host, f"emulate_logistic_grad_{'f64' if dtype == np.float64 else 'f32'}")(
         ctypes.c_longlong(reps * m), _ptr(f.H), _ptr(f.Y), _ptr(ids) if ids is not None else ctypes.c_void_p(0),
         i64(m), i64(f.samples_per_node), i64(d), real(f.rho), _ptr(X), i64(reps), i64(f.batch),
-        i64(batches), u64(seed), u64(iteration), i64(rep_offset), ctypes.c_int(in_shared), i64(per_warp),
+        i64(batches), u64(seed), u64(iteration), i64(rep_offset), ctypes.c_int(layout), i64(per_warp),
         _ptr(spill), _ptr(G))
     np.testing.assert_array_equal(G, want)
+
+
+@pytest.mark.parametrize("M,batch", [(400, 200), (1500, 1100), (20000, 1100)], ids=["draws", "perm", "spill"])
+def test_cupy_logistic_launcher_on_the_host(cuda_on_host, monkeypatch, M, batch):
+    """backends.cupy.logistic_grad (layout, shared memory, scratch, arguments) launching the emulated kernel:
+    the CPU kernel's gradients bit for bit, in each of the three layouts, within the shared memory limit."""
+    import ctypes
+
+    from test_algorithms import _fake_cupy
+
+    from rowstoch_fast.backends import cupy as backend
+
+    fake = _fake_cupy()
+    fake.empty = lambda n, dtype=None: fake.zeros(n, dtype)
+    fake.ascontiguousarray = lambda a, dtype=None: fake.asarray(np.ascontiguousarray(a, dtype=dtype))
+    fake.int32 = np.int32
+    monkeypatch.setattr(backend, "require_cupy", lambda: fake)
+    f = NonconvexLogistic.synthetic(3, total=3 * M, d=4, batch=batch, seed=2)
+    seen = []
+
+    def launch(grid, block, args, shared_mem):
+        H, Yl, nodes, m, M_, d, rho, X, reps, B, batches, seed, it, off, layout, per_warp, spill, G = args
+        seen.append(int(layout))
+        assert shared_mem == backend._LOGISTIC_WARPS * per_warp <= backend._SHARED_LIMIT
+        assert per_warp >= 32 * 8 + 32 * 4 + {0: 0, 1: 4 * (M + batch), 2: 8 * batch}[int(layout)]
+        i64, ptr = ctypes.c_int64, (lambda a: ctypes.c_void_p(0) if isinstance(a, np.intp) else _ptr(a))
+        cuda_on_host.emulate_logistic_grad_f64(
+            ctypes.c_longlong(int(reps) * int(m)), ptr(H), ptr(Yl), ptr(nodes), i64(m), i64(M_), i64(d),
+            ctypes.c_double(rho), ptr(X), i64(reps), i64(B), i64(batches), ctypes.c_uint64(seed), ctypes.c_uint64(it),
+            i64(off), ctypes.c_int(layout), i64(per_warp), ptr(spill), ptr(G))
+
+    monkeypatch.setattr(backend, "_kernel", lambda name: launch)
+    X = np.random.default_rng(1).normal(size=(2, 3, 4))
+    G = backend.logistic_grad(f, fake.asarray(X), 5, 7, 1, 0, None)
+    np.testing.assert_array_equal(np.asarray(G), f.stochastic_gradient(X, 5, seed=7))
+    assert seen == [{"draws": 2, "perm": 1, "spill": 0}[
+        "draws" if batch <= backend._CHAIN_BATCH else "perm" if M < 4000 else "spill"]]
 
 
 def _csr_args(A, index_dtype, dtype):

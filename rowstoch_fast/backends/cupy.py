@@ -257,12 +257,17 @@ def logistic_grad(obj, X, iteration, seed, batches, rep_offset, nodes):
     M, B = obj.samples_per_node, obj.batch
     if M + B >= 2**31:
         raise ValueError(f"the CuPy logistic kernel takes fewer than 2^31 samples per node, got {M}")
-    # one warp per row; its shared area: 32 coefficients, 32 sample ids, and the permutation and swaps when
-    # they fit (else a global scratch)
+    # one warp per row; its shared area: 32 coefficients, 32 sample ids, then the batch's draws and samples
+    # (layout 2, no permutation: batches up to _CHAIN_BATCH), or the permutation and swaps when they fit
+    # (layout 1), else those in a global scratch (layout 0); kernels.cu's logistic_grad_impl
     base = 32 * dtype.itemsize + 32 * 4
-    in_shared = _LOGISTIC_WARPS * _round16(base + 4 * (M + B)) <= _SHARED_LIMIT
-    per_warp = _round16(base + (4 * (M + B) if in_shared else 0))
-    spill = np.intp(0) if in_shared else cupy.empty(rows * (M + B), dtype=cupy.int32)
+    if B <= _CHAIN_BATCH:
+        layout, area = 2, 8 * B
+    else:
+        layout = 1 if _LOGISTIC_WARPS * _round16(base + 4 * (M + B)) <= _SHARED_LIMIT else 0
+        area = 4 * (M + B) if layout else 0
+    per_warp = _round16(base + area)
+    spill = cupy.empty(rows * (M + B), dtype=cupy.int32) if layout == 0 else np.intp(0)
     G = cupy.empty_like(X)
     blocks = (rows + _LOGISTIC_WARPS - 1) // _LOGISTIC_WARPS
     if blocks:
@@ -270,7 +275,7 @@ def logistic_grad(obj, X, iteration, seed, batches, rep_offset, nodes):
             (blocks,), (32 * _LOGISTIC_WARPS,),
             (dev[0], dev[1], d_nodes if d_nodes is not None else np.intp(0), np.int64(m), np.int64(M),
              np.int64(obj.d), dtype.type(obj.rho), X, np.int64(reps), np.int64(B), np.int64(batches),
-             np.uint64(seed), np.uint64(iteration), np.int64(rep_offset), np.int32(in_shared), np.int64(per_warp),
+             np.uint64(seed), np.uint64(iteration), np.int64(rep_offset), np.int32(layout), np.int64(per_warp),
              spill, G),
             shared_mem=_LOGISTIC_WARPS * per_warp)
     return G
@@ -282,6 +287,7 @@ def _round16(nbytes):
 
 _LOGISTIC_WARPS = 4  # warps (rows) per block of the logistic kernel
 _SHARED_LIMIT = 48 * 1024  # dynamic shared memory a block gets without opting in
+_CHAIN_BATCH = 1024  # batches drawn without a permutation (their draws resolved in O(B^2 / 32) per lane)
 
 
 class _DeviceTracker:

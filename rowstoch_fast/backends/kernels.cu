@@ -272,20 +272,70 @@ __device__ void ge_advance_impl(const I* __restrict__ Ap, const I* __restrict__ 
     }
 }
 
-// One warp per (repetition, node): lane 0 draws the mini-batch (the streams are
-// sequential: the CPU's partial Fisher-Yates on a per-warp permutation, in shared
-// memory when it fits, else in the global scratch `spill`, undone afterwards);
-// then each lane takes one of 32 samples at a time (its margin in rowstoch::dot4's
-// order, its coefficient), and lane q accumulates coordinates q, q + 32, ... over
-// the samples in order. The same sums as rowstoch::logistic_stochastic_grad on the
-// CPU, bit for bit. Launched with (blockDim.x / 32) warps per block and
-// (blockDim.x / 32) * shared_per_warp bytes of dynamic shared memory; a warp's
-// shared area is [32 coefficients T][32 sample ids int][perm: M int][swaps: B int]
-// (the last two only when `in_shared`).
+// The first (B) draws of a mini-batch stream whose bounds M - b are all <= 2^12 (M <= 4096), so that each
+// draw takes 16-bit chunks: chunk c is bits 16 (c mod 4) .. of the stream's output c / 4 + 1. The lanes
+// test 32 draws at a time against the chunks they would take if nothing before them was rejected; the first
+// rejected draw (Lemire's test, ~B / 2^16 of them per batch) moves every later draw one chunk on, and the
+// window restarts there. draws[b] = b + below(s, M - b), exactly the sequence lane 0 would draw.
+__device__ void parallel_draws(u64 key, i64 M, i64 B, int* __restrict__ draws) {
+    const int lane = threadIdx.x & 31;
+    i64 start = 0, off = 0;
+    while (start < B) {
+        const i64 b = start + lane;
+        bool rejected = false;
+        int k = 0;
+        if (b < B) {
+            const u64 c = (u64)(b + off);
+            const u64 chunk = (mix64(key + 0x9E3779B97F4A7C15ULL * (c / 4 + 1)) >> (16 * (c % 4))) & 0xFFFFULL;
+            const unsigned bound = (unsigned)(M - b);
+            const unsigned m = (unsigned)chunk * bound;  // < 2^28
+            const unsigned lo = m & 0xFFFFu;
+            rejected = lo < bound && lo < (0x10000u - bound) % bound;
+            k = (int)(b + (m >> 16));
+        }
+        const unsigned ballot = __ballot_sync(0xFFFFFFFFu, rejected);
+        const int first = ballot ? __ffs(ballot) - 1 : 32;
+        if (lane < first && b < B) draws[b] = k;
+        start += first;
+        off += ballot ? 1 : 0;
+    }
+}
+
+// The mini-batch of a partial Fisher-Yates shuffle from its draws, without the permutation: sample b is what
+// position draws[b] holds after swaps 0 .. b - 1, i.e. follow p = draws[b] back through the last earlier swap
+// t < b that moved something to p (draws[t] == p: it brought what position t held at step t), until no swap
+// did (the original p). Lane-parallel over b; O(b) reads of shared memory per link.
+__device__ void resolve_draws(const int* __restrict__ draws, i64 B, int* __restrict__ batch) {
+    const int lane = threadIdx.x & 31;
+    for (i64 b = lane; b < B; b += 32) {
+        int p = draws[b];
+        i64 t = b;
+        for (;;) {
+            i64 u = t - 1;
+            while (u >= 0 && draws[u] != p) --u;
+            if (u < 0) break;
+            p = (int)u;
+            t = u;
+        }
+        batch[b] = p;
+    }
+}
+
+// One warp per (repetition, node) draws its mini-batch (the CPU's partial Fisher-Yates over the samples), then
+// each lane takes one of 32 samples at a time (its margin in rowstoch::dot4's order, its coefficient), and
+// lane q accumulates coordinates q, q + 32, ... over the samples in order: the same sums as
+// rowstoch::logistic_stochastic_grad on the CPU, bit for bit. How the batch is drawn (`layout`):
+//   2 (B <= 1024): no permutation: the draws in shared memory (lane-parallel when M <= 4096, else by lane 0),
+//     the batch resolved from them by resolve_draws;
+//   1: lane 0 shuffles a permutation of the M samples in shared memory (and undoes its swaps afterwards);
+//   0: the same, the permutation in the global scratch `spill` (when it does not fit).
+// Launched with (blockDim.x / 32) warps per block and (blockDim.x / 32) * shared_per_warp bytes of dynamic
+// shared memory; a warp's shared area is [32 coefficients T][32 sample ids int] then, for layout 2,
+// [draws: B int][batch: B int], for layout 1 [perm: M int][swaps: B int].
 template <typename T>
 __device__ void logistic_grad_impl(const T* __restrict__ H, const T* __restrict__ Yl, const i64* __restrict__ nodes,
                                    i64 m, i64 M, i64 d, T rho, const T* __restrict__ X, i64 reps, i64 B,
-                                   i64 batches, u64 seed, u64 iteration, i64 rep_offset, int in_shared,
+                                   i64 batches, u64 seed, u64 iteration, i64 rep_offset, int layout,
                                    i64 shared_per_warp, int* __restrict__ spill, T* __restrict__ G) {
     extern __shared__ __align__(16) unsigned char smem[];
     const int lane = threadIdx.x & 31, wib = threadIdx.x >> 5;
@@ -294,11 +344,14 @@ __device__ void logistic_grad_impl(const T* __restrict__ H, const T* __restrict_
     unsigned char* mine = smem + wib * shared_per_warp;
     T* coef = reinterpret_cast<T*>(mine);
     int* ids = reinterpret_cast<int*>(mine + 32 * sizeof(T));
-    int* perm = in_shared ? ids + 32 : spill + row * (M + B);
-    int* swaps = perm + M;
+    const bool chains = layout == 2;
+    int* perm = chains ? nullptr : layout == 1 ? ids + 32 : spill + row * (M + B);
+    int* swaps = chains ? ids + 32 : perm + M;  // the draws b + below(s, M - b)
+    int* batch = chains ? swaps + B : perm;     // the batch's sample ids, in order
     const i64 rep = row / m;
     const i64 node = nodes ? nodes[row % m] : row % m;
-    for (i64 l = lane; l < M; l += 32) perm[l] = (int)l;
+    if (!chains)
+        for (i64 l = lane; l < M; l += 32) perm[l] = (int)l;
     const T* x = X + row * d;
     T* g = G + row * d;
     const T* Hi = H + node * M * d;
@@ -309,21 +362,30 @@ __device__ void logistic_grad_impl(const T* __restrict__ H, const T* __restrict_
         for (i64 q = lane; q < d; q += 32) g[q] = 0;
     __syncwarp();
     for (i64 r = 0; r < batches; ++r) {
-        if (lane == 0) {
-            Stream s = {stream_key(seed, (u64)(rep + rep_offset), (u64)node, iteration, (u64)r), 0, 0, 0};
+        const u64 key = stream_key(seed, (u64)(rep + rep_offset), (u64)node, iteration, (u64)r);
+        if (chains && M <= 4096) {
+            parallel_draws(key, M, B, swaps);
+        } else if (lane == 0) {
+            Stream s = {key, 0, 0, 0};
             for (i64 b = 0; b < B; ++b) {
                 const int k = (int)(b + (i64)below(&s, (u64)(M - b)));
                 swaps[b] = k;
-                const int t = perm[b];
-                perm[b] = perm[k];
-                perm[k] = t;
+                if (!chains) {
+                    const int t = perm[b];
+                    perm[b] = perm[k];
+                    perm[k] = t;
+                }
             }
         }
         __syncwarp();
+        if (chains) {
+            resolve_draws(swaps, B, batch);
+            __syncwarp();
+        }
         for (i64 b0 = 0; b0 < B; b0 += 32) {
             const int nb = B - b0 < 32 ? (int)(B - b0) : 32;
             if (lane < nb) {
-                const int id = perm[b0 + lane];
+                const int id = batch[b0 + lane];
                 const T* h = Hi + (i64)id * d;
                 T s4[4] = {0, 0, 0, 0};  // rowstoch::dot4's order
                 for (i64 j = 0; j < d; ++j) s4[j & 3] += h[j] * x[j];
@@ -350,7 +412,7 @@ __device__ void logistic_grad_impl(const T* __restrict__ H, const T* __restrict_
             }
             __syncwarp();
         }
-        if (lane == 0)
+        if (lane == 0 && !chains)
             for (i64 b = B - 1; b >= 0; --b) {
                 const int k = swaps[b], t = perm[b];
                 perm[b] = perm[k];
@@ -392,10 +454,10 @@ LOSSY(f64_i32, double, int, 1) LOSSY(f64_i64, double, i64, 1) LOSSY(f32_i32, flo
 LOSSY(f64_i32, double, int, 2) LOSSY(f64_i64, double, i64, 2) LOSSY(f32_i32, float, int, 4) LOSSY(f32_i64, float, i64, 4)
 __global__ void combine_f64(const double* x0, const double* x1, const double* x2, const double* x3, const double* r0, const double* r1, const double* r2, const double* r3, double c0, double c1, double c2, double c3, int K, double* out, i64 n, i64 w, u64* status, u64 launch) { combine_impl(x0, x1, x2, x3, r0, r1, r2, r3, c0, c1, c2, c3, K, out, n, w, status, launch); }
 __global__ void combine_f32(const float* x0, const float* x1, const float* x2, const float* x3, const float* r0, const float* r1, const float* r2, const float* r3, float c0, float c1, float c2, float c3, int K, float* out, i64 n, i64 w, u64* status, u64 launch) { combine_impl(x0, x1, x2, x3, r0, r1, r2, r3, c0, c1, c2, c3, K, out, n, w, status, launch); }
-__global__ void logistic_grad_f64(const double* H, const double* Yl, const i64* nodes, i64 m, i64 M, i64 d, double rho, const double* X, i64 reps, i64 B, i64 batches, u64 seed, u64 iteration, i64 rep_offset, int in_shared, i64 shared_per_warp, int* spill, double* G) {
-    logistic_grad_impl(H, Yl, nodes, m, M, d, rho, X, reps, B, batches, seed, iteration, rep_offset, in_shared, shared_per_warp, spill, G);
+__global__ void logistic_grad_f64(const double* H, const double* Yl, const i64* nodes, i64 m, i64 M, i64 d, double rho, const double* X, i64 reps, i64 B, i64 batches, u64 seed, u64 iteration, i64 rep_offset, int layout, i64 shared_per_warp, int* spill, double* G) {
+    logistic_grad_impl(H, Yl, nodes, m, M, d, rho, X, reps, B, batches, seed, iteration, rep_offset, layout, shared_per_warp, spill, G);
 }
-__global__ void logistic_grad_f32(const float* H, const float* Yl, const i64* nodes, i64 m, i64 M, i64 d, float rho, const float* X, i64 reps, i64 B, i64 batches, u64 seed, u64 iteration, i64 rep_offset, int in_shared, i64 shared_per_warp, int* spill, float* G) {
-    logistic_grad_impl(H, Yl, nodes, m, M, d, rho, X, reps, B, batches, seed, iteration, rep_offset, in_shared, shared_per_warp, spill, G);
+__global__ void logistic_grad_f32(const float* H, const float* Yl, const i64* nodes, i64 m, i64 M, i64 d, float rho, const float* X, i64 reps, i64 B, i64 batches, u64 seed, u64 iteration, i64 rep_offset, int layout, i64 shared_per_warp, int* spill, float* G) {
+    logistic_grad_impl(H, Yl, nodes, m, M, d, rho, X, reps, B, batches, seed, iteration, rep_offset, layout, shared_per_warp, spill, G);
 }
 }
