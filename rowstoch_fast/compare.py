@@ -85,12 +85,15 @@ def _one_run(A, objective, label, method, rounds, lr, budget, *, repeats, seed, 
 
 
 def tune_lr(A, objective, label, method, rounds, budget, *, grid=TUNE_GRID, seed=0, tracker="exact", backend="auto",
-            metric="grad_norm"):
-    """The learning rate of ``grid`` with the smallest final ``metric`` on a short run (a tenth of ``budget``,
-    one repetition); the runs that diverge or end above where they started are out. Returns
-    ``(lr, {lr: final metric})``."""
+            metric="grad_norm", fraction=0.1):
+    """The learning rate of ``grid`` with the smallest final ``metric`` on a short run (``fraction`` of
+    ``budget``, one repetition); the runs that diverge or end above where they started are out. Returns
+    ``(lr, {lr: final metric})``. Where the metric plateaus early (a stochastic problem's noise floor), a tenth
+    of the budget can rank the rates by noise: tune on more of it (``fraction=1``)."""
+    if not (isinstance(fraction, (int, float)) and 0 < fraction <= 1):
+        raise ValueError(f"tune_fraction must be a number in (0, 1], got {fraction!r}")
     scores = {}
-    short = max(rounds, budget // 10)
+    short = max(rounds, math.floor(budget * fraction + 1e-9))
     for lr in grid:
         frame, status = _one_run(A, objective, label, method, rounds, lr, short, repeats=1, seed=seed,
                                  tracker=tracker, backend=backend, points=4, progress=False)
@@ -104,7 +107,7 @@ def tune_lr(A, objective, label, method, rounds, budget, *, grid=TUNE_GRID, seed
 
 
 def compare(A, objective, algorithms=ALGORITHMS, rounds_budget=2000, *, lr=None, tune=False, repeats=5, seed=0,
-            tracker="exact", backend="auto", mg_rounds=None, points=50, progress=True, log=None):
+            tracker="exact", backend="auto", mg_rounds=None, points=50, progress=True, log=None, tune_fraction=0.1):
     """Run several algorithms on one problem with the same communication budget; one frame of every record.
 
     Parameters
@@ -124,6 +127,8 @@ def compare(A, objective, algorithms=ALGORITHMS, rounds_budget=2000, *, lr=None,
         dict are tuned when ``tune`` is True (else ValueError).
     tune : bool
         Pick each missing learning rate on a short run over :data:`TUNE_GRID`.
+    tune_fraction : float
+        The tuning runs' share of ``rounds_budget`` (default a tenth; see :func:`tune_lr`).
     repeats, seed, tracker, backend
         As in :func:`~rowstoch_fast.run` and :class:`~rowstoch_fast.Algorithm`.
     mg_rounds : int, optional
@@ -175,6 +180,8 @@ def compare(A, objective, algorithms=ALGORITHMS, rounds_budget=2000, *, lr=None,
     for label, value in rates.items():
         if not (np.isfinite(value) and value > 0):
             raise ValueError(f"lr: {label} = {value} must be a finite number > 0")
+    if missing and not (isinstance(tune_fraction, (int, float)) and 0 < tune_fraction <= 1):
+        raise ValueError(f"tune_fraction must be a number in (0, 1], got {tune_fraction!r}")
     log = log or (lambda line: None)
     frames, tuning, status, interrupted = [], {}, {}, False
     bar = _bar(progress, len(specs))
@@ -184,7 +191,7 @@ def compare(A, objective, algorithms=ALGORITHMS, rounds_budget=2000, *, lr=None,
                 bar.set_description(label)
             if label not in rates:
                 rates[label], tuning[label] = tune_lr(A, objective, label, method, rounds, rounds_budget, seed=seed,
-                                                      tracker=tracker, backend=backend)
+                                                      tracker=tracker, backend=backend, fraction=tune_fraction)
                 log(f"tuned {label}: lr = {rates[label]:g}")
             frame, status[label] = _one_run(A, objective, label, method, rounds, rates[label], rounds_budget,
                                             repeats=repeats, seed=seed, tracker=tracker, backend=backend,

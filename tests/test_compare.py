@@ -49,6 +49,21 @@ def test_tuning_picks_from_the_grid_and_keeps_given_rates(problem):
     assert scores[best] == min(scores.values())
 
 
+def test_tuning_runs_on_the_fraction_of_the_budget_it_is_given(problem):
+    """tune_fraction=1 scores each rate by the full run (its score is the full run's final metric); a bad
+    fraction is refused by name before anything runs."""
+    A, f = problem
+    full = cmp.compare(A, f, "pull-diag-gt", 60, tune=True, tune_fraction=1.0, repeats=1, progress=False)
+    rate = full.attrs["lr"]["pull-diag-gt"]
+    assert full["iteration"].max() == 60
+    assert full.attrs["tuning"]["pull-diag-gt"][rate] == full["grad_norm"].iloc[-1]
+    tenth = cmp.compare(A, f, "pull-diag-gt", 60, tune=True, repeats=1, progress=False).attrs["tuning"]
+    assert tenth["pull-diag-gt"] != full.attrs["tuning"]["pull-diag-gt"]
+    for bad in (0, 1.5, "half"):
+        with pytest.raises(ValueError, match="tune_fraction must be a number in"):
+            cmp.compare(A, f, "pull-diag-gt", 60, tune=True, tune_fraction=bad, progress=False)
+
+
 def test_a_diverging_algorithm_is_reported_not_raised():
     import warnings
 
