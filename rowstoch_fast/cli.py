@@ -505,6 +505,8 @@ def cmd_compare(args):
             raise UsageError("--backend mpi needs mpi4py: pip install 'rowstoch_fast[mpi]'") from None
         root = MPI.COMM_WORLD.Get_rank() == 0
     say = print if root else (lambda *a, **k: None)
+    if not 0 < args.tune_fraction <= 1:  # NaN fails too
+        raise UsageError(f"--tune-fraction must be in (0, 1], got {args.tune_fraction:g}")
     if root:
         _writable_folder(args.out, "--out")
     if args.preset == "paper":
@@ -532,8 +534,9 @@ def cmd_compare(args):
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always", RuntimeWarning)
                 frame = cmp.compare(A, f, args.algorithms, args.rounds_budget, lr=lr, tune=args.tune,
-                                    repeats=args.repeats, seed=args.seed, tracker=args.tracker,
-                                    backend=args.backend, mg_rounds=args.mg_rounds, progress=not args.no_progress,
+                                    tune_fraction=args.tune_fraction, repeats=args.repeats, seed=args.seed,
+                                    tracker=args.tracker, backend=args.backend, mg_rounds=args.mg_rounds,
+                                    progress=not args.no_progress,
                                     log=lambda line: say("  " + line, flush=True))
         except (ValueError, TypeError, RuntimeError) as exc:
             raise UsageError(str(exc)) from exc
@@ -796,6 +799,9 @@ def make_parser():
                       help="learning rates: one number for all, or NAME=VALUE,... (the rest tuned with --tune)")
     calg.add_argument("--tune", action="store_true",
                       help="pick each missing lr on a short run (a tenth of the budget) over 1e-4 .. 10")
+    calg.add_argument("--tune-fraction", type=float, default=0.1,
+                      help="the tuning runs' share of the budget, in (0, 1] (default 0.1; 1: tune on full runs, "
+                           "where a short run's metric is still noise)")
     calg.add_argument("--mg-rounds", type=_positive_int, default=None, help="R of the mg-* methods")
     _algorithm_options(calg)
     _objective_options(c)

@@ -129,6 +129,8 @@ def test_cli_compare_writes_the_table_csv_and_figure(tmp_path):
     ([], ["no learning rate for frost"]),
     (["--lr", "-1"], ["frost = -1.0 must be a finite number > 0"]),
     (["--preset", "paper", "--topology", "ring"], ["--preset paper runs the paper's four 16-node graphs"]),
+    (["--tune", "--tune-fraction", "2"], ["--tune-fraction must be in (0, 1], got 2"]),
+    (["--tune", "--tune-fraction", "nan"], ["--tune-fraction must be in (0, 1], got nan"]),
 ])
 def test_cli_compare_bad_input_is_one_line(tmp_path, args, fragments):
     base = ["compare", *SMALL, "--algorithms", "frost", "--rounds-budget", "10", "--out", tmp_path / "o"]
