@@ -4,6 +4,7 @@ import os
 import shutil
 import subprocess
 import sys
+import types
 
 import numpy as np
 import pytest
@@ -209,41 +210,76 @@ def test_cuda_logistic_kernel_logic_matches_cpu(cuda_on_host, nodes, M, d, layou
     np.testing.assert_array_equal(G, want)
 
 
-@pytest.mark.parametrize("M,batch", [(400, 200), (1500, 1100), (20000, 1100)], ids=["draws", "perm", "spill"])
-def test_cupy_logistic_launcher_on_the_host(cuda_on_host, monkeypatch, M, batch):
-    """backends.cupy.logistic_grad (layout, shared memory, scratch, arguments) launching the emulated kernel:
-    the CPU kernel's gradients bit for bit, in each of the three layouts, within the shared memory limit."""
+def _emulated_logistic_launches(cuda_on_host, monkeypatch, seen):
+    """backends.cupy with a fake CuPy whose logistic kernel is the emulated one (float64); each launch's
+    layout goes to ``seen`` after its shared memory is checked. Returns the fake CuPy module."""
     import ctypes
 
-    from test_algorithms import _fake_cupy
+    from test_algorithms import _host_kernels
 
     from rowstoch_fast.backends import cupy as backend
 
-    fake = _fake_cupy()
+    fake = _host_kernels(monkeypatch, backend)
     fake.empty = lambda n, dtype=None: fake.zeros(n, dtype)
     fake.ascontiguousarray = lambda a, dtype=None: fake.asarray(np.ascontiguousarray(a, dtype=dtype))
     fake.int32 = np.int32
-    monkeypatch.setattr(backend, "require_cupy", lambda: fake)
-    f = NonconvexLogistic.synthetic(3, total=3 * M, d=4, batch=batch, seed=2)
-    seen = []
+    fake.cuda.Device = lambda *a: types.SimpleNamespace(synchronize=lambda: None)
 
     def launch(grid, block, args, shared_mem):
-        H, Yl, nodes, m, M_, d, rho, X, reps, B, batches, seed, it, off, layout, per_warp, spill, G = args
+        H, Yl, nodes, m, M, d, rho, X, reps, B, batches, seed, it, off, layout, per_warp, spill, G = args
         seen.append(int(layout))
         assert shared_mem == backend._LOGISTIC_WARPS * per_warp <= backend._SHARED_LIMIT
-        assert per_warp >= 32 * 8 + 32 * 4 + {0: 0, 1: 4 * (M + batch), 2: 8 * batch}[int(layout)]
+        assert per_warp >= 32 * 8 + 32 * 4 + {0: 0, 1: 4 * (M + B), 2: 8 * B}[int(layout)]
         i64, ptr = ctypes.c_int64, (lambda a: ctypes.c_void_p(0) if isinstance(a, np.intp) else _ptr(a))
         cuda_on_host.emulate_logistic_grad_f64(
-            ctypes.c_longlong(int(reps) * int(m)), ptr(H), ptr(Yl), ptr(nodes), i64(m), i64(M_), i64(d),
+            ctypes.c_longlong(int(reps) * int(m)), ptr(H), ptr(Yl), ptr(nodes), i64(m), i64(M), i64(d),
             ctypes.c_double(rho), ptr(X), i64(reps), i64(B), i64(batches), ctypes.c_uint64(seed), ctypes.c_uint64(it),
             i64(off), ctypes.c_int(layout), i64(per_warp), ptr(spill), ptr(G))
 
-    monkeypatch.setattr(backend, "_kernel", lambda name: launch)
+    monkeypatch.setattr(backend, "_kernel", lambda name, width=None: launch)
+    return fake
+
+
+@pytest.mark.parametrize("M,batch,draws", [(400, 200, "auto"), (1500, 1100, "auto"), (20000, 1100, "auto"),
+                                           (400, 200, "perm")], ids=["draws", "perm", "spill", "forced-perm"])
+def test_cupy_logistic_launcher_on_the_host(cuda_on_host, monkeypatch, M, batch, draws):
+    """backends.cupy.logistic_grad (layout, shared memory, scratch, arguments) launching the emulated kernel:
+    the CPU kernel's gradients bit for bit, in each of the three layouts, within the shared memory limit."""
+    from rowstoch_fast.backends import cupy as backend
+
+    seen = []
+    fake = _emulated_logistic_launches(cuda_on_host, monkeypatch, seen)
+    monkeypatch.setattr(backend, "LOGISTIC_DRAWS", draws)
+    f = NonconvexLogistic.synthetic(3, total=3 * M, d=4, batch=batch, seed=2)
     X = np.random.default_rng(1).normal(size=(2, 3, 4))
     G = backend.logistic_grad(f, fake.asarray(X), 5, 7, 1, 0, None)
     np.testing.assert_array_equal(np.asarray(G), f.stochastic_gradient(X, 5, seed=7))
     assert seen == [{"draws": 2, "perm": 1, "spill": 0}[
-        "draws" if batch <= backend._CHAIN_BATCH else "perm" if M < 4000 else "spill"]]
+        "draws" if batch <= backend._CHAIN_BATCH and draws == "auto" else "perm" if M < 4000 else "spill"]]
+    monkeypatch.setattr(backend, "LOGISTIC_DRAWS", "fast")
+    with pytest.raises(ValueError, match="ROWSTOCH_CUDA_LOGISTIC must be auto, draws or perm, got 'fast'"):
+        backend.logistic_grad(f, fake.asarray(X), 5, 7, 1, 0, None)
+
+
+def test_the_gpu_oracle_benchmark_runs_on_the_host(cuda_on_host, monkeypatch, capsys):
+    """bench/gpu_kernels.py's oracle section (both ways of drawing, a Pull-Diag-GT step, the table) on the fake
+    CuPy and the emulated kernel: the script a device session runs does not fail on the way, and reports the
+    GPU gradients bit-identical."""
+    import importlib.util
+
+    seen = []
+    fake = _emulated_logistic_launches(cuda_on_host, monkeypatch, seen)
+    path = os.path.join(os.path.dirname(__file__), os.pardir, "bench", "gpu_kernels.py")
+    monkeypatch.syspath_prepend(os.path.dirname(path))
+    spec = importlib.util.spec_from_file_location("gpu_kernels_on_host", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    out = {}
+    bench.section_oracle(fake, out, (8,), M=24, B=12, d=3)
+    assert [row["what"] for row in out["oracle"]] == ["gradient", "gradient, lane 0 on a permutation",
+                                                      "Pull-Diag-GT step"]
+    assert all(row["bit_identical"] for row in out["oracle"]) and {1, 2} <= set(seen)
+    assert "bit-identical to the CPU's: True; with the permutation: True" in capsys.readouterr().out
 
 
 def _csr_args(A, index_dtype, dtype):

@@ -38,6 +38,10 @@ _OPTIONS = ("-std=c++14", "--fmad=false")
 #: bits. Read from ``ROWSTOCH_CUDA_MIX`` at import.
 MIX_KERNEL = os.environ.get("ROWSTOCH_CUDA_MIX", "auto")
 _MIX_KERNELS = ("auto", "entry", "entry1", "entry-u1")
+#: How the logistic kernel draws a mini-batch: ``"auto"`` (= ``"draws"`` for batches up to 1,024: the lanes draw
+#: together, no permutation; larger ones ``"perm"``) or ``"perm"`` (lane 0 shuffles a permutation, in shared
+#: memory when it fits); benchmarks compare them, both give the CPU's bits. Read from ``ROWSTOCH_CUDA_LOGISTIC``.
+LOGISTIC_DRAWS = os.environ.get("ROWSTOCH_CUDA_LOGISTIC", "auto")
 
 
 def require_cupy():
@@ -261,7 +265,9 @@ def logistic_grad(obj, X, iteration, seed, batches, rep_offset, nodes):
     # (layout 2, no permutation: batches up to _CHAIN_BATCH), or the permutation and swaps when they fit
     # (layout 1), else those in a global scratch (layout 0); kernels.cu's logistic_grad_impl
     base = 32 * dtype.itemsize + 32 * 4
-    if B <= _CHAIN_BATCH:
+    if LOGISTIC_DRAWS not in ("auto", "draws", "perm"):
+        raise ValueError(f"ROWSTOCH_CUDA_LOGISTIC must be auto, draws or perm, got {LOGISTIC_DRAWS!r}")
+    if B <= _CHAIN_BATCH and LOGISTIC_DRAWS != "perm":
         layout, area = 2, 8 * B
     else:
         layout = 1 if _LOGISTIC_WARPS * _round16(base + 4 * (M + B)) <= _SHARED_LIMIT else 0
