@@ -398,7 +398,7 @@ class CupyBackend(Backend):
     def mix_network(self, net, t, src, out, rounds=1, work=None):
         """The rounds of iteration ``t`` of a time-varying network (:mod:`rowstoch_fast.network`) on the device:
         the compiled pass of its :meth:`plan` (the awake mask, ``n`` bytes, is copied to the device once per
-        iteration); Gilbert-Elliott losses have none and are refused."""
+        iteration; Gilbert-Elliott states are advanced on the device); a network without a plan is refused."""
         from ..network import round_key
 
         plan = net.plan(t)
