@@ -12,13 +12,21 @@ from . import _core
 FLOAT_DTYPES = (np.dtype(np.float64), np.dtype(np.float32))
 
 
-def check_int(value, name, *, minimum=None):
+#: The largest seed or counter the hashed random streams take (a 64-bit word).
+MAX_KEY = 2**64 - 1
+
+
+def check_int(value, name, *, minimum=None, maximum=None):
     """Return ``value`` as a Python int, or raise TypeError/ValueError naming ``name``."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{name} must be an integer, got {type(value).__name__} {fmt_value(value)}")
     value = int(value)
     if minimum is not None and value < minimum:
         raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    if maximum is not None and value > maximum:
+        limit = f"2^{maximum.bit_length()} - 1" if (maximum + 1) & maximum == 0 else \
+            f"2^{maximum.bit_length() - 1}" if maximum & (maximum - 1) == 0 else str(maximum)
+        raise ValueError(f"{name} must be <= {limit}, got {value}")
     return value
 
 

@@ -16,7 +16,7 @@ import warnings
 import numpy as np
 
 from . import topology
-from ._checks import require_memory
+from ._checks import MAX_KEY, require_memory
 from .compare import ALGORITHMS
 from .metrics import metrics_memory
 from .mixing import MixingMatrix
@@ -650,6 +650,14 @@ def _nonnegative_int(text):
     return value
 
 
+def _seed(text):
+    """A seed: an integer in [0, 2^64 - 1] (the hashed streams take 64-bit keys)."""
+    value = _nonnegative_int(text)
+    if value > MAX_KEY:
+        raise argparse.ArgumentTypeError(f"expected a seed in [0, 2^64 - 1], got {value}")
+    return value
+
+
 TOPOLOGY_HELP = {
     "exponential": "directed exponential graph: i sends to i + 2^k (mod n); the paper's graph for any n",
     "ring": "directed ring: i sends to i + 1 (mod n)",
@@ -692,7 +700,7 @@ def _network_options(parser):
                                       "or an edge list (see 'rowstoch metrics --help')")
     net.add_argument("--normalize", action="store_true",
                      help="divide each row of --matrix by its sum (otherwise rows must sum to 1)")
-    net.add_argument("--seed", type=_nonnegative_int, default=0,
+    net.add_argument("--seed", type=_seed, default=0,
                      help="seed of the gradient streams and of random topologies")
 
 
@@ -715,14 +723,22 @@ def _objective_options(parser):
     obj.add_argument("--heterogeneity", type=float, default=0.0,
                      help="spread of the nodes' own x* (logistic; 0 = iid data)")
     obj.add_argument("--sigma", type=float, default=0.0, help="gradient noise (quadratic)")
-    obj.add_argument("--data-seed", type=int, default=42, help="seed of the synthetic data")
+    obj.add_argument("--data-seed", type=_seed, default=42, help="seed of the synthetic data")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with the command's error format: one line, ``rowstoch: error: ...``, exit 2 (the usage is a
+    ``--help`` away instead of printed above it)."""
+
+    def error(self, message):
+        self.exit(2, f"rowstoch: error: {message} (see {self.prog} --help)\n")
 
 
 def make_parser():
     """The argparse parser of the ``rowstoch`` command."""
     from . import __version__
 
-    p = argparse.ArgumentParser(
+    p = _Parser(
         prog="rowstoch", formatter_class=_Formatter,
         description="Decentralized optimization over row-stochastic (directed) networks: Pull-Diag, Pull-Diag-GT "
                     "and MG-Pull-Diag-GT on fast kernels.",
@@ -768,7 +784,7 @@ def make_parser():
     unreliable.add_argument("--awake", type=float, default=1.0,
                             help="probability that a node is awake in an iteration (a sleeping node neither sends nor "
                                  "updates)")
-    unreliable.add_argument("--network-seed", type=_nonnegative_int, default=0, help="seed of the losses and sleep")
+    unreliable.add_argument("--network-seed", type=_seed, default=0, help="seed of the losses and sleep")
     rn = r.add_argument_group("run")
     rn.add_argument("--iterations", type=_nonnegative_int, default=1000, help="iterations T (R T gossip rounds)")
     rn.add_argument("--repeats", type=_positive_int, default=1, help="independent repetitions, batched")
@@ -837,7 +853,7 @@ def make_parser():
     m.add_argument("--topology", default="all",
                    help="a network ('rowstoch topologies' lists them) or 'all'")
     m.add_argument("--n", type=_positive_int, default=None, help="number of nodes (default 16; not for paper-*)")
-    m.add_argument("--seed", type=_nonnegative_int, default=0, help="seed of random topologies")
+    m.add_argument("--seed", type=_seed, default=0, help="seed of random topologies")
     m.add_argument("--matrix", help="matrix file: .npz (scipy sparse), .mtx, .npy (dense) or an edge list")
     m.add_argument("--normalize", action="store_true",
                    help="divide each row of --matrix by its sum (otherwise rows must sum to 1)")

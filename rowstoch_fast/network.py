@@ -34,7 +34,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from ._checks import as_float_array, check_int, check_out, check_positive_float
+from ._checks import MAX_KEY, as_float_array, check_int, check_out, check_positive_float
 from .mixing import MixingMatrix
 
 __all__ = ["Network", "Schedule", "one_peer_exponential", "Lossy", "Sleepy", "as_network", "base_matrix"]
@@ -64,6 +64,11 @@ def uniform_hash(*keys):
     """Uniform numbers in [0, 1) from integer keys (scalars or arrays, broadcast): ``mix64`` chained over the
     keys, the top 53 bits as a double. The counter-based draws of every network of this module."""
     return (_chain(*keys) >> np.uint64(11)).astype(np.float64) * (1.0 / 9007199254740992.0)
+
+
+#: The last iteration a network draws for: below 2^60 the loss draws (keys seed, t, r), the sleep draws
+#: (seed, 2^60 + t) and the Gilbert-Elliott transitions (seed, 2^61 + s; 2^62 to start) never share a key.
+MAX_T = 2**60 - 1
 
 
 def round_key(seed, t, r):
@@ -113,7 +118,7 @@ class Network:
     def mix(self, X, t, rounds=1, out=None):
         """``A_{t,rounds-1} ... A_{t,0} X``: the gossip rounds of iteration ``t`` (``X``: shape (n,) or (n, d)),
         in the compiled pass where :meth:`plan` gives one, else through NumPy."""
-        t = check_int(t, "t", minimum=0)
+        t = check_int(t, "t", minimum=0, maximum=MAX_T)
         rounds = check_int(rounds, "rounds", minimum=1)
         X = as_float_array(X, "X", self.dtype, ndim=(1, 2), finite=False)
         if X.shape[0] != self.n:
@@ -296,7 +301,7 @@ class Schedule(Network):
         self.stochastic = kinds.pop()
 
     def matrix(self, t, r=0):
-        return self.matrices[check_int(t, "t", minimum=0) % len(self.matrices)]
+        return self.matrices[check_int(t, "t", minimum=0, maximum=MAX_T) % len(self.matrices)]
 
     @property
     def dtype(self):
@@ -373,7 +378,7 @@ class Lossy(Network):
         self.p = check_positive_float(p, "p", allow_zero=True)
         if self.p >= 1 and not (model == "gilbert-elliott" and self.p == 1):
             raise ValueError(f"p must be in [0, 1) (gilbert-elliott: [0, 1], the loss in the bad state), got {self.p}")
-        self.seed = check_int(seed, "seed", minimum=0)
+        self.seed = check_int(seed, "seed", minimum=0, maximum=MAX_KEY)
         if model not in ("bernoulli", "gilbert-elliott"):
             raise ValueError(f"model must be 'bernoulli' or 'gilbert-elliott', got {model!r}")
         self.model = model
@@ -450,7 +455,7 @@ class Lossy(Network):
         return _keep_empty_rows(csr, w) if self.stochastic == "row" else (csr, w)
 
     def matrix(self, t, r=0):
-        t, r = check_int(t, "t", minimum=0), check_int(r, "r", minimum=0)
+        t, r = check_int(t, "t", minimum=0, maximum=MAX_T), check_int(r, "r", minimum=0, maximum=MAX_KEY)
         return _materialise(self, *self._entries(t, r), t, r)
 
     def __repr__(self):
@@ -475,7 +480,7 @@ class Sleepy(Network):
         self.q = check_positive_float(q, "q")
         if self.q > 1:
             raise ValueError(f"q must be in (0, 1], got {self.q}")
-        self.seed = check_int(seed, "seed", minimum=0)
+        self.seed = check_int(seed, "seed", minimum=0, maximum=MAX_KEY)
 
     @property
     def static(self):
@@ -498,7 +503,7 @@ class Sleepy(Network):
     def awake(self, t):
         """Boolean mask of the nodes awake at iteration ``t`` (read-only; the last one is kept: an iteration's
         phases ask for it several times)."""
-        t = check_int(t, "t", minimum=0)
+        t = check_int(t, "t", minimum=0, maximum=MAX_T)
         cached = self.__dict__.get("_awake")
         if cached is None or cached[0] != t:
             mask = uniform_hash(self.seed, 2**60 + t, np.arange(self.n)) < self.q
@@ -530,7 +535,7 @@ class Sleepy(Network):
         return csr, w.astype(csr.dtype)
 
     def matrix(self, t, r=0):
-        t, r = check_int(t, "t", minimum=0), check_int(r, "r", minimum=0)
+        t, r = check_int(t, "t", minimum=0, maximum=MAX_T), check_int(r, "r", minimum=0, maximum=MAX_KEY)
         return _materialise(self, *self._entries(t, r), t, r)
 
     def __repr__(self):

@@ -14,7 +14,7 @@ import hashlib
 import numpy as np
 
 from . import _core
-from ._checks import as_float_array, check_int, check_positive_float, require_memory
+from ._checks import MAX_KEY, as_float_array, check_int, check_positive_float, require_memory
 
 __all__ = ["Objective", "Oracle", "NonconvexLogistic", "Quadratic", "LeastSquares"]
 
@@ -35,9 +35,9 @@ class Oracle:
     def __init__(self, objective, seed=0, batches=1, rep_offset=0, nodes=None):
         self.objective = objective
         self.nodes = None if nodes is None else np.ascontiguousarray(nodes, dtype=np.int64)
-        self.seed = check_int(seed, "seed", minimum=0)
+        self.seed = check_int(seed, "seed", minimum=0, maximum=MAX_KEY)
         self.batches = check_int(batches, "batches", minimum=1)
-        self.rep_offset = check_int(rep_offset, "rep_offset", minimum=0)
+        self.rep_offset = check_int(rep_offset, "rep_offset", minimum=0, maximum=2**62)  # as _check_stream
         self.iteration = 0
         self.last = None
 
@@ -265,16 +265,15 @@ class NonconvexLogistic(Objective):
         A CuPy ``X`` is differentiated on its GPU with the same random streams.
         """
         nodes = self._nodes(nodes)
+        iteration, seed, batches, rep_offset = _check_stream(iteration, seed, batches, rep_offset)
         if hasattr(X, "__cuda_array_interface__"):
             from .backends import cupy as cuda
 
             m = self.n if nodes is None else len(nodes)
             if X.ndim not in (2, 3) or tuple(X.shape[-2:]) != (m, self.d):
                 raise ValueError(f"X must have shape (n, d) = ({m}, {self.d}) or (reps, n, d), got {tuple(X.shape)}")
-            return cuda.logistic_grad(self, X, check_int(iteration, "iteration", minimum=0), seed,
-                                      check_int(batches, "batches", minimum=1), rep_offset, nodes)
+            return cuda.logistic_grad(self, X, iteration, seed, batches, rep_offset, nodes)
         X = self._check_X(X, nodes)
-        iteration = check_int(iteration, "iteration", minimum=0)
         return _core.logistic_grad(self.H, self.Y, self.n, self.rho, X, self.batch, batches, seed, iteration,
                                    rep_offset, nodes)
 
@@ -290,6 +289,13 @@ class NonconvexLogistic(Objective):
         nodes = self._nodes(nodes)
         return _core.logistic_full_grad(self.H, self.Y, self.n, self.rho, self._check_X(X, nodes), nodes,
                                         with_loss=True)
+
+
+def _check_stream(iteration, seed, batches, rep_offset):
+    """The arguments that pick a stochastic gradient's random stream, checked (each a 64-bit key at most)."""
+    return (check_int(iteration, "iteration", minimum=0, maximum=MAX_KEY),
+            check_int(seed, "seed", minimum=0, maximum=MAX_KEY), check_int(batches, "batches", minimum=1),
+            check_int(rep_offset, "rep_offset", minimum=0, maximum=2**62))
 
 
 def _rng(seed, rep, iteration):
@@ -368,6 +374,7 @@ class Quadratic(Objective):
             return (0.5 * q * X * X - b * X).sum(-1)
 
     def stochastic_gradient(self, X, iteration, *, seed=0, batches=1, rep_offset=0, nodes=None):
+        iteration, seed, batches, rep_offset = _check_stream(iteration, seed, batches, rep_offset)
         G = self.full_gradient(X, nodes)
         if self.sigma:
             rows = np.arange(self.n) if nodes is None else np.asarray(nodes)
@@ -429,6 +436,7 @@ class LeastSquares(Objective):
         return 0.5 * (r * r).mean(-1)
 
     def stochastic_gradient(self, X, iteration, *, seed=0, batches=1, rep_offset=0, nodes=None):
+        iteration, seed, batches, rep_offset = _check_stream(iteration, seed, batches, rep_offset)
         nodes = self._nodes(nodes)
         X = self._check_X(X, nodes)
         own = np.arange(self.n) if nodes is None else nodes

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import backends
-from ._checks import check_int, check_positive_float, load_npz_file
+from ._checks import MAX_KEY, check_int, check_positive_float, load_npz_file
 from .algorithms import REGISTRY
 from .errors import DivergenceError
 from .mixing import MixingMatrix
@@ -414,7 +414,7 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
         raise ValueError(f"objective has n = {objective.n} nodes but the network has {algorithm.A.n}")
     iterations = check_int(iterations, "iterations", minimum=0)
     repeats = check_int(repeats, "repeats", minimum=1)
-    seed = check_int(seed, "seed", minimum=0)
+    seed = check_int(seed, "seed", minimum=0, maximum=MAX_KEY)
     record_every = max(1, iterations // 100) if record_every is None else check_int(record_every, "record_every", minimum=1)
     checkpoint_every = record_every * 10 if checkpoint_every is None else check_int(checkpoint_every, "checkpoint_every", minimum=1)
     meta = {"algorithm": algorithm.name, "lr": algorithm.lr, "rounds": algorithm.rounds, "tracker": algorithm.tracker,

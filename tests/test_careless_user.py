@@ -89,6 +89,16 @@ def test_impossible_sizes_fail_at_once(tmp_path, args):
     assert_one_line_error(rc, err, "needs about", "GiB")
 
 
+@pytest.mark.parametrize("option, value, fragment", [
+    ("--seed", "100000000000000000000000", "expected a seed in [0, 2^64 - 1]"),
+    ("--data-seed", "-5", "expected a non-negative integer, got -5"),
+    ("--network-seed", "18446744073709551616", "expected a seed in [0, 2^64 - 1]"),
+])
+def test_seeds_beyond_64_bits_are_refused_by_name(tmp_path, option, value, fragment):
+    rc, _, err = rowstoch("run", *SMALL, "--iterations", "2", option, value, "--no-progress", "--out", tmp_path)
+    assert_one_line_error(rc, err, f"argument {option}", fragment)
+
+
 def test_mistyped_node_id_in_edge_list(tmp_path):
     path = tmp_path / "edges.txt"
     path.write_text("0 1\n1 2\n2 0\n2 400000000\n")

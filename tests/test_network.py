@@ -174,6 +174,14 @@ def test_clear_errors():
     with pytest.raises(TypeError, match="pass out as a keyword"):
         A.mix(np.ones((8, 1)), np.empty((8, 1)))
     assert A.matrix(5) is A and np.array_equal(A.mix(np.ones(8), 3, rounds=2), A.mix_power(np.ones(8), 2))
+    # counters and seeds are 64-bit hash keys, iterations below 2^60 (the sleep and burst draws' keys lie above)
+    with pytest.raises(ValueError, match=r"t must be <= 2\^60 - 1, got 1152921504606846976"):
+        Lossy(A, 0.1).mix(np.ones((8, 2)), 2**60)
+    with pytest.raises(ValueError, match=r"t must be <= 2\^60 - 1"):
+        Sleepy(A, 0.5).matrix(2**64)
+    with pytest.raises(ValueError, match=r"seed must be <= 2\^64 - 1"):
+        Lossy(A, 0.1, seed=2**64)
+    Lossy(A, 0.1, seed=2**64 - 1).mix(np.ones((8, 2)), 2**60 - 1)  # the largest keys work
 
 
 # ---------------------------------------------------------------- the optimizers on a varying network

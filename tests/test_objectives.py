@@ -159,6 +159,24 @@ def test_argument_errors():
         f.stochastic_gradient(np.zeros((2, 3)), 0, batches=0)
     with pytest.raises(ValueError, match="q must be positive"):
         Quadratic(-np.ones((2, 2)), np.ones((2, 2)))
+    # the stream's keys are checked before they reach the kernels (64-bit words), for every objective
+    rng = np.random.default_rng(0)
+    for obj in (f, Quadratic.random(2, 3, seed=0, sigma=0.1),
+                LeastSquares(rng.standard_normal((20, 3)), rng.standard_normal(20), n=2, batch=4)):
+        X = np.zeros((2, 3))
+        with pytest.raises(ValueError, match=r"seed must be <= 2\^64 - 1"):
+            obj.stochastic_gradient(X, 0, seed=2**64)
+        with pytest.raises(ValueError, match=r"iteration must be <= 2\^64 - 1"):
+            obj.stochastic_gradient(X, 2**64)
+        with pytest.raises(ValueError, match="seed must be >= 0"):
+            obj.stochastic_gradient(X, 0, seed=-1)
+        with pytest.raises(ValueError, match=r"rep_offset must be <= 2\^62"):
+            obj.stochastic_gradient(X, 0, rep_offset=2**63)
+        with pytest.raises(ValueError, match="batches must be >= 1"):
+            obj.stochastic_gradient(X, 0, batches=0)
+        with pytest.raises(TypeError, match="seed must be an integer"):
+            obj.stochastic_gradient(X, 0, seed="1")
+        assert np.isfinite(obj.stochastic_gradient(X, 2**64 - 1, seed=2**64 - 1)).all()
 
 
 def test_quadratic_and_least_squares():
