@@ -2,13 +2,15 @@
 //   accept arrays -> check ndim/shape/dtype/contiguity/indices -> take raw
 //   pointers -> release the GIL in an inner scope -> run the kernel.
 // Bad input raises TypeError/ValueError naming the argument; nothing past the
-// checks can throw, so no C++ exception ever crosses an OpenMP region.
+// checks can throw, so no C++ exception ever crosses an OpenMP region (a long
+// loop's Ctrl-C is raised after the kernel returns, see Interrupt).
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
+#include <algorithm>
 #include <cstdint>
-#include <limits>
 #include <cstdio>
+#include <limits>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -161,6 +163,27 @@ int64_t checked_product(std::initializer_list<int64_t> factors, const char* what
             throw py::value_error(cat(what, " is too large: the work count overflows 64-bit integers"));
     return p;
 }
+
+// Ctrl-C for a long loop run without the GIL (a power A^R, the tracker's diagonals): poll() re-takes the GIL
+// about every `period` weight-multiplies (~10 ms of work) to run Python's signal handlers, and says stop once
+// one raised (KeyboardInterrupt); the caller then throws it with rethrow_if_raised(), the GIL held again.
+class Interrupt {
+  public:
+    explicit Interrupt(int64_t work_per_step) : every_(std::max<int64_t>(1, 20000000 / std::max<int64_t>(work_per_step, 1))) {}
+    bool poll() {
+        if (++count_ % every_ != 0) return false;
+        py::gil_scoped_acquire gil;
+        raised_ = PyErr_CheckSignals() != 0;
+        return raised_;
+    }
+    void rethrow_if_raised() const {
+        if (raised_) throw py::error_already_set();
+    }
+
+  private:
+    int64_t every_, count_ = 0;
+    bool raised_ = false;
+};
 
 // A checked CSR matrix: n x n, int32/int64 indices, float32/float64 values.
 struct Csr {
@@ -384,6 +407,7 @@ py::array mix_power(py::array indptr, py::array indices, py::array data, py::arr
         check_apart({{&work, "work"}, {&Y, "out"}},
                     {{&X, "X"}, {&A.indptr, "indptr"}, {&A.indices, "indices"}, {&A.data, "data"}});
     }
+    Interrupt interrupt(A.nnz * w);
     dispatch(A, [&](auto i, auto t) {
         using I = decltype(i);
         using T = decltype(t);
@@ -391,8 +415,9 @@ py::array mix_power(py::array indptr, py::array indices, py::array data, py::arr
         const T *Ax = cptr<T>(A.data), *Xp = cptr<T>(X);
         T *Yp = ptr<T>(Y), *Wp = ptr<T>(work);
         py::gil_scoped_release nogil;
-        rowstoch::csr_mix_power(Ap, Aj, Ax, A.n, Xp, w, R, Yp, Wp);
+        rowstoch::csr_mix_power(Ap, Aj, Ax, A.n, Xp, w, R, Yp, Wp, [&] { return interrupt.poll(); });
     });
+    interrupt.rethrow_if_raised();
     return Y;
 }
 
@@ -539,16 +564,19 @@ py::tuple diag_powers(py::array indptr, py::array indices, py::array data, int64
                         A.n).c_str());
     py::array diags(A.data.dtype(), {n_records, A.n});
     int64_t taken = 0;
+    Interrupt interrupt(A.nnz * std::min<int64_t>(block, std::max<int64_t>(A.n, 1)));
     dispatch(A, [&](auto i, auto t) {
         using I = decltype(i);
         using T = decltype(t);
         const I *Ap = cptr<I>(A.indptr), *Aj = cptr<I>(A.indices);
         const T* Ax = cptr<T>(A.data);
         T* D = ptr<T>(diags);
+        const int64_t b = std::min<int64_t>(block, std::max<int64_t>(A.n, 1));
         py::gil_scoped_release nogil;
-        taken = rowstoch::csr_diag_powers(Ap, Aj, Ax, A.n, stride, n_records,
-                                          std::min<int64_t>(block, std::max<int64_t>(A.n, 1)), D);
+        taken = rowstoch::csr_diag_powers(Ap, Aj, Ax, A.n, stride, n_records, b, D,
+                                          [&] { return interrupt.poll(); });
     });
+    interrupt.rethrow_if_raised();
     return py::make_tuple(diags, taken);
 }
 

@@ -9,8 +9,8 @@ import scipy.sparse as sp
 from scipy.sparse import csgraph
 
 from . import _core
-from ._checks import (as_float_array, check_coo_arrays, check_csr_arrays, check_dtype, check_int, check_out,
-                      fmt_value, require_memory)
+from ._checks import (MAX_ROUNDS, as_float_array, check_coo_arrays, check_csr_arrays, check_dtype, check_int,
+                      check_out, fmt_value, require_memory)
 
 __all__ = ["MixingMatrix", "STOCHASTIC", "out_degree_weights"]
 
@@ -388,7 +388,7 @@ class MixingMatrix:
         >>> A.mix_power([1.0, 0.0, 0.0, 0.0], 2)
         array([0.25, 0.5 , 0.25, 0.  ])
         """
-        R = check_int(R, "R", minimum=0)
+        R = check_int(R, "R", minimum=0, maximum=MAX_ROUNDS)
         if hasattr(X, "__cuda_array_interface__"):  # a device array: the CuPy backend
             from .backends import cupy as cuda
 

@@ -34,7 +34,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from ._checks import MAX_KEY, as_float_array, check_int, check_out, check_positive_float
+from ._checks import MAX_KEY, MAX_ROUNDS, as_float_array, check_int, check_out, check_positive_float
 from .mixing import MixingMatrix
 
 __all__ = ["Network", "Schedule", "one_peer_exponential", "Lossy", "Sleepy", "as_network", "base_matrix"]
@@ -119,7 +119,7 @@ class Network:
         """``A_{t,rounds-1} ... A_{t,0} X``: the gossip rounds of iteration ``t`` (``X``: shape (n,) or (n, d)),
         in the compiled pass where :meth:`plan` gives one, else through NumPy."""
         t = check_int(t, "t", minimum=0, maximum=MAX_T)
-        rounds = check_int(rounds, "rounds", minimum=1)
+        rounds = check_int(rounds, "rounds", minimum=1, maximum=MAX_ROUNDS)
         X = as_float_array(X, "X", self.dtype, ndim=(1, 2), finite=False)
         if X.shape[0] != self.n:
             raise ValueError(f"X has {X.shape[0]} rows but the network has {self.n} nodes")

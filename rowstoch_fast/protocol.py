@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import _core
-from ._checks import as_float_array, check_int
+from ._checks import as_float_array, check_int, require_memory
 from .mixing import MixingMatrix
 from .tracker import DEFAULT_BLOCK
 
@@ -36,6 +36,7 @@ class ConsensusResult:
 def _prepare(A, Z, iterations):
     A = A if isinstance(A, MixingMatrix) else MixingMatrix(A)
     iterations = check_int(iterations, "iterations", minimum=0)
+    require_memory(8 * (iterations + 1), f"{iterations} iterations (an error per iteration)", "lower iterations")
     Z = as_float_array(Z, "Z", np.float64, ndim=(1, 2))
     if Z.shape[0] != A.n:
         raise ValueError(f"Z has {Z.shape[0]} rows but A has {A.n} nodes")
@@ -138,6 +139,7 @@ def pull_diag(A, Z, iterations, *, block=DEFAULT_BLOCK):
     n = A.n
     Z2 = Z.reshape(n, -1)
     mean = Z2.mean(axis=0)
+    require_memory(8 * K * n * Z2.shape[1], f"pull_diag over {K} iterations (z^(k) for every k)", "lower iterations")
     zk = xp.zeros((K, n, Z2.shape[1]))
     for j0 in range(0, n, block):
         b = min(block, n - j0)

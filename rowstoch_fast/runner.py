@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import backends
-from ._checks import MAX_KEY, check_int, check_positive_float, load_npz_file
+from ._checks import MAX_KEY, check_int, check_positive_float, load_npz_file, require_memory
 from .algorithms import REGISTRY
 from .errors import DivergenceError
 from .mixing import MixingMatrix
@@ -438,6 +438,8 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
             x0 = np.broadcast_to(x0, (algorithm.A.n, x0.shape[0]))
         if repeats > 1:
             x0 = np.broadcast_to(x0, (repeats,) + x0.shape)
+        require_memory(4 * 8 * x0.size, f"run(repeats={repeats}) (at least four {x0.shape} blocks of iterates)",
+                       "lower repeats")
         opt = algorithm.build(backends.to_backend(algorithm.backend, x0))  # the one explicit copy to a GPU
         rows, wall_offset = [], 0.0
     # each process draws the samples of its own nodes (all of them without MPI)

@@ -20,7 +20,7 @@ import os
 import numpy as np
 
 from . import _core
-from ._checks import check_int
+from ._checks import MAX_ROUNDS, check_int
 
 __all__ = ["DiagTracker", "diag_powers", "freeze_step"]
 
@@ -134,7 +134,7 @@ class DiagTracker:
     """
 
     def __init__(self, A, rounds=1, kind="exact", *, max_bytes=None, max_work=None):
-        self.rounds = check_int(rounds, "rounds", minimum=1)
+        self.rounds = check_int(rounds, "rounds", minimum=1, maximum=MAX_ROUNDS)
         if kind not in ("exact", "perron"):
             raise ValueError(f"tracker must be 'exact' or 'perron', got {kind!r}")
         self.kind = kind
@@ -218,7 +218,7 @@ class NetworkTracker:
     frozen_at = None
 
     def __init__(self, network, rounds=1, kind="exact", *, max_bytes=None, mix=None, xp=np, rows=None):
-        self.rounds = check_int(rounds, "rounds", minimum=1)
+        self.rounds = check_int(rounds, "rounds", minimum=1, maximum=MAX_ROUNDS)
         self.check(network, kind, max_bytes)
         self.n = network.n
         self._net = network

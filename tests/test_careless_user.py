@@ -99,6 +99,43 @@ def test_seeds_beyond_64_bits_are_refused_by_name(tmp_path, option, value, fragm
     assert_one_line_error(rc, err, f"argument {option}", fragment)
 
 
+def test_counts_beyond_the_kernels_int64_are_refused_by_name():
+    A = topology.exponential(8)
+    with pytest.raises(ValueError, match=r"R must be <= 2\^62, got 1180591620717411303424"):
+        A.mix_power(np.ones(8), 2**70)
+    with pytest.raises(ValueError, match=r"rounds must be <= 2\^62"):
+        PullDiagGT(A, np.zeros((8, 2)), lr=0.1, rounds=2**70, tracker="perron")
+    with pytest.raises(MemoryError, match="iterations .* needs about"):
+        rf.pull_diag(A, np.ones(8), 2**70)
+    f = NonconvexLogistic.synthetic(8, total=160, batch=5, seed=0)
+    with pytest.raises(MemoryError, match=r"run\(repeats=1099511627776\) .* needs about .*; lower repeats"):
+        rf.run(rf.Algorithm(A, 0.1), f, 3, repeats=2**40, progress=False)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child process")
+@pytest.mark.parametrize("call", ["A.mix_power(np.ones((A.n, 4)), 10**12)",
+                                  "diag_powers(topology.ring(4096), 10**8, 3, block=64, max_work=math.inf)"])
+def test_ctrl_c_stops_a_long_compiled_loop(tmp_path, call):
+    """A power A^R or the tracker's diagonals run in C++ without the GIL for as long as asked; Ctrl-C still
+    stops them within a fraction of a second (KeyboardInterrupt), instead of after the whole loop."""
+    import signal
+    import subprocess
+    import time
+
+    code = ("import math, sys, time\nimport numpy as np\nfrom rowstoch_fast import topology\n"
+            "from rowstoch_fast.tracker import diag_powers\nA = topology.exponential(4096)\nprint('ready', flush=True)\n"
+            f"try:\n    {call}\nexcept KeyboardInterrupt:\n    print('interrupted', flush=True)\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=tmp_path)
+    assert proc.stdout.readline().strip() == "ready"
+    time.sleep(0.5)
+    sent = time.perf_counter()
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert "interrupted" in out and proc.returncode == 0, err
+    assert time.perf_counter() - sent < 10
+
+
 def test_mistyped_node_id_in_edge_list(tmp_path):
     path = tmp_path / "edges.txt"
     path.write_text("0 1\n1 2\n2 0\n2 400000000\n")

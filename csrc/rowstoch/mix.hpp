@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <functional>
 
 #include "parallel.hpp"
 
@@ -120,9 +121,12 @@ void csr_mix(const I Ap[], const I Aj[], const T Ax[], std::int64_t n, const T X
 
 // Y <- A^R X  with two ping-pong buffers (Y and work, both n x w), no
 // allocation per step.  R = 0 copies X.  Neither Y nor work may alias X.
+// `stop` (optional) is asked before each step after the first; true abandons the product (Y is then
+// undefined): how the bindings let Ctrl-C through a long power.
 template <class I, class T>
 void csr_mix_power(const I Ap[], const I Aj[], const T Ax[], std::int64_t n, const T X[],
-                   std::int64_t w, std::int64_t R, T Y[], T work[]) {
+                   std::int64_t w, std::int64_t R, T Y[], T work[],
+                   const std::function<bool()>& stop = nullptr) {
     if (R <= 0) {
         std::memcpy(Y, X, sizeof(T) * static_cast<std::size_t>(n * w));
         return;
@@ -131,6 +135,7 @@ void csr_mix_power(const I Ap[], const I Aj[], const T Ax[], std::int64_t n, con
     // Step s (1..R) writes Y when R - s is even, so the last step lands in Y.
     const T* src = X;
     for (std::int64_t s = 1; s <= R; ++s) {
+        if (s > 1 && stop && stop()) return;
         T* dst = ((R - s) % 2 == 0) ? Y : work;
         for_rows(Ap, n, threads, [&](std::int64_t lo, std::int64_t hi) {
             csr_mix_rows(Ap, Aj, Ax, src, w, lo, hi, dst);

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <vector>
 
 #include "mix.hpp"
@@ -25,7 +26,7 @@ namespace rowstoch {
 template <class I, class T>
 std::int64_t csr_diag_powers(const I Ap[], const I Aj[], const T Ax[], std::int64_t n,
                              std::int64_t stride, std::int64_t n_rec, std::int64_t block,
-                             T diags[]) {
+                             T diags[], const std::function<bool()>& stop = nullptr) {
     const std::int64_t kmax = (n_rec - 1) * stride;
     std::int64_t taken_max = 0;
     std::vector<T> W0, W1;
@@ -40,6 +41,7 @@ std::int64_t csr_diag_powers(const I Ap[], const I Aj[], const T Ax[], std::int6
         std::int64_t k = 0;
         bool fixed = false;
         while (k < kmax && !fixed) {
+            if (stop && stop()) return -1;        // the caller was interrupted (Ctrl-C): nothing to keep
             csr_mix(Ap, Aj, Ax, n, cur, b, nxt);  // V_{k+1}[:, J] = A V_k[:, J]
             ++k;
             fixed = std::memcmp(cur, nxt, sizeof(T) * static_cast<std::size_t>(n * b)) == 0;

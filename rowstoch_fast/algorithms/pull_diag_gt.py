@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._checks import as_float_array, check_int, check_positive_float
+from .._checks import MAX_ROUNDS, as_float_array, check_int, check_positive_float
 from ..errors import DivergenceError
 from ._base import Optimizer
 
@@ -133,7 +133,7 @@ class PullDiagGT(Optimizer):
         else:
             lr = check_positive_float(lr, "lr")
         self.lr = lr
-        self.rounds = check_int(rounds, "rounds", minimum=1)
+        self.rounds = check_int(rounds, "rounds", minimum=1, maximum=MAX_ROUNDS)
         if tracker not in ("exact", "perron"):
             raise ValueError(f"tracker must be 'exact' or 'perron', got {tracker!r}")
         return {"lr": lr, "rounds": self.rounds, "tracker": tracker}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .._checks import check_int, check_positive_float
+from .._checks import MAX_ROUNDS, check_int, check_positive_float
 from ._base import Optimizer, push_weights
 
 __all__ = ["PushDIGing"]
@@ -62,7 +62,7 @@ class PushDIGing(Optimizer):
 
     def _check_hyper(self, lr, rounds):
         self.lr = check_positive_float(lr, "lr")
-        self.rounds = check_int(rounds, "rounds", minimum=1)
+        self.rounds = check_int(rounds, "rounds", minimum=1, maximum=MAX_ROUNDS)
         return {"lr": self.lr, "rounds": self.rounds}
 
     def _traffic_per_iteration(self):
