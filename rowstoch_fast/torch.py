@@ -37,7 +37,7 @@ import warnings
 
 import numpy as np
 
-from ._checks import check_int
+from ._checks import check_int, require_memory
 
 __all__ = ["Replicas", "GradFn", "as_tensor", "from_tensor", "accuracy"]
 
@@ -76,6 +76,18 @@ def from_tensor(T, like=None):
 
         return cupy.from_dlpack(T)
     return T.numpy()
+
+
+def _device(torch, device):
+    """``device`` as a torch.device that this torch can use, or a clear error naming it."""
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError) as exc:
+        raise ValueError(f"device must be a torch device such as 'cpu' or 'cuda:0', got {device!r}") from exc
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError(f"device={device!r} but this torch has no usable CUDA device "
+                           f"(torch {torch.__version__}, torch.cuda.is_available() is False)")
+    return dev
 
 
 class _Loaders:
@@ -127,14 +139,23 @@ class GradFn:
         r = self.replicas
         N = r.n * r.repeats
         if self.stacked:
-            inputs, targets = self.batch_fn(t)
+            pair = self.batch_fn(t)
+            if not (isinstance(pair, (tuple, list)) and len(pair) == 2):
+                raise TypeError(f"batch_fn must return (inputs, targets), got {type(pair).__name__}")
+            inputs, targets = pair
         else:
             if r.repeats == 1:
                 pairs = [self.batch_fn(i, t) for i in range(r.n)]
             else:  # repetition k's node i draws with batch_fn(i, t, k)
                 pairs = [self.batch_fn(i, t, k) for k in range(r.repeats) for i in range(r.n)]
-            inputs = self._torch.stack([self._torch.as_tensor(p[0]) for p in pairs])
-            targets = self._torch.stack([self._torch.as_tensor(p[1]) for p in pairs])
+            for pair in pairs:
+                if not (isinstance(pair, (tuple, list)) and len(pair) == 2):
+                    raise TypeError(f"batch_fn must return (inputs, targets), got {type(pair).__name__}")
+            try:
+                inputs = self._torch.stack([self._torch.as_tensor(p[0]) for p in pairs])
+                targets = self._torch.stack([self._torch.as_tensor(p[1]) for p in pairs])
+            except RuntimeError as exc:  # batches of different shapes
+                raise ValueError(f"batch_fn's batches must have one shape on every node: {exc}") from None
         inputs, targets = self._torch.as_tensor(inputs), self._torch.as_tensor(targets)
         if r.repeats > 1 and self.stacked and inputs.shape[:2] == (r.repeats, r.n):  # (repeats, n, B, ...)
             inputs, targets = inputs.flatten(0, 1), targets.flatten(0, 1)
@@ -152,7 +173,14 @@ class GradFn:
         if P.device != r.device or P.dtype != r.dtype:
             P = P.to(device=r.device, dtype=r.dtype)  # a copy: give the optimizer the model's dtype to avoid it
         inputs, targets = self._batches(self.iteration)
-        G, loss = self._gradients(P.reshape(-1, r.d), inputs, targets)  # repetitions: one flat set of replicas
+        try:
+            G, loss = self._gradients(P.reshape(-1, r.d), inputs, targets)  # repetitions: one flat set of replicas
+        except (RuntimeError, IndexError, ValueError) as exc:  # torch's own words, with what we handed it
+            if type(exc) not in (RuntimeError, IndexError, ValueError):  # e.g. torch.OutOfMemoryError: as it is
+                raise
+            raise type(exc)(f"the model and loss failed on batch_fn's batches (inputs {tuple(inputs.shape)} "
+                            f"{inputs.dtype}, targets {tuple(targets.shape)} {targets.dtype}, one row per "
+                            f"replica): {exc}") from exc
         self.iteration += 1
         if self.keep_loss:
             self.last_loss = loss.detach().cpu().numpy().reshape(r.params.shape[:-1])
@@ -243,6 +271,10 @@ class Replicas:
         if not isinstance(model, torch.nn.Module):
             raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
         base = copy.deepcopy(model)
+        if device is not None:
+            device = _device(torch, device)
+        if dtype is not None and dtype not in (torch.float32, torch.float64):
+            raise TypeError(f"dtype must be torch.float32 or torch.float64 (the optimizers' dtypes), got {dtype}")
         if device is not None or dtype is not None:
             base = base.to(device=device, dtype=dtype)
         named = list(base.named_parameters())
@@ -253,6 +285,9 @@ class Replicas:
             raise TypeError(f"the model's parameters must share one dtype, got {sorted(map(str, dtypes))}")
         self.dtype = named[0][1].dtype
         self.device = named[0][1].device
+        if self.dtype not in (torch.float32, torch.float64):
+            raise TypeError(f"the model's parameters must be float32 or float64 (the optimizers' dtypes), got "
+                            f"{self.dtype}: pass dtype=torch.float32")
         self._layout, offset = [], 0
         for name, p in named:
             self._layout.append((name, offset, p.numel(), tuple(p.shape)))
@@ -260,6 +295,10 @@ class Replicas:
         self.d = offset
         flat = torch.cat([p.detach().reshape(-1) for _, p in named])
         N = self.n * self.repeats
+        if self.device.type == "cpu":  # the block, its gradient and an optimizer's few copies must fit
+            require_memory(4 * N * self.d * flat.element_size(),
+                           f"Replicas(n={self.n}, repeats={self.repeats}) of {self.d} parameters",
+                           "lower n or repeats")
         self.params = flat.unsqueeze(0).repeat(N, 1).contiguous()
         if self.repeats > 1:
             self.params = self.params.view(self.repeats, self.n, self.d)

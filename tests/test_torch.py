@@ -131,6 +131,24 @@ def test_clear_errors(linear_problem):
         reps.module(len(X))
     with pytest.raises(TypeError, match="batch_fn must be callable"):
         reps.grad_fn(3)
+    # careless input gets our words, not a crash inside torch
+    with pytest.raises(ValueError, match="device must be a torch device such as 'cpu' or 'cuda:0', got 'tpu'"):
+        Replicas(model, 3, device="tpu")
+    if not torch.cuda.is_available():
+        with pytest.raises(RuntimeError, match="device='cuda' but this torch has no usable CUDA device"):
+            Replicas(model, 3, device="cuda")
+    with pytest.raises(TypeError, match="dtype must be torch.float32 or torch.float64"):
+        Replicas(model, 3, dtype=torch.float16)
+    with pytest.raises(TypeError, match="must be float32 or float64 .* pass dtype=torch.float32"):
+        Replicas(torch.nn.Linear(2, 2).half(), 3)
+    with pytest.raises(MemoryError, match=r"Replicas\(n=1099511627776, repeats=1\) .* lower n or repeats"):
+        Replicas(model, 2**40)
+    with pytest.raises(TypeError, match="batch_fn must return \\(inputs, targets\\), got NoneType"):
+        reps.grad_fn(lambda i, t: None)(reps.x0())
+    with pytest.raises(ValueError, match="batch_fn's batches must have one shape on every node"):
+        reps.grad_fn(lambda i, t: (X[i][: 1 + i], y[i][: 1 + i]))(reps.x0())
+    with pytest.raises(RuntimeError, match=r"the model and loss failed on batch_fn's batches \(inputs \("):
+        reps.grad_fn(lambda i, t: (np.concatenate([X[i], X[i]], -1), y[i]))(reps.x0())
 
 
 def test_float32_model_and_float32_optimizer():
