@@ -56,6 +56,8 @@ def dirichlet_split(labels, n, alpha, seed=0, min_size=1):
     labels = np.asarray(labels)
     if labels.ndim != 1:
         raise ValueError(f"labels must be 1-D, got shape {labels.shape}")
+    if not (np.issubdtype(labels.dtype, np.integer) or np.issubdtype(labels.dtype, np.bool_)):
+        raise TypeError(f"labels must be class ids (integers), got dtype {labels.dtype}")
     n = check_int(n, "n", minimum=1)
     alpha = check_positive_float(alpha, "alpha")
     min_size = check_int(min_size, "min_size", minimum=0)

@@ -36,6 +36,8 @@ def test_dirichlet_split_skews_labels_with_small_alpha():
         dirichlet_split(labels[:10], 8, alpha=1.0, min_size=2)
     with pytest.raises(ValueError, match="alpha"):
         dirichlet_split(labels, 8, alpha=0.0)
+    with pytest.raises(TypeError, match="labels must be class ids \\(integers\\), got dtype float64"):
+        dirichlet_split(labels + 0.5, 8, alpha=1.0)
 
 
 def _idx_file(path, arr, magic, compress):
