@@ -97,6 +97,8 @@ def tune_lr(A, objective, label, method, rounds, budget, *, grid=TUNE_GRID, seed
     for lr in grid:
         frame, status = _one_run(A, objective, label, method, rounds, lr, short, repeats=1, seed=seed,
                                  tracker=tracker, backend=backend, points=4, progress=False)
+        if status == "interrupted":  # the runner caught a Ctrl-C: stop tuning (compare keeps what finished)
+            raise KeyboardInterrupt
         first, last = frame[metric].iloc[0], frame[metric].iloc[-1]
         scores[lr] = float(last) if status == "done" and np.isfinite(last) and last <= first else math.inf
     best = min(scores, key=lambda k: (scores[k], -k))

@@ -59,6 +59,14 @@ def _finish(plt, fig, axes, out_dir, name, log):
     plt.close(fig)
 
 
+def _stop_if(interrupted, log, done):
+    """After a Ctrl-C: the outputs of what finished are written; say so and stop (KeyboardInterrupt: the
+    command line exits with 130)."""
+    if interrupted:
+        log(f"interrupted: wrote the {done} that finished")
+        raise KeyboardInterrupt
+
+
 def reproduce_pull_diag(out_dir, iterations=100, d=4, seed=0, log=print):
     """Figure 1: consensus error of Pull-Diag (and the A-protocol) on the paper's 16-node graphs.
 
@@ -111,20 +119,24 @@ def reproduce_linear_speedup(out_dir, iterations=4000, repeats=20, sizes=(1, 2, 
     """
     os.makedirs(out_dir, exist_ok=True)
     histories, finals = {}, {}
+    interrupted = False
     for n in sizes:
         lr = LINEAR_SPEEDUP_LR.get(n, 0.512 / n / 10)
         f = NonconvexLogistic.synthetic(n, total=total, batch=batch, seed=42)
         h = run(Algorithm(topology.exponential(n), lr), f, iterations, record_every=max(1, iterations // 100),
                 repeats=repeats, seed=seed, progress=progress)
+        if h.interrupted:  # Ctrl-C: write what finished, then stop
+            interrupted = True
+            break
         s = h.summary()
         tail = s["grad_norm"].iloc[-max(1, len(s) // 10):]
         finals[n] = float(tail.mean())
         histories[n] = h
         log(f"n = {n:>4}: lr = {lr:g}, final ||(1/n) 1^T grad f(x)|| = {finals[n]:.4e} "
             f"({h.frame['wall_seconds'].max():.1f} s)")
-    ns = np.array([n for n in sizes], dtype=float)
-    vals = np.array([finals[n] for n in sizes])
-    slope = float(np.polyfit(np.log(ns), np.log(vals), 1)[0]) if len(sizes) > 1 else float("nan")
+    ns = np.array(list(finals), dtype=float)
+    vals = np.array(list(finals.values()))
+    slope = float(np.polyfit(np.log(ns), np.log(vals), 1)[0]) if len(finals) > 1 else float("nan")
     log(f"fitted slope of log(final metric) vs log(n): {slope:.3f} (linear speedup: about -0.5)")
     import pandas as pd
 
@@ -133,9 +145,10 @@ def reproduce_linear_speedup(out_dir, iterations=4000, repeats=20, sizes=(1, 2, 
         s = h.summary()
         s.insert(0, "n", n)
         rows.append(s)
-    pd.concat(rows).to_csv(os.path.join(out_dir, "linear_speedup.csv"), index=False)
+    if rows:
+        pd.concat(rows).to_csv(os.path.join(out_dir, "linear_speedup.csv"), index=False)
     plt = _plt()
-    if plt is not None:
+    if plt is not None and histories:
         fig, ax = plt.subplots(figsize=(5.5, 3.8))
         for n, h in histories.items():
             h.plot("grad_norm", ax=ax, label=f"n = {n}")
@@ -143,6 +156,7 @@ def reproduce_linear_speedup(out_dir, iterations=4000, repeats=20, sizes=(1, 2, 
         ax.legend(fontsize=7)
         log(f"wrote {_save(fig, out_dir, 'linear_speedup.png')}")
         plt.close(fig)
+    _stop_if(interrupted, log, f"{len(finals)} of {len(sizes)} sizes")
     return finals, slope
 
 
@@ -160,6 +174,7 @@ def reproduce_multi_gossip(out_dir, communication_rounds=2000, repeats=5, rounds
     finals, histories = {}, {}
     log(f"MG-Pull-Diag-GT, 16 nodes, {communication_rounds} communication rounds, final ||(1/n) 1^T grad f(x)||:")
     log(f"{'graph':<18}" + "".join(f"{'R = %d' % R:>12}" for R in rounds))
+    interrupted = False
     for name, A in graphs.items():
         line = f"{name:<18}"
         for R in rounds:
@@ -168,6 +183,9 @@ def reproduce_multi_gossip(out_dir, communication_rounds=2000, repeats=5, rounds
                 h = run(Algorithm(A, lr, rounds=R), f, communication_rounds // R,
                         record_every=max(1, communication_rounds // R // 50), repeats=repeats, seed=seed,
                         progress=progress)
+                if h.interrupted:  # Ctrl-C: write what finished, then stop
+                    interrupted = True
+                    break
                 finals[(name, R)] = h.final()
                 histories[(name, R)] = h
                 line += f"{finals[(name, R)]:>12.3e}"
@@ -175,6 +193,8 @@ def reproduce_multi_gossip(out_dir, communication_rounds=2000, repeats=5, rounds
                 finals[(name, R)] = math.inf
                 line += f"{'diverged@' + str(exc.iteration):>12}"
         log(line)
+        if interrupted:
+            break
     import pandas as pd
 
     rows = []
@@ -193,9 +213,11 @@ def reproduce_multi_gossip(out_dir, communication_rounds=2000, repeats=5, rounds
                 if (name, R) in histories:
                     histories[(name, R)].plot("grad_norm", ax=ax, label=f"R = {R}")
             ax.set_title(name)
-            ax.legend(fontsize=7)
+            if ax.get_legend_handles_labels()[0]:  # (a graph an interruption left without runs has none)
+                ax.legend(fontsize=7)
         log(f"wrote {_save(fig, out_dir, 'multi_gossip.png')}")
         plt.close(fig)
+    _stop_if(interrupted, log, f"{len(finals)} of {len(graphs) * len(rounds)} runs")
     return finals
 
 
@@ -228,13 +250,16 @@ def reproduce_robustness(out_dir, rounds_budget=1000, repeats=10, losses=(0.0, 0
         p_bad_state, p_bad, p_recover = bursty
         settings.append((f"bursty (p_bad = {p_bad:g}, p_recover = {p_recover:g})",
                          p_bad_state * p_bad / (p_bad + p_recover), bursty))
-    rows = []
+    rows, interrupted = [], False
     for gname, A in graphs.items():
         f = NonconvexLogistic.synthetic(A.n, total=204800, batch=200, seed=42)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # the grid's too-large rates diverge: expected
             tuned = cmp.compare(A, f, names, rounds_budget, tune=True, repeats=1, seed=seed, mg_rounds=mg_rounds,
                                 progress=False, points=4, tune_fraction=1.0)
+        if tuned.attrs["interrupted"]:  # Ctrl-C: write what finished, then stop
+            interrupted = True
+            break
         rates = tuned.attrs["lr"]
         log(f"{gname}: learning rates tuned without loss: "
             + ", ".join(f"{k} {v:g}" for k, v in rates.items()))
@@ -247,6 +272,9 @@ def reproduce_robustness(out_dir, rounds_budget=1000, repeats=10, losses=(0.0, 0
                 warnings.simplefilter("ignore", RuntimeWarning)  # losses can make a tuned rate diverge: recorded
                 frame = cmp.compare(net, f, names, rounds_budget, lr=rates, repeats=repeats, seed=seed,
                                     mg_rounds=mg_rounds, progress=progress, points=10)
+            if frame.attrs["interrupted"]:
+                interrupted = True
+                break
             for name in names:
                 part = frame[frame["algorithm"] == name]
                 last = part[part["iteration"] == part["iteration"].max()]
@@ -256,7 +284,10 @@ def reproduce_robustness(out_dir, rounds_budget=1000, repeats=10, losses=(0.0, 0
                              "grad_norm_std": float(last["grad_norm"].std(ddof=0)), "status": status})
             log(f"  {label:<40}" + "  ".join(f"{r['algorithm']} {r['grad_norm']:.2e}"
                                             for r in rows[-len(names):]))
-    table = pd.DataFrame(rows)
+        if interrupted:
+            break
+    table = pd.DataFrame(rows, columns=["graph", "setting", "loss_rate", "algorithm", "lr", "grad_norm",
+                                        "grad_norm_std", "status"])
     table.to_csv(os.path.join(out_dir, "robustness.csv"), index=False)
     plt = _plt()
     if plt is not None:
@@ -277,6 +308,7 @@ def reproduce_robustness(out_dir, rounds_budget=1000, repeats=10, losses=(0.0, 0
         axes[0, 0].set_ylabel("final ||(1/n) sum_i grad f_i(x_i)||")
         _finish(plt, fig, axes, out_dir, "robustness.png", log)
     log(f"wrote {os.path.join(out_dir, 'robustness.csv')}")
+    _stop_if(interrupted, log, f"{len(rows) // len(names)} of {len(graphs) * len(settings)} settings")
     return table
 
 
@@ -359,57 +391,62 @@ def reproduce_mnist_mlp(out_dir, data="digits", data_dir=None, communication_rou
         from .runner import _progress
 
         bar = _progress(True, total, 0, "mnist-mlp")
-    for name in names:
-        A = all_graphs[name].astype(np.float32)
-        pi = A.pi
-        for R in rounds:
-            lr = MULTI_GOSSIP_LR[name].get(R, MULTI_GOSSIP_LR[name][1])
-            finals = []
-            for rep in range(repeats):
-                torch.manual_seed(seed + rep)
-                replicas = Replicas(mlp(Xtr.shape[1]), n)
-                gen = np.random.default_rng([seed, rep, R])
+    interrupted = False
+    try:
+        for name in names:
+            A = all_graphs[name].astype(np.float32)
+            pi = A.pi
+            for R in rounds:
+                lr = MULTI_GOSSIP_LR[name].get(R, MULTI_GOSSIP_LR[name][1])
+                finals = []
+                for rep in range(repeats):
+                    torch.manual_seed(seed + rep)
+                    replicas = Replicas(mlp(Xtr.shape[1]), n)
+                    gen = np.random.default_rng([seed, rep, R])
 
-                def batch_fn(node, t, gen=gen, R=R):
-                    idx = parts[node][gen.integers(0, len(parts[node]), R * batch)]  # R mini-batches, averaged
-                    return Xtr_t[idx], ytr_t[idx]
+                    def batch_fn(node, t, gen=gen, R=R):
+                        idx = parts[node][gen.integers(0, len(parts[node]), R * batch)]  # R mini-batches, averaged
+                        return Xtr_t[idx], ytr_t[idx]
 
-                grad_fn = replicas.grad_fn(batch_fn)
-                opt = PullDiagGT(A, replicas.x0(), lr=lr, rounds=R)
-                T = communication_rounds // R
-                every = max(1, record_every // R)
-                diverged = False
-                for t in range(T + 1):
-                    if t % every == 0 or t == T:
-                        replicas.set_params(opt.gather_x())
-                        losses, _ = replicas.evaluate(Xtr_t, ytr_t)
-                        _, acc = replicas.evaluate(Xte_t, yte_t)
-                        central = accuracy(replicas.module(weights=pi), Xte_t, yte_t)
-                        rows.append({"graph": name, "R": R, "repeat": rep, "iteration": t,
-                                     "communication_rounds": t * R, "samples": t * R * batch,
-                                     "train_loss": float(np.mean(losses)), "test_accuracy": float(np.mean(acc)),
-                                     "test_accuracy_centroid": central, "diverged": False})
-                    if t == T:
-                        break
-                    try:
-                        opt.step(grad_fn)
-                    except DivergenceError as exc:
-                        diverged = True
-                        rows.append({"graph": name, "R": R, "repeat": rep, "iteration": exc.iteration,
-                                     "communication_rounds": exc.iteration * R, "samples": exc.iteration * R * batch,
-                                     "train_loss": math.inf, "test_accuracy": math.nan,
-                                     "test_accuracy_centroid": math.nan, "diverged": True})
-                        break
-                finals.append(math.inf if diverged else rows[-1]["train_loss"])
-                if bar is not None:
-                    bar.update(1)
-            last = [r for r in rows if r["graph"] == name and r["R"] == R and r["communication_rounds"]
-                    == (communication_rounds // R) * R]
-            acc = np.mean([r["test_accuracy"] for r in last]) if last else math.nan
-            log(f"{name:<18}{R:>4}{np.mean(finals):>12.4f}{acc:>15.3f}")
+                    grad_fn = replicas.grad_fn(batch_fn)
+                    opt = PullDiagGT(A, replicas.x0(), lr=lr, rounds=R)
+                    T = communication_rounds // R
+                    every = max(1, record_every // R)
+                    diverged = False
+                    for t in range(T + 1):
+                        if t % every == 0 or t == T:
+                            replicas.set_params(opt.gather_x())
+                            losses, _ = replicas.evaluate(Xtr_t, ytr_t)
+                            _, acc = replicas.evaluate(Xte_t, yte_t)
+                            central = accuracy(replicas.module(weights=pi), Xte_t, yte_t)
+                            rows.append({"graph": name, "R": R, "repeat": rep, "iteration": t,
+                                         "communication_rounds": t * R, "samples": t * R * batch,
+                                         "train_loss": float(np.mean(losses)), "test_accuracy": float(np.mean(acc)),
+                                         "test_accuracy_centroid": central, "diverged": False})
+                        if t == T:
+                            break
+                        try:
+                            opt.step(grad_fn)
+                        except DivergenceError as exc:
+                            diverged = True
+                            rows.append({"graph": name, "R": R, "repeat": rep, "iteration": exc.iteration,
+                                         "communication_rounds": exc.iteration * R, "samples": exc.iteration * R * batch,
+                                         "train_loss": math.inf, "test_accuracy": math.nan,
+                                         "test_accuracy_centroid": math.nan, "diverged": True})
+                            break
+                    finals.append(math.inf if diverged else rows[-1]["train_loss"])
+                    if bar is not None:
+                        bar.update(1)
+                last = [r for r in rows if r["graph"] == name and r["R"] == R and r["communication_rounds"]
+                        == (communication_rounds // R) * R]
+                acc = np.mean([r["test_accuracy"] for r in last]) if last else math.nan
+                log(f"{name:<18}{R:>4}{np.mean(finals):>12.4f}{acc:>15.3f}")
+    except KeyboardInterrupt:  # Ctrl-C: write the records so far, then stop
+        interrupted = True
     if bar is not None:
         bar.close()
-    frame = pd.DataFrame(rows)
+    frame = pd.DataFrame(rows, columns=["graph", "R", "repeat", "iteration", "communication_rounds", "samples",
+                                        "train_loss", "test_accuracy", "test_accuracy_centroid", "diverged"])
     frame.to_csv(os.path.join(out_dir, "mnist_mlp.csv"), index=False)
     plt = _plt()
     if plt is not None and len(frame):
@@ -433,6 +470,7 @@ def reproduce_mnist_mlp(out_dir, data="digits", data_dir=None, communication_rou
         axes[1, 0].set_ylabel("test accuracy (nodes' mean)")
         _finish(plt, fig, axes, out_dir, "mnist_mlp.png", log)
     log(f"wrote {os.path.join(out_dir, 'mnist_mlp.csv')}")
+    _stop_if(interrupted, log, f"{len(rows)} records")
     return frame
 
 

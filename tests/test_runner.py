@@ -162,6 +162,45 @@ def test_cli_reproduce_pull_diag(tmp_path, capsys):
     assert "Pull-Diag" in out and (tmp_path / "pull_diag.csv").exists() and (tmp_path / "pull_diag.png").exists()
 
 
+@pytest.mark.parametrize("which", ["linear-speedup", "multi-gossip", "robustness"])
+def test_ctrl_c_stops_a_reproduction_and_keeps_what_finished(tmp_path, monkeypatch, capsys, which):
+    """Ctrl-C in the second run of a reproduction (the runner returns that run as interrupted) stops the whole
+    command, not just that run: the runs that finished are written, and the command exits with 130."""
+    import pandas as pd
+
+    from rowstoch_fast import compare as cmp
+    from rowstoch_fast import experiments
+
+    calls = [0]
+    real_run = experiments.run
+
+    def second_run_interrupted(*args, **kwargs):
+        calls[0] += 1
+        if calls[0] == 2:
+            raise_at = {"progress": False}
+            kwargs.update(raise_at)
+            h = real_run(*args, **kwargs)
+            h.interrupted = True
+            return h
+        return real_run(*args, **kwargs)
+
+    monkeypatch.setattr(experiments, "run", second_run_interrupted)
+    monkeypatch.setattr(cmp, "run", second_run_interrupted)
+    small = {"linear-speedup": ["--iterations", "20", "--repeats", "1"],
+             "multi-gossip": ["--iterations", "20", "--repeats", "1"],
+             "robustness": ["--iterations", "20", "--repeats", "1"]}[which]
+    out = tmp_path / "out"
+    assert cli.main(["reproduce", which, *small, "--out", str(out), "--no-progress"]) == 130
+    text = capsys.readouterr()
+    assert "interrupted: wrote the" in text.out and "rowstoch: interrupted" in text.err
+    assert calls[0] == 2  # nothing ran after the Ctrl-C
+    if which == "robustness":  # interrupted while tuning the first graph: an empty table, with its columns
+        assert list(pd.read_csv(out / "robustness.csv").columns)[:3] == ["graph", "setting", "loss_rate"]
+    else:
+        name = which.replace("-", "_")
+        assert len(pd.read_csv(out / f"{name}.csv")) > 0 and (out / f"{name}.png").exists()
+
+
 def test_real_ctrl_c_on_the_cli_keeps_results_and_resumes(tmp_path):
     import signal
     import subprocess

@@ -190,6 +190,31 @@ def test_reproduce_mnist_mlp_at_a_tiny_size(tmp_path):
     assert (out / "mnist_mlp.png").exists()
 
 
+def test_ctrl_c_in_reproduce_mnist_mlp_keeps_the_records(tmp_path, monkeypatch, capsys):
+    """Ctrl-C during training: the records so far are written (CSV and figure) and the command exits with 130."""
+    pytest.importorskip("sklearn")
+    import pandas as pd
+
+    from rowstoch_fast import PullDiagGT, cli
+
+    steps = [0]
+    real_step = PullDiagGT.step
+
+    def step(self, grad_fn):
+        steps[0] += 1
+        if steps[0] == 30:
+            raise KeyboardInterrupt
+        return real_step(self, grad_fn)
+
+    monkeypatch.setattr(PullDiagGT, "step", step)
+    out = tmp_path / "out"
+    assert cli.main(["reproduce", "mnist-mlp", "--iterations", "40", "--repeats", "1", "--out", str(out),
+                     "--no-progress"]) == 130
+    assert "interrupted: wrote the" in capsys.readouterr().out
+    frame = pd.read_csv(out / "mnist_mlp.csv")
+    assert len(frame) > 0 and frame["iteration"].max() < 40 and (out / "mnist_mlp.png").exists()
+
+
 def test_reproduce_mnist_mlp_reads_local_mnist_files(tmp_path):
     """--data mnist: the real loading code on a tiny generated MNIST (IDX files), Dirichlet-skewed."""
     from test_datasets import _idx_file
