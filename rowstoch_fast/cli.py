@@ -477,6 +477,8 @@ def _parse_lr(text, labels):
             raise UsageError(f"--lr must be a number or NAME=VALUE,..., got {part!r}")
         if name.strip() not in labels:
             raise UsageError(f"--lr names {name.strip()!r}, which is not in --algorithms ({', '.join(labels)})")
+        if name.strip() in rates:
+            raise UsageError(f"--lr gives {name.strip()} twice")
         try:
             rates[name.strip()] = float(value)
         except ValueError:

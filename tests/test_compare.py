@@ -130,6 +130,7 @@ def test_cli_compare_writes_the_table_csv_and_figure(tmp_path):
     (["--lr", "-1"], ["frost = -1.0 must be a finite number > 0"]),
     (["--preset", "paper", "--topology", "ring"], ["--preset paper runs the paper's four 16-node graphs"]),
     (["--tune", "--tune-fraction", "2"], ["--tune-fraction must be in (0, 1], got 2"]),
+    (["--lr", "frost=0.1,frost=0.2"], ["--lr gives frost twice"]),
     (["--tune", "--tune-fraction", "nan"], ["--tune-fraction must be in (0, 1], got nan"]),
 ])
 def test_cli_compare_bad_input_is_one_line(tmp_path, args, fragments):
