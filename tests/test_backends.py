@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from rowstoch_fast import PullDiagGT, _reference, pull_diag, topology
+from rowstoch_fast.algorithms import REGISTRY
 from rowstoch_fast.backends import resolve_backend
 from rowstoch_fast.objectives import NonconvexLogistic
 
@@ -280,6 +281,97 @@ def test_the_gpu_oracle_benchmark_runs_on_the_host(cuda_on_host, monkeypatch, ca
                                                       "Pull-Diag-GT step"]
     assert all(row["bit_identical"] for row in out["oracle"]) and {1, 2} <= set(seen)
     assert "bit-identical to the CPU's: True; with the permutation: True" in capsys.readouterr().out
+
+
+def _emulated_device(cuda_on_host, monkeypatch):
+    """The CuPy backend as it is, every launch going to the emulated kernels of kernels.cu (float64, int32
+    indices: the instances tests/cuda_on_host.cpp builds) on host memory: NumPy stands in for CuPy, CUDA graphs
+    record and replay the launches. Returns the fake CuPy module."""
+    import ctypes
+
+    from test_algorithms import _fake_cupy, _FakeGraphs
+
+    from rowstoch_fast.backends import cupy as backend
+
+    fake = _fake_cupy()
+    fake.empty = lambda n, dtype=None: fake.zeros(n, dtype)
+    fake.ascontiguousarray = lambda a, dtype=None: fake.asarray(np.ascontiguousarray(a, dtype=dtype))
+    fake.int32, fake.uint8 = np.int32, np.uint8
+    monkeypatch.setattr(backend, "require_cupy", lambda: fake)
+    monkeypatch.setattr(backend, "_ptr", lambda a: a.ctypes.data)
+    kinds = {np.int64: ctypes.c_int64, np.uint64: ctypes.c_uint64, np.float64: ctypes.c_double,
+             np.float32: ctypes.c_float, np.int32: ctypes.c_int}
+    launched = []
+
+    def arg(a):
+        return ctypes.c_void_p(a.ctypes.data) if isinstance(a, np.ndarray) else kinds[type(a)](a)
+
+    def kernel(name):
+        emulated = getattr(cuda_on_host, f"emulate_{name}")
+
+        def launch(grid, block, args, shared_mem=0):
+            converted = [arg(a) for a in args]  # now: the arrays must live until the (maybe replayed) launch
+            launched.append(name)
+            _FakeGraphs.run(lambda: emulated(ctypes.c_longlong(grid[0] * block[0]), *converted))
+        return launch
+
+    monkeypatch.setattr(backend, "_kernel", kernel)
+    fake.launched = launched
+    return fake
+
+
+@pytest.mark.parametrize("network", ["static", "lossy", "bursty", "sleepy-lossy"])
+@pytest.mark.parametrize("name", sorted(REGISTRY))
+def test_the_cupy_backend_on_the_emulated_kernels_equals_the_cpu(cuda_on_host, monkeypatch, name, network):
+    """Each algorithm through backends.cupy and the CUDA kernels' logic (mixing, combine, lossy rounds and
+    bursty chains, graphs of the R rounds) on static and unreliable networks: the CPU's iterates, so what a GPU
+    runs differs from this only in the hardware."""
+    from rowstoch_fast.network import Lossy, Sleepy
+
+    fake = _emulated_device(cuda_on_host, monkeypatch)
+    A = topology.erdos_renyi(12, 0.3, seed=2)
+    nets = {"static": A, "lossy": Lossy(A, 0.3, seed=1),
+            "bursty": Lossy(A, 0.9, seed=2, model="gilbert-elliott", p_bad=0.2, p_recover=0.3),
+            "sleepy-lossy": Sleepy(Lossy(A, 0.2, seed=3), 0.8, seed=4)}
+    net = nets[network]
+    cls = REGISTRY[name]
+    rng = np.random.default_rng(5)
+    G, x0 = rng.standard_normal((12, 4)), rng.standard_normal((12, 4))
+    rounds = 3 if cls.multi_round else 1
+    cpu = cls.build(net, x0, 0.02, rounds=rounds)
+    gpu = cls.build(net, fake.asarray(x0), 0.02, rounds=rounds)
+    assert gpu.backend == "cupy"
+    Gd = fake.asarray(G)
+    for _ in range(12):
+        cpu.step(lambda X: X - G)
+        gpu.step(lambda X: X - Gd)
+    np.testing.assert_allclose(gpu.gather_x(), cpu.x, rtol=1e-12, atol=1e-13)
+    def ran(prefix):
+        return any(k.startswith(prefix) for k in fake.launched)
+    assert ran("combine_f64")
+    if cls.matrices:  # (the centralized baseline does not gossip)
+        assert ran("csr_mix_lossy") == (network != "static") and ran("csr_mix_entry") == (network == "static")
+        assert ran("ge_advance") == (network == "bursty")
+
+
+@pytest.mark.parametrize("network", ["static", "lossy"])
+def test_a_run_on_the_emulated_device_equals_the_cpu_run(cuda_on_host, monkeypatch, network):
+    """rowstoch_fast.run with backend='cupy' end to end on the emulated kernels (the logistic oracle's warps
+    too, and MG-Pull-Diag-GT's graphs): the CPU run's records."""
+    from rowstoch_fast import Algorithm, run
+    from rowstoch_fast.network import Lossy
+
+    fake = _emulated_device(cuda_on_host, monkeypatch)
+    A = topology.exponential(4)
+    net = A if network == "static" else Lossy(A, 0.2, seed=3)
+    f = NonconvexLogistic.synthetic(4, total=4 * 40, batch=12, d=5, seed=1)
+    kw = dict(record_every=3, repeats=2, seed=3, progress=False)
+    on_cpu = run(Algorithm(net, 0.05, rounds=2), f, 6, **kw)
+    on_gpu = run(Algorithm(net, 0.05, rounds=2, backend="cupy"), f, 6, **kw)
+    assert any(k.startswith("logistic_grad_f64") for k in fake.launched)
+    assert len(on_gpu.frame) == len(on_cpu.frame) == 3 * 2
+    for column in ("grad_norm", "loss", "consensus_error"):
+        np.testing.assert_allclose(on_gpu.frame[column], on_cpu.frame[column], rtol=1e-10, atol=1e-14)
 
 
 def _csr_args(A, index_dtype, dtype):
