@@ -275,8 +275,8 @@ __device__ void ge_advance_impl(const I* __restrict__ Ap, const I* __restrict__ 
 // The first (B) draws of a mini-batch stream whose bounds M - b are all <= 2^12 (M <= 4096), so that each
 // draw takes 16-bit chunks: chunk c is bits 16 (c mod 4) .. of the stream's output c / 4 + 1. The lanes
 // test 32 draws at a time against the chunks they would take if nothing before them was rejected; the first
-// rejected draw (Lemire's test: under bound / 2^16 of the draws, 0.2% at M = 400) moves every later draw one chunk on, and the
-// window restarts there. draws[b] = b + below(s, M - b), exactly the sequence lane 0 would draw.
+// rejected draw (Lemire's test: under bound / 2^16 of the draws, 0.2% at M = 400) moves every later draw one
+// chunk on, and the window restarts there. draws[b] = b + below(s, M - b), the sequence lane 0 would draw.
 __device__ void parallel_draws(u64 key, i64 M, i64 B, int* __restrict__ draws) {
     const int lane = threadIdx.x & 31;
     i64 start = 0, off = 0;
