@@ -72,3 +72,25 @@ def tol(dtype):
 @pytest.fixture
 def rng():
     return np.random.default_rng(12345)
+
+
+@pytest.fixture(scope="session")
+def cuda_on_host(tmp_path_factory):
+    """kernels.cu built for the host (tests/cuda_on_host.cpp): the CUDA logic, run without a GPU."""
+    import ctypes
+    import shutil
+    import subprocess
+    import sysconfig
+
+    import rowstoch_fast
+
+    cxx = (sysconfig.get_config_var("CXX") or "c++").split()[0]
+    if shutil.which(cxx) is None:
+        pytest.skip(f"no C++ compiler ({cxx}) to build the host emulation of the CUDA kernels")
+    src = os.path.join(os.path.dirname(__file__), "cuda_on_host.cpp")
+    cu = os.path.join(os.path.dirname(rowstoch_fast.__file__), "backends", "kernels.cu")
+    lib = tmp_path_factory.mktemp("cuda_on_host") / "cuda_on_host.so"
+    out = subprocess.run([cxx, "-std=c++14", "-O1", "-ffp-contract=off", "-shared", "-fPIC", "-pthread",
+                          f'-DKERNELS_CU="{cu}"', src, "-o", str(lib)], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    return ctypes.CDLL(str(lib))

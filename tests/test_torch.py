@@ -355,3 +355,35 @@ def test_cuda_replicas_run_on_the_cupy_backend_like_the_cpu():
         gpu.step(g)
         cpu.step(gc)
     np.testing.assert_allclose(gpu.gather_x(), cpu.gather_x(), rtol=1e-10, atol=1e-12)
+
+
+def test_replicas_drive_the_cupy_backend_on_the_emulated_device(cuda_on_host, monkeypatch):
+    """The CUDA crossing's logic on the host: a block handed over as a device array (DLPack through a fake CuPy
+    whose arrays live in host memory) runs Pull-Diag-GT on the CuPy backend and its emulated kernels, the
+    gradients crossing back and forth through DLPack without copies, and equals the CPU run (float64)."""
+    import types
+
+    from test_algorithms import _HostDeviceArray
+    from test_backends import _emulated_device
+
+    fake = _emulated_device(cuda_on_host, monkeypatch)
+    fake.from_dlpack = lambda t: np.from_dlpack(t).view(_HostDeviceArray)
+    monkeypatch.setitem(sys.modules, "cupy", types.SimpleNamespace(from_dlpack=fake.from_dlpack))
+    torch.manual_seed(4)
+    model = torch.nn.Sequential(torch.nn.Linear(6, 8), torch.nn.Tanh(), torch.nn.Linear(8, 3)).double()
+    data, labels = torch.randn(8, 16, 6, dtype=torch.float64), torch.randint(0, 3, (8, 16))
+    A = topology.exponential(8)
+    on_device = Replicas(model, 8)
+    x0 = from_tensor(on_device.params, like=fake.asarray(np.zeros(1)))
+    assert hasattr(x0, "__cuda_array_interface__") and x0.ctypes.data == on_device.params.data_ptr()  # no copy
+    gpu = PullDiagGT(A, x0, lr=0.05, rounds=2)
+    assert gpu.backend == "cupy"
+    g = on_device.grad_fn(lambda t: (data, labels), stacked=True)
+    on_cpu = Replicas(model, 8)
+    cpu = PullDiagGT(A, on_cpu.x0(), lr=0.05, rounds=2)
+    gc = on_cpu.grad_fn(lambda t: (data, labels), stacked=True)
+    for _ in range(5):
+        gpu.step(g)
+        cpu.step(gc)
+    assert any(k.startswith("csr_mix_entry") for k in fake.launched)
+    np.testing.assert_allclose(gpu.gather_x(), cpu.gather_x(), rtol=1e-12, atol=1e-14)
