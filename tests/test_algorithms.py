@@ -383,6 +383,20 @@ def _host_kernels(monkeypatch, backend):
     return fake
 
 
+def _on_cpu_and_device(cls, A, x0, G, fake, steps):
+    """``cls`` built on the network ``A`` from ``x0`` on the CPU and on the (fake) device, both run ``steps``
+    steps of the gradient ``X - G`` (R = 3 for the multi-round methods): ``(cpu, gpu)``."""
+    rounds = 3 if cls.multi_round else 1
+    cpu = cls.build(A, x0, 0.02, rounds=rounds)
+    gpu = cls.build(A, fake.asarray(x0), 0.02, rounds=rounds)
+    assert gpu.backend == "cupy"
+    Gd = fake.asarray(G)
+    for _ in range(steps):
+        cpu.step(lambda X: X - G)
+        gpu.step(lambda X: X - Gd)
+    return cpu, gpu
+
+
 @pytest.mark.parametrize("name", sorted(REGISTRY))
 def test_cupy_backend_glue_on_the_host(name, monkeypatch):
     """The CuPy backend's Python (allocation, deferred checks, graphs, trackers, gathering, resume) for every
@@ -396,14 +410,8 @@ def test_cupy_backend_glue_on_the_host(name, monkeypatch):
     G = rng.standard_normal((2, 12, 3))
     x0 = rng.standard_normal((2, 12, 3))
     cls = REGISTRY[name]
-    rounds = 3 if cls.multi_round else 1
-    cpu = cls.build(A, x0, 0.02, rounds=rounds)
-    gpu = cls.build(A, fake.asarray(x0), 0.02, rounds=rounds)
-    assert gpu.backend == "cupy"
+    cpu, gpu = _on_cpu_and_device(cls, A, x0, G, fake, 40)
     Gd = fake.asarray(G)
-    for _ in range(40):
-        cpu.step(lambda X: X - G)
-        gpu.step(lambda X: X - Gd)
     full = gpu.gather_x()
     assert type(full) is np.ndarray and rel(full, cpu.x) < 1e-12
     if cls.multi_round:

@@ -269,7 +269,7 @@ def _emulated_device(cuda_on_host, monkeypatch):
     record and replay the launches. Returns the fake CuPy module."""
     import ctypes
 
-    from test_algorithms import _fake_cupy, _FakeGraphs
+    from test_algorithms import _FakeGraphs, _fake_cupy
 
     from rowstoch_fast.backends import cupy as backend
 
@@ -306,6 +306,8 @@ def test_the_cupy_backend_on_the_emulated_kernels_equals_the_cpu(cuda_on_host, m
     """Each algorithm through backends.cupy and the CUDA kernels' logic (mixing, combine, lossy rounds and
     bursty chains, graphs of the R rounds) on static and unreliable networks: the CPU's iterates, so what a GPU
     runs differs from this only in the hardware."""
+    from test_algorithms import _on_cpu_and_device
+
     from rowstoch_fast.network import Lossy, Sleepy
 
     fake = _emulated_device(cuda_on_host, monkeypatch)
@@ -317,14 +319,7 @@ def test_the_cupy_backend_on_the_emulated_kernels_equals_the_cpu(cuda_on_host, m
     cls = REGISTRY[name]
     rng = np.random.default_rng(5)
     G, x0 = rng.standard_normal((12, 4)), rng.standard_normal((12, 4))
-    rounds = 3 if cls.multi_round else 1
-    cpu = cls.build(net, x0, 0.02, rounds=rounds)
-    gpu = cls.build(net, fake.asarray(x0), 0.02, rounds=rounds)
-    assert gpu.backend == "cupy"
-    Gd = fake.asarray(G)
-    for _ in range(12):
-        cpu.step(lambda X: X - G)
-        gpu.step(lambda X: X - Gd)
+    cpu, gpu = _on_cpu_and_device(cls, net, x0, G, fake, 12)
     np.testing.assert_allclose(gpu.gather_x(), cpu.x, rtol=1e-12, atol=1e-13)
     def ran(prefix):
         return any(k.startswith(prefix) for k in fake.launched)

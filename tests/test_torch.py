@@ -330,6 +330,21 @@ def test_one_dataloader_per_node(linear_problem):
         reps.grad_fn(loaders[:2])
 
 
+def _device_and_cpu_runs(model, A, on_device, x0, device_batch, batch, steps):
+    """Pull-Diag-GT (R = 2) from the device block ``x0`` of ``on_device`` and from a CPU twin of ``model``, the
+    same stacked batch every step: ``(device optimizer, CPU optimizer)`` after ``steps`` steps."""
+    gpu = PullDiagGT(A, x0, lr=0.05, rounds=2)
+    assert gpu.backend == "cupy"
+    g = on_device.grad_fn(lambda t: device_batch, stacked=True)
+    on_cpu = Replicas(model, on_device.n)
+    cpu = PullDiagGT(A, on_cpu.x0(), lr=0.05, rounds=2)
+    gc = on_cpu.grad_fn(lambda t: batch, stacked=True)
+    for _ in range(steps):
+        gpu.step(g)
+        cpu.step(gc)
+    return gpu, cpu
+
+
 def test_cuda_replicas_run_on_the_cupy_backend_like_the_cpu():
     """On a machine with a CUDA build of torch and CuPy: the replicas' CUDA block crosses to CuPy through DLPack
     (no copy), selects the CuPy backend, and the run equals the CPU one (float64)."""
@@ -345,15 +360,7 @@ def test_cuda_replicas_run_on_the_cupy_backend_like_the_cpu():
     on_gpu = Replicas(model, 8, device="cuda")
     x0 = on_gpu.x0()
     assert hasattr(x0, "__cuda_array_interface__") and x0.data.ptr == on_gpu.params.data_ptr()
-    gpu = PullDiagGT(A, x0, lr=0.05, rounds=2)
-    assert gpu.backend == "cupy"
-    g = on_gpu.grad_fn(lambda t: (data.cuda(), labels.cuda()), stacked=True)
-    on_cpu = Replicas(model, 8)
-    cpu = PullDiagGT(A, on_cpu.x0(), lr=0.05, rounds=2)
-    gc = on_cpu.grad_fn(lambda t: (data, labels), stacked=True)
-    for _ in range(10):
-        gpu.step(g)
-        cpu.step(gc)
+    gpu, cpu = _device_and_cpu_runs(model, A, on_gpu, x0, (data.cuda(), labels.cuda()), (data, labels), 10)
     np.testing.assert_allclose(gpu.gather_x(), cpu.gather_x(), rtol=1e-10, atol=1e-12)
 
 
@@ -376,14 +383,6 @@ def test_replicas_drive_the_cupy_backend_on_the_emulated_device(cuda_on_host, mo
     on_device = Replicas(model, 8)
     x0 = from_tensor(on_device.params, like=fake.asarray(np.zeros(1)))
     assert hasattr(x0, "__cuda_array_interface__") and x0.ctypes.data == on_device.params.data_ptr()  # no copy
-    gpu = PullDiagGT(A, x0, lr=0.05, rounds=2)
-    assert gpu.backend == "cupy"
-    g = on_device.grad_fn(lambda t: (data, labels), stacked=True)
-    on_cpu = Replicas(model, 8)
-    cpu = PullDiagGT(A, on_cpu.x0(), lr=0.05, rounds=2)
-    gc = on_cpu.grad_fn(lambda t: (data, labels), stacked=True)
-    for _ in range(5):
-        gpu.step(g)
-        cpu.step(gc)
+    gpu, cpu = _device_and_cpu_runs(model, A, on_device, x0, (data, labels), (data, labels), 5)
     assert any(k.startswith("csr_mix_entry") for k in fake.launched)
     np.testing.assert_allclose(gpu.gather_x(), cpu.gather_x(), rtol=1e-12, atol=1e-14)
