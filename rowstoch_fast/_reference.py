@@ -140,6 +140,35 @@ def gilbert_elliott_states(seed, rows, cols, t, p_bad, p_recover):
     return state
 
 
+def lossy_round(indptr, indices, data, X, seed, t, r, p, renormalise=True, awake=None):
+    """One gossip round of ``rowstoch_fast.network.Lossy`` / ``Sleepy`` on a CSR matrix, row by row in Python:
+    the message ``j -> i`` (``j != i``) is lost when ``uniform_hash(seed, t, r, i, j) < p`` or when ``j``
+    sleeps; a sleeping ``i`` keeps ``x_i``. A row that lost something and renormalises is
+    ``sum_arrived a_ij x_j / sum_arrived a_ij`` (``x_i`` if nothing arrived), else ``sum_arrived a_ij x_j``;
+    every sum in CSR order, one rounding per operation in the dtype of ``X`` (what the compiled pass does)."""
+    from .network import uniform_hash
+
+    X = np.asarray(X)
+    T = X.dtype.type
+    Y = np.empty_like(X)
+    for i in range(len(indptr) - 1):
+        if awake is not None and not awake[i]:
+            Y[i] = X[i]
+            continue
+        acc, den, lost = [T(0)] * X.shape[1], T(0), False
+        for q in range(indptr[i], indptr[i + 1]):
+            j = int(indices[q])
+            gone = j != i and ((awake is not None and not awake[j]) or float(uniform_hash(seed, t, r, i, j)) < p)
+            lost |= gone
+            a = T(0) if gone else T(data[q])
+            acc = [c + a * x for c, x in zip(acc, X[j])]
+            den = den + a
+        if lost and renormalise:
+            acc = list(X[i]) if den == 0 else [c / den for c in acc]
+        Y[i] = acc
+    return Y
+
+
 # ----------------------------------------------------------------- the baselines
 # Each returns the list of the models x^(k) the algorithm's nodes use, k = 0..T (dense, one product per line).
 def _dense(M):

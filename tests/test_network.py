@@ -2,6 +2,9 @@
 
 import numpy as np
 import pytest
+from conftest import csr_and_block
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rowstoch_fast import MixingMatrix, topology
 from rowstoch_fast.network import Lossy, Schedule, Sleepy, base_matrix, one_peer_exponential, uniform_hash
@@ -429,3 +432,21 @@ def test_varying_networks_on_a_gpu_equal_the_cpu(name):
         cpu.step(lambda X: X - b)
         gpu.step(lambda X: X - bd)
     np.testing.assert_allclose(gpu.gather_x(), cpu.gather_x(), rtol=1e-12, atol=1e-12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(case=csr_and_block(max_n=9, max_d=20), p=st.sampled_from([0.0, 0.1, 0.5, 0.9, 0.99]),
+       sleep=st.booleans(), renormalise=st.booleans(), key=st.integers(0, 2**64 - 1))
+def test_the_compiled_pass_is_the_reference_round_bit_for_bit(case, p, sleep, renormalise, key):
+    """_core.mix_lossy against _reference.lossy_round (a Python loop over the rows): any CSR (empty rows,
+    unsorted columns, duplicates, negative weights), widths 1..20 (the register and the general paths), float32
+    and float64, losses only, sleep only, both, neither: the same bits."""
+    from rowstoch_fast import _core
+
+    A, X = case
+    awake = (np.random.default_rng(key % 2**32).random(A.shape[0]) < 0.7) if sleep else None
+    got = _core.mix_lossy(A.indptr, A.indices, A.data, X, None, seed=key, t=key % 1000, r=1, p=p,
+                          renormalise=renormalise, awake=awake)
+    want = _reference.lossy_round(A.indptr, A.indices, A.data, X, key, key % 1000, 1, p, renormalise, awake)
+    np.testing.assert_array_equal(got, want)
+
