@@ -20,7 +20,7 @@ import os
 import numpy as np
 
 from . import _core
-from ._checks import MAX_ROUNDS, check_int
+from ._checks import MAX_ROUNDS, check_int, require_memory
 
 __all__ = ["DiagTracker", "diag_powers", "freeze_step"]
 
@@ -83,6 +83,8 @@ def diag_powers(A, stride, n_records, *, block=DEFAULT_BLOCK, max_work=None):
     n_records = check_int(n_records, "n_records", minimum=1)
     block = check_int(block, "block", minimum=1)
     check_diag_work(A, (n_records - 1) * stride, f"diag_powers(stride={stride}, n_records={n_records})", max_work)
+    require_memory(A.csr.data.itemsize * (n_records * A.n + 2 * A.n * min(block, A.n)),
+                   f"diag_powers(n_records={n_records}) of {A.n} nodes", "fewer records")
     c = A.csr
     return _core.diag_powers(c.indptr, c.indices, c.data, stride, n_records, block, check_indices=False)
 

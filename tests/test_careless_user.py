@@ -4,6 +4,7 @@ CLI cases go through the installed ``rowstoch`` entry point in a subprocess, as 
 """
 
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -107,6 +108,10 @@ def test_counts_beyond_the_kernels_int64_are_refused_by_name():
         PullDiagGT(A, np.zeros((8, 2)), lr=0.1, rounds=2**70, tracker="perron")
     with pytest.raises(MemoryError, match="iterations .* needs about"):
         rf.pull_diag(A, np.ones(8), 2**70)
+    from rowstoch_fast.tracker import diag_powers
+
+    with pytest.raises(MemoryError, match=r"diag_powers\(n_records=1000000000000\) of 8 nodes needs about"):
+        diag_powers(A, 1, 10**12, max_work=math.inf)
     f = NonconvexLogistic.synthetic(8, total=160, batch=5, seed=0)
     with pytest.raises(MemoryError, match=r"run\(repeats=1099511627776\) .* needs about .*; lower repeats"):
         rf.run(rf.Algorithm(A, 0.1), f, 3, repeats=2**40, progress=False)
