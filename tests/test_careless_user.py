@@ -132,11 +132,15 @@ def test_ctrl_c_stops_a_long_compiled_loop(tmp_path, call):
             f"try:\n    {call}\nexcept KeyboardInterrupt:\n    print('interrupted', flush=True)\n")
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             cwd=tmp_path)
-    assert proc.stdout.readline().strip() == "ready"
-    time.sleep(0.5)
-    sent = time.perf_counter()
-    proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=60)
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+        time.sleep(0.5)
+        sent = time.perf_counter()
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:  # a loop that did not stop must not outlive the test
+        proc.kill()
+        proc.communicate()
     assert "interrupted" in out and proc.returncode == 0, err
     assert time.perf_counter() - sent < 10
 
