@@ -90,6 +90,13 @@ def _device(torch, device):
     return dev
 
 
+def _pair(batch):
+    """What a ``batch_fn`` returned, checked: ``(inputs, targets)``."""
+    if not (isinstance(batch, (tuple, list)) and len(batch) == 2):
+        raise TypeError(f"batch_fn must return (inputs, targets), got {type(batch).__name__}")
+    return batch
+
+
 class _Loaders:
     """``batch_fn`` over one iterable per node (e.g. a ``torch.utils.data.DataLoader``): each call takes the
     node's next batch, starting a new pass (epoch) when its iterator runs out."""
@@ -139,18 +146,12 @@ class GradFn:
         r = self.replicas
         N = r.n * r.repeats
         if self.stacked:
-            pair = self.batch_fn(t)
-            if not (isinstance(pair, (tuple, list)) and len(pair) == 2):
-                raise TypeError(f"batch_fn must return (inputs, targets), got {type(pair).__name__}")
-            inputs, targets = pair
+            inputs, targets = _pair(self.batch_fn(t))
         else:
             if r.repeats == 1:
-                pairs = [self.batch_fn(i, t) for i in range(r.n)]
+                pairs = [_pair(self.batch_fn(i, t)) for i in range(r.n)]
             else:  # repetition k's node i draws with batch_fn(i, t, k)
-                pairs = [self.batch_fn(i, t, k) for k in range(r.repeats) for i in range(r.n)]
-            for pair in pairs:
-                if not (isinstance(pair, (tuple, list)) and len(pair) == 2):
-                    raise TypeError(f"batch_fn must return (inputs, targets), got {type(pair).__name__}")
+                pairs = [_pair(self.batch_fn(i, t, k)) for k in range(r.repeats) for i in range(r.n)]
             try:
                 inputs = self._torch.stack([self._torch.as_tensor(p[0]) for p in pairs])
                 targets = self._torch.stack([self._torch.as_tensor(p[1]) for p in pairs])
