@@ -5,8 +5,9 @@ Usage::
     python bench/network_mix.py [--log2n 18] [--d 10] [--p 0.1]
 
 Interleaved medians of one gossip round on the exponential graph: the static ``MixingMatrix.mix`` (C++
-kernel), ``Lossy(A, p).mix`` (losses drawn by hashing, rows renormalised; NumPy/SciPy today) and
-``one_peer_exponential(n).mix`` (a 2-entry-per-row schedule). Target: lossy at most 1.5x the static mix.
+kernel), ``Lossy(A, p).mix`` and ``Sleepy(A, 0.9).mix`` (losses and sleep drawn by hashing inside the compiled
+CSR pass, rows renormalised there: ``_core.mix_lossy``) and ``one_peer_exponential(n).mix`` (a
+2-entry-per-row schedule). Target: lossy at most 1.5x the static mix (bench/RESULTS.md section 11).
 """
 
 from __future__ import annotations
