@@ -164,12 +164,14 @@ int64_t checked_product(std::initializer_list<int64_t> factors, const char* what
     return p;
 }
 
-// Ctrl-C for a long loop run without the GIL (a power A^R, the tracker's diagonals): poll() re-takes the GIL
-// about every `period` weight-multiplies (~10 ms of work) to run Python's signal handlers, and says stop once
-// one raised (KeyboardInterrupt); the caller then throws it with rethrow_if_raised(), the GIL held again.
+// Ctrl-C for a long loop run without the GIL (a power A^R, the tracker's diagonals): poll(), asked once per
+// step, re-takes the GIL about every 2e7 multiply-adds (~10 ms of work) to run Python's signal handlers, and
+// says stop once one raised (KeyboardInterrupt); the caller then throws it with rethrow_if_raised(), the GIL
+// held again.
 class Interrupt {
   public:
-    explicit Interrupt(int64_t work_per_step) : every_(std::max<int64_t>(1, 20000000 / std::max<int64_t>(work_per_step, 1))) {}
+    explicit Interrupt(int64_t work_per_step)
+        : every_(std::max<int64_t>(1, 20000000 / std::max<int64_t>(work_per_step, 1))) {}
     bool poll() {
         if (++count_ % every_ != 0) return false;
         py::gil_scoped_acquire gil;
@@ -564,14 +566,14 @@ py::tuple diag_powers(py::array indptr, py::array indices, py::array data, int64
                         A.n).c_str());
     py::array diags(A.data.dtype(), {n_records, A.n});
     int64_t taken = 0;
-    Interrupt interrupt(A.nnz * std::min<int64_t>(block, std::max<int64_t>(A.n, 1)));
+    const int64_t b = std::min<int64_t>(block, std::max<int64_t>(A.n, 1));  // columns advanced together
+    Interrupt interrupt(A.nnz * b);
     dispatch(A, [&](auto i, auto t) {
         using I = decltype(i);
         using T = decltype(t);
         const I *Ap = cptr<I>(A.indptr), *Aj = cptr<I>(A.indices);
         const T* Ax = cptr<T>(A.data);
         T* D = ptr<T>(diags);
-        const int64_t b = std::min<int64_t>(block, std::max<int64_t>(A.n, 1));
         py::gil_scoped_release nogil;
         taken = rowstoch::csr_diag_powers(Ap, Aj, Ax, A.n, stride, n_records, b, D,
                                           [&] { return interrupt.poll(); });

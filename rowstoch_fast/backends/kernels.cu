@@ -136,9 +136,14 @@ struct Stream {
     int pool_bits;
 };
 
+// Output `counter` (1, 2, ...) of the stream `key`: counter-based, so any lane can take any output.
+__device__ __forceinline__ u64 stream_output(u64 key, u64 counter) {
+    return mix64(key + 0x9E3779B97F4A7C15ULL * counter);
+}
+
 __device__ __forceinline__ u64 stream_next(Stream* s) {
     s->counter += 1;
-    return mix64(s->key + 0x9E3779B97F4A7C15ULL * s->counter);
+    return stream_output(s->key, s->counter);
 }
 
 __device__ __forceinline__ u64 stream_bits(Stream* s, int bits) {
@@ -286,7 +291,7 @@ __device__ void parallel_draws(u64 key, i64 M, i64 B, int* __restrict__ draws) {
         int k = 0;
         if (b < B) {
             const u64 c = (u64)(b + off);
-            const u64 chunk = (mix64(key + 0x9E3779B97F4A7C15ULL * (c / 4 + 1)) >> (16 * (c % 4))) & 0xFFFFULL;
+            const u64 chunk = (stream_output(key, c / 4 + 1) >> (16 * (c % 4))) & 0xFFFFULL;
             const unsigned bound = (unsigned)(M - b);
             const unsigned m = (unsigned)chunk * bound;  // < 2^28
             const unsigned lo = m & 0xFFFFu;
