@@ -84,14 +84,19 @@ def _one_run(A, objective, label, method, rounds, lr, budget, *, repeats, seed, 
     return frame, ("diverged" if diverged else "interrupted" if h.interrupted else "done")
 
 
+def _check_fraction(fraction):
+    """``tune_fraction``: the tuning runs' share of the budget, in (0, 1]."""
+    if not (isinstance(fraction, (int, float)) and 0 < fraction <= 1):
+        raise ValueError(f"tune_fraction must be a number in (0, 1], got {fraction!r}")
+
+
 def tune_lr(A, objective, label, method, rounds, budget, *, grid=TUNE_GRID, seed=0, tracker="exact", backend="auto",
             metric="grad_norm", fraction=0.1):
     """The learning rate of ``grid`` with the smallest final ``metric`` on a short run (``fraction`` of
     ``budget``, one repetition); the runs that diverge or end above where they started are out. Returns
     ``(lr, {lr: final metric})``. Where the metric plateaus early (a stochastic problem's noise floor), a tenth
     of the budget can rank the rates by noise: tune on more of it (``fraction=1``)."""
-    if not (isinstance(fraction, (int, float)) and 0 < fraction <= 1):
-        raise ValueError(f"tune_fraction must be a number in (0, 1], got {fraction!r}")
+    _check_fraction(fraction)
     scores = {}
     short = max(rounds, math.floor(budget * fraction + 1e-9))
     for lr in grid:
@@ -182,8 +187,8 @@ def compare(A, objective, algorithms=ALGORITHMS, rounds_budget=2000, *, lr=None,
     for label, value in rates.items():
         if not (np.isfinite(value) and value > 0):
             raise ValueError(f"lr: {label} = {value} must be a finite number > 0")
-    if missing and not (isinstance(tune_fraction, (int, float)) and 0 < tune_fraction <= 1):
-        raise ValueError(f"tune_fraction must be a number in (0, 1], got {tune_fraction!r}")
+    if missing:
+        _check_fraction(tune_fraction)
     log = log or (lambda line: None)
     frames, tuning, status, interrupted = [], {}, {}, False
     bar = _bar(progress, len(specs))

@@ -35,9 +35,7 @@ class Oracle:
     def __init__(self, objective, seed=0, batches=1, rep_offset=0, nodes=None):
         self.objective = objective
         self.nodes = None if nodes is None else np.ascontiguousarray(nodes, dtype=np.int64)
-        self.seed = check_int(seed, "seed", minimum=0, maximum=MAX_KEY)
-        self.batches = check_int(batches, "batches", minimum=1)
-        self.rep_offset = check_int(rep_offset, "rep_offset", minimum=0, maximum=2**62)  # as _check_stream
+        _, self.seed, self.batches, self.rep_offset = _check_stream(0, seed, batches, rep_offset)
         self.iteration = 0
         self.last = None
 
