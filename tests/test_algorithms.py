@@ -323,10 +323,13 @@ def _fake_cupy():
     dev = lambda a: a.view(_HostDeviceArray)  # noqa: E731
     return types.SimpleNamespace(
         asarray=lambda a, dtype=None: dev(np.array(a, dtype=dtype)), zeros=lambda s, dtype=None: dev(np.zeros(s, dtype)),
-        empty_like=lambda a: dev(np.empty_like(a)), ascontiguousarray=lambda a: dev(np.ascontiguousarray(a)),
-        isfinite=np.isfinite, argmax=np.argmax, float64=np.float64, int64=np.int64, uint64=np.uint64,
-        eye=lambda n: dev(np.eye(n)), ones=lambda s, dtype=None: dev(np.ones(s, dtype)), diagonal=np.diagonal,
-        maximum=np.maximum, cuda=types.SimpleNamespace(Stream=_FakeGraphs.Stream))
+        empty=lambda s, dtype=None: dev(np.zeros(s, dtype)), empty_like=lambda a: dev(np.empty_like(a)),
+        ascontiguousarray=lambda a, dtype=None: dev(np.ascontiguousarray(a, dtype=dtype)),
+        isfinite=np.isfinite, argmax=np.argmax, float64=np.float64, int64=np.int64, uint64=np.uint64, int32=np.int32,
+        uint8=np.uint8, eye=lambda n: dev(np.eye(n)), ones=lambda s, dtype=None: dev(np.ones(s, dtype)),
+        diagonal=np.diagonal, maximum=np.maximum,
+        cuda=types.SimpleNamespace(Stream=_FakeGraphs.Stream,
+                                   Device=lambda *a: types.SimpleNamespace(synchronize=lambda: None)))
 
 
 def _host_kernels(monkeypatch, backend):

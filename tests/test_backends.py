@@ -4,7 +4,6 @@ import os
 import shutil
 import subprocess
 import sys
-import types
 
 import numpy as np
 import pytest
@@ -192,33 +191,18 @@ def test_cuda_logistic_kernel_logic_matches_cpu(cuda_on_host, nodes, M, d, layou
 
 
 def _emulated_logistic_launches(cuda_on_host, monkeypatch, seen):
-    """backends.cupy with a fake CuPy whose logistic kernel is the emulated one (float64); each launch's
-    layout goes to ``seen`` after its shared memory is checked. Returns the fake CuPy module."""
-    import ctypes
-
-    from test_algorithms import _host_kernels
-
+    """:func:`_emulated_device` where each logistic launch's layout goes to ``seen`` after its shared memory is
+    checked against the layout's needs and the limit."""
     from rowstoch_fast.backends import cupy as backend
 
-    fake = _host_kernels(monkeypatch, backend)
-    fake.empty = lambda n, dtype=None: fake.zeros(n, dtype)
-    fake.ascontiguousarray = lambda a, dtype=None: fake.asarray(np.ascontiguousarray(a, dtype=dtype))
-    fake.int32 = np.int32
-    fake.cuda.Device = lambda *a: types.SimpleNamespace(synchronize=lambda: None)
+    def check(name, args, shared_mem):
+        if name.startswith("logistic_grad"):
+            M, B, layout, per_warp = int(args[4]), int(args[9]), int(args[14]), int(args[15])
+            seen.append(layout)
+            assert shared_mem == backend._LOGISTIC_WARPS * per_warp <= backend._SHARED_LIMIT
+            assert per_warp >= 32 * 8 + 32 * 4 + {0: 0, 1: 4 * (M + B), 2: 8 * B}[layout]
 
-    def launch(grid, block, args, shared_mem):
-        H, Yl, nodes, m, M, d, rho, X, reps, B, batches, seed, it, off, layout, per_warp, spill, G = args
-        seen.append(int(layout))
-        assert shared_mem == backend._LOGISTIC_WARPS * per_warp <= backend._SHARED_LIMIT
-        assert per_warp >= 32 * 8 + 32 * 4 + {0: 0, 1: 4 * (M + B), 2: 8 * B}[int(layout)]
-        i64, ptr = ctypes.c_int64, (lambda a: ctypes.c_void_p(0) if isinstance(a, np.intp) else _ptr(a))
-        cuda_on_host.emulate_logistic_grad_f64(
-            ctypes.c_longlong(int(reps) * int(m)), ptr(H), ptr(Yl), ptr(nodes), i64(m), i64(M), i64(d),
-            ctypes.c_double(rho), ptr(X), i64(reps), i64(B), i64(batches), ctypes.c_uint64(seed), ctypes.c_uint64(it),
-            i64(off), ctypes.c_int(layout), i64(per_warp), ptr(spill), ptr(G))
-
-    monkeypatch.setattr(backend, "_kernel", lambda name, width=None: launch)
-    return fake
+    return _emulated_device(cuda_on_host, monkeypatch, on_launch=check)
 
 
 @pytest.mark.parametrize("M,batch,draws", [(400, 200, "auto"), (1500, 1100, "auto"), (20000, 1100, "auto"),
@@ -263,10 +247,11 @@ def test_the_gpu_oracle_benchmark_runs_on_the_host(cuda_on_host, monkeypatch, ca
     assert "bit-identical to the CPU's: True; with the permutation: True" in capsys.readouterr().out
 
 
-def _emulated_device(cuda_on_host, monkeypatch):
+def _emulated_device(cuda_on_host, monkeypatch, on_launch=None):
     """The CuPy backend as it is, every launch going to the emulated kernels of kernels.cu (float64, int32
     indices: the instances tests/cuda_on_host.cpp builds) on host memory: NumPy stands in for CuPy, CUDA graphs
-    record and replay the launches. Returns the fake CuPy module."""
+    record and replay the launches; ``on_launch(name, args, shared_mem)`` sees each launch first. Returns the
+    fake CuPy module."""
     import ctypes
 
     from test_algorithms import _FakeGraphs, _fake_cupy
@@ -274,9 +259,6 @@ def _emulated_device(cuda_on_host, monkeypatch):
     from rowstoch_fast.backends import cupy as backend
 
     fake = _fake_cupy()
-    fake.empty = lambda n, dtype=None: fake.zeros(n, dtype)
-    fake.ascontiguousarray = lambda a, dtype=None: fake.asarray(np.ascontiguousarray(a, dtype=dtype))
-    fake.int32, fake.uint8 = np.int32, np.uint8
     monkeypatch.setattr(backend, "require_cupy", lambda: fake)
     monkeypatch.setattr(backend, "_ptr", lambda a: a.ctypes.data)
     kinds = {np.int64: ctypes.c_int64, np.uint64: ctypes.c_uint64, np.float64: ctypes.c_double,
@@ -290,9 +272,13 @@ def _emulated_device(cuda_on_host, monkeypatch):
         emulated = getattr(cuda_on_host, f"emulate_{name}")
 
         def launch(grid, block, args, shared_mem=0):
+            if on_launch is not None:
+                on_launch(name, args, shared_mem)
             converted = [arg(a) for a in args]  # now: the arrays must live until the (maybe replayed) launch
             launched.append(name)
-            _FakeGraphs.run(lambda: emulated(ctypes.c_longlong(grid[0] * block[0]), *converted))
+            threads = grid[0] * block[0]  # the warp kernels' emulation takes warps (one per emulated block)
+            count = threads // 32 if name.startswith("logistic_grad") else threads
+            _FakeGraphs.run(lambda: emulated(ctypes.c_longlong(count), *converted))
         return launch
 
     monkeypatch.setattr(backend, "_kernel", kernel)
