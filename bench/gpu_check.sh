@@ -9,7 +9,9 @@
 #   4. bench/gpu_e2e.py: rowstoch run --backend cupy vs cpu, set-up and run time, cold and warm kernel cache;
 #   5. the GPU half of bench/scaling.py (the design card's figure) when STAGES includes "scaling";
 #   6. bench/torch_replicas.py with 64 replicas of a small CNN on the GPU (issue 15) when STAGES includes
-#      "torch".
+#      "torch";
+#   7. Nsight Compute's DRAM and L2 byte counts of the mixing kernels at n = 2^20 (the "entry" and "row"
+#      kernels, bench/gpu_kernels.py --sections probe) when STAGES includes "ncu".
 # Everything lands in $OUT (default /tmp/rowstoch_gpu).
 #
 #   bash bench/gpu_check.sh                          # from the repository root
@@ -72,5 +74,28 @@ if has torch; then
     stamp "PyTorch replicas on the GPU (bench/torch_replicas.py)"
     timeout 120 "$PY" bench/torch_replicas.py --model cnn --device cuda --nodes 64 --batch 32 --rounds 3 \
         2>&1 | tee "$OUT/torch_replicas.out"
+fi
+if has ncu; then
+    stamp "ncu: bytes moved by the mixing kernels (bench/gpu_kernels.py --sections probe)"
+    NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+    if [ -z "$NCU" ]; then
+        echo "no ncu on this machine"
+    else
+        timeout 150 "$NCU" --kernel-name regex:csr_mix --csv --page raw \
+            --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_bytes.sum,lts__t_sector_hit_rate.pct,l1tex__t_bytes.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,lts__throughput.avg.pct_of_peak_sustained_elapsed \
+            "$PY" bench/gpu_kernels.py --sections probe --out "$OUT" > "$OUT/ncu.csv" 2> "$OUT/ncu.err"
+        echo "ncu exit code $?"; grep "^probe" "$OUT/ncu.csv"; tail -3 "$OUT/ncu.err"
+        "$PY" - "$OUT/ncu.csv" <<'PYEOF'
+import csv, sys
+lines = [l for l in open(sys.argv[1]) if l.startswith('"')]
+rows = list(csv.DictReader(lines))
+keys = ("gpu__time_duration.sum", "dram__bytes_read.sum", "dram__bytes_write.sum", "lts__t_bytes.sum",
+        "lts__t_sector_hit_rate.pct", "dram__throughput.avg.pct_of_peak_sustained_elapsed",
+        "lts__throughput.avg.pct_of_peak_sustained_elapsed")
+for r in rows:
+    if "Kernel Name" in r and r["Kernel Name"].startswith("csr_mix"):
+        print(r["Kernel Name"], *(f"{k}={r.get(k)}" for k in keys))
+PYEOF
+    fi
 fi
 stamp done

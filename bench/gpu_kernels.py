@@ -6,18 +6,23 @@ Usage (on a machine with an NVIDIA GPU and CuPy; ``bench/gpu_check.sh`` runs it)
 
 Sections (each prints a markdown table; everything lands in ``DIR/gpu_kernels.json``):
 
-* ``bits``: the mixing kernels (``entry``, ``entry1``, ``entry-u1``) give the same iterates, bit for bit,
+* ``bits``: the mixing kernels (``entry``, ``entry1``, ``entry-u1``, ``row``) give the same iterates, bit for bit,
   as each other and as the CPU kernels (float64; float32 within 1e-5);
 * ``mix``: one MG-Pull-Diag-GT iteration (eq. 14 without the gradient, exponential graph, d = 10, R = 10) at
   n = 2^20 and 2^22 with each mixing kernel, against the cupyx ``csr_matrix @ X`` composition of the same
-  equations and against the device's copy bandwidth (compulsory traffic as in ``bench/scaling.py``), and the
-  R gossip rounds alone;
+  equations and against the device's copy bandwidth (compulsory traffic as in ``bench/scaling.py``, the
+  CSR's values included, also for ``row``, which reads one weight per row instead: its GB/s are those of the
+  same work), and the R gossip rounds alone;
 * ``overhead``: the same iteration at n = 2^10 .. 2^16, where launches and synchronisation dominate: the
   default (graphs of the R rounds, NaN/Inf flag read every 32 steps), without graphs, and with a read of
   the flag after every step (the 2026-11 behaviour), next to the CPU kernels;
 * ``oracle``: the logistic oracle (Appendix E.2: 400 samples per node, batch 200, d = 10) at n = 512 and
   2^15 on the GPU against the CPU kernels on every core of this host, and a whole Pull-Diag-GT step at
-  n = 512.
+  n = 512;
+* ``probe`` (not in the default list; for a profiler): three rounds of ``A X`` at n = 2^20, d = 10 with the
+  ``entry`` and then the ``row`` kernel, printing the compulsory bytes of one round, so that
+  ``ncu --kernel-name regex:csr_mix`` (``bench/gpu_check.sh``, stage ``ncu``) can set the DRAM and L2 bytes it
+  counts against them.
 
 GPU times are taken over several steps between two synchronisations (a run does not synchronise per
 step); contenders are interleaved (``_harness.interleaved``) and medians are reported.
@@ -41,7 +46,7 @@ from rowstoch_fast import PullDiagGT, _core, topology  # noqa: E402
 from rowstoch_fast.objectives import NonconvexLogistic  # noqa: E402
 from rowstoch_fast.backends import cupy as gpu  # noqa: E402
 
-KINDS = ("entry", "entry1", "entry-u1")
+KINDS = ("entry", "entry1", "entry-u1", "row")
 
 
 def _steps(cp, opt, G, k, kind=None, sync=True):
@@ -245,6 +250,25 @@ def section_oracle(cp, out, sizes, M=400, B=200, d=10):
     out["oracle"] = rows
 
 
+def section_probe(cp, out, log2n=20, d=10, R=3):
+    A, n, rng, _ = _problem(cp, log2n, d, seed=3)
+    X = cp.asarray(rng.standard_normal((n, d)))
+    isz = A.csr.indices.itemsize
+    block = 2 * n * d * 8
+    rows = []
+    for kind, values in (("entry", A.nnz * 8), ("row", n * 8)):
+        gpu.MIX_KERNEL = kind
+        gpu.mix_power(A, X, R)
+        cp.cuda.Device().synchronize()
+        compulsory = (n + 1) * isz + A.nnz * isz + values + block
+        rows.append({"kernel": kind, "n": n, "d": d, "rounds": R, "compulsory_bytes_per_round": compulsory})
+        print(f"probe: {R} rounds of the '{kind}' kernel at n = 2^{log2n}, d = {d}: compulsory "
+              f"{compulsory / 1e6:.1f} MB per round (CSR {((n + 1) * isz + A.nnz * isz + values) / 1e6:.1f} MB, "
+              f"X and Y {block / 1e6:.1f} MB)", flush=True)
+    gpu.MIX_KERNEL = "auto"
+    out["probe"] = rows
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--sections", default="bits,mix,overhead,oracle")
@@ -267,7 +291,8 @@ def main(argv=None):
     plan = {"bits": lambda: section_bits(cp, out),
             "mix": lambda: section_mix(cp, out, (14, 16) if quick else (20, 22), copy_bw),
             "overhead": lambda: section_overhead(cp, out, (10, 12) if quick else (10, 12, 14, 16)),
-            "oracle": lambda: section_oracle(cp, out, (64, 512) if quick else (512, 2**15))}
+            "oracle": lambda: section_oracle(cp, out, (64, 512) if quick else (512, 2**15)),
+            "probe": lambda: section_probe(cp, out, 14 if quick else 20)}
     failed = []
     for name in sections:
         try:  # a failing section leaves the others' numbers

@@ -40,6 +40,23 @@ def test_mix_and_power(xp, dtype, rtol):
     np.testing.assert_allclose(host(A.mix(xp.asarray(X))), A.toarray() @ X, rtol=rtol, atol=rtol)
 
 
+@pytest.mark.parametrize("kind", ["entry", "entry1", "entry-u1", "row"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_every_gpu_mixing_kernel_gives_the_cpu_bits(monkeypatch, kind, dtype):
+    """ROWSTOCH_CUDA_MIX's every choice on the device: an in-degree matrix (one weight per row: the "row"
+    kernel runs) and the paper's grid (it cannot), aligned and odd widths: the CPU kernels' bits."""
+    cupy, reason = _cupy_or_reason()
+    if cupy is None:
+        pytest.skip(f"CuPy backend unavailable: {reason}")
+    from rowstoch_fast.backends import cupy as backend
+
+    monkeypatch.setattr(backend, "MIX_KERNEL", kind)
+    for A in (topology.exponential(1000 + 3).astype(dtype), topology.paper_graphs()["grid"].astype(dtype)):
+        for w in (1, 3, 8, 10):
+            X = np.random.default_rng(w).standard_normal((A.n, w)).astype(dtype)
+            np.testing.assert_array_equal(backend.mix_power(A, cupy.asarray(X), 3).get(), A.mix_power(X, 3))
+
+
 @pytest.mark.parametrize("tracker", ["exact", "perron"])
 @pytest.mark.parametrize("R", [1, 3])
 def test_pull_diag_gt_matches_cpu(xp, tracker, R):
@@ -227,9 +244,9 @@ def test_cupy_logistic_launcher_on_the_host(cuda_on_host, monkeypatch, M, batch,
 
 
 def test_the_gpu_oracle_benchmark_runs_on_the_host(cuda_on_host, monkeypatch, capsys):
-    """bench/gpu_kernels.py's oracle section (both ways of drawing, a Pull-Diag-GT step, the table) on the fake
-    CuPy and the emulated kernel: the script a device session runs does not fail on the way, and reports the
-    GPU gradients bit-identical."""
+    """bench/gpu_kernels.py's oracle section (both ways of drawing, a Pull-Diag-GT step, the table) and its probe
+    of the mixing kernels on the fake CuPy and the emulated kernels: the script a device session runs does not
+    fail on the way, and reports the GPU gradients bit-identical."""
     import importlib.util
 
     seen = []
@@ -245,6 +262,13 @@ def test_the_gpu_oracle_benchmark_runs_on_the_host(cuda_on_host, monkeypatch, ca
                                                       "Pull-Diag-GT step"]
     assert all(row["bit_identical"] for row in out["oracle"]) and {1, 2} <= set(seen)
     assert "bit-identical to the CPU's: True; with the permutation: True" in capsys.readouterr().out
+    launched = []
+    monkeypatch.setattr(bench.gpu, "_kernel", lambda name, kernel=bench.gpu._kernel: launched.append(name) or
+                        kernel(name))
+    bench.section_probe(fake, out, log2n=6)  # what ncu profiles (bench/gpu_check.sh, stage ncu)
+    assert [row["kernel"] for row in out["probe"]] == ["entry", "row"]
+    assert launched == ["csr_mix_entry2x4_f64_i32"] * 3 + ["csr_mix_row2x4_f64_i32"] * 3
+    assert "compulsory" in capsys.readouterr().out
 
 
 def _emulated_device(cuda_on_host, monkeypatch, on_launch=None):
@@ -361,6 +385,77 @@ def test_cuda_mixing_kernels_match_cpu(cuda_on_host, kernel, index_dtype, dtype,
                                                       _ptr(X), _ptr(Y), ctypes.c_int64(n), ctypes.c_int64(w),
                                                       ctypes.c_void_p(0))
     np.testing.assert_array_equal(Y, A.mix(X))
+
+
+@pytest.mark.parametrize("kernel,index_dtype,dtype,w", [
+    ("row1x4_f64_i32", np.int32, np.float64, 3), ("row2x4_f64_i32", np.int32, np.float64, 10),
+    ("row4x4_f32_i64", np.int64, np.float32, 8)])
+@pytest.mark.parametrize("graph", ["exponential", "erdos-renyi", "star"])
+def test_cuda_per_row_weight_kernels_match_cpu(cuda_on_host, monkeypatch, kernel, index_dtype, dtype, w, graph):
+    """The mixing kernels reading one weight per row (``ROWSTOCH_CUDA_MIX=row``) on matrices built by the
+    in-degree rule: the CPU's sums over the CSR's values, bit for bit."""
+    import ctypes
+
+    from rowstoch_fast.backends import cupy as backend
+
+    monkeypatch.setattr(backend, "require_cupy", lambda: np)  # device_row_weights' copy: a host array
+    V = int(kernel[3])
+    n = 23
+    A = {"exponential": topology.exponential, "star": topology.star,
+         "erdos-renyi": lambda n: topology.erdos_renyi(n, 0.25, seed=w)}[graph](n).astype(dtype)
+    weights = backend.device_row_weights(A)
+    assert weights is not None and weights.dtype == dtype and weights.shape == (n,)
+    X = np.random.default_rng(w).normal(size=(n, w)).astype(dtype)
+    Y = np.full_like(X, np.nan)
+    Ap, Aj, _ = _csr_args(A, index_dtype, dtype)
+    getattr(cuda_on_host, f"emulate_csr_mix_{kernel}")(ctypes.c_longlong(X.size // V), _ptr(Ap), _ptr(Aj),
+                                                      _ptr(weights), _ptr(X), _ptr(Y), ctypes.c_int64(n),
+                                                      ctypes.c_int64(w), ctypes.c_void_p(0))
+    np.testing.assert_array_equal(Y, A.mix(X))
+
+
+def test_per_row_weights_only_where_every_entry_of_a_row_has_the_same_bits(monkeypatch):
+    """device_row_weights: None as soon as one stored weight differs from its row's first in any bit (a random
+    grid's weights; a weight one ulp off; -0.0 against 0.0), an empty row's weight 0; cached on the matrix."""
+    import scipy.sparse as sp
+
+    from rowstoch_fast.backends import cupy as backend
+    from rowstoch_fast.mixing import MixingMatrix
+
+    monkeypatch.setattr(backend, "require_cupy", lambda: np)
+    assert backend.device_row_weights(topology.paper_graphs()["grid"]) is None
+    A = topology.ring(5)
+    assert backend.device_row_weights(A) is backend.device_row_weights(A)
+    np.testing.assert_array_equal(backend.device_row_weights(A), 0.5)
+
+    def one(data, indices, indptr, n):
+        M = MixingMatrix._from_valid_csr(np.asarray(indptr, np.int32), np.asarray(indices, np.int32),
+                                         np.asarray(data, np.float64), n)
+        return backend.device_row_weights(M)
+
+    assert one([0.5, np.nextafter(0.5, 1)], [0, 1], [0, 2, 2], 2) is None
+    assert one([0.0, -0.0, 1.0], [0, 1, 1], [0, 2, 3], 2) is None
+    np.testing.assert_array_equal(one([0.5, 0.5, 1.0], [0, 1, 1], [0, 2, 2, 3], 3), [0.5, 0.0, 1.0])
+    assert sp.issparse(A.csr)
+
+
+def test_the_per_row_weight_kernel_runs_where_rows_have_one_weight(cuda_on_host, monkeypatch):
+    """ROWSTOCH_CUDA_MIX=row through the backend: the per-row kernel for an in-degree matrix, the CSR's values
+    for the paper's grid (different weights in a row); both the CPU's iterates, bit for bit."""
+    from test_algorithms import _on_cpu_and_device
+
+    from rowstoch_fast.backends import cupy as backend
+
+    fake = _emulated_device(cuda_on_host, monkeypatch)
+    monkeypatch.setattr(backend, "MIX_KERNEL", "row")
+    rng = np.random.default_rng(7)
+    for A, family in ((topology.exponential(16), "csr_mix_row"), (topology.paper_graphs()["grid"], "csr_mix_entry")):
+        G, x0 = rng.standard_normal((16, 4)), rng.standard_normal((16, 4))
+        fake.launched.clear()
+        cpu, gpu = _on_cpu_and_device(REGISTRY["pull-diag-gt"], A, x0, G, fake, 5)
+        np.testing.assert_array_equal(gpu.gather_x(), cpu.x)
+        mixes = {k for k in fake.launched if k.startswith("csr_mix")}
+        assert mixes and all(k.startswith(family) for k in mixes), mixes
 
 
 @pytest.mark.parametrize("kernel,index_dtype,dtype,w", [("lossy1_f64_i32", np.int32, np.float64, 3),

@@ -19,7 +19,9 @@ import numpy as np
 
 from .base import DEFERRED, Backend
 
-__all__ = ["HAS_CUPY", "require_cupy", "to_gpu", "to_cpu", "device_csr", "mix", "mix_power", "CupyBackend"]
+__all__ = [
+    "HAS_CUPY", "require_cupy", "to_gpu", "to_cpu", "device_csr", "device_row_weights", "mix", "mix_power", "CupyBackend",
+]
 
 
 def _disabled():
@@ -34,10 +36,12 @@ _OPTIONS = ("-std=c++14", "--fmad=false")
 
 #: Which mixing kernel to run: ``"auto"`` (= ``"entry"``: one thread per 16 bytes of a row where the width
 #: and the alignment allow, else per value, four neighbours' loads in flight), ``"entry1"`` (one value per
-#: thread) or ``"entry-u1"`` (16 bytes, one neighbour at a time); benchmarks compare them, all give the same
-#: bits. Read from ``ROWSTOCH_CUDA_MIX`` at import.
+#: thread), ``"entry-u1"`` (16 bytes, one neighbour at a time) or ``"row"`` (``"entry"`` reading one weight
+#: per row instead of the CSR's values, for matrices whose rows each hold one weight, as the in-degree rule
+#: writes them; others get ``"entry"``); benchmarks compare them, all give the same bits. Read from
+#: ``ROWSTOCH_CUDA_MIX`` at import.
 MIX_KERNEL = os.environ.get("ROWSTOCH_CUDA_MIX", "auto")
-_MIX_KERNELS = ("auto", "entry", "entry1", "entry-u1")
+_MIX_KERNELS = ("auto", "entry", "entry1", "entry-u1", "row")
 #: How the logistic kernel draws a mini-batch: ``"auto"`` (= ``"draws"`` for batches up to 1,024: the lanes draw
 #: together, no permutation; larger ones ``"perm"``) or ``"perm"`` (lane 0 shuffles a permutation, in shared
 #: memory when it fits); benchmarks compare them, both give the CPU's bits. Read from ``ROWSTOCH_CUDA_LOGISTIC``.
@@ -113,17 +117,34 @@ def device_csr(A):
     return cached
 
 
-def _mix_kernel(n, w, dtype, index_dtype, aligned, kind=None):
-    """(kernel name, threads) of the mixing kernel for an ``n x w`` block."""
+def device_row_weights(A):
+    """The per-row weights of a MixingMatrix on the device when every row stores one weight (the same bits
+    in each of its entries; an empty row counts as 0), else None; computed once and cached on the matrix."""
+    cache = A._diag_cache
+    if "device_row_weights" not in cache:
+        c = A.csr
+        counts = np.diff(c.indptr)
+        first = np.zeros(A.n, dtype=c.data.dtype)
+        first[counts > 0] = c.data[c.indptr[:-1][counts > 0]]
+        bits = np.dtype(f"u{c.data.dtype.itemsize}")
+        same = np.array_equal(c.data.view(bits), np.repeat(first, counts).view(bits))
+        cache["device_row_weights"] = require_cupy().asarray(first) if same else None
+    return cache["device_row_weights"]
+
+
+def _mix_kernel(n, w, dtype, index_dtype, aligned, kind=None, per_row=False):
+    """(kernel name, threads) of the mixing kernel for an ``n x w`` block (``per_row``: the matrix has
+    :func:`device_row_weights`)."""
     kind = MIX_KERNEL if kind is None else kind
     if kind not in _MIX_KERNELS:
         raise ValueError(f"ROWSTOCH_CUDA_MIX must be one of {', '.join(_MIX_KERNELS)}, got {kind!r}")
     suffix = f"{_suffix(dtype)}_{'i32' if np.dtype(index_dtype) == np.int32 else 'i64'}"
     vec = 2 if np.dtype(dtype) == np.float64 else 4
     unroll = 1 if kind == "entry-u1" else 4
+    family = "row" if kind == "row" and per_row else "entry"
     if kind != "entry1" and aligned and w % vec == 0:
-        return f"csr_mix_entry{vec}x{unroll}_{suffix}", n * w // vec
-    return f"csr_mix_entry1x{unroll}_{suffix}", n * w
+        return f"csr_mix_{family}{vec}x{unroll}_{suffix}", n * w // vec
+    return f"csr_mix_{family}1x{unroll}_{suffix}", n * w
 
 
 def _ptr(a):
@@ -140,8 +161,10 @@ def _mix_into(A, X, out, status=None):
     nothing."""
     Ap, Aj, Ax = device_csr(A)
     n, w = X.shape
-    name, threads = _mix_kernel(n, w, Ax.dtype, Ap.dtype, _aligned(X, out))
-    _launch(name, threads, (Ap, Aj, Ax, X, out, np.int64(n), np.int64(w), np.intp(0) if status is None else status))
+    weights = device_row_weights(A) if MIX_KERNEL == "row" else None
+    name, threads = _mix_kernel(n, w, Ax.dtype, Ap.dtype, _aligned(X, out), per_row=weights is not None)
+    _launch(name, threads, (Ap, Aj, Ax if weights is None else weights, X, out, np.int64(n), np.int64(w),
+                            np.intp(0) if status is None else status))
     return out
 
 
