@@ -32,6 +32,18 @@ def check_int(value, name, *, minimum=None, maximum=None):
     return value
 
 
+def make_rng(seed, name="seed"):
+    """``np.random.default_rng(seed)`` for a seed NumPy takes (None, an integer >= 0, a sequence of them, a
+    ``SeedSequence`` or a ``Generator``), or a TypeError/ValueError naming ``name`` (NumPy's own do not)."""
+    if seed is None or isinstance(seed, (np.random.Generator, np.random.SeedSequence, np.random.BitGenerator)):
+        return np.random.default_rng(seed)
+    if isinstance(seed, (list, tuple, np.ndarray)):
+        for k, s in enumerate(np.asarray(seed, dtype=object).ravel()):
+            check_int(s, f"{name}[{k}]", minimum=0)
+        return np.random.default_rng([int(s) for s in np.asarray(seed, dtype=object).ravel()])
+    return np.random.default_rng(check_int(seed, name, minimum=0))
+
+
 def check_positive_float(value, name, *, allow_zero=False):
     """Return ``value`` as a finite float > 0 (or >= 0), or raise naming ``name``."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):

@@ -21,7 +21,7 @@ import pickle
 
 import numpy as np
 
-from ._checks import check_int, check_positive_float
+from ._checks import check_int, check_positive_float, make_rng
 
 __all__ = ["iid_split", "dirichlet_split", "load_digits", "load_mnist", "load_cifar10"]
 
@@ -39,7 +39,7 @@ def iid_split(num_samples, n, seed=0):
     per = num_samples // n
     if per == 0:
         raise ValueError(f"{num_samples} samples cannot give each of {n} nodes one")
-    perm = np.random.default_rng(seed).permutation(num_samples)
+    perm = make_rng(seed).permutation(num_samples)
     return [perm[i * per:(i + 1) * per] for i in range(n)]
 
 
@@ -63,7 +63,7 @@ def dirichlet_split(labels, n, alpha, seed=0, min_size=1):
     min_size = check_int(min_size, "min_size", minimum=0)
     if min_size * n > len(labels):
         raise ValueError(f"{len(labels)} samples cannot give each of {n} nodes {min_size}")
-    rng = np.random.default_rng(seed)
+    rng = make_rng(seed)
     classes = np.unique(labels)
     for _ in range(1000):
         parts = [[] for _ in range(n)]

@@ -14,7 +14,7 @@ import hashlib
 import numpy as np
 
 from . import _core
-from ._checks import MAX_KEY, as_float_array, check_int, check_positive_float, require_memory
+from ._checks import MAX_KEY, as_float_array, check_int, check_positive_float, make_rng, require_memory
 
 __all__ = ["Objective", "Oracle", "NonconvexLogistic", "Quadratic", "LeastSquares"]
 
@@ -61,7 +61,10 @@ class Objective:
         """Global ids of the rows of X (all nodes when None)."""
         if nodes is None:
             return None
-        nodes = np.ascontiguousarray(nodes, dtype=np.int64)
+        given = np.asarray(nodes)
+        if given.size and given.dtype.kind not in "iu":
+            raise TypeError(f"nodes must be integer node ids, got dtype {given.dtype}")
+        nodes = np.ascontiguousarray(given, dtype=np.int64)
         if nodes.ndim != 1 or (nodes.size and (nodes.min() < 0 or nodes.max() >= self.n)):
             raise ValueError(f"nodes must be a 1-D array of node ids in 0..{self.n - 1}")
         return nodes
@@ -190,6 +193,7 @@ class NonconvexLogistic(Objective):
         self.dtype = np.dtype(check_dtype(dtype))
         H = as_float_array(H, "H", self.dtype, ndim=2)
         Y = as_float_array(Y, "Y", self.dtype, ndim=1)
+        _check_nonempty(H.shape, "H", self.n)
         if H.shape[0] % self.n:
             raise ValueError(f"H has {H.shape[0]} rows, which n = {self.n} nodes cannot share evenly")
         if Y.shape[0] != H.shape[0]:
@@ -229,7 +233,7 @@ class NonconvexLogistic(Objective):
             raise ValueError(f"batch = {batch} exceeds the {total // n} samples per node (total / n)")
         # H, its margins and the labels, with the temporaries of their generation
         require_memory(8.0 * total * (2 * d + 6), f"the synthetic logistic data ({total} samples of d = {d})")
-        rng = np.random.default_rng(seed)
+        rng = make_rng(seed)
         x_opt = rng.standard_normal(d)
         H = rng.standard_normal((total, d))
         z = rng.random(total)
@@ -255,7 +259,7 @@ class NonconvexLogistic(Objective):
 
     def x0(self, seed=42, scale=0.01):
         """The paper's start: ``x0 = scale * N(0, I_d)`` (seed 42), the same point on every node."""
-        return scale * np.random.default_rng(seed).standard_normal(self.d)
+        return scale * make_rng(seed).standard_normal(self.d)
 
     def stochastic_gradient(self, X, iteration, *, seed=0, batches=1, rep_offset=0, nodes=None):
         """Mini-batch gradients of every node (average of ``batches`` mini-batches), shape of ``X``.
@@ -296,6 +300,12 @@ def _check_stream(iteration, seed, batches, rep_offset):
             check_int(rep_offset, "rep_offset", minimum=0, maximum=2**62))
 
 
+def _check_nonempty(shape, name, n=1):
+    """A data array with at least one row per node (``n`` of them) and one column, or a ValueError."""
+    if shape[0] < n or shape[1] == 0:
+        raise ValueError(f"{name} must have at least one row per node (n = {n}) and one column, got shape {shape}")
+
+
 def _rng(seed, rep, iteration):
     return np.random.default_rng([seed, rep, iteration])
 
@@ -318,6 +328,7 @@ class Quadratic(Objective):
         self.b = as_float_array(b, "b", self.dtype, ndim=2)
         if self.q.shape != self.b.shape:
             raise ValueError(f"q has shape {self.q.shape} but b has {self.b.shape}")
+        _check_nonempty(self.q.shape, "q")
         if (self.q <= 0).any():
             raise ValueError("q must be positive (strongly convex f_i)")
         self.n, self.d = self.q.shape
@@ -327,7 +338,8 @@ class Quadratic(Objective):
     def random(cls, n, d, seed=0, sigma=0.0, dtype=np.float64):
         """``q_i ~ U(0.5, 2)`` and ``b_i ~ N(0, I)`` per node, gradient noise ``sigma``; ``dtype=np.float32``
         keeps the data, and so the gradients, in float32 (drawn in float64, then rounded)."""
-        rng = np.random.default_rng(seed)
+        n, d = check_int(n, "n", minimum=1), check_int(d, "d", minimum=1)
+        rng = make_rng(seed)
         obj = cls(rng.uniform(0.5, 2.0, (n, d)), rng.standard_normal((n, d)), sigma=sigma, dtype=dtype)
         obj.source = {"generator": "random", "seed": seed}
         return obj
@@ -354,7 +366,7 @@ class Quadratic(Objective):
 
     def x0(self, seed=42, scale=0.01):
         """A start ``scale * N(0, I_d)``, the same on every node."""
-        return scale * np.random.default_rng(seed).standard_normal(self.d)
+        return scale * make_rng(seed).standard_normal(self.d)
 
     def _qb(self, nodes):
         nodes = self._nodes(nodes)
@@ -397,6 +409,7 @@ class LeastSquares(Objective):
         self.n = check_int(n, "n", minimum=1)
         H = as_float_array(H, "H", np.float64, ndim=2)
         y = as_float_array(y, "y", np.float64, ndim=1)
+        _check_nonempty(H.shape, "H", self.n)
         if H.shape[0] % self.n or y.shape[0] != H.shape[0]:
             raise ValueError(f"H ({H.shape[0]} rows) and y ({y.shape[0]}) must split evenly over n = {self.n} nodes")
         self.M = H.shape[0] // self.n
@@ -415,7 +428,7 @@ class LeastSquares(Objective):
         return {"batch": self.batch}
     def x0(self, seed=42, scale=0.01):
         """A start ``scale * N(0, I_d)``, the same on every node."""
-        return scale * np.random.default_rng(seed).standard_normal(self.d)
+        return scale * make_rng(seed).standard_normal(self.d)
 
     def _grad(self, X, H, y):
         r = np.einsum("...nmd,...nd->...nm", H, X) - y

@@ -18,7 +18,7 @@ import scipy.sparse as sp
 from scipy.sparse import csgraph
 from scipy.spatial import cKDTree
 
-from ._checks import check_int, check_positive_float, require_memory
+from ._checks import check_int, check_positive_float, make_rng, require_memory
 from .mixing import DEGREE_BUILD_BYTES_PER_ENTRY, STOCHASTIC, MixingMatrix, out_degree_weights
 
 __all__ = [
@@ -165,7 +165,7 @@ def geometric(n, radius, seed=None):
     n = check_int(n, "n", minimum=1)
     radius = check_positive_float(radius, "radius")
     _reserve(n + min(float(n) * n, float(n) * n * np.pi * radius**2), f"geometric({n}, radius={radius})")
-    rng = np.random.default_rng(seed)
+    rng = make_rng(seed)
     for _ in range(_MAX_TRIES):
         pts = rng.random((n, 2))
         pairs = cKDTree(pts).query_pairs(radius, output_type="ndarray").astype(np.int64)
@@ -193,7 +193,7 @@ def nearest_neighbor(n, k=3, seed=None):
     if k >= n:
         raise ValueError(f"k must be < n, got k={k} with n={n}")
     _reserve(n * (2 * k + 3), f"nearest_neighbor({n}, k={k})")
-    rng = np.random.default_rng(seed)
+    rng = make_rng(seed)
     for _ in range(_MAX_TRIES):
         pts = rng.random((n, 2))
         _, nb = cKDTree(pts).query(pts, k=k + 1)
@@ -227,7 +227,7 @@ def erdos_renyi(n, p, seed=None):
     if p > 1:
         raise ValueError(f"p must be in (0, 1], got {p}")
     _reserve(n + p * n * (n - 1), f"erdos_renyi({n}, p={p})")
-    rng = np.random.default_rng(seed)
+    rng = make_rng(seed)
     if n <= 4096:
         mask = rng.random((n, n)) < p
         np.fill_diagonal(mask, False)

@@ -426,3 +426,52 @@ def test_cupy_backend_checks_x0_before_building_the_tracker(monkeypatch):
     monkeypatch.setenv("ROWSTOCH_TRACKER_MAX_WORK", "1")  # any exact tracker would be refused
     with pytest.raises(TypeError, match="x0 must be a CuPy"):
         PullDiagGT(topology.exponential(64), np.zeros((64, 2)), lr=0.1, backend="cupy")
+
+
+@pytest.mark.parametrize("call, error, fragment", [
+    ("objectives.Quadratic.random(4, 2, seed=-1)", ValueError, "seed must be >= 0, got -1"),
+    ("objectives.Quadratic.random(4, 2, seed=1.5)", TypeError, "seed must be an integer, got float 1.5"),
+    ("objectives.Quadratic.random(4, 2, seed=[1, -2])", ValueError, r"seed\[1\] must be >= 0, got -2"),
+    ("objectives.Quadratic.random(4, 2).x0(seed=-1)", ValueError, "seed must be >= 0"),
+    ("objectives.NonconvexLogistic.synthetic(4, total=40, batch=2, seed=-1)", ValueError, "seed must be >= 0"),
+    ("topology.erdos_renyi(10, 0.5, seed=-1)", ValueError, "seed must be >= 0"),
+    ("topology.geometric(10, 0.5, seed=1.5)", TypeError, "seed must be an integer"),
+    ("topology.nearest_neighbor(10, 3, seed='a')", TypeError, "seed must be an integer"),
+    ("datasets.iid_split(10, 2, seed=-1)", ValueError, "seed must be >= 0"),
+    ("datasets.dirichlet_split(np.arange(10) % 2, 2, alpha=1.0, seed=1.5)", TypeError, "seed must be an integer"),
+    ("objectives.Quadratic.random(0, 2)", ValueError, "n must be >= 1, got 0"),
+    ("objectives.Quadratic.random(4, 0)", ValueError, "d must be >= 1, got 0"),
+    ("objectives.Quadratic.random(4.0, 2)", TypeError, "n must be an integer, got float 4.0"),
+    ("objectives.Quadratic(np.ones((0, 2)), np.ones((0, 2)))", ValueError, r"q must have at least one row"),
+    ("objectives.LeastSquares(np.ones((8, 0)), np.ones(8), 4)", ValueError,
+     r"H must have at least one row per node \(n = 4\) and one column, got shape \(8, 0\)"),
+    ("objectives.LeastSquares(np.ones((0, 2)), np.ones(0), 4)", ValueError, "H must have at least one row per node"),
+    ("objectives.NonconvexLogistic(np.ones((8, 0)), np.ones(8), 4, batch=1)", ValueError, "H must have at least"),
+    ("objectives.Quadratic.random(4, 2).full_gradient(np.zeros((1, 2)), nodes=[1.5])", TypeError,
+     "nodes must be integer node ids, got dtype float64"),
+    ("objectives.NonconvexLogistic.synthetic(4, total=40, batch=2).stochastic_gradient(np.zeros((1, 10)), 0, "
+     "nodes=np.array([True]))", TypeError, "nodes must be integer node ids, got dtype bool"),
+    ("PullDiagGT(topology.exponential(4), np.zeros(2), lr=0.1).step(lambda X: None)", TypeError,
+     r"grad_fn returned None; it must return the gradients at X, an array of shape \(4, 2\)"),
+])
+def test_seeds_sizes_and_node_ids_are_checked_by_name(call, error, fragment):
+    """Seeds reach NumPy only once they are integers >= 0 (NumPy's own errors name no argument: "expected
+    non-negative integer"); empty data, float node ids (they were truncated: node 1.5 read node 1) and a grad_fn
+    that forgets to return are refused by name."""
+    from rowstoch_fast import PullDiagGT, datasets, objectives, topology  # noqa: F401 - used by the calls
+
+    with pytest.raises(error, match=fragment):
+        eval(call)
+
+
+def test_seeds_numpy_takes_still_work():
+    """None, NumPy integers, sequences of integers and Generators are still seeds."""
+    from rowstoch_fast import datasets, objectives, topology
+
+    assert topology.erdos_renyi(10, 0.5, seed=np.random.default_rng(0)).n == 10
+    assert topology.geometric(10, 0.5, seed=None).n == 10
+    a = objectives.Quadratic.random(4, 2, seed=[1, 2])
+    np.testing.assert_array_equal(a.q, np.random.default_rng([1, 2]).uniform(0.5, 2.0, (4, 2)))
+    np.testing.assert_array_equal(np.concatenate(datasets.iid_split(10, 2, seed=np.int64(3))),
+                                  np.random.default_rng(3).permutation(10))
+    assert objectives.Quadratic.random(4, 2).full_gradient(np.zeros((0, 2)), nodes=[]).shape == (0, 2)

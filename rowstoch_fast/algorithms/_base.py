@@ -404,7 +404,11 @@ class Optimizer:
                                                                   self.iteration))
 
     def _gradient_local(self, grad_fn, x_buf, out):
-        G = self._ops.user_array(grad_fn(self._user_view(x_buf)), "the value grad_fn returns")
+        G = grad_fn(self._user_view(x_buf))
+        if G is None:
+            raise TypeError(f"grad_fn returned None; it must return the gradients at X, an array of shape "
+                            f"{self._shape} (the shape of x)")
+        G = self._ops.user_array(G, "the value grad_fn returns")
         if tuple(G.shape) != self._shape:
             raise ValueError(f"grad_fn returned shape {tuple(G.shape)}, expected {self._shape} (the shape of x)")
         if G.dtype.kind not in "fiu":
