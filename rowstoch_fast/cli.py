@@ -433,7 +433,7 @@ def _stage(enabled):
     ``stage(None)`` clears the line."""
     if not enabled:
         return lambda text: None
-    shown = [0]
+    shown = _shown_stage
 
     def stage(text):
         line = "" if text is None else f"rowstoch: {text} ..."
@@ -442,6 +442,17 @@ def _stage(enabled):
         shown[0] = len(line)
 
     return stage
+
+
+_shown_stage = [0]  # the length of the set-up line on stderr now (0: none)
+
+
+def _error(text):
+    """Print ``rowstoch: text`` on a line of its own (a set-up line still shown is cleared first)."""
+    if _shown_stage[0]:
+        sys.stderr.write("\r" + " " * _shown_stage[0] + "\r")
+        _shown_stage[0] = 0
+    print(f"rowstoch: {text}", file=sys.stderr)
 
 
 def default_lr(method, n):
@@ -727,7 +738,12 @@ def _objective_options(parser):
 
 class _Parser(argparse.ArgumentParser):
     """argparse with the command's error format: one line, ``rowstoch: error: ...``, exit 2 (the usage is a
-    ``--help`` away instead of printed above it)."""
+    ``--help`` away instead of printed above it); options are spelled out (no abbreviations: ``--record 5``
+    would have set ``--record-every``, ``--network lossy`` was read as ``--network-seed``)."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def error(self, message):
         self.exit(2, f"rowstoch: error: {message} (see {self.prog} --help)\n")
@@ -870,13 +886,13 @@ def main(argv=None):
     try:
         return args.func(args)
     except UsageError as exc:
-        print(f"rowstoch: error: {exc}", file=sys.stderr)
+        _error(f"error: {exc}")
         return 2
     except MemoryError as exc:
-        print(f"rowstoch: error: out of memory: {exc}", file=sys.stderr)
+        _error(f"error: out of memory: {exc}")
         return 2
     except KeyboardInterrupt:
-        print("rowstoch: interrupted", file=sys.stderr)
+        _error("interrupted")
         return 130
     except BrokenPipeError:  # the reader went away (rowstoch metrics | head): stop quietly
         try:

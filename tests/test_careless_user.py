@@ -36,6 +36,7 @@ def assert_one_line_error(rc, err, *fragments, code=2):
     assert "Traceback" not in err, err
     lines = [line for line in err.splitlines() if line.startswith("rowstoch: error:")]
     assert len(lines) == 1, err
+    assert all(line.startswith("rowstoch: error:") for line in err.splitlines() if "error:" in line), err
     for fragment in fragments:
         assert fragment in lines[0], err
 
@@ -475,3 +476,19 @@ def test_seeds_numpy_takes_still_work():
     np.testing.assert_array_equal(np.concatenate(datasets.iid_split(10, 2, seed=np.int64(3))),
                                   np.random.default_rng(3).permutation(10))
     assert objectives.Quadratic.random(4, 2).full_gradient(np.zeros((0, 2)), nodes=[]).shape == (0, 2)
+
+
+def test_an_error_during_the_set_up_gets_a_line_of_its_own(tmp_path):
+    """The set-up line (``rowstoch: set-up: the network ... ...``, no newline) is cleared before the error: it
+    was printed after it on the same line."""
+    rc, _, err = rowstoch("run", "--matrix", tmp_path / "missing.npz", "--out", tmp_path)
+    assert "set-up: the network" in err
+    assert_one_line_error(rc, err, "missing.npz", "does not exist")
+
+
+def test_options_are_not_abbreviated(tmp_path):
+    """A prefix of an option is not that option: ``--network lossy`` was read as ``--network-seed``."""
+    rc, _, err = rowstoch("run", "--record", "5", "--out", tmp_path)
+    assert_one_line_error(rc, err, "unrecognized arguments: --record 5")
+    rc, _, err = rowstoch("run", "--network", "lossy", "--out", tmp_path)
+    assert_one_line_error(rc, err, "unrecognized arguments: --network lossy")
