@@ -524,3 +524,33 @@ def test_cupy_backend_runs_varying_networks_like_the_cpu(name, monkeypatch):
         cpu.step(lambda X: X - G)
         gpu.step(lambda X: X - Gd)
     np.testing.assert_allclose(gpu.gather_x(), cpu.x, rtol=1e-12, atol=1e-13)
+
+
+@pytest.mark.parametrize("name", sorted(REGISTRY))
+def test_assigning_lr_between_steps_continues_like_a_restart_with_that_lr(name):
+    """``opt.lr = new`` between steps (a step-size schedule): checked, and the state derived from lr (Pull-Diag-GT's
+    x - lr y, FROST's per-node steps) recomputed, so the run goes on exactly as ``from_state_dict(state, lr=new)``
+    does; it was a plain attribute (NaN accepted, x - lr y kept from the old lr for one step). The
+    hyperparameters the buffers and trackers depend on cannot be assigned."""
+    cls = REGISTRY[name]
+    A = topology.erdos_renyi(10, 0.4, seed=3)
+    rng = np.random.default_rng(1)
+    b, x0 = rng.standard_normal((10, 3)), rng.standard_normal((10, 3))
+    opt = cls.build(A, x0, 0.01, rounds=2 if cls.multi_round else 1)
+    for _ in range(4):
+        opt.step(lambda X: X - b)
+    state = opt.state_dict()
+    opt.lr = np.float64(0.03)  # NumPy scalars too
+    assert opt.lr == 0.03 and type(opt.lr) is float and float(opt.state_dict()["lr"]) == 0.03
+    again = cls.from_state_dict(state, **({} if name == "centralized" else cls.problem_matrices(A)), lr=0.03)
+    for _ in range(4):
+        opt.step(lambda X: X - b)
+        again.step(lambda X: X - b)
+    np.testing.assert_array_equal(opt.x, again.x)
+    for bad, error in ((float("nan"), ValueError), (-1.0, ValueError), ("0.1", TypeError)):
+        with pytest.raises(error, match="lr must be"):
+            opt.lr = bad
+    assert opt.lr == 0.03
+    for fixed in {"rounds", *cls.hyper} - {"lr"}:
+        with pytest.raises(AttributeError, match=f"{fixed} cannot change once {cls.__name__} is built"):
+            setattr(opt, fixed, getattr(opt, fixed, 1))

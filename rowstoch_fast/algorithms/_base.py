@@ -210,6 +210,31 @@ class Optimizer:
         self._initialized = False
         self._journal = []  # deferred NaN/Inf checks not read yet (see the module's docstring)
         ops.checking = self.check_finite
+        self._built = True  # from here on, assigning a hyperparameter goes through __setattr__'s checks
+
+    def __setattr__(self, name, value):
+        """``opt.lr = value`` between steps: checked, and what the state derives from ``lr`` recomputed; the
+        other hyperparameters (``rounds``, ``tracker``, ...) are fixed once the optimizer is built."""
+        if self.__dict__.get("_built") and (name in type(self).hyper or name == "rounds"):
+            if name != "lr":
+                raise AttributeError(f"{name} cannot change once {type(self).__name__} is built (its buffers "
+                                     f"and tracker depend on it); build a new optimizer with the {name} you want")
+            self._set_lr(value)
+        else:
+            object.__setattr__(self, name, value)
+
+    @exclusive
+    def _set_lr(self, lr):
+        lr = self._check_lr(lr)
+        self._settle()  # deferred checks belong to the steps taken with the old lr
+        object.__setattr__(self, "lr", lr)
+        self._hyper["lr"] = lr
+        if self._initialized:
+            self._lr_changed()
+
+    def _check_lr(self, lr):
+        """A valid step size (one positive number; FROST also takes one per node)."""
+        return check_positive_float(lr, "lr")
 
     def _validate(self, matrices, x0, hyper):
         """Checks with no communication (under MPI run on every rank, then agreed on)."""
@@ -237,7 +262,7 @@ class Optimizer:
 
         The default takes one positive step size ``lr``; algorithms with other hyperparameters override it.
         """
-        self.lr = check_positive_float(lr, "lr")
+        self.lr = self._check_lr(lr)
         return {"lr": self.lr}
 
     @classmethod
@@ -669,4 +694,5 @@ class Optimizer:
         return opt
 
     def _lr_changed(self):
-        """Recompute what depends on ``lr`` in the state after :meth:`from_state_dict` changed it."""
+        """Recompute what depends on ``lr`` in the state after it changed (:meth:`from_state_dict`, or an
+        assignment ``opt.lr = ...``)."""

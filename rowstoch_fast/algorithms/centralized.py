@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._checks import check_int, check_positive_float
+from .._checks import check_int
 from ._base import Optimizer
 
 __all__ = ["CentralizedSGD"]
@@ -52,7 +52,7 @@ class CentralizedSGD(Optimizer):
         self._start(x0, {}, backend, check_finite, comm, partition, n=n, lr=lr)
 
     def _check_hyper(self, n, lr):
-        self.lr = check_positive_float(lr, "lr")
+        self.lr = self._check_lr(lr)
         return {"n": check_int(n, "n", minimum=1), "lr": self.lr}
 
     @classmethod

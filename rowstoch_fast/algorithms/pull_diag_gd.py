@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from .._checks import check_positive_float
 from ._base import Optimizer
 
 __all__ = ["PullDiagGD"]
@@ -52,7 +51,7 @@ class PullDiagGD(Optimizer):
         self._tracker = self._ops.tracker(self.A, 1, tracker)
 
     def _check_hyper(self, lr, tracker):
-        self.lr = check_positive_float(lr, "lr")
+        self.lr = self._check_lr(lr)
         if tracker not in ("exact", "perron"):
             raise ValueError(f"tracker must be 'exact' or 'perron', got {tracker!r}")
         return {"lr": self.lr, "tracker": tracker}

@@ -123,16 +123,18 @@ class PullDiagGT(Optimizer):
         else:
             self._psi, self._scratch = self._work
 
-    def _check_hyper(self, lr, rounds, tracker):
+    def _check_lr(self, lr):
         if self.form == "frost" and np.ndim(lr) == 1:
             lr = as_float_array(lr, "lr", np.float64, ndim=1)
             if lr.shape[0] != self._nodes_hint:
                 raise ValueError(f"lr has {lr.shape[0]} per-node values but A has {self._nodes_hint} nodes")
             if (lr <= 0).any():
                 raise ValueError(f"lr must be positive at every node, got {lr.min()} at node {int(np.argmin(lr))}")
-        else:
-            lr = check_positive_float(lr, "lr")
-        self.lr = lr
+            return lr
+        return check_positive_float(lr, "lr")
+
+    def _check_hyper(self, lr, rounds, tracker):
+        self.lr = lr = self._check_lr(lr)
         self.rounds = check_int(rounds, "rounds", minimum=1, maximum=MAX_ROUNDS)
         if tracker not in ("exact", "perron"):
             raise ValueError(f"tracker must be 'exact' or 'perron', got {tracker!r}")

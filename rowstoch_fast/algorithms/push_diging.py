@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .._checks import MAX_ROUNDS, check_int, check_positive_float
+from .._checks import MAX_ROUNDS, check_int
 from ._base import Optimizer, push_weights
 
 __all__ = ["PushDIGing"]
@@ -61,7 +61,7 @@ class PushDIGing(Optimizer):
         self._v_frozen = False
 
     def _check_hyper(self, lr, rounds):
-        self.lr = check_positive_float(lr, "lr")
+        self.lr = self._check_lr(lr)
         self.rounds = check_int(rounds, "rounds", minimum=1, maximum=MAX_ROUNDS)
         return {"lr": self.lr, "rounds": self.rounds}
 
