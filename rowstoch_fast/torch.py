@@ -408,7 +408,8 @@ class Replicas:
         torch = _torch()
         from torch.func import functional_call, vmap
 
-        inputs, targets = torch.as_tensor(inputs).to(self.device), torch.as_tensor(targets).to(self.device)
+        inputs, targets = _eval_set(inputs, targets, batch_size)
+        inputs, targets = inputs.to(self.device), targets.to(self.device)
         base = copy.deepcopy(self._base).eval()
         run = vmap(lambda params, buffers, x: functional_call(base, (params, buffers), (x,)), in_dims=(0, 0, None))
         loss = vmap(self.loss, in_dims=(0, None))
@@ -427,15 +428,31 @@ class Replicas:
                 (correct / len(targets)).cpu().numpy().reshape(shape))
 
 
+def _eval_set(inputs, targets, batch_size):
+    """``inputs`` and ``targets`` as tensors of one sample per row, as many of each, at least one (an empty set
+    gave NaN losses and an accuracy of 0; a shorter ``targets`` scored only the first inputs)."""
+    torch = _torch()
+    check_int(batch_size, "batch_size", minimum=1)
+    inputs, targets = torch.as_tensor(inputs), torch.as_tensor(targets)
+    if inputs.ndim == 0 or targets.ndim == 0:
+        raise ValueError(f"inputs and targets must hold one sample per row, got shapes {tuple(inputs.shape)} and "
+                         f"{tuple(targets.shape)}")
+    if len(inputs) != len(targets):
+        raise ValueError(f"inputs has {len(inputs)} samples but targets has {len(targets)}")
+    if len(targets) == 0:
+        raise ValueError("the evaluation set is empty (0 samples)")
+    return inputs, targets
+
+
 def accuracy(module, inputs, targets, batch_size=4096):
     """Top-1 accuracy of ``module`` (eval mode) on ``inputs`` / integer ``targets``."""
     torch = _torch()
+    inputs, targets = _eval_set(inputs, targets, batch_size)
     was = module.training
     module.eval()
-    inputs, targets = torch.as_tensor(inputs), torch.as_tensor(targets)
     correct = 0
     with torch.no_grad():
         for s in range(0, len(targets), batch_size):
             correct += int((module(inputs[s:s + batch_size]).argmax(-1) == targets[s:s + batch_size]).sum())
     module.train(was)
-    return correct / max(1, len(targets))
+    return correct / len(targets)

@@ -116,6 +116,25 @@ def test_modules_averages_and_evaluation(linear_problem):
     assert losses[2] == pytest.approx(want, rel=1e-12)
 
 
+def test_evaluation_sets_are_checked(linear_problem):
+    """evaluate / accuracy: an empty set (NaN losses, accuracy 0), inputs and targets of different lengths (only
+    the first len(targets) inputs were scored) and a batch_size < 1 are refused; the module's mode is kept."""
+    model, X, y, *_ = linear_problem
+    reps = Replicas(model, n=len(X))
+    inputs, targets = torch.as_tensor(X.reshape(-1, X.shape[-1])), torch.as_tensor(y.reshape(-1))
+    m = reps.module(0).train()
+    for call in (reps.evaluate, lambda *a, **k: accuracy(m, *a, **k)):
+        with pytest.raises(ValueError, match="the evaluation set is empty"):
+            call(inputs[:0], targets[:0])
+        with pytest.raises(ValueError, match=f"inputs has {len(inputs)} samples but targets has 5"):
+            call(inputs, targets[:5])
+        with pytest.raises(ValueError, match="batch_size must be >= 1, got 0"):
+            call(inputs, targets, batch_size=0)
+        with pytest.raises(ValueError, match="one sample per row"):
+            call(inputs, targets[0])
+    assert m.training
+
+
 def test_clear_errors(linear_problem):
     model, X, y, *_ = linear_problem
     with pytest.raises(TypeError, match="must be a torch.nn.Module"):
