@@ -19,7 +19,7 @@ import numpy as np
 from ._checks import check_int
 from .algorithms import REGISTRY
 from .errors import DivergenceError
-from .runner import Algorithm, run
+from .runner import Algorithm, check_metric, run
 
 __all__ = ["ALGORITHMS", "compare", "parse_algorithms", "summary", "plot", "tune_lr", "TUNE_GRID"]
 
@@ -48,7 +48,8 @@ def parse_algorithms(names, A, mg_rounds=None):
             if method not in REGISTRY or not REGISTRY[method].multi_round:
                 multi = sorted("mg-" + k for k, c in REGISTRY.items() if c.multi_round)
                 raise ValueError(f"algorithms: {label!r} is not a multi-round method (those are {', '.join(multi)})")
-            rounds = mg_rounds if mg_rounds is not None else A.metrics().recommended_rounds()
+            rounds = (check_int(mg_rounds, "mg_rounds", minimum=1) if mg_rounds is not None
+                      else A.metrics().recommended_rounds())
         elif label not in REGISTRY:
             known = sorted(REGISTRY) + sorted("mg-" + k for k, c in REGISTRY.items() if c.multi_round)
             raise ValueError(f"algorithms: unknown algorithm {label!r}; choose from {', '.join(known)}")
@@ -97,6 +98,10 @@ def tune_lr(A, objective, label, method, rounds, budget, *, grid=TUNE_GRID, seed
     ``(lr, {lr: final metric})``. Where the metric plateaus early (a stochastic problem's noise floor), a tenth
     of the budget can rank the rates by noise: tune on more of it (``fraction=1``)."""
     _check_fraction(fraction)
+    check_metric(metric)
+    grid = tuple(grid)
+    if not grid:
+        raise ValueError("grid: give at least one learning rate")
     scores = {}
     short = max(rounds, math.floor(budget * fraction + 1e-9))
     for lr in grid:
@@ -170,6 +175,7 @@ def compare(A, objective, algorithms=ALGORITHMS, rounds_budget=2000, *, lr=None,
     import pandas as pd
 
     rounds_budget = check_int(rounds_budget, "rounds_budget", minimum=1)
+    points = check_int(points, "points", minimum=1)
     specs = parse_algorithms(algorithms, A, mg_rounds)
     for label, _, rounds in specs:
         if rounds_budget // rounds < MIN_ITERATIONS:
@@ -221,6 +227,16 @@ def compare(A, objective, algorithms=ALGORITHMS, rounds_budget=2000, *, lr=None,
     return frame
 
 
+def _check_frame(frame, metric):
+    """``frame`` is what :func:`compare` returns (a History's frame has no ``algorithm`` column) and ``metric``
+    one of its metrics."""
+    check_metric(metric)
+    needed = ("algorithm", "lr", "rounds_per_iteration", "iteration", "communication_rounds", "diverged", metric)
+    missing = [c for c in needed if c not in getattr(frame, "columns", ())]
+    if missing:
+        raise ValueError(f"frame must be the table compare() returns; it has no column {', '.join(missing)}")
+
+
 def summary(frame, metric="grad_norm"):
     """One row per algorithm: the final ``metric`` (mean and spread over repetitions) and what it cost.
 
@@ -231,6 +247,7 @@ def summary(frame, metric="grad_norm"):
     """
     import pandas as pd
 
+    _check_frame(frame, metric)
     rows = []
     for label, runs in frame.groupby("algorithm", sort=False):
         last = runs[runs["iteration"] == runs["iteration"].max()]
@@ -271,6 +288,7 @@ def _si(v):
 def plot(frame, metric="grad_norm", ax=None, title=None, path=None):
     """The metric against communication rounds, one line per algorithm (mean over repetitions, a band of one
     standard deviation); needs matplotlib. Returns the Axes; ``path`` saves the figure."""
+    _check_frame(frame, metric)
     try:
         import matplotlib.pyplot as plt
     except ImportError as exc:  # pragma: no cover - depends on the environment

@@ -15,12 +15,24 @@ from ._checks import MAX_KEY, check_int, check_positive_float, load_npz_file, re
 from .algorithms import REGISTRY
 from .errors import DivergenceError
 from .mixing import MixingMatrix
+from .objectives import Objective
 
 __all__ = ["Algorithm", "History", "run", "config_mismatch"]
 
 #: /2 adds the run's configuration (checked on resume); /1 checkpoints cannot be checked and are refused.
 CHECKPOINT_FORMAT = "rowstoch_fast.checkpoint/2"
 METRICS = ("grad_norm", "grad_norm_centroid", "loss", "consensus_error", "descent_deviation")
+#: The horizontal axes a record has.
+AXES = ("communication_rounds", "iteration", "samples")
+
+
+def check_metric(metric, name="metric", choices=METRICS):
+    """``metric`` if it is one of ``choices`` (a record's metrics), else a ValueError listing them."""
+    if not isinstance(metric, str) or metric not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(choices)}, got {metric!r}")
+    return metric
+
+
 #: Settings that may differ between a checkpoint and the run that resumes it; every other entry of the
 #: configuration must be equal.
 RESUMABLE = ("iterations", "lr", "record_every")
@@ -161,6 +173,7 @@ class History:
 
     def final(self, metric="grad_norm"):
         """Mean of ``metric`` over repetitions at the last recorded iteration."""
+        check_metric(metric)
         last = self.frame["iteration"].max()
         return float(self.frame.loc[self.frame["iteration"] == last, metric].mean())
 
@@ -196,6 +209,8 @@ class History:
         path : str, optional
             Save the figure to this file.
         """
+        check_metric(metric)
+        check_metric(x, "x", AXES)
         try:
             import matplotlib.pyplot as plt
         except ImportError as exc:  # pragma: no cover - depends on the environment
@@ -262,6 +277,19 @@ def _record(opt, objective, oracle, rows, t0_wall):
     rows.extend([(opt.iteration, opt.communication_rounds, opt.iteration * opt.rounds * getattr(objective, "batch", 1),
                   r, float(gn[r]), float(gc[r]), float(loss[r]), float(cons[r]), float(dev[r]), wall)
                  for r in range(X.shape[0])])
+
+
+def _check_writable_folder(path, name):
+    """The folder of ``path`` exists and can be written, checked before a run (a checkpoint that cannot be
+    written was only a warning at its first save, maybe hours in)."""
+    folder = os.path.dirname(os.path.abspath(os.fspath(path)))
+    if os.path.isdir(path):
+        raise IsADirectoryError(f"{name} {os.fspath(path)!r} is a folder; give a file name in it, such as "
+                                f"{os.path.join(os.fspath(path), 'ck.npz')!r}")
+    if not os.path.isdir(folder):
+        raise FileNotFoundError(f"{name} {os.fspath(path)!r}: its folder {folder!r} does not exist")
+    if not os.access(folder, os.W_OK):
+        raise PermissionError(f"{name} {os.fspath(path)!r}: its folder {folder!r} is not writable")
 
 
 def _save_checkpoint(path, opt, oracle, rows, meta, wall_offset):
@@ -410,6 +438,15 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
     """
     if not isinstance(algorithm, Algorithm):
         raise TypeError(f"algorithm must be an Algorithm, got {type(algorithm).__name__}")
+    if not isinstance(objective, Objective):
+        raise TypeError(f"objective must be an Objective of rowstoch_fast.objectives (or a subclass), got "
+                        f"{type(objective).__name__}")
+    if config is not None and not isinstance(config, dict):
+        raise TypeError(f"config must be a dict of the run's settings, got {type(config).__name__}")
+    if checkpoint_every is not None and not checkpoint:
+        raise ValueError("checkpoint_every needs checkpoint (the path of the file to write)")
+    if checkpoint:
+        _check_writable_folder(checkpoint, "checkpoint")
     if objective.n != algorithm.A.n:
         raise ValueError(f"objective has n = {objective.n} nodes but the network has {algorithm.A.n}")
     iterations = check_int(iterations, "iterations", minimum=0)

@@ -91,6 +91,21 @@ def test_bad_arguments_name_what_is_wrong(problem):
         cmp.compare(A, f, "dsgd", 10, lr={"dsgd": 0.1, "sgp": 0.1}, progress=False)
     with pytest.warns(RuntimeWarning, match="runs only 2 iterations"):
         cmp.compare(A, f, "mg-pull-diag-gt", 10, lr=0.01, mg_rounds=5, progress=False)
+    # these were a ZeroDivisionError, KeyErrors and min() of an empty sequence
+    with pytest.raises(ValueError, match="mg_rounds must be >= 1, got 0"):
+        cmp.compare(A, f, "mg-pull-diag-gt", 10, lr=0.01, mg_rounds=0, progress=False)
+    with pytest.raises(ValueError, match="points must be >= 1, got 0"):
+        cmp.compare(A, f, "dsgd", 10, lr=0.01, points=0, progress=False)
+    with pytest.raises(ValueError, match="grid: give at least one learning rate"):
+        cmp.tune_lr(A, f, "dsgd", "dsgd", 1, 10, grid=())
+    with pytest.raises(ValueError, match="metric must be one of grad_norm, .*, got 'accuracy'"):
+        cmp.tune_lr(A, f, "dsgd", "dsgd", 1, 10, metric="accuracy")
+    frame = cmp.compare(A, f, "dsgd", 10, lr=0.01, repeats=1, progress=False)
+    for call in (cmp.summary, cmp.plot):
+        with pytest.raises(ValueError, match="metric must be one of grad_norm, .*, got 'gradnorm'"):
+            call(frame, metric="gradnorm")
+        with pytest.raises(ValueError, match="frame must be the table compare\\(\\) returns; it has no column algorithm"):
+            call(frame.drop(columns="algorithm"))
 
 
 def test_plot_draws_one_line_per_algorithm(problem, tmp_path):

@@ -231,3 +231,26 @@ def test_real_ctrl_c_on_the_cli_keeps_results_and_resumes(tmp_path):
                               "--resume", str(ck)], capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr
     assert f"done at iteration {done + 200}" in resumed.stdout
+
+
+def test_careless_run_arguments_are_named_before_the_run(problem, tmp_path):
+    """A checkpoint in a folder that does not exist was a warning at its first save (and nothing saved after);
+    checkpoint_every without a checkpoint was ignored; a None objective or a non-dict config were
+    AttributeError/TypeError from deep inside; unknown metric names were KeyErrors."""
+    with pytest.raises(FileNotFoundError, match="checkpoint .*missing.*its folder .* does not exist"):
+        run(algo(), problem, 5, progress=False, checkpoint=str(tmp_path / "missing" / "ck.npz"))
+    with pytest.raises(IsADirectoryError, match="is a folder; give a file name in it"):
+        run(algo(), problem, 5, progress=False, checkpoint=tmp_path)
+    with pytest.raises(ValueError, match="checkpoint_every needs checkpoint"):
+        run(algo(), problem, 5, progress=False, checkpoint_every=2)
+    with pytest.raises(TypeError, match="objective must be an Objective of rowstoch_fast.objectives .* got NoneType"):
+        run(algo(), None, 5, progress=False)
+    with pytest.raises(TypeError, match="config must be a dict of the run's settings, got int"):
+        run(algo(), problem, 5, progress=False, config=5)
+    h = run(algo(), problem, 4, progress=False)
+    with pytest.raises(ValueError, match="metric must be one of grad_norm, .*, got 'gradnorm'"):
+        h.final("gradnorm")
+    with pytest.raises(ValueError, match="metric must be one of"):
+        h.plot("accuracy")
+    with pytest.raises(ValueError, match="x must be one of communication_rounds, iteration, samples, got 'rounds'"):
+        h.plot(x="rounds")
