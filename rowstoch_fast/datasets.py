@@ -1,7 +1,7 @@
 """Data for the training experiments: splits over nodes and loaders of local MNIST / CIFAR-10 files.
 
 Nothing is downloaded: scikit-learn's bundled digits need no file, and MNIST (the four IDX files, gzipped or
-not) and CIFAR-10 (the "python version" batches) are read from a folder the user already has.
+not) and CIFAR-10 (the binary or the "python version" batches) are read from a folder the user already has.
 
 Examples
 --------
@@ -127,14 +127,64 @@ def load_mnist(folder):
     return tuple(out)
 
 
+class _BatchUnpickler(pickle.Unpickler):
+    """Unpickles what a CIFAR-10 batch holds (dicts, lists, strings, numbers, NumPy arrays) and nothing else:
+    a pickle names the functions it calls, and one from an untrusted folder could run any code."""
+
+    def find_class(self, module, name):
+        if module in ("numpy.core.multiarray", "numpy._core.multiarray") and name in ("_reconstruct", "scalar"):
+            try:
+                import numpy._core.multiarray as multiarray  # NumPy >= 2 (no deprecation shim)
+            except ImportError:  # pragma: no cover - NumPy 1.x
+                import numpy.core.multiarray as multiarray
+            return getattr(multiarray, name)
+        if module == "numpy" and name in ("ndarray", "dtype"):
+            return getattr(np, name)
+        if (module, name) == ("_codecs", "encode"):  # bytes pickled by Python 3 at protocol 2
+            import codecs
+
+            return codecs.encode
+        raise pickle.UnpicklingError(f"refusing to call {module}.{name}: a CIFAR-10 batch holds only arrays, "
+                                     "lists and strings")
+
+
+def _cifar_python_batch(path):
+    with _open(path) as f:
+        try:
+            batch = _BatchUnpickler(f, encoding="bytes").load()
+            return batch[b"data"], batch[b"labels"]
+        except (pickle.UnpicklingError, EOFError, KeyError, TypeError, ValueError, AttributeError,
+                IndexError) as exc:
+            raise ValueError(f"{path} is not a CIFAR-10 python batch ({type(exc).__name__}: {exc})") from None
+
+
+def _cifar_binary_batch(path):
+    with _open(path) as f:
+        raw = np.frombuffer(f.read(), dtype=np.uint8)
+    if raw.size == 0 or raw.size % 3073:
+        raise ValueError(f"{path} is not a CIFAR-10 binary batch ({raw.size} bytes, not records of 1 + 3072)")
+    records = raw.reshape(-1, 3073)
+    return records[:, 1:], records[:, 0]
+
+
 def load_cifar10(folder):
-    """CIFAR-10 from its "python version" batches in ``folder`` (``data_batch_1`` .. ``_5``, ``test_batch``):
-    ``(Xtr, ytr, Xte, yte)`` with images of shape (3, 32, 32) in [0, 1]."""
+    """CIFAR-10 from the batches in ``folder``: the "binary version" (``data_batch_1.bin`` .. ``_5.bin``,
+    ``test_batch.bin``) when it is there, else the "python version" (``data_batch_1`` .. ``_5``,
+    ``test_batch``; read without running code a file might carry), optionally gzipped: ``(Xtr, ytr, Xte, yte)``
+    with images of shape (3, 32, 32) in [0, 1]."""
+    binary = any(os.path.exists(os.path.join(folder, "data_batch_1.bin" + z)) for z in ("", ".gz"))
+
     def read(name):
-        with open(_find(folder, name), "rb") as f:
-            batch = pickle.load(f, encoding="bytes")
-        X = np.asarray(batch[b"data"], dtype=np.uint8).reshape(-1, 3, 32, 32).astype(np.float32) / 255.0
-        return X, np.asarray(batch[b"labels"], dtype=np.int64)
+        path = _find(folder, name + ".bin") if binary else _find(folder, name)
+        data, labels = (_cifar_binary_batch if binary else _cifar_python_batch)(path)
+        data, labels = np.asarray(data), np.asarray(labels)
+        if data.dtype != np.uint8 or data.ndim != 2 or data.shape[1] != 3072 or labels.shape != (len(data),):
+            raise ValueError(f"{path} holds {data.dtype} data of shape {data.shape} and labels of shape "
+                             f"{labels.shape}; expected uint8 (m, 3072) and (m,)")
+        if len(labels) and not (np.issubdtype(labels.dtype, np.integer) and 0 <= labels.min() and labels.max() < 10):
+            raise ValueError(f"{path}: labels must be classes 0..9")
+        X = data.astype(np.uint8).reshape(-1, 3, 32, 32).astype(np.float32) / 255.0
+        return X, labels.astype(np.int64)
 
     train = [read(f"data_batch_{k}") for k in range(1, 6)]
     Xte, yte = read("test_batch")

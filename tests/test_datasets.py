@@ -79,6 +79,67 @@ def test_cifar10_loader_reads_python_batches(tmp_path):
     assert Xtr.shape == (20, 3, 32, 32) and Xte.shape == (4, 3, 32, 32) and ytr.shape == (20,)
 
 
+def _cifar_folder(tmp_path, binary=False, compress=False, m=4):
+    rng = np.random.default_rng(2)
+    for name in [f"data_batch_{k}" for k in range(1, 6)] + ["test_batch"]:
+        data, labels = rng.integers(0, 256, (m, 3072)).astype(np.uint8), rng.integers(0, 10, m)
+        if binary:
+            raw, name = np.concatenate([labels[:, None].astype(np.uint8), data], axis=1).tobytes(), name + ".bin"
+        else:
+            raw = pickle.dumps({b"data": data, b"labels": [int(v) for v in labels]}, protocol=2)
+        with (gzip.open if compress else open)(tmp_path / (name + (".gz" if compress else "")), "wb") as f:
+            f.write(raw)
+    return data, labels  # the test batch
+
+
+@pytest.mark.parametrize("binary", [False, True])
+@pytest.mark.parametrize("compress", [False, True])
+def test_cifar10_binary_and_gzipped_batches(tmp_path, binary, compress):
+    """The binary version too, and gzipped batches of either (a .gz python batch was opened without gzip)."""
+    data, labels = _cifar_folder(tmp_path, binary, compress)
+    Xtr, ytr, Xte, yte = load_cifar10(str(tmp_path))
+    assert Xtr.shape == (20, 3, 32, 32) and ytr.shape == (20,)
+    np.testing.assert_array_equal(Xte, data.reshape(-1, 3, 32, 32) / np.float32(255.0))
+    np.testing.assert_array_equal(yte, labels)
+
+
+def test_cifar10_batches_cannot_run_code(tmp_path):
+    """A python batch is a pickle, and a pickle names the functions it calls: one that asks for anything but
+    NumPy's array reconstruction is refused, unrun."""
+    _cifar_folder(tmp_path)
+    witness = tmp_path / "ran"
+
+    class Payload:
+        def __reduce__(self):
+            return (open, (str(witness), "w"))
+
+    (tmp_path / "data_batch_3").write_bytes(pickle.dumps({b"data": Payload(), b"labels": []}))
+    with pytest.raises(ValueError, match="data_batch_3 is not a CIFAR-10 python batch .*refusing to call "
+                                         "(builtins|io).open"):
+        load_cifar10(str(tmp_path))
+    assert not witness.exists()
+
+
+@pytest.mark.parametrize("content, fragment", [
+    (b"", "is not a CIFAR-10 python batch"), (b"\x80\x02garbage", "is not a CIFAR-10 python batch"),
+    (pickle.dumps({b"data": np.zeros((2, 3072), np.uint8), b"labels": [1]}), r"labels of shape \(1,\)"),
+    (pickle.dumps({b"data": np.zeros((2, 3072)), b"labels": [1, 2]}), "float64 data"),
+    (pickle.dumps({b"data": np.zeros((1, 3072), np.uint8), b"labels": [10]}), "labels must be classes 0..9"),
+    (pickle.dumps([1, 2]), "is not a CIFAR-10 python batch")])
+def test_cifar10_damaged_batches_are_named(tmp_path, content, fragment):
+    _cifar_folder(tmp_path)
+    (tmp_path / "test_batch").write_bytes(content)
+    with pytest.raises(ValueError, match=fragment):
+        load_cifar10(str(tmp_path))
+
+
+def test_cifar10_binary_batch_of_a_wrong_size(tmp_path):
+    _cifar_folder(tmp_path, binary=True)
+    (tmp_path / "data_batch_2.bin").write_bytes(b"\0" * 3000)
+    with pytest.raises(ValueError, match="data_batch_2.bin is not a CIFAR-10 binary batch \\(3000 bytes"):
+        load_cifar10(str(tmp_path))
+
+
 def test_digits_need_no_download():
     pytest.importorskip("sklearn")
     X, y = load_digits()
