@@ -554,3 +554,30 @@ def test_assigning_lr_between_steps_continues_like_a_restart_with_that_lr(name):
     for fixed in {"rounds", *cls.hyper} - {"lr"}:
         with pytest.raises(AttributeError, match=f"{fixed} cannot change once {cls.__name__} is built"):
             setattr(opt, fixed, getattr(opt, fixed, 1))
+
+
+@pytest.mark.parametrize("form", ["atc", "frost"])
+@pytest.mark.parametrize("tracker", ["perron", "exact"])
+def test_the_gpu_step_negates_the_frozen_tracker_once(monkeypatch, form, tracker):
+    """Pull-Diag-GT's y phase on the CuPy backend takes -D_t^{-1}: once the tracker has frozen, that row is
+    negated once for the rest of the run (each step made a negation kernel and an allocation), the iterates
+    unchanged (the CPU's, bit for bit here)."""
+    from rowstoch_fast.backends import cupy as backend
+
+    fake = _host_kernels(monkeypatch, backend)
+    negations = []
+    monkeypatch.setattr(_HostDeviceArray, "__neg__", lambda a: negations.append(1) or np.negative(a),
+                        raising=False)
+    A = topology.erdos_renyi(12, 0.3, seed=2)
+    rng = np.random.default_rng(3)
+    G, x0 = rng.standard_normal((12, 3)), rng.standard_normal((12, 3))
+    cpu = PullDiagGT(A, x0, 0.02, rounds=2, tracker=tracker, form=form)
+    gpu = PullDiagGT(A, fake.asarray(x0), 0.02, rounds=2, tracker=tracker, form=form)
+    frozen = gpu._tracker.frozen_at
+    Gd = fake.asarray(G)
+    for _ in range(frozen + 6):
+        cpu.step(lambda X: X - G)
+        gpu.step(lambda X: X - Gd)
+    np.testing.assert_array_equal(gpu.gather_x(), cpu.x)
+    assert len(negations) == frozen + 1  # t = 0 .. frozen - 1, then the frozen row once
+    assert gpu._negative_scale(frozen + 9) is gpu._negative_scale(frozen)

@@ -326,9 +326,10 @@ class _DeviceTracker:
         self.kind, self.frozen_at, self.rounds = tracker.kind, tracker.frozen_at, tracker.rounds
         self._host = tracker
         self._table = require_cupy().asarray(tracker._table)
+        self._last = self._table[self._table.shape[0] - 1]  # the frozen row, one view for every later step
 
     def scale(self, t):
-        return self._table[min(t, self._table.shape[0] - 1)]
+        return self._last if t >= self._table.shape[0] - 1 else self._table[t]
 
     @property
     def max_inverse_diagonal(self):
