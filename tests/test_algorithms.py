@@ -566,7 +566,7 @@ def test_the_gpu_step_negates_the_frozen_tracker_once(monkeypatch, form, tracker
 
     fake = _host_kernels(monkeypatch, backend)
     negations = []
-    monkeypatch.setattr(_HostDeviceArray, "__neg__", lambda a: negations.append(1) or np.negative(a),
+    monkeypatch.setattr(_HostDeviceArray, "__rmul__", lambda a, c: negations.append(1) or np.multiply(c, a),
                         raising=False)
     A = topology.erdos_renyi(12, 0.3, seed=2)
     rng = np.random.default_rng(3)
@@ -580,4 +580,28 @@ def test_the_gpu_step_negates_the_frozen_tracker_once(monkeypatch, form, tracker
         gpu.step(lambda X: X - Gd)
     np.testing.assert_array_equal(gpu.gather_x(), cpu.x)
     assert len(negations) == frozen + 1  # t = 0 .. frozen - 1, then the frozen row once
-    assert gpu._negative_scale(frozen + 9) is gpu._negative_scale(frozen)
+    assert gpu._tracker_row(frozen + 9, -1.0) is gpu._tracker_row(frozen, -1.0)
+
+
+def test_pull_diag_gd_on_the_gpu_scales_the_frozen_row_once_per_lr(monkeypatch):
+    """Pull-Diag-GD's -lr D_t^{-1}: computed once after the tracker freezes, again after ``opt.lr = ...``; the
+    CPU's iterates bit for bit."""
+    from rowstoch_fast import PullDiagGD
+    from rowstoch_fast.backends import cupy as backend
+
+    fake = _host_kernels(monkeypatch, backend)
+    products = []
+    monkeypatch.setattr(_HostDeviceArray, "__rmul__", lambda a, c: products.append(c) or np.multiply(c, a),
+                        raising=False)
+    A = topology.erdos_renyi(12, 0.3, seed=2)
+    rng = np.random.default_rng(4)
+    G, x0 = rng.standard_normal((12, 3)), rng.standard_normal((12, 3))
+    cpu, gpu = PullDiagGD(A, x0, 0.02, tracker="perron"), PullDiagGD(A, fake.asarray(x0), 0.02, tracker="perron")
+    Gd = fake.asarray(G)
+    for lr in (0.02, 0.01):
+        cpu.lr = gpu.lr = lr
+        for _ in range(5):
+            cpu.step(lambda X: X - G)
+            gpu.step(lambda X: X - Gd)
+    np.testing.assert_array_equal(gpu.gather_x(), cpu.x)
+    assert products == [-0.02, -0.02, -0.01]  # t = 0 (before the perron tracker freezes), frozen, new lr

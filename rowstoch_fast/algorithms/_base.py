@@ -693,6 +693,18 @@ class Optimizer:
             opt._lr_changed()
         return opt
 
+    def _tracker_row(self, t, coef):
+        """``coef * self._tracker.scale(t)`` (one value per node); once the tracker has frozen, computed once per
+        ``coef`` for the rest of the run (on a GPU a launch and an allocation less per step)."""
+        tracker = self._tracker
+        frozen = getattr(tracker, "frozen_at", None)
+        if frozen is None or t < frozen:
+            return coef * tracker.scale(t)
+        cached = self.__dict__.get("_frozen_row")
+        if cached is None or cached[0] != coef:
+            cached = self._frozen_row = (coef, coef * tracker.scale(frozen))
+        return cached[1]
+
     def _lr_changed(self):
         """Recompute what depends on ``lr`` in the state after it changed (:meth:`from_state_dict`, or an
         assignment ``opt.lr = ...``)."""

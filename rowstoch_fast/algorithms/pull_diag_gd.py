@@ -63,6 +63,6 @@ class PullDiagGD(Optimizer):
         g = self._work[0]
         self._gradient(grad_fn, cur["x"], g, t)
         self._ops.mix(self.A, cur["x"], nxt["x"])
-        step = -self.lr * self._tracker.scale(t)  # -lr D_t^{-1}, one value per node
+        step = self._tracker_row(t, -self.lr)  # -lr D_t^{-1}, one value per node
         finite = self._ops.combine(nxt["x"], [1.0, step], [nxt["x"], g])
         self._check_iterates(finite, t, nxt["x"])

@@ -114,7 +114,6 @@ class PullDiagGT(Optimizer):
             self.scratch = 1
         self._start(x0, {"A": A}, backend, check_finite, comm, partition, lr=lr, rounds=rounds, tracker=tracker)
         self._tracker = self._ops.tracker(self.A, self.rounds, tracker)
-        self._frozen_negative = None  # -scale(t) for every t >= the tracker's frozen_at
         if form == "frost":
             self._psi, self._scratch = self._work[0], None
             self._lr_changed()
@@ -184,7 +183,7 @@ class PullDiagGT(Optimizer):
             finite = fused(A, R, lr, nxt["x"], cur["y"], nxt["g"], cur["g"], s_new, self._tracker.scale(t),
                            nxt["y"], nxt["xw"], self._psi, self._scratch)
         else:
-            ops.combine(self._psi, [1.0, s_new, self._negative_scale(t)], [cur["y"], nxt["g"], cur["g"]], check=False)
+            ops.combine(self._psi, [1.0, s_new, self._tracker_row(t, -1.0)], [cur["y"], nxt["g"], cur["g"]], check=False)
             ops.mix(A, self._psi, nxt["y"], R, self._scratch)  # y_{t+1} = A^R psi
             finite = ops.combine(nxt["xw"], [1.0, -lr], [nxt["x"], nxt["y"]])
         self._check_iterates(finite, t, nxt["x"], nxt["y"], nxt["xw"])
@@ -197,19 +196,9 @@ class PullDiagGT(Optimizer):
         self._check_iterates(finite, t, nxt["x"])
         self._gradient(grad_fn, nxt["x"], nxt["g"], t + 1)
         ops.mix(A, cur["y"], nxt["y"], R, self._psi)
-        finite = ops.combine(nxt["y"], [1.0, self._tracker.scale(t + 1), self._negative_scale(t)],
+        finite = ops.combine(nxt["y"], [1.0, self._tracker.scale(t + 1), self._tracker_row(t, -1.0)],
                              [nxt["y"], nxt["g"], cur["g"]])
         self._check_iterates(finite, t, nxt["y"])
-
-    def _negative_scale(self, t):
-        """``-scale(t)``, negated once for all the iterations after the tracker has frozen (on a GPU, a launch and
-        an allocation less per step); exact, so the sums are the same bits."""
-        frozen = getattr(self._tracker, "frozen_at", None)
-        if frozen is None or t < frozen:
-            return -self._tracker.scale(t)
-        if self._frozen_negative is None:
-            self._frozen_negative = -self._tracker.scale(frozen)
-        return self._frozen_negative
 
     def _lr_changed(self):
         self._settle()
