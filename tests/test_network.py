@@ -259,6 +259,30 @@ def test_column_algorithms_under_loss_lose_mass():
     assert opt.gather_state("w").sum() < 30 - 1e-6
 
 
+@pytest.mark.parametrize("name,rounds", [("sgp", 1), ("push-diging", 2)])
+def test_push_sum_weights_follow_every_round_of_a_varying_network(name, rounds):
+    """Push-sum weights stop being mixed once a step leaves them unchanged, which on a static matrix means a
+    fixed point; on a sleepy network a round where every node sleeps left them unchanged too, and they were
+    frozen from then on (wrong weights for the rest of the run). Now they are C_t ... C_0 1 at every step."""
+    C = out_degree_weights(topology.exponential(8))
+    net = Sleepy(C, 0.05, seed=1)  # every node asleep in some of the first rounds
+    opt = REGISTRY[name](C=net, x0=np.zeros((8, 1)), lr=0.01, **({"rounds": rounds} if rounds > 1 else {}))
+    w, weights = np.ones(8), "w" if name == "sgp" else "v"
+    unchanged = 0
+    for t in range(40):
+        opt.step(lambda X: X - 1.0)
+        before = w
+        for r in range(rounds):
+            w = net.matrix(t, r).toarray() @ w
+        unchanged += np.array_equal(w, before)
+        np.testing.assert_array_equal(opt.gather_state(weights)[:, 0], w)
+    assert unchanged and not opt._weights.frozen
+    static = REGISTRY[name](C=C, x0=np.zeros((8, 1)), lr=0.01)
+    for _ in range(200):
+        static.step(lambda X: X - 1.0)
+    assert static._weights.frozen  # on the static matrix they still freeze
+
+
 def test_resume_mid_run_with_losses_is_bit_identical():
     net = Lossy(Schedule([NETWORKS["static"], topology.exponential(30)]), 0.3, seed=8)
     x0 = np.random.default_rng(6).standard_normal((30, 2))

@@ -33,7 +33,7 @@ from .._checks import check_csr_arrays, check_positive_float, fmt_bytes, nodes_f
 from ..errors import DivergenceError
 from ..mixing import MixingMatrix
 
-__all__ = ["Optimizer", "REGISTRY", "exclusive", "matrix_from_state", "push_weights"]
+__all__ = ["Optimizer", "REGISTRY", "exclusive", "matrix_from_state", "PushWeights"]
 
 #: Every algorithm by its name (``"pull-diag-gt"``, ``"frost"``, ...): filled as the modules of this folder load.
 REGISTRY = {}
@@ -127,18 +127,41 @@ def matrix_from_state(state, M=None, prefix="", kind="row"):
     return M
 
 
-def push_weights(ops, C, cur, nxt, rounds, work, frozen):
-    """Push-sum weights ``nxt <- C^rounds cur`` (one value per node); returns whether they are frozen.
+class PushWeights:
+    """Push-sum weights ``nxt <- C^rounds cur`` (one value per node) and their reciprocals.
 
     The weights do not depend on the data, and once a step leaves them unchanged bit for bit they are a
-    fixed point of the (deterministic) kernel: from then on they are copied instead of mixed, with the
-    same bits. The test is agreed on by every MPI rank.
+    fixed point of the (deterministic) kernel: from then on they are copied instead of mixed, with the same
+    bits, and their reciprocal is computed once. Only on a static matrix: on a time-varying network a round
+    that changes nothing (every node asleep) says nothing of the next. The test reads the weights: where the
+    backend defers its checks (a GPU) it runs every ``check_every`` steps, on the steps those checks are
+    read, so that it costs no device synchronisation of its own. It is agreed on by every MPI rank.
     """
-    if frozen:
-        nxt[...] = cur
-        return True
-    ops.mix(C, cur, nxt, rounds, work)
-    return ops.all_true(bool((nxt == cur).all()))
+
+    def __init__(self, ops, C, rounds):
+        self.ops, self.C, self.rounds = ops, C, rounds
+        self.work = ops.zeros(1) if rounds > 1 else None
+        self.frozen = False
+        self._inverse = None
+        self._may_freeze = isinstance(C, MixingMatrix)
+
+    def advance(self, cur, nxt, iteration):
+        """``nxt <- C^rounds cur`` in step ``iteration`` (a copy once the weights are frozen)."""
+        if self.frozen:
+            nxt[...] = cur
+            return
+        ops = self.ops
+        ops.mix(self.C, cur, nxt, self.rounds, self.work)
+        if self._may_freeze and (iteration + 1) % ops.check_every == 0:
+            self.frozen = ops.all_true(bool((nxt == cur).all()))
+
+    def inverse(self, w):
+        """``1 / w`` as a per-node coefficient (computed once when the weights are frozen)."""
+        if not self.frozen:
+            return 1.0 / w[:, 0]
+        if self._inverse is None:
+            self._inverse = 1.0 / w[:, 0]
+        return self._inverse
 
 
 def _dtype_of(x0):

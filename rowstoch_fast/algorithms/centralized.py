@@ -71,5 +71,5 @@ class CentralizedSGD(Optimizer):
         self._gradient(grad_fn, cur["x"], g, t)
         mean = self._ops.sum_rows(g) / self.n  # the all-reduce
         with np.errstate(over="ignore", invalid="ignore"):  # reported as DivergenceError below
-            nxt["x"][...] = cur["x"] - self.lr * mean[None, :]
-        self._check_iterates(self._ops.first_nonfinite(nxt["x"]) < 0, t, nxt["x"])
+            finite = self._ops.copy_in(nxt["x"], cur["x"] - self.lr * mean[None, :])  # a GPU defers the check
+        self._check_iterates(finite, t, nxt["x"])

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .._checks import MAX_ROUNDS, check_int
-from ._base import Optimizer, push_weights
+from ._base import Optimizer, PushWeights
 
 __all__ = ["PushDIGing"]
 
@@ -57,8 +57,7 @@ class PushDIGing(Optimizer):
 
     def __init__(self, C, x0, lr, rounds=1, backend="auto", *, check_finite=True, comm=None, partition=None):
         self._start(x0, {"C": C}, backend, check_finite, comm, partition, lr=lr, rounds=rounds)
-        self._v_work = self._ops.zeros(1)
-        self._v_frozen = False
+        self._weights = PushWeights(self._ops, self.C, self.rounds)
 
     def _check_hyper(self, lr, rounds):
         self.lr = self._check_lr(lr)
@@ -82,8 +81,8 @@ class PushDIGing(Optimizer):
         finite = ops.combine(w, [1.0, -self.lr], [cur["u"], cur["y"]])
         self._check_iterates(finite, t, w)
         ops.mix(C, w, nxt["u"], R, work)  # u_{k+1} = C^R (u_k - lr y_k)
-        self._v_frozen = push_weights(ops, C, cur["v"], nxt["v"], R, self._v_work, self._v_frozen)
-        finite = ops.combine(nxt["x"], [1.0 / nxt["v"][:, 0]], [nxt["u"]])  # x_{k+1} = u_{k+1} / v_{k+1}
+        self._weights.advance(cur["v"], nxt["v"], t)
+        finite = ops.combine(nxt["x"], [self._weights.inverse(nxt["v"])], [nxt["u"]])  # x_{k+1} = u_{k+1} / v_{k+1}
         self._check_iterates(finite, t, nxt["x"])
         self._gradient(grad_fn, nxt["x"], nxt["g"], t + 1)
         ops.mix(C, cur["y"], nxt["y"], R, work)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ._base import Optimizer, push_weights
+from ._base import Optimizer, PushWeights
 
 __all__ = ["SGP"]
 
@@ -53,7 +53,7 @@ class SGP(Optimizer):
 
     def __init__(self, C, x0, lr, backend="auto", *, check_finite=True, comm=None, partition=None):
         self._start(x0, {"C": C}, backend, check_finite, comm, partition, lr=lr)
-        self._w_frozen = False
+        self._weights = PushWeights(self._ops, self.C, 1)
 
     def _traffic_per_iteration(self):
         return [("C", 1, self._reps * self._d + 1)]  # h and the weight w travel together
@@ -69,6 +69,6 @@ class SGP(Optimizer):
         finite = ops.combine(h, [1.0, -self.lr], [cur["x"], g])
         self._check_iterates(finite, t, h)
         ops.mix(C, h, nxt["x"])
-        self._w_frozen = push_weights(ops, C, cur["w"], nxt["w"], 1, None, self._w_frozen)
-        finite = ops.combine(nxt["z"], [1.0 / nxt["w"][:, 0]], [nxt["x"]])
+        self._weights.advance(cur["w"], nxt["w"], t)
+        finite = ops.combine(nxt["z"], [self._weights.inverse(nxt["w"])], [nxt["x"]])
         self._check_iterates(finite, t, nxt["z"])
