@@ -296,6 +296,10 @@ class Schedule(Network):
         kinds = {m.stochastic for m in mats}
         if len(kinds) > 1:
             raise ValueError("the matrices of a Schedule must all be row- or all column-stochastic")
+        dtypes = {m.dtype for m in mats}
+        if len(dtypes) > 1:  # a float32 round in a float64 run mixed with rounded weights
+            raise TypeError(f"the matrices of a Schedule must have one dtype, got {', '.join(sorted(map(str, dtypes)))}"
+                            "; convert them with .astype (mixed precision is not supported)")
         self.matrices = mats
         self.n = mats[0].n
         self.stochastic = kinds.pop()

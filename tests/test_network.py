@@ -185,6 +185,8 @@ def test_clear_errors():
     with pytest.raises(ValueError, match=r"seed must be <= 2\^64 - 1"):
         Lossy(A, 0.1, seed=2**64)
     Lossy(A, 0.1, seed=2**64 - 1).mix(np.ones((8, 2)), 2**60 - 1)  # the largest keys work
+    with pytest.raises(TypeError, match="the matrices of a Schedule must have one dtype, got float32, float64"):
+        Schedule([A, A.astype(np.float32)])  # a float32 round in a float64 run mixed with rounded weights
 
 
 # ---------------------------------------------------------------- the optimizers on a varying network
