@@ -127,6 +127,51 @@ def matrix_from_state(state, M=None, prefix="", kind="row"):
     return M
 
 
+class _StepSize:
+    """``opt.lr``: assigned between steps (a schedule), it is checked and what the state derives from it is
+    recomputed (:meth:`Optimizer._lr_changed`)."""
+
+    def __get__(self, obj, owner=None):
+        if obj is None:
+            return self
+        try:
+            return obj.__dict__["lr"]
+        except KeyError:
+            raise AttributeError(f"{type(obj).__name__} has no lr yet") from None
+
+    def __set__(self, obj, value):
+        if obj.__dict__.get("_built"):
+            obj._set_lr(value)
+        else:  # the constructor's _check_hyper
+            obj.__dict__["lr"] = value
+
+
+class _Fixed:
+    """A hyperparameter other than ``lr`` (``rounds``, ``tracker``, ...): set by the constructor, fixed once the
+    optimizer is built (its buffers and tracker depend on it). Reads give the constructor's value (what
+    ``state_dict`` saves), or the class default."""
+
+    def __init__(self, default=None):
+        self.default = default
+
+    def __set_name__(self, owner, name):
+        self.name = name
+
+    def __get__(self, obj, owner=None):
+        if obj is None:
+            return self.default
+        values = obj.__dict__
+        if self.name in values:
+            return values[self.name]
+        return values.get("_hyper", {}).get(self.name, self.default)
+
+    def __set__(self, obj, value):
+        if obj.__dict__.get("_built"):
+            raise AttributeError(f"{self.name} cannot change once {type(obj).__name__} is built (its buffers and "
+                                 f"tracker depend on it); build a new optimizer with the {self.name} you want")
+        obj.__dict__[self.name] = value
+
+
 class PushWeights:
     """Push-sum weights ``nxt <- C^rounds cur`` (one value per node) and their reciprocals.
 
@@ -207,12 +252,18 @@ class Optimizer:
     #: The runner records ``||pi^T y - 1^T g||`` (Lemma 1) for this algorithm.
     records_descent_deviation = False
 
-    rounds = 1
+    rounds = _Fixed(1)
+    lr = _StepSize()
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         if cls.__dict__.get("name"):
             REGISTRY[cls.name] = cls
+        for name in cls.hyper:  # the others are fixed once built (opt.tracker = ... was silently ignored)
+            if not isinstance(getattr(cls, name, None), (_Fixed, _StepSize, property)):
+                attr = _Fixed(getattr(cls, name, None))
+                attr.__set_name__(cls, name)
+                setattr(cls, name, attr)
 
     # ------------------------------------------------------------------ construction
     def _start(self, x0, matrices, backend, check_finite, comm, partition, **hyper):
@@ -233,24 +284,13 @@ class Optimizer:
         self._initialized = False
         self._journal = []  # deferred NaN/Inf checks not read yet (see the module's docstring)
         ops.checking = self.check_finite
-        self._built = True  # from here on, assigning a hyperparameter goes through __setattr__'s checks
-
-    def __setattr__(self, name, value):
-        """``opt.lr = value`` between steps: checked, and what the state derives from ``lr`` recomputed; the
-        other hyperparameters (``rounds``, ``tracker``, ...) are fixed once the optimizer is built."""
-        if self.__dict__.get("_built") and (name in type(self).hyper or name == "rounds"):
-            if name != "lr":
-                raise AttributeError(f"{name} cannot change once {type(self).__name__} is built (its buffers "
-                                     f"and tracker depend on it); build a new optimizer with the {name} you want")
-            self._set_lr(value)
-        else:
-            object.__setattr__(self, name, value)
+        self._built = True  # from here on, hyperparameters are assigned through _StepSize and _Fixed
 
     @exclusive
     def _set_lr(self, lr):
         lr = self._check_lr(lr)
         self._settle()  # deferred checks belong to the steps taken with the old lr
-        object.__setattr__(self, "lr", lr)
+        self.__dict__["lr"] = lr
         self._hyper["lr"] = lr
         if self._initialized:
             self._lr_changed()
