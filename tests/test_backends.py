@@ -398,7 +398,10 @@ def test_cuda_per_row_weight_kernels_match_cpu(cuda_on_host, monkeypatch, kernel
 
     from rowstoch_fast.backends import cupy as backend
 
-    monkeypatch.setattr(backend, "require_cupy", lambda: np)  # device_row_weights' copy: a host array
+    from test_algorithms import _fake_cupy
+
+    fake = _fake_cupy()
+    monkeypatch.setattr(backend, "require_cupy", lambda: fake)  # device_row_weights' copy: a host array
     V = int(kernel[3])
     n = 23
     A = {"exponential": topology.exponential, "star": topology.star,
@@ -422,7 +425,10 @@ def test_per_row_weights_only_where_every_entry_of_a_row_has_the_same_bits(monke
     from rowstoch_fast.backends import cupy as backend
     from rowstoch_fast.mixing import MixingMatrix
 
-    monkeypatch.setattr(backend, "require_cupy", lambda: np)
+    from test_algorithms import _fake_cupy
+
+    fake = _fake_cupy()
+    monkeypatch.setattr(backend, "require_cupy", lambda: fake)
     assert backend.device_row_weights(topology.paper_graphs()["grid"]) is None
     A = topology.ring(5)
     assert backend.device_row_weights(A) is backend.device_row_weights(A)
@@ -437,6 +443,27 @@ def test_per_row_weights_only_where_every_entry_of_a_row_has_the_same_bits(monke
     assert one([0.0, -0.0, 1.0], [0, 1, 1], [0, 2, 3], 2) is None
     np.testing.assert_array_equal(one([0.5, 0.5, 1.0], [0, 1, 1], [0, 2, 2, 3], 3), [0.5, 0.0, 1.0])
     assert sp.issparse(A.csr)
+
+
+def test_device_copies_are_kept_per_gpu(monkeypatch):
+    """A matrix (or a data set) used on two GPUs: each gets its own copy (the first GPU's pointers were handed
+    to kernels running on the second)."""
+    import types
+
+    from test_algorithms import _fake_cupy
+
+    from rowstoch_fast.backends import cupy as backend
+
+    fake, current = _fake_cupy(), [0]
+    fake.cuda.runtime = types.SimpleNamespace(getDevice=lambda: current[0])
+    monkeypatch.setattr(backend, "require_cupy", lambda: fake)
+    A = topology.exponential(8)
+    on0, w0 = backend.device_csr(A), backend.device_row_weights(A)
+    current[0] = 1
+    on1, w1 = backend.device_csr(A), backend.device_row_weights(A)
+    assert on1[0] is not on0[0] and w1 is not w0
+    current[0] = 0
+    assert backend.device_csr(A)[0] is on0[0] and backend.device_row_weights(A) is w0
 
 
 def test_the_per_row_weight_kernel_runs_where_rows_have_one_weight(cuda_on_host, monkeypatch):

@@ -106,30 +106,37 @@ def _require_device(x, name):
     return x
 
 
+def _device_id():
+    """The current CUDA device (arrays copied once are kept per device: a matrix used on two GPUs)."""
+    runtime = getattr(require_cupy().cuda, "runtime", None)
+    return runtime.getDevice() if runtime is not None else 0
+
+
 def device_csr(A):
-    """The CSR arrays of a MixingMatrix on the device, copied once and cached on the matrix."""
-    cached = A._diag_cache.get("device_csr")
+    """The CSR arrays of a MixingMatrix on the current device, copied once and cached on the matrix."""
+    key = ("device_csr", _device_id())
+    cached = A._diag_cache.get(key)
     if cached is None:
         cupy = require_cupy()
         c = A.csr
         cached = (cupy.asarray(c.indptr), cupy.asarray(c.indices), cupy.asarray(c.data))
-        A._diag_cache["device_csr"] = cached
+        A._diag_cache[key] = cached
     return cached
 
 
 def device_row_weights(A):
-    """The per-row weights of a MixingMatrix on the device when every row stores one weight (the same bits
-    in each of its entries; an empty row counts as 0), else None; computed once and cached on the matrix."""
-    cache = A._diag_cache
-    if "device_row_weights" not in cache:
+    """The per-row weights of a MixingMatrix on the current device when every row stores one weight (the same
+    bits in each of its entries; an empty row counts as 0), else None; computed once and cached on the matrix."""
+    cache, key = A._diag_cache, ("device_row_weights", _device_id())
+    if key not in cache:
         c = A.csr
         counts = np.diff(c.indptr)
         first = np.zeros(A.n, dtype=c.data.dtype)
         first[counts > 0] = c.data[c.indptr[:-1][counts > 0]]
         bits = np.dtype(f"u{c.data.dtype.itemsize}")
         same = np.array_equal(c.data.view(bits), np.repeat(first, counts).view(bits))
-        cache["device_row_weights"] = require_cupy().asarray(first) if same else None
-    return cache["device_row_weights"]
+        cache[key] = require_cupy().asarray(first) if same else None
+    return cache[key]
 
 
 def _mix_kernel(n, w, dtype, index_dtype, aligned, kind=None, per_row=False):
@@ -274,9 +281,10 @@ def logistic_grad(obj, X, iteration, seed, batches, rep_offset, nodes):
     cupy = require_cupy()
     dtype = np.dtype(obj.dtype)
     X = cupy.ascontiguousarray(_require_device(X, "X"), dtype=dtype)
-    dev = obj.__dict__.get("_device_data")
-    if dev is None:  # the data set is copied to the device once per objective
-        dev = obj.__dict__["_device_data"] = (cupy.asarray(obj.H), cupy.asarray(obj.Y))
+    copies = obj.__dict__.setdefault("_device_data", {})
+    dev = copies.get(_device_id())
+    if dev is None:  # the data set is copied to each device once per objective
+        dev = copies[_device_id()] = (cupy.asarray(obj.H), cupy.asarray(obj.Y))
     m = obj.n if nodes is None else len(nodes)
     reps = X.shape[0] if X.ndim == 3 else 1
     d_nodes = None if nodes is None else cupy.asarray(nodes, dtype=cupy.int64)
