@@ -175,25 +175,47 @@ def _dense(M):
     return np.asarray(M, dtype=np.float64)
 
 
+def _of(M):
+    """``t -> `` the dense matrix of iteration ``t``: ``M`` at every ``t`` for a matrix, ``M(t)`` for a callable
+    (a time-varying network: the product of iteration ``t``'s rounds)."""
+    if callable(M):
+        return lambda t: _dense(M(t))
+    D = _dense(M)
+    return lambda t: D
+
+
+def _diagonals(A_of, n, T):
+    """``diag(V_k)``, ``k = 0..T``: ``V_0 = I``, ``V_{k+1} = A_k V_k`` (``diag(A^k)`` for a static ``A``)."""
+    V = np.eye(n)
+    out = [np.diag(V).copy()]
+    for k in range(T):
+        V = A_of(k) @ V
+        out.append(np.diag(V).copy())
+    return out
+
+
 def _grad(grad_fn, x):
     return np.asarray(grad_fn(x), dtype=np.float64)
 
 
+# Below, a matrix argument may also be a callable ``t -> A_t`` (a time-varying network, see ``_of``).
 def frost(A, x0, lr, grad_fn, T):
     """FROST (Xin, Xi & Khan 2019), non-ATC: ``x+ = A x - lr y``, ``y+ = A y + D_{k+1}^{-1} g(x+) - D_k^{-1} g(x)``,
-    ``y0 = g(x0)``, ``D_k = Diag(A^k)``; ``lr`` a scalar or one value per node."""
-    A = _dense(A)
-    D = diag_powers(A, T)
+    ``y0 = g(x0)``, ``D_k = Diag(A^k)`` (``Diag(A_{k-1} ... A_0)`` on a varying network); ``lr`` a scalar or one
+    value per node."""
+    A_of = _of(A)
+    x = np.array(x0, dtype=np.float64)
+    D = _diagonals(A_of, x.shape[0], T)
     L = np.asarray(lr, dtype=np.float64)
     L = L[:, None] if L.ndim else L
-    x = np.array(x0, dtype=np.float64)
     g = _grad(grad_fn, x)
     y = g.copy()
     xs = [x.copy()]
     for k in range(T):
-        x_new = A @ x - L * y
+        Ak = A_of(k)
+        x_new = Ak @ x - L * y
         g_new = _grad(grad_fn, x_new)
-        y = A @ y + g_new / D[k + 1][:, None] - g / D[k][:, None]
+        y = Ak @ y + g_new / D[k + 1][:, None] - g / D[k][:, None]
         x, g = x_new, g_new
         xs.append(x.copy())
     return xs
@@ -201,38 +223,38 @@ def frost(A, x0, lr, grad_fn, T):
 
 def pull_diag_gd(A, x0, lr, grad_fn, T):
     """Pull-Diag-GD (Mai & Abed 2016): ``x+ = A x - lr D_k^{-1} g(x)``."""
-    A = _dense(A)
-    D = diag_powers(A, T)
+    A_of = _of(A)
     x = np.array(x0, dtype=np.float64)
+    D = _diagonals(A_of, x.shape[0], T)
     xs = [x.copy()]
     for k in range(T):
-        x = A @ x - lr * _grad(grad_fn, x) / D[k][:, None]
+        x = A_of(k) @ x - lr * _grad(grad_fn, x) / D[k][:, None]
         xs.append(x.copy())
     return xs
 
 
 def dsgd(A, x0, lr, grad_fn, T):
     """DSGD, row-stochastic, no correction (ATC): ``x+ = A (x - lr g(x))``."""
-    A = _dense(A)
+    A_of = _of(A)
     x = np.array(x0, dtype=np.float64)
     xs = [x.copy()]
-    for _ in range(T):
-        x = A @ (x - lr * _grad(grad_fn, x))
+    for k in range(T):
+        x = A_of(k) @ (x - lr * _grad(grad_fn, x))
         xs.append(x.copy())
     return xs
 
 
 def push_pull(A, C, x0, lr, grad_fn, T):
     """Push-Pull (Pu, Shi, Xu & Nedic 2020): ``x+ = A (x - lr y)``, ``y+ = C y + g(x+) - g(x)``, ``y0 = g(x0)``."""
-    A, C = _dense(A), _dense(C)
+    A_of, C_of = _of(A), _of(C)
     x = np.array(x0, dtype=np.float64)
     g = _grad(grad_fn, x)
     y = g.copy()
     xs = [x.copy()]
-    for _ in range(T):
-        x = A @ (x - lr * y)
+    for k in range(T):
+        x = A_of(k) @ (x - lr * y)
         g_new = _grad(grad_fn, x)
-        y = C @ y + g_new - g
+        y = C_of(k) @ y + g_new - g
         g = g_new
         xs.append(x.copy())
     return xs
@@ -240,19 +262,21 @@ def push_pull(A, C, x0, lr, grad_fn, T):
 
 def push_diging(C, x0, lr, grad_fn, T, R=1):
     """(MG-)Push-DIGing (Nedic, Olshevsky & Shi 2017): ``u+ = C^R (u - lr y)``, ``v+ = C^R v``, ``x+ = u+ / v+``,
-    ``y+ = C^R y + g(x+) - g(x)``; ``u0 = x0``, ``v0 = 1``, ``y0 = g(x0)``."""
-    CR = np.linalg.matrix_power(_dense(C), R)
+    ``y+ = C^R y + g(x+) - g(x)``; ``u0 = x0``, ``v0 = 1``, ``y0 = g(x0)``. (A callable ``C`` gives an
+    iteration's product of rounds itself: ``R`` is then not used.)"""
+    C_of = _of(C) if callable(C) else _of(np.linalg.matrix_power(_dense(C), R))
     x = np.array(x0, dtype=np.float64)
     u, v = x.copy(), np.ones((x.shape[0], 1))
     g = _grad(grad_fn, x)
     y = g.copy()
     xs = [x.copy()]
-    for _ in range(T):
-        u = CR @ (u - lr * y)
-        v = CR @ v
+    for k in range(T):
+        Ck = C_of(k)
+        u = Ck @ (u - lr * y)
+        v = Ck @ v
         x = u / v
         g_new = _grad(grad_fn, x)
-        y = CR @ y + g_new - g
+        y = Ck @ y + g_new - g
         g = g_new
         xs.append(x.copy())
     return xs
@@ -261,13 +285,14 @@ def push_diging(C, x0, lr, grad_fn, T, R=1):
 def sgp(C, x0, lr, grad_fn, T):
     """SGP (Assran et al. 2019): ``h = x - lr g(z)``, ``x+ = C h``, ``w+ = C w``, ``z+ = x+ / w+``; ``x0 = z0``,
     ``w0 = 1``. Returns the models ``z``."""
-    C = _dense(C)
+    C_of = _of(C)
     z = np.array(x0, dtype=np.float64)
     x, w = z.copy(), np.ones((z.shape[0], 1))
     zs = [z.copy()]
-    for _ in range(T):
-        x = C @ (x - lr * _grad(grad_fn, z))
-        w = C @ w
+    for k in range(T):
+        Ck = C_of(k)
+        x = Ck @ (x - lr * _grad(grad_fn, z))
+        w = Ck @ w
         z = x / w
         zs.append(z.copy())
     return zs
