@@ -166,6 +166,17 @@ def _check_rate_args(L, Delta, sigma, K):
     )
 
 
+def _check_network(n, beta, kappa, what):
+    """``n`` nodes (an integer >= 1), ``beta`` in [0, 1) and ``kappa = max pi / min pi >= 1``, or a clear error."""
+    n = check_int(n, "n", minimum=1)
+    beta = check_positive_float(beta, "beta", allow_zero=True)
+    kappa = check_positive_float(kappa, "kappa")
+    if kappa < 1.0:
+        raise ValueError(f"kappa = max(pi) / min(pi) is at least 1, got {kappa!r}")
+    _require_gap(beta, what)
+    return n, beta, kappa
+
+
 def _require_gap(beta, what):
     """Theorems 1-3 need ``beta < 1``; without self loops ``||A - 1 pi^T||_pi`` can be 1 (no gap)."""
     if not beta < 1.0 - 1e-12:
@@ -185,7 +196,7 @@ def lemma5_threshold(n, beta, kappa):
     >>> round(lemma5_threshold(16, 0.6, 1.0), 4)
     13.8629
     """
-    _require_gap(beta, "Lemma 5's threshold")
+    n, beta, kappa = _check_network(n, beta, kappa, "Lemma 5's threshold")
     return (2 * math.log(kappa) + 2 * math.log(n)) / (1 - beta)
 
 
@@ -199,7 +210,7 @@ def recommended_rounds(n, beta, kappa):
     >>> recommended_rounds(16, 0.6, 1.0)
     29
     """
-    _require_gap(beta, "Theorem 3's number of gossip rounds R")
+    n, beta, kappa = _check_network(n, beta, kappa, "Theorem 3's number of gossip rounds R")
     return max(1, math.ceil(3 * (1 + math.log(kappa) + math.log(n)) / (1 - beta)))
 
 
@@ -214,7 +225,7 @@ def lower_bound(L, Delta, sigma, K, *, n, beta, kappa):
     0.02
     """
     L, Delta, sigma, K = _check_rate_args(L, Delta, sigma, K)
-    _require_gap(beta, "Theorem 1's bound")
+    n, beta, kappa = _check_network(n, beta, kappa, "Theorem 1's bound")
     return sigma * math.sqrt(L * Delta) / math.sqrt(n * K) + (1 + math.log(kappa)) * L * Delta / ((1 - beta) * K)
 
 
@@ -226,6 +237,7 @@ def pull_diag_gt_bound(L, Delta, sigma, K, *, n, C_A):
     is an argument.
     """
     L, Delta, sigma, K = _check_rate_args(L, Delta, sigma, K)
+    n = check_int(n, "n", minimum=1)
     C_A = check_positive_float(C_A, "C_A", allow_zero=True)
     return sigma * math.sqrt(L * Delta) / math.sqrt(n * K) + L * Delta * (1 + C_A) / K
 
@@ -233,7 +245,7 @@ def pull_diag_gt_bound(L, Delta, sigma, K, *, n, C_A):
 def mg_pull_diag_gt_bound(L, Delta, sigma, K, *, n, beta, kappa):
     """Theorem 3: ``sigma sqrt(L Delta) / sqrt(n K) + (1 + ln kappa + ln n) L Delta / ((1 - beta) K)``."""
     L, Delta, sigma, K = _check_rate_args(L, Delta, sigma, K)
-    _require_gap(beta, "Theorem 3's bound")
+    n, beta, kappa = _check_network(n, beta, kappa, "Theorem 3's bound")
     return sigma * math.sqrt(L * Delta) / math.sqrt(n * K) + (
         1 + math.log(kappa) + math.log(n)
     ) * L * Delta / ((1 - beta) * K)
@@ -252,13 +264,22 @@ def perron_vector(A):
     (``A.pi``); it costs a fraction of the full metrics, whose ``beta`` needs a
     singular value decomposition.
     """
-    n = A.n
+    n = _matrix_arg(A).n
     need = 3 * n * n * 8 if n <= DENSE_MAX_N else 2 * 20 * 16 * n + 3 * A.nnz * 12
     require_memory(need, f"the Perron vector of a network of n = {n} nodes")
     csr = A.csr if A.dtype == np.float64 else A.csr.astype(np.float64)  # read only: no copy needed
     pi = _perron_dense(csr.toarray()) if n <= DENSE_MAX_N else _perron_sparse(csr)
     pi.setflags(write=False)
     return pi
+
+
+def _matrix_arg(A):
+    from .mixing import MixingMatrix
+
+    if not isinstance(A, MixingMatrix):
+        raise TypeError(f"A must be a MixingMatrix (rowstoch_fast.MixingMatrix(W) builds one from an array), got "
+                        f"{type(A).__name__}")
+    return A
 
 
 def metrics_memory(n, nnz=0):
@@ -272,7 +293,7 @@ def metrics_memory(n, nnz=0):
 def compute_metrics(A):
     """:class:`NetworkMetrics` of a :class:`~rowstoch_fast.MixingMatrix` (its ``pi`` is ``A.pi``; ``beta`` is
     computed when first read)."""
-    n = A.n
+    n = _matrix_arg(A).n
     require_memory(metrics_memory(n, A.nnz), f"the metrics of a network of n = {n} nodes")
     no_loop = tuple(int(i) for i in np.flatnonzero(A.csr.diagonal() <= 0))
     return NetworkMetrics(n=n, pi=A.pi, kappa=A.kappa, nodes_without_self_loop=no_loop,

@@ -180,3 +180,18 @@ def test_metrics_compute_beta_only_when_read():
     assert m._beta == [] and m.kappa == A.kappa and m.pi is A.pi  # pi, kappa, loops: no singular values yet
     assert abs(m.beta - _reference.beta(A.toarray())) < 1e-10 and m._beta == [m.beta]
     assert m.spectral_gap == 1 - m.beta and "beta=" in repr(m)
+
+
+@pytest.mark.parametrize("call, error, fragment", [
+    (lambda: metrics.lower_bound(1, 1, 1, 10, n=8, beta=0.5, kappa=0.5), ValueError, "kappa = max.* at least 1"),
+    (lambda: metrics.recommended_rounds(0, 0.5, 1.0), ValueError, "n must be >= 1, got 0"),  # was math domain error
+    (lambda: metrics.recommended_rounds(8, -0.1, 1.0), ValueError, "beta must be finite and >= 0"),
+    (lambda: metrics.lemma5_threshold(8, float("nan"), 1.0), ValueError, "beta must be finite"),
+    (lambda: metrics.mg_pull_diag_gt_bound(1, 1, 0, 10, n=2.5, beta=0.5, kappa=1), TypeError, "n must be an integer"),
+    (lambda: metrics.pull_diag_gt_bound(1, 1, 0, 10, n=0, C_A=1), ValueError, "n must be >= 1"),
+    (lambda: metrics.perron_vector(np.eye(2)), TypeError, "A must be a MixingMatrix .* got ndarray"),
+    (lambda: metrics.compute_metrics(np.full((2, 2), 0.5)), TypeError, "A must be a MixingMatrix"),
+])
+def test_rate_and_metric_arguments_are_named(call, error, fragment):
+    with pytest.raises(error, match=fragment):
+        call()
