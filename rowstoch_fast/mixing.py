@@ -167,7 +167,8 @@ class MixingMatrix:
             Number of nodes.
         edges : array_like of shape (m, 2)
             Edge ``(j, i)`` means node ``j`` sends to node ``i``, i.e. ``A[i, j] > 0``.
-            Duplicates are merged; ``(i, i)`` is a self loop.
+            Duplicates are merged (raw weights added; under ``"in-degree"`` and
+            ``"uniform"`` an edge counts once); ``(i, i)`` is a self loop.
         weights : "in-degree", "uniform" or array_like of shape (m,)
             ``"in-degree"`` (the paper's rule, Section 2.1) sets
             ``a_ij = 1 / (1 + d_i^in)`` over the in-neighbours and the self loop;
