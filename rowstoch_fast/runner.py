@@ -498,7 +498,7 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
         bar.n = bar.last_print_n = opt.iteration
         bar.set_description(meta["algorithm"], refresh=True)
     interrupted = False
-    diverged = None
+    diverged = failed = None
     try:
         while opt.iteration < iterations:
             opt.step(oracle)
@@ -512,9 +512,14 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
         interrupted = True
     except DivergenceError as exc:
         diverged = exc
+    except Exception as exc:  # noqa: BLE001 - grad_fn's own error, out of memory, ...: re-raised below
+        failed = exc
     finally:
         if bar is not None:
             bar.close()
+    if failed is not None:
+        _keep_on_failure(failed, opt, oracle, rows, meta, checkpoint, time.perf_counter() - t0)
+        raise failed
     meta["completed_iterations"] = opt.iteration
     meta["traffic"] = opt.traffic()
     rows = opt.share(rows)  # under MPI rank 0 recorded: every rank returns the same history
@@ -533,6 +538,23 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
         meta["ranks"] = len(per_process)
         meta["communication"] = per_process
     return History(rows, meta, interrupted=interrupted)
+
+
+def _keep_on_failure(exc, opt, oracle, rows, meta, checkpoint, wall):
+    """What a run that raised had recorded goes with the exception (``exc.history``) and, with ``checkpoint``,
+    the state at its last completed iteration is saved, as on Ctrl-C (one process only: under MPI the other
+    ranks may not be there to take part, and the last periodic checkpoint stays)."""
+    meta["completed_iterations"] = opt.iteration
+    meta["failed"] = f"{type(exc).__name__}: {exc}"
+    if checkpoint and opt._ops.name != "mpi":
+        try:
+            _save_checkpoint(checkpoint, opt, oracle, rows, meta, wall)
+        except Exception:  # noqa: BLE001 - the run's own error is the one to report
+            pass
+    try:
+        exc.history = History(rows, meta, interrupted=True)
+    except AttributeError:  # pragma: no cover - an exception type without attributes
+        pass
 
 
 def _warn_if_growing(rows, lr):

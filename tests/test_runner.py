@@ -254,3 +254,31 @@ def test_careless_run_arguments_are_named_before_the_run(problem, tmp_path):
         h.plot("accuracy")
     with pytest.raises(ValueError, match="x must be one of communication_rounds, iteration, samples, got 'rounds'"):
         h.plot(x="rounds")
+
+
+def test_a_run_that_raises_keeps_its_records_and_checkpoint(tmp_path):
+    """An exception from inside the run (here the objective's own, at iteration 13) goes out with what was
+    recorded (``exc.history``) and, with a checkpoint, the state at the last completed iteration saved, from
+    which the run resumes bit for bit; before, the records were lost."""
+    from rowstoch_fast.objectives import Quadratic
+
+    class Flaky(Quadratic):
+        fail_at = None
+
+        def stochastic_gradient(self, X, iteration, **kw):
+            if iteration == self.fail_at:
+                raise OSError("the data server went away")
+            return super().stochastic_gradient(X, iteration, **kw)
+
+    f = Flaky.random(8, 3, seed=1, sigma=0.1)
+    full = run(algo(), f, 30, record_every=4, progress=False, seed=2)
+    ck = str(tmp_path / "ck.npz")
+    f.fail_at = 13
+    with pytest.raises(OSError, match="the data server went away") as info:
+        run(algo(), f, 30, record_every=4, progress=False, seed=2, checkpoint=ck, checkpoint_every=100)
+    h = info.value.history
+    assert list(h.summary()["iteration"]) == [0, 4, 8, 12] and h.interrupted
+    assert h.meta["failed"] == "OSError: the data server went away"
+    f.fail_at = None
+    rest = run(algo(), f, 30, record_every=4, progress=False, seed=2, resume=ck)
+    assert rest.frame[COLS].equals(full.frame[COLS])
