@@ -196,7 +196,7 @@ def compare(A, objective, algorithms=ALGORITHMS, rounds_budget=2000, *, lr=None,
     if missing:
         _check_fraction(tune_fraction)
     log = log or (lambda line: None)
-    frames, tuning, status, interrupted = [], {}, {}, False
+    frames, tuning, status, interrupted, failed = [], {}, {}, False, None
     bar = _bar(progress, len(specs))
     try:
         for label, method, rounds in specs:
@@ -218,12 +218,20 @@ def compare(A, objective, algorithms=ALGORITHMS, rounds_budget=2000, *, lr=None,
                 bar.update(1)
     except KeyboardInterrupt:
         interrupted = True
+    except Exception as exc:  # noqa: BLE001 - one algorithm's run failed: the finished ones go with the error
+        failed = exc
     finally:
         if bar is not None:
             bar.close()
     frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     frame.attrs.update(lr={k: rates[k] for k in status}, tuning=tuning, status=status, interrupted=interrupted,
                        rounds_budget=rounds_budget, repeats=repeats, seed=seed)
+    if failed is not None:
+        try:
+            failed.frame = frame  # the algorithms that finished before it
+        except AttributeError:  # pragma: no cover - an exception type without attributes
+            pass
+        raise failed
     return frame
 
 

@@ -186,3 +186,22 @@ def test_cli_compare_ctrl_c_keeps_what_finished(tmp_path):
     assert list(last.index) in (["dsgd", "sgp"], ["dsgd", "sgp", "push-pull"])
     assert (last.iloc[:-1] == 200000).all() and 0 < last.iloc[-1] < 200000
     assert "interrupted" in stdout
+
+
+def test_a_failing_algorithm_keeps_the_finished_ones(problem):
+    """An error in one algorithm's run (here its objective's, from the second algorithm on) goes out with the
+    algorithms that finished before it (``exc.frame``); they were lost."""
+    A, _ = problem
+
+    class Flaky(Quadratic):
+        calls = 0
+
+        def stochastic_gradient(self, X, iteration, **kw):
+            type(self).calls += 1
+            if type(self).calls > 40:
+                raise OSError("the data server went away")
+            return super().stochastic_gradient(X, iteration, **kw)
+
+    with pytest.raises(OSError, match="went away") as info:
+        cmp.compare(A, Flaky.random(8, 3, seed=0), "dsgd,sgp", 30, lr=0.01, repeats=1, progress=False)
+    assert list(info.value.frame["algorithm"].unique()) == ["dsgd"]
