@@ -459,10 +459,11 @@ def test_seeds_sizes_and_node_ids_are_checked_by_name(call, error, fragment):
     """Seeds reach NumPy only once they are integers >= 0 (NumPy's own errors name no argument: "expected
     non-negative integer"); empty data, float node ids (they were truncated: node 1.5 read node 1) and a grad_fn
     that forgets to return are refused by name."""
-    from rowstoch_fast import PullDiagGT, datasets, objectives, topology  # noqa: F401 - used by the calls
+    from rowstoch_fast import PullDiagGT, datasets, objectives, topology
 
+    names = {"np": np, "PullDiagGT": PullDiagGT, "datasets": datasets, "objectives": objectives, "topology": topology}
     with pytest.raises(error, match=fragment):
-        eval(call)
+        eval(call, names)
 
 
 def test_seeds_numpy_takes_still_work():
