@@ -387,6 +387,9 @@ def cmd_run(args):
                          method=method)
     except (ValueError, TypeError) as exc:
         raise UsageError(str(exc)) from exc
+    if method == "centralized" and (args.loss > 0 or args.awake < 1) and root:
+        print("rowstoch: warning: --loss and --awake do not affect centralized: it averages exactly, without the "
+              "network", file=sys.stderr)
     diverged = None
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", RuntimeWarning)
@@ -396,8 +399,11 @@ def cmd_run(args):
                     config=_run_config(args))
         except DivergenceError as exc:
             diverged, h = exc, getattr(exc, "history", None)
-        except (FileNotFoundError, ValueError, RuntimeError) as exc:
-            raise UsageError(str(exc)) from exc
+        except Exception as exc:
+            _write_what_was_recorded(exc, args, A, algo, root)
+            if isinstance(exc, (FileNotFoundError, ValueError, RuntimeError)):
+                raise UsageError(str(exc)) from exc
+            raise
     for message in dict.fromkeys(str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)):
         print(f"rowstoch: warning: {message}", file=sys.stderr)  # each once (NumPy repeats its overflow notes)
     if not root or h is None:  # under MPI, rank 0 writes the outputs
@@ -426,6 +432,16 @@ def cmd_run(args):
     if write_error is not None:
         return 2
     return 130 if h.interrupted else 0
+
+
+def _write_what_was_recorded(exc, args, A, algo, root):
+    """The records a run that raised carries (``exc.history``) go to ``--out`` before the error is reported."""
+    h = getattr(exc, "history", None)
+    if not root or h is None or h.frame.empty:
+        return
+    folder, written, _ = _write_outputs(h, args, A, algo)  # (into a temporary folder if --out fails)
+    _error(f"the {len(h.frame)} rows recorded before the error are in "
+           f"{', '.join(os.path.join(folder, w) for w in written)}")
 
 
 def _stage(enabled):

@@ -144,6 +144,38 @@ def test_cli_run_errors(argv, message, capsys, tmp_path):
     assert message in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize("error, code", [(RuntimeError("the data server went away"), 2), (OSError("disk"), None)])
+def test_cli_run_writes_what_was_recorded_when_the_run_raises(tmp_path, capsys, monkeypatch, error, code):
+    """An error from inside the run: its records go to --out before the error is reported (one line, exit 2,
+    for the errors the command reports; others propagate), as on divergence and Ctrl-C."""
+    from rowstoch_fast.objectives import NonconvexLogistic
+
+    real = NonconvexLogistic.stochastic_gradient
+
+    def flaky(self, X, iteration, **kw):
+        if iteration == 7:
+            raise error
+        return real(self, X, iteration, **kw)
+
+    monkeypatch.setattr(NonconvexLogistic, "stochastic_gradient", flaky)
+    argv = ["run", "--n", "8", "--iterations", "20", "--record-every", "2", "--total", "1600", "--batch", "20",
+            "--out", str(tmp_path), "--no-progress"]
+    if code is None:
+        with pytest.raises(type(error)):
+            cli.main(argv)
+    else:
+        assert cli.main(argv) == code
+    err = capsys.readouterr().err
+    assert f"the 4 rows recorded before the error are in {tmp_path / 'history.csv'}" in err
+    assert (tmp_path / "history.csv").read_text().count("\n") == 1 + 4  # (summary: iterations 0, 2, 4, 6)
+
+
+def test_cli_warns_that_centralized_ignores_the_network_faults(tmp_path, capsys):
+    assert cli.main(["run", "--n", "8", "--iterations", "2", "--total", "1600", "--batch", "20", "--algorithm",
+                     "centralized", "--loss", "0.2", "--out", str(tmp_path), "--no-progress"]) == 0
+    assert "--loss and --awake do not affect centralized" in capsys.readouterr().err
+
+
 def test_cli_cupy_backend_runs_or_says_why_not(capsys, tmp_path):
     """With CuPy (a GPU machine) the run works; without, one line names what is missing."""
     cupy, _ = cupy_or_reason()
