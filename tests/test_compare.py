@@ -91,6 +91,9 @@ def test_bad_arguments_name_what_is_wrong(problem):
         cmp.compare(A, f, "dsgd", 10, lr={"dsgd": 0.1, "sgp": 0.1}, progress=False)
     with pytest.warns(RuntimeWarning, match="runs only 2 iterations"):
         cmp.compare(A, f, "mg-pull-diag-gt", 10, lr=0.01, mg_rounds=5, progress=False)
+    with pytest.raises(ValueError, match="rounds_budget = 3 is less than one iteration of mg-pull-diag-gt "
+                                         r"\(R = 5 rounds\)"):  # it ran one iteration over the budget
+        cmp.compare(A, f, "mg-pull-diag-gt", 3, lr=0.01, mg_rounds=5, progress=False)
     # these were a ZeroDivisionError, KeyErrors and min() of an empty sequence
     with pytest.raises(ValueError, match="mg_rounds must be >= 1, got 0"):
         cmp.compare(A, f, "mg-pull-diag-gt", 10, lr=0.01, mg_rounds=0, progress=False)
