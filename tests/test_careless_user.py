@@ -493,3 +493,16 @@ def test_options_are_not_abbreviated(tmp_path):
     assert_one_line_error(rc, err, "unrecognized arguments: --record 5")
     rc, _, err = rowstoch("run", "--network", "lossy", "--out", tmp_path)
     assert_one_line_error(rc, err, "unrecognized arguments: --network lossy")
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["pull-diag", "--iterations", "5"], "reproduce pull-diag takes no --iterations"),
+    (["multi-gossip", "--data", "mnist"], "reproduce multi-gossip takes no --data (it takes --iterations, --repeats)"),
+    (["linear-speedup", "--alpha", "0.5"], "reproduce linear-speedup takes no --alpha"),
+    (["mnist-mlp", "--data-dir", "somewhere"], "--data-dir is read with --data mnist only"),
+])
+def test_reproduce_refuses_options_its_figure_does_not_read(tmp_path, args, fragment):
+    """They were ignored: ``reproduce mnist-mlp --data-dir DIR`` trained on the digits, ``pull-diag --iterations
+    5`` ran the paper's 40 iterations."""
+    rc, _, err = rowstoch("reproduce", *args, "--out", tmp_path, "--no-progress")
+    assert_one_line_error(rc, err, fragment)
