@@ -179,6 +179,8 @@ def _topology_n(args):
 
 def cmd_metrics(args):
     """``rowstoch metrics``: the metrics table of a topology, all topologies, or a matrix file."""
+    _refuse_unread(args, [(("--normalize",), not args.matrix, "without --matrix"),
+                          (("--topology", "--n", "--seed"), bool(args.matrix), "with --matrix (the file is the network)")])
     if args.matrix:
         named = [(os.path.basename(args.matrix), load_matrix(args.matrix, args.normalize))]
     elif args.topology == "all":
@@ -246,6 +248,12 @@ def _matrix_from_args(args):
 
 def _check_run_args(args):
     """Cheap checks of ``rowstoch run``'s options, before any network, data or folder is built."""
+    from .algorithms import REGISTRY
+
+    method = args.algorithm[3:] if args.algorithm.startswith("mg-") else args.algorithm
+    _refuse_unread(args, _problem_rules(args) + [
+        (("--network-seed",), args.loss == 0 and args.awake == 1, "without --loss or --awake"),
+        (("--tracker",), "tracker" not in REGISTRY[method].hyper, f"by {args.algorithm} (it has no diagonal tracker)")])
     if not (0.0 <= args.loss < 1.0 or (args.loss == 1.0 and args.loss_model == "gilbert-elliott")):
         raise UsageError(f"--loss must be in [0, 1) (gilbert-elliott: [0, 1]), got {args.loss}")
     if not 0.0 < args.awake <= 1.0:
@@ -536,6 +544,10 @@ def cmd_compare(args):
     say = print if root else (lambda *a, **k: None)
     if not 0 < args.tune_fraction <= 1:  # NaN fails too
         raise UsageError(f"--tune-fraction must be in (0, 1], got {args.tune_fraction:g}")
+    names = [a.strip() for a in args.algorithms.split(",")]
+    _refuse_unread(args, _problem_rules(args) + [
+        (("--mg-rounds",), not any(a.startswith("mg-") for a in names), "without an mg-* algorithm"),
+        (("--tune-fraction",), not args.tune, "without --tune")])
     if root:
         _writable_folder(args.out, "--out")
     if args.preset == "paper":
@@ -909,10 +921,31 @@ def make_parser():
     return p
 
 
+def _refuse_unread(args, rules):
+    """UsageError for an option written on the command line that the run would not read: ``rules`` holds
+    ``(options, unread, why)`` (ignoring it would run something other than what was asked for)."""
+    for options, unread, why in rules:
+        written = [o for o in options if o in args.given]
+        if written and unread:
+            raise UsageError(f"{' and '.join(written)} {'is' if len(written) == 1 else 'are'} not read {why}")
+
+
+def _problem_rules(args):
+    """What ``run`` and ``compare`` share: the objective's options and the network's."""
+    return [(("--total", "--batch", "--rho", "--heterogeneity"), args.objective != "logistic",
+             "with --objective quadratic"),
+            (("--sigma",), args.objective != "quadratic", "with --objective logistic (its noise is the mini-batch)"),
+            (("--normalize",), not args.matrix, "without --matrix"),
+            (("--topology", "--n"), bool(args.matrix), "with --matrix (the file is the network)")]
+
+
 def main(argv=None):
     """Entry point of the ``rowstoch`` command."""
     parser = make_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)
+    # the options written out (abbreviations are off, so each appears as itself)
+    args.given = {str(token).split("=", 1)[0] for token in argv if str(token).startswith("--")}
     try:
         return args.func(args)
     except UsageError as exc:

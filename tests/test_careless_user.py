@@ -506,3 +506,20 @@ def test_reproduce_refuses_options_its_figure_does_not_read(tmp_path, args, frag
     5`` ran the paper's 40 iterations."""
     rc, _, err = rowstoch("reproduce", *args, "--out", tmp_path, "--no-progress")
     assert_one_line_error(rc, err, fragment)
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["run", "--algorithm", "dsgd", "--tracker", "perron"], "--tracker is not read by dsgd"),
+    (["run", "--objective", "quadratic", "--rho", "0.5", "--batch", "5"], "--batch and --rho are not read with"),
+    (["run", "--sigma", "0.3"], "--sigma is not read with --objective logistic"),
+    (["run", "--network-seed", "3"], "--network-seed is not read without --loss or --awake"),
+    (["run", "--normalize"], "--normalize is not read without --matrix"),
+    (["compare", "--algorithms", "dsgd", "--lr", "0.1", "--mg-rounds", "3"], "--mg-rounds is not read without an mg-*"),
+    (["compare", "--algorithms", "dsgd", "--lr", "0.1", "--tune-fraction", "0.5"], "--tune-fraction is not read"),
+    (["metrics", "--normalize"], "--normalize is not read without --matrix"),
+])
+def test_options_the_command_would_not_read_are_refused(tmp_path, args, fragment):
+    """They were ignored silently (a run other than the one asked for: --tracker perron with DSGD, --rho with the
+    quadratic, --network-seed on a reliable network)."""
+    rc, _, err = rowstoch(*args, "--out", tmp_path, "--no-progress") if args[0] != "metrics" else rowstoch(*args)
+    assert_one_line_error(rc, err, fragment)
