@@ -61,6 +61,8 @@ def parse_algorithms(names, A, mg_rounds=None):
 
 def _one_run(A, objective, label, method, rounds, lr, budget, *, repeats, seed, tracker, backend, points, progress):
     """(frame rows of one algorithm, its status) for one learning rate."""
+    if "tracker" not in REGISTRY[method].hyper:  # compare's tracker is for the methods that have one
+        tracker = "exact"
     algo = Algorithm(A, lr, rounds=rounds, tracker=tracker, backend=backend, method=method)
     iterations = max(1, budget // rounds)
     diverged = False

@@ -91,6 +91,11 @@ class Algorithm:
         check_int(self.rounds, "rounds", minimum=1)
         if self.rounds > 1 and not REGISTRY[self.method].multi_round:
             raise ValueError(f"{self.method} takes one gossip round per iteration, got rounds = {self.rounds}")
+        if self.tracker not in ("exact", "perron"):
+            raise ValueError(f"tracker must be 'exact' or 'perron', got {self.tracker!r}")
+        if self.tracker != "exact" and "tracker" not in REGISTRY[self.method].hyper:  # it would be ignored
+            raise ValueError(f"tracker={self.tracker!r} is for the methods with a Pull-Diag tracker; {self.method} "
+                             "has none")
 
     @classmethod
     def pull_diag_gt(cls, A, lr, tracker="exact"):

@@ -94,6 +94,13 @@ def test_ctrl_c_keeps_the_record_and_the_checkpoint_resumes(problem, tmp_path):
     assert np.array_equal(resumed.frame[COLS].to_numpy(float), full.frame[COLS].to_numpy(float))
 
 
+def test_algorithm_refuses_a_tracker_it_would_ignore():
+    with pytest.raises(ValueError, match="tracker='perron' is for the methods with a Pull-Diag tracker; dsgd has none"):
+        Algorithm(topology.exponential(8), 0.1, tracker="perron", method="dsgd")
+    with pytest.raises(ValueError, match="tracker must be 'exact' or 'perron', got 'Perron'"):
+        Algorithm(topology.exponential(8), 0.1, tracker="Perron")
+
+
 def test_run_argument_errors(problem, tmp_path):
     with pytest.raises(ValueError, match="objective has n = 8 nodes but the network has 4"):
         run(Algorithm(topology.ring(4), 0.1), problem, 5, progress=False)
