@@ -101,6 +101,20 @@ def case_stats(out):
         np.savez(out, stats=np.array(allstats))
 
 
+def case_bad_options(out):
+    """A communicator that is not one, a float partition: named errors (an AttributeError and a message about
+    the shape before)."""
+    outcomes = []
+    for kw in ({"comm": "world"}, {"partition": np.zeros(16)}):
+        try:
+            PullDiagGT(topology.ring(16), np.zeros(2), lr=0.1, backend="mpi", **kw)
+            outcomes.append("no error")
+        except (TypeError, ValueError, RemoteError) as exc:
+            outcomes.append(f"{type(exc).__name__}: {exc}")
+    if rank == 0:
+        np.savez(out, outcomes=np.array(outcomes))
+
+
 def case_bad_input(out):
     x0 = np.zeros((16, 2))
     if rank == 1:

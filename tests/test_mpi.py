@@ -141,6 +141,12 @@ def test_bad_input_on_one_rank_raises_on_all(tmp_path):
     assert outcomes[0].startswith("RemoteError") and "rank 1 failed" in outcomes[0]
 
 
+def test_bad_mpi_options_are_named(tmp_path):
+    comm, partition = [str(o) for o in mpirun("bad_options", 2, tmp_path)["outcomes"]]
+    assert comm == "TypeError: comm must be an mpi4py communicator (e.g. MPI.COMM_WORLD), got str"
+    assert "partition must be 16 integer owner ranks, got float64 of shape (16,)" in partition
+
+
 def test_grad_fn_failure_on_one_rank_raises_on_all(tmp_path):
     outcomes = [str(o) for o in mpirun("grad_error", 2, tmp_path)["outcomes"]]
     assert "simulated failure" in outcomes[1] and outcomes[0].startswith("RemoteError")

@@ -243,6 +243,8 @@ class MpiBackend(CpuBackend):
     def __init__(self, comm=None, partition=None):
         super().__init__()
         MPI = _mpi()
+        if comm is not None and not isinstance(comm, MPI.Comm):
+            raise TypeError(f"comm must be an mpi4py communicator (e.g. MPI.COMM_WORLD), got {type(comm).__name__}")
         self.comm = MPI.COMM_WORLD if comm is None else comm
         self._partition = partition
         self._halos = {}
@@ -267,7 +269,7 @@ class MpiBackend(CpuBackend):
             return contiguous_partition(n, size)
         owner = np.asarray(partition)
         if owner.shape != (n,) or not np.issubdtype(owner.dtype, np.integer):
-            raise ValueError(f"partition must be {n} integer owner ranks, got shape {owner.shape}")
+            raise ValueError(f"partition must be {n} integer owner ranks, got {owner.dtype} of shape {owner.shape}")
         if owner.min() < 0 or owner.max() >= size:
             raise ValueError(f"partition names ranks outside 0..{size - 1}")
         empty = np.setdiff1d(np.arange(size), owner)
