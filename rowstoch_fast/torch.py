@@ -370,8 +370,8 @@ class Replicas:
     # ------------------------------------------------------------------ evaluation
     def module(self, node=None, *, weights=None, repeat=0):
         """An ``nn.Module`` (a copy) with node ``node``'s parameters and buffers, or, with ``node=None``, the
-        average of the replicas weighted by ``weights`` (e.g. ``A.pi``; default uniform) and their averaged
-        floating-point buffers (of repetition ``repeat``)."""
+        average of the replicas weighted by ``weights`` (e.g. ``A.pi``; divided by their sum; default uniform)
+        and their averaged floating-point buffers (of repetition ``repeat``)."""
         torch = _torch()
         repeat = check_int(repeat, "repeat", minimum=0)
         if repeat >= self.repeats:
@@ -388,9 +388,7 @@ class Replicas:
                 bufs = {k: b[node] for k, b in buffers.items()}
             else:
                 w = torch.full((self.n,), 1.0 / self.n, dtype=self.dtype, device=self.device) if weights is None \
-                    else torch.as_tensor(np.array(weights, dtype=np.float64), device=self.device).to(self.dtype)
-                if w.shape != (self.n,):
-                    raise ValueError(f"weights must have one value per node ({self.n}), got shape {tuple(w.shape)}")
+                    else torch.as_tensor(_average_weights(weights, self.n), device=self.device).to(self.dtype)
                 flat = w @ params
                 bufs = {k: (torch.tensordot(w.to(b.dtype), b, dims=1) if b.is_floating_point() else b[0])
                         for k, b in buffers.items()}
@@ -426,6 +424,18 @@ class Replicas:
         shape = self.params.shape[:-1]
         return ((losses / len(targets)).cpu().numpy().reshape(shape),
                 (correct / len(targets)).cpu().numpy().reshape(shape))
+
+
+def _average_weights(weights, n):
+    """``weights`` (one per node, finite, >= 0, not all 0) divided by their sum: a weighted average (ones summed
+    the replicas, n times the average model)."""
+    w = np.array(weights, dtype=np.float64)
+    if w.shape != (n,):
+        raise ValueError(f"weights must have one value per node ({n}), got shape {w.shape}")
+    if not np.isfinite(w).all() or (w < 0).any() or not w.sum() > 0:
+        raise ValueError("weights must be finite and >= 0, not all 0 (e.g. A.pi)")
+    total = w.sum()
+    return w if total == 1.0 else w / total
 
 
 def _eval_set(inputs, targets, batch_size):

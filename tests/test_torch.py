@@ -116,6 +116,24 @@ def test_modules_averages_and_evaluation(linear_problem):
     assert losses[2] == pytest.approx(want, rel=1e-12)
 
 
+def test_average_weights_are_a_weighted_average(linear_problem):
+    """module(weights=...) divides by the weights' sum (ones gave the sum of the replicas, n times the average)
+    and refuses negative, non-finite or all-zero weights."""
+    model, X, *_ = linear_problem
+    reps = Replicas(model, n=len(X))
+    P = np.random.default_rng(4).normal(size=reps.params.shape)
+    reps.set_params(P)
+
+    def flat(m):
+        return torch.cat([m.weight.reshape(-1), m.bias]).detach().numpy()
+    np.testing.assert_allclose(flat(reps.module(weights=np.ones(len(X)))), P.mean(0), rtol=1e-12)
+    for bad in (-np.ones(len(X)), np.zeros(len(X)), np.full(len(X), np.nan)):
+        with pytest.raises(ValueError, match="weights must be finite and >= 0, not all 0"):
+            reps.module(weights=bad)
+    with pytest.raises(ValueError, match="weights must have one value per node"):
+        reps.module(weights=np.ones(2))
+
+
 def test_evaluation_sets_are_checked(linear_problem):
     """evaluate / accuracy: an empty set (NaN losses, accuracy 0), inputs and targets of different lengths (only
     the first len(targets) inputs were scored) and a batch_size < 1 are refused; the module's mode is kept."""
