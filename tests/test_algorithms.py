@@ -551,6 +551,13 @@ def test_assigning_lr_between_steps_continues_like_a_restart_with_that_lr(name):
         with pytest.raises(error, match="lr must be"):
             opt.lr = bad
     assert opt.lr == 0.03
+
+    def schedule_inside(X):
+        opt.lr = 0.01
+        return X - b
+    with pytest.raises(RuntimeError, match="lr can change between steps only"):
+        opt.step(schedule_inside)
+    assert opt.lr == 0.03
     for fixed in {"rounds", *cls.hyper} - {"lr"}:
         with pytest.raises(AttributeError, match=f"{fixed} cannot change once {cls.__name__} is built|property "
                                                  f"'{fixed}' of '{cls.__name__}' object has no setter|"

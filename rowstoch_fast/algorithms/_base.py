@@ -141,6 +141,9 @@ class _StepSize:
 
     def __set__(self, obj, value):
         if obj.__dict__.get("_built"):
+            if obj.__dict__.get("_owner") is not None:  # inside step/initialize (grad_fn) or another thread's
+                raise RuntimeError("lr can change between steps only, not while a step runs (e.g. from grad_fn): "
+                                   "half of the step would use the old value")
             obj._set_lr(value)
         else:  # the constructor's _check_hyper
             obj.__dict__["lr"] = value
