@@ -568,9 +568,9 @@ def test_assigning_lr_between_steps_continues_like_a_restart_with_that_lr(name):
 @pytest.mark.parametrize("form", ["atc", "frost"])
 @pytest.mark.parametrize("tracker", ["perron", "exact"])
 def test_the_gpu_step_negates_the_frozen_tracker_once(monkeypatch, form, tracker):
-    """Pull-Diag-GT's y phase on the CuPy backend takes -D_t^{-1}: once the tracker has frozen, that row is
-    negated once for the rest of the run (each step made a negation kernel and an allocation), the iterates
-    unchanged (the CPU's, bit for bit here)."""
+    """Pull-Diag-GT's y phase on the CuPy backend takes -D_t^{-1}: the device table is negated once for the
+    steps before the tracker freezes and the frozen row once for the rest of the run (each step made a negation
+    kernel and an allocation), the iterates unchanged (the CPU's, bit for bit here)."""
     from rowstoch_fast.backends import cupy as backend
 
     fake = _host_kernels(monkeypatch, backend)
@@ -588,7 +588,7 @@ def test_the_gpu_step_negates_the_frozen_tracker_once(monkeypatch, form, tracker
         cpu.step(lambda X: X - G)
         gpu.step(lambda X: X - Gd)
     np.testing.assert_array_equal(gpu.gather_x(), cpu.x)
-    assert len(negations) == frozen + 1  # t = 0 .. frozen - 1, then the frozen row once
+    assert len(negations) == 2  # the device table once (for t < frozen_at), then the frozen row once
     assert gpu._tracker_row(frozen + 9, -1.0) is gpu._tracker_row(frozen, -1.0)
 
 

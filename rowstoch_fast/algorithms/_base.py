@@ -765,7 +765,8 @@ class Optimizer:
         tracker = self._tracker
         frozen = getattr(tracker, "frozen_at", None)
         if frozen is None or t < frozen:
-            return coef * tracker.scale(t)
+            scaled = getattr(tracker, "scaled", None)  # the GPU's tracker multiplies its table once
+            return coef * tracker.scale(t) if scaled is None else scaled(t, coef)
         cached = self.__dict__.get("_frozen_row")
         if cached is None or cached[0] != coef:
             cached = self._frozen_row = (coef, coef * tracker.scale(frozen))

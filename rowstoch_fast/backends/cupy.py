@@ -339,6 +339,18 @@ class _DeviceTracker:
     def scale(self, t):
         return self._last if t >= self._table.shape[0] - 1 else self._table[t]
 
+    _SCALED_MAX_BYTES = 64 * 2**20
+
+    def scaled(self, t, coef):
+        """``coef * scale(t)``: rows of a table multiplied once per ``coef`` (the last one kept) when it is at
+        most 64 MiB, so that the steps before the tracker freezes launch no multiplication each."""
+        if self._table.nbytes > self._SCALED_MAX_BYTES:
+            return coef * self.scale(t)
+        cached = self.__dict__.get("_scaled")
+        if cached is None or cached[0] != coef:
+            cached = self._scaled = (coef, coef * self._table)
+        return cached[1][min(t, self._table.shape[0] - 1)]
+
     @property
     def max_inverse_diagonal(self):
         return self._host.max_inverse_diagonal
