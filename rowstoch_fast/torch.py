@@ -322,6 +322,8 @@ class Replicas:
     def x0(self, like="numpy"):
         """The initial block for an optimizer: ``self.params`` as a NumPy array on its memory (CPU) or a CuPy
         array through DLPack (CUDA; the optimizer then runs on the CuPy backend). ``like="torch"``: the tensor."""
+        if like not in ("numpy", "torch"):
+            raise ValueError(f"like must be 'numpy' (NumPy or CuPy, by the device) or 'torch', got {like!r}")
         if like == "torch":
             return self.params
         return from_tensor(self.params)
@@ -361,10 +363,13 @@ class Replicas:
 
     def set_params(self, X):
         """Copy an ``(n, d)`` block (an optimizer's ``gather_x()``, NumPy, CuPy or torch) into :attr:`params`."""
+        torch = _torch()
         P = as_tensor(X)
         if tuple(P.shape) != tuple(self.params.shape):
             raise ValueError(f"X has shape {tuple(P.shape)}, expected {tuple(self.params.shape)}")
-        with _torch().no_grad():
+        if P.is_floating_point() and not bool(torch.isfinite(P).all()):
+            raise ValueError("X must be finite (a diverged run's block?)")
+        with torch.no_grad():
             self.params.copy_(P)
 
     # ------------------------------------------------------------------ evaluation

@@ -116,6 +116,15 @@ def test_modules_averages_and_evaluation(linear_problem):
     assert losses[2] == pytest.approx(want, rel=1e-12)
 
 
+def test_x0_and_set_params_check_their_arguments(linear_problem):
+    model, X, *_ = linear_problem
+    reps = Replicas(model, n=len(X))
+    with pytest.raises(ValueError, match="like must be 'numpy' .* or 'torch', got 'jax'"):
+        reps.x0(like="jax")  # it returned NumPy
+    with pytest.raises(ValueError, match="X must be finite"):
+        reps.set_params(np.full(reps.params.shape, np.nan))
+
+
 def test_average_weights_are_a_weighted_average(linear_problem):
     """module(weights=...) divides by the weights' sum (ones gave the sum of the replicas, n times the average)
     and refuses negative, non-finite or all-zero weights."""
