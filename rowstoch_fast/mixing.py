@@ -484,6 +484,10 @@ def _check_sparse_structure(W):
     """The index arrays of a SciPy sparse matrix are sound (a malformed one crashes SciPy itself)."""
     if len(W.shape) != 2:
         raise ValueError(f"W must be 2-D, got shape {W.shape}")
+    if np.iscomplexobj(W.data):  # SciPy would drop the imaginary parts with a warning
+        raise TypeError(f"W must be real, got complex dtype {W.dtype}")
+    if not (np.issubdtype(W.dtype, np.number) or W.dtype == bool):
+        raise TypeError(f"W must be a numeric sparse matrix, got dtype {W.dtype}")
     rows, cols = W.shape
     fmt = W.format
     if fmt == "csr":

@@ -60,6 +60,8 @@ def test_bad_types():
         MixingMatrix([["a", "b"], ["c", "d"]])
     with pytest.raises(TypeError, match="real"):
         MixingMatrix(np.eye(2, dtype=complex))
+    with pytest.raises(TypeError, match="W must be real, got complex dtype complex128"):  # SciPy dropped the
+        MixingMatrix(sp.csr_matrix(np.array([[0.5 + 1j, 0.5], [0.5, 0.5]])))  # imaginary parts, with a warning
     with pytest.raises(TypeError, match="dtype must be float32 or float64"):
         MixingMatrix(np.eye(1), dtype=np.int32)
 
