@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -297,6 +298,26 @@ def _check_writable_folder(path, name):
         raise PermissionError(f"{name} {os.fspath(path)!r}: its folder {folder!r} is not writable")
 
 
+@contextlib.contextmanager
+def _ctrl_c_deferred():
+    """Ctrl-C (SIGINT) during the block is held until the block is done, then raised as KeyboardInterrupt (the
+    main thread only; elsewhere the block runs as it is)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: held.append(signum))
+    try:
+        yield
+    finally:  # (None: a handler not set from Python; Python's own then)
+        signal.signal(signal.SIGINT, signal.default_int_handler if previous is None else previous)
+        if held:
+            raise KeyboardInterrupt
+
+
 def _save_checkpoint(path, opt, oracle, rows, meta, wall_offset):
     # collective under MPI: every process gathers, the root writes
     opt_state, last = opt.state_dict(), (opt.gather(oracle.last) if oracle.last is not None else None)
@@ -316,11 +337,12 @@ def _save_checkpoint(path, opt, oracle, rows, meta, wall_offset):
         state["oracle_last"] = last
     tmp = f"{path}.tmp-{os.getpid()}"
     try:
-        with open(tmp, "wb") as f:
-            np.savez(f, **state)
+        with _ctrl_c_deferred(), open(tmp, "wb") as f:  # a Ctrl-C waits for the file (NumPy 1.x left the
+            np.savez(f, **state)                          # archive half-open, and its cleanup complained)
             f.flush()
             os.fsync(f.fileno())
-        os.replace(tmp, path)  # atomic: a reader sees the old or the new checkpoint, never half of one
+            f.close()
+            os.replace(tmp, path)  # atomic: a reader sees the old or the new checkpoint, never half of one
     except OSError as exc:  # disk full, folder gone: keep running, keep the last good checkpoint
         try:
             os.remove(tmp)

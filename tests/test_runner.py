@@ -321,3 +321,20 @@ def test_a_run_that_raises_keeps_its_records_and_checkpoint(tmp_path):
     f.fail_at = None
     rest = run(algo(), f, 30, record_every=4, progress=False, seed=2, resume=ck)
     assert rest.frame[COLS].equals(full.frame[COLS])
+
+
+def test_ctrl_c_waits_for_the_checkpoint_file():
+    """SIGINT while a checkpoint is written is held until the file is whole, then raised (under NumPy 1.x an
+    interrupted np.savez left its archive half-open and its cleanup printed a traceback)."""
+    import signal
+    import time
+
+    from rowstoch_fast import runner
+
+    before, done = signal.getsignal(signal.SIGINT), []
+    with pytest.raises(KeyboardInterrupt):
+        with runner._ctrl_c_deferred():
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.05)
+            done.append("written")
+    assert done == ["written"] and signal.getsignal(signal.SIGINT) is before
