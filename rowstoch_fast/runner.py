@@ -502,8 +502,15 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
             x0 = np.broadcast_to(x0, (algorithm.A.n, x0.shape[0]))
         if repeats > 1:
             x0 = np.broadcast_to(x0, (repeats,) + x0.shape)
-        require_memory(4 * 8 * x0.size, f"run(repeats={repeats}) (at least four {x0.shape} blocks of iterates)",
-                       "lower repeats")
+        what = f"run(repeats={repeats}) (at least four {x0.shape} blocks of iterates)"
+        if backends.resolve_backend(algorithm.backend, x0) == "cupy":  # the blocks live on the GPU; x0 passes
+            from .backends.cupy import require_device_memory           # through the host once
+
+            require_device_memory(4 * 8 * x0.size, what, "lower repeats")
+            require_memory(8 * x0.size, f"run(repeats={repeats}) (the {x0.shape} start on its way to the GPU)",
+                           "lower repeats")
+        else:
+            require_memory(4 * 8 * x0.size, what, "lower repeats")
         opt = algorithm.build(backends.to_backend(algorithm.backend, x0))  # the one explicit copy to a GPU
         rows, wall_offset = [], 0.0
     # each process draws the samples of its own nodes (all of them without MPI)

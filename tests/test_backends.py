@@ -445,6 +445,25 @@ def test_per_row_weights_only_where_every_entry_of_a_row_has_the_same_bits(monke
     assert sp.issparse(A.csr)
 
 
+def test_run_checks_the_gpu_memory_for_a_gpu_run(monkeypatch):
+    """run() on backend='cupy' measures the iterate blocks against the GPU's free memory (it measured them
+    against the host's: a GPU with more memory than the host was refused, one with less was not)."""
+    import types
+
+    from test_algorithms import _fake_cupy
+
+    from rowstoch_fast import Algorithm, run
+    from rowstoch_fast.backends import cupy as backend
+    from rowstoch_fast.objectives import Quadratic
+
+    fake = _fake_cupy()
+    fake.cuda.runtime = types.SimpleNamespace(getDevice=lambda: 0, memGetInfo=lambda: (2**20, 2**30))
+    monkeypatch.setattr(backend, "require_cupy", lambda: fake)
+    with pytest.raises(MemoryError, match=r"run\(repeats=100\) .* needs about .* of GPU memory but only 1.0 MiB is free"):
+        run(Algorithm(topology.exponential(64), 0.1, backend="cupy"), Quadratic.random(64, 10), 3, repeats=100,
+            progress=False)
+
+
 def test_device_copies_are_kept_per_gpu(monkeypatch):
     """A matrix (or a data set) used on two GPUs: each gets its own copy (the first GPU's pointers were handed
     to kernels running on the second)."""

@@ -65,6 +65,20 @@ def require_cupy():
     return cupy
 
 
+def require_device_memory(nbytes, what, hint=""):
+    """MemoryError at once when ``what`` needs about ``nbytes`` of the current GPU's memory and that is more than
+    it has free (CuPy's pool's cached blocks count as free)."""
+    from .._checks import fmt_bytes
+
+    cupy = require_cupy()
+    free = cupy.cuda.runtime.memGetInfo()[0]
+    pool = getattr(cupy, "get_default_memory_pool", None)
+    free += pool().free_bytes() if pool is not None else 0
+    if nbytes > free:
+        raise MemoryError(f"{what} needs about {fmt_bytes(nbytes)} of GPU memory but only {fmt_bytes(free)} is "
+                          f"free{'; ' + hint if hint else ''}")
+
+
 def to_gpu(x):
     """Copy a host array to the current GPU (explicitly)."""
     return require_cupy().asarray(x)
