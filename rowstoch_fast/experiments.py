@@ -59,9 +59,12 @@ def _finish(plt, fig, axes, out_dir, name, log):
     plt.close(fig)
 
 
-def _stop_if(interrupted, log, done):
-    """After a Ctrl-C: the outputs of what finished are written; say so and stop (KeyboardInterrupt: the
-    command line exits with 130)."""
+def _stop_if(interrupted, log, done, failed=None):
+    """After a Ctrl-C (``interrupted``) or an error (``failed``, re-raised): the outputs of what finished are
+    written; say so and stop (KeyboardInterrupt: the command line exits with 130)."""
+    if failed is not None:
+        log(f"stopped by {type(failed).__name__}: wrote the {done} that finished")
+        raise failed
     if interrupted:
         log(f"interrupted: wrote the {done} that finished")
         raise KeyboardInterrupt
@@ -119,24 +122,33 @@ def reproduce_linear_speedup(out_dir, iterations=4000, repeats=20, sizes=(1, 2, 
     """
     os.makedirs(out_dir, exist_ok=True)
     histories, finals = {}, {}
-    interrupted = False
-    for n in sizes:
-        lr = LINEAR_SPEEDUP_LR.get(n, 0.512 / n / 10)
-        f = NonconvexLogistic.synthetic(n, total=total, batch=batch, seed=42)
-        h = run(Algorithm(topology.exponential(n), lr), f, iterations, record_every=max(1, iterations // 100),
-                repeats=repeats, seed=seed, progress=progress)
-        if h.interrupted:  # Ctrl-C: write what finished, then stop
-            interrupted = True
-            break
-        s = h.summary()
-        tail = s["grad_norm"].iloc[-max(1, len(s) // 10):]
-        finals[n] = float(tail.mean())
-        histories[n] = h
-        log(f"n = {n:>4}: lr = {lr:g}, final ||(1/n) 1^T grad f(x)|| = {finals[n]:.4e} "
-            f"({h.frame['wall_seconds'].max():.1f} s)")
-    ns = np.array(list(finals), dtype=float)
-    vals = np.array(list(finals.values()))
-    slope = float(np.polyfit(np.log(ns), np.log(vals), 1)[0]) if len(finals) > 1 else float("nan")
+    interrupted, failed = False, None
+    try:
+        for n in sizes:
+            lr = LINEAR_SPEEDUP_LR.get(n, 0.512 / n / 10)
+            f = NonconvexLogistic.synthetic(n, total=total, batch=batch, seed=42)
+            try:
+                h = run(Algorithm(topology.exponential(n), lr), f, iterations, record_every=max(1, iterations // 100),
+                        repeats=repeats, seed=seed, progress=progress)
+            except DivergenceError as exc:  # one size diverging ended the whole figure
+                finals[n] = math.inf
+                log(f"n = {n:>4}: lr = {lr:g}, diverged at iteration {exc.iteration}")
+                continue
+            if h.interrupted:  # Ctrl-C: write what finished, then stop
+                interrupted = True
+                break
+            s = h.summary()
+            tail = s["grad_norm"].iloc[-max(1, len(s) // 10):]
+            finals[n] = float(tail.mean())
+            histories[n] = h
+            log(f"n = {n:>4}: lr = {lr:g}, final ||(1/n) 1^T grad f(x)|| = {finals[n]:.4e} "
+                f"({h.frame['wall_seconds'].max():.1f} s)")
+    except Exception as exc:  # noqa: BLE001 - write what finished, then re-raise (_stop_if)
+        failed = exc
+    done = {n: v for n, v in finals.items() if np.isfinite(v)}
+    ns = np.array(list(done), dtype=float)
+    vals = np.array(list(done.values()))
+    slope = float(np.polyfit(np.log(ns), np.log(vals), 1)[0]) if len(done) > 1 else float("nan")
     log(f"fitted slope of log(final metric) vs log(n): {slope:.3f} (linear speedup: about -0.5)")
     import pandas as pd
 
@@ -156,7 +168,7 @@ def reproduce_linear_speedup(out_dir, iterations=4000, repeats=20, sizes=(1, 2, 
         ax.legend(fontsize=7)
         log(f"wrote {_save(fig, out_dir, 'linear_speedup.png')}")
         plt.close(fig)
-    _stop_if(interrupted, log, f"{len(finals)} of {len(sizes)} sizes")
+    _stop_if(interrupted, log, f"{len(finals)} of {len(sizes)} sizes", failed)
     return finals, slope
 
 
@@ -174,27 +186,13 @@ def reproduce_multi_gossip(out_dir, communication_rounds=2000, repeats=5, rounds
     finals, histories = {}, {}
     log(f"MG-Pull-Diag-GT, 16 nodes, {communication_rounds} communication rounds, final ||(1/n) 1^T grad f(x)||:")
     log(f"{'graph':<18}" + "".join(f"{'R = %d' % R:>12}" for R in rounds))
-    interrupted = False
-    for name, A in graphs.items():
-        line = f"{name:<18}"
-        for R in rounds:
-            lr = MULTI_GOSSIP_LR[name].get(R, MULTI_GOSSIP_LR[name][1])
-            try:
-                h = run(Algorithm(A, lr, rounds=R), f, communication_rounds // R,
-                        record_every=max(1, communication_rounds // R // 50), repeats=repeats, seed=seed,
-                        progress=progress)
-                if h.interrupted:  # Ctrl-C: write what finished, then stop
-                    interrupted = True
-                    break
-                finals[(name, R)] = h.final()
-                histories[(name, R)] = h
-                line += f"{finals[(name, R)]:>12.3e}"
-            except DivergenceError as exc:
-                finals[(name, R)] = math.inf
-                line += f"{'diverged@' + str(exc.iteration):>12}"
-        log(line)
-        if interrupted:
-            break
+    interrupted, failed = False, None
+    try:
+        _multi_gossip_runs(graphs, rounds, f, communication_rounds, repeats, seed, progress, finals, histories, log)
+    except (_Interrupted, KeyboardInterrupt):  # Ctrl-C in a run (the runner caught it) or between two
+        interrupted = True
+    except Exception as exc:  # noqa: BLE001 - write what finished, then re-raise (_stop_if)
+        failed = exc
     import pandas as pd
 
     rows = []
@@ -217,8 +215,35 @@ def reproduce_multi_gossip(out_dir, communication_rounds=2000, repeats=5, rounds
                 ax.legend(fontsize=7)
         log(f"wrote {_save(fig, out_dir, 'multi_gossip.png')}")
         plt.close(fig)
-    _stop_if(interrupted, log, f"{len(finals)} of {len(graphs) * len(rounds)} runs")
+    _stop_if(interrupted, log, f"{len(finals)} of {len(graphs) * len(rounds)} runs", failed)
     return finals
+
+
+class _Interrupted(Exception):
+    """A run of a reproduction was stopped by Ctrl-C (the runner caught it): write what finished."""
+
+
+def _multi_gossip_runs(graphs, rounds, f, communication_rounds, repeats, seed, progress, finals, histories, log):
+    """The runs of :func:`reproduce_multi_gossip`, into ``finals`` and ``histories`` as they finish."""
+    for name, A in graphs.items():
+        line = f"{name:<18}"
+        for R in rounds:
+            lr = MULTI_GOSSIP_LR[name].get(R, MULTI_GOSSIP_LR[name][1])
+            try:
+                h = run(Algorithm(A, lr, rounds=R), f, communication_rounds // R,
+                        record_every=max(1, communication_rounds // R // 50), repeats=repeats, seed=seed,
+                        progress=progress)
+            except DivergenceError as exc:
+                finals[(name, R)] = math.inf
+                line += f"{'diverged@' + str(exc.iteration):>12}"
+                continue
+            if h.interrupted:  # Ctrl-C: write what finished, then stop
+                log(line)
+                raise _Interrupted
+            finals[(name, R)] = h.final()
+            histories[(name, R)] = h
+            line += f"{finals[(name, R)]:>12.3e}"
+        log(line)
 
 
 #: The algorithms of the robustness experiment (row-stochastic, then push-based).
@@ -391,7 +416,7 @@ def reproduce_mnist_mlp(out_dir, data="digits", data_dir=None, communication_rou
         from .runner import _progress
 
         bar = _progress(True, total, 0, "mnist-mlp")
-    interrupted = False
+    interrupted, error = False, None
     try:
         for name in names:
             A = all_graphs[name].astype(np.float32)
@@ -443,6 +468,8 @@ def reproduce_mnist_mlp(out_dir, data="digits", data_dir=None, communication_rou
                 log(f"{name:<18}{R:>4}{np.mean(finals):>12.4f}{acc:>15.3f}")
     except KeyboardInterrupt:  # Ctrl-C: write the records so far, then stop
         interrupted = True
+    except Exception as exc:  # noqa: BLE001 - write the records so far, then re-raise (_stop_if)
+        error = exc
     if bar is not None:
         bar.close()
     frame = pd.DataFrame(rows, columns=["graph", "R", "repeat", "iteration", "communication_rounds", "samples",
@@ -470,7 +497,7 @@ def reproduce_mnist_mlp(out_dir, data="digits", data_dir=None, communication_rou
         axes[1, 0].set_ylabel("test accuracy (nodes' mean)")
         _finish(plt, fig, axes, out_dir, "mnist_mlp.png", log)
     log(f"wrote {os.path.join(out_dir, 'mnist_mlp.csv')}")
-    _stop_if(interrupted, log, f"{len(rows)} records")
+    _stop_if(interrupted, log, f"{len(rows)} records", error)
     return frame
 
 

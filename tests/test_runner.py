@@ -1,5 +1,6 @@
 """Runner: records, repetitions, checkpoints, resume, Ctrl-C; the CLI's run and reproduce."""
 
+import math
 import os
 
 import numpy as np
@@ -338,3 +339,38 @@ def test_ctrl_c_waits_for_the_checkpoint_file():
             time.sleep(0.05)
             done.append("written")
     assert done == ["written"] and signal.getsignal(signal.SIGINT) is before
+
+
+def test_linear_speedup_keeps_the_sizes_that_finished(tmp_path, monkeypatch):
+    """One size diverging no longer ends the figure (it is marked inf, the others run), and an error in a later
+    size comes out after the finished sizes are written."""
+    from rowstoch_fast import experiments
+
+    from rowstoch_fast.errors import DivergenceError
+
+    real_run = experiments.run
+
+    def run_diverging_at_2(algorithm, *args, **kwargs):
+        if algorithm.A.n == 2:
+            raise DivergenceError.iterate(7, 1, algorithm.lr)
+        return real_run(algorithm, *args, **kwargs)
+
+    monkeypatch.setattr(experiments, "run", run_diverging_at_2)  # n = 2 diverges
+    finals, _ = experiments.reproduce_linear_speedup(str(tmp_path), iterations=20, repeats=1, sizes=(1, 2, 4),
+                                                     total=1600, batch=20, progress=False, log=lambda s: None)
+    assert finals[2] == math.inf and np.isfinite(finals[1]) and np.isfinite(finals[4])
+    real = experiments.NonconvexLogistic.synthetic
+
+    def synthetic(n, **kw):
+        if n == 4:
+            raise OSError("the disk went away")
+        return real(n, **kw)
+
+    monkeypatch.setattr(experiments.NonconvexLogistic, "synthetic", synthetic)
+    (tmp_path / "linear_speedup.csv").unlink()
+    with pytest.raises(OSError, match="the disk went away"):
+        experiments.reproduce_linear_speedup(str(tmp_path), iterations=20, repeats=1, sizes=(1, 2, 4), total=1600,
+                                             batch=20, progress=False, log=lambda s: None)
+    import pandas as pd
+
+    assert sorted(pd.read_csv(tmp_path / "linear_speedup.csv")["n"].unique()) == [1]  # (2 diverged)
