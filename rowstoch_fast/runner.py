@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import backends
-from ._checks import MAX_KEY, check_int, check_positive_float, load_npz_file, require_memory
+from ._checks import MAX_KEY, check_int, check_positive_float, load_npz_file
 from .algorithms import REGISTRY
 from .errors import DivergenceError
 from .mixing import MixingMatrix
@@ -472,7 +472,8 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
         raise TypeError(f"config must be a dict of the run's settings, got {type(config).__name__}")
     if checkpoint_every is not None and not checkpoint:
         raise ValueError("checkpoint_every needs checkpoint (the path of the file to write)")
-    if checkpoint and algorithm.backend != "mpi":  # (under MPI rank 0 writes it: a check on one rank could hang)
+    if checkpoint and backends.one_process(algorithm.backend):  # (under MPI rank 0 writes it, and a check
+        # failing on one rank alone would leave the others waiting)
         _check_writable_folder(checkpoint, "checkpoint")
     if objective.n != algorithm.A.n:
         raise ValueError(f"objective has n = {objective.n} nodes but the network has {algorithm.A.n}")
@@ -502,15 +503,9 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
             x0 = np.broadcast_to(x0, (algorithm.A.n, x0.shape[0]))
         if repeats > 1:
             x0 = np.broadcast_to(x0, (repeats,) + x0.shape)
-        what = f"run(repeats={repeats}) (at least four {x0.shape} blocks of iterates)"
-        if backends.resolve_backend(algorithm.backend, x0) == "cupy":  # the blocks live on the GPU; x0 passes
-            from .backends.cupy import require_device_memory           # through the host once
-
-            require_device_memory(4 * 8 * x0.size, what, "lower repeats")
-            require_memory(8 * x0.size, f"run(repeats={repeats}) (the {x0.shape} start on its way to the GPU)",
-                           "lower repeats")
-        else:
-            require_memory(4 * 8 * x0.size, what, "lower repeats")
+        backends.require_block_memory(algorithm.backend, x0, 4 * 8 * x0.size,  # (a GPU's memory for "cupy")
+                                      f"run(repeats={repeats}) (at least four {x0.shape} blocks of iterates)",
+                                      "lower repeats")
         opt = algorithm.build(backends.to_backend(algorithm.backend, x0))  # the one explicit copy to a GPU
         rows, wall_offset = [], 0.0
     # each process draws the samples of its own nodes (all of them without MPI)
@@ -580,7 +575,7 @@ def _keep_on_failure(exc, opt, oracle, rows, meta, checkpoint, wall):
     ranks may not be there to take part, and the last periodic checkpoint stays)."""
     meta["completed_iterations"] = opt.iteration
     meta["failed"] = f"{type(exc).__name__}: {exc}"
-    if checkpoint and opt._ops.name != "mpi":
+    if checkpoint and backends.one_process(opt.backend):
         try:
             _save_checkpoint(checkpoint, opt, oracle, rows, meta, wall)
         except Exception:  # noqa: BLE001 - the run's own error is the one to report

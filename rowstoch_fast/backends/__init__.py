@@ -20,7 +20,8 @@ from .base import DEFERRED
 BACKENDS = ("auto", "cpu", "cupy", "mpi")
 _MODULES = {"cpu": ("cpu", "CpuBackend"), "cupy": ("cupy", "CupyBackend"), "mpi": ("mpi", "MpiBackend")}
 
-__all__ = ["BACKENDS", "DEFERRED", "create", "is_device_array", "resolve_backend", "to_backend"]
+__all__ = ["BACKENDS", "DEFERRED", "create", "is_device_array", "one_process", "require_block_memory",
+           "resolve_backend", "to_backend"]
 
 
 def is_device_array(x):
@@ -67,3 +68,25 @@ def to_backend(backend, array):
 
         return to_gpu(array)
     return array
+
+
+def require_block_memory(backend, array, nbytes, what, hint=""):
+    """MemoryError at once when a run's blocks (about ``nbytes``) do not fit where ``backend`` keeps them: the
+    GPU's free memory for ``"cupy"`` (with one host copy of ``array`` on its way there), the host's otherwise
+    (:func:`rowstoch_fast._checks.require_memory`)."""
+    from .._checks import require_memory
+
+    if resolve_backend(backend, array) == "cupy":
+        from .cupy import require_device_memory
+
+        require_device_memory(nbytes, what, hint)
+        if not is_device_array(array):
+            require_memory(8 * getattr(array, "size", 0), f"{what}: the start on its way to the GPU", hint)
+    else:
+        require_memory(nbytes, what, hint)
+
+
+def one_process(backend):
+    """Whether ``backend`` runs in this process alone (under MPI each rank runs its share, and a check or a
+    write that one rank does alone can leave the others waiting)."""
+    return backend != "mpi"
