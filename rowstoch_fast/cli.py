@@ -574,11 +574,15 @@ def cmd_compare(args):
                   f"{args.repeats} repetitions", flush=True)
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always", RuntimeWarning)
-                frame = cmp.compare(A, f, args.algorithms, args.rounds_budget, lr=lr, tune=args.tune,
-                                    tune_fraction=args.tune_fraction, repeats=args.repeats, seed=args.seed,
-                                    tracker=args.tracker, backend=args.backend, mg_rounds=args.mg_rounds,
-                                    progress=not args.no_progress,
-                                    log=lambda line: say("  " + line, flush=True))
+                try:
+                    frame = cmp.compare(A, f, args.algorithms, args.rounds_budget, lr=lr, tune=args.tune,
+                                        tune_fraction=args.tune_fraction, repeats=args.repeats, seed=args.seed,
+                                        tracker=args.tracker, backend=args.backend, mg_rounds=args.mg_rounds,
+                                        progress=not args.no_progress,
+                                        log=lambda line: say("  " + line, flush=True))
+                except Exception as exc:  # what finished (exc.frame, earlier graphs) is written, then the error
+                    _write_finished_comparison(frames, getattr(exc, "frame", None), gname, args, root)
+                    raise
         except (ValueError, TypeError, RuntimeError) as exc:
             raise UsageError(str(exc)) from exc
         for w in caught:  # the budget warning; a diverging or growing baseline is reported in the table instead
@@ -600,6 +604,16 @@ def cmd_compare(args):
     print(f"wrote {', '.join(os.path.join(args.out, n) for n in ('compare.csv', 'summary.csv', 'lr.json', 'compare.png'))}"
           + (" (interrupted: what finished)" if interrupted else ""))
     return 130 if interrupted else 0
+
+
+def _write_finished_comparison(frames, partial, gname, args, root):
+    """Before a comparison's error is reported: the graphs that finished and the algorithms of this one."""
+    if partial is not None and len(partial):
+        partial.insert(0, "graph", gname)
+        frames = frames + [partial]
+    if frames and root:
+        _write_comparison(frames, args.out, args)
+        _error(f"the algorithms that finished before the error are in {os.path.join(args.out, 'compare.csv')}")
 
 
 def _write_comparison(frames, folder, args):

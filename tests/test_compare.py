@@ -208,3 +208,28 @@ def test_a_failing_algorithm_keeps_the_finished_ones(problem):
     with pytest.raises(OSError, match="went away") as info:
         cmp.compare(A, Flaky.random(8, 3, seed=0), "dsgd,sgp", 30, lr=0.01, repeats=1, progress=False)
     assert list(info.value.frame["algorithm"].unique()) == ["dsgd"]
+
+
+def test_cli_compare_writes_what_finished_before_an_error(tmp_path, monkeypatch, capsys):
+    """An error in the second algorithm's run: the first one's records go to --out before the error is reported
+    (one line, exit 2)."""
+    import pandas as pd
+
+    from rowstoch_fast import cli
+    from rowstoch_fast.objectives import NonconvexLogistic
+
+    real, calls = NonconvexLogistic.stochastic_gradient, [0]
+
+    def flaky(self, X, iteration, **kw):
+        calls[0] += 1
+        if calls[0] > 25:
+            raise RuntimeError("the data server went away")
+        return real(self, X, iteration, **kw)
+
+    monkeypatch.setattr(NonconvexLogistic, "stochastic_gradient", flaky)
+    code = cli.main(["compare", "--n", "8", "--total", "1600", "--batch", "20", "--algorithms", "dsgd,sgp", "--lr",
+                     "0.01", "--rounds-budget", "20", "--repeats", "1", "--out", str(tmp_path), "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 2 and "the data server went away" in err
+    assert f"the algorithms that finished before the error are in {tmp_path / 'compare.csv'}" in err
+    assert list(pd.read_csv(tmp_path / "compare.csv")["algorithm"].unique()) == ["dsgd"]
