@@ -275,42 +275,45 @@ def reproduce_robustness(out_dir, rounds_budget=1000, repeats=10, losses=(0.0, 0
         p_bad_state, p_bad, p_recover = bursty
         settings.append((f"bursty (p_bad = {p_bad:g}, p_recover = {p_recover:g})",
                          p_bad_state * p_bad / (p_bad + p_recover), bursty))
-    rows, interrupted = [], False
-    for gname, A in graphs.items():
-        f = NonconvexLogistic.synthetic(A.n, total=204800, batch=200, seed=42)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # the grid's too-large rates diverge: expected
-            tuned = cmp.compare(A, f, names, rounds_budget, tune=True, repeats=1, seed=seed, mg_rounds=mg_rounds,
-                                progress=False, points=4, tune_fraction=1.0)
-        if tuned.attrs["interrupted"]:  # Ctrl-C: write what finished, then stop
-            interrupted = True
-            break
-        rates = tuned.attrs["lr"]
-        log(f"{gname}: learning rates tuned without loss: "
-            + ", ".join(f"{k} {v:g}" for k, v in rates.items()))
-        for label, rate, spec in settings:
-            if spec is None:
-                net = A if rate == 0 else Lossy(A, rate, seed=seed + 1)
-            else:
-                net = Lossy(A, spec[0], seed=seed + 1, model="gilbert-elliott", p_bad=spec[1], p_recover=spec[2])
+    rows, interrupted, error = [], False, None
+    try:
+        for gname, A in graphs.items():
+            f = NonconvexLogistic.synthetic(A.n, total=204800, batch=200, seed=42)
             with warnings.catch_warnings():
-                warnings.simplefilter("ignore", RuntimeWarning)  # losses can make a tuned rate diverge: recorded
-                frame = cmp.compare(net, f, names, rounds_budget, lr=rates, repeats=repeats, seed=seed,
-                                    mg_rounds=mg_rounds, progress=progress, points=10)
-            if frame.attrs["interrupted"]:
+                warnings.simplefilter("ignore", RuntimeWarning)  # the grid's too-large rates diverge: expected
+                tuned = cmp.compare(A, f, names, rounds_budget, tune=True, repeats=1, seed=seed, mg_rounds=mg_rounds,
+                                    progress=False, points=4, tune_fraction=1.0)
+            if tuned.attrs["interrupted"]:  # Ctrl-C: write what finished, then stop
                 interrupted = True
                 break
-            for name in names:
-                part = frame[frame["algorithm"] == name]
-                last = part[part["iteration"] == part["iteration"].max()]
-                status = frame.attrs["status"].get(name, "?")
-                rows.append({"graph": gname, "setting": label, "loss_rate": rate, "algorithm": name,
-                             "lr": rates[name], "grad_norm": float(last["grad_norm"].mean()),
-                             "grad_norm_std": float(last["grad_norm"].std(ddof=0)), "status": status})
-            log(f"  {label:<40}" + "  ".join(f"{r['algorithm']} {r['grad_norm']:.2e}"
-                                            for r in rows[-len(names):]))
-        if interrupted:
-            break
+            rates = tuned.attrs["lr"]
+            log(f"{gname}: learning rates tuned without loss: "
+                + ", ".join(f"{k} {v:g}" for k, v in rates.items()))
+            for label, rate, spec in settings:
+                if spec is None:
+                    net = A if rate == 0 else Lossy(A, rate, seed=seed + 1)
+                else:
+                    net = Lossy(A, spec[0], seed=seed + 1, model="gilbert-elliott", p_bad=spec[1], p_recover=spec[2])
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", RuntimeWarning)  # losses can make a tuned rate diverge: recorded
+                    frame = cmp.compare(net, f, names, rounds_budget, lr=rates, repeats=repeats, seed=seed,
+                                        mg_rounds=mg_rounds, progress=progress, points=10)
+                if frame.attrs["interrupted"]:
+                    interrupted = True
+                    break
+                for name in names:
+                    part = frame[frame["algorithm"] == name]
+                    last = part[part["iteration"] == part["iteration"].max()]
+                    status = frame.attrs["status"].get(name, "?")
+                    rows.append({"graph": gname, "setting": label, "loss_rate": rate, "algorithm": name,
+                                 "lr": rates[name], "grad_norm": float(last["grad_norm"].mean()),
+                                 "grad_norm_std": float(last["grad_norm"].std(ddof=0)), "status": status})
+                log(f"  {label:<40}" + "  ".join(f"{r['algorithm']} {r['grad_norm']:.2e}"
+                                                for r in rows[-len(names):]))
+            if interrupted:
+                break
+    except Exception as exc:  # noqa: BLE001 - write the settings that finished, then re-raise (_stop_if)
+        error = exc
     table = pd.DataFrame(rows, columns=["graph", "setting", "loss_rate", "algorithm", "lr", "grad_norm",
                                         "grad_norm_std", "status"])
     table.to_csv(os.path.join(out_dir, "robustness.csv"), index=False)
@@ -333,7 +336,7 @@ def reproduce_robustness(out_dir, rounds_budget=1000, repeats=10, losses=(0.0, 0
         axes[0, 0].set_ylabel("final ||(1/n) sum_i grad f_i(x_i)||")
         _finish(plt, fig, axes, out_dir, "robustness.png", log)
     log(f"wrote {os.path.join(out_dir, 'robustness.csv')}")
-    _stop_if(interrupted, log, f"{len(rows) // len(names)} of {len(graphs) * len(settings)} settings")
+    _stop_if(interrupted, log, f"{len(rows) // len(names)} of {len(graphs) * len(settings)} settings", error)
     return table
 
 

@@ -389,6 +389,23 @@ def test_the_robustness_experiment_at_a_tiny_size(tmp_path):
     assert (tmp_path / "robustness.csv").exists() and (tmp_path / "robustness.png").exists()
 
 
+def test_the_robustness_experiment_writes_what_finished_before_an_error(tmp_path, monkeypatch):
+    import pandas as pd
+
+    from rowstoch_fast import network
+    from rowstoch_fast.experiments import reproduce_robustness
+
+    def broken(*args, **kwargs):
+        raise OSError("the network module went away")
+
+    monkeypatch.setattr(network, "Lossy", broken)
+    with pytest.raises(OSError, match="went away"):
+        reproduce_robustness(str(tmp_path), rounds_budget=40, repeats=1, losses=(0.0, 0.3), mg_rounds=2,
+                             algorithms=("pull-diag-gt", "sgp"), progress=False, log=lambda *a: None)
+    table = pd.read_csv(tmp_path / "robustness.csv")
+    assert set(table["setting"]) == {"p = 0"} and len(table) == 2  # the first graph's lossless setting
+
+
 def test_the_runner_resumes_a_lossy_run_from_its_checkpoint(tmp_path):
     from rowstoch_fast import Algorithm, run
     from rowstoch_fast.objectives import Quadratic
