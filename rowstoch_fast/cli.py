@@ -654,21 +654,21 @@ def _write_comparison(frames, folder, args):
 
 
 #: The options each figure of ``rowstoch reproduce`` reads.
-_REPRODUCE_OPTIONS = {"pull-diag": (), "linear-speedup": ("iterations", "repeats"),
-                      "robustness": ("iterations", "repeats"), "multi-gossip": ("iterations", "repeats"),
-                      "mnist-mlp": ("iterations", "repeats", "data", "data_dir", "alpha")}
+_REPRODUCE_OPTIONS = {"pull-diag": (), "linear-speedup": ("--iterations", "--repeats"),
+                      "robustness": ("--iterations", "--repeats"), "multi-gossip": ("--iterations", "--repeats"),
+                      "mnist-mlp": ("--iterations", "--repeats", "--data", "--data-dir", "--alpha")}
 
 
 def cmd_reproduce(args):
     """``rowstoch reproduce FIGURE``: one of the paper's experiments."""
     from . import experiments
 
-    given = [f"--{name.replace('_', '-')}" for name in ("iterations", "repeats", "data", "data_dir", "alpha")
-             if getattr(args, name) is not None and name not in _REPRODUCE_OPTIONS[args.figure]]
-    if given:  # they were ignored: another run than the one asked for
-        raise UsageError(f"reproduce {args.figure} takes no {' or '.join(given)}"
-                         + (f" (it takes {', '.join('--' + o.replace('_', '-') for o in _REPRODUCE_OPTIONS[args.figure])})"
-                            if _REPRODUCE_OPTIONS[args.figure] else ""))
+    reads = _REPRODUCE_OPTIONS[args.figure]
+    unread = [o for o in ("--iterations", "--repeats", "--data", "--data-dir", "--alpha")
+              if o in args.given and o not in reads]
+    if unread:  # they were ignored: another run than the one asked for
+        raise UsageError(f"reproduce {args.figure} takes no {' or '.join(unread)}"
+                         + (f" (it takes {', '.join(reads)})" if reads else ""))
     if args.data_dir and args.data != "mnist":
         raise UsageError("--data-dir is read with --data mnist only (digits need no files)")
     _writable_folder(args.out, "--out")
@@ -688,7 +688,7 @@ def cmd_reproduce(args):
         if args.data == "mnist" and not args.data_dir:
             raise UsageError("--data mnist reads the four MNIST IDX files from --data-dir (nothing is downloaded)")
         try:
-            experiments.reproduce_mnist_mlp(args.out, data=args.data or "digits", data_dir=args.data_dir,
+            experiments.reproduce_mnist_mlp(args.out, data=args.data, data_dir=args.data_dir,
                                             communication_rounds=args.iterations or 2000, repeats=args.repeats or 3,
                                             alpha=args.alpha, progress=not args.no_progress)
         except (FileNotFoundError, ValueError) as exc:
@@ -907,8 +907,8 @@ def make_parser():
     rp.add_argument("--iterations", type=_positive_int, default=None,
                     help="iterations (communication rounds for multi-gossip, mnist-mlp and robustness); default the "
                          "paper's")
-    rp.add_argument("--data", choices=["digits", "mnist"], default=None,
-                    help="mnist-mlp: scikit-learn's bundled digits (default), or MNIST from --data-dir")
+    rp.add_argument("--data", choices=["digits", "mnist"], default="digits",
+                    help="mnist-mlp: scikit-learn's bundled digits, or MNIST from --data-dir")
     rp.add_argument("--data-dir", default=None, help="mnist-mlp: the folder with MNIST's four IDX files")
     rp.add_argument("--alpha", type=float, default=None,
                     help="mnist-mlp: Dirichlet(alpha) label skew over the nodes instead of an IID split")
