@@ -32,6 +32,17 @@ def check_int(value, name, *, minimum=None, maximum=None):
     return value
 
 
+#: The diagonal trackers of the Pull-Diag methods: ``D_t = Diag(A^(tR))`` as in the paper, or its limit diag(pi).
+TRACKERS = ("exact", "perron")
+
+
+def check_tracker(kind):
+    """``kind`` if it is one of :data:`TRACKERS`, else a ValueError naming ``tracker``."""
+    if kind not in TRACKERS:
+        raise ValueError(f"tracker must be 'exact' or 'perron', got {kind!r}")
+    return kind
+
+
 def make_rng(seed, name="seed"):
     """``np.random.default_rng(seed)`` for a seed NumPy takes (None, an integer >= 0, a sequence of them, a
     ``SeedSequence`` or a ``Generator``), or a TypeError/ValueError naming ``name`` (NumPy's own do not)."""

@@ -16,7 +16,7 @@ import warnings
 import numpy as np
 
 from . import topology
-from ._checks import MAX_KEY, require_memory
+from ._checks import MAX_KEY, TRACKERS, require_memory
 from .compare import ALGORITHMS
 from .metrics import metrics_memory
 from .mixing import MixingMatrix
@@ -771,7 +771,7 @@ def _network_options(parser):
 
 
 def _algorithm_options(group):
-    group.add_argument("--tracker", choices=["exact", "perron"], default="exact",
+    group.add_argument("--tracker", choices=list(TRACKERS), default="exact",
                        help="D_t = Diag(A^(tR)) as in the paper, or its limit diag(pi) (for very large n)")
     group.add_argument("--backend", choices=["cpu", "cupy", "mpi"], default="cpu",
                        help="cupy: run on the GPU; mpi: partition the nodes over the ranks of mpiexec -n P rowstoch")

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import backends
-from ._checks import MAX_KEY, check_int, check_positive_float, load_npz_file
+from ._checks import MAX_KEY, check_int, check_positive_float, check_tracker, load_npz_file
 from .algorithms import REGISTRY
 from .errors import DivergenceError
 from .mixing import MixingMatrix
@@ -92,8 +92,7 @@ class Algorithm:
         check_int(self.rounds, "rounds", minimum=1)
         if self.rounds > 1 and not REGISTRY[self.method].multi_round:
             raise ValueError(f"{self.method} takes one gossip round per iteration, got rounds = {self.rounds}")
-        if self.tracker not in ("exact", "perron"):
-            raise ValueError(f"tracker must be 'exact' or 'perron', got {self.tracker!r}")
+        check_tracker(self.tracker)
         if self.tracker != "exact" and "tracker" not in REGISTRY[self.method].hyper:  # it would be ignored
             raise ValueError(f"tracker={self.tracker!r} is for the methods with a Pull-Diag tracker; {self.method} "
                              "has none")

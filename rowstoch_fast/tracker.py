@@ -20,7 +20,7 @@ import os
 import numpy as np
 
 from . import _core
-from ._checks import MAX_ROUNDS, check_int, require_memory
+from ._checks import MAX_ROUNDS, check_int, check_tracker, require_memory
 
 __all__ = ["DiagTracker", "diag_powers", "freeze_step"]
 
@@ -137,9 +137,7 @@ class DiagTracker:
 
     def __init__(self, A, rounds=1, kind="exact", *, max_bytes=None, max_work=None):
         self.rounds = check_int(rounds, "rounds", minimum=1, maximum=MAX_ROUNDS)
-        if kind not in ("exact", "perron"):
-            raise ValueError(f"tracker must be 'exact' or 'perron', got {kind!r}")
-        self.kind = kind
+        self.kind = check_tracker(kind)
         self.n = A.n
         dtype = A.dtype
         if kind == "perron":  # needs pi only, not the metrics' beta

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .._checks import check_tracker
 from ._base import Optimizer
 
 __all__ = ["PullDiagGD"]
@@ -52,8 +53,7 @@ class PullDiagGD(Optimizer):
 
     def _check_hyper(self, lr, tracker):
         self.lr = self._check_lr(lr)
-        if tracker not in ("exact", "perron"):
-            raise ValueError(f"tracker must be 'exact' or 'perron', got {tracker!r}")
+        check_tracker(tracker)
         return {"lr": self.lr, "tracker": tracker}
 
     def _traffic_per_iteration(self):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._checks import MAX_ROUNDS, as_float_array, check_int, check_positive_float
+from .._checks import MAX_ROUNDS, as_float_array, check_int, check_positive_float, check_tracker
 from ..errors import DivergenceError
 from ._base import Optimizer
 
@@ -136,8 +136,7 @@ class PullDiagGT(Optimizer):
     def _check_hyper(self, lr, rounds, tracker):
         self.lr = lr = self._check_lr(lr)
         self.rounds = check_int(rounds, "rounds", minimum=1, maximum=MAX_ROUNDS)
-        if tracker not in ("exact", "perron"):
-            raise ValueError(f"tracker must be 'exact' or 'perron', got {tracker!r}")
+        check_tracker(tracker)
         return {"lr": lr, "rounds": self.rounds, "tracker": tracker}
 
     @property
