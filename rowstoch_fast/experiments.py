@@ -59,12 +59,12 @@ def _finish(plt, fig, axes, out_dir, name, log):
     plt.close(fig)
 
 
-def _stop_if(interrupted, log, done, failed=None):
-    """After a Ctrl-C (``interrupted``) or an error (``failed``, re-raised): the outputs of what finished are
+def _stop_if(interrupted, log, done, error=None):
+    """After a Ctrl-C (``interrupted``) or an error (``error``, re-raised): the outputs of what finished are
     written; say so and stop (KeyboardInterrupt: the command line exits with 130)."""
-    if failed is not None:
-        log(f"stopped by {type(failed).__name__}: wrote the {done} that finished")
-        raise failed
+    if error is not None:
+        log(f"stopped by {type(error).__name__}: wrote the {done} that finished")
+        raise error
     if interrupted:
         log(f"interrupted: wrote the {done} that finished")
         raise KeyboardInterrupt
@@ -122,7 +122,7 @@ def reproduce_linear_speedup(out_dir, iterations=4000, repeats=20, sizes=(1, 2, 
     """
     os.makedirs(out_dir, exist_ok=True)
     histories, finals = {}, {}
-    interrupted, failed = False, None
+    interrupted, error = False, None
     try:
         for n in sizes:
             lr = LINEAR_SPEEDUP_LR.get(n, 0.512 / n / 10)
@@ -144,7 +144,7 @@ def reproduce_linear_speedup(out_dir, iterations=4000, repeats=20, sizes=(1, 2, 
             log(f"n = {n:>4}: lr = {lr:g}, final ||(1/n) 1^T grad f(x)|| = {finals[n]:.4e} "
                 f"({h.frame['wall_seconds'].max():.1f} s)")
     except Exception as exc:  # noqa: BLE001 - write what finished, then re-raise (_stop_if)
-        failed = exc
+        error = exc
     done = {n: v for n, v in finals.items() if np.isfinite(v)}
     ns = np.array(list(done), dtype=float)
     vals = np.array(list(done.values()))
@@ -168,7 +168,7 @@ def reproduce_linear_speedup(out_dir, iterations=4000, repeats=20, sizes=(1, 2, 
         ax.legend(fontsize=7)
         log(f"wrote {_save(fig, out_dir, 'linear_speedup.png')}")
         plt.close(fig)
-    _stop_if(interrupted, log, f"{len(finals)} of {len(sizes)} sizes", failed)
+    _stop_if(interrupted, log, f"{len(finals)} of {len(sizes)} sizes", error)
     return finals, slope
 
 
@@ -186,13 +186,31 @@ def reproduce_multi_gossip(out_dir, communication_rounds=2000, repeats=5, rounds
     finals, histories = {}, {}
     log(f"MG-Pull-Diag-GT, 16 nodes, {communication_rounds} communication rounds, final ||(1/n) 1^T grad f(x)||:")
     log(f"{'graph':<18}" + "".join(f"{'R = %d' % R:>12}" for R in rounds))
-    interrupted, failed = False, None
+    interrupted, error = False, None
     try:
-        _multi_gossip_runs(graphs, rounds, f, communication_rounds, repeats, seed, progress, finals, histories, log)
-    except (_Interrupted, KeyboardInterrupt):  # Ctrl-C in a run (the runner caught it) or between two
-        interrupted = True
+        for name, A in graphs.items():
+            line = f"{name:<18}"
+            for R in rounds:
+                lr = MULTI_GOSSIP_LR[name].get(R, MULTI_GOSSIP_LR[name][1])
+                try:
+                    h = run(Algorithm(A, lr, rounds=R), f, communication_rounds // R,
+                            record_every=max(1, communication_rounds // R // 50), repeats=repeats, seed=seed,
+                            progress=progress)
+                except DivergenceError as exc:
+                    finals[(name, R)] = math.inf
+                    line += f"{'diverged@' + str(exc.iteration):>12}"
+                    continue
+                if h.interrupted:  # Ctrl-C: write what finished, then stop
+                    interrupted = True
+                    break
+                finals[(name, R)] = h.final()
+                histories[(name, R)] = h
+                line += f"{finals[(name, R)]:>12.3e}"
+            log(line)
+            if interrupted:
+                break
     except Exception as exc:  # noqa: BLE001 - write what finished, then re-raise (_stop_if)
-        failed = exc
+        error = exc
     import pandas as pd
 
     rows = []
@@ -215,35 +233,8 @@ def reproduce_multi_gossip(out_dir, communication_rounds=2000, repeats=5, rounds
                 ax.legend(fontsize=7)
         log(f"wrote {_save(fig, out_dir, 'multi_gossip.png')}")
         plt.close(fig)
-    _stop_if(interrupted, log, f"{len(finals)} of {len(graphs) * len(rounds)} runs", failed)
+    _stop_if(interrupted, log, f"{len(finals)} of {len(graphs) * len(rounds)} runs", error)
     return finals
-
-
-class _Interrupted(Exception):
-    """A run of a reproduction was stopped by Ctrl-C (the runner caught it): write what finished."""
-
-
-def _multi_gossip_runs(graphs, rounds, f, communication_rounds, repeats, seed, progress, finals, histories, log):
-    """The runs of :func:`reproduce_multi_gossip`, into ``finals`` and ``histories`` as they finish."""
-    for name, A in graphs.items():
-        line = f"{name:<18}"
-        for R in rounds:
-            lr = MULTI_GOSSIP_LR[name].get(R, MULTI_GOSSIP_LR[name][1])
-            try:
-                h = run(Algorithm(A, lr, rounds=R), f, communication_rounds // R,
-                        record_every=max(1, communication_rounds // R // 50), repeats=repeats, seed=seed,
-                        progress=progress)
-            except DivergenceError as exc:
-                finals[(name, R)] = math.inf
-                line += f"{'diverged@' + str(exc.iteration):>12}"
-                continue
-            if h.interrupted:  # Ctrl-C: write what finished, then stop
-                log(line)
-                raise _Interrupted
-            finals[(name, R)] = h.final()
-            histories[(name, R)] = h
-            line += f"{finals[(name, R)]:>12.3e}"
-        log(line)
 
 
 #: The algorithms of the robustness experiment (row-stochastic, then push-based).
