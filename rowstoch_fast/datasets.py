@@ -183,7 +183,7 @@ def load_cifar10(folder):
                              f"{labels.shape}; expected uint8 (m, 3072) and (m,)")
         if len(labels) and not (np.issubdtype(labels.dtype, np.integer) and 0 <= labels.min() and labels.max() < 10):
             raise ValueError(f"{path}: labels must be classes 0..9")
-        X = data.astype(np.uint8).reshape(-1, 3, 32, 32).astype(np.float32) / 255.0
+        X = data.reshape(-1, 3, 32, 32).astype(np.float32) / 255.0
         return X, labels.astype(np.int64)
 
     train = [read(f"data_batch_{k}") for k in range(1, 6)]

@@ -437,9 +437,9 @@ def _average_weights(weights, n):
     w = np.array(weights, dtype=np.float64)
     if w.shape != (n,):
         raise ValueError(f"weights must have one value per node ({n}), got shape {w.shape}")
-    if not np.isfinite(w).all() or (w < 0).any() or not w.sum() > 0:
-        raise ValueError("weights must be finite and >= 0, not all 0 (e.g. A.pi)")
     total = w.sum()
+    if not np.isfinite(w).all() or (w < 0).any() or not total > 0:
+        raise ValueError("weights must be finite and >= 0, not all 0 (e.g. A.pi)")
     return w if total == 1.0 else w / total
 
 

@@ -81,7 +81,7 @@ def require_block_memory(backend, array, nbytes, what, hint=""):
 
         require_device_memory(nbytes, what, hint)
         if not is_device_array(array):
-            require_memory(8 * getattr(array, "size", 0), f"{what}: the start on its way to the GPU", hint)
+            require_memory(8 * array.size, f"{what}: the start on its way to the GPU", hint)
     else:
         require_memory(nbytes, what, hint)
 

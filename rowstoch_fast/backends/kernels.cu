@@ -69,6 +69,7 @@ __device__ void csr_mix_entry(const I* __restrict__ Ap, const I* __restrict__ Aj
 #pragma unroll
     for (int k = 0; k < V; ++k) acc[k] = 0;
     const T* Xc = X + c;
+    const T row_weight = ROW ? Ax[i] : T(0);  // (ROW: one load per row)
     I p = Ap[i];
     const I end = Ap[i + 1];
     if (U > 1) {
@@ -77,7 +78,7 @@ __device__ void csr_mix_entry(const I* __restrict__ Ap, const I* __restrict__ Aj
             Pack<T, V> x[U];
 #pragma unroll
             for (int u = 0; u < U; ++u) {
-                a[u] = ROW ? Ax[i] : Ax[p + u];
+                a[u] = ROW ? row_weight : Ax[p + u];
                 x[u] = load_pack<T, V>(Xc + (i64)Aj[p + u] * w);
             }
 #pragma unroll
@@ -87,7 +88,7 @@ __device__ void csr_mix_entry(const I* __restrict__ Ap, const I* __restrict__ Aj
         }
     }
     for (; p < end; ++p) {
-        const T a = ROW ? Ax[i] : Ax[p];
+        const T a = ROW ? row_weight : Ax[p];
         const Pack<T, V> x = load_pack<T, V>(Xc + (i64)Aj[p] * w);
 #pragma unroll
         for (int k = 0; k < V; ++k) acc[k] += a * x.v[k];
