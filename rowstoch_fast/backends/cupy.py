@@ -121,36 +121,40 @@ def _require_device(x, name):
 
 
 def _device_id():
-    """The current CUDA device (arrays copied once are kept per device: a matrix used on two GPUs)."""
+    """The current CUDA device."""
     runtime = getattr(require_cupy().cuda, "runtime", None)
     return runtime.getDevice() if runtime is not None else 0
 
 
+def _on_device(cache, name, make):
+    """``make()`` run once per CUDA device and kept in ``cache`` (a matrix or a data set used on two GPUs gets a
+    copy on each)."""
+    key = (name, _device_id())
+    if key not in cache:
+        cache[key] = make()
+    return cache[key]
+
+
 def device_csr(A):
     """The CSR arrays of a MixingMatrix on the current device, copied once and cached on the matrix."""
-    key = ("device_csr", _device_id())
-    cached = A._diag_cache.get(key)
-    if cached is None:
-        cupy = require_cupy()
-        c = A.csr
-        cached = (cupy.asarray(c.indptr), cupy.asarray(c.indices), cupy.asarray(c.data))
-        A._diag_cache[key] = cached
-    return cached
+    def copy():
+        cupy, c = require_cupy(), A.csr
+        return cupy.asarray(c.indptr), cupy.asarray(c.indices), cupy.asarray(c.data)
+    return _on_device(A._diag_cache, "device_csr", copy)
 
 
 def device_row_weights(A):
     """The per-row weights of a MixingMatrix on the current device when every row stores one weight (the same
     bits in each of its entries; an empty row counts as 0), else None; computed once and cached on the matrix."""
-    cache, key = A._diag_cache, ("device_row_weights", _device_id())
-    if key not in cache:
+    def weights():
         c = A.csr
         counts = np.diff(c.indptr)
         first = np.zeros(A.n, dtype=c.data.dtype)
         first[counts > 0] = c.data[c.indptr[:-1][counts > 0]]
         bits = np.dtype(f"u{c.data.dtype.itemsize}")
         same = np.array_equal(c.data.view(bits), np.repeat(first, counts).view(bits))
-        cache[key] = require_cupy().asarray(first) if same else None
-    return cache[key]
+        return require_cupy().asarray(first) if same else None
+    return _on_device(A._diag_cache, "device_row_weights", weights)
 
 
 def _mix_kernel(n, w, dtype, index_dtype, aligned, kind=None, per_row=False):
@@ -295,10 +299,8 @@ def logistic_grad(obj, X, iteration, seed, batches, rep_offset, nodes):
     cupy = require_cupy()
     dtype = np.dtype(obj.dtype)
     X = cupy.ascontiguousarray(_require_device(X, "X"), dtype=dtype)
-    copies = obj.__dict__.setdefault("_device_data", {})
-    dev = copies.get(_device_id())
-    if dev is None:  # the data set is copied to each device once per objective
-        dev = copies[_device_id()] = (cupy.asarray(obj.H), cupy.asarray(obj.Y))
+    dev = _on_device(obj.__dict__.setdefault("_device_data", {}), "H, Y",  # the data set, once per device
+                     lambda: (cupy.asarray(obj.H), cupy.asarray(obj.Y)))
     m = obj.n if nodes is None else len(nodes)
     reps = X.shape[0] if X.ndim == 3 else 1
     d_nodes = None if nodes is None else cupy.asarray(nodes, dtype=cupy.int64)
