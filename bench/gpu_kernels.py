@@ -260,11 +260,11 @@ def section_probe(cp, out, log2n=20, d=10, R=3):
         gpu.MIX_KERNEL = kind
         gpu.mix_power(A, X, R)
         cp.cuda.Device().synchronize()
-        compulsory = (n + 1) * isz + A.nnz * isz + values + block
-        rows.append({"kernel": kind, "n": n, "d": d, "rounds": R, "compulsory_bytes_per_round": compulsory})
+        csr = (n + 1) * isz + A.nnz * isz + values
+        rows.append({"kernel": kind, "n": n, "d": d, "rounds": R, "compulsory_bytes_per_round": csr + block})
         print(f"probe: {R} rounds of the '{kind}' kernel at n = 2^{log2n}, d = {d}: compulsory "
-              f"{compulsory / 1e6:.1f} MB per round (CSR {((n + 1) * isz + A.nnz * isz + values) / 1e6:.1f} MB, "
-              f"X and Y {block / 1e6:.1f} MB)", flush=True)
+              f"{(csr + block) / 1e6:.1f} MB per round (CSR {csr / 1e6:.1f} MB, X and Y {block / 1e6:.1f} MB)",
+              flush=True)
     gpu.MIX_KERNEL = "auto"
     out["probe"] = rows
 
