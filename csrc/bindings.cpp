@@ -639,7 +639,11 @@ py::array logistic_grad(py::array H, py::array Y, int64_t n, double rho, py::arr
     if (B < 1 || B > D.M) throw py::value_error(cat("batch must be in 1..", D.M, " (samples per node), got ", B));
     if (batches < 1) throw py::value_error(cat("batches must be >= 1, got ", batches));
     if (rep_offset < 0) throw py::value_error(cat("rep_offset must be >= 0, got ", rep_offset));
-    checked_product({D.reps, D.m, B, batches, D.d}, cat("batches = ", batches).c_str());
+    // a gradient call runs without the GIL and cannot be interrupted: work that would take hours is refused
+    const int64_t work = checked_product({D.reps, D.m, B, batches, D.d}, cat("batches = ", batches).c_str());
+    if (work > (int64_t{1} << 40))
+        throw py::value_error(cat("batches = ", batches, " with batch = ", B, " is ", work,
+                                  " multiply-adds per call (over 2^40: hours of work); lower batches or batch"));
     py::array G;
     if (out_obj.is_none()) {
         std::vector<py::ssize_t> shape(X.shape(), X.shape() + X.ndim());

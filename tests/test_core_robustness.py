@@ -92,6 +92,9 @@ def test_work_count_overflow_is_refused():
         core.logistic_grad(f.H, f.Y, 4, 0.01, X, 10, 2**62, 0, 0)
     with pytest.raises(ValueError, match="overflows 64-bit"):
         f.stochastic_gradient(X, 0, batches=2**62)
+    with pytest.raises(ValueError, match=r"batches = 1000000000000 with batch = 10 is .* multiply-adds per call "
+                                         r"\(over 2\^40"):  # no overflow, but it ran for hours, uninterruptibly
+        f.stochastic_gradient(X, 0, batches=10**12)
     A = topology.ring(4)
     with pytest.raises(ValueError, match="overflows 64-bit"):
         core.diag_powers(*csr_args(A), 2**62, 3)
