@@ -13,7 +13,9 @@
 #   torch    bench/torch_replicas.py with 64 replicas of a small CNN on the GPU (issue 15);
 #   resnet   examples/cifar10_resnet.py: 16 ResNet-18 replicas on random CIFAR-shaped images (issue 15's job);
 #   ncu      Nsight Compute's DRAM and L2 byte counts of the mixing kernels at n = 2^20 (the "entry" and "row"
-#            kernels, bench/gpu_kernels.py --sections probe).
+#            kernels, bench/gpu_kernels.py --sections probe);
+#   ncu_oracle  Nsight Compute's durations of the logistic kernel at n = 512 and 2^15, each way of drawing
+#            (bench/gpu_kernels.py --sections probe-oracle), against the calls' times.
 # Everything lands in $OUT (default /tmp/rowstoch_gpu), in at most 8 files (the device tool's limit).
 #
 #   bash bench/gpu_check.sh                                  # from the repository root
@@ -38,7 +40,8 @@ TESTFILES="tests/test_backends.py tests/test_algorithms.py tests/test_objectives
     tests/test_careless_user.py tests/test_runner.py tests/test_network.py tests/test_torch.py"
 
 stage_kernels() {
-    limit 240 "$PY" bench/gpu_kernels.py --out "$OUT" 2>&1 | tee "$OUT/gpu_kernels.out"
+    limit 240 "$PY" bench/gpu_kernels.py --sections bits,mix,overhead,oracle,probe-oracle --out "$OUT" 2>&1 \
+        | tee "$OUT/gpu_kernels.out"
 }
 stage_tests() {
     # shellcheck disable=SC2086
@@ -70,25 +73,35 @@ stage_resnet() {
         --rounds-budget 40 --rounds 1,10 --graphs ring --record-every 20 --out /tmp/rowstoch_resnet \
         2>&1 | tee -a "$OUT/torch.out"
 }
-stage_ncu() {
+# ncu_probe REGEX SECTION CSV METRICS GROUP: Nsight Compute on `gpu_kernels.py --sections SECTION`, the kernels
+# matching REGEX; prints each kernel's metrics, or with GROUP > 0 the median of each GROUP launches in a row
+ncu_probe() {
     local NCU
     NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
     if [ -z "$NCU" ]; then echo "no ncu on this machine"; return 1; fi
-    limit 150 "$NCU" --kernel-name regex:csr_mix --csv --page raw \
-        --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_bytes.sum,lts__t_sector_hit_rate.pct,l1tex__t_bytes.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,lts__throughput.avg.pct_of_peak_sustained_elapsed \
-        "$PY" bench/gpu_kernels.py --sections probe --out /tmp > "$OUT/ncu.csv" 2>> "$OUT/gpu.txt"
-    echo "ncu exit code $?"; grep "^probe" "$OUT/ncu.csv"
-    "$PY" - "$OUT/ncu.csv" <<'PYEOF'
-import csv, sys
-lines = [l for l in open(sys.argv[1]) if l.startswith('"')]
-rows = list(csv.DictReader(lines))
-keys = ("gpu__time_duration.sum", "dram__bytes_read.sum", "dram__bytes_write.sum", "lts__t_bytes.sum",
-        "lts__t_sector_hit_rate.pct", "dram__throughput.avg.pct_of_peak_sustained_elapsed",
-        "lts__throughput.avg.pct_of_peak_sustained_elapsed")
-for r in rows:
-    if "Kernel Name" in r and r["Kernel Name"].startswith("csr_mix"):
-        print(r["Kernel Name"], *(f"{k}={r.get(k)}" for k in keys))
+    limit 150 "$NCU" --kernel-name "regex:$1" --csv --page raw --metrics "$4" \
+        "$PY" bench/gpu_kernels.py --sections "$2" --out /tmp > "$OUT/$3" 2>> "$OUT/gpu.txt"
+    echo "ncu exit code $?"; grep "^probe" "$OUT/$3"
+    "$PY" - "$OUT/$3" "$1" "$4" "$5" <<'PYEOF'
+import csv, re, statistics, sys
+path, regex, metrics, group = sys.argv[1], sys.argv[2], sys.argv[3].split(","), int(sys.argv[4])
+rows = [r for r in csv.DictReader(l for l in open(path) if l.startswith('"'))
+        if re.match(regex, r.get("Kernel Name", ""))]
+if group:
+    for i in range(0, len(rows), group):
+        chunk = rows[i:i + group]
+        print(chunk[0]["Kernel Name"], f"launches {i}-{i + len(chunk) - 1}:",
+              *(f"median {k}={statistics.median(float(r[k].replace(',', '')) for r in chunk)}" for k in metrics))
+else:
+    for r in rows:
+        print(r["Kernel Name"], *(f"{k}={r.get(k)}" for k in metrics))
 PYEOF
+}
+stage_ncu() {
+    ncu_probe csr_mix probe ncu.csv gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_bytes.sum,lts__t_sector_hit_rate.pct,dram__throughput.avg.pct_of_peak_sustained_elapsed,lts__throughput.avg.pct_of_peak_sustained_elapsed 0
+}
+stage_ncu_oracle() {
+    ncu_probe logistic_grad probe-oracle ncu_oracle.csv gpu__time_duration.sum,sm__throughput.avg.pct_of_peak_sustained_elapsed,dram__throughput.avg.pct_of_peak_sustained_elapsed 20
 }
 
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.mem --format=csv 2>&1 | tee "$OUT/gpu.txt"

@@ -222,8 +222,9 @@ def _emulated_logistic_launches(cuda_on_host, monkeypatch, seen):
     return _emulated_device(cuda_on_host, monkeypatch, on_launch=check)
 
 
-@pytest.mark.parametrize("M,batch,draws", [(400, 200, "auto"), (1500, 1100, "auto"), (20000, 1100, "auto"),
-                                           (400, 200, "perm")], ids=["draws", "perm", "spill", "forced-perm"])
+@pytest.mark.parametrize("M,batch,draws", [(400, 200, "draws"), (1500, 1100, "draws"), (20000, 1100, "auto"),
+                                           (400, 200, "auto"), (400, 200, "perm")],
+                         ids=["draws", "draws-too-large", "spill", "auto-is-perm", "perm"])
 def test_cupy_logistic_launcher_on_the_host(cuda_on_host, monkeypatch, M, batch, draws):
     """backends.cupy.logistic_grad (layout, shared memory, scratch, arguments) launching the emulated kernel:
     the CPU kernel's gradients bit for bit, in each of the three layouts, within the shared memory limit."""
@@ -237,7 +238,7 @@ def test_cupy_logistic_launcher_on_the_host(cuda_on_host, monkeypatch, M, batch,
     G = backend.logistic_grad(f, fake.asarray(X), 5, 7, 1, 0, None)
     np.testing.assert_array_equal(np.asarray(G), f.stochastic_gradient(X, 5, seed=7))
     assert seen == [{"draws": 2, "perm": 1, "spill": 0}[
-        "draws" if batch <= backend._CHAIN_BATCH and draws == "auto" else "perm" if M < 4000 else "spill"]]
+        "draws" if batch <= backend._CHAIN_BATCH and draws == "draws" else "perm" if M < 4000 else "spill"]]
     monkeypatch.setattr(backend, "LOGISTIC_DRAWS", "fast")
     with pytest.raises(ValueError, match="ROWSTOCH_CUDA_LOGISTIC must be auto, draws or perm, got 'fast'"):
         backend.logistic_grad(f, fake.asarray(X), 5, 7, 1, 0, None)
@@ -258,10 +259,13 @@ def test_the_gpu_oracle_benchmark_runs_on_the_host(cuda_on_host, monkeypatch, ca
     spec.loader.exec_module(bench)
     out = {}
     bench.section_oracle(fake, out, (8,), M=24, B=12, d=3)
-    assert [row["what"] for row in out["oracle"]] == ["gradient", "gradient, lane 0 on a permutation",
+    assert [row["what"] for row in out["oracle"]] == ["gradient", "gradient, the lanes' draws (no permutation)",
                                                       "Pull-Diag-GT step"]
     assert all(row["bit_identical"] for row in out["oracle"]) and {1, 2} <= set(seen)
-    assert "bit-identical to the CPU's: True; with the permutation: True" in capsys.readouterr().out
+    assert "bit-identical to the CPU's: True; with the lanes' draws: True" in capsys.readouterr().out
+    seen.clear()
+    bench.section_probe_oracle(fake, out, sizes=(8,), M=24, B=12, d=3, calls=2)  # what stage ncu_oracle profiles
+    assert [row["draws"] for row in out["probe_oracle"]] == ["perm", "draws"] and seen == [1, 1, 2, 2]
     launched = []
     monkeypatch.setattr(bench.gpu, "_kernel", lambda name, kernel=bench.gpu._kernel: launched.append(name) or
                         kernel(name))
@@ -335,7 +339,8 @@ def test_the_cupy_backend_on_the_emulated_kernels_equals_the_cpu(cuda_on_host, m
         return any(k.startswith(prefix) for k in fake.launched)
     assert ran("combine_f64")
     if cls.matrices:  # (the centralized baseline does not gossip)
-        assert ran("csr_mix_lossy") == (network != "static") and ran("csr_mix_entry") == (network == "static")
+        assert ran("csr_mix_lossy") == (network != "static")
+        assert (ran("csr_mix_entry") or ran("csr_mix_row")) == (network == "static")
         assert ran("ge_advance") == (network == "bursty")
 
 
@@ -485,15 +490,17 @@ def test_device_copies_are_kept_per_gpu(monkeypatch):
     assert backend.device_csr(A)[0] is on0[0] and backend.device_row_weights(A) is w0
 
 
-def test_the_per_row_weight_kernel_runs_where_rows_have_one_weight(cuda_on_host, monkeypatch):
-    """ROWSTOCH_CUDA_MIX=row through the backend: the per-row kernel for an in-degree matrix, the CSR's values
-    for the paper's grid (different weights in a row); both the CPU's iterates, bit for bit."""
+@pytest.mark.parametrize("kind", ["row", "auto"])
+def test_the_per_row_weight_kernel_runs_where_rows_have_one_weight(cuda_on_host, monkeypatch, kind):
+    """ROWSTOCH_CUDA_MIX=row (and the default, auto) through the backend: the per-row kernel for an in-degree
+    matrix, the CSR's values for the paper's grid (different weights in a row); both the CPU's iterates, bit
+    for bit."""
     from test_algorithms import _on_cpu_and_device
 
     from rowstoch_fast.backends import cupy as backend
 
     fake = _emulated_device(cuda_on_host, monkeypatch)
-    monkeypatch.setattr(backend, "MIX_KERNEL", "row")
+    monkeypatch.setattr(backend, "MIX_KERNEL", kind)
     rng = np.random.default_rng(7)
     for A, family in ((topology.exponential(16), "csr_mix_row"), (topology.paper_graphs()["grid"], "csr_mix_entry")):
         G, x0 = rng.standard_normal((16, 4)), rng.standard_normal((16, 4))

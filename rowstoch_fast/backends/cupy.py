@@ -34,17 +34,19 @@ HAS_CUPY = importlib.util.find_spec("cupy") is not None and not _disabled()
 _BLOCK = 256
 _OPTIONS = ("-std=c++14", "--fmad=false")
 
-#: Which mixing kernel to run: ``"auto"`` (= ``"entry"``: one thread per 16 bytes of a row where the width
-#: and the alignment allow, else per value, four neighbours' loads in flight), ``"entry1"`` (one value per
-#: thread), ``"entry-u1"`` (16 bytes, one neighbour at a time) or ``"row"`` (``"entry"`` reading one weight
-#: per row instead of the CSR's values, for matrices whose rows each hold one weight, as the in-degree rule
-#: writes them; others get ``"entry"``); benchmarks compare them, all give the same bits. Read from
-#: ``ROWSTOCH_CUDA_MIX`` at import.
+#: Which mixing kernel to run: ``"auto"`` (= ``"row"`` for matrices whose rows each hold one weight, bit for
+#: bit, as the in-degree rule writes them, else ``"entry"``), ``"entry"`` (one thread per 16 bytes of a row
+#: where the width and the alignment allow, else per value, four neighbours' loads in flight, the CSR's values),
+#: ``"entry1"`` (one value per thread), ``"entry-u1"`` (16 bytes, one neighbour at a time) or ``"row"``
+#: (``"entry"`` reading one weight per row instead of the CSR's values; matrices without one weight per row get
+#: ``"entry"``). All give the same bits; on an H100 ``"row"`` ran a round 1.36x faster than ``"entry"`` at
+#: n = 2^20 (bench/RESULTS.md section 9). Read from ``ROWSTOCH_CUDA_MIX`` at import.
 MIX_KERNEL = os.environ.get("ROWSTOCH_CUDA_MIX", "auto")
 _MIX_KERNELS = ("auto", "entry", "entry1", "entry-u1", "row")
-#: How the logistic kernel draws a mini-batch: ``"auto"`` (= ``"draws"`` for batches up to 1,024: the lanes draw
-#: together, no permutation; larger ones ``"perm"``) or ``"perm"`` (lane 0 shuffles a permutation, in shared
-#: memory when it fits); benchmarks compare them, both give the CPU's bits. Read from ``ROWSTOCH_CUDA_LOGISTIC``.
+#: How the logistic kernel draws a mini-batch: ``"auto"`` (= ``"perm"``), ``"perm"`` (lane 0 shuffles a
+#: permutation, in shared memory when it fits) or ``"draws"`` (batches up to 1,024: the lanes draw together,
+#: no permutation; measured 1.5-1.6x slower on an H100, bench/RESULTS.md section 9); both give the CPU's
+#: bits. Read from ``ROWSTOCH_CUDA_LOGISTIC``.
 LOGISTIC_DRAWS = os.environ.get("ROWSTOCH_CUDA_LOGISTIC", "auto")
 
 
@@ -166,7 +168,7 @@ def _mix_kernel(n, w, dtype, index_dtype, aligned, kind=None, per_row=False):
     suffix = f"{_suffix(dtype)}_{'i32' if np.dtype(index_dtype) == np.int32 else 'i64'}"
     vec = 2 if np.dtype(dtype) == np.float64 else 4
     unroll = 1 if kind == "entry-u1" else 4
-    family = "row" if kind == "row" and per_row else "entry"
+    family = "row" if kind in ("auto", "row") and per_row else "entry"
     if kind != "entry1" and aligned and w % vec == 0:
         return f"csr_mix_{family}{vec}x{unroll}_{suffix}", n * w // vec
     return f"csr_mix_{family}1x{unroll}_{suffix}", n * w
@@ -186,7 +188,7 @@ def _mix_into(A, X, out, status=None):
     nothing."""
     Ap, Aj, Ax = device_csr(A)
     n, w = X.shape
-    weights = device_row_weights(A) if MIX_KERNEL == "row" else None
+    weights = device_row_weights(A) if MIX_KERNEL in ("auto", "row") else None
     name, threads = _mix_kernel(n, w, Ax.dtype, Ap.dtype, _aligned(X, out), per_row=weights is not None)
     _launch(name, threads, (Ap, Aj, Ax if weights is None else weights, X, out, np.int64(n), np.int64(w),
                             np.intp(0) if status is None else status))
@@ -314,7 +316,7 @@ def logistic_grad(obj, X, iteration, seed, batches, rep_offset, nodes):
     base = 32 * dtype.itemsize + 32 * 4
     if LOGISTIC_DRAWS not in ("auto", "draws", "perm"):
         raise ValueError(f"ROWSTOCH_CUDA_LOGISTIC must be auto, draws or perm, got {LOGISTIC_DRAWS!r}")
-    if B <= _CHAIN_BATCH and LOGISTIC_DRAWS != "perm":
+    if B <= _CHAIN_BATCH and LOGISTIC_DRAWS == "draws":
         layout, area = 2, 8 * B
     else:
         layout = 1 if _LOGISTIC_WARPS * _round16(base + 4 * (M + B)) <= _SHARED_LIMIT else 0
