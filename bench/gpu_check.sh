@@ -4,8 +4,9 @@
 # downloaded). The extension is built in place first (pip -e, no build isolation); then the stages named in
 # STAGES run in the order given, each under its own time limit and all under DEADLINE seconds from the start
 # (default 540), so a failing or slow stage leaves the others' results:
-#   kernels  bench/gpu_kernels.py: bit-identity of the mixing kernels, mixing bandwidth at n = 2^20 and 2^22,
-#            per-iteration overhead at n <= 2^16, the logistic oracle against every CPU core;
+#   kernels  bench/gpu_kernels.py (sections: SECTIONS, default all but the probe of the mixing kernels):
+#            bit-identity of the mixing kernels, mixing bandwidth at n = 2^20 and 2^22, per-iteration
+#            overhead at n <= 2^16, the logistic oracle against every CPU core;
 #   tests    the test files with CuPy and CUDA cases (pytest-xdist);
 #   e2e      bench/gpu_e2e.py: rowstoch run --backend cupy vs cpu, set-up and run time, cold and warm cache;
 #   rest     the rest of the suite;
@@ -40,8 +41,8 @@ TESTFILES="tests/test_backends.py tests/test_algorithms.py tests/test_objectives
     tests/test_careless_user.py tests/test_runner.py tests/test_network.py tests/test_torch.py"
 
 stage_kernels() {
-    limit 240 "$PY" bench/gpu_kernels.py --sections bits,mix,overhead,oracle,probe-oracle --out "$OUT" 2>&1 \
-        | tee "$OUT/gpu_kernels.out"
+    limit 240 "$PY" bench/gpu_kernels.py --sections "${SECTIONS:-bits,mix,overhead,oracle,probe-oracle}" \
+        --out "$OUT" 2>&1 | tee "$OUT/gpu_kernels.out"
 }
 stage_tests() {
     # shellcheck disable=SC2086

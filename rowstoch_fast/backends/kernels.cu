@@ -336,8 +336,10 @@ __device__ void resolve_draws(const int* __restrict__ draws, i64 B, int* __restr
 // rowstoch::logistic_stochastic_grad on the CPU, bit for bit. How the batch is drawn (`layout`):
 //   2 (B <= 1024): no permutation: the draws in shared memory (lane-parallel when M <= 4096, else by lane 0),
 //     the batch resolved from them by resolve_draws;
-//   1: lane 0 shuffles a permutation of the M samples in shared memory (and undoes its swaps afterwards);
+//   1: lane 0 shuffles a permutation of the M samples in shared memory with the draws (made by the whole
+//     warp when M <= 4096, by lane 0 else); the warp resets it to the identity before the next batch;
 //   0: the same, the permutation in the global scratch `spill` (when it does not fit).
+// The sums load 8 samples' values before adding them (in order): the loads are in flight together.
 // Launched with (blockDim.x / 32) warps per block and (blockDim.x / 32) * shared_per_warp bytes of dynamic
 // shared memory; a warp's shared area is [32 coefficients T][32 sample ids int] then, for layout 2,
 // [draws: B int][batch: B int], for layout 1 [perm: M int][swaps: B int].
@@ -372,8 +374,15 @@ __device__ void logistic_grad_impl(const T* __restrict__ H, const T* __restrict_
     __syncwarp();
     for (i64 r = 0; r < batches; ++r) {
         const u64 key = stream_key(seed, (u64)(rep + rep_offset), (u64)node, iteration, (u64)r);
-        if (chains && M <= 4096) {
+        if (M <= 4096) {  // the draws by the whole warp; lane 0 only swaps
             parallel_draws(key, M, B, swaps);
+            __syncwarp();
+            if (lane == 0 && !chains)
+                for (i64 b = 0; b < B; ++b) {
+                    const int k = swaps[b], t = perm[b];
+                    perm[b] = perm[k];
+                    perm[k] = t;
+                }
         } else if (lane == 0) {
             Stream s = {key, 0, 0, 0};
             for (i64 b = 0; b < B; ++b) {
@@ -405,12 +414,23 @@ __device__ void logistic_grad_impl(const T* __restrict__ H, const T* __restrict_
             }
             __syncwarp();
             if (d <= 128) {
-                for (int b = 0; b < nb; ++b) {
-                    const T c = coef[b];
-                    const T* h = Hi + (i64)ids[b] * d;
+                for (int b1 = 0; b1 < nb; b1 += 8) {  // 8 samples' loads in flight, then their sums in order
+                    T c[8], v[8][4];
 #pragma unroll
-                    for (int k = 0; k < 4; ++k)
-                        if (lane + 32 * k < d) acc[k] += c * h[lane + 32 * k];
+                    for (int b = 0; b < 8; ++b) {
+                        const bool in = b1 + b < nb;
+                        c[b] = in ? coef[b1 + b] : T(0);
+                        const T* h = Hi + (i64)(in ? ids[b1 + b] : 0) * d;
+#pragma unroll
+                        for (int k = 0; k < 4; ++k) v[b][k] = in && lane + 32 * k < d ? h[lane + 32 * k] : T(0);
+                    }
+#pragma unroll
+                    for (int b = 0; b < 8; ++b)
+                        if (b1 + b < nb) {
+#pragma unroll
+                            for (int k = 0; k < 4; ++k)
+                                if (lane + 32 * k < d) acc[k] += c[b] * v[b][k];
+                        }
                 }
             } else {
                 for (i64 q = lane; q < d; q += 32) {
@@ -421,12 +441,8 @@ __device__ void logistic_grad_impl(const T* __restrict__ H, const T* __restrict_
             }
             __syncwarp();
         }
-        if (lane == 0 && !chains)
-            for (i64 b = B - 1; b >= 0; --b) {
-                const int k = swaps[b], t = perm[b];
-                perm[b] = perm[k];
-                perm[k] = t;
-            }
+        if (!chains && r + 1 < batches)  // the identity again for the next batch (the whole warp)
+            for (i64 l = lane; l < M; l += 32) perm[l] = (int)l;
         __syncwarp();
     }
     if (d <= 128) {
