@@ -23,8 +23,8 @@ Sections (each prints a markdown table; everything lands in ``DIR/gpu_kernels.js
   ``entry`` and then the ``row`` kernel, printing the compulsory bytes of one round, so that
   ``ncu --kernel-name regex:csr_mix`` (``bench/gpu_check.sh``, stage ``ncu``) can set the DRAM and L2 bytes it
   counts against them;
-* ``probe-oracle`` (likewise): 20 gradient calls with each way of drawing at n = 512 and 2^15 and their
-  median time per call, for ``ncu --kernel-name regex:logistic_grad``.
+* ``probe-oracle`` (likewise): 20 gradient calls at n = 512 and 2^15 and their median time per call, for
+  ``ncu --kernel-name regex:logistic_grad``.
 
 GPU times are taken over several steps between two synchronisations (a run does not synchronise per
 step); contenders are interleaved (``_harness.interleaved``) and medians are reported.
@@ -210,20 +210,10 @@ def section_oracle(cp, out, sizes, M=400, B=200, d=10):
             f.stochastic_gradient(Xd, it[0], seed=1)
             cp.cuda.Device().synchronize()
 
-        def on_gpu_draws():  # the mini-batch drawn by the lanes together, without a permutation
-            gpu.LOGISTIC_DRAWS = "draws"
-            try:
-                on_gpu()
-            finally:
-                gpu.LOGISTIC_DRAWS = "auto"
-
         def on_cpu():
             it[0] += 1
             f.stochastic_gradient(X, it[0], seed=1)
-        gpu.LOGISTIC_DRAWS = "draws"
-        same_draws = bool(np.array_equal(f.stochastic_gradient(Xd, 5, seed=1).get(), want))
-        gpu.LOGISTIC_DRAWS = "auto"
-        contenders = {"gpu": on_gpu, "gpu-draws": on_gpu_draws, "cpu": on_cpu}
+        contenders = {"gpu": on_gpu, "cpu": on_cpu}
         if n <= 4096:
             A = topology.exponential(n)
             og = PullDiagGT(A, Xd, lr=1e-4)
@@ -240,16 +230,14 @@ def section_oracle(cp, out, sizes, M=400, B=200, d=10):
                 oc.step(lambda Z: f.stochastic_gradient(Z, steps[0], seed=1))
             contenders.update({"step-gpu": step_gpu, "step-cpu": step_cpu})
         med, _ = interleaved(contenders, rounds=3, min_time=0.1, min_calls=3)
-        for what, g, c in (("gradient", "gpu", "cpu"),
-                           ("gradient, the lanes' draws (no permutation)", "gpu-draws", "cpu"),
-                           ("Pull-Diag-GT step", "step-gpu", "step-cpu")):
+        for what, g, c in (("gradient", "gpu", "cpu"), ("Pull-Diag-GT step", "step-gpu", "step-cpu")):
             if g not in med:
                 continue
             row = {"n": n, "what": what, "gpu_seconds": med[g], "cpu_seconds": med[c], "speedup": med[c] / med[g],
-                   "bit_identical": same_draws if g == "gpu-draws" else same, "data_seconds": made}
+                   "bit_identical": same, "data_seconds": made}
             rows.append(row)
             print(f"| {n} | {what} | {med[g] * 1e3:.3f} | {med[c] * 1e3:.3f} | {med[c] / med[g]:.1f}x |", flush=True)
-        print(f"(n = {n}: GPU gradients bit-identical to the CPU's: {same}; with the lanes' draws: {same_draws})")
+        print(f"(n = {n}: GPU gradients bit-identical to the CPU's: {same})")
     out["oracle"] = rows
 
 
@@ -273,25 +261,22 @@ def section_probe(cp, out, log2n=20, d=10, R=3):
 
 
 def section_probe_oracle(cp, out, sizes=(512, 2**15), M=400, B=200, d=10, calls=20):
-    """Gradient calls with each way of drawing, for ``ncu --kernel-name regex:logistic_grad``: what the kernel
-    takes of a call's time (the rest is the launch from Python and the synchronisation)."""
+    """Gradient calls for ``ncu --kernel-name regex:logistic_grad``: what the kernel takes of a call's time (the
+    rest is the launch from Python and the synchronisation)."""
     rows = []
     for n in sizes:
         f = NonconvexLogistic.synthetic(n, total=n * M, d=d, batch=B, seed=0)
         Xd = cp.asarray(np.random.default_rng(2).standard_normal((n, d)) * 0.1)
-        for draws in ("perm", "draws"):
-            gpu.LOGISTIC_DRAWS = draws
-            times = []
-            for k in range(calls):
-                t0 = time.perf_counter()
-                f.stochastic_gradient(Xd, k, seed=1)
-                cp.cuda.Device().synchronize()
-                times.append(time.perf_counter() - t0)
-            gpu.LOGISTIC_DRAWS = "auto"
-            t = float(np.median(times[calls // 2:]))
-            rows.append({"n": n, "draws": draws, "call_seconds": t})
-            print(f"probe-oracle: n = {n}, {draws}: {calls} calls, a call (launch + kernel + sync) "
-                  f"{t * 1e3:.3f} ms (median of the last {calls - calls // 2})", flush=True)
+        times = []
+        for k in range(calls):
+            t0 = time.perf_counter()
+            f.stochastic_gradient(Xd, k, seed=1)
+            cp.cuda.Device().synchronize()
+            times.append(time.perf_counter() - t0)
+        t = float(np.median(times[calls // 2:]))
+        rows.append({"n": n, "call_seconds": t})
+        print(f"probe-oracle: n = {n}: {calls} calls, a call (launch + kernel + sync) {t * 1e3:.3f} ms (median "
+              f"of the last {calls - calls // 2})", flush=True)
     out["probe_oracle"] = rows
 
 

@@ -174,15 +174,14 @@ def _ptr(a):
 @pytest.mark.parametrize("nodes,M,d,layout,dtype", [
     (None, 37, 5, 1, np.float64), ([3, 0, 5], 37, 5, 1, np.float64), (None, 4100, 5, 0, np.float64),
     (None, 37, 37, 1, np.float64), (None, 40, 131, 0, np.float64), (None, 37, 10, 1, np.float32),
-    ([1, 4], 4100, 7, 0, np.float32), (None, 37, 5, 2, np.float64), ([3, 0, 5], 4000, 10, 2, np.float64),
-    (None, 4100, 5, 2, np.float64), (None, 3000, 131, 2, np.float32)],
-    ids=["all", "subset", "M4100-spill", "d37", "d131", "f32", "f32-spill", "draws", "draws-M4000",
-         "draws-M4100", "draws-f32-d131"])
+    ([1, 4], 4100, 7, 0, np.float32), ([3, 0, 5], 4000, 10, 0, np.float64), (None, 3000, 131, 0, np.float32)],
+    ids=["all", "subset", "M4100-spill", "d37", "d131", "f32", "f32-spill", "M4000-spill", "f32-d131-spill"])
 def test_cuda_logistic_kernel_logic_matches_cpu(cuda_on_host, nodes, M, d, layout, dtype):
     """Same mini-batches (16- and 32-bit draws) and the same sums as the CPU kernel: equal bit for bit, with the
-    permutation in shared memory or spilled or replaced by the draws (drawn by the lanes together for M <= 4096:
-    at M = 4000 about 2% of the draws are rejected, so the restarts run), d below and above one warp's width and
-    the registers' 128, in float64 and float32."""
+    permutation in shared memory or spilled, the draws made by the lanes together (M <= 4096: at M = 4000
+    about 2% of the draws are rejected, so the restarts run) or by lane 0 (M = 4100), d below and above one
+    warp's width and the registers' 128, batches of 37 (a last group of 5 in the sums), 3 batches per call
+    (the permutation reset between them), in float64 and float32."""
     import ctypes
 
     n = 6
@@ -194,7 +193,7 @@ def test_cuda_logistic_kernel_logic_matches_cpu(cuda_on_host, nodes, M, d, layou
     want = f.stochastic_gradient(X, iteration, seed=seed, batches=batches, rep_offset=rep_offset,
                                  nodes=None if ids is None else ids)
     G = np.full_like(X, np.nan)
-    areas = {0: 0, 1: (f.samples_per_node + f.batch) * 4, 2: 2 * f.batch * 4}
+    areas = {0: 0, 1: (f.samples_per_node + f.batch) * 4}
     per_warp = 32 * X.itemsize + 32 * 4 + areas[layout]
     spill = np.full(reps * m * (f.samples_per_node + f.batch), -1, dtype=np.int32)
     i64, u64 = ctypes.c_int64, ctypes.c_uint64
@@ -217,37 +216,30 @@ def _emulated_logistic_launches(cuda_on_host, monkeypatch, seen):
             M, B, layout, per_warp = int(args[4]), int(args[9]), int(args[14]), int(args[15])
             seen.append(layout)
             assert shared_mem == backend._LOGISTIC_WARPS * per_warp <= backend._SHARED_LIMIT
-            assert per_warp >= 32 * 8 + 32 * 4 + {0: 0, 1: 4 * (M + B), 2: 8 * B}[layout]
+            assert per_warp >= 32 * 8 + 32 * 4 + {0: 0, 1: 4 * (M + B)}[layout]
 
     return _emulated_device(cuda_on_host, monkeypatch, on_launch=check)
 
 
-@pytest.mark.parametrize("M,batch,draws", [(400, 200, "draws"), (1500, 1100, "draws"), (20000, 1100, "auto"),
-                                           (400, 200, "auto"), (400, 200, "perm")],
-                         ids=["draws", "draws-too-large", "spill", "auto-is-perm", "perm"])
-def test_cupy_logistic_launcher_on_the_host(cuda_on_host, monkeypatch, M, batch, draws):
+@pytest.mark.parametrize("M,batch", [(400, 200), (1500, 1100), (20000, 1100)], ids=["perm", "perm-large", "spill"])
+def test_cupy_logistic_launcher_on_the_host(cuda_on_host, monkeypatch, M, batch):
     """backends.cupy.logistic_grad (layout, shared memory, scratch, arguments) launching the emulated kernel:
-    the CPU kernel's gradients bit for bit, in each of the three layouts, within the shared memory limit."""
+    the CPU kernel's gradients bit for bit, in both layouts, within the shared memory limit."""
     from rowstoch_fast.backends import cupy as backend
 
     seen = []
     fake = _emulated_logistic_launches(cuda_on_host, monkeypatch, seen)
-    monkeypatch.setattr(backend, "LOGISTIC_DRAWS", draws)
     f = NonconvexLogistic.synthetic(3, total=3 * M, d=4, batch=batch, seed=2)
     X = np.random.default_rng(1).normal(size=(2, 3, 4))
     G = backend.logistic_grad(f, fake.asarray(X), 5, 7, 1, 0, None)
     np.testing.assert_array_equal(np.asarray(G), f.stochastic_gradient(X, 5, seed=7))
-    assert seen == [{"draws": 2, "perm": 1, "spill": 0}[
-        "draws" if batch <= backend._CHAIN_BATCH and draws == "draws" else "perm" if M < 4000 else "spill"]]
-    monkeypatch.setattr(backend, "LOGISTIC_DRAWS", "fast")
-    with pytest.raises(ValueError, match="ROWSTOCH_CUDA_LOGISTIC must be auto, draws or perm, got 'fast'"):
-        backend.logistic_grad(f, fake.asarray(X), 5, 7, 1, 0, None)
+    assert seen == [1 if M < 4000 else 0]
 
 
 def test_the_gpu_oracle_benchmark_runs_on_the_host(cuda_on_host, monkeypatch, capsys):
-    """bench/gpu_kernels.py's oracle section (both ways of drawing, a Pull-Diag-GT step, the table) and its probe
-    of the mixing kernels on the fake CuPy and the emulated kernels: the script a device session runs does not
-    fail on the way, and reports the GPU gradients bit-identical."""
+    """bench/gpu_kernels.py's oracle section (the gradient, a Pull-Diag-GT step, the table) and its probes (the
+    mixing kernels, the oracle) on the fake CuPy and the emulated kernels: the script a device session runs
+    does not fail on the way, and reports the GPU gradients bit-identical."""
     import importlib.util
 
     seen = []
@@ -259,13 +251,12 @@ def test_the_gpu_oracle_benchmark_runs_on_the_host(cuda_on_host, monkeypatch, ca
     spec.loader.exec_module(bench)
     out = {}
     bench.section_oracle(fake, out, (8,), M=24, B=12, d=3)
-    assert [row["what"] for row in out["oracle"]] == ["gradient", "gradient, the lanes' draws (no permutation)",
-                                                      "Pull-Diag-GT step"]
-    assert all(row["bit_identical"] for row in out["oracle"]) and {1, 2} <= set(seen)
-    assert "bit-identical to the CPU's: True; with the lanes' draws: True" in capsys.readouterr().out
+    assert [row["what"] for row in out["oracle"]] == ["gradient", "Pull-Diag-GT step"]
+    assert all(row["bit_identical"] for row in out["oracle"]) and set(seen) == {1}
+    assert "bit-identical to the CPU's: True" in capsys.readouterr().out
     seen.clear()
     bench.section_probe_oracle(fake, out, sizes=(8,), M=24, B=12, d=3, calls=2)  # what stage ncu_oracle profiles
-    assert [row["draws"] for row in out["probe_oracle"]] == ["perm", "draws"] and seen == [1, 1, 2, 2]
+    assert [row["n"] for row in out["probe_oracle"]] == [8] and seen == [1, 1]
     launched = []
     monkeypatch.setattr(bench.gpu, "_kernel", lambda name, kernel=bench.gpu._kernel: launched.append(name) or
                         kernel(name))

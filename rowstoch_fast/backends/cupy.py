@@ -40,14 +40,9 @@ _OPTIONS = ("-std=c++14", "--fmad=false")
 #: ``"entry1"`` (one value per thread), ``"entry-u1"`` (16 bytes, one neighbour at a time) or ``"row"``
 #: (``"entry"`` reading one weight per row instead of the CSR's values; matrices without one weight per row get
 #: ``"entry"``). All give the same bits; on an H100 ``"row"`` ran a round 1.36x faster than ``"entry"`` at
-#: n = 2^20 (bench/RESULTS.md section 9). Read from ``ROWSTOCH_CUDA_MIX`` at import.
+#: n = 2^20 (bench/RESULTS.md section 9b). Read from ``ROWSTOCH_CUDA_MIX`` at import.
 MIX_KERNEL = os.environ.get("ROWSTOCH_CUDA_MIX", "auto")
 _MIX_KERNELS = ("auto", "entry", "entry1", "entry-u1", "row")
-#: How the logistic kernel draws a mini-batch: ``"auto"`` (= ``"perm"``), ``"perm"`` (lane 0 shuffles a
-#: permutation, in shared memory when it fits) or ``"draws"`` (batches up to 1,024: the lanes draw together,
-#: no permutation; measured 1.5-1.6x slower on an H100, bench/RESULTS.md section 9); both give the CPU's
-#: bits. Read from ``ROWSTOCH_CUDA_LOGISTIC``.
-LOGISTIC_DRAWS = os.environ.get("ROWSTOCH_CUDA_LOGISTIC", "auto")
 
 
 def require_cupy():
@@ -310,18 +305,11 @@ def logistic_grad(obj, X, iteration, seed, batches, rep_offset, nodes):
     M, B = obj.samples_per_node, obj.batch
     if M + B >= 2**31:
         raise ValueError(f"the CuPy logistic kernel takes fewer than 2^31 samples per node, got {M}")
-    # one warp per row; its shared area: 32 coefficients, 32 sample ids, then the batch's draws and samples
-    # (layout 2, no permutation: batches up to _CHAIN_BATCH), or the permutation and swaps when they fit
-    # (layout 1), else those in a global scratch (layout 0); kernels.cu's logistic_grad_impl
+    # one warp per row; its shared area: 32 coefficients, 32 sample ids, then the permutation and the draws
+    # when they fit (layout 1), else those in a global scratch (layout 0); kernels.cu's logistic_grad_impl
     base = 32 * dtype.itemsize + 32 * 4
-    if LOGISTIC_DRAWS not in ("auto", "draws", "perm"):
-        raise ValueError(f"ROWSTOCH_CUDA_LOGISTIC must be auto, draws or perm, got {LOGISTIC_DRAWS!r}")
-    if B <= _CHAIN_BATCH and LOGISTIC_DRAWS == "draws":
-        layout, area = 2, 8 * B
-    else:
-        layout = 1 if _LOGISTIC_WARPS * _round16(base + 4 * (M + B)) <= _SHARED_LIMIT else 0
-        area = 4 * (M + B) if layout else 0
-    per_warp = _round16(base + area)
+    layout = 1 if _LOGISTIC_WARPS * _round16(base + 4 * (M + B)) <= _SHARED_LIMIT else 0
+    per_warp = _round16(base + (4 * (M + B) if layout else 0))
     spill = cupy.empty(rows * (M + B), dtype=cupy.int32) if layout == 0 else np.intp(0)
     G = cupy.empty_like(X)
     blocks = (rows + _LOGISTIC_WARPS - 1) // _LOGISTIC_WARPS
@@ -342,7 +330,6 @@ def _round16(nbytes):
 
 _LOGISTIC_WARPS = 4  # warps (rows) per block of the logistic kernel
 _SHARED_LIMIT = 48 * 1024  # dynamic shared memory a block gets without opting in
-_CHAIN_BATCH = 1024  # batches drawn without a permutation (their draws resolved in O(B^2 / 32) per lane)
 
 
 class _DeviceTracker:

@@ -310,39 +310,17 @@ __device__ void parallel_draws(u64 key, i64 M, i64 B, int* __restrict__ draws) {
     }
 }
 
-// The mini-batch of a partial Fisher-Yates shuffle from its draws, without the permutation: sample b is what
-// position draws[b] holds after swaps 0 .. b - 1, i.e. follow p = draws[b] back through the last earlier swap
-// t < b that moved something to p (draws[t] == p: it brought what position t held at step t), until no swap
-// did (the original p). Lane-parallel over b; O(b) reads of shared memory per link.
-__device__ void resolve_draws(const int* __restrict__ draws, i64 B, int* __restrict__ batch) {
-    const int lane = threadIdx.x & 31;
-    for (i64 b = lane; b < B; b += 32) {
-        int p = draws[b];
-        i64 t = b;
-        for (;;) {
-            i64 u = t - 1;
-            while (u >= 0 && draws[u] != p) --u;
-            if (u < 0) break;
-            p = (int)u;
-            t = u;
-        }
-        batch[b] = p;
-    }
-}
-
 // One warp per (repetition, node) draws its mini-batch (the CPU's partial Fisher-Yates over the samples), then
 // each lane takes one of 32 samples at a time (its margin in rowstoch::dot4's order, its coefficient), and
 // lane q accumulates coordinates q, q + 32, ... over the samples in order: the same sums as
-// rowstoch::logistic_stochastic_grad on the CPU, bit for bit. How the batch is drawn (`layout`):
-//   2 (B <= 1024): no permutation: the draws in shared memory (lane-parallel when M <= 4096, else by lane 0),
-//     the batch resolved from them by resolve_draws;
-//   1: lane 0 shuffles a permutation of the M samples in shared memory with the draws (made by the whole
-//     warp when M <= 4096, by lane 0 else); the warp resets it to the identity before the next batch;
-//   0: the same, the permutation in the global scratch `spill` (when it does not fit).
-// The sums load 8 samples' values before adding them (in order): the loads are in flight together.
+// rowstoch::logistic_stochastic_grad on the CPU, bit for bit. The draws are made by the whole warp when
+// M <= 4096 (parallel_draws), by lane 0 else; lane 0 applies them to a permutation of the M samples, in shared
+// memory (`layout` 1) or in the global scratch `spill` when it does not fit (`layout` 0); the warp resets the
+// permutation to the identity before the next batch. The sums load 8 samples' values before adding them (in
+// order), so that their loads are in flight together.
 // Launched with (blockDim.x / 32) warps per block and (blockDim.x / 32) * shared_per_warp bytes of dynamic
-// shared memory; a warp's shared area is [32 coefficients T][32 sample ids int] then, for layout 2,
-// [draws: B int][batch: B int], for layout 1 [perm: M int][swaps: B int].
+// shared memory; a warp's shared area is [32 coefficients T][32 sample ids int] then, for layout 1,
+// [perm: M int][draws: B int].
 template <typename T>
 __device__ void logistic_grad_impl(const T* __restrict__ H, const T* __restrict__ Yl, const i64* __restrict__ nodes,
                                    i64 m, i64 M, i64 d, T rho, const T* __restrict__ X, i64 reps, i64 B,
@@ -355,14 +333,11 @@ __device__ void logistic_grad_impl(const T* __restrict__ H, const T* __restrict_
     unsigned char* mine = smem + wib * shared_per_warp;
     T* coef = reinterpret_cast<T*>(mine);
     int* ids = reinterpret_cast<int*>(mine + 32 * sizeof(T));
-    const bool chains = layout == 2;
-    int* perm = chains ? nullptr : layout == 1 ? ids + 32 : spill + row * (M + B);
-    int* swaps = chains ? ids + 32 : perm + M;  // the draws b + below(s, M - b)
-    int* batch = chains ? swaps + B : perm;     // the batch's sample ids, in order
+    int* perm = layout == 1 ? ids + 32 : spill + row * (M + B);  // its first B: the batch's sample ids, in order
+    int* swaps = perm + M;                                          // the draws b + below(s, M - b)
     const i64 rep = row / m;
     const i64 node = nodes ? nodes[row % m] : row % m;
-    if (!chains)
-        for (i64 l = lane; l < M; l += 32) perm[l] = (int)l;
+    for (i64 l = lane; l < M; l += 32) perm[l] = (int)l;
     const T* x = X + row * d;
     T* g = G + row * d;
     const T* Hi = H + node * M * d;
@@ -377,7 +352,7 @@ __device__ void logistic_grad_impl(const T* __restrict__ H, const T* __restrict_
         if (M <= 4096) {  // the draws by the whole warp; lane 0 only swaps
             parallel_draws(key, M, B, swaps);
             __syncwarp();
-            if (lane == 0 && !chains)
+            if (lane == 0)
                 for (i64 b = 0; b < B; ++b) {
                     const int k = swaps[b], t = perm[b];
                     perm[b] = perm[k];
@@ -386,24 +361,16 @@ __device__ void logistic_grad_impl(const T* __restrict__ H, const T* __restrict_
         } else if (lane == 0) {
             Stream s = {key, 0, 0, 0};
             for (i64 b = 0; b < B; ++b) {
-                const int k = (int)(b + (i64)below(&s, (u64)(M - b)));
-                swaps[b] = k;
-                if (!chains) {
-                    const int t = perm[b];
-                    perm[b] = perm[k];
-                    perm[k] = t;
-                }
+                const int k = (int)(b + (i64)below(&s, (u64)(M - b))), t = perm[b];
+                perm[b] = perm[k];
+                perm[k] = t;
             }
         }
         __syncwarp();
-        if (chains) {
-            resolve_draws(swaps, B, batch);
-            __syncwarp();
-        }
         for (i64 b0 = 0; b0 < B; b0 += 32) {
             const int nb = B - b0 < 32 ? (int)(B - b0) : 32;
             if (lane < nb) {
-                const int id = batch[b0 + lane];
+                const int id = perm[b0 + lane];
                 const T* h = Hi + (i64)id * d;
                 T s4[4] = {0, 0, 0, 0};  // rowstoch::dot4's order
                 for (i64 j = 0; j < d; ++j) s4[j & 3] += h[j] * x[j];
@@ -441,7 +408,7 @@ __device__ void logistic_grad_impl(const T* __restrict__ H, const T* __restrict_
             }
             __syncwarp();
         }
-        if (!chains && r + 1 < batches)  // the identity again for the next batch (the whole warp)
+        if (r + 1 < batches)  // the identity again for the next batch (the whole warp)
             for (i64 l = lane; l < M; l += 32) perm[l] = (int)l;
         __syncwarp();
     }
