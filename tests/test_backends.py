@@ -236,6 +236,22 @@ def test_cupy_logistic_launcher_on_the_host(cuda_on_host, monkeypatch, M, batch)
     assert seen == [1 if M < 4000 else 0]
 
 
+def test_cupy_logistic_launcher_refuses_hours_of_work(cuda_on_host, monkeypatch):
+    """A gradient call of more than 2^40 multiply-adds is refused before the launch, as on the CPU (a kernel
+    runs to its end, beyond Ctrl-C)."""
+    from rowstoch_fast.backends import cupy as backend
+
+    seen = []
+    fake = _emulated_logistic_launches(cuda_on_host, monkeypatch, seen)
+    f = NonconvexLogistic.synthetic(3, total=3 * 40, d=4, batch=20, seed=2)
+    X = fake.asarray(np.zeros((3, 4)))
+    for grad in (lambda b: backend.logistic_grad(f, X, 5, 7, b, 0, None), lambda b: f.stochastic_gradient(
+            np.zeros((3, 4)), 5, seed=7, batches=b)):
+        with pytest.raises(ValueError, match=r"batches = 10000000000000 with batch = 20 .*over 2\^40"):
+            grad(10**13)
+    assert seen == []
+
+
 def test_the_gpu_oracle_benchmark_runs_on_the_host(cuda_on_host, monkeypatch, capsys):
     """bench/gpu_kernels.py's oracle section (the gradient, a Pull-Diag-GT step, the table) and its probes (the
     mixing kernels, the oracle) on the fake CuPy and the emulated kernels: the script a device session runs

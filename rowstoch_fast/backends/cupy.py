@@ -305,6 +305,10 @@ def logistic_grad(obj, X, iteration, seed, batches, rep_offset, nodes):
     M, B = obj.samples_per_node, obj.batch
     if M + B >= 2**31:
         raise ValueError(f"the CuPy logistic kernel takes fewer than 2^31 samples per node, got {M}")
+    work = rows * B * batches * obj.d
+    if work > _MAX_WORK:  # a kernel cannot be interrupted: the CPU kernel's bound (csrc/bindings.cpp)
+        raise ValueError(f"batches = {batches} with batch = {B} is {work} multiply-adds per call (over 2^40: "
+                         "hours of work); lower batches or batch")
     # one warp per row; its shared area: 32 coefficients, 32 sample ids, then the permutation and the draws
     # when they fit (layout 1), else those in a global scratch (layout 0); kernels.cu's logistic_grad_impl
     base = 32 * dtype.itemsize + 32 * 4
@@ -329,6 +333,7 @@ def _round16(nbytes):
 
 
 _LOGISTIC_WARPS = 4  # warps (rows) per block of the logistic kernel
+_MAX_WORK = 2**40  # multiply-adds of one gradient call (a kernel runs to its end: beyond Ctrl-C)
 _SHARED_LIMIT = 48 * 1024  # dynamic shared memory a block gets without opting in
 
 
