@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import time
 import warnings
@@ -528,6 +529,17 @@ PAPER_LR = 3e-3
 PAPER_MG_ROUNDS = 10
 
 
+#: compare()'s arguments and the options of ``rowstoch compare`` that set them
+_COMPARE_OPTIONS = {"algorithms": "--algorithms", "rounds_budget": "--rounds-budget", "lr": "--lr",
+                    "tune_fraction": "--tune-fraction", "mg_rounds": "--mg-rounds", "repeats": "--repeats"}
+
+
+def _as_options(message, options):
+    """An error of the Python API as the command line's: the argument names it mentions (``rounds_budget =
+    5 ...``) become the options that set them (``--rounds-budget = 5 ...``)."""
+    return re.sub(r"(?<![\w-])(" + "|".join(options) + r")(?![\w-])", lambda m: options[m.group(1)], message)
+
+
 def cmd_compare(args):
     """``rowstoch compare``: several algorithms, same problem, seeds and communication budget."""
     import warnings
@@ -584,7 +596,7 @@ def cmd_compare(args):
                     _write_finished_comparison(frames, getattr(exc, "frame", None), gname, args, root)
                     raise
         except (ValueError, TypeError, RuntimeError) as exc:
-            raise UsageError(str(exc)) from exc
+            raise UsageError(_as_options(str(exc), _COMPARE_OPTIONS)) from exc
         for w in caught:  # the budget warning; a diverging or growing baseline is reported in the table instead
             if "runs only" in str(w.message) and root:
                 print(f"rowstoch: warning: {w.message}", file=sys.stderr)

@@ -182,7 +182,7 @@ def compare(A, objective, algorithms=ALGORITHMS, rounds_budget=2000, *, lr=None,
     for label, _, rounds in specs:
         if rounds_budget < rounds:  # one iteration would already spend more than the budget
             raise ValueError(f"rounds_budget = {rounds_budget} is less than one iteration of {label} (R = {rounds} "
-                             "rounds); raise the budget or pass mg_rounds (--mg-rounds)")
+                             "rounds); raise the budget or pass mg_rounds")
         if rounds_budget // rounds < MIN_ITERATIONS:
             warnings.warn(f"{label} runs only {rounds_budget // rounds} iterations: R = {rounds} rounds each"
                           f"{' (Theorem 3)' if mg_rounds is None else ''} out of a budget of {rounds_budget}; "

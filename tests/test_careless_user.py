@@ -509,6 +509,20 @@ def test_reproduce_refuses_options_its_figure_does_not_read(tmp_path, args, frag
 
 
 @pytest.mark.parametrize("args, fragment", [
+    (["--algorithms", "mg-pull-diag-gt", "--rounds-budget", "5"],
+     "--rounds-budget = 5 is less than one iteration of mg-pull-diag-gt (R = 29 rounds); raise the budget or "
+     "pass --mg-rounds"),
+    (["--algorithms", "pull-diag-gt,pull-diag-gt"], "--algorithms: 'pull-diag-gt' is listed twice"),
+    (["--algorithms", "dsgd", "--lr", "dsgd=-1"], "--lr: dsgd = -1.0 must be a finite number > 0"),
+])
+def test_compare_errors_name_the_options(tmp_path, args, fragment):
+    """Errors from the Python API name its arguments (``rounds_budget = 5``); on the command line they name the
+    options (``--rounds-budget = 5``)."""
+    rc, _, err = rowstoch("compare", "--n", "16", *args, "--out", tmp_path, "--no-progress")
+    assert_one_line_error(rc, err, fragment)
+
+
+@pytest.mark.parametrize("args, fragment", [
     (["run", "--algorithm", "dsgd", "--tracker", "perron"], "--tracker is not read by dsgd"),
     (["run", "--objective", "quadratic", "--rho", "0.5", "--batch", "5"], "--batch and --rho are not read with"),
     (["run", "--sigma", "0.3"], "--sigma is not read with --objective logistic"),
