@@ -62,7 +62,8 @@ def build_topology(name, n, seed=0):
 
 EDGE_LIST_HELP = (
     "edge list: a text file, one edge per line, 'src dst' or 'src dst weight', 0-based integer node ids "
-    "separated by whitespace, '#' starts a comment; src sends to dst (A[dst, src] > 0); n is the largest id + 1. "
+    "separated by whitespace or by commas (CSV, one header line allowed), '#' starts a comment; src sends to dst "
+    "(A[dst, src] > 0); n is the largest id + 1. "
     "Without weights the paper's in-degree rule is used and every node gets a self loop; with weights they "
     "are the entries A[dst, src] themselves (self loops as listed)")
 
@@ -104,13 +105,32 @@ def _load_npz_matrix(path):
     raise UsageError(f"matrix file {path!r} has sparse format {fmt!r}; save it as CSR, CSC or COO")
 
 
+def _edge_list_layout(path):
+    """(delimiter, lines to skip) of an edge list: commas when its first line of data has one, and that line
+    skipped when it is a header (not all numbers: ``src,dst,weight``)."""
+    with open(path, errors="replace") as f:
+        for number, line in enumerate(f):
+            data = line.split("#", 1)[0].strip()
+            if not data:
+                continue
+            delimiter = "," if "," in data else None
+            try:
+                [float(token) for token in data.split(delimiter)]
+            except ValueError:
+                return delimiter, number + 1 if delimiter else 0  # a header of a CSV file (whitespace: an error)
+            return delimiter, 0
+    return None, 0
+
+
 def _load_edge_list(path, normalize):
     try:
+        delimiter, header = _edge_list_layout(path)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # "input contained no data": reported below
-            rows = np.loadtxt(path, ndmin=2, comments="#")
+            rows = np.loadtxt(path, ndmin=2, comments="#", delimiter=delimiter, skiprows=header)
     except ValueError as exc:
-        raise UsageError(f"edge list {path!r} cannot be read: {exc}. Expected: {EDGE_LIST_HELP}") from None
+        raise UsageError(f"edge list {path!r} cannot be read: {str(exc).rstrip('.')}. Expected: {EDGE_LIST_HELP}") \
+            from None
     if rows.size == 0:
         raise UsageError(f"edge list {path!r} holds no edges")
     if rows.shape[1] not in (2, 3):

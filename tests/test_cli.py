@@ -40,6 +40,22 @@ def test_metrics_from_matrix_files(tmp_path, capsys, suffix):
     assert "0.5000" in capsys.readouterr().out  # beta of exponential(8)
 
 
+@pytest.mark.parametrize("text", [
+    "src,dst\n" + "\n".join(f"{i},{(i + h) % 8}" for i in range(8) for h in (1, 2, 4)),
+    "# a CSV without a header\n" + "\n".join(f"{i}, {(i + h) % 8}" for i in range(8) for h in (1, 2, 4)),
+    "src,dst,weight\n" + "\n".join(f"{i},{(i - h) % 8},0.25" for i in range(8) for h in (0, 1, 2, 4))])
+def test_edge_lists_with_commas(tmp_path, capsys, text):
+    """CSV edge lists (commas, spaces after them, a header line, weights) read as the whitespace ones: the
+    exponential graph on 8 nodes, beta 0.5 (they were refused: 'could not convert string')."""
+    path = tmp_path / "edges.csv"
+    path.write_text(text + "\n")
+    assert cli.main(["metrics", "--matrix", str(path)]) == 0
+    assert "0.5000" in capsys.readouterr().out
+    path.write_text("0,1\n1;2\n")
+    assert cli.main(["metrics", "--matrix", str(path)]) == 2
+    assert "edge list" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize(
     "argv, message",
     [
