@@ -50,7 +50,8 @@ def require_cupy():
     if _disabled():
         raise RuntimeError("backend 'cupy' is disabled by ROWSTOCH_DISABLE_CUPY=1")
     if importlib.util.find_spec("cupy") is None:
-        raise RuntimeError("backend 'cupy' needs CuPy: pip install 'rowstoch_fast[gpu]' (cupy-cuda12x)")
+        raise RuntimeError("backend 'cupy' needs CuPy: pip install 'rowstoch_fast[gpu]' (CUDA 12) or "
+                           "'rowstoch_fast[gpu-cuda13]' (CUDA 13)")
     import cupy
 
     try:
