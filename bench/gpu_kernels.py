@@ -23,8 +23,8 @@ Sections (each prints a markdown table; everything lands in ``DIR/gpu_kernels.js
   ``entry`` and then the ``row`` kernel, printing the compulsory bytes of one round, so that
   ``ncu --kernel-name regex:csr_mix`` (``bench/gpu_check.sh``, stage ``ncu``) can set the DRAM and L2 bytes it
   counts against them;
-* ``probe-oracle`` (likewise): 20 gradient calls at n = 512 and 2^15 and their median time per call, for
-  ``ncu --kernel-name regex:logistic_grad``.
+* ``probe-oracle`` (likewise, for ``ncu --kernel-name regex:logistic_grad``): gradient calls at n = 512 and
+  2^15, and where a call's time goes (waited for, the host's part, back to back between CUDA events).
 
 GPU times are taken over several steps between two synchronisations (a run does not synchronise per
 step); contenders are interleaved (``_harness.interleaved``) and medians are reported.
@@ -261,22 +261,41 @@ def section_probe(cp, out, log2n=20, d=10, R=3):
 
 
 def section_probe_oracle(cp, out, sizes=(512, 2**15), M=400, B=200, d=10, calls=20):
-    """Gradient calls for ``ncu --kernel-name regex:logistic_grad``: what the kernel takes of a call's time (the
-    rest is the launch from Python and the synchronisation)."""
+    """Gradient calls for ``ncu --kernel-name regex:logistic_grad``, and where a call's time goes: a call
+    waited for (launch + kernel + synchronisation), the host's part alone (the call returns once the kernel
+    is queued) and calls back to back between two CUDA events (per call the larger of the host's part and
+    the kernel); medians of the last half of ``calls``."""
     rows = []
+    sync = cp.cuda.Device().synchronize
+
+    def median(times):
+        return float(np.median(times[calls // 2:]))
     for n in sizes:
         f = NonconvexLogistic.synthetic(n, total=n * M, d=d, batch=B, seed=0)
         Xd = cp.asarray(np.random.default_rng(2).standard_normal((n, d)) * 0.1)
-        times = []
+        waited, host = [], []
         for k in range(calls):
             t0 = time.perf_counter()
             f.stochastic_gradient(Xd, k, seed=1)
-            cp.cuda.Device().synchronize()
-            times.append(time.perf_counter() - t0)
-        t = float(np.median(times[calls // 2:]))
-        rows.append({"n": n, "call_seconds": t})
-        print(f"probe-oracle: n = {n}: {calls} calls, a call (launch + kernel + sync) {t * 1e3:.3f} ms (median "
-              f"of the last {calls - calls // 2})", flush=True)
+            t1 = time.perf_counter()
+            sync()
+            waited.append(time.perf_counter() - t0)
+            host.append(t1 - t0)
+        row = {"n": n, "call_seconds": median(waited), "host_seconds": median(host)}
+        Event = getattr(cp.cuda, "Event", None)
+        if Event is not None:
+            start, end = Event(), Event()
+            start.record()
+            for k in range(calls):
+                f.stochastic_gradient(Xd, k, seed=1)
+            end.record()
+            end.synchronize()
+            row["back_to_back_seconds"] = cp.cuda.get_elapsed_time(start, end) / 1e3 / calls
+        rows.append(row)
+        print(f"probe-oracle: n = {n}: a call waited for {row['call_seconds'] * 1e3:.3f} ms, its host part "
+              f"{row['host_seconds'] * 1e3:.3f} ms"
+              + (f", back to back {row['back_to_back_seconds'] * 1e3:.3f} ms per call"
+                 if "back_to_back_seconds" in row else ""), flush=True)
     out["probe_oracle"] = rows
 
 
