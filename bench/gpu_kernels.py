@@ -6,13 +6,13 @@ Usage (on a machine with an NVIDIA GPU and CuPy; ``bench/gpu_check.sh`` runs it)
 
 Sections (each prints a markdown table; everything lands in ``DIR/gpu_kernels.json``):
 
-* ``bits``: the mixing kernels (``entry``, ``entry1``, ``entry-u1``, ``row``) give the same iterates, bit for bit,
-  as each other and as the CPU kernels (float64; float32 within 1e-5);
+* ``bits``: the mixing kernels (``entry``, ``entry1``, ``entry-u1``, ``row``, ``circ``) give the same iterates,
+  bit for bit, as each other and as the CPU kernels (float64; float32 within 1e-5);
 * ``mix``: one MG-Pull-Diag-GT iteration (eq. 14 without the gradient, exponential graph, d = 10, R = 10) at
   n = 2^20 and 2^22 with each mixing kernel, against the cupyx ``csr_matrix @ X`` composition of the same
   equations and against the device's copy bandwidth (compulsory traffic as in ``bench/scaling.py``, the
-  CSR's values included, also for ``row``, which reads one weight per row instead: its GB/s are those of the
-  same work), and the R gossip rounds alone;
+  CSR included, also for ``row`` and ``circ``, which read one weight per row or none and no indices: their
+  GB/s are those of the same work), and the R gossip rounds alone;
 * ``overhead``: the same iteration at n = 2^10 .. 2^16, where launches and synchronisation dominate: the
   default (graphs of the R rounds, NaN/Inf flag read every 32 steps), without graphs, and with a read of
   the flag after every step (the 2026-11 behaviour), next to the CPU kernels;
@@ -20,7 +20,7 @@ Sections (each prints a markdown table; everything lands in ``DIR/gpu_kernels.js
   2^15 on the GPU against the CPU kernels on every core of this host, and a whole Pull-Diag-GT step at
   n = 512;
 * ``probe`` (not in the default list; for a profiler): three rounds of ``A X`` at n = 2^20, d = 10 with the
-  ``entry`` and then the ``row`` kernel, printing the compulsory bytes of one round, so that
+  ``entry``, the ``row`` and the ``circ`` kernel, printing the compulsory bytes of one round, so that
   ``ncu --kernel-name regex:csr_mix`` (``bench/gpu_check.sh``, stage ``ncu``) can set the DRAM and L2 bytes it
   counts against them;
 * ``probe-oracle`` (likewise, for ``ncu --kernel-name regex:logistic_grad``): gradient calls at n = 512 and
@@ -48,7 +48,7 @@ from rowstoch_fast import PullDiagGT, _core, topology  # noqa: E402
 from rowstoch_fast.objectives import NonconvexLogistic  # noqa: E402
 from rowstoch_fast.backends import cupy as gpu  # noqa: E402
 
-KINDS = ("entry", "entry1", "entry-u1", "row")
+KINDS = ("entry", "entry1", "entry-u1", "row", "circ")
 
 
 def _steps(cp, opt, G, k, kind=None, sync=True):
@@ -247,11 +247,11 @@ def section_probe(cp, out, log2n=20, d=10, R=3):
     isz = A.csr.indices.itemsize
     block = 2 * n * d * 8
     rows = []
-    for kind, values in (("entry", A.nnz * 8), ("row", n * 8)):
+    for kind, csr in (("entry", (n + 1) * isz + A.nnz * (isz + 8)), ("row", (n + 1) * isz + A.nnz * isz + n * 8),
+                      ("circ", 0)):
         gpu.MIX_KERNEL = kind
         gpu.mix_power(A, X, R)
         cp.cuda.Device().synchronize()
-        csr = (n + 1) * isz + A.nnz * isz + values
         rows.append({"kernel": kind, "n": n, "d": d, "rounds": R, "compulsory_bytes_per_round": csr + block})
         print(f"probe: {R} rounds of the '{kind}' kernel at n = 2^{log2n}, d = {d}: compulsory "
               f"{(csr + block) / 1e6:.1f} MB per round (CSR {csr / 1e6:.1f} MB, X and Y {block / 1e6:.1f} MB)",

@@ -146,6 +146,10 @@ EMULATE_MIX(csr_mix_entry1x4_f32_i64, float, i64)
 EMULATE_MIX(csr_mix_row1x4_f64_i32, double, int)
 EMULATE_MIX(csr_mix_row2x4_f64_i32, double, int)
 EMULATE_MIX(csr_mix_row4x4_f32_i64, float, i64)
+// ... and for circulant matrices (Ap = {0, m}, Aj the offsets, Ax the one weight): csr_mix_circ<V>x<U>_<value>_<index>.
+EMULATE_MIX(csr_mix_circ1x4_f64_i32, double, int)
+EMULATE_MIX(csr_mix_circ2x4_f64_i32, double, int)
+EMULATE_MIX(csr_mix_circ4x4_f32_i64, float, i64)
 
 // The lossy rounds of rowstoch_fast.network: csr_mix_lossy<V>_<value>_<index>.
 #define EMULATE_LOSSY(name, T, I)                                                                             \

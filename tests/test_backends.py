@@ -7,6 +7,8 @@ import sys
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from rowstoch_fast import PullDiagGT, _reference, pull_diag, topology
 from rowstoch_fast.algorithms import REGISTRY
@@ -162,7 +164,22 @@ def test_cuda_kernels_compile_with_nvrtc():
         nvrtc.compileProgram(prog, ["-std=c++14", "--fmad=false", "-arch=compute_80"])
     except Exception:  # noqa: BLE001 - show the compiler log
         pytest.fail(nvrtc.getProgramLog(prog))
-    assert len(nvrtc.getPTX(prog)) > 0
+    ptx = nvrtc.getPTX(prog)
+    ptx = ptx.decode() if isinstance(ptx, bytes) else ptx
+    missing = {name for name in _mix_kernel_names() if f".entry {name}(" not in ptx}
+    assert not missing, f"names the backend can launch that kernels.cu does not define: {sorted(missing)}"
+
+
+def _mix_kernel_names():
+    """Every mixing kernel name backends.cupy._mix_kernel can return for the families _mix_arguments gives each
+    choice of ROWSTOCH_CUDA_MIX."""
+    from rowstoch_fast.backends import cupy as backend
+
+    families = {"auto": ("entry", "row", "circ"), "circ": ("entry", "row", "circ"), "row": ("entry", "row")}
+    return {backend._mix_kernel(8, w, dtype, index, aligned, kind, family)[0]
+            for kind in backend._MIX_KERNELS for family in families.get(kind, ("entry",))
+            for dtype in (np.float64, np.float32) for index in (np.int32, np.int64)
+            for aligned in (True, False) for w in range(1, 9)}
 
 
 def _ptr(a):
@@ -277,8 +294,9 @@ def test_the_gpu_oracle_benchmark_runs_on_the_host(cuda_on_host, monkeypatch, ca
     monkeypatch.setattr(bench.gpu, "_kernel", lambda name, kernel=bench.gpu._kernel: launched.append(name) or
                         kernel(name))
     bench.section_probe(fake, out, log2n=6)  # what ncu profiles (bench/gpu_check.sh, stage ncu)
-    assert [row["kernel"] for row in out["probe"]] == ["entry", "row"]
-    assert launched == ["csr_mix_entry2x4_f64_i32"] * 3 + ["csr_mix_row2x4_f64_i32"] * 3
+    assert [row["kernel"] for row in out["probe"]] == ["entry", "row", "circ"]
+    assert launched == ["csr_mix_entry2x4_f64_i32"] * 3 + ["csr_mix_row2x4_f64_i32"] * 3 + [
+        "csr_mix_circ2x4_f64_i32"] * 3
     assert "compulsory" in capsys.readouterr().out
 
 
@@ -347,7 +365,7 @@ def test_the_cupy_backend_on_the_emulated_kernels_equals_the_cpu(cuda_on_host, m
     assert ran("combine_f64")
     if cls.matrices:  # (the centralized baseline does not gossip)
         assert ran("csr_mix_lossy") == (network != "static")
-        assert (ran("csr_mix_entry") or ran("csr_mix_row")) == (network == "static")
+        assert (ran("csr_mix_entry") or ran("csr_mix_row") or ran("csr_mix_circ")) == (network == "static")
         assert ran("ge_advance") == (network == "bursty")
 
 
@@ -429,6 +447,97 @@ def test_cuda_per_row_weight_kernels_match_cpu(cuda_on_host, monkeypatch, kernel
     np.testing.assert_array_equal(Y, A.mix(X))
 
 
+def _circulant(n, offsets, dtype=np.float64):
+    """The in-degree rule's circulant matrix: row i hears from i - o (mod n) for each offset o, weight 1/m."""
+    import scipy.sparse as sp
+
+    from rowstoch_fast.mixing import MixingMatrix
+
+    rows = np.repeat(np.arange(n), len(offsets))
+    cols = (rows - np.tile(np.asarray(offsets), n)) % n
+    W = sp.csr_matrix((np.full(rows.size, 1.0 / len(offsets)), (rows, cols)), shape=(n, n))
+    return MixingMatrix(W).astype(dtype)
+
+
+def _emulate_circ(cuda_on_host, monkeypatch, kernel, A, X):
+    """``kernel`` (csr_mix_circ...) on the emulated device with device_circulant's arguments for ``A``."""
+    import ctypes
+
+    from rowstoch_fast.backends import cupy as backend
+
+    from test_algorithms import _fake_cupy
+
+    fake = _fake_cupy()
+    monkeypatch.setattr(backend, "require_cupy", lambda: fake)  # device_circulant's copies: host arrays
+    Ap, D, weight = backend.device_circulant(A)
+    index = np.int32 if kernel.endswith("i32") else np.int64
+    Ap, D = np.asarray(Ap).astype(index), np.asarray(D).astype(index)
+    Y = np.full_like(X, np.nan)
+    V = int(kernel[4])
+    getattr(cuda_on_host, f"emulate_csr_mix_{kernel}")(ctypes.c_longlong(X.size // V), _ptr(Ap), _ptr(D),
+                                                      _ptr(np.asarray(weight)), _ptr(X), _ptr(Y),
+                                                      ctypes.c_int64(A.n), ctypes.c_int64(X.shape[1]),
+                                                      ctypes.c_void_p(0))
+    return Y
+
+
+@pytest.mark.parametrize("kernel,dtype,w", [("circ1x4_f64_i32", np.float64, 3), ("circ2x4_f64_i32", np.float64, 10),
+                                            ("circ4x4_f32_i64", np.float32, 8)])
+@pytest.mark.parametrize("graph", ["exponential-23", "exponential-16", "ring-9", "no-self-loop"])
+def test_cuda_circulant_kernels_match_cpu(cuda_on_host, monkeypatch, kernel, dtype, w, graph):
+    """The kernels that read neither the CSR's indices nor its values (``circ``: circulant matrices with one
+    weight, the rotation of the offsets giving each row's CSR order), the CPU's sums bit for bit; also where
+    a row's first offset wraps (no self loop)."""
+    A = {"exponential-23": lambda: topology.exponential(23), "exponential-16": lambda: topology.exponential(16),
+         "ring-9": lambda: topology.ring(9), "no-self-loop": lambda: _circulant(11, [1, 3, 4])}[graph]().astype(dtype)
+    X = np.random.default_rng(w).normal(size=(A.n, w)).astype(dtype)
+    np.testing.assert_array_equal(_emulate_circ(cuda_on_host, monkeypatch, kernel, A, X), A.mix(X))
+
+
+def test_circulant_offsets_find_circulant_matrices_only():
+    """circulant_offsets: the exponential graph's and the ring's offsets and weight; None for the paper's
+    graphs, an Erdos-Renyi graph, a star, a circulant pattern with two weights, a relabelled exponential graph
+    and one with an edge moved."""
+    import scipy.sparse as sp
+
+    from rowstoch_fast.backends.cupy import circulant_offsets
+    from rowstoch_fast.mixing import MixingMatrix
+
+    D, weight = circulant_offsets(topology.exponential(23))
+    assert D.tolist() == [16, 8, 4, 2, 1, 0] and weight == 1 / 6
+    assert circulant_offsets(topology.ring(9))[0].tolist() == [1, 0]
+    for A in (*topology.paper_graphs().values(), topology.erdos_renyi(20, 0.3, seed=1), topology.star(10)):
+        assert circulant_offsets(A) is None
+    W = topology.exponential(16).csr.copy()
+    W.data[W.indices == (np.repeat(np.arange(16), np.diff(W.indptr)) % 16)] = 0.4  # self weights differ
+    W = sp.diags(1 / np.asarray(W.sum(axis=1)).ravel()) @ W
+    assert circulant_offsets(MixingMatrix(sp.csr_matrix(W))) is None
+    perm = np.random.default_rng(0).permutation(16)
+    P = sp.csr_matrix((np.ones(16), (np.arange(16), perm)), shape=(16, 16))
+    assert circulant_offsets(MixingMatrix(sp.csr_matrix(P @ topology.exponential(16).csr @ P.T))) is None
+    swap = {(5, 13): (5, 12), (4, 12): (4, 13)}  # rows 12 and 13 keep 5 entries each, one of them off the offsets
+    edges = [swap.get((i, (i + h) % 16), (i, (i + h) % 16)) for i in range(16) for h in (1, 2, 4, 8)]
+    assert circulant_offsets(MixingMatrix.from_edges(16, edges, "in-degree")) is None
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(n=st.integers(2, 70), extra=st.sets(st.integers(0, 69), max_size=8), width=st.integers(1, 3),
+       f32=st.booleans())
+def test_circulant_kernel_property(cuda_on_host, monkeypatch, n, extra, width, f32):
+    """Any circulant matrix with one weight (offsets 1 and 2, which make it primitive, and any others, with or
+    without a self loop): found by circulant_offsets, and the circ kernels equal the CPU's mix bit for bit
+    (widths 1-3 and 2-6 in float64, 4-12 in float32)."""
+    from rowstoch_fast.backends.cupy import circulant_offsets
+
+    offsets = sorted({1, 2 % n} | {o % n for o in extra})
+    A = _circulant(n, offsets, np.float32 if f32 else np.float64)
+    assert circulant_offsets(A)[0].tolist() == offsets[::-1]
+    for kernel, w in ((("circ4x4_f32_i64", 4 * width),) if f32 else
+                      (("circ1x4_f64_i32", width), ("circ2x4_f64_i32", 2 * width))):
+        X = np.random.default_rng(n).normal(size=(n, w)).astype(A.dtype)
+        np.testing.assert_array_equal(_emulate_circ(cuda_on_host, monkeypatch, kernel, A, X), A.mix(X))
+
+
 def test_per_row_weights_only_where_every_entry_of_a_row_has_the_same_bits(monkeypatch):
     """device_row_weights: None as soon as one stored weight differs from its row's first in any bit (a random
     grid's weights; a weight one ulp off; -0.0 against 0.0), an empty row's weight 0; cached on the matrix."""
@@ -497,11 +606,12 @@ def test_device_copies_are_kept_per_gpu(monkeypatch):
     assert backend.device_csr(A)[0] is on0[0] and backend.device_row_weights(A) is w0
 
 
-@pytest.mark.parametrize("kind", ["row", "auto"])
+@pytest.mark.parametrize("kind", ["row", "circ", "auto"])
 def test_the_per_row_weight_kernel_runs_where_rows_have_one_weight(cuda_on_host, monkeypatch, kind):
-    """ROWSTOCH_CUDA_MIX=row (and the default, auto) through the backend: the per-row kernel for an in-degree
-    matrix, the CSR's values for the paper's grid (different weights in a row); both the CPU's iterates, bit
-    for bit."""
+    """ROWSTOCH_CUDA_MIX=row, circ and the default, auto, through the backend: the per-row kernel for an
+    in-degree matrix that is not circulant (a star), the circulant kernel for the exponential graph (unless
+    row is asked for), the CSR's values for the paper's grid (different weights in a row); all the CPU's
+    iterates, bit for bit."""
     from test_algorithms import _on_cpu_and_device
 
     from rowstoch_fast.backends import cupy as backend
@@ -509,7 +619,8 @@ def test_the_per_row_weight_kernel_runs_where_rows_have_one_weight(cuda_on_host,
     fake = _emulated_device(cuda_on_host, monkeypatch)
     monkeypatch.setattr(backend, "MIX_KERNEL", kind)
     rng = np.random.default_rng(7)
-    for A, family in ((topology.exponential(16), "csr_mix_row"), (topology.paper_graphs()["grid"], "csr_mix_entry")):
+    for A, family in ((topology.exponential(16), "csr_mix_row" if kind == "row" else "csr_mix_circ"),
+                      (topology.star(16), "csr_mix_row"), (topology.paper_graphs()["grid"], "csr_mix_entry")):
         G, x0 = rng.standard_normal((16, 4)), rng.standard_normal((16, 4))
         fake.launched.clear()
         cpu, gpu = _on_cpu_and_device(REGISTRY["pull-diag-gt"], A, x0, G, fake, 5)

@@ -20,7 +20,8 @@ import numpy as np
 from .base import DEFERRED, Backend
 
 __all__ = [
-    "HAS_CUPY", "require_cupy", "to_gpu", "to_cpu", "device_csr", "device_row_weights", "mix", "mix_power", "CupyBackend",
+    "HAS_CUPY", "require_cupy", "to_gpu", "to_cpu", "device_csr", "device_row_weights", "circulant_offsets",
+    "device_circulant", "mix", "mix_power", "CupyBackend",
 ]
 
 
@@ -34,15 +35,18 @@ HAS_CUPY = importlib.util.find_spec("cupy") is not None and not _disabled()
 _BLOCK = 256
 _OPTIONS = ("-std=c++14", "--fmad=false")
 
-#: Which mixing kernel to run: ``"auto"`` (= ``"row"`` for matrices whose rows each hold one weight, bit for
-#: bit, as the in-degree rule writes them, else ``"entry"``), ``"entry"`` (one thread per 16 bytes of a row
-#: where the width and the alignment allow, else per value, four neighbours' loads in flight, the CSR's values),
-#: ``"entry1"`` (one value per thread), ``"entry-u1"`` (16 bytes, one neighbour at a time) or ``"row"``
-#: (``"entry"`` reading one weight per row instead of the CSR's values; matrices without one weight per row get
-#: ``"entry"``). All give the same bits; on an H100 ``"row"`` ran a round 1.36x faster than ``"entry"`` at
-#: n = 2^20 (bench/RESULTS.md section 9b). Read from ``ROWSTOCH_CUDA_MIX`` at import.
+#: Which mixing kernel to run: ``"auto"`` (= ``"circ"`` where the matrix allows it, else ``"row"`` where it
+#: allows that, else ``"entry"``), ``"entry"`` (one thread per 16 bytes of a row where the width and the
+#: alignment allow, else per value, four neighbours' loads in flight, the CSR's values), ``"entry1"`` (one value
+#: per thread), ``"entry-u1"`` (16 bytes, one neighbour at a time), ``"row"`` (``"entry"`` reading one weight
+#: per row instead of the CSR's values, for matrices whose rows each hold one weight, bit for bit, as the
+#: in-degree rule writes them) or ``"circ"`` (reading neither the CSR's indices nor its values, for circulant
+#: matrices with one weight: :func:`circulant_offsets`); a matrix that does not allow the kernel asked for gets
+#: the next of circ, row, entry. All give the same bits; on an H100 ``"row"`` ran a round 1.36x faster than
+#: ``"entry"`` at n = 2^20 (bench/RESULTS.md section 9b; ``"circ"`` not yet measured). Read from
+#: ``ROWSTOCH_CUDA_MIX`` at import.
 MIX_KERNEL = os.environ.get("ROWSTOCH_CUDA_MIX", "auto")
-_MIX_KERNELS = ("auto", "entry", "entry1", "entry-u1", "row")
+_MIX_KERNELS = ("auto", "entry", "entry1", "entry-u1", "row", "circ")
 
 
 def require_cupy():
@@ -155,16 +159,74 @@ def device_row_weights(A):
     return _on_device(A._diag_cache, "device_row_weights", weights)
 
 
-def _mix_kernel(n, w, dtype, index_dtype, aligned, kind=None, per_row=False):
-    """(kernel name, threads) of the mixing kernel for an ``n x w`` block (``per_row``: the matrix has
-    :func:`device_row_weights`)."""
+def circulant_offsets(A, max_elements=2**20):
+    """``(D, weight)`` when the MixingMatrix ``A`` is circulant with one weight, else None: every row stores the
+    same number m of entries, all with the same bits, and row i's columns, in its CSR order, are ``i - D[k]``
+    (mod n) for the m offsets ``D`` (strictly decreasing) rotated to start at the first offset <= i (so that
+    its columns ascend). The exponential graph and the ring under the in-degree rule are. O(nnz) host work,
+    ``max_elements`` at a time; host arrays."""
+    c, n = A.csr, A.n
+    counts = np.diff(c.indptr)
+    if n == 0 or counts[0] == 0 or not np.all(counts == counts[0]):
+        return None
+    m = int(counts[0])
+    bits = c.data.view(np.dtype(f"u{c.data.dtype.itemsize}"))
+    if not np.all(bits == bits[0]):
+        return None
+    idx = c.indices.reshape(n, m)
+    D = np.sort((-idx[0].astype(np.int64)) % n)[::-1]
+    if np.any(np.diff(D) >= 0):  # a column stored twice
+        return None
+    ascending, k = D[::-1], np.arange(m)
+    rows = max(1, max_elements // m)
+    for i0 in range(0, n, rows):
+        i = np.arange(i0, min(n, i0 + rows))
+        first = m - np.searchsorted(ascending, i, side="right")  # the offsets above i come first
+        if not np.array_equal(idx[i0:i0 + len(i)], (i[:, None] - D[(first[:, None] + k) % m]) % n):
+            return None
+    return D, c.data[0]
+
+
+def device_circulant(A):
+    """:func:`circulant_offsets` as the circulant kernel's arguments on the current device (``{0, m}``, the
+    offsets and the weight, as the CSR's index and value types), or None; computed once, cached on the
+    matrix."""
+    def arrays():
+        found = circulant_offsets(A)
+        if found is None:
+            return None
+        cupy, index = require_cupy(), A.csr.indptr.dtype
+        D, weight = found
+        return (cupy.asarray(np.array([0, len(D)], dtype=index)), cupy.asarray(D.astype(index)),
+                cupy.asarray(np.array([weight], dtype=A.csr.data.dtype)))
+    return _on_device(A._diag_cache, "device_circulant", arrays)
+
+
+def _mix_arguments(A):
+    """(kernel family, Ap, Aj, Ax) of ``A``'s mixing on the current device under ``MIX_KERNEL``: ``circ``
+    (circulant, one weight), ``row`` (one weight per row) or ``entry`` (the CSR's values), the first that
+    ``A`` allows among those the choice allows."""
+    Ap, Aj, Ax = device_csr(A)
+    if MIX_KERNEL in ("auto", "circ"):
+        circ = device_circulant(A)
+        if circ is not None:
+            return ("circ", *circ)
+    if MIX_KERNEL in ("auto", "circ", "row"):
+        weights = device_row_weights(A)
+        if weights is not None:
+            return "row", Ap, Aj, weights
+    return "entry", Ap, Aj, Ax
+
+
+def _mix_kernel(n, w, dtype, index_dtype, aligned, kind=None, family="entry"):
+    """(kernel name, threads) of the mixing kernel of ``family`` (:func:`_mix_arguments`) for an ``n x w``
+    block."""
     kind = MIX_KERNEL if kind is None else kind
     if kind not in _MIX_KERNELS:
         raise ValueError(f"ROWSTOCH_CUDA_MIX must be one of {', '.join(_MIX_KERNELS)}, got {kind!r}")
     suffix = f"{_suffix(dtype)}_{'i32' if np.dtype(index_dtype) == np.int32 else 'i64'}"
     vec = 2 if np.dtype(dtype) == np.float64 else 4
     unroll = 1 if kind == "entry-u1" else 4
-    family = "row" if kind in ("auto", "row") and per_row else "entry"
     if kind != "entry1" and aligned and w % vec == 0:
         return f"csr_mix_{family}{vec}x{unroll}_{suffix}", n * w // vec
     return f"csr_mix_{family}1x{unroll}_{suffix}", n * w
@@ -182,12 +244,10 @@ def _aligned(*arrays):
 def _mix_into(A, X, out, status=None):
     """``out <- A X`` (one gossip round); a launch that finds ``status`` set (an earlier check failed) does
     nothing."""
-    Ap, Aj, Ax = device_csr(A)
+    family, Ap, Aj, Ax = _mix_arguments(A)
     n, w = X.shape
-    weights = device_row_weights(A) if MIX_KERNEL in ("auto", "row") else None
-    name, threads = _mix_kernel(n, w, Ax.dtype, Ap.dtype, _aligned(X, out), per_row=weights is not None)
-    _launch(name, threads, (Ap, Aj, Ax if weights is None else weights, X, out, np.int64(n), np.int64(w),
-                            np.intp(0) if status is None else status))
+    name, threads = _mix_kernel(n, w, Ax.dtype, Ap.dtype, _aligned(X, out), family=family)
+    _launch(name, threads, (Ap, Aj, Ax, X, out, np.int64(n), np.int64(w), np.intp(0) if status is None else status))
     return out
 
 

@@ -58,7 +58,11 @@ __device__ __forceinline__ void store_pack(T* p, const T* v) {
 // ROW: every stored weight of row i equals Ax[i] (Ax then holds n per-row weights, not the CSR's values:
 // the in-degree rule's matrices), so the values array is not read, 8 or 4 bytes less per nonzero; the
 // products, hence the sums, are the same bits.
-template <typename T, typename I, int V, int U, bool ROW = false>
+// CIRC: a circulant matrix with one weight (the exponential graph, the ring, under the in-degree rule): row
+// i's neighbours are i - D[k] (mod n) for the m offsets D, strictly decreasing, in Aj (Ap = {0, m}, Ax =
+// {the weight}); its CSR order (columns ascending) is D rotated to start at the first offset <= i. Only X
+// is read (and Y written): neither the CSR's indices nor its values.
+template <typename T, typename I, int V, int U, bool ROW = false, bool CIRC = false>
 __device__ void csr_mix_entry(const I* __restrict__ Ap, const I* __restrict__ Aj, const T* __restrict__ Ax,
                               const T* __restrict__ X, T* __restrict__ Y, i64 n, i64 w, const u64* status) {
     const i64 tid = (i64)blockIdx.x * blockDim.x + threadIdx.x;
@@ -69,17 +73,26 @@ __device__ void csr_mix_entry(const I* __restrict__ Ap, const I* __restrict__ Aj
 #pragma unroll
     for (int k = 0; k < V; ++k) acc[k] = 0;
     const T* Xc = X + c;
-    const T row_weight = ROW ? Ax[i] : T(0);  // (ROW: one load per row)
-    I p = Ap[i];
-    const I end = Ap[i + 1];
+    const T row_weight = CIRC ? Ax[0] : ROW ? Ax[i] : T(0);  // (ROW: one load per row)
+    I p = CIRC ? 0 : Ap[i];
+    const I end = CIRC ? Ap[1] : Ap[i + 1];
+    I first = 0;  // CIRC: the rotation, the number of offsets above i
+    if (CIRC)
+        while (first < end && (i64)Aj[first] > i) ++first;
+    auto column = [&](I q) -> i64 {  // the column of the q-th stored entry of row i
+        if (!CIRC) return (i64)Aj[q];
+        q += first;
+        const i64 j = i - (i64)Aj[q < end ? q : q - end];
+        return j < 0 ? j + n : j;
+    };
     if (U > 1) {
         for (; p + U <= end; p += U) {
             T a[U];
             Pack<T, V> x[U];
 #pragma unroll
             for (int u = 0; u < U; ++u) {
-                a[u] = ROW ? row_weight : Ax[p + u];
-                x[u] = load_pack<T, V>(Xc + (i64)Aj[p + u] * w);
+                a[u] = ROW || CIRC ? row_weight : Ax[p + u];
+                x[u] = load_pack<T, V>(Xc + column(p + u) * w);
             }
 #pragma unroll
             for (int u = 0; u < U; ++u)
@@ -88,8 +101,8 @@ __device__ void csr_mix_entry(const I* __restrict__ Ap, const I* __restrict__ Aj
         }
     }
     for (; p < end; ++p) {
-        const T a = ROW ? row_weight : Ax[p];
-        const Pack<T, V> x = load_pack<T, V>(Xc + (i64)Aj[p] * w);
+        const T a = ROW || CIRC ? row_weight : Ax[p];
+        const Pack<T, V> x = load_pack<T, V>(Xc + column(p) * w);
 #pragma unroll
         for (int k = 0; k < V; ++k) acc[k] += a * x.v[k];
     }
@@ -431,6 +444,11 @@ __device__ void logistic_grad_impl(const T* __restrict__ H, const T* __restrict_
 #define ROWW(suffix, T, I, V, U) \
     __global__ void csr_mix_row##V##x##U##_##suffix(const I* Ap, const I* Aj, const T* Aw, const T* X, T* Y, i64 n, i64 w, const u64* status) { \
         csr_mix_entry<T, I, V, U, true>(Ap, Aj, Aw, X, Y, n, w, status); }
+// csr_mix_circ<V>x<U>_<value>_<index>: the same for circulant matrices (CIRC above: Ap = {0, m}, Aj the
+// offsets, Ax the one weight)
+#define CIRCW(suffix, T, I, V, U) \
+    __global__ void csr_mix_circ##V##x##U##_##suffix(const I* Ap, const I* Aj, const T* Ax, const T* X, T* Y, i64 n, i64 w, const u64* status) { \
+        csr_mix_entry<T, I, V, U, false, true>(Ap, Aj, Ax, X, Y, n, w, status); }
 #define ENTRIES(V32, U, E) \
     E(f64_i32, double, int, 1, U) E(f64_i64, double, i64, 1, U) E(f32_i32, float, int, 1, U) \
     E(f32_i64, float, i64, 1, U) E(f64_i32, double, int, 2, U) E(f64_i64, double, i64, 2, U) \
@@ -447,6 +465,7 @@ GE(i32, int) GE(i64, i64)
 ENTRIES(4, 1, ENTRY)
 ENTRIES(4, 4, ENTRY)
 ENTRIES(4, 4, ROWW)
+ENTRIES(4, 4, CIRCW)
 LOSSY(f64_i32, double, int, 1) LOSSY(f64_i64, double, i64, 1) LOSSY(f32_i32, float, int, 1) LOSSY(f32_i64, float, i64, 1)
 LOSSY(f64_i32, double, int, 2) LOSSY(f64_i64, double, i64, 2) LOSSY(f32_i32, float, int, 4) LOSSY(f32_i64, float, i64, 4)
 __global__ void combine_f64(const double* x0, const double* x1, const double* x2, const double* x3, const double* r0, const double* r1, const double* r2, const double* r3, double c0, double c1, double c2, double c3, int K, double* out, i64 n, i64 w, u64* status, u64 launch) { combine_impl(x0, x1, x2, x3, r0, r1, r2, r3, c0, c1, c2, c3, K, out, n, w, status, launch); }
