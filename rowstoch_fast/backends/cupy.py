@@ -38,12 +38,12 @@ _OPTIONS = ("-std=c++14", "--fmad=false")
 #: Which mixing kernel to run: ``"auto"`` (= ``"row"`` where the matrix allows it, else ``"entry"``),
 #: ``"entry"`` (one thread per 16 bytes of a row where the width and the alignment allow, else per value, four
 #: neighbours' loads in flight, the CSR's values), ``"entry1"`` (one value per thread), ``"entry-u1"`` (16
-#: bytes, one neighbour at a time), ``"row"`` (``"entry"`` reading one weight
-#: per row instead of the CSR's values, for matrices whose rows each hold one weight, bit for bit, as the
-#: in-degree rule writes them) or ``"circ"`` (reading neither the CSR's indices nor its values, for circulant
-#: matrices with one weight: :func:`circulant_offsets`; not the default until measured on a GPU); a matrix that
-#: does not allow the kernel asked for gets the next of circ, row, entry. All give the same bits; on an H100
-#: ``"row"`` ran a round 1.36x faster than ``"entry"`` at n = 2^20 (bench/RESULTS.md section 9b). Read from
+#: bytes, one neighbour at a time), ``"row"`` (``"entry"`` reading one weight per row instead of the CSR's
+#: values, for matrices whose rows each hold one weight, bit for bit, as the in-degree rule writes them) or
+#: ``"circ"`` (reading neither the CSR's indices nor its values, for circulant matrices with one weight:
+#: :func:`circulant_offsets`; not the default until measured on a GPU); a matrix that does not allow the
+#: kernel asked for gets the next of circ, row, entry. All give the same bits; on an H100 ``"row"`` ran a
+#: round 1.36x faster than ``"entry"`` at n = 2^20 (bench/RESULTS.md section 9b). Read from
 #: ``ROWSTOCH_CUDA_MIX`` at import.
 MIX_KERNEL = os.environ.get("ROWSTOCH_CUDA_MIX", "auto")
 _MIX_KERNELS = ("auto", "entry", "entry1", "entry-u1", "row", "circ")
@@ -206,11 +206,11 @@ def _mix_arguments(A):
     """(kernel family, Ap, Aj, Ax) of ``A``'s mixing on the current device under ``MIX_KERNEL``: ``circ``
     (circulant, one weight), ``row`` (one weight per row) or ``entry`` (the CSR's values), the first that
     ``A`` allows among those the choice allows."""
-    Ap, Aj, Ax = device_csr(A)
     if MIX_KERNEL == "circ":
         circ = device_circulant(A)
         if circ is not None:
             return ("circ", *circ)
+    Ap, Aj, Ax = device_csr(A)
     if MIX_KERNEL in ("auto", "circ", "row"):
         weights = device_row_weights(A)
         if weights is not None:
@@ -247,7 +247,8 @@ def _mix_into(A, X, out, status=None):
     family, Ap, Aj, Ax = _mix_arguments(A)
     n, w = X.shape
     name, threads = _mix_kernel(n, w, Ax.dtype, Ap.dtype, _aligned(X, out), family=family)
-    _launch(name, threads, (Ap, Aj, Ax, X, out, np.int64(n), np.int64(w), np.intp(0) if status is None else status))
+    _launch(name, threads, (Ap, Aj, Ax, X, out, np.int64(n), np.int64(w),
+                            np.intp(0) if status is None else status))
     return out
 
 
