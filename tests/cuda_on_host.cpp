@@ -128,8 +128,12 @@ static inline int __ffs(unsigned x) { return __builtin_ffs(static_cast<int>(x));
                     i64 shared_per_warp, int* spill, T* G),                                                    \
                   (H, Yl, nodes, m, M, d, rho, X, reps, B, batches, seed, iteration, rep_offset, layout,      \
                    shared_per_warp, spill, G))
-EMULATE_LOGISTIC(logistic_grad_f32, float)
-EMULATE_LOGISTIC(logistic_grad_f64, double)
+EMULATE_LOGISTIC(logistic_grad0_f32, float)
+EMULATE_LOGISTIC(logistic_grad1_f32, float)
+EMULATE_LOGISTIC(logistic_grad0_f64, double)
+EMULATE_LOGISTIC(logistic_grad1_f64, double)
+EMULATE_LOGISTIC(logistic_grad2_f64, double)
+EMULATE_LOGISTIC(logistic_grad4_f64, double)
 
 // The mixing kernels: csr_mix_entry<V>x<U>_<value>_<index> (threads = n * w / V).
 #define EMULATE_MIX(name, T, I)                                                                          \

@@ -166,7 +166,10 @@ def test_cuda_kernels_compile_with_nvrtc():
         pytest.fail(nvrtc.getProgramLog(prog))
     ptx = nvrtc.getPTX(prog)
     ptx = ptx.decode() if isinstance(ptx, bytes) else ptx
-    missing = {name for name in _mix_kernel_names() if f".entry {name}(" not in ptx}
+    from rowstoch_fast.backends.cupy import _coordinate_groups
+
+    logistic = {f"logistic_grad{_coordinate_groups(d)}_{t}" for d in range(1, 200) for t in ("f32", "f64")}
+    missing = {name for name in _mix_kernel_names() | logistic if f".entry {name}(" not in ptx}
     assert not missing, f"names the backend can launch that kernels.cu does not define: {sorted(missing)}"
 
 
@@ -191,14 +194,17 @@ def _ptr(a):
 @pytest.mark.parametrize("nodes,M,d,layout,dtype", [
     (None, 37, 5, 1, np.float64), ([3, 0, 5], 37, 5, 1, np.float64), (None, 4100, 5, 0, np.float64),
     (None, 37, 37, 1, np.float64), (None, 40, 131, 0, np.float64), (None, 37, 10, 1, np.float32),
-    ([1, 4], 4100, 7, 0, np.float32), ([3, 0, 5], 4000, 10, 0, np.float64), (None, 3000, 131, 0, np.float32)],
-    ids=["all", "subset", "M4100-spill", "d37", "d131", "f32", "f32-spill", "M4000-spill", "f32-d131-spill"])
+    ([1, 4], 4100, 7, 0, np.float32), ([3, 0, 5], 4000, 10, 0, np.float64), (None, 3000, 131, 0, np.float32),
+    (None, 37, 100, 1, np.float64)],
+    ids=["all", "subset", "M4100-spill", "d37", "d131", "f32", "f32-spill", "M4000-spill", "f32-d131-spill",
+         "d100"])
 def test_cuda_logistic_kernel_logic_matches_cpu(cuda_on_host, nodes, M, d, layout, dtype):
     """Same mini-batches (16- and 32-bit draws) and the same sums as the CPU kernel: equal bit for bit, with the
     permutation in shared memory or spilled, the draws made by the lanes together (M <= 4096: at M = 4000
     about 2% of the draws are rejected, so the restarts run) or by lane 0 (M = 4100), d below and above one
-    warp's width and the registers' 128, batches of 37 (a last group of 5 in the sums), 3 batches per call
-    (the permutation reset between them), in float64 and float32."""
+    warp's width and the registers' 128 (the kernels for 1, 2, 4 and any number of coordinate groups),
+    batches of 37 (a last group of 5 in the sums), 3 batches per call (the permutation reset between them),
+    in float64 and float32."""
     import ctypes
 
     n = 6
@@ -215,7 +221,10 @@ def test_cuda_logistic_kernel_logic_matches_cpu(cuda_on_host, nodes, M, d, layou
     spill = np.full(reps * m * (f.samples_per_node + f.batch), -1, dtype=np.int32)
     i64, u64 = ctypes.c_int64, ctypes.c_uint64
     real = ctypes.c_double if dtype == np.float64 else ctypes.c_float
-    getattr(cuda_on_host, f"emulate_logistic_grad_{'f64' if dtype == np.float64 else 'f32'}")(
+    from rowstoch_fast.backends.cupy import _coordinate_groups
+
+    K = _coordinate_groups(d)
+    getattr(cuda_on_host, f"emulate_logistic_grad{K}_{'f64' if dtype == np.float64 else 'f32'}")(
         ctypes.c_longlong(reps * m), _ptr(f.H), _ptr(f.Y), _ptr(ids) if ids is not None else ctypes.c_void_p(0),
         i64(m), i64(f.samples_per_node), i64(d), real(f.rho), _ptr(X), i64(reps), i64(f.batch),
         i64(batches), u64(seed), u64(iteration), i64(rep_offset), ctypes.c_int(layout), i64(per_warp),
@@ -383,7 +392,7 @@ def test_a_run_on_the_emulated_device_equals_the_cpu_run(cuda_on_host, monkeypat
     kw = dict(record_every=3, repeats=2, seed=3, progress=False)
     on_cpu = run(Algorithm(net, 0.05, rounds=2), f, 6, **kw)
     on_gpu = run(Algorithm(net, 0.05, rounds=2, backend="cupy"), f, 6, **kw)
-    assert any(k.startswith("logistic_grad_f64") for k in fake.launched)
+    assert any(k.startswith("logistic_grad") and k.endswith("_f64") for k in fake.launched)
     assert len(on_gpu.frame) == len(on_cpu.frame) == 3 * 2
     for column in ("grad_norm", "loss", "consensus_error"):
         np.testing.assert_allclose(on_gpu.frame[column], on_cpu.frame[column], rtol=1e-10, atol=1e-14)

@@ -380,7 +380,7 @@ def logistic_grad(obj, X, iteration, seed, batches, rep_offset, nodes):
     G = cupy.empty_like(X)
     blocks = (rows + _LOGISTIC_WARPS - 1) // _LOGISTIC_WARPS
     if blocks:
-        _kernel(f"logistic_grad_{_suffix(dtype)}")(
+        _kernel(f"logistic_grad{_coordinate_groups(obj.d)}_{_suffix(dtype)}")(
             (blocks,), (32 * _LOGISTIC_WARPS,),
             (dev[0], dev[1], d_nodes if d_nodes is not None else np.intp(0), np.int64(m), np.int64(M),
              np.int64(obj.d), dtype.type(obj.rho), X, np.int64(reps), np.int64(B), np.int64(batches),
@@ -388,6 +388,11 @@ def logistic_grad(obj, X, iteration, seed, batches, rep_offset, nodes):
              spill, G),
             shared_mem=_LOGISTIC_WARPS * per_warp)
     return G
+
+
+def _coordinate_groups(d):
+    """K of the logistic kernel for d coordinates (kernels.cu: a lane's coordinates in registers, 0 above 128)."""
+    return -(-d // 32) if d <= 128 else 0
 
 
 def _round16(nbytes):

@@ -331,10 +331,12 @@ __device__ void parallel_draws(u64 key, i64 M, i64 B, int* __restrict__ draws) {
 // memory (`layout` 1) or in the global scratch `spill` when it does not fit (`layout` 0); the warp resets the
 // permutation to the identity before the next batch. The sums load 8 samples' values before adding them (in
 // order), so that their loads are in flight together.
+// K = ceil(d / 32) <= 4: lane q keeps coordinates q, q + 32, .., q + 32 (K - 1) in registers (one kernel per
+// K, so that d <= 32, the paper's d = 10, holds 8 values in flight, not 32); K = 0: any d, the sums in G.
 // Launched with (blockDim.x / 32) warps per block and (blockDim.x / 32) * shared_per_warp bytes of dynamic
 // shared memory; a warp's shared area is [32 coefficients T][32 sample ids int] then, for layout 1,
 // [perm: M int][draws: B int].
-template <typename T>
+template <typename T, int K>
 __device__ void logistic_grad_impl(const T* __restrict__ H, const T* __restrict__ Yl, const i64* __restrict__ nodes,
                                    i64 m, i64 M, i64 d, T rho, const T* __restrict__ X, i64 reps, i64 B,
                                    i64 batches, u64 seed, u64 iteration, i64 rep_offset, int layout,
@@ -356,8 +358,8 @@ __device__ void logistic_grad_impl(const T* __restrict__ H, const T* __restrict_
     const T* Hi = H + node * M * d;
     const T* Yi = Yl + node * M;
     const T weight = T(1) / T(B * batches);
-    T acc[4] = {0, 0, 0, 0};  // coordinates lane + 32 k, k < 4 (d <= 128); larger d goes through g
-    if (d > 128)
+    T acc[K > 0 ? K : 1] = {};  // coordinates lane + 32 k, k < K; K = 0 goes through g
+    if (K == 0)
         for (i64 q = lane; q < d; q += 32) g[q] = 0;
     __syncwarp();
     for (i64 r = 0; r < batches; ++r) {
@@ -393,22 +395,22 @@ __device__ void logistic_grad_impl(const T* __restrict__ H, const T* __restrict_
                 ids[lane] = id;
             }
             __syncwarp();
-            if (d <= 128) {
+            if (K > 0) {
                 for (int b1 = 0; b1 < nb; b1 += 8) {  // 8 samples' loads in flight, then their sums in order
-                    T c[8], v[8][4];
+                    T c[8], v[8][K > 0 ? K : 1];
 #pragma unroll
                     for (int b = 0; b < 8; ++b) {
                         const bool in = b1 + b < nb;
                         c[b] = in ? coef[b1 + b] : T(0);
                         const T* h = Hi + (i64)(in ? ids[b1 + b] : 0) * d;
 #pragma unroll
-                        for (int k = 0; k < 4; ++k) v[b][k] = in && lane + 32 * k < d ? h[lane + 32 * k] : T(0);
+                        for (int k = 0; k < K; ++k) v[b][k] = in && lane + 32 * k < d ? h[lane + 32 * k] : T(0);
                     }
 #pragma unroll
                     for (int b = 0; b < 8; ++b)
                         if (b1 + b < nb) {
 #pragma unroll
-                            for (int k = 0; k < 4; ++k)
+                            for (int k = 0; k < K; ++k)
                                 if (lane + 32 * k < d) acc[k] += c[b] * v[b][k];
                         }
                 }
@@ -425,11 +427,9 @@ __device__ void logistic_grad_impl(const T* __restrict__ H, const T* __restrict_
             for (i64 l = lane; l < M; l += 32) perm[l] = (int)l;
         __syncwarp();
     }
-    if (d <= 128) {
 #pragma unroll
-        for (int k = 0; k < 4; ++k)
-            if (lane + 32 * k < d) g[lane + 32 * k] = acc[k];
-    }
+    for (int k = 0; k < K; ++k)
+        if (lane + 32 * k < d) g[lane + 32 * k] = acc[k];
     for (i64 q = lane; q < d; q += 32) {
         const T qq = T(1) + x[q] * x[q];
         g[q] += rho * T(2) * x[q] / (qq * qq);
@@ -457,6 +457,10 @@ __device__ void logistic_grad_impl(const T* __restrict__ H, const T* __restrict_
 #define LOSSY(suffix, T, I, V) \
     __global__ void csr_mix_lossy##V##_##suffix(const I* Ap, const I* Aj, const T* Ax, const T* X, T* Y, i64 n, i64 w, const u64* status, u64 round_key, double p, int renormalise, const unsigned char* awake, const unsigned char* bad) { \
         csr_mix_lossy_impl<T, I, V>(Ap, Aj, Ax, X, Y, n, w, status, round_key, p, renormalise, awake, bad); }
+// logistic_grad<K>_<value> (K above)
+#define LOGISTIC(suffix, T, K) \
+    __global__ void logistic_grad##K##_##suffix(const T* H, const T* Yl, const i64* nodes, i64 m, i64 M, i64 d, T rho, const T* X, i64 reps, i64 B, i64 batches, u64 seed, u64 iteration, i64 rep_offset, int layout, i64 shared_per_warp, int* spill, T* G) { \
+        logistic_grad_impl<T, K>(H, Yl, nodes, m, M, d, rho, X, reps, B, batches, seed, iteration, rep_offset, layout, shared_per_warp, spill, G); }
 #define GE(suffix, I) \
     __global__ void ge_advance_##suffix(const I* Ap, const I* Aj, i64 rows, unsigned char* bad, const u64* keys, i64 steps, u64 init_key, int init, double p_bad, double p_recover, double stationary) { \
         ge_advance_impl<I>(Ap, Aj, rows, bad, keys, steps, init_key, init, p_bad, p_recover, stationary); }
@@ -470,10 +474,6 @@ LOSSY(f64_i32, double, int, 1) LOSSY(f64_i64, double, i64, 1) LOSSY(f32_i32, flo
 LOSSY(f64_i32, double, int, 2) LOSSY(f64_i64, double, i64, 2) LOSSY(f32_i32, float, int, 4) LOSSY(f32_i64, float, i64, 4)
 __global__ void combine_f64(const double* x0, const double* x1, const double* x2, const double* x3, const double* r0, const double* r1, const double* r2, const double* r3, double c0, double c1, double c2, double c3, int K, double* out, i64 n, i64 w, u64* status, u64 launch) { combine_impl(x0, x1, x2, x3, r0, r1, r2, r3, c0, c1, c2, c3, K, out, n, w, status, launch); }
 __global__ void combine_f32(const float* x0, const float* x1, const float* x2, const float* x3, const float* r0, const float* r1, const float* r2, const float* r3, float c0, float c1, float c2, float c3, int K, float* out, i64 n, i64 w, u64* status, u64 launch) { combine_impl(x0, x1, x2, x3, r0, r1, r2, r3, c0, c1, c2, c3, K, out, n, w, status, launch); }
-__global__ void logistic_grad_f64(const double* H, const double* Yl, const i64* nodes, i64 m, i64 M, i64 d, double rho, const double* X, i64 reps, i64 B, i64 batches, u64 seed, u64 iteration, i64 rep_offset, int layout, i64 shared_per_warp, int* spill, double* G) {
-    logistic_grad_impl(H, Yl, nodes, m, M, d, rho, X, reps, B, batches, seed, iteration, rep_offset, layout, shared_per_warp, spill, G);
-}
-__global__ void logistic_grad_f32(const float* H, const float* Yl, const i64* nodes, i64 m, i64 M, i64 d, float rho, const float* X, i64 reps, i64 B, i64 batches, u64 seed, u64 iteration, i64 rep_offset, int layout, i64 shared_per_warp, int* spill, float* G) {
-    logistic_grad_impl(H, Yl, nodes, m, M, d, rho, X, reps, B, batches, seed, iteration, rep_offset, layout, shared_per_warp, spill, G);
-}
+LOGISTIC(f64, double, 0) LOGISTIC(f64, double, 1) LOGISTIC(f64, double, 2) LOGISTIC(f64, double, 3) LOGISTIC(f64, double, 4)
+LOGISTIC(f32, float, 0) LOGISTIC(f32, float, 1) LOGISTIC(f32, float, 2) LOGISTIC(f32, float, 3) LOGISTIC(f32, float, 4)
 }

@@ -1,0 +1,68 @@
+"""Registers, stack and spills of each CUDA kernel of the CuPy backend, without a GPU.
+
+Compiles ``rowstoch_fast/backends/kernels.cu`` as the backend does (NVRTC, the same options) for a real
+architecture with ``--ptxas-options=-v`` and prints ptxas's resource report per kernel: what decides how many
+warps an SM can hold (the occupancy), and whether anything spilled to local memory. Needs CuPy's NVRTC
+bindings (``pip install cupy-cuda12x``; no device)::
+
+    python bench/gpu_registers.py [--arch sm_90] [--match REGEX]
+
+Example (2026-11-26): the logistic kernel's float64 version used 80 registers, 134 once its sums loaded 8 x 4
+values ahead (H100 run 5, bench/RESULTS.md section 9b: a third less SM throughput at n = 2^15), and 64 with a
+kernel per number of 32-wide coordinate groups (d <= 32: 8 values ahead).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import re
+import sys
+
+
+def resources(arch="sm_90", path=None):
+    """``{kernel: {"registers": int, "stack": int, "spill_stores": int, "spill_loads": int}}`` from ptxas."""
+    from cupy_backends.cuda.libs import nvrtc
+
+    from rowstoch_fast.backends.cupy import _OPTIONS
+
+    path = path or os.path.join(os.path.dirname(__file__), os.pardir, "rowstoch_fast", "backends", "kernels.cu")
+    with open(path) as f:
+        prog = nvrtc.createProgram(f.read(), "kernels.cu", [], [])
+    nvrtc.compileProgram(prog, [*_OPTIONS, f"-arch={arch}", "--ptxas-options=-v"])
+    report, kernel = {}, None
+    for line in nvrtc.getProgramLog(prog).splitlines():
+        m = re.search(r"Compiling entry function '(\w+)'", line)
+        if m:
+            kernel = m.group(1)
+            report[kernel] = {"registers": 0, "stack": 0, "spill_stores": 0, "spill_loads": 0}
+        m = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", line)
+        if m and kernel:
+            report[kernel].update(stack=int(m[1]), spill_stores=int(m[2]), spill_loads=int(m[3]))
+        m = re.search(r"Used (\d+) registers", line)
+        if m and kernel:
+            report[kernel]["registers"] = int(m[1])
+    return report
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--arch", default="sm_90", help="a real architecture, e.g. sm_80 or sm_90 (default)")
+    p.add_argument("--match", default="", help="only kernels whose name matches this regular expression")
+    args = p.parse_args(argv)
+    if importlib.util.find_spec("cupy_backends") is None:
+        print("gpu_registers: needs CuPy's NVRTC bindings (pip install cupy-cuda12x; no GPU needed)")
+        return 0
+    report = resources(args.arch)
+    print(f"| kernel ({args.arch}) | registers | stack bytes | spill stores | spill loads |")
+    print("|---|---|---|---|---|")
+    for name in sorted(report):
+        if re.search(args.match, name):
+            r = report[name]
+            print(f"| {name} | {r['registers']} | {r['stack']} | {r['spill_stores']} | {r['spill_loads']} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
