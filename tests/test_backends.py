@@ -1,6 +1,7 @@
 """One contract for every backend (CPU always; CuPy where a GPU is), and the device-independent backend logic."""
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -171,6 +172,12 @@ def test_cuda_kernels_compile_with_nvrtc():
     logistic = {f"logistic_grad{_coordinate_groups(d)}_{t}" for d in range(1, 200) for t in ("f32", "f64")}
     missing = {name for name in _mix_kernel_names() | logistic if f".entry {name}(" not in ptx}
     assert not missing, f"names the backend can launch that kernels.cu does not define: {sorted(missing)}"
+    # ptxas for a Hopper GPU (bench/gpu_registers.py): no kernel spills registers to local memory
+    prog = nvrtc.createProgram(src, "kernels.cu", [], [])
+    nvrtc.compileProgram(prog, ["-std=c++14", "--fmad=false", "-arch=sm_90", "--ptxas-options=-v"])
+    log = nvrtc.getProgramLog(prog)
+    spills = re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", log)
+    assert spills and all(a == "0" and b == "0" for a, b in spills), log
 
 
 def _mix_kernel_names():
