@@ -200,8 +200,7 @@ def _topology_n(args):
 
 def cmd_metrics(args):
     """``rowstoch metrics``: the metrics table of a topology, all topologies, or a matrix file."""
-    _refuse_unread(args, [(("--normalize",), not args.matrix, "without --matrix"),
-                          (("--topology", "--n", "--seed"), bool(args.matrix), "with --matrix (the file is the network)")])
+    _refuse_unread(args, _matrix_rules(args, ("--topology", "--n", "--seed")))
     if args.matrix:
         named = [(os.path.basename(args.matrix), load_matrix(args.matrix, args.normalize))]
     elif args.topology == "all":
@@ -976,13 +975,18 @@ def _refuse_unread(args, rules):
             raise UsageError(f"{' and '.join(written)} {'is' if len(written) == 1 else 'are'} not read {why}")
 
 
+def _matrix_rules(args, network_options=("--topology", "--n")):
+    """``--normalize`` needs ``--matrix``; the options that build a network are not read with one."""
+    return [(("--normalize",), not args.matrix, "without --matrix"),
+            (network_options, bool(args.matrix), "with --matrix (the file is the network)")]
+
+
 def _problem_rules(args):
     """What ``run`` and ``compare`` share: the objective's options and the network's."""
     return [(("--total", "--batch", "--rho", "--heterogeneity"), args.objective != "logistic",
              "with --objective quadratic"),
             (("--sigma",), args.objective != "quadratic", "with --objective logistic (its noise is the mini-batch)"),
-            (("--normalize",), not args.matrix, "without --matrix"),
-            (("--topology", "--n"), bool(args.matrix), "with --matrix (the file is the network)")]
+            *_matrix_rules(args)]
 
 
 def main(argv=None):

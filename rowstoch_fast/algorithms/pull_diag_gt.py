@@ -182,7 +182,8 @@ class PullDiagGT(Optimizer):
             finite = fused(A, R, lr, nxt["x"], cur["y"], nxt["g"], cur["g"], s_new, self._tracker.scale(t),
                            nxt["y"], nxt["xw"], self._psi, self._scratch)
         else:
-            ops.combine(self._psi, [1.0, s_new, self._tracker_row(t, -1.0)], [cur["y"], nxt["g"], cur["g"]], check=False)
+            ops.combine(self._psi, [1.0, s_new, self._tracker_row(t, -1.0)], [cur["y"], nxt["g"], cur["g"]],
+                        check=False)
             ops.mix(A, self._psi, nxt["y"], R, self._scratch)  # y_{t+1} = A^R psi
             finite = ops.combine(nxt["xw"], [1.0, -lr], [nxt["x"], nxt["y"]])
         self._check_iterates(finite, t, nxt["x"], nxt["y"], nxt["xw"])

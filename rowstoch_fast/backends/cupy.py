@@ -145,6 +145,11 @@ def device_csr(A):
     return _on_device(A._diag_cache, "device_csr", copy)
 
 
+def _bits(values):
+    """The weights' bit patterns (unsigned integers of their size): -0.0 and 0.0 differ, NaNs compare."""
+    return values.view(np.dtype(f"u{values.dtype.itemsize}"))
+
+
 def device_row_weights(A):
     """The per-row weights of a MixingMatrix on the current device when every row stores one weight (the same
     bits in each of its entries; an empty row counts as 0), else None; computed once and cached on the matrix."""
@@ -153,8 +158,7 @@ def device_row_weights(A):
         counts = np.diff(c.indptr)
         first = np.zeros(A.n, dtype=c.data.dtype)
         first[counts > 0] = c.data[c.indptr[:-1][counts > 0]]
-        bits = np.dtype(f"u{c.data.dtype.itemsize}")
-        same = np.array_equal(c.data.view(bits), np.repeat(first, counts).view(bits))
+        same = np.array_equal(_bits(c.data), _bits(np.repeat(first, counts)))
         return require_cupy().asarray(first) if same else None
     return _on_device(A._diag_cache, "device_row_weights", weights)
 
@@ -170,7 +174,7 @@ def circulant_offsets(A, max_elements=2**20):
     if n == 0 or counts[0] == 0 or not np.all(counts == counts[0]):
         return None
     m = int(counts[0])
-    bits = c.data.view(np.dtype(f"u{c.data.dtype.itemsize}"))
+    bits = _bits(c.data)
     if not np.all(bits == bits[0]):
         return None
     idx = c.indices.reshape(n, m)
