@@ -47,13 +47,15 @@ def kappa(pi):
 
 
 def diag_powers(A, K, stride=1):
-    """Rows ``diag(A^(m * stride))``, ``m = 0..K``, by the paper's ``V_{k+1} = A V_k`` with ``V_0 = I``."""
-    A = np.asarray(A, dtype=np.float64)
-    V = np.eye(A.shape[0])
-    out = [np.diag(V).copy()]
+    """Rows ``diag(A^(m * stride))``, ``m = 0..K``, by the paper's ``V_{k+1} = A V_k`` with ``V_0 = I``; ``A``
+    may be a callable ``k -> A_k`` (a time-varying network: ``V_{k+1} = A_k V_k``)."""
+    A_of = _of(A)
+    V = np.eye(A_of(0).shape[0])
+    out, k = [np.diag(V).copy()], 0
     for _ in range(K):
         for _ in range(stride):
-            V = A @ V
+            V = A_of(k) @ V
+            k += 1
         out.append(np.diag(V).copy())
     return np.array(out)
 
@@ -184,16 +186,6 @@ def _of(M):
     return lambda t: D
 
 
-def _diagonals(A_of, n, T):
-    """``diag(V_k)``, ``k = 0..T``: ``V_0 = I``, ``V_{k+1} = A_k V_k`` (``diag(A^k)`` for a static ``A``)."""
-    V = np.eye(n)
-    out = [np.diag(V).copy()]
-    for k in range(T):
-        V = A_of(k) @ V
-        out.append(np.diag(V).copy())
-    return out
-
-
 def _grad(grad_fn, x):
     return np.asarray(grad_fn(x), dtype=np.float64)
 
@@ -205,7 +197,7 @@ def frost(A, x0, lr, grad_fn, T):
     value per node."""
     A_of = _of(A)
     x = np.array(x0, dtype=np.float64)
-    D = _diagonals(A_of, x.shape[0], T)
+    D = diag_powers(A_of, T)
     L = np.asarray(lr, dtype=np.float64)
     L = L[:, None] if L.ndim else L
     g = _grad(grad_fn, x)
@@ -225,7 +217,7 @@ def pull_diag_gd(A, x0, lr, grad_fn, T):
     """Pull-Diag-GD (Mai & Abed 2016): ``x+ = A x - lr D_k^{-1} g(x)``."""
     A_of = _of(A)
     x = np.array(x0, dtype=np.float64)
-    D = _diagonals(A_of, x.shape[0], T)
+    D = diag_powers(A_of, T)
     xs = [x.copy()]
     for k in range(T):
         x = A_of(k) @ x - lr * _grad(grad_fn, x) / D[k][:, None]
