@@ -367,11 +367,18 @@ __device__ void logistic_grad_impl(const T* __restrict__ H, const T* __restrict_
         if (M <= 4096) {  // the draws by the whole warp; lane 0 only swaps
             parallel_draws(key, M, B, swaps);
             __syncwarp();
-            if (lane == 0)
-                for (i64 b = 0; b < B; ++b) {
-                    const int k = swaps[b], t = perm[b];
-                    perm[b] = perm[k];
-                    perm[k] = t;
+            if (lane == 0)  // 8 draws loaded ahead (the swaps do not write them): one load latency per swap
+                for (i64 b0 = 0; b0 < B; b0 += 8) {
+                    int k8[8];
+#pragma unroll
+                    for (int u = 0; u < 8; ++u) k8[u] = b0 + u < B ? swaps[b0 + u] : 0;
+#pragma unroll
+                    for (int u = 0; u < 8; ++u)
+                        if (b0 + u < B) {
+                            const int k = k8[u], t = perm[b0 + u];
+                            perm[b0 + u] = perm[k];
+                            perm[k] = t;
+                        }
                 }
         } else if (lane == 0) {
             Stream s = {key, 0, 0, 0};
