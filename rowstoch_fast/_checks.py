@@ -20,6 +20,8 @@ MAX_ROUNDS = 2**62
 
 def check_int(value, name, *, minimum=None, maximum=None):
     """Return ``value`` as a Python int, or raise TypeError/ValueError naming ``name``."""
+    if type(value) is int and (minimum is None or value >= minimum) and (maximum is None or value <= maximum):
+        return value  # the common case, once per step on a GPU's hot path: no ABC checks
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{name} must be an integer, got {type(value).__name__} {fmt_value(value)}")
     value = int(value)

@@ -35,24 +35,27 @@ HAS_CUPY = importlib.util.find_spec("cupy") is not None and not _disabled()
 _BLOCK = 256
 _OPTIONS = ("-std=c++14", "--fmad=false")
 
-#: Which mixing kernel to run: ``"auto"`` (= ``"row"`` where the matrix allows it, else ``"entry"``),
+#: Which mixing kernel to run: ``"auto"`` (= ``"circ"``, ``"row"`` or ``"entry"``: the first the matrix allows),
 #: ``"entry"`` (one thread per 16 bytes of a row where the width and the alignment allow, else per value, four
 #: neighbours' loads in flight, the CSR's values), ``"entry1"`` (one value per thread), ``"entry-u1"`` (16
 #: bytes, one neighbour at a time), ``"row"`` (``"entry"`` reading one weight per row instead of the CSR's
 #: values, for matrices whose rows each hold one weight, bit for bit, as the in-degree rule writes them) or
 #: ``"circ"`` (reading neither the CSR's indices nor its values, for circulant matrices with one weight:
-#: :func:`circulant_offsets`; not the default until measured on a GPU); a matrix that does not allow the
-#: kernel asked for gets the next of circ, row, entry. All give the same bits; on an H100 ``"row"`` ran a
-#: round 1.36x faster than ``"entry"`` at n = 2^20 (bench/RESULTS.md section 9b). Read from
-#: ``ROWSTOCH_CUDA_MIX`` at import.
+#: :func:`circulant_offsets`; the CSR is then not copied to the device at all); a matrix that does not allow
+#: the kernel asked for gets the next of circ, row, entry. All give the same bits; on an H100 at n = 2^20
+#: ``"row"`` ran a round 1.36x faster than ``"entry"`` and ``"circ"`` an iteration 1.09x faster than
+#: ``"row"`` (1.12x at 2^22; bench/RESULTS.md section 9b). Read from ``ROWSTOCH_CUDA_MIX`` at import.
 MIX_KERNEL = os.environ.get("ROWSTOCH_CUDA_MIX", "auto")
 _MIX_KERNELS = ("auto", "entry", "entry1", "entry-u1", "row", "circ")
 
 
 def require_cupy():
-    """Import CuPy and check for a device, or raise one clear error saying what is missing."""
+    """Import CuPy and check for a device, or raise one clear error saying what is missing (once found, the
+    module is kept: every launch asks, and the device count is a driver call)."""
     if _disabled():
         raise RuntimeError("backend 'cupy' is disabled by ROWSTOCH_DISABLE_CUPY=1")
+    if _FOUND:
+        return _FOUND[0]
     if importlib.util.find_spec("cupy") is None:
         raise RuntimeError("backend 'cupy' needs CuPy: pip install 'rowstoch_fast[gpu]' (CUDA 12) or "
                            "'rowstoch_fast[gpu-cuda13]' (CUDA 13)")
@@ -64,7 +67,11 @@ def require_cupy():
         raise RuntimeError(f"backend 'cupy' found CuPy but no usable CUDA device ({exc})") from exc
     if count < 1:
         raise RuntimeError("backend 'cupy' found CuPy but no CUDA device")
+    _FOUND.append(cupy)
     return cupy
+
+
+_FOUND = []  # the CuPy module once require_cupy has found a device
 
 
 def require_device_memory(nbytes, what, hint=""):
@@ -210,7 +217,7 @@ def _mix_arguments(A):
     """(kernel family, Ap, Aj, Ax) of ``A``'s mixing on the current device under ``MIX_KERNEL``: ``circ``
     (circulant, one weight), ``row`` (one weight per row) or ``entry`` (the CSR's values), the first that
     ``A`` allows among those the choice allows."""
-    if MIX_KERNEL == "circ":
+    if MIX_KERNEL in ("auto", "circ"):
         circ = device_circulant(A)
         if circ is not None:
             return ("circ", *circ)
@@ -222,10 +229,10 @@ def _mix_arguments(A):
     return "entry", Ap, Aj, Ax
 
 
-def _mix_kernel(n, w, dtype, index_dtype, aligned, kind=None, family="entry"):
+@lru_cache(maxsize=256)
+def _mix_kernel(n, w, dtype, index_dtype, aligned, kind, family="entry"):
     """(kernel name, threads) of the mixing kernel of ``family`` (:func:`_mix_arguments`) for an ``n x w``
-    block."""
-    kind = MIX_KERNEL if kind is None else kind
+    block under the choice ``kind`` (:data:`MIX_KERNEL`)."""
     if kind not in _MIX_KERNELS:
         raise ValueError(f"ROWSTOCH_CUDA_MIX must be one of {', '.join(_MIX_KERNELS)}, got {kind!r}")
     suffix = f"{_suffix(dtype)}_{'i32' if np.dtype(index_dtype) == np.int32 else 'i64'}"
@@ -241,8 +248,9 @@ def _ptr(a):
     return a.data.ptr
 
 
-def _aligned(*arrays):
-    return all(_ptr(a) % 16 == 0 for a in arrays)
+def _aligned(a, b):
+    """Both device arrays start on a 16-byte boundary (the vector kernels' loads and stores)."""
+    return (_ptr(a) | _ptr(b)) % 16 == 0
 
 
 def _mix_into(A, X, out, status=None):
@@ -250,9 +258,8 @@ def _mix_into(A, X, out, status=None):
     nothing."""
     family, Ap, Aj, Ax = _mix_arguments(A)
     n, w = X.shape
-    name, threads = _mix_kernel(n, w, Ax.dtype, Ap.dtype, _aligned(X, out), family=family)
-    _launch(name, threads, (Ap, Aj, Ax, X, out, np.int64(n), np.int64(w),
-                            np.intp(0) if status is None else status))
+    name, threads = _mix_kernel(n, w, Ax.dtype, Ap.dtype, _aligned(X, out), MIX_KERNEL, family)
+    _launch(name, threads, (Ap, Aj, Ax, X, out, np.int64(n), np.int64(w), _NULL if status is None else status))
     return out
 
 
@@ -294,21 +301,28 @@ def _mix_lossy_into(M, X, out, status, key, p, renormalise, awake, bad=None):
 def _combine_into(out, coefs, blocks, status, launch):
     """``out <- sum_t coefs[t] * blocks[t]`` in one kernel (``combine`` of kernels.cu: the CPU's order and bits);
     a coefficient is a float or a per-row device vector. A NaN or Inf in ``out`` sets ``status`` to ``launch``
-    (unless ``launch`` is 0); the launch does nothing if ``status`` holds another launch's id."""
-    cupy = require_cupy()
+    (unless ``launch`` is 0); the launch does nothing if ``status`` holds another launch's id. (Once per term
+    of every step: kept lean.)"""
     K = len(blocks)
     if not 1 <= K <= 4 or len(coefs) != K:
         raise ValueError(f"combine takes 1 to 4 (coefficient, block) terms, got {len(coefs)} and {K}")
     n, w = out.shape
-    dtype = np.dtype(out.dtype)
-    null = np.intp(0)
-    xs = [b if b.flags.c_contiguous and b.dtype == dtype else cupy.ascontiguousarray(b, dtype=dtype)
-          for b in blocks] + [null] * (4 - K)
-    rows = [c if hasattr(c, "__cuda_array_interface__") else null for c in coefs] + [null] * (4 - K)
-    scalars = [dtype.type(0 if hasattr(c, "__cuda_array_interface__") else c) for c in coefs]
-    scalars += [dtype.type(0)] * (4 - K)
-    _launch(f"combine_{_suffix(dtype)}", n * w, (*xs, *rows, *scalars, np.int32(K), out, np.int64(n), np.int64(w),
-                                                 status, np.uint64(launch)))
+    dtype = out.dtype
+    scalar = dtype.type
+    xs, rows, cs = [_NULL] * 4, [_NULL] * 4, [scalar(0)] * 4
+    for t in range(K):
+        b, c = blocks[t], coefs[t]
+        xs[t] = b if b.dtype == dtype and b.flags.c_contiguous else require_cupy().ascontiguousarray(b, dtype=dtype)
+        if hasattr(c, "__cuda_array_interface__"):
+            rows[t] = c
+        else:
+            cs[t] = scalar(c)
+    _launch(_COMBINE[dtype.char], n * w, (*xs, *rows, *cs, np.int32(K), out, np.int64(n), np.int64(w), status,
+                                          np.uint64(launch)))
+
+
+_NULL = np.intp(0)  # a null device pointer
+_COMBINE = {"d": "combine_f64", "f": "combine_f32"}
 
 
 def _check_block(A, X, name="X"):
@@ -360,13 +374,32 @@ def _mix_rounds(A, src, out, R, work, status=None):
 def logistic_grad(obj, X, iteration, seed, batches, rep_offset, nodes):
     """NonconvexLogistic's stochastic gradients on the device (same streams and sums as the CPU kernel)."""
     cupy = require_cupy()
-    dtype = np.dtype(obj.dtype)
-    X = cupy.ascontiguousarray(_require_device(X, "X"), dtype=dtype)
-    dev = _on_device(obj.__dict__.setdefault("_device_data", {}), "H, Y",  # the data set, once per device
-                     lambda: (cupy.asarray(obj.H), cupy.asarray(obj.Y)))
+    X = _require_device(X, "X")
+    cache = obj.__dict__.setdefault("_device_data", {})  # the data set and the launch plans, per device
     m = obj.n if nodes is None else len(nodes)
     reps = X.shape[0] if X.ndim == 3 else 1
-    d_nodes = None if nodes is None else cupy.asarray(nodes, dtype=cupy.int64)
+    key = ("plan", _device_id(), reps, m, batches)
+    plan = cache.get(key)
+    if plan is None:
+        plan = cache[key] = _logistic_plan(obj, reps, m, batches)
+    name, blocks, threads, shared, dtype, spill_size, (m_, M_, d_, rho, reps_, B_, batches_, layout, per_warp) = plan
+    if X.dtype != dtype or not X.flags.c_contiguous:
+        X = cupy.ascontiguousarray(X, dtype=dtype)
+    H, Y = _on_device(cache, "H, Y", lambda: (cupy.asarray(obj.H), cupy.asarray(obj.Y)))
+    G = cupy.empty_like(X)
+    if blocks:
+        _kernel(name)((blocks,), (threads,),
+                      (H, Y, _NULL if nodes is None else cupy.asarray(nodes, dtype=cupy.int64), m_, M_, d_, rho, X,
+                       reps_, B_, batches_, np.uint64(seed), np.uint64(iteration), np.int64(rep_offset), layout,
+                       per_warp, cupy.empty(spill_size, dtype=cupy.int32) if spill_size else _NULL, G),
+                      shared_mem=shared)
+    return G
+
+
+def _logistic_plan(obj, reps, m, batches):
+    """How :func:`logistic_grad` launches for ``reps x m`` rows and ``batches`` mini-batches (checked once):
+    (kernel, blocks, threads, shared bytes, dtype, spill scratch size, the kernel's constant arguments)."""
+    dtype = np.dtype(obj.dtype)
     rows = reps * m
     M, B = obj.samples_per_node, obj.batch
     if M + B >= 2**31:
@@ -380,18 +413,10 @@ def logistic_grad(obj, X, iteration, seed, batches, rep_offset, nodes):
     base = 32 * dtype.itemsize + 32 * 4
     layout = 1 if _LOGISTIC_WARPS * _round16(base + 4 * (M + B)) <= _SHARED_LIMIT else 0
     per_warp = _round16(base + (4 * (M + B) if layout else 0))
-    spill = cupy.empty(rows * (M + B), dtype=cupy.int32) if layout == 0 else np.intp(0)
-    G = cupy.empty_like(X)
-    blocks = (rows + _LOGISTIC_WARPS - 1) // _LOGISTIC_WARPS
-    if blocks:
-        _kernel(f"logistic_grad{_coordinate_groups(obj.d)}_{_suffix(dtype)}")(
-            (blocks,), (32 * _LOGISTIC_WARPS,),
-            (dev[0], dev[1], d_nodes if d_nodes is not None else np.intp(0), np.int64(m), np.int64(M),
-             np.int64(obj.d), dtype.type(obj.rho), X, np.int64(reps), np.int64(B), np.int64(batches),
-             np.uint64(seed), np.uint64(iteration), np.int64(rep_offset), np.int32(layout), np.int64(per_warp),
-             spill, G),
-            shared_mem=_LOGISTIC_WARPS * per_warp)
-    return G
+    consts = (np.int64(m), np.int64(M), np.int64(obj.d), dtype.type(obj.rho), np.int64(reps), np.int64(B),
+              np.int64(batches), np.int32(layout), np.int64(per_warp))
+    return (f"logistic_grad{_coordinate_groups(obj.d)}_{_suffix(dtype)}", (rows + _LOGISTIC_WARPS - 1) // _LOGISTIC_WARPS,
+            32 * _LOGISTIC_WARPS, _LOGISTIC_WARPS * per_warp, dtype, 0 if layout else rows * (M + B), consts)
 
 
 def _coordinate_groups(d):
@@ -504,8 +529,10 @@ class CupyBackend(Backend):
             work = self.xp.empty_like(src)
         if rounds == 1 or not self.use_graphs:
             return _mix_rounds(M, src, out, rounds, work, self._status)
-        Ap = device_csr(M)[0]
-        key = (_ptr(Ap), M.n, _ptr(src), _ptr(out), _ptr(work), src.shape, rounds, MIX_KERNEL)
+        # what the graph's launches read and write (a matrix freed and another at the same addresses: the same
+        # launches)
+        key = (*map(_ptr, _mix_arguments(M)[1:]), M.n, _ptr(src), _ptr(out), _ptr(work), src.shape, rounds,
+               MIX_KERNEL)
         graph = self._graphs.get(key)
         if graph is None:
             if key not in self._seen:  # the first time: plain launches (compiles and loads the kernels)
