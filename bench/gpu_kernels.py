@@ -24,7 +24,9 @@ Sections (each prints a markdown table; everything lands in ``DIR/gpu_kernels.js
   ``ncu --kernel-name regex:csr_mix`` (``bench/gpu_check.sh``, stage ``ncu``) can set the DRAM and L2 bytes it
   counts against them;
 * ``probe-oracle`` (likewise, for ``ncu --kernel-name regex:logistic_grad``): gradient calls at n = 512 and
-  2^15, and where a call's time goes (waited for, the host's part, back to back between CUDA events).
+  2^15, and where a call's time goes (waited for, the host's part, back to back between CUDA events);
+* ``probe-host``: the host's part of a gradient call and of a Pull-Diag-GT step at n = 512, split into the
+  kernel launches and the rest, and what a few CuPy calls cost alone.
 
 GPU times are taken over several steps between two synchronisations (a run does not synchronise per
 step); contenders are interleaved (``_harness.interleaved``) and medians are reported.
@@ -189,7 +191,12 @@ def section_overhead(cp, out, sizes, d=10, R=10):
     out["overhead"] = rows
 
 
+PIPELINED = 20  # calls or steps between two synchronisations in the oracle's "back to back" rows
+
+
 def section_oracle(cp, out, sizes, M=400, B=200, d=10):
+    """The gradient and a Pull-Diag-GT step, each waited for (a synchronisation after every call) and
+    ``PIPELINED`` in a row with one synchronisation (as a run goes), against the CPU kernels."""
     print(f"\n| n | what | GPU ms | CPU ms ({_core.get_num_threads()} threads) | GPU speed-up |")
     print("|---|---|---|---|---|")
     rows = []
@@ -210,10 +217,16 @@ def section_oracle(cp, out, sizes, M=400, B=200, d=10):
             f.stochastic_gradient(Xd, it[0], seed=1)
             cp.cuda.Device().synchronize()
 
+        def on_gpu_pipelined():  # as in a run: no synchronisation per call
+            for _ in range(PIPELINED):
+                it[0] += 1
+                f.stochastic_gradient(Xd, it[0], seed=1)
+            cp.cuda.Device().synchronize()
+
         def on_cpu():
             it[0] += 1
             f.stochastic_gradient(X, it[0], seed=1)
-        contenders = {"gpu": on_gpu, "cpu": on_cpu}
+        contenders = {"gpu": on_gpu, "gpu-pipelined": on_gpu_pipelined, "cpu": on_cpu}
         if n <= 4096:
             A = topology.exponential(n)
             og = PullDiagGT(A, Xd, lr=1e-4)
@@ -225,12 +238,23 @@ def section_oracle(cp, out, sizes, M=400, B=200, d=10):
                 og.step(lambda Z: f.stochastic_gradient(Z, steps[0], seed=1))
                 cp.cuda.Device().synchronize()
 
+            def step_gpu_pipelined():
+                for _ in range(PIPELINED):
+                    steps[0] += 1
+                    og.step(lambda Z: f.stochastic_gradient(Z, steps[0], seed=1))
+                cp.cuda.Device().synchronize()
+
             def step_cpu():
                 steps[0] += 1
                 oc.step(lambda Z: f.stochastic_gradient(Z, steps[0], seed=1))
-            contenders.update({"step-gpu": step_gpu, "step-cpu": step_cpu})
+            contenders.update({"step-gpu": step_gpu, "step-gpu-pipelined": step_gpu_pipelined, "step-cpu": step_cpu})
         med, _ = interleaved(contenders, rounds=3, min_time=0.1, min_calls=3)
-        for what, g, c in (("gradient", "gpu", "cpu"), ("Pull-Diag-GT step", "step-gpu", "step-cpu")):
+        for name in ("gpu-pipelined", "step-gpu-pipelined"):
+            if name in med:
+                med[name] /= PIPELINED
+        for what, g, c in (("gradient", "gpu", "cpu"), (f"gradient, {PIPELINED} back to back", "gpu-pipelined", "cpu"),
+                           ("Pull-Diag-GT step", "step-gpu", "step-cpu"),
+                           (f"Pull-Diag-GT step, {PIPELINED} in a row", "step-gpu-pipelined", "step-cpu")):
             if g not in med:
                 continue
             row = {"n": n, "what": what, "gpu_seconds": med[g], "cpu_seconds": med[c], "speedup": med[c] / med[g],
@@ -299,6 +323,68 @@ def section_probe_oracle(cp, out, sizes=(512, 2**15), M=400, B=200, d=10, calls=
     out["probe_oracle"] = rows
 
 
+def section_probe_host(cp, out, n=512, M=400, B=200, d=10, calls=400):
+    """Where the host's time goes at the paper's n = 512, where launches are asynchronous and the host's part
+    can bound a run: per gradient call and per Pull-Diag-GT step, the host's total, the time spent inside the
+    kernel launches (CuPy's handling of the arguments and the driver's launch; graph launches excluded) and
+    the rest (the package's Python, CuPy's allocations); and what a few CuPy calls cost alone. Medians over
+    ``calls`` calls, a synchronisation every 50 calls (outside the timings)."""
+    import collections
+
+    f = NonconvexLogistic.synthetic(n, total=n * M, d=d, batch=B, seed=0)
+    Xd = cp.asarray(np.random.default_rng(2).standard_normal((n, d)) * 0.1)
+    og = PullDiagGT(topology.exponential(n), Xd, lr=1e-4)
+    spent = collections.defaultdict(list)
+    real = gpu._kernel
+
+    def timed(name):
+        fn = real(name)
+
+        def launch(*args, **kwargs):
+            t0 = time.perf_counter()
+            fn(*args, **kwargs)
+            spent[name].append(time.perf_counter() - t0)
+        return launch
+
+    def per_call(call):
+        times = []
+        for k in range(calls):
+            if k % 50 == 0:
+                cp.cuda.Device().synchronize()
+            t0 = time.perf_counter()
+            call(k)
+            times.append(time.perf_counter() - t0)
+        cp.cuda.Device().synchronize()
+        return float(np.median(times))
+
+    rows = []
+    gpu._kernel = timed
+    try:
+        for what, call in (("gradient call", lambda k: f.stochastic_gradient(Xd, k + 1, seed=1)),
+                           ("Pull-Diag-GT step", lambda k: og.step(lambda Z: f.stochastic_gradient(Z, k + 1, seed=1)))):
+            per_call(call)  # warm
+            spent.clear()
+            total = per_call(call)
+            launches = {name: (len(t) / calls, float(np.median(t))) for name, t in spent.items()}
+            inside = sum(count * t for count, t in launches.values())
+            rows.append({"what": what, "host_seconds": total, "launch_seconds": inside, "launches": launches})
+            print(f"probe-host: n = {n}: {what}: host {total * 1e6:.1f} us, inside launches {inside * 1e6:.1f} us ("
+                  + ", ".join(f"{name} x{c:g} {t * 1e6:.1f} us" for name, (c, t) in launches.items())
+                  + f"), the rest {(total - inside) * 1e6:.1f} us", flush=True)
+    finally:
+        gpu._kernel = real
+    micro = {"cupy.cuda.runtime.getDeviceCount()": cp.cuda.runtime.getDeviceCount,
+             "backends.cupy.require_cupy()": gpu.require_cupy,
+             "cupy.empty_like(X)": lambda: cp.empty_like(Xd),
+             "cupy.ascontiguousarray(X, dtype=X.dtype)": lambda: cp.ascontiguousarray(Xd, dtype=Xd.dtype),
+             "cupy.cuda.Device().synchronize() (idle GPU)": lambda: cp.cuda.Device().synchronize()}
+    for name, fn in micro.items():
+        t = per_call(lambda k, fn=fn: fn())
+        rows.append({"what": name, "host_seconds": t})
+        print(f"probe-host: {name}: {t * 1e6:.2f} us", flush=True)
+    out["probe_host"] = rows
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--sections", default="bits,mix,overhead,oracle")
@@ -323,7 +409,8 @@ def main(argv=None):
             "overhead": lambda: section_overhead(cp, out, (10, 12) if quick else (10, 12, 14, 16)),
             "oracle": lambda: section_oracle(cp, out, (64, 512) if quick else (512, 2**15)),
             "probe": lambda: section_probe(cp, out, 14 if quick else 20),
-            "probe-oracle": lambda: section_probe_oracle(cp, out, (64, 512) if quick else (512, 2**15))}
+            "probe-oracle": lambda: section_probe_oracle(cp, out, (64, 512) if quick else (512, 2**15)),
+            "probe-host": lambda: section_probe_host(cp, out, 64 if quick else 512)}
     failed = []
     for name in sections:
         try:  # a failing section leaves the others' numbers

@@ -185,7 +185,7 @@ def _mix_kernel_names():
     choice of ROWSTOCH_CUDA_MIX."""
     from rowstoch_fast.backends import cupy as backend
 
-    families = {"auto": ("entry", "row"), "circ": ("entry", "row", "circ"), "row": ("entry", "row")}
+    families = {"auto": ("entry", "row", "circ"), "circ": ("entry", "row", "circ"), "row": ("entry", "row")}
     return {backend._mix_kernel(8, w, dtype, index, aligned, kind, family)[0]
             for kind in backend._MIX_KERNELS for family in families.get(kind, ("entry",))
             for dtype in (np.float64, np.float32) for index in (np.int32, np.int64)
@@ -287,7 +287,7 @@ def test_cupy_logistic_launcher_refuses_hours_of_work(cuda_on_host, monkeypatch)
 
 def test_the_gpu_oracle_benchmark_runs_on_the_host(cuda_on_host, monkeypatch, capsys):
     """bench/gpu_kernels.py's oracle section (the gradient, a Pull-Diag-GT step, the table) and its probes (the
-    mixing kernels, the oracle) on the fake CuPy and the emulated kernels: the script a device session runs
+    mixing kernels, the oracle, the host's part) on the fake CuPy and the emulated kernels: the script a device session runs
     does not fail on the way, and reports the GPU gradients bit-identical."""
     import importlib.util
 
@@ -300,12 +300,19 @@ def test_the_gpu_oracle_benchmark_runs_on_the_host(cuda_on_host, monkeypatch, ca
     spec.loader.exec_module(bench)
     out = {}
     bench.section_oracle(fake, out, (8,), M=24, B=12, d=3)
-    assert [row["what"] for row in out["oracle"]] == ["gradient", "Pull-Diag-GT step"]
+    assert [row["what"] for row in out["oracle"]] == ["gradient", "gradient, 20 back to back", "Pull-Diag-GT step",
+                                                      "Pull-Diag-GT step, 20 in a row"]
     assert all(row["bit_identical"] for row in out["oracle"]) and set(seen) == {1}
     assert "bit-identical to the CPU's: True" in capsys.readouterr().out
     seen.clear()
     bench.section_probe_oracle(fake, out, sizes=(8,), M=24, B=12, d=3, calls=2)  # what stage ncu_oracle profiles
     assert [row["n"] for row in out["probe_oracle"]] == [8] and seen == [1, 1]
+    fake.cuda.runtime.getDeviceCount = lambda: 1
+    bench.section_probe_host(fake, out, n=8, M=24, B=12, d=3, calls=3)  # the host's part of a call and a step
+    host = {row["what"]: row for row in out["probe_host"]}
+    assert set(host["gradient call"]["launches"]) == {"logistic_grad1_f64"}
+    assert {"logistic_grad1_f64", "combine_f64"} <= set(host["Pull-Diag-GT step"]["launches"])
+    assert all(row["host_seconds"] > 0 for row in out["probe_host"])
     launched = []
     monkeypatch.setattr(bench.gpu, "_kernel", lambda name, kernel=bench.gpu._kernel: launched.append(name) or
                         kernel(name))
@@ -625,8 +632,8 @@ def test_device_copies_are_kept_per_gpu(monkeypatch):
 @pytest.mark.parametrize("kind", ["row", "circ", "auto"])
 def test_the_per_row_weight_kernel_runs_where_rows_have_one_weight(cuda_on_host, monkeypatch, kind):
     """ROWSTOCH_CUDA_MIX=row, circ and the default, auto, through the backend: the per-row kernel for an
-    in-degree matrix that is not circulant (a star), the circulant kernel for the exponential graph when circ
-    is asked for (the per-row one else), the CSR's values for the paper's grid (different weights in a row);
+    in-degree matrix that is not circulant (a star), the circulant kernel for the exponential graph unless row
+    is asked for (the per-row one then), the CSR's values for the paper's grid (different weights in a row);
     all the CPU's iterates, bit for bit."""
     from test_algorithms import _on_cpu_and_device
 
@@ -635,7 +642,7 @@ def test_the_per_row_weight_kernel_runs_where_rows_have_one_weight(cuda_on_host,
     fake = _emulated_device(cuda_on_host, monkeypatch)
     monkeypatch.setattr(backend, "MIX_KERNEL", kind)
     rng = np.random.default_rng(7)
-    for A, family in ((topology.exponential(16), "csr_mix_circ" if kind == "circ" else "csr_mix_row"),
+    for A, family in ((topology.exponential(16), "csr_mix_row" if kind == "row" else "csr_mix_circ"),
                       (topology.star(16), "csr_mix_row"), (topology.paper_graphs()["grid"], "csr_mix_entry")):
         G, x0 = rng.standard_normal((16, 4)), rng.standard_normal((16, 4))
         fake.launched.clear()
