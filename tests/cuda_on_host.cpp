@@ -24,6 +24,7 @@ static EmulatedDim blockDim;
 #define __restrict__ __restrict
 #define __shared__
 #define __align__(n)
+#define __launch_bounds__(...)
 
 // The dynamic shared memory of the one block that runs at a time.
 alignas(16) unsigned char smem[1 << 16];

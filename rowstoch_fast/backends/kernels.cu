@@ -58,11 +58,7 @@ __device__ __forceinline__ void store_pack(T* p, const T* v) {
 // ROW: every stored weight of row i equals Ax[i] (Ax then holds n per-row weights, not the CSR's values:
 // the in-degree rule's matrices), so the values array is not read, 8 or 4 bytes less per nonzero; the
 // products, hence the sums, are the same bits.
-// CIRC: a circulant matrix with one weight (the exponential graph, the ring, under the in-degree rule): row
-// i's neighbours are i - D[k] (mod n) for the m offsets D, strictly decreasing, in Aj (Ap = {0, m}, Ax =
-// {the weight}); its CSR order (columns ascending) is D rotated to start at the first offset <= i. Only X
-// is read (and Y written): neither the CSR's indices nor its values.
-template <typename T, typename I, int V, int U, bool ROW = false, bool CIRC = false>
+template <typename T, typename I, int V, int U, bool ROW = false>
 __device__ void csr_mix_entry(const I* __restrict__ Ap, const I* __restrict__ Aj, const T* __restrict__ Ax,
                               const T* __restrict__ X, T* __restrict__ Y, i64 n, i64 w, const u64* status) {
     const i64 tid = (i64)blockIdx.x * blockDim.x + threadIdx.x;
@@ -73,26 +69,17 @@ __device__ void csr_mix_entry(const I* __restrict__ Ap, const I* __restrict__ Aj
 #pragma unroll
     for (int k = 0; k < V; ++k) acc[k] = 0;
     const T* Xc = X + c;
-    const T row_weight = CIRC ? Ax[0] : ROW ? Ax[i] : T(0);  // (ROW: one load per row)
-    I p = CIRC ? 0 : Ap[i];
-    const I end = CIRC ? Ap[1] : Ap[i + 1];
-    I first = 0;  // CIRC: the rotation, the number of offsets above i
-    if (CIRC)
-        while (first < end && (i64)Aj[first] > i) ++first;
-    auto column = [&](I q) -> i64 {  // the column of the q-th stored entry of row i
-        if (!CIRC) return (i64)Aj[q];
-        q += first;
-        const i64 j = i - (i64)Aj[q < end ? q : q - end];
-        return j < 0 ? j + n : j;
-    };
+    const T row_weight = ROW ? Ax[i] : T(0);  // (ROW: one load per row)
+    I p = Ap[i];
+    const I end = Ap[i + 1];
     if (U > 1) {
         for (; p + U <= end; p += U) {
             T a[U];
             Pack<T, V> x[U];
 #pragma unroll
             for (int u = 0; u < U; ++u) {
-                a[u] = ROW || CIRC ? row_weight : Ax[p + u];
-                x[u] = load_pack<T, V>(Xc + column(p + u) * w);
+                a[u] = ROW ? row_weight : Ax[p + u];
+                x[u] = load_pack<T, V>(Xc + (i64)Aj[p + u] * w);
             }
 #pragma unroll
             for (int u = 0; u < U; ++u)
@@ -101,11 +88,56 @@ __device__ void csr_mix_entry(const I* __restrict__ Ap, const I* __restrict__ Aj
         }
     }
     for (; p < end; ++p) {
-        const T a = ROW || CIRC ? row_weight : Ax[p];
-        const Pack<T, V> x = load_pack<T, V>(Xc + column(p) * w);
+        const T a = ROW ? row_weight : Ax[p];
+        const Pack<T, V> x = load_pack<T, V>(Xc + (i64)Aj[p] * w);
 #pragma unroll
         for (int k = 0; k < V; ++k) acc[k] += a * x.v[k];
     }
+    store_pack<T, V>(Y + i * w + c, acc);
+}
+
+// acc += a * (the V values at base - D[q] * w) for q = q .. end - 1 in order, U loads in flight
+template <typename T, typename I, int V, int U>
+__device__ __forceinline__ void circ_sum(const T* base, const I* __restrict__ D, I q, const I end, const i64 w,
+                                         const T a, T* acc) {
+    for (; q + U <= end; q += U) {
+        Pack<T, V> x[U];
+#pragma unroll
+        for (int u = 0; u < U; ++u) x[u] = load_pack<T, V>(base - (i64)D[q + u] * w);
+#pragma unroll
+        for (int u = 0; u < U; ++u)
+#pragma unroll
+            for (int k = 0; k < V; ++k) acc[k] += a * x[u].v[k];
+    }
+    for (; q < end; ++q) {
+        const Pack<T, V> x = load_pack<T, V>(base - (i64)D[q] * w);
+#pragma unroll
+        for (int k = 0; k < V; ++k) acc[k] += a * x.v[k];
+    }
+}
+
+// CIRC: a circulant matrix with one weight (the exponential graph, the ring, under the in-degree rule): row
+// i's neighbours are i - D[k] (mod n) for the m offsets D, strictly decreasing, in Aj (Ap = {0, m}, Ax =
+// {the weight}). Its CSR order (columns ascending) is the offsets <= i (columns i - D[k], no wrap), then
+// those above i (columns i + n - D[k]): two runs of circ_sum. Only X is read (and Y written): neither the
+// CSR's indices nor its values; the same products in the same order as "entry", hence the same bits.
+template <typename T, typename I, int V, int U>
+__device__ void csr_mix_circ(const I* __restrict__ Ap, const I* __restrict__ Aj, const T* __restrict__ Ax,
+                             const T* __restrict__ X, T* __restrict__ Y, i64 n, i64 w, const u64* status) {
+    const i64 tid = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    const i64 groups = w / V;
+    if (tid >= n * groups || frozen(status, 0)) return;
+    const i64 i = tid / groups, c = (tid - i * groups) * V;
+    T acc[V];
+#pragma unroll
+    for (int k = 0; k < V; ++k) acc[k] = 0;
+    const T a = Ax[0];
+    const I m = Ap[1];
+    I first = 0;  // the number of offsets above i
+    while (first < m && (i64)Aj[first] > i) ++first;
+    const T* own = X + i * w + c;
+    circ_sum<T, I, V, U>(own, Aj, first, m, w, a, acc);
+    circ_sum<T, I, V, U>(own + n * w, Aj, 0, first, w, a, acc);
     store_pack<T, V>(Y + i * w + c, acc);
 }
 
@@ -443,19 +475,22 @@ __device__ void logistic_grad_impl(const T* __restrict__ H, const T* __restrict_
     }
 }
 
+// The mixing kernels run 256 threads per block (backends/cupy.py's _BLOCK); at most 32 registers per thread, so
+// that 8 blocks, the SM's 2048 threads, are resident (the circulant kernel took 40 and 75% of them).
+#define MIX_BOUNDS __launch_bounds__(256, 8)
 // csr_mix_entry<V>x<U>_<value>_<index>
 #define ENTRY(suffix, T, I, V, U) \
-    __global__ void csr_mix_entry##V##x##U##_##suffix(const I* Ap, const I* Aj, const T* Ax, const T* X, T* Y, i64 n, i64 w, const u64* status) { \
+    __global__ void MIX_BOUNDS csr_mix_entry##V##x##U##_##suffix(const I* Ap, const I* Aj, const T* Ax, const T* X, T* Y, i64 n, i64 w, const u64* status) { \
         csr_mix_entry<T, I, V, U>(Ap, Aj, Ax, X, Y, n, w, status); }
 // csr_mix_row<V>x<U>_<value>_<index>: the same with per-row weights (ROW above; Aw of length n)
 #define ROWW(suffix, T, I, V, U) \
-    __global__ void csr_mix_row##V##x##U##_##suffix(const I* Ap, const I* Aj, const T* Aw, const T* X, T* Y, i64 n, i64 w, const u64* status) { \
+    __global__ void MIX_BOUNDS csr_mix_row##V##x##U##_##suffix(const I* Ap, const I* Aj, const T* Aw, const T* X, T* Y, i64 n, i64 w, const u64* status) { \
         csr_mix_entry<T, I, V, U, true>(Ap, Aj, Aw, X, Y, n, w, status); }
 // csr_mix_circ<V>x<U>_<value>_<index>: the same for circulant matrices (CIRC above: Ap = {0, m}, Aj the
 // offsets, Ax the one weight)
 #define CIRCW(suffix, T, I, V, U) \
-    __global__ void csr_mix_circ##V##x##U##_##suffix(const I* Ap, const I* Aj, const T* Ax, const T* X, T* Y, i64 n, i64 w, const u64* status) { \
-        csr_mix_entry<T, I, V, U, false, true>(Ap, Aj, Ax, X, Y, n, w, status); }
+    __global__ void MIX_BOUNDS csr_mix_circ##V##x##U##_##suffix(const I* Ap, const I* Aj, const T* Ax, const T* X, T* Y, i64 n, i64 w, const u64* status) { \
+        csr_mix_circ<T, I, V, U>(Ap, Aj, Ax, X, Y, n, w, status); }
 #define ENTRIES(V32, U, E) \
     E(f64_i32, double, int, 1, U) E(f64_i64, double, i64, 1, U) E(f32_i32, float, int, 1, U) \
     E(f32_i64, float, i64, 1, U) E(f64_i32, double, int, 2, U) E(f64_i64, double, i64, 2, U) \
