@@ -41,7 +41,7 @@ TESTFILES="tests/test_backends.py tests/test_algorithms.py tests/test_objectives
     tests/test_careless_user.py tests/test_runner.py tests/test_network.py tests/test_torch.py"
 
 stage_kernels() {
-    limit 240 "$PY" bench/gpu_kernels.py --sections "${SECTIONS:-bits,mix,overhead,oracle,probe-oracle}" \
+    limit 240 "$PY" bench/gpu_kernels.py --sections "${SECTIONS:-bits,mix,overhead,oracle,probe-oracle,probe-host}" \
         --out "$OUT" 2>&1 | tee "$OUT/gpu_kernels.out"
 }
 stage_tests() {
