@@ -26,7 +26,7 @@ Sections (each prints a markdown table; everything lands in ``DIR/gpu_kernels.js
 * ``probe-oracle`` (likewise, for ``ncu --kernel-name regex:logistic_grad``): gradient calls at n = 512 and
   2^15, and where a call's time goes (waited for, the host's part, back to back between CUDA events);
 * ``probe-host``: the host's part of a gradient call and of a Pull-Diag-GT step at n = 512, split into the
-  kernel launches and the rest, and what a few CuPy calls cost alone.
+  kernel launches and the rest, a profile of the step's Python, and what a few CuPy calls cost alone.
 
 GPU times are taken over several steps between two synchronisations (a run does not synchronise per
 step); contenders are interleaved (``_harness.interleaved``) and medians are reported.
@@ -323,6 +323,9 @@ def section_probe_oracle(cp, out, sizes=(512, 2**15), M=400, B=200, d=10, calls=
     out["probe_oracle"] = rows
 
 
+PROFILE_LINES = 30  # functions listed in probe-host's profile of the step
+
+
 def section_probe_host(cp, out, n=512, M=400, B=200, d=10, calls=400):
     """Where the host's time goes at the paper's n = 512, where launches are asynchronous and the host's part
     can bound a run: per gradient call and per Pull-Diag-GT step, the host's total, the time spent inside the
@@ -373,6 +376,26 @@ def section_probe_host(cp, out, n=512, M=400, B=200, d=10, calls=400):
                   + f"), the rest {(total - inside) * 1e6:.1f} us", flush=True)
     finally:
         gpu._kernel = real
+    import cProfile
+    import pstats
+
+    profile = cProfile.Profile()  # which Python functions the rest is (CuPy's Cython calls show as builtins)
+    profile.enable()
+    for k in range(calls):
+        og.step(lambda Z, k=k: f.stochastic_gradient(Z, k + 1, seed=1))
+    profile.disable()
+    cp.cuda.Device().synchronize()
+    stats = pstats.Stats(profile).stats  # {(file, line, name): (primitive calls, calls, own, cumulative, callers)}
+    top = sorted(stats.items(), key=lambda item: -item[1][2])[:PROFILE_LINES]
+    table = [{"function": f"{os.path.basename(key[0])}:{key[1]}({key[2]})", "calls_per_step": v[1] / calls,
+              "own_us_per_step": v[2] / calls * 1e6, "cumulative_us_per_step": v[3] / calls * 1e6}
+             for key, v in top]
+    out["probe_host_profile"] = table
+    print(f"probe-host: cProfile of {calls} Pull-Diag-GT steps at n = {n} (profiling slows Python), per step:")
+    print("| function | calls | own us | cumulative us |\n|---|---|---|---|")
+    for row in table:
+        print(f"| {row['function']} | {row['calls_per_step']:g} | {row['own_us_per_step']:.1f} | "
+              f"{row['cumulative_us_per_step']:.1f} |")
     micro = {"cupy.cuda.runtime.getDeviceCount()": cp.cuda.runtime.getDeviceCount,
              "backends.cupy.require_cupy()": gpu.require_cupy,
              "cupy.empty_like(X)": lambda: cp.empty_like(Xd),
