@@ -15,6 +15,7 @@ import numpy as np
 
 from . import _core
 from ._checks import MAX_KEY, as_float_array, check_int, check_positive_float, make_rng, require_memory
+from .backends.base import is_device_array
 
 __all__ = ["Objective", "Oracle", "NonconvexLogistic", "Quadratic", "LeastSquares"]
 
@@ -268,7 +269,7 @@ class NonconvexLogistic(Objective):
         """
         nodes = self._nodes(nodes)
         iteration, seed, batches, rep_offset = _check_stream(iteration, seed, batches, rep_offset)
-        if hasattr(X, "__cuda_array_interface__"):
+        if is_device_array(X):
             from .backends import cupy as cuda
 
             m = self.n if nodes is None else len(nodes)

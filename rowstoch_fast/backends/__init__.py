@@ -15,18 +15,13 @@ from __future__ import annotations
 
 import importlib
 
-from .base import DEFERRED
+from .base import DEFERRED, is_device_array
 
 BACKENDS = ("auto", "cpu", "cupy", "mpi")
 _MODULES = {"cpu": ("cpu", "CpuBackend"), "cupy": ("cupy", "CupyBackend"), "mpi": ("mpi", "MpiBackend")}
 
 __all__ = ["BACKENDS", "DEFERRED", "create", "is_device_array", "one_process", "require_block_memory",
            "resolve_backend", "to_backend"]
-
-
-def is_device_array(x):
-    """True for arrays that live on a GPU (they expose ``__cuda_array_interface__``)."""
-    return hasattr(x, "__cuda_array_interface__")
 
 
 def resolve_backend(backend, *arrays):

@@ -4,7 +4,17 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["Backend", "DEFERRED"]
+__all__ = ["Backend", "DEFERRED", "is_device_array"]
+
+#: Array types whose every instance lives on a GPU (CuPy's ndarray, once the CuPy backend has found CuPy).
+DEVICE_TYPES = set()
+
+
+def is_device_array(x):
+    """True for arrays that live on a GPU (they expose ``__cuda_array_interface__``). A type in
+    :data:`DEVICE_TYPES` is taken at its word: CuPy builds the interface's dict each time it is asked for, and
+    the launch paths ask several times per step."""
+    return type(x) in DEVICE_TYPES or hasattr(x, "__cuda_array_interface__")
 
 
 class _Deferred:
