@@ -43,8 +43,8 @@ _OPTIONS = ("-std=c++14", "--fmad=false")
 #: ``"circ"`` (reading neither the CSR's indices nor its values, for circulant matrices with one weight:
 #: :func:`circulant_offsets`; the CSR is then not copied to the device at all); a matrix that does not allow
 #: the kernel asked for gets the next of circ, row, entry. All give the same bits; on an H100 at n = 2^20
-#: ``"row"`` ran a round 1.36x faster than ``"entry"`` and ``"circ"`` an iteration 1.09x faster than
-#: ``"row"`` (1.12x at 2^22; bench/RESULTS.md section 9b). Read from ``ROWSTOCH_CUDA_MIX`` at import.
+#: ``"row"`` ran a round 1.36x faster than ``"entry"`` and ``"circ"`` an iteration 1.14x faster than
+#: ``"row"`` (1.20x at 2^22; bench/RESULTS.md sections 9b and 9c). Read from ``ROWSTOCH_CUDA_MIX`` at import.
 MIX_KERNEL = os.environ.get("ROWSTOCH_CUDA_MIX", "auto")
 _MIX_KERNELS = ("auto", "entry", "entry1", "entry-u1", "row", "circ")
 
