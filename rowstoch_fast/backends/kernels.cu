@@ -51,6 +51,21 @@ __device__ __forceinline__ void store_pack(T* p, const T* v) {
     *reinterpret_cast<Pack<T, V>*>(p) = r;
 }
 
+// The row i and first column c of the V entries of an n x w block that this thread of a mixing kernel
+// computes, their sums acc zeroed; false past the block's end or once an earlier check has failed (see
+// "run status").
+template <typename T, int V>
+__device__ __forceinline__ bool mixing_thread(i64 n, i64 w, const u64* status, i64& i, i64& c, T* acc) {
+    const i64 tid = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    const i64 groups = w / V;
+    if (tid >= n * groups || frozen(status, 0)) return false;
+    i = tid / groups;
+    c = (tid - i * groups) * V;
+#pragma unroll
+    for (int k = 0; k < V; ++k) acc[k] = 0;
+    return true;
+}
+
 // "entry": one thread per V consecutive entries of a row (w % V == 0; V = 1: any w), V values as one
 // 8- or 16-byte load; the threads of a row read its CSR entries together (one broadcast load), the
 // gathered rows are read by consecutive threads (coalesced). U > 1: the loads of U neighbours are issued
@@ -61,13 +76,9 @@ __device__ __forceinline__ void store_pack(T* p, const T* v) {
 template <typename T, typename I, int V, int U, bool ROW = false>
 __device__ void csr_mix_entry(const I* __restrict__ Ap, const I* __restrict__ Aj, const T* __restrict__ Ax,
                               const T* __restrict__ X, T* __restrict__ Y, i64 n, i64 w, const u64* status) {
-    const i64 tid = (i64)blockIdx.x * blockDim.x + threadIdx.x;
-    const i64 groups = w / V;
-    if (tid >= n * groups || frozen(status, 0)) return;
-    const i64 i = tid / groups, c = (tid - i * groups) * V;
+    i64 i, c;
     T acc[V];
-#pragma unroll
-    for (int k = 0; k < V; ++k) acc[k] = 0;
+    if (!mixing_thread<T, V>(n, w, status, i, c, acc)) return;
     const T* Xc = X + c;
     const T row_weight = ROW ? Ax[i] : T(0);  // (ROW: one load per row)
     I p = Ap[i];
@@ -124,13 +135,9 @@ __device__ __forceinline__ void circ_sum(const T* base, const I* __restrict__ D,
 template <typename T, typename I, int V, int U>
 __device__ void csr_mix_circ(const I* __restrict__ Ap, const I* __restrict__ Aj, const T* __restrict__ Ax,
                              const T* __restrict__ X, T* __restrict__ Y, i64 n, i64 w, const u64* status) {
-    const i64 tid = (i64)blockIdx.x * blockDim.x + threadIdx.x;
-    const i64 groups = w / V;
-    if (tid >= n * groups || frozen(status, 0)) return;
-    const i64 i = tid / groups, c = (tid - i * groups) * V;
+    i64 i, c;
     T acc[V];
-#pragma unroll
-    for (int k = 0; k < V; ++k) acc[k] = 0;
+    if (!mixing_thread<T, V>(n, w, status, i, c, acc)) return;
     const T a = Ax[0];
     const I m = Ap[1];
     I first = 0;  // the number of offsets above i
