@@ -287,8 +287,8 @@ def test_cupy_logistic_launcher_refuses_hours_of_work(cuda_on_host, monkeypatch)
 
 def test_the_gpu_oracle_benchmark_runs_on_the_host(cuda_on_host, monkeypatch, capsys):
     """bench/gpu_kernels.py's oracle section (the gradient, a Pull-Diag-GT step, the table) and its probes (the
-    mixing kernels, the oracle, the host's part) on the fake CuPy and the emulated kernels: the script a device session runs
-    does not fail on the way, and reports the GPU gradients bit-identical."""
+    mixing kernels, the oracle, the host's part) on the fake CuPy and the emulated kernels: the script a device
+    session runs does not fail on the way, and reports the GPU gradients bit-identical."""
     import importlib.util
 
     seen = []

@@ -383,23 +383,23 @@ def logistic_grad(obj, X, iteration, seed, batches, rep_offset, nodes):
     plan = cache.get(key)
     if plan is None:
         plan = cache[key] = _logistic_plan(obj, reps, m, batches)
-    name, blocks, threads, shared, dtype, spill_size, (m_, M_, d_, rho, reps_, B_, batches_, layout, per_warp) = plan
+    name, blocks, threads, shared, dtype, spill_size, (sizes, batch, layout) = plan
     if X.dtype != dtype or not X.flags.c_contiguous:
         X = cupy.ascontiguousarray(X, dtype=dtype)
     H, Y = _on_device(cache, "H, Y", lambda: (cupy.asarray(obj.H), cupy.asarray(obj.Y)))
     G = cupy.empty(X.shape, dtype=dtype)  # (empty_like: 8 us of CuPy's Python on the H100's host)
     if blocks:
-        _kernel(name)((blocks,), (threads,),
-                      (H, Y, _NULL if nodes is None else cupy.asarray(nodes, dtype=cupy.int64), m_, M_, d_, rho, X,
-                       reps_, B_, batches_, np.uint64(seed), np.uint64(iteration), np.int64(rep_offset), layout,
-                       per_warp, cupy.empty(spill_size, dtype=cupy.int32) if spill_size else _NULL, G),
-                      shared_mem=shared)
+        nodes = _NULL if nodes is None else cupy.asarray(nodes, dtype=cupy.int64)
+        spill = cupy.empty(spill_size, dtype=cupy.int32) if spill_size else _NULL
+        _kernel(name)((blocks,), (threads,), (H, Y, nodes, *sizes, X, *batch, np.uint64(seed), np.uint64(iteration),
+                                              np.int64(rep_offset), *layout, spill, G), shared_mem=shared)
     return G
 
 
 def _logistic_plan(obj, reps, m, batches):
     """How :func:`logistic_grad` launches for ``reps x m`` rows and ``batches`` mini-batches (checked once):
-    (kernel, blocks, threads, shared bytes, dtype, spill scratch size, the kernel's constant arguments)."""
+    (kernel, blocks, threads, shared bytes, dtype, spill scratch size, the kernel's constant arguments in
+    three groups: those before X, those before the stream's keys, those after them)."""
     dtype = np.dtype(obj.dtype)
     rows = reps * m
     M, B = obj.samples_per_node, obj.batch
@@ -414,10 +414,11 @@ def _logistic_plan(obj, reps, m, batches):
     base = 32 * dtype.itemsize + 32 * 4
     layout = 1 if _LOGISTIC_WARPS * _round16(base + 4 * (M + B)) <= _SHARED_LIMIT else 0
     per_warp = _round16(base + (4 * (M + B) if layout else 0))
-    consts = (np.int64(m), np.int64(M), np.int64(obj.d), dtype.type(obj.rho), np.int64(reps), np.int64(B),
-              np.int64(batches), np.int32(layout), np.int64(per_warp))
-    return (f"logistic_grad{_coordinate_groups(obj.d)}_{_suffix(dtype)}", (rows + _LOGISTIC_WARPS - 1) // _LOGISTIC_WARPS,
-            32 * _LOGISTIC_WARPS, _LOGISTIC_WARPS * per_warp, dtype, 0 if layout else rows * (M + B), consts)
+    consts = ((np.int64(m), np.int64(M), np.int64(obj.d), dtype.type(obj.rho)),  # the kernel's arguments
+              (np.int64(reps), np.int64(B), np.int64(batches)), (np.int32(layout), np.int64(per_warp)))
+    blocks = (rows + _LOGISTIC_WARPS - 1) // _LOGISTIC_WARPS
+    return (f"logistic_grad{_coordinate_groups(obj.d)}_{_suffix(dtype)}", blocks, 32 * _LOGISTIC_WARPS,
+            _LOGISTIC_WARPS * per_warp, dtype, 0 if layout else rows * (M + B), consts)
 
 
 def _coordinate_groups(d):
