@@ -11,6 +11,7 @@ from scipy.sparse import csgraph
 from . import _core
 from ._checks import (MAX_ROUNDS, as_float_array, check_coo_arrays, check_csr_arrays, check_dtype, check_int,
                       check_out, fmt_value, require_memory)
+from .backends.base import is_device_array
 
 __all__ = ["MixingMatrix", "STOCHASTIC", "out_degree_weights"]
 
@@ -390,7 +391,7 @@ class MixingMatrix:
         array([0.25, 0.5 , 0.25, 0.  ])
         """
         R = check_int(R, "R", minimum=0, maximum=MAX_ROUNDS)
-        if hasattr(X, "__cuda_array_interface__"):  # a device array: the CuPy backend
+        if is_device_array(X):  # a device array: the CuPy backend
             from .backends import cupy as cuda
 
             return cuda.mix_power(self, X, R, out)

@@ -8,6 +8,7 @@ import numpy as np
 
 from . import _core
 from ._checks import as_float_array, check_int, require_memory
+from .backends.base import is_device_array
 from .mixing import MixingMatrix
 from .tracker import DEFAULT_BLOCK
 
@@ -116,7 +117,7 @@ def pull_diag(A, Z, iterations, *, block=DEFAULT_BLOCK):
     (True, array(0.25))
     """
     block = check_int(block, "block", minimum=1)
-    if hasattr(Z, "__cuda_array_interface__"):  # the CuPy backend: same loop, device arrays and kernel
+    if is_device_array(Z):  # the CuPy backend: same loop, device arrays and kernel
         from .backends import cupy as cuda
 
         xp = cuda.require_cupy()

@@ -379,7 +379,7 @@ def logistic_grad(obj, X, iteration, seed, batches, rep_offset, nodes):
     cache = obj.__dict__.setdefault("_device_data", {})  # the data set and the launch plans, per device
     m = obj.n if nodes is None else len(nodes)
     reps = X.shape[0] if X.ndim == 3 else 1
-    key = ("plan", _device_id(), reps, m, batches)
+    key = ("plan", reps, m, batches)  # (the same on every device)
     plan = cache.get(key)
     if plan is None:
         plan = cache[key] = _logistic_plan(obj, reps, m, batches)
