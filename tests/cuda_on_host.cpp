@@ -166,11 +166,45 @@ EMULATE_LOSSY(csr_mix_lossy1_f64_i32, double, int)
 EMULATE_LOSSY(csr_mix_lossy2_f64_i32, double, int)
 EMULATE_LOSSY(csr_mix_lossy4_f32_i64, float, i64)
 
-EMULATE(combine_f64,
-        P(const double* x0, const double* x1, const double* x2, const double* x3, const double* r0, const double* r1,
-          const double* r2, const double* r3, double c0, double c1, double c2, double c3, int K, double* out, i64 n,
-          i64 w, u64* status, u64 launch),
-        (x0, x1, x2, x3, r0, r1, r2, r3, c0, c1, c2, c3, K, out, n, w, status, launch))
+// Pull-Diag-GT's y phase: its last round (gt_descent_<family><V>x4_...) and the whole one-round phase
+// (gt_phase_<family>1x2_...).
+#define EMULATE_DESCENT(name, T, I)                                                                             \
+    EMULATE(name,                                                                                               \
+            P(const I* Ap, const I* Aj, const T* Ax, const T* X, const T* x, T lr, T* y, T* xw, i64 n, i64 w,   \
+              u64* s, u64 launch),                                                                              \
+            (Ap, Aj, Ax, X, x, lr, y, xw, n, w, s, launch))
+#define EMULATE_PHASE(name, T, I)                                                                               \
+    EMULATE(name,                                                                                               \
+            P(const I* Ap, const I* Aj, const T* Ax, const T* y, const T* g_new, const T* g_old, const T* s_new,  \
+              const T* s_old, const T* x, T lr, T* y_out, T* xw, i64 n, i64 w, u64* s, u64 launch),             \
+            (Ap, Aj, Ax, y, g_new, g_old, s_new, s_old, x, lr, y_out, xw, n, w, s, launch))
+#define EMULATE_GT(family)                                            \
+    EMULATE_DESCENT(gt_descent_##family##1x4_f64_i32, double, int) \
+    EMULATE_DESCENT(gt_descent_##family##2x4_f64_i32, double, int) \
+    EMULATE_PHASE(gt_phase_##family##1x2_f64_i32, double, int)
+EMULATE_GT(entry) EMULATE_GT(row) EMULATE_GT(circ)
+EMULATE(tracker_input_f64,
+        P(const double* y, const double* g_new, const double* g_old, const double* s_new, const double* s_old,
+          double* psi, i64 n, i64 w, const u64* s),
+        (y, g_new, g_old, s_new, s_old, psi, n, w, s))
+
+// combine<K>_f64 (K terms: the blocks, the per-row coefficients or null, the scalar coefficients).
+#define T double
+EMULATE(combine1_f64, P(const T* x0, const T* r0, T c0, T* out, i64 total, i64 w, u64* s, u64 launch),
+        (x0, r0, c0, out, total, w, s, launch))
+EMULATE(combine2_f64,
+        P(const T* x0, const T* x1, const T* r0, const T* r1, T c0, T c1, T* out, i64 total, i64 w, u64* s,
+          u64 launch),
+        (x0, x1, r0, r1, c0, c1, out, total, w, s, launch))
+EMULATE(combine3_f64,
+        P(const T* x0, const T* x1, const T* x2, const T* r0, const T* r1, const T* r2, T c0, T c1, T c2, T* out,
+          i64 total, i64 w, u64* s, u64 launch),
+        (x0, x1, x2, r0, r1, r2, c0, c1, c2, out, total, w, s, launch))
+EMULATE(combine4_f64,
+        P(const T* x0, const T* x1, const T* x2, const T* x3, const T* r0, const T* r1, const T* r2, const T* r3,
+          T c0, T c1, T c2, T c3, T* out, i64 total, i64 w, u64* s, u64 launch),
+        (x0, x1, x2, x3, r0, r1, r2, r3, c0, c1, c2, c3, out, total, w, s, launch))
+#undef T
 EMULATE(ge_advance_i32,
         P(const int* Ap, const int* Aj, i64 rows, unsigned char* bad, const u64* keys, i64 steps, u64 init_key,
           int init, double p_bad, double p_recover, double stationary),

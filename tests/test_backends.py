@@ -167,10 +167,12 @@ def test_cuda_kernels_compile_with_nvrtc():
         pytest.fail(nvrtc.getProgramLog(prog))
     ptx = nvrtc.getPTX(prog)
     ptx = ptx.decode() if isinstance(ptx, bytes) else ptx
+    from rowstoch_fast.backends import cupy as backend
     from rowstoch_fast.backends.cupy import _coordinate_groups
 
     logistic = {f"logistic_grad{_coordinate_groups(d)}_{t}" for d in range(1, 200) for t in ("f32", "f64")}
-    missing = {name for name in _mix_kernel_names() | logistic if f".entry {name}(" not in ptx}
+    elementwise = {*backend._COMBINE.values(), "tracker_input_f64", "tracker_input_f32"}
+    missing = {name for name in _mix_kernel_names() | logistic | elementwise if f".entry {name}(" not in ptx}
     assert not missing, f"names the backend can launch that kernels.cu does not define: {sorted(missing)}"
     # ptxas for a Hopper GPU (bench/gpu_registers.py): no kernel spills registers to local memory
     prog = nvrtc.createProgram(src, "kernels.cu", [], [])
@@ -186,10 +188,10 @@ def _mix_kernel_names():
     from rowstoch_fast.backends import cupy as backend
 
     families = {"auto": ("entry", "row", "circ"), "circ": ("entry", "row", "circ"), "row": ("entry", "row")}
-    return {backend._mix_kernel(8, w, dtype, index, aligned, kind, family)[0]
+    return {backend._mix_kernel(8, w, dtype, index, aligned, kind, family, role)[0]
             for kind in backend._MIX_KERNELS for family in families.get(kind, ("entry",))
             for dtype in (np.float64, np.float32) for index in (np.int32, np.int64)
-            for aligned in (True, False) for w in range(1, 9)}
+            for aligned in (True, False) for w in range(1, 9) for role in ("csr_mix", "gt_descent", "gt_phase")}
 
 
 def _ptr(a):
@@ -228,6 +230,7 @@ def test_cuda_logistic_kernel_logic_matches_cpu(cuda_on_host, nodes, M, d, layou
     spill = np.full(reps * m * (f.samples_per_node + f.batch), -1, dtype=np.int32)
     i64, u64 = ctypes.c_int64, ctypes.c_uint64
     real = ctypes.c_double if dtype == np.float64 else ctypes.c_float
+    from rowstoch_fast.backends import cupy as backend
     from rowstoch_fast.backends.cupy import _coordinate_groups
 
     K = _coordinate_groups(d)
@@ -311,7 +314,7 @@ def test_the_gpu_oracle_benchmark_runs_on_the_host(cuda_on_host, monkeypatch, ca
     bench.section_probe_host(fake, out, n=8, M=24, B=12, d=3, calls=3)  # the host's part of a call and a step
     host = {row["what"]: row for row in out["probe_host"]}
     assert set(host["gradient call"]["launches"]) == {"logistic_grad1_f64"}
-    assert {"logistic_grad1_f64", "combine_f64"} <= set(host["Pull-Diag-GT step"]["launches"])
+    assert {"logistic_grad1_f64", "combine1_f64"} <= set(host["Pull-Diag-GT step"]["launches"])
     assert all(row["host_seconds"] > 0 for row in out["probe_host"])
     launched = []
     monkeypatch.setattr(bench.gpu, "_kernel", lambda name, kernel=bench.gpu._kernel: launched.append(name) or
@@ -385,7 +388,7 @@ def test_the_cupy_backend_on_the_emulated_kernels_equals_the_cpu(cuda_on_host, m
     np.testing.assert_allclose(gpu.gather_x(), cpu.x, rtol=1e-12, atol=1e-13)
     def ran(prefix):
         return any(k.startswith(prefix) for k in fake.launched)
-    assert ran("combine_f64")
+    assert ran("combine")
     if cls.matrices:  # (the centralized baseline does not gossip)
         assert ran("csr_mix_lossy") == (network != "static")
         assert (ran("csr_mix_entry") or ran("csr_mix_row") or ran("csr_mix_circ")) == (network == "static")
@@ -728,6 +731,52 @@ def test_cuda_bursty_chains_and_their_losses_match_the_cpu(cuda_on_host):
     assert 0 < cpu.mean() < 1
 
 
+@pytest.mark.parametrize("kind", ["entry", "row", "circ"])
+@pytest.mark.parametrize("w", [3, 4])
+@pytest.mark.parametrize("rounds,fused", [(1, True), (1, False), (3, False), (4, True)])
+def test_cuda_gt_y_phase_matches_cpu(cuda_on_host, monkeypatch, kind, w, rounds, fused):
+    """CupyBackend.gt_y_phase on the emulated kernels (the one-launch phase, or tracker input, rounds and the
+    descent round; 16-byte packs at w = 4): the CPU's fused y phase bit for bit, a NaN in xw reported under
+    the phase's launch id, and nothing written once another launch has failed."""
+    from rowstoch_fast import MixingMatrix, _core
+    from rowstoch_fast.backends import cupy as backend
+
+    fake = _emulated_device(cuda_on_host, monkeypatch)
+    monkeypatch.setattr(backend, "MIX_KERNEL", kind)
+    rng = np.random.default_rng(w + rounds)
+    dense = rng.uniform(0.1, 1.0, (9, 9)) * (rng.uniform(size=(9, 9)) < 0.5) + np.eye(9) + np.roll(np.eye(9), 1, 1)
+    for A in (topology.exponential(13), MixingMatrix(dense / dense.sum(axis=1, keepdims=True))):
+        n = A.n
+        x, y, g_new, g_old = (rng.standard_normal((n, w)) for _ in range(4))
+        s_new, s_old = rng.uniform(0.5, 2.0, n), rng.uniform(0.5, 2.0, n)
+        c = A.csr
+        want_y, want_xw, psi, work = (np.empty((n, w)) for _ in range(4))
+        assert _core.gt_y_phase(c.indptr, c.indices, c.data, rounds, 0.05, x, y, g_new, g_old, s_new, s_old,
+                                want_y, want_xw, psi, work)
+        ops = backend.CupyBackend()
+        ops.attach(n, np.dtype(np.float64), {"A": A})
+        ops.fused_phase_max = 2**16 if fused else 0
+        dev = [fake.asarray(a) for a in (x, y, g_new, g_old, s_new, s_old)]
+        y_out, xw, psi, work = (fake.asarray(np.full((n, w), 7.0)) for _ in range(4))
+        fake.launched.clear()
+        assert ops.gt_y_phase(A, rounds, 0.05, *dev, y_out, xw, psi, work) is backend.DEFERRED
+        single = fused and rounds == 1
+        assert [k.split("_")[1] for k in fake.launched if k.startswith("gt_")] == ["phase" if single else "descent"]
+        family = kind if A.n == 13 else "entry"  # (the random matrix allows only "entry")
+        assert all(f"_{family}" in k for k in fake.launched if k.startswith(("gt_", "csr_mix")))
+        np.testing.assert_array_equal(y_out, want_y)
+        np.testing.assert_array_equal(xw, want_xw)
+        assert ops.failed_launch() == 0
+        dev[0][2, 1] = np.inf  # x: the descent's check fails under this phase's id
+        ops.gt_y_phase(A, rounds, 0.05, *dev, y_out, xw, psi, work)
+        assert ops.last_launch == 2 and int(ops._status[0]) == 2 and np.isinf(xw[2, 1])
+        before = np.array(y_out)
+        ops.gt_y_phase(A, rounds, 0.05, *[fake.asarray(a) for a in (x, y, g_new, g_old, s_new, s_old)], y_out, xw,
+                       psi, work)
+        np.testing.assert_array_equal(y_out, before)  # frozen: launch 3 wrote nothing
+        assert ops.failed_launch() == 2
+
+
 def test_cuda_run_status_freezes_later_launches(cuda_on_host):
     """A checked launch that writes a NaN records its id; it still completes, and every later launch (mixing,
     combine) is a no-op, so the state stays at the last finite iterate; unchecked launches (id 0) report nothing."""
@@ -740,12 +789,11 @@ def test_cuda_run_status_freezes_later_launches(cuda_on_host):
     status = np.zeros(2, dtype=np.uint64)
     out = np.full_like(X, 7.0)
     null = ctypes.c_void_p(0)
-    combine = cuda_on_host.emulate_combine_f64
+    combine = cuda_on_host.emulate_combine1_f64
 
     def run(dst, src, launch):
-        combine(ctypes.c_longlong(src.size), _ptr(src), *[null] * 3, *[null] * 4, ctypes.c_double(2.0),
-                *[ctypes.c_double(0)] * 3, ctypes.c_int(1), _ptr(dst), ctypes.c_int64(9), ctypes.c_int64(3),
-                _ptr(status), ctypes.c_uint64(launch))
+        combine(ctypes.c_longlong(src.size), _ptr(src), null, ctypes.c_double(2.0), _ptr(dst),
+                ctypes.c_int64(src.size), ctypes.c_int64(3), _ptr(status), ctypes.c_uint64(launch))
 
     run(out, X, 0)  # unchecked: writes, reports nothing
     assert status[0] == 0 and np.isnan(out[5, 1])
@@ -774,23 +822,25 @@ def test_cuda_combine_kernel_logic_matches_cpu(cuda_on_host, K):
     n, w = 7, 3
     blocks = [rng.normal(size=(n, w)) for _ in range(K)]
     coefs = [rng.normal(size=n) if t % 2 else float(rng.normal()) for t in range(K)]
+    null = ctypes.c_void_p(0)
+    combine = getattr(cuda_on_host, f"emulate_combine{K}_f64")
+    rows = [_ptr(c) if isinstance(c, np.ndarray) else null for c in coefs]
+    cs = [ctypes.c_double(0.0 if isinstance(c, np.ndarray) else c) for c in coefs]
+
+    def run(terms, out, bad, launch):
+        combine(ctypes.c_longlong(n * w), *[_ptr(b) for b in terms], *rows, *cs, _ptr(out), ctypes.c_int64(n * w),
+                ctypes.c_int64(w), _ptr(bad), ctypes.c_uint64(launch))
+
     for in_place in (False, True):
         out = blocks[0].copy() if in_place else np.full((n, w), np.nan)
         terms = [out if (in_place and t == 0) else blocks[t] for t in range(K)]
         want = np.empty((n, w))
         assert _core.combine(want, coefs, [blocks[t] for t in range(K)])
         bad = np.zeros(2, dtype=np.uint64)
-        null = ctypes.c_void_p(0)
-        xs = [_ptr(b) for b in terms] + [null] * (4 - K)
-        rows = [_ptr(c) if isinstance(c, np.ndarray) else null for c in coefs] + [null] * (4 - K)
-        cs = [ctypes.c_double(0.0 if isinstance(c, np.ndarray) else c) for c in coefs] + [ctypes.c_double(0)] * (4 - K)
-        cuda_on_host.emulate_combine_f64(ctypes.c_longlong(n * w), *xs, *rows, *cs, ctypes.c_int(K), _ptr(out),
-                                         ctypes.c_int64(n), ctypes.c_int64(w), _ptr(bad), ctypes.c_uint64(1))
+        run(terms, out, bad, 1)
         np.testing.assert_array_equal(out, want)
         assert bad[0] == 0
     blocks[-1][4, 2] = np.inf
     out = np.empty((n, w))
-    xs = [_ptr(b) for b in blocks] + [null] * (4 - K)
-    cuda_on_host.emulate_combine_f64(ctypes.c_longlong(n * w), *xs, *rows, *cs, ctypes.c_int(K), _ptr(out),
-                                     ctypes.c_int64(n), ctypes.c_int64(w), _ptr(bad), ctypes.c_uint64(5))
+    run(blocks, out, bad, 5)
     assert bad[0] == 5

@@ -34,7 +34,9 @@ class PullDiagGT(Optimizer):
         y_{t+1} = A^R y_t + D_{t+1}^{-1} g_{t+1} - D_t^{-1} g_t
 
     where ``lr`` may also be one step size per node (shape ``(n,)``).
-    On the CPU the ATC y phase is one fused compiled kernel; no step allocates.
+    The ATC y phase is one fused compiled pass on the CPU; on a GPU its last
+    gossip round also writes ``x - lr y`` (and with ``rounds=1`` on a small
+    network the whole phase is one launch). No step allocates.
 
     Parameters
     ----------

@@ -231,17 +231,25 @@ def _mix_arguments(A):
 
 
 @lru_cache(maxsize=256)
-def _mix_kernel(n, w, dtype, index_dtype, aligned, kind, family="entry"):
+def _mix_kernel(n, w, dtype, index_dtype, aligned, kind, family="entry", role="csr_mix"):
     """(kernel name, threads) of the mixing kernel of ``family`` (:func:`_mix_arguments`) for an ``n x w``
-    block under the choice ``kind`` (:data:`MIX_KERNEL`)."""
+    block under the choice ``kind`` (:data:`MIX_KERNEL`); ``role`` ``"gt_descent"`` (4 neighbours' loads in
+    flight, 16-byte packs where ``aligned`` and the width allow) or ``"gt_phase"`` (2 in flight, one value
+    per thread: it runs on small blocks only) names the Pull-Diag-GT kernels of the same family
+    (:meth:`CupyBackend.gt_y_phase`)."""
     if kind not in _MIX_KERNELS:
         raise ValueError(f"ROWSTOCH_CUDA_MIX must be one of {', '.join(_MIX_KERNELS)}, got {kind!r}")
     suffix = f"{_suffix(dtype)}_{'i32' if np.dtype(index_dtype) == np.int32 else 'i64'}"
     vec = 2 if np.dtype(dtype) == np.float64 else 4
-    unroll = 1 if kind == "entry-u1" else 4
-    if kind != "entry1" and aligned and w % vec == 0:
-        return f"csr_mix_{family}{vec}x{unroll}_{suffix}", n * w // vec
-    return f"csr_mix_{family}1x{unroll}_{suffix}", n * w
+    if role == "csr_mix":
+        unroll = 1 if kind == "entry-u1" else 4
+        packed = kind != "entry1" and aligned and w % vec == 0
+    else:
+        unroll = 2 if role == "gt_phase" else 4
+        packed = role == "gt_descent" and aligned and w % vec == 0
+    if packed:
+        return f"{role}_{family}{vec}x{unroll}_{suffix}", n * w // vec
+    return f"{role}_{family}1x{unroll}_{suffix}", n * w
 
 
 def _ptr(a):
@@ -249,9 +257,12 @@ def _ptr(a):
     return a.data.ptr
 
 
-def _aligned(a, b):
-    """Both device arrays start on a 16-byte boundary (the vector kernels' loads and stores)."""
-    return (_ptr(a) | _ptr(b)) % 16 == 0
+def _aligned(*arrays):
+    """The device arrays all start on a 16-byte boundary (the vector kernels' loads and stores)."""
+    bits = 0
+    for a in arrays:
+        bits |= _ptr(a)
+    return bits % 16 == 0
 
 
 def _mix_into(A, X, out, status=None):
@@ -262,6 +273,35 @@ def _mix_into(A, X, out, status=None):
     name, threads = _mix_kernel(n, w, Ax.dtype, Ap.dtype, _aligned(X, out), MIX_KERNEL, family)
     _launch(name, threads, (Ap, Aj, Ax, X, out, np.int64(n), np.int64(w), _NULL if status is None else status))
     return out
+
+
+def _descent_into(A, X, x, lr, y, xw, status, launch):
+    """``y <- A X`` and ``xw <- x - lr y`` (one round, ``gt_descent`` of kernels.cu); a NaN or Inf in ``xw``
+    sets ``status`` to ``launch``."""
+    family, Ap, Aj, Ax = _mix_arguments(A)
+    n, w = X.shape
+    name, threads = _mix_kernel(n, w, Ax.dtype, Ap.dtype, _aligned(X, x, y, xw), MIX_KERNEL, family, "gt_descent")
+    _launch(name, threads, (Ap, Aj, Ax, X, x, x.dtype.type(lr), y, xw, np.int64(n), np.int64(w), status,
+                            np.uint64(launch)))
+
+
+def _phase_into(A, y, g_new, g_old, s_new, s_old, x, lr, y_out, xw, status, launch):
+    """A one-round Pull-Diag-GT y phase in one launch (``gt_phase`` of kernels.cu): ``y_out <- A (y + s_new
+    g_new - s_old g_old)``, the tracker input computed as it is gathered, and ``xw <- x - lr y_out``, checked
+    under ``launch``."""
+    family, Ap, Aj, Ax = _mix_arguments(A)
+    n, w = x.shape
+    name, threads = _mix_kernel(n, w, Ax.dtype, Ap.dtype, _aligned(y, g_new, g_old, x, y_out, xw), MIX_KERNEL,
+                                family, "gt_phase")
+    _launch(name, threads, (Ap, Aj, Ax, y, g_new, g_old, s_new, s_old, x, x.dtype.type(lr), y_out, xw,
+                            np.int64(n), np.int64(w), status, np.uint64(launch)))
+
+
+def _tracker_input_into(psi, y, g_new, g_old, s_new, s_old, status):
+    """``psi <- y + s_new g_new - s_old g_old`` (``tracker_input`` of kernels.cu; per-row ``s``)."""
+    n, w = psi.shape
+    _launch(f"tracker_input_{_suffix(psi.dtype)}", n * w, (y, g_new, g_old, s_new, s_old, psi, np.int64(n),
+                                                           np.int64(w), status))
 
 
 def _device_bad_states(chain, M, t):
@@ -300,30 +340,31 @@ def _mix_lossy_into(M, X, out, status, key, p, renormalise, awake, bad=None):
 
 
 def _combine_into(out, coefs, blocks, status, launch):
-    """``out <- sum_t coefs[t] * blocks[t]`` in one kernel (``combine`` of kernels.cu: the CPU's order and bits);
-    a coefficient is a float or a per-row device vector. A NaN or Inf in ``out`` sets ``status`` to ``launch``
-    (unless ``launch`` is 0); the launch does nothing if ``status`` holds another launch's id. (Once per term
-    of every step: kept lean.)"""
+    """``out <- sum_t coefs[t] * blocks[t]`` in one kernel (``combine<K>`` of kernels.cu: the CPU's order and
+    bits); a coefficient is a float or a per-row device vector. A NaN or Inf in ``out`` sets ``status`` to
+    ``launch`` (unless ``launch`` is 0); the launch does nothing if ``status`` holds another launch's id. (Once
+    per term of every step: kept lean.)"""
     K = len(blocks)
     if not 1 <= K <= 4 or len(coefs) != K:
         raise ValueError(f"combine takes 1 to 4 (coefficient, block) terms, got {len(coefs)} and {K}")
     n, w = out.shape
     dtype = out.dtype
     scalar = dtype.type
-    xs, rows, cs = [_NULL] * 4, [_NULL] * 4, [scalar(0)] * 4
-    for t in range(K):
-        b, c = blocks[t], coefs[t]
-        xs[t] = b if b.dtype == dtype and b.flags.c_contiguous else require_cupy().ascontiguousarray(b, dtype=dtype)
+    xs, rows, cs = [], [], []
+    for b, c in zip(blocks, coefs):
+        xs.append(b if b.dtype == dtype and b.flags.c_contiguous else require_cupy().ascontiguousarray(b, dtype=dtype))
         if is_device_array(c):
-            rows[t] = c
+            rows.append(c)
+            cs.append(scalar(0))
         else:
-            cs[t] = scalar(c)
-    _launch(_COMBINE[dtype.char], n * w, (*xs, *rows, *cs, np.int32(K), out, np.int64(n), np.int64(w), status,
-                                          np.uint64(launch)))
+            rows.append(_NULL)
+            cs.append(scalar(c))
+    _launch(_COMBINE[dtype.char, K], n * w, (*xs, *rows, *cs, out, np.int64(n * w), np.int64(w), status,
+                                             np.uint64(launch)))
 
 
 _NULL = np.intp(0)  # a null device pointer
-_COMBINE = {"d": "combine_f64", "f": "combine_f32"}
+_COMBINE = {(char, K): f"combine{K}_{suffix}" for char, suffix in (("d", "f64"), ("f", "f32")) for K in range(1, 5)}
 
 
 def _check_block(A, X, name="X"):
@@ -498,7 +539,7 @@ class CupyBackend(Backend):
         self._status = self.xp.zeros(2, dtype=self.xp.uint64)
 
     def prepare(self, width):
-        _kernel(f"combine_{_suffix(self.dtype)}")  # compiles (or loads from CuPy's cache) and loads the module
+        _kernel(f"combine1_{_suffix(self.dtype)}")  # compiles (or loads from CuPy's cache) and loads the module
 
     def check_x0(self, x0, dtype):
         cupy = self.xp
@@ -613,6 +654,28 @@ class CupyBackend(Backend):
     def combine(self, out, coefs, blocks, check=True):
         launch = self._next_launch(check)
         _combine_into(out, coefs, blocks, self._status, launch)
+        return DEFERRED if launch else True
+
+    #: The largest block (rows x width) whose one-round Pull-Diag-GT y phase runs as one launch that computes
+    #: the tracker input as it gathers (:meth:`gt_y_phase`); above it the gathers would read three blocks
+    #: where a separate pass reads them once.
+    fused_phase_max = 2**16
+
+    def gt_y_phase(self, A, rounds, lr, x, y, g_new, g_old, s_new, s_old, y_out, xw, psi, work):
+        """Pull-Diag-GT's y phase (the CPU backend's ``gt_y_phase``): ``y_out <- A^R (y + s_new g_new - s_old
+        g_old)`` and ``xw <- x - lr y_out``, the descent done by the last round's kernel (no pass of its own).
+        One round on at most :attr:`fused_phase_max` entries: the whole phase in one launch (the tracker
+        input computed as it is gathered, never written); otherwise the tracker input into ``psi``, the
+        first ``R - 1`` rounds (one graph, through ``work`` and ``y_out``), then the last. The same sums in
+        the same order as the CPU, hence the same bits. Returns DEFERRED (``xw`` checked on the device) or
+        True (checks off)."""
+        launch = self._next_launch(True)
+        if rounds == 1 and x.shape[0] * x.shape[1] <= self.fused_phase_max:
+            _phase_into(A, y, g_new, g_old, s_new, s_old, x, lr, y_out, xw, self._status, launch)
+        else:
+            _tracker_input_into(psi, y, g_new, g_old, s_new, s_old, self._status)
+            src = psi if rounds == 1 else self.mix(A, psi, work, rounds - 1, y_out)
+            _descent_into(A, src, x, lr, y_out, xw, self._status, launch)
         return DEFERRED if launch else True
 
     def copy_in(self, out, values):

@@ -52,19 +52,86 @@ __device__ __forceinline__ void store_pack(T* p, const T* v) {
 }
 
 // The row i and first column c of the V entries of an n x w block that this thread of a mixing kernel
-// computes, their sums acc zeroed; false past the block's end or once an earlier check has failed (see
-// "run status").
+// computes, their sums acc zeroed; false past the block's end or once an earlier check (not `launch`'s own)
+// has failed (see "run status").
 template <typename T, int V>
-__device__ __forceinline__ bool mixing_thread(i64 n, i64 w, const u64* status, i64& i, i64& c, T* acc) {
+__device__ __forceinline__ bool mixing_thread(i64 n, i64 w, const u64* status, u64 launch, i64& i, i64& c,
+                                              T* acc) {
     const i64 tid = (i64)blockIdx.x * blockDim.x + threadIdx.x;
     const i64 groups = w / V;
-    if (tid >= n * groups || frozen(status, 0)) return false;
+    if (tid >= n * groups || frozen(status, launch)) return false;
     i = tid / groups;
     c = (tid - i * groups) * V;
 #pragma unroll
     for (int k = 0; k < V; ++k) acc[k] = 0;
     return true;
 }
+
+// What a mixing kernel gathers, as a view at (row i, column c): load(k) is the pack of V values of row
+// i + k. Rows: the rows of a block X (a gossip round).
+template <typename T, int V>
+struct Rows {
+    const T* p;
+    i64 w;
+    __device__ __forceinline__ Rows at(i64 i, i64 c) const { return {p + i * w + c, w}; }
+    __device__ __forceinline__ Pack<T, V> load(i64 k) const { return load_pack<T, V>(p + k * w); }
+};
+
+// TrackerInput: psi = y + s_new g_new - s_old g_old of the gathered rows, computed as it is read (the CPU's
+// gt_tracker_input in gt.hpp, the same operations in the same order), so psi is never written.
+template <typename T, int V>
+struct TrackerInput {
+    const T *y, *g_new, *g_old, *s_new, *s_old;
+    i64 w;
+    __device__ __forceinline__ TrackerInput at(i64 i, i64 c) const {
+        const i64 o = i * w + c;
+        return {y + o, g_new + o, g_old + o, s_new + i, s_old + i, w};
+    }
+    __device__ __forceinline__ Pack<T, V> load(i64 k) const {
+        const i64 o = k * w;
+        const Pack<T, V> a = load_pack<T, V>(y + o), b = load_pack<T, V>(g_new + o), e = load_pack<T, V>(g_old + o);
+        const T sn = s_new[k], so = s_old[k];
+        Pack<T, V> r;
+#pragma unroll
+        for (int q = 0; q < V; ++q) r.v[q] = a.v[q] + sn * b.v[q] - so * e.v[q];
+        return r;
+    }
+};
+
+// Where a mixing kernel's sums go. Store: row i of Y (a gossip round).
+template <typename T, int V>
+struct Store {
+    T* Y;
+    i64 w;
+    __device__ __forceinline__ void operator()(i64 i, i64 c, const T* acc) const { store_pack<T, V>(Y + i * w + c, acc); }
+};
+
+// Descent: the last round of Pull-Diag-GT's y phase: y <- the sums and xw <- x - lr y (the CPU's
+// descent_rows, gt.hpp); a NaN or Inf in xw is reported under `launch` (see "run status").
+template <typename T, int V>
+struct Descent {
+    T* y;
+    T* xw;
+    const T* x;
+    T lr;
+    i64 w;
+    u64* status;
+    u64 launch;
+    __device__ __forceinline__ void operator()(i64 i, i64 c, const T* acc) const {
+        const i64 o = i * w + c;
+        store_pack<T, V>(y + o, acc);
+        const Pack<T, V> xv = load_pack<T, V>(x + o);
+        T v[V];
+        bool bad = false;
+#pragma unroll
+        for (int k = 0; k < V; ++k) {
+            v[k] = xv.v[k] - lr * acc[k];
+            bad |= !(v[k] - v[k] == T(0));
+        }
+        store_pack<T, V>(xw + o, v);
+        if (bad) report(status, launch);
+    }
+};
 
 // "entry": one thread per V consecutive entries of a row (w % V == 0; V = 1: any w), V values as one
 // 8- or 16-byte load; the threads of a row read its CSR entries together (one broadcast load), the
@@ -73,13 +140,13 @@ __device__ __forceinline__ bool mixing_thread(i64 n, i64 w, const u64* status, i
 // ROW: every stored weight of row i equals Ax[i] (Ax then holds n per-row weights, not the CSR's values:
 // the in-degree rule's matrices), so the values array is not read, 8 or 4 bytes less per nonzero; the
 // products, hence the sums, are the same bits.
-template <typename T, typename I, int V, int U, bool ROW = false>
+template <typename T, typename I, int V, int U, bool ROW, class Src, class Sink>
 __device__ void csr_mix_entry(const I* __restrict__ Ap, const I* __restrict__ Aj, const T* __restrict__ Ax,
-                              const T* __restrict__ X, T* __restrict__ Y, i64 n, i64 w, const u64* status) {
+                              const Src src, const Sink sink, i64 n, i64 w, const u64* status, u64 launch) {
     i64 i, c;
     T acc[V];
-    if (!mixing_thread<T, V>(n, w, status, i, c, acc)) return;
-    const T* Xc = X + c;
+    if (!mixing_thread<T, V>(n, w, status, launch, i, c, acc)) return;
+    const Src Xc = src.at(0, c);
     const T row_weight = ROW ? Ax[i] : T(0);  // (ROW: one load per row)
     I p = Ap[i];
     const I end = Ap[i + 1];
@@ -90,7 +157,7 @@ __device__ void csr_mix_entry(const I* __restrict__ Ap, const I* __restrict__ Aj
 #pragma unroll
             for (int u = 0; u < U; ++u) {
                 a[u] = ROW ? row_weight : Ax[p + u];
-                x[u] = load_pack<T, V>(Xc + (i64)Aj[p + u] * w);
+                x[u] = Xc.load((i64)Aj[p + u]);
             }
 #pragma unroll
             for (int u = 0; u < U; ++u)
@@ -100,28 +167,28 @@ __device__ void csr_mix_entry(const I* __restrict__ Ap, const I* __restrict__ Aj
     }
     for (; p < end; ++p) {
         const T a = ROW ? row_weight : Ax[p];
-        const Pack<T, V> x = load_pack<T, V>(Xc + (i64)Aj[p] * w);
+        const Pack<T, V> x = Xc.load((i64)Aj[p]);
 #pragma unroll
         for (int k = 0; k < V; ++k) acc[k] += a * x.v[k];
     }
-    store_pack<T, V>(Y + i * w + c, acc);
+    sink(i, c, acc);
 }
 
-// acc += a * (the V values at base - D[q] * w) for q = q .. end - 1 in order, U loads in flight
-template <typename T, typename I, int V, int U>
-__device__ __forceinline__ void circ_sum(const T* base, const I* __restrict__ D, I q, const I end, const i64 w,
-                                         const T a, T* acc) {
+// acc += a * (the V values of row -D[q] of base) for q = q .. end - 1 in order, U loads in flight
+template <typename T, typename I, int V, int U, class Src>
+__device__ __forceinline__ void circ_sum(const Src& base, const I* __restrict__ D, I q, const I end, const T a,
+                                         T* acc) {
     for (; q + U <= end; q += U) {
         Pack<T, V> x[U];
 #pragma unroll
-        for (int u = 0; u < U; ++u) x[u] = load_pack<T, V>(base - (i64)D[q + u] * w);
+        for (int u = 0; u < U; ++u) x[u] = base.load(-(i64)D[q + u]);
 #pragma unroll
         for (int u = 0; u < U; ++u)
 #pragma unroll
             for (int k = 0; k < V; ++k) acc[k] += a * x[u].v[k];
     }
     for (; q < end; ++q) {
-        const Pack<T, V> x = load_pack<T, V>(base - (i64)D[q] * w);
+        const Pack<T, V> x = base.load(-(i64)D[q]);
 #pragma unroll
         for (int k = 0; k < V; ++k) acc[k] += a * x.v[k];
     }
@@ -132,38 +199,67 @@ __device__ __forceinline__ void circ_sum(const T* base, const I* __restrict__ D,
 // {the weight}). Its CSR order (columns ascending) is the offsets <= i (columns i - D[k], no wrap), then
 // those above i (columns i + n - D[k]): two runs of circ_sum. Only X is read (and Y written): neither the
 // CSR's indices nor its values; the same products in the same order as "entry", hence the same bits.
-template <typename T, typename I, int V, int U>
+template <typename T, typename I, int V, int U, class Src, class Sink>
 __device__ void csr_mix_circ(const I* __restrict__ Ap, const I* __restrict__ Aj, const T* __restrict__ Ax,
-                             const T* __restrict__ X, T* __restrict__ Y, i64 n, i64 w, const u64* status) {
+                             const Src src, const Sink sink, i64 n, i64 w, const u64* status, u64 launch) {
     i64 i, c;
     T acc[V];
-    if (!mixing_thread<T, V>(n, w, status, i, c, acc)) return;
+    if (!mixing_thread<T, V>(n, w, status, launch, i, c, acc)) return;
     const T a = Ax[0];
     const I m = Ap[1];
     I first = 0;  // the number of offsets above i
     while (first < m && (i64)Aj[first] > i) ++first;
-    const T* own = X + i * w + c;
-    circ_sum<T, I, V, U>(own, Aj, first, m, w, a, acc);
-    circ_sum<T, I, V, U>(own + n * w, Aj, 0, first, w, a, acc);
-    store_pack<T, V>(Y + i * w + c, acc);
+    const Src own = src.at(i, c);
+    circ_sum<T, I, V, U>(own, Aj, first, m, a, acc);
+    circ_sum<T, I, V, U>(own.at(n, 0), Aj, 0, first, a, acc);
+    sink(i, c, acc);
+}
+
+// The kernels' families (backends/cupy.py's _mix_arguments): "entry" (the CSR's values), "row" (one weight
+// per row, ROW above) and "circ" (CIRC above).
+template <typename T, typename I, int V, int U, class Src, class Sink>
+__device__ __forceinline__ void mix_family_entry(const I* Ap, const I* Aj, const T* Ax, const Src& src,
+                                                 const Sink& sink, i64 n, i64 w, const u64* status, u64 launch) {
+    csr_mix_entry<T, I, V, U, false>(Ap, Aj, Ax, src, sink, n, w, status, launch);
+}
+template <typename T, typename I, int V, int U, class Src, class Sink>
+__device__ __forceinline__ void mix_family_row(const I* Ap, const I* Aj, const T* Ax, const Src& src,
+                                               const Sink& sink, i64 n, i64 w, const u64* status, u64 launch) {
+    csr_mix_entry<T, I, V, U, true>(Ap, Aj, Ax, src, sink, n, w, status, launch);
+}
+template <typename T, typename I, int V, int U, class Src, class Sink>
+__device__ __forceinline__ void mix_family_circ(const I* Ap, const I* Aj, const T* Ax, const Src& src,
+                                                const Sink& sink, i64 n, i64 w, const u64* status, u64 launch) {
+    csr_mix_circ<T, I, V, U>(Ap, Aj, Ax, src, sink, n, w, status, launch);
+}
+
+// psi <- y + s_new g_new - s_old g_old (gt.hpp's gt_tracker_input) element-wise, for the y phases whose
+// first round does not compute it as it reads (large blocks: the gathers would read three blocks).
+template <typename T>
+__device__ void tracker_input_impl(const T* __restrict__ y, const T* __restrict__ g_new, const T* __restrict__ g_old,
+                                   const T* __restrict__ s_new, const T* __restrict__ s_old, T* __restrict__ psi,
+                                   i64 n, i64 w, const u64* status) {
+    const i64 tid = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (tid >= n * w || frozen(status, 0)) return;
+    const i64 i = tid / w;
+    psi[tid] = y[tid] + s_new[i] * g_new[tid] - s_old[i] * g_old[tid];
 }
 
 // ------------------------------------------------------------------ combine
 // out[i, c] = sum_t a_t x_t[i, c] for K <= 4 terms, a_t = r_t[i] (a per-row coefficient) when r_t is not
 // null, else the scalar c_t; summed left to right as the CPU's combine (gt.hpp), so with --fmad=false the
 // bits are the same. A term may be out itself (each thread reads its element before writing it). A NaN or
-// Inf in out is reported on status under this launch's id (see "run status").
-template <typename T>
-__device__ void combine_impl(const T* x0, const T* x1, const T* x2, const T* x3, const T* r0, const T* r1,
-                             const T* r2, const T* r3, T c0, T c1, T c2, T c3, int K, T* out, i64 n, i64 w,
+// Inf in out is reported on status under this launch's id (see "run status"). One kernel per K (combine<K>:
+// K terms' arguments, no more: a launch's host cost grows with its arguments).
+template <typename T, int K>
+__device__ void combine_impl(const T* const* x, const T* const* r, const T* c, T* out, i64 total, i64 w,
                              u64* status, u64 launch) {
-    i64 tid = (i64)blockIdx.x * blockDim.x + threadIdx.x;
-    if (tid >= n * w || frozen(status, launch)) return;
-    i64 i = tid / w;
-    T v = (r0 ? r0[i] : c0) * x0[tid];
-    if (K > 1) v = v + (r1 ? r1[i] : c1) * x1[tid];
-    if (K > 2) v = v + (r2 ? r2[i] : c2) * x2[tid];
-    if (K > 3) v = v + (r3 ? r3[i] : c3) * x3[tid];
+    const i64 tid = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (tid >= total || frozen(status, launch)) return;
+    const i64 i = tid / w;
+    T v = (r[0] ? r[0][i] : c[0]) * x[0][tid];
+#pragma unroll
+    for (int t = 1; t < K; ++t) v = v + (r[t] ? r[t][i] : c[t]) * x[t][tid];
     out[tid] = v;
     if (!(v - v == T(0))) report(status, launch);
 }
@@ -485,23 +581,51 @@ __device__ void logistic_grad_impl(const T* __restrict__ H, const T* __restrict_
 // The mixing kernels run 256 threads per block (backends/cupy.py's _BLOCK); at most 32 registers per thread, so
 // that 8 blocks, the SM's 2048 threads, are resident (the circulant kernel took 40 and 75% of them).
 #define MIX_BOUNDS __launch_bounds__(256, 8)
-// csr_mix_entry<V>x<U>_<value>_<index>
-#define ENTRY(suffix, T, I, V, U) \
-    __global__ void MIX_BOUNDS csr_mix_entry##V##x##U##_##suffix(const I* Ap, const I* Aj, const T* Ax, const T* X, T* Y, i64 n, i64 w, const u64* status) { \
-        csr_mix_entry<T, I, V, U>(Ap, Aj, Ax, X, Y, n, w, status); }
-// csr_mix_row<V>x<U>_<value>_<index>: the same with per-row weights (ROW above; Aw of length n)
-#define ROWW(suffix, T, I, V, U) \
-    __global__ void MIX_BOUNDS csr_mix_row##V##x##U##_##suffix(const I* Ap, const I* Aj, const T* Aw, const T* X, T* Y, i64 n, i64 w, const u64* status) { \
-        csr_mix_entry<T, I, V, U, true>(Ap, Aj, Aw, X, Y, n, w, status); }
-// csr_mix_circ<V>x<U>_<value>_<index>: the same for circulant matrices (CIRC above: Ap = {0, m}, Aj the
-// offsets, Ax the one weight)
-#define CIRCW(suffix, T, I, V, U) \
-    __global__ void MIX_BOUNDS csr_mix_circ##V##x##U##_##suffix(const I* Ap, const I* Aj, const T* Ax, const T* X, T* Y, i64 n, i64 w, const u64* status) { \
-        csr_mix_circ<T, I, V, U>(Ap, Aj, Ax, X, Y, n, w, status); }
+// The one-launch Pull-Diag-GT phase reads three blocks per neighbour: up to 64 registers, 4 blocks per SM (it runs
+// on small blocks only, one value per thread).
+#define GT_BOUNDS __launch_bounds__(256, 4)
+// csr_mix_<family><V>x<U>_<value>_<index>: a gossip round Y <- A X of the family entry, row (Ax: n per-row
+// weights) or circ (Ap = {0, m}, Aj the offsets, Ax the one weight); see csr_mix_entry and csr_mix_circ.
+#define MIXK(family, suffix, T, I, V, U) \
+    __global__ void MIX_BOUNDS csr_mix_##family##V##x##U##_##suffix(const I* __restrict__ Ap, const I* __restrict__ Aj, const T* __restrict__ Ax, const T* __restrict__ X, T* __restrict__ Y, i64 n, i64 w, const u64* __restrict__ status) { \
+        mix_family_##family<T, I, V, U>(Ap, Aj, Ax, Rows<T, V>{X, w}, Store<T, V>{Y, w}, n, w, status, 0); }
+// gt_descent_<family><V>x<U>_<value>_<index>: the last round of a Pull-Diag-GT y phase, y <- A X and
+// xw <- x - lr y, checked under `launch` (Descent above)
+#define DESCENTK(family, suffix, T, I, V, U) \
+    __global__ void MIX_BOUNDS gt_descent_##family##V##x##U##_##suffix(const I* __restrict__ Ap, const I* __restrict__ Aj, const T* __restrict__ Ax, const T* __restrict__ X, const T* __restrict__ x, T lr, T* __restrict__ y, T* __restrict__ xw, i64 n, i64 w, u64* __restrict__ status, u64 launch) { \
+        mix_family_##family<T, I, V, U>(Ap, Aj, Ax, Rows<T, V>{X, w}, Descent<T, V>{y, xw, x, lr, w, status, launch}, n, w, status, launch); }
+// gt_phase_<family><V>x<U>_<value>_<index>: a whole one-round Pull-Diag-GT y phase in one launch,
+// y_out <- A (y + s_new g_new - s_old g_old) and xw <- x - lr y_out (TrackerInput and Descent above)
+#define PHASEK(family, suffix, T, I, V, U) \
+    __global__ void GT_BOUNDS gt_phase_##family##V##x##U##_##suffix(const I* __restrict__ Ap, const I* __restrict__ Aj, const T* __restrict__ Ax, const T* __restrict__ y, const T* __restrict__ g_new, const T* __restrict__ g_old, const T* __restrict__ s_new, const T* __restrict__ s_old, const T* __restrict__ x, T lr, T* __restrict__ y_out, T* __restrict__ xw, i64 n, i64 w, u64* __restrict__ status, u64 launch) { \
+        mix_family_##family<T, I, V, U>(Ap, Aj, Ax, TrackerInput<T, V>{y, g_new, g_old, s_new, s_old, w}, Descent<T, V>{y_out, xw, x, lr, w, status, launch}, n, w, status, launch); }
+#define ENTRY(suffix, T, I, V, U) MIXK(entry, suffix, T, I, V, U)
+#define ROWW(suffix, T, I, V, U) MIXK(row, suffix, T, I, V, U)
+#define CIRCW(suffix, T, I, V, U) MIXK(circ, suffix, T, I, V, U)
+#define DESCENTS(suffix, T, I, V, U) DESCENTK(entry, suffix, T, I, V, U) DESCENTK(row, suffix, T, I, V, U) DESCENTK(circ, suffix, T, I, V, U)
+#define PHASES(suffix, T, I, V, U) PHASEK(entry, suffix, T, I, V, U) PHASEK(row, suffix, T, I, V, U) PHASEK(circ, suffix, T, I, V, U)
 #define ENTRIES(V32, U, E) \
     E(f64_i32, double, int, 1, U) E(f64_i64, double, i64, 1, U) E(f32_i32, float, int, 1, U) \
     E(f32_i64, float, i64, 1, U) E(f64_i32, double, int, 2, U) E(f64_i64, double, i64, 2, U) \
     E(f32_i32, float, int, V32, U) E(f32_i64, float, i64, V32, U)
+// combine<K>_<value> (combine_impl above)
+#define COMBINE1(suffix, T) \
+    __global__ void combine1_##suffix(const T* x0, const T* r0, T c0, T* out, i64 total, i64 w, u64* status, u64 launch) { \
+        const T* x[1] = {x0}; const T* r[1] = {r0}; const T c[1] = {c0}; combine_impl<T, 1>(x, r, c, out, total, w, status, launch); }
+#define COMBINE2(suffix, T) \
+    __global__ void combine2_##suffix(const T* x0, const T* x1, const T* r0, const T* r1, T c0, T c1, T* out, i64 total, i64 w, u64* status, u64 launch) { \
+        const T* x[2] = {x0, x1}; const T* r[2] = {r0, r1}; const T c[2] = {c0, c1}; combine_impl<T, 2>(x, r, c, out, total, w, status, launch); }
+#define COMBINE3(suffix, T) \
+    __global__ void combine3_##suffix(const T* x0, const T* x1, const T* x2, const T* r0, const T* r1, const T* r2, T c0, T c1, T c2, T* out, i64 total, i64 w, u64* status, u64 launch) { \
+        const T* x[3] = {x0, x1, x2}; const T* r[3] = {r0, r1, r2}; const T c[3] = {c0, c1, c2}; combine_impl<T, 3>(x, r, c, out, total, w, status, launch); }
+#define COMBINE4(suffix, T) \
+    __global__ void combine4_##suffix(const T* x0, const T* x1, const T* x2, const T* x3, const T* r0, const T* r1, const T* r2, const T* r3, T c0, T c1, T c2, T c3, T* out, i64 total, i64 w, u64* status, u64 launch) { \
+        const T* x[4] = {x0, x1, x2, x3}; const T* r[4] = {r0, r1, r2, r3}; const T c[4] = {c0, c1, c2, c3}; combine_impl<T, 4>(x, r, c, out, total, w, status, launch); }
+#define COMBINES(suffix, T) COMBINE1(suffix, T) COMBINE2(suffix, T) COMBINE3(suffix, T) COMBINE4(suffix, T)
+// tracker_input_<value> (tracker_input_impl above)
+#define TRACKER_INPUT(suffix, T) \
+    __global__ void tracker_input_##suffix(const T* y, const T* g_new, const T* g_old, const T* s_new, const T* s_old, T* psi, i64 n, i64 w, const u64* status) { \
+        tracker_input_impl<T>(y, g_new, g_old, s_new, s_old, psi, n, w, status); }
 // csr_mix_lossy<V>_<value>_<index>
 #define LOSSY(suffix, T, I, V) \
     __global__ void csr_mix_lossy##V##_##suffix(const I* Ap, const I* Aj, const T* Ax, const T* X, T* Y, i64 n, i64 w, const u64* status, u64 round_key, double p, int renormalise, const unsigned char* awake, const unsigned char* bad) { \
@@ -519,10 +643,12 @@ ENTRIES(4, 1, ENTRY)
 ENTRIES(4, 4, ENTRY)
 ENTRIES(4, 4, ROWW)
 ENTRIES(4, 4, CIRCW)
+ENTRIES(4, 4, DESCENTS)
+PHASES(f64_i32, double, int, 1, 2) PHASES(f64_i64, double, i64, 1, 2) PHASES(f32_i32, float, int, 1, 2) PHASES(f32_i64, float, i64, 1, 2)
 LOSSY(f64_i32, double, int, 1) LOSSY(f64_i64, double, i64, 1) LOSSY(f32_i32, float, int, 1) LOSSY(f32_i64, float, i64, 1)
 LOSSY(f64_i32, double, int, 2) LOSSY(f64_i64, double, i64, 2) LOSSY(f32_i32, float, int, 4) LOSSY(f32_i64, float, i64, 4)
-__global__ void combine_f64(const double* x0, const double* x1, const double* x2, const double* x3, const double* r0, const double* r1, const double* r2, const double* r3, double c0, double c1, double c2, double c3, int K, double* out, i64 n, i64 w, u64* status, u64 launch) { combine_impl(x0, x1, x2, x3, r0, r1, r2, r3, c0, c1, c2, c3, K, out, n, w, status, launch); }
-__global__ void combine_f32(const float* x0, const float* x1, const float* x2, const float* x3, const float* r0, const float* r1, const float* r2, const float* r3, float c0, float c1, float c2, float c3, int K, float* out, i64 n, i64 w, u64* status, u64 launch) { combine_impl(x0, x1, x2, x3, r0, r1, r2, r3, c0, c1, c2, c3, K, out, n, w, status, launch); }
+COMBINES(f64, double) COMBINES(f32, float)
+TRACKER_INPUT(f64, double) TRACKER_INPUT(f32, float)
 LOGISTIC(f64, double, 0) LOGISTIC(f64, double, 1) LOGISTIC(f64, double, 2) LOGISTIC(f64, double, 3) LOGISTIC(f64, double, 4)
 LOGISTIC(f32, float, 0) LOGISTIC(f32, float, 1) LOGISTIC(f32, float, 2) LOGISTIC(f32, float, 3) LOGISTIC(f32, float, 4)
 }
