@@ -4,6 +4,7 @@
 // warp-cooperative kernels run each block of 32 threads as 32 host threads, __syncwarp being a barrier
 // among them. Built by tests/test_backends.py with the C++ compiler and loaded by ctypes; device-only
 // intrinsics get host stand-ins below. Not part of the package.
+#include <atomic>
 #include <cmath>
 #include <condition_variable>
 #include <cstdint>
@@ -47,6 +48,7 @@ static inline unsigned long long atomicCAS(unsigned long long* p, unsigned long 
                                            unsigned long long desired) {
     return __sync_val_compare_and_swap(p, expected, desired);
 }
+static inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 using std::exp;
 using std::fabs;
 using std::memcpy;
@@ -183,6 +185,7 @@ EMULATE_LOSSY(csr_mix_lossy4_f32_i64, float, i64)
     EMULATE_DESCENT(gt_descent_##family##2x4_f64_i32, double, int) \
     EMULATE_PHASE(gt_phase_##family##1x2_f64_i32, double, int)
 EMULATE_GT(entry) EMULATE_GT(row) EMULATE_GT(circ)
+EMULATE(tick, P(u64* s), (s))
 EMULATE(tracker_input_f64,
         P(const double* y, const double* g_new, const double* g_old, const double* s_new, const double* s_old,
           double* psi, i64 n, i64 w, const u64* s),

@@ -341,8 +341,10 @@ def _host_kernels(monkeypatch, backend):
     fake = _fake_cupy()
     monkeypatch.setattr(backend, "require_cupy", lambda: fake)
 
-    def frozen(status, launch):
-        return not isinstance(status, np.intp) and status[0] != 0 and status[0] != launch
+    def frozen(status, launch):  # kernels.cu's "run status"
+        if isinstance(status, np.intp) or status[0] == 0:
+            return False
+        return status[0] != launch or bool(launch >> 63 and status[1] != status[2])
 
     def mix(M, src, dst, status=None):
         def launch():
@@ -364,13 +366,23 @@ def _host_kernels(monkeypatch, backend):
                     psi[...] = y + s_new[:, None] * g_new - s_old[:, None] * g_old
         _FakeGraphs.run(launch)
 
+    def tick(status):
+        def launch():
+            status[2] += 1
+        _FakeGraphs.run(launch)
+
     def descent(M, X, x, lr, y, xw, status, launch):
-        if not frozen(status, launch):
-            with np.errstate(all="ignore"):
-                y[...] = M.csr @ np.asarray(X)
-                xw[...] = x - x.dtype.type(lr) * y
-            if launch and status[0] == 0 and not np.isfinite(xw).all():
-                status[0] = launch
+        def run():
+            if not frozen(status, launch):
+                with np.errstate(all="ignore"):
+                    y[...] = M.csr @ np.asarray(X)
+                    xw[...] = x - x.dtype.type(lr) * y
+                if launch and not np.isfinite(xw).all():
+                    if launch >> 63:  # a graph's check: the replay first (kernels.cu's report)
+                        status[1] = status[2]
+                    if status[0] == 0:
+                        status[0] = launch
+        _FakeGraphs.run(run)
 
     def phase(M, y, g_new, g_old, s_new, s_old, x, lr, y_out, xw, status, launch):
         psi = np.empty_like(y)
@@ -398,6 +410,7 @@ def _host_kernels(monkeypatch, backend):
     monkeypatch.setattr(backend, "_combine_into", combine)
     monkeypatch.setattr(backend, "_tracker_input_into", tracker_input)
     monkeypatch.setattr(backend, "_descent_into", descent)
+    monkeypatch.setattr(backend, "_tick_into", tick)
     monkeypatch.setattr(backend, "_phase_into", phase)
     monkeypatch.setattr(backend, "_mix_lossy_into", mix_lossy)
     monkeypatch.setattr(backend, "_device_bad_states",  # the device chains' twin (checked bit for bit too)

@@ -767,14 +767,17 @@ def test_cuda_gt_y_phase_matches_cpu(cuda_on_host, monkeypatch, kind, w, rounds,
         np.testing.assert_array_equal(y_out, want_y)
         np.testing.assert_array_equal(xw, want_xw)
         assert ops.failed_launch() == 0
-        dev[0][2, 1] = np.inf  # x: the descent's check fails under this phase's id
+        dev[0][2, 1] = np.inf  # x: the descent's check fails under this phase's id (a replayed graph's)
         ops.gt_y_phase(A, rounds, 0.05, *dev, y_out, xw, psi, work)
-        assert ops.last_launch == 2 and int(ops._status[0]) == 2 and np.isinf(xw[2, 1])
-        before = np.array(y_out)
-        ops.gt_y_phase(A, rounds, 0.05, *[fake.asarray(a) for a in (x, y, g_new, g_old, s_new, s_old)], y_out, xw,
-                       psi, work)
-        np.testing.assert_array_equal(y_out, before)  # frozen: launch 3 wrote nothing
-        assert ops.failed_launch() == 2
+        failed = ops.last_launch
+        assert failed == (2 if single else backend._GRAPH_CHECK | 1 << 8) and np.isinf(xw[2, 1])
+        np.testing.assert_array_equal(y_out, want_y)  # (x is not in y)
+        dev[0][2, 1] = x[2, 1]
+        ops.gt_y_phase(A, rounds, 0.05, *dev, 2 * y_out, xw, psi, work)  # another key: plain launches, frozen
+        ops.gt_y_phase(A, rounds, 0.05, *dev, y_out, xw, psi, work)  # the graph's next replay: frozen
+        np.testing.assert_array_equal(y_out, want_y)
+        assert np.isinf(xw[2, 1])
+        assert ops.failed_launch() == failed and ops.failed_launch() == 0
 
 
 def test_cuda_run_status_freezes_later_launches(cuda_on_host):

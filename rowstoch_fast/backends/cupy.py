@@ -297,6 +297,15 @@ def _phase_into(A, y, g_new, g_old, s_new, s_old, x, lr, y_out, xw, status, laun
                             np.int64(n), np.int64(w), status, np.uint64(launch)))
 
 
+def _tick_into(status):
+    """``status[2] += 1``: the first launch of a graph whose check tells its replays apart (``tick`` and "run
+    status" of kernels.cu)."""
+    _launch("tick", 1, (status,))
+
+
+_GRAPH_CHECK = 1 << 63  # the id of a check inside a graph; journaled with its replay's count (kernels.cu)
+
+
 def _tracker_input_into(psi, y, g_new, g_old, s_new, s_old, status):
     """``psi <- y + s_new g_new - s_old g_old`` (``tracker_input`` of kernels.cu; per-row ``s``)."""
     n, w = psi.shape
@@ -516,8 +525,10 @@ class CupyBackend(Backend):
     has failed, every later launch of this backend does nothing, so the last
     finite state survives. The ``R`` gossip rounds of a phase are captured once
     as a CUDA graph per (matrix, buffers) and replayed (one launch instead of
-    ``R``). ``x0`` and what ``grad_fn`` returns must be device arrays (no silent
-    host/device copies); :meth:`gather` copies to the host.
+    ``R``); so is Pull-Diag-GT's whole y phase (tracker input, rounds, descent
+    and its check) once its tracker has frozen. ``x0`` and what ``grad_fn``
+    returns must be device arrays (no silent host/device copies); :meth:`gather`
+    copies to the host.
     """
 
     name = "cupy"
@@ -530,13 +541,15 @@ class CupyBackend(Backend):
     def __init__(self, **options):
         super().__init__(**options)
         self.xp = require_cupy()
-        self.last_launch = 0
+        self.last_launch = 0  # the id of the latest checked launch (what the optimizer journals)
+        self._launches = self._replays = 0  # checked launches made; replays of graphs with a tick (the device's status[2])
         self._graphs, self._seen = {}, set()
 
     def attach(self, n, dtype, matrices):
         super().attach(n, dtype, matrices)
-        # status[0]: the id of the first checked launch that found a NaN/Inf (kernels.cu, "run status")
-        self._status = self.xp.zeros(2, dtype=self.xp.uint64)
+        # status[0]: the id of the first checked launch that found a NaN/Inf; status[1]: the replay in which a
+        # graph's check did; status[2]: the replays of graphs with checks (kernels.cu, "run status")
+        self._status = self.xp.zeros(3, dtype=self.xp.uint64)
 
     def prepare(self, width):
         _kernel(f"combine1_{_suffix(self.dtype)}")  # compiles (or loads from CuPy's cache) and loads the module
@@ -574,21 +587,34 @@ class CupyBackend(Backend):
             return _mix_rounds(M, src, out, rounds, work, self._status)
         # what the graph's launches read and write (a matrix freed and another at the same addresses: the same
         # launches)
-        key = (*map(_ptr, _mix_arguments(M)[1:]), M.n, _ptr(src), _ptr(out), _ptr(work), src.shape, rounds,
+        key = ("mix", *map(_ptr, _mix_arguments(M)[1:]), M.n, _ptr(src), _ptr(out), _ptr(work), src.shape, rounds,
                MIX_KERNEL)
+        graph = self._graph(key, lambda: _mix_rounds(M, src, out, rounds, work, self._status))
+        if graph is None:
+            return _mix_rounds(M, src, out, rounds, work, self._status)
+        graph.launch()
+        return out
+
+    def _graph(self, key, launches):
+        """The CUDA graph of ``launches()`` kept under ``key`` (the addresses and values its launches read):
+        None the first time ``key`` comes (launch plainly: that compiles and loads the kernels) and where
+        graphs are off or cannot be made; captured the second time and replayed after."""
+        if not self.use_graphs:
+            return None
         graph = self._graphs.get(key)
         if graph is None:
-            if key not in self._seen:  # the first time: plain launches (compiles and loads the kernels)
+            if key not in self._seen:
+                if len(self._seen) >= 64 * self._MAX_GRAPHS:  # (keys that never come back: the tracker's rows)
+                    self._seen.clear()
                 self._seen.add(key)
-                return _mix_rounds(M, src, out, rounds, work, self._status)
-            graph = self._capture(lambda: _mix_rounds(M, src, out, rounds, work, self._status))
+                return None
+            graph = self._capture(launches)
             if graph is None:
-                return _mix_rounds(M, src, out, rounds, work, self._status)
+                return None
             if len(self._graphs) >= self._MAX_GRAPHS:
                 self._graphs.clear()
             self._graphs[key] = graph
-        graph.launch()
-        return out
+        return graph
 
     def mix_network(self, net, t, src, out, rounds=1, work=None):
         """The rounds of iteration ``t`` of a time-varying network (:mod:`rowstoch_fast.network`) on the device:
@@ -648,7 +674,8 @@ class CupyBackend(Backend):
     def _next_launch(self, check):
         if not (check and self.checking):
             return 0
-        self.last_launch += 1
+        self._launches += 1
+        self.last_launch = self._launches
         return self.last_launch
 
     def combine(self, out, coefs, blocks, check=True):
@@ -669,14 +696,33 @@ class CupyBackend(Backend):
         first ``R - 1`` rounds (one graph, through ``work`` and ``y_out``), then the last. The same sums in
         the same order as the CPU, hence the same bits. Returns DEFERRED (``xw`` checked on the device) or
         True (checks off)."""
-        launch = self._next_launch(True)
+        status = self._status
         if rounds == 1 and x.shape[0] * x.shape[1] <= self.fused_phase_max:
-            _phase_into(A, y, g_new, g_old, s_new, s_old, x, lr, y_out, xw, self._status, launch)
-        else:
-            _tracker_input_into(psi, y, g_new, g_old, s_new, s_old, self._status)
-            src = psi if rounds == 1 else self.mix(A, psi, work, rounds - 1, y_out)
-            _descent_into(A, src, x, lr, y_out, xw, self._status, launch)
-        return DEFERRED if launch else True
+            launch = self._next_launch(True)
+            _phase_into(A, y, g_new, g_old, s_new, s_old, x, lr, y_out, xw, status, launch)
+            return DEFERRED if launch else True
+
+        def phase(launch):
+            _tracker_input_into(psi, y, g_new, g_old, s_new, s_old, status)
+            src = psi if rounds == 1 else _mix_rounds(A, psi, work, rounds - 1, y_out, status)
+            _descent_into(A, src, x, lr, y_out, xw, status, launch)
+
+        checked = self.checking
+        graph = None
+        if self.use_graphs:  # (the tracker's rows are keyed too: a graph once it has frozen)
+            key = ("y phase", *map(_ptr, _mix_arguments(A)[1:]), A.n, *map(_ptr, (x, y, g_new, g_old, s_new, s_old,
+                   y_out, xw, psi, work)), x.shape, rounds, float(lr), MIX_KERNEL, checked)
+            graph = self._graph(key, lambda: (_tick_into(status), phase(_GRAPH_CHECK if checked else 0)))
+        if graph is None:
+            launch = self._next_launch(True)
+            phase(launch)
+            return DEFERRED if launch else True
+        graph.launch()  # its check: _GRAPH_CHECK in every replay, told apart by the count (kernels.cu)
+        self._replays += 1
+        if not checked:
+            return True
+        self.last_launch = _GRAPH_CHECK | self._replays << 8
+        return DEFERRED
 
     def copy_in(self, out, values):
         launch = self._next_launch(True)
@@ -684,9 +730,12 @@ class CupyBackend(Backend):
         return DEFERRED if launch else True
 
     def failed_launch(self):
-        failed = int(self._status[:1].get()[0])
+        failed, replay = (int(v) for v in self._status[:2].get())
+        if failed >> 63:  # a graph's check: its id and the replay (kernels.cu, "run status")
+            failed |= replay << 8
         if failed:
             self._status.fill(0)
+            self._replays = 0
         return failed
 
     def first_nonfinite(self, *blocks):

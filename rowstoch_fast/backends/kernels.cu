@@ -18,14 +18,30 @@ typedef unsigned long long u64;
 // launch failed, so the state stays at the last finite iterate while the host
 // goes on queueing work: it reads status only every few steps (no per-step sync).
 // A null status pointer turns both off.
+// A check captured in a CUDA graph runs at every replay, so its id cannot change
+// from one replay to the next: it has the top bit set, and the replay is told by
+// status[2], the count of replays that the graph's first node (tick) advances. A
+// failing graph check writes that count to status[1] before its id to status[0]
+// (all its failing threads write the same count; kernels on a stream run one
+// after the other), and a launch of the same id in a later replay is frozen. The
+// host journals such a check as id | count << 8. (status holds three words.)
 __device__ __forceinline__ bool frozen(const u64* status, u64 launch) {
     if (!status) return false;
     const u64 s = *(const volatile u64*)status;
-    return s != 0 && s != launch;
+    if (s == 0) return false;
+    if (s != launch) return true;
+    if (!(launch >> 63)) return false;
+    __threadfence();  // (the count written before the id)
+    return *(const volatile u64*)(status + 1) != *(const volatile u64*)(status + 2);
 }
 
 __device__ __forceinline__ void report(u64* status, u64 launch) {
-    if (status && launch) atomicCAS(status, 0ULL, launch);
+    if (!status || !launch) return;
+    if (launch >> 63) {
+        *(volatile u64*)(status + 1) = *(const volatile u64*)(status + 2);
+        __threadfence();
+    }
+    atomicCAS(status, 0ULL, launch);
 }
 
 // ------------------------------------------------------------------ mixing
@@ -622,6 +638,8 @@ __device__ void logistic_grad_impl(const T* __restrict__ H, const T* __restrict_
     __global__ void combine4_##suffix(const T* x0, const T* x1, const T* x2, const T* x3, const T* r0, const T* r1, const T* r2, const T* r3, T c0, T c1, T c2, T c3, T* out, i64 total, i64 w, u64* status, u64 launch) { \
         const T* x[4] = {x0, x1, x2, x3}; const T* r[4] = {r0, r1, r2, r3}; const T c[4] = {c0, c1, c2, c3}; combine_impl<T, 4>(x, r, c, out, total, w, status, launch); }
 #define COMBINES(suffix, T) COMBINE1(suffix, T) COMBINE2(suffix, T) COMBINE3(suffix, T) COMBINE4(suffix, T)
+// tick: the first node of a graph whose check tells its replays apart ("run status" above)
+#define TICK __global__ void tick(u64* status) { if (blockIdx.x == 0 && threadIdx.x == 0) status[2] += 1; }
 // tracker_input_<value> (tracker_input_impl above)
 #define TRACKER_INPUT(suffix, T) \
     __global__ void tracker_input_##suffix(const T* y, const T* g_new, const T* g_old, const T* s_new, const T* s_old, T* psi, i64 n, i64 w, const u64* status) { \
@@ -649,6 +667,7 @@ LOSSY(f64_i32, double, int, 1) LOSSY(f64_i64, double, i64, 1) LOSSY(f32_i32, flo
 LOSSY(f64_i32, double, int, 2) LOSSY(f64_i64, double, i64, 2) LOSSY(f32_i32, float, int, 4) LOSSY(f32_i64, float, i64, 4)
 COMBINES(f64, double) COMBINES(f32, float)
 TRACKER_INPUT(f64, double) TRACKER_INPUT(f32, float)
+TICK
 LOGISTIC(f64, double, 0) LOGISTIC(f64, double, 1) LOGISTIC(f64, double, 2) LOGISTIC(f64, double, 3) LOGISTIC(f64, double, 4)
 LOGISTIC(f32, float, 0) LOGISTIC(f32, float, 1) LOGISTIC(f32, float, 2) LOGISTIC(f32, float, 3) LOGISTIC(f32, float, 4)
 }
