@@ -395,6 +395,50 @@ def test_the_cupy_backend_on_the_emulated_kernels_equals_the_cpu(cuda_on_host, m
         assert ran("ge_advance") == (network == "bursty")
 
 
+@pytest.mark.parametrize("cause", [None, "gradient", "iterate"])
+def test_the_y_phase_graph_on_the_emulated_kernels(cuda_on_host, monkeypatch, cause):
+    """MG-Pull-Diag-GT once its tracker has frozen: the y phase replays as one graph whose check tells its
+    replays apart on the device (kernels.cu's tick and run status): the CPU's iterates bit for bit, and a NaN/Inf
+    at step 9 raises the CPU's DivergenceError (iteration, node, cause) with the state rolled back alike."""
+    from rowstoch_fast.errors import DivergenceError
+
+    fake = _emulated_device(cuda_on_host, monkeypatch)
+    A = topology.exponential(11)
+    rng = np.random.default_rng(4)
+    x0, G = rng.standard_normal((11, 4)), rng.standard_normal((11, 4))
+
+    def make_grad(device):
+        calls = [0]
+
+        def grad(X):
+            calls[0] += 1
+            out = X - (fake.asarray(G) if device else G)
+            if cause == "gradient" and calls[0] == 10:
+                out[3, 2] = np.nan
+            return out
+        return grad
+
+    lr = 1e140 if cause == "iterate" else 0.05  # (the iterates overflow after a few steps)
+    cpu = PullDiagGT(A, x0, lr, rounds=3, tracker="perron")
+    gpu = PullDiagGT(A, fake.asarray(x0), lr, rounds=3, tracker="perron")
+    gpu._ops.check_every = 4
+    outcome = {}
+    for name, opt in (("cpu", cpu), ("gpu", gpu)):
+        grad = make_grad(name == "gpu")
+        try:
+            for _ in range(14):
+                opt.step(grad)
+            opt.x
+            outcome[name] = None
+        except DivergenceError as exc:
+            outcome[name] = (exc.iteration, exc.node, exc.what)
+    assert outcome["gpu"] == outcome["cpu"] and (outcome["cpu"] is None) == (cause is None)
+    assert gpu.iteration == cpu.iteration
+    np.testing.assert_array_equal(gpu.gather_x(), cpu.x)
+    assert "tick" in fake.launched  # the y phase captured as a graph (the launches list records captures) ...
+    assert cause is not None or gpu._ops._replays >= 8  # ... and replayed (a failure's read resets the count)
+
+
 @pytest.mark.parametrize("network", ["static", "lossy"])
 def test_a_run_on_the_emulated_device_equals_the_cpu_run(cuda_on_host, monkeypatch, network):
     """rowstoch_fast.run with backend='cupy' end to end on the emulated kernels (the logistic oracle's warps
