@@ -398,8 +398,10 @@ def test_the_cupy_backend_on_the_emulated_kernels_equals_the_cpu(cuda_on_host, m
 @pytest.mark.parametrize("cause", [None, "gradient", "iterate"])
 def test_the_y_phase_graph_on_the_emulated_kernels(cuda_on_host, monkeypatch, cause):
     """MG-Pull-Diag-GT once its tracker has frozen: the y phase replays as one graph whose check tells its
-    replays apart on the device (kernels.cu's tick and run status): the CPU's iterates bit for bit, and a NaN/Inf
-    at step 9 raises the CPU's DivergenceError (iteration, node, cause) with the state rolled back alike."""
+    replays apart on the device (kernels.cu's tick and run status): the CPU's iterates bit for bit; a NaN
+    gradient, or a huge one that overflows the y phase (its check is inside the graph), at step 9 raises the
+    CPU's DivergenceError (iteration, node, cause) 5 steps later, nothing the later replays ran having touched
+    the state it rolls back to, from which both go on alike."""
     from rowstoch_fast.errors import DivergenceError
 
     fake = _emulated_device(cuda_on_host, monkeypatch)
@@ -413,15 +415,14 @@ def test_the_y_phase_graph_on_the_emulated_kernels(cuda_on_host, monkeypatch, ca
         def grad(X):
             calls[0] += 1
             out = X - (fake.asarray(G) if device else G)
-            if cause == "gradient" and calls[0] == 10:
-                out[3, 2] = np.nan
+            if cause is not None and calls[0] == 10:
+                out[3, 2] = np.nan if cause == "gradient" else 1e308
             return out
         return grad
 
-    lr = 1e140 if cause == "iterate" else 0.05  # (the iterates overflow after a few steps)
-    cpu = PullDiagGT(A, x0, lr, rounds=3, tracker="perron")
-    gpu = PullDiagGT(A, fake.asarray(x0), lr, rounds=3, tracker="perron")
-    gpu._ops.check_every = 4
+    cpu = PullDiagGT(A, x0, 0.05, rounds=3, tracker="perron")
+    gpu = PullDiagGT(A, fake.asarray(x0), 0.05, rounds=3, tracker="perron")
+    gpu._ops.check_every = 64
     outcome = {}
     for name, opt in (("cpu", cpu), ("gpu", gpu)):
         grad = make_grad(name == "gpu")
@@ -432,11 +433,17 @@ def test_the_y_phase_graph_on_the_emulated_kernels(cuda_on_host, monkeypatch, ca
             outcome[name] = None
         except DivergenceError as exc:
             outcome[name] = (exc.iteration, exc.node, exc.what)
-    assert outcome["gpu"] == outcome["cpu"] and (outcome["cpu"] is None) == (cause is None)
+    assert outcome["gpu"] == outcome["cpu"]
+    assert outcome["cpu"] == {None: None, "gradient": (9, 3, "gradient"), "iterate": (9, 0, "iterate")}[cause]
     assert gpu.iteration == cpu.iteration
+    assert "tick" in fake.launched  # the y phase captured as a graph (the launches list records captures)
+    assert cause is not None or gpu._ops._replays >= 10  # ... and replayed (a failure's read resets the count)
+    for _ in range(3):  # both go on alike from the same state
+        cpu.step(lambda X: X - G)
+        Gd = fake.asarray(G)
+        gpu.step(lambda X: X - Gd)
     np.testing.assert_array_equal(gpu.gather_x(), cpu.x)
-    assert "tick" in fake.launched  # the y phase captured as a graph (the launches list records captures) ...
-    assert cause is not None or gpu._ops._replays >= 8  # ... and replayed (a failure's read resets the count)
+    np.testing.assert_array_equal(gpu.gather_y(), cpu.y)
 
 
 @pytest.mark.parametrize("network", ["static", "lossy"])
