@@ -43,6 +43,31 @@ def test_mix_and_power(xp, dtype, rtol):
     np.testing.assert_allclose(host(A.mix(xp.asarray(X))), A.toarray() @ X, rtol=rtol, atol=rtol)
 
 
+def test_mix_into_its_own_input_is_refused(xp):
+    """``A.mix(X, out=X)`` (or an ``out`` overlapping ``X``) is refused on every backend: a gossip round reads all
+    of X while it writes, so writing in place would be a silently different answer."""
+    A = topology.exponential(8)
+    X = xp.asarray(np.random.default_rng(0).standard_normal((8, 3)))
+    for R in (1, 3):
+        with pytest.raises(ValueError, match="out shares memory with X"):
+            A.mix_power(X, R, out=X)
+    with pytest.raises(ValueError, match="out shares memory with X"):
+        A.mix(X.reshape(-1)[:16].reshape(8, 2), out=X.reshape(-1)[8:24].reshape(8, 2))
+
+
+def test_mix_into_its_own_input_is_refused_on_the_emulated_device(cuda_on_host, monkeypatch):
+    fake = _emulated_device(cuda_on_host, monkeypatch)
+    A = topology.exponential(8)
+    X = fake.asarray(np.random.default_rng(0).standard_normal((8, 3)))
+    with pytest.raises(ValueError, match="out shares memory with X"):
+        A.mix(X, out=X)
+    flat = fake.asarray(np.zeros(24))
+    with pytest.raises(ValueError, match="out shares memory with X"):
+        A.mix(flat[:16].reshape(8, 2), out=flat[8:].reshape(8, 2))
+    Y = fake.asarray(np.zeros((8, 3)))
+    np.testing.assert_array_equal(A.mix(X, out=Y), A.mix(np.asarray(X)))
+
+
 @pytest.mark.parametrize("kind", ["entry", "entry1", "entry-u1", "row"])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_every_gpu_mixing_kernel_gives_the_cpu_bits(monkeypatch, kind, dtype):

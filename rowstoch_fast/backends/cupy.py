@@ -403,6 +403,8 @@ def mix_power(A, X, R, out=None, work=None):
         _require_device(out, "out")
         if out.dtype != A.dtype or out.shape != shape or not out.flags.c_contiguous:
             raise ValueError(f"out must be a C-contiguous {A.dtype} device array of shape {shape}")
+        if _ptr(out) < _ptr(X) + X.nbytes and _ptr(X) < _ptr(out) + out.nbytes:  # (both C-contiguous here)
+            raise ValueError("out shares memory with X; pass a separate output array")  # (a round reads X whole)
         res = out.reshape(A.n, -1)
     if R == 0:
         res[...] = X2
