@@ -255,7 +255,6 @@ def test_cuda_logistic_kernel_logic_matches_cpu(cuda_on_host, nodes, M, d, layou
     spill = np.full(reps * m * (f.samples_per_node + f.batch), -1, dtype=np.int32)
     i64, u64 = ctypes.c_int64, ctypes.c_uint64
     real = ctypes.c_double if dtype == np.float64 else ctypes.c_float
-    from rowstoch_fast.backends import cupy as backend
     from rowstoch_fast.backends.cupy import _coordinate_groups
 
     K = _coordinate_groups(d)
