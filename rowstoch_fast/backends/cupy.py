@@ -695,9 +695,10 @@ class CupyBackend(Backend):
         g_old)`` and ``xw <- x - lr y_out``, the descent done by the last round's kernel (no pass of its own).
         One round on at most :attr:`fused_phase_max` entries: the whole phase in one launch (the tracker
         input computed as it is gathered, never written); otherwise the tracker input into ``psi``, the
-        first ``R - 1`` rounds (one graph, through ``work`` and ``y_out``), then the last. The same sums in
-        the same order as the CPU, hence the same bits. Returns DEFERRED (``xw`` checked on the device) or
-        True (checks off)."""
+        first ``R - 1`` rounds (through ``work`` and ``y_out``), then the last, all replayed as one CUDA graph
+        once the same buffers, tracker rows and ``lr`` come again (the tracker has frozen), its check told
+        apart from one replay to the next on the device. The same sums in the same order as the CPU, hence
+        the same bits. Returns DEFERRED (``xw`` checked on the device) or True (checks off)."""
         status = self._status
         if rounds == 1 and x.shape[0] * x.shape[1] <= self.fused_phase_max:
             launch = self._next_launch(True)

@@ -258,7 +258,7 @@ __device__ void tracker_input_impl(const T* __restrict__ y, const T* __restrict_
     const i64 tid = (i64)blockIdx.x * blockDim.x + threadIdx.x;
     if (tid >= n * w || frozen(status, 0)) return;
     const i64 i = tid / w;
-    psi[tid] = y[tid] + s_new[i] * g_new[tid] - s_old[i] * g_old[tid];
+    psi[tid] = TrackerInput<T, 1>{y, g_new, g_old, s_new, s_old, w}.at(i, tid - i * w).load(0).v[0];
 }
 
 // ------------------------------------------------------------------ combine
