@@ -555,6 +555,7 @@ class CupyBackend(Backend):
 
     def prepare(self, width):
         _kernel(f"combine1_{_suffix(self.dtype)}")  # compiles (or loads from CuPy's cache) and loads the module
+        _kernel("tick")  # (first launched inside a graph's capture: looked up before)
 
     def check_x0(self, x0, dtype):
         cupy = self.xp
