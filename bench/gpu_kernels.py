@@ -65,6 +65,13 @@ def _steps(cp, opt, G, k, kind=None, sync=True):
     return run
 
 
+def _unfused(opt):
+    """``opt`` with its backend's fused y phase turned off (the generic combine, rounds, combine: the path of
+    sections 9-9c), to time the fusion against it in the same run."""
+    opt._ops.gt_y_phase = None  # (PullDiagGT asks getattr(ops, "gt_y_phase", None))
+    return opt
+
+
 def _problem(cp, log2n, d, seed):
     """The exponential graph on 2^log2n nodes, n, a generator and a constant device gradient."""
     A = topology.exponential(2**log2n)
@@ -132,6 +139,11 @@ def section_mix(cp, out, sizes, copy_bw, d=10, R=10):
                     ops.mix(A, src, dst, R, work)
                 cp.cuda.Device().synchronize()
             contenders[f"rounds-only-{kind}"] = mix_only
+            if kind == "circ":  # the default kernel, the y phase as before section 9d
+                plain = _unfused(PullDiagGT(A, cp.asarray(rng.standard_normal((n, d))), lr=1e-3, rounds=R,
+                                            tracker="perron"))
+                plain.step(lambda X: G)
+                contenders["step-circ-unfused"] = _steps(cp, plain, G, k, kind)
         S = csp.csr_matrix(A.csr)
         s = cp.asarray(1.0 / A.metrics().pi)
         x, y = cp.asarray(rng.standard_normal((n, d))), cp.asarray(rng.standard_normal((n, d)))
@@ -168,9 +180,12 @@ def section_overhead(cp, out, sizes, d=10, R=10):
         A, n, rng, G = _problem(cp, log2n, d, seed=1)
         k = 50
         contenders = {}
-        for name, graphs, every in (("default", True, 32), ("no-graphs", False, 32), ("sync-every-step", False, 1)):
+        for name, graphs, every in (("default", True, 32), ("unfused", True, 32), ("no-graphs", False, 32),
+                                    ("sync-every-step", False, 1)):
             opt = PullDiagGT(A, cp.asarray(rng.standard_normal((n, d))), lr=1e-3, rounds=R, tracker="perron")
             opt._ops.use_graphs, opt._ops.check_every = graphs, every
+            if name == "unfused":  # the y phase as before section 9d (combine, graph of the rounds, combine)
+                _unfused(opt)
 
             def run(opt=opt, every=every):
                 for _ in range(k):
@@ -187,7 +202,7 @@ def section_overhead(cp, out, sizes, d=10, R=10):
                 cpu.step(lambda X: Gh)
         contenders["cpu"] = cpu_run
         med, _ = interleaved(contenders, rounds=3, min_time=0.05, min_calls=2)
-        for name in ("default", "no-graphs", "sync-every-step", "cpu"):
+        for name in ("default", "unfused", "no-graphs", "sync-every-step", "cpu"):
             t = med[name] / k
             rows.append({"n": n, "contender": name, "seconds": t})
             print(f"| 2^{log2n} | {name} | {t * 1e3:.4f} |", flush=True)
@@ -250,14 +265,22 @@ def section_oracle(cp, out, sizes, M=400, B=200, d=10):
             def step_cpu():
                 steps[0] += 1
                 oc.step(lambda Z: f.stochastic_gradient(Z, steps[0], seed=1))
-            contenders.update({"step-gpu": step_gpu, "step-gpu-pipelined": step_gpu_pipelined, "step-cpu": step_cpu})
+            ou = _unfused(PullDiagGT(A, Xd, lr=1e-4))
+
+            def step_gpu_unfused():  # the y phase as before section 9d
+                steps[0] += 1
+                ou.step(lambda Z: f.stochastic_gradient(Z, steps[0], seed=1))
+                cp.cuda.Device().synchronize()
+            contenders.update({"step-gpu": step_gpu, "step-gpu-pipelined": step_gpu_pipelined, "step-cpu": step_cpu,
+                               "step-gpu-unfused": step_gpu_unfused})
         med, _ = interleaved(contenders, rounds=3, min_time=0.1, min_calls=3)
         for name in ("gpu-pipelined", "step-gpu-pipelined"):
             if name in med:
                 med[name] /= PIPELINED
         for what, g, c in (("gradient", "gpu", "cpu"), (f"gradient, {PIPELINED} back to back", "gpu-pipelined", "cpu"),
                            ("Pull-Diag-GT step", "step-gpu", "step-cpu"),
-                           (f"Pull-Diag-GT step, {PIPELINED} in a row", "step-gpu-pipelined", "step-cpu")):
+                           (f"Pull-Diag-GT step, {PIPELINED} in a row", "step-gpu-pipelined", "step-cpu"),
+                           ("Pull-Diag-GT step, y phase unfused", "step-gpu-unfused", "step-cpu")):
             if g not in med:
                 continue
             row = {"n": n, "what": what, "gpu_seconds": med[g], "cpu_seconds": med[c], "speedup": med[c] / med[g],

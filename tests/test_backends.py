@@ -328,7 +328,8 @@ def test_the_gpu_oracle_benchmark_runs_on_the_host(cuda_on_host, monkeypatch, ca
     out = {}
     bench.section_oracle(fake, out, (8,), M=24, B=12, d=3)
     assert [row["what"] for row in out["oracle"]] == ["gradient", "gradient, 20 back to back", "Pull-Diag-GT step",
-                                                      "Pull-Diag-GT step, 20 in a row"]
+                                                      "Pull-Diag-GT step, 20 in a row",
+                                                      "Pull-Diag-GT step, y phase unfused"]
     assert all(row["bit_identical"] for row in out["oracle"]) and set(seen) == {1}
     assert "bit-identical to the CPU's: True" in capsys.readouterr().out
     seen.clear()
