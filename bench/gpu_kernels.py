@@ -6,7 +6,7 @@ Usage (on a machine with an NVIDIA GPU and CuPy; ``bench/gpu_check.sh`` runs it)
 
 Sections (each prints a markdown table; everything lands in ``DIR/gpu_kernels.json``):
 
-* ``bits``: the mixing kernels (``entry``, ``entry1``, ``entry-u1``, ``row``, ``circ``) give the same iterates,
+* ``bits``: the mixing kernels (``entry``, ``entry1``, ``entry-u1``, ``row``, ``circ``, ``circ1``) give the same iterates,
   bit for bit, as each other and as the CPU kernels (float64; float32 within 1e-5);
 * ``mix``: one MG-Pull-Diag-GT iteration (eq. 14 without the gradient, exponential graph, d = 10, R = 10) at
   n = 2^20 and 2^22 with each mixing kernel, against the cupyx ``csr_matrix @ X`` composition of the same
@@ -50,7 +50,7 @@ from rowstoch_fast import PullDiagGT, _core, topology  # noqa: E402
 from rowstoch_fast.objectives import NonconvexLogistic  # noqa: E402
 from rowstoch_fast.backends import cupy as gpu  # noqa: E402
 
-KINDS = ("entry", "entry1", "entry-u1", "row", "circ")
+KINDS = ("entry", "entry1", "entry-u1", "row", "circ", "circ1")
 
 
 def _steps(cp, opt, G, k, kind=None, sync=True):
@@ -180,14 +180,15 @@ def section_overhead(cp, out, sizes, d=10, R=10):
         A, n, rng, G = _problem(cp, log2n, d, seed=1)
         k = 50
         contenders = {}
-        for name, graphs, every in (("default", True, 32), ("unfused", True, 32), ("no-graphs", False, 32),
-                                    ("sync-every-step", False, 1)):
+        for name, graphs, every in (("default", True, 32), ("unfused", True, 32), ("circ1", True, 32),
+                                    ("no-graphs", False, 32), ("sync-every-step", False, 1)):
             opt = PullDiagGT(A, cp.asarray(rng.standard_normal((n, d))), lr=1e-3, rounds=R, tracker="perron")
             opt._ops.use_graphs, opt._ops.check_every = graphs, every
             if name == "unfused":  # the y phase as before section 9d (combine, graph of the rounds, combine)
                 _unfused(opt)
 
-            def run(opt=opt, every=every):
+            def run(opt=opt, every=every, kind="circ1" if name == "circ1" else "auto"):
+                gpu.MIX_KERNEL = kind  # (circ1: one value per thread, twice the threads)
                 for _ in range(k):
                     opt.step(lambda X: G)
                     if every == 1:
@@ -202,10 +203,11 @@ def section_overhead(cp, out, sizes, d=10, R=10):
                 cpu.step(lambda X: Gh)
         contenders["cpu"] = cpu_run
         med, _ = interleaved(contenders, rounds=3, min_time=0.05, min_calls=2)
-        for name in ("default", "unfused", "no-graphs", "sync-every-step", "cpu"):
+        for name in ("default", "unfused", "circ1", "no-graphs", "sync-every-step", "cpu"):
             t = med[name] / k
             rows.append({"n": n, "contender": name, "seconds": t})
             print(f"| 2^{log2n} | {name} | {t * 1e3:.4f} |", flush=True)
+    gpu.MIX_KERNEL = "auto"
     out["overhead"] = rows
 
 

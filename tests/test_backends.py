@@ -68,7 +68,7 @@ def test_mix_into_its_own_input_is_refused_on_the_emulated_device(cuda_on_host, 
     np.testing.assert_array_equal(A.mix(X, out=Y), A.mix(np.asarray(X)))
 
 
-@pytest.mark.parametrize("kind", ["entry", "entry1", "entry-u1", "row"])
+@pytest.mark.parametrize("kind", ["entry", "entry1", "entry-u1", "row", "circ", "circ1"])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_every_gpu_mixing_kernel_gives_the_cpu_bits(monkeypatch, kind, dtype):
     """ROWSTOCH_CUDA_MIX's every choice on the device: an in-degree matrix (one weight per row: the "row"
@@ -212,7 +212,8 @@ def _mix_kernel_names():
     choice of ROWSTOCH_CUDA_MIX."""
     from rowstoch_fast.backends import cupy as backend
 
-    families = {"auto": ("entry", "row", "circ"), "circ": ("entry", "row", "circ"), "row": ("entry", "row")}
+    families = {"auto": ("entry", "row", "circ"), "circ": ("entry", "row", "circ"), "circ1": ("entry", "row", "circ"),
+                "row": ("entry", "row")}
     return {backend._mix_kernel(8, w, dtype, index, aligned, kind, family, role)[0]
             for kind in backend._MIX_KERNELS for family in families.get(kind, ("entry",))
             for dtype in (np.float64, np.float32) for index in (np.int32, np.int64)
@@ -708,12 +709,12 @@ def test_device_copies_are_kept_per_gpu(monkeypatch):
     assert backend.device_csr(A)[0] is on0[0] and backend.device_row_weights(A) is w0
 
 
-@pytest.mark.parametrize("kind", ["row", "circ", "auto"])
+@pytest.mark.parametrize("kind", ["row", "circ", "circ1", "auto"])
 def test_the_per_row_weight_kernel_runs_where_rows_have_one_weight(cuda_on_host, monkeypatch, kind):
-    """ROWSTOCH_CUDA_MIX=row, circ and the default, auto, through the backend: the per-row kernel for an
+    """ROWSTOCH_CUDA_MIX=row, circ, circ1 and the default, auto, through the backend: the per-row kernel for an
     in-degree matrix that is not circulant (a star), the circulant kernel for the exponential graph unless row
-    is asked for (the per-row one then), the CSR's values for the paper's grid (different weights in a row);
-    all the CPU's iterates, bit for bit."""
+    is asked for (the per-row one then; circ1: one value per thread), the CSR's values for the paper's grid
+    (different weights in a row); all the CPU's iterates, bit for bit."""
     from test_algorithms import _on_cpu_and_device
 
     from rowstoch_fast.backends import cupy as backend
@@ -729,6 +730,7 @@ def test_the_per_row_weight_kernel_runs_where_rows_have_one_weight(cuda_on_host,
         np.testing.assert_array_equal(gpu.gather_x(), cpu.x)
         mixes = {k for k in fake.launched if k.startswith("csr_mix")}
         assert mixes and all(k.startswith(family) for k in mixes), mixes
+        assert kind != "circ1" or all("1x4" in k for k in mixes), mixes  # (w = 4 would take 16-byte packs)
 
 
 @pytest.mark.parametrize("kernel,index_dtype,dtype,w", [("lossy1_f64_i32", np.int32, np.float64, 3),

@@ -41,12 +41,13 @@ _OPTIONS = ("-std=c++14", "--fmad=false")
 #: bytes, one neighbour at a time), ``"row"`` (``"entry"`` reading one weight per row instead of the CSR's
 #: values, for matrices whose rows each hold one weight, bit for bit, as the in-degree rule writes them) or
 #: ``"circ"`` (reading neither the CSR's indices nor its values, for circulant matrices with one weight:
-#: :func:`circulant_offsets`; the CSR is then not copied to the device at all); a matrix that does not allow
-#: the kernel asked for gets the next of circ, row, entry. All give the same bits; on an H100 at n = 2^20
+#: :func:`circulant_offsets`; the CSR is then not copied to the device at all) or ``"circ1"`` (``"circ"``
+#: with one value per thread: twice the threads, for small networks that leave SMs idle); a matrix that does
+#: not allow the kernel asked for gets the next of circ, row, entry. All give the same bits; on an H100 at n = 2^20
 #: ``"row"`` ran a round 1.36x faster than ``"entry"`` and ``"circ"`` an iteration 1.14x faster than
 #: ``"row"`` (1.20x at 2^22; bench/RESULTS.md sections 9b and 9c). Read from ``ROWSTOCH_CUDA_MIX`` at import.
 MIX_KERNEL = os.environ.get("ROWSTOCH_CUDA_MIX", "auto")
-_MIX_KERNELS = ("auto", "entry", "entry1", "entry-u1", "row", "circ")
+_MIX_KERNELS = ("auto", "entry", "entry1", "entry-u1", "row", "circ", "circ1")
 
 
 def require_cupy():
@@ -219,12 +220,12 @@ def _mix_arguments(A):
     """(kernel family, Ap, Aj, Ax) of ``A``'s mixing on the current device under ``MIX_KERNEL``: ``circ``
     (circulant, one weight), ``row`` (one weight per row) or ``entry`` (the CSR's values), the first that
     ``A`` allows among those the choice allows."""
-    if MIX_KERNEL in ("auto", "circ"):
+    if MIX_KERNEL in ("auto", "circ", "circ1"):
         circ = device_circulant(A)
         if circ is not None:
             return ("circ", *circ)
     Ap, Aj, Ax = device_csr(A)
-    if MIX_KERNEL in ("auto", "circ", "row"):
+    if MIX_KERNEL in ("auto", "circ", "circ1", "row"):
         weights = device_row_weights(A)
         if weights is not None:
             return "row", Ap, Aj, weights
@@ -244,7 +245,7 @@ def _mix_kernel(n, w, dtype, index_dtype, aligned, kind, family="entry", role="c
     vec = 2 if np.dtype(dtype) == np.float64 else 4
     if role == "csr_mix":
         unroll = 1 if kind == "entry-u1" else 4
-        packed = kind != "entry1" and aligned and w % vec == 0
+        packed = kind not in ("entry1", "circ1") and aligned and w % vec == 0
     else:
         unroll = 2 if role == "gt_phase" else 4
         packed = role == "gt_descent" and aligned and w % vec == 0
