@@ -66,6 +66,15 @@ def test_mix_into_its_own_input_is_refused_on_the_emulated_device(cuda_on_host, 
         A.mix(flat[:16].reshape(8, 2), out=flat[8:].reshape(8, 2))
     Y = fake.asarray(np.zeros((8, 3)))
     np.testing.assert_array_equal(A.mix(X, out=Y), A.mix(np.asarray(X)))
+    from rowstoch_fast.backends import cupy as backend
+
+    for work, other in ((X, "X"), (Y, "out")):  # the ping-pong buffer too
+        with pytest.raises(ValueError, match=f"work shares memory with {other}"):
+            backend.mix_power(A, X, 3, out=Y, work=work)
+    with pytest.raises(ValueError, match="work must be a C-contiguous float64 device array of shape"):
+        backend.mix_power(A, X, 3, out=Y, work=fake.asarray(np.zeros((8, 2))))
+    W = fake.asarray(np.zeros((8, 3)))
+    np.testing.assert_array_equal(backend.mix_power(A, X, 3, out=Y, work=W), A.mix_power(np.asarray(X), 3))
 
 
 @pytest.mark.parametrize("kind", ["entry", "entry1", "entry-u1", "row", "circ", "circ1"])

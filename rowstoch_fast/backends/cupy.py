@@ -393,7 +393,9 @@ def mix(A, X, out=None):
 
 
 def mix_power(A, X, R, out=None, work=None):
-    """``A^R @ X`` on the device with two ping-pong buffers (``out`` and ``work``, allocated when not given)."""
+    """``A^R @ X`` on the device with two ping-pong buffers (``out`` and ``work``, allocated when not given; given,
+    each a C-contiguous device array of X's shape and A's dtype that overlaps neither X nor the other: a round
+    reads all of its input while it writes)."""
     cupy = require_cupy()
     X = _check_block(A, X)
     shape = X.shape
@@ -401,19 +403,31 @@ def mix_power(A, X, R, out=None, work=None):
     if out is None:
         res = cupy.empty_like(X2)
     else:
-        _require_device(out, "out")
-        if out.dtype != A.dtype or out.shape != shape or not out.flags.c_contiguous:
-            raise ValueError(f"out must be a C-contiguous {A.dtype} device array of shape {shape}")
-        if _ptr(out) < _ptr(X) + X.nbytes and _ptr(X) < _ptr(out) + out.nbytes:  # (both C-contiguous here)
-            raise ValueError("out shares memory with X; pass a separate output array")  # (a round reads X whole)
+        _check_buffer(A, out, "out", shape, X)
         res = out.reshape(A.n, -1)
     if R == 0:
         res[...] = X2
         return res.reshape(shape)
     if R > 1 and work is None:
         work = cupy.empty_like(X2)
+    elif R > 1:
+        _check_buffer(A, work, "work", shape, X, res)
+        work = work.reshape(A.n, -1)
     _mix_rounds(A, X2, res, R, work)
     return res.reshape(shape)
+
+
+def _check_buffer(A, buf, name, shape, *inputs):
+    """``buf`` (``out`` or ``work`` of :func:`mix_power`) is a C-contiguous device array of ``shape`` and
+    ``A``'s dtype that overlaps none of ``inputs`` (C-contiguous device arrays); ValueError or TypeError
+    otherwise."""
+    _require_device(buf, name)
+    if buf.dtype != A.dtype or buf.shape != shape or not buf.flags.c_contiguous:
+        raise ValueError(f"{name} must be a C-contiguous {A.dtype} device array of shape {shape}")
+    for other, other_name in zip(inputs, ("X", "out")):
+        if _ptr(buf) < _ptr(other) + other.nbytes and _ptr(other) < _ptr(buf) + buf.nbytes:
+            raise ValueError(f"{name} shares memory with {other_name}; pass a separate "
+                             f"{'output' if name == 'out' else name} array")
 
 
 def _mix_rounds(A, src, out, R, work, status=None):
