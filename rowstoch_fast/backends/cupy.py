@@ -267,35 +267,34 @@ def _aligned(*arrays):
     return bits % 16 == 0
 
 
+def _gather(A, role, n, w, aligned, blocks, tail):
+    """Launch the ``role`` kernel (:func:`_mix_kernel`) of ``A``'s family over an ``n x w`` block: its arguments
+    are A's three (:func:`_mix_arguments`), ``blocks``, ``n``, ``w``, then ``tail``."""
+    family, Ap, Aj, Ax = _mix_arguments(A)
+    name, threads = _mix_kernel(n, w, Ax.dtype, Ap.dtype, aligned, MIX_KERNEL, family, role)
+    _launch(name, threads, (Ap, Aj, Ax, *blocks, np.int64(n), np.int64(w), *tail))
+
+
 def _mix_into(A, X, out, status=None):
     """``out <- A X`` (one gossip round); a launch that finds ``status`` set (an earlier check failed) does
     nothing."""
-    family, Ap, Aj, Ax = _mix_arguments(A)
-    n, w = X.shape
-    name, threads = _mix_kernel(n, w, Ax.dtype, Ap.dtype, _aligned(X, out), MIX_KERNEL, family)
-    _launch(name, threads, (Ap, Aj, Ax, X, out, np.int64(n), np.int64(w), _NULL if status is None else status))
+    _gather(A, "csr_mix", *X.shape, _aligned(X, out), (X, out), (_NULL if status is None else status,))
     return out
 
 
 def _descent_into(A, X, x, lr, y, xw, status, launch):
     """``y <- A X`` and ``xw <- x - lr y`` (one round, ``gt_descent`` of kernels.cu); a NaN or Inf in ``xw``
     sets ``status`` to ``launch``."""
-    family, Ap, Aj, Ax = _mix_arguments(A)
-    n, w = X.shape
-    name, threads = _mix_kernel(n, w, Ax.dtype, Ap.dtype, _aligned(X, x, y, xw), MIX_KERNEL, family, "gt_descent")
-    _launch(name, threads, (Ap, Aj, Ax, X, x, x.dtype.type(lr), y, xw, np.int64(n), np.int64(w), status,
-                            np.uint64(launch)))
+    _gather(A, "gt_descent", *X.shape, _aligned(X, x, y, xw), (X, x, x.dtype.type(lr), y, xw),
+            (status, np.uint64(launch)))
 
 
 def _phase_into(A, y, g_new, g_old, s_new, s_old, x, lr, y_out, xw, status, launch):
     """A one-round Pull-Diag-GT y phase in one launch (``gt_phase`` of kernels.cu): ``y_out <- A (y + s_new
     g_new - s_old g_old)``, the tracker input computed as it is gathered, and ``xw <- x - lr y_out``, checked
     under ``launch``."""
-    family, Ap, Aj, Ax = _mix_arguments(A)
-    n, w = x.shape
-    name, threads = _mix_kernel(n, w, Ax.dtype, Ap.dtype, False, MIX_KERNEL, family, "gt_phase")  # (unpacked)
-    _launch(name, threads, (Ap, Aj, Ax, y, g_new, g_old, s_new, s_old, x, x.dtype.type(lr), y_out, xw,
-                            np.int64(n), np.int64(w), status, np.uint64(launch)))
+    _gather(A, "gt_phase", *x.shape, False, (y, g_new, g_old, s_new, s_old, x, x.dtype.type(lr), y_out, xw),
+            (status, np.uint64(launch)))  # (one value per thread: alignment unread)
 
 
 def _tick_into(status):
