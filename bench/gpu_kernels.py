@@ -18,13 +18,14 @@ Sections (each prints a markdown table; everything lands in ``DIR/gpu_kernels.js
   the flag after every step (the 2026-11 behaviour), next to the CPU kernels;
 * ``oracle``: the logistic oracle (Appendix E.2: 400 samples per node, batch 200, d = 10) at n = 512 and
   2^15 on the GPU against the CPU kernels on every core of this host, and a whole Pull-Diag-GT step at
-  n = 512;
+  n = 512; the logistic kernel also at one warp per row (``LOGISTIC_WARPS = 1``, sections 9b-9d's kernel);
 * ``probe`` (not in the default list; for a profiler): three rounds of ``A X`` at n = 2^20, d = 10 with the
   ``entry``, the ``row`` and the ``circ`` kernel, printing the compulsory bytes of one round, so that
   ``ncu --kernel-name regex:csr_mix`` (``bench/gpu_check.sh``, stage ``ncu``) can set the DRAM and L2 bytes it
   counts against them;
 * ``probe-oracle`` (likewise, for ``ncu --kernel-name regex:logistic_grad``): gradient calls at n = 512 and
-  2^15, and where a call's time goes (waited for, the host's part, back to back between CUDA events);
+  2^15, and where a call's time goes (waited for, the host's part, back to back between CUDA events), at
+  n = 512 also with one warp per row;
 * ``probe-host``: the host's part of a gradient call and of a Pull-Diag-GT step at n = 512, split into the
   kernel launches and the rest, a profile of the step's Python, and what a few CuPy calls cost alone.
 
@@ -63,6 +64,18 @@ def _steps(cp, opt, G, k, kind=None, sync=True):
         if sync:
             cp.cuda.Device().synchronize()
     return run
+
+
+def _one_warp(run):
+    """``run`` with the logistic kernel at one warp per row (``backends.cupy.LOGISTIC_WARPS = 1``: the kernel of
+    sections 9b-9d), to time the default's blocks of warps against it in the same run."""
+    def timed():
+        gpu.LOGISTIC_WARPS = 1
+        try:
+            run()
+        finally:
+            gpu.LOGISTIC_WARPS = "auto"
+    return timed
 
 
 def _unfused(opt):
@@ -246,7 +259,8 @@ def section_oracle(cp, out, sizes, M=400, B=200, d=10):
         def on_cpu():
             it[0] += 1
             f.stochastic_gradient(X, it[0], seed=1)
-        contenders = {"gpu": on_gpu, "gpu-pipelined": on_gpu_pipelined, "cpu": on_cpu}
+        contenders = {"gpu": on_gpu, "gpu-pipelined": on_gpu_pipelined, "cpu": on_cpu,
+                      "gpu-1warp": _one_warp(on_gpu), "gpu-pipelined-1warp": _one_warp(on_gpu_pipelined)}
         if n <= 4096:
             A = topology.exponential(n)
             og = PullDiagGT(A, Xd, lr=1e-4)
@@ -274,15 +288,20 @@ def section_oracle(cp, out, sizes, M=400, B=200, d=10):
                 ou.step(lambda Z: f.stochastic_gradient(Z, steps[0], seed=1))
                 cp.cuda.Device().synchronize()
             contenders.update({"step-gpu": step_gpu, "step-gpu-pipelined": step_gpu_pipelined, "step-cpu": step_cpu,
-                               "step-gpu-unfused": step_gpu_unfused})
+                               "step-gpu-unfused": step_gpu_unfused,
+                               "step-gpu-pipelined-1warp": _one_warp(step_gpu_pipelined)})
         med, _ = interleaved(contenders, rounds=3, min_time=0.1, min_calls=3)
-        for name in ("gpu-pipelined", "step-gpu-pipelined"):
+        for name in ("gpu-pipelined", "step-gpu-pipelined", "gpu-pipelined-1warp", "step-gpu-pipelined-1warp"):
             if name in med:
                 med[name] /= PIPELINED
         for what, g, c in (("gradient", "gpu", "cpu"), (f"gradient, {PIPELINED} back to back", "gpu-pipelined", "cpu"),
+                           ("gradient, one warp per row", "gpu-1warp", "cpu"),
+                           (f"gradient, {PIPELINED} back to back, one warp per row", "gpu-pipelined-1warp", "cpu"),
                            ("Pull-Diag-GT step", "step-gpu", "step-cpu"),
                            (f"Pull-Diag-GT step, {PIPELINED} in a row", "step-gpu-pipelined", "step-cpu"),
-                           ("Pull-Diag-GT step, y phase unfused", "step-gpu-unfused", "step-cpu")):
+                           ("Pull-Diag-GT step, y phase unfused", "step-gpu-unfused", "step-cpu"),
+                           (f"Pull-Diag-GT step, {PIPELINED} in a row, one warp per row", "step-gpu-pipelined-1warp",
+                            "step-cpu")):
             if g not in med:
                 continue
             row = {"n": n, "what": what, "gpu_seconds": med[g], "cpu_seconds": med[c], "speedup": med[c] / med[g],
@@ -316,7 +335,9 @@ def section_probe_oracle(cp, out, sizes=(512, 2**15), M=400, B=200, d=10, calls=
     """Gradient calls for ``ncu --kernel-name regex:logistic_grad``, and where a call's time goes: a call
     waited for (launch + kernel + synchronisation), the host's part alone (the call returns once the kernel
     is queued) and calls back to back between two CUDA events (per call the larger of the host's part and
-    the kernel); medians of the last half of ``calls``."""
+    the kernel); medians of the last half of ``calls``. Where the default gives a row several warps, the same
+    with one warp per row follows (``calls`` launches each: ncu's groups of 20 are n = 512 by default, n = 512
+    with one warp, n = 2^15)."""
     rows = []
     sync = cp.cuda.Device().synchronize
 
@@ -325,30 +346,41 @@ def section_probe_oracle(cp, out, sizes=(512, 2**15), M=400, B=200, d=10, calls=
     for n in sizes:
         f = NonconvexLogistic.synthetic(n, total=n * M, d=d, batch=B, seed=0)
         Xd = cp.asarray(np.random.default_rng(2).standard_normal((n, d)) * 0.1)
-        waited, host = [], []
-        for k in range(calls):
-            t0 = time.perf_counter()
-            f.stochastic_gradient(Xd, k, seed=1)
-            t1 = time.perf_counter()
-            sync()
-            waited.append(time.perf_counter() - t0)
-            host.append(t1 - t0)
-        row = {"n": n, "call_seconds": median(waited), "host_seconds": median(host)}
-        Event = getattr(cp.cuda, "Event", None)
-        if Event is not None:
-            start, end = Event(), Event()
-            start.record()
-            for k in range(calls):
-                f.stochastic_gradient(Xd, k, seed=1)
-            end.record()
-            end.synchronize()
-            row["back_to_back_seconds"] = cp.cuda.get_elapsed_time(start, end) / 1e3 / calls
-        rows.append(row)
-        print(f"probe-oracle: n = {n}: a call waited for {row['call_seconds'] * 1e3:.3f} ms, its host part "
-              f"{row['host_seconds'] * 1e3:.3f} ms"
-              + (f", back to back {row['back_to_back_seconds'] * 1e3:.3f} ms per call"
-                 if "back_to_back_seconds" in row else ""), flush=True)
+        for warps in ("auto", 1) if gpu._logistic_warps(n) > 1 else ("auto",):
+            gpu.LOGISTIC_WARPS = warps
+            try:
+                rows.append(_probe_calls(cp, f, Xd, calls, sync, median))
+            finally:
+                gpu.LOGISTIC_WARPS = "auto"
+            row = rows[-1]
+            row.update(n=n, warps=gpu._logistic_warps(n) if warps == "auto" else warps)
+            print(f"probe-oracle: n = {n}, {row['warps']} warp(s) per row: a call waited for "
+                  f"{row['call_seconds'] * 1e3:.3f} ms, its host part {row['host_seconds'] * 1e3:.3f} ms"
+                  + (f", back to back {row['back_to_back_seconds'] * 1e3:.3f} ms per call"
+                     if "back_to_back_seconds" in row else ""), flush=True)
     out["probe_oracle"] = rows
+
+
+def _probe_calls(cp, f, Xd, calls, sync, median):
+    waited, host = [], []
+    for k in range(calls):
+        t0 = time.perf_counter()
+        f.stochastic_gradient(Xd, k, seed=1)
+        t1 = time.perf_counter()
+        sync()
+        waited.append(time.perf_counter() - t0)
+        host.append(t1 - t0)
+    row = {"call_seconds": median(waited), "host_seconds": median(host)}
+    Event = getattr(cp.cuda, "Event", None)
+    if Event is not None:
+        start, end = Event(), Event()
+        start.record()
+        for k in range(calls):
+            f.stochastic_gradient(Xd, k, seed=1)
+        end.record()
+        end.synchronize()
+        row["back_to_back_seconds"] = cp.cuda.get_elapsed_time(start, end) / 1e3 / calls
+    return row
 
 
 PROFILE_LINES = 30  # functions listed in probe-host's profile of the step

@@ -1,8 +1,8 @@
 // Runs the CuPy backend's CUDA kernels (rowstoch_fast/backends/kernels.cu) on the host, so that their
 // logic (the sampling streams, the order of the sums, the run-status flag) is checked against the CPU
 // kernels on machines without a GPU. Element-wise kernels run one emulated GPU thread after another;
-// warp-cooperative kernels run each block of 32 threads as 32 host threads, __syncwarp being a barrier
-// among them. Built by tests/test_backends.py with the C++ compiler and loaded by ctypes; device-only
+// cooperative kernels run each block of 32 W threads as 32 W host threads, __syncwarp a barrier among a
+// warp's 32 and __syncthreads among the block's. Built by tests/test_backends.py with the C++ compiler and loaded by ctypes; device-only
 // intrinsics get host stand-ins below. Not part of the package.
 #include <atomic>
 #include <cmath>
@@ -79,15 +79,19 @@ class Barrier {
     int count_ = 1, waiting_ = 0;
     long long phase_ = 0;
 };
-static Barrier warp_barrier;
-static inline void __syncwarp(unsigned = 0xffffffffu) { warp_barrier.wait(); }
+// The barriers of the one block that runs at a time: one per warp, one for the block.
+constexpr int kMaxWarps = 32;
+static Barrier warp_barriers[kMaxWarps], block_barrier;
+static inline void __syncwarp(unsigned = 0xffffffffu) { warp_barriers[threadIdx.x >> 5].wait(); }
+static inline void __syncthreads() { block_barrier.wait(); }
 // Every lane of the (whole) warp votes: the votes meet in memory between two barriers.
-static unsigned ballot_votes[32];
+static unsigned ballot_votes[kMaxWarps][32];
 static inline unsigned __ballot_sync(unsigned, bool vote) {
-    ballot_votes[threadIdx.x & 31] = vote ? 1u : 0u;
+    unsigned* votes = ballot_votes[threadIdx.x >> 5];
+    votes[threadIdx.x & 31] = vote ? 1u : 0u;
     __syncwarp();
     unsigned bits = 0;
-    for (int lane = 0; lane < 32; ++lane) bits |= ballot_votes[lane] << lane;
+    for (int lane = 0; lane < 32; ++lane) bits |= votes[lane] << lane;
     __syncwarp();
     return bits;
 }
@@ -107,30 +111,29 @@ static inline int __ffs(unsigned x) { return __builtin_ffs(static_cast<int>(x));
     }
 #define P(...) , __VA_ARGS__
 
-// Launches `name` over `warps` blocks of one warp each, its 32 threads as host threads.
-#define EMULATE_WARPS(name, params, args)                                         \
-    extern "C" void emulate_##name(long long warps params) {                      \
-        blockDim.x = 32;                                                          \
-        for (long long b = 0; b < warps; ++b) {                                   \
-            warp_barrier.reset(32);                                               \
-            std::vector<std::thread> lanes;                                       \
-            for (int lane = 0; lane < 32; ++lane)                                 \
-                lanes.emplace_back([=] {                                          \
-                    blockIdx.x = b;                                               \
-                    threadIdx.x = lane;                                           \
-                    name args;                                                    \
-                });                                                               \
-            for (auto& t : lanes) t.join();                                       \
-        }                                                                         \
+// Launches `name` over `blocks` blocks of `threads` (a multiple of 32) threads each, as host threads.
+#define EMULATE_BLOCKS(name, params, args)                                                  \
+    extern "C" void emulate_##name(long long blocks, long long threads params) {            \
+        blockDim.x = threads;                                                               \
+        for (long long b = 0; b < blocks; ++b) {                                            \
+            for (long long w = 0; w < threads / 32; ++w) warp_barriers[w].reset(32);        \
+            block_barrier.reset(static_cast<int>(threads));                                 \
+            std::vector<std::thread> block;                                                 \
+            for (long long t = 0; t < threads; ++t)                                         \
+                block.emplace_back([=] {                                                    \
+                    blockIdx.x = b;                                                         \
+                    threadIdx.x = t;                                                        \
+                    name args;                                                              \
+                });                                                                         \
+            for (auto& t : block) t.join();                                                 \
+        }                                                                                   \
     }
 
 #define EMULATE_LOGISTIC(name, T)                                                                          \
-    EMULATE_WARPS(name,                                                                                    \
-                  P(const T* H, const T* Yl, const i64* nodes, i64 m, i64 M, i64 d, T rho, const T* X, i64 reps, \
-                    i64 B, i64 batches, u64 seed, u64 iteration, i64 rep_offset, int layout,                   \
-                    i64 shared_per_warp, int* spill, T* G),                                                    \
-                  (H, Yl, nodes, m, M, d, rho, X, reps, B, batches, seed, iteration, rep_offset, layout,      \
-                   shared_per_warp, spill, G))
+    EMULATE_BLOCKS(name,                                                                                   \
+                   P(const T* H, const T* Yl, const i64* nodes, i64 m, i64 M, i64 d, T rho, const T* X, i64 reps, \
+                     i64 B, i64 batches, u64 seed, u64 iteration, i64 rep_offset, int layout, int* spill, T* G), \
+                   (H, Yl, nodes, m, M, d, rho, X, reps, B, batches, seed, iteration, rep_offset, layout, spill, G))
 EMULATE_LOGISTIC(logistic_grad0_f32, float)
 EMULATE_LOGISTIC(logistic_grad1_f32, float)
 EMULATE_LOGISTIC(logistic_grad0_f64, double)

@@ -235,24 +235,26 @@ def _ptr(a):
     return ctypes.c_void_p(a.ctypes.data)
 
 
-@pytest.mark.parametrize("nodes,M,d,layout,dtype", [
-    (None, 37, 5, 1, np.float64), ([3, 0, 5], 37, 5, 1, np.float64), (None, 4100, 5, 0, np.float64),
-    (None, 37, 37, 1, np.float64), (None, 40, 131, 0, np.float64), (None, 37, 10, 1, np.float32),
-    ([1, 4], 4100, 7, 0, np.float32), ([3, 0, 5], 4000, 10, 0, np.float64), (None, 3000, 131, 0, np.float32),
-    (None, 37, 100, 1, np.float64)],
-    ids=["all", "subset", "M4100-spill", "d37", "d131", "f32", "f32-spill", "M4000-spill", "f32-d131-spill",
-         "d100"])
-def test_cuda_logistic_kernel_logic_matches_cpu(cuda_on_host, nodes, M, d, layout, dtype):
+@pytest.mark.parametrize("nodes,M,d,layout,dtype,warps", [
+    (None, 37, 5, 1, np.float64, 1), ([3, 0, 5], 37, 5, 1, np.float64, 2), (None, 4100, 5, 0, np.float64, 1),
+    (None, 37, 37, 1, np.float64, 4), (None, 40, 131, 0, np.float64, 1), (None, 37, 10, 1, np.float32, 2),
+    ([1, 4], 4100, 7, 0, np.float32, 2), ([3, 0, 5], 4000, 10, 0, np.float64, 1), (None, 3000, 131, 0, np.float32, 2),
+    (None, 37, 100, 1, np.float64, 1), (None, 90, 10, 1, np.float64, 1), (None, 90, 131, 0, np.float64, 4)],
+    ids=["all", "subset-w2", "M4100-spill", "d37-w4", "d131", "f32-w2", "f32-spill-w2", "M4000-spill", "f32-d131-spill-w2",
+         "d100", "batch70", "d131-batch70-w4"])
+def test_cuda_logistic_kernel_logic_matches_cpu(cuda_on_host, nodes, M, d, layout, dtype, warps):
     """Same mini-batches (16- and 32-bit draws) and the same sums as the CPU kernel: equal bit for bit, with the
     permutation in shared memory or spilled, the draws made by the lanes together (M <= 4096: at M = 4000
     about 2% of the draws are rejected, so the restarts run) or by lane 0 (M = 4100), d below and above one
     warp's width and the registers' 128 (the kernels for 1, 2, 4 and any number of coordinate groups),
-    batches of 37 (a last group of 5 in the sums), 3 batches per call (the permutation reset between them),
-    in float64 and float32."""
+    batches of 37 (a last group of 5 in the sums) or 70 (more samples than a block's threads at 1 and 2
+    warps: the margins in several rounds), 3 batches per call (the permutation reset between them), in
+    float64 and float32, and 1, 2 or 4 warps per row."""
     import ctypes
 
     n = 6
-    f = NonconvexLogistic.synthetic(n, total=n * M, d=d, batch=37, seed=3, dtype=dtype)
+    batch = 70 if M == 90 else 37
+    f = NonconvexLogistic.synthetic(n, total=n * M, d=d, batch=batch, seed=3, dtype=dtype)
     ids = None if nodes is None else np.asarray(nodes, dtype=np.int64)
     m = n if ids is None else len(ids)
     reps, batches, seed, iteration, rep_offset = 2, 3, 11, 7, 1
@@ -260,8 +262,6 @@ def test_cuda_logistic_kernel_logic_matches_cpu(cuda_on_host, nodes, M, d, layou
     want = f.stochastic_gradient(X, iteration, seed=seed, batches=batches, rep_offset=rep_offset,
                                  nodes=None if ids is None else ids)
     G = np.full_like(X, np.nan)
-    areas = {0: 0, 1: (f.samples_per_node + f.batch) * 4}
-    per_warp = 32 * X.itemsize + 32 * 4 + areas[layout]
     spill = np.full(reps * m * (f.samples_per_node + f.batch), -1, dtype=np.int32)
     i64, u64 = ctypes.c_int64, ctypes.c_uint64
     real = ctypes.c_double if dtype == np.float64 else ctypes.c_float
@@ -269,24 +269,24 @@ def test_cuda_logistic_kernel_logic_matches_cpu(cuda_on_host, nodes, M, d, layou
 
     K = _coordinate_groups(d)
     getattr(cuda_on_host, f"emulate_logistic_grad{K}_{'f64' if dtype == np.float64 else 'f32'}")(
-        ctypes.c_longlong(reps * m), _ptr(f.H), _ptr(f.Y), _ptr(ids) if ids is not None else ctypes.c_void_p(0),
-        i64(m), i64(f.samples_per_node), i64(d), real(f.rho), _ptr(X), i64(reps), i64(f.batch),
-        i64(batches), u64(seed), u64(iteration), i64(rep_offset), ctypes.c_int(layout), i64(per_warp),
-        _ptr(spill), _ptr(G))
+        ctypes.c_longlong(reps * m), ctypes.c_longlong(32 * warps), _ptr(f.H), _ptr(f.Y),
+        _ptr(ids) if ids is not None else ctypes.c_void_p(0), i64(m), i64(f.samples_per_node), i64(d), real(f.rho),
+        _ptr(X), i64(reps), i64(f.batch), i64(batches), u64(seed), u64(iteration), i64(rep_offset),
+        ctypes.c_int(layout), _ptr(spill), _ptr(G))
     np.testing.assert_array_equal(G, want)
 
 
 def _emulated_logistic_launches(cuda_on_host, monkeypatch, seen):
-    """:func:`_emulated_device` where each logistic launch's layout goes to ``seen`` after its shared memory is
-    checked against the layout's needs and the limit."""
+    """:func:`_emulated_device` where each logistic launch's (layout, warps per row) goes to ``seen`` after its
+    blocks and shared memory are checked against the rows, the layout's needs and the limit."""
     from rowstoch_fast.backends import cupy as backend
 
-    def check(name, args, shared_mem):
+    def check(name, grid, block, args, shared_mem):
         if name.startswith("logistic_grad"):
-            M, B, layout, per_warp = int(args[4]), int(args[9]), int(args[14]), int(args[15])
-            seen.append(layout)
-            assert shared_mem == backend._LOGISTIC_WARPS * per_warp <= backend._SHARED_LIMIT
-            assert per_warp >= 32 * 8 + 32 * 4 + {0: 0, 1: 4 * (M + B)}[layout]
+            m, M, reps, B, layout = int(args[3]), int(args[4]), int(args[8]), int(args[9]), int(args[14])
+            seen.append((layout, block[0] // 32))
+            assert grid[0] == reps * m and block[0] % 32 == 0 and shared_mem <= backend._SHARED_LIMIT
+            assert shared_mem >= block[0] * (8 + 4) + {0: 0, 1: 4 * (M + B)}[layout]
 
     return _emulated_device(cuda_on_host, monkeypatch, on_launch=check)
 
@@ -303,7 +303,38 @@ def test_cupy_logistic_launcher_on_the_host(cuda_on_host, monkeypatch, M, batch)
     X = np.random.default_rng(1).normal(size=(2, 3, 4))
     G = backend.logistic_grad(f, fake.asarray(X), 5, 7, 1, 0, None)
     np.testing.assert_array_equal(np.asarray(G), f.stochastic_gradient(X, 5, seed=7))
-    assert seen == [1 if M < 4000 else 0]
+    assert seen == [(1 if M < 4000 else 0, 8)]  # 6 rows: 8 warps each
+
+
+@pytest.mark.parametrize("warps", [1, 4, "auto"])
+def test_cupy_logistic_warps_per_row(cuda_on_host, monkeypatch, warps):
+    """backends.cupy.LOGISTIC_WARPS: the blocks' width changes, the gradients do not (bit for bit the CPU's);
+    "auto" gives a row 8 warps while the rows fit the device's resident warps, fewer down to 1 beyond."""
+    from rowstoch_fast.backends import cupy as backend
+
+    seen = []
+    fake = _emulated_logistic_launches(cuda_on_host, monkeypatch, seen)
+    monkeypatch.setattr(backend, "LOGISTIC_WARPS", warps)
+    f = NonconvexLogistic.synthetic(5, total=5 * 60, d=3, batch=50, seed=4)
+    X = np.random.default_rng(2).normal(size=(5, 3))
+    for it in (1, 2):
+        G = backend.logistic_grad(f, fake.asarray(X), it, 3, 2, 0, None)
+        np.testing.assert_array_equal(np.asarray(G), f.stochastic_gradient(X, it, seed=3, batches=2))
+    assert seen == [(1, 8 if warps == "auto" else warps)] * 2
+    if warps == "auto":
+        assert [backend._logistic_warps(rows) for rows in (1, 512, 513, 1024, 2048, 4096, 2**15)] == [
+            8, 8, 4, 4, 2, 1, 1]
+
+
+@pytest.mark.parametrize("bad", [0, 3, 16, "8", 8.0, True, None])
+def test_cupy_logistic_warps_refuses_a_bad_choice(cuda_on_host, monkeypatch, bad):
+    from rowstoch_fast.backends import cupy as backend
+
+    fake = _emulated_logistic_launches(cuda_on_host, monkeypatch, [])
+    monkeypatch.setattr(backend, "LOGISTIC_WARPS", bad)
+    f = NonconvexLogistic.synthetic(2, total=2 * 20, d=3, batch=5, seed=4)
+    with pytest.raises(ValueError, match=r"LOGISTIC_WARPS must be 'auto' or one of 1, 2, 4, 8, got"):
+        backend.logistic_grad(f, fake.asarray(np.zeros((2, 3))), 1, 3, 1, 0, None)
 
 
 def test_cupy_logistic_launcher_refuses_hours_of_work(cuda_on_host, monkeypatch):
@@ -330,21 +361,27 @@ def test_the_gpu_oracle_benchmark_runs_on_the_host(cuda_on_host, monkeypatch, ca
 
     seen = []
     fake = _emulated_logistic_launches(cuda_on_host, monkeypatch, seen)
+    from rowstoch_fast.backends import cupy as backend
+
+    monkeypatch.setattr(backend, "_RESIDENT_WARPS", 16)  # "auto": 2 warps for 8 rows (the emulation's speed)
     path = os.path.join(os.path.dirname(__file__), os.pardir, "bench", "gpu_kernels.py")
     monkeypatch.syspath_prepend(os.path.dirname(path))
     spec = importlib.util.spec_from_file_location("gpu_kernels_on_host", path)
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
     out = {}
+    monkeypatch.setattr(bench, "PIPELINED", 3)  # (20 on a device)
     bench.section_oracle(fake, out, (8,), M=24, B=12, d=3)
-    assert [row["what"] for row in out["oracle"]] == ["gradient", "gradient, 20 back to back", "Pull-Diag-GT step",
-                                                      "Pull-Diag-GT step, 20 in a row",
-                                                      "Pull-Diag-GT step, y phase unfused"]
-    assert all(row["bit_identical"] for row in out["oracle"]) and set(seen) == {1}
+    assert [row["what"] for row in out["oracle"]] == [
+        "gradient", "gradient, 3 back to back", "gradient, one warp per row",
+        "gradient, 3 back to back, one warp per row", "Pull-Diag-GT step", "Pull-Diag-GT step, 3 in a row",
+        "Pull-Diag-GT step, y phase unfused", "Pull-Diag-GT step, 3 in a row, one warp per row"]
+    assert all(row["bit_identical"] for row in out["oracle"]) and set(seen) == {(1, 2), (1, 1)}
     assert "bit-identical to the CPU's: True" in capsys.readouterr().out
     seen.clear()
     bench.section_probe_oracle(fake, out, sizes=(8,), M=24, B=12, d=3, calls=2)  # what stage ncu_oracle profiles
-    assert [row["n"] for row in out["probe_oracle"]] == [8] and seen == [1, 1]
+    assert [(row["n"], row["warps"]) for row in out["probe_oracle"]] == [(8, 2), (8, 1)]
+    assert seen == [(1, 2)] * 2 + [(1, 1)] * 2 and bench.gpu.LOGISTIC_WARPS == "auto"
     fake.cuda.runtime.getDeviceCount = lambda: 1
     bench.section_probe_host(fake, out, n=8, M=24, B=12, d=3, calls=3)  # the host's part of a call and a step
     host = {row["what"]: row for row in out["probe_host"]}
@@ -364,7 +401,7 @@ def test_the_gpu_oracle_benchmark_runs_on_the_host(cuda_on_host, monkeypatch, ca
 def _emulated_device(cuda_on_host, monkeypatch, on_launch=None):
     """The CuPy backend as it is, every launch going to the emulated kernels of kernels.cu (float64, int32
     indices: the instances tests/cuda_on_host.cpp builds) on host memory: NumPy stands in for CuPy, CUDA graphs
-    record and replay the launches; ``on_launch(name, args, shared_mem)`` sees each launch first. Returns the
+    record and replay the launches; ``on_launch(name, grid, block, args, shared_mem)`` sees each launch first. Returns the
     fake CuPy module."""
     import ctypes
 
@@ -387,12 +424,12 @@ def _emulated_device(cuda_on_host, monkeypatch, on_launch=None):
 
         def launch(grid, block, args, shared_mem=0):
             if on_launch is not None:
-                on_launch(name, args, shared_mem)
+                on_launch(name, grid, block, args, shared_mem)
             converted = [arg(a) for a in args]  # now: the arrays must live until the (maybe replayed) launch
             launched.append(name)
-            threads = grid[0] * block[0]  # the warp kernels' emulation takes warps (one per emulated block)
-            count = threads // 32 if name.startswith("logistic_grad") else threads
-            _FakeGraphs.run(lambda: emulated(ctypes.c_longlong(count), *converted))
+            threads = grid[0] * block[0]  # the block kernels' emulation takes blocks and threads per block
+            shape = (grid[0], block[0]) if name.startswith("logistic_grad") else (threads,)
+            _FakeGraphs.run(lambda: emulated(*map(ctypes.c_longlong, shape), *converted))
         return launch
 
     monkeypatch.setattr(backend, "_kernel", kernel)

@@ -445,7 +445,7 @@ def logistic_grad(obj, X, iteration, seed, batches, rep_offset, nodes):
     cache = obj.__dict__.setdefault("_device_data", {})  # the data set and the launch plans, per device
     m = obj.n if nodes is None else len(nodes)
     reps = X.shape[0] if X.ndim == 3 else 1
-    key = ("plan", reps, m, batches)  # (the same on every device)
+    key = ("plan", reps, m, batches, LOGISTIC_WARPS)  # (the same on every device)
     plan = cache.get(key)
     if plan is None:
         plan = cache[key] = _logistic_plan(obj, reps, m, batches)
@@ -475,16 +475,30 @@ def _logistic_plan(obj, reps, m, batches):
     if work > _MAX_WORK:  # a kernel cannot be interrupted: the CPU kernel's bound (csrc/bindings.cpp)
         raise ValueError(f"batches = {batches} with batch = {B} is {work} multiply-adds per call (over 2^40: "
                          "hours of work); lower batches or batch")
-    # one warp per row; its shared area: 32 coefficients, 32 sample ids, then the permutation and the draws
-    # when they fit (layout 1), else those in a global scratch (layout 0); kernels.cu's logistic_grad_impl
-    base = 32 * dtype.itemsize + 32 * 4
-    layout = 1 if _LOGISTIC_WARPS * _round16(base + 4 * (M + B)) <= _SHARED_LIMIT else 0
-    per_warp = _round16(base + (4 * (M + B) if layout else 0))
+    # one block of W warps per row; its shared area: 32 W coefficients and sample ids, then the permutation and
+    # the draws when they fit (layout 1), else those in a global scratch (layout 0); kernels.cu's logistic_grad_impl
+    warps = _logistic_warps(rows)
+    base = 32 * warps * (dtype.itemsize + 4)
+    layout = 1 if base + 4 * (M + B) <= _SHARED_LIMIT else 0
     consts = ((np.int64(m), np.int64(M), np.int64(obj.d), dtype.type(obj.rho)),  # the kernel's arguments
-              (np.int64(reps), np.int64(B), np.int64(batches)), (np.int32(layout), np.int64(per_warp)))
-    blocks = (rows + _LOGISTIC_WARPS - 1) // _LOGISTIC_WARPS
-    return (f"logistic_grad{_coordinate_groups(obj.d)}_{_suffix(dtype)}", blocks, 32 * _LOGISTIC_WARPS,
-            _LOGISTIC_WARPS * per_warp, dtype, 0 if layout else rows * (M + B), consts)
+              (np.int64(reps), np.int64(B), np.int64(batches)), (np.int32(layout),))
+    return (f"logistic_grad{_coordinate_groups(obj.d)}_{_suffix(dtype)}", rows, 32 * warps,
+            _round16(base + (4 * (M + B) if layout else 0)), dtype, 0 if layout else rows * (M + B), consts)
+
+
+def _logistic_warps(rows):
+    """Warps per row of the logistic kernel: :data:`LOGISTIC_WARPS`, or for ``"auto"`` the most (up to 8) with
+    which ``rows`` rows still fit the device's resident warps at once (kernels.cu: the margins of a row's
+    samples in flight together; where rows fill the device, one warp per row wastes no warp on waiting)."""
+    if LOGISTIC_WARPS != "auto":
+        if type(LOGISTIC_WARPS) is not int or LOGISTIC_WARPS not in (1, 2, 4, 8):
+            raise ValueError(f"backends.cupy.LOGISTIC_WARPS must be 'auto' or one of 1, 2, 4, 8, got "
+                             f"{LOGISTIC_WARPS!r}")
+        return LOGISTIC_WARPS
+    warps = 8
+    while warps > 1 and rows * warps > _RESIDENT_WARPS:
+        warps //= 2
+    return warps
 
 
 def _coordinate_groups(d):
@@ -496,7 +510,11 @@ def _round16(nbytes):
     return (nbytes + 15) // 16 * 16
 
 
-_LOGISTIC_WARPS = 4  # warps (rows) per block of the logistic kernel
+#: Warps per row (one block per row) of the logistic oracle's kernel: ``"auto"`` (8 where rows are few, down
+#: to 1 where they fill the device), or 1, 2, 4 or 8 (blocks of at most 256 threads of up to 128 registers);
+#: bench/gpu_kernels.py times them (RESULTS.md section 9e).
+LOGISTIC_WARPS = "auto"
+_RESIDENT_WARPS = 4096  # warps an H100 or H200 keeps resident (132 SMs x 32 warps of 64 registers), roughly
 _MAX_WORK = 2**40  # multiply-adds of one gradient call (a kernel runs to its end: beyond Ctrl-C)
 _SHARED_LIMIT = 48 * 1024  # dynamic shared memory a block gets without opting in
 

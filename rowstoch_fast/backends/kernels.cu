@@ -474,48 +474,49 @@ __device__ void parallel_draws(u64 key, i64 M, i64 B, int* __restrict__ draws) {
     }
 }
 
-// One warp per (repetition, node) draws its mini-batch (the CPU's partial Fisher-Yates over the samples), then
-// each lane takes one of 32 samples at a time (its margin in rowstoch::dot4's order, its coefficient), and
-// lane q accumulates coordinates q, q + 32, ... over the samples in order: the same sums as
-// rowstoch::logistic_stochastic_grad on the CPU, bit for bit. The draws are made by the whole warp when
-// M <= 4096 (parallel_draws), by lane 0 else; lane 0 applies them to a permutation of the M samples, in shared
-// memory (`layout` 1) or in the global scratch `spill` when it does not fit (`layout` 0); the warp resets the
-// permutation to the identity before the next batch. The sums load 8 samples' values before adding them (in
-// order), so that their loads are in flight together.
+// One block of W = blockDim.x / 32 warps per (repetition, node) row. Warp 0 draws the row's mini-batch (the
+// CPU's partial Fisher-Yates over the samples): the draws by the whole warp when M <= 4096 (parallel_draws),
+// by its lane 0 else; lane 0 applies them to a permutation of the M samples, in shared memory (`layout` 1) or
+// in the global scratch `spill` when it does not fit (`layout` 0). The block then takes 32 W samples at a time:
+// each thread one sample's margin (in rowstoch::dot4's order) and coefficient, all at once; warp 0 adds them up
+// in order, lane q accumulating coordinates q, q + 32, ..: the same sums as rowstoch::logistic_stochastic_grad
+// on the CPU, bit for bit, for any W (W = 1: one warp does it all). The sums load 8 samples' values before
+// adding them (in order), so that their loads are in flight together. The block resets the permutation to the
+// identity before the next batch. Many warps per row help where rows are few (the paper's n = 512: the margins'
+// loads and exp of 200 samples in flight together instead of in 7 rounds); one where rows fill the device.
 // K = ceil(d / 32) <= 4: lane q keeps coordinates q, q + 32, .., q + 32 (K - 1) in registers (one kernel per
 // K, so that d <= 32, the paper's d = 10, holds 8 values in flight, not 32); K = 0: any d, the sums in G.
-// Launched with (blockDim.x / 32) warps per block and (blockDim.x / 32) * shared_per_warp bytes of dynamic
-// shared memory; a warp's shared area is [32 coefficients T][32 sample ids int] then, for layout 1,
-// [perm: M int][draws: B int].
+// Launched with one block per row and dynamic shared memory [32 W coefficients T][32 W sample ids int] then,
+// for layout 1, [perm: M int][draws: B int].
 template <typename T, int K>
 __device__ void logistic_grad_impl(const T* __restrict__ H, const T* __restrict__ Yl, const i64* __restrict__ nodes,
                                    i64 m, i64 M, i64 d, T rho, const T* __restrict__ X, i64 reps, i64 B,
                                    i64 batches, u64 seed, u64 iteration, i64 rep_offset, int layout,
-                                   i64 shared_per_warp, int* __restrict__ spill, T* __restrict__ G) {
+                                   int* __restrict__ spill, T* __restrict__ G) {
     extern __shared__ __align__(16) unsigned char smem[];
-    const int lane = threadIdx.x & 31, wib = threadIdx.x >> 5;
-    const i64 row = (i64)blockIdx.x * (blockDim.x >> 5) + wib;
-    if (row >= reps * m) return;  // the whole warp
-    unsigned char* mine = smem + wib * shared_per_warp;
-    T* coef = reinterpret_cast<T*>(mine);
-    int* ids = reinterpret_cast<int*>(mine + 32 * sizeof(T));
-    int* perm = layout == 1 ? ids + 32 : spill + row * (M + B);  // its first B: the batch's sample ids, in order
-    int* swaps = perm + M;                                          // the draws b + below(s, M - b)
+    const int tid = threadIdx.x, lane = tid & 31, width = blockDim.x;
+    const bool first_warp = tid < 32;
+    const i64 row = blockIdx.x;
+    if (row >= reps * m) return;  // the whole block
+    T* coef = reinterpret_cast<T*>(smem);
+    int* ids = reinterpret_cast<int*>(smem + width * sizeof(T));
+    int* perm = layout == 1 ? ids + width : spill + row * (M + B);  // its first B: the batch's sample ids, in order
+    int* swaps = perm + M;                                             // the draws b + below(s, M - b)
     const i64 rep = row / m;
     const i64 node = nodes ? nodes[row % m] : row % m;
-    for (i64 l = lane; l < M; l += 32) perm[l] = (int)l;
+    for (i64 l = tid; l < M; l += width) perm[l] = (int)l;
     const T* x = X + row * d;
     T* g = G + row * d;
     const T* Hi = H + node * M * d;
     const T* Yi = Yl + node * M;
     const T weight = T(1) / T(B * batches);
-    T acc[K > 0 ? K : 1] = {};  // coordinates lane + 32 k, k < K; K = 0 goes through g
-    if (K == 0)
+    T acc[K > 0 ? K : 1] = {};  // warp 0's coordinates lane + 32 k, k < K; K = 0 goes through g
+    if (K == 0 && first_warp)
         for (i64 q = lane; q < d; q += 32) g[q] = 0;
-    __syncwarp();
+    __syncthreads();
     for (i64 r = 0; r < batches; ++r) {
         const u64 key = stream_key(seed, (u64)(rep + rep_offset), (u64)node, iteration, (u64)r);
-        if (M <= 4096) {  // the draws by the whole warp; lane 0 only swaps
+        if (first_warp && M <= 4096) {  // the draws by the whole warp; lane 0 only swaps
             parallel_draws(key, M, B, swaps);
             __syncwarp();
             if (lane == 0)  // 8 draws loaded ahead (the swaps do not write them): one load latency per swap
@@ -531,7 +532,7 @@ __device__ void logistic_grad_impl(const T* __restrict__ H, const T* __restrict_
                             perm[k] = t;
                         }
                 }
-        } else if (lane == 0) {
+        } else if (tid == 0) {
             Stream s = {key, 0, 0, 0};
             for (i64 b = 0; b < B; ++b) {
                 const int k = (int)(b + (i64)below(&s, (u64)(M - b))), t = perm[b];
@@ -539,21 +540,21 @@ __device__ void logistic_grad_impl(const T* __restrict__ H, const T* __restrict_
                 perm[k] = t;
             }
         }
-        __syncwarp();
-        for (i64 b0 = 0; b0 < B; b0 += 32) {
-            const int nb = B - b0 < 32 ? (int)(B - b0) : 32;
-            if (lane < nb) {
-                const int id = perm[b0 + lane];
+        __syncthreads();
+        for (i64 b0 = 0; b0 < B; b0 += width) {
+            const int nb = B - b0 < width ? (int)(B - b0) : width;
+            if (tid < nb) {  // every thread one sample's coefficient
+                const int id = perm[b0 + tid];
                 const T* h = Hi + (i64)id * d;
                 T s4[4] = {0, 0, 0, 0};  // rowstoch::dot4's order
                 for (i64 j = 0; j < d; ++j) s4[j & 3] += h[j] * x[j];
                 const T yb = Yi[id];
                 const double z = (double)(yb * ((s4[0] + s4[2]) + (s4[1] + s4[3])));
-                coef[lane] = (T)(-(double)yb * logistic_weight(z) * (double)weight);
-                ids[lane] = id;
+                coef[tid] = (T)(-(double)yb * logistic_weight(z) * (double)weight);
+                ids[tid] = id;
             }
-            __syncwarp();
-            if (K > 0) {
+            __syncthreads();
+            if (first_warp && K > 0) {
                 for (int b1 = 0; b1 < nb; b1 += 8) {  // 8 samples' loads in flight, then their sums in order
                     T c[8], v[8][K > 0 ? K : 1];
 #pragma unroll
@@ -572,19 +573,20 @@ __device__ void logistic_grad_impl(const T* __restrict__ H, const T* __restrict_
                                 if (lane + 32 * k < d) acc[k] += c[b] * v[b][k];
                         }
                 }
-            } else {
+            } else if (first_warp) {
                 for (i64 q = lane; q < d; q += 32) {
                     T a = g[q];
                     for (int b = 0; b < nb; ++b) a += coef[b] * Hi[(i64)ids[b] * d + q];
                     g[q] = a;
                 }
             }
-            __syncwarp();
+            __syncthreads();
         }
-        if (r + 1 < batches)  // the identity again for the next batch (the whole warp)
-            for (i64 l = lane; l < M; l += 32) perm[l] = (int)l;
-        __syncwarp();
+        if (r + 1 < batches)  // the identity again for the next batch (the whole block)
+            for (i64 l = tid; l < M; l += width) perm[l] = (int)l;
+        __syncthreads();
     }
+    if (!first_warp) return;
 #pragma unroll
     for (int k = 0; k < K; ++k)
         if (lane + 32 * k < d) g[lane + 32 * k] = acc[k];
@@ -650,8 +652,8 @@ __device__ void logistic_grad_impl(const T* __restrict__ H, const T* __restrict_
         csr_mix_lossy_impl<T, I, V>(Ap, Aj, Ax, X, Y, n, w, status, round_key, p, renormalise, awake, bad); }
 // logistic_grad<K>_<value> (K above)
 #define LOGISTIC(suffix, T, K) \
-    __global__ void logistic_grad##K##_##suffix(const T* H, const T* Yl, const i64* nodes, i64 m, i64 M, i64 d, T rho, const T* X, i64 reps, i64 B, i64 batches, u64 seed, u64 iteration, i64 rep_offset, int layout, i64 shared_per_warp, int* spill, T* G) { \
-        logistic_grad_impl<T, K>(H, Yl, nodes, m, M, d, rho, X, reps, B, batches, seed, iteration, rep_offset, layout, shared_per_warp, spill, G); }
+    __global__ void logistic_grad##K##_##suffix(const T* H, const T* Yl, const i64* nodes, i64 m, i64 M, i64 d, T rho, const T* X, i64 reps, i64 B, i64 batches, u64 seed, u64 iteration, i64 rep_offset, int layout, int* spill, T* G) { \
+        logistic_grad_impl<T, K>(H, Yl, nodes, m, M, d, rho, X, reps, B, batches, seed, iteration, rep_offset, layout, spill, G); }
 #define GE(suffix, I) \
     __global__ void ge_advance_##suffix(const I* Ap, const I* Aj, i64 rows, unsigned char* bad, const u64* keys, i64 steps, u64 init_key, int init, double p_bad, double p_recover, double stationary) { \
         ge_advance_impl<I>(Ap, Aj, rows, bad, keys, steps, init_key, init, p_bad, p_recover, stationary); }
