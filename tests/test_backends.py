@@ -235,25 +235,27 @@ def _ptr(a):
     return ctypes.c_void_p(a.ctypes.data)
 
 
-@pytest.mark.parametrize("nodes,M,d,layout,dtype,warps", [
-    (None, 37, 5, 1, np.float64, 1), ([3, 0, 5], 37, 5, 1, np.float64, 2), (None, 4100, 5, 0, np.float64, 1),
-    (None, 37, 37, 1, np.float64, 4), (None, 40, 131, 0, np.float64, 1), (None, 37, 10, 1, np.float32, 2),
-    ([1, 4], 4100, 7, 0, np.float32, 2), ([3, 0, 5], 4000, 10, 0, np.float64, 1), (None, 3000, 131, 0, np.float32, 2),
-    (None, 37, 100, 1, np.float64, 1), (None, 90, 10, 1, np.float64, 1), (None, 90, 131, 0, np.float64, 4)],
-    ids=["all", "subset-w2", "M4100-spill", "d37-w4", "d131", "f32-w2", "f32-spill-w2", "M4000-spill", "f32-d131-spill-w2",
-         "d100", "batch70", "d131-batch70-w4"])
-def test_cuda_logistic_kernel_logic_matches_cpu(cuda_on_host, nodes, M, d, layout, dtype, warps):
+@pytest.mark.parametrize("nodes,M,batch,d,layout,dtype,warps", [
+    (None, 37, 37, 5, 1, np.float64, 1), ([3, 0, 5], 37, 37, 5, 1, np.float64, 2),
+    (None, 4100, 150, 5, 0, np.float64, 1), (None, 37, 37, 37, 1, np.float64, 4), (None, 40, 37, 131, 0, np.float64, 1),
+    (None, 37, 37, 10, 1, np.float32, 2), ([1, 4], 4100, 37, 7, 0, np.float32, 2),
+    ([3, 0, 5], 4000, 37, 10, 0, np.float64, 1), (None, 3000, 300, 131, 0, np.float32, 2),
+    (None, 37, 37, 100, 1, np.float64, 1), (None, 90, 70, 10, 1, np.float64, 1), (None, 90, 70, 131, 0, np.float64, 4),
+    (None, 400, 200, 10, 1, np.float64, 1), (None, 400, 200, 10, 1, np.float64, 8)],
+    ids=["all", "subset-w2", "M4100-spill-swaps", "d37-w4", "d131", "f32-w2", "f32-spill-w2", "M4000-spill",
+         "f32-d131-spill-swaps-w2", "d100", "batch70", "d131-batch70-w4", "paper-swaps", "paper-w8"])
+def test_cuda_logistic_kernel_logic_matches_cpu(cuda_on_host, nodes, M, batch, d, layout, dtype, warps):
     """Same mini-batches (16- and 32-bit draws) and the same sums as the CPU kernel: equal bit for bit, with the
     permutation in shared memory or spilled, the draws made by the lanes together (M <= 4096: at M = 4000
-    about 2% of the draws are rejected, so the restarts run) or by lane 0 (M = 4100), d below and above one
+    about 2% of the draws are rejected, so the restarts run) or by lane 0 (M = 4100), the batch's ids read off
+    the draws (at most 4 samples per thread) or from lane 0's swaps (more: "swaps"), d below and above one
     warp's width and the registers' 128 (the kernels for 1, 2, 4 and any number of coordinate groups),
-    batches of 37 (a last group of 5 in the sums) or 70 (more samples than a block's threads at 1 and 2
-    warps: the margins in several rounds), 3 batches per call (the permutation reset between them), in
-    float64 and float32, and 1, 2 or 4 warps per row."""
+    batches of 37 (a last group of 5 in the sums), 70 or more (more samples than a block's threads: the
+    margins in several rounds), 3 batches per call (the permutation reset between them), in float64 and
+    float32, and 1, 2, 4 or 8 warps per row."""
     import ctypes
 
     n = 6
-    batch = 70 if M == 90 else 37
     f = NonconvexLogistic.synthetic(n, total=n * M, d=d, batch=batch, seed=3, dtype=dtype)
     ids = None if nodes is None else np.asarray(nodes, dtype=np.int64)
     m = n if ids is None else len(ids)

@@ -474,16 +474,31 @@ __device__ void parallel_draws(u64 key, i64 M, i64 B, int* __restrict__ draws) {
     }
 }
 
+// The b-th sample id of a partial Fisher-Yates (for b = 0, 1, ..: swap the entries b and draws[b] >= b of the
+// identity) without doing the swaps: the entry at position p = draws[b] just before swap b, which is p unless an
+// earlier swap t drew p, in which case it is what position t held just before swap t, and so on down. One pass
+// over the earlier draws, from b - 1 down (b loads; O(B^2) for the batch, so for batches of at most 4 draws per
+// thread of the block).
+__device__ __forceinline__ int batch_id(const int* __restrict__ draws, i64 b) {
+    int p = draws[b];
+    for (i64 t = b - 1; t >= 0; --t)
+        if (draws[t] == p) p = (int)t;
+    return p;
+}
+
 // One block of W = blockDim.x / 32 warps per (repetition, node) row. Warp 0 draws the row's mini-batch (the
 // CPU's partial Fisher-Yates over the samples): the draws by the whole warp when M <= 4096 (parallel_draws),
-// by its lane 0 else; lane 0 applies them to a permutation of the M samples, in shared memory (`layout` 1) or
-// in the global scratch `spill` when it does not fit (`layout` 0). The block then takes 32 W samples at a time:
-// each thread one sample's margin (in rowstoch::dot4's order) and coefficient, all at once; warp 0 adds them up
-// in order, lane q accumulating coordinates q, q + 32, ..: the same sums as rowstoch::logistic_stochastic_grad
-// on the CPU, bit for bit, for any W (W = 1: one warp does it all). The sums load 8 samples' values before
-// adding them (in order), so that their loads are in flight together. The block resets the permutation to the
-// identity before the next batch. Many warps per row help where rows are few (the paper's n = 512: the margins'
-// loads and exp of 200 samples in flight together instead of in 7 rounds); one where rows fill the device.
+// by its lane 0 else. For batches of at most 4 samples per thread, every thread reads its samples' ids off
+// the draws (batch_id); for larger ones lane 0 applies the draws to a permutation of the M samples (reset to
+// the identity by the block before the next batch). Draws, ids and permutation are in shared memory
+// (`layout` 1) or in the global scratch `spill` when they do not fit (`layout` 0). The block then takes 32 W
+// samples at a time: each thread one sample's margin (in rowstoch::dot4's order) and coefficient, all at
+// once; warp 0 adds them up in order, lane q accumulating coordinates q, q + 32, ..: the same sums as
+// rowstoch::logistic_stochastic_grad on the CPU, bit for bit, for any W (W = 1: one warp does it all). The
+// sums load 8 samples' values before adding them (in order), so that their loads are in flight together.
+// Many warps per row help where rows are few (the paper's n = 512: the margins' loads and exp of 200 samples
+// in flight together instead of in 7 rounds, the ids without 200 swaps in sequence); one where rows fill
+// the device.
 // K = ceil(d / 32) <= 4: lane q keeps coordinates q, q + 32, .., q + 32 (K - 1) in registers (one kernel per
 // K, so that d <= 32, the paper's d = 10, holds 8 values in flight, not 32); K = 0: any d, the sums in G.
 // Launched with one block per row and dynamic shared memory [32 W coefficients T][32 W sample ids int] then,
@@ -504,7 +519,9 @@ __device__ void logistic_grad_impl(const T* __restrict__ H, const T* __restrict_
     int* swaps = perm + M;                                             // the draws b + below(s, M - b)
     const i64 rep = row / m;
     const i64 node = nodes ? nodes[row % m] : row % m;
-    for (i64 l = tid; l < M; l += width) perm[l] = (int)l;
+    const bool chained = B <= 4 * width;  // (the whole block) the batch's ids from the draws, else lane 0's swaps
+    if (!chained)
+        for (i64 l = tid; l < M; l += width) perm[l] = (int)l;
     const T* x = X + row * d;
     T* g = G + row * d;
     const T* Hi = H + node * M * d;
@@ -516,28 +533,27 @@ __device__ void logistic_grad_impl(const T* __restrict__ H, const T* __restrict_
     __syncthreads();
     for (i64 r = 0; r < batches; ++r) {
         const u64 key = stream_key(seed, (u64)(rep + rep_offset), (u64)node, iteration, (u64)r);
-        if (first_warp && M <= 4096) {  // the draws by the whole warp; lane 0 only swaps
+        if (first_warp && M <= 4096) {  // the draws by the whole warp
             parallel_draws(key, M, B, swaps);
-            __syncwarp();
-            if (lane == 0)  // 8 draws loaded ahead (the swaps do not write them): one load latency per swap
-                for (i64 b0 = 0; b0 < B; b0 += 8) {
-                    int k8[8];
-#pragma unroll
-                    for (int u = 0; u < 8; ++u) k8[u] = b0 + u < B ? swaps[b0 + u] : 0;
-#pragma unroll
-                    for (int u = 0; u < 8; ++u)
-                        if (b0 + u < B) {
-                            const int k = k8[u], t = perm[b0 + u];
-                            perm[b0 + u] = perm[k];
-                            perm[k] = t;
-                        }
-                }
         } else if (tid == 0) {
             Stream s = {key, 0, 0, 0};
-            for (i64 b = 0; b < B; ++b) {
-                const int k = (int)(b + (i64)below(&s, (u64)(M - b))), t = perm[b];
-                perm[b] = perm[k];
-                perm[k] = t;
+            for (i64 b = 0; b < B; ++b) swaps[b] = (int)(b + (i64)below(&s, (u64)(M - b)));
+        }
+        __syncthreads();
+        if (chained) {  // the swaps' outcome read off the draws, every sample at once (batch_id above)
+            for (i64 b = tid; b < B; b += width) perm[b] = batch_id(swaps, b);
+        } else if (tid == 0) {  // 8 draws loaded ahead (the swaps do not write them): one load latency per swap
+            for (i64 b0 = 0; b0 < B; b0 += 8) {
+                int k8[8];
+#pragma unroll
+                for (int u = 0; u < 8; ++u) k8[u] = b0 + u < B ? swaps[b0 + u] : 0;
+#pragma unroll
+                for (int u = 0; u < 8; ++u)
+                    if (b0 + u < B) {
+                        const int k = k8[u], t = perm[b0 + u];
+                        perm[b0 + u] = perm[k];
+                        perm[k] = t;
+                    }
             }
         }
         __syncthreads();
@@ -582,7 +598,7 @@ __device__ void logistic_grad_impl(const T* __restrict__ H, const T* __restrict_
             }
             __syncthreads();
         }
-        if (r + 1 < batches)  // the identity again for the next batch (the whole block)
+        if (!chained && r + 1 < batches)  // the identity again for the next batch (the whole block)
             for (i64 l = tid; l < M; l += width) perm[l] = (int)l;
         __syncthreads();
     }
