@@ -477,11 +477,20 @@ __device__ void parallel_draws(u64 key, i64 M, i64 B, int* __restrict__ draws) {
 // The b-th sample id of a partial Fisher-Yates (for b = 0, 1, ..: swap the entries b and draws[b] >= b of the
 // identity) without doing the swaps: the entry at position p = draws[b] just before swap b, which is p unless an
 // earlier swap t drew p, in which case it is what position t held just before swap t, and so on down. One pass
-// over the earlier draws, from b - 1 down (b loads; O(B^2) for the batch, so for batches of at most 4 draws per
-// thread of the block).
+// over the earlier draws, from b - 1 down (b loads, 8 in flight: they do not depend on p; O(B^2) for the batch,
+// so for batches of at most 4 draws per thread of the block).
 __device__ __forceinline__ int batch_id(const int* __restrict__ draws, i64 b) {
     int p = draws[b];
-    for (i64 t = b - 1; t >= 0; --t)
+    i64 t = b - 1;
+    for (; t >= 7; t -= 8) {
+        int k8[8];
+#pragma unroll
+        for (int u = 0; u < 8; ++u) k8[u] = draws[t - u];
+#pragma unroll
+        for (int u = 0; u < 8; ++u)
+            if (k8[u] == p) p = (int)(t - u);
+    }
+    for (; t >= 0; --t)
         if (draws[t] == p) p = (int)t;
     return p;
 }
