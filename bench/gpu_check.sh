@@ -15,8 +15,8 @@
 #   resnet   examples/cifar10_resnet.py: 16 ResNet-18 replicas on random CIFAR-shaped images (issue 15's job);
 #   ncu      Nsight Compute's DRAM and L2 byte counts of the mixing kernels at n = 2^20 (the "entry" and "row"
 #            kernels, bench/gpu_kernels.py --sections probe);
-#   ncu_oracle  Nsight Compute's durations of the logistic kernel at n = 512 and 2^15 (20 calls each, medians;
-#            bench/gpu_kernels.py --sections probe-oracle), against the calls' times.
+#   ncu_oracle  Nsight Compute's durations of the logistic kernel at n = 512 (8 warps per row, then 1) and
+#            2^15 (20 calls each, medians; bench/gpu_kernels.py --sections probe-oracle), against the calls' times.
 # Everything lands in $OUT (default /tmp/rowstoch_gpu), in at most 8 files (the device tool's limit).
 #
 #   bash bench/gpu_check.sh                                  # from the repository root

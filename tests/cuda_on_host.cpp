@@ -215,3 +215,8 @@ EMULATE(ge_advance_i32,
         P(const int* Ap, const int* Aj, i64 rows, unsigned char* bad, const u64* keys, i64 steps, u64 init_key,
           int init, double p_bad, double p_recover, double stationary),
         (Ap, Aj, rows, bad, keys, steps, init_key, init, p_bad, p_recover, stationary))
+
+// batch_id for every b < B (one emulated thread after another).
+extern "C" void emulate_batch_ids(const int* draws, long long B, int* ids) {
+    for (long long b = 0; b < B; ++b) ids[b] = batch_id(draws, b);
+}

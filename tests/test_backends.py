@@ -278,6 +278,24 @@ def test_cuda_logistic_kernel_logic_matches_cpu(cuda_on_host, nodes, M, batch, d
     np.testing.assert_array_equal(G, want)
 
 
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.data())
+def test_batch_ids_read_off_the_draws_equal_the_swaps(cuda_on_host, data):
+    """kernels.cu's batch_id (sample b of a partial Fisher-Yates read off the draws, no swaps) against doing
+    the swaps: for any draws k_b in [b, M), including repeated and self draws."""
+    import ctypes
+
+    M = data.draw(st.integers(1, 40))
+    B = data.draw(st.integers(1, M))
+    draws = np.array([data.draw(st.integers(b, M - 1)) for b in range(B)], dtype=np.int32)
+    perm = np.arange(M)
+    for b, k in enumerate(draws):
+        perm[b], perm[k] = perm[k], perm[b]
+    ids = np.full(B, -1, dtype=np.int32)
+    cuda_on_host.emulate_batch_ids(_ptr(draws), ctypes.c_longlong(B), _ptr(ids))
+    np.testing.assert_array_equal(ids, perm[:B])
+
+
 def _emulated_logistic_launches(cuda_on_host, monkeypatch, seen):
     """:func:`_emulated_device` where each logistic launch's (layout, warps per row) goes to ``seen`` after its
     blocks and shared memory are checked against the rows, the layout's needs and the limit."""
@@ -379,7 +397,7 @@ def test_the_gpu_oracle_benchmark_runs_on_the_host(cuda_on_host, monkeypatch, ca
         "gradient, 3 back to back, one warp per row", "Pull-Diag-GT step", "Pull-Diag-GT step, 3 in a row",
         "Pull-Diag-GT step, y phase unfused", "Pull-Diag-GT step, 3 in a row, one warp per row"]
     assert all(row["bit_identical"] for row in out["oracle"]) and set(seen) == {(1, 2), (1, 1)}
-    assert "bit-identical to the CPU's: True" in capsys.readouterr().out
+    assert "bit-identical to the CPU's, 2 and 1 warp(s) per row: True" in capsys.readouterr().out
     seen.clear()
     bench.section_probe_oracle(fake, out, sizes=(8,), M=24, B=12, d=3, calls=2)  # what stage ncu_oracle profiles
     assert [(row["n"], row["warps"]) for row in out["probe_oracle"]] == [(8, 2), (8, 1)]
