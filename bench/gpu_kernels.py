@@ -18,7 +18,8 @@ Sections (each prints a markdown table; everything lands in ``DIR/gpu_kernels.js
   the flag after every step (the 2026-11 behaviour), next to the CPU kernels;
 * ``oracle``: the logistic oracle (Appendix E.2: 400 samples per node, batch 200, d = 10) at n = 512 and
   2^15 on the GPU against the CPU kernels on every core of this host, and a whole Pull-Diag-GT step at
-  n = 512; the logistic kernel also at one warp per row (``LOGISTIC_WARPS = 1``, sections 9b-9d's kernel);
+  n = 512 (with a lambda, and with an Oracle: then one CUDA graph); the logistic kernel also at one warp per
+  row (``LOGISTIC_WARPS = 1``, sections 9b-9d's kernel);
 * ``probe`` (not in the default list; for a profiler): three rounds of ``A X`` at n = 2^20, d = 10 with the
   ``entry``, the ``row`` and the ``circ`` kernel, printing the compulsory bytes of one round, so that
   ``ncu --kernel-name regex:csr_mix`` (``bench/gpu_check.sh``, stage ``ncu``) can set the DRAM and L2 bytes it
@@ -26,8 +27,9 @@ Sections (each prints a markdown table; everything lands in ``DIR/gpu_kernels.js
 * ``probe-oracle`` (likewise, for ``ncu --kernel-name regex:logistic_grad``): gradient calls at n = 512 and
   2^15, and where a call's time goes (waited for, the host's part, back to back between CUDA events), at
   n = 512 also with one warp per row;
-* ``probe-host``: the host's part of a gradient call and of a Pull-Diag-GT step at n = 512, split into the
-  kernel launches and the rest, a profile of the step's Python, and what a few CuPy calls cost alone.
+* ``probe-host``: the host's part of a gradient call and of a Pull-Diag-GT step at n = 512 (with a lambda,
+  and with an Oracle: the whole step one CUDA graph), split into the kernel launches and the rest, a profile
+  of the step's Python, and what a few CuPy calls cost alone.
 
 GPU times are taken over several steps between two synchronisations (a run does not synchronise per
 step); contenders are interleaved (``_harness.interleaved``) and medians are reported.
@@ -284,6 +286,16 @@ def section_oracle(cp, out, sizes, M=400, B=200, d=10):
                 steps[0] += 1
                 oc.step(lambda Z: f.stochastic_gradient(Z, steps[0], seed=1))
             ou = _unfused(PullDiagGT(A, Xd, lr=1e-4))
+            oo, oracle = PullDiagGT(A, Xd, lr=1e-4), f.oracle(seed=1)  # an Oracle: the whole step one graph
+
+            def step_gpu_oracle():
+                oo.step(oracle)
+                cp.cuda.Device().synchronize()
+
+            def step_gpu_oracle_pipelined():
+                for _ in range(PIPELINED):
+                    oo.step(oracle)
+                cp.cuda.Device().synchronize()
 
             def step_gpu_unfused():  # the y phase as before section 9d
                 steps[0] += 1
@@ -291,9 +303,12 @@ def section_oracle(cp, out, sizes, M=400, B=200, d=10):
                 cp.cuda.Device().synchronize()
             contenders.update({"step-gpu": step_gpu, "step-gpu-pipelined": step_gpu_pipelined, "step-cpu": step_cpu,
                                "step-gpu-unfused": step_gpu_unfused,
-                               "step-gpu-pipelined-1warp": _one_warp(step_gpu_pipelined)})
+                               "step-gpu-pipelined-1warp": _one_warp(step_gpu_pipelined),
+                               "step-gpu-oracle": step_gpu_oracle,
+                               "step-gpu-oracle-pipelined": step_gpu_oracle_pipelined})
         med, _ = interleaved(contenders, rounds=3, min_time=0.1, min_calls=3)
-        for name in ("gpu-pipelined", "step-gpu-pipelined", "gpu-pipelined-1warp", "step-gpu-pipelined-1warp"):
+        for name in ("gpu-pipelined", "step-gpu-pipelined", "gpu-pipelined-1warp", "step-gpu-pipelined-1warp",
+                     "step-gpu-oracle-pipelined"):
             if name in med:
                 med[name] /= PIPELINED
         for what, g, c in (("gradient", "gpu", "cpu"), (f"gradient, {PIPELINED} back to back", "gpu-pipelined", "cpu"),
@@ -303,7 +318,10 @@ def section_oracle(cp, out, sizes, M=400, B=200, d=10):
                            (f"Pull-Diag-GT step, {PIPELINED} in a row", "step-gpu-pipelined", "step-cpu"),
                            ("Pull-Diag-GT step, y phase unfused", "step-gpu-unfused", "step-cpu"),
                            (f"Pull-Diag-GT step, {PIPELINED} in a row, one warp per row", "step-gpu-pipelined-1warp",
-                            "step-cpu")):
+                            "step-cpu"),
+                           ("Pull-Diag-GT step with an Oracle (one graph)", "step-gpu-oracle", "step-cpu"),
+                           (f"Pull-Diag-GT step with an Oracle (one graph), {PIPELINED} in a row",
+                            "step-gpu-oracle-pipelined", "step-cpu")):
             if g not in med:
                 continue
             row = {"n": n, "what": what, "gpu_seconds": med[g], "cpu_seconds": med[c], "speedup": med[c] / med[g],
@@ -400,6 +418,7 @@ def section_probe_host(cp, out, n=512, M=400, B=200, d=10, calls=400):
     f = NonconvexLogistic.synthetic(n, total=n * M, d=d, batch=B, seed=0)
     Xd = cp.asarray(np.random.default_rng(2).standard_normal((n, d)) * 0.1)
     og = PullDiagGT(topology.exponential(n), Xd, lr=1e-4)
+    oo, oracle = PullDiagGT(topology.exponential(n), Xd, lr=1e-4), f.oracle(seed=1)
     spent = collections.defaultdict(list)
     real = gpu._kernel
 
@@ -427,7 +446,8 @@ def section_probe_host(cp, out, n=512, M=400, B=200, d=10, calls=400):
     gpu._kernel = timed
     try:
         for what, call in (("gradient call", lambda k: f.stochastic_gradient(Xd, k + 1, seed=1)),
-                           ("Pull-Diag-GT step", lambda k: og.step(lambda Z: f.stochastic_gradient(Z, k + 1, seed=1)))):
+                           ("Pull-Diag-GT step", lambda k: og.step(lambda Z: f.stochastic_gradient(Z, k + 1, seed=1))),
+                           ("Pull-Diag-GT step with an Oracle (one graph)", lambda k: oo.step(oracle))):
             per_call(call)  # warm
             spent.clear()
             total = per_call(call)

@@ -27,10 +27,17 @@ class Oracle:
     number of independent mini-batches averaged per call (``R`` for
     MG-Pull-Diag-GT, eq. 14b). The last gradient is kept in ``last``.
 
+    On the CuPy backend a Pull-Diag-GT step may run the oracle's kernel inside
+    one CUDA graph with the rest of the step (:meth:`CupyBackend.gt_step
+    <rowstoch_fast.backends.cupy.CupyBackend.gt_step>`): it is then not called
+    from Python, but ``iteration`` and ``last`` read as if it had been.
+
     Attributes
     ----------
     iteration : int
         Calls made so far (the iteration index of the next call).
+    last : array or None
+        The gradients of the last call (a new array per call).
     """
 
     def __init__(self, objective, seed=0, batches=1, rep_offset=0, nodes=None):
@@ -46,6 +53,32 @@ class Oracle:
         self.iteration += 1
         self.last = G
         return G
+
+    @property
+    def last(self):
+        if self._on_device is not None:  # a call made inside a graph: its gradients, copied once
+            self._last, self._on_device = self._on_device.copy(), None
+        return self._last
+
+    @last.setter
+    def last(self, value):
+        self._last, self._on_device = value, None
+
+    def _device_kernel(self):
+        """``launch(X, G, clock)``: this oracle's gradients at ``X`` into ``G`` by a device kernel that reads
+        its iteration off ``clock`` (:func:`rowstoch_fast.backends.cupy.logistic_grad`), or None where the
+        objective has none or the oracle takes a subset of the nodes. For a backend that captures the call in
+        a CUDA graph; it then reports the call with :meth:`_called_on_device`."""
+        kernel = getattr(self.objective, "_device_kernel", None)
+        if kernel is None or self.nodes is not None or type(self).__call__ is not Oracle.__call__:
+            return None  # (a subclass's own __call__ must be called)
+        return kernel(self.seed, self.batches, self.rep_offset)
+
+    def _called_on_device(self, G):
+        """A call made by a device kernel (:meth:`_device_kernel`) that wrote ``G``: the next iteration, and
+        ``last`` a copy of ``G`` taken when first read (``G`` is the graph's and will be overwritten)."""
+        self.iteration += 1
+        self._last, self._on_device = None, G
 
 
 class Objective:
@@ -279,6 +312,17 @@ class NonconvexLogistic(Objective):
         X = self._check_X(X, nodes)
         return _core.logistic_grad(self.H, self.Y, self.n, self.rho, X, self.batch, batches, seed, iteration,
                                    rep_offset, nodes)
+
+    def _device_kernel(self, seed, batches, rep_offset):
+        """:meth:`Oracle._device_kernel`: the CuPy kernel of :meth:`stochastic_gradient` for all nodes (None
+        where a subclass or the instance has its own :meth:`stochastic_gradient`, which must be called)."""
+        from .backends import cupy as cuda
+
+        if (type(self).stochastic_gradient is not NonconvexLogistic.stochastic_gradient
+                or "stochastic_gradient" in self.__dict__):
+            return None
+        return lambda X, G, clock: cuda.logistic_grad(self, X, 0, seed, batches, rep_offset, None, out=G,
+                                                      clock=clock)
 
     def full_gradient(self, X, nodes=None):
         nodes = self._nodes(nodes)

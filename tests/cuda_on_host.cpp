@@ -132,8 +132,10 @@ static inline int __ffs(unsigned x) { return __builtin_ffs(static_cast<int>(x));
 #define EMULATE_LOGISTIC(name, T)                                                                          \
     EMULATE_BLOCKS(name,                                                                                   \
                    P(const T* H, const T* Yl, const i64* nodes, i64 m, i64 M, i64 d, T rho, const T* X, i64 reps, \
-                     i64 B, i64 batches, u64 seed, u64 iteration, i64 rep_offset, int layout, int* spill, T* G), \
-                   (H, Yl, nodes, m, M, d, rho, X, reps, B, batches, seed, iteration, rep_offset, layout, spill, G))
+                     i64 B, i64 batches, u64 seed, u64 iteration, const u64* clock, i64 rep_offset, int layout,    \
+                     int* spill, T* G),                                                                            \
+                   (H, Yl, nodes, m, M, d, rho, X, reps, B, batches, seed, iteration, clock, rep_offset, layout,  \
+                    spill, G))
 EMULATE_LOGISTIC(logistic_grad0_f32, float)
 EMULATE_LOGISTIC(logistic_grad1_f32, float)
 EMULATE_LOGISTIC(logistic_grad0_f64, double)

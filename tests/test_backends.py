@@ -270,11 +270,14 @@ def test_cuda_logistic_kernel_logic_matches_cpu(cuda_on_host, nodes, M, batch, d
     from rowstoch_fast.backends.cupy import _coordinate_groups
 
     K = _coordinate_groups(d)
+    # at 2 warps, the iteration read off a clock (a graph's replay count 4 plus the host's base), else passed
+    clock = np.array([0, 0, 4, iteration - 4], dtype=np.uint64) if warps == 2 else None
     getattr(cuda_on_host, f"emulate_logistic_grad{K}_{'f64' if dtype == np.float64 else 'f32'}")(
         ctypes.c_longlong(reps * m), ctypes.c_longlong(32 * warps), _ptr(f.H), _ptr(f.Y),
         _ptr(ids) if ids is not None else ctypes.c_void_p(0), i64(m), i64(f.samples_per_node), i64(d), real(f.rho),
-        _ptr(X), i64(reps), i64(f.batch), i64(batches), u64(seed), u64(iteration), i64(rep_offset),
-        ctypes.c_int(layout), _ptr(spill), _ptr(G))
+        _ptr(X), i64(reps), i64(f.batch), i64(batches), u64(seed), u64(0 if warps == 2 else iteration),
+        ctypes.c_void_p(0) if clock is None else _ptr(clock), i64(rep_offset), ctypes.c_int(layout), _ptr(spill),
+        _ptr(G))
     np.testing.assert_array_equal(G, want)
 
 
@@ -303,7 +306,7 @@ def _emulated_logistic_launches(cuda_on_host, monkeypatch, seen):
 
     def check(name, grid, block, args, shared_mem):
         if name.startswith("logistic_grad"):
-            m, M, reps, B, layout = int(args[3]), int(args[4]), int(args[8]), int(args[9]), int(args[14])
+            m, M, reps, B, layout = int(args[3]), int(args[4]), int(args[8]), int(args[9]), int(args[15])
             seen.append((layout, block[0] // 32))
             assert grid[0] == reps * m and block[0] % 32 == 0 and shared_mem <= backend._SHARED_LIMIT
             assert shared_mem >= block[0] * (8 + 4) + {0: 0, 1: 4 * (M + B)}[layout]
@@ -395,7 +398,8 @@ def test_the_gpu_oracle_benchmark_runs_on_the_host(cuda_on_host, monkeypatch, ca
     assert [row["what"] for row in out["oracle"]] == [
         "gradient", "gradient, 3 back to back", "gradient, one warp per row",
         "gradient, 3 back to back, one warp per row", "Pull-Diag-GT step", "Pull-Diag-GT step, 3 in a row",
-        "Pull-Diag-GT step, y phase unfused", "Pull-Diag-GT step, 3 in a row, one warp per row"]
+        "Pull-Diag-GT step, y phase unfused", "Pull-Diag-GT step, 3 in a row, one warp per row",
+        "Pull-Diag-GT step with an Oracle (one graph)", "Pull-Diag-GT step with an Oracle (one graph), 3 in a row"]
     assert all(row["bit_identical"] for row in out["oracle"]) and set(seen) == {(1, 2), (1, 1)}
     assert "bit-identical to the CPU's, 2 and 1 warp(s) per row: True" in capsys.readouterr().out
     seen.clear()
@@ -421,8 +425,8 @@ def test_the_gpu_oracle_benchmark_runs_on_the_host(cuda_on_host, monkeypatch, ca
 def _emulated_device(cuda_on_host, monkeypatch, on_launch=None):
     """The CuPy backend as it is, every launch going to the emulated kernels of kernels.cu (float64, int32
     indices: the instances tests/cuda_on_host.cpp builds) on host memory: NumPy stands in for CuPy, CUDA graphs
-    record and replay the launches; ``on_launch(name, grid, block, args, shared_mem)`` sees each launch first. Returns the
-    fake CuPy module."""
+    record and replay the launches; ``on_launch(name, grid, block, args, shared_mem)`` sees each launch first.
+    Returns the fake CuPy module."""
     import ctypes
 
     from test_algorithms import _FakeGraphs, _fake_cupy
@@ -538,10 +542,153 @@ def test_the_y_phase_graph_on_the_emulated_kernels(cuda_on_host, monkeypatch, ca
     np.testing.assert_array_equal(gpu.gather_y(), cpu.y)
 
 
-@pytest.mark.parametrize("network", ["static", "lossy"])
-def test_a_run_on_the_emulated_device_equals_the_cpu_run(cuda_on_host, monkeypatch, network):
+def _plain_gradient_calls(monkeypatch):
+    """The iterations of the device gradients called from Python from now on (a step's graph calls
+    backends.cupy.logistic_grad once, with a clock, when it is captured)."""
+    from rowstoch_fast.backends import cupy as backend
+
+    calls, plain = [], backend.logistic_grad
+
+    def counted(obj, X, iteration, *args, clock=None, **kwargs):
+        if clock is None:
+            calls.append(iteration)
+        return plain(obj, X, iteration, *args, clock=clock, **kwargs)
+    monkeypatch.setattr(backend, "logistic_grad", counted)
+    return calls
+
+
+def _poisoned_sample(f, value, run, cause, lo, hi):
+    """A sample of node 0 whose features, set to ``value``, make ``run(f)`` (a CPU run) raise the DivergenceError
+    of ``cause`` at an iteration in ``[lo, hi]``, and that iteration."""
+    from rowstoch_fast.errors import DivergenceError
+
+    for s in range(f.samples_per_node):
+        H = f.H[s].copy()
+        f.H[s] = value
+        try:
+            run(f)
+        except DivergenceError as exc:
+            if exc.what == cause and lo <= exc.iteration <= hi:
+                return s, exc.iteration
+        finally:
+            f.H[s] = H
+    raise AssertionError("no such sample")
+
+
+@pytest.mark.parametrize("device", ["emulated", "gpu"])
+@pytest.mark.parametrize("rounds", [1, 3])
+@pytest.mark.parametrize("cause", [None, "gradient", "iterate", "extra call"])
+def test_the_whole_step_graph(request, monkeypatch, cause, rounds, device):
+    """Pull-Diag-GT stepped with an Oracle of the logistic objective on the CuPy backend: once the buffers come
+    again, the whole step (mix, the oracle's kernel with its iteration read on the device, the gradient's copy
+    and check, the y phase) replays as one graph, grad_fn no longer called from Python: the CPU's iterates bit
+    for bit, the oracle's ``iteration`` and ``last`` too (``last`` a copy that later steps leave alone); an extra
+    call of the oracle between two steps shifts both alike (the device's base follows); a NaN gradient or an
+    overflowing iterate inside the graph gives the CPU's DivergenceError (iteration, node, cause) steps later
+    and the same rolled-back state, from which both go on alike. On the emulated kernels, and on a GPU where
+    there is one."""
+    from rowstoch_fast.errors import DivergenceError
+
+    if device == "gpu":
+        xp, reason = _cupy_or_reason()
+        if xp is None:
+            pytest.skip(f"CuPy backend unavailable: {reason}")
+    else:
+        xp = _emulated_device(request.getfixturevalue("cuda_on_host"), monkeypatch)
+    n, steps = 8, 16
+    A = topology.exponential(n)
+    f_cpu, f_gpu = (NonconvexLogistic.synthetic(n, total=n * 40, d=3, batch=2, seed=1) for _ in range(2))
+    x0 = np.random.default_rng(3).standard_normal((n, 3)) * 0.1
+
+    def run(f):
+        opt, oracle = PullDiagGT(A, x0, 0.05, rounds=rounds, tracker="perron"), f.oracle(seed=7, batches=rounds)
+        for _ in range(steps):
+            opt.step(oracle)
+    if cause in ("gradient", "iterate"):  # NaN features, or huge ones (finite gradients that overflow y)
+        value = np.nan if cause == "gradient" else 1.7e308
+        sample, first = _poisoned_sample(f_cpu, value, run, cause, 7, 12)
+        f_cpu.H[sample] = f_gpu.H[sample] = value
+    python_calls = _plain_gradient_calls(monkeypatch)
+    lr = 0.05
+    cpu = PullDiagGT(A, x0, lr, rounds=rounds, tracker="perron")
+    gpu = PullDiagGT(A, xp.asarray(x0), lr, rounds=rounds, tracker="perron")
+    gpu._ops.check_every = 64
+    oracles = {"cpu": f_cpu.oracle(seed=7, batches=rounds), "gpu": f_gpu.oracle(seed=7, batches=rounds)}
+    outcome, kept = {}, {}
+    for name, opt in (("cpu", cpu), ("gpu", gpu)):
+        oracle = oracles[name]
+        try:
+            for k in range(steps):
+                opt.step(oracle)
+                if k == 9:
+                    kept[name] = oracle.last
+                    np.testing.assert_array_equal(host(kept[name]), kept["cpu"])
+                if cause == "extra call" and k == 10:
+                    oracle(opt.x)
+            opt.x
+            outcome[name] = None
+        except DivergenceError as exc:
+            outcome[name] = (exc.iteration, exc.node, exc.what)
+    assert outcome["gpu"] == outcome["cpu"]
+    if cause in ("gradient", "iterate"):
+        assert outcome["cpu"][::2] == (first, cause)
+    else:
+        assert outcome["cpu"] is None
+    assert gpu.iteration == cpu.iteration
+    # the graph replayed from step 4 (steps 1-3: the tracker's first row, then each ping-pong buffer seen once)
+    assert python_calls[:4] == [0, 1, 2, 3] and 4 not in python_calls
+    np.testing.assert_array_equal(host(kept["gpu"]), kept["cpu"])  # (a copy: later steps left it alone)
+    if outcome["cpu"] is None:
+        assert oracles["gpu"].iteration == oracles["cpu"].iteration == steps + 1 + (cause == "extra call")
+        np.testing.assert_array_equal(host(oracles["gpu"].last), oracles["cpu"].last)
+    else:  # (the GPU's oracle went on over the frozen state until the check was read, as a plain step's does)
+        assert oracles["gpu"].iteration > oracles["cpu"].iteration
+    again = {name: f.oracle(seed=7, batches=rounds) for name, f in (("cpu", f_cpu), ("gpu", f_gpu))}
+    for _ in range(3):  # both go on alike from the same state (the GPU's graph with a fresh oracle's iteration)
+        for name, opt in (("cpu", cpu), ("gpu", gpu)):
+            opt.step(again[name]) if cause != "iterate" else opt.step(lambda X: X * 0)
+    np.testing.assert_array_equal(gpu.gather_x(), cpu.x)
+    np.testing.assert_array_equal(gpu.gather_y(), cpu.y)
+
+
+@pytest.mark.parametrize("override", ["oracle", "objective", "instance"])
+def test_no_step_graph_skips_a_gradient_that_must_be_called(cuda_on_host, monkeypatch, override):
+    """An Oracle subclass with its own __call__, an objective subclass or instance with its own
+    stochastic_gradient: every step calls them from Python (no graph runs the plain kernel in their place),
+    and the iterates are the CPU's."""
+    from rowstoch_fast.objectives import Oracle
+
+    class Doubled(Oracle):
+        def __call__(self, X):
+            return 2 * super().__call__(X)
+
+    class Halved(NonconvexLogistic):
+        def stochastic_gradient(self, X, iteration, **kw):
+            return super().stochastic_gradient(X, iteration, **kw) / 2
+
+    fake = _emulated_device(cuda_on_host, monkeypatch)
+    calls = _plain_gradient_calls(monkeypatch)
+    A = topology.exponential(8)
+    x0 = np.random.default_rng(2).standard_normal((8, 3)) * 0.1
+    result = {}
+    for name, X0 in (("cpu", x0), ("gpu", fake.asarray(x0))):
+        f = (Halved if override == "objective" else NonconvexLogistic).synthetic(8, total=8 * 20, d=3, batch=4, seed=1)
+        if override == "instance":
+            f.stochastic_gradient = lambda X, it, f=f, **kw: 3 * NonconvexLogistic.stochastic_gradient(f, X, it, **kw)
+        oracle = Doubled(f, seed=2) if override == "oracle" else f.oracle(seed=2)
+        opt = PullDiagGT(A, X0, 0.05, tracker="perron")
+        for _ in range(10):
+            opt.step(oracle)
+        result[name] = opt.gather_x()
+    assert calls == list(range(11))  # x0's and every step's gradient, from Python
+    np.testing.assert_array_equal(result["gpu"], result["cpu"])
+
+
+@pytest.mark.parametrize("network,repeats", [("static", 2), ("lossy", 2), ("static", 1)])
+def test_a_run_on_the_emulated_device_equals_the_cpu_run(cuda_on_host, monkeypatch, network, repeats):
     """rowstoch_fast.run with backend='cupy' end to end on the emulated kernels (the logistic oracle's warps
-    too, and MG-Pull-Diag-GT's graphs): the CPU run's records."""
+    too, and MG-Pull-Diag-GT's graphs; with one repetition on a static network the whole step as one graph,
+    the oracle's ``last`` read for the descent deviation): the CPU run's records."""
     from rowstoch_fast import Algorithm, run
     from rowstoch_fast.network import Lossy
 
@@ -549,13 +696,37 @@ def test_a_run_on_the_emulated_device_equals_the_cpu_run(cuda_on_host, monkeypat
     A = topology.exponential(4)
     net = A if network == "static" else Lossy(A, 0.2, seed=3)
     f = NonconvexLogistic.synthetic(4, total=4 * 40, batch=12, d=5, seed=1)
-    kw = dict(record_every=3, repeats=2, seed=3, progress=False)
-    on_cpu = run(Algorithm(net, 0.05, rounds=2), f, 6, **kw)
-    on_gpu = run(Algorithm(net, 0.05, rounds=2, backend="cupy"), f, 6, **kw)
+    kw = dict(record_every=3, repeats=repeats, seed=3, progress=False)
+    iterations = 6 if repeats > 1 else 12
+    tracker = "perron" if network == "static" else "exact"  # (a time-varying network takes the exact one only)
+    on_cpu = run(Algorithm(net, 0.05, rounds=2, tracker=tracker), f, iterations, **kw)
+    calls = _plain_gradient_calls(monkeypatch)
+    on_gpu = run(Algorithm(net, 0.05, rounds=2, tracker=tracker, backend="cupy"), f, iterations, **kw)
     assert any(k.startswith("logistic_grad") and k.endswith("_f64") for k in fake.launched)
-    assert len(on_gpu.frame) == len(on_cpu.frame) == 3 * 2
-    for column in ("grad_norm", "loss", "consensus_error"):
+    # one repetition: grad_fn called from Python for x0 and the first 3 steps only (then the step's graph)
+    assert calls == (list(range(4)) if repeats == 1 else list(range(iterations + 1)))
+    assert len(on_gpu.frame) == len(on_cpu.frame) == (iterations // 3 + 1) * repeats
+    for column in ("grad_norm", "loss", "consensus_error", "descent_deviation"):
         np.testing.assert_allclose(on_gpu.frame[column], on_cpu.frame[column], rtol=1e-10, atol=1e-14)
+
+
+def test_a_run_in_whole_step_graphs_resumes_like_the_cpu(cuda_on_host, monkeypatch, tmp_path):
+    """A run on the emulated device whose steps replay as one graph (one repetition, static network),
+    checkpointed half-way (the oracle's ``last`` read off the graph's buffer) and resumed: the records of the
+    CPU's run without a stop."""
+    from rowstoch_fast import Algorithm, run
+
+    _emulated_device(cuda_on_host, monkeypatch)
+    A = topology.exponential(6)
+    f = NonconvexLogistic.synthetic(6, total=6 * 30, batch=10, d=4, seed=2)
+    kw = dict(record_every=4, seed=5, progress=False)
+    full = run(Algorithm(A, 0.05, tracker="perron"), f, 16, **kw)
+    ck = str(tmp_path / "ck.npz")
+    run(Algorithm(A, 0.05, tracker="perron", backend="cupy"), f, 8, checkpoint=ck, **kw)
+    rest = run(Algorithm(A, 0.05, tracker="perron", backend="cupy"), f, 16, resume=ck, **kw)
+    cols = ["iteration", "grad_norm", "loss", "consensus_error", "descent_deviation"]
+    np.testing.assert_allclose(rest.frame[cols].to_numpy(float), full.frame[cols].to_numpy(float), rtol=1e-10,
+                               atol=1e-14)
 
 
 def _csr_args(A, index_dtype, dtype):

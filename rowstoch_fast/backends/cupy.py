@@ -438,28 +438,39 @@ def _mix_rounds(A, src, out, R, work, status=None):
     return out
 
 
-def logistic_grad(obj, X, iteration, seed, batches, rep_offset, nodes):
-    """NonconvexLogistic's stochastic gradients on the device (same streams and sums as the CPU kernel)."""
+def logistic_grad(obj, X, iteration, seed, batches, rep_offset, nodes, out=None, clock=None):
+    """NonconvexLogistic's stochastic gradients on the device (same streams and sums as the CPU kernel), into
+    a new array or ``out`` (a C-contiguous array of X's shape and the objective's dtype). With a ``clock`` (a
+    backend's run status) the draws are those of ``iteration + clock[2] + clock[3]``, read on the device: a
+    launch captured in a CUDA graph (:meth:`CupyBackend.gt_step`)."""
     cupy = require_cupy()
     X = _require_device(X, "X")
     cache = obj.__dict__.setdefault("_device_data", {})  # the data set and the launch plans, per device
     m = obj.n if nodes is None else len(nodes)
     reps = X.shape[0] if X.ndim == 3 else 1
-    key = ("plan", reps, m, batches, LOGISTIC_WARPS)  # (the same on every device)
-    plan = cache.get(key)
-    if plan is None:
-        plan = cache[key] = _logistic_plan(obj, reps, m, batches)
+    plan = _logistic_plan_of(obj, reps, m, batches)
     name, blocks, threads, shared, dtype, spill_size, (sizes, batch, layout) = plan
     if X.dtype != dtype or not X.flags.c_contiguous:
         X = cupy.ascontiguousarray(X, dtype=dtype)
     H, Y = _on_device(cache, "H, Y", lambda: (cupy.asarray(obj.H), cupy.asarray(obj.Y)))
-    G = cupy.empty(X.shape, dtype=dtype)  # (empty_like: 8 us of CuPy's Python on the H100's host)
+    G = cupy.empty(X.shape, dtype=dtype) if out is None else out  # (empty_like: 8 us of Python on an H100's host)
     if blocks:
         nodes = _NULL if nodes is None else cupy.asarray(nodes, dtype=cupy.int64)
         spill = cupy.empty(spill_size, dtype=cupy.int32) if spill_size else _NULL
         _kernel(name)((blocks,), (threads,), (H, Y, nodes, *sizes, X, *batch, np.uint64(seed), np.uint64(iteration),
-                                              np.int64(rep_offset), *layout, spill, G), shared_mem=shared)
+                                              _NULL if clock is None else clock, np.int64(rep_offset), *layout,
+                                              spill, G), shared_mem=shared)
     return G
+
+
+def _logistic_plan_of(obj, reps, m, batches):
+    """:func:`_logistic_plan`, made once per objective and shape."""
+    cache = obj.__dict__.setdefault("_device_data", {})
+    key = ("plan", reps, m, batches, LOGISTIC_WARPS)  # (the same on every device)
+    plan = cache.get(key)
+    if plan is None:
+        plan = cache[key] = _logistic_plan(obj, reps, m, batches)
+    return plan
 
 
 def _logistic_plan(obj, reps, m, batches):
@@ -577,13 +588,15 @@ class CupyBackend(Backend):
         self.xp = require_cupy()
         self.last_launch = 0  # the id of the latest checked launch (what the optimizer journals)
         self._launches = self._replays = 0  # checked launches made; replays of graphs with a tick (the device's status[2])
-        self._graphs, self._seen = {}, set()
+        self._clock_base = 0  # the device's status[3] (gt_step)
+        self._graphs, self._seen, self._step_gradients = {}, set(), {}
 
     def attach(self, n, dtype, matrices):
         super().attach(n, dtype, matrices)
         # status[0]: the id of the first checked launch that found a NaN/Inf; status[1]: the replay in which a
-        # graph's check did; status[2]: the replays of graphs with checks (kernels.cu, "run status")
-        self._status = self.xp.zeros(3, dtype=self.xp.uint64)
+        # graph's check did; status[2]: the replays of graphs with checks; status[3]: the base of an oracle's
+        # iteration inside a graph (kernels.cu, "run status")
+        self._status = self.xp.zeros(4, dtype=self.xp.uint64)
 
     def prepare(self, width):
         _kernel(f"combine1_{_suffix(self.dtype)}")  # compiles (or loads from CuPy's cache) and loads the module
@@ -648,6 +661,7 @@ class CupyBackend(Backend):
                 return None
             if len(self._graphs) >= self._MAX_GRAPHS:
                 self._graphs.clear()
+                self._step_gradients.clear()
             self._graphs[key] = graph
         return graph
 
@@ -733,16 +747,11 @@ class CupyBackend(Backend):
         apart from one replay to the next on the device. The same sums in the same order as the CPU, hence
         the same bits. Returns DEFERRED (``xw`` checked on the device) or True (checks off)."""
         status = self._status
+        phase = self._y_phase(A, rounds, lr, x, y, g_new, g_old, s_new, s_old, y_out, xw, psi, work)
         if rounds == 1 and x.shape[0] * x.shape[1] <= self.fused_phase_max:
             launch = self._next_launch(True)
-            _phase_into(A, y, g_new, g_old, s_new, s_old, x, lr, y_out, xw, status, launch)
+            phase(launch)
             return DEFERRED if launch else True
-
-        def phase(launch):
-            _tracker_input_into(psi, y, g_new, g_old, s_new, s_old, status)
-            src = psi if rounds == 1 else _mix_rounds(A, psi, work, rounds - 1, y_out, status)
-            _descent_into(A, src, x, lr, y_out, xw, status, launch)
-
         checked = self.checking
         graph = None
         if self.use_graphs:  # (the tracker's rows are keyed too: a graph once it has frozen)
@@ -753,12 +762,93 @@ class CupyBackend(Backend):
             launch = self._next_launch(True)
             phase(launch)
             return DEFERRED if launch else True
-        graph.launch()  # its check: _GRAPH_CHECK in every replay, told apart by the count (kernels.cu)
+        return self._replay(graph)
+
+    def _y_phase(self, A, rounds, lr, x, y, g_new, g_old, s_new, s_old, y_out, xw, psi, work):
+        """``launch(id)``: the launches of :meth:`gt_y_phase`, the check of ``xw`` under ``id``."""
+        status = self._status
+        if rounds == 1 and x.shape[0] * x.shape[1] <= self.fused_phase_max:
+            return lambda launch: _phase_into(A, y, g_new, g_old, s_new, s_old, x, lr, y_out, xw, status, launch)
+
+        def phase(launch):
+            _tracker_input_into(psi, y, g_new, g_old, s_new, s_old, status)
+            src = psi if rounds == 1 else _mix_rounds(A, psi, work, rounds - 1, y_out, status)
+            _descent_into(A, src, x, lr, y_out, xw, status, launch)
+        return phase
+
+    def _replay(self, graph):
+        """Launch ``graph`` (whose first node is a tick): its checks' id told apart by the count (kernels.cu);
+        DEFERRED, or True with the checks off."""
+        graph.launch()
         self._replays += 1
-        if not checked:
+        if not self.checking:
             return True
         self.last_launch = _GRAPH_CHECK | self._replays << 8
         return DEFERRED
+
+    def gt_step(self, A, rounds, lr, grad_fn, xw_in, x, y, g_new, g_old, s_new, s_old, y_out, xw, psi, work):
+        """A whole Pull-Diag-GT step (ATC form) as one CUDA graph, where ``grad_fn`` is an
+        :class:`~rowstoch_fast.objectives.Oracle` whose objective has a device kernel (the nonconvex logistic
+        regression) over all nodes of one repetition: ``x <- A^R xw_in``, the oracle's gradients at ``x`` (its
+        draws' iteration read on the device: the replay count plus a base this backend keeps in step with the
+        oracle's ``iteration``), ``g_new`` <- them (checked), then :meth:`gt_y_phase` (checked), under one
+        check id per replay. The same launches as a step made without the graph, hence the same bits.
+
+        Returns None where it does not apply or no graph is made yet (the first time these buffers come):
+        the caller then steps as usual, calling ``grad_fn``; else DEFERRED (True with the checks off), the
+        oracle told of its call (:meth:`Oracle._called_on_device`)."""
+        if s_new is not s_old or not self.use_graphs:  # (the tracker's rows: one object once it has frozen)
+            return None
+        kernel = getattr(grad_fn, "_device_kernel", None)
+        if kernel is None:  # (not an Oracle)
+            return None
+        obj = grad_fn.objective
+        if np.dtype(obj.dtype) != x.dtype or x.shape != (obj.n, obj.d) or not x.flags.c_contiguous:
+            return None
+        checked = self.checking
+        key = ("step", id(obj), grad_fn.seed, grad_fn.batches, grad_fn.rep_offset, LOGISTIC_WARPS,
+               *map(_ptr, _mix_arguments(A)[1:]), A.n, *map(_ptr, (xw_in, x, y, g_new, g_old, s_new, s_old, y_out,
+               xw, psi, work)), x.shape, rounds, float(lr), MIX_KERNEL, checked)
+        graph = self._graphs.get(key)
+        if graph is None:
+            if key not in self._seen:
+                self._graph(key, None)  # (seen: a graph the next time)
+                return None
+            gradient = kernel()
+            if gradient is None or _logistic_plan_of(obj, 1, obj.n, grad_fn.batches)[5]:
+                return None  # (an oracle or objective that must be called; a kernel that needs scratch)
+            graph = self._capture_step(key, A, rounds, lr, gradient, xw_in, x, y, g_new, g_old, s_new, s_old,
+                                       y_out, xw, psi, work, obj)
+            if graph is None:
+                return None
+        G = self._step_gradients[key][0]
+        base = (grad_fn.iteration - self._replays - 1) % 2**64  # the oracle's iteration at the next replay
+        if base != self._clock_base:
+            self._status[3:4].fill(np.uint64(base))
+            self._clock_base = base
+        finite = self._replay(graph)
+        grad_fn._called_on_device(G)
+        return finite
+
+    def _capture_step(self, key, A, rounds, lr, gradient, xw_in, x, y, g_new, g_old, s_new, s_old, y_out, xw, psi,
+                      work, obj):
+        """:meth:`gt_step`'s graph, captured under ``key``, the gradients' buffer it writes kept with the
+        objective ``obj`` (so that the key's id stays its own)."""
+        status = self._status
+        G = self.xp.empty_like(x)
+        phase = self._y_phase(A, rounds, lr, x, y, g_new, g_old, s_new, s_old, y_out, xw, psi, work)
+        check = _GRAPH_CHECK if self.checking else 0
+
+        def step():
+            _tick_into(status)
+            _mix_rounds(A, xw_in, x, rounds, work, status)
+            gradient(x, G, status)
+            _combine_into(g_new, [1.0], [G], status, check)  # (copy_in's launch: 1.0 * v == v)
+            phase(check)
+        graph = self._graph(key, step)
+        if graph is not None:
+            self._step_gradients[key] = (G, obj)
+        return graph
 
     def copy_in(self, out, values):
         launch = self._next_launch(True)
@@ -771,7 +861,7 @@ class CupyBackend(Backend):
             failed |= replay << 8
         if failed:
             self._status.fill(0)
-            self._replays = 0
+            self._replays = self._clock_base = 0
         return failed
 
     def first_nonfinite(self, *blocks):

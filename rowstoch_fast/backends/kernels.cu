@@ -24,7 +24,9 @@ typedef unsigned long long u64;
 // failing graph check writes that count to status[1] before its id to status[0]
 // (all its failing threads write the same count; kernels on a stream run one
 // after the other), and a launch of the same id in a later replay is frozen. The
-// host journals such a check as id | count << 8. (status holds three words.)
+// host journals such a check as id | count << 8. status[3]: a base the host sets
+// so that status[2] + status[3] is the iteration of a stochastic oracle's draws
+// inside a graph (logistic_grad's clock). (status holds four words.)
 __device__ __forceinline__ bool frozen(const u64* status, u64 launch) {
     if (!status) return false;
     const u64 s = *(const volatile u64*)status;
@@ -510,13 +512,16 @@ __device__ __forceinline__ int batch_id(const int* __restrict__ draws, i64 b) {
 // the device.
 // K = ceil(d / 32) <= 4: lane q keeps coordinates q, q + 32, .., q + 32 (K - 1) in registers (one kernel per
 // K, so that d <= 32, the paper's d = 10, holds 8 values in flight, not 32); K = 0: any d, the sums in G.
+// The draws are those of `iteration`, plus, where `clock` is not null (a run status, see "run status": a launch
+// captured in a CUDA graph), clock[2] + clock[3]: the graph's replay count and a base the host keeps so that
+// the sum is the oracle's iteration at every replay.
 // Launched with one block per row and dynamic shared memory [32 W coefficients T][32 W sample ids int] then,
 // for layout 1, [perm: M int][draws: B int].
 template <typename T, int K>
 __device__ void logistic_grad_impl(const T* __restrict__ H, const T* __restrict__ Yl, const i64* __restrict__ nodes,
                                    i64 m, i64 M, i64 d, T rho, const T* __restrict__ X, i64 reps, i64 B,
-                                   i64 batches, u64 seed, u64 iteration, i64 rep_offset, int layout,
-                                   int* __restrict__ spill, T* __restrict__ G) {
+                                   i64 batches, u64 seed, u64 iteration, const u64* __restrict__ clock,
+                                   i64 rep_offset, int layout, int* __restrict__ spill, T* __restrict__ G) {
     extern __shared__ __align__(16) unsigned char smem[];
     const int tid = threadIdx.x, lane = tid & 31, width = blockDim.x;
     const bool first_warp = tid < 32;
@@ -528,6 +533,7 @@ __device__ void logistic_grad_impl(const T* __restrict__ H, const T* __restrict_
     int* swaps = perm + M;                                             // the draws b + below(s, M - b)
     const i64 rep = row / m;
     const i64 node = nodes ? nodes[row % m] : row % m;
+    if (clock) iteration += clock[2] + clock[3];  // inside a graph: the replay count plus the host's base
     const bool chained = B <= 4 * width;  // (the whole block) the batch's ids from the draws, else lane 0's swaps
     if (!chained)
         for (i64 l = tid; l < M; l += width) perm[l] = (int)l;
@@ -677,8 +683,8 @@ __device__ void logistic_grad_impl(const T* __restrict__ H, const T* __restrict_
         csr_mix_lossy_impl<T, I, V>(Ap, Aj, Ax, X, Y, n, w, status, round_key, p, renormalise, awake, bad); }
 // logistic_grad<K>_<value> (K above)
 #define LOGISTIC(suffix, T, K) \
-    __global__ void logistic_grad##K##_##suffix(const T* H, const T* Yl, const i64* nodes, i64 m, i64 M, i64 d, T rho, const T* X, i64 reps, i64 B, i64 batches, u64 seed, u64 iteration, i64 rep_offset, int layout, int* spill, T* G) { \
-        logistic_grad_impl<T, K>(H, Yl, nodes, m, M, d, rho, X, reps, B, batches, seed, iteration, rep_offset, layout, spill, G); }
+    __global__ void logistic_grad##K##_##suffix(const T* H, const T* Yl, const i64* nodes, i64 m, i64 M, i64 d, T rho, const T* X, i64 reps, i64 B, i64 batches, u64 seed, u64 iteration, const u64* clock, i64 rep_offset, int layout, int* spill, T* G) { \
+        logistic_grad_impl<T, K>(H, Yl, nodes, m, M, d, rho, X, reps, B, batches, seed, iteration, clock, rep_offset, layout, spill, G); }
 #define GE(suffix, I) \
     __global__ void ge_advance_##suffix(const I* Ap, const I* Aj, i64 rows, unsigned char* bad, const u64* keys, i64 steps, u64 init_key, int init, double p_bad, double p_recover, double stationary) { \
         ge_advance_impl<I>(Ap, Aj, rows, bad, keys, steps, init_key, init, p_bad, p_recover, stationary); }
