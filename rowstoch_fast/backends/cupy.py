@@ -571,7 +571,10 @@ class CupyBackend(Backend):
     finite state survives. The ``R`` gossip rounds of a phase are captured once
     as a CUDA graph per (matrix, buffers) and replayed (one launch instead of
     ``R``); so is Pull-Diag-GT's whole y phase (tracker input, rounds, descent
-    and its check) once its tracker has frozen. ``x0`` and what ``grad_fn``
+    and its check) once its tracker has frozen, and, where ``grad_fn`` is an
+    :class:`~rowstoch_fast.objectives.Oracle` of the logistic objective, its
+    whole step (:meth:`gt_step`: the oracle's kernel reads its iteration on the
+    device). ``x0`` and what ``grad_fn``
     returns must be device arrays (no silent host/device copies); :meth:`gather`
     copies to the host.
     """
