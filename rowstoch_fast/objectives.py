@@ -65,8 +65,8 @@ class Oracle:
         self._last, self._on_device = value, None
 
     def _device_kernel(self):
-        """``launch(X, G, clock)``: this oracle's gradients at ``X`` into ``G`` by a device kernel that reads
-        its iteration off ``clock`` (:func:`rowstoch_fast.backends.cupy.logistic_grad`), or None where the
+        """``launch(X, G, clock, node_major)``: this oracle's gradients at ``X`` into ``G`` by a device kernel
+        that reads its iteration off ``clock`` (:func:`rowstoch_fast.backends.cupy.logistic_grad`), or None where the
         objective has none or the oracle takes a subset of the nodes. For a backend that captures the call in
         a CUDA graph; it then reports the call with :meth:`_called_on_device`."""
         kernel = getattr(self.objective, "_device_kernel", None)
@@ -75,8 +75,9 @@ class Oracle:
         return kernel(self.seed, self.batches, self.rep_offset)
 
     def _called_on_device(self, G):
-        """A call made by a device kernel (:meth:`_device_kernel`) that wrote ``G``: the next iteration, and
-        ``last`` a copy of ``G`` taken when first read (``G`` is the graph's and will be overwritten)."""
+        """A call made by a device kernel (:meth:`_device_kernel`) that wrote ``G`` (a view of the shape of the
+        X this oracle is given): the next iteration, and ``last`` a (C-contiguous) copy of ``G`` taken when
+        first read (``G`` is the graph's and will be overwritten)."""
         self.iteration += 1
         self._last, self._on_device = None, G
 
@@ -321,8 +322,8 @@ class NonconvexLogistic(Objective):
         if (type(self).stochastic_gradient is not NonconvexLogistic.stochastic_gradient
                 or "stochastic_gradient" in self.__dict__):
             return None
-        return lambda X, G, clock: cuda.logistic_grad(self, X, 0, seed, batches, rep_offset, None, out=G,
-                                                      clock=clock)
+        return lambda X, G, clock, node_major: cuda.logistic_grad(self, X, 0, seed, batches, rep_offset, None,
+                                                                  out=G, clock=clock, node_major=node_major)
 
     def full_gradient(self, X, nodes=None):
         nodes = self._nodes(nodes)

@@ -252,7 +252,7 @@ def test_cuda_logistic_kernel_logic_matches_cpu(cuda_on_host, nodes, M, batch, d
     warp's width and the registers' 128 (the kernels for 1, 2, 4 and any number of coordinate groups),
     batches of 37 (a last group of 5 in the sums), 70 or more (more samples than a block's threads: the
     margins in several rounds), 3 batches per call (the permutation reset between them), in float64 and
-    float32, and 1, 2, 4 or 8 warps per row."""
+    float32, and 1, 2, 4 or 8 warps per row; the iteration read off a clock; X and G node-major."""
     import ctypes
 
     n = 6
@@ -270,15 +270,20 @@ def test_cuda_logistic_kernel_logic_matches_cpu(cuda_on_host, nodes, M, batch, d
     from rowstoch_fast.backends.cupy import _coordinate_groups
 
     K = _coordinate_groups(d)
-    # at 2 warps, the iteration read off a clock (a graph's replay count 4 plus the host's base), else passed
+    # at 2 warps, the iteration read off a clock (a graph's replay count 4 plus the host's base), else passed;
+    # at 4, X and G node-major ((m, reps d), an optimizer's layout: layout bit 1)
     clock = np.array([0, 0, 4, iteration - 4], dtype=np.uint64) if warps == 2 else None
+    node_major = warps == 4
+    if node_major:
+        X = np.ascontiguousarray(X.swapaxes(0, 1).reshape(m, reps * d))
+        G = np.full_like(X, np.nan)
     getattr(cuda_on_host, f"emulate_logistic_grad{K}_{'f64' if dtype == np.float64 else 'f32'}")(
         ctypes.c_longlong(reps * m), ctypes.c_longlong(32 * warps), _ptr(f.H), _ptr(f.Y),
         _ptr(ids) if ids is not None else ctypes.c_void_p(0), i64(m), i64(f.samples_per_node), i64(d), real(f.rho),
         _ptr(X), i64(reps), i64(f.batch), i64(batches), u64(seed), u64(0 if warps == 2 else iteration),
-        ctypes.c_void_p(0) if clock is None else _ptr(clock), i64(rep_offset), ctypes.c_int(layout), _ptr(spill),
-        _ptr(G))
-    np.testing.assert_array_equal(G, want)
+        ctypes.c_void_p(0) if clock is None else _ptr(clock), i64(rep_offset), ctypes.c_int(layout | 2 * node_major),
+        _ptr(spill), _ptr(G))
+    np.testing.assert_array_equal(G.reshape(m, reps, d).swapaxes(0, 1) if node_major else G, want)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -577,16 +582,17 @@ def _poisoned_sample(f, value, run, cause, lo, hi):
 
 @pytest.mark.parametrize("device", ["emulated", "gpu"])
 @pytest.mark.parametrize("rounds", [1, 3])
-@pytest.mark.parametrize("cause", [None, "gradient", "iterate", "extra call"])
-def test_the_whole_step_graph(request, monkeypatch, cause, rounds, device):
+@pytest.mark.parametrize("cause,reps", [(None, 1), (None, 2), ("gradient", 1), ("iterate", 1), ("extra call", 1),
+                                        ("extra call", 2)])
+def test_the_whole_step_graph(request, monkeypatch, cause, reps, rounds, device):
     """Pull-Diag-GT stepped with an Oracle of the logistic objective on the CuPy backend: once the buffers come
     again, the whole step (mix, the oracle's kernel with its iteration read on the device, the gradient's copy
     and check, the y phase) replays as one graph, grad_fn no longer called from Python: the CPU's iterates bit
     for bit, the oracle's ``iteration`` and ``last`` too (``last`` a copy that later steps leave alone); an extra
     call of the oracle between two steps shifts both alike (the device's base follows); a NaN gradient or an
     overflowing iterate inside the graph gives the CPU's DivergenceError (iteration, node, cause) steps later
-    and the same rolled-back state, from which both go on alike. On the emulated kernels, and on a GPU where
-    there is one."""
+    and the same rolled-back state, from which both go on alike. One repetition or two (the optimizer's blocks
+    node-major, the oracle given (reps, n, d)). On the emulated kernels, and on a GPU where there is one."""
     from rowstoch_fast.errors import DivergenceError
 
     if device == "gpu":
@@ -598,7 +604,7 @@ def test_the_whole_step_graph(request, monkeypatch, cause, rounds, device):
     n, steps = 8, 16
     A = topology.exponential(n)
     f_cpu, f_gpu = (NonconvexLogistic.synthetic(n, total=n * 40, d=3, batch=2, seed=1) for _ in range(2))
-    x0 = np.random.default_rng(3).standard_normal((n, 3)) * 0.1
+    x0 = np.random.default_rng(3).standard_normal((reps, n, 3) if reps > 1 else (n, 3)) * 0.1  # (node-major inside)
 
     def run(f):
         opt, oracle = PullDiagGT(A, x0, 0.05, rounds=rounds, tracker="perron"), f.oracle(seed=7, batches=rounds)
@@ -687,8 +693,8 @@ def test_no_step_graph_skips_a_gradient_that_must_be_called(cuda_on_host, monkey
 @pytest.mark.parametrize("network,repeats", [("static", 2), ("lossy", 2), ("static", 1)])
 def test_a_run_on_the_emulated_device_equals_the_cpu_run(cuda_on_host, monkeypatch, network, repeats):
     """rowstoch_fast.run with backend='cupy' end to end on the emulated kernels (the logistic oracle's warps
-    too, and MG-Pull-Diag-GT's graphs; with one repetition on a static network the whole step as one graph,
-    the oracle's ``last`` read for the descent deviation): the CPU run's records."""
+    too, and MG-Pull-Diag-GT's graphs; on a static network the whole step as one graph, the oracle's ``last``
+    read for the descent deviation): the CPU run's records."""
     from rowstoch_fast import Algorithm, run
     from rowstoch_fast.network import Lossy
 
@@ -697,14 +703,14 @@ def test_a_run_on_the_emulated_device_equals_the_cpu_run(cuda_on_host, monkeypat
     net = A if network == "static" else Lossy(A, 0.2, seed=3)
     f = NonconvexLogistic.synthetic(4, total=4 * 40, batch=12, d=5, seed=1)
     kw = dict(record_every=3, repeats=repeats, seed=3, progress=False)
-    iterations = 6 if repeats > 1 else 12
+    iterations = 12
     tracker = "perron" if network == "static" else "exact"  # (a time-varying network takes the exact one only)
     on_cpu = run(Algorithm(net, 0.05, rounds=2, tracker=tracker), f, iterations, **kw)
     calls = _plain_gradient_calls(monkeypatch)
     on_gpu = run(Algorithm(net, 0.05, rounds=2, tracker=tracker, backend="cupy"), f, iterations, **kw)
     assert any(k.startswith("logistic_grad") and k.endswith("_f64") for k in fake.launched)
-    # one repetition: grad_fn called from Python for x0 and the first 3 steps only (then the step's graph)
-    assert calls == (list(range(4)) if repeats == 1 else list(range(iterations + 1)))
+    # a static network: grad_fn called from Python for x0 and the first 3 steps only (then the step's graph)
+    assert calls == (list(range(4)) if network == "static" else list(range(iterations + 1)))
     assert len(on_gpu.frame) == len(on_cpu.frame) == (iterations // 3 + 1) * repeats
     for column in ("grad_norm", "loss", "consensus_error", "descent_deviation"):
         np.testing.assert_allclose(on_gpu.frame[column], on_cpu.frame[column], rtol=1e-10, atol=1e-14)

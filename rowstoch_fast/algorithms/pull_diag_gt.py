@@ -180,9 +180,9 @@ class PullDiagGT(Optimizer):
             return self._advance_frost(grad_fn, cur, nxt, t)
         ops, A, R, lr = self._ops, self.A, self.rounds, self.lr
         s_new = self._tracker.scale(t + 1)
-        whole = getattr(ops, "gt_step", None) if self._static and len(self._shape) == 2 else None
+        whole = getattr(ops, "gt_step", None) if self._static else None
         if whole is not None:  # all of the below as one CUDA graph, for an Oracle with a device kernel
-            finite = whole(A, R, lr, grad_fn, cur["xw"], nxt["x"], cur["y"], nxt["g"], cur["g"], s_new,
+            finite = whole(A, R, lr, grad_fn, self._shape, cur["xw"], nxt["x"], cur["y"], nxt["g"], cur["g"], s_new,
                            self._tracker.scale(t), nxt["y"], nxt["xw"], self._psi, self._scratch)
             if finite is not None:
                 if self.check_finite:

@@ -438,18 +438,21 @@ def _mix_rounds(A, src, out, R, work, status=None):
     return out
 
 
-def logistic_grad(obj, X, iteration, seed, batches, rep_offset, nodes, out=None, clock=None):
+def logistic_grad(obj, X, iteration, seed, batches, rep_offset, nodes, out=None, clock=None, node_major=False):
     """NonconvexLogistic's stochastic gradients on the device (same streams and sums as the CPU kernel), into
     a new array or ``out`` (a C-contiguous array of X's shape and the objective's dtype). With a ``clock`` (a
     backend's run status) the draws are those of ``iteration + clock[2] + clock[3]``, read on the device: a
-    launch captured in a CUDA graph (:meth:`CupyBackend.gt_step`)."""
+    launch captured in a CUDA graph (:meth:`CupyBackend.gt_step`). ``node_major``: X (and the gradients) of
+    shape ``(m, reps * d)``, an optimizer's layout of its repetitions, instead of ``(reps, m, d)``."""
     cupy = require_cupy()
     X = _require_device(X, "X")
     cache = obj.__dict__.setdefault("_device_data", {})  # the data set and the launch plans, per device
     m = obj.n if nodes is None else len(nodes)
-    reps = X.shape[0] if X.ndim == 3 else 1
+    reps = X.shape[1] // obj.d if node_major else X.shape[0] if X.ndim == 3 else 1
     plan = _logistic_plan_of(obj, reps, m, batches)
     name, blocks, threads, shared, dtype, spill_size, (sizes, batch, layout) = plan
+    if node_major:
+        layout = (np.int32(int(layout[0]) | 2),)
     if X.dtype != dtype or not X.flags.c_contiguous:
         X = cupy.ascontiguousarray(X, dtype=dtype)
     H, Y = _on_device(cache, "H, Y", lambda: (cupy.asarray(obj.H), cupy.asarray(obj.Y)))
@@ -789,10 +792,11 @@ class CupyBackend(Backend):
         self.last_launch = _GRAPH_CHECK | self._replays << 8
         return DEFERRED
 
-    def gt_step(self, A, rounds, lr, grad_fn, xw_in, x, y, g_new, g_old, s_new, s_old, y_out, xw, psi, work):
+    def gt_step(self, A, rounds, lr, grad_fn, shape, xw_in, x, y, g_new, g_old, s_new, s_old, y_out, xw, psi, work):
         """A whole Pull-Diag-GT step (ATC form) as one CUDA graph, where ``grad_fn`` is an
         :class:`~rowstoch_fast.objectives.Oracle` whose objective has a device kernel (the nonconvex logistic
-        regression) over all nodes of one repetition: ``x <- A^R xw_in``, the oracle's gradients at ``x`` (its
+        regression) over all nodes (``shape``: what ``grad_fn`` is given, ``(n, d)`` or ``(reps, n, d)``; the
+        blocks are node-major, ``(n, reps * d)``): ``x <- A^R xw_in``, the oracle's gradients at ``x`` (its
         draws' iteration read on the device: the replay count plus a base this backend keeps in step with the
         oracle's ``iteration``), ``g_new`` <- them (checked), then :meth:`gt_y_phase` (checked), under one
         check id per replay. The same launches as a step made without the graph, hence the same bits.
@@ -806,7 +810,8 @@ class CupyBackend(Backend):
         if kernel is None:  # (not an Oracle)
             return None
         obj = grad_fn.objective
-        if np.dtype(obj.dtype) != x.dtype or x.shape != (obj.n, obj.d) or not x.flags.c_contiguous:
+        reps = x.shape[1] // obj.d  # (x: node-major, the repetitions side by side)
+        if np.dtype(obj.dtype) != x.dtype or x.shape != (obj.n, reps * obj.d) or not x.flags.c_contiguous:
             return None
         checked = self.checking
         key = ("step", id(obj), grad_fn.seed, grad_fn.batches, grad_fn.rep_offset, LOGISTIC_WARPS,
@@ -818,7 +823,7 @@ class CupyBackend(Backend):
                 self._graph(key, None)  # (seen: a graph the next time)
                 return None
             gradient = kernel()
-            if gradient is None or _logistic_plan_of(obj, 1, obj.n, grad_fn.batches)[5]:
+            if gradient is None or _logistic_plan_of(obj, reps, obj.n, grad_fn.batches)[5]:
                 return None  # (an oracle or objective that must be called; a kernel that needs scratch)
             graph = self._capture_step(key, A, rounds, lr, gradient, xw_in, x, y, g_new, g_old, s_new, s_old,
                                        y_out, xw, psi, work, obj)
@@ -830,7 +835,7 @@ class CupyBackend(Backend):
             self._status[3:4].fill(np.uint64(base))
             self._clock_base = base
         finite = self._replay(graph)
-        grad_fn._called_on_device(G)
+        grad_fn._called_on_device(G.reshape(obj.n, reps, obj.d).swapaxes(0, 1) if len(shape) == 3 else G)
         return finite
 
     def _capture_step(self, key, A, rounds, lr, gradient, xw_in, x, y, g_new, g_old, s_new, s_old, y_out, xw, psi,
@@ -845,7 +850,7 @@ class CupyBackend(Backend):
         def step():
             _tick_into(status)
             _mix_rounds(A, xw_in, x, rounds, work, status)
-            gradient(x, G, status)
+            gradient(x, G, status, True)
             _combine_into(g_new, [1.0], [G], status, check)  # (copy_in's launch: 1.0 * v == v)
             phase(check)
         graph = self._graph(key, step)

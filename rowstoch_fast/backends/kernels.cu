@@ -515,6 +515,8 @@ __device__ __forceinline__ int batch_id(const int* __restrict__ draws, i64 b) {
 // The draws are those of `iteration`, plus, where `clock` is not null (a run status, see "run status": a launch
 // captured in a CUDA graph), clock[2] + clock[3]: the graph's replay count and a base the host keeps so that
 // the sum is the oracle's iteration at every replay.
+// `layout` bit 1 set: X and G node-major, (m, reps * d) (an optimizer's layout of its repetitions), else
+// (reps, m, d).
 // Launched with one block per row and dynamic shared memory [32 W coefficients T][32 W sample ids int] then,
 // for layout 1, [perm: M int][draws: B int].
 template <typename T, int K>
@@ -529,7 +531,7 @@ __device__ void logistic_grad_impl(const T* __restrict__ H, const T* __restrict_
     if (row >= reps * m) return;  // the whole block
     T* coef = reinterpret_cast<T*>(smem);
     int* ids = reinterpret_cast<int*>(smem + width * sizeof(T));
-    int* perm = layout == 1 ? ids + width : spill + row * (M + B);  // its first B: the batch's sample ids, in order
+    int* perm = layout & 1 ? ids + width : spill + row * (M + B);  // its first B: the batch's sample ids, in order
     int* swaps = perm + M;                                             // the draws b + below(s, M - b)
     const i64 rep = row / m;
     const i64 node = nodes ? nodes[row % m] : row % m;
@@ -537,8 +539,9 @@ __device__ void logistic_grad_impl(const T* __restrict__ H, const T* __restrict_
     const bool chained = B <= 4 * width;  // (the whole block) the batch's ids from the draws, else lane 0's swaps
     if (!chained)
         for (i64 l = tid; l < M; l += width) perm[l] = (int)l;
-    const T* x = X + row * d;
-    T* g = G + row * d;
+    const i64 at = layout & 2 ? (row % m) * reps + rep : row;  // the row of X and G
+    const T* x = X + at * d;
+    T* g = G + at * d;
     const T* Hi = H + node * M * d;
     const T* Yi = Yl + node * M;
     const T weight = T(1) / T(B * batches);
