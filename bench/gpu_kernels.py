@@ -332,6 +332,10 @@ def section_oracle(cp, out, sizes, M=400, B=200, d=10):
             print(f"| {n} | {what} | {med[g] * 1e3:.3f} | {med[c] * 1e3:.3f} | {med[c] / med[g]:.1f}x |", flush=True)
         print(f"(n = {n}: GPU gradients bit-identical to the CPU's, {gpu._logistic_warps(n)} and 1 warp(s) per row: "
               f"{same})")
+        if n <= 4096:  # (a capture that fails turns graphs off and steps as before: slower, not wrong)
+            graphed = bool(oo._ops.use_graphs and oo._ops._step_gradients)
+            rows[-1]["oracle_step_graphed"] = graphed
+            print(f"(n = {n}: the steps with an Oracle replayed as one graph: {graphed})")
     out["oracle"] = rows
 
 

@@ -407,7 +407,9 @@ def test_the_gpu_oracle_benchmark_runs_on_the_host(cuda_on_host, monkeypatch, ca
         "Pull-Diag-GT step with an Oracle (one graph)", "Pull-Diag-GT step with an Oracle (one graph), 3 in a row"]
     # (layout 3: the Oracle's step graph launches the kernel on the optimizer's node-major block)
     assert all(row["bit_identical"] for row in out["oracle"]) and set(seen) == {(1, 2), (1, 1), (3, 2)}
-    assert "bit-identical to the CPU's, 2 and 1 warp(s) per row: True" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "bit-identical to the CPU's, 2 and 1 warp(s) per row: True" in printed
+    assert "the steps with an Oracle replayed as one graph: True" in printed
     seen.clear()
     bench.section_probe_oracle(fake, out, sizes=(8,), M=24, B=12, d=3, calls=2)  # what stage ncu_oracle profiles
     assert [(row["n"], row["warps"]) for row in out["probe_oracle"]] == [(8, 2), (8, 1)]
