@@ -816,7 +816,7 @@ class CupyBackend(Backend):
         checked = self.checking
         key = ("step", id(obj), grad_fn.seed, grad_fn.batches, grad_fn.rep_offset, LOGISTIC_WARPS,
                *map(_ptr, _mix_arguments(A)[1:]), A.n, *map(_ptr, (xw_in, x, y, g_new, g_old, s_new, s_old, y_out,
-               xw, psi, work)), x.shape, rounds, float(lr), MIX_KERNEL, checked)
+               xw, psi, work)), x.shape, len(shape), rounds, float(lr), MIX_KERNEL, checked)
         graph = self._graphs.get(key)
         if graph is None:
             if key not in self._seen:
@@ -826,22 +826,22 @@ class CupyBackend(Backend):
             if gradient is None or _logistic_plan_of(obj, reps, obj.n, grad_fn.batches)[5]:
                 return None  # (an oracle or objective that must be called; a kernel that needs scratch)
             graph = self._capture_step(key, A, rounds, lr, gradient, xw_in, x, y, g_new, g_old, s_new, s_old,
-                                       y_out, xw, psi, work, obj)
+                                       y_out, xw, psi, work, obj, len(shape) == 3)
             if graph is None:
                 return None
-        G = self._step_gradients[key][0]
         base = (grad_fn.iteration - self._replays - 1) % 2**64  # the oracle's iteration at the next replay
         if base != self._clock_base:
             self._status[3:4].fill(np.uint64(base))
             self._clock_base = base
         finite = self._replay(graph)
-        grad_fn._called_on_device(G.reshape(obj.n, reps, obj.d).swapaxes(0, 1) if len(shape) == 3 else G)
+        grad_fn._called_on_device(self._step_gradients[key][0])
         return finite
 
     def _capture_step(self, key, A, rounds, lr, gradient, xw_in, x, y, g_new, g_old, s_new, s_old, y_out, xw, psi,
-                      work, obj):
-        """:meth:`gt_step`'s graph, captured under ``key``, the gradients' buffer it writes kept with the
-        objective ``obj`` (so that the key's id stays its own)."""
+                      work, obj, stacked):
+        """:meth:`gt_step`'s graph, captured under ``key``; the gradients' buffer it writes is kept, as the
+        oracle sees it (``stacked``: a ``(reps, n, d)`` view), with the objective ``obj`` (so that the key's id
+        stays its own)."""
         status = self._status
         G = self.xp.empty_like(x)
         phase = self._y_phase(A, rounds, lr, x, y, g_new, g_old, s_new, s_old, y_out, xw, psi, work)
@@ -855,7 +855,8 @@ class CupyBackend(Backend):
             phase(check)
         graph = self._graph(key, step)
         if graph is not None:
-            self._step_gradients[key] = (G, obj)
+            reps = x.shape[1] // obj.d
+            self._step_gradients[key] = (G.reshape(obj.n, reps, obj.d).swapaxes(0, 1) if stacked else G, obj)
         return graph
 
     def copy_in(self, out, values):
