@@ -191,6 +191,8 @@ EMULATE_LOSSY(csr_mix_lossy4_f32_i64, float, i64)
     EMULATE_PHASE(gt_phase_##family##1x2_f64_i32, double, int)
 EMULATE_GT(entry) EMULATE_GT(row) EMULATE_GT(circ)
 EMULATE(tick, P(u64* s), (s))
+EMULATE(tracker_rows_f64, P(const double* table, i64 last, i64 n, const u64* clock, double* s_new, double* s_old),
+        (table, last, n, clock, s_new, s_old))
 EMULATE(tracker_input_f64,
         P(const double* y, const double* g_new, const double* g_old, const double* s_new, const double* s_old,
           double* psi, i64 n, i64 w, const u64* s),

@@ -205,7 +205,8 @@ def test_cuda_kernels_compile_with_nvrtc():
     from rowstoch_fast.backends.cupy import _coordinate_groups
 
     logistic = {f"logistic_grad{_coordinate_groups(d)}_{t}" for d in range(1, 200) for t in ("f32", "f64")}
-    elementwise = {*backend._COMBINE.values(), "tracker_input_f64", "tracker_input_f32"}
+    elementwise = {*backend._COMBINE.values(), "tracker_input_f64", "tracker_input_f32", "tracker_rows_f64",
+                   "tracker_rows_f32", "tick"}
     missing = {name for name in _mix_kernel_names() | logistic | elementwise if f".entry {name}(" not in ptx}
     assert not missing, f"names the backend can launch that kernels.cu does not define: {sorted(missing)}"
     # ptxas for a Hopper GPU (bench/gpu_registers.py): no kernel spills registers to local memory
@@ -586,9 +587,11 @@ def _poisoned_sample(f, value, run, cause, lo, hi):
 
 @pytest.mark.parametrize("device", ["emulated", "gpu"])
 @pytest.mark.parametrize("rounds", [1, 3])
-@pytest.mark.parametrize("cause,reps", [(None, 1), (None, 2), ("gradient", 1), ("iterate", 1), ("extra call", 1),
-                                        ("extra call", 2)])
-def test_the_whole_step_graph(request, monkeypatch, cause, reps, rounds, device):
+@pytest.mark.parametrize("cause,reps,tracker", [
+    (None, 1, "perron"), (None, 2, "perron"), ("gradient", 1, "perron"), ("iterate", 1, "perron"),
+    ("extra call", 1, "perron"), ("extra call", 2, "perron"), (None, 1, "exact"), ("gradient", 1, "exact"),
+    ("extra call", 2, "exact")])
+def test_the_whole_step_graph(request, monkeypatch, cause, reps, tracker, rounds, device):
     """Pull-Diag-GT stepped with an Oracle of the logistic objective on the CuPy backend: once the buffers come
     again, the whole step (mix, the oracle's kernel with its iteration read on the device, the gradient's copy
     and check, the y phase) replays as one graph, grad_fn no longer called from Python: the CPU's iterates bit
@@ -596,7 +599,9 @@ def test_the_whole_step_graph(request, monkeypatch, cause, reps, rounds, device)
     call of the oracle between two steps shifts both alike (the device's base follows); a NaN gradient or an
     overflowing iterate inside the graph gives the CPU's DivergenceError (iteration, node, cause) steps later
     and the same rolled-back state, from which both go on alike. One repetition or two (the optimizer's blocks
-    node-major, the oracle given (reps, n, d)). On the emulated kernels, and on a GPU where there is one."""
+    node-major, the oracle given (reps, n, d)). The exact tracker before it has frozen (the graph copies its
+    rows from the table for the step the device reads) and across its freezing (at step 19 with R = 3: a new
+    graph that reads the frozen row). On the emulated kernels, and on a GPU where there is one."""
     from rowstoch_fast.errors import DivergenceError
 
     if device == "gpu":
@@ -605,13 +610,13 @@ def test_the_whole_step_graph(request, monkeypatch, cause, reps, rounds, device)
             pytest.skip(f"CuPy backend unavailable: {reason}")
     else:
         xp = _emulated_device(request.getfixturevalue("cuda_on_host"), monkeypatch)
-    n, steps = 8, 16
+    n, steps = 8, 24 if tracker == "exact" and rounds == 3 else 16  # (exact, R = 3: frozen at step 19)
     A = topology.exponential(n)
     f_cpu, f_gpu = (NonconvexLogistic.synthetic(n, total=n * 40, d=3, batch=2, seed=1) for _ in range(2))
     x0 = np.random.default_rng(3).standard_normal((reps, n, 3) if reps > 1 else (n, 3)) * 0.1  # (node-major inside)
 
     def run(f):
-        opt, oracle = PullDiagGT(A, x0, 0.05, rounds=rounds, tracker="perron"), f.oracle(seed=7, batches=rounds)
+        opt, oracle = PullDiagGT(A, x0, 0.05, rounds=rounds, tracker=tracker), f.oracle(seed=7, batches=rounds)
         for _ in range(steps):
             opt.step(oracle)
     if cause in ("gradient", "iterate"):  # NaN features, or huge ones (finite gradients that overflow y)
@@ -620,8 +625,8 @@ def test_the_whole_step_graph(request, monkeypatch, cause, reps, rounds, device)
         f_cpu.H[sample] = f_gpu.H[sample] = value
     python_calls = _plain_gradient_calls(monkeypatch)
     lr = 0.05
-    cpu = PullDiagGT(A, x0, lr, rounds=rounds, tracker="perron")
-    gpu = PullDiagGT(A, xp.asarray(x0), lr, rounds=rounds, tracker="perron")
+    cpu = PullDiagGT(A, x0, lr, rounds=rounds, tracker=tracker)
+    gpu = PullDiagGT(A, xp.asarray(x0), lr, rounds=rounds, tracker=tracker)
     gpu._ops.check_every = 64
     oracles = {"cpu": f_cpu.oracle(seed=7, batches=rounds), "gpu": f_gpu.oracle(seed=7, batches=rounds)}
     outcome, kept = {}, {}
@@ -645,8 +650,13 @@ def test_the_whole_step_graph(request, monkeypatch, cause, reps, rounds, device)
     else:
         assert outcome["cpu"] is None
     assert gpu.iteration == cpu.iteration
-    # the graph replayed from step 4 (steps 1-3: the tracker's first row, then each ping-pong buffer seen once)
-    assert python_calls[:4] == [0, 1, 2, 3] and 4 not in python_calls
+    # Perron: the graph replays from step 4 (steps 1-3: the tracker's first row, then each ping-pong buffer seen
+    # once); exact: from step 3 (its table's graph), then 2 more plain steps once it has frozen (the frozen row's)
+    first = 4 if tracker == "perron" else 3
+    frozen = tracker == "exact" and gpu.tracker.frozen_at < steps
+    assert python_calls[:first] == list(range(first)) and first not in python_calls
+    assert len(python_calls) - first == (cause == "extra call") + 2 * frozen
+    assert len(gpu._ops._step_gradients) == 2 + 2 * frozen
     np.testing.assert_array_equal(host(kept["gpu"]), kept["cpu"])  # (a copy: later steps left it alone)
     if outcome["cpu"] is None:
         assert oracles["gpu"].iteration == oracles["cpu"].iteration == steps + 1 + (cause == "extra call")

@@ -39,7 +39,7 @@ class PullDiagGT(Optimizer):
     network the whole phase is one launch), and with an
     :class:`~rowstoch_fast.objectives.Oracle` of an objective with a device
     kernel (the nonconvex logistic regression) the whole step replays as one
-    CUDA graph once the tracker has frozen. No step allocates.
+    CUDA graph. No step allocates.
 
     Parameters
     ----------
@@ -182,8 +182,8 @@ class PullDiagGT(Optimizer):
         s_new = self._tracker.scale(t + 1)
         whole = getattr(ops, "gt_step", None) if self._static else None
         if whole is not None:  # all of the below as one CUDA graph, for an Oracle with a device kernel
-            finite = whole(A, R, lr, grad_fn, self._shape, cur["xw"], nxt["x"], cur["y"], nxt["g"], cur["g"], s_new,
-                           self._tracker.scale(t), nxt["y"], nxt["xw"], self._psi, self._scratch)
+            finite = whole(A, R, lr, grad_fn, self._shape, t, self._tracker, cur["xw"], nxt["x"], cur["y"], nxt["g"],
+                           cur["g"], s_new, self._tracker.scale(t), nxt["y"], nxt["xw"], self._psi, self._scratch)
             if finite is not None:
                 if self.check_finite:
                     self._verify(finite, lambda: self._step_error(t, nxt))

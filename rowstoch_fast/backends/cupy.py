@@ -306,6 +306,13 @@ def _tick_into(status):
 _GRAPH_CHECK = 1 << 63  # the id of a check inside a graph; journaled with its replay's count (kernels.cu)
 
 
+def _tracker_rows_into(table, s_new, s_old, status):
+    """``s_new, s_old <- table[min(t + 1, last)], table[min(t, last)]`` for the iteration ``t`` the run status
+    holds (``tracker_rows`` of kernels.cu)."""
+    last, n = table.shape[0] - 1, table.shape[1]
+    _launch(f"tracker_rows_{_suffix(table.dtype)}", n, (table, np.int64(last), np.int64(n), status, s_new, s_old))
+
+
 def _tracker_input_into(psi, y, g_new, g_old, s_new, s_old, status):
     """``psi <- y + s_new g_new - s_old g_old`` (``tracker_input`` of kernels.cu; per-row ``s``)."""
     n, w = psi.shape
@@ -594,19 +601,20 @@ class CupyBackend(Backend):
         self.xp = require_cupy()
         self.last_launch = 0  # the id of the latest checked launch (what the optimizer journals)
         self._launches = self._replays = 0  # checked launches made; replays of graphs with a tick (the device's status[2])
-        self._clock_base = 0  # the device's status[3] (gt_step)
+        self._clock = {3: 0, 4: 0}  # the device's status[3] and status[4] (gt_step)
         self._graphs, self._seen, self._step_gradients = {}, set(), {}
 
     def attach(self, n, dtype, matrices):
         super().attach(n, dtype, matrices)
         # status[0]: the id of the first checked launch that found a NaN/Inf; status[1]: the replay in which a
-        # graph's check did; status[2]: the replays of graphs with checks; status[3]: the base of an oracle's
-        # iteration inside a graph (kernels.cu, "run status")
-        self._status = self.xp.zeros(4, dtype=self.xp.uint64)
+        # graph's check did; status[2]: the replays of graphs with checks; status[3] and [4]: the bases of an
+        # oracle's and of the optimizer's iteration inside a graph (kernels.cu, "run status")
+        self._status = self.xp.zeros(5, dtype=self.xp.uint64)
 
     def prepare(self, width):
         _kernel(f"combine1_{_suffix(self.dtype)}")  # compiles (or loads from CuPy's cache) and loads the module
         _kernel("tick")  # (first launched inside a graph's capture: looked up before)
+        _kernel(f"tracker_rows_{_suffix(self.dtype)}")  # (likewise)
 
     def check_x0(self, x0, dtype):
         cupy = self.xp
@@ -792,19 +800,24 @@ class CupyBackend(Backend):
         self.last_launch = _GRAPH_CHECK | self._replays << 8
         return DEFERRED
 
-    def gt_step(self, A, rounds, lr, grad_fn, shape, xw_in, x, y, g_new, g_old, s_new, s_old, y_out, xw, psi, work):
+    def gt_step(self, A, rounds, lr, grad_fn, shape, t, tracker, xw_in, x, y, g_new, g_old, s_new, s_old, y_out, xw,
+                psi, work):
         """A whole Pull-Diag-GT step (ATC form) as one CUDA graph, where ``grad_fn`` is an
         :class:`~rowstoch_fast.objectives.Oracle` whose objective has a device kernel (the nonconvex logistic
         regression) over all nodes (``shape``: what ``grad_fn`` is given, ``(n, d)`` or ``(reps, n, d)``; the
         blocks are node-major, ``(n, reps * d)``): ``x <- A^R xw_in``, the oracle's gradients at ``x`` (its
         draws' iteration read on the device: the replay count plus a base this backend keeps in step with the
         oracle's ``iteration``), ``g_new`` <- them (checked), then :meth:`gt_y_phase` (checked), under one
-        check id per replay. The same launches as a step made without the graph, hence the same bits.
+        check id per replay. The same launches as a step made without the graph, hence the same bits. Before
+        the ``tracker`` (a device tracker) has frozen, its rows ``s_new, s_old`` (of step ``t``) change from one
+        step to the next: the graph then copies them from its table first, for the ``t`` the device reads (the
+        replay count plus a base kept in step with ``t``, as the oracle's).
 
         Returns None where it does not apply or no graph is made yet (the first time these buffers come):
         the caller then steps as usual, calling ``grad_fn``; else DEFERRED (True with the checks off), the
         oracle told of its call (:meth:`Oracle._called_on_device`)."""
-        if s_new is not s_old or not self.use_graphs:  # (the tracker's rows: one object once it has frozen)
+        table = None if s_new is s_old else getattr(tracker, "_table", None)  # (one row object once frozen)
+        if not self.use_graphs or (s_new is not s_old and table is None):
             return None
         kernel = getattr(grad_fn, "_device_kernel", None)
         if kernel is None:  # (not an Oracle)
@@ -814,9 +827,10 @@ class CupyBackend(Backend):
         if np.dtype(obj.dtype) != x.dtype or x.shape != (obj.n, reps * obj.d) or not x.flags.c_contiguous:
             return None
         checked = self.checking
+        rows = (s_new, s_old) if table is None else (table,)  # (the rows a replay reads, or their table)
         key = ("step", id(obj), grad_fn.seed, grad_fn.batches, grad_fn.rep_offset, LOGISTIC_WARPS,
-               *map(_ptr, _mix_arguments(A)[1:]), A.n, *map(_ptr, (xw_in, x, y, g_new, g_old, s_new, s_old, y_out,
-               xw, psi, work)), x.shape, len(shape), rounds, float(lr), MIX_KERNEL, checked)
+               *map(_ptr, _mix_arguments(A)[1:]), A.n, *map(_ptr, (xw_in, x, y, g_new, g_old, *rows, y_out, xw, psi,
+               work)), x.shape, len(shape), rounds, float(lr), MIX_KERNEL, checked)
         graph = self._graphs.get(key)
         if graph is None:
             if key not in self._seen:
@@ -825,30 +839,41 @@ class CupyBackend(Backend):
             gradient = kernel()
             if gradient is None or _logistic_plan_of(obj, reps, obj.n, grad_fn.batches)[5]:
                 return None  # (an oracle or objective that must be called; a kernel that needs scratch)
-            graph = self._capture_step(key, A, rounds, lr, gradient, xw_in, x, y, g_new, g_old, s_new, s_old,
-                                       y_out, xw, psi, work, obj, len(shape) == 3)
+            graph = self._capture_step(key, A, rounds, lr, gradient, table, xw_in, x, y, g_new, g_old, s_new,
+                                       s_old, y_out, xw, psi, work, obj, len(shape) == 3)
             if graph is None:
                 return None
-        base = (grad_fn.iteration - self._replays - 1) % 2**64  # the oracle's iteration at the next replay
-        if base != self._clock_base:
-            self._status[3:4].fill(np.uint64(base))
-            self._clock_base = base
+        self._set_clock(3, grad_fn.iteration)  # the oracle's iteration at the next replay
+        if table is not None:
+            self._set_clock(4, t)  # the optimizer's
         finite = self._replay(graph)
         grad_fn._called_on_device(self._step_gradients[key][0])
         return finite
 
-    def _capture_step(self, key, A, rounds, lr, gradient, xw_in, x, y, g_new, g_old, s_new, s_old, y_out, xw, psi,
-                      work, obj, stacked):
+    def _set_clock(self, word, value):
+        """The run status's base ``word`` (3: the oracle's iteration, 4: the optimizer's) such that the next
+        replay reads ``value`` (its count plus the base; kernels.cu, "run status"); set only when it moved."""
+        base = (value - self._replays - 1) % 2**64
+        if base != self._clock[word]:
+            self._status[word:word + 1].fill(np.uint64(base))
+            self._clock[word] = base
+
+    def _capture_step(self, key, A, rounds, lr, gradient, table, xw_in, x, y, g_new, g_old, s_new, s_old, y_out, xw,
+                      psi, work, obj, stacked):
         """:meth:`gt_step`'s graph, captured under ``key``; the gradients' buffer it writes is kept, as the
         oracle sees it (``stacked``: a ``(reps, n, d)`` view), with the objective ``obj`` (so that the key's id
-        stays its own)."""
+        stays its own) and, with a ``table``, the tracker's two rows it copies from it."""
         status = self._status
         G = self.xp.empty_like(x)
+        if table is not None:
+            s_new, s_old = self.xp.empty_like(s_new), self.xp.empty_like(s_old)
         phase = self._y_phase(A, rounds, lr, x, y, g_new, g_old, s_new, s_old, y_out, xw, psi, work)
         check = _GRAPH_CHECK if self.checking else 0
 
         def step():
             _tick_into(status)
+            if table is not None:
+                _tracker_rows_into(table, s_new, s_old, status)
             _mix_rounds(A, xw_in, x, rounds, work, status)
             gradient(x, G, status, True)
             _combine_into(g_new, [1.0], [G], status, check)  # (copy_in's launch: 1.0 * v == v)
@@ -856,7 +881,8 @@ class CupyBackend(Backend):
         graph = self._graph(key, step)
         if graph is not None:
             reps = x.shape[1] // obj.d
-            self._step_gradients[key] = (G.reshape(obj.n, reps, obj.d).swapaxes(0, 1) if stacked else G, obj)
+            self._step_gradients[key] = (G.reshape(obj.n, reps, obj.d).swapaxes(0, 1) if stacked else G, obj,
+                                         s_new, s_old)
         return graph
 
     def copy_in(self, out, values):
@@ -870,7 +896,8 @@ class CupyBackend(Backend):
             failed |= replay << 8
         if failed:
             self._status.fill(0)
-            self._replays = self._clock_base = 0
+            self._replays = 0
+            self._clock = {3: 0, 4: 0}
         return failed
 
     def first_nonfinite(self, *blocks):

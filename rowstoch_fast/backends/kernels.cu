@@ -26,7 +26,8 @@ typedef unsigned long long u64;
 // after the other), and a launch of the same id in a later replay is frozen. The
 // host journals such a check as id | count << 8. status[3]: a base the host sets
 // so that status[2] + status[3] is the iteration of a stochastic oracle's draws
-// inside a graph (logistic_grad's clock). (status holds four words.)
+// inside a graph (logistic_grad's clock); status[4]: likewise for the optimizer's
+// own iteration (tracker_rows). (status holds five words.)
 __device__ __forceinline__ bool frozen(const u64* status, u64 launch) {
     if (!status) return false;
     const u64 s = *(const volatile u64*)status;
@@ -261,6 +262,20 @@ __device__ void tracker_input_impl(const T* __restrict__ y, const T* __restrict_
     if (tid >= n * w || frozen(status, 0)) return;
     const i64 i = tid / w;
     psi[tid] = TrackerInput<T, 1>{y, g_new, g_old, s_new, s_old, w}.at(i, tid - i * w).load(0).v[0];
+}
+
+// s_new <- table[min(t + 1, last)] and s_old <- table[min(t, last)] (rows of n values), for the optimizer's
+// iteration t = clock[2] + clock[4] read on the device (a replay count and the host's base, see "run status"):
+// a Pull-Diag-GT step replayed as one graph while its exact tracker has not frozen (its rows change per step).
+template <typename T>
+__device__ void tracker_rows_impl(const T* __restrict__ table, i64 last, i64 n, const u64* __restrict__ clock,
+                                  T* __restrict__ s_new, T* __restrict__ s_old) {
+    const i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const u64 t = clock[2] + clock[4];
+    const i64 a = t + 1 < (u64)last ? (i64)(t + 1) : last, b = t < (u64)last ? (i64)t : last;
+    s_new[i] = table[a * n + i];
+    s_old[i] = table[b * n + i];
 }
 
 // ------------------------------------------------------------------ combine
@@ -676,6 +691,10 @@ __device__ void logistic_grad_impl(const T* __restrict__ H, const T* __restrict_
 #define COMBINES(suffix, T) COMBINE1(suffix, T) COMBINE2(suffix, T) COMBINE3(suffix, T) COMBINE4(suffix, T)
 // tick: the first node of a graph whose check tells its replays apart ("run status" above)
 #define TICK __global__ void tick(u64* status) { if (blockIdx.x == 0 && threadIdx.x == 0) status[2] += 1; }
+// tracker_rows_<value> (tracker_rows_impl above)
+#define TRACKER_ROWS(suffix, T) \
+    __global__ void tracker_rows_##suffix(const T* table, i64 last, i64 n, const u64* clock, T* s_new, T* s_old) { \
+        tracker_rows_impl<T>(table, last, n, clock, s_new, s_old); }
 // tracker_input_<value> (tracker_input_impl above)
 #define TRACKER_INPUT(suffix, T) \
     __global__ void tracker_input_##suffix(const T* y, const T* g_new, const T* g_old, const T* s_new, const T* s_old, T* psi, i64 n, i64 w, const u64* status) { \
@@ -703,6 +722,7 @@ LOSSY(f64_i32, double, int, 1) LOSSY(f64_i64, double, i64, 1) LOSSY(f32_i32, flo
 LOSSY(f64_i32, double, int, 2) LOSSY(f64_i64, double, i64, 2) LOSSY(f32_i32, float, int, 4) LOSSY(f32_i64, float, i64, 4)
 COMBINES(f64, double) COMBINES(f32, float)
 TRACKER_INPUT(f64, double) TRACKER_INPUT(f32, float)
+TRACKER_ROWS(f64, double) TRACKER_ROWS(f32, float)
 TICK
 LOGISTIC(f64, double, 0) LOGISTIC(f64, double, 1) LOGISTIC(f64, double, 2) LOGISTIC(f64, double, 3) LOGISTIC(f64, double, 4)
 LOGISTIC(f32, float, 0) LOGISTIC(f32, float, 1) LOGISTIC(f32, float, 2) LOGISTIC(f32, float, 3) LOGISTIC(f32, float, 4)
