@@ -583,8 +583,8 @@ class CupyBackend(Backend):
     ``R``); so is Pull-Diag-GT's whole y phase (tracker input, rounds, descent
     and its check) once its tracker has frozen, and, where ``grad_fn`` is an
     :class:`~rowstoch_fast.objectives.Oracle` of the logistic objective, its
-    whole step (:meth:`gt_step`: the oracle's kernel reads its iteration on the
-    device). ``x0`` and what ``grad_fn``
+    whole step (:meth:`gt_step`: the oracle's kernel reads its iteration, and
+    the graph the tracker's rows, on the device). ``x0`` and what ``grad_fn``
     returns must be device arrays (no silent host/device copies); :meth:`gather`
     copies to the host.
     """
