@@ -287,7 +287,7 @@ def section_oracle(cp, out, sizes, M=400, B=200, d=10):
                 oc.step(lambda Z: f.stochastic_gradient(Z, steps[0], seed=1))
             ou = _unfused(PullDiagGT(A, Xd, lr=1e-4))
             oo, oracle = PullDiagGT(A, Xd, lr=1e-4), f.oracle(seed=1)  # an Oracle: the whole step one graph
-            for _ in range(oo.tracker.frozen_at + 3):  # (once the exact tracker has frozen)
+            for _ in range(oo.tracker.frozen_at + 3):  # (past the exact tracker's freezing: the steady graph)
                 oo.step(oracle)
 
             def step_gpu_oracle():
@@ -425,7 +425,7 @@ def section_probe_host(cp, out, n=512, M=400, B=200, d=10, calls=400):
     Xd = cp.asarray(np.random.default_rng(2).standard_normal((n, d)) * 0.1)
     og = PullDiagGT(topology.exponential(n), Xd, lr=1e-4)
     oo, oracle = PullDiagGT(topology.exponential(n), Xd, lr=1e-4), f.oracle(seed=1)
-    for _ in range(oo.tracker.frozen_at + 3):  # (its steps are one graph once the exact tracker has frozen)
+    for _ in range(oo.tracker.frozen_at + 3):  # (past the exact tracker's freezing: the steady graph)
         oo.step(oracle)
     spent = collections.defaultdict(list)
     real = gpu._kernel
