@@ -68,6 +68,20 @@ def _steps(cp, opt, G, k, kind=None, sync=True):
     return run
 
 
+def _waited_and_in_a_row(cp, one):
+    """Two contenders of ``one()`` (a call or a step): waited for (a synchronisation after it), and
+    ``PIPELINED`` in a row with one synchronisation (as a run goes)."""
+    def waited():
+        one()
+        cp.cuda.Device().synchronize()
+
+    def in_a_row():
+        for _ in range(PIPELINED):
+            one()
+        cp.cuda.Device().synchronize()
+    return waited, in_a_row
+
+
 def _one_warp(run):
     """``run`` with the logistic kernel at one warp per row (``backends.cupy.LOGISTIC_WARPS = 1``: the kernel of
     sections 9b-9d), to time the default's blocks of warps against it in the same run."""
@@ -249,62 +263,23 @@ def section_oracle(cp, out, sizes, M=400, B=200, d=10):
         _one_warp(lambda: one_warp.append(f.stochastic_gradient(Xd, 5, seed=1).get()))()
         same = bool(np.array_equal(got, want) and np.array_equal(one_warp[0], want))
 
-        def on_gpu():
+        def gradient(Z):  # the next iteration's gradients
             it[0] += 1
-            f.stochastic_gradient(Xd, it[0], seed=1)
-            cp.cuda.Device().synchronize()
-
-        def on_gpu_pipelined():  # as in a run: no synchronisation per call
-            for _ in range(PIPELINED):
-                it[0] += 1
-                f.stochastic_gradient(Xd, it[0], seed=1)
-            cp.cuda.Device().synchronize()
-
-        def on_cpu():
-            it[0] += 1
-            f.stochastic_gradient(X, it[0], seed=1)
-        contenders = {"gpu": on_gpu, "gpu-pipelined": on_gpu_pipelined, "cpu": on_cpu,
+            return f.stochastic_gradient(Z, it[0], seed=1)
+        on_gpu, on_gpu_pipelined = _waited_and_in_a_row(cp, lambda: gradient(Xd))
+        contenders = {"gpu": on_gpu, "gpu-pipelined": on_gpu_pipelined, "cpu": lambda: gradient(X),
                       "gpu-1warp": _one_warp(on_gpu), "gpu-pipelined-1warp": _one_warp(on_gpu_pipelined)}
         if n <= 4096:
             A = topology.exponential(n)
-            og = PullDiagGT(A, Xd, lr=1e-4)
-            oc = PullDiagGT(A, X, lr=1e-4)
-            steps = [0]
-
-            def step_gpu():
-                steps[0] += 1
-                og.step(lambda Z: f.stochastic_gradient(Z, steps[0], seed=1))
-                cp.cuda.Device().synchronize()
-
-            def step_gpu_pipelined():
-                for _ in range(PIPELINED):
-                    steps[0] += 1
-                    og.step(lambda Z: f.stochastic_gradient(Z, steps[0], seed=1))
-                cp.cuda.Device().synchronize()
-
-            def step_cpu():
-                steps[0] += 1
-                oc.step(lambda Z: f.stochastic_gradient(Z, steps[0], seed=1))
-            ou = _unfused(PullDiagGT(A, Xd, lr=1e-4))
+            og, oc, ou = PullDiagGT(A, Xd, lr=1e-4), PullDiagGT(A, X, lr=1e-4), _unfused(PullDiagGT(A, Xd, lr=1e-4))
             oo, oracle = PullDiagGT(A, Xd, lr=1e-4), f.oracle(seed=1)  # an Oracle: the whole step one graph
             for _ in range(oo.tracker.frozen_at + 3):  # (past the exact tracker's freezing: the steady graph)
                 oo.step(oracle)
-
-            def step_gpu_oracle():
-                oo.step(oracle)
-                cp.cuda.Device().synchronize()
-
-            def step_gpu_oracle_pipelined():
-                for _ in range(PIPELINED):
-                    oo.step(oracle)
-                cp.cuda.Device().synchronize()
-
-            def step_gpu_unfused():  # the y phase as before section 9d
-                steps[0] += 1
-                ou.step(lambda Z: f.stochastic_gradient(Z, steps[0], seed=1))
-                cp.cuda.Device().synchronize()
-            contenders.update({"step-gpu": step_gpu, "step-gpu-pipelined": step_gpu_pipelined, "step-cpu": step_cpu,
-                               "step-gpu-unfused": step_gpu_unfused,
+            step_gpu, step_gpu_pipelined = _waited_and_in_a_row(cp, lambda: og.step(gradient))
+            step_gpu_oracle, step_gpu_oracle_pipelined = _waited_and_in_a_row(cp, lambda: oo.step(oracle))
+            contenders.update({"step-gpu": step_gpu, "step-gpu-pipelined": step_gpu_pipelined,
+                               "step-cpu": lambda: oc.step(gradient),
+                               "step-gpu-unfused": _waited_and_in_a_row(cp, lambda: ou.step(gradient))[0],
                                "step-gpu-pipelined-1warp": _one_warp(step_gpu_pipelined),
                                "step-gpu-oracle": step_gpu_oracle,
                                "step-gpu-oracle-pipelined": step_gpu_oracle_pipelined})

@@ -491,8 +491,15 @@ class Optimizer:
         """``out <- grad_fn(x_buf)`` (collective under MPI); DivergenceError on NaN/Inf."""
         finite = self._ops.call(self._gradient_local, grad_fn, x_buf, out)
         if self.check_finite:
-            self._verify(finite, lambda: DivergenceError.gradient(iteration, self._ops.first_nonfinite(out),
-                                                                  self.iteration))
+            self._verify(finite, lambda: self._gradient_error(iteration, out))
+
+    def _gradient_error(self, iteration, out):
+        """The DivergenceError of a non-finite gradient ``out`` at ``iteration`` (the state kept: the current)."""
+        return DivergenceError.gradient(iteration, self._ops.first_nonfinite(out), self.iteration)
+
+    def _iterate_error(self, t, *blocks):
+        """The DivergenceError of non-finite ``blocks`` made by step ``t``."""
+        return DivergenceError.iterate(t + 1, self._ops.first_nonfinite(*blocks), self._lr_text())
 
     def _gradient_local(self, grad_fn, x_buf, out):
         G = grad_fn(self._user_view(x_buf))
@@ -509,8 +516,7 @@ class Optimizer:
     def _check_iterates(self, finite, t, *blocks):
         """DivergenceError for iteration ``t + 1`` unless ``finite`` on every process."""
         if self.check_finite:
-            self._verify(finite, lambda: DivergenceError.iterate(t + 1, self._ops.first_nonfinite(*blocks),
-                                                                 self._lr_text()))
+            self._verify(finite, lambda: self._iterate_error(t, *blocks))
 
     def _verify(self, finite, error):
         """Raise ``error()`` unless ``finite`` (on every process); a DEFERRED check is journaled for

@@ -204,11 +204,9 @@ class PullDiagGT(Optimizer):
     def _step_error(self, t, nxt):
         """The DivergenceError of a step whose gradient and iterate checks shared one flag (a whole step
         in one graph): the gradient's if it is not finite (its check comes first), else the iterate's."""
-        node = self._ops.first_nonfinite(nxt["g"])
-        if node >= 0:
-            return DivergenceError.gradient(t + 1, node, self.iteration)
-        return DivergenceError.iterate(t + 1, self._ops.first_nonfinite(nxt["x"], nxt["y"], nxt["xw"]),
-                                       self._lr_text())
+        if self._ops.first_nonfinite(nxt["g"]) >= 0:
+            return self._gradient_error(t + 1, nxt["g"])
+        return self._iterate_error(t, nxt["x"], nxt["y"], nxt["xw"])
 
     def _advance_frost(self, grad_fn, cur, nxt, t):
         ops, A, R = self._ops, self.A, self.rounds

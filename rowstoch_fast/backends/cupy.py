@@ -762,7 +762,7 @@ class CupyBackend(Backend):
         the same bits. Returns DEFERRED (``xw`` checked on the device) or True (checks off)."""
         status = self._status
         phase = self._y_phase(A, rounds, lr, x, y, g_new, g_old, s_new, s_old, y_out, xw, psi, work)
-        if rounds == 1 and x.shape[0] * x.shape[1] <= self.fused_phase_max:
+        if self._one_launch_phase(rounds, x):
             launch = self._next_launch(True)
             phase(launch)
             return DEFERRED if launch else True
@@ -781,7 +781,7 @@ class CupyBackend(Backend):
     def _y_phase(self, A, rounds, lr, x, y, g_new, g_old, s_new, s_old, y_out, xw, psi, work):
         """``launch(id)``: the launches of :meth:`gt_y_phase`, the check of ``xw`` under ``id``."""
         status = self._status
-        if rounds == 1 and x.shape[0] * x.shape[1] <= self.fused_phase_max:
+        if self._one_launch_phase(rounds, x):
             return lambda launch: _phase_into(A, y, g_new, g_old, s_new, s_old, x, lr, y_out, xw, status, launch)
 
         def phase(launch):
@@ -789,6 +789,10 @@ class CupyBackend(Backend):
             src = psi if rounds == 1 else _mix_rounds(A, psi, work, rounds - 1, y_out, status)
             _descent_into(A, src, x, lr, y_out, xw, status, launch)
         return phase
+
+    def _one_launch_phase(self, rounds, x):
+        """The y phase is one launch (:meth:`gt_y_phase`): one round on at most :attr:`fused_phase_max` entries."""
+        return rounds == 1 and x.shape[0] * x.shape[1] <= self.fused_phase_max
 
     def _replay(self, graph):
         """Launch ``graph`` (whose first node is a tick): its checks' id told apart by the count (kernels.cu);
@@ -816,11 +820,11 @@ class CupyBackend(Backend):
         Returns None where it does not apply or no graph is made yet (the first time these buffers come):
         the caller then steps as usual, calling ``grad_fn``; else DEFERRED (True with the checks off), the
         oracle told of its call (:meth:`Oracle._called_on_device`)."""
-        table = None if s_new is s_old else getattr(tracker, "_table", None)  # (one row object once frozen)
-        if not self.use_graphs or (s_new is not s_old and table is None):
-            return None
         kernel = getattr(grad_fn, "_device_kernel", None)
-        if kernel is None:  # (not an Oracle)
+        if kernel is None or not self.use_graphs:  # (not an Oracle: a plain step at once)
+            return None
+        table = None if s_new is s_old else getattr(tracker, "_table", None)  # (one row object once frozen)
+        if s_new is not s_old and table is None:
             return None
         obj = grad_fn.objective
         reps = x.shape[1] // obj.d  # (x: node-major, the repetitions side by side)
