@@ -96,6 +96,23 @@ static inline unsigned __ballot_sync(unsigned, bool vote) {
     return bits;
 }
 static inline int __ffs(unsigned x) { return __builtin_ffs(static_cast<int>(x)); }
+// The read-only and the streaming loads and the streaming stores (kernels.cu's load_nc, load_cs and
+// store_cs): plain, the streaming ones counted.
+static std::atomic<long long> streamed_loads{0}, streamed_stores{0};
+template <typename T, class P>
+static inline void load_nc(const T* p, P& r) {
+    std::memcpy(&r, p, sizeof r);
+}
+template <typename T, class P>
+static inline void load_cs(const T* p, P& r) {
+    ++streamed_loads;
+    std::memcpy(&r, p, sizeof r);
+}
+template <typename T, class P>
+static inline void store_cs(T* p, const P& r) {
+    ++streamed_stores;
+    std::memcpy(p, &r, sizeof r);
+}
 
 #include KERNELS_CU
 
@@ -158,10 +175,10 @@ EMULATE_MIX(csr_mix_entry1x4_f32_i64, float, i64)
 EMULATE_MIX(csr_mix_row1x4_f64_i32, double, int)
 EMULATE_MIX(csr_mix_row2x4_f64_i32, double, int)
 EMULATE_MIX(csr_mix_row4x4_f32_i64, float, i64)
-// ... and for circulant matrices (Ap = {0, m}, Aj the offsets, Ax the one weight): csr_mix_circ<V>x<U>_<value>_<index>.
+// ... and for circulant matrices (Ap = {0, m, hint bytes}, Aj the offsets, Ax the one weight): csr_mix_circ<V>x<U>_<value>_i32.
 EMULATE_MIX(csr_mix_circ1x4_f64_i32, double, int)
 EMULATE_MIX(csr_mix_circ2x4_f64_i32, double, int)
-EMULATE_MIX(csr_mix_circ4x4_f32_i64, float, i64)
+EMULATE_MIX(csr_mix_circ4x4_f32_i32, float, int)
 
 // The lossy rounds of rowstoch_fast.network: csr_mix_lossy<V>_<value>_<index>.
 #define EMULATE_LOSSY(name, T, I)                                                                             \
@@ -219,6 +236,12 @@ EMULATE(ge_advance_i32,
         P(const int* Ap, const int* Aj, i64 rows, unsigned char* bad, const u64* keys, i64 steps, u64 init_key,
           int init, double p_bad, double p_recover, double stationary),
         (Ap, Aj, rows, bad, keys, steps, init_key, init, p_bad, p_recover, stationary))
+
+// The streaming loads and stores since the last call (counts[0], counts[1]); the counts start again.
+extern "C" void emulated_streamed(long long* counts) {
+    counts[0] = streamed_loads.exchange(0);
+    counts[1] = streamed_stores.exchange(0);
+}
 
 // batch_id for every b < B (one emulated thread after another).
 extern "C" void emulate_batch_ids(const int* draws, long long B, int* ids) {

@@ -329,7 +329,8 @@ def _fake_cupy():
         uint8=np.uint8, eye=lambda n: dev(np.eye(n)), ones=lambda s, dtype=None: dev(np.ones(s, dtype)),
         diagonal=np.diagonal, maximum=np.maximum,
         cuda=types.SimpleNamespace(Stream=_FakeGraphs.Stream,
-                                   Device=lambda *a: types.SimpleNamespace(synchronize=lambda: None),
+                                   Device=lambda *a: types.SimpleNamespace(synchronize=lambda: None,
+                                                                           attributes={"L2CacheSize": 50 * 2**20}),
                                    runtime=types.SimpleNamespace(getDevice=lambda: 0,
                                                                  memGetInfo=lambda: (80 * 2**30, 80 * 2**30))))
 

@@ -77,17 +77,20 @@ def test_mix_into_its_own_input_is_refused_on_the_emulated_device(cuda_on_host, 
     np.testing.assert_array_equal(backend.mix_power(A, X, 3, out=Y, work=W), A.mix_power(np.asarray(X), 3))
 
 
-@pytest.mark.parametrize("kind", ["entry", "entry1", "entry-u1", "row", "circ", "circ1"])
+@pytest.mark.parametrize("kind,hints", [("entry", "auto"), ("entry1", "auto"), ("entry-u1", "auto"), ("row", "auto"),
+                                        ("circ", "auto"), ("circ1", "auto"), ("circ", "64"), ("circ1", "64")])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_every_gpu_mixing_kernel_gives_the_cpu_bits(monkeypatch, kind, dtype):
+def test_every_gpu_mixing_kernel_gives_the_cpu_bits(monkeypatch, kind, hints, dtype):
     """ROWSTOCH_CUDA_MIX's every choice on the device: an in-degree matrix (one weight per row: the "row"
-    kernel runs) and the paper's grid (it cannot), aligned and odd widths: the CPU kernels' bits."""
+    kernel runs) and the paper's grid (it cannot), aligned and odd widths: the CPU kernels' bits; the
+    circulant kernels also with their cache hints on most offsets (ROWSTOCH_CUDA_L2_HINTS=64 bytes)."""
     cupy, reason = _cupy_or_reason()
     if cupy is None:
         pytest.skip(f"CuPy backend unavailable: {reason}")
     from rowstoch_fast.backends import cupy as backend
 
     monkeypatch.setattr(backend, "MIX_KERNEL", kind)
+    monkeypatch.setattr(backend, "L2_HINTS", hints)
     for A in (topology.exponential(1000 + 3).astype(dtype), topology.paper_graphs()["grid"].astype(dtype)):
         for w in (1, 3, 8, 10):
             X = np.random.default_rng(w).standard_normal((A.n, w)).astype(dtype)
@@ -226,7 +229,8 @@ def _mix_kernel_names():
                 "row": ("entry", "row")}
     return {backend._mix_kernel(8, w, dtype, index, aligned, kind, family, role)[0]
             for kind in backend._MIX_KERNELS for family in families.get(kind, ("entry",))
-            for dtype in (np.float64, np.float32) for index in (np.int32, np.int64)
+            for dtype in (np.float64, np.float32)
+            for index in ((np.int32,) if family == "circ" else (np.int32, np.int64))  # (device_circulant's)
             for aligned in (True, False) for w in range(1, 9) for role in ("csr_mix", "gt_descent", "gt_phase")}
 
 
@@ -819,8 +823,9 @@ def _circulant(n, offsets, dtype=np.float64):
     return MixingMatrix(W).astype(dtype)
 
 
-def _emulate_circ(cuda_on_host, monkeypatch, kernel, A, X):
-    """``kernel`` (csr_mix_circ...) on the emulated device with device_circulant's arguments for ``A``."""
+def _emulate_circ(cuda_on_host, monkeypatch, kernel, A, X, hints="auto"):
+    """``kernel`` (csr_mix_circ...) on the emulated device with device_circulant's arguments for ``A`` under
+    ``L2_HINTS = hints``."""
     import ctypes
 
     from rowstoch_fast.backends import cupy as backend
@@ -829,11 +834,13 @@ def _emulate_circ(cuda_on_host, monkeypatch, kernel, A, X):
 
     fake = _fake_cupy()
     monkeypatch.setattr(backend, "require_cupy", lambda: fake)  # device_circulant's copies: host arrays
+    monkeypatch.setattr(backend, "L2_HINTS", hints)
     Ap, D, weight = backend.device_circulant(A)
     index = np.int32 if kernel.endswith("i32") else np.int64
     Ap, D = np.asarray(Ap).astype(index), np.asarray(D).astype(index)
     Y = np.full_like(X, np.nan)
     V = int(kernel[4])
+    cuda_on_host.emulated_streamed(_ptr(np.zeros(2, np.int64)))
     getattr(cuda_on_host, f"emulate_csr_mix_{kernel}")(ctypes.c_longlong(X.size // V), _ptr(Ap), _ptr(D),
                                                       _ptr(np.asarray(weight)), _ptr(X), _ptr(Y),
                                                       ctypes.c_int64(A.n), ctypes.c_int64(X.shape[1]),
@@ -842,16 +849,59 @@ def _emulate_circ(cuda_on_host, monkeypatch, kernel, A, X):
 
 
 @pytest.mark.parametrize("kernel,dtype,w", [("circ1x4_f64_i32", np.float64, 3), ("circ2x4_f64_i32", np.float64, 10),
-                                            ("circ4x4_f32_i64", np.float32, 8)])
+                                            ("circ4x4_f32_i32", np.float32, 8)])
 @pytest.mark.parametrize("graph", ["exponential-23", "exponential-16", "ring-9", "no-self-loop"])
-def test_cuda_circulant_kernels_match_cpu(cuda_on_host, monkeypatch, kernel, dtype, w, graph):
+@pytest.mark.parametrize("hints", ["auto", "off", "4 rows", "1"])
+def test_cuda_circulant_kernels_match_cpu(cuda_on_host, monkeypatch, kernel, dtype, w, graph, hints):
     """The kernels that read neither the CSR's indices nor its values (``circ``: circulant matrices with one
     weight, the rotation of the offsets giving each row's CSR order), the CPU's sums bit for bit; also where
-    a row's first offset wraps (no self loop)."""
+    a row's first offset wraps (no self loop); with the cache hints off, at their default (none on blocks this
+    small), on the offsets of at least 4 rows (one of the exponential graph's: the threshold itself is far)
+    and on every offset but the self loop (threshold 1 byte); none where the offsets do not double (1, 3, 4)."""
     A = {"exponential-23": lambda: topology.exponential(23), "exponential-16": lambda: topology.exponential(16),
          "ring-9": lambda: topology.ring(9), "no-self-loop": lambda: _circulant(11, [1, 3, 4])}[graph]().astype(dtype)
     X = np.random.default_rng(w).normal(size=(A.n, w)).astype(dtype)
-    np.testing.assert_array_equal(_emulate_circ(cuda_on_host, monkeypatch, kernel, A, X), A.mix(X))
+    hints = str(4 * w * X.itemsize) if hints == "4 rows" else hints
+    np.testing.assert_array_equal(_emulate_circ(cuda_on_host, monkeypatch, kernel, A, X, hints), A.mix(X))
+    _check_streamed(cuda_on_host, A, X, int(kernel[4]), hints)
+
+
+def _check_streamed(cuda_on_host, A, X, V, hints):
+    """The emulated circulant kernel's streaming loads and stores (kernels.cu's CIRC): where the offsets at
+    least double, each of row i's threads streams its loads of the offsets of at least ``hints`` bytes of rows
+    and of those above i (wrapped), and its stores, if any offset is that far; nothing otherwise."""
+    streamed = np.zeros(2, np.int64)
+    cuda_on_host.emulated_streamed(_ptr(streamed))
+    D = np.asarray(_circulant_offsets_of(A))
+    doubling = np.all(D[:-1] >= 2 * D[1:])
+    far = 0 if hints in ("auto", "off") or not doubling else int(np.sum(D * X.shape[1] * X.itemsize >= int(hints)))
+    wrapped = (D[None, :] > np.arange(A.n)[:, None]).sum(axis=1)
+    per_row = np.maximum(far, wrapped) if far else np.zeros(A.n, np.int64)
+    assert streamed.tolist() == [int(per_row.sum()) * X.shape[1] // V, X.size // V if far else 0]
+
+
+def _circulant_offsets_of(A):
+    from rowstoch_fast.backends.cupy import circulant_offsets
+
+    return circulant_offsets(A)[0]
+
+
+def test_l2_hints_threshold(monkeypatch):
+    """l2_hint_bytes: a quarter of the device's L2 under "auto", 0 under "off", a number of bytes as given;
+    anything else a ValueError naming ROWSTOCH_CUDA_L2_HINTS."""
+    from rowstoch_fast.backends import cupy as backend
+
+    from test_algorithms import _fake_cupy
+
+    monkeypatch.setattr(backend, "require_cupy", _fake_cupy)
+    monkeypatch.setattr(backend, "_DEVICE_FACTS", {})
+    for choice, want in (("auto", 50 * 2**20 // 4), ("off", 0), ("0", 0), ("4096", 4096), (2**31 - 1, 2**31 - 1)):
+        monkeypatch.setattr(backend, "L2_HINTS", choice)
+        assert backend.l2_hint_bytes() == want
+    for bad in ("on", "-1", str(2**31), "1.5", None):
+        monkeypatch.setattr(backend, "L2_HINTS", bad)
+        with pytest.raises(ValueError, match="ROWSTOCH_CUDA_L2_HINTS"):
+            backend.l2_hint_bytes()
 
 
 def test_circulant_offsets_find_circulant_matrices_only():
@@ -882,20 +932,21 @@ def test_circulant_offsets_find_circulant_matrices_only():
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(n=st.integers(2, 70), extra=st.sets(st.integers(0, 69), max_size=8), width=st.integers(1, 3),
-       f32=st.booleans())
-def test_circulant_kernel_property(cuda_on_host, monkeypatch, n, extra, width, f32):
+       f32=st.booleans(), hints=st.one_of(st.just("off"), st.integers(1, 5000).map(str)))
+def test_circulant_kernel_property(cuda_on_host, monkeypatch, n, extra, width, f32, hints):
     """Any circulant matrix with one weight (offsets 1 and 2, which make it primitive, and any others, with or
     without a self loop): found by circulant_offsets, and the circ kernels equal the CPU's mix bit for bit
-    (widths 1-3 and 2-6 in float64, 4-12 in float32)."""
+    (widths 1-3 and 2-6 in float64, 4-12 in float32), with the cache hints off or at any threshold."""
     from rowstoch_fast.backends.cupy import circulant_offsets
 
     offsets = sorted({1, 2 % n} | {o % n for o in extra})
     A = _circulant(n, offsets, np.float32 if f32 else np.float64)
     assert circulant_offsets(A)[0].tolist() == offsets[::-1]
-    for kernel, w in ((("circ4x4_f32_i64", 4 * width),) if f32 else
+    for kernel, w in ((("circ4x4_f32_i32", 4 * width),) if f32 else
                       (("circ1x4_f64_i32", width), ("circ2x4_f64_i32", 2 * width))):
         X = np.random.default_rng(n).normal(size=(n, w)).astype(A.dtype)
-        np.testing.assert_array_equal(_emulate_circ(cuda_on_host, monkeypatch, kernel, A, X), A.mix(X))
+        np.testing.assert_array_equal(_emulate_circ(cuda_on_host, monkeypatch, kernel, A, X, hints), A.mix(X))
+        _check_streamed(cuda_on_host, A, X, int(kernel[4]), hints)
 
 
 def test_per_row_weights_only_where_every_entry_of_a_row_has_the_same_bits(monkeypatch):
@@ -1078,6 +1129,7 @@ def test_cuda_gt_y_phase_matches_cpu(cuda_on_host, monkeypatch, kind, w, rounds,
 
     fake = _emulated_device(cuda_on_host, monkeypatch)
     monkeypatch.setattr(backend, "MIX_KERNEL", kind)
+    monkeypatch.setattr(backend, "L2_HINTS", str(2 * w * 8))  # (circ: the offsets of at least 2 rows streamed)
     rng = np.random.default_rng(w + rounds)
     dense = rng.uniform(0.1, 1.0, (9, 9)) * (rng.uniform(size=(9, 9)) < 0.5) + np.eye(9) + np.roll(np.eye(9), 1, 1)
     for A in (topology.exponential(13), MixingMatrix(dense / dense.sum(axis=1, keepdims=True))):

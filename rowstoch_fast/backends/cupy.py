@@ -21,7 +21,7 @@ from .base import DEFERRED, DEVICE_TYPES, Backend, is_device_array
 
 __all__ = [
     "HAS_CUPY", "require_cupy", "to_gpu", "to_cpu", "device_csr", "device_row_weights", "circulant_offsets",
-    "device_circulant", "mix", "mix_power", "CupyBackend",
+    "device_circulant", "l2_hint_bytes", "mix", "mix_power", "CupyBackend",
 ]
 
 
@@ -48,6 +48,14 @@ _OPTIONS = ("-std=c++14", "--fmad=false")
 #: ``"row"`` (1.20x at 2^22; bench/RESULTS.md sections 9b and 9c). Read from ``ROWSTOCH_CUDA_MIX`` at import.
 MIX_KERNEL = os.environ.get("ROWSTOCH_CUDA_MIX", "auto")
 _MIX_KERNELS = ("auto", "entry", "entry1", "entry-u1", "row", "circ", "circ1")
+
+#: The circulant kernel's cache hints (``"circ"``, ``"circ1"``; ``CIRC`` in kernels.cu): ``"auto"`` (the
+#: reads of rows at least a quarter of the device's L2 cache away, the last reads of a row before the cache
+#: has turned over, go as streaming, and so do the round's stores then: they leave the L2 first), ``"off"``,
+#: or that threshold as a number of bytes (tests). Blocks smaller than the threshold are never hinted, nor
+#: circulant matrices whose offsets do not at least double (:func:`device_circulant`); the bits are the same
+#: either way. Read from ``ROWSTOCH_CUDA_L2_HINTS`` at import.
+L2_HINTS = os.environ.get("ROWSTOCH_CUDA_L2_HINTS", "auto")
 
 
 def require_cupy():
@@ -201,19 +209,45 @@ def circulant_offsets(A, max_elements=2**20):
     return D, c.data[0]
 
 
+def l2_hint_bytes():
+    """The circulant kernel's streaming threshold in bytes under :data:`L2_HINTS` on the current device (0:
+    no hints)."""
+    choice = L2_HINTS
+    if choice == "off":
+        return 0
+    if choice == "auto":
+        return _on_device(_DEVICE_FACTS, "l2_hint_bytes",
+                          lambda: int(require_cupy().cuda.Device().attributes["L2CacheSize"]) // 4)
+    try:
+        value = int(choice)
+    except (TypeError, ValueError):
+        value = -1
+    if not 0 <= value < 2**31:
+        raise ValueError(f"ROWSTOCH_CUDA_L2_HINTS must be 'auto', 'off' or a number of bytes in [0, 2^31), "
+                         f"got {choice!r}")
+    return value
+
+
+_DEVICE_FACTS = {}  # per device: what l2_hint_bytes asked the driver
+
+
 def device_circulant(A):
-    """:func:`circulant_offsets` as the circulant kernel's arguments on the current device (``{0, m}``, the
-    offsets and the weight, as the CSR's index and value types), or None; computed once, cached on the
-    matrix."""
+    """:func:`circulant_offsets` as the circulant kernel's arguments on the current device (``{0, m, h}`` and the
+    offsets as 32-bit integers, whatever the CSR's index type, and the weight in the matrix's type), or None
+    (also for n >= 2^31); computed once per choice of :data:`L2_HINTS`, cached on the matrix. ``h``, the
+    kernel's streaming threshold: :func:`l2_hint_bytes` where each offset is at least twice the next (the
+    exponential graph, the ring: a far offset's rows are then not read again soon by the next smaller
+    offset), else 0."""
     def arrays():
-        found = circulant_offsets(A)
+        found = circulant_offsets(A) if A.n < 2**31 else None
         if found is None:
             return None
-        cupy, index = require_cupy(), A.csr.indptr.dtype
+        cupy = require_cupy()
         D, weight = found
-        return (cupy.asarray(np.array([0, len(D)], dtype=index)), cupy.asarray(D.astype(index)),
-                cupy.asarray(np.array([weight], dtype=A.csr.data.dtype)))
-    return _on_device(A._diag_cache, "device_circulant", arrays)
+        hint = l2_hint_bytes() if np.all(D[:-1] >= 2 * D[1:]) else 0
+        return (cupy.asarray(np.array([0, len(D), hint], dtype=np.int32)),
+                cupy.asarray(D.astype(np.int32)), cupy.asarray(np.array([weight], dtype=A.csr.data.dtype)))
+    return _on_device(A._diag_cache, ("device_circulant", L2_HINTS), arrays)
 
 
 def _mix_arguments(A):

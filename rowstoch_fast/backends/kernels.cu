@@ -70,6 +70,76 @@ __device__ __forceinline__ void store_pack(T* p, const T* v) {
     *reinterpret_cast<Pack<T, V>*>(p) = r;
 }
 
+// The same with the cache hint "streaming" (ld.global.cs.nc / st.global.cs: the lines go first when L2 needs
+// room): for rows that will not be read again before the L2 has turned over (the circulant kernel's far
+// offsets, CIRC below). The kernels that use them read their other rows with load_nc (ld.global.nc, what the
+// compiler chooses for the other kernels' read-only rows but no longer can next to an asm store). The host
+// emulation (tests/cuda_on_host.cpp) brings its own load_nc, load_cs and store_cs: plain loads and stores,
+// the streaming ones counted.
+#ifdef __CUDA_ARCH__
+#define ROWSTOCH_LOADS(name, cop)                                                                              \
+    __device__ __forceinline__ void name(const double* p, Pack<double, 1>& r) {                               \
+        asm("ld.global" cop ".nc.f64 %0, [%1];" : "=d"(r.v[0]) : "l"(p));                                     \
+    }                                                                                                          \
+    __device__ __forceinline__ void name(const double* p, Pack<double, 2>& r) {                               \
+        asm("ld.global" cop ".nc.v2.f64 {%0, %1}, [%2];" : "=d"(r.v[0]), "=d"(r.v[1]) : "l"(p));              \
+    }                                                                                                          \
+    __device__ __forceinline__ void name(const float* p, Pack<float, 1>& r) {                                 \
+        asm("ld.global" cop ".nc.f32 %0, [%1];" : "=f"(r.v[0]) : "l"(p));                                     \
+    }                                                                                                          \
+    __device__ __forceinline__ void name(const float* p, Pack<float, 2>& r) {                                 \
+        asm("ld.global" cop ".nc.v2.f32 {%0, %1}, [%2];" : "=f"(r.v[0]), "=f"(r.v[1]) : "l"(p));              \
+    }                                                                                                          \
+    __device__ __forceinline__ void name(const float* p, Pack<float, 4>& r) {                                 \
+        asm("ld.global" cop ".nc.v4.f32 {%0, %1, %2, %3}, [%4];"                                              \
+            : "=f"(r.v[0]), "=f"(r.v[1]), "=f"(r.v[2]), "=f"(r.v[3]) : "l"(p));                               \
+    }
+ROWSTOCH_LOADS(load_nc, "")
+ROWSTOCH_LOADS(load_cs, ".cs")
+#undef ROWSTOCH_LOADS
+__device__ __forceinline__ void store_cs(double* p, const Pack<double, 1>& r) {
+    asm volatile("st.global.cs.f64 [%0], %1;" : : "l"(p), "d"(r.v[0]));
+}
+__device__ __forceinline__ void store_cs(double* p, const Pack<double, 2>& r) {
+    asm volatile("st.global.cs.v2.f64 [%0], {%1, %2};" : : "l"(p), "d"(r.v[0]), "d"(r.v[1]));
+}
+__device__ __forceinline__ void store_cs(float* p, const Pack<float, 1>& r) {
+    asm volatile("st.global.cs.f32 [%0], %1;" : : "l"(p), "f"(r.v[0]));
+}
+__device__ __forceinline__ void store_cs(float* p, const Pack<float, 2>& r) {
+    asm volatile("st.global.cs.v2.f32 [%0], {%1, %2};" : : "l"(p), "f"(r.v[0]), "f"(r.v[1]));
+}
+__device__ __forceinline__ void store_cs(float* p, const Pack<float, 4>& r) {
+    asm volatile("st.global.cs.v4.f32 [%0], {%1, %2, %3, %4};" : : "l"(p), "f"(r.v[0]), "f"(r.v[1]), "f"(r.v[2]), "f"(r.v[3]));
+}
+#endif
+
+template <typename T, int V>
+__device__ __forceinline__ Pack<T, V> load_pack_nc(const T* p) {
+    Pack<T, V> r;
+    load_nc(p, r);
+    return r;
+}
+
+template <typename T, int V>
+__device__ __forceinline__ Pack<T, V> load_pack_cs(const T* p) {
+    Pack<T, V> r;
+    load_cs(p, r);
+    return r;
+}
+
+// store_pack, streaming when `stream`
+template <typename T, int V>
+__device__ __forceinline__ void store_pack(T* p, const T* v, bool stream) {
+    Pack<T, V> r;
+#pragma unroll
+    for (int k = 0; k < V; ++k) r.v[k] = v[k];
+    if (stream)
+        store_cs(p, r);
+    else
+        *reinterpret_cast<Pack<T, V>*>(p) = r;
+}
+
 // The row i and first column c of the V entries of an n x w block that this thread of a mixing kernel
 // computes, their sums acc zeroed; false past the block's end or once an earlier check (not `launch`'s own)
 // has failed (see "run status").
@@ -87,13 +157,16 @@ __device__ __forceinline__ bool mixing_thread(i64 n, i64 w, const u64* status, u
 }
 
 // What a mixing kernel gathers, as a view at (row i, column c): load(k) is the pack of V values of row
-// i + k. Rows: the rows of a block X (a gossip round).
+// i + k; load_near(k) and load_far(k) the same read through the read-only path, as streaming for load_far
+// (load_pack_nc, load_pack_cs). Rows: the rows of a block X (a gossip round).
 template <typename T, int V>
 struct Rows {
     const T* p;
     i64 w;
     __device__ __forceinline__ Rows at(i64 i, i64 c) const { return {p + i * w + c, w}; }
     __device__ __forceinline__ Pack<T, V> load(i64 k) const { return load_pack<T, V>(p + k * w); }
+    __device__ __forceinline__ Pack<T, V> load_near(i64 k) const { return load_pack_nc<T, V>(p + k * w); }
+    __device__ __forceinline__ Pack<T, V> load_far(i64 k) const { return load_pack_cs<T, V>(p + k * w); }
 };
 
 // TrackerInput: psi = y + s_new g_new - s_old g_old of the gathered rows, computed as it is read (the CPU's
@@ -115,18 +188,25 @@ struct TrackerInput {
         for (int q = 0; q < V; ++q) r.v[q] = a.v[q] + sn * b.v[q] - so * e.v[q];
         return r;
     }
+    // (the one-launch phase runs on blocks far smaller than L2: no hints)
+    __device__ __forceinline__ Pack<T, V> load_near(i64 k) const { return load(k); }
+    __device__ __forceinline__ Pack<T, V> load_far(i64 k) const { return load(k); }
 };
 
-// Where a mixing kernel's sums go. Store: row i of Y (a gossip round).
+// Where a mixing kernel's sums go (`stream`: stores as streaming, see store_pack). Store: row i of Y (a gossip
+// round).
 template <typename T, int V>
 struct Store {
     T* Y;
     i64 w;
-    __device__ __forceinline__ void operator()(i64 i, i64 c, const T* acc) const { store_pack<T, V>(Y + i * w + c, acc); }
+    __device__ __forceinline__ void operator()(i64 i, i64 c, const T* acc, bool stream) const {
+        store_pack<T, V>(Y + i * w + c, acc, stream);
+    }
 };
 
 // Descent: the last round of Pull-Diag-GT's y phase: y <- the sums and xw <- x - lr y (the CPU's
-// descent_rows, gt.hpp); a NaN or Inf in xw is reported under `launch` (see "run status").
+// descent_rows, gt.hpp); a NaN or Inf in xw is reported under `launch` (see "run status"). Its stores stay
+// plain (streaming them made the float32 circulant instance spill, for one round in R).
 template <typename T, int V>
 struct Descent {
     T* y;
@@ -136,7 +216,7 @@ struct Descent {
     i64 w;
     u64* status;
     u64 launch;
-    __device__ __forceinline__ void operator()(i64 i, i64 c, const T* acc) const {
+    __device__ __forceinline__ void operator()(i64 i, i64 c, const T* acc, bool) const {
         const i64 o = i * w + c;
         store_pack<T, V>(y + o, acc);
         const Pack<T, V> xv = load_pack<T, V>(x + o);
@@ -190,34 +270,43 @@ __device__ void csr_mix_entry(const I* __restrict__ Ap, const I* __restrict__ Aj
 #pragma unroll
         for (int k = 0; k < V; ++k) acc[k] += a * x.v[k];
     }
-    sink(i, c, acc);
+    sink(i, c, acc, false);
 }
 
-// acc += a * (the V values of row -D[q] of base) for q = q .. end - 1 in order, U loads in flight
-template <typename T, typename I, int V, int U, class Src>
+// acc += a * (the V values of row -D[q] of base) for q = q .. end - 1 in order, U loads in flight, as
+// streaming if FAR (load_far, else load_near)
+template <typename T, typename I, int V, int U, bool FAR, class Src>
 __device__ __forceinline__ void circ_sum(const Src& base, const I* __restrict__ D, I q, const I end, const T a,
                                          T* acc) {
     for (; q + U <= end; q += U) {
         Pack<T, V> x[U];
 #pragma unroll
-        for (int u = 0; u < U; ++u) x[u] = base.load(-(i64)D[q + u]);
+        for (int u = 0; u < U; ++u) x[u] = FAR ? base.load_far(-(i64)D[q + u]) : base.load_near(-(i64)D[q + u]);
 #pragma unroll
         for (int u = 0; u < U; ++u)
 #pragma unroll
             for (int k = 0; k < V; ++k) acc[k] += a * x[u].v[k];
     }
     for (; q < end; ++q) {
-        const Pack<T, V> x = base.load(-(i64)D[q]);
+        const Pack<T, V> x = FAR ? base.load_far(-(i64)D[q]) : base.load_near(-(i64)D[q]);
 #pragma unroll
         for (int k = 0; k < V; ++k) acc[k] += a * x.v[k];
     }
 }
 
 // CIRC: a circulant matrix with one weight (the exponential graph, the ring, under the in-degree rule): row
-// i's neighbours are i - D[k] (mod n) for the m offsets D, strictly decreasing, in Aj (Ap = {0, m}, Ax =
+// i's neighbours are i - D[k] (mod n) for the m offsets D, strictly decreasing, in Aj (Ap = {0, m, h}, Ax =
 // {the weight}). Its CSR order (columns ascending) is the offsets <= i (columns i - D[k], no wrap), then
 // those above i (columns i + n - D[k]): two runs of circ_sum. Only X is read (and Y written): neither the
 // CSR's indices nor its values; the same products in the same order as "entry", hence the same bits.
+// Cache hints (h > 0: about a quarter of the L2's bytes, backends/cupy.py's L2_HINTS and device_circulant):
+// the blocks run through the rows in order, so row j of X is read at offset D[k] when the rows reach j + D[k],
+// and again D[k - 1] - D[k] >= D[k] rows later (the offsets at least double where h > 0), or never after the
+// largest. Where that is h bytes of rows or more (the first `far` offsets of D), the L2 has turned over in
+// between: those reads go as streaming, so do the wrapped reads (offsets above i: the rows at the end of X,
+// next read when the rows get there) and the stores of Y, and the lines read again soon, the near offsets',
+// stay (an LRU model of one round: bench/l2_model.cpp). Only the cache's choices change: the same loads, the
+// same bits.
 template <typename T, typename I, int V, int U, class Src, class Sink>
 __device__ void csr_mix_circ(const I* __restrict__ Ap, const I* __restrict__ Aj, const T* __restrict__ Ax,
                              const Src src, const Sink sink, i64 n, i64 w, const u64* status, u64 launch) {
@@ -226,12 +315,20 @@ __device__ void csr_mix_circ(const I* __restrict__ Ap, const I* __restrict__ Aj,
     if (!mixing_thread<T, V>(n, w, status, launch, i, c, acc)) return;
     const T a = Ax[0];
     const I m = Ap[1];
-    I first = 0;  // the number of offsets above i
+    const i64 hint = Ap[2];  // (I: int, see ENTRIES_I32)
+    I first = 0, far = 0;  // the number of offsets above i, of offsets at least `hint` bytes of rows away
     while (first < m && (i64)Aj[first] > i) ++first;
+    if (hint > 0)
+        while (far < m && (i64)Aj[far] * w * (i64)sizeof(T) >= hint) ++far;
     const Src own = src.at(i, c);
-    circ_sum<T, I, V, U>(own, Aj, first, m, a, acc);
-    circ_sum<T, I, V, U>(own.at(n, 0), Aj, 0, first, a, acc);
-    sink(i, c, acc);
+    const I split = far > first ? far : first;
+    circ_sum<T, I, V, U, true>(own, Aj, first, split, a, acc);
+    circ_sum<T, I, V, U, false>(own, Aj, split, m, a, acc);
+    if (far > 0)  // (the wrapped offsets, all of them: see above)
+        circ_sum<T, I, V, U, true>(own.at(n, 0), Aj, 0, first, a, acc);
+    else
+        circ_sum<T, I, V, U, false>(own.at(n, 0), Aj, 0, first, a, acc);
+    sink(i, c, acc, far > 0);
 }
 
 // The kernels' families (backends/cupy.py's _mix_arguments): "entry" (the CSR's values), "row" (one weight
@@ -669,12 +766,14 @@ __device__ void logistic_grad_impl(const T* __restrict__ H, const T* __restrict_
 #define ENTRY(suffix, T, I, V, U) MIXK(entry, suffix, T, I, V, U)
 #define ROWW(suffix, T, I, V, U) MIXK(row, suffix, T, I, V, U)
 #define CIRCW(suffix, T, I, V, U) MIXK(circ, suffix, T, I, V, U)
-#define DESCENTS(suffix, T, I, V, U) DESCENTK(entry, suffix, T, I, V, U) DESCENTK(row, suffix, T, I, V, U) DESCENTK(circ, suffix, T, I, V, U)
-#define PHASES(suffix, T, I, V, U) PHASEK(entry, suffix, T, I, V, U) PHASEK(row, suffix, T, I, V, U) PHASEK(circ, suffix, T, I, V, U)
-#define ENTRIES(V32, U, E) \
-    E(f64_i32, double, int, 1, U) E(f64_i64, double, i64, 1, U) E(f32_i32, float, int, 1, U) \
-    E(f32_i64, float, i64, 1, U) E(f64_i32, double, int, 2, U) E(f64_i64, double, i64, 2, U) \
-    E(f32_i32, float, int, V32, U) E(f32_i64, float, i64, V32, U)
+#define DESCENTS(suffix, T, I, V, U) DESCENTK(entry, suffix, T, I, V, U) DESCENTK(row, suffix, T, I, V, U)
+#define CIRC_DESCENTS(suffix, T, I, V, U) DESCENTK(circ, suffix, T, I, V, U)
+#define PHASES(suffix, T, I, V, U) PHASEK(entry, suffix, T, I, V, U) PHASEK(row, suffix, T, I, V, U)
+// (the circulant kernels take 32-bit offsets only, whatever the CSR's indices: backends/cupy.py's device_circulant)
+#define ENTRIES_I32(V32, U, E) \
+    E(f64_i32, double, int, 1, U) E(f32_i32, float, int, 1, U) E(f64_i32, double, int, 2, U) E(f32_i32, float, int, V32, U)
+#define ENTRIES(V32, U, E) ENTRIES_I32(V32, U, E) \
+    E(f64_i64, double, i64, 1, U) E(f32_i64, float, i64, 1, U) E(f64_i64, double, i64, 2, U) E(f32_i64, float, i64, V32, U)
 // combine<K>_<value> (combine_impl above)
 #define COMBINE1(suffix, T) \
     __global__ void combine1_##suffix(const T* x0, const T* r0, T c0, T* out, i64 total, i64 w, u64* status, u64 launch) { \
@@ -715,9 +814,11 @@ GE(i32, int) GE(i64, i64)
 ENTRIES(4, 1, ENTRY)
 ENTRIES(4, 4, ENTRY)
 ENTRIES(4, 4, ROWW)
-ENTRIES(4, 4, CIRCW)
+ENTRIES_I32(4, 4, CIRCW)
 ENTRIES(4, 4, DESCENTS)
+ENTRIES_I32(4, 4, CIRC_DESCENTS)
 PHASES(f64_i32, double, int, 1, 2) PHASES(f64_i64, double, i64, 1, 2) PHASES(f32_i32, float, int, 1, 2) PHASES(f32_i64, float, i64, 1, 2)
+PHASEK(circ, f64_i32, double, int, 1, 2) PHASEK(circ, f32_i32, float, int, 1, 2)
 LOSSY(f64_i32, double, int, 1) LOSSY(f64_i64, double, i64, 1) LOSSY(f32_i32, float, int, 1) LOSSY(f32_i64, float, i64, 1)
 LOSSY(f64_i32, double, int, 2) LOSSY(f64_i64, double, i64, 2) LOSSY(f32_i32, float, int, 4) LOSSY(f32_i64, float, i64, 4)
 COMBINES(f64, double) COMBINES(f32, float)
