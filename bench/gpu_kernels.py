@@ -12,7 +12,8 @@ Sections (each prints a markdown table; everything lands in ``DIR/gpu_kernels.js
   n = 2^20 and 2^22 with each mixing kernel, against the cupyx ``csr_matrix @ X`` composition of the same
   equations and against the device's copy bandwidth (compulsory traffic as in ``bench/scaling.py``, the
   CSR included, also for ``row`` and ``circ``, which read one weight per row or none and no indices: their
-  GB/s are those of the same work), and the R gossip rounds alone;
+  GB/s are those of the same work), and the R gossip rounds alone; ``circ`` also without its cache hints
+  (``-nohints``) and with the y phase unfused (``-unfused``);
 * ``overhead``: the same iteration at n = 2^10 .. 2^16, where launches and synchronisation dominate: the
   default (graphs of the R rounds, NaN/Inf flag read every 32 steps), without graphs, and with a read of
   the flag after every step (the 2026-11 behaviour), next to the CPU kernels;
@@ -21,7 +22,8 @@ Sections (each prints a markdown table; everything lands in ``DIR/gpu_kernels.js
   n = 512 (with a lambda, and with an Oracle: then one CUDA graph); the logistic kernel also at one warp per
   row (``LOGISTIC_WARPS = 1``, sections 9b-9d's kernel);
 * ``probe`` (not in the default list; for a profiler): three rounds of ``A X`` at n = 2^20, d = 10 with the
-  ``entry``, the ``row`` and the ``circ`` kernel, printing the compulsory bytes of one round, so that
+  ``entry``, the ``row`` and the ``circ`` kernel (without its cache hints, ``L2_HINTS = "off"``, then with
+  them), and at n = 2^22 with ``circ`` without and with, printing the compulsory bytes of one round, so that
   ``ncu --kernel-name regex:csr_mix`` (``bench/gpu_check.sh``, stage ``ncu``) can set the DRAM and L2 bytes it
   counts against them;
 * ``probe-oracle`` (likewise, for ``ncu --kernel-name regex:logistic_grad``): gradient calls at n = 512 and
@@ -91,6 +93,18 @@ def _one_warp(run):
             run()
         finally:
             gpu.LOGISTIC_WARPS = "auto"
+    return timed
+
+
+def _hints_off(run):
+    """``run`` with the circulant kernel's cache hints off (``backends.cupy.L2_HINTS = "off"``: the kernel of
+    sections 9c-9e), to time the hints against it in the same run."""
+    def timed():
+        gpu.L2_HINTS = "off"
+        try:
+            run()
+        finally:
+            gpu.L2_HINTS = "auto"
     return timed
 
 
@@ -168,11 +182,16 @@ def section_mix(cp, out, sizes, copy_bw, d=10, R=10):
                     ops.mix(A, src, dst, R, work)
                 cp.cuda.Device().synchronize()
             contenders[f"rounds-only-{kind}"] = mix_only
-            if kind == "circ":  # the default kernel, the y phase as before section 9d
+            if kind == "circ":  # the default kernel, the y phase as before section 9d, the cache hints off
                 plain = _unfused(PullDiagGT(A, cp.asarray(rng.standard_normal((n, d))), lr=1e-3, rounds=R,
                                             tracker="perron"))
                 plain.step(lambda X: G)
                 contenders["step-circ-unfused"] = _steps(cp, plain, G, k, kind)
+                unhinted = PullDiagGT(A, cp.asarray(rng.standard_normal((n, d))), lr=1e-3, rounds=R,
+                                      tracker="perron")
+                _hints_off(lambda: unhinted.step(lambda X: G))()
+                contenders["step-circ-nohints"] = _hints_off(_steps(cp, unhinted, G, k, kind))
+                contenders["rounds-only-circ-nohints"] = _hints_off(mix_only)
         S = csp.csr_matrix(A.csr)
         s = cp.asarray(1.0 / A.metrics().pi)
         x, y = cp.asarray(rng.standard_normal((n, d))), cp.asarray(rng.standard_normal((n, d)))
@@ -314,23 +333,31 @@ def section_oracle(cp, out, sizes, M=400, B=200, d=10):
     out["oracle"] = rows
 
 
-def section_probe(cp, out, log2n=20, d=10, R=3):
+def section_probe(cp, out, d=10, R=3):
+    rows = []
+    for log2n, kinds in ((20, ("entry", "row", "circ-off", "circ")), (22, ("circ-off", "circ"))):
+        _probe_rounds(cp, rows, log2n, kinds, d, R)
+    out["probe"] = rows
+
+
+def _probe_rounds(cp, rows, log2n, kinds, d, R):
+    """R rounds of each of ``kinds`` (``circ-off``: the circulant kernel without its cache hints) at n = 2^log2n."""
     A, n, rng, _ = _problem(cp, log2n, d, seed=3)
     X = cp.asarray(rng.standard_normal((n, d)))
     isz = A.csr.indices.itemsize
     block = 2 * n * d * 8
-    rows = []
-    for kind, csr in (("entry", (n + 1) * isz + A.nnz * (isz + 8)), ("row", (n + 1) * isz + A.nnz * isz + n * 8),
-                      ("circ", 0)):
-        gpu.MIX_KERNEL = kind
+    compulsory = {"entry": (n + 1) * isz + A.nnz * (isz + 8), "row": (n + 1) * isz + A.nnz * isz + n * 8,
+                  "circ-off": 0, "circ": 0}
+    for name in kinds:
+        kind, hints, csr = name.split("-")[0], "off" if name == "circ-off" else "auto", compulsory[name]
+        gpu.MIX_KERNEL, gpu.L2_HINTS = kind, hints
         gpu.mix_power(A, X, R)
         cp.cuda.Device().synchronize()
-        rows.append({"kernel": kind, "n": n, "d": d, "rounds": R, "compulsory_bytes_per_round": csr + block})
-        print(f"probe: {R} rounds of the '{kind}' kernel at n = 2^{log2n}, d = {d}: compulsory "
+        rows.append({"kernel": name, "n": n, "d": d, "rounds": R, "compulsory_bytes_per_round": csr + block})
+        print(f"probe: {R} rounds of the '{name}' kernel at n = 2^{log2n}, d = {d}: compulsory "
               f"{(csr + block) / 1e6:.1f} MB per round (CSR {csr / 1e6:.1f} MB, X and Y {block / 1e6:.1f} MB)",
               flush=True)
-    gpu.MIX_KERNEL = "auto"
-    out["probe"] = rows
+    gpu.MIX_KERNEL, gpu.L2_HINTS = "auto", "auto"
 
 
 def section_probe_oracle(cp, out, sizes=(512, 2**15), M=400, B=200, d=10, calls=20):
