@@ -333,15 +333,20 @@ def section_oracle(cp, out, sizes, M=400, B=200, d=10):
     out["oracle"] = rows
 
 
-def section_probe(cp, out, d=10, R=3):
+PROBE_PLAN = ((20, ("entry", "row", "circ-off", "circ")), (22, ("circ-off", "circ")))
+
+
+def section_probe(cp, out, plan=PROBE_PLAN, d=10, R=3):
+    """``R`` rounds of each kernel of ``plan`` ((log2 n, kernels) pairs; ``circ-off``: ``circ`` without its
+    cache hints) for ``ncu --kernel-name regex:csr_mix``."""
     rows = []
-    for log2n, kinds in ((20, ("entry", "row", "circ-off", "circ")), (22, ("circ-off", "circ"))):
+    for log2n, kinds in plan:
         _probe_rounds(cp, rows, log2n, kinds, d, R)
     out["probe"] = rows
 
 
 def _probe_rounds(cp, rows, log2n, kinds, d, R):
-    """R rounds of each of ``kinds`` (``circ-off``: the circulant kernel without its cache hints) at n = 2^log2n."""
+    """``R`` rounds of each of ``kinds`` at n = 2^log2n, their compulsory bytes appended to ``rows``."""
     A, n, rng, _ = _problem(cp, log2n, d, seed=3)
     X = cp.asarray(rng.standard_normal((n, d)))
     isz = A.csr.indices.itemsize

@@ -427,13 +427,21 @@ def test_the_gpu_oracle_benchmark_runs_on_the_host(cuda_on_host, monkeypatch, ca
     assert host["Pull-Diag-GT step with an Oracle (one graph)"]["launches"] == {}  # (graph replays only)
     assert all(row["host_seconds"] > 0 for row in out["probe_host"])
     launched = []
-    monkeypatch.setattr(bench.gpu, "_kernel", lambda name, kernel=bench.gpu._kernel: launched.append(name) or
-                        kernel(name))
-    bench.section_probe(fake, out, log2n=6)  # what ncu profiles (bench/gpu_check.sh, stage ncu)
-    assert [row["kernel"] for row in out["probe"]] == ["entry", "row", "circ"]
-    assert launched == ["csr_mix_entry2x4_f64_i32"] * 3 + ["csr_mix_row2x4_f64_i32"] * 3 + [
-        "csr_mix_circ2x4_f64_i32"] * 3
-    assert "compulsory" in capsys.readouterr().out
+
+    def kernel(name, kernel=bench.gpu._kernel):
+        def launch(grid, block, args, shared_mem=0):  # (circ: with the cache hints' threshold, Ap[2])
+            launched.append((name, int(args[0][2])) if "circ" in name else name)
+            return kernel(name)(grid, block, args, shared_mem)
+        return launch
+    monkeypatch.setattr(bench.gpu, "_kernel", kernel)
+    # what ncu profiles (bench/gpu_check.sh, stage ncu), at 2^6 and 2^7
+    bench.section_probe(fake, out, plan=((6, ("entry", "row", "circ-off", "circ")), (7, ("circ-off", "circ"))))
+    assert [(row["n"], row["kernel"]) for row in out["probe"]] == [
+        (64, "entry"), (64, "row"), (64, "circ-off"), (64, "circ"), (128, "circ-off"), (128, "circ")]
+    quarter = 50 * 2**20 // 4  # (the fake device's L2, 50 MB)
+    assert launched == (["csr_mix_entry2x4_f64_i32"] * 3 + ["csr_mix_row2x4_f64_i32"] * 3 +
+                        ([("csr_mix_circ2x4_f64_i32", 0)] * 3 + [("csr_mix_circ2x4_f64_i32", quarter)] * 3) * 2)
+    assert "compulsory" in capsys.readouterr().out and bench.gpu.L2_HINTS == "auto"
 
 
 def _emulated_device(cuda_on_host, monkeypatch, on_launch=None):
