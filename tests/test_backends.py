@@ -513,6 +513,31 @@ def test_the_cupy_backend_on_the_emulated_kernels_equals_the_cpu(cuda_on_host, m
         assert ran("ge_advance") == (network == "bursty")
 
 
+def test_a_failed_capture_says_so_and_launches_plainly(cuda_on_host, monkeypatch):
+    """A driver (or CuPy) that cannot capture CUDA graphs: one RuntimeWarning naming the failure, graphs off for
+    that optimizer, its launches one by one, the CPU's iterates all the same."""
+    from test_algorithms import _FakeGraphs
+
+    fake = _emulated_device(cuda_on_host, monkeypatch)
+
+    class NoCapture(_FakeGraphs.Stream):
+        def begin_capture(self):
+            raise RuntimeError("cudaErrorStreamCaptureUnsupported (a stand-in)")
+    monkeypatch.setattr(fake.cuda, "Stream", NoCapture)
+    A = topology.exponential(11)
+    rng = np.random.default_rng(6)
+    x0, G = rng.standard_normal((11, 4)), rng.standard_normal((11, 4))
+    cpu, gpu = PullDiagGT(A, x0, 0.05, rounds=3), PullDiagGT(A, fake.asarray(x0), 0.05, rounds=3)
+    Gd = fake.asarray(G)
+    with pytest.warns(RuntimeWarning, match="CUDA graphs turned off.*cudaErrorStreamCaptureUnsupported") as seen:
+        for _ in range(8):
+            cpu.step(lambda X: X - G)
+            gpu.step(lambda X: X - Gd)
+    assert len([w for w in seen if "CUDA graphs" in str(w.message)]) == 1 and not gpu._ops.use_graphs
+    assert "tick" not in fake.launched and not gpu._ops._graphs
+    np.testing.assert_array_equal(gpu.gather_x(), cpu.x)
+
+
 @pytest.mark.parametrize("cause", [None, "gradient", "iterate"])
 def test_the_y_phase_graph_on_the_emulated_kernels(cuda_on_host, monkeypatch, cause):
     """MG-Pull-Diag-GT once its tracker has frozen: the y phase replays as one graph whose check tells its

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import warnings
 from functools import lru_cache
 
 import numpy as np
@@ -626,7 +627,7 @@ class CupyBackend(Backend):
     name = "cupy"
     #: Steps between two reads of the device's NaN/Inf flag (each read is a device-to-host sync).
     check_every = 32
-    #: Capture multi-round mixing as CUDA graphs (turned off for good if a capture fails).
+    #: Capture multi-round mixing as CUDA graphs (turned off for good, with a RuntimeWarning, if a capture fails).
     use_graphs = True
     _MAX_GRAPHS = 16
 
@@ -741,8 +742,9 @@ class CupyBackend(Backend):
         return out
 
     def _capture(self, launches):
-        """``launches()`` captured as a CUDA graph on a side stream (None, and no more graphs, if CuPy or the
-        driver cannot)."""
+        """``launches()`` captured as a CUDA graph on a side stream; None, and no more graphs for this backend,
+        if CuPy or the driver cannot (an old CuPy, HIP, a driver that refuses), said once in a RuntimeWarning
+        (plain launches from then on: the same results, more of the host's time per step)."""
         cupy = self.xp
         stream = self.__dict__.get("_capture_stream")
         try:
@@ -755,8 +757,11 @@ class CupyBackend(Backend):
                 finally:
                     graph = stream.end_capture()
             return graph
-        except Exception:  # noqa: BLE001 - no graphs here (old CuPy, HIP, a driver that refuses): plain launches
+        except Exception as exc:  # noqa: BLE001 - any failure: plain launches, which raise what is not the capture's
             self.use_graphs = False
+            warnings.warn(f"backend 'cupy': CUDA graphs turned off for this optimizer, a capture failed "
+                          f"({type(exc).__name__}: {exc}); its launches are made one by one from now on",
+                          RuntimeWarning, stacklevel=2)
             return None
 
     def tracker(self, A, rounds, kind):
