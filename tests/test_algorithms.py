@@ -330,7 +330,8 @@ def _fake_cupy():
         diagonal=np.diagonal, maximum=np.maximum,
         cuda=types.SimpleNamespace(Stream=_FakeGraphs.Stream,
                                    Device=lambda *a: types.SimpleNamespace(synchronize=lambda: None,
-                                                                           attributes={"L2CacheSize": 50 * 2**20}),
+                                                                           attributes={"L2CacheSize": 50 * 2**20,
+                                                                                       "MultiProcessorCount": 132}),
                                    runtime=types.SimpleNamespace(getDevice=lambda: 0,
                                                                  memGetInfo=lambda: (80 * 2**30, 80 * 2**30))))
 

@@ -5,6 +5,7 @@ import re
 import shutil
 import subprocess
 import sys
+import types
 
 import numpy as np
 import pytest
@@ -354,9 +355,14 @@ def test_cupy_logistic_warps_per_row(cuda_on_host, monkeypatch, warps):
         G = backend.logistic_grad(f, fake.asarray(X), it, 3, 2, 0, None)
         np.testing.assert_array_equal(np.asarray(G), f.stochastic_gradient(X, it, seed=3, batches=2))
     assert seen == [(1, 8 if warps == "auto" else warps)] * 2
-    if warps == "auto":
-        assert [backend._logistic_warps(rows) for rows in (1, 512, 513, 1024, 2048, 4096, 2**15)] == [
-            8, 8, 4, 4, 2, 1, 1]
+    if warps == "auto":  # the fake device: 132 SMs, 32 warps each at the kernel's registers, 4,224 warps
+        monkeypatch.setattr(backend, "_DEVICE_FACTS", {})
+        assert [backend._logistic_warps(rows) for rows in (1, 512, 528, 529, 1056, 1057, 2112, 2113, 4224, 2**15)] == [
+            8, 8, 8, 4, 4, 2, 2, 1, 1, 1]
+        monkeypatch.setattr(backend, "_DEVICE_FACTS", {})  # a device of 108 SMs (3,456 warps)
+        monkeypatch.setattr(fake.cuda, "Device", lambda *a: types.SimpleNamespace(
+            synchronize=lambda: None, attributes={"L2CacheSize": 40 * 2**20, "MultiProcessorCount": 108}))
+        assert [backend._logistic_warps(rows) for rows in (432, 433, 512)] == [8, 4, 4]
 
 
 @pytest.mark.parametrize("bad", [0, 3, 16, "8", 8.0, True, None])

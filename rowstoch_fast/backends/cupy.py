@@ -229,7 +229,7 @@ def l2_hint_bytes():
     return value
 
 
-_DEVICE_FACTS = {}  # per device: what l2_hint_bytes asked the driver
+_DEVICE_FACTS = {}  # per device: what l2_hint_bytes and _resident_warps asked the driver
 
 
 def device_circulant(A):
@@ -551,10 +551,19 @@ def _logistic_warps(rows):
             raise ValueError(f"backends.cupy.LOGISTIC_WARPS must be 'auto' or one of 1, 2, 4, 8, got "
                              f"{LOGISTIC_WARPS!r}")
         return LOGISTIC_WARPS
-    warps = 8
-    while warps > 1 and rows * warps > _RESIDENT_WARPS:
+    warps, resident = 8, _resident_warps()
+    while warps > 1 and rows * warps > resident:
         warps //= 2
     return warps
+
+
+def _resident_warps():
+    """The warps the current device keeps resident at the logistic kernel's ~64 registers per thread: 32 per
+    SM (65,536 registers each; 4,224 on an H100), or :data:`_RESIDENT_WARPS` where set."""
+    if _RESIDENT_WARPS is not None:
+        return _RESIDENT_WARPS
+    return _on_device(_DEVICE_FACTS, "resident_warps",
+                      lambda: 32 * int(require_cupy().cuda.Device().attributes["MultiProcessorCount"]))
 
 
 def _coordinate_groups(d):
@@ -570,7 +579,7 @@ def _round16(nbytes):
 #: to 1 where they fill the device), or 1, 2, 4 or 8 (blocks of at most 256 threads of up to 128 registers);
 #: bench/gpu_kernels.py times them (RESULTS.md section 9e).
 LOGISTIC_WARPS = "auto"
-_RESIDENT_WARPS = 4096  # warps an H100 or H200 keeps resident (132 SMs x 32 warps of 64 registers), roughly
+_RESIDENT_WARPS = None  # (tests: in place of the device's resident warps, _resident_warps)
 _MAX_WORK = 2**40  # multiply-adds of one gradient call (a kernel runs to its end: beyond Ctrl-C)
 _SHARED_LIMIT = 48 * 1024  # dynamic shared memory a block gets without opting in
 
