@@ -77,41 +77,31 @@ __device__ __forceinline__ void store_pack(T* p, const T* v) {
 // emulation (tests/cuda_on_host.cpp) brings its own load_nc, load_cs and store_cs: plain loads and stores,
 // the streaming ones counted.
 #ifdef __CUDA_ARCH__
-#define ROWSTOCH_LOADS(name, cop)                                                                              \
-    __device__ __forceinline__ void name(const double* p, Pack<double, 1>& r) {                               \
-        asm("ld.global" cop ".nc.f64 %0, [%1];" : "=d"(r.v[0]) : "l"(p));                                     \
-    }                                                                                                          \
-    __device__ __forceinline__ void name(const double* p, Pack<double, 2>& r) {                               \
-        asm("ld.global" cop ".nc.v2.f64 {%0, %1}, [%2];" : "=d"(r.v[0]), "=d"(r.v[1]) : "l"(p));              \
-    }                                                                                                          \
-    __device__ __forceinline__ void name(const float* p, Pack<float, 1>& r) {                                 \
-        asm("ld.global" cop ".nc.f32 %0, [%1];" : "=f"(r.v[0]) : "l"(p));                                     \
-    }                                                                                                          \
-    __device__ __forceinline__ void name(const float* p, Pack<float, 2>& r) {                                 \
-        asm("ld.global" cop ".nc.v2.f32 {%0, %1}, [%2];" : "=f"(r.v[0]), "=f"(r.v[1]) : "l"(p));              \
-    }                                                                                                          \
-    __device__ __forceinline__ void name(const float* p, Pack<float, 4>& r) {                                 \
-        asm("ld.global" cop ".nc.v4.f32 {%0, %1, %2, %3}, [%4];"                                              \
-            : "=f"(r.v[0]), "=f"(r.v[1]), "=f"(r.v[2]), "=f"(r.v[3]) : "l"(p));                               \
-    }
-ROWSTOCH_LOADS(load_nc, "")
-ROWSTOCH_LOADS(load_cs, ".cs")
-#undef ROWSTOCH_LOADS
-__device__ __forceinline__ void store_cs(double* p, const Pack<double, 1>& r) {
-    asm volatile("st.global.cs.f64 [%0], %1;" : : "l"(p), "d"(r.v[0]));
-}
-__device__ __forceinline__ void store_cs(double* p, const Pack<double, 2>& r) {
-    asm volatile("st.global.cs.v2.f64 [%0], {%1, %2};" : : "l"(p), "d"(r.v[0]), "d"(r.v[1]));
-}
-__device__ __forceinline__ void store_cs(float* p, const Pack<float, 1>& r) {
-    asm volatile("st.global.cs.f32 [%0], %1;" : : "l"(p), "f"(r.v[0]));
-}
-__device__ __forceinline__ void store_cs(float* p, const Pack<float, 2>& r) {
-    asm volatile("st.global.cs.v2.f32 [%0], {%1, %2};" : : "l"(p), "f"(r.v[0]), "f"(r.v[1]));
-}
-__device__ __forceinline__ void store_cs(float* p, const Pack<float, 4>& r) {
-    asm volatile("st.global.cs.v4.f32 [%0], {%1, %2, %3, %4};" : : "l"(p), "f"(r.v[0]), "f"(r.v[1]), "f"(r.v[2]), "f"(r.v[3]));
-}
+// name(p, r) for Pack<T, 1 | 2 | 4>: ld.global<cop>.nc or st.global.cs of PTX type t, register constraint c
+#define LOADS_1(name, cop, T, t, c) __device__ __forceinline__ void name(const T* p, Pack<T, 1>& r) { \
+    asm("ld.global" cop ".nc." t " %0, [%1];" : "=" c(r.v[0]) : "l"(p)); }
+#define LOADS_2(name, cop, T, t, c) __device__ __forceinline__ void name(const T* p, Pack<T, 2>& r) { \
+    asm("ld.global" cop ".nc.v2." t " {%0, %1}, [%2];" : "=" c(r.v[0]), "=" c(r.v[1]) : "l"(p)); }
+#define LOADS_4(name, cop, T, t, c) __device__ __forceinline__ void name(const T* p, Pack<T, 4>& r) { \
+    asm("ld.global" cop ".nc.v4." t " {%0, %1, %2, %3}, [%4];" : "=" c(r.v[0]), "=" c(r.v[1]), "=" c(r.v[2]), "=" c(r.v[3]) : "l"(p)); }
+#define STORES_1(T, t, c) __device__ __forceinline__ void store_cs(T* p, const Pack<T, 1>& r) { \
+    asm volatile("st.global.cs." t " [%0], %1;" : : "l"(p), c(r.v[0])); }
+#define STORES_2(T, t, c) __device__ __forceinline__ void store_cs(T* p, const Pack<T, 2>& r) { \
+    asm volatile("st.global.cs.v2." t " [%0], {%1, %2};" : : "l"(p), c(r.v[0]), c(r.v[1])); }
+#define STORES_4(T, t, c) __device__ __forceinline__ void store_cs(T* p, const Pack<T, 4>& r) { \
+    asm volatile("st.global.cs.v4." t " [%0], {%1, %2, %3, %4};" : : "l"(p), c(r.v[0]), c(r.v[1]), c(r.v[2]), c(r.v[3])); }
+LOADS_1(load_nc, "", double, "f64", "d") LOADS_2(load_nc, "", double, "f64", "d")
+LOADS_1(load_nc, "", float, "f32", "f") LOADS_2(load_nc, "", float, "f32", "f") LOADS_4(load_nc, "", float, "f32", "f")
+LOADS_1(load_cs, ".cs", double, "f64", "d") LOADS_2(load_cs, ".cs", double, "f64", "d")
+LOADS_1(load_cs, ".cs", float, "f32", "f") LOADS_2(load_cs, ".cs", float, "f32", "f") LOADS_4(load_cs, ".cs", float, "f32", "f")
+STORES_1(double, "f64", "d") STORES_2(double, "f64", "d") STORES_1(float, "f32", "f") STORES_2(float, "f32", "f")
+STORES_4(float, "f32", "f")
+#undef LOADS_1
+#undef LOADS_2
+#undef LOADS_4
+#undef STORES_1
+#undef STORES_2
+#undef STORES_4
 #endif
 
 template <typename T, int V>
