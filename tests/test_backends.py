@@ -937,7 +937,7 @@ def test_l2_hints_threshold(monkeypatch):
     for choice, want in (("auto", 50 * 2**20 // 4), ("off", 0), ("0", 0), ("4096", 4096), (2**31 - 1, 2**31 - 1)):
         monkeypatch.setattr(backend, "L2_HINTS", choice)
         assert backend.l2_hint_bytes() == want
-    for bad in ("on", "-1", str(2**31), "1.5", None):
+    for bad in ("on", "-1", str(2**31), "1.5", None, True, 4096.0):
         monkeypatch.setattr(backend, "L2_HINTS", bad)
         with pytest.raises(ValueError, match="ROWSTOCH_CUDA_L2_HINTS"):
             backend.l2_hint_bytes()

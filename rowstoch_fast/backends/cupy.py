@@ -220,7 +220,7 @@ def l2_hint_bytes():
         return _on_device(_DEVICE_FACTS, "l2_hint_bytes",
                           lambda: int(require_cupy().cuda.Device().attributes["L2CacheSize"]) // 4)
     try:
-        value = int(choice)
+        value = -1 if isinstance(choice, (bool, float)) else int(choice)
     except (TypeError, ValueError):
         value = -1
     if not 0 <= value < 2**31:
