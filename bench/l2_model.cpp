@@ -119,7 +119,7 @@ int main(int argc, char** argv) {
     const int64_t n = int64_t(1) << log2n, row_bytes = 8 * d;
     const double x_sectors = static_cast<double>(n * row_bytes) / 32;
     const auto plain = rounds(n, l2_mb, row_bytes, in_flight, 0), hinted = rounds(n, l2_mb, row_bytes, in_flight, hint);
-    std::printf("n = 2^%d, d = %lld, L2 %.0f MB, %lld rows in flight: X read %.2f times per round without hints "
+    std::printf("n = 2^%d, d = %lld, L2 %g MB, %lld rows in flight: X read %.2f times per round without hints "
                 "(%.2f), %.2f with hints of %lld bytes (%.2f)\n",
                 log2n, static_cast<long long>(d), l2_mb, static_cast<long long>(in_flight), plain.second / x_sectors,
                 plain.first / x_sectors, hinted.second / x_sectors, static_cast<long long>(hint),

@@ -925,6 +925,28 @@ def _circulant_offsets_of(A):
     return circulant_offsets(A)[0]
 
 
+def test_the_l2_model_behind_the_hints(tmp_path):
+    """bench/l2_model.cpp (RESULTS 9f's DRAM predictions) builds and runs: on a small cache, the kernel's hints
+    (the far offsets' reads, the wrapped ones and the stores evicted first) cut the reads of X from DRAM, as at
+    n = 2^20 and 2^22 on an H100's L2; bad arguments exit 2."""
+    import subprocess
+    import sysconfig
+
+    cxx = (sysconfig.get_config_var("CXX") or "c++").split()[0]
+    if shutil.which(cxx) is None:
+        pytest.skip(f"no C++ compiler ({cxx})")
+    src = os.path.join(os.path.dirname(__file__), os.pardir, "bench", "l2_model.cpp")
+    exe = tmp_path / "l2_model"
+    subprocess.run([cxx, "-std=c++14", "-O2", src, "-o", str(exe)], check=True, timeout=300)
+    out = subprocess.run([str(exe), "12", "0.1", "10", "500", "25000"], capture_output=True, text=True, timeout=60)
+    m = re.search(r"X read ([\d.]+) times per round without hints \(([\d.]+)\), ([\d.]+) with hints", out.stdout)
+    assert out.returncode == 0 and m, out.stdout + out.stderr
+    plain, hinted = float(m.group(1)), float(m.group(3))
+    assert plain > 3 and hinted < 0.7 * plain
+    for bad in ([], ["3"], ["12", "0"], ["12", "1", "10", "500", "-5"]):
+        assert subprocess.run([str(exe), *bad], capture_output=True, timeout=60).returncode == 2
+
+
 def test_l2_hints_threshold(monkeypatch):
     """l2_hint_bytes: a quarter of the device's L2 under "auto", 0 under "off", a number of bytes as given;
     anything else a ValueError naming ROWSTOCH_CUDA_L2_HINTS."""
