@@ -98,6 +98,7 @@ static inline unsigned __ballot_sync(unsigned, bool vote) {
 static inline int __ffs(unsigned x) { return __builtin_ffs(static_cast<int>(x)); }
 // The read-only and the streaming loads and the streaming stores (kernels.cu's load_nc, load_cs and
 // store_cs): plain, the streaming ones counted.
+#define ROWSTOCH_HOST_LOADS
 static std::atomic<long long> streamed_loads{0}, streamed_stores{0};
 template <typename T, class P>
 static inline void load_nc(const T* p, P& r) {

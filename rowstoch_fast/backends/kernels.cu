@@ -74,8 +74,8 @@ __device__ __forceinline__ void store_pack(T* p, const T* v) {
 // room): for rows that will not be read again before the L2 has turned over (the circulant kernel's far
 // offsets, CIRC below). The kernels that use them read their other rows with load_nc (ld.global.nc, what the
 // compiler chooses for the other kernels' read-only rows but no longer can next to an asm store). The host
-// emulation (tests/cuda_on_host.cpp) brings its own load_nc, load_cs and store_cs: plain loads and stores,
-// the streaming ones counted.
+// emulation (tests/cuda_on_host.cpp, ROWSTOCH_HOST_LOADS) brings its own load_nc, load_cs and store_cs: plain
+// loads and stores, the streaming ones counted.
 #ifdef __CUDA_ARCH__
 // name(p, r) for Pack<T, 1 | 2 | 4>: ld.global<cop>.nc or st.global.cs of PTX type t, register constraint c
 #define LOADS_1(name, cop, T, t, c) __device__ __forceinline__ void name(const T* p, Pack<T, 1>& r) { \
@@ -102,6 +102,13 @@ STORES_4(float, "f32", "f")
 #undef STORES_1
 #undef STORES_2
 #undef STORES_4
+#elif !defined(ROWSTOCH_HOST_LOADS)  // another device compiler (no hints), unless the host emulation brings its own
+template <typename T, int V>
+__device__ __forceinline__ void load_nc(const T* p, Pack<T, V>& r) { r = *reinterpret_cast<const Pack<T, V>*>(p); }
+template <typename T, int V>
+__device__ __forceinline__ void load_cs(const T* p, Pack<T, V>& r) { r = *reinterpret_cast<const Pack<T, V>*>(p); }
+template <typename T, int V>
+__device__ __forceinline__ void store_cs(T* p, const Pack<T, V>& r) { *reinterpret_cast<Pack<T, V>*>(p) = r; }
 #endif
 
 template <typename T, int V>
