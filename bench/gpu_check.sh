@@ -14,8 +14,8 @@
 #   torch    bench/torch_replicas.py with 64 replicas of a small CNN on the GPU (issue 15);
 #   resnet   examples/cifar10_resnet.py: 16 ResNet-18 replicas on random CIFAR-shaped images (issue 15's job);
 #   ncu      Nsight Compute's DRAM and L2 byte counts of the mixing kernels at n = 2^20 ("entry", "row", "circ"
-#            without and with its cache hints) and 2^22 ("circ" without and with; bench/gpu_kernels.py
-#            --sections probe; bench/l2_model.cpp's predictions in bench/RESULTS.md 9f);
+#            without and with its cache hints, "circt") and 2^22 ("circ" without and with, "circt";
+#            bench/gpu_kernels.py --sections probe; the predictions in bench/RESULTS.md 9f);
 #   ncu_oracle  Nsight Compute's durations of the logistic kernel at n = 512 (8 warps per row, then 1) and
 #            2^15 (20 calls each, medians; bench/gpu_kernels.py --sections probe-oracle), against the calls' times.
 # Everything lands in $OUT (default /tmp/rowstoch_gpu), in at most 8 files (the device tool's limit).

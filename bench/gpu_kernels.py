@@ -6,8 +6,8 @@ Usage (on a machine with an NVIDIA GPU and CuPy; ``bench/gpu_check.sh`` runs it)
 
 Sections (each prints a markdown table; everything lands in ``DIR/gpu_kernels.json``):
 
-* ``bits``: the mixing kernels (``entry``, ``entry1``, ``entry-u1``, ``row``, ``circ``, ``circ1``) give the same iterates,
-  bit for bit, as each other and as the CPU kernels (float64; float32 within 1e-5);
+* ``bits``: the mixing kernels (``entry``, ``entry1``, ``entry-u1``, ``row``, ``circ``, ``circ1``, ``circt``) give
+  the same iterates, bit for bit, as each other and as the CPU kernels (float64; float32 within 1e-5);
 * ``mix``: one MG-Pull-Diag-GT iteration (eq. 14 without the gradient, exponential graph, d = 10, R = 10) at
   n = 2^20 and 2^22 with each mixing kernel, against the cupyx ``csr_matrix @ X`` composition of the same
   equations and against the device's copy bandwidth (compulsory traffic as in ``bench/scaling.py``, the
@@ -23,7 +23,8 @@ Sections (each prints a markdown table; everything lands in ``DIR/gpu_kernels.js
   row (``LOGISTIC_WARPS = 1``, sections 9b-9d's kernel);
 * ``probe`` (not in the default list; for a profiler): three rounds of ``A X`` at n = 2^20, d = 10 with the
   ``entry``, the ``row`` and the ``circ`` kernel (without its cache hints, ``L2_HINTS = "off"``, then with
-  them), and at n = 2^22 with ``circ`` without and with, printing the compulsory bytes of one round, so that
+  them) and ``circt``, and at n = 2^22 with ``circ`` without and with and ``circt``, printing the compulsory
+  bytes of one round, so that
   ``ncu --kernel-name regex:csr_mix`` (``bench/gpu_check.sh``, stage ``ncu``) can set the DRAM and L2 bytes it
   counts against them;
 * ``probe-oracle`` (likewise, for ``ncu --kernel-name regex:logistic_grad``): gradient calls at n = 512 and
@@ -55,7 +56,7 @@ from rowstoch_fast import PullDiagGT, _core, topology  # noqa: E402
 from rowstoch_fast.objectives import NonconvexLogistic  # noqa: E402
 from rowstoch_fast.backends import cupy as gpu  # noqa: E402
 
-KINDS = ("entry", "entry1", "entry-u1", "row", "circ", "circ1")
+KINDS = ("entry", "entry1", "entry-u1", "row", "circ", "circ1", "circt")
 
 
 def _steps(cp, opt, G, k, kind=None, sync=True):
@@ -229,14 +230,14 @@ def section_overhead(cp, out, sizes, d=10, R=10):
         k = 50
         contenders = {}
         for name, graphs, every in (("default", True, 32), ("unfused", True, 32), ("circ1", True, 32),
-                                    ("no-graphs", False, 32), ("sync-every-step", False, 1)):
+                                    ("circt", True, 32), ("no-graphs", False, 32), ("sync-every-step", False, 1)):
             opt = PullDiagGT(A, cp.asarray(rng.standard_normal((n, d))), lr=1e-3, rounds=R, tracker="perron")
             opt._ops.use_graphs, opt._ops.check_every = graphs, every
             if name == "unfused":  # the y phase as before section 9d (combine, graph of the rounds, combine)
                 _unfused(opt)
 
-            def run(opt=opt, every=every, kind="circ1" if name == "circ1" else "auto"):
-                gpu.MIX_KERNEL = kind  # (circ1: one value per thread, twice the threads)
+            def run(opt=opt, every=every, kind=name if name in ("circ1", "circt") else "auto"):
+                gpu.MIX_KERNEL = kind  # (circ1: one value per thread, twice the threads; circt: tiles)
                 for _ in range(k):
                     opt.step(lambda X: G)
                     if every == 1:
@@ -251,7 +252,7 @@ def section_overhead(cp, out, sizes, d=10, R=10):
                 cpu.step(lambda X: Gh)
         contenders["cpu"] = cpu_run
         med, _ = interleaved(contenders, rounds=3, min_time=0.05, min_calls=2)
-        for name in ("default", "unfused", "circ1", "no-graphs", "sync-every-step", "cpu"):
+        for name in ("default", "unfused", "circ1", "circt", "no-graphs", "sync-every-step", "cpu"):
             t = med[name] / k
             rows.append({"n": n, "contender": name, "seconds": t})
             print(f"| 2^{log2n} | {name} | {t * 1e3:.4f} |", flush=True)
@@ -333,12 +334,12 @@ def section_oracle(cp, out, sizes, M=400, B=200, d=10):
     out["oracle"] = rows
 
 
-PROBE_PLAN = ((20, ("entry", "row", "circ-off", "circ")), (22, ("circ-off", "circ")))
+PROBE_PLAN = ((20, ("entry", "row", "circ-off", "circ", "circt")), (22, ("circ-off", "circ", "circt")))
 
 
 def section_probe(cp, out, plan=PROBE_PLAN, d=10, R=3):
     """``R`` rounds of each kernel of ``plan`` ((log2 n, kernels) pairs; ``circ-off``: ``circ`` without its
-    cache hints) for ``ncu --kernel-name regex:csr_mix``."""
+    cache hints; ``circt``: with its tiles) for ``ncu --kernel-name regex:csr_mix``."""
     rows = []
     for log2n, kinds in plan:
         _probe_rounds(cp, rows, log2n, kinds, d, R)
@@ -352,7 +353,7 @@ def _probe_rounds(cp, rows, log2n, kinds, d, R):
     isz = A.csr.indices.itemsize
     block = 2 * n * d * 8
     compulsory = {"entry": (n + 1) * isz + A.nnz * (isz + 8), "row": (n + 1) * isz + A.nnz * isz + n * 8,
-                  "circ-off": 0, "circ": 0}
+                  "circ-off": 0, "circ": 0, "circt": 0}
     for name in kinds:
         kind, hints, csr = name.split("-")[0], "off" if name == "circ-off" else "auto", compulsory[name]
         gpu.MIX_KERNEL, gpu.L2_HINTS = kind, hints

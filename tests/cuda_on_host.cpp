@@ -129,7 +129,8 @@ static inline void store_cs(T* p, const P& r) {
     }
 #define P(...) , __VA_ARGS__
 
-// Launches `name` over `blocks` blocks of `threads` (a multiple of 32) threads each, as host threads.
+// Launches `name` over `blocks` blocks of `threads` threads each (a multiple of 32 where the kernel syncs a
+// warp), as host threads.
 #define EMULATE_BLOCKS(name, params, args)                                                  \
     extern "C" void emulate_##name(long long blocks, long long threads params) {            \
         blockDim.x = threads;                                                               \
@@ -162,9 +163,9 @@ EMULATE_LOGISTIC(logistic_grad2_f64, double)
 EMULATE_LOGISTIC(logistic_grad4_f64, double)
 
 // The mixing kernels: csr_mix_entry<V>x<U>_<value>_<index> (threads = n * w / V).
-#define EMULATE_MIX(name, T, I)                                                                          \
-    EMULATE(name, P(const I* Ap, const I* Aj, const T* Ax, const T* X, T* Y, i64 n, i64 w, const u64* s), \
-            (Ap, Aj, Ax, X, Y, n, w, s))
+#define MIX_PARAMS(T, I) P(const I* Ap, const I* Aj, const T* Ax, const T* X, T* Y, i64 n, i64 w, const u64* s)
+#define MIX_ARGS (Ap, Aj, Ax, X, Y, n, w, s)
+#define EMULATE_MIX(name, T, I) EMULATE(name, MIX_PARAMS(T, I), MIX_ARGS)
 EMULATE_MIX(csr_mix_entry1x1_f64_i32, double, int)
 EMULATE_MIX(csr_mix_entry1x4_f64_i32, double, int)
 EMULATE_MIX(csr_mix_entry2x1_f64_i64, double, i64)
@@ -180,6 +181,12 @@ EMULATE_MIX(csr_mix_row4x4_f32_i64, float, i64)
 EMULATE_MIX(csr_mix_circ1x4_f64_i32, double, int)
 EMULATE_MIX(csr_mix_circ2x4_f64_i32, double, int)
 EMULATE_MIX(csr_mix_circ4x4_f32_i32, float, int)
+// ... and the same with a tile of the near offsets' rows in shared memory (blocks of host threads):
+// csr_mix_circt<V>x4_<value>_i32 (blocks, threads per block).
+#define EMULATE_TILED(name, T, I) EMULATE_BLOCKS(name, MIX_PARAMS(T, I), MIX_ARGS)
+EMULATE_TILED(csr_mix_circt1x4_f64_i32, double, int)
+EMULATE_TILED(csr_mix_circt2x4_f64_i32, double, int)
+EMULATE_TILED(csr_mix_circt1x4_f32_i32, float, int)
 
 // The lossy rounds of rowstoch_fast.network: csr_mix_lossy<V>_<value>_<index>.
 #define EMULATE_LOSSY(name, T, I)                                                                             \

@@ -79,7 +79,8 @@ def test_mix_into_its_own_input_is_refused_on_the_emulated_device(cuda_on_host, 
 
 
 @pytest.mark.parametrize("kind,hints", [("entry", "auto"), ("entry1", "auto"), ("entry-u1", "auto"), ("row", "auto"),
-                                        ("circ", "auto"), ("circ1", "auto"), ("circ", "64"), ("circ1", "64")])
+                                        ("circ", "auto"), ("circ1", "auto"), ("circt", "auto"), ("circ", "64"),
+                                        ("circ1", "64"), ("circt", "64")])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_every_gpu_mixing_kernel_gives_the_cpu_bits(monkeypatch, kind, hints, dtype):
     """ROWSTOCH_CUDA_MIX's every choice on the device: an in-degree matrix (one weight per row: the "row"
@@ -227,7 +228,7 @@ def _mix_kernel_names():
     from rowstoch_fast.backends import cupy as backend
 
     families = {"auto": ("entry", "row", "circ"), "circ": ("entry", "row", "circ"), "circ1": ("entry", "row", "circ"),
-                "row": ("entry", "row")}
+                "circt": ("entry", "row", "circ"), "row": ("entry", "row")}
     return {backend._mix_kernel(8, w, dtype, index, aligned, kind, family, role)[0]
             for kind in backend._MIX_KERNELS for family in families.get(kind, ("entry",))
             for dtype in (np.float64, np.float32)
@@ -441,12 +442,14 @@ def test_the_gpu_oracle_benchmark_runs_on_the_host(cuda_on_host, monkeypatch, ca
         return launch
     monkeypatch.setattr(bench.gpu, "_kernel", kernel)
     # what ncu profiles (bench/gpu_check.sh, stage ncu), at 2^6 and 2^7
-    bench.section_probe(fake, out, plan=((6, ("entry", "row", "circ-off", "circ")), (7, ("circ-off", "circ"))))
+    bench.section_probe(fake, out, plan=((6, ("entry", "row", "circ-off", "circ", "circt")),
+                                         (7, ("circ-off", "circ"))))
     assert [(row["n"], row["kernel"]) for row in out["probe"]] == [
-        (64, "entry"), (64, "row"), (64, "circ-off"), (64, "circ"), (128, "circ-off"), (128, "circ")]
+        (64, "entry"), (64, "row"), (64, "circ-off"), (64, "circ"), (64, "circt"), (128, "circ-off"), (128, "circ")]
     quarter = 50 * 2**20 // 4  # (the fake device's L2, 50 MB)
-    assert launched == (["csr_mix_entry2x4_f64_i32"] * 3 + ["csr_mix_row2x4_f64_i32"] * 3 +
-                        ([("csr_mix_circ2x4_f64_i32", 0)] * 3 + [("csr_mix_circ2x4_f64_i32", quarter)] * 3) * 2)
+    circ = [("csr_mix_circ2x4_f64_i32", 0)] * 3 + [("csr_mix_circ2x4_f64_i32", quarter)] * 3
+    assert launched == (["csr_mix_entry2x4_f64_i32"] * 3 + ["csr_mix_row2x4_f64_i32"] * 3 + circ +
+                        [("csr_mix_circt2x4_f64_i32", quarter)] * 3 + circ)
     assert "compulsory" in capsys.readouterr().out and bench.gpu.L2_HINTS == "auto"
 
 
@@ -480,7 +483,7 @@ def _emulated_device(cuda_on_host, monkeypatch, on_launch=None):
             converted = [arg(a) for a in args]  # now: the arrays must live until the (maybe replayed) launch
             launched.append(name)
             threads = grid[0] * block[0]  # the block kernels' emulation takes blocks and threads per block
-            shape = (grid[0], block[0]) if name.startswith("logistic_grad") else (threads,)
+            shape = (grid[0], block[0]) if name.startswith(("logistic_grad", "csr_mix_circt")) else (threads,)
             _FakeGraphs.run(lambda: emulated(*map(ctypes.c_longlong, shape), *converted))
         return launch
 
@@ -905,6 +908,36 @@ def test_cuda_circulant_kernels_match_cpu(cuda_on_host, monkeypatch, kernel, dty
     _check_streamed(cuda_on_host, A, X, int(kernel[4]), hints)
 
 
+@pytest.mark.parametrize("dtype,w,packed", [(np.float64, 3, False), (np.float64, 8, True), (np.float32, 5, False)])
+@pytest.mark.parametrize("hints", ["auto", "2 rows"])
+def test_cuda_tiled_circulant_kernel_matches_cpu(cuda_on_host, monkeypatch, dtype, w, packed, hints):
+    """ROWSTOCH_CUDA_MIX=circt (kernels.cu's CIRCT: the near offsets' rows from a tile in shared memory, blocks of
+    up to 1024 emulated threads): mix_power gives the CPU's bits for the exponential graph in one block and in
+    several (the tile's rows above a block from the one before, and wrapped for the first), the ring, a circulant
+    graph without a self loop, with the far offsets streamed or not; the launches are circt's (16-byte packs for
+    float64 only), blocks of whole rows, the shared memory twice their rows."""
+    from rowstoch_fast.backends import cupy as backend
+
+    seen = []
+
+    def check(name, grid, block, args, shared_mem):
+        if name.startswith("csr_mix"):
+            groups = w // (2 if packed else 1)
+            seen.append(name)
+            assert block[0] % groups == 0 and block[0] <= 1024 and grid[0] * (block[0] // groups) >= int(args[5])
+            assert shared_mem == 2 * (block[0] // groups) * w * np.dtype(dtype).itemsize
+
+    fake = _emulated_device(cuda_on_host, monkeypatch, on_launch=check)
+    monkeypatch.setattr(backend, "MIX_KERNEL", "circt")
+    monkeypatch.setattr(backend, "L2_HINTS", str(2 * w * np.dtype(dtype).itemsize) if hints == "2 rows" else hints)
+    for A in (topology.exponential(37), topology.exponential(700), topology.ring(9), _circulant(11, [1, 3, 4])):
+        A = A.astype(dtype)
+        X = np.random.default_rng(A.n).standard_normal((A.n, w)).astype(dtype)
+        np.testing.assert_array_equal(backend.mix_power(A, fake.asarray(X), 3), A.mix_power(X, 3))
+    kernel = f"csr_mix_circt{2 if packed else 1}x4_{'f64' if dtype == np.float64 else 'f32'}_i32"
+    assert seen and set(seen) == {kernel}
+
+
 def _check_streamed(cuda_on_host, A, X, V, hints):
     """The emulated circulant kernel's streaming loads and stores (kernels.cu's CIRC): where the offsets at
     least double, each of row i's threads streams its loads of the offsets of at least ``hints`` bytes of rows
@@ -1078,12 +1111,13 @@ def test_device_copies_are_kept_per_gpu(monkeypatch):
     assert backend.device_csr(A)[0] is on0[0] and backend.device_row_weights(A) is w0
 
 
-@pytest.mark.parametrize("kind", ["row", "circ", "circ1", "auto"])
+@pytest.mark.parametrize("kind", ["row", "circ", "circ1", "circt", "auto"])
 def test_the_per_row_weight_kernel_runs_where_rows_have_one_weight(cuda_on_host, monkeypatch, kind):
-    """ROWSTOCH_CUDA_MIX=row, circ, circ1 and the default, auto, through the backend: the per-row kernel for an
-    in-degree matrix that is not circulant (a star), the circulant kernel for the exponential graph unless row
-    is asked for (the per-row one then; circ1: one value per thread), the CSR's values for the paper's grid
-    (different weights in a row); all the CPU's iterates, bit for bit."""
+    """ROWSTOCH_CUDA_MIX=row, circ, circ1, circt and the default, auto, through the backend: the per-row kernel
+    for an in-degree matrix that is not circulant (a star), the circulant kernel for the exponential graph
+    unless row is asked for (the per-row one then; circ1: one value per thread; circt: its rounds with a tile
+    in shared memory), the CSR's values for the paper's grid (different weights in a row); all the CPU's
+    iterates, bit for bit."""
     from test_algorithms import _on_cpu_and_device
 
     from rowstoch_fast.backends import cupy as backend
@@ -1100,6 +1134,7 @@ def test_the_per_row_weight_kernel_runs_where_rows_have_one_weight(cuda_on_host,
         mixes = {k for k in fake.launched if k.startswith("csr_mix")}
         assert mixes and all(k.startswith(family) for k in mixes), mixes
         assert kind != "circ1" or all("1x4" in k for k in mixes), mixes  # (w = 4 would take 16-byte packs)
+        assert (kind == "circt" and family == "csr_mix_circ") == any("circt" in k for k in mixes), mixes
 
 
 @pytest.mark.parametrize("kernel,index_dtype,dtype,w", [("lossy1_f64_i32", np.int32, np.float64, 3),

@@ -43,12 +43,14 @@ _OPTIONS = ("-std=c++14", "--fmad=false")
 #: values, for matrices whose rows each hold one weight, bit for bit, as the in-degree rule writes them) or
 #: ``"circ"`` (reading neither the CSR's indices nor its values, for circulant matrices with one weight:
 #: :func:`circulant_offsets`; the CSR is then not copied to the device at all) or ``"circ1"`` (``"circ"``
-#: with one value per thread: twice the threads, for small networks that leave SMs idle); a matrix that does
-#: not allow the kernel asked for gets the next of circ, row, entry. All give the same bits; on an H100 at n = 2^20
+#: with one value per thread: twice the threads, for small networks that leave SMs idle) or ``"circt"``
+#: (``"circ"`` with the near offsets' rows from a tile in shared memory, for the gossip rounds; float32 one
+#: value per thread); a matrix that does not allow the kernel asked for gets the next of circ, row, entry. All
+#: give the same bits; on an H100 at n = 2^20
 #: ``"row"`` ran a round 1.36x faster than ``"entry"`` and ``"circ"`` an iteration 1.14x faster than
 #: ``"row"`` (1.20x at 2^22; bench/RESULTS.md sections 9b and 9c). Read from ``ROWSTOCH_CUDA_MIX`` at import.
 MIX_KERNEL = os.environ.get("ROWSTOCH_CUDA_MIX", "auto")
-_MIX_KERNELS = ("auto", "entry", "entry1", "entry-u1", "row", "circ", "circ1")
+_MIX_KERNELS = ("auto", "entry", "entry1", "entry-u1", "row", "circ", "circ1", "circt")
 
 #: The circulant kernel's cache hints (``"circ"``, ``"circ1"``; ``CIRC`` in kernels.cu): ``"auto"`` (the
 #: reads of rows at least a quarter of the device's L2 cache away, the last reads of a row before the cache
@@ -255,12 +257,12 @@ def _mix_arguments(A):
     """(kernel family, Ap, Aj, Ax) of ``A``'s mixing on the current device under ``MIX_KERNEL``: ``circ``
     (circulant, one weight), ``row`` (one weight per row) or ``entry`` (the CSR's values), the first that
     ``A`` allows among those the choice allows."""
-    if MIX_KERNEL in ("auto", "circ", "circ1"):
+    if MIX_KERNEL in ("auto", "circ", "circ1", "circt"):
         circ = device_circulant(A)
         if circ is not None:
             return ("circ", *circ)
     Ap, Aj, Ax = device_csr(A)
-    if MIX_KERNEL in ("auto", "circ", "circ1", "row"):
+    if MIX_KERNEL in ("auto", "circ", "circ1", "circt", "row"):
         weights = device_row_weights(A)
         if weights is not None:
             return "row", Ap, Aj, weights
@@ -281,6 +283,10 @@ def _mix_kernel(n, w, dtype, index_dtype, aligned, kind, family="entry", role="c
     if role == "csr_mix":
         unroll = 1 if kind == "entry-u1" else 4
         packed = kind not in ("entry1", "circ1") and aligned and w % vec == 0
+        if kind == "circt" and family == "circ":  # (float32: one value per thread; a block: one row at least)
+            packed = packed and vec == 2
+            if w // (vec if packed else 1) <= _TILE_THREADS:
+                return f"{role}_circt{vec if packed else 1}x4_{suffix}", n * w // (vec if packed else 1)
     else:
         unroll = 2 if role == "gt_phase" else 4
         packed = role == "gt_descent" and aligned and w % vec == 0
@@ -307,7 +313,17 @@ def _gather(A, role, n, w, aligned, blocks, tail):
     are A's three (:func:`_mix_arguments`), ``blocks``, ``n``, ``w``, then ``tail``."""
     family, Ap, Aj, Ax = _mix_arguments(A)
     name, threads = _mix_kernel(n, w, Ax.dtype, Ap.dtype, aligned, MIX_KERNEL, family, role)
-    _launch(name, threads, (Ap, Aj, Ax, *blocks, np.int64(n), np.int64(w), *tail))
+    args = (Ap, Aj, Ax, *blocks, np.int64(n), np.int64(w), *tail)
+    if "_circt" not in name:
+        _launch(name, threads, args)
+        return
+    # kernels.cu's CIRCT: blocks of rows x (threads per row) threads, a tile of at most twice their rows
+    groups = threads // n
+    rows = _TILE_THREADS // groups
+    _kernel(name)(((n + rows - 1) // rows,), (rows * groups,), args, shared_mem=2 * rows * w * Ax.dtype.itemsize)
+
+
+_TILE_THREADS = 1024  # the most threads of a block of kernels.cu's CIRCT (its __launch_bounds__)
 
 
 def _mix_into(A, X, out, status=None):

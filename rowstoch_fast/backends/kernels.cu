@@ -166,6 +166,22 @@ struct Rows {
     __device__ __forceinline__ Pack<T, V> load_far(i64 k) const { return load_pack_cs<T, V>(p + k * w); }
 };
 
+// TileRows: the rows of X, those of the near offsets (at most h rows above) from a tile in shared memory (CIRCT
+// below): `tile` is where this thread's row's own values are in it, the tile holding h rows above them.
+template <typename T, int V>
+struct TileRows {
+    const T* p;
+    i64 w;
+    const T* tile;
+    int h;
+    __device__ __forceinline__ TileRows at(i64 i, i64 c) const { return {p + i * w + c, w, tile, h}; }
+    __device__ __forceinline__ Pack<T, V> load_near(i64 k) const {
+        return -k <= h ? load_pack<T, V>(tile + k * w) : load_pack_nc<T, V>(p + k * w);
+    }
+    __device__ __forceinline__ Pack<T, V> load(i64 k) const { return load_near(k); }
+    __device__ __forceinline__ Pack<T, V> load_far(i64 k) const { return load_pack_cs<T, V>(p + k * w); }
+};
+
 // TrackerInput: psi = y + s_new g_new - s_old g_old of the gathered rows, computed as it is read (the CPU's
 // gt_tracker_input in gt.hpp, the same operations in the same order), so psi is never written.
 template <typename T, int V>
@@ -326,6 +342,34 @@ __device__ void csr_mix_circ(const I* __restrict__ Ap, const I* __restrict__ Aj,
     else
         circ_sum<T, I, V, U, false>(own.at(n, 0), Aj, 0, first, a, acc);
     sink(i, c, acc, far > 0);
+}
+
+// CIRCT: CIRC with the near offsets' rows from shared memory. A block of rb x (w / V) threads takes rb
+// consecutive rows from i0 (one thread per V values, CIRC's rows and columns for the same threads), loads the
+// rows [i0 - h, i0 + rb) (mod n) into a tile, h the largest offset <= rb (the self loop, 1, 2, 4, ...: those
+// rows are gathered by several of the block's rows), and gathers the offsets up to h from it, the others from
+// X as CIRC does (with its cache hints). The same products in the same order, hence the same bits; the L2
+// serves one tile per block instead of each near offset's rows.
+template <typename T, typename I, int V, int U>
+__device__ void csr_mix_circt(const I* __restrict__ Ap, const I* __restrict__ Aj, const T* __restrict__ Ax,
+                              const T* __restrict__ X, T* __restrict__ Y, i64 n, i64 w, const u64* status) {
+    extern __shared__ __align__(16) unsigned char smem[];
+    T* tile = reinterpret_cast<T*>(smem);
+    const int groups = (int)(w / V), rb = (int)blockDim.x / groups;  // (a block: at most 1024 threads)
+    const i64 i0 = (i64)blockIdx.x * rb;
+    const I m = Ap[1];
+    I near = 0;  // D[near] is the largest offset <= rb
+    while (near < m && Aj[near] > rb) ++near;
+    const int h = near < m ? (int)Aj[near] : 0, rows = h + (int)(rb < n - i0 ? rb : n - i0);
+    for (int e = threadIdx.x; e < rows * groups; e += blockDim.x) {
+        const int r = e / groups, q = (e - r * groups) * V;
+        const i64 row = i0 - h + r < 0 ? i0 - h + r + n : i0 - h + r;
+        store_pack<T, V>(tile + (i64)r * w + q, load_pack_nc<T, V>(X + row * w + q).v);
+    }
+    __syncthreads();
+    const int lr = (int)threadIdx.x / groups, c = ((int)threadIdx.x - lr * groups) * V;
+    csr_mix_circ<T, I, V, U>(Ap, Aj, Ax, TileRows<T, V>{X, w, tile + (lr + h) * w + c, h}, Store<T, V>{Y, w}, n, w,
+                             status, 0);
 }
 
 // The kernels' families (backends/cupy.py's _mix_arguments): "entry" (the CSR's values), "row" (one weight
@@ -763,6 +807,11 @@ __device__ void logistic_grad_impl(const T* __restrict__ H, const T* __restrict_
 #define ENTRY(suffix, T, I, V, U) MIXK(entry, suffix, T, I, V, U)
 #define ROWW(suffix, T, I, V, U) MIXK(row, suffix, T, I, V, U)
 #define CIRCW(suffix, T, I, V, U) MIXK(circ, suffix, T, I, V, U)
+// csr_mix_circt<V>x<U>_<value>_i32: a gossip round of CIRCT, blocks of up to 1024 threads (2 per SM); float32
+// one value per thread only (its 16-byte packs spilled under these bounds)
+#define CIRCTK(suffix, T, I, V, U) \
+    __global__ void __launch_bounds__(1024, 2) csr_mix_circt##V##x##U##_##suffix(const I* __restrict__ Ap, const I* __restrict__ Aj, const T* __restrict__ Ax, const T* __restrict__ X, T* __restrict__ Y, i64 n, i64 w, const u64* __restrict__ status) { \
+        csr_mix_circt<T, I, V, U>(Ap, Aj, Ax, X, Y, n, w, status); }
 #define DESCENTS(suffix, T, I, V, U) DESCENTK(entry, suffix, T, I, V, U) DESCENTK(row, suffix, T, I, V, U)
 #define CIRC_DESCENTS(suffix, T, I, V, U) DESCENTK(circ, suffix, T, I, V, U)
 #define PHASES(suffix, T, I, V, U) PHASEK(entry, suffix, T, I, V, U) PHASEK(row, suffix, T, I, V, U)
@@ -812,6 +861,7 @@ ENTRIES(4, 1, ENTRY)
 ENTRIES(4, 4, ENTRY)
 ENTRIES(4, 4, ROWW)
 ENTRIES_I32(4, 4, CIRCW)
+CIRCTK(f64_i32, double, int, 1, 4) CIRCTK(f64_i32, double, int, 2, 4) CIRCTK(f32_i32, float, int, 1, 4)
 ENTRIES(4, 4, DESCENTS)
 ENTRIES_I32(4, 4, CIRC_DESCENTS)
 PHASES(f64_i32, double, int, 1, 2) PHASES(f64_i64, double, i64, 1, 2) PHASES(f32_i32, float, int, 1, 2) PHASES(f32_i64, float, i64, 1, 2)
