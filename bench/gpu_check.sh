@@ -22,7 +22,7 @@
 #
 #   bash bench/gpu_check.sh                                  # from the repository root
 #   STAGES=kernels,torch,ncu,tests DEADLINE=500 bash bench/gpu_check.sh
-#   SECTIONS=bits,mix,overhead,oracle,probe-host STAGES=kernels,tests,ncu,ncu_oracle DEADLINE=480 bash bench/gpu_check.sh
+#   SECTIONS=bits,mix,overhead,oracle,probe-host STAGES=kernels,tests,ncu,ncu_oracle DEADLINE=540 bash bench/gpu_check.sh
 set -o pipefail
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/rowstoch_gpu}
