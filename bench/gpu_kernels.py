@@ -85,28 +85,27 @@ def _waited_and_in_a_row(cp, one):
     return waited, in_a_row
 
 
-def _one_warp(run):
-    """``run`` with the logistic kernel at one warp per row (``backends.cupy.LOGISTIC_WARPS = 1``: the kernel of
-    sections 9b-9d), to time the default's blocks of warps against it in the same run."""
+def _setting(name, value, run):
+    """``run`` with ``backends.cupy.<name>`` set to ``value``, back to ``"auto"`` after it (a contender timed
+    against the default in the same run)."""
     def timed():
-        gpu.LOGISTIC_WARPS = 1
+        setattr(gpu, name, value)
         try:
             run()
         finally:
-            gpu.LOGISTIC_WARPS = "auto"
+            setattr(gpu, name, "auto")
     return timed
+
+
+def _one_warp(run):
+    """``run`` with the logistic kernel at one warp per row (``LOGISTIC_WARPS = 1``: the kernel of sections
+    9b-9d)."""
+    return _setting("LOGISTIC_WARPS", 1, run)
 
 
 def _hints_off(run):
-    """``run`` with the circulant kernel's cache hints off (``backends.cupy.L2_HINTS = "off"``: the kernel of
-    sections 9c-9e), to time the hints against it in the same run."""
-    def timed():
-        gpu.L2_HINTS = "off"
-        try:
-            run()
-        finally:
-            gpu.L2_HINTS = "auto"
-    return timed
+    """``run`` with the circulant kernel's cache hints off (``L2_HINTS = "off"``: the kernel of sections 9c-9e)."""
+    return _setting("L2_HINTS", "off", run)
 
 
 def _unfused(opt):
