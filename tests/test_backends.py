@@ -357,6 +357,8 @@ def test_cupy_logistic_warps_per_row(cuda_on_host, monkeypatch, warps):
         np.testing.assert_array_equal(np.asarray(G), f.stochastic_gradient(X, it, seed=3, batches=2))
     assert seen == [(1, 8 if warps == "auto" else warps)] * 2
     if warps == "auto":  # the fake device: 132 SMs, 32 warps each at the kernel's registers, 4,224 warps
+        f512 = NonconvexLogistic.synthetic(512, total=512 * 4, d=3, batch=2, seed=4)
+        assert backend._logistic_plan_of(f512, 1, 512, 1)[2] == 8 * 32  # (a plan's threads per block)
         monkeypatch.setattr(backend, "_DEVICE_FACTS", {})
         assert [backend._logistic_warps(rows) for rows in (1, 512, 528, 529, 1056, 1057, 2112, 2113, 4224, 2**15)] == [
             8, 8, 8, 4, 4, 2, 2, 1, 1, 1]
@@ -364,6 +366,8 @@ def test_cupy_logistic_warps_per_row(cuda_on_host, monkeypatch, warps):
         monkeypatch.setattr(fake.cuda, "Device", lambda *a: types.SimpleNamespace(
             synchronize=lambda: None, attributes={"L2CacheSize": 40 * 2**20, "MultiProcessorCount": 108}))
         assert [backend._logistic_warps(rows) for rows in (432, 433, 512)] == [8, 4, 4]
+        monkeypatch.setattr(fake.cuda.runtime, "getDevice", lambda: 1)  # ... as a second device: a plan of its own
+        assert backend._logistic_plan_of(f512, 1, 512, 1)[2] == 4 * 32
 
 
 @pytest.mark.parametrize("bad", [0, 3, 16, "8", 8.0, True, None])

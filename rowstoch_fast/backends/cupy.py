@@ -525,13 +525,9 @@ def logistic_grad(obj, X, iteration, seed, batches, rep_offset, nodes, out=None,
 
 
 def _logistic_plan_of(obj, reps, m, batches):
-    """:func:`_logistic_plan`, made once per objective and shape."""
-    cache = obj.__dict__.setdefault("_device_data", {})
-    key = ("plan", reps, m, batches, LOGISTIC_WARPS)  # (the same on every device)
-    plan = cache.get(key)
-    if plan is None:
-        plan = cache[key] = _logistic_plan(obj, reps, m, batches)
-    return plan
+    """:func:`_logistic_plan`, made once per objective, shape and device (``"auto"`` warps follow its SMs)."""
+    return _on_device(obj.__dict__.setdefault("_device_data", {}), ("plan", reps, m, batches, LOGISTIC_WARPS),
+                      lambda: _logistic_plan(obj, reps, m, batches))
 
 
 def _logistic_plan(obj, reps, m, batches):
