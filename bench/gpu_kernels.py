@@ -6,8 +6,9 @@ Usage (on a machine with an NVIDIA GPU and CuPy; ``bench/gpu_check.sh`` runs it)
 
 Sections (each prints a markdown table; everything lands in ``DIR/gpu_kernels.json``):
 
-* ``bits``: the mixing kernels (``entry``, ``entry1``, ``entry-u1``, ``row``, ``circ``, ``circ1``, ``circt``) give
-  the same iterates, bit for bit, as each other and as the CPU kernels (float64; float32 within 1e-5);
+* ``bits``: the mixing kernels (``entry``, ``entry1``, ``entry-u1``, ``row``, ``circ``, ``circ1``, ``circt``, and
+  the default's rounds in one launch, ``persistent``) give the same iterates, bit for bit, as each other and as
+  the CPU kernels (float64; float32 within 1e-5);
 * ``mix``: one MG-Pull-Diag-GT iteration (eq. 14 without the gradient, exponential graph, d = 10, R = 10) at
   n = 2^20 and 2^22 with each mixing kernel, against the cupyx ``csr_matrix @ X`` composition of the same
   equations and against the device's copy bandwidth (compulsory traffic as in ``bench/scaling.py``, the
@@ -15,8 +16,9 @@ Sections (each prints a markdown table; everything lands in ``DIR/gpu_kernels.js
   GB/s are those of the same work), and the R gossip rounds alone; ``circ`` also without its cache hints
   (``-nohints``) and with the y phase unfused (``-unfused``);
 * ``overhead``: the same iteration at n = 2^10 .. 2^16, where launches and synchronisation dominate: the
-  default (graphs of the R rounds, NaN/Inf flag read every 32 steps), without graphs, and with a read of
-  the flag after every step (the 2026-11 behaviour), next to the CPU kernels;
+  default (graphs of the R rounds, NaN/Inf flag read every 32 steps), each phase's R rounds in one
+  cooperative launch (``persistent``), without graphs, and with a read of the flag after every step (the
+  2026-11 behaviour), next to the CPU kernels;
 * ``oracle``: the logistic oracle (Appendix E.2: 400 samples per node, batch 200, d = 10) at n = 512 and
   2^15 on the GPU against the CPU kernels on every core of this host, and a whole Pull-Diag-GT step at
   n = 512 (with a lambda, and with an Oracle: then one CUDA graph); the logistic kernel also at one warp per
@@ -85,16 +87,21 @@ def _waited_and_in_a_row(cp, one):
     return waited, in_a_row
 
 
-def _setting(name, value, run):
-    """``run`` with ``backends.cupy.<name>`` set to ``value``, back to ``"auto"`` after it (a contender timed
+def _setting(name, value, run, default="auto"):
+    """``run`` with ``backends.cupy.<name>`` set to ``value``, back to ``default`` after it (a contender timed
     against the default in the same run)."""
     def timed():
         setattr(gpu, name, value)
         try:
             run()
         finally:
-            setattr(gpu, name, "auto")
+            setattr(gpu, name, default)
     return timed
+
+
+def _persistent(run):
+    """``run`` with the R rounds of a phase in one cooperative launch (``ROUNDS = "persistent"``)."""
+    return _setting("ROUNDS", "persistent", run, default="graph")
 
 
 def _one_warp(run):
@@ -138,11 +145,14 @@ def section_bits(cp, out):
                 for _ in range(6):
                     cpu.step(lambda X: X - G.astype(dtype))
                 want = cpu.gather_x()
-                for kind in KINDS:
-                    gpu.MIX_KERNEL = kind
+                for kind in (*KINDS, "persistent"):  # (persistent: the default kernel, R rounds in one launch)
+                    gpu.MIX_KERNEL = "auto" if kind == "persistent" else kind
                     dev = PullDiagGT(A, cp.asarray(x0.astype(dtype)), lr=1e-3, rounds=rounds)
-                    for _ in range(6):
-                        dev.step(lambda X: X - Gd)
+
+                    def steps(dev=dev):
+                        for _ in range(6):
+                            dev.step(lambda X: X - Gd)
+                    (_persistent(steps) if kind == "persistent" else steps)()
                     got = dev.gather_x()
                     err = float(np.max(np.abs(got - want)) / max(1e-300, float(np.max(np.abs(want)))))
                     same = bool(np.array_equal(got, want))
@@ -229,7 +239,8 @@ def section_overhead(cp, out, sizes, d=10, R=10):
         k = 50
         contenders = {}
         for name, graphs, every in (("default", True, 32), ("unfused", True, 32), ("circ1", True, 32),
-                                    ("circt", True, 32), ("no-graphs", False, 32), ("sync-every-step", False, 1)):
+                                    ("circt", True, 32), ("persistent", True, 32), ("no-graphs", False, 32),
+                                    ("sync-every-step", False, 1)):
             opt = PullDiagGT(A, cp.asarray(rng.standard_normal((n, d))), lr=1e-3, rounds=R, tracker="perron")
             opt._ops.use_graphs, opt._ops.check_every = graphs, every
             if name == "unfused":  # the y phase as before section 9d (combine, graph of the rounds, combine)
@@ -242,7 +253,8 @@ def section_overhead(cp, out, sizes, d=10, R=10):
                     if every == 1:
                         opt.x  # noqa: B018 - what a per-step check costs: a read of the flag
                 cp.cuda.Device().synchronize()
-            contenders[name] = run
+            # (persistent: each phase's R rounds in one cooperative launch, inside the graphs)
+            contenders[name] = _persistent(run) if name == "persistent" else run
         Gh = rng.standard_normal((n, d))
         cpu = PullDiagGT(A, rng.standard_normal((n, d)), lr=1e-3, rounds=R, tracker="perron")
 
@@ -251,7 +263,7 @@ def section_overhead(cp, out, sizes, d=10, R=10):
                 cpu.step(lambda X: Gh)
         contenders["cpu"] = cpu_run
         med, _ = interleaved(contenders, rounds=3, min_time=0.05, min_calls=2)
-        for name in ("default", "unfused", "circ1", "circt", "no-graphs", "sync-every-step", "cpu"):
+        for name in ("default", "unfused", "circ1", "circt", "persistent", "no-graphs", "sync-every-step", "cpu"):
             t = med[name] / k
             rows.append({"n": n, "contender": name, "seconds": t})
             print(f"| 2^{log2n} | {name} | {t * 1e3:.4f} |", flush=True)

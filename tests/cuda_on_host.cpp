@@ -2,13 +2,15 @@
 // logic (the sampling streams, the order of the sums, the run-status flag) is checked against the CPU
 // kernels on machines without a GPU. Element-wise kernels run one emulated GPU thread after another;
 // cooperative kernels run each block of 32 W threads as 32 W host threads, __syncwarp a barrier among a
-// warp's 32 and __syncthreads among the block's. Built by tests/test_backends.py with the C++ compiler and loaded by ctypes; device-only
-// intrinsics get host stand-ins below. Not part of the package.
+// warp's 32 and __syncthreads among the block's; a kernel with a grid-wide barrier runs all its blocks at
+// once. Built by tests/test_backends.py with the C++ compiler and loaded by ctypes; device-only intrinsics get
+// host stand-ins below. Not part of the package.
 #include <atomic>
 #include <cmath>
 #include <condition_variable>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -17,7 +19,7 @@ struct EmulatedDim {
     long long x = 0;
 };
 static thread_local EmulatedDim blockIdx, threadIdx;
-static EmulatedDim blockDim;
+static EmulatedDim blockDim, gridDim;
 
 #define __device__
 #define __global__
@@ -48,6 +50,7 @@ static inline unsigned long long atomicCAS(unsigned long long* p, unsigned long 
                                            unsigned long long desired) {
     return __sync_val_compare_and_swap(p, expected, desired);
 }
+static inline unsigned atomicAdd(unsigned* p, unsigned v) { return __sync_fetch_and_add(p, v); }
 static inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 using std::exp;
 using std::fabs;
@@ -82,8 +85,10 @@ class Barrier {
 // The barriers of the one block that runs at a time: one per warp, one for the block.
 constexpr int kMaxWarps = 32;
 static Barrier warp_barriers[kMaxWarps], block_barrier;
+// (a grid's blocks run at once, EMULATE_GRID: each thread waits at its own block's barrier)
+static thread_local Barrier* this_block = &block_barrier;
 static inline void __syncwarp(unsigned = 0xffffffffu) { warp_barriers[threadIdx.x >> 5].wait(); }
-static inline void __syncthreads() { block_barrier.wait(); }
+static inline void __syncthreads() { this_block->wait(); }
 // Every lane of the (whole) warp votes: the votes meet in memory between two barriers.
 static unsigned ballot_votes[kMaxWarps][32];
 static inline unsigned __ballot_sync(unsigned, bool vote) {
@@ -114,6 +119,8 @@ static inline void store_cs(T* p, const P& r) {
     ++streamed_stores;
     std::memcpy(p, &r, sizeof r);
 }
+// A thread spinning at kernels.cu's grid barrier lets the others run.
+static inline void spin_pause() { std::this_thread::yield(); }
 
 #include KERNELS_CU
 
@@ -146,6 +153,27 @@ static inline void store_cs(T* p, const P& r) {
                 });                                                                         \
             for (auto& t : block) t.join();                                                 \
         }                                                                                   \
+    }
+
+// Launches `name` over `blocks` blocks of `threads` threads all at once, as host threads (a cooperative kernel:
+// kernels.cu's grid barrier; no warp barriers, no shared memory).
+#define EMULATE_GRID(name, params, args)                                                    \
+    extern "C" void emulate_##name(long long blocks, long long threads params) {            \
+        blockDim.x = threads;                                                               \
+        gridDim.x = blocks;                                                                 \
+        std::unique_ptr<Barrier[]> barriers(new Barrier[blocks]);                           \
+        std::vector<std::thread> grid;                                                      \
+        for (long long b = 0; b < blocks; ++b) {                                            \
+            barriers[b].reset(static_cast<int>(threads));                                   \
+            for (long long t = 0; t < threads; ++t)                                         \
+                grid.emplace_back([=, &barriers] {                                          \
+                    blockIdx.x = b;                                                         \
+                    threadIdx.x = t;                                                        \
+                    this_block = &barriers[b];                                              \
+                    name args;                                                              \
+                });                                                                         \
+        }                                                                                   \
+        for (auto& t : grid) t.join();                                                      \
     }
 
 #define EMULATE_LOGISTIC(name, T)                                                                          \
@@ -187,6 +215,20 @@ EMULATE_MIX(csr_mix_circ4x4_f32_i32, float, int)
 EMULATE_TILED(csr_mix_circt1x4_f64_i32, double, int)
 EMULATE_TILED(csr_mix_circt2x4_f64_i32, double, int)
 EMULATE_TILED(csr_mix_circt1x4_f32_i32, float, int)
+
+// ... and the R rounds in one cooperative launch (all blocks at once): csr_rounds_<family><V>x4_<value>_<index>.
+#define EMULATE_ROUNDS(name, T, I)                                                                              \
+    EMULATE_GRID(name, P(const I* Ap, const I* Aj, const T* Ax, const T* X, T* out, T* work, i64 n, i64 w, i64 R, \
+                         const u64* s, unsigned* arrived),                                                      \
+                 (Ap, Aj, Ax, X, out, work, n, w, R, s, arrived))
+EMULATE_ROUNDS(csr_rounds_entry1x4_f64_i32, double, int)
+EMULATE_ROUNDS(csr_rounds_entry2x4_f64_i32, double, int)
+EMULATE_ROUNDS(csr_rounds_row1x4_f64_i32, double, int)
+EMULATE_ROUNDS(csr_rounds_row2x4_f64_i32, double, int)
+EMULATE_ROUNDS(csr_rounds_circ1x4_f64_i32, double, int)
+EMULATE_ROUNDS(csr_rounds_circ2x4_f64_i32, double, int)
+EMULATE_ROUNDS(csr_rounds_circ1x4_f32_i32, float, int)
+EMULATE_ROUNDS(csr_rounds_circ4x4_f32_i32, float, int)
 
 // The lossy rounds of rowstoch_fast.network: csr_mix_lossy<V>_<value>_<index>.
 #define EMULATE_LOSSY(name, T, I)                                                                             \

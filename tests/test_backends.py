@@ -82,10 +82,12 @@ def test_mix_into_its_own_input_is_refused_on_the_emulated_device(cuda_on_host, 
                                         ("circ", "auto"), ("circ1", "auto"), ("circt", "auto"), ("circ", "64"),
                                         ("circ1", "64"), ("circt", "64")])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_every_gpu_mixing_kernel_gives_the_cpu_bits(monkeypatch, kind, hints, dtype):
+@pytest.mark.parametrize("rounds", ["graph", "persistent"])
+def test_every_gpu_mixing_kernel_gives_the_cpu_bits(monkeypatch, kind, hints, dtype, rounds):
     """ROWSTOCH_CUDA_MIX's every choice on the device: an in-degree matrix (one weight per row: the "row"
     kernel runs) and the paper's grid (it cannot), aligned and odd widths: the CPU kernels' bits; the
-    circulant kernels also with their cache hints on most offsets (ROWSTOCH_CUDA_L2_HINTS=64 bytes)."""
+    circulant kernels also with their cache hints on most offsets (ROWSTOCH_CUDA_L2_HINTS=64 bytes); a launch
+    per round and the three rounds in one cooperative launch (ROWSTOCH_CUDA_ROUNDS=persistent)."""
     cupy, reason = _cupy_or_reason()
     if cupy is None:
         pytest.skip(f"CuPy backend unavailable: {reason}")
@@ -93,6 +95,7 @@ def test_every_gpu_mixing_kernel_gives_the_cpu_bits(monkeypatch, kind, hints, dt
 
     monkeypatch.setattr(backend, "MIX_KERNEL", kind)
     monkeypatch.setattr(backend, "L2_HINTS", hints)
+    monkeypatch.setattr(backend, "ROUNDS", rounds)
     for A in (topology.exponential(1000 + 3).astype(dtype), topology.paper_graphs()["grid"].astype(dtype)):
         for w in (1, 3, 8, 10):
             X = np.random.default_rng(w).standard_normal((A.n, w)).astype(dtype)
@@ -233,7 +236,8 @@ def _mix_kernel_names():
             for kind in backend._MIX_KERNELS for family in families.get(kind, ("entry",))
             for dtype in (np.float64, np.float32)
             for index in ((np.int32,) if family == "circ" else (np.int32, np.int64))  # (device_circulant's)
-            for aligned in (True, False) for w in range(1, 9) for role in ("csr_mix", "gt_descent", "gt_phase")}
+            for aligned in (True, False) for w in range(1, 9)
+            for role in ("csr_mix", "gt_descent", "gt_phase", "csr_rounds")}
 
 
 def _ptr(a):
@@ -487,11 +491,13 @@ def _emulated_device(cuda_on_host, monkeypatch, on_launch=None):
             converted = [arg(a) for a in args]  # now: the arrays must live until the (maybe replayed) launch
             launched.append(name)
             threads = grid[0] * block[0]  # the block kernels' emulation takes blocks and threads per block
-            shape = (grid[0], block[0]) if name.startswith(("logistic_grad", "csr_mix_circt")) else (threads,)
+            blocked = name.startswith(("logistic_grad", "csr_mix_circt", "csr_rounds"))
+            shape = (grid[0], block[0]) if blocked else (threads,)
             _FakeGraphs.run(lambda: emulated(*map(ctypes.c_longlong, shape), *converted))
         return launch
 
     monkeypatch.setattr(backend, "_kernel", kernel)
+    monkeypatch.setattr(backend, "_cooperative_kernel", kernel)  # (csr_rounds: its blocks all at once)
     fake.launched = launched
     return fake
 
@@ -635,12 +641,15 @@ def _poisoned_sample(f, value, run, cause, lo, hi):
     raise AssertionError("no such sample")
 
 
-@pytest.mark.parametrize("device", ["emulated", "gpu"])
-@pytest.mark.parametrize("rounds", [1, 3])
-@pytest.mark.parametrize("cause,reps,tracker", [
-    (None, 1, "perron"), (None, 2, "perron"), ("gradient", 1, "perron"), ("iterate", 1, "perron"),
-    ("extra call", 1, "perron"), ("extra call", 2, "perron"), (None, 1, "exact"), ("gradient", 1, "exact"),
-    ("extra call", 2, "exact")])
+_STEP_CASES = [(None, 1, "perron"), (None, 2, "perron"), ("gradient", 1, "perron"), ("iterate", 1, "perron"),
+               ("extra call", 1, "perron"), ("extra call", 2, "perron"), (None, 1, "exact"), ("gradient", 1, "exact"),
+               ("extra call", 2, "exact")]
+
+
+@pytest.mark.parametrize("cause,reps,tracker,rounds,device", [
+    (*case, rounds, device) for device in ("emulated", "gpu", "emulated-persistent", "gpu-persistent")
+    for rounds in ((3,) if device.endswith("persistent") else (1, 3)) for case in _STEP_CASES
+    if device != "emulated-persistent" or (case[1] == 1 and case[0] != "extra call")])  # (emulated: a subset)
 def test_the_whole_step_graph(request, monkeypatch, cause, reps, tracker, rounds, device):
     """Pull-Diag-GT stepped with an Oracle of the logistic objective on the CuPy backend: once the buffers come
     again, the whole step (mix, the oracle's kernel with its iteration read on the device, the gradient's copy
@@ -651,9 +660,18 @@ def test_the_whole_step_graph(request, monkeypatch, cause, reps, tracker, rounds
     and the same rolled-back state, from which both go on alike. One repetition or two (the optimizer's blocks
     node-major, the oracle given (reps, n, d)). The exact tracker before it has frozen (the graph copies its
     rows from the table for the step the device reads) and across its freezing (at step 19 with R = 3: a new
-    graph that reads the frozen row). On the emulated kernels, and on a GPU where there is one."""
+    graph that reads the frozen row). On the emulated kernels, and on a GPU where there is one; "persistent":
+    R = 3 with ROWSTOCH_CUDA_ROUNDS=persistent (the phases' rounds in cooperative launches, inside the graph;
+    emulated: the cases of one repetition without an extra call, a GPU runs all)."""
+    from rowstoch_fast.backends import cupy as backend
     from rowstoch_fast.errors import DivergenceError
 
+    if device.endswith("persistent"):
+        monkeypatch.setattr(backend, "ROUNDS", "persistent")
+        device = device.split("-")[0]
+        if device == "emulated":  # (one small block: test_cuda_rounds_in_one_launch_* run several)
+            monkeypatch.setattr(backend, "_ROUNDS_GRID", 1)
+            monkeypatch.setattr(backend, "_BLOCK", 8)
     if device == "gpu":
         xp, reason = _cupy_or_reason()
         if xp is None:
@@ -940,6 +958,104 @@ def test_cuda_tiled_circulant_kernel_matches_cpu(cuda_on_host, monkeypatch, dtyp
         np.testing.assert_array_equal(backend.mix_power(A, fake.asarray(X), 3), A.mix_power(X, 3))
     kernel = f"csr_mix_circt{2 if packed else 1}x4_{'f64' if dtype == np.float64 else 'f32'}_i32"
     assert seen and set(seen) == {kernel}
+
+
+@pytest.mark.parametrize("kind", ["entry", "entry1", "row", "circ", "circ1", "circt"])
+@pytest.mark.parametrize("blocks", [1, 3])
+def test_cuda_rounds_in_one_launch_match_cpu(cuda_on_host, monkeypatch, kind, blocks):
+    """ROWSTOCH_CUDA_ROUNDS=persistent (kernels.cu's ROUNDS: the R rounds in one launch, its blocks run at once
+    with a grid-wide barrier between two rounds, each thread looping over several entries): mix_power gives the
+    CPU's bits for R = 2, 3 and 6, for the family the matrix allows (circt's rounds are circ's), packed (w = 8)
+    or not, float32 too, in one launch of at most the resident blocks; a launch on a status already set does
+    nothing."""
+    from rowstoch_fast.backends import cupy as backend
+
+    seen = []
+
+    def check(name, grid, block, args, shared_mem):
+        seen.append(name)
+        assert name.startswith("csr_rounds") and grid[0] <= blocks and block[0] == backend._BLOCK, (name, grid)
+
+    fake = _emulated_device(cuda_on_host, monkeypatch, on_launch=check)
+    monkeypatch.setattr(backend, "MIX_KERNEL", kind)
+    monkeypatch.setattr(backend, "ROUNDS", "persistent")
+    monkeypatch.setattr(backend, "_ROUNDS_GRID", blocks)
+    monkeypatch.setattr(backend, "_BLOCK", 32)  # (fewer emulated threads; every thread several entries)
+    family = {"entry1": "entry", "circ1": "circ", "circt": "circ"}.get(kind, kind)
+    graphs = [topology.exponential(37), topology.ring(9)] if family == "circ" else [topology.erdos_renyi(29, 0.2,
+                                                                                                        seed=3)]
+    dtypes = (np.float64, np.float32) if family == "circ" else (np.float64,)
+    for A0 in graphs:
+        for dtype in dtypes:
+            A = A0.astype(dtype)
+            for w, R in ((3, 2), (8, 3), (8, 6)):
+                X = np.random.default_rng(w + R).standard_normal((A.n, w)).astype(dtype)
+                seen.clear()
+                np.testing.assert_array_equal(backend.mix_power(A, fake.asarray(X), R), A.mix_power(X, R))
+                V = 1 if kind.endswith("1") or w == 3 else (2 if dtype == np.float64 else 4)
+                if dtype == np.float32 and kind != "circ1" and w == 8:
+                    V = 4
+                assert seen == [f"csr_rounds_{family}{V}x4_{'f64' if dtype == np.float64 else 'f32'}_i32"], seen
+    A = graphs[0]
+    X = fake.asarray(np.ones((A.n, 3)))
+    out, work = fake.asarray(np.full((A.n, 3), 7.0)), fake.asarray(np.full((A.n, 3), 7.0))
+    status = fake.asarray(np.array([5, 0, 0, 0, 0], dtype=np.uint64))
+    backend._mix_rounds(A, X, out, 3, work, status)
+    assert np.all(out == 7.0) and np.all(work == 7.0)
+
+
+def test_rounds_in_one_launch_take_the_resident_blocks(monkeypatch):
+    """ROWSTOCH_CUDA_ROUNDS=persistent launches at most the blocks the device keeps resident (the driver's
+    occupancy times the SMs, asked once per kernel and device), and a device without cooperative launches is
+    refused with a RuntimeError saying so."""
+    import types
+
+    from rowstoch_fast.backends import cupy as backend
+
+    from test_algorithms import _fake_cupy
+
+    fake = _fake_cupy()
+    asked, cooperative = [], [1]
+    fake.cuda.driver = types.SimpleNamespace(
+        occupancyMaxActiveBlocksPerMultiprocessor=lambda ptr, block, shared: asked.append((ptr, block, shared)) or 5)
+    fake.cuda.runtime.cudaDevAttrCooperativeLaunch = 95
+    fake.cuda.runtime.deviceGetAttribute = lambda attribute, device: cooperative[0] if attribute == 95 else None
+    monkeypatch.setattr(backend, "require_cupy", lambda: fake)
+    monkeypatch.setattr(backend, "_DEVICE_FACTS", {})
+    monkeypatch.setattr(backend, "_cooperative_kernel",
+                        lambda name: types.SimpleNamespace(kernel=types.SimpleNamespace(ptr=len(name))))
+    name = "csr_rounds_circ2x4_f64_i32"
+    assert backend._resident_blocks(name) == 5 * 132 and backend._resident_blocks(name) == 5 * 132
+    assert asked == [(len(name), backend._BLOCK, 0)]
+    cooperative[0] = 0
+    with pytest.raises(RuntimeError, match="ROWSTOCH_CUDA_ROUNDS=persistent needs a device that launches cooperative"):
+        backend._resident_blocks("csr_rounds_entry2x4_f64_i32")
+
+
+def test_cuda_rounds_in_one_launch_through_the_backend(cuda_on_host, monkeypatch):
+    """MG-Pull-Diag-GT (R = 3) through the backend with ROWSTOCH_CUDA_ROUNDS=persistent: the x phase's rounds and
+    the y phase's first R - 1 in one launch each, replayed in graphs, the barrier's word back to 0 after every
+    launch: the CPU's iterates bit for bit; ROWSTOCH_CUDA_ROUNDS is checked."""
+    from test_algorithms import _on_cpu_and_device
+
+    from rowstoch_fast.backends import cupy as backend
+
+    fake = _emulated_device(cuda_on_host, monkeypatch)
+    monkeypatch.setattr(backend, "ROUNDS", "persistent")
+    monkeypatch.setattr(backend, "_ROUNDS_GRID", 2)
+    monkeypatch.setattr(backend, "_BLOCK", 32)
+    rng = np.random.default_rng(8)
+    for A in (topology.exponential(40), topology.paper_graphs()["grid"]):
+        G, x0 = rng.standard_normal((A.n, 4)), rng.standard_normal((A.n, 4))
+        fake.launched.clear()
+        cpu, gpu = _on_cpu_and_device(REGISTRY["pull-diag-gt"], A, x0, G, fake, 6)  # (R = 3)
+        np.testing.assert_array_equal(gpu.gather_x(), cpu.x)
+        rounds = [k for k in fake.launched if k.startswith(("csr_mix", "csr_rounds"))]
+        assert rounds and all(k.startswith("csr_rounds") for k in rounds), rounds
+        assert int(gpu._ops._arrived[0]) == 0
+    monkeypatch.setattr(backend, "ROUNDS", "one")
+    with pytest.raises(ValueError, match="ROWSTOCH_CUDA_ROUNDS must be one of graph, persistent, got 'one'"):
+        backend.mix_power(topology.ring(5), fake.asarray(np.ones((5, 2))), 2)
 
 
 def _check_streamed(cuda_on_host, A, X, V, hints):

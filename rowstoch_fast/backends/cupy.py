@@ -52,6 +52,15 @@ _OPTIONS = ("-std=c++14", "--fmad=false")
 MIX_KERNEL = os.environ.get("ROWSTOCH_CUDA_MIX", "auto")
 _MIX_KERNELS = ("auto", "entry", "entry1", "entry-u1", "row", "circ", "circ1", "circt")
 
+#: How the ``R`` gossip rounds of a phase run (:func:`mix_power`, the backend's phases): ``"graph"`` (one launch
+#: per round; a backend replays them as one CUDA graph) or ``"persistent"`` (the ``R`` rounds in one cooperative
+#: launch, its threads meeting at a grid-wide barrier between two rounds: ``csr_rounds_*``, ROUNDS in
+#: kernels.cu; where a round's launch costs more than its work, at small n). The kernel is that of
+#: :data:`MIX_KERNEL` (``"circt"`` runs ``"circ"``'s rounds); the same bits either way. Read from
+#: ``ROWSTOCH_CUDA_ROUNDS`` at import.
+ROUNDS = os.environ.get("ROWSTOCH_CUDA_ROUNDS", "graph")
+_ROUNDS = ("graph", "persistent")
+
 #: The circulant kernel's cache hints (``"circ"``, ``"circ1"``; ``CIRC`` in kernels.cu): ``"auto"`` (the
 #: reads of rows at least a quarter of the device's L2 cache away, the last reads of a row before the cache
 #: has turned over, go as streaming, and so do the round's stores then: they leave the L2 first), ``"off"``,
@@ -112,17 +121,24 @@ def to_cpu(x):
 
 
 @lru_cache(maxsize=None)
-def _module():
-    """kernels.cu compiled by NVRTC (cached on disk by CuPy)."""
+def _module(cooperative=False):
+    """kernels.cu compiled by NVRTC (cached on disk by CuPy); ``cooperative``: the same code (the same binary, from
+    CuPy's cache), its kernels launched as cooperative kernels (all blocks resident at once)."""
     cupy = require_cupy()
     with open(os.path.join(os.path.dirname(__file__), "kernels.cu")) as f:
         code = f.read()
-    return cupy.RawModule(code=code, options=_OPTIONS)
+    return cupy.RawModule(code=code, options=_OPTIONS, enable_cooperative_groups=cooperative)
 
 
 @lru_cache(maxsize=None)
 def _kernel(name):
     return _module().get_function(name)
+
+
+@lru_cache(maxsize=None)
+def _cooperative_kernel(name):
+    """The kernel ``name``, launched as a cooperative kernel (kernels.cu's ROUNDS)."""
+    return _module(True).get_function(name)
 
 
 def _suffix(dtype):
@@ -275,12 +291,14 @@ def _mix_kernel(n, w, dtype, index_dtype, aligned, kind, family="entry", role="c
     block under the choice ``kind`` (:data:`MIX_KERNEL`); ``role`` ``"gt_descent"`` (4 neighbours' loads in
     flight, 16-byte packs where ``aligned`` and the width allow) or ``"gt_phase"`` (2 in flight, one value
     per thread: it runs on small blocks only) names the Pull-Diag-GT kernels of the same family
-    (:meth:`CupyBackend.gt_y_phase`)."""
+    (:meth:`CupyBackend.gt_y_phase`), ``"csr_rounds"`` the R rounds in one launch (:data:`ROUNDS`)."""
     if kind not in _MIX_KERNELS:
         raise ValueError(f"ROWSTOCH_CUDA_MIX must be one of {', '.join(_MIX_KERNELS)}, got {kind!r}")
     suffix = f"{_suffix(dtype)}_{'i32' if np.dtype(index_dtype) == np.int32 else 'i64'}"
     vec = 2 if np.dtype(dtype) == np.float64 else 4
-    if role == "csr_mix":
+    if role == "csr_rounds":  # (ROUNDS: 4 in flight, circt's family's rounds as circ's)
+        unroll, packed = 4, kind not in ("entry1", "circ1") and aligned and w % vec == 0
+    elif role == "csr_mix":
         unroll = 1 if kind == "entry-u1" else 4
         packed = kind not in ("entry1", "circ1") and aligned and w % vec == 0
         if kind == "circt" and family == "circ":  # (float32: one value per thread; a block: one row at least)
@@ -487,13 +505,65 @@ def _check_buffer(A, buf, name, shape, *inputs):
                              f"{'output' if name == 'out' else name} array")
 
 
-def _mix_rounds(A, src, out, R, work, status=None):
-    """``out <- A^R src`` through the ping-pong buffer ``work`` (R >= 1)."""
+def _mix_rounds(A, src, out, R, work, status=None, arrived=None):
+    """``out <- A^R src`` through the ping-pong buffer ``work`` (R >= 1): a launch per round, or under
+    :data:`ROUNDS` ``"persistent"`` one (:func:`_rounds_into`; ``arrived``: its barrier's word, a new one if
+    None)."""
+    if R > 1 and _persistent():
+        _rounds_into(A, src, out, work, R, status, arrived)
+        return out
     for s in range(1, R + 1):
         dst = out if (R - s) % 2 == 0 else work
         _mix_into(A, src, dst, status)
         src = dst
     return out
+
+
+def _persistent():
+    """:data:`ROUNDS` is ``"persistent"`` (ValueError naming ``ROWSTOCH_CUDA_ROUNDS`` for another value than its
+    two)."""
+    if ROUNDS not in _ROUNDS:
+        raise ValueError(f"ROWSTOCH_CUDA_ROUNDS must be one of {', '.join(_ROUNDS)}, got {ROUNDS!r}")
+    return ROUNDS == "persistent"
+
+
+def _rounds_into(A, src, out, work, R, status, arrived):
+    """``out <- A^R src`` through ``work`` in one cooperative launch (kernels.cu's ROUNDS), as many blocks as the
+    work needs up to those the device keeps resident; ``arrived``: a uint32 device word, 0 before its first such
+    launch, used by no launch that may run at the same time (the grid's barrier), or None (a new one)."""
+    family, Ap, Aj, Ax = _mix_arguments(A)
+    n, w = src.shape
+    name, threads = _mix_kernel(n, w, Ax.dtype, Ap.dtype, _aligned(src, out, work), MIX_KERNEL, family, "csr_rounds")
+    if arrived is None:
+        arrived = require_cupy().zeros(1, dtype=np.uint32)
+    blocks = min(-(-threads // _BLOCK), _resident_blocks(name))
+    _cooperative_kernel(name)((blocks,), (_BLOCK,), (Ap, Aj, Ax, src, out, work, np.int64(n), np.int64(w), np.int64(R),
+                                                    _NULL if status is None else status, arrived))
+
+
+def _resident_blocks(name):
+    """How many blocks of :data:`_BLOCK` threads of the kernel ``name`` the current device keeps resident at once
+    (its SMs times the driver's occupancy), or :data:`_ROUNDS_GRID` where set; RuntimeError if it cannot launch
+    cooperative kernels."""
+    if _ROUNDS_GRID is not None:
+        return _ROUNDS_GRID
+
+    def count():
+        cupy = require_cupy()
+        runtime = cupy.cuda.runtime
+        if not runtime.deviceGetAttribute(runtime.cudaDevAttrCooperativeLaunch, _device_id()):
+            raise RuntimeError("ROWSTOCH_CUDA_ROUNDS=persistent needs a device that launches cooperative kernels; "
+                               "this one does not (use 'graph')")
+        per_sm = cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(_cooperative_kernel(name).kernel.ptr,
+                                                                            _BLOCK, 0)
+        if per_sm < 1:
+            raise RuntimeError(f"ROWSTOCH_CUDA_ROUNDS=persistent: the device keeps no block of {name} resident "
+                               "(use 'graph')")
+        return per_sm * int(cupy.cuda.Device().attributes["MultiProcessorCount"])
+    return _on_device(_DEVICE_FACTS, ("resident blocks", name), count)
+
+
+_ROUNDS_GRID = None  # (tests: in place of the resident blocks, _resident_blocks)
 
 
 def logistic_grad(obj, X, iteration, seed, batches, rep_offset, nodes, out=None, clock=None, node_major=False):
@@ -666,6 +736,7 @@ class CupyBackend(Backend):
         # graph's check did; status[2]: the replays of graphs with checks; status[3] and [4]: the bases of an
         # oracle's and of the optimizer's iteration inside a graph (kernels.cu, "run status")
         self._status = self.xp.zeros(5, dtype=self.xp.uint64)
+        self._arrived = self.xp.zeros(1, dtype=np.uint32)  # the grid barrier's word of ROUNDS = "persistent"
 
     def prepare(self, width):
         _kernel(f"combine1_{_suffix(self.dtype)}")  # compiles (or loads from CuPy's cache) and loads the module
@@ -702,14 +773,14 @@ class CupyBackend(Backend):
         if rounds > 1 and work is None:
             work = self.xp.empty_like(src)
         if rounds == 1 or not self.use_graphs:
-            return _mix_rounds(M, src, out, rounds, work, self._status)
+            return _mix_rounds(M, src, out, rounds, work, self._status, self._arrived)
         # what the graph's launches read and write (a matrix freed and another at the same addresses: the same
         # launches)
         key = ("mix", *map(_ptr, _mix_arguments(M)[1:]), M.n, _ptr(src), _ptr(out), _ptr(work), src.shape, rounds,
-               MIX_KERNEL)
-        graph = self._graph(key, lambda: _mix_rounds(M, src, out, rounds, work, self._status))
+               MIX_KERNEL, ROUNDS)
+        graph = self._graph(key, lambda: _mix_rounds(M, src, out, rounds, work, self._status, self._arrived))
         if graph is None:
-            return _mix_rounds(M, src, out, rounds, work, self._status)
+            return _mix_rounds(M, src, out, rounds, work, self._status, self._arrived)
         graph.launch()
         return out
 
@@ -830,7 +901,7 @@ class CupyBackend(Backend):
         graph = None
         if self.use_graphs:  # (the tracker's rows are keyed too: a graph once it has frozen)
             key = ("y phase", *map(_ptr, _mix_arguments(A)[1:]), A.n, *map(_ptr, (x, y, g_new, g_old, s_new, s_old,
-                   y_out, xw, psi, work)), x.shape, rounds, float(lr), MIX_KERNEL, checked)
+                   y_out, xw, psi, work)), x.shape, rounds, float(lr), MIX_KERNEL, ROUNDS, checked)
             graph = self._graph(key, lambda: (_tick_into(status), phase(_GRAPH_CHECK if checked else 0)))
         if graph is None:
             launch = self._next_launch(True)
@@ -846,7 +917,7 @@ class CupyBackend(Backend):
 
         def phase(launch):
             _tracker_input_into(psi, y, g_new, g_old, s_new, s_old, status)
-            src = psi if rounds == 1 else _mix_rounds(A, psi, work, rounds - 1, y_out, status)
+            src = psi if rounds == 1 else _mix_rounds(A, psi, work, rounds - 1, y_out, status, self._arrived)
             _descent_into(A, src, x, lr, y_out, xw, status, launch)
         return phase
 
@@ -894,7 +965,8 @@ class CupyBackend(Backend):
         rows = (s_new, s_old) if table is None else (table,)  # (the rows a replay reads, or their table)
         key = ("step", id(obj), grad_fn.seed, grad_fn.batches, grad_fn.rep_offset, LOGISTIC_WARPS,
                *map(_ptr, _mix_arguments(A)[1:]), A.n, *map(_ptr, (xw_in, x, y, g_new, g_old, *rows, y_out, xw, psi,
-               work)), x.shape, len(shape), rounds, float(lr), MIX_KERNEL, checked)
+               work)), x.shape, len(shape), rounds, float(lr), MIX_KERNEL, ROUNDS,
+               checked)
         graph = self._graphs.get(key)
         if graph is None:
             if key not in self._seen:
@@ -938,7 +1010,7 @@ class CupyBackend(Backend):
             _tick_into(status)
             if table is not None:
                 _tracker_rows_into(table, s_new, s_old, status)
-            _mix_rounds(A, xw_in, x, rounds, work, status)
+            _mix_rounds(A, xw_in, x, rounds, work, status, self._arrived)
             gradient(x, G, status, True)
             _combine_into(g_new, [1.0], [G], status, check)  # (copy_in's launch: 1.0 * v == v)
             phase(check)

@@ -102,6 +102,7 @@ STORES_4(float, "f32", "f")
 #undef STORES_1
 #undef STORES_2
 #undef STORES_4
+__device__ __forceinline__ void spin_pause() {}
 #elif !defined(ROWSTOCH_HOST_LOADS)  // another device compiler (no hints), unless the host emulation brings its own
 template <typename T, int V>
 __device__ __forceinline__ void load_nc(const T* p, Pack<T, V>& r) { r = *reinterpret_cast<const Pack<T, V>*>(p); }
@@ -109,6 +110,7 @@ template <typename T, int V>
 __device__ __forceinline__ void load_cs(const T* p, Pack<T, V>& r) { r = *reinterpret_cast<const Pack<T, V>*>(p); }
 template <typename T, int V>
 __device__ __forceinline__ void store_cs(T* p, const Pack<T, V>& r) { *reinterpret_cast<Pack<T, V>*>(p) = r; }
+__device__ __forceinline__ void spin_pause() {}
 #endif
 
 template <typename T, int V>
@@ -137,13 +139,15 @@ __device__ __forceinline__ void store_pack(T* p, const T* v, bool stream) {
         *reinterpret_cast<Pack<T, V>*>(p) = r;
 }
 
-// The row i and first column c of the V entries of an n x w block that this thread of a mixing kernel
-// computes, their sums acc zeroed; false past the block's end or once an earlier check (not `launch`'s own)
-// has failed (see "run status").
+// This thread's index in the grid.
+__device__ __forceinline__ i64 grid_thread() { return (i64)blockIdx.x * blockDim.x + threadIdx.x; }
+
+// The row i and first column c of the V entries of an n x w block that the mixing kernel's thread `tid` (the
+// grid's thread, or a step of ROUNDS' grid-stride loop) computes, their sums acc zeroed; false past the block's
+// end or once an earlier check (not `launch`'s own) has failed (see "run status").
 template <typename T, int V>
-__device__ __forceinline__ bool mixing_thread(i64 n, i64 w, const u64* status, u64 launch, i64& i, i64& c,
+__device__ __forceinline__ bool mixing_thread(i64 n, i64 w, const u64* status, u64 launch, i64 tid, i64& i, i64& c,
                                               T* acc) {
-    const i64 tid = (i64)blockIdx.x * blockDim.x + threadIdx.x;
     const i64 groups = w / V;
     if (tid >= n * groups || frozen(status, launch)) return false;
     i = tid / groups;
@@ -254,10 +258,10 @@ struct Descent {
 // products, hence the sums, are the same bits.
 template <typename T, typename I, int V, int U, bool ROW, class Src, class Sink>
 __device__ void csr_mix_entry(const I* __restrict__ Ap, const I* __restrict__ Aj, const T* __restrict__ Ax,
-                              const Src src, const Sink sink, i64 n, i64 w, const u64* status, u64 launch) {
+                              const Src src, const Sink sink, i64 n, i64 w, const u64* status, u64 launch, i64 tid) {
     i64 i, c;
     T acc[V];
-    if (!mixing_thread<T, V>(n, w, status, launch, i, c, acc)) return;
+    if (!mixing_thread<T, V>(n, w, status, launch, tid, i, c, acc)) return;
     const Src Xc = src.at(0, c);
     const T row_weight = ROW ? Ax[i] : T(0);  // (ROW: one load per row)
     I p = Ap[i];
@@ -322,10 +326,10 @@ __device__ __forceinline__ void circ_sum(const Src& base, const I* __restrict__ 
 // same bits.
 template <typename T, typename I, int V, int U, class Src, class Sink>
 __device__ void csr_mix_circ(const I* __restrict__ Ap, const I* __restrict__ Aj, const T* __restrict__ Ax,
-                             const Src src, const Sink sink, i64 n, i64 w, const u64* status, u64 launch) {
+                             const Src src, const Sink sink, i64 n, i64 w, const u64* status, u64 launch, i64 tid) {
     i64 i, c;
     T acc[V];
-    if (!mixing_thread<T, V>(n, w, status, launch, i, c, acc)) return;
+    if (!mixing_thread<T, V>(n, w, status, launch, tid, i, c, acc)) return;
     const T a = Ax[0];
     const I m = Ap[1];
     const i64 hint = Ap[2];  // (I: int, see ENTRIES_I32)
@@ -369,25 +373,80 @@ __device__ void csr_mix_circt(const I* __restrict__ Ap, const I* __restrict__ Aj
     __syncthreads();
     const int lr = (int)threadIdx.x / groups, c = ((int)threadIdx.x - lr * groups) * V;
     csr_mix_circ<T, I, V, U>(Ap, Aj, Ax, TileRows<T, V>{X, w, tile + (lr + h) * w + c, h}, Store<T, V>{Y, w}, n, w,
-                             status, 0);
+                             status, 0, grid_thread());
 }
 
 // The kernels' families (backends/cupy.py's _mix_arguments): "entry" (the CSR's values), "row" (one weight
 // per row, ROW above) and "circ" (CIRC above).
 template <typename T, typename I, int V, int U, class Src, class Sink>
 __device__ __forceinline__ void mix_family_entry(const I* Ap, const I* Aj, const T* Ax, const Src& src,
-                                                 const Sink& sink, i64 n, i64 w, const u64* status, u64 launch) {
-    csr_mix_entry<T, I, V, U, false>(Ap, Aj, Ax, src, sink, n, w, status, launch);
+                                                 const Sink& sink, i64 n, i64 w, const u64* status, u64 launch,
+                                                 i64 tid) {
+    csr_mix_entry<T, I, V, U, false>(Ap, Aj, Ax, src, sink, n, w, status, launch, tid);
 }
 template <typename T, typename I, int V, int U, class Src, class Sink>
 __device__ __forceinline__ void mix_family_row(const I* Ap, const I* Aj, const T* Ax, const Src& src,
-                                               const Sink& sink, i64 n, i64 w, const u64* status, u64 launch) {
-    csr_mix_entry<T, I, V, U, true>(Ap, Aj, Ax, src, sink, n, w, status, launch);
+                                               const Sink& sink, i64 n, i64 w, const u64* status, u64 launch,
+                                               i64 tid) {
+    csr_mix_entry<T, I, V, U, true>(Ap, Aj, Ax, src, sink, n, w, status, launch, tid);
 }
 template <typename T, typename I, int V, int U, class Src, class Sink>
 __device__ __forceinline__ void mix_family_circ(const I* Ap, const I* Aj, const T* Ax, const Src& src,
-                                                const Sink& sink, i64 n, i64 w, const u64* status, u64 launch) {
-    csr_mix_circ<T, I, V, U>(Ap, Aj, Ax, src, sink, n, w, status, launch);
+                                                const Sink& sink, i64 n, i64 w, const u64* status, u64 launch,
+                                                i64 tid) {
+    csr_mix_circ<T, I, V, U>(Ap, Aj, Ax, src, sink, n, w, status, launch, tid);
+}
+
+// ROUNDS: the R gossip rounds of mix_power in one launch (backends/cupy.py's ROUNDS = "persistent", for small
+// blocks, where a launch per round costs more than the round's work): out <- A^R X through the ping-pong buffer
+// work, each round writing where R launches of the family's kernel would (round s: out where R - s is even,
+// else work), the same sums per entry, hence the same bits. The grid's threads loop over the entries (grid-stride)
+// and meet at a grid-wide barrier between two rounds, so the grid is launched as a cooperative kernel: all its
+// blocks resident at once, or the launch fails (a block that never starts would leave the others waiting).
+// The rounds read rows that the launch itself wrote: through Written (plain loads), never the read-only path,
+// whose cache is not kept coherent with the launch's own stores. A launch that finds status set does nothing
+// (every block alike: nothing changes status during it).
+
+// Written: the rows of a block written earlier in the same launch (ROUNDS): plain loads only, no hints.
+template <typename T, int V>
+struct Written {
+    const T* p;
+    i64 w;
+    __device__ __forceinline__ Written at(i64 i, i64 c) const { return {p + i * w + c, w}; }
+    __device__ __forceinline__ Pack<T, V> load(i64 k) const { return load_pack<T, V>(p + k * w); }
+    __device__ __forceinline__ Pack<T, V> load_near(i64 k) const { return load(k); }
+    __device__ __forceinline__ Pack<T, V> load_far(i64 k) const { return load(k); }
+};
+
+// Every thread of the grid waits here until all its blocks have arrived; what any of them stored before is then
+// seen by all. `arrived`: a word of the launch's own (0 before its first launch): block 0 adds 2^31 - (blocks -
+// 1), every other block 1, so its top bit flips when the last block arrives, and its low bits are 0 again for the
+// next barrier or launch. (spin_pause: nothing on a GPU; the host emulation lets the other threads run.)
+__device__ __forceinline__ void grid_barrier(unsigned* arrived) {
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        const unsigned add = blockIdx.x == 0 ? 0x80000000u - ((unsigned)gridDim.x - 1u) : 1u;
+        __threadfence();  // (this block's stores before its arrival)
+        const unsigned before = atomicAdd(arrived, add);
+        while (((before ^ *(volatile unsigned*)arrived) & 0x80000000u) == 0) spin_pause();
+        __threadfence();  // (the other blocks' stores before this block's next loads)
+    }
+    __syncthreads();
+}
+
+// round(src, dst, e): entry e (a mixing thread's V values) of the round src -> dst
+template <typename T, int V, class Round>
+__device__ void rounds_impl(const T* X, T* out, T* work, i64 n, i64 w, i64 R, const u64* status, unsigned* arrived,
+                            const Round& round) {
+    if (frozen(status, 0)) return;
+    const i64 entries = n * (w / V), stride = (i64)gridDim.x * blockDim.x;
+    const T* src = X;
+    for (i64 s = 1; s <= R; ++s) {
+        T* dst = (R - s) % 2 == 0 ? out : work;
+        for (i64 e = grid_thread(); e < entries; e += stride) round(src, dst, e);
+        if (s < R) grid_barrier(arrived);
+        src = dst;
+    }
 }
 
 // psi <- y + s_new g_new - s_old g_old (gt.hpp's gt_tracker_input) element-wise, for the y phases whose
@@ -789,21 +848,22 @@ __device__ void logistic_grad_impl(const T* __restrict__ H, const T* __restrict_
 // The one-launch Pull-Diag-GT phase reads three blocks per neighbour: up to 64 registers, 4 blocks per SM (it runs
 // on small blocks only, one value per thread).
 #define GT_BOUNDS __launch_bounds__(256, 4)
+#define ROUNDS_BOUNDS __launch_bounds__(256, 5)
 // csr_mix_<family><V>x<U>_<value>_<index>: a gossip round Y <- A X of the family entry, row (Ax: n per-row
 // weights) or circ (Ap = {0, m}, Aj the offsets, Ax the one weight); see csr_mix_entry and csr_mix_circ.
 #define MIXK(family, suffix, T, I, V, U) \
     __global__ void MIX_BOUNDS csr_mix_##family##V##x##U##_##suffix(const I* __restrict__ Ap, const I* __restrict__ Aj, const T* __restrict__ Ax, const T* __restrict__ X, T* __restrict__ Y, i64 n, i64 w, const u64* __restrict__ status) { \
-        mix_family_##family<T, I, V, U>(Ap, Aj, Ax, Rows<T, V>{X, w}, Store<T, V>{Y, w}, n, w, status, 0); }
+        mix_family_##family<T, I, V, U>(Ap, Aj, Ax, Rows<T, V>{X, w}, Store<T, V>{Y, w}, n, w, status, 0, grid_thread()); }
 // gt_descent_<family><V>x<U>_<value>_<index>: the last round of a Pull-Diag-GT y phase, y <- A X and
 // xw <- x - lr y, checked under `launch` (Descent above)
 #define DESCENTK(family, suffix, T, I, V, U) \
     __global__ void MIX_BOUNDS gt_descent_##family##V##x##U##_##suffix(const I* __restrict__ Ap, const I* __restrict__ Aj, const T* __restrict__ Ax, const T* __restrict__ X, const T* __restrict__ x, T lr, T* __restrict__ y, T* __restrict__ xw, i64 n, i64 w, u64* __restrict__ status, u64 launch) { \
-        mix_family_##family<T, I, V, U>(Ap, Aj, Ax, Rows<T, V>{X, w}, Descent<T, V>{y, xw, x, lr, w, status, launch}, n, w, status, launch); }
+        mix_family_##family<T, I, V, U>(Ap, Aj, Ax, Rows<T, V>{X, w}, Descent<T, V>{y, xw, x, lr, w, status, launch}, n, w, status, launch, grid_thread()); }
 // gt_phase_<family><V>x<U>_<value>_<index>: a whole one-round Pull-Diag-GT y phase in one launch,
 // y_out <- A (y + s_new g_new - s_old g_old) and xw <- x - lr y_out (TrackerInput and Descent above)
 #define PHASEK(family, suffix, T, I, V, U) \
     __global__ void GT_BOUNDS gt_phase_##family##V##x##U##_##suffix(const I* __restrict__ Ap, const I* __restrict__ Aj, const T* __restrict__ Ax, const T* __restrict__ y, const T* __restrict__ g_new, const T* __restrict__ g_old, const T* __restrict__ s_new, const T* __restrict__ s_old, const T* __restrict__ x, T lr, T* __restrict__ y_out, T* __restrict__ xw, i64 n, i64 w, u64* __restrict__ status, u64 launch) { \
-        mix_family_##family<T, I, V, U>(Ap, Aj, Ax, TrackerInput<T, V>{y, g_new, g_old, s_new, s_old, w}, Descent<T, V>{y_out, xw, x, lr, w, status, launch}, n, w, status, launch); }
+        mix_family_##family<T, I, V, U>(Ap, Aj, Ax, TrackerInput<T, V>{y, g_new, g_old, s_new, s_old, w}, Descent<T, V>{y_out, xw, x, lr, w, status, launch}, n, w, status, launch, grid_thread()); }
 #define ENTRY(suffix, T, I, V, U) MIXK(entry, suffix, T, I, V, U)
 #define ROWW(suffix, T, I, V, U) MIXK(row, suffix, T, I, V, U)
 #define CIRCW(suffix, T, I, V, U) MIXK(circ, suffix, T, I, V, U)
@@ -812,6 +872,13 @@ __device__ void logistic_grad_impl(const T* __restrict__ H, const T* __restrict_
 #define CIRCTK(suffix, T, I, V, U) \
     __global__ void __launch_bounds__(1024, 2) csr_mix_circt##V##x##U##_##suffix(const I* __restrict__ Ap, const I* __restrict__ Aj, const T* __restrict__ Ax, const T* __restrict__ X, T* __restrict__ Y, i64 n, i64 w, const u64* __restrict__ status) { \
         csr_mix_circt<T, I, V, U>(Ap, Aj, Ax, X, Y, n, w, status); }
+#define ROUNDSK(family, suffix, T, I, V, U) \
+    __global__ void ROUNDS_BOUNDS csr_rounds_##family##V##x##U##_##suffix(const I* __restrict__ Ap, const I* __restrict__ Aj, const T* __restrict__ Ax, const T* X, T* out, T* work, i64 n, i64 w, i64 R, const u64* __restrict__ status, unsigned* arrived) { \
+        rounds_impl<T, V>(X, out, work, n, w, R, status, arrived, [&](const T* src, T* dst, i64 e) { \
+            mix_family_##family<T, I, V, U>(Ap, Aj, Ax, Written<T, V>{src, w}, Store<T, V>{dst, w}, n, w, nullptr, 0, e); }); }
+#define ROUNDS_ENTRY(suffix, T, I, V, U) ROUNDSK(entry, suffix, T, I, V, U)
+#define ROUNDS_ROW(suffix, T, I, V, U) ROUNDSK(row, suffix, T, I, V, U)
+#define ROUNDS_CIRC(suffix, T, I, V, U) ROUNDSK(circ, suffix, T, I, V, U)
 #define DESCENTS(suffix, T, I, V, U) DESCENTK(entry, suffix, T, I, V, U) DESCENTK(row, suffix, T, I, V, U)
 #define CIRC_DESCENTS(suffix, T, I, V, U) DESCENTK(circ, suffix, T, I, V, U)
 #define PHASES(suffix, T, I, V, U) PHASEK(entry, suffix, T, I, V, U) PHASEK(row, suffix, T, I, V, U)
@@ -862,6 +929,9 @@ ENTRIES(4, 4, ENTRY)
 ENTRIES(4, 4, ROWW)
 ENTRIES_I32(4, 4, CIRCW)
 CIRCTK(f64_i32, double, int, 1, 4) CIRCTK(f64_i32, double, int, 2, 4) CIRCTK(f32_i32, float, int, 1, 4)
+ENTRIES(4, 4, ROUNDS_ENTRY)
+ENTRIES(4, 4, ROUNDS_ROW)
+ENTRIES_I32(4, 4, ROUNDS_CIRC)
 ENTRIES(4, 4, DESCENTS)
 ENTRIES_I32(4, 4, CIRC_DESCENTS)
 PHASES(f64_i32, double, int, 1, 2) PHASES(f64_i64, double, i64, 1, 2) PHASES(f32_i32, float, int, 1, 2) PHASES(f32_i64, float, i64, 1, 2)
