@@ -229,6 +229,17 @@ EMULATE_ROUNDS(csr_rounds_circ1x4_f64_i32, double, int)
 EMULATE_ROUNDS(csr_rounds_circ2x4_f64_i32, double, int)
 EMULATE_ROUNDS(csr_rounds_circ1x4_f32_i32, float, int)
 EMULATE_ROUNDS(csr_rounds_circ4x4_f32_i32, float, int)
+// ... and Pull-Diag-GT's y phase of R rounds in one launch: gt_rounds_<family>1x2_f64_i32.
+#define EMULATE_GT_ROUNDS(name)                                                                                    \
+    EMULATE_GRID(name,                                                                                             \
+                 P(const int* Ap, const int* Aj, const double* Ax, const double* y, const double* g_new,           \
+                   const double* g_old, const double* s_new, const double* s_old, const double* x, double lr,      \
+                   double* y_out, double* xw, double* work, i64 n, i64 w, i64 R, u64* s, u64 launch,               \
+                   unsigned* arrived),                                                                             \
+                 (Ap, Aj, Ax, y, g_new, g_old, s_new, s_old, x, lr, y_out, xw, work, n, w, R, s, launch, arrived))
+EMULATE_GT_ROUNDS(gt_rounds_entry1x2_f64_i32)
+EMULATE_GT_ROUNDS(gt_rounds_row1x2_f64_i32)
+EMULATE_GT_ROUNDS(gt_rounds_circ1x2_f64_i32)
 
 // The lossy rounds of rowstoch_fast.network: csr_mix_lossy<V>_<value>_<index>.
 #define EMULATE_LOSSY(name, T, I)                                                                             \

@@ -237,7 +237,7 @@ def _mix_kernel_names():
             for dtype in (np.float64, np.float32)
             for index in ((np.int32,) if family == "circ" else (np.int32, np.int64))  # (device_circulant's)
             for aligned in (True, False) for w in range(1, 9)
-            for role in ("csr_mix", "gt_descent", "gt_phase", "csr_rounds")}
+            for role in ("csr_mix", "gt_descent", "gt_phase", "csr_rounds", "gt_rounds")}
 
 
 def _ptr(a):
@@ -491,7 +491,7 @@ def _emulated_device(cuda_on_host, monkeypatch, on_launch=None):
             converted = [arg(a) for a in args]  # now: the arrays must live until the (maybe replayed) launch
             launched.append(name)
             threads = grid[0] * block[0]  # the block kernels' emulation takes blocks and threads per block
-            blocked = name.startswith(("logistic_grad", "csr_mix_circt", "csr_rounds"))
+            blocked = name.startswith(("logistic_grad", "csr_mix_circt", "csr_rounds", "gt_rounds"))
             shape = (grid[0], block[0]) if blocked else (threads,)
             _FakeGraphs.run(lambda: emulated(*map(ctypes.c_longlong, shape), *converted))
         return launch
@@ -1033,9 +1033,10 @@ def test_rounds_in_one_launch_take_the_resident_blocks(monkeypatch):
 
 
 def test_cuda_rounds_in_one_launch_through_the_backend(cuda_on_host, monkeypatch):
-    """MG-Pull-Diag-GT (R = 3) through the backend with ROWSTOCH_CUDA_ROUNDS=persistent: the x phase's rounds and
-    the y phase's first R - 1 in one launch each, replayed in graphs, the barrier's word back to 0 after every
-    launch: the CPU's iterates bit for bit; ROWSTOCH_CUDA_ROUNDS is checked."""
+    """MG-Pull-Diag-GT (R = 3) through the backend with ROWSTOCH_CUDA_ROUNDS=persistent: the x phase's rounds in
+    one launch (replayed in a graph), the whole y phase in another (tracker input, rounds, descent), the
+    barrier's word back to 0 after every launch: the CPU's iterates bit for bit; ROWSTOCH_CUDA_ROUNDS is
+    checked."""
     from test_algorithms import _on_cpu_and_device
 
     from rowstoch_fast.backends import cupy as backend
@@ -1050,8 +1051,9 @@ def test_cuda_rounds_in_one_launch_through_the_backend(cuda_on_host, monkeypatch
         fake.launched.clear()
         cpu, gpu = _on_cpu_and_device(REGISTRY["pull-diag-gt"], A, x0, G, fake, 6)  # (R = 3)
         np.testing.assert_array_equal(gpu.gather_x(), cpu.x)
-        rounds = [k for k in fake.launched if k.startswith(("csr_mix", "csr_rounds"))]
-        assert rounds and all(k.startswith("csr_rounds") for k in rounds), rounds
+        rounds = [k for k in fake.launched if k.startswith(("csr_", "gt_", "tracker_input"))]
+        assert {k.split("_")[:2][1] for k in rounds} == {"rounds"}, rounds
+        assert any(k.startswith("csr_rounds") for k in rounds) and any(k.startswith("gt_rounds") for k in rounds)
         assert int(gpu._ops._arrived[0]) == 0
     monkeypatch.setattr(backend, "ROUNDS", "one")
     with pytest.raises(ValueError, match="ROWSTOCH_CUDA_ROUNDS must be one of graph, persistent, got 'one'"):
@@ -1335,16 +1337,23 @@ def test_cuda_bursty_chains_and_their_losses_match_the_cpu(cuda_on_host):
 
 @pytest.mark.parametrize("kind", ["entry", "row", "circ"])
 @pytest.mark.parametrize("w", [3, 4])
-@pytest.mark.parametrize("rounds,fused", [(1, True), (1, False), (3, False), (4, True)])
-def test_cuda_gt_y_phase_matches_cpu(cuda_on_host, monkeypatch, kind, w, rounds, fused):
+@pytest.mark.parametrize("rounds,fused,persistent", [(1, True, False), (1, False, False), (3, False, False),
+                                                     (4, True, False), (3, True, True), (4, True, True),
+                                                     (3, False, True)])
+def test_cuda_gt_y_phase_matches_cpu(cuda_on_host, monkeypatch, kind, w, rounds, fused, persistent):
     """CupyBackend.gt_y_phase on the emulated kernels (the one-launch phase, or tracker input, rounds and the
-    descent round; 16-byte packs at w = 4): the CPU's fused y phase bit for bit, a NaN in xw reported under
-    the phase's launch id, and nothing written once another launch has failed."""
+    descent round; 16-byte packs at w = 4; under ROWSTOCH_CUDA_ROUNDS=persistent the whole phase of R rounds in
+    one cooperative launch, or its rounds but the last): the CPU's fused y phase bit for bit, a NaN in xw
+    reported under the phase's launch id, and nothing written once another launch has failed."""
     from rowstoch_fast import MixingMatrix, _core
     from rowstoch_fast.backends import cupy as backend
 
     fake = _emulated_device(cuda_on_host, monkeypatch)
     monkeypatch.setattr(backend, "MIX_KERNEL", kind)
+    if persistent:
+        monkeypatch.setattr(backend, "ROUNDS", "persistent")
+        monkeypatch.setattr(backend, "_ROUNDS_GRID", 2)
+        monkeypatch.setattr(backend, "_BLOCK", 16)
     monkeypatch.setattr(backend, "L2_HINTS", str(2 * w * 8))  # (circ: the offsets of at least 2 rows streamed)
     rng = np.random.default_rng(w + rounds)
     dense = rng.uniform(0.1, 1.0, (9, 9)) * (rng.uniform(size=(9, 9)) < 0.5) + np.eye(9) + np.roll(np.eye(9), 1, 1)
@@ -1363,10 +1372,12 @@ def test_cuda_gt_y_phase_matches_cpu(cuda_on_host, monkeypatch, kind, w, rounds,
         y_out, xw, psi, work = (fake.asarray(np.full((n, w), 7.0)) for _ in range(4))
         fake.launched.clear()
         assert ops.gt_y_phase(A, rounds, 0.05, *dev, y_out, xw, psi, work) is backend.DEFERRED
-        single = fused and rounds == 1
-        assert [k.split("_")[1] for k in fake.launched if k.startswith("gt_")] == ["phase" if single else "descent"]
+        single = fused and (rounds == 1 or persistent)
+        kernel = ("phase" if rounds == 1 else "rounds") if single else "descent"
+        assert [k.split("_")[1] for k in fake.launched if k.startswith("gt_")] == [kernel]
+        assert not persistent or rounds < 3 or single or "csr_rounds" in fake.launched[-2]
         family = kind if A.n == 13 else "entry"  # (the random matrix allows only "entry")
-        assert all(f"_{family}" in k for k in fake.launched if k.startswith(("gt_", "csr_mix")))
+        assert all(f"_{family}" in k for k in fake.launched if k.startswith(("gt_", "csr_")))
         np.testing.assert_array_equal(y_out, want_y)
         np.testing.assert_array_equal(xw, want_xw)
         assert ops.failed_launch() == 0

@@ -291,7 +291,8 @@ def _mix_kernel(n, w, dtype, index_dtype, aligned, kind, family="entry", role="c
     block under the choice ``kind`` (:data:`MIX_KERNEL`); ``role`` ``"gt_descent"`` (4 neighbours' loads in
     flight, 16-byte packs where ``aligned`` and the width allow) or ``"gt_phase"`` (2 in flight, one value
     per thread: it runs on small blocks only) names the Pull-Diag-GT kernels of the same family
-    (:meth:`CupyBackend.gt_y_phase`), ``"csr_rounds"`` the R rounds in one launch (:data:`ROUNDS`)."""
+    (:meth:`CupyBackend.gt_y_phase`), ``"csr_rounds"`` and ``"gt_rounds"`` (as ``"gt_phase"``) the R rounds of
+    :func:`mix_power` and of the y phase in one launch (:data:`ROUNDS`)."""
     if kind not in _MIX_KERNELS:
         raise ValueError(f"ROWSTOCH_CUDA_MIX must be one of {', '.join(_MIX_KERNELS)}, got {kind!r}")
     suffix = f"{_suffix(dtype)}_{'i32' if np.dtype(index_dtype) == np.int32 else 'i64'}"
@@ -306,7 +307,7 @@ def _mix_kernel(n, w, dtype, index_dtype, aligned, kind, family="entry", role="c
             if w // (vec if packed else 1) <= _TILE_THREADS:
                 return f"{role}_circt{vec if packed else 1}x4_{suffix}", n * w // (vec if packed else 1)
     else:
-        unroll = 2 if role == "gt_phase" else 4
+        unroll = 2 if role in ("gt_phase", "gt_rounds") else 4
         packed = role == "gt_descent" and aligned and w % vec == 0
     if packed:
         return f"{role}_{family}{vec}x{unroll}_{suffix}", n * w // vec
@@ -332,13 +333,14 @@ def _gather(A, role, n, w, aligned, blocks, tail):
     family, Ap, Aj, Ax = _mix_arguments(A)
     name, threads = _mix_kernel(n, w, Ax.dtype, Ap.dtype, aligned, MIX_KERNEL, family, role)
     args = (Ap, Aj, Ax, *blocks, np.int64(n), np.int64(w), *tail)
-    if "_circt" not in name:
+    if "_circt" in name:  # kernels.cu's CIRCT: blocks of rows x (threads per row) threads, a tile of twice their rows
+        groups = threads // n
+        rows = _TILE_THREADS // groups
+        _kernel(name)(((n + rows - 1) // rows,), (rows * groups,), args, shared_mem=2 * rows * w * Ax.dtype.itemsize)
+    elif role.endswith("_rounds"):  # kernels.cu's ROUNDS: one cooperative launch of at most the resident blocks
+        _cooperative_kernel(name)((min(-(-threads // _BLOCK), _resident_blocks(name)),), (_BLOCK,), args)
+    else:
         _launch(name, threads, args)
-        return
-    # kernels.cu's CIRCT: blocks of rows x (threads per row) threads, a tile of at most twice their rows
-    groups = threads // n
-    rows = _TILE_THREADS // groups
-    _kernel(name)(((n + rows - 1) // rows,), (rows * groups,), args, shared_mem=2 * rows * w * Ax.dtype.itemsize)
 
 
 _TILE_THREADS = 1024  # the most threads of a block of kernels.cu's CIRCT (its __launch_bounds__)
@@ -531,14 +533,18 @@ def _rounds_into(A, src, out, work, R, status, arrived):
     """``out <- A^R src`` through ``work`` in one cooperative launch (kernels.cu's ROUNDS), as many blocks as the
     work needs up to those the device keeps resident; ``arrived``: a uint32 device word, 0 before its first such
     launch, used by no launch that may run at the same time (the grid's barrier), or None (a new one)."""
-    family, Ap, Aj, Ax = _mix_arguments(A)
-    n, w = src.shape
-    name, threads = _mix_kernel(n, w, Ax.dtype, Ap.dtype, _aligned(src, out, work), MIX_KERNEL, family, "csr_rounds")
     if arrived is None:
         arrived = require_cupy().zeros(1, dtype=np.uint32)
-    blocks = min(-(-threads // _BLOCK), _resident_blocks(name))
-    _cooperative_kernel(name)((blocks,), (_BLOCK,), (Ap, Aj, Ax, src, out, work, np.int64(n), np.int64(w), np.int64(R),
-                                                    _NULL if status is None else status, arrived))
+    _gather(A, "csr_rounds", *src.shape, _aligned(src, out, work), (src, out, work),
+            (np.int64(R), _NULL if status is None else status, arrived))
+
+
+def _phase_rounds_into(A, R, y, g_new, g_old, s_new, s_old, x, lr, y_out, xw, work, status, launch, arrived):
+    """A Pull-Diag-GT y phase of ``R >= 2`` rounds in one cooperative launch (``gt_rounds`` of kernels.cu's
+    ROUNDS): ``y_out <- A^R (y + s_new g_new - s_old g_old)`` through ``work``, the tracker input computed as it is
+    gathered, and ``xw <- x - lr y_out``, checked under ``launch``; ``arrived``: as :func:`_rounds_into`'s."""
+    _gather(A, "gt_rounds", *x.shape, False, (y, g_new, g_old, s_new, s_old, x, x.dtype.type(lr), y_out, xw, work),
+            (np.int64(R), status, np.uint64(launch), arrived))  # (one value per thread: alignment unread)
 
 
 def _resident_blocks(name):
@@ -877,16 +883,17 @@ class CupyBackend(Backend):
         _combine_into(out, coefs, blocks, self._status, launch)
         return DEFERRED if launch else True
 
-    #: The largest block (rows x width) whose one-round Pull-Diag-GT y phase runs as one launch that computes
-    #: the tracker input as it gathers (:meth:`gt_y_phase`); above it the gathers would read three blocks
-    #: where a separate pass reads them once.
+    #: The largest block (rows x width) whose Pull-Diag-GT y phase of one round (of any number under
+    #: :data:`ROUNDS` ``"persistent"``) runs as one launch that computes the tracker input as it gathers
+    #: (:meth:`gt_y_phase`); above it the gathers would read three blocks where a separate pass reads them once.
     fused_phase_max = 2**16
 
     def gt_y_phase(self, A, rounds, lr, x, y, g_new, g_old, s_new, s_old, y_out, xw, psi, work):
         """Pull-Diag-GT's y phase (the CPU backend's ``gt_y_phase``): ``y_out <- A^R (y + s_new g_new - s_old
         g_old)`` and ``xw <- x - lr y_out``, the descent done by the last round's kernel (no pass of its own).
-        One round on at most :attr:`fused_phase_max` entries: the whole phase in one launch (the tracker
-        input computed as it is gathered, never written); otherwise the tracker input into ``psi``, the
+        One round (any number under :data:`ROUNDS` ``"persistent"``: one cooperative launch) on at most
+        :attr:`fused_phase_max` entries: the whole phase in one launch (the tracker input computed as it is
+        gathered, never written); otherwise the tracker input into ``psi``, the
         first ``R - 1`` rounds (through ``work`` and ``y_out``), then the last, all replayed as one CUDA graph
         once the same buffers, tracker rows and ``lr`` come again (the tracker has frozen), its check told
         apart from one replay to the next on the device. The same sums in the same order as the CPU, hence
@@ -912,8 +919,11 @@ class CupyBackend(Backend):
     def _y_phase(self, A, rounds, lr, x, y, g_new, g_old, s_new, s_old, y_out, xw, psi, work):
         """``launch(id)``: the launches of :meth:`gt_y_phase`, the check of ``xw`` under ``id``."""
         status = self._status
-        if self._one_launch_phase(rounds, x):
+        if self._one_launch_phase(rounds, x) and rounds == 1:
             return lambda launch: _phase_into(A, y, g_new, g_old, s_new, s_old, x, lr, y_out, xw, status, launch)
+        if self._one_launch_phase(rounds, x):
+            return lambda launch: _phase_rounds_into(A, rounds, y, g_new, g_old, s_new, s_old, x, lr, y_out, xw, work,
+                                                     status, launch, self._arrived)
 
         def phase(launch):
             _tracker_input_into(psi, y, g_new, g_old, s_new, s_old, status)
@@ -922,8 +932,9 @@ class CupyBackend(Backend):
         return phase
 
     def _one_launch_phase(self, rounds, x):
-        """The y phase is one launch (:meth:`gt_y_phase`): one round on at most :attr:`fused_phase_max` entries."""
-        return rounds == 1 and x.shape[0] * x.shape[1] <= self.fused_phase_max
+        """The y phase is one launch (:meth:`gt_y_phase`) on at most :attr:`fused_phase_max` entries: one round,
+        or several in one cooperative launch under :data:`ROUNDS` ``"persistent"``."""
+        return x.shape[0] * x.shape[1] <= self.fused_phase_max and (rounds == 1 or _persistent())
 
     def _replay(self, graph):
         """Launch ``graph`` (whose first node is a tick): its checks' id told apart by the count (kernels.cu);

@@ -397,15 +397,17 @@ __device__ __forceinline__ void mix_family_circ(const I* Ap, const I* Aj, const 
     csr_mix_circ<T, I, V, U>(Ap, Aj, Ax, src, sink, n, w, status, launch, tid);
 }
 
-// ROUNDS: the R gossip rounds of mix_power in one launch (backends/cupy.py's ROUNDS = "persistent", for small
-// blocks, where a launch per round costs more than the round's work): out <- A^R X through the ping-pong buffer
-// work, each round writing where R launches of the family's kernel would (round s: out where R - s is even,
-// else work), the same sums per entry, hence the same bits. The grid's threads loop over the entries (grid-stride)
-// and meet at a grid-wide barrier between two rounds, so the grid is launched as a cooperative kernel: all its
-// blocks resident at once, or the launch fails (a block that never starts would leave the others waiting).
-// The rounds read rows that the launch itself wrote: through Written (plain loads), never the read-only path,
-// whose cache is not kept coherent with the launch's own stores. A launch that finds status set does nothing
-// (every block alike: nothing changes status during it).
+// ROUNDS: R >= 2 gossip rounds in one launch (backends/cupy.py's ROUNDS = "persistent", for small blocks, where a
+// launch per round costs more than the round's work): csr_rounds, out <- A^R X (mix_power), and gt_rounds,
+// Pull-Diag-GT's whole y phase (its first round gathering the tracker input as it reads, TrackerInput, as
+// gt_phase does; its last the descent, Descent, checked under `launch`). Round s writes out where R - s is even,
+// else work, as separate launches of the family's kernels do (the y phase: y_out and work, its tracker input
+// never written), the same sums per entry, hence the same bits. The grid's threads loop over the entries
+// (grid-stride) and meet at a grid-wide barrier between two rounds, so the grid is launched as a cooperative
+// kernel: all its blocks resident at once, or the launch fails (a block that never starts would leave the others
+// waiting). The rounds read rows that the launch itself wrote: through Written (plain loads), never the
+// read-only path, whose cache is not kept coherent with the launch's own stores. A launch that finds status set
+// (by another launch) does nothing, every block alike: nothing else changes status during it.
 
 // Written: the rows of a block written earlier in the same launch (ROUNDS): plain loads only, no hints.
 template <typename T, int V>
@@ -434,16 +436,17 @@ __device__ __forceinline__ void grid_barrier(unsigned* arrived) {
     __syncthreads();
 }
 
-// round(src, dst, e): entry e (a mixing thread's V values) of the round src -> dst
+// round(s, src, dst, e): entry e (a mixing thread's V values) of round s, which reads src (round s - 1's output;
+// `in` for round 1) and writes dst
 template <typename T, int V, class Round>
-__device__ void rounds_impl(const T* X, T* out, T* work, i64 n, i64 w, i64 R, const u64* status, unsigned* arrived,
-                            const Round& round) {
-    if (frozen(status, 0)) return;
+__device__ void rounds_impl(const T* in, T* out, T* work, i64 n, i64 w, i64 R, const u64* status, u64 launch,
+                            unsigned* arrived, const Round& round) {
+    if (frozen(status, launch)) return;
     const i64 entries = n * (w / V), stride = (i64)gridDim.x * blockDim.x;
-    const T* src = X;
+    const T* src = in;
     for (i64 s = 1; s <= R; ++s) {
         T* dst = (R - s) % 2 == 0 ? out : work;
-        for (i64 e = grid_thread(); e < entries; e += stride) round(src, dst, e);
+        for (i64 e = grid_thread(); e < entries; e += stride) round(s, src, dst, e);
         if (s < R) grid_barrier(arrived);
         src = dst;
     }
@@ -874,11 +877,18 @@ __device__ void logistic_grad_impl(const T* __restrict__ H, const T* __restrict_
         csr_mix_circt<T, I, V, U>(Ap, Aj, Ax, X, Y, n, w, status); }
 #define ROUNDSK(family, suffix, T, I, V, U) \
     __global__ void ROUNDS_BOUNDS csr_rounds_##family##V##x##U##_##suffix(const I* __restrict__ Ap, const I* __restrict__ Aj, const T* __restrict__ Ax, const T* X, T* out, T* work, i64 n, i64 w, i64 R, const u64* __restrict__ status, unsigned* arrived) { \
-        rounds_impl<T, V>(X, out, work, n, w, R, status, arrived, [&](const T* src, T* dst, i64 e) { \
+        rounds_impl<T, V>(X, out, work, n, w, R, status, 0, arrived, [&](i64, const T* src, T* dst, i64 e) { \
             mix_family_##family<T, I, V, U>(Ap, Aj, Ax, Written<T, V>{src, w}, Store<T, V>{dst, w}, n, w, nullptr, 0, e); }); }
+#define GT_ROUNDSK(family, suffix, T, I, V, U) \
+    __global__ void GT_BOUNDS gt_rounds_##family##V##x##U##_##suffix(const I* __restrict__ Ap, const I* __restrict__ Aj, const T* __restrict__ Ax, const T* y, const T* g_new, const T* g_old, const T* s_new, const T* s_old, const T* x, T lr, T* y_out, T* xw, T* work, i64 n, i64 w, i64 R, u64* __restrict__ status, u64 launch, unsigned* arrived) { \
+        rounds_impl<T, V>(nullptr, y_out, work, n, w, R, status, launch, arrived, [&](i64 s, const T* src, T* dst, i64 e) { \
+            if (s == 1) mix_family_##family<T, I, V, U>(Ap, Aj, Ax, TrackerInput<T, V>{y, g_new, g_old, s_new, s_old, w}, Store<T, V>{dst, w}, n, w, nullptr, 0, e); \
+            else if (s < R) mix_family_##family<T, I, V, U>(Ap, Aj, Ax, Written<T, V>{src, w}, Store<T, V>{dst, w}, n, w, nullptr, 0, e); \
+            else mix_family_##family<T, I, V, U>(Ap, Aj, Ax, Written<T, V>{src, w}, Descent<T, V>{dst, xw, x, lr, w, status, launch}, n, w, nullptr, 0, e); }); }
 #define ROUNDS_ENTRY(suffix, T, I, V, U) ROUNDSK(entry, suffix, T, I, V, U)
 #define ROUNDS_ROW(suffix, T, I, V, U) ROUNDSK(row, suffix, T, I, V, U)
 #define ROUNDS_CIRC(suffix, T, I, V, U) ROUNDSK(circ, suffix, T, I, V, U)
+#define GT_ROUNDS(suffix, T, I, V, U) GT_ROUNDSK(entry, suffix, T, I, V, U) GT_ROUNDSK(row, suffix, T, I, V, U)
 #define DESCENTS(suffix, T, I, V, U) DESCENTK(entry, suffix, T, I, V, U) DESCENTK(row, suffix, T, I, V, U)
 #define CIRC_DESCENTS(suffix, T, I, V, U) DESCENTK(circ, suffix, T, I, V, U)
 #define PHASES(suffix, T, I, V, U) PHASEK(entry, suffix, T, I, V, U) PHASEK(row, suffix, T, I, V, U)
@@ -936,6 +946,8 @@ ENTRIES(4, 4, DESCENTS)
 ENTRIES_I32(4, 4, CIRC_DESCENTS)
 PHASES(f64_i32, double, int, 1, 2) PHASES(f64_i64, double, i64, 1, 2) PHASES(f32_i32, float, int, 1, 2) PHASES(f32_i64, float, i64, 1, 2)
 PHASEK(circ, f64_i32, double, int, 1, 2) PHASEK(circ, f32_i32, float, int, 1, 2)
+GT_ROUNDS(f64_i32, double, int, 1, 2) GT_ROUNDS(f64_i64, double, i64, 1, 2) GT_ROUNDS(f32_i32, float, int, 1, 2)
+GT_ROUNDS(f32_i64, float, i64, 1, 2) GT_ROUNDSK(circ, f64_i32, double, int, 1, 2) GT_ROUNDSK(circ, f32_i32, float, int, 1, 2)
 LOSSY(f64_i32, double, int, 1) LOSSY(f64_i64, double, i64, 1) LOSSY(f32_i32, float, int, 1) LOSSY(f32_i64, float, i64, 1)
 LOSSY(f64_i32, double, int, 2) LOSSY(f64_i64, double, i64, 2) LOSSY(f32_i32, float, int, 4) LOSSY(f32_i64, float, i64, 4)
 COMBINES(f64, double) COMBINES(f32, float)
