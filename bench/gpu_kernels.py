@@ -16,9 +16,10 @@ Sections (each prints a markdown table; everything lands in ``DIR/gpu_kernels.js
   GB/s are those of the same work), and the R gossip rounds alone; ``circ`` also without its cache hints
   (``-nohints``) and with the y phase unfused (``-unfused``);
 * ``overhead``: the same iteration at n = 2^10 .. 2^16, where launches and synchronisation dominate: the
-  default (graphs of the R rounds, NaN/Inf flag read every 32 steps), each phase's R rounds in one
-  cooperative launch (``persistent``), without graphs, and with a read of the flag after every step (the
-  2026-11 behaviour), next to the CPU kernels;
+  default (graphs of the R rounds, NaN/Inf flag read every 32 steps), the x phase's R rounds in one
+  cooperative launch and (up to 2^16 entries) the whole y phase in another (``persistent``,
+  ``ROUNDS = "persistent"``), without graphs, and with a read of the flag after every step (the 2026-11
+  behaviour), next to the CPU kernels;
 * ``oracle``: the logistic oracle (Appendix E.2: 400 samples per node, batch 200, d = 10) at n = 512 and
   2^15 on the GPU against the CPU kernels on every core of this host, and a whole Pull-Diag-GT step at
   n = 512 (with a lambda, and with an Oracle: then one CUDA graph); the logistic kernel also at one warp per

@@ -30,7 +30,7 @@ def resources(arch="sm_90", path=None):
     path = path or os.path.join(os.path.dirname(__file__), os.pardir, "rowstoch_fast", "backends", "kernels.cu")
     with open(path) as f:
         prog = nvrtc.createProgram(f.read(), "kernels.cu", [], [])
-    nvrtc.compileProgram(prog, [*_OPTIONS, f"-arch={arch}", "--ptxas-options=-v"])
+    nvrtc.compileProgram(prog, [*_OPTIONS, "-DROWSTOCH_ALL_KERNELS", f"-arch={arch}", "--ptxas-options=-v"])
     report, kernel = {}, None
     for line in nvrtc.getProgramLog(prog).splitlines():
         m = re.search(r"Compiling entry function '(\w+)'", line)

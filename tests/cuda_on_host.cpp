@@ -122,6 +122,7 @@ static inline void store_cs(T* p, const P& r) {
 // A thread spinning at kernels.cu's grid barrier lets the others run.
 static inline void spin_pause() { std::this_thread::yield(); }
 
+#define ROWSTOCH_ALL_KERNELS
 #include KERNELS_CU
 
 // Launches `name` over `threads` emulated threads (block size 1).

@@ -193,41 +193,48 @@ def test_cuda_kernels_compile(tmp_path):
 
 
 def test_cuda_kernels_compile_with_nvrtc():
-    """The exact compile the CuPy backend does at run time (NVRTC, same options), without needing a device."""
+    """The exact compiles the CuPy backend does at run time (NVRTC, same options: the plain module, and the
+    cooperative one with ROUNDS' kernels only), without needing a device: every kernel name the backend can
+    launch is in the module it launches from, and no kernel spills registers on a Hopper GPU."""
     nvrtc = pytest.importorskip("cupy_backends.cuda.libs.nvrtc", reason="CuPy (with NVRTC) not installed")
     import rowstoch_fast
 
     with open(os.path.join(os.path.dirname(rowstoch_fast.__file__), "backends", "kernels.cu")) as f:
         src = f.read()
     try:
-        prog = nvrtc.createProgram(src, "kernels.cu", [], [])
+        nvrtc.createProgram(src, "kernels.cu", [], [])
     except Exception as exc:  # noqa: BLE001 - NVRTC library missing
         pytest.skip(f"NVRTC unavailable: {exc}")
-    try:
-        nvrtc.compileProgram(prog, ["-std=c++14", "--fmad=false", "-arch=compute_80"])
-    except Exception:  # noqa: BLE001 - show the compiler log
-        pytest.fail(nvrtc.getProgramLog(prog))
-    ptx = nvrtc.getPTX(prog)
-    ptx = ptx.decode() if isinstance(ptx, bytes) else ptx
+
+    def entries(*options):
+        prog = nvrtc.createProgram(src, "kernels.cu", [], [])
+        try:
+            nvrtc.compileProgram(prog, ["-std=c++14", "--fmad=false", *options])
+        except Exception:  # noqa: BLE001 - show the compiler log
+            pytest.fail(nvrtc.getProgramLog(prog))
+        ptx = nvrtc.getPTX(prog)
+        return set(re.findall(r"\.entry (\w+)\(", ptx.decode() if isinstance(ptx, bytes) else ptx)), prog
+
     from rowstoch_fast.backends import cupy as backend
     from rowstoch_fast.backends.cupy import _coordinate_groups
 
     logistic = {f"logistic_grad{_coordinate_groups(d)}_{t}" for d in range(1, 200) for t in ("f32", "f64")}
     elementwise = {*backend._COMBINE.values(), "tracker_input_f64", "tracker_input_f32", "tracker_rows_f64",
                    "tracker_rows_f32", "tick"}
-    missing = {name for name in _mix_kernel_names() | logistic | elementwise if f".entry {name}(" not in ptx}
-    assert not missing, f"names the backend can launch that kernels.cu does not define: {sorted(missing)}"
+    plain, cooperative = _mix_kernel_names(), _mix_kernel_names(("csr_rounds", "gt_rounds"))
+    for names, options in ((plain | logistic | elementwise, ()), (cooperative, ("-DROWSTOCH_COOPERATIVE",))):
+        defined = entries("-arch=compute_80", *options)[0]
+        assert names <= defined, f"names the backend can launch that kernels.cu does not define: {names - defined}"
+        assert not defined & (cooperative if not options else plain)  # (each module its own)
     # ptxas for a Hopper GPU (bench/gpu_registers.py): no kernel spills registers to local memory
-    prog = nvrtc.createProgram(src, "kernels.cu", [], [])
-    nvrtc.compileProgram(prog, ["-std=c++14", "--fmad=false", "-arch=sm_90", "--ptxas-options=-v"])
-    log = nvrtc.getProgramLog(prog)
+    log = nvrtc.getProgramLog(entries("-arch=sm_90", "--ptxas-options=-v", "-DROWSTOCH_ALL_KERNELS")[1])
     spills = re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", log)
-    assert spills and all(a == "0" and b == "0" for a, b in spills), log
+    assert len(spills) > 100 and all(a == "0" and b == "0" for a, b in spills), log
 
 
-def _mix_kernel_names():
-    """Every mixing kernel name backends.cupy._mix_kernel can return for the families _mix_arguments gives each
-    choice of ROWSTOCH_CUDA_MIX."""
+def _mix_kernel_names(roles=("csr_mix", "gt_descent", "gt_phase")):
+    """Every mixing kernel name backends.cupy._mix_kernel can return in ``roles`` for the families
+    _mix_arguments gives each choice of ROWSTOCH_CUDA_MIX."""
     from rowstoch_fast.backends import cupy as backend
 
     families = {"auto": ("entry", "row", "circ"), "circ": ("entry", "row", "circ"), "circ1": ("entry", "row", "circ"),
@@ -236,8 +243,7 @@ def _mix_kernel_names():
             for kind in backend._MIX_KERNELS for family in families.get(kind, ("entry",))
             for dtype in (np.float64, np.float32)
             for index in ((np.int32,) if family == "circ" else (np.int32, np.int64))  # (device_circulant's)
-            for aligned in (True, False) for w in range(1, 9)
-            for role in ("csr_mix", "gt_descent", "gt_phase", "csr_rounds", "gt_rounds")}
+            for aligned in (True, False) for w in range(1, 9) for role in roles}
 
 
 def _ptr(a):

@@ -122,12 +122,13 @@ def to_cpu(x):
 
 @lru_cache(maxsize=None)
 def _module(cooperative=False):
-    """kernels.cu compiled by NVRTC (cached on disk by CuPy); ``cooperative``: the same code (the same binary, from
-    CuPy's cache), its kernels launched as cooperative kernels (all blocks resident at once)."""
+    """kernels.cu compiled by NVRTC (cached on disk by CuPy); ``cooperative``: its ROUNDS kernels only
+    (``ROWSTOCH_COOPERATIVE``), launched as cooperative kernels (all blocks resident at once)."""
     cupy = require_cupy()
     with open(os.path.join(os.path.dirname(__file__), "kernels.cu")) as f:
         code = f.read()
-    return cupy.RawModule(code=code, options=_OPTIONS, enable_cooperative_groups=cooperative)
+    options = (*_OPTIONS, "-DROWSTOCH_COOPERATIVE") if cooperative else _OPTIONS
+    return cupy.RawModule(code=code, options=options, enable_cooperative_groups=cooperative)
 
 
 @lru_cache(maxsize=None)

@@ -932,22 +932,28 @@ __device__ void logistic_grad_impl(const T* __restrict__ H, const T* __restrict_
 #define GE(suffix, I) \
     __global__ void ge_advance_##suffix(const I* Ap, const I* Aj, i64 rows, unsigned char* bad, const u64* keys, i64 steps, u64 init_key, int init, double p_bad, double p_recover, double stationary) { \
         ge_advance_impl<I>(Ap, Aj, rows, bad, keys, steps, init_key, init, p_bad, p_recover, stationary); }
+// Which kernels a compile instantiates: all but ROUNDS', or with ROWSTOCH_COOPERATIVE only ROUNDS' (the backend's
+// second module, whose launches are cooperative: compiled only where ROUNDS = "persistent" is used, so that the
+// first compile stays as short as before); ROWSTOCH_ALL_KERNELS: both (the host emulation, the tools).
 extern "C" {
+#if defined(ROWSTOCH_COOPERATIVE) || defined(ROWSTOCH_ALL_KERNELS)
+ENTRIES(4, 4, ROUNDS_ENTRY)
+ENTRIES(4, 4, ROUNDS_ROW)
+ENTRIES_I32(4, 4, ROUNDS_CIRC)
+GT_ROUNDS(f64_i32, double, int, 1, 2) GT_ROUNDS(f64_i64, double, i64, 1, 2) GT_ROUNDS(f32_i32, float, int, 1, 2)
+GT_ROUNDS(f32_i64, float, i64, 1, 2) GT_ROUNDSK(circ, f64_i32, double, int, 1, 2) GT_ROUNDSK(circ, f32_i32, float, int, 1, 2)
+#endif
+#if !defined(ROWSTOCH_COOPERATIVE) || defined(ROWSTOCH_ALL_KERNELS)
 GE(i32, int) GE(i64, i64)
 ENTRIES(4, 1, ENTRY)
 ENTRIES(4, 4, ENTRY)
 ENTRIES(4, 4, ROWW)
 ENTRIES_I32(4, 4, CIRCW)
 CIRCTK(f64_i32, double, int, 1, 4) CIRCTK(f64_i32, double, int, 2, 4) CIRCTK(f32_i32, float, int, 1, 4)
-ENTRIES(4, 4, ROUNDS_ENTRY)
-ENTRIES(4, 4, ROUNDS_ROW)
-ENTRIES_I32(4, 4, ROUNDS_CIRC)
 ENTRIES(4, 4, DESCENTS)
 ENTRIES_I32(4, 4, CIRC_DESCENTS)
 PHASES(f64_i32, double, int, 1, 2) PHASES(f64_i64, double, i64, 1, 2) PHASES(f32_i32, float, int, 1, 2) PHASES(f32_i64, float, i64, 1, 2)
 PHASEK(circ, f64_i32, double, int, 1, 2) PHASEK(circ, f32_i32, float, int, 1, 2)
-GT_ROUNDS(f64_i32, double, int, 1, 2) GT_ROUNDS(f64_i64, double, i64, 1, 2) GT_ROUNDS(f32_i32, float, int, 1, 2)
-GT_ROUNDS(f32_i64, float, i64, 1, 2) GT_ROUNDSK(circ, f64_i32, double, int, 1, 2) GT_ROUNDSK(circ, f32_i32, float, int, 1, 2)
 LOSSY(f64_i32, double, int, 1) LOSSY(f64_i64, double, i64, 1) LOSSY(f32_i32, float, int, 1) LOSSY(f32_i64, float, i64, 1)
 LOSSY(f64_i32, double, int, 2) LOSSY(f64_i64, double, i64, 2) LOSSY(f32_i32, float, int, 4) LOSSY(f32_i64, float, i64, 4)
 COMBINES(f64, double) COMBINES(f32, float)
@@ -956,4 +962,5 @@ TRACKER_ROWS(f64, double) TRACKER_ROWS(f32, float)
 TICK
 LOGISTIC(f64, double, 0) LOGISTIC(f64, double, 1) LOGISTIC(f64, double, 2) LOGISTIC(f64, double, 3) LOGISTIC(f64, double, 4)
 LOGISTIC(f32, float, 0) LOGISTIC(f32, float, 1) LOGISTIC(f32, float, 2) LOGISTIC(f32, float, 3) LOGISTIC(f32, float, 4)
+#endif
 }
