@@ -18,8 +18,8 @@ Sections (each prints a markdown table; everything lands in ``DIR/gpu_kernels.js
 * ``overhead``: the same iteration at n = 2^10 .. 2^16, where launches and synchronisation dominate: the
   default (graphs of the R rounds, NaN/Inf flag read every 32 steps), the x phase's R rounds in one
   cooperative launch and (up to 2^16 entries) the whole y phase in another (``persistent``,
-  ``ROUNDS = "persistent"``), without graphs, and with a read of the flag after every step (the 2026-11
-  behaviour), next to the CPU kernels;
+  ``ROUNDS = "persistent"``; ``persistent-fused``: the y phase in one launch up to 2^20 entries), without
+  graphs, and with a read of the flag after every step (the 2026-11 behaviour), next to the CPU kernels;
 * ``oracle``: the logistic oracle (Appendix E.2: 400 samples per node, batch 200, d = 10) at n = 512 and
   2^15 on the GPU against the CPU kernels on every core of this host, and a whole Pull-Diag-GT step at
   n = 512 (with a lambda, and with an Oracle: then one CUDA graph); the logistic kernel also at one warp per
@@ -240,10 +240,12 @@ def section_overhead(cp, out, sizes, d=10, R=10):
         k = 50
         contenders = {}
         for name, graphs, every in (("default", True, 32), ("unfused", True, 32), ("circ1", True, 32),
-                                    ("circt", True, 32), ("persistent", True, 32), ("no-graphs", False, 32),
-                                    ("sync-every-step", False, 1)):
+                                    ("circt", True, 32), ("persistent", True, 32), ("persistent-fused", True, 32),
+                                    ("no-graphs", False, 32), ("sync-every-step", False, 1)):
             opt = PullDiagGT(A, cp.asarray(rng.standard_normal((n, d))), lr=1e-3, rounds=R, tracker="perron")
             opt._ops.use_graphs, opt._ops.check_every = graphs, every
+            if name == "persistent-fused":  # (the y phase in one launch also above 2^16 entries: 2^14 at d = 10)
+                opt._ops.fused_phase_max = 2**20
             if name == "unfused":  # the y phase as before section 9d (combine, graph of the rounds, combine)
                 _unfused(opt)
 
@@ -255,7 +257,7 @@ def section_overhead(cp, out, sizes, d=10, R=10):
                         opt.x  # noqa: B018 - what a per-step check costs: a read of the flag
                 cp.cuda.Device().synchronize()
             # (persistent: each phase's R rounds in one cooperative launch, inside the graphs)
-            contenders[name] = _persistent(run) if name == "persistent" else run
+            contenders[name] = _persistent(run) if name.startswith("persistent") else run
         Gh = rng.standard_normal((n, d))
         cpu = PullDiagGT(A, rng.standard_normal((n, d)), lr=1e-3, rounds=R, tracker="perron")
 
@@ -264,7 +266,8 @@ def section_overhead(cp, out, sizes, d=10, R=10):
                 cpu.step(lambda X: Gh)
         contenders["cpu"] = cpu_run
         med, _ = interleaved(contenders, rounds=3, min_time=0.05, min_calls=2)
-        for name in ("default", "unfused", "circ1", "circt", "persistent", "no-graphs", "sync-every-step", "cpu"):
+        for name in ("default", "unfused", "circ1", "circt", "persistent", "persistent-fused", "no-graphs",
+                     "sync-every-step", "cpu"):
             t = med[name] / k
             rows.append({"n": n, "contender": name, "seconds": t})
             print(f"| 2^{log2n} | {name} | {t * 1e3:.4f} |", flush=True)
