@@ -894,10 +894,10 @@ class CupyBackend(Backend):
         g_old)`` and ``xw <- x - lr y_out``, the descent done by the last round's kernel (no pass of its own).
         One round (any number under :data:`ROUNDS` ``"persistent"``: one cooperative launch) on at most
         :attr:`fused_phase_max` entries: the whole phase in one launch (the tracker input computed as it is
-        gathered, never written); otherwise the tracker input into ``psi``, the
-        first ``R - 1`` rounds (through ``work`` and ``y_out``), then the last, all replayed as one CUDA graph
-        once the same buffers, tracker rows and ``lr`` come again (the tracker has frozen), its check told
-        apart from one replay to the next on the device. The same sums in the same order as the CPU, hence
+        gathered, never written); otherwise the tracker input into ``psi``, the first ``R - 1`` rounds
+        (through ``work`` and ``y_out``; one launch under ``"persistent"``), then the last, all replayed as one
+        CUDA graph once the same buffers, tracker rows and ``lr`` come again (the tracker has frozen), its check
+        told apart from one replay to the next on the device. The same sums in the same order as the CPU, hence
         the same bits. Returns DEFERRED (``xw`` checked on the device) or True (checks off)."""
         status = self._status
         phase = self._y_phase(A, rounds, lr, x, y, g_new, g_old, s_new, s_old, y_out, xw, psi, work)
@@ -920,9 +920,9 @@ class CupyBackend(Backend):
     def _y_phase(self, A, rounds, lr, x, y, g_new, g_old, s_new, s_old, y_out, xw, psi, work):
         """``launch(id)``: the launches of :meth:`gt_y_phase`, the check of ``xw`` under ``id``."""
         status = self._status
-        if self._one_launch_phase(rounds, x) and rounds == 1:
-            return lambda launch: _phase_into(A, y, g_new, g_old, s_new, s_old, x, lr, y_out, xw, status, launch)
         if self._one_launch_phase(rounds, x):
+            if rounds == 1:
+                return lambda launch: _phase_into(A, y, g_new, g_old, s_new, s_old, x, lr, y_out, xw, status, launch)
             return lambda launch: _phase_rounds_into(A, rounds, y, g_new, g_old, s_new, s_old, x, lr, y_out, xw, work,
                                                      status, launch, self._arrived)
 
