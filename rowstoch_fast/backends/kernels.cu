@@ -159,15 +159,21 @@ __device__ __forceinline__ bool mixing_thread(i64 n, i64 w, const u64* status, u
 
 // What a mixing kernel gathers, as a view at (row i, column c): load(k) is the pack of V values of row
 // i + k; load_near(k) and load_far(k) the same read through the read-only path, as streaming for load_far
-// (load_pack_nc, load_pack_cs). Rows: the rows of a block X (a gossip round).
-template <typename T, int V>
+// (load_pack_nc, load_pack_cs). Rows: the rows of a block X (a gossip round). WRITTEN: rows written earlier
+// in the same launch (ROUNDS below): plain loads only (the read-only path's cache is not kept coherent with
+// the launch's own stores), no hints.
+template <typename T, int V, bool WRITTEN = false>
 struct Rows {
     const T* p;
     i64 w;
     __device__ __forceinline__ Rows at(i64 i, i64 c) const { return {p + i * w + c, w}; }
     __device__ __forceinline__ Pack<T, V> load(i64 k) const { return load_pack<T, V>(p + k * w); }
-    __device__ __forceinline__ Pack<T, V> load_near(i64 k) const { return load_pack_nc<T, V>(p + k * w); }
-    __device__ __forceinline__ Pack<T, V> load_far(i64 k) const { return load_pack_cs<T, V>(p + k * w); }
+    __device__ __forceinline__ Pack<T, V> load_near(i64 k) const {
+        return WRITTEN ? load(k) : load_pack_nc<T, V>(p + k * w);
+    }
+    __device__ __forceinline__ Pack<T, V> load_far(i64 k) const {
+        return WRITTEN ? load(k) : load_pack_cs<T, V>(p + k * w);
+    }
 };
 
 // TileRows: the rows of X, those of the near offsets (at most h rows above) from a tile in shared memory (CIRCT
@@ -405,20 +411,9 @@ __device__ __forceinline__ void mix_family_circ(const I* Ap, const I* Aj, const 
 // never written), the same sums per entry, hence the same bits. The grid's threads loop over the entries
 // (grid-stride) and meet at a grid-wide barrier between two rounds, so the grid is launched as a cooperative
 // kernel: all its blocks resident at once, or the launch fails (a block that never starts would leave the others
-// waiting). The rounds read rows that the launch itself wrote: through Written (plain loads), never the
-// read-only path, whose cache is not kept coherent with the launch's own stores. A launch that finds status set
-// (by another launch) does nothing, every block alike: nothing else changes status during it.
-
-// Written: the rows of a block written earlier in the same launch (ROUNDS): plain loads only, no hints.
-template <typename T, int V>
-struct Written {
-    const T* p;
-    i64 w;
-    __device__ __forceinline__ Written at(i64 i, i64 c) const { return {p + i * w + c, w}; }
-    __device__ __forceinline__ Pack<T, V> load(i64 k) const { return load_pack<T, V>(p + k * w); }
-    __device__ __forceinline__ Pack<T, V> load_near(i64 k) const { return load(k); }
-    __device__ __forceinline__ Pack<T, V> load_far(i64 k) const { return load(k); }
-};
+// waiting). The rounds read rows that the launch itself wrote: through Rows<T, V, true> (plain loads), never
+// the read-only path. A launch that finds status set (by another launch) does nothing, every block alike:
+// nothing else changes status during it.
 
 // Every thread of the grid waits here until all its blocks have arrived; what any of them stored before is then
 // seen by all. `arrived`: a word of the launch's own (0 before its first launch): block 0 adds 2^31 - (blocks -
@@ -878,13 +873,13 @@ __device__ void logistic_grad_impl(const T* __restrict__ H, const T* __restrict_
 #define ROUNDSK(family, suffix, T, I, V, U) \
     __global__ void ROUNDS_BOUNDS csr_rounds_##family##V##x##U##_##suffix(const I* __restrict__ Ap, const I* __restrict__ Aj, const T* __restrict__ Ax, const T* X, T* out, T* work, i64 n, i64 w, i64 R, const u64* __restrict__ status, unsigned* arrived) { \
         rounds_impl<T, V>(X, out, work, n, w, R, status, 0, arrived, [&](i64, const T* src, T* dst, i64 e) { \
-            mix_family_##family<T, I, V, U>(Ap, Aj, Ax, Written<T, V>{src, w}, Store<T, V>{dst, w}, n, w, nullptr, 0, e); }); }
+            mix_family_##family<T, I, V, U>(Ap, Aj, Ax, Rows<T, V, true>{src, w}, Store<T, V>{dst, w}, n, w, nullptr, 0, e); }); }
 #define GT_ROUNDSK(family, suffix, T, I, V, U) \
     __global__ void GT_BOUNDS gt_rounds_##family##V##x##U##_##suffix(const I* __restrict__ Ap, const I* __restrict__ Aj, const T* __restrict__ Ax, const T* y, const T* g_new, const T* g_old, const T* s_new, const T* s_old, const T* x, T lr, T* y_out, T* xw, T* work, i64 n, i64 w, i64 R, u64* __restrict__ status, u64 launch, unsigned* arrived) { \
         rounds_impl<T, V>(nullptr, y_out, work, n, w, R, status, launch, arrived, [&](i64 s, const T* src, T* dst, i64 e) { \
             if (s == 1) mix_family_##family<T, I, V, U>(Ap, Aj, Ax, TrackerInput<T, V>{y, g_new, g_old, s_new, s_old, w}, Store<T, V>{dst, w}, n, w, nullptr, 0, e); \
-            else if (s < R) mix_family_##family<T, I, V, U>(Ap, Aj, Ax, Written<T, V>{src, w}, Store<T, V>{dst, w}, n, w, nullptr, 0, e); \
-            else mix_family_##family<T, I, V, U>(Ap, Aj, Ax, Written<T, V>{src, w}, Descent<T, V>{dst, xw, x, lr, w, status, launch}, n, w, nullptr, 0, e); }); }
+            else if (s < R) mix_family_##family<T, I, V, U>(Ap, Aj, Ax, Rows<T, V, true>{src, w}, Store<T, V>{dst, w}, n, w, nullptr, 0, e); \
+            else mix_family_##family<T, I, V, U>(Ap, Aj, Ax, Rows<T, V, true>{src, w}, Descent<T, V>{dst, xw, x, lr, w, status, launch}, n, w, nullptr, 0, e); }); }
 #define ROUNDS_ENTRY(suffix, T, I, V, U) ROUNDSK(entry, suffix, T, I, V, U)
 #define ROUNDS_ROW(suffix, T, I, V, U) ROUNDSK(row, suffix, T, I, V, U)
 #define ROUNDS_CIRC(suffix, T, I, V, U) ROUNDSK(circ, suffix, T, I, V, U)
