@@ -6,7 +6,8 @@
 # (default 540), so a failing or slow stage leaves the others' results:
 #   kernels  bench/gpu_kernels.py (sections: SECTIONS, default all but the probe of the mixing kernels):
 #            bit-identity of the mixing kernels, mixing bandwidth at n = 2^20 and 2^22, per-iteration
-#            overhead at n <= 2^16, the logistic oracle against every CPU core;
+#            overhead at n <= 2^16, the logistic oracle against every CPU core; then bench/gpu_targets.py:
+#            issue 14's targets met or missed;
 #   tests    the test files with CuPy and CUDA cases (pytest-xdist);
 #   e2e      bench/gpu_e2e.py: rowstoch run --backend cupy vs cpu, set-up and run time, cold and warm cache;
 #   rest     the rest of the suite;
@@ -45,6 +46,8 @@ TESTFILES="tests/test_backends.py tests/test_algorithms.py tests/test_objectives
 stage_kernels() {
     limit 240 "$PY" bench/gpu_kernels.py --sections "${SECTIONS:-bits,mix,overhead,oracle,probe-oracle,probe-host}" \
         --out "$OUT" 2>&1 | tee "$OUT/gpu_kernels.out"
+    # issue 14's targets, met or missed (bench/gpu_targets.py), at the end of the same file
+    "$PY" bench/gpu_targets.py "$OUT/gpu_kernels.json" 2>&1 | tee -a "$OUT/gpu_kernels.out"
 }
 stage_tests() {
     # shellcheck disable=SC2086

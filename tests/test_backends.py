@@ -467,6 +467,29 @@ def test_the_gpu_oracle_benchmark_runs_on_the_host(cuda_on_host, monkeypatch, ca
     assert "compulsory" in capsys.readouterr().out and bench.gpu.L2_HINTS == "auto"
 
 
+def test_the_gpu_targets_read_off_a_recorded_run(capsys, tmp_path, monkeypatch):
+    """bench/gpu_targets.py on run 7's recorded gpu_kernels.json (RESULTS 9c): the targets met and missed as
+    section 9c reports them; an unreadable file exits 2 with a one-line message."""
+    monkeypatch.syspath_prepend(os.path.join(os.path.dirname(__file__), os.pardir, "bench"))
+    import gpu_targets
+
+    run = os.path.join(os.path.dirname(__file__), os.pardir, "bench", "gpu", "h100_run7_gpu_kernels.json")
+    assert gpu_targets.main([run]) == 0
+    out = capsys.readouterr().out
+    for line in ("bits: 30 of 30 runs gave the CPU's iterates", "| 2^20 | circ | 4.032 | 74% met | 6.28x met |",
+                 "| 2^22 | circ | 19.733 | 64% met | 5.56x **missed** |", "| 2^10 | default | 0.0929 met | 1.00x |",
+                 "| 2^14 | default | 0.1236 **missed** | 1.00x |", "- no contender beats the default",
+                 "| 512 | gradient | 2.44x | >= 3x **missed** |", "| 32768 | gradient | 19.81x | >= 10x met |"):
+        assert line in out, line
+    (tmp_path / "partial.json").write_text('{"overhead": [{"n": 1024, "contender": "default", "seconds": 1e-4}, '
+                                           '{"n": 1024, "contender": "persistent", "seconds": 6e-5}]}')
+    assert gpu_targets.main([str(tmp_path / "partial.json")]) == 0
+    out = capsys.readouterr().out
+    assert "- persistent beats the default at n = 2^10" in out and "(mix: not in this run)" in out
+    assert gpu_targets.main([str(tmp_path / "missing.json")]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+
+
 def _emulated_device(cuda_on_host, monkeypatch, on_launch=None):
     """The CuPy backend as it is, every launch going to the emulated kernels of kernels.cu (float64, int32
     indices: the instances tests/cuda_on_host.cpp builds) on host memory: NumPy stands in for CuPy, CUDA graphs
