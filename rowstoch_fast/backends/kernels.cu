@@ -846,6 +846,8 @@ __device__ void logistic_grad_impl(const T* __restrict__ H, const T* __restrict_
 // The one-launch Pull-Diag-GT phase reads three blocks per neighbour: up to 64 registers, 4 blocks per SM (it runs
 // on small blocks only, one value per thread).
 #define GT_BOUNDS __launch_bounds__(256, 4)
+// ROUNDS' mixing rounds: a round's registers and the grid-stride loop's, up to 48, 5 blocks per SM ((256, 8) and
+// (256, 6) made the circulant instances spill).
 #define ROUNDS_BOUNDS __launch_bounds__(256, 5)
 // csr_mix_<family><V>x<U>_<value>_<index>: a gossip round Y <- A X of the family entry, row (Ax: n per-row
 // weights) or circ (Ap = {0, m}, Aj the offsets, Ax the one weight); see csr_mix_entry and csr_mix_circ.
@@ -870,6 +872,9 @@ __device__ void logistic_grad_impl(const T* __restrict__ H, const T* __restrict_
 #define CIRCTK(suffix, T, I, V, U) \
     __global__ void __launch_bounds__(1024, 2) csr_mix_circt##V##x##U##_##suffix(const I* __restrict__ Ap, const I* __restrict__ Aj, const T* __restrict__ Ax, const T* __restrict__ X, T* __restrict__ Y, i64 n, i64 w, const u64* __restrict__ status) { \
         csr_mix_circt<T, I, V, U>(Ap, Aj, Ax, X, Y, n, w, status); }
+// csr_rounds_<family><V>x<U>_<value>_<index> and gt_rounds_<family>1x2_...: R >= 2 rounds of mix_power, and a
+// whole Pull-Diag-GT y phase of R >= 2 rounds (the tracker input gathered, then the descent, checked under
+// `launch`), each in one cooperative launch (ROUNDS above).
 #define ROUNDSK(family, suffix, T, I, V, U) \
     __global__ void ROUNDS_BOUNDS csr_rounds_##family##V##x##U##_##suffix(const I* __restrict__ Ap, const I* __restrict__ Aj, const T* __restrict__ Ax, const T* X, T* out, T* work, i64 n, i64 w, i64 R, const u64* __restrict__ status, unsigned* arrived) { \
         rounds_impl<T, V>(X, out, work, n, w, R, status, 0, arrived, [&](i64, const T* src, T* dst, i64 e) { \
