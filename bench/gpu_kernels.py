@@ -20,6 +20,7 @@ Sections (each prints a markdown table; everything lands in ``DIR/gpu_kernels.js
   cooperative launch and (up to 2^16 entries) the whole y phase in another (``persistent``,
   ``ROUNDS = "persistent"``; ``persistent-fused``: the y phase in one launch up to 2^20 entries), without
   graphs, and with a read of the flag after every step (the 2026-11 behaviour), next to the CPU kernels;
+  then what one more round costs, a graph's node against a grid barrier (2 and 20 rounds of ``mix``);
 * ``oracle``: the logistic oracle (Appendix E.2: 400 samples per node, batch 200, d = 10) at n = 512 and
   2^15 on the GPU against the CPU kernels on every core of this host, and a whole Pull-Diag-GT step at
   n = 512 (with a lambda, and with an Oracle: then one CUDA graph); the logistic kernel also at one warp per
@@ -292,6 +293,35 @@ def section_overhead(cp, out, sizes, d=10, R=10):
             print(f"| 2^{log2n} | {name} | {t * 1e3:.4f} |", flush=True)
     gpu.MIX_KERNEL = "auto"
     out["overhead"] = rows
+    out["round_cost"] = _round_cost(cp, sizes, d)
+
+
+def _round_cost(cp, sizes, d, k=50, few=2, many=20):
+    """What one more gossip round costs (the backend's ``mix`` of ``few`` and of ``many`` rounds, the
+    difference over ``many - few``): a graph node per round against a grid barrier per round
+    (``ROUNDS = "persistent"``), the rest of a launch cancelling out."""
+    print(f"\n| n | rounds | us per round (R = {few} -> {many}) |")
+    print("|---|---|---|")
+    rows = []
+    for log2n in sizes:
+        A, n, rng, _ = _problem(cp, log2n, d, seed=2)
+        ops = PullDiagGT(A, cp.asarray(rng.standard_normal((n, d))), lr=1e-3, rounds=1)._ops
+        src, dst, work = cp.asarray(rng.standard_normal((n, d))), cp.empty((n, d)), cp.empty((n, d))
+        contenders = {}
+        for mode in ("graph", "persistent"):
+            for R in (few, many):
+                def run(R=R):
+                    for _ in range(k):
+                        ops.mix(A, src, dst, R, work)
+                    cp.cuda.Device().synchronize()
+                _if_it_runs(contenders, f"{mode}-{R}", _persistent(run) if mode == "persistent" else run)
+        med, _ = interleaved(contenders, rounds=3, min_time=0.05, min_calls=2)
+        for mode in ("graph", "persistent"):
+            if f"{mode}-{few}" in med and f"{mode}-{many}" in med:
+                t = (med[f"{mode}-{many}"] - med[f"{mode}-{few}"]) / k / (many - few)
+                rows.append({"n": n, "rounds": mode, "seconds_per_round": t})
+                print(f"| 2^{log2n} | {mode} | {t * 1e6:.2f} |", flush=True)
+    return rows
 
 
 PIPELINED = 20  # calls or steps between two synchronisations in the oracle's "back to back" rows

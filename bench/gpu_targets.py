@@ -11,7 +11,8 @@ Prints, as markdown:
 * ``mix`` (n >= 2^20): per n, each MG-Pull-Diag-GT iteration's share of the copy bandwidth and its speed-up
   over the cupyx composition, against the targets (>= 60% and >= 6x), the best contender first;
 * ``overhead`` (n <= 2^16): per n, each contender's time per iteration against <= 0.1 ms, the fastest GPU one
-  first, and where a contender beats the default (what an ``"auto"`` choice would pick, by size);
+  first, and where a contender beats the default (what an ``"auto"`` choice would pick, by size); then what
+  one more round costs, a graph's node against a grid barrier (``round_cost``);
 * ``oracle``: the gradient at the paper's n = 512 against >= 3x the CPU (waited for, and in a row) and at
   2^15 against >= 10x.
 
@@ -78,6 +79,13 @@ def overhead(rows):
         print("- no contender beats the default")
 
 
+def round_cost(rows):
+    print("\n| n | rounds | us per round |")
+    print("|---|---|---|")
+    for r in rows:
+        print(f"| {_log2(r['n'])} | {r['rounds']} | {r['seconds_per_round'] * 1e6:.2f} |")
+
+
 def oracle(rows):
     print("\n| n | what | GPU speed-up over the CPU | target |")
     print("|---|---|---|---|")
@@ -101,7 +109,8 @@ def main(argv=None):
         return 2
     gpu = run.get("machine", {}).get("gpu", "an unnamed GPU")
     print(f"# Issue 14's targets on {gpu} (copy bandwidth {run.get('gpu_copy_GBps', float('nan')):.0f} GB/s)\n")
-    for name, show in (("bits", bits), ("mix", mix), ("overhead", overhead), ("oracle", oracle)):
+    for name, show in (("bits", bits), ("mix", mix), ("overhead", overhead), ("round_cost", round_cost),
+                       ("oracle", oracle)):
         if run.get(name):
             show(run[name])
         else:

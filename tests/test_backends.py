@@ -482,10 +482,12 @@ def test_the_gpu_targets_read_off_a_recorded_run(capsys, tmp_path, monkeypatch):
                  "| 512 | gradient | 2.44x | >= 3x **missed** |", "| 32768 | gradient | 19.81x | >= 10x met |"):
         assert line in out, line
     (tmp_path / "partial.json").write_text('{"overhead": [{"n": 1024, "contender": "default", "seconds": 1e-4}, '
-                                           '{"n": 1024, "contender": "persistent", "seconds": 6e-5}]}')
+                                           '{"n": 1024, "contender": "persistent", "seconds": 6e-5}], "round_cost": '
+                                           '[{"n": 16384, "rounds": "persistent", "seconds_per_round": 1.25e-6}]}')
     assert gpu_targets.main([str(tmp_path / "partial.json")]) == 0
     out = capsys.readouterr().out
     assert "- persistent beats the default at n = 2^10" in out and "(mix: not in this run)" in out
+    assert "| 2^14 | persistent | 1.25 |" in out
     assert gpu_targets.main([str(tmp_path / "missing.json")]) == 2
     assert capsys.readouterr().err.count("\n") == 1
 
