@@ -1033,6 +1033,28 @@ def test_cuda_rounds_in_one_launch_match_cpu(cuda_on_host, monkeypatch, kind, bl
     assert np.all(out == 7.0) and np.all(work == 7.0)
 
 
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(n=st.integers(2, 60), w=st.integers(1, 9), R=st.integers(2, 7), blocks=st.integers(1, 4),
+       block=st.sampled_from([1, 8, 32]), circulant=st.booleans(), seed=st.integers(0, 2**16))
+def test_rounds_in_one_launch_property(cuda_on_host, monkeypatch, n, w, R, blocks, block, circulant, seed):
+    """ROWSTOCH_CUDA_ROUNDS=persistent on any grid (1-4 blocks of 1-32 threads: fewer threads than entries or
+    more), width and number of rounds: mix_power gives the CPU's A^R X bit for bit in one launch, for the
+    exponential graph (the circulant kernel's rounds) and a random graph (whichever family it allows)."""
+    from rowstoch_fast.backends import cupy as backend
+
+    fake = _emulated_device(cuda_on_host, monkeypatch)
+    monkeypatch.setattr(backend, "ROUNDS", "persistent")
+    monkeypatch.setattr(backend, "_ROUNDS_GRID", blocks)
+    monkeypatch.setattr(backend, "_BLOCK", block)
+    A = topology.exponential(n) if circulant else topology.erdos_renyi(n, 0.3, seed=seed)
+    X = np.random.default_rng(seed).standard_normal((n, w))
+    np.testing.assert_array_equal(backend.mix_power(A, fake.asarray(X), R), A.mix_power(X, R))
+    launched = [k for k in fake.launched if k.startswith("csr_")]  # (the family the matrix allows)
+    assert len(launched) == 1 and re.fullmatch(rf"csr_rounds_(circ|row|entry){2 if w % 2 == 0 else 1}x4_f64_i32",
+                                                launched[0]), launched
+    assert not circulant or "circ" in launched[0]
+
+
 def test_rounds_in_one_launch_take_the_resident_blocks(monkeypatch):
     """ROWSTOCH_CUDA_ROUNDS=persistent launches at most the blocks the device keeps resident (the driver's
     occupancy times the SMs, asked once per kernel and device), and a device without cooperative launches is
