@@ -305,7 +305,7 @@ def _round_cost(cp, sizes, d, k=50, few=2, many=20):
     rows = []
     for log2n in sizes:
         A, n, rng, _ = _problem(cp, log2n, d, seed=2)
-        ops = PullDiagGT(A, cp.asarray(rng.standard_normal((n, d))), lr=1e-3, rounds=1)._ops
+        ops = PullDiagGT(A, cp.asarray(rng.standard_normal((n, d))), lr=1e-3, rounds=1, tracker="perron")._ops
         src, dst, work = cp.asarray(rng.standard_normal((n, d))), cp.empty((n, d)), cp.empty((n, d))
         contenders = {}
         for mode in ("graph", "persistent"):
