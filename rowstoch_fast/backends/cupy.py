@@ -248,7 +248,13 @@ def l2_hint_bytes():
     return value
 
 
-_DEVICE_FACTS = {}  # per device: what l2_hint_bytes and _resident_warps asked the driver
+_DEVICE_FACTS = {}  # per device: what l2_hint_bytes, _multiprocessors and _resident_blocks asked the driver
+
+
+def _multiprocessors():
+    """The current device's SM count (asked once per device)."""
+    return _on_device(_DEVICE_FACTS, "multiprocessors",
+                      lambda: int(require_cupy().cuda.Device().attributes["MultiProcessorCount"]))
 
 
 def device_circulant(A):
@@ -298,12 +304,11 @@ def _mix_kernel(n, w, dtype, index_dtype, aligned, kind, family="entry", role="c
         raise ValueError(f"ROWSTOCH_CUDA_MIX must be one of {', '.join(_MIX_KERNELS)}, got {kind!r}")
     suffix = f"{_suffix(dtype)}_{'i32' if np.dtype(index_dtype) == np.int32 else 'i64'}"
     vec = 2 if np.dtype(dtype) == np.float64 else 4
-    if role == "csr_rounds":  # (ROUNDS: 4 in flight, circt's family's rounds as circ's)
-        unroll, packed = 4, kind not in ("entry1", "circ1") and aligned and w % vec == 0
-    elif role == "csr_mix":
-        unroll = 1 if kind == "entry-u1" else 4
+    if role in ("csr_mix", "csr_rounds"):  # (ROUNDS: 4 in flight, circt's family's rounds as circ's)
+        unroll = 1 if kind == "entry-u1" and role == "csr_mix" else 4
         packed = kind not in ("entry1", "circ1") and aligned and w % vec == 0
-        if kind == "circt" and family == "circ":  # (float32: one value per thread; a block: one row at least)
+        # circt's tiles (float32: one value per thread; a block: one row at least)
+        if kind == "circt" and family == "circ" and role == "csr_mix":
             packed = packed and vec == 2
             if w // (vec if packed else 1) <= _TILE_THREADS:
                 return f"{role}_circt{vec if packed else 1}x4_{suffix}", n * w // (vec if packed else 1)
@@ -566,7 +571,7 @@ def _resident_blocks(name):
         if per_sm < 1:
             raise RuntimeError(f"ROWSTOCH_CUDA_ROUNDS=persistent: the device keeps no block of {name} resident "
                                "(use 'graph')")
-        return per_sm * int(cupy.cuda.Device().attributes["MultiProcessorCount"])
+        return per_sm * _multiprocessors()
     return _on_device(_DEVICE_FACTS, ("resident blocks", name), count)
 
 
@@ -651,8 +656,7 @@ def _resident_warps():
     SM (65,536 registers each; 4,224 on an H100), or :data:`_RESIDENT_WARPS` where set."""
     if _RESIDENT_WARPS is not None:
         return _RESIDENT_WARPS
-    return _on_device(_DEVICE_FACTS, "resident_warps",
-                      lambda: 32 * int(require_cupy().cuda.Device().attributes["MultiProcessorCount"]))
+    return 32 * _multiprocessors()
 
 
 def _coordinate_groups(d):
@@ -779,15 +783,17 @@ class CupyBackend(Backend):
             return self.mix_network(M, self.t, src, out, rounds, work)
         if rounds > 1 and work is None:
             work = self.xp.empty_like(src)
-        if rounds == 1 or not self.use_graphs:
+        def launches():
             return _mix_rounds(M, src, out, rounds, work, self._status, self._arrived)
+        if rounds == 1 or not self.use_graphs:
+            return launches()
         # what the graph's launches read and write (a matrix freed and another at the same addresses: the same
         # launches)
         key = ("mix", *map(_ptr, _mix_arguments(M)[1:]), M.n, _ptr(src), _ptr(out), _ptr(work), src.shape, rounds,
                MIX_KERNEL, ROUNDS)
-        graph = self._graph(key, lambda: _mix_rounds(M, src, out, rounds, work, self._status, self._arrived))
+        graph = self._graph(key, launches)
         if graph is None:
-            return _mix_rounds(M, src, out, rounds, work, self._status, self._arrived)
+            return launches()
         graph.launch()
         return out
 
