@@ -63,11 +63,16 @@ __device__ __forceinline__ Pack<T, V> load_pack(const T* p) {
 }
 
 template <typename T, int V>
-__device__ __forceinline__ void store_pack(T* p, const T* v) {
+__device__ __forceinline__ Pack<T, V> as_pack(const T* v) {
     Pack<T, V> r;
 #pragma unroll
     for (int k = 0; k < V; ++k) r.v[k] = v[k];
-    *reinterpret_cast<Pack<T, V>*>(p) = r;
+    return r;
+}
+
+template <typename T, int V>
+__device__ __forceinline__ void store_pack(T* p, const T* v) {
+    *reinterpret_cast<Pack<T, V>*>(p) = as_pack<T, V>(v);
 }
 
 // The same with the cache hint "streaming" (ld.global.cs.nc / st.global.cs: the lines go first when L2 needs
@@ -130,13 +135,10 @@ __device__ __forceinline__ Pack<T, V> load_pack_cs(const T* p) {
 // store_pack, streaming when `stream`
 template <typename T, int V>
 __device__ __forceinline__ void store_pack(T* p, const T* v, bool stream) {
-    Pack<T, V> r;
-#pragma unroll
-    for (int k = 0; k < V; ++k) r.v[k] = v[k];
     if (stream)
-        store_cs(p, r);
+        store_cs(p, as_pack<T, V>(v));
     else
-        *reinterpret_cast<Pack<T, V>*>(p) = r;
+        store_pack<T, V>(p, v);
 }
 
 // This thread's index in the grid.
