@@ -192,10 +192,9 @@ def test_cuda_kernels_compile(tmp_path):
     assert out.returncode == 0, out.stderr
 
 
-def test_cuda_kernels_compile_with_nvrtc():
-    """The exact compiles the CuPy backend does at run time (NVRTC, same options: the plain module, and the
-    cooperative one with ROUNDS' kernels only), without needing a device: every kernel name the backend can
-    launch is in the module it launches from, and no kernel spills registers on a Hopper GPU."""
+def _nvrtc_kernels():
+    """(NVRTC's bindings, kernels.cu's source, compile(*options) -> (its kernels' names, the program)), or a
+    skip where CuPy's NVRTC is not here (no device needed)."""
     nvrtc = pytest.importorskip("cupy_backends.cuda.libs.nvrtc", reason="CuPy (with NVRTC) not installed")
     import rowstoch_fast
 
@@ -206,7 +205,7 @@ def test_cuda_kernels_compile_with_nvrtc():
     except Exception as exc:  # noqa: BLE001 - NVRTC library missing
         pytest.skip(f"NVRTC unavailable: {exc}")
 
-    def entries(*options):
+    def compile(*options):
         prog = nvrtc.createProgram(src, "kernels.cu", [], [])
         try:
             nvrtc.compileProgram(prog, ["-std=c++14", "--fmad=false", *options])
@@ -214,7 +213,14 @@ def test_cuda_kernels_compile_with_nvrtc():
             pytest.fail(nvrtc.getProgramLog(prog))
         ptx = nvrtc.getPTX(prog)
         return set(re.findall(r"\.entry (\w+)\(", ptx.decode() if isinstance(ptx, bytes) else ptx)), prog
+    return nvrtc, compile
 
+
+def test_cuda_kernels_compile_with_nvrtc():
+    """The exact compiles the CuPy backend does at run time (NVRTC, same options: the plain module, and the
+    cooperative one with ROUNDS' kernels only), without needing a device: every kernel name the backend can
+    launch is in the module it launches from."""
+    _, compile = _nvrtc_kernels()
     from rowstoch_fast.backends import cupy as backend
     from rowstoch_fast.backends.cupy import _coordinate_groups
 
@@ -223,11 +229,27 @@ def test_cuda_kernels_compile_with_nvrtc():
                    "tracker_rows_f32", "tick"}
     plain, cooperative = _mix_kernel_names(), _mix_kernel_names(("csr_rounds", "gt_rounds"))
     for names, options in ((plain | logistic | elementwise, ()), (cooperative, ("-DROWSTOCH_COOPERATIVE",))):
-        defined = entries("-arch=compute_80", *options)[0]
+        defined = compile("-arch=compute_80", *options)[0]
         assert names <= defined, f"names the backend can launch that kernels.cu does not define: {names - defined}"
         assert not defined & (cooperative if not options else plain)  # (each module its own)
-    # ptxas for a Hopper GPU (bench/gpu_registers.py): no kernel spills registers to local memory
-    log = nvrtc.getProgramLog(entries("-arch=sm_90", "--ptxas-options=-v", "-DROWSTOCH_ALL_KERNELS")[1])
+
+
+#: The newest NVRTC whose ptxas was checked to spill no kernel (12.9 and every 13.x release up to it: bench/RESULTS.md
+#: section 9h). The mixing kernels are held to 32 registers, and how ptxas squeezes them there changes from one
+#: release to the next (13.3 to 13.5 made the tiled kernel spill before it was reworked): a newer release is
+#: reported by bench/gpu_registers.py, not failed here, as a spill slows a kernel but changes no result.
+_NVRTC_CHECKED = (13, 5)
+
+
+def test_no_cuda_kernel_spills_registers():
+    """ptxas for a Hopper GPU (bench/gpu_registers.py): no kernel of kernels.cu spills registers to local
+    memory, with the NVRTC releases checked (:data:`_NVRTC_CHECKED`)."""
+    nvrtc, compile = _nvrtc_kernels()
+    version = tuple(nvrtc.getVersion())
+    if version > _NVRTC_CHECKED:
+        pytest.skip(f"NVRTC {version} is newer than the releases checked for spills (up to {_NVRTC_CHECKED}); "
+                    "run bench/gpu_registers.py")
+    log = nvrtc.getProgramLog(compile("-arch=sm_90", "--ptxas-options=-v", "-DROWSTOCH_ALL_KERNELS")[1])
     spills = re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", log)
     assert len(spills) > 100 and all(a == "0" and b == "0" for a, b in spills), log
 

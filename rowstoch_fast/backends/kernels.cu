@@ -178,22 +178,6 @@ struct Rows {
     }
 };
 
-// TileRows: the rows of X, those of the near offsets (at most h rows above) from a tile in shared memory (CIRCT
-// below): `tile` is where this thread's row's own values are in it, the tile holding h rows above them.
-template <typename T, int V>
-struct TileRows {
-    const T* p;
-    i64 w;
-    const T* tile;
-    int h;
-    __device__ __forceinline__ TileRows at(i64 i, i64 c) const { return {p + i * w + c, w, tile, h}; }
-    __device__ __forceinline__ Pack<T, V> load_near(i64 k) const {
-        return -k <= h ? load_pack<T, V>(tile + k * w) : load_pack_nc<T, V>(p + k * w);
-    }
-    __device__ __forceinline__ Pack<T, V> load(i64 k) const { return load_near(k); }
-    __device__ __forceinline__ Pack<T, V> load_far(i64 k) const { return load_pack_cs<T, V>(p + k * w); }
-};
-
 // TrackerInput: psi = y + s_new g_new - s_old g_old of the gathered rows, computed as it is read (the CPU's
 // gt_tracker_input in gt.hpp, the same operations in the same order), so psi is never written.
 template <typename T, int V>
@@ -319,6 +303,19 @@ __device__ __forceinline__ void circ_sum(const Src& base, const I* __restrict__ 
     }
 }
 
+// The runs of CIRC's offsets D (Aj, m of them) for row i: `first` offsets above i (those wrap), `far` offsets at
+// least Ap[2] bytes of rows away (the cache hints' threshold; 0: none).
+template <typename T, typename I>
+__device__ __forceinline__ void circ_runs(const I* __restrict__ Ap, const I* __restrict__ Aj, const I m, i64 i,
+                                          i64 w, I& first, I& far) {
+    const i64 hint = Ap[2];  // (I: int, see ENTRIES_I32)
+    first = 0;
+    far = 0;
+    while (first < m && (i64)Aj[first] > i) ++first;
+    if (hint > 0)
+        while (far < m && (i64)Aj[far] * w * (i64)sizeof(T) >= hint) ++far;
+}
+
 // CIRC: a circulant matrix with one weight (the exponential graph, the ring, under the in-degree rule): row
 // i's neighbours are i - D[k] (mod n) for the m offsets D, strictly decreasing, in Aj (Ap = {0, m, h}, Ax =
 // {the weight}). Its CSR order (columns ascending) is the offsets <= i (columns i - D[k], no wrap), then
@@ -340,11 +337,8 @@ __device__ void csr_mix_circ(const I* __restrict__ Ap, const I* __restrict__ Aj,
     if (!mixing_thread<T, V>(n, w, status, launch, tid, i, c, acc)) return;
     const T a = Ax[0];
     const I m = Ap[1];
-    const i64 hint = Ap[2];  // (I: int, see ENTRIES_I32)
-    I first = 0, far = 0;  // the number of offsets above i, of offsets at least `hint` bytes of rows away
-    while (first < m && (i64)Aj[first] > i) ++first;
-    if (hint > 0)
-        while (far < m && (i64)Aj[far] * w * (i64)sizeof(T) >= hint) ++far;
+    I first, far;
+    circ_runs<T, I>(Ap, Aj, m, i, w, first, far);
     const Src own = src.at(i, c);
     const I split = far > first ? far : first;
     circ_sum<T, I, V, U, true>(own, Aj, first, split, a, acc);
@@ -379,9 +373,31 @@ __device__ void csr_mix_circt(const I* __restrict__ Ap, const I* __restrict__ Aj
         store_pack<T, V>(tile + (i64)r * w + q, load_pack_nc<T, V>(X + row * w + q).v);
     }
     __syncthreads();
-    const int lr = (int)threadIdx.x / groups, c = ((int)threadIdx.x - lr * groups) * V;
-    csr_mix_circ<T, I, V, U>(Ap, Aj, Ax, TileRows<T, V>{X, w, tile + (lr + h) * w + c, h}, Store<T, V>{Y, w}, n, w,
-                             status, 0, grid_thread());
+    const int lr = (int)threadIdx.x / groups;
+    const i64 i = i0 + lr, c = ((int)threadIdx.x - lr * groups) * V;
+    if (i >= n || frozen(status, 0)) return;
+    T acc[V];
+#pragma unroll
+    for (int k = 0; k < V; ++k) acc[k] = 0;
+    const T a = Ax[0];
+    I first, far;
+    circ_runs<T, I>(Ap, Aj, m, i, w, first, far);
+    // CIRC's runs, each cut where its offsets reach h (index `near`): from there on, the tile's rows (one load
+    // kind per run: no choice per load, which made ptxas 13.3+ spill at 32 registers)
+    const Rows<T, V> own{X + i * w + c, w};
+    const Rows<T, V, true> own_tile{tile + (i - i0 + h) * w + c, w};  // (plain loads: shared memory)
+    const I split = far > first ? far : first, cut = split > near ? split : near;
+    circ_sum<T, I, V, U, true>(own, Aj, first, split, a, acc);
+    circ_sum<T, I, V, U, false>(own, Aj, split, cut, a, acc);
+    circ_sum<T, I, V, U, false>(own_tile, Aj, cut, m, a, acc);
+    if (far > 0) {  // (the wrapped offsets as streaming, as CIRC)
+        circ_sum<T, I, V, U, true>(own.at(n, 0), Aj, 0, first, a, acc);
+    } else {
+        const I wrapped_cut = first < near ? first : near;
+        circ_sum<T, I, V, U, false>(own.at(n, 0), Aj, 0, wrapped_cut, a, acc);
+        circ_sum<T, I, V, U, false>(own_tile, Aj, wrapped_cut, first, a, acc);
+    }
+    Store<T, V>{Y, w}(i, c, acc, far > 0);
 }
 
 // The kernels' families (backends/cupy.py's _mix_arguments): "entry" (the CSR's values), "row" (one weight
