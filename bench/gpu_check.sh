@@ -111,7 +111,8 @@ stage_ncu_oracle() {
 }
 
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.mem --format=csv 2>&1 | tee "$OUT/gpu.txt"
-"$PY" -c "import cupy; print('cupy', cupy.__version__, cupy.cuda.runtime.getDeviceProperties(0)['name'])" \
+"$PY" -c "import cupy; from cupy_backends.cuda.libs import nvrtc
+print('cupy', cupy.__version__, cupy.cuda.runtime.getDeviceProperties(0)['name'], 'NVRTC', nvrtc.getVersion())" \
     2>&1 | tee -a "$OUT/gpu.txt"
 stamp build
 { echo "CXX=$CXX CC=$CC LDFLAGS=$LDFLAGS"; ${CXX:-c++} --version | head -1; file "$(command -v "${CXX:-c++}")";

@@ -1103,6 +1103,9 @@ def test_rounds_in_one_launch_take_the_resident_blocks(monkeypatch):
     cooperative[0] = 0
     with pytest.raises(RuntimeError, match="ROWSTOCH_CUDA_ROUNDS=persistent needs a device that launches cooperative"):
         backend._resident_blocks("csr_rounds_entry2x4_f64_i32")
+    # a y phase of one round is gt_phase's: gt_rounds takes two at least (its round 1 stores, it never descends)
+    with pytest.raises(ValueError, match="takes R >= 2 rounds, got 1"):
+        backend._phase_rounds_into(None, 1, *[None] * 13)
 
 
 def test_cuda_rounds_in_one_launch_through_the_backend(cuda_on_host, monkeypatch):

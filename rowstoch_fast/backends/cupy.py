@@ -549,6 +549,8 @@ def _phase_rounds_into(A, R, y, g_new, g_old, s_new, s_old, x, lr, y_out, xw, wo
     """A Pull-Diag-GT y phase of ``R >= 2`` rounds in one cooperative launch (``gt_rounds`` of kernels.cu's
     ROUNDS): ``y_out <- A^R (y + s_new g_new - s_old g_old)`` through ``work``, the tracker input computed as it is
     gathered, and ``xw <- x - lr y_out``, checked under ``launch``; ``arrived``: as :func:`_rounds_into`'s."""
+    if R < 2:  # (gt_rounds' round 1 gathers the tracker input and stores it: one round is gt_phase's)
+        raise ValueError(f"a y phase in one cooperative launch takes R >= 2 rounds, got {R}")
     _gather(A, "gt_rounds", *x.shape, False, (y, g_new, g_old, s_new, s_old, x, x.dtype.type(lr), y_out, xw, work),
             (np.int64(R), status, np.uint64(launch), arrived))  # (one value per thread: alignment unread)
 
