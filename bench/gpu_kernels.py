@@ -7,8 +7,8 @@ Usage (on a machine with an NVIDIA GPU and CuPy; ``bench/gpu_check.sh`` runs it)
 Sections (each prints a markdown table; everything lands in ``DIR/gpu_kernels.json``):
 
 * ``bits``: the mixing kernels (``entry``, ``entry1``, ``entry-u1``, ``row``, ``circ``, ``circ1``, ``circt``, and
-  the default's rounds in one launch, ``persistent``) give the same iterates, bit for bit, as each other and as
-  the CPU kernels (float64; float32 within 1e-5);
+  the rounds in one launch, ``persistent`` (the default's) and ``persistent-circt`` (a tile per block)) give the
+  same iterates, bit for bit, as each other and as the CPU kernels (float64; float32 within 1e-5);
 * ``mix``: one MG-Pull-Diag-GT iteration (eq. 14 without the gradient, exponential graph, d = 10, R = 10) at
   n = 2^20 and 2^22 with each mixing kernel, against the cupyx ``csr_matrix @ X`` composition of the same
   equations and against the device's copy bandwidth (compulsory traffic as in ``bench/scaling.py``, the
@@ -18,7 +18,8 @@ Sections (each prints a markdown table; everything lands in ``DIR/gpu_kernels.js
 * ``overhead``: the same iteration at n = 2^10 .. 2^16, where launches and synchronisation dominate: the
   default (graphs of the R rounds, NaN/Inf flag read every 32 steps), the x phase's R rounds in one
   cooperative launch and (up to 2^16 entries) the whole y phase in another (``persistent``,
-  ``ROUNDS = "persistent"``; ``persistent-fused``: the y phase in one launch up to 2^20 entries), without
+  ``ROUNDS = "persistent"``; ``persistent-fused``: the y phase in one launch up to 2^20 entries;
+  ``persistent-circt``: the rounds of mix_power a tile per block, ``circt``'s), without
   graphs, and with a read of the flag after every step (the 2026-11 behaviour), next to the CPU kernels;
   then what one more round costs, a graph's node against a grid barrier (2 and 20 rounds of ``mix``);
 * ``oracle``: the logistic oracle (Appendix E.2: 400 samples per node, batch 200, d = 10) at n = 512 and
@@ -158,15 +159,16 @@ def section_bits(cp, out):
                 for _ in range(6):
                     cpu.step(lambda X: X - G.astype(dtype))
                 want = cpu.gather_x()
-                for kind in (*KINDS, "persistent"):  # (persistent: the default kernel, R rounds in one launch)
-                    gpu.MIX_KERNEL = "auto" if kind == "persistent" else kind
+                for kind in (*KINDS, "persistent", "persistent-circt"):  # (the R rounds in one launch: the
+                    gpu.MIX_KERNEL = "circt" if kind == "persistent-circt" else "auto" if kind == "persistent" else kind
+                    # default kernel, and circt's tiles)
                     dev = PullDiagGT(A, cp.asarray(x0.astype(dtype)), lr=1e-3, rounds=rounds)
 
                     def steps(dev=dev):
                         for _ in range(6):
                             dev.step(lambda X: X - Gd)
                     try:
-                        (_persistent(steps) if kind == "persistent" else steps)()
+                        (_persistent(steps) if kind.startswith("persistent") else steps)()
                         got = dev.gather_x()
                     except Exception as exc:  # noqa: BLE001 - a kernel the device refuses: its row says so
                         print(f"({kind}: {type(exc).__name__}: {exc})", flush=True)
@@ -257,7 +259,8 @@ def section_overhead(cp, out, sizes, d=10, R=10):
         contenders = {}
         for name, graphs, every in (("default", True, 32), ("unfused", True, 32), ("circ1", True, 32),
                                     ("circt", True, 32), ("persistent", True, 32), ("persistent-fused", True, 32),
-                                    ("no-graphs", False, 32), ("sync-every-step", False, 1)):
+                                    ("persistent-circt", True, 32), ("no-graphs", False, 32),
+                                    ("sync-every-step", False, 1)):
             opt = PullDiagGT(A, cp.asarray(rng.standard_normal((n, d))), lr=1e-3, rounds=R, tracker="perron")
             opt._ops.use_graphs, opt._ops.check_every = graphs, every
             if name == "persistent-fused":  # (the y phase in one launch also above 2^16 entries: 2^14 at d = 10)
@@ -265,7 +268,7 @@ def section_overhead(cp, out, sizes, d=10, R=10):
             if name == "unfused":  # the y phase as before section 9d (combine, graph of the rounds, combine)
                 _unfused(opt)
 
-            def run(opt=opt, every=every, kind=name if name in ("circ1", "circt") else "auto"):
+            def run(opt=opt, every=every, kind="circt" if name.endswith("circt") else name if name == "circ1" else "auto"):
                 gpu.MIX_KERNEL = kind  # (circ1: one value per thread, twice the threads; circt: tiles)
                 for _ in range(k):
                     opt.step(lambda X: G)
@@ -284,8 +287,8 @@ def section_overhead(cp, out, sizes, d=10, R=10):
                 cpu.step(lambda X: Gh)
         contenders["cpu"] = cpu_run
         med, _ = interleaved(contenders, rounds=3, min_time=0.05, min_calls=2)
-        for name in ("default", "unfused", "circ1", "circt", "persistent", "persistent-fused", "no-graphs",
-                     "sync-every-step", "cpu"):
+        for name in ("default", "unfused", "circ1", "circt", "persistent", "persistent-fused", "persistent-circt",
+                     "no-graphs", "sync-every-step", "cpu"):
             if name not in med:
                 continue
             t = med[name] / k

@@ -29,8 +29,12 @@ static EmulatedDim blockDim, gridDim;
 #define __align__(n)
 #define __launch_bounds__(...)
 
-// The dynamic shared memory of the one block that runs at a time.
-alignas(16) unsigned char smem[1 << 16];
+// The dynamic shared memory (kernels.cu's DYNAMIC_SHARED) of the one block that runs at a time; a grid's blocks
+// all at once (EMULATE_GRID) each have their own.
+constexpr long long kSharedBytes = 1 << 16;
+alignas(16) unsigned char block_shared[kSharedBytes];
+static thread_local unsigned char* this_shared = block_shared;
+#define DYNAMIC_SHARED(name) unsigned char* const name = this_shared
 
 static inline unsigned long long __umul64hi(unsigned long long a, unsigned long long b) {
     return static_cast<unsigned long long>((static_cast<unsigned __int128>(a) * b) >> 64);
@@ -157,20 +161,22 @@ static inline void spin_pause() { std::this_thread::yield(); }
     }
 
 // Launches `name` over `blocks` blocks of `threads` threads all at once, as host threads (a cooperative kernel:
-// kernels.cu's grid barrier; no warp barriers, no shared memory).
+// kernels.cu's grid barrier; no warp barriers), each block with its own shared memory.
 #define EMULATE_GRID(name, params, args)                                                    \
     extern "C" void emulate_##name(long long blocks, long long threads params) {            \
         blockDim.x = threads;                                                               \
         gridDim.x = blocks;                                                                 \
         std::unique_ptr<Barrier[]> barriers(new Barrier[blocks]);                           \
+        std::unique_ptr<unsigned char[]> memory(new unsigned char[blocks * kSharedBytes]);  \
         std::vector<std::thread> grid;                                                      \
         for (long long b = 0; b < blocks; ++b) {                                            \
             barriers[b].reset(static_cast<int>(threads));                                   \
             for (long long t = 0; t < threads; ++t)                                         \
-                grid.emplace_back([=, &barriers] {                                          \
+                grid.emplace_back([=, &barriers, &memory] {                                 \
                     blockIdx.x = b;                                                         \
                     threadIdx.x = t;                                                        \
                     this_block = &barriers[b];                                              \
+                    this_shared = memory.get() + b * kSharedBytes;                          \
                     name args;                                                              \
                 });                                                                         \
         }                                                                                   \
@@ -230,6 +236,14 @@ EMULATE_ROUNDS(csr_rounds_circ1x4_f64_i32, double, int)
 EMULATE_ROUNDS(csr_rounds_circ2x4_f64_i32, double, int)
 EMULATE_ROUNDS(csr_rounds_circ1x4_f32_i32, float, int)
 EMULATE_ROUNDS(csr_rounds_circ4x4_f32_i32, float, int)
+// ... and CIRCT's rounds, a tile per block (its rows per block and shared bytes last): csr_rounds_circt<V>x4_<value>_i32.
+#define EMULATE_TILED_ROUNDS(name, T)                                                                                \
+    EMULATE_GRID(name, P(const int* Ap, const int* Aj, const T* Ax, const T* X, T* out, T* work, i64 n, i64 w, i64 R, \
+                         const u64* s, unsigned* arrived, i64 chunk, i64 shared),                                  \
+                 (Ap, Aj, Ax, X, out, work, n, w, R, s, arrived, chunk, shared))
+EMULATE_TILED_ROUNDS(csr_rounds_circt1x4_f64_i32, double)
+EMULATE_TILED_ROUNDS(csr_rounds_circt2x4_f64_i32, double)
+EMULATE_TILED_ROUNDS(csr_rounds_circt1x4_f32_i32, float)
 // ... and Pull-Diag-GT's y phase of R rounds in one launch: gt_rounds_<family>1x2_f64_i32.
 #define EMULATE_GT_ROUNDS(name)                                                                                    \
     EMULATE_GRID(name,                                                                                             \

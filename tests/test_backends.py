@@ -1018,35 +1018,52 @@ def test_cuda_tiled_circulant_kernel_matches_cpu(cuda_on_host, monkeypatch, dtyp
 def test_cuda_rounds_in_one_launch_match_cpu(cuda_on_host, monkeypatch, kind, blocks):
     """ROWSTOCH_CUDA_ROUNDS=persistent (kernels.cu's ROUNDS: the R rounds in one launch, its blocks run at once
     with a grid-wide barrier between two rounds, each thread looping over several entries): mix_power gives the
-    CPU's bits for R = 2, 3 and 6, for the family the matrix allows (circt's rounds are circ's), packed (w = 8)
-    or not, float32 too, in one launch of at most the resident blocks; a launch on a status already set does
-    nothing."""
+    CPU's bits for R = 2, 3 and 6, for the family the matrix allows, packed (w = 8) or not, float32 too, in one
+    launch of at most the resident blocks; circt's (rounds_circt_impl): a tile per block for every round, each
+    block an even share of the rows (the offsets up to its rows from its tile, the others from the round's input,
+    wrapped or not), its shared memory twice its rows, or circ's rounds where a block's rows do not fit in it; a
+    launch on a status already set does nothing."""
     from rowstoch_fast.backends import cupy as backend
 
     seen = []
 
     def check(name, grid, block, args, shared_mem):
         seen.append(name)
-        assert name.startswith("csr_rounds") and grid[0] <= blocks and block[0] == backend._BLOCK, (name, grid)
+        assert name.startswith("csr_rounds") and grid[0] <= blocks, (name, grid)
+        if "circt" not in name:
+            assert block[0] == backend._BLOCK and shared_mem == 0, (name, block)
+            return
+        n, w, chunk, shared = (int(args[k]) for k in (6, 7, -2, -1))
+        row, packs = w * args[3].itemsize, n * w // int(name[len("csr_rounds_circt")])
+        assert block[0] == backend._TILE_ROUNDS_THREADS and chunk == -(-n // min(blocks, -(-packs // 32))), chunk
+        assert grid[0] == -(-n // chunk) and shared == shared_mem == min(-(-2 * chunk * row // 16) * 16, limit[0])
 
     fake = _emulated_device(cuda_on_host, monkeypatch, on_launch=check)
     monkeypatch.setattr(backend, "MIX_KERNEL", kind)
     monkeypatch.setattr(backend, "ROUNDS", "persistent")
     monkeypatch.setattr(backend, "_ROUNDS_GRID", blocks)
     monkeypatch.setattr(backend, "_BLOCK", 32)  # (fewer emulated threads; every thread several entries)
-    family = {"entry1": "entry", "circ1": "circ", "circt": "circ"}.get(kind, kind)
-    graphs = [topology.exponential(37), topology.ring(9)] if family == "circ" else [topology.erdos_renyi(29, 0.2,
-                                                                                                        seed=3)]
-    dtypes = (np.float64, np.float32) if family == "circ" else (np.float64,)
-    for A0 in graphs:
-        for dtype in dtypes:
-            A = A0.astype(dtype)
-            for w, R in ((3, 2), (8, 3), (8, 6)):
-                X = np.random.default_rng(w + R).standard_normal((A.n, w)).astype(dtype)
-                seen.clear()
-                np.testing.assert_array_equal(backend.mix_power(A, fake.asarray(X), R), A.mix_power(X, R))
-                V = 1 if kind.endswith("1") or w == 3 else (2 if dtype == np.float64 else 4)
-                assert seen == [f"csr_rounds_{family}{V}x4_{'f64' if dtype == np.float64 else 'f32'}_i32"], seen
+    monkeypatch.setattr(backend, "_TILE_ROUNDS_THREADS", 32)
+    family = {"entry1": "entry", "circ1": "circ"}.get(kind, kind)
+    graphs = [topology.exponential(37), topology.ring(9)] if family.startswith("circ") else [
+        topology.erdos_renyi(29, 0.2, seed=3)]
+    dtypes = (np.float64, np.float32) if family.startswith("circ") else (np.float64,)
+    limit = [backend._SHARED_LIMIT]
+    for limit[0] in (backend._SHARED_LIMIT, 200) if kind == "circt" else (backend._SHARED_LIMIT,):
+        monkeypatch.setattr(backend, "_SHARED_LIMIT", limit[0])  # (200 bytes: circ's rounds where 3 blocks' rows
+        for A0 in graphs:                                      # of 8 float64 do not fit, a tile of fewer rows)
+            for dtype in dtypes:
+                A = A0.astype(dtype)
+                for w, R in ((3, 2), (8, 3), (8, 6)):
+                    X = np.random.default_rng(w + R).standard_normal((A.n, w)).astype(dtype)
+                    seen.clear()
+                    np.testing.assert_array_equal(backend.mix_power(A, fake.asarray(X), R), A.mix_power(X, R))
+                    V = 1 if kind.endswith("1") or w == 3 or (kind == "circt" and dtype == np.float32) else (
+                        2 if dtype == np.float64 else 4)
+                    tiled = kind != "circt" or -(-A.n // min(blocks, -(-A.n * w // V // 32))) * w * X.itemsize <= \
+                        limit[0]
+                    name = f"csr_rounds_{family if tiled else 'circ'}{V}x4_{'f64' if dtype == np.float64 else 'f32'}"
+                    assert seen == [f"{name}_i32"], seen
     A = graphs[0]
     X = fake.asarray(np.ones((A.n, 3)))
     out, work = fake.asarray(np.full((A.n, 3), 7.0)), fake.asarray(np.full((A.n, 3), 7.0))
@@ -1057,24 +1074,27 @@ def test_cuda_rounds_in_one_launch_match_cpu(cuda_on_host, monkeypatch, kind, bl
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(n=st.integers(2, 60), w=st.integers(1, 9), R=st.integers(2, 7), blocks=st.integers(1, 4),
-       block=st.sampled_from([1, 8, 32]), circulant=st.booleans(), seed=st.integers(0, 2**16))
-def test_rounds_in_one_launch_property(cuda_on_host, monkeypatch, n, w, R, blocks, block, circulant, seed):
+       block=st.sampled_from([1, 8, 32]), circulant=st.booleans(), tiled=st.booleans(), seed=st.integers(0, 2**16))
+def test_rounds_in_one_launch_property(cuda_on_host, monkeypatch, n, w, R, blocks, block, circulant, tiled, seed):
     """ROWSTOCH_CUDA_ROUNDS=persistent on any grid (1-4 blocks of 1-32 threads: fewer threads than entries or
     more), width and number of rounds: mix_power gives the CPU's A^R X bit for bit in one launch, for the
-    exponential graph (the circulant kernel's rounds) and a random graph (whichever family it allows)."""
+    exponential graph (the circulant kernel's rounds, or with ROWSTOCH_CUDA_MIX=circt a tile per block) and a
+    random graph (whichever family it allows)."""
     from rowstoch_fast.backends import cupy as backend
 
     fake = _emulated_device(cuda_on_host, monkeypatch)
     monkeypatch.setattr(backend, "ROUNDS", "persistent")
+    monkeypatch.setattr(backend, "MIX_KERNEL", "circt" if tiled else "auto")
     monkeypatch.setattr(backend, "_ROUNDS_GRID", blocks)
     monkeypatch.setattr(backend, "_BLOCK", block)
+    monkeypatch.setattr(backend, "_TILE_ROUNDS_THREADS", block)
     A = topology.exponential(n) if circulant else topology.erdos_renyi(n, 0.3, seed=seed)
     X = np.random.default_rng(seed).standard_normal((n, w))
     np.testing.assert_array_equal(backend.mix_power(A, fake.asarray(X), R), A.mix_power(X, R))
     launched = [k for k in fake.launched if k.startswith("csr_")]  # (the family the matrix allows)
-    assert len(launched) == 1 and re.fullmatch(rf"csr_rounds_(circ|row|entry){2 if w % 2 == 0 else 1}x4_f64_i32",
+    assert len(launched) == 1 and re.fullmatch(rf"csr_rounds_(circt|circ|row|entry){2 if w % 2 == 0 else 1}x4_f64_i32",
                                                 launched[0]), launched
-    assert not circulant or "circ" in launched[0]
+    assert not circulant or ("circt" if tiled else "circ") in launched[0]
 
 
 def test_rounds_in_one_launch_take_the_resident_blocks(monkeypatch):
@@ -1100,6 +1120,15 @@ def test_rounds_in_one_launch_take_the_resident_blocks(monkeypatch):
     name = "csr_rounds_circ2x4_f64_i32"
     assert backend._resident_blocks(name) == 5 * 132 and backend._resident_blocks(name) == 5 * 132
     assert asked == [(len(name), backend._BLOCK, 0)]
+    tiled = "csr_rounds_circt2x4_f64_i32"  # (blocks of 512 threads and 48 KiB, asked once)
+    assert backend._resident_blocks(tiled, 512, 49152) == 5 * 132 == backend._resident_blocks(tiled, 512, 49152)
+    assert asked[1:] == [(len(tiled), 512, 49152)]
+    # the rows split evenly over the blocks that 5 packs per row fill (640 of 512 threads, fewer than the 660
+    # resident), then as few blocks as that share of rows needs
+    assert backend._tiled_rounds(tiled, 2**16, 80, 5 * 2**16) == (637, 103, 16480)
+    assert backend._tiled_rounds(tiled, 2**17, 80, 5 * 2**17) == (659, 199, 31840)  # (the resident blocks)
+    assert backend._tiled_rounds(tiled, 2**10, 80, 5 * 2**10) == (10, 103, 16480)  # (as many blocks as entries fill)
+    assert backend._tiled_rounds(tiled, 2**20, 80, 5 * 2**20) is None  # (1,589 rows of 80 bytes: over 48 KiB)
     cooperative[0] = 0
     with pytest.raises(RuntimeError, match="ROWSTOCH_CUDA_ROUNDS=persistent needs a device that launches cooperative"):
         backend._resident_blocks("csr_rounds_entry2x4_f64_i32")
@@ -1111,7 +1140,8 @@ def test_rounds_in_one_launch_take_the_resident_blocks(monkeypatch):
 def test_cuda_rounds_in_one_launch_through_the_backend(cuda_on_host, monkeypatch):
     """MG-Pull-Diag-GT (R = 3) through the backend with ROWSTOCH_CUDA_ROUNDS=persistent: the x phase's rounds in
     one launch (replayed in a graph), the whole y phase in another (tracker input, rounds, descent), the
-    barrier's word back to 0 after the run: the CPU's iterates bit for bit; ROWSTOCH_CUDA_ROUNDS is checked."""
+    barrier's word back to 0 after the run: the CPU's iterates bit for bit, with the default kernels and with
+    ROWSTOCH_CUDA_MIX=circt (its x phase a tile per block); ROWSTOCH_CUDA_ROUNDS is checked."""
     from test_algorithms import _on_cpu_and_device
 
     from rowstoch_fast.backends import cupy as backend
@@ -1120,15 +1150,19 @@ def test_cuda_rounds_in_one_launch_through_the_backend(cuda_on_host, monkeypatch
     monkeypatch.setattr(backend, "ROUNDS", "persistent")
     monkeypatch.setattr(backend, "_ROUNDS_GRID", 2)
     monkeypatch.setattr(backend, "_BLOCK", 32)
+    monkeypatch.setattr(backend, "_TILE_ROUNDS_THREADS", 32)
     rng = np.random.default_rng(8)
-    for A in (topology.exponential(40), topology.paper_graphs()["grid"]):
+    for kind, A in (("auto", topology.exponential(40)), ("auto", topology.paper_graphs()["grid"]),
+                    ("circt", topology.exponential(40))):
+        monkeypatch.setattr(backend, "MIX_KERNEL", kind)
         G, x0 = rng.standard_normal((A.n, 4)), rng.standard_normal((A.n, 4))
         fake.launched.clear()
         cpu, gpu = _on_cpu_and_device(REGISTRY["pull-diag-gt"], A, x0, G, fake, 6)  # (R = 3)
         np.testing.assert_array_equal(gpu.gather_x(), cpu.x)
         rounds = [k for k in fake.launched if k.startswith(("csr_", "gt_", "tracker_input"))]
         assert {k.split("_")[:2][1] for k in rounds} == {"rounds"}, rounds
-        assert any(k.startswith("csr_rounds") for k in rounds) and any(k.startswith("gt_rounds") for k in rounds)
+        x_phase = "csr_rounds_circt" if kind == "circt" else "csr_rounds"
+        assert any(k.startswith(x_phase) for k in rounds) and any(k.startswith("gt_rounds") for k in rounds)
         assert int(gpu._ops._arrived[0]) == 0
     monkeypatch.setattr(backend, "ROUNDS", "one")
     with pytest.raises(ValueError, match="ROWSTOCH_CUDA_ROUNDS must be one of graph, persistent, got 'one'"):

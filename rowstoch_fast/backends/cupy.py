@@ -56,7 +56,8 @@ _MIX_KERNELS = ("auto", "entry", "entry1", "entry-u1", "row", "circ", "circ1", "
 #: per round; a backend replays them as one CUDA graph) or ``"persistent"`` (the ``R`` rounds in one cooperative
 #: launch, its threads meeting at a grid-wide barrier between two rounds: ``csr_rounds_*``, ROUNDS in
 #: kernels.cu; where a round's launch costs more than its work, at small n). The kernel is that of
-#: :data:`MIX_KERNEL` (``"circt"`` runs ``"circ"``'s rounds); the same bits either way. Read from
+#: :data:`MIX_KERNEL` (``"circt"``: a tile per block for all the rounds, where a block's rows fit in its shared
+#: memory; its y phase in one launch is ``"circ"``'s); the same bits either way. Read from
 #: ``ROWSTOCH_CUDA_ROUNDS`` at import.
 ROUNDS = os.environ.get("ROWSTOCH_CUDA_ROUNDS", "graph")
 _ROUNDS = ("graph", "persistent")
@@ -307,10 +308,11 @@ def _mix_kernel(n, w, dtype, index_dtype, aligned, kind, family="entry", role="c
     if role in ("csr_mix", "csr_rounds"):  # (ROUNDS: 4 in flight, circt's family's rounds as circ's)
         unroll = 1 if kind == "entry-u1" and role == "csr_mix" else 4
         packed = kind not in ("entry1", "circ1") and aligned and w % vec == 0
-        # circt's tiles (float32: one value per thread; a block: one row at least)
-        if kind == "circt" and family == "circ" and role == "csr_mix":
+        # circt's tiles (float32: one value per thread; a block of one round: one row at least; the rounds in one
+        # launch: any width, their threads loop over a block's rows)
+        if kind == "circt" and family == "circ":
             packed = packed and vec == 2
-            if w // (vec if packed else 1) <= _TILE_THREADS:
+            if role == "csr_rounds" or w // (vec if packed else 1) <= _TILE_THREADS:
                 return f"{role}_circt{vec if packed else 1}x4_{suffix}", n * w // (vec if packed else 1)
     else:
         unroll = 2 if role in ("gt_phase", "gt_rounds") else 4
@@ -339,6 +341,14 @@ def _gather(A, role, n, w, aligned, blocks, tail):
     family, Ap, Aj, Ax = _mix_arguments(A)
     name, threads = _mix_kernel(n, w, Ax.dtype, Ap.dtype, aligned, MIX_KERNEL, family, role)
     args = (Ap, Aj, Ax, *blocks, np.int64(n), np.int64(w), *tail)
+    if "_circt" in name and role == "csr_rounds":  # kernels.cu's rounds_circt_impl: a tile per block, its rows
+        plan = _tiled_rounds(name, n, w * Ax.dtype.itemsize, threads)
+        if plan is not None:
+            blocks, chunk, shared = plan
+            _cooperative_kernel(name)((blocks,), (_TILE_ROUNDS_THREADS,), (*args, np.int64(chunk), np.int64(shared)),
+                                      shared_mem=shared)
+            return
+        name = name.replace("_circt", "_circ")  # (a block's rows larger than its shared memory: circ's rounds)
     if "_circt" in name:  # kernels.cu's CIRCT: blocks of rows x (threads per row) threads, a tile of twice their rows
         groups = threads // n
         rows = _TILE_THREADS // groups
@@ -350,6 +360,20 @@ def _gather(A, role, n, w, aligned, blocks, tail):
 
 
 _TILE_THREADS = 1024  # the most threads of a block of kernels.cu's CIRCT (its __launch_bounds__)
+_TILE_ROUNDS_THREADS = 512  # the threads of a block of csr_rounds_circt (its __launch_bounds__)
+
+
+def _tiled_rounds(name, n, row_bytes, entries):
+    """(blocks, rows per block, shared bytes per block) of the ``csr_rounds_circt`` launch ``name`` for ``n`` rows
+    of ``row_bytes`` bytes and ``entries`` threads' worth of packs (kernels.cu's rounds_circt_impl): as many blocks of
+    :data:`_TILE_ROUNDS_THREADS` as its entries fill, at most those the device keeps resident with
+    :data:`_SHARED_LIMIT` bytes each, the rows split evenly, the tile twice a block's rows where that fits (the
+    offsets up to a block's rows from it); None where a block's rows alone do not fit (the rounds of circ then)."""
+    blocks = min(-(-entries // _TILE_ROUNDS_THREADS), _resident_blocks(name, _TILE_ROUNDS_THREADS, _SHARED_LIMIT))
+    chunk = -(-n // blocks)
+    if chunk * row_bytes > _SHARED_LIMIT:
+        return None
+    return -(-n // chunk), chunk, min(_round16(2 * chunk * row_bytes), _SHARED_LIMIT)
 
 
 def _mix_into(A, X, out, status=None):
@@ -555,10 +579,10 @@ def _phase_rounds_into(A, R, y, g_new, g_old, s_new, s_old, x, lr, y_out, xw, wo
             (np.int64(R), status, np.uint64(launch), arrived))  # (one value per thread: alignment unread)
 
 
-def _resident_blocks(name):
-    """How many blocks of :data:`_BLOCK` threads of the kernel ``name`` the current device keeps resident at once
-    (its SMs times the driver's occupancy), or :data:`_ROUNDS_GRID` where set; RuntimeError if it cannot launch
-    cooperative kernels."""
+def _resident_blocks(name, block=_BLOCK, shared=0):
+    """How many blocks of ``block`` threads and ``shared`` bytes of dynamic shared memory of the kernel ``name`` the
+    current device keeps resident at once (its SMs times the driver's occupancy), or :data:`_ROUNDS_GRID` where
+    set; RuntimeError if it cannot launch cooperative kernels."""
     if _ROUNDS_GRID is not None:
         return _ROUNDS_GRID
 
@@ -569,12 +593,12 @@ def _resident_blocks(name):
             raise RuntimeError("ROWSTOCH_CUDA_ROUNDS=persistent needs a device that launches cooperative kernels; "
                                "this one does not (use 'graph')")
         per_sm = cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(_cooperative_kernel(name).kernel.ptr,
-                                                                            _BLOCK, 0)
+                                                                            block, shared)
         if per_sm < 1:
             raise RuntimeError(f"ROWSTOCH_CUDA_ROUNDS=persistent: the device keeps no block of {name} resident "
                                "(use 'graph')")
         return per_sm * _multiprocessors()
-    return _on_device(_DEVICE_FACTS, ("resident blocks", name), count)
+    return _on_device(_DEVICE_FACTS, ("resident blocks", name, block, shared), count)
 
 
 _ROUNDS_GRID = None  # (tests: in place of the resident blocks, _resident_blocks)

@@ -141,6 +141,11 @@ __device__ __forceinline__ void store_pack(T* p, const T* v, bool stream) {
         store_pack<T, V>(p, v);
 }
 
+// The block's dynamic shared memory, as bytes named `name` (the host emulation gives each block of a grid its own).
+#ifndef DYNAMIC_SHARED
+#define DYNAMIC_SHARED(name) extern __shared__ __align__(16) unsigned char name[]
+#endif
+
 // This thread's index in the grid.
 __device__ __forceinline__ i64 grid_thread() { return (i64)blockIdx.x * blockDim.x + threadIdx.x; }
 
@@ -350,6 +355,30 @@ __device__ void csr_mix_circ(const I* __restrict__ Ap, const I* __restrict__ Aj,
     sink(i, c, acc, far > 0);
 }
 
+// CIRC's sums (acc += ...) for row i, the offsets from index `near` on read from a tile: `own` is row i (at its
+// column) of the round's input, `own_tile` row i's place in the tile, which holds the rows up to D[near] above it.
+// CIRC's runs, each cut where its offsets reach D[near]: one load kind per run, no choice per load (which made
+// ptxas 13.3+ spill at 32 registers). Returns whether CIRC's cache hints stream (far offsets: Ap[2] > 0).
+template <typename T, typename I, int V, int U, class Src>
+__device__ __forceinline__ bool tiled_circ_sum(const I* __restrict__ Ap, const I* __restrict__ Aj, const I m,
+                                               const I near, const T a, const Src& own,
+                                               const Rows<T, V, true>& own_tile, i64 i, i64 n, i64 w, T* acc) {
+    I first, far;
+    circ_runs<T, I>(Ap, Aj, m, i, w, first, far);
+    const I split = far > first ? far : first, cut = split > near ? split : near;
+    circ_sum<T, I, V, U, true>(own, Aj, first, split, a, acc);
+    circ_sum<T, I, V, U, false>(own, Aj, split, cut, a, acc);
+    circ_sum<T, I, V, U, false>(own_tile, Aj, cut, m, a, acc);
+    if (far > 0) {  // (the wrapped offsets as streaming, as CIRC)
+        circ_sum<T, I, V, U, true>(own.at(n, 0), Aj, 0, first, a, acc);
+    } else {
+        const I wrapped_cut = first < near ? first : near;
+        circ_sum<T, I, V, U, false>(own.at(n, 0), Aj, 0, wrapped_cut, a, acc);
+        circ_sum<T, I, V, U, false>(own_tile, Aj, wrapped_cut, first, a, acc);
+    }
+    return far > 0;
+}
+
 // CIRCT: CIRC with the near offsets' rows from shared memory. A block of rb x (w / V) threads takes rb
 // consecutive rows from i0 (one thread per V values, CIRC's rows and columns for the same threads), loads the
 // rows [i0 - h, i0 + rb) (mod n) into a tile, h the largest offset <= rb (the self loop, 1, 2, 4, ...: those
@@ -359,7 +388,7 @@ __device__ void csr_mix_circ(const I* __restrict__ Ap, const I* __restrict__ Aj,
 template <typename T, typename I, int V, int U>
 __device__ void csr_mix_circt(const I* __restrict__ Ap, const I* __restrict__ Aj, const T* __restrict__ Ax,
                               const T* __restrict__ X, T* __restrict__ Y, i64 n, i64 w, const u64* status) {
-    extern __shared__ __align__(16) unsigned char smem[];
+    DYNAMIC_SHARED(smem);
     T* tile = reinterpret_cast<T*>(smem);
     const int groups = (int)(w / V), rb = (int)blockDim.x / groups;  // (a block: at most 1024 threads)
     const i64 i0 = (i64)blockIdx.x * rb;
@@ -379,25 +408,9 @@ __device__ void csr_mix_circt(const I* __restrict__ Ap, const I* __restrict__ Aj
     T acc[V];
 #pragma unroll
     for (int k = 0; k < V; ++k) acc[k] = 0;
-    const T a = Ax[0];
-    I first, far;
-    circ_runs<T, I>(Ap, Aj, m, i, w, first, far);
-    // CIRC's runs, each cut where its offsets reach h (index `near`): from there on, the tile's rows (one load
-    // kind per run: no choice per load, which made ptxas 13.3+ spill at 32 registers)
-    const Rows<T, V> own{X + i * w + c, w};
-    const Rows<T, V, true> own_tile{tile + (i - i0 + h) * w + c, w};  // (plain loads: shared memory)
-    const I split = far > first ? far : first, cut = split > near ? split : near;
-    circ_sum<T, I, V, U, true>(own, Aj, first, split, a, acc);
-    circ_sum<T, I, V, U, false>(own, Aj, split, cut, a, acc);
-    circ_sum<T, I, V, U, false>(own_tile, Aj, cut, m, a, acc);
-    if (far > 0) {  // (the wrapped offsets as streaming, as CIRC)
-        circ_sum<T, I, V, U, true>(own.at(n, 0), Aj, 0, first, a, acc);
-    } else {
-        const I wrapped_cut = first < near ? first : near;
-        circ_sum<T, I, V, U, false>(own.at(n, 0), Aj, 0, wrapped_cut, a, acc);
-        circ_sum<T, I, V, U, false>(own_tile, Aj, wrapped_cut, first, a, acc);
-    }
-    Store<T, V>{Y, w}(i, c, acc, far > 0);
+    const bool far = tiled_circ_sum<T, I, V, U>(Ap, Aj, m, near, Ax[0], Rows<T, V>{X + i * w + c, w},
+                                                Rows<T, V, true>{tile + (i - i0 + h) * w + c, w}, i, n, w, acc);
+    Store<T, V>{Y, w}(i, c, acc, far);
 }
 
 // The kernels' families (backends/cupy.py's _mix_arguments): "entry" (the CSR's values), "row" (one weight
@@ -460,6 +473,52 @@ __device__ void rounds_impl(const T* in, T* out, T* work, i64 n, i64 w, i64 R, c
     for (i64 s = 1; s <= R; ++s) {
         T* dst = (R - s) % 2 == 0 ? out : work;
         for (i64 e = grid_thread(); e < entries; e += stride) round(s, src, dst, e);
+        if (s < R) grid_barrier(arrived);
+        src = dst;
+    }
+}
+
+// CIRCT's rounds in one launch (csr_rounds_circt: ROUNDS = "persistent" with MIX_KERNEL = "circt"). Block b takes
+// the `chunk` rows from b chunk in every round (the host sizes the grid so that its blocks cover the n rows once),
+// loads the rows from h above them to their last of the round's input into its tile (mod n; h = D[near], the
+// largest offset <= chunk whose tile fits in the launch's `shared` bytes, 0 if none) and gathers as CIRCT does:
+// the offsets up to h from the tile, the others from the round's input, both through plain loads (rows written by
+// the launch). A block's threads loop over its entries. The grid barrier between two rounds also keeps a round's
+// tile until its block is done with it.
+template <typename T, typename I, int V, int U>
+__device__ void rounds_circt_impl(const I* __restrict__ Ap, const I* __restrict__ Aj, const T* __restrict__ Ax,
+                                  const T* in, T* out, T* work, i64 n, i64 w, i64 R, const u64* status,
+                                  unsigned* arrived, i64 chunk, i64 shared) {
+    if (frozen(status, 0)) return;
+    DYNAMIC_SHARED(smem);
+    T* tile = reinterpret_cast<T*>(smem);
+    const I m = Ap[1];
+    I near = 0;
+    while (near < m && ((i64)Aj[near] > chunk || (chunk + (i64)Aj[near]) * w * (i64)sizeof(T) > shared)) ++near;
+    const i64 h = near < m ? (i64)Aj[near] : 0, i0 = (i64)blockIdx.x * chunk;
+    const i64 rows = i0 >= n ? 0 : chunk < n - i0 ? chunk : n - i0;
+    // (a tile's entries fit in 32 bits: they fit in shared memory)
+    const int groups = (int)(w / V), loads = (int)((h + rows) * groups), entries = (int)(rows * groups);
+    const T a = Ax[0];
+    const T* src = in;
+    for (i64 s = 1; s <= R; ++s) {
+        T* dst = (R - s) % 2 == 0 ? out : work;
+        for (int e = threadIdx.x; e < loads; e += blockDim.x) {
+            const int r = e / groups, q = (e - r * groups) * V;
+            const i64 row = i0 - h + r;
+            store_pack<T, V>(tile + (i64)r * w + q, load_pack<T, V>(src + (row < 0 ? row + n : row) * w + q).v);
+        }
+        __syncthreads();
+        for (int e = threadIdx.x; e < entries; e += blockDim.x) {
+            const int lr = e / groups, c = (e - lr * groups) * V;
+            const i64 i = i0 + lr;
+            T acc[V];
+#pragma unroll
+            for (int k = 0; k < V; ++k) acc[k] = 0;
+            tiled_circ_sum<T, I, V, U>(Ap, Aj, m, near, a, Rows<T, V, true>{src + i * w + c, w},
+                                       Rows<T, V, true>{tile + (lr + h) * w + c, w}, i, n, w, acc);
+            Store<T, V>{dst, w}(i, c, acc, false);
+        }
         if (s < R) grid_barrier(arrived);
         src = dst;
     }
@@ -752,7 +811,7 @@ __device__ void logistic_grad_impl(const T* __restrict__ H, const T* __restrict_
                                    i64 m, i64 M, i64 d, T rho, const T* __restrict__ X, i64 reps, i64 B,
                                    i64 batches, u64 seed, u64 iteration, const u64* __restrict__ clock,
                                    i64 rep_offset, int layout, int* __restrict__ spill, T* __restrict__ G) {
-    extern __shared__ __align__(16) unsigned char smem[];
+    DYNAMIC_SHARED(smem);
     const int tid = threadIdx.x, lane = tid & 31, width = blockDim.x;
     const bool first_warp = tid < 32;
     const i64 row = blockIdx.x;
@@ -897,6 +956,12 @@ __device__ void logistic_grad_impl(const T* __restrict__ H, const T* __restrict_
     __global__ void ROUNDS_BOUNDS csr_rounds_##family##V##x##U##_##suffix(const I* __restrict__ Ap, const I* __restrict__ Aj, const T* __restrict__ Ax, const T* X, T* out, T* work, i64 n, i64 w, i64 R, const u64* __restrict__ status, unsigned* arrived) { \
         rounds_impl<T, V>(X, out, work, n, w, R, status, 0, arrived, [&](i64, const T* src, T* dst, i64 e) { \
             mix_family_##family<T, I, V, U>(Ap, Aj, Ax, Rows<T, V, true>{src, w}, Store<T, V>{dst, w}, n, w, nullptr, 0, e); }); }
+// csr_rounds_circt<V>x<U>_<value>_i32: R >= 2 rounds of CIRCT in one cooperative launch (rounds_circt_impl), blocks of
+// 512 threads, 2 per SM at up to 64 registers (at 32, CIRCT's (1024, 2), they spilled 8-240 bytes); float32 one
+// value per thread, as CIRCT
+#define ROUNDS_CIRCTK(suffix, T, I, V, U) \
+    __global__ void __launch_bounds__(512, 2) csr_rounds_circt##V##x##U##_##suffix(const I* __restrict__ Ap, const I* __restrict__ Aj, const T* __restrict__ Ax, const T* X, T* out, T* work, i64 n, i64 w, i64 R, const u64* __restrict__ status, unsigned* arrived, i64 chunk, i64 shared) { \
+        rounds_circt_impl<T, I, V, U>(Ap, Aj, Ax, X, out, work, n, w, R, status, arrived, chunk, shared); }
 #define GT_ROUNDSK(family, suffix, T, I, V, U) \
     __global__ void GT_BOUNDS gt_rounds_##family##V##x##U##_##suffix(const I* __restrict__ Ap, const I* __restrict__ Aj, const T* __restrict__ Ax, const T* y, const T* g_new, const T* g_old, const T* s_new, const T* s_old, const T* x, T lr, T* y_out, T* xw, T* work, i64 n, i64 w, i64 R, u64* __restrict__ status, u64 launch, unsigned* arrived) { \
         rounds_impl<T, V>(nullptr, y_out, work, n, w, R, status, launch, arrived, [&](i64 s, const T* src, T* dst, i64 e) { \
@@ -958,6 +1023,7 @@ extern "C" {
 ENTRIES(4, 4, ROUNDS_ENTRY)
 ENTRIES(4, 4, ROUNDS_ROW)
 ENTRIES_I32(4, 4, ROUNDS_CIRC)
+ROUNDS_CIRCTK(f64_i32, double, int, 1, 4) ROUNDS_CIRCTK(f64_i32, double, int, 2, 4) ROUNDS_CIRCTK(f32_i32, float, int, 1, 4)
 GT_ROUNDS(f64_i32, double, int, 1, 2) GT_ROUNDS(f64_i64, double, i64, 1, 2) GT_ROUNDS(f32_i32, float, int, 1, 2)
 GT_ROUNDS(f32_i64, float, i64, 1, 2) GT_ROUNDSK(circ, f64_i32, double, int, 1, 2) GT_ROUNDSK(circ, f32_i32, float, int, 1, 2)
 #endif
