@@ -159,9 +159,9 @@ def section_bits(cp, out):
                 for _ in range(6):
                     cpu.step(lambda X: X - G.astype(dtype))
                 want = cpu.gather_x()
-                for kind in (*KINDS, "persistent", "persistent-circt"):  # (the R rounds in one launch: the
-                    gpu.MIX_KERNEL = "circt" if kind == "persistent-circt" else "auto" if kind == "persistent" else kind
-                    # default kernel, and circt's tiles)
+                # (persistent: the R rounds in one launch, the default kernel's and circt's tiles)
+                for kind in (*KINDS, "persistent", "persistent-circt"):
+                    gpu.MIX_KERNEL = {"persistent": "auto", "persistent-circt": "circt"}.get(kind, kind)
                     dev = PullDiagGT(A, cp.asarray(x0.astype(dtype)), lr=1e-3, rounds=rounds)
 
                     def steps(dev=dev):
@@ -268,7 +268,9 @@ def section_overhead(cp, out, sizes, d=10, R=10):
             if name == "unfused":  # the y phase as before section 9d (combine, graph of the rounds, combine)
                 _unfused(opt)
 
-            def run(opt=opt, every=every, kind="circt" if name.endswith("circt") else name if name == "circ1" else "auto"):
+            kind = {"circ1": "circ1", "circt": "circt", "persistent-circt": "circt"}.get(name, "auto")
+
+            def run(opt=opt, every=every, kind=kind):
                 gpu.MIX_KERNEL = kind  # (circ1: one value per thread, twice the threads; circt: tiles)
                 for _ in range(k):
                     opt.step(lambda X: G)

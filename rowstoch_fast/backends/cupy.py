@@ -305,7 +305,7 @@ def _mix_kernel(n, w, dtype, index_dtype, aligned, kind, family="entry", role="c
         raise ValueError(f"ROWSTOCH_CUDA_MIX must be one of {', '.join(_MIX_KERNELS)}, got {kind!r}")
     suffix = f"{_suffix(dtype)}_{'i32' if np.dtype(index_dtype) == np.int32 else 'i64'}"
     vec = 2 if np.dtype(dtype) == np.float64 else 4
-    if role in ("csr_mix", "csr_rounds"):  # (ROUNDS: 4 in flight, circt's family's rounds as circ's)
+    if role in ("csr_mix", "csr_rounds"):  # (ROUNDS: 4 in flight)
         unroll = 1 if kind == "entry-u1" and role == "csr_mix" else 4
         packed = kind not in ("entry1", "circ1") and aligned and w % vec == 0
         # circt's tiles (float32: one value per thread; a block of one round: one row at least; the rounds in one

@@ -480,8 +480,8 @@ __device__ void rounds_impl(const T* in, T* out, T* work, i64 n, i64 w, i64 R, c
 
 // CIRCT's rounds in one launch (csr_rounds_circt: ROUNDS = "persistent" with MIX_KERNEL = "circt"). Block b takes
 // the `chunk` rows from b chunk in every round (the host sizes the grid so that its blocks cover the n rows once),
-// loads the rows from h above them to their last of the round's input into its tile (mod n; h = D[near], the
-// largest offset <= chunk whose tile fits in the launch's `shared` bytes, 0 if none) and gathers as CIRCT does:
+// loads those rows of the round's input and the h rows above them (mod n) into its tile (h = D[near], the largest
+// offset <= chunk whose tile fits in the launch's `shared` bytes, 0 if none) and gathers as CIRCT does:
 // the offsets up to h from the tile, the others from the round's input, both through plain loads (rows written by
 // the launch). A block's threads loop over its entries. The grid barrier between two rounds also keeps a round's
 // tile until its block is done with it.
