@@ -3,7 +3,9 @@
 Compiles ``rowstoch_fast/backends/kernels.cu`` as the backend does (NVRTC, the same options) for a real
 architecture with ``--ptxas-options=-v`` and prints ptxas's resource report per kernel: what decides how many
 warps an SM can hold (the occupancy), and whether anything spilled to local memory. Needs CuPy's NVRTC
-bindings (``pip install cupy-cuda12x``; no device)::
+bindings (``pip install cupy-cuda12x``, or ``cupy-cuda13x`` with an ``nvidia-cuda-nvrtc`` 13.x wheel, which
+installs any NVRTC release without a device: how ptxas fits a kernel into its registers changes from one
+release to the next, bench/RESULTS.md section 9h)::
 
     python bench/gpu_registers.py [--arch sm_90] [--match REGEX]
 
