@@ -7,7 +7,10 @@ bindings (``pip install cupy-cuda12x``, or ``cupy-cuda13x`` with an ``nvidia-cud
 installs any NVRTC release without a device: how ptxas fits a kernel into its registers changes from one
 release to the next, bench/RESULTS.md section 9h)::
 
-    python bench/gpu_registers.py [--arch sm_90] [--match REGEX]
+    python bench/gpu_registers.py [--arch sm_90] [--match REGEX] [--check]
+
+``--check``: exit status 1 if any kernel spills (CI runs it under CUDA 13's NVRTC). It needs only CuPy's NVRTC
+bindings and this repository, not the package.
 
 Example (2026-11-26): the logistic kernel's float64 version used 80 registers, 134 once its sums loaded 8 x 4
 values ahead (H100 run 5, bench/RESULTS.md section 9b: a third less SM throughput at n = 2^15), and 64 with a
@@ -23,16 +26,23 @@ import re
 import sys
 
 
+#: The options the CuPy backend compiles kernels.cu with (backends/cupy.py's ``_OPTIONS``; a test checks that they
+#: agree): written out so that this script runs without the package (CuPy adds ``-ftz=true``, which changes no
+#: register count here).
+OPTIONS = ("-std=c++14", "--fmad=false")
+
+
 def resources(arch="sm_90", path=None):
     """``{kernel: {"registers": int, "stack": int, "spill_stores": int, "spill_loads": int}}`` from ptxas."""
     from cupy_backends.cuda.libs import nvrtc
 
-    from rowstoch_fast.backends.cupy import _OPTIONS
-
     path = path or os.path.join(os.path.dirname(__file__), os.pardir, "rowstoch_fast", "backends", "kernels.cu")
     with open(path) as f:
         prog = nvrtc.createProgram(f.read(), "kernels.cu", [], [])
-    nvrtc.compileProgram(prog, [*_OPTIONS, "-DROWSTOCH_ALL_KERNELS", f"-arch={arch}", "--ptxas-options=-v"])
+    try:
+        nvrtc.compileProgram(prog, [*OPTIONS, "-DROWSTOCH_ALL_KERNELS", f"-arch={arch}", "--ptxas-options=-v"])
+    except Exception as exc:  # noqa: BLE001 - NVRTC's own error says little: add its log
+        raise RuntimeError(f"NVRTC failed on kernels.cu:\n{nvrtc.getProgramLog(prog)}") from exc
     report, kernel = {}, None
     for line in nvrtc.getProgramLog(prog).splitlines():
         m = re.search(r"Compiling entry function '(\w+)'", line)
@@ -52,17 +62,26 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--arch", default="sm_90", help="a real architecture, e.g. sm_80 or sm_90 (default)")
     p.add_argument("--match", default="", help="only kernels whose name matches this regular expression")
+    p.add_argument("--check", action="store_true", help="exit status 1 if any kernel spills")
     args = p.parse_args(argv)
     if importlib.util.find_spec("cupy_backends") is None:
         print("gpu_registers: needs CuPy's NVRTC bindings (pip install cupy-cuda12x; no GPU needed)")
         return 0
+    from cupy_backends.cuda.libs import nvrtc
+
     report = resources(args.arch)
-    print(f"| kernel ({args.arch}) | registers | stack bytes | spill stores | spill loads |")
+    print(f"| kernel ({args.arch}, NVRTC {'.'.join(map(str, nvrtc.getVersion()))}) | registers | stack bytes | "
+          "spill stores | spill loads |")
     print("|---|---|---|---|---|")
     for name in sorted(report):
         if re.search(args.match, name):
             r = report[name]
             print(f"| {name} | {r['registers']} | {r['stack']} | {r['spill_stores']} | {r['spill_loads']} |")
+    spilled = sorted(k for k, r in report.items() if r["spill_stores"] or r["spill_loads"])
+    if args.check:
+        print(f"gpu_registers: {len(report)} kernels, {len(spilled)} spilling{': ' if spilled else ''}"
+              f"{', '.join(spilled)}")
+        return 1 if spilled or not report else 0
     return 0
 
 

@@ -30,10 +30,30 @@ static EmulatedDim blockDim, gridDim;
 #define __launch_bounds__(...)
 
 // The dynamic shared memory (kernels.cu's DYNAMIC_SHARED) of the one block that runs at a time; a grid's blocks
-// all at once (EMULATE_GRID) each have their own.
+// all at once (EMULATE_GRID) each have their own. Past the bytes a launch asks for (emulate_shared_bytes, the
+// launch's shared_mem; all of it by default) it holds a guard pattern, checked after each block: a kernel that
+// writes beyond its launch's bytes (an error on a GPU) is counted in emulate_shared_overruns.
 constexpr long long kSharedBytes = 1 << 16;
+constexpr unsigned char kGuard = 0xA5;
 alignas(16) unsigned char block_shared[kSharedBytes];
 static thread_local unsigned char* this_shared = block_shared;
+static long long launch_shared = kSharedBytes;
+static std::atomic<long long> shared_overruns{0};
+extern "C" void emulate_shared_bytes(long long bytes) {
+    launch_shared = bytes < 0 ? 0 : bytes < kSharedBytes ? bytes : kSharedBytes;
+    shared_overruns = 0;
+}
+extern "C" long long emulate_shared_overruns() { return shared_overruns; }
+static void guard_shared(unsigned char* memory) {
+    std::memset(memory + launch_shared, kGuard, static_cast<std::size_t>(kSharedBytes - launch_shared));
+}
+static void check_shared(const unsigned char* memory) {
+    for (long long k = launch_shared; k < kSharedBytes; ++k)
+        if (memory[k] != kGuard) {
+            ++shared_overruns;
+            return;
+        }
+}
 #define DYNAMIC_SHARED(name) unsigned char* const name = this_shared
 
 static inline unsigned long long __umul64hi(unsigned long long a, unsigned long long b) {
@@ -149,6 +169,7 @@ static inline void spin_pause() { std::this_thread::yield(); }
         for (long long b = 0; b < blocks; ++b) {                                            \
             for (long long w = 0; w < threads / 32; ++w) warp_barriers[w].reset(32);        \
             block_barrier.reset(static_cast<int>(threads));                                 \
+            guard_shared(block_shared);                                                     \
             std::vector<std::thread> block;                                                 \
             for (long long t = 0; t < threads; ++t)                                         \
                 block.emplace_back([=] {                                                    \
@@ -157,6 +178,7 @@ static inline void spin_pause() { std::this_thread::yield(); }
                     name args;                                                              \
                 });                                                                         \
             for (auto& t : block) t.join();                                                 \
+            check_shared(block_shared);                                                     \
         }                                                                                   \
     }
 
@@ -171,6 +193,7 @@ static inline void spin_pause() { std::this_thread::yield(); }
         std::vector<std::thread> grid;                                                      \
         for (long long b = 0; b < blocks; ++b) {                                            \
             barriers[b].reset(static_cast<int>(threads));                                   \
+            guard_shared(memory.get() + b * kSharedBytes);                                  \
             for (long long t = 0; t < threads; ++t)                                         \
                 grid.emplace_back([=, &barriers, &memory] {                                 \
                     blockIdx.x = b;                                                         \
@@ -181,6 +204,7 @@ static inline void spin_pause() { std::this_thread::yield(); }
                 });                                                                         \
         }                                                                                   \
         for (auto& t : grid) t.join();                                                      \
+        for (long long b = 0; b < blocks; ++b) check_shared(memory.get() + b * kSharedBytes);  \
     }
 
 #define EMULATE_LOGISTIC(name, T)                                                                          \

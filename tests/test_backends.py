@@ -234,6 +234,16 @@ def test_cuda_kernels_compile_with_nvrtc():
         assert not defined & (cooperative if not options else plain)  # (each module its own)
 
 
+def test_gpu_registers_compiles_as_the_backend():
+    """bench/gpu_registers.py (which CI runs under CUDA 13's NVRTC without the package) compiles kernels.cu with the
+    backend's options."""
+    import gpu_registers
+
+    from rowstoch_fast.backends import cupy as backend
+
+    assert gpu_registers.OPTIONS == backend._OPTIONS
+
+
 #: The newest NVRTC whose ptxas was checked to spill no kernel (12.9 and every 13.x release up to it: bench/RESULTS.md
 #: section 9h). The mixing kernels are held to 32 registers, and how ptxas squeezes them there changes from one
 #: release to the next (13.3 to 13.5 made the tiled kernel spill before it was reworked): a newer release is
@@ -528,6 +538,7 @@ def _emulated_device(cuda_on_host, monkeypatch, on_launch=None):
     fake = _fake_cupy()
     monkeypatch.setattr(backend, "require_cupy", lambda: fake)
     monkeypatch.setattr(backend, "_ptr", lambda a: a.ctypes.data)
+    cuda_on_host.emulate_shared_overruns.restype = ctypes.c_longlong
     kinds = {np.int64: ctypes.c_int64, np.uint64: ctypes.c_uint64, np.float64: ctypes.c_double,
              np.float32: ctypes.c_float, np.int32: ctypes.c_int}
     launched = []
@@ -546,7 +557,16 @@ def _emulated_device(cuda_on_host, monkeypatch, on_launch=None):
             threads = grid[0] * block[0]  # the block kernels' emulation takes blocks and threads per block
             blocked = name.startswith(("logistic_grad", "csr_mix_circt", "csr_rounds", "gt_rounds"))
             shape = (grid[0], block[0]) if blocked else (threads,)
-            _FakeGraphs.run(lambda: emulated(*map(ctypes.c_longlong, shape), *converted))
+
+            def run():  # (each block's shared memory guarded past the launch's bytes, as a GPU would fault)
+                cuda_on_host.emulate_shared_bytes(ctypes.c_longlong(shared_mem))
+                try:
+                    emulated(*map(ctypes.c_longlong, shape), *converted)
+                    overruns = cuda_on_host.emulate_shared_overruns()
+                finally:
+                    cuda_on_host.emulate_shared_bytes(ctypes.c_longlong(1 << 16))  # (direct calls: no guard)
+                assert overruns == 0, f"{name} wrote past the {shared_mem} bytes of shared memory it was launched with"
+            _FakeGraphs.run(run)
         return launch
 
     monkeypatch.setattr(backend, "_kernel", kernel)
@@ -1021,8 +1041,8 @@ def test_cuda_rounds_in_one_launch_match_cpu(cuda_on_host, monkeypatch, kind, bl
     CPU's bits for R = 2, 3 and 6, for the family the matrix allows, packed (w = 8) or not, float32 too, in one
     launch of at most the resident blocks; circt's (rounds_circt_impl): a tile per block for every round, each
     block an even share of the rows (the offsets up to its rows from its tile, the others from the round's input,
-    wrapped or not), its shared memory twice its rows, or circ's rounds where a block's rows do not fit in it; a
-    launch on a status already set does nothing."""
+    wrapped or not), its shared memory twice its rows up to the limit (the emulation faults a write past it), or
+    circ's rounds where a block's rows do not fit in it; a launch on a status already set does nothing."""
     from rowstoch_fast.backends import cupy as backend
 
     seen = []
@@ -1049,9 +1069,11 @@ def test_cuda_rounds_in_one_launch_match_cpu(cuda_on_host, monkeypatch, kind, bl
         topology.erdos_renyi(29, 0.2, seed=3)]
     dtypes = (np.float64, np.float32) if family.startswith("circ") else (np.float64,)
     limit = [backend._SHARED_LIMIT]
-    for limit[0] in (backend._SHARED_LIMIT, 200) if kind == "circt" else (backend._SHARED_LIMIT,):
-        monkeypatch.setattr(backend, "_SHARED_LIMIT", limit[0])  # (200 bytes: circ's rounds where 3 blocks' rows
-        for A0 in graphs:                                      # of 8 float64 do not fit, a tile of fewer rows)
+    # (400 bytes: fewer rows above a block than its own in its tile; 200: circ's rounds where a block's rows of
+    # float64 do not fit)
+    for limit[0] in (backend._SHARED_LIMIT, 400, 200) if kind == "circt" else (backend._SHARED_LIMIT,):
+        monkeypatch.setattr(backend, "_SHARED_LIMIT", limit[0])
+        for A0 in graphs:
             for dtype in dtypes:
                 A = A0.astype(dtype)
                 for w, R in ((3, 2), (8, 3), (8, 6)):
