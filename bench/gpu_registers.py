@@ -69,6 +69,12 @@ def main(argv=None):
         return 0
     from cupy_backends.cuda.libs import nvrtc
 
+    try:
+        nvrtc.getVersion()
+    except Exception as exc:  # noqa: BLE001 - the library itself missing (a wheel without it, an old glibc)
+        why = " ".join(str(exc).split())
+        print(f"gpu_registers: CuPy's NVRTC library does not load here ({type(exc).__name__}: {why}); nothing checked")
+        return 0
     report = resources(args.arch)
     print(f"| kernel ({args.arch}, NVRTC {'.'.join(map(str, nvrtc.getVersion()))}) | registers | stack bytes | "
           "spill stores | spill loads |")
