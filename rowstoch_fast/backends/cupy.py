@@ -344,8 +344,8 @@ def _gather(A, role, n, w, aligned, blocks, tail):
     if "_circt" in name and role == "csr_rounds":  # kernels.cu's rounds_circt_impl: a tile per block, its rows
         plan = _tiled_rounds(name, n, w * Ax.dtype.itemsize, threads)
         if plan is not None:
-            blocks, chunk, shared = plan
-            _cooperative_kernel(name)((blocks,), (_TILE_ROUNDS_THREADS,), (*args, np.int64(chunk), np.int64(shared)),
+            grid, chunk, shared = plan
+            _cooperative_kernel(name)((grid,), (_TILE_ROUNDS_THREADS,), (*args, np.int64(chunk), np.int64(shared)),
                                       shared_mem=shared)
             return
         name = name.replace("_circt", "_circ")  # (a block's rows larger than its shared memory: circ's rounds)
@@ -1009,8 +1009,7 @@ class CupyBackend(Backend):
         rows = (s_new, s_old) if table is None else (table,)  # (the rows a replay reads, or their table)
         key = ("step", id(obj), grad_fn.seed, grad_fn.batches, grad_fn.rep_offset, LOGISTIC_WARPS,
                *map(_ptr, _mix_arguments(A)[1:]), A.n, *map(_ptr, (xw_in, x, y, g_new, g_old, *rows, y_out, xw, psi,
-               work)), x.shape, len(shape), rounds, float(lr), MIX_KERNEL, ROUNDS,
-               checked)
+               work)), x.shape, len(shape), rounds, float(lr), MIX_KERNEL, ROUNDS, checked)
         graph = self._graphs.get(key)
         if graph is None:
             if key not in self._seen:
