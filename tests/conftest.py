@@ -90,7 +90,10 @@ def cuda_on_host(tmp_path_factory):
     src = os.path.join(os.path.dirname(__file__), "cuda_on_host.cpp")
     cu = os.path.join(os.path.dirname(rowstoch_fast.__file__), "backends", "kernels.cu")
     lib = tmp_path_factory.mktemp("cuda_on_host") / "cuda_on_host.so"
-    out = subprocess.run([cxx, "-std=c++14", "-O1", "-ffp-contract=off", "-shared", "-fPIC", "-pthread",
+    # (.ci/sanitize: ROWSTOCH_EMULATION_CFLAGS builds it under the sanitizers, which then check the kernels' memory
+    # accesses and their synchronisation)
+    extra = os.environ.get("ROWSTOCH_EMULATION_CFLAGS", "").split()
+    out = subprocess.run([cxx, "-std=c++14", "-O1", "-ffp-contract=off", "-shared", "-fPIC", "-pthread", *extra,
                           f'-DKERNELS_CU="{cu}"', src, "-o", str(lib)], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     return ctypes.CDLL(str(lib))

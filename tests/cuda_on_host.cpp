@@ -30,11 +30,21 @@ static EmulatedDim blockDim, gridDim;
 #define __launch_bounds__(...)
 
 // The dynamic shared memory (kernels.cu's DYNAMIC_SHARED) of the one block that runs at a time; a grid's blocks
-// all at once (EMULATE_GRID) each have their own. Past the bytes a launch asks for (emulate_shared_bytes, the
-// launch's shared_mem; all of it by default) it holds a guard pattern, checked after each block: a kernel that
-// writes beyond its launch's bytes (an error on a GPU) is counted in emulate_shared_overruns.
+// all at once (EMULATE_GRID) each have their own. Each block starts with all of it holding a guard pattern, all
+// bits set: a NaN in every float32 and float64 it holds, so that a value read before the block wrote it (on a
+// GPU, what another block or launch left there) turns the kernel's result into NaN. Past the bytes a launch asks
+// for (emulate_shared_bytes, the launch's shared_mem; all of it by default) the pattern is checked after the
+// block: a kernel that writes beyond its launch's bytes (an error on a GPU) is counted in
+// emulate_shared_overruns. Built under AddressSanitizer (.ci/sanitize), those bytes are poisoned too: a load or
+// a store there stops the run with the kernel's stack.
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#else
+#define ASAN_POISON_MEMORY_REGION(addr, size) ((void)(addr), (void)(size))
+#define ASAN_UNPOISON_MEMORY_REGION(addr, size) ((void)(addr), (void)(size))
+#endif
 constexpr long long kSharedBytes = 1 << 16;
-constexpr unsigned char kGuard = 0xA5;
+constexpr unsigned char kGuard = 0xFF;
 alignas(16) unsigned char block_shared[kSharedBytes];
 static thread_local unsigned char* this_shared = block_shared;
 static long long launch_shared = kSharedBytes;
@@ -45,9 +55,11 @@ extern "C" void emulate_shared_bytes(long long bytes) {
 }
 extern "C" long long emulate_shared_overruns() { return shared_overruns; }
 static void guard_shared(unsigned char* memory) {
-    std::memset(memory + launch_shared, kGuard, static_cast<std::size_t>(kSharedBytes - launch_shared));
+    std::memset(memory, kGuard, kSharedBytes);
+    ASAN_POISON_MEMORY_REGION(memory + launch_shared, kSharedBytes - launch_shared);
 }
 static void check_shared(const unsigned char* memory) {
+    ASAN_UNPOISON_MEMORY_REGION(memory, kSharedBytes);
     for (long long k = launch_shared; k < kSharedBytes; ++k)
         if (memory[k] != kGuard) {
             ++shared_overruns;
