@@ -157,6 +157,17 @@ static inline void store_cs(T* p, const P& r) {
 }
 // A thread spinning at kernels.cu's grid barrier lets the others run.
 static inline void spin_pause() { std::this_thread::yield(); }
+// kernels.cu's words read and written by several threads at once (its run status, its grid barrier): atomic
+// (a GPU's volatile word accesses are single loads and stores), acquire and release, so that ThreadSanitizer
+// (.ci/sanitize) checks the kernels' own synchronisation, not these.
+template <typename W>
+static inline W load_word(const W* p) {
+    return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+template <typename W>
+static inline void store_word(W* p, W v) {
+    __atomic_store_n(p, v, __ATOMIC_RELEASE);
+}
 
 #define ROWSTOCH_ALL_KERNELS
 #include KERNELS_CU

@@ -28,20 +28,30 @@ typedef unsigned long long u64;
 // so that status[2] + status[3] is the iteration of a stochastic oracle's draws
 // inside a graph (logistic_grad's clock); status[4]: likewise for the optimizer's
 // own iteration (tracker_rows). (status holds five words.)
+// The words that several threads of a launch read and write at once (the run status here, the grid barrier's
+// below) go through these: volatile loads and stores on a GPU; the host emulation (tests/cuda_on_host.cpp,
+// ROWSTOCH_HOST_LOADS) brings its own, atomic, so that ThreadSanitizer sees them as what they are.
+#ifndef ROWSTOCH_HOST_LOADS
+template <typename W>
+__device__ __forceinline__ W load_word(const W* p) { return *(const volatile W*)p; }
+template <typename W>
+__device__ __forceinline__ void store_word(W* p, W v) { *(volatile W*)p = v; }
+#endif
+
 __device__ __forceinline__ bool frozen(const u64* status, u64 launch) {
     if (!status) return false;
-    const u64 s = *(const volatile u64*)status;
+    const u64 s = load_word(status);
     if (s == 0) return false;
     if (s != launch) return true;
     if (!(launch >> 63)) return false;
     __threadfence();  // (the count written before the id)
-    return *(const volatile u64*)(status + 1) != *(const volatile u64*)(status + 2);
+    return load_word(status + 1) != load_word(status + 2);
 }
 
 __device__ __forceinline__ void report(u64* status, u64 launch) {
     if (!status || !launch) return;
     if (launch >> 63) {
-        *(volatile u64*)(status + 1) = *(const volatile u64*)(status + 2);
+        store_word(status + 1, load_word(status + 2));
         __threadfence();
     }
     atomicCAS(status, 0ULL, launch);
@@ -456,7 +466,7 @@ __device__ __forceinline__ void grid_barrier(unsigned* arrived) {
         const unsigned add = blockIdx.x == 0 ? 0x80000000u - ((unsigned)gridDim.x - 1u) : 1u;
         __threadfence();  // (this block's stores before its arrival)
         const unsigned before = atomicAdd(arrived, add);
-        while (((before ^ *(volatile unsigned*)arrived) & 0x80000000u) == 0) spin_pause();
+        while (((before ^ load_word(arrived)) & 0x80000000u) == 0) spin_pause();
         __threadfence();  // (the other blocks' stores before this block's next loads)
     }
     __syncthreads();
