@@ -84,7 +84,7 @@ def cuda_on_host(tmp_path_factory):
 
     import rowstoch_fast
 
-    cxx = (sysconfig.get_config_var("CXX") or "c++").split()[0]
+    cxx = (os.environ.get("CXX") or sysconfig.get_config_var("CXX") or "c++").split()[0]  # (as setuptools)
     if shutil.which(cxx) is None:
         pytest.skip(f"no C++ compiler ({cxx}) to build the host emulation of the CUDA kernels")
     src = os.path.join(os.path.dirname(__file__), "cuda_on_host.cpp")

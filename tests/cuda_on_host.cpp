@@ -37,7 +37,12 @@ static EmulatedDim blockDim, gridDim;
 // block: a kernel that writes beyond its launch's bytes (an error on a GPU) is counted in
 // emulate_shared_overruns. Built under AddressSanitizer (.ci/sanitize), those bytes are poisoned too: a load or
 // a store there stops the run with the kernel's stack.
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define ROWSTOCH_ASAN 1  // (clang)
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(ROWSTOCH_ASAN)
 #include <sanitizer/asan_interface.h>
 #else
 #define ASAN_POISON_MEMORY_REGION(addr, size) ((void)(addr), (void)(size))
