@@ -142,21 +142,32 @@ static inline unsigned __ballot_sync(unsigned, bool vote) {
     return bits;
 }
 static inline int __ffs(unsigned x) { return __builtin_ffs(static_cast<int>(x)); }
+// A load or store of several values at once (kernels.cu's Pack) at an address that is not a multiple of its
+// size, which a GPU faults on (the host does not): counted, emulated_misaligned (read and reset).
+static std::atomic<long long> misaligned{0};
+extern "C" long long emulated_misaligned() { return misaligned.exchange(0); }
+#define PACK_ALIGNED(p, bytes)                                                                  \
+    do {                                                                                        \
+        if ((bytes) > sizeof(*(p)) && reinterpret_cast<std::uintptr_t>(p) % (bytes) != 0) ++misaligned; \
+    } while (0)
 // The read-only and the streaming loads and the streaming stores (kernels.cu's load_nc, load_cs and
 // store_cs): plain, the streaming ones counted.
 #define ROWSTOCH_HOST_LOADS
 static std::atomic<long long> streamed_loads{0}, streamed_stores{0};
 template <typename T, class P>
 static inline void load_nc(const T* p, P& r) {
+    PACK_ALIGNED(p, sizeof r);
     std::memcpy(&r, p, sizeof r);
 }
 template <typename T, class P>
 static inline void load_cs(const T* p, P& r) {
+    PACK_ALIGNED(p, sizeof r);
     ++streamed_loads;
     std::memcpy(&r, p, sizeof r);
 }
 template <typename T, class P>
 static inline void store_cs(T* p, const P& r) {
+    PACK_ALIGNED(p, sizeof r);
     ++streamed_stores;
     std::memcpy(p, &r, sizeof r);
 }
@@ -267,6 +278,7 @@ EMULATE_MIX(csr_mix_row4x4_f32_i64, float, i64)
 // ... and for circulant matrices (Ap = {0, m, hint bytes}, Aj the offsets, Ax the one weight): csr_mix_circ<V>x<U>_<value>_i32.
 EMULATE_MIX(csr_mix_circ1x4_f64_i32, double, int)
 EMULATE_MIX(csr_mix_circ2x4_f64_i32, double, int)
+EMULATE_MIX(csr_mix_circ1x4_f32_i32, float, int)
 EMULATE_MIX(csr_mix_circ4x4_f32_i32, float, int)
 // ... and the same with a tile of the near offsets' rows in shared memory (blocks of host threads):
 // csr_mix_circt<V>x4_<value>_i32 (blocks, threads per block).

@@ -539,6 +539,7 @@ def _emulated_device(cuda_on_host, monkeypatch, on_launch=None):
     monkeypatch.setattr(backend, "require_cupy", lambda: fake)
     monkeypatch.setattr(backend, "_ptr", lambda a: a.ctypes.data)
     cuda_on_host.emulate_shared_overruns.restype = ctypes.c_longlong
+    cuda_on_host.emulated_misaligned.restype = ctypes.c_longlong
     kinds = {np.int64: ctypes.c_int64, np.uint64: ctypes.c_uint64, np.float64: ctypes.c_double,
              np.float32: ctypes.c_float, np.int32: ctypes.c_int}
     launched = []
@@ -558,14 +559,16 @@ def _emulated_device(cuda_on_host, monkeypatch, on_launch=None):
             blocked = name.startswith(("logistic_grad", "csr_mix_circt", "csr_rounds", "gt_rounds"))
             shape = (grid[0], block[0]) if blocked else (threads,)
 
-            def run():  # (each block's shared memory guarded past the launch's bytes, as a GPU would fault)
+            def run():  # (what a GPU would fault on: past the launch's shared bytes, a misaligned pack)
                 cuda_on_host.emulate_shared_bytes(ctypes.c_longlong(shared_mem))
+                cuda_on_host.emulated_misaligned()
                 try:
                     emulated(*map(ctypes.c_longlong, shape), *converted)
-                    overruns = cuda_on_host.emulate_shared_overruns()
+                    overruns, misaligned = cuda_on_host.emulate_shared_overruns(), cuda_on_host.emulated_misaligned()
                 finally:
                     cuda_on_host.emulate_shared_bytes(ctypes.c_longlong(1 << 16))  # (direct calls: no guard)
                 assert overruns == 0, f"{name} wrote past the {shared_mem} bytes of shared memory it was launched with"
+                assert misaligned == 0, f"{name} loaded or stored {misaligned} packs at addresses not aligned to them"
             _FakeGraphs.run(run)
         return launch
 
@@ -1157,6 +1160,48 @@ def test_rounds_in_one_launch_take_the_resident_blocks(monkeypatch):
     # a y phase of one round is gt_phase's: gt_rounds takes two at least (its round 1 stores, it never descends)
     with pytest.raises(ValueError, match="takes R >= 2 rounds, got 1"):
         backend._phase_rounds_into(None, 1, *[None] * 13)
+
+
+@pytest.mark.parametrize("rounds", ["graph", "persistent"])
+@pytest.mark.parametrize("kind", ["entry", "row", "circ", "circt"])
+def test_blocks_off_a_packs_alignment_take_the_one_value_kernels(cuda_on_host, monkeypatch, kind, rounds):
+    """A block, ``out`` and ``work`` one value into their buffers (a user's slice can start there: 8 or 4 bytes
+    off a 16-byte boundary): mix and mix_power launch the kernels of one value per thread (a GPU faults on a
+    packed load or store there; the emulation counts them and fails the launch) and give the CPU's bits, float64
+    and float32 (the circulant kernels: the emulated float32 instances), R = 1 and 3, every kernel family, the
+    rounds as launches or in one."""
+    from test_algorithms import _HostDeviceArray
+
+    from rowstoch_fast.backends import cupy as backend
+
+    def off_alignment(X):
+        buf = np.empty(X.size + 1, X.dtype)
+        view = buf[1:].reshape(X.shape)
+        view[...] = X
+        assert view.ctypes.data % 16 != 0
+        return view.view(_HostDeviceArray)
+
+    fake = _emulated_device(cuda_on_host, monkeypatch)
+    monkeypatch.setattr(backend, "MIX_KERNEL", kind)
+    monkeypatch.setattr(backend, "ROUNDS", rounds)
+    monkeypatch.setattr(backend, "_ROUNDS_GRID", 2)
+    monkeypatch.setattr(backend, "_BLOCK", 32)  # (fewer emulated threads)
+    monkeypatch.setattr(backend, "_TILE_ROUNDS_THREADS", 32)
+    rng = np.random.default_rng(3)
+    for dtype in (np.float64, np.float32) if kind.startswith("circ") else (np.float64,):
+        A = topology.exponential(37).astype(dtype)
+        X = rng.standard_normal((A.n, 8)).astype(dtype)
+        for R in (1, 3):
+            fake.launched.clear()
+            out = off_alignment(np.zeros_like(X))
+            work = off_alignment(np.zeros_like(X)) if R > 1 else None
+            got = backend.mix_power(A, off_alignment(X), R, out=out, work=work)
+            assert got.ctypes.data == out.ctypes.data
+            np.testing.assert_array_equal(got, A.mix_power(X, R))
+            assert fake.launched and all("1x" in k for k in fake.launched), fake.launched
+        fake.launched.clear()
+        np.testing.assert_array_equal(backend.mix(A, off_alignment(X)), A.mix(X))
+        assert fake.launched and all("1x" in k for k in fake.launched), fake.launched
 
 
 def test_cuda_rounds_in_one_launch_through_the_backend(cuda_on_host, monkeypatch):

@@ -61,14 +61,19 @@ __device__ __forceinline__ void report(u64* status, u64 launch) {
 // Y[i, c] = sum_p Ax[p] X[Aj[p], c], summed over p in CSR order starting from 0
 // (the CPU kernels' order), in every variant below.
 
-// V consecutive values, aligned to their size: one 8- or 16-byte load or store when V > 1.
+// V consecutive values, aligned to their size: one 8- or 16-byte load or store when V > 1 (a GPU faults on
+// one that is not aligned; the host emulation counts them, PACK_ALIGNED).
 template <typename T, int V>
 struct alignas(V * sizeof(T)) Pack {
     T v[V];
 };
+#ifndef PACK_ALIGNED
+#define PACK_ALIGNED(p, bytes)
+#endif
 
 template <typename T, int V>
 __device__ __forceinline__ Pack<T, V> load_pack(const T* p) {
+    PACK_ALIGNED(p, sizeof(Pack<T, V>));
     return *reinterpret_cast<const Pack<T, V>*>(p);
 }
 
@@ -82,6 +87,7 @@ __device__ __forceinline__ Pack<T, V> as_pack(const T* v) {
 
 template <typename T, int V>
 __device__ __forceinline__ void store_pack(T* p, const T* v) {
+    PACK_ALIGNED(p, sizeof(Pack<T, V>));
     *reinterpret_cast<Pack<T, V>*>(p) = as_pack<T, V>(v);
 }
 
