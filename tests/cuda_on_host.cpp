@@ -188,15 +188,24 @@ static inline void store_word(W* p, W v) {
 #define ROWSTOCH_ALL_KERNELS
 #include KERNELS_CU
 
+// A GPU runs a launch's blocks in no set order; the emulation runs them one after another, every other
+// launch from the last to the first: a result that depends on that order (a block reading what another
+// writes in the same launch: a race on a GPU) then differs from the CPU's.
+static long long emulated_launches = 0;
+static inline long long block_in_order(long long k, long long blocks, bool reversed) {
+    return reversed ? blocks - 1 - k : k;
+}
+
 // Launches `name` over `threads` emulated threads (block size 1).
-#define EMULATE(name, params, args)                            \
-    extern "C" void emulate_##name(long long threads params) { \
-        blockDim.x = 1;                                        \
-        threadIdx.x = 0;                                       \
-        for (long long t = 0; t < threads; ++t) {              \
-            blockIdx.x = t;                                    \
-            name args;                                         \
-        }                                                      \
+#define EMULATE(name, params, args)                                  \
+    extern "C" void emulate_##name(long long threads params) {       \
+        blockDim.x = 1;                                              \
+        threadIdx.x = 0;                                             \
+        const bool reversed = emulated_launches++ % 2 == 1;          \
+        for (long long k = 0; k < threads; ++k) {                    \
+            blockIdx.x = block_in_order(k, threads, reversed);       \
+            name args;                                               \
+        }                                                            \
     }
 #define P(...) , __VA_ARGS__
 
@@ -205,7 +214,9 @@ static inline void store_word(W* p, W v) {
 #define EMULATE_BLOCKS(name, params, args)                                                  \
     extern "C" void emulate_##name(long long blocks, long long threads params) {            \
         blockDim.x = threads;                                                               \
-        for (long long b = 0; b < blocks; ++b) {                                            \
+        const bool reversed = emulated_launches++ % 2 == 1;                                 \
+        for (long long k = 0; k < blocks; ++k) {                                            \
+            const long long b = block_in_order(k, blocks, reversed);                        \
             for (long long w = 0; w < threads / 32; ++w) warp_barriers[w].reset(32);        \
             block_barrier.reset(static_cast<int>(threads));                                 \
             guard_shared(block_shared);                                                     \
