@@ -1,10 +1,11 @@
 // Runs the CuPy backend's CUDA kernels (rowstoch_fast/backends/kernels.cu) on the host, so that their
 // logic (the sampling streams, the order of the sums, the run-status flag) is checked against the CPU
-// kernels on machines without a GPU. Element-wise kernels run one emulated GPU thread after another;
-// cooperative kernels run each block of 32 W threads as 32 W host threads, __syncwarp a barrier among a
-// warp's 32 and __syncthreads among the block's; a kernel with a grid-wide barrier runs all its blocks at
-// once. Built by tests/test_backends.py with the C++ compiler and loaded by ctypes; device-only intrinsics get
-// host stand-ins below. Not part of the package.
+// kernels on machines without a GPU, and what a GPU would fault on (a misaligned pack, shared memory past a
+// launch's bytes; .ci/sanitize adds ASan, UBSan and TSan). Element-wise kernels run one emulated GPU thread
+// after another (every other launch from the last); cooperative kernels run each block of 32 W threads as
+// 32 W host threads, __syncwarp a barrier among a warp's 32 and __syncthreads among the block's; a kernel with
+// a grid-wide barrier runs all its blocks at once. Built by tests/conftest.py with the C++ compiler and loaded
+// by ctypes; device-only intrinsics get host stand-ins below. Not part of the package.
 #include <atomic>
 #include <cmath>
 #include <condition_variable>
