@@ -85,9 +85,10 @@ def test_mix_into_its_own_input_is_refused_on_the_emulated_device(cuda_on_host, 
 @pytest.mark.parametrize("rounds", ["graph", "persistent"])
 def test_every_gpu_mixing_kernel_gives_the_cpu_bits(monkeypatch, kind, hints, dtype, rounds):
     """ROWSTOCH_CUDA_MIX's every choice on the device: an in-degree matrix (one weight per row: the "row"
-    kernel runs) and the paper's grid (it cannot), aligned and odd widths: the CPU kernels' bits; the
-    circulant kernels also with their cache hints on most offsets (ROWSTOCH_CUDA_L2_HINTS=64 bytes); a launch
-    per round and the three rounds in one cooperative launch (ROWSTOCH_CUDA_ROUNDS=persistent)."""
+    kernel runs) and the paper's grid (it cannot), aligned and odd widths, and a block off a pack's alignment:
+    the CPU kernels' bits; the circulant kernels also with their cache hints on most offsets
+    (ROWSTOCH_CUDA_L2_HINTS=64 bytes); a launch per round and the three rounds in one cooperative launch
+    (ROWSTOCH_CUDA_ROUNDS=persistent)."""
     cupy, reason = _cupy_or_reason()
     if cupy is None:
         pytest.skip(f"CuPy backend unavailable: {reason}")
@@ -100,6 +101,12 @@ def test_every_gpu_mixing_kernel_gives_the_cpu_bits(monkeypatch, kind, hints, dt
         for w in (1, 3, 8, 10):
             X = np.random.default_rng(w).standard_normal((A.n, w)).astype(dtype)
             np.testing.assert_array_equal(backend.mix_power(A, cupy.asarray(X), 3).get(), A.mix_power(X, 3))
+        # (a block and out one value into their buffers, 8 or 4 bytes off a 16-byte boundary: the one-value
+        # kernels, where packs would fault)
+        X = np.random.default_rng(0).standard_normal((A.n, 8)).astype(dtype)
+        Xd, out = (cupy.empty(A.n * 8 + 1, dtype)[1:].reshape(A.n, 8) for _ in range(2))
+        Xd[...] = cupy.asarray(X)
+        np.testing.assert_array_equal(backend.mix_power(A, Xd, 3, out=out).get(), A.mix_power(X, 3))
 
 
 @pytest.mark.parametrize("tracker", ["exact", "perron"])
