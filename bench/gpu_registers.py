@@ -70,13 +70,13 @@ def main(argv=None):
     from cupy_backends.cuda.libs import nvrtc
 
     try:
-        nvrtc.getVersion()
+        version = ".".join(map(str, nvrtc.getVersion()))
     except Exception as exc:  # noqa: BLE001 - the library itself missing (a wheel without it, an old glibc)
         why = " ".join(str(exc).split())
         print(f"gpu_registers: CuPy's NVRTC library does not load here ({type(exc).__name__}: {why}); nothing checked")
         return 0
     report = resources(args.arch)
-    print(f"| kernel ({args.arch}, NVRTC {'.'.join(map(str, nvrtc.getVersion()))}) | registers | stack bytes | "
+    print(f"| kernel ({args.arch}, NVRTC {version}) | registers | stack bytes | "
           "spill stores | spill loads |")
     print("|---|---|---|---|---|")
     for name in sorted(report):

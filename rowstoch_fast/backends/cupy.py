@@ -809,8 +809,10 @@ class CupyBackend(Backend):
             return self.mix_network(M, self.t, src, out, rounds, work)
         if rounds > 1 and work is None:
             work = self.xp.empty_like(src)
+
         def launches():
             return _mix_rounds(M, src, out, rounds, work, self._status, self._arrived)
+
         if rounds == 1 or not self.use_graphs:
             return launches()
         # what the graph's launches read and write (a matrix freed and another at the same addresses: the same
