@@ -155,8 +155,8 @@ bool combine(std::int64_t n, std::int64_t w, int K, const T* const X[], const T*
     }
     for_range(n, threads_for(n * w * K), [&](std::int64_t lo, std::int64_t hi) {
         int my_bad = 0;
+        T c[4] = {};  // (c[K..3] unused; zeroed so that GCC sees no read of an uninitialised value)
         for (std::int64_t i = lo; i < hi; ++i) {
-            T c[4];
             for (int t = 0; t < K; ++t) c[t] = row_coef[t] ? row_coef[t][i] : coef[t];
             my_bad |= combine_span(K, X, c, out, i * w, (i + 1) * w);
         }
