@@ -761,6 +761,9 @@ def test_the_whole_step_graph(request, monkeypatch, cause, reps, tracker, rounds
             pytest.skip(f"CuPy backend unavailable: {reason}")
     else:
         xp = _emulated_device(request.getfixturevalue("cuda_on_host"), monkeypatch)
+        # "auto": 2 warps per row for 8 rows, 1 for 16, instead of 8 (256 host threads per block: 4x the time;
+        # test_cupy_logistic_warps_per_row checks the widths)
+        monkeypatch.setattr(backend, "_RESIDENT_WARPS", 16)
     n, steps = 8, 24 if tracker == "exact" and rounds == 3 else 16  # (exact, R = 3: frozen at step 19)
     A = topology.exponential(n)
     f_cpu, f_gpu = (NonconvexLogistic.synthetic(n, total=n * 40, d=3, batch=2, seed=1) for _ in range(2))
