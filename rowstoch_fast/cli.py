@@ -22,7 +22,10 @@ from .compare import ALGORITHMS
 from .metrics import metrics_memory
 from .mixing import MixingMatrix
 
-TOPOLOGIES = ("exponential", "ring", "grid", "geometric", "nearest_neighbor", "erdos_renyi", "complete", "star")
+TOPOLOGIES = ("exponential", "ring", "grid", "torus", "geometric", "nearest_neighbor", "erdos_renyi", "complete",
+              "star")
+#: The topologies whose default form is directed (``--undirected`` links their edges both ways).
+DIRECTED_TOPOLOGIES = ("exponential", "ring", "erdos_renyi")
 PAPER_GRAPHS = ("paper-ring", "paper-grid", "paper-geometric", "paper-nearest_neighbor")
 
 
@@ -30,34 +33,51 @@ class UsageError(Exception):
     """A bad argument or input file: reported as one line, exit status 2."""
 
 
-def build_topology(name, n, seed=0):
-    """Build a named topology on ``n`` nodes (CLI defaults for the extra parameters)."""
+def build_topology(name, n, seed=0, undirected=False, weights="in-degree"):
+    """Build a named topology on ``n`` nodes (CLI defaults for the extra parameters); ``undirected`` links the
+    edges of the directed ones both ways, ``weights="metropolis"`` gives an undirected graph's doubly stochastic
+    W."""
+    kw = {} if weights == "in-degree" else {"weights": weights}
     if name.startswith("paper-"):
         key = name[len("paper-"):]
         graphs = topology.paper_graphs()
         if key not in graphs:
             raise UsageError(f"unknown paper graph {name!r}; choose from {', '.join(PAPER_GRAPHS)}")
+        if undirected or kw:
+            raise UsageError(f"--topology {name} is the paper's own matrix: drop --undirected and --weights")
         return graphs[key]
-    if name == "grid":
+    if undirected:
+        if name in DIRECTED_TOPOLOGIES:
+            kw["directed"] = False
+        else:
+            raise UsageError(f"--undirected is for {', '.join(DIRECTED_TOPOLOGIES)}; --topology {name} is "
+                             "undirected already")
+    if name in ("grid", "torus"):
         side = int(round(np.sqrt(n)))
         if side * side != n:
-            raise UsageError(f"--topology grid needs a square --n, got {n}")
-        return topology.grid(side, side)
+            raise UsageError(f"--topology {name} needs a square --n, got {n}")
+        try:
+            return getattr(topology, name)(side, side, **kw)
+        except ValueError as exc:
+            raise UsageError(f"cannot build {name} with n={n}: {exc}".replace(
+                " (pass directed=False where the builder takes it)", "")) from exc
     builders = {
-        "exponential": lambda: topology.exponential(n),
-        "ring": lambda: topology.ring(n),
-        "geometric": lambda: topology.geometric(n, radius=min(1.5, 2.0 * np.sqrt(np.log(max(n, 2)) / n)), seed=seed),
-        "nearest_neighbor": lambda: topology.nearest_neighbor(n, min(3, n - 1), seed=seed),
-        "erdos_renyi": lambda: topology.erdos_renyi(n, min(1.0, 2.0 * np.log(max(n, 2)) / n), seed=seed),
-        "complete": lambda: topology.complete(n),
-        "star": lambda: topology.star(n),
+        "exponential": lambda: topology.exponential(n, **kw),
+        "ring": lambda: topology.ring(n, **kw),
+        "geometric": lambda: topology.geometric(n, radius=min(1.5, 2.0 * np.sqrt(np.log(max(n, 2)) / n)), seed=seed,
+                                                **kw),
+        "nearest_neighbor": lambda: topology.nearest_neighbor(n, min(3, n - 1), seed=seed, **kw),
+        "erdos_renyi": lambda: topology.erdos_renyi(n, min(1.0, 2.0 * np.log(max(n, 2)) / n), seed=seed, **kw),
+        "complete": lambda: topology.complete(n, **kw),
+        "star": lambda: topology.star(n, **kw),
     }
     if name not in builders:
         raise UsageError(f"unknown topology {name!r}; choose from {', '.join(TOPOLOGIES + PAPER_GRAPHS)}")
     try:
         return builders[name]()
-    except (ValueError, TypeError) as exc:
-        raise UsageError(f"cannot build {name} with n={n}: {exc}") from exc
+    except (ValueError, TypeError) as exc:  # (the Python keyword named as the option that sets it)
+        text = str(exc).replace("pass directed=False where the builder takes it", "add --undirected")
+        raise UsageError(f"cannot build {name} with n={n}: {text}") from exc
 
 
 EDGE_LIST_HELP = (
@@ -263,7 +283,8 @@ def _writable_file(path, option):
 def _matrix_from_args(args):
     if args.matrix:
         return load_matrix(args.matrix, args.normalize)
-    return build_topology(args.topology, _topology_n(args), args.seed)
+    return build_topology(args.topology, _topology_n(args), args.seed, undirected=getattr(args, "undirected", False),
+                          weights=getattr(args, "weights", "in-degree"))
 
 
 def _check_run_args(args):
@@ -291,10 +312,7 @@ def _check_run_args(args):
         raise UsageError(f"--algorithm {args.algorithm} takes --rounds 1; use mg-{args.algorithm} for R > 1"
                          if "mg-" + args.algorithm in _algorithm_names() else
                          f"--algorithm {args.algorithm} takes one gossip round per iteration (--rounds 1)")
-    for name in ("rho", "heterogeneity", "sigma"):
-        value = getattr(args, name)
-        if not (np.isfinite(value) and value >= 0):
-            raise UsageError(f"--{name} must be a finite number >= 0, got {value}")
+    _check_objective_args(args)
     if not args.matrix:
         n = _topology_n(args)
         if args.topology not in TOPOLOGIES + PAPER_GRAPHS:
@@ -305,7 +323,7 @@ def _check_run_args(args):
 
 
 def _check_objective_size(args, n):
-    if args.objective != "logistic":
+    if not args.objective.startswith("logistic"):
         return
     if args.total % n:
         raise UsageError(f"--total {args.total} samples must be divisible by the {n} nodes (e.g. --total {n * max(1, args.total // n)})")
@@ -332,6 +350,10 @@ def _run_config(args):
             "sigma", "data_seed", "backend", "dtype", "loss", "loss_model", "p_bad", "p_recover", "awake",
             "network_seed")
     config = {k: getattr(args, k) for k in keys}
+    if args.objective in ("logistic-l2", "least-squares"):  # (added later: the others' checkpoints keep their keys)
+        config.update(lam=args.lam, samples_per_node=args.samples_per_node)
+    if args.undirected or args.weights != "in-degree":
+        config.update(undirected=args.undirected, weights=args.weights)
     if args.matrix:
         config["topology"] = config["n"] = None
     else:
@@ -508,13 +530,33 @@ def default_lr(method, n):
 
 
 def _objective_from_args(args, n):
-    from .objectives import NonconvexLogistic, Quadratic
+    from .objectives import LeastSquares, LogisticL2, NonconvexLogistic, Quadratic
 
     dtype = np.float32 if getattr(args, "dtype", "float64") == "float32" else np.float64
     if args.objective == "logistic":
         return NonconvexLogistic.synthetic(n, total=args.total, d=args.d, rho=args.rho, batch=args.batch,
                                            seed=args.data_seed, heterogeneity=args.heterogeneity, dtype=dtype)
+    if args.objective == "logistic-l2":
+        return LogisticL2.synthetic(n, total=args.total, d=args.d, lam=args.lam, batch=args.batch,
+                                    seed=args.data_seed, heterogeneity=args.heterogeneity, dtype=dtype)
+    if args.objective == "least-squares":
+        return LeastSquares.synthetic(n, samples_per_node=args.samples_per_node, d=args.d,
+                                      heterogeneity=args.heterogeneity, seed=args.data_seed)
     return Quadratic.random(n, args.d, seed=args.data_seed, sigma=args.sigma, dtype=dtype)
+
+
+def _check_objective_args(args):
+    """The objective's options: defaults that depend on ``--objective`` filled in, values checked."""
+    if args.heterogeneity is None:
+        args.heterogeneity = 0.0 if args.objective in ("logistic", "quadratic") else 1.0
+    for name in ("rho", "heterogeneity", "sigma"):
+        value = getattr(args, name)
+        if not (np.isfinite(value) and value >= 0):
+            raise UsageError(f"--{name} must be a finite number >= 0, got {value}")
+    if not (np.isfinite(args.lam) and args.lam > 0):
+        raise UsageError(f"--lam must be a finite number > 0, got {args.lam}")
+    if args.objective == "least-squares" and getattr(args, "dtype", "float64") != "float64":
+        raise UsageError("--objective least-squares runs in float64 only (drop --dtype)")
 
 
 def _parse_lr(text, labels):
@@ -541,8 +583,6 @@ def _parse_lr(text, labels):
     return rates
 
 
-#: The paper's learning rate at n = 16 (paper_graphs.md), the preset's default for every algorithm without --tune.
-PAPER_LR = 3e-3
 #: R of the preset's mg-* methods (the paper's multi-gossip figure uses R = 5 and 10; Theorem 3's R on the
 #: paper ring is 698, which leaves 2 iterations of a 2000-round budget).
 PAPER_MG_ROUNDS = 10
@@ -550,7 +590,7 @@ PAPER_MG_ROUNDS = 10
 
 #: compare()'s arguments and the options of ``rowstoch compare`` that set them
 _COMPARE_OPTIONS = {"algorithms": "--algorithms", "rounds_budget": "--rounds-budget", "lr": "--lr",
-                    "tune_fraction": "--tune-fraction", "mg_rounds": "--mg-rounds", "repeats": "--repeats"}
+                    "mg_rounds": "--mg-rounds", "repeats": "--repeats", "metric": "--metric"}
 
 
 def _as_options(message, options):
@@ -559,11 +599,37 @@ def _as_options(message, options):
     return re.sub(r"(?<![\w-])(" + "|".join(options) + r")(?![\w-])", lambda m: options[m.group(1)], message)
 
 
+def _check_out_folder(path, option="--out"):
+    """``path`` can be created or written (checked without creating anything: a folder appears only when there
+    is something to write in it)."""
+    path = os.path.abspath(path)
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise UsageError(f"{option} {path!r} exists and is not a folder")
+    parent = path
+    while not os.path.exists(parent):
+        parent = os.path.dirname(parent)
+    if not os.path.isdir(parent) or not os.access(parent, os.W_OK | os.X_OK):
+        raise UsageError(f"{option} {path!r} is not writable ({parent!r} is not a writable folder)")
+    return path
+
+
+def _list_option(text, option, choices):
+    """A comma-separated option's values, each among ``choices`` (one line naming the option otherwise)."""
+    values = [v.strip() for v in str(text).split(",") if v.strip()]
+    bad = [v for v in values if v not in choices]
+    if bad or not values:
+        raise UsageError(f"{option} must be a comma-separated list of {', '.join(choices)}; got "
+                         f"{', '.join(map(repr, bad)) if bad else 'nothing'}")
+    return list(dict.fromkeys(values))
+
+
 def cmd_compare(args):
     """``rowstoch compare``: several algorithms, same problem, seeds and communication budget."""
     import warnings
 
     from . import compare as cmp
+    from . import report
+    from .runner import METRICS
 
     root = True
     if args.backend == "mpi":  # every rank runs; rank 0 prints and writes
@@ -573,14 +639,17 @@ def cmd_compare(args):
             raise UsageError("--backend mpi needs mpi4py: pip install 'rowstoch_fast[mpi]'") from None
         root = MPI.COMM_WORLD.Get_rank() == 0
     say = print if root else (lambda *a, **k: None)
-    if not 0 < args.tune_fraction <= 1:  # NaN fails too
-        raise UsageError(f"--tune-fraction must be in (0, 1], got {args.tune_fraction:g}")
     names = [a.strip() for a in args.algorithms.split(",")]
     _refuse_unread(args, _problem_rules(args) + [
-        (("--mg-rounds",), not any(a.startswith("mg-") for a in names), "without an mg-* algorithm"),
-        (("--tune-fraction",), not args.tune, "without --tune")])
+        (("--mg-rounds",), not any(a.startswith("mg-") for a in names), "without an mg-* algorithm")])
+    _check_objective_args(args)
+    metrics = _list_option(args.metric, "--metric", METRICS) if args.metric else None
+    x_axis = _list_option(args.x, "--x", tuple(report.AXES))
+    if len(x_axis) != 1:
+        raise UsageError(f"--x takes one of {', '.join(report.AXES)}, got {args.x!r}")
+    formats = _list_option(args.format, "--format", report.FORMATS)
     if root:
-        _writable_folder(args.out, "--out")
+        _check_out_folder(args.out)
     if args.preset == "paper":
         if args.matrix or args.n is not None or args.topology != "exponential":
             raise UsageError("--preset paper runs the paper's four 16-node graphs; drop --topology, --n and --matrix")
@@ -591,28 +660,42 @@ def cmd_compare(args):
         if not args.matrix and args.topology not in TOPOLOGIES + PAPER_GRAPHS:
             raise UsageError(f"unknown topology {args.topology!r}; choose from {', '.join(TOPOLOGIES + PAPER_GRAPHS)}")
         graphs = {os.path.basename(args.matrix) if args.matrix else args.topology: None}
-    frames, interrupted = [], False
-    for gname in graphs:
-        A = graphs[gname] if graphs[gname] is not None else _matrix_from_args(args)
-        _check_objective_size(args, A.n)
-        try:
+    # every graph, objective, algorithm and rate is checked before anything runs or is written
+    problems = []
+    try:
+        for gname, A in graphs.items():
+            A = A if A is not None else _matrix_from_args(args)
+            _check_objective_size(args, A.n)
             specs = cmp.parse_algorithms(args.algorithms, A, args.mg_rounds)
-            lr = _parse_lr(args.lr, [label for label, _, _ in specs])
-            if lr is None and args.preset == "paper" and not args.tune:
-                lr = PAPER_LR
+            labels = [label for label, _, _ in specs]
+            lr = _parse_lr(args.lr, labels)
+            cmp._check_rates(lr, labels)
             f = _objective_from_args(args, A.n)
-            say(f"{gname} (n = {A.n}): {len(specs)} algorithms, {args.rounds_budget} communication rounds each, "
-                  f"{args.repeats} repetitions", flush=True)
+            problems.append((gname, A, specs, lr, f))
+    except (ValueError, TypeError) as exc:
+        raise UsageError(_as_options(str(exc), _COMPARE_OPTIONS)) from exc
+    metric = metrics[0] if metrics else cmp.default_metric(problems[0][4])
+    metrics = metrics or [metric, "consensus_error"]
+    tuned = [label for label, _, _ in problems[0][2] if not isinstance(problems[0][3], float)
+             and label not in (problems[0][3] or {})]
+    if tuned:
+        say(f"tuning the learning rate of {', '.join(tuned)} (no --lr for {'it' if len(tuned) == 1 else 'them'}): "
+            f"successive halving over {cmp.TUNE_GRID[0]:g} .. {cmp.TUNE_GRID[-1]:g}, the finalists on the whole "
+            f"budget, on {metric}; --lr NAME=VALUE fixes one", flush=True)
+    frames, interrupted = [], False
+    for gname, A, specs, lr, f in problems:
+        say(f"{gname} (n = {A.n}): {len(specs)} algorithms, {args.rounds_budget} communication rounds each, "
+            f"{args.repeats} repetitions, ranked by {metric}", flush=True)
+        try:
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always", RuntimeWarning)
                 try:
-                    frame = cmp.compare(A, f, args.algorithms, args.rounds_budget, lr=lr, tune=args.tune,
-                                        tune_fraction=args.tune_fraction, repeats=args.repeats, seed=args.seed,
-                                        tracker=args.tracker, backend=args.backend, mg_rounds=args.mg_rounds,
-                                        progress=not args.no_progress,
+                    frame = cmp.compare(A, f, args.algorithms, args.rounds_budget, lr=lr, repeats=args.repeats,
+                                        seed=args.seed, tracker=args.tracker, backend=args.backend,
+                                        mg_rounds=args.mg_rounds, progress=not args.no_progress, metric=metric,
                                         log=lambda line: say("  " + line, flush=True))
                 except Exception as exc:  # what finished (exc.frame, earlier graphs) is written, then the error
-                    _write_finished_comparison(frames, getattr(exc, "frame", None), gname, args, root)
+                    _write_finished_comparison(frames, getattr(exc, "frame", None), gname, args, root, metrics)
                     raise
         except (ValueError, TypeError, RuntimeError) as exc:
             raise UsageError(_as_options(str(exc), _COMPARE_OPTIONS)) from exc
@@ -631,57 +714,83 @@ def cmd_compare(args):
     if not frames:
         print("rowstoch: interrupted before any algorithm finished; nothing written", file=sys.stderr)
         return 130
-    _write_comparison(frames, args.out, args)
-    print(f"wrote {', '.join(os.path.join(args.out, n) for n in ('compare.csv', 'summary.csv', 'lr.json', 'compare.png'))}"
+    written = _write_comparison(frames, args.out, args, metrics, x_axis[0], formats)
+    print(f"wrote {', '.join(os.path.join(args.out, n) for n in written)}"
           + (" (interrupted: what finished)" if interrupted else ""))
     return 130 if interrupted else 0
 
 
-def _write_finished_comparison(frames, partial, gname, args, root):
+def _write_finished_comparison(frames, partial, gname, args, root, metrics):
     """Before a comparison's error is reported: the graphs that finished and the algorithms of this one."""
     if partial is not None and len(partial):
         partial.insert(0, "graph", gname)
         frames = frames + [partial]
     if frames and root:
-        _write_comparison(frames, args.out, args)
+        _write_comparison(frames, args.out, args, metrics, "rounds", ["png"])
         _error(f"the algorithms that finished before the error are in {os.path.join(args.out, 'compare.csv')}")
 
 
-def _write_comparison(frames, folder, args):
+def _write_comparison(frames, folder, args, metrics, x="rounds", formats=("png",)):
+    """compare.csv (every record), summary.csv / .md / .tex (final values, ranks, status), lr.json (the rates, their
+    sources and every tuning candidate's score) and the figures; returns the names written."""
     import json
 
     import pandas as pd
 
     from . import compare as cmp
+    from . import report
 
+    os.makedirs(folder, exist_ok=True)
     pd.concat(frames, ignore_index=True).to_csv(os.path.join(folder, "compare.csv"), index=False)
+    metric = frames[0].attrs.get("metric") or cmp.frame_metric(frames[0])
+    shown = list(dict.fromkeys([metric, *metrics]))
     tables = []
     for frame in frames:
-        t = cmp.summary(frame)
+        t = cmp.summary(frame, metric, metrics=shown)
         t.insert(0, "graph", frame["graph"].iloc[0])
         tables.append(t)
-    pd.concat(tables, ignore_index=True).to_csv(os.path.join(folder, "summary.csv"), index=False)
+    table = pd.concat(tables, ignore_index=True)
+    table.attrs["metric"] = metric
+    table.to_csv(os.path.join(folder, "summary.csv"), index=False)
+    shown_table = table if len(frames) > 1 else table.drop(columns="graph")
+    with open(os.path.join(folder, "summary.md"), "w") as fh:
+        fh.write(report.to_markdown(shown_table, shown))
+    with open(os.path.join(folder, "summary.tex"), "w") as fh:
+        fh.write(report.to_latex(shown_table, shown, caption=f"{args.objective}: final values after "
+                                 f"{args.rounds_budget} communication rounds, mean and standard deviation over "
+                                 f"{args.repeats} repetitions; best in bold"))
     with open(os.path.join(folder, "lr.json"), "w") as fh:
-        json.dump({fr["graph"].iloc[0]: {"lr": fr.attrs["lr"], "tuning": {k: {f"{lr:g}": s for lr, s in v.items()}
-                                                                          for k, v in fr.attrs["tuning"].items()}}
-                   for fr in frames}, fh, indent=1, default=str)
+        json.dump({fr["graph"].iloc[0]: {"metric": metric, "lr": fr.attrs["lr"], "source": fr.attrs["lr_source"],
+                                         "tuning": _json_tuning(fr.attrs["tuning"])} for fr in frames},
+                  fh, indent=1, default=str)
+    written = ["compare.csv", "summary.csv", "summary.md", "summary.tex", "lr.json"]
     try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        plt = report.pyplot()
     except ImportError:
-        return
-    cols = min(2, len(frames))
-    rows = -(-len(frames) // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(7 * cols, 4.5 * rows), squeeze=False)
-    for ax, frame in zip(axes.ravel(), frames):
-        cmp.plot(frame, ax=ax, title=f"{frame['graph'].iloc[0]}: {args.objective}, {args.repeats} repetitions")
-    for ax in axes.ravel()[len(frames):]:
-        ax.set_visible(False)
-    fig.tight_layout()
-    fig.savefig(os.path.join(folder, "compare.png"), dpi=110)
+        return written
+    fig = report.figure(frames, shown, x, path=os.path.join(folder, "compare"), formats=formats,
+                        titles=[fr["graph"].iloc[0] for fr in frames])
     plt.close(fig)
+    written += [f"compare.{fmt}" for fmt in formats]
+    for fr in frames:
+        if fr.attrs["tuning"]:
+            name = "tuning" if len(frames) == 1 else f"tuning-{fr['graph'].iloc[0]}"
+            plt.close(report.tuning_figure(fr.attrs["tuning"], path=os.path.join(folder, name)))
+            written.append(name + ".png")
+    return written
+
+
+def _json_tuning(tuning):
+    """``frame.attrs["tuning"]`` for JSON: rates as text keys, rejected candidates' scores as null."""
+    out = {}
+    for label, record in tuning.items():
+        out[label] = {**{k: v for k, v in record.items() if k != "rungs"},
+                      "rungs": [{"rounds": rung["rounds"],
+                                 "scores": {f"{lr:g}": (s if np.isfinite(s) else None)
+                                            for lr, s in rung["scores"].items()},
+                                 "rejected": {f"{lr:g}": why for lr, why in rung["rejected"].items()}}
+                                for rung in record["rungs"]]}
+    return out
 
 
 #: The options each figure of ``rowstoch reproduce`` reads.
@@ -757,11 +866,13 @@ def _seed(text):
 
 TOPOLOGY_HELP = {
     "exponential": "directed exponential graph: i sends to i + 2^k (mod n); the paper's graph for any n",
-    "ring": "directed ring: i sends to i + 1 (mod n)",
+    "ring": "directed ring: i sends to i + 1 (mod n); --undirected: i - 1, i, i + 1",
     "grid": "undirected sqrt(n) x sqrt(n) grid (n must be a square)",
+    "torus": "undirected sqrt(n) x sqrt(n) torus: the grid wrapped around (n must be a square)",
     "geometric": "random geometric graph in the unit square (radius ~ 2 sqrt(ln n / n), --seed)",
     "nearest_neighbor": "each node linked both ways to its 3 nearest random neighbours (--seed)",
-    "erdos_renyi": "directed Erdos-Renyi graph, p = 2 ln n / n, repaired to be strongly connected (--seed)",
+    "erdos_renyi": "directed Erdos-Renyi graph, p = 2 ln n / n, repaired to be strongly connected (--seed); "
+                   "--undirected: redrawn until connected",
     "complete": "complete graph, A = 1 1^T / n",
     "star": "undirected star around node 0",
     "paper-ring": "the paper's 16-node directed ring (Appendix E.1)",
@@ -797,6 +908,11 @@ def _network_options(parser):
                                       "or an edge list (see 'rowstoch metrics --help')")
     net.add_argument("--normalize", action="store_true",
                      help="divide each row of --matrix by its sum (otherwise rows must sum to 1)")
+    net.add_argument("--undirected", action="store_true",
+                     help="link the edges of a directed topology (" + ", ".join(DIRECTED_TOPOLOGIES) + ") both ways")
+    net.add_argument("--weights", choices=["in-degree", "metropolis"], default="in-degree",
+                     help="in-degree: the paper's rule; metropolis: the doubly stochastic Metropolis-Hastings W of an "
+                          "undirected graph (with --undirected for the directed topologies)")
     net.add_argument("--seed", type=_seed, default=0,
                      help="seed of the gradient streams and of random topologies")
 
@@ -808,17 +924,28 @@ def _algorithm_options(group):
                        help="cupy: run on the GPU; mpi: partition the nodes over the ranks of mpiexec -n P rowstoch")
 
 
+#: ``--objective`` choices: the paper's nonconvex problem and the problems with a known minimiser.
+OBJECTIVES = ("logistic", "logistic-l2", "least-squares", "quadratic")
+
+
 def _objective_options(parser):
     obj = parser.add_argument_group("objective")
-    obj.add_argument("--objective", choices=["logistic", "quadratic"], default="logistic",
-                     help="the paper's nonconvex logistic regression (Appendix E.2) or a random quadratic")
+    obj.add_argument("--objective", choices=OBJECTIVES, default="logistic",
+                     help="logistic: the paper's nonconvex logistic regression (Appendix E.2); logistic-l2: the same "
+                          "data with a ridge term --lam (strongly convex, x* known); least-squares: heterogeneous "
+                          "synthetic least squares (x* known); quadratic: a random separable quadratic")
     obj.add_argument("--total", type=_positive_int, default=204800,
-                     help="samples in all, split evenly over the nodes (logistic; divisible by n)")
-    obj.add_argument("--batch", type=_positive_int, default=200, help="mini-batch per node and gradient (logistic)")
+                     help="samples in all, split evenly over the nodes (logistic, logistic-l2; divisible by n)")
+    obj.add_argument("--batch", type=_positive_int, default=200,
+                     help="mini-batch per node and gradient (logistic, logistic-l2)")
+    obj.add_argument("--samples-per-node", type=_positive_int, default=32,
+                     help="rows of each node's least-squares problem (full-batch gradients)")
     obj.add_argument("--d", type=_positive_int, default=10, help="dimension of x")
     obj.add_argument("--rho", type=float, default=0.01, help="weight of the nonconvex regulariser (logistic)")
-    obj.add_argument("--heterogeneity", type=float, default=0.0,
-                     help="spread of the nodes' own x* (logistic; 0 = iid data)")
+    obj.add_argument("--lam", type=float, default=0.01, help="weight of the ridge term (logistic-l2), > 0")
+    obj.add_argument("--heterogeneity", type=float, default=None,
+                     help="spread of the nodes' own x* (0 = iid data; default 0 for logistic, the paper's, and 1 for "
+                          "logistic-l2 and least-squares)")
     obj.add_argument("--sigma", type=float, default=0.0, help="gradient noise (quadratic)")
     obj.add_argument("--data-seed", type=_seed, default=42, help="seed of the synthetic data")
 
@@ -902,8 +1029,10 @@ def make_parser():
     c = sub.add_parser("compare", formatter_class=_Formatter,
                        help="compare algorithms on one problem with the same communication budget",
                        description="Several algorithms on the same problem, seeds and budget of communication "
-                                   "rounds; writes compare.csv (every record), summary.csv, lr.json and "
-                                   "compare.png into --out and prints the table.")
+                                   "rounds, each at its own learning rate (given, or tuned); writes compare.csv "
+                                   "(every record), summary.csv / .md / .tex (final values, best in bold, status), "
+                                   "lr.json (rates, sources, every tuning score), compare.png (a panel per metric) "
+                                   "and tuning.png into --out and prints the table.")
     c.add_argument("--preset", choices=["paper"],
                    help="paper: the 4 paper graphs x the algorithms on the synthetic problem (one figure each)")
     _network_options(c)
@@ -914,17 +1043,23 @@ def make_parser():
     calg.add_argument("--rounds-budget", type=_positive_int, default=2000,
                       help="communication rounds per algorithm (an MG method: budget / R iterations)")
     calg.add_argument("--lr", default=None,
-                      help="learning rates: one number for all, or NAME=VALUE,... (the rest tuned with --tune)")
+                      help="learning rates: NAME=VALUE,... per algorithm, or one number for all; the algorithms "
+                           "without one are tuned (successive halving over 1e-4 .. 10, stable on the whole budget)")
     calg.add_argument("--tune", action="store_true",
-                      help="pick each missing lr on a short run (a tenth of the budget) over 1e-4 .. 10")
-    calg.add_argument("--tune-fraction", type=float, default=0.1,
-                      help="the tuning runs' share of the budget, in (0, 1] (default 0.1; 1: tune on full runs, "
-                           "where a short run's metric is still noise)")
+                      help="tune every rate not given by --lr (the default; kept for older scripts)")
     calg.add_argument("--mg-rounds", type=_positive_int, default=None, help="R of the mg-* methods")
     _algorithm_options(calg)
     _objective_options(c)
     crn = c.add_argument_group("run")
     crn.add_argument("--repeats", type=_positive_int, default=5, help="repetitions (the band in the figure)")
+    out = c.add_argument_group("outputs")
+    out.add_argument("--metric", default=None,
+                     help="comma-separated metrics for the figure's panels and the tables (default: suboptimality "
+                          "where the objective knows f*, else grad_norm_mean, then consensus_error); the first is "
+                          "tuned on and ranked; any of " + ", ".join(("suboptimality", "distance", "consensus_error",
+                                                                      "grad_norm_mean", "grad_norm", "loss")))
+    out.add_argument("--x", default="rounds", help="the figure's horizontal axis: rounds, gradients, bytes or seconds")
+    out.add_argument("--format", default="png", help="figure formats, comma-separated: png (300 dpi), pdf, svg")
     crn.add_argument("--out", default="compare", help="output folder")
     crn.add_argument("--no-progress", action="store_true", help="no progress bars")
     c.set_defaults(func=cmd_compare)
@@ -978,14 +1113,19 @@ def _refuse_unread(args, rules):
 def _matrix_rules(args, network_options=("--topology", "--n")):
     """``--normalize`` needs ``--matrix``; the options that build a network are not read with one."""
     return [(("--normalize",), not args.matrix, "without --matrix"),
-            (network_options, bool(args.matrix), "with --matrix (the file is the network)")]
+            ((*network_options, "--undirected", "--weights"), bool(args.matrix), "with --matrix (the file is the network)")]
 
 
 def _problem_rules(args):
     """What ``run`` and ``compare`` share: the objective's options and the network's."""
-    return [(("--total", "--batch", "--rho", "--heterogeneity"), args.objective != "logistic",
-             "with --objective quadratic"),
-            (("--sigma",), args.objective != "quadratic", "with --objective logistic (its noise is the mini-batch)"),
+    obj = f"with --objective {args.objective}"
+    return [(("--total", "--batch"), not args.objective.startswith("logistic"), obj),
+            (("--rho",), args.objective != "logistic", obj),
+            (("--lam",), args.objective != "logistic-l2", obj),
+            (("--samples-per-node",), args.objective != "least-squares", obj),
+            (("--heterogeneity",), args.objective == "quadratic", obj),
+            (("--sigma",), args.objective != "quadratic", obj + " (its noise is the mini-batch)"
+             if args.objective.startswith("logistic") else obj),
             *_matrix_rules(args)]
 
 

@@ -16,12 +16,13 @@ import warnings
 
 import numpy as np
 
-from ._checks import check_int
+from ._checks import MAX_KEY, check_int
 from .algorithms import REGISTRY
 from .errors import DivergenceError
 from .runner import Algorithm, check_metric, run
 
-__all__ = ["ALGORITHMS", "compare", "parse_algorithms", "summary", "plot", "tune_lr", "TUNE_GRID"]
+__all__ = ["ALGORITHMS", "compare", "default_metric", "frame_metric", "parse_algorithms", "summary", "format_summary", "plot", "tune_lr",
+           "TUNE_GRID"]
 
 #: What ``rowstoch compare`` runs by default: the registry, and MG-Pull-Diag-GT with Theorem 3's rounds.
 ALGORITHMS = ("pull-diag-gt", "mg-pull-diag-gt", "frost", "pull-diag-gd", "dsgd", "push-pull", "push-diging", "sgp",
@@ -59,10 +60,13 @@ def parse_algorithms(names, A, mg_rounds=None):
     return out
 
 
-def _one_run(A, objective, label, method, rounds, lr, budget, *, repeats, seed, tracker, backend, points, progress):
+def _one_run(A, objective, label, method, rounds, lr, budget, *, repeats, seed, tracker, backend, points, progress,
+             hyper=None):
     """(frame rows of one algorithm, its status) for one learning rate."""
     if "tracker" not in REGISTRY[method].hyper:  # compare's tracker is for the methods that have one
         tracker = "exact"
+    hyper = dict(hyper or {})
+    tracker = hyper.pop("tracker", tracker)
     algo = Algorithm(A, lr, rounds=rounds, tracker=tracker, backend=backend, method=method)
     iterations = max(1, budget // rounds)
     diverged = False
@@ -84,44 +88,132 @@ def _one_run(A, objective, label, method, rounds, lr, budget, *, repeats, seed, 
     frame["gradient_evaluations"] = frame["samples"] * A.n  # mini-batch samples over all nodes
     frame["diverged"] = diverged
     frame["total_wall_seconds"] = wall
-    return frame, ("diverged" if diverged else "interrupted" if h.interrupted else "done")
+    status = "diverged" if diverged else "interrupted" if h.interrupted else "done"
+    frame["status"] = status
+    return frame, status
 
 
-def _check_fraction(fraction):
-    """``tune_fraction``: the tuning runs' share of the budget, in (0, 1]."""
-    if not (isinstance(fraction, (int, float)) and 0 < fraction <= 1):
-        raise ValueError(f"tune_fraction must be a number in (0, 1], got {fraction!r}")
+#: The tuning runs draw their mini-batches from ``seed + TUNE_SEED_OFFSET`` (wrapped to 64 bits): streams that no
+#: evaluation repetition of the comparison (``seed``, repetitions 0 .. repeats-1) ever draws.
+TUNE_SEED_OFFSET = 0x5EED_0000_0000
+#: A candidate whose metric ends more than this factor above its own minimum over the run is rejected.
+STABILITY_FACTOR = 2.0
+#: A metric below this fraction of its start has converged (to rounding, for the exact methods): the stability
+#: check does not compare values below it.
+CONVERGED = 1e-12
+#: Successive halving: the share of the budget of each rung (the last is the whole budget) ...
+RUNG_FRACTIONS = (1 / 16, 1 / 4, 1.0)
+#: ... and how many candidates each rung but the last keeps for the next (two reach the whole budget).
+RUNG_KEEP = (4, 2)
+#: Records per tuning run (the stability check reads them).
+TUNE_POINTS = 20
+
+
+def default_metric(objective):
+    """The metric a biased method cannot game: ``"suboptimality"`` (``f(x_bar) - f*``) where the objective knows
+    its optimum, else ``"grad_norm_mean"`` (``||grad f(x_bar)||``)."""
+    return "suboptimality" if objective.optimum() is not None else "grad_norm_mean"
+
+
+def _judge(frame, status, metric):
+    """``(score, why)`` of one tuning run: its final ``metric`` and None, or inf and why it is rejected.
+
+    The run is rejected when it diverged, when its end is not finite or above its start, and when it ends more
+    than :data:`STABILITY_FACTOR` times above its own minimum (a rate that is best at some horizon and then blows
+    up). "End" and "minimum" are read on the running mean of three consecutive records, so that one noisy record
+    of a stochastic run's plateau decides nothing.
+    """
+    if status == "diverged":
+        return math.inf, "diverged"
+    values = frame[metric].to_numpy(dtype=np.float64)
+    if not np.isfinite(values[-1]):
+        return math.inf, "diverged"
+    smooth = np.convolve(values, np.ones(3) / 3, mode="valid") if len(values) >= 3 else values
+    if smooth[-1] > values[0]:
+        return math.inf, "no progress"
+    # below CONVERGED (relative to the start) a run has converged to rounding: those values count as equal
+    floor = max(CONVERGED * abs(values[0]), 1e-300)
+    low, end = max(float(np.nanmin(smooth)), floor), max(float(smooth[-1]), floor)
+    if end > STABILITY_FACTOR * low:
+        return math.inf, f"unstable (ends {end / low:.3g}x above its minimum)"
+    return max(float(values[-1]), 0.0), None
 
 
 def tune_lr(A, objective, label, method, rounds, budget, *, grid=TUNE_GRID, seed=0, tracker="exact", backend="auto",
-            metric="grad_norm", fraction=0.1):
-    """The learning rate of ``grid`` with the smallest final ``metric`` on a short run (``fraction`` of
-    ``budget``, one repetition); the runs that diverge or end above where they started are out. Returns
-    ``(lr, {lr: final metric})``. Where the metric plateaus early (a stochastic problem's noise floor), a tenth
-    of the budget can rank the rates by noise: tune on more of it (``fraction=1``)."""
-    _check_fraction(fraction)
-    check_metric(metric)
-    grid = tuple(grid)
+            metric=None, hyper=None, progress=False):
+    """A learning rate of ``grid`` that is stable over the whole ``budget``, by successive halving.
+
+    Every rate runs a sixteenth of the budget (:data:`RUNG_FRACTIONS`), the best
+    :data:`RUNG_KEEP` a quarter, and those the whole budget; the rate with the
+    smallest final ``metric`` on the whole budget wins. A run that diverges,
+    ends above its start, or ends more than :data:`STABILITY_FACTOR` times above
+    its own minimum is rejected at any rung (a rate that is best at a short
+    horizon and then climbs never wins); where every finalist is rejected, the
+    next stable candidates of the rung before run the whole budget in turn.
+    The tuning runs use one repetition on seeds disjoint from the comparison's
+    (``seed + TUNE_SEED_OFFSET``).
+
+    Returns
+    -------
+    lr : float
+    record : dict
+        ``{"metric", "seed", "chosen", "rungs": [{"rounds", "scores": {lr: score},
+        "rejected": {lr: why}}]}``: every candidate's score at every rung
+        (``inf`` where rejected).
+
+    Raises
+    ------
+    ValueError
+        When every rate of the grid is rejected.
+    """
+    metric = check_metric(metric or default_metric(objective))
+    grid = tuple(float(v) for v in grid)
     if not grid:
         raise ValueError("grid: give at least one learning rate")
-    scores = {}
-    short = max(rounds, math.floor(budget * fraction + 1e-9))
-    for lr in grid:
-        frame, status = _one_run(A, objective, label, method, rounds, lr, short, repeats=1, seed=seed,
-                                 tracker=tracker, backend=backend, points=4, progress=False)
-        if status == "interrupted":  # the runner caught a Ctrl-C: stop tuning (compare keeps what finished)
-            raise KeyboardInterrupt
-        first, last = frame[metric].iloc[0], frame[metric].iloc[-1]
-        scores[lr] = float(last) if status == "done" and np.isfinite(last) and last <= first else math.inf
-    best = min(scores, key=lambda k: (scores[k], -k))
-    if not np.isfinite(scores[best]):
-        raise ValueError(f"tune: {label} diverged or made no progress at every learning rate of the grid "
-                         f"({grid[0]:g} .. {grid[-1]:g})")
-    return best, scores
+    tune_seed = (int(seed) + TUNE_SEED_OFFSET) % (MAX_KEY + 1)
+    horizons = sorted({min(budget, max(rounds, math.floor(budget * f + 1e-9))) for f in RUNG_FRACTIONS})
+    record = {"metric": metric, "seed": tune_seed, "rungs": [], "chosen": None}
+
+    def rung(horizon, candidates):
+        scores, rejected = {}, {}
+        for lr in candidates:
+            with warnings.catch_warnings():  # a candidate that grows is judged below, not warned about
+                warnings.simplefilter("ignore", RuntimeWarning)
+                frame, status = _one_run(A, objective, label, method, rounds, lr, horizon, repeats=1, seed=tune_seed,
+                                         tracker=tracker, backend=backend, points=TUNE_POINTS, progress=False,
+                                         hyper=hyper)
+            if status == "interrupted":  # the runner caught a Ctrl-C: stop tuning (compare keeps what finished)
+                raise KeyboardInterrupt
+            scores[lr], why = _judge(frame, status, metric)
+            if why:
+                rejected[lr] = why
+            if progress:
+                progress()
+        record["rungs"].append({"rounds": horizon, "scores": scores, "rejected": rejected})
+        return sorted((lr for lr in candidates if lr not in rejected), key=lambda lr: (scores[lr], -lr))
+
+    ranked, candidates, waiting = [], list(grid), []
+    for i, horizon in enumerate(horizons):
+        ranked = rung(horizon, candidates)
+        if i + 1 < len(horizons):
+            if not ranked:
+                break
+            keep = RUNG_KEEP[min(i, len(RUNG_KEEP) - 1)]
+            candidates, waiting = ranked[:keep], ranked[keep:]
+    else:
+        while not ranked and waiting:  # every finalist rejected on the whole budget: the next in line
+            candidates, waiting = waiting[:1], waiting[1:]
+            ranked = rung(horizons[-1], candidates)
+    if not ranked:
+        raise ValueError(f"tune: {label} diverged, made no progress or was unstable at every learning rate of the "
+                         f"grid ({grid[0]:g} .. {grid[-1]:g}); give its lr (--lr {label}=VALUE)")
+    record["chosen"] = ranked[0]
+    return ranked[0], record
 
 
-def compare(A, objective, algorithms=ALGORITHMS, rounds_budget=2000, *, lr=None, tune=False, repeats=5, seed=0,
-            tracker="exact", backend="auto", mg_rounds=None, points=50, progress=True, log=None, tune_fraction=0.1):
+def compare(A, objective, algorithms=ALGORITHMS, rounds_budget=2000, *, lr=None, tune=True, repeats=5, seed=0,
+            tracker="exact", backend="auto", mg_rounds=None, points=50, progress=True, log=None, metric=None,
+            lr_source=None, hyper=None):
     """Run several algorithms on one problem with the same communication budget; one frame of every record.
 
     Parameters
@@ -130,19 +222,29 @@ def compare(A, objective, algorithms=ALGORITHMS, rounds_budget=2000, *, lr=None,
         The row-stochastic network (column-stochastic methods get the same graph
         with out-degree weights).
     objective : Objective
-        The problem (e.g. :meth:`NonconvexLogistic.synthetic`); every algorithm
-        gets the same data, start and gradient streams (``seed``).
+        The problem (e.g. :meth:`LogisticL2.synthetic`); every algorithm gets the
+        same data, start and gradient streams (``seed``).
     algorithms : sequence of str or str
         Names (see :func:`parse_algorithms`); a comma-separated string works too.
     rounds_budget : int
         Communication rounds per algorithm: ``rounds_budget // R`` iterations.
     lr : float or dict, optional
-        One learning rate for all, or ``{label: lr}``; labels missing from the
-        dict are tuned when ``tune`` is True (else ValueError).
-    tune : bool
-        Pick each missing learning rate on a short run over :data:`TUNE_GRID`.
-    tune_fraction : float
-        The tuning runs' share of ``rounds_budget`` (default a tenth; see :func:`tune_lr`).
+        One learning rate for all, or ``{label: lr}`` (each algorithm its own: the
+        stable rates of methods that track the sum of the gradients are about
+        ``1/n`` of the others'). Labels missing are tuned.
+    tune : bool, default True
+        Tune each missing learning rate (:func:`tune_lr`: successive halving over
+        :data:`TUNE_GRID`, stable over the whole budget, on seeds disjoint from the
+        repetitions); False makes a missing rate an error.
+    metric : str, optional
+        What tuning minimises and the default of :func:`summary` and :func:`plot`:
+        default :func:`default_metric` (``suboptimality`` where the objective knows
+        ``f*``, else ``grad_norm_mean``).
+    lr_source : dict, optional
+        ``{label: text}``: where a given rate comes from (default ``"given"``),
+        shown in the tables beside ``"tuned"``.
+    hyper : dict, optional
+        ``{label: {name: value}}``: per-algorithm settings (``tracker``).
     repeats, seed, tracker, backend
         As in :func:`~rowstoch_fast.run` and :class:`~rowstoch_fast.Algorithm`.
     mg_rounds : int, optional
@@ -158,11 +260,12 @@ def compare(A, objective, algorithms=ALGORITHMS, rounds_budget=2000, *, lr=None,
     -------
     pandas.DataFrame
         The runs' records (see :class:`~rowstoch_fast.History`) with the columns
-        ``algorithm``, ``lr``, ``rounds_per_iteration``, ``messages``, ``bytes``,
-        ``gradient_evaluations``, ``diverged``, ``total_wall_seconds``;
-        ``frame.attrs`` holds ``"lr"`` (the rates used), ``"tuning"`` (the scores
-        of tuned ones), ``"status"`` (``done``/``diverged``/``interrupted`` per
-        algorithm) and ``"interrupted"`` (a Ctrl-C stopped the comparison; the
+        ``algorithm``, ``lr``, ``lr_source``, ``rounds_per_iteration``,
+        ``messages``, ``bytes``, ``gradient_evaluations``, ``diverged``,
+        ``total_wall_seconds``, ``status`` (``done``/``diverged``/``interrupted``);
+        ``frame.attrs`` holds ``"lr"`` (the rates used), ``"lr_source"``,
+        ``"tuning"`` (every candidate's score, :func:`tune_lr`), ``"status"``,
+        ``"metric"`` and ``"interrupted"`` (a Ctrl-C stopped the comparison; the
         frame holds what finished).
 
     Examples
@@ -171,14 +274,20 @@ def compare(A, objective, algorithms=ALGORITHMS, rounds_budget=2000, *, lr=None,
     >>> from rowstoch_fast.objectives import Quadratic
     >>> frame = compare(topology.exponential(8), Quadratic.random(8, 3, seed=0), "pull-diag-gt,push-pull", 40,
     ...                 lr=0.05, repeats=2, progress=False)
-    >>> summary(frame)[["algorithm", "communication_rounds"]].values.tolist()
-    [['pull-diag-gt', 40], ['push-pull', 40]]
+    >>> summary(frame)[["algorithm", "communication_rounds", "status"]].values.tolist()
+    [['pull-diag-gt', 40, 'ok'], ['push-pull', 40, 'ok']]
     """
     import pandas as pd
 
     rounds_budget = check_int(rounds_budget, "rounds_budget", minimum=1)
     points = check_int(points, "points", minimum=1)
+    repeats = check_int(repeats, "repeats", minimum=1)
+    seed = check_int(seed, "seed", minimum=0, maximum=MAX_KEY)
+    if not isinstance(tune, (bool, np.bool_)):
+        raise TypeError(f"tune must be True or False, got {tune!r}")
+    metric = check_metric(metric if metric is not None else default_metric(objective))
     specs = parse_algorithms(algorithms, A, mg_rounds)
+    labels = [label for label, _, _ in specs]
     for label, _, rounds in specs:
         if rounds_budget < rounds:  # one iteration would already spend more than the budget
             raise ValueError(f"rounds_budget = {rounds_budget} is less than one iteration of {label} (R = {rounds} "
@@ -187,19 +296,17 @@ def compare(A, objective, algorithms=ALGORITHMS, rounds_budget=2000, *, lr=None,
             warnings.warn(f"{label} runs only {rounds_budget // rounds} iterations: R = {rounds} rounds each"
                           f"{' (Theorem 3)' if mg_rounds is None else ''} out of a budget of {rounds_budget}; "
                           "raise the budget or pass mg_rounds (--mg-rounds)", RuntimeWarning, stacklevel=2)
-    rates = dict(lr) if isinstance(lr, dict) else ({} if lr is None else {label: float(lr) for label, _, _ in specs})
-    unknown = set(rates) - {label for label, _, _ in specs}
-    if unknown:
-        raise ValueError(f"lr: {', '.join(sorted(unknown))} is not among the algorithms compared")
-    missing = [label for label, _, _ in specs if label not in rates]
+    rates = _check_rates(lr, labels)
+    sources = {label: "given" for label in rates}
+    for label, text in _check_label_dict(lr_source, "lr_source", labels).items():
+        if label not in rates:
+            raise ValueError(f"lr_source: {label} has no given lr")
+        sources[label] = str(text)
+    hyper = _check_label_dict(hyper, "hyper", labels)
+    missing = [label for label in labels if label not in rates]
     if missing and not tune:
         raise ValueError(f"lr: no learning rate for {', '.join(missing)}; give one (lr=... or "
-                         f"--lr {missing[0]}=0.01) or tune them (tune=True, --tune)")
-    for label, value in rates.items():
-        if not (np.isfinite(value) and value > 0):
-            raise ValueError(f"lr: {label} = {value} must be a finite number > 0")
-    if missing:
-        _check_fraction(tune_fraction)
+                         f"--lr {missing[0]}=0.01) or let them be tuned (tune=True)")
     log = log or (lambda line: None)
     frames, tuning, status, interrupted, failed = [], {}, {}, False, None
     bar = _bar(progress, len(specs))
@@ -209,11 +316,14 @@ def compare(A, objective, algorithms=ALGORITHMS, rounds_budget=2000, *, lr=None,
                 bar.set_description(label)
             if label not in rates:
                 rates[label], tuning[label] = tune_lr(A, objective, label, method, rounds, rounds_budget, seed=seed,
-                                                      tracker=tracker, backend=backend, fraction=tune_fraction)
+                                                      tracker=tracker, backend=backend, metric=metric,
+                                                      hyper=hyper.get(label))
+                sources[label] = "tuned"
                 log(f"tuned {label}: lr = {rates[label]:g}")
             frame, status[label] = _one_run(A, objective, label, method, rounds, rates[label], rounds_budget,
                                             repeats=repeats, seed=seed, tracker=tracker, backend=backend,
-                                            points=points, progress=progress)
+                                            points=points, progress=progress, hyper=hyper.get(label))
+            frame["lr_source"] = sources[label]
             frames.append(frame)
             log(f"{label}: {status[label]} ({frame['total_wall_seconds'].iloc[0]:.1f} s)")
             if status[label] == "interrupted":  # the runner caught a Ctrl-C: keep what finished, stop here
@@ -229,8 +339,9 @@ def compare(A, objective, algorithms=ALGORITHMS, rounds_budget=2000, *, lr=None,
         if bar is not None:
             bar.close()
     frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
-    frame.attrs.update(lr={k: rates[k] for k in status}, tuning=tuning, status=status, interrupted=interrupted,
-                       rounds_budget=rounds_budget, repeats=repeats, seed=seed)
+    frame.attrs.update(lr={k: rates[k] for k in status}, lr_source={k: sources[k] for k in status}, tuning=tuning,
+                       status=status, interrupted=interrupted, rounds_budget=rounds_budget, repeats=repeats,
+                       seed=seed, metric=metric)
     if failed is not None:
         try:
             failed.frame = frame  # the algorithms that finished before it
@@ -240,54 +351,143 @@ def compare(A, objective, algorithms=ALGORITHMS, rounds_budget=2000, *, lr=None,
     return frame
 
 
-def _check_frame(frame, metric):
-    """``frame`` is what :func:`compare` returns (a History's frame has no ``algorithm`` column) and ``metric``
-    one of its metrics."""
-    check_metric(metric)
-    needed = ("algorithm", "lr", "rounds_per_iteration", "iteration", "communication_rounds", "diverged", metric)
+def _check_label_dict(value, name, labels):
+    """``value`` as a dict keyed by labels among ``labels`` (None: empty)."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise TypeError(f"{name} must be a dict {{algorithm: ...}}, got {type(value).__name__}")
+    unknown = [str(k) for k in value if k not in labels]
+    if unknown:
+        raise ValueError(f"{name}: {', '.join(sorted(unknown))} is not among the algorithms compared "
+                         f"({', '.join(labels)})")
+    return dict(value)
+
+
+def _check_rates(lr, labels):
+    """``lr`` (None, one number, or ``{label: number}``) as ``{label: float}``, each finite and > 0."""
+    if lr is None:
+        return {}
+    given = _check_label_dict(lr, "lr", labels) if isinstance(lr, dict) else {label: lr for label in labels}
+    rates = {}
+    for label, value in given.items():
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+            raise TypeError(f"lr: {label} must be a number, got {type(value).__name__} {value!r}")
+        if not (np.isfinite(value) and value > 0):
+            raise ValueError(f"lr: {label} = {float(value)} must be a finite number > 0")
+        rates[label] = float(value)
+    return rates
+
+
+def frame_metric(frame):
+    """The default metric of a comparison's frame: the one it was tuned on (``frame.attrs["metric"]``), or for a
+    frame read back from CSV ``suboptimality`` where it was recorded, else ``grad_norm_mean``."""
+    metric = getattr(frame, "attrs", {}).get("metric")
+    if metric:
+        return metric
+    cols = getattr(frame, "columns", ())
+    if "suboptimality" in cols and np.isfinite(frame["suboptimality"].to_numpy(dtype=np.float64)).any():
+        return "suboptimality"
+    return "grad_norm_mean" if "grad_norm_mean" in cols else "grad_norm"
+
+
+def _check_frame(frame, metrics):
+    """``frame`` is what :func:`compare` returns (a History's frame has no ``algorithm`` column) and ``metrics``
+    among its metrics."""
+    for metric in metrics:
+        check_metric(metric)
+    needed = ("algorithm", "lr", "rounds_per_iteration", "iteration", "communication_rounds", "diverged", *metrics)
     missing = [c for c in needed if c not in getattr(frame, "columns", ())]
     if missing:
         raise ValueError(f"frame must be the table compare() returns; it has no column {', '.join(missing)}")
 
 
-def summary(frame, metric="grad_norm"):
-    """One row per algorithm: the final ``metric`` (mean and spread over repetitions) and what it cost.
+def _run_status(runs):
+    """``ok`` / ``diverged`` / ``interrupted`` of one algorithm's records."""
+    if "status" in runs.columns:
+        status = str(runs["status"].iloc[0])
+        return "ok" if status == "done" else status
+    return "diverged" if bool(runs["diverged"].iloc[0]) else "ok"
 
-    Columns: ``algorithm``, ``lr``, ``rounds_per_iteration``, ``iterations``,
-    ``communication_rounds``, ``final`` (mean of ``metric`` at the last record),
-    ``final_std``, ``messages``, ``bytes``, ``gradient_evaluations``,
-    ``wall_seconds``, ``diverged``.
+
+def summary(frame, metric=None, metrics=()):
+    """One row per algorithm: the final ``metric`` (mean and spread over repetitions), its rank and what it cost.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        What :func:`compare` returns.
+    metric : str, optional
+        The ranked metric (default :func:`frame_metric`: the comparison's own,
+        ``suboptimality`` where ``f*`` is known).
+    metrics : sequence of str
+        More metrics to report beside it (columns ``<metric>`` and ``<metric>_std``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``algorithm``, ``lr``, ``lr_source``, ``rounds_per_iteration``,
+        ``iterations``, ``communication_rounds``, ``final`` and ``final_std``
+        (``metric``), ``<m>`` and ``<m>_std`` for ``metric`` and each of
+        ``metrics``, ``messages``, ``bytes``, ``gradient_evaluations``,
+        ``wall_seconds``, ``diverged``, ``status`` (``ok``, ``diverged`` or
+        ``interrupted``), ``rank`` (1 = the smallest final ``metric`` among the
+        runs that finished; none for the others) and ``<m>_best`` (the best
+        finished run of each metric). Values within rounding of the run's scale
+        (:data:`CONVERGED` times the metric's largest record) count as equal.
+        ``table.attrs["metric"]`` names ``metric``.
     """
     import pandas as pd
 
-    _check_frame(frame, metric)
+    metric = metric or frame_metric(frame)
+    shown = list(dict.fromkeys([metric, *metrics]))
+    _check_frame(frame, shown)
     rows = []
     for label, runs in frame.groupby("algorithm", sort=False):
         last = runs[runs["iteration"] == runs["iteration"].max()]
+        row = {"algorithm": label, "lr": float(runs["lr"].iloc[0]),
+               "lr_source": str(runs["lr_source"].iloc[0]) if "lr_source" in runs.columns else "",
+               "rounds_per_iteration": int(runs["rounds_per_iteration"].iloc[0]),
+               "iterations": int(last["iteration"].iloc[0]),
+               "communication_rounds": int(last["communication_rounds"].iloc[0])}
         with np.errstate(invalid="ignore", over="ignore"):  # a diverged run's records hold inf
-            final, spread = float(last[metric].mean()), float(last[metric].std(ddof=0))
-        rows.append({"algorithm": label, "lr": float(runs["lr"].iloc[0]),
-                     "rounds_per_iteration": int(runs["rounds_per_iteration"].iloc[0]),
-                     "iterations": int(last["iteration"].iloc[0]),
-                     "communication_rounds": int(last["communication_rounds"].iloc[0]),
-                     "final": final, "final_std": spread,
-                     "messages": int(last["messages"].iloc[0]), "bytes": int(last["bytes"].iloc[0]),
-                     "gradient_evaluations": int(last["gradient_evaluations"].iloc[0]),
-                     "wall_seconds": float(runs["total_wall_seconds"].iloc[0]),
-                     "diverged": bool(runs["diverged"].iloc[0])})
-    return pd.DataFrame(rows)
+            for m in shown:
+                row[m], row[m + "_std"] = float(last[m].mean()), float(last[m].std(ddof=0))
+        row["final"], row["final_std"] = row[metric], row[metric + "_std"]
+        row.update({"messages": int(last["messages"].iloc[0]), "bytes": int(last["bytes"].iloc[0]),
+                    "gradient_evaluations": int(last["gradient_evaluations"].iloc[0]),
+                    "wall_seconds": float(runs["total_wall_seconds"].iloc[0]),
+                    "diverged": bool(runs["diverged"].iloc[0]), "status": _run_status(runs)})
+        rows.append(row)
+    table = pd.DataFrame(rows)
+    if len(table):
+        ok = table["status"] == "ok"
+        for m in shown:
+            # values within rounding of the runs' scale (CONVERGED times the largest record of a finished run) are
+            # equal: two exact methods at 1e-16 and 3e-16 tie
+            finished = frame[m][frame["algorithm"].isin(table["algorithm"][ok])].to_numpy(dtype=np.float64)
+            with np.errstate(invalid="ignore", over="ignore"):
+                scale = np.max(np.abs(finished), initial=0.0, where=np.isfinite(finished))
+            clipped = table[m].where(ok & np.isfinite(table[m])).clip(lower=CONVERGED * scale)
+            table[m + "_best"] = clipped == clipped.min()
+            if m == metric:
+                table["rank"] = pd.Series(clipped.rank(method="min"), dtype="Int64")
+    table.attrs["metric"] = metric
+    return table
 
 
-def format_summary(table, metric="grad_norm"):
+def format_summary(table, metric=None):
     """The summary as an aligned text table (what ``rowstoch compare`` prints)."""
-    head = (f"{'algorithm':<22} {'lr':>8} {'R':>3} {'rounds':>7} {metric + ' (final)':>22} {'messages':>10} "
-            f"{'bytes':>10} {'grad evals':>11} {'wall s':>7}  status")
+    metric = metric or table.attrs.get("metric", "final")
+    head = (f"{'algorithm':<22} {'rank':>4} {'lr':>8} {'(source)':<9} {'R':>3} {'rounds':>7} "
+            f"{metric + ' (final)':>24} {'messages':>10} {'bytes':>10} {'grad evals':>11} {'wall s':>7}  status")
     lines = [head, "-" * len(head)]
     for r in table.itertuples():
         final = f"{r.final:.3e} +- {r.final_std:.1e}"
-        lines.append(f"{r.algorithm:<22} {r.lr:>8.2g} {r.rounds_per_iteration:>3} {r.communication_rounds:>7} "
-                     f"{final:>22} {_si(r.messages):>10} {_si(r.bytes):>10} {_si(r.gradient_evaluations):>11} "
-                     f"{r.wall_seconds:>7.1f}  {'diverged' if r.diverged else 'ok'}")
+        rank = "-" if r.rank is None or r.rank is np.nan or str(r.rank) == "<NA>" else str(int(r.rank))
+        lines.append(f"{r.algorithm:<22} {rank:>4} {r.lr:>8.2g} {'(' + r.lr_source + ')' if r.lr_source else '':<9} "
+                     f"{r.rounds_per_iteration:>3} {r.communication_rounds:>7} {final:>24} {_si(r.messages):>10} "
+                     f"{_si(r.bytes):>10} {_si(r.gradient_evaluations):>11} {r.wall_seconds:>7.1f}  {r.status}")
     return "\n".join(lines)
 
 
@@ -298,32 +498,25 @@ def _si(v):
     return f"{v:.0f}"
 
 
-def plot(frame, metric="grad_norm", ax=None, title=None, path=None):
-    """The metric against communication rounds, one line per algorithm (mean over repetitions, a band of one
-    standard deviation); needs matplotlib. Returns the Axes; ``path`` saves the figure."""
-    _check_frame(frame, metric)
-    try:
-        import matplotlib.pyplot as plt
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError("plot needs matplotlib: pip install 'rowstoch_fast[plot]'") from exc
+def plot(frame, metric=None, ax=None, title=None, path=None, x="rounds"):
+    """``metric`` against the ``x`` axis (``rounds``, ``gradients``, ``bytes`` or ``seconds``), one line per
+    algorithm (mean over repetitions, a band of one standard deviation; colour-blind-safe colours, markers
+    and line styles); needs matplotlib. Returns the Axes; ``path`` saves the figure (300 dpi)."""
+    from . import report
+
+    metric = metric or frame_metric(frame)
+    _check_frame(frame, [metric])
+    report.check_axis(x)
+    plt = report.pyplot()
     if ax is None:
-        _, ax = plt.subplots(figsize=(7, 4.5))
-    for label, runs in frame.groupby("algorithm", sort=False):
-        g = runs.groupby("communication_rounds", sort=True)[metric]
-        with np.errstate(invalid="ignore", over="ignore"):
-            mean, std = g.mean(), g.std(ddof=0).fillna(0)
-        diverged = " (diverged)" if runs["diverged"].iloc[0] else ""
-        line = ax.plot(mean.index, mean.values, label=f"{label}, lr {runs['lr'].iloc[0]:.2g}{diverged}")[0]
-        ax.fill_between(mean.index, np.clip(mean - std, 1e-300, None), mean + std, color=line.get_color(), alpha=0.15)
-    ax.set_yscale("log")
-    ax.set_xlabel("communication rounds")
-    ax.set_ylabel(metric.replace("_", " "))
+        _, ax = plt.subplots(figsize=(6.4, 4.2))
+    report.draw(ax, frame, metric, x)
     ax.legend(loc="best", fontsize="small")
     if title:
         ax.set_title(title)
     if path is not None:
         ax.figure.tight_layout()
-        ax.figure.savefig(path, dpi=120)
+        ax.figure.savefig(path, dpi=report.DPI)
     return ax
 
 

@@ -273,7 +273,7 @@ def reproduce_robustness(out_dir, rounds_budget=1000, repeats=10, losses=(0.0, 0
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)  # the grid's too-large rates diverge: expected
                 tuned = cmp.compare(A, f, names, rounds_budget, tune=True, repeats=1, seed=seed, mg_rounds=mg_rounds,
-                                    progress=False, points=4, tune_fraction=1.0)
+                                    progress=False, points=4, metric="grad_norm")
             if tuned.attrs["interrupted"]:  # Ctrl-C: write what finished, then stop
                 interrupted = True
                 break

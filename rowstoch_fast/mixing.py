@@ -13,7 +13,7 @@ from ._checks import (MAX_ROUNDS, as_float_array, check_coo_arrays, check_csr_ar
                       check_out, fmt_value, require_memory)
 from .backends.base import is_device_array
 
-__all__ = ["MixingMatrix", "STOCHASTIC", "out_degree_weights"]
+__all__ = ["MixingMatrix", "STOCHASTIC", "metropolis_weights", "out_degree_weights"]
 
 #: The two kinds of mixing matrix: ``"row"`` (rows sum to 1, a node weights what it receives; the paper's A)
 #: and ``"column"`` (columns sum to 1, a node splits what it sends; push-sum's C).
@@ -85,8 +85,14 @@ class MixingMatrix:
 
     def __init__(self, W, *, normalize=False, dtype=np.float64, validate=True, stochastic="row"):
         dtype = check_dtype(dtype)
-        if stochastic not in STOCHASTIC:
-            raise ValueError(f"stochastic must be 'row' or 'column', got {stochastic!r}")
+        if stochastic not in STOCHASTIC + ("doubly",):
+            raise ValueError(f"stochastic must be 'row', 'column' or 'doubly', got {stochastic!r}")
+        doubly = stochastic == "doubly" or (isinstance(W, MixingMatrix) and W.doubly and stochastic == "row")
+        if stochastic == "doubly":
+            if normalize:
+                raise ValueError("normalize=True rescales rows or columns, not both: it cannot make W doubly "
+                                 "stochastic (build one with weights='metropolis' from an undirected graph)")
+            stochastic = "row"
         if isinstance(W, MixingMatrix):
             csr = W._csr.astype(np.float64)
         elif sp.issparse(W):
@@ -118,15 +124,18 @@ class MixingMatrix:
             if empty.size:
                 raise ValueError(f"cannot normalize: {stochastic} {empty[0]} (node {empty[0]}) has no positive weight")
             csr.data /= np.repeat(sums, np.diff(csr.indptr)) if axis == 1 else sums[csr.indices]
-        _check_sums(csr, stochastic)
+        _check_sums(csr, stochastic, doubly)
+        if doubly:
+            _check_sums(csr, "column", doubly)
         if validate:
             _check_primitive(csr)
         self._csr = _freeze(_compact_indices(csr.astype(dtype)))
         self._stochastic = stochastic
+        self._doubly = doubly
         self._init_caches()
 
     @classmethod
-    def _from_valid_csr(cls, indptr, indices, data, n, stochastic="row"):
+    def _from_valid_csr(cls, indptr, indices, data, n, stochastic="row", doubly=False):
         """A matrix from CSR arrays that a builder made valid by construction (sorted, no duplicates, rows summing
         to 1, strongly connected and primitive): no O(nnz) re-validation. :mod:`topology` calls it (its tests
         compare every such builder with the validated path), and :mod:`network` for the matrices of single
@@ -134,6 +143,7 @@ class MixingMatrix:
         A = cls.__new__(cls)
         A._csr = _freeze(sp.csr_array((data, indices, indptr), shape=(n, n), copy=False))
         A._stochastic = stochastic
+        A._doubly = bool(doubly)
         A._init_caches()
         return A
 
@@ -148,12 +158,13 @@ class MixingMatrix:
     def __getstate__(self):
         c = self._csr
         return {"shape": c.shape, "data": c.data, "indices": c.indices, "indptr": c.indptr,
-                "stochastic": self._stochastic}
+                "stochastic": self._stochastic, "doubly": self._doubly}
 
     def __setstate__(self, state):
         # an unpickled matrix was validated when first built; its arrays are frozen again
         self._csr = _freeze(sp.csr_array((state["data"], state["indices"], state["indptr"]), shape=state["shape"]))
         self._stochastic = state.get("stochastic", "row")
+        self._doubly = bool(state.get("doubly", False))
         self._init_caches()
 
     # ------------------------------------------------------------------ constructors
@@ -296,8 +307,15 @@ class MixingMatrix:
 
     @property
     def stochastic(self):
-        """``"row"`` (rows sum to 1) or ``"column"`` (columns sum to 1)."""
+        """``"row"`` (rows sum to 1) or ``"column"`` (columns sum to 1); a doubly stochastic matrix is ``"row"``
+        with :attr:`doubly` set."""
         return self._stochastic
+
+    @property
+    def doubly(self):
+        """True for a matrix validated on both sums (``stochastic="doubly"``, :func:`metropolis_weights`): an
+        undirected baseline's ``W``, its own column-stochastic matrix (:func:`out_degree_weights` returns it)."""
+        return self._doubly
 
     @property
     def csr(self):
@@ -315,10 +333,10 @@ class MixingMatrix:
 
     def astype(self, dtype):
         """The same matrix with values of ``dtype`` (float32 or float64)."""
-        return MixingMatrix(self, dtype=dtype, validate=False, stochastic=self._stochastic)
+        return MixingMatrix(self, dtype=dtype, validate=False, stochastic="doubly" if self._doubly else self._stochastic)
 
     def __repr__(self):
-        kind = ", stochastic='column'" if self._stochastic == "column" else ""
+        kind = ", stochastic='doubly'" if self._doubly else ", stochastic='column'" if self._stochastic == "column" else ""
         return f"MixingMatrix(n={self.n}, nnz={self.nnz}, dtype={self.dtype}{kind})"
 
     def _as_row(self):
@@ -521,11 +539,15 @@ def _check_entries(csr):
         raise ValueError(f"W must be non-negative; W[{i}, {j}] = {csr.data[neg][0]} (row {i})")
 
 
-def _check_sums(csr, stochastic="row"):
+def _check_sums(csr, stochastic="row", doubly=False):
     sums = np.asarray(csr.sum(axis=1 if stochastic == "row" else 0)).ravel()
     bad = np.flatnonzero(np.abs(sums - 1.0) > ROW_SUM_RTOL * np.maximum(1.0, np.abs(sums)))
     if bad.size:
         i = int(bad[0])
+        if doubly:
+            raise ValueError(f"W must be doubly stochastic: {stochastic} {i} sums to {fmt_value(sums[i])}, not 1 "
+                             f"({bad.size} such {stochastic}s); weights='metropolis' builds such a W from an "
+                             "undirected graph")
         name = "A" if stochastic == "row" else "C"
         raise ValueError(
             f"{name} must be {stochastic}-stochastic: {stochastic} {i} sums to {fmt_value(sums[i])}, not 1 "
@@ -538,7 +560,8 @@ def out_degree_weights(A):
     ``1 / (1 + out-degree of j)`` to itself and to each out-neighbour.
 
     For a matrix built with in-degree weights this is the same network weighted by its senders, which is
-    what push-based methods (push-sum, Push-Pull, Push-DIGing, SGP) run on.
+    what push-based methods (push-sum, Push-Pull, Push-DIGing, SGP) run on. A doubly stochastic ``W``
+    (:attr:`MixingMatrix.doubly`) is returned as it is, as a column-stochastic matrix.
 
     Examples
     --------
@@ -550,9 +573,50 @@ def out_degree_weights(A):
     if A.stochastic == "column":
         return A
     c = A.csr
+    if A.doubly:  # W is column-stochastic too: the push-based methods of an undirected baseline run on W itself
+        return MixingMatrix._from_valid_csr(c.indptr, c.indices, c.data, A.n, stochastic="column", doubly=True)
     counts = np.bincount(c.indices, minlength=A.n).astype(np.float64)
     data = (1.0 / counts[c.indices]).astype(A.dtype)
     return MixingMatrix._from_valid_csr(c.indptr, c.indices, data, A.n, stochastic="column")
+
+
+def metropolis_weights(A):
+    """The Metropolis-Hastings matrix ``W`` on the undirected graph of ``A``: doubly stochastic and symmetric.
+
+    ``w_ij = 1 / (1 + max(d_i, d_j))`` for every edge ``i - j`` (``d`` the degrees, self loops not counted) and
+    ``w_ii = 1 - sum_j w_ij``: the standard mixing matrix of the undirected baselines (DSGD, gradient tracking,
+    EXTRA, ...), built without networkx.
+
+    Raises
+    ------
+    ValueError
+        When the graph of ``A`` is directed (an edge ``j -> i`` without ``i -> j``), naming that edge.
+
+    Examples
+    --------
+    >>> from rowstoch_fast import topology
+    >>> W = metropolis_weights(topology.star(3))
+    >>> W.doubly, W.toarray().round(3).tolist()
+    (True, [[0.333, 0.333, 0.333], [0.333, 0.667, 0.0], [0.333, 0.0, 0.667]])
+    """
+    n = A.n
+    coo = A.csr.tocoo()
+    off = coo.row != coo.col
+    rows, cols = coo.row[off].astype(np.int64), coo.col[off].astype(np.int64)
+    keys = np.unique(rows * n + cols)  # the edges j -> i as keys i n + j (values dropped: the pattern only)
+    back = np.isin(cols * n + rows, keys)
+    if not back.all():
+        k = int(np.flatnonzero(~back)[0])
+        raise ValueError(f"weights='metropolis' needs an undirected graph: {cols[k]} sends to {rows[k]} but "
+                         f"{rows[k]} does not send to {cols[k]}")
+    rows, cols = keys // n, keys % n
+    deg = np.bincount(rows, minlength=n).astype(np.float64)
+    w = 1.0 / (1.0 + np.maximum(deg[rows], deg[cols]))
+    diag = 1.0 - np.bincount(rows, weights=w, minlength=n)
+    everything = np.arange(n, dtype=np.int64)
+    W = sp.csr_array((np.concatenate([w, diag]), (np.concatenate([rows, everything]),
+                                                  np.concatenate([cols, everything]))), shape=(n, n))
+    return MixingMatrix(W, stochastic="doubly", dtype=A.dtype)
 
 
 def _degree_weighted_csr(n, src, dst, self_loops, stochastic):

@@ -10,6 +10,7 @@ the same repetition run alone.
 from __future__ import annotations
 
 import hashlib
+from typing import NamedTuple
 
 import numpy as np
 
@@ -17,7 +18,14 @@ from . import _core
 from ._checks import MAX_KEY, as_float_array, check_int, check_positive_float, make_rng, require_memory
 from .backends.base import is_device_array
 
-__all__ = ["Objective", "Oracle", "NonconvexLogistic", "Quadratic", "LeastSquares"]
+__all__ = ["Objective", "Oracle", "Optimum", "NonconvexLogistic", "LogisticL2", "Quadratic", "LeastSquares"]
+
+
+class Optimum(NamedTuple):
+    """The minimiser ``x`` of ``f = (1/n) sum_i f_i`` and its value ``value = f(x)`` (:meth:`Objective.optimum`)."""
+
+    x: np.ndarray
+    value: float
 
 
 class Oracle:
@@ -174,6 +182,37 @@ class Objective:
         """``(1/n) sum_i f_i(x_i)``; one value per repetition."""
         return self.loss(X).mean(axis=-1)
 
+    def value_and_gradient_at(self, x):
+        """``(f(x), grad f(x))`` of ``f = (1/n) sum_i f_i`` at single points ``x`` of shape (d,) or (reps, d)
+        (e.g. the mean of the node models), from one pass over the data."""
+        x = np.asarray(x, dtype=np.float64)
+        X = np.ascontiguousarray(np.broadcast_to(x[..., None, :], x.shape[:-1] + (self.n, self.d)))
+        with np.errstate(over="ignore", invalid="ignore"):
+            G, L = self.evaluate(X)
+            return L.mean(axis=-1), G.mean(axis=-2)
+
+    def optimum(self):
+        """The minimiser ``x*`` of ``f = (1/n) sum_i f_i`` and ``f* = f(x*)``, computed once, centrally, and cached.
+
+        Closed form for :class:`Quadratic` and :class:`LeastSquares`, Newton's method to a
+        gradient norm of 1e-12 for :class:`LogisticL2`; ``None`` where no minimiser is known
+        (the paper's nonconvex logistic problem). The harness's suboptimality
+        ``f(x_bar) - f*`` and distance ``||x_i - x*||`` come from it.
+
+        Returns
+        -------
+        Optimum or None
+        """
+        if "_optimum" not in self.__dict__:
+            x = self._solve()
+            # f* through the same code as every f(x_bar) it is subtracted from: f(x*) - f* is exactly 0
+            self._optimum = None if x is None else Optimum(x, float(self.value_and_gradient_at(x)[0]))
+        return self._optimum
+
+    def _solve(self):
+        """:meth:`optimum`'s minimiser, shape (d,), float64 (subclasses with a known minimiser override it)."""
+        return None
+
 
 class NonconvexLogistic(Objective):
     """The paper's nonconvex logistic regression (Appendix E.2).
@@ -258,28 +297,7 @@ class NonconvexLogistic(Objective):
         ValueError
             If ``total`` is not divisible by ``n`` or ``batch`` exceeds ``total / n``.
         """
-        n = check_int(n, "n", minimum=1)
-        total = check_int(total, "total", minimum=1)
-        d = check_int(d, "d", minimum=1)
-        heterogeneity = check_positive_float(heterogeneity, "heterogeneity", allow_zero=True)
-        if total % n:
-            raise ValueError(f"total = {total} samples must be divisible by n = {n}")
-        if batch > total // n:
-            raise ValueError(f"batch = {batch} exceeds the {total // n} samples per node (total / n)")
-        # H, its margins and the labels, with the temporaries of their generation
-        require_memory(8.0 * total * (2 * d + 6), f"the synthetic logistic data ({total} samples of d = {d})")
-        rng = make_rng(seed)
-        x_opt = rng.standard_normal(d)
-        H = rng.standard_normal((total, d))
-        z = rng.random(total)
-        if heterogeneity:  # node i labels its M samples with its own x*_i
-            x_star = x_opt + heterogeneity * rng.standard_normal((n, d))
-            margin = np.einsum("nmd,nd->nm", H.reshape(n, total // n, d), x_star).ravel()
-        else:
-            margin = H @ x_opt
-        with np.errstate(over="ignore"):
-            Y = np.where(1.0 / np.maximum(z, 1e-300) > 1.0 + np.exp(-margin), 1.0, -1.0)
-        del z, margin
+        H, Y, x_opt = _logistic_data(n, total, d, batch, seed, heterogeneity)
         obj = cls(H, Y, n, rho=rho, batch=batch, dtype=dtype)
         obj.x_opt = x_opt
         obj.source = {"generator": "synthetic", "total": total, "seed": seed, "heterogeneity": heterogeneity}
@@ -337,6 +355,120 @@ class NonconvexLogistic(Objective):
         nodes = self._nodes(nodes)
         return _core.logistic_full_grad(self.H, self.Y, self.n, self.rho, self._check_X(X, nodes), nodes,
                                         with_loss=True)
+
+
+class LogisticL2(NonconvexLogistic):
+    """Strongly convex L2-regularised logistic regression: a problem with a unique minimiser ``x*``.
+
+    ``f_i(x) = (1/M) sum_l ln(1 + exp(-y_il h_il^T x)) + (lam / 2) ||x||^2``
+
+    The same data, mini-batches and kernels as :class:`NonconvexLogistic` (its
+    nonconvex regulariser off, ``rho = 0``) plus the ridge term ``lam x``; ``f`` is
+    ``lam``-strongly convex, so :meth:`optimum` (Newton's method with a backtracking
+    line search, to a gradient norm of 1e-12) gives the ``x*`` and ``f*`` that the
+    harness's suboptimality and distance are measured against.
+
+    Parameters
+    ----------
+    H, Y, n, batch, dtype
+        As in :class:`NonconvexLogistic`.
+    lam : float, default 0.01
+        Weight of the ridge term, > 0.
+
+    Examples
+    --------
+    >>> f = LogisticL2.synthetic(n=4, total=800, batch=20, seed=0, heterogeneity=1.0)
+    >>> x_star, f_star = f.optimum()
+    >>> bool(np.linalg.norm(f.value_and_gradient_at(x_star)[1]) < 1e-10)
+    True
+    """
+
+    def __init__(self, H, Y, n, lam=0.01, batch=200, dtype=np.float64):
+        super().__init__(H, Y, n, rho=0.0, batch=batch, dtype=dtype)
+        self.lam = check_positive_float(lam, "lam")
+
+    @classmethod
+    def synthetic(cls, n, total=204800, d=10, lam=0.01, batch=200, seed=42, heterogeneity=0.0, dtype=np.float64):
+        """The data of :meth:`NonconvexLogistic.synthetic` (``heterogeneity`` > 0: each node labels its
+        samples with its own ``x*_i``) with the ridge term ``lam``."""
+        H, Y, x_opt = _logistic_data(n, total, d, batch, seed, heterogeneity)
+        obj = cls(H, Y, n, lam=lam, batch=batch, dtype=dtype)
+        obj.x_opt = x_opt
+        obj.source = {"generator": "synthetic", "total": total, "seed": seed, "heterogeneity": heterogeneity}
+        return obj
+
+    def _parameters(self):
+        return {"samples_per_node": int(self.samples_per_node), "lam": self.lam, "batch": self.batch,
+                **({"dtype": "float32"} if self.dtype == np.float32 else {})}
+
+    def _ridge(self, X, nodes):
+        """``lam X`` on X's own device (a CuPy X stays on its GPU)."""
+        return self.lam * (X if is_device_array(X) else self._check_X(X, self._nodes(nodes)))
+
+    def stochastic_gradient(self, X, iteration, *, seed=0, batches=1, rep_offset=0, nodes=None):
+        G = super().stochastic_gradient(X, iteration, seed=seed, batches=batches, rep_offset=rep_offset, nodes=nodes)
+        G += self._ridge(X, nodes)
+        return G
+
+    def full_gradient(self, X, nodes=None):
+        return self.evaluate(X, nodes)[0]
+
+    def evaluate(self, X, nodes=None):
+        G, L = super().evaluate(X, nodes)
+        R = self._ridge(X, nodes)
+        G += R
+        L += 0.5 * (R * R).sum(-1) / self.lam
+        return G, L
+
+    def _solve(self):
+        H, Y = self.H.astype(np.float64), self.Y.astype(np.float64)
+        N, d = H.shape
+
+        def value(x):
+            return np.logaddexp(0.0, -Y * (H @ x)).mean() + 0.5 * self.lam * x @ x
+
+        x = np.zeros(d)
+        for _ in range(200):
+            s = 0.5 * (1.0 - np.tanh(0.5 * Y * (H @ x)))  # sigma(-y h^T x)
+            grad = -(H.T @ (Y * s)) / N + self.lam * x
+            if np.linalg.norm(grad) <= 1e-12:
+                break
+            hess = (H.T * (s * (1.0 - s))) @ H / N + self.lam * np.eye(d)
+            step, t, f0 = np.linalg.solve(hess, grad), 1.0, value(x)
+            while value(x - t * step) > f0 - 0.25 * t * (grad @ step) and t > 1e-10:
+                t *= 0.5
+            x_new = x - t * step
+            if np.array_equal(x_new, x):  # rounding: the gradient cannot fall further
+                break
+            x = x_new
+        return x
+
+
+def _logistic_data(n, total, d, batch, seed, heterogeneity):
+    """``(H, Y, x_opt)``: the synthetic logistic data of Appendix E.2 (:meth:`NonconvexLogistic.synthetic`)."""
+    n = check_int(n, "n", minimum=1)
+    total = check_int(total, "total", minimum=1)
+    d = check_int(d, "d", minimum=1)
+    heterogeneity = check_positive_float(heterogeneity, "heterogeneity", allow_zero=True)
+    if total % n:
+        raise ValueError(f"total = {total} samples must be divisible by n = {n}")
+    if batch > total // n:
+        raise ValueError(f"batch = {batch} exceeds the {total // n} samples per node (total / n)")
+    # H, its margins and the labels, with the temporaries of their generation
+    require_memory(8.0 * total * (2 * d + 6), f"the synthetic logistic data ({total} samples of d = {d})")
+    rng = make_rng(seed)
+    x_opt = rng.standard_normal(d)
+    H = rng.standard_normal((total, d))
+    z = rng.random(total)
+    if heterogeneity:  # node i labels its M samples with its own x*_i
+        x_star = x_opt + heterogeneity * rng.standard_normal((n, d))
+        margin = np.einsum("nmd,nd->nm", H.reshape(n, total // n, d), x_star).ravel()
+    else:
+        margin = H @ x_opt
+    with np.errstate(over="ignore"):
+        Y = np.where(1.0 / np.maximum(z, 1e-300) > 1.0 + np.exp(-margin), 1.0, -1.0)
+    del z, margin
+    return H, Y, x_opt
 
 
 def _check_stream(iteration, seed, batches, rep_offset):
@@ -400,6 +532,9 @@ class Quadratic(Objective):
     def minimizer(self):
         """``argmin (1/n) sum_i f_i = sum_i b_i / sum_i q_i`` (coordinate-wise)."""
         return self.b.sum(0) / self.q.sum(0)
+
+    def _solve(self):
+        return self.b.astype(np.float64).sum(0) / self.q.astype(np.float64).sum(0)
 
     def gradient_norm_at(self, x):
         """``||grad f(x)|| = ||mean(q) * x - mean(b)||`` in O(d) (the means computed once)."""
@@ -466,12 +601,43 @@ class LeastSquares(Objective):
         if self.batch > self.M:
             raise ValueError(f"batch = {self.batch} exceeds the {self.M} samples per node")
 
+    @classmethod
+    def synthetic(cls, n, samples_per_node=32, d=10, heterogeneity=1.0, noise=0.1, batch=None, seed=42):
+        """Heterogeneous synthetic data: ``H_i ~ N(0, I)``, ``y_i = H_i x*_i + noise N(0, I)`` with each node's
+        own ``x*_i = x_c + heterogeneity N(0, I)`` around a common ``x_c ~ N(0, I)`` (``batch=None``: full-batch
+        gradients, deterministic).
+
+        Examples
+        --------
+        >>> f = LeastSquares.synthetic(n=4, samples_per_node=8, d=3, seed=0)
+        >>> f.H.shape, f.optimum().x.shape
+        ((4, 8, 3), (3,))
+        """
+        n = check_int(n, "n", minimum=1)
+        m = check_int(samples_per_node, "samples_per_node", minimum=1)
+        d = check_int(d, "d", minimum=1)
+        heterogeneity = check_positive_float(heterogeneity, "heterogeneity", allow_zero=True)
+        noise = check_positive_float(noise, "noise", allow_zero=True)
+        require_memory(8.0 * n * m * (d + 3), f"the synthetic least-squares data ({n * m} rows of d = {d})")
+        rng = make_rng(seed)
+        x_star = rng.standard_normal(d) + heterogeneity * rng.standard_normal((n, d))
+        H = rng.standard_normal((n, m, d))
+        y = np.einsum("nmd,nd->nm", H, x_star) + noise * rng.standard_normal((n, m))
+        obj = cls(H.reshape(n * m, d), y.ravel(), n, batch=batch)
+        obj.source = {"generator": "synthetic", "seed": seed, "heterogeneity": heterogeneity, "noise": noise}
+        return obj
 
     def _data_arrays(self):
         return (self.H, self.y)
 
     def _parameters(self):
         return {"batch": self.batch}
+
+    def _solve(self):
+        """The least-squares solution over all rows (every node has ``M`` of them); the smallest one where
+        the rows do not determine it."""
+        return np.linalg.lstsq(self.H.reshape(-1, self.d), self.y.ravel(), rcond=None)[0]
+
     def x0(self, seed=42, scale=0.01):
         """A start ``scale * N(0, I_d)``, the same on every node."""
         return scale * make_rng(seed).standard_normal(self.d)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import time
 import warnings
@@ -20,9 +21,15 @@ from .objectives import Objective
 
 __all__ = ["Algorithm", "History", "run", "config_mismatch"]
 
-#: /2 adds the run's configuration (checked on resume); /1 checkpoints cannot be checked and are refused.
-CHECKPOINT_FORMAT = "rowstoch_fast.checkpoint/2"
-METRICS = ("grad_norm", "grad_norm_centroid", "loss", "consensus_error", "descent_deviation")
+#: /2 adds the run's configuration (checked on resume); /3 the records' suboptimality, distance and
+#: grad_norm_mean (a /2 checkpoint is resumed with those NaN in its earlier records); /1 checkpoints cannot be
+#: checked and are refused.
+CHECKPOINT_FORMAT = "rowstoch_fast.checkpoint/3"
+#: Metrics of every record (the History's columns between ``rep`` and ``wall_seconds``, in this order).
+METRICS = ("grad_norm", "grad_norm_centroid", "loss", "consensus_error", "descent_deviation", "suboptimality",
+           "distance", "grad_norm_mean")
+#: The metrics a /2 checkpoint's records lack.
+_ADDED_IN_3 = 3
 #: The horizontal axes a record has.
 AXES = ("communication_rounds", "iteration", "samples")
 
@@ -133,10 +140,16 @@ class History:
     """Recorded metrics of a run: one row per (record, repetition).
 
     Columns: ``iteration``, ``communication_rounds``, ``samples`` (per node),
-    ``rep``, ``grad_norm`` (the paper's ``||(1/n) sum_i grad f_i(x_i)||``),
-    ``grad_norm_centroid`` (``||grad f(pi^T x)||``), ``loss``
-    (``(1/n) sum_i f_i(x_i)``), ``consensus_error`` (``||x - 1 pi^T x||_F``),
-    ``descent_deviation`` (``||pi^T y - 1^T g||``, Lemma 1), ``wall_seconds``.
+    ``rep``, ``grad_norm`` (the paper's ``||(1/n) sum_i grad f_i(x_i)||``, Appendix
+    E.2: zero at any point where the local gradients cancel, a biased method's
+    fixed point included), ``grad_norm_centroid`` (``||grad f(pi^T x)||``), ``loss``
+    (``(1/n) sum_i f_i(x_i)``, each node at its own model: it can fall below
+    ``f*``), ``consensus_error`` (``||x - 1 pi^T x||_F``), ``descent_deviation``
+    (``||pi^T y - 1^T g||``, Lemma 1), ``suboptimality`` (``f(x_bar) - f*`` at
+    the plain mean ``x_bar`` of the node models, where the objective knows its
+    :meth:`~rowstoch_fast.objectives.Objective.optimum`, else NaN), ``distance``
+    (the mean over nodes of ``||x_i - x*||``, likewise), ``grad_norm_mean``
+    (``||grad f(x_bar)||``), ``wall_seconds``.
 
     Attributes
     ----------
@@ -266,7 +279,15 @@ def _record(opt, objective, oracle, rows, t0_wall):
         return
     pi = opt.centroid_weights()
     X = x if x.ndim == 3 else x[None]
+    best = objective.optimum()
     with np.errstate(over="ignore", invalid="ignore"):  # a diverging run records inf; _warn_if_growing says so
+        f_mean, g_mean = objective.value_and_gradient_at(X.mean(axis=1))
+        gm = np.linalg.norm(g_mean, axis=-1)
+        if best is None:
+            sub = dist = np.full(X.shape[0], np.nan)
+        else:
+            sub = f_mean - best.value
+            dist = np.linalg.norm(X - best.x, axis=-1).mean(axis=-1)
         centroid = np.einsum("n,rnd->rd", pi, X)
         G_full, L = objective.evaluate(X)  # one pass for the gradient metric and the loss
         gn = np.linalg.norm(G_full.mean(axis=-2), axis=-1)
@@ -280,7 +301,8 @@ def _record(opt, objective, oracle, rows, t0_wall):
             dev = np.full(X.shape[0], np.nan)
     wall = time.perf_counter() - t0_wall
     rows.extend([(opt.iteration, opt.communication_rounds, opt.iteration * opt.rounds * getattr(objective, "batch", 1),
-                  r, float(gn[r]), float(gc[r]), float(loss[r]), float(cons[r]), float(dev[r]), wall)
+                  r, float(gn[r]), float(gc[r]), float(loss[r]), float(cons[r]), float(dev[r]), float(sub[r]),
+                  float(dist[r]), float(gm[r]), wall)
                  for r in range(X.shape[0])])
 
 
@@ -373,7 +395,8 @@ def config_mismatch(saved, current, prefix=""):
 def _load_checkpoint(path, algorithm, config):
     data = load_npz_file(path, "checkpoint")
     fmt = str(data.get("format"))
-    if fmt != CHECKPOINT_FORMAT:
+    older = fmt == "rowstoch_fast.checkpoint/2"  # its records lack the metrics added in /3
+    if fmt != CHECKPOINT_FORMAT and not older:
         if fmt.startswith("rowstoch_fast.checkpoint/"):
             raise ValueError(f"resume: checkpoint {path!r} has format {fmt!r}, written by an older version that did "
                              f"not record the run's configuration; it cannot be resumed safely (expected "
@@ -382,6 +405,8 @@ def _load_checkpoint(path, algorithm, config):
     try:
         saved = json.loads(str(data["meta"])).get("config", {})
         rows = [tuple(r) for r in json.loads(str(data["rows"]))]
+        if older:
+            rows = [r[:-1] + (math.nan,) * _ADDED_IN_3 + r[-1:] for r in rows]
         state = {k[4:]: v for k, v in data.items() if k.startswith("opt/")}
         int(data["oracle_iteration"]), float(data["wall_offset"])
     except (KeyError, ValueError, TypeError) as exc:

@@ -19,12 +19,13 @@ from scipy.sparse import csgraph
 from scipy.spatial import cKDTree
 
 from ._checks import check_int, check_positive_float, make_rng, require_memory
-from .mixing import DEGREE_BUILD_BYTES_PER_ENTRY, STOCHASTIC, MixingMatrix, out_degree_weights
+from .mixing import DEGREE_BUILD_BYTES_PER_ENTRY, STOCHASTIC, MixingMatrix, metropolis_weights, out_degree_weights
 
 __all__ = [
     "exponential",
     "ring",
     "grid",
+    "torus",
     "geometric",
     "nearest_neighbor",
     "erdos_renyi",
@@ -36,18 +37,42 @@ __all__ = [
 _MAX_TRIES = 100
 
 
+#: ``weights=`` of every builder: the paper's in-degree rule, or Metropolis-Hastings (undirected graphs).
+WEIGHTS = ("in-degree", "metropolis")
+
+
 def _both_kinds(builder):
-    """Give ``builder`` the keyword ``stochastic="row"|"column"`` (column: out-degree weights, same graph)."""
+    """Give ``builder`` the keywords ``stochastic="row"|"column"`` (column: out-degree weights, same graph) and
+    ``weights="in-degree"|"metropolis"`` (metropolis: the doubly stochastic W of an undirected graph)."""
     @functools.wraps(builder)
-    def build(*args, stochastic="row", **kwargs):
+    def build(*args, stochastic="row", weights="in-degree", **kwargs):
         if stochastic not in STOCHASTIC:
             raise ValueError(f"stochastic must be 'row' or 'column', got {stochastic!r}")
+        if weights not in WEIGHTS:
+            raise ValueError(f"weights must be one of {', '.join(WEIGHTS)}, got {weights!r}")
+        if weights == "metropolis" and stochastic != "row":
+            raise ValueError("weights='metropolis' is doubly stochastic (both row and column sums are 1): drop "
+                             "stochastic='column'")
         A = builder(*args, **kwargs)
+        if weights == "metropolis":
+            try:
+                return metropolis_weights(A)
+            except ValueError as exc:
+                raise ValueError(f"{builder.__name__}: {exc} (pass directed=False where the builder takes it)") \
+                    from None
         return out_degree_weights(A) if stochastic == "column" else A
 
     build.__doc__ = (builder.__doc__ or "") + (
-        "\n    With ``stochastic=\"column\"`` the same graph with out-degree weights (column-stochastic).\n")
+        "\n    With ``stochastic=\"column\"`` the same graph with out-degree weights (column-stochastic); with\n"
+        "    ``weights=\"metropolis\"`` (undirected graphs) its doubly stochastic Metropolis-Hastings matrix\n"
+        "    (:func:`~rowstoch_fast.mixing.metropolis_weights`).\n")
     return build
+
+
+def _check_directed(directed, name):
+    if not isinstance(directed, (bool, np.bool_)):
+        raise TypeError(f"{name}: directed must be True or False, got {directed!r}")
+    return bool(directed)
 
 
 def _reserve(entries, what):
@@ -84,8 +109,10 @@ def _circulant(n, hops, what):
 
 
 @_both_kinds
-def exponential(n):
+def exponential(n, directed=True):
     """The paper's directed exponential graph: node ``i`` sends to ``(i + 2^k) mod n`` for ``2^k < n``.
+
+    ``directed=False``: the undirected exponential graph, ``i`` and ``(i +- 2^k) mod n`` linked both ways.
 
     With in-degree weights every row and column holds ``1 + floor(log2(n-1)) + 1``
     equal weights, so ``A`` is doubly stochastic and ``kappa = 1``. Built directly
@@ -99,12 +126,18 @@ def exponential(n):
     """
     n = check_int(n, "n", minimum=1)
     hops = 1 << np.arange(max(n - 1, 1).bit_length(), dtype=np.int64)
-    return _circulant(n, hops[hops < n], f"exponential({n})")
+    hops = hops[hops < n]
+    if not _check_directed(directed, "exponential"):
+        hops = np.unique(np.concatenate([hops, n - hops]))
+    return _circulant(n, hops, f"exponential({n})")
 
 
 @_both_kinds
-def ring(n):
+def ring(n, directed=True):
     """Directed ring: node ``i`` sends to ``i + 1 (mod n)``; ``a_ii = a_i,i-1 = 1/2``.
+
+    ``directed=False``: the undirected ring, ``i`` linked both ways to ``i +- 1``
+    (weights ``1/3``; ``weights="metropolis"`` gives the same doubly stochastic matrix).
 
     Examples
     --------
@@ -114,7 +147,10 @@ def ring(n):
            [0. , 0.5, 0.5]])
     """
     n = check_int(n, "n", minimum=1)
-    return _circulant(n, np.arange(1, min(n, 2), dtype=np.int64), f"ring({n})")
+    hops = np.arange(1, min(n, 2), dtype=np.int64)
+    if not _check_directed(directed, "ring"):
+        hops = np.unique(np.concatenate([hops, n - hops]))
+    return _circulant(n, hops, f"ring({n})")
 
 
 def _undirected(n, u, v):
@@ -137,6 +173,26 @@ def grid(rows, cols):
     u = np.concatenate([idx[:, :-1].ravel(), idx[:-1, :].ravel()])
     v = np.concatenate([idx[:, 1:].ravel(), idx[1:, :].ravel()])
     return _in_degree(rows * cols, *_undirected(rows * cols, u, v))
+
+
+@_both_kinds
+def torus(rows, cols):
+    """Undirected ``rows x cols`` torus: the grid with its rows and columns wrapped around, in-degree weights
+    (every node has 4 neighbours where ``rows, cols >= 3``, so the matrix is doubly stochastic).
+
+    Examples
+    --------
+    >>> torus(3, 3).toarray()[0].round(2).tolist()
+    [0.2, 0.2, 0.2, 0.2, 0.0, 0.0, 0.2, 0.0, 0.0]
+    """
+    rows = check_int(rows, "rows", minimum=1)
+    cols = check_int(cols, "cols", minimum=1)
+    _reserve(5 * rows * cols, f"torus({rows}, {cols})")
+    idx = np.arange(rows * cols, dtype=np.int64).reshape(rows, cols)
+    u = np.concatenate([idx.ravel(), idx.ravel()])
+    v = np.concatenate([np.roll(idx, -1, axis=1).ravel(), np.roll(idx, -1, axis=0).ravel()])
+    keep = u != v  # a side of length 1 wraps onto itself
+    return _in_degree(rows * cols, *_undirected(rows * cols, u[keep], v[keep]))
 
 
 def _in_degree_if_connected(n, src, dst):
@@ -207,8 +263,11 @@ def nearest_neighbor(n, k=3, seed=None):
 
 
 @_both_kinds
-def erdos_renyi(n, p, seed=None):
+def erdos_renyi(n, p, seed=None, directed=True):
     """Directed Erdos-Renyi graph (each ordered pair ``j -> i`` with probability ``p``), in-degree weights.
+
+    ``directed=False``: the undirected Erdos-Renyi graph (each unordered pair with probability ``p``), redrawn
+    until connected as :func:`geometric` is.
 
     If the draw is not strongly connected it is repaired by linking its strongly
     connected components in a cycle (one random edge between consecutive
@@ -228,6 +287,16 @@ def erdos_renyi(n, p, seed=None):
         raise ValueError(f"p must be in (0, 1], got {p}")
     _reserve(n + p * n * (n - 1), f"erdos_renyi({n}, p={p})")
     rng = make_rng(seed)
+    if not _check_directed(directed, "erdos_renyi"):
+        for _ in range(_MAX_TRIES):
+            m = rng.binomial(n * (n - 1) // 2, p)
+            a, b = rng.integers(0, n, m), rng.integers(1, n, m)
+            b = (a + b) % n
+            A = _in_degree_if_connected(n, *_undirected(n, a.astype(np.int64), b.astype(np.int64)))
+            if A is not None:
+                return A
+        raise ValueError(f"erdos_renyi(n={n}, p={p}, directed=False) stayed disconnected in {_MAX_TRIES} draws; "
+                         "use a larger p")
     if n <= 4096:
         mask = rng.random((n, n)) < p
         np.fill_diagonal(mask, False)

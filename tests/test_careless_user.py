@@ -524,12 +524,15 @@ def test_compare_errors_name_the_options(tmp_path, args, fragment):
 
 @pytest.mark.parametrize("args, fragment", [
     (["run", "--algorithm", "dsgd", "--tracker", "perron"], "--tracker is not read by dsgd"),
-    (["run", "--objective", "quadratic", "--rho", "0.5", "--batch", "5"], "--batch and --rho are not read with"),
+    (["run", "--objective", "quadratic", "--rho", "0.5", "--batch", "5"], "--batch is not read with --objective quadratic"),
+    (["run", "--objective", "least-squares", "--rho", "0.5"], "--rho is not read with --objective least-squares"),
     (["run", "--sigma", "0.3"], "--sigma is not read with --objective logistic"),
     (["run", "--network-seed", "3"], "--network-seed is not read without --loss or --awake"),
     (["run", "--normalize"], "--normalize is not read without --matrix"),
     (["compare", "--algorithms", "dsgd", "--lr", "0.1", "--mg-rounds", "3"], "--mg-rounds is not read without an mg-*"),
-    (["compare", "--algorithms", "dsgd", "--lr", "0.1", "--tune-fraction", "0.5"], "--tune-fraction is not read"),
+    (["compare", "--algorithms", "dsgd", "--lr", "0.1", "--lam", "0.5"], "--lam is not read with --objective logistic"),
+    (["compare", "--algorithms", "dsgd", "--lr", "0.1", "--matrix", "m.npy", "--undirected"],
+     "--undirected is not read with --matrix"),
     (["metrics", "--normalize"], "--normalize is not read without --matrix"),
 ])
 def test_options_the_command_would_not_read_are_refused(tmp_path, args, fragment):

@@ -41,27 +41,122 @@ def test_same_budget_seeds_and_metrics_for_every_algorithm(problem):
 
 def test_tuning_picks_from_the_grid_and_keeps_given_rates(problem):
     A, f = problem
-    frame = cmp.compare(A, f, "pull-diag-gt,sgp", 100, lr={"sgp": 0.05}, tune=True, repeats=1, progress=False)
+    frame = cmp.compare(A, f, "pull-diag-gt,sgp", 100, lr={"sgp": 0.05}, repeats=1, progress=False)
     assert frame.attrs["lr"]["sgp"] == 0.05 and "sgp" not in frame.attrs["tuning"]
-    scores = frame.attrs["tuning"]["pull-diag-gt"]
-    assert set(scores) == set(cmp.TUNE_GRID) and frame.attrs["lr"]["pull-diag-gt"] in cmp.TUNE_GRID
+    assert frame.attrs["lr_source"] == {"pull-diag-gt": "tuned", "sgp": "given"}
+    record = frame.attrs["tuning"]["pull-diag-gt"]
+    first, last = record["rungs"][0], record["rungs"][-1]
+    assert set(first["scores"]) == set(cmp.TUNE_GRID) and last["rounds"] == 100
     best = frame.attrs["lr"]["pull-diag-gt"]
-    assert scores[best] == min(scores.values())
+    assert best == record["chosen"] and best in cmp.TUNE_GRID
+    # the winner is the best of the finalists on the whole budget, and no rejected rate
+    assert last["scores"][best] == min(last["scores"].values()) and best not in last["rejected"]
+    assert record["metric"] == "grad_norm_mean"  # no f* for the nonconvex problem: the gradient at the mean
+    assert cmp.summary(frame)["lr_source"].tolist() == ["tuned", "given"]
 
 
-def test_tuning_runs_on_the_fraction_of_the_budget_it_is_given(problem):
-    """tune_fraction=1 scores each rate by the full run (its score is the full run's final metric); a bad
-    fraction is refused by name before anything runs."""
+def test_tuning_runs_on_seeds_the_repetitions_never_draw(problem, monkeypatch):
     A, f = problem
-    full = cmp.compare(A, f, "pull-diag-gt", 60, tune=True, tune_fraction=1.0, repeats=1, progress=False)
-    rate = full.attrs["lr"]["pull-diag-gt"]
-    assert full["iteration"].max() == 60
-    assert full.attrs["tuning"]["pull-diag-gt"][rate] == full["grad_norm"].iloc[-1]
-    tenth = cmp.compare(A, f, "pull-diag-gt", 60, tune=True, repeats=1, progress=False).attrs["tuning"]
-    assert tenth["pull-diag-gt"] != full.attrs["tuning"]["pull-diag-gt"]
-    for bad in (0, 1.5, "half"):
-        with pytest.raises(ValueError, match="tune_fraction must be a number in"):
-            cmp.compare(A, f, "pull-diag-gt", 60, tune=True, tune_fraction=bad, progress=False)
+    seeds = []
+    real = cmp._one_run
+
+    def spy(*args, **kw):
+        seeds.append((kw["seed"], kw["repeats"]))
+        return real(*args, **kw)
+
+    monkeypatch.setattr(cmp, "_one_run", spy)
+    cmp.compare(A, f, "dsgd", 64, repeats=3, seed=7, progress=False)
+    tuning, evaluation = seeds[:-1], seeds[-1]
+    assert evaluation == (7, 3)
+    assert {s for s, _ in tuning} == {7 + cmp.TUNE_SEED_OFFSET} and {r for _, r in tuning} == {1}
+
+
+def test_a_rate_that_is_best_early_and_then_climbs_is_rejected():
+    """The verdict's failure mode: a rate that wins at a short horizon and blows up later. Here the tuning runs
+    see a metric that falls, then climbs 10x: that rate must lose to one that keeps falling."""
+    import pandas as pd
+
+    climbing = pd.DataFrame({"grad_norm_mean": [1.0, 1e-3, 1e-4, 1e-4, 1e-3, 1e-3, 1e-3]})
+    steady = pd.DataFrame({"grad_norm_mean": [1.0, 0.5, 0.2, 0.1, 0.05, 0.02, 0.01]})
+    score, why = cmp._judge(climbing, "done", "grad_norm_mean")
+    assert score == np.inf and why.startswith("unstable (ends")
+    assert cmp._judge(steady, "done", "grad_norm_mean") == (0.01, None)
+    assert cmp._judge(steady, "diverged", "grad_norm_mean") == (np.inf, "diverged")
+    rising = pd.DataFrame({"grad_norm_mean": [1.0, 2.0, 3.0, 4.0]})
+    assert cmp._judge(rising, "done", "grad_norm_mean") == (np.inf, "no progress")
+    # converged to rounding: 1e-16 and 4e-16 are equal, not "4x above the minimum"
+    flat = pd.DataFrame({"grad_norm_mean": [1.0, 1e-3, 1e-16, 4e-16, 1e-16, 4e-16, 4e-16]})
+    assert cmp._judge(flat, "done", "grad_norm_mean")[1] is None
+
+
+@pytest.mark.parametrize("method", ["push-pull", "dsgd", "pull-diag-gt"])
+def test_a_tuned_algorithm_never_ends_worse_than_twice_its_best(method):
+    """On a deterministic problem (full-batch least squares) the tuned rate's evaluation run ends within 2x of its
+    own minimum over the run (the old tuner picked lr = 1 for push-pull from a tenth of the budget, which then
+    climbed)."""
+    from rowstoch_fast.objectives import LeastSquares
+
+    A = topology.ring(16, directed=False, weights="metropolis")
+    f = LeastSquares.synthetic(16, heterogeneity=1.0, seed=3)
+    frame = cmp.compare(A, f, method, 400, repeats=2, progress=False)
+    mean = frame.groupby("iteration")["suboptimality"].mean()
+    floor = cmp.CONVERGED * mean.iloc[0]
+    assert max(mean.iloc[-1], floor) <= 2 * max(mean.min(), floor)
+    assert frame.attrs["status"][method] == "done"
+
+
+def test_the_default_metric_ranks_an_exact_method_ahead_of_a_biased_one():
+    """Heterogeneous least squares over an undirected ring with its Metropolis W: DSGD stops at a biased point
+    where the paper's metric ||(1/n) sum_i grad f_i(x_i)|| is ~0, so that metric ranks it first; the default
+    (suboptimality) ranks gradient tracking first whenever its f(x_bar) - f* is lower."""
+    from rowstoch_fast.objectives import LeastSquares
+
+    A = topology.ring(16, directed=False, weights="metropolis")
+    f = LeastSquares.synthetic(16, heterogeneity=1.0, seed=0)
+    frame = cmp.compare(A, f, "dsgd,push-pull,push-diging", 1000, lr=0.1, repeats=1, progress=False)
+    assert frame.attrs["metric"] == cmp.default_metric(f) == "suboptimality"
+    table = cmp.summary(frame, metrics=["grad_norm"]).set_index("algorithm")
+    assert table.loc["push-pull", "suboptimality"] < table.loc["dsgd", "suboptimality"]
+    assert table.loc["push-pull", "rank"] < table.loc["dsgd", "rank"]
+    assert table.loc["push-diging", "rank"] < table.loc["dsgd", "rank"]
+    assert table.loc["dsgd", "grad_norm"] < table.loc["push-pull", "grad_norm"]  # the misranking it replaces
+    assert table.loc["push-pull", "suboptimality_best"] and not table.loc["dsgd", "suboptimality_best"]
+
+
+def test_tables_show_every_metric_the_best_in_bold_and_every_status(tmp_path):
+    from rowstoch_fast import report
+
+    A, f = topology.exponential(8), Quadratic.random(8, 3, seed=0)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        frame = cmp.compare(A, f, "push-pull,dsgd,pull-diag-gt", 200,
+                            lr={"push-pull": 0.1, "dsgd": 0.1, "pull-diag-gt": 50.0}, repeats=2, progress=False,
+                            lr_source={"dsgd": "paper"})
+    table = cmp.summary(frame, metrics=["consensus_error"])
+    assert table["status"].tolist() == ["ok", "ok", "diverged"]
+    assert table["rank"].iloc[2] is pd_na()
+    md = report.to_markdown(table, ["suboptimality", "consensus_error"])
+    rows = md.strip().splitlines()
+    assert len(rows) == 5 and "0.1 (paper)" in rows[3] and rows[4].endswith("| diverged |")
+    assert rows[2].count("**") == 4 and "**" not in rows[3].split("|")[5]  # push-pull best on both; dsgd biased
+    tex = report.to_latex(table, ["suboptimality", "consensus_error"])
+    assert tex.count(r"\toprule") == 1 and tex.count(r"\bottomrule") == 1 and r"\textbf{" in tex
+    assert tex.count(r"\\") == 4 and "diverged" in tex and r"$f(\bar x) - f^\star$" in tex
+    fig = report.figure([frame], ["suboptimality", "consensus_error"], path=str(tmp_path / "c"),
+                        formats=["png", "svg"], titles=["exp"])
+    assert len([ax for ax in fig.axes if ax.get_visible()]) == 2
+    assert (tmp_path / "c.png").stat().st_size > 1000 and (tmp_path / "c.svg").stat().st_size > 1000
+    # colour-blind-safe lines that differ in marker too
+    lines = fig.axes[0].get_lines()
+    assert len({ln.get_marker() for ln in lines}) == 3 and {ln.get_color() for ln in lines} <= set(report.COLOURS)
+
+
+def pd_na():
+    import pandas as pd
+
+    return pd.NA
 
 
 def test_a_diverging_algorithm_is_reported_not_raised():
@@ -80,7 +175,13 @@ def test_a_diverging_algorithm_is_reported_not_raised():
 def test_bad_arguments_name_what_is_wrong(problem):
     A, f = problem
     with pytest.raises(ValueError, match="no learning rate for push-pull"):
-        cmp.compare(A, f, "dsgd,push-pull", 10, lr={"dsgd": 0.1}, progress=False)
+        cmp.compare(A, f, "dsgd,push-pull", 10, lr={"dsgd": 0.1}, tune=False, progress=False)
+    with pytest.raises(TypeError, match="lr: dsgd must be a number, got str '0.1'"):
+        cmp.compare(A, f, "dsgd", 10, lr={"dsgd": "0.1"}, progress=False)
+    with pytest.raises(TypeError, match="tune must be True or False, got 'yes'"):
+        cmp.compare(A, f, "dsgd", 10, tune="yes", progress=False)
+    with pytest.raises(ValueError, match="lr_source: dsgd has no given lr"):
+        cmp.compare(A, f, "dsgd", 10, lr_source={"dsgd": "paper"}, progress=False)
     with pytest.raises(ValueError, match="unknown algorithm 'frosty'"):
         cmp.compare(A, f, "frosty", 10, lr=0.1, progress=False)
     with pytest.raises(ValueError, match="'mg-dsgd' is not a multi-round method"):
@@ -127,29 +228,46 @@ def test_cli_compare_writes_the_table_csv_and_figure(tmp_path):
     out = tmp_path / "cmp"
     rc, stdout, err = rowstoch("compare", "--topology", "ring", *SMALL, "--algorithms", "pull-diag-gt,push-pull,sgp",
                                "--rounds-budget", "40", "--repeats", "2", "--lr", "pull-diag-gt=0.01,push-pull=0.05",
-                               "--tune", "--out", out)
+                               "--out", out, "--format", "png,pdf")
     assert rc == 0, err
+    assert "tuning the learning rate of sgp (no --lr for it)" in stdout
     assert "tuned sgp: lr = " in stdout and "push-pull" in stdout
-    for name in ("compare.csv", "summary.csv", "lr.json", "compare.png"):
+    for name in ("compare.csv", "summary.csv", "summary.md", "summary.tex", "lr.json", "compare.png", "compare.pdf",
+                 "tuning.png"):
         assert (out / name).stat().st_size > 0, name
+    import json
+
     import pandas as pd
 
     table = pd.read_csv(out / "summary.csv")
     assert table["algorithm"].tolist() == ["pull-diag-gt", "push-pull", "sgp"]
     assert (table["communication_rounds"] == 40).all()
+    assert table["lr_source"].tolist() == ["given", "given", "tuned"] and (table["status"] == "ok").all()
+    # no f* for the paper's nonconvex problem: ranked on the gradient at the mean, consensus error beside it
+    assert {"grad_norm_mean", "grad_norm_mean_std", "consensus_error", "rank"} <= set(table.columns)
+    rates = json.loads((out / "lr.json").read_text())["ring"]
+    assert rates["source"]["sgp"] == "tuned" and len(rates["tuning"]["sgp"]["rungs"][0]["scores"]) == 11
+    from PIL import Image
+
+    with Image.open(out / "compare.png") as image:
+        assert image.info["dpi"][0] == pytest.approx(300, abs=1)
 
 
 @pytest.mark.parametrize("args, fragments", [
     (["--lr", "frost=x"], ["--lr frost='x' is not a number"]),
     (["--lr", "sgp=0.1"], ["--lr names 'sgp'"]),
     (["--algorithms", "frost,nope"], ["unknown algorithm 'nope'"]),
-    (["--lr", "0.1", "--algorithms", "frost", "--topology", "torus"], ["unknown topology 'torus'"]),
-    ([], ["no learning rate for frost"]),
+    (["--lr", "0.1", "--algorithms", "frost", "--topology", "torusx"], ["unknown topology 'torusx'"]),
     (["--lr", "-1"], ["frost = -1.0 must be a finite number > 0"]),
     (["--preset", "paper", "--topology", "ring"], ["--preset paper runs the paper's four 16-node graphs"]),
-    (["--tune", "--tune-fraction", "2"], ["--tune-fraction must be in (0, 1], got 2"]),
     (["--lr", "frost=0.1,frost=0.2"], ["--lr gives frost twice"]),
-    (["--tune", "--tune-fraction", "nan"], ["--tune-fraction must be in (0, 1], got nan"]),
+    (["--metric", "suboptimality,accuracy"], ["--metric must be a comma-separated list of", "'accuracy'"]),
+    (["--x", "time"], ["--x must be a comma-separated list of rounds, gradients, bytes, seconds"]),
+    (["--format", "png,jpg"], ["--format must be a comma-separated list of png, pdf, svg", "'jpg'"]),
+    (["--weights", "metropolis"], ["needs an undirected graph", "--undirected"]),
+    (["--undirected", "--topology", "grid"], ["--undirected is for exponential, ring, erdos_renyi"]),
+    (["--objective", "logistic-l2", "--lam", "0"], ["--lam must be a finite number > 0, got 0.0"]),
+    (["--tune-fraction", "0.5"], ["unrecognized arguments: --tune-fraction"]),
 ])
 def test_cli_compare_bad_input_is_one_line(tmp_path, args, fragments):
     base = ["compare", *SMALL, "--algorithms", "frost", "--rounds-budget", "10", "--out", tmp_path / "o"]
@@ -157,6 +275,7 @@ def test_cli_compare_bad_input_is_one_line(tmp_path, args, fragments):
         base = [a for a in base if a != "frost" and a != "--algorithms"]
     rc, _, err = rowstoch(*base, *args)
     assert_one_line_error(rc, err, *fragments)
+    assert not (tmp_path / "o").exists()  # nothing is created before the arguments are valid
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a process group")
