@@ -583,9 +583,6 @@ def _parse_lr(text, labels):
     return rates
 
 
-#: R of the preset's mg-* methods (the paper's multi-gossip figure uses R = 5 and 10; Theorem 3's R on the
-#: paper ring is 698, which leaves 2 iterations of a 2000-round budget).
-PAPER_MG_ROUNDS = 10
 
 
 #: compare()'s arguments and the options of ``rowstoch compare`` that set them
@@ -639,6 +636,7 @@ def cmd_compare(args):
             raise UsageError("--backend mpi needs mpi4py: pip install 'rowstoch_fast[mpi]'") from None
         root = MPI.COMM_WORLD.Get_rank() == 0
     say = print if root else (lambda *a, **k: None)
+    file_algorithms = _read_experiment_file(args)
     names = [a.strip() for a in args.algorithms.split(",")]
     _refuse_unread(args, _problem_rules(args) + [
         (("--mg-rounds",), not any(a.startswith("mg-") for a in names), "without an mg-* algorithm")])
@@ -650,40 +648,43 @@ def cmd_compare(args):
     formats = _list_option(args.format, "--format", report.FORMATS)
     if root:
         _check_out_folder(args.out)
-    if args.preset == "paper":
-        if args.matrix or args.n is not None or args.topology != "exponential":
-            raise UsageError("--preset paper runs the paper's four 16-node graphs; drop --topology, --n and --matrix")
-        graphs = {f"paper-{k}": v for k, v in topology.paper_graphs().items()}
-        if args.mg_rounds is None:
-            args.mg_rounds = PAPER_MG_ROUNDS
-    else:
-        if not args.matrix and args.topology not in TOPOLOGIES + PAPER_GRAPHS:
-            raise UsageError(f"unknown topology {args.topology!r}; choose from {', '.join(TOPOLOGIES + PAPER_GRAPHS)}")
-        graphs = {os.path.basename(args.matrix) if args.matrix else args.topology: None}
+    topologies = args.topology if isinstance(args.topology, list) else [args.topology]
+    for name in ([] if args.matrix else topologies):
+        if name not in TOPOLOGIES + PAPER_GRAPHS:
+            raise UsageError(f"unknown topology {name!r}; choose from {', '.join(TOPOLOGIES + PAPER_GRAPHS)}")
     # every graph, objective, algorithm and rate is checked before anything runs or is written
     problems = []
     try:
-        for gname, A in graphs.items():
-            A = A if A is not None else _matrix_from_args(args)
+        for gname in [os.path.basename(args.matrix)] if args.matrix else topologies:
+            args.topology = gname
+            A = _matrix_from_args(args)
             _check_objective_size(args, A.n)
             specs = cmp.parse_algorithms(args.algorithms, A, args.mg_rounds)
             labels = [label for label, _, _ in specs]
             lr = _parse_lr(args.lr, labels)
+            if file_algorithms and not isinstance(lr, float):  # the file's rates, unless --lr gives them
+                lr = {**{k: v["lr"] for k, v in file_algorithms.items() if "lr" in v}, **(lr or {})}
             cmp._check_rates(lr, labels)
+            sources = {k: v["lr_source"] for k, v in file_algorithms.items()
+                       if "lr_source" in v and isinstance(lr, dict) and lr.get(k) == v.get("lr")}
+            hyper = {k: {"tracker": v["tracker"]} for k, v in file_algorithms.items() if "tracker" in v}
             f = _objective_from_args(args, A.n)
-            problems.append((gname, A, specs, lr, f))
+            problems.append((gname, A, specs, lr, f, sources, hyper))
     except (ValueError, TypeError) as exc:
         raise UsageError(_as_options(str(exc), _COMPARE_OPTIONS)) from exc
+    args.topology = topologies if len(topologies) > 1 else topologies[0]
     metric = metrics[0] if metrics else cmp.default_metric(problems[0][4])
     metrics = metrics or [metric, "consensus_error"]
     tuned = [label for label, _, _ in problems[0][2] if not isinstance(problems[0][3], float)
              and label not in (problems[0][3] or {})]
+    if root:  # the settings the results come from, beside them
+        _write_experiment(args, problems, file_algorithms)
     if tuned:
         say(f"tuning the learning rate of {', '.join(tuned)} (no --lr for {'it' if len(tuned) == 1 else 'them'}): "
             f"successive halving over {cmp.TUNE_GRID[0]:g} .. {cmp.TUNE_GRID[-1]:g}, the finalists on the whole "
             f"budget, on {metric}; --lr NAME=VALUE fixes one", flush=True)
     frames, interrupted = [], False
-    for gname, A, specs, lr, f in problems:
+    for gname, A, specs, lr, f, sources, hyper in problems:
         say(f"{gname} (n = {A.n}): {len(specs)} algorithms, {args.rounds_budget} communication rounds each, "
             f"{args.repeats} repetitions, ranked by {metric}", flush=True)
         try:
@@ -693,6 +694,7 @@ def cmd_compare(args):
                     frame = cmp.compare(A, f, args.algorithms, args.rounds_budget, lr=lr, repeats=args.repeats,
                                         seed=args.seed, tracker=args.tracker, backend=args.backend,
                                         mg_rounds=args.mg_rounds, progress=not args.no_progress, metric=metric,
+                                        lr_source=sources or None, hyper=hyper or None,
                                         log=lambda line: say("  " + line, flush=True))
                 except Exception as exc:  # what finished (exc.frame, earlier graphs) is written, then the error
                     _write_finished_comparison(frames, getattr(exc, "frame", None), gname, args, root, metrics)
@@ -718,6 +720,59 @@ def cmd_compare(args):
     print(f"wrote {', '.join(os.path.join(args.out, n) for n in written)}"
           + (" (interrupted: what finished)" if interrupted else ""))
     return 130 if interrupted else 0
+
+
+#: ``rowstoch compare`` options that a file's settings map to (its dest -> the option written).
+_FILE_OPTIONS = {"objective": "--objective", "metric": "--metric", "format": "--format"}
+
+
+def _read_experiment_file(args):
+    """``--config FILE`` / ``--preset NAME``: the file's settings become the options not written on the command line
+    (those win); returns its ``{algorithm: settings}``."""
+    from . import config
+
+    if args.preset and args.config:
+        raise UsageError("--preset and --config both name an experiment file; give one")
+    if not (args.preset or args.config):
+        return {}
+    if args.preset:
+        network = [o for o in ("--topology", "--n", "--matrix", "--undirected", "--weights") if o in args.given]
+        if network:
+            raise UsageError(f"--preset {args.preset} runs the paper's four 16-node graphs; drop {', '.join(network)}")
+    path = config.preset_path(args.preset) if args.preset else args.config
+    try:
+        options, algorithms, _ = config.load(path)
+    except config.ConfigError as exc:
+        raise UsageError(str(exc)) from None
+    args.config_file = os.path.abspath(path)
+    for dest, value in options.items():
+        option = _FILE_OPTIONS.get(dest, "--" + dest.replace("_", "-"))
+        if option not in args.given:
+            setattr(args, dest, value)
+            args.given.add(option)  # set: the rules on options that would not be read apply to it too
+    if "--algorithms" not in args.given:
+        args.algorithms = ",".join(algorithms)
+    return algorithms
+
+
+def _write_experiment(args, problems, file_algorithms):
+    """experiment.json in --out: the resolved settings (every option, the file's algorithms), the package version
+    and build_info(), so that the results say what made them."""
+    import json
+
+    from . import __version__, build_info
+
+    keys = ("config_file", "topology", "n", "matrix", "normalize", "undirected", "weights", "objective", "total",
+            "batch", "samples_per_node", "d", "rho", "lam", "heterogeneity", "sigma", "data_seed", "algorithms",
+            "rounds_budget", "lr", "mg_rounds", "tracker", "backend", "repeats", "seed", "metric", "x", "format")
+    settings = {k: getattr(args, k, None) for k in keys}
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "experiment.json"), "w") as fh:
+        json.dump({"settings": settings, "algorithms": file_algorithms,
+                   "graphs": {g: {"n": A.n, "algorithms": [label for label, _, _ in specs],
+                                  "objective": f.describe()} for g, A, specs, _, f, _, _ in problems},
+                   "version": __version__, "build_info": build_info(), "argv": sys.argv[1:]},
+                  fh, indent=1, default=str)
 
 
 def _write_finished_comparison(frames, partial, gname, args, root, metrics):
@@ -1034,7 +1089,11 @@ def make_parser():
                                    "lr.json (rates, sources, every tuning score), compare.png (a panel per metric) "
                                    "and tuning.png into --out and prints the table.")
     c.add_argument("--preset", choices=["paper"],
-                   help="paper: the 4 paper graphs x the algorithms on the synthetic problem (one figure each)")
+                   help="paper: the 4 paper graphs x the nine algorithms on the paper's synthetic problem, each rate "
+                        "tuned (the shipped file presets/paper.toml)")
+    c.add_argument("--config", default=None,
+                   help="an experiment file (TOML): network(s), objective, algorithms with their own settings, "
+                        "budget, seeds, outputs; options written on the command line win over it")
     _network_options(c)
     calg = c.add_argument_group("algorithms")
     calg.add_argument("--algorithms", default=",".join(ALGORITHMS),

@@ -352,3 +352,91 @@ def test_cli_compare_writes_what_finished_before_an_error(tmp_path, monkeypatch,
     assert code == 2 and "the data server went away" in err
     assert f"the algorithms that finished before the error are in {tmp_path / 'compare.csv'}" in err
     assert list(pd.read_csv(tmp_path / "compare.csv")["algorithm"].unique()) == ["dsgd"]
+
+
+EXPERIMENT = """
+[network]
+topology = "ring"
+n = 8
+undirected = true
+weights = "metropolis"
+
+[objective]
+kind = "least-squares"
+samples_per_node = 6
+d = 3
+
+[run]
+rounds_budget = 60
+repeats = 2
+
+[outputs]
+metrics = ["suboptimality", "distance"]
+formats = ["png", "svg"]
+
+[algorithms.dsgd]
+lr = 0.1
+lr_source = "a paper"
+
+[algorithms.push-pull]
+"""
+
+
+def test_cli_compare_runs_an_experiment_file_and_saves_what_made_the_results(tmp_path):
+    import json
+
+    import pandas as pd
+
+    cfg = tmp_path / "exp.toml"
+    cfg.write_text(EXPERIMENT)
+    out = tmp_path / "out"
+    rc, stdout, err = rowstoch("compare", "--config", cfg, "--out", out, "--no-progress")
+    assert rc == 0, err
+    table = pd.read_csv(out / "summary.csv")
+    assert table["algorithm"].tolist() == ["dsgd", "push-pull"]
+    assert table["lr_source"].tolist() == ["a paper", "tuned"] and table["lr"].iloc[0] == 0.1
+    assert (table["communication_rounds"] == 60).all() and {"distance", "distance_std"} <= set(table.columns)
+    saved = json.loads((out / "experiment.json").read_text())
+    assert saved["settings"]["weights"] == "metropolis" and saved["settings"]["repeats"] == 2
+    assert saved["algorithms"]["dsgd"] == {"lr": 0.1, "lr_source": "a paper"}
+    assert saved["version"] and "openmp" in json.dumps(saved["build_info"]).lower()
+    assert (out / "compare.svg").stat().st_size > 0
+    # an option on the command line wins over the file
+    rc, _, err = rowstoch("compare", "--config", cfg, "--repeats", "1", "--out", tmp_path / "o2", "--no-progress")
+    assert rc == 0, err
+    assert json.loads((tmp_path / "o2" / "experiment.json").read_text())["settings"]["repeats"] == 1
+
+
+@pytest.mark.parametrize("edit, fragment", [
+    (lambda t: t.replace("[run]", "[runs]"), "[runs]: unknown table; the tables are network, objective, run"),
+    (lambda t: t.replace("repeats = 2", "repets = 2"), "[run] repets: unknown key; the keys are rounds_budget"),
+    (lambda t: t.replace("repeats = 2", 'repeats = "2"'), "[run] repeats must be an integer, got str '2'"),
+    (lambda t: t.replace("lr = 0.1", 'lr = "fast"'), "[algorithms.dsgd] lr must be a number, got str 'fast'"),
+    (lambda t: t.replace("[algorithms.push-pull]", "[algorithms.pushpull]"), "unknown algorithm 'pushpull'"),
+    (lambda t: t.replace('"least-squares"', '"lsq"'), "[objective] kind must be one of logistic, logistic-l2"),
+    (lambda t: t.replace("n = 8", "n = 8\nn = 9"), "is not valid TOML"),
+    (lambda t: t.replace('lr_source = "a paper"', 'lr_sourse = "a paper"'), "[algorithms.dsgd] lr_sourse: unknown"),
+    (lambda t: t.split("[algorithms.dsgd]")[0], "no [algorithms.NAME] table"),
+])
+def test_a_bad_experiment_file_is_one_line_naming_the_key_and_writes_nothing(tmp_path, edit, fragment):
+    cfg = tmp_path / "exp.toml"
+    cfg.write_text(edit(EXPERIMENT))
+    rc, _, err = rowstoch("compare", "--config", cfg, "--out", tmp_path / "out", "--no-progress")
+    assert_one_line_error(rc, err, fragment)
+    assert not (tmp_path / "out").exists()
+
+
+def test_missing_experiment_file_and_two_files_are_refused(tmp_path):
+    rc, _, err = rowstoch("compare", "--config", tmp_path / "nope.toml", "--out", tmp_path / "o")
+    assert_one_line_error(rc, err, "--config", "nope.toml' does not exist")
+    rc, _, err = rowstoch("compare", "--config", tmp_path / "nope.toml", "--preset", "paper", "--out", tmp_path / "o")
+    assert_one_line_error(rc, err, "--preset and --config both name an experiment file")
+    assert not (tmp_path / "o").exists()
+
+
+def test_the_paper_preset_is_a_shipped_file_that_tunes_every_algorithm():
+    from rowstoch_fast import config
+
+    options, algorithms, _ = config.load(config.preset_path("paper"))
+    assert list(algorithms) == list(cmp.ALGORITHMS) and not any("lr" in a for a in algorithms.values())
+    assert options["topology"] == ["paper-ring", "paper-grid", "paper-geometric", "paper-nearest_neighbor"]

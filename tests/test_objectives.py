@@ -284,3 +284,51 @@ def test_logistic_objective_in_float32_follows_float64():
         np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6 * np.abs(a).max())
     with pytest.raises(TypeError, match="dtype must be float32 or float64"):
         NonconvexLogistic.synthetic(4, total=400, batch=10, dtype=np.int32)
+
+
+# ---------------------------------------------------------------- the optimum the harness measures against
+def test_least_squares_optimum_is_the_least_squares_solution():
+    f = LeastSquares.synthetic(6, samples_per_node=5, d=4, heterogeneity=2.0, seed=1)
+    H, y = f.H.reshape(-1, 4), f.y.ravel()
+    x_star = np.linalg.solve(H.T @ H, H.T @ y)  # the normal equations, dense
+    best = f.optimum()
+    np.testing.assert_allclose(best.x, x_star, rtol=1e-10, atol=1e-12)
+    assert best.value == pytest.approx(0.5 * np.mean((H @ x_star - y) ** 2), rel=1e-12)
+    assert f.optimum() is best  # cached: computed once
+    # heterogeneous: the nodes' own minimisers differ from x*
+    local = [np.linalg.lstsq(f.H[i], f.y[i], rcond=None)[0] for i in range(6)]
+    assert min(np.linalg.norm(x - x_star) for x in local) > 0.1
+
+
+def test_logistic_l2_is_the_logistic_loss_plus_the_ridge_and_its_optimum_is_stationary():
+    from scipy.optimize import minimize
+
+    from rowstoch_fast.objectives import LogisticL2
+
+    f = LogisticL2.synthetic(4, total=400, d=3, lam=0.05, batch=10, seed=0, heterogeneity=1.0)
+    X = np.random.default_rng(0).standard_normal((4, 3))
+    H, Y = f.H.reshape(4, 100, 3), f.Y.reshape(4, 100)
+    margins = np.einsum("nmd,nd->nm", H, X) * Y
+    loss = np.logaddexp(0, -margins).mean(1) + 0.025 * (X * X).sum(1)
+    grad = -np.einsum("nmd,nm->nd", H, Y / (1 + np.exp(margins))) / 100 + 0.05 * X
+    G, L = f.evaluate(X)
+    np.testing.assert_allclose(L, loss, rtol=1e-12)
+    np.testing.assert_allclose(G, grad, rtol=1e-10, atol=1e-13)
+    np.testing.assert_allclose(f.full_gradient(X), grad, rtol=1e-10, atol=1e-13)
+    # the mini-batch gradient is the nonconvex one without its regulariser, plus lam x
+    plain = NonconvexLogistic(f.H, f.Y, 4, rho=0.0, batch=10)
+    np.testing.assert_array_equal(f.stochastic_gradient(X, 3, seed=1), plain.stochastic_gradient(X, 3, seed=1) + 0.05 * X)
+    best = f.optimum()
+    value, gradient = f.value_and_gradient_at(best.x)
+    assert np.linalg.norm(gradient) < 1e-11 and value == best.value
+    ref = minimize(lambda x: np.logaddexp(0, -(f.H @ x) * f.Y).mean() + 0.025 * x @ x, np.zeros(3), method="BFGS",
+                   options={"gtol": 1e-12})
+    np.testing.assert_allclose(best.x, ref.x, atol=1e-6)
+    with pytest.raises(ValueError, match="lam must be finite and > 0, got 0.0"):
+        LogisticL2(f.H, f.Y, 4, lam=0.0, batch=10)
+
+
+def test_objectives_without_a_known_minimiser_say_so():
+    assert NonconvexLogistic.synthetic(4, total=80, batch=5).optimum() is None
+    q = Quadratic.random(5, 3, seed=2)
+    np.testing.assert_allclose(q.optimum().x, q.minimizer)

@@ -374,3 +374,73 @@ def test_linear_speedup_keeps_the_sizes_that_finished(tmp_path, monkeypatch):
     import pandas as pd
 
     assert sorted(pd.read_csv(tmp_path / "linear_speedup.csv")["n"].unique()) == [1]  # (2 diverged)
+
+
+@pytest.mark.parametrize("kind", ["quadratic", "least-squares", "logistic-l2", "logistic"])
+def test_recorded_metrics_equal_a_dense_computation(kind):
+    """suboptimality f(x_bar) - f*, distance mean ||x_i - x*||, grad_norm_mean ||grad f(x_bar)||, the paper's
+    grad_norm and the consensus error, each against its definition written out in NumPy (x_bar the plain mean)."""
+    from rowstoch_fast.objectives import LeastSquares, LogisticL2, Quadratic
+
+    n, d = 6, 3
+    f = {"quadratic": lambda: Quadratic.random(n, d, seed=1),
+         "least-squares": lambda: LeastSquares.synthetic(n, samples_per_node=4, d=d, seed=1),
+         "logistic-l2": lambda: LogisticL2.synthetic(n, total=60, d=d, batch=5, seed=1, heterogeneity=1.0),
+         "logistic": lambda: NonconvexLogistic.synthetic(n, total=60, d=d, batch=5, seed=1)}[kind]()
+    X = np.random.default_rng(5).standard_normal((n, d))
+    h = run(Algorithm(topology.exponential(n), 0.01, method="dsgd"), f, 0, x0=X, progress=False)
+    row = h.frame.iloc[0]
+
+    def local(x):  # f_i(x) and grad f_i(x) per node, written out
+        if kind == "quadratic":
+            return 0.5 * (f.q * x * x).sum(1) - (f.b * x).sum(1), f.q * x - f.b
+        if kind == "least-squares":
+            r = np.einsum("nmd,nd->nm", f.H, x) - f.y
+            return 0.5 * (r * r).mean(1), np.einsum("nmd,nm->nd", f.H, r) / f.M
+        H, Y = f.H.reshape(n, -1, d), f.Y.reshape(n, -1)
+        m = np.einsum("nmd,nd->nm", H, x) * Y
+        g = -np.einsum("nmd,nm->nd", H, Y / (1 + np.exp(m))) / H.shape[1]
+        if kind == "logistic-l2":
+            return np.logaddexp(0, -m).mean(1) + 0.5 * f.lam * (x * x).sum(1), g + f.lam * x
+        return np.logaddexp(0, -m).mean(1) + f.rho * (x * x / (1 + x * x)).sum(1), g + 2 * f.rho * x / (1 + x * x) ** 2
+
+    x_bar = X.mean(0)
+    value, grad = local(np.broadcast_to(x_bar, (n, d)))
+    assert row["grad_norm_mean"] == pytest.approx(np.linalg.norm(grad.mean(0)), rel=1e-10)
+    assert row["grad_norm"] == pytest.approx(np.linalg.norm(local(X)[1].mean(0)), rel=1e-10)
+    assert row["loss"] == pytest.approx(local(X)[0].mean(), rel=1e-10)
+    assert row["consensus_error"] == pytest.approx(np.linalg.norm(X - x_bar), rel=1e-10)  # pi uniform here
+    best = f.optimum()
+    if kind == "logistic":
+        assert np.isnan(row["suboptimality"]) and np.isnan(row["distance"])
+        return
+    f_star = local(np.broadcast_to(best.x, (n, d)))[0].mean()
+    assert row["suboptimality"] == pytest.approx(value.mean() - f_star, rel=1e-9)
+    assert row["distance"] == pytest.approx(np.linalg.norm(X - best.x, axis=1).mean(), rel=1e-12)
+    assert row["suboptimality"] > 0
+
+
+def test_a_checkpoint_of_the_previous_format_resumes_with_the_new_metrics_unknown(problem, tmp_path):
+    """A /2 checkpoint (records without suboptimality, distance, grad_norm_mean) still resumes: the earlier
+    records get NaN there, the later ones the values, and the iterates are those of an uninterrupted run."""
+    import json
+
+    from rowstoch_fast import runner
+
+    f = problem
+    algo = Algorithm(topology.exponential(8), 0.02)
+    ck = tmp_path / "ck.npz"
+    run(algo, f, 20, record_every=10, checkpoint=str(ck), progress=False)
+    data = dict(np.load(ck))
+    data["format"] = np.array("rowstoch_fast.checkpoint/2")
+    rows = json.loads(str(data["rows"]))
+    data["rows"] = np.array(json.dumps([r[:9] + r[12:] for r in rows]))
+    old = tmp_path / "old.npz"
+    np.savez(old, **data)
+    resumed = run(algo, f, 40, record_every=10, resume=str(old), progress=False)
+    whole = run(algo, f, 40, record_every=10, progress=False)
+    early = resumed.frame["iteration"] <= 20
+    assert resumed.frame.loc[early, "grad_norm_mean"].isna().all()
+    np.testing.assert_array_equal(resumed.frame.loc[~early, "grad_norm_mean"], whole.frame.loc[~early, "grad_norm_mean"])
+    np.testing.assert_array_equal(resumed.frame["grad_norm"], whole.frame["grad_norm"])
+    assert runner.CHECKPOINT_FORMAT.endswith("/3")

@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rowstoch_fast import MixingMatrix, _reference, topology
+from rowstoch_fast.mixing import out_degree_weights
 
 BUILDERS = {
     "exponential": lambda: topology.exponential(13),
@@ -156,3 +157,70 @@ def test_degree_rule_fast_path_equals_the_general_path(n, seed, self_loops, stoc
         assert a.dtype == b.dtype
         np.testing.assert_array_equal(a, b)
     assert fast.stochastic == stochastic
+
+
+# ---------------------------------------------------------------- undirected networks, Metropolis weights
+def _metropolis_dense(A):
+    """w_ij = 1 / (1 + max(d_i, d_j)) on the edges, w_ii = 1 - sum: the definition, dense."""
+    P = (A.toarray() > 0) & ~np.eye(A.n, dtype=bool)
+    deg = P.sum(1)
+    W = np.where(P, 1.0 / (1.0 + np.maximum.outer(deg, deg)), 0.0)
+    return W + np.diag(1.0 - W.sum(1))
+
+
+@pytest.mark.parametrize("build", [
+    lambda **kw: topology.ring(9, directed=False, **kw),
+    lambda **kw: topology.exponential(12, directed=False, **kw),
+    lambda **kw: topology.erdos_renyi(25, 0.2, seed=3, directed=False, **kw),
+    lambda **kw: topology.torus(3, 4, **kw),
+    lambda **kw: topology.grid(3, 3, **kw),
+    lambda **kw: topology.geometric(20, 0.45, seed=1, **kw),
+    lambda **kw: topology.complete(5, **kw),
+    lambda **kw: topology.star(6, **kw),
+], ids=["ring", "exponential", "erdos_renyi", "torus", "grid", "geometric", "complete", "star"])
+def test_undirected_forms_and_their_metropolis_matrices(build):
+    A = build()
+    P = A.toarray() > 0
+    np.testing.assert_array_equal(P, P.T)  # every edge both ways
+    W = build(weights="metropolis")
+    assert W.doubly and W.stochastic == "row" and "doubly" in repr(W)
+    np.testing.assert_allclose(W.toarray(), _metropolis_dense(A), atol=1e-15)
+    np.testing.assert_allclose(W.toarray(), W.toarray().T, atol=1e-15)
+    np.testing.assert_allclose(W.toarray().sum(0), 1, atol=1e-14)
+    C = out_degree_weights(W)  # push-based methods of an undirected baseline run on W itself
+    assert C.stochastic == "column" and np.array_equal(C.toarray(), W.toarray())
+
+
+def test_undirected_ring_and_torus_have_the_textbook_weights():
+    np.testing.assert_allclose(topology.ring(5, directed=False).toarray()[0], [1 / 3, 1 / 3, 0, 0, 1 / 3])
+    assert (np.count_nonzero(topology.torus(4, 4).toarray(), axis=1) == 5).all()
+    assert topology.ring(2, directed=False).nnz == 4 and topology.torus(1, 3).n == 3
+
+
+def test_a_doubly_stochastic_matrix_is_checked_on_both_sums():
+    W = MixingMatrix(np.array([[0.5, 0.5, 0], [0.25, 0.5, 0.25], [0, 0.5, 0.5]]), stochastic="row")
+    assert not W.doubly
+    with pytest.raises(ValueError, match="W must be doubly stochastic: column 0 sums to 0.75, not 1 \\(3 such columns\\)"):
+        MixingMatrix(W.toarray(), stochastic="doubly")
+    with pytest.raises(ValueError, match="W must be doubly stochastic: row 0 sums to"):
+        MixingMatrix(W.toarray().T, stochastic="doubly")
+    with pytest.raises(ValueError, match="normalize=True rescales rows or columns, not both"):
+        MixingMatrix(W.toarray(), stochastic="doubly", normalize=True)
+    with pytest.raises(ValueError, match="stochastic must be 'row', 'column' or 'doubly'"):
+        MixingMatrix(W.toarray(), stochastic="both")
+    D = MixingMatrix(np.full((3, 3), 1 / 3), stochastic="doubly")
+    assert D.doubly and D.astype(np.float32).doubly
+    import pickle
+
+    assert pickle.loads(pickle.dumps(D)).doubly
+
+
+def test_metropolis_and_directed_arguments_are_checked():
+    with pytest.raises(ValueError, match="ring: weights='metropolis' needs an undirected graph: .* sends to .* but"):
+        topology.ring(5, weights="metropolis")
+    with pytest.raises(ValueError, match="weights must be one of in-degree, metropolis, got 'max-degree'"):
+        topology.ring(5, weights="max-degree")
+    with pytest.raises(ValueError, match="drop stochastic='column'"):
+        topology.grid(2, 2, weights="metropolis", stochastic="column")
+    with pytest.raises(TypeError, match="ring: directed must be True or False, got 'no'"):
+        topology.ring(5, directed="no")

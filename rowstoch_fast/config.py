@@ -1,0 +1,161 @@
+"""Experiments as files: the TOML that ``rowstoch compare --config`` reads.
+
+A file names a network (or several: ``topology = ["paper-ring", "paper-grid"]``), an objective and its data,
+the algorithms with their own settings, the budget, seeds and outputs; every key and value is checked before
+anything runs, and an error names the file, the table and the key::
+
+    [network]
+    topology = "ring"          # or matrix = "graph.npz"; a list runs one comparison per graph
+    n = 16
+    undirected = true
+    weights = "metropolis"
+
+    [objective]
+    kind = "least-squares"     # logistic | logistic-l2 | least-squares | quadratic
+    heterogeneity = 1.0
+
+    [run]
+    rounds_budget = 2000
+    repeats = 5
+
+    [outputs]
+    metrics = ["suboptimality", "consensus_error"]
+    formats = ["png", "pdf"]
+
+    [algorithms.dsgd]
+    lr = 0.05                  # given: the table says so ("given", or lr_source = "...")
+    [algorithms.push-pull]     # no lr: tuned
+
+``--preset paper`` is the shipped file ``presets/paper.toml``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+__all__ = ["load", "preset_path", "SCHEMA"]
+
+#: Every table and key a file may hold: ``(option's dest, kind)``; kind is a Python type, ``"list"`` (of
+#: strings) or ``"str|list"``.
+SCHEMA = {
+    "network": {"topology": ("topology", "str|list"), "n": ("n", int), "matrix": ("matrix", str),
+                "normalize": ("normalize", bool), "undirected": ("undirected", bool), "weights": ("weights", str)},
+    "objective": {"kind": ("objective", str), "total": ("total", int), "batch": ("batch", int),
+                  "samples_per_node": ("samples_per_node", int), "d": ("d", int), "rho": ("rho", float),
+                  "lam": ("lam", float), "heterogeneity": ("heterogeneity", float), "sigma": ("sigma", float),
+                  "data_seed": ("data_seed", int)},
+    "run": {"rounds_budget": ("rounds_budget", int), "repeats": ("repeats", int), "seed": ("seed", int),
+            "tracker": ("tracker", str), "backend": ("backend", str), "mg_rounds": ("mg_rounds", int)},
+    "outputs": {"metrics": ("metric", "list"), "x": ("x", str), "formats": ("format", "list")},
+}
+#: The keys of one ``[algorithms.NAME]`` table.
+ALGORITHM_KEYS = {"lr": float, "lr_source": str, "tracker": str}
+#: Choices checked here, so that the error names the key rather than a command-line option.
+CHOICES = {("network", "weights"): ("in-degree", "metropolis"),
+           ("objective", "kind"): ("logistic", "logistic-l2", "least-squares", "quadratic"),
+           ("run", "tracker"): ("exact", "perron"), ("run", "backend"): ("cpu", "cupy", "mpi"),
+           ("outputs", "x"): ("rounds", "gradients", "bytes", "seconds")}
+
+
+class ConfigError(ValueError):
+    """A file that cannot be run as it is: the message names the file, the table and the key."""
+
+
+def preset_path(name):
+    """The shipped file of a preset (``"paper"``)."""
+    return os.path.join(os.path.dirname(__file__), "presets", f"{name}.toml")
+
+
+def _toml():
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python < 3.11
+        import tomli as tomllib
+    return tomllib
+
+
+def _kind_name(kind):
+    return {int: "an integer", float: "a number", bool: "true or false", str: "a string", "list": "a list of strings",
+            "str|list": "a string or a list of strings"}[kind]
+
+
+def _check_value(where, value, kind):
+    ok = {int: lambda v: isinstance(v, int) and not isinstance(v, bool),
+          float: lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+          bool: lambda v: isinstance(v, bool), str: lambda v: isinstance(v, str),
+          "list": lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),
+          "str|list": lambda v: isinstance(v, str) or (isinstance(v, list) and v and all(isinstance(x, str) for x in v))}
+    if not ok[kind](value):
+        raise ConfigError(f"{where} must be {_kind_name(kind)}, got {type(value).__name__} {value!r}")
+    return float(value) if kind is float else value
+
+
+def load(path):
+    """The settings of an experiment file, checked.
+
+    Returns
+    -------
+    options : dict
+        ``{dest: value}`` of the ``rowstoch compare`` options the file sets.
+    algorithms : dict
+        ``{name: {"lr": ..., "lr_source": ..., "tracker": ...}}`` in the file's order.
+    raw : dict
+        The file as read (saved beside the results).
+
+    Raises
+    ------
+    ConfigError
+        A missing or unreadable file, a TOML syntax error, an unknown table or
+        key, a value of the wrong type or outside its choices: one message naming
+        the file and the key.
+    """
+    name = os.fspath(path)
+    if not os.path.isfile(name):
+        raise ConfigError(f"--config {name!r} does not exist")
+    try:
+        with open(name, "rb") as fh:
+            raw = _toml().load(fh)
+    except OSError as exc:
+        raise ConfigError(f"--config {name!r} cannot be read: {exc.strerror or exc}") from None
+    except Exception as exc:  # tomllib.TOMLDecodeError: its message says the line and column
+        raise ConfigError(f"--config {name!r} is not valid TOML: {exc}") from None
+    options, algorithms = {}, {}
+    for table, body in raw.items():
+        if table == "algorithms":
+            if not isinstance(body, dict) or not body:
+                raise ConfigError(f"{name}: [algorithms] must hold one table per algorithm, e.g. [algorithms.dsgd]")
+            for algo, settings in body.items():
+                if not isinstance(settings, dict):
+                    raise ConfigError(f"{name}: algorithms.{algo} must be a table ([algorithms.{algo}]), got "
+                                      f"{type(settings).__name__}")
+                for key, value in settings.items():
+                    if key not in ALGORITHM_KEYS:
+                        raise ConfigError(f"{name}: [algorithms.{algo}] {key}: unknown key; the keys are "
+                                          f"{', '.join(ALGORITHM_KEYS)}")
+                    settings[key] = _check_value(f"{name}: [algorithms.{algo}] {key}", value, ALGORITHM_KEYS[key])
+                if "lr_source" in settings and "lr" not in settings:
+                    raise ConfigError(f"{name}: [algorithms.{algo}] lr_source needs lr")
+                algorithms[algo] = dict(settings)
+            continue
+        if table not in SCHEMA:
+            raise ConfigError(f"{name}: [{table}]: unknown table; the tables are "
+                              f"{', '.join([*SCHEMA, 'algorithms'])}")
+        if not isinstance(body, dict):
+            raise ConfigError(f"{name}: {table} must be a table ([{table}]), got {type(body).__name__}")
+        for key, value in body.items():
+            if key not in SCHEMA[table]:
+                raise ConfigError(f"{name}: [{table}] {key}: unknown key; the keys are {', '.join(SCHEMA[table])}")
+            dest, kind = SCHEMA[table][key]
+            value = _check_value(f"{name}: [{table}] {key}", value, kind)
+            choices = CHOICES.get((table, key))
+            if choices and value not in choices:
+                raise ConfigError(f"{name}: [{table}] {key} must be one of {', '.join(choices)}, got {value!r}")
+            options[dest] = value
+    if not algorithms:
+        raise ConfigError(f"{name}: no [algorithms.NAME] table: name the algorithms to compare")
+    if "metric" in options:
+        options["metric"] = ",".join(options["metric"])
+    if "format" in options:
+        options["format"] = ",".join(options["format"])
+    return options, algorithms, raw
