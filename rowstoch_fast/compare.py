@@ -143,13 +143,14 @@ def tune_lr(A, objective, label, method, rounds, budget, *, grid=TUNE_GRID, seed
             metric=None, hyper=None, progress=False):
     """A learning rate of ``grid`` that is stable over the whole ``budget``, by successive halving.
 
-    Every rate runs a sixteenth of the budget (:data:`RUNG_FRACTIONS`), the best
-    :data:`RUNG_KEEP` a quarter, and those the whole budget; the rate with the
-    smallest final ``metric`` on the whole budget wins. A run that diverges,
-    ends above its start, or ends more than :data:`STABILITY_FACTOR` times above
-    its own minimum is rejected at any rung (a rate that is best at a short
-    horizon and then climbs never wins); where every finalist is rejected, the
-    next stable candidates of the rung before run the whole budget in turn.
+    Every rate runs a sixteenth of the budget (:data:`RUNG_FRACTIONS`; at least
+    ten iterations), the best four a quarter, the best two of those the whole
+    budget (:data:`RUNG_KEEP`); the rate with the smallest final ``metric`` on the
+    whole budget wins. A run that diverges, ends above its start, or ends more
+    than :data:`STABILITY_FACTOR` times above its own minimum is rejected at any
+    rung (a rate that is best at a short horizon and then climbs never wins);
+    where every candidate of a rung is rejected, the next stable candidates of
+    the rungs before run that rung in turn.
     The tuning runs use one repetition on seeds disjoint from the comparison's
     (``seed + TUNE_SEED_OFFSET``).
 
@@ -171,7 +172,8 @@ def tune_lr(A, objective, label, method, rounds, budget, *, grid=TUNE_GRID, seed
     if not grid:
         raise ValueError("grid: give at least one learning rate")
     tune_seed = (int(seed) + TUNE_SEED_OFFSET) % (MAX_KEY + 1)
-    horizons = sorted({min(budget, max(rounds, math.floor(budget * f + 1e-9))) for f in RUNG_FRACTIONS})
+    shortest = rounds * min(MIN_ITERATIONS, max(1, budget // rounds))  # a rung runs at least 10 iterations
+    horizons = sorted({min(budget, max(shortest, math.floor(budget * f + 1e-9))) for f in RUNG_FRACTIONS})
     record = {"metric": metric, "seed": tune_seed, "rungs": [], "chosen": None}
 
     def rung(horizon, candidates):
@@ -195,15 +197,14 @@ def tune_lr(A, objective, label, method, rounds, budget, *, grid=TUNE_GRID, seed
     ranked, candidates, waiting = [], list(grid), []
     for i, horizon in enumerate(horizons):
         ranked = rung(horizon, candidates)
-        if i + 1 < len(horizons):
-            if not ranked:
-                break
-            keep = RUNG_KEEP[min(i, len(RUNG_KEEP) - 1)]
-            candidates, waiting = ranked[:keep], ranked[keep:]
-    else:
-        while not ranked and waiting:  # every finalist rejected on the whole budget: the next in line
+        while not ranked and waiting:  # every candidate of this rung rejected: the next in line of the one before
             candidates, waiting = waiting[:1], waiting[1:]
-            ranked = rung(horizons[-1], candidates)
+            ranked = rung(horizon, candidates)
+        if not ranked:
+            break
+        if i + 1 < len(horizons):
+            keep = RUNG_KEEP[min(i, len(RUNG_KEEP) - 1)]
+            candidates, waiting = ranked[:keep], ranked[keep:] + waiting
     if not ranked:
         raise ValueError(f"tune: {label} diverged, made no progress or was unstable at every learning rate of the "
                          f"grid ({grid[0]:g} .. {grid[-1]:g}); give its lr (--lr {label}=VALUE)")
