@@ -91,11 +91,14 @@ def draw(ax, frame, metric, x="rounds"):
     """One line per algorithm of ``frame``: the mean of ``metric`` over repetitions against ``x``, a band of one
     standard deviation, log scale; a run that did not finish is marked in its label."""
     column, label = AXES[check_axis(x)]
-    # a run that converged to rounding records 0 (or -1e-16) suboptimality: drawn at a floor of 1e-16 of the start
-    start = frame.loc[frame["iteration"] == 0, metric].to_numpy(dtype=np.float64)
-    start = start[np.isfinite(start) & (start > 0)]
-    floor = 1e-16 * (float(start.max()) if start.size else 1.0)
-    ceiling = 1e16 * floor  # a diverging run leaves the panel there (its label says so) instead of crushing it
+    # a run that converged to rounding records 0 (or -1e-16) suboptimality: drawn at a floor of 1e-16 of the
+    # metric's scale (the largest record of a run that finished); a diverging run leaves the panel at 1e16 of
+    # that scale (its label says so) instead of crushing it
+    finished = frame["status"] == "done" if "status" in frame.columns else ~frame["diverged"].astype(bool)
+    scale = frame.loc[finished, metric].to_numpy(dtype=np.float64)
+    scale = scale[np.isfinite(scale) & (scale > 0)]
+    floor = 1e-16 * (float(scale.max()) if scale.size else 1.0)
+    ceiling = 1e32 * floor
     for i, (name, runs) in enumerate(frame.groupby("algorithm", sort=False)):
         g = runs.groupby(column, sort=True)[metric]
         with np.errstate(invalid="ignore", over="ignore"):
