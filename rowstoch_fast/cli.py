@@ -468,12 +468,15 @@ def cmd_run(args):
         print(f"rowstoch: the {len(h.frame)} rows recorded before it are in {paths} (marked diverged)", file=sys.stderr)
         return 3
     s = h.summary().iloc[-1]
+    reached = int(h.meta.get("completed_iterations", s["iteration"]))  # Ctrl-C: where it stopped, not the last record
     status = "interrupted" if h.interrupted else "done"
     print(f"{algo.name} (lr {algo.lr:g}) on {args.topology if not args.matrix else args.matrix} (n={A.n}), {status} at iteration "
-          f"{int(s['iteration'])} ({int(s['communication_rounds'])} communication rounds, {s['wall_seconds']:.1f} s; "
+          f"{reached} ({reached * algo.rounds} communication rounds, {s['wall_seconds']:.1f} s; "
           f"set-up {prepared + h.meta.get('setup_seconds', 0.0):.1f} s)")
+    last = f" (at iteration {int(s['iteration'])}, the last recorded)" if reached != int(s["iteration"]) else ""
     print(f"  grad norm {s['grad_norm']:.4e} +- {s['grad_norm_std']:.1e}   loss {s['loss']:.6f}   "
-          f"consensus error {s['consensus_error']:.3e}")
+          f"consensus error {s['consensus_error']:.3e}"
+          + (f"   f(x_bar) - f* {s['suboptimality']:.3e}" if np.isfinite(s["suboptimality"]) else "") + last)
     if "communication" in h.meta:
         for c in h.meta["communication"]:
             print(f"  rank {c['rank']}: {c['nodes']} nodes, {c['messages'] / max(1, h.meta['completed_iterations']):.1f} "
@@ -667,7 +670,9 @@ def cmd_compare(args):
             cmp._check_rates(lr, labels)
             sources = {k: v["lr_source"] for k, v in file_algorithms.items()
                        if "lr_source" in v and isinstance(lr, dict) and lr.get(k) == v.get("lr")}
-            hyper = {k: {"tracker": v["tracker"]} for k, v in file_algorithms.items() if "tracker" in v}
+            hyper = {k: {h: x for h, x in v.items() if h not in ("lr", "lr_source")}
+                     for k, v in file_algorithms.items()}
+            hyper = {k: v for k, v in hyper.items() if v and k in labels}
             f = _objective_from_args(args, A.n)
             problems.append((gname, A, specs, lr, f, sources, hyper))
     except (ValueError, TypeError) as exc:

@@ -61,19 +61,20 @@ def parse_algorithms(names, A, mg_rounds=None):
 
 
 def _one_run(A, objective, label, method, rounds, lr, budget, *, repeats, seed, tracker, backend, points, progress,
-             hyper=None):
+             hyper=None, metrics=None):
     """(frame rows of one algorithm, its status) for one learning rate."""
     if "tracker" not in REGISTRY[method].hyper:  # compare's tracker is for the methods that have one
         tracker = "exact"
     hyper = dict(hyper or {})
     tracker = hyper.pop("tracker", tracker)
-    algo = Algorithm(A, lr, rounds=rounds, tracker=tracker, backend=backend, method=method)
+    hyper.pop("rounds", None)  # (already in ``rounds``)
+    algo = Algorithm(A, lr, rounds=rounds, tracker=tracker, backend=backend, method=method, **hyper)
     iterations = max(1, budget // rounds)
     diverged = False
     start = time.perf_counter()
     try:
         h = run(algo, objective, iterations, record_every=max(1, iterations // points), repeats=repeats, seed=seed,
-                progress=progress)
+                progress=progress, metrics=metrics)
     except DivergenceError as exc:
         h, diverged = exc.history, True
     wall = time.perf_counter() - start
@@ -86,6 +87,8 @@ def _one_run(A, objective, label, method, rounds, lr, budget, *, repeats, seed, 
     frame["messages"] = frame["iteration"] * traffic["messages"] / done
     frame["bytes"] = frame["iteration"] * traffic["bytes"] / done
     frame["gradient_evaluations"] = frame["samples"] * A.n  # mini-batch samples over all nodes
+    # a run whose gradient or loss grew a thousandfold diverges, NaN or not (the runner warned about it)
+    diverged = diverged or bool(h.meta.get("grew"))
     frame["diverged"] = diverged
     frame["total_wall_seconds"] = wall
     status = "diverged" if diverged else "interrupted" if h.interrupted else "done"
@@ -107,6 +110,9 @@ RUNG_FRACTIONS = (1 / 16, 1 / 4, 1.0)
 RUNG_KEEP = (4, 2)
 #: Records per tuning run (the stability check reads them).
 TUNE_POINTS = 20
+#: Repetitions per tuning run (batched: they share every pass over the network), judged on their mean: one
+#: repetition ranked the rates of a stochastic problem's noise floor by chance.
+TUNE_REPEATS = 2
 
 
 def default_metric(objective):
@@ -151,8 +157,8 @@ def tune_lr(A, objective, label, method, rounds, budget, *, grid=TUNE_GRID, seed
     rung (a rate that is best at a short horizon and then climbs never wins);
     where every candidate of a rung is rejected, the next stable candidates of
     the rungs before run that rung in turn.
-    The tuning runs use one repetition on seeds disjoint from the comparison's
-    (``seed + TUNE_SEED_OFFSET``).
+    The tuning runs use :data:`TUNE_REPEATS` repetitions (judged on their mean)
+    on seeds disjoint from the comparison's (``seed + TUNE_SEED_OFFSET``).
 
     Returns
     -------
@@ -181,12 +187,14 @@ def tune_lr(A, objective, label, method, rounds, budget, *, grid=TUNE_GRID, seed
         for lr in candidates:
             with warnings.catch_warnings():  # a candidate that grows is judged below, not warned about
                 warnings.simplefilter("ignore", RuntimeWarning)
-                frame, status = _one_run(A, objective, label, method, rounds, lr, horizon, repeats=1, seed=tune_seed,
-                                         tracker=tracker, backend=backend, points=TUNE_POINTS, progress=False,
-                                         hyper=hyper)
+                frame, status = _one_run(A, objective, label, method, rounds, lr, horizon, repeats=TUNE_REPEATS,
+                                         seed=tune_seed, tracker=tracker, backend=backend, points=TUNE_POINTS,
+                                         progress=False, hyper=hyper, metrics=(metric,))
             if status == "interrupted":  # the runner caught a Ctrl-C: stop tuning (compare keeps what finished)
                 raise KeyboardInterrupt
-            scores[lr], why = _judge(frame, status, metric)
+            with np.errstate(invalid="ignore", over="ignore"):
+                mean = frame.groupby("iteration", sort=True)[[metric]].mean()
+            scores[lr], why = _judge(mean, status, metric)
             if why:
                 rejected[lr] = why
             if progress:
@@ -245,7 +253,9 @@ def compare(A, objective, algorithms=ALGORITHMS, rounds_budget=2000, *, lr=None,
         ``{label: text}``: where a given rate comes from (default ``"given"``),
         shown in the tables beside ``"tuned"``.
     hyper : dict, optional
-        ``{label: {name: value}}``: per-algorithm settings (``tracker``).
+        ``{label: {name: value}}``: per-algorithm settings: ``tracker``, ``rounds``
+        (an ``mg-`` method's own ``R``) and any hyperparameter of the method's
+        constructor (:func:`~rowstoch_fast.runner.algorithm_options`).
     repeats, seed, tracker, backend
         As in :func:`~rowstoch_fast.run` and :class:`~rowstoch_fast.Algorithm`.
     mg_rounds : int, optional
@@ -289,6 +299,16 @@ def compare(A, objective, algorithms=ALGORITHMS, rounds_budget=2000, *, lr=None,
     metric = check_metric(metric if metric is not None else default_metric(objective))
     specs = parse_algorithms(algorithms, A, mg_rounds)
     labels = [label for label, _, _ in specs]
+    hyper = _check_label_dict(hyper, "hyper", labels)
+    specs = [(label, method, hyper.get(label, {}).get("rounds", rounds)) for label, method, rounds in specs]
+    for label, method, rounds in specs:  # every hyperparameter checked before anything runs
+        options = dict(hyper.get(label, {}))
+        options.pop("rounds", None)
+        try:
+            Algorithm(A, 1.0, rounds=check_int(rounds, "rounds", minimum=1),
+                      tracker=options.pop("tracker", tracker), backend=backend, method=method, **options)
+        except (ValueError, TypeError) as exc:
+            raise type(exc)(f"hyper: {label}: {exc}") from None
     for label, _, rounds in specs:
         if rounds_budget < rounds:  # one iteration would already spend more than the budget
             raise ValueError(f"rounds_budget = {rounds_budget} is less than one iteration of {label} (R = {rounds} "
@@ -303,7 +323,6 @@ def compare(A, objective, algorithms=ALGORITHMS, rounds_budget=2000, *, lr=None,
         if label not in rates:
             raise ValueError(f"lr_source: {label} has no given lr")
         sources[label] = str(text)
-    hyper = _check_label_dict(hyper, "hyper", labels)
     missing = [label for label in labels if label not in rates]
     if missing and not tune:
         raise ValueError(f"lr: no learning rate for {', '.join(missing)}; give one (lr=... or "

@@ -49,8 +49,9 @@ SCHEMA = {
             "tracker": ("tracker", str), "backend": ("backend", str), "mg_rounds": ("mg_rounds", int)},
     "outputs": {"metrics": ("metric", "list"), "x": ("x", str), "formats": ("format", "list")},
 }
-#: The keys of one ``[algorithms.NAME]`` table.
-ALGORITHM_KEYS = {"lr": float, "lr_source": str, "tracker": str}
+#: The keys of one ``[algorithms.NAME]`` table that every algorithm has; any other key is a hyperparameter of
+#: the algorithm's constructor, passed through (and refused, naming the key, where the algorithm has none such).
+ALGORITHM_KEYS = {"lr": float, "lr_source": str, "tracker": str, "rounds": int}
 #: Choices checked here, so that the error names the key rather than a command-line option.
 CHOICES = {("network", "weights"): ("in-degree", "metropolis"),
            ("objective", "kind"): ("logistic", "logistic-l2", "least-squares", "quadratic"),
@@ -73,6 +74,16 @@ def _toml():
     else:  # pragma: no cover - Python < 3.11
         import tomli as tomllib
     return tomllib
+
+
+def _hyperparameters(label):
+    """The hyperparameters the algorithm ``label`` (``NAME`` or ``mg-NAME``) passes through, or None for a name
+    that is no algorithm (the comparison names it with the algorithms there are)."""
+    from .algorithms import REGISTRY
+    from .runner import algorithm_options
+
+    method = label[3:] if label.startswith("mg-") and label not in REGISTRY else label
+    return algorithm_options(method) if method in REGISTRY else None
 
 
 def _kind_name(kind):
@@ -129,11 +140,16 @@ def load(path):
                 if not isinstance(settings, dict):
                     raise ConfigError(f"{name}: algorithms.{algo} must be a table ([algorithms.{algo}]), got "
                                       f"{type(settings).__name__}")
+                takes = _hyperparameters(algo)
                 for key, value in settings.items():
-                    if key not in ALGORITHM_KEYS:
+                    if key in ALGORITHM_KEYS:
+                        settings[key] = _check_value(f"{name}: [algorithms.{algo}] {key}", value, ALGORITHM_KEYS[key])
+                    elif takes is not None and key not in takes:
                         raise ConfigError(f"{name}: [algorithms.{algo}] {key}: unknown key; the keys are "
-                                          f"{', '.join(ALGORITHM_KEYS)}")
-                    settings[key] = _check_value(f"{name}: [algorithms.{algo}] {key}", value, ALGORITHM_KEYS[key])
+                                          f"{', '.join([*ALGORITHM_KEYS, *takes])}")
+                    elif isinstance(value, (dict, list)):
+                        raise ConfigError(f"{name}: [algorithms.{algo}] {key} must be a number, string or boolean, "
+                                          f"got {type(value).__name__}")
                 if "lr_source" in settings and "lr" not in settings:
                     raise ConfigError(f"{name}: [algorithms.{algo}] lr_source needs lr")
                 algorithms[algo] = dict(settings)

@@ -138,6 +138,22 @@ class Network:
     def __repr__(self):
         return f"{type(self).__name__}(n={self.n}, stochastic={self.stochastic!r})"
 
+    def describe(self):
+        """What identifies this network, as a plain dict: its type, its parameters (loss rate, seeds, model, ...)
+        and what it is built on (:func:`describe`), down to a fingerprint of each matrix. An optimizer's
+        ``state_dict`` stores it, and ``from_state_dict`` refuses another network, naming the field."""
+        out = {"type": type(self).__name__}
+        for key, value in sorted(vars(self).items()):
+            if key.startswith("_"):
+                continue
+            if key == "base":
+                out[key] = describe(value)
+            elif key == "matrices":
+                out[key] = [describe(m) for m in value]
+            elif value is None or isinstance(value, (bool, int, float, str)):
+                out[key] = value
+        return out
+
 
 def _mix_entries(csr, weights, X, stochastic):
     """One round: ``csr`` with ``weights`` (zeros where a message was lost; None: the base weights)."""
@@ -225,6 +241,38 @@ def _compiled_rounds(plan, X, t, rounds, out, renormalise):
     return out if out is not None else Y.reshape(X.shape)
 
 
+def describe(net):
+    """:meth:`Network.describe` of a network, or of a :class:`MixingMatrix` (its kind, size and a SHA-1 of its
+    arrays)."""
+    if isinstance(net, MixingMatrix):
+        import hashlib
+
+        digest = hashlib.sha1()
+        c = net.csr
+        for arr in (c.indptr.astype(np.int64), c.indices.astype(np.int64), c.data):
+            digest.update(np.ascontiguousarray(arr).tobytes())
+        return {"type": "MixingMatrix", "n": int(net.n), "stochastic": net.stochastic, "sha1": digest.hexdigest()[:16]}
+    return net.describe()
+
+
+def first_difference(saved, current, prefix=""):
+    """``(field, saved value, current value)`` of the first difference between two :func:`describe` dicts, or
+    None."""
+    if isinstance(saved, dict) and isinstance(current, dict):
+        for key in ["type", *sorted(set(saved) | set(current) - {"type"})]:  # another kind of network first
+            found = first_difference(saved.get(key), current.get(key), f"{prefix}{key}.")
+            if found:
+                return found
+        return None
+    if isinstance(saved, list) and isinstance(current, list) and len(saved) == len(current):
+        for k, (a, b) in enumerate(zip(saved, current)):
+            found = first_difference(a, b, f"{prefix}{k}.")
+            if found:
+                return found
+        return None
+    return None if saved == current else (prefix.rstrip("."), saved, current)
+
+
 def as_network(A):
     """``A`` as a network: a network passes through; a :class:`MixingMatrix` (or anything it accepts) is the
     static network of that matrix."""
@@ -300,6 +348,8 @@ class Schedule(Network):
         if len(dtypes) > 1:  # a float32 round in a float64 run mixed with rounded weights
             raise TypeError(f"the matrices of a Schedule must have one dtype, got {', '.join(sorted(map(str, dtypes)))}"
                             "; convert them with .astype (mixed precision is not supported)")
+        if not self._validated or len(mats) > 1:  # one validated matrix is strongly connected on its own
+            _check_jointly_connected(mats)
         self.matrices = mats
         self.n = mats[0].n
         self.stochastic = kinds.pop()
@@ -326,6 +376,24 @@ class Schedule(Network):
 
     def __repr__(self):
         return f"Schedule({len(self.matrices)} matrices, n={self.n}, stochastic={self.stochastic!r})"
+
+
+def _check_jointly_connected(mats):
+    """A ValueError unless the union of the matrices' graphs is strongly connected: over one period of a
+    Schedule every node must hear, through some chain of messages, from every other (Assumption 1 for a
+    time-varying network; ``Schedule([I, I])`` never communicated). One pass over the entries."""
+    from scipy.sparse import csgraph
+
+    union = mats[0].csr.astype(bool).astype(np.int8)
+    for m in mats[1:]:
+        union = union + m.csr.astype(bool).astype(np.int8)
+    count, labels = csgraph.connected_components(union, directed=True, connection="strong")
+    if count > 1:
+        members = np.flatnonzero(labels == labels[0])
+        outside = int(np.flatnonzero(labels != labels[0])[0])
+        raise ValueError(f"the matrices of a Schedule must be jointly strongly connected over its period (their "
+                         f"union has {count} strongly connected components): over its {len(mats)} matrices node "
+                         f"{outside} or node {int(members[0])} never hears from the other")
 
 
 def one_peer_exponential(n, stochastic="row"):

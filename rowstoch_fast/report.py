@@ -228,10 +228,10 @@ def _cells(table, metrics):
     return out
 
 
-def _num(v):
+def _num(v, digits=2):
     if not math.isfinite(v):
         return "inf" if v > 0 else ("nan" if v != v else "-inf")
-    return f"{v:.2e}"
+    return f"{v:.{digits}e}"
 
 
 def to_markdown(table, metrics=None):
@@ -250,7 +250,7 @@ def to_markdown(table, metrics=None):
                                                    str(r.communication_rounds)]
         for m in metrics:
             mean, std, best = cells[m][i]
-            text = f"{_num(mean)} ± {_num(std)}"
+            text = f"{_num(mean)} ± {_num(std, 1)}"
             row.append(f"**{text}**" if best else text)
         row.append(r.status)
         lines.append("| " + " | ".join(row) + " |")
@@ -271,7 +271,7 @@ def to_latex(table, metrics=None, caption=None):
     cols = ("l" if graph else "") + "lrrr" + "r" * len(metrics) + "l"
     head = (["graph"] if graph else []) + ["algorithm", "lr (source)", "$R$", "rounds"] + \
         [_TEX_LABELS.get(m, _tex(m)) for m in metrics] + ["status"]
-    lines = [r"\begin{table}[t]", r"\centering"]
+    lines = [r"\begin{table}[t]", r"\centering", r"\small", r"\setlength{\tabcolsep}{4pt}"]
     if caption:
         lines.append(r"\caption{" + _tex(caption) + "}")
     lines += [r"\begin{tabular}{" + cols + "}", r"\toprule", " & ".join(head) + r" \\", r"\midrule"]
@@ -285,7 +285,7 @@ def to_latex(table, metrics=None, caption=None):
                                                     str(r.rounds_per_iteration), str(r.communication_rounds)]
         for m in metrics:
             mean, std, best = cells[m][i]
-            text = f"{_num(mean)} $\\pm$ {_num(std)}"
+            text = f"{_num(mean)} $\\pm$ {_num(std, 1)}"
             row.append(r"\textbf{" + text + "}" if best else text)
         row.append(_tex(r.status))
         lines.append(" & ".join(row) + r" \\")

@@ -19,7 +19,7 @@ from .errors import DivergenceError
 from .mixing import MixingMatrix
 from .objectives import Objective
 
-__all__ = ["Algorithm", "History", "run", "config_mismatch"]
+__all__ = ["Algorithm", "History", "algorithm_options", "run", "config_mismatch"]
 
 #: /2 adds the run's configuration (checked on resume); /3 the records' suboptimality, distance and
 #: grad_norm_mean (a /2 checkpoint is resumed with those NaN in its earlier records); /1 checkpoints cannot be
@@ -48,7 +48,21 @@ RESUMABLE = ("iterations", "lr", "record_every")
 GROWTH_WARNING = 1e3
 
 
-@dataclass(frozen=True)
+#: Constructor arguments that :meth:`Algorithm.build` sets itself (not hyperparameters a user passes through).
+_BUILT = {"self", "A", "C", "n", "x0", "lr", "rounds", "tracker", "backend", "comm", "partition"}
+
+
+def algorithm_options(method):
+    """The hyperparameters ``method``'s constructor takes beyond ``lr``, ``rounds`` and ``tracker`` (``form``,
+    ``check_finite``, ...): what :class:`Algorithm` and ``compare(hyper=...)`` pass through."""
+    import inspect
+
+    params = inspect.signature(REGISTRY[method].__init__).parameters
+    return tuple(name for name, p in params.items()
+                 if name not in _BUILT and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY))
+
+
+@dataclass(frozen=True, init=False)
 class Algorithm:
     """What to run: an algorithm of :data:`rowstoch_fast.algorithms.REGISTRY` on a network with a step size.
 
@@ -71,6 +85,10 @@ class Algorithm:
         ranks (run under ``mpiexec``); rank 0 records the metrics.
     method : str, default "pull-diag-gt"
         A name of :data:`~rowstoch_fast.algorithms.REGISTRY` (``"frost"``, ``"push-pull"``, ...).
+    **hyper
+        Any other hyperparameter of the method's constructor, passed through
+        (:func:`algorithm_options` lists them, e.g. ``form="frost"`` for
+        Pull-Diag-GT); an unknown one is a ValueError naming those it takes.
 
     Examples
     --------
@@ -87,6 +105,18 @@ class Algorithm:
     tracker: str = "exact"
     backend: str = "auto"
     method: str = "pull-diag-gt"
+    hyper: tuple = ()
+
+    def __init__(self, A, lr, rounds=1, tracker="exact", backend="auto", method="pull-diag-gt", **hyper):
+        for name, value in (("A", A), ("lr", lr), ("rounds", rounds), ("tracker", tracker), ("backend", backend),
+                            ("method", method), ("hyper", tuple(sorted(hyper.items())))):
+            object.__setattr__(self, name, value)
+        self.__post_init__()
+
+    @property
+    def options(self):
+        """The hyperparameters passed through, as a dict."""
+        return dict(self.hyper)
 
     def __post_init__(self):
         from .network import Network
@@ -103,6 +133,11 @@ class Algorithm:
         if self.tracker != "exact" and "tracker" not in REGISTRY[self.method].hyper:  # it would be ignored
             raise ValueError(f"tracker={self.tracker!r} is for the methods with a Pull-Diag tracker; {self.method} "
                              "has none")
+        takes = algorithm_options(self.method)
+        unknown = [name for name, _ in self.hyper if name not in takes]
+        if unknown:
+            raise ValueError(f"{self.method} takes no hyperparameter {unknown[0]!r}"
+                             + (f" (it takes {', '.join(takes)})" if takes else " (it takes lr only)"))
 
     @classmethod
     def pull_diag_gt(cls, A, lr, tracker="exact"):
@@ -127,7 +162,7 @@ class Algorithm:
     def build(self, x0):
         """The optimizer starting at ``x0``."""
         return self.optimizer.build(self.A, x0, self.lr, rounds=self.rounds, tracker=self.tracker,
-                                    backend=self.backend)
+                                    backend=self.backend, **self.options)
 
     def resume(self, state, lr=None):
         """The optimizer of a ``state_dict``, on this algorithm's matrices and backend."""
@@ -270,35 +305,38 @@ def _json_default(o):
     return str(o)
 
 
-def _record(opt, objective, oracle, rows, t0_wall):
+def _record(opt, objective, oracle, rows, t0_wall, metrics=METRICS):
+    """Append the metrics of the current iterate to ``rows`` (those not in ``metrics`` as NaN: each costs up to a
+    pass over the data)."""
     # every process takes part in the gathers (collective under MPI); the root alone records, on the host
     x = opt.gather_x(copy=False)  # read only here: no copies where the state is already on the host
-    deviation = opt.records_descent_deviation and oracle.last is not None
+    deviation = opt.records_descent_deviation and oracle.last is not None and "descent_deviation" in metrics
     y, g = (opt.gather_state("y", copy=False), opt.gather(oracle.last, copy=False)) if deviation else (None, None)
     if not opt.is_root:
         return
     pi = opt.centroid_weights()
     X = x if x.ndim == 3 else x[None]
-    best = objective.optimum()
+    best = objective.optimum() if {"suboptimality", "distance"} & set(metrics) else None
+    gn = gc = loss = cons = dev = sub = dist = gm = np.full(X.shape[0], np.nan)
     with np.errstate(over="ignore", invalid="ignore"):  # a diverging run records inf; _warn_if_growing says so
-        f_mean, g_mean = objective.value_and_gradient_at(X.mean(axis=1))
-        gm = np.linalg.norm(g_mean, axis=-1)
-        if best is None:
-            sub = dist = np.full(X.shape[0], np.nan)
-        else:
-            sub = f_mean - best.value
+        if {"suboptimality", "grad_norm_mean"} & set(metrics):  # one pass at the mean of the node models
+            f_mean, g_mean = objective.value_and_gradient_at(X.mean(axis=1))
+            gm = np.linalg.norm(g_mean, axis=-1)
+            if best is not None:
+                sub = f_mean - best.value
+        if best is not None:
             dist = np.linalg.norm(X - best.x, axis=-1).mean(axis=-1)
         centroid = np.einsum("n,rnd->rd", pi, X)
-        G_full, L = objective.evaluate(X)  # one pass for the gradient metric and the loss
-        gn = np.linalg.norm(G_full.mean(axis=-2), axis=-1)
-        gc = np.atleast_1d(objective.gradient_norm_at(centroid))
-        loss = L.mean(axis=-1)
+        if {"grad_norm", "loss"} & set(metrics):
+            G_full, L = objective.evaluate(X)  # one pass for the gradient metric and the loss
+            gn = np.linalg.norm(G_full.mean(axis=-2), axis=-1)
+            loss = L.mean(axis=-1)
+        if "grad_norm_centroid" in metrics:
+            gc = np.atleast_1d(objective.gradient_norm_at(centroid))
         cons = np.linalg.norm((X - centroid[:, None, :]).reshape(X.shape[0], -1), axis=1)
         if deviation:
             dev = np.linalg.norm(np.einsum("n,rnd->rd", pi, y.reshape(X.shape)) - g.reshape(X.shape).sum(axis=1),
                                  axis=1)
-        else:
-            dev = np.full(X.shape[0], np.nan)
     wall = time.perf_counter() - t0_wall
     rows.extend([(opt.iteration, opt.communication_rounds, opt.iteration * opt.rounds * getattr(objective, "batch", 1),
                   r, float(gn[r]), float(gc[r]), float(loss[r]), float(cons[r]), float(dev[r]), float(sub[r]),
@@ -408,7 +446,9 @@ def _load_checkpoint(path, algorithm, config):
         if older:
             rows = [r[:-1] + (math.nan,) * _ADDED_IN_3 + r[-1:] for r in rows]
         state = {k[4:]: v for k, v in data.items() if k.startswith("opt/")}
-        int(data["oracle_iteration"]), float(data["wall_offset"])
+        if int(data["oracle_iteration"]) < 0:
+            raise ValueError(f"oracle_iteration = {int(data['oracle_iteration'])} is negative")
+        float(data["wall_offset"])
     except (KeyError, ValueError, TypeError) as exc:
         raise ValueError(f"resume: checkpoint {path!r} is damaged ({exc})") from None
     diff = config_mismatch(saved, config)
@@ -421,7 +461,7 @@ def _load_checkpoint(path, algorithm, config):
 
 
 def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=0, x0=None, progress=True,
-        checkpoint=None, checkpoint_every=None, resume=None, config=None):
+        checkpoint=None, checkpoint_every=None, resume=None, config=None, metrics=None):
     """Run ``algorithm`` on ``objective`` for ``iterations`` iterations and record its metrics.
 
     Repetitions are batched into one stepper (they share every pass over the
@@ -459,6 +499,10 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
     config : dict, optional
         Extra settings that identify the run (the CLI passes its options);
         stored in the checkpoint and compared on resume like the others.
+    metrics : sequence of str, optional
+        Record only these of :data:`METRICS` (the others are NaN): each costs up
+        to one pass over the data per record (the harness's tuning runs record
+        the one they are judged on). Default: all.
 
     Returns
     -------
@@ -503,6 +547,12 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
         raise ValueError(f"objective has n = {objective.n} nodes but the network has {algorithm.A.n}")
     iterations = check_int(iterations, "iterations", minimum=0)
     repeats = check_int(repeats, "repeats", minimum=1)
+    if metrics is None:
+        metrics = METRICS
+    else:
+        if isinstance(metrics, str):
+            raise TypeError(f"metrics must be a sequence of metric names, got the string {metrics!r}")
+        metrics = tuple(check_metric(m, "metrics") for m in metrics)
     seed = check_int(seed, "seed", minimum=0, maximum=MAX_KEY)
     record_every = max(1, iterations // 100) if record_every is None else check_int(record_every, "record_every", minimum=1)
     checkpoint_every = record_every * 10 if checkpoint_every is None else check_int(checkpoint_every, "checkpoint_every", minimum=1)
@@ -510,6 +560,7 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
             "n": algorithm.A.n, "objective": type(objective).__name__, "iterations": iterations, "repeats": repeats,
             "seed": seed, "record_every": record_every}
     identity = {"algorithm": algorithm.name, "rounds": algorithm.rounds, "tracker": algorithm.tracker,
+                **({"hyper": algorithm.options} if algorithm.hyper else {}),
                 "lr": algorithm.lr, "n": algorithm.A.n, "repeats": repeats, "seed": seed,
                 "iterations": iterations, "record_every": record_every,
                 "objective": objective.describe() if hasattr(objective, "describe") else type(objective).__name__,
@@ -521,6 +572,11 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
     if resume is not None:
         opt, data, rows = _load_checkpoint(resume, algorithm, meta["config"])  # under MPI every rank reads it
         wall_offset = float(data["wall_offset"])
+        if opt.iteration > iterations:  # it would have stopped at once and reported the checkpoint's end
+            if bar is not None:
+                bar.close()
+            raise ValueError(f"resume: checkpoint {resume!r} is at iteration {opt.iteration}, past iterations = "
+                             f"{iterations}; ask for at least {opt.iteration} iterations")
     else:
         x0 = objective.x0() if x0 is None else np.asarray(x0, dtype=np.float64)
         if x0.ndim == 1:
@@ -546,7 +602,7 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
     meta["setup_seconds"] = time.perf_counter() - setup_start  # optimizer, tracker, first gradients, GPU kernels
     t0 = time.perf_counter() - wall_offset
     if resume is None:
-        _record(opt, objective, oracle, rows, t0)
+        _record(opt, objective, oracle, rows, t0, metrics)
     if bar is not None:
         bar.n = bar.last_print_n = opt.iteration
         bar.set_description(meta["algorithm"], refresh=True)
@@ -558,7 +614,7 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
             if bar is not None:
                 bar.update(1)
             if opt.iteration % record_every == 0 or opt.iteration == iterations:
-                _record(opt, objective, oracle, rows, t0)
+                _record(opt, objective, oracle, rows, t0, metrics)
             if checkpoint and opt.iteration % checkpoint_every == 0:
                 _save_checkpoint(checkpoint, opt, oracle, rows, meta, time.perf_counter() - t0)
     except KeyboardInterrupt:
@@ -585,7 +641,9 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
         raise diverged
     if checkpoint:
         _save_checkpoint(checkpoint, opt, oracle, rows, meta, time.perf_counter() - t0)
-    _warn_if_growing(rows, algorithm.lr)
+    grew = _warn_if_growing(rows, algorithm.lr)
+    if grew:  # (compare marks such a run diverged)
+        meta["grew"] = grew
     per_process = opt.process_stats()  # collective under MPI
     if per_process is not None and len(per_process) > 1:
         meta["ranks"] = len(per_process)
@@ -611,7 +669,8 @@ def _keep_on_failure(exc, opt, oracle, rows, meta, checkpoint, wall):
 
 
 def _warn_if_growing(rows, lr):
-    """RuntimeWarning when a repetition's gradient norm or loss grew by more than GROWTH_WARNING over the run.
+    """RuntimeWarning when a repetition's gradient norm or loss grew by more than GROWTH_WARNING over the run; the
+    warning's text is returned (None when nothing grew).
 
     The loss counts only when it rose (a loss that falls from near 0 to a negative
     minimum, as a quadratic's does, is progress), measured against ``max(|first|, 1e-3)``.
@@ -628,9 +687,11 @@ def _warn_if_growing(rows, lr):
         if b[6] - a[6] > GROWTH_WARNING * max(abs(a[6]), 1e-3):
             grew.append(f"the loss from {a[6]:.3g} to {b[6]:.3g}")
         if grew:
-            warnings.warn(f"{' and '.join(grew)} (iteration {a[0]} to {b[0]}, repetition {rep}): the run diverges "
-                          f"without NaN; try a smaller lr than {lr:g}", RuntimeWarning, stacklevel=3)
-            return
+            message = (f"{' and '.join(grew)} (iteration {a[0]} to {b[0]}, repetition {rep}): the run diverges "
+                       f"without NaN; try a smaller lr than {lr:g}")
+            warnings.warn(message, RuntimeWarning, stacklevel=3)
+            return message
+    return None
 
 
 def _progress(enabled, total, initial, desc):

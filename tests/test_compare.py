@@ -68,7 +68,7 @@ def test_tuning_runs_on_seeds_the_repetitions_never_draw(problem, monkeypatch):
     cmp.compare(A, f, "dsgd", 64, repeats=3, seed=7, progress=False)
     tuning, evaluation = seeds[:-1], seeds[-1]
     assert evaluation == (7, 3)
-    assert {s for s, _ in tuning} == {7 + cmp.TUNE_SEED_OFFSET} and {r for _, r in tuning} == {1}
+    assert {s for s, _ in tuning} == {7 + cmp.TUNE_SEED_OFFSET} and {r for _, r in tuning} == {cmp.TUNE_REPEATS}
 
 
 def test_a_rate_that_is_best_early_and_then_climbs_is_rejected():

@@ -8,6 +8,8 @@ from hypothesis import strategies as st
 
 from rowstoch_fast import MixingMatrix, topology
 from rowstoch_fast.network import Lossy, Schedule, Sleepy, base_matrix, one_peer_exponential, uniform_hash
+import rowstoch_fast as rf
+from rowstoch_fast import network
 
 
 def _networks():
@@ -524,3 +526,54 @@ def test_the_compiled_pass_is_the_reference_round_bit_for_bit(case, p, sleep, re
     want = _reference.lossy_round(A.indptr, A.indices, A.data, X, key, key % 1000, 1, p, renormalise, awake)
     np.testing.assert_array_equal(got, want)
 
+
+
+# ---------------------------------------------------------------- issue 35: never silently wrong
+def test_a_schedule_must_be_jointly_strongly_connected():
+    """Schedule([I, I]) was accepted and the nodes never communicated."""
+    with pytest.raises(ValueError, match="must be jointly strongly connected over its period .*2 matrices"):
+        Schedule([np.eye(4), np.eye(4)])
+    half = np.kron(np.eye(2), np.full((2, 2), 0.5))  # two pairs that never meet
+    with pytest.raises(ValueError, match="2 strongly connected components"):
+        Schedule([half, half])
+    # each round alone disconnected, the period connected: fine (the one-peer graphs)
+    assert len(network.one_peer_exponential(8).matrices) == 3
+
+
+def test_a_state_resumes_only_on_the_network_it_was_saved_on():
+    """from_state_dict of a state saved on a lossy network accepted any other network and continued differently."""
+    A = topology.exponential(8)
+    net = Lossy(A, 0.1, seed=1, model="gilbert-elliott", p_bad=0.2, p_recover=0.3)
+    opt = rf.PullDiagGT(net, np.zeros((8, 3)), 0.01)
+    state = opt.state_dict()
+    rf.PullDiagGT.from_state_dict(state, A=Lossy(A, 0.1, seed=1, model="gilbert-elliott", p_bad=0.2, p_recover=0.3))
+    for other, field in [(Lossy(A, 0.2, seed=1, model="gilbert-elliott", p_bad=0.2, p_recover=0.3), "p was 0.1"),
+                         (Lossy(A, 0.1, seed=2, model="gilbert-elliott", p_bad=0.2, p_recover=0.3), "seed was 1"),
+                         (Lossy(A, 0.1, seed=1), "model was 'gilbert-elliott'"),
+                         (Lossy(topology.ring(8), 0.1, seed=1, model="gilbert-elliott", p_bad=0.2, p_recover=0.3),
+                          "base.sha1 was"),
+                         (Schedule([A]), "type was 'Lossy', this one has 'Schedule'")]:
+        with pytest.raises(ValueError, match="A is not the network this state was saved on: its " + field):
+            rf.PullDiagGT.from_state_dict(state, A=other)
+    with pytest.raises(ValueError, match="saved on a time-varying network \\(Lossy\\); A is a static MixingMatrix"):
+        rf.PullDiagGT.from_state_dict(state, A=A)
+
+
+def test_a_run_resumes_only_on_its_network(tmp_path):
+    """rf.run(..., resume=) with a changed network resumed without a word, though its docstring promised a
+    ValueError."""
+    from rowstoch_fast.objectives import Quadratic
+
+    f = Quadratic.random(8, 3, seed=0)
+    ck = tmp_path / "ck.npz"
+    rf.run(rf.Algorithm(Lossy(topology.exponential(8), 0.1, seed=1), 0.05), f, 10, checkpoint=str(ck), progress=False)
+    with pytest.raises(ValueError, match="its p was 0.1, this one has 0.3"):
+        rf.run(rf.Algorithm(Lossy(topology.exponential(8), 0.3, seed=1), 0.05), f, 20, resume=str(ck), progress=False)
+
+
+def test_a_negative_iteration_in_a_state_is_refused():
+    opt = rf.PullDiagGT(topology.exponential(8), np.zeros((8, 3)), 0.01)
+    state = opt.state_dict()
+    for bad in (np.array(-3), np.array(2.5), np.array([1, 2])):
+        with pytest.raises(ValueError, match=r"state\['iteration'\] must be an integer >= 0, got"):
+            rf.PullDiagGT.from_state_dict({**state, "iteration": bad})

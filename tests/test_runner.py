@@ -444,3 +444,23 @@ def test_a_checkpoint_of_the_previous_format_resumes_with_the_new_metrics_unknow
     np.testing.assert_array_equal(resumed.frame.loc[~early, "grad_norm_mean"], whole.frame.loc[~early, "grad_norm_mean"])
     np.testing.assert_array_equal(resumed.frame["grad_norm"], whole.frame["grad_norm"])
     assert runner.CHECKPOINT_FORMAT.endswith("/3")
+
+
+def test_resuming_with_fewer_iterations_than_the_checkpoint_holds_is_refused(problem, tmp_path):
+    """It exited 0 and silently ignored the request."""
+    ck = tmp_path / "ck.npz"
+    run(algo(), problem, 30, checkpoint=str(ck), progress=False)
+    with pytest.raises(ValueError, match="is at iteration 30, past iterations = 20; ask for at least 30"):
+        run(algo(), problem, 20, resume=str(ck), progress=False)
+
+
+def test_a_negative_iteration_in_a_checkpoint_is_refused(problem, tmp_path):
+    ck = tmp_path / "ck.npz"
+    run(algo(), problem, 10, checkpoint=str(ck), progress=False)
+    data = dict(np.load(ck))
+    for key, message in (("opt/iteration", r"state\['iteration'\] must be an integer >= 0, got -4"),
+                         ("oracle_iteration", "oracle_iteration = -4 is negative")):
+        bad = tmp_path / f"bad-{key.replace('/', '_')}.npz"
+        np.savez(bad, **{**data, key: np.array(-4)})
+        with pytest.raises(ValueError, match=message):
+            run(algo(), problem, 20, resume=str(bad), progress=False)

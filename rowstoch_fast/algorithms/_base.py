@@ -24,6 +24,7 @@ read of the state: it rolls the optimizer back to the last finite iterate and ra
 from __future__ import annotations
 
 import functools
+import json
 import threading
 
 import numpy as np
@@ -32,6 +33,7 @@ from .. import backends
 from .._checks import check_csr_arrays, check_positive_float, fmt_bytes, nodes_first, require_memory
 from ..errors import DivergenceError
 from ..mixing import MixingMatrix
+from ..network import describe as network_describe
 
 __all__ = ["Optimizer", "REGISTRY", "exclusive", "matrix_from_state", "PushWeights"]
 
@@ -100,6 +102,27 @@ def _links(M):
 def _prefix(name):
     """The key prefix of matrix ``name`` in a state dict (``A``: none; ``C``: ``"C_"``)."""
     return "" if name == "A" else name + "_"
+
+
+def _check_network(saved, net, name):
+    """A ValueError unless ``net`` is the time-varying network a state was saved on (``saved``: its
+    :func:`~rowstoch_fast.network.describe` as JSON; a state of an older version holds its repr)."""
+    from ..network import first_difference
+
+    try:
+        described = json.loads(saved)
+    except ValueError:  # an older state: its repr is all there is to compare
+        if saved != repr(net):
+            raise ValueError(f"{name} is not the network this state was saved on ({saved}; got {net!r})") from None
+        return
+    if isinstance(net, MixingMatrix):
+        raise ValueError(f"this state was saved on a time-varying network ({described.get('type')}); {name} is a "
+                         f"static MixingMatrix")
+    found = first_difference(described, network_describe(net))
+    if found:
+        field, old, new = found
+        raise ValueError(f"{name} is not the network this state was saved on: its {field} was {old!r}, this one "
+                         f"has {new!r}")
 
 
 def matrix_from_state(state, M=None, prefix="", kind="row"):
@@ -673,8 +696,8 @@ class Optimizer:
         out = {"format": np.array(f"rowstoch_fast.{type(self).__name__}/1")}
         for name, M in self._mats.items():
             prefix = _prefix(name)
-            if not isinstance(M, MixingMatrix):  # a time-varying network is passed again to from_state_dict
-                out[prefix + "network"] = np.array(repr(M))
+            if not isinstance(M, MixingMatrix):  # a time-varying network is passed again to from_state_dict,
+                out[prefix + "network"] = np.array(json.dumps(network_describe(M)))  # and checked against this
                 continue
             c = M.csr
             out.update({prefix + "indptr": c.indptr.copy(), prefix + "indices": c.indices.copy(),
@@ -743,6 +766,9 @@ class Optimizer:
                              f"{cls.__name__}.state_dict()")
         if str(state["format"]) != fmt:
             raise ValueError(f"state has format {str(state['format'])!r}, expected {fmt!r}")
+        for name in cls.matrices:
+            if _prefix(name) + "network" in state:
+                _check_network(str(state[_prefix(name) + "network"]), given[name], name)
         mats = {name: (given[name] if _prefix(name) + "network" in state else
                        matrix_from_state(state, given[name], _prefix(name), _KIND[name]))
                 for name in cls.matrices}
@@ -759,7 +785,10 @@ class Optimizer:
             if arr.shape != (opt.n, buf.shape[1]):
                 raise ValueError(f"state[{name!r}] has shape {arr.shape}, expected {(opt.n, buf.shape[1])}")
             buf[...] = opt._ops.local(arr)
-        opt.iteration = int(state["iteration"])
+        iteration = np.asarray(state["iteration"])
+        if iteration.ndim or iteration.dtype.kind not in "iu" or int(iteration) < 0:
+            raise ValueError(f"state['iteration'] must be an integer >= 0, got {iteration.tolist()!r}")
+        opt.iteration = int(iteration)
         opt._initialized = bool(state.get("initialized", True))
         if lr is not None and opt._initialized:
             opt._lr_changed()
