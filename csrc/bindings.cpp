@@ -365,6 +365,7 @@ void ge_advance(py::array indptr, py::array indices, py::array bad, std::uint64_
     if (from < 0 || to < from - 1) throw py::value_error(cat("need 0 <= from <= to + 1, got ", from, " and ", to));
     check_ndim(indptr, "indptr", 1);
     check_ndim(indices, "indices", 1);
+    if (indptr.shape(0) < 1) throw py::value_error("indptr must have at least one entry (n + 1 for n rows)");
     const int64_t rows = indptr.shape(0) - 1;
     py::array bad_keep, row_keep, col_keep;
     std::uint8_t* state = flags(bad, "bad", indices.shape(0), true, bad_keep);
@@ -374,6 +375,9 @@ void ge_advance(py::array indptr, py::array indices, py::array bad, std::uint64_
         col_keep = col_ids_obj.cast<py::array>();
         ids.cols = node_ids(col_ids_obj, "col_ids", col_keep.shape(0), big, col_keep);
     }
+    const bool with_cols = !col_ids_obj.is_none();
+    const int64_t ncols = with_cols ? col_keep.shape(0) : rows;  // what the column indices index
+    Interrupt interrupt(20000000);  // polled between chunks of ~2e7 chain steps
     auto run = [&](auto i) {
         using I = decltype(i);
         if (!(py::isinstance<py::array_t<I>>(indptr) && py::isinstance<py::array_t<I>>(indices)))
@@ -381,9 +385,24 @@ void ge_advance(py::array indptr, py::array indices, py::array bad, std::uint64_
         check_contiguous(indptr, "indptr");
         check_contiguous(indices, "indices");
         const I *Ap = cptr<I>(indptr), *Aj = cptr<I>(indices);
-        if (Ap[rows] != indices.shape(0)) throw py::value_error("indptr[-1] must equal len(indices)");
-        py::gil_scoped_release nogil;
-        rowstoch::ge_advance(Ap, Aj, rows, ids, state, seed, from, to, p_bad, p_recover, init);
+        // every entry the kernel dereferences, checked: a monotone indptr from 0 to len(indices), each column
+        // index a column (of col_ids where given: it is read there)
+        if (Ap[0] != 0) throw py::value_error(cat("indptr[0] must be 0, got ", static_cast<int64_t>(Ap[0])));
+        for (int64_t r = 0; r < rows; ++r)
+            if (Ap[r + 1] < Ap[r]) throw py::value_error(cat("indptr must be non-decreasing; it falls at row ", r));
+        if (static_cast<int64_t>(Ap[rows]) != indices.shape(0))
+            throw py::value_error(cat("indptr[-1] must equal len(indices) (", indices.shape(0), "), got ",
+                                      static_cast<int64_t>(Ap[rows])));
+        for (int64_t q = 0; q < indices.shape(0); ++q)
+            if (Aj[q] < 0 || static_cast<int64_t>(Aj[q]) >= ncols)
+                throw py::value_error(cat("indices[", q, "] = ", static_cast<int64_t>(Aj[q]), " is out of range for ",
+                                          ncols, with_cols ? " col_ids" : " columns"));
+        {
+            py::gil_scoped_release nogil;
+            rowstoch::ge_advance(Ap, Aj, rows, ids, state, seed, from, to, p_bad, p_recover, init,
+                                 [&] { return interrupt.poll(); });
+        }
+        interrupt.rethrow_if_raised();
     };
     if (is_i64(indptr)) run(int64_t{});
     else run(int32_t{});

@@ -31,6 +31,8 @@ array([0.5, 0. , 0. , 0. , 0.5, 0. , 0. , 0. ])
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -422,6 +424,11 @@ def one_peer_exponential(n, stochastic="row"):
     return Schedule(mats)
 
 
+#: The most chain steps (entries x iterations) one call may advance the Gilbert-Elliott chains by: a jump to
+#: t = 10**12 would have run for days (Ctrl-C is polled while they advance).
+MAX_CHAIN_STEPS = 10**12
+
+
 class Lossy(Network):
     """Each message (edge ``j -> i``, ``j != i``) of each gossip round is lost independently.
 
@@ -492,13 +499,22 @@ class Lossy(Network):
         from the last call on, or from iteration 0 the first time and when ``t`` goes back. The chains'
         definition: ``_reference.gilbert_elliott_states``."""
         chains = self.__dict__.setdefault("_chains", {})
-        last, bad, _ = chains.get(id(owner), (None, None, None))
+        # one copy per thread: two optimizers sharing this network in two threads advanced one array in place,
+        # without the GIL, while the other read it (their iterates differed from sequential runs)
+        key = (id(owner), threading.get_ident())
+        last, bad, _ = chains.get(key, (None, None, None))
+        steps = t + 1 if bad is None or last > t else t - last
+        if steps * max(size, 1) > MAX_CHAIN_STEPS:
+            raise ValueError(f"t = {t}: the Gilbert-Elliott chains advance one iteration at a time from their last "
+                             f"use ({'the start' if bad is None or last > t else f'iteration {last}'}); {steps} "
+                             f"iterations of {size} chains is {steps * size:.2e} steps, more than "
+                             f"{MAX_CHAIN_STEPS:.0e} (hours of work): ask for the iterations in order")
         if bad is None or last > t:
             bad = zeros(size, dtype=np.uint8)
             advance(bad, 0, t, True)
         elif last < t:
             advance(bad, last + 1, t, False)
-        chains[id(owner)] = (t, bad, owner)  # (owner kept alive: its id stays unique)
+        chains[key] = (t, bad, owner)  # (owner kept alive: its id stays unique)
         return bad
 
     def bad_states(self, indptr, indices, t, row_ids=None, col_ids=None):

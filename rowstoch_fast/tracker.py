@@ -144,8 +144,10 @@ class DiagTracker:
             self._table = np.stack([np.ones(A.n, dtype=dtype), (1.0 / A.pi).astype(dtype)])
             self.frozen_at = 1
             return
-        metrics = A.metrics()
         key = ("scales", self.rounds)
+        if key not in A._diag_cache:  # refused in O(nnz) where even a lower bound of the work is past the limits
+            self._check_lower_bound(A, max_bytes, max_work)
+        metrics = A.metrics()
         with A._cache_lock:  # built once per matrix and stride, whatever the number of threads asking
             cached = A._diag_cache.get(key)
             if cached is None:
@@ -153,6 +155,33 @@ class DiagTracker:
                 A._diag_cache[key] = cached
         self._table = cached
         self.frozen_at = cached.shape[0] - 1
+
+    def _check_lower_bound(self, A, max_bytes, max_work):
+        """Refuse at once (before the spectral gap, which ARPACK may take many minutes to find on a slowly
+        mixing graph: a ring of 16,000 nodes ran for more than 590 s) a table whose size or work is past the
+        limits by a lower bound: ``[A^k]_ii`` cannot have settled at ``pi_i`` before the powers of ``A`` reach
+        across the graph, so the freezing step is at least half the eccentricity of node 0 (one breadth-first
+        search, O(nnz))."""
+        from scipy.sparse import csgraph
+
+        if max_bytes is None:
+            max_bytes = int(os.environ.get("ROWSTOCH_TRACKER_MAX_BYTES", DEFAULT_MAX_BYTES))
+        if max_work is None:
+            max_work = max_work_default()
+        if A.n < 2:
+            return
+        hops = csgraph.shortest_path(A.csr, method="D", directed=True, unweighted=True, indices=0)
+        eccentricity = int(hops[np.isfinite(hops)].max())  # <= the diameter D; and k* >= D, since for k < D
+        k_low = eccentricity // 2  # some [A^k]_ij = 0 puts ||A^k - 1 pi^T||_pi >= min(pi) (half, for margin)
+        t_low = -(-k_low // self.rounds)
+        work = float(t_low * self.rounds) * A.nnz * A.n
+        need = (t_low + 1) * A.n * np.dtype(A.dtype).itemsize
+        if work > max_work or need > max_bytes:
+            raise ValueError(
+                f"the exact diagonal tracker needs at least {k_low} powers of A (messages take {eccentricity} "
+                f"hops across this graph): at least {work:.1e} multiply-adds and {need / 2**30:.2f} GiB, past the "
+                f"limits ({max_work:.1e}, {max_bytes / 2**30:.2f} GiB); use tracker='perron' (D = diag(pi), the "
+                "exact tracker's limit) or raise ROWSTOCH_TRACKER_MAX_WORK / ROWSTOCH_TRACKER_MAX_BYTES")
 
     def _build(self, A, metrics, max_bytes, max_work):
         if max_bytes is None:

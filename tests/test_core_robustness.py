@@ -259,3 +259,150 @@ def test_adaptive_threads_can_be_disabled_by_environment():
         print(c.adaptive_threads()["enabled"])
     """.replace("import rowstoch_fast", "import os; os.environ['ROWSTOCH_ADAPTIVE_THREADS'] = '0'; import rowstoch_fast"))
     assert rc == 0 and out.strip() == "False", err
+
+
+# ---------------------------------------------------------------- issue 35, items 1-4: the Gilbert-Elliott kernel
+GE_CRASHES = [  # (indptr, indices, ids): each read outside its arrays (segfault or ASan report) before
+    ("[0, 1 << 26, 2]", "[0, 1]", ""),                       # indptr not checked beyond its last entry
+    ("[0, 1, 2]", "[0, 1 << 40]", "row_ids=np.arange(2), col_ids=np.arange(2)"),  # an index read in col_ids
+    ("[]", "[]", ""),                                          # an empty indptr: the 8 bytes before it
+]
+
+
+@pytest.mark.parametrize("indptr, indices, ids", GE_CRASHES)
+def test_ge_advance_crash_reproducers_are_clear_errors(indptr, indices, ids):
+    code = f"""
+        import numpy as np
+        import rowstoch_fast._core as core
+        indices = np.array({indices}, dtype=np.int64)
+        try:
+            core.ge_advance(np.array({indptr}, dtype=np.int64), indices, np.zeros(len(indices), np.uint8), 0, 0, 3,
+                            .5, .5, init=True, {ids})
+        except ValueError as exc:
+            print("ValueError:", exc)
+    """
+    rc, out, err = run_python(code)
+    assert rc == 0, err
+    assert out.startswith("ValueError:"), out
+
+
+def _ge_reference(indptr, indices, t, seed=3, p_bad=0.3, p_recover=0.4, row_ids=None, col_ids=None):
+    from rowstoch_fast import _reference
+
+    rows = np.repeat(np.arange(len(indptr) - 1), np.diff(indptr))
+    gi = rows if row_ids is None else row_ids[rows]
+    gj = indices if col_ids is None else col_ids[indices]
+    return _reference.gilbert_elliott_states(seed, gi.astype(np.int64), np.asarray(gj, np.int64), t, p_bad, p_recover)
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=150, deadline=None)
+@given(counts=st.lists(st.integers(0, 3), min_size=0, max_size=6), ncols=st.integers(0, 5),
+       raw=st.lists(st.integers(-2, 7), min_size=0, max_size=20), shift=st.integers(-2, 2),
+       with_ids=st.booleans(), t=st.integers(-1, 6), dtype=st.sampled_from([np.int32, np.int64]))
+def test_ge_advance_checks_every_index_it_reads_and_otherwise_equals_the_reference(counts, ncols, raw, shift,
+                                                                                   with_ids, t, dtype):
+    """Arbitrary (often malformed) CSR-like arrays: a ValueError naming the argument, or the reference's states
+    (under ASan + UBSan in .ci/sanitize: no read outside the arrays)."""
+    indptr = np.concatenate([[0], np.cumsum(counts)]).astype(dtype)
+    if shift and len(indptr) > 1:
+        indptr[len(indptr) // 2] += shift  # may break monotonicity or the end
+    nnz = max(0, int(indptr[-1])) if len(indptr) else 0
+    indices = np.array((raw * (nnz + 1))[:nnz] if raw else [0] * nnz, dtype=dtype)
+    rows = len(indptr) - 1
+    kw = {"row_ids": np.arange(rows, dtype=np.int64) * 2, "col_ids": np.arange(ncols, dtype=np.int64) * 3} \
+        if with_ids else {}
+    bad = np.zeros(len(indices), np.uint8)
+    valid = (len(indptr) >= 1 and indptr[0] == 0 and (np.diff(indptr) >= 0).all() and indptr[-1] == len(indices)
+             and ((indices >= 0) & (indices < (ncols if with_ids else rows))).all())
+    if not valid:
+        with pytest.raises(ValueError, match="indptr|indices"):
+            core.ge_advance(indptr, indices, bad, 3, 0, t, 0.3, 0.4, init=True, **kw)
+        return
+    core.ge_advance(indptr, indices, bad, 3, 0, t, 0.3, 0.4, init=True, **kw)
+    expected = _ge_reference(indptr.astype(np.int64), indices.astype(np.int64), t, **kw)
+    np.testing.assert_array_equal(bad.astype(bool), expected)
+
+
+def test_ge_advance_in_chunks_is_the_same_chain():
+    """The iterations are advanced in chunks (Ctrl-C polled between them): the same states as the reference for
+    a jump of many chunks, and as going step by step."""
+    A = topology.exponential(64)
+    c = A.csr
+    t = 20000000 // c.nnz * 3 + 17  # three chunks and a part
+    bad = np.zeros(c.nnz, np.uint8)
+    core.ge_advance(c.indptr, c.indices, bad, 5, 0, 40, 0.3, 0.4, init=True)
+    core.ge_advance(c.indptr, c.indices, bad, 5, 41, t, 0.3, 0.4)
+    np.testing.assert_array_equal(bad.astype(bool), _ge_reference(c.indptr, c.indices, t, seed=5))
+
+
+def test_gilbert_elliott_chains_refuse_a_jump_of_days_and_heed_ctrl_c():
+    """Lossy(...).mix(X, t=10**12) advanced every chain from 0 to t (about two days) and ignored Ctrl-C."""
+    from rowstoch_fast.network import Lossy
+
+    net = Lossy(topology.exponential(64), 0.5, model="gilbert-elliott", p_bad=0.1, p_recover=0.1)
+    with pytest.raises(ValueError, match="t = 1000000000000: the Gilbert-Elliott chains advance one iteration at a"):
+        net.mix(np.ones((64, 2)), t=10**12)
+    code = """
+        import signal, threading, time, os, numpy as np
+        from rowstoch_fast import topology
+        from rowstoch_fast.network import Lossy
+        net = Lossy(topology.exponential(64), 0.5, model="gilbert-elliott", p_bad=0.1, p_recover=0.1)
+        threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+        start = time.perf_counter()
+        try:
+            net.mix(np.ones((64, 2)), t=2 * 10**9)  # ~1e12 chain steps: many minutes
+        except KeyboardInterrupt:
+            print(f"interrupted after {time.perf_counter() - start:.1f} s")
+    """
+    rc, out, err = run_python(code)
+    assert rc == 0, err
+    assert out.startswith("interrupted after") and float(out.split()[2]) < 30, out
+
+
+def test_two_threads_sharing_a_bursty_network_get_the_sequential_iterates():
+    """The chain states lived in the network and were advanced in place, without the GIL, while the other
+    thread read them: 10 of 10 runs differed from the sequential ones (by up to 3.5e-3)."""
+    from rowstoch_fast.network import Lossy
+    from rowstoch_fast.objectives import Quadratic
+
+    net = Lossy(topology.exponential(32), 0.5, seed=2, model="gilbert-elliott", p_bad=0.2, p_recover=0.3)
+    f = Quadratic.random(32, 4, seed=0)
+
+    def solve(lr, out, key):
+        opt = rf.PullDiagGT(net, f.x0(), lr)
+        for _ in range(300):
+            opt.step(lambda X: f.full_gradient(X))
+        out[key] = opt.x.copy()
+
+    sequential = {}
+    solve(0.01, sequential, "a")
+    solve(0.02, sequential, "b")
+    for _ in range(4):  # (before the fix, each try differed about two times in three)
+        threaded = {}
+        workers = [threading.Thread(target=solve, args=(lr, threaded, k)) for k, lr in (("a", 0.01), ("b", 0.02))]
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join()
+        for key in "ab":
+            np.testing.assert_array_equal(threaded[key], sequential[key])
+
+
+def test_a_hopeless_exact_tracker_is_refused_before_the_spectral_gap(monkeypatch):
+    """PullDiagGT(topology.ring(16000), ...) spent more than 590 s in ARPACK on the spectral gap before deciding
+    that the exact tracker was past its limits; a lower bound of O(nnz) (the graph's eccentricity) decides now."""
+    from rowstoch_fast import MixingMatrix
+
+    A = topology.ring(16000)
+
+    def no_gap(self):
+        raise AssertionError("the spectral gap was computed")
+
+    monkeypatch.setattr(MixingMatrix, "metrics", no_gap)
+    with pytest.raises(ValueError, match="needs at least 7999 powers of A \\(messages take 15999 hops .*tracker='perron'"):
+        rf.PullDiagGT(A, np.zeros(3), 1e-3)
+    rf.PullDiagGT(A, np.zeros(3), 1e-3, tracker="perron")  # the way out it names

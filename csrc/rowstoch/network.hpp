@@ -12,6 +12,7 @@
 // weights its column is e_j too: it keeps its mass), and its messages count as lost for the others.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -165,29 +166,40 @@ void csr_mix_lossy(const I Ap[], const I Aj[], const T Ax[], std::int64_t n, con
 // v < p_recover, good -> bad when v < p_bad); `init` starts from the stationary draw
 // (uniform_hash(seed, 2^62, 0, i, j) < p_bad / (p_bad + p_recover)) and applies the transitions 0 .. to.
 // The same states as NumPy's, for any partition of the entries (the draws are keyed on global ids).
-template <class I>
+template <class I, class Stop>
 void ge_advance(const I Ap[], const I Aj[], std::int64_t rows, NodeIds ids, std::uint8_t bad[], std::uint64_t seed,
-                std::int64_t from, std::int64_t to, double p_bad, double p_recover, bool init) {
+                std::int64_t from, std::int64_t to, double p_bad, double p_recover, bool init, Stop&& should_stop) {
     const std::uint64_t to_bad = loss_threshold(p_bad), to_good = loss_threshold(p_recover);
     const std::uint64_t stationary = loss_threshold(p_bad / (p_bad + p_recover));
     const std::uint64_t init_key = hash_prefix(seed, 1ULL << 62, 0);
-    const int threads = threads_for(static_cast<std::int64_t>(Ap[rows]) * (to - from + 1));
-    for_rows(Ap, rows, threads, [&](std::int64_t lo, std::int64_t hi) {
-        for (std::int64_t i = lo; i < hi; ++i) {
-            const std::uint64_t gi = static_cast<std::uint64_t>(ids.row(i));
-            for (I q = Ap[i]; q < Ap[i + 1]; ++q) {
-                const std::uint64_t gj = static_cast<std::uint64_t>(ids.col(static_cast<std::int64_t>(Aj[q])));
-                std::uint8_t state = bad[q];
-                if (init) state = (mix64(mix64(init_key ^ gi) ^ gj) >> 11) < stationary;
-                for (std::int64_t s = init ? 0 : from; s <= to; ++s) {
-                    const std::uint64_t key = hash_prefix(seed, (1ULL << 61) + static_cast<std::uint64_t>(s), 0);
-                    const std::uint64_t v = mix64(mix64(key ^ gi) ^ gj) >> 11;
-                    state = state ? (v >= to_good) : (v < to_bad);
+    const std::int64_t nnz = static_cast<std::int64_t>(Ap[rows]);
+    // the iterations in chunks of about 2e7 chain steps, Ctrl-C polled between them (each entry's chain is
+    // independent of the others': the same bits as one pass over all iterations)
+    const std::int64_t chunk = std::max<std::int64_t>(1, 20000000 / std::max<std::int64_t>(nnz, 1));
+    bool first = init;
+    for (std::int64_t s0 = init ? 0 : from; first || s0 <= to; s0 += chunk) {
+        const std::int64_t s1 = std::min(to, s0 + chunk - 1);  // inclusive
+        const bool draw = first;
+        const int threads = threads_for(nnz * std::max<std::int64_t>(1, s1 - s0 + 1));
+        for_rows(Ap, rows, threads, [&](std::int64_t lo, std::int64_t hi) {
+            for (std::int64_t i = lo; i < hi; ++i) {
+                const std::uint64_t gi = static_cast<std::uint64_t>(ids.row(i));
+                for (I q = Ap[i]; q < Ap[i + 1]; ++q) {
+                    const std::uint64_t gj = static_cast<std::uint64_t>(ids.col(static_cast<std::int64_t>(Aj[q])));
+                    std::uint8_t state = bad[q];
+                    if (draw) state = (mix64(mix64(init_key ^ gi) ^ gj) >> 11) < stationary;
+                    for (std::int64_t s = s0; s <= s1; ++s) {
+                        const std::uint64_t key = hash_prefix(seed, (1ULL << 61) + static_cast<std::uint64_t>(s), 0);
+                        const std::uint64_t v = mix64(mix64(key ^ gi) ^ gj) >> 11;
+                        state = state ? (v >= to_good) : (v < to_bad);
+                    }
+                    bad[q] = state;
                 }
-                bad[q] = state;
             }
-        }
-    });
+        });
+        first = false;
+        if (s1 >= to || should_stop()) return;
+    }
 }
 
 }  // namespace rowstoch
