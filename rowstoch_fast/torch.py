@@ -139,7 +139,8 @@ class GradFn:
         # vmap(grad(...)) of the per-node loss (bench/RESULTS.md section 10).
         self._forward = vmap(lambda params, buffers, x: functional_call(base, (params, buffers), (x,)))
         self._losses = vmap(replicas.loss)
-        self._mlp = _mlp_plan(base, torch)  # a faster forward for stacks of Linear layers and activations
+        # a faster forward for stacks of Linear layers and activations (all of them trained)
+        self._mlp = None if replicas._frozen else _mlp_plan(base, torch)
         self._torch = torch
 
     def _batches(self, t):
@@ -205,7 +206,7 @@ class GradFn:
                 losses = torch.nn.functional.cross_entropy(out.reshape(n * B, -1), targets.reshape(-1),
                                                            reduction="none").view(n, B).mean(1)
             else:
-                losses = self._losses(out, targets)
+                losses = _scalar_losses(self._losses(out, targets), len(P))
             (G,) = torch.autograd.grad(losses.sum(), P, allow_unused=True, materialize_grads=True)
         return G, losses.detach()
 
@@ -278,9 +279,18 @@ class Replicas:
             raise TypeError(f"dtype must be torch.float32 or torch.float64 (the optimizers' dtypes), got {dtype}")
         if device is not None or dtype is not None:
             base = base.to(device=device, dtype=dtype)
-        named = list(base.named_parameters())
+        devices = {p.device for p in base.parameters()} | {b.device for b in base.buffers()}
+        if len(devices) > 1:
+            raise ValueError(f"the model's parameters and buffers are split across devices "
+                             f"({', '.join(sorted(map(str, devices)))}); move it to one (model.to(device)) or pass "
+                             "device=")
+        if any(dev.type == "meta" for dev in devices):
+            raise ValueError("the model is on the 'meta' device (no values to start from); materialise it first "
+                             "(model.to_empty(device=...) and initialise it) or pass device=")
+        # parameters with requires_grad=False are the model's constants: not replicated, not trained, not counted
+        named = [(name, p) for name, p in base.named_parameters() if p.requires_grad]
         if not named:
-            raise ValueError("model has no parameters to train")
+            raise ValueError("model has no parameters to train (none has requires_grad=True)")
         dtypes = {p.dtype for _, p in named}
         if len(dtypes) > 1:
             raise TypeError(f"the model's parameters must share one dtype, got {sorted(map(str, dtypes))}")
@@ -307,6 +317,9 @@ class Replicas:
                         for k, b in base.named_buffers()}
         base.train()
         self._base = base
+        self._frozen = len(named) != len(list(base.parameters()))
+        if loss is not None and not callable(loss):
+            raise TypeError(f"loss must be a callable loss(outputs, targets) -> scalar, got {type(loss).__name__}")
         self.loss = loss if loss is not None else torch.nn.functional.cross_entropy
 
     def __repr__(self):
@@ -424,11 +437,21 @@ class Replicas:
             for s in range(0, len(targets), batch_size):
                 out = run(params, self.buffers, inputs[s:s + batch_size])  # (replicas, B, classes)
                 t = targets[s:s + batch_size]
-                losses += loss(out, t).double() * len(t)
+                losses += _scalar_losses(loss(out, t), N).double() * len(t)
                 correct += (out.argmax(-1) == t).sum(-1).double()
         shape = self.params.shape[:-1]
         return ((losses / len(targets)).cpu().numpy().reshape(shape),
                 (correct / len(targets)).cpu().numpy().reshape(shape))
+
+
+def _scalar_losses(losses, replicas):
+    """The vmapped loss, one scalar per replica, or a ValueError: a loss with ``reduction="none"`` gave one value
+    per sample, which summed made every gradient batch-size times too large."""
+    if tuple(losses.shape) != (replicas,):
+        raise ValueError(f"loss must return a scalar per batch (the mean over its samples, e.g. "
+                         f"reduction='mean'), but it returned shape {tuple(losses.shape[1:])} per replica; a "
+                         "reduction='none' loss would make every gradient batch-size times too large")
+    return losses
 
 
 def _average_weights(weights, n):

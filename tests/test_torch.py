@@ -432,3 +432,53 @@ def test_replicas_drive_the_cupy_backend_on_the_emulated_device(cuda_on_host, mo
     gpu, cpu = _device_and_cpu_runs(model, A, on_device, x0, (data, labels), (data, labels), 5)
     assert any(k.startswith("csr_mix_") for k in fake.launched)
     np.testing.assert_allclose(gpu.gather_x(), cpu.gather_x(), rtol=1e-12, atol=1e-14)
+
+
+# ---------------------------------------------------------------- issue 35, items 10-11: Replicas' arguments
+def test_frozen_parameters_are_constants_not_replicated_or_trained(linear_problem):
+    """Replicas trained parameters with requires_grad=False (they changed, and d counted them)."""
+    model, X, y, n_in, n_out = linear_problem
+    net = torch.nn.Sequential(torch.nn.Linear(n_in, n_in).double(), torch.nn.ReLU(), model)
+    net[0].weight.requires_grad_(False)
+    net[0].bias.requires_grad_(False)
+    frozen = [p.detach().clone() for p in net[0].parameters()]
+    reps = Replicas(net, n=len(X))
+    trained = sum(p.numel() for p in net.parameters() if p.requires_grad)
+    assert reps.d == trained == n_in * n_out + n_out
+    opt = PullDiagGT(topology.exponential(len(X)), reps.x0(), 0.05)
+    grad_fn = reps.grad_fn(lambda i, t: (X[i], y[i]))
+    for _ in range(5):
+        opt.step(grad_fn)
+    reps.set_params(opt.gather_x())
+    m = reps.module(0)
+    for before, after in zip(frozen, m[0].parameters()):
+        assert torch.equal(before, after)
+    assert not torch.equal(m[2].weight, model.weight)  # the trained layer did train
+    # the gradient is the last layer's on the frozen features, as the NumPy path computes it
+    feats = torch.relu(torch.as_tensor(X) @ frozen[0].T + frozen[1]).numpy()
+    P = reps.x0() + 0.1
+    np.testing.assert_allclose(grad_fn(P), _softmax_grad(P, feats, y, n_in, n_out), rtol=1e-12, atol=1e-14)
+    everything_frozen = torch.nn.Linear(2, 2)
+    everything_frozen.requires_grad_(False)
+    with pytest.raises(ValueError, match="model has no parameters to train \\(none has requires_grad=True\\)"):
+        Replicas(everything_frozen, n=2)
+
+
+def test_a_loss_that_does_not_reduce_to_a_scalar_is_refused(linear_problem):
+    """Replicas(loss=... reduction="none") was accepted and every gradient was batch-size times too large."""
+    model, X, y, n_in, n_out = linear_problem
+    per_sample = lambda out, t: torch.nn.functional.cross_entropy(out, t, reduction="none")  # noqa: E731
+    reps = Replicas(model, n=len(X), loss=per_sample)
+    with pytest.raises(ValueError, match="loss must return a scalar per batch .* returned shape \\(20,\\) per replica"):
+        reps.grad_fn(lambda i, t: (X[i], y[i]))(reps.x0())
+    with pytest.raises(ValueError, match="loss must return a scalar per batch"):
+        reps.evaluate(X[0], y[0])
+    with pytest.raises(TypeError, match="loss must be a callable"):
+        Replicas(model, n=2, loss="cross_entropy")
+
+
+def test_a_model_on_the_meta_device_or_on_two_devices_is_refused():
+    with torch.device("meta"):
+        meta = torch.nn.Linear(3, 2)
+    with pytest.raises(ValueError, match="the model is on the 'meta' device"):
+        Replicas(meta, n=2)
