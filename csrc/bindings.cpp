@@ -337,6 +337,9 @@ py::array mix_lossy(py::array indptr, py::array indices, py::array data, py::arr
                     py::object bad_obj, bool check_indices) {
     if (!(p >= 0.0 && p <= 1.0)) throw py::value_error(cat("p must be in [0, 1], got ", p));
     if (ncols < -1) throw py::value_error(cat("ncols must be >= 0 (or -1 for square), got ", ncols));
+    check_ndim(indptr, "indptr", 1);  // (before its length is read: a 0-d indptr was an IndexError)
+    check_ndim(indices, "indices", 1);
+    if (indptr.shape(0) < 1) throw py::value_error("indptr must have at least one entry (n + 1 for n rows)");
     const int64_t rows = indptr.shape(0) - 1, cols = ncols < 0 ? rows : ncols;
     const bool has_ids = !row_ids_obj.is_none() || !col_ids_obj.is_none();
     if (has_ids && (row_ids_obj.is_none() || col_ids_obj.is_none()))
@@ -532,7 +535,12 @@ bool combine(py::array out, py::list coefs, py::list blocks) {
             check_contiguous(rc[t], cn.c_str());
             check_no_overlap(out, "out", rc[t], cn.c_str());
         } else {
-            scalar[t] = coefs[t].cast<double>();
+            py::object c = coefs[t];
+            if (!(py::isinstance<py::float_>(c) || py::isinstance<py::int_>(c) ||
+                  py::hasattr(c, "__float__")) || py::isinstance<py::list>(c) || py::isinstance<py::tuple>(c))
+                throw py::type_error(cat(cn, " must be a number or a NumPy array of one value per row, got ",
+                                         std::string(py::str(py::type::of(c).attr("__name__")))));
+            scalar[t] = py::cast<double>(c.attr("__float__")());
         }
     }
     bool finite = true;

@@ -856,7 +856,7 @@ def _json_tuning(tuning):
 #: The options each figure of ``rowstoch reproduce`` reads.
 _REPRODUCE_OPTIONS = {"pull-diag": (), "linear-speedup": ("--iterations", "--repeats"),
                       "robustness": ("--iterations", "--repeats"), "multi-gossip": ("--iterations", "--repeats"),
-                      "mnist-mlp": ("--iterations", "--repeats", "--data", "--data-dir", "--alpha")}
+                      "mnist-mlp": ("--iterations", "--repeats", "--data", "--data-dir", "--alpha", "--axis")}
 
 
 def cmd_reproduce(args):
@@ -864,7 +864,7 @@ def cmd_reproduce(args):
     from . import experiments
 
     reads = _REPRODUCE_OPTIONS[args.figure]
-    unread = [o for o in ("--iterations", "--repeats", "--data", "--data-dir", "--alpha")
+    unread = [o for o in ("--iterations", "--repeats", "--data", "--data-dir", "--alpha", "--axis")
               if o in args.given and o not in reads]
     if unread:  # they were ignored: another run than the one asked for
         raise UsageError(f"reproduce {args.figure} takes no {' or '.join(unread)}"
@@ -890,7 +890,7 @@ def cmd_reproduce(args):
         try:
             experiments.reproduce_mnist_mlp(args.out, data=args.data, data_dir=args.data_dir,
                                             communication_rounds=args.iterations or 2000, repeats=args.repeats or 3,
-                                            alpha=args.alpha, progress=not args.no_progress)
+                                            alpha=args.alpha, progress=not args.no_progress, axis=args.axis)
         except (FileNotFoundError, ValueError) as exc:
             raise UsageError(str(exc)) from exc
     else:
@@ -1143,6 +1143,10 @@ def make_parser():
     rp.add_argument("--alpha", type=float, default=None,
                     help="mnist-mlp: Dirichlet(alpha) label skew over the nodes instead of an IID split")
     rp.add_argument("--repeats", type=_positive_int, default=None, help="repetitions; default the paper's")
+    rp.add_argument("--axis", choices=["batches", "rounds"], default="batches",
+                    help="mnist-mlp: the budget (--iterations) and the figure's axis in batches, the paper's (every "
+                         "method the same batches, MG gossiping R rounds per batch), or in communication rounds "
+                         "(MG: R rounds and R mini-batches per iteration, T / R iterations)")
     rp.add_argument("--no-progress", action="store_true", help="no progress bars")
     rp.set_defaults(func=cmd_reproduce)
 

@@ -39,8 +39,14 @@ def parse_algorithms(names, A, mg_rounds=None):
     multi-round method with ``mg_rounds`` rounds (default: Theorem 3's ``A.metrics().recommended_rounds()``)."""
     if isinstance(names, str):
         names = [s.strip() for s in names.split(",") if s.strip()]
+    elif not isinstance(names, (list, tuple)):
+        raise TypeError(f"algorithms must be names (a list, or one comma-separated string), got "
+                        f"{type(names).__name__}")
     if not names:
         raise ValueError("algorithms: give at least one algorithm")
+    bad = [v for v in names if not isinstance(v, str)]
+    if bad:
+        raise TypeError(f"algorithms: every name must be a string, got {type(bad[0]).__name__} {bad[0]!r}")
     out = []
     for label in names:
         method, rounds = label, 1
@@ -290,6 +296,18 @@ def compare(A, objective, algorithms=ALGORITHMS, rounds_budget=2000, *, lr=None,
     """
     import pandas as pd
 
+    from .mixing import MixingMatrix
+    from .network import Network
+    from .objectives import Objective
+
+    if not isinstance(A, (MixingMatrix, Network)):
+        raise TypeError(f"A must be a MixingMatrix or a network (rowstoch_fast.network), got {type(A).__name__}")
+    if not isinstance(objective, Objective):
+        raise TypeError(f"objective must be an Objective of rowstoch_fast.objectives, got {type(objective).__name__}")
+    if objective.n != A.n:
+        raise ValueError(f"objective has n = {objective.n} nodes but the network has {A.n}")
+    if log is not None and not callable(log):
+        raise TypeError(f"log must be a callable that takes a line, got {type(log).__name__}")
     rounds_budget = check_int(rounds_budget, "rounds_budget", minimum=1)
     points = check_int(points, "points", minimum=1)
     repeats = check_int(repeats, "repeats", minimum=1)

@@ -177,7 +177,7 @@ class DiagTracker:
         work = float(t_low * self.rounds) * A.nnz * A.n
         need = (t_low + 1) * A.n * np.dtype(A.dtype).itemsize
         if work > max_work or need > max_bytes:
-            raise ValueError(
+            raise (ValueError if work > max_work else MemoryError)(
                 f"the exact diagonal tracker needs at least {k_low} powers of A (messages take {eccentricity} "
                 f"hops across this graph): at least {work:.1e} multiply-adds and {need / 2**30:.2f} GiB, past the "
                 f"limits ({max_work:.1e}, {max_bytes / 2**30:.2f} GiB); use tracker='perron' (D = diag(pi), the "

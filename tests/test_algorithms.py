@@ -655,3 +655,20 @@ def test_pull_diag_gd_on_the_gpu_scales_the_frozen_row_once_per_lr(monkeypatch):
             gpu.step(lambda X: X - Gd)
     np.testing.assert_array_equal(gpu.gather_x(), cpu.x)
     assert products == [-0.02, -0.02, -0.01]  # t = 0 (before the perron tracker freezes), frozen, new lr
+
+
+def test_a_bad_value_in_a_state_is_named():
+    """A NaN planted in a state was reported as divergence blaming the learning rate; a bad hyperparameter did not
+    say it came from the state (issue 35)."""
+    import rowstoch_fast as rf
+
+    opt = rf.PullDiagGT(rf.topology.exponential(8), np.zeros((8, 3)), 0.01)
+    state = opt.state_dict()
+    x = state["x"].copy()
+    x[3, 1] = np.nan
+    with pytest.raises(ValueError, match=r"state\['x'\] holds a NaN or Inf \(node 3\): the state is damaged"):
+        rf.PullDiagGT.from_state_dict({**state, "x": x})
+    with pytest.raises(ValueError, match="state: lr must be finite and > 0, got -1.0 \\(the saved 'lr'"):
+        rf.PullDiagGT.from_state_dict({**state, "lr": np.array(-1.0)})
+    with pytest.raises(TypeError, match=r"state\['y'\] must hold numbers, got dtype <U1"):
+        rf.PullDiagGT.from_state_dict({**state, "y": np.full((8, 3), "a")})

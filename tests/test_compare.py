@@ -440,3 +440,26 @@ def test_the_paper_preset_is_a_shipped_file_that_tunes_every_algorithm():
     options, algorithms, _ = config.load(config.preset_path("paper"))
     assert list(algorithms) == list(cmp.ALGORITHMS) and not any("lr" in a for a in algorithms.values())
     assert options["topology"] == ["paper-ring", "paper-grid", "paper-geometric", "paper-nearest_neighbor"]
+
+
+def test_arguments_of_the_wrong_type_are_named(problem):
+    """They reached NumPy or Python errors (issue 35: strings as rates, arrays, names that are not strings)."""
+    A, f = problem
+    cases = [(dict(algorithms=["dsgd", 5]), TypeError, "algorithms: every name must be a string, got int 5"),
+             (dict(algorithms=3), TypeError, "algorithms must be names"),
+             (dict(lr="0.1"), TypeError, "lr: dsgd must be a number, got str '0.1'"),
+             (dict(lr=np.array([0.1, 0.2])), TypeError, "lr: dsgd must be a number, got ndarray"),
+             (dict(rounds_budget="100"), TypeError, "rounds_budget must be an integer"),
+             (dict(repeats=0), ValueError, "repeats must be >= 1, got 0"),
+             (dict(log="print"), TypeError, "log must be a callable"),
+             (dict(metric="accuracy"), ValueError, "metric must be one of")]
+    for kwargs, kind, message in cases:
+        call = dict(dict(algorithms="dsgd", rounds_budget=10, progress=False), **kwargs)
+        with pytest.raises(kind, match=message):
+            cmp.compare(A, f, **call)
+    with pytest.raises(TypeError, match="objective must be an Objective"):
+        cmp.compare(A, "logistic", "dsgd", 10, lr=0.1, progress=False)
+    with pytest.raises(TypeError, match="A must be a MixingMatrix or a network"):
+        cmp.compare(A.toarray(), f, "dsgd", 10, lr=0.1, progress=False)
+    with pytest.raises(ValueError, match="objective has n = 8 nodes but the network has 4"):
+        cmp.compare(topology.exponential(4), f, "dsgd", 10, lr=0.1, progress=False)

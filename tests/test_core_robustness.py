@@ -406,3 +406,21 @@ def test_a_hopeless_exact_tracker_is_refused_before_the_spectral_gap(monkeypatch
     with pytest.raises(ValueError, match="needs at least 7999 powers of A \\(messages take 15999 hops .*tracker='perron'"):
         rf.PullDiagGT(A, np.zeros(3), 1e-3)
     rf.PullDiagGT(A, np.zeros(3), 1e-3, tracker="perron")  # the way out it names
+
+
+def test_raw_entry_points_name_a_0d_or_nested_list_argument(A):
+    """_core.mix_lossy with a 0-d indptr was an IndexError, _core.combine with a list coefficient pybind11's cast
+    message (issue 35)."""
+    indptr, indices, data = csr_args(A)
+    X = np.ones((A.n, 2))
+    with pytest.raises(ValueError, match="indptr must be 1-D"):
+        core.mix_lossy(np.array(0), indices, data, X, None, 0, 0, 0, 0.1, True, None, None, None, -1, None, True)
+    with pytest.raises(ValueError, match="indptr must have at least one entry"):
+        core.mix_lossy(np.zeros(0, indptr.dtype), indices, data, X, None, 0, 0, 0, 0.1, True, None, None, None, -1,
+                       None, True)
+    out = np.zeros((4, 2))
+    with pytest.raises(TypeError, match="coefs\\[0\\] must be a number or a NumPy array of one value per row, got list"):
+        core.combine(out, [[1.0, 2.0]], [out.copy()])
+    with pytest.raises(TypeError, match="coefs\\[0\\] must be a number .* got str"):
+        core.combine(out, ["1"], [out.copy()])
+    assert core.combine(out, [np.float32(2.0)], [np.ones((4, 2))]) and (out == 2).all()

@@ -226,14 +226,25 @@ def test_reproduce_mnist_mlp_at_a_tiny_size(tmp_path):
 
     out = tmp_path / "out"
     assert cli.main(["reproduce", "mnist-mlp", "--iterations", "40", "--repeats", "1", "--out", str(out),
-                     "--no-progress"]) == 0
+                     "--no-progress", "--axis", "rounds"]) == 0
     frame = pd.read_csv(out / "mnist_mlp.csv")
-    assert {"graph", "R", "communication_rounds", "train_loss", "test_accuracy"} <= set(frame.columns)
+    assert {"graph", "R", "communication_rounds", "batches", "train_loss", "test_accuracy"} <= set(frame.columns)
     assert set(frame["R"]) == {1, 10} and frame["graph"].nunique() == 4
     ended = frame.groupby(["graph", "R"]).tail(1)
     assert ended[~ended["diverged"]]["communication_rounds"].eq(40).all()  # equal budgets
     assert np.isinf(ended[ended["diverged"]]["train_loss"]).all()  # (the paper's ring lr diverges with this MLP)
     assert (out / "mnist_mlp.png").exists()
+    verdict = pd.read_csv(out / "mnist_mlp_verdict.csv")
+    assert verdict["graph"].nunique() == 4 and set(verdict["claim"]) <= {"holds", "does not hold"}
+    for v in verdict.itertuples():  # the verdict follows from the numbers it prints
+        assert (v.claim == "holds") == (v.diverged_mg <= v.diverged_plain and v.train_loss_mg < v.train_loss_plain)
+    # the paper's axis: every method the same batches (MG gossips R rounds in each)
+    paper = tmp_path / "paper"
+    assert cli.main(["reproduce", "mnist-mlp", "--iterations", "20", "--repeats", "1", "--out", str(paper),
+                     "--no-progress"]) == 0
+    ended = pd.read_csv(paper / "mnist_mlp.csv").groupby(["graph", "R"]).tail(1)
+    finished = ended[~ended["diverged"]]
+    assert finished["batches"].eq(20).all() and (finished["communication_rounds"] == 20 * finished["R"]).all()
 
 
 def test_ctrl_c_in_reproduce_mnist_mlp_keeps_the_records(tmp_path, monkeypatch, capsys):

@@ -777,13 +777,23 @@ class Optimizer:
             hyper["lr"] = lr
         shape = tuple(int(s) for s in np.asarray(state["shape"]))
         x0 = backends.to_backend(backend, np.zeros(shape))
-        opt = cls(x0=x0, **mats, **hyper, backend=backend, check_finite=bool(state.get("check_finite", True)),
-                  **{k: v for k, v in (("comm", comm), ("partition", partition)) if v is not None})
+        try:
+            opt = cls(x0=x0, **mats, **hyper, backend=backend, check_finite=bool(state.get("check_finite", True)),
+                      **{k: v for k, v in (("comm", comm), ("partition", partition)) if v is not None})
+        except (ValueError, TypeError) as exc:  # a saved hyperparameter out of range: say it came from the state
+            raise type(exc)(f"state: {exc} (the saved {', '.join(repr(k) for k in cls.hyper)})") from None
         for name in cls.state:
             arr = np.asarray(state[name])
             buf = opt._cur[name]
             if arr.shape != (opt.n, buf.shape[1]):
                 raise ValueError(f"state[{name!r}] has shape {arr.shape}, expected {(opt.n, buf.shape[1])}")
+            if arr.dtype.kind not in "fiu":
+                raise TypeError(f"state[{name!r}] must hold numbers, got dtype {arr.dtype}")
+            finite = np.isfinite(arr)
+            if opt.check_finite and not finite.all():  # a damaged state, not a step size (it was reported as
+                node = int(np.argwhere(~finite)[0][0])  # divergence blaming lr)
+                raise ValueError(f"state[{name!r}] holds a NaN or Inf (node {node}): the state is damaged (a state "
+                                 "saved by state_dict() with check_finite is always finite)")
             buf[...] = opt._ops.local(arr)
         iteration = np.asarray(state["iteration"])
         if iteration.ndim or iteration.dtype.kind not in "iu" or int(iteration) < 0:
