@@ -297,8 +297,13 @@ class NonconvexLogistic(Objective):
         ValueError
             If ``total`` is not divisible by ``n`` or ``batch`` exceeds ``total / n``.
         """
+        return cls._synthetic(n, total, d, batch, seed, heterogeneity, dtype, rho=rho)
+
+    @classmethod
+    def _synthetic(cls, n, total, d, batch, seed, heterogeneity, dtype, **regulariser):
+        """The objective on :func:`_logistic_data`'s data (``regulariser``: the subclass's own weight)."""
         H, Y, x_opt = _logistic_data(n, total, d, batch, seed, heterogeneity)
-        obj = cls(H, Y, n, rho=rho, batch=batch, dtype=dtype)
+        obj = cls(H, Y, n, batch=batch, dtype=dtype, **regulariser)
         obj.x_opt = x_opt
         obj.source = {"generator": "synthetic", "total": total, "seed": seed, "heterogeneity": heterogeneity}
         return obj
@@ -306,8 +311,11 @@ class NonconvexLogistic(Objective):
     def _data_arrays(self):
         return (self.H, self.Y)
 
+    def _regulariser(self):
+        return {"rho": self.rho}
+
     def _parameters(self):
-        return {"samples_per_node": int(self.samples_per_node), "rho": self.rho, "batch": self.batch,
+        return {"samples_per_node": int(self.samples_per_node), **self._regulariser(), "batch": self.batch,
                 **({"dtype": "float32"} if self.dtype == np.float32 else {})}
 
     def x0(self, seed=42, scale=0.01):
@@ -391,15 +399,10 @@ class LogisticL2(NonconvexLogistic):
     def synthetic(cls, n, total=204800, d=10, lam=0.01, batch=200, seed=42, heterogeneity=0.0, dtype=np.float64):
         """The data of :meth:`NonconvexLogistic.synthetic` (``heterogeneity`` > 0: each node labels its
         samples with its own ``x*_i``) with the ridge term ``lam``."""
-        H, Y, x_opt = _logistic_data(n, total, d, batch, seed, heterogeneity)
-        obj = cls(H, Y, n, lam=lam, batch=batch, dtype=dtype)
-        obj.x_opt = x_opt
-        obj.source = {"generator": "synthetic", "total": total, "seed": seed, "heterogeneity": heterogeneity}
-        return obj
+        return cls._synthetic(n, total, d, batch, seed, heterogeneity, dtype, lam=lam)
 
-    def _parameters(self):
-        return {"samples_per_node": int(self.samples_per_node), "lam": self.lam, "batch": self.batch,
-                **({"dtype": "float32"} if self.dtype == np.float32 else {})}
+    def _regulariser(self):
+        return {"lam": self.lam}
 
     def _ridge(self, X, nodes):
         """``lam X`` on X's own device (a CuPy X stays on its GPU)."""
