@@ -41,6 +41,24 @@ __all__ = [
 ]
 
 
+#: Submodules reachable as attributes without being imported by ``import rowstoch_fast`` (``rf.network.Lossy``,
+#: ``rf.compare.compare``; ``rf.torch`` imports PyTorch, ``rf.backends`` CuPy only when asked for a GPU).
+_LAZY = ("algorithms", "backends", "compare", "config", "datasets", "experiments", "metrics", "mixing", "network",
+         "report", "runner", "torch", "tracker")
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        import importlib
+
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))
+
+
 def build_info():
     """How the compiled kernels were built (OpenMP, compiler, flags, threads).
 

@@ -79,3 +79,20 @@ def test_the_runner_and_the_harness_never_ask_for_the_backend():
         text = (PACKAGE / name).read_text()
         for needle in ('backend == "mpi"', 'backend == "cupy"', "backends.mpi", "backends.cupy", "comm.Get_rank"):
             assert needle not in text, f"{name} contains {needle!r}"
+
+
+def test_submodules_are_attributes_without_importing_torch_or_cupy():
+    """rf.network.Lossy raised AttributeError (rf.topology worked); reaching a submodule imports it then, and
+    importing the package imports neither PyTorch nor CuPy."""
+    import subprocess
+    import sys
+
+    code = ("import sys, rowstoch_fast as rf\n"
+            "assert 'torch' not in sys.modules and 'cupy' not in sys.modules\n"
+            "assert rf.network.Lossy and rf.compare.compare and rf.report.figure and rf.config.load\n"
+            "assert 'torch' not in sys.modules and 'cupy' not in sys.modules\n"
+            "assert 'network' in dir(rf)\n"
+            "try:\n    rf.nope\nexcept AttributeError as e:\n    print(e)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "has no attribute 'nope'" in out.stdout
