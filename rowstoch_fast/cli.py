@@ -700,6 +700,8 @@ def cmd_compare(args):
                                         seed=args.seed, tracker=args.tracker, backend=args.backend,
                                         mg_rounds=args.mg_rounds, progress=not args.no_progress, metric=metric,
                                         lr_source=sources or None, hyper=hyper or None,
+                                        checkpoint_dir=os.path.join(args.out, "checkpoints", gname) if root else None,
+                                        previous=_previous_of(args, gname),
                                         log=lambda line: say("  " + line, flush=True))
                 except Exception as exc:  # what finished (exc.frame, earlier graphs) is written, then the error
                     _write_finished_comparison(frames, getattr(exc, "frame", None), gname, args, root, metrics)
@@ -727,6 +729,15 @@ def cmd_compare(args):
     return 130 if interrupted else 0
 
 
+def _previous_of(args, gname):
+    """The records of graph ``gname`` of the comparison ``--resume`` continues (None otherwise)."""
+    previous = getattr(args, "previous", None)
+    if previous is None or "graph" not in previous.columns:
+        return None
+    part = previous[previous["graph"] == gname].drop(columns="graph")
+    return part if len(part) else None
+
+
 #: ``rowstoch compare`` options that a file's settings map to (its dest -> the option written).
 _FILE_OPTIONS = {"objective": "--objective", "metric": "--metric", "format": "--format"}
 
@@ -736,6 +747,8 @@ def _read_experiment_file(args):
     (those win); returns its ``{algorithm: settings}``."""
     from . import config
 
+    if args.resume:
+        return _read_resumed_comparison(args)
     if args.preset and args.config:
         raise UsageError("--preset and --config both name an experiment file; give one")
     if not (args.preset or args.config):
@@ -757,6 +770,45 @@ def _read_experiment_file(args):
             args.given.add(option)  # set: the rules on options that would not be read apply to it too
     if "--algorithms" not in args.given:
         args.algorithms = ",".join(algorithms)
+    return algorithms
+
+
+#: What may be written beside ``--resume DIR`` (the rest is the comparison's own, in DIR/experiment.json).
+_RESUME_OPTIONS = ("--resume", "--repeats", "--no-progress", "--out")
+
+
+def _read_resumed_comparison(args):
+    """``--resume DIR``: the settings of the comparison in DIR (its experiment.json) become the options, and its
+    records (compare.csv) what is kept; returns its ``{algorithm: settings}``."""
+    import json
+
+    import pandas as pd
+
+    folder = args.resume
+    for name in ("experiment.json", "compare.csv"):
+        if not os.path.isfile(os.path.join(folder, name)):
+            raise UsageError(f"--resume {folder!r} holds no {name}: it is not the --out folder of a comparison")
+    other = sorted(o for o in args.given if o.startswith("--") and o not in _RESUME_OPTIONS)
+    if other:
+        raise UsageError(f"--resume continues the comparison {folder!r} with its own settings (experiment.json): "
+                         f"drop {', '.join(other)} (only --repeats, for more repetitions, may change)")
+    try:
+        with open(os.path.join(folder, "experiment.json")) as fh:
+            saved = json.load(fh)
+        settings, algorithms = saved["settings"], saved.get("algorithms") or {}
+        previous = pd.read_csv(os.path.join(folder, "compare.csv"))
+    except (OSError, ValueError, KeyError) as exc:
+        raise UsageError(f"--resume {folder!r}: its experiment.json or compare.csv cannot be read ({exc})") from None
+    for key, value in settings.items():
+        if key == "repeats" and "--repeats" in args.given:
+            if args.repeats < value:
+                raise UsageError(f"--repeats {args.repeats} is fewer than the {value} the comparison ran; it can only "
+                                 "grow")
+            continue
+        setattr(args, key, value)
+    if "--out" not in args.given:
+        args.out = folder
+    args.previous = previous
     return algorithms
 
 
@@ -1096,6 +1148,9 @@ def make_parser():
     c.add_argument("--preset", choices=["paper"],
                    help="paper: the 4 paper graphs x the nine algorithms on the paper's synthetic problem, each rate "
                         "tuned (the shipped file presets/paper.toml)")
+    c.add_argument("--resume", default=None, metavar="DIR",
+                   help="continue the comparison whose --out folder is DIR: what finished is kept, an interrupted run "
+                        "goes on from its checkpoint, and a larger --repeats adds only the missing repetitions")
     c.add_argument("--config", default=None,
                    help="an experiment file (TOML): network(s), objective, algorithms with their own settings, "
                         "budget, seeds, outputs; options written on the command line win over it")

@@ -11,6 +11,7 @@ is the same from the command line.
 from __future__ import annotations
 
 import math
+import os
 import time
 import warnings
 
@@ -67,7 +68,7 @@ def parse_algorithms(names, A, mg_rounds=None):
 
 
 def _one_run(A, objective, label, method, rounds, lr, budget, *, repeats, seed, tracker, backend, points, progress,
-             hyper=None, metrics=None):
+             hyper=None, metrics=None, checkpoint=None, resume=None, first_repeat=0):
     """(frame rows of one algorithm, its status) for one learning rate."""
     if "tracker" not in REGISTRY[method].hyper:  # compare's tracker is for the methods that have one
         tracker = "exact"
@@ -80,7 +81,7 @@ def _one_run(A, objective, label, method, rounds, lr, budget, *, repeats, seed, 
     start = time.perf_counter()
     try:
         h = run(algo, objective, iterations, record_every=max(1, iterations // points), repeats=repeats, seed=seed,
-                progress=progress, metrics=metrics)
+                progress=progress, metrics=metrics, checkpoint=checkpoint, resume=resume, first_repeat=first_repeat)
     except DivergenceError as exc:
         h, diverged = exc.history, True
     wall = time.perf_counter() - start
@@ -228,7 +229,7 @@ def tune_lr(A, objective, label, method, rounds, budget, *, grid=TUNE_GRID, seed
 
 def compare(A, objective, algorithms=ALGORITHMS, rounds_budget=2000, *, lr=None, tune=True, repeats=5, seed=0,
             tracker="exact", backend="auto", mg_rounds=None, points=50, progress=True, log=None, metric=None,
-            lr_source=None, hyper=None):
+            lr_source=None, hyper=None, checkpoint_dir=None, previous=None):
     """Run several algorithms on one problem with the same communication budget; one frame of every record.
 
     Parameters
@@ -258,6 +259,15 @@ def compare(A, objective, algorithms=ALGORITHMS, rounds_budget=2000, *, lr=None,
     lr_source : dict, optional
         ``{label: text}``: where a given rate comes from (default ``"given"``),
         shown in the tables beside ``"tuned"``.
+    checkpoint_dir : str, optional
+        A folder for one checkpoint per algorithm's run (``<label>.npz``, written
+        periodically, on Ctrl-C and at the end): what ``previous`` resumes.
+    previous : pandas.DataFrame, optional
+        The frame of an earlier (interrupted, or smaller) comparison of the same
+        problem: its finished runs are kept as they are (and their rates), a run
+        it left ``interrupted`` goes on from its checkpoint in ``checkpoint_dir``,
+        and a run with fewer repetitions than ``repeats`` gets only the missing
+        ones (each equal to what it would have been in one run).
     hyper : dict, optional
         ``{label: {name: value}}``: per-algorithm settings: ``tracker``, ``rounds``
         (an ``mg-`` method's own ``R``) and any hyperparameter of the method's
@@ -341,6 +351,15 @@ def compare(A, objective, algorithms=ALGORITHMS, rounds_budget=2000, *, lr=None,
         if label not in rates:
             raise ValueError(f"lr_source: {label} has no given lr")
         sources[label] = str(text)
+    earlier = _earlier_runs(previous, labels)
+    for label, part in earlier.items():  # an earlier comparison's rates are kept (its runs go on with them)
+        if label in rates and rates[label] != float(part["lr"].iloc[0]):
+            raise ValueError(f"lr: {label} = {rates[label]:g}, but the earlier comparison ran it at "
+                             f"{float(part['lr'].iloc[0]):g}; keep its rate or start a new comparison")
+        rates.setdefault(label, float(part["lr"].iloc[0]))
+        sources.setdefault(label, str(part["lr_source"].iloc[0]) if "lr_source" in part.columns else "given")
+    if checkpoint_dir is not None:
+        os.makedirs(checkpoint_dir, exist_ok=True)
     missing = [label for label in labels if label not in rates]
     if missing and not tune:
         raise ValueError(f"lr: no learning rate for {', '.join(missing)}; give one (lr=... or "
@@ -358,9 +377,10 @@ def compare(A, objective, algorithms=ALGORITHMS, rounds_budget=2000, *, lr=None,
                                                       hyper=hyper.get(label))
                 sources[label] = "tuned"
                 log(f"tuned {label}: lr = {rates[label]:g}")
-            frame, status[label] = _one_run(A, objective, label, method, rounds, rates[label], rounds_budget,
-                                            repeats=repeats, seed=seed, tracker=tracker, backend=backend,
-                                            points=points, progress=progress, hyper=hyper.get(label))
+            frame, status[label] = _evaluate(A, objective, label, method, rounds, rates[label], rounds_budget,
+                                             earlier.get(label), checkpoint_dir, repeats=repeats, seed=seed,
+                                             tracker=tracker, backend=backend, points=points, progress=progress,
+                                             hyper=hyper.get(label), log=log)
             frame["lr_source"] = sources[label]
             frames.append(frame)
             log(f"{label}: {status[label]} ({frame['total_wall_seconds'].iloc[0]:.1f} s)")
@@ -387,6 +407,46 @@ def compare(A, objective, algorithms=ALGORITHMS, rounds_budget=2000, *, lr=None,
             pass
         raise failed
     return frame
+
+
+def _earlier_runs(previous, labels):
+    """``{label: rows}`` of an earlier comparison's frame (for the labels compared now)."""
+    if previous is None or not len(previous):
+        return {}
+    if "algorithm" not in getattr(previous, "columns", ()) or "rep" not in previous.columns:
+        raise ValueError("previous must be the frame of an earlier compare() (columns algorithm, rep, ...)")
+    return {label: part for label, part in previous.groupby("algorithm", sort=False) if label in labels}
+
+
+def _evaluate(A, objective, label, method, rounds, lr, budget, earlier, checkpoint_dir, *, repeats, log, **run_kw):
+    """(frame, status) of one algorithm's evaluation: a new run, or an earlier one kept, resumed from its
+    checkpoint, or given the repetitions it lacks."""
+    import pandas as pd
+
+    path = None if checkpoint_dir is None else os.path.join(checkpoint_dir, f"{label}.npz")
+    if earlier is None:
+        return _one_run(A, objective, label, method, rounds, lr, budget, repeats=repeats, checkpoint=path, **run_kw)
+    status = str(earlier["status"].iloc[0]) if "status" in earlier.columns else "done"
+    done = int(earlier["rep"].nunique())
+    parts = [earlier]
+    if status == "interrupted":  # goes on from its checkpoint (with the repetitions it had), or again from 0
+        resume = path if path is not None and os.path.exists(path) else None
+        log(f"{label}: " + ("resumed from its checkpoint" if resume else "no checkpoint: run again"))
+        frame, status = _one_run(A, objective, label, method, rounds, lr, budget, repeats=done, checkpoint=path,
+                                 resume=resume, **run_kw)
+        parts = [frame]
+    else:
+        log(f"{label}: kept from the earlier comparison ({status}, {done} repetitions)")
+    if status == "done" and done < repeats:  # the repetitions it lacks, on their own streams
+        frame, status = _one_run(A, objective, label, method, rounds, lr, budget, repeats=repeats - done,
+                                 first_repeat=done, **run_kw)
+        parts.append(frame)
+        log(f"{label}: {repeats - done} more repetitions")
+    frame = pd.concat(parts, ignore_index=True)
+    frame = frame[frame["rep"] < repeats] if status != "interrupted" else frame
+    frame = frame.assign(status=status, diverged=status == "diverged",
+                         total_wall_seconds=sum(float(p["total_wall_seconds"].iloc[0]) for p in parts))
+    return frame.sort_values(["iteration", "rep"], kind="stable").reset_index(drop=True), status
 
 
 def _check_label_dict(value, name, labels):

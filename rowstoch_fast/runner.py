@@ -339,7 +339,8 @@ def _record(opt, objective, oracle, rows, t0_wall, metrics=METRICS):
                                  axis=1)
     wall = time.perf_counter() - t0_wall
     rows.extend([(opt.iteration, opt.communication_rounds, opt.iteration * opt.rounds * getattr(objective, "batch", 1),
-                  r, float(gn[r]), float(gc[r]), float(loss[r]), float(cons[r]), float(dev[r]), float(sub[r]),
+                  oracle.rep_offset + r, float(gn[r]), float(gc[r]), float(loss[r]), float(cons[r]), float(dev[r]),
+                  float(sub[r]),
                   float(dist[r]), float(gm[r]), wall)
                  for r in range(X.shape[0])])
 
@@ -461,7 +462,7 @@ def _load_checkpoint(path, algorithm, config):
 
 
 def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=0, x0=None, progress=True,
-        checkpoint=None, checkpoint_every=None, resume=None, config=None, metrics=None):
+        checkpoint=None, checkpoint_every=None, resume=None, config=None, metrics=None, first_repeat=0):
     """Run ``algorithm`` on ``objective`` for ``iterations`` iterations and record its metrics.
 
     Repetitions are batched into one stepper (they share every pass over the
@@ -499,6 +500,10 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
     config : dict, optional
         Extra settings that identify the run (the CLI passes its options);
         stored in the checkpoint and compared on resume like the others.
+    first_repeat : int, default 0
+        The repetitions are ``first_repeat .. first_repeat + repeats - 1`` (their
+        gradient streams and the ``rep`` column): more repetitions of an earlier
+        run, each equal to what it would have been in one batched run.
     metrics : sequence of str, optional
         Record only these of :data:`METRICS` (the others are NaN): each costs up
         to one pass over the data per record (the harness's tuning runs record
@@ -547,6 +552,7 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
         raise ValueError(f"objective has n = {objective.n} nodes but the network has {algorithm.A.n}")
     iterations = check_int(iterations, "iterations", minimum=0)
     repeats = check_int(repeats, "repeats", minimum=1)
+    first_repeat = check_int(first_repeat, "first_repeat", minimum=0, maximum=2**62)
     if metrics is None:
         metrics = METRICS
     else:
@@ -562,6 +568,7 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
     identity = {"algorithm": algorithm.name, "rounds": algorithm.rounds, "tracker": algorithm.tracker,
                 **({"hyper": algorithm.options} if algorithm.hyper else {}),
                 "lr": algorithm.lr, "n": algorithm.A.n, "repeats": repeats, "seed": seed,
+                **({"first_repeat": first_repeat} if first_repeat else {}),
                 "iterations": iterations, "record_every": record_every,
                 "objective": objective.describe() if hasattr(objective, "describe") else type(objective).__name__,
                 **(config or {})}
@@ -589,7 +596,7 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
         opt = algorithm.build(backends.to_backend(algorithm.backend, x0))  # the one explicit copy to a GPU
         rows, wall_offset = [], 0.0
     # each process draws the samples of its own nodes (all of them without MPI)
-    oracle = objective.oracle(seed=seed, batches=opt.rounds, nodes=opt.local_nodes)
+    oracle = objective.oracle(seed=seed, batches=opt.rounds, nodes=opt.local_nodes, rep_offset=first_repeat)
     if bar is not None and not opt.is_root:  # under MPI rank 0 alone shows progress
         bar.close()
         bar = None
@@ -610,7 +617,12 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
     diverged = failed = None
     try:
         while opt.iteration < iterations:
-            opt.step(oracle)
+            drawn = (oracle.iteration, oracle._last, oracle._on_device)
+            try:
+                opt.step(oracle)
+            except KeyboardInterrupt:  # mid-step: the optimizer kept its state (atomic commit), so must the
+                oracle.iteration, oracle._last, oracle._on_device = drawn  # oracle, or a resume draws ahead
+                raise
             if bar is not None:
                 bar.update(1)
             if opt.iteration % record_every == 0 or opt.iteration == iterations:

@@ -463,3 +463,63 @@ def test_arguments_of_the_wrong_type_are_named(problem):
         cmp.compare(A.toarray(), f, "dsgd", 10, lr=0.1, progress=False)
     with pytest.raises(ValueError, match="objective has n = 8 nodes but the network has 4"):
         cmp.compare(topology.exponential(4), f, "dsgd", 10, lr=0.1, progress=False)
+
+
+def test_more_repetitions_add_only_the_missing_ones(problem, tmp_path):
+    """compare(previous=frame, repeats=k) keeps the earlier repetitions and runs only the new ones; the result is
+    the comparison run at k repetitions from the start, bit for bit."""
+    A, f = problem
+    lines = []
+    two = cmp.compare(A, f, "dsgd,push-pull", 40, lr={"dsgd": 0.1, "push-pull": 0.05}, repeats=2, progress=False,
+                      checkpoint_dir=str(tmp_path / "ck"))
+    assert {p.name for p in (tmp_path / "ck").iterdir()} == {"dsgd.npz", "push-pull.npz"}
+    three = cmp.compare(A, f, "dsgd,push-pull", 40, repeats=3, progress=False, previous=two, log=lines.append)
+    direct = cmp.compare(A, f, "dsgd,push-pull", 40, lr={"dsgd": 0.1, "push-pull": 0.05}, repeats=3, progress=False)
+    cols = ["algorithm", "iteration", "rep", "grad_norm", "grad_norm_mean", "consensus_error"]
+    np.testing.assert_array_equal(three[cols].to_numpy(), direct[cols].to_numpy())
+    assert "dsgd: 1 more repetitions" in lines and three.attrs["lr_source"] == {"dsgd": "given", "push-pull": "given"}
+    kept = cmp.compare(A, f, "dsgd,push-pull", 40, repeats=2, progress=False, previous=two, log=lines.append)
+    np.testing.assert_array_equal(kept[cols].to_numpy(), two[cols].to_numpy())
+    with pytest.raises(ValueError, match="lr: dsgd = 0.2, but the earlier comparison ran it at 0.1"):
+        cmp.compare(A, f, "dsgd", 40, lr=0.2, repeats=2, progress=False, previous=two)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a process group")
+def test_cli_compare_resumes_an_interrupted_comparison(tmp_path):
+    """--resume DIR keeps what finished, continues the interrupted run from its checkpoint, and ends with the
+    records an uninterrupted comparison has."""
+    import pandas as pd
+
+    out = tmp_path / "cmp"
+    args = ["compare", "--topology", "exponential", *SMALL, "--algorithms", "dsgd,sgp", "--rounds-budget", "60000",
+            "--repeats", "1", "--lr", "0.05"]
+    cmd = [ROWSTOCH] if ROWSTOCH else [sys.executable, "-m", "rowstoch_fast.cli"]
+    proc = subprocess.Popen(cmd + args + ["--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, cwd=tmp_path)
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            line = proc.stdout.readline()
+            if "dsgd: done" in line or not line:
+                break
+        time.sleep(1.5)
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130
+    partial = pd.read_csv(out / "compare.csv")
+    assert set(partial.loc[partial["algorithm"] == "sgp", "status"]) == {"interrupted"}
+    assert (out / "checkpoints" / "exponential" / "sgp.npz").exists()
+    rc, stdout, err = rowstoch("compare", "--resume", out, "--no-progress")
+    assert rc == 0, err
+    assert "dsgd: kept from the earlier comparison (done, 1 repetitions)" in stdout
+    assert "sgp: resumed from its checkpoint" in stdout
+    rc, _, err = rowstoch(*args, "--out", tmp_path / "direct", "--no-progress")
+    assert rc == 0, err
+    resumed, direct = pd.read_csv(out / "compare.csv"), pd.read_csv(tmp_path / "direct" / "compare.csv")
+    final = lambda frame: frame.groupby("algorithm")[["iteration", "grad_norm", "grad_norm_mean"]].last()  # noqa: E731
+    pd.testing.assert_frame_equal(final(resumed), final(direct))
+    assert set(resumed["status"]) == {"done"}
+    rc, _, err = rowstoch("compare", "--resume", out, "--rounds-budget", "10")
+    assert_one_line_error(rc, err, "--resume continues the comparison", "drop --rounds-budget")

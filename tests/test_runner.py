@@ -464,3 +464,29 @@ def test_a_negative_iteration_in_a_checkpoint_is_refused(problem, tmp_path):
         np.savez(bad, **{**data, key: np.array(-4)})
         with pytest.raises(ValueError, match=message):
             run(algo(), problem, 20, resume=str(bad), progress=False)
+
+
+@pytest.mark.parametrize("method", ["pull-diag-gt", "sgp", "push-diging"])
+def test_ctrl_c_in_the_middle_of_a_step_resumes_bit_identically(problem, tmp_path, monkeypatch, method):
+    """A Ctrl-C that lands after a step drew its gradients but before it committed left the oracle one draw ahead
+    of the optimizer (which kept its state): the checkpoint then resumed onto other mini-batches."""
+    from rowstoch_fast.algorithms import _base
+
+    algorithm = Algorithm(topology.exponential(8), 0.05, method=method)
+    whole = run(algorithm, problem, 30, record_every=5, progress=False)
+    real, calls = _base.Optimizer._gradient, [0]
+
+    def interrupted(self, *args, **kwargs):
+        out = real(self, *args, **kwargs)
+        calls[0] += 1
+        if calls[0] == 13:  # the gradients of a step drawn, the step not committed
+            raise KeyboardInterrupt
+        return out
+
+    ck = tmp_path / "ck.npz"
+    monkeypatch.setattr(_base.Optimizer, "_gradient", interrupted)
+    first = run(algorithm, problem, 30, record_every=5, progress=False, checkpoint=str(ck))
+    monkeypatch.setattr(_base.Optimizer, "_gradient", real)
+    assert first.interrupted
+    resumed = run(algorithm, problem, 30, record_every=5, progress=False, resume=str(ck))
+    np.testing.assert_array_equal(resumed.frame["grad_norm"], whole.frame["grad_norm"])
