@@ -323,7 +323,7 @@ def _check_run_args(args):
 
 
 def _check_objective_size(args, n):
-    if not args.objective.startswith("logistic"):
+    if not args.objective.startswith("logistic") or getattr(args, "data_file", None):  # (a file: when it is read)
         return
     if args.total % n:
         raise UsageError(f"--total {args.total} samples must be divisible by the {n} nodes (e.g. --total {n * max(1, args.total // n)})")
@@ -348,7 +348,7 @@ def _run_config(args):
     """The options that identify a run: stored in its checkpoint and compared on --resume."""
     keys = ("topology", "n", "matrix", "normalize", "objective", "total", "batch", "d", "rho", "heterogeneity",
             "sigma", "data_seed", "backend", "dtype", "loss", "loss_model", "p_bad", "p_recover", "awake",
-            "network_seed")
+            "network_seed")  # (the objective's data is also in the checkpoint's fingerprint of it)
     config = {k: getattr(args, k) for k in keys}
     if args.objective in ("logistic-l2", "least-squares"):  # (added later: the others' checkpoints keep their keys)
         config.update(lam=args.lam, samples_per_node=args.samples_per_node)
@@ -532,10 +532,41 @@ def default_lr(method, n):
     return 0.05 / n if REGISTRY[method].tracks_sum else 0.05
 
 
+def _data_file(path, objective):
+    """``(H, y)`` of ``--data-file``: an .npz archive with a 2-D ``H`` (one sample per row) and a 1-D ``y`` (labels
+    -1 / +1 for the logistic problems)."""
+    from ._checks import load_npz_file
+
+    try:
+        data = load_npz_file(path, "--data-file")
+    except (OSError, ValueError) as exc:
+        raise UsageError(str(exc)) from None
+    missing = [k for k in ("H", "y") if k not in data]
+    if missing:
+        raise UsageError(f"--data-file {path!r} has no array {' or '.join(missing)} (it needs H, one sample per "
+                         f"row, and y, one target per row; it holds {', '.join(sorted(data)) or 'nothing'})")
+    H, y = data["H"], data["y"]
+    if H.ndim != 2 or y.ndim != 1 or len(H) != len(y):
+        raise UsageError(f"--data-file {path!r}: H must be 2-D and y 1-D with one entry per row of H, got shapes "
+                         f"{H.shape} and {y.shape}")
+    if objective.startswith("logistic") and not np.isin(y, (-1, 1)).all():
+        raise UsageError(f"--data-file {path!r}: --objective {objective} needs labels y in {{-1, +1}}")
+    return H, y
+
+
 def _objective_from_args(args, n):
     from .objectives import LeastSquares, LogisticL2, NonconvexLogistic, Quadratic
 
     dtype = np.float32 if getattr(args, "dtype", "float64") == "float32" else np.float64
+    if getattr(args, "data_file", None):  # the nodes share the file's rows evenly, node i the i-th block
+        H, y = _data_file(args.data_file, args.objective)
+        if len(y) % n:
+            raise UsageError(f"--data-file has {len(y)} rows, which the {n} nodes cannot share evenly")
+        if args.objective == "least-squares":
+            return LeastSquares(H, y, n)
+        if args.objective == "logistic-l2":
+            return LogisticL2(H, y, n, lam=args.lam, batch=min(args.batch, len(y) // n), dtype=dtype)
+        return NonconvexLogistic(H, y, n, rho=args.rho, batch=min(args.batch, len(y) // n), dtype=dtype)
     if args.objective == "logistic":
         return NonconvexLogistic.synthetic(n, total=args.total, d=args.d, rho=args.rho, batch=args.batch,
                                            seed=args.data_seed, heterogeneity=args.heterogeneity, dtype=dtype)
@@ -820,7 +851,8 @@ def _write_experiment(args, problems, file_algorithms):
     from . import __version__, build_info
 
     keys = ("config_file", "topology", "n", "matrix", "normalize", "undirected", "weights", "objective", "total",
-            "batch", "samples_per_node", "d", "rho", "lam", "heterogeneity", "sigma", "data_seed", "algorithms",
+            "batch", "samples_per_node", "d", "rho", "lam", "heterogeneity", "sigma", "data_seed", "data_file",
+            "algorithms",
             "rounds_budget", "lr", "mg_rounds", "tracker", "backend", "repeats", "seed", "metric", "x", "format")
     settings = {k: getattr(args, k, None) for k in keys}
     os.makedirs(args.out, exist_ok=True)
@@ -1060,6 +1092,10 @@ def _objective_options(parser):
                           "logistic-l2 and least-squares)")
     obj.add_argument("--sigma", type=float, default=0.0, help="gradient noise (quadratic)")
     obj.add_argument("--data-seed", type=_seed, default=42, help="seed of the synthetic data")
+    obj.add_argument("--data-file", default=None,
+                     help="the data instead of the synthetic set (logistic, logistic-l2, least-squares): an .npz with "
+                          "H (one sample per row) and y (one target per row; -1 / +1 for the logistic problems), "
+                          "its rows shared evenly by the nodes in order")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -1247,6 +1283,9 @@ def _problem_rules(args):
             (("--lam",), args.objective != "logistic-l2", obj),
             (("--samples-per-node",), args.objective != "least-squares", obj),
             (("--heterogeneity",), args.objective == "quadratic", obj),
+            (("--data-file",), args.objective == "quadratic", obj),
+            (("--total", "--heterogeneity", "--data-seed", "--samples-per-node", "--d"),
+             bool(getattr(args, "data_file", None)), "with --data-file (the file is the data)"),
             (("--sigma",), args.objective != "quadratic", obj + " (its noise is the mini-batch)"
              if args.objective.startswith("logistic") else obj),
             *_matrix_rules(args)]

@@ -44,7 +44,7 @@ SCHEMA = {
     "objective": {"kind": ("objective", str), "total": ("total", int), "batch": ("batch", int),
                   "samples_per_node": ("samples_per_node", int), "d": ("d", int), "rho": ("rho", float),
                   "lam": ("lam", float), "heterogeneity": ("heterogeneity", float), "sigma": ("sigma", float),
-                  "data_seed": ("data_seed", int)},
+                  "data_seed": ("data_seed", int), "data_file": ("data_file", str)},
     "run": {"rounds_budget": ("rounds_budget", int), "repeats": ("repeats", int), "seed": ("seed", int),
             "tracker": ("tracker", str), "backend": ("backend", str), "mg_rounds": ("mg_rounds", int)},
     "outputs": {"metrics": ("metric", "list"), "x": ("x", str), "formats": ("format", "list")},

@@ -523,3 +523,40 @@ def test_cli_compare_resumes_an_interrupted_comparison(tmp_path):
     assert set(resumed["status"]) == {"done"}
     rc, _, err = rowstoch("compare", "--resume", out, "--rounds-budget", "10")
     assert_one_line_error(rc, err, "--resume continues the comparison", "drop --rounds-budget")
+
+
+def test_the_shipped_experiment_file_runs(tmp_path):
+    """examples/undirected_least_squares.toml, at a smaller budget (the command line wins over the file)."""
+    import pathlib
+
+    import pandas as pd
+
+    example = pathlib.Path(__file__).resolve().parents[1] / "examples" / "undirected_least_squares.toml"
+    rc, stdout, err = rowstoch("compare", "--config", example, "--rounds-budget", "200", "--repeats", "2",
+                               "--out", tmp_path / "o", "--no-progress")
+    assert rc == 0, err
+    table = pd.read_csv(tmp_path / "o" / "summary.csv")
+    assert table["algorithm"].tolist() == ["dsgd", "push-pull", "push-diging", "pull-diag-gt", "frost"]
+    assert table["lr_source"].iloc[0] == "a fixed rate for illustration" and (table["lr_source"][1:] == "tuned").all()
+    assert (tmp_path / "o" / "compare.pdf").exists() and "ranked by suboptimality" in stdout
+
+
+def test_cli_compare_reads_the_data_from_a_file(tmp_path):
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    H = rng.standard_normal((64, 3))
+    np.savez(tmp_path / "ls.npz", H=H, y=H @ np.ones(3) + 0.1 * rng.standard_normal(64))
+    rc, _, err = rowstoch("compare", "--n", "16", "--objective", "least-squares", "--data-file", tmp_path / "ls.npz",
+                          "--algorithms", "push-pull", "--lr", "0.3", "--rounds-budget", "300", "--repeats", "1",
+                          "--out", tmp_path / "o", "--no-progress")
+    assert rc == 0, err
+    assert pd.read_csv(tmp_path / "o" / "summary.csv")["suboptimality"].iloc[0] < 1e-10
+    np.savez(tmp_path / "labels.npz", H=H, y=np.arange(64.0))
+    for args, message in ((["--objective", "logistic-l2", "--data-file", tmp_path / "labels.npz"], "labels y in"),
+                          (["--objective", "least-squares", "--data-file", tmp_path / "nope.npz"], "does not exist"),
+                          (["--objective", "least-squares", "--data-file", tmp_path / "ls.npz", "--d", "4"],
+                           "--d is not read with --data-file")):
+        rc, _, err = rowstoch("compare", "--n", "16", *args, "--algorithms", "dsgd", "--out", tmp_path / "bad")
+        assert_one_line_error(rc, err, message)
+        assert not (tmp_path / "bad").exists()
