@@ -535,8 +535,9 @@ def _mnist_verdict(frame, names, rounds, repeats):
         out = {"graph": name, "R_mg": mg}
         for key, R in (("plain", plain), ("mg", mg)):
             part = frame[(frame["graph"] == name) & (frame["R"] == R)]
-            diverged = int(part["diverged"].sum())
-            ended = part[~part["diverged"]]
+            failed = part.groupby("repeat")["diverged"].any()  # a run that diverged: none of its records count
+            diverged = int(failed.sum())
+            ended = part[~part["repeat"].isin(failed[failed].index)]
             last = ended[ended["iteration"] == ended["iteration"].max()] if len(ended) else ended
             out[f"train_loss_{key}"] = float(last["train_loss"].mean()) if len(last) and diverged < repeats \
                 else math.inf
