@@ -119,7 +119,7 @@ def draw(ax, frame, metric, x="rounds"):
     ax.grid(True, which="major", alpha=0.3)
 
 
-def figure(frames, metrics, x="rounds", path=None, formats=("png",), titles=None):
+def figure(frames, metrics, x="rounds", path=None, formats=("png",), titles=None, dpi=DPI):
     """A figure with one panel per (frame, metric): rows are the frames (graphs), columns the metrics, one shared
     legend below. Saved as ``path`` + ``.`` + each of ``formats`` (PNG at :data:`DPI` dpi). Returns the Figure.
 
@@ -134,6 +134,8 @@ def figure(frames, metrics, x="rounds", path=None, formats=("png",), titles=None
     formats : sequence of {"png", "pdf", "svg"}
     titles : sequence of str, optional
         One per frame (row).
+    dpi : int
+        Resolution of a PNG (default :data:`DPI`).
     """
     check_axis(x)
     formats = check_formats(formats)
@@ -152,7 +154,7 @@ def figure(frames, metrics, x="rounds", path=None, formats=("png",), titles=None
     fig.tight_layout(rect=(0, _legend_room(len(labels), fig), 1, 1))
     if path is not None:
         for fmt in formats:
-            fig.savefig(f"{path}.{fmt}", dpi=DPI)
+            fig.savefig(f"{path}.{fmt}", dpi=dpi)
     return fig
 
 

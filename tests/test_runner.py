@@ -490,3 +490,26 @@ def test_ctrl_c_in_the_middle_of_a_step_resumes_bit_identically(problem, tmp_pat
     assert first.interrupted
     resumed = run(algorithm, problem, 30, record_every=5, progress=False, resume=str(ck))
     np.testing.assert_array_equal(resumed.frame["grad_norm"], whole.frame["grad_norm"])
+
+
+def test_reproductions_state_their_verdict_on_the_paper_s_claims(tmp_path):
+    """Figure 2 (linear speedup) and Figure 3's synthetic analogue print and write whether the paper's claim holds
+    on this run, with the numbers the verdict follows from."""
+    import pandas as pd
+
+    from rowstoch_fast import experiments
+
+    lines = []
+    finals = experiments.reproduce_multi_gossip(str(tmp_path), communication_rounds=40, repeats=1, rounds=(1, 4),
+                                                total=1600, batch=20, progress=False, log=lines.append)
+    verdict = pd.read_csv(tmp_path / "multi_gossip_verdict.csv")
+    assert len(verdict) == 4
+    for v in verdict.itertuples():
+        assert v.final_plain == finals[(v.graph, 1)] and v.final_mg == finals[(v.graph, v.R)]
+        assert (v.verdict == "holds") == (v.final_mg < v.final_plain)
+    assert sum("the paper's claim (" in line for line in lines) == 4
+    _, slope = experiments.reproduce_linear_speedup(str(tmp_path), iterations=20, repeats=1, sizes=(1, 2, 4),
+                                                    total=1600, batch=20, progress=False, log=lines.append)
+    row = pd.read_csv(tmp_path / "linear_speedup_verdict.csv").iloc[0]
+    assert row["slope"] == pytest.approx(slope)
+    assert (row["verdict"] == "holds") == (abs(slope + 0.5) <= experiments.SLOPE_TOLERANCE)
