@@ -1291,6 +1291,10 @@ def _problem_rules(args):
             *_matrix_rules(args)]
 
 
+#: Python keywords in the library's messages and the options that set them on the command line.
+_KEYWORD_OPTIONS = {"tracker='perron'": "--tracker perron", "tracker='exact'": "--tracker exact"}
+
+
 def main(argv=None):
     """Entry point of the ``rowstoch`` command."""
     parser = make_parser()
@@ -1301,7 +1305,10 @@ def main(argv=None):
     try:
         return args.func(args)
     except UsageError as exc:
-        _error(f"error: {exc}")
+        text = str(exc)
+        for keyword, option in _KEYWORD_OPTIONS.items():  # the library's advice, in the command line's words
+            text = text.replace(keyword, option)
+        _error(f"error: {text}")
         return 2
     except MemoryError as exc:
         _error(f"error: out of memory: {exc}")

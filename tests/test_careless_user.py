@@ -540,3 +540,10 @@ def test_options_the_command_would_not_read_are_refused(tmp_path, args, fragment
     quadratic, --network-seed on a reliable network)."""
     rc, _, err = rowstoch(*args, "--out", tmp_path, "--no-progress") if args[0] != "metrics" else rowstoch(*args)
     assert_one_line_error(rc, err, fragment)
+
+
+def test_a_hopeless_exact_tracker_is_one_line_naming_the_option(tmp_path):
+    """`rowstoch run --topology ring --n 16000` spent more than 590 s in the spectral gap before deciding."""
+    rc, _, err = rowstoch("run", "--topology", "ring", "--n", "16000", "--objective", "quadratic", "--iterations", "5",
+                          "--out", tmp_path / "o", "--no-progress")
+    assert_one_line_error(rc, err, "the exact diagonal tracker needs at least 7999 powers of A", "use --tracker perron")
