@@ -731,7 +731,8 @@ def cmd_compare(args):
                                         seed=args.seed, tracker=args.tracker, backend=args.backend,
                                         mg_rounds=args.mg_rounds, progress=not args.no_progress, metric=metric,
                                         lr_source=sources or None, hyper=hyper or None,
-                                        checkpoint_dir=os.path.join(args.out, "checkpoints", gname) if root else None,
+                                        checkpoint_dir=os.path.join(args.out, "checkpoints", gname),  # (every
+                                        # rank: saving a checkpoint gathers the state from all of them)
                                         previous=_previous_of(args, gname),
                                         log=lambda line: say("  " + line, flush=True))
                 except Exception as exc:  # what finished (exc.frame, earlier graphs) is written, then the error
@@ -1234,10 +1235,10 @@ def make_parser():
     rp.add_argument("--alpha", type=float, default=None,
                     help="mnist-mlp: Dirichlet(alpha) label skew over the nodes instead of an IID split")
     rp.add_argument("--repeats", type=_positive_int, default=None, help="repetitions; default the paper's")
-    rp.add_argument("--axis", choices=["batches", "rounds"], default="batches",
+    rp.add_argument("--axis", choices=["batches", "rounds", "both"], default="batches",
                     help="mnist-mlp: the budget (--iterations) and the figure's axis in batches, the paper's (every "
                          "method the same batches, MG gossiping R rounds per batch), or in communication rounds "
-                         "(MG: R rounds and R mini-batches per iteration, T / R iterations)")
+                         "(MG: R rounds and R mini-batches per iteration, T / R iterations), or both side by side")
     rp.add_argument("--no-progress", action="store_true", help="no progress bars")
     rp.set_defaults(func=cmd_reproduce)
 

@@ -22,8 +22,8 @@ from .algorithms import REGISTRY
 from .errors import DivergenceError
 from .runner import Algorithm, check_metric, run
 
-__all__ = ["ALGORITHMS", "compare", "default_metric", "frame_metric", "parse_algorithms", "summary", "format_summary", "plot", "tune_lr",
-           "TUNE_GRID"]
+__all__ = ["ALGORITHMS", "compare", "default_metric", "frame_metric", "parse_algorithms", "summary", "format_summary",
+           "plot", "tune_lr", "TUNE_GRID"]
 
 #: What ``rowstoch compare`` runs by default: the registry, and MG-Pull-Diag-GT with Theorem 3's rounds.
 ALGORITHMS = ("pull-diag-gt", "mg-pull-diag-gt", "frost", "pull-diag-gd", "dsgd", "push-pull", "push-diging", "sgp",
@@ -153,7 +153,7 @@ def _judge(frame, status, metric):
 
 
 def tune_lr(A, objective, label, method, rounds, budget, *, grid=TUNE_GRID, seed=0, tracker="exact", backend="auto",
-            metric=None, hyper=None, progress=False):
+            metric=None, hyper=None):
     """A learning rate of ``grid`` that is stable over the whole ``budget``, by successive halving.
 
     Every rate runs a sixteenth of the budget (:data:`RUNG_FRACTIONS`; at least
@@ -204,8 +204,6 @@ def tune_lr(A, objective, label, method, rounds, budget, *, grid=TUNE_GRID, seed
             scores[lr], why = _judge(mean, status, metric)
             if why:
                 rejected[lr] = why
-            if progress:
-                progress()
         record["rungs"].append({"rounds": horizon, "scores": scores, "rejected": rejected})
         return sorted((lr for lr in candidates if lr not in rejected), key=lambda lr: (scores[lr], -lr))
 
@@ -370,7 +368,7 @@ def compare(A, objective, algorithms=ALGORITHMS, rounds_budget=2000, *, lr=None,
     try:
         for label, method, rounds in specs:
             if bar is not None:
-                bar.set_description(label)
+                bar.set_description(label + ("" if label in rates else " (tuning)"))
             if label not in rates:
                 rates[label], tuning[label] = tune_lr(A, objective, label, method, rounds, rounds_budget, seed=seed,
                                                       tracker=tracker, backend=backend, metric=metric,

@@ -377,7 +377,7 @@ def mlp(inputs, classes=10, hidden=(64, 32, 16)):
 
 
 #: The horizontal axes of :func:`reproduce_mnist_mlp`.
-MNIST_AXES = ("batches", "rounds")
+MNIST_AXES = ("batches", "rounds", "both")
 
 
 def reproduce_mnist_mlp(out_dir, data="digits", data_dir=None, communication_rounds=2000, repeats=3,
@@ -402,7 +402,7 @@ def reproduce_mnist_mlp(out_dir, data="digits", data_dir=None, communication_rou
         samples per node, MG-Pull-Diag-GT gossiping ``R`` rounds in each.
         ``"rounds"``, equal communication (eq. 14 as Section 4 charges it):
         ``T = communication_rounds / R`` iterations, each averaging ``R``
-        mini-batches.
+        mini-batches. ``"both"``: the two, side by side (a column ``axis``).
     alpha : float, optional
         Split the training data over the nodes with Dirichlet(``alpha``) label
         skew (the paper's heterogeneous experiment) instead of IID.
@@ -452,7 +452,8 @@ def reproduce_mnist_mlp(out_dir, data="digits", data_dir=None, communication_rou
            else f"{communication_rounds} communication rounds (MG: R rounds and R mini-batches per iteration)")
         + f", {repeats} repeats")
     log(f"{'graph':<18}{'R':>4}{'train loss':>12}{'test accuracy':>15}")
-    total = len(names) * len(rounds) * repeats
+    views = ("batches", "rounds") if axis == "both" else (axis,)
+    total = len(names) * len(rounds) * repeats * len(views)
     bar = None
     if progress:
         from .runner import _progress
@@ -460,7 +461,7 @@ def reproduce_mnist_mlp(out_dir, data="digits", data_dir=None, communication_rou
         bar = _progress(True, total, 0, "mnist-mlp")
     interrupted, error = False, None
     try:
-        for name in names:
+        for view, name in [(view, name) for view in views for name in names]:
             A = all_graphs[name].astype(np.float32)
             pi = A.pi
             for R in rounds:
@@ -471,7 +472,7 @@ def reproduce_mnist_mlp(out_dir, data="digits", data_dir=None, communication_rou
                     replicas = Replicas(mlp(Xtr.shape[1]), n)
                     gen = np.random.default_rng([seed, rep, R])
 
-                    draws = R if axis == "rounds" else 1  # mini-batches per iteration
+                    draws = R if view == "rounds" else 1  # mini-batches per iteration
 
                     def batch_fn(node, t, gen=gen, draws=draws):
                         idx = parts[node][gen.integers(0, len(parts[node]), draws * batch)]  # averaged
@@ -479,8 +480,8 @@ def reproduce_mnist_mlp(out_dir, data="digits", data_dir=None, communication_rou
 
                     grad_fn = replicas.grad_fn(batch_fn)
                     opt = PullDiagGT(A, replicas.x0(), lr=lr, rounds=R)
-                    T = communication_rounds // R if axis == "rounds" else communication_rounds
-                    every = max(1, record_every // R) if axis == "rounds" else record_every
+                    T = communication_rounds // R if view == "rounds" else communication_rounds
+                    every = max(1, record_every // R) if view == "rounds" else record_every
                     diverged = False
                     for t in range(T + 1):
                         if t % every == 0 or t == T:
@@ -488,7 +489,7 @@ def reproduce_mnist_mlp(out_dir, data="digits", data_dir=None, communication_rou
                             losses, _ = replicas.evaluate(Xtr_t, ytr_t)
                             _, acc = replicas.evaluate(Xte_t, yte_t)
                             central = accuracy(replicas.module(weights=pi), Xte_t, yte_t)
-                            rows.append({"graph": name, "R": R, "repeat": rep, "iteration": t,
+                            rows.append({"axis": view, "graph": name, "R": R, "repeat": rep, "iteration": t,
                                          "communication_rounds": t * R, "batches": t * draws,
                                          "samples": t * draws * batch,
                                          "train_loss": float(np.mean(losses)), "test_accuracy": float(np.mean(acc)),
@@ -499,7 +500,8 @@ def reproduce_mnist_mlp(out_dir, data="digits", data_dir=None, communication_rou
                             opt.step(grad_fn)
                         except DivergenceError as exc:
                             diverged = True
-                            rows.append({"graph": name, "R": R, "repeat": rep, "iteration": exc.iteration,
+                            rows.append({"axis": view, "graph": name, "R": R, "repeat": rep,
+                                         "iteration": exc.iteration,
                                          "communication_rounds": exc.iteration * R,
                                          "batches": exc.iteration * draws, "samples": exc.iteration * draws * batch,
                                          "train_loss": math.inf, "test_accuracy": math.nan,
@@ -508,47 +510,54 @@ def reproduce_mnist_mlp(out_dir, data="digits", data_dir=None, communication_rou
                     finals.append(math.inf if diverged else rows[-1]["train_loss"])
                     if bar is not None:
                         bar.update(1)
-                last = [r for r in rows if r["graph"] == name and r["R"] == R and r["iteration"] == T]
+                last = [r for r in rows if r["axis"] == view and r["graph"] == name and r["R"] == R
+                        and r["iteration"] == T]
                 acc = np.mean([r["test_accuracy"] for r in last]) if last else math.nan
-                log(f"{name:<18}{R:>4}{np.mean(finals):>12.4f}{acc:>15.3f}")
+                log(f"{name:<18}{R:>4}{np.mean(finals):>12.4f}{acc:>15.3f}"
+                    + (f"   ({view})" if len(views) > 1 else ""))
     except KeyboardInterrupt:  # Ctrl-C: write the records so far, then stop
         interrupted = True
     except Exception as exc:  # noqa: BLE001 - write the records so far, then re-raise (_stop_if)
         error = exc
     if bar is not None:
         bar.close()
-    frame = pd.DataFrame(rows, columns=["graph", "R", "repeat", "iteration", "communication_rounds", "batches",
-                                        "samples", "train_loss", "test_accuracy", "test_accuracy_centroid",
-                                        "diverged"])
+    frame = pd.DataFrame(rows, columns=["axis", "graph", "R", "repeat", "iteration", "communication_rounds",
+                                        "batches", "samples", "train_loss", "test_accuracy",
+                                        "test_accuracy_centroid", "diverged"])
     frame.to_csv(os.path.join(out_dir, "mnist_mlp.csv"), index=False)
-    verdict = _mnist_verdict(frame, names, rounds, repeats)
+    verdict = pd.concat([_mnist_verdict(frame[frame["axis"] == view], names, rounds, repeats).assign(axis=view)
+                         for view in views], ignore_index=True)
     verdict.to_csv(os.path.join(out_dir, "mnist_mlp_verdict.csv"), index=False)
     for v in verdict.itertuples():
-        log(f"{v.graph}: the paper's claim (MG-Pull-Diag-GT, R = {v.R_mg}, ends with a lower training loss than "
-            f"Pull-Diag-GT) {v.claim} on this run: {v.train_loss_mg:.4f} ({v.diverged_mg} of {repeats} diverged) "
-            f"against {v.train_loss_plain:.4f} ({v.diverged_plain} of {repeats} diverged); test accuracy "
-            f"{v.test_accuracy_mg:.3f} against {v.test_accuracy_plain:.3f}")
+        log(f"{v.graph}{' (' + v.axis + ')' if len(views) > 1 else ''}: the paper's claim (MG-Pull-Diag-GT, R = "
+            f"{v.R_mg}, ends with a lower training loss than Pull-Diag-GT) {v.claim} on this run: "
+            f"{v.train_loss_mg:.4f} ({v.diverged_mg} of {repeats} diverged) against {v.train_loss_plain:.4f} "
+            f"({v.diverged_plain} of {repeats} diverged); test accuracy {v.test_accuracy_mg:.3f} against "
+            f"{v.test_accuracy_plain:.3f}")
     plt = _plt()
     if plt is not None and len(frame):
-        fig, axes = plt.subplots(2, len(names), figsize=(3 * len(names), 5.5), squeeze=False)
-        for k, name in enumerate(names):
-            for R in rounds:
-                part = frame[(frame["graph"] == name) & (frame["R"] == R)]
-                label = "Pull-Diag-GT" if R == 1 else f"MG-Pull-Diag-GT (R = {R})"
-                failed = part[part["diverged"]]
-                if len(failed):  # say so where the curve stops (or is missing)
-                    axes[0, k].text(0.02, 0.02 + 0.08 * rounds.index(R), f"{label}: diverged in {len(failed)} of "
-                                    f"{repeats} runs", transform=axes[0, k].transAxes, fontsize=7)
-                part = part[~part["diverged"]]
-                x = "batches" if axis == "batches" else "communication_rounds"
-                mean = part.groupby(x)[["train_loss", "test_accuracy"]].mean()
-                axes[0, k].plot(mean.index, mean["train_loss"], label=label)
-                axes[1, k].plot(mean.index, mean["test_accuracy"], label=label)
-            axes[0, k].set_title(name)
-            axes[0, k].set_yscale("log")
-            axes[1, k].set_xlabel("batches (the paper's axis)" if axis == "batches" else "communication rounds")
-        axes[0, 0].set_ylabel("training loss (nodes' mean)")
-        axes[1, 0].set_ylabel("test accuracy (nodes' mean)")
+        fig, axes = plt.subplots(2 * len(views), len(names), figsize=(3 * len(names), 5.5 * len(views)),
+                                 squeeze=False)
+        for v, view in enumerate(views):
+            top, bottom = axes[2 * v], axes[2 * v + 1]
+            for k, name in enumerate(names):
+                for R in rounds:
+                    part = frame[(frame["axis"] == view) & (frame["graph"] == name) & (frame["R"] == R)]
+                    label = "Pull-Diag-GT" if R == 1 else f"MG-Pull-Diag-GT (R = {R})"
+                    failed = part[part["diverged"]]
+                    if len(failed):  # say so where the curve stops (or is missing)
+                        top[k].text(0.02, 0.02 + 0.08 * rounds.index(R), f"{label}: diverged in {len(failed)} of "
+                                    f"{repeats} runs", transform=top[k].transAxes, fontsize=7)
+                    part = part[~part["diverged"]]
+                    x = "batches" if view == "batches" else "communication_rounds"
+                    mean = part.groupby(x)[["train_loss", "test_accuracy"]].mean()
+                    top[k].plot(mean.index, mean["train_loss"], label=label)
+                    bottom[k].plot(mean.index, mean["test_accuracy"], label=label)
+                top[k].set_title(name + (f" ({view})" if len(views) > 1 else ""))
+                top[k].set_yscale("log")
+                bottom[k].set_xlabel("batches (the paper's axis)" if view == "batches" else "communication rounds")
+            top[0].set_ylabel("training loss (nodes' mean)")
+            bottom[0].set_ylabel("test accuracy (nodes' mean)")
         _finish(plt, fig, axes, out_dir, "mnist_mlp.png", log)
     log(f"wrote {os.path.join(out_dir, 'mnist_mlp.csv')}")
     _stop_if(interrupted, log, f"{len(rows)} records", error)

@@ -484,45 +484,51 @@ def test_more_repetitions_add_only_the_missing_ones(problem, tmp_path):
         cmp.compare(A, f, "dsgd", 40, lr=0.2, repeats=2, progress=False, previous=two)
 
 
-@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a process group")
-def test_cli_compare_resumes_an_interrupted_comparison(tmp_path):
+def test_cli_compare_resumes_an_interrupted_comparison(tmp_path, monkeypatch, capsys):
     """--resume DIR keeps what finished, continues the interrupted run from its checkpoint, and ends with the
-    records an uninterrupted comparison has."""
+    records an uninterrupted comparison has (a Ctrl-C in SGP's run, at its 150th gradient)."""
     import pandas as pd
 
+    from rowstoch_fast import cli
+    from rowstoch_fast.algorithms import _base
+
     out = tmp_path / "cmp"
-    args = ["compare", "--topology", "exponential", *SMALL, "--algorithms", "dsgd,sgp", "--rounds-budget", "60000",
-            "--repeats", "1", "--lr", "0.05"]
-    cmd = [ROWSTOCH] if ROWSTOCH else [sys.executable, "-m", "rowstoch_fast.cli"]
-    proc = subprocess.Popen(cmd + args + ["--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, cwd=tmp_path)
-    try:
-        deadline = time.time() + 120
-        while time.time() < deadline:
-            line = proc.stdout.readline()
-            if "dsgd: done" in line or not line:
-                break
-        time.sleep(1.5)
-        proc.send_signal(signal.SIGINT)
-        proc.communicate(timeout=120)
-    finally:
-        proc.kill()
-    assert proc.returncode == 130
+    args = ["compare", "--topology", "exponential", *SMALL, "--algorithms", "dsgd,sgp", "--rounds-budget", "400",
+            "--repeats", "2", "--lr", "0.05", "--no-progress"]
+    real, calls = _base.Optimizer._gradient, [0]
+
+    def interrupted(self, *a, **kw):
+        if self.name == "sgp":
+            calls[0] += 1
+            if calls[0] == 150:
+                raise KeyboardInterrupt
+        return real(self, *a, **kw)
+
+    monkeypatch.setattr(_base.Optimizer, "_gradient", interrupted)
+    assert cli.main(args + ["--out", str(out)]) == 130
+    monkeypatch.setattr(_base.Optimizer, "_gradient", real)
     partial = pd.read_csv(out / "compare.csv")
     assert set(partial.loc[partial["algorithm"] == "sgp", "status"]) == {"interrupted"}
     assert (out / "checkpoints" / "exponential" / "sgp.npz").exists()
-    rc, stdout, err = rowstoch("compare", "--resume", out, "--no-progress")
-    assert rc == 0, err
-    assert "dsgd: kept from the earlier comparison (done, 1 repetitions)" in stdout
+    capsys.readouterr()
+    assert cli.main(["compare", "--resume", str(out), "--no-progress"]) == 0
+    stdout = capsys.readouterr().out
+    assert "dsgd: kept from the earlier comparison (done, 2 repetitions)" in stdout
     assert "sgp: resumed from its checkpoint" in stdout
-    rc, _, err = rowstoch(*args, "--out", tmp_path / "direct", "--no-progress")
-    assert rc == 0, err
+    assert cli.main(args + ["--out", str(tmp_path / "direct")]) == 0
     resumed, direct = pd.read_csv(out / "compare.csv"), pd.read_csv(tmp_path / "direct" / "compare.csv")
-    final = lambda frame: frame.groupby("algorithm")[["iteration", "grad_norm", "grad_norm_mean"]].last()  # noqa: E731
-    pd.testing.assert_frame_equal(final(resumed), final(direct))
-    assert set(resumed["status"]) == {"done"}
-    rc, _, err = rowstoch("compare", "--resume", out, "--rounds-budget", "10")
-    assert_one_line_error(rc, err, "--resume continues the comparison", "drop --rounds-budget")
+    cols = ["algorithm", "iteration", "rep", "grad_norm", "grad_norm_mean", "consensus_error", "status"]
+    pd.testing.assert_frame_equal(resumed[cols], direct[cols])
+    # more repetitions: only the missing ones run, and they are those of a 3-repetition comparison
+    assert cli.main(["compare", "--resume", str(out), "--repeats", "3", "--no-progress"]) == 0
+    assert "dsgd: 1 more repetitions" in capsys.readouterr().out
+    three_args = [a if a != "2" else "3" for a in args]  # (--repeats 2 -> 3; nothing else reads "2")
+    assert cli.main(three_args + ["--out", str(tmp_path / "three")]) == 0
+    more, three = pd.read_csv(out / "compare.csv"), pd.read_csv(tmp_path / "three" / "compare.csv")
+    pd.testing.assert_frame_equal(more[cols], three[cols])
+    capsys.readouterr()
+    assert cli.main(["compare", "--resume", str(out), "--rounds-budget", "10"]) == 2
+    assert "drop --rounds-budget" in capsys.readouterr().err
 
 
 def test_the_shipped_experiment_file_runs(tmp_path):

@@ -238,13 +238,17 @@ def test_reproduce_mnist_mlp_at_a_tiny_size(tmp_path):
     assert verdict["graph"].nunique() == 4 and set(verdict["claim"]) <= {"holds", "does not hold"}
     for v in verdict.itertuples():  # the verdict follows from the numbers it prints
         assert (v.claim == "holds") == (v.diverged_mg <= v.diverged_plain and v.train_loss_mg < v.train_loss_plain)
-    # the paper's axis: every method the same batches (MG gossips R rounds in each)
+    # the paper's axis: every method the same batches (MG gossips R rounds in each), beside equal communication
     paper = tmp_path / "paper"
     assert cli.main(["reproduce", "mnist-mlp", "--iterations", "20", "--repeats", "1", "--out", str(paper),
-                     "--no-progress"]) == 0
-    ended = pd.read_csv(paper / "mnist_mlp.csv").groupby(["graph", "R"]).tail(1)
+                     "--no-progress", "--axis", "both"]) == 0
+    frame = pd.read_csv(paper / "mnist_mlp.csv")
+    ended = frame[frame["axis"] == "batches"].groupby(["graph", "R"]).tail(1)
     finished = ended[~ended["diverged"]]
     assert finished["batches"].eq(20).all() and (finished["communication_rounds"] == 20 * finished["R"]).all()
+    ended = frame[frame["axis"] == "rounds"].groupby(["graph", "R"]).tail(1)
+    assert ended[~ended["diverged"]]["communication_rounds"].eq(20).all()
+    assert sorted(set(pd.read_csv(paper / "mnist_mlp_verdict.csv")["axis"])) == ["batches", "rounds"]
 
 
 def test_ctrl_c_in_reproduce_mnist_mlp_keeps_the_records(tmp_path, monkeypatch, capsys):
