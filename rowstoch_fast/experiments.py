@@ -96,6 +96,11 @@ def reproduce_pull_diag(out_dir, iterations=100, d=4, seed=0, log=print):
     log(f"{'graph':<18}{'beta':>8}{'kappa':>8}{'Pull-Diag':>12}{'A-protocol':>12}")
     for name, (b, k, e1, e2) in table.items():
         log(f"{name:<18}{b:>8.3f}{k:>8.3f}{e1:>12.2e}{e2:>12.2e}")
+    _write_verdict(out_dir, "pull_diag", [
+        {"claim": f"{name}: Pull-Diag reaches the average where the A-protocol stays biased", "graph": name,
+         "kappa": k, "pull_diag_error": e1, "a_protocol_error": e2,
+         "verdict": ("no bias to correct (kappa = 1)" if k < 1 + 1e-9 else "holds" if e1 < e2 else "does not hold")}
+        for name, (b, k, e1, e2) in table.items()], log)
     plt = _plt()
     if plt is not None:
         fig, ax = plt.subplots(figsize=(5.5, 3.8))

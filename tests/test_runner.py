@@ -513,3 +513,16 @@ def test_reproductions_state_their_verdict_on_the_paper_s_claims(tmp_path):
     row = pd.read_csv(tmp_path / "linear_speedup_verdict.csv").iloc[0]
     assert row["slope"] == pytest.approx(slope)
     assert (row["verdict"] == "holds") == (abs(slope + 0.5) <= experiments.SLOPE_TOLERANCE)
+
+
+def test_the_pull_diag_figure_states_its_verdict(tmp_path):
+    import pandas as pd
+
+    from rowstoch_fast import experiments
+
+    table = experiments.reproduce_pull_diag(str(tmp_path), iterations=60, log=lambda *a: None)
+    verdict = pd.read_csv(tmp_path / "pull_diag_verdict.csv").set_index("graph")
+    assert verdict.loc["exponential", "verdict"] == "no bias to correct (kappa = 1)"
+    for name in ("ring", "grid", "geometric", "nearest_neighbor"):
+        e1, e2 = table[name][2:]
+        assert verdict.loc[name, "verdict"] == ("holds" if e1 < e2 else "does not hold")
