@@ -143,7 +143,7 @@ def test_cli_run_writes_outputs(tmp_path, capsys):
         (["run", "--lr", "-1", "--iterations", "2"], "--lr must be a finite number > 0"),
         (["run", "--n", "3", "--total", "100"], "divisible"),
         (["run", "--algorithm", "pull-diag-gt", "--rounds", "3"], "takes --rounds 1"),
-        (["run", "--n", "65536", "--total", "65536", "--batch", "1", "--iterations", "1"], "tracker='perron'"),
+        (["run", "--n", "65536", "--total", "65536", "--batch", "1", "--iterations", "1"], "--tracker perron"),
     ],
 )
 def test_cli_run_errors(argv, message, capsys, tmp_path):
