@@ -93,6 +93,10 @@ def test_submodules_are_attributes_without_importing_torch_or_cupy():
             "assert 'torch' not in sys.modules and 'cupy' not in sys.modules\n"
             "assert 'network' in dir(rf)\n"
             "try:\n    rf.nope\nexcept AttributeError as e:\n    print(e)\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    import tempfile
+
+    # from a neutral folder: in a source checkout the current folder would shadow the installed package
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         cwd=tempfile.gettempdir())
     assert out.returncode == 0, out.stderr
     assert "has no attribute 'nope'" in out.stdout
