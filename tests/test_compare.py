@@ -308,6 +308,10 @@ def test_cli_compare_ctrl_c_keeps_what_finished(tmp_path):
     assert list(last.index) in (["dsgd", "sgp"], ["dsgd", "sgp", "push-pull"])
     assert (last.iloc[:-1] == 200000).all() and 0 < last.iloc[-1] < 200000
     assert "interrupted" in stdout
+    # the run stopped by the Ctrl-C says so in every table (it was shown "ok" with its partial budget)
+    status = pd.read_csv(out / "summary.csv").set_index("algorithm")["status"]
+    assert status.iloc[-1] == "interrupted" and (status.iloc[:-1] == "ok").all()
+    assert "| interrupted |" in (out / "summary.md").read_text()
 
 
 def test_a_failing_algorithm_keeps_the_finished_ones(problem):

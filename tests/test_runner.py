@@ -267,6 +267,8 @@ def test_real_ctrl_c_on_the_cli_keeps_results_and_resumes(tmp_path):
 
     done = int(np.load(ck)["opt/iteration"])
     assert done >= 1000
+    # the iteration reached (the checkpoint's), not the last one recorded (a multiple of --record-every)
+    assert f"interrupted at iteration {done} " in stdout
     resumed = subprocess.run([*args[:args.index("10000000")], str(done + 200), *args[args.index("10000000") + 1:],
                               "--resume", str(ck)], capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr
