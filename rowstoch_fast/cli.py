@@ -1273,7 +1273,8 @@ def _refuse_unread(args, rules):
 def _matrix_rules(args, network_options=("--topology", "--n")):
     """``--normalize`` needs ``--matrix``; the options that build a network are not read with one."""
     return [(("--normalize",), not args.matrix, "without --matrix"),
-            ((*network_options, "--undirected", "--weights"), bool(args.matrix), "with --matrix (the file is the network)")]
+            ((*network_options, "--undirected", "--weights"), bool(args.matrix),
+             "with --matrix (the file is the network)")]
 
 
 def _problem_rules(args):

@@ -575,13 +575,15 @@ def summary(frame, metric=None, metrics=()):
 def format_summary(table, metric=None):
     """The summary as an aligned text table (what ``rowstoch compare`` prints)."""
     metric = metric or table.attrs.get("metric", "final")
-    head = (f"{'algorithm':<22} {'rank':>4} {'lr':>8} {'(source)':<9} {'R':>3} {'rounds':>7} "
+    width = max([9, *(len(s) + 2 for s in table["lr_source"] if s)]) if len(table) else 9  # a long source fits
+    head = (f"{'algorithm':<22} {'rank':>4} {'lr':>8} {'(source)':<{width}} {'R':>3} {'rounds':>7} "
             f"{metric + ' (final)':>24} {'messages':>10} {'bytes':>10} {'grad evals':>11} {'wall s':>7}  status")
     lines = [head, "-" * len(head)]
     for r in table.itertuples():
         final = f"{r.final:.3e} +- {r.final_std:.1e}"
         rank = "-" if r.rank is None or r.rank is np.nan or str(r.rank) == "<NA>" else str(int(r.rank))
-        lines.append(f"{r.algorithm:<22} {rank:>4} {r.lr:>8.2g} {'(' + r.lr_source + ')' if r.lr_source else '':<9} "
+        source = f"({r.lr_source})" if r.lr_source else ""
+        lines.append(f"{r.algorithm:<22} {rank:>4} {r.lr:>8.2g} {source:<{width}} "
                      f"{r.rounds_per_iteration:>3} {r.communication_rounds:>7} {final:>24} {_si(r.messages):>10} "
                      f"{_si(r.bytes):>10} {_si(r.gradient_evaluations):>11} {r.wall_seconds:>7.1f}  {r.status}")
     return "\n".join(lines)

@@ -96,7 +96,8 @@ def _check_value(where, value, kind):
           float: lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
           bool: lambda v: isinstance(v, bool), str: lambda v: isinstance(v, str),
           "list": lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),
-          "str|list": lambda v: isinstance(v, str) or (isinstance(v, list) and v and all(isinstance(x, str) for x in v))}
+          "str|list": lambda v: isinstance(v, str) or (isinstance(v, list) and bool(v)
+                                                         and all(isinstance(x, str) for x in v))}
     if not ok[kind](value):
         raise ConfigError(f"{where} must be {_kind_name(kind)}, got {type(value).__name__} {value!r}")
     return float(value) if kind is float else value
