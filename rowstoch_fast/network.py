@@ -247,13 +247,16 @@ def describe(net):
     """:meth:`Network.describe` of a network, or of a :class:`MixingMatrix` (its kind, size and a SHA-1 of its
     arrays)."""
     if isinstance(net, MixingMatrix):
-        import hashlib
+        sha1 = net.__dict__.get("_sha1")
+        if sha1 is None:  # once per matrix (its arrays are frozen): every checkpoint's state_dict() asks again
+            import hashlib
 
-        digest = hashlib.sha1()
-        c = net.csr
-        for arr in (c.indptr.astype(np.int64), c.indices.astype(np.int64), c.data):
-            digest.update(np.ascontiguousarray(arr).tobytes())
-        return {"type": "MixingMatrix", "n": int(net.n), "stochastic": net.stochastic, "sha1": digest.hexdigest()[:16]}
+            digest = hashlib.sha1()
+            c = net.csr
+            for arr in (c.indptr.astype(np.int64), c.indices.astype(np.int64), c.data):
+                digest.update(np.ascontiguousarray(arr).tobytes())
+            sha1 = net._sha1 = digest.hexdigest()[:16]
+        return {"type": "MixingMatrix", "n": int(net.n), "stochastic": net.stochastic, "sha1": sha1}
     return net.describe()
 
 

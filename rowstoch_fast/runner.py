@@ -17,7 +17,7 @@ from ._checks import MAX_KEY, check_int, check_positive_float, check_tracker, lo
 from .algorithms import REGISTRY
 from .errors import DivergenceError
 from .mixing import MixingMatrix
-from .objectives import Objective
+from .objectives import Objective, Oracle
 
 __all__ = ["Algorithm", "History", "algorithm_options", "run", "config_mismatch"]
 
@@ -616,12 +616,16 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
     interrupted = False
     diverged = failed = None
     try:
+        ours = isinstance(oracle, Oracle)  # (an objective's own oracle: its call count alone is put back)
         while opt.iteration < iterations:
-            drawn = (oracle.iteration, oracle._last, oracle._on_device)
+            drawn = (oracle.iteration, oracle._last, oracle._on_device) if ours else (oracle.iteration,)
             try:
                 opt.step(oracle)
             except KeyboardInterrupt:  # mid-step: the optimizer kept its state (atomic commit), so must the
-                oracle.iteration, oracle._last, oracle._on_device = drawn  # oracle, or a resume draws ahead
+                if ours:  # oracle, or a resume draws ahead
+                    oracle.iteration, oracle._last, oracle._on_device = drawn
+                else:
+                    oracle.iteration = drawn[0]
                 raise
             if bar is not None:
                 bar.update(1)
