@@ -12,203 +12,18 @@ import os
 import re
 import sys
 import time
-import warnings
 
 import numpy as np
 
-from . import topology
 from ._checks import MAX_KEY, TRACKERS, require_memory
 from .compare import ALGORITHMS
-from .metrics import metrics_memory
-from .mixing import MixingMatrix
-
-TOPOLOGIES = ("exponential", "ring", "grid", "torus", "geometric", "nearest_neighbor", "erdos_renyi", "complete",
-              "star")
-#: The topologies whose default form is directed (``--undirected`` links their edges both ways).
-DIRECTED_TOPOLOGIES = ("exponential", "ring", "erdos_renyi")
-PAPER_GRAPHS = ("paper-ring", "paper-grid", "paper-geometric", "paper-nearest_neighbor")
-
-
-class UsageError(Exception):
-    """A bad argument or input file: reported as one line, exit status 2."""
-
-
-def build_topology(name, n, seed=0, undirected=False, weights="in-degree"):
-    """Build a named topology on ``n`` nodes (CLI defaults for the extra parameters); ``undirected`` links the
-    edges of the directed ones both ways, ``weights="metropolis"`` gives an undirected graph's doubly stochastic
-    W."""
-    kw = {} if weights == "in-degree" else {"weights": weights}
-    if name.startswith("paper-"):
-        key = name[len("paper-"):]
-        graphs = topology.paper_graphs()
-        if key not in graphs:
-            raise UsageError(f"unknown paper graph {name!r}; choose from {', '.join(PAPER_GRAPHS)}")
-        if undirected or kw:
-            raise UsageError(f"--topology {name} is the paper's own matrix: drop --undirected and --weights")
-        return graphs[key]
-    if undirected:
-        if name in DIRECTED_TOPOLOGIES:
-            kw["directed"] = False
-        else:
-            raise UsageError(f"--undirected is for {', '.join(DIRECTED_TOPOLOGIES)}; --topology {name} is "
-                             "undirected already")
-    if name in ("grid", "torus"):
-        side = int(round(np.sqrt(n)))
-        if side * side != n:
-            raise UsageError(f"--topology {name} needs a square --n, got {n}")
-        try:
-            return getattr(topology, name)(side, side, **kw)
-        except ValueError as exc:
-            raise UsageError(f"cannot build {name} with n={n}: {exc}".replace(
-                " (pass directed=False where the builder takes it)", "")) from exc
-    builders = {
-        "exponential": lambda: topology.exponential(n, **kw),
-        "ring": lambda: topology.ring(n, **kw),
-        "geometric": lambda: topology.geometric(n, radius=min(1.5, 2.0 * np.sqrt(np.log(max(n, 2)) / n)), seed=seed,
-                                                **kw),
-        "nearest_neighbor": lambda: topology.nearest_neighbor(n, min(3, n - 1), seed=seed, **kw),
-        "erdos_renyi": lambda: topology.erdos_renyi(n, min(1.0, 2.0 * np.log(max(n, 2)) / n), seed=seed, **kw),
-        "complete": lambda: topology.complete(n, **kw),
-        "star": lambda: topology.star(n, **kw),
-    }
-    if name not in builders:
-        raise UsageError(f"unknown topology {name!r}; choose from {', '.join(TOPOLOGIES + PAPER_GRAPHS)}")
-    try:
-        return builders[name]()
-    except (ValueError, TypeError) as exc:  # (the Python keyword named as the option that sets it)
-        text = str(exc).replace("pass directed=False where the builder takes it", "add --undirected")
-        raise UsageError(f"cannot build {name} with n={n}: {text}") from exc
-
-
-EDGE_LIST_HELP = (
-    "edge list: a text file, one edge per line, 'src dst' or 'src dst weight', 0-based integer node ids "
-    "separated by whitespace or by commas (CSV, one header line allowed), '#' starts a comment; src sends to dst "
-    "(A[dst, src] > 0); n is the largest id + 1. "
-    "Without weights the paper's in-degree rule is used and every node gets a self loop; with weights they "
-    "are the entries A[dst, src] themselves (self loops as listed)")
-
-
-def _mmread(path):
-    import inspect
-
-    import scipy.io
-
-    if "spmatrix" in inspect.signature(scipy.io.mmread).parameters:  # SciPy >= 1.12: ask for a sparse array
-        return scipy.io.mmread(path, spmatrix=False)
-    return scipy.io.mmread(path)
-
-
-def _load_npz_matrix(path):
-    """A scipy.sparse .npz (save_npz) read and validated by hand: SciPy itself crashes on a malformed one."""
-    import scipy.sparse as sp
-
-    from ._checks import check_coo_arrays, check_csr_arrays, load_npz_file
-
-    z = load_npz_file(path, "matrix file")
-    fmt = z.get("format")
-    fmt = fmt.item().decode("ascii", "replace") if isinstance(fmt, np.ndarray) and fmt.dtype.kind == "S" else str(fmt)
-    if "shape" not in z or "data" not in z:
-        raise UsageError(f"matrix file {path!r} is not a scipy.sparse .npz (save_npz): it lacks 'shape' or 'data'")
-    shape = tuple(int(v) for v in np.asarray(z["shape"]).ravel())
-    if len(shape) != 2 or min(shape) < 0:
-        raise UsageError(f"matrix file {path!r} has shape {shape}; a mixing matrix is 2-D")
-    data = np.asarray(z["data"])
-    if fmt in ("csr", "csc"):
-        rows, cols = shape if fmt == "csr" else shape[::-1]
-        indptr, indices = z.get("indptr", np.zeros(0, np.int64)), z.get("indices", np.zeros(0, np.int64))
-        check_csr_arrays(indptr, indices, rows, cols, f"matrix file {path!r}", data)
-        return (sp.csr_array if fmt == "csr" else sp.csc_array)((data, indices, indptr), shape=shape)
-    if fmt == "coo":
-        row, col = z.get("row", np.zeros(0, np.int64)), z.get("col", np.zeros(0, np.int64))
-        check_coo_arrays(row, col, shape, f"matrix file {path!r}", data)
-        return sp.coo_array((data, (row, col)), shape=shape)
-    raise UsageError(f"matrix file {path!r} has sparse format {fmt!r}; save it as CSR, CSC or COO")
-
-
-def _edge_list_layout(path):
-    """(delimiter, lines to skip) of an edge list: commas when its first line of data has one, and that line
-    skipped when it is a header (not all numbers: ``src,dst,weight``)."""
-    with open(path, errors="replace") as f:
-        for number, line in enumerate(f):
-            data = line.split("#", 1)[0].strip()
-            if not data:
-                continue
-            delimiter = "," if "," in data else None
-            try:
-                [float(token) for token in data.split(delimiter)]
-            except ValueError:
-                return delimiter, number + 1 if delimiter else 0  # a header of a CSV file (whitespace: an error)
-            return delimiter, 0
-    return None, 0
-
-
-def _load_edge_list(path, normalize):
-    try:
-        delimiter, header = _edge_list_layout(path)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)  # "input contained no data": reported below
-            rows = np.loadtxt(path, ndmin=2, comments="#", delimiter=delimiter, skiprows=header)
-    except ValueError as exc:
-        raise UsageError(f"edge list {path!r} cannot be read: {str(exc).rstrip('.')}. Expected: {EDGE_LIST_HELP}") \
-            from None
-    if rows.size == 0:
-        raise UsageError(f"edge list {path!r} holds no edges")
-    if rows.shape[1] not in (2, 3):
-        raise UsageError(f"edge list {path!r} must have 2 or 3 columns (src dst [weight]), got {rows.shape[1]}")
-    edges = rows[:, :2]
-    if not np.all(np.isfinite(edges)) or not np.all(edges == np.round(edges)) or (edges < 0).any():
-        bad = int(np.flatnonzero(~np.isfinite(edges).all(1) | (edges != np.round(edges)).any(1) | (edges < 0).any(1))[0])
-        raise UsageError(f"edge list {path!r}: edge {bad} ({rows[bad, 0]:g} {rows[bad, 1]:g}) is not a pair of "
-                         "non-negative integer node ids (0-based)")
-    edges = edges.astype(np.int64)
-    n = int(edges.max()) + 1
-    if rows.shape[1] == 2:
-        return MixingMatrix.from_edges(n, edges, "in-degree")
-    return MixingMatrix.from_edges(n, edges, rows[:, 2], self_loops=False, normalize=normalize)
-
-
-def load_matrix(path, normalize=False):
-    """Read a mixing matrix from .npz (scipy sparse), .mtx (Matrix Market), .npy (dense) or an edge list.
-
-    Rows must sum to 1 unless ``normalize`` (then each row is divided by its sum).
-    """
-    from ._checks import load_npy_file
-
-    if not os.path.exists(path):
-        raise UsageError(f"matrix file {path!r} does not exist")
-    try:
-        if path.endswith(".npz"):
-            W = _load_npz_matrix(path)
-        elif path.endswith(".mtx"):
-            W = _mmread(path)
-        elif path.endswith(".npy"):
-            W = load_npy_file(path, "matrix file")
-        else:
-            return _load_edge_list(path, normalize)
-        return MixingMatrix(W, normalize=normalize)
-    except UsageError:
-        raise
-    except (ValueError, TypeError, OSError, IndexError) as exc:
-        msg = str(exc)
-        if "row-stochastic" in msg:
-            msg = msg.replace("pass normalize=True", "pass --normalize")
-        raise UsageError(f"cannot use matrix file {path!r}: {msg}") from None
-
-
-def metrics_table(named):
-    """A text table of the metrics of ``(name, MixingMatrix)`` pairs."""
-    header = f"{'graph':<24}{'n':>8}{'beta':>10}{'1-beta':>10}{'kappa':>10}{'R (Thm 3)':>11}{'loops':>7}"
-    lines = [header, "-" * len(header)]
-    for name, A in named:
-        m = A.metrics()
-        R = m.recommended_rounds() if m.has_gap else "n/a"
-        lines.append(
-            f"{name:<24}{m.n:>8}{m.beta:>10.4f}{m.spectral_gap:>10.4f}{m.kappa:>10.4f}"
-            f"{R:>11}{'yes' if m.self_loops else 'no':>7}"
-        )
-    if any(not A.metrics().has_gap for _, A in named):
-        lines.append("n/a: beta = 1 (no spectral gap, typically missing self loops): Theorem 3's R is undefined")
-    return "\n".join(lines)
+from .errors import UsageError
+from .io import EDGE_LIST_HELP, load_data_file, load_matrix
+from .metrics import metrics_memory, metrics_table
+from .topology import DIRECTED_NAMES as DIRECTED_TOPOLOGIES
+from .topology import NAMES as TOPOLOGIES
+from .topology import PAPER_NAMES as PAPER_GRAPHS
+from .topology import by_name as build_topology
 
 
 def _topology_n(args):
@@ -532,34 +347,12 @@ def default_lr(method, n):
     return 0.05 / n if REGISTRY[method].tracks_sum else 0.05
 
 
-def _data_file(path, objective):
-    """``(H, y)`` of ``--data-file``: an .npz archive with a 2-D ``H`` (one sample per row) and a 1-D ``y`` (labels
-    -1 / +1 for the logistic problems)."""
-    from ._checks import load_npz_file
-
-    try:
-        data = load_npz_file(path, "--data-file")
-    except (OSError, ValueError) as exc:
-        raise UsageError(str(exc)) from None
-    missing = [k for k in ("H", "y") if k not in data]
-    if missing:
-        raise UsageError(f"--data-file {path!r} has no array {' or '.join(missing)} (it needs H, one sample per "
-                         f"row, and y, one target per row; it holds {', '.join(sorted(data)) or 'nothing'})")
-    H, y = data["H"], data["y"]
-    if H.ndim != 2 or y.ndim != 1 or len(H) != len(y):
-        raise UsageError(f"--data-file {path!r}: H must be 2-D and y 1-D with one entry per row of H, got shapes "
-                         f"{H.shape} and {y.shape}")
-    if objective.startswith("logistic") and not np.isin(y, (-1, 1)).all():
-        raise UsageError(f"--data-file {path!r}: --objective {objective} needs labels y in {{-1, +1}}")
-    return H, y
-
-
 def _objective_from_args(args, n):
     from .objectives import LeastSquares, LogisticL2, NonconvexLogistic, Quadratic
 
     dtype = np.float32 if getattr(args, "dtype", "float64") == "float32" else np.float64
     if getattr(args, "data_file", None):  # the nodes share the file's rows evenly, node i the i-th block
-        H, y = _data_file(args.data_file, args.objective)
+        H, y = load_data_file(args.data_file, args.objective)
         if len(y) % n:
             raise UsageError(f"--data-file has {len(y)} rows, which the {n} nodes cannot share evenly")
         if args.objective == "least-squares":

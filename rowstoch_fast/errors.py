@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["DivergenceError", "RemoteError"]
+__all__ = ["DivergenceError", "RemoteError", "UsageError"]
 
 
 class DivergenceError(FloatingPointError):
@@ -46,3 +46,9 @@ class DivergenceError(FloatingPointError):
 
 class RemoteError(RuntimeError):
     """Another MPI rank failed; raised on the ranks that did not fail themselves."""
+
+
+class UsageError(ValueError):
+    """A bad argument, name or input file (:mod:`rowstoch_fast.io`, :func:`rowstoch_fast.topology.by_name`,
+    the command line): the message names the option or file and what is wrong; ``rowstoch`` prints it as one
+    line and exits with status 2."""

@@ -15,6 +15,7 @@ import numpy as np
 
 from . import topology
 from .errors import DivergenceError
+from .metrics import metrics_table
 from .objectives import NonconvexLogistic
 from .protocol import a_protocol, pull_diag
 from .runner import Algorithm, run
@@ -604,7 +605,6 @@ def demo(out_dir="rowstoch-demo", log=print, progress=True):
     16-node graphs, prints a summary table and writes ``multi_gossip.png`` and
     ``multi_gossip.csv``. Takes well under a minute on 2 cores.
     """
-    from .cli import metrics_table
 
     graphs = {"exponential-16": topology.exponential(16), **{f"paper-{k}": v for k, v in topology.paper_graphs().items()}}
     log("Network metrics of the paper's 16-node graphs (Section 2.2, Appendix E.1):")

@@ -274,9 +274,9 @@ def perron_vector(A):
 
 
 def _matrix_arg(A):
-    from .mixing import MixingMatrix
-
-    if not isinstance(A, MixingMatrix):
+    # what a MixingMatrix's class has (asked of the class: ``pi`` is computed when read); this module sits below
+    # rowstoch_fast.mixing, which imports it
+    if not all(hasattr(type(A), key) for key in ("csr", "pi", "metrics", "stochastic")):
         raise TypeError(f"A must be a MixingMatrix (rowstoch_fast.MixingMatrix(W) builds one from an array), got "
                         f"{type(A).__name__}")
     return A
@@ -414,3 +414,19 @@ def _beta_sparse(csr, pi):
     rng = np.random.default_rng(0)
     sv = spla.svds(op, k=1, which="LM", return_singular_vectors=False, v0=rng.standard_normal(n), tol=1e-10)
     return float(sv[0])
+
+
+def metrics_table(named):
+    """A text table of the metrics of ``(name, MixingMatrix)`` pairs."""
+    header = f"{'graph':<24}{'n':>8}{'beta':>10}{'1-beta':>10}{'kappa':>10}{'R (Thm 3)':>11}{'loops':>7}"
+    lines = [header, "-" * len(header)]
+    for name, A in named:
+        m = A.metrics()
+        R = m.recommended_rounds() if m.has_gap else "n/a"
+        lines.append(
+            f"{name:<24}{m.n:>8}{m.beta:>10.4f}{m.spectral_gap:>10.4f}{m.kappa:>10.4f}"
+            f"{R:>11}{'yes' if m.self_loops else 'no':>7}"
+        )
+    if any(not A.metrics().has_gap for _, A in named):
+        lines.append("n/a: beta = 1 (no spectral gap, typically missing self loops): Theorem 3's R is undefined")
+    return "\n".join(lines)

@@ -11,7 +11,8 @@ from scipy.sparse import csgraph
 from . import _core
 from ._checks import (MAX_ROUNDS, as_float_array, check_coo_arrays, check_csr_arrays, check_dtype, check_int,
                       check_out, fmt_value, require_memory)
-from .backends.base import is_device_array
+from .backends.base import device_operations, is_device_array
+from .metrics import compute_metrics, perron_vector
 
 __all__ = ["MixingMatrix", "STOCHASTIC", "metropolis_weights", "out_degree_weights"]
 
@@ -410,9 +411,7 @@ class MixingMatrix:
         """
         R = check_int(R, "R", minimum=0, maximum=MAX_ROUNDS)
         if is_device_array(X):  # a device array: the CuPy backend
-            from .backends import cupy as cuda
-
-            return cuda.mix_power(self, X, R, out)
+            return device_operations().mix_power(self, X, R, out)
         arr = self._prep(X)
         check_out(out, "out", arr.shape, self.dtype)
         X2 = arr.reshape(self.n, -1)
@@ -441,8 +440,6 @@ class MixingMatrix:
         if self._stochastic == "column":
             return self._as_row().pi  # pi^T C^T = pi^T  <=>  C pi = pi
         if self._pi is None:
-            from .metrics import perron_vector
-
             with self._cache_lock:
                 if self._pi is None:
                     self._pi = perron_vector(self)
@@ -471,8 +468,6 @@ class MixingMatrix:
         if self._stochastic == "column":
             return self._as_row().metrics()  # beta and kappa of C are those of the row-stochastic C^T
         if self._metrics is None:
-            from .metrics import compute_metrics
-
             with self._cache_lock:
                 if self._metrics is None:
                     self._metrics = compute_metrics(self)

@@ -19,6 +19,7 @@ from scipy.sparse import csgraph
 from scipy.spatial import cKDTree
 
 from ._checks import check_int, check_positive_float, make_rng, require_memory
+from .errors import UsageError
 from .mixing import DEGREE_BUILD_BYTES_PER_ENTRY, STOCHASTIC, MixingMatrix, metropolis_weights, out_degree_weights
 
 __all__ = [
@@ -32,6 +33,10 @@ __all__ = [
     "complete",
     "star",
     "paper_graphs",
+    "by_name",
+    "NAMES",
+    "DIRECTED_NAMES",
+    "PAPER_NAMES",
 ]
 
 _MAX_TRIES = 100
@@ -470,3 +475,66 @@ def _paper_nearest_neighbor():
     for i in range(n):
         A[i, i] = rs.choice([1, 2])
     return A
+
+
+#: The topologies :func:`by_name` builds (``rowstoch --topology``).
+NAMES = ("exponential", "ring", "grid", "torus", "geometric", "nearest_neighbor", "erdos_renyi", "complete", "star")
+#: The topologies whose default form is directed (``--undirected`` links their edges both ways).
+DIRECTED_NAMES = ("exponential", "ring", "erdos_renyi")
+#: The paper's 16-node graphs by name (:func:`paper_graphs`).
+PAPER_NAMES = ("paper-ring", "paper-grid", "paper-geometric", "paper-nearest_neighbor")
+
+
+def by_name(name, n, seed=0, undirected=False, weights="in-degree"):
+    """The topology ``name`` (one of :data:`NAMES` or :data:`PAPER_NAMES`) on ``n`` nodes, with the command
+    line's defaults for the extra parameters (radius, neighbours, edge probability); ``undirected`` links the
+    edges of the directed ones both ways, ``weights="metropolis"`` gives an undirected graph's doubly
+    stochastic W. A bad name or size raises :class:`~rowstoch_fast.errors.UsageError` naming it (its
+    messages name the command line's options, which TOML files and keyword arguments share).
+
+    Examples
+    --------
+    >>> by_name("ring", 4).n
+    4
+    """
+    kw = {} if weights == "in-degree" else {"weights": weights}
+    if name.startswith("paper-"):
+        key = name[len("paper-"):]
+        graphs = paper_graphs()
+        if key not in graphs:
+            raise UsageError(f"unknown paper graph {name!r}; choose from {', '.join(PAPER_NAMES)}")
+        if undirected or kw:
+            raise UsageError(f"--topology {name} is the paper's own matrix: drop --undirected and --weights")
+        return graphs[key]
+    if undirected:
+        if name in DIRECTED_NAMES:
+            kw["directed"] = False
+        else:
+            raise UsageError(f"--undirected is for {', '.join(DIRECTED_NAMES)}; --topology {name} is "
+                             "undirected already")
+    if name in ("grid", "torus"):
+        side = int(round(np.sqrt(n)))
+        if side * side != n:
+            raise UsageError(f"--topology {name} needs a square --n, got {n}")
+        try:
+            return (grid if name == "grid" else torus)(side, side, **kw)
+        except ValueError as exc:
+            raise UsageError(f"cannot build {name} with n={n}: {exc}".replace(
+                " (pass directed=False where the builder takes it)", "")) from exc
+    builders = {
+        "exponential": lambda: exponential(n, **kw),
+        "ring": lambda: ring(n, **kw),
+        "geometric": lambda: geometric(n, radius=min(1.5, 2.0 * np.sqrt(np.log(max(n, 2)) / n)), seed=seed,
+                                                **kw),
+        "nearest_neighbor": lambda: nearest_neighbor(n, min(3, n - 1), seed=seed, **kw),
+        "erdos_renyi": lambda: erdos_renyi(n, min(1.0, 2.0 * np.log(max(n, 2)) / n), seed=seed, **kw),
+        "complete": lambda: complete(n, **kw),
+        "star": lambda: star(n, **kw),
+    }
+    if name not in builders:
+        raise UsageError(f"unknown topology {name!r}; choose from {', '.join(NAMES + PAPER_NAMES)}")
+    try:
+        return builders[name]()
+    except (ValueError, TypeError) as exc:  # (the Python keyword named as the option that sets it)
+        text = str(exc).replace("pass directed=False where the builder takes it", "add --undirected")
+        raise UsageError(f"cannot build {name} with n={n}: {text}") from exc

@@ -417,9 +417,9 @@ def _host_kernels(monkeypatch, backend):
     monkeypatch.setattr(backend, "_mix_lossy_into", mix_lossy)
     monkeypatch.setattr(backend, "_device_bad_states",  # the device chains' twin (checked bit for bit too)
                         lambda chain, M, t: chain.bad_states(M.csr.indptr, M.csr.indices, t).copy())
-    import rowstoch_fast.network as network_module
+    import rowstoch_fast._hashing as hashing
 
-    monkeypatch.setattr(network_module, "round_key", round_key)
+    monkeypatch.setattr(hashing, "round_key", round_key)
     monkeypatch.setattr(backend, "_kernel", lambda name, width=None: None)  # nothing to compile
     monkeypatch.setattr(backend, "_mix_arguments", lambda M: ("entry", M, M, M))  # (the graphs' keys)
     monkeypatch.setattr(backend, "_ptr", lambda a: id(a) if not isinstance(a, np.ndarray) else a.ctypes.data)

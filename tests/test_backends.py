@@ -1455,7 +1455,7 @@ def test_cuda_lossy_kernels_match_the_cpu_pass(cuda_on_host, kernel, index_dtype
     import ctypes
 
     from rowstoch_fast import _core
-    from rowstoch_fast.network import round_key
+    from rowstoch_fast._hashing import round_key
 
     V = int(kernel[5])
     n = 23
@@ -1487,7 +1487,7 @@ def test_cuda_bursty_chains_and_their_losses_match_the_cpu(cuda_on_host):
     import ctypes
 
     from rowstoch_fast import _core
-    from rowstoch_fast.network import round_key
+    from rowstoch_fast._hashing import round_key
 
     A = topology.erdos_renyi(23, 0.3, seed=4)
     c = A.csr

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib
+
 import numpy as np
 
 __all__ = ["Backend", "DEFERRED", "is_device_array"]
@@ -15,6 +17,22 @@ def is_device_array(x):
     :data:`DEVICE_TYPES` is taken at its word: CuPy builds the interface's dict each time it is asked for, and
     the launch paths ask several times per step."""
     return type(x) in DEVICE_TYPES or hasattr(x, "__cuda_array_interface__")
+
+
+def is_network(A):
+    """True for a time-varying network of :mod:`rowstoch_fast.network` (it has a per-iteration :meth:`plan`),
+    False for a static :class:`~rowstoch_fast.MixingMatrix`. Backends ask this rather than import either class:
+    they sit above both, and :class:`~rowstoch_fast.MixingMatrix` reaches the device backend through
+    :func:`device_operations`."""
+    return hasattr(A, "plan")
+
+
+def device_operations():
+    """The module that runs :class:`~rowstoch_fast.MixingMatrix`'s operations on device arrays (the CuPy
+    backend's ``mix`` / ``mix_power``), loaded by name on first use as :func:`rowstoch_fast.backends.create`
+    loads a backend: the matrix layer sits below the backends and never imports one (``tests/test_layout.py``
+    checks that the CuPy backend imports nothing that imports the matrix layer)."""
+    return importlib.import_module("rowstoch_fast.backends.cupy")
 
 
 class _Deferred:

@@ -18,7 +18,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from .base import DEFERRED, DEVICE_TYPES, Backend, is_device_array
+from .. import _hashing
+from .base import DEFERRED, DEVICE_TYPES, Backend, is_device_array, is_network
 
 __all__ = [
     "HAS_CUPY", "require_cupy", "to_gpu", "to_cpu", "device_csr", "device_row_weights", "circulant_offsets",
@@ -425,25 +426,24 @@ def _device_bad_states(chain, M, t):
     """The Gilbert-Elliott states of ``M``'s stored weights at iteration ``t`` on the device
     (:meth:`Lossy.chain_states` advanced by ``ge_advance`` of kernels.cu; the transition keys computed on the
     host)."""
-    from ..network import round_key
-
     cupy = require_cupy()
     Ap, Aj, _ = device_csr(M)
     index = "i32" if np.dtype(Ap.dtype) == np.int32 else "i64"
 
     def advance(bad, start, stop, init):
-        keys = cupy.asarray(np.array([round_key(chain.seed, 2**61 + s, 0) for s in range(start, stop + 1)],
+        keys = cupy.asarray(np.array([_hashing.round_key(chain.seed, 2**61 + s, 0) for s in range(start, stop + 1)],
                                      dtype=np.uint64))
         _launch(f"ge_advance_{index}", M.n, (Ap, Aj, np.int64(M.n), bad, keys, np.int64(stop + 1 - start),
-                                            np.uint64(round_key(chain.seed, 2**62, 0)), np.int32(init),
+                                            np.uint64(_hashing.round_key(chain.seed, 2**62, 0)), np.int32(init),
                                             np.float64(chain.p_bad), np.float64(chain.p_recover),
                                             np.float64(chain.p_bad / (chain.p_bad + chain.p_recover))))
+
     return chain.chain_states(Aj, Aj.shape[0], t, advance, zeros=cupy.zeros)
 
 
 def _mix_lossy_into(M, X, out, status, key, p, renormalise, awake, bad=None):
     """One gossip round of a time-varying network (``csr_mix_lossy`` of kernels.cu: the CPU pass's losses,
-    sums and renormalisation); ``key`` is :func:`rowstoch_fast.network.round_key`, ``awake`` a device uint8
+    sums and renormalisation); ``key`` is :func:`rowstoch_fast._hashing.round_key`, ``awake`` a device uint8
     mask or None."""
     Ap, Aj, Ax = device_csr(M)
     n, w = X.shape
@@ -803,9 +803,7 @@ class CupyBackend(Backend):
     t = 0
 
     def mix(self, M, src, out, rounds=1, work=None):
-        from ..mixing import MixingMatrix
-
-        if not isinstance(M, MixingMatrix):
+        if is_network(M):
             return self.mix_network(M, self.t, src, out, rounds, work)
         if rounds > 1 and work is None:
             work = self.xp.empty_like(src)
@@ -851,8 +849,6 @@ class CupyBackend(Backend):
         """The rounds of iteration ``t`` of a time-varying network (:mod:`rowstoch_fast.network`) on the device:
         the compiled pass of its :meth:`plan` (the awake mask, ``n`` bytes, is copied to the device once per
         iteration; Gilbert-Elliott states are advanced on the device); a network without a plan is refused."""
-        from ..network import round_key
-
         plan = net.plan(t)
         if plan is None:
             raise ValueError(f"{net!r} has no compiled pass and so does not run on backend='cupy'")
@@ -870,7 +866,8 @@ class CupyBackend(Backend):
             dst = out if (rounds - 1 - r) % 2 == 0 else work
             M = matrix_of(r)
             bad = None if chain is None else _device_bad_states(chain, M, t)
-            _mix_lossy_into(M, cur, dst, self._status, round_key(seed, t, r), p, net.stochastic == "row", mask, bad)
+            _mix_lossy_into(M, cur, dst, self._status, _hashing.round_key(seed, t, r), p, net.stochastic == "row",
+                            mask, bad)
             cur = dst
         return out
 
@@ -898,10 +895,9 @@ class CupyBackend(Backend):
             return None
 
     def tracker(self, A, rounds, kind):
-        from ..mixing import MixingMatrix
         from ..tracker import DiagTracker, NetworkTracker
 
-        if not isinstance(A, MixingMatrix):  # V_t = A_{t-1} ... A_0 on the device, advanced with mix_network
+        if is_network(A):  # V_t = A_{t-1} ... A_0 on the device, advanced with mix_network
             return NetworkTracker(A, rounds, kind, xp=self.xp,
                                   mix=lambda V, t: self.mix_network(A, t, V, self.xp.empty_like(V), rounds))
         return _DeviceTracker(DiagTracker(A, rounds, kind))

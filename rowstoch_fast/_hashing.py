@@ -1,0 +1,49 @@
+"""Counter-based hashing: the keys every random draw of :mod:`rowstoch_fast.network` (losses, sleep,
+Gilbert-Elliott transitions) is computed from, on every backend (a leaf module: it imports only NumPy).
+
+A draw is a pure function of integer keys (``seed, t, r, i, j``): ``splitmix64``'s finaliser chained over them,
+so that a process, a rank or a GPU thread that owns a message draws it without drawing any other.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["uniform_hash", "round_key", "MAX_T"]
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_M1, _M2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
+
+
+def _mix64(z):
+    """splitmix64's finaliser on uint64 arrays (wrapping arithmetic)."""
+    z = z + _GOLDEN
+    z = (z ^ (z >> np.uint64(30))) * _M1
+    z = (z ^ (z >> np.uint64(27))) * _M2
+    return z ^ (z >> np.uint64(31))
+
+
+def _chain(*keys):
+    """``mix64`` chained over integer keys (scalars or arrays, broadcast), as uint64."""
+    with np.errstate(over="ignore"):
+        h = np.uint64(0x243F6A8885A308D3)
+        for k in keys:
+            h = _mix64(np.asarray(h, dtype=np.uint64) ^ np.asarray(k).astype(np.uint64))
+    return h
+
+
+def uniform_hash(*keys):
+    """Uniform numbers in [0, 1) from integer keys (scalars or arrays, broadcast): ``mix64`` chained over the
+    keys, the top 53 bits as a double. The counter-based draws of every network of this module."""
+    return (_chain(*keys) >> np.uint64(11)).astype(np.float64) * (1.0 / 9007199254740992.0)
+
+
+#: The last iteration a network draws for: below 2^60 the loss draws (keys seed, t, r), the sleep draws
+#: (seed, 2^60 + t) and the Gilbert-Elliott transitions (seed, 2^61 + s; 2^62 to start) never share a key.
+MAX_T = 2**60 - 1
+
+
+def round_key(seed, t, r):
+    """The part of :func:`uniform_hash`'s chain shared by every message of round ``r`` of iteration ``t``
+    (``uniform_hash(seed, t, r, i, j)`` continues it with ``i`` and ``j``); the GPU kernel takes it."""
+    return int(_chain(seed, t, r))

@@ -1,0 +1,148 @@
+"""Reading the files users bring: mixing matrices (.npz, .mtx, .npy, edge lists) and data sets (.npz).
+
+Every reader validates what it reads by hand (SciPy and NumPy crash or hang on some malformed files) and raises
+:class:`~rowstoch_fast.errors.UsageError` (a ValueError) naming the file and what is wrong with it; the command
+line prints that as one line and exits with status 2.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import warnings
+
+import numpy as np
+import scipy.io
+import scipy.sparse as sp
+
+from ._checks import check_coo_arrays, check_csr_arrays, load_npy_file, load_npz_file
+from .errors import UsageError
+from .mixing import MixingMatrix
+
+__all__ = ["EDGE_LIST_HELP", "load_data_file", "load_matrix"]
+
+EDGE_LIST_HELP = (
+    "edge list: a text file, one edge per line, 'src dst' or 'src dst weight', 0-based integer node ids "
+    "separated by whitespace or by commas (CSV, one header line allowed), '#' starts a comment; src sends to dst "
+    "(A[dst, src] > 0); n is the largest id + 1. "
+    "Without weights the paper's in-degree rule is used and every node gets a self loop; with weights they "
+    "are the entries A[dst, src] themselves (self loops as listed)")
+
+
+def _mmread(path):
+    if "spmatrix" in inspect.signature(scipy.io.mmread).parameters:  # SciPy >= 1.12: ask for a sparse array
+        return scipy.io.mmread(path, spmatrix=False)
+    return scipy.io.mmread(path)
+
+
+def _load_npz_matrix(path):
+    """A scipy.sparse .npz (save_npz) read and validated by hand: SciPy itself crashes on a malformed one."""
+    z = load_npz_file(path, "matrix file")
+    fmt = z.get("format")
+    fmt = fmt.item().decode("ascii", "replace") if isinstance(fmt, np.ndarray) and fmt.dtype.kind == "S" else str(fmt)
+    if "shape" not in z or "data" not in z:
+        raise UsageError(f"matrix file {path!r} is not a scipy.sparse .npz (save_npz): it lacks 'shape' or 'data'")
+    shape = tuple(int(v) for v in np.asarray(z["shape"]).ravel())
+    if len(shape) != 2 or min(shape) < 0:
+        raise UsageError(f"matrix file {path!r} has shape {shape}; a mixing matrix is 2-D")
+    data = np.asarray(z["data"])
+    if fmt in ("csr", "csc"):
+        rows, cols = shape if fmt == "csr" else shape[::-1]
+        indptr, indices = z.get("indptr", np.zeros(0, np.int64)), z.get("indices", np.zeros(0, np.int64))
+        check_csr_arrays(indptr, indices, rows, cols, f"matrix file {path!r}", data)
+        return (sp.csr_array if fmt == "csr" else sp.csc_array)((data, indices, indptr), shape=shape)
+    if fmt == "coo":
+        row, col = z.get("row", np.zeros(0, np.int64)), z.get("col", np.zeros(0, np.int64))
+        check_coo_arrays(row, col, shape, f"matrix file {path!r}", data)
+        return sp.coo_array((data, (row, col)), shape=shape)
+    raise UsageError(f"matrix file {path!r} has sparse format {fmt!r}; save it as CSR, CSC or COO")
+
+
+def _edge_list_layout(path):
+    """(delimiter, lines to skip) of an edge list: commas when its first line of data has one, and that line
+    skipped when it is a header (not all numbers: ``src,dst,weight``)."""
+    with open(path, errors="replace") as f:
+        for number, line in enumerate(f):
+            data = line.split("#", 1)[0].strip()
+            if not data:
+                continue
+            delimiter = "," if "," in data else None
+            try:
+                [float(token) for token in data.split(delimiter)]
+            except ValueError:
+                return delimiter, number + 1 if delimiter else 0  # a header of a CSV file (whitespace: an error)
+            return delimiter, 0
+    return None, 0
+
+
+def _load_edge_list(path, normalize):
+    try:
+        delimiter, header = _edge_list_layout(path)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # "input contained no data": reported below
+            rows = np.loadtxt(path, ndmin=2, comments="#", delimiter=delimiter, skiprows=header)
+    except ValueError as exc:
+        raise UsageError(f"edge list {path!r} cannot be read: {str(exc).rstrip('.')}. Expected: {EDGE_LIST_HELP}") \
+            from None
+    if rows.size == 0:
+        raise UsageError(f"edge list {path!r} holds no edges")
+    if rows.shape[1] not in (2, 3):
+        raise UsageError(f"edge list {path!r} must have 2 or 3 columns (src dst [weight]), got {rows.shape[1]}")
+    edges = rows[:, :2]
+    if not np.all(np.isfinite(edges)) or not np.all(edges == np.round(edges)) or (edges < 0).any():
+        bad = int(np.flatnonzero(~np.isfinite(edges).all(1) | (edges != np.round(edges)).any(1) | (edges < 0).any(1))[0])
+        raise UsageError(f"edge list {path!r}: edge {bad} ({rows[bad, 0]:g} {rows[bad, 1]:g}) is not a pair of "
+                         "non-negative integer node ids (0-based)")
+    edges = edges.astype(np.int64)
+    n = int(edges.max()) + 1
+    if rows.shape[1] == 2:
+        return MixingMatrix.from_edges(n, edges, "in-degree")
+    return MixingMatrix.from_edges(n, edges, rows[:, 2], self_loops=False, normalize=normalize)
+
+
+def load_matrix(path, normalize=False):
+    """Read a mixing matrix from .npz (scipy sparse), .mtx (Matrix Market), .npy (dense) or an edge list.
+
+    Rows must sum to 1 unless ``normalize`` (then each row is divided by its sum).
+    """
+    if not os.path.exists(path):
+        raise UsageError(f"matrix file {path!r} does not exist")
+    try:
+        if path.endswith(".npz"):
+            W = _load_npz_matrix(path)
+        elif path.endswith(".mtx"):
+            W = _mmread(path)
+        elif path.endswith(".npy"):
+            W = load_npy_file(path, "matrix file")
+        else:
+            return _load_edge_list(path, normalize)
+        return MixingMatrix(W, normalize=normalize)
+    except UsageError:
+        raise
+    except (ValueError, TypeError, OSError, IndexError) as exc:
+        msg = str(exc)
+        if "row-stochastic" in msg:
+            msg = msg.replace("pass normalize=True", "pass --normalize")
+        raise UsageError(f"cannot use matrix file {path!r}: {msg}") from None
+
+
+
+
+def load_data_file(path, objective, option="--data-file"):
+    """``(H, y)`` of ``--data-file``: an .npz archive with a 2-D ``H`` (one sample per row) and a 1-D ``y`` (labels
+    -1 / +1 for the logistic problems)."""
+    try:
+        data = load_npz_file(path, option)
+    except (OSError, ValueError) as exc:
+        raise UsageError(str(exc)) from None
+    missing = [k for k in ("H", "y") if k not in data]
+    if missing:
+        raise UsageError(f"{option} {path!r} has no array {' or '.join(missing)} (it needs H, one sample per "
+                         f"row, and y, one target per row; it holds {', '.join(sorted(data)) or 'nothing'})")
+    H, y = data["H"], data["y"]
+    if H.ndim != 2 or y.ndim != 1 or len(H) != len(y):
+        raise UsageError(f"{option} {path!r}: H must be 2-D and y 1-D with one entry per row of H, got shapes "
+                         f"{H.shape} and {y.shape}")
+    if objective.startswith("logistic") and not np.isin(y, (-1, 1)).all():
+        raise UsageError(f"{option} {path!r}: --objective {objective} needs labels y in {{-1, +1}}")
+    return H, y
