@@ -6,8 +6,9 @@ Pull-Diag protocol, Pull-Diag-GT and MG-Pull-Diag-GT of
 Row-Stochastic Networks" (ICML 2025).
 """
 
-from . import _core, objectives, topology
-from .algorithms import DSGD, FROST, SGP, CentralizedSGD, PullDiagGD, PullDiagGT, PushDIGing, PushPull
+import pkgutil as _pkgutil
+
+from . import _core, algorithms, objectives, topology
 from .errors import DivergenceError
 from .metrics import NetworkMetrics
 from .mixing import MixingMatrix
@@ -16,17 +17,13 @@ from .runner import Algorithm, History, run
 
 __version__ = "0.1.0"
 
+# every registered algorithm under its class name (rf.PullDiagGT, rf.DSGD, ...): the registry's, not a list here
+globals().update({_name: getattr(algorithms, _name) for _name in algorithms.CLASSES})
+
 __all__ = [
+    *algorithms.CLASSES,
     "MixingMatrix",
     "NetworkMetrics",
-    "PullDiagGT",
-    "FROST",
-    "PullDiagGD",
-    "DSGD",
-    "PushPull",
-    "PushDIGing",
-    "SGP",
-    "CentralizedSGD",
     "DivergenceError",
     "pull_diag",
     "a_protocol",
@@ -42,9 +39,9 @@ __all__ = [
 
 
 #: Submodules reachable as attributes without being imported by ``import rowstoch_fast`` (``rf.network.Lossy``,
-#: ``rf.compare.compare``; ``rf.torch`` imports PyTorch, ``rf.backends`` CuPy only when asked for a GPU).
-_LAZY = ("algorithms", "backends", "compare", "config", "datasets", "experiments", "metrics", "mixing", "network",
-         "report", "runner", "torch", "tracker")
+#: ``rf.compare.compare``; ``rf.torch`` imports PyTorch, ``rf.backends`` CuPy only when asked for a GPU): every
+#: public module of the package.
+_LAZY = tuple(sorted(_m.name for _m in _pkgutil.iter_modules(__path__) if not _m.name.startswith("_")))
 
 
 def __getattr__(name):

@@ -3,12 +3,30 @@
 Every fast path of the package is tested against these. They favour
 readability over speed: dense ``n x n`` matrices, Python loops, no caching.
 Equation numbers refer to the ICML 2025 paper.
+
+Each algorithm of :data:`rowstoch_fast.algorithms.REGISTRY` has its twin here, registered with
+:func:`twin` under the algorithm's name: ``tests/test_algorithms.py`` runs every registered algorithm against
+its twin (and fails for an algorithm without one). A twin takes keyword arguments named as the algorithm's
+constructor names them (``A``, ``C`` as dense arrays or callables ``t -> A_t``, ``n``), ``x0``, ``lr``,
+``grad_fn``, ``T`` and, for a multi-round method, ``R``; it returns the models ``x^(t)``, ``t = 0..T``.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import scipy.linalg as la
+
+#: The dense twin of every algorithm, by its registry name (see the module's docstring).
+TWINS = {}
+
+
+def twin(name):
+    """Register the decorated function as the dense twin of the algorithm ``name``."""
+    def register(f):
+        TWINS[name] = f
+        return f
+
+    return register
 
 
 def mix(A, X):
@@ -97,6 +115,12 @@ def pull_diag_gt(A, x0, lr, grad_fn, T, R=1):
     """
     AR = np.linalg.matrix_power(np.asarray(A, dtype=np.float64), R)
     return pull_diag_gt_varying(lambda t: AR, x0, lr, grad_fn, T)  # a static network: A_t = A^R
+
+
+@twin("pull-diag-gt")
+def pull_diag_gt_models(A, x0, lr, grad_fn, T, R=1):
+    """:func:`pull_diag_gt`'s models ``x^(t)`` alone (its registered twin)."""
+    return pull_diag_gt(A, x0, lr, grad_fn, T, R)[0]
 
 
 def pull_diag_gt_varying(A_of, x0, lr, grad_fn, T):
@@ -191,6 +215,7 @@ def _grad(grad_fn, x):
 
 
 # Below, a matrix argument may also be a callable ``t -> A_t`` (a time-varying network, see ``_of``).
+@twin("frost")
 def frost(A, x0, lr, grad_fn, T):
     """FROST (Xin, Xi & Khan 2019), non-ATC: ``x+ = A x - lr y``, ``y+ = A y + D_{k+1}^{-1} g(x+) - D_k^{-1} g(x)``,
     ``y0 = g(x0)``, ``D_k = Diag(A^k)`` (``Diag(A_{k-1} ... A_0)`` on a varying network); ``lr`` a scalar or one
@@ -213,6 +238,7 @@ def frost(A, x0, lr, grad_fn, T):
     return xs
 
 
+@twin("pull-diag-gd")
 def pull_diag_gd(A, x0, lr, grad_fn, T):
     """Pull-Diag-GD (Mai & Abed 2016): ``x+ = A x - lr D_k^{-1} g(x)``."""
     A_of = _of(A)
@@ -225,6 +251,7 @@ def pull_diag_gd(A, x0, lr, grad_fn, T):
     return xs
 
 
+@twin("dsgd")
 def dsgd(A, x0, lr, grad_fn, T):
     """DSGD, row-stochastic, no correction (ATC): ``x+ = A (x - lr g(x))``."""
     A_of = _of(A)
@@ -236,6 +263,7 @@ def dsgd(A, x0, lr, grad_fn, T):
     return xs
 
 
+@twin("push-pull")
 def push_pull(A, C, x0, lr, grad_fn, T):
     """Push-Pull (Pu, Shi, Xu & Nedic 2020): ``x+ = A (x - lr y)``, ``y+ = C y + g(x+) - g(x)``, ``y0 = g(x0)``."""
     A_of, C_of = _of(A), _of(C)
@@ -252,6 +280,7 @@ def push_pull(A, C, x0, lr, grad_fn, T):
     return xs
 
 
+@twin("push-diging")
 def push_diging(C, x0, lr, grad_fn, T, R=1):
     """(MG-)Push-DIGing (Nedic, Olshevsky & Shi 2017): ``u+ = C^R (u - lr y)``, ``v+ = C^R v``, ``x+ = u+ / v+``,
     ``y+ = C^R y + g(x+) - g(x)``; ``u0 = x0``, ``v0 = 1``, ``y0 = g(x0)``. (A callable ``C`` gives an
@@ -274,6 +303,7 @@ def push_diging(C, x0, lr, grad_fn, T, R=1):
     return xs
 
 
+@twin("sgp")
 def sgp(C, x0, lr, grad_fn, T):
     """SGP (Assran et al. 2019): ``h = x - lr g(z)``, ``x+ = C h``, ``w+ = C w``, ``z+ = x+ / w+``; ``x0 = z0``,
     ``w0 = 1``. Returns the models ``z``."""
@@ -290,6 +320,7 @@ def sgp(C, x0, lr, grad_fn, T):
     return zs
 
 
+@twin("centralized")
 def centralized_sgd(x0, lr, grad_fn, T):
     """Parallel SGD with exact averaging: every node holds ``x``, ``x+ = x - lr mean_i g_i(x)``; ``x`` starts at
     the mean of the rows of ``x0``."""

@@ -15,6 +15,7 @@ import time
 
 import numpy as np
 
+from .algorithms import REGISTRY, labels, method_of
 from ._checks import MAX_KEY, TRACKERS, require_memory
 from .compare import ALGORITHMS
 from .errors import UsageError
@@ -55,6 +56,22 @@ def cmd_topologies(args):
     """``rowstoch topologies``: the networks ``--topology`` accepts, one line each."""
     for name in TOPOLOGIES + PAPER_GRAPHS:
         print(f"{name:<24}{TOPOLOGY_HELP[name]}")
+    return 0
+
+
+def cmd_algorithms(args):
+    """``rowstoch algorithms``: the registered algorithms, one line each (from the registry and each class's
+    docstring)."""
+    kinds = {"A": "row-stochastic A", "C": "column-stochastic C"}
+    print(f"{'name':<22}{'class':<16}{'mixes with':<36}{'converges to':<26}")
+    for label in labels(every_mg=True):
+        cls = REGISTRY[method_of(label)]
+        mixes = " + ".join(kinds[m] for m in cls.matrices) or "exact averaging"
+        if label != cls.name:
+            mixes += ", R rounds"
+        goal = "the minimiser" if cls.exact else f"{cls.bias} minimiser" if cls.bias else "O(lr) of the minimiser"
+        print(f"{label:<22}{cls.__name__:<16}{mixes:<36}{goal:<26}")
+    print("\n(help(rowstoch_fast.<class>) gives each one's equations and reference)")
     return 0
 
 
@@ -104,9 +121,7 @@ def _matrix_from_args(args):
 
 def _check_run_args(args):
     """Cheap checks of ``rowstoch run``'s options, before any network, data or folder is built."""
-    from .algorithms import REGISTRY
-
-    method = args.algorithm[3:] if args.algorithm.startswith("mg-") else args.algorithm
+    method = method_of(args.algorithm)
     _refuse_unread(args, _problem_rules(args) + [
         (("--network-seed",), args.loss == 0 and args.awake == 1, "without --loss or --awake"),
         (("--tracker",), "tracker" not in REGISTRY[method].hyper, f"by {args.algorithm} (it has no diagonal tracker)")])
@@ -342,9 +357,7 @@ def _error(text):
 def default_lr(method, n):
     """``rowstoch run``'s step size without ``--lr``: the paper's ``0.05 / n`` for methods whose tracker follows
     the sum of the gradients (the Pull-Diag family), 0.05 for the others."""
-    from .algorithms import REGISTRY
-
-    return 0.05 / n if REGISTRY[method].tracks_sum else 0.05
+    return REGISTRY[method].default_lr(n)
 
 
 def _objective_from_args(args, n):
@@ -831,11 +844,7 @@ class _Formatter(argparse.RawDescriptionHelpFormatter):
 
 
 def _algorithm_names():
-    from .algorithms import REGISTRY
-
-    names = ["pull-diag-gt", "mg-pull-diag-gt"]
-    names += sorted(k for k in REGISTRY if k not in names)
-    return names + sorted("mg-" + k for k, c in REGISTRY.items() if c.multi_round and "mg-" + k not in names)
+    return labels(every_mg=True)
 
 
 def _network_options(parser):
@@ -987,7 +996,7 @@ def make_parser():
     _network_options(c)
     calg = c.add_argument_group("algorithms")
     calg.add_argument("--algorithms", default=",".join(ALGORITHMS),
-                      help="comma-separated (default: all nine); mg-NAME runs NAME with --mg-rounds (default "
+                      help=f"comma-separated (default: all {len(ALGORITHMS)}); mg-NAME runs NAME with --mg-rounds (default "
                            "Theorem 3's R) rounds")
     calg.add_argument("--rounds-budget", type=_positive_int, default=2000,
                       help="communication rounds per algorithm (an MG method: budget / R iterations)")
@@ -1051,6 +1060,8 @@ def make_parser():
 
     t = sub.add_parser("topologies", help="list the networks --topology accepts")
     t.set_defaults(func=cmd_topologies)
+    a = sub.add_parser("algorithms", help="list the algorithms (--algorithm, --algorithms)")
+    a.set_defaults(func=cmd_algorithms)
     return p
 
 

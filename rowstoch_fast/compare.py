@@ -18,16 +18,18 @@ import warnings
 import numpy as np
 
 from ._checks import MAX_KEY, check_int
-from .algorithms import REGISTRY
+from . import algorithms as _algorithms
+from .algorithms import REGISTRY, method_of
 from .errors import DivergenceError
 from .runner import Algorithm, check_metric, run
 
 __all__ = ["ALGORITHMS", "compare", "default_metric", "frame_metric", "parse_algorithms", "summary", "format_summary",
            "plot", "tune_lr", "TUNE_GRID"]
 
-#: What ``rowstoch compare`` runs by default: the registry, and MG-Pull-Diag-GT with Theorem 3's rounds.
-ALGORITHMS = ("pull-diag-gt", "mg-pull-diag-gt", "frost", "pull-diag-gd", "dsgd", "push-pull", "push-diging", "sgp",
-              "centralized")
+#: What ``rowstoch compare`` runs by default: every registered algorithm in listing order, with ``mg-NAME``
+#: (Theorem 3's rounds) beside the methods that list it (:func:`rowstoch_fast.algorithms.labels`; ``compare``
+#: reads the registry when called, so an algorithm registered later is in its default too).
+ALGORITHMS = tuple(_algorithms.labels())
 #: The learning rates ``tune=True`` tries: 1e-4 .. 10 in steps of sqrt(10) (methods that track the sum of the
 #: gradients, the Pull-Diag family, run at about 1/n of the rate of those that track their average).
 TUNE_GRID = tuple(float(v) for v in np.logspace(-4, 1, 11))
@@ -51,15 +53,15 @@ def parse_algorithms(names, A, mg_rounds=None):
     out = []
     for label in names:
         method, rounds = label, 1
-        if label.startswith("mg-") and label not in REGISTRY:
-            method = label[3:]
+        if method_of(label) != label:
+            method = method_of(label)
             if method not in REGISTRY or not REGISTRY[method].multi_round:
-                multi = sorted("mg-" + k for k, c in REGISTRY.items() if c.multi_round)
+                multi = [k for k in _algorithms.labels(every_mg=True) if k.startswith("mg-")]
                 raise ValueError(f"algorithms: {label!r} is not a multi-round method (those are {', '.join(multi)})")
             rounds = (check_int(mg_rounds, "mg_rounds", minimum=1) if mg_rounds is not None
                       else A.metrics().recommended_rounds())
         elif label not in REGISTRY:
-            known = sorted(REGISTRY) + sorted("mg-" + k for k, c in REGISTRY.items() if c.multi_round)
+            known = _algorithms.labels(every_mg=True)
             raise ValueError(f"algorithms: unknown algorithm {label!r}; choose from {', '.join(known)}")
         if label in (lbl for lbl, _, _ in out):
             raise ValueError(f"algorithms: {label!r} is listed twice")
@@ -225,7 +227,7 @@ def tune_lr(A, objective, label, method, rounds, budget, *, grid=TUNE_GRID, seed
     return ranked[0], record
 
 
-def compare(A, objective, algorithms=ALGORITHMS, rounds_budget=2000, *, lr=None, tune=True, repeats=5, seed=0,
+def compare(A, objective, algorithms=None, rounds_budget=2000, *, lr=None, tune=True, repeats=5, seed=0,
             tracker="exact", backend="auto", mg_rounds=None, points=50, progress=True, log=None, metric=None,
             lr_source=None, hyper=None, checkpoint_dir=None, previous=None):
     """Run several algorithms on one problem with the same communication budget; one frame of every record.
@@ -238,8 +240,9 @@ def compare(A, objective, algorithms=ALGORITHMS, rounds_budget=2000, *, lr=None,
     objective : Objective
         The problem (e.g. :meth:`LogisticL2.synthetic`); every algorithm gets the
         same data, start and gradient streams (``seed``).
-    algorithms : sequence of str or str
-        Names (see :func:`parse_algorithms`); a comma-separated string works too.
+    algorithms : sequence of str or str, optional
+        Names (see :func:`parse_algorithms`); a comma-separated string works too. Default: every registered
+        algorithm (:data:`ALGORITHMS`, read from the registry at the call).
     rounds_budget : int
         Communication rounds per algorithm: ``rounds_budget // R`` iterations.
     lr : float or dict, optional
@@ -323,7 +326,7 @@ def compare(A, objective, algorithms=ALGORITHMS, rounds_budget=2000, *, lr=None,
     if not isinstance(tune, (bool, np.bool_)):
         raise TypeError(f"tune must be True or False, got {tune!r}")
     metric = check_metric(metric if metric is not None else default_metric(objective))
-    specs = parse_algorithms(algorithms, A, mg_rounds)
+    specs = parse_algorithms(_algorithms.labels() if algorithms is None else algorithms, A, mg_rounds)
     labels = [label for label, _, _ in specs]
     hyper = _check_label_dict(hyper, "hyper", labels)
     specs = [(label, method, hyper.get(label, {}).get("rounds", rounds)) for label, method, rounds in specs]

@@ -46,16 +46,20 @@ SCHEMA = {
                   "lam": ("lam", float), "heterogeneity": ("heterogeneity", float), "sigma": ("sigma", float),
                   "data_seed": ("data_seed", int), "data_file": ("data_file", str)},
     "run": {"rounds_budget": ("rounds_budget", int), "repeats": ("repeats", int), "seed": ("seed", int),
-            "tracker": ("tracker", str), "backend": ("backend", str), "mg_rounds": ("mg_rounds", int)},
+            "tracker": ("tracker", str), "backend": ("backend", str), "mg_rounds": ("mg_rounds", int),
+            "algorithms": ("algorithm_set", str)},
     "outputs": {"metrics": ("metric", "list"), "x": ("x", str), "formats": ("format", "list")},
 }
 #: The keys of one ``[algorithms.NAME]`` table that every algorithm has; any other key is a hyperparameter of
 #: the algorithm's constructor, passed through (and refused, naming the key, where the algorithm has none such).
 ALGORITHM_KEYS = {"lr": float, "lr_source": str, "tracker": str, "rounds": int}
+#: ``[run] algorithms = "..."``: a set of algorithms read from the registry when the file is loaded (so a file
+#: names no algorithm by hand; ``[algorithms.NAME]`` tables then add settings, or more algorithms).
+ALGORITHM_SETS = {"all": lambda cls: True, "paper": lambda cls: cls.in_paper_preset}
 #: Choices checked here, so that the error names the key rather than a command-line option.
 CHOICES = {("network", "weights"): ("in-degree", "metropolis"),
            ("objective", "kind"): ("logistic", "logistic-l2", "least-squares", "quadratic"),
-           ("run", "tracker"): ("exact", "perron"), ("run", "backend"): ("cpu", "cupy", "mpi"),
+           ("run", "tracker"): ("exact", "perron"), ("run", "algorithms"): tuple(ALGORITHM_SETS), ("run", "backend"): ("cpu", "cupy", "mpi"),
            ("outputs", "x"): ("rounds", "gradients", "bytes", "seconds")}
 
 
@@ -79,10 +83,10 @@ def _toml():
 def _hyperparameters(label):
     """The hyperparameters the algorithm ``label`` (``NAME`` or ``mg-NAME``) passes through, or None for a name
     that is no algorithm (the comparison names it with the algorithms there are)."""
-    from .algorithms import REGISTRY
+    from .algorithms import REGISTRY, method_of
     from .runner import algorithm_options
 
-    method = label[3:] if label.startswith("mg-") and label not in REGISTRY else label
+    method = method_of(label)
     return algorithm_options(method) if method in REGISTRY else None
 
 
@@ -169,8 +173,14 @@ def load(path):
             if choices and value not in choices:
                 raise ConfigError(f"{name}: [{table}] {key} must be one of {', '.join(choices)}, got {value!r}")
             options[dest] = value
+    chosen = options.pop("algorithm_set", None)
+    if chosen is not None:
+        from .algorithms import labels
+
+        algorithms = {**{label: {} for label in labels(ALGORITHM_SETS[chosen])}, **algorithms}
     if not algorithms:
-        raise ConfigError(f"{name}: no [algorithms.NAME] table: name the algorithms to compare")
+        raise ConfigError(f"{name}: no [algorithms.NAME] table and no [run] algorithms: name the algorithms to "
+                          f"compare")
     if "metric" in options:
         options["metric"] = ",".join(options["metric"])
     if "format" in options:

@@ -14,6 +14,7 @@ import warnings
 import numpy as np
 
 from . import topology
+from .algorithms import labels
 from .errors import DivergenceError
 from .metrics import metrics_table
 from .objectives import NonconvexLogistic
@@ -276,7 +277,8 @@ def _write_verdict(out_dir, name, rows, log):
 
 
 #: The algorithms of the robustness experiment (row-stochastic, then push-based).
-ROBUSTNESS_ALGORITHMS = ("pull-diag-gt", "mg-pull-diag-gt", "frost", "push-pull", "push-diging", "sgp")
+#: The algorithms of :func:`reproduce_robustness`: those whose class sets ``in_robustness``.
+ROBUSTNESS_ALGORITHMS = tuple(labels(lambda cls: cls.in_robustness))
 
 
 def reproduce_robustness(out_dir, rounds_budget=1000, repeats=10, losses=(0.0, 0.1, 0.3, 0.5), mg_rounds=5,

@@ -310,8 +310,9 @@ def _record(opt, objective, oracle, rows, t0_wall, metrics=METRICS):
     pass over the data)."""
     # every process takes part in the gathers (collective under MPI); the root alone records, on the host
     x = opt.gather_x(copy=False)  # read only here: no copies where the state is already on the host
-    deviation = opt.records_descent_deviation and oracle.last is not None and "descent_deviation" in metrics
-    y, g = (opt.gather_state("y", copy=False), opt.gather(oracle.last, copy=False)) if deviation else (None, None)
+    pair = opt.gradient_sum_tracker(oracle.last) if oracle.last is not None and "descent_deviation" in metrics else None
+    deviation = pair is not None  # (the same on every rank: a method of the algorithm)
+    y, g = pair if deviation else (None, None)
     if not opt.is_root:
         return
     pi = opt.centroid_weights()

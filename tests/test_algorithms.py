@@ -7,9 +7,12 @@ import numpy as np
 import pytest
 
 from rowstoch_fast import _core
-from rowstoch_fast import (DSGD, FROST, SGP, CentralizedSGD, DivergenceError, MixingMatrix, PullDiagGD, PullDiagGT,
-                           PushDIGing, PushPull, _reference, topology)
+from rowstoch_fast import (DSGD, FROST, SGP, DivergenceError, MixingMatrix, PullDiagGD, PullDiagGT, PushPull, _reference,
+                           topology)
 from rowstoch_fast.algorithms import REGISTRY
+from rowstoch_fast.algorithms import labels as cmp_labels
+from rowstoch_fast.algorithms import names as algorithm_names
+from rowstoch_fast.algorithms._corrections import tracker_row
 from rowstoch_fast.mixing import out_degree_weights
 from conftest import cupy_or_reason, random_primitive
 
@@ -30,48 +33,98 @@ def random_column(n, rng, self_loops=True):
     return MixingMatrix(random_primitive(n, 0.3, rng, self_loops=self_loops).toarray().T, stochastic="column")
 
 
-# name -> (build(A, C, x0, lr), reference(A, C, x0, lr, grad, T), needs self loops)
-CASES = {
-    "frost": (lambda A, C, x0, lr: FROST(A, x0, lr), lambda A, C, x0, lr, g, T: _reference.frost(A, x0, lr, g, T), True),
-    "frost-per-node-lr": (lambda A, C, x0, lr: FROST(A, x0, lr * np.linspace(0.5, 1.5, A.n)),
-                          lambda A, C, x0, lr, g, T: _reference.frost(A, x0, lr * np.linspace(0.5, 1.5, len(A)), g, T),
-                          True),
-    "pull-diag-gd": (lambda A, C, x0, lr: PullDiagGD(A, x0, lr),
-                     lambda A, C, x0, lr, g, T: _reference.pull_diag_gd(A, x0, lr, g, T), True),
-    "dsgd": (lambda A, C, x0, lr: DSGD(A, x0, lr), lambda A, C, x0, lr, g, T: _reference.dsgd(A, x0, lr, g, T), False),
-    "push-pull": (lambda A, C, x0, lr: PushPull(A, C, x0, lr),
-                  lambda A, C, x0, lr, g, T: _reference.push_pull(A, C, x0, lr, g, T), False),
-    "push-diging": (lambda A, C, x0, lr: PushDIGing(C, x0, lr),
-                    lambda A, C, x0, lr, g, T: _reference.push_diging(C, x0, lr, g, T), False),
-    "mg-push-diging": (lambda A, C, x0, lr: PushDIGing(C, x0, lr, rounds=3),
-                       lambda A, C, x0, lr, g, T: _reference.push_diging(C, x0, lr, g, T, R=3), False),
-    "sgp": (lambda A, C, x0, lr: SGP(C, x0, lr), lambda A, C, x0, lr, g, T: _reference.sgp(C, x0, lr, g, T), False),
-    "centralized": (lambda A, C, x0, lr: CentralizedSGD(A.n, x0, lr),
-                    lambda A, C, x0, lr, g, T: _reference.centralized_sgd(x0, lr, g, T), False),
-}
+def build_on(cls, A, C, x0, lr, R=1):
+    """``cls`` on the row-stochastic ``A`` and the column-stochastic ``C`` (whichever it mixes with)."""
+    kwargs = cls.problem_matrices(A)  # A and/or C (that of A), or n
+    if "C" in kwargs:
+        kwargs["C"] = C
+    if cls.multi_round:
+        kwargs["rounds"] = R
+    return cls(x0=x0, lr=lr, **kwargs)
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
+def twin_of(cls, A, C, x0, lr, grad, T, R=1):
+    """The models of ``cls``'s dense twin in _reference.py (registered with @twin under its name)."""
+    import inspect
+
+    twin = _reference.TWINS.get(cls.name)
+    assert twin is not None, (f"{cls.name} has no dense twin: decorate its transcription in rowstoch_fast/_reference.py "
+                              f"with @twin({cls.name!r})")
+    given = {"A": A.toarray(), "C": C.toarray(), "n": A.n, "x0": x0, "lr": lr, "grad_fn": grad, "T": T, "R": R}
+    return twin(**{k: given[k] for k in inspect.signature(twin).parameters if k in given})
+
+
+# every registered algorithm (and its multi-round form): an algorithm without a twin fails here
+CASES = [(name, R) for name in algorithm_names() for R in ((1, 3) if REGISTRY[name].multi_round else (1,))]
+
+
+@pytest.mark.parametrize("name,R", CASES)
 @pytest.mark.parametrize("self_loops", [True, False])
 @pytest.mark.parametrize("seed", [0, 1])
-def test_iterates_match_reference(name, self_loops, seed):
-    build, reference, needs_loops = CASES[name]
+def test_iterates_match_reference(name, R, self_loops, seed):
+    cls = REGISTRY[name]
     rng = np.random.default_rng(seed)
     n, d, lr, T = 12, 3, 0.01, 200
     A = random_primitive(n, 0.3, rng, self_loops=self_loops)
     C = random_column(n, rng, self_loops=self_loops)
     grad, _, _ = quadratic(n, d, rng)
     x0 = rng.standard_normal((n, d))
-    if needs_loops and not self_loops:
-        with pytest.raises(ValueError, match="no self loop"):
-            build(A, C, x0, lr)
+    try:
+        opt = build_on(cls, A, C, x0, lr, R)
+    except ValueError as exc:  # the exact diagonal tracker needs diag(A^(tR)) > 0: refused at once, said so
+        assert not self_loops and "tracker" in cls.hyper and "no self loop" in str(exc), exc
         return
-    opt = build(A, C, x0, lr)
-    xs = reference(A.toarray(), C.toarray(), x0, lr, grad, T)
+    xs = twin_of(cls, A, C, x0, lr, grad, T, R)
     for t in range(1, T + 1):
         opt.step(grad)
         assert rel(opt.x, xs[t]) < 1e-12, (name, t, rel(opt.x, xs[t]))
     assert opt.iteration == T and opt.communication_rounds == T * opt.rounds
+
+
+def test_frost_with_one_step_size_per_node_matches_reference():
+    rng = np.random.default_rng(2)
+    A = random_primitive(12, 0.3, rng)
+    grad, _, _ = quadratic(12, 3, rng)
+    x0 = rng.standard_normal((12, 3))
+    lr = 0.01 * np.linspace(0.5, 1.5, 12)
+    opt = FROST(A, x0, lr)
+    xs = _reference.frost(A.toarray(), x0, lr, grad, 200)
+    for t in range(1, 201):
+        opt.step(grad)
+        assert rel(opt.x, xs[t]) < 1e-12, t
+
+
+def test_the_reference_test_fails_for_a_wrong_update():
+    """The registry-driven test can fail: an algorithm registered with a deliberately wrong update (DSGD's with
+    the mixing and the step swapped) does not match the twin it names, and one without a twin is named."""
+    from rowstoch_fast.algorithms import _registry
+
+    class Wrong(DSGD):
+        name = "wrong-dsgd"
+
+        def _advance(self, grad_fn, cur, nxt, t):
+            g, w = self._work
+            self._gradient(grad_fn, cur["x"], g, t)
+            self._ops.mix(self.A, cur["x"], w)
+            finite = self._ops.combine(nxt["x"], [1.0, -self.lr], [w, g])  # A x - lr g, not A (x - lr g)
+            self._check_iterates(finite, t, nxt["x"])
+
+    try:
+        rng = np.random.default_rng(0)
+        A, C = random_primitive(8, 0.4, rng), random_column(8, rng)
+        grad, _, _ = quadratic(8, 2, rng)
+        x0 = rng.standard_normal((8, 2))
+        with pytest.raises(AssertionError, match="wrong-dsgd has no dense twin"):
+            twin_of(Wrong, A, C, x0, 0.01, grad, 5)
+        _reference.TWINS["wrong-dsgd"] = _reference.TWINS["dsgd"]
+        opt = build_on(Wrong, A, C, x0, 0.01)
+        xs = twin_of(Wrong, A, C, x0, 0.01, grad, 5)
+        for t in range(1, 6):
+            opt.step(grad)
+        assert rel(opt.x, xs[5]) > 1e-6
+    finally:
+        _registry.REGISTRY.pop("wrong-dsgd", None)
+        _reference.TWINS.pop("wrong-dsgd", None)
 
 
 def test_frost_form_is_frost_with_rounds():
@@ -172,10 +225,7 @@ def test_column_stochastic_matrix_and_metrics():
     assert pickle.loads(pickle.dumps(C)).stochastic == "column" and C.astype(np.float32).stochastic == "column"
 
 
-EXACT = ["pull-diag-gt", "frost", "push-pull", "push-diging", "centralized"]
-
-
-@pytest.mark.parametrize("name", EXACT)
+@pytest.mark.parametrize("name", algorithm_names(lambda cls: cls.exact))
 def test_exact_methods_converge_to_the_minimiser(name):
     rng = np.random.default_rng(11)
     A = topology.erdos_renyi(16, 0.4, seed=4)
@@ -186,7 +236,7 @@ def test_exact_methods_converge_to_the_minimiser(name):
     assert rel(opt.x, np.broadcast_to(xstar, (16, 3))) < 1e-8, name
 
 
-@pytest.mark.parametrize("name", ["pull-diag-gd", "sgp"])
+@pytest.mark.parametrize("name", algorithm_names(lambda cls: not cls.exact and cls.bias is None))
 def test_dgd_type_methods_reach_an_order_lr_neighbourhood(name):
     rng = np.random.default_rng(12)
     A = topology.erdos_renyi(16, 0.4, seed=4)
@@ -249,12 +299,22 @@ def test_the_readme_recipe_adds_an_algorithm_in_one_class():
 
     readme = (pathlib.Path(__file__).parent.parent / "README.md").read_text()
     section = readme[readme.index("## Adding an algorithm"):]
-    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    code, twin_code = re.findall(r"```python\n(.*?)```", section, re.S)[:2]
     namespace = {}
     exec(compile(code, "README.md", "exec"), namespace)
     cls = namespace["HeavyBallDSGD"]
     try:
         assert REGISTRY["heavy-ball-dsgd"] is cls
+        exec(compile(twin_code, "README.md", "exec"), {"twin": _reference.twin, "np": np})
+        assert "heavy-ball-dsgd" in algorithm_names() and "heavy-ball-dsgd" in cmp_labels()
+        rng = np.random.default_rng(5)
+        A, C = random_primitive(9, 0.3, rng), random_column(9, rng)
+        grad, _, _ = quadratic(9, 2, rng)
+        x0 = rng.standard_normal((9, 2))
+        opt, xs = build_on(cls, A, C, x0, 0.01), twin_of(cls, A, C, x0, 0.01, grad, 50)  # what the registry test runs
+        for t in range(1, 51):
+            opt.step(grad)
+            assert rel(opt.x, xs[t]) < 1e-12
         rng = np.random.default_rng(0)
         A = random_primitive(9, 0.3, rng)
         grad, _, _ = quadratic(9, 2, rng)
@@ -275,6 +335,7 @@ def test_the_readme_recipe_adds_an_algorithm_in_one_class():
         assert set(frame["algorithm"]) == {"heavy-ball-dsgd", "dsgd"}
     finally:
         REGISTRY.pop("heavy-ball-dsgd", None)
+        _reference.TWINS.pop("heavy-ball-dsgd", None)
 
 
 class _HostDeviceArray(np.ndarray):
@@ -630,7 +691,7 @@ def test_the_gpu_step_negates_the_frozen_tracker_once(monkeypatch, form, tracker
         gpu.step(lambda X: X - Gd)
     np.testing.assert_array_equal(gpu.gather_x(), cpu.x)
     assert len(negations) == (0 if form == "atc" else 2)  # the table once (for t < frozen_at), the frozen row once
-    assert gpu._tracker_row(frozen + 9, -1.0) is gpu._tracker_row(frozen, -1.0)
+    assert tracker_row(gpu, frozen + 9, -1.0) is tracker_row(gpu, frozen, -1.0)
 
 
 def test_pull_diag_gd_on_the_gpu_scales_the_frozen_row_once_per_lr(monkeypatch):

@@ -1,4 +1,4 @@
-"""What every optimizer shares: arguments, blocks, stepping, failure handling, persistence and gathering.
+"""What every optimizer shares: construction, blocks, stepping and the atomic commit, public state and gathering.
 
 An algorithm is one subclass of :class:`Optimizer` in its own module of this folder, with its update
 equations in its docstring. It names its mixing matrices (``A``: row-stochastic, ``C``:
@@ -12,66 +12,27 @@ operations (``self._ops``, see :mod:`rowstoch_fast.backends`):
 :meth:`Optimizer.step` then swaps ``cur`` and ``nxt`` in one statement, so an exception or a Ctrl-C
 anywhere in ``_advance`` leaves the previous state intact. The same code runs on every backend.
 
-Deferred checks: where a backend's kernels flag NaN/Inf on the device (CuPy), ``combine`` and
-``copy_in`` return :data:`~rowstoch_fast.backends.DEFERRED` instead of a flag that would cost a
-device-to-host sync per step. The check is then journaled (which launch, which iteration, which state),
-every later kernel of the run becomes a no-op once one has failed (so the last finite state survives), and
-:meth:`Optimizer._settle` reads the device flag every ``check_every`` steps of the backend and before any
-read of the state: it rolls the optimizer back to the last finite iterate and raises the
-:class:`DivergenceError` that a per-step check would have raised.
+The jobs around it live beside it: :mod:`._guards` (one thread at a time, hyperparameters fixed once
+built), :mod:`._deferred` (failure handling and the deferred device checks), :mod:`._persistence`
+(``state_dict`` / ``from_state_dict``), :mod:`._corrections` (the diagonal tracker's rows and push-sum weights)
+and :mod:`._registry` (the registry and every list derived from it).
 """
 
 from __future__ import annotations
 
-import functools
-import json
-import threading
-
 import numpy as np
 
 from .. import backends
-from .._checks import check_csr_arrays, check_positive_float, fmt_bytes, nodes_first, require_memory
-from ..errors import DivergenceError
+from .._checks import check_positive_float, fmt_bytes, nodes_first, require_memory
 from ..mixing import MixingMatrix
-from ..network import describe as network_describe
+from ._deferred import FailureHandling
+from ._guards import _Fixed, _StepSize, exclusive
+from ._persistence import Persistence, matrix_from_state
+from ._registry import REGISTRY
 
-__all__ = ["Optimizer", "REGISTRY", "exclusive", "matrix_from_state", "PushWeights"]
+__all__ = ["Optimizer", "REGISTRY", "exclusive", "matrix_from_state"]
 
-#: Every algorithm by its name (``"pull-diag-gt"``, ``"frost"``, ...): filled as the modules of this folder load.
-REGISTRY = {}
-
-_OWNER_LOCK = threading.Lock()
 _KIND = {"A": "row", "C": "column"}
-
-
-def exclusive(method):
-    """Let one thread at a time into an optimizer's ``method``.
-
-    An optimizer holds one state; two threads stepping it at once would
-    interleave half-steps and silently lose iterations. A call made while
-    another thread is inside ``step``/``initialize``/``state_dict`` of the same
-    optimizer raises RuntimeError instead. (Calls from the same thread nest.)
-    """
-    @functools.wraps(method)
-    def guarded(self, *args, **kwargs):
-        me = threading.get_ident()
-        with _OWNER_LOCK:
-            owner, depth = self.__dict__.get("_owner"), self.__dict__.get("_owner_depth", 0)
-            if owner is not None and owner != me:
-                raise RuntimeError(
-                    f"{type(self).__name__}.{method.__name__}() called from a second thread while another thread "
-                    "is using this optimizer; an optimizer is not thread-safe: give each thread its own "
-                    "(they may share one MixingMatrix), or serialise the calls with a lock")
-            self._owner, self._owner_depth = me, depth + 1
-        try:
-            return method(self, *args, **kwargs)
-        finally:
-            with _OWNER_LOCK:
-                self._owner_depth -= 1
-                if self._owner_depth == 0:
-                    self._owner = None
-
-    return guarded
 
 
 def _as_matrix(M, name):
@@ -99,154 +60,12 @@ def _links(M):
     return M.nnz - int(np.count_nonzero(M.csr.diagonal()))
 
 
-def _prefix(name):
-    """The key prefix of matrix ``name`` in a state dict (``A``: none; ``C``: ``"C_"``)."""
-    return "" if name == "A" else name + "_"
-
-
-def _check_network(saved, net, name):
-    """A ValueError unless ``net`` is the time-varying network a state was saved on (``saved``: its
-    :func:`~rowstoch_fast.network.describe` as JSON; a state of an older version holds its repr)."""
-    from ..network import first_difference
-
-    try:
-        described = json.loads(saved)
-    except ValueError:  # an older state: its repr is all there is to compare
-        if saved != repr(net):
-            raise ValueError(f"{name} is not the network this state was saved on ({saved}; got {net!r})") from None
-        return
-    if isinstance(net, MixingMatrix):
-        raise ValueError(f"this state was saved on a time-varying network ({described.get('type')}); {name} is a "
-                         f"static MixingMatrix")
-    found = first_difference(described, network_describe(net))
-    if found:
-        field, old, new = found
-        raise ValueError(f"{name} is not the network this state was saved on: its {field} was {old!r}, this one "
-                         f"has {new!r}")
-
-
-def matrix_from_state(state, M=None, prefix="", kind="row"):
-    """The :class:`MixingMatrix` a ``state_dict`` was saved with (keys ``prefix + "indptr"`` etc.), its CSR
-    validated first (a malformed one crashes SciPy); or ``M`` after checking that it is that matrix. Also
-    checks ``state["shape"]``."""
-    import scipy.sparse as sp
-
-    data, indptr, indices = (np.asarray(state[prefix + k]) for k in ("data", "indptr", "indices"))
-    if indptr.ndim != 1 or indptr.size < 2:
-        raise ValueError(f"state[{prefix + 'indptr'!r}] must be a 1-D array of n + 1 >= 2 entries, "
-                         f"got shape {indptr.shape}")
-    n = indptr.size - 1
-    check_csr_arrays(indptr, indices, n, n, "state (the saved matrix)", data)
-    shape = np.asarray(state["shape"])
-    if shape.ndim != 1 or shape.size not in (2, 3) or not np.issubdtype(shape.dtype, np.integer) or (shape < 1).any():
-        raise ValueError(f"state['shape'] must be (n, d) or (reps, n, d), got {shape.tolist()}")
-    if int(shape[-2]) != n:
-        raise ValueError(f"state['shape'] has {int(shape[-2])} nodes but the saved matrix has {n}")
-    csr = sp.csr_array((data, indices, indptr), shape=(n, n))
-    if M is None:
-        return MixingMatrix(csr, dtype=data.dtype, stochastic=kind)
-    if not isinstance(M, MixingMatrix) or M.n != n or (M.csr != csr).nnz:
-        raise ValueError(f"{prefix.rstrip('_') or 'A'} is not the matrix this state was saved with")
-    return M
-
-
-class _StepSize:
-    """``opt.lr``: assigned between steps (a schedule), it is checked and what the state derives from it is
-    recomputed (:meth:`Optimizer._lr_changed`)."""
-
-    def __get__(self, obj, owner=None):
-        if obj is None:
-            return self
-        try:
-            return obj.__dict__["lr"]
-        except KeyError:
-            raise AttributeError(f"{type(obj).__name__} has no lr yet") from None
-
-    def __set__(self, obj, value):
-        if obj.__dict__.get("_built"):
-            if obj.__dict__.get("_owner") is not None:  # inside step/initialize (grad_fn) or another thread's
-                raise RuntimeError("lr can change between steps only, not while a step runs (e.g. from grad_fn): "
-                                   "half of the step would use the old value")
-            obj._set_lr(value)
-        else:  # the constructor's _check_hyper
-            obj.__dict__["lr"] = value
-
-
-class _Fixed:
-    """A hyperparameter other than ``lr`` (``rounds``, ``tracker``, ...): set by the constructor, fixed once the
-    optimizer is built (its buffers and tracker depend on it). Reads give the constructor's value (what
-    ``state_dict`` saves), or the class default."""
-
-    def __init__(self, default=None):
-        self.default = default
-
-    def __set_name__(self, owner, name):
-        self.name = name
-
-    def __get__(self, obj, owner=None):
-        if obj is None:
-            return self.default
-        values = obj.__dict__
-        if self.name in values:
-            return values[self.name]
-        return values.get("_hyper", {}).get(self.name, self.default)
-
-    def __set__(self, obj, value):
-        if obj.__dict__.get("_built"):
-            raise AttributeError(f"{self.name} cannot change once {type(obj).__name__} is built (its buffers and "
-                                 f"tracker depend on it); build a new optimizer with the {self.name} you want")
-        obj.__dict__[self.name] = value
-
-
-class PushWeights:
-    """Push-sum weights ``nxt <- C^rounds cur`` (one value per node) and their reciprocals.
-
-    The weights do not depend on the data, and once a step leaves them unchanged bit for bit they are a
-    fixed point of the (deterministic) kernel: from then on they are copied instead of mixed, with the same
-    bits, and their reciprocal is computed once. Only on a static matrix: on a time-varying network a round
-    that changes nothing (every node asleep) says nothing of the next. The test reads the weights: where the
-    backend defers its checks (a GPU) it runs every ``check_every`` steps, on the steps those checks are
-    read, so that it costs no device synchronisation of its own. It is agreed on by every MPI rank.
-    """
-
-    def __init__(self, ops, C, rounds):
-        self.ops, self.C, self.rounds = ops, C, rounds
-        self.work = ops.zeros(1) if rounds > 1 else None
-        self.frozen = False
-        self._inverse = None
-        self._may_freeze = isinstance(C, MixingMatrix)
-
-    def advance(self, cur, nxt, iteration):
-        """``nxt <- C^rounds cur`` in step ``iteration`` (a copy once the weights are frozen)."""
-        if self.frozen:
-            nxt[...] = cur
-            return
-        ops = self.ops
-        ops.mix(self.C, cur, nxt, self.rounds, self.work)
-        if self._may_freeze and (iteration + 1) % ops.check_every == 0:
-            self.frozen = ops.all_true(bool((nxt == cur).all()))
-
-    def inverse(self, w):
-        """``1 / w`` as a per-node coefficient (computed once when the weights are frozen)."""
-        if not self.frozen:
-            return 1.0 / w[:, 0]
-        if self._inverse is None:
-            self._inverse = 1.0 / w[:, 0]
-        return self._inverse
-
-
 def _dtype_of(x0):
     """The value type of an algorithm without a matrix: float32 when ``x0`` is, else float64."""
     return np.dtype(np.float32) if getattr(x0, "dtype", None) == np.float32 else np.dtype(np.float64)
 
 
-def _plain(value):
-    """A saved hyperparameter as a Python scalar (or an array for a per-node one)."""
-    arr = np.asarray(value)
-    return arr.item() if arr.ndim == 0 else arr
-
-
-class Optimizer:
+class Optimizer(FailureHandling, Persistence):
     """Base class of the decentralized optimizers (see the module docstring for how to write one).
 
     Every optimizer has the same interface: ``step(grad_fn)``, ``x`` (the model
@@ -272,11 +91,23 @@ class Optimizer:
     hyper = ("lr",)
     #: ``rounds=R`` gossip steps per communication phase (MG methods; gradients then average R samples).
     multi_round = False
-    #: The gradient tracker follows the *sum* of the gradients (``pi^T y = 1^T g``), so stable step sizes
-    #: are about ``1/n`` of those of methods that follow their average (the CLI's default lr says so).
-    tracks_sum = False
-    #: The runner records ``||pi^T y - 1^T g||`` (Lemma 1) for this algorithm.
-    records_descent_deviation = False
+
+    # What the lists of algorithms are derived from (:mod:`._registry`): no list elsewhere names an algorithm.
+    #: Place in listings and in ``rowstoch compare``'s default order (lower first, then by name).
+    order = 100
+    #: With a constant step and exact gradients it converges to the minimiser of ``(1/n) sum_i f_i`` itself
+    #: (tests: to 1e-8 on a strongly convex problem); otherwise to a neighbourhood of size O(lr), or, with
+    #: :attr:`bias`, to another point.
+    exact = False
+    #: Where a method that is not :attr:`exact` goes instead of the minimiser's O(lr) neighbourhood: None, or a
+    #: phrase (DSGD over a row-stochastic matrix: ``"pi-weighted"``, the minimiser of ``sum_i pi_i f_i``).
+    bias = None
+    #: ``"mg-NAME"`` (several gossip rounds per iteration) is listed next to ``NAME`` (multi-round methods).
+    mg_listed = False
+    #: In ``rowstoch compare --preset paper`` (runs on the paper's directed graphs).
+    in_paper_preset = True
+    #: In ``rowstoch reproduce robustness`` (message loss on directed graphs).
+    in_robustness = True
 
     rounds = _Fixed(1)
     lr = _StepSize()
@@ -368,6 +199,21 @@ class Optimizer:
         w = reps * d
         values = sum(2 * (1 if name in cls.narrow else w) for name in cls.state) + cls.scratch * w
         return values * np.dtype(dtype).itemsize
+
+    @classmethod
+    def default_lr(cls, n):
+        """``rowstoch run``'s step size without ``--lr`` on ``n`` nodes: 0.05 (methods whose tracker follows the
+        *sum* of the gradients, the Pull-Diag family, override it with the paper's ``0.05 / n``: their stable
+        steps are about ``1/n`` of those of methods that follow the average)."""
+        return 0.05
+
+    def gradient_sum_tracker(self, gradient):
+        """``(y, g)``: the state block whose ``pi``-weighted sum follows the sum of the gradients
+        (``pi^T y = 1^T g``, Lemma 1) and ``gradient`` (this process's rows of the last gradients), both of every
+        node on the root (``(None, None)`` on the other MPI ranks; collective, like :meth:`gather_state`); None
+        for an algorithm without such a tracker. The runner records ``||pi^T y - 1^T g||``
+        (``descent_deviation``) from it."""
+        return None
 
     def _allocate(self, shape):
         ops = self._ops
@@ -509,67 +355,6 @@ class Optimizer:
                 f"{', '.join(f'{k}={v!r}' for k, v in self._hyper.items() if np.ndim(v) == 0)}, "
                 f"backend={self.backend!r}, iteration={self.iteration})")
 
-    # ------------------------------------------------------------------ stepping
-    def _gradient(self, grad_fn, x_buf, out, iteration):
-        """``out <- grad_fn(x_buf)`` (collective under MPI); DivergenceError on NaN/Inf."""
-        finite = self._ops.call(self._gradient_local, grad_fn, x_buf, out)
-        if self.check_finite:
-            self._verify(finite, lambda: self._gradient_error(iteration, out))
-
-    def _gradient_error(self, iteration, out):
-        """The DivergenceError of a non-finite gradient ``out`` at ``iteration`` (the state kept: the current)."""
-        return DivergenceError.gradient(iteration, self._ops.first_nonfinite(out), self.iteration)
-
-    def _iterate_error(self, t, *blocks):
-        """The DivergenceError of non-finite ``blocks`` made by step ``t``."""
-        return DivergenceError.iterate(t + 1, self._ops.first_nonfinite(*blocks), self._lr_text())
-
-    def _gradient_local(self, grad_fn, x_buf, out):
-        G = grad_fn(self._user_view(x_buf))
-        if G is None:
-            raise TypeError(f"grad_fn returned None; it must return the gradients at X, an array of shape "
-                            f"{self._shape} (the shape of x)")
-        G = self._ops.user_array(G, "the value grad_fn returns")
-        if tuple(G.shape) != self._shape:
-            raise ValueError(f"grad_fn returned shape {tuple(G.shape)}, expected {self._shape} (the shape of x)")
-        if G.dtype.kind not in "fiu":
-            raise TypeError(f"grad_fn must return a real numeric array, got dtype {G.dtype}")
-        return self._ops.copy_in(out, self._internal(G))
-
-    def _check_iterates(self, finite, t, *blocks):
-        """DivergenceError for iteration ``t + 1`` unless ``finite`` on every process."""
-        if self.check_finite:
-            self._verify(finite, lambda: self._iterate_error(t, *blocks))
-
-    def _verify(self, finite, error):
-        """Raise ``error()`` unless ``finite`` (on every process); a DEFERRED check is journaled for
-        :meth:`_settle` with the state to roll back to."""
-        if finite is backends.DEFERRED:
-            self._journal.append((self._ops.last_launch, self.iteration, self._cur, self._nxt, error))
-        elif not self._ops.all_true(finite):
-            self._settle()  # a deferred check that failed earlier comes first
-            raise error()
-
-    def _settle(self):
-        """Read the deferred checks (one device-to-host read); if one failed, go back to the state before its
-        step and raise its DivergenceError."""
-        journal = self._journal
-        if not journal:
-            return
-        self._journal = []
-        failed = self._ops.failed_launch()
-        if not failed:
-            return
-        for launch, iteration, cur, nxt, error in journal:
-            if launch == failed:
-                self._cur, self._nxt, self.iteration = cur, nxt, iteration
-                raise error()
-        raise RuntimeError(f"internal error: launch {failed} failed its NaN/Inf check but was not journaled")
-
-    def _lr_text(self):
-        lr = self._hyper.get("lr")
-        return lr if np.ndim(lr) == 0 else f"{float(np.max(lr))} (largest)"
-
     @exclusive
     def initialize(self, grad_fn):
         """Set up iteration 0 (the first gradients where the algorithm needs them); done by the first
@@ -680,35 +465,7 @@ class Optimizer:
         every = self._ops.gather_objects(mine)
         return None if every is None else [{"rank": r, **s} for r, s in enumerate(every)]
 
-    # ------------------------------------------------------------------ persistence
-    @exclusive
-    def state_dict(self):
-        """Everything needed to resume bit-identically, as NumPy arrays and scalars (on the root; None on the
-        other MPI ranks, and every rank must call it).
-
-        The dict can be written with ``np.savez`` and read back with
-        ``dict(np.load(path))``; any backend can resume it.
-        """
-        self._settle()
-        blocks = {name: self._ops.gather(self._cur[name]) for name in self.state}
-        if not self._ops.is_root:
-            return None
-        out = {"format": np.array(f"rowstoch_fast.{type(self).__name__}/1")}
-        for name, M in self._mats.items():
-            prefix = _prefix(name)
-            if not isinstance(M, MixingMatrix):  # a time-varying network is passed again to from_state_dict,
-                out[prefix + "network"] = np.array(json.dumps(network_describe(M)))  # and checked against this
-                continue
-            c = M.csr
-            out.update({prefix + "indptr": c.indptr.copy(), prefix + "indices": c.indices.copy(),
-                        prefix + "data": c.data.copy()})
-        out["shape"] = np.array(self._global_shape, dtype=np.int64)
-        out.update({k: np.array(v) for k, v in self._hyper.items()})
-        out.update({"iteration": np.array(self.iteration), "initialized": np.array(self._initialized),
-                    "check_finite": np.array(self.check_finite)})
-        out.update(blocks)
-        return out
-
+    # ------------------------------------------------------------------ construction by name
     @classmethod
     def problem_matrices(cls, A):
         """The matrices this algorithm mixes with on the network of the row-stochastic ``A``, as keywords:
@@ -732,90 +489,6 @@ class Optimizer:
         if "tracker" in cls.hyper:
             kwargs["tracker"] = tracker
         return cls(x0=x0, lr=lr, backend=backend, **kwargs, **options)
-
-    @classmethod
-    def from_state_dict(cls, state, A=None, *, C=None, lr=None, backend="auto", comm=None, partition=None):
-        """Rebuild an optimizer from :meth:`state_dict` (optionally with a new ``lr``), on any backend.
-
-        Parameters
-        ----------
-        state : mapping
-            As returned by :meth:`state_dict` (or loaded from an ``.npz``).
-        A, C : MixingMatrix, optional
-            Reuse these matrices (and their cached trackers) instead of
-            rebuilding them from the state; they must be the saved ones.
-        lr : float, optional
-            Continue with another step size.
-        backend, comm, partition
-            As in the constructor (under MPI every rank passes the same state).
-        """
-        fmt = f"rowstoch_fast.{cls.__name__}/1"
-        needed = {"format", "shape", "iteration", *cls.hyper, *cls.state}
-        given = {"A": A, "C": C}
-        for name in cls.matrices:
-            prefix = _prefix(name)
-            if prefix + "network" in state:
-                if given[name] is None:
-                    raise ValueError(f"this state was saved on a time-varying network ({state[prefix + 'network']}); "
-                                     f"pass that network again: from_state_dict(state, {name}=network)")
-                continue
-            needed |= {prefix + k for k in ("indptr", "indices", "data")}
-        missing = needed - set(state)
-        if missing:
-            raise ValueError(f"state is missing {sorted(missing)}; pass the dict returned by "
-                             f"{cls.__name__}.state_dict()")
-        if str(state["format"]) != fmt:
-            raise ValueError(f"state has format {str(state['format'])!r}, expected {fmt!r}")
-        for name in cls.matrices:
-            if _prefix(name) + "network" in state:
-                _check_network(str(state[_prefix(name) + "network"]), given[name], name)
-        mats = {name: (given[name] if _prefix(name) + "network" in state else
-                       matrix_from_state(state, given[name], _prefix(name), _KIND[name]))
-                for name in cls.matrices}
-        hyper = {k: _plain(state[k]) for k in cls.hyper}
-        if lr is not None:
-            hyper["lr"] = lr
-        shape = tuple(int(s) for s in np.asarray(state["shape"]))
-        x0 = backends.to_backend(backend, np.zeros(shape))
-        try:
-            opt = cls(x0=x0, **mats, **hyper, backend=backend, check_finite=bool(state.get("check_finite", True)),
-                      **{k: v for k, v in (("comm", comm), ("partition", partition)) if v is not None})
-        except (ValueError, TypeError) as exc:  # a saved hyperparameter out of range: say it came from the state
-            raise type(exc)(f"state: {exc} (the saved {', '.join(repr(k) for k in cls.hyper)})") from None
-        for name in cls.state:
-            arr = np.asarray(state[name])
-            buf = opt._cur[name]
-            if arr.shape != (opt.n, buf.shape[1]):
-                raise ValueError(f"state[{name!r}] has shape {arr.shape}, expected {(opt.n, buf.shape[1])}")
-            if arr.dtype.kind not in "fiu":
-                raise TypeError(f"state[{name!r}] must hold numbers, got dtype {arr.dtype}")
-            finite = np.isfinite(arr)
-            if opt.check_finite and not finite.all():  # a damaged state, not a step size (it was reported as
-                node = int(np.argwhere(~finite)[0][0])  # divergence blaming lr)
-                raise ValueError(f"state[{name!r}] holds a NaN or Inf (node {node}): the state is damaged (a state "
-                                 "saved by state_dict() with check_finite is always finite)")
-            buf[...] = opt._ops.local(arr)
-        iteration = np.asarray(state["iteration"])
-        if iteration.ndim or iteration.dtype.kind not in "iu" or int(iteration) < 0:
-            raise ValueError(f"state['iteration'] must be an integer >= 0, got {iteration.tolist()!r}")
-        opt.iteration = int(iteration)
-        opt._initialized = bool(state.get("initialized", True))
-        if lr is not None and opt._initialized:
-            opt._lr_changed()
-        return opt
-
-    def _tracker_row(self, t, coef):
-        """``coef * self._tracker.scale(t)`` (one value per node); once the tracker has frozen, computed once per
-        ``coef`` for the rest of the run (on a GPU a launch and an allocation less per step)."""
-        tracker = self._tracker
-        frozen = getattr(tracker, "frozen_at", None)
-        if frozen is None or t < frozen:
-            scaled = getattr(tracker, "scaled", None)  # the GPU's tracker multiplies its table once
-            return coef * tracker.scale(t) if scaled is None else scaled(t, coef)
-        cached = self.__dict__.get("_frozen_row")
-        if cached is None or cached[0] != coef:
-            cached = self._frozen_row = (coef, coef * tracker.scale(frozen))
-        return cached[1]
 
     def _lr_changed(self):
         """Recompute what depends on ``lr`` in the state after it changed (:meth:`from_state_dict`, or an

@@ -41,6 +41,9 @@ class DSGD(Optimizer):
     """
 
     name = "dsgd"
+    order = 30
+    bias = "pi-weighted"
+    in_robustness = False
     state = ("x",)
     scratch = 2
 

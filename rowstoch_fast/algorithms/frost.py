@@ -47,11 +47,17 @@ class FROST(PullDiagGT):
     scratch = 1
     hyper = ("lr", "tracker")
     multi_round = False
-    records_descent_deviation = False
+    order = 10
+    exact = True
+    mg_listed = False
 
     def __init__(self, A, x0, lr, tracker="exact", backend="auto", *, check_finite=True, comm=None, partition=None):
         super().__init__(A, x0, lr, 1, tracker, backend, check_finite=check_finite, comm=comm, partition=partition,
                          form="frost")
+
+    def gradient_sum_tracker(self, gradient):
+        """None: FROST's ``y`` is mixed before its correction is added, so Lemma 1's identity is not its own."""
+        return None
 
     def _check_hyper(self, lr, rounds, tracker):
         checked = super()._check_hyper(lr, rounds, tracker)

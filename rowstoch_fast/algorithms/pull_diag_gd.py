@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .._checks import check_tracker
 from ._base import Optimizer
+from ._corrections import tracker_row
 
 __all__ = ["PullDiagGD"]
 
@@ -45,7 +46,13 @@ class PullDiagGD(Optimizer):
     state = ("x",)
     scratch = 1
     hyper = ("lr", "tracker")
-    tracks_sum = True
+    order = 20
+    in_robustness = False
+
+    @classmethod
+    def default_lr(cls, n):
+        """The paper's ``0.05 / n``, as for Pull-Diag-GT (its corrected gradient is about ``n`` times larger)."""
+        return 0.05 / n
 
     def __init__(self, A, x0, lr, tracker="exact", backend="auto", *, check_finite=True, comm=None, partition=None):
         self._start(x0, {"A": A}, backend, check_finite, comm, partition, lr=lr, tracker=tracker)
@@ -63,6 +70,6 @@ class PullDiagGD(Optimizer):
         g = self._work[0]
         self._gradient(grad_fn, cur["x"], g, t)
         self._ops.mix(self.A, cur["x"], nxt["x"])
-        step = self._tracker_row(t, -self.lr)  # -lr D_t^{-1}, one value per node
+        step = tracker_row(self, t, -self.lr)  # -lr D_t^{-1}, one value per node
         finite = self._ops.combine(nxt["x"], [1.0, step], [nxt["x"], g])
         self._check_iterates(finite, t, nxt["x"])

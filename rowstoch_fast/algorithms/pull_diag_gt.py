@@ -7,6 +7,7 @@ import numpy as np
 from .._checks import MAX_ROUNDS, as_float_array, check_int, check_positive_float, check_tracker
 from ..errors import DivergenceError
 from ._base import Optimizer
+from ._corrections import tracker_row
 
 __all__ = ["PullDiagGT"]
 
@@ -105,8 +106,9 @@ class PullDiagGT(Optimizer):
     scratch = 2
     hyper = ("lr", "rounds", "tracker")
     multi_round = True
-    records_descent_deviation = True
-    tracks_sum = True
+    order = 0
+    exact = True
+    mg_listed = True
 
     def __init__(self, A, x0, lr, rounds=1, tracker="exact", backend="auto", *, check_finite=True, comm=None,
                  partition=None, form="atc"):
@@ -158,6 +160,15 @@ class PullDiagGT(Optimizer):
         """The full ``y`` on the root process (None on the other MPI ranks)."""
         return self.gather_state("y")
 
+    @classmethod
+    def default_lr(cls, n):
+        """The paper's ``0.05 / n``: ``y`` follows the sum of the gradients, not their average."""
+        return 0.05 / n
+
+    def gradient_sum_tracker(self, gradient):
+        """``(y, g)`` of every node (``pi^T y_t = 1^T g_t``, Lemma 1), on the root; collective under MPI."""
+        return self.gather_state("y", copy=False), self.gather(gradient, copy=False)
+
     def _traffic_per_iteration(self):
         w = self._reps * self._d
         if self.form == "frost":  # x and y leave in the same round
@@ -195,7 +206,7 @@ class PullDiagGT(Optimizer):
             finite = fused(A, R, lr, nxt["x"], cur["y"], nxt["g"], cur["g"], s_new, self._tracker.scale(t),
                            nxt["y"], nxt["xw"], self._psi, self._scratch)
         else:
-            ops.combine(self._psi, [1.0, s_new, self._tracker_row(t, -1.0)], [cur["y"], nxt["g"], cur["g"]],
+            ops.combine(self._psi, [1.0, s_new, tracker_row(self, t, -1.0)], [cur["y"], nxt["g"], cur["g"]],
                         check=False)
             ops.mix(A, self._psi, nxt["y"], R, self._scratch)  # y_{t+1} = A^R psi
             finite = ops.combine(nxt["xw"], [1.0, -lr], [nxt["x"], nxt["y"]])
@@ -216,7 +227,7 @@ class PullDiagGT(Optimizer):
         self._check_iterates(finite, t, nxt["x"])
         self._gradient(grad_fn, nxt["x"], nxt["g"], t + 1)
         ops.mix(A, cur["y"], nxt["y"], R, self._psi)
-        finite = ops.combine(nxt["y"], [1.0, self._tracker.scale(t + 1), self._tracker_row(t, -1.0)],
+        finite = ops.combine(nxt["y"], [1.0, self._tracker.scale(t + 1), tracker_row(self, t, -1.0)],
                              [nxt["y"], nxt["g"], cur["g"]])
         self._check_iterates(finite, t, nxt["y"])
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from .._checks import MAX_ROUNDS, check_int
-from ._base import Optimizer, PushWeights
+from ._base import Optimizer
+from ._corrections import PushWeights
 
 __all__ = ["PushDIGing"]
 
@@ -48,6 +49,8 @@ class PushDIGing(Optimizer):
     """
 
     name = "push-diging"
+    order = 50
+    exact = True
     matrices = ("C",)
     state = ("u", "v", "x", "y", "g")
     narrow = ("v",)

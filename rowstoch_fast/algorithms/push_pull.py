@@ -42,6 +42,8 @@ class PushPull(Optimizer):
     """
 
     name = "push-pull"
+    order = 40
+    exact = True
     matrices = ("A", "C")
     state = ("x", "y", "g")
     scratch = 1

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from ._base import Optimizer, PushWeights
+from ._base import Optimizer
+from ._corrections import PushWeights
 
 __all__ = ["SGP"]
 
@@ -45,6 +46,7 @@ class SGP(Optimizer):
     """
 
     name = "sgp"
+    order = 60
     matrices = ("C",)
     state = ("x", "w", "z")
     narrow = ("w",)

@@ -1,0 +1,85 @@
+"""Failure handling: the gradient taken and checked, NaN/Inf reported as :class:`DivergenceError` with the
+last finite state kept, and the deferred device checks.
+
+Where a backend's kernels flag NaN/Inf on the device (CuPy), ``combine`` and
+``copy_in`` return :data:`~rowstoch_fast.backends.DEFERRED` instead of a flag that would cost a
+device-to-host sync per step. The check is then journaled (which launch, which iteration, which state),
+every later kernel of the run becomes a no-op once one has failed (so the last finite state survives), and
+:meth:`Optimizer._settle` reads the device flag every ``check_every`` steps of the backend and before any
+read of the state: it rolls the optimizer back to the last finite iterate and raises the
+:class:`DivergenceError` that a per-step check would have raised.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import backends
+from ..errors import DivergenceError
+
+__all__ = ["FailureHandling"]
+
+
+class FailureHandling:
+    """The part of :class:`~rowstoch_fast.algorithms.Optimizer` that takes gradients and checks what a step made
+    (mixed into it; it reads ``self._ops``, ``self._cur``, ``self._nxt``, ``self._journal``, ``self.iteration``)."""
+
+    def _gradient(self, grad_fn, x_buf, out, iteration):
+        """``out <- grad_fn(x_buf)`` (collective under MPI); DivergenceError on NaN/Inf."""
+        finite = self._ops.call(self._gradient_local, grad_fn, x_buf, out)
+        if self.check_finite:
+            self._verify(finite, lambda: self._gradient_error(iteration, out))
+
+    def _gradient_error(self, iteration, out):
+        """The DivergenceError of a non-finite gradient ``out`` at ``iteration`` (the state kept: the current)."""
+        return DivergenceError.gradient(iteration, self._ops.first_nonfinite(out), self.iteration)
+
+    def _iterate_error(self, t, *blocks):
+        """The DivergenceError of non-finite ``blocks`` made by step ``t``."""
+        return DivergenceError.iterate(t + 1, self._ops.first_nonfinite(*blocks), self._lr_text())
+
+    def _gradient_local(self, grad_fn, x_buf, out):
+        G = grad_fn(self._user_view(x_buf))
+        if G is None:
+            raise TypeError(f"grad_fn returned None; it must return the gradients at X, an array of shape "
+                            f"{self._shape} (the shape of x)")
+        G = self._ops.user_array(G, "the value grad_fn returns")
+        if tuple(G.shape) != self._shape:
+            raise ValueError(f"grad_fn returned shape {tuple(G.shape)}, expected {self._shape} (the shape of x)")
+        if G.dtype.kind not in "fiu":
+            raise TypeError(f"grad_fn must return a real numeric array, got dtype {G.dtype}")
+        return self._ops.copy_in(out, self._internal(G))
+
+    def _check_iterates(self, finite, t, *blocks):
+        """DivergenceError for iteration ``t + 1`` unless ``finite`` on every process."""
+        if self.check_finite:
+            self._verify(finite, lambda: self._iterate_error(t, *blocks))
+
+    def _verify(self, finite, error):
+        """Raise ``error()`` unless ``finite`` (on every process); a DEFERRED check is journaled for
+        :meth:`_settle` with the state to roll back to."""
+        if finite is backends.DEFERRED:
+            self._journal.append((self._ops.last_launch, self.iteration, self._cur, self._nxt, error))
+        elif not self._ops.all_true(finite):
+            self._settle()  # a deferred check that failed earlier comes first
+            raise error()
+
+    def _settle(self):
+        """Read the deferred checks (one device-to-host read); if one failed, go back to the state before its
+        step and raise its DivergenceError."""
+        journal = self._journal
+        if not journal:
+            return
+        self._journal = []
+        failed = self._ops.failed_launch()
+        if not failed:
+            return
+        for launch, iteration, cur, nxt, error in journal:
+            if launch == failed:
+                self._cur, self._nxt, self.iteration = cur, nxt, iteration
+                raise error()
+        raise RuntimeError(f"internal error: launch {failed} failed its NaN/Inf check but was not journaled")
+
+    def _lr_text(self):
+        lr = self._hyper.get("lr")
+        return lr if np.ndim(lr) == 0 else f"{float(np.max(lr))} (largest)"

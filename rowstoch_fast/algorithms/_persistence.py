@@ -1,0 +1,178 @@
+"""Persistence: ``state_dict`` (everything needed to resume bit-identically, as NumPy arrays) and
+``from_state_dict`` (any backend), with the saved matrix or time-varying network checked against the one given."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from .. import backends
+from .._checks import check_csr_arrays
+from ..mixing import MixingMatrix
+from ..network import describe as network_describe
+from ._guards import exclusive
+
+__all__ = ["Persistence", "matrix_from_state"]
+
+_KIND = {"A": "row", "C": "column"}
+
+
+def _prefix(name):
+    """The key prefix of matrix ``name`` in a state dict (``A``: none; ``C``: ``"C_"``)."""
+    return "" if name == "A" else name + "_"
+
+
+def _check_network(saved, net, name):
+    """A ValueError unless ``net`` is the time-varying network a state was saved on (``saved``: its
+    :func:`~rowstoch_fast.network.describe` as JSON; a state of an older version holds its repr)."""
+    from ..network import first_difference
+
+    try:
+        described = json.loads(saved)
+    except ValueError:  # an older state: its repr is all there is to compare
+        if saved != repr(net):
+            raise ValueError(f"{name} is not the network this state was saved on ({saved}; got {net!r})") from None
+        return
+    if isinstance(net, MixingMatrix):
+        raise ValueError(f"this state was saved on a time-varying network ({described.get('type')}); {name} is a "
+                         f"static MixingMatrix")
+    found = first_difference(described, network_describe(net))
+    if found:
+        field, old, new = found
+        raise ValueError(f"{name} is not the network this state was saved on: its {field} was {old!r}, this one "
+                         f"has {new!r}")
+
+
+def matrix_from_state(state, M=None, prefix="", kind="row"):
+    """The :class:`MixingMatrix` a ``state_dict`` was saved with (keys ``prefix + "indptr"`` etc.), its CSR
+    validated first (a malformed one crashes SciPy); or ``M`` after checking that it is that matrix. Also
+    checks ``state["shape"]``."""
+    import scipy.sparse as sp
+
+    data, indptr, indices = (np.asarray(state[prefix + k]) for k in ("data", "indptr", "indices"))
+    if indptr.ndim != 1 or indptr.size < 2:
+        raise ValueError(f"state[{prefix + 'indptr'!r}] must be a 1-D array of n + 1 >= 2 entries, "
+                         f"got shape {indptr.shape}")
+    n = indptr.size - 1
+    check_csr_arrays(indptr, indices, n, n, "state (the saved matrix)", data)
+    shape = np.asarray(state["shape"])
+    if shape.ndim != 1 or shape.size not in (2, 3) or not np.issubdtype(shape.dtype, np.integer) or (shape < 1).any():
+        raise ValueError(f"state['shape'] must be (n, d) or (reps, n, d), got {shape.tolist()}")
+    if int(shape[-2]) != n:
+        raise ValueError(f"state['shape'] has {int(shape[-2])} nodes but the saved matrix has {n}")
+    csr = sp.csr_array((data, indices, indptr), shape=(n, n))
+    if M is None:
+        return MixingMatrix(csr, dtype=data.dtype, stochastic=kind)
+    if not isinstance(M, MixingMatrix) or M.n != n or (M.csr != csr).nnz:
+        raise ValueError(f"{prefix.rstrip('_') or 'A'} is not the matrix this state was saved with")
+    return M
+
+
+def _plain(value):
+    """A saved hyperparameter as a Python scalar (or an array for a per-node one)."""
+    arr = np.asarray(value)
+    return arr.item() if arr.ndim == 0 else arr
+
+
+class Persistence:
+    """The part of :class:`~rowstoch_fast.algorithms.Optimizer` that saves and restores it (mixed into it)."""
+
+    @exclusive
+    def state_dict(self):
+        """Everything needed to resume bit-identically, as NumPy arrays and scalars (on the root; None on the
+        other MPI ranks, and every rank must call it).
+
+        The dict can be written with ``np.savez`` and read back with
+        ``dict(np.load(path))``; any backend can resume it.
+        """
+        self._settle()
+        blocks = {name: self._ops.gather(self._cur[name]) for name in self.state}
+        if not self._ops.is_root:
+            return None
+        out = {"format": np.array(f"rowstoch_fast.{type(self).__name__}/1")}
+        for name, M in self._mats.items():
+            prefix = _prefix(name)
+            if not isinstance(M, MixingMatrix):  # a time-varying network is passed again to from_state_dict,
+                out[prefix + "network"] = np.array(json.dumps(network_describe(M)))  # and checked against this
+                continue
+            c = M.csr
+            out.update({prefix + "indptr": c.indptr.copy(), prefix + "indices": c.indices.copy(),
+                        prefix + "data": c.data.copy()})
+        out["shape"] = np.array(self._global_shape, dtype=np.int64)
+        out.update({k: np.array(v) for k, v in self._hyper.items()})
+        out.update({"iteration": np.array(self.iteration), "initialized": np.array(self._initialized),
+                    "check_finite": np.array(self.check_finite)})
+        out.update(blocks)
+        return out
+
+    @classmethod
+    def from_state_dict(cls, state, A=None, *, C=None, lr=None, backend="auto", comm=None, partition=None):
+        """Rebuild an optimizer from :meth:`state_dict` (optionally with a new ``lr``), on any backend.
+
+        Parameters
+        ----------
+        state : mapping
+            As returned by :meth:`state_dict` (or loaded from an ``.npz``).
+        A, C : MixingMatrix, optional
+            Reuse these matrices (and their cached trackers) instead of
+            rebuilding them from the state; they must be the saved ones.
+        lr : float, optional
+            Continue with another step size.
+        backend, comm, partition
+            As in the constructor (under MPI every rank passes the same state).
+        """
+        fmt = f"rowstoch_fast.{cls.__name__}/1"
+        needed = {"format", "shape", "iteration", *cls.hyper, *cls.state}
+        given = {"A": A, "C": C}
+        for name in cls.matrices:
+            prefix = _prefix(name)
+            if prefix + "network" in state:
+                if given[name] is None:
+                    raise ValueError(f"this state was saved on a time-varying network ({state[prefix + 'network']}); "
+                                     f"pass that network again: from_state_dict(state, {name}=network)")
+                continue
+            needed |= {prefix + k for k in ("indptr", "indices", "data")}
+        missing = needed - set(state)
+        if missing:
+            raise ValueError(f"state is missing {sorted(missing)}; pass the dict returned by "
+                             f"{cls.__name__}.state_dict()")
+        if str(state["format"]) != fmt:
+            raise ValueError(f"state has format {str(state['format'])!r}, expected {fmt!r}")
+        for name in cls.matrices:
+            if _prefix(name) + "network" in state:
+                _check_network(str(state[_prefix(name) + "network"]), given[name], name)
+        mats = {name: (given[name] if _prefix(name) + "network" in state else
+                       matrix_from_state(state, given[name], _prefix(name), _KIND[name]))
+                for name in cls.matrices}
+        hyper = {k: _plain(state[k]) for k in cls.hyper}
+        if lr is not None:
+            hyper["lr"] = lr
+        shape = tuple(int(s) for s in np.asarray(state["shape"]))
+        x0 = backends.to_backend(backend, np.zeros(shape))
+        try:
+            opt = cls(x0=x0, **mats, **hyper, backend=backend, check_finite=bool(state.get("check_finite", True)),
+                      **{k: v for k, v in (("comm", comm), ("partition", partition)) if v is not None})
+        except (ValueError, TypeError) as exc:  # a saved hyperparameter out of range: say it came from the state
+            raise type(exc)(f"state: {exc} (the saved {', '.join(repr(k) for k in cls.hyper)})") from None
+        for name in cls.state:
+            arr = np.asarray(state[name])
+            buf = opt._cur[name]
+            if arr.shape != (opt.n, buf.shape[1]):
+                raise ValueError(f"state[{name!r}] has shape {arr.shape}, expected {(opt.n, buf.shape[1])}")
+            if arr.dtype.kind not in "fiu":
+                raise TypeError(f"state[{name!r}] must hold numbers, got dtype {arr.dtype}")
+            finite = np.isfinite(arr)
+            if opt.check_finite and not finite.all():  # a damaged state, not a step size (it was reported as
+                node = int(np.argwhere(~finite)[0][0])  # divergence blaming lr)
+                raise ValueError(f"state[{name!r}] holds a NaN or Inf (node {node}): the state is damaged (a state "
+                                 "saved by state_dict() with check_finite is always finite)")
+            buf[...] = opt._ops.local(arr)
+        iteration = np.asarray(state["iteration"])
+        if iteration.ndim or iteration.dtype.kind not in "iu" or int(iteration) < 0:
+            raise ValueError(f"state['iteration'] must be an integer >= 0, got {iteration.tolist()!r}")
+        opt.iteration = int(iteration)
+        opt._initialized = bool(state.get("initialized", True))
+        if lr is not None and opt._initialized:
+            opt._lr_changed()
+        return opt
