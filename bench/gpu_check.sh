@@ -6,24 +6,21 @@
 # (default 540), so a failing or slow stage leaves the others' results:
 #   kernels  bench/gpu_kernels.py (sections: SECTIONS, default all but the probe of the mixing kernels):
 #            bit-identity of the mixing kernels, mixing bandwidth at n = 2^20 and 2^22, per-iteration
-#            overhead at n <= 2^16, the logistic oracle against every CPU core; then bench/gpu_targets.py:
-#            issue 14's targets met or missed;
+#            overhead at n <= 2^16, the logistic oracle against every CPU core;
 #   tests    the test files with CuPy and CUDA cases (pytest-xdist);
 #   e2e      bench/gpu_e2e.py: rowstoch run --backend cupy vs cpu, set-up and run time, cold and warm cache;
 #   rest     the rest of the suite;
 #   scaling  the GPU half of bench/scaling.py (the design card's figure);
 #   torch    bench/torch_replicas.py with 64 replicas of a small CNN on the GPU (issue 15);
 #   resnet   examples/cifar10_resnet.py: 16 ResNet-18 replicas on random CIFAR-shaped images (issue 15's job);
-#   ncu      Nsight Compute's DRAM and L2 byte counts of the mixing kernels at n = 2^20 ("entry", "row", "circ"
-#            without and with its cache hints, "circt") and 2^22 ("circ" without and with, "circt";
-#            bench/gpu_kernels.py --sections probe; the predictions in bench/RESULTS.md 9f);
-#   ncu_oracle  Nsight Compute's durations of the logistic kernel at n = 512 (8 warps per row, then 1) and
-#            2^15 (20 calls each, medians; bench/gpu_kernels.py --sections probe-oracle), against the calls' times.
+#   ncu      Nsight Compute's DRAM and L2 byte counts of the mixing kernels at n = 2^20 (the "entry" and "row"
+#            kernels, bench/gpu_kernels.py --sections probe);
+#   ncu_oracle  Nsight Compute's durations of the logistic kernel at n = 512 and 2^15 (20 calls each, medians;
+#            bench/gpu_kernels.py --sections probe-oracle), against the calls' times.
 # Everything lands in $OUT (default /tmp/rowstoch_gpu), in at most 8 files (the device tool's limit).
 #
 #   bash bench/gpu_check.sh                                  # from the repository root
 #   STAGES=kernels,torch,ncu,tests DEADLINE=500 bash bench/gpu_check.sh
-#   SECTIONS=bits,mix,overhead,oracle,probe-host STAGES=kernels,tests,ncu,ncu_oracle DEADLINE=540 bash bench/gpu_check.sh
 set -o pipefail
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/rowstoch_gpu}
@@ -46,8 +43,6 @@ TESTFILES="tests/test_backends.py tests/test_algorithms.py tests/test_objectives
 stage_kernels() {
     limit 240 "$PY" bench/gpu_kernels.py --sections "${SECTIONS:-bits,mix,overhead,oracle,probe-oracle,probe-host}" \
         --out "$OUT" 2>&1 | tee "$OUT/gpu_kernels.out"
-    # issue 14's targets, met or missed (bench/gpu_targets.py), at the end of the same file
-    "$PY" bench/gpu_targets.py "$OUT/gpu_kernels.json" 2>&1 | tee -a "$OUT/gpu_kernels.out"
 }
 stage_tests() {
     # shellcheck disable=SC2086
@@ -111,8 +106,7 @@ stage_ncu_oracle() {
 }
 
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.mem --format=csv 2>&1 | tee "$OUT/gpu.txt"
-"$PY" -c "import cupy; from cupy_backends.cuda.libs import nvrtc
-print('cupy', cupy.__version__, cupy.cuda.runtime.getDeviceProperties(0)['name'], 'NVRTC', nvrtc.getVersion())" \
+"$PY" -c "import cupy; print('cupy', cupy.__version__, cupy.cuda.runtime.getDeviceProperties(0)['name'])" \
     2>&1 | tee -a "$OUT/gpu.txt"
 stamp build
 { echo "CXX=$CXX CC=$CC LDFLAGS=$LDFLAGS"; ${CXX:-c++} --version | head -1; file "$(command -v "${CXX:-c++}")";

@@ -6,38 +6,27 @@ Usage (on a machine with an NVIDIA GPU and CuPy; ``bench/gpu_check.sh`` runs it)
 
 Sections (each prints a markdown table; everything lands in ``DIR/gpu_kernels.json``):
 
-* ``bits``: the mixing kernels (``entry``, ``entry1``, ``entry-u1``, ``row``, ``circ``, ``circ1``, ``circt``, and
-  the rounds in one launch, ``persistent`` (the default's) and ``persistent-circt`` (a tile per block)) give the
-  same iterates, bit for bit, as each other and as the CPU kernels (float64; float32 within 1e-5);
+* ``bits``: the mixing kernels (``entry``, ``entry1``, ``entry-u1``, ``row``, ``circ``) give the same iterates,
+  bit for bit, as each other and as the CPU kernels (float64; float32 within 1e-5);
 * ``mix``: one MG-Pull-Diag-GT iteration (eq. 14 without the gradient, exponential graph, d = 10, R = 10) at
   n = 2^20 and 2^22 with each mixing kernel, against the cupyx ``csr_matrix @ X`` composition of the same
   equations and against the device's copy bandwidth (compulsory traffic as in ``bench/scaling.py``, the
   CSR included, also for ``row`` and ``circ``, which read one weight per row or none and no indices: their
-  GB/s are those of the same work), and the R gossip rounds alone; ``circ`` also without its cache hints
-  (``-nohints``) and with the y phase unfused (``-unfused``);
+  GB/s are those of the same work), and the R gossip rounds alone;
 * ``overhead``: the same iteration at n = 2^10 .. 2^16, where launches and synchronisation dominate: the
-  default (graphs of the R rounds, NaN/Inf flag read every 32 steps), the x phase's R rounds in one
-  cooperative launch and (up to 2^16 entries) the whole y phase in another (``persistent``,
-  ``ROUNDS = "persistent"``; ``persistent-fused``: the y phase in one launch up to 2^20 entries;
-  ``persistent-circt``: the rounds of mix_power a tile per block, ``circt``'s), without
-  graphs, and with a read of the flag after every step (the 2026-11 behaviour), next to the CPU kernels;
-  then what one more round costs, a graph's node against a grid barrier (2 and 20 rounds of ``mix``);
+  default (graphs of the R rounds, NaN/Inf flag read every 32 steps), without graphs, and with a read of
+  the flag after every step (the 2026-11 behaviour), next to the CPU kernels;
 * ``oracle``: the logistic oracle (Appendix E.2: 400 samples per node, batch 200, d = 10) at n = 512 and
   2^15 on the GPU against the CPU kernels on every core of this host, and a whole Pull-Diag-GT step at
-  n = 512 (with a lambda, and with an Oracle: then one CUDA graph); the logistic kernel also at one warp per
-  row (``LOGISTIC_WARPS = 1``, sections 9b-9d's kernel);
+  n = 512;
 * ``probe`` (not in the default list; for a profiler): three rounds of ``A X`` at n = 2^20, d = 10 with the
-  ``entry``, the ``row`` and the ``circ`` kernel (without its cache hints, ``L2_HINTS = "off"``, then with
-  them) and ``circt``, and at n = 2^22 with ``circ`` without and with and ``circt``, printing the compulsory
-  bytes of one round, so that
+  ``entry``, the ``row`` and the ``circ`` kernel, printing the compulsory bytes of one round, so that
   ``ncu --kernel-name regex:csr_mix`` (``bench/gpu_check.sh``, stage ``ncu``) can set the DRAM and L2 bytes it
   counts against them;
 * ``probe-oracle`` (likewise, for ``ncu --kernel-name regex:logistic_grad``): gradient calls at n = 512 and
-  2^15, and where a call's time goes (waited for, the host's part, back to back between CUDA events), at
-  n = 512 also with one warp per row;
-* ``probe-host``: the host's part of a gradient call and of a Pull-Diag-GT step at n = 512 (with a lambda,
-  and with an Oracle: the whole step one CUDA graph), split into the kernel launches and the rest, a profile
-  of the step's Python, and what a few CuPy calls cost alone.
+  2^15, and where a call's time goes (waited for, the host's part, back to back between CUDA events);
+* ``probe-host``: the host's part of a gradient call and of a Pull-Diag-GT step at n = 512, split into the
+  kernel launches and the rest, a profile of the step's Python, and what a few CuPy calls cost alone.
 
 GPU times are taken over several steps between two synchronisations (a run does not synchronise per
 step); contenders are interleaved (``_harness.interleaved``) and medians are reported.
@@ -61,7 +50,7 @@ from rowstoch_fast import PullDiagGT, _core, topology  # noqa: E402
 from rowstoch_fast.objectives import NonconvexLogistic  # noqa: E402
 from rowstoch_fast.backends import cupy as gpu  # noqa: E402
 
-KINDS = ("entry", "entry1", "entry-u1", "row", "circ", "circ1", "circt")
+KINDS = ("entry", "entry1", "entry-u1", "row", "circ")
 
 
 def _steps(cp, opt, G, k, kind=None, sync=True):
@@ -76,66 +65,6 @@ def _steps(cp, opt, G, k, kind=None, sync=True):
     return run
 
 
-def _waited_and_in_a_row(cp, one):
-    """Two contenders of ``one()`` (a call or a step): waited for (a synchronisation after it), and
-    ``PIPELINED`` in a row with one synchronisation (as a run goes)."""
-    def waited():
-        one()
-        cp.cuda.Device().synchronize()
-
-    def in_a_row():
-        for _ in range(PIPELINED):
-            one()
-        cp.cuda.Device().synchronize()
-    return waited, in_a_row
-
-
-def _setting(name, value, run, default="auto"):
-    """``run`` with ``backends.cupy.<name>`` set to ``value``, back to ``default`` after it (a contender timed
-    against the default in the same run)."""
-    def timed():
-        setattr(gpu, name, value)
-        try:
-            run()
-        finally:
-            setattr(gpu, name, default)
-    return timed
-
-
-def _persistent(run):
-    """``run`` with the R rounds of a phase in one cooperative launch (``ROUNDS = "persistent"``)."""
-    return _setting("ROUNDS", "persistent", run, default="graph")
-
-
-def _one_warp(run):
-    """``run`` with the logistic kernel at one warp per row (``LOGISTIC_WARPS = 1``: the kernel of sections
-    9b-9d)."""
-    return _setting("LOGISTIC_WARPS", 1, run)
-
-
-def _hints_off(run):
-    """``run`` with the circulant kernel's cache hints off (``L2_HINTS = "off"``: the kernel of sections 9c-9e)."""
-    return _setting("L2_HINTS", "off", run)
-
-
-def _if_it_runs(contenders, name, run):
-    """``contenders[name] = run`` if one call of ``run`` goes through; else the error is printed and the contender
-    left out (one that a device refuses, a cooperative launch say, leaves the section's other numbers)."""
-    try:
-        run()
-    except Exception as exc:  # noqa: BLE001 - report and go on
-        print(f"({name} left out: {type(exc).__name__}: {exc})", flush=True)
-        return
-    contenders[name] = run
-
-
-def _unfused(opt):
-    """``opt`` with its backend's fused y phase turned off (the generic combine, rounds, combine: the path of
-    sections 9-9c), to time the fusion against it in the same run."""
-    opt._ops.gt_y_phase = None  # (PullDiagGT asks getattr(ops, "gt_y_phase", None))
-    return opt
-
-
 def _problem(cp, log2n, d, seed):
     """The exponential graph on 2^log2n nodes, n, a generator and a constant device gradient."""
     A = topology.exponential(2**log2n)
@@ -144,8 +73,6 @@ def _problem(cp, log2n, d, seed):
 
 
 def section_bits(cp, out):
-    """Pull-Diag-GT on the device with each mixing kernel against the CPU: R = 4 (the y phase's last round
-    does the descent) and R = 1 (on these small blocks the whole y phase is one launch)."""
     rows = []
     for dtype, tol in ((np.float64, 0.0), (np.float32, 1e-5)):
         for n, d, reps in ((2**12 + 3, 10, 1), (2**12, 3, 2), (2**10, 20, 1)):
@@ -153,37 +80,28 @@ def section_bits(cp, out):
             rng = np.random.default_rng(n + d)
             x0 = rng.standard_normal((reps, n, d) if reps > 1 else (n, d))
             G = rng.standard_normal(x0.shape)
+            cpu = PullDiagGT(A, x0.astype(dtype), lr=1e-3, rounds=4)
+            for _ in range(6):
+                cpu.step(lambda X: X - G.astype(dtype))
+            want = cpu.gather_x()
             Gd = cp.asarray(G.astype(dtype))
-            for rounds in (4, 1):
-                cpu = PullDiagGT(A, x0.astype(dtype), lr=1e-3, rounds=rounds)
+            for kind in KINDS:
+                gpu.MIX_KERNEL = kind
+                dev = PullDiagGT(A, cp.asarray(x0.astype(dtype)), lr=1e-3, rounds=4)
                 for _ in range(6):
-                    cpu.step(lambda X: X - G.astype(dtype))
-                want = cpu.gather_x()
-                # (persistent: the R rounds in one launch, the default kernel's and circt's tiles)
-                for kind in (*KINDS, "persistent", "persistent-circt"):
-                    gpu.MIX_KERNEL = {"persistent": "auto", "persistent-circt": "circt"}.get(kind, kind)
-                    dev = PullDiagGT(A, cp.asarray(x0.astype(dtype)), lr=1e-3, rounds=rounds)
-
-                    def steps(dev=dev):
-                        for _ in range(6):
-                            dev.step(lambda X: X - Gd)
-                    try:
-                        (_persistent(steps) if kind.startswith("persistent") else steps)()
-                        got = dev.gather_x()
-                    except Exception as exc:  # noqa: BLE001 - a kernel the device refuses: its row says so
-                        print(f"({kind}: {type(exc).__name__}: {exc})", flush=True)
-                        got = np.full_like(want, np.nan)
-                    err = float(np.max(np.abs(got - want)) / max(1e-300, float(np.max(np.abs(want)))))
-                    same = bool(np.array_equal(got, want))
-                    ok = same if tol == 0.0 else err <= tol
-                    rows.append({"dtype": np.dtype(dtype).name, "n": n, "d": d, "reps": reps, "rounds": rounds,
-                                 "kernel": kind, "bit_identical": same, "max_rel_err": err, "ok": ok})
+                    dev.step(lambda X: X - Gd)
+                got = dev.gather_x()
+                err = float(np.max(np.abs(got - want)) / max(1e-300, float(np.max(np.abs(want)))))
+                same = bool(np.array_equal(got, want))
+                ok = same if tol == 0.0 else err <= tol
+                rows.append({"dtype": np.dtype(dtype).name, "n": n, "d": d, "reps": reps, "kernel": kind,
+                             "bit_identical": same, "max_rel_err": err, "ok": ok})
     gpu.MIX_KERNEL = "auto"
-    print("| dtype | n | d x reps | R | kernel | bit-identical to the CPU | max rel. error | ok |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| dtype | n | d x reps | kernel | bit-identical to the CPU | max rel. error | ok |")
+    print("|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['dtype']} | {r['n']} | {r['d']} x {r['reps']} | {r['rounds']} | {r['kernel']} | "
-              f"{r['bit_identical']} | {r['max_rel_err']:.1e} | {'yes' if r['ok'] else '**NO**'} |")
+        print(f"| {r['dtype']} | {r['n']} | {r['d']} x {r['reps']} | {r['kernel']} | {r['bit_identical']} | "
+              f"{r['max_rel_err']:.1e} | {'yes' if r['ok'] else '**NO**'} |")
     out["bits"] = rows
 
 
@@ -211,16 +129,6 @@ def section_mix(cp, out, sizes, copy_bw, d=10, R=10):
                     ops.mix(A, src, dst, R, work)
                 cp.cuda.Device().synchronize()
             contenders[f"rounds-only-{kind}"] = mix_only
-            if kind == "circ":  # the default kernel, the y phase as before section 9d, the cache hints off
-                plain = _unfused(PullDiagGT(A, cp.asarray(rng.standard_normal((n, d))), lr=1e-3, rounds=R,
-                                            tracker="perron"))
-                plain.step(lambda X: G)
-                contenders["step-circ-unfused"] = _steps(cp, plain, G, k, kind)
-                unhinted = PullDiagGT(A, cp.asarray(rng.standard_normal((n, d))), lr=1e-3, rounds=R,
-                                      tracker="perron")
-                _hints_off(lambda: unhinted.step(lambda X: G))()
-                contenders["step-circ-nohints"] = _hints_off(_steps(cp, unhinted, G, k, kind))
-                contenders["rounds-only-circ-nohints"] = _hints_off(mix_only)
         S = csp.csr_matrix(A.csr)
         s = cp.asarray(1.0 / A.metrics().pi)
         x, y = cp.asarray(rng.standard_normal((n, d))), cp.asarray(rng.standard_normal((n, d)))
@@ -257,30 +165,17 @@ def section_overhead(cp, out, sizes, d=10, R=10):
         A, n, rng, G = _problem(cp, log2n, d, seed=1)
         k = 50
         contenders = {}
-        for name, graphs, every in (("default", True, 32), ("unfused", True, 32), ("circ1", True, 32),
-                                    ("circt", True, 32), ("persistent", True, 32), ("persistent-fused", True, 32),
-                                    ("persistent-circt", True, 32), ("no-graphs", False, 32),
-                                    ("sync-every-step", False, 1)):
+        for name, graphs, every in (("default", True, 32), ("no-graphs", False, 32), ("sync-every-step", False, 1)):
             opt = PullDiagGT(A, cp.asarray(rng.standard_normal((n, d))), lr=1e-3, rounds=R, tracker="perron")
             opt._ops.use_graphs, opt._ops.check_every = graphs, every
-            if name == "persistent-fused":  # (the y phase in one launch also above 2^16 entries: 2^14 at d = 10)
-                opt._ops.fused_phase_max = 2**20
-            if name == "unfused":  # the y phase as before section 9d (combine, graph of the rounds, combine)
-                _unfused(opt)
 
-            kind = {"circ1": "circ1", "circt": "circt", "persistent-circt": "circt"}.get(name, "auto")
-
-            def run(opt=opt, every=every, kind=kind):
-                gpu.MIX_KERNEL = kind  # (circ1: one value per thread, twice the threads; circt: tiles)
+            def run(opt=opt, every=every):
                 for _ in range(k):
                     opt.step(lambda X: G)
                     if every == 1:
                         opt.x  # noqa: B018 - what a per-step check costs: a read of the flag
                 cp.cuda.Device().synchronize()
-            if name.startswith("persistent"):  # (each phase's R rounds in one cooperative launch)
-                _if_it_runs(contenders, name, _persistent(run))
-            else:
-                contenders[name] = run
+            contenders[name] = run
         Gh = rng.standard_normal((n, d))
         cpu = PullDiagGT(A, rng.standard_normal((n, d)), lr=1e-3, rounds=R, tracker="perron")
 
@@ -289,44 +184,11 @@ def section_overhead(cp, out, sizes, d=10, R=10):
                 cpu.step(lambda X: Gh)
         contenders["cpu"] = cpu_run
         med, _ = interleaved(contenders, rounds=3, min_time=0.05, min_calls=2)
-        for name in ("default", "unfused", "circ1", "circt", "persistent", "persistent-fused", "persistent-circt",
-                     "no-graphs", "sync-every-step", "cpu"):
-            if name not in med:
-                continue
+        for name in ("default", "no-graphs", "sync-every-step", "cpu"):
             t = med[name] / k
             rows.append({"n": n, "contender": name, "seconds": t})
             print(f"| 2^{log2n} | {name} | {t * 1e3:.4f} |", flush=True)
-    gpu.MIX_KERNEL = "auto"
     out["overhead"] = rows
-    out["round_cost"] = _round_cost(cp, sizes, d)
-
-
-def _round_cost(cp, sizes, d, k=50, few=2, many=20):
-    """What one more gossip round costs (the backend's ``mix`` of ``few`` and of ``many`` rounds, the
-    difference over ``many - few``): a graph node per round against a grid barrier per round
-    (``ROUNDS = "persistent"``), the rest of a launch cancelling out."""
-    print(f"\n| n | rounds | us per round (R = {few} -> {many}) |")
-    print("|---|---|---|")
-    rows = []
-    for log2n in sizes:
-        A, n, rng, _ = _problem(cp, log2n, d, seed=2)
-        ops = PullDiagGT(A, cp.asarray(rng.standard_normal((n, d))), lr=1e-3, rounds=1, tracker="perron")._ops
-        src, dst, work = cp.asarray(rng.standard_normal((n, d))), cp.empty((n, d)), cp.empty((n, d))
-        contenders = {}
-        for mode in ("graph", "persistent"):
-            for R in (few, many):
-                def run(R=R):
-                    for _ in range(k):
-                        ops.mix(A, src, dst, R, work)
-                    cp.cuda.Device().synchronize()
-                _if_it_runs(contenders, f"{mode}-{R}", _persistent(run) if mode == "persistent" else run)
-        med, _ = interleaved(contenders, rounds=3, min_time=0.05, min_calls=2)
-        for mode in ("graph", "persistent"):
-            if f"{mode}-{few}" in med and f"{mode}-{many}" in med:
-                t = (med[f"{mode}-{many}"] - med[f"{mode}-{few}"]) / k / (many - few)
-                rows.append({"n": n, "rounds": mode, "seconds_per_round": t})
-                print(f"| 2^{log2n} | {mode} | {t * 1e6:.2f} |", flush=True)
-    return rows
 
 
 PIPELINED = 20  # calls or steps between two synchronisations in the oracle's "back to back" rows
@@ -348,100 +210,85 @@ def section_oracle(cp, out, sizes, M=400, B=200, d=10):
         it = [0]
         want = f.stochastic_gradient(X, 5, seed=1)
         got = f.stochastic_gradient(Xd, 5, seed=1).get()
-        one_warp = []
-        _one_warp(lambda: one_warp.append(f.stochastic_gradient(Xd, 5, seed=1).get()))()
-        same = bool(np.array_equal(got, want) and np.array_equal(one_warp[0], want))
+        same = bool(np.array_equal(got, want))
 
-        def gradient(Z):  # the next iteration's gradients
+        def on_gpu():
             it[0] += 1
-            return f.stochastic_gradient(Z, it[0], seed=1)
-        on_gpu, on_gpu_pipelined = _waited_and_in_a_row(cp, lambda: gradient(Xd))
-        contenders = {"gpu": on_gpu, "gpu-pipelined": on_gpu_pipelined, "cpu": lambda: gradient(X),
-                      "gpu-1warp": _one_warp(on_gpu), "gpu-pipelined-1warp": _one_warp(on_gpu_pipelined)}
+            f.stochastic_gradient(Xd, it[0], seed=1)
+            cp.cuda.Device().synchronize()
+
+        def on_gpu_pipelined():  # as in a run: no synchronisation per call
+            for _ in range(PIPELINED):
+                it[0] += 1
+                f.stochastic_gradient(Xd, it[0], seed=1)
+            cp.cuda.Device().synchronize()
+
+        def on_cpu():
+            it[0] += 1
+            f.stochastic_gradient(X, it[0], seed=1)
+        contenders = {"gpu": on_gpu, "gpu-pipelined": on_gpu_pipelined, "cpu": on_cpu}
         if n <= 4096:
             A = topology.exponential(n)
-            og, oc, ou = PullDiagGT(A, Xd, lr=1e-4), PullDiagGT(A, X, lr=1e-4), _unfused(PullDiagGT(A, Xd, lr=1e-4))
-            oo, oracle = PullDiagGT(A, Xd, lr=1e-4), f.oracle(seed=1)  # an Oracle: the whole step one graph
-            for _ in range(oo.tracker.frozen_at + 3):  # (past the exact tracker's freezing: the steady graph)
-                oo.step(oracle)
-            step_gpu, step_gpu_pipelined = _waited_and_in_a_row(cp, lambda: og.step(gradient))
-            step_gpu_oracle, step_gpu_oracle_pipelined = _waited_and_in_a_row(cp, lambda: oo.step(oracle))
-            contenders.update({"step-gpu": step_gpu, "step-gpu-pipelined": step_gpu_pipelined,
-                               "step-cpu": lambda: oc.step(gradient),
-                               "step-gpu-unfused": _waited_and_in_a_row(cp, lambda: ou.step(gradient))[0],
-                               "step-gpu-pipelined-1warp": _one_warp(step_gpu_pipelined),
-                               "step-gpu-oracle": step_gpu_oracle,
-                               "step-gpu-oracle-pipelined": step_gpu_oracle_pipelined})
+            og = PullDiagGT(A, Xd, lr=1e-4)
+            oc = PullDiagGT(A, X, lr=1e-4)
+            steps = [0]
+
+            def step_gpu():
+                steps[0] += 1
+                og.step(lambda Z: f.stochastic_gradient(Z, steps[0], seed=1))
+                cp.cuda.Device().synchronize()
+
+            def step_gpu_pipelined():
+                for _ in range(PIPELINED):
+                    steps[0] += 1
+                    og.step(lambda Z: f.stochastic_gradient(Z, steps[0], seed=1))
+                cp.cuda.Device().synchronize()
+
+            def step_cpu():
+                steps[0] += 1
+                oc.step(lambda Z: f.stochastic_gradient(Z, steps[0], seed=1))
+            contenders.update({"step-gpu": step_gpu, "step-gpu-pipelined": step_gpu_pipelined, "step-cpu": step_cpu})
         med, _ = interleaved(contenders, rounds=3, min_time=0.1, min_calls=3)
-        for name in ("gpu-pipelined", "step-gpu-pipelined", "gpu-pipelined-1warp", "step-gpu-pipelined-1warp",
-                     "step-gpu-oracle-pipelined"):
+        for name in ("gpu-pipelined", "step-gpu-pipelined"):
             if name in med:
                 med[name] /= PIPELINED
         for what, g, c in (("gradient", "gpu", "cpu"), (f"gradient, {PIPELINED} back to back", "gpu-pipelined", "cpu"),
-                           ("gradient, one warp per row", "gpu-1warp", "cpu"),
-                           (f"gradient, {PIPELINED} back to back, one warp per row", "gpu-pipelined-1warp", "cpu"),
                            ("Pull-Diag-GT step", "step-gpu", "step-cpu"),
-                           (f"Pull-Diag-GT step, {PIPELINED} in a row", "step-gpu-pipelined", "step-cpu"),
-                           ("Pull-Diag-GT step, y phase unfused", "step-gpu-unfused", "step-cpu"),
-                           (f"Pull-Diag-GT step, {PIPELINED} in a row, one warp per row", "step-gpu-pipelined-1warp",
-                            "step-cpu"),
-                           ("Pull-Diag-GT step with an Oracle (one graph)", "step-gpu-oracle", "step-cpu"),
-                           (f"Pull-Diag-GT step with an Oracle (one graph), {PIPELINED} in a row",
-                            "step-gpu-oracle-pipelined", "step-cpu")):
+                           (f"Pull-Diag-GT step, {PIPELINED} in a row", "step-gpu-pipelined", "step-cpu")):
             if g not in med:
                 continue
             row = {"n": n, "what": what, "gpu_seconds": med[g], "cpu_seconds": med[c], "speedup": med[c] / med[g],
                    "bit_identical": same, "data_seconds": made}
             rows.append(row)
             print(f"| {n} | {what} | {med[g] * 1e3:.3f} | {med[c] * 1e3:.3f} | {med[c] / med[g]:.1f}x |", flush=True)
-        print(f"(n = {n}: GPU gradients bit-identical to the CPU's, {gpu._logistic_warps(n)} and 1 warp(s) per row: "
-              f"{same})")
-        if n <= 4096:  # (a capture that fails turns graphs off and steps as before: slower, not wrong)
-            graphed = bool(oo._ops.use_graphs and oo._ops._step_gradients)
-            rows[-1]["oracle_step_graphed"] = graphed
-            print(f"(n = {n}: the steps with an Oracle replayed as one graph: {graphed})")
+        print(f"(n = {n}: GPU gradients bit-identical to the CPU's: {same})")
     out["oracle"] = rows
 
 
-PROBE_PLAN = ((20, ("entry", "row", "circ-off", "circ", "circt")), (22, ("circ-off", "circ", "circt")))
-
-
-def section_probe(cp, out, plan=PROBE_PLAN, d=10, R=3):
-    """``R`` rounds of each kernel of ``plan`` ((log2 n, kernels) pairs; ``circ-off``: ``circ`` without its
-    cache hints; ``circt``: with its tiles) for ``ncu --kernel-name regex:csr_mix``."""
-    rows = []
-    for log2n, kinds in plan:
-        _probe_rounds(cp, rows, log2n, kinds, d, R)
-    out["probe"] = rows
-
-
-def _probe_rounds(cp, rows, log2n, kinds, d, R):
-    """``R`` rounds of each of ``kinds`` at n = 2^log2n, their compulsory bytes appended to ``rows``."""
+def section_probe(cp, out, log2n=20, d=10, R=3):
     A, n, rng, _ = _problem(cp, log2n, d, seed=3)
     X = cp.asarray(rng.standard_normal((n, d)))
     isz = A.csr.indices.itemsize
     block = 2 * n * d * 8
-    compulsory = {"entry": (n + 1) * isz + A.nnz * (isz + 8), "row": (n + 1) * isz + A.nnz * isz + n * 8,
-                  "circ-off": 0, "circ": 0, "circt": 0}
-    for name in kinds:
-        kind, hints, csr = name.split("-")[0], "off" if name == "circ-off" else "auto", compulsory[name]
-        gpu.MIX_KERNEL, gpu.L2_HINTS = kind, hints
+    rows = []
+    for kind, csr in (("entry", (n + 1) * isz + A.nnz * (isz + 8)), ("row", (n + 1) * isz + A.nnz * isz + n * 8),
+                      ("circ", 0)):
+        gpu.MIX_KERNEL = kind
         gpu.mix_power(A, X, R)
         cp.cuda.Device().synchronize()
-        rows.append({"kernel": name, "n": n, "d": d, "rounds": R, "compulsory_bytes_per_round": csr + block})
-        print(f"probe: {R} rounds of the '{name}' kernel at n = 2^{log2n}, d = {d}: compulsory "
+        rows.append({"kernel": kind, "n": n, "d": d, "rounds": R, "compulsory_bytes_per_round": csr + block})
+        print(f"probe: {R} rounds of the '{kind}' kernel at n = 2^{log2n}, d = {d}: compulsory "
               f"{(csr + block) / 1e6:.1f} MB per round (CSR {csr / 1e6:.1f} MB, X and Y {block / 1e6:.1f} MB)",
               flush=True)
-    gpu.MIX_KERNEL, gpu.L2_HINTS = "auto", "auto"
+    gpu.MIX_KERNEL = "auto"
+    out["probe"] = rows
 
 
 def section_probe_oracle(cp, out, sizes=(512, 2**15), M=400, B=200, d=10, calls=20):
     """Gradient calls for ``ncu --kernel-name regex:logistic_grad``, and where a call's time goes: a call
     waited for (launch + kernel + synchronisation), the host's part alone (the call returns once the kernel
     is queued) and calls back to back between two CUDA events (per call the larger of the host's part and
-    the kernel); medians of the last half of ``calls``. Where the default gives a row several warps, the same
-    with one warp per row follows (``calls`` launches each: ncu's groups of 20 are n = 512 by default, n = 512
-    with one warp, n = 2^15)."""
+    the kernel); medians of the last half of ``calls``."""
     rows = []
     sync = cp.cuda.Device().synchronize
 
@@ -450,41 +297,30 @@ def section_probe_oracle(cp, out, sizes=(512, 2**15), M=400, B=200, d=10, calls=
     for n in sizes:
         f = NonconvexLogistic.synthetic(n, total=n * M, d=d, batch=B, seed=0)
         Xd = cp.asarray(np.random.default_rng(2).standard_normal((n, d)) * 0.1)
-        for warps in ("auto", 1) if gpu._logistic_warps(n) > 1 else ("auto",):
-            gpu.LOGISTIC_WARPS = warps
-            try:
-                rows.append(_probe_calls(cp, f, Xd, calls, sync, median))
-            finally:
-                gpu.LOGISTIC_WARPS = "auto"
-            row = rows[-1]
-            row.update(n=n, warps=gpu._logistic_warps(n) if warps == "auto" else warps)
-            print(f"probe-oracle: n = {n}, {row['warps']} warp(s) per row: a call waited for "
-                  f"{row['call_seconds'] * 1e3:.3f} ms, its host part {row['host_seconds'] * 1e3:.3f} ms"
-                  + (f", back to back {row['back_to_back_seconds'] * 1e3:.3f} ms per call"
-                     if "back_to_back_seconds" in row else ""), flush=True)
-    out["probe_oracle"] = rows
-
-
-def _probe_calls(cp, f, Xd, calls, sync, median):
-    waited, host = [], []
-    for k in range(calls):
-        t0 = time.perf_counter()
-        f.stochastic_gradient(Xd, k, seed=1)
-        t1 = time.perf_counter()
-        sync()
-        waited.append(time.perf_counter() - t0)
-        host.append(t1 - t0)
-    row = {"call_seconds": median(waited), "host_seconds": median(host)}
-    Event = getattr(cp.cuda, "Event", None)
-    if Event is not None:
-        start, end = Event(), Event()
-        start.record()
+        waited, host = [], []
         for k in range(calls):
+            t0 = time.perf_counter()
             f.stochastic_gradient(Xd, k, seed=1)
-        end.record()
-        end.synchronize()
-        row["back_to_back_seconds"] = cp.cuda.get_elapsed_time(start, end) / 1e3 / calls
-    return row
+            t1 = time.perf_counter()
+            sync()
+            waited.append(time.perf_counter() - t0)
+            host.append(t1 - t0)
+        row = {"n": n, "call_seconds": median(waited), "host_seconds": median(host)}
+        Event = getattr(cp.cuda, "Event", None)
+        if Event is not None:
+            start, end = Event(), Event()
+            start.record()
+            for k in range(calls):
+                f.stochastic_gradient(Xd, k, seed=1)
+            end.record()
+            end.synchronize()
+            row["back_to_back_seconds"] = cp.cuda.get_elapsed_time(start, end) / 1e3 / calls
+        rows.append(row)
+        print(f"probe-oracle: n = {n}: a call waited for {row['call_seconds'] * 1e3:.3f} ms, its host part "
+              f"{row['host_seconds'] * 1e3:.3f} ms"
+              + (f", back to back {row['back_to_back_seconds'] * 1e3:.3f} ms per call"
+                 if "back_to_back_seconds" in row else ""), flush=True)
+    out["probe_oracle"] = rows
 
 
 PROFILE_LINES = 30  # functions listed in probe-host's profile of the step
@@ -501,9 +337,6 @@ def section_probe_host(cp, out, n=512, M=400, B=200, d=10, calls=400):
     f = NonconvexLogistic.synthetic(n, total=n * M, d=d, batch=B, seed=0)
     Xd = cp.asarray(np.random.default_rng(2).standard_normal((n, d)) * 0.1)
     og = PullDiagGT(topology.exponential(n), Xd, lr=1e-4)
-    oo, oracle = PullDiagGT(topology.exponential(n), Xd, lr=1e-4), f.oracle(seed=1)
-    for _ in range(oo.tracker.frozen_at + 3):  # (past the exact tracker's freezing: the steady graph)
-        oo.step(oracle)
     spent = collections.defaultdict(list)
     real = gpu._kernel
 
@@ -531,8 +364,7 @@ def section_probe_host(cp, out, n=512, M=400, B=200, d=10, calls=400):
     gpu._kernel = timed
     try:
         for what, call in (("gradient call", lambda k: f.stochastic_gradient(Xd, k + 1, seed=1)),
-                           ("Pull-Diag-GT step", lambda k: og.step(lambda Z: f.stochastic_gradient(Z, k + 1, seed=1))),
-                           ("Pull-Diag-GT step with an Oracle (one graph)", lambda k: oo.step(oracle))):
+                           ("Pull-Diag-GT step", lambda k: og.step(lambda Z: f.stochastic_gradient(Z, k + 1, seed=1)))):
             per_call(call)  # warm
             spent.clear()
             total = per_call(call)
@@ -609,7 +441,7 @@ def main(argv=None):
         except Exception:  # noqa: BLE001 - report and go on
             traceback.print_exc()
             failed.append(name)
-        gpu.MIX_KERNEL, gpu.ROUNDS = "auto", "graph"
+        gpu.MIX_KERNEL = "auto"
         save_json(os.path.join(args.out, "gpu_kernels.json"), out)
     if failed:
         print(f"gpu_kernels: sections that failed: {', '.join(failed)}")

@@ -40,7 +40,7 @@ def resources(arch="sm_90", path=None):
     with open(path) as f:
         prog = nvrtc.createProgram(f.read(), "kernels.cu", [], [])
     try:
-        nvrtc.compileProgram(prog, [*OPTIONS, "-DROWSTOCH_ALL_KERNELS", f"-arch={arch}", "--ptxas-options=-v"])
+        nvrtc.compileProgram(prog, [*OPTIONS, f"-arch={arch}", "--ptxas-options=-v"])
     except Exception as exc:  # noqa: BLE001 - NVRTC's own error says little: add its log
         raise RuntimeError(f"NVRTC failed on kernels.cu:\n{nvrtc.getProgramLog(prog)}") from exc
     report, kernel = {}, None

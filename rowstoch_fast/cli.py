@@ -561,7 +561,7 @@ def cmd_compare(args):
     if not frames:
         print("rowstoch: interrupted before any algorithm finished; nothing written", file=sys.stderr)
         return 130
-    written = _write_comparison(frames, args.out, args, metrics, x_axis[0], formats)
+    written = cmp.write_outputs(frames, args.out, metrics, x_axis[0], formats, caption=_caption(args))
     print(f"wrote {', '.join(os.path.join(args.out, n) for n in written)}"
           + (" (interrupted: what finished)" if interrupted else ""))
     return 130 if interrupted else 0
@@ -671,77 +671,22 @@ def _write_experiment(args, problems, file_algorithms):
                   fh, indent=1, default=str)
 
 
+def _caption(args):
+    """The LaTeX table's caption of a comparison."""
+    return (f"{args.objective}: final values after {args.rounds_budget} communication rounds, mean and standard "
+            f"deviation over {args.repeats} repetitions; best in bold")
+
+
 def _write_finished_comparison(frames, partial, gname, args, root, metrics):
     """Before a comparison's error is reported: the graphs that finished and the algorithms of this one."""
     if partial is not None and len(partial):
         partial.insert(0, "graph", gname)
         frames = frames + [partial]
     if frames and root:
-        _write_comparison(frames, args.out, args, metrics, "rounds", ["png"])
+        from .compare import write_outputs
+
+        write_outputs(frames, args.out, metrics, "rounds", ["png"], caption=_caption(args))
         _error(f"the algorithms that finished before the error are in {os.path.join(args.out, 'compare.csv')}")
-
-
-def _write_comparison(frames, folder, args, metrics, x="rounds", formats=("png",)):
-    """compare.csv (every record), summary.csv / .md / .tex (final values, ranks, status), lr.json (the rates, their
-    sources and every tuning candidate's score) and the figures; returns the names written."""
-    import json
-
-    import pandas as pd
-
-    from . import compare as cmp
-    from . import report
-
-    os.makedirs(folder, exist_ok=True)
-    pd.concat(frames, ignore_index=True).to_csv(os.path.join(folder, "compare.csv"), index=False)
-    metric = frames[0].attrs.get("metric") or cmp.frame_metric(frames[0])
-    shown = list(dict.fromkeys([metric, *metrics]))
-    tables = []
-    for frame in frames:
-        t = cmp.summary(frame, metric, metrics=shown)
-        t.insert(0, "graph", frame["graph"].iloc[0])
-        tables.append(t)
-    table = pd.concat(tables, ignore_index=True)
-    table.attrs["metric"] = metric
-    table.to_csv(os.path.join(folder, "summary.csv"), index=False)
-    shown_table = table if len(frames) > 1 else table.drop(columns="graph")
-    with open(os.path.join(folder, "summary.md"), "w") as fh:
-        fh.write(report.to_markdown(shown_table, shown))
-    with open(os.path.join(folder, "summary.tex"), "w") as fh:
-        fh.write(report.to_latex(shown_table, shown, caption=f"{args.objective}: final values after "
-                                 f"{args.rounds_budget} communication rounds, mean and standard deviation over "
-                                 f"{args.repeats} repetitions; best in bold"))
-    with open(os.path.join(folder, "lr.json"), "w") as fh:
-        json.dump({fr["graph"].iloc[0]: {"metric": metric, "lr": fr.attrs["lr"], "source": fr.attrs["lr_source"],
-                                         "tuning": _json_tuning(fr.attrs["tuning"])} for fr in frames},
-                  fh, indent=1, default=str)
-    written = ["compare.csv", "summary.csv", "summary.md", "summary.tex", "lr.json"]
-    try:
-        plt = report.pyplot()
-    except ImportError:
-        return written
-    fig = report.figure(frames, shown, x, path=os.path.join(folder, "compare"), formats=formats,
-                        titles=[fr["graph"].iloc[0] for fr in frames])
-    plt.close(fig)
-    written += [f"compare.{fmt}" for fmt in formats]
-    for fr in frames:
-        if fr.attrs["tuning"]:
-            name = "tuning" if len(frames) == 1 else f"tuning-{fr['graph'].iloc[0]}"
-            plt.close(report.tuning_figure(fr.attrs["tuning"], path=os.path.join(folder, name)))
-            written.append(name + ".png")
-    return written
-
-
-def _json_tuning(tuning):
-    """``frame.attrs["tuning"]`` for JSON: rates as text keys, rejected candidates' scores as null."""
-    out = {}
-    for label, record in tuning.items():
-        out[label] = {**{k: v for k, v in record.items() if k != "rungs"},
-                      "rungs": [{"rounds": rung["rounds"],
-                                 "scores": {f"{lr:g}": (s if np.isfinite(s) else None)
-                                            for lr, s in rung["scores"].items()},
-                                 "rejected": {f"{lr:g}": why for lr, why in rung["rejected"].items()}}
-                                for rung in record["rungs"]]}
-    return out
 
 
 #: The options each figure of ``rowstoch reproduce`` reads.

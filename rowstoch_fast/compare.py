@@ -17,13 +17,14 @@ import warnings
 
 import numpy as np
 
-from ._checks import MAX_KEY, check_int
 from . import algorithms as _algorithms
+from ._checks import MAX_KEY, check_int
 from .algorithms import REGISTRY, method_of
 from .errors import DivergenceError
 from .runner import Algorithm, check_metric, run
 
-__all__ = ["ALGORITHMS", "compare", "default_metric", "frame_metric", "parse_algorithms", "summary", "format_summary",
+__all__ = ["ALGORITHMS", "write_outputs", "json_tuning", "compare", "default_metric", "frame_metric",
+           "parse_algorithms", "summary", "format_summary",
            "plot", "tune_lr", "TUNE_GRID"]
 
 #: What ``rowstoch compare`` runs by default: every registered algorithm in listing order, with ``mg-NAME``
@@ -629,3 +630,66 @@ def _bar(enabled, total):
     except ImportError:  # pragma: no cover
         return None
     return tqdm(total=total, unit="algorithm", leave=False)
+
+
+def write_outputs(frames, folder, metrics=(), x="rounds", formats=("png",), caption=None):
+    """Write what ``rowstoch compare`` writes for the frames of :func:`compare` (one per graph) into ``folder``:
+    compare.csv (every record), summary.csv / .md / .tex (final values, ranks, status; ``caption`` for the
+    LaTeX table), lr.json (the rates, their sources and every tuning candidate's score) and the figures
+    (``metrics`` beside the ranked one, against ``x``, in ``formats``; without matplotlib none). Returns the
+    names written."""
+    import json
+
+    import pandas as pd
+
+    from . import report
+
+    os.makedirs(folder, exist_ok=True)
+    pd.concat(frames, ignore_index=True).to_csv(os.path.join(folder, "compare.csv"), index=False)
+    metric = frames[0].attrs.get("metric") or frame_metric(frames[0])
+    shown = list(dict.fromkeys([metric, *metrics]))
+    tables = []
+    for frame in frames:
+        t = summary(frame, metric, metrics=shown)
+        t.insert(0, "graph", frame["graph"].iloc[0])
+        tables.append(t)
+    table = pd.concat(tables, ignore_index=True)
+    table.attrs["metric"] = metric
+    table.to_csv(os.path.join(folder, "summary.csv"), index=False)
+    shown_table = table if len(frames) > 1 else table.drop(columns="graph")
+    with open(os.path.join(folder, "summary.md"), "w") as fh:
+        fh.write(report.to_markdown(shown_table, shown))
+    with open(os.path.join(folder, "summary.tex"), "w") as fh:
+        fh.write(report.to_latex(shown_table, shown, caption=caption))
+    with open(os.path.join(folder, "lr.json"), "w") as fh:
+        json.dump({fr["graph"].iloc[0]: {"metric": metric, "lr": fr.attrs["lr"], "source": fr.attrs["lr_source"],
+                                         "tuning": json_tuning(fr.attrs["tuning"])} for fr in frames},
+                  fh, indent=1, default=str)
+    written = ["compare.csv", "summary.csv", "summary.md", "summary.tex", "lr.json"]
+    try:
+        plt = report.pyplot()
+    except ImportError:
+        return written
+    fig = report.figure(frames, shown, x, path=os.path.join(folder, "compare"), formats=formats,
+                        titles=[fr["graph"].iloc[0] for fr in frames])
+    plt.close(fig)
+    written += [f"compare.{fmt}" for fmt in formats]
+    for fr in frames:
+        if fr.attrs["tuning"]:
+            name = "tuning" if len(frames) == 1 else f"tuning-{fr['graph'].iloc[0]}"
+            plt.close(report.tuning_figure(fr.attrs["tuning"], path=os.path.join(folder, name)))
+            written.append(name + ".png")
+    return written
+
+
+def json_tuning(tuning):
+    """``frame.attrs["tuning"]`` for JSON: rates as text keys, rejected candidates' scores as null."""
+    out = {}
+    for label, record in tuning.items():
+        out[label] = {**{k: v for k, v in record.items() if k != "rungs"},
+                      "rungs": [{"rounds": rung["rounds"],
+                                 "scores": {f"{lr:g}": (s if np.isfinite(s) else None)
+                                            for lr, s in rung["scores"].items()},
+                                 "rejected": {f"{lr:g}": why for lr, why in rung["rejected"].items()}}
+                                for rung in record["rungs"]]}
+    return out

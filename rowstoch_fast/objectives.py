@@ -35,11 +35,6 @@ class Oracle:
     number of independent mini-batches averaged per call (``R`` for
     MG-Pull-Diag-GT, eq. 14b). The last gradient is kept in ``last``.
 
-    On the CuPy backend a Pull-Diag-GT step may run the oracle's kernel inside
-    one CUDA graph with the rest of the step (:meth:`CupyBackend.gt_step
-    <rowstoch_fast.backends.cupy.CupyBackend.gt_step>`): it is then not called
-    from Python, but ``iteration`` and ``last`` read as if it had been.
-
     Attributes
     ----------
     iteration : int
@@ -61,33 +56,6 @@ class Oracle:
         self.iteration += 1
         self.last = G
         return G
-
-    @property
-    def last(self):
-        if self._on_device is not None:  # a call made inside a graph: its gradients, copied once
-            self._last, self._on_device = self._on_device.copy(), None
-        return self._last
-
-    @last.setter
-    def last(self, value):
-        self._last, self._on_device = value, None
-
-    def _device_kernel(self):
-        """``launch(X, G, clock, node_major)``: this oracle's gradients at ``X`` into ``G`` by a device kernel
-        that reads its iteration off ``clock`` (:func:`rowstoch_fast.backends.cupy.logistic_grad`), or None where the
-        objective has none or the oracle takes a subset of the nodes. For a backend that captures the call in
-        a CUDA graph; it then reports the call with :meth:`_called_on_device`."""
-        kernel = getattr(self.objective, "_device_kernel", None)
-        if kernel is None or self.nodes is not None or type(self).__call__ is not Oracle.__call__:
-            return None  # (a subclass's own __call__ must be called)
-        return kernel(self.seed, self.batches, self.rep_offset)
-
-    def _called_on_device(self, G):
-        """A call made by a device kernel (:meth:`_device_kernel`) that wrote ``G`` (a view of the shape of the
-        X this oracle is given): the next iteration, and ``last`` a (C-contiguous) copy of ``G`` taken when
-        first read (``G`` is the graph's and will be overwritten)."""
-        self.iteration += 1
-        self._last, self._on_device = None, G
 
 
 class Objective:
@@ -330,26 +298,15 @@ class NonconvexLogistic(Objective):
         nodes = self._nodes(nodes)
         iteration, seed, batches, rep_offset = _check_stream(iteration, seed, batches, rep_offset)
         if is_device_array(X):
-            from .backends import cupy as cuda
+            from ._logistic_cuda import logistic_grad  # (imports the CuPy backend: only for a device X)
 
             m = self.n if nodes is None else len(nodes)
             if X.ndim not in (2, 3) or tuple(X.shape[-2:]) != (m, self.d):
                 raise ValueError(f"X must have shape (n, d) = ({m}, {self.d}) or (reps, n, d), got {tuple(X.shape)}")
-            return cuda.logistic_grad(self, X, iteration, seed, batches, rep_offset, nodes)
+            return logistic_grad(self, X, iteration, seed, batches, rep_offset, nodes)
         X = self._check_X(X, nodes)
         return _core.logistic_grad(self.H, self.Y, self.n, self.rho, X, self.batch, batches, seed, iteration,
                                    rep_offset, nodes)
-
-    def _device_kernel(self, seed, batches, rep_offset):
-        """:meth:`Oracle._device_kernel`: the CuPy kernel of :meth:`stochastic_gradient` for all nodes (None
-        where a subclass or the instance has its own :meth:`stochastic_gradient`, which must be called)."""
-        from .backends import cupy as cuda
-
-        if (type(self).stochastic_gradient is not NonconvexLogistic.stochastic_gradient
-                or "stochastic_gradient" in self.__dict__):
-            return None
-        return lambda X, G, clock, node_major: cuda.logistic_grad(self, X, 0, seed, batches, rep_offset, None,
-                                                                  out=G, clock=clock, node_major=node_major)
 
     def full_gradient(self, X, nodes=None):
         nodes = self._nodes(nodes)

@@ -619,12 +619,12 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
     try:
         ours = isinstance(oracle, Oracle)  # (an objective's own oracle: its call count alone is put back)
         while opt.iteration < iterations:
-            drawn = (oracle.iteration, oracle._last, oracle._on_device) if ours else (oracle.iteration,)
+            drawn = (oracle.iteration, oracle.last) if ours else (oracle.iteration,)
             try:
                 opt.step(oracle)
             except KeyboardInterrupt:  # mid-step: the optimizer kept its state (atomic commit), so must the
                 if ours:  # oracle, or a resume draws ahead
-                    oracle.iteration, oracle._last, oracle._on_device = drawn
+                    oracle.iteration, oracle.last = drawn
                 else:
                     oracle.iteration = drawn[0]
                 raise

@@ -404,10 +404,8 @@ def _host_kernels(monkeypatch, backend):
     fake = _fake_cupy()
     monkeypatch.setattr(backend, "require_cupy", lambda: fake)
 
-    def frozen(status, launch):  # kernels.cu's "run status"
-        if isinstance(status, np.intp) or status[0] == 0:
-            return False
-        return status[0] != launch or bool(launch >> 63 and status[1] != status[2])
+    def frozen(status, launch):
+        return not isinstance(status, np.intp) and status[0] != 0 and status[0] != launch
 
     def mix(M, src, dst, status=None):
         def launch():
@@ -421,36 +419,6 @@ def _host_kernels(monkeypatch, backend):
                 out.view(np.ndarray), [c.view(np.ndarray) if isinstance(c, np.ndarray) else c for c in coefs], plain):
             if launch and status[0] == 0:
                 status[0] = launch
-
-    def tracker_input(psi, y, g_new, g_old, s_new, s_old, status):
-        def launch():
-            if not frozen(status, 0):
-                with np.errstate(all="ignore"):  # (the kernel's IEEE arithmetic: Inf and NaN silently)
-                    psi[...] = y + s_new[:, None] * g_new - s_old[:, None] * g_old
-        _FakeGraphs.run(launch)
-
-    def tick(status):
-        def launch():
-            status[2] += 1
-        _FakeGraphs.run(launch)
-
-    def descent(M, X, x, lr, y, xw, status, launch):
-        def run():
-            if not frozen(status, launch):
-                with np.errstate(all="ignore"):
-                    y[...] = M.csr @ np.asarray(X)
-                    xw[...] = x - x.dtype.type(lr) * y
-                if launch and not np.isfinite(xw).all():
-                    if launch >> 63:  # a graph's check: the replay first (kernels.cu's report)
-                        status[1] = status[2]
-                    if status[0] == 0:
-                        status[0] = launch
-        _FakeGraphs.run(run)
-
-    def phase(M, y, g_new, g_old, s_new, s_old, x, lr, y_out, xw, status, launch):
-        psi = np.empty_like(y)
-        tracker_input(psi, y, g_new, g_old, s_new, s_old, status)
-        descent(M, psi, x, lr, y_out, xw, status, launch)
 
     def mix_lossy(M, src, dst, status, key, p, renormalise, awake, bad=None):
         # the device kernel's twin (tests/test_backends.py checks they agree bit for bit); the key is re-derived
@@ -471,10 +439,6 @@ def _host_kernels(monkeypatch, backend):
 
     monkeypatch.setattr(backend, "_mix_into", mix)
     monkeypatch.setattr(backend, "_combine_into", combine)
-    monkeypatch.setattr(backend, "_tracker_input_into", tracker_input)
-    monkeypatch.setattr(backend, "_descent_into", descent)
-    monkeypatch.setattr(backend, "_tick_into", tick)
-    monkeypatch.setattr(backend, "_phase_into", phase)
     monkeypatch.setattr(backend, "_mix_lossy_into", mix_lossy)
     monkeypatch.setattr(backend, "_device_bad_states",  # the device chains' twin (checked bit for bit too)
                         lambda chain, M, t: chain.bad_states(M.csr.indptr, M.csr.indices, t).copy())
@@ -669,10 +633,9 @@ def test_assigning_lr_between_steps_continues_like_a_restart_with_that_lr(name):
 @pytest.mark.parametrize("form", ["atc", "frost"])
 @pytest.mark.parametrize("tracker", ["perron", "exact"])
 def test_the_gpu_step_negates_the_frozen_tracker_once(monkeypatch, form, tracker):
-    """Pull-Diag-GT's y phase on the CuPy backend: the ATC form's fused phase takes D_t^{-1} as it is (no
-    negation at all); FROST's combine takes -D_t^{-1}: the device table is negated once for the steps before
-    the tracker freezes and the frozen row once for the rest of the run (each step made a negation kernel and
-    an allocation), the iterates unchanged (the CPU's, bit for bit here)."""
+    """Pull-Diag-GT's y phase on the CuPy backend takes -D_t^{-1}: the device table is negated once for the
+    steps before the tracker freezes and the frozen row once for the rest of the run (each step made a negation
+    kernel and an allocation), the iterates unchanged (the CPU's, bit for bit here)."""
     from rowstoch_fast.backends import cupy as backend
 
     fake = _host_kernels(monkeypatch, backend)
@@ -690,7 +653,7 @@ def test_the_gpu_step_negates_the_frozen_tracker_once(monkeypatch, form, tracker
         cpu.step(lambda X: X - G)
         gpu.step(lambda X: X - Gd)
     np.testing.assert_array_equal(gpu.gather_x(), cpu.x)
-    assert len(negations) == (0 if form == "atc" else 2)  # the table once (for t < frozen_at), the frozen row once
+    assert len(negations) == 2  # the device table once (for t < frozen_at), then the frozen row once
     assert tracker_row(gpu, frozen + 9, -1.0) is tracker_row(gpu, frozen, -1.0)
 
 

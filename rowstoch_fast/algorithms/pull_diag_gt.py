@@ -35,12 +35,7 @@ class PullDiagGT(Optimizer):
         y_{t+1} = A^R y_t + D_{t+1}^{-1} g_{t+1} - D_t^{-1} g_t
 
     where ``lr`` may also be one step size per node (shape ``(n,)``).
-    The ATC y phase is one fused compiled pass on the CPU; on a GPU its last
-    gossip round also writes ``x - lr y`` (and with ``rounds=1`` on a small
-    network the whole phase is one launch), and with an
-    :class:`~rowstoch_fast.objectives.Oracle` of an objective with a device
-    kernel (the nonconvex logistic regression) the whole step replays as one
-    CUDA graph. No step allocates.
+    On the CPU the ATC y phase is one fused compiled kernel; no step allocates.
 
     Parameters
     ----------
@@ -190,17 +185,9 @@ class PullDiagGT(Optimizer):
         if self.form == "frost":
             return self._advance_frost(grad_fn, cur, nxt, t)
         ops, A, R, lr = self._ops, self.A, self.rounds, self.lr
-        s_new = self._tracker.scale(t + 1)
-        whole = getattr(ops, "gt_step", None) if self._static else None
-        if whole is not None:  # all of the below as one CUDA graph, for an Oracle with a device kernel
-            finite = whole(A, R, lr, grad_fn, self._shape, t, self._tracker, cur["xw"], nxt["x"], cur["y"], nxt["g"],
-                           cur["g"], s_new, self._tracker.scale(t), nxt["y"], nxt["xw"], self._psi, self._scratch)
-            if finite is not None:
-                if self.check_finite:
-                    self._verify(finite, lambda: self._step_error(t, nxt))
-                return
         ops.mix(A, cur["xw"], nxt["x"], R, self._scratch)  # x_{t+1} = A^R (x_t - lr y_t)
         self._gradient(grad_fn, nxt["x"], nxt["g"], t + 1)
+        s_new = self._tracker.scale(t + 1)
         fused = getattr(ops, "gt_y_phase", None) if self._static else None
         if fused is not None:  # y_{t+1} and x_{t+1} - lr y_{t+1} in one compiled phase
             finite = fused(A, R, lr, nxt["x"], cur["y"], nxt["g"], cur["g"], s_new, self._tracker.scale(t),
@@ -211,13 +198,6 @@ class PullDiagGT(Optimizer):
             ops.mix(A, self._psi, nxt["y"], R, self._scratch)  # y_{t+1} = A^R psi
             finite = ops.combine(nxt["xw"], [1.0, -lr], [nxt["x"], nxt["y"]])
         self._check_iterates(finite, t, nxt["x"], nxt["y"], nxt["xw"])
-
-    def _step_error(self, t, nxt):
-        """The DivergenceError of a step whose gradient and iterate checks shared one flag (a whole step
-        in one graph): the gradient's if it is not finite (its check comes first), else the iterate's."""
-        if self._ops.first_nonfinite(nxt["g"]) >= 0:
-            return self._gradient_error(t + 1, nxt["g"])
-        return self._iterate_error(t, nxt["x"], nxt["y"], nxt["xw"])
 
     def _advance_frost(self, grad_fn, cur, nxt, t):
         ops, A, R = self._ops, self.A, self.rounds

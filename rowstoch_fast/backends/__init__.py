@@ -6,7 +6,7 @@ a row- or column-stochastic matrix (``A^R X``), the element-wise update ``combin
 blocks, with its NaN/Inf flag, or :data:`DEFERRED` where the flag stays on the device until read), the first
 non-finite node, reductions over all nodes, allocation, calling
 the user's gradient (collectively under MPI) and gathering. A backend may also offer a fused kernel for a
-hot path (``gt_y_phase``, Pull-Diag-GT's y phase, on the CPU and the GPU); algorithms use it when present
+hot path (``gt_y_phase``, Pull-Diag-GT's y phase, on the CPU); algorithms use it when present
 and the generic operations otherwise.
 
 Backends never import an algorithm; algorithms never import a backend by name (they call :func:`create`).
