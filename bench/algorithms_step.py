@@ -2,10 +2,11 @@
 
 Usage::
 
-    python bench/algorithms_step.py [--log2n 16] [--d 10] [--rounds 5] [--json bench/algorithms_step.json]
+    python bench/algorithms_step.py [--log2n 16] [--d 10] [--rounds 5] [--json bench/algorithms_step.json] [--only a,b]
 
 For each algorithm of ``rowstoch_fast.algorithms.REGISTRY`` on the directed exponential graph (row-stochastic
-``A`` and its out-degree weighted ``C``), interleaved in one run, medians over rounds:
+``A`` and its out-degree weighted ``C``; an undirected network's method on the Metropolis W of the same graph
+with every link both ways), interleaved in one run, medians over rounds:
 
 * ``rowstoch``: ``opt.step(grad)`` with a constant gradient (the whole step: gradient copy and NaN check,
   mixing, element-wise updates, commit; trackers frozen, ``tracker="perron"``);
@@ -26,7 +27,8 @@ from _harness import interleaved, machine_info, save_json  # noqa: E402
 
 from rowstoch_fast import _core, topology  # noqa: E402
 from rowstoch_fast.algorithms import REGISTRY, names  # noqa: E402
-from rowstoch_fast.mixing import out_degree_weights  # noqa: E402
+from rowstoch_fast import MixingMatrix  # noqa: E402
+from rowstoch_fast.mixing import metropolis_weights, out_degree_weights  # noqa: E402
 
 
 def scipy_step(name, S, SC, s, lr, st, g):
@@ -56,9 +58,46 @@ def scipy_step(name, S, SC, s, lr, st, g):
         st["z"] = st["x"] / st["w"]
     elif name == "centralized":
         st["x"] = st["x"] - lr * g.mean(axis=0)
+    elif name == "abm":
+        x = S @ st["x"] - lr * st["y"] + 0.5 * (st["x"] - st["x_prev"])
+        st["y"] = SC @ st["y"] + g - st["g"]
+        st["x_prev"], st["x"] = st["x"], x
+    elif name == "add-opt":
+        st["x"] = SC @ st["x"] - lr * st["w"]
+        st["v"] = SC @ st["v"]
+        st["z"] = st["x"] / st["v"]
+        st["w"] = SC @ st["w"] + g - st["g"]
+    elif name == "dgd":  # below, S is the undirected graph's W
+        st["x"] = S @ st["x"] - lr * g
+    elif name == "diging":
+        st["x"] = S @ st["x"] - lr * st["y"]
+        st["y"] = S @ st["y"] + g - st["g"]
+    elif name == "aug-dgm":
+        st["x"] = S @ (st["x"] - lr * st["y"])
+        st["y"] = S @ (st["y"] + g - st["g"])
+    elif name == "extra":
+        wx = S @ st["x"]
+        st["x"], st["x_prev"], st["wx_prev"] = (st["x"] + wx - 0.5 * (st["x_prev"] + st["wx_prev"])
+                                                - lr * (g - st["g_prev"]), st["x"], wx)
+    elif name == "nids":
+        z = 2 * st["x"] - st["x_prev"] - lr * (g - st["g_prev"])
+        st["x"], st["x_prev"] = 0.5 * (z + S @ z), st["x"]
+    elif name == "exact-diffusion":
+        psi = st["x"] - lr * g
+        phi = psi + st["x"] - st["psi"]
+        st["x"], st["psi"] = 0.5 * (phi + S @ phi), psi
     else:
         return False  # no transcription here: the table says so
     return True
+
+
+def undirected(A, cache={}):
+    """The Metropolis-Hastings W of ``A``'s graph with every link both ways (computed once per matrix)."""
+    if id(A) not in cache:
+        links = (A.csr + A.csr.T).tocsr()
+        links.data[:] = 1.0
+        cache[id(A)] = metropolis_weights(MixingMatrix(links, normalize=True))
+    return cache[id(A)]
 
 
 def make_contenders(name, A, d, lr=1e-3, seed=0):
@@ -66,8 +105,11 @@ def make_contenders(name, A, d, lr=1e-3, seed=0):
     n = A.n
     g = rng.standard_normal((n, d))
     cls = REGISTRY[name]
+    if not cls.applies_to(A):  # an undirected network's method: the same graph made undirected, Metropolis W
+        A = undirected(A)
     opt = cls.build(A, rng.standard_normal((n, d)), lr, tracker="perron")
     opt.step(lambda X: g)
+    opt.step(lambda X: g)  # (past the first step, which some methods take apart)
     S = sp.csr_matrix(A.csr)
     SC = sp.csr_matrix(out_degree_weights(A).csr)
     s = 1.0 / A.pi
@@ -85,6 +127,7 @@ def main(argv=None):
     p.add_argument("--d", type=int, default=10)
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--json", default=None)
+    p.add_argument("--only", default=None, help="comma-separated names (default: every registered algorithm)")
     args = p.parse_args(argv)
     info = machine_info()
     A = topology.exponential(2**args.log2n)
@@ -94,7 +137,7 @@ def main(argv=None):
     print("| algorithm | rowstoch ms | scipy ms | speedup |")
     print("|---|---|---|---|")
     rows = []
-    for name in names():  # every registered algorithm
+    for name in args.only.split(",") if args.only else names():  # every registered algorithm
         med, _ = interleaved(make_contenders(name, A, args.d), rounds=args.rounds, min_time=0.05, min_calls=4)
         rows.append({"algorithm": name, "seconds": med})
         if "scipy" not in med:

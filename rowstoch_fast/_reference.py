@@ -419,3 +419,143 @@ def logistic_stochastic_gradient(H, Y, n, rho, X, B, iteration, seed=0, batches=
                 parts.append(logistic_gradient(Hi[idx], Yi[idx], 0.0, X[r, i]))
             G[r, i] = np.mean(parts, axis=0) + rho * 2 * X[r, i] / (1 + X[r, i] ** 2) ** 2
     return G
+
+
+# ---------------------------------------------------------------- undirected networks (doubly stochastic W)
+@twin("dgd")
+def dgd(W, x0, lr, grad_fn, T):
+    """DGD: ``x+ = W x - lr g(x)``."""
+    W = _dense(W)
+    x = np.array(x0, dtype=np.float64)
+    xs = [x.copy()]
+    for _ in range(T):
+        x = W @ x - lr * _grad(grad_fn, x)
+        xs.append(x.copy())
+    return xs
+
+
+@twin("diging")
+def diging(W, x0, lr, grad_fn, T):
+    """DIGing: ``x+ = W x - lr y``, ``y+ = W y + g(x+) - g(x)``, ``y0 = g(x0)``."""
+    W = _dense(W)
+    x = np.array(x0, dtype=np.float64)
+    g = _grad(grad_fn, x)
+    y = g.copy()
+    xs = [x.copy()]
+    for _ in range(T):
+        x = W @ x - lr * y
+        g_new = _grad(grad_fn, x)
+        y = W @ y + g_new - g
+        g = g_new
+        xs.append(x.copy())
+    return xs
+
+
+@twin("aug-dgm")
+def aug_dgm(W, x0, lr, grad_fn, T):
+    """AugDGM (ATC-DIGing): ``x+ = W (x - lr y)``, ``y+ = W (y + g(x+) - g(x))``, ``y0 = g(x0)``."""
+    W = _dense(W)
+    x = np.array(x0, dtype=np.float64)
+    g = _grad(grad_fn, x)
+    y = g.copy()
+    xs = [x.copy()]
+    for _ in range(T):
+        x = W @ (x - lr * y)
+        g_new = _grad(grad_fn, x)
+        y = W @ (y + g_new - g)
+        g = g_new
+        xs.append(x.copy())
+    return xs
+
+
+@twin("extra")
+def extra(W, x0, lr, grad_fn, T):
+    """EXTRA (Shi, Ling, Wu & Yin 2015), as written in the paper: ``x1 = W x0 - lr g(x0)``,
+    ``x_{k+2} = (I + W) x_{k+1} - W_tilde x_k - lr (g(x_{k+1}) - g(x_k))``, ``W_tilde = (I + W) / 2``."""
+    W = _dense(W)
+    eye = np.eye(W.shape[0])
+    W_tilde = (eye + W) / 2
+    x_prev = np.array(x0, dtype=np.float64)
+    g_prev = _grad(grad_fn, x_prev)
+    x = W @ x_prev - lr * g_prev
+    xs = [x_prev.copy(), x.copy()]
+    for _ in range(T - 1):
+        g = _grad(grad_fn, x)
+        x, x_prev, g_prev = (eye + W) @ x - W_tilde @ x_prev - lr * (g - g_prev), x, g
+        xs.append(x.copy())
+    return xs[:T + 1]
+
+
+@twin("nids")
+def nids(W, x0, lr, grad_fn, T, first="plain"):
+    """NIDS (Li, Shi & Yan 2019): ``x1 = x0 - lr g(x0)`` (``first="mixed"``: ``W_tilde (x0 - lr g(x0))``, Exact
+    Diffusion's), ``x_{k+2} = W_tilde (2 x_{k+1} - x_k - lr (g(x_{k+1}) - g(x_k)))``, ``W_tilde = (I + W) / 2``."""
+    W_tilde = (np.eye(len(_dense(W))) + _dense(W)) / 2
+    x_prev = np.array(x0, dtype=np.float64)
+    g_prev = _grad(grad_fn, x_prev)
+    x = x_prev - lr * g_prev
+    if first == "mixed":
+        x = W_tilde @ x
+    xs = [x_prev.copy(), x.copy()]
+    for _ in range(T - 1):
+        g = _grad(grad_fn, x)
+        x, x_prev, g_prev = W_tilde @ (2 * x - x_prev - lr * (g - g_prev)), x, g
+        xs.append(x.copy())
+    return xs[:T + 1]
+
+
+@twin("exact-diffusion")
+def exact_diffusion(W, x0, lr, grad_fn, T):
+    """Exact Diffusion (Yuan, Ying, Zhao & Sayed 2019): ``psi+ = x - lr g(x)``, ``phi+ = psi+ + x - psi``,
+    ``x+ = W_bar phi+``, ``W_bar = (I + W) / 2``, ``psi_0 = x_0``."""
+    W_bar = (np.eye(len(_dense(W))) + _dense(W)) / 2
+    x = np.array(x0, dtype=np.float64)
+    psi = x.copy()
+    xs = [x.copy()]
+    for _ in range(T):
+        psi_new = x - lr * _grad(grad_fn, x)
+        x, psi = W_bar @ (psi_new + x - psi), psi_new
+        xs.append(x.copy())
+    return xs
+
+
+# ---------------------------------------------------------------- more directed methods
+@twin("add-opt")
+def add_opt(C, x0, lr, grad_fn, T):
+    """ADD-OPT (Xi, Xin & Khan 2018): ``x+ = C x - lr w``, ``v+ = C v``, ``z+ = x+ / v+``,
+    ``w+ = C w + g(z+) - g(z)``; ``x0 = z0``, ``v0 = 1``, ``w0 = g(z0)``. Returns the models ``z``."""
+    C_of = _of(C)
+    z = np.array(x0, dtype=np.float64)
+    x, v = z.copy(), np.ones((z.shape[0], 1))
+    g = _grad(grad_fn, z)
+    w = g.copy()
+    zs = [z.copy()]
+    for k in range(T):
+        Ck = C_of(k)
+        x = Ck @ x - lr * w
+        v = Ck @ v
+        z = x / v
+        g_new = _grad(grad_fn, z)
+        w = Ck @ w + g_new - g
+        g = g_new
+        zs.append(z.copy())
+    return zs
+
+
+@twin("abm")
+def abm(A, C, x0, lr, grad_fn, T, momentum=0.5):
+    """ABm (Xin & Khan 2019): ``x+ = A x - lr y + momentum (x - x_prev)``, ``y+ = C y + g(x+) - g(x)``;
+    ``x_prev = x0``, ``y0 = g(x0)``."""
+    A_of, C_of = _of(A), _of(C)
+    x = np.array(x0, dtype=np.float64)
+    x_prev = x.copy()
+    g = _grad(grad_fn, x)
+    y = g.copy()
+    xs = [x.copy()]
+    for k in range(T):
+        x, x_prev = A_of(k) @ x - lr * y + momentum * (x - x_prev), x
+        g_new = _grad(grad_fn, x)
+        y = C_of(k) @ y + g_new - g
+        g = g_new
+        xs.append(x.copy())
+    return xs

@@ -17,7 +17,6 @@ import numpy as np
 
 from .algorithms import REGISTRY, labels, method_of
 from ._checks import MAX_KEY, TRACKERS, require_memory
-from .compare import ALGORITHMS
 from .errors import UsageError
 from .io import EDGE_LIST_HELP, load_data_file, load_matrix
 from .metrics import metrics_memory, metrics_table
@@ -62,15 +61,17 @@ def cmd_topologies(args):
 def cmd_algorithms(args):
     """``rowstoch algorithms``: the registered algorithms, one line each (from the registry and each class's
     docstring)."""
-    kinds = {"A": "row-stochastic A", "C": "column-stochastic C"}
-    print(f"{'name':<22}{'class':<16}{'mixes with':<36}{'converges to':<26}")
+    kinds = {"A": "row-stochastic A", "C": "column-stochastic C", "W": "doubly stochastic W"}
+    print(f"{'name':<18}{'class':<16}{'mixes with':<42}{'converges to (constant step)'}")
     for label in labels(every_mg=True):
         cls = REGISTRY[method_of(label)]
         mixes = " + ".join(kinds[m] for m in cls.matrices) or "exact averaging"
+        if cls.symmetric:
+            mixes = mixes.replace("doubly stochastic", "symmetric")
         if label != cls.name:
             mixes += ", R rounds"
         goal = "the minimiser" if cls.exact else f"{cls.bias} minimiser" if cls.bias else "O(lr) of the minimiser"
-        print(f"{label:<22}{cls.__name__:<16}{mixes:<36}{goal:<26}")
+        print(f"{label:<18}{cls.__name__:<16}{mixes:<42}{goal}")
     print("\n(help(rowstoch_fast.<class>) gives each one's equations and reference)")
     return 0
 
@@ -477,7 +478,7 @@ def cmd_compare(args):
         root = MPI.COMM_WORLD.Get_rank() == 0
     say = print if root else (lambda *a, **k: None)
     file_algorithms = _read_experiment_file(args)
-    names = [a.strip() for a in args.algorithms.split(",")]
+    names = [a.strip() for a in args.algorithms.split(",")] if args.algorithms else list(cmp.ALGORITHMS)
     _refuse_unread(args, _problem_rules(args) + [
         (("--mg-rounds",), not any(a.startswith("mg-") for a in names), "without an mg-* algorithm")])
     _check_objective_args(args)
@@ -499,7 +500,8 @@ def cmd_compare(args):
             args.topology = gname
             A = _matrix_from_args(args)
             _check_objective_size(args, A.n)
-            specs = cmp.parse_algorithms(args.algorithms, A, args.mg_rounds)
+            chosen = args.algorithms or ",".join(cmp.default_algorithms(A))  # (default: what runs on A)
+            specs = cmp.parse_algorithms(chosen, A, args.mg_rounds)
             labels = [label for label, _, _ in specs]
             lr = _parse_lr(args.lr, labels)
             if file_algorithms and not isinstance(lr, float):  # the file's rates, unless --lr gives them
@@ -511,7 +513,7 @@ def cmd_compare(args):
                      for k, v in file_algorithms.items()}
             hyper = {k: v for k, v in hyper.items() if v and k in labels}
             f = _objective_from_args(args, A.n)
-            problems.append((gname, A, specs, lr, f, sources, hyper))
+            problems.append((gname, A, specs, lr, f, sources, hyper, chosen))
     except (ValueError, TypeError) as exc:
         raise UsageError(_as_options(str(exc), _COMPARE_OPTIONS)) from exc
     args.topology = topologies if len(topologies) > 1 else topologies[0]
@@ -526,14 +528,14 @@ def cmd_compare(args):
             f"successive halving over {cmp.TUNE_GRID[0]:g} .. {cmp.TUNE_GRID[-1]:g}, the finalists on the whole "
             f"budget, on {metric}; --lr NAME=VALUE fixes one", flush=True)
     frames, interrupted = [], False
-    for gname, A, specs, lr, f, sources, hyper in problems:
+    for gname, A, specs, lr, f, sources, hyper, chosen in problems:
         say(f"{gname} (n = {A.n}): {len(specs)} algorithms, {args.rounds_budget} communication rounds each, "
             f"{args.repeats} repetitions, ranked by {metric}", flush=True)
         try:
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always", RuntimeWarning)
                 try:
-                    frame = cmp.compare(A, f, args.algorithms, args.rounds_budget, lr=lr, repeats=args.repeats,
+                    frame = cmp.compare(A, f, chosen, args.rounds_budget, lr=lr, repeats=args.repeats,
                                         seed=args.seed, tracker=args.tracker, backend=args.backend,
                                         mg_rounds=args.mg_rounds, progress=not args.no_progress, metric=metric,
                                         lr_source=sources or None, hyper=hyper or None,
@@ -666,7 +668,7 @@ def _write_experiment(args, problems, file_algorithms):
     with open(os.path.join(args.out, "experiment.json"), "w") as fh:
         json.dump({"settings": settings, "algorithms": file_algorithms,
                    "graphs": {g: {"n": A.n, "algorithms": [label for label, _, _ in specs],
-                                  "objective": f.describe()} for g, A, specs, _, f, _, _ in problems},
+                                  "objective": f.describe()} for g, A, specs, _, f, _, _, _ in problems},
                    "version": __version__, "build_info": build_info(), "argv": sys.argv[1:]},
                   fh, indent=1, default=str)
 
@@ -940,8 +942,9 @@ def make_parser():
                         "budget, seeds, outputs; options written on the command line win over it")
     _network_options(c)
     calg = c.add_argument_group("algorithms")
-    calg.add_argument("--algorithms", default=",".join(ALGORITHMS),
-                      help=f"comma-separated (default: all {len(ALGORITHMS)}); mg-NAME runs NAME with --mg-rounds (default "
+    calg.add_argument("--algorithms", default=None,
+                      help="comma-separated (default: every algorithm that runs on the network, 'rowstoch "
+                           "algorithms' lists them); mg-NAME runs NAME with --mg-rounds (default "
                            "Theorem 3's R) rounds")
     calg.add_argument("--rounds-budget", type=_positive_int, default=2000,
                       help="communication rounds per algorithm (an MG method: budget / R iterations)")

@@ -23,7 +23,7 @@ from .algorithms import REGISTRY, method_of
 from .errors import DivergenceError
 from .runner import Algorithm, check_metric, run
 
-__all__ = ["ALGORITHMS", "write_outputs", "json_tuning", "compare", "default_metric", "frame_metric",
+__all__ = ["ALGORITHMS", "default_algorithms", "write_outputs", "json_tuning", "compare", "default_metric", "frame_metric",
            "parse_algorithms", "summary", "format_summary",
            "plot", "tune_lr", "TUNE_GRID"]
 
@@ -36,6 +36,12 @@ ALGORITHMS = tuple(_algorithms.labels())
 TUNE_GRID = tuple(float(v) for v in np.logspace(-4, 1, 11))
 #: An MG method that fits fewer iterations than this into the budget gets a warning (its R is too large for it).
 MIN_ITERATIONS = 10
+
+
+def default_algorithms(A):
+    """What :func:`compare` runs on ``A`` when not told: every registered algorithm that runs on it (an undirected
+    network's methods only where ``A`` is doubly stochastic), in listing order, with the ``mg-`` forms listed."""
+    return _algorithms.labels(lambda cls: cls.applies_to(A))
 
 
 def parse_algorithms(names, A, mg_rounds=None):
@@ -66,6 +72,10 @@ def parse_algorithms(names, A, mg_rounds=None):
             raise ValueError(f"algorithms: unknown algorithm {label!r}; choose from {', '.join(known)}")
         if label in (lbl for lbl, _, _ in out):
             raise ValueError(f"algorithms: {label!r} is listed twice")
+        if not REGISTRY[method].applies_to(A):
+            raise ValueError(f"algorithms: {label!r} runs on an undirected network's doubly stochastic W, and this "
+                             f"network is not one (build it with directed=False, weights='metropolis'; on the "
+                             f"command line --undirected --weights metropolis)")
         out.append((label, method, int(rounds)))
     return out
 
@@ -243,7 +253,7 @@ def compare(A, objective, algorithms=None, rounds_budget=2000, *, lr=None, tune=
         same data, start and gradient streams (``seed``).
     algorithms : sequence of str or str, optional
         Names (see :func:`parse_algorithms`); a comma-separated string works too. Default: every registered
-        algorithm (:data:`ALGORITHMS`, read from the registry at the call).
+        algorithm that runs on ``A`` (:func:`default_algorithms`, read from the registry at the call).
     rounds_budget : int
         Communication rounds per algorithm: ``rounds_budget // R`` iterations.
     lr : float or dict, optional
@@ -327,7 +337,7 @@ def compare(A, objective, algorithms=None, rounds_budget=2000, *, lr=None, tune=
     if not isinstance(tune, (bool, np.bool_)):
         raise TypeError(f"tune must be True or False, got {tune!r}")
     metric = check_metric(metric if metric is not None else default_metric(objective))
-    specs = parse_algorithms(_algorithms.labels() if algorithms is None else algorithms, A, mg_rounds)
+    specs = parse_algorithms(default_algorithms(A) if algorithms is None else algorithms, A, mg_rounds)
     labels = [label for label, _, _ in specs]
     hyper = _check_label_dict(hyper, "hyper", labels)
     specs = [(label, method, hyper.get(label, {}).get("rounds", rounds)) for label, method, rounds in specs]

@@ -20,7 +20,8 @@ class DivergenceError(FloatingPointError):
     node : int
         The first node with a non-finite value.
     what : str
-        ``"gradient"`` or ``"iterate"``.
+        ``"gradient"``, ``"iterate"``, or ``"weights"`` (a push-sum method whose weights lost messages
+        drained).
     """
 
     def __init__(self, message, *, iteration, node, what):
@@ -42,6 +43,17 @@ class DivergenceError(FloatingPointError):
         return cls(f"iterates became non-finite at iteration {iteration}, first at node {node} (lr = {lr} too large?); "
                    f"the optimizer keeps its last finite state (iteration {iteration - 1})",
                    iteration=iteration, node=int(node), what="iterate")
+
+
+    @classmethod
+    def starved(cls, iteration, node, total, n, weakest, smallest):
+        """A push-sum method's iterates became NaN/Inf after lost messages drained its weights."""
+        return cls(f"iterates became non-finite at iteration {iteration}, first at node {node}, with the push-sum "
+                   f"weights down to {total:.3g} of their {n} (node {weakest}: {smallest:.3g}): the network loses "
+                   f"messages, and each lost message takes its share of the weights with it, so every node's "
+                   f"effective step lr / w grows without bound; a smaller lr only delays it (run on a lossless "
+                   f"network, or a method that pulls with a row-stochastic matrix); the optimizer keeps its last "
+                   f"finite state (iteration {iteration - 1})", iteration=iteration, node=int(node), what="weights")
 
 
 class RemoteError(RuntimeError):

@@ -22,6 +22,9 @@ STOCHASTIC = ("row", "column")
 
 #: Row sums must equal 1 to this relative tolerance.
 ROW_SUM_RTOL = 1e-12
+#: The same for weights written in float32 (a matrix of that dtype, or a float32 array or sparse matrix): sums of
+#: float32 weights are 1 to within a few of its ulps (1.2e-7), not float64's.
+ROW_SUM_RTOL_FLOAT32 = 1e-6
 #: Peak bytes per stored weight while a matrix is built and validated (COO/CSR copies, int64 and float64
 #: intermediates; measured ~125 for the exponential graph at n = 2^20), for the memory guard.
 BUILD_BYTES_PER_ENTRY = 140
@@ -94,12 +97,15 @@ class MixingMatrix:
                 raise ValueError("normalize=True rescales rows or columns, not both: it cannot make W doubly "
                                  "stochastic (build one with weights='metropolis' from an undirected graph)")
             stochastic = "row"
+        source = np.dtype(np.float64)  # the precision the weights were written in (their sums' tolerance)
         if isinstance(W, MixingMatrix):
             csr = W._csr.astype(np.float64)
+            source = W.dtype
         elif sp.issparse(W):
             _check_sparse_structure(W)
             require_memory(W.nnz * BUILD_BYTES_PER_ENTRY, f"validating a {W.shape[0]} x {W.shape[1]} matrix "
                            f"with {W.nnz} entries")
+            source = np.dtype(W.dtype) if W.dtype == np.float32 else source
             csr = sp.csr_array(W, dtype=np.float64, copy=True)
         else:
             arr = np.asarray(W)
@@ -109,6 +115,7 @@ class MixingMatrix:
                 raise TypeError(f"W must be real, got complex dtype {arr.dtype}")
             if arr.ndim != 2:
                 raise ValueError(f"W must be 2-D, got {arr.ndim}-D with shape {arr.shape}")
+            source = arr.dtype if arr.dtype == np.float32 else source
             csr = sp.csr_array(arr.astype(np.float64))
         if csr.shape[0] != csr.shape[1]:
             raise ValueError(f"W must be square, got shape {csr.shape}")
@@ -125,9 +132,10 @@ class MixingMatrix:
             if empty.size:
                 raise ValueError(f"cannot normalize: {stochastic} {empty[0]} (node {empty[0]}) has no positive weight")
             csr.data /= np.repeat(sums, np.diff(csr.indptr)) if axis == 1 else sums[csr.indices]
-        _check_sums(csr, stochastic, doubly)
+        rtol = ROW_SUM_RTOL if source != np.float32 else ROW_SUM_RTOL_FLOAT32
+        _check_sums(csr, stochastic, doubly, rtol)
         if doubly:
-            _check_sums(csr, "column", doubly)
+            _check_sums(csr, "column", doubly, rtol)
         if validate:
             _check_primitive(csr)
         self._csr = _freeze(_compact_indices(csr.astype(dtype)))
@@ -534,9 +542,9 @@ def _check_entries(csr):
         raise ValueError(f"W must be non-negative; W[{i}, {j}] = {csr.data[neg][0]} (row {i})")
 
 
-def _check_sums(csr, stochastic="row", doubly=False):
+def _check_sums(csr, stochastic="row", doubly=False, rtol=ROW_SUM_RTOL):
     sums = np.asarray(csr.sum(axis=1 if stochastic == "row" else 0)).ravel()
-    bad = np.flatnonzero(np.abs(sums - 1.0) > ROW_SUM_RTOL * np.maximum(1.0, np.abs(sums)))
+    bad = np.flatnonzero(np.abs(sums - 1.0) > rtol * np.maximum(1.0, np.abs(sums)))
     if bad.size:
         i = int(bad[0])
         if doubly:

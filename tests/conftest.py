@@ -34,6 +34,19 @@ def random_primitive(n, density, rng, self_loops=True):
     raise RuntimeError("could not draw a primitive matrix")
 
 
+def for_algorithm(cls, A):
+    """``A`` as the algorithm ``cls`` takes it: itself, or for an undirected network's method (a ``W`` among its
+    matrices) the Metropolis-Hastings W of the same graph made undirected (doubly stochastic)."""
+    if cls.applies_to(A):
+        return A
+    from rowstoch_fast import MixingMatrix
+    from rowstoch_fast.mixing import metropolis_weights
+
+    links = (A.csr + A.csr.T).tocsr()  # every link both ways
+    links.data[:] = 1.0
+    return metropolis_weights(MixingMatrix(links, normalize=True))
+
+
 @st.composite
 def csr_and_block(draw, max_n=12, max_d=5):
     """(scipy CSR with random pattern incl. empty rows and duplicates, dense X) of matching dtypes."""

@@ -13,6 +13,8 @@ from rowstoch_fast import PullDiagGT, topology
 from rowstoch_fast.errors import RemoteError
 from rowstoch_fast.objectives import NonconvexLogistic, Quadratic
 
+from conftest import for_algorithm
+
 comm = MPI.COMM_WORLD
 rank, size = comm.Get_rank(), comm.Get_size()
 
@@ -60,7 +62,8 @@ def case_algorithms(out):
         x0 = np.broadcast_to(f.x0(), (2, A.n, 3)) + np.arange(2.0)[:, None, None]
         for name, cls in sorted(REGISTRY.items()):
             for pname, owner in partitions(A.n):
-                opt = cls.build(A, x0, 0.01, rounds=2 if cls.multi_round else 1, backend="mpi", partition=owner)
+                opt = cls.build(for_algorithm(cls, A), x0, 0.01, rounds=2 if cls.multi_round else 1, backend="mpi",
+                                partition=owner)
                 grad = lambda X, nodes=opt.local_nodes: f.full_gradient(X, nodes)  # noqa: E731
                 for _ in range(30):
                     opt.step(grad)
@@ -201,6 +204,8 @@ def case_networks(out):
     f = Quadratic.random(20, 3, seed=2)
     for nname, net in unreliable_networks().items():
         for name, cls in sorted(REGISTRY.items()):
+            if not cls.applies_to(net):  # (an undirected network's method: a static W only)
+                continue
             for pname, owner in partitions(20):
                 opt = cls.build(net, f.x0(), 0.01, rounds=2 if cls.multi_round else 1, backend="mpi", partition=owner)
                 grad = lambda X, nodes=opt.local_nodes: f.full_gradient(X, nodes)  # noqa: E731

@@ -442,7 +442,11 @@ def test_the_paper_preset_is_a_shipped_file_that_tunes_every_algorithm():
     from rowstoch_fast import config
 
     options, algorithms, _ = config.load(config.preset_path("paper"))
-    assert list(algorithms) == list(cmp.ALGORITHMS) and not any("lr" in a for a in algorithms.values())
+    from rowstoch_fast.algorithms import labels
+
+    # every algorithm that runs on the paper's directed graphs, from the registry (in_paper_preset), none pinned
+    assert list(algorithms) == labels(lambda cls: cls.in_paper_preset) and not any("lr" in a for a in algorithms.values())
+    assert "dgd" in cmp.ALGORITHMS and "dgd" not in algorithms and {"add-opt", "abm"} <= set(algorithms)
     assert options["topology"] == ["paper-ring", "paper-grid", "paper-geometric", "paper-nearest_neighbor"]
 
 

@@ -196,6 +196,7 @@ from functools import reduce  # noqa: E402
 
 from rowstoch_fast import PullDiagGT, _reference  # noqa: E402
 from rowstoch_fast.algorithms import REGISTRY  # noqa: E402
+from conftest import for_algorithm  # noqa: E402
 from rowstoch_fast.mixing import out_degree_weights  # noqa: E402
 
 
@@ -273,9 +274,14 @@ def test_every_algorithm_runs_on_a_varying_network(name):
     cls = REGISTRY[name]
     A = NETWORKS["static"]
     x0 = np.random.default_rng(5).standard_normal((A.n, 2))
-    mats = cls.problem_matrices(A)
+    mats = cls.problem_matrices(for_algorithm(cls, A))
     varying = {k: Schedule([M, M]) if isinstance(M, MixingMatrix) else M for k, M in mats.items()}
     rounds = {"rounds": 2} if cls.multi_round else {}
+    if "W" in cls.matrices:  # an undirected network's method: a static doubly stochastic W only, said at once
+        with pytest.raises(ValueError, match=f"{cls.__name__}: W must be a static doubly stochastic matrix, got a "
+                                             "time-varying network"):
+            cls(**varying, x0=x0, lr=0.03, **rounds)
+        return
     a = cls(**mats, x0=x0, lr=0.03, **rounds)
     b = cls(**varying, x0=x0, lr=0.03, **rounds)
     assert not b._static or not any(isinstance(M, MixingMatrix) for M in mats.values())
@@ -577,3 +583,28 @@ def test_a_negative_iteration_in_a_state_is_refused():
     for bad in (np.array(-3), np.array(2.5), np.array([1, 2])):
         with pytest.raises(ValueError, match=r"state\['iteration'\] must be an integer >= 0, got"):
             rf.PullDiagGT.from_state_dict({**state, "iteration": bad})
+
+
+@pytest.mark.parametrize("name", [n for n, c in sorted(REGISTRY.items()) if c.push_sum_weights])
+def test_a_push_sum_method_drained_by_lost_messages_says_so(name):
+    """Issue 36's case: a 24-node directed graph, 10% Bernoulli loss, a strongly convex quadratic, lr = 0.02:
+    the push-sum weights lose their mass with every lost message until the effective step lr / w makes the
+    iterates overflow (iteration 150-163). The error says that (the weights' total and smallest, the lost
+    messages), not "lr too large?"; on the lossless network the same run stays finite."""
+    from rowstoch_fast.errors import DivergenceError
+    from rowstoch_fast.objectives import Quadratic
+
+    A = topology.erdos_renyi(24, 0.25, seed=1)
+    f = Quadratic.random(24, 3, seed=0)
+    cls = REGISTRY[name]
+    opt = cls.build(Lossy(A, 0.1, seed=0), f.x0(), 0.02)
+    with pytest.raises(DivergenceError, match=r"push-sum weights down to [0-9.e-]+ of their 24 \(node \d+: "
+                                              r"[0-9.e-]+\): the network loses messages") as info:
+        for _ in range(400):
+            opt.step(f.full_gradient)
+    assert info.value.what == "weights" and "too large?" not in str(info.value)
+    assert np.isfinite(opt.x).all() and opt.iteration == info.value.iteration - 1
+    lossless = cls.build(A, f.x0(), 0.02)
+    for _ in range(400):
+        lossless.step(f.full_gradient)
+    assert np.isfinite(lossless.x).all()

@@ -10,6 +10,7 @@ torch = pytest.importorskip("torch", reason="PyTorch not installed (pip install 
 
 from rowstoch_fast import PullDiagGT, topology  # noqa: E402
 from rowstoch_fast.algorithms import REGISTRY  # noqa: E402
+from conftest import for_algorithm  # noqa: E402
 from rowstoch_fast.torch import Replicas, accuracy, as_tensor, from_tensor  # noqa: E402
 
 
@@ -50,9 +51,9 @@ def test_gradients_equal_the_numpy_path(linear_problem):
 @pytest.mark.parametrize("name", sorted(REGISTRY))
 def test_every_algorithm_trains_replicas_like_the_numpy_path(linear_problem, name):
     model, X, y, n_in, n_out = linear_problem
-    A = topology.erdos_renyi(len(X), 0.5, seed=2)
-    reps = Replicas(model, n=len(X))
     cls = REGISTRY[name]
+    A = for_algorithm(cls, topology.erdos_renyi(len(X), 0.5, seed=2))
+    reps = Replicas(model, n=len(X))
     via_torch = cls.build(A, reps.x0(), 0.05)
     via_numpy = cls.build(A, reps.x0().copy(), 0.05)
     grad_fn = reps.grad_fn(lambda i, t: (X[i], y[i]))

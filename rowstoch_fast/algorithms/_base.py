@@ -27,18 +27,27 @@ from .._checks import check_positive_float, fmt_bytes, nodes_first, require_memo
 from ..mixing import MixingMatrix
 from ._deferred import FailureHandling
 from ._guards import _Fixed, _StepSize, exclusive
-from ._persistence import Persistence, matrix_from_state
+from ._persistence import KINDS, Persistence, matrix_from_state
 from ._registry import REGISTRY
 
 __all__ = ["Optimizer", "REGISTRY", "exclusive", "matrix_from_state"]
 
-_KIND = {"A": "row", "C": "column"}
 
 
-def _as_matrix(M, name):
+def _as_matrix(M, name, owner):
     from ..network import Network
 
-    kind = _KIND[name]
+    kind = KINDS[name]
+    if kind == "doubly":  # an undirected network's W: static, both sums checked (the first bad one named)
+        if isinstance(M, Network):
+            raise ValueError(f"{owner}: W must be a static doubly stochastic matrix, got a time-varying network "
+                             f"({type(M).__name__}); its rounds (losses, sleep, schedules) are not doubly stochastic")
+        if isinstance(M, MixingMatrix) and M.doubly:
+            return M
+        try:
+            return MixingMatrix(M, stochastic="doubly")
+        except ValueError as exc:
+            raise ValueError(f"{owner}: {exc}") from None
     if isinstance(M, Network):
         if M.stochastic != kind:
             raise ValueError(f"{name} must be a {kind}-stochastic network, got a {M.stochastic}-stochastic one")
@@ -49,6 +58,18 @@ def _as_matrix(M, name):
                              f"(build it with stochastic={kind!r}, or use mixing.out_degree_weights(A) for C)")
         return M
     return MixingMatrix(M, stochastic=kind)
+
+
+def _asymmetry(W):
+    """The first ``(i, j, W[i, j], W[j, i])`` where ``W`` is not symmetric (beyond rounding), or None."""
+    csr = W.csr
+    diff = abs(csr - csr.T).tocoo()
+    bad = diff.data > 1e-12 * max(1.0, float(abs(csr).max()))
+    if not bad.any():
+        return None
+    k = int(np.flatnonzero(bad)[np.lexsort((diff.col[bad], diff.row[bad]))[0]])
+    i, j = int(diff.row[k]), int(diff.col[k])
+    return i, j, float(csr[i, j]), float(csr[j, i])
 
 
 def _links(M):
@@ -91,6 +112,14 @@ class Optimizer(FailureHandling, Persistence):
     hyper = ("lr",)
     #: ``rounds=R`` gossip steps per communication phase (MG methods; gradients then average R samples).
     multi_round = False
+    #: The state block of push-sum weights, if any: a DivergenceError on a network that loses messages then
+    #: says what the lost mass did to them (they, not ``lr``, make the step unstable there).
+    push_sum_weights = None
+    #: The first iterations that send no message (NIDS's first step): not counted as communication rounds.
+    silent_iterations = 0
+    #: ``W`` must also be symmetric (EXTRA, NIDS, Exact Diffusion: their analysis and their fixed point need it;
+    #: a directed graph's doubly stochastic weights are refused, naming the first asymmetric pair).
+    symmetric = False
 
     # What the lists of algorithms are derived from (:mod:`._registry`): no list elsewhere names an algorithm.
     #: Place in listings and in ``rowstoch compare``'s default order (lower first, then by name).
@@ -158,7 +187,13 @@ class Optimizer(FailureHandling, Persistence):
 
     def _validate(self, matrices, x0, hyper):
         """Checks with no communication (under MPI run on every rank, then agreed on)."""
-        mats = {name: _as_matrix(M, name) for name, M in matrices.items()}
+        mats = {name: _as_matrix(M, name, type(self).__name__) for name, M in matrices.items()}
+        if self.symmetric and "W" in mats:
+            found = _asymmetry(mats["W"])
+            if found:
+                i, j, a, b = found
+                raise ValueError(f"{type(self).__name__}: W must be symmetric (an undirected graph's weights, e.g. "
+                                 f"weights='metropolis'): W[{i}, {j}] = {a:.6g} but W[{j}, {i}] = {b:.6g}")
         sizes = {M.n for M in mats.values()}
         if len(sizes) > 1:
             raise ValueError(f"the matrices {', '.join(mats)} must have the same number of nodes, got "
@@ -263,6 +298,11 @@ class Optimizer(FailureHandling, Persistence):
         return self._mats.get("C")
 
     @property
+    def W(self):
+        """The doubly stochastic mixing matrix of an undirected network (None for an algorithm without one)."""
+        return self._mats.get("W")
+
+    @property
     def n(self):
         """Number of nodes."""
         return self._n
@@ -301,8 +341,13 @@ class Optimizer(FailureHandling, Persistence):
 
     @property
     def communication_rounds(self):
-        """Gossip rounds used so far (``rounds`` per iteration, counted as the paper does)."""
-        return self.iteration * self.rounds
+        """Gossip rounds used so far (``rounds`` per iteration, counted as the paper does; the first
+        :attr:`silent_iterations` send nothing)."""
+        return self._talking_iterations() * self.rounds
+
+    def _talking_iterations(self):
+        """Iterations so far that sent messages (all but the first :attr:`silent_iterations`)."""
+        return max(0, self.iteration - self.silent_iterations)
 
     @property
     def messages(self):
@@ -331,8 +376,8 @@ class Optimizer(FailureHandling, Persistence):
             edges = self._edges[name] if name in self._edges else name
             messages += exchanges * edges
             values += exchanges * edges * per_node
-        return {"messages": self.iteration * messages,
-                "bytes": self.iteration * values * self._ops.dtype.itemsize}
+        talking = self._talking_iterations()
+        return {"messages": talking * messages, "bytes": talking * values * self._ops.dtype.itemsize}
 
     def centroid_weights(self):
         """The weights of the centroid the iterates agree on: ``pi`` of ``A``, or ``1/n`` (push-sum methods)."""
@@ -469,13 +514,32 @@ class Optimizer(FailureHandling, Persistence):
     @classmethod
     def problem_matrices(cls, A):
         """The matrices this algorithm mixes with on the network of the row-stochastic ``A``, as keywords:
-        ``A`` itself and/or ``C``, the same graph with out-degree weights."""
+        ``A`` itself and/or ``C``, the same graph with out-degree weights, or ``W``, ``A`` itself (which must then
+        be doubly stochastic: an undirected graph's, e.g. ``weights="metropolis"``; the constructor refuses
+        another, naming its first bad row or column)."""
         from ..mixing import out_degree_weights
 
         def column(M):  # a time-varying network: the same losses and schedule over out-degree weights
             return out_degree_weights(M) if isinstance(M, MixingMatrix) else M.map(out_degree_weights)
 
-        return {name: (A if name == "A" else column(A)) for name in cls.matrices}
+        return {name: (column(A) if name == "C" else A) for name in cls.matrices}
+
+    @classmethod
+    def applies_to(cls, A):
+        """Whether this algorithm runs on the network of ``A`` as :meth:`build` gives it: always, except that
+        an undirected network's methods (a ``W`` among :attr:`matrices`) need a static doubly stochastic
+        ``A`` (and a symmetric one where :attr:`symmetric`); ``rowstoch compare`` leaves them out of its
+        default elsewhere."""
+        if "W" not in cls.matrices:
+            return True
+        if not isinstance(A, MixingMatrix):
+            return False
+        if not A.doubly:
+            try:
+                MixingMatrix(A, stochastic="doubly")
+            except ValueError:
+                return False
+        return not (cls.symmetric and _asymmetry(A))
 
     @classmethod
     def build(cls, A, x0, lr, *, rounds=1, tracker="exact", backend="auto", **options):

@@ -35,8 +35,21 @@ class FailureHandling:
         return DivergenceError.gradient(iteration, self._ops.first_nonfinite(out), self.iteration)
 
     def _iterate_error(self, t, *blocks):
-        """The DivergenceError of non-finite ``blocks`` made by step ``t``."""
-        return DivergenceError.iterate(t + 1, self._ops.first_nonfinite(*blocks), self._lr_text())
+        """The DivergenceError of non-finite ``blocks`` made by step ``t``; for a push-sum method on a network that
+        loses messages, with what the lost mass did to its weights (collective under MPI)."""
+        node = self._ops.first_nonfinite(*blocks)
+        name = getattr(self, "push_sum_weights", None)
+        if name and not self._static:
+            full = self._ops.gather(self._cur[name])  # (the weights at the start of the failed step)
+            found = None
+            if full is not None:
+                w = np.asarray(full).ravel()
+                found = (float(w.sum()), int(np.argmin(w)), float(w.min()), w.size)
+            found = self.share(found)
+            total, weakest, smallest, n = found
+            if total < 0.1 * n:  # most of the mass gone: that, not lr, is what made the step unstable
+                return DivergenceError.starved(t + 1, node, total, n, weakest, smallest)
+        return DivergenceError.iterate(t + 1, node, self._lr_text())
 
     def _gradient_local(self, grad_fn, x_buf, out):
         G = grad_fn(self._user_view(x_buf))

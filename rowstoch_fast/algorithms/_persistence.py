@@ -13,9 +13,10 @@ from ..mixing import MixingMatrix
 from ..network import describe as network_describe
 from ._guards import exclusive
 
-__all__ = ["Persistence", "matrix_from_state"]
+__all__ = ["KINDS", "Persistence", "matrix_from_state"]
 
-_KIND = {"A": "row", "C": "column"}
+#: The mixing matrices an algorithm can name (constructor keywords) and the kind each must be.
+KINDS = {"A": "row", "C": "column", "W": "doubly"}
 
 
 def _prefix(name):
@@ -107,14 +108,14 @@ class Persistence:
         return out
 
     @classmethod
-    def from_state_dict(cls, state, A=None, *, C=None, lr=None, backend="auto", comm=None, partition=None):
+    def from_state_dict(cls, state, A=None, *, C=None, W=None, lr=None, backend="auto", comm=None, partition=None):
         """Rebuild an optimizer from :meth:`state_dict` (optionally with a new ``lr``), on any backend.
 
         Parameters
         ----------
         state : mapping
             As returned by :meth:`state_dict` (or loaded from an ``.npz``).
-        A, C : MixingMatrix, optional
+        A, C, W : MixingMatrix, optional
             Reuse these matrices (and their cached trackers) instead of
             rebuilding them from the state; they must be the saved ones.
         lr : float, optional
@@ -124,7 +125,7 @@ class Persistence:
         """
         fmt = f"rowstoch_fast.{cls.__name__}/1"
         needed = {"format", "shape", "iteration", *cls.hyper, *cls.state}
-        given = {"A": A, "C": C}
+        given = {"A": A, "C": C, "W": W}
         for name in cls.matrices:
             prefix = _prefix(name)
             if prefix + "network" in state:
@@ -143,7 +144,7 @@ class Persistence:
             if _prefix(name) + "network" in state:
                 _check_network(str(state[_prefix(name) + "network"]), given[name], name)
         mats = {name: (given[name] if _prefix(name) + "network" in state else
-                       matrix_from_state(state, given[name], _prefix(name), _KIND[name]))
+                       matrix_from_state(state, given[name], _prefix(name), KINDS[name]))
                 for name in cls.matrices}
         hyper = {k: _plain(state[k]) for k in cls.hyper}
         if lr is not None:

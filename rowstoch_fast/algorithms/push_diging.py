@@ -54,6 +54,7 @@ class PushDIGing(Optimizer):
     matrices = ("C",)
     state = ("u", "v", "x", "y", "g")
     narrow = ("v",)
+    push_sum_weights = "v"
     scratch = 2
     hyper = ("lr", "rounds")
     multi_round = True

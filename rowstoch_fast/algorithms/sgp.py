@@ -50,6 +50,7 @@ class SGP(Optimizer):
     matrices = ("C",)
     state = ("x", "w", "z")
     narrow = ("w",)
+    push_sum_weights = "w"
     model = "z"
     scratch = 2
 
