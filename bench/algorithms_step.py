@@ -59,7 +59,7 @@ def scipy_step(name, S, SC, s, lr, st, g):
     elif name == "centralized":
         st["x"] = st["x"] - lr * g.mean(axis=0)
     elif name == "abm":
-        x = S @ st["x"] - lr * st["y"] + 0.5 * (st["x"] - st["x_prev"])
+        x = S @ st["x"] - lr * st["y"] + 0.2 * (st["x"] - st["x_prev"])  # (ABm's default momentum)
         st["y"] = SC @ st["y"] + g - st["g"]
         st["x_prev"], st["x"] = st["x"], x
     elif name == "add-opt":

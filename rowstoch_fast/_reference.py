@@ -543,7 +543,7 @@ def add_opt(C, x0, lr, grad_fn, T):
 
 
 @twin("abm")
-def abm(A, C, x0, lr, grad_fn, T, momentum=0.5):
+def abm(A, C, x0, lr, grad_fn, T, momentum=0.2):
     """ABm (Xin & Khan 2019): ``x+ = A x - lr y + momentum (x - x_prev)``, ``y+ = C y + g(x+) - g(x)``;
     ``x_prev = x0``, ``y0 = g(x0)``."""
     A_of, C_of = _of(A), _of(C)

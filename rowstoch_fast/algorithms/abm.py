@@ -27,8 +27,9 @@ class ABm(Optimizer):
         Column-stochastic on the same nodes (mixes the trackers), e.g. ``mixing.out_degree_weights(A)``.
     x0 : array_like, shape (d,), (n, d) or (reps, n, d)
     lr : float
-    momentum : float, default 0.5
-        The heavy-ball weight, in [0, 1).
+    momentum : float, default 0.2
+        The heavy-ball weight, in [0, 1). (0.5 left no stable step size at all on the paper's 16-node ring
+        with its stochastic logistic problem, where 0.2 tunes like Push-Pull.)
     backend, check_finite, comm, partition
         As in :class:`~rowstoch_fast.PullDiagGT`.
 
@@ -59,7 +60,7 @@ class ABm(Optimizer):
     scratch = 1
     hyper = ("lr", "momentum")
 
-    def __init__(self, A, C, x0, lr, momentum=0.5, backend="auto", *, check_finite=True, comm=None,
+    def __init__(self, A, C, x0, lr, momentum=0.2, backend="auto", *, check_finite=True, comm=None,
                  partition=None):
         self._start(x0, {"A": A, "C": C}, backend, check_finite, comm, partition, lr=lr, momentum=momentum)
 
