@@ -361,8 +361,17 @@ class Optimizer(FailureHandling, Persistence):
 
     def _traffic_per_iteration(self):
         """``[(matrix name or number of links, exchanges, values per node per exchange)]`` of one iteration;
-        a matrix counts its directed edges (self loops excluded) as links."""
-        return []
+        a matrix counts its directed edges (self loops excluded) as links. Default: each matrix carries the
+        model once per gossip round (``rounds`` exchanges of ``reps * d`` values)."""
+        return [(name, self.rounds, self._reps * self._d) for name in self.matrices]
+
+    def _initial_gradient(self, grad_fn, tracker=None):
+        """Iteration 0 of a gradient-tracking method: ``g_0 = grad_fn(x_0)`` into the state block ``"g"`` (at
+        the model block), and ``y_0 = g_0`` into the state block ``tracker`` when given."""
+        cur = self._cur
+        self._gradient(grad_fn, cur[self.model], cur["g"], 0)
+        if tracker is not None:
+            cur[tracker][...] = cur["g"]
 
     def traffic(self):
         """What the network has carried so far: ``{"messages": ..., "bytes": ...}``.

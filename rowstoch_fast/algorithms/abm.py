@@ -71,15 +71,9 @@ class ABm(Optimizer):
             raise ValueError(f"momentum must be in [0, 1), got {self.momentum}")
         return {"lr": self.lr, "momentum": self.momentum}
 
-    def _traffic_per_iteration(self):
-        w = self._reps * self._d
-        return [("A", 1, w), ("C", 1, w)]
-
     def _initialize(self, grad_fn):
-        cur = self._cur
-        cur["x_prev"][...] = cur["x"]
-        self._gradient(grad_fn, cur["x"], cur["g"], 0)
-        cur["y"][...] = cur["g"]
+        self._cur["x_prev"][...] = self._cur["x"]
+        self._initial_gradient(grad_fn, tracker="y")
 
     def _advance(self, grad_fn, cur, nxt, t):
         ops, b = self._ops, self.momentum

@@ -70,8 +70,7 @@ class ADDOPT(Optimizer):
         cur = self._cur
         cur["x"][...] = cur["z"]
         cur["v"][...] = 1.0
-        self._gradient(grad_fn, cur["z"], cur["g"], 0)
-        cur["w"][...] = cur["g"]
+        self._initial_gradient(grad_fn, tracker="w")
 
     def _advance(self, grad_fn, cur, nxt, t):
         ops, C = self._ops, self.C

@@ -57,9 +57,7 @@ class AugDGM(Optimizer):
         return [("W", 2, self._reps * self._d)]
 
     def _initialize(self, grad_fn):
-        cur = self._cur
-        self._gradient(grad_fn, cur["x"], cur["g"], 0)
-        cur["y"][...] = cur["g"]
+        self._initial_gradient(grad_fn, tracker="y")
 
     def _advance(self, grad_fn, cur, nxt, t):
         ops, w = self._ops, self._work[0]

@@ -53,9 +53,6 @@ class DGD(Optimizer):
     def __init__(self, W, x0, lr, backend="auto", *, check_finite=True, comm=None, partition=None):
         self._start(x0, {"W": W}, backend, check_finite, comm, partition, lr=lr)
 
-    def _traffic_per_iteration(self):
-        return [("W", 1, self._reps * self._d)]
-
     def _advance(self, grad_fn, cur, nxt, t):
         g, wx = self._work
         self._gradient(grad_fn, cur["x"], g, t)

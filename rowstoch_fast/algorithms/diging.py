@@ -56,9 +56,7 @@ class DIGing(Optimizer):
         return [("W", 1, 2 * self._reps * self._d)]  # x and y leave in the same round
 
     def _initialize(self, grad_fn):
-        cur = self._cur
-        self._gradient(grad_fn, cur["x"], cur["g"], 0)
-        cur["y"][...] = cur["g"]
+        self._initial_gradient(grad_fn, tracker="y")
 
     def _advance(self, grad_fn, cur, nxt, t):
         ops = self._ops

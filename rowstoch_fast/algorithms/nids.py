@@ -62,11 +62,8 @@ class NIDS(Optimizer):
     def __init__(self, W, x0, lr, backend="auto", *, check_finite=True, comm=None, partition=None):
         self._start(x0, {"W": W}, backend, check_finite, comm, partition, lr=lr)
 
-    def _traffic_per_iteration(self):
-        return [("W", 1, self._reps * self._d)]
-
     def _initialize(self, grad_fn):
-        self._gradient(grad_fn, self._cur["x"], self._cur["g"], 0)
+        self._initial_gradient(grad_fn)
 
     def _advance(self, grad_fn, cur, nxt, t):
         ops, lr = self._ops, self.lr
