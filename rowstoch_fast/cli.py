@@ -207,25 +207,9 @@ def _write_outputs(h, args, A, algo):
 
 
 def _write_history(h, folder, args, A, algo):
-    h.to_csv(os.path.join(folder, "history.csv"))
-    h.to_json(os.path.join(folder, "history.json"))
-    written = ["history.csv", "history.json"]
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-
-        graph = os.path.basename(args.matrix) if args.matrix else args.topology
-        ax = h.plot("grad_norm", label=f"{algo.name}, lr = {algo.lr:g}" + (" (diverged)" if h.diverged else ""))
-        ax.set_title(f"{graph} (n = {A.n}), {args.objective}, {h.meta['repeats']} repetition(s)")
-        ax.figure.tight_layout()
-        ax.figure.savefig(os.path.join(folder, "grad_norm.png"), dpi=120)
-        plt.close(ax.figure)
-        written.append("grad_norm.png")
-    except ImportError:
-        pass
-    return written
+    graph = os.path.basename(args.matrix) if args.matrix else args.topology
+    return h.save(folder, title=f"{graph} (n = {A.n}), {args.objective}, {h.meta['repeats']} repetition(s)",
+                  label=f"{algo.name}, lr = {algo.lr:g}" + (" (diverged)" if h.diverged else ""))
 
 
 def cmd_run(args):

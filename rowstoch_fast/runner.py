@@ -242,6 +242,28 @@ class History:
         with open(path, "w") as f:
             json.dump(_finite_or_none(payload), f, indent=1, default=_json_default, allow_nan=False)
 
+    def save(self, folder, title=None, label=None):
+        """Write what ``rowstoch run`` writes into ``folder``: history.csv (the summary), history.json (everything)
+        and, with matplotlib, grad_norm.png (``title`` over it, ``label`` in its legend). Returns the names
+        written."""
+        self.to_csv(os.path.join(folder, "history.csv"))
+        self.to_json(os.path.join(folder, "history.json"))
+        written = ["history.csv", "history.json"]
+        try:
+            import matplotlib
+
+            matplotlib.use("Agg")
+            import matplotlib.pyplot as plt
+        except ImportError:
+            return written
+        ax = self.plot("grad_norm", label=label)
+        if title:
+            ax.set_title(title)
+        ax.figure.tight_layout()
+        ax.figure.savefig(os.path.join(folder, "grad_norm.png"), dpi=120)
+        plt.close(ax.figure)
+        return written + ["grad_norm.png"]
+
     def plot(self, metric="grad_norm", ax=None, x="communication_rounds", label=None, path=None, **kwargs):
         """Plot the mean of ``metric`` (log scale) with a band of one standard deviation.
 
