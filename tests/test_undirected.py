@@ -110,11 +110,13 @@ def test_the_cli_names_a_method_the_network_cannot_run(tmp_path):
            "--objective", "least-squares",
            "--algorithms", "nids,add-opt", "--rounds-budget", "30", "--repeats", "1", "--lr", "0.05",
            "--no-progress"]
-    out = subprocess.run(run + ["--out", str(tmp_path / "a")], capture_output=True, text=True, timeout=300)
+    # (from a neutral folder: in a source checkout the current folder would shadow the installed package)
+    out = subprocess.run(run + ["--out", str(tmp_path / "a")], capture_output=True, text=True, timeout=300,
+                         cwd=tmp_path)
     assert out.returncode == 2 and out.stderr.count("\n") == 1 and "'nids' runs on an undirected" in out.stderr
     assert not (tmp_path / "a").exists()
     out = subprocess.run(run + ["--undirected", "--weights", "metropolis", "--out", str(tmp_path / "b")],
-                         capture_output=True, text=True, timeout=300)
+                         capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     assert (tmp_path / "b" / "summary.csv").exists()
 
