@@ -559,3 +559,39 @@ def abm(A, C, x0, lr, grad_fn, T, momentum=0.2):
         g = g_new
         xs.append(x.copy())
     return xs
+
+
+@twin("robust-gradient-push")
+def robust_gradient_push(C, x0, lr, grad_fn, T, lost=None):
+    """Robust gradient-push (Spiridonoff, Olshevsky & Paschalidis 2020), dense, link by link:
+    ``h = x - lr g(z)``; every link ``j -> i`` (``i != j``) adds ``C[i, j] (h_j, w_j)`` to its undelivered mass
+    ``p_ij``; ``(x, w)_i = C[i, i] (h_i, w_i) + sum_{j: arrived} p_ij`` and those ``p_ij = 0``; ``z = x / w``;
+    ``x0 = z0``, ``w0 = 1``. ``lost(k, i, j)`` says whether iteration ``k``'s message ``j -> i`` is lost (None:
+    none are). Returns the models ``z``."""
+    Cd = _dense(C)
+    n = Cd.shape[0]
+    z = np.array(x0, dtype=np.float64)
+    x, w = z.copy(), np.ones((n, 1))
+    pending = {}
+    zs = [z.copy()]
+    for k in range(T):
+        h = x - lr * _grad(grad_fn, z)
+        x_new, w_new = np.zeros_like(x), np.zeros_like(w)
+        for i in range(n):
+            x_new[i] += Cd[i, i] * h[i]
+            w_new[i] += Cd[i, i] * w[i]
+            for j in range(n):
+                if j == i or Cd[i, j] == 0:
+                    continue
+                px, pw = pending.get((i, j), (0.0, 0.0))
+                px, pw = px + Cd[i, j] * h[j], pw + Cd[i, j] * w[j]
+                if lost is not None and lost(k, i, j):
+                    pending[(i, j)] = (px, pw)
+                else:
+                    x_new[i] += px
+                    w_new[i] += pw
+                    pending[(i, j)] = (0.0, 0.0)
+        x, w = x_new, w_new
+        z = x / w
+        zs.append(z.copy())
+    return zs

@@ -62,7 +62,7 @@ def cmd_algorithms(args):
     """``rowstoch algorithms``: the registered algorithms, one line each (from the registry and each class's
     docstring)."""
     kinds = {"A": "row-stochastic A", "C": "column-stochastic C", "W": "doubly stochastic W"}
-    print(f"{'name':<18}{'class':<16}{'mixes with':<42}{'converges to (constant step)'}")
+    print(f"{'name':<22}{'class':<20}{'mixes with':<42}{'converges to (constant step)'}")
     for label in labels(every_mg=True):
         cls = REGISTRY[method_of(label)]
         mixes = " + ".join(kinds[m] for m in cls.matrices) or "exact averaging"
@@ -71,7 +71,7 @@ def cmd_algorithms(args):
         if label != cls.name:
             mixes += ", R rounds"
         goal = "the minimiser" if cls.exact else f"{cls.bias} minimiser" if cls.bias else "O(lr) of the minimiser"
-        print(f"{label:<18}{cls.__name__:<16}{mixes:<42}{goal}")
+        print(f"{label:<22}{cls.__name__:<20}{mixes:<42}{goal}")
     print("\n(help(rowstoch_fast.<class>) gives each one's equations and reference)")
     return 0
 

@@ -438,6 +438,24 @@ class Lossy(Network):
         elif p_bad is not None or p_recover is not None:
             raise ValueError("p_bad and p_recover are parameters of model='gilbert-elliott'")
 
+    def arrived(self, t, r, indptr, indices, row_ids=None, col_ids=None):
+        """Which messages of round ``r`` of iteration ``t`` arrive, for a CSR share of the static matrix under
+        this network (one bool per stored entry ``(i, j)``, the message ``j -> i``; a self loop always
+        arrives): the draws the losses themselves use (:meth:`matrix`, the compiled passes, every backend),
+        hashed on the global node ids ``row_ids[i]`` / ``col_ids[j]`` of an MPI rank's share. What the
+        running-sum algorithms (:class:`~rowstoch_fast.RobustGradientPush`) deliver by."""
+        if not isinstance(self.base, MixingMatrix):
+            raise ValueError(f"{self!r}: per-message arrivals need a static matrix under the losses (a fixed set "
+                             "of links), not a schedule or another network")
+        rows = np.repeat(np.arange(len(indptr) - 1, dtype=np.int64), np.diff(indptr))
+        cols = np.asarray(indices, dtype=np.int64)
+        if row_ids is not None:
+            rows, cols = np.asarray(row_ids)[rows], np.asarray(col_ids)[cols]
+        lost = uniform_hash(self.seed, t, r, rows, cols) < self.p
+        if self.model == "gilbert-elliott":
+            lost &= self.bad_states(indptr, indices, t, row_ids=row_ids, col_ids=col_ids).astype(bool)
+        return ~(lost & (rows != cols))
+
     def _lost(self, csr, t, r):
         rows = np.repeat(np.arange(csr.shape[0], dtype=np.int64), np.diff(csr.indptr))
         cols = csr.indices.astype(np.int64)

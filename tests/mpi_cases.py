@@ -212,8 +212,11 @@ def case_networks(out):
                 for _ in range(20):
                     opt.step(grad)
                 x = opt.gather_x()
+                extra = {k: v for k, v in opt._save_extra().items()}  # (per-link state, gathered: collective)
                 if rank == 0:
                     results[f"{nname}/{name}/{pname}"] = x
+                    for k, v in extra.items():
+                        results[f"{nname}/{name}/{pname}/{k}"] = v
     if rank == 0:
         np.savez(out, **results)
 

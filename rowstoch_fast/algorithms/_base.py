@@ -115,6 +115,9 @@ class Optimizer(FailureHandling, Persistence):
     #: The state block of push-sum weights, if any: a DivergenceError on a network that loses messages then
     #: says what the lost mass did to them (they, not ``lr``, make the step unstable there).
     push_sum_weights = None
+    #: State per stored weight of the matrix (running sums per link), beyond the per-node blocks: gossip runs
+    #: through the backends' ``running_sums`` (generic array operations), not their mixing kernels.
+    per_link_state = False
     #: The first iterations that send no message (NIDS's first step): not counted as communication rounds.
     silent_iterations = 0
     #: ``W`` must also be symmetric (EXTRA, NIDS, Exact Diffusion: their analysis and their fixed point need it;

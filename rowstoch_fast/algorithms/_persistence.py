@@ -79,6 +79,14 @@ def _plain(value):
 class Persistence:
     """The part of :class:`~rowstoch_fast.algorithms.Optimizer` that saves and restores it (mixed into it)."""
 
+    def _save_extra(self):
+        """State beyond the blocks of :attr:`state`, as ``{key: host array}`` on the root (collective under
+        MPI; the values may be None on the other ranks). Default: none."""
+        return {}
+
+    def _load_extra(self, state):
+        """Restore what :meth:`_save_extra` saved (``state``: the whole dict)."""
+
     @exclusive
     def state_dict(self):
         """Everything needed to resume bit-identically, as NumPy arrays and scalars (on the root; None on the
@@ -89,6 +97,7 @@ class Persistence:
         """
         self._settle()
         blocks = {name: self._ops.gather(self._cur[name]) for name in self.state}
+        blocks.update(self._save_extra())  # (collective too: an algorithm's other state, e.g. per-link sums)
         if not self._ops.is_root:
             return None
         out = {"format": np.array(f"rowstoch_fast.{type(self).__name__}/1")}
@@ -174,6 +183,7 @@ class Persistence:
             raise ValueError(f"state['iteration'] must be an integer >= 0, got {iteration.tolist()!r}")
         opt.iteration = int(iteration)
         opt._initialized = bool(state.get("initialized", True))
+        opt._load_extra(state)
         if lr is not None and opt._initialized:
             opt._lr_changed()
         return opt

@@ -117,6 +117,69 @@ class Backend:
         """``[obj]`` of every process, in rank order, on the root (None on the others)."""
         return [obj]
 
+    # ------------------------------------------------------------------ per-link running sums
+    def _link_arrays(self, C):
+        """This process's share of the static matrix ``C`` for the per-link operations, computed once per
+        matrix: ``host`` (indptr, indices, row_ids, col_ids: what a network's ``arrived`` hashes; ids None for
+        all nodes in order), and on this backend's arrays ``indices``, ``data``, ``diag`` (self loops),
+        ``starts`` (first entry of each non-empty row), ``nonempty``, and ``nnz``."""
+        cache = self.__dict__.setdefault("_links", {})
+        if id(C) not in cache:
+            c = C.csr
+            indptr, indices = c.indptr.astype(np.int64), c.indices.astype(np.int64)
+            rows = np.repeat(np.arange(len(indptr) - 1, dtype=np.int64), np.diff(indptr))
+            cache[id(C)] = (C, self._device_links(indptr, indices, c.data, rows == indices, None, None))
+        return cache[id(C)][1]
+
+    def _device_links(self, indptr, indices, data, diag, row_ids, col_ids):
+        """:meth:`_link_arrays`' dict from host arrays (a device backend copies them to the device)."""
+        xp = self.xp
+        nonempty = np.diff(indptr) > 0
+        return {"host": (indptr, indices, row_ids, col_ids), "indices": xp.asarray(indices),
+                "data": xp.asarray(data.astype(self.dtype)), "diag": xp.asarray(diag),
+                "starts": xp.asarray(indptr[:-1][nonempty]), "nonempty": xp.asarray(nonempty), "nnz": len(indices)}
+
+    def _link_source(self, C, src):
+        """The rows the entries of this process's share of ``C`` read (under MPI: its rows and its halo's)."""
+        return src
+
+    def link_zeros(self, C, width):
+        """A zero block of one row per stored entry of this process's rows of ``C`` (per-link state)."""
+        return self.xp.zeros((self._link_arrays(C)["nnz"], width), dtype=self.dtype)
+
+    def running_sums(self, C, net, t, r, blocks):
+        """One gossip round of per-link running sums over the column-stochastic ``C``: for every
+        ``(src, out, pending, pending_out)`` of ``blocks``, each link ``j -> i`` adds ``C[i, j] src[j]`` to its
+        undelivered mass ``pending``; where the round's message arrives (``net.arrived``, the same draws as the
+        network's losses; every message when ``net`` is None; a self loop always) the receiver takes all of
+        it. ``out[i]`` is what node ``i`` took, ``pending_out`` what stays on each link. Mass is never lost:
+        a lost message's share arrives with the next message that does (robust push-sum)."""
+        links = self._link_arrays(C)
+        xp = self.xp
+        if net is None:
+            deliver = xp.ones(links["nnz"], dtype=bool)
+        else:
+            indptr, indices, row_ids, col_ids = links["host"]
+            deliver = xp.asarray(net.arrived(t, r, indptr, indices, row_ids=row_ids, col_ids=col_ids))
+        deliver = (deliver | links["diag"])[:, None]
+        for src, out, pending, pending_out in blocks:
+            ext = self._link_source(C, src)
+            carried = pending + links["data"][:, None] * ext[links["indices"]]
+            taken = xp.where(deliver, carried, 0)
+            pending_out[...] = xp.where(deliver, 0, carried)
+            out[...] = 0
+            if links["starts"].shape[0]:
+                out[links["nonempty"]] = xp.add.reduceat(taken, links["starts"], axis=0)
+
+    def gather_links(self, C, block):
+        """A per-link block of every process in the order of ``C``'s stored entries, as a host array on the
+        root (None on the others)."""
+        return np.array(block.get() if hasattr(block, "get") else block)
+
+    def scatter_links(self, C, full):
+        """This process's part of a per-link host array in the order of ``C``'s stored entries."""
+        return self.xp.asarray(np.ascontiguousarray(full, dtype=self.dtype))
+
     def broadcast_objects(self, obj):
         """The root's ``obj`` on every process."""
         return obj

@@ -549,6 +549,15 @@ class CupyBackend(Backend):
                           RuntimeWarning, stacklevel=2)
             return None
 
+    def running_sums(self, C, net, t, r, blocks):
+        """:meth:`Backend.running_sums` on the device (CuPy's generic operations, no kernel of its own). Its
+        writes are not launches that a failed deferred check freezes, so the flag is read first (one
+        device-to-host read per call): after a failure nothing is written, and the state the optimizer rolls
+        back to stays intact."""
+        if self.checking and int(self._status[0]):
+            return
+        super().running_sums(C, net, t, r, blocks)
+
     def tracker(self, A, rounds, kind):
         from ..tracker import DiagTracker, NetworkTracker
 

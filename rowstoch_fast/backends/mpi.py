@@ -357,6 +357,52 @@ class MpiBackend(CpuBackend):
             cur = out
         return out
 
+    # ------------------------------------------------------------------ per-link running sums
+    def _link_arrays(self, C):
+        """This rank's rows of ``C`` (its halo's columns), with the global ids the losses are hashed on."""
+        cache = self.__dict__.setdefault("_links", {})
+        if id(C) not in cache:
+            halo = self.halo(C)
+            rows = np.repeat(np.arange(halo.n_local, dtype=np.int64), np.diff(halo.indptr))
+            diag = halo.local_nodes[rows] == halo.col_ids[halo.indices]
+            cache[id(C)] = (C, self._device_links(halo.indptr, halo.indices, halo.data, diag, halo.local_nodes,
+                                                  halo.col_ids))
+        return cache[id(C)][1]
+
+    def _link_source(self, C, src):
+        halo = self.halo(C)
+        ext = self._ext_block(C, halo, src.shape[1])
+        ext[: halo.n_local] = src
+        t0 = time.perf_counter()
+        halo.exchange(ext)
+        halo.comm_seconds += time.perf_counter() - t0
+        return ext
+
+    def gather_links(self, C, block):
+        halo = self.halo(C)
+        every = self.comm.gather((halo.local_nodes, np.diff(halo.indptr), np.asarray(block)), root=0)
+        if every is None:
+            return None
+        n = C.n
+        counts = np.zeros(n, dtype=np.int64)
+        for nodes, per_row, _ in every:
+            counts[nodes] = per_row
+        starts = np.concatenate([[0], np.cumsum(counts)])
+        full = np.empty((int(starts[-1]), block.shape[1]), dtype=block.dtype)
+        for nodes, per_row, part in every:  # each rank's rows, in its order (ascending global ids)
+            local_starts = np.concatenate([[0], np.cumsum(per_row)])
+            for k, node in enumerate(nodes):
+                full[starts[node]:starts[node + 1]] = part[local_starts[k]:local_starts[k + 1]]
+        return full
+
+    def scatter_links(self, C, full):
+        halo = self.halo(C)
+        counts = np.diff(C.csr.indptr)
+        starts = np.concatenate([[0], np.cumsum(counts)])
+        picked = [np.asarray(full)[starts[node]:starts[node + 1]] for node in halo.local_nodes]
+        return np.ascontiguousarray(np.concatenate(picked) if picked else np.zeros((0, full.shape[1])),
+                                    dtype=self.dtype)
+
     def tracker(self, A, rounds, kind):
         if not isinstance(A, MixingMatrix):
             return _NetworkTrackerView(self, A, rounds, kind)
