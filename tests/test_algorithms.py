@@ -541,14 +541,18 @@ def test_cupy_deferred_checks_raise_the_per_step_error(name, cause, monkeypatch)
     assert (errors[True].iteration, errors[True].node, errors[True].what) == \
         (errors[False].iteration, errors[False].node, errors[False].what)
     assert gpu.iteration == cpu.iteration
-    np.testing.assert_array_equal(gpu.gather_x(), cpu.x)
+    # (bit for bit through the kernels; per-link running sums are generic array operations on the device and a
+    # compiled pass on the CPU: the same values up to the order of two sums)
+    equal = np.testing.assert_array_equal if not cls.per_link_state else \
+        (lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-13))
+    equal(gpu.gather_x(), cpu.x)
     for name_ in cls.state:
-        np.testing.assert_array_equal(gpu.gather_state(name_), cpu.gather_state(name_))
+        equal(gpu.gather_state(name_), cpu.gather_state(name_))
     if cause == "gradient":  # and it goes on from there like the CPU one
         for opt, G in ((cpu, 0.5 * x0), (gpu, fake.asarray(0.5 * x0))):
             for _ in range(3):
                 opt.step(lambda X: X - G)
-        np.testing.assert_array_equal(gpu.gather_x(), cpu.x)
+        equal(gpu.gather_x(), cpu.x)
 
 
 @pytest.mark.parametrize("name", sorted(REGISTRY))

@@ -161,15 +161,19 @@ class Backend:
         else:
             indptr, indices, row_ids, col_ids = links["host"]
             deliver = xp.asarray(net.arrived(t, r, indptr, indices, row_ids=row_ids, col_ids=col_ids))
-        deliver = (deliver | links["diag"])[:, None]
+        deliver = deliver | links["diag"]
+        taken = (links["data"] * deliver)[:, None]  # (the CPU backend's compiled passes: the same two sums)
+        delivered = deliver.astype(self.dtype)[:, None]
+        kept = ~deliver[:, None]
         for src, out, pending, pending_out in blocks:
             ext = self._link_source(C, src)
-            carried = pending + links["data"][:, None] * ext[links["indices"]]
-            taken = xp.where(deliver, carried, 0)
-            pending_out[...] = xp.where(deliver, 0, carried)
+            gathered = ext[links["indices"]]
             out[...] = 0
-            if links["starts"].shape[0]:
-                out[links["nonempty"]] = xp.add.reduceat(taken, links["starts"], axis=0)
+            if links["starts"].shape[0]:  # the shares taken, then the mass that waited on the links
+                shares = xp.add.reduceat(taken * gathered, links["starts"], axis=0)
+                waited = xp.add.reduceat(delivered * pending, links["starts"], axis=0)
+                out[links["nonempty"]] = shares + waited
+            pending_out[...] = xp.where(kept, pending + links["data"][:, None] * gathered, 0)
 
     def gather_links(self, C, block):
         """A per-link block of every process in the order of ``C``'s stored entries, as a host array on the

@@ -64,6 +64,37 @@ class CpuBackend(Backend):
         return _core.gt_y_phase(c.indptr, c.indices, c.data, rounds, lr, x, y, g_new, g_old, s_new, s_old,
                                 y_out, xw, psi, work, check_indices=False)
 
+    def running_sums(self, C, net, t, r, blocks):
+        """:meth:`Backend.running_sums` through the compiled CSR pass: a receiver takes the delivered shares
+        (a mix with the lost weights zeroed) plus the delivered undelivered mass (a mix over the links), and
+        only the links whose message was lost keep anything. The same values as the generic operations up to
+        the order of two sums (rounding), identical on every partition of the nodes."""
+        links = self._link_arrays(C)
+        indptr, indices, row_ids, col_ids = links["host"]
+        deliver = np.ones(links["nnz"], dtype=bool) if net is None else \
+            net.arrived(t, r, indptr, indices, row_ids=row_ids, col_ids=col_ids)
+        deliver |= links["diag"]
+        taken = np.ascontiguousarray(links["data"] * deliver)
+        delivered = deliver.astype(self.dtype)
+        kept = np.flatnonzero(~deliver)
+        every = links.setdefault("every", np.arange(links["nnz"], dtype=np.int64))
+        for src, out, pending, pending_out in blocks:
+            ext = self._link_source(C, src)
+            _core.mix(indptr, indices, taken, ext, out, check_indices=False, ncols=ext.shape[0])  # shares taken
+            extra = self._link_work(out.shape)
+            _core.mix(indptr, every, delivered, pending, extra, check_indices=False, ncols=links["nnz"])
+            out += extra  # ... and the mass that waited on the links
+            pending_out[...] = 0
+            if kept.size:  # what stays: the lost messages' links, their old mass and this round's share
+                pending_out[kept] = pending[kept] + links["data"][kept, None] * ext[indices[kept]]
+
+    def _link_work(self, shape):
+        """A work block of ``shape`` (kept between calls)."""
+        cache = self.__dict__.setdefault("_link_work_blocks", {})
+        if shape not in cache:
+            cache[shape] = np.empty(shape, dtype=self.dtype)
+        return cache[shape]
+
     def tracker(self, A, rounds, kind):
         """The diagonal tracker ``Diag(A^(tR))^-1`` (``.scale(t)``: this process's rows); on a time-varying
         network ``Diag(A_{t-1} ... A_0)^-1``."""
