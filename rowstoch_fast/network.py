@@ -447,6 +447,10 @@ class Lossy(Network):
         if not isinstance(self.base, MixingMatrix):
             raise ValueError(f"{self!r}: per-message arrivals need a static matrix under the losses (a fixed set "
                              "of links), not a schedule or another network")
+        return ~self._lost_entries(t, r, indptr, indices, row_ids, col_ids)
+
+    def _lost_entries(self, t, r, indptr, indices, row_ids=None, col_ids=None):
+        """Which stored entries' messages are lost in round ``r`` of iteration ``t`` (never a self loop)."""
         rows = np.repeat(np.arange(len(indptr) - 1, dtype=np.int64), np.diff(indptr))
         cols = np.asarray(indices, dtype=np.int64)
         if row_ids is not None:
@@ -454,16 +458,10 @@ class Lossy(Network):
         lost = uniform_hash(self.seed, t, r, rows, cols) < self.p
         if self.model == "gilbert-elliott":
             lost &= self.bad_states(indptr, indices, t, row_ids=row_ids, col_ids=col_ids).astype(bool)
-        return ~(lost & (rows != cols))
+        return lost & (rows != cols)  # the self loop always arrives
 
     def _lost(self, csr, t, r):
-        rows = np.repeat(np.arange(csr.shape[0], dtype=np.int64), np.diff(csr.indptr))
-        cols = csr.indices.astype(np.int64)
-        u = uniform_hash(self.seed, t, r, rows, cols)
-        lost = u < self.p
-        if self.model == "gilbert-elliott":
-            lost &= self.bad_states(csr.indptr, csr.indices, t).astype(bool)
-        return lost & (rows != cols)  # the self loop always arrives
+        return self._lost_entries(t, r, csr.indptr, csr.indices)
 
     @property
     def static(self):

@@ -24,7 +24,7 @@ import numpy as np
 
 from .. import backends
 from .._checks import check_positive_float, fmt_bytes, nodes_first, require_memory
-from ..mixing import MixingMatrix
+from ..mixing import ROW_SUM_RTOL, ROW_SUM_RTOL_FLOAT32, MixingMatrix
 from ._deferred import FailureHandling
 from ._guards import _Fixed, _StepSize, exclusive
 from ._persistence import KINDS, Persistence, matrix_from_state
@@ -60,8 +60,31 @@ def _as_matrix(M, name, owner):
     return MixingMatrix(M, stochastic=kind)
 
 
+def _cached(M, key, compute):
+    """``compute(M)`` once per (immutable) matrix, kept with its other derived data."""
+    cache = M._diag_cache
+    if key not in cache:
+        cache[key] = compute(M)
+    return cache[key]
+
+
+def _columns_sum_to_one(A):
+    """``A``'s columns sum to 1 too (a doubly stochastic matrix), at the tolerance its construction checks rows
+    at; computed once per matrix (``rowstoch compare`` asks it of every undirected method)."""
+    def compute(A):
+        rtol = ROW_SUM_RTOL_FLOAT32 if A.dtype == np.float32 else ROW_SUM_RTOL
+        sums = np.asarray(A.csr.sum(axis=0)).ravel()
+        return bool(np.all(np.abs(sums - 1.0) <= rtol * np.maximum(1.0, np.abs(sums))))
+    return A.doubly or _cached(A, "columns_sum_to_one", compute)
+
+
 def _asymmetry(W):
-    """The first ``(i, j, W[i, j], W[j, i])`` where ``W`` is not symmetric (beyond rounding), or None."""
+    """The first ``(i, j, W[i, j], W[j, i])`` where ``W`` is not symmetric (beyond rounding), or None; computed
+    once per matrix."""
+    return _cached(W, "asymmetry", _first_asymmetry)
+
+
+def _first_asymmetry(W):
     csr = W.csr
     diff = abs(csr - csr.T).tocoo()
     bad = diff.data > 1e-12 * max(1.0, float(abs(csr).max()))
@@ -546,12 +569,7 @@ class Optimizer(FailureHandling, Persistence):
             return True
         if not isinstance(A, MixingMatrix):
             return False
-        if not A.doubly:
-            try:
-                MixingMatrix(A, stochastic="doubly")
-            except ValueError:
-                return False
-        return not (cls.symmetric and _asymmetry(A))
+        return _columns_sum_to_one(A) and not (cls.symmetric and _asymmetry(A))
 
     @classmethod
     def build(cls, A, x0, lr, *, rounds=1, tracker="exact", backend="auto", **options):

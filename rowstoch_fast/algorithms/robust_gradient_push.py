@@ -74,10 +74,10 @@ class RobustGradientPush(Optimizer):
 
     def __init__(self, C, x0, lr, backend="auto", *, check_finite=True, comm=None, partition=None):
         self._start(x0, {"C": C}, backend, check_finite, comm, partition, lr=lr)
-        net = self.C if isinstance(self.C, Network) else None
-        if net is not None and not (hasattr(net, "arrived") and getattr(net, "base", None) is base_matrix(net)):
+        if not self.applies_to(self.C):
             raise ValueError(f"RobustGradientPush: C must be a static column-stochastic matrix or a Lossy network "
-                             f"over one (the running sums need a fixed set of links), got {net!r}")
+                             f"over one (the running sums need a fixed set of links), got {self.C!r}")
+        net = self.C if isinstance(self.C, Network) else None
         self._net, self._links = net, base_matrix(self.C) if net is not None else self.C
         width = self._reps * self._d
         ops = self._ops
@@ -88,6 +88,7 @@ class RobustGradientPush(Optimizer):
 
     @classmethod
     def applies_to(cls, A):
+        """A static matrix, or a network that reports arrivals over one (Lossy over a MixingMatrix)."""
         return not isinstance(A, Network) or (hasattr(A, "arrived") and getattr(A, "base", None) is base_matrix(A))
 
     def _initialize(self, grad_fn):
