@@ -595,3 +595,45 @@ def robust_gradient_push(C, x0, lr, grad_fn, T, lost=None):
         z = x / w
         zs.append(z.copy())
     return zs
+
+
+@twin("r-fast")
+def r_fast(A, C, x0, lr, grad_fn, T, lost_A=None, lost_C=None):
+    """R-FAST (Zhu, Tian, Huang, Xu & He 2023), synchronous, dense, link by link: ``v = x - lr y``; a receiver
+    keeps the last ``v_j`` that arrived on each link (``b_ij``, starting at ``x0_j``) and pulls
+    ``x_i = sum_j A[i, j] b_ij``; the trackers go as running sums (every link ``j -> i``, ``i != j``, adds
+    ``C[i, j] y_j`` to its undelivered mass ``p_ij``; ``y_i = C[i, i] y_i + sum_{j: arrived} p_ij +
+    g_i(x_new) - g_i(x)``, and those ``p_ij = 0``); ``y0 = g(x0)``. ``lost_A(k, i, j)`` / ``lost_C(k, i, j)``
+    say whether iteration ``k``'s message ``j -> i`` of ``A`` / ``C`` is lost (None: none are)."""
+    Ad, Cd = _dense(A), _dense(C)
+    n = Ad.shape[0]
+    x = np.array(x0, dtype=np.float64)
+    g = _grad(grad_fn, x)
+    y = g.copy()
+    buffers = {(i, j): x[j].copy() for i in range(n) for j in range(n) if Ad[i, j] != 0}
+    pending = {}
+    xs = [x.copy()]
+    for k in range(T):
+        v = x - lr * y
+        x_new, y_new = np.zeros_like(x), np.zeros_like(y)
+        for i in range(n):
+            for j in range(n):
+                if Ad[i, j] != 0:
+                    if i == j or lost_A is None or not lost_A(k, i, j):
+                        buffers[(i, j)] = v[j].copy()
+                    x_new[i] += Ad[i, j] * buffers[(i, j)]
+                if Cd[i, j] == 0:
+                    continue
+                if i == j:
+                    y_new[i] += Cd[i, i] * y[i]
+                    continue
+                p = pending.get((i, j), 0.0) + Cd[i, j] * y[j]
+                if lost_C is not None and lost_C(k, i, j):
+                    pending[(i, j)] = p
+                else:
+                    y_new[i] += p
+                    pending[(i, j)] = 0.0
+        g_new = _grad(grad_fn, x_new)
+        x, y, g = x_new, y_new + g_new - g, g_new
+        xs.append(x.copy())
+    return xs

@@ -40,7 +40,8 @@ from ._checks import MAX_KEY, MAX_ROUNDS, as_float_array, check_int, check_out, 
 from ._hashing import MAX_T, uniform_hash
 from .mixing import MixingMatrix
 
-__all__ = ["Network", "Schedule", "one_peer_exponential", "Lossy", "Sleepy", "as_network", "base_matrix"]
+__all__ = ["Network", "Schedule", "one_peer_exponential", "Lossy", "Sleepy", "as_network", "base_matrix",
+           "fixed_links"]
 
 
 class Network:
@@ -258,6 +259,13 @@ def base_matrix(net):
     while not isinstance(net, MixingMatrix):
         net = net.base if hasattr(net, "base") else net.matrix(0)
     return net
+
+
+def fixed_links(M):
+    """Whether ``M`` has a fixed set of links whose messages an algorithm can follow one by one (per-link
+    state: running sums, buffers): a static matrix, or a network that reports which messages arrived over one
+    (:class:`Lossy` over a :class:`MixingMatrix`). Schedules and sleeping nodes have not."""
+    return not isinstance(M, Network) or (hasattr(M, "arrived") and getattr(M, "base", None) is base_matrix(M))
 
 
 def _base_matrix(base, t, r):

@@ -3,7 +3,7 @@ per link, so that a lost message's mass arrives with the next message that does.
 
 from __future__ import annotations
 
-from ..network import Network, base_matrix
+from ..network import Network, base_matrix, fixed_links
 from ._base import Optimizer
 
 __all__ = ["RobustGradientPush"]
@@ -73,10 +73,10 @@ class RobustGradientPush(Optimizer):
     per_link_state = True
 
     def __init__(self, C, x0, lr, backend="auto", *, check_finite=True, comm=None, partition=None):
-        self._start(x0, {"C": C}, backend, check_finite, comm, partition, lr=lr)
-        if not self.applies_to(self.C):
+        if not fixed_links(C):  # (before anything is allocated)
             raise ValueError(f"RobustGradientPush: C must be a static column-stochastic matrix or a Lossy network "
-                             f"over one (the running sums need a fixed set of links), got {self.C!r}")
+                             f"over one (the running sums need a fixed set of links), got {C!r}")
+        self._start(x0, {"C": C}, backend, check_finite, comm, partition, lr=lr)
         net = self.C if isinstance(self.C, Network) else None
         self._net, self._links = net, base_matrix(self.C) if net is not None else self.C
         width = self._reps * self._d
@@ -89,7 +89,7 @@ class RobustGradientPush(Optimizer):
     @classmethod
     def applies_to(cls, A):
         """A static matrix, or a network that reports arrivals over one (Lossy over a MixingMatrix)."""
-        return not isinstance(A, Network) or (hasattr(A, "arrived") and getattr(A, "base", None) is base_matrix(A))
+        return fixed_links(A)
 
     def _initialize(self, grad_fn):
         cur = self._cur
