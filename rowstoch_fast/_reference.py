@@ -637,3 +637,34 @@ def r_fast(A, C, x0, lr, grad_fn, T, lost_A=None, lost_C=None):
         x, y, g = x_new, y_new + g_new - g, g_new
         xs.append(x.copy())
     return xs
+
+
+@twin("gt-saga")
+def gt_saga(W, x0, lr, grad_fn, T, sample_grad=None, samples=1, draw=None):
+    """GT-SAGA (Xin, Khan & Kar 2020): ``x+ = W x - lr y``; node ``i`` draws sample ``s = draw(k)[..., i]``,
+    ``g+ = grad f_is(x+) - table[s] + mean(table)``, then ``table[s] = grad f_is(x+)``;
+    ``y+ = W y + g+ - g``; the table starts at every sample's gradient at ``x0``, ``g0 = y0 = mean(table)``.
+    ``sample_grad(X, idx)``: the gradients of samples ``idx`` (default: ``grad_fn(X)``, one sample per node);
+    ``draw(k)``: iteration ``k``'s sample ids, shape ``X.shape[:-1]`` (default: all 0)."""
+    Wd = _dense(W)
+    x = np.array(x0, dtype=np.float64)
+    if sample_grad is None:
+        sample_grad, samples = (lambda X, idx: grad_fn(X)), 1
+    if draw is None:
+        draw = lambda k: np.zeros(x.shape[:-1], dtype=np.int64)  # noqa: E731
+    table = [np.array(sample_grad(x.copy(), np.full(x.shape[:-1], s)), dtype=np.float64) for s in range(samples)]
+    g = np.mean(table, axis=0)
+    y = g.copy()
+    xs = [x.copy()]
+    for k in range(T):
+        x = Wd @ x - lr * y
+        idx = draw(k)
+        fresh = np.asarray(sample_grad(x.copy(), idx), dtype=np.float64)
+        old = np.choose(idx[..., None], table)  # table[idx[..., i]][..., i, :]
+        g_new = fresh - old + np.mean(table, axis=0)
+        for s in range(samples):
+            table[s] = np.where((idx == s)[..., None], fresh, table[s])
+        y = Wd @ y + g_new - g
+        g = g_new
+        xs.append(x.copy())
+    return xs

@@ -217,7 +217,7 @@ def cmd_run(args):
     import warnings
 
     from .errors import DivergenceError
-    from .runner import Algorithm, run
+    from .runner import Algorithm, check_takes, run
 
     _check_run_args(args)
     started = time.perf_counter()
@@ -250,6 +250,7 @@ def cmd_run(args):
         lr = args.lr if args.lr is not None else default_lr(method, A.n)
         algo = Algorithm(_unreliable(A, args), lr, rounds=rounds, tracker=args.tracker, backend=args.backend,
                          method=method)
+        check_takes(algo.optimizer, f, args.algorithm)
     except (ValueError, TypeError) as exc:
         raise UsageError(str(exc)) from exc
     if method == "centralized" and (args.loss > 0 or args.awake < 1) and root:
@@ -451,7 +452,7 @@ def cmd_compare(args):
 
     from . import compare as cmp
     from . import report
-    from .runner import METRICS
+    from .runner import METRICS, check_takes
 
     root = True
     if args.backend == "mpi":  # every rank runs; rank 0 prints and writes
@@ -484,7 +485,8 @@ def cmd_compare(args):
             args.topology = gname
             A = _matrix_from_args(args)
             _check_objective_size(args, A.n)
-            chosen = args.algorithms or ",".join(cmp.default_algorithms(A))  # (default: what runs on A)
+            f = _objective_from_args(args, A.n)
+            chosen = args.algorithms or ",".join(cmp.default_algorithms(A, f))  # (default: what runs on A and f)
             specs = cmp.parse_algorithms(chosen, A, args.mg_rounds)
             labels = [label for label, _, _ in specs]
             lr = _parse_lr(args.lr, labels)
@@ -496,7 +498,8 @@ def cmd_compare(args):
             hyper = {k: {h: x for h, x in v.items() if h not in ("lr", "lr_source")}
                      for k, v in file_algorithms.items()}
             hyper = {k: v for k, v in hyper.items() if v and k in labels}
-            f = _objective_from_args(args, A.n)
+            for label, method, _ in specs:
+                check_takes(REGISTRY[method], f, label)
             problems.append((gname, A, specs, lr, f, sources, hyper, chosen))
     except (ValueError, TypeError) as exc:
         raise UsageError(_as_options(str(exc), _COMPARE_OPTIONS)) from exc

@@ -21,7 +21,7 @@ from . import algorithms as _algorithms
 from ._checks import MAX_KEY, check_int
 from .algorithms import REGISTRY, method_of
 from .errors import DivergenceError
-from .runner import Algorithm, check_metric, run
+from .runner import Algorithm, check_metric, check_takes, run
 
 __all__ = ["ALGORITHMS", "default_algorithms", "write_outputs", "json_tuning", "compare", "default_metric", "frame_metric",
            "parse_algorithms", "summary", "format_summary",
@@ -38,10 +38,11 @@ TUNE_GRID = tuple(float(v) for v in np.logspace(-4, 1, 11))
 MIN_ITERATIONS = 10
 
 
-def default_algorithms(A):
+def default_algorithms(A, objective=None):
     """What :func:`compare` runs on ``A`` when not told: every registered algorithm that runs on it (an undirected
-    network's methods only where ``A`` is doubly stochastic), in listing order, with the ``mg-`` forms listed."""
-    return _algorithms.labels(lambda cls: cls.applies_to(A))
+    network's methods only where ``A`` is doubly stochastic) and on ``objective``'s gradients (GT-SAGA only on a
+    finite sum), in listing order, with the ``mg-`` forms listed."""
+    return _algorithms.labels(lambda cls: cls.applies_to(A) and (objective is None or cls.takes_objective(objective)))
 
 
 def parse_algorithms(names, A, mg_rounds=None):
@@ -337,7 +338,9 @@ def compare(A, objective, algorithms=None, rounds_budget=2000, *, lr=None, tune=
     if not isinstance(tune, (bool, np.bool_)):
         raise TypeError(f"tune must be True or False, got {tune!r}")
     metric = check_metric(metric if metric is not None else default_metric(objective))
-    specs = parse_algorithms(default_algorithms(A) if algorithms is None else algorithms, A, mg_rounds)
+    specs = parse_algorithms(default_algorithms(A, objective) if algorithms is None else algorithms, A, mg_rounds)
+    for label, method, _ in specs:
+        check_takes(REGISTRY[method], objective, label)
     labels = [label for label, _, _ in specs]
     hyper = _check_label_dict(hyper, "hyper", labels)
     specs = [(label, method, hyper.get(label, {}).get("rounds", rounds)) for label, method, rounds in specs]

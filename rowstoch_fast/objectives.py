@@ -15,10 +15,12 @@ from typing import NamedTuple
 import numpy as np
 
 from . import _core
+from ._hashing import uniform_hash
 from ._checks import MAX_KEY, as_float_array, check_int, check_positive_float, make_rng, require_memory
 from .backends.base import is_device_array
 
-__all__ = ["Objective", "Oracle", "Optimum", "NonconvexLogistic", "LogisticL2", "Quadratic", "LeastSquares"]
+__all__ = ["Objective", "Oracle", "SampleOracle", "Optimum", "NonconvexLogistic", "LogisticL2", "Quadratic",
+           "LeastSquares", "draw_samples"]
 
 
 class Optimum(NamedTuple):
@@ -56,6 +58,83 @@ class Oracle:
         self.iteration += 1
         self.last = G
         return G
+
+    # the per-sample protocol (variance-reduced methods, :class:`~rowstoch_fast.GTSAGA`)
+    @property
+    def samples(self):
+        """Samples per node of a finite-sum objective (None for one without per-sample gradients)."""
+        return self.objective.samples_per_node
+
+    def sample_gradient(self, X, idx):
+        """The gradient at ``X[..., i, :]`` of sample ``idx[..., i]`` of node ``i`` (no draw)."""
+        return self.objective.sample_gradient(X, idx, nodes=self.nodes)
+
+    def sample(self, X):
+        """Call ``k``'s draw: one sample per node and repetition, uniformly (keys ``seed``, repetition, node,
+        ``k``), and its gradients at ``X``; returns ``(G, idx)``."""
+        idx = draw_samples(self.samples, X.shape[:-1], self.iteration, self.seed, self.rep_offset, self.nodes)
+        G = self.sample_gradient(X, idx)
+        self.iteration += 1
+        self.last = G
+        return G, idx
+
+
+#: The fifth key of :func:`draw_samples`' hashes (a network's loss draws have a node id there: below 2^62).
+_SAMPLE_KEY = 2**63 - 1
+
+
+def draw_samples(samples, shape, iteration, seed=0, rep_offset=0, nodes=None):
+    """One sample index per node and repetition, uniform in ``0..samples - 1``, as int64 of ``shape`` (``(n,)`` or
+    ``(reps, n)``; ``nodes``: the global ids of the rows, default all): a pure function of ``(seed, repetition,
+    node, iteration)``, so a process or a GPU that owns a node draws its index alone (counter-based, like the
+    networks' losses)."""
+    reps = shape[0] if len(shape) == 2 else 1
+    ids = np.arange(shape[-1], dtype=np.int64) if nodes is None else np.asarray(nodes, dtype=np.int64)
+    rep_ids = rep_offset + np.arange(reps, dtype=np.int64)[:, None]
+    u = uniform_hash(seed, iteration, rep_ids, ids[None, :], _SAMPLE_KEY)
+    idx = np.minimum((u * samples).astype(np.int64), samples - 1)
+    return idx.reshape(shape)
+
+
+class SampleOracle:
+    """A per-sample gradient oracle from a function: what :class:`~rowstoch_fast.GTSAGA` steps with when the
+    problem is not one of :mod:`rowstoch_fast.objectives` (whose :meth:`Objective.oracle` has these methods).
+
+    Parameters
+    ----------
+    sample_grad : callable
+        ``sample_grad(X, idx) -> G``: the gradient at ``X[..., i, :]`` of sample ``idx[..., i]`` of node ``i``
+        (``X`` of shape (n, d) or (reps, n, d); under MPI this process's rows, ``idx`` of ``X.shape[:-1]``).
+    samples : int
+        Samples per node, ``m``: node ``i``'s function is ``(1/m) sum_l f_il``.
+    seed, rep_offset, nodes
+        As in :class:`Oracle` (the draws' keys; ``nodes``: the global ids of the rows ``X`` holds).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> b = np.arange(12.0).reshape(4, 3)  # f_il(x) = (x - b_il)^2 / 2: 4 nodes of 3 samples, d = 1
+    >>> oracle = SampleOracle(lambda X, idx: X - np.take_along_axis(b, idx[:, None], 1), samples=3)
+    >>> G, idx = oracle.sample(np.zeros((4, 1)))
+    >>> G.shape, idx.shape, bool((-G[:, 0] == b[np.arange(4), idx]).all())
+    ((4, 1), (4,), True)
+    """
+
+    def __init__(self, sample_grad, samples, seed=0, rep_offset=0, nodes=None):
+        if not callable(sample_grad):
+            raise TypeError(f"sample_grad must be callable (X, idx) -> G, got {type(sample_grad).__name__}")
+        self.sample_grad = sample_grad
+        self.samples = check_int(samples, "samples", minimum=1)
+        self.nodes = None if nodes is None else np.ascontiguousarray(nodes, dtype=np.int64)
+        _, self.seed, _, self.rep_offset = _check_stream(0, seed, 1, rep_offset)
+        self.iteration = 0
+        self.last = None
+
+    def sample_gradient(self, X, idx):
+        """``sample_grad(X, idx)``."""
+        return self.sample_grad(X, idx)
+
+    sample = Oracle.sample
 
 
 class Objective:
@@ -97,6 +176,37 @@ class Objective:
     def full_gradient(self, X, nodes=None):  # pragma: no cover - abstract
         """Exact local gradients ``grad f_i(x_i)``, shape of ``X``."""
         raise NotImplementedError
+
+    #: Samples per node of a finite sum ``f_i = (1/m) sum_l f_il`` (None: no per-sample gradients).
+    samples_per_node = None
+
+    def sample_gradient(self, X, idx, nodes=None):
+        """The gradient at ``X[..., i, :]`` of sample ``idx[..., i]`` of node ``i`` (``idx``: integers of
+        ``X.shape[:-1]``), shape of ``X``: what variance-reduced methods (:class:`~rowstoch_fast.GTSAGA`) take.
+        A CuPy ``X`` is computed on the host and returned on its GPU."""
+        if self.samples_per_node is None:
+            raise TypeError(f"{type(self).__name__} has no per-sample gradients (it is not a finite sum); "
+                            f"LeastSquares, NonconvexLogistic and LogisticL2 have them")
+        nodes = self._nodes(nodes)
+        device = is_device_array(X)
+        Xh = self._check_X(X.get() if device else X, nodes)
+        idx = np.asarray(idx.get() if hasattr(idx, "get") else idx)
+        if idx.shape != Xh.shape[:-1] or idx.dtype.kind not in "iu":
+            raise ValueError(f"idx must hold integer sample ids of shape {Xh.shape[:-1]} (X's without d), got "
+                             f"{idx.dtype} of shape {idx.shape}")
+        if idx.size and (idx.min() < 0 or idx.max() >= self.samples_per_node):
+            raise ValueError(f"idx must be sample ids in 0..{self.samples_per_node - 1}")
+        own = np.arange(Xh.shape[-2]) if nodes is None else nodes
+        G = self._sample_gradient(Xh, idx, own)
+        if device:
+            from .backends import to_backend
+
+            return to_backend("cupy", G)
+        return G
+
+    def _sample_gradient(self, X, idx, own):
+        """:meth:`sample_gradient` on host arrays, checked (``own``: the global node id of each row)."""
+        raise NotImplementedError  # pragma: no cover - with samples_per_node
 
     def loss(self, X, nodes=None):  # pragma: no cover - abstract
         """Local losses ``f_i(x_i)``, shape ``X.shape[:-1]``."""
@@ -312,6 +422,19 @@ class NonconvexLogistic(Objective):
         nodes = self._nodes(nodes)
         return _core.logistic_full_grad(self.H, self.Y, self.n, self.rho, self._check_X(X, nodes), nodes)
 
+    def _sample_gradient(self, X, idx, own):
+        rows = own * self.samples_per_node + idx  # node i owns rows [i M, (i + 1) M)
+        h, y = self.H[rows].astype(np.float64), self.Y[rows].astype(np.float64)
+        x = X.astype(np.float64)
+        with np.errstate(over="ignore", invalid="ignore"):
+            coef = -y / (1.0 + np.exp(y * (h * x).sum(-1)))
+            G = coef[..., None] * h + self._regulariser_gradient(x)
+        return G.astype(self.dtype)
+
+    def _regulariser_gradient(self, x):
+        """The gradient of the regulariser every sample carries (``rho sum_j x_j^2 / (1 + x_j^2)``)."""
+        return self.rho * 2 * x / (1 + x * x) ** 2
+
     def loss(self, X, nodes=None):
         return self.evaluate(X, nodes)[1]
 
@@ -360,6 +483,9 @@ class LogisticL2(NonconvexLogistic):
 
     def _regulariser(self):
         return {"lam": self.lam}
+
+    def _regulariser_gradient(self, x):
+        return self.lam * x
 
     def _ridge(self, X, nodes):
         """``lam X`` on X's own device (a CuPy X stays on its GPU)."""
@@ -605,6 +731,15 @@ class LeastSquares(Objective):
     def _grad(self, X, H, y):
         r = np.einsum("...nmd,...nd->...nm", H, X) - y
         return np.einsum("...nmd,...nm->...nd", H, r) / H.shape[-2]
+
+    @property
+    def samples_per_node(self):
+        """``M``: each node's rows."""
+        return self.M
+
+    def _sample_gradient(self, X, idx, own):
+        h, y = self.H[own, idx], self.y[own, idx]  # (..., n, d) and (..., n)
+        return h * ((h * X).sum(-1) - y)[..., None]
 
     def full_gradient(self, X, nodes=None):
         nodes = self._nodes(nodes)

@@ -171,6 +171,14 @@ class Algorithm:
         return cls.from_state_dict(state, **matrices, lr=lr, backend=self.backend)
 
 
+def check_takes(cls, objective, label=None):
+    """A ValueError unless the algorithm ``cls`` runs on ``objective``'s gradients (a method of per-sample
+    gradients needs a finite sum)."""
+    if not cls.takes_objective(objective):
+        raise ValueError(f"algorithm {label or cls.name!r} takes per-sample gradients of a finite-sum objective "
+                         f"(LeastSquares, NonconvexLogistic, LogisticL2); {type(objective).__name__} has none")
+
+
 class History:
     """Recorded metrics of a run: one row per (record, repetition).
 
@@ -361,7 +369,7 @@ def _record(opt, objective, oracle, rows, t0_wall, metrics=METRICS):
             dev = np.linalg.norm(np.einsum("n,rnd->rd", pi, y.reshape(X.shape)) - g.reshape(X.shape).sum(axis=1),
                                  axis=1)
     wall = time.perf_counter() - t0_wall
-    rows.extend([(opt.iteration, opt.communication_rounds, opt.iteration * opt.rounds * getattr(objective, "batch", 1),
+    rows.extend([(opt.iteration, opt.communication_rounds, opt.samples_drawn(getattr(objective, "batch", 1)),
                   oracle.rep_offset + r, float(gn[r]), float(gc[r]), float(loss[r]), float(cons[r]), float(dev[r]),
                   float(sub[r]),
                   float(dist[r]), float(gm[r]), wall)
@@ -573,6 +581,7 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
         _check_writable_folder(checkpoint, "checkpoint")
     if objective.n != algorithm.A.n:
         raise ValueError(f"objective has n = {objective.n} nodes but the network has {algorithm.A.n}")
+    check_takes(algorithm.optimizer, objective)
     iterations = check_int(iterations, "iterations", minimum=0)
     repeats = check_int(repeats, "repeats", minimum=1)
     first_repeat = check_int(first_repeat, "first_repeat", minimum=0, maximum=2**62)

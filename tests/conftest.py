@@ -15,6 +15,39 @@ settings.register_profile("dev", max_examples=25, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
+def split_in_two(grad):
+    """``grad(X)`` as a finite sum of two samples per node, ``grad(X) -+ (X - 1) / 2`` (their mean is ``grad``):
+    ``sample_grad(X, idx)`` for a method of per-sample gradients (GT-SAGA)."""
+    def sample_grad(X, idx):
+        if type(X).__module__.startswith("cupy"):  # (a GPU's X: the ids go there too)
+            import cupy
+
+            idx = cupy.asarray(idx)
+        with np.errstate(all="ignore"):  # (a diverging run: the step reports it)
+            return grad(X) + (idx[..., None] - 0.5).astype(X.dtype) * (X - 1.0)
+
+    return sample_grad
+
+
+def feed(cls, grad, rep_offset=0, nodes=None):
+    """``grad`` as ``cls.step`` takes it: itself, or for a method of per-sample gradients (``cls.gradients ==
+    "samples"``, GT-SAGA) an oracle of :func:`split_in_two` of it (keep it for the whole run: it counts its
+    draws). The dense twin gets the same samples and draws from :func:`twin_samples`."""
+    if getattr(cls, "gradients", "batch") != "samples":
+        return grad
+    from rowstoch_fast.objectives import SampleOracle
+
+    return SampleOracle(split_in_two(grad), samples=2, rep_offset=rep_offset, nodes=nodes)
+
+
+def twin_samples(grad, shape):
+    """The keywords of a per-sample method's dense twin that :func:`feed` of ``grad`` gives the method itself
+    (``shape``: ``X.shape[:-1]``)."""
+    from rowstoch_fast.objectives import draw_samples
+
+    return {"sample_grad": split_in_two(grad), "samples": 2, "draw": lambda k: draw_samples(2, shape, k)}
+
+
 def random_primitive(n, density, rng, self_loops=True):
     """Random strongly connected, primitive, row-stochastic dense matrix."""
     from rowstoch_fast import MixingMatrix

@@ -13,7 +13,7 @@ from rowstoch_fast import PullDiagGT, topology
 from rowstoch_fast.errors import RemoteError
 from rowstoch_fast.objectives import NonconvexLogistic, Quadratic
 
-from conftest import for_algorithm
+from conftest import feed, for_algorithm
 
 comm = MPI.COMM_WORLD
 rank, size = comm.Get_rank(), comm.Get_size()
@@ -64,7 +64,7 @@ def case_algorithms(out):
             for pname, owner in partitions(A.n):
                 opt = cls.build(for_algorithm(cls, A), x0, 0.01, rounds=2 if cls.multi_round else 1, backend="mpi",
                                 partition=owner)
-                grad = lambda X, nodes=opt.local_nodes: f.full_gradient(X, nodes)  # noqa: E731
+                grad = feed(cls, lambda X, nodes=opt.local_nodes: f.full_gradient(X, nodes), nodes=opt.local_nodes)
                 for _ in range(30):
                     opt.step(grad)
                 x = opt.gather_x()

@@ -14,7 +14,7 @@ from rowstoch_fast.algorithms import labels as cmp_labels
 from rowstoch_fast.algorithms import names as algorithm_names
 from rowstoch_fast.algorithms._corrections import tracker_row
 from rowstoch_fast.mixing import out_degree_weights
-from conftest import cupy_or_reason, for_algorithm, random_primitive
+from conftest import cupy_or_reason, feed, for_algorithm, random_primitive, twin_samples
 
 
 def quadratic(n, d, rng):
@@ -53,6 +53,8 @@ def twin_of(cls, A, C, x0, lr, grad, T, R=1):
                               f"with @twin({cls.name!r})")
     given = {"A": A.toarray(), "C": C.toarray(), "W": for_algorithm(cls, A).toarray(), "n": A.n, "x0": x0, "lr": lr,
              "grad_fn": grad, "T": T, "R": R}
+    if cls.gradients == "samples":  # (the samples and draws feed() gives the method)
+        given.update(twin_samples(grad, np.shape(x0)[:-1]))
     return twin(**{k: given[k] for k in inspect.signature(twin).parameters if k in given})
 
 
@@ -77,8 +79,9 @@ def test_iterates_match_reference(name, R, self_loops, seed):
         assert not self_loops and "tracker" in cls.hyper and "no self loop" in str(exc), exc
         return
     xs = twin_of(cls, A, C, x0, lr, grad, T, R)
+    fed = feed(cls, grad)
     for t in range(1, T + 1):
-        opt.step(grad)
+        opt.step(fed)
         assert rel(opt.x, xs[t]) < 1e-12, (name, t, rel(opt.x, xs[t]))
     assert opt.iteration == T and opt.communication_rounds == (T - cls.silent_iterations) * opt.rounds
 
@@ -153,17 +156,17 @@ def test_replicas_equal_separate_runs_and_state_dict_resumes(name):
     batched = cls.build(A, x0, 0.02)
     singles = [cls.build(A, x0[r], 0.02) for r in range(3)]
     for _ in range(30):
-        batched.step(lambda X: X - G)
+        batched.step(feed(cls, lambda X: X - G))
         for r, s in enumerate(singles):
-            s.step(lambda X, r=r: X - G[r])
+            s.step(feed(cls, lambda X, r=r: X - G[r], rep_offset=r))
     for r, s in enumerate(singles):
         np.testing.assert_array_equal(batched.x[r], s.x)
     state = batched.state_dict()
     again = cls.from_state_dict(state, **{k: v for k, v in cls.problem_matrices(A).items() if k in cls.matrices})
     assert str(state["format"]) == f"rowstoch_fast.{cls.__name__}/1"
     for _ in range(5):
-        batched.step(lambda X: X - G)
-        again.step(lambda X: X - G)
+        batched.step(feed(cls, lambda X: X - G))
+        again.step(feed(cls, lambda X: X - G))
     np.testing.assert_array_equal(batched.x, again.x)
     assert batched.gather_x().shape == (3, 10, 2)
     traffic = batched.traffic()
@@ -177,11 +180,11 @@ def test_divergence_keeps_the_last_finite_state(name):
     opt = cls.build(A, np.ones((6, 2)), 1e300)
     with pytest.raises(DivergenceError) as err:
         for _ in range(5):
-            opt.step(lambda X: X * 1e10)
+            opt.step(feed(cls, lambda X: X * 1e10))
     assert np.isfinite(opt.x).all() and err.value.iteration - 1 <= opt.iteration <= err.value.iteration
     opt = cls.build(A, np.ones((6, 2)), 0.1)
     with pytest.raises(DivergenceError, match="non-finite gradient"):
-        opt.step(lambda X: np.where(np.arange(6)[:, None] == 4, np.nan, X))
+        opt.step(feed(cls, lambda X: np.where(np.arange(6)[:, None] == 4, np.nan, X)))
 
 
 def test_matrix_kinds_are_checked():
@@ -233,6 +236,7 @@ def test_exact_methods_converge_to_the_minimiser(name):
     A = for_algorithm(REGISTRY[name], topology.erdos_renyi(16, 0.4, seed=4))
     grad, xstar, _ = quadratic(16, 3, rng)
     opt = REGISTRY[name].build(A, np.zeros(3), 0.005)
+    grad = feed(REGISTRY[name], grad)
     for _ in range(12000):
         opt.step(grad)
     assert rel(opt.x, np.broadcast_to(xstar, (16, 3))) < 1e-8, name
@@ -286,10 +290,10 @@ def test_cupy_backend_equals_cpu(name):
     assert gpu.backend == "cupy"
     Gd = CUPY.asarray(G)
     for _ in range(50):
-        cpu.step(lambda X: X - G)
-        gpu.step(lambda X: X - Gd)
+        cpu.step(feed(cls, lambda X: X - G))
+        gpu.step(feed(cls, lambda X: X - Gd))
     assert rel(gpu.gather_x(), cpu.x) < 1e-12
-    with pytest.raises(TypeError, match=r"must be a CuPy \(device\) array"):
+    with pytest.raises(TypeError, match=r"must be a CuPy \(device\) array|GTSAGA steps with a per-sample oracle"):
         gpu.step(lambda X: np.asarray(G))
 
 
@@ -391,6 +395,7 @@ def _fake_cupy():
         isfinite=np.isfinite, argmax=np.argmax, float64=np.float64, int64=np.int64, uint64=np.uint64, int32=np.int32,
         uint8=np.uint8, eye=lambda n: dev(np.eye(n)), ones=lambda s, dtype=None: dev(np.ones(s, dtype)),
         diagonal=np.diagonal, maximum=np.maximum, where=lambda *a: dev(np.where(*a)), add=np.add,
+        arange=lambda *a, **k: dev(np.arange(*a, **k)),
         cuda=types.SimpleNamespace(Stream=_FakeGraphs.Stream,
                                    Device=lambda *a: types.SimpleNamespace(synchronize=lambda: None,
                                                                            attributes={"L2CacheSize": 50 * 2**20,
@@ -462,8 +467,8 @@ def _on_cpu_and_device(cls, A, x0, G, fake, steps):
     assert gpu.backend == "cupy"
     Gd = fake.asarray(G)
     for _ in range(steps):
-        cpu.step(lambda X: X - G)
-        gpu.step(lambda X: X - Gd)
+        cpu.step(feed(cls, lambda X: X - G))
+        gpu.step(feed(cls, lambda X: X - Gd))
     return cpu, gpu
 
 
@@ -488,13 +493,13 @@ def test_cupy_backend_glue_on_the_host(name, monkeypatch):
         assert len(gpu._ops._graphs) >= 2 and gpu._ops.use_graphs  # the rounds ran as replayed graphs
     resumed = cls.from_state_dict(gpu.state_dict(), **{k: v for k, v in cls.problem_matrices(A).items()
                                                        if k in cls.matrices}, backend="cupy")
-    resumed.step(lambda X: X - Gd)
-    cpu.step(lambda X: X - G)
+    resumed.step(feed(cls, lambda X: X - Gd))
+    cpu.step(feed(cls, lambda X: X - G))
     assert rel(resumed.gather_x(), cpu.x) < 1e-12
-    with pytest.raises(TypeError, match=r"must be a CuPy \(device\) array"):
+    with pytest.raises(TypeError, match=r"must be a CuPy \(device\) array|GTSAGA steps with a per-sample oracle"):
         gpu.step(lambda X: np.asarray(G))
     with pytest.raises(DivergenceError, match="non-finite gradient"):
-        gpu.step(lambda X: X * np.nan)
+        gpu.step(feed(cls, lambda X: X * np.nan))
         gpu.x
 
 
@@ -532,7 +537,7 @@ def test_cupy_deferred_checks_raise_the_per_step_error(name, cause, monkeypatch)
     gpu._ops.check_every = 8
     errors = {}
     for opt, dev in ((cpu, False), (gpu, True)):
-        grad = make_grad()
+        grad = feed(cls, make_grad())
         with pytest.raises(DivergenceError) as info:
             for _ in range(40):
                 opt.step(grad)
@@ -551,7 +556,7 @@ def test_cupy_deferred_checks_raise_the_per_step_error(name, cause, monkeypatch)
     if cause == "gradient":  # and it goes on from there like the CPU one
         for opt, G in ((cpu, 0.5 * x0), (gpu, fake.asarray(0.5 * x0))):
             for _ in range(3):
-                opt.step(lambda X: X - G)
+                opt.step(feed(cls, lambda X: X - G))
         equal(gpu.gather_x(), cpu.x)
 
 
@@ -568,8 +573,8 @@ def test_float32_end_to_end_follows_float64(name):
     ref = cls.build(A.astype(np.float32).astype(np.float64), np.zeros(4), 0.002, tracker="perron")
     low = cls.build(A.astype(np.float32), np.zeros(4, np.float32), 0.002, tracker="perron")
     for _ in range(200):
-        ref.step(lambda X: Q * X - b)
-        low.step(lambda X: Q32 * X - b32)
+        ref.step(feed(cls, lambda X: Q * X - b))
+        low.step(feed(cls, lambda X: Q32 * X - b32))
     assert low.x.dtype == np.float32 and low._cur[low.model].dtype == np.float32
     assert rel(low.x, ref.x) < 1e-5, rel(low.x, ref.x)
 
@@ -598,8 +603,8 @@ def test_cupy_backend_runs_varying_networks_like_the_cpu(name, monkeypatch):
     G = np.random.default_rng(4).standard_normal((14, 2))
     Gd = fake.asarray(G)
     for _ in range(12):
-        cpu.step(lambda X: X - G)
-        gpu.step(lambda X: X - Gd)
+        cpu.step(feed(cls, lambda X: X - G))
+        gpu.step(feed(cls, lambda X: X - Gd))
     np.testing.assert_allclose(gpu.gather_x(), cpu.x, rtol=1e-12, atol=1e-13)
 
 
@@ -615,14 +620,14 @@ def test_assigning_lr_between_steps_continues_like_a_restart_with_that_lr(name):
     b, x0 = rng.standard_normal((10, 3)), rng.standard_normal((10, 3))
     opt = cls.build(A, x0, 0.01, rounds=2 if cls.multi_round else 1)
     for _ in range(4):
-        opt.step(lambda X: X - b)
+        opt.step(feed(cls, lambda X: X - b))
     state = opt.state_dict()
     opt.lr = np.float64(0.03)  # NumPy scalars too
     assert opt.lr == 0.03 and type(opt.lr) is float and float(opt.state_dict()["lr"]) == 0.03
     again = cls.from_state_dict(state, **({} if name == "centralized" else cls.problem_matrices(A)), lr=0.03)
     for _ in range(4):
-        opt.step(lambda X: X - b)
-        again.step(lambda X: X - b)
+        opt.step(feed(cls, lambda X: X - b))
+        again.step(feed(cls, lambda X: X - b))
     np.testing.assert_array_equal(opt.x, again.x)
     for bad, error in ((float("nan"), ValueError), (-1.0, ValueError), ("0.1", TypeError)):
         with pytest.raises(error, match="lr must be"):
@@ -633,7 +638,7 @@ def test_assigning_lr_between_steps_continues_like_a_restart_with_that_lr(name):
         opt.lr = 0.01
         return X - b
     with pytest.raises(RuntimeError, match="lr can change between steps only"):
-        opt.step(schedule_inside)
+        opt.step(feed(cls, schedule_inside))
     assert opt.lr == 0.03
     for fixed in {"rounds", *cls.hyper} - {"lr"}:
         with pytest.raises(AttributeError, match=f"{fixed} cannot change once {cls.__name__} is built|property "

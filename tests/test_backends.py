@@ -436,7 +436,7 @@ def test_the_cupy_backend_on_the_emulated_kernels_equals_the_cpu(cuda_on_host, m
             "sleepy-lossy": Sleepy(Lossy(A, 0.2, seed=3), 0.8, seed=4)}
     net = nets[network]
     if not cls.applies_to(net):  # an undirected network's method takes its static W only (refused: test_network)
-        pytest.skip(f"{name} runs on a static doubly stochastic W only")
+        pytest.skip(f"{name} does not run on this network (its applies_to; refusals: test_network)")
     rng = np.random.default_rng(5)
     G, x0 = rng.standard_normal((12, 4)), rng.standard_normal((12, 4))
     cpu, gpu = _on_cpu_and_device(cls, net, x0, G, fake, 12)

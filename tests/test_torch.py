@@ -10,7 +10,7 @@ torch = pytest.importorskip("torch", reason="PyTorch not installed (pip install 
 
 from rowstoch_fast import PullDiagGT, topology  # noqa: E402
 from rowstoch_fast.algorithms import REGISTRY  # noqa: E402
-from conftest import for_algorithm  # noqa: E402
+from conftest import feed, for_algorithm  # noqa: E402
 from rowstoch_fast.torch import Replicas, accuracy, as_tensor, from_tensor  # noqa: E402
 
 
@@ -57,9 +57,11 @@ def test_every_algorithm_trains_replicas_like_the_numpy_path(linear_problem, nam
     via_torch = cls.build(A, reps.x0(), 0.05)
     via_numpy = cls.build(A, reps.x0().copy(), 0.05)
     grad_fn = reps.grad_fn(lambda i, t: (X[i], y[i]))
+    torch_fed = feed(cls, grad_fn)  # (GT-SAGA: the same two samples per node around each gradient)
+    numpy_fed = feed(cls, lambda P: _softmax_grad(np.asarray(P), X, y, n_in, n_out))
     for _ in range(15):
-        via_torch.step(grad_fn)
-        via_numpy.step(lambda P: _softmax_grad(np.asarray(P), X, y, n_in, n_out))
+        via_torch.step(torch_fed)
+        via_numpy.step(numpy_fed)
     np.testing.assert_allclose(via_torch.gather_x(), via_numpy.gather_x(), rtol=1e-12, atol=1e-13)
     assert grad_fn.iteration >= 15  # one call per step (and one more for the algorithms that start with g0)
 

@@ -143,6 +143,9 @@ class Optimizer(FailureHandling, Persistence):
     per_link_state = False
     #: The first iterations that send no message (NIDS's first step): not counted as communication rounds.
     silent_iterations = 0
+    #: What :meth:`step` takes: ``"batch"``, a ``grad_fn(X)``; ``"samples"``, a per-sample oracle of a finite-sum
+    #: objective (GT-SAGA: see its Notes), which :meth:`takes_objective` says an objective can give.
+    gradients = "batch"
     #: ``W`` must also be symmetric (EXTRA, NIDS, Exact Diffusion: their analysis and their fixed point need it;
     #: a directed graph's doubly stochastic weights are refused, naming the first asymmetric pair).
     symmetric = False
@@ -570,6 +573,17 @@ class Optimizer(FailureHandling, Persistence):
         if not isinstance(A, MixingMatrix):
             return False
         return _columns_sum_to_one(A) and not (cls.symmetric and _asymmetry(A))
+
+    def samples_drawn(self, batch=1):
+        """Samples each node has drawn so far with mini-batches of ``batch`` (``R`` of them per iteration for a
+        multi-round method): the ``samples`` axis of a run's records."""
+        return self.iteration * self.rounds * batch
+
+    @classmethod
+    def takes_objective(cls, objective):
+        """Whether this algorithm runs on ``objective``'s gradients (every objective, except for a method of
+        per-sample gradients: a finite sum's)."""
+        return cls.gradients != "samples" or getattr(objective, "samples_per_node", None) is not None
 
     @classmethod
     def build(cls, A, x0, lr, *, rounds=1, tracker="exact", backend="auto", **options):

@@ -187,3 +187,19 @@ class Backend:
     def broadcast_objects(self, obj):
         """The root's ``obj`` on every process."""
         return obj
+
+    # ------------------------------------------------------------------ per-sample tables (variance reduction)
+    def _sample_index(self, table, idx):
+        """The index of entry ``idx[r, i]`` of row ``i``, repetition ``r`` in a ``(m, rows, reps, d)`` table."""
+        xp = self.xp
+        idx = xp.asarray(idx).reshape(-1, table.shape[1]).T  # (rows, reps)
+        return idx, xp.arange(table.shape[1])[:, None], xp.arange(table.shape[2])[None, :]
+
+    def take_samples(self, table, idx, out):
+        """``out[i, r] <- table[idx[r, i], i, r]`` (``out``: a node-major block, ``idx``: this process's draws
+        of shape (rows,) or (reps, rows))."""
+        out.reshape(table.shape[1:])[...] = table[self._sample_index(table, idx)]
+
+    def put_samples(self, table, idx, values):
+        """``table[idx[r, i], i, r] <- values[i, r]`` (the inverse of :meth:`take_samples`)."""
+        table[self._sample_index(table, idx)] = values.reshape(table.shape[1:])

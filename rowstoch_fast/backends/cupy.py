@@ -558,6 +558,13 @@ class CupyBackend(Backend):
             return
         super().running_sums(C, net, t, r, blocks)
 
+    def put_samples(self, table, idx, values):
+        """:meth:`Backend.put_samples` on the device (generic operations), after the deferred checks' flag (one
+        device-to-host read): after a failure nothing is written, like :meth:`running_sums`."""
+        if self.checking and int(self._status[0]):
+            return
+        super().put_samples(table, idx, values)
+
     def tracker(self, A, rounds, kind):
         from ..tracker import DiagTracker, NetworkTracker
 
