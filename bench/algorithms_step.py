@@ -11,6 +11,8 @@ with every link both ways), interleaved in one run, medians over rounds:
 * ``rowstoch``: ``opt.step(grad)`` with a constant gradient (the whole step: gradient copy and NaN check,
   mixing, element-wise updates, commit; trackers frozen, ``tracker="perron"``);
 * ``scipy``: the same update written directly with ``scipy.sparse`` products and NumPy expressions.
+
+``--backend cupy`` times the steps on a GPU (synchronised after each) and nothing else.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from rowstoch_fast import _core, topology  # noqa: E402
 from rowstoch_fast.algorithms import REGISTRY, names  # noqa: E402
 from rowstoch_fast import MixingMatrix  # noqa: E402
 from rowstoch_fast.mixing import metropolis_weights, out_degree_weights  # noqa: E402
+from rowstoch_fast.objectives import draw_samples  # noqa: E402
 
 
 def scipy_step(name, S, SC, s, lr, st, g):
@@ -86,9 +89,44 @@ def scipy_step(name, S, SC, s, lr, st, g):
         psi = st["x"] - lr * g
         phi = psi + st["x"] - st["psi"]
         st["x"], st["psi"] = 0.5 * (phi + S @ phi), psi
+    elif name == "gt-saga":  # (S: W; the table of m = 4 samples per node, one drawn per node)
+        st["x"] = S @ st["x"] - lr * st["y"]
+        table, rows = st["table"], np.arange(g.shape[0])
+        idx = draw_samples(table.shape[0], (g.shape[0],), st["k"])
+        old = table[idx, rows]
+        g_new = g - old + st["mean"]
+        st["mean"] = st["mean"] + (g - old) / table.shape[0]
+        table[idx, rows] = g
+        st["y"] = S @ st["y"] + g_new - st["g"]
+        st["g"], st["k"] = g_new, st["k"] + 1
+    elif name == "robust-gradient-push":  # running sums per link, every message arriving (lossless)
+        h = st["x"] - lr * g
+        st["x"], st["pending_x"] = running_sums(SC, h, st["pending_x"])
+        st["w"], st["pending_w"] = running_sums(SC, st["w"], st["pending_w"])
+        st["z"] = st["x"] / st["w"]
+    elif name == "r-fast":
+        v = st["x"] - lr * st["y"]
+        change, st["v"] = v - st["v"], v
+        delivered, st["pending_x"] = running_sums(S, change, st["pending_x"])
+        st["x"] = st["x"] + delivered
+        y, st["pending_y"] = running_sums(SC, st["y"], st["pending_y"])
+        st["y"] = y + g - st["g"]
     else:
         return False  # no transcription here: the table says so
     return True
+
+
+def running_sums(M, src, pending, cache={}):
+    """Per-link running sums over the CSR ``M`` with every message arriving, as one writes them with SciPy: the
+    shares taken, plus the undelivered mass per link, which then stays only on the links that lost (none). The
+    link-to-receiver sum is built once per matrix."""
+    if id(M) not in cache:
+        rows = np.repeat(np.arange(M.shape[0]), np.diff(M.indptr))
+        cache[id(M)] = (M, sp.csr_matrix((np.ones(M.nnz), (rows, np.arange(M.nnz))), shape=(M.shape[0], M.nnz)),
+                        np.zeros(M.nnz, dtype=bool))  # (no message lost)
+    _, to_receiver, kept = cache[id(M)]
+    taken = M @ src + to_receiver @ pending
+    return taken, np.where(kept[:, None], pending + M.data[:, None] * src[M.indices], 0.0)
 
 
 def undirected(A, cache={}):
@@ -100,25 +138,48 @@ def undirected(A, cache={}):
     return cache[id(A)]
 
 
-def make_contenders(name, A, d, lr=1e-3, seed=0):
+def make_contenders(name, A, d, lr=1e-3, seed=0, backend="cpu"):
     rng = np.random.default_rng(seed)
     n = A.n
     g = rng.standard_normal((n, d))
     cls = REGISTRY[name]
     if not cls.applies_to(A):  # an undirected network's method: the same graph made undirected, Metropolis W
         A = undirected(A)
-    opt = cls.build(A, rng.standard_normal((n, d)), lr, tracker="perron")
-    opt.step(lambda X: g)
-    opt.step(lambda X: g)  # (past the first step, which some methods take apart)
+    x0 = rng.standard_normal((n, d))
+    sync = lambda: None  # noqa: E731
+    if backend == "cupy":
+        import cupy
+
+        g, x0 = cupy.asarray(g), cupy.asarray(x0)
+        sync = cupy.cuda.Device().synchronize
+    opt = cls.build(A, x0, lr, tracker="perron", backend=backend)
+    if cls.gradients == "samples":  # (GT-SAGA: a constant per-sample gradient, four samples per node)
+        from rowstoch_fast.objectives import SampleOracle
+
+        grad = SampleOracle(lambda X, idx: g, samples=4)
+    else:
+        grad = lambda X: g  # noqa: E731
+    opt.step(grad)
+    opt.step(grad)  # (past the first step, which some methods take apart)
+
+    def ours():
+        opt.step(grad)
+        sync()
+
+    if backend != "cpu":
+        return {"rowstoch": ours}
     S = sp.csr_matrix(A.csr)
     SC = sp.csr_matrix(out_degree_weights(A).csr)
     s = 1.0 / A.pi
     # the algorithm's own state blocks, shaped as it declares them (push-sum weights: one value per node, ones)
     st = {k: np.ones((n, 1)) if k in cls.narrow else rng.standard_normal((n, d)) for k in cls.state}
     st.setdefault("g", rng.standard_normal((n, d)))  # (the previous gradient, kept as state or not)
+    st.update({"table": rng.standard_normal((4, n, d)), "k": 0,
+               "pending_x": np.zeros((S.nnz if name == "r-fast" else SC.nnz, d)),
+               "pending_y": np.zeros((SC.nnz, d)), "pending_w": np.zeros((SC.nnz, 1))})
     if not scipy_step(name, S, SC, s, lr, dict(st), g):
-        return {"rowstoch": lambda: opt.step(lambda X: g)}
-    return {"rowstoch": lambda: opt.step(lambda X: g), "scipy": lambda: scipy_step(name, S, SC, s, lr, st, g)}
+        return {"rowstoch": ours}
+    return {"rowstoch": ours, "scipy": lambda: scipy_step(name, S, SC, s, lr, st, g)}
 
 
 def main(argv=None):
@@ -128,6 +189,8 @@ def main(argv=None):
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--json", default=None)
     p.add_argument("--only", default=None, help="comma-separated names (default: every registered algorithm)")
+    p.add_argument("--backend", default="cpu", choices=["cpu", "cupy"],
+                   help="cupy: the steps on a GPU (synchronised), without the scipy compositions")
     args = p.parse_args(argv)
     info = machine_info()
     A = topology.exponential(2**args.log2n)
@@ -138,7 +201,8 @@ def main(argv=None):
     print("|---|---|---|---|")
     rows = []
     for name in args.only.split(",") if args.only else names():  # every registered algorithm
-        med, _ = interleaved(make_contenders(name, A, args.d), rounds=args.rounds, min_time=0.05, min_calls=4)
+        med, _ = interleaved(make_contenders(name, A, args.d, backend=args.backend), rounds=args.rounds,
+                             min_time=0.05, min_calls=4)
         rows.append({"algorithm": name, "seconds": med})
         if "scipy" not in med:
             print(f"| {name} | {med['rowstoch'] * 1e3:.3f} | (no scipy transcription in scipy_step) | |", flush=True)
@@ -146,7 +210,7 @@ def main(argv=None):
         print(f"| {name} | {med['rowstoch'] * 1e3:.3f} | {med['scipy'] * 1e3:.3f} | "
               f"{med['scipy'] / med['rowstoch']:.2f}x |", flush=True)
     if args.json:
-        save_json(args.json, {"machine": info, "n": A.n, "d": args.d, "rows": rows})
+        save_json(args.json, {"machine": info, "backend": args.backend, "n": A.n, "d": args.d, "rows": rows})
 
 
 if __name__ == "__main__":

@@ -713,3 +713,24 @@ def test_a_bad_value_in_a_state_is_named():
         rf.PullDiagGT.from_state_dict({**state, "lr": np.array(-1.0)})
     with pytest.raises(TypeError, match=r"state\['y'\] must hold numbers, got dtype <U1"):
         rf.PullDiagGT.from_state_dict({**state, "y": np.full((8, 3), "a")})
+
+
+@pytest.mark.parametrize("name", sorted(REGISTRY))
+def test_a_gradient_read_where_grad_fn_returned_it_equals_a_copied_one(name):
+    """Methods that only read this step's gradients take them where grad_fn returned them (no copy on the CPU):
+    grad_fn returning the read-only view of the iterate itself, a copy of it, or a strided array gives the same
+    iterates bit for bit."""
+    cls = REGISTRY[name]
+    A = for_algorithm(cls, topology.erdos_renyi(10, 0.4, seed=3))
+    x0 = np.random.default_rng(2).standard_normal((10, 3))
+    runs = []
+    for grad in (lambda X: X, lambda X: np.array(X), lambda X: np.asfortranarray(X),
+                 lambda X: np.array(X, dtype=np.float32)):
+        opt = cls.build(A, x0, 0.01, rounds=2 if cls.multi_round else 1)
+        fed = feed(cls, grad)
+        for _ in range(6):
+            opt.step(fed)
+        runs.append(opt.x)
+    for r in runs[1:3]:
+        np.testing.assert_array_equal(r, runs[0])
+    np.testing.assert_allclose(runs[3], runs[0], rtol=1e-6)

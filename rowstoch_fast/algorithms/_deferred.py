@@ -51,7 +51,26 @@ class FailureHandling:
                 return DivergenceError.starved(t + 1, node, total, n, weakest, smallest)
         return DivergenceError.iterate(t + 1, node, self._lr_text())
 
+    def _gradient_read(self, grad_fn, x_buf, work, iteration):
+        """The gradients at ``x_buf`` as a block this step only reads (collective under MPI): what ``grad_fn``
+        returned where the backend can read it as it is (:meth:`~rowstoch_fast.backends.base.Backend.borrows`:
+        no copy), else a copy in ``work``; DivergenceError on NaN/Inf. The caller must not write to it."""
+        finite, block = self._ops.call(self._gradient_local_read, grad_fn, x_buf, work)
+        if self.check_finite:
+            self._verify(finite, lambda: self._gradient_error(iteration, block))
+        return block
+
+    def _gradient_local_read(self, grad_fn, x_buf, work):
+        G = self._internal(self._returned_gradient(grad_fn, x_buf))
+        if self._ops.borrows(G):
+            return self._ops.first_nonfinite(G) < 0, G
+        return self._ops.copy_in(work, G), work
+
     def _gradient_local(self, grad_fn, x_buf, out):
+        return self._ops.copy_in(out, self._internal(self._returned_gradient(grad_fn, x_buf)))
+
+    def _returned_gradient(self, grad_fn, x_buf):
+        """``grad_fn`` at ``x_buf``'s user view, checked: an array of this backend of x's shape."""
         G = grad_fn(self._user_view(x_buf))
         if G is None:
             raise TypeError(f"grad_fn returned None; it must return the gradients at X, an array of shape "
@@ -61,7 +80,7 @@ class FailureHandling:
             raise ValueError(f"grad_fn returned shape {tuple(G.shape)}, expected {self._shape} (the shape of x)")
         if G.dtype.kind not in "fiu":
             raise TypeError(f"grad_fn must return a real numeric array, got dtype {G.dtype}")
-        return self._ops.copy_in(out, self._internal(G))
+        return G
 
     def _check_iterates(self, finite, t, *blocks):
         """DivergenceError for iteration ``t + 1`` unless ``finite`` on every process."""

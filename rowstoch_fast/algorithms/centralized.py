@@ -70,8 +70,7 @@ class CentralizedSGD(Optimizer):
         x[...] = self._ops.sum_rows(x) / self.n
 
     def _advance(self, grad_fn, cur, nxt, t):
-        g = self._work[0]
-        self._gradient(grad_fn, cur["x"], g, t)
+        g = self._gradient_read(grad_fn, cur["x"], self._work[0], t)
         mean = self._ops.sum_rows(g) / self.n  # the all-reduce
         with np.errstate(over="ignore", invalid="ignore"):  # reported as DivergenceError below
             finite = self._ops.copy_in(nxt["x"], cur["x"] - self.lr * mean[None, :])  # a GPU defers the check

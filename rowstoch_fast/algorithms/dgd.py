@@ -55,7 +55,7 @@ class DGD(Optimizer):
 
     def _advance(self, grad_fn, cur, nxt, t):
         g, wx = self._work
-        self._gradient(grad_fn, cur["x"], g, t)
+        g = self._gradient_read(grad_fn, cur["x"], g, t)
         self._ops.mix(self.W, cur["x"], wx)
         finite = self._ops.combine(nxt["x"], [1.0, -self.lr], [wx, g])
         self._check_iterates(finite, t, nxt["x"])

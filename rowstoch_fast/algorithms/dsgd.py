@@ -55,7 +55,7 @@ class DSGD(Optimizer):
 
     def _advance(self, grad_fn, cur, nxt, t):
         g, w = self._work
-        self._gradient(grad_fn, cur["x"], g, t)
+        g = self._gradient_read(grad_fn, cur["x"], g, t)
         finite = self._ops.combine(w, [1.0, -self.lr], [cur["x"], g])
         self._check_iterates(finite, t, w)
         self._ops.mix(self.A, w, nxt["x"])

@@ -67,8 +67,7 @@ class PullDiagGD(Optimizer):
         return [("A", 1, self._reps * self._d)]
 
     def _advance(self, grad_fn, cur, nxt, t):
-        g = self._work[0]
-        self._gradient(grad_fn, cur["x"], g, t)
+        g = self._gradient_read(grad_fn, cur["x"], self._work[0], t)
         self._ops.mix(self.A, cur["x"], nxt["x"])
         step = tracker_row(self, t, -self.lr)  # -lr D_t^{-1}, one value per node
         finite = self._ops.combine(nxt["x"], [1.0, step], [nxt["x"], g])

@@ -74,6 +74,11 @@ class Backend:
             raise TypeError(f"backend {self.name!r} takes no option {', '.join(map(repr, sorted(options)))} "
                             "(comm and partition are options of backend='mpi')")
 
+    def borrows(self, block):
+        """Whether a step can read ``block`` (an array a user function returned, node-major) as it is instead of
+        copying it into a block of its own: never, unless a backend says so."""
+        return False
+
     def call(self, fn, *args):
         """Run ``fn(*args)`` (under MPI: on every rank, raising on all if it raises on one)."""
         return fn(*args)
