@@ -11,6 +11,8 @@
 #   e2e      bench/gpu_e2e.py: rowstoch run --backend cupy vs cpu, set-up and run time, cold and warm cache;
 #   rest     the rest of the suite;
 #   scaling  the GPU half of bench/scaling.py (the design card's figure);
+#   algorithms  bench/algorithms_step.py: one step of every algorithm at n = 2^16, d = 10 on the GPU and on
+#            the host's cores (the CPU half with its scipy compositions);
 #   torch    bench/torch_replicas.py with 64 replicas of a small CNN on the GPU (issue 15);
 #   resnet   examples/cifar10_resnet.py: 16 ResNet-18 replicas on random CIFAR-shaped images (issue 15's job);
 #   ncu      Nsight Compute's DRAM and L2 byte counts of the mixing kernels at n = 2^20 (the "entry" and "row"
@@ -38,7 +40,7 @@ limit() {
     timeout "$s" "$@"
 }
 TESTFILES="tests/test_backends.py tests/test_algorithms.py tests/test_objectives.py tests/test_gt.py
-    tests/test_careless_user.py tests/test_runner.py tests/test_network.py tests/test_torch.py"
+    tests/test_careless_user.py tests/test_runner.py tests/test_network.py tests/test_torch.py tests/test_undirected.py"
 
 stage_kernels() {
     limit 240 "$PY" bench/gpu_kernels.py --sections "${SECTIONS:-bits,mix,overhead,oracle,probe-oracle,probe-host}" \
@@ -64,6 +66,12 @@ stage_rest() {
 stage_scaling() {
     limit 240 "$PY" bench/scaling.py --min-log2n 10 --max-log2n 22 --cpu-max-log2n 16 --rounds 3 --out "$OUT" \
         2>&1 | tee "$OUT/scaling.out"
+}
+stage_algorithms() {
+    limit 100 "$PY" bench/algorithms_step.py --backend cupy --log2n 16 --rounds 3 --json "$OUT/algorithms_gpu.json" \
+        2>&1 | tee "$OUT/algorithms.out"
+    limit 120 "$PY" bench/algorithms_step.py --log2n 16 --rounds 2 --json "$OUT/algorithms_cpu.json" \
+        2>&1 | tee -a "$OUT/algorithms.out"
 }
 stage_torch() {
     limit 120 "$PY" bench/torch_replicas.py --model cnn --device cuda --nodes 64 --batch 32 --rounds 3 \

@@ -225,3 +225,32 @@ def test_gt_saga_run_resumes_from_its_checkpoint_bit_for_bit(tmp_path):
     resumed = rf.run(algo, f, 40, record_every=10, repeats=2, progress=False, resume=path)
     np.testing.assert_array_equal(resumed.frame["distance"].to_numpy(), whole.frame["distance"].to_numpy())
     assert whole.frame["samples"].max() == 6 + 40
+
+
+def test_gt_saga_on_the_gpu_equals_the_cpu():
+    """GT-SAGA with a finite-sum objective's own oracle on the CuPy backend (the table on the device, its
+    gathers and scatters generic operations): the CPU's iterates, and a state_dict resumes there."""
+    from conftest import cupy_or_reason
+
+    from rowstoch_fast.objectives import LeastSquares
+
+    cupy, why = cupy_or_reason()
+    if cupy is None:
+        pytest.skip(f"CuPy backend unavailable: {why}")
+    f = LeastSquares.synthetic(n=10, samples_per_node=6, d=3, seed=1)
+    W = metropolis()
+    x0 = np.random.default_rng(3).standard_normal((2, 10, 3))
+    cpu, gpu = GTSAGA(W, x0, 0.03), GTSAGA(W, cupy.asarray(x0), 0.03)
+    a, b = f.oracle(seed=2), f.oracle(seed=2)
+    for _ in range(50):
+        cpu.step(a)
+        gpu.step(b)
+    assert gpu.backend == "cupy"
+    np.testing.assert_allclose(gpu.gather_x(), cpu.x, rtol=1e-12, atol=1e-13)
+    again = GTSAGA.from_state_dict(gpu.state_dict(), W=W, backend="cupy")
+    c = f.oracle(seed=2)
+    c.iteration = b.iteration
+    for _ in range(5):
+        cpu.step(a)
+        again.step(c)
+    np.testing.assert_allclose(again.gather_x(), cpu.x, rtol=1e-12, atol=1e-13)
