@@ -281,10 +281,10 @@ CUPY, WHY = cupy_or_reason()
 @pytest.mark.parametrize("name", sorted(REGISTRY))
 def test_cupy_backend_equals_cpu(name):
     rng = np.random.default_rng(4)
-    A = topology.erdos_renyi(20, 0.2, seed=1)
+    cls = REGISTRY[name]
+    A = for_algorithm(cls, topology.erdos_renyi(20, 0.2, seed=1))  # (an undirected network's method: its W)
     G = rng.standard_normal((2, 20, 3))
     x0 = rng.standard_normal((2, 20, 3))
-    cls = REGISTRY[name]
     cpu = cls.build(A, x0, 0.02)
     gpu = cls.build(A, CUPY.asarray(x0), 0.02)
     assert gpu.backend == "cupy"
