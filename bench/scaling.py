@@ -3,6 +3,7 @@
 Usage::
 
     python bench/scaling.py [--min-log2n 10] [--max-log2n 20] [--cpu-max-log2n N] [--R 10] [--d 10] [--out bench]
+    python bench/scaling.py --plot bench/gpu/h200_run1_scaling.json bench/scaling.json   # the figure, from runs
 
 Writes ``scaling.json`` and ``scaling.png`` (time per iteration against n) into
 ``--out`` and prints a markdown table. Contenders, all on the exponential graph,
@@ -126,7 +127,13 @@ def main(argv=None):
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--cpu-max-log2n", type=int, default=None, help="no CPU contenders above this size")
     p.add_argument("--out", default=os.path.dirname(__file__))
+    p.add_argument("--plot", nargs="+", default=None, metavar="JSON",
+                   help="draw scaling.png in --out from saved runs (several machines: one line per contender and "
+                        "machine), run nothing")
     args = p.parse_args(argv)
+    if args.plot:
+        plot(args.plot, os.path.join(args.out, "scaling.png"))
+        return
     cpu_max = args.max_log2n if args.cpu_max_log2n is None else args.cpu_max_log2n
     info = machine_info()
     try:
@@ -168,23 +175,55 @@ def main(argv=None):
                   + " |", flush=True)
     save_json(os.path.join(args.out, "scaling.json"), {"machine": info, "bandwidth": bw, "R": args.R, "d": args.d,
                                                         "rows": rows})
+    plot([os.path.join(args.out, "scaling.json")], os.path.join(args.out, "scaling.png"))
+
+
+def _machine_label(info, on_gpu):
+    """Who ran a contender: the GPU's name, or the CPU with its core count."""
+    if on_gpu:
+        return info.get("gpu", "GPU")
+    cpu = info.get("cpu", "CPU").replace("(R)", "").replace(" Processor", "").replace(" CPU", "")
+    return f"{cpu}, {info.get('cores', '?')} cores"
+
+
+def plot(paths, out):
+    """One figure from saved runs (``scaling.json`` of this script, from any machines): every contender's time per
+    iteration against n, each line labelled with the machine that ran it."""
+    import json
+
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(6, 4))
-    for k in sorted({r["contender"] for r in rows}):
-        pts = [(r["n"], r["seconds"]) for r in rows if r["contender"] == k]
-        ax.loglog(*zip(*pts), "o-", label=k)
+    fig, ax = plt.subplots(figsize=(10, 4.8))
+    styles = {"cupy": ("C0", "o"), "cupyx": ("C1", "s"), "cupy-dense": ("C4", "^"), "cpu": ("C2", "o"),
+              "scipy": ("C3", "s"), "numpy-dense": ("C5", "^")}
+    dashes = ["-", "--", ":"]
+    d = R = None
+    for k, path in enumerate(paths):
+        with open(path) as f:
+            run = json.load(f)
+        d, R = run["d"], run["R"]
+        for name in sorted({r["contender"] for r in run["rows"]}):
+            on_gpu = name.startswith("cupy")
+            pts = sorted((r["n"], r["seconds"]) for r in run["rows"] if r["contender"] == name)
+            colour, marker = styles.get(name, ("k", "x"))
+            label = {"cpu": "rowstoch_fast CPU kernels", "cupy": "rowstoch_fast CuPy backend",
+                     "cupyx": "cupyx.scipy.sparse", "scipy": "scipy.sparse", "numpy-dense": "NumPy dense",
+                     "cupy-dense": "CuPy dense"}.get(name, name)
+            ax.loglog(*zip(*pts), marker=marker, linestyle=dashes[k % len(dashes)], color=colour, markersize=4,
+                      label=f"{label} ({_machine_label(run['machine'], on_gpu)})")
     ax.set_xlabel("n (nodes)")
     ax.set_ylabel("seconds per MG-Pull-Diag-GT iteration")
-    ax.set_title(f"exponential graph, d = {args.d}, R = {args.R}; GPU: {info['gpu'][:40]}", fontsize=8)
-    ax.legend(fontsize=8)
+    ax.set_title(f"One MG-Pull-Diag-GT iteration (R = {R} gossip rounds per phase, d = {d}), exponential graph",
+                 fontsize=9)
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     fig.tight_layout()
-    fig.savefig(os.path.join(args.out, "scaling.png"), dpi=120)
-    print(f"wrote {os.path.join(args.out, 'scaling.png')}")
-
+    fig.savefig(out, dpi=150)
+    plt.close(fig)
+    print(f"wrote {out}")
 
 if __name__ == "__main__":
     main()
