@@ -395,7 +395,7 @@ def _fake_cupy():
         isfinite=np.isfinite, argmax=np.argmax, float64=np.float64, int64=np.int64, uint64=np.uint64, int32=np.int32,
         uint8=np.uint8, eye=lambda n: dev(np.eye(n)), ones=lambda s, dtype=None: dev(np.ones(s, dtype)),
         diagonal=np.diagonal, maximum=np.maximum, where=lambda *a: dev(np.where(*a)), add=np.add,
-        arange=lambda *a, **k: dev(np.arange(*a, **k)),
+        arange=lambda *a, **k: dev(np.arange(*a, **k)), take=np.take,
         cuda=types.SimpleNamespace(Stream=_FakeGraphs.Stream,
                                    Device=lambda *a: types.SimpleNamespace(synchronize=lambda: None,
                                                                            attributes={"L2CacheSize": 50 * 2**20,

@@ -195,16 +195,19 @@ class Backend:
 
     # ------------------------------------------------------------------ per-sample tables (variance reduction)
     def _sample_index(self, table, idx):
-        """The index of entry ``idx[r, i]`` of row ``i``, repetition ``r`` in a ``(m, rows, reps, d)`` table."""
+        """The rows of a ``(m, rows, reps, d)`` table seen as ``(m * rows * reps, d)`` that hold entry
+        ``idx[r, i]`` of row ``i``, repetition ``r``, in node-major order (``i * reps + r``)."""
         xp = self.xp
-        idx = xp.asarray(idx).reshape(-1, table.shape[1]).T  # (rows, reps)
-        return idx, xp.arange(table.shape[1])[:, None], xp.arange(table.shape[2])[None, :]
+        entries = table.shape[1] * table.shape[2]
+        idx = xp.asarray(idx).reshape(-1, table.shape[1]).T.reshape(-1)  # (rows * reps,), node-major
+        return idx * entries + xp.arange(entries)
 
     def take_samples(self, table, idx, out):
         """``out[i, r] <- table[idx[r, i], i, r]`` (``out``: a node-major block, ``idx``: this process's draws
-        of shape (rows,) or (reps, rows))."""
-        out.reshape(table.shape[1:])[...] = table[self._sample_index(table, idx)]
+        of shape (rows,) or (reps, rows)): one gather of whole ``d``-value rows."""
+        flat = table.reshape(-1, table.shape[-1])
+        self.xp.take(flat, self._sample_index(table, idx), axis=0, out=out.reshape(-1, table.shape[-1]))
 
     def put_samples(self, table, idx, values):
         """``table[idx[r, i], i, r] <- values[i, r]`` (the inverse of :meth:`take_samples`)."""
-        table[self._sample_index(table, idx)] = values.reshape(table.shape[1:])
+        table.reshape(-1, table.shape[-1])[self._sample_index(table, idx)] = values.reshape(-1, table.shape[-1])
