@@ -169,10 +169,10 @@ class BuildExt(build_ext):
 ext = Pybind11Extension(
     "rowstoch_fast._core",
     ["csrc/bindings.cpp"],
-    include_dirs=["csrc"],
+    include_dirs=[os.path.join("rowstoch_fast", "include")],  # the kernels' headers, installed with the package
     cxx_std=17,
-    depends=[os.path.join("csrc", "rowstoch", f)
-             for f in os.listdir(os.path.join(os.path.dirname(os.path.abspath(__file__)), "csrc", "rowstoch"))],
+    depends=[os.path.join("rowstoch_fast", "include", "rowstoch", f) for f in
+             os.listdir(os.path.join(os.path.dirname(os.path.abspath(__file__)), "rowstoch_fast", "include", "rowstoch"))],
 )
 
 setup(ext_modules=[ext], cmdclass={"build_ext": BuildExt})

@@ -13,9 +13,8 @@ from .errors import DivergenceError
 from .metrics import NetworkMetrics
 from .mixing import MixingMatrix
 from .protocol import ConsensusResult, a_protocol, pull_diag
+from ._version import __version__
 from .runner import Algorithm, History, run
-
-__version__ = "0.1.0"
 
 # every registered algorithm under its class name (rf.PullDiagGT, rf.DSGD, ...): the registry's, not a list here
 globals().update({_name: getattr(algorithms, _name) for _name in algorithms.CLASSES})
@@ -34,6 +33,8 @@ __all__ = [
     "objectives",
     "topology",
     "build_info",
+    "get_include",
+    "get_cmake_dir",
     "__version__",
 ]
 
@@ -65,3 +66,34 @@ def build_info():
     ['compiler', 'flags', 'max_threads']
     """
     return dict(_core.build_info())
+
+
+def get_include():
+    """The folder to put on a C++ compiler's include path to use the kernels (``#include "rowstoch/mix.hpp"``),
+    as ``numpy.get_include()`` and ``pybind11.get_include()`` do: header-only templated C++17, no Python, OpenMP
+    where the compiler is given ``-fopenmp`` (serial without it).
+
+    Examples
+    --------
+    >>> import os
+    >>> os.path.isfile(os.path.join(get_include(), "rowstoch", "mix.hpp"))
+    True
+    """
+    import os
+
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "include")
+
+
+def get_cmake_dir():
+    """The folder of the CMake package configuration (``find_package(rowstoch CONFIG)`` with ``rowstoch_DIR`` set to
+    it; the target ``rowstoch::kernels``).
+
+    Examples
+    --------
+    >>> import os
+    >>> os.path.isfile(os.path.join(get_cmake_dir(), "rowstochConfig.cmake"))
+    True
+    """
+    import os
+
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "share", "cmake", "rowstoch")

@@ -1,0 +1,68 @@
+"""C++ simulators that embed the kernels: the headers installed with the package, get_include(), the CMake
+package, and one version reported from one place (issue 39)."""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+import rowstoch_fast as rf
+
+EXAMPLE = os.path.join(os.path.dirname(__file__), os.pardir, "examples", "cpp")
+
+
+def _compiler():
+    cxx = os.environ.get("CXX", "c++")
+    return cxx if shutil.which(cxx) else None
+
+
+def test_the_headers_are_installed_with_the_package():
+    include = rf.get_include()
+    headers = sorted(os.listdir(os.path.join(include, "rowstoch")))
+    assert {"mix.hpp", "gt.hpp", "network.hpp", "parallel.hpp", "hash.hpp"} <= set(headers)
+    for h in headers:  # plain C++: no Python, no pybind11 in any header a simulator includes
+        with open(os.path.join(include, "rowstoch", h)) as f:
+            text = f.read()
+        assert "pybind11" not in text and "Python.h" not in text, h
+    assert os.path.isfile(os.path.join(rf.get_cmake_dir(), "rowstochConfig.cmake"))
+
+
+@pytest.mark.skipif(_compiler() is None, reason="no C++ compiler on PATH")
+def test_the_cpp_example_builds_against_get_include_and_runs(tmp_path):
+    """examples/cpp/gossip_simulator.cpp, compiled with the documented include line: gossip over a
+    row-stochastic matrix reaches the pi-weighted average (exit status 0)."""
+    exe = tmp_path / "gossip_simulator"
+    flags = ["-fopenmp"] if rf.build_info()["openmp"] else []
+    subprocess.run([_compiler(), "-std=c++17", "-O2", *flags, f"-I{rf.get_include()}",
+                    os.path.join(EXAMPLE, "gossip_simulator.cpp"), "-o", str(exe)], check=True)
+    out = subprocess.run([str(exe)], capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "round 500: max |x_i - pi^T x_0| = " in out.stdout
+
+
+@pytest.mark.skipif(shutil.which("cmake") is None or _compiler() is None, reason="no cmake or C++ compiler")
+def test_the_cmake_package_builds_the_example(tmp_path):
+    """find_package(rowstoch 0.2 CONFIG) with rowstoch_DIR = get_cmake_dir(): the target rowstoch::kernels."""
+    build = tmp_path / "build"
+    cfg = subprocess.run(["cmake", "-S", EXAMPLE, "-B", str(build), f"-Drowstoch_DIR={rf.get_cmake_dir()}",
+                          f"-DCMAKE_CXX_COMPILER={shutil.which(_compiler())}"], capture_output=True, text=True)
+    assert cfg.returncode == 0, cfg.stdout + cfg.stderr
+    subprocess.run(["cmake", "--build", str(build)], check=True, capture_output=True)
+    assert subprocess.run([str(build / "gossip_simulator")], capture_output=True).returncode == 0
+
+
+def test_one_version_everywhere():
+    """rowstoch_fast.__version__ (rowstoch_fast/_version.py), the installed metadata, `rowstoch --version` and the
+    CMake package's version: the same string."""
+    from importlib.metadata import version
+
+    assert rf.__version__ == version("rowstoch_fast")
+    out = subprocess.run([sys.executable, "-m", "rowstoch_fast.cli", "--version"], capture_output=True, text=True)
+    assert out.stdout.strip().endswith(rf.__version__)
+    with open(os.path.join(rf.get_cmake_dir(), "rowstochConfigVersion.cmake")) as f:
+        assert "_version.py" in f.read()  # (CMake reads it from there: the regex below is the one it uses)
+    with open(os.path.join(os.path.dirname(rf.__file__), "_version.py")) as f:
+        assert re.search(r'__version__ = "([^"]+)"', f.read()).group(1) == rf.__version__
