@@ -318,17 +318,18 @@ def test_the_mlp_fast_path_equals_the_vmap_path():
 
 
 def test_the_readme_example_trains(tmp_path, monkeypatch):
-    """The README's PyTorch section, run as written (shortened to 100 steps): the nodes' models learn."""
+    """The guide's PyTorch section (docs/guide/embedding.md), run as written (shortened to 100 steps): the nodes'
+    models learn."""
     import pathlib
 
     pytest.importorskip("sklearn")
-    readme = (pathlib.Path(__file__).parent.parent / "README.md").read_text()
-    section = readme[readme.index("## Training PyTorch models"):]
+    guide = (pathlib.Path(__file__).parent.parent / "docs" / "guide" / "embedding.md").read_text()
+    section = guide[guide.index("## PyTorch models over a directed network"):]
     code = section[section.index("```python") + len("```python"):]
     code = code[:code.index("```")].replace("range(500)", "range(100)")
     monkeypatch.chdir(tmp_path)
     namespace = {}
-    exec(compile(code, "README.md", "exec"), namespace)
+    exec(compile(code, "embedding.md", "exec"), namespace)
     assert namespace["accuracies"].shape == (16,) and namespace["accuracies"].mean() > 0.5
 
 
