@@ -61,13 +61,14 @@ def test_the_cmake_package_builds_the_example(tmp_path):
     assert subprocess.run([str(build / "gossip_simulator")], capture_output=True).returncode == 0
 
 
-def test_one_version_everywhere():
+def test_one_version_everywhere(tmp_path):
     """rowstoch_fast.__version__ (rowstoch_fast/_version.py), the installed metadata, `rowstoch --version` and the
     CMake package's version: the same string."""
     from importlib.metadata import version
 
     assert rf.__version__ == version("rowstoch_fast")
-    out = subprocess.run([sys.executable, "-m", "rowstoch_fast.cli", "--version"], capture_output=True, text=True)
+    out = subprocess.run([sys.executable, "-m", "rowstoch_fast.cli", "--version"], capture_output=True, text=True,
+                         cwd=tmp_path)  # (not the source tree: the installed package)
     assert out.stdout.strip().endswith(rf.__version__)
     with open(os.path.join(rf.get_cmake_dir(), "rowstochConfigVersion.cmake")) as f:
         assert "_version.py" in f.read()  # (CMake reads it from there: the regex below is the one it uses)

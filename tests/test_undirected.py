@@ -176,7 +176,7 @@ def test_gt_saga_is_exact_where_sampled_diging_stalls():
     assert np.abs(plain.x - x_star).max() > 1e-3
 
 
-def test_gt_saga_says_what_it_needs():
+def test_gt_saga_says_what_it_needs(tmp_path):
     """A plain grad_fn, an objective without samples: one line naming GT-SAGA and what it takes; the runner, the
     harness and the CLI refuse it on such an objective before anything runs, and leave it out of compare's
     default there (and only there)."""
@@ -206,7 +206,7 @@ def test_gt_saga_says_what_it_needs():
         SampleOracle(lambda X, idx: X, samples=0)
     out = subprocess.run([sys.executable, "-m", "rowstoch_fast.cli", "run", "--algorithm", "gt-saga", "--topology",
                           "ring", "--n", "8", "--objective", "quadratic", "--iterations", "5", "--no-progress"],
-                         capture_output=True, text=True)
+                         capture_output=True, text=True, cwd=tmp_path)  # (not the source tree: the installed package)
     assert out.returncode == 2 and out.stderr.strip().splitlines()[-1].startswith("rowstoch: error: algorithm "
                                                                                   "'gt-saga' takes per-sample")
 
