@@ -254,3 +254,15 @@ def test_gt_saga_on_the_gpu_equals_the_cpu():
         cpu.step(a)
         again.step(c)
     np.testing.assert_allclose(again.gather_x(), cpu.x, rtol=1e-12, atol=1e-13)
+
+
+def test_gt_saga_refuses_a_table_that_cannot_fit(monkeypatch):
+    """The table (m samples x n x reps*d values) is checked against the memory the backend has before it is
+    allocated: one MemoryError naming GT-SAGA's table and what to lower, the optimizer untouched."""
+    from rowstoch_fast.objectives import SampleOracle
+
+    monkeypatch.setenv("ROWSTOCH_MEMORY_LIMIT", str(10**6))
+    opt = GTSAGA(metropolis(), np.zeros((3, 10, 4)), 0.02)
+    with pytest.raises(MemoryError, match=r"GTSAGA's table of 100000 samples x 10 nodes x 12 values .*fewer samples"):
+        opt.step(SampleOracle(lambda X, idx: X, samples=100_000))
+    assert opt.iteration == 0 and opt._table is None

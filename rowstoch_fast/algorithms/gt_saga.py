@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._checks import fmt_bytes, require_memory
+from .._checks import fmt_bytes
 from ._base import Optimizer
 
 __all__ = ["GTSAGA"]
@@ -102,9 +102,9 @@ class GTSAGA(Optimizer):
     def _allocate_table(self, m):
         ops, rows = self._ops, self._shape[-2]
         nbytes = m * rows * self._reps * self._d * ops.dtype.itemsize
-        if ops.xp is np:
-            require_memory(nbytes, f"GTSAGA's table of {m} samples x {rows} nodes x {self._reps * self._d} values "
-                           f"({fmt_bytes(nbytes)})", "use float32, fewer repetitions or fewer samples per node")
+        what = f"GTSAGA's table of {m} samples x {rows} nodes x {self._reps * self._d} values ({fmt_bytes(nbytes)})"
+        hint = "use float32, fewer repetitions or fewer samples per node"
+        ops.require_memory(nbytes, what, hint)  # (a GPU's free memory on the device: refused before allocating)
         self._table = ops.xp.zeros((m, rows, self._reps, self._d), dtype=ops.dtype)
 
     def _entry(self, s):

@@ -74,6 +74,12 @@ class Backend:
             raise TypeError(f"backend {self.name!r} takes no option {', '.join(map(repr, sorted(options)))} "
                             "(comm and partition are options of backend='mpi')")
 
+    def require_memory(self, nbytes, what, hint=""):
+        """MemoryError at once when ``nbytes`` more of this backend's memory (the host's) cannot be had."""
+        from .._checks import require_memory
+
+        require_memory(nbytes, what, hint)
+
     def borrows(self, block):
         """Whether a step can read ``block`` (an array a user function returned, node-major) as it is instead of
         copying it into a block of its own: never, unless a backend says so."""

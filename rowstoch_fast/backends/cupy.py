@@ -558,6 +558,10 @@ class CupyBackend(Backend):
             return
         super().running_sums(C, net, t, r, blocks)
 
+    def require_memory(self, nbytes, what, hint=""):
+        """The GPU's free memory (:func:`require_device_memory`)."""
+        require_device_memory(nbytes, what, hint)
+
     def put_samples(self, table, idx, values):
         """:meth:`Backend.put_samples` on the device (generic operations), after the deferred checks' flag (one
         device-to-host read): after a failure nothing is written, like :meth:`running_sums`."""
