@@ -411,6 +411,52 @@ void ge_advance(py::array indptr, py::array indices, py::array bad, std::uint64_
     else run(int32_t{});
 }
 
+py::array lost_links(py::array indptr, py::array indices, std::uint64_t seed, std::uint64_t t, std::uint64_t r,
+                     double p, py::object row_ids_obj, py::object col_ids_obj, py::object bad_obj) {
+    if (!(p >= 0.0 && p <= 1.0)) throw py::value_error(cat("p must be in [0, 1], got ", p));
+    check_ndim(indptr, "indptr", 1);
+    check_ndim(indices, "indices", 1);
+    if (indptr.shape(0) < 1) throw py::value_error("indptr must have at least one entry (n + 1 for n rows)");
+    const int64_t rows = indptr.shape(0) - 1;
+    if (row_ids_obj.is_none() != col_ids_obj.is_none())
+        throw py::value_error("row_ids and col_ids go together (the global ids of the rows and of the columns)");
+    py::array row_keep, col_keep, bad_keep;
+    const int64_t big = std::numeric_limits<int64_t>::max();
+    rowstoch::NodeIds ids{node_ids(row_ids_obj, "row_ids", rows, big, row_keep), nullptr};
+    int64_t ncols = rows;  // what the column indices index
+    if (!col_ids_obj.is_none()) {
+        col_keep = col_ids_obj.cast<py::array>();
+        ids.cols = node_ids(col_ids_obj, "col_ids", col_keep.shape(0), big, col_keep);
+        ncols = col_keep.shape(0);
+    }
+    const std::uint8_t* bad = flags(bad_obj, "bad", indices.shape(0), false, bad_keep);
+    py::array_t<std::uint8_t> out(indices.shape(0));
+    auto run = [&](auto i) {
+        using I = decltype(i);
+        if (!(py::isinstance<py::array_t<I>>(indptr) && py::isinstance<py::array_t<I>>(indices)))
+            throw py::type_error("indptr and indices must both be int32 or both int64");
+        check_contiguous(indptr, "indptr");
+        check_contiguous(indices, "indices");
+        const I *Ap = cptr<I>(indptr), *Aj = cptr<I>(indices);
+        if (Ap[0] != 0) throw py::value_error(cat("indptr[0] must be 0, got ", static_cast<int64_t>(Ap[0])));
+        for (int64_t k = 0; k < rows; ++k)
+            if (Ap[k + 1] < Ap[k]) throw py::value_error(cat("indptr must be non-decreasing; it falls at row ", k));
+        if (static_cast<int64_t>(Ap[rows]) != indices.shape(0))
+            throw py::value_error(cat("indptr[-1] must equal len(indices) (", indices.shape(0), "), got ",
+                                      static_cast<int64_t>(Ap[rows])));
+        for (int64_t q = 0; q < indices.shape(0); ++q)
+            if (Aj[q] < 0 || static_cast<int64_t>(Aj[q]) >= ncols)
+                throw py::value_error(cat("indices[", q, "] = ", static_cast<int64_t>(Aj[q]), " is out of range for ",
+                                          ncols, col_ids_obj.is_none() ? " columns" : " col_ids"));
+        std::uint8_t* lost = out.mutable_data();
+        py::gil_scoped_release nogil;
+        rowstoch::lost_links(Ap, Aj, rows, ids, seed, t, r, p, bad, lost);
+    };
+    if (is_i64(indptr)) run(int64_t{});
+    else run(int32_t{});
+    return out;
+}
+
 py::array mix_power(py::array indptr, py::array indices, py::array data, py::array X, int64_t R,
                     py::object out, py::object work_obj, bool check_indices) {
     if (R < 0) throw py::value_error(cat("R must be >= 0, got ", R));
@@ -787,6 +833,12 @@ PYBIND11_MODULE(_core, m) {
           py::arg("row_ids") = py::none(), py::arg("col_ids") = py::none(),
           "Advance the Gilbert-Elliott state of every stored entry (bad[q], uint8) to iteration `to` "
           "(rowstoch_fast.network.Lossy, model='gilbert-elliott').");
+    m.def("lost_links", &lost_links, py::arg("indptr"), py::arg("indices"), py::arg("seed"), py::arg("t"),
+          py::arg("r"), py::arg("p"), py::arg("row_ids") = py::none(), py::arg("col_ids") = py::none(),
+          py::arg("bad") = py::none(),
+          "One uint8 per stored entry: 1 where round r of iteration t loses the message j -> i "
+          "(uniform_hash(seed, t, r, i, j) < p, gated by Gilbert-Elliott states `bad` where given; never a self "
+          "loop; global ids row_ids / col_ids for an MPI share): the draws of every lossy pass.");
     m.def("mix_power", &mix_power, py::arg("indptr"), py::arg("indices"), py::arg("data"),
           py::arg("X"), py::arg("R"), py::arg("out") = py::none(), py::arg("work") = py::none(),
           py::arg("check_indices") = true,

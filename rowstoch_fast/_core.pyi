@@ -54,6 +54,17 @@ def ge_advance(
     row_ids: NDArray[np.int64] | None = None,
     col_ids: NDArray[np.int64] | None = None,
 ) -> None: ...
+def lost_links(
+    indptr: NDArray[np.integer],
+    indices: NDArray[np.integer],
+    seed: int,
+    t: int,
+    r: int,
+    p: float,
+    row_ids: NDArray[np.int64] | None = None,
+    col_ids: NDArray[np.int64] | None = None,
+    bad: NDArray[np.uint8] | NDArray[np.bool_] | None = None,
+) -> NDArray[np.uint8]: ...
 def mix_power(
     indptr: NDArray[np.integer],
     indices: NDArray[np.integer],

@@ -166,6 +166,21 @@ def gilbert_elliott_states(seed, rows, cols, t, p_bad, p_recover):
     return state
 
 
+def lost_links(indptr, indices, seed, t, r, p, row_ids=None, col_ids=None, bad=None):
+    """Which stored entries' messages (``j -> i``) round ``r`` of iteration ``t`` loses: ``uniform_hash(seed, t, r,
+    i, j) < p`` on global ids, gated by the Gilbert-Elliott states ``bad``, never a self loop."""
+    from ._hashing import uniform_hash
+
+    rows = np.repeat(np.arange(len(indptr) - 1, dtype=np.int64), np.diff(indptr))
+    cols = np.asarray(indices, dtype=np.int64)
+    if row_ids is not None:
+        rows, cols = np.asarray(row_ids)[rows], np.asarray(col_ids)[cols]
+    lost = uniform_hash(seed, t, r, rows, cols) < p
+    if bad is not None:
+        lost &= np.asarray(bad).astype(bool)
+    return lost & (rows != cols)
+
+
 def lossy_round(indptr, indices, data, X, seed, t, r, p, renormalise=True, awake=None):
     """One gossip round of ``rowstoch_fast.network.Lossy`` / ``Sleepy`` on a CSR matrix, row by row in Python:
     the message ``j -> i`` (``j != i``) is lost when ``uniform_hash(seed, t, r, i, j) < p`` or when ``j``

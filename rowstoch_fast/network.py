@@ -458,15 +458,16 @@ class Lossy(Network):
         return ~self._lost_entries(t, r, indptr, indices, row_ids, col_ids)
 
     def _lost_entries(self, t, r, indptr, indices, row_ids=None, col_ids=None):
-        """Which stored entries' messages are lost in round ``r`` of iteration ``t`` (never a self loop)."""
-        rows = np.repeat(np.arange(len(indptr) - 1, dtype=np.int64), np.diff(indptr))
-        cols = np.asarray(indices, dtype=np.int64)
-        if row_ids is not None:
-            rows, cols = np.asarray(row_ids)[rows], np.asarray(col_ids)[cols]
-        lost = uniform_hash(self.seed, t, r, rows, cols) < self.p
-        if self.model == "gilbert-elliott":
-            lost &= self.bad_states(indptr, indices, t, row_ids=row_ids, col_ids=col_ids).astype(bool)
-        return lost & (rows != cols)  # the self loop always arrives
+        """Which stored entries' messages are lost in round ``r`` of iteration ``t`` (never a self loop): the
+        compiled draws (``_core.lost_links``, the hash of :func:`uniform_hash` in C++; the NumPy transcription is
+        ``_reference.lost_links``)."""
+        from . import _core
+
+        bad = self.bad_states(indptr, indices, t, row_ids=row_ids, col_ids=col_ids) \
+            if self.model == "gilbert-elliott" else None
+        ids = {} if row_ids is None else {"row_ids": np.ascontiguousarray(row_ids, dtype=np.int64),
+                                          "col_ids": np.ascontiguousarray(col_ids, dtype=np.int64)}
+        return _core.lost_links(indptr, indices, self.seed, t, r, self.p, bad=bad, **ids).view(bool)
 
     def _lost(self, csr, t, r):
         return self._lost_entries(t, r, csr.indptr, csr.indices)

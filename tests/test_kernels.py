@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rowstoch_fast import _core, _reference
@@ -232,3 +232,40 @@ def test_combine_refuses_partial_overlap_and_bad_terms():
         _core.combine(np.zeros((6, 3)), [np.ones(5)], [X])
     with pytest.raises(TypeError, match="dtype"):
         _core.combine(np.zeros((6, 3)), [1.0], [np.zeros((6, 3), np.float32)])
+
+
+@given(csr_and_block(), st.integers(0, 2**63 - 1), st.integers(0, 2**40), st.integers(0, 5),
+       st.floats(0.0, 1.0), st.booleans(), st.booleans())
+@settings(max_examples=60, deadline=None)
+def test_the_compiled_arrival_draws_equal_numpy_s(case, seed, t, r, p, with_ids, with_bad):
+    """_core.lost_links (what Lossy.arrived and the running sums use) draws what the NumPy transcription draws,
+    for any CSR (duplicates, empty rows), with an MPI share's global ids and Gilbert-Elliott gates."""
+    from rowstoch_fast import _core, _reference
+
+    csr, _ = case
+    n = csr.shape[0]
+    rng = np.random.default_rng(seed % 2**32)
+    ids = {}
+    if with_ids:  # a share: its rows are some nodes, its columns other ids (a halo)
+        ids = {"row_ids": rng.permutation(10 * n)[:n].astype(np.int64),
+               "col_ids": rng.permutation(10 * n)[:n].astype(np.int64)}
+    bad = rng.integers(0, 2, csr.nnz).astype(np.uint8) if with_bad else None
+    got = _core.lost_links(csr.indptr, csr.indices, seed, t, r, p, bad=bad, **ids).view(bool)
+    want = _reference.lost_links(csr.indptr, csr.indices, seed, t, r, p, bad=bad, **ids)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_the_compiled_arrival_draws_refuse_bad_input():
+    from rowstoch_fast import _core
+
+    indptr, indices = np.array([0, 2, 3]), np.array([0, 1, 1])
+    with pytest.raises(ValueError, match=r"p must be in \[0, 1\], got 1.5"):
+        _core.lost_links(indptr, indices, 0, 0, 0, 1.5)
+    with pytest.raises(ValueError, match=r"indices\[2\] = 5 is out of range for 2 columns"):
+        _core.lost_links(indptr, np.array([0, 1, 5]), 0, 0, 0, 0.1)
+    with pytest.raises(ValueError, match="row_ids and col_ids go together"):
+        _core.lost_links(indptr, indices, 0, 0, 0, 0.1, row_ids=np.arange(2))
+    with pytest.raises(ValueError, match="bad has 2 entries, expected 3"):
+        _core.lost_links(indptr, indices, 0, 0, 0, 0.1, bad=np.zeros(2, np.uint8))
+    with pytest.raises(TypeError, match="must both be int32 or both int64"):
+        _core.lost_links(indptr.astype(np.int32), indices, 0, 0, 0, 0.1)

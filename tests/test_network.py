@@ -705,3 +705,4 @@ def test_r_fast_refuses_networks_without_fixed_links():
         RFAST(A, Sleepy(Lossy(C, 0.1), 0.8), np.zeros(2), 0.05)
     with pytest.raises(ValueError, match=r"^RFAST: A must be a static matrix or a Lossy network over one"):
         RFAST(Schedule([A, A]), C, np.zeros(2), 0.05)
+

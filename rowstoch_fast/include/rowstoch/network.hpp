@@ -202,4 +202,25 @@ void ge_advance(const I Ap[], const I Aj[], std::int64_t rows, NodeIds ids, std:
     }
 }
 
+// Which messages of round r of iteration t are lost, one flag per stored entry q (row i <- column j, global ids):
+// lost[q] = 1 when uniform_hash(seed, t, r, i, j) < p (and, with Gilbert-Elliott states, bad[q]), never for a self
+// loop: the draws of every lossy pass, for algorithms that follow messages one by one (running sums per link).
+template <class I>
+void lost_links(const I Ap[], const I Aj[], std::int64_t rows, NodeIds ids, std::uint64_t seed, std::uint64_t t,
+                std::uint64_t r, double p, const std::uint8_t* bad, std::uint8_t lost[]) {
+    const std::uint64_t round = hash_prefix(seed, t, r), threshold = loss_threshold(p);
+    const int threads = threads_for(static_cast<std::int64_t>(Ap[rows]));
+    for_rows(Ap, rows, threads, [&](std::int64_t lo, std::int64_t hi) {
+        for (std::int64_t i = lo; i < hi; ++i) {
+            const std::int64_t gi = ids.row(i);
+            const std::uint64_t row = mix64(round ^ static_cast<std::uint64_t>(gi));
+            for (I q = Ap[i]; q < Ap[i + 1]; ++q) {
+                const std::int64_t gj = ids.col(static_cast<std::int64_t>(Aj[q]));
+                lost[q] = gj != gi && (!bad || bad[q]) &&
+                          (mix64(row ^ static_cast<std::uint64_t>(gj)) >> 11) < threshold;
+            }
+        }
+    });
+}
+
 }  // namespace rowstoch
