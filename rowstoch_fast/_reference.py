@@ -683,3 +683,25 @@ def gt_saga(W, x0, lr, grad_fn, T, sample_grad=None, samples=1, draw=None):
         g = g_new
         xs.append(x.copy())
     return xs
+
+
+def awake_mask(n, t, seed, model="bernoulli", q=None, p_sleep=None, p_wake=None, rate=None, period=None):
+    """The nodes awake at iteration ``t`` under ``network.Sleepy``'s activation models, from their definitions:
+    Bernoulli ``u < q``, Poisson clocks ``u < 1 - exp(-rate)`` (``u = uniform_hash(seed, 2^60 + t, node)``), cyclic
+    ``(node - t) % period == 0``, and the Markov chains stepped one iteration at a time from ``s = 0`` (the
+    stationary draw ``uniform_hash(seed, 2^62 + 1, node) < p_wake / (p_sleep + p_wake)``, then at each ``s >= 1`` an
+    awake node stays awake when ``u_s >= p_sleep`` and a sleeping one wakes when ``u_s < p_wake``)."""
+    from ._hashing import uniform_hash
+
+    nodes = np.arange(n)
+    if model == "cyclic":
+        return np.array([(i - t) % period == 0 for i in range(n)])
+    if model in ("bernoulli", "poisson"):
+        p = q if model == "bernoulli" else 1.0 - np.exp(-rate)
+        return np.array([float(uniform_hash(seed, 2**60 + t, i)) < p for i in range(n)])
+    state = [float(uniform_hash(seed, 2**62 + 1, i)) < p_wake / (p_sleep + p_wake) for i in nodes]
+    for s in range(1, t + 1):
+        for i in nodes:
+            u = float(uniform_hash(seed, 2**60 + s, i))
+            state[i] = (u >= p_sleep) if state[i] else (u < p_wake)
+    return np.array(state)

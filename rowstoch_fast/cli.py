@@ -124,12 +124,26 @@ def _check_run_args(args):
     """Cheap checks of ``rowstoch run``'s options, before any network, data or folder is built."""
     method = method_of(args.algorithm)
     _refuse_unread(args, _problem_rules(args) + [
-        (("--network-seed",), args.loss == 0 and args.awake == 1, "without --loss or --awake"),
+        (("--network-seed",), args.loss == 0 and args.awake == 1 and args.activation == "bernoulli",
+         "without --loss, --awake or --activation"),
         (("--tracker",), "tracker" not in REGISTRY[method].hyper, f"by {args.algorithm} (it has no diagonal tracker)")])
     if not (0.0 <= args.loss < 1.0 or (args.loss == 1.0 and args.loss_model == "gilbert-elliott")):
         raise UsageError(f"--loss must be in [0, 1) (gilbert-elliott: [0, 1]), got {args.loss}")
     if not 0.0 < args.awake <= 1.0:
         raise UsageError(f"--awake must be in (0, 1], got {args.awake}")
+    takes = {"bernoulli": (), "markov": ("p_sleep", "p_wake"), "poisson": ("rate",), "cyclic": ("period",)}
+    for name in ("p_sleep", "p_wake", "rate", "period"):
+        option, value = "--" + name.replace("_", "-"), getattr(args, name)
+        if (value is None) == (name in takes[args.activation]):
+            owner = {"p_sleep": "markov", "p_wake": "markov", "rate": "poisson", "period": "cyclic"}[name]
+            raise UsageError(f"{option} goes with --activation {owner}" if value is not None
+                             else f"--activation {args.activation} needs {option}")
+        if name.startswith("p_") and value is not None and not 0.0 < value <= 1.0:
+            raise UsageError(f"{option} must be in (0, 1], got {value}")
+        if name == "rate" and value is not None and not (np.isfinite(value) and value > 0):
+            raise UsageError(f"--rate must be a finite number > 0, got {value}")
+    if args.activation != "bernoulli" and args.awake != 1.0:
+        raise UsageError(f"--awake goes with --activation bernoulli, not {args.activation}")
     bursty = args.loss_model == "gilbert-elliott"
     if bursty != (args.p_bad is not None and args.p_recover is not None) or (not bursty and (args.p_bad or args.p_recover)):
         raise UsageError("--loss-model gilbert-elliott needs --p-bad and --p-recover (and they go with it only)")
@@ -170,7 +184,10 @@ def _unreliable(A, args):
     if args.loss or args.loss_model != "bernoulli":
         kw = {"p_bad": args.p_bad, "p_recover": args.p_recover} if args.loss_model == "gilbert-elliott" else {}
         net = Lossy(net, args.loss, seed=args.network_seed, model=args.loss_model, **kw)
-    if args.awake != 1.0:
+    if args.activation != "bernoulli":
+        kw = {k: getattr(args, k) for k in ("p_sleep", "p_wake", "rate", "period") if getattr(args, k) is not None}
+        net = Sleepy(net, seed=args.network_seed, model=args.activation, **kw)
+    elif args.awake != 1.0:
         net = Sleepy(net, args.awake, seed=args.network_seed)
     return net
 
@@ -185,6 +202,8 @@ def _run_config(args):
         config.update(lam=args.lam, samples_per_node=args.samples_per_node)
     if args.undirected or args.weights != "in-degree":
         config.update(undirected=args.undirected, weights=args.weights)
+    if args.activation != "bernoulli":  # (added later, likewise)
+        config.update({k: getattr(args, k) for k in ("activation", "p_sleep", "p_wake", "rate", "period")})
     if args.matrix:
         config["topology"] = config["n"] = None
     else:
@@ -898,6 +917,14 @@ def make_parser():
     unreliable.add_argument("--awake", type=float, default=1.0,
                             help="probability that a node is awake in an iteration (a sleeping node neither sends nor "
                                  "updates)")
+    unreliable.add_argument("--activation", choices=["bernoulli", "markov", "poisson", "cyclic"], default="bernoulli",
+                            help="who is awake per iteration (network.Sleepy): bernoulli (--awake), markov (a chain "
+                                 "per node: --p-sleep, --p-wake), poisson (clocks of --rate ticks per iteration), "
+                                 "cyclic (--period groups in turn)")
+    unreliable.add_argument("--p-sleep", type=float, default=None, help="markov: P(awake -> asleep) per iteration")
+    unreliable.add_argument("--p-wake", type=float, default=None, help="markov: P(asleep -> awake) per iteration")
+    unreliable.add_argument("--rate", type=float, default=None, help="poisson: each node's ticks per iteration")
+    unreliable.add_argument("--period", type=_positive_int, default=None, help="cyclic: the number of groups")
     unreliable.add_argument("--network-seed", type=_seed, default=0, help="seed of the losses and sleep")
     rn = r.add_argument_group("run")
     rn.add_argument("--iterations", type=_nonnegative_int, default=1000, help="iterations T (R T gossip rounds)")

@@ -402,6 +402,8 @@ def one_peer_exponential(n, stochastic="row"):
 #: The most chain steps (entries x iterations) one call may advance the Gilbert-Elliott chains by: a jump to
 #: t = 10**12 would have run for days (Ctrl-C is polled while they advance).
 MAX_CHAIN_STEPS = 10**12
+#: The most node-iterations Sleepy(model="markov") advances its chains by in one call (NumPy: ~1e8 per second).
+MAX_ACTIVATION_STEPS = 10**10
 
 
 class Lossy(Network):
@@ -544,28 +546,78 @@ class Lossy(Network):
 
 
 class Sleepy(Network):
-    """Each node is awake with probability ``q`` per iteration; a sleeping node neither sends nor updates (its
-    row is ``e_i^T`` for that iteration, and its messages count as lost).
+    """Nodes that are not always active: a sleeping node neither sends nor updates (its row is ``e_i^T`` for that
+    iteration, and its messages count as lost). Who is awake at iteration ``t`` follows an activation model,
+    drawn from the counter-based hash of ``(seed, t, node)`` (every backend, MPI rank and resume draws the same):
+
+    - ``"bernoulli"`` (default): each node awake with probability ``q``, independently per iteration;
+    - ``"markov"``: each node a two-state chain, awake -> asleep with probability ``p_sleep`` and asleep -> awake
+      with ``p_wake`` per iteration, starting from its stationary law (awake with ``p_wake / (p_sleep + p_wake)``);
+    - ``"poisson"``: each node a Poisson clock of ``rate`` ticks per iteration, awake in iterations where it ticks
+      (probability ``1 - exp(-rate)``, independently: in discrete iterations, Bernoulli with that ``q``);
+    - ``"cyclic"``: node ``i`` awake when ``(i - t) % period == 0`` (``n / period`` nodes per iteration, in turn).
+
+    ``q = 1`` (always awake) is the base network itself, bit for bit. Sleep composes with losses
+    (``Sleepy(Lossy(A, 0.1), 0.9)``) and schedules.
 
     Parameters
     ----------
     A : MixingMatrix or network
-    q : float in (0, 1]
+    q : float in (0, 1], optional
+        ``"bernoulli"``'s probability of being awake (required there; not taken by the other models).
     seed : int
+    model : {"bernoulli", "markov", "poisson", "cyclic"}
+    p_sleep, p_wake : float in (0, 1]
+        ``"markov"``'s transition probabilities.
+    rate : float > 0
+        ``"poisson"``'s ticks per iteration.
+    period : int >= 1
+        ``"cyclic"``'s number of groups.
+
+    Examples
+    --------
+    >>> from rowstoch_fast import topology
+    >>> from rowstoch_fast.network import Sleepy
+    >>> Sleepy(topology.ring(6), model="cyclic", period=3).awake(1).tolist()
+    [False, True, False, False, True, False]
+    >>> net = Sleepy(topology.ring(100), model="markov", p_sleep=0.1, p_wake=0.3, seed=2)
+    >>> bool(0.6 < net.awake(50).mean() < 0.9)  # stationary: awake three quarters of the time
+    True
     """
 
-    def __init__(self, A, q, seed=0):
+    MODELS = ("bernoulli", "markov", "poisson", "cyclic")
+    _TAKES = {"bernoulli": ("q",), "markov": ("p_sleep", "p_wake"), "poisson": ("rate",), "cyclic": ("period",)}
+
+    def __init__(self, A, q=None, seed=0, *, model="bernoulli", p_sleep=None, p_wake=None, rate=None, period=None):
         self.base = as_network(A)
         self.n, self.stochastic = self.base.n, self.base.stochastic
-        self.q = check_positive_float(q, "q")
-        if self.q > 1:
-            raise ValueError(f"q must be in (0, 1], got {self.q}")
+        if model not in self.MODELS:
+            raise ValueError(f"model must be one of {', '.join(map(repr, self.MODELS))}, got {model!r}")
+        given = {"q": q, "p_sleep": p_sleep, "p_wake": p_wake, "rate": rate, "period": period}
+        needed = self._TAKES[model]
+        extra = [k for k, v in given.items() if v is not None and k not in needed]
+        if extra:
+            raise ValueError(f"model {model!r} takes {', '.join(needed)}, not {', '.join(extra)}")
+        missing = [k for k in needed if given[k] is None]
+        if missing:
+            raise ValueError(f"model {model!r} needs {', '.join(missing)}")
+        self.model = model
+        for key in ("q", "p_sleep", "p_wake"):
+            value = given[key]
+            if value is not None:
+                value = check_positive_float(value, key)
+                if value > 1:
+                    raise ValueError(f"{key} must be in (0, 1], got {value}")
+            setattr(self, key, value)
+        self.rate = None if rate is None else check_positive_float(rate, "rate")
+        self.period = None if period is None else check_int(period, "period", minimum=1, maximum=2**62)
         self.seed = check_int(seed, "seed", minimum=0, maximum=MAX_KEY)
 
     @property
     def static(self):
         base = self.base if isinstance(self.base, MixingMatrix) else self.base.static
-        return base if self.q == 1 else None
+        always = (self.model == "bernoulli" and self.q == 1) or (self.model == "cyclic" and self.period == 1)
+        return base if always else None
 
     def plan(self, t):
         if isinstance(self.base, MixingMatrix):
@@ -577,8 +629,23 @@ class Sleepy(Network):
             matrix_of, seed, p, _, chain = inner
         return matrix_of, seed, p, self.awake(t), chain
 
+    def _parameters(self):
+        return {"model": self.model, **{k: getattr(self, k) for k in self._TAKES[self.model]}}
+
+    def describe(self):
+        """:meth:`Network.describe` with the model's own parameters only (``"bernoulli"``: ``q``, as before the
+        other models existed, so that older checkpoints resume)."""
+        out = super().describe()
+        for key in ("q", "p_sleep", "p_wake", "rate", "period"):
+            if out.get(key) is None:
+                out.pop(key, None)
+        if out.get("model") == "bernoulli":
+            out.pop("model")
+        return out
+
     def map(self, f):
-        return Sleepy(f(self.base) if isinstance(self.base, MixingMatrix) else self.base.map(f), self.q, seed=self.seed)
+        base = f(self.base) if isinstance(self.base, MixingMatrix) else self.base.map(f)
+        return Sleepy(base, seed=self.seed, **self._parameters())
 
     def awake(self, t):
         """Boolean mask of the nodes awake at iteration ``t`` (read-only; the last one is kept: an iteration's
@@ -586,10 +653,39 @@ class Sleepy(Network):
         t = check_int(t, "t", minimum=0, maximum=MAX_T)
         cached = self.__dict__.get("_awake")
         if cached is None or cached[0] != t:
-            mask = uniform_hash(self.seed, 2**60 + t, np.arange(self.n)) < self.q
+            mask = self._draw(t)
             mask.flags.writeable = False
             cached = self._awake = (t, mask)
         return cached[1]
+
+    def _draw(self, t):
+        nodes = np.arange(self.n)
+        if self.model == "cyclic":
+            return (nodes - t) % self.period == 0
+        if self.model == "markov":
+            return self._markov(t)
+        q = self.q if self.model == "bernoulli" else -np.expm1(-self.rate)  # (poisson: 1 - exp(-rate))
+        return uniform_hash(self.seed, 2**60 + t, nodes) < q
+
+    def _markov(self, t):
+        """The chains' states at ``t``: from the last state computed (or the stationary draw at 0), one iteration
+        at a time with the draws ``uniform_hash(seed, 2^60 + s, node)`` (``_reference.markov_awake``)."""
+        last = self.__dict__.get("_chain")
+        if last is None or last[0] > t:
+            start, state = 0, uniform_hash(self.seed, 2**62 + 1, np.arange(self.n)) < \
+                self.p_wake / (self.p_sleep + self.p_wake)
+        else:
+            start, state = last
+        if (t - start) * self.n > MAX_ACTIVATION_STEPS:
+            raise ValueError(f"t = {t}: the activation chains advance one iteration at a time from iteration {start}; "
+                             f"{t - start} iterations of {self.n} chains is more than {MAX_ACTIVATION_STEPS:.0e} steps "
+                             f"(minutes of NumPy): ask for the iterations in order")
+        nodes = np.arange(self.n)
+        for s in range(start + 1, t + 1):
+            u = uniform_hash(self.seed, 2**60 + s, nodes)
+            state = np.where(state, u >= self.p_sleep, u < self.p_wake)
+        self._chain = (t, state)
+        return state.copy()
 
     def _entries(self, t, r):
         csr, weights = _base_entries(self.base, t, r)
@@ -619,4 +715,6 @@ class Sleepy(Network):
         return _materialise(self, *self._entries(t, r), t, r)
 
     def __repr__(self):
-        return f"Sleepy({self.base!r}, q={self.q}, seed={self.seed})"
+        args = ", ".join(f"{k}={v}" for k, v in self._parameters().items() if k != "model")
+        model = "" if self.model == "bernoulli" else f", model={self.model!r}"
+        return f"Sleepy({self.base!r}, {args}, seed={self.seed}{model})"

@@ -193,7 +193,8 @@ def unreliable_networks():
     return {"lossy": Lossy(A, 0.3, seed=1), "schedule": Schedule([A, topology.exponential(20)]),
             "one-peer": one_peer_exponential(20),
             "sleepy-lossy": Sleepy(Lossy(Schedule([A, topology.ring(20)]), 0.2, seed=3), 0.8, seed=4),
-            "bursty": Lossy(A, 0.9, seed=5, model="gilbert-elliott", p_bad=0.2, p_recover=0.3)}
+            "bursty": Lossy(A, 0.9, seed=5, model="gilbert-elliott", p_bad=0.2, p_recover=0.3),
+            "markov-lossy": Sleepy(Lossy(A, 0.2, seed=6), seed=7, model="markov", p_sleep=0.3, p_wake=0.5)}
 
 
 def case_networks(out):

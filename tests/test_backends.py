@@ -421,7 +421,7 @@ def _emulated_device(cuda_on_host, monkeypatch, on_launch=None):
     return fake
 
 
-@pytest.mark.parametrize("network", ["static", "lossy", "bursty", "sleepy-lossy"])
+@pytest.mark.parametrize("network", ["static", "lossy", "bursty", "sleepy-lossy", "markov-lossy", "cyclic"])
 @pytest.mark.parametrize("name", sorted(REGISTRY))
 def test_the_cupy_backend_on_the_emulated_kernels_equals_the_cpu(cuda_on_host, monkeypatch, name, network):
     """Each algorithm through backends.cupy and the CUDA kernels' logic (mixing, combine, lossy rounds and
@@ -436,7 +436,9 @@ def test_the_cupy_backend_on_the_emulated_kernels_equals_the_cpu(cuda_on_host, m
     A = for_algorithm(cls, topology.erdos_renyi(12, 0.3, seed=2))
     nets = {"static": A, "lossy": Lossy(A, 0.3, seed=1),
             "bursty": Lossy(A, 0.9, seed=2, model="gilbert-elliott", p_bad=0.2, p_recover=0.3),
-            "sleepy-lossy": Sleepy(Lossy(A, 0.2, seed=3), 0.8, seed=4)}
+            "sleepy-lossy": Sleepy(Lossy(A, 0.2, seed=3), 0.8, seed=4),
+            "markov-lossy": Sleepy(Lossy(A, 0.1, seed=5), seed=6, model="markov", p_sleep=0.3, p_wake=0.5),
+            "cyclic": Sleepy(A, model="cyclic", period=3)}
     net = nets[network]
     if not cls.applies_to(net):  # an undirected network's method takes its static W only (refused: test_network)
         pytest.skip(f"{name} does not run on this network (its applies_to; refusals: test_network)")

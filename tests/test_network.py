@@ -488,9 +488,26 @@ def test_rowstoch_run_on_an_unreliable_network(tmp_path, capsys):
     capsys.readouterr()
     for bad, message in ((["--loss", "1.5"], "--loss must be in [0, 1)"),
                          (["--loss-model", "gilbert-elliott", "--loss", "0.5"], "needs --p-bad and --p-recover"),
-                         (["--awake", "0"], "--awake must be in (0, 1]")):
+                         (["--awake", "0"], "--awake must be in (0, 1]"),
+                         (["--activation", "markov", "--p-sleep", "0.2"], "--activation markov needs --p-wake"),
+                         (["--activation", "cyclic"], "--activation cyclic needs --period"),
+                         (["--rate", "0.5"], "--rate goes with --activation poisson"),
+                         (["--activation", "poisson", "--rate", "-1"], "--rate must be a finite number > 0"),
+                         (["--activation", "cyclic", "--period", "2", "--awake", "0.5"],
+                          "--awake goes with --activation bernoulli, not cyclic")):
         assert cli.main(["run", "--out", str(tmp_path / "x")] + bad) == 2
         assert message in capsys.readouterr().err
+    # an activation model: runs, resumes bit for bit, and is what the checkpoint identifies
+    markov = ["run", "--n", "16", "--objective", "quadratic", "--activation", "markov", "--p-sleep", "0.3",
+              "--p-wake", "0.5", "--network-seed", "3", "--record-every", "10", "--no-progress"]
+    assert cli.main(markov + ["--iterations", "40", "--out", str(tmp_path / "m")]) == 0
+    assert cli.main(markov + ["--iterations", "20", "--checkpoint", ck, "--out", str(tmp_path / "m1")]) == 0
+    assert cli.main(markov + ["--iterations", "40", "--resume", ck, "--out", str(tmp_path / "m2")]) == 0
+    m, m2 = (pd.read_csv(tmp_path / k / "history.csv") for k in ("m", "m2"))
+    assert np.array_equal(m[m["iteration"] == 40]["grad_norm"].values, m2[m2["iteration"] == 40]["grad_norm"].values)
+    other = [v if v != "0.5" else "0.6" for v in markov]
+    assert cli.main(other + ["--iterations", "40", "--resume", ck, "--out", str(tmp_path / "m3")]) == 2
+    assert "p_wake" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("name", ["lossy", "sleepy-lossy", "bursty", "one-peer", "sleepy-lossy-column"])
@@ -706,3 +723,53 @@ def test_r_fast_refuses_networks_without_fixed_links():
     with pytest.raises(ValueError, match=r"^RFAST: A must be a static matrix or a Lossy network over one"):
         RFAST(Schedule([A, A]), C, np.zeros(2), 0.05)
 
+
+
+ACTIVATIONS = {"bernoulli": dict(q=0.7), "markov": dict(model="markov", p_sleep=0.2, p_wake=0.5),
+               "poisson": dict(model="poisson", rate=0.8), "cyclic": dict(model="cyclic", period=3)}
+
+
+@pytest.mark.parametrize("name", sorted(ACTIVATIONS))
+def test_activation_models_draw_their_definitions(name):
+    """Sleepy's activation models: the awake masks of the dense definitions (_reference.awake_mask), in any order
+    of iterations (the Markov chains recompute from the start when asked for an earlier one), and a state_dict
+    refuses the same network with another model or parameter."""
+    from rowstoch_fast import _reference
+
+    kw = ACTIVATIONS[name]
+    net = Sleepy(topology.erdos_renyi(30, 0.2, seed=1), seed=5, **kw)
+    for t in (0, 4, 2, 9, 9, 31, 1):
+        np.testing.assert_array_equal(net.awake(t), _reference.awake_mask(30, t, 5, **kw))
+    A = topology.erdos_renyi(30, 0.2, seed=1)
+    opt = REGISTRY["pull-diag-gt"](net, np.zeros((30, 2)), 0.01)
+    for _ in range(3):
+        opt.step(lambda X: X - 1.0)
+    other = Sleepy(A, seed=6, **kw)
+    with pytest.raises(ValueError, match="is not the network this state was saved on: its seed was 5"):
+        REGISTRY["pull-diag-gt"].from_state_dict(opt.state_dict(), A=other)
+
+
+def test_activation_models_that_are_always_on_are_the_base_network_bit_for_bit():
+    A = topology.erdos_renyi(20, 0.3, seed=2)
+    x0 = np.random.default_rng(0).standard_normal((20, 3))
+    runs = []
+    for net in (A, Sleepy(A, 1.0), Sleepy(A, model="cyclic", period=1), Sleepy(Lossy(A, 0.0), 1.0, seed=3)):
+        opt = REGISTRY["pull-diag-gt"](net, x0, 0.02)
+        for _ in range(15):
+            opt.step(lambda X: X - 0.5)
+        runs.append(opt.x)
+    for x in runs[1:]:
+        np.testing.assert_array_equal(x, runs[0])
+
+
+def test_activation_models_refuse_bad_parameters_naming_them():
+    A = topology.ring(5)
+    cases = [(dict(model="gossip"), "model must be one of 'bernoulli', 'markov', 'poisson', 'cyclic', got 'gossip'"),
+             (dict(model="markov", p_sleep=0.1), "model 'markov' needs p_wake"),
+             (dict(q=0.5, model="cyclic", period=2), "model 'cyclic' takes period, not q"),
+             (dict(model="markov", p_sleep=1.5, p_wake=0.5), r"p_sleep must be in \(0, 1\], got 1.5"),
+             (dict(q=0.0), "q must be finite and > 0, got 0.0"), (dict(model="poisson", rate=-1.0), "rate must be finite and > 0"),
+             (dict(model="cyclic", period=0), "period must be"), (dict(), "model 'bernoulli' needs q")]
+    for kw, message in cases:
+        with pytest.raises(ValueError, match=message):
+            Sleepy(A, **kw)
