@@ -13,6 +13,7 @@
 #include <limits>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "rowstoch/gt.hpp"
@@ -361,6 +362,45 @@ py::array mix_lossy(py::array indptr, py::array indices, py::array data, py::arr
                     });
 }
 
+// The global ids of a per-link pass's rows and (optionally) of the columns its indices index; `ncols` is set to
+// how many columns those are (the rows' count without col_ids).
+rowstoch::NodeIds link_ids(const py::object& row_ids_obj, const py::object& col_ids_obj, int64_t rows,
+                           py::array& row_keep, py::array& col_keep, int64_t& ncols) {
+    const int64_t big = std::numeric_limits<int64_t>::max();
+    rowstoch::NodeIds ids{node_ids(row_ids_obj, "row_ids", rows, big, row_keep), nullptr};
+    ncols = rows;
+    if (!col_ids_obj.is_none()) {
+        col_keep = col_ids_obj.cast<py::array>();
+        ids.cols = node_ids(col_ids_obj, "col_ids", col_keep.shape(0), big, col_keep);
+        ncols = col_keep.shape(0);
+    }
+    return ids;
+}
+
+// The CSR structure a per-link pass walks, checked entry by entry (both index arrays of type I, contiguous, a
+// monotone indptr from 0 to len(indices), each column index below ncols: of col_ids where `with_cols`, where it
+// is read), as pointers.
+template <class I>
+std::pair<const I*, const I*> checked_links(const py::array& indptr, const py::array& indices, int64_t rows,
+                                            int64_t ncols, bool with_cols) {
+    if (!(py::isinstance<py::array_t<I>>(indptr) && py::isinstance<py::array_t<I>>(indices)))
+        throw py::type_error("indptr and indices must both be int32 or both int64");
+    check_contiguous(indptr, "indptr");
+    check_contiguous(indices, "indices");
+    const I *Ap = cptr<I>(indptr), *Aj = cptr<I>(indices);
+    if (Ap[0] != 0) throw py::value_error(cat("indptr[0] must be 0, got ", static_cast<int64_t>(Ap[0])));
+    for (int64_t k = 0; k < rows; ++k)
+        if (Ap[k + 1] < Ap[k]) throw py::value_error(cat("indptr must be non-decreasing; it falls at row ", k));
+    if (static_cast<int64_t>(Ap[rows]) != indices.shape(0))
+        throw py::value_error(cat("indptr[-1] must equal len(indices) (", indices.shape(0), "), got ",
+                                  static_cast<int64_t>(Ap[rows])));
+    for (int64_t q = 0; q < indices.shape(0); ++q)
+        if (Aj[q] < 0 || static_cast<int64_t>(Aj[q]) >= ncols)
+            throw py::value_error(cat("indices[", q, "] = ", static_cast<int64_t>(Aj[q]), " is out of range for ",
+                                      ncols, with_cols ? " col_ids" : " columns"));
+    return {Ap, Aj};
+}
+
 void ge_advance(py::array indptr, py::array indices, py::array bad, std::uint64_t seed, int64_t from, int64_t to,
                 double p_bad, double p_recover, bool init, py::object row_ids_obj, py::object col_ids_obj) {
     if (!(p_bad > 0.0 && p_bad <= 1.0 && p_recover > 0.0 && p_recover <= 1.0))
@@ -372,34 +412,14 @@ void ge_advance(py::array indptr, py::array indices, py::array bad, std::uint64_
     const int64_t rows = indptr.shape(0) - 1;
     py::array bad_keep, row_keep, col_keep;
     std::uint8_t* state = flags(bad, "bad", indices.shape(0), true, bad_keep);
-    const int64_t big = std::numeric_limits<int64_t>::max();
-    rowstoch::NodeIds ids{node_ids(row_ids_obj, "row_ids", rows, big, row_keep), nullptr};
-    if (!col_ids_obj.is_none()) {
-        col_keep = col_ids_obj.cast<py::array>();
-        ids.cols = node_ids(col_ids_obj, "col_ids", col_keep.shape(0), big, col_keep);
-    }
-    const bool with_cols = !col_ids_obj.is_none();
-    const int64_t ncols = with_cols ? col_keep.shape(0) : rows;  // what the column indices index
+    int64_t ncols;
+    const rowstoch::NodeIds ids = link_ids(row_ids_obj, col_ids_obj, rows, row_keep, col_keep, ncols);
     Interrupt interrupt(20000000);  // polled between chunks of ~2e7 chain steps
     auto run = [&](auto i) {
         using I = decltype(i);
-        if (!(py::isinstance<py::array_t<I>>(indptr) && py::isinstance<py::array_t<I>>(indices)))
-            throw py::type_error("indptr and indices must both be int32 or both int64");
-        check_contiguous(indptr, "indptr");
-        check_contiguous(indices, "indices");
-        const I *Ap = cptr<I>(indptr), *Aj = cptr<I>(indices);
-        // every entry the kernel dereferences, checked: a monotone indptr from 0 to len(indices), each column
-        // index a column (of col_ids where given: it is read there)
-        if (Ap[0] != 0) throw py::value_error(cat("indptr[0] must be 0, got ", static_cast<int64_t>(Ap[0])));
-        for (int64_t r = 0; r < rows; ++r)
-            if (Ap[r + 1] < Ap[r]) throw py::value_error(cat("indptr must be non-decreasing; it falls at row ", r));
-        if (static_cast<int64_t>(Ap[rows]) != indices.shape(0))
-            throw py::value_error(cat("indptr[-1] must equal len(indices) (", indices.shape(0), "), got ",
-                                      static_cast<int64_t>(Ap[rows])));
-        for (int64_t q = 0; q < indices.shape(0); ++q)
-            if (Aj[q] < 0 || static_cast<int64_t>(Aj[q]) >= ncols)
-                throw py::value_error(cat("indices[", q, "] = ", static_cast<int64_t>(Aj[q]), " is out of range for ",
-                                          ncols, with_cols ? " col_ids" : " columns"));
+        // every entry the kernel dereferences, checked
+        const auto links = checked_links<I>(indptr, indices, rows, ncols, !col_ids_obj.is_none());
+        const I *Ap = links.first, *Aj = links.second;
         {
             py::gil_scoped_release nogil;
             rowstoch::ge_advance(Ap, Aj, rows, ids, state, seed, from, to, p_bad, p_recover, init,
@@ -421,33 +441,14 @@ py::array lost_links(py::array indptr, py::array indices, std::uint64_t seed, st
     if (row_ids_obj.is_none() != col_ids_obj.is_none())
         throw py::value_error("row_ids and col_ids go together (the global ids of the rows and of the columns)");
     py::array row_keep, col_keep, bad_keep;
-    const int64_t big = std::numeric_limits<int64_t>::max();
-    rowstoch::NodeIds ids{node_ids(row_ids_obj, "row_ids", rows, big, row_keep), nullptr};
-    int64_t ncols = rows;  // what the column indices index
-    if (!col_ids_obj.is_none()) {
-        col_keep = col_ids_obj.cast<py::array>();
-        ids.cols = node_ids(col_ids_obj, "col_ids", col_keep.shape(0), big, col_keep);
-        ncols = col_keep.shape(0);
-    }
+    int64_t ncols;
+    const rowstoch::NodeIds ids = link_ids(row_ids_obj, col_ids_obj, rows, row_keep, col_keep, ncols);
     const std::uint8_t* bad = flags(bad_obj, "bad", indices.shape(0), false, bad_keep);
     py::array_t<std::uint8_t> out(indices.shape(0));
     auto run = [&](auto i) {
         using I = decltype(i);
-        if (!(py::isinstance<py::array_t<I>>(indptr) && py::isinstance<py::array_t<I>>(indices)))
-            throw py::type_error("indptr and indices must both be int32 or both int64");
-        check_contiguous(indptr, "indptr");
-        check_contiguous(indices, "indices");
-        const I *Ap = cptr<I>(indptr), *Aj = cptr<I>(indices);
-        if (Ap[0] != 0) throw py::value_error(cat("indptr[0] must be 0, got ", static_cast<int64_t>(Ap[0])));
-        for (int64_t k = 0; k < rows; ++k)
-            if (Ap[k + 1] < Ap[k]) throw py::value_error(cat("indptr must be non-decreasing; it falls at row ", k));
-        if (static_cast<int64_t>(Ap[rows]) != indices.shape(0))
-            throw py::value_error(cat("indptr[-1] must equal len(indices) (", indices.shape(0), "), got ",
-                                      static_cast<int64_t>(Ap[rows])));
-        for (int64_t q = 0; q < indices.shape(0); ++q)
-            if (Aj[q] < 0 || static_cast<int64_t>(Aj[q]) >= ncols)
-                throw py::value_error(cat("indices[", q, "] = ", static_cast<int64_t>(Aj[q]), " is out of range for ",
-                                          ncols, col_ids_obj.is_none() ? " columns" : " col_ids"));
+        const auto links = checked_links<I>(indptr, indices, rows, ncols, !col_ids_obj.is_none());
+        const I *Ap = links.first, *Aj = links.second;
         std::uint8_t* lost = out.mutable_data();
         py::gil_scoped_release nogil;
         rowstoch::lost_links(Ap, Aj, rows, ids, seed, t, r, p, bad, lost);
