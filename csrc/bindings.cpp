@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "rowstoch/compress.hpp"
 #include "rowstoch/gt.hpp"
 #include "rowstoch/mix.hpp"
 #include "rowstoch/network.hpp"
@@ -458,6 +459,39 @@ py::array lost_links(py::array indptr, py::array indices, std::uint64_t seed, st
     return out;
 }
 
+// out <- the messages of X's rows (compress.hpp): messages of L values, row i being node row_ids[i] (or i).
+py::array compress(py::array X, py::array out, int method, int64_t L, int64_t param, double sigma, bool unbiased,
+                   std::uint64_t seed, std::uint64_t t, std::uint64_t r, py::object row_ids_obj) {
+    if (method < rowstoch::kQsgd || method > rowstoch::kNoise)
+        throw py::value_error(cat("method must be 0..5 (qsgd, sign, topk, randk, round, noise), got ", method));
+    if (X.ndim() != 2) throw py::value_error(cat("X must be 2-D (rows, w), got ", X.ndim(), "-D"));
+    if (!(is_f32(X) || is_f64(X))) throw py::type_error(cat("X must be float32 or float64, got ", dtype_name(X)));
+    check_contiguous(X, "X");
+    check_same_dtype(out, "out", X, "X");
+    check_shape(out, "out", {X.shape(0), X.shape(1)});
+    check_contiguous(out, "out");
+    check_writeable(out, "out");
+    const int64_t n = X.shape(0), w = X.shape(1);
+    if (L < 1 || (w > 0 && w % L != 0)) throw py::value_error(cat("L must divide the row width ", w, ", got ", L));
+    const bool counted = method == rowstoch::kTopk || method == rowstoch::kRandk;
+    if (counted ? param < 1 : (method == rowstoch::kQsgd || method == rowstoch::kRound) && (param < 1 || param > 32))
+        throw py::value_error(cat(counted ? "k must be >= 1" : "bits must be in 1..32", ", got ", param));
+    if (!(sigma >= 0.0 && std::isfinite(sigma))) throw py::value_error(cat("sigma must be finite and >= 0, got ", sigma));
+    py::array row_keep;
+    const rowstoch::NodeIds ids{node_ids(row_ids_obj, "row_ids", n, std::numeric_limits<int64_t>::max(), row_keep),
+                                nullptr};
+    auto run = [&](auto zero) {
+        using T = decltype(zero);
+        const T* Xp = cptr<T>(X);
+        T* Yp = static_cast<T*>(out.mutable_data());
+        py::gil_scoped_release nogil;
+        rowstoch::compress_rows(Xp, Yp, n, w, L, ids, method, param, sigma, unbiased, seed, t, r);
+    };
+    if (is_f64(X)) run(0.0);
+    else run(0.0f);
+    return out;
+}
+
 py::array mix_power(py::array indptr, py::array indices, py::array data, py::array X, int64_t R,
                     py::object out, py::object work_obj, bool check_indices) {
     if (R < 0) throw py::value_error(cat("R must be >= 0, got ", R));
@@ -834,6 +868,10 @@ PYBIND11_MODULE(_core, m) {
           py::arg("row_ids") = py::none(), py::arg("col_ids") = py::none(),
           "Advance the Gilbert-Elliott state of every stored entry (bad[q], uint8) to iteration `to` "
           "(rowstoch_fast.network.Lossy, model='gilbert-elliott').");
+    m.def("compress", &compress, py::arg("X"), py::arg("out"), py::arg("method"), py::arg("L"), py::arg("param"),
+          py::arg("sigma"), py::arg("unbiased"), py::arg("seed"), py::arg("t"), py::arg("r"),
+          py::arg("row_ids") = py::none(),
+          "out <- the compressed (or noisy) messages of X's rows: rowstoch/compress.hpp (out may be X).");
     m.def("lost_links", &lost_links, py::arg("indptr"), py::arg("indices"), py::arg("seed"), py::arg("t"),
           py::arg("r"), py::arg("p"), py::arg("row_ids") = py::none(), py::arg("col_ids") = py::none(),
           py::arg("bad") = py::none(),

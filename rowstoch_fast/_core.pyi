@@ -54,6 +54,19 @@ def ge_advance(
     row_ids: NDArray[np.int64] | None = None,
     col_ids: NDArray[np.int64] | None = None,
 ) -> None: ...
+def compress(
+    X: NDArray[np.floating],
+    out: NDArray[np.floating],
+    method: int,
+    L: int,
+    param: int,
+    sigma: float,
+    unbiased: bool,
+    seed: int,
+    t: int,
+    r: int,
+    row_ids: NDArray[np.int64] | None = None,
+) -> NDArray[np.floating]: ...
 def lost_links(
     indptr: NDArray[np.integer],
     indices: NDArray[np.integer],

@@ -449,6 +449,23 @@ def dgd(W, x0, lr, grad_fn, T):
     return xs
 
 
+@twin("choco-sgd")
+def choco_sgd(W, x0, lr, grad_fn, T, gamma=1.0, compress=None):
+    """CHOCO-SGD: ``h = x - lr g(x)``, ``q = Q(h - x_hat)``, ``x_hat+ = x_hat + q``, ``x+ = h + gamma (W - I)
+    x_hat+``, ``x_hat_0 = 0``; ``compress(V, t)`` is ``Q`` at iteration ``t`` (None: no compression)."""
+    W = _dense(W)
+    x = np.array(x0, dtype=np.float64)
+    x_hat = np.zeros_like(x)
+    xs = [x.copy()]
+    for t in range(T):
+        h = x - lr * _grad(grad_fn, x)
+        q = h - x_hat if compress is None else compress(h - x_hat, t)
+        x_hat = x_hat + q
+        x = h + gamma * (W @ x_hat - x_hat)
+        xs.append(x.copy())
+    return xs
+
+
 @twin("diging")
 def diging(W, x0, lr, grad_fn, T):
     """DIGing: ``x+ = W x - lr y``, ``y+ = W y + g(x+) - g(x)``, ``y0 = g(x0)``."""
@@ -705,3 +722,81 @@ def awake_mask(n, t, seed, model="bernoulli", q=None, p_sleep=None, p_wake=None,
             u = float(uniform_hash(seed, 2**60 + s, i))
             state[i] = (u >= p_sleep) if state[i] else (u < p_wake)
     return np.array(state)
+
+
+# ----------------------------------------------------------------- message compression and noise
+def compress_message(v, method, node, first_col, seed, t, r, bits=None, k=None, unbiased=True, sigma=0.0):
+    """What ``rowstoch_fast.network.Compressed`` / ``Noisy`` send for one message ``v`` (``L`` values at columns
+    ``first_col ..`` of node ``node``'s row in round ``r`` of iteration ``t``), value by value in Python, with
+    the draws ``u_c = uniform_hash(seed, t, r, node, column, tag)``:
+
+    - qsgd: ``s = 2^bits - 1``; ``q_c = sign(v_c) ||v||_2 l_c / s``, ``l_c = min(floor(s |v_c| / ||v||_2 + u_c), s)``
+      (``u_c`` of tag 1 when unbiased, else 1/2); 0 where ``||v|| = 0``;
+    - sign: ``sign(v_c) ||v||_1 / L``;
+    - topk: the ``k`` largest ``|v_c|`` kept (ties: the lower column), the rest 0;
+    - randk: the ``k`` columns of smallest ``u_c`` (tag 2) kept, times ``L / k`` when unbiased;
+    - round: ``v_c`` rounded to ``bits`` significant bits, ties to even;
+    - noise: ``v_c + sigma sqrt(-2 ln(1 - u_c)) cos(2 pi u'_c)`` (tags 3 and 4).
+
+    Norms are summed in double precision in column order, and each value computed in double, then stored in
+    ``v``'s precision.
+    """
+    import math
+
+    from ._hashing import uniform_hash
+
+    v = np.asarray(v)
+    L = len(v)
+    u = [lambda c, tag: float(uniform_hash(seed, t, r, node, first_col + c, tag))][0]
+    out = np.zeros_like(v)
+    if method == "qsgd":
+        norm = math.sqrt(sum(float(x) * float(x) for x in v))  # (sequential, as the kernel)
+        s = 2.0**bits - 1
+        for c in range(L):
+            if norm == 0:
+                continue
+            level = min(math.floor(abs(float(v[c])) / norm * s + (u(c, 1) if unbiased else 0.5)), s)
+            q = norm * level / s
+            out[c] = -q if v[c] < 0 else q
+    elif method == "sign":
+        scale = sum(abs(float(x)) for x in v) / L
+        out[:] = [scale if x > 0 else -scale if x < 0 else 0.0 for x in v]
+    elif method in ("topk", "randk"):
+        kk = min(k, L)
+        key = [-abs(float(x)) for x in v] if method == "topk" else [u(c, 2) for c in range(L)]
+        keep = sorted(range(L), key=lambda c: (key[c], c))[:kk]
+        scale = L / kk if method == "randk" and unbiased else 1.0
+        for c in keep:
+            out[c] = v[c] if scale == 1.0 else v[c] * v.dtype.type(scale)
+    elif method == "round":
+        for c in range(L):
+            m, e = math.frexp(float(v[c]))
+            out[c] = math.ldexp(round(math.ldexp(m, bits)), e - bits)  # (round(): ties to even)
+    elif method == "noise":
+        for c in range(L):
+            z = math.sqrt(-2.0 * math.log(1.0 - u(c, 3))) * math.cos(6.283185307179586 * u(c, 4))
+            out[c] = float(v[c]) + sigma * z
+    else:
+        raise ValueError(method)
+    return out
+
+
+def compress(X, method, d, seed, t, r, **params):
+    """Every row of ``X`` (node ``i`` at row ``i``) cut into messages of ``d`` values (the whole row where ``d``
+    does not divide it) and each sent through :func:`compress_message`."""
+    X = np.asarray(X)
+    w = X.shape[1]
+    L = d if w % d == 0 else w
+    out = np.empty_like(X)
+    for i in range(X.shape[0]):
+        for c0 in range(0, w, L):
+            out[i, c0:c0 + L] = compress_message(X[i, c0:c0 + L], method, i, c0, seed, t, r, **params)
+    return out
+
+
+def compressed_round(M, X, Q):
+    """One round of a network whose senders send ``Q`` instead of ``X`` (``M``: the round's dense matrix, losses
+    and sleep included): ``y_i = m_ii x_i + sum_{j != i} m_ij q_j``."""
+    M = np.asarray(M, dtype=np.float64)
+    D = np.diag(np.diag(M))
+    return (M - D) @ np.asarray(Q, dtype=np.float64) + D @ np.asarray(X, dtype=np.float64)

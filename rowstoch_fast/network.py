@@ -40,8 +40,8 @@ from ._checks import MAX_KEY, MAX_ROUNDS, as_float_array, check_int, check_out, 
 from ._hashing import MAX_T, uniform_hash
 from .mixing import MixingMatrix
 
-__all__ = ["Network", "Schedule", "one_peer_exponential", "Lossy", "Sleepy", "as_network", "base_matrix",
-           "fixed_links"]
+__all__ = ["Network", "Schedule", "one_peer_exponential", "Lossy", "Sleepy", "Compressed", "Noisy", "as_network",
+           "base_matrix", "fixed_links", "weights_of"]
 
 
 class Network:
@@ -125,11 +125,12 @@ class Network:
 def _mix_entries(csr, weights, X, stochastic):
     """One round: ``csr`` with ``weights`` (zeros where a message was lost; None: the base weights)."""
     X2 = X.reshape(X.shape[0], -1).astype(csr.dtype, copy=False)
+    shape = (csr.shape[0], *X.shape[1:])  # (a rectangular csr: Compressed's [own rows; messages])
     if weights is None:
-        return (csr @ X2).reshape(X.shape)
+        return (csr @ X2).reshape(shape)
     M = sp.csr_matrix((weights, csr.indices, csr.indptr), shape=csr.shape)
     if stochastic == "column":  # lost mass is lost
-        return (M @ X2).reshape(X.shape)
+        return (M @ X2).reshape(shape)
     # receivers renormalise over what arrived: numerator and denominator from one product (same order), and
     # rows that lost nothing keep the static sums, bit for bit
     changed = _changed_rows(csr, weights)
@@ -138,7 +139,7 @@ def _mix_entries(csr, weights, X, stochastic):
         sub = M[changed]
         both = sub @ np.concatenate([X2, np.ones((X2.shape[0], 1), dtype=X2.dtype)], axis=1)
         Y[changed] = both[:, :-1] / both[:, -1:]
-    return Y.reshape(X.shape)
+    return Y.reshape(shape)
 
 
 def _row_counts(csr, flags):
@@ -252,6 +253,15 @@ def as_network(A):
         return MixingMatrix(A)
     except (TypeError, ValueError) as exc:
         raise type(exc)(f"A must be a MixingMatrix, a network or a matrix MixingMatrix accepts: {exc}") from None
+
+
+def _under_messages(net, kind):
+    """``net``, refused (ValueError) where it compresses or noises its messages: those layers act on what the
+    links carry, so they go outermost."""
+    if hasattr(net, "encode"):
+        raise ValueError(f"{kind} cannot wrap {net!r}: compression and noise act on the messages the links carry, "
+                         f"so they go outermost (e.g. Compressed({kind}(A, ...), 'topk', k=2))")
+    return net
 
 
 def base_matrix(net):
@@ -429,7 +439,7 @@ class Lossy(Network):
     """
 
     def __init__(self, A, p, seed=0, model="bernoulli", p_bad=None, p_recover=None):
-        self.base = as_network(A)
+        self.base = _under_messages(as_network(A), "Lossy")
         self.n, self.stochastic = self.base.n, self.base.stochastic
         self.p = check_positive_float(p, "p", allow_zero=True)
         if self.p >= 1 and not (model == "gilbert-elliott" and self.p == 1):
@@ -589,7 +599,7 @@ class Sleepy(Network):
     _TAKES = {"bernoulli": ("q",), "markov": ("p_sleep", "p_wake"), "poisson": ("rate",), "cyclic": ("period",)}
 
     def __init__(self, A, q=None, seed=0, *, model="bernoulli", p_sleep=None, p_wake=None, rate=None, period=None):
-        self.base = as_network(A)
+        self.base = _under_messages(as_network(A), "Sleepy")
         self.n, self.stochastic = self.base.n, self.base.stochastic
         if model not in self.MODELS:
             raise ValueError(f"model must be one of {', '.join(map(repr, self.MODELS))}, got {model!r}")
@@ -718,3 +728,355 @@ class Sleepy(Network):
         args = ", ".join(f"{k}={v}" for k, v in self._parameters().items() if k != "model")
         model = "" if self.model == "bernoulli" else f", model={self.model!r}"
         return f"Sleepy({self.base!r}, {args}, seed={self.seed}{model})"
+
+
+class _Messages(Network):
+    """What compression and noise share: a network whose senders transform the messages its links carry.
+
+    Round ``r`` of iteration ``t`` applies the base network's weights to what each receiver holds: its own
+    value, exact, and the messages ``Q(x_j)`` of the others::
+
+        y_i = m_ii x_i + sum_{j != i} m_ij Q(x_j)        (M = the base's matrix of the round)
+
+    so losses, renormalisation and sleep act as they do on the base network. ``Q`` works on *messages*: each
+    node's row, cut into its models of ``d`` values (an optimizer's replicas are sent apart; a block of another
+    width, a push-sum weight, is one message). Its random choices come from the counter-based hash of
+    ``(seed, t, r, node, column)``, so every backend, MPI rank and resumed run sends the same messages; nothing
+    is kept between rounds (no state in checkpoints). Compression and noise act on what the links carry, so
+    they go outermost: ``Compressed(Lossy(A, 0.1), "topk", k=2)``; several compose (the outer one first).
+    """
+
+    @property
+    def static(self):
+        return None
+
+    def plan(self, t):
+        return None
+
+    def matrix(self, t, r=0):
+        """The weights of round ``r`` of iteration ``t``: the base network's (what is sent changes, not who
+        listens to whom)."""
+        return self.base.matrix(t, r)
+
+    def _entries(self, t, r):
+        raise ValueError(f"{self!r} acts on the messages the network's links carry, so it goes outermost: "
+                         "wrap the losses, sleep or schedule inside it (e.g. Compressed(Lossy(A, 0.1), 'topk', k=2))")
+
+    def map(self, f):
+        base = f(self.base) if isinstance(self.base, MixingMatrix) else self.base.map(f)
+        return type(self)(base, **self._parameters())
+
+    def message_length(self, width, d=None):
+        """The values of one message in a row of ``width`` values: ``d`` where it divides the row (an optimizer's
+        models, replica by replica), else the whole row."""
+        return d if d and width % d == 0 else max(width, 1)
+
+    def encode(self, X, out, t, r, d=None, row_ids=None):
+        """``out <- Q(X)``: the messages the rows of the 2-D host block ``X`` send in round ``r`` of iteration
+        ``t`` (every message layer, the outer one first; ``row_ids``: the rows' global node ids, an MPI rank's
+        share); ``out`` may be ``X``."""
+        from . import _core
+
+        layer, src = self, X
+        while isinstance(layer, _Messages):
+            method, param, sigma, unbiased = layer._kernel_arguments()
+            _core.compress(src, out, method, self.message_length(X.shape[1], d), param, sigma, unbiased,
+                           layer.seed, t, r, row_ids=row_ids)
+            layer, src = layer.base, out
+        if src is X and out is not X:
+            out[...] = X
+        return out
+
+    def core(self):
+        """The network under every message layer: whose weights every round applies."""
+        net = self
+        while isinstance(net, _Messages):
+            net = net.base
+        return net
+
+    def mix(self, X, t, rounds=1, out=None, d=None):
+        """The rounds of iteration ``t`` (see :meth:`Network.mix`), each ``y_i = m_ii x_i + sum_{j != i} m_ij
+        Q(x_j)`` in one compiled pass over the stacked block ``[X; Q(X)]`` (own values from the first half,
+        messages from the second; losses drawn on the true sender ids); ``d``: the length of one message (an
+        optimizer's model; default the row)."""
+        t = check_int(t, "t", minimum=0, maximum=MAX_T)
+        rounds = check_int(rounds, "rounds", minimum=1, maximum=MAX_ROUNDS)
+        X = as_float_array(X, "X", self.dtype, ndim=(1, 2), finite=False)
+        if X.shape[0] != self.n:
+            raise ValueError(f"X has {X.shape[0]} rows but the network has {self.n} nodes")
+        check_out(out, "out", X.shape, self.dtype)
+        self.check_message(X.shape[1] if X.ndim == 2 else 1, d)
+        cur = X.reshape(self.n, -1)
+        core = self.core()
+        for r in range(rounds):
+            ext = _stack_buffer(self, (2 * self.n, cur.shape[1]), cur.dtype)
+            ext[: self.n] = cur
+            self.encode(cur, ext[self.n:], t, r, d)
+            dst = out.reshape(cur.shape) if (r == rounds - 1 and out is not None) else np.empty_like(cur)
+            _own_and_messages_round(core, ext, t, r, dst)
+            cur = dst
+        return out if out is not None else cur.reshape(X.shape)
+
+    def check_message(self, width, d=None):
+        """ValueError where this compression cannot make a message of the block's (a ``k`` larger than the
+        model's ``d`` values)."""
+        layer = self
+        while isinstance(layer, _Messages):
+            k = getattr(layer, "k", None)
+            L = self.message_length(width, d)
+            if k is not None and L > 1 and k > L:
+                raise ValueError(f"k = {k} is more than the {L} values of one message (k must be in 1..d)")
+            layer = layer.base
+
+    def contraction(self, d):
+        """``(omega, delta)`` of the messages' transformation on models of ``d`` values: the largest variance
+        bound and the smallest contraction of its layers (:meth:`Compressed.omega`, :meth:`Compressed.delta`;
+        noise: 0 and 1)."""
+        layer, omega, delta = self, 0.0, 1.0
+        while isinstance(layer, _Messages):
+            omega, delta = max(omega, layer.omega(d)), min(delta, layer.delta(d))
+            layer = layer.base
+        return omega, delta
+
+    def message_bytes(self, values, d, itemsize):
+        """Bytes of one message of ``values`` values (models of ``d``; ``itemsize`` bytes per value) as the links
+        carry it: the size of the last compression applied (noise changes no size)."""
+        layer, sized = self, None
+        while isinstance(layer, _Messages):
+            sized = layer if isinstance(layer, Compressed) else sized
+            layer = layer.base
+        if sized is None:
+            return values * itemsize
+        L = self.message_length(values, d)  # (a sender sends the plain values where they are smaller)
+        return -(-(values // L) * min(sized._bits(L, itemsize), 8 * itemsize * L) // 8)
+
+
+def _stack_buffer(owner, shape, dtype):
+    """A work block of ``shape`` kept by ``owner`` between calls, one per thread (two optimizers may share a
+    network in two threads)."""
+    cache = owner.__dict__.setdefault("_buffers", {})
+    key = (shape, np.dtype(dtype).str, threading.get_ident())
+    if key not in cache:
+        if len(cache) > 16:
+            cache.clear()
+        cache[key] = np.empty(shape, dtype=dtype)
+    return cache[key]
+
+
+def own_and_messages(indptr, indices, row_ids, col_ids, n_own):
+    """The column indices that read ``[own rows; messages]``: a self loop (row ``i``'s own node) reads its own
+    row ``i`` of the first ``n_own`` rows, every other entry the message block after them (its column ``j``
+    at ``n_own + j``). ``row_ids`` / ``col_ids``: global ids (None: rows and columns are the nodes)."""
+    rows = np.repeat(np.arange(len(indptr) - 1, dtype=np.int64), np.diff(indptr))
+    cols = np.asarray(indices, dtype=np.int64)
+    own = (rows == cols) if row_ids is None else (np.asarray(row_ids)[rows] == np.asarray(col_ids)[cols])
+    return np.where(own, rows, cols + n_own).astype(np.asarray(indices).dtype)
+
+
+def _own_and_messages_round(core, ext, t, r, out):
+    """One round of ``core``'s weights over ``ext = [X; Q]`` into ``out`` (:meth:`_Messages.mix`)."""
+    from . import _core
+
+    n = core.n
+    cache = core.__dict__.setdefault("_own_and_messages", {}) if not isinstance(core, MixingMatrix) else \
+        core._diag_cache.setdefault("own_and_messages", {})
+
+    def remapped(csr):
+        if id(csr) not in cache:
+            cache[id(csr)] = (csr, own_and_messages(csr.indptr, csr.indices, None, None, n))
+        return cache[id(csr)][1]
+
+    if isinstance(core, MixingMatrix):
+        c = core.csr
+        _core.mix(c.indptr, remapped(c), c.data, ext, out, check_indices=False, ncols=2 * n)
+        return
+    plan = core.plan(t)
+    if plan is not None:
+        matrix_of, seed, p, awake, chain = plan
+        c = matrix_of(r).csr
+        bad = None if chain is None else chain.bad_states(c.indptr, c.indices, t)
+        ids = core.__dict__.get("_stacked_ids")
+        if ids is None:
+            ids = core._stacked_ids = (np.arange(n, dtype=np.int64), np.tile(np.arange(n, dtype=np.int64), 2))
+        _core.mix_lossy(c.indptr, remapped(c), c.data, ext, out, seed=seed, t=t, r=r, p=p,
+                        renormalise=core.stochastic == "row", awake=awake, row_ids=ids[0], col_ids=ids[1],
+                        ncols=2 * n, bad=bad, check_indices=False)
+        return
+    csr, weights = core._entries(t, r)
+    stacked = sp.csr_matrix((csr.data, own_and_messages(csr.indptr, csr.indices, None, None, n), csr.indptr),
+                            shape=(n, 2 * n))
+    out[...] = _mix_entries(stacked, weights, ext, core.stochastic)
+
+
+class Compressed(_Messages):
+    """Every message compressed by its sender (see :class:`_Messages` for what a round computes).
+
+    Parameters
+    ----------
+    A : MixingMatrix or network
+        The network whose messages are compressed (losses, sleep and schedules go inside).
+    method : {"qsgd", "sign", "topk", "randk", "round"}
+        - ``"qsgd"`` (Alistarh et al. 2017): ``bits`` per value, ``s = 2^bits - 1`` levels of ``|v_c| /
+          ||v||_2``, stochastic rounding (unbiased: ``E[Q(v)] = v``) or, ``unbiased=False``, the nearest level;
+          ``bits + 1`` bits per value and the norm;
+        - ``"sign"``: ``sign(v_c) ||v||_1 / d`` (biased; 1 bit per value and the norm);
+        - ``"topk"``: the ``k`` values of largest magnitude, the others 0 (biased; ``k`` values and their
+          32-bit indices);
+        - ``"randk"``: ``k`` values at positions drawn from the shared seed (receivers draw them too: ``k``
+          values), times ``d / k`` when ``unbiased`` (default);
+        - ``"round"``: every value rounded to ``bits`` significant bits (deterministic, biased; sign, exponent
+          and ``bits - 1`` bits). A float32 run with ``bits >= 24`` sends its values unchanged.
+    bits : int in 1..32
+        ``"qsgd"`` and ``"round"``.
+    k : int in 1..d
+        ``"topk"`` and ``"randk"`` (checked against the model's ``d`` when a run starts).
+    unbiased : bool, optional
+        ``"qsgd"`` and ``"randk"`` (default True); the others are biased.
+    seed : int
+        Seed of the random choices (``"qsgd"``, ``"randk"``).
+
+    Notes
+    -----
+    ``topk`` with ``k = d``, ``randk`` with ``k = d`` and ``round`` at the run's precision send every value
+    unchanged: the iterates equal the base network's, bit for bit (tests). The bytes an optimizer's
+    ``traffic()`` (and ``rowstoch compare``'s tables) count are those of the compressed messages. A plain
+    algorithm under compression shows its degradation; :class:`~rowstoch_fast.CHOCOSGD` compresses the
+    differences to replicas it keeps, and converges. Definitions: ``_reference.compress``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rowstoch_fast import topology
+    >>> from rowstoch_fast.network import Compressed
+    >>> net = Compressed(topology.ring(4), "topk", k=1)  # node 0: half its own x, half what node 3 sends
+    >>> net.mix(np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0], [7.0, 8.0]]), t=0)[0].tolist()  # 3 sends [0, 8]
+    [0.5, 5.0]
+    """
+
+    METHODS = {"qsgd": 0, "sign": 1, "topk": 2, "randk": 3, "round": 4}
+    _TAKES = {"qsgd": ("bits", "unbiased"), "sign": (), "topk": ("k",), "randk": ("k", "unbiased"),
+              "round": ("bits",)}
+
+    def __init__(self, A, method, *, bits=None, k=None, unbiased=None, seed=0):
+        self.base = as_network(A)
+        self.n, self.stochastic = self.base.n, self.base.stochastic
+        if method not in self.METHODS:
+            raise ValueError(f"method must be one of {', '.join(map(repr, self.METHODS))}, got {method!r}")
+        given = {"bits": bits, "k": k, "unbiased": unbiased}
+        extra = [key for key, v in given.items() if v is not None and key not in self._TAKES[method]]
+        if extra:
+            takes = ", ".join(self._TAKES[method]) or "no parameter"
+            raise ValueError(f"compression {method!r} takes {takes}, not {', '.join(extra)}")
+        self.method = method
+        self.bits = self.k = self.unbiased = None
+        if "bits" in self._TAKES[method]:
+            if bits is None:
+                raise ValueError(f"compression {method!r} needs bits (1..32)")
+            self.bits = check_int(bits, "bits", minimum=1, maximum=32)
+        if "k" in self._TAKES[method]:
+            if k is None:
+                raise ValueError(f"compression {method!r} needs k (1..d)")
+            self.k = check_int(k, "k", minimum=1, maximum=2**31 - 1)
+        if "unbiased" in self._TAKES[method]:
+            if unbiased is not None and not isinstance(unbiased, (bool, np.bool_)):
+                raise TypeError(f"unbiased must be True or False, got {unbiased!r}")
+            self.unbiased = True if unbiased is None else bool(unbiased)
+        self.seed = check_int(seed, "seed", minimum=0, maximum=MAX_KEY)
+
+    def _parameters(self):
+        return {"method": self.method, "seed": self.seed,
+                **{key: getattr(self, key) for key in self._TAKES[self.method]}}
+
+    def _kernel_arguments(self):
+        param = self.bits if self.bits is not None else (self.k or 0)
+        return self.METHODS[self.method], param, 0.0, bool(self.unbiased)
+
+    def omega(self, d):
+        """The variance bound of an unbiased compression of ``d`` values, ``E||Q(v) - v||^2 <= omega ||v||^2``
+        (``"qsgd"``: ``min(d / s^2, sqrt(d) / s)``, Alistarh et al. 2017; ``"randk"``: ``d / k - 1``); 0 for
+        the biased ones."""
+        if self.method == "qsgd" and self.unbiased:
+            s = 2.0**self.bits - 1
+            return min(d / s**2, d**0.5 / s)
+        if self.method == "randk" and self.unbiased:
+            return d / min(self.k, d) - 1.0
+        return 0.0
+
+    def delta(self, d):
+        """A contraction ``delta`` in (0, 1] of the (rescaled) compression of ``d`` values, ``||Q(v) / (1 +
+        omega) - v||^2 <= (1 - delta) ||v||^2`` (Koloskova et al. 2019): ``k / d`` for top-k and biased rand-k,
+        ``1 / d`` for sign, ``1 / (1 + omega)`` for the unbiased ones; nearest-level qsgd and rounding: 1 / 2."""
+        if self.method in ("topk", "randk") and not (self.method == "randk" and self.unbiased):
+            return min(self.k, d) / d
+        if self.method == "sign":
+            return 1.0 / d
+        if self.unbiased:
+            return 1.0 / (1.0 + self.omega(d))
+        return 0.5
+
+    def _bits(self, L, itemsize):
+        """Bits of one compressed message of ``L`` values."""
+        value = 8 * itemsize
+        if self.method == "qsgd":
+            return L * (self.bits + 1) + value
+        if self.method == "sign":
+            return L + value
+        if self.method in ("topk", "randk"):
+            k = min(self.k, L)
+            return k * (value + 32) if self.method == "topk" else k * value
+        exponent = 8 if itemsize == 4 else 11  # "round": sign, exponent, the significand's stored bits
+        return L * min(value, 1 + exponent + self.bits - 1)
+
+    def __repr__(self):
+        args = "".join(f", {key}={getattr(self, key)!r}" for key in self._TAKES[self.method])
+        return f"Compressed({self.base!r}, {self.method!r}{args}, seed={self.seed})"
+
+
+class Noisy(_Messages):
+    """Additive Gaussian noise on every message: receivers get ``x_j + sigma z`` (``z`` standard normal, one
+    draw per value and message, from the counter-based hash: the same on every backend); a node's own value
+    is exact. ``sigma = 0`` is the base network, bit for bit. See :class:`_Messages`.
+
+    Parameters
+    ----------
+    A : MixingMatrix or network
+    sigma : float >= 0
+        Standard deviation of the noise on each value.
+    seed : int
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rowstoch_fast import topology
+    >>> from rowstoch_fast.network import Noisy
+    >>> Y = Noisy(topology.ring(4), sigma=0.1, seed=3).mix(np.ones((4, 2)), t=0)
+    >>> bool(np.abs(Y - 1).max() < 0.5)
+    True
+    """
+
+    def __init__(self, A, sigma, seed=0):
+        self.base = as_network(A)
+        self.n, self.stochastic = self.base.n, self.base.stochastic
+        self.sigma = check_positive_float(sigma, "sigma", allow_zero=True)
+        self.seed = check_int(seed, "seed", minimum=0, maximum=MAX_KEY)
+
+    def _parameters(self):
+        return {"sigma": self.sigma, "seed": self.seed}
+
+    def _kernel_arguments(self):
+        return 5, 0, self.sigma, False
+
+    def omega(self, d):
+        return 0.0
+
+    def delta(self, d):
+        return 1.0
+
+    def __repr__(self):
+        return f"Noisy({self.base!r}, sigma={self.sigma}, seed={self.seed})"
+
+
+def weights_of(net):
+    """The network whose weights ``net`` applies: ``net`` without its message layers (compression, noise): what
+    the diagonal trackers of the Pull-Diag methods follow (their messages travel uncompressed)."""
+    return net.core() if isinstance(net, _Messages) else net

@@ -34,11 +34,20 @@ __all__ = ["Optimizer", "REGISTRY", "exclusive", "matrix_from_state"]
 
 
 
+def weights_of(M):
+    """``M`` without its message layers (:func:`rowstoch_fast.network.weights_of`)."""
+    from ..network import weights_of as strip
+
+    return strip(M)
+
+
 def _as_matrix(M, name, owner):
     from ..network import Network
 
     kind = KINDS[name]
     if kind == "doubly":  # an undirected network's W: static, both sums checked (the first bad one named)
+        if isinstance(M, Network) and hasattr(M, "encode") and not isinstance(M.core(), Network):
+            return M.map(lambda W: _as_matrix(W, name, owner))  # compressed or noisy messages over a static W
         if isinstance(M, Network):
             raise ValueError(f"{owner}: W must be a static doubly stochastic matrix, got a time-varying network "
                              f"({type(M).__name__}); its rounds (losses, sleep, schedules) are not doubly stochastic")
@@ -218,7 +227,7 @@ class Optimizer(FailureHandling, Persistence):
         """Checks with no communication (under MPI run on every rank, then agreed on)."""
         mats = {name: _as_matrix(M, name, type(self).__name__) for name, M in matrices.items()}
         if self.symmetric and "W" in mats:
-            found = _asymmetry(mats["W"])
+            found = _asymmetry(weights_of(mats["W"]))
             if found:
                 i, j, a, b = found
                 raise ValueError(f"{type(self).__name__}: W must be symmetric (an undirected graph's weights, e.g. "
@@ -284,6 +293,10 @@ class Optimizer(FailureHandling, Persistence):
         self._global_shape = shape
         self._reps = shape[0] if len(shape) == 3 else 1
         self._d = shape[-1]
+        ops.message_d = self._d  # (a compressed network's messages: one model, replica by replica)
+        for M in self._mats.values():  # k of top-k / rand-k beyond the model's d values: refused before allocating
+            if hasattr(M, "check_message"):
+                M.check_message(self._d, self._d)
         w = self._reps * self._d
         rows = ops.rows
         self._shape = (self._reps, rows, self._d) if len(shape) == 3 else (rows, self._d)
@@ -409,13 +422,17 @@ class Optimizer(FailureHandling, Persistence):
         excluded) in one exchange; algorithms that send several blocks in the
         same round pack them into one message.
         """
-        messages = values = 0
+        messages = nbytes = 0
+        itemsize = self._ops.dtype.itemsize
         for name, exchanges, per_node in self._traffic_per_iteration():
             edges = self._edges[name] if name in self._edges else name
             messages += exchanges * edges
-            values += exchanges * edges * per_node
+            M = self._mats.get(name)
+            size = M.message_bytes(per_node, self._d, itemsize) if hasattr(M, "message_bytes") else \
+                per_node * itemsize  # (compressed messages: their compressed size)
+            nbytes += exchanges * edges * size
         talking = self._talking_iterations()
-        return {"messages": talking * messages, "bytes": talking * values * self._ops.dtype.itemsize}
+        return {"messages": talking * messages, "bytes": talking * nbytes}
 
     def centroid_weights(self):
         """The weights of the centroid the iterates agree on: ``pi`` of ``A``, or ``1/n`` (push-sum methods)."""
@@ -570,6 +587,7 @@ class Optimizer(FailureHandling, Persistence):
         default elsewhere."""
         if "W" not in cls.matrices:
             return True
+        A = weights_of(A)  # (compressed or noisy messages over a static W: the weights W)
         if not isinstance(A, MixingMatrix):
             return False
         return _columns_sum_to_one(A) and not (cls.symmetric and _asymmetry(A))

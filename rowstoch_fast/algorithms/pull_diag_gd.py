@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .._checks import check_tracker
-from ._base import Optimizer
+from ._base import Optimizer, weights_of
 from ._corrections import tracker_row
 
 __all__ = ["PullDiagGD"]
@@ -56,7 +56,7 @@ class PullDiagGD(Optimizer):
 
     def __init__(self, A, x0, lr, tracker="exact", backend="auto", *, check_finite=True, comm=None, partition=None):
         self._start(x0, {"A": A}, backend, check_finite, comm, partition, lr=lr, tracker=tracker)
-        self._tracker = self._ops.tracker(self.A, 1, tracker)
+        self._tracker = self._ops.tracker(weights_of(self.A), 1, tracker)
 
     def _check_hyper(self, lr, tracker):
         self.lr = self._check_lr(lr)

@@ -6,7 +6,7 @@ import numpy as np
 
 from .._checks import MAX_ROUNDS, as_float_array, check_int, check_positive_float, check_tracker
 from ..errors import DivergenceError
-from ._base import Optimizer
+from ._base import Optimizer, weights_of
 from ._corrections import tracker_row
 
 __all__ = ["PullDiagGT"]
@@ -115,7 +115,7 @@ class PullDiagGT(Optimizer):
         elif rounds == 1:  # one gossip pass per phase: no ping-pong buffer
             self.scratch = 1
         self._start(x0, {"A": A}, backend, check_finite, comm, partition, lr=lr, rounds=rounds, tracker=tracker)
-        self._tracker = self._ops.tracker(self.A, self.rounds, tracker)
+        self._tracker = self._ops.tracker(weights_of(self.A), self.rounds, tracker)
         if form == "frost":
             self._psi, self._scratch = self._work[0], None
             self._lr_changed()

@@ -68,6 +68,9 @@ class Backend:
     check_every = 1
     #: The id of the last checked launch (deferring backends).
     last_launch = 0
+    #: The values of one model (``d``), set by the optimizer: a compressed network's messages are models, replica
+    #: by replica (:class:`~rowstoch_fast.network.Compressed`).
+    message_d = None
 
     def __init__(self, **options):
         if options:
@@ -84,6 +87,12 @@ class Backend:
         """Whether a step can read ``block`` (an array a user function returned, node-major) as it is instead of
         copying it into a block of its own: never, unless a backend says so."""
         return False
+
+    def compress(self, net, src, out, t):
+        """``out <- Q(src)``: the messages this process's rows send through the compressing (or noisy) network
+        ``net`` at iteration ``t`` (round 0), drawn on the nodes' global ids
+        (:meth:`rowstoch_fast.network.Compressed.encode`, compiled, on the host)."""
+        return net.encode(src, out, t, 0, self.message_d, row_ids=self.local_nodes)
 
     def call(self, fn, *args):
         """Run ``fn(*args)`` (under MPI: on every rank, raising on all if it raises on one)."""

@@ -504,6 +504,8 @@ class CupyBackend(Backend):
         """The rounds of iteration ``t`` of a time-varying network (:mod:`rowstoch_fast.network`) on the device:
         the compiled pass of its :meth:`plan` (the awake mask, ``n`` bytes, is copied to the device once per
         iteration; Gilbert-Elliott states are advanced on the device); a network without a plan is refused."""
+        if hasattr(net, "encode"):
+            return self._on_host(out, lambda: net.mix(to_cpu(src), t, rounds, d=self.message_d))
         plan = net.plan(t)
         if plan is None:
             raise ValueError(f"{net!r} has no compiled pass and so does not run on backend='cupy'")
@@ -525,6 +527,19 @@ class CupyBackend(Backend):
                             mask, bad)
             cur = dst
         return out
+
+    def _on_host(self, out, compute):
+        """``out <- compute()`` computed on the host (compressed and noisy messages: the CPU's compiled passes,
+        two copies across the bus per call; no kernel of their own yet, see bench/RESULTS.md). Not a launch that
+        a failed deferred check freezes, so the flag is read first: after a failure nothing is written."""
+        if self.checking and int(self._status[0]):
+            return out
+        out[...] = self.xp.asarray(compute().reshape(out.shape))
+        return out
+
+    def compress(self, net, src, out, t):
+        host = np.ascontiguousarray(to_cpu(src))
+        return self._on_host(out, lambda: net.encode(host, np.empty_like(host), t, 0, self.message_d))
 
     def _capture(self, launches):
         """``launches()`` captured as a CUDA graph on a side stream; None, and no more graphs for this backend,

@@ -334,6 +334,8 @@ class MpiBackend(CpuBackend):
         """The rounds of iteration ``t`` of a time-varying network on this rank's rows: per round a halo
         exchange over the round's matrix, then the compiled lossy pass with the nodes' global ids (so the
         losses and sleep are those of the single-process run)."""
+        if hasattr(net, "encode"):
+            return self._mix_messages(net, t, src, out, rounds)
         plan = net.plan(t)
         if plan is None:
             raise ValueError(f"{net!r} has no compiled pass and so does not run on backend='mpi'; use backend='cpu'")
@@ -352,6 +354,49 @@ class MpiBackend(CpuBackend):
             _core.mix_lossy(halo.indptr, halo.indices, halo.data, ext, out, seed=seed, t=t, r=r, p=p,
                             renormalise=net.stochastic == "row", awake=awake, row_ids=halo.local_nodes,
                             col_ids=halo.col_ids, ncols=halo.ncols, bad=bad, check_indices=False)
+            halo.comm_seconds += t1 - t0
+            halo.compute_seconds += time.perf_counter() - t1
+            cur = out
+        return out
+
+    def _mix_messages(self, net, t, src, out, rounds):
+        """The rounds of a compressing (or noisy) network on this rank's rows: its nodes' messages encoded here
+        (global ids), only the messages exchanged with the halo, then one compiled pass over ``[own rows;
+        messages]`` (:meth:`rowstoch_fast.network.Compressed.mix`): the single-process run's values."""
+        from ..network import own_and_messages
+
+        core = net.core()
+        plan = None if isinstance(core, MixingMatrix) else core.plan(t)
+        if plan is None and not isinstance(core, MixingMatrix):
+            raise ValueError(f"{net!r} has no compiled pass under its messages and so does not run on backend='mpi'; "
+                             "use backend='cpu'")
+        cur = src
+        for r in range(rounds):
+            M = core if plan is None else plan[0](r)
+            halo = self.halo(M)
+            nl, w = halo.n_local, src.shape[1]
+            key = ("messages", id(M), w)
+            stacked = self._ext.get(key)
+            if stacked is None:  # [own rows; own messages; the halo's messages], and the indices that read it
+                index = own_and_messages(halo.indptr, halo.indices, halo.local_nodes, halo.col_ids, nl)
+                ids = np.concatenate([halo.local_nodes, halo.col_ids]).astype(np.int64)
+                stacked = self._ext[key] = (np.zeros((nl + halo.ncols, w), dtype=self.dtype), index, ids)
+            ext, index, ids = stacked
+            ext[:nl] = cur
+            msgs = ext[nl:]
+            net.encode(np.ascontiguousarray(cur), msgs[:nl], t, r, self.message_d, row_ids=halo.local_nodes)
+            t0 = time.perf_counter()
+            halo.exchange(msgs)
+            t1 = time.perf_counter()
+            if plan is None:
+                _core.mix(halo.indptr, index, halo.data, ext, out, check_indices=False, ncols=len(ext))
+            else:
+                _, seed, p, awake, chain = plan
+                bad = None if chain is None else chain.bad_states(halo.indptr, halo.indices, t,
+                                                                  row_ids=halo.local_nodes, col_ids=halo.col_ids)
+                _core.mix_lossy(halo.indptr, index, halo.data, ext, out, seed=seed, t=t, r=r, p=p,
+                                renormalise=net.stochastic == "row", awake=awake, row_ids=halo.local_nodes,
+                                col_ids=ids, ncols=len(ext), bad=bad, check_indices=False)
             halo.comm_seconds += t1 - t0
             halo.compute_seconds += time.perf_counter() - t1
             cur = out

@@ -1,0 +1,206 @@
+"""Compressed and noisy messages (rowstoch_fast.network.Compressed / Noisy) and CHOCO-SGD: the compiled encoder
+and rounds against the dense definitions of _reference, identities bit for bit, bytes, bad input."""
+
+import numpy as np
+import pytest
+from conftest import for_algorithm
+
+import rowstoch_fast as rf
+from rowstoch_fast import _reference as ref
+from rowstoch_fast import topology
+from rowstoch_fast.algorithms import REGISTRY
+from rowstoch_fast.network import Compressed, Lossy, Noisy, Schedule, Sleepy
+
+METHODS = [dict(method="qsgd", bits=3), dict(method="qsgd", bits=2, unbiased=False), dict(method="sign"),
+           dict(method="topk", k=2), dict(method="randk", k=2), dict(method="randk", k=3, unbiased=False),
+           dict(method="round", bits=5)]
+
+
+def _params(kw):
+    return {k: v for k, v in kw.items() if k != "method"}
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("kw", METHODS, ids=lambda kw: "-".join(map(str, kw.values())))
+def test_encoded_messages_equal_the_definitions(kw, dtype):
+    """Each method's messages (models of d = 4 values, two replicas per row; a narrow block is one message) are
+    _reference.compress's, value for value, also for an MPI rank's rows (global ids)."""
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((9, 8)).astype(dtype)
+    X[2] = 0.0  # (a zero message: qsgd's norm 0)
+    X[4, :4] = [1.0, -1.0, 1.0, -1.0]  # (ties: top-k keeps the lower columns)
+    net = Compressed(topology.ring(9).astype(dtype), seed=11, **kw)
+    out = np.empty_like(X)
+    net.encode(X, out, 7, 1, d=4)
+    expected = ref.compress(X, kw["method"], 4, 11, 7, 1, **_params(kw))
+    np.testing.assert_allclose(out, expected, rtol=1e-6 if dtype == np.float32 else 1e-15, atol=0)
+    ids = np.array([5, 0, 8, 1, 7, 2, 6, 3, 4], dtype=np.int64)  # rows of other nodes
+    net.encode(X, out, 7, 1, d=4, row_ids=ids)
+    for row, node in enumerate(ids):
+        np.testing.assert_allclose(out[row], [v for c0 in (0, 4) for v in ref.compress_message(
+            X[row, c0:c0 + 4], kw["method"], node, c0, 11, 7, 1, **_params(kw))], rtol=1e-6, atol=0)
+    narrow = np.empty((9, 1), dtype=dtype)
+    net.encode(X[:, :1].copy(), narrow, 3, 0, d=4)
+    np.testing.assert_allclose(narrow, ref.compress(X[:, :1], kw["method"], 4, 11, 3, 0, **_params(kw)), rtol=1e-6)
+
+
+def test_noise_equals_its_definition_and_is_standard_normal():
+    X = np.zeros((2000, 5))
+    out = np.empty_like(X)
+    Noisy(topology.ring(2000), sigma=0.5, seed=2).encode(X, out, 4, 0)
+    np.testing.assert_allclose(out[:20], ref.compress(X[:20], "noise", 5, 2, 4, 0, sigma=0.5), rtol=1e-14)
+    assert abs(out.mean()) < 0.02 and abs(out.std() - 0.5) < 0.02
+
+
+@pytest.mark.parametrize("kw", [dict(method="qsgd", bits=2), dict(method="randk", k=1)])
+def test_unbiased_compressions_are_unbiased(kw):
+    """E[Q(v)] = v: the mean over 4000 iterations' draws is v to a few standard errors."""
+    v = np.array([[0.3, -1.2, 0.7, 0.05]])
+    net = Compressed(rf.MixingMatrix(np.ones((1, 1))), seed=5, **kw)
+    out = np.empty_like(v)
+    draws = np.array([net.encode(v, out, t, 0).copy()[0] for t in range(4000)])
+    assert np.abs(draws.mean(axis=0) - v[0]).max() < 5 * draws.std(axis=0).max() / np.sqrt(4000) + 1e-12
+
+
+NETWORKS = {
+    "static": lambda A: A,
+    "lossy": lambda A: Lossy(A, 0.3, seed=1),
+    "bursty": lambda A: Lossy(A, 0.9, seed=2, model="gilbert-elliott", p_bad=0.2, p_recover=0.3),
+    "sleepy-lossy": lambda A: Sleepy(Lossy(Schedule([A, topology.ring(12)]), 0.2, seed=3), 0.7, seed=4),
+    "nested-sleep": lambda A: Sleepy(Sleepy(A, 0.6, seed=1), 0.8, seed=2),  # (no compiled pass: NumPy)
+}
+
+
+@pytest.mark.parametrize("network", sorted(NETWORKS))
+@pytest.mark.parametrize("kw", [dict(method="qsgd", bits=3), dict(method="topk", k=2)], ids=["qsgd", "topk"])
+def test_a_compressed_round_equals_its_definition(network, kw):
+    """y_i = m_ii x_i + sum_{j != i} m_ij q_j with M the base network's round (losses, renormalisation, sleep
+    included), over two rounds; and noise composed under compression."""
+    A = topology.erdos_renyi(12, 0.3, seed=2)
+    base = NETWORKS[network](A)
+    X = np.random.default_rng(1).standard_normal((12, 6))
+    for net in (Compressed(base, seed=9, **kw), Compressed(Noisy(base, 0.1, seed=4), seed=9, **kw)):
+        Y = net.mix(X, 5, rounds=2, d=3)
+        expected = X
+        for r in range(2):
+            Q = ref.compress(expected, kw["method"], 3, 9, 5, r, **_params(kw))
+            if isinstance(net.base, Noisy):
+                Q = ref.compress(Q, "noise", 3, 4, 5, r, sigma=0.1)
+            expected = ref.compressed_round(base.matrix(5, r).toarray(), expected, Q)
+        np.testing.assert_allclose(Y, expected, rtol=1e-12, atol=1e-13)
+
+
+IDENTITIES = {"topk k=d": lambda A: Compressed(A, "topk", k=3), "randk k=d": lambda A: Compressed(A, "randk", k=3),
+              "biased randk k=d": lambda A: Compressed(A, "randk", k=3, unbiased=False),
+              "noise 0": lambda A: Noisy(A, 0.0, seed=3),
+              "round 24 bits (float32)": lambda A: Compressed(A.astype(np.float32), "round", bits=24)}
+
+
+@pytest.mark.parametrize("identity", sorted(IDENTITIES))
+@pytest.mark.parametrize("name", ["dsgd", "push-pull", "sgp", "pull-diag-gt", "diging"])
+def test_identity_compressions_are_the_base_network_bit_for_bit(identity, name):
+    """Top-k and rand-k with k = d, noise 0 and rounding at the run's precision send every value unchanged: the
+    iterates equal the base network's, bit for bit (the base a lossy network, so that both take the network
+    paths)."""
+    cls = REGISTRY[name]
+    A = for_algorithm(cls, topology.erdos_renyi(10, 0.4, seed=3))
+    if "W" in cls.matrices:
+        net, plain = IDENTITIES[identity](A), A
+        plain = plain.astype(np.float32) if "float32" in identity else plain
+    else:
+        plain = Lossy(A.astype(np.float32) if "float32" in identity else A, 0.2, seed=1)
+        net = IDENTITIES[identity](Lossy(A, 0.2, seed=1)) if "float32" not in identity else \
+            Compressed(plain, "round", bits=24)
+    dtype = np.float32 if "float32" in identity else np.float64
+    b = np.random.default_rng(0).standard_normal((10, 3)).astype(dtype)
+    runs = [cls.build(M, np.zeros(3, dtype=dtype), 0.05) for M in (net, plain)]
+    for opt in runs:
+        for _ in range(15):
+            opt.step(lambda X: X - b)
+    if name == "diging":  # (the static W runs the plain kernels, the compressed one the network pass)
+        np.testing.assert_allclose(runs[0].x, runs[1].x, rtol=1e-13, atol=1e-15)
+    else:
+        np.testing.assert_array_equal(runs[0].x, runs[1].x)
+
+
+def test_traffic_counts_the_compressed_bytes():
+    A = topology.exponential(16)
+    links = A.nnz - 16
+    for kw, per_message in [(dict(method="topk", k=2), 2 * (8 + 4)), (dict(method="qsgd", bits=4), (10 * 5 + 64) // 8 + 1),
+                            (dict(method="sign"), (10 + 64) // 8 + 1), (dict(method="randk", k=3), 3 * 8),
+                            (dict(method="round", bits=8), 10 * (1 + 11 + 7) // 8 + 1)]:
+        opt = rf.DSGD(Compressed(A, **kw), np.zeros(10), lr=0.1)
+        for _ in range(3):
+            opt.step(lambda X: X)
+        assert opt.traffic() == {"messages": 3 * links, "bytes": 3 * links * per_message}, kw
+    plain = rf.DSGD(Noisy(A, 0.1), np.zeros((2, 16, 10)), lr=0.1)  # noise: no smaller; 2 replicas
+    plain.step(lambda X: X)
+    assert plain.traffic()["bytes"] == links * 2 * 10 * 8
+
+
+def test_choco_sgd_equals_its_twin_under_compression():
+    W = topology.ring(10, directed=False, weights="metropolis")
+    b = np.random.default_rng(2).standard_normal((10, 4))
+    net = Compressed(W, "qsgd", bits=2, seed=3)
+    opt = rf.CHOCOSGD(net, np.zeros(4), lr=0.05)
+    omega = net.omega(4)
+    assert opt.gamma == pytest.approx(1 / (1 + omega))
+    xs = ref.choco_sgd(W.csr.toarray(), np.zeros((10, 4)), 0.05, lambda X: X - b, 40, gamma=opt.gamma,
+                       compress=lambda V, t: ref.compress(V, "qsgd", 4, 3, t, 0, bits=2) / (1 + omega))
+    for _ in range(40):
+        opt.step(lambda X: X - b)
+    np.testing.assert_allclose(opt.x, xs[-1], rtol=1e-12, atol=1e-13)
+
+
+def test_choco_sgd_converges_where_plain_dgd_under_the_same_compression_does_not():
+    """Top-k with k = d / 4 on a ring: CHOCO-SGD's error feedback brings it within 1.5x of uncompressed DGD's
+    O(lr) neighbourhood; DGD over the same compressed messages stays more than 2x further."""
+    n, d = 16, 20
+    W = topology.ring(n, directed=False, weights="metropolis")
+    b = np.random.default_rng(0).standard_normal((n, d))
+
+    def error(opt):
+        for _ in range(3000):
+            opt.step(lambda X: X - b)
+        return np.linalg.norm(opt.x - b.mean(axis=0)) / np.sqrt(n)
+
+    exact = error(rf.DGD(W, np.zeros(d), lr=0.01))
+    choco = error(rf.CHOCOSGD(Compressed(W, "topk", k=5), np.zeros(d), lr=0.01, gamma=0.5))
+    plain = error(rf.DGD(Compressed(W, "topk", k=5), np.zeros(d), lr=0.01))
+    assert choco < 1.8 * exact and plain > 2 * exact, (exact, choco, plain)
+
+
+def test_a_compressed_run_resumes_bit_for_bit():
+    net = Compressed(Lossy(topology.exponential(12), 0.2, seed=1), "randk", k=2, seed=5)
+    b = np.random.default_rng(0).standard_normal((12, 4))
+    a = rf.PushPull(net, net.map(rf.mixing.out_degree_weights), np.zeros(4), lr=0.05)
+    for _ in range(10):
+        a.step(lambda X: X - b)
+    state = a.state_dict()
+    for _ in range(10):
+        a.step(lambda X: X - b)
+    resumed = rf.PushPull.from_state_dict(state, A=net, C=net.map(rf.mixing.out_degree_weights))
+    for _ in range(10):
+        resumed.step(lambda X: X - b)
+    np.testing.assert_array_equal(resumed.x, a.x)
+    with pytest.raises(ValueError, match="k"):
+        rf.PushPull.from_state_dict(state, A=Compressed(Lossy(topology.exponential(12), 0.2, seed=1), "randk", k=3,
+                                                      seed=5), C=net.map(rf.mixing.out_degree_weights))
+
+
+@pytest.mark.parametrize("call,match", [
+    (lambda A: Compressed(A, "qsgd", bits=0), "bits"), (lambda A: Compressed(A, "qsgd", bits=33), "bits"),
+    (lambda A: Compressed(A, "qsgd", bits=2.5), "bits"), (lambda A: Compressed(A, "topk", k=0), "k"),
+    (lambda A: Compressed(A, "topk"), "needs k"), (lambda A: Compressed(A, "sign", k=2), "takes no parameter"),
+    (lambda A: Compressed(A, "qsgd", bits=4, k=2), "not k"), (lambda A: Compressed(A, "zip"), "method"),
+    (lambda A: Compressed(A, "randk", k=2, unbiased="yes"), "unbiased"), (lambda A: Noisy(A, -1.0), "sigma"),
+    (lambda A: Lossy(Compressed(A, "sign"), 0.1), "outermost"), (lambda A: Sleepy(Noisy(A, 0.1), 0.5), "outermost"),
+    (lambda A: rf.DSGD(Compressed(A, "topk", k=5), np.zeros(4), lr=0.1), "k = 5 .* 4 values"),
+    (lambda A: rf.RobustGradientPush(Compressed(rf.mixing.out_degree_weights(A), "sign"), np.zeros(2), lr=0.1),
+     "static column-stochastic matrix or a Lossy"),
+    (lambda A: rf.CHOCOSGD(Compressed(topology.erdos_renyi(8, 0.4, seed=1), "sign"), np.zeros(2), lr=0.1),
+     "doubly|columns"),
+])
+def test_bad_compression_input_is_named(call, match):
+    with pytest.raises((ValueError, TypeError), match=match):
+        call(topology.exponential(8))
