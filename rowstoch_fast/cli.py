@@ -120,13 +120,14 @@ def _matrix_from_args(args):
                           weights=getattr(args, "weights", "in-degree"))
 
 
-def _check_run_args(args):
-    """Cheap checks of ``rowstoch run``'s options, before any network, data or folder is built."""
-    method = method_of(args.algorithm)
-    _refuse_unread(args, _problem_rules(args) + [
-        (("--network-seed",), args.loss == 0 and args.awake == 1 and args.activation == "bernoulli",
-         "without --loss, --awake or --activation"),
-        (("--tracker",), "tracker" not in REGISTRY[method].hyper, f"by {args.algorithm} (it has no diagonal tracker)")])
+def _check_network_args(args):
+    """Cheap checks of the communication options (:func:`_communication_options`), before anything is built."""
+    _refuse_unread(args, [
+        (("--network-seed",), args.loss == 0 and args.awake == 1 and args.activation == "bernoulli" and
+         args.compress is None and args.noise is None, "without --loss, --awake, --activation, --compress or --noise"),
+        (("--bits",), args.compress not in ("qsgd", "round"), "without --compress qsgd or round"),
+        (("--k",), args.compress not in ("topk", "randk"), "without --compress topk or randk"),
+        (("--biased",), args.compress not in ("qsgd", "randk"), "without --compress qsgd or randk")])
     if not (0.0 <= args.loss < 1.0 or (args.loss == 1.0 and args.loss_model == "gilbert-elliott")):
         raise UsageError(f"--loss must be in [0, 1) (gilbert-elliott: [0, 1]), got {args.loss}")
     if not 0.0 < args.awake <= 1.0:
@@ -151,6 +152,22 @@ def _check_run_args(args):
         value = getattr(args, name)
         if value is not None and not 0.0 < value <= 1.0:
             raise UsageError(f"--{name.replace('_', '-')} must be in (0, 1], got {value}")
+    if args.compress in ("qsgd", "round") and (args.bits is None or not 1 <= args.bits <= 32):
+        raise UsageError(f"--compress {args.compress} needs --bits in 1..32, got {args.bits}")
+    if args.compress in ("topk", "randk"):
+        d = None if getattr(args, "data_file", None) else getattr(args, "d", None)
+        if args.k is None or args.k < 1 or (d is not None and args.k > d):
+            raise UsageError(f"--compress {args.compress} needs --k in 1..d{f' (d = {d})' if d else ''}, got {args.k}")
+    if args.noise is not None and not (np.isfinite(args.noise) and args.noise >= 0):
+        raise UsageError(f"--noise must be a finite number >= 0, got {args.noise}")
+
+
+def _check_run_args(args):
+    """Cheap checks of ``rowstoch run``'s options, before any network, data or folder is built."""
+    method = method_of(args.algorithm)
+    _refuse_unread(args, _problem_rules(args) + [
+        (("--tracker",), "tracker" not in REGISTRY[method].hyper, f"by {args.algorithm} (it has no diagonal tracker)")])
+    _check_network_args(args)
     if args.lr is not None and not (np.isfinite(args.lr) and args.lr > 0):
         raise UsageError(f"--lr must be a finite number > 0, got {args.lr}")
     if not args.algorithm.startswith("mg-") and args.rounds not in (None, 1):
@@ -177,8 +194,9 @@ def _check_objective_size(args, n):
 
 
 def _unreliable(A, args):
-    """``A`` wrapped in the losses and sleep that --loss / --awake ask for (``A`` itself without them)."""
-    from .network import Lossy, Sleepy
+    """``A`` wrapped in the losses, sleep, noise and compression the communication options ask for (``A`` itself
+    without them)."""
+    from .network import Compressed, Lossy, Noisy, Sleepy
 
     net = A  # (the options were checked in _check_run_args)
     if args.loss or args.loss_model != "bernoulli":
@@ -189,6 +207,14 @@ def _unreliable(A, args):
         net = Sleepy(net, seed=args.network_seed, model=args.activation, **kw)
     elif args.awake != 1.0:
         net = Sleepy(net, args.awake, seed=args.network_seed)
+    if args.noise is not None:  # (on what the links carry: outermost, under the compression)
+        net = Noisy(net, args.noise, seed=args.network_seed)
+    if args.compress is not None:
+        kw = {"bits": args.bits} if args.compress in ("qsgd", "round") else {"k": args.k} \
+            if args.compress in ("topk", "randk") else {}
+        if args.compress in ("qsgd", "randk"):
+            kw["unbiased"] = not args.biased
+        net = Compressed(net, args.compress, seed=args.network_seed, **kw)
     return net
 
 
@@ -204,6 +230,8 @@ def _run_config(args):
         config.update(undirected=args.undirected, weights=args.weights)
     if args.activation != "bernoulli":  # (added later, likewise)
         config.update({k: getattr(args, k) for k in ("activation", "p_sleep", "p_wake", "rate", "period")})
+    if args.compress is not None or args.noise is not None:  # (likewise)
+        config.update({k: getattr(args, k) for k in ("compress", "bits", "k", "biased", "noise")})
     if args.matrix:
         config["topology"] = config["n"] = None
     else:
@@ -486,6 +514,7 @@ def cmd_compare(args):
     _refuse_unread(args, _problem_rules(args) + [
         (("--mg-rounds",), not any(a.startswith("mg-") for a in names), "without an mg-* algorithm")])
     _check_objective_args(args)
+    _check_network_args(args)
     metrics = _list_option(args.metric, "--metric", METRICS) if args.metric else None
     x_axis = _list_option(args.x, "--x", tuple(report.AXES))
     if len(x_axis) != 1:
@@ -502,7 +531,7 @@ def cmd_compare(args):
     try:
         for gname in [os.path.basename(args.matrix)] if args.matrix else topologies:
             args.topology = gname
-            A = _matrix_from_args(args)
+            A = _unreliable(_matrix_from_args(args), args)
             _check_objective_size(args, A.n)
             f = _objective_from_args(args, A.n)
             chosen = args.algorithms or ",".join(cmp.default_algorithms(A, f))  # (default: what runs on A and f)
@@ -667,7 +696,8 @@ def _write_experiment(args, problems, file_algorithms):
 
     keys = ("config_file", "topology", "n", "matrix", "normalize", "undirected", "weights", "objective", "total",
             "batch", "samples_per_node", "d", "rho", "lam", "heterogeneity", "sigma", "data_seed", "data_file",
-            "algorithms",
+            "algorithms", "loss", "loss_model", "p_bad", "p_recover", "awake", "activation", "p_sleep", "p_wake",
+            "rate", "period", "compress", "bits", "k", "biased", "noise", "network_seed",
             "rounds_budget", "lr", "mg_rounds", "tracker", "backend", "repeats", "seed", "metric", "x", "format")
     settings = {k: getattr(args, k, None) for k in keys}
     os.makedirs(args.out, exist_ok=True)
@@ -700,6 +730,7 @@ def _write_finished_comparison(frames, partial, gname, args, root, metrics):
 #: The options each figure of ``rowstoch reproduce`` reads.
 _REPRODUCE_OPTIONS = {"pull-diag": (), "linear-speedup": ("--iterations", "--repeats"),
                       "robustness": ("--iterations", "--repeats"), "multi-gossip": ("--iterations", "--repeats"),
+                      "communication": ("--iterations", "--repeats"),
                       "mnist-mlp": ("--iterations", "--repeats", "--data", "--data-dir", "--alpha", "--axis")}
 
 
@@ -724,6 +755,9 @@ def cmd_reproduce(args):
     elif args.figure == "robustness":
         experiments.reproduce_robustness(args.out, rounds_budget=args.iterations or 1000, repeats=args.repeats or 10,
                                          progress=not args.no_progress)
+    elif args.figure == "communication":
+        experiments.reproduce_communication(args.out, rounds_budget=args.iterations or 1000,
+                                            repeats=args.repeats or 3, progress=not args.no_progress)
     elif args.figure == "mnist-mlp":
         import importlib.util
 
@@ -817,6 +851,43 @@ def _network_options(parser):
                      help="seed of the gradient streams and of random topologies")
 
 
+def _communication_options(parser):
+    """The options of an unreliable, compressed or noisy network (``rowstoch run`` and ``rowstoch compare``)."""
+    unreliable = parser.add_argument_group("communication (rowstoch_fast.network)")
+    unreliable.add_argument("--loss", type=float, default=0.0,
+                            help="probability that a message is lost (row-stochastic receivers renormalise over what "
+                                 "arrived; push-based senders lose the mass); with --loss-model gilbert-elliott: "
+                                 "the loss probability in the bad state")
+    unreliable.add_argument("--loss-model", choices=["bernoulli", "gilbert-elliott"], default="bernoulli",
+                            help="independent losses, or bursty ones (a good/bad chain per link)")
+    unreliable.add_argument("--p-bad", type=float, default=None, help="gilbert-elliott: P(good -> bad) per iteration")
+    unreliable.add_argument("--p-recover", type=float, default=None,
+                            help="gilbert-elliott: P(bad -> good) per iteration")
+    unreliable.add_argument("--awake", type=float, default=1.0,
+                            help="probability that a node is awake in an iteration (a sleeping node neither sends nor "
+                                 "updates)")
+    unreliable.add_argument("--activation", choices=["bernoulli", "markov", "poisson", "cyclic"], default="bernoulli",
+                            help="who is awake per iteration (network.Sleepy): bernoulli (--awake), markov (a chain "
+                                 "per node: --p-sleep, --p-wake), poisson (clocks of --rate ticks per iteration), "
+                                 "cyclic (--period groups in turn)")
+    unreliable.add_argument("--p-sleep", type=float, default=None, help="markov: P(awake -> asleep) per iteration")
+    unreliable.add_argument("--p-wake", type=float, default=None, help="markov: P(asleep -> awake) per iteration")
+    unreliable.add_argument("--rate", type=float, default=None, help="poisson: each node's ticks per iteration")
+    unreliable.add_argument("--period", type=_positive_int, default=None, help="cyclic: the number of groups")
+    unreliable.add_argument("--compress", choices=["qsgd", "sign", "topk", "randk", "round"], default=None,
+                            help="compress every message (network.Compressed): qsgd (--bits, stochastic rounding), "
+                                 "sign, topk / randk (--k values of d), round (--bits significant bits); bytes are "
+                                 "counted compressed")
+    unreliable.add_argument("--bits", type=int, default=None, help="qsgd and round: bits per value, 1..32")
+    unreliable.add_argument("--k", type=int, default=None, help="topk and randk: values kept per message, 1..d")
+    unreliable.add_argument("--biased", action="store_true",
+                            help="qsgd: the nearest level instead of stochastic rounding; randk: no d/k rescaling")
+    unreliable.add_argument("--noise", type=float, default=None,
+                            help="standard deviation of Gaussian noise on every message (network.Noisy)")
+    unreliable.add_argument("--network-seed", type=_seed, default=0,
+                            help="seed of the losses, sleep, compression and noise")
+
+
 def _algorithm_options(group):
     group.add_argument("--tracker", choices=list(TRACKERS), default="exact",
                        help="D_t = Diag(A^(tR)) as in the paper, or its limit diag(pi) (for very large n)")
@@ -904,28 +975,7 @@ def make_parser():
     alg.add_argument("--dtype", choices=["float64", "float32"], default="float64",
                      help="value type of the matrix, the iterates and the objective (float32: half the memory)")
     _objective_options(r)
-    unreliable = r.add_argument_group("unreliable network (rowstoch_fast.network)")
-    unreliable.add_argument("--loss", type=float, default=0.0,
-                            help="probability that a message is lost (row-stochastic receivers renormalise over what "
-                                 "arrived; push-based senders lose the mass); with --loss-model gilbert-elliott: "
-                                 "the loss probability in the bad state")
-    unreliable.add_argument("--loss-model", choices=["bernoulli", "gilbert-elliott"], default="bernoulli",
-                            help="independent losses, or bursty ones (a good/bad chain per link)")
-    unreliable.add_argument("--p-bad", type=float, default=None, help="gilbert-elliott: P(good -> bad) per iteration")
-    unreliable.add_argument("--p-recover", type=float, default=None,
-                            help="gilbert-elliott: P(bad -> good) per iteration")
-    unreliable.add_argument("--awake", type=float, default=1.0,
-                            help="probability that a node is awake in an iteration (a sleeping node neither sends nor "
-                                 "updates)")
-    unreliable.add_argument("--activation", choices=["bernoulli", "markov", "poisson", "cyclic"], default="bernoulli",
-                            help="who is awake per iteration (network.Sleepy): bernoulli (--awake), markov (a chain "
-                                 "per node: --p-sleep, --p-wake), poisson (clocks of --rate ticks per iteration), "
-                                 "cyclic (--period groups in turn)")
-    unreliable.add_argument("--p-sleep", type=float, default=None, help="markov: P(awake -> asleep) per iteration")
-    unreliable.add_argument("--p-wake", type=float, default=None, help="markov: P(asleep -> awake) per iteration")
-    unreliable.add_argument("--rate", type=float, default=None, help="poisson: each node's ticks per iteration")
-    unreliable.add_argument("--period", type=_positive_int, default=None, help="cyclic: the number of groups")
-    unreliable.add_argument("--network-seed", type=_seed, default=0, help="seed of the losses and sleep")
+    _communication_options(r)
     rn = r.add_argument_group("run")
     rn.add_argument("--iterations", type=_nonnegative_int, default=1000, help="iterations T (R T gossip rounds)")
     rn.add_argument("--repeats", type=_positive_int, default=1, help="independent repetitions, batched")
@@ -955,6 +1005,7 @@ def make_parser():
                    help="an experiment file (TOML): network(s), objective, algorithms with their own settings, "
                         "budget, seeds, outputs; options written on the command line win over it")
     _network_options(c)
+    _communication_options(c)
     calg = c.add_argument_group("algorithms")
     calg.add_argument("--algorithms", default=None,
                       help="comma-separated (default: every algorithm that runs on the network, 'rowstoch "
@@ -985,10 +1036,12 @@ def make_parser():
     c.set_defaults(func=cmd_compare)
 
     rp = sub.add_parser("reproduce", formatter_class=_Formatter, help="reproduce a figure of the paper")
-    rp.add_argument("figure", choices=["pull-diag", "linear-speedup", "multi-gossip", "mnist-mlp", "robustness"],
+    rp.add_argument("figure", choices=["pull-diag", "linear-speedup", "multi-gossip", "mnist-mlp", "robustness",
+                                       "communication"],
                     help="pull-diag: Figure 1; linear-speedup: Figure 2; multi-gossip: Figure 3's synthetic analogue; "
                          "mnist-mlp: Figure 3's neural network (a four-layer MLP through PyTorch; digits by default); "
-                         "robustness: the algorithms under message loss (not in the paper)")
+                         "robustness: the algorithms under message loss; communication: under compressed messages "
+                         "(accuracy against bytes; neither in the paper)")
     rp.add_argument("--out", default="results", help="output folder")
     rp.add_argument("--iterations", type=_positive_int, default=None,
                     help="iterations (communication rounds for multi-gossip, mnist-mlp and robustness); default the "

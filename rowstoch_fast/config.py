@@ -14,6 +14,11 @@ anything runs, and an error names the file, the table and the key::
     kind = "least-squares"     # logistic | logistic-l2 | least-squares | quadratic
     heterogeneity = 1.0
 
+    [communication]            # optional: losses, sleep, compression, noise (rowstoch_fast.network)
+    loss = 0.1
+    compress = "topk"
+    k = 2
+
     [run]
     rounds_budget = 2000
     repeats = 5
@@ -45,6 +50,10 @@ SCHEMA = {
                   "samples_per_node": ("samples_per_node", int), "d": ("d", int), "rho": ("rho", float),
                   "lam": ("lam", float), "heterogeneity": ("heterogeneity", float), "sigma": ("sigma", float),
                   "data_seed": ("data_seed", int), "data_file": ("data_file", str)},
+    "communication": {key: (key, kind) for key, kind in (
+        ("loss", float), ("loss_model", str), ("p_bad", float), ("p_recover", float), ("awake", float),
+        ("activation", str), ("p_sleep", float), ("p_wake", float), ("rate", float), ("period", int),
+        ("compress", str), ("bits", int), ("k", int), ("biased", bool), ("noise", float), ("network_seed", int))},
     "run": {"rounds_budget": ("rounds_budget", int), "repeats": ("repeats", int), "seed": ("seed", int),
             "tracker": ("tracker", str), "backend": ("backend", str), "mg_rounds": ("mg_rounds", int),
             "algorithms": ("algorithm_set", str)},
@@ -60,7 +69,10 @@ ALGORITHM_SETS = {"all": lambda cls: True, "paper": lambda cls: cls.in_paper_pre
 CHOICES = {("network", "weights"): ("in-degree", "metropolis"),
            ("objective", "kind"): ("logistic", "logistic-l2", "least-squares", "quadratic"),
            ("run", "tracker"): ("exact", "perron"), ("run", "algorithms"): tuple(ALGORITHM_SETS), ("run", "backend"): ("cpu", "cupy", "mpi"),
-           ("outputs", "x"): ("rounds", "gradients", "bytes", "seconds")}
+           ("outputs", "x"): ("rounds", "gradients", "bytes", "seconds"),
+           ("communication", "loss_model"): ("bernoulli", "gilbert-elliott"),
+           ("communication", "activation"): ("bernoulli", "markov", "poisson", "cyclic"),
+           ("communication", "compress"): ("qsgd", "sign", "topk", "randk", "round")}
 
 
 class ConfigError(ValueError):

@@ -187,14 +187,19 @@ def case_cli(out):
 
 def unreliable_networks():
     """Time-varying networks with a compiled pass (what backend='mpi' runs), on 20 nodes."""
-    from rowstoch_fast.network import Lossy, Schedule, Sleepy, one_peer_exponential
+    from rowstoch_fast.network import Compressed, Lossy, Noisy, Schedule, Sleepy, one_peer_exponential
 
     A = topology.erdos_renyi(20, 0.2, seed=5)
     return {"lossy": Lossy(A, 0.3, seed=1), "schedule": Schedule([A, topology.exponential(20)]),
             "one-peer": one_peer_exponential(20),
             "sleepy-lossy": Sleepy(Lossy(Schedule([A, topology.ring(20)]), 0.2, seed=3), 0.8, seed=4),
             "bursty": Lossy(A, 0.9, seed=5, model="gilbert-elliott", p_bad=0.2, p_recover=0.3),
-            "markov-lossy": Sleepy(Lossy(A, 0.2, seed=6), seed=7, model="markov", p_sleep=0.3, p_wake=0.5)}
+            "markov-lossy": Sleepy(Lossy(A, 0.2, seed=6), seed=7, model="markov", p_sleep=0.3, p_wake=0.5),
+            # compressed messages: over a static doubly stochastic matrix (the undirected methods, CHOCO-SGD), and
+            # composed over noise, losses and sleep
+            "compressed": Compressed(topology.exponential(20), "topk", k=2),
+            "qsgd-noisy-lossy": Compressed(Noisy(Sleepy(Lossy(A, 0.2, seed=8), 0.9, seed=1), 0.01, seed=3), "qsgd",
+                                           bits=4, seed=9)}
 
 
 def case_networks(out):
@@ -209,7 +214,7 @@ def case_networks(out):
                 continue
             for pname, owner in partitions(20):
                 opt = cls.build(net, f.x0(), 0.01, rounds=2 if cls.multi_round else 1, backend="mpi", partition=owner)
-                grad = lambda X, nodes=opt.local_nodes: f.full_gradient(X, nodes)  # noqa: E731
+                grad = feed(cls, lambda X, nodes=opt.local_nodes: f.full_gradient(X, nodes), nodes=opt.local_nodes)
                 for _ in range(20):
                     opt.step(grad)
                 x = opt.gather_x()

@@ -412,7 +412,7 @@ def test_cli_compare_runs_an_experiment_file_and_saves_what_made_the_results(tmp
 
 
 @pytest.mark.parametrize("edit, fragment", [
-    (lambda t: t.replace("[run]", "[runs]"), "[runs]: unknown table; the tables are network, objective, run"),
+    (lambda t: t.replace("[run]", "[runs]"), "[runs]: unknown table; the tables are network, objective, communication, run"),
     (lambda t: t.replace("repeats = 2", "repets = 2"), "[run] repets: unknown key; the keys are rounds_budget"),
     (lambda t: t.replace("repeats = 2", 'repeats = "2"'), "[run] repeats must be an integer, got str '2'"),
     (lambda t: t.replace("lr = 0.1", 'lr = "fast"'), "[algorithms.dsgd] lr must be a number, got str 'fast'"),

@@ -204,3 +204,65 @@ def test_a_compressed_run_resumes_bit_for_bit():
 def test_bad_compression_input_is_named(call, match):
     with pytest.raises((ValueError, TypeError), match=match):
         call(topology.exponential(8))
+
+
+def test_the_command_line_runs_compressed_networks_and_refuses_bad_options(tmp_path, capsys):
+    """rowstoch run: --compress / --bits / --k / --biased / --noise build the network (the run differs from the
+    plain one, resumes bit for bit, and is what the checkpoint identifies); bad values: one line, exit 2."""
+    import pandas as pd
+
+    from rowstoch_fast import cli
+
+    ck = str(tmp_path / "ck.npz")
+    base = ["run", "--n", "16", "--objective", "quadratic", "--d", "8", "--algorithm", "push-pull", "--compress",
+            "qsgd", "--bits", "3", "--noise", "0.01", "--network-seed", "4", "--record-every", "10", "--no-progress"]
+    assert cli.main(base + ["--iterations", "40", "--out", str(tmp_path / "a")]) == 0
+    assert cli.main(base + ["--iterations", "20", "--checkpoint", ck, "--out", str(tmp_path / "b")]) == 0
+    assert cli.main(base + ["--iterations", "40", "--resume", ck, "--out", str(tmp_path / "c")]) == 0
+    a, c = (pd.read_csv(tmp_path / k / "history.csv") for k in ("a", "c"))
+    assert np.array_equal(a[a["iteration"] == 40]["grad_norm"].values, c[c["iteration"] == 40]["grad_norm"].values)
+    other = [v if v != "3" else "4" for v in base]
+    assert cli.main(other + ["--iterations", "40", "--resume", ck, "--out", str(tmp_path / "d")]) == 2
+    assert "bits" in capsys.readouterr().err
+    for bad, message in ((["--compress", "qsgd", "--bits", "0"], "--compress qsgd needs --bits in 1..32, got 0"),
+                         (["--compress", "round", "--bits", "33"], "needs --bits in 1..32, got 33"),
+                         (["--compress", "topk"], "--compress topk needs --k in 1..d"),
+                         (["--compress", "randk", "--k", "9", "--objective", "quadratic", "--d", "8"],
+                          "needs --k in 1..d (d = 8), got 9"),
+                         (["--bits", "4"], "--bits is not read without --compress qsgd or round"),
+                         (["--compress", "sign", "--k", "2"], "--k is not read without --compress topk or randk"),
+                         (["--compress", "topk", "--k", "1", "--biased"], "--biased is not read without"),
+                         (["--noise", "-1"], "--noise must be a finite number >= 0")):
+        assert cli.main(["run", "--out", str(tmp_path / "x")] + bad) == 2
+        err = capsys.readouterr().err
+        assert message in err and err.count("\n") == 1, err
+    assert not (tmp_path / "x").exists()
+    with pytest.raises(SystemExit) as exc:  # (argparse's choices)
+        cli.main(["run", "--compress", "zip"])
+    assert exc.value.code == 2 and "invalid choice: 'zip'" in capsys.readouterr().err
+
+
+def test_compare_takes_the_communication_options_and_the_toml_table(tmp_path, capsys):
+    """rowstoch compare --compress ... and a file's [communication] table: the bytes of its tables are the
+    compressed ones (top-1 of 8 float64 values: 12 bytes a message instead of 64)."""
+    import pandas as pd
+
+    from rowstoch_fast import cli
+
+    common = ["compare", "--topology", "ring", "--n", "8", "--objective", "quadratic", "--d", "8", "--algorithms",
+              "dsgd,choco-sgd", "--lr", "0.05", "--rounds-budget", "20", "--repeats", "1", "--no-progress"]
+    assert cli.main(common + ["--out", str(tmp_path / "plain")]) == 0
+    assert cli.main(common + ["--compress", "topk", "--k", "1", "--out", str(tmp_path / "topk")]) == 0
+    plain, topk = (pd.read_csv(tmp_path / k / "summary.csv").set_index("algorithm") for k in ("plain", "topk"))
+    assert topk.loc["dsgd", "bytes"] * 64 == plain.loc["dsgd", "bytes"] * 12
+    toml = tmp_path / "exp.toml"
+    toml.write_text('[network]\ntopology = "ring"\nn = 8\n[objective]\nkind = "quadratic"\nd = 8\n'
+                    '[communication]\ncompress = "topk"\nk = 1\n[run]\nrounds_budget = 20\nrepeats = 1\n'
+                    '[algorithms.dsgd]\nlr = 0.05\n[algorithms.choco-sgd]\nlr = 0.05\n')
+    assert cli.main(["compare", "--config", str(toml), "--out", str(tmp_path / "file"), "--no-progress"]) == 0
+    from_file = pd.read_csv(tmp_path / "file" / "summary.csv").set_index("algorithm")
+    assert from_file.loc["dsgd", "bytes"] == topk.loc["dsgd", "bytes"]
+    toml.write_text(toml.read_text().replace("k = 1", "k = 0"))
+    capsys.readouterr()
+    assert cli.main(["compare", "--config", str(toml), "--out", str(tmp_path / "bad"), "--no-progress"]) == 2
+    assert "--k in 1..d" in capsys.readouterr().err

@@ -225,8 +225,9 @@ def test_unreliable_networks_equal_single_process(ranks, tmp_path):
             if not cls.applies_to(net):  # (an undirected network's method: a static W only)
                 continue
             ref = cls.build(net, f.x0(), 0.01, rounds=2 if cls.multi_round else 1)
+            fed = feed(cls, f.full_gradient)
             for _ in range(20):
-                ref.step(f.full_gradient)
+                ref.step(fed)
             for pname in ("contiguous", "single"):
                 assert rel(got[f"{nname}/{name}/{pname}"], ref.x) < 1e-12, (nname, name, pname)
                 for k, v in ref._save_extra().items():  # per-link state (running sums) gathered in entry order
