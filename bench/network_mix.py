@@ -6,8 +6,10 @@ Usage::
 
 Interleaved medians of one gossip round on the exponential graph: the static ``MixingMatrix.mix`` (C++
 kernel), ``Lossy(A, p).mix`` and ``Sleepy(A, 0.9).mix`` (losses and sleep drawn by hashing inside the compiled
-CSR pass, rows renormalised there: ``_core.mix_lossy``) and ``one_peer_exponential(n).mix`` (a
-2-entry-per-row schedule). Target: lossy at most 1.5x the static mix (bench/RESULTS.md section 11).
+CSR pass, rows renormalised there: ``_core.mix_lossy``), ``one_peer_exponential(n).mix`` (a
+2-entry-per-row schedule) and compressed messages (``Compressed(A, "qsgd", bits=4)``, ``"topk", k=2`` and
+``Compressed(Lossy(A, p), "topk", k=2)``: the messages encoded in C++, then one pass over ``[X; Q]``). Targets:
+lossy at most 1.5x the static mix (bench/RESULTS.md section 11); compressed within 2x (issue 37).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 from _harness import interleaved, machine_info  # noqa: E402
 
 from rowstoch_fast import _core, topology  # noqa: E402
-from rowstoch_fast.network import Lossy, Sleepy, one_peer_exponential  # noqa: E402
+from rowstoch_fast.network import Compressed, Lossy, Sleepy, one_peer_exponential  # noqa: E402
 
 
 def main(argv=None):
@@ -45,14 +47,17 @@ def main(argv=None):
             net.mix(X, t[0], out=out)
         return run
 
+    compressed = {"qsgd-4": Compressed(A, "qsgd", bits=4, seed=1), "topk-2": Compressed(A, "topk", k=2),
+                  "lossy-topk-2": Compressed(lossy, "topk", k=2)}
     med, _ = interleaved({"static": lambda: A.mix(X, out=out), "lossy": step(lossy), "sleepy": step(sleepy),
-                          "one-peer": step(onepeer)}, rounds=args.rounds, min_time=0.3)
+                          "one-peer": step(onepeer), **{k: step(v) for k, v in compressed.items()}},
+                         rounds=args.rounds, min_time=0.3)
     info = machine_info()
     print(f"# {info['cpu']} ({info['cores']} cores, {_core.get_num_threads()} threads); n = 2^{args.log2n}, "
           f"d = {args.d}, p = {args.p}, exponential graph ({A.nnz} weights)")
     print("| mix | ms per round | vs static |")
     print("|---|---|---|")
-    for k in ("static", "lossy", "sleepy", "one-peer"):
+    for k in ("static", "lossy", "sleepy", "one-peer", *compressed):
         print(f"| {k} | {med[k] * 1e3:.2f} | {med[k] / med['static']:.2f}x |")
 
 

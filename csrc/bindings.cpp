@@ -461,7 +461,7 @@ py::array lost_links(py::array indptr, py::array indices, std::uint64_t seed, st
 
 // out <- the messages of X's rows (compress.hpp): messages of L values, row i being node row_ids[i] (or i).
 py::array compress(py::array X, py::array out, int method, int64_t L, int64_t param, double sigma, bool unbiased,
-                   std::uint64_t seed, std::uint64_t t, std::uint64_t r, py::object row_ids_obj) {
+                   std::uint64_t seed, std::uint64_t t, std::uint64_t r, py::object row_ids_obj, py::object own_obj) {
     if (method < rowstoch::kQsgd || method > rowstoch::kNoise)
         throw py::value_error(cat("method must be 0..5 (qsgd, sign, topk, randk, round, noise), got ", method));
     if (X.ndim() != 2) throw py::value_error(cat("X must be 2-D (rows, w), got ", X.ndim(), "-D"));
@@ -477,15 +477,24 @@ py::array compress(py::array X, py::array out, int method, int64_t L, int64_t pa
     if (counted ? param < 1 : (method == rowstoch::kQsgd || method == rowstoch::kRound) && (param < 1 || param > 32))
         throw py::value_error(cat(counted ? "k must be >= 1" : "bits must be in 1..32", ", got ", param));
     if (!(sigma >= 0.0 && std::isfinite(sigma))) throw py::value_error(cat("sigma must be finite and >= 0, got ", sigma));
-    py::array row_keep;
+    py::array row_keep, own;
     const rowstoch::NodeIds ids{node_ids(row_ids_obj, "row_ids", n, std::numeric_limits<int64_t>::max(), row_keep),
                                 nullptr};
+    if (!own_obj.is_none()) {  // X's rows copied here in the same pass
+        own = own_obj.cast<py::array>();
+        check_same_dtype(own, "own", X, "X");
+        check_shape(own, "own", {n, w});
+        check_contiguous(own, "own");
+        check_writeable(own, "own");
+        check_apart({{&own, "own"}}, {{&X, "X"}, {&out, "out"}});
+    }
     auto run = [&](auto zero) {
         using T = decltype(zero);
         const T* Xp = cptr<T>(X);
         T* Yp = static_cast<T*>(out.mutable_data());
+        T* Op = own_obj.is_none() ? nullptr : static_cast<T*>(own.mutable_data());
         py::gil_scoped_release nogil;
-        rowstoch::compress_rows(Xp, Yp, n, w, L, ids, method, param, sigma, unbiased, seed, t, r);
+        rowstoch::compress_rows(Xp, Yp, n, w, L, ids, method, param, sigma, unbiased, seed, t, r, Op);
     };
     if (is_f64(X)) run(0.0);
     else run(0.0f);
@@ -870,8 +879,9 @@ PYBIND11_MODULE(_core, m) {
           "(rowstoch_fast.network.Lossy, model='gilbert-elliott').");
     m.def("compress", &compress, py::arg("X"), py::arg("out"), py::arg("method"), py::arg("L"), py::arg("param"),
           py::arg("sigma"), py::arg("unbiased"), py::arg("seed"), py::arg("t"), py::arg("r"),
-          py::arg("row_ids") = py::none(),
-          "out <- the compressed (or noisy) messages of X's rows: rowstoch/compress.hpp (out may be X).");
+          py::arg("row_ids") = py::none(), py::arg("own") = py::none(),
+          "out <- the compressed (or noisy) messages of X's rows: rowstoch/compress.hpp (out may be X); own: "
+          "X's rows copied there in the same pass.");
     m.def("lost_links", &lost_links, py::arg("indptr"), py::arg("indices"), py::arg("seed"), py::arg("t"),
           py::arg("r"), py::arg("p"), py::arg("row_ids") = py::none(), py::arg("col_ids") = py::none(),
           py::arg("bad") = py::none(),

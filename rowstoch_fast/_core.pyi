@@ -66,6 +66,7 @@ def compress(
     t: int,
     r: int,
     row_ids: NDArray[np.int64] | None = None,
+    own: NDArray[np.floating] | None = None,
 ) -> NDArray[np.floating]: ...
 def lost_links(
     indptr: NDArray[np.integer],

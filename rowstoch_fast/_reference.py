@@ -728,9 +728,9 @@ def awake_mask(n, t, seed, model="bernoulli", q=None, p_sleep=None, p_wake=None,
 def compress_message(v, method, node, first_col, seed, t, r, bits=None, k=None, unbiased=True, sigma=0.0):
     """What ``rowstoch_fast.network.Compressed`` / ``Noisy`` send for one message ``v`` (``L`` values at columns
     ``first_col ..`` of node ``node``'s row in round ``r`` of iteration ``t``), value by value in Python, with
-    the draws ``u_c = uniform_hash(seed, t, r, node, column, tag)``:
+    the draws ``u_c = uniform_hash(seed, t, r, node, tag, column)``:
 
-    - qsgd: ``s = 2^bits - 1``; ``q_c = sign(v_c) ||v||_2 l_c / s``, ``l_c = min(floor(s |v_c| / ||v||_2 + u_c), s)``
+    - qsgd: ``s = 2^bits - 1``; ``q_c = sign(v_c) l_c (||v||_2 / s)``, ``l_c = min(floor(|v_c| (s / ||v||_2) + u_c), s)``
       (``u_c`` of tag 1 when unbiased, else 1/2); 0 where ``||v|| = 0``;
     - sign: ``sign(v_c) ||v||_1 / L``;
     - topk: the ``k`` largest ``|v_c|`` kept (ties: the lower column), the rest 0;
@@ -747,7 +747,7 @@ def compress_message(v, method, node, first_col, seed, t, r, bits=None, k=None, 
 
     v = np.asarray(v)
     L = len(v)
-    u = [lambda c, tag: float(uniform_hash(seed, t, r, node, first_col + c, tag))][0]
+    u = [lambda c, tag: float(uniform_hash(seed, t, r, node, tag, first_col + c))][0]
     out = np.zeros_like(v)
     if method == "qsgd":
         norm = math.sqrt(sum(float(x) * float(x) for x in v))  # (sequential, as the kernel)
@@ -755,9 +755,9 @@ def compress_message(v, method, node, first_col, seed, t, r, bits=None, k=None, 
         for c in range(L):
             if norm == 0:
                 continue
-            level = min(math.floor(abs(float(v[c])) / norm * s + (u(c, 1) if unbiased else 0.5)), s)
-            q = norm * level / s
-            out[c] = -q if v[c] < 0 else q
+            level = min(math.floor(abs(float(v[c])) * (s / norm) + (u(c, 1) if unbiased else 0.5)), s)
+            q = level * (norm / s)
+            out[c] = math.copysign(q, float(v[c]))
     elif method == "sign":
         scale = sum(abs(float(x)) for x in v) / L
         out[:] = [scale if x > 0 else -scale if x < 0 else 0.0 for x in v]

@@ -771,17 +771,17 @@ class _Messages(Network):
         models, replica by replica), else the whole row."""
         return d if d and width % d == 0 else max(width, 1)
 
-    def encode(self, X, out, t, r, d=None, row_ids=None):
+    def encode(self, X, out, t, r, d=None, row_ids=None, own=None):
         """``out <- Q(X)``: the messages the rows of the 2-D host block ``X`` send in round ``r`` of iteration
         ``t`` (every message layer, the outer one first; ``row_ids``: the rows' global node ids, an MPI rank's
-        share); ``out`` may be ``X``."""
+        share); ``out`` may be ``X``. ``own``: a block that gets a copy of ``X`` in the same pass."""
         from . import _core
 
         layer, src = self, X
         while isinstance(layer, _Messages):
             method, param, sigma, unbiased = layer._kernel_arguments()
             _core.compress(src, out, method, self.message_length(X.shape[1], d), param, sigma, unbiased,
-                           layer.seed, t, r, row_ids=row_ids)
+                           layer.seed, t, r, row_ids=row_ids, own=own if src is X else None)
             layer, src = layer.base, out
         if src is X and out is not X:
             out[...] = X
@@ -810,8 +810,7 @@ class _Messages(Network):
         core = self.core()
         for r in range(rounds):
             ext = _stack_buffer(self, (2 * self.n, cur.shape[1]), cur.dtype)
-            ext[: self.n] = cur
-            self.encode(cur, ext[self.n:], t, r, d)
+            self.encode(np.ascontiguousarray(cur), ext[self.n:], t, r, d, own=ext[: self.n])
             dst = out.reshape(cur.shape) if (r == rounds - 1 and out is not None) else np.empty_like(cur)
             _own_and_messages_round(core, ext, t, r, dst)
             cur = dst

@@ -382,9 +382,9 @@ class MpiBackend(CpuBackend):
                 ids = np.concatenate([halo.local_nodes, halo.col_ids]).astype(np.int64)
                 stacked = self._ext[key] = (np.zeros((nl + halo.ncols, w), dtype=self.dtype), index, ids)
             ext, index, ids = stacked
-            ext[:nl] = cur
             msgs = ext[nl:]
-            net.encode(np.ascontiguousarray(cur), msgs[:nl], t, r, self.message_d, row_ids=halo.local_nodes)
+            net.encode(np.ascontiguousarray(cur), msgs[:nl], t, r, self.message_d, row_ids=halo.local_nodes,
+                       own=ext[:nl])
             t0 = time.perf_counter()
             halo.exchange(msgs)
             t1 = time.perf_counter()
