@@ -501,6 +501,48 @@ py::array compress(py::array X, py::array out, int method, int64_t L, int64_t pa
     return out;
 }
 
+// The age of the newest arrived message of every stored entry (network.hpp's delay_ages).
+py::object delay_ages(py::array indptr, py::array indices, std::uint64_t seed, std::uint64_t t, std::uint64_t r,
+                      int64_t max_delay, bool fixed, py::object row_ids_obj, py::object col_ids_obj,
+                      py::object layout_obj) {
+    if (max_delay < 0 || max_delay > (int64_t(1) << 30))
+        throw py::value_error(cat("max_delay must be in 0..2^30, got ", max_delay));
+    check_ndim(indptr, "indptr", 1);
+    check_ndim(indices, "indices", 1);
+    if (indptr.shape(0) < 1) throw py::value_error("indptr must have at least one entry (n + 1 for n rows)");
+    const int64_t rows = indptr.shape(0) - 1;
+    if (row_ids_obj.is_none() != col_ids_obj.is_none())
+        throw py::value_error("row_ids and col_ids go together (the global ids of the rows and of the columns)");
+    py::array row_keep, col_keep;
+    int64_t ncols;
+    const rowstoch::NodeIds ids = link_ids(row_ids_obj, col_ids_obj, rows, row_keep, col_keep, ncols);
+    rowstoch::DelayLayout layout{0, 0, 1};
+    const bool with_index = !layout_obj.is_none();
+    if (with_index) {
+        auto l = layout_obj.cast<std::tuple<int64_t, int64_t, int64_t>>();
+        layout = {std::get<0>(l), std::get<1>(l), std::get<2>(l)};
+        if (layout.n_own < 0 || layout.n_block < ncols || layout.rounds < 1 || r >= static_cast<std::uint64_t>(layout.rounds))
+            throw py::value_error(cat("layout (n_own, n_block, rounds) = (", layout.n_own, ", ", layout.n_block, ", ",
+                                      layout.rounds, ") does not hold ", ncols, " columns and round ", r));
+        checked_product({max_delay + 1, layout.rounds, std::max<int64_t>(layout.n_block, 1)}, "the delayed block's rows");
+    }
+    py::array_t<std::int32_t> out(indices.shape(0));
+    py::array_t<std::int64_t> index(with_index ? indices.shape(0) : 0);
+    auto run = [&](auto i) {
+        using I = decltype(i);
+        const auto links = checked_links<I>(indptr, indices, rows, ncols, !col_ids_obj.is_none());
+        const I *Ap = links.first, *Aj = links.second;
+        std::int32_t* ages = out.mutable_data();
+        std::int64_t* ix = with_index ? index.mutable_data() : nullptr;
+        py::gil_scoped_release nogil;
+        rowstoch::delay_ages(Ap, Aj, rows, ids, seed, t, r, max_delay, fixed, ages, ix, layout);
+    };
+    if (is_i64(indptr)) run(int64_t{});
+    else run(int32_t{});
+    if (with_index) return py::make_tuple(out, index);
+    return out;
+}
+
 py::array mix_power(py::array indptr, py::array indices, py::array data, py::array X, int64_t R,
                     py::object out, py::object work_obj, bool check_indices) {
     if (R < 0) throw py::value_error(cat("R must be >= 0, got ", R));
@@ -882,6 +924,12 @@ PYBIND11_MODULE(_core, m) {
           py::arg("row_ids") = py::none(), py::arg("own") = py::none(),
           "out <- the compressed (or noisy) messages of X's rows: rowstoch/compress.hpp (out may be X); own: "
           "X's rows copied there in the same pass.");
+    m.def("delay_ages", &delay_ages, py::arg("indptr"), py::arg("indices"), py::arg("seed"), py::arg("t"),
+          py::arg("r"), py::arg("max_delay"), py::arg("fixed") = false, py::arg("row_ids") = py::none(),
+          py::arg("col_ids") = py::none(), py::arg("layout") = py::none(),
+          "int32 per stored entry: the age (iterations) of the newest message of the link that has arrived by "
+          "iteration t (network.Delayed; rowstoch/network.hpp); with layout = (n_own, n_block, rounds): "
+          "(ages, the int64 row each entry reads in the delayed round's stacked block).");
     m.def("lost_links", &lost_links, py::arg("indptr"), py::arg("indices"), py::arg("seed"), py::arg("t"),
           py::arg("r"), py::arg("p"), py::arg("row_ids") = py::none(), py::arg("col_ids") = py::none(),
           py::arg("bad") = py::none(),

@@ -68,6 +68,18 @@ def compress(
     row_ids: NDArray[np.int64] | None = None,
     own: NDArray[np.floating] | None = None,
 ) -> NDArray[np.floating]: ...
+def delay_ages(
+    indptr: NDArray[np.integer],
+    indices: NDArray[np.integer],
+    seed: int,
+    t: int,
+    r: int,
+    max_delay: int,
+    fixed: bool = False,
+    row_ids: NDArray[np.int64] | None = None,
+    col_ids: NDArray[np.int64] | None = None,
+    layout: tuple[int, int, int] | None = None,
+) -> NDArray[np.int32] | tuple[NDArray[np.int32], NDArray[np.int64]]: ...
 def lost_links(
     indptr: NDArray[np.integer],
     indices: NDArray[np.integer],

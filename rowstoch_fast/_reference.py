@@ -800,3 +800,42 @@ def compressed_round(M, X, Q):
     M = np.asarray(M, dtype=np.float64)
     D = np.diag(np.diag(M))
     return (M - D) @ np.asarray(Q, dtype=np.float64) + D @ np.asarray(X, dtype=np.float64)
+
+
+def delay_ages(indptr, indices, seed, t, r, max_delay, fixed=False):
+    """For every stored entry (the link ``j -> i``), the age of the newest message sent over it that has arrived
+    by iteration ``t`` (``rowstoch_fast.network.Delayed``): the message of iteration ``s`` arrives after ``tau(s) =
+    floor(u (D + 1))`` iterations, ``u = uniform_hash(seed, 3 2^61 + s, r, i, j)`` (``fixed``: ``tau = D``); the
+    age is the smallest ``k <= min(D, t)`` with ``tau(t - k) <= k``, and ``t`` where no message has arrived yet
+    (the initial one counts as known). A self loop is 0."""
+    from ._hashing import uniform_hash
+
+    ages = []
+    for i in range(len(indptr) - 1):
+        for q in range(indptr[i], indptr[i + 1]):
+            j = int(indices[q])
+            last = min(max_delay, t)
+            age = last
+            if j == i:
+                age = 0
+            elif not fixed:
+                for k in range(last):
+                    if float(uniform_hash(seed, 3 * 2**61 + t - k, r, i, j)) < (k + 1) / (max_delay + 1):
+                        age = k
+                        break
+            ages.append(age)
+    return np.array(ages, dtype=np.int64)
+
+
+def delayed_mix(M, own, history, t, ages_of):
+    """One round of a network whose receivers use delayed messages: ``y_i = m_ii own_i + sum_{j != i} m_ij
+    history[t - age_ij][j]``, ``history[s]`` the (dense) messages sent in iteration ``s``, ``ages_of`` a dense
+    ``n x n`` array of the ages (``M``: the round's matrix, losses included)."""
+    M = np.asarray(M, dtype=np.float64)
+    n = M.shape[0]
+    Y = np.zeros(np.shape(own), dtype=np.float64)
+    for i in range(n):
+        for j in range(n):
+            if M[i, j]:
+                Y[i] += M[i, j] * (own[i] if i == j else history[t - ages_of[i, j]][j])
+    return Y

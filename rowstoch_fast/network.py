@@ -40,8 +40,8 @@ from ._checks import MAX_KEY, MAX_ROUNDS, as_float_array, check_int, check_out, 
 from ._hashing import MAX_T, uniform_hash
 from .mixing import MixingMatrix
 
-__all__ = ["Network", "Schedule", "one_peer_exponential", "Lossy", "Sleepy", "Compressed", "Noisy", "as_network",
-           "base_matrix", "fixed_links", "weights_of"]
+__all__ = ["Network", "Schedule", "one_peer_exponential", "Lossy", "Sleepy", "Compressed", "Noisy", "Delayed",
+           "as_network", "base_matrix", "fixed_links", "weights_of"]
 
 
 class Network:
@@ -779,13 +779,27 @@ class _Messages(Network):
 
         layer, src = self, X
         while isinstance(layer, _Messages):
-            method, param, sigma, unbiased = layer._kernel_arguments()
-            _core.compress(src, out, method, self.message_length(X.shape[1], d), param, sigma, unbiased,
-                           layer.seed, t, r, row_ids=row_ids, own=own if src is X else None)
-            layer, src = layer.base, out
-        if src is X and out is not X:
-            out[...] = X
+            if not isinstance(layer, Delayed):  # (a delay changes when a message arrives, not what it holds)
+                method, param, sigma, unbiased = layer._kernel_arguments()
+                _core.compress(src, out, method, self.message_length(X.shape[1], d), param, sigma, unbiased,
+                               layer.seed, t, r, row_ids=row_ids, own=own if src is X else None)
+                src = out
+            layer = layer.base
+        if src is X:
+            if out is not X:
+                out[...] = X
+            if own is not None:
+                own[...] = X
         return out
+
+    def delayed(self):
+        """The :class:`Delayed` layer among the message layers, or None."""
+        layer = self
+        while isinstance(layer, _Messages):
+            if isinstance(layer, Delayed):
+                return layer
+            layer = layer.base
+        return None
 
     def core(self):
         """The network under every message layer: whose weights every round applies."""
@@ -794,11 +808,13 @@ class _Messages(Network):
             net = net.base
         return net
 
-    def mix(self, X, t, rounds=1, out=None, d=None):
+    def mix(self, X, t, rounds=1, out=None, d=None, state=None):
         """The rounds of iteration ``t`` (see :meth:`Network.mix`), each ``y_i = m_ii x_i + sum_{j != i} m_ij
         Q(x_j)`` in one compiled pass over the stacked block ``[X; Q(X)]`` (own values from the first half,
         messages from the second; losses drawn on the true sender ids); ``d``: the length of one message (an
-        optimizer's model; default the row)."""
+        optimizer's model; default the row). With a :class:`Delayed` layer the stacked block holds the messages
+        of the last ``max_delay + 1`` iterations, kept in ``state`` (a dict: an optimizer passes one per quantity
+        it mixes; default the network's own, for calls in iteration order)."""
         t = check_int(t, "t", minimum=0, maximum=MAX_T)
         rounds = check_int(rounds, "rounds", minimum=1, maximum=MAX_ROUNDS)
         X = as_float_array(X, "X", self.dtype, ndim=(1, 2), finite=False)
@@ -807,13 +823,22 @@ class _Messages(Network):
         check_out(out, "out", X.shape, self.dtype)
         self.check_message(X.shape[1] if X.ndim == 2 else 1, d)
         cur = X.reshape(self.n, -1)
-        core = self.core()
+        core, delayed, n = self.core(), self.delayed(), self.n
+        ring = None if delayed is None else delayed.ring(self.__dict__.setdefault("_own_state", {}) if state is None
+                                                         else state, t, n, n, cur.shape[1], rounds, cur.dtype)
         for r in range(rounds):
-            ext = _stack_buffer(self, (2 * self.n, cur.shape[1]), cur.dtype)
-            self.encode(np.ascontiguousarray(cur), ext[self.n:], t, r, d, own=ext[: self.n])
+            if ring is None:
+                ext, block = _stack_buffer(self, (2 * n, cur.shape[1]), cur.dtype), n
+            else:
+                ext, block = ring.buffer, n + ring.block(t, r) * n
+            self.encode(np.ascontiguousarray(cur), ext[block:block + n], t, r, d, own=ext[:n])
+            if ring is not None:
+                ring.filled(t, r)
             dst = out.reshape(cur.shape) if (r == rounds - 1 and out is not None) else np.empty_like(cur)
-            _own_and_messages_round(core, ext, t, r, dst)
+            _own_and_messages_round(core, ext, t, r, dst, delayed, rounds)
             cur = dst
+        if ring is not None:
+            ring.done(t)
         return out if out is not None else cur.reshape(X.shape)
 
     def check_message(self, width, d=None):
@@ -872,22 +897,29 @@ def own_and_messages(indptr, indices, row_ids, col_ids, n_own):
     return np.where(own, rows, cols + n_own).astype(np.asarray(indices).dtype)
 
 
-def _own_and_messages_round(core, ext, t, r, out):
-    """One round of ``core``'s weights over ``ext = [X; Q]`` into ``out`` (:meth:`_Messages.mix`)."""
+def _own_and_messages_round(core, ext, t, r, out, delayed=None, rounds=1):
+    """One round of ``core``'s weights over ``ext = [X; Q]`` into ``out`` (:meth:`_Messages.mix`); with a
+    :class:`Delayed` layer, ``ext`` is its ring ``[X; the messages of the last D + 1 iterations]`` and each
+    entry reads the newest message that has arrived."""
     from . import _core
 
     n = core.n
+    ncols = len(ext)
     cache = core.__dict__.setdefault("_own_and_messages", {}) if not isinstance(core, MixingMatrix) else \
         core._diag_cache.setdefault("own_and_messages", {})
 
-    def remapped(csr):
-        if id(csr) not in cache:
-            cache[id(csr)] = (csr, own_and_messages(csr.indptr, csr.indices, None, None, n))
-        return cache[id(csr)][1]
+    def read(csr):  # (indptr, the row each entry reads in ext)
+        if delayed is None:
+            if id(csr) not in cache:
+                cache[id(csr)] = (csr, own_and_messages(csr.indptr, csr.indices, None, None, n))
+            return csr.indptr, cache[id(csr)][1]
+        indptr = np.asarray(csr.indptr, dtype=np.int64)
+        return indptr, delayed.index(indptr, csr.indices, t, r, (n, n, rounds))
 
     if isinstance(core, MixingMatrix):
         c = core.csr
-        _core.mix(c.indptr, remapped(c), c.data, ext, out, check_indices=False, ncols=2 * n)
+        indptr, index = read(c)
+        _core.mix(indptr, index, c.data, ext, out, check_indices=False, ncols=ncols)
         return
     plan = core.plan(t)
     if plan is not None:
@@ -895,15 +927,17 @@ def _own_and_messages_round(core, ext, t, r, out):
         c = matrix_of(r).csr
         bad = None if chain is None else chain.bad_states(c.indptr, c.indices, t)
         ids = core.__dict__.get("_stacked_ids")
-        if ids is None:
-            ids = core._stacked_ids = (np.arange(n, dtype=np.int64), np.tile(np.arange(n, dtype=np.int64), 2))
-        _core.mix_lossy(c.indptr, remapped(c), c.data, ext, out, seed=seed, t=t, r=r, p=p,
+        if ids is None or len(ids[1]) != ncols:
+            ids = core._stacked_ids = (np.arange(n, dtype=np.int64), np.tile(np.arange(n, dtype=np.int64), ncols // n))
+        indptr, index = read(c)
+        _core.mix_lossy(indptr, index, c.data, ext, out, seed=seed, t=t, r=r, p=p,
                         renormalise=core.stochastic == "row", awake=awake, row_ids=ids[0], col_ids=ids[1],
-                        ncols=2 * n, bad=bad, check_indices=False)
+                        ncols=ncols, bad=bad, check_indices=False)
         return
     csr, weights = core._entries(t, r)
-    stacked = sp.csr_matrix((csr.data, own_and_messages(csr.indptr, csr.indices, None, None, n), csr.indptr),
-                            shape=(n, 2 * n))
+    indptr, index = read(csr) if delayed is not None else \
+        (csr.indptr, own_and_messages(csr.indptr, csr.indices, None, None, n))
+    stacked = sp.csr_matrix((csr.data, index, indptr), shape=(n, ncols))
     out[...] = _mix_entries(stacked, weights, ext, core.stochastic)
 
 
@@ -1073,6 +1107,131 @@ class Noisy(_Messages):
 
     def __repr__(self):
         return f"Noisy({self.base!r}, sigma={self.sigma}, seed={self.seed})"
+
+
+class _Ring:
+    """One mixed quantity's messages of the last ``D + 1`` iterations (``rounds`` each), after ``n_own`` rows of
+    own values: the stacked block a delayed round reads (:class:`Delayed`)."""
+
+    def __init__(self, n_own, n_block, width, max_delay, rounds, dtype):
+        self.n_own, self.n_block, self.D, self.rounds = n_own, n_block, max_delay, rounds
+        self.buffer = np.zeros((n_own + (max_delay + 1) * rounds * n_block, width), dtype=dtype)
+        self.last = None  # the last iteration whose messages are in
+        self.fresh = True
+
+    def block(self, t, r):
+        return (t % (self.D + 1)) * self.rounds + r
+
+    def start(self, t):
+        """Before iteration ``t``'s messages go in: without those of ``t - 1`` (a fresh ring, or iterations out of
+        order) every slot will hold ``t``'s (the initial message counts as known)."""
+        self.fresh = self.fresh or self.last is None or t not in (self.last, self.last + 1)
+
+    def filled(self, t, r):
+        """Round ``r``'s messages of iteration ``t`` are in their block: a fresh ring copies them to every block
+        of that round."""
+        if self.fresh:
+            src = self.buffer[self.n_own + self.block(t, r) * self.n_block:][: self.n_block]
+            for s in range(self.D + 1):
+                k = self.n_own + ((s * self.rounds) + r) * self.n_block
+                if k != self.n_own + self.block(t, r) * self.n_block:
+                    self.buffer[k:k + self.n_block] = src
+
+    def done(self, t):
+        self.last, self.fresh = t, False
+
+
+class Delayed(_Messages):
+    """Messages that arrive late: the message of each link (``j -> i``) sent in iteration ``s`` arrives
+    ``tau`` iterations later, ``tau`` drawn per link, round and message (``delay="uniform"``: uniform over
+    ``0 .. max_delay``; ``"fixed"``: always ``max_delay``), and a receiver uses the newest message that has
+    arrived (its own value is current):
+
+        y_i = m_ii x_i(t) + sum_{j != i} m_ij x_j(t - a_ij(t)),   a_ij(t) = min{k : tau_ij(t - k) <= k}
+
+    Before iteration ``max_delay`` a link with nothing arrived yet uses the initial message. The draws are
+    counter-based (``seed, 3 2^61 + s, r, i, j``): every backend and MPI rank, and a resumed run, see the same
+    delays. ``max_delay = 0`` is the base network, bit for bit. It composes with losses and sleep inside
+    (whose weights it applies) and with compression outside: ``Compressed(Delayed(Lossy(A, 0.1), 3), "topk",
+    k=2)`` (the delayed messages are the compressed ones).
+
+    What was sent is state: each mixed quantity keeps its last ``max_delay + 1`` iterations of messages
+    (``(max_delay + 1) n d`` values per quantity and round; checked against the memory before it is
+    allocated), held by the optimizer and saved in its ``state_dict`` (a resume continues bit for bit). Calls
+    of :meth:`mix` outside an optimizer share the network's own history: make them in iteration order.
+
+    Parameters
+    ----------
+    A : MixingMatrix or network
+    max_delay : int >= 0
+        The bound ``D`` on a message's delay, in iterations.
+    delay : {"uniform", "fixed"}
+    seed : int
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rowstoch_fast import topology
+    >>> from rowstoch_fast.network import Delayed
+    >>> net = Delayed(topology.ring(4), max_delay=2, delay="fixed")
+    >>> [float(net.mix(np.full((4, 1), float(t)), t)[0, 0]) for t in range(4)]  # half own x(t), half x(t - 2)
+    [0.0, 0.5, 1.0, 2.0]
+    """
+
+    DELAYS = ("uniform", "fixed")
+
+    def __init__(self, A, max_delay, delay="uniform", seed=0):
+        self.base = as_network(A)
+        self.n, self.stochastic = self.base.n, self.base.stochastic
+        if isinstance(max_delay, (bool, np.bool_)) or not isinstance(max_delay, (int, np.integer)):
+            raise TypeError(f"max_delay must be an integer number of iterations, got {max_delay!r}")
+        self.max_delay = check_int(max_delay, "max_delay", minimum=0, maximum=2**20)
+        if delay not in self.DELAYS:
+            raise ValueError(f"delay must be one of {', '.join(map(repr, self.DELAYS))}, got {delay!r}")
+        self.delay = delay
+        self.seed = check_int(seed, "seed", minimum=0, maximum=MAX_KEY)
+        inner = self.base
+        while isinstance(inner, _Messages):
+            if isinstance(inner, Delayed):
+                raise ValueError("a network takes one Delayed layer (its bound is the largest delay)")
+            inner = inner.base
+
+    def _parameters(self):
+        return {"max_delay": self.max_delay, "delay": self.delay, "seed": self.seed}
+
+    def omega(self, d):
+        return 0.0
+
+    def delta(self, d):
+        return 1.0
+
+    def ring(self, state, t, n_own, n_block, width, rounds, dtype, require=None):
+        """The history of the quantity ``state`` holds (a dict), made where it is missing or of another shape:
+        ``n_own`` own rows, then ``(max_delay + 1) rounds`` blocks of ``n_block`` rows of ``width`` values."""
+        ring = state.get("ring")
+        shape = (n_own + (self.max_delay + 1) * rounds * n_block, width)
+        if ring is None or ring.buffer.shape != shape or ring.buffer.dtype != np.dtype(dtype):
+            from ._checks import require_memory
+
+            nbytes = shape[0] * shape[1] * np.dtype(dtype).itemsize
+            (require or require_memory)(nbytes, f"Delayed(max_delay={self.max_delay}): the messages of the last "
+                                                f"{self.max_delay + 1} iterations of {n_block} nodes x {width} values "
+                                                f"x {rounds} rounds", "use a smaller max_delay")
+            ring = state["ring"] = _Ring(n_own, n_block, width, self.max_delay, rounds, dtype)
+        ring.start(t)
+        return ring
+
+    def index(self, indptr, indices, t, r, layout, row_ids=None, col_ids=None):
+        """The row of the stacked block each stored entry reads in round ``r`` of iteration ``t``
+        (``_core.delay_ages``; ``layout``: ``(n_own, n_block, rounds)``)."""
+        from . import _core
+
+        ids = {} if row_ids is None else {"row_ids": row_ids, "col_ids": col_ids}
+        return _core.delay_ages(indptr, np.asarray(indices, dtype=np.asarray(indptr).dtype), self.seed, t, r,
+                                self.max_delay, fixed=self.delay == "fixed", layout=layout, **ids)[1]
+
+    def __repr__(self):
+        return f"Delayed({self.base!r}, max_delay={self.max_delay}, delay={self.delay!r}, seed={self.seed})"
 
 
 def weights_of(net):

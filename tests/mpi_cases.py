@@ -187,7 +187,7 @@ def case_cli(out):
 
 def unreliable_networks():
     """Time-varying networks with a compiled pass (what backend='mpi' runs), on 20 nodes."""
-    from rowstoch_fast.network import Compressed, Lossy, Noisy, Schedule, Sleepy, one_peer_exponential
+    from rowstoch_fast.network import Compressed, Delayed, Lossy, Noisy, Schedule, Sleepy, one_peer_exponential
 
     A = topology.erdos_renyi(20, 0.2, seed=5)
     return {"lossy": Lossy(A, 0.3, seed=1), "schedule": Schedule([A, topology.exponential(20)]),
@@ -199,7 +199,11 @@ def unreliable_networks():
             # composed over noise, losses and sleep
             "compressed": Compressed(topology.exponential(20), "topk", k=2),
             "qsgd-noisy-lossy": Compressed(Noisy(Sleepy(Lossy(A, 0.2, seed=8), 0.9, seed=1), 0.01, seed=3), "qsgd",
-                                           bits=4, seed=9)}
+                                           bits=4, seed=9),
+            # delayed messages (every rank keeps every node's): over a static W, and under compression over losses
+            "delayed": Delayed(topology.exponential(20), 2, seed=4),
+            "topk-delayed-lossy": Compressed(Delayed(Sleepy(Lossy(A, 0.2, seed=8), 0.9, seed=1), 3, seed=2), "topk",
+                                             k=2)}
 
 
 def case_networks(out):

@@ -422,7 +422,7 @@ def _emulated_device(cuda_on_host, monkeypatch, on_launch=None):
 
 
 @pytest.mark.parametrize("network", ["static", "lossy", "bursty", "sleepy-lossy", "markov-lossy", "cyclic",
-                                     "compressed"])
+                                     "compressed", "delayed"])
 @pytest.mark.parametrize("name", sorted(REGISTRY))
 def test_the_cupy_backend_on_the_emulated_kernels_equals_the_cpu(cuda_on_host, monkeypatch, name, network):
     """Each algorithm through backends.cupy and the CUDA kernels' logic (mixing, combine, lossy rounds and
@@ -430,7 +430,7 @@ def test_the_cupy_backend_on_the_emulated_kernels_equals_the_cpu(cuda_on_host, m
     runs differs from this only in the hardware."""
     from test_algorithms import _on_cpu_and_device
 
-    from rowstoch_fast.network import Compressed, Lossy, Sleepy
+    from rowstoch_fast.network import Compressed, Delayed, Lossy, Sleepy
 
     fake = _emulated_device(cuda_on_host, monkeypatch)
     cls = REGISTRY[name]
@@ -441,7 +441,9 @@ def test_the_cupy_backend_on_the_emulated_kernels_equals_the_cpu(cuda_on_host, m
             "markov-lossy": Sleepy(Lossy(A, 0.1, seed=5), seed=6, model="markov", p_sleep=0.3, p_wake=0.5),
             "cyclic": Sleepy(A, model="cyclic", period=3),
             "compressed": Compressed(Lossy(A, 0.1, seed=5), "qsgd", bits=4, seed=2) if "W" not in cls.matrices else
-            Compressed(A, "topk", k=2)}
+            Compressed(A, "topk", k=2),
+            "delayed": Compressed(Delayed(Lossy(A, 0.1, seed=5), 2, seed=3), "qsgd", bits=4) if "W" not in cls.matrices
+            else Delayed(A, 2, seed=3)}
     net = nets[network]
     if not cls.applies_to(net):  # an undirected network's method takes its static W only (refused: test_network)
         pytest.skip(f"{name} does not run on this network (its applies_to; refusals: test_network)")
@@ -454,8 +456,9 @@ def test_the_cupy_backend_on_the_emulated_kernels_equals_the_cpu(cuda_on_host, m
 
     assert ran("combine_f64")
 
-    if cls.matrices and not cls.per_link_state and network != "compressed":  # (the centralized baseline does
-        # not gossip; running sums are generic array operations; compressed messages are mixed on the host)
+    if cls.matrices and not cls.per_link_state and network not in ("compressed", "delayed"):  # (the centralized
+        # baseline does not gossip; running sums are generic array operations; compressed and delayed messages are
+        # mixed on the host)
         assert ran("csr_mix_lossy") == (network != "static")
         assert (ran("csr_mix_entry") or ran("csr_mix_row") or ran("csr_mix_circ")) == (network == "static")
         assert ran("ge_advance") == (network == "bursty")

@@ -461,7 +461,7 @@ class Optimizer(FailureHandling, Persistence):
         :meth:`step` if not called."""
         if self._initialized:
             raise RuntimeError(f"{type(self).__name__} is already initialized")
-        self._ops.t = 0
+        self._ops.t, self._ops.phase, self._ops.calls = 0, "init", 0  # (delayed histories: per quantity mixed)
         self._initialize(grad_fn)
         self._settle()
         self._initialized = True
@@ -500,7 +500,8 @@ class Optimizer(FailureHandling, Persistence):
         if not self._initialized:
             self.initialize(grad_fn)
         t = self.iteration
-        self._ops.t = t  # the iteration a time-varying network mixes with
+        self._ops.t, self._ops.phase, self._ops.calls = t, "step", 0  # the iteration a time-varying network mixes
+        # with (and a delayed network's histories, one per quantity mixed, told apart by call order)
         self._advance(grad_fn, self._cur, self._nxt, t)
         # Commit in one statement with no calls (no signal can land half-way).
         self._cur, self._nxt, self.iteration = self._nxt, self._cur, t + 1

@@ -98,6 +98,7 @@ class Persistence:
         self._settle()
         blocks = {name: self._ops.gather(self._cur[name]) for name in self.state}
         blocks.update(self._save_extra())  # (collective too: an algorithm's other state, e.g. per-link sums)
+        blocks.update(self._ops.save_channels())  # (a delayed network's messages in flight)
         if not self._ops.is_root:
             return None
         out = {"format": np.array(f"rowstoch_fast.{type(self).__name__}/1")}
@@ -184,6 +185,7 @@ class Persistence:
         opt.iteration = int(iteration)
         opt._initialized = bool(state.get("initialized", True))
         opt._load_extra(state)
+        opt._ops.load_channels(state)
         if lr is not None and opt._initialized:
             opt._lr_changed()
         return opt

@@ -77,10 +77,19 @@ class CHOCOSGD(Optimizer):
         self._omega = W.contraction(self._d)[0] if W is not weights_of(W) else 0.0
 
     def _validate(self, matrices, x0, hyper):
+        W = matrices["W"]
+        if hasattr(W, "delayed") and W.delayed() is not None:  # (before anything is allocated)
+            raise ValueError(f"CHOCOSGD: W must deliver every message in its iteration (the neighbours' copies x_hat "
+                             f"add the same q_k), got {W!r}; use Compressed / Noisy over a static W")
         if hyper["gamma"] is None:  # the compression's contraction on models of d values (x0's last axis)
             W, d = matrices["W"], np.shape(x0)[-1] if np.ndim(x0) else 1
             hyper = {**hyper, "gamma": W.contraction(max(d, 1))[1] if hasattr(W, "contraction") else 1.0}
         return super()._validate(matrices, x0, hyper)
+
+    @classmethod
+    def applies_to(cls, A):
+        """A static doubly stochastic ``W`` (compressed or noisy messages allowed), not a delayed one."""
+        return super().applies_to(A) and not (hasattr(A, "delayed") and A.delayed() is not None)
 
     def _check_hyper(self, lr, gamma):
         self.lr = self._check_lr(lr)

@@ -88,6 +88,51 @@ class Backend:
         copying it into a block of its own: never, unless a backend says so."""
         return False
 
+    # ------------------------------------------------------------------ delayed messages: one history per quantity
+    #: Which part of a step is mixing (``"init"`` or ``"step"``) and how many delayed mixes it has made: the
+    #: history of a delayed network's messages is kept per quantity, told apart by call order (set by the optimizer).
+    phase = "step"
+    calls = 0
+
+    def channel(self, net):
+        """The state (a dict) of the next mix of ``net`` in this step when it delays messages (each quantity an
+        algorithm mixes in a step keeps its own history), else None."""
+        if not (hasattr(net, "delayed") and net.delayed() is not None):
+            return None
+        key = (self.phase, self.calls)
+        self.calls += 1
+        return self.__dict__.setdefault("_channels", {}).setdefault(key, {})
+
+    def save_channels(self):
+        """``{key: host array}`` of every delayed history (the messages of all nodes, block by block, and the last
+        iteration), on the root; ``{}`` without any."""
+        out = {}
+        for (phase, k), state in sorted(self.__dict__.get("_channels", {}).items()):
+            ring = state.get("ring")
+            if ring is not None and ring.last is not None:
+                blocks = ring.buffer[ring.n_own:]
+                out[f"delayed/{phase}/{k}/messages"] = np.array(blocks.get() if hasattr(blocks, "get") else blocks)
+                out[f"delayed/{phase}/{k}/last"] = np.array(ring.last)
+                out[f"delayed/{phase}/{k}/layout"] = np.array([ring.n_block, ring.D, ring.rounds])
+        return out
+
+    def load_channels(self, state):
+        """Restore :meth:`save_channels`' histories (every process gets every node's messages)."""
+        from ..network import _Ring
+
+        channels = self.__dict__.setdefault("_channels", {})
+        for key in state:
+            if not (isinstance(key, str) and key.startswith("delayed/") and key.endswith("/messages")):
+                continue
+            _, phase, k, _ = key.split("/")
+            prefix = key[:-len("messages")]
+            n_block, D, rounds = (int(v) for v in np.asarray(state[prefix + "layout"]))
+            blocks = np.asarray(state[key])
+            ring = _Ring(self.rows, n_block, blocks.shape[1], D, rounds, self.dtype)
+            ring.buffer[self.rows:] = blocks
+            ring.last, ring.fresh = int(state[prefix + "last"]), False
+            channels[(phase, int(k))] = {"ring": ring}
+
     def compress(self, net, src, out, t):
         """``out <- Q(src)``: the messages this process's rows send through the compressing (or noisy) network
         ``net`` at iteration ``t`` (round 0), drawn on the nodes' global ids

@@ -49,8 +49,8 @@ class CpuBackend(Backend):
         """``out <- M^rounds src`` (``work``: a second buffer when ``rounds > 1``); a time-varying network
         (:mod:`rowstoch_fast.network`) applies the rounds of iteration :attr:`t`."""
         if not isinstance(M, MixingMatrix):
-            if hasattr(M, "encode"):  # compressed or noisy messages: cut into models of d values
-                return M.mix(src, self.t, rounds, out=out, d=self.message_d)
+            if hasattr(M, "encode"):  # compressed, noisy or delayed messages: models of d values, histories
+                return M.mix(src, self.t, rounds, out=out, d=self.message_d, state=self.channel(M))
             return M.mix(src, self.t, rounds, out=out)
         c = M.csr
         if rounds == 1:

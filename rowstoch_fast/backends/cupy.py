@@ -505,7 +505,8 @@ class CupyBackend(Backend):
         the compiled pass of its :meth:`plan` (the awake mask, ``n`` bytes, is copied to the device once per
         iteration; Gilbert-Elliott states are advanced on the device); a network without a plan is refused."""
         if hasattr(net, "encode"):
-            return self._on_host(out, lambda: net.mix(to_cpu(src), t, rounds, d=self.message_d))
+            state = self.channel(net)
+            return self._on_host(out, lambda: net.mix(to_cpu(src), t, rounds, d=self.message_d, state=state))
         plan = net.plan(t)
         if plan is None:
             raise ValueError(f"{net!r} has no compiled pass and so does not run on backend='cupy'")

@@ -370,6 +370,8 @@ class MpiBackend(CpuBackend):
         if plan is None and not isinstance(core, MixingMatrix):
             raise ValueError(f"{net!r} has no compiled pass under its messages and so does not run on backend='mpi'; "
                              "use backend='cpu'")
+        if net.delayed() is not None:
+            return self._mix_delayed(net, core, plan, t, src, out, rounds)
         cur = src
         for r in range(rounds):
             M = core if plan is None else plan[0](r)
@@ -400,6 +402,54 @@ class MpiBackend(CpuBackend):
             halo.comm_seconds += t1 - t0
             halo.compute_seconds += time.perf_counter() - t1
             cur = out
+        return out
+
+    def _mix_delayed(self, net, core, plan, t, src, out, rounds):
+        """A delayed network's rounds on this rank's rows: every rank keeps every node's messages of the last
+        ``D + 1`` iterations (all-gathered each round: ``n d`` values per rank and round, correct but not a halo
+        exchange), and each entry reads the newest that has arrived (``_core.delay_ages`` on global ids)."""
+        delayed, n, nl, w = net.delayed(), self.n, self.rows, src.shape[1]
+        ring = delayed.ring(self.channel(net), t, nl, n, w, rounds, self.dtype,
+                            require=lambda nbytes, what, hint: self.call(self.require_memory, nbytes, what, hint))
+        order = self.__dict__.get("_rank_order")
+        if order is None:  # the global ids in rank order (what Allgatherv returns)
+            size = self.comm.Get_size()
+            order = self._rank_order = (np.concatenate([np.flatnonzero(self.owner == k) for k in range(size)]),
+                                        np.bincount(self.owner, minlength=size))
+        mtype = _mpi().DOUBLE if self.dtype == np.float64 else _mpi().FLOAT
+        mine = np.empty((nl, w), dtype=self.dtype)
+        gathered = np.empty((n, w), dtype=self.dtype)
+        cur = src
+        for r in range(rounds):
+            net.encode(np.ascontiguousarray(cur), mine, t, r, self.message_d, row_ids=self.local_nodes,
+                       own=ring.buffer[:nl])
+            t0 = time.perf_counter()
+            counts = order[1] * w  # (values per rank: this block's width)
+            self.comm.Allgatherv(mine, [gathered, (counts, _displs(counts)), mtype])
+            t1 = time.perf_counter()
+            block = nl + ring.block(t, r) * n
+            ring.buffer[block + order[0]] = gathered
+            ring.filled(t, r)
+            M = core if plan is None else plan[0](r)
+            halo = self.halo(M)
+            indptr = np.asarray(halo.indptr, dtype=np.int64)
+            cols = np.asarray(halo.col_ids, dtype=np.int64)[halo.indices]
+            every = self.__dict__.setdefault("_every_node", np.arange(n, dtype=np.int64))
+            index = delayed.index(indptr, cols, t, r, (nl, n, rounds), row_ids=self.local_nodes, col_ids=every)
+            if plan is None:
+                _core.mix(indptr, index, halo.data, ring.buffer, out, check_indices=False, ncols=len(ring.buffer))
+            else:
+                _, seed, p, awake, chain = plan
+                bad = None if chain is None else chain.bad_states(halo.indptr, halo.indices, t,
+                                                                  row_ids=halo.local_nodes, col_ids=halo.col_ids)
+                ids = np.concatenate([self.local_nodes, np.tile(every, (len(ring.buffer) - nl) // n)])
+                _core.mix_lossy(indptr, index, halo.data, ring.buffer, out, seed=seed, t=t, r=r, p=p,
+                                       renormalise=net.stochastic == "row", awake=awake, row_ids=self.local_nodes,
+                                       col_ids=ids, ncols=len(ring.buffer), bad=bad, check_indices=False)
+            halo.comm_seconds += t1 - t0
+            halo.compute_seconds += time.perf_counter() - t1
+            cur = out
+        ring.done(t)
         return out
 
     # ------------------------------------------------------------------ per-link running sums

@@ -1,5 +1,6 @@
-"""Compressed and noisy messages (rowstoch_fast.network.Compressed / Noisy) and CHOCO-SGD: the compiled encoder
-and rounds against the dense definitions of _reference, identities bit for bit, bytes, bad input."""
+"""Compressed, noisy and delayed messages (rowstoch_fast.network.Compressed / Noisy / Delayed) and CHOCO-SGD: the
+compiled encoder, delays and rounds against the dense definitions of _reference, identities bit for bit, bytes,
+resume, bad input."""
 
 import numpy as np
 import pytest
@@ -9,7 +10,7 @@ import rowstoch_fast as rf
 from rowstoch_fast import _reference as ref
 from rowstoch_fast import topology
 from rowstoch_fast.algorithms import REGISTRY
-from rowstoch_fast.network import Compressed, Lossy, Noisy, Schedule, Sleepy
+from rowstoch_fast.network import Compressed, Delayed, Lossy, Noisy, Schedule, Sleepy
 
 METHODS = [dict(method="qsgd", bits=3), dict(method="qsgd", bits=2, unbiased=False), dict(method="sign"),
            dict(method="topk", k=2), dict(method="randk", k=2), dict(method="randk", k=3, unbiased=False),
@@ -266,3 +267,118 @@ def test_compare_takes_the_communication_options_and_the_toml_table(tmp_path, ca
     capsys.readouterr()
     assert cli.main(["compare", "--config", str(toml), "--out", str(tmp_path / "bad"), "--no-progress"]) == 2
     assert "--k in 1..d" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("D,fixed", [(1, False), (3, False), (4, True), (0, False)])
+def test_delay_ages_equal_their_definition(D, fixed):
+    """The compiled ages (the newest message that has arrived, per link) are _reference.delay_ages', also on an MPI
+    rank's rows (global ids); they are bounded by min(D, t), 0 on self loops, and the row each entry reads is in
+    the block of iteration t - age."""
+    from rowstoch_fast import _core
+
+    c = topology.erdos_renyi(15, 0.3, seed=1).csr
+    for t in (0, 1, 2, 5, 50):
+        ages = _core.delay_ages(c.indptr, c.indices, 7, t, 1, D, fixed=fixed)
+        np.testing.assert_array_equal(ages, ref.delay_ages(c.indptr, c.indices, 7, t, 1, D, fixed=fixed))
+        assert ages.max() <= min(D, t)
+        rows = np.repeat(np.arange(15), np.diff(c.indptr))
+        assert (ages[rows == c.indices] == 0).all()
+        _, index = _core.delay_ages(c.indptr, c.indices, 7, t, 1, D, fixed=fixed, layout=(15, 15, 2))
+        own = rows == c.indices
+        np.testing.assert_array_equal(index[own], rows[own])
+        np.testing.assert_array_equal(index[~own], 15 + (((t - ages[~own]) % (D + 1)) * 2 + 1) * 15 + c.indices[~own])
+    ids = np.array([3, 7, 11], dtype=np.int64)  # rows 3, 7, 11 of the matrix, held by one rank
+    sub = c[ids]
+    got = _core.delay_ages(sub.indptr.astype(np.int64), sub.indices.astype(np.int64), 7, 9, 0, D, fixed=fixed,
+                           row_ids=ids, col_ids=np.arange(15, dtype=np.int64))
+    whole = ref.delay_ages(c.indptr, c.indices, 7, 9, 0, D, fixed=fixed)
+    np.testing.assert_array_equal(got, np.concatenate([whole[c.indptr[i]:c.indptr[i + 1]] for i in ids]))
+
+
+@pytest.mark.parametrize("network", sorted(NETWORKS))
+def test_delayed_rounds_equal_their_definition(network):
+    """Ten iterations of Delayed (and of top-k under Delayed): y_i = m_ii x_i(t) + sum_j m_ij q_j(t - a_ij) with the
+    messages of every iteration and the ages of _reference, the round's weights those of the base network."""
+    A = topology.erdos_renyi(12, 0.3, seed=2)
+    base = NETWORKS[network](A)
+    rng = np.random.default_rng(0)
+    full = A.csr
+    for net in (Delayed(base, 3, seed=5), Compressed(Delayed(base, 2, seed=5), "topk", k=2),
+                Delayed(base, 2, delay="fixed")):
+        history = []
+        delayed = net.delayed()
+        for t in range(10):
+            X = rng.standard_normal((12, 3))
+            Y = net.mix(X, t, d=3)
+            history.append(ref.compress(X, "topk", 3, 0, t, 0, k=2) if isinstance(net, Compressed) else X)
+            links_of = topology.ring(12).csr if network == "sleepy-lossy" and t % 2 else full  # (the schedule's)
+            ages = np.zeros((12, 12), dtype=int)
+            ages[np.repeat(np.arange(12), np.diff(links_of.indptr)), links_of.indices] = ref.delay_ages(
+                links_of.indptr, links_of.indices, delayed.seed, t, 0, delayed.max_delay, fixed=delayed.delay == "fixed")
+            M = net.matrix(t, 0).toarray()
+            np.testing.assert_allclose(Y, ref.delayed_mix(M, X, history, t, ages), rtol=1e-12, atol=1e-13,
+                                       err_msg=f"{net!r} at t = {t}")
+
+
+@pytest.mark.parametrize("name", ["dsgd", "push-pull", "sgp", "pull-diag-gt", "diging"])
+def test_max_delay_zero_is_the_base_network_bit_for_bit(name):
+    cls = REGISTRY[name]
+    A = for_algorithm(cls, topology.erdos_renyi(10, 0.4, seed=3))
+    plain = A if "W" in cls.matrices else Lossy(A, 0.2, seed=1)
+    b = np.random.default_rng(0).standard_normal((10, 3))
+    runs = [cls.build(M, np.zeros(3), 0.05) for M in (Delayed(plain, 0, seed=2), plain)]
+    for opt in runs:
+        for _ in range(15):
+            opt.step(lambda X: X - b)
+    if name == "diging":
+        np.testing.assert_allclose(runs[0].x, runs[1].x, rtol=1e-13, atol=1e-15)
+    else:
+        np.testing.assert_array_equal(runs[0].x, runs[1].x)
+
+
+@pytest.mark.parametrize("name", ["push-pull", "pull-diag-gt", "push-diging", "extra"])
+def test_a_delayed_run_resumes_bit_for_bit_and_each_quantity_keeps_its_history(name, tmp_path):
+    """state_dict saves the messages in flight (one history per quantity the algorithm mixes: Push-Pull's x and y
+    apart); from_state_dict, through an .npz, continues bit for bit. The delays change the run."""
+    cls = REGISTRY[name]
+    A = for_algorithm(cls, topology.erdos_renyi(12, 0.35, seed=4))
+    net = Delayed(A if "W" in cls.matrices else Lossy(A, 0.1, seed=1), 3, seed=6)
+    mats = {k: (net.map(rf.mixing.out_degree_weights) if k == "C" else net) for k in cls.matrices}
+    b = np.random.default_rng(0).standard_normal((12, 3))
+    opt = cls.build(net, np.zeros(3), 0.02)
+    for _ in range(7):
+        opt.step(lambda X: X - b)
+    np.savez(tmp_path / "s.npz", **opt.state_dict())
+    for _ in range(9):
+        opt.step(lambda X: X - b)
+    resumed = cls.from_state_dict(dict(np.load(tmp_path / "s.npz")), **mats)
+    for _ in range(9):
+        resumed.step(lambda X: X - b)
+    np.testing.assert_array_equal(resumed.x, opt.x)
+    plain = cls.build(net.base, np.zeros(3), 0.02)
+    for _ in range(16):
+        plain.step(lambda X: X - b)
+    assert np.abs(plain.x - opt.x).max() > 1e-6
+    if name == "push-pull":
+        assert len(opt._ops._channels) == 2
+
+
+@pytest.mark.parametrize("call,match", [
+    (lambda A: Delayed(A, -1), "max_delay"), (lambda A: Delayed(A, 1.5), "max_delay must be an integer"),
+    (lambda A: Delayed(A, True), "max_delay must be an integer"), (lambda A: Delayed(A, "3"), "integer"),
+    (lambda A: Delayed(A, 2, delay="poisson"), "delay must be"),
+    (lambda A: Delayed(Delayed(A, 1), 2), "one Delayed layer"), (lambda A: Lossy(Delayed(A, 1), 0.1), "outermost"),
+    (lambda A: rf.CHOCOSGD(Delayed(topology.ring(8, directed=False, weights="metropolis"), 1), np.zeros(2),
+                           lr=0.1), "every message in its iteration"),
+])
+def test_bad_delays_are_named(call, match):
+    with pytest.raises((ValueError, TypeError), match=match):
+        call(topology.exponential(8))
+
+
+def test_a_delay_bound_whose_history_cannot_fit_is_refused_before_allocating():
+    """The messages of the last max_delay + 1 iterations are checked against the memory limit first: MemoryError
+    naming max_delay, nothing allocated."""
+    net = Delayed(topology.exponential(4096), 2**20 - 1)
+    with pytest.raises(MemoryError, match="max_delay"):
+        rf.DSGD(net, np.zeros(64), lr=0.1).step(lambda X: X)
