@@ -8,8 +8,10 @@ Interleaved medians of one gossip round on the exponential graph: the static ``M
 kernel), ``Lossy(A, p).mix`` and ``Sleepy(A, 0.9).mix`` (losses and sleep drawn by hashing inside the compiled
 CSR pass, rows renormalised there: ``_core.mix_lossy``), ``one_peer_exponential(n).mix`` (a
 2-entry-per-row schedule) and compressed messages (``Compressed(A, "qsgd", bits=4)``, ``"topk", k=2`` and
-``Compressed(Lossy(A, p), "topk", k=2)``: the messages encoded in C++, then one pass over ``[X; Q]``). Targets:
-lossy at most 1.5x the static mix (bench/RESULTS.md section 11); compressed within 2x (issue 37).
+``Compressed(Lossy(A, p), "topk", k=2)``: the messages encoded in C++, then one pass over ``[X; Q]``) and
+delayed ones (``Delayed(A, 3)``, uniform and fixed delays: the ages hashed in C++, then one pass over ``[X; the
+last 4 iterations' messages]``). Targets: lossy at most 1.5x the static mix (bench/RESULTS.md section 11);
+compressed or delayed within 2x (issue 37).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 from _harness import interleaved, machine_info  # noqa: E402
 
 from rowstoch_fast import _core, topology  # noqa: E402
-from rowstoch_fast.network import Compressed, Lossy, Sleepy, one_peer_exponential  # noqa: E402
+from rowstoch_fast.network import Compressed, Delayed, Lossy, Sleepy, one_peer_exponential  # noqa: E402
 
 
 def main(argv=None):
@@ -48,7 +50,8 @@ def main(argv=None):
         return run
 
     compressed = {"qsgd-4": Compressed(A, "qsgd", bits=4, seed=1), "topk-2": Compressed(A, "topk", k=2),
-                  "lossy-topk-2": Compressed(lossy, "topk", k=2)}
+                  "lossy-topk-2": Compressed(lossy, "topk", k=2), "delayed-3": Delayed(A, 3, seed=1),
+                  "delayed-3-fixed": Delayed(A, 3, delay="fixed")}
     med, _ = interleaved({"static": lambda: A.mix(X, out=out), "lossy": step(lossy), "sleepy": step(sleepy),
                           "one-peer": step(onepeer), **{k: step(v) for k, v in compressed.items()}},
                          rounds=args.rounds, min_time=0.3)

@@ -526,20 +526,27 @@ py::object delay_ages(py::array indptr, py::array indices, std::uint64_t seed, s
                                       layout.rounds, ") does not hold ", ncols, " columns and round ", r));
         checked_product({max_delay + 1, layout.rounds, std::max<int64_t>(layout.n_block, 1)}, "the delayed block's rows");
     }
-    py::array_t<std::int32_t> out(indices.shape(0));
-    py::array_t<std::int64_t> index(with_index ? indices.shape(0) : 0);
-    auto run = [&](auto i) {
+    // the index in the CSR's own integer type where the stacked block's rows fit it (the mix kernels take both
+    // index arrays of one type); ages only where asked for
+    const int64_t stacked = with_index ? layout.n_own + (max_delay + 1) * layout.rounds * layout.n_block : 0;
+    const bool narrow = !is_i64(indptr) && stacked <= std::numeric_limits<int32_t>::max();
+    py::array_t<std::int32_t> out(with_index ? 0 : indices.shape(0));
+    py::array index = narrow ? py::array(py::array_t<std::int32_t>(with_index ? indices.shape(0) : 0))
+                             : py::array(py::array_t<std::int64_t>(with_index ? indices.shape(0) : 0));
+    auto run = [&](auto i, auto j) {
         using I = decltype(i);
+        using J = decltype(j);
         const auto links = checked_links<I>(indptr, indices, rows, ncols, !col_ids_obj.is_none());
         const I *Ap = links.first, *Aj = links.second;
-        std::int32_t* ages = out.mutable_data();
-        std::int64_t* ix = with_index ? index.mutable_data() : nullptr;
+        std::int32_t* ages = with_index ? nullptr : out.mutable_data();
+        J* ix = with_index ? static_cast<J*>(index.mutable_data()) : nullptr;
         py::gil_scoped_release nogil;
         rowstoch::delay_ages(Ap, Aj, rows, ids, seed, t, r, max_delay, fixed, ages, ix, layout);
     };
-    if (is_i64(indptr)) run(int64_t{});
-    else run(int32_t{});
-    if (with_index) return py::make_tuple(out, index);
+    if (is_i64(indptr)) run(int64_t{}, int64_t{});
+    else if (narrow) run(int32_t{}, int32_t{});
+    else run(int32_t{}, int64_t{});
+    if (with_index) return index;
     return out;
 }
 
@@ -928,8 +935,8 @@ PYBIND11_MODULE(_core, m) {
           py::arg("r"), py::arg("max_delay"), py::arg("fixed") = false, py::arg("row_ids") = py::none(),
           py::arg("col_ids") = py::none(), py::arg("layout") = py::none(),
           "int32 per stored entry: the age (iterations) of the newest message of the link that has arrived by "
-          "iteration t (network.Delayed; rowstoch/network.hpp); with layout = (n_own, n_block, rounds): "
-          "(ages, the int64 row each entry reads in the delayed round's stacked block).");
+          "iteration t (network.Delayed; rowstoch/network.hpp); with layout = (n_own, n_block, rounds): instead "
+          "the row each entry reads in the delayed round's stacked block (int32 where indptr is and the rows fit).");
     m.def("lost_links", &lost_links, py::arg("indptr"), py::arg("indices"), py::arg("seed"), py::arg("t"),
           py::arg("r"), py::arg("p"), py::arg("row_ids") = py::none(), py::arg("col_ids") = py::none(),
           py::arg("bad") = py::none(),

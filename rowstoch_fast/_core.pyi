@@ -79,7 +79,7 @@ def delay_ages(
     row_ids: NDArray[np.int64] | None = None,
     col_ids: NDArray[np.int64] | None = None,
     layout: tuple[int, int, int] | None = None,
-) -> NDArray[np.int32] | tuple[NDArray[np.int32], NDArray[np.int64]]: ...
+) -> NDArray[np.int32] | NDArray[np.int64]: ...
 def lost_links(
     indptr: NDArray[np.integer],
     indices: NDArray[np.integer],

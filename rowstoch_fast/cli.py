@@ -124,7 +124,9 @@ def _check_network_args(args):
     """Cheap checks of the communication options (:func:`_communication_options`), before anything is built."""
     _refuse_unread(args, [
         (("--network-seed",), args.loss == 0 and args.awake == 1 and args.activation == "bernoulli" and
-         args.compress is None and args.noise is None, "without --loss, --awake, --activation, --compress or --noise"),
+         args.compress is None and args.noise is None and args.max_delay is None,
+         "without --loss, --awake, --activation, --compress, --noise or --max-delay"),
+        (("--delay",), args.max_delay is None, "without --max-delay"),
         (("--bits",), args.compress not in ("qsgd", "round"), "without --compress qsgd or round"),
         (("--k",), args.compress not in ("topk", "randk"), "without --compress topk or randk"),
         (("--biased",), args.compress not in ("qsgd", "randk"), "without --compress qsgd or randk")])
@@ -160,6 +162,8 @@ def _check_network_args(args):
             raise UsageError(f"--compress {args.compress} needs --k in 1..d{f' (d = {d})' if d else ''}, got {args.k}")
     if args.noise is not None and not (np.isfinite(args.noise) and args.noise >= 0):
         raise UsageError(f"--noise must be a finite number >= 0, got {args.noise}")
+    if args.max_delay is not None and not 0 <= args.max_delay <= 2**20:
+        raise UsageError(f"--max-delay must be an integer in 0..{2**20} (iterations), got {args.max_delay}")
 
 
 def _check_run_args(args):
@@ -196,7 +200,7 @@ def _check_objective_size(args, n):
 def _unreliable(A, args):
     """``A`` wrapped in the losses, sleep, noise and compression the communication options ask for (``A`` itself
     without them)."""
-    from .network import Compressed, Lossy, Noisy, Sleepy
+    from .network import Compressed, Delayed, Lossy, Noisy, Sleepy
 
     net = A  # (the options were checked in _check_run_args)
     if args.loss or args.loss_model != "bernoulli":
@@ -207,7 +211,9 @@ def _unreliable(A, args):
         net = Sleepy(net, seed=args.network_seed, model=args.activation, **kw)
     elif args.awake != 1.0:
         net = Sleepy(net, args.awake, seed=args.network_seed)
-    if args.noise is not None:  # (on what the links carry: outermost, under the compression)
+    if args.max_delay is not None:  # (on what the links carry: outside the losses and sleep, under the rest)
+        net = Delayed(net, args.max_delay, delay=args.delay, seed=args.network_seed)
+    if args.noise is not None:
         net = Noisy(net, args.noise, seed=args.network_seed)
     if args.compress is not None:
         kw = {"bits": args.bits} if args.compress in ("qsgd", "round") else {"k": args.k} \
@@ -232,6 +238,8 @@ def _run_config(args):
         config.update({k: getattr(args, k) for k in ("activation", "p_sleep", "p_wake", "rate", "period")})
     if args.compress is not None or args.noise is not None:  # (likewise)
         config.update({k: getattr(args, k) for k in ("compress", "bits", "k", "biased", "noise")})
+    if args.max_delay is not None:  # (likewise)
+        config.update(max_delay=args.max_delay, delay=args.delay)
     if args.matrix:
         config["topology"] = config["n"] = None
     else:
@@ -697,7 +705,7 @@ def _write_experiment(args, problems, file_algorithms):
     keys = ("config_file", "topology", "n", "matrix", "normalize", "undirected", "weights", "objective", "total",
             "batch", "samples_per_node", "d", "rho", "lam", "heterogeneity", "sigma", "data_seed", "data_file",
             "algorithms", "loss", "loss_model", "p_bad", "p_recover", "awake", "activation", "p_sleep", "p_wake",
-            "rate", "period", "compress", "bits", "k", "biased", "noise", "network_seed",
+            "rate", "period", "compress", "bits", "k", "biased", "noise", "max_delay", "delay", "network_seed",
             "rounds_budget", "lr", "mg_rounds", "tracker", "backend", "repeats", "seed", "metric", "x", "format")
     settings = {k: getattr(args, k, None) for k in keys}
     os.makedirs(args.out, exist_ok=True)
@@ -884,6 +892,11 @@ def _communication_options(parser):
                             help="qsgd: the nearest level instead of stochastic rounding; randk: no d/k rescaling")
     unreliable.add_argument("--noise", type=float, default=None,
                             help="standard deviation of Gaussian noise on every message (network.Noisy)")
+    unreliable.add_argument("--max-delay", type=int, default=None,
+                            help="messages arrive up to this many iterations late; receivers use the newest arrived "
+                                 "(network.Delayed)")
+    unreliable.add_argument("--delay", choices=["uniform", "fixed"], default="uniform",
+                            help="with --max-delay: each message's delay uniform over 0..max-delay, or always it")
     unreliable.add_argument("--network-seed", type=_seed, default=0,
                             help="seed of the losses, sleep, compression and noise")
 

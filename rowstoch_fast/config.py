@@ -53,7 +53,8 @@ SCHEMA = {
     "communication": {key: (key, kind) for key, kind in (
         ("loss", float), ("loss_model", str), ("p_bad", float), ("p_recover", float), ("awake", float),
         ("activation", str), ("p_sleep", float), ("p_wake", float), ("rate", float), ("period", int),
-        ("compress", str), ("bits", int), ("k", int), ("biased", bool), ("noise", float), ("network_seed", int))},
+        ("compress", str), ("bits", int), ("k", int), ("biased", bool), ("noise", float), ("max_delay", int),
+        ("delay", str), ("network_seed", int))},
     "run": {"rounds_budget": ("rounds_budget", int), "repeats": ("repeats", int), "seed": ("seed", int),
             "tracker": ("tracker", str), "backend": ("backend", str), "mg_rounds": ("mg_rounds", int),
             "algorithms": ("algorithm_set", str)},
@@ -72,7 +73,8 @@ CHOICES = {("network", "weights"): ("in-degree", "metropolis"),
            ("outputs", "x"): ("rounds", "gradients", "bytes", "seconds"),
            ("communication", "loss_model"): ("bernoulli", "gilbert-elliott"),
            ("communication", "activation"): ("bernoulli", "markov", "poisson", "cyclic"),
-           ("communication", "compress"): ("qsgd", "sign", "topk", "randk", "round")}
+           ("communication", "compress"): ("qsgd", "sign", "topk", "randk", "round"),
+           ("communication", "delay"): ("uniform", "fixed")}
 
 
 class ConfigError(ValueError):

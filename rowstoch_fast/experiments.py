@@ -377,17 +377,20 @@ COMMUNICATION_ALGORITHMS = ("dgd", "choco-sgd", "diging", "push-pull", "pull-dia
 
 
 def reproduce_communication(out_dir, rounds_budget=1000, repeats=3, d=32, n=32, algorithms=COMMUNICATION_ALGORITHMS,
-                            seed=0, progress=True, log=print):
+                            delays=(1, 2, 4, 8), seed=0, progress=True, log=print):
     """Compressed messages against the algorithms (issue 37): the undirected exponential graph on ``n`` nodes
     (Metropolis weights: every method runs on it), least squares in ``d`` dimensions, each algorithm at the
     learning rate tuned without compression, then under QSGD (8, 4 and 2 bits, unbiased) and top-k
-    (``k = d / 4, d / 16``) with the same number of communication rounds. Returns the table (also
-    ``communication.csv``, and ``communication.png``: the final suboptimality against the bytes sent, one line per
-    algorithm through its compression levels, one panel per compressor)."""
+    (``k = d / 4, d / 16``) and delayed messages (delays uniform up to ``delays``) with the same number of
+    communication rounds. Returns the table (also ``communication.csv``, and ``communication.png``: the final
+    suboptimality against the bytes sent, one line per algorithm through its compression levels, one panel per
+    compressor, and against the delay bound in a third; CHOCO-SGD refuses delays: its copies need every message
+    in its iteration)."""
     import pandas as pd
 
     from . import compare as cmp
-    from .network import Compressed
+    from .algorithms import REGISTRY
+    from .network import Compressed, Delayed
     from .objectives import LeastSquares
 
     os.makedirs(out_dir, exist_ok=True)
@@ -398,6 +401,7 @@ def reproduce_communication(out_dir, rounds_budget=1000, repeats=3, d=32, n=32, 
     settings = [("none", "none", W)]
     settings += [(f"qsgd {b} bits", "qsgd", Compressed(W, "qsgd", bits=b, seed=seed + 1)) for b in (8, 4, 2)]
     settings += [(f"top-{k}", "topk", Compressed(W, "topk", k=k)) for k in (max(1, d // 4), max(1, d // 16))]
+    settings += [(f"delay <= {D}", "delay", Delayed(W, D, seed=seed + 2)) for D in delays]
     rows, interrupted, error = [], False, None
     try:
         with warnings.catch_warnings():
@@ -409,21 +413,22 @@ def reproduce_communication(out_dir, rounds_budget=1000, repeats=3, d=32, n=32, 
         if not interrupted:
             log("learning rates tuned without compression: " + ", ".join(f"{k} {v:g}" for k, v in rates.items()))
         for label, kind, net in [] if interrupted else settings:
+            running = [name for name in names if REGISTRY[name].applies_to(net)]
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)  # compression can make a tuned rate diverge
-                frame = cmp.compare(net, f, names, rounds_budget, lr=rates, repeats=repeats, seed=seed,
-                                    progress=progress, points=10, metric=metric)
+                frame = cmp.compare(net, f, running, rounds_budget, lr={k: rates[k] for k in running},
+                                    repeats=repeats, seed=seed, progress=progress, points=10, metric=metric)
             if frame.attrs["interrupted"]:
                 interrupted = True
                 break
-            for name in names:
+            for name in running:
                 part = frame[frame["algorithm"] == name]
                 last = part[part["iteration"] == part["iteration"].max()]
                 rows.append({"setting": label, "compressor": kind, "algorithm": name, "lr": rates[name],
                              "bytes": float(last["bytes"].mean()), metric: float(last[metric].mean()),
                              f"{metric}_std": float(last[metric].std(ddof=0)),
                              "status": frame.attrs["status"].get(name, "?")})
-            log(f"  {label:<14}" + "  ".join(f"{r['algorithm']} {r[metric]:.2e}" for r in rows[-len(names):]))
+            log(f"  {label:<14}" + "  ".join(f"{r['algorithm']} {r[metric]:.2e}" for r in rows[-len(running):]))
     except Exception as exc:  # noqa: BLE001 - write the settings that finished, then re-raise (_stop_if)
         error = exc
     table = pd.DataFrame(rows, columns=["setting", "compressor", "algorithm", "lr", "bytes", metric, f"{metric}_std",
@@ -432,13 +437,23 @@ def reproduce_communication(out_dir, rounds_budget=1000, repeats=3, d=32, n=32, 
     plt = _plt()
     if plt is not None:
         panels = {"qsgd": "QSGD (8, 4, 2 bits)", "topk": f"top-k (k = {max(1, d // 4)}, {max(1, d // 16)})"}
-        fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 4), squeeze=False)
+        fig, axes = plt.subplots(1, len(panels) + 1, figsize=(5.2 * (len(panels) + 1), 4), squeeze=False)
+        ax = axes[0, -1]  # the delays: against the bound
+        colors = {name: f"C{k}" for k, name in enumerate(names)}  # (the same in every panel)
+        for name in names:
+            mine = table[(table["algorithm"] == name) & table["compressor"].isin(["none", "delay"])]
+            bound = [0 if s == "none" else int(s.split("<= ")[1]) for s in mine["setting"]]
+            if len(mine) > 1:
+                ax.plot(bound, np.maximum(mine[metric], 1e-16), marker="o", label=name, color=colors[name])
+        ax.set_yscale("log")
+        ax.set_xlabel("max_delay (iterations; each message's delay uniform up to it)")
+        ax.set_title(f"delayed messages, n = {n}, d = {d}", fontsize=9)
         for ax, (kind, title) in zip(axes[0], panels.items()):
             for name in names:
                 mine = table[(table["algorithm"] == name) & table["compressor"].isin(["none", kind])]
                 mine = mine[np.isfinite(mine[metric])]
                 y = np.maximum(mine[metric], 1e-16)  # (exact to the last bit: drawn at the floor)
-                ax.plot(mine["bytes"], y, marker="o", label=name)
+                ax.plot(mine["bytes"], y, marker="o", label=name, color=colors[name])
                 for (_, row), value in zip(mine.iterrows(), y):
                     ax.annotate(row["setting"].replace(" bits", "b"), (row["bytes"], value), fontsize=6,
                                 xytext=(3, 3), textcoords="offset points")

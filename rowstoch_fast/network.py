@@ -828,12 +828,12 @@ class _Messages(Network):
                                                          else state, t, n, n, cur.shape[1], rounds, cur.dtype)
         for r in range(rounds):
             if ring is None:
-                ext, block = _stack_buffer(self, (2 * n, cur.shape[1]), cur.dtype), n
+                ext = _stack_buffer(self, (2 * n, cur.shape[1]), cur.dtype)
+                self.encode(np.ascontiguousarray(cur), ext[n:], t, r, d, own=ext[:n])
             else:
-                ext, block = ring.buffer, n + ring.block(t, r) * n
-            self.encode(np.ascontiguousarray(cur), ext[block:block + n], t, r, d, own=ext[:n])
-            if ring is not None:
-                ring.filled(t, r)
+                ext = ring.buffer
+                messages = _stack_buffer(self, cur.shape, cur.dtype)
+                ring.put(t, r, self.encode(np.ascontiguousarray(cur), messages, t, r, d, own=ext[:n]))
             dst = out.reshape(cur.shape) if (r == rounds - 1 and out is not None) else np.empty_like(cur)
             _own_and_messages_round(core, ext, t, r, dst, delayed, rounds)
             cur = dst
@@ -913,8 +913,7 @@ def _own_and_messages_round(core, ext, t, r, out, delayed=None, rounds=1):
             if id(csr) not in cache:
                 cache[id(csr)] = (csr, own_and_messages(csr.indptr, csr.indices, None, None, n))
             return csr.indptr, cache[id(csr)][1]
-        indptr = np.asarray(csr.indptr, dtype=np.int64)
-        return indptr, delayed.index(indptr, csr.indices, t, r, (n, n, rounds))
+        return delayed.index(csr.indptr, csr.indices, t, r, (n, n, rounds))
 
     if isinstance(core, MixingMatrix):
         c = core.csr
@@ -927,8 +926,9 @@ def _own_and_messages_round(core, ext, t, r, out, delayed=None, rounds=1):
         c = matrix_of(r).csr
         bad = None if chain is None else chain.bad_states(c.indptr, c.indices, t)
         ids = core.__dict__.get("_stacked_ids")
-        if ids is None or len(ids[1]) != ncols:
-            ids = core._stacked_ids = (np.arange(n, dtype=np.int64), np.tile(np.arange(n, dtype=np.int64), ncols // n))
+        if ids is None or len(ids[1]) != ncols:  # (own rows, then each node's messages side by side)
+            nodes = np.arange(n, dtype=np.int64)
+            ids = core._stacked_ids = (nodes, np.concatenate([nodes, np.repeat(nodes, ncols // n - 1)]))
         indptr, index = read(c)
         _core.mix_lossy(indptr, index, c.data, ext, out, seed=seed, t=t, r=r, p=p,
                         renormalise=core.stochastic == "row", awake=awake, row_ids=ids[0], col_ids=ids[1],
@@ -1111,7 +1111,9 @@ class Noisy(_Messages):
 
 class _Ring:
     """One mixed quantity's messages of the last ``D + 1`` iterations (``rounds`` each), after ``n_own`` rows of
-    own values: the stacked block a delayed round reads (:class:`Delayed`)."""
+    own values: the stacked block a delayed round reads (:class:`Delayed`). The messages are node by node (a
+    node's ``(D + 1) rounds`` slots side by side: a round's gathers stay as local as the static mix's), the
+    message of iteration ``s`` and round ``r`` in slot ``(s mod (D + 1)) rounds + r``."""
 
     def __init__(self, n_own, n_block, width, max_delay, rounds, dtype):
         self.n_own, self.n_block, self.D, self.rounds = n_own, n_block, max_delay, rounds
@@ -1119,23 +1121,23 @@ class _Ring:
         self.last = None  # the last iteration whose messages are in
         self.fresh = True
 
-    def block(self, t, r):
-        return (t % (self.D + 1)) * self.rounds + r
+    def slots(self):
+        """The messages as ``(node, iteration slot, round, value)``."""
+        return self.buffer[self.n_own:].reshape(self.n_block, self.D + 1, self.rounds, -1)
 
     def start(self, t):
         """Before iteration ``t``'s messages go in: without those of ``t - 1`` (a fresh ring, or iterations out of
         order) every slot will hold ``t``'s (the initial message counts as known)."""
         self.fresh = self.fresh or self.last is None or t not in (self.last, self.last + 1)
 
-    def filled(self, t, r):
-        """Round ``r``'s messages of iteration ``t`` are in their block: a fresh ring copies them to every block
-        of that round."""
+    def put(self, t, r, messages, rows=slice(None)):
+        """Round ``r``'s messages of iteration ``t`` (of the nodes ``rows``); a fresh ring gets them in every
+        iteration slot of that round."""
+        slots = self.slots()
         if self.fresh:
-            src = self.buffer[self.n_own + self.block(t, r) * self.n_block:][: self.n_block]
-            for s in range(self.D + 1):
-                k = self.n_own + ((s * self.rounds) + r) * self.n_block
-                if k != self.n_own + self.block(t, r) * self.n_block:
-                    self.buffer[k:k + self.n_block] = src
+            slots[rows, :, r] = messages[:, None]
+        else:
+            slots[rows, t % (self.D + 1), r] = messages
 
     def done(self, t):
         self.last, self.fresh = t, False
@@ -1222,13 +1224,27 @@ class Delayed(_Messages):
         return ring
 
     def index(self, indptr, indices, t, r, layout, row_ids=None, col_ids=None):
-        """The row of the stacked block each stored entry reads in round ``r`` of iteration ``t``
-        (``_core.delay_ages``; ``layout``: ``(n_own, n_block, rounds)``)."""
+        """``(indptr, index)``: the row of the stacked block each stored entry reads in round ``r`` of iteration
+        ``t`` (``_core.delay_ages``; ``layout``: ``(n_own, n_block, rounds)``), with an ``indptr`` of its integer
+        type. Fixed delays: computed once per block of the window and kept."""
         from . import _core
 
+        fixed = self.delay == "fixed"
+        key = None
+        if fixed and t >= self.max_delay:  # (every entry reads the block of t - D: one index per block)
+            cache = self.__dict__.setdefault("_fixed_index", {})
+            key = (id(indices), (t - self.max_delay) % (self.max_delay + 1), r, layout)
+            if key in cache:
+                return cache[key][1]
         ids = {} if row_ids is None else {"row_ids": row_ids, "col_ids": col_ids}
-        return _core.delay_ages(indptr, np.asarray(indices, dtype=np.asarray(indptr).dtype), self.seed, t, r,
-                                self.max_delay, fixed=self.delay == "fixed", layout=layout, **ids)[1]
+        index = _core.delay_ages(indptr, indices, self.seed, t, r, self.max_delay, fixed=fixed, layout=layout, **ids)
+        if index.dtype != np.asarray(indptr).dtype:
+            indptr = np.asarray(indptr, dtype=index.dtype)
+        if key is not None:
+            if len(cache) > 64:
+                cache.clear()
+            cache[key] = (indices, (indptr, index))  # (indices kept alive: their id stays unique)
+        return indptr, index
 
     def __repr__(self):
         return f"Delayed({self.base!r}, max_delay={self.max_delay}, delay={self.delay!r}, seed={self.seed})"

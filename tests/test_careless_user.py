@@ -527,7 +527,7 @@ def test_compare_errors_name_the_options(tmp_path, args, fragment):
     (["run", "--objective", "quadratic", "--rho", "0.5", "--batch", "5"], "--batch is not read with --objective quadratic"),
     (["run", "--objective", "least-squares", "--rho", "0.5"], "--rho is not read with --objective least-squares"),
     (["run", "--sigma", "0.3"], "--sigma is not read with --objective logistic"),
-    (["run", "--network-seed", "3"], "--network-seed is not read without --loss, --awake, --activation, --compress or --noise"),
+    (["run", "--network-seed", "3"], "--network-seed is not read without --loss, --awake, --activation, --compress, --noise or --max-delay"),
     (["run", "--normalize"], "--normalize is not read without --matrix"),
     (["compare", "--algorithms", "dsgd", "--lr", "0.1", "--mg-rounds", "3"], "--mg-rounds is not read without an mg-*"),
     (["compare", "--algorithms", "dsgd", "--lr", "0.1", "--lam", "0.5"], "--lam is not read with --objective logistic"),

@@ -283,10 +283,10 @@ def test_delay_ages_equal_their_definition(D, fixed):
         assert ages.max() <= min(D, t)
         rows = np.repeat(np.arange(15), np.diff(c.indptr))
         assert (ages[rows == c.indices] == 0).all()
-        _, index = _core.delay_ages(c.indptr, c.indices, 7, t, 1, D, fixed=fixed, layout=(15, 15, 2))
+        index = _core.delay_ages(c.indptr, c.indices, 7, t, 1, D, fixed=fixed, layout=(15, 15, 2))
         own = rows == c.indices
         np.testing.assert_array_equal(index[own], rows[own])
-        np.testing.assert_array_equal(index[~own], 15 + (((t - ages[~own]) % (D + 1)) * 2 + 1) * 15 + c.indices[~own])
+        np.testing.assert_array_equal(index[~own], 15 + c.indices[~own] * (D + 1) * 2 + ((t - ages[~own]) % (D + 1)) * 2 + 1)
     ids = np.array([3, 7, 11], dtype=np.int64)  # rows 3, 7, 11 of the matrix, held by one rank
     sub = c[ids]
     got = _core.delay_ages(sub.indptr.astype(np.int64), sub.indices.astype(np.int64), 7, 9, 0, D, fixed=fixed,
@@ -382,3 +382,28 @@ def test_a_delay_bound_whose_history_cannot_fit_is_refused_before_allocating():
     net = Delayed(topology.exponential(4096), 2**20 - 1)
     with pytest.raises(MemoryError, match="max_delay"):
         rf.DSGD(net, np.zeros(64), lr=0.1).step(lambda X: X)
+
+
+def test_the_command_line_runs_delayed_networks_and_resumes_them(tmp_path, capsys):
+    """rowstoch run --max-delay: the messages in flight are in the checkpoint (the resumed run's records equal the
+    uninterrupted run's); another delay bound is refused on --resume; bad values: one line, exit 2."""
+    import pandas as pd
+
+    from rowstoch_fast import cli
+
+    ck = str(tmp_path / "ck.npz")
+    base = ["run", "--n", "16", "--objective", "quadratic", "--algorithm", "push-pull", "--max-delay", "3",
+            "--loss", "0.1", "--record-every", "10", "--no-progress"]
+    assert cli.main(base + ["--iterations", "40", "--out", str(tmp_path / "a")]) == 0
+    assert cli.main(base + ["--iterations", "20", "--checkpoint", ck, "--out", str(tmp_path / "b")]) == 0
+    assert cli.main(base + ["--iterations", "40", "--resume", ck, "--out", str(tmp_path / "c")]) == 0
+    a, c = (pd.read_csv(tmp_path / k / "history.csv") for k in ("a", "c"))
+    assert np.array_equal(a[a["iteration"] == 40]["grad_norm"].values, c[c["iteration"] == 40]["grad_norm"].values)
+    other = [v if v != "3" else "2" for v in base]
+    assert cli.main(other + ["--iterations", "40", "--resume", ck, "--out", str(tmp_path / "d")]) == 2
+    assert "max_delay" in capsys.readouterr().err
+    for bad, message in ((["--max-delay", "-1"], "--max-delay must be an integer in 0..1048576 (iterations), got -1"),
+                         (["--delay", "fixed"], "--delay is not read without --max-delay")):
+        assert cli.main(["run", "--out", str(tmp_path / "x")] + bad) == 2
+        err = capsys.readouterr().err
+        assert message in err and err.count("\n") == 1, err

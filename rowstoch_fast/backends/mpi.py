@@ -427,22 +427,23 @@ class MpiBackend(CpuBackend):
             counts = order[1] * w  # (values per rank: this block's width)
             self.comm.Allgatherv(mine, [gathered, (counts, _displs(counts)), mtype])
             t1 = time.perf_counter()
-            block = nl + ring.block(t, r) * n
-            ring.buffer[block + order[0]] = gathered
-            ring.filled(t, r)
+            ring.put(t, r, gathered, rows=order[0])
             M = core if plan is None else plan[0](r)
             halo = self.halo(M)
-            indptr = np.asarray(halo.indptr, dtype=np.int64)
-            cols = np.asarray(halo.col_ids, dtype=np.int64)[halo.indices]
+            links = self.__dict__.setdefault("_global_links", {})
+            if id(halo) not in links:  # (global column ids: the blocks hold every node; kept per matrix)
+                links[id(halo)] = (halo, np.asarray(halo.indptr, dtype=np.int64),
+                                   np.asarray(halo.col_ids, dtype=np.int64)[halo.indices])
+            _, indptr, cols = links[id(halo)]
             every = self.__dict__.setdefault("_every_node", np.arange(n, dtype=np.int64))
-            index = delayed.index(indptr, cols, t, r, (nl, n, rounds), row_ids=self.local_nodes, col_ids=every)
+            indptr, index = delayed.index(indptr, cols, t, r, (nl, n, rounds), row_ids=self.local_nodes, col_ids=every)
             if plan is None:
                 _core.mix(indptr, index, halo.data, ring.buffer, out, check_indices=False, ncols=len(ring.buffer))
             else:
                 _, seed, p, awake, chain = plan
                 bad = None if chain is None else chain.bad_states(halo.indptr, halo.indices, t,
                                                                   row_ids=halo.local_nodes, col_ids=halo.col_ids)
-                ids = np.concatenate([self.local_nodes, np.tile(every, (len(ring.buffer) - nl) // n)])
+                ids = np.concatenate([self.local_nodes, np.repeat(every, (len(ring.buffer) - nl) // n)])
                 _core.mix_lossy(indptr, index, halo.data, ring.buffer, out, seed=seed, t=t, r=r, p=p,
                                        renormalise=net.stochastic == "row", awake=awake, row_ids=self.local_nodes,
                                        col_ids=ids, ncols=len(ring.buffer), bad=bad, check_indices=False)

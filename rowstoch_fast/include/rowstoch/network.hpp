@@ -234,51 +234,65 @@ namespace rowstoch {
 // (before iteration D the initial message counts as known). A self loop is 0. The NumPy transcription is
 // _reference.delay_ages.
 //
-// With `index` (the layout of a delayed round: n_own own rows, then (D + 1) R blocks of n_block rows, the block of
-// iteration s and round r at ((s mod (D + 1)) R + r)): index[q] = i for a self loop, else the row of the message that
-// arrived, n_own + block(t - ages[q], r) n_block + Aj[q].
+// With `index` (the layout of a delayed round: n_own own rows, then n_block nodes' (D + 1) R messages each, node
+// by node, the message of iteration s and round r at slot (s mod (D + 1)) R + r): index[q] = i for a self loop, else
+// the row of the message that arrived, n_own + Aj[q] (D + 1) R + slot(t - ages[q], r).
 struct DelayLayout {
     std::int64_t n_own, n_block, rounds;
 };
 
-template <class I>
+template <class I, class J>
 void delay_ages(const I Ap[], const I Aj[], std::int64_t rows, NodeIds ids, std::uint64_t seed, std::uint64_t t,
-                std::uint64_t r, std::int64_t D, bool fixed, std::int32_t ages[], std::int64_t* index = nullptr,
+                std::uint64_t r, std::int64_t D, bool fixed, std::int32_t ages[], J* index = nullptr,
                 DelayLayout layout = {0, 0, 1}) {
     const std::int64_t last = std::min<std::int64_t>(D, static_cast<std::int64_t>(t));
     const int threads = threads_for(static_cast<std::int64_t>(Ap[rows]) * (fixed ? 1 : 4));
-    std::uint64_t prefix[256], threshold[256];  // per age k <= min(D, 255); beyond: computed on the fly
-    const std::int64_t cached = std::min<std::int64_t>(last, 255);
-    for (std::int64_t k = 0; k <= cached; ++k) {
+    constexpr std::int64_t kCached = 64;  // ages below this: prefixes and thresholds computed once per call
+    std::uint64_t prefix[kCached], threshold[kCached];
+    const std::int64_t cached = std::min<std::int64_t>(last, kCached);
+    for (std::int64_t k = 0; k < cached; ++k) {
         prefix[k] = hash_prefix(seed, (3ULL << 61) + (t - static_cast<std::uint64_t>(k)), r);
         threshold[k] = loss_threshold(static_cast<double>(k + 1) / static_cast<double>(D + 1));
     }
+    const bool masked = !fixed && last <= 16;  // branch-free: every draw of the window, the first arrival's bit
+    const std::int64_t slots = (D + 1) * layout.rounds;  // a node's messages side by side (the gathers stay local)
     for_rows(Ap, rows, threads, [&](std::int64_t lo, std::int64_t hi) {
+        std::uint64_t row_key[kCached];
         for (std::int64_t i = lo; i < hi; ++i) {
             const std::int64_t gi = ids.row(i);
+            if (!fixed)
+                for (std::int64_t k = 0; k < cached; ++k) row_key[k] = mix64(prefix[k] ^ static_cast<std::uint64_t>(gi));
             for (I q = Ap[i]; q < Ap[i + 1]; ++q) {
                 const std::int64_t gj = ids.col(static_cast<std::int64_t>(Aj[q]));
                 std::int64_t age = last;
                 if (gj == gi) {
                     age = 0;
+                } else if (masked) {
+                    std::uint32_t arrived = 1u << last;
+                    for (std::int64_t k = 0; k < last; ++k)
+                        arrived |= static_cast<std::uint32_t>(
+                                       (mix64(row_key[k] ^ static_cast<std::uint64_t>(gj)) >> 11) < threshold[k])
+                                   << k;
+                    age = __builtin_ctz(arrived);
                 } else if (!fixed) {
                     for (std::int64_t k = 0; k < last; ++k) {
-                        const std::uint64_t pre = k <= cached ? prefix[k]
-                                                              : hash_prefix(seed, (3ULL << 61) + (t - k), r);
-                        const std::uint64_t thr = k <= cached ? threshold[k]
+                        const std::uint64_t key = k < cached ? row_key[k]
+                            : mix64(hash_prefix(seed, (3ULL << 61) + (t - static_cast<std::uint64_t>(k)), r) ^
+                                    static_cast<std::uint64_t>(gi));
+                        const std::uint64_t thr = k < cached ? threshold[k]
                             : loss_threshold(static_cast<double>(k + 1) / static_cast<double>(D + 1));
-                        if ((mix64(mix64(pre ^ static_cast<std::uint64_t>(gi)) ^ static_cast<std::uint64_t>(gj)) >> 11) <
-                            thr) {
+                        if ((mix64(key ^ static_cast<std::uint64_t>(gj)) >> 11) < thr) {
                             age = k;
                             break;
                         }
                     }
                 }
-                ages[q] = static_cast<std::int32_t>(age);
+                if (ages) ages[q] = static_cast<std::int32_t>(age);
                 if (index) {
                     const std::int64_t block = ((static_cast<std::int64_t>(t) - age) % (D + 1)) * layout.rounds +
                                                static_cast<std::int64_t>(r);
-                    index[q] = gj == gi ? i : layout.n_own + block * layout.n_block + static_cast<std::int64_t>(Aj[q]);
+                    index[q] = static_cast<J>(gj == gi ? i : layout.n_own + static_cast<std::int64_t>(Aj[q]) * slots +
+                                                             block);
                 }
             }
         }
