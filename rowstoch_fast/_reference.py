@@ -466,6 +466,35 @@ def choco_sgd(W, x0, lr, grad_fn, T, gamma=1.0, compress=None):
     return xs
 
 
+@twin("compressed-push-pull")
+def compressed_push_pull(A, C, x0, lr, grad_fn, T, gamma=1.0, a=1.0, compress_A=None, compress_C=None):
+    """CPP: for ``v`` in (x with A, y with C): ``q = Q(v - h)``, ``v_hat = h + q``, ``v_hat_w = h_w + M q``,
+    ``h <- (1 - a) h + a v_hat``, ``h_w <- (1 - a) h_w + a v_hat_w``; ``x+ = x - gamma (x_hat - x_hat_w) - lr y``,
+    ``y+ = y - gamma (y_hat - y_hat_w) + g(x+) - g(x)``; ``h = h_w = 0``, ``y_0 = g(x_0)``; ``compress_M(V, t)``:
+    ``Q`` (None: none)."""
+    A, C = _dense(A), _dense(C)
+    x = np.array(x0, dtype=np.float64)
+    g = _grad(grad_fn, x)
+    y = g.copy()
+    h = {"x": np.zeros_like(x), "y": np.zeros_like(x)}
+    hw = {"x": np.zeros_like(x), "y": np.zeros_like(x)}
+    xs = [x.copy()]
+
+    def exchange(key, M, v, compress, t):
+        q = v - h[key] if compress is None else compress(v - h[key], t)
+        hat, hat_w = h[key] + q, hw[key] + M @ q
+        h[key], hw[key] = (1 - a) * h[key] + a * hat, (1 - a) * hw[key] + a * hat_w
+        return hat - hat_w
+
+    for t in range(T):
+        x_new = x - gamma * exchange("x", A, x, compress_A, t) - lr * y
+        g_new = _grad(grad_fn, x_new)
+        y = y - gamma * exchange("y", C, y, compress_C, t) + g_new - g
+        x, g = x_new, g_new
+        xs.append(x.copy())
+    return xs
+
+
 @twin("diging")
 def diging(W, x0, lr, grad_fn, T):
     """DIGing: ``x+ = W x - lr y``, ``y+ = W y + g(x+) - g(x)``, ``y0 = g(x0)``."""

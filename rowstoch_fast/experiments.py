@@ -371,9 +371,9 @@ def reproduce_robustness(out_dir, rounds_budget=1000, repeats=10, losses=(0.0, 0
     return table
 
 
-#: What ``rowstoch reproduce communication`` runs: methods with and without error feedback, gradient tracking,
-#: Pull-Diag.
-COMMUNICATION_ALGORITHMS = ("dgd", "choco-sgd", "diging", "push-pull", "pull-diag-gt")
+#: What ``rowstoch reproduce communication`` runs: methods with and without error feedback or reference points
+#: (CHOCO-SGD, Compressed Push-Pull), gradient tracking, Pull-Diag.
+COMMUNICATION_ALGORITHMS = ("dgd", "choco-sgd", "diging", "push-pull", "compressed-push-pull", "pull-diag-gt")
 
 
 def reproduce_communication(out_dir, rounds_budget=1000, repeats=3, d=32, n=32, algorithms=COMMUNICATION_ALGORITHMS,
