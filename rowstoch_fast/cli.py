@@ -172,6 +172,12 @@ def _check_run_args(args):
     _refuse_unread(args, _problem_rules(args) + [
         (("--tracker",), "tracker" not in REGISTRY[method].hyper, f"by {args.algorithm} (it has no diagonal tracker)")])
     _check_network_args(args)
+    if args.max_delay and not args.matrix and getattr(args, "d", None) and not getattr(args, "data_file", None):
+        from ._checks import require_memory  # (one quantity's history at least: before --out is made; the
+        # optimizer checks all of them when it is built)
+        require_memory((args.max_delay + 2) * _topology_n(args) * args.d * args.repeats * np.dtype(args.dtype).itemsize,
+                       f"the histories of the delayed messages (max_delay={args.max_delay}, {_topology_n(args)} "
+                       f"nodes x {args.repeats * args.d} values)", "use a smaller max_delay")
     if args.lr is not None and not (np.isfinite(args.lr) and args.lr > 0):
         raise UsageError(f"--lr must be a finite number > 0, got {args.lr}")
     if not args.algorithm.startswith("mg-") and args.rounds not in (None, 1):
@@ -1145,7 +1151,8 @@ def main(argv=None):
         _error(f"error: {text}")
         return 2
     except MemoryError as exc:
-        _error(f"error: out of memory: {exc}")
+        text = _as_options(str(exc), {"max_delay": "--max-delay"})  # (the library's names, as options)
+        _error(f"error: out of memory: {text}")
         return 2
     except KeyboardInterrupt:
         _error("interrupted")

@@ -166,6 +166,26 @@ def case_checkpoint(out):
         np.savez(out, frame=h.frame[cols].to_numpy(float))
 
 
+def delayed_network():
+    """A delayed, compressed, lossy network on 8 nodes (its messages in flight are in the checkpoints)."""
+    from rowstoch_fast.network import Compressed, Delayed, Lossy
+
+    return Compressed(Delayed(Lossy(topology.exponential(8), 0.2, seed=1), 2, seed=3), "qsgd", bits=4, seed=2)
+
+
+def case_checkpoint_delayed(out):
+    from rowstoch_fast import Algorithm, run
+
+    f = NonconvexLogistic.synthetic(8, total=1600, batch=20, seed=0)
+    algo = Algorithm(delayed_network(), lr=0.05, method="push-pull", backend="mpi")
+    ck = out + ".ck.npz"
+    run(algo, f, 20, record_every=5, repeats=2, progress=False, checkpoint=ck)
+    h = run(algo, f, 40, record_every=5, repeats=2, progress=False, resume=ck)
+    if rank == 0:
+        cols = ["iteration", "grad_norm", "loss", "consensus_error"]
+        np.savez(out, frame=h.frame[cols].to_numpy(float))
+
+
 def case_compare(out):
     """rowstoch compare with the arguments tests/test_mpi.py passes in ROWSTOCH_TEST_ARGS (JSON)."""
     import json

@@ -403,10 +403,13 @@ def test_the_command_line_runs_delayed_networks_and_resumes_them(tmp_path, capsy
     assert cli.main(other + ["--iterations", "40", "--resume", ck, "--out", str(tmp_path / "d")]) == 2
     assert "max_delay" in capsys.readouterr().err
     for bad, message in ((["--max-delay", "-1"], "--max-delay must be an integer in 0..1048576 (iterations), got -1"),
+                         (["--max-delay", "1048576", "--n", "1024", "--objective", "quadratic", "--d", "100"],
+                          "out of memory: the histories of the delayed messages (--max-delay=1048576"),
                          (["--delay", "fixed"], "--delay is not read without --max-delay")):
-        assert cli.main(["run", "--out", str(tmp_path / "x")] + bad) == 2
+        assert cli.main(["run", "--out", str(tmp_path / "x"), "--no-progress"] + bad) == 2
         err = capsys.readouterr().err
         assert message in err and err.count("\n") == 1, err
+        assert not (tmp_path / "x").exists()  # nothing written
 
 
 def test_compressed_push_pull_equals_its_twin_and_stays_exact_under_compression():

@@ -187,6 +187,25 @@ def test_checkpoint_under_mpi_resumes_like_single_process(tmp_path):
     np.testing.assert_allclose(single.frame[cols].to_numpy(float), ref.frame[cols].to_numpy(float), rtol=1e-10, atol=1e-15)
 
 
+def test_a_delayed_networks_checkpoint_under_mpi_resumes_like_single_process(tmp_path):
+    """The messages in flight of a delayed (compressed, lossy) network: saved from 2 ranks and resumed there, and
+    resumed by one process, the records of the uninterrupted single-process run."""
+    from rowstoch_fast import Algorithm, run
+
+    import mpi_cases  # noqa: F401
+
+    got = mpirun("checkpoint_delayed", 2, tmp_path)["frame"]
+    f = NonconvexLogistic.synthetic(8, total=1600, batch=20, seed=0)
+    kw = dict(record_every=5, repeats=2, progress=False)
+    ref = run(Algorithm(mpi_cases.delayed_network(), lr=0.05, method="push-pull"), f, 40, **kw)
+    cols = ["iteration", "grad_norm", "loss", "consensus_error"]
+    np.testing.assert_allclose(got, ref.frame[cols].to_numpy(float), rtol=1e-10, atol=1e-15)
+    ck = str(tmp_path / "checkpoint_delayed-2.npz.ck.npz")
+    single = run(Algorithm(mpi_cases.delayed_network(), lr=0.05, method="push-pull"), f, 40, resume=ck, **kw)
+    np.testing.assert_allclose(single.frame[cols].to_numpy(float), ref.frame[cols].to_numpy(float), rtol=1e-10,
+                               atol=1e-15)
+
+
 COMPARE = ["compare", "--topology", "exponential", "--n", "8", "--total", "1600", "--batch", "20",
            "--algorithms", "pull-diag-gt,push-pull,sgp", "--rounds-budget", "40", "--repeats", "2",
            "--lr", "pull-diag-gt=0.01,push-pull=0.05", "--tune", "--no-progress"]

@@ -297,6 +297,7 @@ class Optimizer(FailureHandling, Persistence):
         for M in self._mats.values():  # k of top-k / rand-k beyond the model's d values: refused before allocating
             if hasattr(M, "check_message"):
                 M.check_message(self._d, self._d)
+        self._check_delay_memory(ops)
         w = self._reps * self._d
         rows = ops.rows
         self._shape = (self._reps, rows, self._d) if len(shape) == 3 else (rows, self._d)
@@ -400,6 +401,20 @@ class Optimizer(FailureHandling, Persistence):
     def bytes_sent(self):
         """Halo-exchange bytes this MPI rank has sent (0 without MPI)."""
         return self._ops.bytes_sent
+
+    def _check_delay_memory(self, ops):
+        """MemoryError before anything is allocated where the histories of a delayed network's messages (one per
+        exchange of an iteration: ``(max_delay + 1) rounds`` blocks of every node's values) cannot fit."""
+        nbytes, bound = 0, None
+        for name, exchanges, per_node in self._traffic_per_iteration():
+            M = self._mats.get(name)
+            delayed = M.delayed() if hasattr(M, "delayed") else None
+            if delayed is not None:
+                bound = delayed.max_delay
+                nbytes += exchanges * (delayed.max_delay + 2) * self._n * per_node * ops.dtype.itemsize
+        if nbytes:
+            ops.call(ops.require_memory, nbytes, f"the histories of the delayed messages (max_delay={bound}, "
+                     f"{self._n} nodes x {self._reps * self._d} values)", "use a smaller max_delay")
 
     def _traffic_per_iteration(self):
         """``[(matrix name or number of links, exchanges, values per node per exchange)]`` of one iteration;

@@ -118,7 +118,7 @@ class Backend:
 
     def load_channels(self, state):
         """Restore :meth:`save_channels`' histories (every process gets every node's messages)."""
-        from ..network import _Ring
+        from .._history import History
 
         channels = self.__dict__.setdefault("_channels", {})
         for key in state:
@@ -128,7 +128,7 @@ class Backend:
             prefix = key[:-len("messages")]
             n_block, D, rounds = (int(v) for v in np.asarray(state[prefix + "layout"]))
             blocks = np.asarray(state[key])
-            ring = _Ring(self.rows, n_block, blocks.shape[1], D, rounds, self.dtype)
+            ring = History(self.rows, n_block, blocks.shape[1], D, rounds, self.dtype)
             ring.buffer[self.rows:] = blocks
             ring.last, ring.fresh = int(state[prefix + "last"]), False
             channels[(phase, int(k))] = {"ring": ring}

@@ -1,0 +1,42 @@
+"""The messages of a delayed network still in flight: one quantity's last ``D + 1`` iterations (a leaf module,
+NumPy only: :class:`rowstoch_fast.network.Delayed` fills it, the backends keep and save one per quantity mixed)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["History"]
+
+
+class History:
+    """One mixed quantity's messages of the last ``D + 1`` iterations (``rounds`` each), after ``n_own`` rows of
+    own values: the stacked block a delayed round reads (:class:`Delayed`). The messages are node by node (a
+    node's ``(D + 1) rounds`` slots side by side: a round's gathers stay as local as the static mix's), the
+    message of iteration ``s`` and round ``r`` in slot ``(s mod (D + 1)) rounds + r``."""
+
+    def __init__(self, n_own, n_block, width, max_delay, rounds, dtype):
+        self.n_own, self.n_block, self.D, self.rounds = n_own, n_block, max_delay, rounds
+        self.buffer = np.zeros((n_own + (max_delay + 1) * rounds * n_block, width), dtype=dtype)
+        self.last = None  # the last iteration whose messages are in
+        self.fresh = True
+
+    def slots(self):
+        """The messages as ``(node, iteration slot, round, value)``."""
+        return self.buffer[self.n_own:].reshape(self.n_block, self.D + 1, self.rounds, -1)
+
+    def start(self, t):
+        """Before iteration ``t``'s messages go in: without those of ``t - 1`` (a fresh ring, or iterations out of
+        order) every slot will hold ``t``'s (the initial message counts as known)."""
+        self.fresh = self.fresh or self.last is None or t not in (self.last, self.last + 1)
+
+    def put(self, t, r, messages, rows=slice(None)):
+        """Round ``r``'s messages of iteration ``t`` (of the nodes ``rows``); a fresh ring gets them in every
+        iteration slot of that round."""
+        slots = self.slots()
+        if self.fresh:
+            slots[rows, :, r] = messages[:, None]
+        else:
+            slots[rows, t % (self.D + 1), r] = messages
+
+    def done(self, t):
+        self.last, self.fresh = t, False
