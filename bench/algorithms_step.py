@@ -99,6 +99,19 @@ def scipy_step(name, S, SC, s, lr, st, g):
         table[idx, rows] = g
         st["y"] = S @ st["y"] + g_new - st["g"]
         st["g"], st["k"] = g_new, st["k"] + 1
+    elif name == "choco-sgd":  # (uncompressed, gamma = 1)
+        h = st["x"] - lr * g
+        st["x_hat"] = st["x_hat"] + (h - st["x_hat"])
+        st["x"] = h + (S @ st["x_hat"] - st["x_hat"])
+    elif name == "compressed-push-pull":  # (uncompressed, gamma = a = 1)
+        def exchange(M, v, key):
+            q = v - st["h" + key]
+            hat, hat_w = st["h" + key] + q, st["h" + key + "w"] + M @ q
+            st["h" + key], st["h" + key + "w"] = hat, hat_w
+            return hat - hat_w
+        x = st["x"] - exchange(S, st["x"], "x") - lr * st["y"]
+        st["y"] = st["y"] - exchange(SC, st["y"], "y") + g - st["g"]
+        st["x"] = x
     elif name == "robust-gradient-push":  # running sums per link, every message arriving (lossless)
         h = st["x"] - lr * g
         st["x"], st["pending_x"] = running_sums(SC, h, st["pending_x"])

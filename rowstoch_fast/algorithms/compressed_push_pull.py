@@ -71,7 +71,7 @@ class CompressedPushPull(Optimizer):
     exact = True
     matrices = ("A", "C")
     state = ("x", "y", "g", "hx", "hxw", "hy", "hyw")
-    scratch = 4
+    scratch = 3
     hyper = ("lr", "gamma", "a")
     in_paper_preset = False
     in_robustness = False
@@ -121,19 +121,18 @@ class CompressedPushPull(Optimizer):
         cur["y"][...] = cur["g"]
 
     def _exchange(self, M, v, h, hw, h_out, hw_out, t):
-        """``v_hat - v_hat_w`` into the first work block, the reference points moved into ``h_out`` /
-        ``hw_out``: one compressed message of ``v - h`` over ``M``."""
+        """``v_hat - v_hat_w`` into a work block, the reference points moved into ``h_out`` / ``hw_out``: one
+        compressed message ``q = Q(v - h)`` over ``M``. (With ``v_hat = h + q`` and ``v_hat_w = h_w + M q``:
+        ``h <- h + a q``, ``h_w <- h_w + a M q``, ``v_hat - v_hat_w = h + q - h_w - M q``.)"""
         ops, a = self._ops, self.a
-        diff, q, hat, hat_w = self._work
+        diff, q, mq = self._work[:3]
         ops.combine(q, [1.0, -1.0], [v, h], check=False)
         if M is not weights_of(M):
             ops.compress(M, q, q, t)  # q = Q(v - h): the message
-        ops.mix(weights_of(M), q, hat_w)  # (M q: the messages received, weighted)
-        ops.combine(hat, [1.0, 1.0], [h, q], check=False)  # v_hat = h + q
-        ops.combine(hat_w, [1.0, 1.0], [hw, hat_w], check=False)  # v_hat_w = h_w + M q
-        ops.combine(h_out, [1.0 - a, a], [h, hat], check=False)
-        ops.combine(hw_out, [1.0 - a, a], [hw, hat_w], check=False)
-        ops.combine(diff, [1.0, -1.0], [hat, hat_w], check=False)
+        ops.mix(weights_of(M), q, mq)  # (M q: the messages received, weighted)
+        ops.combine(h_out, [1.0, a], [h, q], check=False)
+        ops.combine(hw_out, [1.0, a], [hw, mq], check=False)
+        ops.combine(diff, [1.0, -1.0, 1.0, -1.0], [h, hw, q, mq], check=False)  # (h - h_w first: they are close)
         return diff
 
     def _advance(self, grad_fn, cur, nxt, t):
