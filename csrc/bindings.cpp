@@ -432,15 +432,22 @@ void ge_advance(py::array indptr, py::array indices, py::array bad, std::uint64_
     else run(int32_t{});
 }
 
-py::array lost_links(py::array indptr, py::array indices, std::uint64_t seed, std::uint64_t t, std::uint64_t r,
-                     double p, py::object row_ids_obj, py::object col_ids_obj, py::object bad_obj) {
-    if (!(p >= 0.0 && p <= 1.0)) throw py::value_error(cat("p must be in [0, 1], got ", p));
+// The rows of a per-link pass's CSR share (indptr and indices 1-D, at least one row pointer), its node ids given
+// together or not at all.
+int64_t link_rows(const py::array& indptr, const py::array& indices, const py::object& row_ids_obj,
+                  const py::object& col_ids_obj) {
     check_ndim(indptr, "indptr", 1);
     check_ndim(indices, "indices", 1);
     if (indptr.shape(0) < 1) throw py::value_error("indptr must have at least one entry (n + 1 for n rows)");
-    const int64_t rows = indptr.shape(0) - 1;
     if (row_ids_obj.is_none() != col_ids_obj.is_none())
         throw py::value_error("row_ids and col_ids go together (the global ids of the rows and of the columns)");
+    return indptr.shape(0) - 1;
+}
+
+py::array lost_links(py::array indptr, py::array indices, std::uint64_t seed, std::uint64_t t, std::uint64_t r,
+                     double p, py::object row_ids_obj, py::object col_ids_obj, py::object bad_obj) {
+    if (!(p >= 0.0 && p <= 1.0)) throw py::value_error(cat("p must be in [0, 1], got ", p));
+    const int64_t rows = link_rows(indptr, indices, row_ids_obj, col_ids_obj);
     py::array row_keep, col_keep, bad_keep;
     int64_t ncols;
     const rowstoch::NodeIds ids = link_ids(row_ids_obj, col_ids_obj, rows, row_keep, col_keep, ncols);
@@ -507,12 +514,7 @@ py::object delay_ages(py::array indptr, py::array indices, std::uint64_t seed, s
                       py::object layout_obj) {
     if (max_delay < 0 || max_delay > (int64_t(1) << 30))
         throw py::value_error(cat("max_delay must be in 0..2^30, got ", max_delay));
-    check_ndim(indptr, "indptr", 1);
-    check_ndim(indices, "indices", 1);
-    if (indptr.shape(0) < 1) throw py::value_error("indptr must have at least one entry (n + 1 for n rows)");
-    const int64_t rows = indptr.shape(0) - 1;
-    if (row_ids_obj.is_none() != col_ids_obj.is_none())
-        throw py::value_error("row_ids and col_ids go together (the global ids of the rows and of the columns)");
+    const int64_t rows = link_rows(indptr, indices, row_ids_obj, col_ids_obj);
     py::array row_keep, col_keep;
     int64_t ncols;
     const rowstoch::NodeIds ids = link_ids(row_ids_obj, col_ids_obj, rows, row_keep, col_keep, ncols);

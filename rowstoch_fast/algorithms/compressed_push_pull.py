@@ -6,12 +6,13 @@ from __future__ import annotations
 import numpy as np
 
 from .._checks import check_positive_float
-from ._base import Optimizer, weights_of
+from ._base import weights_of
+from .push_pull import PushPull
 
 __all__ = ["CompressedPushPull"]
 
 
-class CompressedPushPull(Optimizer):
+class CompressedPushPull(PushPull):
     """Push-Pull with compressed messages: the models pulled with a row-stochastic ``A``, the gradient trackers
     pushed with a column-stochastic ``C``, every message the compressed difference to a reference point.
 
@@ -68,8 +69,6 @@ class CompressedPushPull(Optimizer):
 
     name = "compressed-push-pull"
     order = 41
-    exact = True
-    matrices = ("A", "C")
     state = ("x", "y", "g", "hx", "hxw", "hy", "hyw")
     scratch = 3
     hyper = ("lr", "gamma", "a")
@@ -111,14 +110,7 @@ class CompressedPushPull(Optimizer):
                 raise ValueError(f"{key} must be in (0, 1], got {value}")
         return {"lr": self.lr, "gamma": self.gamma, "a": self.a}
 
-    def _traffic_per_iteration(self):
-        w = self._reps * self._d
-        return [("A", 1, w), ("C", 1, w)]
-
-    def _initialize(self, grad_fn):
-        cur = self._cur
-        self._gradient(grad_fn, cur["x"], cur["g"], 0)
-        cur["y"][...] = cur["g"]
+    # (its traffic, one message on each of A and C per iteration, and its start, y_0 = g(x_0): Push-Pull's)
 
     def _exchange(self, M, v, h, hw, h_out, hw_out, t):
         """``v_hat - v_hat_w`` into a work block, the reference points moved into ``h_out`` / ``hw_out``: one
