@@ -552,6 +552,47 @@ py::object delay_ages(py::array indptr, py::array indices, std::uint64_t seed, s
     return out;
 }
 
+// One standard normal per stored entry and value: the noise on each received copy (compress.hpp's link_noise).
+py::array link_noise(py::array indptr, py::array indices, std::uint64_t seed, std::uint64_t t, std::uint64_t r,
+                     int64_t w, py::object dtype_obj, py::object ages_obj, py::object row_ids_obj,
+                     py::object col_ids_obj) {
+    if (w < 0) throw py::value_error(cat("w must be >= 0, got ", w));
+    const int64_t rows = link_rows(indptr, indices, row_ids_obj, col_ids_obj);
+    py::array row_keep, col_keep, ages_keep;
+    int64_t ncols;
+    const rowstoch::NodeIds ids = link_ids(row_ids_obj, col_ids_obj, rows, row_keep, col_keep, ncols);
+    const std::int32_t* ages = nullptr;
+    if (!ages_obj.is_none()) {
+        ages_keep = ages_obj.cast<py::array>();
+        check_ndim(ages_keep, "ages", 1);
+        check_contiguous(ages_keep, "ages");
+        if (!py::isinstance<py::array_t<std::int32_t>>(ages_keep))
+            throw py::type_error(cat("ages must be int32, got ", dtype_name(ages_keep)));
+        if (ages_keep.shape(0) != indices.shape(0))
+            throw py::value_error(cat("ages has ", ages_keep.shape(0), " entries, expected ", indices.shape(0)));
+        ages = cptr<std::int32_t>(ages_keep);
+        for (int64_t q = 0; q < indices.shape(0); ++q)
+            if (ages[q] < 0 || static_cast<std::uint64_t>(ages[q]) > t)
+                throw py::value_error(cat("ages[", q, "] = ", ages[q], " is not in 0..t = ", t));
+    }
+    const py::dtype dtype = py::dtype::from_args(dtype_obj);
+    if (!(dtype.is(py::dtype::of<double>()) || dtype.is(py::dtype::of<float>())))
+        throw py::type_error("dtype must be float32 or float64");
+    py::array out(dtype, {indices.shape(0), w});
+    auto run = [&](auto i, auto zero) {
+        using I = decltype(i);
+        using T = decltype(zero);
+        const auto links = checked_links<I>(indptr, indices, rows, ncols, !col_ids_obj.is_none());
+        T* o = static_cast<T*>(out.mutable_data());
+        py::gil_scoped_release nogil;
+        rowstoch::link_noise(links.first, links.second, rows, ids, seed, t, r, ages, w, o);
+    };
+    const bool f64 = dtype.is(py::dtype::of<double>());
+    if (is_i64(indptr)) f64 ? run(int64_t{}, 0.0) : run(int64_t{}, 0.0f);
+    else f64 ? run(int32_t{}, 0.0) : run(int32_t{}, 0.0f);
+    return out;
+}
+
 py::array mix_power(py::array indptr, py::array indices, py::array data, py::array X, int64_t R,
                     py::object out, py::object work_obj, bool check_indices) {
     if (R < 0) throw py::value_error(cat("R must be >= 0, got ", R));
@@ -939,6 +980,10 @@ PYBIND11_MODULE(_core, m) {
           "int32 per stored entry: the age (iterations) of the newest message of the link that has arrived by "
           "iteration t (network.Delayed; rowstoch/network.hpp); with layout = (n_own, n_block, rounds): instead "
           "the row each entry reads in the delayed round's stacked block (int32 where indptr is and the rows fit).");
+    m.def("link_noise", &link_noise, py::arg("indptr"), py::arg("indices"), py::arg("seed"), py::arg("t"),
+          py::arg("r"), py::arg("w"), py::arg("dtype") = py::dtype::of<double>(), py::arg("ages") = py::none(),
+          py::arg("row_ids") = py::none(), py::arg("col_ids") = py::none(),
+          "(nnz, w) standard normals: the noise on each received copy of a message (network.Noisy per='link').");
     m.def("lost_links", &lost_links, py::arg("indptr"), py::arg("indices"), py::arg("seed"), py::arg("t"),
           py::arg("r"), py::arg("p"), py::arg("row_ids") = py::none(), py::arg("col_ids") = py::none(),
           py::arg("bad") = py::none(),

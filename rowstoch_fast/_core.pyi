@@ -80,6 +80,18 @@ def delay_ages(
     col_ids: NDArray[np.int64] | None = None,
     layout: tuple[int, int, int] | None = None,
 ) -> NDArray[np.int32] | NDArray[np.int64]: ...
+def link_noise(
+    indptr: NDArray[np.integer],
+    indices: NDArray[np.integer],
+    seed: int,
+    t: int,
+    r: int,
+    w: int,
+    dtype: object = ...,
+    ages: NDArray[np.int32] | None = None,
+    row_ids: NDArray[np.int64] | None = None,
+    col_ids: NDArray[np.int64] | None = None,
+) -> NDArray[np.floating]: ...
 def lost_links(
     indptr: NDArray[np.integer],
     indices: NDArray[np.integer],

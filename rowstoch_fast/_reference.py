@@ -868,3 +868,32 @@ def delayed_mix(M, own, history, t, ages_of):
             if M[i, j]:
                 Y[i] += M[i, j] * (own[i] if i == j else history[t - ages_of[i, j]][j])
     return Y
+
+
+def link_noise(indptr, indices, seed, t, r, w, ages=None):
+    """The noise on each received copy (``rowstoch_fast.network.Noisy(per="link")``): for the stored entry ``q``
+    (the link ``j -> i``) and value ``c``, ``sqrt(-2 ln(1 - u)) cos(2 pi u')`` with ``u, u' = uniform_hash(seed, s, r,
+    i, j, 3 | 4, c)``, ``s = t - ages[q]`` the iteration the message was sent (``t`` without delays)."""
+    import math
+
+    from ._hashing import uniform_hash
+
+    out = []
+    for i in range(len(indptr) - 1):
+        for q in range(indptr[i], indptr[i + 1]):
+            j, s = int(indices[q]), t - (0 if ages is None else int(ages[q]))
+            out.append([math.sqrt(-2.0 * math.log(1.0 - float(uniform_hash(seed, s, r, i, j, 3, c))))
+                        * math.cos(6.283185307179586 * float(uniform_hash(seed, s, r, i, j, 4, c))) for c in range(w)])
+    return np.array(out, dtype=np.float64).reshape(len(out), w)
+
+
+def noisy_round(M, X, Q, noise_of, sigma):
+    """One round whose receivers get their own noisy copy: ``y_i = m_ii x_i + sum_{j != i} m_ij (q_j + sigma
+    z_ij)``, ``noise_of(i, j)`` the noise vector of the link ``j -> i`` (``M``: the round's matrix)."""
+    M = np.asarray(M, dtype=np.float64)
+    Y = compressed_round(M, X, Q)
+    for i in range(M.shape[0]):
+        for j in range(M.shape[0]):
+            if M[i, j] and i != j:
+                Y[i] += M[i, j] * sigma * noise_of(i, j)
+    return Y

@@ -780,7 +780,8 @@ class _Messages(Network):
 
         layer, src = self, X
         while isinstance(layer, _Messages):
-            if not isinstance(layer, Delayed):  # (a delay changes when a message arrives, not what it holds)
+            if not isinstance(layer, Delayed) and getattr(layer, "per", None) != "link":  # (a delay changes when
+                # a message arrives, not what it holds; noise on the received copies is added by the round)
                 method, param, sigma, unbiased = layer._kernel_arguments()
                 _core.compress(src, out, method, self.message_length(X.shape[1], d), param, sigma, unbiased,
                                layer.seed, t, r, row_ids=row_ids, own=own if src is X else None)
@@ -792,6 +793,15 @@ class _Messages(Network):
             if own is not None:
                 own[...] = X
         return out
+
+    def noisy_links(self):
+        """The :class:`Noisy` layers with ``per="link"`` among the message layers (noise on each received copy)."""
+        layers, layer = [], self
+        while isinstance(layer, _Messages):
+            if getattr(layer, "per", None) == "link":
+                layers.append(layer)
+            layer = layer.base
+        return layers
 
     def delayed(self):
         """The :class:`Delayed` layer among the message layers, or None."""
@@ -836,7 +846,7 @@ class _Messages(Network):
                 messages = _stack_buffer(self, cur.shape, cur.dtype)
                 ring.put(t, r, self.encode(np.ascontiguousarray(cur), messages, t, r, d, own=ext[:n]))
             dst = out.reshape(cur.shape) if (r == rounds - 1 and out is not None) else np.empty_like(cur)
-            _own_and_messages_round(core, ext, t, r, dst, delayed, rounds)
+            _own_and_messages_round(core, ext, t, r, dst, delayed, rounds, self.noisy_links())
             cur = dst
         if ring is not None:
             ring.done(t)
@@ -898,14 +908,14 @@ def own_and_messages(indptr, indices, row_ids, col_ids, n_own):
     return np.where(own, rows, cols + n_own).astype(np.asarray(indices).dtype)
 
 
-def _own_and_messages_round(core, ext, t, r, out, delayed=None, rounds=1):
+def _own_and_messages_round(core, ext, t, r, out, delayed=None, rounds=1, noisy=()):
     """One round of ``core``'s weights over ``ext = [X; Q]`` into ``out`` (:meth:`_Messages.mix`); with a
     :class:`Delayed` layer, ``ext`` is its ring ``[X; the messages of the last D + 1 iterations]`` and each
-    entry reads the newest message that has arrived."""
+    entry reads the newest message that has arrived; each of the ``noisy`` layers (:class:`Noisy`,
+    ``per="link"``) then adds its noise on the received copies through the same weights (:func:`link_noise_block`)."""
     from . import _core
 
     n = core.n
-    ncols = len(ext)
     cache = core.__dict__.setdefault("_own_and_messages", {}) if not isinstance(core, MixingMatrix) else \
         core._diag_cache.setdefault("own_and_messages", {})
 
@@ -916,30 +926,61 @@ def _own_and_messages_round(core, ext, t, r, out, delayed=None, rounds=1):
             return csr.indptr, cache[id(csr)][1]
         return delayed.index(csr.indptr, csr.indices, t, r, (n, n, rounds))
 
-    if isinstance(core, MixingMatrix):
-        c = core.csr
-        indptr, index = read(c)
-        _core.mix(indptr, index, c.data, ext, out, check_indices=False, ncols=ncols)
-        return
-    plan = core.plan(t)
-    if plan is not None:
-        matrix_of, seed, p, awake, chain = plan
-        c = matrix_of(r).csr
-        bad = None if chain is None else chain.bad_states(c.indptr, c.indices, t)
-        ids = core.__dict__.get("_stacked_ids")
-        if ids is None or len(ids[1]) != ncols:  # (own rows, then each node's messages side by side)
-            nodes = np.arange(n, dtype=np.int64)
-            ids = core._stacked_ids = (nodes, np.concatenate([nodes, np.repeat(nodes, ncols // n - 1)]))
-        indptr, index = read(c)
-        _core.mix_lossy(indptr, index, c.data, ext, out, seed=seed, t=t, r=r, p=p,
-                        renormalise=core.stochastic == "row", awake=awake, row_ids=ids[0], col_ids=ids[1],
-                        ncols=ncols, bad=bad, check_indices=False)
-        return
-    csr, weights = core._entries(t, r)
-    indptr, index = read(csr) if delayed is not None else \
-        (csr.indptr, own_and_messages(csr.indptr, csr.indices, None, None, n))
-    stacked = sp.csr_matrix((csr.data, index, indptr), shape=(n, ncols))
-    out[...] = _mix_entries(stacked, weights, ext, core.stochastic)
+    plan = None if isinstance(core, MixingMatrix) else core.plan(t)
+    if isinstance(core, MixingMatrix) or plan is not None:
+        c = core.csr if plan is None else plan[0](r).csr
+        bad = None if plan is None or plan[4] is None else plan[4].bad_states(c.indptr, c.indices, t)
+
+        def weighted(indptr, index, block, senders, dst):  # (senders: the node each row of block comes from)
+            if plan is None:
+                _core.mix(indptr, index, c.data, block, dst, check_indices=False, ncols=len(block))
+            else:
+                _core.mix_lossy(indptr, index, c.data, block, dst, seed=plan[1], t=t, r=r, p=plan[2],
+                                renormalise=core.stochastic == "row", awake=plan[3], row_ids=senders[:n],
+                                col_ids=senders, ncols=len(block), bad=bad, check_indices=False)
+    else:
+        c, weights = core._entries(t, r)
+
+        def weighted(indptr, index, block, senders, dst):
+            dst[...] = _mix_entries(sp.csr_matrix((c.data, index, indptr), shape=(n, len(block))), weights, block,
+                                    core.stochastic)
+
+    nodes = np.arange(n, dtype=np.int64)
+    ids = core.__dict__.get("_stacked_ids")
+    if ids is None or len(ids) != len(ext):  # (own rows, then each node's messages side by side)
+        ids = core._stacked_ids = np.concatenate([nodes, np.repeat(nodes, len(ext) // n - 1)])
+    indptr, index = read(c)
+    weighted(indptr, index, ext, ids, out)
+    for layer in noisy:
+        if layer.sigma == 0:  # (nothing to add: the base network's values, bit for bit)
+            continue
+        ages = None if delayed is None else delayed.ages(c.indptr, c.indices, t, r)
+        block, index, senders = link_noise_block(layer, c.indptr, c.indices, t, r, out.shape[1], out.dtype, n,
+                                                 ages=ages)
+        noise = np.empty_like(out)
+        weighted(c.indptr, index, block, senders, noise)
+        out += noise
+
+
+def link_noise_block(layer, indptr, indices, t, r, width, dtype, n_own, ages=None, row_ids=None, col_ids=None):
+    """What a weighted pass needs to add ``layer``'s noise on the received copies (:class:`Noisy` with
+    ``per="link"``): ``(block, index, senders)``, the block ``[zeros (n_own rows); sigma z (one row per stored
+    entry)]`` (``_core.link_noise``, keyed on the global ids ``row_ids`` / ``col_ids``), the row each entry reads
+    (a self loop its own zero row, the others their own noise) and the node each row of the block comes from."""
+    from . import _core
+
+    ids = {} if row_ids is None else {"row_ids": row_ids, "col_ids": col_ids}
+    z = _core.link_noise(indptr, indices, layer.seed, t, r, width, dtype=np.dtype(dtype),
+                         ages=None if ages is None else np.ascontiguousarray(ages, dtype=np.int32), **ids)
+    block = np.concatenate([np.zeros((n_own, width), dtype=dtype), z * np.asarray(layer.sigma, dtype=dtype)])
+    rows = np.repeat(np.arange(len(indptr) - 1, dtype=np.int64), np.diff(indptr))
+    cols = np.asarray(indices, dtype=np.int64)
+    g_rows = rows if row_ids is None else np.asarray(row_ids)[rows]
+    g_cols = cols if col_ids is None else np.asarray(col_ids)[cols]
+    own = g_rows == g_cols
+    index = np.where(own, rows, n_own + np.arange(len(cols), dtype=np.int64)).astype(np.asarray(indptr).dtype)
+    own_ids = np.arange(n_own, dtype=np.int64) if row_ids is None else np.asarray(row_ids, dtype=np.int64)
+    return block, index, np.concatenate([own_ids, g_cols])
 
 
 class Compressed(_Messages):
@@ -1067,9 +1108,13 @@ class Compressed(_Messages):
 
 
 class Noisy(_Messages):
-    """Additive Gaussian noise on every message: receivers get ``x_j + sigma z`` (``z`` standard normal, one
-    draw per value and message, from the counter-based hash: the same on every backend); a node's own value
-    is exact. ``sigma = 0`` is the base network, bit for bit. See :class:`_Messages`.
+    """Additive Gaussian noise on the values received: a receiver gets ``x_j + sigma z`` (``z`` standard normal,
+    from the counter-based hash: the same on every backend); a node's own value is exact. ``per="link"``
+    (default): every receiver's copy of a message has noise of its own (``z`` drawn per link, value and the
+    iteration the message was sent, so a delayed message keeps its noise), ``y_i = m_ii x_i + sum_{j != i} m_ij
+    (q_j + sigma z_ij)``, added through the round's own weights (losses and renormalisation included);
+    ``per="message"``: the noise is on what is sent, the same for all its receivers (``q_j + sigma z_j``). ``sigma
+    = 0`` is the base network, bit for bit. See :class:`_Messages`.
 
     Parameters
     ----------
@@ -1077,6 +1122,7 @@ class Noisy(_Messages):
     sigma : float >= 0
         Standard deviation of the noise on each value.
     seed : int
+    per : {"link", "message"}
 
     Examples
     --------
@@ -1088,14 +1134,21 @@ class Noisy(_Messages):
     True
     """
 
-    def __init__(self, A, sigma, seed=0):
+    PER = ("link", "message")
+
+    def __init__(self, A, sigma, seed=0, per="link"):
         self.base = as_network(A)
         self.n, self.stochastic = self.base.n, self.base.stochastic
         self.sigma = check_positive_float(sigma, "sigma", allow_zero=True)
         self.seed = check_int(seed, "seed", minimum=0, maximum=MAX_KEY)
+        if per not in self.PER:
+            raise ValueError(f"per must be 'link' (noise on each received copy) or 'message' (on what is sent), "
+                             f"got {per!r}")
+        self.per = per
 
     def _parameters(self):
-        return {"sigma": self.sigma, "seed": self.seed}
+        return {"sigma": self.sigma, "seed": self.seed, "per": self.per}
+
 
     def _kernel_arguments(self):
         return 5, 0, self.sigma, False
@@ -1107,7 +1160,7 @@ class Noisy(_Messages):
         return 1.0
 
     def __repr__(self):
-        return f"Noisy({self.base!r}, sigma={self.sigma}, seed={self.seed})"
+        return f"Noisy({self.base!r}, sigma={self.sigma}, seed={self.seed}, per={self.per!r})"
 
 
 class Delayed(_Messages):
@@ -1189,6 +1242,13 @@ class Delayed(_Messages):
             ring = state["ring"] = History(n_own, n_block, width, self.max_delay, rounds, dtype)
         ring.start(t)
         return ring
+
+    def ages(self, indptr, indices, t, r, row_ids=None, col_ids=None):
+        """The age of the message each stored entry reads in round ``r`` of iteration ``t`` (``_core.delay_ages``)."""
+        from . import _core
+
+        ids = {} if row_ids is None else {"row_ids": row_ids, "col_ids": col_ids}
+        return _core.delay_ages(indptr, indices, self.seed, t, r, self.max_delay, fixed=self.delay == "fixed", **ids)
 
     def index(self, indptr, indices, t, r, layout, row_ids=None, col_ids=None):
         """``(indptr, index)``: the row of the stacked block each stored entry reads in round ``r`` of iteration

@@ -255,6 +255,143 @@ def test_the_compiled_arrival_draws_equal_numpy_s(case, seed, t, r, p, with_ids,
     np.testing.assert_array_equal(got, want)
 
 
+@given(st.integers(1, 6), st.integers(1, 5), st.integers(1, 3),
+       st.sampled_from(["qsgd", "sign", "topk", "randk", "round", "noise"]), st.integers(1, 32), st.booleans(),
+       st.integers(0, 2**63 - 1), st.integers(0, 2**40), st.integers(0, 4), st.booleans(), st.booleans(),
+       st.booleans())
+@settings(max_examples=80, deadline=None)
+def test_the_compiled_messages_equal_numpy_s(n, d, reps, method, param, unbiased, seed, t, r, single, in_place, ids):
+    """_core.compress (Compressed / Noisy) equals _reference.compress for any block (replicas side by side, zero
+    and tied values), in place or not, in float32 and float64, on an MPI share's global ids; own gets X's rows."""
+    from rowstoch_fast import _core, _reference
+
+    rng = np.random.default_rng(seed % 2**32)
+    dtype = np.float32 if single else np.float64
+    X = rng.standard_normal((n, reps * d)).astype(dtype)
+    X[rng.random(X.shape) < 0.2] = 0.0
+    X[rng.random(X.shape) < 0.2] = 1.5  # (ties)
+    kernel = {"qsgd": 0, "sign": 1, "topk": 2, "randk": 3, "round": 4, "noise": 5}[method]
+    params = {"qsgd": {"bits": param, "unbiased": unbiased}, "sign": {}, "topk": {"k": min(param, d)},
+              "randk": {"k": min(param, d), "unbiased": unbiased}, "round": {"bits": param},
+              "noise": {"sigma": 0.3}}[method]
+    node_ids = rng.permutation(10 * n)[:n].astype(np.int64) if ids else None
+    out = X.copy() if in_place else np.empty_like(X)
+    src = out if in_place else X
+    own = np.empty_like(X)
+    _core.compress(src, out, kernel, d, params.get("bits", params.get("k", 0)), params.get("sigma", 0.0),
+                   params.get("unbiased", False), seed, t, r, row_ids=node_ids, own=None if in_place else own)
+    want = np.array([[v for c0 in range(0, reps * d, d) for v in _reference.compress_message(
+        X[i, c0:c0 + d], method, i if node_ids is None else node_ids[i], c0, seed, t, r, **params)]
+        for i in range(n)], dtype=dtype)
+    np.testing.assert_allclose(out, want, rtol=2e-6 if single else 1e-14, atol=1e-30)
+    if not in_place:
+        np.testing.assert_array_equal(own, X)
+
+
+def test_the_compiled_messages_refuse_bad_input():
+    from rowstoch_fast import _core
+
+    X, out = np.ones((3, 4)), np.empty((3, 4))
+    for kwargs, error, match in [
+            ({"method": 6}, ValueError, "method must be 0..5"), ({"L": 3}, ValueError, "L must divide"),
+            ({"method": 0, "param": 0}, ValueError, "bits must be in 1..32, got 0"),
+            ({"method": 4, "param": 33}, ValueError, "bits must be in 1..32, got 33"),
+            ({"method": 2, "param": 0}, ValueError, "k must be >= 1"),
+            ({"sigma": -1.0}, ValueError, "sigma must be finite and >= 0"),
+            ({"sigma": float("nan")}, ValueError, "sigma must be finite"),
+            ({"out": np.empty((3, 5))}, ValueError, "out"), ({"out": np.empty((3, 4), np.float32)}, TypeError, "dtype"),
+            ({"row_ids": np.arange(2)}, ValueError, "row_ids has 2 ids, expected 3"),
+            ({"own": X}, ValueError, "own"), ({"X": np.ones((3, 4), np.int64)}, TypeError, "float32 or float64")]:
+        args = {"X": X, "out": out, "method": 1, "L": 2, "param": 1, "sigma": 0.0, "unbiased": False, "seed": 0,
+                "t": 0, "r": 0, **kwargs}
+        with pytest.raises(error, match=match):
+            _core.compress(**args)
+
+
+@given(csr_and_block(), st.integers(0, 2**63 - 1), st.integers(0, 60), st.integers(0, 3), st.integers(0, 20),
+       st.booleans(), st.booleans())
+@settings(max_examples=60, deadline=None)
+def test_the_compiled_delays_equal_numpy_s(case, seed, t, r, D, fixed, with_ids):
+    """_core.delay_ages (Delayed) equals _reference.delay_ages for any CSR and window, with an MPI share's global
+    ids; the stacked index reads each entry's own row or the slot of t - age of its sender."""
+    from rowstoch_fast import _core, _reference
+
+    csr, _ = case
+    n = csr.shape[0]
+    ids = {}
+    if with_ids:
+        rng = np.random.default_rng(seed % 2**32)
+        ids = {"row_ids": rng.permutation(n).astype(np.int64), "col_ids": np.arange(n, dtype=np.int64)}
+    ages = _core.delay_ages(csr.indptr, csr.indices, seed, t, r, D, fixed=fixed, **ids)
+    rows = np.repeat(np.arange(n), np.diff(csr.indptr))
+    if with_ids:  # the reference on the global matrix: rows permuted
+        perm = ids["row_ids"]
+        full = sp.csr_matrix((np.ones(csr.nnz), csr.indices, csr.indptr), shape=csr.shape)
+        glob = sp.csr_matrix(full.shape)
+        glob = sp.csr_matrix((full.data, full.indices, full.indptr), shape=full.shape)[np.argsort(perm)]
+        glob.sort_indices()
+        want_glob = _reference.delay_ages(glob.indptr, glob.indices, seed, t, r, D, fixed=fixed)
+        g_rows = np.repeat(np.arange(n), np.diff(glob.indptr))
+        lookup = {(int(i), int(j)): int(a) for i, j, a in zip(g_rows, glob.indices, want_glob)}
+        want = np.array([lookup[(int(perm[i]), int(j))] for i, j in zip(rows, csr.indices)], dtype=np.int64)
+    else:
+        want = _reference.delay_ages(csr.indptr, csr.indices, seed, t, r, D, fixed=fixed)
+    np.testing.assert_array_equal(ages, want)
+    R = 4
+    index = _core.delay_ages(csr.indptr, csr.indices, seed, t, r, D, fixed=fixed, layout=(n, n, R), **ids)
+    gi = rows if not with_ids else ids["row_ids"][rows]
+    own = gi == csr.indices
+    expected = np.where(own, rows, n + csr.indices * (D + 1) * R + ((t - ages) % (D + 1)) * R + r)
+    np.testing.assert_array_equal(index, expected)
+
+
+@given(csr_and_block(), st.integers(0, 2**63 - 1), st.integers(0, 40), st.integers(0, 3), st.integers(0, 4),
+       st.booleans(), st.booleans())
+@settings(max_examples=40, deadline=None)
+def test_the_compiled_link_noise_equals_numpy_s(case, seed, t, r, w, with_ages, single):
+    """_core.link_noise (Noisy per="link") equals _reference.link_noise, keyed on the iteration each message was
+    sent (ages) and on an MPI share's global ids."""
+    from rowstoch_fast import _core, _reference
+
+    csr, _ = case
+    rng = np.random.default_rng(seed % 2**32)
+    ages = rng.integers(0, t + 1, csr.nnz).astype(np.int32) if with_ages else None
+    dtype = np.float32 if single else np.float64
+    got = _core.link_noise(csr.indptr, csr.indices, seed, t, r, w, dtype=dtype, ages=ages)
+    np.testing.assert_allclose(got, _reference.link_noise(csr.indptr, csr.indices, seed, t, r, w, ages=ages),
+                               rtol=1e-6 if single else 1e-14, atol=1e-6 if single else 1e-14)
+    n = csr.shape[0]
+    perm = rng.permutation(n).astype(np.int64)  # the same links seen by a share whose row i is node perm[i]
+    shared = _core.link_noise(csr.indptr, csr.indices, seed, t, r, w, dtype=dtype, ages=ages, row_ids=perm,
+                              col_ids=np.arange(n, dtype=np.int64))
+    rows = np.repeat(np.arange(n), np.diff(csr.indptr))
+    for q in range(min(csr.nnz, 5)):  # (one link j -> i alone: a CSR whose row i holds it)
+        i, j = int(perm[rows[q]]), int(csr.indices[q])
+        one = _reference.link_noise(np.r_[np.zeros(i + 1, dtype=np.int64), 1], np.array([j]), seed,
+                                    t - (0 if ages is None else int(ages[q])), r, w)[0]
+        np.testing.assert_allclose(shared[q], one, rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="ages has"):
+        _core.link_noise(csr.indptr, csr.indices, seed, t, r, w, ages=np.zeros(csr.nnz + 1, np.int32))
+    with pytest.raises(TypeError, match="float32 or float64"):
+        _core.link_noise(csr.indptr, csr.indices, seed, t, r, w, dtype=np.int64)
+
+
+def test_the_compiled_delays_refuse_bad_input():
+    from rowstoch_fast import _core
+
+    indptr, indices = np.array([0, 2, 3]), np.array([0, 1, 1])
+    with pytest.raises(ValueError, match="max_delay must be in 0..2"):
+        _core.delay_ages(indptr, indices, 0, 5, 0, -1)
+    with pytest.raises(ValueError, match=r"indices\[2\] = 5 is out of range"):
+        _core.delay_ages(indptr, np.array([0, 1, 5]), 0, 5, 0, 2)
+    with pytest.raises(ValueError, match="row_ids and col_ids go together"):
+        _core.delay_ages(indptr, indices, 0, 5, 0, 2, row_ids=np.arange(2))
+    with pytest.raises(ValueError, match="layout"):
+        _core.delay_ages(indptr, indices, 0, 5, 3, 2, layout=(2, 2, 2))  # round 3 of 2
+    with pytest.raises(ValueError, match="layout"):
+        _core.delay_ages(indptr, indices, 0, 5, 0, 2, layout=(2, 1, 1))  # a block narrower than the columns
+
+
 def test_the_compiled_arrival_draws_refuse_bad_input():
     from rowstoch_fast import _core
 

@@ -48,7 +48,7 @@ def test_encoded_messages_equal_the_definitions(kw, dtype):
 def test_noise_equals_its_definition_and_is_standard_normal():
     X = np.zeros((2000, 5))
     out = np.empty_like(X)
-    Noisy(topology.ring(2000), sigma=0.5, seed=2).encode(X, out, 4, 0)
+    Noisy(topology.ring(2000), sigma=0.5, seed=2, per="message").encode(X, out, 4, 0)
     np.testing.assert_allclose(out[:20], ref.compress(X[:20], "noise", 5, 2, 4, 0, sigma=0.5), rtol=1e-14)
     assert abs(out.mean()) < 0.02 and abs(out.std() - 0.5) < 0.02
 
@@ -80,7 +80,7 @@ def test_a_compressed_round_equals_its_definition(network, kw):
     A = topology.erdos_renyi(12, 0.3, seed=2)
     base = NETWORKS[network](A)
     X = np.random.default_rng(1).standard_normal((12, 6))
-    for net in (Compressed(base, seed=9, **kw), Compressed(Noisy(base, 0.1, seed=4), seed=9, **kw)):
+    for net in (Compressed(base, seed=9, **kw), Compressed(Noisy(base, 0.1, seed=4, per="message"), seed=9, **kw)):
         Y = net.mix(X, 5, rounds=2, d=3)
         expected = X
         for r in range(2):
@@ -441,3 +441,57 @@ def test_compressed_push_pull_equals_its_twin_and_stays_exact_under_compression(
     with pytest.raises(ValueError, match="A must be a static matrix, or compressed"):
         rf.CompressedPushPull(Compressed(Lossy(A, 0.1), "sign"), C, np.zeros(2), lr=0.1)
     assert not rf.CompressedPushPull.applies_to(Compressed(Delayed(A, 2), "sign"))
+
+
+@pytest.mark.parametrize("network", sorted(NETWORKS))
+def test_noise_on_each_received_copy_equals_its_definition(network):
+    """Noisy(per="link"), under top-k and over delays too: y_i = m_ii x_i + sum_{j != i} m_ij (q_j(s) + sigma
+    z_ij(s)), z drawn per link and value for the iteration s the message was sent (_reference.link_noise), the
+    weights those of the base network's round."""
+    A = topology.erdos_renyi(12, 0.3, seed=2)
+    base = NETWORKS[network](A)
+    rng = np.random.default_rng(0)
+    for net in (Noisy(base, 0.2, seed=4), Compressed(Noisy(base, 0.2, seed=4), "topk", k=2, seed=9),
+                Noisy(Delayed(base, 2, seed=5), 0.2, seed=4)):
+        delayed = net.delayed()
+        history = []
+        for t in range(6):
+            X = rng.standard_normal((12, 3))
+            Y = net.mix(X, t, d=3)
+            history.append(ref.compress(X, "topk", 3, 9, t, 0, k=2) if isinstance(net, Compressed) else X)
+            M = net.matrix(t, 0).toarray()
+            links = topology.ring(12).csr if network == "sleepy-lossy" and t % 2 else A.csr  # (the schedule's)
+            ages = np.zeros((12, 12), dtype=int)
+            rows = np.repeat(np.arange(12), np.diff(links.indptr))
+            if delayed is not None:
+                ages[rows, links.indices] = ref.delay_ages(links.indptr, links.indices, 5, t, 0, 2)
+
+            def noise_of(i, j):
+                return _one_link_noise(4, t - ages[i, j], 0, i, j, 3)
+
+            expected = ref.delayed_mix(M, X, history, t, ages) + (
+                ref.noisy_round(M, X, np.zeros_like(X), noise_of, 0.2) - ref.compressed_round(M, X, np.zeros_like(X)))
+            np.testing.assert_allclose(Y, expected, rtol=1e-12, atol=1e-12, err_msg=f"{net!r} at t = {t}")
+
+
+def _one_link_noise(seed, s, r, i, j, w):
+    """_reference.link_noise of the single link j -> i sent in iteration s."""
+    import math
+
+    from rowstoch_fast._hashing import uniform_hash
+
+    return np.array([math.sqrt(-2.0 * math.log(1.0 - float(uniform_hash(seed, s, r, i, j, 3, c))))
+                     * math.cos(6.283185307179586 * float(uniform_hash(seed, s, r, i, j, 4, c))) for c in range(w)])
+
+
+def test_noise_on_received_copies_is_independent_per_receiver():
+    """Two receivers of one message get different noise (per link), of the expected spread: a node hearing from
+    two others with weight 1/3 each gets noise of variance 2 (sigma / 3)^2."""
+    A = topology.exponential(512, directed=False, weights="metropolis")
+    X = np.zeros((512, 4))
+    Y = Noisy(A, 0.3, seed=1).mix(X, 3)
+    W = A.csr.toarray()
+    off = (W ** 2).sum(axis=1) - np.diag(W) ** 2
+    z = Y / (0.3 * np.sqrt(off))[:, None]
+    assert abs(z.std() - 1) < 0.05 and abs(z.mean()) < 0.05
+    assert np.unique(np.round(Y[:, 0], 12)).size > 500  # (not one draw per sender)

@@ -390,19 +390,44 @@ class MpiBackend(CpuBackend):
             t0 = time.perf_counter()
             halo.exchange(msgs)
             t1 = time.perf_counter()
-            if plan is None:
-                _core.mix(halo.indptr, index, halo.data, ext, out, check_indices=False, ncols=len(ext))
-            else:
-                _, seed, p, awake, chain = plan
-                bad = None if chain is None else chain.bad_states(halo.indptr, halo.indices, t,
-                                                                  row_ids=halo.local_nodes, col_ids=halo.col_ids)
-                _core.mix_lossy(halo.indptr, index, halo.data, ext, out, seed=seed, t=t, r=r, p=p,
-                                renormalise=net.stochastic == "row", awake=awake, row_ids=halo.local_nodes,
-                                col_ids=ids, ncols=len(ext), bad=bad, check_indices=False)
+            weighted = self._weighted_pass(net, plan, halo.indptr, halo.indices, halo.data, halo, t, r)
+            weighted(halo.indptr, index, ext, ids, out)
+            self._add_link_noise(net, weighted, halo.indptr, halo.indices, halo.col_ids, t, r, out)
             halo.comm_seconds += t1 - t0
             halo.compute_seconds += time.perf_counter() - t1
             cur = out
         return out
+
+    def _weighted_pass(self, net, plan, indptr, indices, data, halo, t, r):
+        """``weighted(indptr, index, block, senders, dst)``: one pass of this rank's rows of the round's weights
+        over a stacked block (``senders``: the global id of each of its rows), the losses and sleep of the round."""
+        if plan is None:
+            def weighted(indptr, index, block, senders, dst):
+                _core.mix(indptr, index, data, block, dst, check_indices=False, ncols=len(block))
+            return weighted
+        _, seed, p, awake, chain = plan
+        bad = None if chain is None else chain.bad_states(halo.indptr, halo.indices, t, row_ids=halo.local_nodes,
+                                                          col_ids=halo.col_ids)
+
+        def weighted(indptr, index, block, senders, dst):
+            _core.mix_lossy(indptr, index, data, block, dst, seed=seed, t=t, r=r, p=p,
+                            renormalise=net.stochastic == "row", awake=awake, row_ids=self.local_nodes,
+                            col_ids=senders, ncols=len(block), bad=bad, check_indices=False)
+        return weighted
+
+    def _add_link_noise(self, net, weighted, indptr, indices, col_ids, t, r, out, ages=None):
+        """``out +=`` the noise on the copies this rank's nodes received (:class:`~rowstoch_fast.network.Noisy`
+        with ``per="link"``: drawn here, on the links' global ids, through the round's weights)."""
+        from ..network import link_noise_block
+
+        for layer in net.noisy_links():
+            if layer.sigma == 0:
+                continue
+            block, index, senders = link_noise_block(layer, indptr, indices, t, r, out.shape[1], out.dtype, self.rows,
+                                                     ages=ages, row_ids=self.local_nodes, col_ids=col_ids)
+            noise = np.empty_like(out)
+            weighted(indptr, index, block, senders, noise)
+            out += noise
 
     def _mix_delayed(self, net, core, plan, t, src, out, rounds):
         """A delayed network's rounds on this rank's rows: every rank keeps every node's messages of the last
@@ -437,16 +462,12 @@ class MpiBackend(CpuBackend):
             _, indptr, cols = links[id(halo)]
             every = self.__dict__.setdefault("_every_node", np.arange(n, dtype=np.int64))
             indptr, index = delayed.index(indptr, cols, t, r, (nl, n, rounds), row_ids=self.local_nodes, col_ids=every)
-            if plan is None:
-                _core.mix(indptr, index, halo.data, ring.buffer, out, check_indices=False, ncols=len(ring.buffer))
-            else:
-                _, seed, p, awake, chain = plan
-                bad = None if chain is None else chain.bad_states(halo.indptr, halo.indices, t,
-                                                                  row_ids=halo.local_nodes, col_ids=halo.col_ids)
-                ids = np.concatenate([self.local_nodes, np.repeat(every, (len(ring.buffer) - nl) // n)])
-                _core.mix_lossy(indptr, index, halo.data, ring.buffer, out, seed=seed, t=t, r=r, p=p,
-                                       renormalise=net.stochastic == "row", awake=awake, row_ids=self.local_nodes,
-                                       col_ids=ids, ncols=len(ring.buffer), bad=bad, check_indices=False)
+            weighted = self._weighted_pass(net, plan, halo.indptr, halo.indices, halo.data, halo, t, r)
+            senders = np.concatenate([self.local_nodes, np.repeat(every, (len(ring.buffer) - nl) // n)])
+            weighted(indptr, index, ring.buffer, senders, out)
+            if net.noisy_links():
+                ages = delayed.ages(indptr, cols, t, r, row_ids=self.local_nodes, col_ids=every)
+                self._add_link_noise(net, weighted, indptr, cols, every, t, r, out, ages=ages)
             halo.comm_seconds += t1 - t0
             halo.compute_seconds += time.perf_counter() - t1
             cur = out

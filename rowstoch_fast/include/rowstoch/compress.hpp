@@ -177,3 +177,36 @@ void compress_rows(const T* X, T* out, std::int64_t n, std::int64_t w, std::int6
 }
 
 }  // namespace rowstoch
+
+namespace rowstoch {
+
+// Noise on received values (rowstoch_fast.network.Noisy, per="link"): out[q, c] = z, one standard normal per stored
+// entry q (the link j -> i, global ids) and value c of the message it delivers, sent in iteration s = t - ages[q]
+// (ages null: s = t): z = sqrt(-2 ln(1 - u)) cos(2 pi u') with u, u' = uniform_hash(seed, s, r, i, j, 3 | 4, c).
+// A receiver's copy of a message gets noise of its own; a message used again (delays) keeps its noise. The NumPy
+// transcription is _reference.link_noise.
+template <class I, class T>
+void link_noise(const I Ap[], const I Aj[], std::int64_t rows, NodeIds ids, std::uint64_t seed, std::uint64_t t,
+                std::uint64_t r, const std::int32_t* ages, std::int64_t w, T out[]) {
+    const int threads = threads_for(static_cast<std::int64_t>(Ap[rows]) * w * 8);
+    const double two_pi = 6.283185307179586;
+    const std::uint64_t now = hash_prefix(seed, t, r);
+    for_rows(Ap, rows, threads, [&](std::int64_t lo, std::int64_t hi) {
+        for (std::int64_t i = lo; i < hi; ++i) {
+            const std::uint64_t gi = static_cast<std::uint64_t>(ids.row(i));
+            for (I q = Ap[i]; q < Ap[i + 1]; ++q) {
+                const std::uint64_t gj = static_cast<std::uint64_t>(ids.col(static_cast<std::int64_t>(Aj[q])));
+                const std::uint64_t sent = ages ? hash_prefix(seed, t - static_cast<std::uint64_t>(ages[q]), r) : now;
+                const std::uint64_t link = mix64(mix64(sent ^ gi) ^ gj);
+                const std::uint64_t key1 = mix64(link ^ 3), key2 = mix64(link ^ 4);
+                for (std::int64_t c = 0; c < w; ++c) {
+                    const double u1 = 1.0 - message_uniform(key1, static_cast<std::uint64_t>(c));
+                    const double u2 = message_uniform(key2, static_cast<std::uint64_t>(c));
+                    out[q * w + c] = static_cast<T>(std::sqrt(-2.0 * std::log(u1)) * std::cos(two_pi * u2));
+                }
+            }
+        }
+    });
+}
+
+}  // namespace rowstoch
