@@ -241,7 +241,7 @@ def test_unreliable_networks_equal_single_process(ranks, tmp_path):
     checked = 0
     for nname, net in mpi_cases.unreliable_networks().items():
         for name, cls in sorted(REGISTRY.items()):
-            if not cls.applies_to(net):  # (an undirected network's method: a static W only)
+            if not mpi_cases.runs_on(nname, net, cls):  # (an undirected network's method: a static W only)
                 continue
             ref = cls.build(net, f.x0(), 0.01, rounds=2 if cls.multi_round else 1)
             fed = feed(cls, f.full_gradient)
@@ -252,5 +252,8 @@ def test_unreliable_networks_equal_single_process(ranks, tmp_path):
                 for k, v in ref._save_extra().items():  # per-link state (running sums) gathered in entry order
                     np.testing.assert_allclose(got[f"{nname}/{name}/{pname}/{k}"], v, rtol=1e-12, atol=1e-14)
                 checked += 1
-    assert checked == 2 * sum(cls.applies_to(net) for net in mpi_cases.unreliable_networks().values()
+    assert checked == 2 * sum(mpi_cases.runs_on(nname, net, cls) for nname, net in mpi_cases.unreliable_networks().items()
                               for cls in REGISTRY.values())
+    assert {"choco-sgd", "compressed-push-pull"} <= {name for name, cls in REGISTRY.items()
+                                                     if mpi_cases.runs_on("compressed", mpi_cases.unreliable_networks()[
+                                                         "compressed"], cls)}
