@@ -86,12 +86,7 @@ class Network:
     def mix(self, X, t, rounds=1, out=None):
         """``A_{t,rounds-1} ... A_{t,0} X``: the gossip rounds of iteration ``t`` (``X``: shape (n,) or (n, d)),
         in the compiled pass where :meth:`plan` gives one, else through NumPy."""
-        t = check_int(t, "t", minimum=0, maximum=MAX_T)
-        rounds = check_int(rounds, "rounds", minimum=1, maximum=MAX_ROUNDS)
-        X = as_float_array(X, "X", self.dtype, ndim=(1, 2), finite=False)
-        if X.shape[0] != self.n:
-            raise ValueError(f"X has {X.shape[0]} rows but the network has {self.n} nodes")
-        check_out(out, "out", X.shape, self.dtype)
+        t, rounds, X = self._mix_arguments(X, t, rounds, out)
         plan = self.plan(t)
         if plan is not None:
             return _compiled_rounds(plan, X, t, rounds, out, self.stochastic == "row")
@@ -102,6 +97,16 @@ class Network:
             out[...] = Y
             return out
         return Y
+
+    def _mix_arguments(self, X, t, rounds, out):
+        """:meth:`mix`'s arguments checked: ``(t, rounds, X)`` (``X`` as a float array of the network's dtype)."""
+        t = check_int(t, "t", minimum=0, maximum=MAX_T)
+        rounds = check_int(rounds, "rounds", minimum=1, maximum=MAX_ROUNDS)
+        X = as_float_array(X, "X", self.dtype, ndim=(1, 2), finite=False)
+        if X.shape[0] != self.n:
+            raise ValueError(f"X has {X.shape[0]} rows but the network has {self.n} nodes")
+        check_out(out, "out", X.shape, self.dtype)
+        return t, rounds, X
 
     def __repr__(self):
         return f"{type(self).__name__}(n={self.n}, stochastic={self.stochastic!r})"
@@ -826,12 +831,7 @@ class _Messages(Network):
         optimizer's model; default the row). With a :class:`Delayed` layer the stacked block holds the messages
         of the last ``max_delay + 1`` iterations, kept in ``state`` (a dict: an optimizer passes one per quantity
         it mixes; default the network's own, for calls in iteration order)."""
-        t = check_int(t, "t", minimum=0, maximum=MAX_T)
-        rounds = check_int(rounds, "rounds", minimum=1, maximum=MAX_ROUNDS)
-        X = as_float_array(X, "X", self.dtype, ndim=(1, 2), finite=False)
-        if X.shape[0] != self.n:
-            raise ValueError(f"X has {X.shape[0]} rows but the network has {self.n} nodes")
-        check_out(out, "out", X.shape, self.dtype)
+        t, rounds, X = self._mix_arguments(X, t, rounds, out)
         self.check_message(X.shape[1] if X.ndim == 2 else 1, d)
         cur = X.reshape(self.n, -1)
         core, delayed, n = self.core(), self.delayed(), self.n
