@@ -21,6 +21,7 @@ from . import algorithms as _algorithms
 from ._checks import MAX_KEY, check_int
 from .algorithms import REGISTRY, method_of
 from .errors import DivergenceError
+from .network import base_matrix, weights_of
 from .runner import Algorithm, check_metric, check_takes, run
 
 __all__ = ["ALGORITHMS", "default_algorithms", "write_outputs", "json_tuning", "compare", "default_metric", "frame_metric",
@@ -67,16 +68,21 @@ def parse_algorithms(names, A, mg_rounds=None):
                 multi = [k for k in _algorithms.labels(every_mg=True) if k.startswith("mg-")]
                 raise ValueError(f"algorithms: {label!r} is not a multi-round method (those are {', '.join(multi)})")
             rounds = (check_int(mg_rounds, "mg_rounds", minimum=1) if mg_rounds is not None
-                      else A.metrics().recommended_rounds())
+                      else base_matrix(A).metrics().recommended_rounds())  # (a network: its links' metrics)
         elif label not in REGISTRY:
             known = _algorithms.labels(every_mg=True)
             raise ValueError(f"algorithms: unknown algorithm {label!r}; choose from {', '.join(known)}")
         if label in (lbl for lbl, _, _ in out):
             raise ValueError(f"algorithms: {label!r} is listed twice")
-        if not REGISTRY[method].applies_to(A):
-            raise ValueError(f"algorithms: {label!r} runs on an undirected network's doubly stochastic W, and this "
-                             f"network is not one (build it with directed=False, weights='metropolis'; on the "
-                             f"command line --undirected --weights metropolis)")
+        cls = REGISTRY[method]
+        if not cls.applies_to(A):
+            if "W" in cls.matrices and not cls.applies_to(weights_of(A)):  # (the weights, not the messages)
+                raise ValueError(f"algorithms: {label!r} runs on an undirected network's doubly stochastic W, and this "
+                                 f"network is not one (build it with directed=False, weights='metropolis'; on the "
+                                 f"command line --undirected --weights metropolis)")
+            takes = " ".join((cls.applies_to.__doc__ or "").split()).split(". ")[0].rstrip(".")
+            raise ValueError(f"algorithms: {label!r} does not run on this network ({type(A).__name__}); it takes: "
+                             f"{takes}")
         out.append((label, method, int(rounds)))
     return out
 
@@ -166,6 +172,15 @@ def _judge(frame, status, metric):
     return max(float(values[-1]), 0.0), None
 
 
+class NoStableRate(ValueError):
+    """:func:`tune_lr` found no stable rate on the grid (``.record``: every candidate's score and why it was
+    rejected; ``.grid``)."""
+
+
+#: ``lr_source`` of an algorithm that no rate of the grid kept stable: :func:`compare` runs it at the grid's smallest.
+UNTUNABLE = "none stable"
+
+
 def tune_lr(A, objective, label, method, rounds, budget, *, grid=TUNE_GRID, seed=0, tracker="exact", backend="auto",
             metric=None, hyper=None):
     """A learning rate of ``grid`` that is stable over the whole ``budget``, by successive halving.
@@ -191,8 +206,8 @@ def tune_lr(A, objective, label, method, rounds, budget, *, grid=TUNE_GRID, seed
 
     Raises
     ------
-    ValueError
-        When every rate of the grid is rejected.
+    NoStableRate
+        When every rate of the grid is rejected (a ValueError).
     """
     metric = check_metric(metric or default_metric(objective))
     grid = tuple(float(v) for v in grid)
@@ -233,8 +248,10 @@ def tune_lr(A, objective, label, method, rounds, budget, *, grid=TUNE_GRID, seed
             keep = RUNG_KEEP[min(i, len(RUNG_KEEP) - 1)]
             candidates, waiting = ranked[:keep], ranked[keep:] + waiting
     if not ranked:
-        raise ValueError(f"tune: {label} diverged, made no progress or was unstable at every learning rate of the "
-                         f"grid ({grid[0]:g} .. {grid[-1]:g}); give its lr (--lr {label}=VALUE)")
+        exc = NoStableRate(f"tune: {label} diverged, made no progress or was unstable at every learning rate of the "
+                           f"grid ({grid[0]:g} .. {grid[-1]:g}); give its lr (--lr {label}=VALUE)")
+        exc.record, exc.grid = record, grid
+        raise exc
     record["chosen"] = ranked[0]
     return ranked[0], record
 
@@ -271,7 +288,10 @@ def compare(A, objective, algorithms=None, rounds_budget=2000, *, lr=None, tune=
         ``f*``, else ``grad_norm_mean``).
     lr_source : dict, optional
         ``{label: text}``: where a given rate comes from (default ``"given"``),
-        shown in the tables beside ``"tuned"``.
+        shown in the tables beside ``"tuned"``. An algorithm whose every rate of
+        the grid diverges or is unstable (on a harsh network: losses, compression,
+        delays) runs at the grid's smallest, its source ``"none stable"``; the
+        comparison goes on.
     checkpoint_dir : str, optional
         A folder for one checkpoint per algorithm's run (``<label>.npz``, written
         periodically, on Ctrl-C and at the end): what ``previous`` resumes.
@@ -387,11 +407,16 @@ def compare(A, objective, algorithms=None, rounds_budget=2000, *, lr=None, tune=
             if bar is not None:
                 bar.set_description(label + ("" if label in rates else " (tuning)"))
             if label not in rates:
-                rates[label], tuning[label] = tune_lr(A, objective, label, method, rounds, rounds_budget, seed=seed,
-                                                      tracker=tracker, backend=backend, metric=metric,
-                                                      hyper=hyper.get(label))
-                sources[label] = "tuned"
-                log(f"tuned {label}: lr = {rates[label]:g}")
+                try:
+                    rates[label], tuning[label] = tune_lr(A, objective, label, method, rounds, rounds_budget,
+                                                          seed=seed, tracker=tracker, backend=backend, metric=metric,
+                                                          hyper=hyper.get(label))
+                    sources[label] = "tuned"
+                    log(f"tuned {label}: lr = {rates[label]:g}")
+                except NoStableRate as exc:  # (on a harsh network: the comparison goes on, the table says so)
+                    rates[label], tuning[label], sources[label] = exc.grid[0], exc.record, UNTUNABLE
+                    log(f"{label}: no rate of the grid ({exc.grid[0]:g} .. {exc.grid[-1]:g}) stays stable: run at "
+                        f"{exc.grid[0]:g}, the smallest (lr source: {UNTUNABLE!r})")
             frame, status[label] = _evaluate(A, objective, label, method, rounds, rates[label], rounds_budget,
                                              earlier.get(label), checkpoint_dir, repeats=repeats, seed=seed,
                                              tracker=tracker, backend=backend, points=points, progress=progress,

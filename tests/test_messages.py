@@ -495,3 +495,20 @@ def test_noise_on_received_copies_is_independent_per_receiver():
     z = Y / (0.3 * np.sqrt(off))[:, None]
     assert abs(z.std() - 1) < 0.05 and abs(z.mean()) < 0.05
     assert np.unique(np.round(Y[:, 0], 12)).size > 500  # (not one draw per sender)
+
+
+def test_a_comparison_goes_on_when_no_rate_keeps_a_method_stable():
+    """On a harsh network (top-k messages over lossy links) the push-sum methods diverge at every rate of the grid:
+    compare runs them at the grid's smallest rate, says so in the lr source ("none stable") and their status, and
+    ranks the others."""
+    from rowstoch_fast import compare as cmp
+    from rowstoch_fast.objectives import LeastSquares
+
+    net = Compressed(Lossy(topology.exponential(16), 0.1, seed=1), "topk", k=3)
+    f = LeastSquares.synthetic(16, d=8, seed=3)
+    with pytest.warns(RuntimeWarning, match="diverges"):  # (the run at the smallest rate: said as it goes)
+        frame = cmp.compare(net, f, ["sgp", "dsgd"], 200, repeats=1, progress=False)
+    table = cmp.summary(frame).set_index("algorithm")
+    assert frame.attrs["lr_source"] == {"sgp": cmp.UNTUNABLE, "dsgd": "tuned"}
+    assert table.loc["sgp", "lr"] == cmp.TUNE_GRID[0] and table.loc["sgp", "status"] == "diverged"
+    assert table.loc["dsgd", "rank"] == 1 and np.isfinite(table.loc["dsgd", "final"])
