@@ -262,11 +262,11 @@ def as_network(A):
 
 
 def _under_messages(net, kind):
-    """``net``, refused (ValueError) where it compresses or noises its messages: those layers act on what the
-    links carry, so they go outermost."""
+    """``net``, refused (ValueError) where it compresses, noises or delays its messages: those layers act on what
+    the links carry, so they go outermost."""
     if hasattr(net, "encode"):
-        raise ValueError(f"{kind} cannot wrap {net!r}: compression and noise act on the messages the links carry, "
-                         f"so they go outermost (e.g. Compressed({kind}(A, ...), 'topk', k=2))")
+        raise ValueError(f"{kind} cannot wrap {net!r}: compression, noise and delays act on the messages the links "
+                         f"carry, so they go outermost (e.g. Compressed({kind}(A, ...), 'topk', k=2))")
     return net
 
 
@@ -737,7 +737,7 @@ class Sleepy(Network):
 
 
 class _Messages(Network):
-    """What compression and noise share: a network whose senders transform the messages its links carry.
+    """What compression, noise and delays share: a network that changes the messages its links carry.
 
     Round ``r`` of iteration ``t`` applies the base network's weights to what each receiver holds: its own
     value, exact, and the messages ``Q(x_j)`` of the others::
@@ -747,9 +747,10 @@ class _Messages(Network):
     so losses, renormalisation and sleep act as they do on the base network. ``Q`` works on *messages*: each
     node's row, cut into its models of ``d`` values (an optimizer's replicas are sent apart; a block of another
     width, a push-sum weight, is one message). Its random choices come from the counter-based hash of
-    ``(seed, t, r, node, column)``, so every backend, MPI rank and resumed run sends the same messages; nothing
-    is kept between rounds (no state in checkpoints). Compression and noise act on what the links carry, so
-    they go outermost: ``Compressed(Lossy(A, 0.1), "topk", k=2)``; several compose (the outer one first).
+    ``(seed, t, r, node, tag, column)``, so every backend, MPI rank and resumed run sends the same messages;
+    compression and noise keep nothing between rounds (a :class:`Delayed` layer keeps the messages in flight,
+    in checkpoints). Compression, noise and delays act on what the links carry, so they go outermost:
+    ``Compressed(Lossy(A, 0.1), "topk", k=2)``; several compose (the outer one first).
     """
 
     @property
