@@ -25,25 +25,26 @@ import numpy as np
 from .. import backends
 from .._checks import check_positive_float, fmt_bytes, nodes_first, require_memory
 from ..mixing import ROW_SUM_RTOL, ROW_SUM_RTOL_FLOAT32, MixingMatrix
+from ..network import Network, base_matrix, weights_of
 from ._deferred import FailureHandling
 from ._guards import _Fixed, _StepSize, exclusive
 from ._persistence import KINDS, Persistence, matrix_from_state
 from ._registry import REGISTRY
 
-__all__ = ["Optimizer", "REGISTRY", "exclusive", "matrix_from_state"]
+__all__ = ["Optimizer", "REGISTRY", "exclusive", "matrix_from_state", "message_contraction"]
 
 
 
-def weights_of(M):
-    """``M`` without its message layers (:func:`rowstoch_fast.network.weights_of`)."""
-    from ..network import weights_of as strip
-
-    return strip(M)
+def message_contraction(matrices, x0):
+    """``(omega, delta)`` of the compression the messages of ``matrices`` go through, on models of ``x0``'s last
+    axis (:meth:`rowstoch_fast.network.Compressed.contraction`: the largest variance bound, the smallest
+    contraction); ``(0, 1)`` without compression: the defaults of the compressed methods' step sizes."""
+    d = max(np.shape(x0)[-1], 1) if np.ndim(x0) else 1
+    pairs = [M.contraction(d) for M in matrices.values() if hasattr(M, "contraction")]
+    return max([p[0] for p in pairs], default=0.0), min([p[1] for p in pairs], default=1.0)
 
 
 def _as_matrix(M, name, owner):
-    from ..network import Network
-
     kind = KINDS[name]
     if kind == "doubly":  # an undirected network's W: static, both sums checked (the first bad one named)
         if isinstance(M, Network) and hasattr(M, "encode") and not isinstance(M.core(), Network):
@@ -107,8 +108,6 @@ def _first_asymmetry(W):
 def _links(M):
     """Links a message crosses (self loops excluded); a time-varying network counts its base graph's."""
     if not isinstance(M, MixingMatrix):
-        from ..network import base_matrix
-
         M = base_matrix(M)
     return M.nnz - int(np.count_nonzero(M.csr.diagonal()))
 

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from .._checks import check_positive_float
-from ._base import Optimizer, weights_of
+from ..network import weights_of
+from ._base import Optimizer, message_contraction
 
 __all__ = ["CHOCOSGD"]
 
@@ -73,8 +72,7 @@ class CHOCOSGD(Optimizer):
 
     def __init__(self, W, x0, lr, gamma=None, backend="auto", *, check_finite=True, comm=None, partition=None):
         self._start(x0, {"W": W}, backend, check_finite, comm, partition, lr=lr, gamma=gamma)
-        W = self.W
-        self._omega = W.contraction(self._d)[0] if W is not weights_of(W) else 0.0
+        self._omega = message_contraction(self._mats, x0)[0]  # (unbiased compressions: q rescaled)
 
     def _validate(self, matrices, x0, hyper):
         W = matrices["W"]
@@ -82,8 +80,7 @@ class CHOCOSGD(Optimizer):
             raise ValueError(f"CHOCOSGD: W must deliver every message in its iteration (the neighbours' copies x_hat "
                              f"add the same q_k), got {W!r}; use Compressed / Noisy over a static W")
         if hyper["gamma"] is None:  # the compression's contraction on models of d values (x0's last axis)
-            W, d = matrices["W"], np.shape(x0)[-1] if np.ndim(x0) else 1
-            hyper = {**hyper, "gamma": W.contraction(max(d, 1))[1] if hasattr(W, "contraction") else 1.0}
+            hyper = {**hyper, "gamma": message_contraction(matrices, x0)[1]}
         return super()._validate(matrices, x0, hyper)
 
     @classmethod

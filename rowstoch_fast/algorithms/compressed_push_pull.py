@@ -3,10 +3,9 @@ are compressed differences to reference points."""
 
 from __future__ import annotations
 
-import numpy as np
-
 from .._checks import check_positive_float
-from ._base import weights_of
+from ..network import weights_of
+from ._base import message_contraction
 from .push_pull import PushPull
 
 __all__ = ["CompressedPushPull"]
@@ -88,15 +87,13 @@ class CompressedPushPull(PushPull):
         return isinstance(weights_of(A), MixingMatrix) and not (hasattr(A, "delayed") and A.delayed() is not None)
 
     def _validate(self, matrices, x0, hyper):
-        d = max(np.shape(x0)[-1], 1) if np.ndim(x0) else 1
         for name, M in matrices.items():  # (before anything is allocated)
             if not self.applies_to(M):
                 raise ValueError(f"CompressedPushPull: {name} must be a static matrix, or compressed / noisy messages "
                                  f"over one (the mixtures h_w follow every message), got {M!r}")
-        contraction = [M.contraction(d) for M in matrices.values() if hasattr(M, "contraction")]
-        omega = max([c[0] for c in contraction], default=0.0)
+        omega, delta = message_contraction(matrices, x0)
         if hyper["gamma"] is None:  # (the unbiased compressions' variance: half of it; see the docstring)
-            hyper = {**hyper, "gamma": min([c[1] for c in contraction], default=1.0) / (1.0 + min(1.0, omega))}
+            hyper = {**hyper, "gamma": delta / (1.0 + min(1.0, omega))}
         if hyper["a"] is None:
             hyper = {**hyper, "a": 1.0 / (1.0 + omega)}
         return super()._validate(matrices, x0, hyper)

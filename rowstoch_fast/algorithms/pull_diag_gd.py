@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from .._checks import check_tracker
-from ._base import Optimizer, weights_of
+from ..network import weights_of
+from ._base import Optimizer
 from ._corrections import tracker_row
 
 __all__ = ["PullDiagGD"]

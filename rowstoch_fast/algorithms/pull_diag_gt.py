@@ -6,7 +6,8 @@ import numpy as np
 
 from .._checks import MAX_ROUNDS, as_float_array, check_int, check_positive_float, check_tracker
 from ..errors import DivergenceError
-from ._base import Optimizer, weights_of
+from ..network import weights_of
+from ._base import Optimizer
 from ._corrections import tracker_row
 
 __all__ = ["PullDiagGT"]

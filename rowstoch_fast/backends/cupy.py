@@ -530,7 +530,7 @@ class CupyBackend(Backend):
         return out
 
     def _on_host(self, out, compute):
-        """``out <- compute()`` computed on the host (compressed and noisy messages: the CPU's compiled passes,
+        """``out <- compute()`` computed on the host (compressed, noisy and delayed messages: the CPU's passes,
         two copies across the bus per call; no kernel of their own yet, see bench/RESULTS.md). Not a launch that
         a failed deferred check freezes, so the flag is read first: after a failure nothing is written."""
         if self.checking and int(self._status[0]):

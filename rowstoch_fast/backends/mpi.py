@@ -390,7 +390,7 @@ class MpiBackend(CpuBackend):
             t0 = time.perf_counter()
             halo.exchange(msgs)
             t1 = time.perf_counter()
-            weighted = self._weighted_pass(net, plan, halo.indptr, halo.indices, halo.data, halo, t, r)
+            weighted = self._weighted_pass(net, plan, halo, t, r)
             weighted(halo.indptr, index, ext, ids, out)
             self._add_link_noise(net, weighted, halo.indptr, halo.indices, halo.col_ids, t, r, out)
             halo.comm_seconds += t1 - t0
@@ -398,9 +398,10 @@ class MpiBackend(CpuBackend):
             cur = out
         return out
 
-    def _weighted_pass(self, net, plan, indptr, indices, data, halo, t, r):
+    def _weighted_pass(self, net, plan, halo, t, r):
         """``weighted(indptr, index, block, senders, dst)``: one pass of this rank's rows of the round's weights
         over a stacked block (``senders``: the global id of each of its rows), the losses and sleep of the round."""
+        data = halo.data
         if plan is None:
             def weighted(indptr, index, block, senders, dst):
                 _core.mix(indptr, index, data, block, dst, check_indices=False, ncols=len(block))
@@ -462,7 +463,7 @@ class MpiBackend(CpuBackend):
             _, indptr, cols = links[id(halo)]
             every = self.__dict__.setdefault("_every_node", np.arange(n, dtype=np.int64))
             indptr, index = delayed.index(indptr, cols, t, r, (nl, n, rounds), row_ids=self.local_nodes, col_ids=every)
-            weighted = self._weighted_pass(net, plan, halo.indptr, halo.indices, halo.data, halo, t, r)
+            weighted = self._weighted_pass(net, plan, halo, t, r)
             senders = np.concatenate([self.local_nodes, np.repeat(every, (len(ring.buffer) - nl) // n)])
             weighted(indptr, index, ring.buffer, senders, out)
             if net.noisy_links():
