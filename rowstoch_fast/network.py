@@ -860,7 +860,8 @@ class _Messages(Network):
         while isinstance(layer, _Messages):
             k = getattr(layer, "k", None)
             L = self.message_length(width, d)
-            if k is not None and L > 1 and k > L:
+            if k is not None and k > L and (d is None or width % d == 0):  # (a narrow block, a push-sum weight
+                # beside models of d values, is sent whole)
                 raise ValueError(f"k = {k} is more than the {L} values of one message (k must be in 1..d)")
             layer = layer.base
 

@@ -40,6 +40,23 @@ def feed(cls, grad, rep_offset=0, nodes=None):
     return SampleOracle(split_in_two(grad), samples=2, rep_offset=rep_offset, nodes=nodes)
 
 
+def cli_resumes_like_one_run(base, tmp_path, tag="run"):
+    """``rowstoch run`` with the options ``base`` for 40 iterations, and for 20 with a checkpoint then resumed to 40:
+    their records at iteration 40 are equal, bit for bit. Returns ``(checkpoint path, the uninterrupted run's
+    history frame)``."""
+    import pandas as pd
+
+    from rowstoch_fast import cli
+
+    ck = str(tmp_path / f"{tag}.npz")
+    assert cli.main(base + ["--iterations", "40", "--out", str(tmp_path / f"{tag}-a")]) == 0
+    assert cli.main(base + ["--iterations", "20", "--checkpoint", ck, "--out", str(tmp_path / f"{tag}-b")]) == 0
+    assert cli.main(base + ["--iterations", "40", "--resume", ck, "--out", str(tmp_path / f"{tag}-c")]) == 0
+    a, c = (pd.read_csv(tmp_path / f"{tag}-{k}" / "history.csv") for k in ("a", "c"))
+    assert np.array_equal(a[a["iteration"] == 40]["grad_norm"].values, c[c["iteration"] == 40]["grad_norm"].values)
+    return ck, a
+
+
 def twin_samples(grad, shape):
     """The keywords of a per-sample method's dense twin that :func:`feed` of ``grad`` gives the method itself
     (``shape``: ``X.shape[:-1]``)."""

@@ -4,7 +4,7 @@ resume, bad input."""
 
 import numpy as np
 import pytest
-from conftest import for_algorithm
+from conftest import cli_resumes_like_one_run, for_algorithm
 
 import rowstoch_fast as rf
 from rowstoch_fast import _reference as ref
@@ -210,18 +210,11 @@ def test_bad_compression_input_is_named(call, match):
 def test_the_command_line_runs_compressed_networks_and_refuses_bad_options(tmp_path, capsys):
     """rowstoch run: --compress / --bits / --k / --biased / --noise build the network (the run differs from the
     plain one, resumes bit for bit, and is what the checkpoint identifies); bad values: one line, exit 2."""
-    import pandas as pd
-
     from rowstoch_fast import cli
 
-    ck = str(tmp_path / "ck.npz")
     base = ["run", "--n", "16", "--objective", "quadratic", "--d", "8", "--algorithm", "push-pull", "--compress",
             "qsgd", "--bits", "3", "--noise", "0.01", "--network-seed", "4", "--record-every", "10", "--no-progress"]
-    assert cli.main(base + ["--iterations", "40", "--out", str(tmp_path / "a")]) == 0
-    assert cli.main(base + ["--iterations", "20", "--checkpoint", ck, "--out", str(tmp_path / "b")]) == 0
-    assert cli.main(base + ["--iterations", "40", "--resume", ck, "--out", str(tmp_path / "c")]) == 0
-    a, c = (pd.read_csv(tmp_path / k / "history.csv") for k in ("a", "c"))
-    assert np.array_equal(a[a["iteration"] == 40]["grad_norm"].values, c[c["iteration"] == 40]["grad_norm"].values)
+    ck, _ = cli_resumes_like_one_run(base, tmp_path)
     other = [v if v != "3" else "4" for v in base]
     assert cli.main(other + ["--iterations", "40", "--resume", ck, "--out", str(tmp_path / "d")]) == 2
     assert "bits" in capsys.readouterr().err
@@ -387,18 +380,11 @@ def test_a_delay_bound_whose_history_cannot_fit_is_refused_before_allocating():
 def test_the_command_line_runs_delayed_networks_and_resumes_them(tmp_path, capsys):
     """rowstoch run --max-delay: the messages in flight are in the checkpoint (the resumed run's records equal the
     uninterrupted run's); another delay bound is refused on --resume; bad values: one line, exit 2."""
-    import pandas as pd
-
     from rowstoch_fast import cli
 
-    ck = str(tmp_path / "ck.npz")
     base = ["run", "--n", "16", "--objective", "quadratic", "--algorithm", "push-pull", "--max-delay", "3",
             "--loss", "0.1", "--record-every", "10", "--no-progress"]
-    assert cli.main(base + ["--iterations", "40", "--out", str(tmp_path / "a")]) == 0
-    assert cli.main(base + ["--iterations", "20", "--checkpoint", ck, "--out", str(tmp_path / "b")]) == 0
-    assert cli.main(base + ["--iterations", "40", "--resume", ck, "--out", str(tmp_path / "c")]) == 0
-    a, c = (pd.read_csv(tmp_path / k / "history.csv") for k in ("a", "c"))
-    assert np.array_equal(a[a["iteration"] == 40]["grad_norm"].values, c[c["iteration"] == 40]["grad_norm"].values)
+    ck, _ = cli_resumes_like_one_run(base, tmp_path)
     other = [v if v != "3" else "2" for v in base]
     assert cli.main(other + ["--iterations", "40", "--resume", ck, "--out", str(tmp_path / "d")]) == 2
     assert "max_delay" in capsys.readouterr().err

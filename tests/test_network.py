@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from conftest import csr_and_block
+from conftest import cli_resumes_like_one_run, csr_and_block
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -474,12 +474,7 @@ def test_rowstoch_run_on_an_unreliable_network(tmp_path, capsys):
 
     base = ["run", "--n", "16", "--objective", "quadratic", "--loss", "0.2", "--awake", "0.9", "--network-seed", "3",
             "--record-every", "10", "--no-progress"]
-    assert cli.main(base + ["--iterations", "40", "--out", str(tmp_path / "a")]) == 0
-    ck = str(tmp_path / "ck.npz")
-    assert cli.main(base + ["--iterations", "20", "--checkpoint", ck, "--out", str(tmp_path / "b")]) == 0
-    assert cli.main(base + ["--iterations", "40", "--resume", ck, "--out", str(tmp_path / "c")]) == 0
-    a, c = (pd.read_csv(tmp_path / k / "history.csv") for k in ("a", "c"))
-    assert np.array_equal(a[a["iteration"] == 40]["grad_norm"].values, c[c["iteration"] == 40]["grad_norm"].values)
+    ck, a = cli_resumes_like_one_run(base, tmp_path)
     static = ["run", "--n", "16", "--objective", "quadratic", "--iterations", "40", "--record-every", "10",
               "--no-progress", "--out", str(tmp_path / "s")]
     assert cli.main(static) == 0
@@ -500,11 +495,7 @@ def test_rowstoch_run_on_an_unreliable_network(tmp_path, capsys):
     # an activation model: runs, resumes bit for bit, and is what the checkpoint identifies
     markov = ["run", "--n", "16", "--objective", "quadratic", "--activation", "markov", "--p-sleep", "0.3",
               "--p-wake", "0.5", "--network-seed", "3", "--record-every", "10", "--no-progress"]
-    assert cli.main(markov + ["--iterations", "40", "--out", str(tmp_path / "m")]) == 0
-    assert cli.main(markov + ["--iterations", "20", "--checkpoint", ck, "--out", str(tmp_path / "m1")]) == 0
-    assert cli.main(markov + ["--iterations", "40", "--resume", ck, "--out", str(tmp_path / "m2")]) == 0
-    m, m2 = (pd.read_csv(tmp_path / k / "history.csv") for k in ("m", "m2"))
-    assert np.array_equal(m[m["iteration"] == 40]["grad_norm"].values, m2[m2["iteration"] == 40]["grad_norm"].values)
+    ck, _ = cli_resumes_like_one_run(markov, tmp_path, "markov")
     other = [v if v != "0.5" else "0.6" for v in markov]
     assert cli.main(other + ["--iterations", "40", "--resume", ck, "--out", str(tmp_path / "m3")]) == 2
     assert "p_wake" in capsys.readouterr().err

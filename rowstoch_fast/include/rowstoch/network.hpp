@@ -267,13 +267,10 @@ void delay_ages(const I Ap[], const I Aj[], std::int64_t rows, NodeIds ids, std:
                 std::int64_t age = last;
                 if (gj == gi) {
                     age = 0;
-                } else if (masked) {
-                    std::uint32_t arrived = 1u << last;
-                    for (std::int64_t k = 0; k < last; ++k)
-                        arrived |= static_cast<std::uint32_t>(
-                                       (mix64(row_key[k] ^ static_cast<std::uint64_t>(gj)) >> 11) < threshold[k])
-                                   << k;
-                    age = __builtin_ctz(arrived);
+                } else if (masked) {  // the newest arrival: selects from the oldest draw to the newest (portable,
+                    // no count-trailing-zeros builtin)
+                    for (std::int64_t k = last - 1; k >= 0; --k)
+                        age = (mix64(row_key[k] ^ static_cast<std::uint64_t>(gj)) >> 11) < threshold[k] ? k : age;
                 } else if (!fixed) {
                     for (std::int64_t k = 0; k < last; ++k) {
                         const std::uint64_t key = k < cached ? row_key[k]
