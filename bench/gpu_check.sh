@@ -7,7 +7,8 @@
 #   kernels  bench/gpu_kernels.py (sections: SECTIONS, default all but the probe of the mixing kernels):
 #            bit-identity of the mixing kernels, mixing bandwidth at n = 2^20 and 2^22, per-iteration
 #            overhead at n <= 2^16, the logistic oracle against every CPU core;
-#   tests    the test files with CuPy and CUDA cases (pytest-xdist);
+#   tests    the test files with CuPy and CUDA cases (pytest-xdist; TESTFILES to choose others);
+#   messages bench/gpu_messages.py: compressed, noisy and delayed messages on the device vs the CPU (bits, speed);
 #   e2e      bench/gpu_e2e.py: rowstoch run --backend cupy vs cpu, set-up and run time, cold and warm cache;
 #   rest     the rest of the suite;
 #   scaling  the GPU half of bench/scaling.py (the design card's figure);
@@ -39,8 +40,8 @@ limit() {
     if (( s < 5 )); then echo "(skipped: ${left} s left before DEADLINE=$DEADLINE)"; return 124; fi
     timeout "$s" "$@"
 }
-TESTFILES="tests/test_backends.py tests/test_algorithms.py tests/test_objectives.py tests/test_gt.py
-    tests/test_careless_user.py tests/test_runner.py tests/test_network.py tests/test_torch.py tests/test_undirected.py"
+TESTFILES=${TESTFILES:-"tests/test_backends.py tests/test_algorithms.py tests/test_objectives.py tests/test_gt.py
+    tests/test_careless_user.py tests/test_runner.py tests/test_network.py tests/test_torch.py tests/test_undirected.py"}
 
 stage_kernels() {
     limit 240 "$PY" bench/gpu_kernels.py --sections "${SECTIONS:-bits,mix,overhead,oracle,probe-oracle,probe-host}" \
@@ -51,6 +52,9 @@ stage_tests() {
     limit 200 "$PY" -m pytest -q -p no:cacheprovider -n 6 -W default -rs $TESTFILES > "$OUT/tests.log" 2>&1
     echo "pytest exit code $?" >> "$OUT/tests.log"
     tail -15 "$OUT/tests.log"
+}
+stage_messages() {
+    limit 200 "$PY" bench/gpu_messages.py --json "$OUT/messages.json" 2>&1 | tee "$OUT/messages.out"
 }
 stage_e2e() {
     limit 150 "$PY" bench/gpu_e2e.py --out "$OUT" 2>&1 | tee "$OUT/gpu_e2e.out"

@@ -12,11 +12,12 @@ class History:
     """One mixed quantity's messages of the last ``D + 1`` iterations (``rounds`` each), after ``n_own`` rows of
     own values: the stacked block a delayed round reads (:class:`Delayed`). The messages are node by node (a
     node's ``(D + 1) rounds`` slots side by side: a round's gathers stay as local as the static mix's), the
-    message of iteration ``s`` and round ``r`` in slot ``(s mod (D + 1)) rounds + r``."""
+    message of iteration ``s`` and round ``r`` in slot ``(s mod (D + 1)) rounds + r``. ``xp``: the array module
+    of the buffer (NumPy, or CuPy for the device backend)."""
 
-    def __init__(self, n_own, n_block, width, max_delay, rounds, dtype):
+    def __init__(self, n_own, n_block, width, max_delay, rounds, dtype, xp=np):
         self.n_own, self.n_block, self.D, self.rounds = n_own, n_block, max_delay, rounds
-        self.buffer = np.zeros((n_own + (max_delay + 1) * rounds * n_block, width), dtype=dtype)
+        self.buffer = xp.zeros((n_own + (max_delay + 1) * rounds * n_block, width), dtype=dtype)
         self.last = None  # the last iteration whose messages are in
         self.fresh = True
 

@@ -975,14 +975,22 @@ def link_noise_block(layer, indptr, indices, t, r, width, dtype, n_own, ages=Non
     z = _core.link_noise(indptr, indices, layer.seed, t, r, width, dtype=np.dtype(dtype),
                          ages=None if ages is None else np.ascontiguousarray(ages, dtype=np.int32), **ids)
     block = np.concatenate([np.zeros((n_own, width), dtype=dtype), z * np.asarray(layer.sigma, dtype=dtype)])
+    index, g_cols = link_noise_index(indptr, indices, n_own, row_ids, col_ids)
+    own_ids = np.arange(n_own, dtype=np.int64) if row_ids is None else np.asarray(row_ids, dtype=np.int64)
+    return block, index, np.concatenate([own_ids, g_cols])
+
+
+def link_noise_index(indptr, indices, n_own, row_ids=None, col_ids=None):
+    """``(index, senders)`` of a per-link noise block ``[zeros (n_own rows); one row per stored entry]``: the row
+    each entry reads (a self loop its own zero row ``i``, entry ``q`` row ``n_own + q``), of ``indptr``'s integer
+    type, and each entry's sender (global ids)."""
     rows = np.repeat(np.arange(len(indptr) - 1, dtype=np.int64), np.diff(indptr))
     cols = np.asarray(indices, dtype=np.int64)
     g_rows = rows if row_ids is None else np.asarray(row_ids)[rows]
     g_cols = cols if col_ids is None else np.asarray(col_ids)[cols]
     own = g_rows == g_cols
     index = np.where(own, rows, n_own + np.arange(len(cols), dtype=np.int64)).astype(np.asarray(indptr).dtype)
-    own_ids = np.arange(n_own, dtype=np.int64) if row_ids is None else np.asarray(row_ids, dtype=np.int64)
-    return block, index, np.concatenate([own_ids, g_cols])
+    return index, g_cols
 
 
 class Compressed(_Messages):
@@ -1229,11 +1237,14 @@ class Delayed(_Messages):
     def delta(self, d):
         return 1.0
 
-    def ring(self, state, t, n_own, n_block, width, rounds, dtype, require=None):
+    def ring(self, state, t, n_own, n_block, width, rounds, dtype, require=None, xp=np):
         """The history of the quantity ``state`` holds (a dict), made where it is missing or of another shape:
-        ``n_own`` own rows, then ``(max_delay + 1) rounds`` blocks of ``n_block`` rows of ``width`` values."""
+        ``n_own`` own rows, then ``(max_delay + 1) rounds`` blocks of ``n_block`` rows of ``width`` values, in
+        arrays of ``xp`` (a history restored on the host moves there)."""
         ring = state.get("ring")
         shape = (n_own + (self.max_delay + 1) * rounds * n_block, width)
+        if ring is not None and type(ring.buffer) is not type(xp.empty(0)):
+            ring.buffer = xp.asarray(ring.buffer)
         if ring is None or ring.buffer.shape != shape or ring.buffer.dtype != np.dtype(dtype):
             from ._checks import require_memory
 
@@ -1241,7 +1252,7 @@ class Delayed(_Messages):
             (require or require_memory)(nbytes, f"Delayed(max_delay={self.max_delay}): the messages of the last "
                                                 f"{self.max_delay + 1} iterations of {n_block} nodes x {width} values "
                                                 f"x {rounds} rounds", "use a smaller max_delay")
-            ring = state["ring"] = History(n_own, n_block, width, self.max_delay, rounds, dtype)
+            ring = state["ring"] = History(n_own, n_block, width, self.max_delay, rounds, dtype, xp)
         ring.start(t)
         return ring
 

@@ -422,15 +422,15 @@ def _emulated_device(cuda_on_host, monkeypatch, on_launch=None):
 
 
 @pytest.mark.parametrize("network", ["static", "lossy", "bursty", "sleepy-lossy", "markov-lossy", "cyclic",
-                                     "compressed", "delayed"])
+                                     "compressed", "delayed", "noisy"])
 @pytest.mark.parametrize("name", sorted(REGISTRY))
 def test_the_cupy_backend_on_the_emulated_kernels_equals_the_cpu(cuda_on_host, monkeypatch, name, network):
     """Each algorithm through backends.cupy and the CUDA kernels' logic (mixing, combine, lossy rounds and
-    bursty chains, graphs of the R rounds) on static and unreliable networks: the CPU's iterates, so what a GPU
-    runs differs from this only in the hardware."""
+    bursty chains, graphs of the R rounds, compressed, delayed and noisy messages) on static and unreliable
+    networks: the CPU's iterates, so what a GPU runs differs from this only in the hardware."""
     from test_algorithms import _on_cpu_and_device
 
-    from rowstoch_fast.network import Compressed, Delayed, Lossy, Sleepy
+    from rowstoch_fast.network import Compressed, Delayed, Lossy, Noisy, Sleepy
 
     fake = _emulated_device(cuda_on_host, monkeypatch)
     cls = REGISTRY[name]
@@ -443,7 +443,9 @@ def test_the_cupy_backend_on_the_emulated_kernels_equals_the_cpu(cuda_on_host, m
             "compressed": Compressed(Lossy(A, 0.1, seed=5), "qsgd", bits=4, seed=2) if "W" not in cls.matrices else
             Compressed(A, "topk", k=2),
             "delayed": Compressed(Delayed(Lossy(A, 0.1, seed=5), 2, seed=3), "qsgd", bits=4) if "W" not in cls.matrices
-            else Delayed(A, 2, seed=3)}
+            else Delayed(A, 2, seed=3),
+            "noisy": Noisy(Noisy(Delayed(Sleepy(Lossy(A, 0.1, seed=5), 0.9, seed=1), 2, seed=3), 0.01, seed=4),
+                           0.02, seed=6, per="message") if "W" not in cls.matrices else Noisy(A, 0.01, seed=4)}
     net = nets[network]
     if not cls.applies_to(net):  # an undirected network's method takes its static W only (refused: test_network)
         pytest.skip(f"{name} does not run on this network (its applies_to; refusals: test_network)")
@@ -456,12 +458,64 @@ def test_the_cupy_backend_on_the_emulated_kernels_equals_the_cpu(cuda_on_host, m
 
     assert ran("combine_f64")
 
-    if cls.matrices and not cls.per_link_state and network not in ("compressed", "delayed"):  # (the centralized
-        # baseline does not gossip; running sums are generic array operations; compressed and delayed messages are
-        # mixed on the host)
+    if cls.matrices and network in ("compressed", "delayed", "noisy"):  # (the centralized baseline does not gossip)
+        assert ran("compress_rows") == (network == "compressed" or "W" not in cls.matrices)
+        # (CHOCO-SGD and Compressed Push-Pull compress, then mix their reference points with the base weights)
+        stacked = name not in ("choco-sgd", "compressed-push-pull")
+        assert ran("csr_mix_stacked") == stacked
+        assert ran("link_noise") == (network == "noisy" and stacked)
+        assert ran("delay_index") == (network == "delayed" or (network == "noisy" and "W" not in cls.matrices))
+    elif cls.matrices and not cls.per_link_state:  # (running sums are generic array operations)
         assert ran("csr_mix_lossy") == (network != "static")
         assert (ran("csr_mix_entry") or ran("csr_mix_row") or ran("csr_mix_circ")) == (network == "static")
         assert ran("ge_advance") == (network == "bursty")
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("case", ["qsgd", "qsgd-nearest", "sign", "top1", "top3", "top7", "top20", "rand2",
+                                  "rand20-biased", "round", "noise", "chain", "fixed-delay", "delayed-noise"])
+def test_the_message_kernels_on_the_emulated_device_equal_the_cpu(cuda_on_host, monkeypatch, case, dtype):
+    """compress_rows, delay_index, link_noise and csr_mix_stacked (the CuPy backend's path for message networks)
+    against the CPU's passes, bit for bit: every compression (top-k and rand-k on both sides of the CPU's
+    selection strategies), messages of d = 40 values in rows of two replicas, two rounds an iteration, float64
+    and float32, over a lossy network; delays over iterations in order."""
+    from rowstoch_fast.backends.cupy import CupyBackend
+    from rowstoch_fast.network import Compressed, Delayed, Lossy, Noisy
+
+    fake = _emulated_device(cuda_on_host, monkeypatch)
+    A = topology.erdos_renyi(9, 0.4, seed=3).astype(dtype)
+    base = Lossy(A, 0.2, seed=7)
+    method, _, variant = case.partition("-")
+    nets = {"qsgd": Compressed(base, "qsgd", bits=3, seed=1),
+            "qsgd-nearest": Compressed(base, "qsgd", bits=2, unbiased=False),
+            "sign": Compressed(base, "sign"), "top1": Compressed(base, "topk", k=1),
+            "top3": Compressed(base, "topk", k=3), "top7": Compressed(base, "topk", k=7),
+            "top20": Compressed(base, "topk", k=20), "rand2": Compressed(base, "randk", k=2, seed=4),
+            "rand20-biased": Compressed(base, "randk", k=20, unbiased=False, seed=4),
+            "round": Compressed(base, "round", bits=5), "noise": Noisy(base, 0.1, seed=2, per="message"),
+            "chain": Compressed(Noisy(base, 0.1, seed=2, per="message"), "topk", k=5),
+            "fixed-delay": Compressed(Delayed(base, 3, delay="fixed", seed=5), "qsgd", bits=4),
+            "delayed-noise": Noisy(Delayed(base, 3, seed=5), 0.05, seed=8)}
+    cpu_net, net = nets[case], nets[case].map(lambda M: M)  # (each keeps its own history)
+    backend = CupyBackend()
+    backend.attach(9, dtype, [A])
+    backend.message_d = 40
+    rng = np.random.default_rng(1)
+    cpu_state, before = {}, []
+    for t in range(6):
+        X = rng.standard_normal((9, 80)).astype(dtype)
+        X[0, :40] = 0  # (a zero message: qsgd's norm 0)
+        X[1, :6] = X[1, 6:12]  # (ties among the scores of top-k)
+        want = cpu_net.mix(X, t, rounds=2, d=40, state=cpu_state)
+        out = fake.zeros(X.shape, dtype)
+        backend.calls = 0
+        got = backend.mix_network(net, t, fake.asarray(X), out, rounds=2)
+        np.testing.assert_array_equal(np.asarray(got), want)
+        before.append(want)
+    assert any("compress_rows" in k for k in fake.launched) == (case not in ("delayed-noise",))
+    assert any("delay_index" in k for k in fake.launched) == ("delay" in case)
+    assert any("link_noise" in k for k in fake.launched) == (case == "delayed-noise")
+    assert not np.array_equal(before[-1], before[-2])
 
 
 @pytest.mark.parametrize("network", ["static", "lossy"])

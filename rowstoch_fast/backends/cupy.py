@@ -299,6 +299,22 @@ def _mix_lossy_into(M, X, out, status, key, p, renormalise, awake, bad=None):
     return out
 
 
+def _index_suffix(Ap):
+    return "i32" if np.dtype(Ap.dtype) == np.int32 else "i64"
+
+
+def _mix_stacked_into(Ap, Aj, Ax, Ix, X, out, status, key, p, renormalise, awake, bad):
+    """:func:`_mix_lossy_into` over a stacked block ``X``: entry ``q`` (sender ``Aj[q]``) reads row ``Ix[q]``
+    (``csr_mix_stacked`` of kernels.cu)."""
+    n, w = out.shape
+    vec = 2 if np.dtype(Ax.dtype) == np.float64 else 4
+    V = vec if _aligned(X, out) and w % vec == 0 else 1
+    _launch(f"csr_mix_stacked{V}_{_suffix(Ax.dtype)}_{_index_suffix(Ap)}", n * w // V,
+            (Ap, Aj, Ax, Ix, X, out, np.int64(n), np.int64(w), status, np.uint64(key), np.float64(p),
+             np.int32(renormalise), _NULL if awake is None else awake, _NULL if bad is None else bad))
+    return out
+
+
 def _combine_into(out, coefs, blocks, status, launch):
     """``out <- sum_t coefs[t] * blocks[t]`` in one kernel (``combine`` of kernels.cu: the CPU's order and bits);
     a coefficient is a float or a per-row device vector. A NaN or Inf in ``out`` sets ``status`` to ``launch``
@@ -503,20 +519,15 @@ class CupyBackend(Backend):
     def mix_network(self, net, t, src, out, rounds=1, work=None):
         """The rounds of iteration ``t`` of a time-varying network (:mod:`rowstoch_fast.network`) on the device:
         the compiled pass of its :meth:`plan` (the awake mask, ``n`` bytes, is copied to the device once per
-        iteration; Gilbert-Elliott states are advanced on the device); a network without a plan is refused."""
+        iteration; Gilbert-Elliott states are advanced on the device); a network without a plan is refused.
+        Compressed, noisy and delayed messages: :meth:`_mix_messages`."""
         if hasattr(net, "encode"):
-            state = self.channel(net)
-            return self._on_host(out, lambda: net.mix(to_cpu(src), t, rounds, d=self.message_d, state=state))
+            return self._mix_messages(net, t, src, out, rounds, work)
         plan = net.plan(t)
         if plan is None:
             raise ValueError(f"{net!r} has no compiled pass and so does not run on backend='cupy'")
         matrix_of, seed, p, awake, chain = plan
-        mask = None
-        if awake is not None:  # one upload per iteration (the network keeps the iteration's mask object)
-            cached = self.__dict__.get("_mask")
-            if cached is None or cached[0] is not awake:
-                cached = self._mask = (awake, self.xp.asarray(np.asarray(awake, dtype=np.uint8)))
-            mask = cached[1]
+        mask = self._awake_mask(awake)
         if rounds > 1 and work is None:
             work = self.xp.empty_like(src)
         cur = src
@@ -529,6 +540,132 @@ class CupyBackend(Backend):
             cur = dst
         return out
 
+    def _awake_mask(self, awake):
+        """The awake mask on the device (or None): one upload per iteration (the network keeps the iteration's
+        mask object)."""
+        if awake is None:
+            return None
+        cached = self.__dict__.get("_mask")
+        if cached is None or cached[0] is not awake:
+            cached = self._mask = (awake, self.xp.asarray(np.asarray(awake, dtype=np.uint8)))
+        return cached[1]
+
+    def _work(self, name, shape, dtype):
+        """A device work block of this backend, kept between calls."""
+        cache = self.__dict__.setdefault("_work_blocks", {})
+        key = (name, tuple(shape), np.dtype(dtype).str)
+        if key not in cache:
+            cache[key] = self.xp.empty(shape, dtype=dtype)
+        return cache[key]
+
+    def _mix_messages(self, net, t, src, out, rounds, work):
+        """The rounds of iteration ``t`` of a network with message layers (:meth:`rowstoch_fast.network._Messages.mix`
+        on the device, the same draws and sums): each round encodes the messages (``compress_rows``, one thread per
+        message, the own rows copied in the same pass), puts them in the quantity's history when a
+        :class:`~rowstoch_fast.network.Delayed` layer delays them (``delay_index`` gives the row each entry reads),
+        mixes the stacked block ``[own rows; messages]`` (``csr_mix_stacked``: the base network's losses and sleep)
+        and adds each per-link noise through the same weights (``link_noise``). A base network without a compiled
+        pass is mixed on the host. After a failed deferred check nothing is written (the flag is read first)."""
+        from .. import network as netmod
+
+        state = self.channel(net)
+        core, delayed, n = net.core(), net.delayed(), net.n
+        plan = (lambda r: core, 0, 0.0, None, None) if isinstance(core, netmod.MixingMatrix) else core.plan(t)
+        if plan is None:
+            return self._on_host(out, lambda: net.mix(to_cpu(src), t, rounds, d=self.message_d, state=state))
+        if self.checking and int(self._status[0]):
+            return out
+        matrix_of, seed, p, awake, chain = plan
+        mask = self._awake_mask(awake)
+        cur = src.reshape(n, -1)
+        w, dtype = cur.shape[1], cur.dtype
+        net.check_message(w, self.message_d)
+        ring = None if delayed is None else delayed.ring(state, t, n, n, w, rounds, dtype,
+                                                         require=self.require_memory, xp=self.xp)
+        renormalise = np.int32(getattr(core, "stochastic", "row") == "row")
+        for r in range(rounds):
+            dst = out.reshape(cur.shape) if (rounds - 1 - r) % 2 == 0 else self._work("round", cur.shape, dtype)
+            if ring is None:
+                ext = self._work("stacked", (2 * n, w), dtype)
+                self._encode(net, cur, ext[n:], t, r, own=ext[:n])
+            else:
+                ext = ring.buffer
+                ring.put(t, r, self._encode(net, cur, self._work("messages", cur.shape, dtype), t, r, own=ext[:n]))
+            M = matrix_of(r)
+            Ap, Aj, Ax = device_csr(M)
+            bad = None if chain is None else _device_bad_states(chain, M, t)
+            ages = None
+            if ring is None:
+                index = _on_device(M._diag_cache, "own_and_messages", lambda: self.xp.asarray(
+                    netmod.own_and_messages(M.csr.indptr, M.csr.indices, None, None, n)))
+            else:
+                index, ages = self._delay_index(delayed, Ap, Aj, n, t, r, rounds, bool(net.noisy_links()))
+            key = _hashing.round_key(seed, t, r)
+            _mix_stacked_into(Ap, Aj, Ax, index, ext, dst, self._status, key, p, renormalise, mask, bad)
+            for layer in net.noisy_links():
+                if layer.sigma == 0:  # (nothing to add: the base network's values, bit for bit)
+                    continue
+                nnz = int(Aj.shape[0])
+                block = self._work("noise block", (n + nnz, w), dtype)
+                block[:n] = 0
+                last = 0 if ages is None else min(delayed.max_delay, t)
+                sent = self.xp.asarray(np.array([_hashing.round_key(layer.seed, t - a, r) for a in range(last + 1)],
+                                                dtype=np.uint64))
+                _launch(f"link_noise_{_suffix(dtype)}_{_index_suffix(Ap)}", n,
+                        (Ap, Aj, np.int64(n), sent, _NULL if ages is None else ages, np.int64(w),
+                         dtype.type(layer.sigma), block[n:]))
+                noise_index = _on_device(M._diag_cache, "link_noise_index", lambda: self.xp.asarray(
+                    netmod.link_noise_index(M.csr.indptr, M.csr.indices, n)[0]))
+                noise = self._work("noise", cur.shape, dtype)
+                _mix_stacked_into(Ap, Aj, Ax, noise_index, block, noise, self._status, key, p, renormalise, mask,
+                                  bad)
+                _combine_into(dst, (1, 1), (dst, noise), self._status, 0)
+            cur = dst
+        if ring is not None:
+            ring.done(t)
+        return out
+
+    def _encode(self, net, X, out, t, r, own=None):
+        """``out <- Q(X)`` on the device (:meth:`rowstoch_fast.network._Messages.encode`: every compressing or
+        per-message noise layer, the outer one first, one ``compress_rows`` launch each); ``own`` gets a copy of
+        ``X`` in the first pass."""
+        from ..network import Delayed, _Messages
+
+        n, w = X.shape
+        L = net.message_length(w, self.message_d)
+        layer, first = net, True
+        while isinstance(layer, _Messages):
+            if not isinstance(layer, Delayed) and getattr(layer, "per", None) != "link":
+                method, param, sigma, unbiased = layer._kernel_arguments()
+                _launch(f"compress_rows_{_suffix(X.dtype)}", n * (w // L),
+                        (X if first else out, out, own if first and own is not None else _NULL, np.int64(n),
+                         np.int64(w), np.int64(L), np.int32(method), np.int64(param), np.float64(sigma),
+                         np.int32(bool(unbiased)), np.uint64(_hashing.round_key(layer.seed, t, r)), self._status))
+                first = False
+            layer = layer.base
+        if first:
+            out[...] = X
+            if own is not None:
+                own[...] = X
+        return out
+
+    def _delay_index(self, delayed, Ap, Aj, n, t, r, rounds, with_ages):
+        """(index, ages or None) of round ``r`` of iteration ``t`` (``delay_index``; the window's keys and
+        thresholds from the host)."""
+        D, last = delayed.max_delay, min(delayed.max_delay, t)
+        keys = np.array([_hashing.round_key(delayed.seed, 3 * 2**61 + t - k, r) for k in range(max(last, 1))],
+                        dtype=np.uint64)
+        thresholds = np.array([int(np.ceil((k + 1) / (D + 1) * 2.0**53)) for k in range(max(last, 1))],
+                              dtype=np.uint64)
+        nnz = int(Aj.shape[0])
+        index = self._work("delay index", (nnz,), Aj.dtype)
+        ages = self._work("delay ages", (nnz,), np.int32) if with_ages else None
+        _launch(f"delay_index_{_index_suffix(Ap)}", n,
+                (Ap, Aj, np.int64(n), self.xp.asarray(keys), self.xp.asarray(thresholds), np.int64(last),
+                 np.int32(delayed.delay == "fixed"), np.int64(D), np.int64(t), np.int64(r), np.int64(rounds),
+                 np.int64(n), index, _NULL if ages is None else ages))
+        return index, ages
+
     def _on_host(self, out, compute):
         """``out <- compute()`` computed on the host (compressed, noisy and delayed messages: the CPU's passes,
         two copies across the bus per call; no kernel of their own yet, see bench/RESULTS.md). Not a launch that
@@ -539,8 +676,10 @@ class CupyBackend(Backend):
         return out
 
     def compress(self, net, src, out, t):
-        host = np.ascontiguousarray(to_cpu(src))
-        return self._on_host(out, lambda: net.encode(host, np.empty_like(host), t, 0, self.message_d))
+        if self.checking and int(self._status[0]):
+            return out
+        return self._encode(net, self.xp.ascontiguousarray(src).reshape(src.shape[0], -1), out.reshape(out.shape[0], -1),
+                            t, 0).reshape(out.shape)
 
     def _capture(self, launches):
         """``launches()`` captured as a CUDA graph on a side stream; None, and no more graphs for this backend,

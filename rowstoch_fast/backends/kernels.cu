@@ -290,7 +290,7 @@ template <typename T, typename I, int V>
 __device__ void csr_mix_lossy_impl(const I* __restrict__ Ap, const I* __restrict__ Aj, const T* __restrict__ Ax,
                                    const T* __restrict__ X, T* __restrict__ Y, i64 n, i64 w, const u64* status,
                                    u64 round_key, double p, int renormalise, const unsigned char* __restrict__ awake,
-                                   const unsigned char* __restrict__ bad) {
+                                   const unsigned char* __restrict__ bad, const I* __restrict__ Ix = nullptr) {
     const i64 tid = (i64)blockIdx.x * blockDim.x + threadIdx.x;
     const i64 groups = w / V;
     if (tid >= n * groups || frozen(status, 0)) return;
@@ -308,15 +308,15 @@ __device__ void csr_mix_lossy_impl(const I* __restrict__ Ap, const I* __restrict
     bool lost = false;
     const I end = Ap[i + 1];
     for (I q = Ap[i]; q < end; ++q) {
-        const i64 j = (i64)Aj[q];
+        const i64 j = (i64)Aj[q], k = Ix ? (i64)Ix[q] : j;  // (the sender; the row of X its message is in)
         const bool gone = j != i && ((awake && !awake[j]) ||
                                      ((!bad || bad[q]) && p > 0.0 &&
                                       (double)(mix64(row ^ (u64)j) >> 11) * (1.0 / 9007199254740992.0) < p));
         lost |= gone;
         const T a = gone ? T(0) : Ax[q];
-        const Pack<T, V> x = load_pack<T, V>(X + j * w + c);
+        const Pack<T, V> x = load_pack<T, V>(X + k * w + c);
 #pragma unroll
-        for (int k = 0; k < V; ++k) acc[k] += a * x.v[k];
+        for (int v = 0; v < V; ++v) acc[v] += a * x.v[v];
         den += a;
     }
     if (lost && renormalise) {
@@ -330,6 +330,163 @@ __device__ void csr_mix_lossy_impl(const I* __restrict__ Ap, const I* __restrict
         }
     }
     store_pack<T, V>(Y + i * w + c, acc);
+}
+
+// ------------------------------------------------------------------ message networks
+// rowstoch_fast.network's Compressed, Noisy and Delayed layers on the device: the CPU's passes
+// (csrc/rowstoch/compress.hpp, network.hpp's delay_ages) with the same draws and the same operations in the same
+// order. A round mixes the stacked block [own rows; messages] with csr_mix_lossy's `Ix` (the row each stored
+// entry reads; its sender is still Aj[q], so losses and sleep act as on the base network).
+
+// uniform_hash(seed, t, r, i, tag, c) from its row prefix: the top 53 bits as a double (compress.hpp)
+__device__ __forceinline__ double message_uniform(u64 tagged_row, u64 c) {
+    return (double)(i64)(mix64(tagged_row ^ c) >> 11) * (1.0 / 9007199254740992.0);
+}
+
+// (score a, column ia) comes before (b, ib): smaller score, ties to the lower column (compress.hpp's order)
+__device__ __forceinline__ bool score_before(double a, i64 ia, double b, i64 ib) {
+    return a < b || (a == b && ia < ib);
+}
+
+__device__ __forceinline__ double selection_score(int method, double v, u64 key, u64 col) {
+    return method == 2 ? -fabs(v) : message_uniform(key, col);  // top-k: largest |v|; rand-k: smallest draw
+}
+
+__device__ __forceinline__ float round_to_bits(float v, int b) {
+    int e;
+    const float m = frexpf(v, &e);
+    return isfinite(v) ? ldexpf(nearbyintf(ldexpf(m, b)), e - b) : v;
+}
+__device__ __forceinline__ double round_to_bits(double v, int b) {
+    int e;
+    const double m = frexp(v, &e);
+    return isfinite(v) ? ldexp(nearbyint(ldexp(m, b)), e - b) : v;
+}
+
+// One message of L values (compress.hpp's compress_message; methods 0 qsgd, 1 sign, 2 topk, 3 randk, 4 round,
+// 5 noise). Top-k and rand-k without scratch: k passes find the k-th (score, column) in order, then every
+// value at or before it is kept (the same set as the CPU's selection; `out` may be `v`).
+template <typename T>
+__device__ void compress_message(int method, const T* v, T* out, i64 L, i64 first_col, u64 row, i64 param,
+                                 double sigma, int unbiased) {
+    if (method == 0) {
+        double sq = 0.0;
+        for (i64 c = 0; c < L; ++c) sq += (double)v[c] * (double)v[c];
+        const double norm = sqrt(sq), s = (double)((1ULL << param) - 1);
+        const double up = s / norm, down = norm / s;
+        const u64 key = mix64(row ^ 1ULL);
+        for (i64 c = 0; c < L; ++c) {
+            if (norm == 0.0) {
+                out[c] = T(0);
+                continue;
+            }
+            const double a = fabs((double)v[c]) * up;
+            const double u = unbiased ? message_uniform(key, (u64)(first_col + c)) : 0.5;
+            const double level = fmin((double)(i64)(a + u), s);
+            out[c] = (T)copysign(level * down, (double)v[c]);
+        }
+    } else if (method == 1) {
+        double l1 = 0.0;
+        for (i64 c = 0; c < L; ++c) l1 += fabs((double)v[c]);
+        const double scale = l1 / (double)L;
+        for (i64 c = 0; c < L; ++c) out[c] = v[c] > T(0) ? (T)scale : v[c] < T(0) ? (T)(-scale) : T(0);
+    } else if (method == 2 || method == 3) {
+        const i64 k = param < L ? param : L;
+        const u64 key = mix64(row ^ 2ULL);
+        double last = 0.0;
+        i64 at = -1;  // the k-th kept (score, column) so far; none yet
+        for (i64 m = 0; m < k; ++m) {
+            double best = 0.0;
+            i64 bi = -1;
+            for (i64 c = 0; c < L; ++c) {
+                const double sc = selection_score(method, (double)v[c], key, (u64)(first_col + c));
+                if ((at < 0 || score_before(last, at, sc, c)) && (bi < 0 || score_before(sc, c, best, bi))) {
+                    best = sc;
+                    bi = c;
+                }
+            }
+            last = best;
+            at = bi;
+        }
+        const T scale = method == 3 && unbiased ? (T)((double)L / (double)k) : T(1);
+        for (i64 c = 0; c < L; ++c) {
+            const double sc = selection_score(method, (double)v[c], key, (u64)(first_col + c));
+            out[c] = at >= 0 && !score_before(last, at, sc, c) ? v[c] * scale : T(0);
+        }
+    } else if (method == 4) {
+        for (i64 c = 0; c < L; ++c) out[c] = round_to_bits(v[c], (int)param);
+    } else {
+        const double two_pi = 6.283185307179586;
+        const u64 key1 = mix64(row ^ 3ULL), key2 = mix64(row ^ 4ULL);
+        for (i64 c = 0; c < L; ++c) {
+            const double u1 = 1.0 - message_uniform(key1, (u64)(first_col + c)), u2 = message_uniform(key2, (u64)(first_col + c));
+            out[c] = (T)((double)v[c] + sigma * (sqrt(-2.0 * log(u1)) * cos(two_pi * u2)));
+        }
+    }
+}
+
+// out <- the messages of X's n rows of w values (messages of L values; one thread per message; round_key:
+// hash_prefix(seed, t, r), computed on the host); `own` (or null) gets a copy of X in the same pass.
+template <typename T>
+__device__ void compress_rows_impl(const T* __restrict__ X, T* out, T* __restrict__ own, i64 n, i64 w, i64 L,
+                                   int method, i64 param, double sigma, int unbiased, u64 round_key,
+                                   const u64* status) {
+    const i64 tid = (i64)blockIdx.x * blockDim.x + threadIdx.x, per_row = w / L;
+    if (tid >= n * per_row || frozen(status, 0)) return;
+    const i64 i = tid / per_row, c0 = (tid - i * per_row) * L;
+    if (own)
+        for (i64 c = 0; c < L; ++c) own[i * w + c0 + c] = X[i * w + c0 + c];
+    compress_message<T>(method, X + i * w + c0, out + i * w + c0, L, c0, mix64(round_key ^ (u64)i), param, sigma,
+                        unbiased);
+}
+
+// The row of the stacked block [n_own own rows; each node's (D + 1) R messages] each stored entry reads in
+// round r of iteration t of a Delayed layer (network.hpp's delay_ages: the newest message that has arrived);
+// keys[k], thresholds[k] (k < last = min(D, t)): the prefix hash_prefix(seed, 3 2^61 + t - k, r) and
+// loss_threshold((k + 1) / (D + 1)), computed on the host. One thread per row; `ages` (or null) gets the ages.
+template <typename I>
+__device__ void delay_index_impl(const I* __restrict__ Ap, const I* __restrict__ Aj, i64 rows,
+                                 const u64* __restrict__ keys, const u64* __restrict__ thresholds, i64 last,
+                                 int fixed, i64 D, i64 t, i64 r, i64 rounds, i64 n_own, I* __restrict__ index,
+                                 int* __restrict__ ages) {
+    const i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= rows) return;
+    const i64 slots = (D + 1) * rounds;
+    for (I q = Ap[i]; q < Ap[i + 1]; ++q) {
+        const i64 j = (i64)Aj[q];
+        i64 age = last;
+        if (j == i) {
+            age = 0;
+        } else if (!fixed) {
+            for (i64 k = 0; k < last; ++k)
+                if ((mix64(mix64(keys[k] ^ (u64)i) ^ (u64)j) >> 11) < thresholds[k]) {
+                    age = k;
+                    break;
+                }
+        }
+        if (ages) ages[q] = (int)age;
+        index[q] = (I)(j == i ? i : n_own + j * slots + ((t - age) % (D + 1)) * rounds + r);
+    }
+}
+
+// Noise on each received copy (compress.hpp's link_noise): out[q, c] = sigma z for the stored entry q (j -> i)
+// and value c, z the standard normal of uniform_hash(seed, s, r, i, j, 3 | 4, c), s = t - ages[q] (ages null:
+// t); sent[a] = hash_prefix(seed, t - a, r), computed on the host. One thread per row.
+template <typename T, typename I>
+__device__ void link_noise_impl(const I* __restrict__ Ap, const I* __restrict__ Aj, i64 rows,
+                                const u64* __restrict__ sent, const int* __restrict__ ages, i64 w, T sigma,
+                                T* __restrict__ out) {
+    const i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= rows) return;
+    const double two_pi = 6.283185307179586;
+    for (I q = Ap[i]; q < Ap[i + 1]; ++q) {
+        const u64 link = mix64(mix64(sent[ages ? ages[q] : 0] ^ (u64)i) ^ (u64)Aj[q]);
+        const u64 key1 = mix64(link ^ 3ULL), key2 = mix64(link ^ 4ULL);
+        for (i64 c = 0; c < w; ++c) {
+            const double u1 = 1.0 - message_uniform(key1, (u64)c), u2 = message_uniform(key2, (u64)c);
+            out[(i64)q * w + c] = (T)(sqrt(-2.0 * log(u1)) * cos(two_pi * u2)) * sigma;
+        }
+    }
 }
 
 // Gilbert-Elliott chains on the device (csrc/rowstoch/network.hpp's ge_advance): one thread per row; the
@@ -531,11 +688,25 @@ __device__ void logistic_grad_impl(const T* __restrict__ H, const T* __restrict_
 #define LOGISTIC(suffix, T, K) \
     __global__ void logistic_grad##K##_##suffix(const T* H, const T* Yl, const i64* nodes, i64 m, i64 M, i64 d, T rho, const T* X, i64 reps, i64 B, i64 batches, u64 seed, u64 iteration, i64 rep_offset, int layout, i64 shared_per_warp, int* spill, T* G) { \
         logistic_grad_impl<T, K>(H, Yl, nodes, m, M, d, rho, X, reps, B, batches, seed, iteration, rep_offset, layout, shared_per_warp, spill, G); }
+// csr_mix_stacked<V>_<value>_<index>: csr_mix_lossy over a stacked block, entry q reading row Ix[q]
+#define STACKED(suffix, T, I, V) \
+    __global__ void csr_mix_stacked##V##_##suffix(const I* Ap, const I* Aj, const T* Ax, const I* Ix, const T* X, T* Y, i64 n, i64 w, const u64* status, u64 round_key, double p, int renormalise, const unsigned char* awake, const unsigned char* bad) { \
+        csr_mix_lossy_impl<T, I, V>(Ap, Aj, Ax, X, Y, n, w, status, round_key, p, renormalise, awake, bad, Ix); }
+#define MESSAGES(suffix, T, I) \
+    __global__ void link_noise_##suffix(const I* Ap, const I* Aj, i64 rows, const u64* sent, const int* ages, i64 w, T sigma, T* out) { \
+        link_noise_impl<T, I>(Ap, Aj, rows, sent, ages, w, sigma, out); }
 #define GE(suffix, I) \
     __global__ void ge_advance_##suffix(const I* Ap, const I* Aj, i64 rows, unsigned char* bad, const u64* keys, i64 steps, u64 init_key, int init, double p_bad, double p_recover, double stationary) { \
         ge_advance_impl<I>(Ap, Aj, rows, bad, keys, steps, init_key, init, p_bad, p_recover, stationary); }
 extern "C" {
 GE(i32, int) GE(i64, i64)
+__global__ void delay_index_i32(const int* Ap, const int* Aj, i64 rows, const u64* keys, const u64* thresholds, i64 last, int fixed, i64 D, i64 t, i64 r, i64 rounds, i64 n_own, int* index, int* ages) { delay_index_impl<int>(Ap, Aj, rows, keys, thresholds, last, fixed, D, t, r, rounds, n_own, index, ages); }
+__global__ void delay_index_i64(const i64* Ap, const i64* Aj, i64 rows, const u64* keys, const u64* thresholds, i64 last, int fixed, i64 D, i64 t, i64 r, i64 rounds, i64 n_own, i64* index, int* ages) { delay_index_impl<i64>(Ap, Aj, rows, keys, thresholds, last, fixed, D, t, r, rounds, n_own, index, ages); }
+__global__ void compress_rows_f64(const double* X, double* out, double* own, i64 n, i64 w, i64 L, int method, i64 param, double sigma, int unbiased, u64 round_key, const u64* status) { compress_rows_impl<double>(X, out, own, n, w, L, method, param, sigma, unbiased, round_key, status); }
+__global__ void compress_rows_f32(const float* X, float* out, float* own, i64 n, i64 w, i64 L, int method, i64 param, double sigma, int unbiased, u64 round_key, const u64* status) { compress_rows_impl<float>(X, out, own, n, w, L, method, param, sigma, unbiased, round_key, status); }
+MESSAGES(f64_i32, double, int) MESSAGES(f64_i64, double, i64) MESSAGES(f32_i32, float, int) MESSAGES(f32_i64, float, i64)
+STACKED(f64_i32, double, int, 1) STACKED(f64_i64, double, i64, 1) STACKED(f32_i32, float, int, 1) STACKED(f32_i64, float, i64, 1)
+STACKED(f64_i32, double, int, 2) STACKED(f64_i64, double, i64, 2) STACKED(f32_i32, float, int, 4) STACKED(f32_i64, float, i64, 4)
 ENTRIES(4, 4, ENTRY)
 ENTRIES(4, 4, ROWW)
 ENTRIES(4, 4, CIRCW)
