@@ -275,43 +275,44 @@ EMULATE_LOSSY(csr_mix_lossy1_f32_i64, float, i64)
 EMULATE_LOSSY(csr_mix_lossy4_f32_i32, float, int)
 EMULATE_LOSSY(csr_mix_lossy4_f32_i64, float, i64)
 
-// ... and over a stacked block (entry q reads row Ix[q]): csr_mix_stacked<V>_<value>_<index>.
-#define EMULATE_STACKED(name, T, I)                                                                           \
-    EMULATE(name,                                                                                             \
-            P(const I* Ap, const I* Aj, const T* Ax, const I* Ix, const T* X, T* Y, i64 n, i64 w, const u64* s, \
-              u64 key, double p, int renormalise, const unsigned char* awake, const unsigned char* bad),      \
-            (Ap, Aj, Ax, Ix, X, Y, n, w, s, key, p, renormalise, awake, bad))
-EMULATE_STACKED(csr_mix_stacked1_f64_i32, double, int)
-EMULATE_STACKED(csr_mix_stacked1_f64_i64, double, i64)
-EMULATE_STACKED(csr_mix_stacked2_f64_i32, double, int)
-EMULATE_STACKED(csr_mix_stacked2_f64_i64, double, i64)
-EMULATE_STACKED(csr_mix_stacked1_f32_i32, float, int)
-EMULATE_STACKED(csr_mix_stacked1_f32_i64, float, i64)
-EMULATE_STACKED(csr_mix_stacked4_f32_i32, float, int)
-EMULATE_STACKED(csr_mix_stacked4_f32_i64, float, i64)
+// ... and over a round of messages (own rows apart, delays, per-link noise): csr_mix_messages<V>_<value>_<index>.
+#define EMULATE_MESSAGES(name, T, I)                                                                           \
+    EMULATE(name,                                                                                              \
+            P(const I* Ap, const I* Aj, const T* Ax, const T* Xown, const T* X, T* Y, i64 n, i64 w, const u64* s, \
+              u64 key, double p, int renormalise, const unsigned char* awake, const unsigned char* bad,         \
+              const u64* dkeys, const u64* dthr, const i64* dslot, i64 dlast, i64 dslots, const u64* sent,      \
+              T sigma, int noise_only),                                                                        \
+            (Ap, Aj, Ax, Xown, X, Y, n, w, s, key, p, renormalise, awake, bad, dkeys, dthr, dslot, dlast, dslots, \
+             sent, sigma, noise_only))
+EMULATE_MESSAGES(csr_mix_messages1_f64_i32, double, int)
+EMULATE_MESSAGES(csr_mix_messages1_f64_i64, double, i64)
+EMULATE_MESSAGES(csr_mix_messages2_f64_i32, double, int)
+EMULATE_MESSAGES(csr_mix_messages2_f64_i64, double, i64)
+EMULATE_MESSAGES(csr_mix_messages1_f32_i32, float, int)
+EMULATE_MESSAGES(csr_mix_messages1_f32_i64, float, i64)
+EMULATE_MESSAGES(csr_mix_messages4_f32_i32, float, int)
+EMULATE_MESSAGES(csr_mix_messages4_f32_i64, float, i64)
+// ... and the circulant kernel over a compressed round (own rows apart): csr_mix_circmsg<V>x4_<value>_<index>.
+#define EMULATE_CIRCMSG(name, T, I)                                                                            \
+    EMULATE(name, P(const I* Ap, const I* Aj, const T* Ax, const T* Xown, const T* X, T* Y, i64 n, i64 w, const u64* s), \
+            (Ap, Aj, Ax, Xown, X, Y, n, w, s))
+EMULATE_CIRCMSG(csr_mix_circmsg1x4_f64_i32, double, int)
+EMULATE_CIRCMSG(csr_mix_circmsg1x4_f64_i64, double, i64)
+EMULATE_CIRCMSG(csr_mix_circmsg2x4_f64_i32, double, int)
+EMULATE_CIRCMSG(csr_mix_circmsg2x4_f64_i64, double, i64)
+EMULATE_CIRCMSG(csr_mix_circmsg1x4_f32_i32, float, int)
+EMULATE_CIRCMSG(csr_mix_circmsg1x4_f32_i64, float, i64)
+EMULATE_CIRCMSG(csr_mix_circmsg4x4_f32_i32, float, int)
+EMULATE_CIRCMSG(csr_mix_circmsg4x4_f32_i64, float, i64)
 
-// The message networks' kernels: compress_rows_<value>, delay_index_<index>, link_noise_<value>_<index>.
+// The message networks' encoding: compress_rows_<value>.
 #define EMULATE_COMPRESS(name, T)                                                                              \
     EMULATE(name,                                                                                              \
-            P(const T* X, T* out, T* own, i64 n, i64 w, i64 L, int method, i64 param, double sigma, int unbiased, \
-              u64 key, const u64* s),                                                                          \
-            (X, out, own, n, w, L, method, param, sigma, unbiased, key, s))
+            P(const T* X, T* out, i64 n, i64 w, i64 L, int method, i64 param, double sigma, int unbiased, u64 key, \
+              const u64* s),                                                                                   \
+            (X, out, n, w, L, method, param, sigma, unbiased, key, s))
 EMULATE_COMPRESS(compress_rows_f64, double)
 EMULATE_COMPRESS(compress_rows_f32, float)
-#define EMULATE_DELAY(name, I)                                                                                 \
-    EMULATE(name,                                                                                              \
-            P(const I* Ap, const I* Aj, i64 rows, const u64* keys, const u64* thresholds, i64 last, int fixed,  \
-              i64 D, i64 t, i64 r, i64 rounds, i64 n_own, I* index, int* ages),                                \
-            (Ap, Aj, rows, keys, thresholds, last, fixed, D, t, r, rounds, n_own, index, ages))
-EMULATE_DELAY(delay_index_i32, int)
-EMULATE_DELAY(delay_index_i64, i64)
-#define EMULATE_NOISE(name, T, I)                                                                              \
-    EMULATE(name, P(const I* Ap, const I* Aj, i64 rows, const u64* sent, const int* ages, i64 w, T sigma, T* out), \
-            (Ap, Aj, rows, sent, ages, w, sigma, out))
-EMULATE_NOISE(link_noise_f64_i32, double, int)
-EMULATE_NOISE(link_noise_f64_i64, double, i64)
-EMULATE_NOISE(link_noise_f32_i32, float, int)
-EMULATE_NOISE(link_noise_f32_i64, float, i64)
 
 // combine_<value> (K <= 4 terms: the blocks, the per-row coefficients or null, the scalar coefficients).
 #define EMULATE_COMBINE(name, T)                                                                                 \

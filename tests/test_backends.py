@@ -230,11 +230,16 @@ def _mix_kernel_names():
     choice of ROWSTOCH_CUDA_MIX."""
     from rowstoch_fast.backends import cupy as backend
 
-    families = {"auto": ("entry", "row", "circ"), "circ": ("entry", "row", "circ"), "row": ("entry", "row")}
-    return {backend._mix_kernel(8, w, dtype, index, aligned, kind, family)[0]
-            for kind in backend._MIX_KERNELS for family in families.get(kind, ("entry",))
-            for dtype in (np.float64, np.float32) for index in (np.int32, np.int64)
-            for aligned in (True, False) for w in range(1, 9)}
+    families = {"auto": ("entry", "row", "circ", "circmsg"), "circ": ("entry", "row", "circ", "circmsg"),
+                "row": ("entry", "row")}
+    names = {backend._mix_kernel(8, w, dtype, index, aligned, kind, family)[0]
+             for kind in backend._MIX_KERNELS for family in families.get(kind, ("entry",))
+             for dtype in (np.float64, np.float32) for index in (np.int32, np.int64)
+             for aligned in (True, False) for w in range(1, 9)}
+    # the message networks' (backends.cupy._mix_messages, _launch_messages, _encode)
+    names |= {f"csr_mix_messages{V}_{t}_{i}" for t, Vs in (("f64", (1, 2)), ("f32", (1, 4))) for V in Vs
+              for i in ("i32", "i64")}
+    return names | {"compress_rows_f64", "compress_rows_f32"}
 
 
 def _ptr(a):
@@ -461,10 +466,7 @@ def test_the_cupy_backend_on_the_emulated_kernels_equals_the_cpu(cuda_on_host, m
     if cls.matrices and network in ("compressed", "delayed", "noisy"):  # (the centralized baseline does not gossip)
         assert ran("compress_rows") == (network == "compressed" or "W" not in cls.matrices)
         # (CHOCO-SGD and Compressed Push-Pull compress, then mix their reference points with the base weights)
-        stacked = name not in ("choco-sgd", "compressed-push-pull")
-        assert ran("csr_mix_stacked") == stacked
-        assert ran("link_noise") == (network == "noisy" and stacked)
-        assert ran("delay_index") == (network == "delayed" or (network == "noisy" and "W" not in cls.matrices))
+        assert ran("csr_mix_messages") == (name not in ("choco-sgd", "compressed-push-pull"))
     elif cls.matrices and not cls.per_link_state:  # (running sums are generic array operations)
         assert ran("csr_mix_lossy") == (network != "static")
         assert (ran("csr_mix_entry") or ran("csr_mix_row") or ran("csr_mix_circ")) == (network == "static")
@@ -473,17 +475,19 @@ def test_the_cupy_backend_on_the_emulated_kernels_equals_the_cpu(cuda_on_host, m
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("case", ["qsgd", "qsgd-nearest", "sign", "top1", "top3", "top7", "top20", "rand2",
-                                  "rand20-biased", "round", "noise", "chain", "fixed-delay", "delayed-noise"])
+                                  "rand20-biased", "round", "noise", "chain", "fixed-delay", "delayed-noise",
+                                  "two-noises", "circulant", "circulant-lossy"])
 def test_the_message_kernels_on_the_emulated_device_equal_the_cpu(cuda_on_host, monkeypatch, case, dtype):
-    """compress_rows, delay_index, link_noise and csr_mix_stacked (the CuPy backend's path for message networks)
-    against the CPU's passes, bit for bit: every compression (top-k and rand-k on both sides of the CPU's
-    selection strategies), messages of d = 40 values in rows of two replicas, two rounds an iteration, float64
-    and float32, over a lossy network; delays over iterations in order."""
+    """compress_rows, csr_mix_messages (delays and per-link noise drawn in its pass) and csr_mix_circmsg (the
+    CuPy backend's path for message networks) against the CPU's passes, bit for bit: every compression (top-k and
+    rand-k on both sides of the CPU's selection strategies), messages of d = 40 values in rows of two replicas,
+    two rounds an iteration, float64 and float32, over a lossy network (a circulant one without losses); delays
+    over iterations in order; two noisy layers over sleep."""
     from rowstoch_fast.backends.cupy import CupyBackend
-    from rowstoch_fast.network import Compressed, Delayed, Lossy, Noisy
+    from rowstoch_fast.network import Compressed, Delayed, Lossy, Noisy, Sleepy
 
     fake = _emulated_device(cuda_on_host, monkeypatch)
-    A = topology.erdos_renyi(9, 0.4, seed=3).astype(dtype)
+    A = (topology.exponential(9) if "circulant" in case else topology.erdos_renyi(9, 0.4, seed=3)).astype(dtype)
     base = Lossy(A, 0.2, seed=7)
     method, _, variant = case.partition("-")
     nets = {"qsgd": Compressed(base, "qsgd", bits=3, seed=1),
@@ -495,7 +499,9 @@ def test_the_message_kernels_on_the_emulated_device_equal_the_cpu(cuda_on_host, 
             "round": Compressed(base, "round", bits=5), "noise": Noisy(base, 0.1, seed=2, per="message"),
             "chain": Compressed(Noisy(base, 0.1, seed=2, per="message"), "topk", k=5),
             "fixed-delay": Compressed(Delayed(base, 3, delay="fixed", seed=5), "qsgd", bits=4),
-            "delayed-noise": Noisy(Delayed(base, 3, seed=5), 0.05, seed=8)}
+            "delayed-noise": Noisy(Delayed(base, 3, seed=5), 0.05, seed=8),
+            "two-noises": Noisy(Compressed(Noisy(Sleepy(base, 0.7, seed=2), 0.1, seed=3), "qsgd", bits=3), 0.05, seed=8),
+            "circulant": Compressed(A, "topk", k=3), "circulant-lossy": Compressed(base, "topk", k=3)}
     cpu_net, net = nets[case], nets[case].map(lambda M: M)  # (each keeps its own history)
     backend = CupyBackend()
     backend.attach(9, dtype, [A])
@@ -512,10 +518,45 @@ def test_the_message_kernels_on_the_emulated_device_equal_the_cpu(cuda_on_host, 
         got = backend.mix_network(net, t, fake.asarray(X), out, rounds=2)
         np.testing.assert_array_equal(np.asarray(got), want)
         before.append(want)
-    assert any("compress_rows" in k for k in fake.launched) == (case not in ("delayed-noise",))
-    assert any("delay_index" in k for k in fake.launched) == ("delay" in case)
-    assert any("link_noise" in k for k in fake.launched) == (case == "delayed-noise")
+    def ran(prefix):
+        return any(k.startswith(prefix) for k in fake.launched)
+
+    assert ran("compress_rows") == (case != "delayed-noise")
+    assert ran("csr_mix_circmsg") == (case == "circulant") != ran("csr_mix_messages")
     assert not np.array_equal(before[-1], before[-2])
+
+
+def test_a_delayed_run_on_the_emulated_device_resumes_bit_for_bit(cuda_on_host, monkeypatch, tmp_path):
+    """A run over compressed, delayed, noisy messages on the device: its state_dict (the histories copied to the
+    host, through an .npz) resumes on the device and on the CPU, both continuing bit for bit as the
+    uninterrupted device run, itself the CPU's."""
+    import rowstoch_fast as rf
+    from rowstoch_fast.network import Compressed, Delayed, Lossy, Noisy
+
+    fake = _emulated_device(cuda_on_host, monkeypatch)
+    A = topology.erdos_renyi(12, 0.35, seed=4)
+    net = Noisy(Compressed(Delayed(Lossy(A, 0.1, seed=1), 3, seed=6), "qsgd", bits=4), 0.01, seed=2)
+    b = np.random.default_rng(0).standard_normal((12, 3))
+    bd = fake.asarray(b)
+    cpu = rf.PullDiagGT(net, np.zeros((12, 3)), lr=0.02)
+    dev = rf.PullDiagGT(net, fake.asarray(np.zeros((12, 3))), lr=0.02)
+    for _ in range(7):
+        cpu.step(lambda X: X - b)
+        dev.step(lambda X: X - bd)
+    np.savez(tmp_path / "s.npz", **dev.state_dict())
+    for _ in range(9):
+        cpu.step(lambda X: X - b)
+        dev.step(lambda X: X - bd)
+    np.testing.assert_array_equal(dev.gather_x(), cpu.x)
+    state = dict(np.load(tmp_path / "s.npz"))
+    on_cpu = rf.PullDiagGT.from_state_dict(state, A=net)
+    on_dev = rf.PullDiagGT.from_state_dict(state, A=net, backend="cupy")
+    for _ in range(9):
+        on_cpu.step(lambda X: X - b)
+        on_dev.step(lambda X: X - bd)
+    np.testing.assert_array_equal(on_cpu.x, cpu.x)
+    np.testing.assert_array_equal(on_dev.gather_x(), cpu.x)
+    assert on_dev.backend == "cupy" and any(k.startswith("csr_mix_messages") for k in fake.launched)
 
 
 @pytest.mark.parametrize("network", ["static", "lossy"])

@@ -303,15 +303,39 @@ def _index_suffix(Ap):
     return "i32" if np.dtype(Ap.dtype) == np.int32 else "i64"
 
 
-def _mix_stacked_into(Ap, Aj, Ax, Ix, X, out, status, key, p, renormalise, awake, bad):
-    """:func:`_mix_lossy_into` over a stacked block ``X``: entry ``q`` (sender ``Aj[q]``) reads row ``Ix[q]``
-    (``csr_mix_stacked`` of kernels.cu)."""
+def _message_tables(delayed, noise_seeds, t, r, rounds):
+    """The small tables of round ``r`` of iteration ``t`` that ``csr_mix_messages`` reads, as one uint64 array:
+    with a :class:`~rowstoch_fast.network.Delayed` layer of bound ``D`` (``last = min(D, t)``), its keys
+    ``round_key(seed, 3 2^61 + t - k, r)`` and thresholds ``ceil((k + 1) / (D + 1) 2^53)`` for ``k < last`` and
+    the history's slot of the message of each age ``a <= last``, ``((t - a) mod (D + 1)) rounds + r``
+    (network.hpp's delay_ages and :class:`~rowstoch_fast._history.History`); then, per noisy layer, the keys
+    ``round_key(seed, t - a, r)`` of the iterations its messages were sent in."""
+    last = 0 if delayed is None else min(delayed.max_delay, t)
+    parts = []
+    if delayed is not None:
+        D = delayed.max_delay
+        parts += [_hashing.round_key(delayed.seed, 3 * 2**61 + t - k, r) for k in range(last)]
+        parts += [int(np.ceil((k + 1) / (D + 1) * 2.0**53)) for k in range(last)]
+        parts += [((t - a) % (D + 1)) * rounds + r for a in range(last + 1)]
+    for seed in noise_seeds:
+        parts += [_hashing.round_key(seed, t - a, r) for a in range(last + 1)]
+    return np.array(parts or [0], dtype=np.uint64)
+
+
+def _launch_messages(Ap, Aj, Ax, own, X, out, status, key, p, renormalise, awake, bad, delays, last, slots, sent,
+                     sigma, noise_only=False):
+    """A round of messages (``csr_mix_messages`` of kernels.cu: :func:`_mix_lossy_into`'s losses and sleep): the
+    self loops read ``own``, entry ``q`` node ``Aj[q]``'s message in ``X`` (with ``delays``, the device tables
+    ``(keys or null, thresholds, slots)`` of :func:`_message_tables`: the newest that has arrived in the history
+    ``X``, of ``slots`` slots a node); with ``sent`` (noise keys by age) each received copy gets noise of
+    ``sigma``, drawn and summed in the same pass (``noise_only``: only the noise, added to ``out``)."""
     n, w = out.shape
     vec = 2 if np.dtype(Ax.dtype) == np.float64 else 4
-    V = vec if _aligned(X, out) and w % vec == 0 else 1
-    _launch(f"csr_mix_stacked{V}_{_suffix(Ax.dtype)}_{_index_suffix(Ap)}", n * w // V,
-            (Ap, Aj, Ax, Ix, X, out, np.int64(n), np.int64(w), status, np.uint64(key), np.float64(p),
-             np.int32(renormalise), _NULL if awake is None else awake, _NULL if bad is None else bad))
+    V = vec if _aligned(X, out) and _aligned(own, out) and w % vec == 0 else 1
+    _launch(f"csr_mix_messages{V}_{_suffix(Ax.dtype)}_{_index_suffix(Ap)}", n * w // V,
+            (Ap, Aj, Ax, own, X, out, np.int64(n), np.int64(w), status, np.uint64(key), np.float64(p),
+             np.int32(bool(renormalise)), _NULL if awake is None else awake, _NULL if bad is None else bad,
+             *delays, np.int64(last), np.int64(slots), sent, out.dtype.type(sigma), np.int32(bool(noise_only))))
     return out
 
 
@@ -561,11 +585,11 @@ class CupyBackend(Backend):
     def _mix_messages(self, net, t, src, out, rounds, work):
         """The rounds of iteration ``t`` of a network with message layers (:meth:`rowstoch_fast.network._Messages.mix`
         on the device, the same draws and sums): each round encodes the messages (``compress_rows``, one thread per
-        message, the own rows copied in the same pass), puts them in the quantity's history when a
-        :class:`~rowstoch_fast.network.Delayed` layer delays them (``delay_index`` gives the row each entry reads),
-        mixes the stacked block ``[own rows; messages]`` (``csr_mix_stacked``: the base network's losses and sleep)
-        and adds each per-link noise through the same weights (``link_noise``). A base network without a compiled
-        pass is mixed on the host. After a failed deferred check nothing is written (the flag is read first)."""
+        message), puts them in the quantity's history when a :class:`~rowstoch_fast.network.Delayed` layer delays
+        them, and mixes them with the nodes' own rows in one pass (``csr_mix_messages``: the base network's losses
+        and sleep, each link's newest arrived message and its noise drawn in the pass; ``csr_mix_circmsg`` for a
+        circulant matrix without losses, sleep, delays or per-link noise). A base network without a compiled pass
+        is mixed on the host. After a failed deferred check nothing is written (the flag is read first)."""
         from .. import network as netmod
 
         state = self.channel(net)
@@ -582,53 +606,50 @@ class CupyBackend(Backend):
         net.check_message(w, self.message_d)
         ring = None if delayed is None else delayed.ring(state, t, n, n, w, rounds, dtype,
                                                          require=self.require_memory, xp=self.xp)
-        renormalise = np.int32(getattr(core, "stochastic", "row") == "row")
+        noisy = [layer for layer in net.noisy_links() if layer.sigma != 0]  # (noise 0: the base network, bit for bit)
+        renormalise = getattr(core, "stochastic", "row") == "row"
         for r in range(rounds):
             dst = out.reshape(cur.shape) if (rounds - 1 - r) % 2 == 0 else self._work("round", cur.shape, dtype)
-            if ring is None:
-                ext = self._work("stacked", (2 * n, w), dtype)
-                self._encode(net, cur, ext[n:], t, r, own=ext[:n])
-            else:
-                ext = ring.buffer
-                ring.put(t, r, self._encode(net, cur, self._work("messages", cur.shape, dtype), t, r, own=ext[:n]))
+            messages = self._encode(net, cur, self._work("messages", cur.shape, dtype), t, r, copy=False)
             M = matrix_of(r)
+            key = _hashing.round_key(seed, t, r)
+            if ring is None and not noisy and p == 0 and mask is None and chain is None and \
+                    MIX_KERNEL in ("auto", "circ") and device_circulant(M) is not None:
+                circ = device_circulant(M)
+                name, threads = _mix_kernel(n, w, dtype, circ[0].dtype, _aligned(messages, dst) and
+                                            _aligned(cur, dst), MIX_KERNEL, "circmsg")
+                _launch(name, threads, (*circ, cur, messages, dst, np.int64(n), np.int64(w), self._status))
+                cur = dst
+                continue
             Ap, Aj, Ax = device_csr(M)
             bad = None if chain is None else _device_bad_states(chain, M, t)
-            ages = None
-            if ring is None:
-                index = _on_device(M._diag_cache, "own_and_messages", lambda: self.xp.asarray(
-                    netmod.own_and_messages(M.csr.indptr, M.csr.indices, None, None, n)))
-            else:
-                index, ages = self._delay_index(delayed, Ap, Aj, n, t, r, rounds, bool(net.noisy_links()))
-            key = _hashing.round_key(seed, t, r)
-            _mix_stacked_into(Ap, Aj, Ax, index, ext, dst, self._status, key, p, renormalise, mask, bad)
-            for layer in net.noisy_links():
-                if layer.sigma == 0:  # (nothing to add: the base network's values, bit for bit)
-                    continue
-                nnz = int(Aj.shape[0])
-                block = self._work("noise block", (n + nnz, w), dtype)
-                block[:n] = 0
-                last = 0 if ages is None else min(delayed.max_delay, t)
-                sent = self.xp.asarray(np.array([_hashing.round_key(layer.seed, t - a, r) for a in range(last + 1)],
-                                                dtype=np.uint64))
-                _launch(f"link_noise_{_suffix(dtype)}_{_index_suffix(Ap)}", n,
-                        (Ap, Aj, np.int64(n), sent, _NULL if ages is None else ages, np.int64(w),
-                         dtype.type(layer.sigma), block[n:]))
-                noise_index = _on_device(M._diag_cache, "link_noise_index", lambda: self.xp.asarray(
-                    netmod.link_noise_index(M.csr.indptr, M.csr.indices, n)[0]))
-                noise = self._work("noise", cur.shape, dtype)
-                _mix_stacked_into(Ap, Aj, Ax, noise_index, block, noise, self._status, key, p, renormalise, mask,
-                                  bad)
-                _combine_into(dst, (1, 1), (dst, noise), self._status, 0)
+            last = 0
+            if ring is not None:
+                ring.put(t, r, messages)
+                messages = ring.buffer
+                last = min(delayed.max_delay, t)
+            # what the round's pass draws from, in one upload: the delays' keys, thresholds and slots by age, and
+            # each noisy layer's keys of the iterations the messages were sent in (t - age)
+            tables = None if ring is None and not noisy else self.xp.asarray(
+                _message_tables(delayed if ring is not None else None, [layer.seed for layer in noisy], t, r, rounds))
+            delays = (_NULL,) * 3 if ring is None else (
+                tables[:last] if delayed.delay == "uniform" and last else _NULL, tables[last:2 * last] if last else _NULL,
+                tables[2 * last:3 * last + 1])
+            start = 0 if ring is None else 3 * last + 1  # (the noise keys after the delays' tables)
+            for k, layer in enumerate(noisy or [None]):
+                sent = _NULL if layer is None else tables[start + k * (last + 1):start + (k + 1) * (last + 1)]
+                _launch_messages(Ap, Aj, Ax, cur, messages, dst, self._status, key, p, renormalise, mask, bad,
+                                 delays, last, (delayed.max_delay + 1) * rounds if ring is not None else 0, sent,
+                                 0.0 if layer is None else layer.sigma, noise_only=k > 0)
             cur = dst
         if ring is not None:
             ring.done(t)
         return out
 
-    def _encode(self, net, X, out, t, r, own=None):
+    def _encode(self, net, X, out, t, r, copy=True):
         """``out <- Q(X)`` on the device (:meth:`rowstoch_fast.network._Messages.encode`: every compressing or
-        per-message noise layer, the outer one first, one ``compress_rows`` launch each); ``own`` gets a copy of
-        ``X`` in the first pass."""
+        per-message noise layer, the outer one first, one ``compress_rows`` launch each); without such a layer,
+        ``X`` itself where not ``copy``."""
         from ..network import Delayed, _Messages
 
         n, w = X.shape
@@ -638,33 +659,16 @@ class CupyBackend(Backend):
             if not isinstance(layer, Delayed) and getattr(layer, "per", None) != "link":
                 method, param, sigma, unbiased = layer._kernel_arguments()
                 _launch(f"compress_rows_{_suffix(X.dtype)}", n * (w // L),
-                        (X if first else out, out, own if first and own is not None else _NULL, np.int64(n),
+                        (X if first else out, out, np.int64(n),
                          np.int64(w), np.int64(L), np.int32(method), np.int64(param), np.float64(sigma),
                          np.int32(bool(unbiased)), np.uint64(_hashing.round_key(layer.seed, t, r)), self._status))
                 first = False
             layer = layer.base
         if first:
+            if not copy:
+                return X
             out[...] = X
-            if own is not None:
-                own[...] = X
         return out
-
-    def _delay_index(self, delayed, Ap, Aj, n, t, r, rounds, with_ages):
-        """(index, ages or None) of round ``r`` of iteration ``t`` (``delay_index``; the window's keys and
-        thresholds from the host)."""
-        D, last = delayed.max_delay, min(delayed.max_delay, t)
-        keys = np.array([_hashing.round_key(delayed.seed, 3 * 2**61 + t - k, r) for k in range(max(last, 1))],
-                        dtype=np.uint64)
-        thresholds = np.array([int(np.ceil((k + 1) / (D + 1) * 2.0**53)) for k in range(max(last, 1))],
-                              dtype=np.uint64)
-        nnz = int(Aj.shape[0])
-        index = self._work("delay index", (nnz,), Aj.dtype)
-        ages = self._work("delay ages", (nnz,), np.int32) if with_ages else None
-        _launch(f"delay_index_{_index_suffix(Ap)}", n,
-                (Ap, Aj, np.int64(n), self.xp.asarray(keys), self.xp.asarray(thresholds), np.int64(last),
-                 np.int32(delayed.delay == "fixed"), np.int64(D), np.int64(t), np.int64(r), np.int64(rounds),
-                 np.int64(n), index, _NULL if ages is None else ages))
-        return index, ages
 
     def _on_host(self, out, compute):
         """``out <- compute()`` computed on the host (compressed, noisy and delayed messages: the CPU's passes,

@@ -129,20 +129,21 @@ __device__ void csr_mix_entry(const I* __restrict__ Ap, const I* __restrict__ Aj
 }
 
 // acc += a * (the V values at base - D[q] * w) for q = q .. end - 1 in order, U loads in flight
+// (own: a compressed round's own rows, read for the offset 0, the self loop; null: X's)
 template <typename T, typename I, int V, int U>
 __device__ __forceinline__ void circ_sum(const T* base, const I* __restrict__ D, I q, const I end, const i64 w,
-                                         const T a, T* acc) {
+                                         const T a, T* acc, const T* own = nullptr) {
     for (; q + U <= end; q += U) {
         Pack<T, V> x[U];
 #pragma unroll
-        for (int u = 0; u < U; ++u) x[u] = load_pack<T, V>(base - (i64)D[q + u] * w);
+        for (int u = 0; u < U; ++u) x[u] = load_pack<T, V>((own && D[q + u] == 0 ? own : base) - (i64)D[q + u] * w);
 #pragma unroll
         for (int u = 0; u < U; ++u)
 #pragma unroll
             for (int k = 0; k < V; ++k) acc[k] += a * x[u].v[k];
     }
     for (; q < end; ++q) {
-        const Pack<T, V> x = load_pack<T, V>(base - (i64)D[q] * w);
+        const Pack<T, V> x = load_pack<T, V>((own && D[q] == 0 ? own : base) - (i64)D[q] * w);
 #pragma unroll
         for (int k = 0; k < V; ++k) acc[k] += a * x.v[k];
     }
@@ -153,9 +154,11 @@ __device__ __forceinline__ void circ_sum(const T* base, const I* __restrict__ D,
 // {the weight}). Its CSR order (columns ascending) is the offsets <= i (columns i - D[k], no wrap), then
 // those above i (columns i + n - D[k]): two runs of circ_sum. Only X is read (and Y written): neither the
 // CSR's indices nor its values; the same products in the same order as "entry", hence the same bits.
+// With Xown (a compressed round: X holds the messages), the offset 0 reads the node's own row there.
 template <typename T, typename I, int V, int U>
 __device__ void csr_mix_circ(const I* __restrict__ Ap, const I* __restrict__ Aj, const T* __restrict__ Ax,
-                             const T* __restrict__ X, T* __restrict__ Y, i64 n, i64 w, const u64* status) {
+                             const T* __restrict__ X, T* __restrict__ Y, i64 n, i64 w, const u64* status,
+                             const T* __restrict__ Xown = nullptr) {
     i64 i, c;
     T acc[V];
     if (!mixing_thread<T, V>(n, w, status, i, c, acc)) return;
@@ -163,9 +166,9 @@ __device__ void csr_mix_circ(const I* __restrict__ Ap, const I* __restrict__ Aj,
     const I m = Ap[1];
     I first = 0;  // the number of offsets above i
     while (first < m && (i64)Aj[first] > i) ++first;
-    const T* own = X + i * w + c;
-    circ_sum<T, I, V, U>(own, Aj, first, m, w, a, acc);
-    circ_sum<T, I, V, U>(own + n * w, Aj, 0, first, w, a, acc);
+    const T* here = X + i * w + c;
+    circ_sum<T, I, V, U>(here, Aj, first, m, w, a, acc, Xown ? Xown + i * w + c : nullptr);
+    circ_sum<T, I, V, U>(here + n * w, Aj, 0, first, w, a, acc);  // (offsets above i: never 0)
     store_pack<T, V>(Y + i * w + c, acc);
 }
 
@@ -286,57 +289,116 @@ __device__ __forceinline__ double logistic_weight(double z) {
 // sleeping node keeps x_i; rows that lost something are renormalised over what arrived when `renormalise`.
 // With a `bad` mask (Gilbert-Elliott) only flagged entries can be lost. A lost message adds 0 * x_j (as on
 // the CPU).
+// Message networks (see "message networks" below) add: `Xown` (a node's own current rows: its self loop, and
+// what a sleeping or cut-off node keeps), X then holding the messages (row j: node j's); delays (`Delays`:
+// X is the history, entry q reading the newest message that has arrived, delay_age); and per-link noise
+// (`sent` not null: the keys of the iterations t - age): each entry's copy gets sigma z (link_noise_value),
+// summed through the same weights and renormalisation as a second sum and added at the end (the CPU's second
+// weighted pass and `out += noise`); with `noise_only`, X is not read and the noise is added to Y (a further
+// noisy layer).
+struct Delays {
+    const u64* keys;        // keys[k] = hash_prefix(seed, 3 2^61 + t - k, r), k < last (null: fixed delays)
+    const u64* thresholds;  // loss_threshold((k + 1) / (D + 1)), k < last
+    const i64* slot;        // slot[a]: the history's slot of the message of age a, a <= last (null: no delays)
+    i64 last;               // min(D, t)
+    i64 slots;              // a node's (D + 1) R slots; node j's message of age a is row n + j slots + slot[a]
+};
+
+// The age of the newest message of the link j -> i that has arrived (network.hpp's delay_ages): the first k
+// whose draw says the message of t - k has arrived by t, else the oldest kept.
+__device__ __forceinline__ i64 delay_age(const Delays& d, i64 i, i64 j) {
+    if (j == i) return 0;
+    if (d.keys)
+        for (i64 k = 0; k < d.last; ++k)
+            if ((mix64(mix64(d.keys[k] ^ (u64)i) ^ (u64)j) >> 11) < d.thresholds[k]) return k;
+    return d.last;
+}
+
+template <typename T>
+__device__ __forceinline__ T link_noise_value(u64 link, i64 c, T sigma);
+
 template <typename T, typename I, int V>
 __device__ void csr_mix_lossy_impl(const I* __restrict__ Ap, const I* __restrict__ Aj, const T* __restrict__ Ax,
-                                   const T* __restrict__ X, T* __restrict__ Y, i64 n, i64 w, const u64* status,
+                                   const T* __restrict__ X, T* Y, i64 n, i64 w, const u64* status,
                                    u64 round_key, double p, int renormalise, const unsigned char* __restrict__ awake,
-                                   const unsigned char* __restrict__ bad, const I* __restrict__ Ix = nullptr) {
+                                   const unsigned char* __restrict__ bad, const T* __restrict__ Xown = nullptr,
+                                   Delays delays = Delays{nullptr, nullptr, nullptr, 0, 0},
+                                   const u64* __restrict__ sent = nullptr, T sigma = T(0), int noise_only = 0) {
     const i64 tid = (i64)blockIdx.x * blockDim.x + threadIdx.x;
     const i64 groups = w / V;
     if (tid >= n * groups || frozen(status, 0)) return;
     const i64 i = tid / groups, c = (tid - i * groups) * V;
-    if (awake && !awake[i]) {  // asleep: keeps x_i
-        const Pack<T, V> x = load_pack<T, V>(X + i * w + c);
-        store_pack<T, V>(Y + i * w + c, x.v);
-        return;
+    const T* own = (Xown ? Xown : X) + i * w + c;
+    T acc[V], noise[V];
+#pragma unroll
+    for (int v = 0; v < V; ++v) {
+        acc[v] = 0;
+        noise[v] = 0;
     }
-    const u64 row = mix64(round_key ^ (u64)i);
-    T acc[V];
+    if (awake && !awake[i]) {  // asleep: keeps x_i (and gets no noise)
+        const Pack<T, V> x = load_pack<T, V>(noise_only ? Y + i * w + c : own);
 #pragma unroll
-    for (int k = 0; k < V; ++k) acc[k] = 0;
-    T den = 0;
-    bool lost = false;
-    const I end = Ap[i + 1];
-    for (I q = Ap[i]; q < end; ++q) {
-        const i64 j = (i64)Aj[q], k = Ix ? (i64)Ix[q] : j;  // (the sender; the row of X its message is in)
-        const bool gone = j != i && ((awake && !awake[j]) ||
-                                     ((!bad || bad[q]) && p > 0.0 &&
-                                      (double)(mix64(row ^ (u64)j) >> 11) * (1.0 / 9007199254740992.0) < p));
-        lost |= gone;
-        const T a = gone ? T(0) : Ax[q];
-        const Pack<T, V> x = load_pack<T, V>(X + k * w + c);
+        for (int v = 0; v < V; ++v) acc[v] = x.v[v];
+    } else {
+        const u64 row = mix64(round_key ^ (u64)i);
+        T den = 0;
+        bool lost = false;
+        const I end = Ap[i + 1];
+        for (I q = Ap[i]; q < end; ++q) {
+            const i64 j = (i64)Aj[q];
+            const bool gone = j != i && ((awake && !awake[j]) ||
+                                         ((!bad || bad[q]) && p > 0.0 &&
+                                          (double)(mix64(row ^ (u64)j) >> 11) * (1.0 / 9007199254740992.0) < p));
+            lost |= gone;
+            const T a = gone ? T(0) : Ax[q];
+            const i64 age = delays.slot ? delay_age(delays, i, j) : 0;
+            if (!noise_only) {
+                const T* x_j = delays.slot ? X + (n + j * delays.slots + delays.slot[age]) * w + c : X + j * w + c;
+                const Pack<T, V> x = load_pack<T, V>(j == i ? own : x_j);
 #pragma unroll
-        for (int v = 0; v < V; ++v) acc[v] += a * x.v[v];
-        den += a;
-    }
-    if (lost && renormalise) {
-        if (den == T(0)) {
-            const Pack<T, V> x = load_pack<T, V>(X + i * w + c);
+                for (int v = 0; v < V; ++v) acc[v] += a * x.v[v];
+            }
+            if (sent) {  // (a self loop reads a zero row)
+                const u64 link = mix64(mix64(sent[age] ^ (u64)i) ^ (u64)j);
 #pragma unroll
-            for (int k = 0; k < V; ++k) acc[k] = x.v[k];
-        } else {
+                for (int v = 0; v < V; ++v) noise[v] += a * (j == i ? T(0) : link_noise_value<T>(link, c + v, sigma));
+            }
+            den += a;
+        }
+        if (lost && renormalise) {
+            if (den == T(0)) {  // received nothing: keeps x_i (and its noise row is zero)
+                const Pack<T, V> x = load_pack<T, V>(own);
 #pragma unroll
-            for (int k = 0; k < V; ++k) acc[k] /= den;
+                for (int v = 0; v < V; ++v) {
+                    acc[v] = x.v[v];
+                    noise[v] = 0;
+                }
+            } else {
+#pragma unroll
+                for (int v = 0; v < V; ++v) {
+                    acc[v] /= den;
+                    noise[v] /= den;
+                }
+            }
+        }
+        if (noise_only) {
+            const Pack<T, V> y = load_pack<T, V>(Y + i * w + c);
+#pragma unroll
+            for (int v = 0; v < V; ++v) acc[v] = y.v[v];
         }
     }
+    if (sent)
+#pragma unroll
+        for (int v = 0; v < V; ++v) acc[v] = acc[v] + noise[v];
     store_pack<T, V>(Y + i * w + c, acc);
 }
 
 // ------------------------------------------------------------------ message networks
 // rowstoch_fast.network's Compressed, Noisy and Delayed layers on the device: the CPU's passes
 // (csrc/rowstoch/compress.hpp, network.hpp's delay_ages) with the same draws and the same operations in the same
-// order. A round mixes the stacked block [own rows; messages] with csr_mix_lossy's `Ix` (the row each stored
-// entry reads; its sender is still Aj[q], so losses and sleep act as on the base network).
+// order. The messages are encoded (compress_rows), then a round mixes them with the own rows in
+// csr_mix_lossy_impl (ages and per-link noise drawn in the same pass; the sender of entry q is still Aj[q], so
+// losses and sleep act as on the base network), or csr_mix_circ for a circulant matrix without losses.
 
 // uniform_hash(seed, t, r, i, tag, c) from its row prefix: the top 53 bits as a double (compress.hpp)
 __device__ __forceinline__ double message_uniform(u64 tagged_row, u64 c) {
@@ -426,67 +488,25 @@ __device__ void compress_message(int method, const T* v, T* out, i64 L, i64 firs
 }
 
 // out <- the messages of X's n rows of w values (messages of L values; one thread per message; round_key:
-// hash_prefix(seed, t, r), computed on the host); `own` (or null) gets a copy of X in the same pass.
+// hash_prefix(seed, t, r), computed on the host); out may be X.
 template <typename T>
-__device__ void compress_rows_impl(const T* __restrict__ X, T* out, T* __restrict__ own, i64 n, i64 w, i64 L,
+__device__ void compress_rows_impl(const T* X, T* out, i64 n, i64 w, i64 L,
                                    int method, i64 param, double sigma, int unbiased, u64 round_key,
                                    const u64* status) {
     const i64 tid = (i64)blockIdx.x * blockDim.x + threadIdx.x, per_row = w / L;
     if (tid >= n * per_row || frozen(status, 0)) return;
     const i64 i = tid / per_row, c0 = (tid - i * per_row) * L;
-    if (own)
-        for (i64 c = 0; c < L; ++c) own[i * w + c0 + c] = X[i * w + c0 + c];
     compress_message<T>(method, X + i * w + c0, out + i * w + c0, L, c0, mix64(round_key ^ (u64)i), param, sigma,
                         unbiased);
 }
 
-// The row of the stacked block [n_own own rows; each node's (D + 1) R messages] each stored entry reads in
-// round r of iteration t of a Delayed layer (network.hpp's delay_ages: the newest message that has arrived);
-// keys[k], thresholds[k] (k < last = min(D, t)): the prefix hash_prefix(seed, 3 2^61 + t - k, r) and
-// loss_threshold((k + 1) / (D + 1)), computed on the host. One thread per row; `ages` (or null) gets the ages.
-template <typename I>
-__device__ void delay_index_impl(const I* __restrict__ Ap, const I* __restrict__ Aj, i64 rows,
-                                 const u64* __restrict__ keys, const u64* __restrict__ thresholds, i64 last,
-                                 int fixed, i64 D, i64 t, i64 r, i64 rounds, i64 n_own, I* __restrict__ index,
-                                 int* __restrict__ ages) {
-    const i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= rows) return;
-    const i64 slots = (D + 1) * rounds;
-    for (I q = Ap[i]; q < Ap[i + 1]; ++q) {
-        const i64 j = (i64)Aj[q];
-        i64 age = last;
-        if (j == i) {
-            age = 0;
-        } else if (!fixed) {
-            for (i64 k = 0; k < last; ++k)
-                if ((mix64(mix64(keys[k] ^ (u64)i) ^ (u64)j) >> 11) < thresholds[k]) {
-                    age = k;
-                    break;
-                }
-        }
-        if (ages) ages[q] = (int)age;
-        index[q] = (I)(j == i ? i : n_own + j * slots + ((t - age) % (D + 1)) * rounds + r);
-    }
-}
-
-// Noise on each received copy (compress.hpp's link_noise): out[q, c] = sigma z for the stored entry q (j -> i)
-// and value c, z the standard normal of uniform_hash(seed, s, r, i, j, 3 | 4, c), s = t - ages[q] (ages null:
-// t); sent[a] = hash_prefix(seed, t - a, r), computed on the host. One thread per row.
-template <typename T, typename I>
-__device__ void link_noise_impl(const I* __restrict__ Ap, const I* __restrict__ Aj, i64 rows,
-                                const u64* __restrict__ sent, const int* __restrict__ ages, i64 w, T sigma,
-                                T* __restrict__ out) {
-    const i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= rows) return;
-    const double two_pi = 6.283185307179586;
-    for (I q = Ap[i]; q < Ap[i + 1]; ++q) {
-        const u64 link = mix64(mix64(sent[ages ? ages[q] : 0] ^ (u64)i) ^ (u64)Aj[q]);
-        const u64 key1 = mix64(link ^ 3ULL), key2 = mix64(link ^ 4ULL);
-        for (i64 c = 0; c < w; ++c) {
-            const double u1 = 1.0 - message_uniform(key1, (u64)c), u2 = message_uniform(key2, (u64)c);
-            out[(i64)q * w + c] = (T)(sqrt(-2.0 * log(u1)) * cos(two_pi * u2)) * sigma;
-        }
-    }
+// Noise on a received copy (compress.hpp's link_noise): sigma z for the value c of the message of the link
+// j -> i sent in iteration s, z the standard normal of uniform_hash(seed, s, r, i, j, 3 | 4, c) and
+// link = mix64(mix64(hash_prefix(seed, s, r) ^ i) ^ j); z rounded to T before the product (the CPU's block).
+template <typename T>
+__device__ __forceinline__ T link_noise_value(u64 link, i64 c, T sigma) {
+    const double u1 = 1.0 - message_uniform(mix64(link ^ 3ULL), (u64)c), u2 = message_uniform(mix64(link ^ 4ULL), (u64)c);
+    return (T)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2)) * sigma;
 }
 
 // Gilbert-Elliott chains on the device (csrc/rowstoch/network.hpp's ge_advance): one thread per row; the
@@ -688,25 +708,26 @@ __device__ void logistic_grad_impl(const T* __restrict__ H, const T* __restrict_
 #define LOGISTIC(suffix, T, K) \
     __global__ void logistic_grad##K##_##suffix(const T* H, const T* Yl, const i64* nodes, i64 m, i64 M, i64 d, T rho, const T* X, i64 reps, i64 B, i64 batches, u64 seed, u64 iteration, i64 rep_offset, int layout, i64 shared_per_warp, int* spill, T* G) { \
         logistic_grad_impl<T, K>(H, Yl, nodes, m, M, d, rho, X, reps, B, batches, seed, iteration, rep_offset, layout, shared_per_warp, spill, G); }
-// csr_mix_stacked<V>_<value>_<index>: csr_mix_lossy over a stacked block, entry q reading row Ix[q]
-#define STACKED(suffix, T, I, V) \
-    __global__ void csr_mix_stacked##V##_##suffix(const I* Ap, const I* Aj, const T* Ax, const I* Ix, const T* X, T* Y, i64 n, i64 w, const u64* status, u64 round_key, double p, int renormalise, const unsigned char* awake, const unsigned char* bad) { \
-        csr_mix_lossy_impl<T, I, V>(Ap, Aj, Ax, X, Y, n, w, status, round_key, p, renormalise, awake, bad, Ix); }
-#define MESSAGES(suffix, T, I) \
-    __global__ void link_noise_##suffix(const I* Ap, const I* Aj, i64 rows, const u64* sent, const int* ages, i64 w, T sigma, T* out) { \
-        link_noise_impl<T, I>(Ap, Aj, rows, sent, ages, w, sigma, out); }
+// csr_mix_messages<V>_<value>_<index>: csr_mix_lossy over a round of messages (own rows, delays, noise)
+#define MESSAGES(suffix, T, I, V) \
+    __global__ void csr_mix_messages##V##_##suffix(const I* Ap, const I* Aj, const T* Ax, const T* Xown, const T* X, T* Y, i64 n, i64 w, const u64* status, u64 round_key, double p, int renormalise, const unsigned char* awake, const unsigned char* bad, const u64* delay_keys, const u64* delay_thresholds, const i64* delay_slot, i64 delay_last, i64 delay_slots, const u64* sent, T sigma, int noise_only) { \
+        csr_mix_lossy_impl<T, I, V>(Ap, Aj, Ax, X, Y, n, w, status, round_key, p, renormalise, awake, bad, Xown, Delays{delay_keys, delay_thresholds, delay_slot, delay_last, delay_slots}, sent, sigma, noise_only); }
+// csr_mix_circmsg<V>x<U>_<value>_<index>: csr_mix_circ over a compressed round's messages, own rows from Xown
+// (the second pointer: up to 40 registers, 6 blocks of 256 resident; under MIX_BOUNDS' 32 the vector variants
+// spilled)
+#define CIRCMSG(suffix, T, I, V, U) \
+    __global__ void __launch_bounds__(256, 6) csr_mix_circmsg##V##x##U##_##suffix(const I* Ap, const I* Aj, const T* Ax, const T* Xown, const T* X, T* Y, i64 n, i64 w, const u64* status) { \
+        csr_mix_circ<T, I, V, U>(Ap, Aj, Ax, X, Y, n, w, status, Xown); }
 #define GE(suffix, I) \
     __global__ void ge_advance_##suffix(const I* Ap, const I* Aj, i64 rows, unsigned char* bad, const u64* keys, i64 steps, u64 init_key, int init, double p_bad, double p_recover, double stationary) { \
         ge_advance_impl<I>(Ap, Aj, rows, bad, keys, steps, init_key, init, p_bad, p_recover, stationary); }
 extern "C" {
 GE(i32, int) GE(i64, i64)
-__global__ void delay_index_i32(const int* Ap, const int* Aj, i64 rows, const u64* keys, const u64* thresholds, i64 last, int fixed, i64 D, i64 t, i64 r, i64 rounds, i64 n_own, int* index, int* ages) { delay_index_impl<int>(Ap, Aj, rows, keys, thresholds, last, fixed, D, t, r, rounds, n_own, index, ages); }
-__global__ void delay_index_i64(const i64* Ap, const i64* Aj, i64 rows, const u64* keys, const u64* thresholds, i64 last, int fixed, i64 D, i64 t, i64 r, i64 rounds, i64 n_own, i64* index, int* ages) { delay_index_impl<i64>(Ap, Aj, rows, keys, thresholds, last, fixed, D, t, r, rounds, n_own, index, ages); }
-__global__ void compress_rows_f64(const double* X, double* out, double* own, i64 n, i64 w, i64 L, int method, i64 param, double sigma, int unbiased, u64 round_key, const u64* status) { compress_rows_impl<double>(X, out, own, n, w, L, method, param, sigma, unbiased, round_key, status); }
-__global__ void compress_rows_f32(const float* X, float* out, float* own, i64 n, i64 w, i64 L, int method, i64 param, double sigma, int unbiased, u64 round_key, const u64* status) { compress_rows_impl<float>(X, out, own, n, w, L, method, param, sigma, unbiased, round_key, status); }
-MESSAGES(f64_i32, double, int) MESSAGES(f64_i64, double, i64) MESSAGES(f32_i32, float, int) MESSAGES(f32_i64, float, i64)
-STACKED(f64_i32, double, int, 1) STACKED(f64_i64, double, i64, 1) STACKED(f32_i32, float, int, 1) STACKED(f32_i64, float, i64, 1)
-STACKED(f64_i32, double, int, 2) STACKED(f64_i64, double, i64, 2) STACKED(f32_i32, float, int, 4) STACKED(f32_i64, float, i64, 4)
+__global__ void compress_rows_f64(const double* X, double* out, i64 n, i64 w, i64 L, int method, i64 param, double sigma, int unbiased, u64 round_key, const u64* status) { compress_rows_impl<double>(X, out, n, w, L, method, param, sigma, unbiased, round_key, status); }
+__global__ void compress_rows_f32(const float* X, float* out, i64 n, i64 w, i64 L, int method, i64 param, double sigma, int unbiased, u64 round_key, const u64* status) { compress_rows_impl<float>(X, out, n, w, L, method, param, sigma, unbiased, round_key, status); }
+ENTRIES(4, 4, CIRCMSG)
+MESSAGES(f64_i32, double, int, 1) MESSAGES(f64_i64, double, i64, 1) MESSAGES(f32_i32, float, int, 1) MESSAGES(f32_i64, float, i64, 1)
+MESSAGES(f64_i32, double, int, 2) MESSAGES(f64_i64, double, i64, 2) MESSAGES(f32_i32, float, int, 4) MESSAGES(f32_i64, float, i64, 4)
 ENTRIES(4, 4, ENTRY)
 ENTRIES(4, 4, ROWW)
 ENTRIES(4, 4, CIRCW)
