@@ -450,10 +450,12 @@ def dgd(W, x0, lr, grad_fn, T):
 
 
 @twin("choco-sgd")
-def choco_sgd(W, x0, lr, grad_fn, T, gamma=1.0, compress=None):
+def choco_sgd(W, x0, lr, grad_fn, T, gamma=1.0, compress=None, mix=None):
     """CHOCO-SGD: ``h = x - lr g(x)``, ``q = Q(h - x_hat)``, ``x_hat+ = x_hat + q``, ``x+ = h + gamma (W - I)
-    x_hat+``, ``x_hat_0 = 0``; ``compress(V, t)`` is ``Q`` at iteration ``t`` (None: no compression)."""
+    x_hat+``, ``x_hat_0 = 0``; ``compress(V, t)`` is ``Q`` at iteration ``t`` (None: no compression), ``mix(V,
+    t)`` what the neighbours' copies give at iteration ``t`` (None: ``W V``; a network's links: delays, noise)."""
     W = _dense(W)
+    mix = mix or (lambda V, t: W @ V)
     x = np.array(x0, dtype=np.float64)
     x_hat = np.zeros_like(x)
     xs = [x.copy()]
@@ -461,18 +463,21 @@ def choco_sgd(W, x0, lr, grad_fn, T, gamma=1.0, compress=None):
         h = x - lr * _grad(grad_fn, x)
         q = h - x_hat if compress is None else compress(h - x_hat, t)
         x_hat = x_hat + q
-        x = h + gamma * (W @ x_hat - x_hat)
+        x = h + gamma * (mix(x_hat, t) - x_hat)
         xs.append(x.copy())
     return xs
 
 
 @twin("compressed-push-pull")
-def compressed_push_pull(A, C, x0, lr, grad_fn, T, gamma=1.0, a=1.0, compress_A=None, compress_C=None):
+def compressed_push_pull(A, C, x0, lr, grad_fn, T, gamma=1.0, a=1.0, compress_A=None, compress_C=None, mix_A=None,
+                         mix_C=None):
     """CPP: for ``v`` in (x with A, y with C): ``q = Q(v - h)``, ``v_hat = h + q``, ``v_hat_w = h_w + M q``,
     ``h <- (1 - a) h + a v_hat``, ``h_w <- (1 - a) h_w + a v_hat_w``; ``x+ = x - gamma (x_hat - x_hat_w) - lr y``,
     ``y+ = y - gamma (y_hat - y_hat_w) + g(x+) - g(x)``; ``h = h_w = 0``, ``y_0 = g(x_0)``; ``compress_M(V, t)``:
-    ``Q`` (None: none)."""
+    ``Q`` (None: none); ``mix_M(V, t)``: what the messages ``V`` give their receivers at iteration ``t`` (None:
+    ``M V``; a network's links: losses, sleep, delays, noise)."""
     A, C = _dense(A), _dense(C)
+    mixes = {"x": mix_A or (lambda V, t: A @ V), "y": mix_C or (lambda V, t: C @ V)}
     x = np.array(x0, dtype=np.float64)
     g = _grad(grad_fn, x)
     y = g.copy()
@@ -482,7 +487,7 @@ def compressed_push_pull(A, C, x0, lr, grad_fn, T, gamma=1.0, a=1.0, compress_A=
 
     def exchange(key, M, v, compress, t):
         q = v - h[key] if compress is None else compress(v - h[key], t)
-        hat, hat_w = h[key] + q, hw[key] + M @ q
+        hat, hat_w = h[key] + q, hw[key] + mixes[key](q, t)
         h[key], hw[key] = (1 - a) * h[key] + a * hat, (1 - a) * hw[key] + a * hat_w
         return hat - hat_w
 
@@ -623,12 +628,20 @@ def abm(A, C, x0, lr, grad_fn, T, momentum=0.2):
 
 
 @twin("robust-gradient-push")
-def robust_gradient_push(C, x0, lr, grad_fn, T, lost=None):
+def robust_gradient_push(C, x0, lr, grad_fn, T, lost=None, message=None, age=None, noise=None):
     """Robust gradient-push (Spiridonoff, Olshevsky & Paschalidis 2020), dense, link by link:
     ``h = x - lr g(z)``; every link ``j -> i`` (``i != j``) adds ``C[i, j] (h_j, w_j)`` to its undelivered mass
     ``p_ij``; ``(x, w)_i = C[i, i] (h_i, w_i) + sum_{j: arrived} p_ij`` and those ``p_ij = 0``; ``z = x / w``;
     ``x0 = z0``, ``w0 = 1``. ``lost(k, i, j)`` says whether iteration ``k``'s message ``j -> i`` is lost (None:
-    none are). Returns the models ``z``."""
+    none are). Returns the models ``z``.
+
+    With ``message``, ``age`` or ``noise`` (a network's message layers) it runs the running sums themselves:
+    node ``j`` sends on ``j -> i`` its running sum ``s_ij(k) = sum_{u <= k} C[i, j] (Q_u(h_j), Q_u(w_j))``
+    (``message(k, V)``: what the rows ``V`` send at iteration ``k``; None: ``V``); a receiver whose message
+    arrives takes ``r_new - r_old``, ``r_new = s_ij(k - age(k, i, j)) + noise(k, i, j)`` the running sum it
+    received (``noise(k, i, j)``: the pair of vectors added to it) and ``r_old`` the one before."""
+    if message is not None or age is not None or noise is not None:
+        return _robust_push_running_sums(_dense(C), x0, lr, grad_fn, T, lost, message, age, noise)
     Cd = _dense(C)
     n = Cd.shape[0]
     z = np.array(x0, dtype=np.float64)
@@ -652,6 +665,39 @@ def robust_gradient_push(C, x0, lr, grad_fn, T, lost=None):
                     x_new[i] += px
                     w_new[i] += pw
                     pending[(i, j)] = (0.0, 0.0)
+        x, w = x_new, w_new
+        z = x / w
+        zs.append(z.copy())
+    return zs
+
+
+def _robust_push_running_sums(Cd, x0, lr, grad_fn, T, lost, message, age, noise):
+    """:func:`robust_gradient_push` through the running sums a network's messages carry (see there)."""
+    n = Cd.shape[0]
+    message = message or (lambda k, V: V)
+    z = np.array(x0, dtype=np.float64)
+    x, w = z.copy(), np.ones((n, 1))
+    sent, received = {}, {}  # (i, j) -> [running sums after iterations 0, 1, ...]; the last one received
+    zs = [z.copy()]
+    for k in range(T):
+        h = x - lr * _grad(grad_fn, z)
+        mh, mw = message(k, h), message(k, w)
+        x_new, w_new = Cd.diagonal()[:, None] * h, Cd.diagonal()[:, None] * w
+        for i in range(n):
+            for j in range(n):
+                if j == i or Cd[i, j] == 0:
+                    continue
+                sums = sent.setdefault((i, j), [])
+                last = sums[-1] if sums else (0.0, 0.0)
+                sums.append((last[0] + Cd[i, j] * mh[j], last[1] + Cd[i, j] * mw[j]))
+                if lost is not None and lost(k, i, j):
+                    continue
+                sx, sw = sums[k - (0 if age is None else age(k, i, j))]
+                ex, ew = (0.0, 0.0) if noise is None else noise(k, i, j)
+                old = received.get((i, j), (0.0, 0.0))
+                received[(i, j)] = (sx + ex, sw + ew)
+                x_new[i] += received[(i, j)][0] - old[0]
+                w_new[i] += received[(i, j)][1] - old[1]
         x, w = x_new, w_new
         z = x / w
         zs.append(z.copy())

@@ -42,7 +42,7 @@ from ._history import History
 from .mixing import MixingMatrix
 
 __all__ = ["Network", "Schedule", "one_peer_exponential", "Lossy", "Sleepy", "Compressed", "Noisy", "Delayed",
-           "as_network", "base_matrix", "fixed_links", "weights_of"]
+           "as_network", "base_matrix", "fixed_links", "weights_of", "links_of"]
 
 
 class Network:
@@ -280,7 +280,9 @@ def base_matrix(net):
 def fixed_links(M):
     """Whether ``M`` has a fixed set of links whose messages an algorithm can follow one by one (per-link
     state: running sums, buffers): a static matrix, or a network that reports which messages arrived over one
-    (:class:`Lossy` over a :class:`MixingMatrix`). Schedules and sleeping nodes have not."""
+    (:class:`Lossy` over a :class:`MixingMatrix`), under message layers (compression, noise, delays) or not.
+    Schedules and sleeping nodes have not."""
+    M = weights_of(M)
     return not isinstance(M, Network) or (hasattr(M, "arrived") and getattr(M, "base", None) is base_matrix(M))
 
 
@@ -784,20 +786,28 @@ class _Messages(Network):
         share); ``out`` may be ``X``. ``own``: a block that gets a copy of ``X`` in the same pass."""
         from . import _core
 
-        layer, src = self, X
-        while isinstance(layer, _Messages):
-            if not isinstance(layer, Delayed) and getattr(layer, "per", None) != "link":  # (a delay changes when
-                # a message arrives, not what it holds; noise on the received copies is added by the round)
-                method, param, sigma, unbiased = layer._kernel_arguments()
-                _core.compress(src, out, method, self.message_length(X.shape[1], d), param, sigma, unbiased,
-                               layer.seed, t, r, row_ids=row_ids, own=own if src is X else None)
-                src = out
-            layer = layer.base
+        src = X
+        for seed, method, param, sigma, unbiased in self.encoders():
+            _core.compress(src, out, method, self.message_length(X.shape[1], d), param, sigma, unbiased, seed, t, r,
+                           row_ids=row_ids, own=own if src is X else None)
+            src = out
         if src is X:
             if out is not X:
                 out[...] = X
             if own is not None:
                 own[...] = X
+        return out
+
+    def encoders(self):
+        """``(seed, method, param, sigma, unbiased)`` of each layer that changes what a sender sends (compression,
+        noise with ``per="message"``), the outer one first: the arguments of ``_core.compress`` and of the CUDA
+        ``compress_rows``. (A delay changes when a message arrives, not what it holds; noise on the received
+        copies is added by the round.)"""
+        out, layer = [], self
+        while isinstance(layer, _Messages):
+            if not isinstance(layer, Delayed) and getattr(layer, "per", None) != "link":
+                out.append((layer.seed, *layer._kernel_arguments()))
+            layer = layer.base
         return out
 
     def noisy_links(self):
@@ -1294,3 +1304,29 @@ def weights_of(net):
     """The network whose weights ``net`` applies: ``net`` without its message layers (compression, noise): what
     the diagonal trackers of the Pull-Diag methods follow (their messages travel uncompressed)."""
     return net.core() if isinstance(net, _Messages) else net
+
+
+def links_of(net):
+    """``net`` without the layers that change what a sender sends (:class:`Compressed`, :class:`Noisy` with
+    ``per="message"``), keeping what happens on the links (delays, noise on each received copy, and the core's
+    losses, sleep and schedules): how the messages of a method that compresses them itself (CHOCO-SGD,
+    Compressed Push-Pull: ``Q`` applied once, through :meth:`_Messages.encode`) reach their receivers. ``net``
+    itself where it has no such layer; the stripped network is kept on ``net`` (one object per network)."""
+    if not isinstance(net, _Messages):
+        return net
+    kept, layer, stripped = [], net, False
+    while isinstance(layer, _Messages):
+        if isinstance(layer, Delayed) or getattr(layer, "per", None) == "link":
+            kept.append(layer)
+        else:
+            stripped = True
+        layer = layer.base
+    if not stripped:
+        return net
+    cached = net.__dict__.get("_links_of")
+    if cached is None:
+        cached = layer
+        for outer in reversed(kept):
+            cached = type(outer)(cached, **outer._parameters())
+        net._links_of = cached
+    return cached

@@ -223,14 +223,17 @@ def unreliable_networks():
             # delayed messages (every rank keeps every node's): over a static W, and under compression over losses
             "delayed": Delayed(topology.exponential(20), 2, seed=4),
             "topk-delayed-lossy": Compressed(Noisy(Delayed(Sleepy(Lossy(A, 0.2, seed=8), 0.9, seed=1), 3, seed=2),
-                                                   0.01, seed=5), "topk", k=2)}
+                                                   0.01, seed=5), "topk", k=2),
+            # ... over fixed links (the running sums of the robust methods: compressed, delayed, noisy)
+            "qsgd-delayed-noisy": Compressed(Noisy(Delayed(Lossy(A, 0.2, seed=8), 2, seed=2), 0.01, seed=5), "qsgd",
+                                             bits=4, seed=3)}
 
 
 #: The networks whose messages are compressed, noisy or delayed: what they change is the pass that mixes (the same for
 #: every algorithm), so a method of each family runs on them (the registry runs whole on the others).
-MESSAGE_NETWORKS = ("compressed", "qsgd-noisy-lossy", "delayed", "topk-delayed-lossy")
+MESSAGE_NETWORKS = ("compressed", "qsgd-noisy-lossy", "delayed", "topk-delayed-lossy", "qsgd-delayed-noisy")
 MESSAGE_ALGORITHMS = ("dsgd", "push-pull", "pull-diag-gt", "push-diging", "dgd", "exact-diffusion", "choco-sgd",
-                      "compressed-push-pull")
+                      "compressed-push-pull", "robust-gradient-push", "r-fast")
 
 
 def runs_on(nname, net, cls):

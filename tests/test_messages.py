@@ -98,7 +98,8 @@ IDENTITIES = {"topk k=d": lambda A: Compressed(A, "topk", k=3), "randk k=d": lam
 
 
 @pytest.mark.parametrize("identity", sorted(IDENTITIES))
-@pytest.mark.parametrize("name", ["dsgd", "push-pull", "sgp", "pull-diag-gt", "diging"])
+@pytest.mark.parametrize("name", ["dsgd", "push-pull", "sgp", "pull-diag-gt", "diging", "robust-gradient-push",
+                                  "r-fast"])
 def test_identity_compressions_are_the_base_network_bit_for_bit(identity, name):
     """Top-k and rand-k with k = d, noise 0 and rounding at the run's precision send every value unchanged: the
     iterates equal the base network's, bit for bit (the base a lossy network, so that both take the network
@@ -153,6 +154,30 @@ def test_choco_sgd_equals_its_twin_under_compression():
     np.testing.assert_allclose(opt.x, xs[-1], rtol=1e-12, atol=1e-13)
 
 
+def test_choco_sgd_over_delays_and_noisy_copies_equals_its_twin():
+    """CHOCO-SGD over Compressed(Noisy(Delayed(W))): q compressed once, the neighbours' copies x_hat mixed through
+    the links (each receiver's copy as of the newest message that arrived, noise on each received copy); the
+    twin with the network's own mix of the links (to 1e-12); the delays change the run."""
+    from rowstoch_fast.network import links_of
+
+    W = topology.ring(10, directed=False, weights="metropolis")
+    b = np.random.default_rng(2).standard_normal((10, 4))
+    net = Compressed(Noisy(Delayed(W, 2, seed=4), 0.01, seed=5), "topk", k=2)
+    assert rf.CHOCOSGD.applies_to(net) and type(links_of(net)) is Noisy and links_of(net).base.base is W
+    opt = rf.CHOCOSGD(net, np.zeros(4), lr=0.05)
+    twin, state = links_of(net.map(lambda M: M)), {}
+    xs = ref.choco_sgd(W.csr.toarray(), np.zeros((10, 4)), 0.05, lambda X: X - b, 30, gamma=opt.gamma,
+                       compress=lambda V, t: ref.compress(V, "topk", 4, 0, t, 0, k=2),
+                       mix=lambda V, t: twin.mix(V, t, d=4, state=state))
+    for _ in range(30):
+        opt.step(lambda X: X - b)
+    np.testing.assert_allclose(opt.x, xs[-1], rtol=1e-12, atol=1e-13)
+    plain = rf.CHOCOSGD(Compressed(W, "topk", k=2), np.zeros(4), lr=0.05)
+    for _ in range(30):
+        plain.step(lambda X: X - b)
+    assert np.abs(plain.x - opt.x).max() > 1e-6
+
+
 def test_choco_sgd_converges_where_plain_dgd_under_the_same_compression_does_not():
     """Top-k with k = d / 4 on a ring: CHOCO-SGD's error feedback brings it within 1.5x of uncompressed DGD's
     O(lr) neighbourhood; DGD over the same compressed messages stays more than 2x further."""
@@ -197,8 +222,8 @@ def test_a_compressed_run_resumes_bit_for_bit():
     (lambda A: Compressed(A, "randk", k=2, unbiased="yes"), "unbiased"), (lambda A: Noisy(A, -1.0), "sigma"),
     (lambda A: Lossy(Compressed(A, "sign"), 0.1), "outermost"), (lambda A: Sleepy(Noisy(A, 0.1), 0.5), "outermost"),
     (lambda A: rf.DSGD(Compressed(A, "topk", k=5), np.zeros(4), lr=0.1), "k = 5 .* 4 values"),
-    (lambda A: rf.RobustGradientPush(Compressed(rf.mixing.out_degree_weights(A), "sign"), np.zeros(2), lr=0.1),
-     "static column-stochastic matrix or a Lossy"),
+    (lambda A: rf.RobustGradientPush(Compressed(Sleepy(rf.mixing.out_degree_weights(A), 0.5), "sign"), np.zeros(2),
+                                     lr=0.1), "static column-stochastic matrix or a Lossy"),
     (lambda A: rf.CHOCOSGD(Compressed(topology.erdos_renyi(8, 0.4, seed=1), "sign"), np.zeros(2), lr=0.1),
      "doubly|columns"),
 ])
@@ -313,7 +338,8 @@ def test_delayed_rounds_equal_their_definition(network):
                                        err_msg=f"{net!r} at t = {t}")
 
 
-@pytest.mark.parametrize("name", ["dsgd", "push-pull", "sgp", "pull-diag-gt", "diging"])
+@pytest.mark.parametrize("name", ["dsgd", "push-pull", "sgp", "pull-diag-gt", "diging", "robust-gradient-push",
+                                  "r-fast"])
 def test_max_delay_zero_is_the_base_network_bit_for_bit(name):
     cls = REGISTRY[name]
     A = for_algorithm(cls, topology.erdos_renyi(10, 0.4, seed=3))
@@ -361,8 +387,6 @@ def test_a_delayed_run_resumes_bit_for_bit_and_each_quantity_keeps_its_history(n
     (lambda A: Delayed(A, True), "max_delay must be an integer"), (lambda A: Delayed(A, "3"), "integer"),
     (lambda A: Delayed(A, 2, delay="poisson"), "delay must be"),
     (lambda A: Delayed(Delayed(A, 1), 2), "one Delayed layer"), (lambda A: Lossy(Delayed(A, 1), 0.1), "outermost"),
-    (lambda A: rf.CHOCOSGD(Delayed(topology.ring(8, directed=False, weights="metropolis"), 1), np.zeros(2),
-                           lr=0.1), "every message in its iteration"),
 ])
 def test_bad_delays_are_named(call, match):
     with pytest.raises((ValueError, TypeError), match=match):
@@ -424,9 +448,47 @@ def test_compressed_push_pull_equals_its_twin_and_stays_exact_under_compression(
         plain.step(lambda X: X - b)
     assert np.abs(opt.x - b.mean(axis=0)).max() < 1e-8
     assert np.abs(plain.x - b.mean(axis=0)).max() > 0.05
-    with pytest.raises(ValueError, match="A must be a static matrix, or compressed"):
-        rf.CompressedPushPull(Compressed(Lossy(A, 0.1), "sign"), C, np.zeros(2), lr=0.1)
-    assert not rf.CompressedPushPull.applies_to(Compressed(Delayed(A, 2), "sign"))
+
+
+@pytest.mark.parametrize("network", ["lossy-sleepy", "delayed-noisy", "schedule"])
+def test_compressed_push_pull_over_the_links_equals_its_twin(network):
+    """CPP over losses, sleep, schedules, delays and noise on each received copy: its messages ``q`` compressed
+    once by the sender, ``M q`` what arrived through the links (``links_of``: the network's own mix, checked
+    against its dense definition elsewhere); equal to the twin to 1e-12. Losses make it inexact (the mixtures
+    drift), a check that the links act."""
+    from rowstoch_fast.network import Schedule, Sleepy, links_of
+
+    A = topology.exponential(12)
+    base = {"lossy-sleepy": Sleepy(Lossy(A, 0.2, seed=1), 0.8, seed=2),
+            "delayed-noisy": Noisy(Delayed(Lossy(A, 0.1, seed=1), 2, seed=5), 0.01, seed=6),
+            "schedule": Schedule([A, topology.ring(12), topology.erdos_renyi(12, 0.4, seed=1)])}[network]
+    net = Compressed(base, "qsgd", bits=4, seed=3)
+    C = net.map(rf.mixing.out_degree_weights)
+    assert rf.CompressedPushPull.applies_to(net) and links_of(net) is links_of(net)
+    b = np.random.default_rng(2).standard_normal((12, 3))
+    opt = rf.CompressedPushPull(net, C, np.zeros(3), lr=0.05)
+    twin_nets = {"x": net.map(lambda M: M), "y": C.map(lambda M: M)}  # (their own delay histories)
+    states = {"x": {}, "y": {}}
+
+    def mix(key):
+        links = links_of(twin_nets[key])
+        if hasattr(links, "encode"):  # (a message layer left: delays, noisy copies)
+            return lambda V, t: links.mix(V, t, d=3, state=states[key])
+        return lambda V, t: links.mix(V, t)
+
+    xs = ref.compressed_push_pull(A.csr.toarray(), C.matrix(0).toarray(), np.zeros((12, 3)), 0.05, lambda X: X - b,
+                                  25, gamma=opt.gamma, a=opt.a,
+                                  compress_A=lambda V, t: ref.compress(V, "qsgd", 3, 3, t, 0, bits=4),
+                                  compress_C=lambda V, t: ref.compress(V, "qsgd", 3, 3, t, 0, bits=4),
+                                  mix_A=mix("x"), mix_C=mix("y"))
+    for _ in range(25):
+        opt.step(lambda X: X - b)
+    np.testing.assert_allclose(opt.x, xs[-1], rtol=1e-12, atol=1e-12)
+    plain = Compressed(A, "qsgd", bits=4, seed=3)
+    static = rf.CompressedPushPull(plain, plain.map(rf.mixing.out_degree_weights), np.zeros(3), lr=0.05)
+    for _ in range(25):
+        static.step(lambda X: X - b)
+    assert np.abs(static.x - opt.x).max() > 1e-6
 
 
 @pytest.mark.parametrize("network", sorted(NETWORKS))
@@ -498,3 +560,102 @@ def test_a_comparison_goes_on_when_no_rate_keeps_a_method_stable():
     assert frame.attrs["lr_source"] == {"sgp": cmp.UNTUNABLE, "dsgd": "tuned"}
     assert table.loc["sgp", "lr"] == cmp.TUNE_GRID[0] and table.loc["sgp", "status"] == "diverged"
     assert table.loc["dsgd", "rank"] == 1 and np.isfinite(table.loc["dsgd", "final"])
+
+
+ROBUST_NETWORKS = {
+    "qsgd-lossy": lambda A: Compressed(Lossy(A, 0.2, seed=1), "qsgd", bits=3, seed=4),
+    "delayed-lossy": lambda A: Delayed(Lossy(A, 0.2, seed=1), 3, seed=5),
+    "noisy-delayed": lambda A: Noisy(Delayed(A, 2, seed=5), 0.05, seed=6),
+    "all": lambda A: Compressed(Noisy(Delayed(Lossy(A, 0.2, seed=1), 3, seed=5), 0.05, seed=6), "topk", k=2),
+}
+
+
+@pytest.mark.parametrize("network", sorted(ROBUST_NETWORKS))
+def test_robust_gradient_push_over_message_networks_equals_its_running_sums(network):
+    """Robust gradient-push under compression, delays and noise on the received running sums: its per-link
+    pending mass (one pass) against the twin that keeps every link's running sums and the last one each receiver
+    got (``r_new = s_ij(k - age) + noise``, take ``r_new - r_old``), to 1e-10 over 25 iterations."""
+    from rowstoch_fast import _hashing
+
+    A = topology.erdos_renyi(9, 0.4, seed=3)
+    net = ROBUST_NETWORKS[network](A).map(rf.mixing.out_degree_weights)
+    C, Cm = net.core(), rf.network.base_matrix(net)
+    b = np.random.default_rng(0).standard_normal((9, 3))
+    opt = rf.RobustGradientPush(net, np.zeros(3), lr=0.05)
+    for _ in range(25):
+        opt.step(lambda X: X - b)
+    indptr, indices = Cm.csr.indptr, Cm.csr.indices
+    entry = {(i, int(indices[q])): q for i in range(9) for q in range(indptr[i], indptr[i + 1])}
+    layers, layer = {}, net
+    while hasattr(layer, "encode"):
+        layers[type(layer).__name__] = layer
+        layer = layer.base
+    delayed, noisy, compressed = (layers.get(k) for k in ("Delayed", "Noisy", "Compressed"))
+
+    def ages(k):
+        return ref.delay_ages(indptr, indices, delayed.seed, k, 0, delayed.max_delay)
+
+    def age(k, i, j):
+        return 0 if delayed is None else int(ages(k)[entry[(i, j)]])
+
+    def noise(k, i, j):
+        q = entry[(i, j)]
+        a = None if delayed is None else ages(k)
+        zx = np.asarray(ref.link_noise(indptr, indices, noisy.seed, k, 0, 3, ages=a)[q])
+        return noisy.sigma * zx, noisy.sigma * zx[:1]
+
+    def message(k, V):
+        params = {key: getattr(compressed, key) for key in compressed._TAKES[compressed.method]}
+        return ref.compress(V, compressed.method, 3, compressed.seed, k, 0, **params)
+
+    lost = None
+    if isinstance(C, Lossy):
+        lost = lambda k, i, j: _hashing.uniform_hash(C.seed, k, 0, i, j) < C.p  # noqa: E731
+    zs = ref.robust_gradient_push(Cm.csr.toarray(), np.zeros((9, 3)), 0.05, lambda X: X - b, 25, lost=lost,
+                                  message=None if compressed is None else message,
+                                  age=None if delayed is None else age, noise=None if noisy is None else noise)
+    np.testing.assert_allclose(opt.x, zs[-1], rtol=1e-10, atol=1e-12)
+    plain = rf.RobustGradientPush(rf.network.weights_of(net), np.zeros(3), lr=0.05)
+    for _ in range(25):
+        plain.step(lambda X: X - b)
+    assert np.abs(plain.x - opt.x).max() > 1e-6  # (the layers act)
+
+
+@pytest.mark.parametrize("network", ["delayed-lossy", "noisy-delayed"])
+def test_robust_methods_lose_no_mass_to_delays_or_noise(network):
+    """Delays keep the mass on the links and the noise on a received running sum telescopes: robust
+    gradient-push's weights plus their undelivered mass stay n, R-FAST's trackers plus theirs the sum of the
+    gradients, to rounding, after 40 iterations."""
+    A = topology.erdos_renyi(10, 0.4, seed=3)
+    net = ROBUST_NETWORKS[network](A)
+    C = net.map(rf.mixing.out_degree_weights)
+    b = np.random.default_rng(0).standard_normal((10, 3))
+    rgp = rf.RobustGradientPush(C, np.zeros(3), lr=0.05)
+    fast = rf.RFAST(net, C, np.zeros(3), lr=0.05)
+    for _ in range(40):
+        rgp.step(lambda X: X - b)
+        fast.step(lambda X: X - b)
+    extra = rgp._save_extra()
+    assert float(rgp._cur["w"].sum() + extra["pending_w"].sum()) == pytest.approx(10.0, abs=1e-11)
+    mass = fast._cur["y"].sum(axis=0) + fast._save_extra()["pending_C"].sum(axis=0)
+    np.testing.assert_allclose(mass, (fast.x - b).sum(axis=0), atol=1e-10)
+
+
+@pytest.mark.parametrize("name", ["robust-gradient-push", "r-fast"])
+def test_robust_methods_over_messages_resume_bit_for_bit(name, tmp_path):
+    """The running sums' histories (one per quantity under delays) and pending mass through an .npz: a resumed
+    run continues bit for bit."""
+    cls = REGISTRY[name]
+    net = ROBUST_NETWORKS["all"](topology.erdos_renyi(10, 0.4, seed=3))
+    mats = {k: (net.map(rf.mixing.out_degree_weights) if k == "C" else net) for k in cls.matrices}
+    b = np.random.default_rng(0).standard_normal((10, 3))
+    opt = cls.build(net, np.zeros(3), 0.02)
+    for _ in range(7):
+        opt.step(lambda X: X - b)
+    np.savez(tmp_path / "s.npz", **opt.state_dict())
+    for _ in range(9):
+        opt.step(lambda X: X - b)
+    resumed = cls.from_state_dict(dict(np.load(tmp_path / "s.npz")), **mats)
+    for _ in range(9):
+        resumed.step(lambda X: X - b)
+    np.testing.assert_array_equal(resumed.x, opt.x)

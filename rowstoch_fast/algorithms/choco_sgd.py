@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .._checks import check_positive_float
-from ..network import weights_of
+from ..network import links_of, weights_of
 from ._base import Optimizer, message_contraction
 
 __all__ = ["CHOCOSGD"]
@@ -35,8 +35,11 @@ class CHOCOSGD(Optimizer):
     ----------
     W : MixingMatrix, array_like or network
         Doubly stochastic and static, or :class:`~rowstoch_fast.network.Compressed` /
-        :class:`~rowstoch_fast.network.Noisy` over such a ``W``: its compression (and noise) is applied to
-        the messages ``q_k``; the public copies are then mixed with ``W`` itself.
+        :class:`~rowstoch_fast.network.Noisy` / :class:`~rowstoch_fast.network.Delayed` over such a ``W``: its
+        compression (and noise on what is sent) is applied to the messages ``q_k``; the public copies are then
+        mixed through the links (:func:`~rowstoch_fast.network.links_of`): with delays, a receiver uses
+        ``x_hat_j`` as of the newest message of ``j`` that has arrived (as if the messages arrived in order: a
+        late channel, not a lossy one), and noise on each received copy perturbs the copy it mixes that round.
     x0 : array_like, shape (d,), (n, d) or (reps, n, d)
     lr : float
     gamma : float in (0, 1], optional
@@ -75,18 +78,9 @@ class CHOCOSGD(Optimizer):
         self._omega = message_contraction(self._mats, x0)[0]  # (unbiased compressions: q rescaled)
 
     def _validate(self, matrices, x0, hyper):
-        W = matrices["W"]
-        if hasattr(W, "delayed") and W.delayed() is not None:  # (before anything is allocated)
-            raise ValueError(f"CHOCOSGD: W must deliver every message in its iteration (the neighbours' copies x_hat "
-                             f"add the same q_k), got {W!r}; use Compressed / Noisy over a static W")
         if hyper["gamma"] is None:  # the compression's contraction on models of d values (x0's last axis)
             hyper = {**hyper, "gamma": message_contraction(matrices, x0)[1]}
         return super()._validate(matrices, x0, hyper)
-
-    @classmethod
-    def applies_to(cls, A):
-        """A static doubly stochastic ``W`` (compressed or noisy messages allowed), not a delayed one."""
-        return super().applies_to(A) and not (hasattr(A, "delayed") and A.delayed() is not None)
 
     def _check_hyper(self, lr, gamma):
         self.lr = self._check_lr(lr)
@@ -106,6 +100,6 @@ class CHOCOSGD(Optimizer):
         if W is not weights_of(W):  # q_k = Q(x_{k+1/2} - x_hat_k): what the links carry
             ops.compress(W, q, q, t)
         ops.combine(nxt["x_hat"], [1.0, 1.0 / (1.0 + self._omega)], [cur["x_hat"], q], check=False)
-        ops.mix(weights_of(W), nxt["x_hat"], q)  # W x_hat_{k+1}: every neighbour holds the same copies
+        ops.mix(links_of(W), nxt["x_hat"], q)  # W x_hat_{k+1}: the neighbours' copies, through the links
         finite = ops.combine(half, [1.0, self.gamma, -self.gamma], [half, q, nxt["x_hat"]])
         self._check_iterates(finite, t, half)

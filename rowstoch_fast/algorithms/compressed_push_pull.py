@@ -4,7 +4,7 @@ are compressed differences to reference points."""
 from __future__ import annotations
 
 from .._checks import check_positive_float
-from ..network import weights_of
+from ..network import links_of, weights_of
 from ._base import message_contraction
 from .push_pull import PushPull
 
@@ -36,7 +36,11 @@ class CompressedPushPull(PushPull):
     Parameters
     ----------
     A : MixingMatrix, array_like or network
-        Row-stochastic and static, or :class:`~rowstoch_fast.network.Compressed` / ``Noisy`` over such an ``A``.
+        Row-stochastic, or a network over such weights: its compression (and noise on what is sent) is applied
+        to the messages ``q``, which reach the receivers through the links (:func:`~rowstoch_fast.network.links_of`:
+        losses, sleep, schedules, delays, noise on each received copy), so that ``M q`` is what arrived, weighted by
+        the round's weights. The mixtures ``h_w`` follow every message only where every message arrives in its
+        round: over losses or delays they drift from ``M h`` and the method is no longer exact (it shows how far).
     C : idem
         Column-stochastic (e.g. ``mixing.out_degree_weights(A)``, or ``net.map(mixing.out_degree_weights)``).
     x0 : array_like, shape (d,), (n, d) or (reps, n, d)
@@ -78,19 +82,7 @@ class CompressedPushPull(PushPull):
                  partition=None):
         self._start(x0, {"A": A, "C": C}, backend, check_finite, comm, partition, lr=lr, gamma=gamma, a=a)
 
-    @classmethod
-    def applies_to(cls, A):
-        """Static weights under the messages' compression and noise (the mixtures ``h_w`` follow every message),
-        not losses, sleep, schedules or delays."""
-        from ..mixing import MixingMatrix
-
-        return isinstance(weights_of(A), MixingMatrix) and not (hasattr(A, "delayed") and A.delayed() is not None)
-
     def _validate(self, matrices, x0, hyper):
-        for name, M in matrices.items():  # (before anything is allocated)
-            if not self.applies_to(M):
-                raise ValueError(f"CompressedPushPull: {name} must be a static matrix, or compressed / noisy messages "
-                                 f"over one (the mixtures h_w follow every message), got {M!r}")
         omega, delta = message_contraction(matrices, x0)
         if hyper["gamma"] is None:  # (the unbiased compressions' variance: half of it; see the docstring)
             hyper = {**hyper, "gamma": delta / (1.0 + min(1.0, omega))}
@@ -118,7 +110,7 @@ class CompressedPushPull(PushPull):
         ops.combine(q, [1.0, -1.0], [v, h], check=False)
         if M is not weights_of(M):
             ops.compress(M, q, q, t)  # q = Q(v - h): the message
-        ops.mix(weights_of(M), q, mq)  # (M q: the messages received, weighted)
+        ops.mix(links_of(M), q, mq)  # (M q: the messages received, weighted)
         ops.combine(h_out, [1.0, a], [h, q], check=False)
         ops.combine(hw_out, [1.0, a], [hw, mq], check=False)
         ops.combine(diff, [1.0, -1.0, 1.0, -1.0], [h, hw, q, mq], check=False)  # (h - h_w first: they are close)

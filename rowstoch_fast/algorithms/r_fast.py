@@ -31,13 +31,19 @@ class RFAST(Optimizer):
     kept as running sums of the changes ``A[i, j] (v_j^k - v_j^{k-1})``, which the compiled running-sum pass
     delivers, so ``x`` carries the rounding of one addition per iteration). The paper's algorithm is
     asynchronous (each node wakes at its own pace, delayed messages); this is its synchronous round, every
-    node active, messages lost and never delayed.
+    node active. Under message layers (:mod:`rowstoch_fast.network`'s ``Compressed``, ``Noisy``, ``Delayed``)
+    both exchanges carry what those make of their running sums, as in
+    :class:`~rowstoch_fast.RobustGradientPush`: the changes ``v_j^k - v_j^{k-1}`` and the tracker shares
+    compressed by their sender (the buffers then follow ``Q``'s sums, not ``v``: the method is no longer
+    exact), a delayed link delivering up to its newest message that has arrived (the buffer holds that
+    message's ``v``; the tracker mass sent since waits), noise on a received running sum telescoping.
 
     Parameters
     ----------
-    A : MixingMatrix, array_like or Lossy
-        Row-stochastic (pulls the models), or a ``Lossy`` network (Bernoulli or Gilbert-Elliott) over one.
-    C : MixingMatrix, array_like or Lossy
+    A : MixingMatrix, array_like or network
+        Row-stochastic (pulls the models), or a ``Lossy`` network (Bernoulli or Gilbert-Elliott) over one; under
+        compression, noise and delays or not.
+    C : MixingMatrix, array_like or network
         Column-stochastic on the same nodes (pushes the trackers), or a ``Lossy`` network over one; e.g.
         ``mixing.out_degree_weights(A)`` or ``net.map(out_degree_weights)`` (the same links, the same losses:
         a lost packet loses both of a link's messages). Sleeping nodes and schedules are refused: the buffers
@@ -82,8 +88,9 @@ class RFAST(Optimizer):
     def __init__(self, A, C, x0, lr, backend="auto", *, check_finite=True, comm=None, partition=None):
         for name, M in (("A", A), ("C", C)):  # (before anything is allocated)
             if not fixed_links(M):
-                raise ValueError(f"RFAST: {name} must be a static matrix or a Lossy network over one (the buffers "
-                                 f"and running sums need a fixed set of links), got {M!r}")
+                raise ValueError(f"RFAST: {name} must be a static matrix or a Lossy network over one, under "
+                                 f"compression, noise or delays or not (the buffers and running sums need a fixed "
+                                 f"set of links), got {M!r}")
         self._start(x0, {"A": A, "C": C}, backend, check_finite, comm, partition, lr=lr)
         width = self._reps * self._d
         ops = self._ops
@@ -100,7 +107,8 @@ class RFAST(Optimizer):
 
     @classmethod
     def applies_to(cls, A):
-        """A static matrix, or a network that reports arrivals over one (Lossy over a MixingMatrix)."""
+        """A static matrix, or a network that reports arrivals over one (Lossy over a MixingMatrix), under message
+        layers or not."""
         return fixed_links(A)
 
     def _initialize(self, grad_fn):

@@ -29,11 +29,18 @@ class RobustGradientPush(Optimizer):
     over a static column-stochastic ``C``: the messages that arrive are the network's own draws
     (:meth:`~rowstoch_fast.network.Lossy.arrived`), the same on every backend and under MPI.
 
+    Under message layers (:mod:`rowstoch_fast.network`'s ``Compressed``, ``Noisy``, ``Delayed``) the links
+    carry what those make of the running sums: a sender's share is ``C[i, j] Q(h_j, w_j)`` (the increments
+    compressed, the compression's error is mass made or lost, as for any plain method under compression; its
+    own share exact); a delayed link delivers the running sum of its newest message that has arrived (the mass
+    sent since stays on the link); noise on a received running sum stays with the receiver's copy of it, so it
+    telescopes (taken now, given back with the next message): no mass is made or lost by delays or noise.
+
     Parameters
     ----------
-    C : MixingMatrix, array_like or Lossy
-        Column-stochastic, or a ``Lossy`` network over one (sleeping nodes and schedules are refused: the
-        running sums need a fixed set of links).
+    C : MixingMatrix, array_like or network
+        Column-stochastic, or a ``Lossy`` network over one, under compression, noise and delays or not
+        (sleeping nodes and schedules are refused: the running sums need a fixed set of links).
     x0 : array_like, shape (d,), (n, d) or (reps, n, d)
     lr : float
     backend, check_finite, comm, partition
@@ -75,7 +82,8 @@ class RobustGradientPush(Optimizer):
     def __init__(self, C, x0, lr, backend="auto", *, check_finite=True, comm=None, partition=None):
         if not fixed_links(C):  # (before anything is allocated)
             raise ValueError(f"RobustGradientPush: C must be a static column-stochastic matrix or a Lossy network "
-                             f"over one (the running sums need a fixed set of links), got {C!r}")
+                             f"over one, under compression, noise or delays or not (the running sums need a fixed "
+                             f"set of links), got {C!r}")
         self._start(x0, {"C": C}, backend, check_finite, comm, partition, lr=lr)
         net = self.C if isinstance(self.C, Network) else None
         self._net, self._links = net, base_matrix(self.C) if net is not None else self.C
@@ -88,7 +96,8 @@ class RobustGradientPush(Optimizer):
 
     @classmethod
     def applies_to(cls, A):
-        """A static matrix, or a network that reports arrivals over one (Lossy over a MixingMatrix)."""
+        """A static matrix, or a network that reports arrivals over one (Lossy over a MixingMatrix), under message
+        layers or not."""
         return fixed_links(A)
 
     def _initialize(self, grad_fn):

@@ -218,27 +218,91 @@ class Backend:
         undelivered mass ``pending``; where the round's message arrives (``net.arrived``, the same draws as the
         network's losses; every message when ``net`` is None; a self loop always) the receiver takes all of
         it. ``out[i]`` is what node ``i`` took, ``pending_out`` what stays on each link. Mass is never lost:
-        a lost message's share arrives with the next message that does (robust push-sum)."""
+        a lost message's share arrives with the next message that does (robust push-sum).
+
+        A network with message layers (:mod:`rowstoch_fast.network`'s ``Compressed``, ``Noisy``, ``Delayed``)
+        changes what the links carry (:meth:`_late_mass`): a sender's share is ``C[i, j] Q(src[j])`` (its own,
+        ``C[j, j] src[j]``, exact), a delayed link delivers only the mass sent up to its newest message that has
+        arrived, and noise on a received running sum stays on the link (it telescopes)."""
         links = self._link_arrays(C)
         xp = self.xp
-        if net is None:
-            deliver = xp.ones(links["nnz"], dtype=bool)
-        else:
-            indptr, indices, row_ids, col_ids = links["host"]
-            deliver = xp.asarray(net.arrived(t, r, indptr, indices, row_ids=row_ids, col_ids=col_ids))
-        deliver = deliver | links["diag"]
+        deliver = self._delivered(links, net, t, r)
         taken = (links["data"] * deliver)[:, None]  # (the CPU backend's compiled passes: the same two sums)
         delivered = deliver.astype(self.dtype)[:, None]
         kept = ~deliver[:, None]
         for src, out, pending, pending_out in blocks:
-            ext = self._link_source(C, src)
-            gathered = ext[links["indices"]]
+            gathered = self._link_source(C, src)[links["indices"]]
+            msg = self._link_message(net, src, t)
+            if msg is not None:  # (a copy: the halo block is shared)
+                gathered = xp.where(links["diag"][:, None], gathered, self._link_source(C, msg)[links["indices"]])
             out[...] = 0
             if links["starts"].shape[0]:  # the shares taken, then the mass that waited on the links
                 shares = xp.add.reduceat(taken * gathered, links["starts"], axis=0)
                 waited = xp.add.reduceat(delivered * pending, links["starts"], axis=0)
                 out[links["nonempty"]] = shares + waited
             pending_out[...] = xp.where(kept, pending + links["data"][:, None] * gathered, 0)
+            late = None if msg is None else self._late_mass(links, net, t, r, deliver, msg)
+            if late is not None and links["starts"].shape[0]:
+                out[links["nonempty"]] -= xp.add.reduceat(late, links["starts"], axis=0)
+                pending_out += late
+
+    def _delivered(self, links, net, t, r):
+        """Which stored entries' messages of round ``r`` of iteration ``t`` arrive (the losses of the network
+        under any message layers; a self loop always)."""
+        xp = self.xp
+        core = net.core() if hasattr(net, "encode") else net
+        if core is None or not hasattr(core, "arrived"):  # (a static matrix, under message layers or not)
+            return xp.ones(links["nnz"], dtype=bool) | links["diag"]
+        indptr, indices, row_ids, col_ids = links["host"]
+        return xp.asarray(core.arrived(t, r, indptr, indices, row_ids=row_ids, col_ids=col_ids)) | links["diag"]
+
+    def _link_message(self, net, src, t):
+        """``Q(src)``, this process's rows' messages, where ``net`` compresses or adds noise to what is sent; None
+        where ``net`` has no message layer (``src`` itself where its layers change no message)."""
+        if not hasattr(net, "encode"):
+            return None
+        return self.compress(net, src, self.xp.empty_like(src), t)
+
+    def _late_mass(self, links, net, t, r, deliver, msg):
+        """Per stored entry, the part of this round's undelivered mass ``p`` that stays on a link whose message
+        arrived (zero elsewhere), or None: under a ``Delayed`` layer, ``C[i, j]`` times the messages ``j`` sent
+        after the newest one that has arrived (the receiver's running sum is the one of ``t - age``: the mass
+        sent since has not reached it; every node's messages of the last ``D + 1`` iterations kept as the
+        quantity's history, in checkpoints), minus the noise of each per-link ``Noisy`` layer on the running
+        sum received (the receiver's copy is ``sigma_ij + e_ij``: it takes ``e_ij`` now and ``-e_ij`` with the
+        next message, so the noise telescopes and no mass is made or lost)."""
+        from .. import _core
+
+        delayed = net.delayed()
+        noisy = [layer for layer in net.noisy_links() if layer.sigma != 0]
+        if delayed is None and not noisy:
+            return None
+        xp, w = self.xp, msg.shape[1]
+        indptr, indices, row_ids, col_ids = links["host"]
+        late, ages = xp.zeros((links["nnz"], w), dtype=self.dtype), None
+        if delayed is not None:
+            D = delayed.max_delay
+            ring = delayed.ring(self.channel(net), t, self.rows, self.n, w, 1, self.dtype,
+                                require=lambda nbytes, what, hint: self.call(self.require_memory, nbytes, what, hint),
+                                xp=xp)
+            ring.put(t, 0, self.every_row(msg))
+            ring.done(t)
+            if min(D, t):
+                ages = delayed.ages(indptr, indices, t, r, row_ids=row_ids, col_ids=col_ids)
+                senders = xp.asarray(indices if col_ids is None else np.asarray(col_ids)[indices])
+                age, slots = xp.asarray(ages), ring.slots()
+                for k in range(min(D, t)):  # the messages of t - k, for the links whose newest is older
+                    late += (age > k)[:, None] * slots[senders, (t - k) % (D + 1), 0]
+                late *= links["data"][:, None]
+        for layer in noisy:
+            z = _core.link_noise(indptr, indices, layer.seed, t, r, w, dtype=self.dtype, ages=ages,
+                                 **({} if row_ids is None else {"row_ids": row_ids, "col_ids": col_ids}))
+            late -= xp.asarray(z) * self.dtype.type(layer.sigma)
+        return late * (deliver & ~links["diag"])[:, None]
+
+    def every_row(self, block):
+        """Every node's rows of ``block`` (this process's rows), in node order (under MPI: all-gathered)."""
+        return block
 
     def gather_links(self, C, block):
         """A per-link block of every process in the order of ``C``'s stored entries, as a host array on the

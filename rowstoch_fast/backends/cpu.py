@@ -70,25 +70,39 @@ class CpuBackend(Backend):
         """:meth:`Backend.running_sums` through the compiled CSR pass: a receiver takes the delivered shares
         (a mix with the lost weights zeroed) plus the delivered undelivered mass (a mix over the links), and
         only the links whose message was lost keep anything. The same values as the generic operations up to
-        the order of two sums (rounding), identical on every partition of the nodes."""
+        the order of two sums (rounding), identical on every partition of the nodes. Compressed messages: the
+        pass reads ``[own rows; messages]`` (a self loop its own row); delays and noise as the generic ones."""
         links = self._link_arrays(C)
         indptr, indices, row_ids, col_ids = links["host"]
-        deliver = np.ones(links["nnz"], dtype=bool) if net is None else \
-            net.arrived(t, r, indptr, indices, row_ids=row_ids, col_ids=col_ids)
-        deliver |= links["diag"]
+        deliver = self._delivered(links, net, t, r)
         taken = np.ascontiguousarray(links["data"] * deliver)
         delivered = deliver.astype(self.dtype)
         kept = np.flatnonzero(~deliver)
         every = links.setdefault("every", np.arange(links["nnz"], dtype=np.int64))
         for src, out, pending, pending_out in blocks:
-            ext = self._link_source(C, src)
-            _core.mix(indptr, indices, taken, ext, out, check_indices=False, ncols=ext.shape[0])  # shares taken
+            ext, index = self._link_source(C, src), indices
+            msg = self._link_message(net, src, t)
+            if msg is not None:  # (the halo block is shared: the own rows copied first)
+                own = ext.copy()
+                ext = np.concatenate([own, self._link_source(C, msg)])
+                if "own_and_messages" not in links:
+                    from ..network import own_and_messages
+
+                    links["own_and_messages"] = own_and_messages(indptr, indices, row_ids, col_ids, len(own))
+                index = links["own_and_messages"]
+            _core.mix(indptr, index, taken, ext, out, check_indices=False, ncols=ext.shape[0])  # shares taken
             extra = self._link_work(out.shape)
             _core.mix(indptr, every, delivered, pending, extra, check_indices=False, ncols=links["nnz"])
             out += extra  # ... and the mass that waited on the links
             pending_out[...] = 0
             if kept.size:  # what stays: the lost messages' links, their old mass and this round's share
-                pending_out[kept] = pending[kept] + links["data"][kept, None] * ext[indices[kept]]
+                pending_out[kept] = pending[kept] + links["data"][kept, None] * ext[index[kept]]
+            late = None if msg is None else self._late_mass(links, net, t, r, deliver, msg)
+            if late is not None:  # (a delayed or noisy link keeps part of what arrived)
+                _core.mix(indptr, every, np.ones(links["nnz"], dtype=self.dtype), late, extra, check_indices=False,
+                          ncols=links["nnz"])
+                out -= extra
+                pending_out += late
 
     def _link_work(self, shape):
         """A work block of ``shape`` (kept between calls)."""

@@ -590,11 +590,9 @@ class CupyBackend(Backend):
         and sleep, each link's newest arrived message and its noise drawn in the pass; ``csr_mix_circmsg`` for a
         circulant matrix without losses, sleep, delays or per-link noise). A base network without a compiled pass
         is mixed on the host. After a failed deferred check nothing is written (the flag is read first)."""
-        from .. import network as netmod
-
         state = self.channel(net)
         core, delayed, n = net.core(), net.delayed(), net.n
-        plan = (lambda r: core, 0, 0.0, None, None) if isinstance(core, netmod.MixingMatrix) else core.plan(t)
+        plan = core.plan(t) if is_network(core) else (lambda r: core, 0, 0.0, None, None)
         if plan is None:
             return self._on_host(out, lambda: net.mix(to_cpu(src), t, rounds, d=self.message_d, state=state))
         if self.checking and int(self._status[0]):
@@ -650,20 +648,15 @@ class CupyBackend(Backend):
         """``out <- Q(X)`` on the device (:meth:`rowstoch_fast.network._Messages.encode`: every compressing or
         per-message noise layer, the outer one first, one ``compress_rows`` launch each); without such a layer,
         ``X`` itself where not ``copy``."""
-        from ..network import Delayed, _Messages
-
         n, w = X.shape
         L = net.message_length(w, self.message_d)
-        layer, first = net, True
-        while isinstance(layer, _Messages):
-            if not isinstance(layer, Delayed) and getattr(layer, "per", None) != "link":
-                method, param, sigma, unbiased = layer._kernel_arguments()
-                _launch(f"compress_rows_{_suffix(X.dtype)}", n * (w // L),
-                        (X if first else out, out, np.int64(n),
-                         np.int64(w), np.int64(L), np.int32(method), np.int64(param), np.float64(sigma),
-                         np.int32(bool(unbiased)), np.uint64(_hashing.round_key(layer.seed, t, r)), self._status))
-                first = False
-            layer = layer.base
+        first = True
+        for seed, method, param, sigma, unbiased in net.encoders():
+            _launch(f"compress_rows_{_suffix(X.dtype)}", n * (w // L),
+                    (X if first else out, out, np.int64(n), np.int64(w), np.int64(L), np.int32(method),
+                     np.int64(param), np.float64(sigma), np.int32(bool(unbiased)),
+                     np.uint64(_hashing.round_key(seed, t, r)), self._status))
+            first = False
         if first:
             if not copy:
                 return X
@@ -671,9 +664,9 @@ class CupyBackend(Backend):
         return out
 
     def _on_host(self, out, compute):
-        """``out <- compute()`` computed on the host (compressed, noisy and delayed messages: the CPU's passes,
-        two copies across the bus per call; no kernel of their own yet, see bench/RESULTS.md). Not a launch that
-        a failed deferred check freezes, so the flag is read first: after a failure nothing is written."""
+        """``out <- compute()`` computed on the host (message layers over a base network without a compiled pass,
+        e.g. sleep over sleep: the CPU's passes, two copies across the bus per call). Not a launch that a failed
+        deferred check freezes, so the flag is read first: after a failure nothing is written."""
         if self.checking and int(self._status[0]):
             return out
         out[...] = self.xp.asarray(compute().reshape(out.shape))

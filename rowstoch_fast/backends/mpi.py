@@ -437,23 +437,15 @@ class MpiBackend(CpuBackend):
         delayed, n, nl, w = net.delayed(), self.n, self.rows, src.shape[1]
         ring = delayed.ring(self.channel(net), t, nl, n, w, rounds, self.dtype,
                             require=lambda nbytes, what, hint: self.call(self.require_memory, nbytes, what, hint))
-        order = self.__dict__.get("_rank_order")
-        if order is None:  # the global ids in rank order (what Allgatherv returns)
-            size = self.comm.Get_size()
-            order = self._rank_order = (np.concatenate([np.flatnonzero(self.owner == k) for k in range(size)]),
-                                        np.bincount(self.owner, minlength=size))
-        mtype = _mpi().DOUBLE if self.dtype == np.float64 else _mpi().FLOAT
         mine = np.empty((nl, w), dtype=self.dtype)
-        gathered = np.empty((n, w), dtype=self.dtype)
         cur = src
         for r in range(rounds):
             net.encode(np.ascontiguousarray(cur), mine, t, r, self.message_d, row_ids=self.local_nodes,
                        own=ring.buffer[:nl])
             t0 = time.perf_counter()
-            counts = order[1] * w  # (values per rank: this block's width)
-            self.comm.Allgatherv(mine, [gathered, (counts, _displs(counts)), mtype])
+            gathered, order = self._all_gathered(mine)
             t1 = time.perf_counter()
-            ring.put(t, r, gathered, rows=order[0])
+            ring.put(t, r, gathered, rows=order)
             M = core if plan is None else plan[0](r)
             halo = self.halo(M)
             links = self.__dict__.setdefault("_global_links", {})
@@ -473,6 +465,27 @@ class MpiBackend(CpuBackend):
             halo.compute_seconds += time.perf_counter() - t1
             cur = out
         ring.done(t)
+        return out
+
+    def _all_gathered(self, mine):
+        """Every rank's rows of ``mine`` (this rank's, ``(rows, w)``), all-gathered in rank order, and the global
+        ids of those rows."""
+        order = self.__dict__.get("_rank_order")
+        if order is None:  # the global ids in rank order (what Allgatherv returns)
+            size = self.comm.Get_size()
+            order = self._rank_order = (np.concatenate([np.flatnonzero(self.owner == k) for k in range(size)]),
+                                        np.bincount(self.owner, minlength=size))
+        mtype = _mpi().DOUBLE if self.dtype == np.float64 else _mpi().FLOAT
+        mine = np.ascontiguousarray(mine, dtype=self.dtype)
+        gathered = np.empty((self.n, mine.shape[1]), dtype=self.dtype)
+        counts = order[1] * mine.shape[1]  # (values per rank: this block's width)
+        self.comm.Allgatherv(mine, [gathered, (counts, _displs(counts)), mtype])
+        return gathered, order[0]
+
+    def every_row(self, block):
+        gathered, order = self._all_gathered(block)
+        out = np.empty_like(gathered)
+        out[order] = gathered
         return out
 
     # ------------------------------------------------------------------ per-link running sums
