@@ -628,7 +628,7 @@ def abm(A, C, x0, lr, grad_fn, T, momentum=0.2):
 
 
 @twin("robust-gradient-push")
-def robust_gradient_push(C, x0, lr, grad_fn, T, lost=None, message=None, age=None, noise=None):
+def robust_gradient_push(C, x0, lr, grad_fn, T, lost=None, message=None, age=None, noise=None, awake=None):
     """Robust gradient-push (Spiridonoff, Olshevsky & Paschalidis 2020), dense, link by link:
     ``h = x - lr g(z)``; every link ``j -> i`` (``i != j``) adds ``C[i, j] (h_j, w_j)`` to its undelivered mass
     ``p_ij``; ``(x, w)_i = C[i, i] (h_i, w_i) + sum_{j: arrived} p_ij`` and those ``p_ij = 0``; ``z = x / w``;
@@ -639,9 +639,11 @@ def robust_gradient_push(C, x0, lr, grad_fn, T, lost=None, message=None, age=Non
     node ``j`` sends on ``j -> i`` its running sum ``s_ij(k) = sum_{u <= k} C[i, j] (Q_u(h_j), Q_u(w_j))``
     (``message(k, V)``: what the rows ``V`` send at iteration ``k``; None: ``V``); a receiver whose message
     arrives takes ``r_new - r_old``, ``r_new = s_ij(k - age(k, i, j)) + noise(k, i, j)`` the running sum it
-    received (``noise(k, i, j)``: the pair of vectors added to it) and ``r_old`` the one before."""
-    if message is not None or age is not None or noise is not None:
-        return _robust_push_running_sums(_dense(C), x0, lr, grad_fn, T, lost, message, age, noise)
+    received (``noise(k, i, j)``: the pair of vectors added to it) and ``r_old`` the one before. With
+    ``awake(k)`` (sleeping nodes: ``lost`` must also say their links are silent) a sleeping node adds nothing to
+    its running sums and keeps its whole ``(h_j, w_j)``."""
+    if message is not None or age is not None or noise is not None or awake is not None:
+        return _robust_push_running_sums(_dense(C), x0, lr, grad_fn, T, lost, message, age, noise, awake)
     Cd = _dense(C)
     n = Cd.shape[0]
     z = np.array(x0, dtype=np.float64)
@@ -671,7 +673,7 @@ def robust_gradient_push(C, x0, lr, grad_fn, T, lost=None, message=None, age=Non
     return zs
 
 
-def _robust_push_running_sums(Cd, x0, lr, grad_fn, T, lost, message, age, noise):
+def _robust_push_running_sums(Cd, x0, lr, grad_fn, T, lost, message, age, noise, awake):
     """:func:`robust_gradient_push` through the running sums a network's messages carry (see there)."""
     n = Cd.shape[0]
     message = message or (lambda k, V: V)
@@ -682,14 +684,17 @@ def _robust_push_running_sums(Cd, x0, lr, grad_fn, T, lost, message, age, noise)
     for k in range(T):
         h = x - lr * _grad(grad_fn, z)
         mh, mw = message(k, h), message(k, w)
-        x_new, w_new = Cd.diagonal()[:, None] * h, Cd.diagonal()[:, None] * w
+        up = np.ones(n, dtype=bool) if awake is None else np.asarray(awake(k), dtype=bool)
+        own = np.where(up, Cd.diagonal(), 1.0)[:, None]  # (a sleeping node keeps its whole share)
+        x_new, w_new = own * h, own * w
         for i in range(n):
             for j in range(n):
                 if j == i or Cd[i, j] == 0:
                     continue
                 sums = sent.setdefault((i, j), [])
                 last = sums[-1] if sums else (0.0, 0.0)
-                sums.append((last[0] + Cd[i, j] * mh[j], last[1] + Cd[i, j] * mw[j]))
+                c = Cd[i, j] if up[j] else 0.0
+                sums.append((last[0] + c * mh[j], last[1] + c * mw[j]))
                 if lost is not None and lost(k, i, j):
                     continue
                 sx, sw = sums[k - (0 if age is None else age(k, i, j))]

@@ -280,10 +280,12 @@ def base_matrix(net):
 def fixed_links(M):
     """Whether ``M`` has a fixed set of links whose messages an algorithm can follow one by one (per-link
     state: running sums, buffers): a static matrix, or a network that reports which messages arrived over one
-    (:class:`Lossy` over a :class:`MixingMatrix`), under message layers (compression, noise, delays) or not.
-    Schedules and sleeping nodes have not."""
+    (:class:`Lossy` over a :class:`MixingMatrix`), with sleeping nodes (:class:`Sleepy` over those: a sleeping
+    node's links are silent) and under message layers (compression, noise, delays) or not. Schedules have not."""
     M = weights_of(M)
-    return not isinstance(M, Network) or (hasattr(M, "arrived") and getattr(M, "base", None) is base_matrix(M))
+    if isinstance(M, Sleepy):  # (sleep silences a node's links for an iteration; it keeps them)
+        M = M.base
+    return not isinstance(M, Network) or (isinstance(M, Lossy) and isinstance(M.base, MixingMatrix))
 
 
 def _base_matrix(base, t, r):
@@ -664,6 +666,25 @@ class Sleepy(Network):
     def map(self, f):
         base = f(self.base) if isinstance(self.base, MixingMatrix) else self.base.map(f)
         return Sleepy(base, seed=self.seed, **self._parameters())
+
+    def arrived(self, t, r, indptr, indices, row_ids=None, col_ids=None):
+        """Which messages of round ``r`` of iteration ``t`` arrive (see :meth:`Lossy.arrived`): those of the base
+        network (its losses, if it is a :class:`Lossy`) between two awake nodes; a self loop always. For the
+        methods that follow messages one by one (running sums: :class:`~rowstoch_fast.RobustGradientPush`,
+        :class:`~rowstoch_fast.RFAST`) a sleeping node's links are silent for the iteration: what it would send
+        and what is sent to it waits on the links, and it takes its own step with what it holds."""
+        if isinstance(self.base, Lossy):
+            arrived = self.base.arrived(t, r, indptr, indices, row_ids=row_ids, col_ids=col_ids)
+        elif isinstance(self.base, MixingMatrix):
+            arrived = np.ones(len(indices), dtype=bool)
+        else:
+            raise ValueError(f"{self!r}: per-message arrivals need a static matrix under the sleep and losses (a "
+                             "fixed set of links), not a schedule or another network")
+        rows = np.repeat(np.arange(len(indptr) - 1, dtype=np.int64), np.diff(indptr))
+        gi = rows if row_ids is None else np.asarray(row_ids)[rows]
+        gj = np.asarray(indices, dtype=np.int64) if col_ids is None else np.asarray(col_ids)[indices]
+        awake = self.awake(t)
+        return arrived & ((awake[gi] & awake[gj]) | (gi == gj))
 
     def awake(self, t):
         """Boolean mask of the nodes awake at iteration ``t`` (read-only; the last one is kept: an iteration's

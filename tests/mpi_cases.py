@@ -224,9 +224,9 @@ def unreliable_networks():
             "delayed": Delayed(topology.exponential(20), 2, seed=4),
             "topk-delayed-lossy": Compressed(Noisy(Delayed(Sleepy(Lossy(A, 0.2, seed=8), 0.9, seed=1), 3, seed=2),
                                                    0.01, seed=5), "topk", k=2),
-            # ... over fixed links (the running sums of the robust methods: compressed, delayed, noisy)
-            "qsgd-delayed-noisy": Compressed(Noisy(Delayed(Lossy(A, 0.2, seed=8), 2, seed=2), 0.01, seed=5), "qsgd",
-                                             bits=4, seed=3)}
+            # ... over fixed links (the running sums of the robust methods: compressed, delayed, noisy, asleep)
+            "qsgd-delayed-noisy": Compressed(Noisy(Delayed(Sleepy(Lossy(A, 0.2, seed=8), 0.9, seed=1), 2, seed=2),
+                                                   0.01, seed=5), "qsgd", bits=4, seed=3)}
 
 
 #: The networks whose messages are compressed, noisy or delayed: what they change is the pass that mixes (the same for

@@ -222,8 +222,8 @@ def test_a_compressed_run_resumes_bit_for_bit():
     (lambda A: Compressed(A, "randk", k=2, unbiased="yes"), "unbiased"), (lambda A: Noisy(A, -1.0), "sigma"),
     (lambda A: Lossy(Compressed(A, "sign"), 0.1), "outermost"), (lambda A: Sleepy(Noisy(A, 0.1), 0.5), "outermost"),
     (lambda A: rf.DSGD(Compressed(A, "topk", k=5), np.zeros(4), lr=0.1), "k = 5 .* 4 values"),
-    (lambda A: rf.RobustGradientPush(Compressed(Sleepy(rf.mixing.out_degree_weights(A), 0.5), "sign"), np.zeros(2),
-                                     lr=0.1), "static column-stochastic matrix or a Lossy"),
+    (lambda A: rf.RobustGradientPush(Compressed(Schedule([rf.mixing.out_degree_weights(A)] * 2), "sign"),
+                                     np.zeros(2), lr=0.1), "static column-stochastic matrix or a Lossy or Sleepy"),
     (lambda A: rf.CHOCOSGD(Compressed(topology.erdos_renyi(8, 0.4, seed=1), "sign"), np.zeros(2), lr=0.1),
      "doubly|columns"),
 ])
@@ -355,13 +355,17 @@ def test_max_delay_zero_is_the_base_network_bit_for_bit(name):
         np.testing.assert_array_equal(runs[0].x, runs[1].x)
 
 
-@pytest.mark.parametrize("name", ["push-pull", "pull-diag-gt", "push-diging", "extra"])
+@pytest.mark.parametrize("name", ["push-pull", "pull-diag-gt", "push-diging", "extra", "robust-gradient-push",
+                                  "r-fast"])
 def test_a_delayed_run_resumes_bit_for_bit_and_each_quantity_keeps_its_history(name, tmp_path):
     """state_dict saves the messages in flight (one history per quantity the algorithm mixes: Push-Pull's x and y
-    apart); from_state_dict, through an .npz, continues bit for bit. The delays change the run."""
+    apart; the robust methods' running sums, compressed and noisy too, with their pending mass); from_state_dict,
+    through an .npz, continues bit for bit. The delays change the run."""
     cls = REGISTRY[name]
     A = for_algorithm(cls, topology.erdos_renyi(12, 0.35, seed=4))
     net = Delayed(A if "W" in cls.matrices else Lossy(A, 0.1, seed=1), 3, seed=6)
+    if cls.per_link_state:
+        net = Compressed(Noisy(net, 0.05, seed=6), "topk", k=2)
     mats = {k: (net.map(rf.mixing.out_degree_weights) if k == "C" else net) for k in cls.matrices}
     b = np.random.default_rng(0).standard_normal((12, 3))
     opt = cls.build(net, np.zeros(3), 0.02)
@@ -567,19 +571,23 @@ ROBUST_NETWORKS = {
     "delayed-lossy": lambda A: Delayed(Lossy(A, 0.2, seed=1), 3, seed=5),
     "noisy-delayed": lambda A: Noisy(Delayed(A, 2, seed=5), 0.05, seed=6),
     "all": lambda A: Compressed(Noisy(Delayed(Lossy(A, 0.2, seed=1), 3, seed=5), 0.05, seed=6), "topk", k=2),
+    "sleepy-lossy": lambda A: Sleepy(Lossy(A, 0.1, seed=1), seed=2, model="markov", p_sleep=0.1, p_wake=0.5),
+    "sleepy-all": lambda A: Compressed(Noisy(Delayed(Sleepy(Lossy(A, 0.1, seed=1), 0.9, seed=2), 2, seed=5), 0.01,
+                                             seed=6), "qsgd", bits=4, seed=3),
 }
 
 
 @pytest.mark.parametrize("network", sorted(ROBUST_NETWORKS))
 def test_robust_gradient_push_over_message_networks_equals_its_running_sums(network):
-    """Robust gradient-push under compression, delays and noise on the received running sums: its per-link
-    pending mass (one pass) against the twin that keeps every link's running sums and the last one each receiver
-    got (``r_new = s_ij(k - age) + noise``, take ``r_new - r_old``), to 1e-10 over 25 iterations."""
+    """Robust gradient-push under compression, delays, noise on the received running sums and sleep (a sleeping
+    node's links silent): its per-link pending mass (one pass) against the twin that keeps every link's running
+    sums and the last one each receiver got (``r_new = s_ij(k - age) + noise``, take ``r_new - r_old``), to 1e-10
+    over 25 iterations."""
     from rowstoch_fast import _hashing
 
     A = topology.erdos_renyi(9, 0.4, seed=3)
     net = ROBUST_NETWORKS[network](A).map(rf.mixing.out_degree_weights)
-    C, Cm = net.core(), rf.network.base_matrix(net)
+    C, Cm = rf.network.weights_of(net), rf.network.base_matrix(net)
     b = np.random.default_rng(0).standard_normal((9, 3))
     opt = rf.RobustGradientPush(net, np.zeros(3), lr=0.05)
     for _ in range(25):
@@ -608,22 +616,27 @@ def test_robust_gradient_push_over_message_networks_equals_its_running_sums(netw
         params = {key: getattr(compressed, key) for key in compressed._TAKES[compressed.method]}
         return ref.compress(V, compressed.method, 3, compressed.seed, k, 0, **params)
 
-    lost = None
-    if isinstance(C, Lossy):
-        lost = lambda k, i, j: _hashing.uniform_hash(C.seed, k, 0, i, j) < C.p  # noqa: E731
+    sleepy = C if isinstance(C, Sleepy) else None
+    lossy = C.base if sleepy is not None else C
+
+    def lost(k, i, j):  # (a lost message, or a sleeping end: its links are silent)
+        gone = isinstance(lossy, Lossy) and _hashing.uniform_hash(lossy.seed, k, 0, i, j) < lossy.p
+        return gone or (sleepy is not None and not (sleepy.awake(k)[i] and sleepy.awake(k)[j]))
+
     zs = ref.robust_gradient_push(Cm.csr.toarray(), np.zeros((9, 3)), 0.05, lambda X: X - b, 25, lost=lost,
                                   message=None if compressed is None else message,
-                                  age=None if delayed is None else age, noise=None if noisy is None else noise)
+                                  age=None if delayed is None else age, noise=None if noisy is None else noise,
+                                  awake=None if sleepy is None else sleepy.awake)
     np.testing.assert_allclose(opt.x, zs[-1], rtol=1e-10, atol=1e-12)
-    plain = rf.RobustGradientPush(rf.network.weights_of(net), np.zeros(3), lr=0.05)
+    plain = rf.RobustGradientPush(C if C is not net else C.base, np.zeros(3), lr=0.05)
     for _ in range(25):
         plain.step(lambda X: X - b)
     assert np.abs(plain.x - opt.x).max() > 1e-6  # (the layers act)
 
 
-@pytest.mark.parametrize("network", ["delayed-lossy", "noisy-delayed"])
-def test_robust_methods_lose_no_mass_to_delays_or_noise(network):
-    """Delays keep the mass on the links and the noise on a received running sum telescopes: robust
+@pytest.mark.parametrize("network", ["delayed-lossy", "noisy-delayed", "sleepy-lossy"])
+def test_robust_methods_lose_no_mass_to_delays_noise_or_sleep(network):
+    """Delays and sleep keep the mass on the links and the noise on a received running sum telescopes: robust
     gradient-push's weights plus their undelivered mass stay n, R-FAST's trackers plus theirs the sum of the
     gradients, to rounding, after 40 iterations."""
     A = topology.erdos_renyi(10, 0.4, seed=3)
@@ -639,23 +652,3 @@ def test_robust_methods_lose_no_mass_to_delays_or_noise(network):
     assert float(rgp._cur["w"].sum() + extra["pending_w"].sum()) == pytest.approx(10.0, abs=1e-11)
     mass = fast._cur["y"].sum(axis=0) + fast._save_extra()["pending_C"].sum(axis=0)
     np.testing.assert_allclose(mass, (fast.x - b).sum(axis=0), atol=1e-10)
-
-
-@pytest.mark.parametrize("name", ["robust-gradient-push", "r-fast"])
-def test_robust_methods_over_messages_resume_bit_for_bit(name, tmp_path):
-    """The running sums' histories (one per quantity under delays) and pending mass through an .npz: a resumed
-    run continues bit for bit."""
-    cls = REGISTRY[name]
-    net = ROBUST_NETWORKS["all"](topology.erdos_renyi(10, 0.4, seed=3))
-    mats = {k: (net.map(rf.mixing.out_degree_weights) if k == "C" else net) for k in cls.matrices}
-    b = np.random.default_rng(0).standard_normal((10, 3))
-    opt = cls.build(net, np.zeros(3), 0.02)
-    for _ in range(7):
-        opt.step(lambda X: X - b)
-    np.savez(tmp_path / "s.npz", **opt.state_dict())
-    for _ in range(9):
-        opt.step(lambda X: X - b)
-    resumed = cls.from_state_dict(dict(np.load(tmp_path / "s.npz")), **mats)
-    for _ in range(9):
-        resumed.step(lambda X: X - b)
-    np.testing.assert_array_equal(resumed.x, opt.x)

@@ -703,16 +703,17 @@ def test_r_fast_stays_exact_under_loss_where_push_pull_drifts():
 
 
 def test_r_fast_refuses_networks_without_fixed_links():
-    """A sleeping or scheduled network has no fixed set of links to keep buffers on: one line naming RFAST, the
-    matrix and the requirement, before anything is allocated."""
+    """A scheduled network (or sleep over sleep) has no fixed set of links to keep buffers on: one line naming
+    RFAST, the matrix and the requirement, before anything is allocated. Sleep over a fixed set is taken."""
     from rowstoch_fast import RFAST
 
     A = topology.erdos_renyi(10, 0.3, seed=1)
     C = out_degree_weights(A)
-    with pytest.raises(ValueError, match=r"^RFAST: C must be a static matrix or a Lossy network over one"):
-        RFAST(A, Sleepy(Lossy(C, 0.1), 0.8), np.zeros(2), 0.05)
-    with pytest.raises(ValueError, match=r"^RFAST: A must be a static matrix or a Lossy network over one"):
+    with pytest.raises(ValueError, match=r"^RFAST: C must be a static matrix or a Lossy or Sleepy network over one"):
+        RFAST(A, Sleepy(Sleepy(Lossy(C, 0.1), 0.8), 0.9), np.zeros(2), 0.05)
+    with pytest.raises(ValueError, match=r"^RFAST: A must be a static matrix or a Lossy or Sleepy network over one"):
         RFAST(Schedule([A, A]), C, np.zeros(2), 0.05)
+    assert RFAST.applies_to(Sleepy(Lossy(C, 0.1), 0.8))
 
 
 

@@ -46,8 +46,9 @@ class RFAST(Optimizer):
     C : MixingMatrix, array_like or network
         Column-stochastic on the same nodes (pushes the trackers), or a ``Lossy`` network over one; e.g.
         ``mixing.out_degree_weights(A)`` or ``net.map(out_degree_weights)`` (the same links, the same losses:
-        a lost packet loses both of a link's messages). Sleeping nodes and schedules are refused: the buffers
-        and running sums need a fixed set of links.
+        a lost packet loses both of a link's messages). Sleeping nodes (``Sleepy``) silence their links for the
+        iteration (their messages wait; they take their own step); schedules are refused: the buffers and running
+        sums need a fixed set of links.
     x0 : array_like, shape (d,), (n, d) or (reps, n, d)
     lr : float
     backend, check_finite, comm, partition
@@ -88,9 +89,9 @@ class RFAST(Optimizer):
     def __init__(self, A, C, x0, lr, backend="auto", *, check_finite=True, comm=None, partition=None):
         for name, M in (("A", A), ("C", C)):  # (before anything is allocated)
             if not fixed_links(M):
-                raise ValueError(f"RFAST: {name} must be a static matrix or a Lossy network over one, under "
-                                 f"compression, noise or delays or not (the buffers and running sums need a fixed "
-                                 f"set of links), got {M!r}")
+                raise ValueError(f"RFAST: {name} must be a static matrix or a Lossy or Sleepy network over one, "
+                                 f"under compression, noise or delays or not (the buffers and running sums need a "
+                                 f"fixed set of links), got {M!r}")
         self._start(x0, {"A": A, "C": C}, backend, check_finite, comm, partition, lr=lr)
         width = self._reps * self._d
         ops = self._ops

@@ -39,8 +39,10 @@ class RobustGradientPush(Optimizer):
     Parameters
     ----------
     C : MixingMatrix, array_like or network
-        Column-stochastic, or a ``Lossy`` network over one, under compression, noise and delays or not
-        (sleeping nodes and schedules are refused: the running sums need a fixed set of links).
+        Column-stochastic, or a ``Lossy`` network over one, with sleeping nodes (``Sleepy``: a sleeping node's
+        links are silent for the iteration, what it sends and what is sent to it waits on them; it takes its own
+        step) and under compression, noise and delays or not. Schedules are refused: the running sums need a
+        fixed set of links.
     x0 : array_like, shape (d,), (n, d) or (reps, n, d)
     lr : float
     backend, check_finite, comm, partition
@@ -81,9 +83,9 @@ class RobustGradientPush(Optimizer):
 
     def __init__(self, C, x0, lr, backend="auto", *, check_finite=True, comm=None, partition=None):
         if not fixed_links(C):  # (before anything is allocated)
-            raise ValueError(f"RobustGradientPush: C must be a static column-stochastic matrix or a Lossy network "
-                             f"over one, under compression, noise or delays or not (the running sums need a fixed "
-                             f"set of links), got {C!r}")
+            raise ValueError(f"RobustGradientPush: C must be a static column-stochastic matrix or a Lossy or Sleepy "
+                             f"network over one, under compression, noise or delays or not (the running sums need a "
+                             f"fixed set of links), got {C!r}")
         self._start(x0, {"C": C}, backend, check_finite, comm, partition, lr=lr)
         net = self.C if isinstance(self.C, Network) else None
         self._net, self._links = net, base_matrix(self.C) if net is not None else self.C

@@ -227,7 +227,8 @@ class Backend:
         links = self._link_arrays(C)
         xp = self.xp
         deliver = self._delivered(links, net, t, r)
-        taken = (links["data"] * deliver)[:, None]  # (the CPU backend's compiled passes: the same two sums)
+        data, awake = self._link_weights(C, links, net, t)
+        taken = (data * deliver)[:, None]  # (the CPU backend's compiled passes: the same two sums)
         delivered = deliver.astype(self.dtype)[:, None]
         kept = ~deliver[:, None]
         for src, out, pending, pending_out in blocks:
@@ -240,8 +241,8 @@ class Backend:
                 shares = xp.add.reduceat(taken * gathered, links["starts"], axis=0)
                 waited = xp.add.reduceat(delivered * pending, links["starts"], axis=0)
                 out[links["nonempty"]] = shares + waited
-            pending_out[...] = xp.where(kept, pending + links["data"][:, None] * gathered, 0)
-            late = None if msg is None else self._late_mass(links, net, t, r, deliver, msg)
+            pending_out[...] = xp.where(kept, pending + data[:, None] * gathered, 0)
+            late = None if msg is None else self._late_mass(links, net, t, r, deliver, msg, data, awake)
             if late is not None and links["starts"].shape[0]:
                 out[links["nonempty"]] -= xp.add.reduceat(late, links["starts"], axis=0)
                 pending_out += late
@@ -256,6 +257,22 @@ class Backend:
         indptr, indices, row_ids, col_ids = links["host"]
         return xp.asarray(core.arrived(t, r, indptr, indices, row_ids=row_ids, col_ids=col_ids)) | links["diag"]
 
+    def _link_weights(self, C, links, net, t):
+        """``(weights, awake)``: the weights of this round's shares, per stored entry, and where sleep changes them
+        the mask of this process's rows awake (else None). ``C``'s own, except under sleep over a column-stochastic
+        ``C`` (push-sum mass): a sleeping sender keeps its whole share (its self loop 1, its links 0), as a
+        sleeping node's column is ``e_j`` in the plain pass. (Over a row-stochastic ``C``, R-FAST's buffers, a
+        sender's running sums go on growing while it sleeps: they are sent when it wakes.)"""
+        core = net.core() if hasattr(net, "encode") else net
+        if not hasattr(core, "awake") or getattr(C, "stochastic", "column") != "column":
+            return links["data"], None
+        xp = self.xp
+        _, indices, row_ids, col_ids = links["host"]
+        mask = np.asarray(core.awake(t))
+        sender = xp.asarray(mask[indices if col_ids is None else np.asarray(col_ids)[indices]])
+        data = xp.where(links["diag"], xp.where(sender, links["data"], 1.0), links["data"] * sender)
+        return data.astype(self.dtype), xp.asarray(mask if row_ids is None else mask[np.asarray(row_ids)])
+
     def _link_message(self, net, src, t):
         """``Q(src)``, this process's rows' messages, where ``net`` compresses or adds noise to what is sent; None
         where ``net`` has no message layer (``src`` itself where its layers change no message)."""
@@ -263,14 +280,15 @@ class Backend:
             return None
         return self.compress(net, src, self.xp.empty_like(src), t)
 
-    def _late_mass(self, links, net, t, r, deliver, msg):
+    def _late_mass(self, links, net, t, r, deliver, msg, data, awake=None):
         """Per stored entry, the part of this round's undelivered mass ``p`` that stays on a link whose message
         arrived (zero elsewhere), or None: under a ``Delayed`` layer, ``C[i, j]`` times the messages ``j`` sent
         after the newest one that has arrived (the receiver's running sum is the one of ``t - age``: the mass
         sent since has not reached it; every node's messages of the last ``D + 1`` iterations kept as the
         quantity's history, in checkpoints), minus the noise of each per-link ``Noisy`` layer on the running
         sum received (the receiver's copy is ``sigma_ij + e_ij``: it takes ``e_ij`` now and ``-e_ij`` with the
-        next message, so the noise telescopes and no mass is made or lost)."""
+        next message, so the noise telescopes and no mass is made or lost). ``data``, ``awake``: the round's weights
+        and awake rows (:meth:`_link_weights`; a sleeping sender's messages add nothing to what waits)."""
         from .. import _core
 
         delayed = net.delayed()
@@ -285,7 +303,7 @@ class Backend:
             ring = delayed.ring(self.channel(net), t, self.rows, self.n, w, 1, self.dtype,
                                 require=lambda nbytes, what, hint: self.call(self.require_memory, nbytes, what, hint),
                                 xp=xp)
-            ring.put(t, 0, self.every_row(msg))
+            ring.put(t, 0, self.every_row(msg if awake is None else msg * awake[:, None]))
             ring.done(t)
             if min(D, t):
                 ages = delayed.ages(indptr, indices, t, r, row_ids=row_ids, col_ids=col_ids)
@@ -293,7 +311,7 @@ class Backend:
                 age, slots = xp.asarray(ages), ring.slots()
                 for k in range(min(D, t)):  # the messages of t - k, for the links whose newest is older
                     late += (age > k)[:, None] * slots[senders, (t - k) % (D + 1), 0]
-                late *= links["data"][:, None]
+                late *= data[:, None]
         for layer in noisy:
             z = _core.link_noise(indptr, indices, layer.seed, t, r, w, dtype=self.dtype, ages=ages,
                                  **({} if row_ids is None else {"row_ids": row_ids, "col_ids": col_ids}))

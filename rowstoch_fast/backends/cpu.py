@@ -75,7 +75,8 @@ class CpuBackend(Backend):
         links = self._link_arrays(C)
         indptr, indices, row_ids, col_ids = links["host"]
         deliver = self._delivered(links, net, t, r)
-        taken = np.ascontiguousarray(links["data"] * deliver)
+        data, awake = self._link_weights(C, links, net, t)
+        taken = np.ascontiguousarray(data * deliver)
         delivered = deliver.astype(self.dtype)
         kept = np.flatnonzero(~deliver)
         every = links.setdefault("every", np.arange(links["nnz"], dtype=np.int64))
@@ -96,8 +97,8 @@ class CpuBackend(Backend):
             out += extra  # ... and the mass that waited on the links
             pending_out[...] = 0
             if kept.size:  # what stays: the lost messages' links, their old mass and this round's share
-                pending_out[kept] = pending[kept] + links["data"][kept, None] * ext[index[kept]]
-            late = None if msg is None else self._late_mass(links, net, t, r, deliver, msg)
+                pending_out[kept] = pending[kept] + data[kept, None] * ext[index[kept]]
+            late = None if msg is None else self._late_mass(links, net, t, r, deliver, msg, data, awake)
             if late is not None:  # (a delayed or noisy link keeps part of what arrived)
                 _core.mix(indptr, every, np.ones(links["nnz"], dtype=self.dtype), late, extra, check_indices=False,
                           ncols=links["nnz"])
