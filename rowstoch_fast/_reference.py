@@ -470,12 +470,13 @@ def choco_sgd(W, x0, lr, grad_fn, T, gamma=1.0, compress=None, mix=None):
 
 @twin("compressed-push-pull")
 def compressed_push_pull(A, C, x0, lr, grad_fn, T, gamma=1.0, a=1.0, compress_A=None, compress_C=None, mix_A=None,
-                         mix_C=None):
+                         mix_C=None, copies=False):
     """CPP: for ``v`` in (x with A, y with C): ``q = Q(v - h)``, ``v_hat = h + q``, ``v_hat_w = h_w + M q``,
     ``h <- (1 - a) h + a v_hat``, ``h_w <- (1 - a) h_w + a v_hat_w``; ``x+ = x - gamma (x_hat - x_hat_w) - lr y``,
     ``y+ = y - gamma (y_hat - y_hat_w) + g(x+) - g(x)``; ``h = h_w = 0``, ``y_0 = g(x_0)``; ``compress_M(V, t)``:
     ``Q`` (None: none); ``mix_M(V, t)``: what the messages ``V`` give their receivers at iteration ``t`` (None:
-    ``M V``; a network's links: losses, sleep, delays, noise)."""
+    ``M V``; a network's links: losses, sleep, delays, noise); ``copies``: ``v_hat_w = mix_M(v_hat, t)``, the
+    receivers' copies of ``v_hat`` mixed, instead of ``h_w + mix_M(q, t)``."""
     A, C = _dense(A), _dense(C)
     mixes = {"x": mix_A or (lambda V, t: A @ V), "y": mix_C or (lambda V, t: C @ V)}
     x = np.array(x0, dtype=np.float64)
@@ -487,7 +488,8 @@ def compressed_push_pull(A, C, x0, lr, grad_fn, T, gamma=1.0, a=1.0, compress_A=
 
     def exchange(key, M, v, compress, t):
         q = v - h[key] if compress is None else compress(v - h[key], t)
-        hat, hat_w = h[key] + q, hw[key] + mixes[key](q, t)
+        hat = h[key] + q
+        hat_w = mixes[key](hat, t) if copies else hw[key] + mixes[key](q, t)
         h[key], hw[key] = (1 - a) * h[key] + a * hat, (1 - a) * hw[key] + a * hat_w
         return hat - hat_w
 

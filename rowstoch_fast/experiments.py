@@ -384,8 +384,8 @@ def reproduce_communication(out_dir, rounds_budget=1000, repeats=3, d=32, n=32, 
     (``k = d / 4, d / 16``) and delayed messages (delays uniform up to ``delays``) with the same number of
     communication rounds. Returns the table (also ``communication.csv``, and ``communication.png``: the final
     suboptimality against the bytes sent, one line per algorithm through its compression levels, one panel per
-    compressor, and against the delay bound in a third; CHOCO-SGD refuses delays: its copies need every message
-    in its iteration)."""
+    compressor, and against the delay bound in a third: under delays CHOCO-SGD's copies and Compressed
+    Push-Pull's mixtures follow the newest message that has arrived)."""
     import pandas as pd
 
     from . import compare as cmp

@@ -457,9 +457,9 @@ def test_compressed_push_pull_equals_its_twin_and_stays_exact_under_compression(
 @pytest.mark.parametrize("network", ["lossy-sleepy", "delayed-noisy", "schedule"])
 def test_compressed_push_pull_over_the_links_equals_its_twin(network):
     """CPP over losses, sleep, schedules, delays and noise on each received copy: its messages ``q`` compressed
-    once by the sender, ``M q`` what arrived through the links (``links_of``: the network's own mix, checked
-    against its dense definition elsewhere); equal to the twin to 1e-12. Losses make it inexact (the mixtures
-    drift), a check that the links act."""
+    once by the sender, ``v_hat_w`` the mixture of the receivers' copies of ``v_hat = h + q`` through the links
+    (``links_of``: the network's own mix, checked against its dense definition elsewhere); equal to the twin to
+    1e-12; the links change the run."""
     from rowstoch_fast.network import Schedule, Sleepy, links_of
 
     A = topology.exponential(12)
@@ -484,7 +484,7 @@ def test_compressed_push_pull_over_the_links_equals_its_twin(network):
                                   25, gamma=opt.gamma, a=opt.a,
                                   compress_A=lambda V, t: ref.compress(V, "qsgd", 3, 3, t, 0, bits=4),
                                   compress_C=lambda V, t: ref.compress(V, "qsgd", 3, 3, t, 0, bits=4),
-                                  mix_A=mix("x"), mix_C=mix("y"))
+                                  mix_A=mix("x"), mix_C=mix("y"), copies=True)
     for _ in range(25):
         opt.step(lambda X: X - b)
     np.testing.assert_allclose(opt.x, xs[-1], rtol=1e-12, atol=1e-12)
@@ -652,3 +652,33 @@ def test_robust_methods_lose_no_mass_to_delays_noise_or_sleep(network):
     assert float(rgp._cur["w"].sum() + extra["pending_w"].sum()) == pytest.approx(10.0, abs=1e-11)
     mass = fast._cur["y"].sum(axis=0) + fast._save_extra()["pending_C"].sum(axis=0)
     np.testing.assert_allclose(mass, (fast.x - b).sum(axis=0), atol=1e-10)
+
+
+GPU_CASES = {"robust-gradient-push": "sleepy-all", "r-fast": "all", "choco-sgd": None, "compressed-push-pull": "all",
+             "pull-diag-gt": "sleepy-all", "dsgd": "all"}
+
+
+@pytest.mark.parametrize("name", sorted(GPU_CASES))
+def test_message_networks_on_a_gpu_equal_the_cpu(name):
+    """On a machine with a GPU: every kind of method over compressed, noisy, delayed (and sleeping) links through
+    the CuPy backend (its message kernels, the running sums' generic operations on the device) gives the CPU's
+    iterates (to 1e-9: the device's log / cos in the Gaussian noise differ by an ulp)."""
+    from conftest import cupy_or_reason
+
+    cupy, reason = cupy_or_reason()
+    if cupy is None:
+        pytest.skip(f"CuPy backend unavailable: {reason}")
+    cls = REGISTRY[name]
+    A = for_algorithm(cls, topology.erdos_renyi(12, 0.4, seed=3))
+    net = (Compressed(Noisy(Delayed(A, 2, seed=5), 0.01, seed=6), "topk", k=2) if GPU_CASES[name] is None else
+           ROBUST_NETWORKS[GPU_CASES[name]](A))
+    x0 = np.random.default_rng(9).standard_normal((12, 4))
+    b = np.random.default_rng(10).standard_normal((12, 4))
+    cpu = cls.build(net, x0, 0.02)
+    gpu = cls.build(net, cupy.asarray(x0), 0.02)
+    assert gpu.backend == "cupy"
+    bd = cupy.asarray(b)
+    for _ in range(15):
+        cpu.step(lambda X: X - b)
+        gpu.step(lambda X: X - bd)
+    np.testing.assert_allclose(gpu.gather_x(), cpu.gather_x(), rtol=1e-9, atol=1e-11)

@@ -4,7 +4,7 @@ are compressed differences to reference points."""
 from __future__ import annotations
 
 from .._checks import check_positive_float
-from ..network import links_of, weights_of
+from ..network import Network, links_of, weights_of
 from ._base import message_contraction
 from .push_pull import PushPull
 
@@ -37,10 +37,12 @@ class CompressedPushPull(PushPull):
     ----------
     A : MixingMatrix, array_like or network
         Row-stochastic, or a network over such weights: its compression (and noise on what is sent) is applied
-        to the messages ``q``, which reach the receivers through the links (:func:`~rowstoch_fast.network.links_of`:
-        losses, sleep, schedules, delays, noise on each received copy), so that ``M q`` is what arrived, weighted by
-        the round's weights. The mixtures ``h_w`` follow every message only where every message arrives in its
-        round: over losses or delays they drift from ``M h`` and the method is no longer exact (it shows how far).
+        to the messages ``q``. Over static weights the receivers follow ``v_hat_w = h_w + M q`` (the paper's
+        form); where the links do more (:func:`~rowstoch_fast.network.links_of`: losses, sleep, schedules,
+        delays, noise on each received copy) ``v_hat_w`` is the round's mixture of the receivers' copies of
+        ``v_hat = h + q`` through them (each copy as of the newest message that has arrived, as if messages
+        arrived in order; a difference ``q`` applied twice or never would make ``h_w`` drift without bound),
+        and the method is exact only where every message arrives in its round.
     C : idem
         Column-stochastic (e.g. ``mixing.out_degree_weights(A)``, or ``net.map(mixing.out_degree_weights)``).
     x0 : array_like, shape (d,), (n, d) or (reps, n, d)
@@ -110,7 +112,15 @@ class CompressedPushPull(PushPull):
         ops.combine(q, [1.0, -1.0], [v, h], check=False)
         if M is not weights_of(M):
             ops.compress(M, q, q, t)  # q = Q(v - h): the message
-        ops.mix(links_of(M), q, mq)  # (M q: the messages received, weighted)
+        links = links_of(M)
+        if isinstance(links, Network):  # the receivers' copies of v_hat = h + q through the links: v_hat_w
+            ops.combine(diff, [1.0, 1.0], [h, q], check=False)
+            ops.mix(links, diff, mq)
+            ops.combine(h_out, [1.0, a], [h, q], check=False)
+            ops.combine(hw_out, [1.0 - a, a], [hw, mq], check=False)
+            ops.combine(diff, [1.0, -1.0], [diff, mq], check=False)
+            return diff
+        ops.mix(links, q, mq)  # (M q: the messages received, weighted)
         ops.combine(h_out, [1.0, a], [h, q], check=False)
         ops.combine(hw_out, [1.0, a], [hw, mq], check=False)
         ops.combine(diff, [1.0, -1.0, 1.0, -1.0], [h, hw, q, mq], check=False)  # (h - h_w first: they are close)
