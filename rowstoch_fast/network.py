@@ -908,13 +908,17 @@ class _Messages(Network):
 
     def message_bytes(self, values, d, itemsize):
         """Bytes of one message of ``values`` values (models of ``d``; ``itemsize`` bytes per value) as the links
-        carry it: the size of the last compression applied (noise changes no size)."""
+        carry it: the size of the last compression applied (noise changes no size). A message that packs models
+        with a few more values (a push-sum weight: ``reps d + 1``) is its models' messages plus the rest sent
+        whole, as they are compressed."""
         layer, sized = self, None
         while isinstance(layer, _Messages):
             sized = layer if isinstance(layer, Compressed) else sized
             layer = layer.base
         if sized is None:
             return values * itemsize
+        if d and values > d and values % d:
+            return self.message_bytes(values - values % d, d, itemsize) + self.message_bytes(values % d, d, itemsize)
         L = self.message_length(values, d)  # (a sender sends the plain values where they are smaller)
         return -(-(values // L) * min(sized._bits(L, itemsize), 8 * itemsize * L) // 8)
 

@@ -138,6 +138,10 @@ def test_traffic_counts_the_compressed_bytes():
     plain = rf.DSGD(Noisy(A, 0.1), np.zeros((2, 16, 10)), lr=0.1)  # noise: no smaller; 2 replicas
     plain.step(lambda X: X)
     assert plain.traffic()["bytes"] == links * 2 * 10 * 8
+    # a push-sum message packs 3 replicas' models and the weight: 3 top-2 messages and the weight sent plain
+    sgp = rf.SGP(Compressed(rf.mixing.out_degree_weights(A), "topk", k=2), np.zeros((3, 16, 10)), lr=0.1)
+    sgp.step(lambda X: X)
+    assert sgp.traffic() == {"messages": links, "bytes": links * (3 * 2 * (8 + 4) + 8)}
 
 
 def test_choco_sgd_equals_its_twin_under_compression():
