@@ -2,6 +2,8 @@
 compiled encoder, delays and rounds against the dense definitions of _reference, identities bit for bit, bytes,
 resume, bad input."""
 
+import functools
+
 import numpy as np
 import pytest
 from conftest import cli_resumes_like_one_run, for_algorithm
@@ -604,16 +606,19 @@ def test_robust_gradient_push_over_message_networks_equals_its_running_sums(netw
         layer = layer.base
     delayed, noisy, compressed = (layers.get(k) for k in ("Delayed", "Noisy", "Compressed"))
 
+    @functools.lru_cache(maxsize=None)
     def ages(k):
         return ref.delay_ages(indptr, indices, delayed.seed, k, 0, delayed.max_delay)
+
+    @functools.lru_cache(maxsize=None)
+    def noise_rows(k):
+        return ref.link_noise(indptr, indices, noisy.seed, k, 0, 3, ages=None if delayed is None else ages(k))
 
     def age(k, i, j):
         return 0 if delayed is None else int(ages(k)[entry[(i, j)]])
 
     def noise(k, i, j):
-        q = entry[(i, j)]
-        a = None if delayed is None else ages(k)
-        zx = np.asarray(ref.link_noise(indptr, indices, noisy.seed, k, 0, 3, ages=a)[q])
+        zx = np.asarray(noise_rows(k)[entry[(i, j)]])
         return noisy.sigma * zx, noisy.sigma * zx[:1]
 
     def message(k, V):
