@@ -521,8 +521,11 @@ py::object delay_ages(py::array indptr, py::array indices, std::uint64_t seed, s
     rowstoch::DelayLayout layout{0, 0, 1};
     const bool with_index = !layout_obj.is_none();
     if (with_index) {
-        auto l = layout_obj.cast<std::tuple<int64_t, int64_t, int64_t>>();
-        layout = {std::get<0>(l), std::get<1>(l), std::get<2>(l)};
+        auto l = layout_obj.cast<py::tuple>();
+        if (l.size() != 3 && l.size() != 4)
+            throw py::value_error(cat("layout must be (n_own, n_block, rounds[, node_major]), got ", l.size(), " values"));
+        layout = {l[0].cast<int64_t>(), l[1].cast<int64_t>(), l[2].cast<int64_t>(),
+                  l.size() == 4 ? l[3].cast<bool>() : true};
         if (layout.n_own < 0 || layout.n_block < ncols || layout.rounds < 1 || r >= static_cast<std::uint64_t>(layout.rounds))
             throw py::value_error(cat("layout (n_own, n_block, rounds) = (", layout.n_own, ", ", layout.n_block, ", ",
                                       layout.rounds, ") does not hold ", ncols, " columns and round ", r));
@@ -978,8 +981,9 @@ PYBIND11_MODULE(_core, m) {
           py::arg("r"), py::arg("max_delay"), py::arg("fixed") = false, py::arg("row_ids") = py::none(),
           py::arg("col_ids") = py::none(), py::arg("layout") = py::none(),
           "int32 per stored entry: the age (iterations) of the newest message of the link that has arrived by "
-          "iteration t (network.Delayed; rowstoch/network.hpp); with layout = (n_own, n_block, rounds): instead "
-          "the row each entry reads in the delayed round's stacked block (int32 where indptr is and the rows fit).");
+          "iteration t (network.Delayed; rowstoch/network.hpp); with layout = (n_own, n_block, rounds[, "
+          "node_major]): instead the row each entry reads in the delayed round's stacked block (int32 where indptr "
+          "is and the rows fit; node_major False: the blocks iteration by iteration).");
     m.def("link_noise", &link_noise, py::arg("indptr"), py::arg("indices"), py::arg("seed"), py::arg("t"),
           py::arg("r"), py::arg("w"), py::arg("dtype") = py::dtype::of<double>(), py::arg("ages") = py::none(),
           py::arg("row_ids") = py::none(), py::arg("col_ids") = py::none(),

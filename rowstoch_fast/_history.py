@@ -12,18 +12,28 @@ class History:
     """One mixed quantity's messages of the last ``D + 1`` iterations (``rounds`` each), after ``n_own`` rows of
     own values: the stacked block a delayed round reads (:class:`Delayed`). The messages are node by node (a
     node's ``(D + 1) rounds`` slots side by side: a round's gathers stay as local as the static mix's), the
-    message of iteration ``s`` and round ``r`` in slot ``(s mod (D + 1)) rounds + r``. ``xp``: the array module
-    of the buffer (NumPy, or CuPy for the device backend)."""
+    message of iteration ``s`` and round ``r`` in slot ``(s mod (D + 1)) rounds + r``; ``order="iteration"``
+    keeps them slot by slot instead (a fixed delay's links all read one contiguous block: its gathers as local as the
+    static mix's). ``xp``: the array module of the buffer (NumPy, or CuPy for the device backend)."""
 
-    def __init__(self, n_own, n_block, width, max_delay, rounds, dtype, xp=np):
-        self.n_own, self.n_block, self.D, self.rounds = n_own, n_block, max_delay, rounds
+    def __init__(self, n_own, n_block, width, max_delay, rounds, dtype, xp=np, order="node"):
+        if order not in ("node", "iteration"):
+            raise ValueError(f"order must be 'node' or 'iteration', got {order!r}")
+        self.n_own, self.n_block, self.D, self.rounds, self.order = n_own, n_block, max_delay, rounds, order
         self.buffer = xp.zeros((n_own + (max_delay + 1) * rounds * n_block, width), dtype=dtype)
         self.last = None  # the last iteration whose messages are in
         self.fresh = True
 
     def slots(self):
-        """The messages as ``(node, iteration slot, round, value)``."""
-        return self.buffer[self.n_own:].reshape(self.n_block, self.D + 1, self.rounds, -1)
+        """The messages as ``(node, iteration slot, round, value)`` (a view, whatever the order in memory)."""
+        blocks = self.buffer[self.n_own:]
+        if self.order == "node":
+            return blocks.reshape(self.n_block, self.D + 1, self.rounds, -1)
+        return blocks.reshape(self.D + 1, self.rounds, self.n_block, -1).transpose(2, 0, 1, 3)
+
+    def layout(self):
+        """``(n_own, n_block, rounds, node_major)``: what ``_core.delay_ages`` takes to index this block."""
+        return self.n_own, self.n_block, self.rounds, self.order == "node"
 
     def start(self, t):
         """Before iteration ``t``'s messages go in: without those of ``t - 1`` (a fresh ring, or iterations out of

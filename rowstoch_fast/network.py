@@ -878,7 +878,8 @@ class _Messages(Network):
                 messages = _stack_buffer(self, cur.shape, cur.dtype)
                 ring.put(t, r, self.encode(np.ascontiguousarray(cur), messages, t, r, d, own=ext[:n]))
             dst = out.reshape(cur.shape) if (r == rounds - 1 and out is not None) else np.empty_like(cur)
-            _own_and_messages_round(core, ext, t, r, dst, delayed, rounds, self.noisy_links())
+            _own_and_messages_round(core, ext, t, r, dst, delayed, rounds, self.noisy_links(),
+                                    None if ring is None else ring.layout())
             cur = dst
         if ring is not None:
             ring.done(t)
@@ -945,7 +946,7 @@ def own_and_messages(indptr, indices, row_ids, col_ids, n_own):
     return np.where(own, rows, cols + n_own).astype(np.asarray(indices).dtype)
 
 
-def _own_and_messages_round(core, ext, t, r, out, delayed=None, rounds=1, noisy=()):
+def _own_and_messages_round(core, ext, t, r, out, delayed=None, rounds=1, noisy=(), layout=None):
     """One round of ``core``'s weights over ``ext = [X; Q]`` into ``out`` (:meth:`_Messages.mix`); with a
     :class:`Delayed` layer, ``ext`` is its ring ``[X; the messages of the last D + 1 iterations]`` and each
     entry reads the newest message that has arrived; each of the ``noisy`` layers (:class:`Noisy`,
@@ -961,7 +962,7 @@ def _own_and_messages_round(core, ext, t, r, out, delayed=None, rounds=1, noisy=
             if id(csr) not in cache:
                 cache[id(csr)] = (csr, own_and_messages(csr.indptr, csr.indices, None, None, n))
             return csr.indptr, cache[id(csr)][1]
-        return delayed.index(csr.indptr, csr.indices, t, r, (n, n, rounds))
+        return delayed.index(csr.indptr, csr.indices, t, r, layout)
 
     plan = None if isinstance(core, MixingMatrix) else core.plan(t)
     if isinstance(core, MixingMatrix) or plan is not None:
@@ -983,9 +984,14 @@ def _own_and_messages_round(core, ext, t, r, out, delayed=None, rounds=1, noisy=
                                     core.stochastic)
 
     nodes = np.arange(n, dtype=np.int64)
-    ids = core.__dict__.get("_stacked_ids")
-    if ids is None or len(ids) != len(ext):  # (own rows, then each node's messages side by side)
-        ids = core._stacked_ids = np.concatenate([nodes, np.repeat(nodes, len(ext) // n - 1)])
+    node_major = layout is None or layout[3]
+    cached = core.__dict__.get("_stacked_ids")
+    if cached is None or cached[0] != (len(ext), node_major):  # (own rows, then the messages: each node's side by
+        # side, or iteration by iteration)
+        spread = np.repeat if node_major else np.tile
+        cached = core._stacked_ids = ((len(ext), node_major),
+                                      np.concatenate([nodes, spread(nodes, len(ext) // n - 1)]))
+    ids = cached[1]
     indptr, index = read(c)
     weighted(indptr, index, ext, ids, out)
     for layer in noisy:
@@ -1278,8 +1284,17 @@ class Delayed(_Messages):
         arrays of ``xp`` (a history restored on the host moves there)."""
         ring = state.get("ring")
         shape = (n_own + (self.max_delay + 1) * rounds * n_block, width)
+        # (fixed delays on the host: the blocks iteration by iteration, every link reads one of them; the device
+        # kernel takes the node order)
+        order = "iteration" if self.delay == "fixed" and xp is np else "node"
         if ring is not None and type(ring.buffer) is not type(xp.empty(0)):
             ring.buffer = xp.asarray(ring.buffer)
+        if ring is not None and ring.order != order and ring.buffer.shape == shape:  # (a restored history)
+            moved = History(n_own, n_block, width, self.max_delay, rounds, ring.buffer.dtype, xp, order)
+            moved.buffer[:n_own] = ring.buffer[:n_own]
+            moved.slots()[...] = ring.slots()
+            moved.last, moved.fresh = ring.last, ring.fresh
+            ring = state["ring"] = moved
         if ring is None or ring.buffer.shape != shape or ring.buffer.dtype != np.dtype(dtype):
             from ._checks import require_memory
 
@@ -1287,7 +1302,7 @@ class Delayed(_Messages):
             (require or require_memory)(nbytes, f"Delayed(max_delay={self.max_delay}): the messages of the last "
                                                 f"{self.max_delay + 1} iterations of {n_block} nodes x {width} values "
                                                 f"x {rounds} rounds", "use a smaller max_delay")
-            ring = state["ring"] = History(n_own, n_block, width, self.max_delay, rounds, dtype, xp)
+            ring = state["ring"] = History(n_own, n_block, width, self.max_delay, rounds, dtype, xp, order)
         ring.start(t)
         return ring
 
@@ -1300,7 +1315,8 @@ class Delayed(_Messages):
 
     def index(self, indptr, indices, t, r, layout, row_ids=None, col_ids=None):
         """``(indptr, index)``: the row of the stacked block each stored entry reads in round ``r`` of iteration
-        ``t`` (``_core.delay_ages``; ``layout``: ``(n_own, n_block, rounds)``), with an ``indptr`` of its integer
+        ``t`` (``_core.delay_ages``; ``layout``: ``(n_own, n_block, rounds[, node_major])``, the history's
+        :meth:`~rowstoch_fast._history.History.layout`), with an ``indptr`` of its integer
         type. Fixed delays: computed once per block of the window and kept."""
         from . import _core
 

@@ -222,8 +222,8 @@ def unreliable_networks():
                                            bits=4, seed=9),
             # delayed messages (every rank keeps every node's): over a static W, and under compression over losses
             "delayed": Delayed(topology.exponential(20), 2, seed=4),
-            "topk-delayed-lossy": Compressed(Noisy(Delayed(Sleepy(Lossy(A, 0.2, seed=8), 0.9, seed=1), 3, seed=2),
-                                                   0.01, seed=5), "topk", k=2),
+            "topk-delayed-lossy": Compressed(Noisy(Delayed(Sleepy(Lossy(A, 0.2, seed=8), 0.9, seed=1), 3, seed=2,
+                                                           delay="fixed"), 0.01, seed=5), "topk", k=2),
             # ... over fixed links (the running sums of the robust methods: compressed, delayed, noisy, asleep)
             "qsgd-delayed-noisy": Compressed(Noisy(Delayed(Sleepy(Lossy(A, 0.2, seed=8), 0.9, seed=1), 2, seed=2),
                                                    0.01, seed=5), "qsgd", bits=4, seed=3)}

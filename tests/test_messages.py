@@ -369,7 +369,8 @@ def test_a_delayed_run_resumes_bit_for_bit_and_each_quantity_keeps_its_history(n
     through an .npz, continues bit for bit. The delays change the run."""
     cls = REGISTRY[name]
     A = for_algorithm(cls, topology.erdos_renyi(12, 0.35, seed=4))
-    net = Delayed(A if "W" in cls.matrices else Lossy(A, 0.1, seed=1), 3, seed=6)
+    fixed = name in ("extra", "r-fast")  # (their histories iteration by iteration in memory, node by node saved)
+    net = Delayed(A if "W" in cls.matrices else Lossy(A, 0.1, seed=1), 3, seed=6, delay="fixed" if fixed else "uniform")
     if cls.per_link_state:
         net = Compressed(Noisy(net, 0.05, seed=6), "topk", k=2)
     mats = {k: (net.map(rf.mixing.out_degree_weights) if k == "C" else net) for k in cls.matrices}
@@ -390,6 +391,7 @@ def test_a_delayed_run_resumes_bit_for_bit_and_each_quantity_keeps_its_history(n
     assert np.abs(plain.x - opt.x).max() > 1e-6
     if name == "push-pull":
         assert len(opt._ops._channels) == 2
+    assert {state["ring"].order for state in resumed._ops._channels.values()} == {"iteration" if fixed else "node"}
 
 
 @pytest.mark.parametrize("call,match", [

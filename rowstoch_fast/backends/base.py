@@ -109,8 +109,8 @@ class Backend:
         out = {}
         for (phase, k), state in sorted(self.__dict__.get("_channels", {}).items()):
             ring = state.get("ring")
-            if ring is not None and ring.last is not None:
-                blocks = ring.buffer[ring.n_own:]
+            if ring is not None and ring.last is not None:  # (node by node, whatever the order in memory)
+                blocks = ring.slots().reshape(-1, ring.buffer.shape[1])  # (a copy where the order is another)
                 out[f"delayed/{phase}/{k}/messages"] = np.array(blocks.get() if hasattr(blocks, "get") else blocks)
                 out[f"delayed/{phase}/{k}/last"] = np.array(ring.last)
                 out[f"delayed/{phase}/{k}/layout"] = np.array([ring.n_block, ring.D, ring.rounds])

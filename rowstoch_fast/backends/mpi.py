@@ -454,9 +454,10 @@ class MpiBackend(CpuBackend):
                                    np.asarray(halo.col_ids, dtype=np.int64)[halo.indices])
             _, indptr, cols = links[id(halo)]
             every = self.__dict__.setdefault("_every_node", np.arange(n, dtype=np.int64))
-            indptr, index = delayed.index(indptr, cols, t, r, (nl, n, rounds), row_ids=self.local_nodes, col_ids=every)
+            indptr, index = delayed.index(indptr, cols, t, r, ring.layout(), row_ids=self.local_nodes, col_ids=every)
             weighted = self._weighted_pass(net, plan, halo, t, r)
-            senders = np.concatenate([self.local_nodes, np.repeat(every, (len(ring.buffer) - nl) // n)])
+            spread = np.repeat if ring.order == "node" else np.tile  # (each node's messages side by side, or not)
+            senders = np.concatenate([self.local_nodes, spread(every, (len(ring.buffer) - nl) // n)])
             weighted(indptr, index, ring.buffer, senders, out)
             if net.noisy_links():
                 ages = delayed.ages(indptr, cols, t, r, row_ids=self.local_nodes, col_ids=every)

@@ -236,9 +236,11 @@ namespace rowstoch {
 //
 // With `index` (the layout of a delayed round: n_own own rows, then n_block nodes' (D + 1) R messages each, node
 // by node, the message of iteration s and round r at slot (s mod (D + 1)) R + r): index[q] = i for a self loop, else
-// the row of the message that arrived, n_own + Aj[q] (D + 1) R + slot(t - ages[q], r).
+// the row of the message that arrived, n_own + Aj[q] (D + 1) R + slot(t - ages[q], r); with the layout iteration by
+// iteration (node_major false: every link of a fixed delay reads one contiguous block), n_own + slot n_block + Aj[q].
 struct DelayLayout {
     std::int64_t n_own, n_block, rounds;
+    bool node_major = true;  // false: iteration by iteration, node j's message of slot b at n_own + b n_block + j
 };
 
 template <class I, class J>
@@ -288,8 +290,9 @@ void delay_ages(const I Ap[], const I Aj[], std::int64_t rows, NodeIds ids, std:
                 if (index) {
                     const std::int64_t block = ((static_cast<std::int64_t>(t) - age) % (D + 1)) * layout.rounds +
                                                static_cast<std::int64_t>(r);
-                    index[q] = static_cast<J>(gj == gi ? i : layout.n_own + static_cast<std::int64_t>(Aj[q]) * slots +
-                                                             block);
+                    const std::int64_t j = static_cast<std::int64_t>(Aj[q]);
+                    index[q] = static_cast<J>(gj == gi ? i : layout.n_own + (layout.node_major ? j * slots + block
+                                                                                                : block * layout.n_block + j));
                 }
             }
         }
