@@ -1016,22 +1016,14 @@ def link_noise_block(layer, indptr, indices, t, r, width, dtype, n_own, ages=Non
     z = _core.link_noise(indptr, indices, layer.seed, t, r, width, dtype=np.dtype(dtype),
                          ages=None if ages is None else np.ascontiguousarray(ages, dtype=np.int32), **ids)
     block = np.concatenate([np.zeros((n_own, width), dtype=dtype), z * np.asarray(layer.sigma, dtype=dtype)])
-    index, g_cols = link_noise_index(indptr, indices, n_own, row_ids, col_ids)
-    own_ids = np.arange(n_own, dtype=np.int64) if row_ids is None else np.asarray(row_ids, dtype=np.int64)
-    return block, index, np.concatenate([own_ids, g_cols])
-
-
-def link_noise_index(indptr, indices, n_own, row_ids=None, col_ids=None):
-    """``(index, senders)`` of a per-link noise block ``[zeros (n_own rows); one row per stored entry]``: the row
-    each entry reads (a self loop its own zero row ``i``, entry ``q`` row ``n_own + q``), of ``indptr``'s integer
-    type, and each entry's sender (global ids)."""
     rows = np.repeat(np.arange(len(indptr) - 1, dtype=np.int64), np.diff(indptr))
     cols = np.asarray(indices, dtype=np.int64)
     g_rows = rows if row_ids is None else np.asarray(row_ids)[rows]
     g_cols = cols if col_ids is None else np.asarray(col_ids)[cols]
     own = g_rows == g_cols
     index = np.where(own, rows, n_own + np.arange(len(cols), dtype=np.int64)).astype(np.asarray(indptr).dtype)
-    return index, g_cols
+    own_ids = np.arange(n_own, dtype=np.int64) if row_ids is None else np.asarray(row_ids, dtype=np.int64)
+    return block, index, np.concatenate([own_ids, g_cols])
 
 
 class Compressed(_Messages):

@@ -19,6 +19,11 @@ def is_device_array(x):
     return type(x) in DEVICE_TYPES or hasattr(x, "__cuda_array_interface__")
 
 
+def _under_messages(net):
+    """The network under ``net``'s message layers (compression, noise, delays: ``net.core()``), or ``net``."""
+    return net.core() if hasattr(net, "encode") else net
+
+
 def is_network(A):
     """True for a time-varying network of :mod:`rowstoch_fast.network` (it has a per-iteration :meth:`plan`),
     False for a static :class:`~rowstoch_fast.MixingMatrix`. Backends ask this rather than import either class:
@@ -251,7 +256,7 @@ class Backend:
         """Which stored entries' messages of round ``r`` of iteration ``t`` arrive (the losses of the network
         under any message layers; a self loop always)."""
         xp = self.xp
-        core = net.core() if hasattr(net, "encode") else net
+        core = _under_messages(net)
         if core is None or not hasattr(core, "arrived"):  # (a static matrix, under message layers or not)
             return xp.ones(links["nnz"], dtype=bool) | links["diag"]
         indptr, indices, row_ids, col_ids = links["host"]
@@ -263,7 +268,7 @@ class Backend:
         ``C`` (push-sum mass): a sleeping sender keeps its whole share (its self loop 1, its links 0), as a
         sleeping node's column is ``e_j`` in the plain pass. (Over a row-stochastic ``C``, R-FAST's buffers, a
         sender's running sums go on growing while it sleeps: they are sent when it wakes.)"""
-        core = net.core() if hasattr(net, "encode") else net
+        core = _under_messages(net)
         if not hasattr(core, "awake") or getattr(C, "stochastic", "column") != "column":
             return links["data"], None
         xp = self.xp

@@ -83,14 +83,15 @@ class CpuBackend(Backend):
         for src, out, pending, pending_out in blocks:
             ext, index = self._link_source(C, src), indices
             msg = self._link_message(net, src, t)
-            if msg is not None:  # (the halo block is shared: the own rows copied first)
-                own = ext.copy()
-                ext = np.concatenate([own, self._link_source(C, msg)])
+            if msg is not None:  # [own rows; messages] (the halo block is shared: each half copied out of it)
+                stacked = self._link_work((2 * ext.shape[0], ext.shape[1]))
+                stacked[:len(ext)] = ext
+                stacked[len(ext):] = self._link_source(C, msg)
                 if "own_and_messages" not in links:
                     from ..network import own_and_messages
 
-                    links["own_and_messages"] = own_and_messages(indptr, indices, row_ids, col_ids, len(own))
-                index = links["own_and_messages"]
+                    links["own_and_messages"] = own_and_messages(indptr, indices, row_ids, col_ids, len(ext))
+                ext, index = stacked, links["own_and_messages"]
             _core.mix(indptr, index, taken, ext, out, check_indices=False, ncols=ext.shape[0])  # shares taken
             extra = self._link_work(out.shape)
             _core.mix(indptr, every, delivered, pending, extra, check_indices=False, ncols=links["nnz"])
@@ -100,8 +101,8 @@ class CpuBackend(Backend):
                 pending_out[kept] = pending[kept] + data[kept, None] * ext[index[kept]]
             late = None if msg is None else self._late_mass(links, net, t, r, deliver, msg, data, awake)
             if late is not None:  # (a delayed or noisy link keeps part of what arrived)
-                _core.mix(indptr, every, np.ones(links["nnz"], dtype=self.dtype), late, extra, check_indices=False,
-                          ncols=links["nnz"])
+                ones = links.setdefault("ones", np.ones(links["nnz"], dtype=self.dtype))
+                _core.mix(indptr, every, ones, late, extra, check_indices=False, ncols=links["nnz"])
                 out -= extra
                 pending_out += late
 

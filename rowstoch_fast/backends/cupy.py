@@ -606,14 +606,16 @@ class CupyBackend(Backend):
                                                          require=self.require_memory, xp=self.xp)
         noisy = [layer for layer in net.noisy_links() if layer.sigma != 0]  # (noise 0: the base network, bit for bit)
         renormalise = getattr(core, "stochastic", "row") == "row"
+        if rounds > 1 and work is None:
+            work = self._work("round", cur.shape, dtype)
         for r in range(rounds):
-            dst = out.reshape(cur.shape) if (rounds - 1 - r) % 2 == 0 else self._work("round", cur.shape, dtype)
+            dst = out.reshape(cur.shape) if (rounds - 1 - r) % 2 == 0 else work.reshape(cur.shape)
             messages = self._encode(net, cur, self._work("messages", cur.shape, dtype), t, r, copy=False)
             M = matrix_of(r)
             key = _hashing.round_key(seed, t, r)
-            if ring is None and not noisy and p == 0 and mask is None and chain is None and \
-                    MIX_KERNEL in ("auto", "circ") and device_circulant(M) is not None:
-                circ = device_circulant(M)
+            plain = ring is None and not noisy and p == 0 and mask is None and chain is None
+            circ = device_circulant(M) if plain and MIX_KERNEL in ("auto", "circ") else None
+            if circ is not None:
                 name, threads = _mix_kernel(n, w, dtype, circ[0].dtype, _aligned(messages, dst) and
                                             _aligned(cur, dst), MIX_KERNEL, "circmsg")
                 _launch(name, threads, (*circ, cur, messages, dst, np.int64(n), np.int64(w), self._status))
