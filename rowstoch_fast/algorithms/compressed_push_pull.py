@@ -113,7 +113,8 @@ class CompressedPushPull(PushPull):
         if M is not weights_of(M):
             ops.compress(M, q, q, t)  # q = Q(v - h): the message
         links = links_of(M)
-        if isinstance(links, Network):  # the receivers' copies of v_hat = h + q through the links: v_hat_w
+        if isinstance(links, Network):  # the receivers' copies of v_hat = h + q through the links: v_hat_w (h_w
+            # still moves as the paper's, the state it saves, but the round no longer reads it)
             ops.combine(diff, [1.0, 1.0], [h, q], check=False)
             ops.mix(links, diff, mq)
             ops.combine(h_out, [1.0, a], [h, q], check=False)
