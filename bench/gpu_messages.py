@@ -5,12 +5,13 @@ Usage (a machine with an NVIDIA GPU and CuPy; bench/gpu_check.sh's ``messages`` 
     python bench/gpu_messages.py [--check-log2n 12] [--log2n 18 20] [--d 10] [--json out.json]
 
 1. *Same messages*: each network's rounds through ``CupyBackend.mix_network`` (``compress_rows``,
-   ``delay_index``, ``link_noise``, ``csr_mix_stacked``) and through the CPU's ``net.mix``, three iterations of
+   ``csr_mix_messages``, ``csr_mix_circmsg``) and through the CPU's ``net.mix``, three iterations of
    two rounds on rows of two models of ``d`` values; prints the largest difference and whether the bits agree
    (they should everywhere but Gaussian noise, whose ``log`` / ``cos`` are the device's: about 1 ulp).
 2. *Speed*: interleaved medians of one round at n = 2^log2n on the exponential graph: the static mix
    (``csr_mix`` kernels), the lossy round, compressed (QSGD 4 bits, top-2, top-2 over losses), delayed (bound
-   3, uniform and fixed), noisy (per message, per received copy), and the host round trip the backend took
+   3, uniform and fixed; each also with its history in the other order than ``Delayed.ORDER``'s), noisy (per
+   message, per received copy), and the host round trip the backend took
    before (``_on_host``, for top-2). Target: a compressed or delayed mix within 2x the static one.
 """
 
@@ -37,6 +38,10 @@ def networks(A):
             "lossy-topk-2": Compressed(lossy, "topk", k=2), "delayed-3": Delayed(A, 3, seed=1),
             "delayed-3-fixed": Delayed(A, 3, delay="fixed"), "noise-message": Noisy(A, 0.01, per="message"),
             "noise-link": Noisy(A, 0.01)}
+    # the other order of each delay's history (Delayed.ORDER: uniform node by node, fixed iteration by iteration)
+    for name, delay in (("delayed-3 by iteration", "uniform"), ("delayed-3-fixed by node", "fixed")):
+        nets[name] = Delayed(A, 3, seed=1, delay=delay)
+        nets[name].ORDER = {delay: "iteration" if delay == "uniform" else "node"}
     return nets
 
 

@@ -528,16 +528,18 @@ def test_the_message_kernels_on_the_emulated_device_equal_the_cpu(cuda_on_host, 
     assert not np.array_equal(before[-1], before[-2])
 
 
-def test_a_delayed_run_on_the_emulated_device_resumes_bit_for_bit(cuda_on_host, monkeypatch, tmp_path):
+@pytest.mark.parametrize("delay", ["uniform", "fixed"])
+def test_a_delayed_run_on_the_emulated_device_resumes_bit_for_bit(cuda_on_host, monkeypatch, tmp_path, delay):
     """A run over compressed, delayed, noisy messages on the device: its state_dict (the histories copied to the
     host, through an .npz) resumes on the device and on the CPU, both continuing bit for bit as the
-    uninterrupted device run, itself the CPU's."""
+    uninterrupted device run, itself the CPU's. (A fixed delay's history is kept iteration by iteration on both,
+    a uniform one's node by node; saved node by node.)"""
     import rowstoch_fast as rf
     from rowstoch_fast.network import Compressed, Delayed, Lossy, Noisy
 
     fake = _emulated_device(cuda_on_host, monkeypatch)
     A = topology.erdos_renyi(12, 0.35, seed=4)
-    net = Noisy(Compressed(Delayed(Lossy(A, 0.1, seed=1), 3, seed=6), "qsgd", bits=4), 0.01, seed=2)
+    net = Noisy(Compressed(Delayed(Lossy(A, 0.1, seed=1), 3, seed=6, delay=delay), "qsgd", bits=4), 0.01, seed=2)
     b = np.random.default_rng(0).standard_normal((12, 3))
     bd = fake.asarray(b)
     cpu = rf.PullDiagGT(net, np.zeros((12, 3)), lr=0.02)
@@ -558,6 +560,8 @@ def test_a_delayed_run_on_the_emulated_device_resumes_bit_for_bit(cuda_on_host, 
         on_dev.step(lambda X: X - bd)
     np.testing.assert_array_equal(on_cpu.x, cpu.x)
     np.testing.assert_array_equal(on_dev.gather_x(), cpu.x)
+    order = {"uniform": "node", "fixed": "iteration"}[delay]
+    assert {s["ring"].order for s in on_dev._ops._channels.values()} == {order}
     assert on_dev.backend == "cupy" and any(k.startswith("csr_mix_messages") for k in fake.launched)
 
 

@@ -303,20 +303,21 @@ def _index_suffix(Ap):
     return "i32" if np.dtype(Ap.dtype) == np.int32 else "i64"
 
 
-def _message_tables(delayed, noise_seeds, t, r, rounds):
+def _message_tables(delayed, noise_seeds, t, r, rounds, slot_stride=1):
     """The small tables of round ``r`` of iteration ``t`` that ``csr_mix_messages`` reads, as one uint64 array:
     with a :class:`~rowstoch_fast.network.Delayed` layer of bound ``D`` (``last = min(D, t)``), its keys
     ``round_key(seed, 3 2^61 + t - k, r)`` and thresholds ``ceil((k + 1) / (D + 1) 2^53)`` for ``k < last`` and
-    the history's slot of the message of each age ``a <= last``, ``((t - a) mod (D + 1)) rounds + r``
-    (network.hpp's delay_ages and :class:`~rowstoch_fast._history.History`); then, per noisy layer, the keys
-    ``round_key(seed, t - a, r)`` of the iterations its messages were sent in."""
+    where the history keeps the message of each age ``a <= last``: its slot ``((t - a) mod (D + 1)) rounds + r``
+    times ``slot_stride`` (1 for a history node by node; its ``n_block`` iteration by iteration: the kernel then
+    adds the sender's row; network.hpp's delay_ages and :class:`~rowstoch_fast._history.History`); then, per noisy
+    layer, the keys ``round_key(seed, t - a, r)`` of the iterations its messages were sent in."""
     last = 0 if delayed is None else min(delayed.max_delay, t)
     parts = []
     if delayed is not None:
         D = delayed.max_delay
         parts += [_hashing.round_key(delayed.seed, 3 * 2**61 + t - k, r) for k in range(last)]
         parts += [int(np.ceil((k + 1) / (D + 1) * 2.0**53)) for k in range(last)]
-        parts += [((t - a) % (D + 1)) * rounds + r for a in range(last + 1)]
+        parts += [(((t - a) % (D + 1)) * rounds + r) * slot_stride for a in range(last + 1)]
     for seed in noise_seeds:
         parts += [_hashing.round_key(seed, t - a, r) for a in range(last + 1)]
     return np.array(parts or [0], dtype=np.uint64)
@@ -630,8 +631,10 @@ class CupyBackend(Backend):
                 last = min(delayed.max_delay, t)
             # what the round's pass draws from, in one upload: the delays' keys, thresholds and slots by age, and
             # each noisy layer's keys of the iterations the messages were sent in (t - age)
+            node_major = ring is None or ring.order == "node"  # (node j's slot s: row n + j slots + s, or n + s n + j)
             tables = None if ring is None and not noisy else self.xp.asarray(
-                _message_tables(delayed if ring is not None else None, [layer.seed for layer in noisy], t, r, rounds))
+                _message_tables(delayed if ring is not None else None, [layer.seed for layer in noisy], t, r, rounds,
+                                1 if node_major else n))
             delays = (_NULL,) * 3 if ring is None else (
                 tables[:last] if delayed.delay == "uniform" and last else _NULL, tables[last:2 * last] if last else _NULL,
                 tables[2 * last:3 * last + 1])
@@ -639,7 +642,8 @@ class CupyBackend(Backend):
             for k, layer in enumerate(noisy or [None]):
                 sent = _NULL if layer is None else tables[start + k * (last + 1):start + (k + 1) * (last + 1)]
                 _launch_messages(Ap, Aj, Ax, cur, messages, dst, self._status, key, p, renormalise, mask, bad,
-                                 delays, last, (delayed.max_delay + 1) * rounds if ring is not None else 0, sent,
+                                 delays, last, 0 if ring is None else (delayed.max_delay + 1) * rounds if node_major
+                                 else 1, sent,
                                  0.0 if layer is None else layer.sigma, noise_only=k > 0)
             cur = dst
         if ring is not None:

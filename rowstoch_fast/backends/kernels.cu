@@ -301,7 +301,8 @@ struct Delays {
     const u64* thresholds;  // loss_threshold((k + 1) / (D + 1)), k < last
     const i64* slot;        // slot[a]: the history's slot of the message of age a, a <= last (null: no delays)
     i64 last;               // min(D, t)
-    i64 slots;              // a node's (D + 1) R slots; node j's message of age a is row n + j slots + slot[a]
+    i64 slots;              // node j's message of age a is row n + j slots + slot[a]: a history node by node,
+                            // slots = (D + 1) R; iteration by iteration, slots = 1 and slot[a] scaled by n
 };
 
 // The age of the newest message of the link j -> i that has arrived (network.hpp's delay_ages): the first k
