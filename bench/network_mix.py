@@ -9,8 +9,9 @@ kernel), ``Lossy(A, p).mix`` and ``Sleepy(A, 0.9).mix`` (losses and sleep drawn 
 CSR pass, rows renormalised there: ``_core.mix_lossy``), ``one_peer_exponential(n).mix`` (a
 2-entry-per-row schedule) and compressed messages (``Compressed(A, "qsgd", bits=4)``, ``"topk", k=2`` and
 ``Compressed(Lossy(A, p), "topk", k=2)``: the messages encoded in C++, then one pass over ``[X; Q]``) and
-delayed ones (``Delayed(A, 3)``, uniform and fixed delays: the ages hashed in C++, then one pass over ``[X; the
-last 4 iterations' messages]``). Targets: lossy at most 1.5x the static mix (bench/RESULTS.md section 11);
+delayed ones (``Delayed(A, 3)``, uniform and fixed delays: one pass over ``[X; the last 4 iterations' messages]``,
+uniform delays' ages drawn in it (``_core.mix_delayed``), a fixed delay's index kept; "via index": uniform delays
+through ``delay_ages``' index and a second pass, as before). Targets: lossy at most 1.5x the static mix (bench/RESULTS.md section 11);
 compressed or delayed within 2x (issue 37).
 """
 
@@ -51,7 +52,8 @@ def main(argv=None):
 
     compressed = {"qsgd-4": Compressed(A, "qsgd", bits=4, seed=1), "topk-2": Compressed(A, "topk", k=2),
                   "lossy-topk-2": Compressed(lossy, "topk", k=2), "delayed-3": Delayed(A, 3, seed=1),
-                  "delayed-3-fixed": Delayed(A, 3, delay="fixed")}
+                  "delayed-3-fixed": Delayed(A, 3, delay="fixed"), "delayed-3 via index": Delayed(A, 3, seed=1)}
+    compressed["delayed-3 via index"].FUSED = {"uniform": False}  # (the two passes before: delay_ages' index, then the mix)
     med, _ = interleaved({"static": lambda: A.mix(X, out=out), "lossy": step(lossy), "sleepy": step(sleepy),
                           "one-peer": step(onepeer), **{k: step(v) for k, v in compressed.items()}},
                          rounds=args.rounds, min_time=0.3)

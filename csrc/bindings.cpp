@@ -508,29 +508,40 @@ py::array compress(py::array X, py::array out, int method, int64_t L, int64_t pa
     return out;
 }
 
+// The layout (n_own, n_block, rounds[, node_major]) of a delayed round's stacked block (network.hpp's
+// DelayLayout), checked: it holds `rows` own rows, `ncols` nodes' messages and round r.
+rowstoch::DelayLayout delay_layout(const py::object& layout_obj, int64_t rows, int64_t ncols, std::uint64_t r,
+                                   int64_t max_delay) {
+    auto l = layout_obj.cast<py::tuple>();
+    if (l.size() != 3 && l.size() != 4)
+        throw py::value_error(cat("layout must be (n_own, n_block, rounds[, node_major]), got ", l.size(), " values"));
+    const rowstoch::DelayLayout layout{l[0].cast<int64_t>(), l[1].cast<int64_t>(), l[2].cast<int64_t>(),
+                                       l.size() == 4 ? l[3].cast<bool>() : true};
+    if (layout.n_own < rows || layout.n_block < ncols || layout.rounds < 1 ||
+        r >= static_cast<std::uint64_t>(layout.rounds))
+        throw py::value_error(cat("layout (n_own, n_block, rounds) = (", layout.n_own, ", ", layout.n_block, ", ",
+                                  layout.rounds, ") does not hold ", rows, " rows, ", ncols, " columns and round ", r));
+    checked_product({max_delay + 1, layout.rounds, std::max<int64_t>(layout.n_block, 1)}, "the delayed block's rows");
+    return layout;
+}
+
+void check_max_delay(int64_t max_delay) {
+    if (max_delay < 0 || max_delay > (int64_t(1) << 30))
+        throw py::value_error(cat("max_delay must be in 0..2^30, got ", max_delay));
+}
+
 // The age of the newest arrived message of every stored entry (network.hpp's delay_ages).
 py::object delay_ages(py::array indptr, py::array indices, std::uint64_t seed, std::uint64_t t, std::uint64_t r,
                       int64_t max_delay, bool fixed, py::object row_ids_obj, py::object col_ids_obj,
                       py::object layout_obj) {
-    if (max_delay < 0 || max_delay > (int64_t(1) << 30))
-        throw py::value_error(cat("max_delay must be in 0..2^30, got ", max_delay));
+    check_max_delay(max_delay);
     const int64_t rows = link_rows(indptr, indices, row_ids_obj, col_ids_obj);
     py::array row_keep, col_keep;
     int64_t ncols;
     const rowstoch::NodeIds ids = link_ids(row_ids_obj, col_ids_obj, rows, row_keep, col_keep, ncols);
-    rowstoch::DelayLayout layout{0, 0, 1};
     const bool with_index = !layout_obj.is_none();
-    if (with_index) {
-        auto l = layout_obj.cast<py::tuple>();
-        if (l.size() != 3 && l.size() != 4)
-            throw py::value_error(cat("layout must be (n_own, n_block, rounds[, node_major]), got ", l.size(), " values"));
-        layout = {l[0].cast<int64_t>(), l[1].cast<int64_t>(), l[2].cast<int64_t>(),
-                  l.size() == 4 ? l[3].cast<bool>() : true};
-        if (layout.n_own < 0 || layout.n_block < ncols || layout.rounds < 1 || r >= static_cast<std::uint64_t>(layout.rounds))
-            throw py::value_error(cat("layout (n_own, n_block, rounds) = (", layout.n_own, ", ", layout.n_block, ", ",
-                                      layout.rounds, ") does not hold ", ncols, " columns and round ", r));
-        checked_product({max_delay + 1, layout.rounds, std::max<int64_t>(layout.n_block, 1)}, "the delayed block's rows");
-    }
+    const rowstoch::DelayLayout layout = with_index ? delay_layout(layout_obj, rows, ncols, r, max_delay)
+                                                    : rowstoch::DelayLayout{0, 0, 1};
     // the index in the CSR's own integer type where the stacked block's rows fit it (the mix kernels take both
     // index arrays of one type); ages only where asked for
     const int64_t stacked = with_index ? layout.n_own + (max_delay + 1) * layout.rounds * layout.n_block : 0;
@@ -552,6 +563,51 @@ py::object delay_ages(py::array indptr, py::array indices, std::uint64_t seed, s
     else if (narrow) run(int32_t{}, int32_t{});
     else run(int32_t{}, int64_t{});
     if (with_index) return index;
+    return out;
+}
+
+// out <- one delayed round over the stacked block H (network.hpp's csr_mix_delayed: the ages drawn in the pass).
+py::array mix_delayed(py::array indptr, py::array indices, py::array data, py::array H, py::array out,
+                      std::uint64_t seed, std::uint64_t t, std::uint64_t r, int64_t max_delay, bool fixed,
+                      py::object layout_obj, py::object row_ids_obj, py::object col_ids_obj) {
+    check_max_delay(max_delay);
+    const int64_t rows = link_rows(indptr, indices, row_ids_obj, col_ids_obj);
+    py::array row_keep, col_keep;
+    int64_t ncols;
+    const rowstoch::NodeIds ids = link_ids(row_ids_obj, col_ids_obj, rows, row_keep, col_keep, ncols);
+    const rowstoch::DelayLayout layout = delay_layout(layout_obj, rows, ncols, r, max_delay);
+    check_ndim(data, "data", 1);
+    if (!(is_f32(data) || is_f64(data))) throw py::type_error(cat("data must be float32 or float64, got ", dtype_name(data)));
+    if (data.shape(0) != indices.shape(0))
+        throw py::value_error(cat("data.size (", data.shape(0), ") must equal indices.size (", indices.shape(0), ")"));
+    check_contiguous(data, "data");
+    check_ndim(H, "H", 2);
+    check_same_dtype(H, "H", data, "data");
+    check_contiguous(H, "H");
+    const int64_t stacked = layout.n_own + (max_delay + 1) * layout.rounds * layout.n_block, w = H.shape(1);
+    if (H.shape(0) != stacked)
+        throw py::value_error(cat("H has ", H.shape(0), " rows, the layout ", stacked, " (n_own + (max_delay + 1) "
+                                  "rounds n_block)"));
+    check_same_dtype(out, "out", H, "H");
+    check_shape(out, "out", {rows, w});
+    check_contiguous(out, "out");
+    check_writeable(out, "out");
+    check_apart({{&out, "out"}}, {{&H, "H"}, {&indptr, "indptr"}, {&indices, "indices"}, {&data, "data"}});
+    auto run = [&](auto i, auto v) {
+        using I = decltype(i);
+        using T = decltype(v);
+        const auto links = checked_links<I>(indptr, indices, rows, ncols, !col_ids_obj.is_none());
+        const I *Ap = links.first, *Aj = links.second;
+        const T *Ax = cptr<T>(data), *Hp = cptr<T>(H);
+        T* Yp = ptr<T>(out);
+        py::gil_scoped_release nogil;
+        rowstoch::csr_mix_delayed(Ap, Aj, Ax, rows, ids, Hp, w, Yp, seed, t, r, max_delay, fixed, layout);
+    };
+    const bool i64 = is_i64(indptr), f64 = is_f64(data);
+    if (i64 && f64) run(int64_t{}, 0.0);
+    else if (i64) run(int64_t{}, 0.0f);
+    else if (f64) run(int32_t{}, 0.0);
+    else run(int32_t{}, 0.0f);
     return out;
 }
 
@@ -984,6 +1040,13 @@ PYBIND11_MODULE(_core, m) {
           "iteration t (network.Delayed; rowstoch/network.hpp); with layout = (n_own, n_block, rounds[, "
           "node_major]): instead the row each entry reads in the delayed round's stacked block (int32 where indptr "
           "is and the rows fit; node_major False: the blocks iteration by iteration).");
+    m.def("mix_delayed", &mix_delayed, py::arg("indptr"), py::arg("indices"), py::arg("data"), py::arg("H"),
+          py::arg("out"), py::arg("seed"), py::arg("t"), py::arg("r"), py::arg("max_delay"), py::arg("fixed"),
+          py::arg("layout"), py::arg("row_ids") = py::none(), py::arg("col_ids") = py::none(),
+          "out <- one delayed round of the CSR weights over the stacked block H = [own rows; the last max_delay + 1 "
+          "iterations' messages] (layout as delay_ages takes it): each entry reads the newest message of its link "
+          "that has arrived, its age drawn in the pass (rowstoch/network.hpp's csr_mix_delayed; the same sums as "
+          "mix over delay_ages' index).");
     m.def("link_noise", &link_noise, py::arg("indptr"), py::arg("indices"), py::arg("seed"), py::arg("t"),
           py::arg("r"), py::arg("w"), py::arg("dtype") = py::dtype::of<double>(), py::arg("ages") = py::none(),
           py::arg("row_ids") = py::none(), py::arg("col_ids") = py::none(),

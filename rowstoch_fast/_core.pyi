@@ -78,8 +78,23 @@ def delay_ages(
     fixed: bool = False,
     row_ids: NDArray[np.int64] | None = None,
     col_ids: NDArray[np.int64] | None = None,
-    layout: tuple[int, int, int] | None = None,
+    layout: tuple[int, int, int] | tuple[int, int, int, bool] | None = None,
 ) -> NDArray[np.int32] | NDArray[np.int64]: ...
+def mix_delayed(
+    indptr: NDArray[np.integer],
+    indices: NDArray[np.integer],
+    data: NDArray[np.floating],
+    H: NDArray[np.floating],
+    out: NDArray[np.floating],
+    seed: int,
+    t: int,
+    r: int,
+    max_delay: int,
+    fixed: bool,
+    layout: tuple[int, int, int] | tuple[int, int, int, bool],
+    row_ids: NDArray[np.int64] | None = None,
+    col_ids: NDArray[np.int64] | None = None,
+) -> NDArray[np.floating]: ...
 def link_noise(
     indptr: NDArray[np.integer],
     indices: NDArray[np.integer],

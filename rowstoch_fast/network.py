@@ -992,8 +992,11 @@ def _own_and_messages_round(core, ext, t, r, out, delayed=None, rounds=1, noisy=
         cached = core._stacked_ids = ((len(ext), node_major),
                                       np.concatenate([nodes, spread(nodes, len(ext) // n - 1)]))
     ids = cached[1]
-    indptr, index = read(c)
-    weighted(indptr, index, ext, ids, out)
+    if delayed is not None and isinstance(core, MixingMatrix) and delayed.FUSED[delayed.delay]:
+        delayed.mix_block(c.indptr, c.indices, c.data, ext, out, t, r, layout)  # (the ages drawn in the pass)
+    else:
+        indptr, index = read(c)
+        weighted(indptr, index, ext, ids, out)
     for layer in noisy:
         if layer.sigma == 0:  # (nothing to add: the base network's values, bit for bit)
             continue
@@ -1249,6 +1252,10 @@ class Delayed(_Messages):
     #: (its gathers then as local as the static mix's); uniform delays read every block, node by node keeping a
     #: node's messages side by side (bench/RESULTS.md section 16 measured both).
     ORDER = {"uniform": "node", "fixed": "iteration"}
+    #: Whether a round over static weights draws its ages in the mixing pass (:meth:`mix_block`), by kind of
+    #: delay: uniform delays (their ages change every round); a fixed delay's index is the same every
+    #: ``max_delay + 1`` iterations and is kept instead (:meth:`index`).
+    FUSED = {"uniform": True, "fixed": False}
 
     def __init__(self, A, max_delay, delay="uniform", seed=0):
         self.base = as_network(A)
@@ -1307,6 +1314,16 @@ class Delayed(_Messages):
 
         ids = {} if row_ids is None else {"row_ids": row_ids, "col_ids": col_ids}
         return _core.delay_ages(indptr, indices, self.seed, t, r, self.max_delay, fixed=self.delay == "fixed", **ids)
+
+    def mix_block(self, indptr, indices, data, block, out, t, r, layout, row_ids=None, col_ids=None):
+        """``out <-`` round ``r`` of iteration ``t`` of the CSR weights over ``block``, the history laid out as
+        ``layout`` (:meth:`index`'s), each entry reading the newest message of its link that has arrived: the
+        ages drawn in the pass (``_core.mix_delayed``; the same sums as the mix over :meth:`index`)."""
+        from . import _core
+
+        ids = {} if row_ids is None else {"row_ids": row_ids, "col_ids": col_ids}
+        return _core.mix_delayed(indptr, indices, data, block, out, self.seed, t, r, self.max_delay,
+                                 self.delay == "fixed", layout, **ids)
 
     def index(self, indptr, indices, t, r, layout, row_ids=None, col_ids=None):
         """``(indptr, index)``: the row of the stacked block each stored entry reads in round ``r`` of iteration

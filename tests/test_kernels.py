@@ -376,6 +376,58 @@ def test_the_compiled_link_noise_equals_numpy_s(case, seed, t, r, w, with_ages, 
         _core.link_noise(csr.indptr, csr.indices, seed, t, r, w, dtype=np.int64)
 
 
+@given(csr_and_block(max_d=20), st.integers(0, 2**63 - 1), st.integers(0, 40), st.integers(0, 20), st.booleans(),
+       st.booleans(), st.booleans(), st.sampled_from([1, 2, 3, 11, 17, 40]))
+@settings(max_examples=60, deadline=None)
+def test_the_fused_delayed_mix_equals_the_mix_over_the_delays_index(case, seed, t, D, fixed, node_major, with_ids,
+                                                                     w):
+    """_core.mix_delayed (the ages drawn in the mixing pass, each row's draws a row ahead of its gathers) gives
+    the bits of _core.mix over delay_ages' index: both orders of the history, fixed and uniform delays (masked
+    windows up to 16, longer ones drawn one by one), widths 1 (two rows at a time), 2-16 and wider (chunks), an
+    MPI share's global ids, the second of two rounds."""
+    from rowstoch_fast import _core
+
+    csr, _ = case
+    n = csr.shape[0]
+    rng = np.random.default_rng(seed % 2**32)
+    ids = {}
+    if with_ids:  # (a share: its rows are some nodes, its columns every node)
+        ids = {"row_ids": rng.permutation(n).astype(np.int64), "col_ids": np.arange(n, dtype=np.int64)}
+    R, r = 2, 1
+    layout = (n, n, R, node_major)
+    H = rng.standard_normal((n + (D + 1) * R * n, w)).astype(csr.dtype)
+    index = _core.delay_ages(csr.indptr, csr.indices, seed, t, r, D, fixed=fixed, layout=layout, **ids)
+    indptr = csr.indptr.astype(index.dtype)
+    want = _core.mix(indptr, index, csr.data, H, np.empty((n, w), csr.dtype), check_indices=True, ncols=len(H))
+    got = np.full((n, w), np.nan, csr.dtype)
+    _core.mix_delayed(csr.indptr, csr.indices, csr.data, H, got, seed, t, r, D, fixed, layout, **ids)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_the_fused_delayed_mix_refuses_bad_input():
+    from rowstoch_fast import _core
+
+    indptr, indices, data = np.array([0, 2, 3]), np.array([0, 1, 1]), np.ones(3)
+    H, out = np.ones((2 + 3 * 2, 4)), np.empty((2, 4))
+    args = {"indptr": indptr, "indices": indices, "data": data, "H": H, "out": out, "seed": 0, "t": 5, "r": 0,
+            "max_delay": 2, "fixed": False, "layout": (2, 2, 1)}
+    _core.mix_delayed(**args)
+    for kwargs, error, match in [
+            ({"max_delay": -1}, ValueError, "max_delay must be in 0..2"),
+            ({"layout": (2, 2, 1, True, 0)}, ValueError, "layout must be"),
+            ({"layout": (1, 2, 1)}, ValueError, "does not hold 2 rows"),
+            ({"layout": (2, 2, 1), "r": 1}, ValueError, "round 1"),
+            ({"H": np.ones((7, 4))}, ValueError, "H has 7 rows"),
+            ({"H": np.ones((8, 4), np.float32)}, TypeError, "dtype"),
+            ({"out": np.empty((2, 3))}, ValueError, "out"),
+            ({"out": H[:2]}, ValueError, "out"),
+            ({"data": np.ones(2)}, ValueError, "data.size"),
+            ({"indices": np.array([0, 1, 5])}, ValueError, r"indices\[2\] = 5 is out of range"),
+            ({"row_ids": np.arange(2)}, ValueError, "row_ids and col_ids go together")]:
+        with pytest.raises(error, match=match):
+            _core.mix_delayed(**{**args, **kwargs})
+
+
 def test_the_compiled_delays_refuse_bad_input():
     from rowstoch_fast import _core
 

@@ -454,11 +454,16 @@ class MpiBackend(CpuBackend):
                                    np.asarray(halo.col_ids, dtype=np.int64)[halo.indices])
             _, indptr, cols = links[id(halo)]
             every = self.__dict__.setdefault("_every_node", np.arange(n, dtype=np.int64))
-            indptr, index = delayed.index(indptr, cols, t, r, ring.layout(), row_ids=self.local_nodes, col_ids=every)
             weighted = self._weighted_pass(net, plan, halo, t, r)
-            spread = np.repeat if ring.order == "node" else np.tile  # (each node's messages side by side, or not)
-            senders = np.concatenate([self.local_nodes, spread(every, (len(ring.buffer) - nl) // n)])
-            weighted(indptr, index, ring.buffer, senders, out)
+            if plan is None and delayed.FUSED[delayed.delay]:  # (the ages drawn in the mixing pass)
+                delayed.mix_block(indptr, cols, halo.data, ring.buffer, out, t, r, ring.layout(),
+                                  row_ids=self.local_nodes, col_ids=every)
+            else:
+                indptr_of, index = delayed.index(indptr, cols, t, r, ring.layout(), row_ids=self.local_nodes,
+                                                 col_ids=every)
+                spread = np.repeat if ring.order == "node" else np.tile  # (each node's messages side by side, or not)
+                senders = np.concatenate([self.local_nodes, spread(every, (len(ring.buffer) - nl) // n)])
+                weighted(indptr_of, index, ring.buffer, senders, out)
             if net.noisy_links():
                 ages = delayed.ages(indptr, cols, t, r, row_ids=self.local_nodes, col_ids=every)
                 self._add_link_noise(net, weighted, indptr, cols, every, t, r, out, ages=ages)

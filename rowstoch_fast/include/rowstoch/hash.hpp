@@ -15,4 +15,14 @@ inline std::uint64_t mix64(std::uint64_t z) {
     return z ^ (z >> 31);
 }
 
+// A hint to bring the cache line holding p into cache (no effect on results): for the kernels that know their
+// next gathers ahead (objectives.hpp's samples, network.hpp's delayed rounds).
+inline void prefetch(const void* p) {
+#if defined(__GNUC__) || defined(__clang__)
+    __builtin_prefetch(p, 0, 3);
+#else
+    (void)p;
+#endif
+}
+
 }  // namespace rowstoch

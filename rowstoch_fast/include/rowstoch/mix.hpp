@@ -18,17 +18,27 @@
 
 namespace rowstoch {
 
-// y_i[c0:c0+K] <- sum_p Ax[p] X[Aj[p], c0:c0+K], with the K accumulators in
+// Which row of X each stored entry p of row i reads: `rows.row(i)` gives row i's reader, `reader(p)` the row.
+// The plain mix reads Aj[p] (ColumnRows); a delayed round reads the history row of the newest message that has
+// arrived (network.hpp's DelayedRows: the ages drawn in the pass).
+template <class I>
+struct ColumnRows {
+    const I* Aj;
+    const ColumnRows& row(std::int64_t) const { return *this; }
+    std::int64_t operator()(I p) const { return static_cast<std::int64_t>(Aj[p]); }
+};
+
+// y_i[c0:c0+K] <- sum_p Ax[p] X[read(p), c0:c0+K], with the K accumulators in
 // registers (K is a compile-time width, so the loop over k fully unrolls).
-template <int K, class I, class T>
-inline void csr_row_chunk(const I Ap[], const I Aj[], const T Ax[], const T* __restrict X,
+template <int K, class I, class T, class Reader>
+inline void csr_row_chunk(const I Ap[], const Reader& read, const T Ax[], const T* __restrict X,
                           std::int64_t w, std::int64_t i, std::int64_t c0, T* __restrict Y) {
     T acc[K];
     for (int k = 0; k < K; ++k) acc[k] = T(0);
     const I end = Ap[i + 1];
     for (I p = Ap[i]; p < end; ++p) {
         const T a = Ax[p];
-        const T* __restrict xj = X + static_cast<std::int64_t>(Aj[p]) * w + c0;
+        const T* __restrict xj = X + read(p) * w + c0;
         for (int k = 0; k < K; ++k) acc[k] += a * xj[k];
     }
     T* __restrict yi = Y + i * w + c0;
@@ -38,41 +48,43 @@ inline void csr_row_chunk(const I Ap[], const I Aj[], const T Ax[], const T* __r
 // Widest register chunk; wider rows are done in chunks of this many columns.
 constexpr int kChunk = 16;
 
-template <int K, class I, class T>
-inline void csr_rows_fixed(const I Ap[], const I Aj[], const T Ax[], const T* X, std::int64_t lo,
+template <int K, class I, class T, class Rows>
+inline void csr_rows_fixed(const I Ap[], const Rows& rows, const T Ax[], const T* X, std::int64_t lo,
                            std::int64_t hi, T* Y) {
-    for (std::int64_t i = lo; i < hi; ++i) csr_row_chunk<K>(Ap, Aj, Ax, X, K, i, 0, Y);
+    for (std::int64_t i = lo; i < hi; ++i) csr_row_chunk<K>(Ap, rows.row(i), Ax, X, K, i, 0, Y);
 }
 
 // Width 1: two rows at a time, so two independent add chains are in flight (1.25x measured
 // at n = 2^18; at wider rows the pairing was slower and is not used). Each row still sums
 // its nonzeros in CSR order.
-template <class I, class T>
-inline void csr_rows_pairs_w1(const I Ap[], const I Aj[], const T Ax[], const T* __restrict X, std::int64_t lo,
+template <class I, class T, class Rows>
+inline void csr_rows_pairs_w1(const I Ap[], const Rows& rows, const T Ax[], const T* __restrict X, std::int64_t lo,
                               std::int64_t hi, T* __restrict Y) {
     std::int64_t i = lo;
     for (; i + 1 < hi; i += 2) {
+        const auto& read0 = rows.row(i);
+        const auto& read1 = rows.row(i + 1);
         T a0 = 0, a1 = 0;
         I p0 = Ap[i], p1 = Ap[i + 1];
         const I e0 = Ap[i + 1], e1 = Ap[i + 2];
         for (; p0 < e0 && p1 < e1; ++p0, ++p1) {
-            a0 += Ax[p0] * X[Aj[p0]];
-            a1 += Ax[p1] * X[Aj[p1]];
+            a0 += Ax[p0] * X[read0(p0)];
+            a1 += Ax[p1] * X[read1(p1)];
         }
-        for (; p0 < e0; ++p0) a0 += Ax[p0] * X[Aj[p0]];
-        for (; p1 < e1; ++p1) a1 += Ax[p1] * X[Aj[p1]];
+        for (; p0 < e0; ++p0) a0 += Ax[p0] * X[read0(p0)];
+        for (; p1 < e1; ++p1) a1 += Ax[p1] * X[read1(p1)];
         Y[i] = a0;
         Y[i + 1] = a1;
     }
-    if (i < hi) csr_row_chunk<1>(Ap, Aj, Ax, X, 1, i, 0, Y);
+    if (i < hi) csr_row_chunk<1>(Ap, rows.row(i), Ax, X, 1, i, 0, Y);
 }
 
-template <class I, class T>
-inline void csr_row_tail(const I Ap[], const I Aj[], const T Ax[], const T* X, std::int64_t w,
+template <class I, class T, class Reader>
+inline void csr_row_tail(const I Ap[], const Reader& read, const T Ax[], const T* X, std::int64_t w,
                          std::int64_t i, std::int64_t c0, int r, T* Y) {
     switch (r) {
 #define ROWSTOCH_TAIL(K) \
-    case K: csr_row_chunk<K>(Ap, Aj, Ax, X, w, i, c0, Y); break;
+    case K: csr_row_chunk<K>(Ap, read, Ax, X, w, i, c0, Y); break;
         ROWSTOCH_TAIL(1) ROWSTOCH_TAIL(2) ROWSTOCH_TAIL(3) ROWSTOCH_TAIL(4) ROWSTOCH_TAIL(5)
         ROWSTOCH_TAIL(6) ROWSTOCH_TAIL(7) ROWSTOCH_TAIL(8) ROWSTOCH_TAIL(9) ROWSTOCH_TAIL(10)
         ROWSTOCH_TAIL(11) ROWSTOCH_TAIL(12) ROWSTOCH_TAIL(13) ROWSTOCH_TAIL(14) ROWSTOCH_TAIL(15)
@@ -81,18 +93,19 @@ inline void csr_row_tail(const I Ap[], const I Aj[], const T Ax[], const T* X, s
     }
 }
 
-// Y[lo:hi, :] <- (A X)[lo:hi, :]        (rows lo..hi-1 only; Y written, X read)
+// Y[lo:hi, :] <- (A X)[lo:hi, :]        (rows lo..hi-1 only; Y written, X read; entry p of row i reads the
+// row rows.row(i)(p) of X: Aj[p] for the plain mix)
 // Widths up to 16 dispatch once to a fully unrolled row loop; wider rows go
 // in 16-column chunks plus one tail chunk.  Every path sums the nonzeros of a
 // row in CSR order, column by column, so a column's result does not depend on
 // the width it was computed in (batched repetitions are bit-identical).
-template <class I, class T>
-inline void csr_mix_rows(const I Ap[], const I Aj[], const T Ax[], const T* __restrict X,
-                         std::int64_t w, std::int64_t lo, std::int64_t hi, T* __restrict Y) {
+template <class I, class T, class Rows>
+inline void csr_mix_rows_by(const I Ap[], const Rows& rows, const T Ax[], const T* __restrict X,
+                            std::int64_t w, std::int64_t lo, std::int64_t hi, T* __restrict Y) {
     switch (w) {
 #define ROWSTOCH_FIXED(K) \
-    case K: csr_rows_fixed<K>(Ap, Aj, Ax, X, lo, hi, Y); return;
-        case 1: csr_rows_pairs_w1(Ap, Aj, Ax, X, lo, hi, Y); return;
+    case K: csr_rows_fixed<K>(Ap, rows, Ax, X, lo, hi, Y); return;
+        case 1: csr_rows_pairs_w1(Ap, rows, Ax, X, lo, hi, Y); return;
         ROWSTOCH_FIXED(2) ROWSTOCH_FIXED(3) ROWSTOCH_FIXED(4) ROWSTOCH_FIXED(5)
         ROWSTOCH_FIXED(6) ROWSTOCH_FIXED(7) ROWSTOCH_FIXED(8) ROWSTOCH_FIXED(9) ROWSTOCH_FIXED(10)
         ROWSTOCH_FIXED(11) ROWSTOCH_FIXED(12) ROWSTOCH_FIXED(13) ROWSTOCH_FIXED(14) ROWSTOCH_FIXED(15)
@@ -103,10 +116,17 @@ inline void csr_mix_rows(const I Ap[], const I Aj[], const T Ax[], const T* __re
     const std::int64_t full = w - w % kChunk;
     const int tail = static_cast<int>(w % kChunk);
     for (std::int64_t i = lo; i < hi; ++i) {
+        const auto& read = rows.row(i);
         for (std::int64_t c0 = 0; c0 < full; c0 += kChunk)
-            csr_row_chunk<kChunk>(Ap, Aj, Ax, X, w, i, c0, Y);
-        if (tail) csr_row_tail(Ap, Aj, Ax, X, w, i, full, tail, Y);
+            csr_row_chunk<kChunk>(Ap, read, Ax, X, w, i, c0, Y);
+        if (tail) csr_row_tail(Ap, read, Ax, X, w, i, full, tail, Y);
     }
+}
+
+template <class I, class T>
+inline void csr_mix_rows(const I Ap[], const I Aj[], const T Ax[], const T* __restrict X,
+                         std::int64_t w, std::int64_t lo, std::int64_t hi, T* __restrict Y) {
+    csr_mix_rows_by(Ap, ColumnRows<I>{Aj}, Ax, X, w, lo, hi, Y);
 }
 
 // Y <- A X   for CSR A (n x n) and dense X, Y (n x w).  Y must not alias X.

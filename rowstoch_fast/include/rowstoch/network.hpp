@@ -17,8 +17,10 @@
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
+#include <vector>
 
 #include "hash.hpp"
+#include "mix.hpp"
 #include "parallel.hpp"
 
 namespace rowstoch {
@@ -243,59 +245,180 @@ struct DelayLayout {
     bool node_major = true;  // false: iteration by iteration, node j's message of slot b at n_own + b n_block + j
 };
 
+// What the ages of one round share: the draws' prefixes and thresholds of the window (computed once per call),
+// and per row (`row(gi)`) the keys mixed with the receiver's id; `age(gi, gj)` of a row's reader is the age of
+// the newest message of the link gj -> gi that has arrived.
+class DelayDraws {
+  public:
+    static constexpr std::int64_t kCached = 64;  // ages below this: prefixes and thresholds computed once per call
+    static constexpr std::int64_t kRowKeys = 16;  // ages below this: keys mixed once per row
+
+    DelayDraws(std::uint64_t seed, std::uint64_t t, std::uint64_t r, std::int64_t D, bool fixed)
+        : seed_(seed), t_(t), r_(r), D_(D), fixed_(fixed), last_(std::min<std::int64_t>(D, static_cast<std::int64_t>(t))),
+          cached_(std::min<std::int64_t>(last_, kCached)), masked_(!fixed && last_ <= 16) {
+        for (std::int64_t k = 0; k < cached_; ++k) {
+            prefix_[k] = hash_prefix(seed, (3ULL << 61) + (t - static_cast<std::uint64_t>(k)), r);
+            threshold_[k] = loss_threshold(static_cast<double>(k + 1) / static_cast<double>(D + 1));
+        }
+    }
+
+    std::int64_t last() const { return last_; }
+    bool fixed() const { return fixed_; }
+
+    struct Row {
+        const DelayDraws* draws;
+        std::int64_t gi;
+        std::uint64_t key[kRowKeys];
+
+        std::int64_t age(std::int64_t gj) const {
+            const DelayDraws& d = *draws;
+            const std::int64_t last = d.last_;
+            if (gj == gi) return 0;
+            std::int64_t age = last;
+            if (d.masked_) {  // the newest arrival: selects from the oldest draw to the newest (branch-free,
+                // portable: no count-trailing-zeros builtin)
+                for (std::int64_t k = last - 1; k >= 0; --k)
+                    age = (mix64(key[k] ^ static_cast<std::uint64_t>(gj)) >> 11) < d.threshold_[k] ? k : age;
+            } else if (!d.fixed_) {
+                for (std::int64_t k = 0; k < last; ++k) {
+                    const std::uint64_t kk = k < kRowKeys ? key[k]
+                        : mix64((k < d.cached_ ? d.prefix_[k]
+                                 : hash_prefix(d.seed_, (3ULL << 61) + (d.t_ - static_cast<std::uint64_t>(k)), d.r_)) ^
+                                static_cast<std::uint64_t>(gi));
+                    const std::uint64_t thr = k < d.cached_ ? d.threshold_[k]
+                        : loss_threshold(static_cast<double>(k + 1) / static_cast<double>(d.D_ + 1));
+                    if ((mix64(kk ^ static_cast<std::uint64_t>(gj)) >> 11) < thr) return k;
+                }
+            }
+            return age;
+        }
+    };
+
+    Row row(std::int64_t gi) const {
+        Row out;
+        out.draws = this;
+        out.gi = gi;
+        if (!fixed_)
+            for (std::int64_t k = 0; k < std::min(cached_, kRowKeys); ++k)
+                out.key[k] = mix64(prefix_[k] ^ static_cast<std::uint64_t>(gi));
+        return out;
+    }
+
+  private:
+    std::uint64_t seed_, t_, r_;
+    std::int64_t D_;
+    bool fixed_;
+    std::int64_t last_, cached_;
+    bool masked_;  // branch-free: every draw of the window, the first arrival's bit
+    std::uint64_t prefix_[kCached], threshold_[kCached];
+};
+
+// Where the stacked block [own rows; history] keeps the message of each age a <= last of a round: node j's
+// message at offset[a] + j stride (DelayLayout's orders), a self loop at its own row i.
+struct DelayOffsets {
+    std::vector<std::int64_t> offset;
+    std::int64_t stride;
+
+    DelayOffsets(const DelayLayout& layout, std::uint64_t t, std::uint64_t r, std::int64_t D, std::int64_t last)
+        : offset(static_cast<std::size_t>(last + 1)), stride(layout.node_major ? (D + 1) * layout.rounds : 1) {
+        for (std::int64_t a = 0; a <= last; ++a) {
+            const std::int64_t block = ((static_cast<std::int64_t>(t) - a) % (D + 1)) * layout.rounds +
+                                       static_cast<std::int64_t>(r);
+            offset[static_cast<std::size_t>(a)] = layout.n_own + (layout.node_major ? block : block * layout.n_block);
+        }
+    }
+};
+
 template <class I, class J>
 void delay_ages(const I Ap[], const I Aj[], std::int64_t rows, NodeIds ids, std::uint64_t seed, std::uint64_t t,
                 std::uint64_t r, std::int64_t D, bool fixed, std::int32_t ages[], J* index = nullptr,
                 DelayLayout layout = {0, 0, 1}) {
-    const std::int64_t last = std::min<std::int64_t>(D, static_cast<std::int64_t>(t));
+    const DelayDraws draws(seed, t, r, D, fixed);
+    const DelayOffsets at(layout, t, r, D, index ? draws.last() : 0);
     const int threads = threads_for(static_cast<std::int64_t>(Ap[rows]) * (fixed ? 1 : 4));
-    constexpr std::int64_t kCached = 64;  // ages below this: prefixes and thresholds computed once per call
-    std::uint64_t prefix[kCached], threshold[kCached];
-    const std::int64_t cached = std::min<std::int64_t>(last, kCached);
-    for (std::int64_t k = 0; k < cached; ++k) {
-        prefix[k] = hash_prefix(seed, (3ULL << 61) + (t - static_cast<std::uint64_t>(k)), r);
-        threshold[k] = loss_threshold(static_cast<double>(k + 1) / static_cast<double>(D + 1));
-    }
-    const bool masked = !fixed && last <= 16;  // branch-free: every draw of the window, the first arrival's bit
-    const std::int64_t slots = (D + 1) * layout.rounds;  // a node's messages side by side (the gathers stay local)
     for_rows(Ap, rows, threads, [&](std::int64_t lo, std::int64_t hi) {
-        std::uint64_t row_key[kCached];
         for (std::int64_t i = lo; i < hi; ++i) {
             const std::int64_t gi = ids.row(i);
-            if (!fixed)
-                for (std::int64_t k = 0; k < cached; ++k) row_key[k] = mix64(prefix[k] ^ static_cast<std::uint64_t>(gi));
+            const DelayDraws::Row row = draws.row(gi);
             for (I q = Ap[i]; q < Ap[i + 1]; ++q) {
                 const std::int64_t gj = ids.col(static_cast<std::int64_t>(Aj[q]));
-                std::int64_t age = last;
-                if (gj == gi) {
-                    age = 0;
-                } else if (masked) {  // the newest arrival: selects from the oldest draw to the newest (portable,
-                    // no count-trailing-zeros builtin)
-                    for (std::int64_t k = last - 1; k >= 0; --k)
-                        age = (mix64(row_key[k] ^ static_cast<std::uint64_t>(gj)) >> 11) < threshold[k] ? k : age;
-                } else if (!fixed) {
-                    for (std::int64_t k = 0; k < last; ++k) {
-                        const std::uint64_t key = k < cached ? row_key[k]
-                            : mix64(hash_prefix(seed, (3ULL << 61) + (t - static_cast<std::uint64_t>(k)), r) ^
-                                    static_cast<std::uint64_t>(gi));
-                        const std::uint64_t thr = k < cached ? threshold[k]
-                            : loss_threshold(static_cast<double>(k + 1) / static_cast<double>(D + 1));
-                        if ((mix64(key ^ static_cast<std::uint64_t>(gj)) >> 11) < thr) {
-                            age = k;
-                            break;
-                        }
-                    }
-                }
+                const std::int64_t age = row.age(gj);
                 if (ages) ages[q] = static_cast<std::int32_t>(age);
-                if (index) {
-                    const std::int64_t block = ((static_cast<std::int64_t>(t) - age) % (D + 1)) * layout.rounds +
-                                               static_cast<std::int64_t>(r);
-                    const std::int64_t j = static_cast<std::int64_t>(Aj[q]);
-                    index[q] = static_cast<J>(gj == gi ? i : layout.n_own + (layout.node_major ? j * slots + block
-                                                                                                : block * layout.n_block + j));
-                }
+                if (index)
+                    index[q] = static_cast<J>(gj == gi ? i : at.offset[static_cast<std::size_t>(age)] +
+                                                                  static_cast<std::int64_t>(Aj[q]) * at.stride);
             }
         }
+    });
+}
+
+// The row of the stacked block each entry of a delayed round reads, drawn in the mixing pass (mix.hpp's Rows
+// policy, csr_mix_rows_by; one per thread, rows asked for in order): what delay_ages' index holds, without
+// writing it. Row i + 1's entries are drawn while row i is gathered (three rows' buffers: the width-1 pass holds
+// two readers) and the rows they read
+// prefetched: drawn inside the gather loop, or just before a row's gathers, the pass took as long as
+// delay_ages and the mix over its index (bench/RESULTS.md section 16).
+template <class I>
+struct DelayedRows {
+    const I* Ap;
+    const I* Aj;
+    NodeIds ids;
+    const DelayDraws* draws;
+    const DelayOffsets* at;
+    std::int64_t rows;
+    const char* H;
+    std::int64_t row_bytes;
+    mutable std::vector<std::int64_t> buffers[3];
+    mutable std::int64_t next = -1;  // the row drawn ahead (in buffers[next % 3]), -1 before the first
+
+    struct Reader {
+        const std::int64_t* rows;
+        I first;
+        std::int64_t operator()(I q) const { return rows[q - first]; }
+    };
+
+    void draw(std::int64_t i) const {
+        std::vector<std::int64_t>& buffer = buffers[i % 3];
+        const I first = Ap[i], end = Ap[i + 1];
+        if (buffer.size() < static_cast<std::size_t>(end - first)) buffer.resize(static_cast<std::size_t>(end - first));
+        const std::int64_t gi = ids.row(i);
+        const DelayDraws::Row keys = draws->row(gi);
+        std::int64_t* out = buffer.data();
+        for (I q = first; q < end; ++q) {
+            const std::int64_t j = static_cast<std::int64_t>(Aj[q]), gj = ids.col(j);
+            out[q - first] = gj == gi ? i : at->offset[static_cast<std::size_t>(keys.age(gj))] + j * at->stride;
+        }
+        for (I q = 0; q < end - first; ++q) {
+            const char* p = H + out[q] * row_bytes;
+            prefetch(p);
+            prefetch(p + row_bytes - 1);
+        }
+    }
+
+    Reader row(std::int64_t i) const {
+        if (next != i) draw(i);  // (the first row, or rows out of order)
+        next = i + 1;
+        if (next < rows) draw(next);
+        return Reader{buffers[i % 3].data(), Ap[i]};
+    }
+};
+
+// Y <- one delayed round (Delayed: each entry reads the newest message of its link that has arrived) over the
+// stacked block H = [own rows; the last D + 1 iterations' messages] laid out as `layout` says: the static mix
+// with the ages drawn in its pass (DelayedRows; the same sums as csr_mix over delay_ages' index, without
+// writing and reading that index: uniform delays' rounds 1.3x faster at n = 2^18; a fixed delay's index, the
+// same every D + 1 iterations, is better kept).
+template <class I, class T>
+void csr_mix_delayed(const I Ap[], const I Aj[], const T Ax[], std::int64_t rows, NodeIds ids, const T H[],
+                     std::int64_t w, T Y[], std::uint64_t seed, std::uint64_t t, std::uint64_t r, std::int64_t D,
+                     bool fixed, DelayLayout layout) {
+    const DelayDraws draws(seed, t, r, D, fixed);
+    const DelayOffsets at(layout, t, r, D, draws.last());
+    const int threads = threads_for(static_cast<std::int64_t>(Ap[rows]) * std::max<std::int64_t>(w, fixed ? 1 : 4));
+    for_rows(Ap, rows, threads, [&](std::int64_t lo, std::int64_t hi) {
+        const DelayedRows<I> by{Ap, Aj, ids, &draws, &at, rows, reinterpret_cast<const char*>(H),
+                                w * static_cast<std::int64_t>(sizeof(T)), {}, -1};
+        csr_mix_rows_by(Ap, by, Ax, H, w, lo, hi, Y);
     });
 }
 

@@ -67,15 +67,6 @@ struct Stream {
     }
 };
 
-// A hint to bring the cache line holding p into cache (no effect on results).
-inline void prefetch(const void* p) {
-#if defined(__GNUC__) || defined(__clang__)
-    __builtin_prefetch(p, 0, 3);
-#else
-    (void)p;
-#endif
-}
-
 inline std::uint64_t stream_key(std::uint64_t seed, std::uint64_t rep, std::uint64_t node,
                                 std::uint64_t iteration, std::uint64_t batch) {
     std::uint64_t k = mix64(seed);
