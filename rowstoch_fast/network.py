@@ -874,9 +874,10 @@ class _Messages(Network):
                 ext = _stack_buffer(self, (2 * n, cur.shape[1]), cur.dtype)
                 self.encode(np.ascontiguousarray(cur), ext[n:], t, r, d, own=ext[:n])
             else:
-                ext = ring.buffer
-                messages = _stack_buffer(self, cur.shape, cur.dtype)
-                ring.put(t, r, self.encode(np.ascontiguousarray(cur), messages, t, r, d, own=ext[:n]))
+                ext, plain = ring.buffer, np.ascontiguousarray(cur)
+                # (messages sent as they are go into the history straight from the block: one copy less)
+                messages = _stack_buffer(self, cur.shape, cur.dtype) if self.encoders() else plain
+                ring.put(t, r, self.encode(plain, messages, t, r, d, own=ext[:n]))
             dst = out.reshape(cur.shape) if (r == rounds - 1 and out is not None) else np.empty_like(cur)
             _own_and_messages_round(core, ext, t, r, dst, delayed, rounds, self.noisy_links(),
                                     None if ring is None else ring.layout())
