@@ -220,8 +220,10 @@ def unreliable_networks():
             "compressed": Compressed(topology.exponential(20), "topk", k=2),
             "qsgd-noisy-lossy": Compressed(Noisy(Sleepy(Lossy(A, 0.2, seed=8), 0.9, seed=1), 0.01, seed=3), "qsgd",
                                            bits=4, seed=9),
-            # delayed messages (every rank keeps every node's): over a static W, and under compression over losses
+            # delayed messages (a rank keeps its halo's): over a static W, and under compression over losses
             "delayed": Delayed(topology.exponential(20), 2, seed=4),
+            # ... over a schedule (links that change: every rank keeps every node's messages)
+            "delayed-schedule": Noisy(Delayed(Schedule([A, topology.ring(20)]), 2, seed=6), 0.01, seed=2),
             "topk-delayed-lossy": Compressed(Noisy(Delayed(Sleepy(Lossy(A, 0.2, seed=8), 0.9, seed=1), 3, seed=2,
                                                            delay="fixed"), 0.01, seed=5), "topk", k=2),
             # ... over fixed links (the running sums of the robust methods: compressed, delayed, noisy, asleep)
@@ -231,7 +233,8 @@ def unreliable_networks():
 
 #: The networks whose messages are compressed, noisy or delayed: what they change is the pass that mixes (the same for
 #: every algorithm), so a method of each family runs on them (the registry runs whole on the others).
-MESSAGE_NETWORKS = ("compressed", "qsgd-noisy-lossy", "delayed", "topk-delayed-lossy", "qsgd-delayed-noisy")
+MESSAGE_NETWORKS = ("compressed", "qsgd-noisy-lossy", "delayed", "delayed-schedule", "topk-delayed-lossy",
+                    "qsgd-delayed-noisy")
 MESSAGE_ALGORITHMS = ("dsgd", "push-pull", "pull-diag-gt", "push-diging", "dgd", "exact-diffusion", "choco-sgd",
                       "compressed-push-pull", "robust-gradient-push", "r-fast")
 

@@ -431,47 +431,106 @@ class MpiBackend(CpuBackend):
             out += noise
 
     def _mix_delayed(self, net, core, plan, t, src, out, rounds):
-        """A delayed network's rounds on this rank's rows: every rank keeps every node's messages of the last
-        ``D + 1`` iterations (all-gathered each round: ``n d`` values per rank and round, correct but not a halo
-        exchange), and each entry reads the newest that has arrived (``_core.delay_ages`` on global ids)."""
+        """A delayed network's rounds on this rank's rows, each entry reading the newest message of its link that
+        has arrived (``_core.mix_delayed`` or ``delay_ages``' index, on global ids). Over a fixed set of links (a
+        static matrix, losses and sleep over one: :func:`~rowstoch_fast.network.fixed_links`) a rank keeps the
+        last ``D + 1`` iterations' messages of its halo only, exchanged with its neighbours like an undelayed
+        round's; a schedule's links change from one iteration to the next, so there every rank keeps every node's
+        messages (all-gathered each round: ``n d`` values per rank and round)."""
+        from ..network import fixed_links
+
         delayed, n, nl, w = net.delayed(), self.n, self.rows, src.shape[1]
-        ring = delayed.ring(self.channel(net), t, nl, n, w, rounds, self.dtype,
-                            require=lambda nbytes, what, hint: self.call(self.require_memory, nbytes, what, hint))
-        mine = np.empty((nl, w), dtype=self.dtype)
+        state = self.channel(net)
+        require = lambda nbytes, what, hint: self.call(self.require_memory, nbytes, what, hint)  # noqa: E731
+        local = fixed_links(core)  # (one matrix every round: its halo's messages suffice)
+        if local:
+            halo = self.halo(core if plan is None else plan[0](0))
+            self._halo_history(state, delayed, halo, w, rounds)
+            ring = delayed.ring(state, t, nl, halo.ncols, w, rounds, self.dtype, require=require)
+            state["columns"] = halo.col_ids
+            key = ("delayed messages", id(halo), w)
+            if key not in self._ext:  # [this rank's messages; its halo's], exchanged as an undelayed round's
+                self._ext[key] = np.zeros((halo.ncols, w), dtype=self.dtype)
+            mine = self._ext[key]
+        else:
+            ring = delayed.ring(state, t, nl, n, w, rounds, self.dtype, require=require)
+            mine = np.empty((nl, w), dtype=self.dtype)
         cur = src
         for r in range(rounds):
-            net.encode(np.ascontiguousarray(cur), mine, t, r, self.message_d, row_ids=self.local_nodes,
+            net.encode(np.ascontiguousarray(cur), mine[:nl], t, r, self.message_d, row_ids=self.local_nodes,
                        own=ring.buffer[:nl])
+            halo = self.halo(core if plan is None else plan[0](r))
             t0 = time.perf_counter()
-            gathered, order = self._all_gathered(mine)
-            t1 = time.perf_counter()
-            ring.put(t, r, gathered, rows=order)
-            M = core if plan is None else plan[0](r)
-            halo = self.halo(M)
-            links = self.__dict__.setdefault("_global_links", {})
-            if id(halo) not in links:  # (global column ids: the blocks hold every node; kept per matrix)
-                links[id(halo)] = (halo, np.asarray(halo.indptr, dtype=np.int64),
-                                   np.asarray(halo.col_ids, dtype=np.int64)[halo.indices])
-            _, indptr, cols = links[id(halo)]
-            every = self.__dict__.setdefault("_every_node", np.arange(n, dtype=np.int64))
-            weighted = self._weighted_pass(net, plan, halo, t, r)
-            if plan is None and delayed.FUSED[delayed.delay]:  # (the ages drawn in the mixing pass)
-                delayed.mix_block(indptr, cols, halo.data, ring.buffer, out, t, r, ring.layout(),
-                                  row_ids=self.local_nodes, col_ids=every)
+            if local:
+                halo.exchange(mine)
+                t1 = time.perf_counter()
+                ring.put(t, r, mine)
+                indptr, cols, col_ids = halo.indptr, halo.indices, np.asarray(halo.col_ids, dtype=np.int64)
             else:
-                indptr_of, index = delayed.index(indptr, cols, t, r, ring.layout(), row_ids=self.local_nodes,
-                                                 col_ids=every)
+                gathered, order = self._all_gathered(mine)
+                t1 = time.perf_counter()
+                ring.put(t, r, gathered, rows=order)
+                links = self.__dict__.setdefault("_global_links", {})
+                if id(halo) not in links:  # (global column ids: the blocks hold every node; kept per matrix)
+                    links[id(halo)] = (halo, np.asarray(halo.indptr, dtype=np.int64),
+                                       np.asarray(halo.col_ids, dtype=np.int64)[halo.indices])
+                _, indptr, cols = links[id(halo)]
+                col_ids = self.__dict__.setdefault("_every_node", np.arange(n, dtype=np.int64))
+            weighted = self._weighted_pass(net, plan, halo, t, r)
+            ids = {"row_ids": self.local_nodes, "col_ids": col_ids}
+            if plan is None and delayed.FUSED[delayed.delay]:  # (the ages drawn in the mixing pass)
+                delayed.mix_block(indptr, cols, halo.data, ring.buffer, out, t, r, ring.layout(), **ids)
+            else:
+                indptr_of, index = delayed.index(indptr, cols, t, r, ring.layout(), **ids)
                 spread = np.repeat if ring.order == "node" else np.tile  # (each node's messages side by side, or not)
-                senders = np.concatenate([self.local_nodes, spread(every, (len(ring.buffer) - nl) // n)])
+                senders = np.concatenate([self.local_nodes, spread(col_ids, (len(ring.buffer) - nl) // len(col_ids))])
                 weighted(indptr_of, index, ring.buffer, senders, out)
             if net.noisy_links():
-                ages = delayed.ages(indptr, cols, t, r, row_ids=self.local_nodes, col_ids=every)
-                self._add_link_noise(net, weighted, indptr, cols, every, t, r, out, ages=ages)
+                ages = delayed.ages(indptr, cols, t, r, **ids)
+                self._add_link_noise(net, weighted, indptr, cols, col_ids, t, r, out, ages=ages)
             halo.comm_seconds += t1 - t0
             halo.compute_seconds += time.perf_counter() - t1
             cur = out
         ring.done(t)
         return out
+
+    def _halo_history(self, state, delayed, halo, w, rounds):
+        """A history restored with every node's messages (``load_channels``: a checkpoint's) cut to ``halo``'s
+        columns, in its order, before a round keeps only those."""
+        from .._history import History
+
+        ring = state.get("ring")
+        if ring is None or state.get("columns") is not None:
+            return
+        cut = History(halo.n_local, halo.ncols, w, delayed.max_delay, rounds, ring.buffer.dtype, np,
+                      delayed.ORDER[delayed.delay])
+        if ring.slots().shape[:3] == (self.n, delayed.max_delay + 1, rounds) and ring.buffer.shape[1] == w:
+            cut.slots()[...] = ring.slots()[np.asarray(halo.col_ids)]
+            cut.last, cut.fresh = ring.last, ring.fresh
+        state["ring"] = cut
+
+    def save_channels(self):
+        """Every node's messages of each delayed history, as one process keeps them: a history of a halo's columns
+        gives its rank's own nodes' (all-gathered; every rank must call)."""
+        from .._history import History
+
+        whole = {}
+        for key, state in sorted(self.__dict__.get("_channels", {}).items()):
+            ring = state.get("ring")
+            if ring is None or ring.last is None or state.get("columns") is None:
+                continue
+            own = ring.slots()[: self.rows]  # (the halo's first columns are this rank's nodes)
+            gathered, order = self._all_gathered(np.ascontiguousarray(own).reshape(self.rows, -1))
+            every = History(self.rows, self.n, ring.buffer.shape[1], ring.D, ring.rounds, ring.buffer.dtype)
+            every.slots()[order] = gathered.reshape(self.n, ring.D + 1, ring.rounds, -1)
+            every.last, every.fresh = ring.last, ring.fresh
+            whole[key] = {"ring": every}
+        channels = self.__dict__.get("_channels", {})
+        self._channels = {**channels, **whole}
+        try:
+            return super().save_channels()
+        finally:
+            self._channels = channels
 
     def _all_gathered(self, mine):
         """Every rank's rows of ``mine`` (this rank's, ``(rows, w)``), all-gathered in rank order, and the global
