@@ -280,10 +280,10 @@ EMULATE_LOSSY(csr_mix_lossy4_f32_i64, float, i64)
     EMULATE(name,                                                                                              \
             P(const I* Ap, const I* Aj, const T* Ax, const T* Xown, const T* X, T* Y, i64 n, i64 w, const u64* s, \
               u64 key, double p, int renormalise, const unsigned char* awake, const unsigned char* bad,         \
-              const u64* dkeys, const u64* dthr, const i64* dslot, i64 dlast, i64 dslots,                       \
-              const unsigned char* dages, const u64* sent, T sigma, int noise_only),                            \
+              const u64* dkeys, const u64* dthr, const i64* dslot, i64 dlast, i64 dslots, const u64* sent,      \
+              T sigma, int noise_only),                                                                        \
             (Ap, Aj, Ax, Xown, X, Y, n, w, s, key, p, renormalise, awake, bad, dkeys, dthr, dslot, dlast, dslots, \
-             dages, sent, sigma, noise_only))
+             sent, sigma, noise_only))
 EMULATE_MESSAGES(csr_mix_messages1_f64_i32, double, int)
 EMULATE_MESSAGES(csr_mix_messages1_f64_i64, double, i64)
 EMULATE_MESSAGES(csr_mix_messages2_f64_i32, double, int)
@@ -322,14 +322,6 @@ EMULATE_COMPRESS(compress_rows_f32, float)
             (x0, x1, x2, x3, r0, r1, r2, r3, c0, c1, c2, c3, K, out, n, w, status, launch))
 EMULATE_COMBINE(combine_f64, double)
 EMULATE_COMBINE(combine_f32, float)
-// The ages of a delayed round's entries, one thread per row: delay_ages_rows_<index>.
-#define EMULATE_AGES(name, I)                                                                                   \
-    EMULATE(name,                                                                                               \
-            P(const I* Ap, const I* Aj, i64 rows, const u64* keys, const u64* thresholds, i64 last,             \
-              unsigned char* ages, const u64* s),                                                               \
-            (Ap, Aj, rows, keys, thresholds, last, ages, s))
-EMULATE_AGES(delay_ages_rows_i32, int)
-EMULATE_AGES(delay_ages_rows_i64, i64)
 EMULATE(ge_advance_i32,
         P(const int* Ap, const int* Aj, i64 rows, unsigned char* bad, const u64* keys, i64 steps, u64 init_key,
           int init, double p_bad, double p_recover, double stationary),

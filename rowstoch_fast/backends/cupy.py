@@ -324,21 +324,19 @@ def _message_tables(delayed, noise_seeds, t, r, rounds, slot_stride=1):
 
 
 def _launch_messages(Ap, Aj, Ax, own, X, out, status, key, p, renormalise, awake, bad, delays, last, slots, sent,
-                     sigma, noise_only=False, ages=None):
+                     sigma, noise_only=False):
     """A round of messages (``csr_mix_messages`` of kernels.cu: :func:`_mix_lossy_into`'s losses and sleep): the
     self loops read ``own``, entry ``q`` node ``Aj[q]``'s message in ``X`` (with ``delays``, the device tables
     ``(keys or null, thresholds, slots)`` of :func:`_message_tables`: the newest that has arrived in the history
-    ``X``, of ``slots`` slots a node; ``ages``: each entry's age drawn beforehand, ``delay_ages_rows``, else
-    drawn in the pass); with ``sent`` (noise keys by age) each received copy gets noise of ``sigma``, drawn and
-    summed in the same pass (``noise_only``: only the noise, added to ``out``)."""
+    ``X``, of ``slots`` slots a node); with ``sent`` (noise keys by age) each received copy gets noise of
+    ``sigma``, drawn and summed in the same pass (``noise_only``: only the noise, added to ``out``)."""
     n, w = out.shape
     vec = 2 if np.dtype(Ax.dtype) == np.float64 else 4
     V = vec if _aligned(X, out) and _aligned(own, out) and w % vec == 0 else 1
     _launch(f"csr_mix_messages{V}_{_suffix(Ax.dtype)}_{_index_suffix(Ap)}", n * w // V,
             (Ap, Aj, Ax, own, X, out, np.int64(n), np.int64(w), status, np.uint64(key), np.float64(p),
              np.int32(bool(renormalise)), _NULL if awake is None else awake, _NULL if bad is None else bad,
-             *delays, np.int64(last), np.int64(slots), _NULL if ages is None else ages, sent, out.dtype.type(sigma),
-             np.int32(bool(noise_only))))
+             *delays, np.int64(last), np.int64(slots), sent, out.dtype.type(sigma), np.int32(bool(noise_only))))
     return out
 
 
@@ -641,18 +639,12 @@ class CupyBackend(Backend):
                 tables[:last] if delayed.delay == "uniform" and last else _NULL, tables[last:2 * last] if last else _NULL,
                 tables[2 * last:3 * last + 1])
             start = 0 if ring is None else 3 * last + 1  # (the noise keys after the delays' tables)
-            ages = None
-            if ring is not None and delayed.delay == "uniform" and 0 < last and delayed.max_delay <= 255:
-                # each link's age drawn once (a thread per row), not by every thread of its row in the pass
-                ages = self._work("ages", (len(Aj),), np.uint8)
-                _launch(f"delay_ages_rows_{_index_suffix(Ap)}", n,
-                        (Ap, Aj, np.int64(n), delays[0], delays[1], np.int64(last), ages, self._status))
             for k, layer in enumerate(noisy or [None]):
                 sent = _NULL if layer is None else tables[start + k * (last + 1):start + (k + 1) * (last + 1)]
                 _launch_messages(Ap, Aj, Ax, cur, messages, dst, self._status, key, p, renormalise, mask, bad,
                                  delays, last, 0 if ring is None else (delayed.max_delay + 1) * rounds if node_major
                                  else 1, sent,
-                                 0.0 if layer is None else layer.sigma, noise_only=k > 0, ages=ages)
+                                 0.0 if layer is None else layer.sigma, noise_only=k > 0)
             cur = dst
         if ring is not None:
             ring.done(t)
