@@ -52,8 +52,10 @@ def main(argv=None):
 
     compressed = {"qsgd-4": Compressed(A, "qsgd", bits=4, seed=1), "topk-2": Compressed(A, "topk", k=2),
                   "lossy-topk-2": Compressed(lossy, "topk", k=2), "delayed-3": Delayed(A, 3, seed=1),
-                  "delayed-3-fixed": Delayed(A, 3, delay="fixed"), "delayed-3 via index": Delayed(A, 3, seed=1)}
-    compressed["delayed-3 via index"].FUSED = {"uniform": False}  # (the two passes before: delay_ages' index, then the mix)
+                  "delayed-3-fixed": Delayed(A, 3, delay="fixed"), "delayed-3 via index": Delayed(A, 3, seed=1),
+                  "lossy-delayed-3": Delayed(lossy, 3, seed=1), "lossy-delayed-3 via index": Delayed(lossy, 3, seed=1)}
+    for k in ("delayed-3 via index", "lossy-delayed-3 via index"):  # (the two passes before: delay_ages' index,
+        compressed[k].FUSED = {"uniform": False}  # then the mix)
     med, _ = interleaved({"static": lambda: A.mix(X, out=out), "lossy": step(lossy), "sleepy": step(sleepy),
                           "one-peer": step(onepeer), **{k: step(v) for k, v in compressed.items()}},
                          rounds=args.rounds, min_time=0.3)

@@ -569,12 +569,25 @@ py::object delay_ages(py::array indptr, py::array indices, std::uint64_t seed, s
 // out <- one delayed round over the stacked block H (network.hpp's csr_mix_delayed: the ages drawn in the pass).
 py::array mix_delayed(py::array indptr, py::array indices, py::array data, py::array H, py::array out,
                       std::uint64_t seed, std::uint64_t t, std::uint64_t r, int64_t max_delay, bool fixed,
-                      py::object layout_obj, py::object row_ids_obj, py::object col_ids_obj) {
+                      py::object layout_obj, py::object row_ids_obj, py::object col_ids_obj, std::uint64_t loss_seed,
+                      double p, bool renormalise, py::object awake_obj, py::object bad_obj) {
     check_max_delay(max_delay);
+    if (!(p >= 0.0 && p <= 1.0)) throw py::value_error(cat("p must be in [0, 1], got ", p));
     const int64_t rows = link_rows(indptr, indices, row_ids_obj, col_ids_obj);
-    py::array row_keep, col_keep;
+    py::array row_keep, col_keep, awake_keep, bad_keep;
     int64_t ncols;
     const rowstoch::NodeIds ids = link_ids(row_ids_obj, col_ids_obj, rows, row_keep, col_keep, ncols);
+    // one awake flag per node: as many as the columns name (the nodes, or with ids, every global id they hold)
+    int64_t n_nodes = ncols;
+    if (ids.cols)
+        for (int64_t k = 0; k < ncols; ++k) n_nodes = std::max(n_nodes, ids.cols[k] + 1);
+    if (ids.rows)
+        for (int64_t k = 0; k < rows; ++k) n_nodes = std::max(n_nodes, ids.rows[k] + 1);
+    const std::uint8_t* awake = awake_obj.is_none() ? nullptr
+        : flags(awake_obj, "awake", std::max(n_nodes, awake_obj.cast<py::array>().shape(0)), false, awake_keep);
+    const std::uint8_t* bad = flags(bad_obj, "bad", indices.shape(0), false, bad_keep);
+    const rowstoch::LossyRound lossy{loss_seed, p, renormalise, awake, bad};
+    const bool lossy_round = p > 0.0 || awake || bad;
     const rowstoch::DelayLayout layout = delay_layout(layout_obj, rows, ncols, r, max_delay);
     check_ndim(data, "data", 1);
     if (!(is_f32(data) || is_f64(data))) throw py::type_error(cat("data must be float32 or float64, got ", dtype_name(data)));
@@ -601,7 +614,8 @@ py::array mix_delayed(py::array indptr, py::array indices, py::array data, py::a
         const T *Ax = cptr<T>(data), *Hp = cptr<T>(H);
         T* Yp = ptr<T>(out);
         py::gil_scoped_release nogil;
-        rowstoch::csr_mix_delayed(Ap, Aj, Ax, rows, ids, Hp, w, Yp, seed, t, r, max_delay, fixed, layout);
+        rowstoch::csr_mix_delayed(Ap, Aj, Ax, rows, ids, Hp, w, Yp, seed, t, r, max_delay, fixed, layout,
+                                  lossy_round ? &lossy : nullptr);
     };
     const bool i64 = is_i64(indptr), f64 = is_f64(data);
     if (i64 && f64) run(int64_t{}, 0.0);
@@ -1043,10 +1057,13 @@ PYBIND11_MODULE(_core, m) {
     m.def("mix_delayed", &mix_delayed, py::arg("indptr"), py::arg("indices"), py::arg("data"), py::arg("H"),
           py::arg("out"), py::arg("seed"), py::arg("t"), py::arg("r"), py::arg("max_delay"), py::arg("fixed"),
           py::arg("layout"), py::arg("row_ids") = py::none(), py::arg("col_ids") = py::none(),
+          py::arg("loss_seed") = 0, py::arg("p") = 0.0, py::arg("renormalise") = true,
+          py::arg("awake") = py::none(), py::arg("bad") = py::none(),
           "out <- one delayed round of the CSR weights over the stacked block H = [own rows; the last max_delay + 1 "
           "iterations' messages] (layout as delay_ages takes it): each entry reads the newest message of its link "
           "that has arrived, its age drawn in the pass (rowstoch/network.hpp's csr_mix_delayed; the same sums as "
-          "mix over delay_ages' index).");
+          "mix over delay_ages' index); with p > 0, awake or bad, the round's losses and sleep as mix_lossy draws "
+          "them (on the senders' ids).");
     m.def("link_noise", &link_noise, py::arg("indptr"), py::arg("indices"), py::arg("seed"), py::arg("t"),
           py::arg("r"), py::arg("w"), py::arg("dtype") = py::dtype::of<double>(), py::arg("ages") = py::none(),
           py::arg("row_ids") = py::none(), py::arg("col_ids") = py::none(),

@@ -94,6 +94,11 @@ def mix_delayed(
     layout: tuple[int, int, int] | tuple[int, int, int, bool],
     row_ids: NDArray[np.int64] | None = None,
     col_ids: NDArray[np.int64] | None = None,
+    loss_seed: int = 0,
+    p: float = 0.0,
+    renormalise: bool = True,
+    awake: NDArray[np.bool_] | NDArray[np.uint8] | None = None,
+    bad: NDArray[np.bool_] | NDArray[np.uint8] | None = None,
 ) -> NDArray[np.floating]: ...
 def link_noise(
     indptr: NDArray[np.integer],

@@ -993,8 +993,11 @@ def _own_and_messages_round(core, ext, t, r, out, delayed=None, rounds=1, noisy=
         cached = core._stacked_ids = ((len(ext), node_major),
                                       np.concatenate([nodes, spread(nodes, len(ext) // n - 1)]))
     ids = cached[1]
-    if delayed is not None and isinstance(core, MixingMatrix) and delayed.FUSED[delayed.delay]:
-        delayed.mix_block(c.indptr, c.indices, c.data, ext, out, t, r, layout)  # (the ages drawn in the pass)
+    if delayed is not None and (isinstance(core, MixingMatrix) or plan is not None) and delayed.FUSED[delayed.delay]:
+        lossy = None if plan is None else {"loss_seed": plan[1], "p": plan[2], "renormalise": core.stochastic == "row",
+                                           "awake": plan[3], "bad": bad}
+        delayed.mix_block(c.indptr, c.indices, c.data, ext, out, t, r, layout, lossy=lossy)  # (the ages drawn in
+        # the mixing pass)
     else:
         indptr, index = read(c)
         weighted(indptr, index, ext, ids, out)
@@ -1316,15 +1319,17 @@ class Delayed(_Messages):
         ids = {} if row_ids is None else {"row_ids": row_ids, "col_ids": col_ids}
         return _core.delay_ages(indptr, indices, self.seed, t, r, self.max_delay, fixed=self.delay == "fixed", **ids)
 
-    def mix_block(self, indptr, indices, data, block, out, t, r, layout, row_ids=None, col_ids=None):
+    def mix_block(self, indptr, indices, data, block, out, t, r, layout, row_ids=None, col_ids=None, lossy=None):
         """``out <-`` round ``r`` of iteration ``t`` of the CSR weights over ``block``, the history laid out as
         ``layout`` (:meth:`index`'s), each entry reading the newest message of its link that has arrived: the
-        ages drawn in the pass (``_core.mix_delayed``; the same sums as the mix over :meth:`index`)."""
+        ages drawn in the pass (``_core.mix_delayed``; the same sums as the mix over :meth:`index`). ``lossy``:
+        the round's losses and sleep, ``{"loss_seed", "p", "renormalise", "awake", "bad"}`` (``_core.mix_lossy``'s
+        draws on the senders' ids)."""
         from . import _core
 
         ids = {} if row_ids is None else {"row_ids": row_ids, "col_ids": col_ids}
         return _core.mix_delayed(indptr, indices, data, block, out, self.seed, t, r, self.max_delay,
-                                 self.delay == "fixed", layout, **ids)
+                                 self.delay == "fixed", layout, **ids, **(lossy or {}))
 
     def index(self, indptr, indices, t, r, layout, row_ids=None, col_ids=None):
         """``(indptr, index)``: the row of the stacked block each stored entry reads in round ``r`` of iteration

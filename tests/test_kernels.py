@@ -377,14 +377,16 @@ def test_the_compiled_link_noise_equals_numpy_s(case, seed, t, r, w, with_ages, 
 
 
 @given(csr_and_block(max_d=20), st.integers(0, 2**63 - 1), st.integers(0, 40), st.integers(0, 20), st.booleans(),
-       st.booleans(), st.booleans(), st.sampled_from([1, 2, 3, 11, 17, 40]))
-@settings(max_examples=60, deadline=None)
+       st.booleans(), st.booleans(), st.sampled_from([1, 2, 3, 11, 17, 40]),
+       st.sampled_from(["static", "lossy", "asleep", "bursty-asleep", "column"]))
+@settings(max_examples=80, deadline=None)
 def test_the_fused_delayed_mix_equals_the_mix_over_the_delays_index(case, seed, t, D, fixed, node_major, with_ids,
-                                                                     w):
+                                                                     w, base):
     """_core.mix_delayed (the ages drawn in the mixing pass, each row's draws a row ahead of its gathers) gives
-    the bits of _core.mix over delay_ages' index: both orders of the history, fixed and uniform delays (masked
-    windows up to 16, longer ones drawn one by one), widths 1 (two rows at a time), 2-16 and wider (chunks), an
-    MPI share's global ids, the second of two rounds."""
+    the bits of _core.mix (or mix_lossy, with losses, sleep, Gilbert-Elliott gates, renormalised or not) over
+    delay_ages' index: both orders of the history, fixed and uniform delays (masked windows up to 16, longer ones
+    drawn one by one), widths 1 (two rows at a time), 2-16 and wider (chunks), an MPI share's global ids, the
+    second of two rounds."""
     from rowstoch_fast import _core
 
     csr, _ = case
@@ -398,9 +400,21 @@ def test_the_fused_delayed_mix_equals_the_mix_over_the_delays_index(case, seed, 
     H = rng.standard_normal((n + (D + 1) * R * n, w)).astype(csr.dtype)
     index = _core.delay_ages(csr.indptr, csr.indices, seed, t, r, D, fixed=fixed, layout=layout, **ids)
     indptr = csr.indptr.astype(index.dtype)
-    want = _core.mix(indptr, index, csr.data, H, np.empty((n, w), csr.dtype), check_indices=True, ncols=len(H))
+    lossy = {}
+    if base == "static":
+        want = _core.mix(indptr, index, csr.data, H, np.empty((n, w), csr.dtype), check_indices=True, ncols=len(H))
+    else:
+        lossy = {"loss_seed": seed // 3, "p": 0.0 if base == "asleep" else 0.3, "renormalise": base != "column",
+                 "awake": rng.random(n) < 0.7 if "asleep" in base else None,
+                 "bad": rng.random(csr.nnz) < 0.5 if "bursty" in base else None}
+        nodes = np.arange(n, dtype=np.int64)
+        rows = ids.get("row_ids", nodes)
+        senders = np.concatenate([rows, (np.repeat if node_major else np.tile)(nodes, (D + 1) * R)])
+        want = _core.mix_lossy(indptr, index, csr.data, H, np.empty((n, w), csr.dtype), seed=lossy["loss_seed"],
+                               t=t, r=r, p=lossy["p"], renormalise=lossy["renormalise"], awake=lossy["awake"],
+                               row_ids=rows, col_ids=senders, ncols=len(H), bad=lossy["bad"])
     got = np.full((n, w), np.nan, csr.dtype)
-    _core.mix_delayed(csr.indptr, csr.indices, csr.data, H, got, seed, t, r, D, fixed, layout, **ids)
+    _core.mix_delayed(csr.indptr, csr.indices, csr.data, H, got, seed, t, r, D, fixed, layout, **ids, **lossy)
     np.testing.assert_array_equal(got, want)
 
 
@@ -423,7 +437,10 @@ def test_the_fused_delayed_mix_refuses_bad_input():
             ({"out": H[:2]}, ValueError, "out"),
             ({"data": np.ones(2)}, ValueError, "data.size"),
             ({"indices": np.array([0, 1, 5])}, ValueError, r"indices\[2\] = 5 is out of range"),
-            ({"row_ids": np.arange(2)}, ValueError, "row_ids and col_ids go together")]:
+            ({"row_ids": np.arange(2)}, ValueError, "row_ids and col_ids go together"),
+            ({"p": 1.5}, ValueError, r"p must be in \[0, 1\]"),
+            ({"awake": np.ones(1, bool)}, ValueError, "awake has 1 entries, expected 2"),
+            ({"bad": np.ones(2, bool)}, ValueError, "bad has 2 entries, expected 3")]:
         with pytest.raises(error, match=match):
             _core.mix_delayed(**{**args, **kwargs})
 

@@ -398,22 +398,30 @@ class MpiBackend(CpuBackend):
             cur = out
         return out
 
+    def _lossy_arguments(self, net, plan, halo, t):
+        """The round's losses and sleep on ``halo``'s entries, ``{"loss_seed", "p", "renormalise", "awake", "bad"}``
+        (None without a plan: a static matrix)."""
+        if plan is None:
+            return None
+        _, seed, p, awake, chain = plan
+        bad = None if chain is None else chain.bad_states(halo.indptr, halo.indices, t, row_ids=halo.local_nodes,
+                                                          col_ids=halo.col_ids)
+        return {"loss_seed": seed, "p": p, "renormalise": net.stochastic == "row", "awake": awake, "bad": bad}
+
     def _weighted_pass(self, net, plan, halo, t, r):
         """``weighted(indptr, index, block, senders, dst)``: one pass of this rank's rows of the round's weights
         over a stacked block (``senders``: the global id of each of its rows), the losses and sleep of the round."""
         data = halo.data
-        if plan is None:
+        lossy = self._lossy_arguments(net, plan, halo, t)
+        if lossy is None:
             def weighted(indptr, index, block, senders, dst):
                 _core.mix(indptr, index, data, block, dst, check_indices=False, ncols=len(block))
             return weighted
-        _, seed, p, awake, chain = plan
-        bad = None if chain is None else chain.bad_states(halo.indptr, halo.indices, t, row_ids=halo.local_nodes,
-                                                          col_ids=halo.col_ids)
 
         def weighted(indptr, index, block, senders, dst):
-            _core.mix_lossy(indptr, index, data, block, dst, seed=seed, t=t, r=r, p=p,
-                            renormalise=net.stochastic == "row", awake=awake, row_ids=self.local_nodes,
-                            col_ids=senders, ncols=len(block), bad=bad, check_indices=False)
+            _core.mix_lossy(indptr, index, data, block, dst, seed=lossy["loss_seed"], t=t, r=r, p=lossy["p"],
+                            renormalise=lossy["renormalise"], awake=lossy["awake"], row_ids=self.local_nodes,
+                            col_ids=senders, ncols=len(block), bad=lossy["bad"], check_indices=False)
         return weighted
 
     def _add_link_noise(self, net, weighted, indptr, indices, col_ids, t, r, out, ages=None):
@@ -478,8 +486,9 @@ class MpiBackend(CpuBackend):
                 col_ids = self.__dict__.setdefault("_every_node", np.arange(n, dtype=np.int64))
             weighted = self._weighted_pass(net, plan, halo, t, r)
             ids = {"row_ids": self.local_nodes, "col_ids": col_ids}
-            if plan is None and delayed.FUSED[delayed.delay]:  # (the ages drawn in the mixing pass)
-                delayed.mix_block(indptr, cols, halo.data, ring.buffer, out, t, r, ring.layout(), **ids)
+            if delayed.FUSED[delayed.delay]:  # (the ages drawn in the mixing pass)
+                delayed.mix_block(indptr, cols, halo.data, ring.buffer, out, t, r, ring.layout(), **ids,
+                                  lossy=self._lossy_arguments(net, plan, halo, t))
             else:
                 indptr_of, index = delayed.index(indptr, cols, t, r, ring.layout(), **ids)
                 spread = np.repeat if ring.order == "node" else np.tile  # (each node's messages side by side, or not)

@@ -65,9 +65,11 @@ inline T keep_unless(T w, std::uint64_t drop) {
     return w;
 }
 
-template <int K, int Case, class I, class T>
-inline void lossy_row(const I Ap[], const I Aj[], const T Ax[], const T* __restrict X, std::int64_t w,
-                      std::int64_t i, std::uint64_t round, std::uint64_t threshold, bool renormalise,
+// (`read(q)`: the row of X entry q reads, mix.hpp's Rows policy: Aj[q] for the lossy round, the history row of the
+// newest arrived message for a delayed one; Aj[q] names the sender, whose id the draws take)
+template <int K, int Case, class I, class T, class Reader>
+inline void lossy_row(const I Ap[], const I Aj[], const Reader& read, const T Ax[], const T* __restrict X,
+                      std::int64_t w, std::int64_t i, std::uint64_t round, std::uint64_t threshold, bool renormalise,
                       const std::uint8_t* awake_in, const std::uint8_t* bad_in, NodeIds ids_in, T* __restrict Y) {
     const std::uint8_t* awake = Case == kLosses ? nullptr : awake_in;
     const std::uint8_t* bad = Case == kAny ? bad_in : nullptr;
@@ -101,7 +103,7 @@ inline void lossy_row(const I Ap[], const I Aj[], const T Ax[], const T* __restr
                                  (mix64(row ^ static_cast<std::uint64_t>(gj)) >> 11) < threshold));
         lost |= gone;
         const T a = keep_unless(Ax[q], gone);
-        const T* __restrict x = X + j * width;
+        const T* __restrict x = X + read(q) * width;
         for (std::int64_t c = 0; c < width; ++c) acc[c] += a * x[c];
         den += a;
     }
@@ -119,24 +121,49 @@ inline void lossy_row(const I Ap[], const I Aj[], const T Ax[], const T* __restr
 
 // The rows lo..hi-1 in one case: a function of its own (not inlined into the dispatch below, where GCC 12
 // vectorised the K accumulators as 4 pairs and 2 singles instead of 5 pairs: 1.5x -> 1.4x the static pass).
-template <int K, int Case, class I, class T>
-__attribute__((noinline)) void lossy_rows_in(const I Ap[], const I Aj[], const T Ax[], const T* X, std::int64_t w,
-                                             std::int64_t lo, std::int64_t hi, std::uint64_t round,
+template <int K, int Case, class I, class T, class Rows>
+__attribute__((noinline)) void lossy_rows_in(const I Ap[], const I Aj[], const Rows& rows, const T Ax[], const T* X,
+                                             std::int64_t w, std::int64_t lo, std::int64_t hi, std::uint64_t round,
                                              std::uint64_t threshold, bool renormalise, const std::uint8_t* awake,
                                              const std::uint8_t* bad, NodeIds ids, T* Y) {
     for (std::int64_t i = lo; i < hi; ++i)
-        lossy_row<K, Case>(Ap, Aj, Ax, X, w, i, round, threshold, renormalise, awake, bad, ids, Y);
+        lossy_row<K, Case>(Ap, Aj, rows.row(i), Ax, X, w, i, round, threshold, renormalise, awake, bad, ids, Y);
 }
 
-template <int K, class I, class T>
-inline void lossy_rows(const I Ap[], const I Aj[], const T Ax[], const T* X, std::int64_t w, std::int64_t lo,
-                       std::int64_t hi, std::uint64_t round, std::uint64_t threshold, bool renormalise,
-                       const std::uint8_t* awake, const std::uint8_t* bad, NodeIds ids, T* Y) {
+template <int K, class I, class T, class Rows>
+inline void lossy_rows(const I Ap[], const I Aj[], const Rows& by, const T Ax[], const T* X, std::int64_t w,
+                       std::int64_t lo, std::int64_t hi, std::uint64_t round, std::uint64_t threshold,
+                       bool renormalise, const std::uint8_t* awake, const std::uint8_t* bad, NodeIds ids, T* Y) {
     const bool local = !bad && !ids.rows && !ids.cols;
-    auto rows = local && !awake && threshold ? lossy_rows_in<K, kLosses, I, T>
-                : local && awake && !threshold ? lossy_rows_in<K, kAsleep, I, T>
-                                               : lossy_rows_in<K, kAny, I, T>;
-    rows(Ap, Aj, Ax, X, w, lo, hi, round, threshold, renormalise, awake, bad, ids, Y);
+    auto rows = local && !awake && threshold ? lossy_rows_in<K, kLosses, I, T, Rows>
+                : local && awake && !threshold ? lossy_rows_in<K, kAsleep, I, T, Rows>
+                                               : lossy_rows_in<K, kAny, I, T, Rows>;
+    rows(Ap, Aj, by, Ax, X, w, lo, hi, round, threshold, renormalise, awake, bad, ids, Y);
+}
+
+// Y <- the lossy round; `make_rows()` (called once per thread) gives the Rows policy naming the row of X each
+// entry reads (default: Aj's).
+template <class I, class T, class MakeRows>
+void csr_mix_lossy_by(const I Ap[], const I Aj[], const T Ax[], std::int64_t n, const T X[], std::int64_t w, T Y[],
+                      std::uint64_t seed, std::uint64_t t, std::uint64_t r, double p, bool renormalise,
+                      const std::uint8_t* awake, NodeIds ids, const std::uint8_t* bad, MakeRows&& make_rows) {
+    const std::uint64_t round = hash_prefix(seed, t, r);
+    // u = (h >> 11) 2^-53 < p  <=>  (h >> 11) < ceil(p 2^53): the same draws, compared as integers
+    const std::uint64_t threshold = loss_threshold(p);
+    const int threads = threads_for(static_cast<std::int64_t>(Ap[n]) * w);
+    for_rows(Ap, n, threads, [&](std::int64_t lo, std::int64_t hi) {
+        const auto by = make_rows();
+        switch (w) {
+#define ROWSTOCH_LOSSY(K) \
+    case K: lossy_rows<K>(Ap, Aj, by, Ax, X, w, lo, hi, round, threshold, renormalise, awake, bad, ids, Y); return;
+            ROWSTOCH_LOSSY(1) ROWSTOCH_LOSSY(2) ROWSTOCH_LOSSY(3) ROWSTOCH_LOSSY(4) ROWSTOCH_LOSSY(5)
+            ROWSTOCH_LOSSY(6) ROWSTOCH_LOSSY(7) ROWSTOCH_LOSSY(8) ROWSTOCH_LOSSY(9) ROWSTOCH_LOSSY(10)
+            ROWSTOCH_LOSSY(11) ROWSTOCH_LOSSY(12) ROWSTOCH_LOSSY(13) ROWSTOCH_LOSSY(14) ROWSTOCH_LOSSY(15)
+            ROWSTOCH_LOSSY(16)
+#undef ROWSTOCH_LOSSY
+            default: lossy_rows<0>(Ap, Aj, by, Ax, X, w, lo, hi, round, threshold, renormalise, awake, bad, ids, Y);
+        }
+    });
 }
 
 template <class I, class T>
@@ -144,22 +171,8 @@ void csr_mix_lossy(const I Ap[], const I Aj[], const T Ax[], std::int64_t n, con
                    std::uint64_t seed, std::uint64_t t, std::uint64_t r, double p, bool renormalise,
                    const std::uint8_t* awake = nullptr, NodeIds ids = {nullptr, nullptr},
                    const std::uint8_t* bad = nullptr) {
-    const std::uint64_t round = hash_prefix(seed, t, r);
-    // u = (h >> 11) 2^-53 < p  <=>  (h >> 11) < ceil(p 2^53): the same draws, compared as integers
-    const std::uint64_t threshold = loss_threshold(p);
-    const int threads = threads_for(static_cast<std::int64_t>(Ap[n]) * w);
-    for_rows(Ap, n, threads, [&](std::int64_t lo, std::int64_t hi) {
-        switch (w) {
-#define ROWSTOCH_LOSSY(K) \
-    case K: lossy_rows<K>(Ap, Aj, Ax, X, w, lo, hi, round, threshold, renormalise, awake, bad, ids, Y); return;
-            ROWSTOCH_LOSSY(1) ROWSTOCH_LOSSY(2) ROWSTOCH_LOSSY(3) ROWSTOCH_LOSSY(4) ROWSTOCH_LOSSY(5)
-            ROWSTOCH_LOSSY(6) ROWSTOCH_LOSSY(7) ROWSTOCH_LOSSY(8) ROWSTOCH_LOSSY(9) ROWSTOCH_LOSSY(10)
-            ROWSTOCH_LOSSY(11) ROWSTOCH_LOSSY(12) ROWSTOCH_LOSSY(13) ROWSTOCH_LOSSY(14) ROWSTOCH_LOSSY(15)
-            ROWSTOCH_LOSSY(16)
-#undef ROWSTOCH_LOSSY
-            default: lossy_rows<0>(Ap, Aj, Ax, X, w, lo, hi, round, threshold, renormalise, awake, bad, ids, Y);
-        }
-    });
+    csr_mix_lossy_by(Ap, Aj, Ax, n, X, w, Y, seed, t, r, p, renormalise, awake, ids, bad,
+                     [Aj] { return ColumnRows<I>{Aj}; });
 }
 
 // Gilbert-Elliott chains (network.Lossy(model="gilbert-elliott")): one good/bad state per stored entry,
@@ -403,23 +416,38 @@ struct DelayedRows {
     }
 };
 
+// The losses and sleep of a round (Lossy, Sleepy: csr_mix_lossy's arguments) under a delayed one.
+struct LossyRound {
+    std::uint64_t seed;
+    double p;
+    bool renormalise;
+    const std::uint8_t* awake;
+    const std::uint8_t* bad;
+};
+
 // Y <- one delayed round (Delayed: each entry reads the newest message of its link that has arrived) over the
 // stacked block H = [own rows; the last D + 1 iterations' messages] laid out as `layout` says: the static mix
-// with the ages drawn in its pass (DelayedRows; the same sums as csr_mix over delay_ages' index, without
-// writing and reading that index: uniform delays' rounds 1.3x faster at n = 2^18; a fixed delay's index, the
-// same every D + 1 iterations, is better kept).
+// (with `lossy`, the lossy round) with the ages drawn in its pass (DelayedRows; the same sums as csr_mix or
+// csr_mix_lossy over delay_ages' index, without writing and reading that index: uniform delays' rounds 1.3x
+// faster at n = 2^18; a fixed delay's index, the same every D + 1 iterations, is better kept).
 template <class I, class T>
 void csr_mix_delayed(const I Ap[], const I Aj[], const T Ax[], std::int64_t rows, NodeIds ids, const T H[],
                      std::int64_t w, T Y[], std::uint64_t seed, std::uint64_t t, std::uint64_t r, std::int64_t D,
-                     bool fixed, DelayLayout layout) {
+                     bool fixed, DelayLayout layout, const LossyRound* lossy = nullptr) {
     const DelayDraws draws(seed, t, r, D, fixed);
     const DelayOffsets at(layout, t, r, D, draws.last());
+    auto make_rows = [&] {
+        return DelayedRows<I>{Ap, Aj, ids, &draws, &at, rows, reinterpret_cast<const char*>(H),
+                              w * static_cast<std::int64_t>(sizeof(T)), {}, -1};
+    };
+    if (lossy) {
+        csr_mix_lossy_by(Ap, Aj, Ax, rows, H, w, Y, lossy->seed, t, r, lossy->p, lossy->renormalise, lossy->awake,
+                         ids, lossy->bad, make_rows);
+        return;
+    }
     const int threads = threads_for(static_cast<std::int64_t>(Ap[rows]) * std::max<std::int64_t>(w, fixed ? 1 : 4));
-    for_rows(Ap, rows, threads, [&](std::int64_t lo, std::int64_t hi) {
-        const DelayedRows<I> by{Ap, Aj, ids, &draws, &at, rows, reinterpret_cast<const char*>(H),
-                                w * static_cast<std::int64_t>(sizeof(T)), {}, -1};
-        csr_mix_rows_by(Ap, by, Ax, H, w, lo, hi, Y);
-    });
+    for_rows(Ap, rows, threads,
+             [&](std::int64_t lo, std::int64_t hi) { csr_mix_rows_by(Ap, make_rows(), Ax, H, w, lo, hi, Y); });
 }
 
 }  // namespace rowstoch
