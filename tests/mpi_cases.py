@@ -186,6 +186,49 @@ def case_checkpoint_delayed(out):
         np.savez(out, frame=h.frame[cols].to_numpy(float))
 
 
+def links_delayed_network():
+    """A compressed, noisy, delayed (uniform), sleepy, lossy network on 12 nodes: what the robust methods' running
+    sums keep histories of (a rank its halo's messages)."""
+    from rowstoch_fast.network import Compressed, Delayed, Lossy, Noisy, Sleepy
+
+    A = topology.erdos_renyi(12, 0.35, seed=4)
+    return Compressed(Noisy(Delayed(Sleepy(Lossy(A, 0.1, seed=1), 0.9, seed=2), 3, seed=6), 0.05, seed=6), "topk",
+                      k=2)
+
+
+def case_checkpoint_delayed_links(out):
+    """Robust gradient-push and R-FAST over links_delayed_network: 7 steps, state_dict (the histories of the
+    running sums: every node's messages, each rank giving its own), 9 more; resumed from the state on the ranks,
+    9 steps: the models of both, gathered."""
+    from rowstoch_fast import mixing
+    from rowstoch_fast.algorithms import REGISTRY
+
+    net = links_delayed_network()
+    b = np.random.default_rng(0).standard_normal((12, 3))
+    results = {}
+    for name in ("robust-gradient-push", "r-fast"):
+        cls = REGISTRY[name]
+        mats = {k: (net.map(mixing.out_degree_weights) if k == "C" else net) for k in cls.matrices}
+        opt = cls.build(net, np.zeros(3), 0.02, backend="mpi")
+        nodes = opt.local_nodes
+        grad = feed(cls, lambda X, nodes=nodes: X - b[nodes], nodes=nodes)
+        for _ in range(7):
+            opt.step(grad)
+        state = comm.bcast(opt.state_dict(), root=0)
+        for _ in range(9):
+            opt.step(grad)
+        resumed = cls.from_state_dict(state, backend="mpi", **mats)
+        for _ in range(9):
+            resumed.step(feed(cls, lambda X, nodes=resumed.local_nodes: X - b[nodes], nodes=resumed.local_nodes))
+        x, y = opt.gather_x(), resumed.gather_x()
+        if rank == 0:
+            results[name] = x
+            results[name + "/resumed"] = y
+            np.savez(out + "." + name + ".state.npz", **state)
+    if rank == 0:
+        np.savez(out, **results)
+
+
 def case_compare(out):
     """rowstoch compare with the arguments tests/test_mpi.py passes in ROWSTOCH_TEST_ARGS (JSON)."""
     import json

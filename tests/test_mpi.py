@@ -206,6 +206,33 @@ def test_a_delayed_networks_checkpoint_under_mpi_resumes_like_single_process(tmp
                                atol=1e-15)
 
 
+def test_the_robust_methods_delayed_histories_under_mpi_resume_like_single_process(tmp_path):
+    """Robust gradient-push and R-FAST over compressed, noisy, delayed, sleepy, lossy links on 2 ranks (each
+    keeping its halo's messages): their iterates, and a resume from the state saved on the ranks (every node's
+    messages in it), equal one process's; that state resumes in one process too."""
+    from rowstoch_fast import mixing
+    from rowstoch_fast.algorithms import REGISTRY
+
+    import mpi_cases
+
+    got = mpirun("checkpoint_delayed_links", 2, tmp_path)
+    net = mpi_cases.links_delayed_network()
+    b = np.random.default_rng(0).standard_normal((12, 3))
+    for name in ("robust-gradient-push", "r-fast"):
+        cls = REGISTRY[name]
+        mats = {k: (net.map(mixing.out_degree_weights) if k == "C" else net) for k in cls.matrices}
+        opt = cls.build(net, np.zeros(3), 0.02)
+        for _ in range(16):
+            opt.step(feed(cls, lambda X: X - b))
+        np.testing.assert_allclose(got[name], opt.x, rtol=1e-12, atol=1e-13)
+        np.testing.assert_allclose(got[name + "/resumed"], opt.x, rtol=1e-12, atol=1e-13)
+        state = dict(np.load(str(tmp_path / f"checkpoint_delayed_links-2.npz.{name}.state.npz")))
+        single = cls.from_state_dict(state, **mats)
+        for _ in range(9):
+            single.step(feed(cls, lambda X: X - b))
+        np.testing.assert_allclose(single.x, opt.x, rtol=1e-12, atol=1e-13)
+
+
 COMPARE = ["compare", "--topology", "exponential", "--n", "8", "--total", "1600", "--batch", "20",
            "--algorithms", "pull-diag-gt,push-pull,sgp", "--rounds-budget", "40", "--repeats", "2",
            "--lr", "pull-diag-gt=0.01,push-pull=0.05", "--tune", "--no-progress"]

@@ -305,14 +305,10 @@ class Backend:
         late, ages = xp.zeros((links["nnz"], w), dtype=self.dtype), None
         if delayed is not None:
             D = delayed.max_delay
-            ring = delayed.ring(self.channel(net), t, self.rows, self.n, w, 1, self.dtype,
-                                require=lambda nbytes, what, hint: self.call(self.require_memory, nbytes, what, hint),
-                                xp=xp)
-            ring.put(t, 0, self.every_row(msg if awake is None else msg * awake[:, None]))
+            ring, senders = self._link_history(net, delayed, links, t, msg if awake is None else msg * awake[:, None])
             ring.done(t)
             if min(D, t):
                 ages = delayed.ages(indptr, indices, t, r, row_ids=row_ids, col_ids=col_ids)
-                senders = xp.asarray(indices if col_ids is None else np.asarray(col_ids)[indices])
                 age, slots = xp.asarray(ages), ring.slots()
                 for k in range(min(D, t)):  # the messages of t - k, for the links whose newest is older
                     late += (age > k)[:, None] * slots[senders, (t - k) % (D + 1), 0]
@@ -323,9 +319,16 @@ class Backend:
             late -= xp.asarray(z) * self.dtype.type(layer.sigma)
         return late * (deliver & ~links["diag"])[:, None]
 
-    def every_row(self, block):
-        """Every node's rows of ``block`` (this process's rows), in node order (under MPI: all-gathered)."""
-        return block
+    def _link_history(self, net, delayed, links, t, block):
+        """``(ring, senders)``: the history of the quantity that ``block`` (this process's rows' messages of
+        iteration ``t``) now joins, and the row of the history's blocks each stored entry of ``links`` reads
+        (its sender: every node's messages kept here; under MPI its halo's, :class:`MpiBackend`)."""
+        ring = delayed.ring(self.channel(net), t, self.rows, self.n, block.shape[1], 1, self.dtype,
+                            require=lambda nbytes, what, hint: self.call(self.require_memory, nbytes, what, hint),
+                            xp=self.xp)
+        ring.put(t, 0, block)
+        _, indices, _, col_ids = links["host"]
+        return ring, self.xp.asarray(indices if col_ids is None else np.asarray(col_ids)[indices])
 
     def gather_links(self, C, block):
         """A per-link block of every process in the order of ``C``'s stored entries, as a host array on the

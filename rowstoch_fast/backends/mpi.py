@@ -556,11 +556,18 @@ class MpiBackend(CpuBackend):
         self.comm.Allgatherv(mine, [gathered, (counts, _displs(counts)), mtype])
         return gathered, order[0]
 
-    def every_row(self, block):
-        gathered, order = self._all_gathered(block)
-        out = np.empty_like(gathered)
-        out[order] = gathered
-        return out
+    def _link_history(self, net, delayed, links, t, block):
+        """The history of this rank's halo of the links' matrix (its nodes' messages, then the halo's, exchanged
+        as the link sources are: ``_link_source``), each entry reading its sender's position in the halo; a
+        restored history (every node's) is cut to the halo first."""
+        halo, w = links["halo"], block.shape[1]
+        state = self.channel(net)
+        self._halo_history(state, delayed, halo, w, 1)
+        ring = delayed.ring(state, t, self.rows, halo.ncols, w, 1, self.dtype,
+                            require=lambda nbytes, what, hint: self.call(self.require_memory, nbytes, what, hint))
+        state["columns"] = halo.col_ids
+        ring.put(t, 0, self._link_source(links["matrix"], block))
+        return ring, links["host"][1]
 
     # ------------------------------------------------------------------ per-link running sums
     def _link_arrays(self, C):
@@ -572,6 +579,7 @@ class MpiBackend(CpuBackend):
             diag = halo.local_nodes[rows] == halo.col_ids[halo.indices]
             cache[id(C)] = (C, self._device_links(halo.indptr, halo.indices, halo.data, diag, halo.local_nodes,
                                                   halo.col_ids))
+            cache[id(C)][1].update(halo=halo, matrix=C)  # (a delayed network's history keeps the halo's messages)
         return cache[id(C)][1]
 
     def _link_source(self, C, src):
