@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["uniform_hash", "round_key", "MAX_T"]
+__all__ = ["uniform_hash", "round_key", "content_round", "MAX_T", "QUANTITY_ROUNDS"]
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _M1, _M2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
@@ -47,3 +47,15 @@ def round_key(seed, t, r):
     """The part of :func:`uniform_hash`'s chain shared by every message of round ``r`` of iteration ``t``
     (``uniform_hash(seed, t, r, i, j)`` continues it with ``i`` and ``j``); the GPU kernel takes it."""
     return int(_chain(seed, t, r))
+
+
+#: Rounds of one quantity's content draws apart from the next quantity's (``content_round``).
+QUANTITY_ROUNDS = 2**32
+
+
+def content_round(r, state=None):
+    """The round whose keys draw the compression and noise of round ``r`` of the quantity ``state`` holds
+    (``state["quantity"] = q``, the ``q``-th quantity mixed in the optimizer's iteration: a backend's
+    ``channel``): ``r + q 2^32``, so that two quantities mixed in one iteration get independent draws (losses,
+    sleep and delays stay keyed on ``r``: they hit every quantity of a round alike); ``r`` without a state."""
+    return r + (state.get("quantity", 0) if state else 0) * QUANTITY_ROUNDS

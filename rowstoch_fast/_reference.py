@@ -639,7 +639,8 @@ def robust_gradient_push(C, x0, lr, grad_fn, T, lost=None, message=None, age=Non
 
     With ``message``, ``age`` or ``noise`` (a network's message layers) it runs the running sums themselves:
     node ``j`` sends on ``j -> i`` its running sum ``s_ij(k) = sum_{u <= k} C[i, j] (Q_u(h_j), Q_u(w_j))``
-    (``message(k, V)``: what the rows ``V`` send at iteration ``k``; None: ``V``); a receiver whose message
+    (``message(k, V, q)``: what the rows ``V`` send at iteration ``k`` as the step's ``q``-th quantity, 0 the
+    numerators and 1 the weights; None: ``V``); a receiver whose message
     arrives takes ``r_new - r_old``, ``r_new = s_ij(k - age(k, i, j)) + noise(k, i, j)`` the running sum it
     received (``noise(k, i, j)``: the pair of vectors added to it) and ``r_old`` the one before. With
     ``awake(k)`` (sleeping nodes: ``lost`` must also say their links are silent) a sleeping node adds nothing to
@@ -678,14 +679,14 @@ def robust_gradient_push(C, x0, lr, grad_fn, T, lost=None, message=None, age=Non
 def _robust_push_running_sums(Cd, x0, lr, grad_fn, T, lost, message, age, noise, awake):
     """:func:`robust_gradient_push` through the running sums a network's messages carry (see there)."""
     n = Cd.shape[0]
-    message = message or (lambda k, V: V)
+    message = message or (lambda k, V, q: V)
     z = np.array(x0, dtype=np.float64)
     x, w = z.copy(), np.ones((n, 1))
     sent, received = {}, {}  # (i, j) -> [running sums after iterations 0, 1, ...]; the last one received
     zs = [z.copy()]
     for k in range(T):
         h = x - lr * _grad(grad_fn, z)
-        mh, mw = message(k, h), message(k, w)
+        mh, mw = message(k, h, 0), message(k, w, 1)  # (two quantities: each its own draws)
         up = np.ones(n, dtype=bool) if awake is None else np.asarray(awake(k), dtype=bool)
         own = np.where(up, Cd.diagonal(), 1.0)[:, None]  # (a sleeping node keeps its whole share)
         x_new, w_new = own * h, own * w

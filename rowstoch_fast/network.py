@@ -37,7 +37,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._checks import MAX_KEY, MAX_ROUNDS, as_float_array, check_int, check_out, check_positive_float
-from ._hashing import MAX_T, uniform_hash
+from ._hashing import MAX_T, content_round, uniform_hash
 from ._history import History
 from .mixing import MixingMatrix
 
@@ -772,7 +772,10 @@ class _Messages(Network):
     width, a push-sum weight, is one message). Its random choices come from the counter-based hash of
     ``(seed, t, r, node, tag, column)``, so every backend, MPI rank and resumed run sends the same messages;
     compression and noise keep nothing between rounds (a :class:`Delayed` layer keeps the messages in flight,
-    in checkpoints). Compression, noise and delays act on what the links carry, so they go outermost:
+    in checkpoints). The quantities an optimizer mixes in one iteration (Push-Pull's models and trackers, a
+    push-sum's numerators and weights) are different messages: the ``q``-th of them draws its compression and
+    noise as round ``r + q 2^32`` (``content_round``; the first one, and a call of :meth:`mix` outside an
+    optimizer, as round ``r``), while losses, sleep and delays hit every quantity of a round alike. Compression, noise and delays act on what the links carry, so they go outermost:
     ``Compressed(Lossy(A, 0.1), "topk", k=2)``; several compose (the outer one first).
     """
 
@@ -862,7 +865,8 @@ class _Messages(Network):
         messages from the second; losses drawn on the true sender ids); ``d``: the length of one message (an
         optimizer's model; default the row). With a :class:`Delayed` layer the stacked block holds the messages
         of the last ``max_delay + 1`` iterations, kept in ``state`` (a dict: an optimizer passes one per quantity
-        it mixes; default the network's own, for calls in iteration order)."""
+        it mixes, and tells them apart: ``state["quantity"]``, ``content_round``; default the network's own,
+        for calls in iteration order)."""
         t, rounds, X = self._mix_arguments(X, t, rounds, out)
         self.check_message(X.shape[1] if X.ndim == 2 else 1, d)
         cur = X.reshape(self.n, -1)
@@ -870,17 +874,18 @@ class _Messages(Network):
         ring = None if delayed is None else delayed.ring(self.__dict__.setdefault("_own_state", {}) if state is None
                                                          else state, t, n, n, cur.shape[1], rounds, cur.dtype)
         for r in range(rounds):
+            drawn = content_round(r, state)  # (this quantity's compression and noise)
             if ring is None:
                 ext = _stack_buffer(self, (2 * n, cur.shape[1]), cur.dtype)
-                self.encode(np.ascontiguousarray(cur), ext[n:], t, r, d, own=ext[:n])
+                self.encode(np.ascontiguousarray(cur), ext[n:], t, drawn, d, own=ext[:n])
             else:
                 ext, plain = ring.buffer, np.ascontiguousarray(cur)
                 # (messages sent as they are go into the history straight from the block: one copy less)
                 messages = _stack_buffer(self, cur.shape, cur.dtype) if self.encoders() else plain
-                ring.put(t, r, self.encode(plain, messages, t, r, d, own=ext[:n]))
+                ring.put(t, r, self.encode(plain, messages, t, drawn, d, own=ext[:n]))
             dst = out.reshape(cur.shape) if (r == rounds - 1 and out is not None) else np.empty_like(cur)
             _own_and_messages_round(core, ext, t, r, dst, delayed, rounds, self.noisy_links(),
-                                    None if ring is None else ring.layout())
+                                    None if ring is None else ring.layout(), noise_round=drawn)
             cur = dst
         if ring is not None:
             ring.done(t)
@@ -947,11 +952,12 @@ def own_and_messages(indptr, indices, row_ids, col_ids, n_own):
     return np.where(own, rows, cols + n_own).astype(np.asarray(indices).dtype)
 
 
-def _own_and_messages_round(core, ext, t, r, out, delayed=None, rounds=1, noisy=(), layout=None):
+def _own_and_messages_round(core, ext, t, r, out, delayed=None, rounds=1, noisy=(), layout=None, noise_round=None):
     """One round of ``core``'s weights over ``ext = [X; Q]`` into ``out`` (:meth:`_Messages.mix`); with a
     :class:`Delayed` layer, ``ext`` is its ring ``[X; the messages of the last D + 1 iterations]`` and each
     entry reads the newest message that has arrived; each of the ``noisy`` layers (:class:`Noisy`,
-    ``per="link"``) then adds its noise on the received copies through the same weights (:func:`link_noise_block`)."""
+    ``per="link"``) then adds its noise on the received copies through the same weights (:func:`link_noise_block`;
+    drawn as round ``noise_round``, default ``r``: ``content_round``)."""
     from . import _core
 
     n = core.n
@@ -1005,8 +1011,8 @@ def _own_and_messages_round(core, ext, t, r, out, delayed=None, rounds=1, noisy=
         if layer.sigma == 0:  # (nothing to add: the base network's values, bit for bit)
             continue
         ages = None if delayed is None else delayed.ages(c.indptr, c.indices, t, r)
-        block, index, senders = link_noise_block(layer, c.indptr, c.indices, t, r, out.shape[1], out.dtype, n,
-                                                 ages=ages)
+        block, index, senders = link_noise_block(layer, c.indptr, c.indices, t, r if noise_round is None else
+                                                 noise_round, out.shape[1], out.dtype, n, ages=ages)
         noise = np.empty_like(out)
         weighted(c.indptr, index, block, senders, noise)
         out += noise

@@ -171,7 +171,7 @@ def test_choco_sgd_over_delays_and_noisy_copies_equals_its_twin():
     net = Compressed(Noisy(Delayed(W, 2, seed=4), 0.01, seed=5), "topk", k=2)
     assert rf.CHOCOSGD.applies_to(net) and type(links_of(net)) is Noisy and links_of(net).base.base is W
     opt = rf.CHOCOSGD(net, np.zeros(4), lr=0.05)
-    twin, state = links_of(net.map(lambda M: M)), {}
+    twin, state = links_of(net.map(lambda M: M)), {"quantity": 1}  # (the copies: the step's second quantity)
     xs = ref.choco_sgd(W.csr.toarray(), np.zeros((10, 4)), 0.05, lambda X: X - b, 30, gamma=opt.gamma,
                        compress=lambda V, t: ref.compress(V, "topk", 4, 0, t, 0, k=2),
                        mix=lambda V, t: twin.mix(V, t, d=4, state=state))
@@ -448,7 +448,8 @@ def test_compressed_push_pull_equals_its_twin_and_stays_exact_under_compression(
     xs = ref.compressed_push_pull(A.csr.toarray(), C.matrix(0).toarray(), np.zeros((16, 6)), 0.05, lambda X: X - b,
                                   30, gamma=opt.gamma, a=opt.a,
                                   compress_A=lambda V, t: ref.compress(V, "qsgd", 6, 3, t, 0, bits=2),
-                                  compress_C=lambda V, t: ref.compress(V, "qsgd", 6, 3, t, 0, bits=2))
+                                  compress_C=lambda V, t: ref.compress(V, "qsgd", 6, 3, t, 2**32, bits=2))
+    # (the trackers' messages the step's second quantity: their draws as round 2^32, content_round)
     for _ in range(30):
         opt.step(lambda X: X - b)
     np.testing.assert_allclose(opt.x, xs[-1], rtol=1e-12, atol=1e-12)
@@ -480,7 +481,11 @@ def test_compressed_push_pull_over_the_links_equals_its_twin(network):
     b = np.random.default_rng(2).standard_normal((12, 3))
     opt = rf.CompressedPushPull(net, C, np.zeros(3), lr=0.05)
     twin_nets = {"x": net.map(lambda M: M), "y": C.map(lambda M: M)}  # (their own delay histories)
-    states = {"x": {}, "y": {}}
+    # the step's quantities, in order: Q(x - h_x), the copies of x through the links when a message layer is left
+    # there (delays, noisy copies), Q(y - h_y), the copies of y (each its own draws: content_round)
+    through = hasattr(links_of(net), "encode")
+    states = {"x": {"quantity": 1}, "y": {"quantity": 3}}
+    y_round = (2 if through else 1) * 2**32
 
     def mix(key):
         links = links_of(twin_nets[key])
@@ -491,7 +496,7 @@ def test_compressed_push_pull_over_the_links_equals_its_twin(network):
     xs = ref.compressed_push_pull(A.csr.toarray(), C.matrix(0).toarray(), np.zeros((12, 3)), 0.05, lambda X: X - b,
                                   25, gamma=opt.gamma, a=opt.a,
                                   compress_A=lambda V, t: ref.compress(V, "qsgd", 3, 3, t, 0, bits=4),
-                                  compress_C=lambda V, t: ref.compress(V, "qsgd", 3, 3, t, 0, bits=4),
+                                  compress_C=lambda V, t: ref.compress(V, "qsgd", 3, 3, t, y_round, bits=4),
                                   mix_A=mix("x"), mix_C=mix("y"), copies=True)
     for _ in range(25):
         opt.step(lambda X: X - b)
@@ -613,19 +618,19 @@ def test_robust_gradient_push_over_message_networks_equals_its_running_sums(netw
         return ref.delay_ages(indptr, indices, delayed.seed, k, 0, delayed.max_delay)
 
     @functools.lru_cache(maxsize=None)
-    def noise_rows(k):
-        return ref.link_noise(indptr, indices, noisy.seed, k, 0, 3, ages=None if delayed is None else ages(k))
+    def noise_rows(k, q, w):  # (the q-th quantity of the step, the weights q = 1: drawn as round q 2^32)
+        return ref.link_noise(indptr, indices, noisy.seed, k, q * 2**32, w, ages=None if delayed is None else ages(k))
 
     def age(k, i, j):
         return 0 if delayed is None else int(ages(k)[entry[(i, j)]])
 
     def noise(k, i, j):
-        zx = np.asarray(noise_rows(k)[entry[(i, j)]])
-        return noisy.sigma * zx, noisy.sigma * zx[:1]
+        zx, zw = (np.asarray(noise_rows(k, q, w)[entry[(i, j)]]) for q, w in ((0, 3), (1, 1)))
+        return noisy.sigma * zx, noisy.sigma * zw
 
-    def message(k, V):
+    def message(k, V, q):
         params = {key: getattr(compressed, key) for key in compressed._TAKES[compressed.method]}
-        return ref.compress(V, compressed.method, 3, compressed.seed, k, 0, **params)
+        return ref.compress(V, compressed.method, 3, compressed.seed, k, q * 2**32, **params)
 
     sleepy = C if isinstance(C, Sleepy) else None
     lossy = C.base if sleepy is not None else C
@@ -693,3 +698,32 @@ def test_message_networks_on_a_gpu_equal_the_cpu(name):
         cpu.step(lambda X: X - b)
         gpu.step(lambda X: X - bd)
     np.testing.assert_allclose(gpu.gather_x(), cpu.gather_x(), rtol=1e-9, atol=1e-11)
+
+
+def test_each_quantity_of_a_step_draws_its_own_compression_and_noise():
+    """The quantities an optimizer mixes in one iteration (Push-Pull's x and y) are different messages: the same
+    block sent as the step's first and second quantity gets other quantization draws and other noise on each
+    received copy (content_round: round r + q 2^32), while the losses and delays hit both alike; the first is
+    the network's own mix; independent draws: their noises correlate at most by chance."""
+    from rowstoch_fast._hashing import content_round
+    from rowstoch_fast.backends.cpu import CpuBackend
+
+    A = topology.exponential(256)
+    net = Compressed(Noisy(Lossy(A, 0.2, seed=1), 0.5, seed=4), "qsgd", bits=2, seed=3)
+    X = np.random.default_rng(0).standard_normal((256, 6))
+    ops = CpuBackend()
+    ops.attach(256, np.float64, [A])
+    ops.message_d, ops.t, ops.phase, ops.calls = 6, 5, "step", 0
+    first, second = np.empty_like(X), np.empty_like(X)
+    ops.mix(net, X, first)
+    ops.mix(net, X, second)
+    np.testing.assert_array_equal(first, net.mix(X, 5, d=6))
+    np.testing.assert_array_equal(second, net.mix(X, 5, d=6, state={"quantity": 1}))
+    assert content_round(0, {"quantity": 1}) == 2**32 and content_round(3, None) == 3
+    plain = Lossy(A, 0.2, seed=1).mix(X, 5)  # (the losses: the same for both)
+    e1, e2 = (first - plain).ravel(), (second - plain).ravel()
+    assert abs(np.corrcoef(e1, e2)[0, 1]) < 0.2  # (the same draws gave 1.0)
+    ops.phase, ops.calls = "step", 0  # the next iteration starts its quantities over
+    again = np.empty_like(X)
+    ops.mix(net, X, again)
+    np.testing.assert_array_equal(again, first)

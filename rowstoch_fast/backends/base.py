@@ -6,6 +6,8 @@ import importlib
 
 import numpy as np
 
+from .._hashing import content_round
+
 __all__ = ["Backend", "DEFERRED", "is_device_array"]
 
 #: Array types whose every instance lives on a GPU (CuPy's ndarray, once the CuPy backend has found CuPy).
@@ -100,13 +102,17 @@ class Backend:
     calls = 0
 
     def channel(self, net):
-        """The state (a dict) of the next mix of ``net`` in this step when it delays messages (each quantity an
-        algorithm mixes in a step keeps its own history), else None."""
-        if not (hasattr(net, "delayed") and net.delayed() is not None):
+        """The state (a dict) of the next quantity sent through ``net`` in this step when ``net`` changes its
+        messages (compression, noise, delays; else None): each quantity an algorithm mixes in a step keeps its own
+        history of delayed messages and draws its own compression and noise (``state["quantity"]``, its place
+        in the step: ``rowstoch_fast._hashing.content_round``)."""
+        if not hasattr(net, "encode"):
             return None
         key = (self.phase, self.calls)
         self.calls += 1
-        return self.__dict__.setdefault("_channels", {}).setdefault(key, {})
+        state = self.__dict__.setdefault("_channels", {}).setdefault(key, {})
+        state["quantity"] = key[1]
+        return state
 
     def save_channels(self):
         """``{key: host array}`` of every delayed history (the messages of all nodes, block by block, and the last
@@ -138,11 +144,13 @@ class Backend:
             ring.last, ring.fresh = int(state[prefix + "last"]), False
             channels[(phase, int(k))] = {"ring": ring}
 
-    def compress(self, net, src, out, t):
+    def compress(self, net, src, out, t, state=None):
         """``out <- Q(src)``: the messages this process's rows send through the compressing (or noisy) network
         ``net`` at iteration ``t`` (round 0), drawn on the nodes' global ids
-        (:meth:`rowstoch_fast.network.Compressed.encode`, compiled, on the host)."""
-        return net.encode(src, out, t, 0, self.message_d, row_ids=self.local_nodes)
+        (:meth:`rowstoch_fast.network.Compressed.encode`, compiled, on the host) for the quantity ``state``
+        holds (default: the next of the step, :meth:`channel`)."""
+        state = self.channel(net) if state is None else state
+        return net.encode(src, out, t, content_round(0, state), self.message_d, row_ids=self.local_nodes)
 
     def call(self, fn, *args):
         """Run ``fn(*args)`` (under MPI: on every rank, raising on all if it raises on one)."""
@@ -237,8 +245,9 @@ class Backend:
         delivered = deliver.astype(self.dtype)[:, None]
         kept = ~deliver[:, None]
         for src, out, pending, pending_out in blocks:
+            state = self.channel(net)  # (each block a quantity of its own: its draws, its history)
             gathered = self._link_source(C, src)[links["indices"]]
-            msg = self._link_message(net, src, t)
+            msg = self._link_message(net, src, t, state)
             if msg is not None:  # (a copy: the halo block is shared)
                 gathered = xp.where(links["diag"][:, None], gathered, self._link_source(C, msg)[links["indices"]])
             out[...] = 0
@@ -247,7 +256,7 @@ class Backend:
                 waited = xp.add.reduceat(delivered * pending, links["starts"], axis=0)
                 out[links["nonempty"]] = shares + waited
             pending_out[...] = xp.where(kept, pending + data[:, None] * gathered, 0)
-            late = None if msg is None else self._late_mass(links, net, t, r, deliver, msg, data, awake)
+            late = None if msg is None else self._late_mass(links, net, t, r, deliver, msg, data, awake, state)
             if late is not None and links["starts"].shape[0]:
                 out[links["nonempty"]] -= xp.add.reduceat(late, links["starts"], axis=0)
                 pending_out += late
@@ -278,14 +287,15 @@ class Backend:
         data = xp.where(links["diag"], xp.where(sender, links["data"], 1.0), links["data"] * sender)
         return data.astype(self.dtype), xp.asarray(mask if row_ids is None else mask[np.asarray(row_ids)])
 
-    def _link_message(self, net, src, t):
-        """``Q(src)``, this process's rows' messages, where ``net`` compresses or adds noise to what is sent; None
-        where ``net`` has no message layer (``src`` itself where its layers change no message)."""
+    def _link_message(self, net, src, t, state):
+        """``Q(src)``, this process's rows' messages (the quantity ``state`` holds), where ``net`` compresses or
+        adds noise to what is sent; None where ``net`` has no message layer (``src`` itself where its layers
+        change no message)."""
         if not hasattr(net, "encode"):
             return None
-        return self.compress(net, src, self.xp.empty_like(src), t)
+        return self.compress(net, src, self.xp.empty_like(src), t, state)
 
-    def _late_mass(self, links, net, t, r, deliver, msg, data, awake=None):
+    def _late_mass(self, links, net, t, r, deliver, msg, data, awake=None, state=None):
         """Per stored entry, the part of this round's undelivered mass ``p`` that stays on a link whose message
         arrived (zero elsewhere), or None: under a ``Delayed`` layer, ``C[i, j]`` times the messages ``j`` sent
         after the newest one that has arrived (the receiver's running sum is the one of ``t - age``: the mass
@@ -293,7 +303,8 @@ class Backend:
         quantity's history, in checkpoints), minus the noise of each per-link ``Noisy`` layer on the running
         sum received (the receiver's copy is ``sigma_ij + e_ij``: it takes ``e_ij`` now and ``-e_ij`` with the
         next message, so the noise telescopes and no mass is made or lost). ``data``, ``awake``: the round's weights
-        and awake rows (:meth:`_link_weights`; a sleeping sender's messages add nothing to what waits)."""
+        and awake rows (:meth:`_link_weights`; a sleeping sender's messages add nothing to what waits); ``state``:
+        the quantity's (its history, its draws)."""
         from .. import _core
 
         delayed = net.delayed()
@@ -305,7 +316,7 @@ class Backend:
         late, ages = xp.zeros((links["nnz"], w), dtype=self.dtype), None
         if delayed is not None:
             D = delayed.max_delay
-            ring, senders = self._link_history(net, delayed, links, t, msg if awake is None else msg * awake[:, None])
+            ring, senders = self._link_history(state, delayed, links, t, msg if awake is None else msg * awake[:, None])
             ring.done(t)
             if min(D, t):
                 ages = delayed.ages(indptr, indices, t, r, row_ids=row_ids, col_ids=col_ids)
@@ -314,16 +325,17 @@ class Backend:
                     late += (age > k)[:, None] * slots[senders, (t - k) % (D + 1), 0]
                 late *= data[:, None]
         for layer in noisy:
-            z = _core.link_noise(indptr, indices, layer.seed, t, r, w, dtype=self.dtype, ages=ages,
+            z = _core.link_noise(indptr, indices, layer.seed, t, content_round(r, state), w, dtype=self.dtype,
+                                 ages=ages,
                                  **({} if row_ids is None else {"row_ids": row_ids, "col_ids": col_ids}))
             late -= xp.asarray(z) * self.dtype.type(layer.sigma)
         return late * (deliver & ~links["diag"])[:, None]
 
-    def _link_history(self, net, delayed, links, t, block):
-        """``(ring, senders)``: the history of the quantity that ``block`` (this process's rows' messages of
-        iteration ``t``) now joins, and the row of the history's blocks each stored entry of ``links`` reads
-        (its sender: every node's messages kept here; under MPI its halo's, :class:`MpiBackend`)."""
-        ring = delayed.ring(self.channel(net), t, self.rows, self.n, block.shape[1], 1, self.dtype,
+    def _link_history(self, state, delayed, links, t, block):
+        """``(ring, senders)``: the history ``state`` keeps of the quantity that ``block`` (this process's rows'
+        messages of iteration ``t``) now joins, and the row of the history's blocks each stored entry of
+        ``links`` reads (its sender: every node's messages kept here; under MPI its halo's)."""
+        ring = delayed.ring(state, t, self.rows, self.n, block.shape[1], 1, self.dtype,
                             require=lambda nbytes, what, hint: self.call(self.require_memory, nbytes, what, hint),
                             xp=self.xp)
         ring.put(t, 0, block)

@@ -81,8 +81,9 @@ class CpuBackend(Backend):
         kept = np.flatnonzero(~deliver)
         every = links.setdefault("every", np.arange(links["nnz"], dtype=np.int64))
         for src, out, pending, pending_out in blocks:
+            state = self.channel(net)  # (each block a quantity of its own: its draws, its history)
             ext, index = self._link_source(C, src), indices
-            msg = self._link_message(net, src, t)
+            msg = self._link_message(net, src, t, state)
             if msg is not None:  # [own rows; messages] (the halo block is shared: each half copied out of it)
                 stacked = self._link_work((2 * ext.shape[0], ext.shape[1]))
                 stacked[:len(ext)] = ext
@@ -99,7 +100,7 @@ class CpuBackend(Backend):
             pending_out[...] = 0
             if kept.size:  # what stays: the lost messages' links, their old mass and this round's share
                 pending_out[kept] = pending[kept] + data[kept, None] * ext[index[kept]]
-            late = None if msg is None else self._late_mass(links, net, t, r, deliver, msg, data, awake)
+            late = None if msg is None else self._late_mass(links, net, t, r, deliver, msg, data, awake, state)
             if late is not None:  # (a delayed or noisy link keeps part of what arrived)
                 ones = links.setdefault("ones", np.ones(links["nnz"], dtype=self.dtype))
                 _core.mix(indptr, every, ones, late, extra, check_indices=False, ncols=links["nnz"])

@@ -303,14 +303,15 @@ def _index_suffix(Ap):
     return "i32" if np.dtype(Ap.dtype) == np.int32 else "i64"
 
 
-def _message_tables(delayed, noise_seeds, t, r, rounds, slot_stride=1):
+def _message_tables(delayed, noise_seeds, t, r, rounds, slot_stride=1, noise_round=None):
     """The small tables of round ``r`` of iteration ``t`` that ``csr_mix_messages`` reads, as one uint64 array:
     with a :class:`~rowstoch_fast.network.Delayed` layer of bound ``D`` (``last = min(D, t)``), its keys
     ``round_key(seed, 3 2^61 + t - k, r)`` and thresholds ``ceil((k + 1) / (D + 1) 2^53)`` for ``k < last`` and
     where the history keeps the message of each age ``a <= last``: its slot ``((t - a) mod (D + 1)) rounds + r``
     times ``slot_stride`` (1 for a history node by node; its ``n_block`` iteration by iteration: the kernel then
     adds the sender's row; network.hpp's delay_ages and :class:`~rowstoch_fast._history.History`); then, per noisy
-    layer, the keys ``round_key(seed, t - a, r)`` of the iterations its messages were sent in."""
+    layer, the keys ``round_key(seed, t - a, noise_round)`` of the iterations its messages were sent in
+    (``noise_round``: the quantity's, ``content_round``; default ``r``)."""
     last = 0 if delayed is None else min(delayed.max_delay, t)
     parts = []
     if delayed is not None:
@@ -319,7 +320,7 @@ def _message_tables(delayed, noise_seeds, t, r, rounds, slot_stride=1):
         parts += [int(np.ceil((k + 1) / (D + 1) * 2.0**53)) for k in range(last)]
         parts += [(((t - a) % (D + 1)) * rounds + r) * slot_stride for a in range(last + 1)]
     for seed in noise_seeds:
-        parts += [_hashing.round_key(seed, t - a, r) for a in range(last + 1)]
+        parts += [_hashing.round_key(seed, t - a, r if noise_round is None else noise_round) for a in range(last + 1)]
     return np.array(parts or [0], dtype=np.uint64)
 
 
@@ -611,7 +612,8 @@ class CupyBackend(Backend):
             work = self._work("round", cur.shape, dtype)
         for r in range(rounds):
             dst = out.reshape(cur.shape) if (rounds - 1 - r) % 2 == 0 else work.reshape(cur.shape)
-            messages = self._encode(net, cur, self._work("messages", cur.shape, dtype), t, r, copy=False)
+            drawn = _hashing.content_round(r, state)  # (this quantity's compression and noise)
+            messages = self._encode(net, cur, self._work("messages", cur.shape, dtype), t, drawn, copy=False)
             M = matrix_of(r)
             key = _hashing.round_key(seed, t, r)
             plain = ring is None and not noisy and p == 0 and mask is None and chain is None
@@ -634,7 +636,7 @@ class CupyBackend(Backend):
             node_major = ring is None or ring.order == "node"  # (node j's slot s: row n + j slots + s, or n + s n + j)
             tables = None if ring is None and not noisy else self.xp.asarray(
                 _message_tables(delayed if ring is not None else None, [layer.seed for layer in noisy], t, r, rounds,
-                                1 if node_major else n))
+                                1 if node_major else n, noise_round=drawn))
             delays = (_NULL,) * 3 if ring is None else (
                 tables[:last] if delayed.delay == "uniform" and last else _NULL, tables[last:2 * last] if last else _NULL,
                 tables[2 * last:3 * last + 1])
@@ -678,11 +680,12 @@ class CupyBackend(Backend):
         out[...] = self.xp.asarray(compute().reshape(out.shape))
         return out
 
-    def compress(self, net, src, out, t):
+    def compress(self, net, src, out, t, state=None):
+        state = self.channel(net) if state is None else state
         if self.checking and int(self._status[0]):
             return out
         return self._encode(net, self.xp.ascontiguousarray(src).reshape(src.shape[0], -1), out.reshape(out.shape[0], -1),
-                            t, 0).reshape(out.shape)
+                            t, _hashing.content_round(0, state)).reshape(out.shape)
 
     def _capture(self, launches):
         """``launches()`` captured as a CUDA graph on a side stream; None, and no more graphs for this backend,

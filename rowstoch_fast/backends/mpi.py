@@ -21,6 +21,7 @@ import numpy as np
 from .. import _core
 from ..errors import RemoteError
 from ..mixing import MixingMatrix
+from .._hashing import content_round
 from ..tracker import DEFAULT_BLOCK, NetworkTracker, freeze_step
 from .cpu import CpuBackend
 
@@ -372,6 +373,7 @@ class MpiBackend(CpuBackend):
                              "use backend='cpu'")
         if net.delayed() is not None:
             return self._mix_delayed(net, core, plan, t, src, out, rounds)
+        state = self.channel(net)
         cur = src
         for r in range(rounds):
             M = core if plan is None else plan[0](r)
@@ -385,14 +387,15 @@ class MpiBackend(CpuBackend):
                 stacked = self._ext[key] = (np.zeros((nl + halo.ncols, w), dtype=self.dtype), index, ids)
             ext, index, ids = stacked
             msgs = ext[nl:]
-            net.encode(np.ascontiguousarray(cur), msgs[:nl], t, r, self.message_d, row_ids=halo.local_nodes,
-                       own=ext[:nl])
+            net.encode(np.ascontiguousarray(cur), msgs[:nl], t, content_round(r, state), self.message_d,
+                       row_ids=halo.local_nodes, own=ext[:nl])
             t0 = time.perf_counter()
             halo.exchange(msgs)
             t1 = time.perf_counter()
             weighted = self._weighted_pass(net, plan, halo, t, r)
             weighted(halo.indptr, index, ext, ids, out)
-            self._add_link_noise(net, weighted, halo.indptr, halo.indices, halo.col_ids, t, r, out)
+            self._add_link_noise(net, weighted, halo.indptr, halo.indices, halo.col_ids, t, content_round(r, state),
+                                 out)
             halo.comm_seconds += t1 - t0
             halo.compute_seconds += time.perf_counter() - t1
             cur = out
@@ -426,7 +429,8 @@ class MpiBackend(CpuBackend):
 
     def _add_link_noise(self, net, weighted, indptr, indices, col_ids, t, r, out, ages=None):
         """``out +=`` the noise on the copies this rank's nodes received (:class:`~rowstoch_fast.network.Noisy`
-        with ``per="link"``: drawn here, on the links' global ids, through the round's weights)."""
+        with ``per="link"``: drawn here, on the links' global ids, through the round's weights; ``r``: the round
+        it is drawn as, ``content_round``'s)."""
         from ..network import link_noise_block
 
         for layer in net.noisy_links():
@@ -465,8 +469,8 @@ class MpiBackend(CpuBackend):
             mine = np.empty((nl, w), dtype=self.dtype)
         cur = src
         for r in range(rounds):
-            net.encode(np.ascontiguousarray(cur), mine[:nl], t, r, self.message_d, row_ids=self.local_nodes,
-                       own=ring.buffer[:nl])
+            net.encode(np.ascontiguousarray(cur), mine[:nl], t, content_round(r, state), self.message_d,
+                       row_ids=self.local_nodes, own=ring.buffer[:nl])
             halo = self.halo(core if plan is None else plan[0](r))
             t0 = time.perf_counter()
             if local:
@@ -496,7 +500,7 @@ class MpiBackend(CpuBackend):
                 weighted(indptr_of, index, ring.buffer, senders, out)
             if net.noisy_links():
                 ages = delayed.ages(indptr, cols, t, r, **ids)
-                self._add_link_noise(net, weighted, indptr, cols, col_ids, t, r, out, ages=ages)
+                self._add_link_noise(net, weighted, indptr, cols, col_ids, t, content_round(r, state), out, ages=ages)
             halo.comm_seconds += t1 - t0
             halo.compute_seconds += time.perf_counter() - t1
             cur = out
@@ -556,12 +560,11 @@ class MpiBackend(CpuBackend):
         self.comm.Allgatherv(mine, [gathered, (counts, _displs(counts)), mtype])
         return gathered, order[0]
 
-    def _link_history(self, net, delayed, links, t, block):
+    def _link_history(self, state, delayed, links, t, block):
         """The history of this rank's halo of the links' matrix (its nodes' messages, then the halo's, exchanged
         as the link sources are: ``_link_source``), each entry reading its sender's position in the halo; a
         restored history (every node's) is cut to the halo first."""
         halo, w = links["halo"], block.shape[1]
-        state = self.channel(net)
         self._halo_history(state, delayed, halo, w, 1)
         ring = delayed.ring(state, t, self.rows, halo.ncols, w, 1, self.dtype,
                             require=lambda nbytes, what, hint: self.call(self.require_memory, nbytes, what, hint))
