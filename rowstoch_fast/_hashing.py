@@ -58,4 +58,5 @@ def content_round(r, state=None):
     (``state["quantity"] = q``, the ``q``-th quantity mixed in the optimizer's iteration: a backend's
     ``channel``): ``r + q 2^32``, so that two quantities mixed in one iteration get independent draws (losses,
     sleep and delays stay keyed on ``r``: they hit every quantity of a round alike); ``r`` without a state."""
-    return r + (state.get("quantity", 0) if state else 0) * QUANTITY_ROUNDS
+    q = state.get("quantity", 0) if state else 0
+    return (r + q * QUANTITY_ROUNDS) % 2**64  # (a 64-bit key whatever the counts)
