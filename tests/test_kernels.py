@@ -418,6 +418,31 @@ def test_the_fused_delayed_mix_equals_the_mix_over_the_delays_index(case, seed, 
     np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.parametrize("fixed", [False, True])
+@pytest.mark.parametrize("node_major", [True, False])
+def test_a_long_delay_window_indexes_the_history_as_a_short_one(node_major, fixed):
+    """Windows past 4096 ages compute each age's place in the history instead of tabling it (a fixed delay's
+    links all read age D = 5000; uniform ones read young ages, from the table): the layout's rows, through
+    delay_ages' index and the fused pass."""
+    from rowstoch_fast import _core, topology
+
+    A = sp.csr_matrix(topology.exponential(6).csr)
+    n, D, t, R, r = 6, 5000, 6123, 2, 1
+    ages = _core.delay_ages(A.indptr, A.indices, 3, t, r, D, fixed=fixed)
+    index = _core.delay_ages(A.indptr, A.indices, 3, t, r, D, fixed=fixed, layout=(n, n, R, node_major))
+    rows = np.repeat(np.arange(n), np.diff(A.indptr))
+    slot = ((t - ages) % (D + 1)) * R + r
+    expected = np.where(rows == A.indices, rows, n + (A.indices * (D + 1) * R + slot if node_major
+                                                      else slot * n + A.indices))
+    np.testing.assert_array_equal(index, expected)
+    assert (ages.max() > 4096) == fixed  # (the computed path taken)
+    H = np.random.default_rng(0).standard_normal((n + (D + 1) * R * n, 2))
+    got = np.empty((n, 2))
+    _core.mix_delayed(A.indptr, A.indices, A.data, H, got, 3, t, r, D, fixed, (n, n, R, node_major))
+    np.testing.assert_array_equal(got, _core.mix(A.indptr.astype(index.dtype), index, A.data, H, np.empty((n, 2)),
+                                                 ncols=len(H)))
+
+
 def test_the_fused_delayed_mix_refuses_bad_input():
     from rowstoch_fast import _core
 

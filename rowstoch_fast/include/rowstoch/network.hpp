@@ -327,18 +327,28 @@ class DelayDraws {
 };
 
 // Where the stacked block [own rows; history] keeps the message of each age a <= last of a round: node j's
-// message at offset[a] + j stride (DelayLayout's orders), a self loop at its own row i.
+// message at offset(a) + j stride (DelayLayout's orders), a self loop at its own row i. Tabled for windows up to
+// kTabled ages (a long window's table would cost more than it saves), computed otherwise.
 struct DelayOffsets {
-    std::vector<std::int64_t> offset;
-    std::int64_t stride;
+    static constexpr std::int64_t kTabled = 4096;
+    DelayLayout layout;
+    std::int64_t t, r, D, stride;
+    std::vector<std::int64_t> table;
 
-    DelayOffsets(const DelayLayout& layout, std::uint64_t t, std::uint64_t r, std::int64_t D, std::int64_t last)
-        : offset(static_cast<std::size_t>(last + 1)), stride(layout.node_major ? (D + 1) * layout.rounds : 1) {
-        for (std::int64_t a = 0; a <= last; ++a) {
-            const std::int64_t block = ((static_cast<std::int64_t>(t) - a) % (D + 1)) * layout.rounds +
-                                       static_cast<std::int64_t>(r);
-            offset[static_cast<std::size_t>(a)] = layout.n_own + (layout.node_major ? block : block * layout.n_block);
-        }
+    DelayOffsets(const DelayLayout& layout_, std::uint64_t t_, std::uint64_t r_, std::int64_t D_, std::int64_t last)
+        : layout(layout_), t(static_cast<std::int64_t>(t_)), r(static_cast<std::int64_t>(r_)), D(D_),
+          stride(layout_.node_major ? (D_ + 1) * layout_.rounds : 1) {
+        if (last < kTabled)
+            for (std::int64_t a = 0; a <= last; ++a) table.push_back(computed(a));
+    }
+
+    std::int64_t computed(std::int64_t a) const {
+        const std::int64_t block = ((t - a) % (D + 1)) * layout.rounds + r;
+        return layout.n_own + (layout.node_major ? block : block * layout.n_block);
+    }
+
+    std::int64_t offset(std::int64_t a) const {
+        return a < static_cast<std::int64_t>(table.size()) ? table[static_cast<std::size_t>(a)] : computed(a);
     }
 };
 
@@ -358,8 +368,8 @@ void delay_ages(const I Ap[], const I Aj[], std::int64_t rows, NodeIds ids, std:
                 const std::int64_t age = row.age(gj);
                 if (ages) ages[q] = static_cast<std::int32_t>(age);
                 if (index)
-                    index[q] = static_cast<J>(gj == gi ? i : at.offset[static_cast<std::size_t>(age)] +
-                                                                  static_cast<std::int64_t>(Aj[q]) * at.stride);
+                    index[q] = static_cast<J>(gj == gi ? i : at.offset(age) + static_cast<std::int64_t>(Aj[q]) *
+                                                                                   at.stride);
             }
         }
     });
@@ -399,7 +409,7 @@ struct DelayedRows {
         std::int64_t* out = buffer.data();
         for (I q = first; q < end; ++q) {
             const std::int64_t j = static_cast<std::int64_t>(Aj[q]), gj = ids.col(j);
-            out[q - first] = gj == gi ? i : at->offset[static_cast<std::size_t>(keys.age(gj))] + j * at->stride;
+            out[q - first] = gj == gi ? i : at->offset(keys.age(gj)) + j * at->stride;
         }
         for (I q = 0; q < end - first; ++q) {
             const char* p = H + out[q] * row_bytes;
