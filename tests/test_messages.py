@@ -727,3 +727,18 @@ def test_each_quantity_of_a_step_draws_its_own_compression_and_noise():
     again = np.empty_like(X)
     ops.mix(net, X, again)
     np.testing.assert_array_equal(again, first)
+
+
+@pytest.mark.parametrize("make", [lambda A: Compressed(Lossy(A, 0.2, seed=1), "topk", k=2),
+                                  lambda A: Noisy(A, 0.1, per="message"), lambda A: Noisy(Sleepy(A, 0.7), 0.1)])
+def test_a_round_of_messages_mixes_in_place(make):
+    """out may be X itself (the own rows are read while out is written: the pass gets a copy), for one round
+    and several: the values of a separate output."""
+    A = topology.exponential(16)
+    net = make(A)
+    X = np.random.default_rng(0).standard_normal((16, 4))
+    for rounds in (1, 3):
+        want = net.mix(X.copy(), 3, rounds=rounds)
+        inplace = X.copy()
+        assert net.mix(inplace, 3, rounds=rounds, out=inplace) is inplace
+        np.testing.assert_array_equal(inplace, want)
