@@ -11,8 +11,8 @@ CSR pass, rows renormalised there: ``_core.mix_lossy``), ``one_peer_exponential(
 ``Compressed(Lossy(A, p), "topk", k=2)``: the messages encoded in C++, then one pass over ``[X; Q]``) and
 delayed ones (``Delayed(A, 3)``, uniform and fixed delays: one pass over ``[X; the last 4 iterations' messages]``,
 uniform delays' ages drawn in it (``_core.mix_delayed``), a fixed delay's index kept; "via index": uniform delays
-through ``delay_ages``' index and a second pass, as before). Targets: lossy at most 1.5x the static mix (bench/RESULTS.md section 11);
-compressed or delayed within 2x (issue 37).
+through ``delay_ages``' index and a second pass, as before; the same over losses). Targets: lossy at most 1.5x
+the static mix (bench/RESULTS.md section 11); compressed or delayed within 2x (issue 37).
 """
 
 from __future__ import annotations

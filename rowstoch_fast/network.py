@@ -775,7 +775,8 @@ class _Messages(Network):
     in checkpoints). The quantities an optimizer mixes in one iteration (Push-Pull's models and trackers, a
     push-sum's numerators and weights) are different messages: the ``q``-th of them draws its compression and
     noise as round ``r + q 2^32`` (``content_round``; the first one, and a call of :meth:`mix` outside an
-    optimizer, as round ``r``), while losses, sleep and delays hit every quantity of a round alike. Compression, noise and delays act on what the links carry, so they go outermost:
+    optimizer, as round ``r``), while losses, sleep and delays hit every quantity of a round alike.
+    Compression, noise and delays act on what the links carry, so they go outermost:
     ``Compressed(Lossy(A, 0.1), "topk", k=2)``; several compose (the outer one first).
     """
 
@@ -990,23 +991,22 @@ def _own_and_messages_round(core, ext, t, r, out, delayed=None, rounds=1, noisy=
             dst[...] = _mix_entries(sp.csr_matrix((c.data, index, indptr), shape=(n, len(block))), weights, block,
                                     core.stochastic)
 
-    nodes = np.arange(n, dtype=np.int64)
-    node_major = layout is None or layout[3]
-    cached = core.__dict__.get("_stacked_ids")
-    if cached is None or cached[0] != (len(ext), node_major):  # (own rows, then the messages: each node's side by
-        # side, or iteration by iteration)
-        spread = np.repeat if node_major else np.tile
-        cached = core._stacked_ids = ((len(ext), node_major),
-                                      np.concatenate([nodes, spread(nodes, len(ext) // n - 1)]))
-    ids = cached[1]
     if delayed is not None and (isinstance(core, MixingMatrix) or plan is not None) and delayed.FUSED[delayed.delay]:
         lossy = None if plan is None else {"loss_seed": plan[1], "p": plan[2], "renormalise": core.stochastic == "row",
                                            "awake": plan[3], "bad": bad}
         delayed.mix_block(c.indptr, c.indices, c.data, ext, out, t, r, layout, lossy=lossy)  # (the ages drawn in
         # the mixing pass)
     else:
+        nodes = np.arange(n, dtype=np.int64)
+        node_major = layout is None or layout[3]
+        cached = core.__dict__.get("_stacked_ids")
+        if cached is None or cached[0] != (len(ext), node_major):  # (own rows, then the messages: each node's
+            # side by side, or iteration by iteration)
+            spread = np.repeat if node_major else np.tile
+            cached = core._stacked_ids = ((len(ext), node_major),
+                                          np.concatenate([nodes, spread(nodes, len(ext) // n - 1)]))
         indptr, index = read(c)
-        weighted(indptr, index, ext, ids, out)
+        weighted(indptr, index, ext, cached[1], out)
     for layer in noisy:
         if layer.sigma == 0:  # (nothing to add: the base network's values, bit for bit)
             continue

@@ -119,13 +119,17 @@ class Backend:
         iteration), on the root; ``{}`` without any."""
         out = {}
         for (phase, k), state in sorted(self.__dict__.get("_channels", {}).items()):
-            ring = state.get("ring")
+            ring = self._saved_history(state)
             if ring is not None and ring.last is not None:  # (node by node, whatever the order in memory)
                 blocks = ring.slots().reshape(-1, ring.buffer.shape[1])  # (a copy where the order is another)
                 out[f"delayed/{phase}/{k}/messages"] = np.array(blocks.get() if hasattr(blocks, "get") else blocks)
                 out[f"delayed/{phase}/{k}/last"] = np.array(ring.last)
                 out[f"delayed/{phase}/{k}/layout"] = np.array([ring.n_block, ring.D, ring.rounds])
         return out
+
+    def _saved_history(self, state):
+        """The history of a channel as a checkpoint holds it: every node's messages (here, the one kept)."""
+        return state.get("ring")
 
     def load_channels(self, state):
         """Restore :meth:`save_channels`' histories (every process gets every node's messages)."""
@@ -325,18 +329,21 @@ class Backend:
                     late += (age > k)[:, None] * slots[senders, (t - k) % (D + 1), 0]
                 late *= data[:, None]
         for layer in noisy:
+            ids = {} if row_ids is None else {"row_ids": row_ids, "col_ids": col_ids}
             z = _core.link_noise(indptr, indices, layer.seed, t, content_round(r, state), w, dtype=self.dtype,
-                                 ages=ages,
-                                 **({} if row_ids is None else {"row_ids": row_ids, "col_ids": col_ids}))
+                                 ages=ages, **ids)
             late -= xp.asarray(z) * self.dtype.type(layer.sigma)
         return late * (deliver & ~links["diag"])[:, None]
+
+    def _require(self, nbytes, what, hint):
+        """The memory check of a history before it is allocated (under MPI: on every rank)."""
+        return self.call(self.require_memory, nbytes, what, hint)
 
     def _link_history(self, state, delayed, links, t, block):
         """``(ring, senders)``: the history ``state`` keeps of the quantity that ``block`` (this process's rows'
         messages of iteration ``t``) now joins, and the row of the history's blocks each stored entry of
         ``links`` reads (its sender: every node's messages kept here; under MPI its halo's)."""
-        ring = delayed.ring(state, t, self.rows, self.n, block.shape[1], 1, self.dtype,
-                            require=lambda nbytes, what, hint: self.call(self.require_memory, nbytes, what, hint),
+        ring = delayed.ring(state, t, self.rows, self.n, block.shape[1], 1, self.dtype, require=self._require,
                             xp=self.xp)
         ring.put(t, 0, block)
         _, indices, _, col_ids = links["host"]

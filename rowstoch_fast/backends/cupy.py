@@ -634,6 +634,7 @@ class CupyBackend(Backend):
             # what the round's pass draws from, in one upload: the delays' keys, thresholds and slots by age, and
             # each noisy layer's keys of the iterations the messages were sent in (t - age)
             node_major = ring is None or ring.order == "node"  # (node j's slot s: row n + j slots + s, or n + s n + j)
+            slots = 0 if ring is None else (delayed.max_delay + 1) * rounds if node_major else 1
             tables = None if ring is None and not noisy else self.xp.asarray(
                 _message_tables(delayed if ring is not None else None, [layer.seed for layer in noisy], t, r, rounds,
                                 1 if node_major else n, noise_round=drawn))
@@ -644,9 +645,7 @@ class CupyBackend(Backend):
             for k, layer in enumerate(noisy or [None]):
                 sent = _NULL if layer is None else tables[start + k * (last + 1):start + (k + 1) * (last + 1)]
                 _launch_messages(Ap, Aj, Ax, cur, messages, dst, self._status, key, p, renormalise, mask, bad,
-                                 delays, last, 0 if ring is None else (delayed.max_delay + 1) * rounds if node_major
-                                 else 1, sent,
-                                 0.0 if layer is None else layer.sigma, noise_only=k > 0)
+                                 delays, last, slots, sent, 0.0 if layer is None else layer.sigma, noise_only=k > 0)
             cur = dst
         if ring is not None:
             ring.done(t)

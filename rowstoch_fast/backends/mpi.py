@@ -392,7 +392,7 @@ class MpiBackend(CpuBackend):
             t0 = time.perf_counter()
             halo.exchange(msgs)
             t1 = time.perf_counter()
-            weighted = self._weighted_pass(net, plan, halo, t, r)
+            weighted = self._weighted_pass(halo, t, r, self._lossy_arguments(net, plan, halo, t))
             weighted(halo.indptr, index, ext, ids, out)
             self._add_link_noise(net, weighted, halo.indptr, halo.indices, halo.col_ids, t, content_round(r, state),
                                  out)
@@ -411,11 +411,11 @@ class MpiBackend(CpuBackend):
                                                           col_ids=halo.col_ids)
         return {"loss_seed": seed, "p": p, "renormalise": net.stochastic == "row", "awake": awake, "bad": bad}
 
-    def _weighted_pass(self, net, plan, halo, t, r):
+    def _weighted_pass(self, halo, t, r, lossy):
         """``weighted(indptr, index, block, senders, dst)``: one pass of this rank's rows of the round's weights
-        over a stacked block (``senders``: the global id of each of its rows), the losses and sleep of the round."""
+        over a stacked block (``senders``: the global id of each of its rows), the losses and sleep of the round
+        (``lossy``: :meth:`_lossy_arguments`)."""
         data = halo.data
-        lossy = self._lossy_arguments(net, plan, halo, t)
         if lossy is None:
             def weighted(indptr, index, block, senders, dst):
                 _core.mix(indptr, index, data, block, dst, check_indices=False, ncols=len(block))
@@ -453,19 +453,16 @@ class MpiBackend(CpuBackend):
 
         delayed, n, nl, w = net.delayed(), self.n, self.rows, src.shape[1]
         state = self.channel(net)
-        require = lambda nbytes, what, hint: self.call(self.require_memory, nbytes, what, hint)  # noqa: E731
         local = fixed_links(core)  # (one matrix every round: its halo's messages suffice)
         if local:
             halo = self.halo(core if plan is None else plan[0](0))
-            self._halo_history(state, delayed, halo, w, rounds)
-            ring = delayed.ring(state, t, nl, halo.ncols, w, rounds, self.dtype, require=require)
-            state["columns"] = halo.col_ids
+            ring = self._halo_ring(state, delayed, halo, t, w, rounds)
             key = ("delayed messages", id(halo), w)
             if key not in self._ext:  # [this rank's messages; its halo's], exchanged as an undelayed round's
                 self._ext[key] = np.zeros((halo.ncols, w), dtype=self.dtype)
             mine = self._ext[key]
         else:
-            ring = delayed.ring(state, t, nl, n, w, rounds, self.dtype, require=require)
+            ring = delayed.ring(state, t, nl, n, w, rounds, self.dtype, require=self._require)
             mine = np.empty((nl, w), dtype=self.dtype)
         cur = src
         for r in range(rounds):
@@ -488,11 +485,11 @@ class MpiBackend(CpuBackend):
                                        np.asarray(halo.col_ids, dtype=np.int64)[halo.indices])
                 _, indptr, cols = links[id(halo)]
                 col_ids = self.__dict__.setdefault("_every_node", np.arange(n, dtype=np.int64))
-            weighted = self._weighted_pass(net, plan, halo, t, r)
+            lossy = self._lossy_arguments(net, plan, halo, t)
+            weighted = self._weighted_pass(halo, t, r, lossy)
             ids = {"row_ids": self.local_nodes, "col_ids": col_ids}
             if delayed.FUSED[delayed.delay]:  # (the ages drawn in the mixing pass)
-                delayed.mix_block(indptr, cols, halo.data, ring.buffer, out, t, r, ring.layout(), **ids,
-                                  lossy=self._lossy_arguments(net, plan, halo, t))
+                delayed.mix_block(indptr, cols, halo.data, ring.buffer, out, t, r, ring.layout(), **ids, lossy=lossy)
             else:
                 indptr_of, index = delayed.index(indptr, cols, t, r, ring.layout(), **ids)
                 spread = np.repeat if ring.order == "node" else np.tile  # (each node's messages side by side, or not)
@@ -507,43 +504,37 @@ class MpiBackend(CpuBackend):
         ring.done(t)
         return out
 
-    def _halo_history(self, state, delayed, halo, w, rounds):
-        """A history restored with every node's messages (``load_channels``: a checkpoint's) cut to ``halo``'s
-        columns, in its order, before a round keeps only those."""
+    def _halo_ring(self, state, delayed, halo, t, w, rounds):
+        """The history ``state`` keeps of ``halo``'s columns (this rank's nodes' messages, then its halo's), made
+        where it is missing; a history restored with every node's messages (``load_channels``: a checkpoint's)
+        is cut to those columns first."""
         from .._history import History
 
         ring = state.get("ring")
-        if ring is None or state.get("columns") is not None:
-            return
-        cut = History(halo.n_local, halo.ncols, w, delayed.max_delay, rounds, ring.buffer.dtype, np,
-                      delayed.ORDER[delayed.delay])
-        if ring.slots().shape[:3] == (self.n, delayed.max_delay + 1, rounds) and ring.buffer.shape[1] == w:
-            cut.slots()[...] = ring.slots()[np.asarray(halo.col_ids)]
-            cut.last, cut.fresh = ring.last, ring.fresh
-        state["ring"] = cut
+        if ring is not None and state.get("columns") is None:
+            cut = History(halo.n_local, halo.ncols, w, delayed.max_delay, rounds, ring.buffer.dtype, np,
+                          delayed.ORDER[delayed.delay])
+            if ring.slots().shape[:3] == (self.n, delayed.max_delay + 1, rounds) and ring.buffer.shape[1] == w:
+                cut.slots()[...] = ring.slots()[np.asarray(halo.col_ids)]
+                cut.last, cut.fresh = ring.last, ring.fresh
+            state["ring"] = cut
+        state["columns"] = halo.col_ids
+        return delayed.ring(state, t, halo.n_local, halo.ncols, w, rounds, self.dtype, require=self._require)
 
-    def save_channels(self):
-        """Every node's messages of each delayed history, as one process keeps them: a history of a halo's columns
-        gives its rank's own nodes' (all-gathered; every rank must call)."""
+    def _saved_history(self, state):
+        """Every node's messages of a history of a halo's columns, as one process keeps them: each rank gives its
+        own nodes' (all-gathered; every rank must call)."""
         from .._history import History
 
-        whole = {}
-        for key, state in sorted(self.__dict__.get("_channels", {}).items()):
-            ring = state.get("ring")
-            if ring is None or ring.last is None or state.get("columns") is None:
-                continue
-            own = ring.slots()[: self.rows]  # (the halo's first columns are this rank's nodes)
-            gathered, order = self._all_gathered(np.ascontiguousarray(own).reshape(self.rows, -1))
-            every = History(self.rows, self.n, ring.buffer.shape[1], ring.D, ring.rounds, ring.buffer.dtype)
-            every.slots()[order] = gathered.reshape(self.n, ring.D + 1, ring.rounds, -1)
-            every.last, every.fresh = ring.last, ring.fresh
-            whole[key] = {"ring": every}
-        channels = self.__dict__.get("_channels", {})
-        self._channels = {**channels, **whole}
-        try:
-            return super().save_channels()
-        finally:
-            self._channels = channels
+        ring = state.get("ring")
+        if ring is None or ring.last is None or state.get("columns") is None:
+            return ring
+        own = ring.slots()[: self.rows]  # (the halo's first columns are this rank's nodes)
+        gathered, order = self._all_gathered(np.ascontiguousarray(own).reshape(self.rows, -1))
+        every = History(self.rows, self.n, ring.buffer.shape[1], ring.D, ring.rounds, ring.buffer.dtype)
+        every.slots()[order] = gathered.reshape(self.n, ring.D + 1, ring.rounds, -1)
+        every.last, every.fresh = ring.last, ring.fresh
+        return every
 
     def _all_gathered(self, mine):
         """Every rank's rows of ``mine`` (this rank's, ``(rows, w)``), all-gathered in rank order, and the global
@@ -564,11 +555,7 @@ class MpiBackend(CpuBackend):
         """The history of this rank's halo of the links' matrix (its nodes' messages, then the halo's, exchanged
         as the link sources are: ``_link_source``), each entry reading its sender's position in the halo; a
         restored history (every node's) is cut to the halo first."""
-        halo, w = links["halo"], block.shape[1]
-        self._halo_history(state, delayed, halo, w, 1)
-        ring = delayed.ring(state, t, self.rows, halo.ncols, w, 1, self.dtype,
-                            require=lambda nbytes, what, hint: self.call(self.require_memory, nbytes, what, hint))
-        state["columns"] = halo.col_ids
+        ring = self._halo_ring(state, delayed, links["halo"], t, block.shape[1], 1)
         ring.put(t, 0, self._link_source(links["matrix"], block))
         return ring, links["host"][1]
 

@@ -276,7 +276,6 @@ class DelayDraws {
     }
 
     std::int64_t last() const { return last_; }
-    bool fixed() const { return fixed_; }
 
     struct Row {
         const DelayDraws* draws;
