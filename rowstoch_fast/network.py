@@ -997,12 +997,11 @@ def _own_and_messages_round(core, ext, t, r, out, delayed=None, rounds=1, noisy=
         delayed.mix_block(c.indptr, c.indices, c.data, ext, out, t, r, layout, lossy=lossy)  # (the ages drawn in
         # the mixing pass)
     else:
-        nodes = np.arange(n, dtype=np.int64)
         node_major = layout is None or layout[3]
         cached = core.__dict__.get("_stacked_ids")
         if cached is None or cached[0] != (len(ext), node_major):  # (own rows, then the messages: each node's
             # side by side, or iteration by iteration)
-            spread = np.repeat if node_major else np.tile
+            spread, nodes = np.repeat if node_major else np.tile, np.arange(n, dtype=np.int64)
             cached = core._stacked_ids = ((len(ext), node_major),
                                           np.concatenate([nodes, spread(nodes, len(ext) // n - 1)]))
         indptr, index = read(c)

@@ -288,6 +288,30 @@ def test_the_compiled_messages_equal_numpy_s(n, d, reps, method, param, unbiased
         np.testing.assert_array_equal(own, X)
 
 
+@pytest.mark.parametrize("method,param", [("qsgd", 4), ("topk", 2), ("randk", 3), ("topk", 5)])
+@pytest.mark.parametrize("reps", [1, 3])
+def test_batched_messages_across_rows_and_threads_equal_numpy_s(method, param, reps):
+    """The encoding compresses messages four at a time (their chains interleaved): batches that span rows, the
+    messages left over at the end of each thread's rows, and a block large enough for every thread still send
+    exactly the reference's messages (qsgd and top-k / rand-k with k <= 4 batched; top-5 one at a time)."""
+    from rowstoch_fast import _core, _reference
+
+    n, d = 2**13 + 3, 7
+    X = np.random.default_rng(5).standard_normal((n, reps * d))
+    out, own = np.empty_like(X), np.empty_like(X)
+    params = {"qsgd": {"bits": param}, "topk": {"k": param}, "randk": {"k": param}}[method]
+    kernel = {"qsgd": 0, "topk": 2, "randk": 3}[method]
+    _core.compress(X, out, kernel, d, param, 0.0, True, 9, 4, 1, own=own)
+    rows = np.r_[0:6, n // 2 - 3:n // 2 + 3, n - 6:n]  # (the first, a middle and the last rows)
+    want = np.array([[v for c0 in range(0, reps * d, d) for v in _reference.compress_message(
+        X[i, c0:c0 + d], method, i, c0, 9, 4, 1, **params)] for i in rows])
+    np.testing.assert_allclose(out[rows], want, rtol=1e-14, atol=1e-300)
+    np.testing.assert_array_equal(own, X)
+    in_place = X.copy()  # (out = X: a row's own copy taken before its messages overwrite it)
+    _core.compress(in_place, in_place, kernel, d, param, 0.0, True, 9, 4, 1)
+    np.testing.assert_array_equal(in_place, out)
+
+
 def test_the_compiled_messages_refuse_bad_input():
     from rowstoch_fast import _core
 

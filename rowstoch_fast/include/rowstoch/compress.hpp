@@ -2,7 +2,8 @@
 // iteration t, computed from its row of a block, one message of L values at a time (a row of w = reps * d values is
 // w / L messages; L = w for a narrow block). Random choices are drawn from the counter-based hash of network.py,
 // uniform_hash(seed, t, r, i, tag, c) with i the node's global id and c the column in its row, so every backend,
-// MPI rank and thread count sends the same messages. The NumPy transcription is _reference.compress.
+// MPI rank and thread count sends the same messages. The NumPy transcription is _reference.compress. (qsgd, top-k
+// and rand-k with k <= 4 are computed four messages side by side, compress_batch: the same operations per message.)
 // (The draws' keys end (..., i, tag, c): the row's prefix with the tag is mixed once, then one mix64 per value.)
 //
 //   qsgd   (bits b, s = 2^b - 1 levels): q_c = sign(v_c) l_c (||v||_2 / s) with l_c = floor(|v_c| (s / ||v||_2) + u_c)
@@ -35,23 +36,39 @@ inline double message_uniform(std::uint64_t tagged_row, std::uint64_t c) {
     return static_cast<double>(static_cast<std::int64_t>(mix64(tagged_row ^ c) >> 11)) * 0x1.0p-53;
 }
 
+// k passes of a branch-free argmin over each of B rows of L scores (score[b L + c]), side by side (independent
+// chains that overlap), each pass finding the first minimum (ties: the lower index) and taking it out: row b's
+// k smallest in order[b stride + 0..k).
+template <int B>
+inline void argmin_passes(double* score, std::int64_t L, std::int64_t k, std::int64_t* order, std::int64_t stride) {
+    for (std::int64_t m = 0; m < k; ++m) {
+        double low[B];
+        std::int64_t at[B];
+        for (int b = 0; b < B; ++b) {
+            low[b] = score[b * L];
+            at[b] = 0;
+        }
+        for (std::int64_t c = 1; c < L; ++c)
+            for (int b = 0; b < B; ++b) {
+                const double x = score[b * L + c];
+                const bool less = x < low[b];
+                low[b] = less ? x : low[b];
+                at[b] = less ? c : at[b];
+            }
+        for (int b = 0; b < B; ++b) {
+            order[b * stride + m] = at[b];
+            score[b * L + at[b]] = std::numeric_limits<double>::infinity();
+        }
+    }
+}
+
 // The k entries of smallest score(c), c in [0, L) (ties: the lower index), in order[0..k): an insertion into a sorted
 // list of k for small k (registers, O(L k)), a partial sort of score[] otherwise.
 template <class Score>
 inline void smallest_k(Score score_of, double* score, std::int64_t L, std::int64_t k, std::int64_t* order) {
-    if (k <= 4) {  // k passes of a branch-free argmin (the first minimum: the lower index), each taken one excluded
+    if (k <= 4) {
         for (std::int64_t c = 0; c < L; ++c) score[c] = score_of(c);
-        for (std::int64_t m = 0; m < k; ++m) {
-            double low = score[0];
-            std::int64_t at = 0;
-            for (std::int64_t c = 1; c < L; ++c) {
-                const bool less = score[c] < low;
-                low = less ? score[c] : low;
-                at = less ? c : at;
-            }
-            order[m] = at;
-            score[at] = std::numeric_limits<double>::infinity();
-        }
+        argmin_passes<1>(score, L, k, order, 0);
         return;
     }
     if (k <= 16) {  // branch-free: each score bubbles through the sorted k (selects, no mispredicted branches)
@@ -84,6 +101,42 @@ inline void smallest_k(Score score_of, double* score, std::int64_t L, std::int64
     });
 }
 
+// qsgd's s = 2^bits - 1 levels.
+inline double qsgd_levels(std::int64_t bits) { return static_cast<double>((std::uint64_t(1) << bits) - 1); }
+
+// qsgd's values of one message of norm ||v||_2 = norm (up = s / norm, down = norm / s; `key` its tag-1 key).
+template <class T>
+inline void qsgd_values(const T* v, T* out, std::int64_t L, std::int64_t first_col, double norm, double up,
+                        double down, std::uint64_t key, double s, bool unbiased) {
+    for (std::int64_t c = 0; c < L; ++c) {
+        if (norm == 0.0) {
+            out[c] = T(0);
+            continue;
+        }
+        const double a = std::fabs(static_cast<double>(v[c])) * up;
+        const double u = unbiased ? message_uniform(key, static_cast<std::uint64_t>(first_col + c)) : 0.5;
+        // floor of a non-negative value as an integer conversion (no libm call without SSE4.1)
+        const double level = std::min(static_cast<double>(static_cast<std::int64_t>(a + u)), s);
+        const double q = level * down;
+        out[c] = static_cast<T>(std::copysign(q, static_cast<double>(v[c])));
+    }
+}
+
+// A top-k's or rand-k's scale of the kept values (L / k for an unbiased rand-k).
+template <class T>
+inline T selection_scale(int method, bool unbiased, std::int64_t L, std::int64_t k) {
+    return method == kRandk && unbiased ? static_cast<T>(static_cast<double>(L) / k) : T(1);
+}
+
+// out <- the values v[order[0..k)] times scale at their places, 0 elsewhere (out may be v; kept: k doubles).
+template <class T>
+inline void keep_k(const T* v, T* out, std::int64_t L, std::int64_t k, const std::int64_t* order, double* kept,
+                   T scale) {
+    for (std::int64_t m = 0; m < k; ++m) kept[m] = static_cast<double>(v[order[m]]);
+    for (std::int64_t c = 0; c < L; ++c) out[c] = T(0);
+    for (std::int64_t m = 0; m < k; ++m) out[order[m]] = static_cast<T>(kept[m]) * scale;
+}
+
 template <class T>
 void compress_message(int method, const T* v, T* out, std::int64_t L, std::int64_t first_col, std::uint64_t row,
                       std::int64_t param, double sigma, bool unbiased, std::int64_t* order, double* score) {
@@ -92,21 +145,8 @@ void compress_message(int method, const T* v, T* out, std::int64_t L, std::int64
         case kQsgd: {
             double sq = 0.0;
             for (std::int64_t c = 0; c < L; ++c) sq += static_cast<double>(v[c]) * static_cast<double>(v[c]);
-            const double norm = std::sqrt(sq), s = static_cast<double>((std::uint64_t(1) << param) - 1);
-            const double up = s / norm, down = norm / s;
-            const std::uint64_t key = tagged(1);
-            for (std::int64_t c = 0; c < L; ++c) {
-                if (norm == 0.0) {
-                    out[c] = T(0);
-                    continue;
-                }
-                const double a = std::fabs(static_cast<double>(v[c])) * up;
-                const double u = unbiased ? message_uniform(key, static_cast<std::uint64_t>(first_col + c)) : 0.5;
-                // floor of a non-negative value as an integer conversion (no libm call without SSE4.1)
-                const double level = std::min(static_cast<double>(static_cast<std::int64_t>(a + u)), s);
-                const double q = level * down;
-                out[c] = static_cast<T>(std::copysign(q, static_cast<double>(v[c])));
-            }
+            const double norm = std::sqrt(sq), s = qsgd_levels(param);
+            qsgd_values(v, out, L, first_col, norm, s / norm, norm / s, tagged(1), s, unbiased);
             return;
         }
         case kSign: {
@@ -126,10 +166,7 @@ void compress_message(int method, const T* v, T* out, std::int64_t L, std::int64
             else
                 smallest_k([&](std::int64_t c) { return message_uniform(key, static_cast<std::uint64_t>(first_col + c)); },
                            score, L, k, order);
-            const T scale = method == kRandk && unbiased ? static_cast<T>(static_cast<double>(L) / k) : T(1);
-            for (std::int64_t m = 0; m < k; ++m) score[m] = static_cast<double>(v[order[m]]);  // (out may be v)
-            for (std::int64_t c = 0; c < L; ++c) out[c] = T(0);
-            for (std::int64_t m = 0; m < k; ++m) out[order[m]] = static_cast<T>(score[m]) * scale;
+            keep_k(v, out, L, k, order, score, selection_scale<T>(method, unbiased, L, k));
             return;
         }
         case kRound: {
@@ -155,6 +192,53 @@ void compress_message(int method, const T* v, T* out, std::int64_t L, std::int64
     }
 }
 
+// Messages batched B at a time: their chains of dependent operations (a qsgd message's norm, square root and two
+// divisions; a top-k's or rand-k's k argmin passes) interleaved, so that they overlap instead of waiting in turn
+// (one message at a time they were most of the encoding's time). Message b is the L values at v[b] (written to
+// out[b], which may be v[b]), columns first[b] .. first[b] + L of a row whose key is row[b]; each gets the same
+// operations as compress_message, so the same bits. score: B L doubles.
+constexpr int kBatch = 4;
+
+inline bool batched(int method, std::int64_t param, std::int64_t L) {
+    return method == kQsgd || ((method == kTopk || method == kRandk) && std::min<std::int64_t>(param, L) <= 4);
+}
+
+template <class T>
+void compress_batch(int method, const T* const* v, T* const* out, std::int64_t L, const std::int64_t* first,
+                    const std::uint64_t* row, std::int64_t param, bool unbiased, double* score) {
+    constexpr int B = kBatch;
+    if (method == kQsgd) {
+        double sq[B] = {};
+        for (std::int64_t c = 0; c < L; ++c)
+            for (int b = 0; b < B; ++b) sq[b] += static_cast<double>(v[b][c]) * static_cast<double>(v[b][c]);
+        const double s = qsgd_levels(param);
+        double norm[B], up[B], down[B];
+        for (int b = 0; b < B; ++b) {
+            norm[b] = std::sqrt(sq[b]);
+            up[b] = s / norm[b];
+            down[b] = norm[b] / s;
+        }
+        for (int b = 0; b < B; ++b)
+            qsgd_values(v[b], out[b], L, first[b], norm[b], up[b], down[b], mix64(row[b] ^ 1), s, unbiased);
+        return;
+    }
+    const std::int64_t k = std::min<std::int64_t>(param, L);  // (<= 4: batched())
+    for (int b = 0; b < B; ++b) {
+        double* sc = score + b * L;
+        if (method == kTopk) {
+            for (std::int64_t c = 0; c < L; ++c) sc[c] = -std::fabs(static_cast<double>(v[b][c]));
+        } else {
+            const std::uint64_t key = mix64(row[b] ^ 2);
+            for (std::int64_t c = 0; c < L; ++c) sc[c] = message_uniform(key, static_cast<std::uint64_t>(first[b] + c));
+        }
+    }
+    std::int64_t order[B][4];
+    argmin_passes<B>(score, L, k, &order[0][0], 4);
+    const T scale = selection_scale<T>(method, unbiased, L, k);
+    double kept[4];
+    for (int b = 0; b < B; ++b) keep_k(v[b], out[b], L, k, order[b], kept, scale);
+}
+
 // out[i] = the messages of row i of X (n rows of w values, messages of L values; row i is node ids.row(i)); where
 // `own` is given, X's row is copied there in the same pass (the [X; Q] block of a compressed round).
 template <class T>
@@ -162,17 +246,38 @@ void compress_rows(const T* X, T* out, std::int64_t n, std::int64_t w, std::int6
                    std::int64_t param, double sigma, bool unbiased, std::uint64_t seed, std::uint64_t t,
                    std::uint64_t r, T* own = nullptr) {
     const std::uint64_t round = hash_prefix(seed, t, r);
+    const bool batch = batched(method, param, L);
     for_range(n, threads_for(n * w * 8), [&](std::int64_t lo, std::int64_t hi) {
         std::vector<std::int64_t> order(static_cast<std::size_t>(L));
-        std::vector<double> score(static_cast<std::size_t>(L));
+        std::vector<double> score(static_cast<std::size_t>(L * (batch ? kBatch : 1)));
+        const T* vs[kBatch];
+        T* outs[kBatch];
+        std::int64_t first[kBatch];
+        std::uint64_t rows[kBatch];
+        int held = 0;  // (messages waiting for a full batch)
         for (std::int64_t i = lo; i < hi; ++i) {
             const std::uint64_t row = mix64(round ^ static_cast<std::uint64_t>(ids.row(i)));
-            if (own)
+            if (own)  // (before any message of the row is written: out may be X)
                 for (std::int64_t c = 0; c < w; ++c) own[i * w + c] = X[i * w + c];
-            for (std::int64_t c0 = 0; c0 < w; c0 += L)
-                compress_message(method, X + i * w + c0, out + i * w + c0, L, c0, row, param, sigma, unbiased,
-                                 order.data(), score.data());
+            for (std::int64_t c0 = 0; c0 < w; c0 += L) {
+                if (!batch) {
+                    compress_message(method, X + i * w + c0, out + i * w + c0, L, c0, row, param, sigma, unbiased,
+                                     order.data(), score.data());
+                    continue;
+                }
+                vs[held] = X + i * w + c0;
+                outs[held] = out + i * w + c0;
+                first[held] = c0;
+                rows[held] = row;
+                if (++held == kBatch) {
+                    compress_batch(method, vs, outs, L, first, rows, param, unbiased, score.data());
+                    held = 0;
+                }
+            }
         }
+        for (int b = 0; b < held; ++b)
+            compress_message(method, vs[b], outs[b], L, first[b], rows[b], param, sigma, unbiased, order.data(),
+                             score.data());
     });
 }
 
