@@ -333,10 +333,19 @@ std::uint8_t* flags(const py::object& obj, const char* name, int64_t size, bool 
     return static_cast<std::uint8_t*>(keep.mutable_data());
 }
 
+// The LossRule of renormalise / symmetric (the undirected rule takes no Gilbert-Elliott gates: a link's two
+// messages have chains of their own).
+int loss_rule(bool renormalise, bool symmetric, const py::object& bad_obj) {
+    if (symmetric && !bad_obj.is_none())
+        throw py::value_error("symmetric (the undirected rule) takes no bad states (Gilbert-Elliott gates)");
+    return symmetric ? rowstoch::kSymmetricRule : renormalise ? rowstoch::kRowRule : rowstoch::kColumnRule;
+}
+
 py::array mix_lossy(py::array indptr, py::array indices, py::array data, py::array X, py::object out,
                     std::uint64_t seed, std::uint64_t t, std::uint64_t r, double p, bool renormalise,
                     py::object awake_obj, py::object row_ids_obj, py::object col_ids_obj, int64_t ncols,
-                    py::object bad_obj, bool check_indices) {
+                    py::object bad_obj, bool check_indices, bool symmetric) {
+    const int rule = loss_rule(renormalise, symmetric, bad_obj);
     if (!(p >= 0.0 && p <= 1.0)) throw py::value_error(cat("p must be in [0, 1], got ", p));
     if (ncols < -1) throw py::value_error(cat("ncols must be >= 0 (or -1 for square), got ", ncols));
     check_ndim(indptr, "indptr", 1);  // (before its length is read: a 0-d indptr was an IndexError)
@@ -359,7 +368,7 @@ py::array mix_lossy(py::array indptr, py::array indices, py::array data, py::arr
     const std::uint8_t* bad = flags(bad_obj, "bad", indices.shape(0), false, bad_keep);
     return one_pass(indptr, indices, data, X, out, check_indices, ncols,
                     [&](auto Ap, auto Aj, auto Ax, int64_t n, auto Xp, int64_t w, auto Yp) {
-                        rowstoch::csr_mix_lossy(Ap, Aj, Ax, n, Xp, w, Yp, seed, t, r, p, renormalise, mask, ids, bad);
+                        rowstoch::csr_mix_lossy(Ap, Aj, Ax, n, Xp, w, Yp, seed, t, r, p, rule, mask, ids, bad);
                     });
 }
 
@@ -570,8 +579,9 @@ py::object delay_ages(py::array indptr, py::array indices, std::uint64_t seed, s
 py::array mix_delayed(py::array indptr, py::array indices, py::array data, py::array H, py::array out,
                       std::uint64_t seed, std::uint64_t t, std::uint64_t r, int64_t max_delay, bool fixed,
                       py::object layout_obj, py::object row_ids_obj, py::object col_ids_obj, std::uint64_t loss_seed,
-                      double p, bool renormalise, py::object awake_obj, py::object bad_obj) {
+                      double p, bool renormalise, py::object awake_obj, py::object bad_obj, bool symmetric) {
     check_max_delay(max_delay);
+    const int rule = loss_rule(renormalise, symmetric, bad_obj);
     if (!(p >= 0.0 && p <= 1.0)) throw py::value_error(cat("p must be in [0, 1], got ", p));
     const int64_t rows = link_rows(indptr, indices, row_ids_obj, col_ids_obj);
     py::array row_keep, col_keep, awake_keep, bad_keep;
@@ -586,7 +596,7 @@ py::array mix_delayed(py::array indptr, py::array indices, py::array data, py::a
     const std::uint8_t* awake = awake_obj.is_none() ? nullptr
         : flags(awake_obj, "awake", std::max(n_nodes, awake_obj.cast<py::array>().shape(0)), false, awake_keep);
     const std::uint8_t* bad = flags(bad_obj, "bad", indices.shape(0), false, bad_keep);
-    const rowstoch::LossyRound lossy{loss_seed, p, renormalise, awake, bad};
+    const rowstoch::LossyRound lossy{loss_seed, p, rule, awake, bad};
     const bool lossy_round = p > 0.0 || awake || bad;
     const rowstoch::DelayLayout layout = delay_layout(layout_obj, rows, ncols, r, max_delay);
     check_ndim(data, "data", 1);
@@ -1034,9 +1044,11 @@ PYBIND11_MODULE(_core, m) {
           py::arg("out") = py::none(), py::arg("seed") = 0, py::arg("t") = 0, py::arg("r") = 0, py::arg("p") = 0.0,
           py::arg("renormalise") = true, py::arg("awake") = py::none(), py::arg("row_ids") = py::none(),
           py::arg("col_ids") = py::none(), py::arg("ncols") = -1, py::arg("bad") = py::none(),
-          py::arg("check_indices") = true,
+          py::arg("check_indices") = true, py::arg("symmetric") = false,
           "One lossy gossip round (rowstoch_fast.network.Lossy): messages j -> i (j != i) lost when "
-          "uniform_hash(seed, t, r, i, j) < p; row-stochastic receivers renormalise over what arrived.");
+          "uniform_hash(seed, t, r, i, j) < p; row-stochastic receivers renormalise over what arrived; symmetric: "
+          "the undirected rule (a link used when both its messages arrived and both ends are awake, an unused "
+          "link's weight kept on x_i).");
     m.def("ge_advance", &ge_advance, py::arg("indptr"), py::arg("indices"), py::arg("bad"), py::arg("seed"),
           py::arg("from_"), py::arg("to"), py::arg("p_bad"), py::arg("p_recover"), py::arg("init") = false,
           py::arg("row_ids") = py::none(), py::arg("col_ids") = py::none(),
@@ -1058,7 +1070,7 @@ PYBIND11_MODULE(_core, m) {
           py::arg("out"), py::arg("seed"), py::arg("t"), py::arg("r"), py::arg("max_delay"), py::arg("fixed"),
           py::arg("layout"), py::arg("row_ids") = py::none(), py::arg("col_ids") = py::none(),
           py::arg("loss_seed") = 0, py::arg("p") = 0.0, py::arg("renormalise") = true,
-          py::arg("awake") = py::none(), py::arg("bad") = py::none(),
+          py::arg("awake") = py::none(), py::arg("bad") = py::none(), py::arg("symmetric") = false,
           "out <- one delayed round of the CSR weights over the stacked block H = [own rows; the last max_delay + 1 "
           "iterations' messages] (layout as delay_ages takes it): each entry reads the newest message of its link "
           "that has arrived, its age drawn in the pass (rowstoch/network.hpp's csr_mix_delayed; the same sums as "

@@ -40,6 +40,7 @@ def mix_lossy(
     ncols: int = -1,
     bad: NDArray[np.uint8] | None = None,
     check_indices: bool = True,
+    symmetric: bool = False,
 ) -> NDArray[np.floating]: ...
 def ge_advance(
     indptr: NDArray[np.integer],
@@ -99,6 +100,7 @@ def mix_delayed(
     renormalise: bool = True,
     awake: NDArray[np.bool_] | NDArray[np.uint8] | None = None,
     bad: NDArray[np.bool_] | NDArray[np.uint8] | None = None,
+    symmetric: bool = False,
 ) -> NDArray[np.floating]: ...
 def link_noise(
     indptr: NDArray[np.integer],

@@ -181,12 +181,16 @@ def lost_links(indptr, indices, seed, t, r, p, row_ids=None, col_ids=None, bad=N
     return lost & (rows != cols)
 
 
-def lossy_round(indptr, indices, data, X, seed, t, r, p, renormalise=True, awake=None):
+def lossy_round(indptr, indices, data, X, seed, t, r, p, renormalise=True, awake=None, symmetric=False):
     """One gossip round of ``rowstoch_fast.network.Lossy`` / ``Sleepy`` on a CSR matrix, row by row in Python:
     the message ``j -> i`` (``j != i``) is lost when ``uniform_hash(seed, t, r, i, j) < p`` or when ``j``
     sleeps; a sleeping ``i`` keeps ``x_i``. A row that lost something and renormalises is
     ``sum_arrived a_ij x_j / sum_arrived a_ij`` (``x_i`` if nothing arrived), else ``sum_arrived a_ij x_j``;
-    every sum in CSR order, one rounding per operation in the dtype of ``X`` (what the compiled pass does)."""
+    every sum in CSR order, one rounding per operation in the dtype of ``X`` (what the compiled pass does).
+    ``symmetric`` (the undirected rule, :meth:`rowstoch_fast.network.Network.undirected`): the link ``i - j`` is
+    used only when ``j -> i`` and ``i -> j`` (``uniform_hash(seed, t, r, j, i)``) both arrived and both ends are
+    awake, and ``y_i = sum_used w_ij x_j + (sum_unused w_ij) x_i`` (the unused weight summed in CSR order, its
+    product added last)."""
     from .network import uniform_hash
 
     X = np.asarray(X)
@@ -196,15 +200,19 @@ def lossy_round(indptr, indices, data, X, seed, t, r, p, renormalise=True, awake
         if awake is not None and not awake[i]:
             Y[i] = X[i]
             continue
-        acc, den, lost = [T(0)] * X.shape[1], T(0), False
+        acc, den, unused, lost = [T(0)] * X.shape[1], T(0), T(0), False
         for q in range(indptr[i], indptr[i + 1]):
             j = int(indices[q])
-            gone = j != i and ((awake is not None and not awake[j]) or float(uniform_hash(seed, t, r, i, j)) < p)
+            gone = j != i and ((awake is not None and not awake[j]) or float(uniform_hash(seed, t, r, i, j)) < p
+                               or (symmetric and float(uniform_hash(seed, t, r, j, i)) < p))
             lost |= gone
             a = T(0) if gone else T(data[q])
             acc = [c + a * x for c, x in zip(acc, X[j])]
             den = den + a
-        if lost and renormalise:
+            unused = unused + (T(data[q]) if gone else T(0))
+        if lost and symmetric:
+            acc = [c + unused * x for c, x in zip(acc, X[i])]
+        elif lost and renormalise:
             acc = list(X[i]) if den == 0 else [c / den for c in acc]
         Y[i] = acc
     return Y
@@ -440,11 +448,11 @@ def logistic_stochastic_gradient(H, Y, n, rho, X, B, iteration, seed=0, batches=
 @twin("dgd")
 def dgd(W, x0, lr, grad_fn, T):
     """DGD: ``x+ = W x - lr g(x)``."""
-    W = _dense(W)
+    W_of = _of(W)
     x = np.array(x0, dtype=np.float64)
     xs = [x.copy()]
-    for _ in range(T):
-        x = W @ x - lr * _grad(grad_fn, x)
+    for t in range(T):
+        x = W_of(t) @ x - lr * _grad(grad_fn, x)
         xs.append(x.copy())
     return xs
 
@@ -454,8 +462,8 @@ def choco_sgd(W, x0, lr, grad_fn, T, gamma=1.0, compress=None, mix=None):
     """CHOCO-SGD: ``h = x - lr g(x)``, ``q = Q(h - x_hat)``, ``x_hat+ = x_hat + q``, ``x+ = h + gamma (W - I)
     x_hat+``, ``x_hat_0 = 0``; ``compress(V, t)`` is ``Q`` at iteration ``t`` (None: no compression), ``mix(V,
     t)`` what the neighbours' copies give at iteration ``t`` (None: ``W V``; a network's links: delays, noise)."""
-    W = _dense(W)
-    mix = mix or (lambda V, t: W @ V)
+    W_of = _of(W)
+    mix = mix or (lambda V, t: W_of(t) @ V)
     x = np.array(x0, dtype=np.float64)
     x_hat = np.zeros_like(x)
     xs = [x.copy()]
@@ -505,15 +513,15 @@ def compressed_push_pull(A, C, x0, lr, grad_fn, T, gamma=1.0, a=1.0, compress_A=
 @twin("diging")
 def diging(W, x0, lr, grad_fn, T):
     """DIGing: ``x+ = W x - lr y``, ``y+ = W y + g(x+) - g(x)``, ``y0 = g(x0)``."""
-    W = _dense(W)
+    W_of = _of(W)
     x = np.array(x0, dtype=np.float64)
     g = _grad(grad_fn, x)
     y = g.copy()
     xs = [x.copy()]
-    for _ in range(T):
-        x = W @ x - lr * y
+    for t in range(T):
+        x = W_of(t) @ x - lr * y
         g_new = _grad(grad_fn, x)
-        y = W @ y + g_new - g
+        y = W_of(t) @ y + g_new - g
         g = g_new
         xs.append(x.copy())
     return xs
@@ -522,15 +530,15 @@ def diging(W, x0, lr, grad_fn, T):
 @twin("aug-dgm")
 def aug_dgm(W, x0, lr, grad_fn, T):
     """AugDGM (ATC-DIGing): ``x+ = W (x - lr y)``, ``y+ = W (y + g(x+) - g(x))``, ``y0 = g(x0)``."""
-    W = _dense(W)
+    W_of = _of(W)
     x = np.array(x0, dtype=np.float64)
     g = _grad(grad_fn, x)
     y = g.copy()
     xs = [x.copy()]
-    for _ in range(T):
-        x = W @ (x - lr * y)
+    for t in range(T):
+        x = W_of(t) @ (x - lr * y)
         g_new = _grad(grad_fn, x)
-        y = W @ (y + g_new - g)
+        y = W_of(t) @ (y + g_new - g)
         g = g_new
         xs.append(x.copy())
     return xs
@@ -539,17 +547,18 @@ def aug_dgm(W, x0, lr, grad_fn, T):
 @twin("extra")
 def extra(W, x0, lr, grad_fn, T):
     """EXTRA (Shi, Ling, Wu & Yin 2015), as written in the paper: ``x1 = W x0 - lr g(x0)``,
-    ``x_{k+2} = (I + W) x_{k+1} - W_tilde x_k - lr (g(x_{k+1}) - g(x_k))``, ``W_tilde = (I + W) / 2``."""
-    W = _dense(W)
-    eye = np.eye(W.shape[0])
-    W_tilde = (eye + W) / 2
+    ``x_{k+2} = (I + W) x_{k+1} - W_tilde x_k - lr (g(x_{k+1}) - g(x_k))``, ``W_tilde = (I + W) / 2``; a
+    time-varying ``W``: ``(I + W_{k+1}) x_{k+1} - (I + W_k) x_k / 2`` (each iterate mixed once, in its iteration)."""
+    W_of = _of(W)
+    eye = np.eye(len(W_of(0)))
     x_prev = np.array(x0, dtype=np.float64)
     g_prev = _grad(grad_fn, x_prev)
-    x = W @ x_prev - lr * g_prev
+    x = W_of(0) @ x_prev - lr * g_prev
     xs = [x_prev.copy(), x.copy()]
-    for _ in range(T - 1):
+    for t in range(1, T):
         g = _grad(grad_fn, x)
-        x, x_prev, g_prev = (eye + W) @ x - W_tilde @ x_prev - lr * (g - g_prev), x, g
+        x, x_prev, g_prev = ((eye + W_of(t)) @ x - (eye + W_of(t - 1)) @ x_prev / 2 - lr * (g - g_prev), x,
+                             g)
         xs.append(x.copy())
     return xs[:T + 1]
 
@@ -558,16 +567,17 @@ def extra(W, x0, lr, grad_fn, T):
 def nids(W, x0, lr, grad_fn, T, first="plain"):
     """NIDS (Li, Shi & Yan 2019): ``x1 = x0 - lr g(x0)`` (``first="mixed"``: ``W_tilde (x0 - lr g(x0))``, Exact
     Diffusion's), ``x_{k+2} = W_tilde (2 x_{k+1} - x_k - lr (g(x_{k+1}) - g(x_k)))``, ``W_tilde = (I + W) / 2``."""
-    W_tilde = (np.eye(len(_dense(W))) + _dense(W)) / 2
+    W_of = _of(W)
+    W_tilde = lambda t: (np.eye(len(W_of(t))) + W_of(t)) / 2  # noqa: E731
     x_prev = np.array(x0, dtype=np.float64)
     g_prev = _grad(grad_fn, x_prev)
     x = x_prev - lr * g_prev
     if first == "mixed":
-        x = W_tilde @ x
+        x = W_tilde(0) @ x
     xs = [x_prev.copy(), x.copy()]
-    for _ in range(T - 1):
+    for t in range(1, T):
         g = _grad(grad_fn, x)
-        x, x_prev, g_prev = W_tilde @ (2 * x - x_prev - lr * (g - g_prev)), x, g
+        x, x_prev, g_prev = W_tilde(t) @ (2 * x - x_prev - lr * (g - g_prev)), x, g
         xs.append(x.copy())
     return xs[:T + 1]
 
@@ -576,13 +586,13 @@ def nids(W, x0, lr, grad_fn, T, first="plain"):
 def exact_diffusion(W, x0, lr, grad_fn, T):
     """Exact Diffusion (Yuan, Ying, Zhao & Sayed 2019): ``psi+ = x - lr g(x)``, ``phi+ = psi+ + x - psi``,
     ``x+ = W_bar phi+``, ``W_bar = (I + W) / 2``, ``psi_0 = x_0``."""
-    W_bar = (np.eye(len(_dense(W))) + _dense(W)) / 2
+    W_of = _of(W)
     x = np.array(x0, dtype=np.float64)
     psi = x.copy()
     xs = [x.copy()]
-    for _ in range(T):
+    for t in range(T):
         psi_new = x - lr * _grad(grad_fn, x)
-        x, psi = W_bar @ (psi_new + x - psi), psi_new
+        x, psi = (np.eye(len(x)) + W_of(t)) / 2 @ (psi_new + x - psi), psi_new
         xs.append(x.copy())
     return xs
 

@@ -71,6 +71,43 @@ class Network:
         ``net.map(mixing.out_degree_weights)``, the column-stochastic twin that push-based methods run on."""
         raise NotImplementedError
 
+    def undirected(self):
+        """The same network (same draws) under the **undirected rule**, what a method of an undirected network
+        (DGD, DIGing, EXTRA, ..., whose ``W`` must stay symmetric and doubly stochastic) runs on when its ``W``
+        is under losses or sleep: the link ``i - j`` is used in a round only when both its messages (``j -> i``
+        and ``i -> j``) arrive and both ends are awake, and an unused link's weight stays on each end's own value
+        (``W_t[i, i] = w_ii + sum_unused w_ij``; a sleeping node's row is ``e_i``). Over a symmetric doubly
+        stochastic ``W`` every round is then symmetric and doubly stochastic (Lobel & Ozdaglar 2011's random
+        links). The undirected methods apply it themselves to a :class:`Lossy` or :class:`Sleepy` ``W`` (and to
+        message layers over them); ``stochastic`` is then ``"doubly"``. Bernoulli losses and every activation
+        model; not Gilbert-Elliott chains (a link's two messages have chains of their own) or schedules. The
+        definition: ``_reference.lossy_round(..., symmetric=True)``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from rowstoch_fast import topology
+        >>> from rowstoch_fast.network import Lossy
+        >>> W = Lossy(topology.ring(6, directed=False), 0.3, seed=1).undirected()
+        >>> M = W.matrix(4).toarray()
+        >>> bool(np.allclose(M, M.T) and np.allclose(M.sum(axis=0), 1) and np.allclose(M.sum(axis=1), 1))
+        True
+        """
+        net = self.map(lambda W: W)  # (fresh layers: their own caches)
+        layer = net
+        while isinstance(layer, Network):
+            if isinstance(layer, Lossy) and layer.model == "gilbert-elliott":
+                raise ValueError(f"{self!r}: the undirected rule takes Bernoulli losses, not Gilbert-Elliott chains "
+                                 "(a link's two messages have chains of their own)")
+            if not isinstance(layer, (Lossy, Sleepy, _Messages)):
+                raise ValueError(f"{self!r}: the undirected rule needs a fixed symmetric W under losses, sleep or "
+                                 f"message layers, not a {type(layer).__name__}")
+            layer.stochastic = "doubly"
+            layer = layer.base
+        if not isinstance(layer, MixingMatrix):
+            raise ValueError(f"{self!r}: the undirected rule needs a static matrix W under the network")
+        return net
+
     def _entries(self, t, r):
         """(csr, weight of each stored entry in this round, or None for the base weights): subclasses that
         drop entries override this; the default materialises :meth:`matrix`."""
@@ -89,7 +126,7 @@ class Network:
         t, rounds, X = self._mix_arguments(X, t, rounds, out)
         plan = self.plan(t)
         if plan is not None:
-            return _compiled_rounds(plan, X, t, rounds, out, self.stochastic == "row")
+            return _compiled_rounds(plan, X, t, rounds, out, self.stochastic == "row", self.stochastic == "doubly")
         Y = X
         for r in range(rounds):
             Y = _mix_entries(*self._entries(t, r), Y, self.stochastic)
@@ -135,7 +172,7 @@ def _mix_entries(csr, weights, X, stochastic):
     if weights is None:
         return (csr @ X2).reshape(shape)
     M = sp.csr_matrix((weights, csr.indices, csr.indptr), shape=csr.shape)
-    if stochastic == "column":  # lost mass is lost
+    if stochastic != "row":  # lost mass is lost (column), or kept on the receiver's diagonal (doubly)
         return (M @ X2).reshape(shape)
     # receivers renormalise over what arrived: numerator and denominator from one product (same order), and
     # rows that lost nothing keep the static sums, bit for bit
@@ -184,12 +221,12 @@ def _keep_empty_rows(csr, weights):
     return (csr, weights) if empty.size == 0 else _with_diagonal(csr, weights, empty)
 
 
-def _with_diagonal(csr, weights, nodes):
-    """``csr`` with a diagonal entry added at ``nodes`` (base weight 0, this round's weight 1)."""
+def _with_diagonal(csr, weights, nodes, values=None):
+    """``csr`` with a diagonal entry added at ``nodes`` (base weight 0, this round's weight 1, or ``values``)."""
     rows = np.concatenate([np.repeat(np.arange(csr.shape[0], dtype=np.int64), np.diff(csr.indptr)), nodes])
     cols = np.concatenate([csr.indices.astype(np.int64), nodes])
     base = np.concatenate([csr.data, np.zeros(len(nodes), dtype=csr.dtype)])
-    w = np.concatenate([weights, np.ones(len(nodes), dtype=csr.dtype)])
+    w = np.concatenate([weights, np.ones(len(nodes), dtype=csr.dtype) if values is None else values])
     order = np.lexsort((cols, rows))
     indptr = np.zeros(csr.shape[0] + 1, dtype=np.int64)
     np.cumsum(np.bincount(rows, minlength=csr.shape[0]), out=indptr[1:])
@@ -197,7 +234,32 @@ def _with_diagonal(csr, weights, nodes):
     return out, w[order]
 
 
-def _compiled_rounds(plan, X, t, rounds, out, renormalise):
+def _undirected_entries(csr, weights, gone, asleep=None):
+    """A round of the undirected rule (:meth:`Network.undirected`) from ``gone``, the stored entries whose link is
+    unused this round (self loops never): their weight moves to the receiver's diagonal (added where a row has
+    none), so the round stays symmetric and doubly stochastic; a sleeping receiver's row (``asleep``) is
+    ``e_i``."""
+    rows = np.repeat(np.arange(csr.shape[0], dtype=np.int64), np.diff(csr.indptr))
+    base = csr.data if weights is None else weights
+    if not gone.any() and (asleep is None or not asleep.any()):
+        return csr, weights
+    w = np.where(gone, 0.0, base).astype(csr.dtype)
+    unused = np.bincount(rows, weights=np.where(gone, base, 0.0), minlength=csr.shape[0]).astype(csr.dtype)
+    diagonal = rows == csr.indices
+    if asleep is not None:
+        w[asleep[rows] & diagonal] = 1.0
+        unused[asleep] = 0.0
+    w[diagonal] += unused[rows[diagonal]]
+    has_loop = np.zeros(csr.shape[0], dtype=bool)
+    has_loop[rows[diagonal]] = True
+    missing = np.flatnonzero(~has_loop & ((unused != 0) | (False if asleep is None else asleep)))
+    if missing.size:
+        values = np.where(False if asleep is None else asleep[missing], 1.0, unused[missing]).astype(csr.dtype)
+        return _with_diagonal(csr, w, missing, values)
+    return csr, w
+
+
+def _compiled_rounds(plan, X, t, rounds, out, renormalise, symmetric=False):
     """The rounds of iteration ``t`` through ``_core.mix_lossy`` (losses hashed in the CSR pass, rows
     renormalised there, sleeping nodes keep their values), ping-ponging buffers, the last round into ``out``
     (``X`` and ``out`` checked by :meth:`Network.mix`)."""
@@ -210,7 +272,7 @@ def _compiled_rounds(plan, X, t, rounds, out, renormalise):
         dst = out.reshape(Y.shape) if (r == rounds - 1 and out is not None) else np.empty_like(Y)
         bad = None if chain is None else chain.bad_states(c.indptr, c.indices, t)
         _core.mix_lossy(c.indptr, c.indices, c.data, Y, dst, seed=seed, t=t, r=r, p=p, renormalise=renormalise,
-                        awake=awake, bad=bad, check_indices=False)
+                        awake=awake, bad=bad, check_indices=False, symmetric=symmetric)
         Y = dst
     return out if out is not None else Y.reshape(X.shape)
 
@@ -313,7 +375,8 @@ def _round_matrix(csr, stochastic):
     """The matrix of one gossip round: no connectivity check (a round's graph need not be connected on its
     own; the network is, over time) and, under loss, columns may sum to less than 1."""
     csr = sp.csr_matrix(csr)
-    return MixingMatrix._from_valid_csr(csr.indptr, csr.indices, csr.data, csr.shape[0], stochastic)
+    return MixingMatrix._from_valid_csr(csr.indptr, csr.indices, csr.data, csr.shape[0],
+                                        "row" if stochastic == "doubly" else stochastic, doubly=stochastic == "doubly")
 
 
 class Schedule(Network):
@@ -494,6 +557,13 @@ class Lossy(Network):
     def _lost(self, csr, t, r):
         return self._lost_entries(t, r, csr.indptr, csr.indices)
 
+    def _lost_back(self, csr, t, r):
+        """Which stored entries' links lost their other message (``i -> j`` of the entry ``(i, j)``) in round
+        ``r`` of iteration ``t``: the same draws, receiver and sender swapped (one row per entry)."""
+        every = np.arange(csr.nnz + 1, dtype=np.int64)
+        rows = np.repeat(np.arange(csr.shape[0], dtype=np.int64), np.diff(csr.indptr))
+        return self._lost_entries(t, r, every, every[:-1], row_ids=csr.indices.astype(np.int64), col_ids=rows)
+
     @property
     def static(self):
         base = self.base if isinstance(self.base, MixingMatrix) else self.base.static
@@ -551,6 +621,8 @@ class Lossy(Network):
         if self.p == 0:
             return csr, weights
         lost = self._lost(csr, t, r)
+        if self.stochastic == "doubly":  # (the undirected rule: a link used when both its messages arrived)
+            return _undirected_entries(csr, weights, lost | self._lost_back(csr, t, r))
         if not lost.any():
             return csr, weights
         w = np.where(lost, 0.0, csr.data if weights is None else weights).astype(csr.dtype)
@@ -731,6 +803,10 @@ class Sleepy(Network):
         awake = self.awake(t)
         if awake.all():
             return csr, weights
+        if self.stochastic == "doubly":  # (the undirected rule: a link used when both ends are awake)
+            rows = np.repeat(np.arange(self.n, dtype=np.int64), np.diff(csr.indptr))
+            gone = ~(awake[rows] & awake[csr.indices]) & (rows != csr.indices)
+            return _undirected_entries(csr, weights, gone, asleep=~awake)
         rows = np.repeat(np.arange(self.n, dtype=np.int64), np.diff(csr.indptr))
         cols = csr.indices
         w = (csr.data if weights is None else weights).copy()
@@ -983,7 +1059,8 @@ def _own_and_messages_round(core, ext, t, r, out, delayed=None, rounds=1, noisy=
             else:
                 _core.mix_lossy(indptr, index, c.data, block, dst, seed=plan[1], t=t, r=r, p=plan[2],
                                 renormalise=core.stochastic == "row", awake=plan[3], row_ids=senders[:n],
-                                col_ids=senders, ncols=len(block), bad=bad, check_indices=False)
+                                col_ids=senders, ncols=len(block), bad=bad, check_indices=False,
+                                symmetric=core.stochastic == "doubly")
     else:
         c, weights = core._entries(t, r)
 
@@ -993,7 +1070,7 @@ def _own_and_messages_round(core, ext, t, r, out, delayed=None, rounds=1, noisy=
 
     if delayed is not None and (isinstance(core, MixingMatrix) or plan is not None) and delayed.FUSED[delayed.delay]:
         lossy = None if plan is None else {"loss_seed": plan[1], "p": plan[2], "renormalise": core.stochastic == "row",
-                                           "awake": plan[3], "bad": bad}
+                                           "awake": plan[3], "bad": bad, "symmetric": core.stochastic == "doubly"}
         delayed.mix_block(c.indptr, c.indices, c.data, ext, out, t, r, layout, lossy=lossy)  # (the ages drawn in
         # the mixing pass)
     else:

@@ -253,6 +253,7 @@ def unreliable_networks():
     from rowstoch_fast.network import Compressed, Delayed, Lossy, Noisy, Schedule, Sleepy, one_peer_exponential
 
     A = topology.erdos_renyi(20, 0.2, seed=5)
+    W = topology.erdos_renyi(20, 0.3, seed=5, directed=False, weights="metropolis")
     return {"lossy": Lossy(A, 0.3, seed=1), "schedule": Schedule([A, topology.exponential(20)]),
             "one-peer": one_peer_exponential(20),
             "sleepy-lossy": Sleepy(Lossy(Schedule([A, topology.ring(20)]), 0.2, seed=3), 0.8, seed=4),
@@ -271,15 +272,20 @@ def unreliable_networks():
                                                            delay="fixed"), 0.01, seed=5), "topk", k=2),
             # ... over fixed links (the running sums of the robust methods: compressed, delayed, noisy, asleep)
             "qsgd-delayed-noisy": Compressed(Noisy(Delayed(Sleepy(Lossy(A, 0.2, seed=8), 0.9, seed=1), 2, seed=2),
-                                                   0.01, seed=5), "qsgd", bits=4, seed=3)}
+                                                   0.01, seed=5), "qsgd", bits=4, seed=3),
+            # losses and sleep over a symmetric W: the undirected methods under the undirected rule (each link's
+            # other message drawn on global ids), the directed ones under the row rule; and under messages
+            "undirected-sleepy-lossy": Sleepy(Lossy(W, 0.2, seed=8), seed=2, model="poisson", rate=1.0),
+            "undirected-topk-delayed": Compressed(Delayed(Sleepy(Lossy(W, 0.2, seed=8), 0.8, seed=1), 2, seed=2),
+                                                  "topk", k=2)}
 
 
 #: The networks whose messages are compressed, noisy or delayed: what they change is the pass that mixes (the same for
 #: every algorithm), so a method of each family runs on them (the registry runs whole on the others).
 MESSAGE_NETWORKS = ("compressed", "qsgd-noisy-lossy", "delayed", "delayed-schedule", "topk-delayed-lossy",
-                    "qsgd-delayed-noisy")
+                    "qsgd-delayed-noisy", "undirected-sleepy-lossy", "undirected-topk-delayed")
 MESSAGE_ALGORITHMS = ("dsgd", "push-pull", "pull-diag-gt", "push-diging", "dgd", "exact-diffusion", "choco-sgd",
-                      "compressed-push-pull", "robust-gradient-push", "r-fast")
+                      "compressed-push-pull", "robust-gradient-push", "r-fast", "diging", "extra")
 
 
 def runs_on(nname, net, cls):

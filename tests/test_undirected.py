@@ -13,7 +13,7 @@ from rowstoch_fast import (ABm, DGD, EXTRA, GTSAGA, NIDS, AugDGM, DIGing, ExactD
                            topology)
 from rowstoch_fast import compare as cmp
 from rowstoch_fast.algorithms import REGISTRY
-from rowstoch_fast.network import Lossy
+from rowstoch_fast.network import Compressed, Lossy, Sleepy
 from rowstoch_fast.objectives import Quadratic
 
 UNDIRECTED = [DGD, DIGing, AugDGM, EXTRA, NIDS, ExactDiffusion, GTSAGA]
@@ -28,9 +28,13 @@ def test_a_matrix_that_is_not_doubly_stochastic_is_refused_naming_the_column(cls
     A = topology.erdos_renyi(10, 0.3, seed=1)  # directed, in-degree weights: rows sum to 1, columns do not
     with pytest.raises(ValueError, match=rf"^{cls.__name__}: W must be doubly stochastic: column \d+ sums to "):
         cls(A, np.zeros((10, 2)), 0.1)
-    with pytest.raises(ValueError, match=rf"^{cls.__name__}: W must be a static doubly stochastic matrix, got a "
-                                         "time-varying network \\(Lossy\\)"):
-        cls(Lossy(metropolis(), 0.1, seed=0), np.zeros((10, 2)), 0.1)
+    with pytest.raises(ValueError, match=rf"^{cls.__name__}: W must be doubly stochastic: column \d+ sums to "):
+        cls(Lossy(A, 0.1, seed=0), np.zeros((10, 2)), 0.1)  # (losses over it: the W under them checked)
+    with pytest.raises(ValueError, match=rf"^{cls.__name__}: .*Bernoulli losses, not Gilbert-Elliott chains"):
+        cls(Lossy(metropolis(), 0.5, seed=0, model="gilbert-elliott", p_bad=0.1, p_recover=0.5), np.zeros((10, 2)),
+            0.1)
+    # losses over a symmetric W: taken under the undirected rule (every round symmetric, doubly stochastic)
+    assert cls(Lossy(metropolis(), 0.1, seed=0), np.zeros((10, 2)), 0.1).W.stochastic == "doubly"
     with pytest.raises(ValueError, match=rf"^{cls.__name__}: W must be doubly stochastic: row 0 sums to 0.9"):
         cls(np.array([[0.5, 0.4], [0.5, 0.6]]), np.zeros((2, 1)), 0.1)
     # a regular graph's in-degree weights are doubly stochastic: taken as they are
@@ -266,3 +270,54 @@ def test_gt_saga_refuses_a_table_that_cannot_fit(monkeypatch):
     with pytest.raises(MemoryError, match=r"GTSAGA's table of 100000 samples x 10 nodes x 12 values .*fewer samples"):
         opt.step(SampleOracle(lambda X, idx: X, samples=100_000))
     assert opt.iteration == 0 and opt._table is None
+
+
+NETWORKS = {"lossy": lambda W: Lossy(W, 0.3, seed=1), "poisson": lambda W: Sleepy(W, model="poisson", rate=0.8, seed=2),
+            "lossy-markov": lambda W: Lossy(Sleepy(W, model="markov", p_sleep=0.3, p_wake=0.5, seed=3), 0.2, seed=4),
+            "cyclic": lambda W: Sleepy(W, model="cyclic", period=3)}
+
+
+@pytest.mark.parametrize("net", NETWORKS)
+@pytest.mark.parametrize("t", [0, 1, 7])
+def test_rounds_under_the_undirected_rule_are_symmetric_and_doubly_stochastic(net, t):
+    """Network.undirected: a link used only when both its messages arrived and both ends are awake, its weight
+    kept on each end otherwise; the compiled pass applies the same matrix as the NumPy rounds (matrix(t)), and the
+    same network's draws under the row rule (the directed methods') are those it starts from."""
+    W = metropolis(12, seed=5)
+    U = NETWORKS[net](W).undirected()
+    M = U.matrix(t).toarray()
+    np.testing.assert_allclose(M, M.T, atol=1e-15)
+    np.testing.assert_allclose(M.sum(axis=0), 1.0, rtol=1e-14)
+    assert (M >= 0).all() and M.diagonal().min() >= W.toarray().diagonal().min()
+    used = (M != 0) & ~np.eye(12, dtype=bool)
+    directed = (NETWORKS[net](W).matrix(t).toarray() != 0) & ~np.eye(12, dtype=bool)  # (the row rule: arrivals)
+    assert (used == (directed & directed.T)).all() and used.sum() < (W.toarray() != 0).sum() - 12
+    X = np.random.default_rng(t).standard_normal((12, 3))
+    np.testing.assert_allclose(U.mix(X, t), M @ X, rtol=1e-13, atol=1e-14)
+
+
+@pytest.mark.parametrize("net", NETWORKS)
+@pytest.mark.parametrize("cls", [DGD, DIGing, AugDGM, EXTRA, NIDS, ExactDiffusion], ids=lambda c: c.name)
+def test_undirected_methods_over_losses_and_sleep_equal_their_twins(cls, net):
+    """An undirected method on losses or sleep over a symmetric W runs the undirected rule's rounds: its iterates
+    are its dense twin's with W_t = the round's matrix (compiled pass against NumPy's matrices: 1e-12)."""
+    W = metropolis(10, seed=3)
+    network = NETWORKS[net](W)
+    U = network.undirected()
+    rng = np.random.default_rng(1)
+    Q, b = rng.uniform(0.5, 2.0, (10, 3)), rng.standard_normal((10, 3))
+    grad = lambda X: Q * X - b  # noqa: E731
+    x0, T = rng.standard_normal((10, 3)), 40
+    opt = cls(network, x0, 0.05)
+    xs = _reference.TWINS[cls.name](lambda t: U.matrix(t).toarray(), x0, 0.05, grad, T)
+    for t in range(1, T + 1):
+        opt.step(grad)
+        np.testing.assert_allclose(opt.x, xs[t], rtol=1e-12, atol=1e-12, err_msg=f"{cls.name} {net} t={t}")
+
+
+def test_the_undirected_rule_refuses_what_it_cannot_keep_symmetric():
+    W = metropolis()
+    with pytest.raises(ValueError, match="Bernoulli losses, not Gilbert-Elliott"):
+        Lossy(W, 0.5, model="gilbert-elliott", p_bad=0.1, p_recover=0.5).undirected()
+    assert DGD.applies_to(Lossy(W, 0.1)) and DGD.applies_to(Compressed(Sleepy(W, 0.5), "topk", k=1))
+    assert not DGD.applies_to(Lossy(topology.erdos_renyi(10, 0.3, seed=1), 0.1))  # (not doubly stochastic)

@@ -49,9 +49,23 @@ def _as_matrix(M, name, owner):
     if kind == "doubly":  # an undirected network's W: static, both sums checked (the first bad one named)
         if isinstance(M, Network) and hasattr(M, "encode") and not isinstance(M.core(), Network):
             return M.map(lambda W: _as_matrix(W, name, owner))  # compressed or noisy messages over a static W
-        if isinstance(M, Network):
-            raise ValueError(f"{owner}: W must be a static doubly stochastic matrix, got a time-varying network "
-                             f"({type(M).__name__}); its rounds (losses, sleep, schedules) are not doubly stochastic")
+        if isinstance(M, Network):  # losses or sleep over a static W: the undirected rule keeps every round
+            # symmetric and doubly stochastic (Network.undirected)
+            if M.stochastic == "doubly":
+                return M
+            try:
+                U = M.undirected()
+            except ValueError as exc:
+                raise ValueError(f"{owner}: W must be a static doubly stochastic matrix or losses / sleep over one; "
+                                 f"{exc}") from None
+            W = _as_matrix(_core_matrix(U), name, owner)
+            bad = _asymmetry(W)
+            if bad is not None:
+                i, j, wij, wji = bad
+                raise ValueError(f"{owner}: the rounds of losses or sleep over W stay doubly stochastic only for a "
+                                 f"symmetric W (an undirected graph's weights): W[{i}, {j}] = {wij:.6g} but "
+                                 f"W[{j}, {i}] = {wji:.6g}")
+            return U.map(lambda _: W).undirected()
         if isinstance(M, MixingMatrix) and M.doubly:
             return M
         try:
@@ -68,6 +82,13 @@ def _as_matrix(M, name, owner):
                              f"(build it with stochastic={kind!r}, or use mixing.out_degree_weights(A) for C)")
         return M
     return MixingMatrix(M, stochastic=kind)
+
+
+def _core_matrix(net):
+    """The static matrix under every layer of a network."""
+    while isinstance(net, Network):
+        net = net.base
+    return net
 
 
 def _cached(M, key, compute):
@@ -226,7 +247,7 @@ class Optimizer(FailureHandling, Persistence):
         """Checks with no communication (under MPI run on every rank, then agreed on)."""
         mats = {name: _as_matrix(M, name, type(self).__name__) for name, M in matrices.items()}
         if self.symmetric and "W" in mats:
-            found = _asymmetry(weights_of(mats["W"]))
+            found = _asymmetry(_core_matrix(mats["W"]))  # (under losses or sleep: the W under them)
             if found:
                 i, j, a, b = found
                 raise ValueError(f"{type(self).__name__}: W must be symmetric (an undirected graph's weights, e.g. "
@@ -598,11 +619,19 @@ class Optimizer(FailureHandling, Persistence):
     def applies_to(cls, A):
         """Whether this algorithm runs on the network of ``A`` as :meth:`build` gives it: always, except that
         an undirected network's methods (a ``W`` among :attr:`matrices`) need a static doubly stochastic
-        ``A`` (and a symmetric one where :attr:`symmetric`); ``rowstoch compare`` leaves them out of its
-        default elsewhere."""
+        ``A`` (and a symmetric one where :attr:`symmetric`), or Bernoulli losses / sleep over a symmetric one (run
+        under the undirected rule, :meth:`rowstoch_fast.network.Network.undirected`); ``rowstoch compare``
+        leaves them out of its default elsewhere."""
         if "W" not in cls.matrices:
             return True
         A = weights_of(A)  # (compressed or noisy messages over a static W: the weights W)
+        if isinstance(A, Network):  # losses or sleep over a symmetric W: the undirected rule (Network.undirected)
+            try:
+                A.undirected()
+            except ValueError:
+                return False
+            W = _core_matrix(A)
+            return _columns_sum_to_one(W) and not _asymmetry(W)
         if not isinstance(A, MixingMatrix):
             return False
         return _columns_sum_to_one(A) and not (cls.symmetric and _asymmetry(A))

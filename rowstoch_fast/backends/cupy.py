@@ -545,10 +545,13 @@ class CupyBackend(Backend):
     def mix_network(self, net, t, src, out, rounds=1, work=None):
         """The rounds of iteration ``t`` of a time-varying network (:mod:`rowstoch_fast.network`) on the device:
         the compiled pass of its :meth:`plan` (the awake mask, ``n`` bytes, is copied to the device once per
-        iteration; Gilbert-Elliott states are advanced on the device); a network without a plan is refused.
+        iteration; Gilbert-Elliott states are advanced on the device); a network without a plan is refused, and
+        the undirected rule (:meth:`~rowstoch_fast.network.Network.undirected`) runs the CPU's pass on the host.
         Compressed, noisy and delayed messages: :meth:`_mix_messages`."""
         if hasattr(net, "encode"):
             return self._mix_messages(net, t, src, out, rounds, work)
+        if net.stochastic == "doubly":  # (the undirected rule has no device kernel: the CPU's pass, on the host)
+            return self._on_host(out, lambda: net.mix(to_cpu(src), t, rounds))
         plan = net.plan(t)
         if plan is None:
             raise ValueError(f"{net!r} has no compiled pass and so does not run on backend='cupy'")
@@ -595,7 +598,7 @@ class CupyBackend(Backend):
         state = self.channel(net)
         core, delayed, n = net.core(), net.delayed(), net.n
         plan = core.plan(t) if is_network(core) else (lambda r: core, 0, 0.0, None, None)
-        if plan is None:
+        if plan is None or core.stochastic == "doubly":  # (the undirected rule: no device kernel)
             return self._on_host(out, lambda: net.mix(to_cpu(src), t, rounds, d=self.message_d, state=state))
         if self.checking and int(self._status[0]):
             return out

@@ -354,7 +354,8 @@ class MpiBackend(CpuBackend):
                                                                 col_ids=halo.col_ids)
             _core.mix_lossy(halo.indptr, halo.indices, halo.data, ext, out, seed=seed, t=t, r=r, p=p,
                             renormalise=net.stochastic == "row", awake=awake, row_ids=halo.local_nodes,
-                            col_ids=halo.col_ids, ncols=halo.ncols, bad=bad, check_indices=False)
+                            col_ids=halo.col_ids, ncols=halo.ncols, bad=bad, check_indices=False,
+                            symmetric=net.stochastic == "doubly")
             halo.comm_seconds += t1 - t0
             halo.compute_seconds += time.perf_counter() - t1
             cur = out
@@ -409,7 +410,8 @@ class MpiBackend(CpuBackend):
         _, seed, p, awake, chain = plan
         bad = None if chain is None else chain.bad_states(halo.indptr, halo.indices, t, row_ids=halo.local_nodes,
                                                           col_ids=halo.col_ids)
-        return {"loss_seed": seed, "p": p, "renormalise": net.stochastic == "row", "awake": awake, "bad": bad}
+        return {"loss_seed": seed, "p": p, "renormalise": net.stochastic == "row", "awake": awake, "bad": bad,
+                "symmetric": net.stochastic == "doubly"}
 
     def _weighted_pass(self, halo, t, r, lossy):
         """``weighted(indptr, index, block, senders, dst)``: one pass of this rank's rows of the round's weights
@@ -424,7 +426,8 @@ class MpiBackend(CpuBackend):
         def weighted(indptr, index, block, senders, dst):
             _core.mix_lossy(indptr, index, data, block, dst, seed=lossy["loss_seed"], t=t, r=r, p=lossy["p"],
                             renormalise=lossy["renormalise"], awake=lossy["awake"], row_ids=self.local_nodes,
-                            col_ids=senders, ncols=len(block), bad=lossy["bad"], check_indices=False)
+                            col_ids=senders, ncols=len(block), bad=lossy["bad"], check_indices=False,
+                            symmetric=lossy["symmetric"])
         return weighted
 
     def _add_link_noise(self, net, weighted, indptr, indices, col_ids, t, r, out, ages=None):

@@ -7,9 +7,14 @@
 // numerator and denominator summed in CSR order in the same pass (all-ones in give exactly ones out); a row
 // that lost nothing is the static row's sum, bit for bit (the same additions in the same order as
 // csr_row_chunk); a row that received nothing keeps x_i. Column-stochastic senders' lost mass is lost
-// (renormalise = false). A lost message adds 0 * x_j (branch-free; what the NumPy path's zero weights do).
+// (kColumnRule). A lost message adds 0 * x_j (branch-free; what the NumPy path's zero weights do).
 // With an awake mask (rowstoch_fast.network.Sleepy): a sleeping node keeps x_i (its row is e_i; with push-sum
 // weights its column is e_j too: it keeps its mass), and its messages count as lost for the others.
+// The undirected rule (a symmetric doubly stochastic W, network.Network.undirected: what an undirected method's
+// rounds keep), rule = kSymmetricRule: the link i - j is used only when both of its messages, j -> i and i -> j,
+// arrived and both ends are awake, and an unused link's weight stays with the receiver:
+// y_i = sum_used w_ij x_j + (sum_unused w_ij) x_i (CSR order, the second sum added last), so every round is
+// symmetric and doubly stochastic again.
 #pragma once
 
 #include <algorithm>
@@ -52,6 +57,10 @@ struct NodeIds {
 // kAny (everything else: MPI ids, Gilbert-Elliott gates, losses and sleep together).
 enum LossyCase { kAny, kLosses, kAsleep };
 
+// What a receiver does with what did not arrive: column-stochastic weights lose it, row-stochastic ones
+// renormalise over what arrived, the undirected rule keeps the unused weight on x_i (above).
+enum LossRule { kColumnRule = 0, kRowRule = 1, kSymmetricRule = 2 };
+
 // w, or +0 where `drop` (w >= 0): a mask, not a select, so that the compiler cannot turn the draw into a branch
 // (mispredicted on a tenth of the weights at p = 0.1).
 template <class T>
@@ -69,7 +78,7 @@ inline T keep_unless(T w, std::uint64_t drop) {
 // newest arrived message for a delayed one; Aj[q] names the sender, whose id the draws take)
 template <int K, int Case, class I, class T, class Reader>
 inline void lossy_row(const I Ap[], const I Aj[], const Reader& read, const T Ax[], const T* __restrict X,
-                      std::int64_t w, std::int64_t i, std::uint64_t round, std::uint64_t threshold, bool renormalise,
+                      std::int64_t w, std::int64_t i, std::uint64_t round, std::uint64_t threshold, int rule,
                       const std::uint8_t* awake_in, const std::uint8_t* bad_in, NodeIds ids_in, T* __restrict Y) {
     const std::uint8_t* awake = Case == kLosses ? nullptr : awake_in;
     const std::uint8_t* bad = Case == kAny ? bad_in : nullptr;
@@ -85,8 +94,9 @@ inline void lossy_row(const I Ap[], const I Aj[], const Reader& read, const T Ax
     T* __restrict acc = kRegs ? regs : Y + i * w;
     for (std::int64_t c = 0; c < width; ++c) acc[c] = T(0);
     const std::uint64_t row = mix64(round ^ static_cast<std::uint64_t>(gi));
-    T den = T(0);
+    T den = T(0), unused = T(0);
     std::uint64_t lost = 0;
+    const bool symmetric = Case == kAny && rule == kSymmetricRule;
     const I end = Ap[i + 1];
     for (I q = Ap[i]; q < end; ++q) {  // branch-free: a lost message adds 0 * x (as the NumPy path does)
         const std::int64_t j = static_cast<std::int64_t>(Aj[q]);
@@ -100,15 +110,21 @@ inline void lossy_row(const I Ap[], const I Aj[], const Reader& read, const T Ax
         else
             gone = gj != gi && ((awake && !awake[gj]) ||
                                 ((!bad || bad[q]) && threshold &&
-                                 (mix64(row ^ static_cast<std::uint64_t>(gj)) >> 11) < threshold));
+                                 (mix64(row ^ static_cast<std::uint64_t>(gj)) >> 11) < threshold) ||
+                                (symmetric && threshold &&  // (the message i -> j of the same link)
+                                 (mix64(mix64(round ^ static_cast<std::uint64_t>(gj)) ^ static_cast<std::uint64_t>(gi))
+                                  >> 11) < threshold));
         lost |= gone;
         const T a = keep_unless(Ax[q], gone);
         const T* __restrict x = X + read(q) * width;
         for (std::int64_t c = 0; c < width; ++c) acc[c] += a * x[c];
         den += a;
+        if (symmetric) unused += Ax[q] - a;  // (exact: Ax[q] - Ax[q] or Ax[q] - 0)
     }
     T* __restrict y = Y + i * width;
-    if (lost && renormalise) {
+    if (lost && symmetric) {
+        for (std::int64_t c = 0; c < width; ++c) acc[c] += unused * X[i * width + c];
+    } else if (lost && rule == kRowRule) {
         if (den == T(0)) {
             for (std::int64_t c = 0; c < width; ++c) acc[c] = X[i * width + c];  // received nothing: keeps x_i
         } else {
@@ -124,28 +140,28 @@ inline void lossy_row(const I Ap[], const I Aj[], const Reader& read, const T Ax
 template <int K, int Case, class I, class T, class Rows>
 __attribute__((noinline)) void lossy_rows_in(const I Ap[], const I Aj[], const Rows& rows, const T Ax[], const T* X,
                                              std::int64_t w, std::int64_t lo, std::int64_t hi, std::uint64_t round,
-                                             std::uint64_t threshold, bool renormalise, const std::uint8_t* awake,
+                                             std::uint64_t threshold, int rule, const std::uint8_t* awake,
                                              const std::uint8_t* bad, NodeIds ids, T* Y) {
     for (std::int64_t i = lo; i < hi; ++i)
-        lossy_row<K, Case>(Ap, Aj, rows.row(i), Ax, X, w, i, round, threshold, renormalise, awake, bad, ids, Y);
+        lossy_row<K, Case>(Ap, Aj, rows.row(i), Ax, X, w, i, round, threshold, rule, awake, bad, ids, Y);
 }
 
 template <int K, class I, class T, class Rows>
 inline void lossy_rows(const I Ap[], const I Aj[], const Rows& by, const T Ax[], const T* X, std::int64_t w,
                        std::int64_t lo, std::int64_t hi, std::uint64_t round, std::uint64_t threshold,
-                       bool renormalise, const std::uint8_t* awake, const std::uint8_t* bad, NodeIds ids, T* Y) {
-    const bool local = !bad && !ids.rows && !ids.cols;
+                       int rule, const std::uint8_t* awake, const std::uint8_t* bad, NodeIds ids, T* Y) {
+    const bool local = !bad && !ids.rows && !ids.cols && rule != kSymmetricRule;
     auto rows = local && !awake && threshold ? lossy_rows_in<K, kLosses, I, T, Rows>
                 : local && awake && !threshold ? lossy_rows_in<K, kAsleep, I, T, Rows>
                                                : lossy_rows_in<K, kAny, I, T, Rows>;
-    rows(Ap, Aj, by, Ax, X, w, lo, hi, round, threshold, renormalise, awake, bad, ids, Y);
+    rows(Ap, Aj, by, Ax, X, w, lo, hi, round, threshold, rule, awake, bad, ids, Y);
 }
 
 // Y <- the lossy round; `make_rows()` (called once per thread) gives the Rows policy naming the row of X each
 // entry reads (default: Aj's).
 template <class I, class T, class MakeRows>
 void csr_mix_lossy_by(const I Ap[], const I Aj[], const T Ax[], std::int64_t n, const T X[], std::int64_t w, T Y[],
-                      std::uint64_t seed, std::uint64_t t, std::uint64_t r, double p, bool renormalise,
+                      std::uint64_t seed, std::uint64_t t, std::uint64_t r, double p, int rule,
                       const std::uint8_t* awake, NodeIds ids, const std::uint8_t* bad, MakeRows&& make_rows) {
     const std::uint64_t round = hash_prefix(seed, t, r);
     // u = (h >> 11) 2^-53 < p  <=>  (h >> 11) < ceil(p 2^53): the same draws, compared as integers
@@ -155,23 +171,23 @@ void csr_mix_lossy_by(const I Ap[], const I Aj[], const T Ax[], std::int64_t n, 
         const auto by = make_rows();
         switch (w) {
 #define ROWSTOCH_LOSSY(K) \
-    case K: lossy_rows<K>(Ap, Aj, by, Ax, X, w, lo, hi, round, threshold, renormalise, awake, bad, ids, Y); return;
+    case K: lossy_rows<K>(Ap, Aj, by, Ax, X, w, lo, hi, round, threshold, rule, awake, bad, ids, Y); return;
             ROWSTOCH_LOSSY(1) ROWSTOCH_LOSSY(2) ROWSTOCH_LOSSY(3) ROWSTOCH_LOSSY(4) ROWSTOCH_LOSSY(5)
             ROWSTOCH_LOSSY(6) ROWSTOCH_LOSSY(7) ROWSTOCH_LOSSY(8) ROWSTOCH_LOSSY(9) ROWSTOCH_LOSSY(10)
             ROWSTOCH_LOSSY(11) ROWSTOCH_LOSSY(12) ROWSTOCH_LOSSY(13) ROWSTOCH_LOSSY(14) ROWSTOCH_LOSSY(15)
             ROWSTOCH_LOSSY(16)
 #undef ROWSTOCH_LOSSY
-            default: lossy_rows<0>(Ap, Aj, by, Ax, X, w, lo, hi, round, threshold, renormalise, awake, bad, ids, Y);
+            default: lossy_rows<0>(Ap, Aj, by, Ax, X, w, lo, hi, round, threshold, rule, awake, bad, ids, Y);
         }
     });
 }
 
 template <class I, class T>
 void csr_mix_lossy(const I Ap[], const I Aj[], const T Ax[], std::int64_t n, const T X[], std::int64_t w, T Y[],
-                   std::uint64_t seed, std::uint64_t t, std::uint64_t r, double p, bool renormalise,
+                   std::uint64_t seed, std::uint64_t t, std::uint64_t r, double p, int rule,
                    const std::uint8_t* awake = nullptr, NodeIds ids = {nullptr, nullptr},
                    const std::uint8_t* bad = nullptr) {
-    csr_mix_lossy_by(Ap, Aj, Ax, n, X, w, Y, seed, t, r, p, renormalise, awake, ids, bad,
+    csr_mix_lossy_by(Ap, Aj, Ax, n, X, w, Y, seed, t, r, p, rule, awake, ids, bad,
                      [Aj] { return ColumnRows<I>{Aj}; });
 }
 
@@ -429,7 +445,7 @@ struct DelayedRows {
 struct LossyRound {
     std::uint64_t seed;
     double p;
-    bool renormalise;
+    int rule;  // (LossRule)
     const std::uint8_t* awake;
     const std::uint8_t* bad;
 };
@@ -450,7 +466,7 @@ void csr_mix_delayed(const I Ap[], const I Aj[], const T Ax[], std::int64_t rows
                               w * static_cast<std::int64_t>(sizeof(T)), {}, -1};
     };
     if (lossy) {
-        csr_mix_lossy_by(Ap, Aj, Ax, rows, H, w, Y, lossy->seed, t, r, lossy->p, lossy->renormalise, lossy->awake,
+        csr_mix_lossy_by(Ap, Aj, Ax, rows, H, w, Y, lossy->seed, t, r, lossy->p, lossy->rule, lossy->awake,
                          ids, lossy->bad, make_rows);
         return;
     }
