@@ -41,7 +41,8 @@ MIN_ITERATIONS = 10
 
 def default_algorithms(A, objective=None):
     """What :func:`compare` runs on ``A`` when not told: every registered algorithm that runs on it (an undirected
-    network's methods only where ``A`` is doubly stochastic) and on ``objective``'s gradients (GT-SAGA only on a
+    network's methods only where ``A`` is doubly stochastic, or losses / sleep over a symmetric doubly stochastic
+    matrix: the undirected rule) and on ``objective``'s gradients (GT-SAGA only on a
     finite sum), in listing order, with the ``mg-`` forms listed."""
     return _algorithms.labels(lambda cls: cls.applies_to(A) and (objective is None or cls.takes_objective(objective)))
 
