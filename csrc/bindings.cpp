@@ -333,11 +333,9 @@ std::uint8_t* flags(const py::object& obj, const char* name, int64_t size, bool 
     return static_cast<std::uint8_t*>(keep.mutable_data());
 }
 
-// The LossRule of renormalise / symmetric (the undirected rule takes no Gilbert-Elliott gates: a link's two
-// messages have chains of their own).
-int loss_rule(bool renormalise, bool symmetric, const py::object& bad_obj) {
-    if (symmetric && !bad_obj.is_none())
-        throw py::value_error("symmetric (the undirected rule) takes no bad states (Gilbert-Elliott gates)");
+// The LossRule of renormalise / symmetric (the undirected rule's Gilbert-Elliott gates: bit 1 of bad, the state of
+// each entry's other message).
+int loss_rule(bool renormalise, bool symmetric) {
     return symmetric ? rowstoch::kSymmetricRule : renormalise ? rowstoch::kRowRule : rowstoch::kColumnRule;
 }
 
@@ -345,7 +343,7 @@ py::array mix_lossy(py::array indptr, py::array indices, py::array data, py::arr
                     std::uint64_t seed, std::uint64_t t, std::uint64_t r, double p, bool renormalise,
                     py::object awake_obj, py::object row_ids_obj, py::object col_ids_obj, int64_t ncols,
                     py::object bad_obj, bool check_indices, bool symmetric) {
-    const int rule = loss_rule(renormalise, symmetric, bad_obj);
+    const int rule = loss_rule(renormalise, symmetric);
     if (!(p >= 0.0 && p <= 1.0)) throw py::value_error(cat("p must be in [0, 1], got ", p));
     if (ncols < -1) throw py::value_error(cat("ncols must be >= 0 (or -1 for square), got ", ncols));
     check_ndim(indptr, "indptr", 1);  // (before its length is read: a 0-d indptr was an IndexError)
@@ -581,7 +579,7 @@ py::array mix_delayed(py::array indptr, py::array indices, py::array data, py::a
                       py::object layout_obj, py::object row_ids_obj, py::object col_ids_obj, std::uint64_t loss_seed,
                       double p, bool renormalise, py::object awake_obj, py::object bad_obj, bool symmetric) {
     check_max_delay(max_delay);
-    const int rule = loss_rule(renormalise, symmetric, bad_obj);
+    const int rule = loss_rule(renormalise, symmetric);
     if (!(p >= 0.0 && p <= 1.0)) throw py::value_error(cat("p must be in [0, 1], got ", p));
     const int64_t rows = link_rows(indptr, indices, row_ids_obj, col_ids_obj);
     py::array row_keep, col_keep, awake_keep, bad_keep;
@@ -1048,7 +1046,7 @@ PYBIND11_MODULE(_core, m) {
           "One lossy gossip round (rowstoch_fast.network.Lossy): messages j -> i (j != i) lost when "
           "uniform_hash(seed, t, r, i, j) < p; row-stochastic receivers renormalise over what arrived; symmetric: "
           "the undirected rule (a link used when both its messages arrived and both ends are awake, an unused "
-          "link's weight kept on x_i).");
+          "link's weight kept on x_i; bad's bit 1 gates the other message).");
     m.def("ge_advance", &ge_advance, py::arg("indptr"), py::arg("indices"), py::arg("bad"), py::arg("seed"),
           py::arg("from_"), py::arg("to"), py::arg("p_bad"), py::arg("p_recover"), py::arg("init") = false,
           py::arg("row_ids") = py::none(), py::arg("col_ids") = py::none(),

@@ -181,7 +181,7 @@ def lost_links(indptr, indices, seed, t, r, p, row_ids=None, col_ids=None, bad=N
     return lost & (rows != cols)
 
 
-def lossy_round(indptr, indices, data, X, seed, t, r, p, renormalise=True, awake=None, symmetric=False):
+def lossy_round(indptr, indices, data, X, seed, t, r, p, renormalise=True, awake=None, symmetric=False, bad=None):
     """One gossip round of ``rowstoch_fast.network.Lossy`` / ``Sleepy`` on a CSR matrix, row by row in Python:
     the message ``j -> i`` (``j != i``) is lost when ``uniform_hash(seed, t, r, i, j) < p`` or when ``j``
     sleeps; a sleeping ``i`` keeps ``x_i``. A row that lost something and renormalises is
@@ -190,7 +190,8 @@ def lossy_round(indptr, indices, data, X, seed, t, r, p, renormalise=True, awake
     ``symmetric`` (the undirected rule, :meth:`rowstoch_fast.network.Network.undirected`): the link ``i - j`` is
     used only when ``j -> i`` and ``i -> j`` (``uniform_hash(seed, t, r, j, i)``) both arrived and both ends are
     awake, and ``y_i = sum_used w_ij x_j + (sum_unused w_ij) x_i`` (the unused weight summed in CSR order, its
-    product added last)."""
+    product added last). ``bad``: Gilbert-Elliott gates per stored entry (a message is lost only where its gate
+    is set: bit 0 for ``j -> i``, bit 1 for ``i -> j``)."""
     from .network import uniform_hash
 
     X = np.asarray(X)
@@ -203,8 +204,10 @@ def lossy_round(indptr, indices, data, X, seed, t, r, p, renormalise=True, awake
         acc, den, unused, lost = [T(0)] * X.shape[1], T(0), T(0), False
         for q in range(indptr[i], indptr[i + 1]):
             j = int(indices[q])
-            gone = j != i and ((awake is not None and not awake[j]) or float(uniform_hash(seed, t, r, i, j)) < p
-                               or (symmetric and float(uniform_hash(seed, t, r, j, i)) < p))
+            gate = 3 if bad is None else int(bad[q])
+            gone = j != i and ((awake is not None and not awake[j])
+                               or (gate & 1 and float(uniform_hash(seed, t, r, i, j)) < p)
+                               or (symmetric and gate & 2 and float(uniform_hash(seed, t, r, j, i)) < p))
             lost |= gone
             a = T(0) if gone else T(data[q])
             acc = [c + a * x for c, x in zip(acc, X[j])]

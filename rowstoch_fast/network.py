@@ -79,9 +79,9 @@ class Network:
         (``W_t[i, i] = w_ii + sum_unused w_ij``; a sleeping node's row is ``e_i``). Over a symmetric doubly
         stochastic ``W`` every round is then symmetric and doubly stochastic (Lobel & Ozdaglar 2011's random
         links). The undirected methods apply it themselves to a :class:`Lossy` or :class:`Sleepy` ``W`` (and to
-        message layers over them); ``stochastic`` is then ``"doubly"``. Bernoulli losses and every activation
-        model; not Gilbert-Elliott chains (a link's two messages have chains of their own) or schedules. The
-        definition: ``_reference.lossy_round(..., symmetric=True)``.
+        message layers over them); ``stochastic`` is then ``"doubly"``. Every loss (a bursty link's two messages
+        each have their chain) and activation model; not schedules. The definition:
+        ``_reference.lossy_round(..., symmetric=True)``.
 
         Examples
         --------
@@ -96,9 +96,6 @@ class Network:
         net = self.map(lambda W: W)  # (fresh layers: their own caches)
         layer = net
         while isinstance(layer, Network):
-            if isinstance(layer, Lossy) and layer.model == "gilbert-elliott":
-                raise ValueError(f"{self!r}: the undirected rule takes Bernoulli losses, not Gilbert-Elliott chains "
-                                 "(a link's two messages have chains of their own)")
             if not isinstance(layer, (Lossy, Sleepy, _Messages)):
                 raise ValueError(f"{self!r}: the undirected rule needs a fixed symmetric W under losses, sleep or "
                                  f"message layers, not a {type(layer).__name__}")
@@ -270,7 +267,7 @@ def _compiled_rounds(plan, X, t, rounds, out, renormalise, symmetric=False):
     for r in range(rounds):
         c = matrix_of(r).csr
         dst = out.reshape(Y.shape) if (r == rounds - 1 and out is not None) else np.empty_like(Y)
-        bad = None if chain is None else chain.bad_states(c.indptr, c.indices, t)
+        bad = None if chain is None else chain.gates(c.indptr, c.indices, t, symmetric=symmetric)
         _core.mix_lossy(c.indptr, c.indices, c.data, Y, dst, seed=seed, t=t, r=r, p=p, renormalise=renormalise,
                         awake=awake, bad=bad, check_indices=False, symmetric=symmetric)
         Y = dst
@@ -559,10 +556,36 @@ class Lossy(Network):
 
     def _lost_back(self, csr, t, r):
         """Which stored entries' links lost their other message (``i -> j`` of the entry ``(i, j)``) in round
-        ``r`` of iteration ``t``: the same draws, receiver and sender swapped (one row per entry)."""
-        every = np.arange(csr.nnz + 1, dtype=np.int64)
-        rows = np.repeat(np.arange(csr.shape[0], dtype=np.int64), np.diff(csr.indptr))
-        return self._lost_entries(t, r, every, every[:-1], row_ids=csr.indices.astype(np.int64), col_ids=rows)
+        ``r`` of iteration ``t``: the same draws (and chains), receiver and sender swapped."""
+        return self._lost_entries(t, r, *self._back_links(csr.indptr, csr.indices))
+
+    def _back_links(self, indptr, indices, row_ids=None, col_ids=None):
+        """The other message of each stored entry of a CSR share (``i -> j`` of the entry ``(i, j)``, global ids
+        ``row_ids`` / ``col_ids``) as links of their own, one row per entry: ``(indptr, indices, row_ids,
+        col_ids)`` to draw or advance them by. Kept per share (with the share's arrays, so that no other array
+        takes their ids), so that their Gilbert-Elliott chains are kept between calls like the others'."""
+        cache = self.__dict__.setdefault("_back", {})
+        key = (id(indptr), id(indices), id(row_ids), id(col_ids))
+        if key not in cache:
+            if len(cache) > 16:
+                cache.clear()
+            every = np.arange(len(indices) + 1, dtype=np.int64)
+            rows = np.repeat(np.arange(len(indptr) - 1, dtype=np.int64), np.diff(indptr))
+            cols = np.asarray(indices, dtype=np.int64)
+            receivers = cols if col_ids is None else np.asarray(col_ids, dtype=np.int64)[cols]
+            senders = rows if row_ids is None else np.asarray(row_ids, dtype=np.int64)[rows]
+            cache[key] = ((every, every[:-1].copy(), receivers, senders), (indptr, indices, row_ids, col_ids))
+        return cache[key][0]
+
+    def gates(self, indptr, indices, t, row_ids=None, col_ids=None, symmetric=False):
+        """The Gilbert-Elliott gates of a round's compiled pass (``bad=`` of ``_core.mix_lossy``): :meth:`bad_states`
+        (bit 0), and under the undirected rule (``symmetric``) the states of each entry's other message (bit 1)."""
+        bad = self.bad_states(indptr, indices, t, row_ids=row_ids, col_ids=col_ids)
+        if not symmetric:
+            return bad
+        every, index, receivers, senders = self._back_links(indptr, indices, row_ids, col_ids)
+        back = self.bad_states(every, index, t, row_ids=receivers, col_ids=senders)
+        return bad | (back << 1)
 
     @property
     def static(self):
@@ -1051,7 +1074,8 @@ def _own_and_messages_round(core, ext, t, r, out, delayed=None, rounds=1, noisy=
     plan = None if isinstance(core, MixingMatrix) else core.plan(t)
     if isinstance(core, MixingMatrix) or plan is not None:
         c = core.csr if plan is None else plan[0](r).csr
-        bad = None if plan is None or plan[4] is None else plan[4].bad_states(c.indptr, c.indices, t)
+        bad = None if plan is None or plan[4] is None else \
+            plan[4].gates(c.indptr, c.indices, t, symmetric=core.stochastic == "doubly")
 
         def weighted(indptr, index, block, senders, dst):  # (senders: the node each row of block comes from)
             if plan is None:

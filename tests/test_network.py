@@ -526,20 +526,24 @@ def test_varying_networks_on_a_gpu_equal_the_cpu(name):
 
 @settings(max_examples=60, deadline=None)
 @given(case=csr_and_block(max_n=9, max_d=20), p=st.sampled_from([0.0, 0.1, 0.5, 0.9, 0.99]),
-       sleep=st.booleans(), rule=st.sampled_from(["row", "column", "symmetric"]), key=st.integers(0, 2**64 - 1))
-def test_the_compiled_pass_is_the_reference_round_bit_for_bit(case, p, sleep, rule, key):
+       sleep=st.booleans(), rule=st.sampled_from(["row", "column", "symmetric"]), key=st.integers(0, 2**64 - 1),
+       gated=st.booleans())
+def test_the_compiled_pass_is_the_reference_round_bit_for_bit(case, p, sleep, rule, key, gated):
     """_core.mix_lossy against _reference.lossy_round (a Python loop over the rows): any CSR (empty rows,
     unsorted columns, duplicates, negative weights), widths 1..20 (the register and the general paths), float32
-    and float64, losses only, sleep only, both, neither, each rule (the undirected one too): the same bits."""
+    and float64, losses only, sleep only, both, neither, each rule (the undirected one too), with Gilbert-Elliott
+    gates (bit 1: the undirected rule's other message): the same bits."""
     from rowstoch_fast import _core
 
     A, X = case
     awake = (np.random.default_rng(key % 2**32).random(A.shape[0]) < 0.7) if sleep else None
     renormalise, symmetric = rule == "row", rule == "symmetric"
+    bad = np.random.default_rng(key % 2**32 + 1).integers(0, 4 if symmetric else 2, A.nnz).astype(np.uint8) \
+        if gated else None
     got = _core.mix_lossy(A.indptr, A.indices, A.data, X, None, seed=key, t=key % 1000, r=1, p=p,
-                          renormalise=renormalise, awake=awake, symmetric=symmetric)
+                          renormalise=renormalise, awake=awake, symmetric=symmetric, bad=bad)
     want = _reference.lossy_round(A.indptr, A.indices, A.data, X, key, key % 1000, 1, p, renormalise, awake,
-                                  symmetric=symmetric)
+                                  symmetric=symmetric, bad=bad)
     np.testing.assert_array_equal(got, want)
 
 

@@ -13,7 +13,7 @@ from rowstoch_fast import (ABm, DGD, EXTRA, GTSAGA, NIDS, AugDGM, DIGing, ExactD
                            topology)
 from rowstoch_fast import compare as cmp
 from rowstoch_fast.algorithms import REGISTRY
-from rowstoch_fast.network import Compressed, Lossy, Sleepy
+from rowstoch_fast.network import Compressed, Lossy, Schedule, Sleepy
 from rowstoch_fast.objectives import Quadratic
 
 UNDIRECTED = [DGD, DIGing, AugDGM, EXTRA, NIDS, ExactDiffusion, GTSAGA]
@@ -30,9 +30,6 @@ def test_a_matrix_that_is_not_doubly_stochastic_is_refused_naming_the_column(cls
         cls(A, np.zeros((10, 2)), 0.1)
     with pytest.raises(ValueError, match=rf"^{cls.__name__}: W must be doubly stochastic: column \d+ sums to "):
         cls(Lossy(A, 0.1, seed=0), np.zeros((10, 2)), 0.1)  # (losses over it: the W under them checked)
-    with pytest.raises(ValueError, match=rf"^{cls.__name__}: .*Bernoulli losses, not Gilbert-Elliott chains"):
-        cls(Lossy(metropolis(), 0.5, seed=0, model="gilbert-elliott", p_bad=0.1, p_recover=0.5), np.zeros((10, 2)),
-            0.1)
     # losses over a symmetric W: taken under the undirected rule (every round symmetric, doubly stochastic)
     assert cls(Lossy(metropolis(), 0.1, seed=0), np.zeros((10, 2)), 0.1).W.stochastic == "doubly"
     with pytest.raises(ValueError, match=rf"^{cls.__name__}: W must be doubly stochastic: row 0 sums to 0.9"):
@@ -274,7 +271,8 @@ def test_gt_saga_refuses_a_table_that_cannot_fit(monkeypatch):
 
 NETWORKS = {"lossy": lambda W: Lossy(W, 0.3, seed=1), "poisson": lambda W: Sleepy(W, model="poisson", rate=0.8, seed=2),
             "lossy-markov": lambda W: Lossy(Sleepy(W, model="markov", p_sleep=0.3, p_wake=0.5, seed=3), 0.2, seed=4),
-            "cyclic": lambda W: Sleepy(W, model="cyclic", period=3)}
+            "cyclic": lambda W: Sleepy(W, model="cyclic", period=3),
+            "bursty": lambda W: Lossy(W, 0.9, seed=5, model="gilbert-elliott", p_bad=0.2, p_recover=0.3)}
 
 
 @pytest.mark.parametrize("net", NETWORKS)
@@ -317,7 +315,8 @@ def test_undirected_methods_over_losses_and_sleep_equal_their_twins(cls, net):
 
 def test_the_undirected_rule_refuses_what_it_cannot_keep_symmetric():
     W = metropolis()
-    with pytest.raises(ValueError, match="Bernoulli losses, not Gilbert-Elliott"):
-        Lossy(W, 0.5, model="gilbert-elliott", p_bad=0.1, p_recover=0.5).undirected()
+    with pytest.raises(ValueError, match="the undirected rule needs a fixed symmetric W under losses, sleep or "
+                                         "message layers, not a Schedule"):
+        Lossy(Schedule([W, W]), 0.1).undirected()
     assert DGD.applies_to(Lossy(W, 0.1)) and DGD.applies_to(Compressed(Sleepy(W, 0.5), "topk", k=1))
     assert not DGD.applies_to(Lossy(topology.erdos_renyi(10, 0.3, seed=1), 0.1))  # (not doubly stochastic)

@@ -51,10 +51,8 @@ def _as_matrix(M, name, owner):
             return M.map(lambda W: _as_matrix(W, name, owner))  # compressed or noisy messages over a static W
         if isinstance(M, Network):  # losses or sleep over a static W: the undirected rule keeps every round
             # symmetric and doubly stochastic (Network.undirected)
-            if M.stochastic == "doubly":
-                return M
             try:
-                U = M.undirected()
+                U = M if M.stochastic == "doubly" else M.undirected()
             except ValueError as exc:
                 raise ValueError(f"{owner}: W must be a static doubly stochastic matrix or losses / sleep over one; "
                                  f"{exc}") from None

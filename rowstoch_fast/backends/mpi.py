@@ -350,8 +350,8 @@ class MpiBackend(CpuBackend):
             t0 = time.perf_counter()
             halo.exchange(ext)
             t1 = time.perf_counter()
-            bad = None if chain is None else chain.bad_states(halo.indptr, halo.indices, t, row_ids=halo.local_nodes,
-                                                                col_ids=halo.col_ids)
+            bad = None if chain is None else chain.gates(halo.indptr, halo.indices, t, row_ids=halo.local_nodes,
+                                                           col_ids=halo.col_ids, symmetric=net.stochastic == "doubly")
             _core.mix_lossy(halo.indptr, halo.indices, halo.data, ext, out, seed=seed, t=t, r=r, p=p,
                             renormalise=net.stochastic == "row", awake=awake, row_ids=halo.local_nodes,
                             col_ids=halo.col_ids, ncols=halo.ncols, bad=bad, check_indices=False,
@@ -408,8 +408,8 @@ class MpiBackend(CpuBackend):
         if plan is None:
             return None
         _, seed, p, awake, chain = plan
-        bad = None if chain is None else chain.bad_states(halo.indptr, halo.indices, t, row_ids=halo.local_nodes,
-                                                          col_ids=halo.col_ids)
+        bad = None if chain is None else chain.gates(halo.indptr, halo.indices, t, row_ids=halo.local_nodes,
+                                                     col_ids=halo.col_ids, symmetric=net.stochastic == "doubly")
         return {"loss_seed": seed, "p": p, "renormalise": net.stochastic == "row", "awake": awake, "bad": bad,
                 "symmetric": net.stochastic == "doubly"}
 

@@ -14,7 +14,8 @@
 // rounds keep), rule = kSymmetricRule: the link i - j is used only when both of its messages, j -> i and i -> j,
 // arrived and both ends are awake, and an unused link's weight stays with the receiver:
 // y_i = sum_used w_ij x_j + (sum_unused w_ij) x_i (CSR order, the second sum added last), so every round is
-// symmetric and doubly stochastic again.
+// symmetric and doubly stochastic again. Gilbert-Elliott gates: bit 0 of bad[q] gates the message j -> i, bit 1
+// (the undirected rule) the message i -> j.
 #pragma once
 
 #include <algorithm>
@@ -109,9 +110,9 @@ inline void lossy_row(const I Ap[], const I Aj[], const Reader& read, const T Ax
             gone = static_cast<std::uint64_t>(!awake[gj]) & static_cast<std::uint64_t>(gj != gi);
         else
             gone = gj != gi && ((awake && !awake[gj]) ||
-                                ((!bad || bad[q]) && threshold &&
+                                ((!bad || (bad[q] & 1)) && threshold &&
                                  (mix64(row ^ static_cast<std::uint64_t>(gj)) >> 11) < threshold) ||
-                                (symmetric && threshold &&  // (the message i -> j of the same link)
+                                (symmetric && (!bad || (bad[q] & 2)) && threshold &&  // (the message i -> j)
                                  (mix64(mix64(round ^ static_cast<std::uint64_t>(gj)) ^ static_cast<std::uint64_t>(gi))
                                   >> 11) < threshold));
         lost |= gone;
