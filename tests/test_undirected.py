@@ -320,3 +320,25 @@ def test_the_undirected_rule_refuses_what_it_cannot_keep_symmetric():
         Lossy(Schedule([W, W]), 0.1).undirected()
     assert DGD.applies_to(Lossy(W, 0.1)) and DGD.applies_to(Compressed(Sleepy(W, 0.5), "topk", k=1))
     assert not DGD.applies_to(Lossy(topology.erdos_renyi(10, 0.3, seed=1), 0.1))  # (not doubly stochastic)
+
+
+@pytest.mark.parametrize("net", ["bursty", "lossy-markov"])
+@pytest.mark.parametrize("cls", [DIGing, EXTRA], ids=lambda c: c.name)
+def test_an_undirected_method_over_losses_resumes_bit_for_bit(cls, net):
+    """A state saved on losses / sleep over W resumes from the network the user passes (the constructor applies
+    the undirected rule to it, and so does the check that it is the same network): the iterates of a run that
+    never stopped, the bursty chains of both messages of each link included."""
+    W = metropolis(10, seed=3)
+    f = Quadratic.random(10, 3, seed=1)
+    whole = cls(NETWORKS[net](W), f.x0(), 0.05)
+    half = cls(NETWORKS[net](W), f.x0(), 0.05)
+    for _ in range(10):
+        whole.step(f.full_gradient)
+        half.step(f.full_gradient)
+    resumed = cls.from_state_dict(half.state_dict(), W=NETWORKS[net](W))
+    for _ in range(10):
+        whole.step(f.full_gradient)
+        resumed.step(f.full_gradient)
+    np.testing.assert_array_equal(resumed.x, whole.x)
+    with pytest.raises(ValueError, match="W is not the network this state was saved on"):
+        cls.from_state_dict(half.state_dict(), W=Lossy(W, 0.25, seed=1))

@@ -45,6 +45,17 @@ def _check_network(saved, net, name):
                          f"has {new!r}")
 
 
+def _as_run(net, name):
+    """The network a method runs ``net`` as: an undirected method's losses or sleep under the undirected rule
+    (:meth:`rowstoch_fast.network.Network.undirected`, what its constructor applies), else ``net``."""
+    if KINDS[name] == "doubly" and getattr(net, "stochastic", "doubly") != "doubly" and hasattr(net, "undirected"):
+        try:
+            return net.undirected()
+        except ValueError:  # (the constructor says why)
+            return net
+    return net
+
+
 def matrix_from_state(state, M=None, prefix="", kind="row"):
     """The :class:`MixingMatrix` a ``state_dict`` was saved with (keys ``prefix + "indptr"`` etc.), its CSR
     validated first (a malformed one crashes SciPy); or ``M`` after checking that it is that matrix. Also
@@ -152,7 +163,7 @@ class Persistence:
             raise ValueError(f"state has format {str(state['format'])!r}, expected {fmt!r}")
         for name in cls.matrices:
             if _prefix(name) + "network" in state:
-                _check_network(str(state[_prefix(name) + "network"]), given[name], name)
+                _check_network(str(state[_prefix(name) + "network"]), _as_run(given[name], name), name)
         mats = {name: (given[name] if _prefix(name) + "network" in state else
                        matrix_from_state(state, given[name], _prefix(name), KINDS[name]))
                 for name in cls.matrices}
