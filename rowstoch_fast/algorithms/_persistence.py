@@ -47,8 +47,11 @@ def _check_network(saved, net, name):
 
 def _as_run(net, name):
     """The network a method runs ``net`` as: an undirected method's losses or sleep under the undirected rule
-    (:meth:`rowstoch_fast.network.Network.undirected`, what its constructor applies), else ``net``."""
-    if KINDS[name] == "doubly" and getattr(net, "stochastic", "doubly") != "doubly" and hasattr(net, "undirected"):
+    (:meth:`rowstoch_fast.network.Network.undirected`, what its constructor applies; message layers over a static
+    ``W`` stay as they are), else ``net``."""
+    over_static = hasattr(net, "encode") and isinstance(net.core(), MixingMatrix)
+    if KINDS[name] == "doubly" and getattr(net, "stochastic", "doubly") != "doubly" and hasattr(net, "undirected") \
+            and not over_static:
         try:
             return net.undirected()
         except ValueError:  # (the constructor says why)
