@@ -80,7 +80,8 @@ class Network:
         stochastic ``W`` every round is then symmetric and doubly stochastic (Lobel & Ozdaglar 2011's random
         links). The undirected methods apply it themselves to a :class:`Lossy` or :class:`Sleepy` ``W`` (and to
         message layers over them); ``stochastic`` is then ``"doubly"``. Every loss (a bursty link's two messages
-        each have their chain) and activation model; not schedules. The definition:
+        each have their chain) and activation model, over a matrix or a :class:`Schedule` of them (a schedule
+        alone is the same schedule: its rounds lose nothing). The definition:
         ``_reference.lossy_round(..., symmetric=True)``.
 
         Examples
@@ -95,13 +96,14 @@ class Network:
         """
         net = self.map(lambda W: W)  # (fresh layers: their own caches)
         layer = net
-        while isinstance(layer, Network):
-            if not isinstance(layer, (Lossy, Sleepy, _Messages)):
-                raise ValueError(f"{self!r}: the undirected rule needs a fixed symmetric W under losses, sleep or "
-                                 f"message layers, not a {type(layer).__name__}")
+        while isinstance(layer, Network) and not isinstance(layer, Schedule):
+            if type(layer) not in (Lossy, Sleepy) and not isinstance(layer, _Messages):  # (a subclass may have
+                # rounds of its own)
+                raise ValueError(f"{self!r}: the undirected rule needs a symmetric W (or a schedule of them) under "
+                                 f"losses, sleep or message layers, not a {type(layer).__name__}")
             layer.stochastic = "doubly"
             layer = layer.base
-        if not isinstance(layer, MixingMatrix):
+        if not isinstance(layer, (MixingMatrix, Schedule)):
             raise ValueError(f"{self!r}: the undirected rule needs a static matrix W under the network")
         return net
 

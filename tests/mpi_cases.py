@@ -278,13 +278,16 @@ def unreliable_networks():
             "undirected-sleepy-lossy": Sleepy(Lossy(W, 0.2, seed=8), seed=2, model="poisson", rate=1.0),
             "undirected-topk-delayed": Compressed(Delayed(Sleepy(Lossy(W, 0.2, seed=8), 0.8, seed=1), 2, seed=2),
                                                   "topk", k=2),
-            "undirected-bursty": Lossy(W, 0.9, seed=5, model="gilbert-elliott", p_bad=0.2, p_recover=0.3)}
+            "undirected-bursty": Lossy(W, 0.9, seed=5, model="gilbert-elliott", p_bad=0.2, p_recover=0.3),
+            # schedules of doubly stochastic matrices: one-peer rounds (DGD, DIGing), symmetric ones under losses
+            "undirected-schedule": Lossy(Schedule([W, topology.ring(20, directed=False)]), 0.2, seed=3)}
 
 
 #: The networks whose messages are compressed, noisy or delayed: what they change is the pass that mixes (the same for
 #: every algorithm), so a method of each family runs on them (the registry runs whole on the others).
 MESSAGE_NETWORKS = ("compressed", "qsgd-noisy-lossy", "delayed", "delayed-schedule", "topk-delayed-lossy",
-                    "qsgd-delayed-noisy", "undirected-sleepy-lossy", "undirected-topk-delayed", "undirected-bursty")
+                    "qsgd-delayed-noisy", "undirected-sleepy-lossy", "undirected-topk-delayed", "undirected-bursty",
+                    "undirected-schedule")
 MESSAGE_ALGORITHMS = ("dsgd", "push-pull", "pull-diag-gt", "push-diging", "dgd", "exact-diffusion", "choco-sgd",
                       "compressed-push-pull", "robust-gradient-push", "r-fast", "diging", "extra")
 

@@ -13,7 +13,7 @@ from rowstoch_fast import (ABm, DGD, EXTRA, GTSAGA, NIDS, AugDGM, DIGing, ExactD
                            topology)
 from rowstoch_fast import compare as cmp
 from rowstoch_fast.algorithms import REGISTRY
-from rowstoch_fast.network import Compressed, Lossy, Schedule, Sleepy
+from rowstoch_fast.network import Compressed, Lossy, Schedule, Sleepy, one_peer_exponential
 from rowstoch_fast.objectives import Quadratic
 
 UNDIRECTED = [DGD, DIGing, AugDGM, EXTRA, NIDS, ExactDiffusion, GTSAGA]
@@ -315,9 +315,14 @@ def test_undirected_methods_over_losses_and_sleep_equal_their_twins(cls, net):
 
 def test_the_undirected_rule_refuses_what_it_cannot_keep_symmetric():
     W = metropolis()
-    with pytest.raises(ValueError, match="the undirected rule needs a fixed symmetric W under losses, sleep or "
-                                         "message layers, not a Schedule"):
-        Lossy(Schedule([W, W]), 0.1).undirected()
+    class Mine(Lossy):  # (a network of the user's: the rule knows only the package's layers)
+        def map(self, f):
+            out = Lossy.map(self, f)
+            out.__class__ = Mine
+            return out
+
+    with pytest.raises(ValueError, match="the undirected rule needs a symmetric W .* not a Mine"):
+        Sleepy(Mine(W, 0.1), 0.9).undirected()
     assert DGD.applies_to(Lossy(W, 0.1)) and DGD.applies_to(Compressed(Sleepy(W, 0.5), "topk", k=1))
     assert not DGD.applies_to(Lossy(topology.erdos_renyi(10, 0.3, seed=1), 0.1))  # (not doubly stochastic)
 
@@ -342,3 +347,45 @@ def test_an_undirected_method_over_losses_resumes_bit_for_bit(cls, net):
     np.testing.assert_array_equal(resumed.x, whole.x)
     with pytest.raises(ValueError, match="W is not the network this state was saved on"):
         cls.from_state_dict(half.state_dict(), W=Lossy(W, 0.25, seed=1))
+
+
+SCHEDULES = {"one-peer": lambda: one_peer_exponential(16),
+             "symmetric": lambda: Schedule([metropolis(16, seed=3), topology.ring(16, directed=False)]),
+             "lossy-symmetric": lambda: Lossy(Schedule([metropolis(16, seed=3), topology.ring(16, directed=False)]),
+                                              0.2, seed=1)}
+
+
+@pytest.mark.parametrize("sched", SCHEDULES)
+@pytest.mark.parametrize("cls", [DGD, DIGing, AugDGM, EXTRA, NIDS, ExactDiffusion], ids=lambda c: c.name)
+def test_undirected_methods_over_schedules_of_doubly_stochastic_matrices_equal_their_twins(cls, sched):
+    """A Schedule of doubly stochastic matrices (the one-peer exponential graph: each round alone disconnected,
+    doubly stochastic, not symmetric) runs DGD, DIGing and AugDGM; a schedule of symmetric ones every undirected
+    method, under losses too (the undirected rule). Iterates: the twins' with W_t = the round's matrix."""
+    net = SCHEDULES[sched]()
+    rng = np.random.default_rng(2)
+    Q, b = rng.uniform(0.5, 2.0, (16, 3)), rng.standard_normal((16, 3))
+    grad = lambda X: Q * X - b  # noqa: E731
+    x0 = rng.standard_normal((16, 3))
+    if cls.symmetric and sched == "one-peer":
+        with pytest.raises(ValueError, match=rf"^{cls.__name__}: W must be symmetric"):
+            cls(net, x0, 0.05)
+        assert not cls.applies_to(net)
+        return
+    assert cls.applies_to(net)
+    opt = cls(net, x0, 0.05)
+    xs = _reference.TWINS[cls.name](lambda t: opt.W.matrix(t).toarray(), x0, 0.05, grad, 30)
+    for t in range(1, 31):
+        opt.step(grad)
+        np.testing.assert_allclose(opt.x, xs[t], rtol=1e-12, atol=1e-12, err_msg=f"{cls.name} {sched} t={t}")
+
+
+def test_a_schedule_that_is_not_doubly_stochastic_or_loses_asymmetric_links_is_refused():
+    A = np.array([[0.5, 0.5, 0], [0, 0.5, 0.5], [0.5, 0, 0.5]])
+    B = np.array([[0.6, 0.4, 0], [0, 0.6, 0.4], [0.3, 0, 0.7]])
+    with pytest.raises(ValueError, match=r"^DGD: W must be doubly stochastic: column 0 of a matrix of the schedule "
+                                         r"sums to 0.8999"):
+        DGD(Schedule([A, B]), np.zeros((3, 1)), 0.1)
+    with pytest.raises(ValueError, match=r"^DIGing: the rounds of losses or sleep over W stay doubly stochastic only "
+                                         r"for a symmetric W"):
+        DIGing(Lossy(one_peer_exponential(8), 0.1), np.zeros((8, 1)), 0.1)
+    assert not DGD.applies_to(Lossy(one_peer_exponential(8), 0.1))

@@ -25,7 +25,7 @@ import numpy as np
 from .. import backends
 from .._checks import check_positive_float, fmt_bytes, nodes_first, require_memory
 from ..mixing import ROW_SUM_RTOL, ROW_SUM_RTOL_FLOAT32, MixingMatrix
-from ..network import Network, base_matrix, weights_of
+from ..network import Lossy, Network, Schedule, Sleepy, base_matrix, weights_of
 from ._deferred import FailureHandling
 from ._guards import _Fixed, _StepSize, exclusive
 from ._persistence import KINDS, Persistence, matrix_from_state
@@ -49,21 +49,26 @@ def _as_matrix(M, name, owner):
     if kind == "doubly":  # an undirected network's W: static, both sums checked (the first bad one named)
         if isinstance(M, Network) and hasattr(M, "encode") and not isinstance(M.core(), Network):
             return M.map(lambda W: _as_matrix(W, name, owner))  # compressed or noisy messages over a static W
-        if isinstance(M, Network):  # losses or sleep over a static W: the undirected rule keeps every round
-            # symmetric and doubly stochastic (Network.undirected)
+        if isinstance(M, Network):  # losses or sleep over a static W (or a schedule of them): the undirected rule
+            # keeps every round symmetric and doubly stochastic (Network.undirected)
             try:
                 U = M if M.stochastic == "doubly" else M.undirected()
             except ValueError as exc:
                 raise ValueError(f"{owner}: W must be a static doubly stochastic matrix or losses / sleep over one; "
                                  f"{exc}") from None
-            W = _as_matrix(_core_matrix(U), name, owner)
-            bad = _asymmetry(W)
-            if bad is not None:
-                i, j, wij, wji = bad
-                raise ValueError(f"{owner}: the rounds of losses or sleep over W stay doubly stochastic only for a "
-                                 f"symmetric W (an undirected graph's weights): W[{i}, {j}] = {wij:.6g} but "
-                                 f"W[{j}, {i}] = {wji:.6g}")
-            return U.map(lambda _: W).undirected()
+            varying, scheduled = _losses_or_sleep(U), _scheduled(U)
+
+            def checked(W):  # (each matrix doubly stochastic, a schedule's without a connectivity check of its own:
+                # the schedule is connected over its period; symmetric where links can fail)
+                W = _as_matrix(W, name, owner) if not scheduled else _round_doubly(W, owner)
+                bad = _asymmetry(W) if varying else None
+                if bad is not None:
+                    i, j, wij, wji = bad
+                    raise ValueError(f"{owner}: the rounds of losses or sleep over W stay doubly stochastic only for "
+                                     f"a symmetric W (an undirected graph's weights): W[{i}, {j}] = {wij:.6g} but "
+                                     f"W[{j}, {i}] = {wji:.6g}")
+                return W
+            return U.map(checked).undirected()
         if isinstance(M, MixingMatrix) and M.doubly:
             return M
         try:
@@ -82,11 +87,44 @@ def _as_matrix(M, name, owner):
     return MixingMatrix(M, stochastic=kind)
 
 
-def _core_matrix(net):
-    """The static matrix under every layer of a network."""
-    while isinstance(net, Network):
+def _core_matrices(net):
+    """The static matrices under every layer of a network: its matrix, or a schedule's."""
+    while isinstance(net, Network) and not isinstance(net, Schedule):
         net = net.base
-    return net
+    return list(net.matrices) if isinstance(net, Schedule) else [net]
+
+
+def _scheduled(net):
+    """Whether a network's matrices come from a :class:`Schedule`."""
+    while isinstance(net, Network) and not isinstance(net, Schedule):
+        net = net.base
+    return isinstance(net, Schedule)
+
+
+def _round_doubly(W, owner):
+    """A schedule's matrix ``W`` (rows checked when the schedule was built) as a doubly stochastic one, its columns
+    checked; no connectivity check (one round of a schedule need not be connected)."""
+    rtol = ROW_SUM_RTOL_FLOAT32 if W.dtype == np.float32 else ROW_SUM_RTOL
+    for axis, what in ((0, "column"), (1, "row")):
+        sums = np.asarray(W.csr.sum(axis=axis)).ravel()
+        off = np.abs(sums - 1.0) > rtol * np.maximum(1.0, np.abs(sums))
+        if off.any():
+            k = int(np.flatnonzero(off)[0])
+            raise ValueError(f"{owner}: W must be doubly stochastic: {what} {k} of a matrix of the schedule sums to "
+                             f"{sums[k]:.16g}, not 1")
+    if W.doubly:
+        return W
+    c = W.csr
+    return MixingMatrix._from_valid_csr(c.indptr, c.indices, c.data, W.n, "row", doubly=True)
+
+
+def _losses_or_sleep(net):
+    """Whether a network has a layer of losses or sleep (the rounds an undirected method keeps symmetric)."""
+    while isinstance(net, Network) and not isinstance(net, Schedule):
+        if isinstance(net, (Lossy, Sleepy)):
+            return True
+        net = net.base
+    return False
 
 
 def _cached(M, key, compute):
@@ -245,7 +283,8 @@ class Optimizer(FailureHandling, Persistence):
         """Checks with no communication (under MPI run on every rank, then agreed on)."""
         mats = {name: _as_matrix(M, name, type(self).__name__) for name, M in matrices.items()}
         if self.symmetric and "W" in mats:
-            found = _asymmetry(_core_matrix(mats["W"]))  # (under losses or sleep: the W under them)
+            found = next(filter(None, map(_asymmetry, _core_matrices(mats["W"]))), None)  # (under losses or sleep:
+            # the W under them; a schedule: each of its matrices)
             if found:
                 i, j, a, b = found
                 raise ValueError(f"{type(self).__name__}: W must be symmetric (an undirected graph's weights, e.g. "
@@ -623,13 +662,14 @@ class Optimizer(FailureHandling, Persistence):
         if "W" not in cls.matrices:
             return True
         A = weights_of(A)  # (compressed or noisy messages over a static W: the weights W)
-        if isinstance(A, Network):  # losses or sleep over a symmetric W: the undirected rule (Network.undirected)
+        if isinstance(A, Network):  # losses or sleep over a symmetric W: the undirected rule (Network.undirected);
+            # a schedule of doubly stochastic matrices (symmetric ones where the method or losses need them)
             try:
                 A.undirected()
             except ValueError:
                 return False
-            W = _core_matrix(A)
-            return _columns_sum_to_one(W) and not _asymmetry(W)
+            symmetric = cls.symmetric or _losses_or_sleep(A)
+            return all(_columns_sum_to_one(W) and not (symmetric and _asymmetry(W)) for W in _core_matrices(A))
         if not isinstance(A, MixingMatrix):
             return False
         return _columns_sum_to_one(A) and not (cls.symmetric and _asymmetry(A))
