@@ -42,7 +42,7 @@ from ._history import History
 from .mixing import MixingMatrix
 
 __all__ = ["Network", "Schedule", "one_peer_exponential", "Lossy", "Sleepy", "Compressed", "Noisy", "Delayed",
-           "as_network", "base_matrix", "fixed_links", "weights_of", "links_of"]
+           "as_network", "as_undirected", "base_matrix", "fixed_links", "weights_of", "links_of"]
 
 
 class Network:
@@ -238,23 +238,22 @@ def _undirected_entries(csr, weights, gone, asleep=None):
     unused this round (self loops never): their weight moves to the receiver's diagonal (added where a row has
     none), so the round stays symmetric and doubly stochastic; a sleeping receiver's row (``asleep``) is
     ``e_i``."""
+    asleep = np.zeros(csr.shape[0], dtype=bool) if asleep is None else asleep
+    if not gone.any() and not asleep.any():
+        return csr, weights
     rows = np.repeat(np.arange(csr.shape[0], dtype=np.int64), np.diff(csr.indptr))
     base = csr.data if weights is None else weights
-    if not gone.any() and (asleep is None or not asleep.any()):
-        return csr, weights
     w = np.where(gone, 0.0, base).astype(csr.dtype)
     unused = np.bincount(rows, weights=np.where(gone, base, 0.0), minlength=csr.shape[0]).astype(csr.dtype)
+    unused[asleep] = 0.0
     diagonal = rows == csr.indices
-    if asleep is not None:
-        w[asleep[rows] & diagonal] = 1.0
-        unused[asleep] = 0.0
+    w[asleep[rows] & diagonal] = 1.0
     w[diagonal] += unused[rows[diagonal]]
     has_loop = np.zeros(csr.shape[0], dtype=bool)
     has_loop[rows[diagonal]] = True
-    missing = np.flatnonzero(~has_loop & ((unused != 0) | (False if asleep is None else asleep)))
+    missing = np.flatnonzero(~has_loop & ((unused != 0) | asleep))
     if missing.size:
-        values = np.where(False if asleep is None else asleep[missing], 1.0, unused[missing]).astype(csr.dtype)
-        return _with_diagonal(csr, w, missing, values)
+        return _with_diagonal(csr, w, missing, np.where(asleep[missing], 1.0, unused[missing]).astype(csr.dtype))
     return csr, w
 
 
@@ -1465,6 +1464,16 @@ class Delayed(_Messages):
 
     def __repr__(self):
         return f"Delayed({self.base!r}, max_delay={self.max_delay}, delay={self.delay!r}, seed={self.seed})"
+
+
+def as_undirected(net):
+    """What an undirected method (a doubly stochastic ``W``) runs ``net`` as: losses or sleep (over a matrix or a
+    schedule, under message layers or not) under the undirected rule (:meth:`Network.undirected`); a matrix,
+    a schedule alone, message layers over a static matrix and a network already under the rule as they are.
+    Raises the rule's ValueError where it cannot apply."""
+    if not isinstance(net, Network) or net.stochastic == "doubly" or isinstance(weights_of(net), MixingMatrix):
+        return net
+    return net.undirected()
 
 
 def weights_of(net):

@@ -25,7 +25,7 @@ import numpy as np
 from .. import backends
 from .._checks import check_positive_float, fmt_bytes, nodes_first, require_memory
 from ..mixing import ROW_SUM_RTOL, ROW_SUM_RTOL_FLOAT32, MixingMatrix
-from ..network import Lossy, Network, Schedule, Sleepy, base_matrix, weights_of
+from ..network import Lossy, Network, Schedule, Sleepy, as_undirected, base_matrix, weights_of
 from ._deferred import FailureHandling
 from ._guards import _Fixed, _StepSize, exclusive
 from ._persistence import KINDS, Persistence, matrix_from_state
@@ -52,11 +52,12 @@ def _as_matrix(M, name, owner):
         if isinstance(M, Network):  # losses or sleep over a static W (or a schedule of them): the undirected rule
             # keeps every round symmetric and doubly stochastic (Network.undirected)
             try:
-                U = M if M.stochastic == "doubly" else M.undirected()
+                U = as_undirected(M)
             except ValueError as exc:
                 raise ValueError(f"{owner}: W must be a static doubly stochastic matrix or losses / sleep over one; "
                                  f"{exc}") from None
-            varying, scheduled = _losses_or_sleep(U), _scheduled(U)
+            core, varying = _core_of(U)
+            scheduled = isinstance(core, Schedule)
 
             def checked(W):  # (each matrix doubly stochastic, a schedule's without a connectivity check of its own:
                 # the schedule is connected over its period; symmetric where links can fail)
@@ -87,18 +88,20 @@ def _as_matrix(M, name, owner):
     return MixingMatrix(M, stochastic=kind)
 
 
+def _core_of(net):
+    """``(core, varying)``: the static matrix or :class:`Schedule` under every layer of a network, and whether
+    losses or sleep are among those layers (the rounds an undirected method keeps symmetric)."""
+    varying = False
+    while isinstance(net, Network) and not isinstance(net, Schedule):
+        varying |= isinstance(net, (Lossy, Sleepy))
+        net = net.base
+    return net, varying
+
+
 def _core_matrices(net):
     """The static matrices under every layer of a network: its matrix, or a schedule's."""
-    while isinstance(net, Network) and not isinstance(net, Schedule):
-        net = net.base
-    return list(net.matrices) if isinstance(net, Schedule) else [net]
-
-
-def _scheduled(net):
-    """Whether a network's matrices come from a :class:`Schedule`."""
-    while isinstance(net, Network) and not isinstance(net, Schedule):
-        net = net.base
-    return isinstance(net, Schedule)
+    core, _ = _core_of(net)
+    return list(core.matrices) if isinstance(core, Schedule) else [core]
 
 
 def _round_doubly(W, owner):
@@ -116,15 +119,6 @@ def _round_doubly(W, owner):
         return W
     c = W.csr
     return MixingMatrix._from_valid_csr(c.indptr, c.indices, c.data, W.n, "row", doubly=True)
-
-
-def _losses_or_sleep(net):
-    """Whether a network has a layer of losses or sleep (the rounds an undirected method keeps symmetric)."""
-    while isinstance(net, Network) and not isinstance(net, Schedule):
-        if isinstance(net, (Lossy, Sleepy)):
-            return True
-        net = net.base
-    return False
 
 
 def _cached(M, key, compute):
@@ -668,7 +662,7 @@ class Optimizer(FailureHandling, Persistence):
                 A.undirected()
             except ValueError:
                 return False
-            symmetric = cls.symmetric or _losses_or_sleep(A)
+            symmetric = cls.symmetric or _core_of(A)[1]
             return all(_columns_sum_to_one(W) and not (symmetric and _asymmetry(W)) for W in _core_matrices(A))
         if not isinstance(A, MixingMatrix):
             return False

@@ -10,6 +10,7 @@ import numpy as np
 from .. import backends
 from .._checks import check_csr_arrays
 from ..mixing import MixingMatrix
+from ..network import as_undirected
 from ..network import describe as network_describe
 from ._guards import exclusive
 
@@ -46,17 +47,14 @@ def _check_network(saved, net, name):
 
 
 def _as_run(net, name):
-    """The network a method runs ``net`` as: an undirected method's losses or sleep under the undirected rule
-    (:meth:`rowstoch_fast.network.Network.undirected`, what its constructor applies; message layers over a static
-    ``W`` stay as they are), else ``net``."""
-    over_static = hasattr(net, "encode") and isinstance(net.core(), MixingMatrix)
-    if KINDS[name] == "doubly" and getattr(net, "stochastic", "doubly") != "doubly" and hasattr(net, "undirected") \
-            and not over_static:
-        try:
-            return net.undirected()
-        except ValueError:  # (the constructor says why)
-            return net
-    return net
+    """The network a method runs ``net`` as: an undirected method's W through :func:`~rowstoch_fast.network.
+    as_undirected` (what its constructor applies), any other as it is."""
+    if KINDS[name] != "doubly":
+        return net
+    try:
+        return as_undirected(net)
+    except ValueError:  # (the constructor says why)
+        return net
 
 
 def matrix_from_state(state, M=None, prefix="", kind="row"):
