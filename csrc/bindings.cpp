@@ -769,7 +769,8 @@ void check_rows_block(const py::array& a, const char* name, const py::array& ref
     if (writeable) check_writeable(a, name);
 }
 
-// out <- sum_t coef_t X_t (module docstring of gt.hpp's combine): coef_t a float or a per-row vector.
+// out <- sum_t coef_t X_t (module docstring of gt.hpp's combine): coef_t a float, a per-row vector (n,), a
+// per-column row (1, w) or a whole (n, w) block of coefficients (gt.hpp's combine_general).
 bool combine(py::array out, py::list coefs, py::list blocks) {
     const py::ssize_t K = blocks.size();
     if (K < 1 || K > 4 || static_cast<py::ssize_t>(coefs.size()) != K)
@@ -782,7 +783,10 @@ bool combine(py::array out, py::list coefs, py::list blocks) {
     const int64_t n = out.shape(0), w = out.shape(1);
     std::vector<py::array> X(K), rc(K);
     std::vector<double> scalar(K, 0.0);
-    std::vector<char> per_row(K, 0);
+    // each coefficient's strides over (row, column): (0, 0) scalar, (1, 0) per row, (0, 1) per column, (w, 1) full
+    std::vector<int64_t> rs(K, 0), cs(K, 0);
+    std::vector<char> has(K, 0);
+    bool general = false;
     for (py::ssize_t t = 0; t < K; ++t) {
         const std::string xn = cat("blocks[", t, "]"), cn = cat("coefs[", t, "]");
         if (!py::isinstance<py::array>(blocks[t])) throw py::type_error(cat(xn, " must be a NumPy array"));
@@ -792,17 +796,30 @@ bool combine(py::array out, py::list coefs, py::list blocks) {
         if (X[t].data() != out.data()) check_no_overlap(out, "out", X[t], xn.c_str());
         if (py::isinstance<py::array>(coefs[t])) {
             rc[t] = coefs[t].cast<py::array>();
-            per_row[t] = 1;
+            has[t] = 1;
             check_same_dtype(rc[t], cn.c_str(), out, "out");
-            check_shape(rc[t], cn.c_str(), {n});
             check_contiguous(rc[t], cn.c_str());
             check_no_overlap(out, "out", rc[t], cn.c_str());
+            if (rc[t].ndim() == 1 && rc[t].shape(0) == n) {
+                rs[t] = 1;
+            } else if (rc[t].ndim() == 2 && rc[t].shape(0) == 1 && rc[t].shape(1) == w) {
+                cs[t] = 1;
+                general = true;
+            } else if (rc[t].ndim() == 2 && rc[t].shape(0) == n && rc[t].shape(1) == w) {
+                rs[t] = w;
+                cs[t] = 1;
+                general = true;
+            } else {
+                throw py::value_error(cat(cn, " must be a number, one value per row (shape (", n, ",)), one per column "
+                                          "(shape (1, ", w, ")) or one per entry (shape (", n, ", ", w, ")), got shape ",
+                                          shape_text(rc[t].shape(), rc[t].ndim())));
+            }
         } else {
             py::object c = coefs[t];
             if (!(py::isinstance<py::float_>(c) || py::isinstance<py::int_>(c) ||
                   py::hasattr(c, "__float__")) || py::isinstance<py::list>(c) || py::isinstance<py::tuple>(c))
-                throw py::type_error(cat(cn, " must be a number or a NumPy array of one value per row, got ",
-                                         std::string(py::str(py::type::of(c).attr("__name__")))));
+                throw py::type_error(cat(cn, " must be a number or a NumPy array of one value per row, column or "
+                                         "entry, got ", std::string(py::str(py::type::of(c).attr("__name__")))));
             scalar[t] = py::cast<double>(c.attr("__float__")());
         }
     }
@@ -811,15 +828,21 @@ bool combine(py::array out, py::list coefs, py::list blocks) {
         using T = decltype(tag);
         const T* xs[4] = {nullptr, nullptr, nullptr, nullptr};
         const T* rcs[4] = {nullptr, nullptr, nullptr, nullptr};
-        T cs[4] = {0, 0, 0, 0};
+        T cs_[4] = {0, 0, 0, 0};
         for (py::ssize_t t = 0; t < K; ++t) {
             xs[t] = cptr<T>(X[t]);
-            rcs[t] = per_row[t] ? cptr<T>(rc[t]) : nullptr;
-            cs[t] = static_cast<T>(scalar[t]);
+            rcs[t] = has[t] ? cptr<T>(rc[t]) : nullptr;
+            cs_[t] = static_cast<T>(scalar[t]);
         }
         T* op = ptr<T>(out);
         py::gil_scoped_release nogil;
-        finite = rowstoch::combine(n, w, static_cast<int>(K), xs, rcs, cs, op);
+        if (!general) {
+            finite = rowstoch::combine(n, w, static_cast<int>(K), xs, rcs, cs_, op);
+            return;
+        }
+        const T* coef[4] = {nullptr, nullptr, nullptr, nullptr};
+        for (py::ssize_t t = 0; t < K; ++t) coef[t] = rcs[t] ? rcs[t] : &cs_[t];
+        finite = rowstoch::combine_general(n, w, static_cast<int>(K), xs, coef, rs.data(), cs.data(), op);
     };
     if (is_f64(out)) run(double{});
     else run(float{});
@@ -1097,8 +1120,8 @@ PYBIND11_MODULE(_core, m) {
           "Pull-Diag-GT y phase: y_out <- A^R (y + s_new g_new - s_old g_old), xw <- x - lr y_out.\n"
           "work: a second buffer for R > 1 (an empty array will do at R = 1). Returns False when xw has a NaN or Inf.");
     m.def("combine", &combine, py::arg("out").noconvert(), py::arg("coefs"), py::arg("blocks"),
-          "out <- sum_t coefs[t] * blocks[t] (1 to 4 terms; a coefficient is a float or a per-row vector; a block\n"
-          "may be out itself). Returns False when out has a NaN or Inf.");
+          "out <- sum_t coefs[t] * blocks[t] (1 to 4 terms; a coefficient is a float, a per-row vector (n,), a\n"
+          "per-column row (1, w) or an (n, w) block; a block may be out itself). Returns False when out has a NaN or Inf.");
     m.def("first_nonfinite", &first_nonfinite, py::arg("X"),
           "Row index of the first NaN/Inf in a 2-D float array, or -1.");
     m.def("logistic_grad", &logistic_grad, py::arg("H"), py::arg("Y"), py::arg("n"), py::arg("rho"),

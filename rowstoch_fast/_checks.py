@@ -68,6 +68,27 @@ def check_positive_float(value, name, *, allow_zero=False):
     return value
 
 
+def check_step_size(lr, name="lr"):
+    """A step size: one finite number > 0 (a float), or one per replica as an array of shape ``(reps, 1, 1)``
+    (it broadcasts against the replicas' axis of ``x``, shape ``(reps, n, d)``): a read-only float64 array of
+    finite values > 0. Any other shape is refused, naming the ones taken."""
+    if np.ndim(lr) == 0:
+        return check_positive_float(lr.item() if isinstance(lr, np.ndarray) else lr, name)
+    arr = np.asarray(lr)
+    if arr.dtype.kind not in "fiu":
+        raise TypeError(f"{name} must be a real number or an array of them, got dtype {arr.dtype}")
+    if arr.ndim != 3 or arr.shape[1:] != (1, 1) or arr.shape[0] < 1:
+        raise ValueError(f"{name} must be one number, or one per replica as an array of shape (reps, 1, 1) (it "
+                         f"broadcasts against x's (reps, n, d)), got shape {arr.shape}")
+    arr = np.array(arr, dtype=np.float64)
+    bad = ~(np.isfinite(arr) & (arr > 0))
+    if bad.any():
+        k = int(np.flatnonzero(bad.ravel())[0])
+        raise ValueError(f"{name} must be finite and > 0 for every replica, got {float(arr.ravel()[k])!r} for replica {k}")
+    arr.flags.writeable = False
+    return arr
+
+
 def check_dtype(dtype, name="dtype"):
     """Return ``dtype`` as float32 or float64, or raise TypeError."""
     try:

@@ -419,7 +419,7 @@ def test_raw_entry_points_name_a_0d_or_nested_list_argument(A):
         core.mix_lossy(np.zeros(0, indptr.dtype), indices, data, X, None, 0, 0, 0, 0.1, True, None, None, None, -1,
                        None, True)
     out = np.zeros((4, 2))
-    with pytest.raises(TypeError, match="coefs\\[0\\] must be a number or a NumPy array of one value per row, got list"):
+    with pytest.raises(TypeError, match="coefs\\[0\\] must be a number or a NumPy array of one value per row, column or entry, got list"):
         core.combine(out, [[1.0, 2.0]], [out.copy()])
     with pytest.raises(TypeError, match="coefs\\[0\\] must be a number .* got str"):
         core.combine(out, ["1"], [out.copy()])

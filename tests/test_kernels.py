@@ -203,12 +203,15 @@ def test_gt_y_phase_flags_non_finite():
 @given(st.integers(1, 300), st.integers(1, 12), st.integers(1, 4), st.sampled_from([np.float64, np.float32]),
        st.integers(0, 2**31), st.booleans())
 def test_combine_matches_numpy(n, w, K, dtype, seed, in_place):
-    """out <- sum_t c_t X_t, scalar or per-row coefficients, out among the terms or not, its NaN/Inf flag."""
+    """out <- sum_t c_t X_t, scalar, per-row, per-column (1, w) or per-entry (n, w) coefficients, out among the
+    terms or not, its NaN/Inf flag."""
     rng = np.random.default_rng(seed)
     blocks = [rng.standard_normal((n, w)).astype(dtype) for _ in range(K)]
-    coefs = [rng.standard_normal(n).astype(dtype) if rng.random() < 0.5 else float(rng.standard_normal())
-             for _ in range(K)]
-    terms = [(c[:, None] if isinstance(c, np.ndarray) else dtype(c)) * X for c, X in zip(coefs, blocks)]
+    shapes = [None, (n,), (1, w), (n, w)]
+    coefs = [float(rng.standard_normal()) if shape is None else rng.standard_normal(shape).astype(dtype)
+             for shape in (shapes[rng.integers(0, 4)] for _ in range(K))]
+    terms = [(c[:, None] if isinstance(c, np.ndarray) and c.ndim == 1 else c if isinstance(c, np.ndarray)
+              else dtype(c)) * X for c, X in zip(coefs, blocks)]
     expected = terms[0]
     for t in terms[1:]:
         expected = expected + t
@@ -228,8 +231,11 @@ def test_combine_refuses_partial_overlap_and_bad_terms():
         _core.combine(X, [1.0] * 5, [X] * 5)
     with pytest.raises(ValueError, match="must have the shape of out"):
         _core.combine(X, [1.0], [np.zeros((5, 3))])
-    with pytest.raises(ValueError, match="coefs\\[0\\] must have shape"):
+    with pytest.raises(ValueError, match=r"coefs\[0\] must be a number, one value per row \(shape \(6,\)\), one per "
+                                         r"column \(shape \(1, 3\)\) or one per entry \(shape \(6, 3\)\)"):
         _core.combine(np.zeros((6, 3)), [np.ones(5)], [X])
+    with pytest.raises(ValueError, match=r"coefs\[1\] must be a number, one value per row"):
+        _core.combine(np.zeros((6, 3)), [1.0, np.ones((2, 3))], [X, X])
     with pytest.raises(TypeError, match="dtype"):
         _core.combine(np.zeros((6, 3)), [1.0], [np.zeros((6, 3), np.float32)])
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import backends
-from .._checks import check_positive_float, fmt_bytes, nodes_first, require_memory
+from .._checks import check_step_size, fmt_bytes, nodes_first, require_memory
 from ..mixing import ROW_SUM_RTOL, ROW_SUM_RTOL_FLOAT32, MixingMatrix
 from ..network import Lossy, Network, Schedule, Sleepy, as_undirected, base_matrix, weights_of
 from ._deferred import FailureHandling
@@ -252,6 +252,8 @@ class Optimizer(FailureHandling, Persistence):
         ops.attach(n, dtype, list(mats.values()))
         self._n = n
         self._edges = {k: _links(M) for k, M in mats.items()}
+        self._check_replica_rates(self.__dict__.get("lr"), tuple(x0.shape))
+        self._lr_columns = {}  # scale -> the per-replica rates as columns (_lr_coef)
         self._allocate(tuple(x0.shape))
         self._cur[self.model][...] = self._rows(x0)
         self.iteration = 0
@@ -263,15 +265,40 @@ class Optimizer(FailureHandling, Persistence):
     @exclusive
     def _set_lr(self, lr):
         lr = self._check_lr(lr)
+        self._check_replica_rates(lr, self._global_shape)
         self._settle()  # deferred checks belong to the steps taken with the old lr
         self.__dict__["lr"] = lr
         self._hyper["lr"] = lr
+        self._lr_columns = {}
         if self._initialized:
             self._lr_changed()
 
     def _check_lr(self, lr):
-        """A valid step size (one positive number; FROST also takes one per node)."""
-        return check_positive_float(lr, "lr")
+        """A valid step size: one positive number, or one per replica (shape ``(reps, 1, 1)``, broadcasting
+        against the replicas' axis of ``x``); FROST also takes one per node."""
+        return check_step_size(lr)
+
+    @staticmethod
+    def _check_replica_rates(lr, shape):
+        """Per-replica rates need replicas, one rate each (``shape``: ``x0``'s, ``(reps, n, d)``)."""
+        if np.ndim(lr) != 3:
+            return
+        if len(shape) != 3:
+            raise ValueError(f"lr has one value per replica (shape {np.shape(lr)}) but x0 has shape {shape}: per-replica "
+                             f"rates need x0 of shape (reps, n, d)")
+        if np.shape(lr)[0] != shape[0]:
+            raise ValueError(f"lr has {np.shape(lr)[0]} values (one per replica) but x0 has {shape[0]} replicas")
+
+    def _lr_coef(self, scale=-1.0):
+        """``scale * lr`` as a coefficient of :meth:`Backend.combine`: a float, or with one rate per replica a
+        ``(1, reps * d)`` row of columns (each replica's rate over its ``d`` columns), made once per ``scale``."""
+        lr = self.lr
+        if np.ndim(lr) == 0:
+            return scale * lr
+        cached = self._lr_columns.get(scale)
+        if cached is None:
+            cached = self._lr_columns[scale] = self._ops.columns(np.repeat(scale * lr.reshape(-1), self._d))
+        return cached
 
     def _validate(self, matrices, x0, hyper):
         """Checks with no communication (under MPI run on every rank, then agreed on)."""

@@ -78,7 +78,7 @@ class ABm(Optimizer):
     def _advance(self, grad_fn, cur, nxt, t):
         ops, b = self._ops, self.momentum
         ops.mix(self.A, cur["x"], nxt["x"])
-        finite = ops.combine(nxt["x"], [1.0, -self.lr, b, -b], [nxt["x"], cur["y"], cur["x"], cur["x_prev"]])
+        finite = ops.combine(nxt["x"], [1.0, self._lr_coef(), b, -b], [nxt["x"], cur["y"], cur["x"], cur["x_prev"]])
         self._check_iterates(finite, t, nxt["x"])
         ops.combine(nxt["x_prev"], [1.0], [cur["x"]], check=False)  # (a launch, frozen after a failed check)
         self._gradient(grad_fn, nxt["x"], nxt["g"], t + 1)

@@ -75,7 +75,7 @@ class ADDOPT(Optimizer):
     def _advance(self, grad_fn, cur, nxt, t):
         ops, C = self._ops, self.C
         ops.mix(C, cur["x"], nxt["x"])
-        finite = ops.combine(nxt["x"], [1.0, -self.lr], [nxt["x"], cur["w"]])  # x_{k+1} = C x_k - lr w_k
+        finite = ops.combine(nxt["x"], [1.0, self._lr_coef()], [nxt["x"], cur["w"]])  # x_{k+1} = C x_k - lr w_k
         self._check_iterates(finite, t, nxt["x"])
         self._weights.advance(cur["v"], nxt["v"], t)
         finite = ops.combine(nxt["z"], [self._weights.inverse(nxt["v"])], [nxt["x"]])  # z = x / v

@@ -61,7 +61,7 @@ class AugDGM(Optimizer):
 
     def _advance(self, grad_fn, cur, nxt, t):
         ops, w = self._ops, self._work[0]
-        finite = ops.combine(w, [1.0, -self.lr], [cur["x"], cur["y"]])
+        finite = ops.combine(w, [1.0, self._lr_coef()], [cur["x"], cur["y"]])
         self._check_iterates(finite, t, w)
         ops.mix(self.W, w, nxt["x"])  # x_{k+1} = W (x_k - lr y_k)
         self._gradient(grad_fn, nxt["x"], nxt["g"], t + 1)

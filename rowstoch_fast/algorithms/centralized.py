@@ -73,5 +73,5 @@ class CentralizedSGD(Optimizer):
         g = self._gradient_read(grad_fn, cur["x"], self._work[0], t)
         mean = self._ops.sum_rows(g) / self.n  # the all-reduce
         with np.errstate(over="ignore", invalid="ignore"):  # reported as DivergenceError below
-            finite = self._ops.copy_in(nxt["x"], cur["x"] - self.lr * mean[None, :])  # a GPU defers the check
+            finite = self._ops.copy_in(nxt["x"], cur["x"] - self._lr_coef(1.0) * mean[None, :])  # a GPU defers the check
         self._check_iterates(finite, t, nxt["x"])

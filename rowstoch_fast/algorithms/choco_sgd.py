@@ -94,7 +94,7 @@ class CHOCOSGD(Optimizer):
         g, q = self._work
         g = self._gradient_read(grad_fn, cur["x"], g, t)
         half = nxt["x"]
-        finite = ops.combine(half, [1.0, -self.lr], [cur["x"], g])  # x_{k+1/2}
+        finite = ops.combine(half, [1.0, self._lr_coef()], [cur["x"], g])  # x_{k+1/2}
         self._check_iterates(finite, t, half)
         ops.combine(q, [1.0, -1.0], [half, cur["x_hat"]], check=False)
         if W is not weights_of(W):  # q_k = Q(x_{k+1/2} - x_hat_k): what the links carry

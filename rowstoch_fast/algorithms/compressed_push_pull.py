@@ -130,7 +130,7 @@ class CompressedPushPull(PushPull):
     def _advance(self, grad_fn, cur, nxt, t):
         ops = self._ops
         diff = self._exchange(self.A, cur["x"], cur["hx"], cur["hxw"], nxt["hx"], nxt["hxw"], t)
-        finite = ops.combine(nxt["x"], [1.0, -self.gamma, -self.lr], [cur["x"], diff, cur["y"]])
+        finite = ops.combine(nxt["x"], [1.0, -self.gamma, self._lr_coef()], [cur["x"], diff, cur["y"]])
         self._check_iterates(finite, t, nxt["x"])
         self._gradient(grad_fn, nxt["x"], nxt["g"], t + 1)
         diff = self._exchange(self.C, cur["y"], cur["hy"], cur["hyw"], nxt["hy"], nxt["hyw"], t)

@@ -57,5 +57,5 @@ class DGD(Optimizer):
         g, wx = self._work
         g = self._gradient_read(grad_fn, cur["x"], g, t)
         self._ops.mix(self.W, cur["x"], wx)
-        finite = self._ops.combine(nxt["x"], [1.0, -self.lr], [wx, g])
+        finite = self._ops.combine(nxt["x"], [1.0, self._lr_coef()], [wx, g])
         self._check_iterates(finite, t, nxt["x"])

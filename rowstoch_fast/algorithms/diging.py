@@ -61,7 +61,7 @@ class DIGing(Optimizer):
     def _advance(self, grad_fn, cur, nxt, t):
         ops = self._ops
         ops.mix(self.W, cur["x"], nxt["x"])
-        finite = ops.combine(nxt["x"], [1.0, -self.lr], [nxt["x"], cur["y"]])  # x_{k+1} = W x_k - lr y_k
+        finite = ops.combine(nxt["x"], [1.0, self._lr_coef()], [nxt["x"], cur["y"]])  # x_{k+1} = W x_k - lr y_k
         self._check_iterates(finite, t, nxt["x"])
         self._gradient(grad_fn, nxt["x"], nxt["g"], t + 1)
         ops.mix(self.W, cur["y"], nxt["y"])

@@ -66,9 +66,9 @@ class ExactDiffusion(Optimizer):
         self._cur["psi"][...] = self._cur["x"]
 
     def _advance(self, grad_fn, cur, nxt, t):
-        ops, lr = self._ops, self.lr
+        ops = self._ops
         phi, wphi = self._work
-        finite = ops.combine(nxt["psi"], [1.0, -lr], [cur["x"], cur["g"]])  # psi_{k+1}
+        finite = ops.combine(nxt["psi"], [1.0, self._lr_coef()], [cur["x"], cur["g"]])  # psi_{k+1}
         self._check_iterates(finite, t, nxt["psi"])
         ops.combine(phi, [1.0, 1.0, -1.0], [nxt["psi"], cur["x"], cur["psi"]], check=False)  # phi_{k+1}
         ops.mix(self.W, phi, wphi)

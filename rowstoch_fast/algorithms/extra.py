@@ -62,13 +62,13 @@ class EXTRA(Optimizer):
         self._initial_gradient(grad_fn)
 
     def _advance(self, grad_fn, cur, nxt, t):
-        ops, lr = self._ops, self.lr
+        ops, lr, neg = self._ops, self._lr_coef(1.0), self._lr_coef()
         wx, w = self._work
         ops.mix(self.W, cur["x"], wx)  # W x_k
         if t == 0:  # x_1 = W x_0 - lr g_0
-            finite = ops.combine(nxt["x"], [1.0, -lr], [wx, cur["g"]])
+            finite = ops.combine(nxt["x"], [1.0, neg], [wx, cur["g"]])
         else:  # x_{k+1} = x_k + W x_k - (x_{k-1} + W x_{k-1}) / 2 - lr (g_k - g_{k-1})
-            ops.combine(w, [1.0, 1.0, -lr, lr], [cur["x"], wx, cur["g"], cur["g_prev"]], check=False)
+            ops.combine(w, [1.0, 1.0, neg, lr], [cur["x"], wx, cur["g"], cur["g_prev"]], check=False)
             finite = ops.combine(nxt["x"], [1.0, -0.5, -0.5], [w, cur["x_prev"], cur["wx_prev"]])
         self._check_iterates(finite, t, nxt["x"])
         self._gradient(grad_fn, nxt["x"], nxt["g"], t + 1)

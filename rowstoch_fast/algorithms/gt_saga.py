@@ -128,7 +128,7 @@ class GTSAGA(Optimizer):
         fresh, old = self._work
         m = self._table.shape[0]
         ops.mix(self.W, cur["x"], nxt["x"])
-        finite = ops.combine(nxt["x"], [1.0, -self.lr], [nxt["x"], cur["y"]])  # x_{k+1} = W x_k - lr y_k
+        finite = ops.combine(nxt["x"], [1.0, self._lr_coef()], [nxt["x"], cur["y"]])  # x_{k+1} = W x_k - lr y_k
         self._check_iterates(finite, t, nxt["x"])
         drawn = []
 

@@ -66,12 +66,12 @@ class NIDS(Optimizer):
         self._initial_gradient(grad_fn)
 
     def _advance(self, grad_fn, cur, nxt, t):
-        ops, lr = self._ops, self.lr
+        ops, lr, neg = self._ops, self._lr_coef(1.0), self._lr_coef()
         z, wz = self._work
         if t == 0:  # x_1 = x_0 - lr g_0
-            finite = ops.combine(nxt["x"], [1.0, -lr], [cur["x"], cur["g"]])
+            finite = ops.combine(nxt["x"], [1.0, neg], [cur["x"], cur["g"]])
         else:  # x_{k+1} = W_tilde z, z = 2 x_k - x_{k-1} - lr (g_k - g_{k-1})
-            ops.combine(z, [2.0, -1.0, -lr, lr], [cur["x"], cur["x_prev"], cur["g"], cur["g_prev"]], check=False)
+            ops.combine(z, [2.0, -1.0, neg, lr], [cur["x"], cur["x_prev"], cur["g"], cur["g_prev"]], check=False)
             ops.mix(self.W, z, wz)
             finite = ops.combine(nxt["x"], [0.5, 0.5], [z, wz])
         self._check_iterates(finite, t, nxt["x"])

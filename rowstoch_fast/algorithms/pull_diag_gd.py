@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from .._checks import check_tracker
 from ..network import weights_of
 from ._base import Optimizer
@@ -70,6 +72,7 @@ class PullDiagGD(Optimizer):
     def _advance(self, grad_fn, cur, nxt, t):
         g = self._gradient_read(grad_fn, cur["x"], self._work[0], t)
         self._ops.mix(self.A, cur["x"], nxt["x"])
-        step = tracker_row(self, t, -self.lr)  # -lr D_t^{-1}, one value per node
+        step = tracker_row(self, t, -self.lr) if np.ndim(self.lr) == 0 else (  # -lr D_t^{-1}, one value per node
+            tracker_row(self, t, 1.0)[:, None] * self._lr_coef())  # (one rate per replica: per node and column)
         finite = self._ops.combine(nxt["x"], [1.0, step], [nxt["x"], g])
         self._check_iterates(finite, t, nxt["x"])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._checks import MAX_ROUNDS, as_float_array, check_int, check_positive_float, check_tracker
+from .._checks import MAX_ROUNDS, as_float_array, check_int, check_tracker
 from ..errors import DivergenceError
 from ..network import weights_of
 from ._base import Optimizer
@@ -134,7 +134,7 @@ class PullDiagGT(Optimizer):
             if (lr <= 0).any():
                 raise ValueError(f"lr must be positive at every node, got {lr.min()} at node {int(np.argmin(lr))}")
             return lr
-        return check_positive_float(lr, "lr")
+        return super()._check_lr(lr)
 
     def _check_hyper(self, lr, rounds, tracker):
         self.lr = lr = self._check_lr(lr)
@@ -178,7 +178,7 @@ class PullDiagGT(Optimizer):
         cur["y"][...] = cur["g"]
         if self.form == "frost":
             return
-        finite = ops.combine(cur["xw"], [1.0, -self.lr], [cur["x"], cur["y"]])
+        finite = ops.combine(cur["xw"], [1.0, self._lr_coef()], [cur["x"], cur["y"]])
         if self.check_finite:
             self._verify(finite, lambda: _initial_step_error(ops.first_nonfinite(cur["xw"])))
 
@@ -189,7 +189,7 @@ class PullDiagGT(Optimizer):
         ops.mix(A, cur["xw"], nxt["x"], R, self._scratch)  # x_{t+1} = A^R (x_t - lr y_t)
         self._gradient(grad_fn, nxt["x"], nxt["g"], t + 1)
         s_new = self._tracker.scale(t + 1)
-        fused = getattr(ops, "gt_y_phase", None) if self._static else None
+        fused = getattr(ops, "gt_y_phase", None) if self._static and np.ndim(lr) == 0 else None  # (one rate)
         if fused is not None:  # y_{t+1} and x_{t+1} - lr y_{t+1} in one compiled phase
             finite = fused(A, R, lr, nxt["x"], cur["y"], nxt["g"], cur["g"], s_new, self._tracker.scale(t),
                            nxt["y"], nxt["xw"], self._psi, self._scratch)
@@ -197,12 +197,12 @@ class PullDiagGT(Optimizer):
             ops.combine(self._psi, [1.0, s_new, tracker_row(self, t, -1.0)], [cur["y"], nxt["g"], cur["g"]],
                         check=False)
             ops.mix(A, self._psi, nxt["y"], R, self._scratch)  # y_{t+1} = A^R psi
-            finite = ops.combine(nxt["xw"], [1.0, -lr], [nxt["x"], nxt["y"]])
+            finite = ops.combine(nxt["xw"], [1.0, self._lr_coef()], [nxt["x"], nxt["y"]])
         self._check_iterates(finite, t, nxt["x"], nxt["y"], nxt["xw"])
 
     def _advance_frost(self, grad_fn, cur, nxt, t):
         ops, A, R = self._ops, self.A, self.rounds
-        step = -self.lr if self._lr_vector is None else self._lr_vector
+        step = self._lr_coef() if self._lr_vector is None else self._lr_vector
         ops.mix(A, cur["x"], nxt["x"], R, self._psi)
         finite = ops.combine(nxt["x"], [1.0, step], [nxt["x"], cur["y"]])  # x_{t+1} = A^R x_t - lr y_t
         self._check_iterates(finite, t, nxt["x"])
@@ -215,6 +215,6 @@ class PullDiagGT(Optimizer):
     def _lr_changed(self):
         self._settle()
         if self.form == "atc":
-            self._ops.combine(self._cur["xw"], [1.0, -self.lr], [self._cur["x"], self._cur["y"]])
-        else:
-            self._lr_vector = None if np.ndim(self.lr) == 0 else self._ops.vector(-np.asarray(self.lr))
+            self._ops.combine(self._cur["xw"], [1.0, self._lr_coef()], [self._cur["x"], self._cur["y"]])
+        else:  # (one rate per node; a rate, or one per replica, goes through _lr_coef)
+            self._lr_vector = None if np.ndim(self.lr) != 1 else self._ops.vector(-np.asarray(self.lr))

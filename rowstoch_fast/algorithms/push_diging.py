@@ -82,7 +82,7 @@ class PushDIGing(Optimizer):
     def _advance(self, grad_fn, cur, nxt, t):
         ops, C, R = self._ops, self.C, self.rounds
         w, work = self._work
-        finite = ops.combine(w, [1.0, -self.lr], [cur["u"], cur["y"]])
+        finite = ops.combine(w, [1.0, self._lr_coef()], [cur["u"], cur["y"]])
         self._check_iterates(finite, t, w)
         ops.mix(C, w, nxt["u"], R, work)  # u_{k+1} = C^R (u_k - lr y_k)
         self._weights.advance(cur["v"], nxt["v"], t)

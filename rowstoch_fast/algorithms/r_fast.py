@@ -118,7 +118,7 @@ class RFAST(Optimizer):
 
     def _advance(self, grad_fn, cur, nxt, t):
         ops, change = self._ops, self._work[0]
-        finite = ops.combine(nxt["v"], [1.0, -self.lr], [cur["x"], cur["y"]])  # v_k = x_k - lr y_k
+        finite = ops.combine(nxt["v"], [1.0, self._lr_coef()], [cur["x"], cur["y"]])  # v_k = x_k - lr y_k
         self._check_iterates(finite, t, nxt["v"])
         ops.combine(change, [1.0, -1.0], [nxt["v"], cur["v"]], check=False)  # what the buffers miss
         (pa, pa_next), (pc, pc_next) = self._turn("A", t), self._turn("C", t)

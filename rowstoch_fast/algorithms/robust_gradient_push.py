@@ -110,7 +110,7 @@ class RobustGradientPush(Optimizer):
     def _advance(self, grad_fn, cur, nxt, t):
         ops, h = self._ops, self._work[0]
         self._gradient(grad_fn, cur["z"], h, t)
-        finite = ops.combine(h, [1.0, -self.lr], [cur["x"], h])  # h_k = x_k - lr g(z_k)
+        finite = ops.combine(h, [1.0, self._lr_coef()], [cur["x"], h])  # h_k = x_k - lr g(z_k)
         self._check_iterates(finite, t, h)
         (px, pw), (px_next, pw_next) = self._pending[t % 2], self._pending[(t + 1) % 2]
         ops.running_sums(self._links, self._net, t, 0, [(h, nxt["x"], px, px_next), (cur["w"], nxt["w"], pw, pw_next)])

@@ -69,7 +69,7 @@ class SGP(Optimizer):
         ops, C = self._ops, self.C
         g, h = self._work
         g = self._gradient_read(grad_fn, cur["z"], g, t)
-        finite = ops.combine(h, [1.0, -self.lr], [cur["x"], g])
+        finite = ops.combine(h, [1.0, self._lr_coef()], [cur["x"], g])
         self._check_iterates(finite, t, h)
         ops.mix(C, h, nxt["x"])
         self._weights.advance(cur["w"], nxt["w"], t)

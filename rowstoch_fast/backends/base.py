@@ -179,6 +179,11 @@ class Backend:
         """A per-row coefficient vector (this process's rows of a length-``n`` host vector)."""
         return self.xp.ascontiguousarray(self.xp.asarray(values, dtype=self.dtype))
 
+    def columns(self, values):
+        """A per-column coefficient: ``values`` (one per column of a block, the same on every process) as a
+        ``(1, w)`` row that :meth:`combine` broadcasts down the rows (a replica's step size over its columns)."""
+        return self.xp.ascontiguousarray(self.xp.asarray(values, dtype=self.dtype).reshape(1, -1))
+
     def failed_launch(self):
         """The id of the first deferred check that failed since the last call (0: none), clearing it."""
         return 0

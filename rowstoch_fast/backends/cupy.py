@@ -364,6 +364,23 @@ def _combine_into(out, coefs, blocks, status, launch):
                                           np.uint64(launch)))
 
 
+def _combine_broadcast(xp, out, coefs, blocks, status, launch):
+    """``out <- sum_t coefs[t] * blocks[t]`` with coefficients of any form :meth:`Backend.combine` takes (a float, a
+    per-row vector, a per-column ``(1, w)`` row or an ``(n, w)`` block), in the generic array operations of ``xp``,
+    summed left to right as the kernel sums; the kernel's run status too: nothing is written once ``status``
+    holds another launch's id, and a NaN or Inf in ``out`` records ``launch`` (unless it is 0). No device read."""
+    total = None
+    for c, b in zip(coefs, blocks):
+        c = c[:, None] if getattr(c, "ndim", 0) == 1 else c
+        term = c * b
+        total = term if total is None else total + term
+    free = (status[:1] == 0) | (status[:1] == launch)
+    out[...] = xp.where(free[:, None], total, out)
+    if launch:
+        bad = ~xp.isfinite(out).all(keepdims=True).reshape(1)
+        status[:1] = xp.where(free & bad & (status[:1] == 0), launch, status[:1])
+
+
 _NULL = np.intp(0)  # a null device pointer
 _COMBINE = {"d": "combine_f64", "f": "combine_f32"}
 
@@ -748,7 +765,10 @@ class CupyBackend(Backend):
 
     def combine(self, out, coefs, blocks, check=True):
         launch = self._next_launch(check)
-        _combine_into(out, coefs, blocks, self._status, launch)
+        if any(getattr(c, "ndim", 0) == 2 for c in coefs):  # per column (a step size per replica) or per entry
+            _combine_broadcast(self.xp, out, coefs, blocks, self._status, launch)
+        else:
+            _combine_into(out, coefs, blocks, self._status, launch)
         return DEFERRED if launch else True
 
     def copy_in(self, out, values):

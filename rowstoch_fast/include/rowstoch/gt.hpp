@@ -165,6 +165,41 @@ bool combine(std::int64_t n, std::int64_t w, int K, const T* const X[], const T*
     return bad == 0;
 }
 
+// out <- sum_t C_t * X_t (element-wise) for K <= 4 terms of n x w blocks, where C_t[i, j] =
+// coef[t][i * row_stride[t] + j * col_stride[t]]: strides (0, 0) a scalar, (1, 0) one value per row,
+// (0, 1) one value per column (per replica: a replica's d columns share its step size), (w, 1) a whole
+// n x w block of coefficients.  Summed left to right as combine() sums, so a term whose coefficient is
+// the same number gives the same bits either way; a term may be `out` itself.  Returns false if any entry
+// of out is NaN or Inf.  (The general form, for coefficients that differ along a row; combine() is the
+// vectorised one for scalars and per-row values.)
+template <class T>
+bool combine_general(std::int64_t n, std::int64_t w, int K, const T* const X[], const T* const coef[],
+                     const std::int64_t row_stride[], const std::int64_t col_stride[], T out[]) {
+    int bad = 0;
+    for_range(n, threads_for(n * w * K), [&](std::int64_t lo, std::int64_t hi) {
+        T flag = 0;
+        const T* x[4] = {nullptr, nullptr, nullptr, nullptr};
+        const T* c[4] = {nullptr, nullptr, nullptr, nullptr};
+        std::int64_t cs[4] = {0, 0, 0, 0};
+        for (int t = 0; t < K; ++t) cs[t] = col_stride[t];
+        for (std::int64_t i = lo; i < hi; ++i) {
+            for (int t = 0; t < K; ++t) {
+                x[t] = X[t] + i * w;
+                c[t] = coef[t] + i * row_stride[t];
+            }
+            T* o = out + i * w;
+            for (std::int64_t j = 0; j < w; ++j) {
+                T v = c[0][j * cs[0]] * x[0][j];
+                for (int t = 1; t < K; ++t) v = v + c[t][j * cs[t]] * x[t][j];
+                o[j] = v;
+                flag = (v - v == T(0)) ? flag : T(1);
+            }
+        }
+        if (flag != T(0)) raise_flag(bad);
+    });
+    return bad == 0;
+}
+
 // Row of the first NaN/Inf in an n x w block, or -1.
 template <class T>
 std::int64_t first_nonfinite_row(const T X[], std::int64_t n, std::int64_t w) {
