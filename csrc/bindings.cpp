@@ -946,12 +946,13 @@ void dispatch_value(const py::array& H, F&& f) {
 
 py::array logistic_grad(py::array H, py::array Y, int64_t n, double rho, py::array X, int64_t B,
                         int64_t batches, std::uint64_t seed, std::uint64_t iteration, int64_t rep_offset,
-                        py::object nodes_obj, py::object out_obj) {
+                        py::object nodes_obj, py::object out_obj, int64_t rep_period) {
     py::array nodes;
     LogisticData D = check_logistic(H, Y, n, X, nodes_obj, nodes);
     if (B < 1 || B > D.M) throw py::value_error(cat("batch must be in 1..", D.M, " (samples per node), got ", B));
     if (batches < 1) throw py::value_error(cat("batches must be >= 1, got ", batches));
     if (rep_offset < 0) throw py::value_error(cat("rep_offset must be >= 0, got ", rep_offset));
+    if (rep_period < 0) throw py::value_error(cat("rep_period must be >= 0, got ", rep_period));
     // a gradient call runs without the GIL and cannot be interrupted: work that would take hours is refused
     const int64_t work = checked_product({D.reps, D.m, B, batches, D.d}, cat("batches = ", batches).c_str());
     if (work > (int64_t{1} << 40))
@@ -975,7 +976,7 @@ py::array logistic_grad(py::array H, py::array Y, int64_t n, double rho, py::arr
         T* g = ptr<T>(G);
         py::gil_scoped_release nogil;
         rowstoch::logistic_stochastic_grad(h, y, D.m, D.node_ids, D.M, D.d, static_cast<T>(rho), x, D.reps, B,
-                                           batches, seed, iteration, rep_offset, g);
+                                           batches, seed, iteration, rep_offset, g, rep_period);
     });
     return G;
 }
@@ -1127,7 +1128,9 @@ PYBIND11_MODULE(_core, m) {
     m.def("logistic_grad", &logistic_grad, py::arg("H"), py::arg("Y"), py::arg("n"), py::arg("rho"),
           py::arg("X"), py::arg("batch"), py::arg("batches"), py::arg("seed"), py::arg("iteration"),
           py::arg("rep_offset") = 0, py::arg("nodes") = py::none(), py::arg("out") = py::none(),
-          "Stochastic gradients of the nonconvex logistic objective for every node (and repetition).");
+          py::arg("rep_period") = 0,
+          "Stochastic gradients of the nonconvex logistic objective for every node (and repetition: block r\n"
+          "draws the streams of repetition rep_offset + r, or rep_offset + r % rep_period with rep_period > 0).");
     m.def("logistic_full_grad", &logistic_full_grad, py::arg("H"), py::arg("Y"), py::arg("n"),
           py::arg("rho"), py::arg("X"), py::arg("nodes") = py::none(), py::arg("with_loss") = false,
           "Exact local gradients grad f_i(x_i) over each node's data; with_loss: (G, f_i(x_i)) from one pass.");

@@ -177,6 +177,7 @@ def logistic_grad(
     rep_offset: int = 0,
     nodes: NDArray[np.int64] | None = None,
     out: NDArray[np.floating] | None = None,
+    rep_period: int = 0,
 ) -> NDArray[np.floating]: ...
 @overload
 def logistic_full_grad(

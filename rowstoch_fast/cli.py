@@ -120,16 +120,20 @@ def _matrix_from_args(args):
                           weights=getattr(args, "weights", "in-degree"))
 
 
+def _network_rules(args):
+    """The communication options that one setting ``args`` would not read (:func:`_refuse_unread`'s rules)."""
+    return [(("--network-seed",), args.loss == 0 and args.awake == 1 and args.activation == "bernoulli" and
+             args.compress is None and args.noise is None and args.max_delay is None,
+             "without --loss, --awake, --activation, --compress, --noise or --max-delay"),
+            (("--delay",), args.max_delay is None, "without --max-delay"),
+            (("--bits",), args.compress not in ("qsgd", "round"), "without --compress qsgd or round"),
+            (("--k",), args.compress not in ("topk", "randk"), "without --compress topk or randk"),
+            (("--biased",), args.compress not in ("qsgd", "randk"), "without --compress qsgd or randk")]
+
+
 def _check_network_args(args):
-    """Cheap checks of the communication options (:func:`_communication_options`), before anything is built."""
-    _refuse_unread(args, [
-        (("--network-seed",), args.loss == 0 and args.awake == 1 and args.activation == "bernoulli" and
-         args.compress is None and args.noise is None and args.max_delay is None,
-         "without --loss, --awake, --activation, --compress, --noise or --max-delay"),
-        (("--delay",), args.max_delay is None, "without --max-delay"),
-        (("--bits",), args.compress not in ("qsgd", "round"), "without --compress qsgd or round"),
-        (("--k",), args.compress not in ("topk", "randk"), "without --compress topk or randk"),
-        (("--biased",), args.compress not in ("qsgd", "randk"), "without --compress qsgd or randk")])
+    """Cheap checks of the communication options' values (:func:`_communication_options`) of one setting, before
+    anything is built (the options no setting reads: :func:`_settings`)."""
     if not (0.0 <= args.loss < 1.0 or (args.loss == 1.0 and args.loss_model == "gilbert-elliott")):
         raise UsageError(f"--loss must be in [0, 1) (gilbert-elliott: [0, 1]), got {args.loss}")
     if not 0.0 < args.awake <= 1.0:
@@ -168,10 +172,10 @@ def _check_network_args(args):
 
 def _check_run_args(args):
     """Cheap checks of ``rowstoch run``'s options, before any network, data or folder is built."""
+    _one_setting(args)
     method = method_of(args.algorithm)
     _refuse_unread(args, _problem_rules(args) + [
         (("--tracker",), "tracker" not in REGISTRY[method].hyper, f"by {args.algorithm} (it has no diagonal tracker)")])
-    _check_network_args(args)
     if args.max_delay and not args.matrix and getattr(args, "d", None) and not getattr(args, "data_file", None):
         from ._checks import require_memory  # (one quantity's history at least: before --out is made; the
         # optimizer checks all of them when it is built)
@@ -507,12 +511,189 @@ def _list_option(text, option, choices):
     return list(dict.fromkeys(values))
 
 
+def _compress_items(text):
+    """``--compress`` as ``[(method or None, parameter or None)]``: ``none``, ``METHOD`` or ``METHOD:BITS`` /
+    ``METHOD:K`` (comma-separated: one comparison per item)."""
+    items = []
+    for part in (p.strip() for p in str(text).split(",")):
+        if not part:
+            raise UsageError(f"--compress {text!r} has an empty item; write e.g. none,qsgd:4,topk:2")
+        method, sep, param = part.partition(":")
+        if method == "none":
+            if sep:
+                raise UsageError(f"--compress item {part!r}: none takes no parameter")
+            items.append((None, None))
+            continue
+        if method not in COMPRESSORS:
+            raise UsageError(f"--compress item {part!r}: the method must be one of none, {', '.join(COMPRESSORS)}")
+        if sep and method == "sign":
+            raise UsageError(f"--compress item {part!r}: sign takes no parameter")
+        try:
+            value = int(param) if sep else None
+        except ValueError:
+            raise UsageError(f"--compress item {part!r}: {param!r} is not an integer "
+                             f"({'bits' if method in ('qsgd', 'round') else 'k'})") from None
+        items.append((method, value))
+    if len(items) != len(set(items)):
+        raise UsageError(f"--compress {text!r} names a setting twice")
+    return items
+
+
+def _loss_items(text):
+    """``--loss`` as a list of floats (comma-separated: one comparison per value)."""
+    values = []
+    for part in (p.strip() for p in str(text).split(",")):
+        try:
+            values.append(float(part))
+        except ValueError:
+            raise UsageError(f"--loss must be a number or comma-separated numbers, got {text!r}") from None
+    if len(values) != len(set(values)):
+        raise UsageError(f"--loss {text!r} names a rate twice")
+    return values
+
+
+def _with_setting(args, loss, compress):
+    """A copy of ``args`` for one communication setting (``compress``: ``(method, parameter)``)."""
+    ns = argparse.Namespace(**vars(args))
+    ns.loss = loss
+    method, value = compress
+    ns.compress = method
+    if value is not None:
+        if method in ("qsgd", "round"):
+            if "--bits" in args.given and args.bits != value:
+                raise UsageError(f"--compress {method}:{value} and --bits {args.bits} disagree; give the bits once")
+            ns.bits = value
+        else:
+            if "--k" in args.given and args.k != value:
+                raise UsageError(f"--compress {method}:{value} and --k {args.k} disagree; give k once")
+            ns.k = value
+    return ns
+
+
+def _settings(args):
+    """``[(label, args of one setting)]``: the communication settings ``--loss`` and ``--compress`` list (one each,
+    labelled "", without lists), every one checked."""
+    losses = _loss_items(args.loss)
+    compressors = _compress_items(args.compress) if args.compress is not None else [(None, None)]
+    several = len(losses) * len(compressors) > 1
+    spaces = [_with_setting(args, loss, item) for loss in losses for item in compressors]
+    per_setting = [_network_rules(ns) for ns in spaces]  # an option is refused when no setting reads it
+    _refuse_unread(args, [(options, all(rules[k][1] for rules in per_setting), why)
+                          for k, (options, _, why) in enumerate(per_setting[0])])
+    out = []
+    for loss in losses:
+        for method, value in compressors:
+            ns = _with_setting(args, loss, (method, value))
+            _check_network_args(ns)
+            parts = []
+            if len(losses) > 1:
+                parts.append(f"loss {loss:g}")
+            if len(compressors) > 1:
+                parts.append("none" if method is None else method + (f":{value}" if value is not None else
+                                                                     f":{ns.bits}" if method in ("qsgd", "round") else
+                                                                     f":{ns.k}" if method in ("topk", "randk") else ""))
+            out.append((" + ".join(parts) if several else "", ns))
+    return out
+
+
+def _one_setting(args):
+    """``rowstoch run``'s one communication setting: ``--loss`` and ``--compress`` as single values."""
+    settings = _settings(args)
+    if len(settings) > 1:
+        raise UsageError("rowstoch run takes one --loss and one --compress item; rowstoch compare takes several")
+    ns = settings[0][1]
+    args.loss, args.compress, args.bits, args.k = ns.loss, ns.compress, ns.bits, ns.k
+
+
+def describe_network(args):
+    """The communication model of a (one-setting) ``args`` in words: what the tables' captions and the figures'
+    titles say of the network."""
+    parts = []
+    if args.loss_model == "gilbert-elliott":
+        parts.append(f"bursty losses ({args.loss:g} in the bad state, p_bad {args.p_bad:g}, p_recover "
+                     f"{args.p_recover:g})")
+    elif args.loss:
+        parts.append(f"{args.loss:g} of messages lost")
+    if args.activation != "bernoulli":
+        extra = {"markov": f"p_sleep {args.p_sleep}, p_wake {args.p_wake}", "poisson": f"rate {args.rate}",
+                 "cyclic": f"period {args.period}"}[args.activation]
+        parts.append(f"{args.activation} activation ({extra})")
+    elif args.awake != 1.0:
+        parts.append(f"nodes awake with probability {args.awake:g}")
+    if args.max_delay is not None:
+        parts.append(f"{args.delay} delays up to {args.max_delay}")
+    if args.noise is not None:
+        parts.append(f"message noise sigma {args.noise:g}")
+    if args.compress is not None:
+        detail = {"qsgd": f"{args.bits}-bit QSGD", "round": f"{args.bits}-bit rounding", "sign": "sign",
+                  "topk": f"top-{args.k}", "randk": f"rand-{args.k}"}[args.compress]
+        if args.compress in ("qsgd", "randk") and args.biased:
+            detail += " (biased)"
+        parts.append(f"{detail} messages")
+    return ", ".join(parts) if parts else "reliable links"
+
+
+def _jobs(args):
+    """``--jobs`` (default: the cores; one with --backend mpi, where the ranks are the parallelism, and cupy)."""
+    from .compare import default_jobs
+
+    if args.jobs is None:
+        return 1 if args.backend in ("mpi", "cupy") else default_jobs()
+    if args.backend == "mpi" and args.jobs > 1:
+        raise UsageError("--jobs runs methods in parallel processes; with --backend mpi the ranks of mpiexec are "
+                         "the parallelism (drop --jobs)")
+    return args.jobs
+
+
+class _Terminated:
+    """SIGTERM, as a job scheduler sends it, handled like Ctrl-C (the run in progress saves its checkpoint and what
+    finished is written) and remembered, so that the command ends with 143 instead of 130."""
+
+    def __init__(self):
+        self.received = False
+        self.previous = None
+
+    def __enter__(self):
+        import signal
+        import threading
+
+        if threading.current_thread() is threading.main_thread():
+            def terminate(signum, frame):
+                self.received = True
+                raise KeyboardInterrupt
+
+            self.previous = signal.signal(signal.SIGTERM, terminate)
+        return self
+
+    def __exit__(self, *exc):
+        import signal
+
+        if self.previous is not None:
+            signal.signal(signal.SIGTERM, self.previous)
+        return False
+
+    def code(self):
+        return 143 if self.received else 130
+
+
 def cmd_compare(args):
     """``rowstoch compare``: several algorithms, same problem, seeds and communication budget."""
+    with _Terminated() as terminated:
+        try:
+            return _compare(args, terminated)
+        except KeyboardInterrupt:
+            if terminated.received:
+                _error("terminated (SIGTERM)")
+                return 143
+            raise
+
+
+def _compare(args, terminated):
     import warnings
 
     from . import compare as cmp
     from . import report
+    from .compare.outputs import ComparisonFolder, FolderInUse
     from .runner import METRICS, check_takes
 
     root = True
@@ -524,106 +705,166 @@ def cmd_compare(args):
         root = MPI.COMM_WORLD.Get_rank() == 0
     say = print if root else (lambda *a, **k: None)
     file_algorithms = _read_experiment_file(args)
+    if args.algorithms is not None and not args.algorithms.replace(",", "").strip():
+        raise UsageError("--algorithms is empty; name at least one algorithm ('rowstoch algorithms' lists them)")
     names = [a.strip() for a in args.algorithms.split(",")] if args.algorithms else list(cmp.ALGORITHMS)
     _refuse_unread(args, _problem_rules(args) + [
         (("--mg-rounds",), not any(a.startswith("mg-") for a in names), "without an mg-* algorithm")])
     _check_objective_args(args)
-    _check_network_args(args)
-    metrics = _list_option(args.metric, "--metric", METRICS) if args.metric else None
+    settings = _settings(args)
+    metrics = _list_option(args.metric, "--metric", METRICS) if args.metric is not None else None
     x_axis = _list_option(args.x, "--x", tuple(report.AXES))
     if len(x_axis) != 1:
         raise UsageError(f"--x takes one of {', '.join(report.AXES)}, got {args.x!r}")
     formats = _list_option(args.format, "--format", report.FORMATS)
+    jobs = _jobs(args)
     if root:
         _check_out_folder(args.out)
+    progress = _progress_wanted(args)
     topologies = args.topology if isinstance(args.topology, list) else [args.topology]
     for name in ([] if args.matrix else topologies):
         if name not in TOPOLOGIES + PAPER_GRAPHS:
             raise UsageError(f"unknown topology {name!r}; choose from {', '.join(TOPOLOGIES + PAPER_GRAPHS)}")
-    # every graph, objective, algorithm and rate is checked before anything runs or is written
+    # every graph, setting, objective, algorithm and rate is checked before anything runs or is written
     problems = []
     try:
         for gname in [os.path.basename(args.matrix)] if args.matrix else topologies:
             args.topology = gname
-            A = _unreliable(_matrix_from_args(args), args)
-            _check_objective_size(args, A.n)
-            f = _objective_from_args(args, A.n)
-            chosen = args.algorithms or ",".join(cmp.default_algorithms(A, f))  # (default: what runs on A and f)
-            specs = cmp.parse_algorithms(chosen, A, args.mg_rounds)
-            labels = [label for label, _, _ in specs]
-            lr = _parse_lr(args.lr, labels)
-            if file_algorithms and not isinstance(lr, float):  # the file's rates, unless --lr gives them
-                lr = {**{k: v["lr"] for k, v in file_algorithms.items() if "lr" in v}, **(lr or {})}
-            cmp._check_rates(lr, labels)
-            sources = {k: v["lr_source"] for k, v in file_algorithms.items()
-                       if "lr_source" in v and isinstance(lr, dict) and lr.get(k) == v.get("lr")}
-            hyper = {k: {h: x for h, x in v.items() if h not in ("lr", "lr_source")}
-                     for k, v in file_algorithms.items()}
-            hyper = {k: v for k, v in hyper.items() if v and k in labels}
-            for label, method, _ in specs:
-                check_takes(REGISTRY[method], f, label)
-            problems.append((gname, A, specs, lr, f, sources, hyper, chosen))
+            base = _matrix_from_args(args)
+            _check_objective_size(args, base.n)
+            f = _objective_from_args(args, base.n)
+            for sname, ns in settings:
+                A = _unreliable(base, ns)
+                chosen = args.algorithms or ",".join(cmp.default_algorithms(A, f))  # (default: what runs on A, f)
+                specs = cmp.parse_algorithms(chosen, A, args.mg_rounds)
+                labels = [label for label, _, _ in specs]
+                lr = _parse_lr(args.lr, labels)
+                if file_algorithms and not isinstance(lr, float):  # the file's rates, unless --lr gives them
+                    lr = {**{k: v["lr"] for k, v in file_algorithms.items() if "lr" in v and k in labels},
+                          **(lr or {})}
+                cmp.check_rates(lr, labels)
+                sources = {k: v["lr_source"] for k, v in file_algorithms.items()
+                           if "lr_source" in v and isinstance(lr, dict) and lr.get(k) == v.get("lr")}
+                hyper = {k: {h: x for h, x in v.items() if h not in ("lr", "lr_source")}
+                         for k, v in file_algorithms.items()}
+                hyper = {k: v for k, v in hyper.items() if v and k in labels}
+                for label, method, _ in specs:
+                    check_takes(REGISTRY[method], f, label)
+                problems.append((gname, sname, ns, A, specs, lr, f, sources, hyper, chosen))
     except (ValueError, TypeError) as exc:
         raise UsageError(_as_options(str(exc), _COMPARE_OPTIONS)) from exc
     args.topology = topologies if len(topologies) > 1 else topologies[0]
-    metric = metrics[0] if metrics else cmp.default_metric(problems[0][4])
+    metric = metrics[0] if metrics else cmp.default_metric(problems[0][6])
     metrics = metrics or [metric, "consensus_error"]
-    tuned = [label for label, _, _ in problems[0][2] if not isinstance(problems[0][3], float)
-             and label not in (problems[0][3] or {})]
-    if root:  # the settings the results come from, beside them
-        _write_experiment(args, problems, file_algorithms)
-    if tuned:
-        say(f"tuning the learning rate of {', '.join(tuned)} (no --lr for {'it' if len(tuned) == 1 else 'them'}): "
-            f"successive halving over {cmp.TUNE_GRID[0]:g} .. {cmp.TUNE_GRID[-1]:g}, the finalists on the whole "
-            f"budget, on {metric}; --lr NAME=VALUE fixes one", flush=True)
-    frames, interrupted = [], False
-    for gname, A, specs, lr, f, sources, hyper, chosen in problems:
-        say(f"{gname} (n = {A.n}): {len(specs)} algorithms, {args.rounds_budget} communication rounds each, "
-            f"{args.repeats} repetitions, ranked by {metric}", flush=True)
+    tuned = [label for label, _, _ in problems[0][4] if not isinstance(problems[0][5], float)
+             and label not in (problems[0][5] or {})]
+    several = len(settings) > 1
+    folder = None
+    if root:
         try:
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always", RuntimeWarning)
-                try:
-                    frame = cmp.compare(A, f, chosen, args.rounds_budget, lr=lr, repeats=args.repeats,
-                                        seed=args.seed, tracker=args.tracker, backend=args.backend,
-                                        mg_rounds=args.mg_rounds, progress=not args.no_progress, metric=metric,
-                                        lr_source=sources or None, hyper=hyper or None,
-                                        checkpoint_dir=os.path.join(args.out, "checkpoints", gname),  # (every
-                                        # rank: saving a checkpoint gathers the state from all of them)
-                                        previous=_previous_of(args, gname),
-                                        log=lambda line: say("  " + line, flush=True))
-                except Exception as exc:  # what finished (exc.frame, earlier graphs) is written, then the error
-                    _write_finished_comparison(frames, getattr(exc, "frame", None), gname, args, root, metrics)
-                    raise
-        except (ValueError, TypeError, RuntimeError) as exc:
-            raise UsageError(_as_options(str(exc), _COMPARE_OPTIONS)) from exc
-        for w in caught:  # the budget warning; a diverging or growing baseline is reported in the table instead
-            if "runs only" in str(w.message) and root:
-                print(f"rowstoch: warning: {w.message}", file=sys.stderr)
-        if len(frame):
-            frame.insert(0, "graph", gname)
-            frames.append(frame)
-            say(cmp.format_summary(cmp.summary(frame)), flush=True)
-        if frame.attrs.get("interrupted"):
-            interrupted = True
-            break
-    if not root:
-        return 130 if interrupted else 0
-    if not frames:
-        print("rowstoch: interrupted before any algorithm finished; nothing written", file=sys.stderr)
-        return 130
-    written = cmp.write_outputs(frames, args.out, metrics, x_axis[0], formats, caption=_caption(args))
-    print(f"wrote {', '.join(os.path.join(args.out, n) for n in written)}"
-          + (" (interrupted: what finished)" if interrupted else ""))
-    return 130 if interrupted else 0
+            folder = ComparisonFolder(args.out, resume=bool(args.resume), overwrite=args.overwrite)
+        except FolderInUse as exc:
+            raise UsageError(str(exc)) from None
+    try:
+        if root and not args.resume:  # the settings the results come from, beside them
+            _write_experiment(args, problems, file_algorithms)
+        if tuned:
+            say(f"tuning the learning rate of {', '.join(tuned)} (no --lr for {'it' if len(tuned) == 1 else 'them'}): "
+                f"every rate of {cmp.TUNE_GRID[0]:g} .. {cmp.TUNE_GRID[-1]:g} over the whole budget in one batched "
+                f"run, then refined, on {metric}; --lr NAME=VALUE fixes one", flush=True)
+        frames, interrupted = [], False
+        for gname, sname, ns, A, specs, lr, f, sources, hyper, chosen in problems:
+            where = gname + (f", {sname}" if sname else "")
+            say(f"{where} (n = {A.n}, {describe_network(ns)}): {len(specs)} algorithms, {args.rounds_budget} "
+                f"communication rounds each, {args.repeats} repetitions, ranked by {metric}"
+                + (f", {jobs} processes" if jobs > 1 and len(specs) > 1 else ""), flush=True)
+
+            def labelled(frame, gname=gname, sname=sname):
+                frame = frame.copy()
+                frame.insert(0, "graph", gname)
+                if several:
+                    frame.insert(1, "setting", sname)
+                return frame
+
+            def write_so_far(frame):  # each method's results as it finishes, every table replaced atomically
+                if root and len(frame):
+                    cmp.write_tables(frames + [labelled(frame)], args.out, metrics, caption=_caption(args, problems))
+
+            try:
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always", RuntimeWarning)
+                    try:
+                        frame = cmp.compare(A, f, chosen, args.rounds_budget, lr=lr, repeats=args.repeats,
+                                            seed=args.seed, tracker=args.tracker, backend=args.backend,
+                                            mg_rounds=args.mg_rounds, progress=progress, metric=metric,
+                                            metrics=metrics, lr_source=sources or None, hyper=hyper or None,
+                                            checkpoint_dir=os.path.join(args.out, "checkpoints", _slug(where)),
+                                            previous=_previous_of(args, gname, sname if several else None),
+                                            jobs=jobs, on_result=write_so_far,
+                                            log=lambda line: say("  " + line, flush=True))
+                    except Exception as exc:  # what finished (exc.frame, earlier settings) is written, then the error
+                        _write_finished_comparison(frames, getattr(exc, "frame", None), labelled, args, root,
+                                                   metrics, problems)
+                        raise
+            except (ValueError, TypeError, RuntimeError) as exc:
+                raise UsageError(_as_options(str(exc), _COMPARE_OPTIONS)) from exc
+            for w in caught:  # the budget warning; a diverging or growing baseline is reported in the table instead
+                if "runs only" in str(w.message) and root:
+                    print(f"rowstoch: warning: {w.message}", file=sys.stderr)
+            if len(frame):
+                frame = labelled(frame)
+                frames.append(frame)
+                say(cmp.format_summary(_one_section(cmp.summary(frame))), flush=True)
+            if frame.attrs.get("interrupted"):
+                interrupted = True
+                break
+        if not root:
+            return terminated.code() if interrupted else 0
+        if not frames:
+            print("rowstoch: interrupted before any algorithm finished; nothing written", file=sys.stderr)
+            return terminated.code()
+        titles = [_figure_title(args, g, ns, A.n) for _, (g, _, ns, A, *_) in zip(frames, problems)]
+        written = cmp.write_outputs(frames, args.out, metrics, x_axis[0], formats, caption=_caption(args, problems),
+                                    titles=titles)
+        print(f"wrote {', '.join(os.path.join(args.out, n) for n in written)}"
+              + (" (interrupted: what finished; --resume continues it)" if interrupted else ""))
+        return terminated.code() if interrupted else 0
+    finally:
+        if folder is not None:
+            folder.release()
 
 
-def _previous_of(args, gname):
-    """The records of graph ``gname`` of the comparison ``--resume`` continues (None otherwise)."""
+def _one_section(table):
+    """A summary of one graph and setting without those columns (printed under its own heading)."""
+    from .compare import tables
+
+    return table.drop(columns=[g for g in tables.GROUPS if g in table.columns])
+
+
+def _slug(text):
+    return re.sub(r"[^A-Za-z0-9._+-]+", "_", text)
+
+
+def _progress_wanted(args):
+    """Progress bars only where someone watches: on a terminal (``--progress`` forces them, ``--no-progress``
+    drops them); a log file gets none inside its tables."""
+    if getattr(args, "no_progress", False):
+        return False
+    if getattr(args, "progress", False):
+        return True
+    return sys.stderr.isatty()
+
+
+def _previous_of(args, gname, sname=None):
+    """The records of graph ``gname`` (and setting ``sname``) of the comparison ``--resume`` continues (None
+    otherwise)."""
     previous = getattr(args, "previous", None)
     if previous is None or "graph" not in previous.columns:
         return None
-    part = previous[previous["graph"] == gname].drop(columns="graph")
+    part = previous[previous["graph"].astype(str) == str(gname)]
+    if sname is not None and "setting" in part.columns:
+        part = part[part["setting"].fillna("").astype(str) == sname]
+    part = part.drop(columns=[c for c in ("graph", "setting") if c in part.columns])
     return part if len(part) else None
 
 
@@ -663,20 +904,24 @@ def _read_experiment_file(args):
 
 
 #: What may be written beside ``--resume DIR`` (the rest is the comparison's own, in DIR/experiment.json).
-_RESUME_OPTIONS = ("--resume", "--repeats", "--no-progress", "--out")
+_RESUME_OPTIONS = ("--resume", "--repeats", "--no-progress", "--progress", "--out", "--jobs")
+#: The copy of a comparison's settings that ``--resume`` checks experiment.json against (an edit is refused).
+_FROZEN = ".rowstoch-settings.json"
 
 
 def _read_resumed_comparison(args):
     """``--resume DIR``: the settings of the comparison in DIR (its experiment.json) become the options, and its
-    records (compare.csv) what is kept; returns its ``{algorithm: settings}``."""
+    records (compare.csv) what is kept; returns its ``{algorithm: settings}``. Settings edited in experiment.json
+    since the comparison started are refused, naming the key (only ``repeats`` may grow)."""
     import json
 
     import pandas as pd
 
     folder = args.resume
-    for name in ("experiment.json", "compare.csv"):
-        if not os.path.isfile(os.path.join(folder, name)):
-            raise UsageError(f"--resume {folder!r} holds no {name}: it is not the --out folder of a comparison")
+    if not os.path.isdir(folder):
+        raise UsageError(f"--resume {folder!r} is not a folder (the --out folder of a comparison)")
+    if not os.path.isfile(os.path.join(folder, "experiment.json")):
+        raise UsageError(f"--resume {folder!r} holds no experiment.json: it is not the --out folder of a comparison")
     other = sorted(o for o in args.given if o.startswith("--") and o not in _RESUME_OPTIONS)
     if other:
         raise UsageError(f"--resume continues the comparison {folder!r} with its own settings (experiment.json): "
@@ -685,9 +930,24 @@ def _read_resumed_comparison(args):
         with open(os.path.join(folder, "experiment.json")) as fh:
             saved = json.load(fh)
         settings, algorithms = saved["settings"], saved.get("algorithms") or {}
-        previous = pd.read_csv(os.path.join(folder, "compare.csv"))
+        records = os.path.join(folder, "compare.csv")  # (none yet: killed before any method finished)
+        previous = pd.read_csv(records) if os.path.isfile(records) else pd.DataFrame()
+        frozen = None
+        if os.path.isfile(os.path.join(folder, _FROZEN)):
+            with open(os.path.join(folder, _FROZEN)) as fh:
+                frozen = json.load(fh)
     except (OSError, ValueError, KeyError) as exc:
         raise UsageError(f"--resume {folder!r}: its experiment.json or compare.csv cannot be read ({exc})") from None
+    if frozen is not None:
+        for key in sorted(set(frozen["settings"]) | set(settings)):
+            old, new = frozen["settings"].get(key), settings.get(key)
+            if old != new and not (key == "repeats" and isinstance(new, int) and new > old):
+                raise UsageError(f"--resume {folder!r}: its experiment.json was edited: {key} = {new!r}, but the "
+                                 f"comparison ran with {key} = {old!r}; only repeats may grow (start a new "
+                                 f"comparison for other settings)")
+        if frozen.get("algorithms", {}) != algorithms:
+            raise UsageError(f"--resume {folder!r}: its experiment.json was edited: the algorithms' settings differ "
+                             f"from those the comparison ran with")
     for key, value in settings.items():
         if key == "repeats" and "--repeats" in args.given:
             if args.repeats < value:
@@ -697,47 +957,75 @@ def _read_resumed_comparison(args):
         setattr(args, key, value)
     if "--out" not in args.given:
         args.out = folder
-    args.previous = previous
+    args.previous = previous if len(previous) else None
     return algorithms
+
+
+#: The options experiment.json records (the resolved settings of a comparison).
+_SETTINGS = ("config_file", "topology", "n", "matrix", "normalize", "undirected", "weights", "objective", "total",
+             "batch", "samples_per_node", "d", "rho", "lam", "heterogeneity", "sigma", "data_seed", "data_file",
+             "algorithms", "loss", "loss_model", "p_bad", "p_recover", "awake", "activation", "p_sleep", "p_wake",
+             "rate", "period", "compress", "bits", "k", "biased", "noise", "max_delay", "delay", "network_seed",
+             "rounds_budget", "lr", "mg_rounds", "tracker", "backend", "repeats", "seed", "metric", "x", "format")
 
 
 def _write_experiment(args, problems, file_algorithms):
     """experiment.json in --out: the resolved settings (every option, the file's algorithms), the package version
-    and build_info(), so that the results say what made them."""
+    and build_info(), so that the results say what made them; and the copy --resume checks it against."""
     import json
 
     from . import __version__, build_info
+    from .compare.outputs import atomic_write
 
-    keys = ("config_file", "topology", "n", "matrix", "normalize", "undirected", "weights", "objective", "total",
-            "batch", "samples_per_node", "d", "rho", "lam", "heterogeneity", "sigma", "data_seed", "data_file",
-            "algorithms", "loss", "loss_model", "p_bad", "p_recover", "awake", "activation", "p_sleep", "p_wake",
-            "rate", "period", "compress", "bits", "k", "biased", "noise", "max_delay", "delay", "network_seed",
-            "rounds_budget", "lr", "mg_rounds", "tracker", "backend", "repeats", "seed", "metric", "x", "format")
-    settings = {k: getattr(args, k, None) for k in keys}
-    os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "experiment.json"), "w") as fh:
-        json.dump({"settings": settings, "algorithms": file_algorithms,
-                   "graphs": {g: {"n": A.n, "algorithms": [label for label, _, _ in specs],
-                                  "objective": f.describe()} for g, A, specs, _, f, _, _, _ in problems},
-                   "version": __version__, "build_info": build_info(), "argv": sys.argv[1:]},
-                  fh, indent=1, default=str)
-
-
-def _caption(args):
-    """The LaTeX table's caption of a comparison."""
-    return (f"{args.objective}: final values after {args.rounds_budget} communication rounds, mean and standard "
-            f"deviation over {args.repeats} repetitions; best in bold")
+    settings = json.loads(json.dumps({k: getattr(args, k, None) for k in _SETTINGS}, default=str))
+    graphs = {}
+    for g, sname, ns, A, specs, _, f, _, _, _ in problems:
+        graphs[g + (f" / {sname}" if sname else "")] = {"n": A.n, "network": describe_network(ns),
+                                                         "algorithms": [label for label, _, _ in specs],
+                                                         "objective": f.describe()}
+    document = {"settings": settings, "algorithms": file_algorithms, "graphs": graphs, "version": __version__,
+                "build_info": build_info(), "argv": sys.argv[1:]}
+    atomic_write(os.path.join(args.out, "experiment.json"),
+                 lambda fh: json.dump(document, fh, indent=1, default=str))
+    atomic_write(os.path.join(args.out, _FROZEN),
+                 lambda fh: json.dump({"settings": settings, "algorithms": file_algorithms}, fh, default=str))
 
 
-def _write_finished_comparison(frames, partial, gname, args, root, metrics):
-    """Before a comparison's error is reported: the graphs that finished and the algorithms of this one."""
+def _objective_words(args):
+    """The problem in words (the objective and its size)."""
+    words = {"logistic": "nonconvex logistic regression", "logistic-l2": "L2-regularised logistic regression",
+             "least-squares": "least squares", "quadratic": "a random quadratic"}[args.objective]
+    if getattr(args, "data_file", None):
+        return f"{words} on {os.path.basename(args.data_file)}"
+    return f"{words} (d = {args.d})"
+
+
+def _caption(args, problems):
+    """The LaTeX table's caption of a comparison: the problem, n, the graph(s) and the full network model."""
+    graphs = list(dict.fromkeys(g for g, *_ in problems))
+    models = list(dict.fromkeys(describe_network(p[2]) for p in problems))
+    n = sorted({p[3].n for p in problems})
+    where = (f"the {graphs[0]} graph" if len(graphs) == 1 else "the graphs " + ", ".join(graphs)) + \
+        f" (n = {', '.join(map(str, n))})"
+    network = models[0] if len(models) == 1 else "the settings of the table (" + "; ".join(models) + ")"
+    return (f"{_objective_words(args)} on {where}, {network}: final values after {args.rounds_budget} communication "
+            f"rounds, mean and standard deviation over {args.repeats} repetitions. Ranks are shared where the "
+            f"repetitions cannot tell methods apart; rank 1 in bold; only runs that ended ok are ranked.")
+
+
+def _figure_title(args, graph, ns, n):
+    """A figure panel's title: the graph, n, the objective and the network model."""
+    return f"{graph} (n = {n}), {_objective_words(args)}, {describe_network(ns)}"
+
+
+def _write_finished_comparison(frames, partial, labelled, args, root, metrics, problems):
+    """Before a comparison's error is reported: the settings that finished and the algorithms of this one."""
     if partial is not None and len(partial):
-        partial.insert(0, "graph", gname)
-        frames = frames + [partial]
+        frames = frames + [labelled(partial)]
     if frames and root:
         from .compare import write_outputs
 
-        write_outputs(frames, args.out, metrics, "rounds", ["png"], caption=_caption(args))
+        write_outputs(frames, args.out, metrics, "rounds", ["png"], caption=_caption(args, problems))
         _error(f"the algorithms that finished before the error are in {os.path.join(args.out, 'compare.csv')}")
 
 
@@ -868,10 +1156,11 @@ def _network_options(parser):
 def _communication_options(parser):
     """The options of an unreliable, compressed or noisy network (``rowstoch run`` and ``rowstoch compare``)."""
     unreliable = parser.add_argument_group("communication (rowstoch_fast.network)")
-    unreliable.add_argument("--loss", type=float, default=0.0,
+    unreliable.add_argument("--loss", default="0",
                             help="probability that a message is lost (row-stochastic receivers renormalise over what "
                                  "arrived; push-based senders lose the mass); with --loss-model gilbert-elliott: "
-                                 "the loss probability in the bad state")
+                                 "the loss probability in the bad state; compare: several, comma-separated (one "
+                                 "setting each, a column of the table)")
     unreliable.add_argument("--loss-model", choices=["bernoulli", "gilbert-elliott"], default="bernoulli",
                             help="independent losses, or bursty ones (a good/bad chain per link)")
     unreliable.add_argument("--p-bad", type=float, default=None, help="gilbert-elliott: P(good -> bad) per iteration")
@@ -888,9 +1177,11 @@ def _communication_options(parser):
     unreliable.add_argument("--p-wake", type=float, default=None, help="markov: P(asleep -> awake) per iteration")
     unreliable.add_argument("--rate", type=float, default=None, help="poisson: each node's ticks per iteration")
     unreliable.add_argument("--period", type=_positive_int, default=None, help="cyclic: the number of groups")
-    unreliable.add_argument("--compress", choices=["qsgd", "sign", "topk", "randk", "round"], default=None,
+    unreliable.add_argument("--compress", default=None, metavar="METHOD[:P][,...]",
                             help="compress every message (network.Compressed): qsgd (--bits, stochastic rounding), "
-                                 "sign, topk / randk (--k values of d), round (--bits significant bits); bytes are "
+                                 "sign, topk / randk (--k values of d), round (--bits significant bits), or none; the "
+                                 "bits or k may follow a colon (qsgd:4, topk:2); compare: several, comma-separated "
+                                 "(--compress none,qsgd:4: one setting each, a column of the table); bytes are "
                                  "counted compressed")
     unreliable.add_argument("--bits", type=int, default=None, help="qsgd and round: bits per value, 1..32")
     unreliable.add_argument("--k", type=int, default=None, help="topk and randk: values kept per message, 1..d")
@@ -914,6 +1205,8 @@ def _algorithm_options(group):
                        help="cupy: run on the GPU; mpi: partition the nodes over the ranks of mpiexec -n P rowstoch")
 
 
+#: ``--compress`` methods (rowstoch_fast.network.Compressed).
+COMPRESSORS = ("qsgd", "sign", "topk", "randk", "round")
 #: ``--objective`` choices: the paper's nonconvex problem and the problems with a known minimiser.
 OBJECTIVES = ("logistic", "logistic-l2", "least-squares", "quadratic")
 
@@ -1050,8 +1343,17 @@ def make_parser():
                                                                       "grad_norm_mean", "grad_norm", "loss")))
     out.add_argument("--x", default="rounds", help="the figure's horizontal axis: rounds, gradients, bytes or seconds")
     out.add_argument("--format", default="png", help="figure formats, comma-separated: png (300 dpi), pdf, svg")
-    crn.add_argument("--out", default="compare", help="output folder")
-    crn.add_argument("--no-progress", action="store_true", help="no progress bars")
+    crn.add_argument("--jobs", type=_positive_int, default=None,
+                     help="run the methods in this many processes (default: the cores; 1 with --backend mpi or "
+                          "cupy); the results are those of one process")
+    crn.add_argument("--out", default="compare",
+                     help="output folder; one that holds results is refused unless --resume or --overwrite")
+    crn.add_argument("--overwrite", action="store_true",
+                     help="replace the results of an earlier comparison in --out")
+    bars = crn.add_mutually_exclusive_group()
+    bars.add_argument("--progress", action="store_true", help="progress bars even without a terminal")
+    bars.add_argument("--no-progress", action="store_true",
+                      help="no progress bars (without a terminal there are none anyway)")
     c.set_defaults(func=cmd_compare)
 
     rp = sub.add_parser("reproduce", formatter_class=_Formatter, help="reproduce a figure of the paper")

@@ -15,8 +15,8 @@ anything runs, and an error names the file, the table and the key::
     heterogeneity = 1.0
 
     [communication]            # optional: losses, sleep, compression, noise (rowstoch_fast.network)
-    loss = 0.1
-    compress = "topk"
+    loss = 0.1                 # a list runs one comparison per value: loss = [0.0, 0.1]
+    compress = "topk"          # likewise: compress = ["none", "qsgd:4", "topk:2"]
     k = 2
 
     [run]
@@ -51,9 +51,9 @@ SCHEMA = {
                   "lam": ("lam", float), "heterogeneity": ("heterogeneity", float), "sigma": ("sigma", float),
                   "data_seed": ("data_seed", int), "data_file": ("data_file", str)},
     "communication": {key: (key, kind) for key, kind in (
-        ("loss", float), ("loss_model", str), ("p_bad", float), ("p_recover", float), ("awake", float),
+        ("loss", "float|list"), ("loss_model", str), ("p_bad", float), ("p_recover", float), ("awake", float),
         ("activation", str), ("p_sleep", float), ("p_wake", float), ("rate", float), ("period", int),
-        ("compress", str), ("bits", int), ("k", int), ("biased", bool), ("noise", float), ("max_delay", int),
+        ("compress", "str|list"), ("bits", int), ("k", int), ("biased", bool), ("noise", float), ("max_delay", int),
         ("delay", str), ("network_seed", int))},
     "run": {"rounds_budget": ("rounds_budget", int), "repeats": ("repeats", int), "seed": ("seed", int),
             "tracker": ("tracker", str), "backend": ("backend", str), "mg_rounds": ("mg_rounds", int),
@@ -73,7 +73,7 @@ CHOICES = {("network", "weights"): ("in-degree", "metropolis"),
            ("outputs", "x"): ("rounds", "gradients", "bytes", "seconds"),
            ("communication", "loss_model"): ("bernoulli", "gilbert-elliott"),
            ("communication", "activation"): ("bernoulli", "markov", "poisson", "cyclic"),
-           ("communication", "compress"): ("qsgd", "sign", "topk", "randk", "round"),
+           ("communication", "compress"): ("none", "qsgd", "sign", "topk", "randk", "round"),
            ("communication", "delay"): ("uniform", "fixed")}
 
 
@@ -106,7 +106,7 @@ def _hyperparameters(label):
 
 def _kind_name(kind):
     return {int: "an integer", float: "a number", bool: "true or false", str: "a string", "list": "a list of strings",
-            "str|list": "a string or a list of strings"}[kind]
+            "str|list": "a string or a list of strings", "float|list": "a number or a list of numbers"}[kind]
 
 
 def _check_value(where, value, kind):
@@ -115,10 +115,15 @@ def _check_value(where, value, kind):
           bool: lambda v: isinstance(v, bool), str: lambda v: isinstance(v, str),
           "list": lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),
           "str|list": lambda v: isinstance(v, str) or (isinstance(v, list) and bool(v)
-                                                         and all(isinstance(x, str) for x in v))}
+                                                         and all(isinstance(x, str) for x in v)),
+          "float|list": lambda v: _number(v) or (isinstance(v, list) and bool(v) and all(_number(x) for x in v))}
     if not ok[kind](value):
         raise ConfigError(f"{where} must be {_kind_name(kind)}, got {type(value).__name__} {value!r}")
     return float(value) if kind is float else value
+
+
+def _number(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
 def load(path):
@@ -184,8 +189,14 @@ def load(path):
             dest, kind = SCHEMA[table][key]
             value = _check_value(f"{name}: [{table}] {key}", value, kind)
             choices = CHOICES.get((table, key))
-            if choices and value not in choices:
-                raise ConfigError(f"{name}: [{table}] {key} must be one of {', '.join(choices)}, got {value!r}")
+            for item in value if isinstance(value, list) else [value]:
+                head = item.split(":")[0] if (table, key) == ("communication", "compress") else item
+                if choices and head not in choices:
+                    raise ConfigError(f"{name}: [{table}] {key} must be one of {', '.join(choices)}"
+                                      + (" (a list: one setting each; qsgd:4 gives the bits, topk:2 k)"
+                                         if key == "compress" else "") + f", got {item!r}")
+            if key in ("compress", "loss"):  # (several: one comparison per setting, the options' comma lists)
+                value = ",".join(str(v) for v in value) if isinstance(value, list) else str(value)
             options[dest] = value
     chosen = options.pop("algorithm_set", None)
     if chosen is not None:

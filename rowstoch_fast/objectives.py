@@ -45,16 +45,18 @@ class Oracle:
         The gradients of the last call (a new array per call).
     """
 
-    def __init__(self, objective, seed=0, batches=1, rep_offset=0, nodes=None):
+    def __init__(self, objective, seed=0, batches=1, rep_offset=0, nodes=None, rep_period=0):
         self.objective = objective
         self.nodes = None if nodes is None else np.ascontiguousarray(nodes, dtype=np.int64)
         _, self.seed, self.batches, self.rep_offset = _check_stream(0, seed, batches, rep_offset)
+        self.rep_period = _check_period(rep_period)
         self.iteration = 0
         self.last = None
 
     def __call__(self, X):
+        extra = {"rep_period": self.rep_period} if self.rep_period else {}  # (an objective of older code has none)
         G = self.objective.stochastic_gradient(X, self.iteration, seed=self.seed, batches=self.batches,
-                                               rep_offset=self.rep_offset, nodes=self.nodes)
+                                               rep_offset=self.rep_offset, nodes=self.nodes, **extra)
         self.iteration += 1
         self.last = G
         return G
@@ -72,7 +74,8 @@ class Oracle:
     def sample(self, X):
         """Call ``k``'s draw: one sample per node and repetition, uniformly (keys ``seed``, repetition, node,
         ``k``), and its gradients at ``X``; returns ``(G, idx)``."""
-        idx = draw_samples(self.samples, X.shape[:-1], self.iteration, self.seed, self.rep_offset, self.nodes)
+        idx = draw_samples(self.samples, X.shape[:-1], self.iteration, self.seed, self.rep_offset, self.nodes,
+                           getattr(self, "rep_period", 0))
         G = self.sample_gradient(X, idx)
         self.iteration += 1
         self.last = G
@@ -83,14 +86,15 @@ class Oracle:
 _SAMPLE_KEY = 2**63 - 1
 
 
-def draw_samples(samples, shape, iteration, seed=0, rep_offset=0, nodes=None):
+def draw_samples(samples, shape, iteration, seed=0, rep_offset=0, nodes=None, rep_period=0):
     """One sample index per node and repetition, uniform in ``0..samples - 1``, as int64 of ``shape`` (``(n,)`` or
     ``(reps, n)``; ``nodes``: the global ids of the rows, default all): a pure function of ``(seed, repetition,
     node, iteration)``, so a process or a GPU that owns a node draws its index alone (counter-based, like the
-    networks' losses)."""
+    networks' losses). Replica ``r`` is repetition ``rep_offset + r`` (``rep_offset + r % rep_period`` with a
+    ``rep_period``)."""
     reps = shape[0] if len(shape) == 2 else 1
     ids = np.arange(shape[-1], dtype=np.int64) if nodes is None else np.asarray(nodes, dtype=np.int64)
-    rep_ids = rep_offset + np.arange(reps, dtype=np.int64)[:, None]
+    rep_ids = rep_offset + _replicas(reps, rep_period)[:, None]
     u = uniform_hash(seed, iteration, rep_ids, ids[None, :], _SAMPLE_KEY)
     idx = np.minimum((u * samples).astype(np.int64), samples - 1)
     return idx.reshape(shape)
@@ -169,8 +173,11 @@ class Objective:
             raise ValueError(f"X must have shape (n, d) = ({m}, {self.d}) or (reps, n, d), got {X.shape}")
         return X
 
-    def stochastic_gradient(self, X, iteration, *, seed=0, batches=1, rep_offset=0, nodes=None):  # pragma: no cover
-        """Stochastic gradients of the rows of ``X`` (nodes ``nodes``, default all), shape of ``X``."""
+    def stochastic_gradient(self, X, iteration, *, seed=0, batches=1, rep_offset=0, nodes=None,
+                            rep_period=0):  # pragma: no cover
+        """Stochastic gradients of the rows of ``X`` (nodes ``nodes``, default all), shape of ``X``; replica ``r`` of
+        ``X`` draws the samples of repetition ``rep_offset + r`` (``rep_offset + r % rep_period`` with a
+        ``rep_period``: replicas that share their streams, as a tuner's candidate rates do)."""
         raise NotImplementedError
 
     def full_gradient(self, X, nodes=None):  # pragma: no cover - abstract
@@ -242,9 +249,10 @@ class Objective:
     def _parameters(self):
         return {}
 
-    def oracle(self, seed=0, batches=1, rep_offset=0, nodes=None):
-        """A fresh :class:`Oracle` starting at iteration 0 (for the rows ``nodes``, default all)."""
-        return Oracle(self, seed=seed, batches=batches, rep_offset=rep_offset, nodes=nodes)
+    def oracle(self, seed=0, batches=1, rep_offset=0, nodes=None, rep_period=0):
+        """A fresh :class:`Oracle` starting at iteration 0 (for the rows ``nodes``, default all; ``rep_period``: see
+        :meth:`stochastic_gradient`)."""
+        return Oracle(self, seed=seed, batches=batches, rep_offset=rep_offset, nodes=nodes, rep_period=rep_period)
 
     def gradient_norm(self, X):
         """The paper's metric ``||(1/n) sum_i grad f_i(x_i)||`` (Appendix E.2); one value per repetition."""
@@ -400,23 +408,29 @@ class NonconvexLogistic(Objective):
         """The paper's start: ``x0 = scale * N(0, I_d)`` (seed 42), the same point on every node."""
         return scale * make_rng(seed).standard_normal(self.d)
 
-    def stochastic_gradient(self, X, iteration, *, seed=0, batches=1, rep_offset=0, nodes=None):
+    def stochastic_gradient(self, X, iteration, *, seed=0, batches=1, rep_offset=0, nodes=None, rep_period=0):
         """Mini-batch gradients of every node (average of ``batches`` mini-batches), shape of ``X``.
 
         A CuPy ``X`` is differentiated on its GPU with the same random streams.
         """
         nodes = self._nodes(nodes)
         iteration, seed, batches, rep_offset = _check_stream(iteration, seed, batches, rep_offset)
+        rep_period = _check_period(rep_period)
         if is_device_array(X):
             from ._logistic_cuda import logistic_grad  # (imports the CuPy backend: only for a device X)
 
             m = self.n if nodes is None else len(nodes)
             if X.ndim not in (2, 3) or tuple(X.shape[-2:]) != (m, self.d):
                 raise ValueError(f"X must have shape (n, d) = ({m}, {self.d}) or (reps, n, d), got {tuple(X.shape)}")
+            if X.ndim == 3 and rep_period and X.shape[0] > rep_period:  # each period's replicas on the streams
+                import cupy  # (a device X: CuPy is there)
+
+                return cupy.concatenate([logistic_grad(self, X[a:a + rep_period], iteration, seed, batches,
+                                                       rep_offset, nodes) for a in range(0, X.shape[0], rep_period)])
             return logistic_grad(self, X, iteration, seed, batches, rep_offset, nodes)
         X = self._check_X(X, nodes)
         return _core.logistic_grad(self.H, self.Y, self.n, self.rho, X, self.batch, batches, seed, iteration,
-                                   rep_offset, nodes)
+                                   rep_offset, nodes, rep_period=rep_period)
 
     def full_gradient(self, X, nodes=None):
         nodes = self._nodes(nodes)
@@ -491,8 +505,9 @@ class LogisticL2(NonconvexLogistic):
         """``lam X`` on X's own device (a CuPy X stays on its GPU)."""
         return self.lam * (X if is_device_array(X) else self._check_X(X, self._nodes(nodes)))
 
-    def stochastic_gradient(self, X, iteration, *, seed=0, batches=1, rep_offset=0, nodes=None):
-        G = super().stochastic_gradient(X, iteration, seed=seed, batches=batches, rep_offset=rep_offset, nodes=nodes)
+    def stochastic_gradient(self, X, iteration, *, seed=0, batches=1, rep_offset=0, nodes=None, rep_period=0):
+        G = super().stochastic_gradient(X, iteration, seed=seed, batches=batches, rep_offset=rep_offset, nodes=nodes,
+                                        rep_period=rep_period)
         G += self._ridge(X, nodes)
         return G
 
@@ -562,6 +577,17 @@ def _check_stream(iteration, seed, batches, rep_offset):
     return (check_int(iteration, "iteration", minimum=0, maximum=MAX_KEY),
             check_int(seed, "seed", minimum=0, maximum=MAX_KEY), check_int(batches, "batches", minimum=1),
             check_int(rep_offset, "rep_offset", minimum=0, maximum=2**62))
+
+
+def _check_period(rep_period):
+    """``rep_period``: 0 (every replica its own stream) or the period after which replicas draw the same streams."""
+    return check_int(rep_period, "rep_period", minimum=0, maximum=2**62)
+
+
+def _replicas(reps, rep_period):
+    """The repetition (stream) of each of ``reps`` replicas, from 0: ``r``, or ``r % rep_period``."""
+    r = np.arange(reps, dtype=np.int64)
+    return r % rep_period if rep_period else r
 
 
 def _check_nonempty(shape, name, n=1):
@@ -650,13 +676,15 @@ class Quadratic(Objective):
         with np.errstate(over="ignore", invalid="ignore"):
             return (0.5 * q * X * X - b * X).sum(-1)
 
-    def stochastic_gradient(self, X, iteration, *, seed=0, batches=1, rep_offset=0, nodes=None):
+    def stochastic_gradient(self, X, iteration, *, seed=0, batches=1, rep_offset=0, nodes=None, rep_period=0):
         iteration, seed, batches, rep_offset = _check_stream(iteration, seed, batches, rep_offset)
+        reps = _replicas(X.shape[0] if np.ndim(X) == 3 else 1, _check_period(rep_period))
         G = self.full_gradient(X, nodes)
         if self.sigma:
             rows = np.arange(self.n) if nodes is None else np.asarray(nodes)
             for r in range(G.shape[0] if G.ndim == 3 else 1):
-                noise = _rng(seed, rep_offset + r, iteration).standard_normal((batches, self.n, self.d)).mean(0)[rows]
+                noise = _rng(seed, rep_offset + int(reps[r]), iteration).standard_normal(
+                    (batches, self.n, self.d)).mean(0)[rows]
                 (G[r] if G.ndim == 3 else G)[...] += self.sigma * noise
         return G
 
@@ -753,17 +781,18 @@ class LeastSquares(Objective):
         r = np.einsum("nmd,...nd->...nm", self.H[sel], X) - self.y[sel]
         return 0.5 * (r * r).mean(-1)
 
-    def stochastic_gradient(self, X, iteration, *, seed=0, batches=1, rep_offset=0, nodes=None):
+    def stochastic_gradient(self, X, iteration, *, seed=0, batches=1, rep_offset=0, nodes=None, rep_period=0):
         iteration, seed, batches, rep_offset = _check_stream(iteration, seed, batches, rep_offset)
         nodes = self._nodes(nodes)
         X = self._check_X(X, nodes)
         own = np.arange(self.n) if nodes is None else nodes
         reps = X.shape[0] if X.ndim == 3 else 1
+        streams = _replicas(reps, _check_period(rep_period))
         Xr = X.reshape(reps, len(own), self.d)
         G = np.zeros_like(Xr)
         rows = own[:, None]
         for r in range(reps):
-            rng = _rng(seed, rep_offset + r, iteration)
+            rng = _rng(seed, rep_offset + int(streams[r]), iteration)
             for _ in range(batches):
                 idx = rng.random((self.n, self.M)).argsort(axis=1)[own, : self.batch]
                 G[r] += self._grad(Xr[r], self.H[rows, idx], self.y[rows, idx]) / batches

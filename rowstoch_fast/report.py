@@ -1,9 +1,13 @@
 """Paper-ready outputs of a comparison: tables (Markdown, LaTeX) and multi-panel figures.
 
-Tables show the final value of each metric as mean +- standard deviation over the repetitions, the best
-finished run of each column in bold, and the status of every run; they are plain text (LaTeX with booktabs
-rules, no package of ours needed). Figures have one panel per (graph, metric), colour-blind-safe colours
-(Okabe and Ito) with a marker and a line style per algorithm, so they read in grey too.
+Tables show the final value of each metric as mean +- standard deviation over the repetitions, its rank (shared
+where the repetitions cannot tell runs apart; rank 1 in bold; only runs that ended ``ok`` ranked), the status of
+every run and one line of diagnosis for those that did not end ``ok``; they are plain text (LaTeX with booktabs
+rules and numbers as ``$(1.83 \\pm 0.29) \\times 10^{-1}$``, no package of ours needed). Figures have one panel per
+(graph or setting, metric), colour-blind-safe colours (Okabe and Ito) with a marker and a line style per
+algorithm (no two of the first 24 alike), so they read in grey too; a run that leaves the range of the runs that
+ended ``ok`` is cut at the panel's edge with a marker there. PDF and PostScript files embed TrueType (Type 42)
+fonts, as IEEE's PDF eXpress and ACM ask (Type 3 fonts are refused).
 """
 
 from __future__ import annotations
@@ -43,8 +47,13 @@ _TEX_LABELS = {
 }
 #: Okabe and Ito's colour-blind-safe palette (black last).
 COLOURS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000")
-MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">")
-LINESTYLES = ("-", "--", "-.", ":")
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">", "h", "d")
+#: One line style per round of the palette: lines 0-7 solid, 8-15 dashed, 16-23 dotted.
+LINESTYLES = ("-", "--", ":")
+#: Lines whose colour, marker and line style are all their own (:func:`style`).
+DISTINCT_STYLES = len(COLOURS) * len(LINESTYLES)
+#: matplotlib settings of every file written: TrueType (Type 42) fonts in PDF and PostScript.
+SAVE_RC = {"pdf.fonttype": 42, "ps.fonttype": 42}
 #: Resolution of saved raster figures.
 DPI = 300
 FORMATS = ("png", "pdf", "svg")
@@ -82,38 +91,64 @@ def pyplot():
 
 
 def style(i):
-    """Colour, marker and line style of the ``i``-th line (no two of the first 40 alike)."""
+    """Colour, marker and line style of the ``i``-th line: the first :data:`DISTINCT_STYLES` (24) differ in their
+    (colour, line style) pair and in their marker; then the cycle repeats."""
     return {"color": COLOURS[i % len(COLOURS)], "marker": MARKERS[i % len(MARKERS)],
             "linestyle": LINESTYLES[(i // len(COLOURS)) % len(LINESTYLES)]}
 
 
+def save(fig, path, dpi=DPI):
+    """``fig.savefig(path)`` with :data:`SAVE_RC` (Type 42 fonts in a PDF or PostScript file)."""
+    import matplotlib
+
+    with matplotlib.rc_context(SAVE_RC):
+        fig.savefig(path, dpi=dpi)
+
+
 def draw(ax, frame, metric, x="rounds"):
     """One line per algorithm of ``frame``: the mean of ``metric`` over repetitions against ``x``, a band of one
-    standard deviation, log scale; a run that did not finish is marked in its label."""
+    standard deviation, log scale. The panel spans the records of the runs that ended ``ok`` (a margin around
+    them); a run that leaves it (it diverged, or climbed) is cut at the edge, where a triangle marks the point,
+    and a run that did not end ``ok`` says so in its label."""
     column, label = AXES[check_axis(x)]
-    # a run that converged to rounding records 0 (or -1e-16) suboptimality: drawn at a floor of 1e-16 of the
-    # metric's scale (the largest record of a run that finished); a diverging run leaves the panel at 1e16 of
-    # that scale (its label says so) instead of crushing it
-    finished = frame["status"] == "done" if "status" in frame.columns else ~frame["diverged"].astype(bool)
-    scale = frame.loc[finished, metric].to_numpy(dtype=np.float64)
-    scale = scale[np.isfinite(scale) & (scale > 0)]
-    floor = 1e-16 * (float(scale.max()) if scale.size else 1.0)
-    ceiling = 1e32 * floor
+    finished = frame["status"].isin(["ok", "done"]) if "status" in frame.columns else ~frame["diverged"].astype(bool)
+    if not finished.any():  # no run ended ok: the span of every finite record
+        finished = finished | True
+    values = frame.loc[finished, metric].to_numpy(dtype=np.float64)
+    later = frame.loc[finished & (frame["iteration"] > 0), metric].to_numpy(dtype=np.float64)
+    values, later = (v[np.isfinite(v) & (v > 0)] for v in (values, later))
+    top = float(values.max()) if values.size else 1.0
+    # the lowest record after the start sets the bottom (a consensus error starts at 0); a run that converged to
+    # rounding records 0 (or -1e-16): drawn at 1e-16 of the largest record
+    floor = max(1e-16 * top, float(later.min()) / 3.0) if later.size else 1e-16 * top
+    high = top * 3.0
     for i, (name, runs) in enumerate(frame.groupby("algorithm", sort=False)):
         g = runs.groupby(column, sort=True)[metric]
         with np.errstate(invalid="ignore", over="ignore"):
-            mean, std = g.mean().clip(lower=floor), g.std(ddof=0).fillna(0)
-            mean = mean.where(np.isfinite(mean) & (mean <= ceiling))
-            std = std.where(np.isfinite(std) & (mean + std <= ceiling), 0.0)
+            mean, std = g.mean(), g.std(ddof=0).fillna(0)
+        xs, ys = mean.index.to_numpy(dtype=np.float64), mean.to_numpy(dtype=np.float64)
+        out = ~np.isfinite(ys) | (ys > high)
+        cut = int(np.argmax(out)) if out.any() else len(ys)  # drawn up to where it leaves the panel
         status = runs["status"].iloc[0] if "status" in runs.columns else (
-            "diverged" if runs["diverged"].iloc[0] else "done")
-        note = "" if status == "done" else f" ({status})"
+            "diverged" if runs["diverged"].iloc[0] else "ok")
+        note = "" if status in ("ok", "done") else f" ({status})"
         st = style(i)
-        line = ax.plot(mean.index, mean.values, label=f"{name}, lr {runs['lr'].iloc[0]:.2g}{note}",
-                       markevery=max(1, len(mean) // 8), markersize=4.5, linewidth=1.4, **st)[0]
-        ax.fill_between(mean.index, np.clip(mean - std, floor, None), mean + std, color=line.get_color(),
-                        alpha=0.12, linewidth=0)
+        shown = np.clip(ys[:cut], floor, None)
+        line = ax.plot(xs[:cut], shown, label=f"{name}, lr {runs['lr'].iloc[0]:.2g}{note}",
+                       markevery=max(1, len(shown) // 8), markersize=4.5, linewidth=1.4, **st)[0]
+        band = std.to_numpy(dtype=np.float64)[:cut]
+        with np.errstate(invalid="ignore", over="ignore"):
+            ax.fill_between(xs[:cut], np.clip(shown - band, floor, None), np.clip(shown + band, floor, high),
+                            color=line.get_color(), alpha=0.12, linewidth=0)
+        if cut < len(ys):  # where it left the panel
+            x_out = xs[cut]
+            if cut > 0:
+                ax.plot([xs[cut - 1], x_out], [shown[-1], high], color=line.get_color(), linewidth=1.0,
+                        linestyle=st["linestyle"])
+            ax.plot([x_out], [high], marker="^", markersize=7, color=line.get_color(), clip_on=False,
+                    linestyle="none")
     ax.set_yscale("log")
+    ax.set_ylim(floor / 1.5, high)
     ax.set_xlabel(label)
     ax.set_ylabel(METRIC_LABELS.get(metric, metric))
     ax.grid(True, which="major", alpha=0.3)
@@ -137,24 +172,35 @@ def figure(frames, metrics, x="rounds", path=None, formats=("png",), titles=None
     dpi : int
         Resolution of a PNG (default :data:`DPI`).
     """
+    import textwrap
+
     check_axis(x)
     formats = check_formats(formats)
     plt = pyplot()
     rows, cols = len(frames), len(metrics)
-    fig, axes = plt.subplots(rows, cols, figsize=(4.6 * cols, 3.4 * rows + 0.9), squeeze=False)
+    width = max(4.6 * cols, 6.0)
+    head = 0.45 if titles else 0.0  # a row's title (its graph and setting) above its panels
+    fig, axes = plt.subplots(rows, cols, figsize=(width, (3.2 + head) * rows + 0.9), squeeze=False)
     for r, frame in enumerate(frames):
         for c, metric in enumerate(metrics):
-            ax = axes[r, c]
-            draw(ax, frame, metric, x)
-            if titles:
-                ax.set_title(f"{titles[r]}: {METRIC_LABELS.get(metric, metric)}", fontsize="medium")
+            draw(axes[r, c], frame, metric, x)
+            if rows == 1 or r == 0:
+                axes[r, c].set_title(METRIC_LABELS.get(metric, metric), fontsize="medium")
     handles, labels = _legend_entries(axes)
-    fig.legend(handles, labels, loc="lower center", ncol=min(3, len(labels)) if len(labels) > 4 else len(labels),
-               fontsize="small", frameon=False)
-    fig.tight_layout(rect=(0, _legend_room(len(labels), fig), 1, 1))
+    ncol = max(1, min(len(labels), int(width // 2.2)))
+    fig.legend(handles, labels, loc="lower center", ncol=ncol, fontsize="small", frameon=False)
+    height = fig.get_figheight()
+    bottom = min(0.45, (0.28 * math.ceil(len(labels) / ncol) + 0.15) / height)
+    texts = [textwrap.fill(str(t), int(width * 13)) for t in titles] if titles else []
+    lines = max((t.count("\n") + 1 for t in texts), default=0)
+    fig.tight_layout(rect=(0, bottom, 1, 1 - 0.25 * lines / height), h_pad=2.0 + 2.2 * lines)
+    for r, text in enumerate(texts):  # above the row's panels (and the metrics' titles), across them
+        above = 0.32 if r == 0 else 0.1
+        fig.text(0.5, axes[r, 0].get_position().y1 + above / height, text, ha="center", va="bottom",
+                 fontsize="medium", fontweight="bold")
     if path is not None:
         for fmt in formats:
-            fig.savefig(f"{path}.{fmt}", dpi=dpi)
+            save(fig, f"{path}.{fmt}", dpi)
     return fig
 
 
@@ -168,14 +214,10 @@ def _legend_entries(axes):
     return list(seen.values()), list(seen)
 
 
-def _legend_room(entries, fig):
-    lines = math.ceil(entries / (3 if entries > 4 else max(entries, 1)))
-    return min(0.4, (0.28 * lines + 0.15) / fig.get_figheight())
-
-
 def tuning_figure(tuning, path=None, formats=("png",)):
-    """Every tuning candidate's score against its rate, one panel per algorithm, one line per rung (rejected
-    candidates as crosses at the top); ``tuning`` is ``frame.attrs["tuning"]``. Returns the Figure or None."""
+    """Every tuning candidate's score against its rate, one panel per algorithm, one line per stage (the grid, its
+    refinement; rejected candidates as crosses at the top); ``tuning`` is ``frame.attrs["tuning"]``. Returns the
+    Figure or None."""
     if not tuning:
         return None
     formats = check_formats(formats)
@@ -184,15 +226,15 @@ def tuning_figure(tuning, path=None, formats=("png",)):
     rows = math.ceil(len(tuning) / cols)
     fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.2 * rows), squeeze=False)
     for ax, (label, record) in zip(axes.ravel(), tuning.items()):
-        finite = [s for rung in record["rungs"] for s in rung["scores"].values() if math.isfinite(s)]
+        finite = [s for stage in record["stages"] for s in stage["scores"].values() if math.isfinite(s)]
         top = max(finite) * 3 if finite else 1.0
-        for i, rung in enumerate(record["rungs"]):
-            lrs = sorted(rung["scores"])
-            ok = [lr for lr in lrs if lr not in rung["rejected"]]
+        for i, stage in enumerate(record["stages"]):
+            lrs = sorted(stage["scores"])
+            ok = [lr for lr in lrs if lr not in stage["rejected"]]
             st = style(i)
-            ax.plot(ok, [rung["scores"][lr] for lr in ok], color=st["color"], marker=st["marker"],
-                    linestyle=st["linestyle"], label=f"{rung['rounds']} rounds")
-            bad = [lr for lr in lrs if lr in rung["rejected"]]
+            ax.plot(ok, [stage["scores"][lr] for lr in ok], color=st["color"], marker=st["marker"],
+                    linestyle=st["linestyle"] if i == 0 else "none", label=stage["name"])
+            bad = [lr for lr in lrs if lr in stage["rejected"]]
             ax.plot(bad, [top] * len(bad), color=st["color"], marker="x", linestyle="none")
         if record.get("chosen") is not None:
             ax.axvline(record["chosen"], color="0.4", linewidth=0.8, linestyle=":")
@@ -207,26 +249,32 @@ def tuning_figure(tuning, path=None, formats=("png",)):
     fig.tight_layout()
     if path is not None:
         for fmt in formats:
-            fig.savefig(f"{path}.{fmt}", dpi=DPI)
+            save(fig, f"{path}.{fmt}")
     return fig
 
 
+#: The columns that tell a table's sections apart (graph, communication setting).
+_GROUPS = ("graph", "setting")
+
+
 def _cells(table, metrics):
-    """``{metric: [(text, mean, std, best) per row]}`` and the best row per metric (finished runs only)."""
+    """``{metric: [(mean, std, best) per row]}``: best is the summary's own judgement (rank 1 under that metric,
+    ties shared); a table without it takes the smallest finished value of its section."""
     out = {}
+    groups = [g for g in _GROUPS if g in table.columns]
+    section = table[groups].astype(str).agg("|".join, axis=1).to_numpy() if groups else np.zeros(len(table))
     for m in metrics:
         means = table[m].to_numpy(dtype=np.float64)
         ok = (table["status"] == "ok").to_numpy() & np.isfinite(means)
-        groups = table["graph"].to_numpy() if "graph" in table.columns else np.zeros(len(table))
         best = np.zeros(len(table), dtype=bool)
-        if m + "_best" in table.columns:  # the summary's own judgement (ties within rounding)
+        if m + "_best" in table.columns:
             best = table[m + "_best"].fillna(False).to_numpy(dtype=bool)
         else:
-            for g in dict.fromkeys(groups):
-                idx = np.flatnonzero((groups == g) & ok)
+            for g in dict.fromkeys(section):
+                idx = np.flatnonzero((section == g) & ok)
                 if idx.size:
                     best[idx[means[idx] == means[idx].min()]] = True
-        out[m] = [(means[i], table[m + "_std"].iloc[i], bool(best[i])) for i in range(len(table))]
+        out[m] = [(means[i], float(table[m + "_std"].iloc[i]), bool(best[i])) for i in range(len(table))]
     return out
 
 
@@ -236,60 +284,120 @@ def _num(v, digits=2):
     return f"{v:.{digits}e}"
 
 
+def _rank(r):
+    """A row's rank as text: ``1``, ``1=`` (shared), ``-`` (not ranked: the run did not end ok)."""
+    rank = getattr(r, "rank", None)
+    if rank is None or str(rank) == "<NA>" or (isinstance(rank, float) and math.isnan(rank)):
+        return "-"
+    return f"{int(rank)}{'=' if getattr(r, 'rank_shared', False) else ''}"
+
+
+def _notes(table):
+    """``(where, algorithm, status, diagnosis)`` of every row that did not end ok and says why."""
+    groups = [g for g in _GROUPS if g in table.columns]
+    return [(" / ".join(str(getattr(r, g)) for g in groups), r.algorithm, r.status, r.diagnosis)
+            for r in table.itertuples() if r.status != "ok" and getattr(r, "diagnosis", "")]
+
+
+_TIES = ("= shares its rank: the repetitions cannot tell it from another (the means of the logarithms of their "
+         "final values differ by less than two standard errors of that difference); only runs that ended ok are "
+         "ranked.")
+
+
 def to_markdown(table, metrics=None):
-    """A :func:`~rowstoch_fast.compare.summary` table as Markdown: mean ± std per metric, the best finished run of
-    each metric (per graph) in bold, the rate and where it came from, and every run's status."""
+    """A :func:`~rowstoch_fast.compare.summary` table as Markdown: mean ± std per metric, the rank (shared where the
+    repetitions cannot tell runs apart) with rank 1 of each metric (per section) in bold, the rate and where it came
+    from, every run's status, and below the table why each run that did not end ok did not."""
     metrics = list(metrics or [table.attrs.get("metric", "final")])
     cells = _cells(table, metrics)
-    graph = "graph" in table.columns
-    head = (["graph"] if graph else []) + ["algorithm", "lr (source)", "R", "rounds"] + \
+    groups = [g for g in _GROUPS if g in table.columns]
+    head = groups + ["algorithm", "rank", "lr (source)", "R", "rounds"] + \
         [METRIC_LABELS.get(m, m) for m in metrics] + ["status"]
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] * (len(head) - len(metrics) - 1)
                                                            + ["---:"] * len(metrics) + ["---"]) + "|"]
     for i, r in enumerate(table.itertuples()):
-        row = ([str(r.graph)] if graph else []) + [r.algorithm, f"{r.lr:.3g} ({r.lr_source})" if r.lr_source else
-                                                   f"{r.lr:.3g}", str(r.rounds_per_iteration),
-                                                   str(r.communication_rounds)]
+        row = [str(getattr(r, g)) for g in groups] + [r.algorithm, _rank(r),
+                                                      f"{r.lr:.3g} ({r.lr_source})" if r.lr_source else f"{r.lr:.3g}",
+                                                      str(r.rounds_per_iteration), str(r.communication_rounds)]
         for m in metrics:
             mean, std, best = cells[m][i]
             text = f"{_num(mean)} ± {_num(std, 1)}"
             row.append(f"**{text}**" if best else text)
         row.append(r.status)
         lines.append("| " + " | ".join(row) + " |")
+    notes = _notes(table)
+    if "rank_shared" in table.columns and table["rank_shared"].fillna(False).any():
+        lines += ["", _TIES]
+    if notes:
+        lines += [""] + [f"- {where + ': ' if where else ''}{name} ({status}): {why}"
+                         for where, name, status, why in notes]
     return "\n".join(lines) + "\n"
 
 
 def _tex(text):
     return (str(text).replace("\\", r"\textbackslash{}").replace("&", r"\&").replace("%", r"\%")
-            .replace("_", r"\_").replace("#", r"\#"))
+            .replace("_", r"\_").replace("#", r"\#").replace("$", r"\$").replace("{", r"\{").replace("}", r"\}")
+            .replace("~", r"\textasciitilde{}").replace("^", r"\textasciicircum{}"))
 
 
-def to_latex(table, metrics=None, caption=None):
-    """A :func:`~rowstoch_fast.compare.summary` table as a LaTeX ``tabular`` with booktabs rules (``\\usepackage
-    {booktabs}``): mean $\\pm$ std per metric, the best finished run of each metric (per graph) in bold."""
+def tex_number(mean, std=None, digits=2):
+    """``mean`` (and ``std``) as LaTeX math with one power of ten: ``$(1.83 \\pm 0.29) \\times 10^{-1}$`` (``$1.83
+    \times 10^{-1}$`` without ``std``; ``$0$`` and non-finite values as words)."""
+    if not math.isfinite(mean):
+        return r"$\infty$" if mean > 0 else ("n/a" if mean != mean else r"$-\infty$")
+    if mean == 0:
+        return "$0$" if std is None or not std else f"$0 \\pm {std:.1g}$"
+    e = int(math.floor(math.log10(abs(mean))))
+    if abs(round(mean / 10 ** e, digits)) >= 10:  # (9.999 rounds up to the next power)
+        e += 1
+    scale = 10.0 ** e
+    power = "" if e == 0 else f" \\times 10^{{{e}}}"
+    if std is None or not math.isfinite(std):
+        return f"${mean / scale:.{digits}f}{power}$"
+    body = f"{mean / scale:.{digits}f} \\pm {std / scale:.{digits}f}"
+    return f"$({body}){power}$" if power else f"${body}$"
+
+
+def to_latex(table, metrics=None, caption=None, label="tab:compare"):
+    """A :func:`~rowstoch_fast.compare.summary` table as a LaTeX ``table`` with booktabs rules (``\\usepackage
+    {booktabs}``): each metric as ``$(m \\pm s) \\times 10^{e}$``, the rank (``1=`` where shared), rank 1 of each
+    metric (per section) in bold, the status of every run and, below the table, why each run that did not end ok
+    did not; ``caption`` and ``\\label{label}``."""
     metrics = list(metrics or [table.attrs.get("metric", "final")])
     cells = _cells(table, metrics)
-    graph = "graph" in table.columns
-    cols = ("l" if graph else "") + "lrrr" + "r" * len(metrics) + "l"
-    head = (["graph"] if graph else []) + ["algorithm", "lr (source)", "$R$", "rounds"] + \
+    groups = [g for g in _GROUPS if g in table.columns]
+    cols = "l" * len(groups) + "lrrrr" + "r" * len(metrics) + "l"
+    head = groups + ["algorithm", "rank", "lr (source)", "$R$", "rounds"] + \
         [_TEX_LABELS.get(m, _tex(m)) for m in metrics] + ["status"]
     lines = [r"\begin{table}[t]", r"\centering", r"\small", r"\setlength{\tabcolsep}{4pt}"]
     if caption:
         lines.append(r"\caption{" + _tex(caption) + "}")
+    if label:
+        lines.append(r"\label{" + label + "}")
     lines += [r"\begin{tabular}{" + cols + "}", r"\toprule", " & ".join(head) + r" \\", r"\midrule"]
     previous = None
     for i, r in enumerate(table.itertuples()):
-        if graph and previous is not None and r.graph != previous:
+        key = tuple(getattr(r, g) for g in groups)
+        if groups and previous is not None and key != previous:
             lines.append(r"\midrule")
-        previous = r.graph if graph else None
-        row = ([_tex(r.graph)] if graph else []) + [_tex(r.algorithm),
-                                                    _tex(f"{r.lr:.3g}" + (f" ({r.lr_source})" if r.lr_source else "")),
-                                                    str(r.rounds_per_iteration), str(r.communication_rounds)]
+        previous = key
+        row = [_tex(v) for v in key] + [_tex(r.algorithm), _tex(_rank(r)),
+                                        _tex(f"{r.lr:.3g}" + (f" ({r.lr_source})" if r.lr_source else "")),
+                                        str(r.rounds_per_iteration), str(r.communication_rounds)]
         for m in metrics:
             mean, std, best = cells[m][i]
-            text = f"{_num(mean)} $\\pm$ {_num(std, 1)}"
-            row.append(r"\textbf{" + text + "}" if best else text)
+            text = tex_number(mean, std)
+            row.append(r"{\boldmath " + text + "}" if best else text)
         row.append(_tex(r.status))
         lines.append(" & ".join(row) + r" \\")
-    lines += [r"\bottomrule", r"\end{tabular}", r"\end{table}"]
+    lines += [r"\bottomrule", r"\end{tabular}"]
+    notes = _notes(table)
+    shared = "rank_shared" in table.columns and table["rank_shared"].fillna(False).any()
+    if notes or shared:
+        lines.append(r"\par\smallskip\footnotesize\raggedright")
+        if shared:
+            lines.append(_tex(_TIES) + r"\par")
+        for where, name, status, why in notes:
+            lines.append(_tex(f"{where + ': ' if where else ''}{name} ({status}): {why}") + r"\par")
+    lines.append(r"\end{table}")
     return "\n".join(lines) + "\n"

@@ -13,13 +13,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import backends
-from ._checks import MAX_KEY, check_int, check_positive_float, check_tracker, load_npz_file
+from ._checks import MAX_KEY, check_int, check_step_size, check_tracker, load_npz_file
 from .algorithms import REGISTRY
 from .errors import DivergenceError
 from .mixing import MixingMatrix
 from .objectives import Objective, Oracle
 
-__all__ = ["Algorithm", "History", "algorithm_options", "run", "config_mismatch"]
+__all__ = ["Algorithm", "History", "algorithm_options", "run", "config_mismatch", "record_metrics", "record_schedule", "build_replicas"]
 
 #: /2 adds the run's configuration (checked on resume); /3 the records' suboptimality, distance and
 #: grad_norm_mean (a /2 checkpoint is resumed with those NaN in its earlier records); /1 checkpoints cannot be
@@ -34,6 +34,14 @@ _ADDED_IN_3 = 3
 AXES = ("communication_rounds", "iteration", "samples")
 
 
+def record_schedule(iterations, points):
+    """The iterations a run of ``iterations`` records at for about ``points`` records: ``0``, every
+    ``max(1, iterations // points)`` and the last (the harness's records: evenly spaced, so that a figure against
+    communication rounds and the end of the run are both covered)."""
+    every = max(1, iterations // max(1, points))
+    return sorted({0, iterations, *range(0, iterations + 1, every)})
+
+
 def check_metric(metric, name="metric", choices=METRICS):
     """``metric`` if it is one of ``choices`` (a record's metrics), else a ValueError listing them."""
     if not isinstance(metric, str) or metric not in choices:
@@ -43,7 +51,7 @@ def check_metric(metric, name="metric", choices=METRICS):
 
 #: Settings that may differ between a checkpoint and the run that resumes it; every other entry of the
 #: configuration must be equal.
-RESUMABLE = ("iterations", "lr", "record_every")
+RESUMABLE = ("iterations", "lr", "record_every", "record_at")
 #: Warn when the recorded gradient norm grows by more than this factor over a run (divergence without NaN).
 GROWTH_WARNING = 1e3
 
@@ -125,7 +133,7 @@ class Algorithm:
             raise TypeError(f"A must be a MixingMatrix or a network (rowstoch_fast.network), got {type(self.A).__name__}")
         if self.method not in REGISTRY:
             raise ValueError(f"method must be one of {', '.join(sorted(REGISTRY))}, got {self.method!r}")
-        check_positive_float(self.lr, "lr")
+        object.__setattr__(self, "lr", check_step_size(self.lr))  # (one rate, or one per replica)
         check_int(self.rounds, "rounds", minimum=1)
         if self.rounds > 1 and not REGISTRY[self.method].multi_round:
             raise ValueError(f"{self.method} takes one gossip round per iteration, got rounds = {self.rounds}")
@@ -335,45 +343,75 @@ def _json_default(o):
     return str(o)
 
 
-def _record(opt, objective, oracle, rows, t0_wall, metrics=METRICS):
-    """Append the metrics of the current iterate to ``rows`` (those not in ``metrics`` as NaN: each costs up to a
-    pass over the data)."""
+def record_metrics(opt, objective, oracle, metrics=METRICS, transform=None):
+    """``{metric: values}``, one value per replica, of the optimizer's current iterate (``metrics`` among
+    :data:`METRICS`, the others NaN; each costs up to a pass over the data, and metrics that share a pass share
+    it); None on the MPI ranks that do not record (every process must call it: the gathers are collective).
+    ``transform(x)``: the models to measure instead of the gathered ``x`` (user-shaped, every node, on the
+    root), e.g. with diverged replicas set aside."""
     # every process takes part in the gathers (collective under MPI); the root alone records, on the host
-    x = opt.gather_x(copy=False)  # read only here: no copies where the state is already on the host
+    x = opt.gather_x(copy=transform is not None)  # read only here: no copies where the state is on the host
+    if transform is not None and x is not None:
+        x = transform(x)
     pair = opt.gradient_sum_tracker(oracle.last) if oracle.last is not None and "descent_deviation" in metrics else None
     deviation = pair is not None  # (the same on every rank: a method of the algorithm)
     y, g = pair if deviation else (None, None)
     if not opt.is_root:
-        return
+        return None
     pi = opt.centroid_weights()
     X = x if x.ndim == 3 else x[None]
-    best = objective.optimum() if {"suboptimality", "distance"} & set(metrics) else None
-    gn = gc = loss = cons = dev = sub = dist = gm = np.full(X.shape[0], np.nan)
+    wanted = set(metrics)
+    best = objective.optimum() if {"suboptimality", "distance"} & wanted else None
+    out = {}
     with np.errstate(over="ignore", invalid="ignore"):  # a diverging run records inf; _warn_if_growing says so
-        if {"suboptimality", "grad_norm_mean"} & set(metrics):  # one pass at the mean of the node models
+        if {"suboptimality", "grad_norm_mean"} & wanted:  # one pass at the mean of the node models
             f_mean, g_mean = objective.value_and_gradient_at(X.mean(axis=1))
-            gm = np.linalg.norm(g_mean, axis=-1)
+            out["grad_norm_mean"] = np.linalg.norm(g_mean, axis=-1)
             if best is not None:
-                sub = f_mean - best.value
-        if best is not None:
-            dist = np.linalg.norm(X - best.x, axis=-1).mean(axis=-1)
-        centroid = np.einsum("n,rnd->rd", pi, X)
-        if {"grad_norm", "loss"} & set(metrics):
+                out["suboptimality"] = f_mean - best.value
+        if best is not None and "distance" in wanted:
+            out["distance"] = np.linalg.norm(X - best.x, axis=-1).mean(axis=-1)
+        if {"grad_norm", "loss"} & wanted:
             G_full, L = objective.evaluate(X)  # one pass for the gradient metric and the loss
-            gn = np.linalg.norm(G_full.mean(axis=-2), axis=-1)
-            loss = L.mean(axis=-1)
-        if "grad_norm_centroid" in metrics:
-            gc = np.atleast_1d(objective.gradient_norm_at(centroid))
-        cons = np.linalg.norm((X - centroid[:, None, :]).reshape(X.shape[0], -1), axis=1)
-        if deviation:
-            dev = np.linalg.norm(np.einsum("n,rnd->rd", pi, y.reshape(X.shape)) - g.reshape(X.shape).sum(axis=1),
-                                 axis=1)
+            out["grad_norm"] = np.linalg.norm(G_full.mean(axis=-2), axis=-1)
+            out["loss"] = L.mean(axis=-1)
+        centroid = np.einsum("n,rnd->rd", pi, X)
+        if "grad_norm_centroid" in wanted:
+            out["grad_norm_centroid"] = np.atleast_1d(objective.gradient_norm_at(centroid))
+        if "consensus_error" in wanted:
+            out["consensus_error"] = np.linalg.norm((X - centroid[:, None, :]).reshape(X.shape[0], -1), axis=1)
+        if deviation and "descent_deviation" in wanted:
+            out["descent_deviation"] = np.linalg.norm(
+                np.einsum("n,rnd->rd", pi, y.reshape(X.shape)) - g.reshape(X.shape).sum(axis=1), axis=1)
+    missing = np.full(X.shape[0], np.nan)
+    return {m: np.asarray(out.get(m, missing), dtype=np.float64) for m in METRICS}
+
+
+def _record(opt, objective, oracle, rows, t0_wall, metrics=METRICS):
+    """Append the metrics of the current iterate to ``rows`` (those not in ``metrics`` as NaN: each costs up to a
+    pass over the data)."""
+    values = record_metrics(opt, objective, oracle, metrics)
+    if values is None:
+        return
     wall = time.perf_counter() - t0_wall
-    rows.extend([(opt.iteration, opt.communication_rounds, opt.samples_drawn(getattr(objective, "batch", 1)),
-                  oracle.rep_offset + r, float(gn[r]), float(gc[r]), float(loss[r]), float(cons[r]), float(dev[r]),
-                  float(sub[r]),
-                  float(dist[r]), float(gm[r]), wall)
-                 for r in range(X.shape[0])])
+    columns = [values[m] for m in METRICS]
+    head = (opt.iteration, opt.communication_rounds, opt.samples_drawn(getattr(objective, "batch", 1)))
+    rows.extend([(*head, oracle.rep_offset + r, *(float(c[r]) for c in columns), wall)
+                 for r in range(len(columns[0]))])
+
+
+def build_replicas(algorithm, objective, repeats, x0=None):
+    """``algorithm``'s optimizer on ``repeats`` replicas of the start ``x0`` (default ``objective.x0()``; shape
+    (d,) or (n, d)), its memory checked first."""
+    x0 = objective.x0() if x0 is None else np.asarray(x0, dtype=np.float64)
+    if x0.ndim == 1:
+        x0 = np.broadcast_to(x0, (algorithm.A.n, x0.shape[0]))
+    if repeats > 1 or np.ndim(algorithm.lr) == 3:  # (one rate per replica: replicas even of one)
+        x0 = np.broadcast_to(x0, (repeats,) + x0.shape)
+    backends.require_block_memory(algorithm.backend, x0, 4 * 8 * x0.size,  # (a GPU's memory for "cupy")
+                                  f"run(repeats={repeats}) (at least four {x0.shape} blocks of iterates)",
+                                  "lower repeats")
+    return algorithm.build(backends.to_backend(algorithm.backend, x0))  # the one explicit copy to a GPU
 
 
 def _check_writable_folder(path, name):
@@ -493,7 +531,8 @@ def _load_checkpoint(path, algorithm, config):
 
 
 def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=0, x0=None, progress=True,
-        checkpoint=None, checkpoint_every=None, resume=None, config=None, metrics=None, first_repeat=0):
+        checkpoint=None, checkpoint_every=None, resume=None, config=None, metrics=None, first_repeat=0,
+        record_at=None):
     """Run ``algorithm`` on ``objective`` for ``iterations`` iterations and record its metrics.
 
     Repetitions are batched into one stepper (they share every pass over the
@@ -510,6 +549,9 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
     record_every : int, optional
         Record the metrics every this many iterations (default ``iterations // 100``)
         and at the last one.
+    record_at : sequence of int, optional
+        Record exactly at these iterations (instead of ``record_every``; e.g.
+        :func:`record_schedule`); 0 and ``iterations`` are always recorded.
     repeats : int, default 1
         Independent repetitions (different mini-batch streams).
     seed : int, default 0
@@ -592,8 +634,19 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
             raise TypeError(f"metrics must be a sequence of metric names, got the string {metrics!r}")
         metrics = tuple(check_metric(m, "metrics") for m in metrics)
     seed = check_int(seed, "seed", minimum=0, maximum=MAX_KEY)
+    if record_at is not None:
+        if record_every is not None:
+            raise ValueError("give record_every or record_at, not both")
+        try:
+            marks = {check_int(int(k) if isinstance(k, np.integer) else k, "record_at", minimum=0, maximum=iterations)
+                     for k in record_at}
+        except TypeError:
+            raise TypeError(f"record_at must be a sequence of iterations, got {type(record_at).__name__}") from None
+        record_at = sorted(marks | {0, iterations})
+        record_every = max(1, iterations // max(1, len(record_at) - 1))  # (the checkpoints' default spacing)
     record_every = max(1, iterations // 100) if record_every is None else check_int(record_every, "record_every", minimum=1)
     checkpoint_every = record_every * 10 if checkpoint_every is None else check_int(checkpoint_every, "checkpoint_every", minimum=1)
+    due = set(range(0, iterations + 1, record_every)) | {iterations} if record_at is None else set(record_at)
     meta = {"algorithm": algorithm.name, "lr": algorithm.lr, "rounds": algorithm.rounds, "tracker": algorithm.tracker,
             "n": algorithm.A.n, "objective": type(objective).__name__, "iterations": iterations, "repeats": repeats,
             "seed": seed, "record_every": record_every}
@@ -602,6 +655,7 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
                 "lr": algorithm.lr, "n": algorithm.A.n, "repeats": repeats, "seed": seed,
                 **({"first_repeat": first_repeat} if first_repeat else {}),
                 "iterations": iterations, "record_every": record_every,
+                **({"record_at": record_at} if record_at is not None else {}),
                 "objective": objective.describe() if hasattr(objective, "describe") else type(objective).__name__,
                 **(config or {})}
     meta["config"] = json.loads(json.dumps(identity, default=_json_default))  # as a checkpoint will hold it
@@ -617,15 +671,7 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
             raise ValueError(f"resume: checkpoint {resume!r} is at iteration {opt.iteration}, past iterations = "
                              f"{iterations}; ask for at least {opt.iteration} iterations")
     else:
-        x0 = objective.x0() if x0 is None else np.asarray(x0, dtype=np.float64)
-        if x0.ndim == 1:
-            x0 = np.broadcast_to(x0, (algorithm.A.n, x0.shape[0]))
-        if repeats > 1:
-            x0 = np.broadcast_to(x0, (repeats,) + x0.shape)
-        backends.require_block_memory(algorithm.backend, x0, 4 * 8 * x0.size,  # (a GPU's memory for "cupy")
-                                      f"run(repeats={repeats}) (at least four {x0.shape} blocks of iterates)",
-                                      "lower repeats")
-        opt = algorithm.build(backends.to_backend(algorithm.backend, x0))  # the one explicit copy to a GPU
+        opt = build_replicas(algorithm, objective, repeats, x0)
         rows, wall_offset = [], 0.0
     # each process draws the samples of its own nodes (all of them without MPI)
     oracle = objective.oracle(seed=seed, batches=opt.rounds, nodes=opt.local_nodes, rep_offset=first_repeat)
@@ -640,7 +686,9 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
         opt.initialize(oracle)
     meta["setup_seconds"] = time.perf_counter() - setup_start  # optimizer, tracker, first gradients, GPU kernels
     t0 = time.perf_counter() - wall_offset
-    if resume is None:
+    if resume is None or (opt.iteration in due and not any(row[0] == opt.iteration for row in rows)):
+        # (a resumed run whose record of this iteration was cut short by the interruption takes it now: its
+        # records are those of an uninterrupted run)
         _record(opt, objective, oracle, rows, t0, metrics)
     if bar is not None:
         bar.n = bar.last_print_n = opt.iteration
@@ -661,7 +709,7 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
                 raise
             if bar is not None:
                 bar.update(1)
-            if opt.iteration % record_every == 0 or opt.iteration == iterations:
+            if opt.iteration in due:
                 _record(opt, objective, oracle, rows, t0, metrics)
             if checkpoint and opt.iteration % checkpoint_every == 0:
                 _save_checkpoint(checkpoint, opt, oracle, rows, meta, time.perf_counter() - t0)

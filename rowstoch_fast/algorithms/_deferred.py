@@ -24,8 +24,17 @@ class FailureHandling:
     """The part of :class:`~rowstoch_fast.algorithms.Optimizer` that takes gradients and checks what a step made
     (mixed into it; it reads ``self._ops``, ``self._cur``, ``self._nxt``, ``self._journal``, ``self.iteration``)."""
 
+    def _check_point(self, x_buf, iteration):
+        """DivergenceError unless the point ``x_buf`` where gradients are about to be taken (iterate ``iteration``)
+        is finite: a NaN or Inf made where no combine checks it (a compressed or noisy message of a huge model,
+        a delayed history) is the run's divergence, not an error of ``grad_fn`` (an objective refuses a
+        non-finite X). On the host only (a device's checks are deferred: its gradients carry the NaN to them)."""
+        if self.check_finite and self._ops.xp is np:
+            self._verify(self._ops.is_finite(x_buf), lambda: self._iterate_error(iteration - 1, x_buf))
+
     def _gradient(self, grad_fn, x_buf, out, iteration):
         """``out <- grad_fn(x_buf)`` (collective under MPI); DivergenceError on NaN/Inf."""
+        self._check_point(x_buf, iteration)
         finite = self._ops.call(self._gradient_local, grad_fn, x_buf, out)
         if self.check_finite:
             self._verify(finite, lambda: self._gradient_error(iteration, out))
@@ -55,6 +64,7 @@ class FailureHandling:
         """The gradients at ``x_buf`` as a block this step only reads (collective under MPI): what ``grad_fn``
         returned where the backend can read it as it is (:meth:`~rowstoch_fast.backends.base.Backend.borrows`:
         no copy), else a copy in ``work``; DivergenceError on NaN/Inf. The caller must not write to it."""
+        self._check_point(x_buf, iteration)
         finite, block = self._ops.call(self._gradient_local_read, grad_fn, x_buf, work)
         if self.check_finite:
             self._verify(finite, lambda: self._gradient_error(iteration, block))

@@ -179,6 +179,10 @@ class Backend:
         """A per-row coefficient vector (this process's rows of a length-``n`` host vector)."""
         return self.xp.ascontiguousarray(self.xp.asarray(values, dtype=self.dtype))
 
+    def is_finite(self, block):
+        """Whether this process's rows of ``block`` hold no NaN or Inf (no communication)."""
+        return bool(self.xp.isfinite(block).all())
+
     def columns(self, values):
         """A per-column coefficient: ``values`` (one per column of a block, the same on every process) as a
         ``(1, w)`` row that :meth:`combine` broadcasts down the rows (a replica's step size over its columns)."""

@@ -141,6 +141,9 @@ class CpuBackend(Backend):
         out[...] = values
         return _core.first_nonfinite(out) < 0
 
+    def is_finite(self, block):
+        return _core.first_nonfinite(block) < 0
+
     # ------------------------------------------------------------------ reductions and results
     def first_nonfinite(self, *blocks):
         """The smallest node id with a NaN/Inf in any of ``blocks`` (over all processes), or -1."""

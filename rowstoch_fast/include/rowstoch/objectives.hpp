@@ -368,7 +368,8 @@ class IdentityScratch {
 
 // Stochastic gradients: X and G are (reps, m, d) for m nodes; each node averages
 // `batches` independent mini-batches of B samples drawn without replacement
-// (eq. 14b).  Row block r of X is repetition rep_offset + r; row i of a block is
+// (eq. 14b).  Row block r of X is repetition rep_offset + r (rep_offset + r % rep_period with a
+// rep_period > 0: blocks that draw the same streams, a tuner's candidates); row i of a block is
 // global node node_ids[i] (or i when node_ids is null), whose data is H[node M ..].
 // Each thread works through its (row, mini-batch) tasks in order and draws the
 // next task's mini-batch while it differentiates the current one (two
@@ -378,7 +379,8 @@ template <class T>
 void logistic_stochastic_grad(const T H[], const T Y[], std::int64_t m, const std::int64_t* node_ids,
                               std::int64_t M, std::int64_t d, T rho, const T X[], std::int64_t reps,
                               std::int64_t B, std::int64_t batches, std::uint64_t seed,
-                              std::uint64_t iteration, std::int64_t rep_offset, T G[]) {
+                              std::uint64_t iteration, std::int64_t rep_offset, T G[],
+                              std::int64_t rep_period = 0) {
     const std::int64_t rows = reps * m;
     const int threads = threads_for(rows * B * batches * d);
     with_row_length(d, [&](auto D) {
@@ -394,7 +396,8 @@ void logistic_stochastic_grad(const T H[], const T Y[], std::int64_t m, const st
             if (dirty[slot]) restore_identity(perm.data() + slot * M, swaps.data() + slot * B, M, B);
             dirty[slot] = true;
             const std::int64_t row = lo + task / batches, node = node_of(row);
-            const std::uint64_t rep = static_cast<std::uint64_t>(row / m + rep_offset);
+            const std::int64_t block = rep_period > 0 ? (row / m) % rep_period : row / m;
+            const std::uint64_t rep = static_cast<std::uint64_t>(block + rep_offset);
             return MinibatchDraw<T, D>{Stream(stream_key(seed, rep, node, iteration, task % batches)), M, d,
                                     perm.data() + slot * M, swaps.data() + slot * B, H + node * M * d};
         };

@@ -1,0 +1,149 @@
+"""The methods of a plan in parallel processes (``jobs``): :func:`execute_in_processes`.
+
+Each worker is a fresh interpreter (``spawn``: no OpenMP runtime is forked mid-flight) that receives the plan once,
+runs its share of the cores' threads, and takes methods from a queue until there are none left or the comparison
+is stopped. Every method's run is seeded as in a serial run and no kernel's result depends on the thread count,
+so the outcomes are a serial run's. A Ctrl-C or SIGTERM reaches the workers (the terminal's signal goes to the
+whole process group; a signal to this process alone is passed on): each stops its run as the serial one would
+(the evaluation saves its checkpoint) and reports what it has.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import queue
+import signal
+import time
+
+__all__ = ["execute_in_processes"]
+
+#: Seconds the workers get to report after an interruption before they are terminated.
+GRACE = 60.0
+
+
+def _worker(payload, threads, tasks, results, stop):
+    """A worker's loop: methods by index until the queue is empty or ``stop`` is set."""
+    signal.signal(signal.SIGTERM, signal.default_int_handler)  # as Ctrl-C: the run saves what it has
+    from .. import _core
+    from .execute import run_method
+
+    _core.set_num_threads(threads)
+    plan = pickle.loads(payload)
+    while not stop.is_set():
+        try:
+            index = tasks.get_nowait()
+        except queue.Empty:
+            break
+        method = plan.methods[index]
+
+        def log(line, index=index):
+            results.put(("log", index, line))
+
+        try:
+            outcome = run_method(plan, method, log=log)
+        except KeyboardInterrupt:
+            results.put(("interrupted", index, None))
+            break
+        except BaseException as exc:  # noqa: BLE001 - reported to the parent, which raises it
+            try:
+                pickle.dumps(exc)
+            except Exception:  # noqa: BLE001 - an exception that cannot travel: its text does
+                exc = RuntimeError(f"{type(exc).__name__}: {exc}")
+            results.put(("error", index, exc))
+            break
+        results.put(("outcome", index, outcome))
+        if outcome.status == "interrupted":
+            break
+
+
+def execute_in_processes(plan, jobs, *, progress=False, log=None, on_outcome=None):
+    """:func:`~rowstoch_fast.compare.execute.execute` with ``jobs`` worker processes."""
+    import multiprocessing
+
+    from .execute import default_jobs, sigterm_as_interrupt
+
+    log = log or (lambda line: None)
+    ctx = multiprocessing.get_context("spawn")
+    jobs = min(jobs, len(plan.methods))
+    threads = max(1, default_jobs() // jobs)
+    tasks, results, stop = ctx.Queue(), ctx.Queue(), ctx.Event()
+    for index in range(len(plan.methods)):
+        tasks.put(index)
+    payload = pickle.dumps(plan, protocol=pickle.HIGHEST_PROTOCOL)
+    workers = [ctx.Process(target=_worker, args=(payload, threads, tasks, results, stop), daemon=True)
+               for _ in range(jobs)]
+    done, interrupted, error = {}, False, None
+    bar = None
+    if progress:
+        try:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=len(plan.methods), unit="algorithm", leave=False)
+        except ImportError:  # pragma: no cover
+            bar = None
+
+    def handle(kind, index, value):
+        nonlocal interrupted, error
+        if kind == "log":
+            log(value)
+        elif kind == "outcome":
+            done[index] = value
+            if on_outcome is not None:
+                on_outcome(value)
+            if bar is not None:
+                bar.update(1)
+            if value.status == "interrupted":
+                interrupted = True
+                stop.set()
+        elif kind == "interrupted":
+            interrupted = True
+            stop.set()
+        elif kind == "error":
+            if error is None:
+                error = value
+            stop.set()
+
+    try:
+        with sigterm_as_interrupt():
+            for w in workers:
+                w.start()
+            try:
+                while any(w.is_alive() for w in workers) or not results.empty():
+                    try:
+                        handle(*results.get(timeout=0.1))
+                    except queue.Empty:
+                        continue
+            except KeyboardInterrupt:
+                interrupted = True
+                stop.set()
+                for w in workers:  # (a signal to this process alone: the workers stop their runs as well)
+                    if w.is_alive() and w.pid is not None:
+                        try:
+                            os.kill(w.pid, signal.SIGINT)
+                        except OSError:
+                            pass
+                deadline = time.monotonic() + GRACE
+                while any(w.is_alive() for w in workers) and time.monotonic() < deadline:
+                    try:
+                        handle(*results.get(timeout=0.1))
+                    except (queue.Empty, KeyboardInterrupt):
+                        continue
+            while True:  # what the workers reported as they stopped
+                try:
+                    handle(*results.get_nowait())
+                except queue.Empty:
+                    break
+    finally:
+        for w in workers:
+            w.join(timeout=5)
+            if w.is_alive():
+                w.terminate()
+        if bar is not None:
+            bar.close()
+    lost = [w.exitcode for w in workers if w.exitcode not in (0, None)]
+    if error is None and not interrupted and lost and len(done) < len(plan.methods):
+        error = RuntimeError(f"a worker process ended with exit code {lost[0]} before its method finished (out of "
+                             f"memory?); run with jobs=1 (--jobs 1) to see its error")
+    outcomes = [done[i] for i in sorted(done)]
+    return outcomes, interrupted, error

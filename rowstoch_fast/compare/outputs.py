@@ -1,0 +1,237 @@
+"""What ``rowstoch compare`` writes: every record, the tables, the rates and the figures, each file replaced
+atomically (a reader, or a run killed mid-write, sees the old file or the new one, never half of one)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+
+from .tables import GROUPS, check_frame, frame_metric, summary
+
+__all__ = ["write_outputs", "write_tables", "json_tuning", "plot", "atomic_write", "write_records",
+           "ComparisonFolder", "FolderInUse", "OUTPUTS"]
+
+#: What a comparison writes into its folder (``compare.png`` etc. in every format, ``tuning*.png`` and the
+#: ``checkpoints`` folder besides): what ``overwrite`` clears.
+OUTPUTS = ("compare.csv", "summary.csv", "summary.md", "summary.tex", "lr.json", "experiment.json")
+#: The lock file of a folder a comparison is writing to.
+LOCK = ".rowstoch-compare.lock"
+
+
+class FolderInUse(ValueError):
+    """The output folder holds another comparison's results, or another comparison is writing to it."""
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
+class ComparisonFolder:
+    """The output folder of a comparison: refused when it already holds results (unless the comparison resumes
+    them, ``resume``, or replaces them, ``overwrite``), locked while the comparison runs (a second comparison on
+    the same folder is refused; the lock of a process that no longer runs is taken over), and written as each
+    method finishes, every file atomically.
+
+    Use it as a context manager (the lock is released on exit, whatever ends the comparison).
+    """
+
+    def __init__(self, path, *, resume=False, overwrite=False, option="--out"):
+        import socket
+
+        self.path = os.path.abspath(os.fspath(path))
+        self.lock = os.path.join(self.path, LOCK)
+        if os.path.exists(self.path) and not os.path.isdir(self.path):
+            raise FolderInUse(f"{option} {self.path!r} exists and is not a folder")
+        self._held = False
+        self._take_lock(socket.gethostname(), option)
+        try:
+            found = [name for name in sorted(os.listdir(self.path)) if name != LOCK]
+            if found and not (resume or overwrite):
+                raise FolderInUse(f"{option} {self.path!r} is not empty (it holds {', '.join(found[:4])}"
+                                  f"{', ...' if len(found) > 4 else ''}): continue that comparison with --resume, "
+                                  f"replace its results with --overwrite, or choose another folder")
+            if overwrite and not resume:
+                self._clear()
+        except BaseException:
+            self.release()
+            raise
+
+    def _take_lock(self, host, option):
+        os.makedirs(self.path, exist_ok=True)
+        me = f"{os.getpid()} {host}"
+        for _ in range(2):
+            try:
+                fd = os.open(self.lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            except FileExistsError:
+                try:
+                    with open(self.lock) as fh:
+                        pid, _, owner = fh.read().strip().partition(" ")
+                    pid = int(pid)
+                except (OSError, ValueError):
+                    pid, owner = None, ""
+                if pid is not None and (owner != host or _alive(pid)):
+                    raise FolderInUse(f"{option} {self.path!r} is being written by another comparison (process {pid}"
+                                      f"{'' if owner == host else ' on ' + owner}); wait for it, or choose another "
+                                      f"folder") from None
+                try:  # the lock of a comparison that was killed: taken over
+                    os.remove(self.lock)
+                except FileNotFoundError:
+                    pass
+                continue
+            with os.fdopen(fd, "w") as fh:
+                fh.write(me)
+            self._held = True
+            return
+        raise FolderInUse(f"{option} {self.path!r}: could not take its lock {self.lock!r}")
+
+    def _clear(self):
+        import glob
+        import shutil
+
+        for name in OUTPUTS:
+            path = os.path.join(self.path, name)
+            if os.path.isfile(path):
+                os.remove(path)
+        for path in glob.glob(os.path.join(self.path, "compare.*")) + glob.glob(os.path.join(self.path, "tuning*")):
+            os.remove(path)
+        shutil.rmtree(os.path.join(self.path, "checkpoints"), ignore_errors=True)
+
+    def release(self):
+        """Give the folder back (the lock file removed)."""
+        if self._held:
+            try:
+                os.remove(self.lock)
+            except FileNotFoundError:
+                pass
+            self._held = False
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.release()
+        return False
+
+
+def atomic_write(path, write, mode="w"):
+    """``write(fh)`` into ``path`` through a temporary file in its folder, flushed to disk, then renamed over it."""
+    tmp = f"{path}.tmp-{os.getpid()}"
+    try:
+        with open(tmp, mode) as fh:
+            write(fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
+
+def write_records(frames, folder):
+    """compare.csv: every record of ``frames`` (one per graph or setting), replaced atomically."""
+    import pandas as pd
+
+    frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    atomic_write(os.path.join(folder, "compare.csv"), lambda fh: frame.to_csv(fh, index=False))
+
+
+def _title(frame):
+    return " / ".join(str(frame[g].iloc[0]) for g in GROUPS if g in frame.columns)
+
+
+def write_outputs(frames, folder, metrics=(), x="rounds", formats=("png",), caption=None, titles=None):
+    """Write what ``rowstoch compare`` writes for the frames of :func:`~rowstoch_fast.compare.compare` (one per
+    graph or communication setting) into ``folder``: compare.csv (every record), summary.csv / .md / .tex (final
+    values, ranks, status, diagnosis; ``caption`` for the LaTeX table), lr.json (the rates, their sources and every
+    tuning candidate's score) and the figures (``metrics`` beside the ranked one, against ``x``, in ``formats``;
+    ``titles``: one per frame; without matplotlib none). Returns the names written."""
+    from .. import report
+
+    written = write_tables(frames, folder, metrics, caption)
+    metric = frames[0].attrs.get("metric") or frame_metric(frames[0])
+    shown = list(dict.fromkeys([metric, *metrics]))
+    try:
+        plt = report.pyplot()
+    except ImportError:
+        return written
+    fig = report.figure(frames, shown, x, path=os.path.join(folder, "compare"), formats=formats,
+                        titles=titles or [_title(fr) for fr in frames])
+    plt.close(fig)
+    written += [f"compare.{fmt}" for fmt in formats]
+    for fr in frames:
+        if fr.attrs.get("tuning"):
+            name = "tuning" if len(frames) == 1 else "tuning-" + _title(fr).replace(" / ", "-").replace(" ", "_")
+            plt.close(report.tuning_figure(fr.attrs["tuning"], path=os.path.join(folder, name)))
+            written.append(name + ".png")
+    return written
+
+
+def write_tables(frames, folder, metrics=(), caption=None):
+    """compare.csv, summary.csv / .md / .tex and lr.json of ``frames`` (what :func:`write_outputs` writes but the
+    figures; cheap enough to rewrite as each method finishes). Returns the names written."""
+    import pandas as pd
+
+    from .. import report
+
+    os.makedirs(folder, exist_ok=True)
+    write_records(frames, folder)
+    metric = frames[0].attrs.get("metric") or frame_metric(frames[0])
+    shown = list(dict.fromkeys([metric, *metrics]))
+    table = summary(pd.concat(frames, ignore_index=True), metric, metrics=shown)
+    table.attrs["metric"] = metric
+    atomic_write(os.path.join(folder, "summary.csv"), lambda fh: table.to_csv(fh, index=False))
+    shown_table = table
+    if len(frames) == 1:
+        shown_table = table.drop(columns=[g for g in GROUPS if g in table.columns])
+    atomic_write(os.path.join(folder, "summary.md"), lambda fh: fh.write(report.to_markdown(shown_table, shown)))
+    atomic_write(os.path.join(folder, "summary.tex"),
+                 lambda fh: fh.write(report.to_latex(shown_table, shown, caption=caption)))
+    rates = {_title(fr): {"metric": metric, "lr": fr.attrs.get("lr", {}), "source": fr.attrs.get("lr_source", {}),
+                          "tuning": json_tuning(fr.attrs.get("tuning", {}))} for fr in frames}
+    atomic_write(os.path.join(folder, "lr.json"), lambda fh: json.dump(rates, fh, indent=1, default=str))
+    return ["compare.csv", "summary.csv", "summary.md", "summary.tex", "lr.json"]
+
+
+def json_tuning(tuning):
+    """``frame.attrs["tuning"]`` for JSON: rates as text keys, rejected candidates' scores as null."""
+    out = {}
+    for label, record in tuning.items():
+        out[label] = {**{k: v for k, v in record.items() if k != "stages"},
+                      "stages": [{"name": stage["name"],
+                                  "scores": {f"{lr:g}": (s if np.isfinite(s) else None)
+                                             for lr, s in stage["scores"].items()},
+                                  "rejected": {f"{lr:g}": why for lr, why in stage["rejected"].items()},
+                                  "curves": {f"{lr:g}": [v if np.isfinite(v) else None for v in curve]
+                                             for lr, curve in stage.get("curves", {}).items()}}
+                                 for stage in record.get("stages", ())]}
+    return out
+
+
+def plot(frame, metric=None, ax=None, title=None, path=None, x="rounds"):
+    """``metric`` against the ``x`` axis (``rounds``, ``gradients``, ``bytes`` or ``seconds``), one line per
+    algorithm (mean over repetitions, a band of one standard deviation; colour-blind-safe colours, markers
+    and line styles); needs matplotlib. Returns the Axes; ``path`` saves the figure (300 dpi)."""
+    from .. import report
+
+    metric = metric or frame_metric(frame)
+    check_frame(frame, [metric])
+    report.check_axis(x)
+    plt = report.pyplot()
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6.4, 4.2))
+    report.draw(ax, frame, metric, x)
+    ax.legend(loc="best", fontsize="small")
+    if title:
+        ax.set_title(title)
+    if path is not None:
+        ax.figure.tight_layout()
+        ax.figure.savefig(path, dpi=report.DPI)
+    return ax

@@ -1,0 +1,262 @@
+"""A comparison's plan: everything :func:`~rowstoch_fast.compare.compare` needs, checked once before anything runs.
+
+The problem (network, objective, metric), the methods (each one's label, registry name, gossip rounds, given rate
+or rates to try, hyperparameters), the budget, repetitions and seeds, what is recorded and where a run's checkpoint
+goes. :func:`make_plan` validates every argument and names the first that is wrong; the executor
+(:mod:`.execute`) then runs a plan without checking anything again.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .. import algorithms as _algorithms
+from .._checks import MAX_KEY, check_int
+from ..algorithms import REGISTRY, method_of
+from ..network import base_matrix, weights_of
+from ..runner import Algorithm, check_metric, check_takes, record_schedule
+
+__all__ = ["Method", "Plan", "make_plan", "default_algorithms", "parse_algorithms", "default_metric", "TUNE_GRID",
+           "MIN_ITERATIONS"]
+
+#: The learning rates the tuner tries first: 1e-4 .. 10 in steps of sqrt(10) (methods that track the sum of the
+#: gradients, the Pull-Diag family, run at about 1/n of the rate of those that track their average); it then
+#: refines around the best of them (:mod:`.tuning`).
+TUNE_GRID = tuple(float(v) for v in np.logspace(-4, 1, 11))
+#: An MG method that fits fewer iterations than this into the budget gets a warning (its R is too large for it).
+MIN_ITERATIONS = 10
+
+
+def default_metric(objective):
+    """The metric a biased method cannot game: ``"suboptimality"`` (``f(x_bar) - f*``) where the objective knows
+    its optimum, else ``"grad_norm_mean"`` (``||grad f(x_bar)||``)."""
+    return "suboptimality" if objective.optimum() is not None else "grad_norm_mean"
+
+
+def default_algorithms(A, objective=None):
+    """What :func:`compare` runs on ``A`` when not told: every registered algorithm that runs on it (an undirected
+    network's methods only where ``A`` is doubly stochastic, or losses / sleep over a symmetric doubly stochastic
+    matrix: the undirected rule) and on ``objective``'s gradients (GT-SAGA only on a
+    finite sum), in listing order, with the ``mg-`` forms listed."""
+    return _algorithms.labels(lambda cls: cls.applies_to(A) and (objective is None or cls.takes_objective(objective)))
+
+
+def parse_algorithms(names, A, mg_rounds=None):
+    """``[(label, method, rounds)]`` for algorithm names: a registry name, or ``"mg-" + name`` for a
+    multi-round method with ``mg_rounds`` rounds (default: Theorem 3's ``A.metrics().recommended_rounds()``)."""
+    if isinstance(names, str):
+        names = [s.strip() for s in names.split(",") if s.strip()]
+    elif not isinstance(names, (list, tuple)):
+        raise TypeError(f"algorithms must be names (a list, or one comma-separated string), got "
+                        f"{type(names).__name__}")
+    if not names:
+        raise ValueError("algorithms: give at least one algorithm")
+    bad = [v for v in names if not isinstance(v, str)]
+    if bad:
+        raise TypeError(f"algorithms: every name must be a string, got {type(bad[0]).__name__} {bad[0]!r}")
+    out = []
+    for label in names:
+        method, rounds = label, 1
+        if method_of(label) != label:
+            method = method_of(label)
+            if method not in REGISTRY or not REGISTRY[method].multi_round:
+                multi = [k for k in _algorithms.labels(every_mg=True) if k.startswith("mg-")]
+                raise ValueError(f"algorithms: {label!r} is not a multi-round method (those are {', '.join(multi)})")
+            rounds = (check_int(mg_rounds, "mg_rounds", minimum=1) if mg_rounds is not None
+                      else base_matrix(A).metrics().recommended_rounds())  # (a network: its links' metrics)
+        elif label not in REGISTRY:
+            known = _algorithms.labels(every_mg=True)
+            raise ValueError(f"algorithms: unknown algorithm {label!r}; choose from {', '.join(known)}")
+        if label in (lbl for lbl, _, _ in out):
+            raise ValueError(f"algorithms: {label!r} is listed twice")
+        cls = REGISTRY[method]
+        if not cls.applies_to(A):
+            if "W" in cls.matrices and not cls.applies_to(weights_of(A)):  # (the weights, not the messages)
+                raise ValueError(f"algorithms: {label!r} runs on an undirected network's doubly stochastic W, and this "
+                                 f"network is not one (build it with directed=False, weights='metropolis'; on the "
+                                 f"command line --undirected --weights metropolis)")
+            takes = " ".join((cls.applies_to.__doc__ or "").split()).split(". ")[0].rstrip(".")
+            raise ValueError(f"algorithms: {label!r} does not run on this network ({type(A).__name__}); it takes: "
+                             f"{takes}")
+        out.append((label, method, int(rounds)))
+    return out
+
+
+@dataclass(frozen=True)
+class Method:
+    """One method of a comparison: its label in the tables, registry name, gossip rounds per iteration,
+    constructor options (``tracker`` included), and its rate (None: tuned) with where the rate comes from."""
+
+    label: str
+    method: str
+    rounds: int
+    options: dict = field(default_factory=dict)
+    lr: float = None
+    lr_source: str = "tuned"
+
+    def algorithm(self, A, lr, backend, **extra):
+        """The :class:`~rowstoch_fast.Algorithm` of this method on ``A`` at ``lr``."""
+        options = dict(self.options)
+        return Algorithm(A, lr, rounds=self.rounds, tracker=options.pop("tracker", "exact"), backend=backend,
+                         method=self.method, **options, **extra)
+
+    def iterations(self, budget):
+        """The iterations a budget of communication rounds allows (``R`` rounds each)."""
+        return max(1, budget // self.rounds)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A validated comparison (:func:`make_plan`): run by :func:`~rowstoch_fast.compare.execute.execute`."""
+
+    network: object
+    objective: object
+    methods: tuple
+    budget: int
+    repeats: int
+    seed: int
+    metric: str
+    metrics: tuple  # recorded by the evaluation runs (the ranked metric first)
+    points: int
+    backend: str
+    grid: tuple
+    checkpoint_dir: str = None
+    previous: dict = field(default_factory=dict)  # label -> an earlier comparison's records of it
+
+    def schedule(self, method):
+        """The iterations the evaluation run of ``method`` records at."""
+        return record_schedule(method.iterations(self.budget), self.points)
+
+
+def _check_label_dict(value, name, labels):
+    """``value`` as a dict keyed by labels among ``labels`` (None: empty)."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise TypeError(f"{name} must be a dict {{algorithm: ...}}, got {type(value).__name__}")
+    unknown = [str(k) for k in value if k not in labels]
+    if unknown:
+        raise ValueError(f"{name}: {', '.join(sorted(unknown))} is not among the algorithms compared "
+                         f"({', '.join(labels)})")
+    return dict(value)
+
+
+def check_rates(lr, labels):
+    """``lr`` (None, one number, or ``{label: number}``) as ``{label: float}``, each finite and > 0."""
+    if lr is None:
+        return {}
+    given = _check_label_dict(lr, "lr", labels) if isinstance(lr, dict) else {label: lr for label in labels}
+    rates = {}
+    for label, value in given.items():
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+            raise TypeError(f"lr: {label} must be a number, got {type(value).__name__} {value!r}")
+        if not (np.isfinite(value) and value > 0):
+            raise ValueError(f"lr: {label} = {float(value)} must be a finite number > 0")
+        rates[label] = float(value)
+    return rates
+
+
+def _check_grid(grid):
+    grid = tuple(sorted({float(v) for v in grid}))
+    if not grid:
+        raise ValueError("grid: give at least one learning rate")
+    if not all(np.isfinite(v) and v > 0 for v in grid):
+        raise ValueError(f"grid: every learning rate must be a finite number > 0, got {grid}")
+    return grid
+
+
+def _earlier_runs(previous, labels):
+    """``{label: rows}`` of an earlier comparison's frame (for the labels compared now)."""
+    if previous is None or not len(previous):
+        return {}
+    if "algorithm" not in getattr(previous, "columns", ()) or "rep" not in previous.columns:
+        raise ValueError("previous must be the frame of an earlier compare() (columns algorithm, rep, ...)")
+    return {label: part for label, part in previous.groupby("algorithm", sort=False) if label in labels}
+
+
+def make_plan(A, objective, algorithms=None, rounds_budget=2000, *, lr=None, tune=True, repeats=5, seed=0,
+              tracker="exact", backend="auto", mg_rounds=None, points=25, metric=None, metrics=None, lr_source=None,
+              hyper=None, checkpoint_dir=None, previous=None, grid=TUNE_GRID):
+    """Check every argument of :func:`~rowstoch_fast.compare.compare` and return its :class:`Plan` (the
+    arguments as :func:`~rowstoch_fast.compare.compare` documents them). A ValueError or TypeError names the
+    first argument that is wrong; nothing has run."""
+    from ..mixing import MixingMatrix
+    from ..network import Network
+    from ..objectives import Objective
+
+    if not isinstance(A, (MixingMatrix, Network)):
+        raise TypeError(f"A must be a MixingMatrix or a network (rowstoch_fast.network), got {type(A).__name__}")
+    if not isinstance(objective, Objective):
+        raise TypeError(f"objective must be an Objective of rowstoch_fast.objectives, got {type(objective).__name__}")
+    if objective.n != A.n:
+        raise ValueError(f"objective has n = {objective.n} nodes but the network has {A.n}")
+    rounds_budget = check_int(rounds_budget, "rounds_budget", minimum=1)
+    points = check_int(points, "points", minimum=1)
+    repeats = check_int(repeats, "repeats", minimum=1)
+    seed = check_int(seed, "seed", minimum=0, maximum=MAX_KEY)
+    if not isinstance(tune, (bool, np.bool_)):
+        raise TypeError(f"tune must be True or False, got {tune!r}")
+    metric = check_metric(metric if metric is not None else default_metric(objective))
+    if metrics is None:
+        metrics = (metric, "consensus_error")
+    elif isinstance(metrics, str):
+        raise TypeError(f"metrics must be a sequence of metric names, got the string {metrics!r}")
+    metrics = tuple(dict.fromkeys([metric, *(check_metric(m, "metrics") for m in metrics)]))
+    grid = _check_grid(grid)
+    specs = parse_algorithms(default_algorithms(A, objective) if algorithms is None else algorithms, A, mg_rounds)
+    for label, method, _ in specs:
+        check_takes(REGISTRY[method], objective, label)
+    labels = [label for label, _, _ in specs]
+    hyper = _check_label_dict(hyper, "hyper", labels)
+    methods = []
+    for label, method, rounds in specs:  # every hyperparameter checked before anything runs
+        options = dict(hyper.get(label, {}))
+        rounds = options.pop("rounds", rounds)
+        options.setdefault("tracker", tracker)
+        if "tracker" not in REGISTRY[method].hyper:  # compare's tracker is for the methods that have one
+            if "tracker" in hyper.get(label, {}) and options["tracker"] != "exact":
+                raise ValueError(f"hyper: {label}: tracker={options['tracker']!r} is for the methods with a "
+                                 f"Pull-Diag tracker; {method} has none")
+            options.pop("tracker")
+        try:
+            m = Method(label, method, check_int(rounds, "rounds", minimum=1), options)
+            m.algorithm(A, 1.0, backend)
+        except (ValueError, TypeError) as exc:
+            raise type(exc)(f"hyper: {label}: {exc}") from None
+        methods.append(m)
+    for m in methods:
+        if rounds_budget < m.rounds:  # one iteration would already spend more than the budget
+            raise ValueError(f"rounds_budget = {rounds_budget} is less than one iteration of {m.label} (R = "
+                             f"{m.rounds} rounds); raise the budget or pass mg_rounds")
+        if rounds_budget // m.rounds < MIN_ITERATIONS:
+            warnings.warn(f"{m.label} runs only {rounds_budget // m.rounds} iterations: R = {m.rounds} rounds each"
+                          f"{' (Theorem 3)' if mg_rounds is None else ''} out of a budget of {rounds_budget}; "
+                          "raise the budget or pass mg_rounds (--mg-rounds)", RuntimeWarning, stacklevel=3)
+    rates = check_rates(lr, labels)
+    sources = {label: "given" for label in rates}
+    for label, text in _check_label_dict(lr_source, "lr_source", labels).items():
+        if label not in rates:
+            raise ValueError(f"lr_source: {label} has no given lr")
+        sources[label] = str(text)
+    earlier = _earlier_runs(previous, labels)
+    for label, part in earlier.items():  # an earlier comparison's rates are kept (its runs go on with them)
+        if label in rates and rates[label] != float(part["lr"].iloc[0]):
+            raise ValueError(f"lr: {label} = {rates[label]:g}, but the earlier comparison ran it at "
+                             f"{float(part['lr'].iloc[0]):g}; keep its rate or start a new comparison")
+        rates.setdefault(label, float(part["lr"].iloc[0]))
+        sources.setdefault(label, str(part["lr_source"].iloc[0]) if "lr_source" in part.columns else "given")
+    missing = [label for label in labels if label not in rates]
+    if missing and not tune:
+        raise ValueError(f"lr: no learning rate for {', '.join(missing)}; give one (lr=... or "
+                         f"--lr {missing[0]}=0.01) or let them be tuned (tune=True)")
+    if checkpoint_dir is not None:
+        checkpoint_dir = os.fspath(checkpoint_dir)
+    methods = tuple(Method(m.label, m.method, m.rounds, m.options, rates.get(m.label), sources.get(m.label, "tuned"))
+                    for m in methods)
+    return Plan(A, objective, methods, rounds_budget, repeats, seed, metric, metrics, points, backend, grid,
+                checkpoint_dir, earlier)
+

@@ -1,0 +1,164 @@
+"""A comparison's table: one row per method (and setting), its final values, status, diagnosis and rank."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..runner import check_metric
+from .verdict import TIE_SE, ranks
+
+__all__ = ["summary", "format_summary", "frame_metric", "check_frame", "status_of_rows", "GROUPS"]
+
+#: Columns that tell the comparisons of one frame apart (one table section each): the graph and the setting.
+GROUPS = ("graph", "setting")
+
+
+def frame_metric(frame):
+    """The default metric of a comparison's frame: the one it was tuned on (``frame.attrs["metric"]``), or for a
+    frame read back from CSV ``suboptimality`` where it was recorded, else ``grad_norm_mean``."""
+    metric = getattr(frame, "attrs", {}).get("metric")
+    if metric:
+        return metric
+    cols = getattr(frame, "columns", ())
+    if "suboptimality" in cols and np.isfinite(frame["suboptimality"].to_numpy(dtype=np.float64)).any():
+        return "suboptimality"
+    return "grad_norm_mean" if "grad_norm_mean" in cols else "grad_norm"
+
+
+def check_frame(frame, metrics):
+    """``frame`` is what :func:`~rowstoch_fast.compare.compare` returns (a History's frame has no ``algorithm``
+    column) and ``metrics`` among its metrics."""
+    for metric in metrics:
+        check_metric(metric)
+    needed = ("algorithm", "lr", "rounds_per_iteration", "iteration", "communication_rounds", *metrics)
+    missing = [c for c in needed if c not in getattr(frame, "columns", ())]
+    if missing:
+        raise ValueError(f"frame must be the table compare() returns; it has no column {', '.join(missing)}")
+
+
+def status_of_rows(runs):
+    """The status of one method's records (``done``, from older versions, is ``ok``)."""
+    if "status" in runs.columns:
+        status = str(runs["status"].iloc[0])
+        return "ok" if status == "done" else status
+    return "diverged" if bool(runs["diverged"].iloc[0]) else "ok"
+
+
+def summary(frame, metric=None, metrics=()):
+    """One row per algorithm (per graph and setting where the frame holds several): the final ``metric`` (mean and
+    spread over repetitions), its rank, its status and what it cost.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        What :func:`~rowstoch_fast.compare.compare` returns.
+    metric : str, optional
+        The ranked metric (default :func:`frame_metric`: the comparison's own,
+        ``suboptimality`` where ``f*`` is known).
+    metrics : sequence of str
+        More metrics to report beside it (columns ``<metric>`` and ``<metric>_std``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``algorithm``, ``lr``, ``lr_source``, ``rounds_per_iteration``,
+        ``iterations``, ``communication_rounds``, ``final`` and ``final_std``
+        (``metric``), ``<m>`` and ``<m>_std`` for ``metric`` and each of
+        ``metrics``, ``messages``, ``bytes``, ``gradient_evaluations``,
+        ``wall_seconds``, ``diverged``, ``status`` (``ok``, ``diverged``,
+        ``no-progress``, ``unstable`` or ``interrupted``), ``diagnosis`` (one line
+        for a run that is not ``ok``), ``rank`` (only for ``ok`` runs: 1 + the
+        number of runs distinguishably better, so runs that the repetitions cannot
+        tell apart share it), ``rank_shared`` and ``<m>_best`` (rank 1 under
+        ``m``); a ``graph`` / ``setting`` column first where the frame has one, the
+        ranks within each. ``table.attrs["metric"]`` names ``metric``.
+    """
+    import pandas as pd
+
+    metric = metric or frame_metric(frame)
+    shown = list(dict.fromkeys([metric, *metrics]))
+    check_frame(frame, shown)
+    groups = [g for g in GROUPS if g in frame.columns]
+    rows, finals = [], []
+    for key, runs in frame.groupby([*groups, "algorithm"], sort=False):
+        key = key if isinstance(key, tuple) else (key,)
+        last = runs[runs["iteration"] == runs["iteration"].max()]
+        row = dict(zip(groups, key[:-1]))
+        row.update({"algorithm": key[-1], "lr": float(runs["lr"].iloc[0]),
+                    "lr_source": str(runs["lr_source"].iloc[0]) if "lr_source" in runs.columns else "",
+                    "rounds_per_iteration": int(runs["rounds_per_iteration"].iloc[0]),
+                    "iterations": int(last["iteration"].iloc[0]),
+                    "communication_rounds": int(last["communication_rounds"].iloc[0])})
+        with np.errstate(invalid="ignore", over="ignore"):  # a diverged run's records hold inf
+            for m in shown:
+                row[m], row[m + "_std"] = float(last[m].mean()), float(last[m].std(ddof=0))
+        row["final"], row["final_std"] = row[metric], row[metric + "_std"]
+        status = status_of_rows(runs)
+        row.update({"messages": int(last["messages"].iloc[0]) if "messages" in last.columns else 0,
+                    "bytes": int(last["bytes"].iloc[0]) if "bytes" in last.columns else 0,
+                    "gradient_evaluations": int(last["gradient_evaluations"].iloc[0])
+                    if "gradient_evaluations" in last.columns else 0,
+                    "wall_seconds": float(runs["total_wall_seconds"].iloc[0]) if "total_wall_seconds" in runs.columns
+                    else float("nan"),
+                    "diverged": status == "diverged", "status": status,
+                    "diagnosis": str(runs["diagnosis"].fillna("").iloc[0]) if "diagnosis" in runs.columns else ""})
+        rows.append(row)
+        finals.append({m: last[m].to_numpy(dtype=np.float64) for m in shown})
+    table = pd.DataFrame(rows)
+    if len(table):
+        ok = (table["status"] == "ok").to_numpy()
+        section = table[groups].astype(str).agg("|".join, axis=1) if groups else pd.Series([""] * len(table))
+        for m in shown:
+            rank = pd.Series(pd.NA, index=table.index, dtype="Int64")
+            shared = pd.Series(False, index=table.index)
+            for s in dict.fromkeys(section):
+                idx = [i for i in range(len(table)) if section.iloc[i] == s and ok[i]
+                       and np.isfinite(finals[i][m]).all()]
+                for i, (r, tie) in ranks({i: finals[i][m] for i in idx}).items():
+                    rank.iloc[i], shared.iloc[i] = r, tie
+            table[m + "_best"] = (rank == 1).fillna(False).astype(bool)
+            if m == metric:
+                table["rank"], table["rank_shared"] = rank, shared
+    table.attrs["metric"] = metric
+    return table
+
+
+def format_summary(table, metric=None):
+    """The summary as an aligned text table (what ``rowstoch compare`` prints): a shared rank is written ``1=``,
+    and every run that is not ``ok`` gets its diagnosis on a line below the table."""
+    metric = metric or table.attrs.get("metric", "final")
+    groups = [g for g in GROUPS if g in table.columns]
+    width = max([9, *(len(s) + 2 for s in table["lr_source"] if s)]) if len(table) else 9  # a long source fits
+    gw = {g: max([len(g), *(len(str(v)) for v in table[g])]) for g in groups}
+    head = ("".join(f"{g:<{gw[g]}}  " for g in groups)
+            + f"{'algorithm':<22} {'rank':>4} {'lr':>8} {'(source)':<{width}} {'R':>3} {'rounds':>7} "
+            f"{metric + ' (final)':>24} {'messages':>10} {'bytes':>10} {'grad evals':>11} {'wall s':>7}  status")
+    lines = [head, "-" * len(head)]
+    for r in table.itertuples():
+        final = f"{r.final:.3e} +- {r.final_std:.1e}"
+        rank = "-" if _missing(r.rank) else f"{int(r.rank)}{'=' if getattr(r, 'rank_shared', False) else ''}"
+        source = f"({r.lr_source})" if r.lr_source else ""
+        lines.append("".join(f"{str(getattr(r, g)):<{gw[g]}}  " for g in groups)
+                     + f"{r.algorithm:<22} {rank:>4} {r.lr:>8.2g} {source:<{width}} "
+                     f"{r.rounds_per_iteration:>3} {r.communication_rounds:>7} {final:>24} {_si(r.messages):>10} "
+                     f"{_si(r.bytes):>10} {_si(r.gradient_evaluations):>11} {r.wall_seconds:>7.1f}  {r.status}")
+    if "rank_shared" in table.columns and table["rank_shared"].any():
+        lines.append(f"{'=':>{len(head.split('rank')[0]) + 4}} shares its rank: the repetitions cannot tell it from "
+                     f"another (mean log final values within {TIE_SE:g} standard errors of their difference)")
+    notes = [r for r in table.itertuples() if r.status != "ok" and getattr(r, "diagnosis", "")]
+    for r in notes:
+        where = "".join(f"{getattr(r, g)} " for g in groups)
+        lines.append(f"  {where}{r.algorithm}: {r.status}: {r.diagnosis}")
+    return "\n".join(lines)
+
+
+def _missing(v):
+    return v is None or v is np.nan or str(v) == "<NA>" or (isinstance(v, float) and np.isnan(v))
+
+
+def _si(v):
+    for unit, scale in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if abs(v) >= scale:
+            return f"{v / scale:.2f}{unit}"
+    return f"{v:.0f}"
+

@@ -1,0 +1,395 @@
+"""Each method's learning rate: the best stable rate of a grid over the whole budget, at the cost of about one run.
+
+Every candidate rate runs the whole budget as one replica of a single batched run (the engine steps replicas as
+one block, each at its own rate: ``lr`` of shape ``(reps, 1, 1)``), on gradient streams that no evaluation
+repetition draws. A candidate that diverges (NaN or Inf anywhere: in its iterates, a compressed message, a delay
+history, a tracker) is set aside inside the run, its gradients no longer computed, and rejected; the others go on
+untouched (replicas share no values). Each candidate is then judged on its whole trajectory (:func:`judge`): its
+final value is read from the end of the run (a line fitted to the logarithm of its last quarter), and it is
+rejected when it diverged, ended above half its start (no progress), or ended more than :data:`STABILITY_FACTOR` times above the
+minimum of its smoothed trajectory. The best candidate of the grid is then refined: quarter steps (in the grid's
+log spacing) on either side, and past the grid's edge when it is at the edge, in a second batched run.
+
+No candidate is dropped before the end of the budget: a rate that is slow at first can be the best at the end
+(a biased method needs a small rate over the whole budget). Only a candidate that diverged stops costing anything.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+
+from .._checks import MAX_KEY
+from ..objectives import Oracle
+from ..runner import build_replicas, record_metrics, record_schedule
+
+__all__ = ["TUNE_SEED_OFFSET", "TUNE_REPEATS", "TUNE_POINTS", "STABILITY_FACTOR", "NO_PROGRESS", "CONVERGED", "TAIL",
+           "NoStableRate", "UNTUNABLE", "judge", "final_estimate", "tune"]
+
+#: The tuning runs draw their mini-batches from ``seed + TUNE_SEED_OFFSET`` (wrapped to 64 bits): streams that no
+#: evaluation repetition of the comparison (``seed``, repetitions 0 .. repeats-1) ever draws.
+TUNE_SEED_OFFSET = 0x5EED_0000_0000
+#: Replicas per candidate rate (independent gradient streams), judged on their mean.
+TUNE_REPEATS = 2
+#: Records per tuning run (evenly spaced, as the evaluation's): the trajectory the stability rule reads.
+TUNE_POINTS = 24
+#: A candidate whose final value is more than this factor above the minimum of its smoothed trajectory is
+#: rejected: a rate that is best at some horizon and then climbs.
+STABILITY_FACTOR = 2.0
+#: A metric below this fraction of its start has converged (to rounding, for the exact methods): values below it
+#: count as equal.
+CONVERGED = 1e-12
+#: A candidate that ends above this fraction of its start made no progress (the evaluation's ``no-progress``:
+#: :data:`~rowstoch_fast.compare.verdict.NO_PROGRESS`).
+NO_PROGRESS = 1.0 / STABILITY_FACTOR
+#: The share of the budget at its end from which a trajectory's final value is read (:func:`final_estimate`).
+TAIL = 0.25
+#: Steps of refinement past the grid's edge, one batched run each, while the best rate is the outermost tried.
+MAX_EXTENSIONS = 3
+#: An iterate beyond this magnitude has diverged (it would overflow to inf in the next operations).
+DIVERGED = 1e100
+#: ``lr_source`` of a method that no rate of the grid kept stable.
+UNTUNABLE = "none stable"
+
+
+class NoStableRate(ValueError):
+    """:func:`tune` found no stable rate (``.record``: every candidate's score and why it was rejected;
+    ``.grid``)."""
+
+
+def _tail(iterations):
+    """The records of the last :data:`TAIL` of the iterations (at least three, or all there are)."""
+    x = np.asarray(iterations, dtype=np.float64)
+    T = x[-1]
+    tail = x >= T - TAIL * T
+    if tail.sum() < 3:
+        tail[-min(3, len(x)):] = True
+    return tail
+
+
+def final_estimate(iterations, values):
+    """The value a trajectory ends at, read from its last :data:`TAIL` of the iterations (at least three records).
+
+    Where those records still fall or climb (the slope of a line through their logarithms is more than twice its
+    standard error, and so is that of the records of twice as many iterations: a noisy plateau seldom slopes in
+    both), the line evaluated at the last iteration, kept within what they span: a trajectory that
+    converges linearly ends where its last record is. Where they do not (a plateau, the noise of sampling,
+    compression or lost messages), the mean of the records of the whole plateau (the last records back to where
+    a line through them would slope): the level they fluctuate around (the arithmetic mean, as the evaluation
+    averages its repetitions' final values), not one record's draw.
+    """
+    x = np.asarray(iterations, dtype=np.float64)
+    y = np.log(np.asarray(values, dtype=np.float64))
+    k = int(_tail(x).sum())
+    if k < 3 or len(x) < 3:
+        return float(np.exp(y[-1]))
+    trend, intercept = _trend(x[-k:] - x[-1], y[-k:])
+    if trend and 2 * k <= len(x):  # (the twice longer window too: a plateau's noise seldom slopes in both)
+        longer, _ = _trend(x[-2 * k:] - x[-1], y[-2 * k:])
+        trend = longer
+    if trend:
+        return float(np.exp(np.clip(intercept, y[-k:].min(), y[-k:].max())))
+    while k + 1 < len(x) and not _trend(x[-k - 1:] - x[-1], y[-k - 1:])[0]:
+        k += 1  # the plateau reaches further back: its whole stretch averages the noise
+    return float(np.exp(y[-k:]).mean())
+
+
+def _trend(xs, ys):
+    """``(falls or climbs, the line's value at xs = 0)``: a line through ``(xs, ys)`` whose slope is more than twice
+    its standard error."""
+    slope, intercept = np.polyfit(xs, ys, 1)
+    residual = ys - (intercept + slope * xs)
+    sxx = float(((xs - xs.mean()) ** 2).sum())
+    se = math.sqrt(float((residual ** 2).sum()) / max(len(xs) - 2, 1) / sxx) if sxx > 0 else math.inf
+    return abs(slope) > 2.0 * se, intercept
+
+
+def smoothed(values, window=3):
+    """The geometric mean of every ``window`` consecutive records (a trailing window; shorter at the start)."""
+    logs = np.log(np.asarray(values, dtype=np.float64))
+    return np.exp([logs[max(0, i - window + 1):i + 1].mean() for i in range(len(logs))])
+
+
+def judge(iterations, values):
+    """``(score, why)`` of one candidate's trajectory (``values``: its metric at ``iterations``, the mean over its
+    replicas): its final value and None, or inf and why it is rejected.
+
+    Rejected when a value is NaN or Inf (it diverged), when it ends above :data:`NO_PROGRESS` times its start (no
+    progress), and when the level of its last :data:`TAIL` of the iterations (the geometric mean of those records)
+    is more than :data:`STABILITY_FACTOR` times the lowest level of any stretch of as many records (unstable: best
+    at some horizon, then climbing; levels over stretches, not single records, so that the noise of sampling,
+    compression or lost messages does not reject a rate that stays at its floor). Values below
+    :data:`CONVERGED` times the start are equal (converged to rounding). The final value is
+    :func:`final_estimate`.
+    """
+    score, why, _ = _judged(iterations, values)
+    return score, why
+
+
+def _judged(iterations, values):
+    """:func:`judge`'s ``(score, why)`` and the final value itself (inf where it diverged)."""
+    v = np.asarray(values, dtype=np.float64)
+    bad = ~np.isfinite(v)
+    if bad.any():
+        return math.inf, f"diverged (NaN/Inf by iteration {int(np.asarray(iterations)[np.argmax(bad)])})", math.inf
+    start = float(v[0])
+    floor = max(CONVERGED * abs(start), 1e-300)
+    v = np.maximum(v, floor)
+    end = max(final_estimate(iterations, v), floor)
+    if start > 0 and end > NO_PROGRESS * start and end > floor:
+        return math.inf, f"no progress (ends at {end / start:.3g}x its start)", end
+    k = int(_tail(iterations).sum())
+    smooth = smoothed(v, k)[k - 1:]  # every window of the tail's length: the level of each stretch of the run
+    low, level = float(smooth.min()), float(smooth[-1])
+    if level > STABILITY_FACTOR * low:
+        at = int(np.asarray(iterations)[k - 1 + int(np.argmin(smooth))])
+        return math.inf, f"unstable (ends {level / low:.3g}x above its minimum, at iteration {at})", end
+    return end, None, end
+
+
+def _bad_replicas(X, group=1):
+    """Which replicas of a user-shaped block ``(reps, rows, d)`` hold a NaN, an Inf or a value past
+    :data:`DIVERGED`, whole groups of ``group`` replicas at a time (a candidate's): a host bool array (a device
+    block is reduced on its device first)."""
+    peak = abs(X).max(axis=(-2, -1))
+    bad = ~(peak <= DIVERGED)  # (NaN compares False)
+    bad = np.asarray(bad.get() if hasattr(bad, "get") else bad)
+    return np.repeat(bad.reshape(-1, group).any(axis=1), group) if group > 1 else bad
+
+
+class _Quarantine:
+    """The tuning run's oracle around the objective's. Every candidate's replicas draw the same gradient
+    streams (common random numbers: what tells two rates apart is the rate, not their samples), and a candidate
+    whose iterate is no longer finite (its rate diverged) gets zero gradients, none computed, so that it costs
+    nothing more and never reaches the objective's check of its input. Under MPI each process judges its own
+    rows (their gradients are its own)."""
+
+    def __init__(self, inner, objective, group):
+        object.__setattr__(self, "inner", inner)
+        object.__setattr__(self, "objective", objective)
+        object.__setattr__(self, "group", group)  # replicas per candidate: the streams' period
+        object.__setattr__(self, "periodic", _takes_period(objective))
+
+    def __getattr__(self, name):  # iteration, last, seed, rep_offset, samples, ...
+        return getattr(self.inner, name)
+
+    def __setattr__(self, name, value):
+        setattr(self.inner, name, value)
+
+    def _runs(self, bad):
+        """The contiguous runs ``(a, b)`` of live replicas (whole candidates)."""
+        runs, start = [], None
+        for r, dead in enumerate(list(bad) + [True]):
+            if not dead and start is None:
+                start = r
+            elif dead and start is not None:
+                runs.append((start, r))
+                start = None
+        return runs
+
+    def _gradients(self, X, a, b):
+        """The gradients of replicas ``a .. b`` (whole candidates), each candidate on streams ``rep_offset ..``."""
+        inner, P = self.inner, self.group
+        kw = dict(seed=inner.seed, batches=inner.batches, rep_offset=inner.rep_offset, nodes=inner.nodes)
+        if self.periodic:
+            return self.objective.stochastic_gradient(X[a:b], inner.iteration, rep_period=P, **kw)
+        return [self.objective.stochastic_gradient(X[c:c + P], inner.iteration, **kw) for c in range(a, b, P)]
+
+    def __call__(self, X):
+        inner = self.inner
+        bad = _bad_replicas(X, self.group)
+        if not isinstance(inner, Oracle):  # another oracle: the diverged replicas measured at 0, then zeroed
+            if not bad.any():
+                return inner(X)
+            G = inner(_zeroed(X, bad))
+            G[bad] = 0
+            return G
+        if not bad.any() and self.periodic:
+            G = self._gradients(X, 0, X.shape[0])
+        else:
+            G = X.copy()
+            G[...] = 0
+            for a, b in self._runs(bad):
+                part = self._gradients(X, a, b)
+                if isinstance(part, list):
+                    for k, g in enumerate(part):
+                        G[a + k * self.group:a + (k + 1) * self.group] = g
+                else:
+                    G[a:b] = part
+        inner.iteration += 1
+        inner.last = G
+        return G
+
+    def sample(self, X):
+        bad = _bad_replicas(X, self.group)
+        if not bad.any():
+            return self.inner.sample(X)
+        G, idx = self.inner.sample(_zeroed(X, bad))
+        G[bad] = 0
+        return G, idx
+
+    def sample_gradient(self, X, idx):
+        bad = _bad_replicas(X, self.group)
+        G = self.inner.sample_gradient(_zeroed(X, bad) if bad.any() else X, idx)
+        if bad.any():
+            G[bad] = 0
+        return G
+
+
+def _takes_period(objective):
+    """Whether ``objective.stochastic_gradient`` takes ``rep_period`` (every objective of the package does; one
+    written before it existed gets one call per candidate)."""
+    import inspect
+
+    try:
+        params = inspect.signature(objective.stochastic_gradient).parameters
+    except (TypeError, ValueError):  # pragma: no cover - a builtin
+        return False
+    return "rep_period" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+
+
+def _zeroed(X, bad):
+    """A copy of ``X`` with the replicas ``bad`` set to 0."""
+    Xs = X.copy()
+    Xs[bad] = 0
+    return Xs
+
+
+def trajectories(network, objective, method, rates, budget, metric, *, seed, repeats=1, backend="auto",
+                 points=TUNE_POINTS):
+    """One batched run of ``method`` on ``network``: ``repeats`` replicas per rate of ``rates``, the whole
+    ``budget``, every rate's ``q``-th replica on the gradient stream of repetition ``q`` of ``seed`` (common
+    random numbers). Returns ``(iterations, values)``: the recorded iterations and ``metric`` per record and
+    replica (``(records, len(rates) * repeats)``, replica ``c * repeats + q`` the ``q``-th of rate ``c``; NaN
+    where it diverged)."""
+    T = method.iterations(budget)
+    lr = np.repeat(np.asarray(rates, dtype=np.float64), repeats)[:, None, None]
+    algo = method.algorithm(network, lr, backend, check_finite=False)
+    due = record_schedule(T, points)
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a diverging candidate is judged, not warned about
+        opt = build_replicas(algo, objective, len(lr))
+        oracle = _Quarantine(objective.oracle(seed=seed, batches=opt.rounds, nodes=opt.local_nodes,
+                                              rep_period=repeats), objective, repeats)
+        opt.initialize(oracle)
+        rows = []
+
+        def record():
+            found = {}
+
+            def set_aside(x):  # the diverged replicas measured at 0, then reported as NaN
+                found["bad"] = _bad_replicas(x)
+                return _zeroed(x, found["bad"]) if found["bad"].any() else x
+
+            values = record_metrics(opt, objective, oracle, (metric,), transform=set_aside)
+            if values is not None:
+                row = values[metric].copy()
+                row[found["bad"]] = np.nan
+                rows.append(row)
+
+        record()
+        marks = set(due)
+        while opt.iteration < T:
+            opt.step(oracle)
+            if opt.iteration in marks:
+                record()
+    values = opt.share(np.array(rows) if rows else None)  # (under MPI the root recorded)
+    return np.asarray(due), values
+
+
+def _refinements(best, tried, grid):
+    """The rates to try around ``best``: the geometric midpoints with its neighbours among ``tried`` and, at the
+    edge of what was tried, one grid step past it (and the midpoint)."""
+    tried = sorted(tried)
+    i = tried.index(best)
+    step = (grid[-1] / grid[0]) ** (1 / (len(grid) - 1)) if len(grid) > 1 else math.sqrt(10)
+    out = []
+    if i > 0:
+        out.append(math.sqrt(best * tried[i - 1]))
+    else:
+        out += [best / step, best / math.sqrt(step)]
+    if i < len(tried) - 1:
+        out.append(math.sqrt(best * tried[i + 1]))
+    else:
+        out += [best * math.sqrt(step), best * step]
+    return sorted(float(f"{v:.6g}") for v in out if v not in tried)
+
+
+def tune(network, objective, method, budget, metric, *, seed=0, backend="auto", grid=None, log=None):
+    """The best stable rate of ``grid`` for ``method`` over the whole ``budget``, then refined.
+
+    Every stage (the grid, the refinement around its best, and steps past the grid's edge while the best is
+    there) is one batched run whose candidates share their gradient streams (those of ``seed +
+    TUNE_SEED_OFFSET``, which no evaluation draws), so that every candidate of every stage is judged on the same
+    samples.
+
+    Returns
+    -------
+    lr : float
+    record : dict
+        ``{"metric", "seed", "chosen", "iterations", "stages": [{"name", "scores": {lr: score}, "rejected":
+        {lr: why}, "ends": {lr: final value}, "curves": {lr: [values]}}]}``: every candidate's score (``inf``
+        where rejected), why it was rejected, where it ended and its trajectory (the mean over its replicas at
+        ``iterations``).
+
+    Raises
+    ------
+    NoStableRate
+        When every candidate is rejected (``.record`` as above; ``.fallback``: the candidate that ended lowest
+        without diverging, or the smallest rate tried).
+    """
+    from .plan import TUNE_GRID
+
+    grid = tuple(grid or TUNE_GRID)
+    tune_seed = (int(seed) + TUNE_SEED_OFFSET) % (MAX_KEY + 1)
+    record = {"metric": metric, "seed": tune_seed, "chosen": None, "stages": []}
+    scores, ends = {}, {}
+
+    def stage(name, rates):
+        iterations, values = trajectories(network, objective, method, rates, budget, metric, seed=tune_seed,
+                                          repeats=TUNE_REPEATS, backend=backend)
+        record["iterations"] = [int(k) for k in iterations]
+        entry = {"name": name, "scores": {}, "rejected": {}, "ends": {}, "curves": {}}
+        for c, lr in enumerate(rates):
+            with np.errstate(all="ignore"):
+                mean = values[:, c * TUNE_REPEATS:(c + 1) * TUNE_REPEATS].mean(axis=1)
+            score, why, end = _judged(iterations, mean)
+            entry["scores"][lr], entry["ends"][lr], entry["curves"][lr] = score, end, [float(v) for v in mean]
+            scores[lr], ends[lr] = score, end
+            if why:
+                entry["rejected"][lr] = why
+        record["stages"].append(entry)
+
+    stage("grid", list(grid))
+    for extension in range(MAX_EXTENSIONS + 1):
+        stable = {lr: s for lr, s in scores.items() if math.isfinite(s)}
+        if not stable:
+            break
+        best = _best(stable)
+        if extension > 0 and best not in (min(scores), max(scores)):
+            break
+        more = [lr for lr in _refinements(best, list(scores), grid)
+                if lr not in scores and (extension == 0 or lr < min(scores) or lr > max(scores))]
+        if not more:
+            break
+        stage("refine" if extension == 0 else "past the edge", more)
+    stable = {lr: s for lr, s in scores.items() if math.isfinite(s)}
+    if not stable:
+        exc = NoStableRate(f"tune: {method.label} diverged, made no progress or was unstable at every learning rate "
+                           f"of the grid ({grid[0]:g} .. {grid[-1]:g}); give its lr (--lr {method.label}=VALUE)")
+        ended = {lr: e for lr, e in ends.items() if math.isfinite(e)}
+        exc.record, exc.grid = record, grid
+        exc.fallback = _best(ended) if ended else min(scores)
+        raise exc
+    record["chosen"] = _best(stable)
+    if log is not None:
+        log(f"tuned {method.label}: lr = {record['chosen']:g}")
+    return record["chosen"], record
+
+
+def _best(scores):
+    """The rate with the smallest score; among scores equal to rounding, the largest rate."""
+    low = min(scores.values())
+    return max(lr for lr, s in scores.items() if s <= low * (1 + 1e-9))

@@ -1,0 +1,174 @@
+"""What a comparison says of each run: its status, one line of diagnosis when it is not ``ok``, and ranks that
+only separate what the repetitions can tell apart.
+
+Statuses (:data:`STATUSES`):
+
+* ``ok``: ran the whole budget, finite, and ended below :data:`NO_PROGRESS` times its start;
+* ``diverged``: a NaN or Inf (a :class:`~rowstoch_fast.DivergenceError`), or its gradient norm or loss grew
+  a thousandfold (:data:`~rowstoch_fast.runner.GROWTH_WARNING`) without one;
+* ``no-progress``: ended above :data:`NO_PROGRESS` times its start;
+* ``unstable``: the tuner found no stable rate (it ran at the smallest rate tried);
+* ``interrupted``: stopped by Ctrl-C or SIGTERM before the end of its budget (``--resume`` continues it).
+
+Only ``ok`` runs are ranked and only they can be bold. Ranks (:func:`ranks`): a method's rank is one plus the
+number of methods that are *distinguishably* better, where two methods are distinguishable when the means of the
+logarithms of their final values over the repetitions differ by more than two standard errors of that
+difference (:data:`TIE_SE`); methods that cannot be told apart share a rank.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .tuning import CONVERGED, NO_PROGRESS, UNTUNABLE
+
+__all__ = ["STATUSES", "NO_PROGRESS", "TIE_SE", "status_of", "ranks", "tuning_failures"]
+
+STATUSES = ("ok", "diverged", "no-progress", "unstable", "interrupted")
+# NO_PROGRESS (from .tuning, the tuner's rule too): a run whose final value (mean over repetitions) is above half
+# its start made no progress. Its start is the same point for every repetition, its end a mean whose
+# record-to-record noise on a plateau reaches the tuner's stability factor (2x), so less than a 2x reduction
+# cannot be told from a run that never moved.
+#: Standard errors of a difference of mean log final values beyond which two methods are told apart.
+TIE_SE = 2.0
+
+
+def _fmt(v):
+    return f"{v:.3g}"
+
+
+def _range(rates):
+    rates = sorted(rates)
+    return _fmt(rates[0]) if len(rates) == 1 else f"{_fmt(rates[0])}..{_fmt(rates[-1])}"
+
+
+def tuning_failures(record):
+    """One phrase of why the rates of a tuning ``record`` were rejected, consecutive rates with the same reason
+    grouped (``"1e-4..0.001 made no progress (0.98-1x their start); 0.00316..10 diverged (NaN/Inf by iteration
+    40-300)"``)."""
+    why = {}
+    for stage in record.get("stages", ()):
+        why.update(stage["rejected"])
+    groups = []
+    for lr in sorted(why):
+        kind = why[lr].split(" (")[0]
+        if groups and groups[-1][0] == kind:
+            groups[-1][1].append(lr)
+        else:
+            groups.append((kind, [lr]))
+    parts = []
+    for kind, rates in groups:
+        numbers = [float(t) for lr in rates for t in _numbers(why[lr])]
+        detail = ""
+        if numbers and kind == "diverged":
+            detail = f" (NaN/Inf by iteration {_span(numbers, int)})"
+        elif numbers and kind == "no progress":
+            detail = f" (ending at {_span(numbers)}x their start)"
+        elif numbers and kind == "unstable":
+            detail = f" (ending {_span(numbers[::2])}x above their minimum)"
+        verb = {"diverged": "diverged", "no progress": "made no progress", "unstable": "were unstable"}.get(kind, kind)
+        parts.append(f"{_range(rates)} {verb}{detail}")
+    return "; ".join(parts)
+
+
+def _numbers(text):
+    import re
+
+    return re.findall(r"[-+]?\d*\.?\d+(?:e[-+]?\d+)?", text.split("(", 1)[1]) if "(" in text else []
+
+
+def _span(values, cast=float):
+    lo, hi = min(values), max(values)
+    f = (lambda v: str(int(v))) if cast is int else _fmt
+    return f(lo) if lo == hi else f"{f(lo)}-{f(hi)}"
+
+
+def _tracker_hint(context):
+    """What a Pull-Diag tracker does on this graph (from its Perron vector), and what to try."""
+    peak = context.get("tracker_peak")
+    if not peak or peak < 100:
+        return ""
+    lossy = context.get("lossy")
+    return (f"; its tracker scales node gradients by up to 1/[A^k]_ii -> 1/min(pi) = {_fmt(peak)} on this graph: "
+            f"try more gossip rounds (mg-, --mg-rounds) or an algorithm of the push family"
+            + ("" if lossy else " (or --tracker perron)"))
+
+
+def status_of(frame, metric, meta, *, lr, lr_source, iterations, tuning=None, context=None):
+    """``(status, diagnosis)`` of one method's evaluation run: ``frame`` its records (every repetition), ``meta``
+    its :class:`~rowstoch_fast.History`'s (``diverged``, ``grew``, ``completed_iterations``), ``lr`` and where it
+    came from, its budget in ``iterations``, ``tuning`` the tuner's record and ``context`` what the harness knows
+    of the problem (``tracker_peak``: ``1 / min(pi)`` for the methods with a Pull-Diag tracker; ``lossy``). The
+    diagnosis is one line derived from what the run and the tuner recorded ("" for ``ok``)."""
+    context = context or {}
+    done = int(meta.get("completed_iterations", iterations))
+    by = frame.groupby("iteration", sort=True)[metric]
+    with np.errstate(invalid="ignore", over="ignore"):
+        means = by.mean()
+    start = float(means.iloc[0]) if len(means) else math.nan
+    end = float(means.iloc[-1]) if len(means) else math.nan
+    at = f"at lr {_fmt(lr)}"
+    if meta.get("interrupted") or done < iterations and not meta.get("diverged"):
+        return "interrupted", (f"interrupted at iteration {done} of {iterations}; --resume continues it from its "
+                               f"checkpoint")
+    status, diagnosis = "ok", ""
+    if meta.get("diverged"):
+        d = meta["diverged"]
+        status, diagnosis = "diverged", (f"{d.get('message', 'NaN/Inf')} (iteration {d.get('iteration')} of "
+                                         f"{iterations} {at})")
+    elif meta.get("grew") or not math.isfinite(end):
+        status = "diverged"
+        diagnosis = (meta.get("grew") or f"{metric} ended at {end}").split(": the run diverges")[0] + f" {at}"
+    else:
+        floor = CONVERGED * abs(start) if math.isfinite(start) else 0.0
+        if math.isfinite(start) and start > 0 and end > NO_PROGRESS * start and end > floor:
+            status = "no-progress"
+            diagnosis = f"{metric} ended at {end / start:.3g}x its start ({_fmt(start)} -> {_fmt(end)}) {at}"
+            tried = sorted(lr for stage in (tuning or {}).get("stages", ()) for lr in stage["scores"])
+            if lr_source == "tuned" and tried and lr <= tried[0]:
+                diagnosis += "; the smallest rate tried: the budget may be too short for this method"
+    if lr_source == UNTUNABLE:  # the tuner's finding first, then what the run shown did
+        grid = [lr for stage in (tuning or {}).get("stages", ()) for lr in stage["scores"]]
+        tried = f"{_fmt(min(grid))}..{_fmt(max(grid))}" if grid else "the grid"
+        diagnosis = (f"no rate in {tried} was stable over the budget ({tuning_failures(tuning or {})}); shown "
+                     f"{at}, the one that ended lowest" + (f": {diagnosis}" if diagnosis else ""))
+        status = "unstable" if status == "ok" else status
+    if status != "ok":
+        return status, diagnosis + _tracker_hint(context)
+    return "ok", ""
+
+
+def ranks(finals):
+    """Ranks of methods from their final values, ties where the repetitions cannot tell them apart.
+
+    Parameters
+    ----------
+    finals : dict
+        ``{label: array of final values, one per repetition}`` of the runs to rank (``ok`` ones).
+
+    Returns
+    -------
+    dict
+        ``{label: (rank, shared)}``: rank 1 is the best; ``shared`` is True when another method has the
+        same rank.
+    """
+    labels = list(finals)
+    if not labels:
+        return {}
+    scale = max((float(np.max(np.abs(v[np.isfinite(v)]), initial=0.0)) for v in finals.values()), default=0.0)
+    floor = max(CONVERGED * scale, 1e-300)
+    stats = {}
+    for label in labels:
+        v = np.log(np.maximum(np.asarray(finals[label], dtype=np.float64), floor))
+        se = float(np.std(v, ddof=1) / math.sqrt(len(v))) if len(v) > 1 else 0.0
+        stats[label] = (float(np.mean(v)), se)
+
+    def better(a, b):  # a is distinguishably better than b
+        (ma, sa), (mb, sb) = stats[a], stats[b]
+        gap = mb - ma
+        return gap > TIE_SE * math.hypot(sa, sb) and gap > 1e-9 * max(1.0, abs(mb))
+
+    rank = {b: 1 + sum(better(a, b) for a in labels if a != b) for b in labels}
+    return {b: (rank[b], sum(rank[a] == rank[b] for a in labels) > 1) for b in labels}
