@@ -759,12 +759,18 @@ def _compare(args, terminated):
     tuned = [label for label, _, _ in problems[0][4] if not isinstance(problems[0][5], float)
              and label not in (problems[0][5] or {})]
     several = len(settings) > 1
-    folder = None
+    folder, refused = None, None
     if root:
         try:
             folder = ComparisonFolder(args.out, resume=bool(args.resume), overwrite=args.overwrite)
         except FolderInUse as exc:
-            raise UsageError(str(exc)) from None
+            refused = str(exc)
+    if args.backend == "mpi":  # (every rank stops, or none: the others would wait in the first collective)
+        from mpi4py import MPI
+
+        refused = MPI.COMM_WORLD.bcast(refused, root=0)
+    if refused:
+        raise UsageError(refused)
     try:
         if root and not args.resume:  # the settings the results come from, beside them
             _write_experiment(args, problems, file_algorithms)

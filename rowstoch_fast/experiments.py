@@ -328,7 +328,7 @@ def reproduce_robustness(out_dir, rounds_budget=1000, repeats=10, losses=(0.0, 0
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", RuntimeWarning)  # losses can make a tuned rate diverge: recorded
                     frame = cmp.compare(net, f, names, rounds_budget, lr=rates, repeats=repeats, seed=seed,
-                                        mg_rounds=mg_rounds, progress=progress, points=10)
+                                        mg_rounds=mg_rounds, progress=progress, points=10, metric="grad_norm")
                 if frame.attrs["interrupted"]:
                     interrupted = True
                     break

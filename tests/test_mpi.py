@@ -252,7 +252,7 @@ def test_compare_under_mpi_equals_single_process(ranks, tmp_path, monkeypatch):
     assert cli.main(COMPARE + ["--out", str(tmp_path / "one")]) == 0
     a, b = (pd.read_csv(tmp_path / d / "compare.csv") for d in ("mpi", "one"))
     assert len(a) == len(b) and (a["algorithm"] == b["algorithm"]).all()
-    assert (a["grad_norm"] - b["grad_norm"]).abs().max() < 1e-12
+    assert (a["grad_norm_mean"] - b["grad_norm_mean"]).abs().max() < 1e-12
     assert (tmp_path / "mpi" / "lr.json").read_text() == (tmp_path / "one" / "lr.json").read_text()
 
 

@@ -208,7 +208,8 @@ def test_ctrl_c_stops_a_reproduction_and_keeps_what_finished(tmp_path, monkeypat
     command, not just that run: the runs that finished are written, and the command exits with 130."""
     import pandas as pd
 
-    from rowstoch_fast import compare as cmp
+    import importlib
+
     from rowstoch_fast import experiments
 
     calls = [0]
@@ -225,7 +226,7 @@ def test_ctrl_c_stops_a_reproduction_and_keeps_what_finished(tmp_path, monkeypat
         return real_run(*args, **kwargs)
 
     monkeypatch.setattr(experiments, "run", second_run_interrupted)
-    monkeypatch.setattr(cmp, "run", second_run_interrupted)
+    monkeypatch.setattr(importlib.import_module("rowstoch_fast.compare.method"), "run", second_run_interrupted)
     small = {"linear-speedup": ["--iterations", "20", "--repeats", "1"],
              "multi-gossip": ["--iterations", "20", "--repeats", "1"],
              "robustness": ["--iterations", "20", "--repeats", "1"]}[which]

@@ -10,23 +10,55 @@ whole process group; a signal to this process alone is passed on): each stops it
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
 import queue
 import signal
+import threading
 import time
 
-__all__ = ["execute_in_processes"]
+__all__ = ["execute_in_processes", "default_jobs", "sigterm_as_interrupt"]
 
 #: Seconds the workers get to report after an interruption before they are terminated.
 GRACE = 60.0
+
+
+def default_jobs():
+    """The cores this process may use: the default of ``jobs``."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt():
+    """SIGTERM (what a job scheduler sends) raised as KeyboardInterrupt while the block runs, as Ctrl-C is: the
+    run in progress saves its checkpoint and what finished is written (the main thread only)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    previous = signal.getsignal(signal.SIGTERM)
+
+    def interrupt(signum, frame):
+        if callable(previous):  # (a caller's handler first: the command line counts SIGTERM apart from Ctrl-C)
+            previous(signum, frame)
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
 
 
 def _worker(payload, threads, tasks, results, stop):
     """A worker's loop: methods by index until the queue is empty or ``stop`` is set."""
     signal.signal(signal.SIGTERM, signal.default_int_handler)  # as Ctrl-C: the run saves what it has
     from .. import _core
-    from .execute import run_method
+    from .method import run_method
 
     _core.set_num_threads(threads)
     plan = pickle.loads(payload)
@@ -60,8 +92,6 @@ def _worker(payload, threads, tasks, results, stop):
 def execute_in_processes(plan, jobs, *, progress=False, log=None, on_outcome=None):
     """:func:`~rowstoch_fast.compare.execute.execute` with ``jobs`` worker processes."""
     import multiprocessing
-
-    from .execute import default_jobs, sigterm_as_interrupt
 
     log = log or (lambda line: None)
     ctx = multiprocessing.get_context("spawn")
