@@ -71,7 +71,7 @@ def test_tuning_draws_streams_no_repetition_draws_and_the_same_for_every_rate(pr
     A, f = problem
     import importlib
 
-    execute = importlib.import_module("rowstoch_fast.compare.execute")  # (cmp.execute is its function)
+    execute = importlib.import_module("rowstoch_fast.compare.method")  # (where the evaluation runs)
     seeds, evaluated = [], []
     real, run = tuning.trajectories, execute.run
 
