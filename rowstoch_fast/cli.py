@@ -1333,7 +1333,7 @@ def make_parser():
                       help="communication rounds per algorithm (an MG method: budget / R iterations)")
     calg.add_argument("--lr", default=None,
                       help="learning rates: NAME=VALUE,... per algorithm, or one number for all; the algorithms "
-                           "without one are tuned (successive halving over 1e-4 .. 10, stable on the whole budget)")
+                           "without one are tuned (every rate of 1e-4 .. 10 over the whole budget in one batched run, refined)")
     calg.add_argument("--tune", action="store_true",
                       help="tune every rate not given by --lr (the default; kept for older scripts)")
     calg.add_argument("--mg-rounds", type=_positive_int, default=None, help="R of the mg-* methods")

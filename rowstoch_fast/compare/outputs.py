@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 import numpy as np
 
@@ -168,7 +169,7 @@ def write_outputs(frames, folder, metrics=(), x="rounds", formats=("png",), capt
     written += [f"compare.{fmt}" for fmt in formats]
     for fr in frames:
         if fr.attrs.get("tuning"):
-            name = "tuning" if len(frames) == 1 else "tuning-" + _title(fr).replace(" / ", "-").replace(" ", "_")
+            name = "tuning" if len(frames) == 1 else "tuning-" + re.sub(r"[^A-Za-z0-9._+-]+", "_", _title(fr))
             plt.close(report.tuning_figure(fr.attrs["tuning"], path=os.path.join(folder, name)))
             written.append(name + ".png")
     return written
