@@ -342,6 +342,9 @@ def tune(network, objective, method, budget, metric, *, seed=0, backend="auto", 
     """
     from .plan import TUNE_GRID
 
+    import time
+
+    started = time.perf_counter()
     grid = tuple(grid or TUNE_GRID)
     tune_seed = (int(seed) + TUNE_SEED_OFFSET) % (MAX_KEY + 1)
     record = {"metric": metric, "seed": tune_seed, "chosen": None, "stages": []}
@@ -361,6 +364,7 @@ def tune(network, objective, method, budget, metric, *, seed=0, backend="auto", 
             if why:
                 entry["rejected"][lr] = why
         record["stages"].append(entry)
+        record["seconds"] = time.perf_counter() - started
 
     stage("grid", list(grid))
     for extension in range(MAX_EXTENSIONS + 1):
