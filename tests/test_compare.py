@@ -506,13 +506,18 @@ RESUMABLE = ["compare", "--topology", "exponential", *SMALL, "--algorithms", "ds
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL, signal.SIGINT])
-def test_resume_after_a_signal_equals_an_uninterrupted_run(tmp_path, sig):
-    """A job scheduler's SIGTERM, a SIGKILL (or power cut) and a Ctrl-C while the second method runs: the folder
-    keeps what finished (written atomically as each finished), and --resume completes it to the records of a
-    comparison that was never interrupted (the interrupted run from its checkpoint, or again)."""
+@pytest.mark.parametrize("sig, tuned", [(signal.SIGTERM, False), (signal.SIGKILL, False), (signal.SIGINT, False),
+                                        (signal.SIGTERM, True)])
+def test_resume_after_a_signal_equals_an_uninterrupted_run(tmp_path, sig, tuned):
+    """A job scheduler's SIGTERM, a SIGKILL (or power cut) and a Ctrl-C while the second method runs (its
+    evaluation, or its tuning): the folder keeps what finished (written atomically as each finished), and --resume
+    completes it to the records of a comparison that was never interrupted (the interrupted run from its
+    checkpoint, or again)."""
     out = tmp_path / "cmp"
-    proc = _start(RESUMABLE + ["--out", out], tmp_path)
+    command = RESUMABLE if not tuned else [a if a != "0.05" else "dsgd=0.05,push-pull=0.05" for a in RESUMABLE]
+    if tuned:
+        command = [a if a != "30000" else "4000" for a in command]
+    proc = _start(command + ["--out", out], tmp_path)
     try:
         assert _wait_for_methods(out / "compare.csv", 1, proc), proc.communicate()
         time.sleep(0.5)  # (sgp is running)
@@ -524,17 +529,68 @@ def test_resume_after_a_signal_equals_an_uninterrupted_run(tmp_path, sig):
     assert proc.returncode == expected, err
     assert "Traceback" not in err
     partial = pd.read_csv(out / "compare.csv")
-    assert partial.loc[partial["algorithm"] == "dsgd", "iteration"].max() == 30000  # what finished is complete
-    if sig != signal.SIGKILL:
-        assert set(partial.loc[partial["algorithm"] == "sgp", "status"]) == {"interrupted"}
+    budget = int(command[command.index("--rounds-budget") + 1])
+    assert partial.loc[partial["algorithm"] == "dsgd", "iteration"].max() == budget  # what finished is complete
+    if sig != signal.SIGKILL and not tuned:  # (none at all if the signal came between two methods)
+        assert set(partial.loc[partial["algorithm"] == "sgp", "status"]) <= {"interrupted"}
+    if tuned:  # (interrupted while tuning sgp, or at the latest in its evaluation: a checkpoint either way)
+        assert list((out / "checkpoints" / "exponential").glob("sgp*.npz"))
     rc, stdout, err = rowstoch("compare", "--resume", out, "--no-progress", timeout=300)
     assert rc == 0, err
     assert "dsgd: kept from the earlier comparison (ok, 2 repetitions)" in stdout
-    rc, _, err = rowstoch(*RESUMABLE, "--out", tmp_path / "direct", timeout=300)
+    rc, _, err = rowstoch(*command, "--out", tmp_path / "direct", timeout=300)
     assert rc == 0, err
     resumed, direct = pd.read_csv(out / "compare.csv"), pd.read_csv(tmp_path / "direct" / "compare.csv")
     cols = ["algorithm", "iteration", "rep", "grad_norm_mean", "consensus_error", "status", "lr"]
     pd.testing.assert_frame_equal(resumed[cols], direct[cols])
+
+
+@pytest.mark.parametrize("where", ["step", "record"])
+@pytest.mark.parametrize("label", ["dsgd", "gt-saga", "pull-diag-gt"])
+def test_an_interrupted_tuning_run_goes_on_from_its_checkpoint(tmp_path, monkeypatch, label, where):
+    """A Ctrl-C (or SIGTERM) in a tuning run, inside a step or inside a record: the run saves its state, and the
+    same run goes on from it to the trajectories of a run never interrupted (the checkpoint then removed)."""
+    A, f = topology.exponential(8), NonconvexLogistic.synthetic(8, total=1600, batch=20, seed=0)
+    method = cmp.make_plan(A, f, label, 300).methods[0]
+    kw = dict(seed=3, repeats=2)
+    _, expected = tuning.trajectories(A, f, method, [0.01, 0.1], 300, "grad_norm_mean", **kw)
+    ck = tmp_path / "t.npz"
+    calls = [0]
+    if where == "record":
+        real = tuning.record_metrics
+
+        def flaky(*a, **k):
+            calls[0] += 1
+            if calls[0] == 9:
+                raise KeyboardInterrupt
+            return real(*a, **k)
+
+        monkeypatch.setattr(tuning, "record_metrics", flaky)
+    else:
+        name = "sample_gradient" if label == "gt-saga" else "stochastic_gradient"
+        real = getattr(NonconvexLogistic, name)
+
+        def flaky(self, *a, **k):
+            calls[0] += 1
+            if calls[0] == (337 if label == "gt-saga" else 137):  # (GT-SAGA's table: 200 calls first)
+                raise KeyboardInterrupt
+            return real(self, *a, **k)
+
+        monkeypatch.setattr(NonconvexLogistic, name, flaky)
+    with pytest.raises(KeyboardInterrupt):
+        tuning.trajectories(A, f, method, [0.01, 0.1], 300, "grad_norm_mean", checkpoint=str(ck), **kw)
+    monkeypatch.undo()
+    assert ck.exists()
+    _, again = tuning.trajectories(A, f, method, [0.01, 0.1], 300, "grad_norm_mean", checkpoint=str(ck), **kw)
+    np.testing.assert_array_equal(again, expected)
+    assert not ck.exists()
+    # another run's checkpoint is not taken for this one
+    with pytest.raises(KeyboardInterrupt):
+        monkeypatch.setattr(tuning, "record_metrics", lambda *a, **k: (_ for _ in ()).throw(KeyboardInterrupt))
+        tuning.trajectories(A, f, method, [0.01, 0.1], 300, "grad_norm_mean", checkpoint=str(ck), **kw)
+    monkeypatch.undo()
+    _, other = tuning.trajectories(A, f, method, [0.01, 0.2], 300, "grad_norm_mean", checkpoint=str(ck), **kw)
+    assert other.shape == expected.shape
 
 
 def test_resume_refuses_settings_edited_since_the_comparison_started(tmp_path, capsys):

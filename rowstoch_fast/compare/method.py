@@ -116,7 +116,7 @@ def run_method(plan, method, *, progress=False, log=None):
     if lr is None:
         try:
             lr, record = tune(plan.network, plan.objective, method, plan.budget, plan.metric, seed=plan.seed,
-                              backend=plan.backend, grid=plan.grid, log=log)
+                              backend=plan.backend, grid=plan.grid, log=log, checkpoint_dir=plan.checkpoint_dir)
         except NoStableRate as exc:  # (on a harsh network: the comparison goes on, the table says why)
             record, lr, source = exc.record, exc.fallback, UNTUNABLE
             log(f"{method.label}: no rate tried stays stable: shown at {lr:g}, the one that ended lowest")

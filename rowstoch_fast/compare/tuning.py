@@ -16,7 +16,9 @@ No candidate is dropped before the end of the budget: a rate that is slow at fir
 
 from __future__ import annotations
 
+import json
 import math
+import os
 import warnings
 
 import numpy as np
@@ -257,24 +259,73 @@ def _zeroed(X, bad):
     return Xs
 
 
+def _fingerprint(method, rates, budget, metric, seed, repeats, objective):
+    """What a tuning run's checkpoint must match to be continued (its matrices are checked when it is loaded)."""
+    return json.dumps({"label": method.label, "method": method.method, "rounds": method.rounds,
+                       "options": method.options, "rates": [float(r) for r in rates], "budget": budget,
+                       "metric": metric, "seed": seed, "repeats": repeats, "points": TUNE_POINTS,
+                       "objective": objective.describe() if hasattr(objective, "describe") else None},
+                      sort_keys=True, default=str)
+
+
+def _load_tuning(path, algo, fingerprint):
+    """``(optimizer, oracle iteration, rows)`` of a tuning run's checkpoint that matches, else None."""
+    if not path or not os.path.isfile(path):
+        return None
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            saved = {k: data[k] for k in data.files}
+        if str(saved.pop("tuning/fingerprint")) != fingerprint:
+            return None
+        iteration, rows = int(saved.pop("tuning/oracle_iteration")), saved.pop("tuning/rows")
+        return algo.resume(saved), iteration, [row for row in rows]
+    except (OSError, ValueError, KeyError, TypeError):  # damaged, or another run's: the run starts again
+        return None
+
+
+def _save_tuning(path, opt, oracle, rows, fingerprint):
+    """The tuning run's state, atomically (one process: the tuner writes on the root)."""
+    state = opt.state_dict()  # (collective under MPI)
+    if state is None or not path:
+        return
+    state.update({"tuning/fingerprint": np.array(fingerprint), "tuning/oracle_iteration": np.array(oracle.iteration),
+                  "tuning/rows": np.array(rows) if rows else np.zeros((0, 0))})
+    tmp = f"{path}.tmp-{os.getpid()}"
+    try:
+        with open(tmp, "wb") as fh:
+            np.savez(fh, **state)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except OSError:  # (the run goes on; only its resumption is lost)
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
+
 def trajectories(network, objective, method, rates, budget, metric, *, seed, repeats=1, backend="auto",
-                 points=TUNE_POINTS):
+                 points=TUNE_POINTS, checkpoint=None):
     """One batched run of ``method`` on ``network``: ``repeats`` replicas per rate of ``rates``, the whole
     ``budget``, every rate's ``q``-th replica on the gradient stream of repetition ``q`` of ``seed`` (common
     random numbers). Returns ``(iterations, values)``: the recorded iterations and ``metric`` per record and
     replica (``(records, len(rates) * repeats)``, replica ``c * repeats + q`` the ``q``-th of rate ``c``; NaN
-    where it diverged)."""
+    where it diverged). With ``checkpoint`` (a path), the run's state is saved there every tenth of the budget
+    and when it is interrupted (Ctrl-C, SIGTERM), and a run of the same candidates goes on from it."""
     T = method.iterations(budget)
     lr = np.repeat(np.asarray(rates, dtype=np.float64), repeats)[:, None, None]
     algo = method.algorithm(network, lr, backend, check_finite=False)
     due = record_schedule(T, points)
+    fingerprint = _fingerprint(method, rates, budget, metric, seed, repeats, objective)
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # a diverging candidate is judged, not warned about
-        opt = build_replicas(algo, objective, len(lr))
+        found = _load_tuning(checkpoint, algo, fingerprint)
+        opt = build_replicas(algo, objective, len(lr)) if found is None else found[0]
         oracle = _Quarantine(objective.oracle(seed=seed, batches=opt.rounds, nodes=opt.local_nodes,
                                               rep_period=repeats), objective, repeats)
-        opt.initialize(oracle)
         rows = []
+        if found is None:
+            opt.initialize(oracle)
+        else:
+            oracle.iteration, rows = found[1], found[2]
 
         def record():
             found = {}
@@ -289,13 +340,27 @@ def trajectories(network, objective, method, rates, budget, metric, *, seed, rep
                 row[found["bad"]] = np.nan
                 rows.append(row)
 
-        record()
-        marks = set(due)
-        while opt.iteration < T:
-            opt.step(oracle)
-            if opt.iteration in marks:
-                record()
+        marks, every = set(due), max(1, T // 10)
+        if len(rows) < sum(k <= opt.iteration for k in due):  # (a record the interruption cut short: taken now)
+            record()
+        try:
+            while opt.iteration < T:
+                drawn, stepping = oracle.iteration, True
+                opt.step(oracle)
+                stepping = False
+                if opt.iteration in marks:
+                    record()
+                if checkpoint and opt.iteration % every == 0 and opt.iteration < T:
+                    _save_tuning(checkpoint, opt, oracle, rows, fingerprint)
+        except KeyboardInterrupt:  # (the step commits atomically: the oracle goes back to where it stood)
+            if stepping:
+                oracle.iteration = drawn
+            if checkpoint:
+                _save_tuning(checkpoint, opt, oracle, rows, fingerprint)
+            raise
     values = opt.share(np.array(rows) if rows else None)  # (under MPI the root recorded)
+    if checkpoint and os.path.isfile(checkpoint):
+        os.remove(checkpoint)
     return np.asarray(due), values
 
 
@@ -317,13 +382,15 @@ def _refinements(best, tried, grid):
     return sorted(float(f"{v:.6g}") for v in out if v not in tried)
 
 
-def tune(network, objective, method, budget, metric, *, seed=0, backend="auto", grid=None, log=None):
+def tune(network, objective, method, budget, metric, *, seed=0, backend="auto", grid=None, log=None,
+         checkpoint_dir=None):
     """The best stable rate of ``grid`` for ``method`` over the whole ``budget``, then refined.
 
     Every stage (the grid, the refinement around its best, and steps past the grid's edge while the best is
     there) is one batched run whose candidates share their gradient streams (those of ``seed +
     TUNE_SEED_OFFSET``, which no evaluation draws), so that every candidate of every stage is judged on the same
-    samples.
+    samples. With ``checkpoint_dir``, each stage's run keeps a checkpoint there (``LABEL.tuning-K.npz``) while it
+    runs, so that an interrupted tuning goes on where it stopped.
 
     Returns
     -------
@@ -351,8 +418,10 @@ def tune(network, objective, method, budget, metric, *, seed=0, backend="auto", 
     scores, ends = {}, {}
 
     def stage(name, rates):
+        path = None if checkpoint_dir is None else os.path.join(
+            checkpoint_dir, f"{method.label}.tuning-{len(record['stages'])}.npz")
         iterations, values = trajectories(network, objective, method, rates, budget, metric, seed=tune_seed,
-                                          repeats=TUNE_REPEATS, backend=backend)
+                                          repeats=TUNE_REPEATS, backend=backend, checkpoint=path)
         record["iterations"] = [int(k) for k in iterations]
         entry = {"name": name, "scores": {}, "rejected": {}, "ends": {}, "curves": {}}
         for c, lr in enumerate(rates):
