@@ -300,8 +300,8 @@ def _notes(table):
 
 
 _TIES = ("= shares its rank: the repetitions cannot tell it from another (the means of the logarithms of their "
-         "final values differ by less than two standard errors of that difference); only runs that ended ok are "
-         "ranked.")
+         "final values differ by less than two standard errors of that difference, or both converged to "
+         "rounding); only runs that ended ok are ranked.")
 
 
 def to_markdown(table, metrics=None):

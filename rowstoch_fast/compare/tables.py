@@ -105,6 +105,14 @@ def summary(frame, metric=None, metrics=()):
         rows.append(row)
         finals.append({m: last[m].to_numpy(dtype=np.float64) for m in shown})
     table = pd.DataFrame(rows)
+    scales = {m: {} for m in shown}  # per section: the largest record of its ok runs (their starts, mostly)
+    for key, runs in frame.groupby(groups, sort=False) if groups else [((), frame)]:
+        key = "|".join(map(str, key if isinstance(key, tuple) else (key,))) if groups else ""
+        good = runs[runs["status"].isin(["ok", "done"])] if "status" in runs.columns else runs
+        for m in shown:
+            v = good[m].to_numpy(dtype=np.float64)
+            v = np.abs(v[np.isfinite(v)])
+            scales[m][key] = float(v.max()) if v.size else None
     if len(table):
         ok = (table["status"] == "ok").to_numpy()
         section = table[groups].astype(str).agg("|".join, axis=1) if groups else pd.Series([""] * len(table))
@@ -114,7 +122,7 @@ def summary(frame, metric=None, metrics=()):
             for s in dict.fromkeys(section):
                 idx = [i for i in range(len(table)) if section.iloc[i] == s and ok[i]
                        and np.isfinite(finals[i][m]).all()]
-                for i, (r, tie) in ranks({i: finals[i][m] for i in idx}).items():
+                for i, (r, tie) in ranks({i: finals[i][m] for i in idx}, scales[m].get(s)).items():
                     rank.iloc[i], shared.iloc[i] = r, tie
             table[m + "_best"] = (rank == 1).fillna(False).astype(bool)
             if m == metric:
@@ -144,7 +152,8 @@ def format_summary(table, metric=None):
                      f"{_si(r.bytes):>10} {_si(r.gradient_evaluations):>11} {r.wall_seconds:>7.1f}  {r.status}")
     if "rank_shared" in table.columns and table["rank_shared"].any():
         lines.append(f"{'=':>{len(head.split('rank')[0]) + 4}} shares its rank: the repetitions cannot tell it from "
-                     f"another (mean log final values within {TIE_SE:g} standard errors of their difference)")
+                     f"another (mean log final values within {TIE_SE:g} standard errors of their difference, or both "
+                     f"converged to rounding)")
     notes = [r for r in table.itertuples() if r.status != "ok" and getattr(r, "diagnosis", "")]
     for r in notes:
         where = "".join(f"{getattr(r, g)} " for g in groups)

@@ -415,7 +415,7 @@ def tune(network, objective, method, budget, metric, *, seed=0, backend="auto", 
     grid = tuple(grid or TUNE_GRID)
     tune_seed = (int(seed) + TUNE_SEED_OFFSET) % (MAX_KEY + 1)
     record = {"metric": metric, "seed": tune_seed, "chosen": None, "stages": []}
-    scores, ends = {}, {}
+    scores, ends, arrival = {}, {}, {}
 
     def stage(name, rates):
         path = None if checkpoint_dir is None else os.path.join(
@@ -430,6 +430,9 @@ def tune(network, objective, method, budget, metric, *, seed=0, backend="auto", 
             score, why, end = _judged(iterations, mean)
             entry["scores"][lr], entry["ends"][lr], entry["curves"][lr] = score, end, [float(v) for v in mean]
             scores[lr], ends[lr] = score, end
+            if math.isfinite(score):  # (when it first reached the level it ends at: converged rates' tie-break)
+                reached = np.flatnonzero(np.asarray(mean) <= score * (1 + 1e-9))
+                arrival[lr] = int(iterations[reached[0]]) if reached.size else math.inf
             if why:
                 entry["rejected"][lr] = why
         record["stages"].append(entry)
@@ -440,7 +443,7 @@ def tune(network, objective, method, budget, metric, *, seed=0, backend="auto", 
         stable = {lr: s for lr, s in scores.items() if math.isfinite(s)}
         if not stable:
             break
-        best = _best(stable)
+        best = _best(stable, arrival)
         if extension > 0 and best not in (min(scores), max(scores)):
             break
         more = [lr for lr in _refinements(best, list(scores), grid)
@@ -456,13 +459,16 @@ def tune(network, objective, method, budget, metric, *, seed=0, backend="auto", 
         exc.record, exc.grid = record, grid
         exc.fallback = _best(ended) if ended else min(scores)
         raise exc
-    record["chosen"] = _best(stable)
+    record["chosen"] = _best(stable, arrival)
     if log is not None:
         log(f"tuned {method.label}: lr = {record['chosen']:g}")
     return record["chosen"], record
 
 
-def _best(scores):
-    """The rate with the smallest score; among scores equal to rounding, the largest rate."""
+def _best(scores, arrival=None):
+    """The rate with the smallest score; among scores equal to rounding (converged rates), the one that got there
+    first (``arrival``: the first recorded iteration at that level), then the largest."""
     low = min(scores.values())
-    return max(lr for lr, s in scores.items() if s <= low * (1 + 1e-9))
+    tied = [lr for lr, s in scores.items() if s <= low * (1 + 1e-9)]
+    arrival = arrival or {}
+    return min(tied, key=lambda lr: (arrival.get(lr, math.inf), -lr))

@@ -140,13 +140,16 @@ def status_of(frame, metric, meta, *, lr, lr_source, iterations, tuning=None, co
     return "ok", ""
 
 
-def ranks(finals):
+def ranks(finals, scale=None):
     """Ranks of methods from their final values, ties where the repetitions cannot tell them apart.
 
     Parameters
     ----------
     finals : dict
         ``{label: array of final values, one per repetition}`` of the runs to rank (``ok`` ones).
+    scale : float, optional
+        The size of the metric (default: the largest final value): values below :data:`CONVERGED` times it
+        have converged to rounding and are equal (the tuner's rule, with the runs' start as the scale).
 
     Returns
     -------
@@ -157,7 +160,8 @@ def ranks(finals):
     labels = list(finals)
     if not labels:
         return {}
-    scale = max((float(np.max(np.abs(v[np.isfinite(v)]), initial=0.0)) for v in finals.values()), default=0.0)
+    if scale is None:
+        scale = max((float(np.max(np.abs(v[np.isfinite(v)]), initial=0.0)) for v in finals.values()), default=0.0)
     floor = max(CONVERGED * scale, 1e-300)
     stats = {}
     for label in labels:
