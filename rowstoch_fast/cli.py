@@ -750,6 +750,12 @@ def _compare(args, terminated):
                 hyper = {k: v for k, v in hyper.items() if v and k in labels}
                 for label, method, _ in specs:
                     check_takes(REGISTRY[method], f, label)
+                with warnings.catch_warnings():  # (the budget's warning is printed once, by the run)
+                    warnings.simplefilter("ignore", RuntimeWarning)
+                    cmp.make_plan(A, f, chosen, args.rounds_budget, lr=lr, repeats=args.repeats, seed=args.seed,
+                                  tracker=args.tracker, backend=args.backend, mg_rounds=args.mg_rounds,
+                                  metric=metrics[0] if metrics else None, metrics=metrics,
+                                  lr_source=sources or None, hyper=hyper or None)  # (every check, memory too)
                 problems.append((gname, sname, ns, A, specs, lr, f, sources, hyper, chosen))
     except (ValueError, TypeError) as exc:
         raise UsageError(_as_options(str(exc), _COMPARE_OPTIONS)) from exc

@@ -147,7 +147,8 @@ def load(path):
     """
     name = os.fspath(path)
     if not os.path.isfile(name):
-        raise ConfigError(f"--config {name!r} does not exist")
+        raise ConfigError(f"--config {name!r} is a folder; give the experiment file (TOML) in it"
+                          if os.path.isdir(name) else f"--config {name!r} does not exist")
     try:
         with open(name, "rb") as fh:
             raw = _toml().load(fh)

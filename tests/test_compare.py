@@ -419,6 +419,8 @@ def test_cli_compare_writes_the_table_csv_and_figure(tmp_path):
     (["--loss", "0,1.5"], ["--loss must be in [0, 1)"]),
     (["--jobs", "0"], ["--jobs: expected a positive integer"]),
     (["--progress", "--no-progress"], ["not allowed with argument"]),
+    (["--repeats", "1000000000"], ["out of memory: the runs' iterates", "lower repeats"]),
+    (["--config", "."], ["--config '.' is a folder"]),
 ])
 def test_cli_compare_bad_input_is_one_line(tmp_path, args, fragments):
     base = ["compare", *[a for a in SMALL if a != "--no-progress"], "--algorithms", "frost", "--rounds-budget", "10",

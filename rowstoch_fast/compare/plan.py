@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import algorithms as _algorithms
-from .._checks import MAX_KEY, check_int
+from .._checks import MAX_KEY, check_int, require_memory
 from ..algorithms import REGISTRY, method_of
 from ..network import base_matrix, weights_of
 from ..runner import Algorithm, check_metric, check_takes, record_schedule
@@ -253,6 +253,12 @@ def make_plan(A, objective, algorithms=None, rounds_budget=2000, *, lr=None, tun
     if missing and not tune:
         raise ValueError(f"lr: no learning rate for {', '.join(missing)}; give one (lr=... or "
                          f"--lr {missing[0]}=0.01) or let them be tuned (tune=True)")
+    # the largest blocks the runs will hold (four of each state's kind at least), refused before anything runs
+    d = int(np.shape(objective.x0())[-1]) if np.ndim(objective.x0()) else 1
+    tuned = sum(m.label not in rates for m in methods)
+    widest = max(repeats, 2 * len(grid) if tuned else 1) * d
+    require_memory(4 * 8 * A.n * widest, f"the runs' iterates ({A.n} nodes x {widest // d} replicas x d = {d}: "
+                   f"repeats = {repeats}, {len(grid)} tuned rates x 2)", "lower repeats")
     if checkpoint_dir is not None:
         checkpoint_dir = os.fspath(checkpoint_dir)
     methods = tuple(Method(m.label, m.method, m.rounds, m.options, rates.get(m.label), sources.get(m.label, "tuned"))
