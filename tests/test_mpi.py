@@ -253,7 +253,11 @@ def test_compare_under_mpi_equals_single_process(ranks, tmp_path, monkeypatch):
     a, b = (pd.read_csv(tmp_path / d / "compare.csv") for d in ("mpi", "one"))
     assert len(a) == len(b) and (a["algorithm"] == b["algorithm"]).all()
     assert (a["grad_norm_mean"] - b["grad_norm_mean"]).abs().max() < 1e-12
-    assert (tmp_path / "mpi" / "lr.json").read_text() == (tmp_path / "one" / "lr.json").read_text()
+    rates = [json.loads((tmp_path / d / "lr.json").read_text()) for d in ("mpi", "one")]
+    for r in rates:  # (every rate, score and trajectory equal; the tuning's wall time is its own)
+        for record in r["exponential"]["tuning"].values():
+            record.pop("seconds", None)
+    assert rates[0] == rates[1]
 
 
 @pytest.mark.parametrize("ranks", [2, 4])

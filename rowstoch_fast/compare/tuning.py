@@ -359,8 +359,11 @@ def trajectories(network, objective, method, rates, budget, metric, *, seed, rep
                 _save_tuning(checkpoint, opt, oracle, rows, fingerprint)
             raise
     values = opt.share(np.array(rows) if rows else None)  # (under MPI the root recorded)
-    if checkpoint and os.path.isfile(checkpoint):
-        os.remove(checkpoint)
+    if checkpoint and opt.is_root:  # (under MPI the root wrote it)
+        try:
+            os.remove(checkpoint)
+        except FileNotFoundError:
+            pass
     return np.asarray(due), values
 
 
