@@ -504,7 +504,7 @@ def _wait_for_methods(path, count, proc, timeout=120):
 
 
 RESUMABLE = ["compare", "--topology", "exponential", *SMALL, "--algorithms", "dsgd,sgp,push-pull",
-             "--rounds-budget", "30000", "--repeats", "2", "--lr", "0.05", "--jobs", "1"]
+             "--rounds-budget", "15000", "--repeats", "2", "--lr", "0.05", "--jobs", "1"]
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
@@ -518,7 +518,7 @@ def test_resume_after_a_signal_equals_an_uninterrupted_run(tmp_path, sig, tuned)
     out = tmp_path / "cmp"
     command = RESUMABLE if not tuned else [a if a != "0.05" else "dsgd=0.05,push-pull=0.05" for a in RESUMABLE]
     if tuned:
-        command = [a if a != "30000" else "4000" for a in command]
+        command = [a if a != "15000" else "4000" for a in command]
     proc = _start(command + ["--out", out], tmp_path)
     try:
         assert _wait_for_methods(out / "compare.csv", 1, proc), proc.communicate()
@@ -533,8 +533,8 @@ def test_resume_after_a_signal_equals_an_uninterrupted_run(tmp_path, sig, tuned)
     partial = pd.read_csv(out / "compare.csv")
     budget = int(command[command.index("--rounds-budget") + 1])
     assert partial.loc[partial["algorithm"] == "dsgd", "iteration"].max() == budget  # what finished is complete
-    if sig != signal.SIGKILL and not tuned:  # (none at all if the signal came between two methods)
-        assert set(partial.loc[partial["algorithm"] == "sgp", "status"]) <= {"interrupted"}
+    if sig != signal.SIGKILL:  # only the method running at the signal is interrupted (none between two)
+        assert partial.groupby("algorithm", sort=False)["status"].first().iloc[:-1].eq("ok").all()
     if tuned:  # (interrupted while tuning sgp, or at the latest in its evaluation: a checkpoint either way)
         assert list((out / "checkpoints" / "exponential").glob("sgp*.npz"))
     rc, stdout, err = rowstoch("compare", "--resume", out, "--no-progress", timeout=300)
