@@ -677,18 +677,8 @@ class _Terminated:
 
 
 def cmd_compare(args):
-    """``rowstoch compare``: several algorithms, same problem, seeds and communication budget."""
-    with _Terminated() as terminated:
-        try:
-            return _compare(args, terminated)
-        except KeyboardInterrupt:
-            if terminated.received:
-                _error("terminated (SIGTERM)")
-                return 143
-            raise
-
-
-def _compare(args, terminated):
+    """``rowstoch compare``: several algorithms, same problem, seeds and communication budget (130 when
+    interrupted: :func:`main` makes it 143 after a SIGTERM)."""
     import warnings
 
     from . import compare as cmp
@@ -831,16 +821,16 @@ def _compare(args, terminated):
                 interrupted = True
                 break
         if not root:
-            return terminated.code() if interrupted else 0
+            return 130 if interrupted else 0
         if not frames:
             print("rowstoch: interrupted before any algorithm finished; nothing written", file=sys.stderr)
-            return terminated.code()
+            return 130
         titles = [_figure_title(args, g, ns, A.n) for _, (g, _, ns, A, *_) in zip(frames, problems)]
         written = cmp.write_outputs(frames, args.out, metrics, x_axis[0], formats, caption=_caption(args, problems),
                                     titles=titles)
         print(f"wrote {', '.join(os.path.join(args.out, n) for n in written)}"
               + (" (interrupted: what finished; --resume continues it)" if interrupted else ""))
-        return terminated.code() if interrupted else 0
+        return 130 if interrupted else 0
     finally:
         if folder is not None:
             folder.release()
@@ -1456,6 +1446,16 @@ def main(argv=None):
     args = parser.parse_args(argv)
     # the options written out (abbreviations are off, so each appears as itself)
     args.given = {str(token).split("=", 1)[0] for token in argv if str(token).startswith("--")}
+    with _Terminated() as terminated:  # every command: SIGTERM (a job scheduler's) ends it as Ctrl-C does
+        code = _call(args, terminated)
+        if code == 130 and terminated.received:  # (a command that saved what finished returns 130)
+            code = 143
+            _error("terminated (SIGTERM)")
+        return code
+
+
+def _call(args, terminated):
+    """The command ``args.func`` run, its exceptions turned into one line and an exit code."""
     try:
         return args.func(args)
     except UsageError as exc:
@@ -1469,6 +1469,8 @@ def main(argv=None):
         _error(f"error: out of memory: {text}")
         return 2
     except KeyboardInterrupt:
+        if terminated.received:
+            return 130  # (main says "terminated" and returns 143)
         _error("interrupted")
         return 130
     except BrokenPipeError:  # the reader went away (rowstoch metrics | head): stop quietly

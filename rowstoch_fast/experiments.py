@@ -72,6 +72,14 @@ def _stop_if(interrupted, log, done, error=None):
         raise KeyboardInterrupt
 
 
+def _stopped(interrupted, error, done):
+    """What stopped an experiment before its end (``"interrupted after 2 of 6 sizes"``), or None if it ran to the
+    end: its outputs are then partial and decide no claim."""
+    if error is not None:
+        return f"stopped by {type(error).__name__} after {done}"
+    return f"interrupted after {done}" if interrupted else None
+
+
 def reproduce_pull_diag(out_dir, iterations=100, d=4, seed=0, log=print):
     """Figure 1: consensus error of Pull-Diag (and the A-protocol) on the paper's 16-node graphs.
 
@@ -161,7 +169,8 @@ def reproduce_linear_speedup(out_dir, iterations=4000, repeats=20, sizes=(1, 2, 
     _write_verdict(out_dir, "linear_speedup", [{
         "claim": "linear speedup: the final gradient norm falls like n^(-1/2) (a slope of -0.5 within "
                  f"{SLOPE_TOLERANCE})", "slope": slope, "sizes": len(done), "diverged": len(finals) - len(done),
-        "verdict": "holds" if holds else "does not hold"}], log)
+        "verdict": "holds" if holds else "does not hold"}], log,
+        stopped=_stopped(interrupted, error, f"{len(finals)} of {len(sizes)} sizes"))
     import pandas as pd
 
     rows = []
@@ -232,7 +241,8 @@ def reproduce_multi_gossip(out_dir, communication_rounds=2000, repeats=5, rounds
                                   "equal communication", "graph": name, "R": best_R,
                          "final_mg": finals[(name, best_R)], "final_plain": finals[(name, 1)],
                          "verdict": "holds" if finals[(name, best_R)] < finals[(name, 1)] else "does not hold"})
-    _write_verdict(out_dir, "multi_gossip", verdicts, log)
+    _write_verdict(out_dir, "multi_gossip", verdicts, log,
+                   stopped=_stopped(interrupted, error, f"{len(finals)} of {len(graphs) * len(rounds)} runs"))
     import pandas as pd
 
     rows = []
@@ -263,10 +273,17 @@ def reproduce_multi_gossip(out_dir, communication_rounds=2000, repeats=5, rounds
 SLOPE_TOLERANCE = 0.2
 
 
-def _write_verdict(out_dir, name, rows, log):
-    """``<name>_verdict.csv`` (one row per claim: its numbers and ``verdict``), and a line per claim."""
+def _write_verdict(out_dir, name, rows, log, stopped=None):
+    """``<name>_verdict.csv`` (one row per claim: its numbers and ``verdict``), and a line per claim.
+
+    ``stopped`` (e.g. ``"interrupted after 2 of 6 sizes"``): the run did not finish, so no claim is decided: every
+    row's verdict says so, whatever its partial numbers are (a verdict needs the whole experiment).
+    """
     import pandas as pd
 
+    if stopped is not None:
+        rows = rows or [{"claim": f"{name.replace('_', ' ')}: the paper's claims", "verdict": ""}]
+        rows = [{**row, "verdict": f"not decided ({stopped})"} for row in rows]
     if not rows:
         return
     pd.DataFrame(rows).to_csv(os.path.join(out_dir, f"{name}_verdict.csv"), index=False)
@@ -346,7 +363,8 @@ def reproduce_robustness(out_dir, rounds_budget=1000, repeats=10, losses=(0.0, 0
     except Exception as exc:  # noqa: BLE001 - write the settings that finished, then re-raise (_stop_if)
         error = exc
     table = pd.DataFrame(rows, columns=["graph", "setting", "loss_rate", "algorithm", "lr", "grad_norm",
-                                        "grad_norm_std", "status"])
+                                        "grad_norm_std", "status"]).astype({"loss_rate": float, "lr": float,
+                                                                            "grad_norm": float, "grad_norm_std": float})
     table.to_csv(os.path.join(out_dir, "robustness.csv"), index=False)
     plt = _plt()
     if plt is not None:
@@ -432,10 +450,11 @@ def reproduce_communication(out_dir, rounds_budget=1000, repeats=3, d=32, n=32, 
     except Exception as exc:  # noqa: BLE001 - write the settings that finished, then re-raise (_stop_if)
         error = exc
     table = pd.DataFrame(rows, columns=["setting", "compressor", "algorithm", "lr", "bytes", metric, f"{metric}_std",
-                                        "status"])
+                                        "status"]).astype({"lr": float, "bytes": float, metric: float,
+                                                           f"{metric}_std": float})
     table.to_csv(os.path.join(out_dir, "communication.csv"), index=False)
     plt = _plt()
-    if plt is not None:
+    if plt is not None and len(table):  # (interrupted while tuning: nothing to draw)
         panels = {"qsgd": "QSGD (8, 4, 2 bits)", "topk": f"top-k (k = {max(1, d // 4)}, {max(1, d // 16)})"}
         fig, axes = plt.subplots(1, len(panels) + 1, figsize=(5.2 * (len(panels) + 1), 4), squeeze=False)
         ax = axes[0, -1]  # the delays: against the bound
@@ -633,6 +652,9 @@ def reproduce_mnist_mlp(out_dir, data="digits", data_dir=None, communication_rou
     frame.to_csv(os.path.join(out_dir, "mnist_mlp.csv"), index=False)
     verdict = pd.concat([_mnist_verdict(frame[frame["axis"] == view], names, rounds, repeats).assign(axis=view)
                          for view in views], ignore_index=True)
+    stopped = _stopped(interrupted, error, f"{len(rows)} records")
+    if stopped is not None:  # partial records decide no claim
+        verdict["claim"] = f"not decided ({stopped})"
     verdict.to_csv(os.path.join(out_dir, "mnist_mlp_verdict.csv"), index=False)
     for v in verdict.itertuples():
         log(f"{v.graph}{' (' + v.axis + ')' if len(views) > 1 else ''}: the paper's claim (MG-Pull-Diag-GT, R = "

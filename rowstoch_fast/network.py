@@ -483,8 +483,28 @@ def one_peer_exponential(n, stochastic="row"):
 #: The most chain steps (entries x iterations) one call may advance the Gilbert-Elliott chains by: a jump to
 #: t = 10**12 would have run for days (Ctrl-C is polled while they advance).
 MAX_CHAIN_STEPS = 10**12
-#: The most node-iterations Sleepy(model="markov") advances its chains by in one call (NumPy: ~1e8 per second).
-MAX_ACTIVATION_STEPS = 10**10
+#: The most node-iterations Sleepy(model="markov") advances its chains by in one call (blocks of iterations in
+#: NumPy: ~7e7 a second on the development VM, so about a minute; a network of fewer than 16 nodes counts as 16).
+MAX_ACTIVATION_STEPS = 4 * 10**9
+
+
+def advance_two_state(state, u, p_leave, p_enter):
+    """Two-state chains (one per column of ``u``) advanced through the rows of the draws ``u`` (iterations x
+    chains): in each, a chain that is on stays on when ``u >= p_leave``, one that is off turns on when
+    ``u < p_enter``, exactly as the loop ``state = where(state, u[s] >= p_leave, u[s] < p_enter)`` does, without
+    the loop over iterations. Each iteration's map of {off, on} is a constant (both states go to the same one),
+    the identity or the swap: the state after the block is the last constant's value, swapped once per swap
+    after it (or the start, swapped once per swap in the block, where no constant came)."""
+    stay, turn = u >= p_leave, u < p_enter  # the map: on -> stay, off -> turn
+    constant, swap = stay == turn, turn & ~stay
+    swaps_from = np.cumsum(swap[::-1], axis=0, dtype=np.int64)[::-1]  # swaps in iterations k .. end
+    swaps_after = np.vstack([swaps_from[1:], np.zeros((1, u.shape[1]), dtype=np.int64)])
+    steps = u.shape[0]
+    last = steps - 1 - np.argmax(constant[::-1], axis=0)  # the last constant map (where any)
+    cols = np.arange(u.shape[1])
+    after_constant = stay[last, cols] ^ (swaps_after[last, cols] % 2 == 1)
+    from_start = np.asarray(state, dtype=bool) ^ (swaps_from[0] % 2 == 1)
+    return np.where(constant.any(axis=0), after_constant, from_start)
 
 
 class Lossy(Network):
@@ -811,14 +831,16 @@ class Sleepy(Network):
                 self.p_wake / (self.p_sleep + self.p_wake)
         else:
             start, state = last
-        if (t - start) * self.n > MAX_ACTIVATION_STEPS:
-            raise ValueError(f"t = {t}: the activation chains advance one iteration at a time from iteration {start}; "
+        if (t - start) * max(self.n, 16) > MAX_ACTIVATION_STEPS:  # (below 16 nodes an iteration costs as 16)
+            raise ValueError(f"t = {t}: the activation chains advance from iteration {start} through every iteration; "
                              f"{t - start} iterations of {self.n} chains is more than {MAX_ACTIVATION_STEPS:.0e} steps "
-                             f"(minutes of NumPy): ask for the iterations in order")
+                             f"(a minute of NumPy): ask for the iterations in order")
         nodes = np.arange(self.n)
-        for s in range(start + 1, t + 1):
-            u = uniform_hash(self.seed, 2**60 + s, nodes)
-            state = np.where(state, u >= self.p_sleep, u < self.p_wake)
+        block = max(1, 2**20 // self.n)  # iterations drawn at once (8 MB of draws)
+        for first in range(start + 1, t + 1, block):
+            steps = np.arange(first, min(first + block, t + 1), dtype=np.int64)
+            u = uniform_hash(self.seed, 2**60 + steps[:, None], nodes)
+            state = advance_two_state(state, u, self.p_sleep, self.p_wake)
         self._chain = (t, state)
         return state.copy()
 
