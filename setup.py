@@ -1,7 +1,8 @@
 """Build of rowstoch_fast's one compiled extension, ``rowstoch_fast._core``.
 
-* ``-O3`` always; OpenMP when the compiler accepts it (probed, never fatal:
-  without it the kernels run serially).
+* ``-O3`` (``ROWSTOCH_OPT_LEVEL=0`` .. ``3`` sets another level: a quicker build for
+  link checks and sanitizers, never for wheels); OpenMP when the compiler accepts it
+  (probed, never fatal: without it the kernels run serially).
 * No ``-march=native`` unless ``ROWSTOCH_NATIVE=1`` is set, so wheels run on
   any x86-64 / arm64 machine.
 * ``ROWSTOCH_DISABLE_OPENMP=1`` forces a serial build.
@@ -104,7 +105,10 @@ class BuildExt(build_ext):
             if dropped:
                 print(f"rowstoch_fast: ignoring {' '.join(dropped)} (the C++ runtime must stay a shared library)")
         # no FMA contraction (same bits on every build); errno is never read, so exp() need not set it
-        compile_flags = ["-O3", "-ffp-contract=off", "-fno-math-errno"]
+        level = os.environ.get("ROWSTOCH_OPT_LEVEL", "3").strip() or "3"
+        if level not in ("0", "1", "2", "3"):
+            raise ValueError(f"ROWSTOCH_OPT_LEVEL must be 0, 1, 2 or 3, got {level!r}")
+        compile_flags = [f"-O{level}", "-ffp-contract=off", "-fno-math-errno"]
         link_flags = []
         if _env_flag("ROWSTOCH_NATIVE"):
             compile_flags.append("-march=native")

@@ -1174,7 +1174,7 @@ def _communication_options(parser):
     unreliable.add_argument("--activation", choices=["bernoulli", "markov", "poisson", "cyclic"], default="bernoulli",
                             help="who is awake per iteration (network.Sleepy): bernoulli (--awake), markov (a chain "
                                  "per node: --p-sleep, --p-wake), poisson (clocks of --rate ticks per iteration), "
-                                 "cyclic (--period groups in turn)")
+                                 "cyclic (--period groups in turn; period 1 only: more groups never hear from each other)")
     unreliable.add_argument("--p-sleep", type=float, default=None, help="markov: P(awake -> asleep) per iteration")
     unreliable.add_argument("--p-wake", type=float, default=None, help="markov: P(asleep -> awake) per iteration")
     unreliable.add_argument("--rate", type=float, default=None, help="poisson: each node's ticks per iteration")

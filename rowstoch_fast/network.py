@@ -691,7 +691,9 @@ class Sleepy(Network):
       with ``p_wake`` per iteration, starting from its stationary law (awake with ``p_wake / (p_sleep + p_wake)``);
     - ``"poisson"``: each node a Poisson clock of ``rate`` ticks per iteration, awake in iterations where it ticks
       (probability ``1 - exp(-rate)``, independently: in discrete iterations, Bernoulli with that ``q``);
-    - ``"cyclic"``: node ``i`` awake when ``(i - t) % period == 0`` (``n / period`` nodes per iteration, in turn).
+    - ``"cyclic"``: node ``i`` awake when ``(i - t) % period == 0`` (``n / period`` nodes per iteration, in turn);
+      only ``period = 1`` is accepted: with more groups no two linked nodes of different groups are ever awake
+      together, so the network never mixes (refused, naming why).
 
     ``q = 1`` (always awake) is the base network itself, bit for bit. Sleep composes with losses
     (``Sleepy(Lossy(A, 0.1), 0.9)``) and schedules.
@@ -714,8 +716,8 @@ class Sleepy(Network):
     --------
     >>> from rowstoch_fast import topology
     >>> from rowstoch_fast.network import Sleepy
-    >>> Sleepy(topology.ring(6), model="cyclic", period=3).awake(1).tolist()
-    [False, True, False, False, True, False]
+    >>> Sleepy(topology.ring(6), model="poisson", rate=0.5, seed=1).awake(1).tolist()
+    [False, False, False, False, True, True]
     >>> net = Sleepy(topology.ring(100), model="markov", p_sleep=0.1, p_wake=0.3, seed=2)
     >>> bool(0.6 < net.awake(50).mean() < 0.9)  # stationary: awake three quarters of the time
     True
@@ -748,6 +750,14 @@ class Sleepy(Network):
         self.rate = None if rate is None else check_positive_float(rate, "rate")
         self.period = None if period is None else check_int(period, "period", minimum=1, maximum=2**62)
         self.seed = check_int(seed, "seed", minimum=0, maximum=MAX_KEY)
+        if self.model == "cyclic" and self.period > 1:
+            # A link is used only when both its ends are awake, so only between nodes equal modulo period: over a
+            # period the groups never hear from each other (on a ring every round is the identity).
+            raise ValueError(f"Sleepy(model='cyclic', period={self.period}) never mixes: a sleeping node neither "
+                             f"sends nor receives, so a message goes only between two nodes awake together, i.e. "
+                             f"equal modulo period, and the {min(self.period, self.n)} groups never hear from each "
+                             "other (no network is jointly connected under it); use period=1 (the base network) or "
+                             "the bernoulli, poisson or markov model")
 
     @property
     def static(self):

@@ -14,6 +14,28 @@ settings.register_profile(
 settings.register_profile("dev", max_examples=25, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
+#: Seconds of the calibration loop on the 2-core development VM at rest (median of three, 4.5 ms).
+CALIBRATION_SECONDS = 0.0045
+
+
+def slowness():
+    """How many times slower this machine runs Python now than the development VM at rest (at least 1): the
+    median of three runs of a fixed loop, measured at each call (the load changes during a run)."""
+    import time
+
+    times = []
+    for _ in range(3):
+        start = time.perf_counter()
+        sum(i * i for i in range(100_000))
+        times.append(time.perf_counter() - start)
+    return max(1.0, sorted(times)[1] / CALIBRATION_SECONDS)
+
+
+def hang_limit(seconds):
+    """A time limit that only a hang exceeds: ``seconds`` on the development VM at rest, scaled by
+    :func:`slowness` (a busy or slower machine gets proportionally longer; no test asserts speed)."""
+    return seconds * slowness()
+
 
 def split_in_two(grad):
     """``grad(X)`` as a finite sum of two samples per node, ``grad(X) -+ (X - 1) / 2`` (their mean is ``grad``):

@@ -426,7 +426,7 @@ def _emulated_device(cuda_on_host, monkeypatch, on_launch=None):
     return fake
 
 
-@pytest.mark.parametrize("network", ["static", "lossy", "bursty", "sleepy-lossy", "markov-lossy", "cyclic",
+@pytest.mark.parametrize("network", ["static", "lossy", "bursty", "sleepy-lossy", "markov-lossy",
                                      "compressed", "delayed", "noisy"])
 @pytest.mark.parametrize("name", sorted(REGISTRY))
 def test_the_cupy_backend_on_the_emulated_kernels_equals_the_cpu(cuda_on_host, monkeypatch, name, network):
@@ -444,7 +444,6 @@ def test_the_cupy_backend_on_the_emulated_kernels_equals_the_cpu(cuda_on_host, m
             "bursty": Lossy(A, 0.9, seed=2, model="gilbert-elliott", p_bad=0.2, p_recover=0.3),
             "sleepy-lossy": Sleepy(Lossy(A, 0.2, seed=3), 0.8, seed=4),
             "markov-lossy": Sleepy(Lossy(A, 0.1, seed=5), seed=6, model="markov", p_sleep=0.3, p_wake=0.5),
-            "cyclic": Sleepy(A, model="cyclic", period=3),
             "compressed": Compressed(Lossy(A, 0.1, seed=5), "qsgd", bits=4, seed=2) if "W" not in cls.matrices else
             Compressed(A, "topk", k=2),
             "delayed": Compressed(Delayed(Lossy(A, 0.1, seed=5), 2, seed=3), "qsgd", bits=4) if "W" not in cls.matrices

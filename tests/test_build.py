@@ -76,12 +76,13 @@ def test_static_libstdcxx_request_is_overridden(tmp_path):
 
 
 def _build(tmp_path, **env):
-    """Build the extension into ``tmp_path`` with these environment variables (serially); (result, path)."""
+    """Build the extension into ``tmp_path`` with these environment variables (serially, at -O0: what is checked
+    is how it links, and -O0 compiles in a fifth of -O3's time); (result, path)."""
     build = subprocess.run(
         [sys.executable, "setup.py", "-q", "build_ext", "--build-lib", str(tmp_path / "lib"),
          "--build-temp", str(tmp_path / "tmp")],
-        cwd=ROOT, env=dict(os.environ, ROWSTOCH_DISABLE_OPENMP="1", **env), capture_output=True, text=True,
-        timeout=900)
+        cwd=ROOT, env=dict(os.environ, ROWSTOCH_DISABLE_OPENMP="1", ROWSTOCH_OPT_LEVEL="0", **env),
+        capture_output=True, text=True, timeout=900)
     assert build.returncode == 0, build.stdout[-3000:] + build.stderr[-3000:]
     (so,) = (tmp_path / "lib" / "rowstoch_fast").glob("_core*")
     return build, so
@@ -130,3 +131,13 @@ def test_check_refuses_a_statically_linked_runtime(tmp_path):
         pytest.skip(f"this compiler cannot link libstdc++ statically: {r.stderr[-300:]}")
     problems = _setup_module().check_shared_runtime(str(lib))
     assert any("statically" in p for p in problems), problems
+
+
+def test_a_bad_optimisation_level_is_refused_naming_the_variable(tmp_path):
+    if not _can_build():
+        pytest.skip("no C++ compiler or pybind11 to build the extension with")
+    build = subprocess.run(
+        [sys.executable, "setup.py", "-q", "build_ext", "--build-lib", str(tmp_path / "lib"),
+         "--build-temp", str(tmp_path / "tmp")],
+        cwd=ROOT, env=dict(os.environ, ROWSTOCH_OPT_LEVEL="fast"), capture_output=True, text=True, timeout=300)
+    assert build.returncode != 0 and "ROWSTOCH_OPT_LEVEL must be 0, 1, 2 or 3, got 'fast'" in build.stderr

@@ -18,6 +18,7 @@ import scipy.sparse as sp
 import rowstoch_fast as rf
 from rowstoch_fast import Algorithm, MixingMatrix, PullDiagGT, run, topology
 from rowstoch_fast.objectives import NonconvexLogistic
+from conftest import hang_limit
 
 ROWSTOCH = shutil.which("rowstoch")
 SMALL = ["--n", "8", "--total", "1600", "--batch", "20", "--no-progress"]
@@ -26,7 +27,7 @@ SMALL = ["--n", "8", "--total", "1600", "--batch", "20", "--no-progress"]
 def rowstoch(*args, env=None, timeout=120):
     """Run the ``rowstoch`` command; (returncode, stdout, stderr)."""
     cmd = [ROWSTOCH] if ROWSTOCH else [sys.executable, "-m", "rowstoch_fast.cli"]
-    out = subprocess.run(cmd + [str(a) for a in args], capture_output=True, text=True, timeout=timeout,
+    out = subprocess.run(cmd + [str(a) for a in args], capture_output=True, text=True, timeout=hang_limit(timeout),
                          env=dict(os.environ, **(env or {})))
     return out.returncode, out.stdout, out.stderr
 
@@ -138,7 +139,7 @@ def test_ctrl_c_stops_a_long_compiled_loop(tmp_path, call):
         time.sleep(0.5)
         sent = time.perf_counter()
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=60)
+        out, err = proc.communicate(timeout=hang_limit(60))
     finally:  # a loop that did not stop must not outlive the test
         proc.kill()
         proc.communicate()
@@ -372,7 +373,7 @@ def test_paper_graphs_refuse_another_n():
 
 def test_closed_pipe_is_quiet():
     cmd = f"{ROWSTOCH or sys.executable + ' -m rowstoch_fast.cli'} metrics --n 64 | head -c 10"
-    out = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, timeout=120)
+    out = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, timeout=hang_limit(120))
     assert "Traceback" not in out.stderr and "BrokenPipe" not in out.stderr, out.stderr
 
 

@@ -17,6 +17,7 @@ from rowstoch_fast import topology
 from rowstoch_fast.compare import tuning, verdict
 from rowstoch_fast.objectives import LeastSquares, NonconvexLogistic, Quadratic
 from test_careless_user import ROWSTOCH, SMALL, assert_one_line_error, rowstoch
+from conftest import hang_limit
 
 
 @pytest.fixture(scope="module")
@@ -492,7 +493,7 @@ def _start(args, cwd):
 
 def _wait_for_methods(path, count, proc, timeout=120):
     """Until ``path`` (compare.csv) holds ``count`` methods' records (False if the process ended first)."""
-    deadline = time.time() + timeout
+    deadline = time.time() + hang_limit(timeout)
     while time.time() < deadline and proc.poll() is None:
         try:
             if pd.read_csv(path)["algorithm"].nunique() >= count:
@@ -524,7 +525,7 @@ def test_resume_after_a_signal_equals_an_uninterrupted_run(tmp_path, sig, tuned)
         assert _wait_for_methods(out / "compare.csv", 1, proc), proc.communicate()
         time.sleep(0.5)  # (sgp is running)
         proc.send_signal(sig)
-        _, err = proc.communicate(timeout=120)
+        _, err = proc.communicate(timeout=hang_limit(120))
     finally:
         proc.kill()
     expected = {signal.SIGTERM: 143, signal.SIGINT: 130, signal.SIGKILL: -signal.SIGKILL}[sig]

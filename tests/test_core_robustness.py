@@ -18,9 +18,10 @@ import pytest
 import rowstoch_fast as rf
 import rowstoch_fast._core as core
 from rowstoch_fast import topology
+from conftest import hang_limit
 
 
-def run_python(code, timeout=120):
+def run_python(code, timeout=hang_limit(120)):
     """Run ``code`` in a fresh interpreter; return (returncode, stdout, stderr)."""
     # from a neutral folder: in a source checkout the current folder would shadow the installed package
     out = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,

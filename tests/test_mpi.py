@@ -14,7 +14,7 @@ pytest.importorskip("mpi4py")
 from rowstoch_fast import PullDiagGT, topology  # noqa: E402
 from rowstoch_fast.objectives import NonconvexLogistic, Quadratic  # noqa: E402
 
-from conftest import feed, for_algorithm  # noqa: E402
+from conftest import feed, for_algorithm, hang_limit  # noqa: E402
 
 def launcher_flags(version_text, is_root):
     """Extra mpiexec flags for the MPI that printed ``version_text``: Open MPI refuses to run as root and
@@ -41,7 +41,7 @@ def find_launcher():
 MPIEXEC, MPIEXEC_FLAGS = find_launcher()
 pytestmark = pytest.mark.skipif(MPIEXEC is None, reason="no mpiexec on PATH (pip install mpich)")
 CASES = os.path.join(os.path.dirname(__file__), "mpi_cases.py")
-TIMEOUT = 150  # no test may hang: every run is bounded
+TIMEOUT = 150  # no test may hang: every run is bounded (seconds at rest, scaled by the load: hang_limit)
 
 
 def mpirun(case, ranks, tmp_path, out=None):
@@ -50,12 +50,13 @@ def mpirun(case, ranks, tmp_path, out=None):
     env = dict(os.environ, OMP_NUM_THREADS="1", MPIR_CVAR_CH4_NUM_VCIS="1")
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
                             start_new_session=True)
+    limit = hang_limit(TIMEOUT)
     try:
-        output, _ = proc.communicate(timeout=TIMEOUT)
+        output, _ = proc.communicate(timeout=limit)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)  # mpiexec and every rank
         proc.communicate()
-        pytest.fail(f"mpiexec -n {ranks} {case} did not finish in {TIMEOUT} s (hang)")
+        pytest.fail(f"mpiexec -n {ranks} {case} did not finish in {limit:.0f} s (hang)")
     assert proc.returncode == 0, output
     return dict(np.load(out)) if out.endswith(".npz") else output
 

@@ -726,7 +726,7 @@ def test_r_fast_refuses_networks_without_fixed_links():
 
 
 ACTIVATIONS = {"bernoulli": dict(q=0.7), "markov": dict(model="markov", p_sleep=0.2, p_wake=0.5),
-               "poisson": dict(model="poisson", rate=0.8), "cyclic": dict(model="cyclic", period=3)}
+               "poisson": dict(model="poisson", rate=0.8)}  # (cyclic: period 1 only, the base network)
 
 
 @pytest.mark.parametrize("name", sorted(ACTIVATIONS))
@@ -791,6 +791,25 @@ def test_activation_models_that_are_always_on_are_the_base_network_bit_for_bit()
         runs.append(opt.x)
     for x in runs[1:]:
         np.testing.assert_array_equal(x, runs[0])
+
+
+@pytest.mark.parametrize("period", [2, 3, 7])
+def test_a_cyclic_activation_that_never_mixes_is_refused(tmp_path, period):
+    """Cyclic sleep with period >= 2 uses a link only between nodes awake together (equal modulo period): the
+    groups never hear from each other (on a ring every round was the identity, and run / compare said "ok").
+    Refused by the network, and by the command line in one line with exit 2, before anything is written."""
+    from test_careless_user import assert_one_line_error, rowstoch
+
+    for A in (topology.ring(6), topology.exponential(16), topology.erdos_renyi(20, 0.5, seed=1)):
+        with pytest.raises(ValueError, match=rf"^Sleepy\(model='cyclic', period={period}\) never mixes"):
+            Sleepy(A, model="cyclic", period=period)
+    with pytest.raises(ValueError, match="never mixes"):
+        Sleepy(Lossy(topology.ring(6), 0.1), model="cyclic", period=period)
+    out = tmp_path / "out"
+    rc, _, err = rowstoch("run", "--topology", "ring", "--n", "6", "--objective", "quadratic", "--iterations", "5",
+                          "--activation", "cyclic", "--period", str(period), "--no-progress", "--out", out)
+    assert_one_line_error(rc, err, "never mixes")
+    assert not out.exists() or not any(out.iterdir())  # nothing written (the folder proven writable: empty)
 
 
 def test_activation_models_refuse_bad_parameters_naming_them():

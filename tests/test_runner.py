@@ -8,7 +8,7 @@ import pytest
 
 from rowstoch_fast import Algorithm, cli, run, topology
 from rowstoch_fast.objectives import NonconvexLogistic
-from conftest import cupy_or_reason
+from conftest import cupy_or_reason, hang_limit
 
 
 @pytest.fixture(scope="module")
@@ -262,12 +262,12 @@ def test_real_ctrl_c_on_the_cli_keeps_results_and_resumes(tmp_path, sig):
             "--checkpoint", str(ck), "--no-progress"]
     # cwd away from the checkout, so the installed package (with its compiled core) is imported
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
-    deadline = time.time() + 60
+    deadline = time.time() + hang_limit(60)
     while not ck.exists() and time.time() < deadline:  # the first checkpoint is written after 1000 iterations
         time.sleep(0.2)
     time.sleep(0.5)
     proc.send_signal(getattr(signal, sig))
-    stdout, stderr = proc.communicate(timeout=60)
+    stdout, stderr = proc.communicate(timeout=hang_limit(60))
     assert proc.returncode == {"SIGINT": 130, "SIGTERM": 143}[sig], stderr
     assert ("rowstoch: terminated (SIGTERM)" in stderr) == (sig == "SIGTERM")
     assert "interrupted at iteration" in stdout and "Traceback" not in stderr
@@ -279,7 +279,7 @@ def test_real_ctrl_c_on_the_cli_keeps_results_and_resumes(tmp_path, sig):
     # the iteration reached (the checkpoint's), not the last one recorded (a multiple of --record-every)
     assert f"interrupted at iteration {done} " in stdout
     resumed = subprocess.run([*args[:args.index("10000000")], str(done + 200), *args[args.index("10000000") + 1:],
-                              "--resume", str(ck)], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+                              "--resume", str(ck)], capture_output=True, text=True, timeout=hang_limit(120), cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr
     assert f"done at iteration {done + 200}" in resumed.stdout
 

@@ -15,6 +15,7 @@ from rowstoch_fast import compare as cmp
 from rowstoch_fast.algorithms import REGISTRY
 from rowstoch_fast.network import Compressed, Lossy, Schedule, Sleepy, one_peer_exponential
 from rowstoch_fast.objectives import Quadratic
+from conftest import hang_limit
 
 UNDIRECTED = [DGD, DIGing, AugDGM, EXTRA, NIDS, ExactDiffusion, GTSAGA]
 
@@ -112,12 +113,12 @@ def test_the_cli_names_a_method_the_network_cannot_run(tmp_path):
            "--algorithms", "nids,add-opt", "--rounds-budget", "30", "--repeats", "1", "--lr", "0.05",
            "--no-progress"]
     # (from a neutral folder: in a source checkout the current folder would shadow the installed package)
-    out = subprocess.run(run + ["--out", str(tmp_path / "a")], capture_output=True, text=True, timeout=300,
+    out = subprocess.run(run + ["--out", str(tmp_path / "a")], capture_output=True, text=True, timeout=hang_limit(300),
                          cwd=tmp_path)
     assert out.returncode == 2 and out.stderr.count("\n") == 1 and "'nids' runs on an undirected" in out.stderr
     assert not (tmp_path / "a").exists()
     out = subprocess.run(run + ["--undirected", "--weights", "metropolis", "--out", str(tmp_path / "b")],
-                         capture_output=True, text=True, timeout=300, cwd=tmp_path)
+                         capture_output=True, text=True, timeout=hang_limit(300), cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     assert (tmp_path / "b" / "summary.csv").exists()
 
@@ -271,7 +272,6 @@ def test_gt_saga_refuses_a_table_that_cannot_fit(monkeypatch):
 
 NETWORKS = {"lossy": lambda W: Lossy(W, 0.3, seed=1), "poisson": lambda W: Sleepy(W, model="poisson", rate=0.8, seed=2),
             "lossy-markov": lambda W: Lossy(Sleepy(W, model="markov", p_sleep=0.3, p_wake=0.5, seed=3), 0.2, seed=4),
-            "cyclic": lambda W: Sleepy(W, model="cyclic", period=3),
             "bursty": lambda W: Lossy(W, 0.9, seed=5, model="gilbert-elliott", p_bad=0.2, p_recover=0.3)}
 
 
