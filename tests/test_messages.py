@@ -6,7 +6,7 @@ import functools
 
 import numpy as np
 import pytest
-from conftest import cli_resumes_like_one_run, for_algorithm
+from conftest import cli_resumes_like_one_run, feed, for_algorithm
 
 import rowstoch_fast as rf
 from rowstoch_fast import _reference as ref
@@ -394,6 +394,49 @@ def test_a_delayed_run_resumes_bit_for_bit_and_each_quantity_keeps_its_history(n
     if name == "push-pull":
         assert len(opt._ops._channels) == 2
     assert {state["ring"].order for state in resumed._ops._channels.values()} == {"iteration" if fixed else "node"}
+
+
+DAMAGES = {  # what a damaged or partial delayed-message history is refused with (the key named)
+    "no history": (lambda st, k: {n: v for n, v in st.items() if not n.startswith("delayed/")},
+                   r"^state has no delayed-message history \(keys 'delayed/...'\)"),
+    "no last": (lambda st, k: {n: v for n, v in st.items() if n != k + "last"},
+                r"state has '.*' but no 'delayed/.*/last': the delayed-message history is incomplete"),
+    "no layout": (lambda st, k: {n: v for n, v in st.items() if n != k + "layout"}, r"but no 'delayed/.*/layout'"),
+    "a NaN": (lambda st, k: {**st, k + "messages": np.where(np.arange(st[k + "messages"].size).reshape(
+        st[k + "messages"].shape) == 5, np.nan, st[k + "messages"])}, r"messages'\] holds a NaN or Inf: the delayed"),
+    "a row short": (lambda st, k: {**st, k + "messages": st[k + "messages"][:-1]},
+                    r"messages'\] must be a numeric array of \d+ rows \(layout"),
+    "a bad layout": (lambda st, k: {**st, k + "layout": np.array([3, 1])}, r"layout'\] must be 3 integers"),
+    "a stray key": (lambda st, k: {**st, "delayed/step/x/messages": st[k + "messages"]},
+                    r"not a delayed-message history's key"),
+}
+
+
+@pytest.mark.parametrize("damage", sorted(DAMAGES))
+@pytest.mark.parametrize("name", sorted(REGISTRY))
+def test_a_damaged_or_missing_delayed_history_is_refused_naming_the_key(name, damage):
+    """A saved state of a delayed network without its messages in flight used to be accepted (and continue
+    differently from the uninterrupted run); a damaged one gave NumPy broadcast errors naming no key, or a NaN
+    blamed on the learning rate. Every algorithm that runs on a delayed network, every kind of damage."""
+    cls = REGISTRY[name]
+    A = for_algorithm(cls, topology.erdos_renyi(10, 0.4, seed=3))
+    net = Delayed(A if "W" in cls.matrices else Lossy(A, 0.1, seed=1), 2, seed=5)
+    if not cls.applies_to(net):
+        pytest.skip(f"{name} does not run on a delayed network")
+    mats = {k: (net.map(rf.mixing.out_degree_weights) if k == "C" else net) for k in cls.matrices}
+    b = np.random.default_rng(1).standard_normal((10, 2))
+    opt = cls.build(net, np.zeros(2), 0.02)
+    oracle = feed(cls, lambda X: X - b)
+    for _ in range(4):
+        opt.step(oracle)
+    state = opt.state_dict()
+    if not any(n.startswith("delayed/") for n in state):
+        pytest.skip(f"{name} sends no messages through the network")
+    first = sorted(n for n in state if n.startswith("delayed/"))[0].rsplit("/", 1)[0] + "/"
+    cls.from_state_dict(dict(state), **mats)  # (the whole state is accepted)
+    broken, match = DAMAGES[damage]
+    with pytest.raises(ValueError, match=match):
+        cls.from_state_dict(broken(dict(state), first), **mats)
 
 
 @pytest.mark.parametrize("call,match", [

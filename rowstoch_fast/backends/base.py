@@ -137,16 +137,40 @@ class Backend:
 
         channels = self.__dict__.setdefault("_channels", {})
         for key in state:
-            if not (isinstance(key, str) and key.startswith("delayed/") and key.endswith("/messages")):
+            if not (isinstance(key, str) and key.startswith("delayed/")):
                 continue
-            _, phase, k, _ = key.split("/")
-            prefix = key[:-len("messages")]
-            n_block, D, rounds = (int(v) for v in np.asarray(state[prefix + "layout"]))
+            parts = key.split("/")
+            if len(parts) != 4 or not parts[2].isdigit() or parts[3] not in ("messages", "last", "layout"):
+                raise ValueError(f"state[{key!r}]: not a delayed-message history's key (delayed/PHASE/K/messages, "
+                                 "last or layout)")
+            prefix = "/".join(parts[:3]) + "/"
+            for part in ("messages", "last", "layout"):
+                if prefix + part not in state:
+                    raise ValueError(f"state has {key!r} but no {prefix + part!r}: the delayed-message history is "
+                                     "incomplete (state_dict() saves all three)")
+            if parts[3] != "messages":
+                continue
+            layout = np.asarray(state[prefix + "layout"])
+            if layout.shape != (3,) or layout.dtype.kind not in "iu" or (layout < [1, 0, 1]).any():
+                raise ValueError(f"state[{prefix + 'layout'!r}] must be 3 integers (nodes >= 1, max delay >= 0, "
+                                 f"rounds >= 1), got {layout.tolist()!r}")
+            n_block, D, rounds = (int(v) for v in layout)
             blocks = np.asarray(state[key])
+            expected = ((D + 1) * rounds * n_block, blocks.shape[1] if blocks.ndim == 2 else -1)
+            if blocks.ndim != 2 or blocks.shape[0] != expected[0] or blocks.dtype.kind not in "fiu":
+                raise ValueError(f"state[{key!r}] must be a numeric array of {expected[0]} rows (layout "
+                                 f"{layout.tolist()}: (max delay + 1) x rounds x nodes), got shape {blocks.shape}, "
+                                 f"dtype {blocks.dtype}")
+            if not np.isfinite(blocks).all():
+                raise ValueError(f"state[{key!r}] holds a NaN or Inf: the delayed-message history is damaged (a "
+                                 "state saved by state_dict() is finite)")
+            last = np.asarray(state[prefix + "last"])
+            if last.ndim or last.dtype.kind not in "iu" or int(last) < 0:
+                raise ValueError(f"state[{prefix + 'last'!r}] must be an integer >= 0, got {last.tolist()!r}")
             ring = History(self.rows, n_block, blocks.shape[1], D, rounds, self.dtype)
             ring.buffer[self.rows:] = blocks
-            ring.last, ring.fresh = int(state[prefix + "last"]), False
-            channels[(phase, int(k))] = {"ring": ring}
+            ring.last, ring.fresh = int(last), False
+            channels[(parts[1], int(parts[2]))] = {"ring": ring}
 
     def compress(self, net, src, out, t, state=None):
         """``out <- Q(src)``: the messages this process's rows send through the compressing (or noisy) network
