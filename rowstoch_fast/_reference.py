@@ -846,7 +846,11 @@ def compress_message(v, method, node, first_col, seed, t, r, bits=None, k=None, 
     u = [lambda c, tag: float(uniform_hash(seed, t, r, node, tag, first_col + c))][0]
     out = np.zeros_like(v)
     if method == "qsgd":
-        norm = math.sqrt(sum(float(x) * float(x) for x in v))  # (sequential, as the kernel)
+        sq = sum(float(x) * float(x) for x in v)  # (sequential, as the kernel)
+        norm = math.sqrt(sq)
+        m = max((abs(float(x)) for x in v), default=0.0)
+        if not 1e-280 <= sq <= 1.7976931348623157e308 and 0 < m <= 1.7976931348623157e308:
+            norm = m * math.sqrt(sum((float(x) / m) * (float(x) / m) for x in v))  # (squares out of range)
         s = 2.0**bits - 1
         for c in range(L):
             if norm == 0:

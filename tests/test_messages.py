@@ -6,6 +6,8 @@ import functools
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from conftest import cli_resumes_like_one_run, feed, for_algorithm
 
 import rowstoch_fast as rf
@@ -45,6 +47,32 @@ def test_encoded_messages_equal_the_definitions(kw, dtype):
     narrow = np.empty((9, 1), dtype=dtype)
     net.encode(X[:, :1].copy(), narrow, 3, 0, d=4)
     np.testing.assert_allclose(narrow, ref.compress(X[:, :1], kw["method"], 4, 11, 3, 0, **_params(kw)), rtol=1e-6)
+
+
+@settings(max_examples=60, deadline=None)
+@given(exponent=st.integers(-1000, 1000), seed=st.integers(0, 2**20), bits=st.sampled_from([1, 2, 4, 8]),
+       tiny_row=st.booleans())
+def test_qsgd_is_exact_over_the_whole_finite_range(exponent, seed, bits, tiny_row):
+    """QSGD's norm from squares that overflow (entries above ~1.3e154) or underflow (below ~1e-140): a finite
+    message is encoded, as the definition says, within norm / s of each value, at every scale 2^-1000 ..
+    2^1000 (a message of 1e160 turned into NaN, one of 1e-170 into zeros); the batched and the one-message
+    paths (9 rows: two batches of four and one alone)."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((9, 8)) * 2.0**exponent
+    if tiny_row:
+        X[3] *= 2.0**-60  # (one message at another scale than its batch)
+    net = Compressed(topology.ring(9), "qsgd", bits=bits, seed=seed % 97)
+    out = np.empty_like(X)
+    net.encode(X, out, 3, 0, d=4)
+    assert np.isfinite(out).all()
+    np.testing.assert_array_equal(out, ref.compress(X, "qsgd", 4, seed % 97, 3, 0, bits=bits))
+    for row in range(9):
+        for c0 in (0, 4):
+            v, q = X[row, c0:c0 + 4], out[row, c0:c0 + 4]
+            bound = max(abs(x) for x in v) * 2.0 / (2**bits - 1)  # (norm / s, the norm at most 2 max|v| here)
+            assert np.all(np.abs(q - v) <= bound * (1 + 1e-12))
+            if bits >= 4:  # (the largest value keeps at least level s / 2: a message never becomes zeros)
+                assert (q != 0).any() == (v != 0).any()
 
 
 def test_noise_equals_its_definition_and_is_standard_normal():

@@ -435,7 +435,17 @@ __device__ void compress_message(int method, const T* v, T* out, i64 L, i64 firs
     if (method == 0) {
         double sq = 0.0;
         for (i64 c = 0; c < L; ++c) sq += (double)v[c] * (double)v[c];
-        const double norm = sqrt(sq), s = (double)((1ULL << param) - 1);
+        double norm = sqrt(sq);
+        if (!(sq >= 1e-280 && sq <= 1.7976931348623157e308)) {  // (compress.hpp's qsgd_norm: squares that
+            double m = 0.0;                                      // overflowed or underflowed, rescaled)
+            for (i64 c = 0; c < L; ++c) m = fmax(m, fabs((double)v[c]));
+            if (m > 0.0 && m <= 1.7976931348623157e308) {
+                double scaled = 0.0;
+                for (i64 c = 0; c < L; ++c) scaled += ((double)v[c] / m) * ((double)v[c] / m);
+                norm = m * sqrt(scaled);
+            }
+        }
+        const double s = (double)((1ULL << param) - 1);
         const double up = s / norm, down = norm / s;
         const u64 key = mix64(row ^ 1ULL);
         for (i64 c = 0; c < L; ++c) {

@@ -104,6 +104,24 @@ inline void smallest_k(Score score_of, double* score, std::int64_t L, std::int64
 // qsgd's s = 2^bits - 1 levels.
 inline double qsgd_levels(std::int64_t bits) { return static_cast<double>((std::uint64_t(1) << bits) - 1); }
 
+// ||v||_2 from the sum of squares `sq` the caller accumulated in order: sqrt(sq), except where the squares
+// overflowed (entries above ~1.3e154: sq = inf) or underflowed (sq < 1e-280: tiny entries' squares lose their
+// bits) in a finite message: there max|v| * sqrt(sum (v / max|v|)^2), the same in order (exact over the whole
+// finite range; the usual messages keep their bits).
+template <class T>
+inline double qsgd_norm(const T* v, std::int64_t L, double sq) {
+    if (sq >= 1e-280 && sq <= 1.7976931348623157e308) return std::sqrt(sq);
+    double m = 0.0;
+    for (std::int64_t c = 0; c < L; ++c) m = std::max(m, std::fabs(static_cast<double>(v[c])));
+    if (!(m > 0.0) || !(m <= 1.7976931348623157e308)) return std::sqrt(sq);  // (zero, or not finite: as it is)
+    double scaled = 0.0;
+    for (std::int64_t c = 0; c < L; ++c) {
+        const double w = static_cast<double>(v[c]) / m;
+        scaled += w * w;
+    }
+    return m * std::sqrt(scaled);
+}
+
 // qsgd's values of one message of norm ||v||_2 = norm (up = s / norm, down = norm / s; `key` its tag-1 key).
 template <class T>
 inline void qsgd_values(const T* v, T* out, std::int64_t L, std::int64_t first_col, double norm, double up,
@@ -145,7 +163,7 @@ void compress_message(int method, const T* v, T* out, std::int64_t L, std::int64
         case kQsgd: {
             double sq = 0.0;
             for (std::int64_t c = 0; c < L; ++c) sq += static_cast<double>(v[c]) * static_cast<double>(v[c]);
-            const double norm = std::sqrt(sq), s = qsgd_levels(param);
+            const double norm = qsgd_norm(v, L, sq), s = qsgd_levels(param);
             qsgd_values(v, out, L, first_col, norm, s / norm, norm / s, tagged(1), s, unbiased);
             return;
         }
@@ -214,7 +232,7 @@ void compress_batch(int method, const T* const* v, T* const* out, std::int64_t L
         const double s = qsgd_levels(param);
         double norm[B], up[B], down[B];
         for (int b = 0; b < B; ++b) {
-            norm[b] = std::sqrt(sq[b]);
+            norm[b] = qsgd_norm(v[b], L, sq[b]);
             up[b] = s / norm[b];
             down[b] = norm[b] / s;
         }
