@@ -695,7 +695,6 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
         bar.set_description(meta["algorithm"], refresh=True)
     interrupted = False
     diverged = failed = None
-    opt.warn_growth = False  # (a growing run is reported from the records, once, at the end)
     try:
         ours = isinstance(oracle, Oracle)  # (an objective's own oracle: its call count alone is put back)
         while opt.iteration < iterations:

@@ -548,29 +548,3 @@ def test_a_hopeless_exact_tracker_is_one_line_naming_the_option(tmp_path):
     rc, _, err = rowstoch("run", "--topology", "ring", "--n", "16000", "--objective", "quadratic", "--iterations", "5",
                           "--out", tmp_path / "o", "--no-progress")
     assert_one_line_error(rc, err, "the exact diagonal tracker needs at least 7999 powers of A", "use --tracker perron")
-
-
-def test_a_diverging_step_loop_warns_before_any_nan():
-    """Divergence by growth is reported by the stepping API too (not only by ``run`` and the harness): once, when
-    the largest entry of the iterate passes ITERATE_GROWTH times its start; a stable run never warns."""
-    import warnings
-
-    from rowstoch_fast.algorithms import REGISTRY
-    from rowstoch_fast.algorithms._deferred import ITERATE_GROWTH
-
-    b = np.random.default_rng(0).standard_normal((8, 3))
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        stable = REGISTRY["pull-diag-gt"](topology.exponential(8), np.zeros((8, 3)), 0.1)
-        for _ in range(300):
-            stable.step(lambda X: X - b)
-    opt = REGISTRY["pull-diag-gt"](topology.exponential(8), np.zeros((8, 3)), 2.5)
-    with pytest.warns(RuntimeWarning, match=r"^PullDiagGT: the iterates grew from max \|x\| = 1 to .* by iteration "
-                                            r"\d+ \(more than 1e\+08 times\): the run is diverging \(lr = 2.5"):
-        for _ in range(40):
-            opt.step(lambda X: X - b)
-    assert np.abs(opt.x).max() > ITERATE_GROWTH and np.isfinite(opt.x).all()  # (warned before any NaN)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")  # once a run
-        for _ in range(5):
-            opt.step(lambda X: X - b)

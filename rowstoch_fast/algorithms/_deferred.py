@@ -17,20 +17,12 @@ import numpy as np
 from .. import backends
 from ..errors import DivergenceError
 
-__all__ = ["FailureHandling", "ITERATE_GROWTH"]
-
-#: How many times its start (at least 1) the largest entry of an iterate may grow before ``step`` warns that the
-#: run diverges without NaN (checked at iterations 1, 2, 4, 8, ... and every 64th; host backends).
-ITERATE_GROWTH = 1e8
+__all__ = ["FailureHandling"]
 
 
 class FailureHandling:
     """The part of :class:`~rowstoch_fast.algorithms.Optimizer` that takes gradients and checks what a step made
     (mixed into it; it reads ``self._ops``, ``self._cur``, ``self._nxt``, ``self._journal``, ``self.iteration``)."""
-
-    #: Whether ``step`` warns (RuntimeWarning, once) when the iterates grow past :data:`ITERATE_GROWTH` times their
-    #: start; :func:`rowstoch_fast.run` turns it off (it reports a growing loss or gradient from its records).
-    warn_growth = True
 
     def _check_point(self, x_buf, iteration):
         """DivergenceError unless the point ``x_buf`` where gradients are about to be taken (iterate ``iteration``)
@@ -39,25 +31,6 @@ class FailureHandling:
         non-finite X). On the host only (a device's checks are deferred: its gradients carry the NaN to them)."""
         if self.check_finite and self._ops.xp is np:
             self._verify(self._ops.is_finite(x_buf), lambda: self._iterate_error(iteration - 1, x_buf))
-            if self.warn_growth and (iteration & (iteration - 1) == 0 or iteration % 64 == 0):
-                self._check_growth(x_buf, iteration)
-
-    def _check_growth(self, x_buf, iteration):
-        """RuntimeWarning (once a run) when the largest entry of the iterate grew more than
-        :data:`ITERATE_GROWTH` times its value at the first check (at least 1): divergence by growth, before any
-        NaN (an unstable rate can take thousands of iterations to overflow). The reference is where this object
-        started stepping (a resumed optimizer: the resumed point)."""
-        size = np.abs(np.asarray(x_buf)).max(initial=0.0)
-        reference = self.__dict__.get("_growth_reference")
-        if reference is None:
-            self._growth_reference = max(float(size), 1.0)
-        elif size > ITERATE_GROWTH * reference and not self.__dict__.get("_growth_warned"):
-            import warnings
-
-            self._growth_warned = True
-            warnings.warn(f"{type(self).__name__}: the iterates grew from max |x| = {reference:.3g} to {size:.3g} "
-                          f"by iteration {iteration - 1} (more than {ITERATE_GROWTH:.0e} times): the run is "
-                          f"diverging (lr = {self._lr_text()} too large?)", RuntimeWarning, stacklevel=4)
 
     def _gradient(self, grad_fn, x_buf, out, iteration):
         """``out <- grad_fn(x_buf)`` (collective under MPI); DivergenceError on NaN/Inf."""
