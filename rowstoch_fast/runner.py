@@ -365,19 +365,19 @@ def record_metrics(opt, objective, oracle, metrics=METRICS, transform=None):
     out = {}
     with np.errstate(over="ignore", invalid="ignore"):  # a diverging run records inf; _warn_if_growing says so
         if {"suboptimality", "grad_norm_mean"} & wanted:  # one pass at the mean of the node models
-            f_mean, g_mean = objective.value_and_gradient_at(X.mean(axis=1))
+            f_mean, g_mean = _where_finite(objective.value_and_gradient_at, X.mean(axis=1))
             out["grad_norm_mean"] = np.linalg.norm(g_mean, axis=-1)
             if best is not None:
                 out["suboptimality"] = f_mean - best.value
         if best is not None and "distance" in wanted:
             out["distance"] = np.linalg.norm(X - best.x, axis=-1).mean(axis=-1)
         if {"grad_norm", "loss"} & wanted:
-            G_full, L = objective.evaluate(X)  # one pass for the gradient metric and the loss
+            G_full, L = _where_finite(objective.evaluate, X)  # one pass for the gradient metric and the loss
             out["grad_norm"] = np.linalg.norm(G_full.mean(axis=-2), axis=-1)
             out["loss"] = L.mean(axis=-1)
         centroid = np.einsum("n,rnd->rd", pi, X)
         if "grad_norm_centroid" in wanted:
-            out["grad_norm_centroid"] = np.atleast_1d(objective.gradient_norm_at(centroid))
+            out["grad_norm_centroid"] = np.atleast_1d(_where_finite(objective.gradient_norm_at, centroid))
         if "consensus_error" in wanted:
             out["consensus_error"] = np.linalg.norm((X - centroid[:, None, :]).reshape(X.shape[0], -1), axis=1)
         if deviation and "descent_deviation" in wanted:
@@ -385,6 +385,19 @@ def record_metrics(opt, objective, oracle, metrics=METRICS, transform=None):
                 np.einsum("n,rnd->rd", pi, y.reshape(X.shape)) - g.reshape(X.shape).sum(axis=1), axis=1)
     missing = np.full(X.shape[0], np.nan)
     return {m: np.asarray(out.get(m, missing), dtype=np.float64) for m in METRICS}
+
+
+def _where_finite(fn, P):
+    """``fn(P)`` for a block of points, one per replica (the first axis), where a replica's point that is not
+    finite (the mean of huge but finite models overflows) gets inf in every output instead of the objective's
+    refusal of a non-finite input: a diverging replica records inf, and the others their values."""
+    ok = np.isfinite(P).reshape(P.shape[0], -1).all(axis=1)
+    if ok.all():
+        return fn(P)
+    shape = (-1,) + (1,) * (P.ndim - 1)
+    out = fn(np.where(ok.reshape(shape), P, 0.0))
+    fill = lambda v: np.where(ok.reshape((-1,) + (1,) * (np.ndim(v) - 1)), v, np.inf)  # noqa: E731
+    return tuple(fill(v) for v in out) if isinstance(out, tuple) else fill(out)
 
 
 def _record(opt, objective, oracle, rows, t0_wall, metrics=METRICS):

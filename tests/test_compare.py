@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -809,3 +810,28 @@ def test_cli_compare_reads_the_data_from_a_file(tmp_path):
         rc, _, err = rowstoch("compare", "--n", "16", *args, "--algorithms", "dsgd", "--out", tmp_path / "bad")
         assert_one_line_error(rc, err, message)
         assert not (tmp_path / "bad").exists()
+
+
+def test_a_run_whose_mean_model_overflows_is_diverged_not_an_aborted_comparison():
+    """A given rate so large that the nodes' models stay finite while their mean overflows: the record is inf for
+    that replica (the objective refused the non-finite mean with "X must be finite", which aborted the whole
+    comparison and lost every method after it); every method is reported, diverged."""
+    W = topology.ring(12, directed=False, weights="metropolis")
+    f = LeastSquares.synthetic(12, samples_per_node=20, d=6, heterogeneity=2.0, noise=0.3, batch=4, seed=11)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        frame = cmp.compare(W, f, ["dsgd", "dgd", "diging"], 800, lr=10.0, tune=False, repeats=3, seed=7,
+                            progress=False)
+    assert frame.attrs["status"] == {"dsgd": "diverged", "dgd": "diverged", "diging": "diverged"}
+
+
+def test_a_run_whose_metric_grows_a_thousandfold_is_diverged():
+    """Pull-Diag-GT on a directed ring at a rate too large for it: the compared metric grows by 1e66 without a
+    NaN; that is divergence (it was labelled no-progress), named with the factor."""
+    f = LeastSquares.synthetic(16, d=5, seed=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        frame = cmp.compare(topology.ring(16), f, ["pull-diag-gt"], 300, lr=0.03, tune=False, repeats=2, seed=1,
+                            progress=False)
+    assert frame.attrs["status"] == {"pull-diag-gt": "diverged"}
+    assert re.match(r"suboptimality grew [\d.]+e\+\d+x \(.* -> .*\) at lr 0.03", frame.attrs["diagnosis"]["pull-diag-gt"])

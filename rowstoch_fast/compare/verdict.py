@@ -4,8 +4,8 @@ only separate what the repetitions can tell apart.
 Statuses (:data:`STATUSES`):
 
 * ``ok``: ran the whole budget, finite, and ended below :data:`NO_PROGRESS` times its start;
-* ``diverged``: a NaN or Inf (a :class:`~rowstoch_fast.DivergenceError`), or its gradient norm or loss grew
-  a thousandfold (:data:`~rowstoch_fast.runner.GROWTH_WARNING`) without one;
+* ``diverged``: a NaN or Inf (a :class:`~rowstoch_fast.DivergenceError`), or its gradient norm, loss or the
+  compared metric grew a thousandfold (:data:`~rowstoch_fast.runner.GROWTH_WARNING`) without one;
 * ``no-progress``: ended above :data:`NO_PROGRESS` times its start;
 * ``unstable``: the tuner found no stable rate (it ran at the smallest rate tried);
 * ``interrupted``: stopped by Ctrl-C or SIGTERM before the end of its budget (``--resume`` continues it).
@@ -22,6 +22,7 @@ import math
 
 import numpy as np
 
+from ..runner import GROWTH_WARNING
 from .tuning import CONVERGED, NO_PROGRESS, UNTUNABLE
 
 __all__ = ["STATUSES", "NO_PROGRESS", "TIE_SE", "status_of", "ranks", "tuning_failures"]
@@ -121,6 +122,9 @@ def status_of(frame, metric, meta, *, lr, lr_source, iterations, tuning=None, co
     elif meta.get("grew") or not math.isfinite(end):
         status = "diverged"
         diagnosis = (meta.get("grew") or f"{metric} ended at {end}").split(": the run diverges")[0] + f" {at}"
+    elif math.isfinite(start) and start > 0 and end > GROWTH_WARNING * start:  # (the ranked metric itself)
+        status = "diverged"
+        diagnosis = f"{metric} grew {end / start:.3g}x ({_fmt(start)} -> {_fmt(end)}) {at}"
     else:
         floor = CONVERGED * abs(start) if math.isfinite(start) else 0.0
         if math.isfinite(start) and start > 0 and end > NO_PROGRESS * start and end > floor:
