@@ -539,7 +539,8 @@ def _load_checkpoint(path, algorithm, config):
         key, old, new = diff
         raise ValueError(f"resume: checkpoint {path!r} was made with {key} = {old!r} but this run has {key} = "
                          f"{new!r}; only {', '.join(RESUMABLE)} may change when a run is resumed")
-    lr = algorithm.lr if float(state.get("lr", algorithm.lr)) != algorithm.lr else None
+    saved = np.asarray(state.get("lr", algorithm.lr))
+    lr = None if saved.shape == np.shape(algorithm.lr) and np.array_equal(saved, algorithm.lr) else algorithm.lr
     return algorithm.resume(state, lr), data, rows
 
 
@@ -788,7 +789,7 @@ def _warn_if_growing(rows, lr):
     for row in rows:
         first.setdefault(row[3], row)
         last[row[3]] = row
-    for rep, a in first.items():
+    for position, (rep, a) in enumerate(first.items()):
         b = last[rep]
         grew = []
         if a[4] > 0 and b[4] > GROWTH_WARNING * a[4]:
@@ -797,7 +798,7 @@ def _warn_if_growing(rows, lr):
             grew.append(f"the loss from {a[6]:.3g} to {b[6]:.3g}")
         if grew:
             message = (f"{' and '.join(grew)} (iteration {a[0]} to {b[0]}, repetition {rep}): the run diverges "
-                       f"without NaN; try a smaller lr than {lr:g}")
+                       f"without NaN; try a smaller lr than {float(np.ravel(lr)[min(position, np.size(lr) - 1)]):g}")
             warnings.warn(message, RuntimeWarning, stacklevel=3)
             return message
     return None

@@ -138,3 +138,23 @@ def test_per_replica_rates_on_the_emulated_gpu_equal_the_cpu(name, monkeypatch):
         cpu.step(oc)
         gpu.step(og)
     assert rel(gpu.gather_x(), cpu.x) < 1e-12
+
+
+def test_run_with_one_rate_per_replica_reports_growth_and_resumes(tmp_path):
+    """``run`` with ``lr`` of shape (reps, 1, 1): a replica that grows without NaN is warned about with its own
+    rate (the warning's formatting raised a TypeError on the array), and a checkpoint resumes (the comparison of
+    the saved rate with the given one raised) to the records of an uninterrupted run."""
+    import rowstoch_fast as rf
+    from rowstoch_fast.objectives import Quadratic
+
+    A = topology.exponential(8)
+    f = Quadratic.random(8, 3, seed=0)
+    growing = rf.Algorithm(A, np.array([1e-3, 5.0]).reshape(2, 1, 1), method="push-pull")
+    with pytest.warns(RuntimeWarning, match=r"repetition 1\): the run diverges without NaN; try a smaller lr than 5$"):
+        rf.run(growing, f, 20, repeats=2, progress=False)
+    algo = rf.Algorithm(A, np.array([1e-2, 2e-2]).reshape(2, 1, 1), method="push-pull")
+    ck = tmp_path / "ck.npz"
+    rf.run(algo, f, 10, repeats=2, progress=False, checkpoint=ck)
+    resumed = rf.run(algo, f, 20, repeats=2, progress=False, resume=ck)
+    whole = rf.run(algo, f, 20, repeats=2, progress=False)
+    np.testing.assert_array_equal(resumed.frame["grad_norm"], whole.frame["grad_norm"])

@@ -54,9 +54,26 @@ def sigterm_as_interrupt():
         signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
 
 
+def _interrupt_once():
+    """A worker's SIGINT and SIGTERM: the first raises KeyboardInterrupt (the run saves what it has), the later
+    ones are ignored, so that the worker can save and report. A terminal's Ctrl-C reaches the whole process group
+    and the parent then signals each worker again: a second KeyboardInterrupt escaped the run while it saved and
+    lost its results. Set explicitly: a worker of a comparison started with SIGINT ignored (``cmd &`` in a
+    script) still stops when the parent asks."""
+    fired = []
+
+    def handler(signum, frame):
+        if not fired:
+            fired.append(signum)
+            raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, handler)
+    signal.signal(signal.SIGTERM, handler)
+
+
 def _worker(payload, threads, tasks, results, stop):
     """A worker's loop: methods by index until the queue is empty or ``stop`` is set."""
-    signal.signal(signal.SIGTERM, signal.default_int_handler)  # as Ctrl-C: the run saves what it has
+    _interrupt_once()
     from .. import _core
     from .method import run_method
 
