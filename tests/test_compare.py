@@ -835,3 +835,27 @@ def test_a_run_whose_metric_grows_a_thousandfold_is_diverged():
                             progress=False)
     assert frame.attrs["status"] == {"pull-diag-gt": "diverged"}
     assert re.match(r"suboptimality grew [\d.]+e\+\d+x \(.* -> .*\) at lr 0.03", frame.attrs["diagnosis"]["pull-diag-gt"])
+
+
+@pytest.mark.parametrize("metric, match", [
+    ("loss", "metric 'loss' cannot be tuned on or ranked by"),
+    ("consensus_error", "metric 'consensus_error' cannot be tuned on or ranked by"),
+    ("descent_deviation", "metric 'descent_deviation' cannot be tuned on or ranked by"),
+])
+def test_a_metric_that_does_not_fall_to_zero_is_not_ranked_by(tmp_path, metric, match):
+    """Ranking by the loss (it ends at f*, not 0) called methods that reached f* exactly no-progress, by the
+    consensus error (0 at the common start) every method diverged: refused, naming what to rank by instead; it can
+    still be shown beside the ranked metric."""
+    f = LeastSquares.synthetic(8, samples_per_node=16, d=4, seed=0)
+    with pytest.raises(ValueError, match=match):
+        cmp.compare(topology.exponential(8), f, ["dsgd"], 20, metric=metric, progress=False)
+    with pytest.raises(ValueError, match="needs the objective's optimum, and NonconvexLogistic knows none"):
+        cmp.compare(topology.exponential(8), NonconvexLogistic.synthetic(8, total=320, batch=5), ["dsgd"], 20,
+                    metric="suboptimality", progress=False)
+    frame = cmp.compare(topology.exponential(8), f, ["dsgd"], 20, lr=0.05, metrics=["suboptimality", metric],
+                        progress=False)
+    assert frame.attrs["status"] == {"dsgd": "ok"}
+    rc, _, err = rowstoch("compare", "--n", "8", "--algorithms", "dsgd", "--metric", metric, "--rounds-budget", "20",
+                          "--objective", "least-squares", "--out", tmp_path / "out")
+    assert_one_line_error(rc, err, "cannot be tuned on or ranked by")
+    assert not (tmp_path / "out").exists()  # (refused before anything is written)

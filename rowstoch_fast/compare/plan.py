@@ -31,6 +31,26 @@ TUNE_GRID = tuple(float(v) for v in np.logspace(-4, 1, 11))
 MIN_ITERATIONS = 10
 
 
+#: The metrics a comparison can tune on and rank by: positive at the start and 0 at the solution (the tuner's and
+#: the statuses' rules read them so). ``loss`` ends at f* (not 0), ``consensus_error`` and ``descent_deviation``
+#: start at 0 from a common start: they are shown beside the ranked one, never ranked.
+RANKED_METRICS = ("suboptimality", "grad_norm_mean", "grad_norm", "grad_norm_centroid", "distance")
+
+
+def check_ranked_metric(metric, objective):
+    """``metric`` if a comparison on ``objective`` can rank by it (:data:`RANKED_METRICS`, and ``suboptimality``
+    / ``distance`` only where the objective knows its optimum), else a ValueError saying why."""
+    check_metric(metric)
+    if metric not in RANKED_METRICS:
+        raise ValueError(f"metric {metric!r} cannot be tuned on or ranked by (it does not fall from its start to 0 "
+                         f"at the solution); rank by one of {', '.join(RANKED_METRICS)} and show {metric!r} beside "
+                         "it (metrics=...)")
+    if metric in ("suboptimality", "distance") and objective.optimum() is None:
+        raise ValueError(f"metric {metric!r} needs the objective's optimum, and {type(objective).__name__} knows "
+                         "none: rank by grad_norm_mean")
+    return metric
+
+
 def default_metric(objective):
     """The metric a biased method cannot game: ``"suboptimality"`` (``f(x_bar) - f*``) where the objective knows
     its optimum, else ``"grad_norm_mean"`` (``||grad f(x_bar)||``)."""
@@ -200,7 +220,7 @@ def make_plan(A, objective, algorithms=None, rounds_budget=2000, *, lr=None, tun
     seed = check_int(seed, "seed", minimum=0, maximum=MAX_KEY)
     if not isinstance(tune, (bool, np.bool_)):
         raise TypeError(f"tune must be True or False, got {tune!r}")
-    metric = check_metric(metric if metric is not None else default_metric(objective))
+    metric = check_ranked_metric(metric if metric is not None else default_metric(objective), objective)
     if metrics is None:
         metrics = (metric, "consensus_error")
     elif isinstance(metrics, str):
