@@ -334,10 +334,13 @@ def to_markdown(table, metrics=None):
     return "\n".join(lines) + "\n"
 
 
+#: LaTeX's special characters and what prints them (one pass: a replacement is never escaped again).
+_TEX_ESCAPES = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "_": r"\_", "#": r"\#", "$": r"\$",
+                "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+
+
 def _tex(text):
-    return (str(text).replace("\\", r"\textbackslash{}").replace("&", r"\&").replace("%", r"\%")
-            .replace("_", r"\_").replace("#", r"\#").replace("$", r"\$").replace("{", r"\{").replace("}", r"\}")
-            .replace("~", r"\textasciitilde{}").replace("^", r"\textasciicircum{}"))
+    return "".join(_TEX_ESCAPES.get(ch, ch) for ch in str(text))
 
 
 def tex_number(mean, std=None, digits=2):

@@ -859,3 +859,12 @@ def test_a_metric_that_does_not_fall_to_zero_is_not_ranked_by(tmp_path, metric, 
                           "--objective", "least-squares", "--out", tmp_path / "out")
     assert_one_line_error(rc, err, "cannot be tuned on or ranked by")
     assert not (tmp_path / "out").exists()  # (refused before anything is written)
+
+
+def test_latex_escapes_every_special_character_once():
+    """A file name or label with a backslash: ``\\textbackslash{}`` whose braces are not escaped again (they were:
+    the PDF printed ``\\{}``)."""
+    from rowstoch_fast.report import _tex
+
+    assert _tex(r"C:\data\a_b.txt") == r"C:\textbackslash{}data\textbackslash{}a\_b.txt"
+    assert _tex("50% & {x} ~^#$") == r"50\% \& \{x\} \textasciitilde{}\textasciicircum{}\#\$"
