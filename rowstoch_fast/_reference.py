@@ -847,17 +847,18 @@ def compress_message(v, method, node, first_col, seed, t, r, bits=None, k=None, 
     out = np.zeros_like(v)
     if method == "qsgd":
         sq = sum(float(x) * float(x) for x in v)  # (sequential, as the kernel)
-        norm = math.sqrt(sq)
+        norm, scale = math.sqrt(sq), 1.0
         m = max((abs(float(x)) for x in v), default=0.0)
         if not 1e-280 <= sq <= 1.7976931348623157e308 and 0 < m <= 1.7976931348623157e308:
-            norm = m * math.sqrt(sum((float(x) / m) * (float(x) / m) for x in v))  # (squares out of range)
+            scale = math.ldexp(1.0, math.frexp(m)[1] - 1)  # (squares out of range: v / 2^(e - 1), exactly)
+            norm = math.sqrt(sum((float(x) / scale) * (float(x) / scale) for x in v))
         s = 2.0**bits - 1
         for c in range(L):
             if norm == 0:
                 continue
-            level = min(math.floor(abs(float(v[c])) * (s / norm) + (u(c, 1) if unbiased else 0.5)), s)
+            level = min(math.floor(abs(float(v[c]) / scale) * (s / norm) + (u(c, 1) if unbiased else 0.5)), s)
             q = level * (norm / s)
-            out[c] = math.copysign(q, float(v[c]))
+            out[c] = math.copysign(q, float(v[c])) * scale
     elif method == "sign":
         scale = sum(abs(float(x)) for x in v) / L
         out[:] = [scale if x > 0 else -scale if x < 0 else 0.0 for x in v]

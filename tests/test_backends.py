@@ -476,7 +476,8 @@ def test_the_cupy_backend_on_the_emulated_kernels_equals_the_cpu(cuda_on_host, m
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-@pytest.mark.parametrize("case", ["qsgd", "qsgd-nearest", "qsgd-huge", "qsgd-tiny", "sign", "top1", "top3", "top7", "top20", "rand2",
+@pytest.mark.parametrize("case", ["qsgd", "qsgd-nearest", "qsgd-huge", "qsgd-tiny", "qsgd-subnormal",
+                                  "sign", "top1", "top3", "top7", "top20", "rand2",
                                   "rand20-biased", "round", "noise", "chain", "fixed-delay", "delayed-noise",
                                   "two-noises", "circulant", "circulant-lossy"])
 def test_the_message_kernels_on_the_emulated_device_equal_the_cpu(cuda_on_host, monkeypatch, case, dtype):
@@ -488,7 +489,7 @@ def test_the_message_kernels_on_the_emulated_device_equal_the_cpu(cuda_on_host, 
     from rowstoch_fast.backends.cupy import CupyBackend
     from rowstoch_fast.network import Compressed, Delayed, Lossy, Noisy, Sleepy
 
-    scale = {"qsgd-huge": 2.0**600, "qsgd-tiny": 2.0**-600}.get(case, 1.0)  # (squares out of double's range)
+    scale = {"qsgd-huge": 2.0**600, "qsgd-tiny": 2.0**-600, "qsgd-subnormal": 2.0**-1040}.get(case, 1.0)  # (squares out of double's range)
     if scale != 1.0 and dtype == np.float32:
         pytest.skip("float32 holds no such values")
     fake = _emulated_device(cuda_on_host, monkeypatch)
@@ -498,6 +499,7 @@ def test_the_message_kernels_on_the_emulated_device_equal_the_cpu(cuda_on_host, 
     nets = {"qsgd": Compressed(base, "qsgd", bits=3, seed=1),
             "qsgd-nearest": Compressed(base, "qsgd", bits=2, unbiased=False),
             "qsgd-huge": Compressed(base, "qsgd", bits=4, seed=2), "qsgd-tiny": Compressed(base, "qsgd", bits=4, seed=2),
+            "qsgd-subnormal": Compressed(base, "qsgd", bits=8, seed=2),
             "sign": Compressed(base, "sign"), "top1": Compressed(base, "topk", k=1),
             "top3": Compressed(base, "topk", k=3), "top7": Compressed(base, "topk", k=7),
             "top20": Compressed(base, "topk", k=20), "rand2": Compressed(base, "randk", k=2, seed=4),

@@ -435,14 +435,17 @@ __device__ void compress_message(int method, const T* v, T* out, i64 L, i64 firs
     if (method == 0) {
         double sq = 0.0;
         for (i64 c = 0; c < L; ++c) sq += (double)v[c] * (double)v[c];
-        double norm = sqrt(sq);
+        double norm = sqrt(sq), scale = 1.0;
         if (!(sq >= 1e-280 && sq <= 1.7976931348623157e308)) {  // (compress.hpp's qsgd_norm: squares that
-            double m = 0.0;                                      // overflowed or underflowed, rescaled)
+            double m = 0.0;                                      // overflowed or underflowed: v / 2^e)
             for (i64 c = 0; c < L; ++c) m = fmax(m, fabs((double)v[c]));
             if (m > 0.0 && m <= 1.7976931348623157e308) {
+                int e = 0;
+                frexp(m, &e);
+                scale = ldexp(1.0, e - 1);
                 double scaled = 0.0;
-                for (i64 c = 0; c < L; ++c) scaled += ((double)v[c] / m) * ((double)v[c] / m);
-                norm = m * sqrt(scaled);
+                for (i64 c = 0; c < L; ++c) scaled += ((double)v[c] / scale) * ((double)v[c] / scale);
+                norm = sqrt(scaled);
             }
         }
         const double s = (double)((1ULL << param) - 1);
@@ -453,10 +456,10 @@ __device__ void compress_message(int method, const T* v, T* out, i64 L, i64 firs
                 out[c] = T(0);
                 continue;
             }
-            const double a = fabs((double)v[c]) * up;
+            const double a = fabs(scale == 1.0 ? (double)v[c] : (double)v[c] / scale) * up;
             const double u = unbiased ? message_uniform(key, (u64)(first_col + c)) : 0.5;
             const double level = fmin((double)(i64)(a + u), s);
-            out[c] = (T)copysign(level * down, (double)v[c]);
+            out[c] = (T)(copysign(level * down, (double)v[c]) * scale);
         }
     } else if (method == 1) {
         double l1 = 0.0;

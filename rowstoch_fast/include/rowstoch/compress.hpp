@@ -104,39 +104,46 @@ inline void smallest_k(Score score_of, double* score, std::int64_t L, std::int64
 // qsgd's s = 2^bits - 1 levels.
 inline double qsgd_levels(std::int64_t bits) { return static_cast<double>((std::uint64_t(1) << bits) - 1); }
 
-// ||v||_2 from the sum of squares `sq` the caller accumulated in order: sqrt(sq), except where the squares
-// overflowed (entries above ~1.3e154: sq = inf) or underflowed (sq < 1e-280: tiny entries' squares lose their
-// bits) in a finite message: there max|v| * sqrt(sum (v / max|v|)^2), the same in order (exact over the whole
-// finite range; the usual messages keep their bits).
+// The norm a qsgd message is quantized with, from the sum of squares `sq` the caller accumulated in order:
+// sqrt(sq) of v itself (scale = 1), except where the squares overflowed (entries above ~1.3e154: sq = inf) or
+// underflowed (sq < 1e-280: tiny entries' squares lose their bits, and s / norm overflows) in a finite message:
+// there v is read as v / scale with scale the power of two of max|v| (exact), its norm taken in range, and the
+// values scaled back. Exact over the whole finite range; the usual messages keep their bits.
 template <class T>
-inline double qsgd_norm(const T* v, std::int64_t L, double sq) {
+inline double qsgd_norm(const T* v, std::int64_t L, double sq, double* scale) {
+    *scale = 1.0;
     if (sq >= 1e-280 && sq <= 1.7976931348623157e308) return std::sqrt(sq);
     double m = 0.0;
     for (std::int64_t c = 0; c < L; ++c) m = std::max(m, std::fabs(static_cast<double>(v[c])));
     if (!(m > 0.0) || !(m <= 1.7976931348623157e308)) return std::sqrt(sq);  // (zero, or not finite: as it is)
+    int e = 0;
+    std::frexp(m, &e);  // m = f 2^e, f in [0.5, 1): max|v / 2^(e - 1)| in [1, 2)
+    *scale = std::ldexp(1.0, e - 1);  // (2^-1074 .. 2^1023: representable, division by it exact)
     double scaled = 0.0;
     for (std::int64_t c = 0; c < L; ++c) {
-        const double w = static_cast<double>(v[c]) / m;
+        const double w = static_cast<double>(v[c]) / *scale;
         scaled += w * w;
     }
-    return m * std::sqrt(scaled);
+    return std::sqrt(scaled);
 }
 
-// qsgd's values of one message of norm ||v||_2 = norm (up = s / norm, down = norm / s; `key` its tag-1 key).
+// qsgd's values of one message of norm ||v / scale||_2 = norm (up = s / norm, down = norm / s; `key` its tag-1
+// key; `scale` a power of two from qsgd_norm, 1 for the usual messages: multiplying by it is exact).
 template <class T>
 inline void qsgd_values(const T* v, T* out, std::int64_t L, std::int64_t first_col, double norm, double up,
-                        double down, std::uint64_t key, double s, bool unbiased) {
+                        double down, std::uint64_t key, double s, bool unbiased, double scale) {
     for (std::int64_t c = 0; c < L; ++c) {
         if (norm == 0.0) {
             out[c] = T(0);
             continue;
         }
-        const double a = std::fabs(static_cast<double>(v[c])) * up;
+        const double x = scale == 1.0 ? static_cast<double>(v[c]) : static_cast<double>(v[c]) / scale;
+        const double a = std::fabs(x) * up;
         const double u = unbiased ? message_uniform(key, static_cast<std::uint64_t>(first_col + c)) : 0.5;
         // floor of a non-negative value as an integer conversion (no libm call without SSE4.1)
         const double level = std::min(static_cast<double>(static_cast<std::int64_t>(a + u)), s);
         const double q = level * down;
-        out[c] = static_cast<T>(std::copysign(q, static_cast<double>(v[c])));
+        out[c] = static_cast<T>(std::copysign(q, static_cast<double>(v[c])) * scale);
     }
 }
 
@@ -163,8 +170,9 @@ void compress_message(int method, const T* v, T* out, std::int64_t L, std::int64
         case kQsgd: {
             double sq = 0.0;
             for (std::int64_t c = 0; c < L; ++c) sq += static_cast<double>(v[c]) * static_cast<double>(v[c]);
-            const double norm = qsgd_norm(v, L, sq), s = qsgd_levels(param);
-            qsgd_values(v, out, L, first_col, norm, s / norm, norm / s, tagged(1), s, unbiased);
+            double scale = 1.0;
+            const double norm = qsgd_norm(v, L, sq, &scale), s = qsgd_levels(param);
+            qsgd_values(v, out, L, first_col, norm, s / norm, norm / s, tagged(1), s, unbiased, scale);
             return;
         }
         case kSign: {
@@ -230,14 +238,15 @@ void compress_batch(int method, const T* const* v, T* const* out, std::int64_t L
         for (std::int64_t c = 0; c < L; ++c)
             for (int b = 0; b < B; ++b) sq[b] += static_cast<double>(v[b][c]) * static_cast<double>(v[b][c]);
         const double s = qsgd_levels(param);
-        double norm[B], up[B], down[B];
+        double norm[B], up[B], down[B], scale[B];
         for (int b = 0; b < B; ++b) {
-            norm[b] = qsgd_norm(v[b], L, sq[b]);
+            norm[b] = qsgd_norm(v[b], L, sq[b], &scale[b]);
             up[b] = s / norm[b];
             down[b] = norm[b] / s;
         }
         for (int b = 0; b < B; ++b)
-            qsgd_values(v[b], out[b], L, first[b], norm[b], up[b], down[b], mix64(row[b] ^ 1), s, unbiased);
+            qsgd_values(v[b], out[b], L, first[b], norm[b], up[b], down[b], mix64(row[b] ^ 1), s, unbiased,
+                        scale[b]);
         return;
     }
     const std::int64_t k = std::min<std::int64_t>(param, L);  // (<= 4: batched())
