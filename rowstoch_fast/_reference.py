@@ -969,4 +969,3 @@ def noisy_round(M, X, Q, noise_of, sigma):
             if M[i, j] and i != j:
                 Y[i] += M[i, j] * sigma * noise_of(i, j)
     return Y
-

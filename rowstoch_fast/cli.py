@@ -672,9 +672,6 @@ class _Terminated:
             signal.signal(signal.SIGTERM, self.previous)
         return False
 
-    def code(self):
-        return 143 if self.received else 130
-
 
 def cmd_compare(args):
     """``rowstoch compare``: several algorithms, same problem, seeds and communication budget (130 when
@@ -1341,8 +1338,9 @@ def make_parser():
     out.add_argument("--metric", default=None,
                      help="comma-separated metrics for the figure's panels and the tables (default: suboptimality "
                           "where the objective knows f*, else grad_norm_mean, then consensus_error); the first is "
-                          "tuned on and ranked (one that falls to 0: not loss or consensus_error); any of " + ", ".join(("suboptimality", "distance", "consensus_error",
-                                                                      "grad_norm_mean", "grad_norm", "loss")))
+                          "tuned on and ranked (one that falls to 0: not loss or consensus_error); any of "
+                          + ", ".join(("suboptimality", "distance", "consensus_error", "grad_norm_mean", "grad_norm",
+                                       "loss")))
     out.add_argument("--x", default="rounds", help="the figure's horizontal axis: rounds, gradients, bytes or seconds")
     out.add_argument("--format", default="png", help="figure formats, comma-separated: png (300 dpi), pdf, svg")
     crn.add_argument("--jobs", type=_positive_int, default=None,

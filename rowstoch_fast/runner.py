@@ -394,10 +394,12 @@ def _where_finite(fn, P):
     ok = np.isfinite(P).reshape(P.shape[0], -1).all(axis=1)
     if ok.all():
         return fn(P)
-    shape = (-1,) + (1,) * (P.ndim - 1)
-    out = fn(np.where(ok.reshape(shape), P, 0.0))
-    fill = lambda v: np.where(ok.reshape((-1,) + (1,) * (np.ndim(v) - 1)), v, np.inf)  # noqa: E731
-    return tuple(fill(v) for v in out) if isinstance(out, tuple) else fill(out)
+
+    def rows(v, value):  # the replicas' points or outputs v, value where a replica's point is not finite
+        return np.where(ok.reshape((-1,) + (1,) * (np.ndim(v) - 1)), v, value)
+
+    out = fn(rows(P, 0.0))
+    return tuple(rows(v, np.inf) for v in out) if isinstance(out, tuple) else rows(out, np.inf)
 
 
 def _record(opt, objective, oracle, rows, t0_wall, metrics=METRICS):

@@ -199,7 +199,7 @@ class Persistence:
         opt._load_extra(state)
         opt._ops.load_channels(state)
         if opt.iteration > 0 and opt._initialized and not any(str(k).startswith("delayed/") for k in state) \
-                and any(_delays(net) for net in opt._mats.values()):
+                and any(getattr(M, "delayed", lambda: None)() is not None for M in opt._mats.values()):
             raise ValueError("state has no delayed-message history (keys 'delayed/...'): its network delays "
                              f"messages, and after {opt.iteration} iterations the messages in flight are part of the "
                              "state (a state_dict() of this network holds them); without them the run would "
@@ -208,13 +208,3 @@ class Persistence:
             opt._lr_changed()
         return opt
 
-
-def _delays(net):
-    """Whether ``net`` delays messages (a :class:`~rowstoch_fast.network.Delayed` among its message layers)."""
-    from ..network import Delayed, _Messages
-
-    while isinstance(net, _Messages):
-        if isinstance(net, Delayed):
-            return True
-        net = net.base
-    return False

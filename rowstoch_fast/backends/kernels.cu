@@ -437,7 +437,7 @@ __device__ void compress_message(int method, const T* v, T* out, i64 L, i64 firs
         for (i64 c = 0; c < L; ++c) sq += (double)v[c] * (double)v[c];
         double norm = sqrt(sq), scale = 1.0;
         if (!(sq >= 1e-280 && sq <= 1.7976931348623157e308)) {  // (compress.hpp's qsgd_norm: squares that
-            double m = 0.0;                                      // overflowed or underflowed: v / 2^e)
+            double m = 0.0;                                      // overflowed or underflowed: v / 2^(e-1))
             for (i64 c = 0; c < L; ++c) m = fmax(m, fabs((double)v[c]));
             if (m > 0.0 && m <= 1.7976931348623157e308) {
                 int e = 0;

@@ -107,7 +107,7 @@ inline double qsgd_levels(std::int64_t bits) { return static_cast<double>((std::
 // The norm a qsgd message is quantized with, from the sum of squares `sq` the caller accumulated in order:
 // sqrt(sq) of v itself (scale = 1), except where the squares overflowed (entries above ~1.3e154: sq = inf) or
 // underflowed (sq < 1e-280: tiny entries' squares lose their bits, and s / norm overflows) in a finite message:
-// there v is read as v / scale with scale the power of two of max|v| (exact), its norm taken in range, and the
+// there v is read as v / scale, scale = 2^(e-1) for max|v| = f 2^e (exact), its norm taken in range, and the
 // values scaled back. Exact over the whole finite range; the usual messages keep their bits.
 template <class T>
 inline double qsgd_norm(const T* v, std::int64_t L, double sq, double* scale) {
@@ -128,23 +128,35 @@ inline double qsgd_norm(const T* v, std::int64_t L, double sq, double* scale) {
 }
 
 // qsgd's values of one message of norm ||v / scale||_2 = norm (up = s / norm, down = norm / s; `key` its tag-1
-// key; `scale` a power of two from qsgd_norm, 1 for the usual messages: multiplying by it is exact).
-template <class T>
-inline void qsgd_values(const T* v, T* out, std::int64_t L, std::int64_t first_col, double norm, double up,
-                        double down, std::uint64_t key, double s, bool unbiased, double scale) {
+// key; `scale` a power of two from qsgd_norm: dividing and multiplying by it is exact). The usual messages
+// (scale 1) take the loop without it.
+template <bool Scaled, class T>
+inline void qsgd_values_of(const T* v, T* out, std::int64_t L, std::int64_t first_col, double norm, double up,
+                           double down, std::uint64_t key, double s, bool unbiased, double scale) {
     for (std::int64_t c = 0; c < L; ++c) {
         if (norm == 0.0) {
             out[c] = T(0);
             continue;
         }
-        const double x = scale == 1.0 ? static_cast<double>(v[c]) : static_cast<double>(v[c]) / scale;
+        double x = static_cast<double>(v[c]);
+        if constexpr (Scaled) x /= scale;
         const double a = std::fabs(x) * up;
         const double u = unbiased ? message_uniform(key, static_cast<std::uint64_t>(first_col + c)) : 0.5;
         // floor of a non-negative value as an integer conversion (no libm call without SSE4.1)
         const double level = std::min(static_cast<double>(static_cast<std::int64_t>(a + u)), s);
-        const double q = level * down;
-        out[c] = static_cast<T>(std::copysign(q, static_cast<double>(v[c])) * scale);
+        double q = std::copysign(level * down, static_cast<double>(v[c]));
+        if constexpr (Scaled) q *= scale;
+        out[c] = static_cast<T>(q);
     }
+}
+
+template <class T>
+inline void qsgd_values(const T* v, T* out, std::int64_t L, std::int64_t first_col, double norm, double up,
+                        double down, std::uint64_t key, double s, bool unbiased, double scale) {
+    if (scale == 1.0)
+        qsgd_values_of<false>(v, out, L, first_col, norm, up, down, key, s, unbiased, scale);
+    else
+        qsgd_values_of<true>(v, out, L, first_col, norm, up, down, key, s, unbiased, scale);
 }
 
 // A top-k's or rand-k's scale of the kept values (L / k for an unbiased rand-k).
