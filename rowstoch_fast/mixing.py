@@ -11,7 +11,7 @@ from scipy.sparse import csgraph
 from . import _core
 from ._checks import (MAX_ROUNDS, as_float_array, check_coo_arrays, check_csr_arrays, check_dtype, check_int,
                       check_out, fmt_value, require_memory)
-from .backends.base import device_operations, is_device_array
+from ._device import device_operations, is_device_array
 from .metrics import compute_metrics, perron_vector
 
 __all__ = ["MixingMatrix", "STOCHASTIC", "metropolis_weights", "out_degree_weights"]

@@ -17,7 +17,7 @@ import numpy as np
 from . import _core
 from ._hashing import uniform_hash
 from ._checks import MAX_KEY, as_float_array, check_int, check_positive_float, make_rng, require_memory
-from .backends.base import is_device_array
+from ._device import device_operations, is_device_array
 
 __all__ = ["Objective", "Oracle", "SampleOracle", "Optimum", "NonconvexLogistic", "LogisticL2", "Quadratic",
            "LeastSquares", "draw_samples"]
@@ -206,9 +206,7 @@ class Objective:
         own = np.arange(Xh.shape[-2]) if nodes is None else nodes
         G = self._sample_gradient(Xh, idx, own)
         if device:
-            from .backends import to_backend
-
-            return to_backend("cupy", G)
+            return device_operations().to_gpu(G)
         return G
 
     def _sample_gradient(self, X, idx, own):
@@ -417,7 +415,7 @@ class NonconvexLogistic(Objective):
         iteration, seed, batches, rep_offset = _check_stream(iteration, seed, batches, rep_offset)
         rep_period = _check_period(rep_period)
         if is_device_array(X):
-            from ._logistic_cuda import logistic_grad  # (imports the CuPy backend: only for a device X)
+            logistic_grad = device_operations("logistic").logistic_grad  # (the CuPy backend's launcher)
 
             m = self.n if nodes is None else len(nodes)
             if X.ndim not in (2, 3) or tuple(X.shape[-2:]) != (m, self.d):

@@ -8,7 +8,7 @@ import numpy as np
 
 from . import _core
 from ._checks import as_float_array, check_int, require_memory
-from .backends.base import is_device_array
+from ._device import device_operations, is_device_array
 from .mixing import MixingMatrix
 from .tracker import DEFAULT_BLOCK
 
@@ -118,8 +118,7 @@ def pull_diag(A, Z, iterations, *, block=DEFAULT_BLOCK):
     """
     block = check_int(block, "block", minimum=1)
     if is_device_array(Z):  # the CuPy backend: same loop, device arrays and kernel
-        from .backends import cupy as cuda
-
+        cuda = device_operations()
         xp = cuda.require_cupy()
         A = A if isinstance(A, MixingMatrix) else MixingMatrix(A)
         A = A if A.dtype == np.float64 else A.astype(np.float64)

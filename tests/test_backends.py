@@ -209,7 +209,7 @@ def test_cuda_kernels_compile_with_nvrtc():
         pytest.fail(nvrtc.getProgramLog(prog))
     ptx = nvrtc.getPTX(prog)
     ptx = ptx.decode() if isinstance(ptx, bytes) else ptx
-    from rowstoch_fast._logistic_cuda import _coordinate_groups
+    from rowstoch_fast.backends.cupy_logistic import _coordinate_groups
 
     logistic = {f"logistic_grad{_coordinate_groups(d)}_{t}" for d in range(1, 200) for t in ("f32", "f64")}
     missing = {name for name in _mix_kernel_names() | logistic if f".entry {name}(" not in ptx}
@@ -278,7 +278,7 @@ def test_cuda_logistic_kernel_logic_matches_cpu(cuda_on_host, nodes, M, d, layou
     spill = np.full(reps * m * (f.samples_per_node + f.batch), -1, dtype=np.int32)
     i64, u64 = ctypes.c_int64, ctypes.c_uint64
     real = ctypes.c_double if dtype == np.float64 else ctypes.c_float
-    from rowstoch_fast._logistic_cuda import _coordinate_groups
+    from rowstoch_fast.backends.cupy_logistic import _coordinate_groups
 
     K = _coordinate_groups(d)
     getattr(cuda_on_host, f"emulate_logistic_grad{K}_{'f64' if dtype == np.float64 else 'f32'}")(
@@ -292,7 +292,7 @@ def test_cuda_logistic_kernel_logic_matches_cpu(cuda_on_host, nodes, M, d, layou
 def _emulated_logistic_launches(cuda_on_host, monkeypatch, seen):
     """:func:`_emulated_device` where each logistic launch's layout goes to ``seen`` after its shared memory is
     checked against the layout's needs and the limit."""
-    from rowstoch_fast import _logistic_cuda as launcher
+    from rowstoch_fast.backends import cupy_logistic as launcher
 
     def check(name, args, shared_mem):
         if name.startswith("logistic_grad"):
@@ -306,9 +306,9 @@ def _emulated_logistic_launches(cuda_on_host, monkeypatch, seen):
 
 @pytest.mark.parametrize("M,batch", [(400, 200), (1500, 1100), (20000, 1100)], ids=["perm", "perm-large", "spill"])
 def test_cupy_logistic_launcher_on_the_host(cuda_on_host, monkeypatch, M, batch):
-    """_logistic_cuda.logistic_grad (layout, shared memory, scratch, arguments) launching the emulated kernel:
+    """backends.cupy_logistic.logistic_grad (layout, shared memory, scratch, arguments) launching the emulated kernel:
     the CPU kernel's gradients bit for bit, in both layouts, within the shared memory limit."""
-    from rowstoch_fast._logistic_cuda import logistic_grad
+    from rowstoch_fast.backends.cupy_logistic import logistic_grad
 
     seen = []
     fake = _emulated_logistic_launches(cuda_on_host, monkeypatch, seen)
@@ -322,7 +322,7 @@ def test_cupy_logistic_launcher_on_the_host(cuda_on_host, monkeypatch, M, batch)
 def test_cupy_logistic_launcher_refuses_hours_of_work(cuda_on_host, monkeypatch):
     """A gradient call of more than 2^40 multiply-adds is refused before the launch, as on the CPU (a kernel
     runs to its end, beyond Ctrl-C)."""
-    from rowstoch_fast._logistic_cuda import logistic_grad
+    from rowstoch_fast.backends.cupy_logistic import logistic_grad
 
     seen = []
     fake = _emulated_logistic_launches(cuda_on_host, monkeypatch, seen)

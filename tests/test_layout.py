@@ -14,13 +14,32 @@ def module_name(path):
     return ".".join(parts)
 
 
-def imports(path, top_level_only=False):
-    """Modules of the package that ``path`` imports (relative imports resolved)."""
+def _modules():
+    return {module_name(p) for p in PACKAGE.rglob("*.py")}
+
+
+def _dynamic_targets(node, name, package, modules):
+    """The modules an ``importlib.import_module`` call ``node`` can load: its literal target, every submodule of
+    ``package`` for ``f"{__name__}.{x}"``, and for any other argument every module the file names in a string
+    (``_MODULES = {"cpu": "rowstoch_fast.backends.cpu", ...}``): a target the test cannot read counts as all."""
+    arg = node.args[0] if node.args else None
+    if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+        return {arg.value}
+    if isinstance(arg, ast.JoinedStr) and arg.values and isinstance(arg.values[0], ast.FormattedValue) \
+            and isinstance(arg.values[0].value, ast.Name) and arg.values[0].value.id == "__name__":
+        return {m for m in modules if m.rsplit(".", 1)[0] == name}
+    return None  # resolved by the caller from the file's strings
+
+
+def imports(path, top_level_only=False, modules=None):
+    """Modules of the package that ``path`` imports (relative imports resolved; ``from .backends import cupy``
+    counts ``backends.cupy``; ``importlib.import_module`` targets counted, see :func:`_dynamic_targets`)."""
+    modules = _modules() if modules is None else modules
     tree = ast.parse(path.read_text())
     name = module_name(path)
     package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
     nodes = tree.body if top_level_only else ast.walk(tree)
-    found = set()
+    found, unreadable = set(), False
     for node in nodes:
         if isinstance(node, ast.ImportFrom):
             if node.level:
@@ -30,17 +49,28 @@ def imports(path, top_level_only=False):
             else:
                 target = node.module or ""
             if target.startswith("rowstoch_fast"):
-                if node.module:  # "from .x import y": module x
+                if node.module:  # "from .x import y": module x, and x.y where y is a module
                     found.add(target)
+                    found |= {f"{target}.{a.name}" for a in node.names if f"{target}.{a.name}" in modules}
                 else:  # "from . import cupy, _core": those submodules (the package is already importing)
                     found |= {f"{target}.{alias.name}" for alias in node.names}
         elif isinstance(node, ast.Import):
             found |= {a.name for a in node.names if a.name.startswith("rowstoch_fast")}
+        elif (not top_level_only and isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+              and node.func.attr == "import_module"):
+            targets = _dynamic_targets(node, name, package, modules)
+            if targets is None:
+                unreadable = True
+            else:
+                found |= {t for t in targets if t.startswith("rowstoch_fast")}
+    if unreadable:
+        found |= {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and n.value in modules}
     return found
 
 
 def graph(top_level_only):
-    return {module_name(p): imports(p, top_level_only) for p in PACKAGE.rglob("*.py")}
+    modules = _modules()
+    return {module_name(p): imports(p, top_level_only, modules) for p in PACKAGE.rglob("*.py")}
 
 
 def _cycle(g):
@@ -78,6 +108,27 @@ def test_no_import_cycles_counting_imports_inside_functions():
     """An import inside a function hides a circle from Python, not from the architecture: none anywhere."""
     cycle = _cycle(graph(top_level_only=False))
     assert cycle is None, "import cycle (imports inside functions counted): " + " -> ".join(cycle)
+
+
+def test_the_import_graph_counts_import_module_targets():
+    """The backends' registry and the device hook load modules by name: the graph must see those edges."""
+    g = graph(top_level_only=False)
+    assert "rowstoch_fast.backends.cupy" in g["rowstoch_fast.backends"]  # create's _MODULES, the device hook
+    assert "rowstoch_fast.backends.cupy_logistic" in g["rowstoch_fast.backends"]
+    assert "rowstoch_fast.algorithms.pull_diag_gt" in g["rowstoch_fast.algorithms"]  # f"{__name__}.{name}"
+
+
+#: The layers below the backends: they reach device code through rowstoch_fast._device (a leaf), never an import.
+BELOW_BACKENDS = ("rowstoch_fast.mixing", "rowstoch_fast.objectives", "rowstoch_fast.protocol",
+                  "rowstoch_fast.metrics", "rowstoch_fast.topology", "rowstoch_fast.tracker", "rowstoch_fast._device")
+
+
+def test_the_matrix_objective_and_protocol_layers_never_import_a_backend():
+    g = graph(top_level_only=False)
+    for m in BELOW_BACKENDS:
+        up = {d for d in g[m] if d.startswith("rowstoch_fast.backends")}
+        assert not up, f"{m} imports {sorted(up)}: use rowstoch_fast._device (is_device_array, device_operations)"
+    assert g["rowstoch_fast._device"] == set(), "rowstoch_fast._device is a leaf"
 
 
 def test_the_detector_finds_a_hidden_circle():

@@ -16,13 +16,26 @@ from __future__ import annotations
 
 import importlib
 
+from .. import _device
 from .base import DEFERRED, is_device_array
 
 BACKENDS = ("auto", "cpu", "cupy", "mpi")
-_MODULES = {"cpu": ("cpu", "CpuBackend"), "cupy": ("cupy", "CupyBackend"), "mpi": ("mpi", "MpiBackend")}
+_MODULES = {"cpu": ("rowstoch_fast.backends.cpu", "CpuBackend"), "cupy": ("rowstoch_fast.backends.cupy", "CupyBackend"),
+            "mpi": ("rowstoch_fast.backends.mpi", "MpiBackend")}
 
 __all__ = ["BACKENDS", "DEFERRED", "create", "is_device_array", "one_process", "require_block_memory",
            "resolve_backend", "to_backend"]
+
+
+#: The modules running device operations for the layers below (see :func:`rowstoch_fast._device.provide`).
+_DEVICE_MODULES = {"matrix": "rowstoch_fast.backends.cupy", "logistic": "rowstoch_fast.backends.cupy_logistic"}
+
+
+def _device_operations(what):
+    return importlib.import_module(_DEVICE_MODULES[what])
+
+
+_device.provide(_device_operations)
 
 
 def resolve_backend(backend, *arrays):
@@ -53,7 +66,7 @@ def create(backend, x0=None, **options):
     (``comm`` and ``partition`` for ``"mpi"``; a backend refuses options it does not know)."""
     name = resolve_backend(backend, x0)
     module, cls = _MODULES[name]
-    return getattr(importlib.import_module(f"{__name__}.{module}"), cls)(**options)
+    return getattr(importlib.import_module(module), cls)(**options)
 
 
 def to_backend(backend, array):

@@ -2,23 +2,12 @@
 
 from __future__ import annotations
 
-import importlib
-
 import numpy as np
 
+from .._device import DEVICE_TYPES, is_device_array  # noqa: F401 (the backends' names for them)
 from .._hashing import content_round
 
 __all__ = ["Backend", "DEFERRED", "is_device_array"]
-
-#: Array types whose every instance lives on a GPU (CuPy's ndarray, once the CuPy backend has found CuPy).
-DEVICE_TYPES = set()
-
-
-def is_device_array(x):
-    """True for arrays that live on a GPU (they expose ``__cuda_array_interface__``). A type in
-    :data:`DEVICE_TYPES` is taken at its word: CuPy builds the interface's dict each time it is asked for, and
-    the launch paths ask several times per step."""
-    return type(x) in DEVICE_TYPES or hasattr(x, "__cuda_array_interface__")
 
 
 def _under_messages(net):
@@ -30,16 +19,8 @@ def is_network(A):
     """True for a time-varying network of :mod:`rowstoch_fast.network` (it has a per-iteration :meth:`plan`),
     False for a static :class:`~rowstoch_fast.MixingMatrix`. Backends ask this rather than import either class:
     they sit above both, and :class:`~rowstoch_fast.MixingMatrix` reaches the device backend through
-    :func:`device_operations`."""
+    :func:`rowstoch_fast._device.device_operations`."""
     return hasattr(A, "plan")
-
-
-def device_operations():
-    """The module that runs :class:`~rowstoch_fast.MixingMatrix`'s operations on device arrays (the CuPy
-    backend's ``mix`` / ``mix_power``), loaded by name on first use as :func:`rowstoch_fast.backends.create`
-    loads a backend: the matrix layer sits below the backends and never imports one (``tests/test_layout.py``
-    checks that the CuPy backend imports nothing that imports the matrix layer)."""
-    return importlib.import_module("rowstoch_fast.backends.cupy")
 
 
 class _Deferred:

@@ -1,7 +1,8 @@
 """The nonconvex logistic objective's device code: the launcher of its CUDA kernel (``logistic_grad`` of
-``backends/kernels.cu``; the same streams and sums as the CPU kernel, bit for bit), kept beside the objective
-(:class:`rowstoch_fast.objectives.NonconvexLogistic` calls it for a CuPy ``X``) so that
-:mod:`rowstoch_fast.backends.cupy` holds only the generic operations.
+``backends/kernels.cu``; the same streams and sums as the CPU kernel, bit for bit), a module of its own so that
+:mod:`rowstoch_fast.backends.cupy` holds only the generic operations. :class:`rowstoch_fast.objectives.NonconvexLogistic`
+reaches it for a CuPy ``X`` through :func:`rowstoch_fast._device.device_operations` (``"logistic"``): the objective
+layer never imports a backend.
 
 The kernel runs one warp per row (a node of a repetition), the form measured on an H100 (bench/RESULTS.md
 sections 9b and 9c).
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .backends import cupy as _cuda  # (its helpers looked up at each call: tests stand in for them)
+from . import cupy as _cuda  # (its helpers looked up at each call: tests stand in for them)
 
 __all__ = ["logistic_grad"]
 
