@@ -344,6 +344,44 @@ def test_the_readme_recipe_adds_an_algorithm_in_one_class():
         _reference.TWINS.pop("heavy-ball-dsgd", None)
 
 
+def test_the_recipe_class_joins_the_paper_preset_and_the_robustness_experiment(tmp_path):
+    """Following the recipe literally (no capability tag written) must leave every list that reads the tags
+    working: they are read off the class (its matrices, its gradients), so the recipe's directed method joins
+    ``--preset paper`` and ``reproduce robustness`` and runs there, and the same class over an undirected ``W``
+    (D^2, written the same way, once left both lists crashing) stays out of both."""
+    import pathlib
+    import re
+
+    from rowstoch_fast import config, experiments
+    from rowstoch_fast.algorithms import labels
+    from rowstoch_fast.compare.plan import make_plan
+    from rowstoch_fast.objectives import NonconvexLogistic
+
+    guide = (pathlib.Path(__file__).parent.parent / "docs" / "guide" / "algorithms.md").read_text()
+    code = re.findall(r"```python\n(.*?)```", guide[guide.index("## Adding an algorithm"):], re.S)[0]
+    namespace = {}
+    exec(compile(code, "algorithms.md", "exec"), namespace)
+    cls = namespace["HeavyBallDSGD"]
+    undirected = type("UndirectedHeavyBall", (cls,), {"name": "heavy-ball-dsgd-w", "matrices": ("W",)})
+    try:
+        assert "in_paper_preset" not in cls.__dict__ and "in_robustness" not in cls.__dict__  # as the recipe writes it
+        assert cls.in_paper_preset and cls.in_robustness
+        assert not undirected.in_paper_preset and not undirected.in_robustness
+        _, algorithms, _ = config.load(config.preset_path("paper"))
+        assert "heavy-ball-dsgd" in algorithms and "heavy-ball-dsgd-w" not in algorithms
+        f = NonconvexLogistic.synthetic(16, total=320, batch=4, seed=0)
+        for A in topology.paper_graphs().values():  # what compare --preset paper checks before it runs
+            plan = make_plan(A, f, list(algorithms), 100, repeats=1, mg_rounds=2)
+            assert "heavy-ball-dsgd" in [m.label for m in plan.methods]
+        assert "heavy-ball-dsgd" in labels(lambda c: c.in_robustness)
+        table = experiments.reproduce_robustness(tmp_path, rounds_budget=10, repeats=1, losses=(0.1,), bursty=None,
+                                                 progress=False, log=lambda *a: None)
+        assert "heavy-ball-dsgd" in set(table["algorithm"]) and "heavy-ball-dsgd-w" not in set(table["algorithm"])
+    finally:
+        REGISTRY.pop("heavy-ball-dsgd", None)
+        REGISTRY.pop("heavy-ball-dsgd-w", None)
+
+
 class _HostDeviceArray(np.ndarray):
     """A NumPy array that the package takes for a GPU array (it has ``__cuda_array_interface__`` and ``get``)."""
 

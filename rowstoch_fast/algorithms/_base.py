@@ -27,7 +27,7 @@ from .._checks import check_step_size, fmt_bytes, nodes_first, require_memory
 from ..mixing import ROW_SUM_RTOL, ROW_SUM_RTOL_FLOAT32, MixingMatrix
 from ..network import Lossy, Network, Schedule, Sleepy, as_undirected, base_matrix, weights_of
 from ._deferred import FailureHandling
-from ._guards import _Fixed, _StepSize, exclusive
+from ._guards import _Fixed, _StepSize, derived, exclusive
 from ._persistence import KINDS, Persistence, matrix_from_state
 from ._registry import REGISTRY
 
@@ -221,10 +221,19 @@ class Optimizer(FailureHandling, Persistence):
     bias = None
     #: ``"mg-NAME"`` (several gossip rounds per iteration) is listed next to ``NAME`` (multi-round methods).
     mg_listed = False
-    #: In ``rowstoch compare --preset paper`` (runs on the paper's directed graphs).
-    in_paper_preset = True
-    #: In ``rowstoch reproduce robustness`` (message loss on directed graphs).
-    in_robustness = True
+    @derived
+    def in_paper_preset(cls):
+        """In ``rowstoch compare --preset paper``: read off the class unless it says otherwise, True where it runs
+        on the paper's directed graphs (no doubly stochastic ``W`` among its :attr:`matrices`) with a
+        gradient oracle every objective gives (:attr:`gradients` ``"batch"``)."""
+        return "W" not in cls.matrices and cls.gradients == "batch"
+
+    @derived
+    def in_robustness(cls):
+        """In ``rowstoch reproduce robustness`` (message loss on the directed graphs): read off the class unless it
+        says otherwise, True where it runs on the paper's directed graphs (as :attr:`in_paper_preset`) and
+        communicates (it has :attr:`matrices`: a centralized baseline loses no message)."""
+        return bool(cls.matrices) and "W" not in cls.matrices and cls.gradients == "batch"
 
     rounds = _Fixed(1)
     lr = _StepSize()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 import threading
 
-__all__ = ["exclusive"]
+__all__ = ["exclusive", "derived"]
 
 _OWNER_LOCK = threading.Lock()
 
@@ -87,3 +87,17 @@ class _Fixed:
             raise AttributeError(f"{self.name} cannot change once {type(obj).__name__} is built (its buffers and "
                                  f"tracker depend on it); build a new optimizer with the {self.name} you want")
         obj.__dict__[self.name] = value
+
+
+class derived:
+    """A capability tag read off what a class is, unless the class (or a parent below the base) says otherwise:
+    ``in_paper_preset = derived(lambda cls: ...)`` on the base class; a subclass that writes
+    ``in_paper_preset = False`` overrides it, one that writes nothing gets the rule applied to itself (its own
+    ``matrices``, ``gradients``, ...), never a default inherited from the base's answer."""
+
+    def __init__(self, rule):
+        self.rule = rule
+        self.__doc__ = rule.__doc__
+
+    def __get__(self, obj, owner):
+        return self.rule(owner)

@@ -45,7 +45,6 @@ class CentralizedSGD(Optimizer):
     name = "centralized"
     order = 90
     exact = True
-    in_robustness = False  # no network
     matrices = ()
     state = ("x",)
     scratch = 1

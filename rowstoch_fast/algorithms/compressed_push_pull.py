@@ -77,6 +77,7 @@ class CompressedPushPull(PushPull):
     state = ("x", "y", "g", "hx", "hxw", "hy", "hyw")
     scratch = 3
     hyper = ("lr", "gamma", "a")
+    # a method for compressed messages: on the paper's uncompressed graphs it is AB (Push-Pull at gamma = 1)
     in_paper_preset = False
     in_robustness = False
 

@@ -43,7 +43,7 @@ class DSGD(Optimizer):
     name = "dsgd"
     order = 30
     bias = "pi-weighted"
-    in_robustness = False
+    in_robustness = False  # (the robustness experiment's table: the tracking and push-sum methods, as published)
     state = ("x",)
     scratch = 2
 

@@ -55,8 +55,6 @@ class ExactDiffusion(Optimizer):
     symmetric = True
     state = ("x", "g", "psi")
     scratch = 2
-    in_paper_preset = False
-    in_robustness = False
 
     def __init__(self, W, x0, lr, backend="auto", *, check_finite=True, comm=None, partition=None):
         self._start(x0, {"W": W}, backend, check_finite, comm, partition, lr=lr)

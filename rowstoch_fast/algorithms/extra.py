@@ -52,8 +52,6 @@ class EXTRA(Optimizer):
     symmetric = True
     state = ("x", "g", "x_prev", "wx_prev", "g_prev")
     scratch = 2
-    in_paper_preset = False
-    in_robustness = False
 
     def __init__(self, W, x0, lr, backend="auto", *, check_finite=True, comm=None, partition=None):
         self._start(x0, {"W": W}, backend, check_finite, comm, partition, lr=lr)

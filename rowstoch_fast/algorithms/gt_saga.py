@@ -72,8 +72,6 @@ class GTSAGA(Optimizer):
     matrices = ("W",)
     state = ("x", "y", "g", "mean")
     scratch = 2
-    in_paper_preset = False
-    in_robustness = False
     #: :meth:`step` takes a per-sample oracle (see the class's Notes); the runner passes its objective's.
     gradients = "samples"
 

@@ -50,7 +50,7 @@ class PullDiagGD(Optimizer):
     scratch = 1
     hyper = ("lr", "tracker")
     order = 20
-    in_robustness = False
+    in_robustness = False  # (the robustness experiment's table: the tracking and push-sum methods, as published)
 
     @classmethod
     def default_lr(cls, n):
