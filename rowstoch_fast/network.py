@@ -42,7 +42,8 @@ from ._history import History
 from .mixing import MixingMatrix
 
 __all__ = ["Network", "Schedule", "one_peer_exponential", "Lossy", "Sleepy", "Compressed", "Noisy", "Delayed",
-           "as_network", "as_undirected", "base_matrix", "fixed_links", "weights_of", "links_of"]
+           "as_network", "as_undirected", "base_matrix", "fixed_links", "weights_of", "links_of", "source_of",
+           "source_matrices"]
 
 
 class Network:
@@ -50,6 +51,26 @@ class Network:
 
     n = None
     stochastic = "row"
+
+    # What a layer is: properties the undirected rule, the algorithms and the backends read (never a chain of
+    # isinstance checks or an allow-list of types), declared by each layer in its own class body.
+    #: ``"matrices"``: a source of round matrices (:class:`Schedule`); ``"links"``: drops or gates entries of the
+    #: rounds (:class:`Lossy`, :class:`Sleepy`); ``"messages"``: acts on what the links carry (:class:`Compressed`,
+    #: :class:`Noisy`, :class:`Delayed`; they go outermost).
+    acts_on = None
+    #: Under the undirected rule (:meth:`undirected`) its rounds over a symmetric doubly stochastic ``W`` stay
+    #: symmetric and doubly stochastic. Read from the class that declares it only: a subclass (which may have
+    #: rounds of its own) declares it again.
+    keeps_symmetry = False
+    #: Changes what a sender sends (compression, noise per message), rather than when or how it arrives.
+    alters_messages = False
+    #: Keeps state from one iteration to the next (the messages in flight): an optimizer's ``state_dict`` saves it.
+    stateful = False
+
+    @classmethod
+    def declares(cls, prop):
+        """``prop`` as this very class declares it (False where only a parent does): see :attr:`keeps_symmetry`."""
+        return bool(cls.__dict__.get(prop, False))
 
     @property
     def dtype(self):
@@ -96,9 +117,8 @@ class Network:
         """
         net = self.map(lambda W: W)  # (fresh layers: their own caches)
         layer = net
-        while isinstance(layer, Network) and not isinstance(layer, Schedule):
-            if type(layer) not in (Lossy, Sleepy) and not isinstance(layer, _Messages):  # (a subclass may have
-                # rounds of its own)
+        while isinstance(layer, Network) and layer.acts_on != "matrices":
+            if not type(layer).declares("keeps_symmetry"):  # (a subclass may have rounds of its own)
                 raise ValueError(f"{self!r}: the undirected rule needs a symmetric W (or a schedule of them) under "
                                  f"losses, sleep or message layers, not a {type(layer).__name__}")
             layer.stochastic = "doubly"
@@ -337,6 +357,23 @@ def base_matrix(net):
     return net
 
 
+def source_of(net):
+    """``(source, varying)``: the static matrix or the :class:`Schedule` under every layer of ``net`` (what its
+    rounds are drawn from), and whether a layer that drops or gates links (``acts_on == "links"``: losses, sleep)
+    is among its layers: the rounds an undirected method keeps symmetric."""
+    varying = False
+    while isinstance(net, Network) and net.acts_on != "matrices":
+        varying |= net.acts_on == "links"
+        net = net.base
+    return net, varying
+
+
+def source_matrices(net):
+    """The static matrices under every layer of ``net``: its matrix, or a schedule's."""
+    source, _ = source_of(net)
+    return list(source.matrices) if isinstance(source, Network) else [source]
+
+
 def fixed_links(M):
     """Whether ``M`` has a fixed set of links whose messages an algorithm can follow one by one (per-link
     state: running sums, buffers): a static matrix, or a network that reports which messages arrived over one
@@ -385,6 +422,8 @@ class Schedule(Network):
     matrices : sequence of MixingMatrix (or what MixingMatrix accepts)
         Same number of nodes, same kind (row- or column-stochastic).
     """
+
+    acts_on = "matrices"
 
     def __init__(self, matrices):
         matrices = list(matrices)
@@ -528,6 +567,9 @@ class Lossy(Network):
     p_bad, p_recover : float
         The chain's transition probabilities (``"gilbert-elliott"`` only).
     """
+
+    acts_on = "links"
+    keeps_symmetry = True
 
     def __init__(self, A, p, seed=0, model="bernoulli", p_bad=None, p_recover=None):
         self.base = _under_messages(as_network(A), "Lossy")
@@ -723,6 +765,9 @@ class Sleepy(Network):
     True
     """
 
+    acts_on = "links"
+    keeps_symmetry = True
+
     MODELS = ("bernoulli", "markov", "poisson", "cyclic")
     _TAKES = {"bernoulli": ("q",), "markov": ("p_sleep", "p_wake"), "poisson": ("rate",), "cyclic": ("period",)}
 
@@ -912,6 +957,8 @@ class _Messages(Network):
     ``Compressed(Lossy(A, 0.1), "topk", k=2)``; several compose (the outer one first).
     """
 
+    acts_on = "messages"
+
     @property
     def static(self):
         return None
@@ -962,7 +1009,7 @@ class _Messages(Network):
         copies is added by the round.)"""
         out, layer = [], self
         while isinstance(layer, _Messages):
-            if not isinstance(layer, Delayed) and getattr(layer, "per", None) != "link":
+            if layer.alters_messages:
                 out.append((layer.seed, *layer._kernel_arguments()))
             layer = layer.base
         return out
@@ -980,7 +1027,7 @@ class _Messages(Network):
         """The :class:`Delayed` layer among the message layers, or None."""
         layer = self
         while isinstance(layer, _Messages):
-            if isinstance(layer, Delayed):
+            if layer.stateful:
                 return layer
             layer = layer.base
         return None
@@ -1053,7 +1100,7 @@ class _Messages(Network):
         whole, as they are compressed."""
         layer, sized = self, None
         while isinstance(layer, _Messages):
-            sized = layer if isinstance(layer, Compressed) else sized
+            sized = layer if getattr(layer, "_bits", None) is not None else sized  # (a compression sizes them)
             layer = layer.base
         if sized is None:
             return values * itemsize
@@ -1217,6 +1264,9 @@ class Compressed(_Messages):
     [0.5, 5.0]
     """
 
+    keeps_symmetry = True
+    alters_messages = True
+
     METHODS = {"qsgd": 0, "sign": 1, "topk": 2, "randk": 3, "round": 4}
     _TAKES = {"qsgd": ("bits", "unbiased"), "sign": (), "topk": ("k",), "randk": ("k", "unbiased"),
               "round": ("bits",)}
@@ -1323,6 +1373,13 @@ class Noisy(_Messages):
     True
     """
 
+    keeps_symmetry = True
+
+    @property
+    def alters_messages(self):
+        """Noise per message changes what is sent; noise per link, what each receiver gets."""
+        return self.per == "message"
+
     PER = ("link", "message")
 
     def __init__(self, A, sigma, seed=0, per="link"):
@@ -1388,6 +1445,9 @@ class Delayed(_Messages):
     >>> [float(net.mix(np.full((4, 1), float(t)), t)[0, 0]) for t in range(4)]  # half own x(t), half x(t - 2)
     [0.0, 0.5, 1.0, 2.0]
     """
+
+    keeps_symmetry = True
+    stateful = True
 
     DELAYS = ("uniform", "fixed")
     #: How each kind of delay keeps its history (:class:`~rowstoch_fast._history.History`), on every backend: a
@@ -1524,7 +1584,7 @@ def links_of(net):
         return net
     kept, layer, stripped = [], net, False
     while isinstance(layer, _Messages):
-        if isinstance(layer, Delayed) or getattr(layer, "per", None) == "link":
+        if not layer.alters_messages:
             kept.append(layer)
         else:
             stripped = True

@@ -25,7 +25,7 @@ import numpy as np
 from .. import backends
 from .._checks import check_step_size, fmt_bytes, nodes_first, require_memory
 from ..mixing import ROW_SUM_RTOL, ROW_SUM_RTOL_FLOAT32, MixingMatrix
-from ..network import Lossy, Network, Schedule, Sleepy, as_undirected, base_matrix, weights_of
+from ..network import Network, as_undirected, base_matrix, source_matrices, source_of, weights_of
 from ._deferred import FailureHandling
 from ._guards import _Fixed, _StepSize, derived, exclusive
 from ._persistence import KINDS, Persistence, matrix_from_state
@@ -56,8 +56,8 @@ def _as_matrix(M, name, owner):
             except ValueError as exc:
                 raise ValueError(f"{owner}: W must be a static doubly stochastic matrix or losses / sleep over one; "
                                  f"{exc}") from None
-            core, varying = _core_of(U)
-            scheduled = isinstance(core, Schedule)
+            core, varying = source_of(U)
+            scheduled = isinstance(core, Network)  # (a schedule)
 
             def checked(W):  # (each matrix doubly stochastic, a schedule's without a connectivity check of its own:
                 # the schedule is connected over its period; symmetric where links can fail)
@@ -86,22 +86,6 @@ def _as_matrix(M, name, owner):
                              f"(build it with stochastic={kind!r}, or use mixing.out_degree_weights(A) for C)")
         return M
     return MixingMatrix(M, stochastic=kind)
-
-
-def _core_of(net):
-    """``(core, varying)``: the static matrix or :class:`Schedule` under every layer of a network, and whether
-    losses or sleep are among those layers (the rounds an undirected method keeps symmetric)."""
-    varying = False
-    while isinstance(net, Network) and not isinstance(net, Schedule):
-        varying |= isinstance(net, (Lossy, Sleepy))
-        net = net.base
-    return net, varying
-
-
-def _core_matrices(net):
-    """The static matrices under every layer of a network: its matrix, or a schedule's."""
-    core, _ = _core_of(net)
-    return list(core.matrices) if isinstance(core, Schedule) else [core]
 
 
 def _round_doubly(W, owner):
@@ -313,7 +297,7 @@ class Optimizer(FailureHandling, Persistence):
         """Checks with no communication (under MPI run on every rank, then agreed on)."""
         mats = {name: _as_matrix(M, name, type(self).__name__) for name, M in matrices.items()}
         if self.symmetric and "W" in mats:
-            found = next(filter(None, map(_asymmetry, _core_matrices(mats["W"]))), None)  # (under losses or sleep:
+            found = next(filter(None, map(_asymmetry, source_matrices(mats["W"]))), None)  # (under losses or sleep:
             # the W under them; a schedule: each of its matrices)
             if found:
                 i, j, a, b = found
@@ -698,8 +682,8 @@ class Optimizer(FailureHandling, Persistence):
                 A.undirected()
             except ValueError:
                 return False
-            symmetric = cls.symmetric or _core_of(A)[1]
-            return all(_columns_sum_to_one(W) and not (symmetric and _asymmetry(W)) for W in _core_matrices(A))
+            symmetric = cls.symmetric or source_of(A)[1]
+            return all(_columns_sum_to_one(W) and not (symmetric and _asymmetry(W)) for W in source_matrices(A))
         if not isinstance(A, MixingMatrix):
             return False
         return _columns_sum_to_one(A) and not (cls.symmetric and _asymmetry(A))
