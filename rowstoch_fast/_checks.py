@@ -310,3 +310,32 @@ def _load_numpy_file(path, what):
         size = os.path.getsize(path)
         why = "it is empty" if size == 0 else f"it is truncated, corrupted or not a NumPy file ({type(exc).__name__}: {exc})"
         raise ValueError(f"cannot read {what} {path!r}: {why}") from None
+
+
+def int_option(minimum, what):
+    """An ``argparse`` type: an integer >= ``minimum`` (``what`` names it in the error)."""
+    import argparse
+
+    def parse(text):
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"expected {what}, got {value}")
+        return value
+    return parse
+
+
+positive_int = int_option(1, "a positive integer")
+nonnegative_int = int_option(0, "a non-negative integer")
+
+
+def seed_option(text):
+    """An ``argparse`` type: a seed, an integer in [0, 2^64 - 1] (the hashed streams take 64-bit keys)."""
+    import argparse
+
+    value = nonnegative_int(text)
+    if value > MAX_KEY:
+        raise argparse.ArgumentTypeError(f"expected a seed in [0, 2^64 - 1], got {value}")
+    return value

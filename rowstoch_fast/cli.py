@@ -16,10 +16,12 @@ import time
 import numpy as np
 
 from .algorithms import REGISTRY, labels, method_of
-from ._checks import MAX_KEY, TRACKERS, require_memory
+from ._checks import TRACKERS, nonnegative_int as _nonnegative_int, positive_int as _positive_int, require_memory
+from ._checks import seed_option as _seed
 from .errors import UsageError
 from .io import EDGE_LIST_HELP, load_data_file, load_matrix
 from .metrics import metrics_memory, metrics_table
+from .network import options as network_options
 from .topology import DIRECTED_NAMES as DIRECTED_TOPOLOGIES
 from .topology import NAMES as TOPOLOGIES
 from .topology import PAPER_NAMES as PAPER_GRAPHS
@@ -120,68 +122,15 @@ def _matrix_from_args(args):
                           weights=getattr(args, "weights", "in-degree"))
 
 
-def _network_rules(args):
-    """The communication options that one setting ``args`` would not read (:func:`_refuse_unread`'s rules)."""
-    return [(("--network-seed",), args.loss == 0 and args.awake == 1 and args.activation == "bernoulli" and
-             args.compress is None and args.noise is None and args.max_delay is None,
-             "without --loss, --awake, --activation, --compress, --noise or --max-delay"),
-            (("--delay",), args.max_delay is None, "without --max-delay"),
-            (("--bits",), args.compress not in ("qsgd", "round"), "without --compress qsgd or round"),
-            (("--k",), args.compress not in ("topk", "randk"), "without --compress topk or randk"),
-            (("--biased",), args.compress not in ("qsgd", "randk"), "without --compress qsgd or randk")]
-
-
-def _check_network_args(args):
-    """Cheap checks of the communication options' values (:func:`_communication_options`) of one setting, before
-    anything is built (the options no setting reads: :func:`_settings`)."""
-    if not (0.0 <= args.loss < 1.0 or (args.loss == 1.0 and args.loss_model == "gilbert-elliott")):
-        raise UsageError(f"--loss must be in [0, 1) (gilbert-elliott: [0, 1]), got {args.loss}")
-    if not 0.0 < args.awake <= 1.0:
-        raise UsageError(f"--awake must be in (0, 1], got {args.awake}")
-    takes = {"bernoulli": (), "markov": ("p_sleep", "p_wake"), "poisson": ("rate",), "cyclic": ("period",)}
-    for name in ("p_sleep", "p_wake", "rate", "period"):
-        option, value = "--" + name.replace("_", "-"), getattr(args, name)
-        if (value is None) == (name in takes[args.activation]):
-            owner = {"p_sleep": "markov", "p_wake": "markov", "rate": "poisson", "period": "cyclic"}[name]
-            raise UsageError(f"{option} goes with --activation {owner}" if value is not None
-                             else f"--activation {args.activation} needs {option}")
-        if name.startswith("p_") and value is not None and not 0.0 < value <= 1.0:
-            raise UsageError(f"{option} must be in (0, 1], got {value}")
-        if name == "rate" and value is not None and not (np.isfinite(value) and value > 0):
-            raise UsageError(f"--rate must be a finite number > 0, got {value}")
-    if args.activation != "bernoulli" and args.awake != 1.0:
-        raise UsageError(f"--awake goes with --activation bernoulli, not {args.activation}")
-    bursty = args.loss_model == "gilbert-elliott"
-    if bursty != (args.p_bad is not None and args.p_recover is not None) or (not bursty and (args.p_bad or args.p_recover)):
-        raise UsageError("--loss-model gilbert-elliott needs --p-bad and --p-recover (and they go with it only)")
-    for name in ("p_bad", "p_recover"):
-        value = getattr(args, name)
-        if value is not None and not 0.0 < value <= 1.0:
-            raise UsageError(f"--{name.replace('_', '-')} must be in (0, 1], got {value}")
-    if args.compress in ("qsgd", "round") and (args.bits is None or not 1 <= args.bits <= 32):
-        raise UsageError(f"--compress {args.compress} needs --bits in 1..32, got {args.bits}")
-    if args.compress in ("topk", "randk"):
-        d = None if getattr(args, "data_file", None) else getattr(args, "d", None)
-        if args.k is None or args.k < 1 or (d is not None and args.k > d):
-            raise UsageError(f"--compress {args.compress} needs --k in 1..d{f' (d = {d})' if d else ''}, got {args.k}")
-    if args.noise is not None and not (np.isfinite(args.noise) and args.noise >= 0):
-        raise UsageError(f"--noise must be a finite number >= 0, got {args.noise}")
-    if args.max_delay is not None and not 0 <= args.max_delay <= 2**20:
-        raise UsageError(f"--max-delay must be an integer in 0..{2**20} (iterations), got {args.max_delay}")
-
-
 def _check_run_args(args):
     """Cheap checks of ``rowstoch run``'s options, before any network, data or folder is built."""
     _one_setting(args)
     method = method_of(args.algorithm)
     _refuse_unread(args, _problem_rules(args) + [
         (("--tracker",), "tracker" not in REGISTRY[method].hyper, f"by {args.algorithm} (it has no diagonal tracker)")])
-    if args.max_delay and not args.matrix and getattr(args, "d", None) and not getattr(args, "data_file", None):
-        from ._checks import require_memory  # (one quantity's history at least: before --out is made; the
-        # optimizer checks all of them when it is built)
-        require_memory((args.max_delay + 2) * _topology_n(args) * args.d * args.repeats * np.dtype(args.dtype).itemsize,
-                       f"the histories of the delayed messages (max_delay={args.max_delay}, {_topology_n(args)} "
-                       f"nodes x {args.repeats * args.d} values)", "use a smaller max_delay")
+    if not args.matrix and getattr(args, "d", None) and not getattr(args, "data_file", None):
+        for layer in network_options.in_use(args):  # (before --out is made)
+            layer.check_sizes(args, _topology_n(args), args.repeats * args.d, np.dtype(args.dtype).itemsize)
     if args.lr is not None and not (np.isfinite(args.lr) and args.lr > 0):
         raise UsageError(f"--lr must be a finite number > 0, got {args.lr}")
     if not args.algorithm.startswith("mg-") and args.rounds not in (None, 1):
@@ -207,49 +156,17 @@ def _check_objective_size(args, n):
         raise UsageError(f"--batch {args.batch} exceeds the {args.total // n} samples per node (--total / n)")
 
 
-def _unreliable(A, args):
-    """``A`` wrapped in the losses, sleep, noise and compression the communication options ask for (``A`` itself
-    without them)."""
-    from .network import Compressed, Delayed, Lossy, Noisy, Sleepy
-
-    net = A  # (the options were checked in _check_run_args)
-    if args.loss or args.loss_model != "bernoulli":
-        kw = {"p_bad": args.p_bad, "p_recover": args.p_recover} if args.loss_model == "gilbert-elliott" else {}
-        net = Lossy(net, args.loss, seed=args.network_seed, model=args.loss_model, **kw)
-    if args.activation != "bernoulli":
-        kw = {k: getattr(args, k) for k in ("p_sleep", "p_wake", "rate", "period") if getattr(args, k) is not None}
-        net = Sleepy(net, seed=args.network_seed, model=args.activation, **kw)
-    elif args.awake != 1.0:
-        net = Sleepy(net, args.awake, seed=args.network_seed)
-    if args.max_delay is not None:  # (on what the links carry: outside the losses and sleep, under the rest)
-        net = Delayed(net, args.max_delay, delay=args.delay, seed=args.network_seed)
-    if args.noise is not None:
-        net = Noisy(net, args.noise, seed=args.network_seed)
-    if args.compress is not None:
-        kw = {"bits": args.bits} if args.compress in ("qsgd", "round") else {"k": args.k} \
-            if args.compress in ("topk", "randk") else {}
-        if args.compress in ("qsgd", "randk"):
-            kw["unbiased"] = not args.biased
-        net = Compressed(net, args.compress, seed=args.network_seed, **kw)
-    return net
-
-
 def _run_config(args):
     """The options that identify a run: stored in its checkpoint and compared on --resume."""
     keys = ("topology", "n", "matrix", "normalize", "objective", "total", "batch", "d", "rho", "heterogeneity",
-            "sigma", "data_seed", "backend", "dtype", "loss", "loss_model", "p_bad", "p_recover", "awake",
-            "network_seed")  # (the objective's data is also in the checkpoint's fingerprint of it)
+            "sigma", "data_seed", "backend", "dtype")  # (the objective's data is also in the checkpoint's
+    # fingerprint of it)
     config = {k: getattr(args, k) for k in keys}
+    config.update(network_options.record(args))  # (each layer's keys; those added later only where in use)
     if args.objective in ("logistic-l2", "least-squares"):  # (added later: the others' checkpoints keep their keys)
         config.update(lam=args.lam, samples_per_node=args.samples_per_node)
     if args.undirected or args.weights != "in-degree":
         config.update(undirected=args.undirected, weights=args.weights)
-    if args.activation != "bernoulli":  # (added later, likewise)
-        config.update({k: getattr(args, k) for k in ("activation", "p_sleep", "p_wake", "rate", "period")})
-    if args.compress is not None or args.noise is not None:  # (likewise)
-        config.update({k: getattr(args, k) for k in ("compress", "bits", "k", "biased", "noise")})
-    if args.max_delay is not None:  # (likewise)
-        config.update(max_delay=args.max_delay, delay=args.delay)
     if args.matrix:
         config["topology"] = config["n"] = None
     else:
@@ -313,14 +230,15 @@ def cmd_run(args):
         rounds = args.rounds or (A.metrics().recommended_rounds() if mg else 1)
         method = args.algorithm[3:] if mg else args.algorithm
         lr = args.lr if args.lr is not None else default_lr(method, A.n)
-        algo = Algorithm(_unreliable(A, args), lr, rounds=rounds, tracker=args.tracker, backend=args.backend,
+        algo = Algorithm(network_options.build(A, args), lr, rounds=rounds, tracker=args.tracker, backend=args.backend,
                          method=method)
         check_takes(algo.optimizer, f, args.algorithm)
     except (ValueError, TypeError) as exc:
         raise UsageError(str(exc)) from exc
-    if method == "centralized" and (args.loss > 0 or args.awake < 1) and root:
-        print("rowstoch: warning: --loss and --awake do not affect centralized: it averages exactly, without the "
-              "network", file=sys.stderr)
+    ignored = [o.flag for o in network_options.declared() if o.flag in args.given]
+    if not REGISTRY[method].matrices and ignored and root:
+        print(f"rowstoch: warning: {' and '.join(ignored)} {'does' if len(ignored) == 1 else 'do'} not affect "
+              f"{method}: it averages exactly, without the network", file=sys.stderr)
     diverged = None
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", RuntimeWarning)
@@ -511,126 +429,22 @@ def _list_option(text, option, choices):
     return list(dict.fromkeys(values))
 
 
-def _compress_items(text):
-    """``--compress`` as ``[(method or None, parameter or None)]``: ``none``, ``METHOD`` or ``METHOD:BITS`` /
-    ``METHOD:K`` (comma-separated: one comparison per item)."""
-    items = []
-    for part in (p.strip() for p in str(text).split(",")):
-        if not part:
-            raise UsageError(f"--compress {text!r} has an empty item; write e.g. none,qsgd:4,topk:2")
-        method, sep, param = part.partition(":")
-        if method == "none":
-            if sep:
-                raise UsageError(f"--compress item {part!r}: none takes no parameter")
-            items.append((None, None))
-            continue
-        if method not in COMPRESSORS:
-            raise UsageError(f"--compress item {part!r}: the method must be one of none, {', '.join(COMPRESSORS)}")
-        if sep and method == "sign":
-            raise UsageError(f"--compress item {part!r}: sign takes no parameter")
-        try:
-            value = int(param) if sep else None
-        except ValueError:
-            raise UsageError(f"--compress item {part!r}: {param!r} is not an integer "
-                             f"({'bits' if method in ('qsgd', 'round') else 'k'})") from None
-        items.append((method, value))
-    if len(items) != len(set(items)):
-        raise UsageError(f"--compress {text!r} names a setting twice")
-    return items
-
-
-def _loss_items(text):
-    """``--loss`` as a list of floats (comma-separated: one comparison per value)."""
-    values = []
-    for part in (p.strip() for p in str(text).split(",")):
-        try:
-            values.append(float(part))
-        except ValueError:
-            raise UsageError(f"--loss must be a number or comma-separated numbers, got {text!r}") from None
-    if len(values) != len(set(values)):
-        raise UsageError(f"--loss {text!r} names a rate twice")
-    return values
-
-
-def _with_setting(args, loss, compress):
-    """A copy of ``args`` for one communication setting (``compress``: ``(method, parameter)``)."""
-    ns = argparse.Namespace(**vars(args))
-    ns.loss = loss
-    method, value = compress
-    ns.compress = method
-    if value is not None:
-        if method in ("qsgd", "round"):
-            if "--bits" in args.given and args.bits != value:
-                raise UsageError(f"--compress {method}:{value} and --bits {args.bits} disagree; give the bits once")
-            ns.bits = value
-        else:
-            if "--k" in args.given and args.k != value:
-                raise UsageError(f"--compress {method}:{value} and --k {args.k} disagree; give k once")
-            ns.k = value
-    return ns
-
-
 def _settings(args):
-    """``[(label, args of one setting)]``: the communication settings ``--loss`` and ``--compress`` list (one each,
-    labelled "", without lists), every one checked."""
-    losses = _loss_items(args.loss)
-    compressors = _compress_items(args.compress) if args.compress is not None else [(None, None)]
-    several = len(losses) * len(compressors) > 1
-    spaces = [_with_setting(args, loss, item) for loss in losses for item in compressors]
-    per_setting = [_network_rules(ns) for ns in spaces]  # an option is refused when no setting reads it
-    _refuse_unread(args, [(options, all(rules[k][1] for rules in per_setting), why)
-                          for k, (options, _, why) in enumerate(per_setting[0])])
-    out = []
-    for loss in losses:
-        for method, value in compressors:
-            ns = _with_setting(args, loss, (method, value))
-            _check_network_args(ns)
-            parts = []
-            if len(losses) > 1:
-                parts.append(f"loss {loss:g}")
-            if len(compressors) > 1:
-                parts.append("none" if method is None else method + (f":{value}" if value is not None else
-                                                                     f":{ns.bits}" if method in ("qsgd", "round") else
-                                                                     f":{ns.k}" if method in ("topk", "randk") else ""))
-            out.append((" + ".join(parts) if several else "", ns))
-    return out
+    """``[(label, args of one setting)]``: the communication settings the sweepable options list (one, labelled
+    "", without lists), every one checked (:func:`rowstoch_fast.network.options.settings`)."""
+    return network_options.settings(args, args.given)
 
 
 def _one_setting(args):
-    """``rowstoch run``'s one communication setting: ``--loss`` and ``--compress`` as single values."""
+    """``rowstoch run``'s one communication setting: each sweepable option (``--loss``, ``--compress``) a single
+    value."""
     settings = _settings(args)
     if len(settings) > 1:
-        raise UsageError("rowstoch run takes one --loss and one --compress item; rowstoch compare takes several")
+        swept = " and one ".join(o.flag for o in network_options.declared() if isinstance(o.kind, str))
+        raise UsageError(f"rowstoch run takes one {swept} item; rowstoch compare takes several")
     ns = settings[0][1]
-    args.loss, args.compress, args.bits, args.k = ns.loss, ns.compress, ns.bits, ns.k
-
-
-def describe_network(args):
-    """The communication model of a (one-setting) ``args`` in words: what the tables' captions and the figures'
-    titles say of the network."""
-    parts = []
-    if args.loss_model == "gilbert-elliott":
-        parts.append(f"bursty losses ({args.loss:g} in the bad state, p_bad {args.p_bad:g}, p_recover "
-                     f"{args.p_recover:g})")
-    elif args.loss:
-        parts.append(f"{args.loss:g} of messages lost")
-    if args.activation != "bernoulli":
-        extra = {"markov": f"p_sleep {args.p_sleep}, p_wake {args.p_wake}", "poisson": f"rate {args.rate}",
-                 "cyclic": f"period {args.period}"}[args.activation]
-        parts.append(f"{args.activation} activation ({extra})")
-    elif args.awake != 1.0:
-        parts.append(f"nodes awake with probability {args.awake:g}")
-    if args.max_delay is not None:
-        parts.append(f"{args.delay} delays up to {args.max_delay}")
-    if args.noise is not None:
-        parts.append(f"message noise sigma {args.noise:g}")
-    if args.compress is not None:
-        detail = {"qsgd": f"{args.bits}-bit QSGD", "round": f"{args.bits}-bit rounding", "sign": "sign",
-                  "topk": f"top-{args.k}", "randk": f"rand-{args.k}"}[args.compress]
-        if args.compress in ("qsgd", "randk") and args.biased:
-            detail += " (biased)"
-        parts.append(f"{detail} messages")
-    return ", ".join(parts) if parts else "reliable links"
+    for name in network_options.names():
+        setattr(args, name, getattr(ns, name))
 
 
 def _jobs(args):
@@ -721,7 +535,7 @@ def cmd_compare(args):
             _check_objective_size(args, base.n)
             f = _objective_from_args(args, base.n)
             for sname, ns in settings:
-                A = _unreliable(base, ns)
+                A = network_options.build(base, ns)
                 chosen = args.algorithms or ",".join(cmp.default_algorithms(A, f))  # (default: what runs on A, f)
                 specs = cmp.parse_algorithms(chosen, A, args.mg_rounds)
                 labels = [label for label, _, _ in specs]
@@ -774,7 +588,7 @@ def cmd_compare(args):
         frames, interrupted = [], False
         for gname, sname, ns, A, specs, lr, f, sources, hyper, chosen in problems:
             where = gname + (f", {sname}" if sname else "")
-            say(f"{where} (n = {A.n}, {describe_network(ns)}): {len(specs)} algorithms, {args.rounds_budget} "
+            say(f"{where} (n = {A.n}, {network_options.words(ns)}): {len(specs)} algorithms, {args.rounds_budget} "
                 f"communication rounds each, {args.repeats} repetitions, ranked by {metric}"
                 + (f", {jobs} processes" if jobs > 1 and len(specs) > 1 else ""), flush=True)
 
@@ -963,9 +777,7 @@ def _read_resumed_comparison(args):
 #: The options experiment.json records (the resolved settings of a comparison).
 _SETTINGS = ("config_file", "topology", "n", "matrix", "normalize", "undirected", "weights", "objective", "total",
              "batch", "samples_per_node", "d", "rho", "lam", "heterogeneity", "sigma", "data_seed", "data_file",
-             "algorithms", "loss", "loss_model", "p_bad", "p_recover", "awake", "activation", "p_sleep", "p_wake",
-             "rate", "period", "compress", "bits", "k", "biased", "noise", "max_delay", "delay", "network_seed",
-             "rounds_budget", "lr", "mg_rounds", "tracker", "backend", "repeats", "seed", "metric", "x", "format")
+             "algorithms", *network_options.names(), "rounds_budget", "lr", "mg_rounds", "tracker", "backend", "repeats", "seed", "metric", "x", "format")
 
 
 def _write_experiment(args, problems, file_algorithms):
@@ -979,7 +791,7 @@ def _write_experiment(args, problems, file_algorithms):
     settings = json.loads(json.dumps({k: getattr(args, k, None) for k in _SETTINGS}, default=str))
     graphs = {}
     for g, sname, ns, A, specs, _, f, _, _, _ in problems:
-        graphs[g + (f" / {sname}" if sname else "")] = {"n": A.n, "network": describe_network(ns),
+        graphs[g + (f" / {sname}" if sname else "")] = {"n": A.n, "network": network_options.words(ns),
                                                          "algorithms": [label for label, _, _ in specs],
                                                          "objective": f.describe()}
     document = {"settings": settings, "algorithms": file_algorithms, "graphs": graphs, "version": __version__,
@@ -1002,7 +814,7 @@ def _objective_words(args):
 def _caption(args, problems):
     """The LaTeX table's caption of a comparison: the problem, n, the graph(s) and the full network model."""
     graphs = list(dict.fromkeys(g for g, *_ in problems))
-    models = list(dict.fromkeys(describe_network(p[2]) for p in problems))
+    models = list(dict.fromkeys(network_options.words(p[2]) for p in problems))
     n = sorted({p[3].n for p in problems})
     where = (f"the {graphs[0]} graph" if len(graphs) == 1 else "the graphs " + ", ".join(graphs)) + \
         f" (n = {', '.join(map(str, n))})"
@@ -1014,7 +826,7 @@ def _caption(args, problems):
 
 def _figure_title(args, graph, ns, n):
     """A figure panel's title: the graph, n, the objective and the network model."""
-    return f"{graph} (n = {n}), {_objective_words(args)}, {describe_network(ns)}"
+    return f"{graph} (n = {n}), {_objective_words(args)}, {network_options.words(ns)}"
 
 
 def _write_finished_comparison(frames, partial, labelled, args, root, metrics, problems):
@@ -1078,31 +890,6 @@ def cmd_reproduce(args):
     return 0
 
 
-def _int_type(minimum, what):
-    """An argparse type: an integer >= ``minimum`` (``what`` names it in the error)."""
-    def parse(text):
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"expected {what}, got {value}")
-        return value
-    return parse
-
-
-_positive_int = _int_type(1, "a positive integer")
-_nonnegative_int = _int_type(0, "a non-negative integer")
-
-
-def _seed(text):
-    """A seed: an integer in [0, 2^64 - 1] (the hashed streams take 64-bit keys)."""
-    value = _nonnegative_int(text)
-    if value > MAX_KEY:
-        raise argparse.ArgumentTypeError(f"expected a seed in [0, 2^64 - 1], got {value}")
-    return value
-
-
 TOPOLOGY_HELP = {
     "exponential": "directed exponential graph: i sends to i + 2^k (mod n); the paper's graph for any n",
     "ring": "directed ring: i sends to i + 1 (mod n); --undirected: i - 1, i, i + 1",
@@ -1152,51 +939,6 @@ def _network_options(parser):
                      help="seed of the gradient streams and of random topologies")
 
 
-def _communication_options(parser):
-    """The options of an unreliable, compressed or noisy network (``rowstoch run`` and ``rowstoch compare``)."""
-    unreliable = parser.add_argument_group("communication (rowstoch_fast.network)")
-    unreliable.add_argument("--loss", default="0",
-                            help="probability that a message is lost (row-stochastic receivers renormalise over what "
-                                 "arrived; push-based senders lose the mass); with --loss-model gilbert-elliott: "
-                                 "the loss probability in the bad state; compare: several, comma-separated (one "
-                                 "setting each, a column of the table)")
-    unreliable.add_argument("--loss-model", choices=["bernoulli", "gilbert-elliott"], default="bernoulli",
-                            help="independent losses, or bursty ones (a good/bad chain per link)")
-    unreliable.add_argument("--p-bad", type=float, default=None, help="gilbert-elliott: P(good -> bad) per iteration")
-    unreliable.add_argument("--p-recover", type=float, default=None,
-                            help="gilbert-elliott: P(bad -> good) per iteration")
-    unreliable.add_argument("--awake", type=float, default=1.0,
-                            help="probability that a node is awake in an iteration (a sleeping node neither sends nor "
-                                 "updates)")
-    unreliable.add_argument("--activation", choices=["bernoulli", "markov", "poisson", "cyclic"], default="bernoulli",
-                            help="who is awake per iteration (network.Sleepy): bernoulli (--awake), markov (a chain "
-                                 "per node: --p-sleep, --p-wake), poisson (clocks of --rate ticks per iteration), "
-                                 "cyclic (--period groups in turn; period 1 only: more groups never hear from each other)")
-    unreliable.add_argument("--p-sleep", type=float, default=None, help="markov: P(awake -> asleep) per iteration")
-    unreliable.add_argument("--p-wake", type=float, default=None, help="markov: P(asleep -> awake) per iteration")
-    unreliable.add_argument("--rate", type=float, default=None, help="poisson: each node's ticks per iteration")
-    unreliable.add_argument("--period", type=_positive_int, default=None, help="cyclic: the number of groups")
-    unreliable.add_argument("--compress", default=None, metavar="METHOD[:P][,...]",
-                            help="compress every message (network.Compressed): qsgd (--bits, stochastic rounding), "
-                                 "sign, topk / randk (--k values of d), round (--bits significant bits), or none; the "
-                                 "bits or k may follow a colon (qsgd:4, topk:2); compare: several, comma-separated "
-                                 "(--compress none,qsgd:4: one setting each, a column of the table); bytes are "
-                                 "counted compressed")
-    unreliable.add_argument("--bits", type=int, default=None, help="qsgd and round: bits per value, 1..32")
-    unreliable.add_argument("--k", type=int, default=None, help="topk and randk: values kept per message, 1..d")
-    unreliable.add_argument("--biased", action="store_true",
-                            help="qsgd: the nearest level instead of stochastic rounding; randk: no d/k rescaling")
-    unreliable.add_argument("--noise", type=float, default=None,
-                            help="standard deviation of Gaussian noise on every message (network.Noisy)")
-    unreliable.add_argument("--max-delay", type=int, default=None,
-                            help="messages arrive up to this many iterations late; receivers use the newest arrived "
-                                 "(network.Delayed)")
-    unreliable.add_argument("--delay", choices=["uniform", "fixed"], default="uniform",
-                            help="with --max-delay: each message's delay uniform over 0..max-delay, or always it")
-    unreliable.add_argument("--network-seed", type=_seed, default=0,
-                            help="seed of the losses, sleep, compression and noise")
-
-
 def _algorithm_options(group):
     group.add_argument("--tracker", choices=list(TRACKERS), default="exact",
                        help="D_t = Diag(A^(tR)) as in the paper, or its limit diag(pi) (for very large n)")
@@ -1204,8 +946,6 @@ def _algorithm_options(group):
                        help="cupy: run on the GPU; mpi: partition the nodes over the ranks of mpiexec -n P rowstoch")
 
 
-#: ``--compress`` methods (rowstoch_fast.network.Compressed).
-COMPRESSORS = ("qsgd", "sign", "topk", "randk", "round")
 #: ``--objective`` choices: the paper's nonconvex problem and the problems with a known minimiser.
 OBJECTIVES = ("logistic", "logistic-l2", "least-squares", "quadratic")
 
@@ -1286,7 +1026,7 @@ def make_parser():
     alg.add_argument("--dtype", choices=["float64", "float32"], default="float64",
                      help="value type of the matrix, the iterates and the objective (float32: half the memory)")
     _objective_options(r)
-    _communication_options(r)
+    network_options.add_arguments(r)
     rn = r.add_argument_group("run")
     rn.add_argument("--iterations", type=_nonnegative_int, default=1000, help="iterations T (R T gossip rounds)")
     rn.add_argument("--repeats", type=_positive_int, default=1, help="independent repetitions, batched")
@@ -1316,7 +1056,7 @@ def make_parser():
                    help="an experiment file (TOML): network(s), objective, algorithms with their own settings, "
                         "budget, seeds, outputs; options written on the command line win over it")
     _network_options(c)
-    _communication_options(c)
+    network_options.add_arguments(c)
     calg = c.add_argument_group("algorithms")
     calg.add_argument("--algorithms", default=None,
                       help="comma-separated (default: every algorithm that runs on the network, 'rowstoch "
@@ -1463,7 +1203,8 @@ def _call(args, terminated):
         _error(f"error: {text}")
         return 2
     except MemoryError as exc:
-        text = _as_options(str(exc), {"max_delay": "--max-delay"})  # (the library's names, as options)
+        text = _as_options(str(exc), {o.name: o.flag for o in network_options.declared() if "_" in o.name})
+        # (the library's names, as options: "use a smaller max_delay")
         _error(f"error: out of memory: {text}")
         return 2
     except KeyboardInterrupt:

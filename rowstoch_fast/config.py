@@ -39,6 +39,8 @@ from __future__ import annotations
 import os
 import sys
 
+from .network import options as network_options
+
 __all__ = ["load", "preset_path", "SCHEMA"]
 
 #: Every table and key a file may hold: ``(option's dest, kind)``; kind is a Python type, ``"list"`` (of
@@ -50,11 +52,7 @@ SCHEMA = {
                   "samples_per_node": ("samples_per_node", int), "d": ("d", int), "rho": ("rho", float),
                   "lam": ("lam", float), "heterogeneity": ("heterogeneity", float), "sigma": ("sigma", float),
                   "data_seed": ("data_seed", int), "data_file": ("data_file", str)},
-    "communication": {key: (key, kind) for key, kind in (
-        ("loss", "float|list"), ("loss_model", str), ("p_bad", float), ("p_recover", float), ("awake", float),
-        ("activation", str), ("p_sleep", float), ("p_wake", float), ("rate", float), ("period", int),
-        ("compress", "str|list"), ("bits", int), ("k", int), ("biased", bool), ("noise", float), ("max_delay", int),
-        ("delay", str), ("network_seed", int))},
+    "communication": network_options.toml_schema(),  # (every layer's options: rowstoch_fast.network)
     "run": {"rounds_budget": ("rounds_budget", int), "repeats": ("repeats", int), "seed": ("seed", int),
             "tracker": ("tracker", str), "backend": ("backend", str), "mg_rounds": ("mg_rounds", int),
             "algorithms": ("algorithm_set", str)},
@@ -71,10 +69,7 @@ CHOICES = {("network", "weights"): ("in-degree", "metropolis"),
            ("objective", "kind"): ("logistic", "logistic-l2", "least-squares", "quadratic"),
            ("run", "tracker"): ("exact", "perron"), ("run", "algorithms"): tuple(ALGORITHM_SETS), ("run", "backend"): ("cpu", "cupy", "mpi"),
            ("outputs", "x"): ("rounds", "gradients", "bytes", "seconds"),
-           ("communication", "loss_model"): ("bernoulli", "gilbert-elliott"),
-           ("communication", "activation"): ("bernoulli", "markov", "poisson", "cyclic"),
-           ("communication", "compress"): ("none", "qsgd", "sign", "topk", "randk", "round"),
-           ("communication", "delay"): ("uniform", "fixed")}
+           **{("communication", key): choices for key, choices in network_options.toml_choices().items()}}
 
 
 class ConfigError(ValueError):
@@ -191,12 +186,14 @@ def load(path):
             value = _check_value(f"{name}: [{table}] {key}", value, kind)
             choices = CHOICES.get((table, key))
             for item in value if isinstance(value, list) else [value]:
-                head = item.split(":")[0] if (table, key) == ("communication", "compress") else item
+                swept = table == "communication" and isinstance(kind, str) and kind.endswith("|list")  # (METHOD:P)
+                head = item.split(":")[0] if swept and isinstance(item, str) else item
                 if choices and head not in choices:
                     raise ConfigError(f"{name}: [{table}] {key} must be one of {', '.join(choices)}"
                                       + (" (a list: one setting each; qsgd:4 gives the bits, topk:2 k)"
-                                         if key == "compress" else "") + f", got {item!r}")
-            if key in ("compress", "loss"):  # (several: one comparison per setting, the options' comma lists)
+                                         if swept else "") + f", got {item!r}")
+            if table == "communication" and isinstance(kind, str) and kind.endswith("|list"):  # (several: one
+                # comparison per setting, the options' comma lists)
                 value = ",".join(str(v) for v in value) if isinstance(value, list) else str(value)
             options[dest] = value
     chosen = options.pop("algorithm_set", None)

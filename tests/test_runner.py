@@ -181,7 +181,11 @@ def test_cli_run_writes_what_was_recorded_when_the_run_raises(tmp_path, capsys, 
 def test_cli_warns_that_centralized_ignores_the_network_faults(tmp_path, capsys):
     assert cli.main(["run", "--n", "8", "--iterations", "2", "--total", "1600", "--batch", "20", "--algorithm",
                      "centralized", "--loss", "0.2", "--out", str(tmp_path), "--no-progress"]) == 0
-    assert "--loss and --awake do not affect centralized" in capsys.readouterr().err
+    assert "--loss does not affect centralized" in capsys.readouterr().err  # (names what was written)
+    assert cli.main(["run", "--n", "8", "--iterations", "2", "--total", "1600", "--batch", "20", "--algorithm",
+                     "centralized", "--compress", "topk:1", "--max-delay", "2", "--out", str(tmp_path),
+                     "--no-progress"]) == 0
+    assert "--compress and --max-delay do not affect centralized" in capsys.readouterr().err
 
 
 def test_cli_cupy_backend_runs_or_says_why_not(capsys, tmp_path):

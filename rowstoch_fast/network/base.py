@@ -1,0 +1,312 @@
+"""What every network shares: :class:`Network` (the protocol, the properties a layer declares, the registry of
+layers), :func:`describe` and the checks every layer makes of what it wraps.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._checks import as_float_array, check_int, check_out, MAX_ROUNDS
+from .._hashing import MAX_T
+from ..mixing import MixingMatrix
+from ._rounds import _compiled_rounds, _mix_entries
+
+
+#: Every network layer by its name (``"lossy"``, ``"sleepy"``, ...): filled as the modules of
+#: :mod:`rowstoch_fast.network` load (each layer class with a ``layer`` name registers itself).
+LAYERS = {}
+
+
+class Network:
+    """What every network of :mod:`rowstoch_fast.network` shares; see the package's docstring for the protocol.
+
+    A layer is a subclass with a ``layer`` name in its class body: it registers itself, and its ``order`` places
+    it in a composition (the matrices' source first, then the links' layers, the message layers outermost).
+    """
+
+    #: The layer's registry name (None: not a registered layer, e.g. a user's subclass).
+    layer = None
+    #: Place in a composition and in listings (lower: innermost).
+    order = 100
+
+    n = None
+    stochastic = "row"
+
+    # What a layer is: properties the undirected rule, the algorithms and the backends read (never a chain of
+    # isinstance checks or an allow-list of types), declared by each layer in its own class body.
+    #: ``"matrices"``: a source of round matrices (:class:`Schedule`); ``"links"``: drops or gates entries of the
+    #: rounds (:class:`Lossy`, :class:`Sleepy`); ``"messages"``: acts on what the links carry (:class:`Compressed`,
+    #: :class:`Noisy`, :class:`Delayed`; they go outermost).
+    acts_on = None
+    #: Under the undirected rule (:meth:`undirected`) its rounds over a symmetric doubly stochastic ``W`` stay
+    #: symmetric and doubly stochastic. Read from the class that declares it only: a subclass (which may have
+    #: rounds of its own) declares it again.
+    keeps_symmetry = False
+    #: Changes what a sender sends (compression, noise per message), rather than when or how it arrives.
+    alters_messages = False
+    #: Keeps state from one iteration to the next (the messages in flight): an optimizer's ``state_dict`` saves it.
+    stateful = False
+
+    # ---- its options on the command line and in experiment files (rowstoch_fast.network.options gathers them)
+    #: Place of its options in ``--help``, the TOML schema and the messages (lower first).
+    listed = 100
+    #: Its options (:class:`~rowstoch_fast.network.options.Option`).
+    OPTIONS = ()
+    #: The flags whose use makes its draws read ``--network-seed``.
+    SEED_FLAGS = ()
+
+    @classmethod
+    def options_in_use(cls, ns):
+        """Whether one setting ``ns`` (its options as attributes) builds this layer."""
+        return False
+
+    @classmethod
+    def options_seeded(cls, ns):
+        """Whether this layer's draws read ``--network-seed`` in the setting ``ns``."""
+        return cls.options_in_use(ns)
+
+    @classmethod
+    def check_options(cls, ns, d=None):
+        """UsageError naming the option where a value of ``ns`` is wrong (``d``: the models' size where known)."""
+
+    @classmethod
+    def check_sizes(cls, ns, n, width, itemsize):
+        """MemoryError before anything is built where this layer of ``ns`` would not fit (``n`` nodes, ``width``
+        values per node, ``itemsize`` bytes per value)."""
+
+    @classmethod
+    def from_options(cls, net, ns, seed):  # pragma: no cover - a layer with options defines it
+        """This layer over ``net``, built from ``ns``."""
+        raise NotImplementedError
+
+    @classmethod
+    def unread_options(cls, ns):
+        """``(flags, unread, why)``: its options that the setting ``ns`` would not read."""
+        return []
+
+    @classmethod
+    def options_words(cls, ns):
+        """This layer of the setting ``ns`` in words (None where not in use)."""
+        return None
+
+    @classmethod
+    def options_record(cls, ns):
+        """What identifies this layer of ``ns`` in a run's configuration (compared on ``--resume``)."""
+        return {}
+
+    @classmethod
+    def sweep(cls, ns, given):
+        """For a layer whose first option takes a list (one setting per item): one dict of option values per
+        item, checked (``given``: the options written on the command line); None for the others."""
+        return None
+
+    @classmethod
+    def sweep_label(cls, ns):
+        """The label of one swept setting (a column of ``rowstoch compare``'s table)."""
+        return ""
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        name = cls.__dict__.get("layer")
+        if name:
+            LAYERS[name] = cls
+
+    @classmethod
+    def declares(cls, prop):
+        """``prop`` as this very class declares it (False where only a parent does): see :attr:`keeps_symmetry`."""
+        return bool(cls.__dict__.get(prop, False))
+
+    @property
+    def dtype(self):
+        """Value type of the matrices (that of the base)."""
+        return self.base.dtype
+
+    @property
+    def static(self):
+        """The :class:`MixingMatrix` this network always applies, when it never changes (no loss, nobody
+        asleep, one matrix); else None. Optimizers then run the static matrix's kernels, bit for bit."""
+        return None
+
+    def matrix(self, t, r=0):  # pragma: no cover - abstract
+        """The :class:`MixingMatrix` of gossip round ``r`` of iteration ``t``."""
+        raise NotImplementedError
+
+    def map(self, f):  # pragma: no cover - abstract
+        """The same network (same losses, same sleep) over ``f(M)`` of each of its matrices ``M``: e.g.
+        ``net.map(mixing.out_degree_weights)``, the column-stochastic twin that push-based methods run on."""
+        raise NotImplementedError
+
+    def undirected(self):
+        """The same network (same draws) under the **undirected rule**, what a method of an undirected network
+        (DGD, DIGing, EXTRA, ..., whose ``W`` must stay symmetric and doubly stochastic) runs on when its ``W``
+        is under losses or sleep: the link ``i - j`` is used in a round only when both its messages (``j -> i``
+        and ``i -> j``) arrive and both ends are awake, and an unused link's weight stays on each end's own value
+        (``W_t[i, i] = w_ii + sum_unused w_ij``; a sleeping node's row is ``e_i``). Over a symmetric doubly
+        stochastic ``W`` every round is then symmetric and doubly stochastic (Lobel & Ozdaglar 2011's random
+        links). The undirected methods apply it themselves to a :class:`Lossy` or :class:`Sleepy` ``W`` (and to
+        message layers over them); ``stochastic`` is then ``"doubly"``. Every loss (a bursty link's two messages
+        each have their chain) and activation model, over a matrix or a :class:`Schedule` of them (a schedule
+        alone is the same schedule: its rounds lose nothing). The definition:
+        ``_reference.lossy_round(..., symmetric=True)``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from rowstoch_fast import topology
+        >>> from rowstoch_fast.network import Lossy
+        >>> W = Lossy(topology.ring(6, directed=False), 0.3, seed=1).undirected()
+        >>> M = W.matrix(4).toarray()
+        >>> bool(np.allclose(M, M.T) and np.allclose(M.sum(axis=0), 1) and np.allclose(M.sum(axis=1), 1))
+        True
+        """
+        net = self.map(lambda W: W)  # (fresh layers: their own caches)
+        layer = net
+        while isinstance(layer, Network) and layer.acts_on != "matrices":
+            if not type(layer).declares("keeps_symmetry"):  # (a subclass may have rounds of its own)
+                raise ValueError(f"{self!r}: the undirected rule needs a symmetric W (or a schedule of them) under "
+                                 f"losses, sleep or message layers, not a {type(layer).__name__}")
+            layer.stochastic = "doubly"
+            layer = layer.base
+        if not (isinstance(layer, MixingMatrix) or getattr(layer, "acts_on", None) == "matrices"):
+            raise ValueError(f"{self!r}: the undirected rule needs a static matrix W under the network")
+        return net
+
+    def _entries(self, t, r):
+        """(csr, weight of each stored entry in this round, or None for the base weights): subclasses that
+        drop entries override this; the default materialises :meth:`matrix`."""
+        return self.matrix(t, r).csr, None
+
+    def plan(self, t):
+        """How iteration ``t`` runs in the compiled pass (``_core.mix_lossy``), or None where it cannot:
+        ``(matrix_of, seed, p, awake, chain)`` with ``matrix_of(r)`` the base MixingMatrix of round ``r``, the
+        loss seed and probability, the awake mask (or None) and the Gilbert-Elliott network whose
+        :meth:`Lossy.bad_states` gate the losses (or None). The MPI backend needs one."""
+        return None
+
+    def mix(self, X, t, rounds=1, out=None):
+        """``A_{t,rounds-1} ... A_{t,0} X``: the gossip rounds of iteration ``t`` (``X``: shape (n,) or (n, d)),
+        in the compiled pass where :meth:`plan` gives one, else through NumPy."""
+        t, rounds, X = self._mix_arguments(X, t, rounds, out)
+        plan = self.plan(t)
+        if plan is not None:
+            return _compiled_rounds(plan, X, t, rounds, out, self.stochastic == "row", self.stochastic == "doubly")
+        Y = X
+        for r in range(rounds):
+            Y = _mix_entries(*self._entries(t, r), Y, self.stochastic)
+        if out is not None:
+            out[...] = Y
+            return out
+        return Y
+
+    def _mix_arguments(self, X, t, rounds, out):
+        """:meth:`mix`'s arguments checked: ``(t, rounds, X)`` (``X`` as a float array of the network's dtype)."""
+        t = check_int(t, "t", minimum=0, maximum=MAX_T)
+        rounds = check_int(rounds, "rounds", minimum=1, maximum=MAX_ROUNDS)
+        X = as_float_array(X, "X", self.dtype, ndim=(1, 2), finite=False)
+        if X.shape[0] != self.n:
+            raise ValueError(f"X has {X.shape[0]} rows but the network has {self.n} nodes")
+        check_out(out, "out", X.shape, self.dtype)
+        return t, rounds, X
+
+    def __repr__(self):
+        return f"{type(self).__name__}(n={self.n}, stochastic={self.stochastic!r})"
+
+    def describe(self):
+        """What identifies this network, as a plain dict: its type, its parameters (loss rate, seeds, model, ...)
+        and what it is built on (:func:`describe`), down to a fingerprint of each matrix. An optimizer's
+        ``state_dict`` stores it, and ``from_state_dict`` refuses another network, naming the field."""
+        out = {"type": type(self).__name__}
+        for key, value in sorted(vars(self).items()):
+            if key.startswith("_"):
+                continue
+            if key == "base":
+                out[key] = describe(value)
+            elif key == "matrices":
+                out[key] = [describe(m) for m in value]
+            elif value is None or isinstance(value, (bool, int, float, str)):
+                out[key] = value
+        return out
+
+
+def describe(net):
+    """:meth:`Network.describe` of a network, or of a :class:`MixingMatrix` (its kind, size and a SHA-1 of its
+    arrays)."""
+    if isinstance(net, MixingMatrix):
+        sha1 = net.__dict__.get("_sha1")
+        if sha1 is None:  # once per matrix (its arrays are frozen): every checkpoint's state_dict() asks again
+            import hashlib
+
+            digest = hashlib.sha1()
+            c = net.csr
+            for arr in (c.indptr.astype(np.int64), c.indices.astype(np.int64), c.data):
+                digest.update(np.ascontiguousarray(arr).tobytes())
+            sha1 = net._sha1 = digest.hexdigest()[:16]
+        return {"type": "MixingMatrix", "n": int(net.n), "stochastic": net.stochastic, "sha1": sha1}
+    return net.describe()
+
+
+def first_difference(saved, current, prefix=""):
+    """``(field, saved value, current value)`` of the first difference between two :func:`describe` dicts, or
+    None."""
+    if isinstance(saved, dict) and isinstance(current, dict):
+        for key in ["type", *sorted(set(saved) | set(current) - {"type"})]:  # another kind of network first
+            found = first_difference(saved.get(key), current.get(key), f"{prefix}{key}.")
+            if found:
+                return found
+        return None
+    if isinstance(saved, list) and isinstance(current, list) and len(saved) == len(current):
+        for k, (a, b) in enumerate(zip(saved, current)):
+            found = first_difference(a, b, f"{prefix}{k}.")
+            if found:
+                return found
+        return None
+    return None if saved == current else (prefix.rstrip("."), saved, current)
+
+
+def as_network(A):
+    """``A`` as a network: a network passes through; a :class:`MixingMatrix` (or anything it accepts) is the
+    static network of that matrix."""
+    if isinstance(A, (Network, MixingMatrix)):
+        return A
+    try:
+        return MixingMatrix(A)
+    except (TypeError, ValueError) as exc:
+        raise type(exc)(f"A must be a MixingMatrix, a network or a matrix MixingMatrix accepts: {exc}") from None
+
+
+def _under_messages(net, kind):
+    """``net``, refused (ValueError) where it compresses, noises or delays its messages: those layers act on what
+    the links carry, so they go outermost."""
+    if hasattr(net, "encode"):
+        raise ValueError(f"{kind} cannot wrap {net!r}: compression, noise and delays act on the messages the links "
+                         f"carry, so they go outermost (e.g. Compressed({kind}(A, ...), 'topk', k=2))")
+    return net
+
+
+#: The most chain steps (entries x iterations) one call may advance the Gilbert-Elliott chains by: a jump to
+#: t = 10**12 would have run for days (Ctrl-C is polled while they advance).
+MAX_CHAIN_STEPS = 10**12
+
+
+#: The most node-iterations Sleepy(model="markov") advances its chains by in one call (blocks of iterations in
+#: NumPy: ~7e7 a second on the development VM, so about a minute; a network of fewer than 16 nodes counts as 16).
+MAX_ACTIVATION_STEPS = 4 * 10**9
+
+
+def advance_two_state(state, u, p_leave, p_enter):
+    """Two-state chains (one per column of ``u``) advanced through the rows of the draws ``u`` (iterations x
+    chains): in each, a chain that is on stays on when ``u >= p_leave``, one that is off turns on when
+    ``u < p_enter``, exactly as the loop ``state = where(state, u[s] >= p_leave, u[s] < p_enter)`` does, without
+    the loop over iterations. Each iteration's map of {off, on} is a constant (both states go to the same one),
+    the identity or the swap: the state after the block is the last constant's value, swapped once per swap
+    after it (or the start, swapped once per swap in the block, where no constant came)."""
+    stay, turn = u >= p_leave, u < p_enter  # the map: on -> stay, off -> turn
+    constant, swap = stay == turn, turn & ~stay
+    swaps_from = np.cumsum(swap[::-1], axis=0, dtype=np.int64)[::-1]  # swaps in iterations k .. end
+    swaps_after = np.vstack([swaps_from[1:], np.zeros((1, u.shape[1]), dtype=np.int64)])
+    steps = u.shape[0]
+    last = steps - 1 - np.argmax(constant[::-1], axis=0)  # the last constant map (where any)
+    cols = np.arange(u.shape[1])
+    after_constant = stay[last, cols] ^ (swaps_after[last, cols] % 2 == 1)
+    from_start = np.asarray(state, dtype=bool) ^ (swaps_from[0] % 2 == 1)
+    return np.where(constant.any(axis=0), after_constant, from_start)

@@ -1,0 +1,250 @@
+"""Compressed messages: :class:`Compressed` (QSGD, sign, top-k, rand-k, rounding).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._checks import check_int, MAX_KEY
+from ..errors import UsageError
+from .base import as_network
+from .messages import _Messages
+from .options import Option
+
+
+class Compressed(_Messages):
+    """Every message compressed by its sender (see :class:`_Messages` for what a round computes).
+
+    Parameters
+    ----------
+    A : MixingMatrix or network
+        The network whose messages are compressed (losses, sleep and schedules go inside).
+    method : {"qsgd", "sign", "topk", "randk", "round"}
+        - ``"qsgd"`` (Alistarh et al. 2017): ``bits`` per value, ``s = 2^bits - 1`` levels of ``|v_c| /
+          ||v||_2``, stochastic rounding (unbiased: ``E[Q(v)] = v``) or, ``unbiased=False``, the nearest level;
+          ``bits + 1`` bits per value and the norm;
+        - ``"sign"``: ``sign(v_c) ||v||_1 / d`` (biased; 1 bit per value and the norm);
+        - ``"topk"``: the ``k`` values of largest magnitude, the others 0 (biased; ``k`` values and their
+          32-bit indices);
+        - ``"randk"``: ``k`` values at positions drawn from the shared seed (receivers draw them too: ``k``
+          values), times ``d / k`` when ``unbiased`` (default);
+        - ``"round"``: every value rounded to ``bits`` significant bits (deterministic, biased; sign, exponent
+          and ``bits - 1`` bits). A float32 run with ``bits >= 24`` sends its values unchanged.
+    bits : int in 1..32
+        ``"qsgd"`` and ``"round"``.
+    k : int in 1..d
+        ``"topk"`` and ``"randk"`` (checked against the model's ``d`` when a run starts).
+    unbiased : bool, optional
+        ``"qsgd"`` and ``"randk"`` (default True); the others are biased.
+    seed : int
+        Seed of the random choices (``"qsgd"``, ``"randk"``).
+
+    Notes
+    -----
+    ``topk`` with ``k = d``, ``randk`` with ``k = d`` and ``round`` at the run's precision send every value
+    unchanged: the iterates equal the base network's, bit for bit (tests). The bytes an optimizer's
+    ``traffic()`` (and ``rowstoch compare``'s tables) count are those of the compressed messages. A plain
+    algorithm under compression shows its degradation; :class:`~rowstoch_fast.CHOCOSGD` compresses the
+    differences to replicas it keeps, and converges. Definitions: ``_reference.compress``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rowstoch_fast import topology
+    >>> from rowstoch_fast.network import Compressed
+    >>> net = Compressed(topology.ring(4), "topk", k=1)  # node 0: half its own x, half what node 3 sends
+    >>> net.mix(np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0], [7.0, 8.0]]), t=0)[0].tolist()  # 3 sends [0, 8]
+    [0.5, 5.0]
+    """
+
+    layer = "compressed"
+    order = 50
+    keeps_symmetry = True
+    alters_messages = True
+
+    METHODS = {"qsgd": 0, "sign": 1, "topk": 2, "randk": 3, "round": 4}
+    _TAKES = {"qsgd": ("bits", "unbiased"), "sign": (), "topk": ("k",), "randk": ("k", "unbiased"),
+              "round": ("bits",)}
+
+    def __init__(self, A, method, *, bits=None, k=None, unbiased=None, seed=0):
+        self.base = as_network(A)
+        self.n, self.stochastic = self.base.n, self.base.stochastic
+        if method not in self.METHODS:
+            raise ValueError(f"method must be one of {', '.join(map(repr, self.METHODS))}, got {method!r}")
+        given = {"bits": bits, "k": k, "unbiased": unbiased}
+        extra = [key for key, v in given.items() if v is not None and key not in self._TAKES[method]]
+        if extra:
+            takes = ", ".join(self._TAKES[method]) or "no parameter"
+            raise ValueError(f"compression {method!r} takes {takes}, not {', '.join(extra)}")
+        self.method = method
+        self.bits = self.k = self.unbiased = None
+        if "bits" in self._TAKES[method]:
+            if bits is None:
+                raise ValueError(f"compression {method!r} needs bits (1..32)")
+            self.bits = check_int(bits, "bits", minimum=1, maximum=32)
+        if "k" in self._TAKES[method]:
+            if k is None:
+                raise ValueError(f"compression {method!r} needs k (1..d)")
+            self.k = check_int(k, "k", minimum=1, maximum=2**31 - 1)
+        if "unbiased" in self._TAKES[method]:
+            if unbiased is not None and not isinstance(unbiased, (bool, np.bool_)):
+                raise TypeError(f"unbiased must be True or False, got {unbiased!r}")
+            self.unbiased = True if unbiased is None else bool(unbiased)
+        self.seed = check_int(seed, "seed", minimum=0, maximum=MAX_KEY)
+
+    def _parameters(self):
+        return {"method": self.method, "seed": self.seed,
+                **{key: getattr(self, key) for key in self._TAKES[self.method]}}
+
+    def _kernel_arguments(self):
+        param = self.bits if self.bits is not None else (self.k or 0)
+        return self.METHODS[self.method], param, 0.0, bool(self.unbiased)
+
+    def omega(self, d):
+        """The variance bound of an unbiased compression of ``d`` values, ``E||Q(v) - v||^2 <= omega ||v||^2``
+        (``"qsgd"``: ``min(d / s^2, sqrt(d) / s)``, Alistarh et al. 2017; ``"randk"``: ``d / k - 1``); 0 for
+        the biased ones."""
+        if self.method == "qsgd" and self.unbiased:
+            s = 2.0**self.bits - 1
+            return min(d / s**2, d**0.5 / s)
+        if self.method == "randk" and self.unbiased:
+            return d / min(self.k, d) - 1.0
+        return 0.0
+
+    def delta(self, d):
+        """A contraction ``delta`` in (0, 1] of the (rescaled) compression of ``d`` values, ``||Q(v) / (1 +
+        omega) - v||^2 <= (1 - delta) ||v||^2`` (Koloskova et al. 2019): ``k / d`` for top-k and biased rand-k,
+        ``1 / d`` for sign, ``1 / (1 + omega)`` for the unbiased ones; nearest-level qsgd and rounding: 1 / 2."""
+        if self.method in ("topk", "randk") and not (self.method == "randk" and self.unbiased):
+            return min(self.k, d) / d
+        if self.method == "sign":
+            return 1.0 / d
+        if self.unbiased:
+            return 1.0 / (1.0 + self.omega(d))
+        return 0.5
+
+    def _bits(self, L, itemsize):
+        """Bits of one compressed message of ``L`` values."""
+        value = 8 * itemsize
+        if self.method == "qsgd":
+            return L * (self.bits + 1) + value
+        if self.method == "sign":
+            return L + value
+        if self.method in ("topk", "randk"):
+            k = min(self.k, L)
+            return k * (value + 32) if self.method == "topk" else k * value
+        exponent = 8 if itemsize == 4 else 11  # "round": sign, exponent, the significand's stored bits
+        return L * min(value, 1 + exponent + self.bits - 1)
+
+    def __repr__(self):
+        args = "".join(f", {key}={getattr(self, key)!r}" for key in self._TAKES[self.method])
+        return f"Compressed({self.base!r}, {self.method!r}{args}, seed={self.seed})"
+
+    # ---- its options (rowstoch run / compare, [communication] in an experiment file)
+    listed = 30
+    SEED_FLAGS = ("--compress",)
+    OPTIONS = (
+        Option("compress", "str|list", None,
+               "compress every message (network.Compressed): qsgd (--bits, stochastic rounding), sign, topk / randk "
+               "(--k values of d), round (--bits significant bits), or none; the bits or k may follow a colon "
+               "(qsgd:4, topk:2); compare: several, comma-separated (--compress none,qsgd:4: one setting each, a "
+               "column of the table); bytes are counted compressed", choices=("none", *METHODS),
+               metavar="METHOD[:P][,...]"),
+        Option("bits", int, None, "qsgd and round: bits per value, 1..32"),
+        Option("k", int, None, "topk and randk: values kept per message, 1..d"),
+        Option("biased", bool, False, "qsgd: the nearest level instead of stochastic rounding; randk: no d/k "
+                                      "rescaling"),
+    )
+
+    @classmethod
+    def _with(cls, key):
+        """The methods that take ``key``, as a message says them (``qsgd or round``)."""
+        return " or ".join(m for m, takes in cls._TAKES.items() if key in takes)
+
+    @classmethod
+    def options_in_use(cls, ns):
+        return ns.compress is not None
+
+    @classmethod
+    def check_options(cls, ns, d=None):
+        takes = cls._TAKES.get(ns.compress, ())
+        if "bits" in takes and (ns.bits is None or not 1 <= ns.bits <= 32):
+            raise UsageError(f"--compress {ns.compress} needs --bits in 1..32, got {ns.bits}")
+        if "k" in takes and (ns.k is None or ns.k < 1 or (d is not None and ns.k > d)):
+            raise UsageError(f"--compress {ns.compress} needs --k in 1..d{f' (d = {d})' if d else ''}, got {ns.k}")
+
+    @classmethod
+    def from_options(cls, net, ns, seed):
+        takes = cls._TAKES[ns.compress]
+        kw = {key: getattr(ns, key) for key in ("bits", "k") if key in takes}
+        if "unbiased" in takes:
+            kw["unbiased"] = not ns.biased
+        return cls(net, ns.compress, seed=seed, **kw)
+
+    @classmethod
+    def unread_options(cls, ns):
+        return [((f"--{key}",), key not in cls._TAKES.get(ns.compress, ()), f"without --compress {cls._with(key)}")
+                for key in ("bits", "k")] + [
+            (("--biased",), "unbiased" not in cls._TAKES.get(ns.compress, ()),
+             f"without --compress {cls._with('unbiased')}")]
+
+    @classmethod
+    def options_words(cls, ns):
+        if ns.compress is None:
+            return None
+        detail = {"qsgd": f"{ns.bits}-bit QSGD", "round": f"{ns.bits}-bit rounding", "sign": "sign",
+                  "topk": f"top-{ns.k}", "randk": f"rand-{ns.k}"}[ns.compress]
+        if "unbiased" in cls._TAKES[ns.compress] and ns.biased:
+            detail += " (biased)"
+        return f"{detail} messages"
+
+    @classmethod
+    def options_record(cls, ns):
+        return {k: getattr(ns, k) for k in ("compress", "bits", "k", "biased")} if ns.compress is not None else {}
+
+    @classmethod
+    def sweep(cls, ns, given):
+        """``--compress`` as one setting per item: ``none``, ``METHOD`` or ``METHOD:BITS`` / ``METHOD:K``."""
+        if ns.compress is None:
+            return None
+        text, items = ns.compress, []
+        for part in (p.strip() for p in str(text).split(",")):
+            if not part:
+                raise UsageError(f"--compress {text!r} has an empty item; write e.g. none,qsgd:4,topk:2")
+            method, sep, param = part.partition(":")
+            if method == "none":
+                if sep:
+                    raise UsageError(f"--compress item {part!r}: none takes no parameter")
+                items.append((None, None))
+                continue
+            if method not in cls.METHODS:
+                raise UsageError(f"--compress item {part!r}: the method must be one of none, "
+                                 f"{', '.join(cls.METHODS)}")
+            if sep and method == "sign":
+                raise UsageError(f"--compress item {part!r}: sign takes no parameter")
+            try:
+                value = int(param) if sep else None
+            except ValueError:
+                raise UsageError(f"--compress item {part!r}: {param!r} is not an integer "
+                                 f"({'bits' if 'bits' in cls._TAKES[method] else 'k'})") from None
+            items.append((method, value))
+        if len(items) != len(set(items)):
+            raise UsageError(f"--compress {text!r} names a setting twice")
+        out = []
+        for method, value in items:
+            updates = {"compress": method}
+            if value is not None:
+                key = "bits" if "bits" in cls._TAKES[method] else "k"
+                if f"--{key}" in given and getattr(ns, key) != value:
+                    raise UsageError(f"--compress {method}:{value} and --{key} {getattr(ns, key)} disagree; give "
+                                     f"{'the bits' if key == 'bits' else 'k'} once")
+                updates[key] = value
+            out.append(updates)
+        return out
+
+    @classmethod
+    def sweep_label(cls, ns):
+        if ns.compress is None:
+            return "none"
+        takes = cls._TAKES[ns.compress]
+        return ns.compress + (f":{ns.bits}" if "bits" in takes else f":{ns.k}" if "k" in takes else "")

@@ -1,0 +1,298 @@
+"""What the message layers share (:class:`_Messages`: compression, noise, delays act on what the links carry)
+and the stacked ``[own; messages]`` blocks their rounds mix.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import scipy.sparse as sp
+
+from .._hashing import content_round
+from ..mixing import MixingMatrix
+from ._rounds import _mix_entries
+from .base import Network
+
+
+class _Messages(Network):
+    """What compression, noise and delays share: a network that changes the messages its links carry.
+
+    Round ``r`` of iteration ``t`` applies the base network's weights to what each receiver holds: its own
+    value, exact, and the messages ``Q(x_j)`` of the others::
+
+        y_i = m_ii x_i + sum_{j != i} m_ij Q(x_j)        (M = the base's matrix of the round)
+
+    so losses, renormalisation and sleep act as they do on the base network. ``Q`` works on *messages*: each
+    node's row, cut into its models of ``d`` values (an optimizer's replicas are sent apart; a block of another
+    width, a push-sum weight, is one message). Its random choices come from the counter-based hash of
+    ``(seed, t, r, node, tag, column)``, so every backend, MPI rank and resumed run sends the same messages;
+    compression and noise keep nothing between rounds (a :class:`Delayed` layer keeps the messages in flight,
+    in checkpoints). The quantities an optimizer mixes in one iteration (Push-Pull's models and trackers, a
+    push-sum's numerators and weights) are different messages: the ``q``-th of them draws its compression and
+    noise as round ``r + q 2^32`` (``content_round``; the first one, and a call of :meth:`mix` outside an
+    optimizer, as round ``r``), while losses, sleep and delays hit every quantity of a round alike.
+    Compression, noise and delays act on what the links carry, so they go outermost:
+    ``Compressed(Lossy(A, 0.1), "topk", k=2)``; several compose (the outer one first).
+    """
+
+    acts_on = "messages"
+
+    @property
+    def static(self):
+        return None
+
+    def plan(self, t):
+        return None
+
+    def matrix(self, t, r=0):
+        """The weights of round ``r`` of iteration ``t``: the base network's (what is sent changes, not who
+        listens to whom)."""
+        return self.base.matrix(t, r)
+
+    def _entries(self, t, r):
+        raise ValueError(f"{self!r} acts on the messages the network's links carry, so it goes outermost: "
+                         "wrap the losses, sleep or schedule inside it (e.g. Compressed(Lossy(A, 0.1), 'topk', k=2))")
+
+    def map(self, f):
+        base = f(self.base) if isinstance(self.base, MixingMatrix) else self.base.map(f)
+        return type(self)(base, **self._parameters())
+
+    def message_length(self, width, d=None):
+        """The values of one message in a row of ``width`` values: ``d`` where it divides the row (an optimizer's
+        models, replica by replica), else the whole row."""
+        return d if d and width % d == 0 else max(width, 1)
+
+    def encode(self, X, out, t, r, d=None, row_ids=None, own=None):
+        """``out <- Q(X)``: the messages the rows of the 2-D host block ``X`` send in round ``r`` of iteration
+        ``t`` (every message layer, the outer one first; ``row_ids``: the rows' global node ids, an MPI rank's
+        share); ``out`` may be ``X``. ``own``: a block that gets a copy of ``X`` in the same pass."""
+        from .. import _core
+
+        src = X
+        for seed, method, param, sigma, unbiased in self.encoders():
+            _core.compress(src, out, method, self.message_length(X.shape[1], d), param, sigma, unbiased, seed, t, r,
+                           row_ids=row_ids, own=own if src is X else None)
+            src = out
+        if src is X:
+            if out is not X:
+                out[...] = X
+            if own is not None:
+                own[...] = X
+        return out
+
+    def encoders(self):
+        """``(seed, method, param, sigma, unbiased)`` of each layer that changes what a sender sends (compression,
+        noise with ``per="message"``), the outer one first: the arguments of ``_core.compress`` and of the CUDA
+        ``compress_rows``. (A delay changes when a message arrives, not what it holds; noise on the received
+        copies is added by the round.)"""
+        out, layer = [], self
+        while isinstance(layer, _Messages):
+            if layer.alters_messages:
+                out.append((layer.seed, *layer._kernel_arguments()))
+            layer = layer.base
+        return out
+
+    def noisy_links(self):
+        """The :class:`Noisy` layers with ``per="link"`` among the message layers (noise on each received copy)."""
+        layers, layer = [], self
+        while isinstance(layer, _Messages):
+            if getattr(layer, "per", None) == "link":
+                layers.append(layer)
+            layer = layer.base
+        return layers
+
+    def delayed(self):
+        """The :class:`Delayed` layer among the message layers, or None."""
+        layer = self
+        while isinstance(layer, _Messages):
+            if layer.stateful:
+                return layer
+            layer = layer.base
+        return None
+
+    def core(self):
+        """The network under every message layer: whose weights every round applies."""
+        net = self
+        while isinstance(net, _Messages):
+            net = net.base
+        return net
+
+    def mix(self, X, t, rounds=1, out=None, d=None, state=None):
+        """The rounds of iteration ``t`` (see :meth:`Network.mix`), each ``y_i = m_ii x_i + sum_{j != i} m_ij
+        Q(x_j)`` in one compiled pass over the stacked block ``[X; Q(X)]`` (own values from the first half,
+        messages from the second; losses drawn on the true sender ids); ``d``: the length of one message (an
+        optimizer's model; default the row). With a :class:`Delayed` layer the stacked block holds the messages
+        of the last ``max_delay + 1`` iterations, kept in ``state`` (a dict: an optimizer passes one per quantity
+        it mixes, and tells them apart: ``state["quantity"]``, ``content_round``; default the network's own,
+        for calls in iteration order)."""
+        t, rounds, X = self._mix_arguments(X, t, rounds, out)
+        self.check_message(X.shape[1] if X.ndim == 2 else 1, d)
+        cur = X.reshape(self.n, -1)
+        core, delayed, n = self.core(), self.delayed(), self.n
+        ring = None if delayed is None else delayed.ring(self.__dict__.setdefault("_own_state", {}) if state is None
+                                                         else state, t, n, n, cur.shape[1], rounds, cur.dtype)
+        for r in range(rounds):
+            drawn = content_round(r, state)  # (this quantity's compression and noise)
+            if ring is None:
+                ext = _stack_buffer(self, (2 * n, cur.shape[1]), cur.dtype)
+                self.encode(np.ascontiguousarray(cur), ext[n:], t, drawn, d, own=ext[:n])
+            else:
+                ext, plain = ring.buffer, np.ascontiguousarray(cur)
+                # (messages sent as they are go into the history straight from the block: one copy less)
+                messages = _stack_buffer(self, cur.shape, cur.dtype) if self.encoders() else plain
+                ring.put(t, r, self.encode(plain, messages, t, drawn, d, own=ext[:n]))
+            dst = out.reshape(cur.shape) if (r == rounds - 1 and out is not None) else np.empty_like(cur)
+            _own_and_messages_round(core, ext, t, r, dst, delayed, rounds, self.noisy_links(),
+                                    None if ring is None else ring.layout(), noise_round=drawn)
+            cur = dst
+        if ring is not None:
+            ring.done(t)
+        return out if out is not None else cur.reshape(X.shape)
+
+    def check_message(self, width, d=None):
+        """ValueError where this compression cannot make a message of the block's (a ``k`` larger than the
+        model's ``d`` values)."""
+        layer = self
+        while isinstance(layer, _Messages):
+            k = getattr(layer, "k", None)
+            L = self.message_length(width, d)
+            if k is not None and k > L and (d is None or width % d == 0):  # (a narrow block, a push-sum weight
+                # beside models of d values, is sent whole)
+                raise ValueError(f"k = {k} is more than the {L} values of one message (k must be in 1..d)")
+            layer = layer.base
+
+    def contraction(self, d):
+        """``(omega, delta)`` of the messages' transformation on models of ``d`` values: the largest variance
+        bound and the smallest contraction of its layers (:meth:`Compressed.omega`, :meth:`Compressed.delta`;
+        noise: 0 and 1)."""
+        layer, omega, delta = self, 0.0, 1.0
+        while isinstance(layer, _Messages):
+            omega, delta = max(omega, layer.omega(d)), min(delta, layer.delta(d))
+            layer = layer.base
+        return omega, delta
+
+    def message_bytes(self, values, d, itemsize):
+        """Bytes of one message of ``values`` values (models of ``d``; ``itemsize`` bytes per value) as the links
+        carry it: the size of the last compression applied (noise changes no size). A message that packs models
+        with a few more values (a push-sum weight: ``reps d + 1``) is its models' messages plus the rest sent
+        whole, as they are compressed."""
+        layer, sized = self, None
+        while isinstance(layer, _Messages):
+            sized = layer if getattr(layer, "_bits", None) is not None else sized  # (a compression sizes them)
+            layer = layer.base
+        if sized is None:
+            return values * itemsize
+        if d and values > d and values % d:
+            return self.message_bytes(values - values % d, d, itemsize) + self.message_bytes(values % d, d, itemsize)
+        L = self.message_length(values, d)  # (a sender sends the plain values where they are smaller)
+        return -(-(values // L) * min(sized._bits(L, itemsize), 8 * itemsize * L) // 8)
+
+
+def _stack_buffer(owner, shape, dtype):
+    """A work block of ``shape`` kept by ``owner`` between calls, one per thread (two optimizers may share a
+    network in two threads)."""
+    cache = owner.__dict__.setdefault("_buffers", {})
+    key = (shape, np.dtype(dtype).str, threading.get_ident())
+    if key not in cache:
+        if len(cache) > 16:
+            cache.clear()
+        cache[key] = np.empty(shape, dtype=dtype)
+    return cache[key]
+
+
+def own_and_messages(indptr, indices, row_ids, col_ids, n_own):
+    """The column indices that read ``[own rows; messages]``: a self loop (row ``i``'s own node) reads its own
+    row ``i`` of the first ``n_own`` rows, every other entry the message block after them (its column ``j``
+    at ``n_own + j``). ``row_ids`` / ``col_ids``: global ids (None: rows and columns are the nodes)."""
+    rows = np.repeat(np.arange(len(indptr) - 1, dtype=np.int64), np.diff(indptr))
+    cols = np.asarray(indices, dtype=np.int64)
+    own = (rows == cols) if row_ids is None else (np.asarray(row_ids)[rows] == np.asarray(col_ids)[cols])
+    return np.where(own, rows, cols + n_own).astype(np.asarray(indices).dtype)
+
+
+def _own_and_messages_round(core, ext, t, r, out, delayed=None, rounds=1, noisy=(), layout=None, noise_round=None):
+    """One round of ``core``'s weights over ``ext = [X; Q]`` into ``out`` (:meth:`_Messages.mix`); with a
+    :class:`Delayed` layer, ``ext`` is its ring ``[X; the messages of the last D + 1 iterations]`` and each
+    entry reads the newest message that has arrived; each of the ``noisy`` layers (:class:`Noisy`,
+    ``per="link"``) then adds its noise on the received copies through the same weights (:func:`link_noise_block`;
+    drawn as round ``noise_round``, default ``r``: ``content_round``)."""
+    from .. import _core
+
+    n = core.n
+    cache = core.__dict__.setdefault("_own_and_messages", {}) if not isinstance(core, MixingMatrix) else \
+        core._diag_cache.setdefault("own_and_messages", {})
+
+    def read(csr):  # (indptr, the row each entry reads in ext)
+        if delayed is None:
+            if id(csr) not in cache:
+                cache[id(csr)] = (csr, own_and_messages(csr.indptr, csr.indices, None, None, n))
+            return csr.indptr, cache[id(csr)][1]
+        return delayed.index(csr.indptr, csr.indices, t, r, layout)
+
+    plan = None if isinstance(core, MixingMatrix) else core.plan(t)
+    if isinstance(core, MixingMatrix) or plan is not None:
+        c = core.csr if plan is None else plan[0](r).csr
+        bad = None if plan is None or plan[4] is None else \
+            plan[4].gates(c.indptr, c.indices, t, symmetric=core.stochastic == "doubly")
+
+        def weighted(indptr, index, block, senders, dst):  # (senders: the node each row of block comes from)
+            if plan is None:
+                _core.mix(indptr, index, c.data, block, dst, check_indices=False, ncols=len(block))
+            else:
+                _core.mix_lossy(indptr, index, c.data, block, dst, seed=plan[1], t=t, r=r, p=plan[2],
+                                renormalise=core.stochastic == "row", awake=plan[3], row_ids=senders[:n],
+                                col_ids=senders, ncols=len(block), bad=bad, check_indices=False,
+                                symmetric=core.stochastic == "doubly")
+    else:
+        c, weights = core._entries(t, r)
+
+        def weighted(indptr, index, block, senders, dst):
+            dst[...] = _mix_entries(sp.csr_matrix((c.data, index, indptr), shape=(n, len(block))), weights, block,
+                                    core.stochastic)
+
+    if delayed is not None and (isinstance(core, MixingMatrix) or plan is not None) and delayed.FUSED[delayed.delay]:
+        lossy = None if plan is None else {"loss_seed": plan[1], "p": plan[2], "renormalise": core.stochastic == "row",
+                                           "awake": plan[3], "bad": bad, "symmetric": core.stochastic == "doubly"}
+        delayed.mix_block(c.indptr, c.indices, c.data, ext, out, t, r, layout, lossy=lossy)  # (the ages drawn in
+        # the mixing pass)
+    else:
+        node_major = layout is None or layout[3]
+        cached = core.__dict__.get("_stacked_ids")
+        if cached is None or cached[0] != (len(ext), node_major):  # (own rows, then the messages: each node's
+            # side by side, or iteration by iteration)
+            spread, nodes = np.repeat if node_major else np.tile, np.arange(n, dtype=np.int64)
+            cached = core._stacked_ids = ((len(ext), node_major),
+                                          np.concatenate([nodes, spread(nodes, len(ext) // n - 1)]))
+        indptr, index = read(c)
+        weighted(indptr, index, ext, cached[1], out)
+    for layer in noisy:
+        if layer.sigma == 0:  # (nothing to add: the base network's values, bit for bit)
+            continue
+        ages = None if delayed is None else delayed.ages(c.indptr, c.indices, t, r)
+        block, index, senders = link_noise_block(layer, c.indptr, c.indices, t, r if noise_round is None else
+                                                 noise_round, out.shape[1], out.dtype, n, ages=ages)
+        noise = np.empty_like(out)
+        weighted(c.indptr, index, block, senders, noise)
+        out += noise
+
+
+def link_noise_block(layer, indptr, indices, t, r, width, dtype, n_own, ages=None, row_ids=None, col_ids=None):
+    """What a weighted pass needs to add ``layer``'s noise on the received copies (:class:`Noisy` with
+    ``per="link"``): ``(block, index, senders)``, the block ``[zeros (n_own rows); sigma z (one row per stored
+    entry)]`` (``_core.link_noise``, keyed on the global ids ``row_ids`` / ``col_ids``), the row each entry reads
+    (a self loop its own zero row, the others their own noise) and the node each row of the block comes from."""
+    from .. import _core
+
+    ids = {} if row_ids is None else {"row_ids": row_ids, "col_ids": col_ids}
+    z = _core.link_noise(indptr, indices, layer.seed, t, r, width, dtype=np.dtype(dtype),
+                         ages=None if ages is None else np.ascontiguousarray(ages, dtype=np.int32), **ids)
+    block = np.concatenate([np.zeros((n_own, width), dtype=dtype), z * np.asarray(layer.sigma, dtype=dtype)])
+    rows = np.repeat(np.arange(len(indptr) - 1, dtype=np.int64), np.diff(indptr))
+    cols = np.asarray(indices, dtype=np.int64)
+    g_rows = rows if row_ids is None else np.asarray(row_ids)[rows]
+    g_cols = cols if col_ids is None else np.asarray(col_ids)[cols]
+    own = g_rows == g_cols
+    index = np.where(own, rows, n_own + np.arange(len(cols), dtype=np.int64)).astype(np.asarray(indptr).dtype)
+    own_ids = np.arange(n_own, dtype=np.int64) if row_ids is None else np.asarray(row_ids, dtype=np.int64)
+    return block, index, np.concatenate([own_ids, g_cols])

@@ -1,0 +1,89 @@
+"""What the algorithms ask of a network: the matrix under its layers (:func:`base_matrix`, :func:`source_of`),
+its weights without the message layers (:func:`weights_of`), its links (:func:`links_of`, :func:`fixed_links`) and
+its undirected form (:func:`as_undirected`).
+"""
+
+from __future__ import annotations
+
+from ..mixing import MixingMatrix
+from .base import Network
+from .lossy import Lossy
+from .messages import _Messages
+from .sleepy import Sleepy
+
+
+def base_matrix(net):
+    """The static matrix under a network's losses and sleep (a schedule's first one): its physical links."""
+    while not isinstance(net, MixingMatrix):
+        net = net.base if hasattr(net, "base") else net.matrix(0)
+    return net
+
+
+def source_of(net):
+    """``(source, varying)``: the static matrix or the :class:`Schedule` under every layer of ``net`` (what its
+    rounds are drawn from), and whether a layer that drops or gates links (``acts_on == "links"``: losses, sleep)
+    is among its layers: the rounds an undirected method keeps symmetric."""
+    varying = False
+    while isinstance(net, Network) and net.acts_on != "matrices":
+        varying |= net.acts_on == "links"
+        net = net.base
+    return net, varying
+
+
+def source_matrices(net):
+    """The static matrices under every layer of ``net``: its matrix, or a schedule's."""
+    source, _ = source_of(net)
+    return list(source.matrices) if isinstance(source, Network) else [source]
+
+
+def fixed_links(M):
+    """Whether ``M`` has a fixed set of links whose messages an algorithm can follow one by one (per-link
+    state: running sums, buffers): a static matrix, or a network that reports which messages arrived over one
+    (:class:`Lossy` over a :class:`MixingMatrix`), with sleeping nodes (:class:`Sleepy` over those: a sleeping
+    node's links are silent) and under message layers (compression, noise, delays) or not. Schedules have not."""
+    M = weights_of(M)
+    if isinstance(M, Sleepy):  # (sleep silences a node's links for an iteration; it keeps them)
+        M = M.base
+    return not isinstance(M, Network) or (isinstance(M, Lossy) and isinstance(M.base, MixingMatrix))
+
+
+def as_undirected(net):
+    """What an undirected method (a doubly stochastic ``W``) runs ``net`` as: losses or sleep (over a matrix or a
+    schedule, under message layers or not) under the undirected rule (:meth:`Network.undirected`); a matrix,
+    a schedule alone, message layers over a static matrix and a network already under the rule as they are.
+    Raises the rule's ValueError where it cannot apply."""
+    if not isinstance(net, Network) or net.stochastic == "doubly" or isinstance(weights_of(net), MixingMatrix):
+        return net
+    return net.undirected()
+
+
+def weights_of(net):
+    """The network whose weights ``net`` applies: ``net`` without its message layers (compression, noise): what
+    the diagonal trackers of the Pull-Diag methods follow (their messages travel uncompressed)."""
+    return net.core() if isinstance(net, _Messages) else net
+
+
+def links_of(net):
+    """``net`` without the layers that change what a sender sends (:class:`Compressed`, :class:`Noisy` with
+    ``per="message"``), keeping what happens on the links (delays, noise on each received copy, and the core's
+    losses, sleep and schedules): how the messages of a method that compresses them itself (CHOCO-SGD,
+    Compressed Push-Pull: ``Q`` applied once, through :meth:`_Messages.encode`) reach their receivers. ``net``
+    itself where it has no such layer; the stripped network is kept on ``net`` (one object per network)."""
+    if not isinstance(net, _Messages):
+        return net
+    kept, layer, stripped = [], net, False
+    while isinstance(layer, _Messages):
+        if not layer.alters_messages:
+            kept.append(layer)
+        else:
+            stripped = True
+        layer = layer.base
+    if not stripped:
+        return net
+    cached = net.__dict__.get("_links_of")
+    if cached is None:
+        cached = layer
+        for outer in reversed(kept):
+            cached = type(outer)(cached, **outer._parameters())
+        net._links_of = cached
+    return cached

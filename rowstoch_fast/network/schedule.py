@@ -1,0 +1,120 @@
+"""Time-varying weights: a periodic :class:`Schedule` of matrices, and :func:`one_peer_exponential`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from .._checks import check_int
+from .._hashing import MAX_T
+from ..mixing import MixingMatrix
+from ._rounds import _unconnected
+from .base import Network
+
+
+class Schedule(Network):
+    """A periodic sequence of matrices: ``A_t = matrices[t % m]`` (every gossip round of iteration ``t``).
+
+    Parameters
+    ----------
+    matrices : sequence of MixingMatrix (or what MixingMatrix accepts)
+        Same number of nodes, same kind (row- or column-stochastic).
+    """
+
+    layer = "schedule"
+    order = 0
+    acts_on = "matrices"
+
+    def __init__(self, matrices):
+        matrices = list(matrices)
+        self._validated = all(isinstance(m, MixingMatrix) for m in matrices)  # checked as a whole network
+        mats = []
+        for k, m in enumerate(matrices):
+            try:
+                mats.append(m if isinstance(m, MixingMatrix) else _unconnected(m))
+            except (TypeError, ValueError) as exc:
+                raise type(exc)(f"matrices[{k}]: {exc}") from None
+        if not mats:
+            raise ValueError("Schedule needs at least one matrix")
+        if len({m.n for m in mats}) > 1:
+            raise ValueError(f"the matrices of a Schedule must have the same n, got {sorted({m.n for m in mats})}")
+        kinds = {m.stochastic for m in mats}
+        if len(kinds) > 1:
+            raise ValueError("the matrices of a Schedule must all be row- or all column-stochastic")
+        dtypes = {m.dtype for m in mats}
+        if len(dtypes) > 1:  # a float32 round in a float64 run mixed with rounded weights
+            raise TypeError(f"the matrices of a Schedule must have one dtype, got {', '.join(sorted(map(str, dtypes)))}"
+                            "; convert them with .astype (mixed precision is not supported)")
+        if not self._validated or len(mats) > 1:  # one validated matrix is strongly connected on its own
+            _check_jointly_connected(mats)
+        self.matrices = mats
+        self.n = mats[0].n
+        self.stochastic = kinds.pop()
+
+    def matrix(self, t, r=0):
+        return self.matrices[check_int(t, "t", minimum=0, maximum=MAX_T) % len(self.matrices)]
+
+    @property
+    def dtype(self):
+        return self.matrices[0].dtype
+
+    @property
+    def static(self):
+        return self.matrices[0] if len(self.matrices) == 1 and self._validated else None
+
+    def plan(self, t):
+        M = self.matrix(t)
+        return (lambda r: M), 0, 0.0, None, None
+
+    def map(self, f):
+        out = Schedule([f(m) for m in self.matrices])
+        out._validated = self._validated
+        return out
+
+    def __repr__(self):
+        return f"Schedule({len(self.matrices)} matrices, n={self.n}, stochastic={self.stochastic!r})"
+
+
+def _check_jointly_connected(mats):
+    """A ValueError unless the union of the matrices' graphs is strongly connected: over one period of a
+    Schedule every node must hear, through some chain of messages, from every other (Assumption 1 for a
+    time-varying network; ``Schedule([I, I])`` never communicated). One pass over the entries."""
+    from scipy.sparse import csgraph
+
+    union = mats[0].csr.astype(bool).astype(np.int8)
+    for m in mats[1:]:
+        union = union + m.csr.astype(bool).astype(np.int8)
+    count, labels = csgraph.connected_components(union, directed=True, connection="strong")
+    if count > 1:
+        members = np.flatnonzero(labels == labels[0])
+        outside = int(np.flatnonzero(labels != labels[0])[0])
+        raise ValueError(f"the matrices of a Schedule must be jointly strongly connected over its period (their "
+                         f"union has {count} strongly connected components): over its {len(mats)} matrices node "
+                         f"{outside} or node {int(members[0])} never hears from the other")
+
+
+def one_peer_exponential(n, stochastic="row"):
+    """The time-varying directed exponential graph of SGP and BlueFog: at iteration ``t`` node ``i`` hears only
+    from node ``i - 2^(t mod ceil(log2 n)) (mod n)``, weights 1/2 and 1/2 (one 2-entry row per node).
+
+    Examples
+    --------
+    >>> net = one_peer_exponential(16)
+    >>> len(net.matrices), net.matrix(0).nnz
+    (4, 32)
+    """
+    n = check_int(n, "n", minimum=2)
+    if stochastic not in ("row", "column"):
+        raise ValueError(f"stochastic must be 'row' or 'column', got {stochastic!r}")
+    period = max(1, int(np.ceil(np.log2(n))))
+    mats = []
+    for k in range(period):
+        h = (2**k) % n
+        i = np.arange(n, dtype=np.int64)
+        j = (i - h) % n
+        rows = np.concatenate([i, i])
+        cols = np.concatenate([i, j])
+        M = sp.csr_matrix((np.full(2 * n, 0.5), (rows, cols)), shape=(n, n))
+        mats.append(_unconnected(M if stochastic == "row" else M.T.tocsr(), stochastic))
+    return Schedule(mats)
