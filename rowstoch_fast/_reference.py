@@ -969,3 +969,143 @@ def noisy_round(M, X, Q, noise_of, sigma):
             if M[i, j] and i != j:
                 Y[i] += M[i, j] * sigma * noise_of(i, j)
     return Y
+
+
+# ----------------------------------------------------------------- the network layers, one dense definition each
+#: Each registered network layer's dense definition, by its ``layer`` name: a layer that acts on the matrices
+#: gives its round's matrix, one that acts on the links which stored entries of the source's round it drops (and
+#: which nodes sleep), one that acts on the messages what it does to them (``tests/test_layers.py`` runs every
+#: layer and every composition of :func:`rowstoch_fast.network.examples` against :func:`network_run`, and fails
+#: for a layer without one).
+LAYER_TWINS = {}
+
+
+def layer_twin(name):
+    """Register the dense definition of the network layer ``name``."""
+    def register(f):
+        LAYER_TWINS[name] = f
+        return f
+    return register
+
+
+@layer_twin("schedule")
+def schedule_matrix(net, t, r):
+    """``A_t = matrices[t % m]``."""
+    return net.matrices[t % len(net.matrices)]
+
+
+@layer_twin("lossy")
+def lossy_gone(net, t, r, indptr, indices):
+    """The stored entries whose message is lost (:func:`lost_links`; bursty: gated by the links' chains), no node
+    asleep."""
+    bad = None
+    if net.model == "gilbert-elliott":
+        rows = np.repeat(np.arange(len(indptr) - 1, dtype=np.int64), np.diff(indptr))
+        bad = gilbert_elliott_states(net.seed, rows, np.asarray(indices, dtype=np.int64), t, net.p_bad, net.p_recover)
+    return lost_links(indptr, indices, net.seed, t, r, net.p, bad=bad), None
+
+
+@layer_twin("sleepy")
+def sleepy_gone(net, t, r, indptr, indices):
+    """The messages from or to a sleeping node (:func:`awake_mask`) are gone; a sleeping node keeps its value."""
+    awake = awake_mask(net.n, t, net.seed, **net._parameters())
+    rows = np.repeat(np.arange(len(indptr) - 1, dtype=np.int64), np.diff(indptr))
+    cols = np.asarray(indices, dtype=np.int64)
+    return ~(awake[rows] & awake[cols]) & (rows != cols), ~awake
+
+
+def _link_layers(net):
+    """``(source, link layers outer first)`` under ``net``'s message layers."""
+    layers = []
+    while getattr(net, "acts_on", None) == "links":
+        layers.append(net)
+        net = net.base
+    return net, layers
+
+
+def network_matrix(net, t, r=0):
+    """The dense matrix of round ``r`` of iteration ``t`` of a network of matrix and link layers, from the layers'
+    definitions: the source's round (a static matrix, or :data:`LAYER_TWINS` of its schedule), every link layer's
+    lost entries and sleeping nodes put together, then a row-stochastic receiver renormalises over what arrived
+    (its own value where nothing did) and a column-stochastic sender's lost mass is lost; a sleeping node's row is
+    ``e_i``."""
+    source, layers = _link_layers(net)
+    M = source if getattr(source, "acts_on", None) != "matrices" else LAYER_TWINS[source.layer](source, t, r)
+    c = M.csr
+    gone = np.zeros(c.nnz, dtype=bool)
+    asleep = np.zeros(M.n, dtype=bool)
+    for layer in layers:
+        g, s = LAYER_TWINS[layer.layer](layer, t, r, c.indptr, c.indices)
+        gone |= g
+        if s is not None:
+            asleep |= s
+    rows = np.repeat(np.arange(M.n), np.diff(c.indptr))
+    D = np.zeros((M.n, M.n))
+    np.add.at(D, (rows[~gone], c.indices[~gone]), c.data[~gone].astype(np.float64))
+    if net.stochastic == "row":
+        for i in range(M.n):
+            lost = gone[c.indptr[i]:c.indptr[i + 1]].any()
+            if lost:
+                total = D[i].sum()
+                D[i] = np.eye(M.n)[i] if total == 0 else D[i] / total
+    D[asleep] = np.eye(M.n)[asleep]
+    return D
+
+
+@layer_twin("compressed")
+def compressed_messages(net, Q, t, r, d):
+    """Every message compressed (:func:`compress`)."""
+    params = {key: getattr(net, key) for key in net._TAKES[net.method]}
+    return compress(Q, net.method, d, net.seed, t, r, **params)
+
+
+@layer_twin("noisy")
+def noisy_messages(net, Q, t, r, d):
+    """``per="message"``: every message gets noise of its own (:func:`compress` ``"noise"``); ``per="link"``: the
+    messages go unchanged, each received copy gets its noise in :func:`network_run`."""
+    return compress(Q, "noise", d, net.seed, t, r, sigma=net.sigma) if net.per == "message" else Q
+
+
+@layer_twin("delayed")
+def delayed_messages(net, Q, t, r, d):
+    """The messages go unchanged; their ages (:func:`delay_ages`) are applied in :func:`network_run`."""
+    return Q
+
+
+def network_run(net, Xs, d=None):
+    """``[Y_t]``: one round of iteration ``t`` of ``net`` applied to ``Xs[t]``, ``t = 0, 1, ...`` (a network with
+    delays mixes the messages of earlier iterations), from the layers' definitions: the core's round matrix
+    (:func:`network_matrix`), the messages each message layer makes of the rows (the outer layer first), a
+    receiver's copy of the newest message that has arrived (:func:`delay_ages`) with its link's noise
+    (:func:`link_noise`, drawn for the iteration it was sent): ``y_i = m_ii x_i + sum_{j != i} m_ij (q_j(t - a_ij)
+    + sigma z_ij)``."""
+    layers, core = [], net
+    while getattr(core, "acts_on", None) == "messages":
+        layers.append(core)
+        core = core.base
+    history, out = [], []
+    for t, X in enumerate(Xs):
+        X = np.asarray(X, dtype=np.float64)
+        w = X.shape[1]
+        Q = X
+        for layer in layers:  # (the outer one first, as the senders apply them)
+            Q = LAYER_TWINS[layer.layer](layer, Q, t, 0, d or w)
+        history.append(Q)
+        M = network_matrix(core, t)
+        links = (core if getattr(core, "acts_on", None) is None else _link_layers(core)[0])
+        links = links.csr if hasattr(links, "csr") else LAYER_TWINS[links.layer](links, t, 0).csr
+        rows = np.repeat(np.arange(len(links.indptr) - 1), np.diff(links.indptr))
+        ages = np.zeros(M.shape, dtype=np.int64)
+        for layer in layers:
+            if layer.layer == "delayed":
+                ages[rows, links.indices] = delay_ages(links.indptr, links.indices, layer.seed, t, 0, layer.max_delay,
+                                                       fixed=layer.delay == "fixed")
+        Y = delayed_mix(M, X, history, t, ages)
+        for layer in layers:
+            if layer.layer == "noisy" and layer.per == "link":
+                z = link_noise(links.indptr, links.indices, layer.seed, t, 0, w, ages=ages[rows, links.indices])
+                for q, (i, j) in enumerate(zip(rows, links.indices)):
+                    if i != j:
+                        Y[i] += M[i, j] * layer.sigma * z[q]
+        out.append(Y)
+    return out

@@ -11,6 +11,7 @@ from mpi4py import MPI
 
 from rowstoch_fast import PullDiagGT, topology
 from rowstoch_fast.errors import RemoteError
+from rowstoch_fast.network import layers as network_layers
 from rowstoch_fast.objectives import NonconvexLogistic, Quadratic
 
 from conftest import feed, for_algorithm
@@ -280,7 +281,9 @@ def unreliable_networks():
                                                   "topk", k=2),
             "undirected-bursty": Lossy(W, 0.9, seed=5, model="gilbert-elliott", p_bad=0.2, p_recover=0.3),
             # schedules of doubly stochastic matrices: one-peer rounds (DGD, DIGing), symmetric ones under losses
-            "undirected-schedule": Lossy(Schedule([W, topology.ring(20, directed=False)]), 0.2, seed=3)}
+            "undirected-schedule": Lossy(Schedule([W, topology.ring(20, directed=False)]), 0.2, seed=3),
+            # every registered layer's first example (a new layer runs here without an edit)
+            **{f"layer:{cls.layer}": next(iter(cls.examples(A).values())) for cls in network_layers()}}
 
 
 #: The networks whose messages are compressed, noisy or delayed: what they change is the pass that mixes (the same for
@@ -293,8 +296,10 @@ MESSAGE_ALGORITHMS = ("dsgd", "push-pull", "pull-diag-gt", "push-diging", "dgd",
 
 
 def runs_on(nname, net, cls):
-    """Whether the MPI network test runs ``cls`` on the network ``nname``."""
-    return cls.applies_to(net) and (nname not in MESSAGE_NETWORKS or cls.name in MESSAGE_ALGORITHMS)
+    """Whether the MPI network test runs ``cls`` on the network ``nname`` (a registered layer's example: a method of
+    each family where it acts on the messages, as on the message networks above)."""
+    message = nname in MESSAGE_NETWORKS or (nname.startswith("layer:") and net.acts_on == "messages")
+    return cls.applies_to(net) and (not message or cls.name in MESSAGE_ALGORITHMS)
 
 
 def case_networks(out):

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from rowstoch_fast import PullDiagGT, _reference, pull_diag, topology
 from rowstoch_fast.algorithms import REGISTRY
 from rowstoch_fast.backends import resolve_backend
+from rowstoch_fast.network import layers as network_layers
 from rowstoch_fast.objectives import NonconvexLogistic
 
 from conftest import cupy_or_reason as _cupy_or_reason
@@ -427,7 +428,8 @@ def _emulated_device(cuda_on_host, monkeypatch, on_launch=None):
 
 
 @pytest.mark.parametrize("network", ["static", "lossy", "bursty", "sleepy-lossy", "markov-lossy",
-                                     "compressed", "delayed", "noisy"])
+                                     "compressed", "delayed", "noisy",
+                                     *(f"layer:{cls.layer}" for cls in network_layers())])  # (the registry's)
 @pytest.mark.parametrize("name", sorted(REGISTRY))
 def test_the_cupy_backend_on_the_emulated_kernels_equals_the_cpu(cuda_on_host, monkeypatch, name, network):
     """Each algorithm through backends.cupy and the CUDA kernels' logic (mixing, combine, lossy rounds and
@@ -450,6 +452,8 @@ def test_the_cupy_backend_on_the_emulated_kernels_equals_the_cpu(cuda_on_host, m
             else Delayed(A, 2, seed=3),
             "noisy": Noisy(Noisy(Delayed(Sleepy(Lossy(A, 0.1, seed=5), 0.9, seed=1), 2, seed=3), 0.01, seed=4),
                            0.02, seed=6, per="message") if "W" not in cls.matrices else Noisy(A, 0.01, seed=4)}
+    for layer in network_layers():  # every registered layer's first example (a new layer runs here unlisted)
+        nets[f"layer:{layer.layer}"] = next(iter(layer.examples(A).values()))
     net = nets[network]
     if not cls.applies_to(net):  # an undirected network's method: a symmetric W (refusals: test_undirected)
         pytest.skip(f"{name} does not run on this network (its applies_to; refusals: test_network)")
@@ -462,6 +466,8 @@ def test_the_cupy_backend_on_the_emulated_kernels_equals_the_cpu(cuda_on_host, m
 
     assert ran("combine_f64")
 
+    if network.startswith("layer:"):  # (the registry's examples: the CPU's iterates; the kernels named above)
+        return
     if cls.matrices and network in ("compressed", "delayed", "noisy"):  # (the centralized baseline does not gossip)
         assert ran("compress_rows") == (network == "compressed" or "W" not in cls.matrices)
         # (CHOCO-SGD and Compressed Push-Pull compress, then mix through the links: the base weights where

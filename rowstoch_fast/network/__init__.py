@@ -52,7 +52,7 @@ globals().update({_cls.__name__: _cls for _cls in LAYERS.values()})
 
 __all__ = ["Network", "Schedule", "one_peer_exponential", *(cls.__name__ for cls in LAYERS.values() if cls.__name__
            != "Schedule"), "as_network", "as_undirected", "base_matrix", "fixed_links", "weights_of", "links_of",
-           "source_of", "source_matrices", "layers"]
+           "source_of", "source_matrices", "layers", "examples"]
 
 
 def layers():
@@ -66,3 +66,33 @@ def layers():
     ['Schedule', 'Lossy', 'Sleepy', 'Delayed', 'Noisy', 'Compressed']
     """
     return sorted(LAYERS.values(), key=lambda cls: (cls.order, cls.__name__))
+
+
+def examples(base, compositions=True):
+    """``{label: network}``: every registered layer's :meth:`~Network.examples` over ``base`` (a static matrix),
+    and with ``compositions`` every pair in an order the layers allow (the inner's first example under each of the
+    outer's: ``"lossy/qsgd"`` is ``Compressed(Lossy(base, ...), ...)``). What the registry tests run, so that a new
+    layer is tested wherever they are read.
+
+    Examples
+    --------
+    >>> from rowstoch_fast import network, topology
+    >>> nets = network.examples(topology.ring(6))
+    >>> nets["lossy"], "sleepy/qsgd" in nets
+    (Lossy(MixingMatrix(n=6, nnz=12, dtype=float64), p=0.3, seed=1, model='bernoulli'), True)
+    """
+    out = {}
+    ordered = layers()
+    for cls in ordered:
+        out.update(cls.examples(base))
+    if compositions:
+        for k, inner in enumerate(ordered):
+            first = next(iter(inner.examples(base).items()), None)
+            if first is None:
+                continue
+            for outer in ordered[k + 1:]:
+                if inner.acts_on == "messages" and outer.acts_on != "messages":  # (message layers go outermost)
+                    continue
+                for label, net in outer.examples(first[1]).items():
+                    out[f"{first[0]}/{label}"] = net
+    return out

@@ -105,6 +105,13 @@ class Network:
         """The label of one swept setting (a column of ``rowstoch compare``'s table)."""
         return ""
 
+    @classmethod
+    def examples(cls, base):
+        """``{label: network}``: this layer over ``base`` (a static matrix or a network it may wrap) in the settings
+        the registry tests run (every layer, every composition the order allows, every algorithm that applies,
+        every backend: :func:`rowstoch_fast.network.examples`); the first is the layer's typical use."""
+        return {}
+
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         name = cls.__dict__.get("layer")

@@ -157,6 +157,10 @@ class Compressed(_Messages):
     )
 
     @classmethod
+    def examples(cls, base):
+        return {"qsgd": cls(base, "qsgd", bits=4, seed=6), "topk": cls(base, "topk", k=1)}
+
+    @classmethod
     def _with(cls, key):
         """The methods that take ``key``, as a message says them (``qsgd or round``)."""
         return " or ".join(m for m, takes in cls._TAKES.items() if key in takes)

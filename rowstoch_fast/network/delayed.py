@@ -175,6 +175,10 @@ class Delayed(_Messages):
     )
 
     @classmethod
+    def examples(cls, base):
+        return {"delayed": cls(base, 2, seed=9), "fixed-delay": cls(base, 1, delay="fixed", seed=10)}
+
+    @classmethod
     def options_in_use(cls, ns):
         return ns.max_delay is not None
 

@@ -211,6 +211,11 @@ class Lossy(Network):
     )
 
     @classmethod
+    def examples(cls, base):
+        return {"lossy": cls(base, 0.3, seed=1),
+                "bursty": cls(base, 0.9, seed=2, model="gilbert-elliott", p_bad=0.2, p_recover=0.3)}
+
+    @classmethod
     def options_in_use(cls, ns):
         return bool(ns.loss) or ns.loss_model != "bernoulli"
 

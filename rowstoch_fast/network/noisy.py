@@ -82,6 +82,10 @@ class Noisy(_Messages):
     OPTIONS = (Option("noise", float, None, "standard deviation of Gaussian noise on every message (network.Noisy)"),)
 
     @classmethod
+    def examples(cls, base):
+        return {"noisy": cls(base, 0.01, seed=7), "noisy-message": cls(base, 0.01, seed=8, per="message")}
+
+    @classmethod
     def options_in_use(cls, ns):
         return ns.noise is not None
 

@@ -75,6 +75,15 @@ class Schedule(Network):
     def __repr__(self):
         return f"Schedule({len(self.matrices)} matrices, n={self.n}, stochastic={self.stochastic!r})"
 
+    @classmethod
+    def examples(cls, base):
+        """A period of two over a static ``base``: its own rounds, then one that sends nothing (the identity)."""
+        if not isinstance(base, MixingMatrix):
+            return {}  # (a schedule holds matrices: it is the innermost layer)
+        idle = sp.identity(base.n, dtype=base.dtype, format="csr")
+        stochastic = "doubly" if base.doubly else base.stochastic
+        return {"schedule": cls([base, _unconnected(idle, stochastic)])}
+
 
 def _check_jointly_connected(mats):
     """A ValueError unless the union of the matrices' graphs is strongly connected: over one period of a

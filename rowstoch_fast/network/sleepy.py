@@ -248,6 +248,11 @@ class Sleepy(Network):
     _MODEL_OPTIONS = ("p_sleep", "p_wake", "rate", "period")  # (bernoulli's q is --awake)
 
     @classmethod
+    def examples(cls, base):
+        return {"sleepy": cls(base, 0.7, seed=3), "markov": cls(base, seed=4, model="markov", p_sleep=0.3, p_wake=0.5),
+                "poisson": cls(base, seed=5, model="poisson", rate=0.8)}
+
+    @classmethod
     def options_in_use(cls, ns):
         return ns.activation != "bernoulli" or ns.awake != 1.0
 
