@@ -41,10 +41,10 @@ import sys
 
 from .network import options as network_options
 
-__all__ = ["load", "preset_path", "SCHEMA"]
+__all__ = ["load", "preset_path", "schema", "SCHEMA"]
 
-#: Every table and key a file may hold: ``(option's dest, kind)``; kind is a Python type, ``"list"`` (of
-#: strings) or ``"str|list"``.
+#: The tables and keys a file may hold besides ``[communication]`` (whose keys are the network layers' options:
+#: :func:`schema`): ``(option's dest, kind)``; kind is a Python type, ``"list"`` (of strings) or ``"str|list"``.
 SCHEMA = {
     "network": {"topology": ("topology", "str|list"), "n": ("n", int), "matrix": ("matrix", str),
                 "normalize": ("normalize", bool), "undirected": ("undirected", bool), "weights": ("weights", str)},
@@ -52,7 +52,6 @@ SCHEMA = {
                   "samples_per_node": ("samples_per_node", int), "d": ("d", int), "rho": ("rho", float),
                   "lam": ("lam", float), "heterogeneity": ("heterogeneity", float), "sigma": ("sigma", float),
                   "data_seed": ("data_seed", int), "data_file": ("data_file", str)},
-    "communication": network_options.toml_schema(),  # (every layer's options: rowstoch_fast.network)
     "run": {"rounds_budget": ("rounds_budget", int), "repeats": ("repeats", int), "seed": ("seed", int),
             "tracker": ("tracker", str), "backend": ("backend", str), "mg_rounds": ("mg_rounds", int),
             "algorithms": ("algorithm_set", str)},
@@ -68,8 +67,19 @@ ALGORITHM_SETS = {"all": lambda cls: True, "paper": lambda cls: cls.in_paper_pre
 CHOICES = {("network", "weights"): ("in-degree", "metropolis"),
            ("objective", "kind"): ("logistic", "logistic-l2", "least-squares", "quadratic"),
            ("run", "tracker"): ("exact", "perron"), ("run", "algorithms"): tuple(ALGORITHM_SETS), ("run", "backend"): ("cpu", "cupy", "mpi"),
-           ("outputs", "x"): ("rounds", "gradients", "bytes", "seconds"),
-           **{("communication", key): choices for key, choices in network_options.toml_choices().items()}}
+           ("outputs", "x"): ("rounds", "gradients", "bytes", "seconds")}
+
+
+def schema():
+    """Every table and key a file may hold: :data:`SCHEMA`, and ``[communication]`` read from the network layers'
+    registry when asked (a layer registered later is in), in the order of the tables of a file."""
+    first = ("network", "objective")
+    return {**{k: SCHEMA[k] for k in first}, "communication": network_options.toml_schema(),
+            **{k: v for k, v in SCHEMA.items() if k not in first}}
+
+
+def _choices():
+    return {**CHOICES, **{("communication", key): c for key, c in network_options.toml_choices().items()}}
 
 
 class ConfigError(ValueError):
@@ -152,6 +162,7 @@ def load(path):
     except Exception as exc:  # tomllib.TOMLDecodeError: its message says the line and column
         raise ConfigError(f"--config {name!r} is not valid TOML: {exc}") from None
     options, algorithms = {}, {}
+    tables, choices_of = schema(), _choices()
     for table, body in raw.items():
         if table == "algorithms":
             if not isinstance(body, dict) or not body:
@@ -174,17 +185,17 @@ def load(path):
                     raise ConfigError(f"{name}: [algorithms.{algo}] lr_source needs lr")
                 algorithms[algo] = dict(settings)
             continue
-        if table not in SCHEMA:
+        if table not in tables:
             raise ConfigError(f"{name}: [{table}]: unknown table; the tables are "
-                              f"{', '.join([*SCHEMA, 'algorithms'])}")
+                              f"{', '.join([*tables, 'algorithms'])}")
         if not isinstance(body, dict):
             raise ConfigError(f"{name}: {table} must be a table ([{table}]), got {type(body).__name__}")
         for key, value in body.items():
-            if key not in SCHEMA[table]:
-                raise ConfigError(f"{name}: [{table}] {key}: unknown key; the keys are {', '.join(SCHEMA[table])}")
-            dest, kind = SCHEMA[table][key]
+            if key not in tables[table]:
+                raise ConfigError(f"{name}: [{table}] {key}: unknown key; the keys are {', '.join(tables[table])}")
+            dest, kind = tables[table][key]
             value = _check_value(f"{name}: [{table}] {key}", value, kind)
-            choices = CHOICES.get((table, key))
+            choices = choices_of.get((table, key))
             for item in value if isinstance(value, list) else [value]:
                 swept = table == "communication" and isinstance(kind, str) and kind.endswith("|list")  # (METHOD:P)
                 head = item.split(":")[0] if swept and isinstance(item, str) else item

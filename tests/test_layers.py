@@ -1,14 +1,21 @@
 """The network layers' registry: every layer, and every composition the order allows, against its dense
-definition (rowstoch_fast._reference.LAYER_TWINS); every layer's options on the command line and in files."""
+definition (rowstoch_fast._reference.LAYER_TWINS), under every algorithm that applies with a resume; and the
+guide's "Adding a network layer" recipe run as written (one module and its definition: the lists, --help, the
+experiment files, the command line, the registry tests and the emulated GPU pick it up)."""
+
+import pathlib
+import re
 
 import numpy as np
 import pytest
 
 from rowstoch_fast import _reference as ref
 from rowstoch_fast import network, topology
+from rowstoch_fast.algorithms import REGISTRY
 
 BASES = {"row": lambda: topology.erdos_renyi(10, 0.3, seed=2),
          "column": lambda: topology.erdos_renyi(10, 0.3, seed=2, stochastic="column")}
+EXAMPLE_LABELS = sorted(network.examples(BASES["row"]()))
 
 
 def test_every_layer_has_a_dense_definition():
@@ -17,18 +24,21 @@ def test_every_layer_has_a_dense_definition():
     assert [cls.layer for cls in network.layers()][:3] == ["schedule", "lossy", "sleepy"]
 
 
-@pytest.mark.parametrize("kind", sorted(BASES))
-@pytest.mark.parametrize("label", sorted(network.examples(BASES["row"]())))
-def test_every_example_mixes_as_its_definition(kind, label):
-    net = network.examples(BASES[kind]())[label]
+def _mixes_as_its_definition(net, what):
     rng = np.random.default_rng(0)
-    Xs = [rng.standard_normal((10, 3)) for _ in range(5)]
+    Xs = [rng.standard_normal((net.n, 3)) for _ in range(5)]
     expected = ref.network_run(net, Xs, d=3)
     for t, X in enumerate(Xs):
         Y = net.mix(X, t, d=3) if hasattr(net, "encode") else net.mix(X, t)
-        np.testing.assert_allclose(Y, expected[t], rtol=1e-12, atol=1e-12, err_msg=f"{label} over {kind} at t = {t}")
+        np.testing.assert_allclose(Y, expected[t], rtol=1e-12, atol=1e-12, err_msg=f"{what} at t = {t}")
         if not hasattr(net, "encode"):
             np.testing.assert_allclose(net.matrix(t).toarray(), ref.network_matrix(net, t), rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("kind", sorted(BASES))
+@pytest.mark.parametrize("label", EXAMPLE_LABELS)
+def test_every_example_mixes_as_its_definition(kind, label):
+    _mixes_as_its_definition(network.examples(BASES[kind]())[label], f"{label} over {kind}")
 
 
 def _problem(n, d=3):
@@ -37,28 +47,27 @@ def _problem(n, d=3):
     return (lambda X: X - b), rng.standard_normal((n, d))
 
 
-EXAMPLE_LABELS = sorted(network.examples(BASES["row"]()))
-
-
-@pytest.mark.parametrize("label", EXAMPLE_LABELS)
-def test_every_example_runs_every_algorithm_that_applies_and_resumes_bit_for_bit(label):
-    """Each registered algorithm that applies (directed methods over the row-stochastic example, undirected ones
-    over the same layers on an undirected graph's weights): four steps, finite, and a state_dict taken after two
-    continues as the uninterrupted run, bit for bit (the layers' state, delayed messages included)."""
-    from rowstoch_fast.algorithms import REGISTRY
-
+def _applicable(label):
+    """``(cls, network)`` of every registered algorithm that runs on the example ``label`` (directed methods over
+    the row-stochastic example, undirected ones over the same layers on an undirected graph's weights)."""
     bases = {"directed": BASES["row"](), "undirected": topology.ring(10, directed=False, weights="metropolis")}
-    grad, x0 = _problem(10)
-    ran = []
+    out = []
     for cls in REGISTRY.values():
         if not cls.matrices or cls.gradients != "batch":  # (no network; a per-sample oracle: test_algorithms)
             continue
         net = network.examples(bases["undirected" if "W" in cls.matrices else "directed"])[label]
-        if not cls.applies_to(net):
-            continue
-        mats = cls.problem_matrices(net)
-        if cls.per_link_state and not all(network.fixed_links(M) for M in mats.values()):
+        mats = cls.problem_matrices(net) if cls.applies_to(net) else None
+        if mats is None or (cls.per_link_state and not all(network.fixed_links(M) for M in mats.values())):
             continue  # (running sums per link need a fixed set of links: a schedule has none; refused by name)
+        out.append((cls, net))
+    return out
+
+
+def _runs_and_resumes(label):
+    grad, x0 = _problem(10)
+    ran = []
+    for cls, net in _applicable(label):
+        mats = cls.problem_matrices(net)
         opt = cls(x0=x0, lr=0.01, **mats)
         for _ in range(2):
             opt.step(grad)
@@ -72,3 +81,73 @@ def test_every_example_runs_every_algorithm_that_applies_and_resumes_bit_for_bit
         np.testing.assert_array_equal(again.x, opt.x, err_msg=f"{cls.name} on {label}: resumed")
         ran.append(cls.name)
     assert len(ran) >= 8, ran  # (the directed family at least runs on every layer)
+
+
+@pytest.mark.parametrize("label", EXAMPLE_LABELS)
+def test_every_example_runs_every_algorithm_that_applies_and_resumes_bit_for_bit(label):
+    """Four steps, finite, and a state_dict taken after two continues as the uninterrupted run, bit for bit (the
+    layers' state, delayed messages included)."""
+    _runs_and_resumes(label)
+
+
+def _guide_code():
+    guide = (pathlib.Path(__file__).parent.parent / "docs" / "guide" / "networks.md").read_text()
+    return re.findall(r"```python\n(.*?)```", guide[guide.index("## Adding a network layer"):], re.S)[:2]
+
+
+def test_the_guide_recipe_adds_a_layer_in_one_module(tmp_path, capsys, cuda_on_host, monkeypatch):
+    from test_algorithms import _on_cpu_and_device
+    from test_backends import _emulated_device
+
+    from rowstoch_fast import cli, config
+    from rowstoch_fast.network.base import LAYERS
+
+    code, twin_code = _guide_code()
+    namespace = {}
+    exec(compile(code, "networks.md", "exec"), namespace)
+    Dropout = namespace["Dropout"]
+    try:
+        exec(compile(twin_code, "networks.md", "exec"), {"layer_twin": ref.layer_twin, "np": np})
+        assert Dropout in network.layers() and ref.LAYER_TWINS["dropout"]
+        # --help, the experiment files' schema: read from the registry
+        for command in ("run", "compare"):
+            with pytest.raises(SystemExit):
+                cli.main([command, "--help"])
+            assert "--drop-nodes" in capsys.readouterr().out
+        assert config.schema()["communication"]["drop_after"] == ("drop_after", int)
+        (tmp_path / "e.toml").write_text('[communication]\ndrop_nodes = "1,2"\ndrop_after = 3\n'
+                                         '[algorithms.dsgd]\nlr = 0.01\n')
+        options, _, _ = config.load(tmp_path / "e.toml")
+        assert options["drop_nodes"] == "1,2" and options["drop_after"] == 3
+        # the command line: built, run, recorded, described; bad values in one line
+        for extra, out in (([], "plain"), (["--drop-nodes", "1,2", "--drop-after", "3"], "run")):
+            assert cli.main(["run", "--n", "8", "--iterations", "6", "--total", "800", "--batch", "10", *extra,
+                             "--out", str(tmp_path / out), "--no-progress"]) == 0
+        capsys.readouterr()
+        import json
+
+        record = json.loads((tmp_path / "run" / "history.json").read_text())["meta"]["config"]["cli"]
+        assert record["drop_nodes"] == "1,2" and record["drop_after"] == 3
+        last = [(tmp_path / out / "history.csv").read_text().splitlines()[-1] for out in ("plain", "run")]
+        assert last[0] != last[1]  # (the nodes left)
+        for argv, message in ((["--drop-nodes", "x"], "--drop-nodes must be comma-separated node ids"),
+                              (["--drop-after", "2"], "--drop-after is not read without --drop-nodes")):
+            assert cli.main(["run", "--n", "8", "--iterations", "2", *argv, "--out", str(tmp_path / "bad")]) == 2
+            err = capsys.readouterr().err
+            assert message in err and err.count("\n") == 1, err
+        # the registry tests: its definition, its compositions, every algorithm, a resume
+        nets = network.examples(BASES["row"]())
+        assert {"dropout", "lossy/dropout", "dropout/qsgd", "schedule/dropout"} <= set(nets)
+        for label in [k for k in nets if "dropout" in k]:
+            _mixes_as_its_definition(nets[label], label)
+            _runs_and_resumes(label)
+        # the GPU backend, on the emulated kernels: the CPU's iterates
+        fake = _emulated_device(cuda_on_host, monkeypatch)
+        rng = np.random.default_rng(5)
+        G, x0 = rng.standard_normal((10, 4)), rng.standard_normal((10, 4))
+        for cls, net in _applicable("dropout"):
+            cpu, gpu = _on_cpu_and_device(cls, net, x0, G, fake, 6)
+            np.testing.assert_allclose(gpu.gather_x(), cpu.x, rtol=1e-12, atol=1e-13, err_msg=cls.name)
+    finally:
+        LAYERS.pop("dropout", None)
+        ref.LAYER_TWINS.pop("dropout", None)
