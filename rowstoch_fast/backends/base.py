@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._device import DEVICE_TYPES, is_device_array  # noqa: F401 (the backends' names for them)
+from .._device import is_device_array  # noqa: F401 (the backends import it from here too)
 from .._hashing import content_round
 
 __all__ = ["Backend", "DEFERRED", "is_device_array"]

@@ -19,7 +19,8 @@ from functools import lru_cache
 import numpy as np
 
 from .. import _hashing
-from .base import DEFERRED, DEVICE_TYPES, Backend, is_device_array, is_network
+from .._device import DEVICE_TYPES
+from .base import DEFERRED, Backend, is_device_array, is_network
 
 __all__ = [
     "HAS_CUPY", "require_cupy", "to_gpu", "to_cpu", "device_csr", "device_row_weights", "circulant_offsets",

@@ -1,0 +1,97 @@
+"""The ``rowstoch`` command line: one module per command (:mod:`.run`, :mod:`.compare`, :mod:`.reproduce`,
+:mod:`.info`), the parser (:mod:`.parser`) and what they share (:mod:`._common`); this module runs one.
+
+``rowstoch demo`` runs the main job on an embedded default; ``rowstoch metrics``
+prints the network metrics of a topology or a matrix file. Bad arguments end
+with a one-line message and exit status 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from ..errors import UsageError
+from ..io import load_matrix  # noqa: F401 (the command line's readers, as before the split)
+from ..topology import by_name as build_topology  # noqa: F401
+from ..network import options as network_options
+from ._common import _as_options, _error
+from .parser import make_parser
+
+__all__ = ["main", "make_parser"]
+
+
+class _Terminated:
+    """SIGTERM, as a job scheduler sends it, handled like Ctrl-C (the run in progress saves its checkpoint and what
+    finished is written) and remembered, so that the command ends with 143 instead of 130."""
+
+    def __init__(self):
+        self.received = False
+        self.previous = None
+
+    def __enter__(self):
+        import signal
+        import threading
+
+        if threading.current_thread() is threading.main_thread():
+            def terminate(signum, frame):
+                self.received = True
+                raise KeyboardInterrupt
+
+            self.previous = signal.signal(signal.SIGTERM, terminate)
+        return self
+
+    def __exit__(self, *exc):
+        import signal
+
+        if self.previous is not None:
+            signal.signal(signal.SIGTERM, self.previous)
+        return False
+
+
+#: Python keywords in the library's messages and the options that set them on the command line.
+_KEYWORD_OPTIONS = {"tracker='perron'": "--tracker perron", "tracker='exact'": "--tracker exact"}
+
+
+def main(argv=None):
+    """Entry point of the ``rowstoch`` command."""
+    parser = make_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = parser.parse_args(argv)
+    # the options written out (abbreviations are off, so each appears as itself)
+    args.given = {str(token).split("=", 1)[0] for token in argv if str(token).startswith("--")}
+    with _Terminated() as terminated:  # every command: SIGTERM (a job scheduler's) ends it as Ctrl-C does
+        code = _call(args, terminated)
+        if code == 130 and terminated.received:  # (a command that saved what finished returns 130)
+            code = 143
+            _error("terminated (SIGTERM)")
+        return code
+
+
+def _call(args, terminated):
+    """The command ``args.func`` run, its exceptions turned into one line and an exit code."""
+    try:
+        return args.func(args)
+    except UsageError as exc:
+        text = str(exc)
+        for keyword, option in _KEYWORD_OPTIONS.items():  # the library's advice, in the command line's words
+            text = text.replace(keyword, option)
+        _error(f"error: {text}")
+        return 2
+    except MemoryError as exc:
+        text = _as_options(str(exc), {o.name: o.flag for o in network_options.declared() if "_" in o.name})
+        # (the library's names, as options: "use a smaller max_delay")
+        _error(f"error: out of memory: {text}")
+        return 2
+    except KeyboardInterrupt:
+        if terminated.received:
+            return 130  # (main says "terminated" and returns 143)
+        _error("interrupted")
+        return 130
+    except BrokenPipeError:  # the reader went away (rowstoch metrics | head): stop quietly
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
+        return 141

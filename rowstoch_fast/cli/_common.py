@@ -1,0 +1,245 @@
+"""What the commands share: the options' checks and the rules that refuse an option a command would not read,
+the network and objective built from the options, the output folders, one-line errors.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+
+import numpy as np
+
+from ..algorithms import labels, REGISTRY
+from ..errors import UsageError
+from ..io import load_data_file, load_matrix
+from ..network import options as network_options
+from ..topology import by_name as build_topology
+
+
+def _topology_n(args):
+    """``--n`` (16 when not given); a paper graph refuses any other n instead of ignoring it."""
+    if args.topology.startswith("paper-") and args.n not in (None, 16):
+        raise UsageError(f"--topology {args.topology} is the paper's 16-node graph; it takes no --n (got {args.n})")
+    return 16 if args.n is None else args.n
+
+
+def _is_square(n):
+    return int(round(np.sqrt(n))) ** 2 == n
+
+
+def _writable_folder(path, option):
+    """Create ``path`` if needed and prove it writable now (before any computation); its absolute path."""
+    import tempfile
+
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise UsageError(f"{option} {path!r} exists and is not a folder")
+    try:
+        os.makedirs(path, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path, prefix=".rowstoch-write-test-"):
+            pass
+    except OSError as exc:
+        raise UsageError(f"{option} {path!r} is not writable: {exc.strerror or exc}") from None
+    return os.path.abspath(path)
+
+
+def _writable_file(path, option):
+    """The folder of ``path`` must be writable (checked before the run, not after it)."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise UsageError(f"{option} {path!r} is a folder; give a file name such as {os.path.join(path, 'ck.npz')!r}")
+    _writable_folder(folder, option + " (its folder)")
+
+
+def _matrix_from_args(args):
+    if args.matrix:
+        return load_matrix(args.matrix, args.normalize)
+    return build_topology(args.topology, _topology_n(args), args.seed, undirected=getattr(args, "undirected", False),
+                          weights=getattr(args, "weights", "in-degree"))
+
+
+def _check_objective_size(args, n):
+    if not args.objective.startswith("logistic") or getattr(args, "data_file", None):  # (a file: when it is read)
+        return
+    if args.total % n:
+        raise UsageError(f"--total {args.total} samples must be divisible by the {n} nodes (e.g. --total {n * max(1, args.total // n)})")
+    if args.batch > args.total // n:
+        raise UsageError(f"--batch {args.batch} exceeds the {args.total // n} samples per node (--total / n)")
+
+
+def _stage(enabled):
+    """``stage(text)`` shows what the set-up is doing on stderr at once (the run's own bar follows);
+    ``stage(None)`` clears the line."""
+    if not enabled:
+        return lambda text: None
+    shown = _shown_stage
+
+    def stage(text):
+        line = "" if text is None else f"rowstoch: {text} ..."
+        sys.stderr.write("\r" + line.ljust(shown[0]) + ("\r" if text is None else ""))
+        sys.stderr.flush()
+        shown[0] = len(line)
+
+    return stage
+
+
+_shown_stage = [0]  # the length of the set-up line on stderr now (0: none)
+
+
+def _error(text):
+    """Print ``rowstoch: text`` on a line of its own (a set-up line still shown is cleared first)."""
+    if _shown_stage[0]:
+        sys.stderr.write("\r" + " " * _shown_stage[0] + "\r")
+        _shown_stage[0] = 0
+    print(f"rowstoch: {text}", file=sys.stderr)
+
+
+def default_lr(method, n):
+    """``rowstoch run``'s step size without ``--lr``: the paper's ``0.05 / n`` for methods whose tracker follows
+    the sum of the gradients (the Pull-Diag family), 0.05 for the others."""
+    return REGISTRY[method].default_lr(n)
+
+
+def _objective_from_args(args, n):
+    from ..objectives import LeastSquares, LogisticL2, NonconvexLogistic, Quadratic
+
+    dtype = np.float32 if getattr(args, "dtype", "float64") == "float32" else np.float64
+    if getattr(args, "data_file", None):  # the nodes share the file's rows evenly, node i the i-th block
+        H, y = load_data_file(args.data_file, args.objective)
+        if len(y) % n:
+            raise UsageError(f"--data-file has {len(y)} rows, which the {n} nodes cannot share evenly")
+        if args.objective == "least-squares":
+            return LeastSquares(H, y, n)
+        if args.objective == "logistic-l2":
+            return LogisticL2(H, y, n, lam=args.lam, batch=min(args.batch, len(y) // n), dtype=dtype)
+        return NonconvexLogistic(H, y, n, rho=args.rho, batch=min(args.batch, len(y) // n), dtype=dtype)
+    if args.objective == "logistic":
+        return NonconvexLogistic.synthetic(n, total=args.total, d=args.d, rho=args.rho, batch=args.batch,
+                                           seed=args.data_seed, heterogeneity=args.heterogeneity, dtype=dtype)
+    if args.objective == "logistic-l2":
+        return LogisticL2.synthetic(n, total=args.total, d=args.d, lam=args.lam, batch=args.batch,
+                                    seed=args.data_seed, heterogeneity=args.heterogeneity, dtype=dtype)
+    if args.objective == "least-squares":
+        return LeastSquares.synthetic(n, samples_per_node=args.samples_per_node, d=args.d,
+                                      heterogeneity=args.heterogeneity, seed=args.data_seed)
+    return Quadratic.random(n, args.d, seed=args.data_seed, sigma=args.sigma, dtype=dtype)
+
+
+def _check_objective_args(args):
+    """The objective's options: defaults that depend on ``--objective`` filled in, values checked."""
+    if args.heterogeneity is None:
+        args.heterogeneity = 0.0 if args.objective in ("logistic", "quadratic") else 1.0
+    for name in ("rho", "heterogeneity", "sigma"):
+        value = getattr(args, name)
+        if not (np.isfinite(value) and value >= 0):
+            raise UsageError(f"--{name} must be a finite number >= 0, got {value}")
+    if not (np.isfinite(args.lam) and args.lam > 0):
+        raise UsageError(f"--lam must be a finite number > 0, got {args.lam}")
+    if args.objective == "least-squares" and getattr(args, "dtype", "float64") != "float64":
+        raise UsageError("--objective least-squares runs in float64 only (drop --dtype)")
+
+
+def _as_options(message, options):
+    """An error of the Python API as the command line's: the argument names it mentions (``rounds_budget =
+    5 ...``) become the options that set them (``--rounds-budget = 5 ...``)."""
+    return re.sub(r"(?<![\w-])(" + "|".join(options) + r")(?![\w-])", lambda m: options[m.group(1)], message)
+
+
+def _check_out_folder(path, option="--out"):
+    """``path`` can be created or written (checked without creating anything: a folder appears only when there
+    is something to write in it)."""
+    path = os.path.abspath(path)
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise UsageError(f"{option} {path!r} exists and is not a folder")
+    parent = path
+    while not os.path.exists(parent):
+        parent = os.path.dirname(parent)
+    if not os.path.isdir(parent) or not os.access(parent, os.W_OK | os.X_OK):
+        raise UsageError(f"{option} {path!r} is not writable ({parent!r} is not a writable folder)")
+    return path
+
+
+def _list_option(text, option, choices):
+    """A comma-separated option's values, each among ``choices`` (one line naming the option otherwise)."""
+    values = [v.strip() for v in str(text).split(",") if v.strip()]
+    bad = [v for v in values if v not in choices]
+    if bad or not values:
+        raise UsageError(f"{option} must be a comma-separated list of {', '.join(choices)}; got "
+                         f"{', '.join(map(repr, bad)) if bad else 'nothing'}")
+    return list(dict.fromkeys(values))
+
+
+def _settings(args):
+    """``[(label, args of one setting)]``: the communication settings the sweepable options list (one, labelled
+    "", without lists), every one checked (:func:`rowstoch_fast.network.options.settings`)."""
+    return network_options.settings(args, args.given)
+
+
+def _one_setting(args):
+    """``rowstoch run``'s one communication setting: each sweepable option (``--loss``, ``--compress``) a single
+    value."""
+    settings = _settings(args)
+    if len(settings) > 1:
+        swept = " and one ".join(o.flag for o in network_options.declared() if isinstance(o.kind, str))
+        raise UsageError(f"rowstoch run takes one {swept} item; rowstoch compare takes several")
+    ns = settings[0][1]
+    for name in network_options.names():
+        setattr(args, name, getattr(ns, name))
+
+
+TOPOLOGY_HELP = {
+    "exponential": "directed exponential graph: i sends to i + 2^k (mod n); the paper's graph for any n",
+    "ring": "directed ring: i sends to i + 1 (mod n); --undirected: i - 1, i, i + 1",
+    "grid": "undirected sqrt(n) x sqrt(n) grid (n must be a square)",
+    "torus": "undirected sqrt(n) x sqrt(n) torus: the grid wrapped around (n must be a square)",
+    "geometric": "random geometric graph in the unit square (radius ~ 2 sqrt(ln n / n), --seed)",
+    "nearest_neighbor": "each node linked both ways to its 3 nearest random neighbours (--seed)",
+    "erdos_renyi": "directed Erdos-Renyi graph, p = 2 ln n / n, repaired to be strongly connected (--seed); "
+                   "--undirected: redrawn until connected",
+    "complete": "complete graph, A = 1 1^T / n",
+    "star": "undirected star around node 0",
+    "paper-ring": "the paper's 16-node directed ring (Appendix E.1)",
+    "paper-grid": "the paper's 16-node grid (Appendix E.1)",
+    "paper-geometric": "the paper's 16-node geometric graph (Appendix E.1)",
+    "paper-nearest_neighbor": "the paper's 16-node nearest-neighbour graph (Appendix E.1)",
+}
+
+
+def _algorithm_names():
+    return labels(every_mg=True)
+
+
+#: ``--objective`` choices: the paper's nonconvex problem and the problems with a known minimiser.
+OBJECTIVES = ("logistic", "logistic-l2", "least-squares", "quadratic")
+
+
+def _refuse_unread(args, rules):
+    """UsageError for an option written on the command line that the run would not read: ``rules`` holds
+    ``(options, unread, why)`` (ignoring it would run something other than what was asked for)."""
+    for options, unread, why in rules:
+        written = [o for o in options if o in args.given]
+        if written and unread:
+            raise UsageError(f"{' and '.join(written)} {'is' if len(written) == 1 else 'are'} not read {why}")
+
+
+def _matrix_rules(args, network_options=("--topology", "--n")):
+    """``--normalize`` needs ``--matrix``; the options that build a network are not read with one."""
+    return [(("--normalize",), not args.matrix, "without --matrix"),
+            ((*network_options, "--undirected", "--weights"), bool(args.matrix),
+             "with --matrix (the file is the network)")]
+
+
+def _problem_rules(args):
+    """What ``run`` and ``compare`` share: the objective's options and the network's."""
+    obj = f"with --objective {args.objective}"
+    return [(("--total", "--batch"), not args.objective.startswith("logistic"), obj),
+            (("--rho",), args.objective != "logistic", obj),
+            (("--lam",), args.objective != "logistic-l2", obj),
+            (("--samples-per-node",), args.objective != "least-squares", obj),
+            (("--heterogeneity",), args.objective == "quadratic", obj),
+            (("--data-file",), args.objective == "quadratic", obj),
+            (("--total", "--heterogeneity", "--data-seed", "--samples-per-node", "--d"),
+             bool(getattr(args, "data_file", None)), "with --data-file (the file is the data)"),
+            (("--sigma",), args.objective != "quadratic", obj + " (its noise is the mini-batch)"
+             if args.objective.startswith("logistic") else obj),
+            *_matrix_rules(args)]

@@ -1,0 +1,411 @@
+"""``rowstoch compare``: several algorithms on the same problem and budget (the harness: :mod:`rowstoch_fast.compare`).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+
+from ..algorithms import REGISTRY
+from ..errors import UsageError
+from ..network import options as network_options
+from ..topology import NAMES as TOPOLOGIES, PAPER_NAMES as PAPER_GRAPHS
+from ._common import (_as_options, _check_objective_args, _check_objective_size, _check_out_folder, _error,
+                      _list_option, _matrix_from_args, _objective_from_args, _problem_rules, _refuse_unread, _settings)
+
+
+def _parse_lr(text, labels):
+    """``--lr``: None, one number for all, or ``NAME=VALUE,...``."""
+    if text is None:
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    rates = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        name, sep, value = part.partition("=")
+        if not sep:
+            raise UsageError(f"--lr must be a number or NAME=VALUE,..., got {part!r}")
+        if name.strip() not in labels:
+            raise UsageError(f"--lr names {name.strip()!r}, which is not in --algorithms ({', '.join(labels)})")
+        if name.strip() in rates:
+            raise UsageError(f"--lr gives {name.strip()} twice")
+        try:
+            rates[name.strip()] = float(value)
+        except ValueError:
+            raise UsageError(f"--lr {name.strip()}={value!r} is not a number") from None
+    return rates
+
+
+#: compare()'s arguments and the options of ``rowstoch compare`` that set them
+_COMPARE_OPTIONS = {"algorithms": "--algorithms", "rounds_budget": "--rounds-budget", "lr": "--lr",
+                    "mg_rounds": "--mg-rounds", "repeats": "--repeats", "metric": "--metric"}
+
+
+def _jobs(args):
+    """``--jobs`` (default: the cores; one with --backend mpi, where the ranks are the parallelism, and cupy)."""
+    from ..compare import default_jobs
+
+    if args.jobs is None:
+        return 1 if args.backend in ("mpi", "cupy") else default_jobs()
+    if args.backend == "mpi" and args.jobs > 1:
+        raise UsageError("--jobs runs methods in parallel processes; with --backend mpi the ranks of mpiexec are "
+                         "the parallelism (drop --jobs)")
+    return args.jobs
+
+
+def cmd_compare(args):
+    """``rowstoch compare``: several algorithms, same problem, seeds and communication budget (130 when
+    interrupted: :func:`main` makes it 143 after a SIGTERM)."""
+    import warnings
+
+    from .. import compare as cmp
+    from .. import report
+    from ..compare.outputs import ComparisonFolder, FolderInUse
+    from ..runner import METRICS, check_takes
+
+    root = True
+    if args.backend == "mpi":  # every rank runs; rank 0 prints and writes
+        try:
+            from mpi4py import MPI
+        except ImportError:
+            raise UsageError("--backend mpi needs mpi4py: pip install 'rowstoch_fast[mpi]'") from None
+        root = MPI.COMM_WORLD.Get_rank() == 0
+    say = print if root else (lambda *a, **k: None)
+    file_algorithms = _read_experiment_file(args)
+    if args.algorithms is not None and not args.algorithms.replace(",", "").strip():
+        raise UsageError("--algorithms is empty; name at least one algorithm ('rowstoch algorithms' lists them)")
+    names = [a.strip() for a in args.algorithms.split(",")] if args.algorithms else list(cmp.ALGORITHMS)
+    _refuse_unread(args, _problem_rules(args) + [
+        (("--mg-rounds",), not any(a.startswith("mg-") for a in names), "without an mg-* algorithm")])
+    _check_objective_args(args)
+    settings = _settings(args)
+    metrics = _list_option(args.metric, "--metric", METRICS) if args.metric is not None else None
+    x_axis = _list_option(args.x, "--x", tuple(report.AXES))
+    if len(x_axis) != 1:
+        raise UsageError(f"--x takes one of {', '.join(report.AXES)}, got {args.x!r}")
+    formats = _list_option(args.format, "--format", report.FORMATS)
+    jobs = _jobs(args)
+    if root:
+        _check_out_folder(args.out)
+    progress = _progress_wanted(args)
+    topologies = args.topology if isinstance(args.topology, list) else [args.topology]
+    for name in ([] if args.matrix else topologies):
+        if name not in TOPOLOGIES + PAPER_GRAPHS:
+            raise UsageError(f"unknown topology {name!r}; choose from {', '.join(TOPOLOGIES + PAPER_GRAPHS)}")
+    # every graph, setting, objective, algorithm and rate is checked before anything runs or is written
+    problems = []
+    try:
+        for gname in [os.path.basename(args.matrix)] if args.matrix else topologies:
+            args.topology = gname
+            base = _matrix_from_args(args)
+            _check_objective_size(args, base.n)
+            f = _objective_from_args(args, base.n)
+            for sname, ns in settings:
+                A = network_options.build(base, ns)
+                chosen = args.algorithms or ",".join(cmp.default_algorithms(A, f))  # (default: what runs on A, f)
+                specs = cmp.parse_algorithms(chosen, A, args.mg_rounds)
+                labels = [label for label, _, _ in specs]
+                lr = _parse_lr(args.lr, labels)
+                if file_algorithms and not isinstance(lr, float):  # the file's rates, unless --lr gives them
+                    lr = {**{k: v["lr"] for k, v in file_algorithms.items() if "lr" in v and k in labels},
+                          **(lr or {})}
+                cmp.check_rates(lr, labels)
+                sources = {k: v["lr_source"] for k, v in file_algorithms.items()
+                           if "lr_source" in v and isinstance(lr, dict) and lr.get(k) == v.get("lr")}
+                hyper = {k: {h: x for h, x in v.items() if h not in ("lr", "lr_source")}
+                         for k, v in file_algorithms.items()}
+                hyper = {k: v for k, v in hyper.items() if v and k in labels}
+                for label, method, _ in specs:
+                    check_takes(REGISTRY[method], f, label)
+                with warnings.catch_warnings():  # (the budget's warning is printed once, by the run)
+                    warnings.simplefilter("ignore", RuntimeWarning)
+                    cmp.make_plan(A, f, chosen, args.rounds_budget, lr=lr, repeats=args.repeats, seed=args.seed,
+                                  tracker=args.tracker, backend=args.backend, mg_rounds=args.mg_rounds,
+                                  metric=metrics[0] if metrics else None, metrics=metrics,
+                                  lr_source=sources or None, hyper=hyper or None)  # (every check, memory too)
+                problems.append((gname, sname, ns, A, specs, lr, f, sources, hyper, chosen))
+    except (ValueError, TypeError) as exc:
+        raise UsageError(_as_options(str(exc), _COMPARE_OPTIONS)) from exc
+    args.topology = topologies if len(topologies) > 1 else topologies[0]
+    metric = metrics[0] if metrics else cmp.default_metric(problems[0][6])
+    metrics = metrics or [metric, "consensus_error"]
+    tuned = [label for label, _, _ in problems[0][4] if not isinstance(problems[0][5], float)
+             and label not in (problems[0][5] or {})]
+    several = len(settings) > 1
+    folder, refused = None, None
+    if root:
+        try:
+            folder = ComparisonFolder(args.out, resume=bool(args.resume), overwrite=args.overwrite)
+        except FolderInUse as exc:
+            refused = str(exc)
+    if args.backend == "mpi":  # (every rank stops, or none: the others would wait in the first collective)
+        from mpi4py import MPI
+
+        refused = MPI.COMM_WORLD.bcast(refused, root=0)
+    if refused:
+        raise UsageError(refused)
+    try:
+        if root and not args.resume:  # the settings the results come from, beside them
+            _write_experiment(args, problems, file_algorithms)
+        if tuned:
+            say(f"tuning the learning rate of {', '.join(tuned)} (no --lr for {'it' if len(tuned) == 1 else 'them'}): "
+                f"every rate of {cmp.TUNE_GRID[0]:g} .. {cmp.TUNE_GRID[-1]:g} over the whole budget in one batched "
+                f"run, then refined, on {metric}; --lr NAME=VALUE fixes one", flush=True)
+        frames, interrupted = [], False
+        for gname, sname, ns, A, specs, lr, f, sources, hyper, chosen in problems:
+            where = gname + (f", {sname}" if sname else "")
+            say(f"{where} (n = {A.n}, {network_options.words(ns)}): {len(specs)} algorithms, {args.rounds_budget} "
+                f"communication rounds each, {args.repeats} repetitions, ranked by {metric}"
+                + (f", {jobs} processes" if jobs > 1 and len(specs) > 1 else ""), flush=True)
+
+            def labelled(frame, gname=gname, sname=sname):
+                frame = frame.copy()
+                frame.insert(0, "graph", gname)
+                if several:
+                    frame.insert(1, "setting", sname)
+                return frame
+
+            def write_so_far(frame):  # each method's results as it finishes, every table replaced atomically
+                if root and len(frame):
+                    cmp.write_tables(frames + [labelled(frame)], args.out, metrics, caption=_caption(args, problems))
+
+            try:
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always", RuntimeWarning)
+                    try:
+                        frame = cmp.compare(A, f, chosen, args.rounds_budget, lr=lr, repeats=args.repeats,
+                                            seed=args.seed, tracker=args.tracker, backend=args.backend,
+                                            mg_rounds=args.mg_rounds, progress=progress, metric=metric,
+                                            metrics=metrics, lr_source=sources or None, hyper=hyper or None,
+                                            checkpoint_dir=os.path.join(args.out, "checkpoints", _slug(where)),
+                                            previous=_previous_of(args, gname, sname if several else None),
+                                            jobs=jobs, on_result=write_so_far,
+                                            log=lambda line: say("  " + line, flush=True))
+                    except Exception as exc:  # what finished (exc.frame, earlier settings) is written, then the error
+                        _write_finished_comparison(frames, getattr(exc, "frame", None), labelled, args, root,
+                                                   metrics, problems)
+                        raise
+            except (ValueError, TypeError, RuntimeError) as exc:
+                raise UsageError(_as_options(str(exc), _COMPARE_OPTIONS)) from exc
+            for w in caught:  # the budget warning; a diverging or growing baseline is reported in the table instead
+                if "runs only" in str(w.message) and root:
+                    print(f"rowstoch: warning: {w.message}", file=sys.stderr)
+            if len(frame):
+                frame = labelled(frame)
+                frames.append(frame)
+                say(cmp.format_summary(_one_section(cmp.summary(frame))), flush=True)
+            if frame.attrs.get("interrupted"):
+                interrupted = True
+                break
+        if not root:
+            return 130 if interrupted else 0
+        if not frames:
+            print("rowstoch: interrupted before any algorithm finished; nothing written", file=sys.stderr)
+            return 130
+        titles = [_figure_title(args, g, ns, A.n) for _, (g, _, ns, A, *_) in zip(frames, problems)]
+        written = cmp.write_outputs(frames, args.out, metrics, x_axis[0], formats, caption=_caption(args, problems),
+                                    titles=titles)
+        print(f"wrote {', '.join(os.path.join(args.out, n) for n in written)}"
+              + (" (interrupted: what finished; --resume continues it)" if interrupted else ""))
+        return 130 if interrupted else 0
+    finally:
+        if folder is not None:
+            folder.release()
+
+
+def _one_section(table):
+    """A summary of one graph and setting without those columns (printed under its own heading)."""
+    from ..compare import tables
+
+    return table.drop(columns=[g for g in tables.GROUPS if g in table.columns])
+
+
+def _slug(text):
+    return re.sub(r"[^A-Za-z0-9._+-]+", "_", text)
+
+
+def _progress_wanted(args):
+    """Progress bars only where someone watches: on a terminal (``--progress`` forces them, ``--no-progress``
+    drops them); a log file gets none inside its tables."""
+    if getattr(args, "no_progress", False):
+        return False
+    if getattr(args, "progress", False):
+        return True
+    return sys.stderr.isatty()
+
+
+def _previous_of(args, gname, sname=None):
+    """The records of graph ``gname`` (and setting ``sname``) of the comparison ``--resume`` continues (None
+    otherwise)."""
+    previous = getattr(args, "previous", None)
+    if previous is None or "graph" not in previous.columns:
+        return None
+    part = previous[previous["graph"].astype(str) == str(gname)]
+    if sname is not None and "setting" in part.columns:
+        part = part[part["setting"].fillna("").astype(str) == sname]
+    part = part.drop(columns=[c for c in ("graph", "setting") if c in part.columns])
+    return part if len(part) else None
+
+
+#: ``rowstoch compare`` options that a file's settings map to (its dest -> the option written).
+_FILE_OPTIONS = {"objective": "--objective", "metric": "--metric", "format": "--format"}
+
+
+def _read_experiment_file(args):
+    """``--config FILE`` / ``--preset NAME``: the file's settings become the options not written on the command line
+    (those win); returns its ``{algorithm: settings}``."""
+    from .. import config
+
+    if args.resume:
+        return _read_resumed_comparison(args)
+    if args.preset and args.config:
+        raise UsageError("--preset and --config both name an experiment file; give one")
+    if not (args.preset or args.config):
+        return {}
+    if args.preset:
+        network = [o for o in ("--topology", "--n", "--matrix", "--undirected", "--weights") if o in args.given]
+        if network:
+            raise UsageError(f"--preset {args.preset} runs the paper's four 16-node graphs; drop {', '.join(network)}")
+    path = config.preset_path(args.preset) if args.preset else args.config
+    try:
+        options, algorithms, _ = config.load(path)
+    except config.ConfigError as exc:
+        raise UsageError(str(exc)) from None
+    args.config_file = os.path.abspath(path)
+    for dest, value in options.items():
+        option = _FILE_OPTIONS.get(dest, "--" + dest.replace("_", "-"))
+        if option not in args.given:
+            setattr(args, dest, value)
+            args.given.add(option)  # set: the rules on options that would not be read apply to it too
+    if "--algorithms" not in args.given:
+        args.algorithms = ",".join(algorithms)
+    return algorithms
+
+
+#: What may be written beside ``--resume DIR`` (the rest is the comparison's own, in DIR/experiment.json).
+_RESUME_OPTIONS = ("--resume", "--repeats", "--no-progress", "--progress", "--out", "--jobs")
+
+
+#: The copy of a comparison's settings that ``--resume`` checks experiment.json against (an edit is refused).
+_FROZEN = ".rowstoch-settings.json"
+
+
+def _read_resumed_comparison(args):
+    """``--resume DIR``: the settings of the comparison in DIR (its experiment.json) become the options, and its
+    records (compare.csv) what is kept; returns its ``{algorithm: settings}``. Settings edited in experiment.json
+    since the comparison started are refused, naming the key (only ``repeats`` may grow)."""
+    import json
+
+    import pandas as pd
+
+    folder = args.resume
+    if not os.path.isdir(folder):
+        raise UsageError(f"--resume {folder!r} is not a folder (the --out folder of a comparison)")
+    if not os.path.isfile(os.path.join(folder, "experiment.json")):
+        raise UsageError(f"--resume {folder!r} holds no experiment.json: it is not the --out folder of a comparison")
+    other = sorted(o for o in args.given if o.startswith("--") and o not in _RESUME_OPTIONS)
+    if other:
+        raise UsageError(f"--resume continues the comparison {folder!r} with its own settings (experiment.json): "
+                         f"drop {', '.join(other)} (only --repeats, for more repetitions, may change)")
+    try:
+        with open(os.path.join(folder, "experiment.json")) as fh:
+            saved = json.load(fh)
+        settings, algorithms = saved["settings"], saved.get("algorithms") or {}
+        records = os.path.join(folder, "compare.csv")  # (none yet: killed before any method finished)
+        previous = pd.read_csv(records) if os.path.isfile(records) else pd.DataFrame()
+        frozen = None
+        if os.path.isfile(os.path.join(folder, _FROZEN)):
+            with open(os.path.join(folder, _FROZEN)) as fh:
+                frozen = json.load(fh)
+    except (OSError, ValueError, KeyError) as exc:
+        raise UsageError(f"--resume {folder!r}: its experiment.json or compare.csv cannot be read ({exc})") from None
+    if frozen is not None:
+        for key in sorted(set(frozen["settings"]) | set(settings)):
+            old, new = frozen["settings"].get(key), settings.get(key)
+            if old != new and not (key == "repeats" and isinstance(new, int) and new > old):
+                raise UsageError(f"--resume {folder!r}: its experiment.json was edited: {key} = {new!r}, but the "
+                                 f"comparison ran with {key} = {old!r}; only repeats may grow (start a new "
+                                 f"comparison for other settings)")
+        if frozen.get("algorithms", {}) != algorithms:
+            raise UsageError(f"--resume {folder!r}: its experiment.json was edited: the algorithms' settings differ "
+                             f"from those the comparison ran with")
+    for key, value in settings.items():
+        if key == "repeats" and "--repeats" in args.given:
+            if args.repeats < value:
+                raise UsageError(f"--repeats {args.repeats} is fewer than the {value} the comparison ran; it can only "
+                                 "grow")
+            continue
+        setattr(args, key, value)
+    if "--out" not in args.given:
+        args.out = folder
+    args.previous = previous if len(previous) else None
+    return algorithms
+
+
+#: The options experiment.json records (the resolved settings of a comparison).
+_SETTINGS = ("config_file", "topology", "n", "matrix", "normalize", "undirected", "weights", "objective", "total",
+             "batch", "samples_per_node", "d", "rho", "lam", "heterogeneity", "sigma", "data_seed", "data_file",
+             "algorithms", *network_options.names(), "rounds_budget", "lr", "mg_rounds", "tracker", "backend", "repeats", "seed", "metric", "x", "format")
+
+
+def _write_experiment(args, problems, file_algorithms):
+    """experiment.json in --out: the resolved settings (every option, the file's algorithms), the package version
+    and build_info(), so that the results say what made them; and the copy --resume checks it against."""
+    import json
+
+    from .. import __version__, build_info
+    from ..compare.outputs import atomic_write
+
+    settings = json.loads(json.dumps({k: getattr(args, k, None) for k in _SETTINGS}, default=str))
+    graphs = {}
+    for g, sname, ns, A, specs, _, f, _, _, _ in problems:
+        graphs[g + (f" / {sname}" if sname else "")] = {"n": A.n, "network": network_options.words(ns),
+                                                         "algorithms": [label for label, _, _ in specs],
+                                                         "objective": f.describe()}
+    document = {"settings": settings, "algorithms": file_algorithms, "graphs": graphs, "version": __version__,
+                "build_info": build_info(), "argv": sys.argv[1:]}
+    atomic_write(os.path.join(args.out, "experiment.json"),
+                 lambda fh: json.dump(document, fh, indent=1, default=str))
+    atomic_write(os.path.join(args.out, _FROZEN),
+                 lambda fh: json.dump({"settings": settings, "algorithms": file_algorithms}, fh, default=str))
+
+
+def _objective_words(args):
+    """The problem in words (the objective and its size)."""
+    words = {"logistic": "nonconvex logistic regression", "logistic-l2": "L2-regularised logistic regression",
+             "least-squares": "least squares", "quadratic": "a random quadratic"}[args.objective]
+    if getattr(args, "data_file", None):
+        return f"{words} on {os.path.basename(args.data_file)}"
+    return f"{words} (d = {args.d})"
+
+
+def _caption(args, problems):
+    """The LaTeX table's caption of a comparison: the problem, n, the graph(s) and the full network model."""
+    graphs = list(dict.fromkeys(g for g, *_ in problems))
+    models = list(dict.fromkeys(network_options.words(p[2]) for p in problems))
+    n = sorted({p[3].n for p in problems})
+    where = (f"the {graphs[0]} graph" if len(graphs) == 1 else "the graphs " + ", ".join(graphs)) + \
+        f" (n = {', '.join(map(str, n))})"
+    network = models[0] if len(models) == 1 else "the settings of the table (" + "; ".join(models) + ")"
+    return (f"{_objective_words(args)} on {where}, {network}: final values after {args.rounds_budget} communication "
+            f"rounds, mean and standard deviation over {args.repeats} repetitions. Ranks are shared where the "
+            f"repetitions cannot tell methods apart; rank 1 in bold; only runs that ended ok are ranked.")
+
+
+def _figure_title(args, graph, ns, n):
+    """A figure panel's title: the graph, n, the objective and the network model."""
+    return f"{graph} (n = {n}), {_objective_words(args)}, {network_options.words(ns)}"
+
+
+def _write_finished_comparison(frames, partial, labelled, args, root, metrics, problems):
+    """Before a comparison's error is reported: the settings that finished and the algorithms of this one."""
+    if partial is not None and len(partial):
+        frames = frames + [labelled(partial)]
+    if frames and root:
+        from ..compare import write_outputs
+
+        write_outputs(frames, args.out, metrics, "rounds", ["png"], caption=_caption(args, problems))
+        _error(f"the algorithms that finished before the error are in {os.path.join(args.out, 'compare.csv')}")

@@ -1,0 +1,66 @@
+"""``rowstoch metrics``, ``topologies``, ``algorithms`` and ``demo``.
+"""
+
+from __future__ import annotations
+
+import os
+
+from .._checks import require_memory
+from ..algorithms import labels, method_of, REGISTRY
+from ..io import load_matrix
+from ..metrics import metrics_memory, metrics_table
+from ..topology import by_name as build_topology, NAMES as TOPOLOGIES, PAPER_NAMES as PAPER_GRAPHS
+from ._common import _is_square, _matrix_rules, _refuse_unread, _topology_n, _writable_folder, TOPOLOGY_HELP
+
+
+def cmd_metrics(args):
+    """``rowstoch metrics``: the metrics table of a topology, all topologies, or a matrix file."""
+    _refuse_unread(args, _matrix_rules(args, ("--topology", "--n", "--seed")))
+    if args.matrix:
+        named = [(os.path.basename(args.matrix), load_matrix(args.matrix, args.normalize))]
+    elif args.topology == "all":
+        n = 16 if args.n is None else args.n
+        named = [(t, build_topology(t, n, args.seed)) for t in TOPOLOGIES if t != "grid" or _is_square(n)]
+        named += [(p, build_topology(p, 16)) for p in PAPER_GRAPHS]  # the paper's graphs have 16 nodes (column n)
+    else:
+        n = _topology_n(args)
+        # refused before the network is built (which can take seconds at such sizes)
+        require_memory(metrics_memory(n), f"the metrics of a network of n = {n} nodes")
+        named = [(args.topology, build_topology(args.topology, n, args.seed))]
+    print(metrics_table(named))
+    return 0
+
+
+def cmd_topologies(args):
+    """``rowstoch topologies``: the networks ``--topology`` accepts, one line each."""
+    for name in TOPOLOGIES + PAPER_GRAPHS:
+        print(f"{name:<24}{TOPOLOGY_HELP[name]}")
+    return 0
+
+
+def cmd_algorithms(args):
+    """``rowstoch algorithms``: the registered algorithms, one line each (from the registry and each class's
+    docstring)."""
+    kinds = {"A": "row-stochastic A", "C": "column-stochastic C", "W": "doubly stochastic W"}
+    print(f"{'name':<22}{'class':<20}{'mixes with':<42}{'converges to (constant step)'}")
+    for label in labels(every_mg=True):
+        cls = REGISTRY[method_of(label)]
+        mixes = " + ".join(kinds[m] for m in cls.matrices) or "exact averaging"
+        if cls.symmetric:
+            mixes = mixes.replace("doubly stochastic", "symmetric")
+        if label != cls.name:
+            mixes += ", R rounds"
+        goal = "the minimiser" if cls.exact else f"{cls.bias} minimiser" if cls.bias else "O(lr) of the minimiser"
+        print(f"{label:<22}{cls.__name__:<20}{mixes:<42}{goal}")
+    print("\n(help(rowstoch_fast.<class>) gives each one's equations and reference)")
+    return 0
+
+
+def cmd_demo(args):
+    """``rowstoch demo``: the main job on the embedded default (see :func:`rowstoch_fast.experiments.demo`)."""
+    from ..experiments import demo
+
+    out = _writable_folder(args.out, "--out")
+    print(f"rowstoch demo: writing its figure and table to {out}/ (choose with --out)")
+    demo(args.out, progress=not args.no_progress)
+    return 0

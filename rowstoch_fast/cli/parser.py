@@ -1,0 +1,241 @@
+"""The ``rowstoch`` command's parser: every subcommand and its options (the network layers' from their registry).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from .._checks import nonnegative_int as _nonnegative_int, positive_int as _positive_int, seed_option as _seed, TRACKERS
+from ..io import EDGE_LIST_HELP
+from ..network import options as network_options
+from ..topology import DIRECTED_NAMES as DIRECTED_TOPOLOGIES
+from ._common import _algorithm_names, OBJECTIVES
+from .compare import cmd_compare
+from .info import cmd_algorithms, cmd_demo, cmd_metrics, cmd_topologies
+from .reproduce import cmd_reproduce
+from .run import cmd_run
+
+
+class _Formatter(argparse.RawDescriptionHelpFormatter):
+    """Each option's default in its help (unless it has none or the help says it), descriptions as written."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if "default" in text or action.default in (None, False, argparse.SUPPRESS) or not action.option_strings:
+            return text
+        return text + " (default: %(default)s)"
+
+
+def _network_options(parser):
+    net = parser.add_argument_group("network")
+    net.add_argument("--topology", default="exponential", help="network; 'rowstoch topologies' lists them")
+    net.add_argument("--n", type=_positive_int, default=None, help="number of nodes (default 16; not for paper-*)")
+    net.add_argument("--matrix", help="matrix file instead of --topology: .npz (scipy sparse), .mtx, .npy (dense) "
+                                      "or an edge list (see 'rowstoch metrics --help')")
+    net.add_argument("--normalize", action="store_true",
+                     help="divide each row of --matrix by its sum (otherwise rows must sum to 1)")
+    net.add_argument("--undirected", action="store_true",
+                     help="link the edges of a directed topology (" + ", ".join(DIRECTED_TOPOLOGIES) + ") both ways")
+    net.add_argument("--weights", choices=["in-degree", "metropolis"], default="in-degree",
+                     help="in-degree: the paper's rule; metropolis: the doubly stochastic Metropolis-Hastings W of an "
+                          "undirected graph (with --undirected for the directed topologies)")
+    net.add_argument("--seed", type=_seed, default=0,
+                     help="seed of the gradient streams and of random topologies")
+
+
+def _algorithm_options(group):
+    group.add_argument("--tracker", choices=list(TRACKERS), default="exact",
+                       help="D_t = Diag(A^(tR)) as in the paper, or its limit diag(pi) (for very large n)")
+    group.add_argument("--backend", choices=["cpu", "cupy", "mpi"], default="cpu",
+                       help="cupy: run on the GPU; mpi: partition the nodes over the ranks of mpiexec -n P rowstoch")
+
+
+def _objective_options(parser):
+    obj = parser.add_argument_group("objective")
+    obj.add_argument("--objective", choices=OBJECTIVES, default="logistic",
+                     help="logistic: the paper's nonconvex logistic regression (Appendix E.2); logistic-l2: the same "
+                          "data with a ridge term --lam (strongly convex, x* known); least-squares: heterogeneous "
+                          "synthetic least squares (x* known); quadratic: a random separable quadratic")
+    obj.add_argument("--total", type=_positive_int, default=204800,
+                     help="samples in all, split evenly over the nodes (logistic, logistic-l2; divisible by n)")
+    obj.add_argument("--batch", type=_positive_int, default=200,
+                     help="mini-batch per node and gradient (logistic, logistic-l2)")
+    obj.add_argument("--samples-per-node", type=_positive_int, default=32,
+                     help="rows of each node's least-squares problem (full-batch gradients)")
+    obj.add_argument("--d", type=_positive_int, default=10, help="dimension of x")
+    obj.add_argument("--rho", type=float, default=0.01, help="weight of the nonconvex regulariser (logistic)")
+    obj.add_argument("--lam", type=float, default=0.01, help="weight of the ridge term (logistic-l2), > 0")
+    obj.add_argument("--heterogeneity", type=float, default=None,
+                     help="spread of the nodes' own x* (0 = iid data; default 0 for logistic, the paper's, and 1 for "
+                          "logistic-l2 and least-squares)")
+    obj.add_argument("--sigma", type=float, default=0.0, help="gradient noise (quadratic)")
+    obj.add_argument("--data-seed", type=_seed, default=42, help="seed of the synthetic data")
+    obj.add_argument("--data-file", default=None,
+                     help="the data instead of the synthetic set (logistic, logistic-l2, least-squares): an .npz with "
+                          "H (one sample per row) and y (one target per row; -1 / +1 for the logistic problems), "
+                          "its rows shared evenly by the nodes in order")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with the command's error format: one line, ``rowstoch: error: ...``, exit 2 (the usage is a
+    ``--help`` away instead of printed above it); options are spelled out (no abbreviations: ``--record 5``
+    would have set ``--record-every``, ``--network lossy`` was read as ``--network-seed``)."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
+    def error(self, message):
+        self.exit(2, f"rowstoch: error: {message} (see {self.prog} --help)\n")
+
+
+def make_parser():
+    """The argparse parser of the ``rowstoch`` command."""
+    from .. import __version__
+
+    p = _Parser(
+        prog="rowstoch", formatter_class=_Formatter,
+        description="Decentralized optimization over row-stochastic (directed) networks: Pull-Diag, Pull-Diag-GT "
+                    "and MG-Pull-Diag-GT on fast kernels.",
+        epilog="Threads: the kernels use OMP_NUM_THREADS threads (default: all cores). Exit status: 0 done, "
+               "2 bad arguments or input, 3 diverged, 130 interrupted.")
+    p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    d = sub.add_parser("demo", formatter_class=_Formatter, help="run the main job on the embedded default",
+                       description="Metrics of the paper's 16-node graphs, then Pull-Diag-GT vs MG-Pull-Diag-GT "
+                                   "(R = 1, 5, 10) on them; writes multi_gossip.png and multi_gossip.csv.")
+    d.add_argument("--out", default="rowstoch-demo", help="output folder")
+    d.add_argument("--no-progress", action="store_true", help="no progress bars")
+    d.set_defaults(func=cmd_demo)
+
+    r = sub.add_parser("run", formatter_class=_Formatter, help="run one algorithm on an objective over a network",
+                       description="One algorithm on one objective over one network; writes history.csv, "
+                                   "history.json and grad_norm.png into --out.")
+    _network_options(r)
+    alg = r.add_argument_group("algorithm")
+    alg.add_argument("--algorithm", choices=_algorithm_names(), default="pull-diag-gt", metavar="NAME",
+                     help="pull-diag-gt (eq. 8), mg-pull-diag-gt (eq. 14) or a baseline: "
+                          + ", ".join(_algorithm_names()[2:]))
+    alg.add_argument("--rounds", type=_positive_int, default=None,
+                     help="gossip rounds R per iteration (mg-* methods; default Theorem 3's R)")
+    alg.add_argument("--lr", type=float, default=None,
+                     help="step size alpha (default 0.05 / n for the Pull-Diag family, whose tracker follows the sum "
+                          "of the gradients, 0.05 for the others); stable values scale like 1/n on the logistic "
+                          "problem (the paper: 5e-2 at n = 1, 3e-3 at n = 16, 1e-4 at n = 512)")
+    _algorithm_options(alg)
+    alg.add_argument("--dtype", choices=["float64", "float32"], default="float64",
+                     help="value type of the matrix, the iterates and the objective (float32: half the memory)")
+    _objective_options(r)
+    network_options.add_arguments(r)
+    rn = r.add_argument_group("run")
+    rn.add_argument("--iterations", type=_nonnegative_int, default=1000, help="iterations T (R T gossip rounds)")
+    rn.add_argument("--repeats", type=_positive_int, default=1, help="independent repetitions, batched")
+    rn.add_argument("--record-every", type=_positive_int, default=None,
+                    help="record the metrics every this many iterations (default iterations / 100)")
+    rn.add_argument("--checkpoint", help="write an atomic .npz checkpoint here (periodically, on Ctrl-C, at the end)")
+    rn.add_argument("--resume", help="continue from this checkpoint (same options; only --iterations, --lr and "
+                                     "--record-every may change)")
+    rn.add_argument("--out", default="results", help="output folder")
+    rn.add_argument("--no-progress", action="store_true", help="no progress bar")
+    r.set_defaults(func=cmd_run)
+
+    c = sub.add_parser("compare", formatter_class=_Formatter,
+                       help="compare algorithms on one problem with the same communication budget",
+                       description="Several algorithms on the same problem, seeds and budget of communication "
+                                   "rounds, each at its own learning rate (given, or tuned); writes compare.csv "
+                                   "(every record), summary.csv / .md / .tex (final values, best in bold, status), "
+                                   "lr.json (rates, sources, every tuning score), compare.png (a panel per metric) "
+                                   "and tuning.png into --out and prints the table.")
+    c.add_argument("--preset", choices=["paper"],
+                   help="paper: the 4 paper graphs x the nine algorithms on the paper's synthetic problem, each rate "
+                        "tuned (the shipped file presets/paper.toml)")
+    c.add_argument("--resume", default=None, metavar="DIR",
+                   help="continue the comparison whose --out folder is DIR: what finished is kept, an interrupted run "
+                        "goes on from its checkpoint, and a larger --repeats adds only the missing repetitions")
+    c.add_argument("--config", default=None,
+                   help="an experiment file (TOML): network(s), objective, algorithms with their own settings, "
+                        "budget, seeds, outputs; options written on the command line win over it")
+    _network_options(c)
+    network_options.add_arguments(c)
+    calg = c.add_argument_group("algorithms")
+    calg.add_argument("--algorithms", default=None,
+                      help="comma-separated (default: every algorithm that runs on the network, 'rowstoch "
+                           "algorithms' lists them); mg-NAME runs NAME with --mg-rounds (default "
+                           "Theorem 3's R) rounds")
+    calg.add_argument("--rounds-budget", type=_positive_int, default=2000,
+                      help="communication rounds per algorithm (an MG method: budget / R iterations)")
+    calg.add_argument("--lr", default=None,
+                      help="learning rates: NAME=VALUE,... per algorithm, or one number for all; the algorithms "
+                           "without one are tuned (every rate of 1e-4 .. 10 over the whole budget in one batched run, refined)")
+    calg.add_argument("--tune", action="store_true",
+                      help="tune every rate not given by --lr (the default; kept for older scripts)")
+    calg.add_argument("--mg-rounds", type=_positive_int, default=None, help="R of the mg-* methods")
+    _algorithm_options(calg)
+    _objective_options(c)
+    crn = c.add_argument_group("run")
+    crn.add_argument("--repeats", type=_positive_int, default=5, help="repetitions (the band in the figure)")
+    out = c.add_argument_group("outputs")
+    out.add_argument("--metric", default=None,
+                     help="comma-separated metrics for the figure's panels and the tables (default: suboptimality "
+                          "where the objective knows f*, else grad_norm_mean, then consensus_error); the first is "
+                          "tuned on and ranked (one that falls to 0: not loss or consensus_error); any of "
+                          + ", ".join(("suboptimality", "distance", "consensus_error", "grad_norm_mean", "grad_norm",
+                                       "loss")))
+    out.add_argument("--x", default="rounds", help="the figure's horizontal axis: rounds, gradients, bytes or seconds")
+    out.add_argument("--format", default="png", help="figure formats, comma-separated: png (300 dpi), pdf, svg")
+    crn.add_argument("--jobs", type=_positive_int, default=None,
+                     help="run the methods in this many processes (default: the cores; 1 with --backend mpi or "
+                          "cupy); the results are those of one process")
+    crn.add_argument("--out", default="compare",
+                     help="output folder; one that holds results is refused unless --resume or --overwrite")
+    crn.add_argument("--overwrite", action="store_true",
+                     help="replace the results of an earlier comparison in --out")
+    bars = crn.add_mutually_exclusive_group()
+    bars.add_argument("--progress", action="store_true", help="progress bars even without a terminal")
+    bars.add_argument("--no-progress", action="store_true",
+                      help="no progress bars (without a terminal there are none anyway)")
+    c.set_defaults(func=cmd_compare)
+
+    rp = sub.add_parser("reproduce", formatter_class=_Formatter, help="reproduce a figure of the paper")
+    rp.add_argument("figure", choices=["pull-diag", "linear-speedup", "multi-gossip", "mnist-mlp", "robustness",
+                                       "communication"],
+                    help="pull-diag: Figure 1; linear-speedup: Figure 2; multi-gossip: Figure 3's synthetic analogue; "
+                         "mnist-mlp: Figure 3's neural network (a four-layer MLP through PyTorch; digits by default); "
+                         "robustness: the algorithms under message loss; communication: under compressed messages "
+                         "(accuracy against bytes; neither in the paper)")
+    rp.add_argument("--out", default="results", help="output folder")
+    rp.add_argument("--iterations", type=_positive_int, default=None,
+                    help="iterations (communication rounds for multi-gossip, mnist-mlp and robustness); default the "
+                         "paper's")
+    rp.add_argument("--data", choices=["digits", "mnist"], default="digits",
+                    help="mnist-mlp: scikit-learn's bundled digits, or MNIST from --data-dir")
+    rp.add_argument("--data-dir", default=None, help="mnist-mlp: the folder with MNIST's four IDX files")
+    rp.add_argument("--alpha", type=float, default=None,
+                    help="mnist-mlp: Dirichlet(alpha) label skew over the nodes instead of an IID split")
+    rp.add_argument("--repeats", type=_positive_int, default=None, help="repetitions; default the paper's")
+    rp.add_argument("--axis", choices=["batches", "rounds", "both"], default="batches",
+                    help="mnist-mlp: the budget (--iterations) and the figure's axis in batches, the paper's (every "
+                         "method the same batches, MG gossiping R rounds per batch), or in communication rounds "
+                         "(MG: R rounds and R mini-batches per iteration, T / R iterations), or both side by side")
+    rp.add_argument("--no-progress", action="store_true", help="no progress bars")
+    rp.set_defaults(func=cmd_reproduce)
+
+    m = sub.add_parser("metrics", formatter_class=_Formatter,
+                       help="network metrics (beta, kappa, recommended R) of a topology or matrix file",
+                       description="beta (1 - beta is the generalized spectral gap), kappa (equilibrium skewness), "
+                                   "Theorem 3's number of gossip rounds R, and whether every node has a self loop.",
+                       epilog=EDGE_LIST_HELP + ".")
+    m.add_argument("--topology", default="all",
+                   help="a network ('rowstoch topologies' lists them) or 'all'")
+    m.add_argument("--n", type=_positive_int, default=None, help="number of nodes (default 16; not for paper-*)")
+    m.add_argument("--seed", type=_seed, default=0, help="seed of random topologies")
+    m.add_argument("--matrix", help="matrix file: .npz (scipy sparse), .mtx, .npy (dense) or an edge list")
+    m.add_argument("--normalize", action="store_true",
+                   help="divide each row of --matrix by its sum (otherwise rows must sum to 1)")
+    m.set_defaults(func=cmd_metrics)
+
+    t = sub.add_parser("topologies", help="list the networks --topology accepts")
+    t.set_defaults(func=cmd_topologies)
+    a = sub.add_parser("algorithms", help="list the algorithms (--algorithm, --algorithms)")
+    a.set_defaults(func=cmd_algorithms)
+    return p

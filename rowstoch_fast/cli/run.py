@@ -1,0 +1,183 @@
+"""``rowstoch run``: one algorithm on one objective over one network.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+import numpy as np
+
+from ..algorithms import method_of, REGISTRY
+from ..errors import UsageError
+from ..network import options as network_options
+from ..topology import NAMES as TOPOLOGIES, PAPER_NAMES as PAPER_GRAPHS
+from ._common import (_algorithm_names, _check_objective_args, _check_objective_size, _error, _matrix_from_args,
+                      _objective_from_args, _one_setting, _problem_rules, _refuse_unread, _stage, _topology_n,
+                      _writable_file, _writable_folder, default_lr)
+
+
+def _check_run_args(args):
+    """Cheap checks of ``rowstoch run``'s options, before any network, data or folder is built."""
+    _one_setting(args)
+    method = method_of(args.algorithm)
+    _refuse_unread(args, _problem_rules(args) + [
+        (("--tracker",), "tracker" not in REGISTRY[method].hyper, f"by {args.algorithm} (it has no diagonal tracker)")])
+    if not args.matrix and getattr(args, "d", None) and not getattr(args, "data_file", None):
+        for layer in network_options.in_use(args):  # (before --out is made)
+            layer.check_sizes(args, _topology_n(args), args.repeats * args.d, np.dtype(args.dtype).itemsize)
+    if args.lr is not None and not (np.isfinite(args.lr) and args.lr > 0):
+        raise UsageError(f"--lr must be a finite number > 0, got {args.lr}")
+    if not args.algorithm.startswith("mg-") and args.rounds not in (None, 1):
+        raise UsageError(f"--algorithm {args.algorithm} takes --rounds 1; use mg-{args.algorithm} for R > 1"
+                         if "mg-" + args.algorithm in _algorithm_names() else
+                         f"--algorithm {args.algorithm} takes one gossip round per iteration (--rounds 1)")
+    _check_objective_args(args)
+    if not args.matrix:
+        n = _topology_n(args)
+        if args.topology not in TOPOLOGIES + PAPER_GRAPHS:
+            raise UsageError(f"unknown topology {args.topology!r}; choose from {', '.join(TOPOLOGIES + PAPER_GRAPHS)}")
+        _check_objective_size(args, n)
+    if args.resume and not os.path.exists(args.resume):
+        raise UsageError(f"--resume {args.resume!r} does not exist")
+
+
+def _run_config(args):
+    """The options that identify a run: stored in its checkpoint and compared on --resume."""
+    keys = ("topology", "n", "matrix", "normalize", "objective", "total", "batch", "d", "rho", "heterogeneity",
+            "sigma", "data_seed", "backend", "dtype")  # (the objective's data is also in the checkpoint's
+    # fingerprint of it)
+    config = {k: getattr(args, k) for k in keys}
+    config.update(network_options.record(args))  # (each layer's keys; those added later only where in use)
+    if args.objective in ("logistic-l2", "least-squares"):  # (added later: the others' checkpoints keep their keys)
+        config.update(lam=args.lam, samples_per_node=args.samples_per_node)
+    if args.undirected or args.weights != "in-degree":
+        config.update(undirected=args.undirected, weights=args.weights)
+    if args.matrix:
+        config["topology"] = config["n"] = None
+    else:
+        config["n"] = _topology_n(args)  # the default (16) and an explicit --n 16 are the same run
+    return {"cli": config}
+
+
+def _write_outputs(h, args, A, algo):
+    """CSV, JSON and PNG into --out; on a late write failure into a fresh temporary folder instead."""
+    import tempfile
+
+    names = []
+    try:
+        names = _write_history(h, args.out, args, A, algo)
+        return args.out, names, None
+    except OSError as exc:
+        fallback = tempfile.mkdtemp(prefix="rowstoch-results-")
+        names = _write_history(h, fallback, args, A, algo)
+        return fallback, names, exc
+
+
+def _write_history(h, folder, args, A, algo):
+    graph = os.path.basename(args.matrix) if args.matrix else args.topology
+    return h.save(folder, title=f"{graph} (n = {A.n}), {args.objective}, {h.meta['repeats']} repetition(s)",
+                  label=f"{algo.name}, lr = {algo.lr:g}" + (" (diverged)" if h.diverged else ""))
+
+
+def cmd_run(args):
+    """``rowstoch run``: one algorithm on one objective and network; writes CSV, JSON and PNG."""
+    import warnings
+
+    from ..errors import DivergenceError
+    from ..runner import Algorithm, check_takes, run
+
+    _check_run_args(args)
+    started = time.perf_counter()
+    root = True
+    if args.backend == "mpi":
+        try:
+            from mpi4py import MPI
+        except ImportError:
+            raise UsageError("--backend mpi needs mpi4py: pip install 'rowstoch_fast[mpi]'") from None
+        root = MPI.COMM_WORLD.Get_rank() == 0
+    if root:  # before any computation: an unwritable --out or --checkpoint must not cost the run
+        _writable_folder(args.out, "--out")
+        if args.checkpoint:
+            _writable_file(args.checkpoint, "--checkpoint")
+    stage = _stage(root and not args.no_progress)
+    stage(f"set-up: the network ({args.matrix or args.topology})")
+    A = _matrix_from_args(args)
+    if args.dtype == "float32":
+        A = A.astype(np.float32)
+    if args.matrix:  # a topology's n was checked above; a file's is known only now
+        _check_objective_size(args, A.n)
+    try:
+        stage(f"set-up: the {args.objective} objective on {A.n} nodes")
+        f = _objective_from_args(args, A.n)
+        stage(None)
+        prepared = time.perf_counter() - started  # network and objective
+        mg = args.algorithm.startswith("mg-")
+        rounds = args.rounds or (A.metrics().recommended_rounds() if mg else 1)
+        method = args.algorithm[3:] if mg else args.algorithm
+        lr = args.lr if args.lr is not None else default_lr(method, A.n)
+        algo = Algorithm(network_options.build(A, args), lr, rounds=rounds, tracker=args.tracker, backend=args.backend,
+                         method=method)
+        check_takes(algo.optimizer, f, args.algorithm)
+    except (ValueError, TypeError) as exc:
+        raise UsageError(str(exc)) from exc
+    ignored = [o.flag for o in network_options.declared() if o.flag in args.given]
+    if not REGISTRY[method].matrices and ignored and root:
+        print(f"rowstoch: warning: {' and '.join(ignored)} {'does' if len(ignored) == 1 else 'do'} not affect "
+              f"{method}: it averages exactly, without the network", file=sys.stderr)
+    diverged = None
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", RuntimeWarning)
+        try:
+            h = run(algo, f, args.iterations, record_every=args.record_every, repeats=args.repeats, seed=args.seed,
+                    progress=not args.no_progress, checkpoint=args.checkpoint, resume=args.resume,
+                    config=_run_config(args))
+        except DivergenceError as exc:
+            diverged, h = exc, getattr(exc, "history", None)
+        except Exception as exc:
+            _write_what_was_recorded(exc, args, A, algo, root)
+            if isinstance(exc, (FileNotFoundError, ValueError, RuntimeError)):
+                raise UsageError(str(exc)) from exc
+            raise
+    for message in dict.fromkeys(str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)):
+        print(f"rowstoch: warning: {message}", file=sys.stderr)  # each once (NumPy repeats its overflow notes)
+    if not root or h is None:  # under MPI, rank 0 writes the outputs
+        return 3 if diverged else 0
+    folder, written, write_error = _write_outputs(h, args, A, algo)
+    paths = ", ".join(os.path.join(folder, w) for w in written)
+    if write_error is not None:
+        print(f"rowstoch: error: could not write to --out {args.out!r} ({write_error}); the results are in {paths}",
+              file=sys.stderr)
+    if diverged is not None:
+        print(f"rowstoch: diverged: {diverged}", file=sys.stderr)
+        print(f"rowstoch: the {len(h.frame)} rows recorded before it are in {paths} (marked diverged)", file=sys.stderr)
+        return 3
+    s = h.summary().iloc[-1]
+    reached = int(h.meta.get("completed_iterations", s["iteration"]))  # Ctrl-C: where it stopped, not the last record
+    status = "interrupted" if h.interrupted else "done"
+    print(f"{algo.name} (lr {algo.lr:g}) on {args.topology if not args.matrix else args.matrix} (n={A.n}), {status} at iteration "
+          f"{reached} ({reached * algo.rounds} communication rounds, {s['wall_seconds']:.1f} s; "
+          f"set-up {prepared + h.meta.get('setup_seconds', 0.0):.1f} s)")
+    last = f" (at iteration {int(s['iteration'])}, the last recorded)" if reached != int(s["iteration"]) else ""
+    print(f"  grad norm {s['grad_norm']:.4e} +- {s['grad_norm_std']:.1e}   loss {s['loss']:.6f}   "
+          f"consensus error {s['consensus_error']:.3e}"
+          + (f"   f(x_bar) - f* {s['suboptimality']:.3e}" if np.isfinite(s["suboptimality"]) else "") + last)
+    if "communication" in h.meta:
+        for c in h.meta["communication"]:
+            print(f"  rank {c['rank']}: {c['nodes']} nodes, {c['messages'] / max(1, h.meta['completed_iterations']):.1f} "
+                  f"messages and {c['bytes_sent'] / max(1, h.meta['completed_iterations']):.0f} bytes sent per iteration")
+    print(f"  wrote {paths}")
+    if write_error is not None:
+        return 2
+    return 130 if h.interrupted else 0
+
+
+def _write_what_was_recorded(exc, args, A, algo, root):
+    """The records a run that raised carries (``exc.history``) go to ``--out`` before the error is reported."""
+    h = getattr(exc, "history", None)
+    if not root or h is None or h.frame.empty:
+        return
+    folder, written, _ = _write_outputs(h, args, A, algo)  # (into a temporary folder if --out fails)
+    _error(f"the {len(h.frame)} rows recorded before the error are in "
+           f"{', '.join(os.path.join(folder, w) for w in written)}")
