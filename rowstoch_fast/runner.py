@@ -715,13 +715,16 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
         ours = isinstance(oracle, Oracle)  # (an objective's own oracle: its call count alone is put back)
         while opt.iteration < iterations:
             drawn = (oracle.iteration, oracle.last) if ours else (oracle.iteration,)
+            before = opt.iteration
             try:
                 opt.step(oracle)
             except KeyboardInterrupt:  # mid-step: the optimizer kept its state (atomic commit), so must the
-                if ours:  # oracle, or a resume draws ahead
-                    oracle.iteration, oracle.last = drawn
-                else:
-                    oracle.iteration = drawn[0]
+                # oracle, or a resume draws ahead; after the commit (the step's return path) both stay
+                if opt.iteration == before:
+                    if ours:
+                        oracle.iteration, oracle.last = drawn
+                    else:
+                        oracle.iteration = drawn[0]
                 raise
             if bar is not None:
                 bar.update(1)

@@ -549,11 +549,12 @@ def test_resume_after_a_signal_equals_an_uninterrupted_run(tmp_path, sig, tuned)
     pd.testing.assert_frame_equal(resumed[cols], direct[cols])
 
 
-@pytest.mark.parametrize("where", ["step", "record"])
+@pytest.mark.parametrize("where", ["step", "record", "after-commit"])
 @pytest.mark.parametrize("label", ["dsgd", "gt-saga", "pull-diag-gt"])
 def test_an_interrupted_tuning_run_goes_on_from_its_checkpoint(tmp_path, monkeypatch, label, where):
-    """A Ctrl-C (or SIGTERM) in a tuning run, inside a step or inside a record: the run saves its state, and the
-    same run goes on from it to the trajectories of a run never interrupted (the checkpoint then removed)."""
+    """A Ctrl-C (or SIGTERM) in a tuning run, inside a step, inside a record or in a step's return path (after its
+    commit): the run saves its state, and the same run goes on from it to the trajectories of a run never
+    interrupted (the checkpoint then removed)."""
     A, f = topology.exponential(8), NonconvexLogistic.synthetic(8, total=1600, batch=20, seed=0)
     method = cmp.make_plan(A, f, label, 300).methods[0]
     kw = dict(seed=3, repeats=2)
@@ -570,6 +571,19 @@ def test_an_interrupted_tuning_run_goes_on_from_its_checkpoint(tmp_path, monkeyp
             return real(*a, **k)
 
         monkeypatch.setattr(tuning, "record_metrics", flaky)
+    elif where == "after-commit":
+        from rowstoch_fast.algorithms import _base
+
+        real = _base.Optimizer.step
+
+        def flaky(self, grad_fn):
+            out = real(self, grad_fn)
+            calls[0] += 1
+            if calls[0] == 37:
+                raise KeyboardInterrupt
+            return out
+
+        monkeypatch.setattr(_base.Optimizer, "step", flaky)
     else:
         name = "sample_gradient" if label == "gt-saga" else "stochastic_gradient"
         real = getattr(NonconvexLogistic, name)

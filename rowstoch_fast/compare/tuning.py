@@ -345,15 +345,16 @@ def trajectories(network, objective, method, rates, budget, metric, *, seed, rep
             record()
         try:
             while opt.iteration < T:
-                drawn, stepping = oracle.iteration, True
+                drawn, stepping, before = oracle.iteration, True, opt.iteration
                 opt.step(oracle)
                 stepping = False
                 if opt.iteration in marks:
                     record()
                 if checkpoint and opt.iteration % every == 0 and opt.iteration < T:
                     _save_tuning(checkpoint, opt, oracle, rows, fingerprint)
-        except KeyboardInterrupt:  # (the step commits atomically: the oracle goes back to where it stood)
-            if stepping:
+        except KeyboardInterrupt:  # (the step commits atomically: the oracle goes back to where it stood, unless
+            # the step had committed: an interrupt in its return path)
+            if stepping and opt.iteration == before:
                 oracle.iteration = drawn
             if checkpoint:
                 _save_tuning(checkpoint, opt, oracle, rows, fingerprint)
