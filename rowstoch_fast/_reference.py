@@ -1028,7 +1028,8 @@ def network_matrix(net, t, r=0):
     definitions: the source's round (a static matrix, or :data:`LAYER_TWINS` of its schedule), every link layer's
     lost entries and sleeping nodes put together, then a row-stochastic receiver renormalises over what arrived
     (its own value where nothing did) and a column-stochastic sender's lost mass is lost; a sleeping node's row is
-    ``e_i``."""
+    ``e_i``. Under the undirected rule (``stochastic == "doubly"``) a link is used only where neither of its two
+    messages is gone, and an unused link's weight stays on each end's own value."""
     source, layers = _link_layers(net)
     M = source if getattr(source, "acts_on", None) != "matrices" else LAYER_TWINS[source.layer](source, t, r)
     c = M.csr
@@ -1040,6 +1041,17 @@ def network_matrix(net, t, r=0):
         if s is not None:
             asleep |= s
     rows = np.repeat(np.arange(M.n), np.diff(c.indptr))
+    if net.stochastic == "doubly":
+        G = np.zeros((M.n, M.n), dtype=bool)
+        G[rows[gone], c.indices[gone]] = True
+        G |= G.T  # (either message of the link)
+        np.fill_diagonal(G, False)
+        W = np.zeros((M.n, M.n))
+        np.add.at(W, (rows, c.indices), c.data.astype(np.float64))
+        D = np.where(G, 0.0, W)
+        D[np.diag_indices(M.n)] += np.where(G, W, 0.0).sum(axis=1)
+        D[asleep] = np.eye(M.n)[asleep]
+        return D
     D = np.zeros((M.n, M.n))
     np.add.at(D, (rows[~gone], c.indices[~gone]), c.data[~gone].astype(np.float64))
     if net.stochastic == "row":
@@ -1052,60 +1064,62 @@ def network_matrix(net, t, r=0):
     return D
 
 
+# A layer on the messages gives what it does to them, as a dict: "messages" (what the senders send instead:
+# the layers apply theirs outer first), "ages" (per stored entry of the links, how old the copy a receiver uses
+# is), "noise" (per stored entry and value, added to the received copy, drawn for the iteration it was sent).
 @layer_twin("compressed")
-def compressed_messages(net, Q, t, r, d):
+def compressed_messages(net, Q, t, r, d, links, ages):
     """Every message compressed (:func:`compress`)."""
     params = {key: getattr(net, key) for key in net._TAKES[net.method]}
-    return compress(Q, net.method, d, net.seed, t, r, **params)
+    return {"messages": compress(Q, net.method, d, net.seed, t, r, **params)}
 
 
 @layer_twin("noisy")
-def noisy_messages(net, Q, t, r, d):
-    """``per="message"``: every message gets noise of its own (:func:`compress` ``"noise"``); ``per="link"``: the
-    messages go unchanged, each received copy gets its noise in :func:`network_run`."""
-    return compress(Q, "noise", d, net.seed, t, r, sigma=net.sigma) if net.per == "message" else Q
+def noisy_messages(net, Q, t, r, d, links, ages):
+    """``per="message"``: every message gets noise of its own (:func:`compress` ``"noise"``); ``per="link"``:
+    every received copy its own (:func:`link_noise`)."""
+    if net.per == "message":
+        return {"messages": compress(Q, "noise", d, net.seed, t, r, sigma=net.sigma)}
+    return {"noise": net.sigma * link_noise(links.indptr, links.indices, net.seed, t, r, Q.shape[1], ages=ages)}
 
 
 @layer_twin("delayed")
-def delayed_messages(net, Q, t, r, d):
-    """The messages go unchanged; their ages (:func:`delay_ages`) are applied in :func:`network_run`."""
-    return Q
+def delayed_messages(net, Q, t, r, d, links, ages):
+    """The copies a receiver uses are those of :func:`delay_ages`."""
+    return {"ages": delay_ages(links.indptr, links.indices, net.seed, t, r, net.max_delay,
+                               fixed=net.delay == "fixed")}
 
 
 def network_run(net, Xs, d=None):
     """``[Y_t]``: one round of iteration ``t`` of ``net`` applied to ``Xs[t]``, ``t = 0, 1, ...`` (a network with
     delays mixes the messages of earlier iterations), from the layers' definitions: the core's round matrix
-    (:func:`network_matrix`), the messages each message layer makes of the rows (the outer layer first), a
-    receiver's copy of the newest message that has arrived (:func:`delay_ages`) with its link's noise
-    (:func:`link_noise`, drawn for the iteration it was sent): ``y_i = m_ii x_i + sum_{j != i} m_ij (q_j(t - a_ij)
-    + sigma z_ij)``."""
+    (:func:`network_matrix`), the messages the message layers make of the rows (the outer layer first), the age of
+    each receiver's copy and the noise on it: ``y_i = m_ii x_i + sum_{j != i} m_ij (q_j(t - a_ij) + z_ij)``."""
     layers, core = [], net
     while getattr(core, "acts_on", None) == "messages":
         layers.append(core)
         core = core.base
+    source = _link_layers(core)[0]
     history, out = [], []
     for t, X in enumerate(Xs):
         X = np.asarray(X, dtype=np.float64)
-        w = X.shape[1]
-        Q = X
+        links = (source if getattr(source, "acts_on", None) != "matrices" else
+                 LAYER_TWINS[source.layer](source, t, 0)).csr
+        rows = np.repeat(np.arange(len(links.indptr) - 1), np.diff(links.indptr))
+        Q, ages, noise = X, np.zeros(links.nnz, dtype=np.int64), np.zeros((links.nnz, X.shape[1]))
         for layer in layers:  # (the outer one first, as the senders apply them)
-            Q = LAYER_TWINS[layer.layer](layer, Q, t, 0, d or w)
+            effect = LAYER_TWINS[layer.layer](layer, Q, t, 0, d or X.shape[1], links, None)
+            Q = effect.get("messages", Q)
+            ages = effect.get("ages", ages)
+        for layer in layers:  # (noise on the received copies: drawn for the iteration each copy was sent)
+            noise = noise + LAYER_TWINS[layer.layer](layer, Q, t, 0, d or X.shape[1], links, ages).get("noise", 0.0)
         history.append(Q)
         M = network_matrix(core, t)
-        links = (core if getattr(core, "acts_on", None) is None else _link_layers(core)[0])
-        links = links.csr if hasattr(links, "csr") else LAYER_TWINS[links.layer](links, t, 0).csr
-        rows = np.repeat(np.arange(len(links.indptr) - 1), np.diff(links.indptr))
-        ages = np.zeros(M.shape, dtype=np.int64)
-        for layer in layers:
-            if layer.layer == "delayed":
-                ages[rows, links.indices] = delay_ages(links.indptr, links.indices, layer.seed, t, 0, layer.max_delay,
-                                                       fixed=layer.delay == "fixed")
-        Y = delayed_mix(M, X, history, t, ages)
-        for layer in layers:
-            if layer.layer == "noisy" and layer.per == "link":
-                z = link_noise(links.indptr, links.indices, layer.seed, t, 0, w, ages=ages[rows, links.indices])
-                for q, (i, j) in enumerate(zip(rows, links.indices)):
-                    if i != j:
-                        Y[i] += M[i, j] * layer.sigma * z[q]
+        A = np.zeros(M.shape, dtype=np.int64)
+        A[rows, links.indices] = ages
+        Y = delayed_mix(M, X, history, t, A)
+        for q, (i, j) in enumerate(zip(rows, links.indices)):
+            if i != j:
+                Y[i] += M[i, j] * noise[q]
         out.append(Y)
     return out

@@ -162,7 +162,7 @@ def load(path):
     except Exception as exc:  # tomllib.TOMLDecodeError: its message says the line and column
         raise ConfigError(f"--config {name!r} is not valid TOML: {exc}") from None
     options, algorithms = {}, {}
-    tables, choices_of = schema(), _choices()
+    tables, choices_of, item_help = schema(), _choices(), network_options.toml_item_help()
     for table, body in raw.items():
         if table == "algorithms":
             if not isinstance(body, dict) or not body:
@@ -197,12 +197,11 @@ def load(path):
             value = _check_value(f"{name}: [{table}] {key}", value, kind)
             choices = choices_of.get((table, key))
             for item in value if isinstance(value, list) else [value]:
-                swept = table == "communication" and isinstance(kind, str) and kind.endswith("|list")  # (METHOD:P)
-                head = item.split(":")[0] if swept and isinstance(item, str) else item
+                hint = item_help.get(key) if table == "communication" else None  # (a sweep's METHOD:P items)
+                head = item.split(":")[0] if hint and isinstance(item, str) else item
                 if choices and head not in choices:
                     raise ConfigError(f"{name}: [{table}] {key} must be one of {', '.join(choices)}"
-                                      + (" (a list: one setting each; qsgd:4 gives the bits, topk:2 k)"
-                                         if swept else "") + f", got {item!r}")
+                                      + (f" ({hint})" if hint else "") + f", got {item!r}")
             if table == "communication" and isinstance(kind, str) and kind.endswith("|list"):  # (several: one
                 # comparison per setting, the options' comma lists)
                 value = ",".join(str(v) for v in value) if isinstance(value, list) else str(value)

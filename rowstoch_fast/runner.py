@@ -500,12 +500,15 @@ def config_mismatch(saved, current, prefix=""):
     """The first differing entry of two run configurations, as ``(key, saved, current)``, or None.
 
     Keys in :data:`RESUMABLE` may differ. Nested dicts are compared entry by entry
-    (keys ``"objective.batch"`` and the like).
+    (keys ``"objective.batch"`` and the like). A key one side lacks matches None or False on the other (an option
+    recorded only where it is in use, or recorded by an older version beside another that was).
     """
     for key in sorted(set(saved) | set(current)):
         if key in RESUMABLE:
             continue
         a, b = saved.get(key), current.get(key)
+        if (key not in saved or key not in current) and all(v is None or v is False for v in (a, b)):
+            continue
         if isinstance(a, dict) and isinstance(b, dict):
             found = config_mismatch(a, b, prefix + key + ".")
             if found:

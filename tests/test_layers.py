@@ -41,6 +41,26 @@ def test_every_example_mixes_as_its_definition(kind, label):
     _mixes_as_its_definition(network.examples(BASES[kind]())[label], f"{label} over {kind}")
 
 
+UNDIRECTED = sorted(label for label, net in network.examples(topology.ring(10, directed=False,
+                                                                           weights="metropolis")).items()
+                    if not hasattr(net, "encode"))
+
+
+@pytest.mark.parametrize("label", UNDIRECTED)
+def test_every_example_under_the_undirected_rule_mixes_as_its_definition(label):
+    """keeps_symmetry, checked: the layers on the links over a symmetric doubly stochastic W, under the undirected
+    rule, against the rule's definition (a link used only where both its messages arrive), every round symmetric
+    and doubly stochastic."""
+    W = topology.erdos_renyi(10, 0.4, seed=3, directed=False, weights="metropolis")
+    net = network.examples(W)[label].undirected()
+    for t in range(4):
+        M = ref.network_matrix(net, t)
+        np.testing.assert_allclose(net.matrix(t).toarray(), M, rtol=1e-12, atol=1e-14, err_msg=f"{label} t={t}")
+        np.testing.assert_allclose(M, M.T, atol=1e-14)
+        np.testing.assert_allclose(M.sum(axis=0), 1.0, atol=1e-12)
+    _mixes_as_its_definition(net, f"{label} (undirected)")
+
+
 def _problem(n, d=3):
     rng = np.random.default_rng(4)
     b = rng.standard_normal((n, d))

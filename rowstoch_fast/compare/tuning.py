@@ -343,18 +343,18 @@ def trajectories(network, objective, method, rates, budget, metric, *, seed, rep
         marks, every = set(due), max(1, T // 10)
         if len(rows) < sum(k <= opt.iteration for k in due):  # (a record the interruption cut short: taken now)
             record()
+        drawn, before = oracle.iteration, None  # (the iteration a step started from, while it runs)
         try:
             while opt.iteration < T:
-                drawn, stepping, before = oracle.iteration, True, opt.iteration
+                drawn, before = oracle.iteration, opt.iteration
                 opt.step(oracle)
-                stepping = False
                 if opt.iteration in marks:
                     record()
                 if checkpoint and opt.iteration % every == 0 and opt.iteration < T:
                     _save_tuning(checkpoint, opt, oracle, rows, fingerprint)
         except KeyboardInterrupt:  # (the step commits atomically: the oracle goes back to where it stood, unless
             # the step had committed: an interrupt in its return path)
-            if stepping and opt.iteration == before:
+            if before is not None and opt.iteration == before:
                 oracle.iteration = drawn
             if checkpoint:
                 _save_tuning(checkpoint, opt, oracle, rows, fingerprint)

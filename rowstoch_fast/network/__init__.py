@@ -70,9 +70,9 @@ def layers():
 
 def examples(base, compositions=True):
     """``{label: network}``: every registered layer's :meth:`~Network.examples` over ``base`` (a static matrix),
-    and with ``compositions`` every pair in an order the layers allow (the inner's first example under each of the
-    outer's: ``"lossy/qsgd"`` is ``Compressed(Lossy(base, ...), ...)``). What the registry tests run, so that a new
-    layer is tested wherever they are read.
+    and with ``compositions`` every pair of them in composition order (each of the inner layer's examples under
+    each of the outer's: ``"lossy/qsgd"`` is ``Compressed(Lossy(base, ...), ...)``). What the registry tests run,
+    so that a new layer is tested wherever they are read.
 
     Examples
     --------
@@ -87,12 +87,8 @@ def examples(base, compositions=True):
         out.update(cls.examples(base))
     if compositions:
         for k, inner in enumerate(ordered):
-            first = next(iter(inner.examples(base).items()), None)
-            if first is None:
-                continue
-            for outer in ordered[k + 1:]:
-                if inner.acts_on == "messages" and outer.acts_on != "messages":  # (message layers go outermost)
-                    continue
-                for label, net in outer.examples(first[1]).items():
-                    out[f"{first[0]}/{label}"] = net
+            for inner_label, inner_net in inner.examples(base).items():
+                for outer in ordered[k + 1:]:
+                    for label, net in outer.examples(inner_net).items():
+                        out[f"{inner_label}/{label}"] = net
     return out

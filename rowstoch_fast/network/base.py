@@ -62,8 +62,9 @@ class Network:
 
     @classmethod
     def options_seeded(cls, ns):
-        """Whether this layer's draws read ``--network-seed`` in the setting ``ns``."""
-        return cls.options_in_use(ns)
+        """Whether this layer's draws read ``--network-seed`` in the setting ``ns`` (in use, and it draws: it
+        names :attr:`SEED_FLAGS`)."""
+        return bool(cls.SEED_FLAGS) and cls.options_in_use(ns)
 
     @classmethod
     def check_options(cls, ns, d=None):
@@ -116,6 +117,10 @@ class Network:
         super().__init_subclass__(**kwargs)
         name = cls.__dict__.get("layer")
         if name:
+            known = LAYERS.get(name)
+            if known is not None and (known.__module__, known.__qualname__) != (cls.__module__, cls.__qualname__):
+                raise TypeError(f"{cls.__qualname__}: the layer name {name!r} is {known.__module__}."
+                                f"{known.__qualname__}'s; give the new layer a name of its own")
             LAYERS[name] = cls
 
     @classmethod

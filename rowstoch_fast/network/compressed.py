@@ -149,7 +149,7 @@ class Compressed(_Messages):
                "(--k values of d), round (--bits significant bits), or none; the bits or k may follow a colon "
                "(qsgd:4, topk:2); compare: several, comma-separated (--compress none,qsgd:4: one setting each, a "
                "column of the table); bytes are counted compressed", choices=("none", *METHODS),
-               metavar="METHOD[:P][,...]"),
+               metavar="METHOD[:P][,...]", item_help="a list: one setting each; qsgd:4 gives the bits, topk:2 k"),
         Option("bits", int, None, "qsgd and round: bits per value, 1..32"),
         Option("k", int, None, "topk and randk: values kept per message, 1..d"),
         Option("biased", bool, False, "qsgd: the nearest level instead of stochastic rounding; randk: no d/k "

@@ -41,6 +41,8 @@ class Option:
     metavar : str, optional
     cli_type : callable, optional
         The command line's converter where it is not ``kind`` (sweeps stay text; a checked integer).
+    item_help : str, optional
+        A sweep's items in words, where they take more than a choice (an experiment file's error says it).
     """
 
     name: str
@@ -50,6 +52,7 @@ class Option:
     choices: tuple = None
     metavar: str = None
     cli_type: object = None
+    item_help: str = None
 
     @property
     def flag(self):
@@ -66,14 +69,10 @@ def _layers(listed=False):
     return sorted(LAYERS.values(), key=lambda cls: (cls.listed if listed else cls.order, cls.__name__))
 
 
-def _options():
-    return [opt for cls in _layers(listed=True) for opt in cls.OPTIONS]
-
-
 def add_arguments(parser):
     """Every layer's options (and ``--network-seed``) in one argument group of ``parser``."""
     group = parser.add_argument_group("communication (rowstoch_fast.network)")
-    for opt in [*_options(), NETWORK_SEED]:
+    for opt in [*declared(), NETWORK_SEED]:
         if opt.kind is bool:
             group.add_argument(opt.flag, action="store_true", help=opt.help)
             continue
@@ -93,22 +92,27 @@ def add_arguments(parser):
 
 def declared():
     """Every layer's options in their listing order (``--network-seed`` not among them)."""
-    return _options()
+    return [opt for cls in _layers(listed=True) for opt in cls.OPTIONS]
 
 
 def names():
     """The options' names (destinations), ``network_seed`` last."""
-    return [opt.name for opt in _options()] + [NETWORK_SEED.name]
+    return [opt.name for opt in declared()] + [NETWORK_SEED.name]
 
 
 def toml_schema():
     """``[communication]``'s keys: ``{key: (destination, kind)}``."""
-    return {opt.name: (opt.name, opt.kind) for opt in [*_options(), NETWORK_SEED]}
+    return {opt.name: (opt.name, opt.kind) for opt in [*declared(), NETWORK_SEED]}
 
 
 def toml_choices():
     """``{key: choices}`` of the keys that have them (a ``"str|list"`` key: what each item names before a colon)."""
-    return {opt.name: tuple(opt.choices) for opt in _options() if opt.choices}
+    return {opt.name: tuple(opt.choices) for opt in declared() if opt.choices}
+
+
+def toml_item_help():
+    """``{key: item_help}`` of the sweeps whose items take more than a choice."""
+    return {opt.name: opt.item_help for opt in declared() if opt.item_help}
 
 
 def in_use(ns):
@@ -119,7 +123,7 @@ def in_use(ns):
 def check(ns, d=None):
     """Every layer's checks of one setting's values (``d``: the models' size where known), before anything is
     built."""
-    for cls in _layers():
+    for cls in _layers(listed=True):
         cls.check_options(ns, d)
 
 
@@ -167,10 +171,11 @@ def settings(args, given=()):
             for key, value in updates.items():
                 setattr(ns, key, value)
         spaces.append(ns)
-    per_setting = [unread(ns) for ns in spaces]  # an option is refused when no setting reads it
-    for k, (flags, _, why) in enumerate(per_setting[0]):
+    # an option is refused when no setting reads it (the rules told apart by their flags)
+    per_setting = [{flags: (unread_, why) for flags, unread_, why in unread(ns)} for ns in spaces]
+    for flags, (_, why) in per_setting[0].items():
         written = [o for o in flags if o in given]
-        if written and all(rules[k][1] for rules in per_setting):
+        if written and all(rules.get(flags, (True, why))[0] for rules in per_setting):
             raise UsageError(f"{' and '.join(written)} {'is' if len(written) == 1 else 'are'} not read {why}")
     out = []
     for ns in spaces:
