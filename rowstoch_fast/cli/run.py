@@ -122,7 +122,8 @@ def cmd_run(args):
         check_takes(algo.optimizer, f, args.algorithm)
     except (ValueError, TypeError) as exc:
         raise UsageError(str(exc)) from exc
-    ignored = [o.flag for layer in network_options.in_use(args) for o in layer.OPTIONS if o.flag in args.given]
+    used = {o.flag for layer in network_options.in_use(args) for o in layer.OPTIONS}
+    ignored = [o.flag for o in network_options.declared() if o.flag in args.given and o.flag in used]
     if not REGISTRY[method].matrices and ignored and root:
         print(f"rowstoch: warning: {' and '.join(ignored)} {'does' if len(ignored) == 1 else 'do'} not affect "
               f"{method}: it averages exactly, without the network", file=sys.stderr)
