@@ -295,7 +295,14 @@ def test_arguments_of_the_wrong_type_are_named(problem):
              (dict(repeats=0), ValueError, "repeats must be >= 1, got 0"),
              (dict(log="print"), TypeError, "log must be a callable"),
              (dict(on_result="print"), TypeError, "on_result must be a callable"),
-             (dict(metric="accuracy"), ValueError, "metric must be one of")]
+             (dict(metric="accuracy"), ValueError, "metric must be one of"),
+             # (each once failed inside NumPy, os or dict(), or, for backend, only when a method was built)
+             (dict(grid=None), TypeError, "grid must be a sequence of learning rates"),
+             (dict(grid="0.1"), TypeError, "grid must be a sequence of learning rates .* got str '0.1'"),
+             (dict(grid=[0.1, "a"]), TypeError, "grid: every learning rate must be a number, got str 'a'"),
+             (dict(checkpoint_dir=123), TypeError, "checkpoint_dir must be a folder's path .* got int 123"),
+             (dict(hyper={"dsgd": 3}), TypeError, "hyper: dsgd must be a dict of its keyword arguments"),
+             (dict(backend="bogus"), ValueError, "backend must be one of 'auto', 'cpu', 'cupy', 'mpi', got 'bogus'")]
     for kwargs, kind, message in cases:
         call = dict(dict(algorithms="dsgd", rounds_budget=10, progress=False), **kwargs)
         with pytest.raises(kind, match=message):

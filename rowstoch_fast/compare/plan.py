@@ -17,6 +17,7 @@ import numpy as np
 from .. import algorithms as _algorithms
 from .._checks import MAX_KEY, check_int, require_memory
 from ..algorithms import REGISTRY, method_of
+from ..backends import BACKENDS
 from ..network import base_matrix, weights_of
 from ..runner import Algorithm, check_metric, check_takes, record_schedule
 
@@ -181,6 +182,13 @@ def check_rates(lr, labels):
 
 
 def _check_grid(grid):
+    if isinstance(grid, (str, bytes)) or not hasattr(grid, "__iter__"):
+        raise TypeError(f"grid must be a sequence of learning rates (numbers > 0), got {type(grid).__name__} "
+                        f"{grid!r}")
+    bad = [v for v in grid if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer,
+                                                                                   np.floating))]
+    if bad:
+        raise TypeError(f"grid: every learning rate must be a number, got {type(bad[0]).__name__} {bad[0]!r}")
     grid = tuple(sorted({float(v) for v in grid}))
     if not grid:
         raise ValueError("grid: give at least one learning rate")
@@ -214,6 +222,8 @@ def make_plan(A, objective, algorithms=None, rounds_budget=2000, *, lr=None, tun
         raise TypeError(f"objective must be an Objective of rowstoch_fast.objectives, got {type(objective).__name__}")
     if objective.n != A.n:
         raise ValueError(f"objective has n = {objective.n} nodes but the network has {A.n}")
+    if not isinstance(backend, str) or backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {', '.join(map(repr, BACKENDS))}, got {backend!r}")
     rounds_budget = check_int(rounds_budget, "rounds_budget", minimum=1)
     points = check_int(points, "points", minimum=1)
     repeats = check_int(repeats, "repeats", minimum=1)
@@ -232,6 +242,10 @@ def make_plan(A, objective, algorithms=None, rounds_budget=2000, *, lr=None, tun
         check_takes(REGISTRY[method], objective, label)
     labels = [label for label, _, _ in specs]
     hyper = _check_label_dict(hyper, "hyper", labels)
+    for label, options in hyper.items():
+        if not isinstance(options, dict):
+            raise TypeError(f"hyper: {label} must be a dict of its keyword arguments (e.g. {{'rounds': 3}}), got "
+                            f"{type(options).__name__} {options!r}")
     methods = []
     for label, method, rounds in specs:  # every hyperparameter checked before anything runs
         options = dict(hyper.get(label, {}))
@@ -280,6 +294,9 @@ def make_plan(A, objective, algorithms=None, rounds_budget=2000, *, lr=None, tun
     require_memory(4 * 8 * A.n * widest, f"the runs' iterates ({A.n} nodes x {widest // d} replicas x d = {d}: "
                    f"repeats = {repeats}, {len(grid)} tuned rates x 2)", "lower repeats")
     if checkpoint_dir is not None:
+        if not isinstance(checkpoint_dir, (str, os.PathLike)):
+            raise TypeError(f"checkpoint_dir must be a folder's path (str or os.PathLike), got "
+                            f"{type(checkpoint_dir).__name__} {checkpoint_dir!r}")
         checkpoint_dir = os.fspath(checkpoint_dir)
     methods = tuple(Method(m.label, m.method, m.rounds, m.options, rates.get(m.label), sources.get(m.label, "tuned"))
                     for m in methods)
