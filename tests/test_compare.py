@@ -618,6 +618,29 @@ def test_an_interrupted_tuning_run_goes_on_from_its_checkpoint(tmp_path, monkeyp
     assert other.shape == expected.shape
 
 
+def test_resume_into_another_folder_leaves_both_as_they_were_asked(tmp_path, capsys):
+    """--resume DIR --out OTHER: OTHER is a new output folder (refused when it holds results, as any --out), gets
+    the comparison whole with its experiment.json (so it resumes in turn), and DIR is left as it was (OTHER was
+    overwritten, and could not be resumed again)."""
+    from rowstoch_fast import cli
+
+    first = tmp_path / "first"
+    assert cli.main(["compare", *SMALL, "--algorithms", "dsgd,push-pull", "--lr", "0.05", "--rounds-budget", "40",
+                     "--repeats", "1", "--out", str(first), "--no-progress"]) == 0
+    kept = (first / "compare.csv").read_text()
+    (tmp_path / "busy").mkdir()
+    (tmp_path / "busy" / "compare.csv").write_text("x\n")
+    capsys.readouterr()
+    assert cli.main(["compare", "--resume", str(first), "--out", str(tmp_path / "busy"), "--no-progress"]) == 2
+    assert "is not empty" in capsys.readouterr().err
+    other = tmp_path / "other"
+    assert cli.main(["compare", "--resume", str(first), "--repeats", "2", "--out", str(other), "--no-progress"]) == 0
+    assert (first / "compare.csv").read_text() == kept
+    assert pd.read_csv(other / "compare.csv")["rep"].nunique() == 2
+    assert cli.main(["compare", "--resume", str(other), "--repeats", "3", "--no-progress"]) == 0
+    assert pd.read_csv(other / "compare.csv")["rep"].nunique() == 3
+
+
 def test_resume_refuses_settings_edited_since_the_comparison_started(tmp_path, capsys):
     from rowstoch_fast import cli
 

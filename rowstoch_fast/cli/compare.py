@@ -136,9 +136,11 @@ def cmd_compare(args):
              and label not in (problems[0][5] or {})]
     several = len(settings) > 1
     folder, refused = None, None
+    # (--resume DIR --out OTHER: the comparison goes on into OTHER, a new output folder, DIR left as it is)
+    into_itself = bool(args.resume) and os.path.abspath(args.out) == os.path.abspath(args.resume)
     if root:
         try:
-            folder = ComparisonFolder(args.out, resume=bool(args.resume), overwrite=args.overwrite)
+            folder = ComparisonFolder(args.out, resume=into_itself, overwrite=args.overwrite)
         except FolderInUse as exc:
             refused = str(exc)
     if args.backend == "mpi":  # (every rank stops, or none: the others would wait in the first collective)
@@ -148,7 +150,7 @@ def cmd_compare(args):
     if refused:
         raise UsageError(refused)
     try:
-        if root and not args.resume:  # the settings the results come from, beside them
+        if root and not into_itself:  # the settings the results come from, beside them
             _write_experiment(args, problems, file_algorithms)
         if tuned:
             say(f"tuning the learning rate of {', '.join(tuned)} (no --lr for {'it' if len(tuned) == 1 else 'them'}): "
@@ -348,7 +350,8 @@ def _read_resumed_comparison(args):
 #: The options experiment.json records (the resolved settings of a comparison).
 _SETTINGS = ("config_file", "topology", "n", "matrix", "normalize", "undirected", "weights", "objective", "total",
              "batch", "samples_per_node", "d", "rho", "lam", "heterogeneity", "sigma", "data_seed", "data_file",
-             "algorithms", *network_options.names(), "rounds_budget", "lr", "mg_rounds", "tracker", "backend", "repeats", "seed", "metric", "x", "format")
+             "algorithms", *network_options.names(), "rounds_budget", "lr", "mg_rounds", "tracker", "backend",
+             "repeats", "seed", "metric", "x", "format")
 
 
 def _write_experiment(args, problems, file_algorithms):
