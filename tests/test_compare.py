@@ -618,6 +618,34 @@ def test_an_interrupted_tuning_run_goes_on_from_its_checkpoint(tmp_path, monkeyp
     assert other.shape == expected.shape
 
 
+def test_added_repetitions_interrupted_go_on_from_their_checkpoint(tmp_path, monkeypatch):
+    """A resume that adds repetitions to a finished run, interrupted part-way: the next resume goes on from the
+    added run's checkpoint (it tried the first run's, made with fewer repetitions, and stopped with "was made with
+    repeats = 1"), to the records of a comparison never interrupted."""
+    from rowstoch_fast.algorithms import _base
+
+    A, f = topology.exponential(8), NonconvexLogistic.synthetic(8, total=1600, batch=20, seed=0)
+    kw = dict(lr=0.05, progress=False, checkpoint_dir=str(tmp_path), points=5)
+    first = cmp.compare(A, f, "dsgd", 200, repeats=1, **kw)
+    real, calls = _base.Optimizer.step, [0]
+
+    def step(self, grad_fn):
+        calls[0] += 1
+        if calls[0] == 50:
+            raise KeyboardInterrupt
+        return real(self, grad_fn)
+
+    monkeypatch.setattr(_base.Optimizer, "step", step)
+    second = cmp.compare(A, f, "dsgd", 200, repeats=3, previous=first, **kw)
+    monkeypatch.undo()
+    assert second.attrs["interrupted"] and set(second["status"]) == {"interrupted"}
+    third = cmp.compare(A, f, "dsgd", 200, repeats=3, previous=second, **kw)
+    direct = cmp.compare(A, f, "dsgd", 200, repeats=3, lr=0.05, progress=False, points=5)
+    cols = ["iteration", "rep", "grad_norm_mean", "status"]
+    pd.testing.assert_frame_equal(third[cols].reset_index(drop=True), direct[cols].reset_index(drop=True))
+    assert not list(tmp_path.glob("*from-rep*"))  # (a finished added run's checkpoint is removed)
+
+
 def test_resume_into_another_folder_leaves_both_as_they_were_asked(tmp_path, capsys):
     """--resume DIR --out OTHER: OTHER is a new output folder (refused when it holds results, as any --out), gets
     the comparison whole with its experiment.json (so it resumes in turn), and DIR is left as it was (OTHER was

@@ -75,6 +75,29 @@ def _one_run(plan, method, lr, *, repeats, progress, checkpoint=None, resume=Non
     return frame, meta
 
 
+def _added_path(plan, method, first):
+    """The checkpoint of the repetitions ``first, ...`` added to ``method``'s finished run."""
+    return os.path.join(plan.checkpoint_dir, f"{method.label}.from-rep{first}.npz")
+
+
+def _finished(checkpoint, meta):
+    """An added run's checkpoint removed once it finished (one left behind is an interrupted run's)."""
+    if checkpoint is not None and not meta.get("interrupted"):
+        try:
+            os.remove(checkpoint)
+        except FileNotFoundError:
+            pass
+
+
+def _added_repetitions(plan, method, done):
+    """``(first, checkpoint)`` of the repetitions ``first .. done - 1`` added to a finished run and interrupted
+    (the latest such checkpoint below ``done``), or None."""
+    if plan.checkpoint_dir is None:
+        return None
+    firsts = [first for first in range(1, done) if os.path.exists(_added_path(plan, method, first))]
+    return (max(firsts), _added_path(plan, method, max(firsts))) if firsts else None
+
+
 def _evaluate(plan, method, lr, log, progress):
     """(records, meta) of ``method``'s evaluation: a new run, or an earlier comparison's kept, resumed from its
     checkpoint, or given the repetitions it lacks."""
@@ -87,7 +110,16 @@ def _evaluate(plan, method, lr, log, progress):
     status = str(earlier["status"].iloc[0]) if "status" in earlier.columns else "ok"
     done = int(earlier["rep"].nunique())
     parts, meta = [earlier], {"completed_iterations": method.iterations(plan.budget)}
-    if status == "interrupted":  # goes on from its checkpoint (with the repetitions it had), or again from 0
+    added = _added_repetitions(plan, method, done) if status == "interrupted" else None
+    if added is not None:  # the repetitions added to a finished run stopped part-way: they go on from their
+        # checkpoint, the finished ones kept
+        first, checkpoint = added
+        log(f"{method.label}: repetitions {first} .. {done - 1} resumed from their checkpoint")
+        frame, meta = _one_run(plan, method, lr, repeats=done - first, progress=progress, first_repeat=first,
+                               checkpoint=checkpoint, resume=checkpoint)
+        parts = [earlier[earlier["rep"] < first], frame]
+        _finished(checkpoint, meta)
+    elif status == "interrupted":  # goes on from its checkpoint (with the repetitions it had), or again from 0
         resume = path if path is not None and os.path.exists(path) else None
         log(f"{method.label}: " + ("resumed from its checkpoint" if resume else "no checkpoint: run again"))
         frame, meta = _one_run(plan, method, lr, repeats=done, progress=progress, checkpoint=path, resume=resume)
@@ -96,8 +128,11 @@ def _evaluate(plan, method, lr, log, progress):
         log(f"{method.label}: kept from the earlier comparison ({status}, {done} repetitions)")
         meta["kept"] = earlier
     if not meta.get("interrupted") and done < plan.repeats:  # the repetitions it lacks, on their own streams
-        frame, meta = _one_run(plan, method, lr, repeats=plan.repeats - done, progress=progress, first_repeat=done)
+        more = None if plan.checkpoint_dir is None else _added_path(plan, method, done)
+        frame, meta = _one_run(plan, method, lr, repeats=plan.repeats - done, progress=progress, first_repeat=done,
+                               checkpoint=more)
         parts.append(frame)
+        _finished(more, meta)
         log(f"{method.label}: {plan.repeats - done} more repetitions")
     frame = pd.concat(parts, ignore_index=True)
     frame = frame[frame["rep"] < plan.repeats] if not meta.get("interrupted") else frame
