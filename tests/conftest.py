@@ -1,6 +1,7 @@
 """Shared fixtures and Hypothesis strategies for the test suite."""
 
 import os
+import sys
 
 import numpy as np
 import pytest
@@ -29,6 +30,19 @@ def slowness():
         sum(i * i for i in range(100_000))
         times.append(time.perf_counter() - start)
     return max(1.0, sorted(times)[1] / CALIBRATION_SECONDS)
+
+
+def sigint_as_usual():
+    """``preexec_fn`` of a child process a test interrupts with SIGINT: Python's KeyboardInterrupt in it even where
+    this run inherited SIGINT ignored (a job a non-interactive shell started in the background: Python then leaves
+    SIGINT ignored in every child, and a test waiting for the child to stop waits for ever). POSIX only."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+if sys.platform == "win32":  # (no preexec_fn there)
+    sigint_as_usual = None  # noqa: F811
 
 
 def hang_limit(seconds):

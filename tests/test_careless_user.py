@@ -18,7 +18,7 @@ import scipy.sparse as sp
 import rowstoch_fast as rf
 from rowstoch_fast import Algorithm, MixingMatrix, PullDiagGT, run, topology
 from rowstoch_fast.objectives import NonconvexLogistic
-from conftest import hang_limit
+from conftest import hang_limit, sigint_as_usual
 
 ROWSTOCH = shutil.which("rowstoch")
 SMALL = ["--n", "8", "--total", "1600", "--batch", "20", "--no-progress"]
@@ -133,7 +133,7 @@ def test_ctrl_c_stops_a_long_compiled_loop(tmp_path, call):
             "from rowstoch_fast.tracker import diag_powers\nA = topology.exponential(4096)\nprint('ready', flush=True)\n"
             f"try:\n    {call}\nexcept KeyboardInterrupt:\n    print('interrupted', flush=True)\n")
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            cwd=tmp_path)
+                            cwd=tmp_path, preexec_fn=sigint_as_usual)
     try:
         assert proc.stdout.readline().strip() == "ready"
         time.sleep(0.5)

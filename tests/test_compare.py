@@ -18,7 +18,7 @@ from rowstoch_fast import topology
 from rowstoch_fast.compare import tuning, verdict
 from rowstoch_fast.objectives import LeastSquares, NonconvexLogistic, Quadratic
 from test_careless_user import ROWSTOCH, SMALL, assert_one_line_error, rowstoch
-from conftest import hang_limit
+from conftest import hang_limit, sigint_as_usual
 
 
 @pytest.fixture(scope="module")
@@ -496,7 +496,7 @@ def test_cli_compare_refuses_a_folder_with_results_or_in_use(tmp_path):
 def _start(args, cwd):
     cmd = [ROWSTOCH] if ROWSTOCH else [sys.executable, "-m", "rowstoch_fast.cli"]
     return subprocess.Popen(cmd + [str(a) for a in args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            cwd=cwd)
+                            cwd=cwd, preexec_fn=sigint_as_usual)
 
 
 def _wait_for_methods(path, count, proc, timeout=120):

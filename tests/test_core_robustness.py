@@ -18,14 +18,16 @@ import pytest
 import rowstoch_fast as rf
 import rowstoch_fast._core as core
 from rowstoch_fast import topology
-from conftest import hang_limit
+from conftest import hang_limit, sigint_as_usual
 
 
 def run_python(code, timeout=hang_limit(120)):
-    """Run ``code`` in a fresh interpreter; return (returncode, stdout, stderr)."""
+    """Run ``code`` in a fresh interpreter (SIGINT at its default: some send it to themselves); return
+    (returncode, stdout, stderr)."""
     # from a neutral folder: in a source checkout the current folder would shadow the installed package
     out = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                         timeout=timeout, cwd=tempfile.gettempdir())
+                         timeout=timeout, cwd=tempfile.gettempdir(),
+                         preexec_fn=sigint_as_usual)
     return out.returncode, out.stdout, out.stderr
 
 

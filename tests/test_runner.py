@@ -8,7 +8,7 @@ import pytest
 
 from rowstoch_fast import Algorithm, cli, run, topology
 from rowstoch_fast.objectives import NonconvexLogistic
-from conftest import cupy_or_reason, hang_limit
+from conftest import cupy_or_reason, hang_limit, sigint_as_usual
 
 
 @pytest.fixture(scope="module")
@@ -265,7 +265,8 @@ def test_real_ctrl_c_on_the_cli_keeps_results_and_resumes(tmp_path, sig):
             "--record-every", "100", "--total", "3200", "--batch", "20", "--out", str(out),
             "--checkpoint", str(ck), "--no-progress"]
     # cwd away from the checkout, so the installed package (with its compiled core) is imported
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+                            preexec_fn=sigint_as_usual)
     deadline = time.time() + hang_limit(60)
     while not ck.exists() and time.time() < deadline:  # the first checkpoint is written after 1000 iterations
         time.sleep(0.2)
