@@ -189,10 +189,12 @@ class Network:
         return self.matrix(t, r).csr, None
 
     def plan(self, t):
-        """How iteration ``t`` runs in the compiled pass (``_core.mix_lossy``), or None where it cannot:
-        ``(matrix_of, seed, p, awake, chain)`` with ``matrix_of(r)`` the base MixingMatrix of round ``r``, the
+        """How iteration ``t`` runs in the compiled pass (``_core.mix_lossy``, and the CuPy and MPI backends' own),
+        or None where it cannot (a network without one runs on the CPU only): ``(matrix_of, seed, p, awake,
+        chain)`` with ``matrix_of(r)`` the MixingMatrix of round ``r`` before the random losses and sleep the plan
+        draws (the base's; a layer that drops fixed links may hand its thinned, renormalised matrix here), the
         loss seed and probability, the awake mask (or None) and the Gilbert-Elliott network whose
-        :meth:`Lossy.bad_states` gate the losses (or None). The MPI backend needs one."""
+        :meth:`Lossy.bad_states` gate the losses (or None)."""
         return None
 
     def mix(self, X, t, rounds=1, out=None):
