@@ -20,13 +20,19 @@ import scipy.linalg as la
 TWINS = {}
 
 
+def _registrar(table):
+    """A decorator factory: ``@registrar(name)`` puts the function in ``table`` under ``name``."""
+    def by_name(name):
+        def register(f):
+            table[name] = f
+            return f
+        return register
+    return by_name
+
+
 def twin(name):
     """Register the decorated function as the dense twin of the algorithm ``name``."""
-    def register(f):
-        TWINS[name] = f
-        return f
-
-    return register
+    return _registrar(TWINS)(name)
 
 
 def mix(A, X):
@@ -982,10 +988,7 @@ LAYER_TWINS = {}
 
 def layer_twin(name):
     """Register the dense definition of the network layer ``name``."""
-    def register(f):
-        LAYER_TWINS[name] = f
-        return f
-    return register
+    return _registrar(LAYER_TWINS)(name)
 
 
 @layer_twin("schedule")
@@ -1080,6 +1083,8 @@ def noisy_messages(net, Q, t, r, d, links, ages):
     every received copy its own (:func:`link_noise`)."""
     if net.per == "message":
         return {"messages": compress(Q, "noise", d, net.seed, t, r, sigma=net.sigma)}
+    if ages is None:  # (network_run's first pass: the messages and their ages; the noise follows the ages)
+        return {}
     return {"noise": net.sigma * link_noise(links.indptr, links.indices, net.seed, t, r, Q.shape[1], ages=ages)}
 
 
@@ -1107,11 +1112,14 @@ def network_run(net, Xs, d=None):
                  LAYER_TWINS[source.layer](source, t, 0)).csr
         rows = np.repeat(np.arange(len(links.indptr) - 1), np.diff(links.indptr))
         Q, ages, noise = X, np.zeros(links.nnz, dtype=np.int64), np.zeros((links.nnz, X.shape[1]))
+        later = []  # (the layers whose effect needs the ages: noise on the received copies)
         for layer in layers:  # (the outer one first, as the senders apply them)
             effect = LAYER_TWINS[layer.layer](layer, Q, t, 0, d or X.shape[1], links, None)
             Q = effect.get("messages", Q)
             ages = effect.get("ages", ages)
-        for layer in layers:  # (noise on the received copies: drawn for the iteration each copy was sent)
+            if not effect:
+                later.append(layer)
+        for layer in later:  # (drawn for the iteration each copy was sent)
             noise = noise + LAYER_TWINS[layer.layer](layer, Q, t, 0, d or X.shape[1], links, ages).get("noise", 0.0)
         history.append(Q)
         M = network_matrix(core, t)
