@@ -87,12 +87,12 @@ def main(argv=None):
             replicas = Replicas(build_model(args.model), n, device=dev)
             gen = torch.Generator(device="cpu").manual_seed(args.seed)
 
-            def batch_fn(node, t, R=R):
-                idx = torch.as_tensor(parts[node])[torch.randint(len(parts[node]), (R * args.batch,), generator=gen)]
+            def batch_fn(node, t):
+                idx = torch.as_tensor(parts[node])[torch.randint(len(parts[node]), (args.batch,), generator=gen)]
                 return Xtr_t[idx.to(dev)], ytr_t[idx.to(dev)]
 
             opt = PullDiagGT(A, replicas.x0(), lr=MULTI_GOSSIP_LR[name].get(R, MULTI_GOSSIP_LR[name][1]), rounds=R)
-            grad_fn = replicas.grad_fn(batch_fn, keep_loss=True)
+            grad_fn = replicas.grad_fn(batch_fn, keep_loss=True, rounds=R)  # R mini-batches averaged (eq. 14b)
             T = args.rounds_budget // R
             started = time.perf_counter()
             for t in range(1, T + 1):

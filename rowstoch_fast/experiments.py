@@ -593,13 +593,13 @@ def reproduce_mnist_mlp(out_dir, data="digits", data_dir=None, communication_rou
                     replicas = Replicas(mlp(Xtr.shape[1]), n)
                     gen = np.random.default_rng([seed, rep, R])
 
-                    draws = R if view == "rounds" else 1  # mini-batches per iteration
+                    draws = R if view == "rounds" else 1  # mini-batches per iteration (averaged: eq. 14b)
 
-                    def batch_fn(node, t, gen=gen, draws=draws):
-                        idx = parts[node][gen.integers(0, len(parts[node]), draws * batch)]  # averaged
+                    def batch_fn(node, t, gen=gen):
+                        idx = parts[node][gen.integers(0, len(parts[node]), batch)]
                         return Xtr_t[idx], ytr_t[idx]
 
-                    grad_fn = replicas.grad_fn(batch_fn)
+                    grad_fn = replicas.grad_fn(batch_fn, rounds=draws)
                     opt = PullDiagGT(A, replicas.x0(), lr=lr, rounds=R)
                     T = communication_rounds // R if view == "rounds" else communication_rounds
                     every = max(1, record_every // R) if view == "rounds" else record_every

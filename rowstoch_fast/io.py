@@ -19,7 +19,7 @@ from ._checks import check_coo_arrays, check_csr_arrays, load_npy_file, load_npz
 from .errors import UsageError
 from .mixing import MixingMatrix
 
-__all__ = ["EDGE_LIST_HELP", "load_data_file", "load_matrix"]
+__all__ = ["EDGE_LIST_HELP", "load_data_file", "load_matrix", "save_matrix"]
 
 EDGE_LIST_HELP = (
     "edge list: a text file, one edge per line, 'src dst' or 'src dst weight', 0-based integer node ids "
@@ -30,6 +30,16 @@ EDGE_LIST_HELP = (
 
 
 def _mmread(path):
+    # SciPy's Matrix Market reader (1.12+) crashes the process on a NUL byte in the body (found: SciPy 1.17.1
+    # writing float32 values with precision=17 pads them with NULs): refuse those files first
+    with open(path, "rb") as f:
+        offset = 0
+        while chunk := f.read(1 << 20):
+            if b"\0" in chunk:
+                at = offset + chunk.index(b"\0")
+                raise UsageError(f"matrix file {path!r} has a NUL byte at offset {at}: "
+                                 "not a Matrix Market text file (damaged?)")
+            offset += len(chunk)
     if "spmatrix" in inspect.signature(scipy.io.mmread).parameters:  # SciPy >= 1.12: ask for a sparse array
         return scipy.io.mmread(path, spmatrix=False)
     return scipy.io.mmread(path)
@@ -100,11 +110,56 @@ def _load_edge_list(path, normalize):
     return MixingMatrix.from_edges(n, edges, rows[:, 2], self_loops=False, normalize=normalize)
 
 
+_FORMATS = """
+    The format follows the file's extension:
+
+    ``.npz``
+        A SciPy sparse matrix as written by ``scipy.sparse.save_npz`` (CSR, CSC or COO).
+    ``.mtx``
+        Matrix Market (``scipy.io.mmwrite``).
+    ``.npy``
+        A dense ``n x n`` NumPy array (``numpy.save``).
+    anything else (``.txt``, ``.csv``, ``.edges``, ...)
+        An edge list: a text file, one edge per line, ``src dst`` or ``src dst weight``, 0-based integer node ids
+        separated by whitespace or by commas (CSV, one header line allowed); ``#`` starts a comment. ``src`` sends
+        to ``dst`` (``A[dst, src] > 0``) and ``n`` is the largest id + 1. Without weights the paper's in-degree
+        rule is used and every node gets a self loop; with weights they are the entries ``A[dst, src]``
+        themselves (self loops as listed)."""
+
+
 def load_matrix(path, normalize=False):
     """Read a mixing matrix from .npz (scipy sparse), .mtx (Matrix Market), .npy (dense) or an edge list.
 
-    Rows must sum to 1 unless ``normalize`` (then each row is divided by its sum).
+    Parameters
+    ----------
+    path : str or path-like
+        The file; its extension names the format (below).
+    normalize : bool, default False
+        Divide each row by its sum; otherwise rows must already sum to 1.
+
+    Returns
+    -------
+    MixingMatrix
+        Validated (Assumption 1 of the paper).
+
+    Raises
+    ------
+    UsageError
+        (a ValueError) naming the file and what is wrong with it.
+
+    Notes
+    -----""" + _FORMATS + """
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from rowstoch_fast import io, topology
+    >>> path = os.path.join(tempfile.mkdtemp(), "ring.txt")
+    >>> io.save_matrix(path, topology.ring(4))
+    >>> io.load_matrix(path)
+    MixingMatrix(n=4, nnz=8, dtype=float64)
     """
+    path = os.fspath(path)
     if not os.path.exists(path):
         raise UsageError(f"matrix file {path!r} does not exist")
     try:
@@ -126,6 +181,39 @@ def load_matrix(path, normalize=False):
         raise UsageError(f"cannot use matrix file {path!r}: {msg}") from None
 
 
+
+
+def save_matrix(path, A):
+    """Write a mixing matrix in the format :func:`load_matrix` reads back, chosen by the extension of ``path``.
+
+    Parameters
+    ----------
+    path : str or path-like
+        ``.npz``, ``.mtx``, ``.npy`` or an edge list (any other extension; written with weights, ``src dst
+        weight`` per line, so that :func:`load_matrix` reads the same entries back).
+    A : MixingMatrix or anything ``MixingMatrix`` accepts
+
+    Notes
+    -----""" + _FORMATS + """
+    """
+    path = os.fspath(path)
+    A = A if isinstance(A, MixingMatrix) else MixingMatrix(A)
+    csr = A.csr
+    if path.endswith(".npz"):
+        sp.save_npz(path, sp.csr_array(csr), compressed=True)
+    elif path.endswith(".mtx"):
+        # float64 values, 17 digits: read back exactly (SciPy 1.17 writes float32 values at precision 17 as
+        # garbage padded with NUL bytes)
+        scipy.io.mmwrite(path, sp.coo_array(csr, dtype=np.float64), precision=17)
+    elif path.endswith(".npy"):
+        np.save(path, A.toarray())
+    else:
+        coo = sp.coo_array(csr)
+        sep = "," if path.endswith(".csv") else " "
+        with open(path, "w") as f:
+            f.write(f"# {A!r}: src{sep}dst{sep}weight (src sends to dst, A[dst, src] = weight)\n")
+            for i, j, w in zip(coo.row.tolist(), coo.col.tolist(), coo.data.tolist()):
+                f.write(f"{j}{sep}{i}{sep}{w!r}\n")
 
 
 def load_data_file(path, objective, option="--data-file"):

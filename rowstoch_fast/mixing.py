@@ -45,8 +45,14 @@ class MixingMatrix:
 
     Parameters
     ----------
-    W : array_like, scipy.sparse matrix or MixingMatrix
-        The weights, dense or sparse, ``n x n``.
+    W : array_like, scipy.sparse matrix, networkx graph or MixingMatrix
+        The weights, dense or sparse, ``n x n``. A networkx graph (directed or
+        undirected; nodes numbered in ``G.nodes`` order, an edge ``u -> v``
+        meaning ``u`` sends to ``v``, an undirected edge both ways): with a
+        ``"weight"`` attribute on its edges, those are the entries
+        ``A[v, u]`` (self loops as listed; ``normalize=True`` rescales rows),
+        without weights the paper's in-degree rule with a self loop at every
+        node (:meth:`from_networkx` offers the other rules).
     normalize : bool, default False
         Divide each row by its sum first, turning raw non-negative weights into
         a row-stochastic matrix.
@@ -76,16 +82,28 @@ class MixingMatrix:
     without the GIL. Mixing, metrics and trackers may be used from several
     threads at once; metrics and trackers are computed once per matrix.
 
+    It behaves as the sparse matrix it is where NumPy and SciPy users expect
+    it to: ``A @ X`` mixes (:meth:`mix`; a CuPy ``X`` on its GPU, a SciPy
+    sparse ``X`` gives a sparse product), ``X @ A`` multiplies from the
+    left, and :attr:`shape`, :attr:`nnz`, ``len(A)``, :meth:`tocsr`,
+    :meth:`toarray` and ``np.asarray(A)`` are those of the matrix.
+
     Examples
     --------
     >>> import numpy as np
     >>> from rowstoch_fast import MixingMatrix
     >>> A = MixingMatrix([[0.5, 0.5, 0.0], [0.0, 0.5, 0.5], [0.5, 0.0, 0.5]])
-    >>> A.n, A.nnz
-    (3, 6)
-    >>> A.mix(np.array([1.0, 2.0, 3.0]))
+    >>> A.shape, A.nnz
+    ((3, 3), 6)
+    >>> A @ np.array([1.0, 2.0, 3.0])
     array([1.5, 2.5, 2. ])
+    >>> import networkx as nx
+    >>> MixingMatrix(nx.cycle_graph(4, create_using=nx.DiGraph))
+    MixingMatrix(n=4, nnz=8, dtype=float64)
     """
+
+    # NumPy defers ``ndarray @ A`` to :meth:`__rmatmul__` instead of turning ``A`` into an object array
+    __array_ufunc__ = None
 
     def __init__(self, W, *, normalize=False, dtype=np.float64, validate=True, stochastic="row"):
         dtype = check_dtype(dtype)
@@ -98,6 +116,8 @@ class MixingMatrix:
                                  "stochastic (build one with weights='metropolis' from an undirected graph)")
             stochastic = "row"
         source = np.dtype(np.float64)  # the precision the weights were written in (their sums' tolerance)
+        if _is_networkx(W):
+            W = _networkx_weights(W, dtype)
         if isinstance(W, MixingMatrix):
             csr = W._csr.astype(np.float64)
             source = W.dtype
@@ -305,6 +325,19 @@ class MixingMatrix:
         return self._csr.shape[0]
 
     @property
+    def shape(self):
+        """``(n, n)``."""
+        return self._csr.shape
+
+    @property
+    def ndim(self):
+        """2, as for any matrix."""
+        return 2
+
+    def __len__(self):
+        return self.n
+
+    @property
     def nnz(self):
         """Number of stored (positive) weights, self loops included."""
         return self._csr.nnz
@@ -334,6 +367,47 @@ class MixingMatrix:
     def toarray(self):
         """Dense ``n x n`` copy of ``A``."""
         return self._csr.toarray()
+
+    def tocsr(self, copy=False):
+        """The matrix as a ``scipy.sparse.csr_array``: :attr:`csr` itself (read-only), or a writeable copy with
+        ``copy=True`` (SciPy's convention: ``copy=False`` may share memory)."""
+        return self._csr.copy() if copy else self._csr
+
+    def __array__(self, dtype=None, copy=None):
+        if copy is False:
+            raise ValueError("a MixingMatrix is stored sparse: np.asarray(A) makes a dense copy (copy=False "
+                             "cannot be honoured)")
+        require_memory(self.n * self.n * np.dtype(dtype or self.dtype).itemsize,
+                       f"np.asarray(A): the dense {self.n} x {self.n} copy of a MixingMatrix", "use A.csr")
+        dense = self._csr.toarray()
+        return dense if dtype is None else dense.astype(dtype, copy=False)
+
+    def __matmul__(self, X):
+        """``A @ X``: :meth:`mix` for an array (NumPy or CuPy, ``(n,)`` or ``(n, d)``), the sparse product for a
+        SciPy sparse ``X``."""
+        if isinstance(X, MixingMatrix):
+            raise TypeError("A @ B of two MixingMatrix objects is not a mixing step: multiply their sparse "
+                            "matrices (A.csr @ B.csr), or mix twice (A @ (B @ X))")
+        if sp.issparse(X):
+            if X.shape[0] != self.n:
+                raise ValueError(f"A @ X: X has {X.shape[0]} rows but A has {self.n} nodes")
+            return self._csr @ X
+        return self.mix(X)
+
+    def __rmatmul__(self, X):
+        """``X @ A`` for an array or SciPy sparse ``X`` with ``n`` columns (a host product, not a mixing
+        step: it multiplies by the transpose of what nodes do)."""
+        if is_device_array(X):
+            raise TypeError("X @ A with a CuPy X is not supported: use (A.csr.T @ X.T).T on the host, or mix with "
+                            "A @ X")
+        if sp.issparse(X):
+            if X.shape[-1] != self.n:
+                raise ValueError(f"X @ A: X has {X.shape[-1]} columns but A has {self.n} nodes")
+            return X @ self._csr
+        arr = as_float_array(X, "X", self.dtype, ndim=(1, 2), finite=False)
+        if arr.shape[-1] != self.n:
+            raise ValueError(f"X @ A: X has {arr.shape[-1]} columns but A has {self.n} nodes")
+        return np.asarray(self._csr.T @ arr.T).T
 
     @property
     def self_loops(self):
@@ -483,6 +557,38 @@ class MixingMatrix:
 
 
 # ---------------------------------------------------------------------- validation helpers
+def _is_networkx(W):
+    """True for a networkx graph (found by its type's module, so networkx need not be installed)."""
+    return type(W).__module__.startswith("networkx.") and hasattr(W, "is_directed") and hasattr(W, "edges")
+
+
+def _networkx_weights(G, dtype):
+    """What ``MixingMatrix(G)`` stands for: the sparse matrix of ``G``'s ``"weight"`` attributes (``A[v, u]``
+    for ``u -> v``), or, for an unweighted graph, the in-degree rule with self loops."""
+    edges = list(G.edges(data="weight"))
+    weighted = [w is not None for _, _, w in edges]
+    if not any(weighted):
+        return MixingMatrix.from_networkx(G, dtype=dtype, validate=False)
+    if not all(weighted):
+        u, v, _ = edges[weighted.index(False)]
+        raise ValueError(f"W is a networkx graph whose edges are weighted, but edge ({u!r}, {v!r}) has no 'weight' "
+                         "attribute: give every edge one, or build with MixingMatrix.from_networkx(G, weights=...)")
+    index = {u: k for k, u in enumerate(G.nodes)}
+    rows, cols, vals = [], [], []
+    for u, v, w in edges:
+        try:
+            w = float(w)
+        except (TypeError, ValueError):
+            raise TypeError(f"W is a networkx graph whose edge ({u!r}, {v!r}) has weight {w!r}, not a number") \
+                from None
+        rows.append(index[v]), cols.append(index[u]), vals.append(w)
+        if not G.is_directed() and u != v:
+            rows.append(index[u]), cols.append(index[v]), vals.append(w)
+    n = len(index)
+    return sp.coo_array((np.asarray(vals, np.float64), (np.asarray(rows, np.int64), np.asarray(cols, np.int64))),
+                        shape=(n, n))
+
+
 def _compact_indices(csr):
     """int32 indices whenever they fit (as scipy does): a third less CSR traffic than int64 at d = 1."""
     if csr.nnz < 2**31 and csr.shape[0] < 2**31 and csr.indices.dtype != np.int32:

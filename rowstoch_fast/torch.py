@@ -39,7 +39,7 @@ import numpy as np
 
 from ._checks import check_int, require_memory
 
-__all__ = ["Replicas", "GradFn", "as_tensor", "from_tensor", "accuracy"]
+__all__ = ["Replicas", "GradFn", "DecentralizedOptimizer", "as_tensor", "from_tensor", "accuracy"]
 
 
 def _torch():
@@ -126,22 +126,14 @@ class GradFn:
         The per-node mini-batch losses of the last call (with ``keep_loss=True``).
     """
 
-    def __init__(self, replicas, batch_fn, stacked, keep_loss):
-        torch = _torch()
-        from torch.func import functional_call, vmap
-
+    def __init__(self, replicas, batch_fn, stacked, keep_loss, rounds=None):
         self.replicas, self.batch_fn, self.stacked, self.keep_loss = replicas, batch_fn, stacked, keep_loss
+        #: Mini-batches averaged per call as declared (None: not said, one): an optimizer that gossips R times
+        #: per iteration refuses a declared count other than 1 and R, and warns when none was declared.
+        self.rounds = None if rounds is None else check_int(rounds, "rounds", minimum=1)
         self.iteration = 0
         self.last_loss = None
-        base = replicas._base
-        # the n forward passes as one vmapped call and the n losses likewise; one backward pass of their sum
-        # gives every node's gradient (the losses share no parameters). Measured 1.6x faster here than
-        # vmap(grad(...)) of the per-node loss (bench/RESULTS.md section 10).
-        self._forward = vmap(lambda params, buffers, x: functional_call(base, (params, buffers), (x,)))
-        self._losses = vmap(replicas.loss)
-        # a faster forward for stacks of Linear layers and activations (all of them trained)
-        self._mlp = None if replicas._frozen else _mlp_plan(base, torch)
-        self._torch = torch
+        self._torch = _torch()
 
     def _batches(self, t):
         r = self.replicas
@@ -174,16 +166,15 @@ class GradFn:
                              "(n nodes x the model's parameter count)")
         if P.device != r.device or P.dtype != r.dtype:
             P = P.to(device=r.device, dtype=r.dtype)  # a copy: give the optimizer the model's dtype to avoid it
-        inputs, targets = self._batches(self.iteration)
-        try:
-            G, loss = self._gradients(P.reshape(-1, r.d), inputs, targets)  # repetitions: one flat set of replicas
-        except (RuntimeError, IndexError, ValueError) as exc:  # torch's own words, with what we handed it
-            if type(exc) not in (RuntimeError, IndexError, ValueError):  # e.g. torch.OutOfMemoryError: as it is
-                raise
-            raise type(exc)(f"the model and loss failed on batch_fn's batches (inputs {tuple(inputs.shape)} "
-                            f"{inputs.dtype}, targets {tuple(targets.shape)} {targets.dtype}, one row per "
-                            f"replica): {exc}") from exc
-        self.iteration += 1
+        G = loss = None
+        for _ in range(self.rounds or 1):  # (eq. 14b: R gossip rounds per iteration average R mini-batches)
+            inputs, targets = self._batches(self.iteration)
+            with _named_failure(inputs, targets):
+                g, l = self._gradients(P.reshape(-1, r.d), inputs, targets)  # repetitions: one flat set of replicas
+            G, loss = (g, l) if G is None else (G + g, loss + l)
+            self.iteration += 1
+        if (self.rounds or 1) > 1:
+            G, loss = G / self.rounds, loss / self.rounds
         if self.keep_loss:
             self.last_loss = loss.detach().cpu().numpy().reshape(r.params.shape[:-1])
         return from_tensor(G.view(r.params.shape), like=X)
@@ -193,22 +184,26 @@ class GradFn:
         torch, r = self._torch, self.replicas
         with torch.enable_grad():
             P = P.detach().requires_grad_(True)
-            params = r._split(P)
-            if self._mlp is not None and inputs.ndim == 3:  # (replicas, B, features): batched matrix products
-                out = inputs
-                for kind, a, b in self._mlp:
-                    out = torch.baddbmm(params[b].unsqueeze(1), out, params[a].transpose(1, 2)) \
-                        if kind == "linear" else a(out)
-            else:
-                out = self._forward(params, r.buffers, inputs)
-            if r.loss is torch.nn.functional.cross_entropy and out.ndim == 3 and targets.ndim == 2:
-                n, B = targets.shape
-                losses = torch.nn.functional.cross_entropy(out.reshape(n * B, -1), targets.reshape(-1),
-                                                           reduction="none").view(n, B).mean(1)
-            else:
-                losses = _scalar_losses(self._losses(out, targets), len(P))
+            losses = r._losses(r._outputs(P, inputs), targets)
             (G,) = torch.autograd.grad(losses.sum(), P, allow_unused=True, materialize_grads=True)
         return G, losses.detach()
+
+
+class _named_failure:
+    """Torch's own error on the batches, with what was handed to it (shapes, dtypes)."""
+
+    def __init__(self, inputs, targets):
+        self.inputs, self.targets = inputs, targets
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, exc, tb):
+        if kind in (RuntimeError, IndexError, ValueError):  # (e.g. torch.OutOfMemoryError: as it is)
+            i, t = self.inputs, self.targets
+            raise kind(f"the model and loss failed on batch_fn's batches (inputs {tuple(i.shape)} {i.dtype}, targets "
+                       f"{tuple(t.shape)} {t.dtype}, one row per replica): {exc}") from exc
+        return False
 
 
 _ELEMENTWISE = ("ReLU", "LeakyReLU", "ELU", "GELU", "SiLU", "Tanh", "Sigmoid", "Softplus", "Identity", "Dropout")
@@ -331,6 +326,85 @@ class Replicas:
         """The parameters of a flat block (``(d,)``, or ``(..., d)`` for one set per replica) by name: views."""
         return {name: P[..., o:o + size].unflatten(-1, shape) for name, o, size, shape in self._layout}
 
+    def _functions(self):
+        """The vmapped forward and loss, and the plan of the batched-product forward (built once)."""
+        fns = self.__dict__.get("_fns")
+        if fns is None:
+            torch = _torch()
+            from torch.func import functional_call, vmap
+
+            base = self._base
+            # the n forward passes as one vmapped call and the n losses likewise; one backward pass of their sum
+            # gives every node's gradient (the losses share no parameters). Measured 1.6x faster here than
+            # vmap(grad(...)) of the per-node loss (bench/RESULTS.md section 10).
+            forward = vmap(lambda params, buffers, x: functional_call(base, (params, buffers), (x,)))
+            # a faster forward for stacks of Linear layers and activations (all of them trained)
+            fns = self._fns = (forward, vmap(self.loss), None if self._frozen else _mlp_plan(base, torch))
+        return fns
+
+    def _outputs(self, P, inputs):
+        """Every replica's outputs on its own inputs: ``P`` a flat ``(replicas, d)`` block, ``inputs`` one batch
+        per replica on the leading axis."""
+        torch = _torch()
+        forward, _, mlp = self._functions()
+        params = self._split(P)
+        if mlp is not None and inputs.ndim == 3:  # (replicas, B, features): batched matrix products
+            out = inputs
+            for kind, a, b in mlp:
+                out = torch.baddbmm(params[b].unsqueeze(1), out, params[a].transpose(1, 2)) if kind == "linear" \
+                    else a(out)
+            return out
+        return forward(params, self.buffers, inputs)
+
+    def _losses(self, out, targets):
+        """One mean loss per replica: ``(replicas,)``."""
+        torch = _torch()
+        if self.loss is torch.nn.functional.cross_entropy and out.ndim == 3 and targets.ndim == 2:
+            n, B = targets.shape
+            return torch.nn.functional.cross_entropy(out.reshape(n * B, -1), targets.reshape(-1),
+                                                     reduction="none").view(n, B).mean(1)
+        return _scalar_losses(self._functions()[1](out, targets), len(out))
+
+    def forward(self, inputs):
+        """Every node's model on its own mini-batch, differentiable in :attr:`params` (train mode).
+
+        Parameters
+        ----------
+        inputs : tensor of shape ``(n, B, ...)`` (``(repeats, n, B, ...)`` with repetitions)
+            Node ``i``'s batch at ``inputs[i]``.
+
+        Returns
+        -------
+        tensor of shape ``(n, B, ...)``
+            The outputs; :meth:`losses` of them, summed, and ``.backward()`` give
+            every node's gradient in ``params.grad`` (what
+            :class:`DecentralizedOptimizer` steps with).
+        """
+        torch = _torch()
+        inputs = torch.as_tensor(inputs).to(self.device)
+        N = self.n * self.repeats
+        if self.repeats > 1 and inputs.shape[:2] == (self.repeats, self.n):
+            inputs = inputs.flatten(0, 1)
+        if inputs.ndim == 0 or inputs.shape[0] != N:
+            raise ValueError(f"inputs must hold one batch per node on its first axis ({N}), got shape "
+                             f"{tuple(inputs.shape)}")
+        return self._outputs(self.params.reshape(N, self.d), inputs)
+
+    __call__ = forward
+
+    def losses(self, outputs, targets):
+        """Each node's mean loss on its batch (:attr:`loss` of :meth:`forward`'s outputs): shape ``(n,)``. Their
+        sum is the loss to call ``.backward()`` on (the nodes share no parameters)."""
+        torch = _torch()
+        targets = torch.as_tensor(targets).to(self.device)
+        N = self.n * self.repeats
+        if self.repeats > 1 and targets.shape[:2] == (self.repeats, self.n):
+            targets = targets.flatten(0, 1)
+        if targets.ndim == 0 or targets.shape[0] != N or outputs.shape[0] != N:
+            raise ValueError(f"outputs and targets must hold one batch per node on their first axis ({N}), got "
+                             f"shapes {tuple(outputs.shape)} and {tuple(targets.shape)}")
+        return self._losses(outputs, targets)
+
     # ------------------------------------------------------------------ for the optimizers
     def x0(self, like="numpy"):
         """The initial block for an optimizer: ``self.params`` as a NumPy array on its memory (CPU) or a CuPy
@@ -341,7 +415,7 @@ class Replicas:
             return self.params
         return from_tensor(self.params)
 
-    def grad_fn(self, batch_fn, *, stacked=False, keep_loss=False):
+    def grad_fn(self, batch_fn, *, stacked=False, keep_loss=False, rounds=None):
         """A ``grad_fn`` for any optimizer of the package: every node's gradient in one vectorised call.
 
         Parameters
@@ -358,6 +432,12 @@ class Replicas:
         keep_loss : bool, default False
             Keep the per-node mini-batch losses of the last call in
             ``grad_fn.last_loss`` (one small device-to-host copy per call).
+        rounds : int, optional
+            Mini-batches averaged per call: give an optimizer that gossips
+            ``rounds = R`` times per iteration (MG-Pull-Diag-GT) the average of
+            ``R`` mini-batches (eq. 14b) with ``rounds=R``, or say ``rounds=1``
+            to step it with one (the paper's batches axis). Such an optimizer
+            refuses any other count, and warns when none is given.
 
         Returns
         -------
@@ -372,7 +452,7 @@ class Replicas:
                 raise TypeError(f"batch_fn must be callable, or one DataLoader (iterable of (inputs, targets)) per "
                                 f"node ({self.n * self.repeats}), got {type(batch_fn).__name__}")
             batch_fn = _Loaders(loaders, self.n)
-        return GradFn(self, batch_fn, stacked, keep_loss)
+        return GradFn(self, batch_fn, stacked, keep_loss, rounds)
 
     def set_params(self, X):
         """Copy an ``(n, d)`` block (an optimizer's ``gather_x()``, NumPy, CuPy or torch) into :attr:`params`."""
@@ -494,3 +574,166 @@ def accuracy(module, inputs, targets, batch_size=4096):
             correct += int((module(inputs[s:s + batch_size]).argmax(-1) == targets[s:s + batch_size]).sum())
     module.train(was)
     return correct / len(targets)
+
+
+def _optimizer_class():
+    """:class:`DecentralizedOptimizer`, a ``torch.optim.Optimizer``: made on first use (torch imported then)."""
+    torch = _torch()
+
+    class DecentralizedOptimizer(torch.optim.Optimizer):
+        """Any optimizer of the package in the ``torch.optim`` style, over the replicas of :class:`Replicas`.
+
+        ``zero_grad()``, a forward and backward pass of every node on its own
+        mini-batch, ``step()``: the iterates of the package's optimizer stepped
+        with :meth:`Replicas.grad_fn` on the same batches, bit for bit. It is a
+        ``torch.optim.Optimizer``, so torch's learning-rate schedulers drive
+        its ``lr`` (``param_groups[0]["lr"]``).
+
+        Parameters
+        ----------
+        replicas : Replicas
+            Its :attr:`~Replicas.params` become the one parameter (``requires_grad``):
+            between steps they hold the points where the next gradients are
+            needed (``opt.ask()`` of the package's optimizer).
+        method : str or optimizer class
+            A name of ``rowstoch_fast.algorithms.names()`` (``"pull-diag-gt"``,
+            ``"dsgd"``, ...) or a class of the registry.
+        A : MixingMatrix or network
+            The network (``W`` or ``C`` for the methods that need those: as
+            ``method.build`` takes it).
+        lr : float
+        batches_per_step : int, optional
+            Backward passes averaged by each :meth:`step`; default the method's
+            ``rounds`` (eq. 14b: ``R`` gossip rounds average ``R`` mini-batches).
+            ``1`` steps an MG method with one mini-batch per iteration (the
+            paper's batches axis). ``step()`` counts the backward passes since
+            ``zero_grad()`` and refuses any other number.
+        **options
+            The method's other keywords (``rounds=R``, ``tracker=``, ...).
+
+        Examples
+        --------
+        >>> import torch
+        >>> from rowstoch_fast import topology
+        >>> from rowstoch_fast.torch import DecentralizedOptimizer, Replicas
+        >>> _ = torch.manual_seed(0)
+        >>> reps = Replicas(torch.nn.Linear(4, 3).double(), n=8)
+        >>> opt = DecentralizedOptimizer(reps, "pull-diag-gt", topology.exponential(8), lr=0.05)
+        >>> data, labels = torch.randn(8, 32, 4, dtype=torch.float64), torch.randint(0, 3, (8, 32))
+        >>> for _ in range(20):
+        ...     opt.zero_grad()
+        ...     reps.losses(reps(data), labels).sum().backward()
+        ...     opt.step()
+        >>> opt.iteration
+        19
+        """
+
+        def __init__(self, replicas, method, A, lr, *, batches_per_step=None, **options):
+            from .algorithms import REGISTRY
+
+            if not isinstance(replicas, Replicas):
+                raise TypeError(f"replicas must be a rowstoch_fast.torch.Replicas, got {type(replicas).__name__}")
+            if isinstance(method, str):
+                if method not in REGISTRY:
+                    raise ValueError(f"method {method!r} is not an algorithm of the registry; one of: "
+                                     f"{', '.join(sorted(REGISTRY))}")
+                method = REGISTRY[method]
+            elif not (isinstance(method, type) and method in REGISTRY.values()):
+                raise TypeError(f"method must be an algorithm's name or class, got {method!r}")
+            if method.gradients != "batch":
+                raise TypeError(f"{method.__name__} takes a per-sample oracle, not gradients: it cannot be stepped "
+                                "by loss.backward()")
+            self.replicas = replicas
+            self.inner = method.build(A, replicas.x0(), lr, **options)
+            self.batches_per_step = self.inner.rounds if batches_per_step is None else \
+                check_int(batches_per_step, "batches_per_step", minimum=1)
+            replicas.params.requires_grad_(True)
+            self._backwards = 0
+            self._hook = replicas.params.register_hook(self._count)
+            super().__init__([replicas.params], {"lr": lr})
+            self._lr = lr
+            self._ask()
+
+        def _count(self, grad):
+            self._backwards += 1
+            return grad
+
+        def _ask(self):
+            X = self.inner.ask()
+            with torch.no_grad():
+                self.replicas.params.copy_(as_tensor(X).reshape(self.replicas.params.shape))
+
+        @property
+        def iteration(self):
+            """The package optimizer's finished iterations (methods that start from the gradients at ``x0``
+            take one more step() than iterations)."""
+            return self.inner.iteration
+
+        def zero_grad(self, set_to_none=True):
+            """Clear ``params.grad`` and the count of backward passes."""
+            super().zero_grad(set_to_none=set_to_none)
+            self._backwards = 0
+
+        @torch.no_grad()
+        def step(self, closure=None):
+            """One step with the gradients in ``replicas.params.grad`` (the ``R`` backward passes averaged).
+
+            Returns the closure's loss when a ``closure`` (re-evaluating the
+            loss and calling ``backward``) is given, as ``torch.optim`` does.
+            """
+            loss = None
+            if closure is not None:
+                with torch.enable_grad():
+                    loss = closure()
+            params = self.replicas.params
+            if params.grad is None:
+                raise RuntimeError("step() found no gradient in replicas.params.grad: call loss.backward() between "
+                                   "zero_grad() and step() (the loss of replicas(inputs))")
+            B = self.batches_per_step
+            if self._backwards and self._backwards != B:  # (a grad written by hand: taken as the average)
+                why = f" ({type(self.inner).__name__} gossips rounds={B} times per iteration: eq. 14b)" \
+                    if B == self.inner.rounds > 1 else ""
+                raise ValueError(f"a step averages batches_per_step={B} mini-batch{'es' if B > 1 else ''}{why}: "
+                                 f"call backward() on {B} between zero_grad() and step(), got {self._backwards}")
+            G = params.grad / self._backwards if self._backwards > 1 else params.grad
+            self.inner.tell(from_tensor(G, like=self.inner.ask()))
+            lr = self.param_groups[0]["lr"]
+            if lr != self._lr and self.inner._ask_session is None:  # (a scheduler's new rate: from the next point on)
+                self.inner.lr = lr
+                self._lr = lr
+            self._ask()
+            self._backwards = 0
+            return loss
+
+        def state_dict(self):
+            """The package optimizer's :meth:`state_dict` (the step waiting for gradients is started again on
+            load) and the torch optimizer's own entries."""
+            self.inner.cancel()
+            try:
+                return {"rowstoch": self.inner.state_dict(), "param_groups": super().state_dict()["param_groups"]}
+            finally:
+                self._ask()
+
+        def load_state_dict(self, state):
+            """Continue from :meth:`state_dict`: the same iterates as if never stopped."""
+            if not (isinstance(state, dict) and "rowstoch" in state):
+                raise ValueError("state must be what DecentralizedOptimizer.state_dict() returned (a dict with "
+                                 "'rowstoch')")
+            self.inner.cancel()
+            matrices = {k: getattr(self.inner, k) for k in type(self.inner).matrices}
+            self.inner = type(self.inner).from_state_dict(state["rowstoch"], **matrices)
+            self.param_groups[0]["lr"] = self._lr = self.inner.lr
+            self._ask()
+
+        def __repr__(self):
+            return f"DecentralizedOptimizer({self.inner!r})"
+
+    DecentralizedOptimizer.__module__ = __name__
+    return DecentralizedOptimizer
+
+
+def __getattr__(name):
+    if name == "DecentralizedOptimizer":  # (a torch.optim.Optimizer: torch imported only when asked for)
+        cls = globals()["DecentralizedOptimizer"] = _optimizer_class()
+        return cls
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

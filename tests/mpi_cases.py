@@ -66,7 +66,10 @@ def case_algorithms(out):
                 opt = cls.build(for_algorithm(cls, A), x0, 0.01, rounds=2 if cls.multi_round else 1, backend="mpi",
                                 partition=owner)
                 grad = feed(cls, lambda X, nodes=opt.local_nodes: f.full_gradient(X, nodes), nodes=opt.local_nodes)
-                for _ in range(30):
+                if pname == "single" and cls.gradients == "batch":  # (the other partition: by ask/tell)
+                    while opt.iteration < 30:
+                        opt.tell(grad(opt.ask()))
+                for _ in range(30 - opt.iteration):
                     opt.step(grad)
                 x = opt.gather_x()
                 state = opt.state_dict()

@@ -435,7 +435,7 @@ def _fake_cupy():
         diagonal=np.diagonal, maximum=np.maximum, where=lambda *a: dev(np.where(*a)), add=np.add,
         arange=lambda *a, **k: dev(np.arange(*a, **k)), take=np.take,
         cuda=types.SimpleNamespace(Stream=_FakeGraphs.Stream,
-                                   Device=lambda *a: types.SimpleNamespace(synchronize=lambda: None,
+                                   Device=lambda *a: types.SimpleNamespace(synchronize=lambda: None, use=lambda: None,
                                                                            attributes={"L2CacheSize": 50 * 2**20,
                                                                                        "MultiProcessorCount": 132}),
                                    runtime=types.SimpleNamespace(getDevice=lambda: 0,

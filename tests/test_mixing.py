@@ -149,3 +149,71 @@ def test_mix_errors(rng):
         A.mix_power(np.ones(4), 1.5)
     with pytest.raises(TypeError, match="numeric"):
         A.mix(np.array(["a"] * 4))
+
+
+# ---------------------------------------------------------------------------- NumPy / SciPy / networkx habits
+def test_matmul_shape_len_and_conversions_are_the_matrix(rng):
+    A = random_primitive(9, 0.3, rng)
+    X, v = rng.standard_normal((9, 4)), rng.standard_normal(9)
+    np.testing.assert_array_equal(A @ X, A.csr @ X)
+    np.testing.assert_array_equal(A @ v, A.csr @ v)
+    np.testing.assert_allclose(X.T @ A, X.T @ A.toarray(), rtol=1e-14)
+    np.testing.assert_allclose(v @ A, v @ A.toarray(), rtol=1e-14)
+    S = sp.random_array((9, 5), density=0.4, random_state=1, format="csr")
+    assert sp.issparse(A @ S) and np.allclose((A @ S).toarray(), A.toarray() @ S.toarray())
+    assert A.shape == (9, 9) and len(A) == 9 and A.ndim == 2 and A.nnz == A.csr.nnz
+    np.testing.assert_array_equal(np.asarray(A), A.toarray())
+    assert A.tocsr() is A.csr
+    copy = A.tocsr(copy=True)
+    copy.data[0] = 7.0  # a writeable copy: A is unchanged
+    assert A.csr.data[0] != 7.0
+    with pytest.raises(ValueError, match="X has 4 rows but A has 9 nodes"):
+        A @ np.ones((4, 2))
+    with pytest.raises(ValueError, match="X has 4 columns but A has 9 nodes"):
+        np.ones((2, 4)) @ A
+    with pytest.raises(TypeError, match="two MixingMatrix"):
+        A @ A
+
+
+def test_networkx_graphs_of_four_kinds_are_accepted_directly():
+    directed = nx.DiGraph([(0, 1), (1, 2), (2, 0), (2, 1)])
+    assert MixingMatrix(directed).toarray().tolist() == MixingMatrix.from_networkx(directed).toarray().tolist()
+    undirected = nx.path_graph(4)
+    np.testing.assert_array_equal(MixingMatrix(undirected).toarray(), MixingMatrix.from_networkx(undirected).toarray())
+    weighted = nx.DiGraph()
+    weighted.add_weighted_edges_from([(0, 0, 0.25), (1, 0, 0.75), (0, 1, 0.5), (1, 1, 0.5)])
+    np.testing.assert_array_equal(MixingMatrix(weighted).toarray(), [[0.25, 0.75], [0.5, 0.5]])  # A[v, u] for u -> v
+    raw = nx.Graph()
+    raw.add_weighted_edges_from([(0, 0, 1.0), (0, 1, 3.0), (1, 1, 1.0), (1, 2, 1.0), (2, 2, 2.0)])
+    got = MixingMatrix(raw, normalize=True).toarray()
+    np.testing.assert_allclose(got, [[0.25, 0.75, 0], [0.6, 0.2, 0.2], [0, 1 / 3, 2 / 3]])
+    with pytest.raises(ValueError, match="rows must sum to 1|row-stochastic"):
+        MixingMatrix(raw)  # raw weights: normalize=True says to rescale them
+    half = nx.DiGraph()
+    half.add_edge(0, 1, weight=1.0)
+    half.add_edge(1, 0)
+    with pytest.raises(ValueError, match=r"edge \(1, 0\) has no 'weight' attribute"):
+        MixingMatrix(half)
+    labelled = nx.relabel_nodes(nx.cycle_graph(3, create_using=nx.DiGraph), {0: "a", 1: "b", 2: "c"})
+    assert MixingMatrix(labelled).n == 3
+
+
+@pytest.mark.parametrize("ext", ["npz", "mtx", "npy", "txt", "csv", "edges"])
+def test_save_matrix_and_load_matrix_round_trip_exactly(ext, tmp_path, rng):
+    from rowstoch_fast import io
+
+    for A in (random_primitive(7, 0.4, rng), topology.ring(5).astype(np.float32)):
+        path = tmp_path / f"A.{ext}"
+        io.save_matrix(path, A)
+        np.testing.assert_array_equal(io.load_matrix(path).toarray(), A.toarray().astype(np.float64))
+
+
+def test_a_matrix_market_file_with_nul_bytes_is_refused_not_a_crash(tmp_path):
+    """SciPy's reader crashes the process on these (what SciPy 1.17 itself writes for float32 at precision 17)."""
+    from rowstoch_fast import io
+    from rowstoch_fast.errors import UsageError
+
+    path = tmp_path / "A.mtx"
+    path.write_bytes(b"%%MatrixMarket matrix coordinate real general\n%\n2 2 2\n1 1 5.0000\0\0\0\n2 2 5.0\0\0\n")
+    with pytest.raises(UsageError, match="NUL byte at offset"):
+        io.load_matrix(str(path))

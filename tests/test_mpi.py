@@ -73,7 +73,8 @@ def rel(a, b):
 
 @pytest.mark.parametrize("ranks", [2, 4])
 def test_every_algorithm_equals_single_process(ranks, tmp_path):
-    """Each algorithm of the registry under MPI (two partitions) against the same algorithm in one process."""
+    """Each algorithm of the registry under MPI (two partitions, the second stepped by ask/tell) against the same
+    algorithm in one process."""
     from rowstoch_fast.algorithms import REGISTRY
 
     got = mpirun("algorithms", ranks, tmp_path)

@@ -301,17 +301,17 @@ def test_the_mlp_fast_path_equals_the_vmap_path():
     torch.manual_seed(3)
     model = torch.nn.Sequential(torch.nn.Linear(5, 7), torch.nn.Tanh(), torch.nn.Linear(7, 6), torch.nn.GELU(),
                                 torch.nn.Linear(6, 3)).double()
-    reps = Replicas(model, n=4)
+    reps, vmapped = Replicas(model, n=4), Replicas(model, n=4)
+    vmapped._fns = vmapped._functions()[:2] + (None,)  # (no plan: the vmap path)
     data, labels = torch.randn(4, 9, 5, dtype=torch.float64), torch.randint(0, 3, (4, 9))
     fast = reps.grad_fn(lambda t: (data, labels), stacked=True, keep_loss=True)
-    slow = reps.grad_fn(lambda t: (data, labels), stacked=True, keep_loss=True)
-    slow._mlp = None
-    assert fast._mlp is not None
+    slow = vmapped.grad_fn(lambda t: (data, labels), stacked=True, keep_loss=True)
+    assert reps._functions()[2] is not None
     P = reps.x0() + np.random.default_rng(0).normal(size=reps.params.shape) * 0.2
     np.testing.assert_allclose(fast(P), slow(P), rtol=1e-12, atol=1e-15)
     np.testing.assert_allclose(fast.last_loss, slow.last_loss, rtol=1e-13)
     bn = torch.nn.Sequential(torch.nn.Linear(5, 4), torch.nn.BatchNorm1d(4))
-    assert Replicas(bn, 2).grad_fn(lambda i, t: None)._mlp is None
+    assert Replicas(bn, 2)._functions()[2] is None
     mse = Replicas(model, 4, loss=lambda out, y: ((out - y) ** 2).mean())
     G = mse.grad_fn(lambda t: (data, torch.zeros(4, 9, 3, dtype=torch.float64)), stacked=True)(P)
     assert G.shape == P.shape and np.isfinite(G).all()
@@ -400,10 +400,10 @@ def _device_and_cpu_runs(model, A, on_device, x0, device_batch, batch, steps):
     same stacked batch every step: ``(device optimizer, CPU optimizer)`` after ``steps`` steps."""
     gpu = PullDiagGT(A, x0, lr=0.05, rounds=2)
     assert gpu.backend == "cupy"
-    g = on_device.grad_fn(lambda t: device_batch, stacked=True)
+    g = on_device.grad_fn(lambda t: device_batch, stacked=True, rounds=1)
     on_cpu = Replicas(model, on_device.n)
     cpu = PullDiagGT(A, on_cpu.x0(), lr=0.05, rounds=2)
-    gc = on_cpu.grad_fn(lambda t: batch, stacked=True)
+    gc = on_cpu.grad_fn(lambda t: batch, stacked=True, rounds=1)
     for _ in range(steps):
         gpu.step(g)
         cpu.step(gc)
@@ -501,3 +501,103 @@ def test_a_model_on_the_meta_device_or_on_two_devices_is_refused():
         meta = torch.nn.Linear(3, 2)
     with pytest.raises(ValueError, match="the model is on the 'meta' device"):
         Replicas(meta, n=2)
+
+
+# ---------------------------------------------------------------------------- the torch.optim style, R mini-batches
+def _digits_mlp(n=8, batch=12, steps=40, seed=0):
+    pytest.importorskip("sklearn")
+    from rowstoch_fast.datasets import load_digits
+
+    X, y = load_digits()
+    gen = np.random.default_rng(seed)
+    idx = gen.integers(0, len(y), (steps, n, batch))
+    batches = [(torch.as_tensor(X[i]), torch.as_tensor(y[i])) for i in idx]
+    torch.manual_seed(seed)
+    model = torch.nn.Sequential(torch.nn.Linear(64, 16), torch.nn.ReLU(), torch.nn.Linear(16, 10)).double()
+    return model, batches
+
+
+@pytest.mark.parametrize("name,R", [("pull-diag-gt", 1), ("pull-diag-gt", 3), ("dsgd", 1), ("push-pull", 1)])
+def test_the_torch_style_optimizer_trains_the_digits_mlp_to_the_iterates_of_step(name, R):
+    from rowstoch_fast.torch import DecentralizedOptimizer
+
+    model, batches = _digits_mlp()
+    A = topology.exponential(8)
+    stepped_reps, reps = Replicas(model, n=8), Replicas(model, n=8)
+    options = {"rounds": R} if R > 1 else {}
+    stepped = REGISTRY[name].build(A, stepped_reps.x0(), 0.1, **options)
+    grad_fn = stepped_reps.grad_fn(lambda t: batches[t], stacked=True, rounds=R)
+    opt = DecentralizedOptimizer(reps, name, A, lr=0.1, **options)
+    assert isinstance(opt, torch.optim.Optimizer)
+    for _ in range(8):
+        stepped.step(grad_fn)
+    used = 0
+    while opt.iteration < 8:
+        opt.zero_grad()
+        for _ in range(R):
+            inputs, targets = batches[used]
+            used += 1
+            reps.losses(reps(inputs), targets).sum().backward()
+        opt.step()
+    assert used == grad_fn.iteration  # the same batches, in the same order
+    np.testing.assert_array_equal(opt.inner.x, stepped.x)
+
+
+def test_the_torch_style_optimizer_resumes_follows_schedulers_and_refuses_misuse():
+    from rowstoch_fast.torch import DecentralizedOptimizer
+
+    model, batches = _digits_mlp()
+    A = topology.exponential(8)
+
+    def train(opt, reps, ts):
+        for t in ts:
+            opt.zero_grad()
+            reps.losses(reps(batches[t][0]), batches[t][1]).sum().backward()
+            opt.step()
+
+    reps = Replicas(model, n=8)
+    opt = DecentralizedOptimizer(reps, "pull-diag-gt", A, lr=0.1)
+    train(opt, reps, range(5))
+    state = opt.state_dict()
+    train(opt, reps, range(5, 10))
+    again_reps = Replicas(model, n=8)
+    again = DecentralizedOptimizer(again_reps, "pull-diag-gt", A, lr=0.5)
+    again.load_state_dict(state)
+    assert again.param_groups[0]["lr"] == 0.1
+    train(again, again_reps, range(5, 10))
+    np.testing.assert_array_equal(again.inner.x, opt.inner.x)
+    torch.testing.assert_close(again_reps.params, reps.params, rtol=0, atol=0)
+    scheduler = torch.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5)
+    train(opt, reps, [10])
+    scheduler.step()
+    train(opt, reps, [11])
+    assert opt.inner.lr == 0.05
+    opt.zero_grad()
+    with pytest.raises(RuntimeError, match=r"no gradient in replicas.params.grad: call loss.backward\(\)"):
+        opt.step()
+    mg = DecentralizedOptimizer(Replicas(model, n=8), "pull-diag-gt", A, lr=0.1, rounds=3)
+    mg.zero_grad()
+    mg.replicas.losses(mg.replicas(batches[0][0]), batches[0][1]).sum().backward()
+    with pytest.raises(ValueError, match=r"batches_per_step=3 mini-batches \(PullDiagGT gossips rounds=3.*got 1"):
+        mg.step()
+    with pytest.raises(ValueError, match="not an algorithm of the registry"):
+        DecentralizedOptimizer(reps, "adam", A, lr=0.1)
+
+
+def test_an_mg_optimizer_checks_how_many_mini_batches_grad_fn_averages():
+    model, batches = _digits_mlp()
+    A = topology.exponential(8)
+    reps = Replicas(model, n=8)
+    P = reps.x0()
+    averaged = reps.grad_fn(lambda t: batches[t], stacked=True, rounds=3)(P)
+    one = reps.grad_fn(lambda t: batches[t], stacked=True)
+    np.testing.assert_allclose(averaged, (one(P) + one(P) + one(P)) / 3, rtol=1e-13, atol=1e-15)
+    mg = PullDiagGT(A, reps.x0(), lr=0.1, rounds=3)
+    with pytest.warns(UserWarning, match=r"grad_fn computes one: build it with rounds=3"):
+        mg.step(reps.grad_fn(lambda t: batches[t], stacked=True))
+    with pytest.raises(ValueError, match=r"grad_fn averages rounds=2 mini-batches per call, but PullDiagGT gossips "
+                                         r"rounds=3"):
+        mg.step(reps.grad_fn(lambda t: batches[t], stacked=True, rounds=2))
+    mg.step(reps.grad_fn(lambda t: batches[t], stacked=True, rounds=1))  # one, said so: the paper's batches axis
+    with pytest.raises(ValueError, match="rounds=3 mini-batches per call, but PullDiagGT gossips rounds=1"):
+        PullDiagGT(A, reps.x0(), lr=0.1).step(reps.grad_fn(lambda t: batches[t], stacked=True, rounds=3))

@@ -20,12 +20,15 @@ and :mod:`._registry` (the registry and every list derived from it).
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from .. import backends
 from .._checks import check_step_size, fmt_bytes, nodes_first, require_memory
 from ..mixing import ROW_SUM_RTOL, ROW_SUM_RTOL_FLOAT32, MixingMatrix
 from ..network import Network, as_undirected, base_matrix, source_matrices, source_of, weights_of
+from ._asktell import AskTell
 from ._deferred import FailureHandling
 from ._guards import _Fixed, _StepSize, derived, exclusive
 from ._persistence import KINDS, Persistence, matrix_from_state
@@ -152,10 +155,10 @@ def _dtype_of(x0):
     return np.dtype(np.float32) if getattr(x0, "dtype", None) == np.float32 else np.dtype(np.float64)
 
 
-class Optimizer(FailureHandling, Persistence):
+class Optimizer(AskTell, FailureHandling, Persistence):
     """Base class of the decentralized optimizers (see the module docstring for how to write one).
 
-    Every optimizer has the same interface: ``step(grad_fn)``, ``x`` (the model
+    Every optimizer has the same interface: ``step(grad_fn)`` or ``ask()`` / ``tell(G)``, ``x`` (the model
     each node uses), ``iteration``, ``communication_rounds``, ``traffic()``,
     ``state_dict()`` / ``from_state_dict()``, replica batching with ``x0`` of
     shape ``(reps, n, d)``, ``backend="auto"|"cpu"|"cupy"|"mpi"``,
@@ -429,8 +432,14 @@ class Optimizer(FailureHandling, Persistence):
     @property
     def x(self):
         """The model each node uses, shape of ``x0`` (this rank's rows under MPI; a read-only view, valid
-        until the next step)."""
+        until the next step). Settable (copied in, checked for shape and finiteness) before the first step,
+        and at any time for methods whose only state is ``x`` (DGD, DSGD, Pull-Diag-GD)."""
         return self._state_view(self.model)
+
+    @x.setter
+    @exclusive
+    def x(self, X):
+        self._set_x(X)
 
     def _state_view(self, name):
         """A user-shaped view of the state block ``name``, once every deferred check has been read."""
@@ -583,6 +592,8 @@ class Optimizer(FailureHandling, Persistence):
         RuntimeError
             If another thread is stepping this optimizer at the same time.
         """
+        if not self._initialized or self.rounds > 1:
+            self._check_samples(grad_fn)
         if not self._initialized:
             self.initialize(grad_fn)
         t = self.iteration
@@ -597,6 +608,25 @@ class Optimizer(FailureHandling, Persistence):
 
     def _advance(self, grad_fn, cur, nxt, t):
         raise NotImplementedError
+
+    def _check_samples(self, grad_fn):
+        """A ``grad_fn`` that says how many mini-batches it averages per call (``grad_fn.rounds``, as
+        :meth:`rowstoch_fast.torch.Replicas.grad_fn` does): 1 or this optimizer's ``rounds`` (eq. 14b); a warning
+        (once) where an MG optimizer gets one that says nothing."""
+        if not hasattr(grad_fn, "rounds"):
+            return
+        declared = grad_fn.rounds
+        if declared is None:
+            if self.rounds > 1 and not self.__dict__.get("_warned_samples"):
+                self._warned_samples = True
+                warnings.warn(f"{type(self).__name__} gossips rounds={self.rounds} times per iteration, and eq. 14b "
+                              f"averages {self.rounds} mini-batches per gradient, but grad_fn computes one: build it "
+                              f"with rounds={self.rounds} (Replicas.grad_fn(..., rounds={self.rounds})) to average "
+                              "them, or rounds=1 to say one is meant", UserWarning, stacklevel=4)
+        elif declared not in (1, self.rounds):
+            raise ValueError(f"grad_fn averages rounds={declared} mini-batches per call, but {type(self).__name__} "
+                             f"gossips rounds={self.rounds} times per iteration: eq. 14b averages {self.rounds} (or "
+                             f"say rounds=1 for one): build grad_fn with rounds={self.rounds}")
 
     # ------------------------------------------------------------------ gathering
     def _gather_user(self, buf, copy=True):

@@ -1,0 +1,173 @@
+"""Ask/tell and a settable ``x``: the iterates of ``step`` bit for bit, on every algorithm and backend, and the
+misuses refused with a sentence."""
+
+import numpy as np
+import pytest
+
+from rowstoch_fast import DGD, DivergenceError, PullDiagGT, topology
+from rowstoch_fast.algorithms import REGISTRY
+from rowstoch_fast.network import Delayed, Lossy
+from conftest import for_algorithm
+
+BATCH = sorted(name for name, cls in REGISTRY.items() if cls.gradients == "batch")
+
+
+def _problem(n=10, d=3, seed=0):
+    rng = np.random.default_rng(seed)
+    Q, b = rng.uniform(0.5, 2.0, (n, d)), rng.standard_normal((n, d))
+    return (lambda X: Q * X - b), rng.standard_normal((n, d))
+
+
+def _stepped_and_told(cls, A, x0, grad, steps, **kw):
+    """The same optimizer run by ``step`` and by ``ask``/``tell`` until both are at iteration ``steps``."""
+    stepped, told = cls.build(A, x0, 0.02, **kw), cls.build(A, x0, 0.02, **kw)
+    for _ in range(steps):
+        stepped.step(grad)
+    asks = 0
+    while told.iteration < steps:
+        X = told.ask()
+        assert not X.flags.writeable
+        told.tell(grad(X))
+        asks += 1
+    return stepped, told, asks
+
+
+@pytest.mark.parametrize("name", BATCH)
+def test_ask_tell_equals_step_bit_for_bit(name):
+    cls = REGISTRY[name]
+    grad, x0 = _problem()
+    rounds = {"rounds": 2} if cls.multi_round else {}
+    for A in (for_algorithm(cls, topology.erdos_renyi(10, 0.4, seed=1)),
+              Delayed(Lossy(topology.erdos_renyi(10, 0.4, seed=1), 0.2, seed=3), 2, seed=4)):
+        if not cls.applies_to(A):
+            continue
+        stepped, told, asks = _stepped_and_told(cls, A, x0, grad, 15, **rounds)
+        np.testing.assert_array_equal(told.x, stepped.x)
+        assert told.state_dict().keys() == stepped.state_dict().keys()
+        for key, value in stepped.state_dict().items():
+            np.testing.assert_array_equal(told.state_dict()[key], value, err_msg=key)
+        assert 15 <= asks <= 16  # (a first gradient at x0 where the method starts from one)
+
+
+def test_ask_tell_equals_step_on_the_cupy_backend_glue(monkeypatch):
+    """The GPU backend's Python with NumPy standing in for CuPy (tests/test_algorithms.py's host kernels)."""
+    from rowstoch_fast.backends import cupy as backend
+    from test_algorithms import _host_kernels
+
+    fake = _host_kernels(monkeypatch, backend)
+    grad, x0 = _problem()
+    for name in ("pull-diag-gt", "push-pull", "dsgd"):
+        cls = REGISTRY[name]
+        A = topology.erdos_renyi(10, 0.4, seed=1)
+        stepped = cls.build(A, fake.asarray(x0), 0.02)
+        told = cls.build(A, fake.asarray(x0), 0.02)
+        assert told.backend == "cupy"
+        for _ in range(12):
+            stepped.step(grad)
+        while told.iteration < 12:
+            told.tell(grad(told.ask()))
+        np.testing.assert_array_equal(told.gather_x(), stepped.gather_x())
+
+
+def test_asking_twice_returns_the_same_points_and_tell_needs_an_ask():
+    grad, x0 = _problem()
+    opt = PullDiagGT(topology.exponential(10), x0, lr=0.05)
+    with pytest.raises(RuntimeError, match=r"tell\(G\) without a pending ask\(\)"):
+        opt.tell(x0)
+    X = opt.ask()
+    assert opt.ask() is X
+    np.testing.assert_array_equal(X, x0)  # the first gradients: at x0
+    with pytest.raises(ValueError, match=r"G has shape \(3,\), expected \(10, 3\)"):
+        opt.tell(np.zeros(3))
+    with pytest.raises(TypeError, match="got None"):
+        opt.tell(None)
+    opt.tell(grad(X))  # the step goes on after the refused ones
+    for call in (lambda: opt.step(grad), opt.state_dict, lambda: setattr(opt, "lr", 0.1)):
+        with pytest.raises(RuntimeError, match=r"waiting for tell\(G\): finish it with opt.tell\(G\) first"):
+            call()
+    opt.tell(grad(opt.ask()))
+    assert opt.iteration == 1
+    opt.step(grad)  # step and ask/tell mix
+    assert opt.iteration == 2
+
+
+def test_a_failing_step_raises_from_tell_and_keeps_the_state():
+    grad, x0 = _problem()
+    opt = PullDiagGT(topology.exponential(10), x0, lr=0.05)
+    for _ in range(4):
+        opt.step(grad)
+    before = opt.x.copy()
+    X = opt.ask()
+    with pytest.raises(DivergenceError, match="non-finite gradient at iteration 5"):
+        opt.tell(X * np.nan)
+    assert opt.iteration == 4
+    np.testing.assert_array_equal(opt.x, before)
+    opt.tell(grad(opt.ask()))  # and it goes on
+    assert opt.iteration == 5
+
+
+def test_an_interrupted_tell_leaves_the_step_to_the_next_ask():
+    """Ctrl-C while tell waits for the step: the step goes on, and the next ask reads where it got to."""
+    grad, x0 = _problem()
+    opt = DGD(topology.exponential(10), x0, lr=0.05)
+    ref = DGD(topology.exponential(10), x0, lr=0.05).step(grad).step(grad).step(grad)
+    opt.tell(grad(opt.ask()))
+    X = opt.ask()
+    session = opt._ask_session
+    waits = session.next
+
+    def interrupted():  # the caller's wait for the step's message, hit by a Ctrl-C
+        session.next = waits
+        raise KeyboardInterrupt
+
+    session.next = interrupted
+    with pytest.raises(KeyboardInterrupt):
+        opt.tell(grad(X))
+    opt.tell(grad(opt.ask()))  # the next ask reads that the step finished, and asks for the next
+    assert opt.iteration == 3
+    np.testing.assert_array_equal(opt.x, ref.x)
+
+
+def test_a_per_sample_method_refuses_ask():
+    cls = next((c for c in REGISTRY.values() if c.gradients != "batch"), None)
+    if cls is None:
+        pytest.skip("no per-sample method registered")
+    opt = cls.build(topology.exponential(6), np.zeros((6, 2)), 0.1)
+    with pytest.raises(TypeError, match="per-sample oracle"):
+        opt.ask()
+
+
+@pytest.mark.parametrize("name", sorted(REGISTRY))
+def test_setting_x_before_the_first_step_is_building_from_it(name):
+    from conftest import feed
+
+    cls = REGISTRY[name]
+    grad, x1 = _problem(seed=2)
+    A = for_algorithm(cls, topology.erdos_renyi(10, 0.4, seed=1))
+    built = cls.build(A, x1, 0.02)
+    moved = cls.build(A, np.zeros_like(x1), 0.02)
+    moved.x = x1
+    for _ in range(6):
+        built.step(feed(cls, grad))
+        moved.step(feed(cls, grad))
+    np.testing.assert_array_equal(moved.x, built.x)
+    if tuple(cls.state) != (cls.model,):
+        with pytest.raises(RuntimeError, match="can be set before the first step only"):
+            moved.x = x1
+    else:  # (DGD, DSGD, ...: x is the whole state, settable at any time)
+        moved.x = x1
+        np.testing.assert_array_equal(moved.x, x1)
+
+
+def test_setting_x_is_checked():
+    _, x0 = _problem()
+    opt = PullDiagGT(topology.exponential(10), x0, lr=0.05)
+    with pytest.raises(ValueError, match=r"x must have shape \(10, 3\).*got \(10, 2\)"):
+        opt.x = np.zeros((10, 2))
+    bad = x0.copy()
+    bad[3, 1] = np.inf
+    with pytest.raises(ValueError, match="x must be finite"):
+        opt.x = bad
+    np.testing.assert_array_equal(opt.x, x0)  # untouched by the refused ones
+    with pytest.raises(TypeError, match="real numeric"):
+        opt.x = np.full((10, 3), "a")
