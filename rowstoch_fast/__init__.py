@@ -6,6 +6,7 @@ Pull-Diag protocol, Pull-Diag-GT and MG-Pull-Diag-GT of
 Row-Stochastic Networks" (ICML 2025).
 """
 
+import logging as _logging
 import pkgutil as _pkgutil
 
 from . import _core, algorithms, objectives, topology
@@ -15,6 +16,10 @@ from .mixing import MixingMatrix
 from .protocol import ConsensusResult, a_protocol, pull_diag
 from ._version import __version__
 from .runner import Algorithm, History, run
+
+#: The package's logger ("rowstoch_fast"): silent unless configured (``logging.basicConfig(level="INFO")``, or the
+#: command line's ``-v``); warnings go through :mod:`warnings`.
+_logging.getLogger(__name__).addHandler(_logging.NullHandler())
 
 # every registered algorithm under its class name (rf.PullDiagGT, rf.DSGD, ...): the registry's, not a list here
 globals().update({_name: getattr(algorithms, _name) for _name in algorithms.CLASSES})
@@ -33,6 +38,8 @@ __all__ = [
     "objectives",
     "topology",
     "build_info",
+    "set_num_threads",
+    "get_num_threads",
     "get_include",
     "get_cmake_dir",
     "__version__",
@@ -55,6 +62,34 @@ def __getattr__(name):
 
 def __dir__():
     return sorted(set(globals()) | set(_LAZY))
+
+
+def set_num_threads(n):
+    """Use ``n`` threads in the compiled kernels (OpenMP) from now on; returns the previous number.
+
+    The default is ``OMP_NUM_THREADS`` or all cores. On a busy machine fewer
+    threads can be faster (bench/RESULTS.md); MPI ranks share a node's cores
+    by default.
+
+    Examples
+    --------
+    >>> import rowstoch_fast as rf
+    >>> before = rf.set_num_threads(1)
+    >>> rf.get_num_threads()
+    1
+    >>> _ = rf.set_num_threads(before)
+    """
+    from ._checks import check_int
+
+    n = check_int(n, "n", minimum=1, maximum=4096)
+    previous = _core.get_num_threads()
+    _core.set_num_threads(n)
+    return previous
+
+
+def get_num_threads():
+    """The number of threads the compiled kernels use (:func:`set_num_threads`)."""
+    return _core.get_num_threads()
 
 
 def build_info():

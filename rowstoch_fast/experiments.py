@@ -14,6 +14,7 @@ import warnings
 import numpy as np
 
 from . import topology
+from ._progress import bar as progress_bar
 from .algorithms import labels
 from .errors import DivergenceError
 from .metrics import metrics_table
@@ -575,11 +576,7 @@ def reproduce_mnist_mlp(out_dir, data="digits", data_dir=None, communication_rou
     log(f"{'graph':<18}{'R':>4}{'train loss':>12}{'test accuracy':>15}")
     views = ("batches", "rounds") if axis == "both" else (axis,)
     total = len(names) * len(rounds) * repeats * len(views)
-    bar = None
-    if progress:
-        from .runner import _progress
-
-        bar = _progress(True, total, 0, "mnist-mlp")
+    bar = progress_bar(progress, total, 0, "mnist-mlp")
     interrupted, error = False, None
     try:
         for view, name in [(view, name) for view in views for name in names]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import math
 import os
 import time
@@ -12,12 +13,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import backends
+from . import _core, backends
 from ._checks import MAX_KEY, check_int, check_step_size, check_tracker, load_npz_file
+from ._progress import bar as progress_bar
 from .algorithms import REGISTRY
 from .errors import DivergenceError
 from .mixing import MixingMatrix
 from .objectives import Objective, Oracle
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["Algorithm", "History", "algorithm_options", "run", "config_mismatch", "record_metrics", "record_schedule", "build_replicas"]
 
@@ -577,8 +581,9 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
         Seed of the stochastic gradient streams.
     x0 : array_like, optional
         Start, shape (d,) or (n, d); defaults to ``objective.x0()``.
-    progress : bool, default True
-        Show a tqdm progress bar.
+    progress : bool or "always", default True
+        A tqdm progress bar where someone watches it (stderr a terminal, or a
+        notebook); ``"always"`` shows it anywhere, False never.
     checkpoint : str, optional
         Path of an ``.npz`` checkpoint, written atomically every
         ``checkpoint_every`` iterations, on Ctrl-C and at the end.
@@ -679,7 +684,7 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
                 **(config or {})}
     meta["config"] = json.loads(json.dumps(identity, default=_json_default))  # as a checkpoint will hold it
     # the bar covers the set-up too (the optimizer's tracker and the first record can take a while at large n)
-    bar = _progress(progress, iterations, 0, meta["algorithm"] + " (set-up)")
+    bar = progress_bar(progress, iterations, 0, meta["algorithm"] + " (set-up)")
     setup_start = time.perf_counter()
     if resume is not None:
         opt, data, rows = _load_checkpoint(resume, algorithm, meta["config"])  # under MPI every rank reads it
@@ -704,6 +709,10 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
     else:
         opt.initialize(oracle)
     meta["setup_seconds"] = time.perf_counter() - setup_start  # optimizer, tracker, first gradients, GPU kernels
+    logger.info("%s (lr %g) on the %s backend, %d nodes, %d repetitions, %d threads: set up in %.2f s, %s at "
+                "iteration %d", meta["algorithm"], algorithm.lr if np.ndim(algorithm.lr) == 0 else float("nan"),
+                opt.backend, opt.n, repeats, _core.get_num_threads(), meta["setup_seconds"],
+                "resumed" if resume is not None else "starting", opt.iteration)
     t0 = time.perf_counter() - wall_offset
     if resume is None or (opt.iteration in due and not any(row[0] == opt.iteration for row in rows)):
         # (a resumed run whose record of this iteration was cut short by the interruption takes it now: its
@@ -749,6 +758,9 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
         raise failed
     meta["completed_iterations"] = opt.iteration
     meta["traffic"] = opt.traffic()
+    logger.info("%s: %s at iteration %d after %.2f s (%d records)", meta["algorithm"],
+                "interrupted" if interrupted else "diverged" if diverged is not None else "done", opt.iteration,
+                time.perf_counter() - t0, len(rows))
     rows = opt.share(rows)  # under MPI rank 0 recorded: every rank returns the same history
     if diverged is not None:
         # the optimizer keeps its last finite state but the oracle has drawn past it: the last periodic
@@ -811,12 +823,3 @@ def _warn_if_growing(rows, lr):
             return message
     return None
 
-
-def _progress(enabled, total, initial, desc):
-    if not enabled:
-        return None
-    try:
-        from tqdm.auto import tqdm
-    except ImportError:  # pragma: no cover - tqdm is a dependency, but stay usable without it
-        return None
-    return tqdm(total=total, initial=initial, desc=desc, unit="it", leave=False)

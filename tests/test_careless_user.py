@@ -482,8 +482,8 @@ def test_seeds_numpy_takes_still_work():
 
 def test_an_error_during_the_set_up_gets_a_line_of_its_own(tmp_path):
     """The set-up line (``rowstoch: set-up: the network ... ...``, no newline) is cleared before the error: it
-    was printed after it on the same line."""
-    rc, _, err = rowstoch("run", "--matrix", tmp_path / "missing.npz", "--out", tmp_path)
+    was printed after it on the same line (``--progress``: without a terminal there is none)."""
+    rc, _, err = rowstoch("run", "--matrix", tmp_path / "missing.npz", "--out", tmp_path, "--progress")
     assert "set-up: the network" in err
     assert_one_line_error(rc, err, "missing.npz", "does not exist")
 

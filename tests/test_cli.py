@@ -112,3 +112,57 @@ def test_cli_run_in_float32_follows_float64(tmp_path, objective):
     # less below (the iterates themselves agree to 1e-5: test_algorithms.py::test_float32_end_to_end...)
     above = a["grad_norm"] > 1e-2
     assert above.sum() >= 2 and np.allclose(b["grad_norm"][above], a["grad_norm"][above], rtol=1e-4)
+
+
+# ---------------------------------------------------------------------------- quiet by default
+def test_progress_bars_only_where_someone_watches(tmp_path, capsys, monkeypatch):
+    """No terminal (a log file, a pipe): no bar in the output; --progress forces one; -q drops the narration and
+    keeps the results; -v adds the library's log."""
+    from rowstoch_fast import _progress, cli
+
+    base = ["run", "--n", "8", "--iterations", "30", "--total", "1600"]
+    assert cli.main(base + ["--out", str(tmp_path / "a")]) == 0
+    plain = capsys.readouterr()
+    assert "it/s" not in plain.err and "\r" not in plain.err and "wrote" in plain.out
+    assert cli.main(base + ["--out", str(tmp_path / "b"), "--progress"]) == 0
+    assert "pull-diag-gt" in capsys.readouterr().err  # the bar's description, on stderr
+    assert cli.main(base + ["--out", str(tmp_path / "c"), "-q"]) == 0
+    quiet = capsys.readouterr()
+    assert "wrote" not in quiet.out and "grad norm" in quiet.out and quiet.err == ""
+    assert cli.main(base + ["--out", str(tmp_path / "d"), "-v"]) == 0
+    assert "rowstoch: INFO: pull-diag-gt (lr" in capsys.readouterr().err
+    import logging
+
+    assert not [h for h in logging.getLogger("rowstoch_fast").handlers if not isinstance(h, logging.NullHandler)]
+    assert _progress.bar(True, 10) is None  # (pytest's stderr is no terminal)
+    monkeypatch.setattr(_progress, "watched", lambda: True)
+    shown = _progress.bar(True, 10)
+    assert shown is not None
+    shown.close()
+    with pytest.raises(SystemExit):
+        cli.main(["metrics", "-q", "-v"])  # one or the other
+    assert "not allowed with argument" in capsys.readouterr().err
+
+
+def test_every_command_takes_quiet_verbose_and_progress():
+    from rowstoch_fast.cli import make_parser
+
+    parser = make_parser()
+    commands = parser._subparsers._group_actions[0].choices
+    for name, sub in commands.items():
+        flags = {s for action in sub._actions for s in action.option_strings}
+        assert {"-q", "--quiet", "-v", "--verbose", "--progress", "--no-progress"} <= flags, name
+
+
+def test_set_num_threads_is_public_and_checked():
+    import rowstoch_fast as rf
+
+    before = rf.set_num_threads(1)
+    try:
+        assert rf.get_num_threads() == 1
+    finally:
+        rf.set_num_threads(before)
+    with pytest.raises(ValueError, match="n must be >= 1"):
+        rf.set_num_threads(0)
+    with pytest.raises(TypeError):
+        rf.set_num_threads(1.5)

@@ -15,6 +15,7 @@ Backends never import an algorithm; algorithms never import a backend by name (t
 from __future__ import annotations
 
 import importlib
+import logging
 
 from .. import _device
 from .base import DEFERRED, is_device_array
@@ -66,6 +67,9 @@ def create(backend, x0=None, **options):
     (``comm`` and ``partition`` for ``"mpi"``; a backend refuses options it does not know)."""
     name = resolve_backend(backend, x0)
     module, cls = _MODULES[name]
+    if backend != name:
+        logging.getLogger("rowstoch_fast").debug("backend=%r: the %s backend (for x0 of type %s)", backend, name,
+                                                 type(x0).__name__)
     return getattr(importlib.import_module(module), cls)(**options)
 
 

@@ -15,7 +15,7 @@ from ..errors import UsageError
 from ..io import load_matrix  # noqa: F401 (the command line's readers, as before the split)
 from ..topology import by_name as build_topology  # noqa: F401
 from ..network import options as network_options
-from ._common import _as_options, _error
+from ._common import _as_options, _error, configure_logging
 from .parser import make_parser
 
 __all__ = ["main", "make_parser"]
@@ -60,8 +60,12 @@ def main(argv=None):
     args = parser.parse_args(argv)
     # the options written out (abbreviations are off, so each appears as itself)
     args.given = {str(token).split("=", 1)[0] for token in argv if str(token).startswith("--")}
+    undo_logging = configure_logging(args)
     with _Terminated() as terminated:  # every command: SIGTERM (a job scheduler's) ends it as Ctrl-C does
-        code = _call(args, terminated)
+        try:
+            code = _call(args, terminated)
+        finally:
+            undo_logging()
         if code == 130 and terminated.received:  # (a command that saved what finished returns 130)
             code = 143
             _error("terminated (SIGTERM)")

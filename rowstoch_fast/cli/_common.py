@@ -67,6 +67,44 @@ def _check_objective_size(args, n):
         raise UsageError(f"--batch {args.batch} exceeds the {args.total // n} samples per node (--total / n)")
 
 
+def progress_option(args):
+    """What the library's ``progress=`` gets: False (``-q``, ``--no-progress``), ``"always"`` (``--progress``) or
+    True (bars where someone watches: a terminal or a notebook, never inside a log file's tables)."""
+    if getattr(args, "quiet", False) or getattr(args, "no_progress", False):
+        return False
+    return "always" if getattr(args, "progress", False) else True
+
+
+def narrator(args, root=True):
+    """``say(*lines)``: the command's narration (what it is doing, what it wrote), silent with ``-q`` and on the MPI
+    ranks other than the root. Results, warnings and errors are printed whatever ``-q`` says."""
+    if getattr(args, "quiet", False) or not root:
+        return lambda *a, **k: None
+    return print
+
+
+def configure_logging(args):
+    """The ``rowstoch_fast`` logger on stderr: WARNING, INFO with ``-v``, DEBUG with ``-vv``, ERROR with ``-q``.
+    Returns a function that undoes it (a command run from Python leaves the logger as it found it)."""
+    import logging
+
+    logger = logging.getLogger("rowstoch_fast")
+    verbose = getattr(args, "verbose", 0) or 0
+    level = logging.ERROR if getattr(args, "quiet", False) else (logging.DEBUG if verbose > 1 else logging.INFO
+                                                                   if verbose else logging.WARNING)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("rowstoch: %(levelname)s: %(message)s"))
+    previous = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(level)
+
+    def undo():
+        logger.removeHandler(handler)
+        logger.setLevel(previous)
+
+    return undo
+
+
 def _stage(enabled):
     """``stage(text)`` shows what the set-up is doing on stderr at once (the run's own bar follows);
     ``stage(None)`` clears the line."""

@@ -12,7 +12,8 @@ from ..errors import UsageError
 from ..network import options as network_options
 from ..topology import NAMES as TOPOLOGIES, PAPER_NAMES as PAPER_GRAPHS
 from ._common import (_as_options, _check_objective_args, _check_objective_size, _check_out_folder, _error,
-                      _list_option, _matrix_from_args, _objective_from_args, _problem_rules, _refuse_unread, _settings)
+                      _list_option, _matrix_from_args, _objective_from_args, _problem_rules, _refuse_unread, _settings,
+                      narrator, progress_option)
 
 
 def _parse_lr(text, labels):
@@ -73,7 +74,8 @@ def cmd_compare(args):
         except ImportError:
             raise UsageError("--backend mpi needs mpi4py: pip install 'rowstoch_fast[mpi]'") from None
         root = MPI.COMM_WORLD.Get_rank() == 0
-    say = print if root else (lambda *a, **k: None)
+    say = narrator(args, root)  # what it is doing (quiet with -q)
+    show = print if root else (lambda *a, **k: None)  # its results
     file_algorithms = _read_experiment_file(args)
     if args.algorithms is not None and not args.algorithms.replace(",", "").strip():
         raise UsageError("--algorithms is empty; name at least one algorithm ('rowstoch algorithms' lists them)")
@@ -90,7 +92,7 @@ def cmd_compare(args):
     jobs = _jobs(args)
     if root:
         _check_out_folder(args.out)
-    progress = _progress_wanted(args)
+    progress = progress_option(args)
     topologies = args.topology if isinstance(args.topology, list) else [args.topology]
     for name in ([] if args.matrix else topologies):
         if name not in TOPOLOGIES + PAPER_GRAPHS:
@@ -198,7 +200,7 @@ def cmd_compare(args):
             if len(frame):
                 frame = labelled(frame)
                 frames.append(frame)
-                say(cmp.format_summary(_one_section(cmp.summary(frame))), flush=True)
+                show(cmp.format_summary(_one_section(cmp.summary(frame))), flush=True)
             if frame.attrs.get("interrupted"):
                 interrupted = True
                 break
@@ -210,7 +212,7 @@ def cmd_compare(args):
         titles = [_figure_title(args, g, ns, A.n) for _, (g, _, ns, A, *_) in zip(frames, problems)]
         written = cmp.write_outputs(frames, args.out, metrics, x_axis[0], formats, caption=_caption(args, problems),
                                     titles=titles)
-        print(f"wrote {', '.join(os.path.join(args.out, n) for n in written)}"
+        say(f"wrote {', '.join(os.path.join(args.out, n) for n in written)}"
               + (" (interrupted: what finished; --resume continues it)" if interrupted else ""))
         return 130 if interrupted else 0
     finally:
@@ -227,16 +229,6 @@ def _one_section(table):
 
 def _slug(text):
     return re.sub(r"[^A-Za-z0-9._+-]+", "_", text)
-
-
-def _progress_wanted(args):
-    """Progress bars only where someone watches: on a terminal (``--progress`` forces them, ``--no-progress``
-    drops them); a log file gets none inside its tables."""
-    if getattr(args, "no_progress", False):
-        return False
-    if getattr(args, "progress", False):
-        return True
-    return sys.stderr.isatty()
 
 
 def _previous_of(args, gname, sname=None):

@@ -10,7 +10,8 @@ from ..algorithms import labels, method_of, REGISTRY
 from ..io import load_matrix
 from ..metrics import metrics_memory, metrics_table
 from ..topology import by_name as build_topology, NAMES as TOPOLOGIES, PAPER_NAMES as PAPER_GRAPHS
-from ._common import _is_square, _matrix_rules, _refuse_unread, _topology_n, _writable_folder, TOPOLOGY_HELP
+from ._common import (_is_square, _matrix_rules, _refuse_unread, _topology_n, _writable_folder, narrator,
+                      progress_option, TOPOLOGY_HELP)
 
 
 def cmd_metrics(args):
@@ -61,6 +62,7 @@ def cmd_demo(args):
     from ..experiments import demo
 
     out = _writable_folder(args.out, "--out")
-    print(f"rowstoch demo: writing its figure and table to {out}/ (choose with --out)")
-    demo(args.out, progress=not args.no_progress)
+    say = narrator(args)
+    say(f"rowstoch demo: writing its figure and table to {out}/ (choose with --out)")
+    demo(args.out, progress=progress_option(args))
     return 0

@@ -26,6 +26,22 @@ class _Formatter(argparse.RawDescriptionHelpFormatter):
         return text + " (default: %(default)s)"
 
 
+def _output_options():
+    """``-q`` / ``-v`` and the progress bars, on every command (a parent parser)."""
+    parent = argparse.ArgumentParser(add_help=False)
+    out = parent.add_argument_group("messages")
+    talk = out.add_mutually_exclusive_group()
+    talk.add_argument("-q", "--quiet", action="store_true",
+                      help="results, warnings and errors only: no progress bars, no narration")
+    talk.add_argument("-v", "--verbose", action="count", default=0,
+                      help="also the library's log (the rowstoch_fast logger at INFO; -vv: DEBUG)")
+    bars = out.add_mutually_exclusive_group()
+    bars.add_argument("--progress", action="store_true", help="progress bars even without a terminal")
+    bars.add_argument("--no-progress", action="store_true",
+                      help="no progress bars (without a terminal there are none anyway)")
+    return parent
+
+
 def _network_options(parser):
     net = parser.add_argument_group("network")
     net.add_argument("--topology", default="exponential", help="network; 'rowstoch topologies' lists them")
@@ -101,14 +117,16 @@ def make_parser():
                "2 bad arguments or input, 3 diverged, 130 interrupted.")
     p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    d = sub.add_parser("demo", formatter_class=_Formatter, help="run the main job on the embedded default",
+    common = [_output_options()]
+    d = sub.add_parser("demo", parents=common, formatter_class=_Formatter,
+                       help="run the main job on the embedded default",
                        description="Metrics of the paper's 16-node graphs, then Pull-Diag-GT vs MG-Pull-Diag-GT "
                                    "(R = 1, 5, 10) on them; writes multi_gossip.png and multi_gossip.csv.")
     d.add_argument("--out", default="rowstoch-demo", help="output folder")
-    d.add_argument("--no-progress", action="store_true", help="no progress bars")
     d.set_defaults(func=cmd_demo)
 
-    r = sub.add_parser("run", formatter_class=_Formatter, help="run one algorithm on an objective over a network",
+    r = sub.add_parser("run", parents=common, formatter_class=_Formatter,
+                       help="run one algorithm on an objective over a network",
                        description="One algorithm on one objective over one network; writes history.csv, "
                                    "history.json and grad_norm.png into --out.")
     _network_options(r)
@@ -136,10 +154,9 @@ def make_parser():
     rn.add_argument("--resume", help="continue from this checkpoint (same options; only --iterations, --lr and "
                                      "--record-every may change)")
     rn.add_argument("--out", default="results", help="output folder")
-    rn.add_argument("--no-progress", action="store_true", help="no progress bar")
     r.set_defaults(func=cmd_run)
 
-    c = sub.add_parser("compare", formatter_class=_Formatter,
+    c = sub.add_parser("compare", parents=common, formatter_class=_Formatter,
                        help="compare algorithms on one problem with the same communication budget",
                        description="Several algorithms on the same problem, seeds and budget of communication "
                                    "rounds, each at its own learning rate (given, or tuned); writes compare.csv "
@@ -190,13 +207,10 @@ def make_parser():
                      help="output folder; one that holds results is refused unless --resume or --overwrite")
     crn.add_argument("--overwrite", action="store_true",
                      help="replace the results of an earlier comparison in --out")
-    bars = crn.add_mutually_exclusive_group()
-    bars.add_argument("--progress", action="store_true", help="progress bars even without a terminal")
-    bars.add_argument("--no-progress", action="store_true",
-                      help="no progress bars (without a terminal there are none anyway)")
     c.set_defaults(func=cmd_compare)
 
-    rp = sub.add_parser("reproduce", formatter_class=_Formatter, help="reproduce a figure of the paper")
+    rp = sub.add_parser("reproduce", parents=common, formatter_class=_Formatter,
+                        help="reproduce a figure of the paper")
     rp.add_argument("figure", choices=["pull-diag", "linear-speedup", "multi-gossip", "mnist-mlp", "robustness",
                                        "communication"],
                     help="pull-diag: Figure 1; linear-speedup: Figure 2; multi-gossip: Figure 3's synthetic analogue; "
@@ -217,10 +231,9 @@ def make_parser():
                     help="mnist-mlp: the budget (--iterations) and the figure's axis in batches, the paper's (every "
                          "method the same batches, MG gossiping R rounds per batch), or in communication rounds "
                          "(MG: R rounds and R mini-batches per iteration, T / R iterations), or both side by side")
-    rp.add_argument("--no-progress", action="store_true", help="no progress bars")
     rp.set_defaults(func=cmd_reproduce)
 
-    m = sub.add_parser("metrics", formatter_class=_Formatter,
+    m = sub.add_parser("metrics", parents=common, formatter_class=_Formatter,
                        help="network metrics (beta, kappa, recommended R) of a topology or matrix file",
                        description="beta (1 - beta is the generalized spectral gap), kappa (equilibrium skewness), "
                                    "Theorem 3's number of gossip rounds R, and whether every node has a self loop.",
@@ -234,8 +247,8 @@ def make_parser():
                    help="divide each row of --matrix by its sum (otherwise rows must sum to 1)")
     m.set_defaults(func=cmd_metrics)
 
-    t = sub.add_parser("topologies", help="list the networks --topology accepts")
+    t = sub.add_parser("topologies", parents=common, help="list the networks --topology accepts")
     t.set_defaults(func=cmd_topologies)
-    a = sub.add_parser("algorithms", help="list the algorithms (--algorithm, --algorithms)")
+    a = sub.add_parser("algorithms", parents=common, help="list the algorithms (--algorithm, --algorithms)")
     a.set_defaults(func=cmd_algorithms)
     return p

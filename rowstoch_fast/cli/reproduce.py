@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from ..errors import UsageError
-from ._common import _writable_folder
+from ._common import _writable_folder, progress_option
 
 
 #: The options each figure of ``rowstoch reproduce`` reads.
@@ -27,17 +27,18 @@ def cmd_reproduce(args):
     if args.data_dir and args.data != "mnist":
         raise UsageError("--data-dir is read with --data mnist only (digits need no files)")
     _writable_folder(args.out, "--out")
+    progress = progress_option(args)
     if args.figure == "pull-diag":
         experiments.reproduce_pull_diag(args.out)
     elif args.figure == "linear-speedup":
         experiments.reproduce_linear_speedup(args.out, iterations=args.iterations or 4000, repeats=args.repeats or 20,
-                                             progress=not args.no_progress)
+                                             progress=progress)
     elif args.figure == "robustness":
         experiments.reproduce_robustness(args.out, rounds_budget=args.iterations or 1000, repeats=args.repeats or 10,
-                                         progress=not args.no_progress)
+                                         progress=progress)
     elif args.figure == "communication":
         experiments.reproduce_communication(args.out, rounds_budget=args.iterations or 1000,
-                                            repeats=args.repeats or 3, progress=not args.no_progress)
+                                            repeats=args.repeats or 3, progress=progress)
     elif args.figure == "mnist-mlp":
         import importlib.util
 
@@ -48,10 +49,10 @@ def cmd_reproduce(args):
         try:
             experiments.reproduce_mnist_mlp(args.out, data=args.data, data_dir=args.data_dir,
                                             communication_rounds=args.iterations or 2000, repeats=args.repeats or 3,
-                                            alpha=args.alpha, progress=not args.no_progress, axis=args.axis)
+                                            alpha=args.alpha, progress=progress, axis=args.axis)
         except (FileNotFoundError, ValueError) as exc:
             raise UsageError(str(exc)) from exc
     else:
         experiments.reproduce_multi_gossip(args.out, communication_rounds=args.iterations or 2000,
-                                           repeats=args.repeats or 5, progress=not args.no_progress)
+                                           repeats=args.repeats or 5, progress=progress)
     return 0

@@ -15,7 +15,7 @@ from ..network import options as network_options
 from ..topology import NAMES as TOPOLOGIES, PAPER_NAMES as PAPER_GRAPHS
 from ._common import (_algorithm_names, _check_objective_args, _check_objective_size, _error, _matrix_from_args,
                       _objective_from_args, _one_setting, _problem_rules, _refuse_unread, _stage, _topology_n,
-                      _writable_file, _writable_folder, default_lr)
+                      _writable_file, _writable_folder, default_lr, narrator, progress_option)
 
 
 def _check_run_args(args):
@@ -101,7 +101,9 @@ def cmd_run(args):
         _writable_folder(args.out, "--out")
         if args.checkpoint:
             _writable_file(args.checkpoint, "--checkpoint")
-    stage = _stage(root and not args.no_progress)
+    progress = progress_option(args)
+    say = narrator(args, root)
+    stage = _stage(root and (progress == "always" or (progress and sys.stderr.isatty())))
     stage(f"set-up: the network ({args.matrix or args.topology})")
     A = _matrix_from_args(args)
     if args.dtype == "float32":
@@ -132,7 +134,7 @@ def cmd_run(args):
         warnings.simplefilter("always", RuntimeWarning)
         try:
             h = run(algo, f, args.iterations, record_every=args.record_every, repeats=args.repeats, seed=args.seed,
-                    progress=not args.no_progress, checkpoint=args.checkpoint, resume=args.resume,
+                    progress=progress, checkpoint=args.checkpoint, resume=args.resume,
                     config=_run_config(args))
         except DivergenceError as exc:
             diverged, h = exc, getattr(exc, "history", None)
@@ -168,7 +170,7 @@ def cmd_run(args):
         for c in h.meta["communication"]:
             print(f"  rank {c['rank']}: {c['nodes']} nodes, {c['messages'] / max(1, h.meta['completed_iterations']):.1f} "
                   f"messages and {c['bytes_sent'] / max(1, h.meta['completed_iterations']):.0f} bytes sent per iteration")
-    print(f"  wrote {paths}")
+    say(f"  wrote {paths}")
     if write_error is not None:
         return 2
     return 130 if h.interrupted else 0

@@ -141,8 +141,9 @@ def compare(A, objective, algorithms=None, rounds_budget=2000, *, lr=None, tune=
         ``R`` of the ``mg-`` methods (default: Theorem 3's recommendation).
     points : int
         Records per evaluation run (evenly spaced, and the last).
-    progress : bool
-        Progress bars (one over the algorithms, one per run).
+    progress : bool or "always"
+        Progress bars (one over the algorithms, one per run) where someone
+        watches them (a terminal, a notebook); ``"always"`` anywhere.
     log : callable, optional
         Receives a line per chosen learning rate and per finished algorithm.
     jobs : int, default 1

@@ -9,6 +9,7 @@ what there is. An error in one method's run goes out with the methods that finis
 
 from __future__ import annotations
 
+from .._progress import bar as progress_bar
 from .method import Outcome, run_method
 from .processes import default_jobs, execute_in_processes, sigterm_as_interrupt
 
@@ -54,10 +55,4 @@ def execute(plan, *, jobs=1, progress=False, log=None, on_outcome=None):
 
 
 def _bar(enabled, total):
-    if not enabled:
-        return None
-    try:
-        from tqdm.auto import tqdm
-    except ImportError:  # pragma: no cover
-        return None
-    return tqdm(total=total, unit="algorithm", leave=False)
+    return progress_bar(enabled, total, unit="algorithm")

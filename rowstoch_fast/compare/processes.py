@@ -18,6 +18,8 @@ import signal
 import threading
 import time
 
+from .._progress import bar as progress_bar
+
 __all__ = ["execute_in_processes", "default_jobs", "sigterm_as_interrupt"]
 
 #: Seconds the workers get to report after an interruption before they are terminated.
@@ -121,14 +123,7 @@ def execute_in_processes(plan, jobs, *, progress=False, log=None, on_outcome=Non
     workers = [ctx.Process(target=_worker, args=(payload, threads, tasks, results, stop), daemon=True)
                for _ in range(jobs)]
     done, interrupted, error = {}, False, None
-    bar = None
-    if progress:
-        try:
-            from tqdm.auto import tqdm
-
-            bar = tqdm(total=len(plan.methods), unit="algorithm", leave=False)
-        except ImportError:  # pragma: no cover
-            bar = None
+    bar = progress_bar(progress, len(plan.methods), unit="algorithm")
 
     def handle(kind, index, value):
         nonlocal interrupted, error
