@@ -68,8 +68,8 @@ def create(backend, x0=None, **options):
     name = resolve_backend(backend, x0)
     module, cls = _MODULES[name]
     if backend != name:
-        logging.getLogger("rowstoch_fast").debug("backend=%r: the %s backend (for x0 of type %s)", backend, name,
-                                                 type(x0).__name__)
+        logging.getLogger(__name__).debug("backend=%r: the %s backend (for x0 of type %s)", backend, name,
+                                          type(x0).__name__)
     return getattr(importlib.import_module(module), cls)(**options)
 
 
