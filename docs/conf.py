@@ -2,8 +2,9 @@
 
 Build: ``pip install ".[docs]" && sphinx-build -W -n -b html docs docs/_build/html`` (CI does, warnings as
 errors, then checks every link inside the site with ``.ci/check_links.py``). Two pages are generated at build
-time from the code: the algorithm list (from the registry) and the benchmarks' current numbers (from
-``bench/RESULTS.md``); the gallery runs ``examples/gallery/plot_*.py`` on small sizes.
+time from the code (``docs/_generate.py``): the algorithm list (from the registry), the API reference (every
+public name of every public module), the table of an experiment file's keys (from the schema) and the benchmarks'
+current numbers (from ``bench/RESULTS.md``); the gallery runs ``examples/gallery/plot_*.py`` on small sizes.
 """
 
 import os
@@ -48,39 +49,11 @@ sphinx_gallery_conf = {
 }
 
 
-def _algorithm_list():
-    """docs/guide/_algorithm_list.md: every algorithm of the registry, its matrices and fixed point, then its class
-    (the docstring: equations, parameters, citation)."""
-    from rowstoch_fast.algorithms import REGISTRY, names
-
-    lines = ["| name | class | mixes with | with a constant step and exact gradients |", "|---|---|---|---|"]
-    for name in names():
-        cls = REGISTRY[name]
-        mats = ", ".join(f"`{m}` ({ {'A': 'row', 'C': 'column', 'W': 'doubly'}[m] }-stochastic)"
-                         for m in cls.matrices) or "none (exact averaging)"
-        goal = "the minimiser" if cls.exact else (cls.bias + " minimiser" if cls.bias else "an O(lr) neighbourhood")
-        lines.append(f"| `{name}` | [`{cls.__name__}`](#{cls.__name__.lower()}) | {mats} | {goal} |")
-    lines.append("")
-    for name in names():
-        cls = REGISTRY[name]
-        lines += [f"## {cls.__name__}", "", "```{eval-rst}", f".. autoclass:: rowstoch_fast.{cls.__name__}", "```", ""]
-    return "\n".join(lines)
-
-
-def _current_numbers():
-    """docs/guide/_current_numbers.md: the "Current numbers" table of bench/RESULTS.md, as it stands."""
-    with open(os.path.join(ROOT, "bench", "RESULTS.md")) as f:
-        text = f.read()
-    section = re.search(r"## Current numbers\n(.*?)\n## ", text, re.S).group(1)
-    return section.strip() + "\n"
-
-
 def _generate(app):
-    for name, text in (("_algorithm_list.md", _algorithm_list()), ("_current_numbers.md", _current_numbers())):
-        path = os.path.join(HERE, "guide", name)
-        if not os.path.exists(path) or open(path).read() != text:
-            with open(path, "w") as f:
-                f.write(text)
+    sys.path.insert(0, HERE)
+    import _generate as generated  # (docs/_generate.py: the pages made from the code)
+
+    generated.write()
 
 
 def setup(app):

@@ -20,3 +20,88 @@ def test_module_doctests(name):
     module = importlib.import_module(name)
     result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS)
     assert result.failed == 0, f"{result.failed} doctest(s) failed in {name}"
+
+
+# ---------------------------------------------------------------------------- the generated API reference
+def _docs_generator():
+    import importlib.util
+    import os
+
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs", "_generate.py")
+    spec = importlib.util.spec_from_file_location("_docs_generate", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_api_reference_documents_every_public_name_once():
+    """Every name of every public module's __all__ is documented once (a directive) or points to where it is."""
+    import importlib
+    import re
+
+    gen = _docs_generator()
+    text, algorithms = gen.api_reference(), gen.algorithm_list()
+    directives = re.findall(r"^\.\. auto(?:class|function|data):: (\S+)$", text + "\n" + algorithms, re.M)
+    assert len(directives) == len(set(directives))  # (Sphinx refuses a name documented twice)
+    anchors = gen.api_anchors()
+    for module_name in gen.public_modules():
+        module = importlib.import_module(module_name)
+        for name in getattr(module, "__all__", ()):
+            try:
+                if isinstance(getattr(module, name), type(module)):
+                    continue
+            except ImportError:  # (the torch optimizer without PyTorch)
+                continue
+            assert anchors[f"{module_name}.{name}"] in directives, f"{module_name}.{name}"
+    assert "rowstoch_fast.algorithms.Optimizer" in directives and "rowstoch_fast.io.save_matrix" in directives
+
+
+def test_the_site_check_fails_on_a_missing_name(tmp_path):
+    import importlib.util
+    import os
+
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), ".ci", "check_api.py")
+    spec = importlib.util.spec_from_file_location("_check_api", path)
+    check = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(check)
+    homes = sorted(set(_docs_generator().api_anchors().values()))
+    page = tmp_path / "api.html"
+    page.write_text("".join(f'<dt id="{h}"></dt>' for h in homes))
+    assert check.main(str(tmp_path)) == 0
+    page.write_text("".join(f'<dt id="{h}"></dt>' for h in homes if h != "rowstoch_fast.io.load_matrix"))
+    assert check.main(str(tmp_path)) == 1
+
+
+def test_every_experiment_file_key_is_in_the_generated_table():
+    from rowstoch_fast import config
+
+    table = _docs_generator().toml_keys()
+    for tname, keys in config.schema().items():
+        for key in keys:
+            assert f"| `[{tname}]` | `{key}` |" in table, (tname, key)
+
+
+def _recipe_blocks():
+    import os
+    import re
+
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs", "guide", "recipes.md")
+    with open(path) as f:
+        return re.findall(r"```python\n(.*?)```", f.read(), re.S)
+
+
+@pytest.mark.parametrize("k", range(10))
+def test_the_recipes_run_as_written(k, tmp_path, monkeypatch):
+    """docs/guide/recipes.md: ten tasks, each block run as it is written."""
+    import rowstoch_fast as rf
+
+    blocks = _recipe_blocks()
+    assert len(blocks) == 10
+    if "import torch" in blocks[k]:
+        pytest.importorskip("torch")
+    monkeypatch.chdir(tmp_path)
+    threads = rf.get_num_threads()
+    try:
+        exec(compile(blocks[k], f"recipes.md block {k + 1}", "exec"), {"__name__": "__recipe__"})
+    finally:
+        rf.set_num_threads(threads)

@@ -1,0 +1,187 @@
+"""The pages of the documentation site generated from the code at build time (docs/conf.py writes them):
+
+* ``guide/_algorithm_list.md``: every algorithm of the registry, its matrices and fixed point, then its class;
+* ``guide/_current_numbers.md``: the "Current numbers" table of bench/RESULTS.md;
+* ``guide/_api_reference.md``: every public name of every public module (its ``__all__``), each documented once
+  and its other spellings pointing there (:func:`api_anchors` says where each is: CI checks the built site);
+* ``guide/_toml_keys.md``: every key of an experiment file, from :func:`rowstoch_fast.config.schema` and the
+  command line's help.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import os
+import pkgutil
+import re
+import types
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+
+def public_modules():
+    """``rowstoch_fast`` and its public submodules (no leading underscore), sorted."""
+    import rowstoch_fast
+
+    return ["rowstoch_fast"] + sorted(f"rowstoch_fast.{m.name}" for m in pkgutil.iter_modules(rowstoch_fast.__path__)
+                                      if not m.name.startswith("_"))
+
+
+def algorithm_list():
+    """guide/_algorithm_list.md: every algorithm of the registry, its matrices and fixed point, then its class
+    (the docstring: equations, parameters, citation)."""
+    from rowstoch_fast.algorithms import REGISTRY, names
+
+    lines = ["| name | class | mixes with | with a constant step and exact gradients |", "|---|---|---|---|"]
+    for name in names():
+        cls = REGISTRY[name]
+        mats = ", ".join(f"`{m}` ({ {'A': 'row', 'C': 'column', 'W': 'doubly'}[m] }-stochastic)"
+                         for m in cls.matrices) or "none (exact averaging)"
+        goal = "the minimiser" if cls.exact else (cls.bias + " minimiser" if cls.bias else "an O(lr) neighbourhood")
+        lines.append(f"| `{name}` | [`{cls.__name__}`](#{cls.__name__.lower()}) | {mats} | {goal} |")
+    lines.append("")
+    for name in names():
+        cls = REGISTRY[name]
+        lines += [f"## {cls.__name__}", "", "```{eval-rst}", f".. autoclass:: rowstoch_fast.{cls.__name__}", "```", ""]
+    return "\n".join(lines)
+
+
+def current_numbers():
+    """guide/_current_numbers.md: the "Current numbers" table of bench/RESULTS.md, as it stands."""
+    with open(os.path.join(ROOT, "bench", "RESULTS.md")) as f:
+        text = f.read()
+    section = re.search(r"## Current numbers\n(.*?)\n## ", text, re.S).group(1)
+    return section.strip() + "\n"
+
+
+def _public(module_name):
+    """``[(name, object)]`` of a module's ``__all__`` (its public names), modules left out (documented as such)."""
+    module = importlib.import_module(module_name)
+    out = []
+    for name in getattr(module, "__all__", ()):
+        try:
+            obj = getattr(module, name)
+        except ImportError:  # (rowstoch_fast.torch's optimizer class, made on first use, needs PyTorch)
+            continue
+        if not isinstance(obj, types.ModuleType):
+            out.append((name, obj))
+    return out
+
+
+def _directive(full, obj):
+    if inspect.isclass(obj):
+        own = all(base.__module__.startswith("rowstoch_fast") or base is object for base in obj.__mro__[1:])
+        return [f".. autoclass:: {full}", "   :members:"] + (["   :inherited-members:"] if own else [])
+    if callable(obj):
+        return [f".. autofunction:: {full}"]
+    return [f".. autodata:: {full}", "   :no-value:"]
+
+
+def elsewhere():
+    """The names documented on other pages: the registry's classes (the algorithms page, with their equations)."""
+    from rowstoch_fast.algorithms import REGISTRY
+
+    return {f"rowstoch_fast.{cls.__name__}": cls for cls in REGISTRY.values()}
+
+
+def api_anchors():
+    """``{public name: the name it is documented under}`` for every name of every public module's ``__all__``
+    (the first spelling met is documented; the registry's classes are on the algorithms page)."""
+    home = {id(cls): full for full, cls in elsewhere().items()}
+    anchors = {}
+    for module_name in public_modules():
+        for name, obj in _public(module_name):
+            full = f"{module_name}.{name}"
+            key = id(obj) if not isinstance(obj, (int, float, str, bool, tuple)) else full  # (equal constants)
+            anchors[full] = home.setdefault(key, full)
+    return anchors
+
+
+def api_reference():
+    """guide/_api_reference.md: a section per public module (its docstring, then each public name documented where
+    :func:`api_anchors` says, or pointing there)."""
+    anchors, other_pages = api_anchors(), elsewhere()
+    lines = []
+    for module_name in public_modules():
+        names = _public(module_name)
+        lines += [f"## `{module_name}`", "", "```{eval-rst}", f".. py:module:: {module_name}", "",
+                  _summary(importlib.import_module(module_name)), ""]
+        aliases = []
+        for name, obj in names:
+            full = f"{module_name}.{name}"
+            if anchors[full] == full and full not in other_pages:
+                lines += _directive(full, obj) + [""]
+            else:
+                aliases.append(f"``{name}``: :py:obj:`{anchors[full]}`")
+        if aliases:
+            lines += ["Also here (documented under the name each links to): " + ", ".join(aliases) + ".", ""]
+        lines += ["```", ""]
+    return "\n".join(lines)
+
+
+def _summary(module):
+    """The first paragraph of a module's docstring (its sections would clash with the page's own)."""
+    doc = inspect.getdoc(module) or ""
+    return " ".join(doc.split("\n\n", 1)[0].split())
+
+
+def _option_help():
+    """``{argparse dest: help}`` of ``rowstoch compare`` (the options a file's keys stand for)."""
+    from rowstoch_fast.cli import make_parser
+
+    parser = make_parser()
+    compare = parser._subparsers._group_actions[0].choices["compare"]
+    return {a.dest: (a.help or "", a.option_strings) for a in compare._actions}
+
+
+def toml_keys():
+    """guide/_toml_keys.md: every table and key of an experiment file, its type, the option it stands for and what
+    it does (that option's help)."""
+    from rowstoch_fast import config
+
+    helps = _option_help()
+    kinds = {"list": "list of strings", "str|list": "string or list of strings"}
+    lines = ["| table | key | type | option | what it sets |", "|---|---|---|---|---|"]
+    for table, keys in config.schema().items():
+        for key, (dest, kind) in keys.items():
+            text, flags = helps.get(dest, ("", []))
+            kind = kinds.get(kind, getattr(kind, "__name__", str(kind)))
+            choices = config.CHOICES.get((table, key))
+            if choices:
+                text = f"one of {', '.join(map(str, choices))}. " + text
+            flag = f"`{flags[-1]}`" if flags else ""
+            lines.append(f"| `[{table}]` | `{key}` | {kind} | {flag} | {_cell(text)} |")
+    for key, kind in config.ALGORITHM_KEYS.items():
+        lines.append(f"| `[algorithms.NAME]` | `{key}` | {kind.__name__} | | {_cell(_ALGORITHM_KEY_HELP[key])} |")
+    lines.append("| `[algorithms.NAME]` | any other | the constructor's | | a hyperparameter of the algorithm's "
+                 "constructor, passed through (refused, naming the key, where it has none such) |")
+    return "\n".join(lines) + "\n"
+
+
+_ALGORITHM_KEY_HELP = {
+    "lr": "the learning rate (given: not tuned)",
+    "lr_source": "where the rate comes from, for the tables (default: given)",
+    "tracker": "this algorithm's tracker: exact or perron",
+    "rounds": "this algorithm's gossip rounds R per iteration (MG methods)",
+}
+
+
+def _cell(text):
+    """Text for one cell of a Markdown table (no pipes, no line breaks, no argparse formatting)."""
+    return " ".join(text.replace("|", "/").replace("%%", "%").split())
+
+
+PAGES = {"_algorithm_list.md": algorithm_list, "_current_numbers.md": current_numbers,
+         "_api_reference.md": api_reference, "_toml_keys.md": toml_keys}
+
+
+def write(folder=os.path.join(HERE, "guide")):
+    """Write the generated pages into ``folder`` where they changed."""
+    for name, make in PAGES.items():
+        text = make()
+        path = os.path.join(folder, name)
+        if not os.path.exists(path) or open(path).read() != text:
+            with open(path, "w") as f:
+                f.write(text)
