@@ -9,7 +9,54 @@ Row-Stochastic Networks" (ICML 2025).
 import logging as _logging
 import pkgutil as _pkgutil
 
-from . import _core, algorithms, objectives, topology
+
+def _installed_copy():
+    """The installed package (``pip install .``) when this is its source folder without the compiled extension
+    (Python run from the repository's root finds the folder first): its path, or None."""
+    import importlib.machinery
+    import os
+    import sys
+
+    def compiled(folder):
+        return any(os.path.exists(os.path.join(folder, "_core" + s)) for s in importlib.machinery.EXTENSION_SUFFIXES)
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    if compiled(here):
+        return None
+    parent = os.path.dirname(here)
+    elsewhere = [p for p in sys.path if os.path.abspath(p or os.getcwd()) != parent]
+    for finder in sys.meta_path:
+        try:
+            if finder is importlib.machinery.PathFinder:
+                spec = finder.find_spec(__name__, elsewhere)
+            elif hasattr(finder, "find_spec"):
+                spec = finder.find_spec(__name__, None)
+            else:
+                continue
+        except Exception:  # noqa: BLE001 - a finder that cannot answer: try the next
+            continue
+        folder = spec and spec.submodule_search_locations and list(spec.submodule_search_locations)
+        if folder and os.path.abspath(folder[0]) != here and compiled(folder[0]):
+            return spec
+    return None
+
+
+_spec = _installed_copy()
+if _spec is not None:  # import that one instead: `import rowstoch_fast` returns what sys.modules holds at the end
+    import sys as _sys
+
+    _installed = __import__("importlib.util").util.module_from_spec(_spec)
+    _sys.modules[__name__] = _installed
+    _spec.loader.exec_module(_installed)
+    # (the rest of this file then runs against the installed package: `from . import` finds its modules)
+
+try:
+    from . import _core
+except ImportError as _exc:
+    raise ImportError(
+        "rowstoch_fast's compiled extension (_core) is missing: this is the package's source folder, not built. "
+        "Build it in place (pip install -e .), or pip install . and import it from another folder") from _exc
+from . import algorithms, objectives, topology
 from .errors import DivergenceError
 from .metrics import NetworkMetrics
 from .mixing import MixingMatrix

@@ -45,6 +45,17 @@ if sys.platform == "win32":  # (no preexec_fn there)
     sigint_as_usual = None  # noqa: F811
 
 
+def pytest_configure(config):
+    """Under pytest-xdist (the README's test command: a worker per core) each worker's kernels take one thread:
+    as many OpenMP teams as cores on a machine with other busy processes ran 2x slower than one thread each
+    (bench/RESULTS.md section 20). ``OMP_NUM_THREADS`` set by hand wins."""
+    if os.environ.get("PYTEST_XDIST_WORKER") and not os.environ.get("OMP_NUM_THREADS"):
+        os.environ["OMP_NUM_THREADS"] = "1"  # (the subprocesses a test starts, too)
+        from rowstoch_fast import _core
+
+        _core.set_num_threads(1)
+
+
 def hang_limit(seconds):
     """A time limit that only a hang exceeds: ``seconds`` on the development VM at rest, scaled by
     :func:`slowness` (a busy or slower machine gets proportionally longer; no test asserts speed)."""

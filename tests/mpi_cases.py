@@ -20,9 +20,23 @@ comm = MPI.COMM_WORLD
 rank, size = comm.Get_rank(), comm.Get_size()
 
 
+def chosen(every, variable):
+    """``every`` (a dict), or the entries the environment variable ``variable`` names (comma-separated): the runs
+    at more ranks than cores check the partitions on fewer problems (the two-rank runs check every one)."""
+    import os
+
+    names = os.environ.get(variable)
+    return every if not names else {name: every[name] for name in names.split(",")}
+
+
 def graphs():
-    return {"exponential": topology.exponential(12), "ring": topology.paper_graphs()["ring"],
-            "random": topology.erdos_renyi(20, 0.15, seed=4)}
+    return chosen({"exponential": topology.exponential(12), "ring": topology.paper_graphs()["ring"],
+                   "random": topology.erdos_renyi(20, 0.15, seed=4)}, "ROWSTOCH_MPI_GRAPHS")
+
+
+def algorithm_graphs():
+    return chosen({"exponential": topology.exponential(12), "random": topology.erdos_renyi(20, 0.15, seed=4)},
+                  "ROWSTOCH_MPI_GRAPHS")
 
 
 def partitions(n):
@@ -58,7 +72,7 @@ def case_algorithms(out):
     from rowstoch_fast.algorithms import REGISTRY
 
     results = {}
-    for gname, A in {"exponential": topology.exponential(12), "random": topology.erdos_renyi(20, 0.15, seed=4)}.items():
+    for gname, A in algorithm_graphs().items():
         f = Quadratic.random(A.n, 3, seed=1)
         x0 = np.broadcast_to(f.x0(), (2, A.n, 3)) + np.arange(2.0)[:, None, None]
         for name, cls in sorted(REGISTRY.items()):
@@ -252,7 +266,7 @@ def case_cli(out):
     assert code == 0
 
 
-def unreliable_networks():
+def all_unreliable_networks():
     """Time-varying networks with a compiled pass (what backend='mpi' runs), on 20 nodes."""
     from rowstoch_fast.network import Compressed, Delayed, Lossy, Noisy, Schedule, Sleepy, one_peer_exponential
 
@@ -287,6 +301,11 @@ def unreliable_networks():
             "undirected-schedule": Lossy(Schedule([W, topology.ring(20, directed=False)]), 0.2, seed=3),
             # every registered layer's first example (a new layer runs here without an edit)
             **{f"layer:{cls.layer}": next(iter(cls.examples(A).values())) for cls in network_layers()}}
+
+
+def unreliable_networks():
+    """:func:`all_unreliable_networks`, or the ones ``ROWSTOCH_MPI_NETWORKS`` names (:func:`chosen`)."""
+    return chosen(all_unreliable_networks(), "ROWSTOCH_MPI_NETWORKS")
 
 
 #: The networks whose messages are compressed, noisy or delayed: what they change is the pass that mixes (the same for

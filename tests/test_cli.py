@@ -166,3 +166,18 @@ def test_set_num_threads_is_public_and_checked():
         rf.set_num_threads(0)
     with pytest.raises(TypeError):
         rf.set_num_threads(1.5)
+
+
+def test_a_refused_command_leaves_no_folder_behind(tmp_path, capsys):
+    """``--out`` is made and proved writable before any computation; a command refused after that (here: a network
+    file that does not exist, read after the check) removes it again while it is empty."""
+    from rowstoch_fast import cli
+
+    out = tmp_path / "new" / "deeper"
+    assert cli.main(["run", "--matrix", str(tmp_path / "missing.npz"), "--out", str(out)]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    assert not (tmp_path / "new").exists()
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    assert cli.main(["run", "--matrix", str(tmp_path / "missing.npz"), "--out", str(kept)]) == 2
+    assert kept.is_dir()  # (a folder that was there stays)

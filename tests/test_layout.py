@@ -1,7 +1,10 @@
 """The architecture the layout promises: no import cycles, algorithms and backends apart."""
 
 import ast
+import os
 import pathlib
+
+import pytest
 
 PACKAGE = pathlib.Path(__file__).parent.parent / "rowstoch_fast"
 
@@ -190,3 +193,43 @@ def test_submodules_are_attributes_without_importing_torch_or_cupy():
                          cwd=tempfile.gettempdir())
     assert out.returncode == 0, out.stderr
     assert "has no attribute 'nope'" in out.stdout
+
+
+def test_importing_from_the_source_root_finds_the_installed_package(tmp_path):
+    """Python run from the repository's root after ``pip install .`` finds the source folder first, which has no
+    compiled extension: it imports the installed package instead (it failed with a circular-import message)."""
+    import shutil
+    import subprocess
+    import sys
+
+    import rowstoch_fast
+
+    source = tmp_path / "rowstoch_fast"
+    shutil.copytree(os.path.dirname(rowstoch_fast.__file__), source,
+                    ignore=shutil.ignore_patterns("_core*.so", "_core*.pyd", "__pycache__"))
+    code = "import rowstoch_fast as rf; print(rf.__file__); print((rf.topology.ring(4) @ [1.0, 0, 0, 0]).tolist())"
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    where, mixed = out.stdout.split("\n")[:2]
+    assert not where.startswith(str(tmp_path)) and mixed == "[0.5, 0.5, 0.0, 0.0]"
+    out = subprocess.run([sys.executable, "-S", "-c", "import rowstoch_fast"], cwd=tmp_path, capture_output=True,
+                         text=True, timeout=120, env={**os.environ, "PYTHONPATH": ""})
+    assert "compiled extension (_core) is missing: this is the package's source folder" in out.stderr
+
+
+def test_the_all_extra_holds_every_extra_but_the_gpus():
+    """``pip install rowstoch_fast[all]``: every optional dependency but CuPy (whose wheel must match the CUDA)."""
+    import re
+
+    try:
+        import tomllib
+    except ImportError:  # Python < 3.11
+        tomllib = pytest.importorskip("tomli")
+    with open(PACKAGE.parent / "pyproject.toml", "rb") as f:
+        extras = tomllib.load(f)["project"]["optional-dependencies"]
+
+    def names(requirements):
+        return {re.split(r"[<>=;\[ ]", r, maxsplit=1)[0] for r in requirements}
+
+    wanted = set().union(*(names(v) for k, v in extras.items() if k in ("networkx", "plot", "mpi", "torch")))
+    assert wanted <= names(extras["all"]) and not any("cupy" in n for n in names(extras["all"]))

@@ -161,9 +161,11 @@ class AskTell:
         RuntimeError
             If no :meth:`ask` is waiting for gradients.
         ValueError, TypeError
-            For ``G`` of the wrong shape or type (the step waits on, for a
-            corrected ``G``), and whatever the step raises with them
-            (:class:`~rowstoch_fast.DivergenceError` for a NaN/Inf).
+            For ``G`` of the wrong shape, or None: the step waits on, for a
+            corrected ``G``. What the step raises with ``G`` (TypeError for a
+            non-numeric array, :class:`~rowstoch_fast.DivergenceError` for a
+            NaN/Inf) ends the step instead, the state staying at the last
+            finished iteration.
         """
         session = self._ask_session
         if session is None or session.point is None:

@@ -15,7 +15,7 @@ from ..errors import UsageError
 from ..io import load_matrix  # noqa: F401 (the command line's readers, as before the split)
 from ..topology import by_name as build_topology  # noqa: F401
 from ..network import options as network_options
-from ._common import _as_options, _error, configure_logging
+from ._common import _as_options, _created, _error, configure_logging, remove_created
 from .parser import make_parser
 
 __all__ = ["main", "make_parser"]
@@ -61,6 +61,7 @@ def main(argv=None):
     # the options written out (abbreviations are off, so each appears as itself)
     args.given = {str(token).split("=", 1)[0] for token in argv if str(token).startswith("--")}
     undo_logging = configure_logging(args)
+    _created.clear()
     with _Terminated() as terminated:  # every command: SIGTERM (a job scheduler's) ends it as Ctrl-C does
         try:
             code = _call(args, terminated)
@@ -77,12 +78,14 @@ def _call(args, terminated):
     try:
         return args.func(args)
     except UsageError as exc:
+        remove_created()  # (an --out made before the refusal: nothing is left behind)
         text = str(exc)
         for keyword, option in _KEYWORD_OPTIONS.items():  # the library's advice, in the command line's words
             text = text.replace(keyword, option)
         _error(f"error: {text}")
         return 2
     except MemoryError as exc:
+        remove_created()
         text = _as_options(str(exc), {o.name: o.flag for o in network_options.declared() if "_" in o.name})
         # (the library's names, as options: "use a smaller max_delay")
         _error(f"error: out of memory: {text}")

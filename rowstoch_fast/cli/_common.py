@@ -34,13 +34,31 @@ def _writable_folder(path, option):
 
     if os.path.exists(path) and not os.path.isdir(path):
         raise UsageError(f"{option} {path!r} exists and is not a folder")
+    missing, folder = [], os.path.abspath(path)
+    while folder and not os.path.exists(folder):  # (removed again if the command is refused: remove_created)
+        missing.append(folder)
+        folder = os.path.dirname(folder)
     try:
         os.makedirs(path, exist_ok=True)
+        _created.extend(missing)
         with tempfile.NamedTemporaryFile(dir=path, prefix=".rowstoch-write-test-"):
             pass
     except OSError as exc:
         raise UsageError(f"{option} {path!r} is not writable: {exc.strerror or exc}") from None
     return os.path.abspath(path)
+
+
+_created = []  # the folders this command made (deepest first within each call)
+
+
+def remove_created():
+    """Remove the folders the command made that are still empty: a refused command leaves nothing behind."""
+    for folder in _created:
+        try:
+            os.rmdir(folder)
+        except OSError:  # (not empty, or gone)
+            pass
+    _created.clear()
 
 
 def _writable_file(path, option):
