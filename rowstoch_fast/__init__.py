@@ -41,14 +41,35 @@ def _installed_copy():
     return None
 
 
-_spec = _installed_copy()
-if _spec is not None:  # import that one instead: `import rowstoch_fast` returns what sys.modules holds at the end
-    import sys as _sys
+def _use_installed(spec):
+    """Import the installed package ``spec`` under this name (``import rowstoch_fast`` returns what sys.modules
+    holds at the end); warn where its version is not this source's (an older install used in its place)."""
+    import importlib.util
+    import os
+    import sys
+    import warnings
 
-    _installed = __import__("importlib.util").util.module_from_spec(_spec)
-    _sys.modules[__name__] = _installed
-    _spec.loader.exec_module(_installed)
-    # (the rest of this file then runs against the installed package: `from . import` finds its modules)
+    installed = importlib.util.module_from_spec(spec)
+    sys.modules[__name__] = installed
+    spec.loader.exec_module(installed)
+    here, there = os.path.dirname(os.path.abspath(__file__)), list(spec.submodule_search_locations)[0]
+    versions = []
+    for folder in (here, there):
+        try:
+            with open(os.path.join(folder, "_version.py")) as f:
+                versions.append(f.read())
+        except OSError:
+            versions.append(None)
+    if versions[0] != versions[1]:
+        warnings.warn(f"rowstoch_fast: this source folder ({here}) has no compiled extension; imported the installed "
+                      f"rowstoch_fast {installed.__version__} at {there}, whose version differs: pip install . again "
+                      "(or pip install -e .) to use this source", UserWarning, stacklevel=3)
+
+
+_spec = _installed_copy()
+if _spec is not None:
+    _use_installed(_spec)
+    # (the rest of this file then runs against the installed package: `from . import` finds its modules there)
 
 try:
     from . import _core

@@ -85,7 +85,7 @@ def _edge_list_layout(path):
     return None, 0
 
 
-def _load_edge_list(path, normalize):
+def _load_edge_list(path, normalize, dtype=np.float64):
     try:
         delimiter, header = _edge_list_layout(path)
         with warnings.catch_warnings():
@@ -107,7 +107,8 @@ def _load_edge_list(path, normalize):
     n = int(edges.max()) + 1
     if rows.shape[1] == 2:
         return MixingMatrix.from_edges(n, edges, "in-degree")
-    return MixingMatrix.from_edges(n, edges, rows[:, 2], self_loops=False, normalize=normalize)
+    return MixingMatrix.from_edges(n, edges, rows[:, 2].astype(dtype), self_loops=False, normalize=normalize,
+                                   dtype=dtype)
 
 
 _FORMATS = """
@@ -127,7 +128,7 @@ _FORMATS = """
         themselves (self loops as listed)."""
 
 
-def load_matrix(path, normalize=False):
+def load_matrix(path, normalize=False, dtype=np.float64):
     """Read a mixing matrix from .npz (scipy sparse), .mtx (Matrix Market), .npy (dense) or an edge list.
 
     Parameters
@@ -136,6 +137,10 @@ def load_matrix(path, normalize=False):
         The file; its extension names the format (below).
     normalize : bool, default False
         Divide each row by its sum; otherwise rows must already sum to 1.
+    dtype : {float64, float32}, default float64
+        The matrix's value type. ``float32`` reads the weights as float32
+        values, whose sums are 1 to float32's precision (what
+        :func:`save_matrix` writes for a float32 matrix in a text format).
 
     Returns
     -------
@@ -163,6 +168,9 @@ def load_matrix(path, normalize=False):
     if not os.path.exists(path):
         raise UsageError(f"matrix file {path!r} does not exist")
     try:
+        dtype = np.dtype(dtype)
+        if dtype not in (np.float32, np.float64):
+            raise TypeError(f"dtype must be float32 or float64, got {dtype}")
         if path.endswith(".npz"):
             W = _load_npz_matrix(path)
         elif path.endswith(".mtx"):
@@ -170,14 +178,16 @@ def load_matrix(path, normalize=False):
         elif path.endswith(".npy"):
             W = load_npy_file(path, "matrix file")
         else:
-            return _load_edge_list(path, normalize)
-        return MixingMatrix(W, normalize=normalize)
+            return _load_edge_list(path, normalize, dtype)
+        if dtype == np.float32 and np.dtype(W.dtype).kind == "f":
+            W = W.astype(np.float32)  # (float32 weights: their sums are checked to float32's precision)
+        return MixingMatrix(W, normalize=normalize, dtype=dtype)
     except UsageError:
         raise
     except (ValueError, TypeError, OSError, IndexError) as exc:
         msg = str(exc)
         if "row-stochastic" in msg:
-            msg = msg.replace("pass normalize=True", "pass --normalize")
+            msg = msg.replace("pass normalize=True", "pass normalize=True (--normalize)")
         raise UsageError(f"cannot use matrix file {path!r}: {msg}") from None
 
 
@@ -194,7 +204,10 @@ def save_matrix(path, A):
     A : MixingMatrix or anything ``MixingMatrix`` accepts
 
     Notes
-    -----""" + _FORMATS + """
+    -----
+    A float32 matrix is written with its float32 values exactly: read a text format back with
+    ``load_matrix(path, dtype=np.float32)`` (their sums are 1 to float32's precision, not float64's).
+""" + _FORMATS + """
     """
     path = os.fspath(path)
     A = A if isinstance(A, MixingMatrix) else MixingMatrix(A)

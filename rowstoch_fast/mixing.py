@@ -85,8 +85,9 @@ class MixingMatrix:
     It behaves as the sparse matrix it is where NumPy and SciPy users expect
     it to: ``A @ X`` mixes (:meth:`mix`; a CuPy ``X`` on its GPU, a SciPy
     sparse ``X`` gives a sparse product), ``X @ A`` multiplies from the
-    left, and :attr:`shape`, :attr:`nnz`, ``len(A)``, :meth:`tocsr`,
-    :meth:`toarray` and ``np.asarray(A)`` are those of the matrix.
+    left, and :attr:`shape`, :attr:`nnz`, ``len(A)``, :meth:`tocsr` and
+    :meth:`toarray` are those of the matrix (``A.toarray()`` is the dense
+    copy: a sparse matrix is never made dense behind the user's back).
 
     Examples
     --------
@@ -264,7 +265,9 @@ class MixingMatrix:
                 _check_primitive(csr)
             return cls._from_valid_csr(indptr, indices, data.astype(check_dtype(dtype), copy=False), n, stochastic)
         src, dst = e[:, 0].astype(np.int64), e[:, 1].astype(np.int64)
-        w = as_float_array(weights, "weights", np.float64, ndim=1)
+        # (float32 weights stay float32: their sums are checked to float32's precision)
+        w = as_float_array(weights, "weights", np.float32 if getattr(weights, "dtype", None) == np.float32
+                           else np.float64, ndim=1)
         if w.shape[0] != len(src):
             raise ValueError(f"weights has {w.shape[0]} entries but edges has {len(src)}")
         normalize = True if normalize is None else bool(normalize)
@@ -275,7 +278,7 @@ class MixingMatrix:
             missing = np.flatnonzero(~has_loop)
             rows = np.concatenate([rows, missing])
             cols = np.concatenate([cols, missing])
-            w = np.concatenate([w, np.ones(missing.size)])
+            w = np.concatenate([w, np.ones(missing.size, w.dtype)])
         raw = sp.coo_array((w, (rows, cols)), shape=(n, n)).tocsr()
         return cls(raw, normalize=normalize, dtype=dtype, validate=validate, stochastic=stochastic)
 
@@ -373,18 +376,9 @@ class MixingMatrix:
         ``copy=True`` (SciPy's convention: ``copy=False`` may share memory)."""
         return self._csr.copy() if copy else self._csr
 
-    def __array__(self, dtype=None, copy=None):
-        if copy is False:
-            raise ValueError("a MixingMatrix is stored sparse: np.asarray(A) makes a dense copy (copy=False "
-                             "cannot be honoured)")
-        require_memory(self.n * self.n * np.dtype(dtype or self.dtype).itemsize,
-                       f"np.asarray(A): the dense {self.n} x {self.n} copy of a MixingMatrix", "use A.csr")
-        dense = self._csr.toarray()
-        return dense if dtype is None else dense.astype(dtype, copy=False)
-
     def __matmul__(self, X):
-        """``A @ X``: :meth:`mix` for an array (NumPy or CuPy, ``(n,)`` or ``(n, d)``), the sparse product for a
-        SciPy sparse ``X``."""
+        """``A @ X``: :meth:`mix` for an array (NumPy or CuPy, ``(n,)`` or ``(n, d)``; in the matrix's dtype, as
+        every mixing step), the sparse product for a SciPy sparse ``X``."""
         if isinstance(X, MixingMatrix):
             raise TypeError("A @ B of two MixingMatrix objects is not a mixing step: multiply their sparse "
                             "matrices (A.csr @ B.csr), or mix twice (A @ (B @ X))")
@@ -404,10 +398,11 @@ class MixingMatrix:
             if X.shape[-1] != self.n:
                 raise ValueError(f"X @ A: X has {X.shape[-1]} columns but A has {self.n} nodes")
             return X @ self._csr
-        arr = as_float_array(X, "X", self.dtype, ndim=(1, 2), finite=False)
+        dtype = np.result_type(np.asarray(X).dtype if hasattr(X, "dtype") else np.float64, self.dtype)
+        arr = as_float_array(X, "X", dtype if dtype.kind == "f" else np.float64, ndim=(1, 2), finite=False)
         if arr.shape[-1] != self.n:
             raise ValueError(f"X @ A: X has {arr.shape[-1]} columns but A has {self.n} nodes")
-        return np.asarray(self._csr.T @ arr.T).T
+        return np.asarray(self._csr.T.astype(arr.dtype) @ arr.T).T
 
     @property
     def self_loops(self):

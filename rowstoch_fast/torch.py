@@ -329,7 +329,7 @@ class Replicas:
     def _functions(self):
         """The vmapped forward and loss, and the plan of the batched-product forward (built once)."""
         fns = self.__dict__.get("_fns")
-        if fns is None:
+        if fns is None or fns[3] is not self.loss:  # (a loss assigned since: its own vmap)
             torch = _torch()
             from torch.func import functional_call, vmap
 
@@ -339,14 +339,15 @@ class Replicas:
             # vmap(grad(...)) of the per-node loss (bench/RESULTS.md section 10).
             forward = vmap(lambda params, buffers, x: functional_call(base, (params, buffers), (x,)))
             # a faster forward for stacks of Linear layers and activations (all of them trained)
-            fns = self._fns = (forward, vmap(self.loss), None if self._frozen else _mlp_plan(base, torch))
+            plan = None if self._frozen else _mlp_plan(base, torch)
+            fns = self._fns = (forward, vmap(self.loss), plan, self.loss)
         return fns
 
     def _outputs(self, P, inputs):
         """Every replica's outputs on its own inputs: ``P`` a flat ``(replicas, d)`` block, ``inputs`` one batch
         per replica on the leading axis."""
         torch = _torch()
-        forward, _, mlp = self._functions()
+        forward, _, mlp, _ = self._functions()
         params = self._split(P)
         if mlp is not None and inputs.ndim == 3:  # (replicas, B, features): batched matrix products
             out = inputs
@@ -602,6 +603,11 @@ def _optimizer_class():
             The network (``W`` or ``C`` for the methods that need those: as
             ``method.build`` takes it).
         lr : float
+            The learning rate; ``param_groups[0]["lr"]`` (a scheduler's) from
+            then on: a new rate applies from the next ``step()``, to what it
+            computes from the gradients (the update and the next points; a
+            gradient-tracking method computed the points of the current
+            gradients with the rate before).
         batches_per_step : int, optional
             Backward passes averaged by each :meth:`step`; default the method's
             ``rounds`` (eq. 14b: ``R`` gossip rounds average ``R`` mini-batches).
@@ -643,21 +649,27 @@ def _optimizer_class():
             if method.gradients != "batch":
                 raise TypeError(f"{method.__name__} takes a per-sample oracle, not gradients: it cannot be stepped "
                                 "by loss.backward()")
+            import weakref
+
             self.replicas = replicas
             self.inner = method.build(A, replicas.x0(), lr, **options)
             self.batches_per_step = self.inner.rounds if batches_per_step is None else \
                 check_int(batches_per_step, "batches_per_step", minimum=1)
             replicas.params.requires_grad_(True)
             self._backwards = 0
-            self._hook = replicas.params.register_hook(self._count)
+            me = weakref.ref(self)  # (the hook must not keep a dropped optimizer alive, nor count for it)
+
+            def count(grad):
+                opt = me()
+                if opt is not None:
+                    opt._backwards += 1
+                return grad
+
+            self._hook = replicas.params.register_hook(count)
+            weakref.finalize(self, self._hook.remove)  # (dropped: its hook goes too)
             super().__init__([replicas.params], {"lr": lr})
             self._lr = lr
             self._ask()
-
-        def _count(self, grad):
-            self._backwards += 1
-            return grad
-
         def _ask(self):
             X = self.inner.ask()
             with torch.no_grad():
@@ -696,30 +708,31 @@ def _optimizer_class():
                 raise ValueError(f"a step averages batches_per_step={B} mini-batch{'es' if B > 1 else ''}{why}: "
                                  f"call backward() on {B} between zero_grad() and step(), got {self._backwards}")
             G = params.grad / self._backwards if self._backwards > 1 else params.grad
-            self.inner.tell(from_tensor(G, like=self.inner.ask()))
-            lr = self.param_groups[0]["lr"]
-            if lr != self._lr and self.inner._ask_session is None:  # (a scheduler's new rate: from the next point on)
-                self.inner.lr = lr
-                self._lr = lr
-            self._ask()
-            self._backwards = 0
+            if self.inner._asked is None:
+                raise RuntimeError("step(): the optimizer has no step waiting for gradients (a failed step before "
+                                   "this one?); replicas.params are the points of the next: compute the loss there "
+                                   "again")
+            try:
+                lr = self.param_groups[0]["lr"]
+                if not _same_rate(lr, self._lr):  # a scheduler's new rate: this step's update uses it, as in
+                    self.inner.lr = lr            # torch.optim (the step waiting for G computes it from here)
+                    self._lr = lr
+                self.inner.tell(from_tensor(G))
+            finally:
+                self._ask()  # (params: the points of the step now waiting, whatever happened)
+                self._backwards = 0
             return loss
 
         def state_dict(self):
-            """The package optimizer's :meth:`state_dict` (the step waiting for gradients is started again on
-            load) and the torch optimizer's own entries."""
-            self.inner.cancel()
-            try:
-                return {"rowstoch": self.inner.state_dict(), "param_groups": super().state_dict()["param_groups"]}
-            finally:
-                self._ask()
+            """The package optimizer's :meth:`state_dict` (its finished iterations: the points of the next step are
+            asked again on load) and the torch optimizer's own entries."""
+            return {"rowstoch": self.inner.state_dict(), "param_groups": super().state_dict()["param_groups"]}
 
         def load_state_dict(self, state):
             """Continue from :meth:`state_dict`: the same iterates as if never stopped."""
             if not (isinstance(state, dict) and "rowstoch" in state):
                 raise ValueError("state must be what DecentralizedOptimizer.state_dict() returned (a dict with "
                                  "'rowstoch')")
-            self.inner.cancel()
             matrices = {k: getattr(self.inner, k) for k in type(self.inner).matrices}
             self.inner = type(self.inner).from_state_dict(state["rowstoch"], **matrices)
             self.param_groups[0]["lr"] = self._lr = self.inner.lr
@@ -729,7 +742,13 @@ def _optimizer_class():
             return f"DecentralizedOptimizer({self.inner!r})"
 
     DecentralizedOptimizer.__module__ = __name__
+    DecentralizedOptimizer.__qualname__ = "DecentralizedOptimizer"  # (pickled by reference: the module makes it)
     return DecentralizedOptimizer
+
+
+def _same_rate(a, b):
+    """Two learning rates equal (numbers, or arrays of one rate per replica)."""
+    return a is b or bool(np.array_equal(np.asarray(a), np.asarray(b)))
 
 
 def __getattr__(name):

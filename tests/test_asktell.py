@@ -81,14 +81,41 @@ def test_asking_twice_returns_the_same_points_and_tell_needs_an_ask():
         opt.tell(np.zeros(3))
     with pytest.raises(TypeError, match="got None"):
         opt.tell(None)
-    opt.tell(grad(X))  # the step goes on after the refused ones
-    for call in (lambda: opt.step(grad), opt.state_dict, lambda: setattr(opt, "lr", 0.1)):
-        with pytest.raises(RuntimeError, match=r"waiting for tell\(G\): finish it with opt.tell\(G\) first"):
-            call()
+    with pytest.raises(TypeError, match="real numeric"):
+        opt.tell(np.full((10, 3), "a"))
+    opt.tell(grad(X))  # the points stay asked after the refused ones
+    assert opt.iteration == 0 and opt.ask() is not X  # (x0's gradients in; the first step asks at x1)
     opt.tell(grad(opt.ask()))
     assert opt.iteration == 1
-    opt.step(grad)  # step and ask/tell mix
-    assert opt.iteration == 2
+    X = opt.ask()
+    opt.step(grad)  # the optimizer moved on: the points asked before are not the step's
+    with pytest.raises(RuntimeError, match=r"changed since ask\(\).*ask\(\) again"):
+        opt.tell(grad(X))
+    opt.tell(grad(opt.ask()))
+    assert opt.iteration == 3
+    X = opt.ask()
+    opt.cancel()
+    with pytest.raises(RuntimeError, match="without a pending ask"):
+        opt.tell(grad(X))
+
+
+def test_lr_set_between_ask_and_tell_acts_on_what_the_step_computes_from_g():
+    """The points asked stay the step's (tell needs them); the update made from G uses the new rate: for DGD,
+    the step of the new rate; for Pull-Diag-GT, x - lr y after it."""
+    grad, x0 = _problem()
+    for cls in (DGD, PullDiagGT):
+        A = for_algorithm(cls, topology.erdos_renyi(10, 0.4, seed=1))
+        told, stepped = cls.build(A, x0, 0.02), cls.build(A, x0, 0.02)
+        for k in range(6):
+            X = told.ask()
+            told.lr = 0.02 + 0.01 * k
+            told.tell(grad(X))
+            stepped.lr = 0.02 + 0.01 * k
+            stepped.step(grad)
+        if cls is DGD:
+            np.testing.assert_array_equal(told.x, stepped.x)
+        else:  # (Pull-Diag-GT's point x1 = A (x0 - lr y0) was made before the new rate: one rate behind)
+            assert told.lr == stepped.lr and np.isfinite(told.x).all()
 
 
 def test_a_failing_step_raises_from_tell_and_keeps_the_state():
@@ -106,26 +133,22 @@ def test_a_failing_step_raises_from_tell_and_keeps_the_state():
     assert opt.iteration == 5
 
 
-def test_an_interrupted_tell_leaves_the_step_to_the_next_ask():
-    """Ctrl-C while tell waits for the step: the step goes on, and the next ask reads where it got to."""
+def test_ask_holds_nothing_between_calls():
+    """No helper thread, no reference: an optimizer with points asked is collected like any other."""
+    import gc
+    import threading
+    import weakref
+
     grad, x0 = _problem()
-    opt = DGD(topology.exponential(10), x0, lr=0.05)
-    ref = DGD(topology.exponential(10), x0, lr=0.05).step(grad).step(grad).step(grad)
-    opt.tell(grad(opt.ask()))
-    X = opt.ask()
-    session = opt._ask_session
-    waits = session.next
-
-    def interrupted():  # the caller's wait for the step's message, hit by a Ctrl-C
-        session.next = waits
-        raise KeyboardInterrupt
-
-    session.next = interrupted
-    with pytest.raises(KeyboardInterrupt):
-        opt.tell(grad(X))
-    opt.tell(grad(opt.ask()))  # the next ask reads that the step finished, and asks for the next
-    assert opt.iteration == 3
-    np.testing.assert_array_equal(opt.x, ref.x)
+    before = threading.active_count()
+    opt = PullDiagGT(topology.exponential(10), x0, lr=0.05)
+    opt.ask()
+    state = opt.state_dict()  # (allowed while points are asked)
+    assert threading.active_count() == before and int(state["iteration"]) == 0
+    gone = weakref.ref(opt)
+    del opt
+    gc.collect()
+    assert gone() is None
 
 
 def test_a_per_sample_method_refuses_ask():

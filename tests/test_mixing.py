@@ -162,8 +162,11 @@ def test_matmul_shape_len_and_conversions_are_the_matrix(rng):
     S = sp.random_array((9, 5), density=0.4, random_state=1, format="csr")
     assert sp.issparse(A @ S) and np.allclose((A @ S).toarray(), A.toarray() @ S.toarray())
     assert A.shape == (9, 9) and len(A) == 9 and A.ndim == 2 and A.nnz == A.csr.nnz
-    np.testing.assert_array_equal(np.asarray(A), A.toarray())
     assert A.tocsr() is A.csr
+    left = S.T.tocsr() @ A  # (SciPy's product with A on the right: sparse, never A made dense)
+    assert sp.issparse(left) and np.allclose(left.toarray(), S.T.toarray() @ A.toarray())
+    A32 = A.astype(np.float32)
+    assert (X.T @ A32).dtype == np.float64 and (A32 @ X).dtype == np.float32  # (mixing: in the matrix's dtype)
     copy = A.tocsr(copy=True)
     copy.data[0] = 7.0  # a writeable copy: A is unchanged
     assert A.csr.data[0] != 7.0
@@ -202,10 +205,15 @@ def test_networkx_graphs_of_four_kinds_are_accepted_directly():
 def test_save_matrix_and_load_matrix_round_trip_exactly(ext, tmp_path, rng):
     from rowstoch_fast import io
 
-    for A in (random_primitive(7, 0.4, rng), topology.ring(5).astype(np.float32)):
-        path = tmp_path / f"A.{ext}"
-        io.save_matrix(path, A)
-        np.testing.assert_array_equal(io.load_matrix(path).toarray(), A.toarray().astype(np.float64))
+    path = tmp_path / f"A.{ext}"
+    A = random_primitive(7, 0.4, rng)
+    io.save_matrix(path, A)
+    np.testing.assert_array_equal(io.load_matrix(path).toarray(), A.toarray())
+    A32 = topology.erdos_renyi(10, 0.4, seed=1).astype(np.float32)  # (weights 1/3, 1/4, ...: float32's sums)
+    io.save_matrix(path, A32)
+    B = io.load_matrix(path, dtype=np.float32)
+    assert B.dtype == np.float32
+    np.testing.assert_array_equal(B.toarray(), A32.toarray())
 
 
 def test_a_matrix_market_file_with_nul_bytes_is_refused_not_a_crash(tmp_path):

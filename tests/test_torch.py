@@ -302,7 +302,7 @@ def test_the_mlp_fast_path_equals_the_vmap_path():
     model = torch.nn.Sequential(torch.nn.Linear(5, 7), torch.nn.Tanh(), torch.nn.Linear(7, 6), torch.nn.GELU(),
                                 torch.nn.Linear(6, 3)).double()
     reps, vmapped = Replicas(model, n=4), Replicas(model, n=4)
-    vmapped._fns = vmapped._functions()[:2] + (None,)  # (no plan: the vmap path)
+    vmapped._fns = vmapped._functions()[:2] + (None, vmapped.loss)  # (no plan: the vmap path)
     data, labels = torch.randn(4, 9, 5, dtype=torch.float64), torch.randint(0, 3, (4, 9))
     fast = reps.grad_fn(lambda t: (data, labels), stacked=True, keep_loss=True)
     slow = vmapped.grad_fn(lambda t: (data, labels), stacked=True, keep_loss=True)
@@ -601,3 +601,56 @@ def test_an_mg_optimizer_checks_how_many_mini_batches_grad_fn_averages():
     mg.step(reps.grad_fn(lambda t: batches[t], stacked=True, rounds=1))  # one, said so: the paper's batches axis
     with pytest.raises(ValueError, match="rounds=3 mini-batches per call, but PullDiagGT gossips rounds=1"):
         PullDiagGT(A, reps.x0(), lr=0.1).step(reps.grad_fn(lambda t: batches[t], stacked=True, rounds=3))
+
+
+def test_the_torch_style_optimizer_follows_a_scheduler_as_torch_does_and_lets_go():
+    """A scheduler's new rate applies from the next step() on (torch.optim's meaning); one rate per replica; a
+    dropped optimizer is collected and its hook removed; Replicas.loss assigned later is used."""
+    import gc
+    import weakref
+
+    from rowstoch_fast.torch import DecentralizedOptimizer
+
+    model, batches = _digits_mlp()
+    A = topology.exponential(8)
+    rates = [0.1 * 0.7 ** k for k in range(6)]
+    for name in ("dgd", "dsgd"):  # (methods whose rate acts after the gradient: the stepped run is the reference)
+        reps, stepped_reps = Replicas(model, n=8), Replicas(model, n=8)
+        net = for_algorithm(REGISTRY[name], A)
+        opt = DecentralizedOptimizer(reps, name, net, lr=rates[0])
+        scheduler = torch.optim.lr_scheduler.LambdaLR(opt, lambda k: 0.7 ** k)
+        grad_fn = stepped_reps.grad_fn(lambda t: batches[t], stacked=True)
+        stepped = REGISTRY[name].build(net, stepped_reps.x0(), rates[0])
+        for t in range(6):
+            opt.zero_grad()
+            reps.losses(reps(batches[t][0]), batches[t][1]).sum().backward()
+            opt.step()
+            scheduler.step()
+            stepped.lr = rates[t]
+            stepped.step(grad_fn)
+        np.testing.assert_array_equal(opt.inner.x, stepped.x, err_msg=name)
+        assert opt.inner.lr == pytest.approx(rates[5])
+    per_replica = Replicas(model, n=8, repeats=2)
+    opt = DecentralizedOptimizer(per_replica, "dsgd", A, lr=np.array([0.1, 0.05]).reshape(2, 1, 1))
+    for t in range(2):
+        opt.zero_grad()
+        inputs = torch.stack([batches[t][0], batches[t + 1][0]])
+        targets = torch.stack([batches[t][1], batches[t + 1][1]])
+        per_replica.losses(per_replica(inputs), targets).sum().backward()
+        opt.step()
+    assert opt.iteration == 2
+    kept = Replicas(model, n=8)
+    dropped = DecentralizedOptimizer(kept, "pull-diag-gt", A, lr=0.1)
+    gone = weakref.ref(dropped)
+    del dropped
+    gc.collect()
+    assert gone() is None and not kept.params._backward_hooks  # (collected, its hook removed)
+    reps = Replicas(model, n=8)
+    first = reps.losses(reps(batches[0][0]), batches[0][1])
+    reps.loss = lambda out, y: torch.nn.functional.cross_entropy(out, y) * 2.0
+    np.testing.assert_allclose(reps.losses(reps(batches[0][0]), batches[0][1]).detach(), 2 * first.detach())
+    import pickle
+
+    from rowstoch_fast import torch as rt
+
+    assert pickle.loads(pickle.dumps(rt.DecentralizedOptimizer)) is rt.DecentralizedOptimizer

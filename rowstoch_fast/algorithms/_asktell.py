@@ -2,16 +2,15 @@
 autodiff framework's own loop), and ``x`` set by the user.
 
 ``X = opt.ask()`` returns the points where the next gradients are needed and ``opt.tell(G)`` hands them over.
-The step itself is :meth:`Optimizer.step`, run unchanged on a helper thread whose ``grad_fn`` waits for
-:meth:`tell`: the same operations in the same order on the same values, so ``ask``/``tell`` equals ``step``
-bit for bit on every backend (tests: every algorithm, with and without a network layer). Only one thread runs
-at a time: the caller's waits while the step computes, the step's waits while the caller computes ``G``.
+Both run :meth:`Optimizer.step` itself, with a ``grad_fn`` of their own: ``ask``'s stops the step where it needs
+gradients (an exception: a step that raises changes nothing, and re-running it from the same state computes the
+same points), ``tell``'s returns ``G`` there, so the step then is the one ``step(grad_fn)`` makes, bit for bit
+(tests: every algorithm, with and without a network layer, on every backend). The price is the part of a step
+before its gradients, computed twice (measured in bench/RESULTS.md section 20); no thread, nothing held between
+calls.
 """
 
 from __future__ import annotations
-
-import queue
-import threading
 
 import numpy as np
 
@@ -19,92 +18,74 @@ from .._checks import fmt_value
 
 __all__ = ["AskTell"]
 
-_GRADIENT, _DONE, _FAILED = "gradient", "done", "failed"
+
+class _Asked(Exception):
+    """Raised by ``ask``'s ``grad_fn`` where the step needs gradients (an Exception: under MPI every rank raises
+    it at the same call, and the ranks agree as for any error)."""
+
+    def __init__(self, points):
+        super().__init__("ask(): the points where the step needs gradients")
+        self.points = points
 
 
-class _Cancelled(Exception):
-    """Raised inside a step by its ``grad_fn`` when the caller cancels it (a step's exception leaves the state
-    at the last finished iteration)."""
+class _Probe:
+    """The ``grad_fn`` of ``ask`` (no answers: stop at the first gradient) and of ``tell`` (answer with ``G``,
+    then stop at a second gradient if the step needs one: a method's first step, which starts at ``x0``)."""
 
+    told = True  # (the step's checks then name tell(G), not grad_fn)
 
-_CANCEL = object()
+    def __init__(self, answer=None):
+        self.answer = answer
 
-
-class _Session:
-    """One step in flight: its thread, and the two one-slot mailboxes between it and the caller."""
-
-    def __init__(self, opt):
-        self.to_caller = queue.Queue(maxsize=1)  # (kind, payload) from the step
-        self.to_step = queue.Queue(maxsize=1)    # the gradients the caller tells
-        self.point = None                        # the X the step waits on (between ask and tell)
-        xp = opt._ops.xp if opt.backend == "cupy" else None  # (CuPy's current device is per thread)
-        device = (xp, xp.cuda.runtime.getDevice()) if xp is not None else None
-        self.thread = threading.Thread(target=self._run, args=(opt, device), daemon=True,
-                                       name=f"{type(opt).__name__}.ask")
-        self.thread.start()
-
-    def _gradient(self, X):
-        self.to_caller.put((_GRADIENT, X))
-        G = self.to_step.get()
-        if G is _CANCEL:
-            raise _Cancelled
+    def __call__(self, X):
+        if self.answer is None:
+            raise _Asked(X)
+        G, self.answer = self.answer, None
         return G
-
-    def _run(self, opt, device):
-        try:
-            if device is not None:
-                xp, number = device
-                xp.cuda.Device(number).use()
-            opt.step(self._gradient)
-        except BaseException as exc:  # noqa: BLE001 - handed to the caller, raised there
-            self.to_caller.put((_FAILED, exc))
-        else:
-            self.to_caller.put((_DONE, None))
-
-    def next(self):
-        """The step's next message, waited for (Ctrl-C in the caller leaves the step where it is)."""
-        kind, payload = self.to_caller.get()
-        self.point = payload if kind == _GRADIENT else None
-        return kind, payload
 
 
 class AskTell:
     """The ask/tell interface of :class:`~rowstoch_fast.algorithms.Optimizer` and the setter of ``x``."""
 
-    _ask_session = None
+    _asked = None  # (points, the state they were computed from) between ask and tell
+
+    def _state_token(self):
+        """What the points of ``ask`` depend on: the iteration, whether iteration 0 is set up, the state blocks
+        and the writes to them (``x`` set, a resume)."""
+        return (self.iteration, self._initialized, id(self._cur), self.__dict__.get("_writes", 0))
 
     def ask(self):
         """The points where the next gradients are needed: a read-only array of the shape of ``x``.
 
         Compute the gradients there in any way (another process, a simulator,
         an autodiff framework's own loop) and hand them to :meth:`tell`; the
-        pair is one call of ``grad_fn`` inside :meth:`step`, and a sequence of
-        ``ask``/``tell`` gives the iterates of :meth:`step` bit for bit. Asking
-        again before telling returns the same points.
+        pair makes the step :meth:`step` makes with a ``grad_fn`` returning
+        them, bit for bit. Asking again before telling returns the same points.
 
         Returns
         -------
         ndarray (NumPy, or CuPy on the GPU backend)
-            Read-only and valid until :meth:`tell`: copy it to keep it. The
-            first ask is at ``x0`` for the methods that start from a gradient
-            there (gradient tracking), then at the point each step needs.
+            Read-only and valid until :meth:`tell` (or another step): copy it to
+            keep it. A method that starts from the gradients at ``x0`` (gradient
+            tracking) asks at ``x0`` first, then at the point each step needs.
 
         Raises
         ------
         TypeError
             For an optimizer that takes a per-sample oracle (GT-SAGA).
         Any exception of the step
-            :class:`~rowstoch_fast.DivergenceError` and the like come out of
-            ``ask`` or ``tell``, whichever is waiting when the step raises
-            them; the state then stays at the last finished iteration.
+            :class:`~rowstoch_fast.DivergenceError` where the part of the step
+            before its gradients fails; the state stays at the last finished
+            iteration.
 
         Notes
         -----
-        The step runs on a helper thread while the caller computes nothing,
-        and the caller waits while the step runs: one of them at a time. While
-        a step waits for :meth:`tell`, the optimizer's other calls (``step``,
-        ``state_dict``, ...) raise RuntimeError; :meth:`cancel` drops it. Under MPI every rank asks and
-        tells (its own rows), as with ``step``.
+        ``ask`` runs the step up to its gradients and stops it there (a step
+        that stops changes nothing); ``tell`` runs it again with them. Between
+        the two, ``opt.lr = ...`` is allowed: what the step computes from ``G``
+        (the update, the next points) uses the new rate. Stepping the optimizer
+        otherwise, setting ``x`` or resuming makes ``tell`` refuse the points
+        (ask again). Under MPI every rank asks and tells (its own rows).
 
         Examples
         --------
@@ -118,27 +99,23 @@ class AskTell:
         >>> bool(np.allclose(opt.x, b.mean()))
         True
         """
-        session = self._ask_session
-        if session is not None:
-            if session.point is not None:
-                return session.point
-            kind, payload = self._wait(session)  # (a step whose tell was interrupted: its next message)
-            if kind == _GRADIENT:
-                return payload
+        asked = self._asked
+        if asked is not None and asked[1] == self._state_token():
+            return asked[0]
         if self.gradients != "batch":
             raise TypeError(f"{type(self).__name__} takes a per-sample oracle, not gradients at points: "
                             "ask()/tell() is for grad_fn-style methods; use step(oracle)")
-        if self.backend == "mpi":
-            self._check_mpi_threads()
-        for _ in range(2):  # (a step that asked for nothing: start the next one)
-            session = self._ask_session = _Session(self)
-            kind, payload = self._wait(session)
-            if kind == _GRADIENT:
-                return payload
+        self._asked = None
+        for _ in range(2):  # (a step that needs no gradient: the next one does)
+            try:
+                self.step(_Probe())
+            except _Asked as stop:
+                self._asked = (stop.points, self._state_token())
+                return stop.points
         raise RuntimeError(f"{type(self).__name__}.step asked for no gradient twice running")
 
     def tell(self, G):
-        """Hand over the gradients at the points of :meth:`ask` and let the step go on.
+        """Hand over the gradients at the points of :meth:`ask`: the step is made.
 
         Parameters
         ----------
@@ -159,67 +136,39 @@ class AskTell:
         Raises
         ------
         RuntimeError
-            If no :meth:`ask` is waiting for gradients.
+            If no :meth:`ask` is waiting for gradients, or the optimizer changed
+            since (stepped, ``x`` set, resumed): ask again.
         ValueError, TypeError
-            For ``G`` of the wrong shape, or None: the step waits on, for a
-            corrected ``G``. What the step raises with ``G`` (TypeError for a
-            non-numeric array, :class:`~rowstoch_fast.DivergenceError` for a
-            NaN/Inf) ends the step instead, the state staying at the last
-            finished iteration.
+            For ``G`` of the wrong shape, None, or not numeric (the points stay
+            asked, for a corrected ``G``).
+        DivergenceError
+            For a NaN/Inf in ``G`` or what the step makes of it; the state stays
+            at the last finished iteration.
         """
-        session = self._ask_session
-        if session is None or session.point is None:
+        asked = self._asked
+        if asked is None:
             raise RuntimeError(f"{type(self).__name__}.tell(G) without a pending ask(): call X = opt.ask(), "
                                "compute the gradients G at X, then opt.tell(G)")
+        if asked[1] != self._state_token():
+            self._asked = None
+            raise RuntimeError(f"{type(self).__name__}.tell(G): the optimizer changed since ask() (stepped, x set or "
+                               "resumed), so G is not at its points: call X = opt.ask() again")
         self._check_told(G)
-        session.point = None
-        session.to_step.put(G)
-        self._wait(session)
+        self._asked = None
+        try:
+            self.step(_Probe(G))
+        except _Asked as stop:  # (a second gradient in the same step: asked now)
+            self._asked = (stop.points, self._state_token())
 
     def cancel(self):
-        """Drop the step waiting for :meth:`tell`: the optimizer stays at its last finished iteration (a step
-        that raises changes nothing), and :meth:`ask` starts that step again, at the same points. Nothing to do
-        when no step waits. Collective under MPI (every rank cancels).
+        """Drop the points :meth:`ask` is waiting for gradients at (:meth:`ask` computes them again). Nothing to
+        do when none are asked. ``close()`` is the same."""
+        self._asked = None
 
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from rowstoch_fast import DGD, topology
-        >>> opt = DGD(topology.ring(4), np.ones((4, 1)), lr=0.1)
-        >>> X = opt.ask()
-        >>> opt.cancel()
-        >>> opt.iteration, bool(np.array_equal(opt.ask(), X))
-        (0, True)
-        """
-        session = self._ask_session
-        if session is None:
-            return
-        if session.point is None:  # (a tell interrupted while the step ran: let it reach its next message)
-            try:
-                kind, _ = self._wait(session)
-            except _Cancelled:
-                return
-            if kind != _GRADIENT:
-                return
-        session.point = None
-        session.to_step.put(_CANCEL)
-        try:
-            self._wait(session)
-        except _Cancelled:
-            pass
-
-    def _wait(self, session):
-        """The step's next message; the session ends with the step (its exception raised here)."""
-        kind, payload = session.next()
-        if kind != _GRADIENT:
-            session.thread.join()
-            self._ask_session = None
-            if kind == _FAILED:
-                raise payload
-        return kind, payload
+    close = cancel
 
     def _check_told(self, G):
-        """What ``tell`` got, checked before the step sees it (a wrong ``G`` leaves the step waiting)."""
+        """What ``tell`` got, checked before the step sees it (a wrong ``G`` leaves the points asked)."""
         if G is None:
             raise TypeError(f"tell(G): G must be the gradients at the points of ask(), an array of shape "
                             f"{self._shape}, got None")
@@ -227,23 +176,9 @@ class AskTell:
         shape = tuple(shape) if shape is not None else np.shape(G)
         if shape != self._shape:
             raise ValueError(f"tell(G): G has shape {shape}, expected {self._shape} (the shape of ask()'s points)")
-
-    def _waiting_step(self):
-        """A sentence for the calls refused while a step waits for :meth:`tell` (None when none waits)."""
-        session = self.__dict__.get("_ask_session")
-        if session is None:
-            return None
-        return (f"a step started by {type(self).__name__}.ask() is waiting for tell(G): finish it with "
-                "opt.tell(G) first")
-
-    def _check_mpi_threads(self):
-        from mpi4py import MPI
-
-        if MPI.Query_thread() < MPI.THREAD_SERIALIZED:
-            raise RuntimeError("ask()/tell() under MPI runs the step on a helper thread, which needs MPI "
-                               f"initialised with thread support >= MPI_THREAD_SERIALIZED (got level "
-                               f"{MPI.Query_thread()}); mpi4py asks for MPI_THREAD_MULTIPLE unless "
-                               "mpi4py.rc.thread_level says otherwise")
+        kind = getattr(getattr(G, "dtype", None), "kind", None) or np.asarray(G).dtype.kind
+        if kind not in "fiu":
+            raise TypeError(f"tell(G): G must be a real numeric array, got dtype {getattr(G, 'dtype', kind)}")
 
     def _set_x(self, X):
         """``opt.x = X``: before the first step, any ``x0`` of the same shape; later, for methods whose only
@@ -254,6 +189,14 @@ class AskTell:
                 f"{type(self).__name__}.x can be set before the first step only: after it, its other state "
                 f"({', '.join(s for s in self.state if s != self.model)}) was derived from x and would no longer "
                 "match; build a new optimizer from X, or edit its state_dict()")
+        self._ops.call(self._check_x, X)  # (under MPI: every rank's rows checked, a refusal raised on all)
+        block, scratch = self._cur[self.model], self._nxt[self.model]
+        block[...] = scratch  # (_check_x wrote the checked values there)
+        self._writes = self.__dict__.get("_writes", 0) + 1  # (points asked before are no longer the step's)
+
+    def _check_x(self, X):
+        """``X`` checked and written into the scratch copy of the model block (the block itself stays as it was
+        until every rank agrees)."""
         arr = self._ops.user_array(X, "x")
         if tuple(arr.shape) != self._shape:
             raise ValueError(f"x must have shape {self._shape} (the shape of x0"
@@ -261,9 +204,7 @@ class AskTell:
                              f"got {tuple(arr.shape)}")
         if arr.dtype.kind not in "fiu":
             raise TypeError(f"x must be a real numeric array, got dtype {arr.dtype}")
-        block = self._cur[self.model]
         scratch = self._nxt[self.model]  # written first: a non-finite X leaves x as it was
         scratch[...] = self._internal(arr)
         if not bool(np.isfinite(scratch).all()):  # (a host or device array: NumPy dispatches to CuPy)
             raise ValueError(f"x must be finite, got {fmt_value(X) if np.ndim(X) == 0 else 'a NaN or Inf'}")
-        block[...] = scratch

@@ -260,14 +260,17 @@ class Optimizer(AskTell, FailureHandling, Persistence):
 
     @exclusive
     def _set_lr(self, lr):
+        self._apply_lr(lr)
+
+    def _apply_lr(self, lr):
         lr = self._check_lr(lr)
         self._check_replica_rates(lr, self._global_shape)
         self._settle()  # deferred checks belong to the steps taken with the old lr
         self.__dict__["lr"] = lr
         self._hyper["lr"] = lr
         self._lr_columns = {}
-        if self._initialized:
-            self._lr_changed()
+        if self._initialized:  # (between ask and tell the state stays: what the step computes from G uses lr)
+            self._lr_changed(state=self._asked is None)
 
     def _check_lr(self, lr):
         """A valid step size: one positive number, or one per replica (shape ``(reps, 1, 1)``, broadcasting
@@ -742,6 +745,7 @@ class Optimizer(AskTell, FailureHandling, Persistence):
             kwargs["tracker"] = tracker
         return cls(x0=x0, lr=lr, backend=backend, **kwargs, **options)
 
-    def _lr_changed(self):
-        """Recompute what depends on ``lr`` in the state after it changed (:meth:`from_state_dict`, or an
-        assignment ``opt.lr = ...``)."""
+    def _lr_changed(self, state=True):
+        """Recompute what depends on ``lr`` after it changed (:meth:`from_state_dict`, or an assignment
+        ``opt.lr = ...``): with ``state`` False (between ``ask`` and ``tell``) only what is not state (caches of
+        the rate), so that the step then computes the points asked."""

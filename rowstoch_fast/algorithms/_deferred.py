@@ -82,14 +82,17 @@ class FailureHandling:
     def _returned_gradient(self, grad_fn, x_buf):
         """``grad_fn`` at ``x_buf``'s user view, checked: an array of this backend of x's shape."""
         G = grad_fn(self._user_view(x_buf))
+        told = getattr(grad_fn, "told", False)  # (ask/tell: the user handed G to tell)
         if G is None:
-            raise TypeError(f"grad_fn returned None; it must return the gradients at X, an array of shape "
-                            f"{self._shape} (the shape of x)")
-        G = self._ops.user_array(G, "the value grad_fn returns")
+            raise TypeError(("tell(G) got None" if told else "grad_fn returned None") + f"; it must return the "
+                            f"gradients at X, an array of shape {self._shape} (the shape of x)")
+        G = self._ops.user_array(G, "tell(G)'s G" if told else "the value grad_fn returns")
         if tuple(G.shape) != self._shape:
-            raise ValueError(f"grad_fn returned shape {tuple(G.shape)}, expected {self._shape} (the shape of x)")
+            raise ValueError(("tell(G) got" if told else "grad_fn returned") + f" shape {tuple(G.shape)}, expected "
+                             f"{self._shape} (the shape of x)")
         if G.dtype.kind not in "fiu":
-            raise TypeError(f"grad_fn must return a real numeric array, got dtype {G.dtype}")
+            raise TypeError(("tell(G) needs" if told else "grad_fn must return") + " a real numeric array, got "
+                            f"dtype {G.dtype}")
         return G
 
     def _check_iterates(self, finite, t, *blocks):

@@ -25,9 +25,6 @@ def exclusive(method):
         with _OWNER_LOCK:
             owner, depth = self.__dict__.get("_owner"), self.__dict__.get("_owner_depth", 0)
             if owner is not None and owner != me:
-                pending = getattr(self, "_waiting_step", lambda: None)()
-                if pending:
-                    raise RuntimeError(f"{type(self).__name__}.{method.__name__}(): {pending}")
                 raise RuntimeError(
                     f"{type(self).__name__}.{method.__name__}() called from a second thread while another thread "
                     "is using this optimizer; an optimizer is not thread-safe: give each thread its own "
@@ -59,9 +56,6 @@ class _StepSize:
     def __set__(self, obj, value):
         if obj.__dict__.get("_built"):
             if obj.__dict__.get("_owner") is not None:  # inside step/initialize (grad_fn) or another thread's
-                pending = obj._waiting_step()
-                if pending:
-                    raise RuntimeError(f"{type(obj).__name__}.lr = ...: {pending}")
                 raise RuntimeError("lr can change between steps only, not while a step runs (e.g. from grad_fn): "
                                    "half of the step would use the old value")
             obj._set_lr(value)

@@ -212,9 +212,9 @@ class PullDiagGT(Optimizer):
                              [nxt["y"], nxt["g"], cur["g"]])
         self._check_iterates(finite, t, nxt["y"])
 
-    def _lr_changed(self):
+    def _lr_changed(self, state=True):
         self._settle()
-        if self.form == "atc":
+        if self.form == "atc" and state:
             self._ops.combine(self._cur["xw"], [1.0, self._lr_coef()], [self._cur["x"], self._cur["y"]])
         else:  # (one rate per node; a rate, or one per replica, goes through _lr_coef)
             self._lr_vector = None if np.ndim(self.lr) != 1 else self._ops.vector(-np.asarray(self.lr))

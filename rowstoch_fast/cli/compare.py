@@ -212,7 +212,7 @@ def cmd_compare(args):
         titles = [_figure_title(args, g, ns, A.n) for _, (g, _, ns, A, *_) in zip(frames, problems)]
         written = cmp.write_outputs(frames, args.out, metrics, x_axis[0], formats, caption=_caption(args, problems),
                                     titles=titles)
-        say(f"wrote {', '.join(os.path.join(args.out, n) for n in written)}"
+        (show if interrupted else say)(f"wrote {', '.join(os.path.join(args.out, n) for n in written)}"
               + (" (interrupted: what finished; --resume continues it)" if interrupted else ""))
         return 130 if interrupted else 0
     finally:
