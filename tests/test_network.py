@@ -823,3 +823,26 @@ def test_activation_models_refuse_bad_parameters_naming_them():
     for kw, message in cases:
         with pytest.raises(ValueError, match=message):
             Sleepy(A, **kw)
+
+
+@pytest.mark.parametrize("model", ["bernoulli", "markov", "poisson"])
+def test_traffic_counts_what_awake_nodes_sent(model):
+    """A sleeping node sends nothing: traffic() counts, iteration by iteration, the out-links of the nodes awake
+    (under losses too: a lost message was sent). It counted every link of the base graph every iteration."""
+    from rowstoch_fast import DSGD, PushPull
+    from rowstoch_fast.network import Lossy, Sleepy
+
+    A = topology.erdos_renyi(12, 0.3, seed=3)
+    options = {"bernoulli": {"q": 0.6}, "markov": {"p_sleep": 0.3, "p_wake": 0.4}, "poisson": {"rate": 0.7}}[model]
+    for net in (Sleepy(A, seed=4, model=model, **options), Sleepy(Lossy(A, 0.2, seed=1), seed=5, model=model,
+                                                                   **options)):
+        for cls in (DSGD, PushPull):
+            opt = cls.build(net, np.zeros((12, 2)), 0.05)
+            for _ in range(7):
+                opt.step(lambda X: X - 1.0)
+            dense = A.toarray()
+            links = [(i, j) for i in range(12) for j in range(12) if i != j and dense[i, j] > 0]
+            sent = sum(sum(1 for i, j in links if net.awake(t)[j]) for t in range(opt.silent_iterations, 7))
+            per_iteration = len(opt._traffic_per_iteration())  # (matrices mixed: Push-Pull's A and C)
+            assert opt.traffic()["messages"] == sent * per_iteration, (cls, model)
+            assert opt.traffic()["messages"] < 7 * len(links) * per_iteration

@@ -522,15 +522,36 @@ class Optimizer(AskTell, FailureHandling, Persistence):
         """
         messages = nbytes = 0
         itemsize = self._ops.dtype.itemsize
+        talking = self._talking_iterations()
         for name, exchanges, per_node in self._traffic_per_iteration():
-            edges = self._edges[name] if name in self._edges else name
-            messages += exchanges * edges
             M = self._mats.get(name)
+            sent = self._links_sent(name, M)  # (links over the talking iterations: a sleeping node sends nothing)
+            sent = talking * (self._edges[name] if name in self._edges else name) if sent is None else sent
+            messages += exchanges * sent
             size = M.message_bytes(per_node, self._d, itemsize) if hasattr(M, "message_bytes") else \
                 per_node * itemsize  # (compressed messages: their compressed size)
-            nbytes += exchanges * edges * size
-        talking = self._talking_iterations()
-        return {"messages": talking * messages, "bytes": talking * nbytes}
+            nbytes += exchanges * sent * size
+        return {"messages": messages, "bytes": nbytes}
+
+    def _links_sent(self, name, M):
+        """Links that carried a message over the talking iterations, for a network whose nodes do not all send
+        (:meth:`~rowstoch_fast.network.Network.senders`): the out-links of each iteration's senders, counted on from
+        where the last call stopped; None where every node sends."""
+        if not isinstance(M, Network) or M.senders(max(0, self.iteration - 1)) is None:
+            return None
+        counts = self.__dict__.setdefault("_sent_links", {})
+        if name not in counts:
+            csr = base_matrix(M).csr
+            out = np.bincount(csr.indices, minlength=self._n) - (csr.diagonal() > 0)  # out-links, no self loop
+            counts[name] = [self.silent_iterations, 0, out]
+        entry = counts[name]
+        first, total, out = entry
+        if first > self.iteration:  # (a state restored to an earlier iteration: count again)
+            first, total = self.silent_iterations, 0
+        for t in range(first, self.iteration):
+            total += int(out[M.senders(t)].sum())
+        entry[0], entry[1] = max(first, self.iteration), total
+        return total
 
     def centroid_weights(self):
         """The weights of the centroid the iterates agree on: ``pi`` of ``A``, or ``1/n`` (push-sum methods)."""

@@ -133,6 +133,12 @@ class Network:
         """Value type of the matrices (that of the base)."""
         return self.base.dtype
 
+    def senders(self, t):
+        """Boolean mask of the nodes that send at iteration ``t`` (what ``traffic()`` counts), or None where every
+        node does: a layer's base's, unless the layer silences nodes itself (:class:`Sleepy`)."""
+        base = getattr(self, "base", None)
+        return base.senders(t) if isinstance(base, Network) else None
+
     @property
     def static(self):
         """The :class:`MixingMatrix` this network always applies, when it never changes (no loss, nobody

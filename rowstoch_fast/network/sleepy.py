@@ -152,6 +152,11 @@ class Sleepy(Network):
         awake = self.awake(t)
         return arrived & ((awake[gi] & awake[gj]) | (gi == gj))
 
+    def senders(self, t):
+        """The nodes awake at ``t`` (a sleeping node sends nothing), and among them its base's senders."""
+        below = super().senders(t)
+        return self.awake(t) if below is None else self.awake(t) & below
+
     def awake(self, t):
         """Boolean mask of the nodes awake at iteration ``t`` (read-only; the last one is kept: an iteration's
         phases ask for it several times)."""
