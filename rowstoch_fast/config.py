@@ -36,6 +36,7 @@ anything runs, and an error names the file, the table and the key::
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 
@@ -60,6 +61,8 @@ SCHEMA = {
 #: The keys of one ``[algorithms.NAME]`` table that every algorithm has; any other key is a hyperparameter of
 #: the algorithm's constructor, passed through (and refused, naming the key, where the algorithm has none such).
 ALGORITHM_KEYS = {"lr": float, "lr_source": str, "tracker": str, "rounds": int}
+#: The ranges of those keys: ``(bound, bound allowed, words)``.
+ALGORITHM_RANGES = {"lr": (0.0, False, "a finite number > 0"), "rounds": (1, True, "an integer >= 1")}
 #: ``[run] algorithms = "..."``: a set of algorithms read from the registry when the file is loaded (so a file
 #: names no algorithm by hand; ``[algorithms.NAME]`` tables then add settings, or more algorithms).
 ALGORITHM_SETS = {"all": lambda cls: True, "paper": lambda cls: cls.in_paper_preset}
@@ -175,6 +178,10 @@ def load(path):
                 for key, value in settings.items():
                     if key in ALGORITHM_KEYS:
                         settings[key] = _check_value(f"{name}: [algorithms.{algo}] {key}", value, ALGORITHM_KEYS[key])
+                        low = ALGORITHM_RANGES.get(key)  # (the range too, here: the error names the file)
+                        if low is not None and not (math.isfinite(settings[key]) and settings[key] >= low[0]
+                                                    and (settings[key] > low[0] or low[1])):
+                            raise ConfigError(f"{name}: [algorithms.{algo}] {key} must be {low[2]}, got {value!r}")
                     elif takes is not None and key not in takes:
                         raise ConfigError(f"{name}: [algorithms.{algo}] {key}: unknown key; the keys are "
                                           f"{', '.join([*ALGORITHM_KEYS, *takes])}")

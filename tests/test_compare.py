@@ -823,6 +823,13 @@ def test_cli_compare_runs_an_experiment_file_and_saves_what_made_the_results(tmp
      "[communication] compress must be one of none, qsgd"),
     (lambda t: t.replace("[run]", "[communication]\nloss = [0.0, \"x\"]\n[run]"),
      "[communication] loss must be a number or a list of numbers"),
+    # values out of range, named with the file and table (the run refused them, after other methods had written)
+    (lambda t: t.replace("lr = 0.1", "lr = -0.1"), "[algorithms.dsgd] lr must be a finite number > 0, got -0.1"),
+    (lambda t: t.replace("lr = 0.1", "lr = nan"), "[algorithms.dsgd] lr must be a finite number > 0, got nan"),
+    (lambda t: t + "rounds = 0\n", "[algorithms.push-pull] rounds must be an integer >= 1, got 0"),
+    (lambda t: t + "[algorithms.pull-diag-gt]\nform = \"bogus\"\n",
+     "exp.toml: [algorithms.pull-diag-gt] form must be 'atc' or 'frost', got 'bogus'"),
+    (lambda t: t + "[algorithms.abm]\nmomentum = 1.5\n", "exp.toml: [algorithms.abm] "),
 ])
 def test_a_bad_experiment_file_is_one_line_naming_the_key_and_writes_nothing(tmp_path, edit, fragment):
     cfg = tmp_path / "exp.toml"

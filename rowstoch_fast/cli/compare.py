@@ -120,8 +120,10 @@ def cmd_compare(args):
                 hyper = {k: {h: x for h, x in v.items() if h not in ("lr", "lr_source")}
                          for k, v in file_algorithms.items()}
                 hyper = {k: v for k, v in hyper.items() if v and k in labels}
-                for label, method, _ in specs:
+                for label, method, rounds in specs:
                     check_takes(REGISTRY[method], f, label)
+                    if label in hyper:  # the file's values, checked by the constructor before anything runs
+                        _check_file_hyper(args.config, label, REGISTRY[method], rounds, hyper[label], args.tracker)
                 with warnings.catch_warnings():  # (the budget's warning is printed once, by the run)
                     warnings.simplefilter("ignore", RuntimeWarning)
                     cmp.make_plan(A, f, chosen, args.rounds_budget, lr=lr, repeats=args.repeats, seed=args.seed,
@@ -129,6 +131,8 @@ def cmd_compare(args):
                                   metric=metrics[0] if metrics else None, metrics=metrics,
                                   lr_source=sources or None, hyper=hyper or None)  # (every check, memory too)
                 problems.append((gname, sname, ns, A, specs, lr, f, sources, hyper, chosen))
+    except UsageError:  # (worded already: an experiment file's key)
+        raise
     except (ValueError, TypeError) as exc:
         raise UsageError(_as_options(str(exc), _COMPARE_OPTIONS)) from exc
     args.topology = topologies if len(topologies) > 1 else topologies[0]
@@ -225,6 +229,30 @@ def _one_section(table):
     from ..compare import tables
 
     return table.drop(columns=[g for g in tables.GROUPS if g in table.columns])
+
+
+#: A network every algorithm takes (doubly stochastic, symmetric, primitive): where the constructors check an
+#: experiment file's hyperparameters before the comparison starts.
+_STAND_IN = None
+
+
+def _check_file_hyper(path, label, cls, rounds, values, tracker):
+    """``[algorithms.LABEL]``'s hyperparameters as ``cls``'s constructor checks them (on a 4-node stand-in: their
+    values, not the problem), refused naming the file and table; they were refused once the comparison ran, after
+    other methods had written their results."""
+    global _STAND_IN
+    import numpy as np
+
+    from ..mixing import MixingMatrix
+
+    if _STAND_IN is None:
+        _STAND_IN = MixingMatrix(np.full((4, 4), 0.25), stochastic="doubly")
+    values = dict(values)
+    try:
+        cls.build(_STAND_IN, np.zeros((4, 1)), 1e-3, rounds=values.pop("rounds", rounds),
+                  tracker=values.pop("tracker", tracker), **values)
+    except (ValueError, TypeError) as exc:
+        raise UsageError(f"{path}: [algorithms.{label}] {exc}") from None
 
 
 def _slug(text):
