@@ -61,7 +61,7 @@ GROWTH_WARNING = 1e3
 
 
 #: Constructor arguments that :meth:`Algorithm.build` sets itself (not hyperparameters a user passes through).
-_BUILT = {"self", "A", "C", "n", "x0", "lr", "rounds", "tracker", "backend", "comm", "partition"}
+_BUILT = {"self", "A", "C", "W", "n", "x0", "lr", "rounds", "tracker", "backend", "comm", "partition"}
 
 
 def algorithm_options(method):

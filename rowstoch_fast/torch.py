@@ -708,7 +708,7 @@ def _optimizer_class():
                 raise ValueError(f"a step averages batches_per_step={B} mini-batch{'es' if B > 1 else ''}{why}: "
                                  f"call backward() on {B} between zero_grad() and step(), got {self._backwards}")
             G = params.grad / self._backwards if self._backwards > 1 else params.grad
-            if self.inner._asked is None:
+            if self.inner._asked_points() is None:
                 raise RuntimeError("step(): the optimizer has no step waiting for gradients (a failed step before "
                                    "this one?); replicas.params are the points of the next: compute the loss there "
                                    "again")
@@ -719,8 +719,8 @@ def _optimizer_class():
                     self._lr = lr
                 self.inner.tell(from_tensor(G))
             finally:
-                self._ask()  # (params: the points of the step now waiting, whatever happened)
                 self._backwards = 0
+                self._ask()  # (params: the points of the step now waiting, whatever happened)
             return loss
 
         def state_dict(self):
@@ -735,7 +735,9 @@ def _optimizer_class():
                                  "'rowstoch')")
             matrices = {k: getattr(self.inner, k) for k in type(self.inner).matrices}
             self.inner = type(self.inner).from_state_dict(state["rowstoch"], **matrices)
-            self.param_groups[0]["lr"] = self._lr = self.inner.lr
+            self._lr = self.inner.lr  # (a rate a scheduler set after the last step: applied by the next, as it was)
+            saved = state.get("param_groups")
+            self.param_groups[0]["lr"] = saved[0]["lr"] if saved else self.inner.lr
             self._ask()
 
         def __repr__(self):

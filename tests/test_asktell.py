@@ -88,9 +88,14 @@ def test_asking_twice_returns_the_same_points_and_tell_needs_an_ask():
     opt.tell(grad(opt.ask()))
     assert opt.iteration == 1
     X = opt.ask()
-    opt.step(grad)  # the optimizer moved on: the points asked before are not the step's
-    with pytest.raises(RuntimeError, match=r"changed since ask\(\).*ask\(\) again"):
+    opt.step(grad)  # a step of its own: the points asked before are dropped
+    with pytest.raises(RuntimeError, match=r"without a pending ask"):
         opt.tell(grad(X))
+    dgd = DGD(topology.exponential(10), x0, lr=0.05)
+    X = dgd.ask()
+    dgd.x = x0 + 1.0  # (x set: the points asked are no longer the step's)
+    with pytest.raises(RuntimeError, match=r"changed since ask\(\).*ask\(\) again"):
+        dgd.tell(grad(X))
     opt.tell(grad(opt.ask()))
     assert opt.iteration == 3
     X = opt.ask()
@@ -116,6 +121,38 @@ def test_lr_set_between_ask_and_tell_acts_on_what_the_step_computes_from_g():
             np.testing.assert_array_equal(told.x, stepped.x)
         else:  # (Pull-Diag-GT's point x1 = A (x0 - lr y0) was made before the new rate: one rate behind)
             assert told.lr == stepped.lr and np.isfinite(told.x).all()
+
+
+@pytest.mark.parametrize("name", BATCH)
+def test_a_rate_set_between_ask_and_tell_keeps_the_points_asked(name, monkeypatch):
+    """The step tell makes needs its gradients at the points ask returned: the part before them runs with the
+    rate they were asked with, whatever the method (13 of them use the rate there); the new rate then applies."""
+    from rowstoch_fast.algorithms import _asktell
+
+    seen = []
+    answer = _asktell._Probe.__call__
+
+    def recording(self, X):
+        if self.answer is not None:
+            seen.append(np.array(X))
+        return answer(self, X)
+
+    monkeypatch.setattr(_asktell._Probe, "__call__", recording)
+    cls = REGISTRY[name]
+    grad, x0 = _problem()
+    A = for_algorithm(cls, topology.erdos_renyi(10, 0.4, seed=1))
+    opt = cls.build(A, x0, 0.02, **({"rounds": 2} if cls.multi_round else {}))
+    for k in range(5):
+        X = np.array(opt.ask())
+        opt.lr = 0.02 + 0.005 * (k + 1)
+        assert opt.lr == 0.02 + 0.005 * k or k == 0 and opt.lr == 0.02  # (the rate asked with, until tell)
+        opt.tell(grad(X))
+        np.testing.assert_array_equal(seen[-1], X)
+        assert opt.lr == 0.02 + 0.005 * (k + 1)
+    X = opt.ask()
+    opt.lr = 0.5
+    opt.cancel()  # (dropped: the rate applies now, to the state too)
+    assert opt.lr == 0.5
 
 
 def test_a_failing_step_raises_from_tell_and_keeps_the_state():

@@ -30,17 +30,22 @@ class _Asked(Exception):
 
 class _Probe:
     """The ``grad_fn`` of ``ask`` (no answers: stop at the first gradient) and of ``tell`` (answer with ``G``,
-    then stop at a second gradient if the step needs one: a method's first step, which starts at ``x0``)."""
+    then stop at a second gradient if the step needs one: a method's first step, which starts at ``x0``). A rate
+    assigned between ``ask`` and ``tell`` is made the rate when ``G`` is handed over: the part of the step before
+    its gradients ran with the rate the points were asked with."""
 
     told = True  # (the step's checks then name tell(G), not grad_fn)
 
-    def __init__(self, answer=None):
-        self.answer = answer
+    def __init__(self, answer=None, opt=None):
+        self.answer, self.opt = answer, opt
 
     def __call__(self, X):
         if self.answer is None:
             raise _Asked(X)
         G, self.answer = self.answer, None
+        lr = self.opt.__dict__.pop("_lr_next", None) if self.opt is not None else None
+        if lr is not None:
+            self.opt._use_lr(lr, state=False)
         return G
 
 
@@ -49,6 +54,15 @@ class AskTell:
 
     _asked = None  # (points, the state they were computed from) between ask and tell
 
+    def _asked_points(self):
+        """The points asked, while they are the step's (None otherwise)."""
+        asked = self._asked
+        return asked[0] if asked is not None and asked[1] == self._state_token() else None
+
+    def _before_step(self, grad_fn):
+        """A step not made by ask/tell: the points asked are dropped (a rate put off for them applies now)."""
+        if not isinstance(grad_fn, _Probe) and self._asked is not None:
+            self.cancel()
     def _state_token(self):
         """What the points of ``ask`` depend on: the iteration, whether iteration 0 is set up, the state blocks
         and the writes to them (``x`` set, a resume)."""
@@ -82,8 +96,10 @@ class AskTell:
         -----
         ``ask`` runs the step up to its gradients and stops it there (a step
         that stops changes nothing); ``tell`` runs it again with them. Between
-        the two, ``opt.lr = ...`` is allowed: what the step computes from ``G``
-        (the update, the next points) uses the new rate. Stepping the optimizer
+        the two, ``opt.lr = ...`` is allowed: it becomes the rate when ``tell``
+        hands ``G`` to the step (what the step computes from ``G`` uses it; the
+        points were made with the rate before, and ``opt.lr`` reads that one
+        until then). Stepping the optimizer
         otherwise, setting ``x`` or resuming makes ``tell`` refuse the points
         (ask again). Under MPI every rank asks and tells (its own rows).
 
@@ -99,9 +115,9 @@ class AskTell:
         >>> bool(np.allclose(opt.x, b.mean()))
         True
         """
-        asked = self._asked
-        if asked is not None and asked[1] == self._state_token():
-            return asked[0]
+        points = self._asked_points()
+        if points is not None:
+            return points
         if self.gradients != "batch":
             raise TypeError(f"{type(self).__name__} takes a per-sample oracle, not gradients at points: "
                             "ask()/tell() is for grad_fn-style methods; use step(oracle)")
@@ -150,20 +166,24 @@ class AskTell:
             raise RuntimeError(f"{type(self).__name__}.tell(G) without a pending ask(): call X = opt.ask(), "
                                "compute the gradients G at X, then opt.tell(G)")
         if asked[1] != self._state_token():
-            self._asked = None
+            self.cancel()
             raise RuntimeError(f"{type(self).__name__}.tell(G): the optimizer changed since ask() (stepped, x set or "
                                "resumed), so G is not at its points: call X = opt.ask() again")
-        self._check_told(G)
+        self._ops.call(self._check_told, G)  # (under MPI: a refusal on every rank, not a hang in the step)
         self._asked = None
         try:
-            self.step(_Probe(G))
+            self.step(_Probe(G, self))
         except _Asked as stop:  # (a second gradient in the same step: asked now)
             self._asked = (stop.points, self._state_token())
 
     def cancel(self):
-        """Drop the points :meth:`ask` is waiting for gradients at (:meth:`ask` computes them again). Nothing to
-        do when none are asked. ``close()`` is the same."""
+        """Drop the points :meth:`ask` is waiting for gradients at (:meth:`ask` computes them again; a rate
+        assigned since applies now). Nothing to do when none are asked. ``close()`` is the same."""
         self._asked = None
+        lr = self.__dict__.pop("_lr_next", None)
+        if lr is not None:
+            self._settle()
+            self._use_lr(lr)
 
     close = cancel
 

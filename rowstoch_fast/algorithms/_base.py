@@ -265,12 +265,20 @@ class Optimizer(AskTell, FailureHandling, Persistence):
     def _apply_lr(self, lr):
         lr = self._check_lr(lr)
         self._check_replica_rates(lr, self._global_shape)
+        if self._asked_points() is not None:  # between ask and tell: from when tell hands G to the step
+            self._lr_next = lr
+            return
         self._settle()  # deferred checks belong to the steps taken with the old lr
+        self._use_lr(lr)
+
+    def _use_lr(self, lr, state=True):
+        """Make ``lr`` the rate (checked); ``state`` False: inside the step ``tell`` makes, at its gradients (what
+        depends on the rate in the state before them was used with the old one)."""
         self.__dict__["lr"] = lr
         self._hyper["lr"] = lr
         self._lr_columns = {}
-        if self._initialized:  # (between ask and tell the state stays: what the step computes from G uses lr)
-            self._lr_changed(state=self._asked is None)
+        if self._initialized:
+            self._lr_changed(state=state)
 
     def _check_lr(self, lr):
         """A valid step size: one positive number, or one per replica (shape ``(reps, 1, 1)``, broadcasting
@@ -535,23 +543,38 @@ class Optimizer(AskTell, FailureHandling, Persistence):
 
     def _links_sent(self, name, M):
         """Links that carried a message over the talking iterations, for a network whose nodes do not all send
-        (:meth:`~rowstoch_fast.network.Network.senders`): the out-links of each iteration's senders, counted on from
-        where the last call stopped; None where every node sends."""
-        if not isinstance(M, Network) or M.senders(max(0, self.iteration - 1)) is None:
+        (:meth:`~rowstoch_fast.network.Network.senders`): the out-links of each iteration's senders (counted as
+        the steps go, by :meth:`_count_sent`, and from where that stopped); None where every node sends."""
+        entry = self._sender_counts().get(name)
+        if entry is None:
             return None
-        counts = self.__dict__.setdefault("_sent_links", {})
-        if name not in counts:
-            csr = base_matrix(M).csr
-            out = np.bincount(csr.indices, minlength=self._n) - (csr.diagonal() > 0)  # out-links, no self loop
-            counts[name] = [self.silent_iterations, 0, out]
-        entry = counts[name]
-        first, total, out = entry
-        if first > self.iteration:  # (a state restored to an earlier iteration: count again)
-            first, total = self.silent_iterations, 0
-        for t in range(first, self.iteration):
-            total += int(out[M.senders(t)].sum())
-        entry[0], entry[1] = max(first, self.iteration), total
-        return total
+        if entry[0] > self.iteration:  # (a state restored to an earlier iteration: count again)
+            entry[0], entry[1] = self.silent_iterations, 0
+        while entry[0] < self.iteration:
+            self._count_sent(entry[0])
+        return entry[1]
+
+    def _sender_counts(self):
+        """``{matrix name: [next iteration to count, links so far, out-links per node]}`` of the matrices whose
+        network silences nodes (made once)."""
+        counts = self.__dict__.get("_sent_links")
+        if counts is None:
+            counts = self._sent_links = {}
+            for name, _, _ in self._traffic_per_iteration():
+                M = self._mats.get(name)
+                if isinstance(M, Network) and M.senders(0) is not None:
+                    csr = base_matrix(M).csr
+                    out = np.bincount(csr.indices, minlength=self._n) - (csr.diagonal() > 0)  # no self loop
+                    counts[name] = [self.silent_iterations, 0, out]
+        return counts
+
+    def _count_sent(self, t):
+        """Add iteration ``t``'s links to :meth:`_sender_counts` where it is the next to count (after each step:
+        the network's mask of ``t`` is still cached)."""
+        for name, entry in self._sender_counts().items():
+            if entry[0] == t:
+                entry[1] += int(entry[2][self._mats[name].senders(t)].sum())
+                entry[0] = t + 1
 
     def centroid_weights(self):
         """The weights of the centroid the iterates agree on: ``pi`` of ``A``, or ``1/n`` (push-sum methods)."""
@@ -616,6 +639,7 @@ class Optimizer(AskTell, FailureHandling, Persistence):
         RuntimeError
             If another thread is stepping this optimizer at the same time.
         """
+        self._before_step(grad_fn)  # (ask/tell: a step of its own drops the points asked)
         if not self._initialized or self.rounds > 1:
             self._check_samples(grad_fn)
         if not self._initialized:
@@ -626,6 +650,7 @@ class Optimizer(AskTell, FailureHandling, Persistence):
         self._advance(grad_fn, self._cur, self._nxt, t)
         # Commit in one statement with no calls (no signal can land half-way).
         self._cur, self._nxt, self.iteration = self._nxt, self._cur, t + 1
+        self._count_sent(t)  # (traffic: what this step's senders sent; no-op where every node sends)
         if self._journal and self.iteration % self._ops.check_every == 0:
             self._settle()
         return self

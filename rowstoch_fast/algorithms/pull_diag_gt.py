@@ -213,7 +213,8 @@ class PullDiagGT(Optimizer):
         self._check_iterates(finite, t, nxt["y"])
 
     def _lr_changed(self, state=True):
-        self._settle()
+        if state:
+            self._settle()
         if self.form == "atc" and state:
             self._ops.combine(self._cur["xw"], [1.0, self._lr_coef()], [self._cur["x"], self._cur["y"]])
         else:  # (one rate per node; a rate, or one per replica, goes through _lr_coef)
