@@ -846,3 +846,22 @@ def test_traffic_counts_what_awake_nodes_sent(model):
             per_iteration = len(opt._traffic_per_iteration())  # (matrices mixed: Push-Pull's A and C)
             assert opt.traffic()["messages"] == sent * per_iteration, (cls, model)
             assert opt.traffic()["messages"] < 7 * len(links) * per_iteration
+
+
+def test_traffic_over_a_schedule_counts_each_iterations_links():
+    """A schedule's links change with the iteration: traffic() counts those of each iteration's matrix (asleep
+    nodes' out-links left out); it counted the first matrix's every iteration."""
+    from rowstoch_fast import DSGD
+    from rowstoch_fast.network import Schedule, Sleepy
+
+    A, B = topology.erdos_renyi(10, 0.3, seed=2), topology.ring(10)
+    for net in (Schedule([A, B]), Sleepy(Schedule([A, B]), 0.6, seed=1)):
+        opt = DSGD.build(net, np.zeros((10, 2)), 0.05)
+        for _ in range(9):
+            opt.step(lambda X: X - 1.0)
+        expected = 0
+        for t in range(9):
+            dense = (A, B)[t % 2].toarray()
+            awake = net.awake(t) if isinstance(net, Sleepy) else np.ones(10, dtype=bool)
+            expected += sum(1 for i in range(10) for j in range(10) if i != j and dense[i, j] > 0 and awake[j])
+        assert opt.traffic()["messages"] == expected

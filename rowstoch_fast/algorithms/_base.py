@@ -542,9 +542,10 @@ class Optimizer(AskTell, FailureHandling, Persistence):
         return {"messages": messages, "bytes": nbytes}
 
     def _links_sent(self, name, M):
-        """Links that carried a message over the talking iterations, for a network whose nodes do not all send
-        (:meth:`~rowstoch_fast.network.Network.senders`): the out-links of each iteration's senders (counted as
-        the steps go, by :meth:`_count_sent`, and from where that stopped); None where every node sends."""
+        """Links that carried a message over the talking iterations, for a network whose links vary by iteration
+        (a schedule's matrices; nodes asleep: :meth:`~rowstoch_fast.network.Network.senders`): each iteration's
+        out-links of its senders (counted as the steps go, by :meth:`_count_sent`, and from where that stopped);
+        None for a fixed set of links, every node sending."""
         entry = self._sender_counts().get(name)
         if entry is None:
             return None
@@ -555,26 +556,36 @@ class Optimizer(AskTell, FailureHandling, Persistence):
         return entry[1]
 
     def _sender_counts(self):
-        """``{matrix name: [next iteration to count, links so far, out-links per node]}`` of the matrices whose
-        network silences nodes (made once)."""
+        """``{matrix name: [next iteration to count, links so far, source, out-links per node of each matrix]}`` of
+        the matrices whose links vary by iteration: a network that silences nodes (sleep), or over a schedule
+        (each iteration its matrix's links); made once."""
         counts = self.__dict__.get("_sent_links")
         if counts is None:
             counts = self._sent_links = {}
             for name, _, _ in self._traffic_per_iteration():
                 M = self._mats.get(name)
-                if isinstance(M, Network) and M.senders(0) is not None:
-                    csr = base_matrix(M).csr
-                    out = np.bincount(csr.indices, minlength=self._n) - (csr.diagonal() > 0)  # no self loop
-                    counts[name] = [self.silent_iterations, 0, out]
+                if not isinstance(M, Network):
+                    continue
+                source, _ = source_of(M)
+                if isinstance(source, Network) or M.senders(0) is not None:
+                    counts[name] = [self.silent_iterations, 0, source, {}]
         return counts
 
     def _count_sent(self, t):
         """Add iteration ``t``'s links to :meth:`_sender_counts` where it is the next to count (after each step:
         the network's mask of ``t`` is still cached)."""
         for name, entry in self._sender_counts().items():
-            if entry[0] == t:
-                entry[1] += int(entry[2][self._mats[name].senders(t)].sum())
-                entry[0] = t + 1
+            if entry[0] != t:
+                continue
+            source, outs = entry[2], entry[3]
+            A = source.matrix(t) if isinstance(source, Network) else source
+            out = outs.get(id(A))
+            if out is None:
+                csr = A.csr
+                out = outs[id(A)] = np.bincount(csr.indices, minlength=self._n) - (csr.diagonal() > 0)  # no loops
+            senders = self._mats[name].senders(t)
+            entry[1] += int(out.sum() if senders is None else out[senders].sum())
+            entry[0] = t + 1
 
     def centroid_weights(self):
         """The weights of the centroid the iterates agree on: ``pi`` of ``A``, or ``1/n`` (push-sum methods)."""
