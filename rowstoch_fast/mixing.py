@@ -300,26 +300,15 @@ class MixingMatrix:
         >>> A.n
         4
         """
-        nodes = list(G.nodes)
-        index = {u: k for k, u in enumerate(nodes)}
-        edges, raw = [], []
-        for u, v, data in G.edges(data=True):
-            pairs = [(index[u], index[v])]
-            if not G.is_directed() and u != v:
-                pairs.append((index[v], index[u]))
-            for p in pairs:
-                edges.append(p)
-                if weights not in ("in-degree", "uniform"):
-                    raw.append(data.get(weights, _MISSING))
-        edges = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
-        if weights not in ("in-degree", "uniform") and edges.size and all(v is _MISSING for v in raw):
+        attribute = None if weights in ("in-degree", "uniform") else weights
+        n, edges, raw = _networkx_edges(G, attribute or "weight")
+        if attribute is not None and edges.size and all(v is _MISSING for v in raw):
             seen = sorted({k for _, _, data in G.edges(data=True) for k in data})
             raise ValueError(f"no edge of G has the attribute {weights!r} (edge attributes: "
                              f"{', '.join(map(repr, seen)) or 'none'}); pass weights='in-degree' or 'uniform' "
                              "for unweighted graphs")
-        w = weights if weights in ("in-degree", "uniform") else np.asarray(
-            [1.0 if v is _MISSING else v for v in raw], dtype=np.float64)
-        return cls.from_edges(len(nodes), edges, w, self_loops=self_loops, dtype=dtype, validate=validate)
+        w = weights if attribute is None else np.asarray([1.0 if v is _MISSING else v for v in raw], dtype=np.float64)
+        return cls.from_edges(n, edges, w, self_loops=self_loops, dtype=dtype, validate=validate)
 
     # ------------------------------------------------------------------ properties
     @property
@@ -557,31 +546,39 @@ def _is_networkx(W):
     return type(W).__module__.startswith("networkx.") and hasattr(W, "is_directed") and hasattr(W, "edges")
 
 
+def _networkx_edges(G, attribute):
+    """``(n, edges, values)`` of a networkx graph: nodes numbered in ``G.nodes`` order, ``edges`` ``(m, 2)`` as
+    ``(sender, receiver)`` (an undirected edge both ways) and each one's ``attribute`` (``_MISSING`` where none)."""
+    index = {u: k for k, u in enumerate(G.nodes)}
+    edges, values = [], []
+    for u, v, value in G.edges(data=attribute, default=_MISSING):
+        both = [(index[u], index[v])] + ([(index[v], index[u])] if not G.is_directed() and u != v else [])
+        edges += both
+        values += [value] * len(both)
+    return len(index), np.asarray(edges, dtype=np.int64).reshape(-1, 2), values
+
+
 def _networkx_weights(G, dtype):
     """What ``MixingMatrix(G)`` stands for: the sparse matrix of ``G``'s ``"weight"`` attributes (``A[v, u]``
     for ``u -> v``), or, for an unweighted graph, the in-degree rule with self loops."""
-    edges = list(G.edges(data="weight"))
-    weighted = [w is not None for _, _, w in edges]
+    n, edges, values = _networkx_edges(G, "weight")
+    weighted = [w is not _MISSING for w in values]
     if not any(weighted):
         return MixingMatrix.from_networkx(G, dtype=dtype, validate=False)
+    nodes = list(G.nodes)
     if not all(weighted):
-        u, v, _ = edges[weighted.index(False)]
+        u, v = (nodes[k] for k in edges[weighted.index(False)])
         raise ValueError(f"W is a networkx graph whose edges are weighted, but edge ({u!r}, {v!r}) has no 'weight' "
                          "attribute: give every edge one, or build with MixingMatrix.from_networkx(G, weights=...)")
-    index = {u: k for k, u in enumerate(G.nodes)}
-    rows, cols, vals = [], [], []
-    for u, v, w in edges:
+    vals = np.empty(len(values))
+    for k, w in enumerate(values):
         try:
-            w = float(w)
+            vals[k] = float(w)
         except (TypeError, ValueError):
+            u, v = (nodes[i] for i in edges[k])
             raise TypeError(f"W is a networkx graph whose edge ({u!r}, {v!r}) has weight {w!r}, not a number") \
                 from None
-        rows.append(index[v]), cols.append(index[u]), vals.append(w)
-        if not G.is_directed() and u != v:
-            rows.append(index[u]), cols.append(index[v]), vals.append(w)
-    n = len(index)
-    return sp.coo_array((np.asarray(vals, np.float64), (np.asarray(rows, np.int64), np.asarray(cols, np.int64))),
-                        shape=(n, n))
+    return sp.coo_array((vals, (edges[:, 1], edges[:, 0])), shape=(n, n))
 
 
 def _compact_indices(csr):
