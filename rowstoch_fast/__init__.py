@@ -12,7 +12,7 @@ import pkgutil as _pkgutil
 
 def _installed_copy():
     """The installed package (``pip install .``) when this is its source folder without the compiled extension
-    (Python run from the repository's root finds the folder first): its path, or None."""
+    (Python run from the repository's root finds the folder first): its module spec, or None."""
     import importlib.machinery
     import os
     import sys

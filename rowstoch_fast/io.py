@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import textwrap
 import warnings
 
 import numpy as np
@@ -121,11 +122,7 @@ _FORMATS = """
     ``.npy``
         A dense ``n x n`` NumPy array (``numpy.save``).
     anything else (``.txt``, ``.csv``, ``.edges``, ...)
-        An edge list: a text file, one edge per line, ``src dst`` or ``src dst weight``, 0-based integer node ids
-        separated by whitespace or by commas (CSV, one header line allowed); ``#`` starts a comment. ``src`` sends
-        to ``dst`` (``A[dst, src] > 0``) and ``n`` is the largest id + 1. Without weights the paper's in-degree
-        rule is used and every node gets a self loop; with weights they are the entries ``A[dst, src]``
-        themselves (self loops as listed)."""
+""" + textwrap.fill("An " + EDGE_LIST_HELP + ".", width=116, initial_indent=" " * 8, subsequent_indent=" " * 8)
 
 
 def load_matrix(path, normalize=False, dtype=np.float64):
@@ -153,7 +150,8 @@ def load_matrix(path, normalize=False, dtype=np.float64):
         (a ValueError) naming the file and what is wrong with it.
 
     Notes
-    -----""" + _FORMATS + """
+    -----
+    FORMATS
 
     Examples
     --------
@@ -193,6 +191,9 @@ def load_matrix(path, normalize=False, dtype=np.float64):
 
 
 
+load_matrix.__doc__ = load_matrix.__doc__.replace("    FORMATS\n", _FORMATS.lstrip("\n") + "\n")
+
+
 def save_matrix(path, A):
     """Write a mixing matrix in the format :func:`load_matrix` reads back, chosen by the extension of ``path``.
 
@@ -207,7 +208,8 @@ def save_matrix(path, A):
     -----
     A float32 matrix is written with its float32 values exactly: read a text format back with
     ``load_matrix(path, dtype=np.float32)`` (their sums are 1 to float32's precision, not float64's).
-""" + _FORMATS + """
+
+    FORMATS
     """
     path = os.fspath(path)
     A = A if isinstance(A, MixingMatrix) else MixingMatrix(A)
@@ -227,6 +229,9 @@ def save_matrix(path, A):
             f.write(f"# {A!r}: src{sep}dst{sep}weight (src sends to dst, A[dst, src] = weight)\n")
             for i, j, w in zip(coo.row.tolist(), coo.col.tolist(), coo.data.tolist()):
                 f.write(f"{j}{sep}{i}{sep}{w!r}\n")
+
+
+save_matrix.__doc__ = save_matrix.__doc__.replace("    FORMATS\n", _FORMATS.lstrip("\n") + "\n")
 
 
 def load_data_file(path, objective, option="--data-file"):

@@ -231,25 +231,18 @@ def _one_section(table):
     return table.drop(columns=[g for g in tables.GROUPS if g in table.columns])
 
 
-#: A network every algorithm takes (doubly stochastic, symmetric, primitive): where the constructors check an
-#: experiment file's hyperparameters before the comparison starts.
-_STAND_IN = None
-
-
 def _check_file_hyper(path, label, cls, rounds, values, tracker):
-    """``[algorithms.LABEL]``'s hyperparameters as ``cls``'s constructor checks them (on a 4-node stand-in: their
-    values, not the problem), refused naming the file and table; they were refused once the comparison ran, after
-    other methods had written their results."""
-    global _STAND_IN
+    """``[algorithms.LABEL]``'s hyperparameters as ``cls``'s constructor checks them, on a 4-node stand-in every
+    algorithm takes (their values, not the problem), refused naming the file and table; they were refused once
+    the comparison ran, after other methods had written their results."""
     import numpy as np
 
     from ..mixing import MixingMatrix
 
-    if _STAND_IN is None:
-        _STAND_IN = MixingMatrix(np.full((4, 4), 0.25), stochastic="doubly")
+    stand_in = MixingMatrix(np.full((4, 4), 0.25), stochastic="doubly")  # (symmetric, doubly stochastic)
     values = dict(values)
     try:
-        cls.build(_STAND_IN, np.zeros((4, 1)), 1e-3, rounds=values.pop("rounds", rounds),
+        cls.build(stand_in, np.zeros((4, 1)), 1e-3, rounds=values.pop("rounds", rounds),
                   tracker=values.pop("tracker", tracker), **values)
     except (ValueError, TypeError) as exc:
         raise UsageError(f"{path}: [algorithms.{label}] {exc}") from None
