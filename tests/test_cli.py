@@ -134,7 +134,8 @@ def test_progress_bars_only_where_someone_watches(tmp_path, capsys, monkeypatch)
     import logging
 
     assert not [h for h in logging.getLogger("rowstoch_fast").handlers if not isinstance(h, logging.NullHandler)]
-    assert _progress.bar(True, 10) is None  # (pytest's stderr is no terminal)
+    monkeypatch.setattr(_progress, "watched", lambda: False)  # (nobody watching: a log, a pipe)
+    assert _progress.bar(True, 10) is None
     monkeypatch.setattr(_progress, "watched", lambda: True)
     shown = _progress.bar(True, 10)
     assert shown is not None
