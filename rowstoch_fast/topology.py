@@ -33,6 +33,7 @@ __all__ = [
     "complete",
     "star",
     "paper_graphs",
+    "paper_ring",
     "by_name",
     "NAMES",
     "DIRECTED_NAMES",
@@ -394,11 +395,47 @@ def paper_graphs():
     6.2493
     """
     return {
-        "ring": MixingMatrix(_paper_ring()),
+        "ring": paper_ring(16),
         "grid": MixingMatrix(_paper_grid(), normalize=True),
         "geometric": MixingMatrix(_paper_geometric(), normalize=True),
         "nearest_neighbor": MixingMatrix(_paper_nearest_neighbor(), normalize=True),
     }
+
+
+def paper_ring(n=16):
+    """The paper's directed ring (Appendix E.1, Figure 2's second half) on ``n`` nodes: node ``i`` sends to
+    ``i + 1 (mod n)`` with weight 1/2, and node ``m = n // 2`` also hears node 0, its three weights 1/3 each.
+
+    At ``n = 16`` this is :func:`paper_graphs`'s ``"ring"`` (kappa 2); ``n = 1`` is the single node.
+
+    Parameters
+    ----------
+    n : int
+        1, or at least 4 (on 2 or 3 nodes the chord is a link of the ring itself).
+
+    Returns
+    -------
+    MixingMatrix
+
+    Examples
+    --------
+    >>> round(paper_ring(5).metrics().kappa, 6)
+    2.0
+    """
+    n = check_int(n, "n", minimum=1)
+    if n in (2, 3):
+        raise ValueError(f"paper_ring: n must be 1 or at least 4 (on {n} nodes the chord 0 -> {n // 2} is a link "
+                         f"of the ring itself), got {n}")
+    if n == 1:
+        return MixingMatrix(np.ones((1, 1)))
+    require_memory(2 * n * 24.0, f"paper_ring({n})")
+    import scipy.sparse as sp
+
+    i = np.arange(n)
+    rows, cols = np.concatenate([i, i, [n // 2]]), np.concatenate([i, (i - 1) % n, [0]])
+    vals = np.full(rows.size, 0.5)
+    vals[(rows == n // 2)] = 1.0 / 3.0  # row m hears m - 1, itself and node 0
+    return MixingMatrix(sp.csr_matrix((vals, (rows, cols)), shape=(n, n)))
 
 
 def _paper_ring(n=16):

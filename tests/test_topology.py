@@ -64,6 +64,20 @@ def test_paper_graphs_reproduce_published_values(name):
     assert round(m.beta, 3 if name == "ring" else 4) == pytest.approx(beta)
 
 
+def test_paper_ring_of_any_size():
+    """Figure 2's rings: the paper's 16-node ring on every size (kappa 2), built sparse; 2 and 3 nodes refused."""
+    for n in (4, 5, 10, 16, 33):
+        A = topology.paper_ring(n)
+        np.testing.assert_array_equal(A.toarray(), topology._paper_ring(n))
+        assert A.metrics().kappa == pytest.approx(2.0)
+    np.testing.assert_array_equal(topology.paper_ring(1).toarray(), [[1.0]])
+    np.testing.assert_array_equal(topology.paper_ring(16).toarray(), topology.paper_graphs()["ring"].toarray())
+    for n in (2, 3):
+        with pytest.raises(ValueError, match=f"paper_ring: n must be 1 or at least 4 .*got {n}"):
+            topology.paper_ring(n)
+    assert topology.paper_ring(10**6).nnz == 2 * 10**6 + 1  # sparse: no dense n x n
+
+
 def test_paper_ring_diagonal_instability():
     # [A^k]_ii dips to ~2.5e-5 near k = 16: theta ~ 39,000 while 1/min(pi) ~ 24.5
     m = topology.paper_graphs()["ring"].metrics()
