@@ -1,7 +1,8 @@
 """Data for the training experiments: splits over nodes and loaders of local MNIST / CIFAR-10 files.
 
-Nothing is downloaded: scikit-learn's bundled digits need no file, and MNIST (the four IDX files, gzipped or
-not) and CIFAR-10 (the binary or the "python version" batches) are read from a folder the user already has.
+Nothing is downloaded: scikit-learn's bundled digits need no file, and MNIST (the four IDX files in LeCun's or
+torchvision's layout, gzipped or not, or Keras's ``mnist.npz``) and CIFAR-10 (the binary or the "python version"
+batches) are read from a folder the user already has.
 
 Examples
 --------
@@ -23,7 +24,7 @@ import numpy as np
 
 from ._checks import check_int, check_positive_float, make_rng
 
-__all__ = ["iid_split", "dirichlet_split", "load_digits", "load_mnist", "load_cifar10"]
+__all__ = ["iid_split", "dirichlet_split", "shard_split", "load_digits", "load_mnist", "load_cifar10", "synthetic_cifar10", "MNIST_LAYOUTS"]
 
 
 def iid_split(num_samples, n, seed=0):
@@ -79,6 +80,40 @@ def dirichlet_split(labels, n, alpha, seed=0, min_size=1):
                      "raise alpha or lower min_size")
 
 
+def shard_split(labels, n, shards_per_node=2):
+    """Label-sorted shards (the "pathological non-IID" split of McMahan et al., 2017, made deterministic): sort the
+    samples by label (stably), cut them into ``n * shards_per_node`` shards of equal size (the remainder is
+    dropped), and give node ``i`` the shards ``i, i + n, i + 2n, ...``. On MNIST with 16 nodes and 2 shards each,
+    every node holds 3,750 images of two or three digits (shard ``i`` from the lower digits, ``i + 16`` from the
+    upper ones).
+
+    Returns
+    -------
+    list of ndarray
+        The sample indices of each node (sorted).
+
+    Examples
+    --------
+    >>> parts = shard_split(np.repeat([0, 1, 2, 3], 4), 2)
+    >>> [sorted(set(np.repeat([0, 1, 2, 3], 4)[p].tolist())) for p in parts]
+    [[0, 2], [1, 3]]
+    """
+    labels = np.asarray(labels)
+    if labels.ndim != 1:
+        raise ValueError(f"labels must be 1-D, got shape {labels.shape}")
+    if not (np.issubdtype(labels.dtype, np.integer) or np.issubdtype(labels.dtype, np.bool_)):
+        raise TypeError(f"labels must be class ids (integers), got dtype {labels.dtype}")
+    n = check_int(n, "n", minimum=1)
+    shards_per_node = check_int(shards_per_node, "shards_per_node", minimum=1)
+    count = n * shards_per_node
+    size = len(labels) // count
+    if size == 0:
+        raise ValueError(f"{len(labels)} samples cannot make {count} shards ({n} nodes x {shards_per_node})")
+    order = np.argsort(labels, kind="stable")
+    shards = order[:size * count].reshape(count, size)
+    return [np.sort(shards[i::n].ravel()) for i in range(n)]
+
+
 def load_digits():
     """scikit-learn's bundled 8x8 digits (no download): ``(X, y)``, X of shape (1797, 64) in [0, 1]."""
     from sklearn.datasets import load_digits as sk
@@ -100,13 +135,18 @@ def _find(folder, stem):
 
 
 def _idx(path, kind):
-    with _open(path) as f:
-        data = f.read()
+    try:
+        with _open(path) as f:
+            data = f.read()
+    except (OSError, EOFError) as exc:  # a damaged or mislabelled .gz
+        raise ValueError(f"{path} cannot be read ({type(exc).__name__}: {exc})") from None
     magic = int.from_bytes(data[:4], "big")
     expected = 0x803 if kind == "images" else 0x801
     if magic != expected:
         raise ValueError(f"{path} is not an IDX {kind} file (magic {magic:#x}, expected {expected:#x})")
     dims = magic & 0xFF
+    if len(data) < 4 + 4 * dims:
+        raise ValueError(f"{path} ends inside its IDX header ({len(data)} bytes)")
     shape = tuple(int.from_bytes(data[4 + 4 * k:8 + 4 * k], "big") for k in range(dims))
     arr = np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * dims)
     if arr.size != int(np.prod(shape)):
@@ -114,17 +154,129 @@ def _idx(path, kind):
     return arr.reshape(shape)
 
 
+#: Where :func:`load_mnist` looks under the folder it is given: the folder itself, torchvision's layouts.
+_MNIST_SUBFOLDERS = ("", "raw", os.path.join("MNIST", "raw"))
+#: The names of each IDX file: ``train-images-idx3-ubyte`` (LeCun's) or ``train-images.idx3-ubyte`` (a widespread
+#: mirror's), either gzipped.
+_MNIST_NAMES = ("{split}-{kind}-{idx}-ubyte", "{split}-{kind}.{idx}-ubyte")
+#: What :func:`load_mnist` reads, for its errors.
+MNIST_LAYOUTS = ("the four IDX files train-images-idx3-ubyte, train-labels-idx1-ubyte, t10k-images-idx3-ubyte, "
+                 "t10k-labels-idx1-ubyte (or with '.idx3-ubyte' / '.idx1-ubyte', each optionally .gz) in the folder, "
+                 "its raw/ or its MNIST/raw/ (torchvision's), or Keras's mnist.npz (the file, or in the folder)")
+
+
+def _mnist_idx_files(folder):
+    """The four IDX files under ``folder`` in one of the layouts (dict ``(split, kind) -> path``), or None."""
+    for sub in _MNIST_SUBFOLDERS:
+        where = os.path.join(folder, sub)
+        found = {}
+        for split in ("train", "t10k"):
+            for kind, idx in (("images", "idx3"), ("labels", "idx1")):
+                for pattern in _MNIST_NAMES:
+                    name = pattern.format(split=split, kind=kind, idx=idx)
+                    path = next((os.path.join(where, name + z) for z in ("", ".gz")
+                                 if os.path.isfile(os.path.join(where, name + z))), None)
+                    if path:
+                        found[(split, kind)] = path
+                        break
+        if len(found) == 4:
+            return found
+    return None
+
+
+def _mnist_checked(X, y, what):
+    """Images ``(m, 28, 28)`` uint8 and labels ``(m,)`` in 0..9 from ``what``, as ``(m, 784)`` floats in [0, 1]
+    and int64 labels; anything else refused naming ``what``."""
+    if X.dtype != np.uint8 or X.ndim != 3 or X.shape[1:] != (28, 28):
+        raise ValueError(f"{what}: images must be uint8 of shape (m, 28, 28), got {X.dtype} {X.shape}")
+    if y.ndim != 1 or len(y) != len(X):
+        raise ValueError(f"{what}: {len(X)} images but labels of shape {y.shape}")
+    if len(y) and not (np.issubdtype(y.dtype, np.integer) and 0 <= y.min() and y.max() <= 9):
+        raise ValueError(f"{what}: labels must be digits 0..9")
+    return X.reshape(len(X), -1).astype(np.float32) / 255.0, y.astype(np.int64)
+
+
+def _mnist_npz(path):
+    with open(path, "rb") as f:
+        if f.read(4) != b"PK\x03\x04":  # (NumPy would try it as a pickle and blame "object data")
+            raise ValueError(f"{path} is not an .npz archive (not a zip file)")
+    try:
+        with np.load(path, allow_pickle=False) as z:  # (no pickled objects: a file could run code)
+            missing = [k for k in ("x_train", "y_train", "x_test", "y_test") if k not in z.files]
+            if missing:
+                raise ValueError(f"{path} is not Keras's mnist.npz: it lacks {', '.join(missing)} (holds "
+                                 f"{', '.join(z.files) or 'nothing'})")
+            arrays = {k: z[k] for k in ("x_train", "y_train", "x_test", "y_test")}
+    except (OSError, EOFError) as exc:  # (not a zip: NumPy says "Failed to interpret file ... as a pickle")
+        raise ValueError(f"{path} is not an .npz archive ({exc})") from None
+    except ValueError as exc:  # (an array of Python objects: NumPy refuses it without allow_pickle)
+        if str(exc).startswith(str(path)):
+            raise
+        raise ValueError(f"{path}: {exc}") from None
+    return (*_mnist_checked(arrays["x_train"], arrays["y_train"], f"{path} (x_train, y_train)"),
+            *_mnist_checked(arrays["x_test"], arrays["y_test"], f"{path} (x_test, y_test)"))
+
+
 def load_mnist(folder):
-    """MNIST from the four IDX files in ``folder`` (``train-images-idx3-ubyte`` etc., optionally ``.gz``):
-    ``(Xtr, ytr, Xte, yte)`` with images flattened to 784 values in [0, 1]."""
+    """MNIST from local files in any of its common layouts: ``(Xtr, ytr, Xte, yte)``, images flattened to 784
+    values in [0, 1], labels int64.
+
+    Parameters
+    ----------
+    folder : str or os.PathLike
+        A folder holding the four IDX files (``train-images-idx3-ubyte`` or ``train-images.idx3-ubyte``,
+        optionally ``.gz``; also found in its ``raw/`` or ``MNIST/raw/``, torchvision's layout), or Keras's
+        ``mnist.npz`` (the file itself, or in the folder). Each file is checked by its header and size (28 x 28
+        images, as many labels as images, digits 0..9).
+
+    Raises
+    ------
+    FileNotFoundError
+        No layout found; the message lists what the folder holds.
+    ValueError
+        A file that is not what its name says.
+    """
+    folder = os.fspath(folder)
+    if os.path.isfile(folder):
+        if folder.endswith(".npz"):
+            return _mnist_npz(folder)
+        raise FileNotFoundError(f"{folder!r} is a file that is not an .npz: give the folder of MNIST's IDX files "
+                                "or Keras's mnist.npz")
+    if not os.path.isdir(folder):
+        raise FileNotFoundError(f"MNIST folder {folder!r} does not exist")
+    files = _mnist_idx_files(folder)
+    if files is None:
+        npz = os.path.join(folder, "mnist.npz")
+        if os.path.isfile(npz):
+            return _mnist_npz(npz)
+        held = sorted(os.listdir(folder))
+        raise FileNotFoundError(f"no MNIST in {folder!r}: it holds "
+                                + (", ".join(held[:12]) + (f" and {len(held) - 12} more" if len(held) > 12 else "")
+                                   if held else "nothing") + f"; expected {MNIST_LAYOUTS}")
     out = []
     for split in ("train", "t10k"):
-        X = _idx(_find(folder, f"{split}-images-idx3-ubyte"), "images")
-        y = _idx(_find(folder, f"{split}-labels-idx1-ubyte"), "labels")
-        if len(X) != len(y):
-            raise ValueError(f"MNIST {split}: {len(X)} images but {len(y)} labels")
-        out += [X.reshape(len(X), -1).astype(np.float32) / 255.0, y.astype(np.int64)]
+        X = _idx(files[(split, "images")], "images")
+        y = _idx(files[(split, "labels")], "labels")
+        out += _mnist_checked(X, y, f"{files[(split, 'images')]} and {files[(split, 'labels')]}")
     return tuple(out)
+
+
+def synthetic_cifar10(train=1600, test=320, seed=0, noise=0.15):
+    """A CIFAR-10-shaped stand-in (no download): ten smooth random colour templates, one per class, each image its
+    class's template plus Gaussian noise (``noise``), clipped to [0, 1]. ``(Xtr, ytr, Xte, yte)`` as
+    :func:`load_cifar10` returns them (images ``(3, 32, 32)`` float32, labels int64, classes balanced)."""
+    train = check_int(train, "train", minimum=10)
+    test = check_int(test, "test", minimum=10)
+    rng = make_rng(seed)
+    coarse = rng.uniform(0, 1, (10, 3, 4, 4))
+    templates = np.repeat(np.repeat(coarse, 8, axis=2), 8, axis=3)  # 4x4 blocks blown up to 32x32
+
+    def draw(m):
+        y = np.arange(m) % 10
+        X = templates[y] + rng.normal(0, noise, (m, 3, 32, 32))
+        return np.clip(X, 0, 1).astype(np.float32), y.astype(np.int64)
+
+    return (*draw(train), *draw(test))
 
 
 class _BatchUnpickler(pickle.Unpickler):

@@ -5,6 +5,8 @@ import pickle
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rowstoch_fast.datasets import dirichlet_split, iid_split, load_cifar10, load_digits, load_mnist
 
@@ -63,8 +65,9 @@ def test_mnist_loader_reads_idx_files(tmp_path, compress):
 
 
 def test_mnist_loader_refuses_a_wrong_file(tmp_path):
-    _idx_file(tmp_path / "train-images-idx3-ubyte", np.zeros((2, 2, 2)), 0x801, False)
-    _idx_file(tmp_path / "train-labels-idx1-ubyte", np.zeros(2), 0x801, False)
+    for split in ("train", "t10k"):
+        _idx_file(tmp_path / f"{split}-images-idx3-ubyte", np.zeros((2, 2, 2)), 0x801, False)
+        _idx_file(tmp_path / f"{split}-labels-idx1-ubyte", np.zeros(2), 0x801, False)
     with pytest.raises(ValueError, match="not an IDX images file"):
         load_mnist(str(tmp_path))
 
@@ -144,3 +147,112 @@ def test_digits_need_no_download():
     pytest.importorskip("sklearn")
     X, y = load_digits()
     assert X.shape == (1797, 64) and X.max() <= 1.0 and set(np.unique(y)) == set(range(10))
+
+
+def _tiny_mnist(rng, m):
+    return rng.integers(0, 256, (m, 28, 28)), rng.integers(0, 10, (m,))
+
+
+@pytest.mark.parametrize("sub", ["", "raw", "MNIST/raw"])
+@pytest.mark.parametrize("sep", ["-", "."])
+@pytest.mark.parametrize("compress", [False, True])
+def test_mnist_loader_reads_every_common_layout(tmp_path, sub, sep, compress):
+    """LeCun's names and the dotted mirror names, gzipped or not, in the folder, its raw/ or torchvision's
+    MNIST/raw/: the same arrays."""
+    rng = np.random.default_rng(3)
+    where = tmp_path / sub
+    where.mkdir(parents=True, exist_ok=True)
+    data = {}
+    for split, m in (("train", 6), ("t10k", 4)):
+        X, y = _tiny_mnist(rng, m)
+        data[split] = (X, y)
+        ext = ".gz" if compress else ""
+        _idx_file(where / f"{split}-images{sep}idx3-ubyte{ext}", X, 0x803, compress)
+        _idx_file(where / f"{split}-labels{sep}idx1-ubyte{ext}", y, 0x801, compress)
+    Xtr, ytr, Xte, yte = load_mnist(tmp_path)
+    np.testing.assert_array_equal(Xtr, data["train"][0].reshape(6, -1).astype(np.float32) / 255)
+    np.testing.assert_array_equal(ytr, data["train"][1])
+    assert Xte.shape == (4, 784) and yte.dtype == np.int64
+
+
+def test_mnist_loader_reads_keras_npz(tmp_path):
+    rng = np.random.default_rng(4)
+    (xtr, ytr), (xte, yte) = _tiny_mnist(rng, 5), _tiny_mnist(rng, 3)
+    np.savez(tmp_path / "mnist.npz", x_train=xtr.astype(np.uint8), y_train=ytr.astype(np.uint8),
+             x_test=xte.astype(np.uint8), y_test=yte.astype(np.uint8))
+    for where in (tmp_path, tmp_path / "mnist.npz"):  # the folder, or the file itself
+        Xtr, Ytr, Xte, Yte = load_mnist(str(where))
+        np.testing.assert_array_equal(Ytr, ytr) and np.testing.assert_array_equal(Yte, yte)
+        assert Xtr.shape == (5, 784) and Xte.shape == (3, 784) and Xtr.max() <= 1
+    np.savez(tmp_path / "other.npz", x_train=xtr.astype(np.uint8))
+    with pytest.raises(ValueError, match=r"other.npz is not Keras's mnist.npz: it lacks y_train, x_test, y_test"):
+        load_mnist(str(tmp_path / "other.npz"))
+    np.savez(tmp_path / "objects.npz", x_train=np.array([None, 1], dtype=object), y_train=ytr, x_test=xte,
+             y_test=yte)
+    with pytest.raises(ValueError, match="objects.npz: .*allow_pickle"):  # no code from a file is run
+        load_mnist(str(tmp_path / "objects.npz"))
+    (tmp_path / "broken.npz").write_bytes(b"not a zip")
+    with pytest.raises(ValueError, match=r"broken.npz is not an .npz archive \(not a zip file\)"):
+        load_mnist(str(tmp_path / "broken.npz"))
+
+
+@pytest.mark.parametrize("damage, message", [
+    ("shape", r"images must be uint8 of shape \(m, 28, 28\), got uint8 \(6, 27, 28\)"),
+    ("count", "6 images but labels of shape"),
+    ("label", "labels must be digits 0..9"),
+    ("short", "ends inside its IDX header"),
+    ("gzip", "cannot be read"),
+])
+def test_mnist_loader_checks_headers_and_sizes(tmp_path, damage, message):
+    rng = np.random.default_rng(5)
+    for split in ("train", "t10k"):
+        X, y = _tiny_mnist(rng, 6)
+        if split == "train" and damage == "shape":
+            X = X[:, 1:, :]
+        if split == "train" and damage == "count":
+            y = y[:5]
+        _idx_file(tmp_path / f"{split}-images-idx3-ubyte", X, 0x803, False)
+        _idx_file(tmp_path / f"{split}-labels-idx1-ubyte", y, 0x801, False)
+    if damage == "label":
+        _idx_file(tmp_path / "train-labels-idx1-ubyte", np.full(6, 12), 0x801, False)
+    if damage == "short":
+        (tmp_path / "train-images-idx3-ubyte").write_bytes((0x803).to_bytes(4, "big") + b"\0\0")
+    if damage == "gzip":
+        (tmp_path / "train-images-idx3-ubyte").unlink()
+        (tmp_path / "train-images-idx3-ubyte.gz").write_bytes(b"plain bytes, not gzip")
+    with pytest.raises(ValueError, match=message):
+        load_mnist(str(tmp_path))
+
+
+def test_mnist_loader_names_what_it_found(tmp_path):
+    (tmp_path / "train-images-idx3-ubyte").write_bytes(b"")
+    (tmp_path / "notes.txt").write_text("x")
+    with pytest.raises(FileNotFoundError, match=r"no MNIST in .*: it holds notes.txt, train-images-idx3-ubyte; "
+                                                r"expected the four IDX files"):
+        load_mnist(str(tmp_path))
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        load_mnist(str(tmp_path / "absent"))
+    with pytest.raises(FileNotFoundError, match="is a file that is not an .npz"):
+        load_mnist(str(tmp_path / "notes.txt"))
+
+
+@settings(max_examples=60, deadline=None)
+@given(labels=st.lists(st.integers(0, 9), min_size=1, max_size=300), n=st.integers(1, 12),
+       shards=st.integers(1, 3))
+def test_shard_split_is_a_disjoint_equal_split_of_sorted_labels(labels, n, shards):
+    from rowstoch_fast.datasets import shard_split
+
+    labels = np.array(labels)
+    if len(labels) < n * shards:
+        with pytest.raises(ValueError, match="cannot make"):
+            shard_split(labels, n, shards)
+        return
+    parts = shard_split(labels, n, shards)
+    size = len(labels) // (n * shards)
+    flat = np.concatenate(parts)
+    assert len(parts) == n and all(len(p) == size * shards for p in parts)
+    assert len(np.unique(flat)) == flat.size  # disjoint
+    order = np.argsort(labels, kind="stable")[:size * n * shards]
+    assert sorted(flat.tolist()) == sorted(order.tolist())  # the first shards of the label-sorted order
+    for i, p in enumerate(parts):  # node i: shards i, i + n, ...
+        assert sorted(p.tolist()) == sorted(order.reshape(n * shards, size)[i::n].ravel().tolist())
