@@ -501,6 +501,16 @@ def test_options_are_not_abbreviated(tmp_path):
     (["multi-gossip", "--data", "mnist"], "reproduce multi-gossip takes no --data (it takes --iterations, --repeats)"),
     (["linear-speedup", "--alpha", "0.5"], "reproduce linear-speedup takes no --alpha"),
     (["mnist-mlp", "--data-dir", "somewhere"], "--data-dir is read with --data mnist only"),
+    (["linear-speedup", "--graphs", ""], "--graphs must name distinct halves of Figure 2 from exponential, ring"),
+    (["linear-speedup", "--graphs", "ring,ring"], "--graphs must name distinct halves of Figure 2"),
+    (["linear-speedup", "--graphs", "torus"], "--graphs must name distinct halves of Figure 2"),
+    (["multi-gossip", "--rates", "paper"], "reproduce multi-gossip takes no --rates"),
+    (["mnist-heterogeneous", "--alpha", "0.5"], "reproduce mnist-heterogeneous takes no --alpha"),
+    (["mnist-mlp", "--data", "mnist", "--data-dir", "."], "--data-dir: no MNIST in '.': it holds"),
+    (["cifar10-resnet"], "reads CIFAR-10 from --data-dir, or trains on --synthetic images: give one of the two"),
+    (["cifar10-resnet", "--synthetic", "--data-dir", "."], "give one of the two"),
+    (["cifar10-resnet", "--data-dir", "."], "--data-dir: data_batch_1[.gz] not found in '.'"),
+    (["mnist-mlp", "--width", "4"], "reproduce mnist-mlp takes no --width"),
 ])
 def test_reproduce_refuses_options_its_figure_does_not_read(tmp_path, args, fragment):
     """They were ignored: ``reproduce mnist-mlp --data-dir DIR`` trained on the digits, ``pull-diag --iterations

@@ -12,7 +12,7 @@ from ..topology import DIRECTED_NAMES as DIRECTED_TOPOLOGIES
 from ._common import _algorithm_names, OBJECTIVES
 from .compare import cmd_compare
 from .info import cmd_algorithms, cmd_demo, cmd_metrics, cmd_topologies
-from .reproduce import cmd_reproduce
+from .reproduce import FIGURES, cmd_reproduce
 from .run import cmd_run
 
 
@@ -211,24 +211,34 @@ def make_parser():
 
     rp = sub.add_parser("reproduce", parents=common, formatter_class=_Formatter,
                         help="reproduce a figure of the paper")
-    rp.add_argument("figure", choices=["pull-diag", "linear-speedup", "multi-gossip", "mnist-mlp", "robustness",
-                                       "communication"],
-                    help="pull-diag: Figure 1; linear-speedup: Figure 2; multi-gossip: Figure 3's synthetic analogue; "
-                         "mnist-mlp: Figure 3's neural network (a four-layer MLP through PyTorch; digits by default); "
-                         "robustness: the algorithms under message loss; communication: under compressed messages "
-                         "(accuracy against bytes; neither in the paper)")
+    rp.add_argument("figure", choices=list(FIGURES),
+                    help="; ".join(f"{k}: {v}" for k, v in FIGURES.items()))
     rp.add_argument("--out", default="results", help="output folder")
     rp.add_argument("--iterations", type=_positive_int, default=None,
-                    help="iterations (communication rounds for multi-gossip, mnist-mlp and robustness); default the "
-                         "paper's")
+                    help="iterations (communication rounds for multi-gossip, mnist-* and robustness); default the "
+                         "paper's (linear-speedup: 4000 on exponential graphs, 20000 on rings)")
+    rp.add_argument("--graphs", default=None,
+                    help="linear-speedup: the halves of Figure 2, comma-separated: exponential, ring (default both)")
+    rp.add_argument("--rates", choices=["default", "paper"], default="default",
+                    help="linear-speedup: this command's rates (the research code's on exponential graphs, n alpha = "
+                         "0.05 on rings) or the paper's printed ones (n alpha = 0.512 on exponential graphs, 0.002 "
+                         "on rings)")
     rp.add_argument("--data", choices=["digits", "mnist"], default="digits",
-                    help="mnist-mlp: scikit-learn's bundled digits, or MNIST from --data-dir")
-    rp.add_argument("--data-dir", default=None, help="mnist-mlp: the folder with MNIST's four IDX files")
+                    help="mnist-*: scikit-learn's bundled digits, or MNIST from --data-dir")
+    rp.add_argument("--data-dir", default=None,
+                    help="mnist-*: MNIST on disk: a folder with the four IDX files (train-images-idx3-ubyte or "
+                         "train-images.idx3-ubyte, gzipped or not; also in its raw/ or MNIST/raw/) or Keras's "
+                         "mnist.npz; cifar10-resnet: the folder of CIFAR-10's batches (python or binary version)")
+    rp.add_argument("--synthetic", action="store_true",
+                    help="cifar10-resnet: train on generated CIFAR-10-shaped images instead of --data-dir's batches")
+    rp.add_argument("--width", type=_positive_int, default=64,
+                    help="cifar10-resnet: ResNet-18's first stage width (64: ResNet-18 itself; 4-8: the same network "
+                         "narrower, for a CPU)")
     rp.add_argument("--alpha", type=float, default=None,
                     help="mnist-mlp: Dirichlet(alpha) label skew over the nodes instead of an IID split")
     rp.add_argument("--repeats", type=_positive_int, default=None, help="repetitions; default the paper's")
     rp.add_argument("--axis", choices=["batches", "rounds", "both"], default="batches",
-                    help="mnist-mlp: the budget (--iterations) and the figure's axis in batches, the paper's (every "
+                    help="mnist-*: the budget (--iterations) and the figure's axis in batches, the paper's (every "
                          "method the same batches, MG gossiping R rounds per batch), or in communication rounds "
                          "(MG: R rounds and R mini-batches per iteration, T / R iterations), or both side by side")
     rp.set_defaults(func=cmd_reproduce)

@@ -7,11 +7,47 @@ from ..errors import UsageError
 from ._common import _writable_folder, progress_option
 
 
+#: The figures of ``rowstoch reproduce``, with what each is.
+FIGURES = {
+    "pull-diag": "Figure 1",
+    "linear-speedup": "Figure 2, both halves (exponential graphs and rings)",
+    "multi-gossip": "Figure 3's synthetic analogue",
+    "mnist-mlp": "Figure 3's neural network (a four-layer MLP through PyTorch; digits by default, MNIST with --data "
+                 "mnist)",
+    "mnist-heterogeneous": "the heterogeneous MNIST figure of Appendix E (each node its own label distribution, "
+                           "with the heat map)",
+    "cifar10-resnet": "Figure 4 (ResNet-18 on CIFAR-10 from --data-dir, or --synthetic images; --width for a CPU)",
+    "robustness": "the algorithms under message loss",
+    "communication": "under compressed messages (accuracy against bytes; neither in the paper)",
+}
+
 #: The options each figure of ``rowstoch reproduce`` reads.
-_REPRODUCE_OPTIONS = {"pull-diag": (), "linear-speedup": ("--iterations", "--repeats"),
+_REPRODUCE_OPTIONS = {"pull-diag": (), "linear-speedup": ("--iterations", "--repeats", "--graphs", "--rates"),
                       "robustness": ("--iterations", "--repeats"), "multi-gossip": ("--iterations", "--repeats"),
                       "communication": ("--iterations", "--repeats"),
-                      "mnist-mlp": ("--iterations", "--repeats", "--data", "--data-dir", "--alpha", "--axis")}
+                      "mnist-mlp": ("--iterations", "--repeats", "--data", "--data-dir", "--alpha", "--axis"),
+                      "mnist-heterogeneous": ("--iterations", "--repeats", "--data", "--data-dir", "--axis"),
+                      "cifar10-resnet": ("--iterations", "--repeats", "--data-dir", "--synthetic", "--width", "--axis")}
+_ALL_OPTIONS = tuple(dict.fromkeys(o for options in _REPRODUCE_OPTIONS.values() for o in options))
+
+
+def _needs_torch(figure):
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is None:
+        raise UsageError(f"reproduce {figure} needs PyTorch: pip install 'rowstoch_fast[torch]'")
+
+
+def _graphs(text):
+    """``--graphs``: the comma-separated halves of Figure 2, each known, none twice, at least one."""
+    from ..experiments import LINEAR_SPEEDUP_SIZES
+
+    names = [g.strip() for g in text.split(",")]
+    bad = [g for g in names if g not in LINEAR_SPEEDUP_SIZES]
+    if bad or len(set(names)) != len(names):
+        raise UsageError(f"--graphs must name distinct halves of Figure 2 from {', '.join(LINEAR_SPEEDUP_SIZES)}, "
+                         f"comma-separated, got {text!r}")
+    return tuple(names)
 
 
 def cmd_reproduce(args):
@@ -19,38 +55,61 @@ def cmd_reproduce(args):
     from .. import experiments
 
     reads = _REPRODUCE_OPTIONS[args.figure]
-    unread = [o for o in ("--iterations", "--repeats", "--data", "--data-dir", "--alpha", "--axis")
-              if o in args.given and o not in reads]
+    unread = [o for o in _ALL_OPTIONS if o in args.given and o not in reads]
     if unread:  # they were ignored: another run than the one asked for
         raise UsageError(f"reproduce {args.figure} takes no {' or '.join(unread)}"
                          + (f" (it takes {', '.join(reads)})" if reads else ""))
-    if args.data_dir and args.data != "mnist":
+    if args.figure == "cifar10-resnet":
+        if args.synthetic == (args.data_dir is not None):
+            raise UsageError("reproduce cifar10-resnet reads CIFAR-10 from --data-dir, or trains on --synthetic "
+                             "images: give one of the two")
+    elif args.data_dir and args.data != "mnist":
         raise UsageError("--data-dir is read with --data mnist only (digits need no files)")
+    graphs = _graphs(args.graphs) if args.graphs is not None else ("exponential", "ring")
     _writable_folder(args.out, "--out")
     progress = progress_option(args)
     if args.figure == "pull-diag":
         experiments.reproduce_pull_diag(args.out)
     elif args.figure == "linear-speedup":
-        experiments.reproduce_linear_speedup(args.out, iterations=args.iterations or 4000, repeats=args.repeats or 20,
-                                             progress=progress)
+        experiments.reproduce_linear_speedup(args.out, iterations=args.iterations, repeats=args.repeats or 20,
+                                             graphs=graphs, rates=args.rates, progress=progress)
     elif args.figure == "robustness":
         experiments.reproduce_robustness(args.out, rounds_budget=args.iterations or 1000, repeats=args.repeats or 10,
                                          progress=progress)
     elif args.figure == "communication":
         experiments.reproduce_communication(args.out, rounds_budget=args.iterations or 1000,
                                             repeats=args.repeats or 3, progress=progress)
-    elif args.figure == "mnist-mlp":
-        import importlib.util
+    elif args.figure == "cifar10-resnet":
+        _needs_torch(args.figure)
+        if args.data_dir is not None:  # the files are checked before anything runs
+            from ..datasets import load_cifar10
 
-        if importlib.util.find_spec("torch") is None:
-            raise UsageError("reproduce mnist-mlp needs PyTorch: pip install 'rowstoch_fast[torch]'")
+            try:
+                load_cifar10(args.data_dir)
+            except (FileNotFoundError, ValueError) as exc:
+                raise UsageError(f"--data-dir: {exc}") from exc
+        experiments.reproduce_cifar10_resnet(args.out, data_dir=args.data_dir, synthetic=args.synthetic,
+                                             width=args.width, communication_rounds=args.iterations or 2000,
+                                             repeats=args.repeats or 1, progress=progress, axis=args.axis)
+    elif args.figure in ("mnist-mlp", "mnist-heterogeneous"):
+        _needs_torch(args.figure)
         if args.data == "mnist" and not args.data_dir:
-            raise UsageError("--data mnist reads the four MNIST IDX files from --data-dir (nothing is downloaded)")
+            raise UsageError("--data mnist reads MNIST from --data-dir (nothing is downloaded)")
+        if args.data == "mnist":  # the files are checked before anything runs or is written
+            from ..datasets import load_mnist
+
+            try:
+                load_mnist(args.data_dir)
+            except (FileNotFoundError, ValueError) as exc:
+                raise UsageError(f"--data-dir: {exc}") from exc
+        options = dict(data=args.data, data_dir=args.data_dir, communication_rounds=args.iterations or 2000,
+                       repeats=args.repeats or 3, progress=progress, axis=args.axis)
         try:
-            experiments.reproduce_mnist_mlp(args.out, data=args.data, data_dir=args.data_dir,
-                                            communication_rounds=args.iterations or 2000, repeats=args.repeats or 3,
-                                            alpha=args.alpha, progress=progress, axis=args.axis)
-        except (FileNotFoundError, ValueError) as exc:
+            if args.figure == "mnist-mlp":
+                experiments.reproduce_mnist_mlp(args.out, alpha=args.alpha, **options)
+            else:
+                experiments.reproduce_mnist_heterogeneous(args.out, **options)
+        except (FileNotFoundError, ValueError) as exc:  # (a split the data cannot give, ...)
             raise UsageError(str(exc)) from exc
     else:
         experiments.reproduce_multi_gossip(args.out, communication_rounds=args.iterations or 2000,

@@ -1,0 +1,141 @@
+"""What the paper's experiments share: the figure helpers, the verdict file, what stopped a run."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+def _plt():
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        return plt
+    except ImportError:
+        return None
+
+
+def _save(fig, out_dir, name):
+    path = os.path.join(out_dir, name)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    return path
+
+
+def _finish(plt, fig, axes, out_dir, name, log):
+    """The legend on the first panel, the figure saved as ``name`` and closed."""
+    axes[0, 0].legend(fontsize=7)
+    log(f"wrote {_save(fig, out_dir, name)}")
+    plt.close(fig)
+
+
+def _stop_if(interrupted, log, done, error=None):
+    """After a Ctrl-C (``interrupted``) or an error (``error``, re-raised): the outputs of what finished are
+    written; say so and stop (KeyboardInterrupt: the command line exits with 130)."""
+    if error is not None:
+        log(f"stopped by {type(error).__name__}: wrote the {done} that finished")
+        raise error
+    if interrupted:
+        log(f"interrupted: wrote the {done} that finished")
+        raise KeyboardInterrupt
+
+
+def _stopped(interrupted, error, done):
+    """What stopped an experiment before its end (``"interrupted after 2 of 6 sizes"``), or None if it ran to the
+    end: its outputs are then partial and decide no claim."""
+    if error is not None:
+        return f"stopped by {type(error).__name__} after {done}"
+    return f"interrupted after {done}" if interrupted else None
+
+
+#: How far the fitted slope of the linear-speedup figure may be from -1/2 for the claim to hold.
+SLOPE_TOLERANCE = 0.2
+
+
+def _write_verdict(out_dir, name, rows, log, stopped=None):
+    """``<name>_verdict.csv`` (one row per claim: its numbers and ``verdict``), and a line per claim.
+
+    ``stopped`` (e.g. ``"interrupted after 2 of 6 sizes"``): the run did not finish, so no claim is decided: every
+    row's verdict says so, whatever its partial numbers are (a verdict needs the whole experiment).
+    """
+    import pandas as pd
+
+    if stopped is not None:
+        rows = rows or [{"claim": f"{name.replace('_', ' ')}: the paper's claims", "verdict": ""}]
+        rows = [{**row, "verdict": f"not decided ({stopped})"} for row in rows]
+    if not rows:
+        return
+    pd.DataFrame(rows).to_csv(os.path.join(out_dir, f"{name}_verdict.csv"), index=False)
+    for row in rows:
+        numbers = ", ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in row.items()
+                            if k not in ("claim", "verdict", "graph", "rule"))
+        log(f"the paper's claim ({row['claim']}) {row['verdict']} on this run: {numbers}")
+    for rule in dict.fromkeys(row["rule"] for row in rows if row.get("rule")):
+        log(f"(the rule: {rule})")
+
+
+#: The window a verdict reads: the records in the last tenth of a run (at least one record).
+FINAL_WINDOW = 0.1
+
+
+def _window(frame, x, window, end):
+    """The records whose ``x`` lies in the ``window`` fraction of its range ending at the fraction ``end`` (a window
+    between two records: the record before its end)."""
+    lo, hi = frame[x].min(), frame[x].max()
+    first, last = lo + (end - window) * (hi - lo), lo + end * (hi - lo)
+    part = frame[(frame[x] >= min(first, last)) & (frame[x] <= last)]
+    return part if len(part) else frame[frame[x] == frame[x][frame[x] <= last].max()]
+
+
+def window_means(frame, metric, x="iteration", window=FINAL_WINDOW, end=1.0):
+    """Each repeat's mean of ``metric`` over a window of its records: those whose ``x`` lies in the ``window``
+    fraction of its range that ends at the fraction ``end`` (default: the last tenth). The repeats are
+    ``frame["rep"]`` (or ``frame["repeat"]``; one repeat without either). Returns ``(means, start)``, ``start`` the
+    window's first ``x``."""
+    part = _window(frame, x, window, end)
+    key = "rep" if "rep" in part else "repeat" if "repeat" in part else None
+    means = part.groupby(key)[metric].mean().to_numpy() if key else np.array([part[metric].mean()])
+    return means, float(part[x].min())
+
+
+def window_stats(frame, metric, x="iteration", window=FINAL_WINDOW, end=1.0):
+    """``(mean, spread, start)`` over :func:`window_means`' window: the mean over repeats, their :func:`spread`
+    (one repeat: the standard deviation of the window's records), the window's first ``x``."""
+    part = _window(frame, x, window, end)
+    means, start = window_means(part, metric, x, window=1.0)
+    return float(means.mean()), spread(means, part[metric].std(ddof=1) if len(part) > 1 else None), start
+
+
+def spread(means, fallback=None):
+    """The spread a verdict allows: the standard deviation over repeats of their window means (ddof 1), or, with
+    one repeat, ``fallback`` (the standard deviation of its window's records); 0 if neither is known."""
+    means = np.asarray(means, dtype=float)
+    if means.size > 1:
+        return float(np.std(means, ddof=1))
+    return float(fallback) if fallback is not None and np.isfinite(fallback) else 0.0
+
+
+#: How a verdict compares two methods' final windows (``compare_windows``), in the words its CSV carries.
+COMPARE_RULE = ("mean over repeats of each repeat's mean over the final window; 'holds' where the first is lower "
+                "by more than the sum of the two spreads (standard deviations over repeats), 'does not hold' where it "
+                "is higher by more than that, 'inconclusive' in between")
+
+
+def compare_windows(first, first_spread, second, second_spread):
+    """``"holds"`` (``first`` lower than ``second`` beyond the sum of their spreads), ``"does not hold"`` (higher
+    beyond it) or ``"inconclusive"`` (within it); a non-finite value (a run that diverged) loses."""
+    if not np.isfinite(first) and not np.isfinite(second):
+        return "inconclusive"
+    if not np.isfinite(first):
+        return "does not hold"
+    if not np.isfinite(second):
+        return "holds"
+    margin = first_spread + second_spread
+    if first < second - margin:
+        return "holds"
+    if first > second + margin:
+        return "does not hold"
+    return "inconclusive"

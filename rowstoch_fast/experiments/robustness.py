@@ -1,0 +1,203 @@
+"""The algorithms under imperfect communication (neither in the paper): message loss, compressed messages."""
+
+from __future__ import annotations
+
+import os
+import warnings
+
+import numpy as np
+
+from .. import topology
+from ..algorithms import labels
+from ..objectives import NonconvexLogistic
+from ._common import _finish, _plt, _stop_if
+
+def reproduce_robustness(out_dir, rounds_budget=1000, repeats=10, losses=(0.0, 0.1, 0.3, 0.5), mg_rounds=5,
+                         bursty=(0.9, 0.05, 0.2), algorithms=None, seed=0, progress=True, log=print):
+    """Message loss against the algorithms (issue 12): the directed exponential graph (n = 64) and the paper's
+    ring (n = 16), the synthetic logistic problem, each algorithm at the learning rate tuned on the lossless
+    network over the whole budget (a tenth of it ranked the rates by noise on the ring), then under Bernoulli
+    loss ``p`` in ``losses`` and one bursty (Gilbert-Elliott) setting ``bursty = (p in the bad state, p_bad,
+    p_recover)``, all with the same communication budget.
+
+    Row-stochastic receivers renormalise over what arrived (their rows stay stochastic); a push-based
+    sender's lost mass is lost. ``algorithms`` default: every registered one whose class is ``in_robustness``
+    (read from the registry at the call, so a class registered after import is in). Returns the table (also ``robustness.csv``, and ``robustness.png``: the final
+    gradient metric against the loss rate, one line per algorithm, the spread over ``repeats``).
+    """
+    import pandas as pd
+
+    from .. import compare as cmp
+    from ..network import Lossy
+
+    os.makedirs(out_dir, exist_ok=True)
+    graphs = {"exponential (n = 64)": topology.exponential(64), "ring (n = 16)": topology.paper_graphs()["ring"]}
+    names = list(labels(lambda cls: cls.in_robustness) if algorithms is None else algorithms)
+    settings = [(f"p = {p:g}", p, None) for p in losses]
+    if bursty is not None:
+        p_bad_state, p_bad, p_recover = bursty
+        settings.append((f"bursty (p_bad = {p_bad:g}, p_recover = {p_recover:g})",
+                         p_bad_state * p_bad / (p_bad + p_recover), bursty))
+    rows, interrupted, error = [], False, None
+    try:
+        for gname, A in graphs.items():
+            f = NonconvexLogistic.synthetic(A.n, total=204800, batch=200, seed=42)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)  # the grid's too-large rates diverge: expected
+                tuned = cmp.compare(A, f, names, rounds_budget, tune=True, repeats=1, seed=seed, mg_rounds=mg_rounds,
+                                    progress=False, points=4, metric="grad_norm")
+            if tuned.attrs["interrupted"]:  # Ctrl-C: write what finished, then stop
+                interrupted = True
+                break
+            rates = tuned.attrs["lr"]
+            log(f"{gname}: learning rates tuned without loss: "
+                + ", ".join(f"{k} {v:g}" for k, v in rates.items()))
+            for label, rate, spec in settings:
+                if spec is None:
+                    net = A if rate == 0 else Lossy(A, rate, seed=seed + 1)
+                else:
+                    net = Lossy(A, spec[0], seed=seed + 1, model="gilbert-elliott", p_bad=spec[1], p_recover=spec[2])
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", RuntimeWarning)  # losses can make a tuned rate diverge: recorded
+                    frame = cmp.compare(net, f, names, rounds_budget, lr=rates, repeats=repeats, seed=seed,
+                                        mg_rounds=mg_rounds, progress=progress, points=10, metric="grad_norm")
+                if frame.attrs["interrupted"]:
+                    interrupted = True
+                    break
+                for name in names:
+                    part = frame[frame["algorithm"] == name]
+                    last = part[part["iteration"] == part["iteration"].max()]
+                    status = frame.attrs["status"].get(name, "?")
+                    rows.append({"graph": gname, "setting": label, "loss_rate": rate, "algorithm": name,
+                                 "lr": rates[name], "grad_norm": float(last["grad_norm"].mean()),
+                                 "grad_norm_std": float(last["grad_norm"].std(ddof=0)), "status": status})
+                log(f"  {label:<40}" + "  ".join(f"{r['algorithm']} {r['grad_norm']:.2e}"
+                                                for r in rows[-len(names):]))
+            if interrupted:
+                break
+    except Exception as exc:  # noqa: BLE001 - write the settings that finished, then re-raise (_stop_if)
+        error = exc
+    table = pd.DataFrame(rows, columns=["graph", "setting", "loss_rate", "algorithm", "lr", "grad_norm",
+                                        "grad_norm_std", "status"]).astype({"loss_rate": float, "lr": float,
+                                                                            "grad_norm": float, "grad_norm_std": float})
+    table.to_csv(os.path.join(out_dir, "robustness.csv"), index=False)
+    plt = _plt()
+    if plt is not None:
+        fig, axes = plt.subplots(1, len(graphs), figsize=(5.5 * len(graphs), 4), squeeze=False)
+        for ax, gname in zip(axes[0], graphs):
+            part = table[table["graph"] == gname]
+            for k, name in enumerate(names):
+                mine = part[part["algorithm"] == name]
+                plain = mine[mine["setting"].str.startswith("p =")]
+                line = ax.errorbar(plain["loss_rate"], plain["grad_norm"], yerr=plain["grad_norm_std"], marker="o",
+                                   capsize=3, label=name)
+                burst = mine[~mine["setting"].str.startswith("p =")]
+                ax.plot(burst["loss_rate"], burst["grad_norm"], marker="*", markersize=12, linestyle="none",
+                        color=line[0].get_color())
+            ax.set_yscale("log")
+            ax.set_xlabel("message loss rate (star: bursty losses, same mean rate)")
+            ax.set_title(f"{gname}, {rounds_budget} communication rounds", fontsize=9)
+        axes[0, 0].set_ylabel("final ||(1/n) sum_i grad f_i(x_i)||")
+        _finish(plt, fig, axes, out_dir, "robustness.png", log)
+    log(f"wrote {os.path.join(out_dir, 'robustness.csv')}")
+    _stop_if(interrupted, log, f"{len(rows) // len(names)} of {len(graphs) * len(settings)} settings", error)
+    return table
+
+
+#: What ``rowstoch reproduce communication`` runs: methods with and without error feedback or reference points
+#: (CHOCO-SGD, Compressed Push-Pull), gradient tracking, Pull-Diag.
+COMMUNICATION_ALGORITHMS = ("dgd", "choco-sgd", "diging", "push-pull", "compressed-push-pull", "pull-diag-gt")
+
+
+def reproduce_communication(out_dir, rounds_budget=1000, repeats=3, d=32, n=32, algorithms=COMMUNICATION_ALGORITHMS,
+                            delays=(1, 2, 4, 8), seed=0, progress=True, log=print):
+    """Compressed messages against the algorithms (issue 37): the undirected exponential graph on ``n`` nodes
+    (Metropolis weights: every method runs on it), least squares in ``d`` dimensions, each algorithm at the
+    learning rate tuned without compression, then under QSGD (8, 4 and 2 bits, unbiased) and top-k
+    (``k = d / 4, d / 16``) and delayed messages (delays uniform up to ``delays``) with the same number of
+    communication rounds. Returns the table (also ``communication.csv``, and ``communication.png``: the final
+    suboptimality against the bytes sent, one line per algorithm through its compression levels, one panel per
+    compressor, and against the delay bound in a third: under delays CHOCO-SGD's copies and Compressed
+    Push-Pull's mixtures follow the newest message that has arrived)."""
+    import pandas as pd
+
+    from .. import compare as cmp
+    from ..algorithms import REGISTRY
+    from ..network import Compressed, Delayed
+    from ..objectives import LeastSquares
+
+    os.makedirs(out_dir, exist_ok=True)
+    W = topology.exponential(n, directed=False, weights="metropolis")
+    f = LeastSquares.synthetic(n, d=d, seed=seed + 7)
+    metric = cmp.default_metric(f)
+    names = list(algorithms)
+    settings = [("none", "none", W)]
+    settings += [(f"qsgd {b} bits", "qsgd", Compressed(W, "qsgd", bits=b, seed=seed + 1)) for b in (8, 4, 2)]
+    settings += [(f"top-{k}", "topk", Compressed(W, "topk", k=k)) for k in (max(1, d // 4), max(1, d // 16))]
+    settings += [(f"delay <= {D}", "delay", Delayed(W, D, seed=seed + 2)) for D in delays]
+    rows, interrupted, error = [], False, None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # the grid's too-large rates diverge: expected
+            tuned = cmp.compare(W, f, names, rounds_budget, tune=True, repeats=1, seed=seed, progress=False, points=4,
+                                metric=metric)
+        interrupted = tuned.attrs["interrupted"]
+        rates = tuned.attrs["lr"]
+        if not interrupted:
+            log("learning rates tuned without compression: " + ", ".join(f"{k} {v:g}" for k, v in rates.items()))
+        for label, kind, net in [] if interrupted else settings:
+            running = [name for name in names if REGISTRY[name].applies_to(net)]
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)  # compression can make a tuned rate diverge
+                frame = cmp.compare(net, f, running, rounds_budget, lr={k: rates[k] for k in running},
+                                    repeats=repeats, seed=seed, progress=progress, points=10, metric=metric)
+            if frame.attrs["interrupted"]:
+                interrupted = True
+                break
+            for name in running:
+                part = frame[frame["algorithm"] == name]
+                last = part[part["iteration"] == part["iteration"].max()]
+                rows.append({"setting": label, "compressor": kind, "algorithm": name, "lr": rates[name],
+                             "bytes": float(last["bytes"].mean()), metric: float(last[metric].mean()),
+                             f"{metric}_std": float(last[metric].std(ddof=0)),
+                             "status": frame.attrs["status"].get(name, "?")})
+            log(f"  {label:<14}" + "  ".join(f"{r['algorithm']} {r[metric]:.2e}" for r in rows[-len(running):]))
+    except Exception as exc:  # noqa: BLE001 - write the settings that finished, then re-raise (_stop_if)
+        error = exc
+    table = pd.DataFrame(rows, columns=["setting", "compressor", "algorithm", "lr", "bytes", metric, f"{metric}_std",
+                                        "status"]).astype({"lr": float, "bytes": float, metric: float,
+                                                           f"{metric}_std": float})
+    table.to_csv(os.path.join(out_dir, "communication.csv"), index=False)
+    plt = _plt()
+    if plt is not None and len(table):  # (interrupted while tuning: nothing to draw)
+        panels = {"qsgd": "QSGD (8, 4, 2 bits)", "topk": f"top-k (k = {max(1, d // 4)}, {max(1, d // 16)})"}
+        fig, axes = plt.subplots(1, len(panels) + 1, figsize=(5.2 * (len(panels) + 1), 4), squeeze=False)
+        ax = axes[0, -1]  # the delays: against the bound
+        colors = {name: f"C{k}" for k, name in enumerate(names)}  # (the same in every panel)
+        for name in names:
+            mine = table[(table["algorithm"] == name) & table["compressor"].isin(["none", "delay"])]
+            bound = [0 if s == "none" else int(s.split("<= ")[1]) for s in mine["setting"]]
+            if len(mine) > 1:
+                ax.plot(bound, np.maximum(mine[metric], 1e-16), marker="o", label=name, color=colors[name])
+        ax.set_yscale("log")
+        ax.set_xlabel("max_delay (iterations; each message's delay uniform up to it)")
+        ax.set_title(f"delayed messages, n = {n}, d = {d}", fontsize=9)
+        for ax, (kind, title) in zip(axes[0], panels.items()):
+            for name in names:
+                mine = table[(table["algorithm"] == name) & table["compressor"].isin(["none", kind])]
+                mine = mine[np.isfinite(mine[metric])]
+                y = np.maximum(mine[metric], 1e-16)  # (exact to the last bit: drawn at the floor)
+                ax.plot(mine["bytes"], y, marker="o", label=name, color=colors[name])
+                for (_, row), value in zip(mine.iterrows(), y):
+                    ax.annotate(row["setting"].replace(" bits", "b"), (row["bytes"], value), fontsize=6,
+                                xytext=(3, 3), textcoords="offset points")
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ax.xaxis.set_minor_formatter(plt.NullFormatter())
+            ax.set_xlabel(f"bytes sent in {rounds_budget} communication rounds")
+            ax.set_title(f"{title}, n = {n}, d = {d}", fontsize=9)
+        axes[0, 0].set_ylabel(f"final {metric}")
+        _finish(plt, fig, axes, out_dir, "communication.png", log)
+    log(f"wrote {os.path.join(out_dir, 'communication.csv')}")
+    _stop_if(interrupted, log, f"{len(rows) // max(len(names), 1)} of {len(settings)} settings", error)
+    return table
