@@ -44,6 +44,16 @@ def iid_split(num_samples, n, seed=0):
     return [perm[i * per:(i + 1) * per] for i in range(n)]
 
 
+def _check_labels(labels):
+    """``labels`` as a 1-D array of class ids (integers or booleans), or a clear error."""
+    labels = np.asarray(labels)
+    if labels.ndim != 1:
+        raise ValueError(f"labels must be 1-D, got shape {labels.shape}")
+    if not (np.issubdtype(labels.dtype, np.integer) or np.issubdtype(labels.dtype, np.bool_)):
+        raise TypeError(f"labels must be class ids (integers), got dtype {labels.dtype}")
+    return labels
+
+
 def dirichlet_split(labels, n, alpha, seed=0, min_size=1):
     """Label-skewed split: for each class, the shares of the ``n`` nodes are drawn from ``Dirichlet(alpha)``
     (small ``alpha``: each node sees few classes; large: close to IID), as the heterogeneous experiments of
@@ -54,11 +64,7 @@ def dirichlet_split(labels, n, alpha, seed=0, min_size=1):
     list of ndarray
         The sample indices of each node (sorted).
     """
-    labels = np.asarray(labels)
-    if labels.ndim != 1:
-        raise ValueError(f"labels must be 1-D, got shape {labels.shape}")
-    if not (np.issubdtype(labels.dtype, np.integer) or np.issubdtype(labels.dtype, np.bool_)):
-        raise TypeError(f"labels must be class ids (integers), got dtype {labels.dtype}")
+    labels = _check_labels(labels)
     n = check_int(n, "n", minimum=1)
     alpha = check_positive_float(alpha, "alpha")
     min_size = check_int(min_size, "min_size", minimum=0)
@@ -98,11 +104,7 @@ def shard_split(labels, n, shards_per_node=2):
     >>> [sorted(set(np.repeat([0, 1, 2, 3], 4)[p].tolist())) for p in parts]
     [[0, 2], [1, 3]]
     """
-    labels = np.asarray(labels)
-    if labels.ndim != 1:
-        raise ValueError(f"labels must be 1-D, got shape {labels.shape}")
-    if not (np.issubdtype(labels.dtype, np.integer) or np.issubdtype(labels.dtype, np.bool_)):
-        raise TypeError(f"labels must be class ids (integers), got dtype {labels.dtype}")
+    labels = _check_labels(labels)
     n = check_int(n, "n", minimum=1)
     shards_per_node = check_int(shards_per_node, "shards_per_node", minimum=1)
     count = n * shards_per_node

@@ -77,6 +77,21 @@ def _write_verdict(out_dir, name, rows, log, stopped=None):
         log(f"(the rule: {rule})")
 
 
+def write_histories(out_dir, name, histories, columns):
+    """``<name>.csv``: each run's summary (``histories``: key -> History), led by the columns ``columns(key)``
+    gives (a dict, in order), the runs one after another; nothing when no run finished."""
+    import pandas as pd
+
+    rows = []
+    for key, h in histories.items():
+        s = h.summary()
+        for k, (column, value) in enumerate(columns(key).items()):
+            s.insert(k, column, value)
+        rows.append(s)
+    if rows:
+        pd.concat(rows).to_csv(os.path.join(out_dir, f"{name}.csv"), index=False)
+
+
 #: The window a verdict reads: the records in the last tenth of a run (at least one record).
 FINAL_WINDOW = 0.1
 

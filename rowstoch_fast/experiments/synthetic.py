@@ -14,7 +14,7 @@ from ..objectives import NonconvexLogistic
 from ..protocol import a_protocol, pull_diag
 from ..runner import Algorithm, run
 from ._common import (COMPARE_RULE, FINAL_WINDOW, SLOPE_TOLERANCE, _plt, _save, _stop_if, _stopped, _write_verdict,
-                      compare_windows, window_stats)
+                      compare_windows, window_stats, write_histories)
 
 #: Learning rates of the paper's linear-speedup figure on exponential graphs (shared/paper_graphs.md).
 LINEAR_SPEEDUP_LR = {1: 5e-2, 2: 2.6e-2, 8: 6.4e-3, 16: 3e-3, 128: 4e-4, 512: 1e-4}
@@ -233,17 +233,8 @@ def reproduce_linear_speedup(out_dir, iterations=None, repeats=20, graphs=("expo
             "verdict": verdict})
     _write_verdict(out_dir, "linear_speedup", verdicts, log,
                    stopped=_stopped(interrupted, error, f"{sum(map(len, finals.values()))} of {total_runs} runs"))
-    import pandas as pd
-
-    rows = []
-    for (g, n), h in histories.items():
-        s = h.summary()
-        s.insert(0, "lr", info[(g, n)]["lr"])
-        s.insert(0, "n", n)
-        s.insert(0, "graph", g)
-        rows.append(s)
-    if rows:
-        pd.concat(rows).to_csv(os.path.join(out_dir, "linear_speedup.csv"), index=False)
+    write_histories(out_dir, "linear_speedup", histories, lambda key: {"graph": key[0], "n": key[1],
+                                                                       "lr": info[key]["lr"]})
     plt = _plt()
     if plt is not None and histories:
         shown = [g for g in graphs if any(k[0] == g for k in histories)]
@@ -313,16 +304,7 @@ def reproduce_multi_gossip(out_dir, communication_rounds=2000, repeats=5, rounds
     verdicts = _multi_gossip_verdicts(graphs, rounds, finals, histories)
     _write_verdict(out_dir, "multi_gossip", verdicts, log,
                    stopped=_stopped(interrupted, error, f"{len(finals)} of {len(graphs) * len(rounds)} runs"))
-    import pandas as pd
-
-    rows = []
-    for (name, R), h in histories.items():
-        s = h.summary()
-        s.insert(0, "R", R)
-        s.insert(0, "graph", name)
-        rows.append(s)
-    if rows:
-        pd.concat(rows).to_csv(os.path.join(out_dir, "multi_gossip.csv"), index=False)
+    write_histories(out_dir, "multi_gossip", histories, lambda key: {"graph": key[0], "R": key[1]})
     plt = _plt()
     if plt is not None:
         fig, axes = plt.subplots(2, 2, figsize=(8, 6), sharex=True)
