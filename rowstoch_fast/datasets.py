@@ -17,8 +17,11 @@ True
 from __future__ import annotations
 
 import gzip
+import io
 import os
 import pickle
+import zipfile
+import zlib
 
 import numpy as np
 
@@ -90,8 +93,8 @@ def shard_split(labels, n, shards_per_node=2):
     """Label-sorted shards (the "pathological non-IID" split of McMahan et al., 2017, made deterministic): sort the
     samples by label (stably), cut them into ``n * shards_per_node`` shards of equal size (the remainder is
     dropped), and give node ``i`` the shards ``i, i + n, i + 2n, ...``. On MNIST with 16 nodes and 2 shards each,
-    every node holds 3,750 images of two or three digits (shard ``i`` from the lower digits, ``i + 16`` from the
-    upper ones).
+    every node holds 3,750 images of two to four digits (shard ``i`` from the lower digits, ``i + 16`` from the
+    upper ones; a shard may cross from one digit to the next).
 
     Returns
     -------
@@ -131,17 +134,26 @@ def _open(path):
 def _find(folder, stem):
     for name in (stem, stem + ".gz"):
         path = os.path.join(folder, name)
-        if os.path.exists(path):
+        if os.path.isfile(path):
             return path
     raise FileNotFoundError(f"{stem}[.gz] not found in {folder!r}")
 
 
-def _idx(path, kind):
+#: What reading a damaged file raises (a truncated or corrupt gzip stream, an unreadable file).
+_READ_ERRORS = (OSError, EOFError, zlib.error)
+
+
+def _read(path):
+    """The bytes of ``path`` (gunzipped if it ends in .gz), or a ValueError naming it."""
     try:
         with _open(path) as f:
-            data = f.read()
-    except (OSError, EOFError) as exc:  # a damaged or mislabelled .gz
+            return f.read()
+    except _READ_ERRORS as exc:
         raise ValueError(f"{path} cannot be read ({type(exc).__name__}: {exc})") from None
+
+
+def _idx(path, kind):
+    data = _read(path)
     magic = int.from_bytes(data[:4], "big")
     expected = 0x803 if kind == "images" else 0x801
     if magic != expected:
@@ -167,8 +179,9 @@ MNIST_LAYOUTS = ("the four IDX files train-images-idx3-ubyte, train-labels-idx1-
                  "its raw/ or its MNIST/raw/ (torchvision's), or Keras's mnist.npz (the file, or in the folder)")
 
 
-def _mnist_idx_files(folder):
-    """The four IDX files under ``folder`` in one of the layouts (dict ``(split, kind) -> path``), or None."""
+def _mnist_idx_files(folder, partial=None):
+    """The four IDX files under ``folder`` in one of the layouts (dict ``(split, kind) -> path``), or None; the
+    folders holding some but not all of them are listed in ``partial`` (a list) with what they hold."""
     for sub in _MNIST_SUBFOLDERS:
         where = os.path.join(folder, sub)
         found = {}
@@ -183,6 +196,11 @@ def _mnist_idx_files(folder):
                         break
         if len(found) == 4:
             return found
+        if found and partial is not None:
+            missing = [f"{split}-{kind}-{idx}-ubyte[.gz]" for split in ("train", "t10k")
+                       for kind, idx in (("images", "idx3"), ("labels", "idx1")) if (split, kind) not in found]
+            partial.append(f"{os.path.normpath(where)!r} holds {', '.join(os.path.basename(p) for p in found.values())}"
+                           f" but no {' or '.join(missing)}")
     return None
 
 
@@ -202,19 +220,20 @@ def _mnist_npz(path):
     with open(path, "rb") as f:
         if f.read(4) != b"PK\x03\x04":  # (NumPy would try it as a pickle and blame "object data")
             raise ValueError(f"{path} is not an .npz archive (not a zip file)")
-    try:
-        with np.load(path, allow_pickle=False) as z:  # (no pickled objects: a file could run code)
-            missing = [k for k in ("x_train", "y_train", "x_test", "y_test") if k not in z.files]
-            if missing:
-                raise ValueError(f"{path} is not Keras's mnist.npz: it lacks {', '.join(missing)} (holds "
-                                 f"{', '.join(z.files) or 'nothing'})")
-            arrays = {k: z[k] for k in ("x_train", "y_train", "x_test", "y_test")}
-    except (OSError, EOFError) as exc:  # (not a zip: NumPy says "Failed to interpret file ... as a pickle")
-        raise ValueError(f"{path} is not an .npz archive ({exc})") from None
-    except ValueError as exc:  # (an array of Python objects: NumPy refuses it without allow_pickle)
-        if str(exc).startswith(str(path)):
-            raise
-        raise ValueError(f"{path}: {exc}") from None
+        f.seek(0)
+        try:
+            with np.load(f, allow_pickle=False) as z:  # (no pickled objects: a file could run code)
+                missing = [k for k in ("x_train", "y_train", "x_test", "y_test") if k not in z.files]
+                if missing:
+                    raise ValueError(f"{path} is not Keras's mnist.npz: it lacks {', '.join(missing)} (holds "
+                                     f"{', '.join(z.files) or 'nothing'})")
+                arrays = {k: z[k] for k in ("x_train", "y_train", "x_test", "y_test")}
+        except (*_READ_ERRORS, zipfile.BadZipFile) as exc:  # (a damaged zip, or a member that is not an array)
+            raise ValueError(f"{path} is not an .npz archive ({type(exc).__name__}: {exc})") from None
+        except ValueError as exc:  # (an array of Python objects: NumPy refuses it without allow_pickle)
+            if str(exc).startswith(str(path)):
+                raise
+            raise ValueError(f"{path}: {exc}") from None
     return (*_mnist_checked(arrays["x_train"], arrays["y_train"], f"{path} (x_train, y_train)"),
             *_mnist_checked(arrays["x_test"], arrays["y_test"], f"{path} (x_test, y_test)"))
 
@@ -246,11 +265,14 @@ def load_mnist(folder):
                                 "or Keras's mnist.npz")
     if not os.path.isdir(folder):
         raise FileNotFoundError(f"MNIST folder {folder!r} does not exist")
-    files = _mnist_idx_files(folder)
+    partial = []
+    files = _mnist_idx_files(folder, partial)
     if files is None:
         npz = os.path.join(folder, "mnist.npz")
         if os.path.isfile(npz):
             return _mnist_npz(npz)
+        if partial:
+            raise FileNotFoundError(f"MNIST in {folder!r} is incomplete: " + "; ".join(partial))
         held = sorted(os.listdir(folder))
         raise FileNotFoundError(f"no MNIST in {folder!r}: it holds "
                                 + (", ".join(held[:12]) + (f" and {len(held) - 12} more" if len(held) > 12 else "")
@@ -303,18 +325,17 @@ class _BatchUnpickler(pickle.Unpickler):
 
 
 def _cifar_python_batch(path):
-    with _open(path) as f:
-        try:
-            batch = _BatchUnpickler(f, encoding="bytes").load()
-            return batch[b"data"], batch[b"labels"]
-        except (pickle.UnpicklingError, EOFError, KeyError, TypeError, ValueError, AttributeError,
-                IndexError) as exc:
-            raise ValueError(f"{path} is not a CIFAR-10 python batch ({type(exc).__name__}: {exc})") from None
+    data = _read(path)
+    try:
+        batch = _BatchUnpickler(io.BytesIO(data), encoding="bytes").load()
+        return batch[b"data"], batch[b"labels"]
+    except (pickle.UnpicklingError, EOFError, KeyError, TypeError, ValueError, AttributeError,
+            IndexError) as exc:
+        raise ValueError(f"{path} is not a CIFAR-10 python batch ({type(exc).__name__}: {exc})") from None
 
 
 def _cifar_binary_batch(path):
-    with _open(path) as f:
-        raw = np.frombuffer(f.read(), dtype=np.uint8)
+    raw = np.frombuffer(_read(path), dtype=np.uint8)
     if raw.size == 0 or raw.size % 3073:
         raise ValueError(f"{path} is not a CIFAR-10 binary batch ({raw.size} bytes, not records of 1 + 3072)")
     records = raw.reshape(-1, 3073)

@@ -225,9 +225,9 @@ def test_mnist_loader_checks_headers_and_sizes(tmp_path, damage, message):
 
 
 def test_mnist_loader_names_what_it_found(tmp_path):
-    (tmp_path / "train-images-idx3-ubyte").write_bytes(b"")
+    (tmp_path / "train-images.csv").write_bytes(b"")
     (tmp_path / "notes.txt").write_text("x")
-    with pytest.raises(FileNotFoundError, match=r"no MNIST in .*: it holds notes.txt, train-images-idx3-ubyte; "
+    with pytest.raises(FileNotFoundError, match=r"no MNIST in .*: it holds notes.txt, train-images.csv; "
                                                 r"expected the four IDX files"):
         load_mnist(str(tmp_path))
     with pytest.raises(FileNotFoundError, match="does not exist"):
@@ -256,3 +256,48 @@ def test_shard_split_is_a_disjoint_equal_split_of_sorted_labels(labels, n, shard
     assert sorted(flat.tolist()) == sorted(order.tolist())  # the first shards of the label-sorted order
     for i, p in enumerate(parts):  # node i: shards i, i + n, ...
         assert sorted(p.tolist()) == sorted(order.reshape(n * shards, size)[i::n].ravel().tolist())
+
+
+def test_damaged_files_are_refused_naming_them(tmp_path):
+    """A gzip stream damaged in its middle (zlib.error), a zip signature over no zip (BadZipFile), a damaged CIFAR
+    batch, a folder where a batch should be: each a ValueError or FileNotFoundError naming the file, never another
+    exception (the command line turns those two into one line and exit 2)."""
+    rng = np.random.default_rng(6)
+    for split in ("train", "t10k"):
+        X, y = _tiny_mnist(rng, 50)
+        _idx_file(tmp_path / f"{split}-images-idx3-ubyte.gz", X, 0x803, True)
+        _idx_file(tmp_path / f"{split}-labels-idx1-ubyte.gz", y, 0x801, True)
+    raw = bytearray((tmp_path / "train-images-idx3-ubyte.gz").read_bytes())
+    raw[len(raw) // 2: len(raw) // 2 + 64] = bytes(64)  # the deflate stream broken in its middle
+    (tmp_path / "train-images-idx3-ubyte.gz").write_bytes(bytes(raw))
+    with pytest.raises(ValueError, match="train-images-idx3-ubyte.gz cannot be read"):
+        load_mnist(str(tmp_path))
+    fake = tmp_path / "fake.npz"
+    fake.write_bytes(b"PK\x03\x04" + bytes(60))
+    with pytest.raises(ValueError, match="fake.npz is not an .npz archive"):
+        load_mnist(str(fake))
+    cifar = tmp_path / "cifar"
+    cifar.mkdir()
+    (cifar / "data_batch_1").mkdir()  # a folder, not a batch
+    with pytest.raises(FileNotFoundError, match=r"data_batch_1\[.gz\] not found"):
+        load_cifar10(str(cifar))
+    (cifar / "data_batch_1").rmdir()
+    (cifar / "data_batch_1.gz").write_bytes(gzip.compress(rng.bytes(5000))[:400])  # truncated gzip
+    with pytest.raises(ValueError, match="data_batch_1.gz cannot be read"):
+        load_cifar10(str(cifar))
+
+
+def test_an_incomplete_mnist_is_named(tmp_path):
+    """Three of the four files in torchvision's MNIST/raw: the error names the folder, what it holds and what is
+    missing (it said only that the top folder held "MNIST")."""
+    rng = np.random.default_rng(7)
+    raw = tmp_path / "MNIST" / "raw"
+    raw.mkdir(parents=True)
+    X, y = _tiny_mnist(rng, 4)
+    _idx_file(raw / "train-images-idx3-ubyte", X, 0x803, False)
+    _idx_file(raw / "train-labels-idx1-ubyte", y, 0x801, False)
+    _idx_file(raw / "t10k-images-idx3-ubyte", X, 0x803, False)
+    with pytest.raises(FileNotFoundError, match=r"MNIST in .* is incomplete: .*MNIST/raw' holds train-images-idx3-"
+                                                r"ubyte, train-labels-idx1-ubyte, t10k-images-idx3-ubyte but no "
+                                                r"t10k-labels-idx1-ubyte\[.gz\]"):
+        load_mnist(str(tmp_path))

@@ -550,10 +550,10 @@ def test_reproductions_state_their_verdict_on_the_paper_s_claims(tmp_path):
     from rowstoch_fast.experiments._common import compare_windows
 
     lines = []
-    experiments.reproduce_multi_gossip(str(tmp_path), communication_rounds=40, repeats=2, rounds=(1, 4, 8),
+    experiments.reproduce_multi_gossip(str(tmp_path), communication_rounds=40, repeats=2, rounds=(1, 5, 10),
                                        total=1600, batch=20, progress=False, log=lines.append)
     verdict = pd.read_csv(tmp_path / "multi_gossip_verdict.csv")
-    assert len(verdict) == 8 and sorted(set(verdict["R"])) == [4, 8]  # every (graph, R > 1)
+    assert len(verdict) == 8 and sorted(set(verdict["R"])) == [5, 10]  # every (graph, R > 1)
     frame = pd.read_csv(tmp_path / "multi_gossip.csv")
     for v in verdict.itertuples():
         assert v.final_plain == pytest.approx(frame[(frame["graph"] == v.graph) & (frame["R"] == 1)
@@ -581,6 +581,8 @@ def test_window_comparison_rule():
     assert compare_windows(math.inf, 0, 1.0, 0) == "does not hold"
     assert compare_windows(1.0, 0, math.inf, 0) == "holds"
     assert compare_windows(math.inf, 0, math.inf, 0) == "inconclusive"
+    assert compare_windows(1.0, math.nan, 1.0000001, 0.0).startswith("inconclusive (no spread")  # nothing to judge by
+    assert compare_windows(math.nan, 0.1, 1.0, 0.1) == "does not hold"  # a NaN run loses
     import pandas as pd
 
     frame = pd.DataFrame({"iteration": np.tile(np.arange(0, 101, 10), 2), "rep": np.repeat([0, 1], 11),
@@ -588,7 +590,32 @@ def test_window_comparison_rule():
     frame.loc[frame["iteration"] == 100, "m"] += 1  # only the last tenth counts
     means, start = window_means(frame, "m")
     assert start == 90 and list(means) == [1.5, 3.5] and spread(means) == pytest.approx(np.sqrt(2))
-    assert spread([2.0], fallback=0.25) == 0.25 and spread([2.0]) == 0.0
+    assert spread([2.0], fallback=0.25) == 0.25 and math.isnan(spread([2.0]))
+    frame.loc[(frame["iteration"] == 100) & (frame["rep"] == 0), "m"] = np.nan  # a NaN is never skipped
+    assert np.isnan(window_means(frame, "m")[0][0])
+    from rowstoch_fast.experiments._common import window_stats
+
+    one = frame[frame["rep"] == 1].drop(columns="rep")
+    assert math.isnan(window_stats(one, "m")[1])  # one repeat, two records in its window: no spread
+    assert window_stats(one, "m", window=0.3)[1] == pytest.approx(np.std([3, 3, 3, 4], ddof=1))  # 70 .. 100
+
+
+def test_a_figure_too_short_for_its_r_is_refused(tmp_path, capsys):
+    """A budget below one iteration at the largest R made every R = 10 run 0 iterations long, and a verdict was
+    drawn from it; an R the paper gives no rate for, or no plain R = 1 to compare with, is refused too."""
+    from rowstoch_fast import experiments
+
+    with pytest.raises(ValueError, match="8 communication rounds are less than one iteration at R = 10"):
+        experiments.reproduce_multi_gossip(str(tmp_path), communication_rounds=8, repeats=1, progress=False)
+    for rounds in ((5, 10), (1, 4), (1, 1)):
+        with pytest.raises(ValueError, match="rounds must be distinct values from"):
+            experiments.reproduce_multi_gossip(str(tmp_path), communication_rounds=40, rounds=rounds, progress=False)
+    assert not list(tmp_path.iterdir())  # refused before anything was written
+    pytest.importorskip("torch")
+    assert cli.main(["reproduce", "mnist-mlp", "--iterations", "5", "--axis", "rounds", "--out",
+                     str(tmp_path / "o"), "--no-progress"]) == 2
+    assert not (tmp_path / "o").exists()
+    assert "5 communication rounds are less than one iteration at R = 10" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("rates", ["default", "paper"])
@@ -628,6 +655,12 @@ def test_transient_measures():
 
     falling, fall = _still_falling(runs(1.0 / (1 + k / 100), 0.05))
     assert falling and fall == pytest.approx(0.21, abs=0.03)
+    # repeats at levels +-25% apart that all fall 17%: paired by repeat, the shared fall is seen
+    levels = np.repeat(rng.uniform(0.75, 1.25, 20), k.size)
+    shared = pd.DataFrame({"iteration": np.tile(k, 20), "rep": np.repeat(np.arange(20), k.size),
+                           "grad_norm": levels * np.tile(1.0 / (1 + k / 1000), 20)})
+    falling, fall = _still_falling(shared)
+    assert falling and fall == pytest.approx(0.167, abs=0.01)
     flat = np.where(k < 1000, 10.0, 1.0)
     assert not _still_falling(runs(flat, 0.2))[0]
     assert _settled_at(pd.Series(flat, index=k), 1.0) == 1000

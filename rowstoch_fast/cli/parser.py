@@ -216,7 +216,7 @@ def make_parser():
     rp.add_argument("--out", default="results", help="output folder")
     rp.add_argument("--iterations", type=_positive_int, default=None,
                     help="iterations (communication rounds for multi-gossip, mnist-* and robustness); default the "
-                         "paper's (linear-speedup: 4000 on exponential graphs, 20000 on rings)")
+                         "paper's (linear-speedup: 8000 on exponential graphs, 20000 on rings, enough to leave the transient)")
     rp.add_argument("--graphs", default=None,
                     help="linear-speedup: the halves of Figure 2, comma-separated: exponential, ring (default both)")
     rp.add_argument("--rates", choices=["default", "paper"], default="default",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 
 import numpy as np
@@ -73,7 +74,7 @@ def _write_verdict(out_dir, name, rows, log, stopped=None):
         numbers = ", ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in row.items()
                             if k not in ("claim", "verdict", "graph", "rule"))
         log(f"the paper's claim ({row['claim']}) {row['verdict']} on this run: {numbers}")
-    for rule in dict.fromkeys(row["rule"] for row in rows if row.get("rule")):
+    for rule in dict.fromkeys(row["rule"] for row in rows if row.get("rule") and stopped is None):
         log(f"(the rule: {rule})")
 
 
@@ -105,43 +106,57 @@ def _window(frame, x, window, end):
     return part if len(part) else frame[frame[x] == frame[x][frame[x] <= last].max()]
 
 
+def _repeat_key(frame):
+    return "rep" if "rep" in frame else "repeat" if "repeat" in frame else None
+
+
 def window_means(frame, metric, x="iteration", window=FINAL_WINDOW, end=1.0):
     """Each repeat's mean of ``metric`` over a window of its records: those whose ``x`` lies in the ``window``
     fraction of its range that ends at the fraction ``end`` (default: the last tenth). The repeats are
-    ``frame["rep"]`` (or ``frame["repeat"]``; one repeat without either). Returns ``(means, start)``, ``start`` the
-    window's first ``x``."""
+    ``frame["rep"]`` (or ``frame["repeat"]``; one repeat without either); a NaN record makes its repeat's mean NaN
+    (never skipped). Returns ``(means, start)``, ``start`` the window's first ``x``."""
     part = _window(frame, x, window, end)
-    key = "rep" if "rep" in part else "repeat" if "repeat" in part else None
-    means = part.groupby(key)[metric].mean().to_numpy() if key else np.array([part[metric].mean()])
-    return means, float(part[x].min())
+    key = _repeat_key(part)
+    values = [g[metric].to_numpy(float) for _, g in part.groupby(key)] if key else [part[metric].to_numpy(float)]
+    return np.array([v.mean() for v in values]), float(part[x].min())
+
+
+#: Records a repeat's window needs for its own spread to stand in for one over repeats (one repeat only).
+MIN_WINDOW_RECORDS = 3
 
 
 def window_stats(frame, metric, x="iteration", window=FINAL_WINDOW, end=1.0):
     """``(mean, spread, start)`` over :func:`window_means`' window: the mean over repeats, their :func:`spread`
-    (one repeat: the standard deviation of the window's records), the window's first ``x``."""
+    (one repeat: the standard deviation of the window's records when it holds at least
+    :data:`MIN_WINDOW_RECORDS`, else NaN: no spread to judge by), the window's first ``x``."""
     part = _window(frame, x, window, end)
     means, start = window_means(part, metric, x, window=1.0)
-    return float(means.mean()), spread(means, part[metric].std(ddof=1) if len(part) > 1 else None), start
+    records = part[metric].to_numpy(float)
+    fallback = records.std(ddof=1) if records.size >= MIN_WINDOW_RECORDS else math.nan
+    return float(means.mean()), spread(means, fallback), start
 
 
-def spread(means, fallback=None):
+def spread(means, fallback=math.nan):
     """The spread a verdict allows: the standard deviation over repeats of their window means (ddof 1), or, with
-    one repeat, ``fallback`` (the standard deviation of its window's records); 0 if neither is known."""
+    one repeat, ``fallback`` (the standard deviation of its window's records; NaN when it cannot be estimated)."""
     means = np.asarray(means, dtype=float)
     if means.size > 1:
         return float(np.std(means, ddof=1))
-    return float(fallback) if fallback is not None and np.isfinite(fallback) else 0.0
+    return math.nan if fallback is None else float(fallback)
 
 
 #: How a verdict compares two methods' final windows (``compare_windows``), in the words its CSV carries.
-COMPARE_RULE = ("mean over repeats of each repeat's mean over the final window; 'holds' where the first is lower "
-                "by more than the sum of the two spreads (standard deviations over repeats), 'does not hold' where it "
-                "is higher by more than that, 'inconclusive' in between")
+COMPARE_RULE = (f"each run's mean over its final window (the last {FINAL_WINDOW:.0%} of its records), averaged over "
+                "repeats; 'holds' where the first is lower by more than the sum of the two spreads (standard "
+                "deviations over repeats; with one repeat, of its window's records, at least "
+                f"{MIN_WINDOW_RECORDS}), 'does not hold' where it is higher by more than that, 'inconclusive' in "
+                "between or without a spread; a run that diverged or gave NaN loses")
 
 
 def compare_windows(first, first_spread, second, second_spread):
     """``"holds"`` (``first`` lower than ``second`` beyond the sum of their spreads), ``"does not hold"`` (higher
-    beyond it) or ``"inconclusive"`` (within it); a non-finite value (a run that diverged) loses."""
+    beyond it) or ``"inconclusive"`` (within it, or a spread that is NaN: nothing to judge the difference by); a
+    non-finite value (a run that diverged, a NaN) loses."""
     if not np.isfinite(first) and not np.isfinite(second):
         return "inconclusive"
     if not np.isfinite(first):
@@ -149,6 +164,8 @@ def compare_windows(first, first_spread, second, second_spread):
     if not np.isfinite(second):
         return "holds"
     margin = first_spread + second_spread
+    if not np.isfinite(margin):
+        return "inconclusive (no spread: one repeat with too few records in its window)"
     if first < second - margin:
         return "holds"
     if first > second + margin:

@@ -12,7 +12,7 @@ from .._checks import check_int
 from .._progress import bar as progress_bar
 from ..errors import DivergenceError
 from ._common import COMPARE_RULE, _finish, _plt, _save, _stop_if, _stopped, compare_windows, window_stats
-from .synthetic import MULTI_GOSSIP_LR
+from .synthetic import MULTI_GOSSIP_LR, check_rounds
 
 def mlp(inputs, classes=10, hidden=(64, 32, 16)):
     """The four-layer fully connected network of the paper's MNIST experiment (ReLU between layers)."""
@@ -118,6 +118,7 @@ def reproduce_mnist_mlp(out_dir, data="digits", data_dir=None, communication_rou
     """
     if axis not in MNIST_AXES:
         raise ValueError(f"axis must be one of {', '.join(MNIST_AXES)}, got {axis!r}")
+    check_rounds(rounds, communication_rounds)
     os.makedirs(out_dir, exist_ok=True)
     Xtr, ytr, Xte, yte = _mnist_data(data, data_dir, seed)
     parts = _split(ytr, 16, split, alpha, seed)
@@ -147,6 +148,7 @@ def _train_on_graphs(out_dir, model_fn, data, parts, what, communication_rounds,
     from ..torch import Replicas, accuracy
 
     Xtr, ytr, Xte, yte = data
+    rounds = check_rounds(rounds, communication_rounds)
     n = len(parts)
     Xtr_t, ytr_t = torch.as_tensor(Xtr, dtype=torch.float32), torch.as_tensor(ytr)
     Xte_t, yte_t = torch.as_tensor(Xte, dtype=torch.float32), torch.as_tensor(yte)
@@ -158,7 +160,7 @@ def _train_on_graphs(out_dir, model_fn, data, parts, what, communication_rounds,
         + (f"{communication_rounds} batches (the paper's axis; MG gossips R rounds per batch)" if axis == "batches"
            else f"{communication_rounds} communication rounds (MG: R rounds and R mini-batches per iteration)")
         + f", {repeats} repeats")
-    log(f"{'graph':<18}{'R':>4}{'train loss':>12}{'test accuracy':>15}")
+    log(f"{'graph':<18}{'R':>4}{'train loss':>12}{'test accuracy':>15}   (means over the last tenth of records)")
     views = ("batches", "rounds") if axis == "both" else (axis,)
     total = len(names) * len(rounds) * repeats * len(views)
     bar = progress_bar(progress, total, 0, stem.replace("_", "-"))
@@ -168,8 +170,7 @@ def _train_on_graphs(out_dir, model_fn, data, parts, what, communication_rounds,
             A = all_graphs[name].astype(np.float32)
             pi = A.pi
             for R in rounds:
-                lr = MULTI_GOSSIP_LR[name].get(R, MULTI_GOSSIP_LR[name][1])
-                finals = []
+                lr = MULTI_GOSSIP_LR[name][R]
                 for rep in range(repeats):
                     torch.manual_seed(seed + rep)
                     replicas = Replicas(model_fn(), n)
@@ -185,7 +186,6 @@ def _train_on_graphs(out_dir, model_fn, data, parts, what, communication_rounds,
                     opt = PullDiagGT(A, replicas.x0(), lr=lr, rounds=R)
                     T = communication_rounds // R if view == "rounds" else communication_rounds
                     every = max(1, record_every // R) if view == "rounds" else record_every
-                    diverged = False
                     for t in range(T + 1):
                         if t % every == 0 or t == T:
                             replicas.set_params(opt.gather_x())
@@ -202,7 +202,6 @@ def _train_on_graphs(out_dir, model_fn, data, parts, what, communication_rounds,
                         try:
                             opt.step(grad_fn)
                         except DivergenceError as exc:
-                            diverged = True
                             rows.append({"axis": view, "graph": name, "R": R, "repeat": rep,
                                          "iteration": exc.iteration,
                                          "communication_rounds": exc.iteration * R,
@@ -210,13 +209,11 @@ def _train_on_graphs(out_dir, model_fn, data, parts, what, communication_rounds,
                                          "train_loss": math.inf, "test_accuracy": math.nan,
                                          "test_accuracy_centroid": math.nan, "diverged": True})
                             break
-                    finals.append(math.inf if diverged else rows[-1]["train_loss"])
                     if bar is not None:
                         bar.update(1)
-                last = [r for r in rows if r["axis"] == view and r["graph"] == name and r["R"] == R
-                        and r["iteration"] == T]
-                acc = np.mean([r["test_accuracy"] for r in last]) if last else math.nan
-                log(f"{name:<18}{R:>4}{np.mean(finals):>12.4f}{acc:>15.3f}"
+                mine = pd.DataFrame([r for r in rows if r["axis"] == view and r["graph"] == name and r["R"] == R])
+                final = _final_stats(mine)
+                log(f"{name:<18}{R:>4}{final['train_loss']:>12.4f}{final['test_accuracy']:>15.3f}"
                     + (f"   ({view})" if len(views) > 1 else ""))
     except KeyboardInterrupt:  # Ctrl-C: write the records so far, then stop
         interrupted = True
@@ -232,16 +229,16 @@ def _train_on_graphs(out_dir, model_fn, data, parts, what, communication_rounds,
                          for view in views], ignore_index=True)
     stopped = _stopped(interrupted, error, f"{len(rows)} records")
     if stopped is not None:  # partial records decide no claim
-        verdict["claim"] = f"not decided ({stopped})"
+        verdict["verdict"] = f"not decided ({stopped})"
     verdict.to_csv(os.path.join(out_dir, f"{stem}_verdict.csv"), index=False)
     for v in verdict.itertuples():
         log(f"{v.graph}{' (' + v.axis + ')' if len(views) > 1 else ''}: the paper's claim (MG-Pull-Diag-GT, R = "
-            f"{v.R_mg}, ends with a lower training loss than Pull-Diag-GT) {v.claim} on this run: "
+            f"{v.R_mg}, ends with a lower training loss than Pull-Diag-GT) {v.verdict} on this run: "
             f"{v.train_loss_mg:.4f} +- {v.spread_mg:.4f} ({v.diverged_mg} of {repeats} diverged) against "
             f"{v.train_loss_plain:.4f} +- {v.spread_plain:.4f} ({v.diverged_plain} of {repeats} diverged); test "
             f"accuracy {v.test_accuracy_mg:.3f} against {v.test_accuracy_plain:.3f}")
-    if len(verdict):
-        log(f"(the rule: the last tenth of each run's records; {COMPARE_RULE})")
+    if len(verdict) and stopped is None:
+        log(f"(the rule: {COMPARE_RULE})")
     plt = _plt()
     if plt is not None and len(frame):
         fig, axes = plt.subplots(2 * len(views), len(names), figsize=(3 * len(names), 5.5 * len(views)),
@@ -302,6 +299,7 @@ def reproduce_cifar10_resnet(out_dir, data_dir=None, synthetic=False, width=64, 
 
     if axis not in MNIST_AXES:
         raise ValueError(f"axis must be one of {', '.join(MNIST_AXES)}, got {axis!r}")
+    check_rounds(rounds, communication_rounds)
     if synthetic == (data_dir is not None):
         raise ValueError("give data_dir (CIFAR-10's batches) or synthetic=True, one of the two")
     data = datasets.synthetic_cifar10(seed=seed) if synthetic else datasets.load_cifar10(data_dir)
@@ -360,7 +358,8 @@ def label_counts(labels, parts, classes=10):
 
 
 def reproduce_mnist_heterogeneous(out_dir, data="digits", data_dir=None, communication_rounds=2000, repeats=3,
-                                  progress=True, log=print, **kwargs):
+                                  rounds=(1, 10), batch=16, record_every=50, graphs=None, seed=0, progress=True,
+                                  log=print, axis="batches", evaluate_on=10000):
     """The paper's heterogeneous MNIST experiment (Appendix E, its heat map and the figure after it): the MLP of
     :func:`reproduce_mnist_mlp`, Pull-Diag-GT against MG-Pull-Diag-GT (R = 10) on the four 16-node graphs, with
     each node holding its own label distribution.
@@ -370,15 +369,17 @@ def reproduce_mnist_heterogeneous(out_dir, data="digits", data_dir=None, communi
     ``i``-th and ``(i + 16)``-th; on MNIST every node holds 3,750 images of two to four digits). Writes
     ``mnist_heterogeneous_split.png`` (the heat maps of the uniform split and this one, side by side, as the
     paper's figure), ``mnist_heterogeneous_split.csv`` (the counts), and what :func:`reproduce_mnist_mlp` writes,
-    named ``mnist_heterogeneous*``, with its verdict per graph. Other keyword arguments go to
-    :func:`reproduce_mnist_mlp`.
+    named ``mnist_heterogeneous*``, with its verdict per graph. The parameters are :func:`reproduce_mnist_mlp`'s.
     """
     import pandas as pd
 
-    ytr = _mnist_data(data, data_dir, kwargs.get("seed", 0))[1]
+    if axis not in MNIST_AXES:
+        raise ValueError(f"axis must be one of {', '.join(MNIST_AXES)}, got {axis!r}")
+    check_rounds(rounds, communication_rounds)
+    arrays = _mnist_data(data, data_dir, seed)
+    ytr = arrays[1]
+    uniform, skewed = (label_counts(ytr, _split(ytr, 16, kind, None, seed)) for kind in ("iid", "shards"))
     os.makedirs(out_dir, exist_ok=True)
-    uniform, skewed = (label_counts(ytr, _split(ytr, 16, kind, None, kwargs.get("seed", 0)))
-                       for kind in ("iid", "shards"))
     pd.DataFrame(skewed, columns=[f"digit_{c}" for c in range(10)]).rename_axis("node").to_csv(
         os.path.join(out_dir, "mnist_heterogeneous_split.csv"))
     plt = _plt()
@@ -394,45 +395,54 @@ def reproduce_mnist_heterogeneous(out_dir, data="digits", data_dir=None, communi
             fig.colorbar(image, ax=ax, label="samples")
         log(f"wrote {_save(fig, out_dir, 'mnist_heterogeneous_split.png')}")
         plt.close(fig)
-    return reproduce_mnist_mlp(out_dir, data=data, data_dir=data_dir, communication_rounds=communication_rounds,
-                               repeats=repeats, progress=progress, log=log, split="shards",
-                               stem="mnist_heterogeneous", **kwargs)
+    parts = _split(ytr, 16, "shards", None, seed)
+    return _train_on_graphs(out_dir, lambda: mlp(arrays[0].shape[1]), arrays, parts,
+                            f"MLP on {data}, label-sorted shards", communication_rounds=communication_rounds,
+                            repeats=repeats, rounds=rounds, batch=batch, record_every=record_every, graphs=graphs,
+                            seed=seed, progress=progress, log=log, axis=axis, stem="mnist_heterogeneous",
+                            evaluate_on=_subset(len(ytr), evaluate_on, seed))
+
+
+def _final_stats(part):
+    """One configuration's final (its rows: every repeat's records): the training loss, the mean over repeats of
+    each repeat's mean over its last tenth of records (infinite if a repeat diverged), its spread, the test
+    accuracy over the same windows, how many repeats diverged, the window's first iteration."""
+    if not len(part):
+        return {"train_loss": math.inf, "spread": math.nan, "test_accuracy": math.nan, "diverged": 0,
+                "window_from": math.nan}
+    failed = part.groupby("repeat")["diverged"].any()
+    ended = part[~part["repeat"].isin(failed[failed].index)]
+    diverged = int(failed.sum())
+    if len(ended):
+        mean, width, start = window_stats(ended, "train_loss")
+        accuracy_mean = window_stats(ended, "test_accuracy")[0]
+    else:
+        mean, width, start, accuracy_mean = math.inf, math.nan, math.nan, math.nan
+    return {"train_loss": math.inf if diverged else mean, "spread": width, "test_accuracy": accuracy_mean,
+            "diverged": diverged, "window_from": start}
 
 
 def _mnist_verdict(frame, names, rounds, repeats):
-    """Per graph and per ``R`` above the smallest (never the best of several R): the final training loss of plain
-    Pull-Diag-GT (the smallest R) and of MG-Pull-Diag-GT at that R, each the mean over repeats of each repeat's
-    mean over its last tenth of records (a repeat that diverged counts as an infinite loss), their spreads, and
-    the claim by :data:`COMPARE_RULE` ("inconclusive" where the difference is within the spreads)."""
+    """Per graph and per ``R > 1`` (never the best of several R): the final training loss of plain Pull-Diag-GT
+    (R = 1) and of MG-Pull-Diag-GT at that R (:func:`_final_stats`), their spreads, and the verdict by
+    :data:`COMPARE_RULE` ("inconclusive" where the difference is within the spreads)."""
     import pandas as pd
 
-    def stats(R, name):
-        part = frame[(frame["graph"] == name) & (frame["R"] == R)]
-        failed = part.groupby("repeat")["diverged"].any()
-        ended = part[~part["repeat"].isin(failed[failed].index)]
-        diverged = int(failed.sum())
-        if len(ended):
-            mean, width, start = window_stats(ended, "train_loss")
-            accuracy_mean = window_stats(ended, "test_accuracy")[0]
-        else:
-            mean, width, start, accuracy_mean = math.inf, 0.0, math.nan, math.nan
-        loss = math.inf if diverged else mean
-        return {"train_loss": loss, "spread": width, "test_accuracy": accuracy_mean, "diverged": diverged,
-                "window_from": start}
-
-    plain, rows = min(rounds), []
+    rows = []
     for name in names:
-        p = stats(plain, name)
+        p = _final_stats(frame[(frame["graph"] == name) & (frame["R"] == 1)])
         for R in rounds:
-            if R == plain:
+            if R == 1:
                 continue
-            m = stats(R, name)
-            rows.append({"graph": name, "R_mg": R, "train_loss_plain": p["train_loss"], "train_loss_mg": m["train_loss"],
+            m = _final_stats(frame[(frame["graph"] == name) & (frame["R"] == R)])
+            rows.append({"claim": f"{name}: MG-Pull-Diag-GT (R = {R}) ends with a lower training loss than "
+                                  "Pull-Diag-GT", "graph": name, "R_mg": R,
+                         "train_loss_plain": p["train_loss"], "train_loss_mg": m["train_loss"],
                          "spread_plain": p["spread"], "spread_mg": m["spread"],
                          "test_accuracy_plain": p["test_accuracy"], "test_accuracy_mg": m["test_accuracy"],
                          "diverged_plain": p["diverged"], "diverged_mg": m["diverged"],
                          "window_from_iteration": p["window_from"], "rule": COMPARE_RULE,
-                         "claim": compare_windows(m["train_loss"], m["spread"], p["train_loss"], p["spread"])})
-    return pd.DataFrame(rows, columns=["graph", "R_mg", "train_loss_plain", "train_loss_mg", "spread_plain",
+                         "verdict": compare_windows(m["train_loss"], m["spread"], p["train_loss"], p["spread"])})
+    return pd.DataFrame(rows, columns=["claim", "graph", "R_mg", "train_loss_plain", "train_loss_mg", "spread_plain",
                                        "spread_mg", "test_accuracy_plain", "test_accuracy_mg", "diverged_plain",
-                                       "diverged_mg", "window_from_iteration", "rule", "claim"])
+                                       "diverged_mg", "window_from_iteration", "rule", "verdict"])

@@ -13,8 +13,8 @@ from ..metrics import metrics_table
 from ..objectives import NonconvexLogistic
 from ..protocol import a_protocol, pull_diag
 from ..runner import Algorithm, run
-from ._common import (COMPARE_RULE, FINAL_WINDOW, SLOPE_TOLERANCE, _plt, _save, _stop_if, _stopped, _write_verdict,
-                      compare_windows, window_stats, write_histories)
+from ._common import (COMPARE_RULE, FINAL_WINDOW, MIN_WINDOW_RECORDS, SLOPE_TOLERANCE, _plt, _save, _stop_if,
+                      _stopped, _window, _write_verdict, compare_windows, window_means, window_stats, write_histories)
 
 #: Learning rates of the paper's linear-speedup figure on exponential graphs (shared/paper_graphs.md).
 LINEAR_SPEEDUP_LR = {1: 5e-2, 2: 2.6e-2, 8: 6.4e-3, 16: 3e-3, 128: 4e-4, 512: 1e-4}
@@ -81,9 +81,11 @@ PAPER_RATE_CONSTANT = {"exponential": 0.512, "ring": 0.002}
 #: This command's rate on the ring, ``n * alpha_n`` (the exponential table's, whose ``n * alpha_n`` lies in
 #: 0.048-0.0512: Pull-Diag-GT's step acts like ``n * alpha`` on the average, so equal ``n * alpha`` is equal speed).
 RING_RATE_CONSTANT = 0.05
-#: Iterations of each half by default: the paper's 4,000 on exponential graphs; on the ring at this command's rates
-#: the 16-node run leaves its transient after about 10,000 (measured: bench/RESULTS.md section 21).
-LINEAR_SPEEDUP_ITERATIONS = {"exponential": 4000, "ring": 20000}
+#: Iterations of each half by default, enough for every size to leave its transient at this command's rates
+#: (bench/RESULTS.md section 21): on exponential graphs the 512-node run is still falling after the paper's 4,000
+#: (40% over its last fifth) and settles at about 3,300 of 8,000; on the ring the 16-node run settles at about
+#: 6,200.
+LINEAR_SPEEDUP_ITERATIONS = {"exponential": 8000, "ring": 20000}
 #: Rates of :func:`reproduce_linear_speedup`: this command's (the research code's on exponential graphs) or the
 #: paper's printed ones.
 RATES = ("default", "paper")
@@ -108,16 +110,47 @@ def linear_speedup_rate(graph, n, rates="default"):
 #: Where the window a run's final window is checked against ends (a fraction of the run): the tenth of records
 #: before the one before last. A run still falling like 1/k drops about 20% between the two.
 EARLIER_WINDOW_END = 0.8
+#: A run is still falling when its repeats' mean fall between the two windows exceeds this many standard errors.
+TRANSIENT_SIGMAS = 3.0
 
 
 def _still_falling(frame, metric="grad_norm"):
-    """Whether a run is still in its transient: its final window (the last tenth of records) lies below the
-    earlier window (the tenth ending at :data:`EARLIER_WINDOW_END` of the run) by more than the two windows'
-    spreads (:func:`compare_windows`), and by how much (a fraction of the earlier window's mean)."""
-    final, final_spread, _ = window_stats(frame, metric)
-    earlier, earlier_spread, _ = window_stats(frame, metric, end=EARLIER_WINDOW_END)
-    fall = 1 - final / earlier if earlier > 0 else 0.0
-    return compare_windows(final, final_spread, earlier, earlier_spread) == "holds", fall
+    """Whether a run is still in its transient, and by how much it fell: each repeat's final window (the last tenth
+    of its records) against its own earlier window (the tenth ending at :data:`EARLIER_WINDOW_END`), the mean fall
+    ``1 - final / earlier`` over repeats against :data:`TRANSIENT_SIGMAS` standard errors (paired by repeat, so
+    repeats at different levels do not hide a fall they share; one repeat: the windows' records give the error,
+    and a fall that cannot be judged, or a NaN, counts as still falling)."""
+    final, _ = window_means(frame, metric)
+    earlier, _ = window_means(frame, metric, end=EARLIER_WINDOW_END)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        falls = 1 - final / earlier
+    fall = float(np.mean(falls))
+    if falls.size > 1:
+        error = float(np.std(falls, ddof=1) / np.sqrt(falls.size))
+    else:
+        last = _window(frame, "iteration", FINAL_WINDOW, 1.0)[metric].to_numpy(float)
+        before = _window(frame, "iteration", FINAL_WINDOW, EARLIER_WINDOW_END)[metric].to_numpy(float)
+        small = min(last.size, before.size) < MIN_WINDOW_RECORDS
+        error = math.nan if small else float(np.sqrt(last.var(ddof=1) / last.size + before.var(ddof=1) / before.size)
+                                             / abs(earlier[0]))
+    if not np.isfinite(fall) or not np.isfinite(error):
+        return bool(not np.isfinite(fall) or fall > 0), fall
+    return bool(fall > TRANSIENT_SIGMAS * error), fall
+
+
+def _slope_interval(per_repeat, draws=2000, seed=0):
+    """A 95% bootstrap interval of the fitted slope of log(final) against log(n): the repeats' window means of each
+    size (``per_repeat``: n -> array) resampled with replacement, the sizes' means refitted. NaN with one repeat."""
+    ns = np.log(np.array(list(per_repeat), dtype=float))
+    if min(len(v) for v in per_repeat.values()) < 2:
+        return math.nan, math.nan
+    rng = np.random.default_rng(seed)
+    fits = np.empty(draws)
+    for b in range(draws):
+        finals = [rng.choice(v, v.size).mean() for v in per_repeat.values()]
+        fits[b] = np.polyfit(ns, np.log(finals), 1)[0]
+    low, high = np.percentile(fits, [2.5, 97.5])
+    return float(low), float(high)
 
 
 def _settled_at(curve, final):
@@ -134,19 +167,20 @@ def reproduce_linear_speedup(out_dir, iterations=None, repeats=20, graphs=("expo
     """Figure 2: Pull-Diag-GT on growing networks, both halves: directed exponential graphs (1 - 512 nodes) and
     the paper's directed ring (1, 5, 10, 16 nodes), the paper's synthetic problem.
 
-    The claim, per graph: after the same number of iterations the final gradient norm falls like ``n^(-1/2)``.
-    Each size's final is the mean over repeats of each repeat's mean over the last tenth of its records. A
-    graph's claim holds when the fitted slope of ``log(final)`` against ``log(n)`` is within
-    :data:`SLOPE_TOLERANCE` of -1/2, every size finished, and every size has left its transient (its final window
-    is not below the tenth of records from 70% to 80% of the run by more than the two windows' spreads; otherwise
-    the verdict is "not decided: transient not left after K iterations", with how far each such size still fell;
-    the CSV gives each size's final, its spread and the iteration it settled at).
+    The claim, per graph: after the same number of iterations the final gradient norm falls like ``n^(-1/2)``,
+    decided by :data:`LINEAR_SPEEDUP_RULE`: each size's final is the mean over repeats of each repeat's mean over
+    the last tenth of its records; the slope of ``log(final)`` against ``log(n)`` has a bootstrap interval over
+    repeats, which must lie within :data:`SLOPE_TOLERANCE` of -1/2; a size still in its transient (its repeats
+    still falling from the tenth of records at 70-80% of the run to the last, beyond 3 standard errors) makes the
+    verdict "not decided: transient not left after K iterations", with how far each such size still fell. The CSV
+    gives each size's final, its spread and the iteration it settled at.
 
     Parameters
     ----------
     iterations : int, optional
-        Iterations of every run; default per graph :data:`LINEAR_SPEEDUP_ITERATIONS` (4,000 on exponential
-        graphs, as the paper; 20,000 on the ring, whose 16-node run needs about 10,000 to leave its transient).
+        Iterations of every run; default per graph :data:`LINEAR_SPEEDUP_ITERATIONS` (8,000 on exponential
+        graphs, twice the paper's 4,000, which leave the 512-node run in its transient at this command's rates;
+        20,000 on the ring, whose 16-node run settles at about 6,200).
     graphs : sequence of {"exponential", "ring"}
         The halves to run.
     sizes : sequence of int or dict, optional
@@ -164,12 +198,15 @@ def reproduce_linear_speedup(out_dir, iterations=None, repeats=20, graphs=("expo
     graphs = _checked_graphs(graphs)
     if rates not in RATES:
         raise ValueError(f"rates must be one of {', '.join(RATES)}, got {rates!r}")
+    if isinstance(sizes, dict) and set(sizes) - set(LINEAR_SPEEDUP_SIZES):
+        raise ValueError(f"sizes: unknown graph {sorted(set(sizes) - set(LINEAR_SPEEDUP_SIZES))[0]!r} (the halves "
+                         f"are {', '.join(LINEAR_SPEEDUP_SIZES)})")
     plan = {g: tuple(sizes.get(g, LINEAR_SPEEDUP_SIZES[g]) if isinstance(sizes, dict)
                      else LINEAR_SPEEDUP_SIZES[g] if sizes is None else sizes) for g in graphs}
     built = {(g, n): topology.exponential(n) if g == "exponential" else topology.paper_ring(n)  # bad sizes: refused
              for g in graphs for n in plan[g]}  # before anything runs
     os.makedirs(out_dir, exist_ok=True)
-    histories, finals, spreads, info = {}, {g: {} for g in graphs}, {}, {}
+    histories, finals, spreads, info, per_repeat = {}, {g: {} for g in graphs}, {}, {}, {}
     interrupted, error = False, None
     total_runs = sum(len(v) for v in plan.values())
     try:
@@ -190,6 +227,7 @@ def reproduce_linear_speedup(out_dir, iterations=None, repeats=20, graphs=("expo
                     interrupted = True
                     break
                 finals[g][n], spreads[(g, n)], start = window_stats(h.frame, "grad_norm")
+                per_repeat[(g, n)] = window_means(h.frame, "grad_norm")[0]
                 curve = h.summary().set_index("iteration")["grad_norm"]
                 falling, fall = _still_falling(h.frame)
                 info[(g, n)] = {"lr": lr, "falling": falling, "fall": fall,
@@ -197,7 +235,7 @@ def reproduce_linear_speedup(out_dir, iterations=None, repeats=20, graphs=("expo
                 histories[(g, n)] = h
                 log(f"{g}, n = {n:>4}: lr = {lr:g}, final ||(1/n) 1^T grad f(x)|| = {finals[g][n]:.4e} "
                     f"+- {spreads[(g, n)]:.1e} (iterations {start:g}-{T}; {fall:.0%} below iterations "
-                    f"{0.7 * T:g}-{EARLIER_WINDOW_END * T:g}"
+                    f"{_earlier(T)}"
                     f"{': still falling' if falling else ''}; {h.frame['wall_seconds'].max():.1f} s)")
             if interrupted:
                 break
@@ -205,32 +243,22 @@ def reproduce_linear_speedup(out_dir, iterations=None, repeats=20, graphs=("expo
         error = exc
     slopes, verdicts = {}, []
     for g in graphs:
-        done = {n: v for n, v in finals[g].items() if np.isfinite(v)}
+        done = {n: v for n, v in finals[g].items() if np.isfinite(v) and (g, n) in info}
         slopes[g] = (float(np.polyfit(np.log(np.array(list(done), float)), np.log(list(done.values())), 1)[0])
                      if len(done) > 1 else math.nan)
         if not finals[g]:
             continue
         T = iterations or LINEAR_SPEEDUP_ITERATIONS[g]
-        log(f"{g}: fitted slope of log(final metric) vs log(n): {slopes[g]:.3f} (linear speedup: about -0.5)")
-        transient = {n: info[(g, n)]["fall"] for n in done if info[(g, n)]["falling"]}
-        if transient:
-            verdict = (f"not decided: transient not left after {T} iterations at n = "
-                       + ", ".join(f"{n} (fell {fall:.0%} from iterations {0.7 * T:g}-{EARLIER_WINDOW_END * T:g} to "
-                                   f"the last tenth)" for n, fall in transient.items()))
-        elif np.isfinite(slopes[g]) and abs(slopes[g] + 0.5) <= SLOPE_TOLERANCE and len(done) == len(finals[g]) > 1:
-            verdict = "holds"
-        else:
-            verdict = "does not hold"
+        low, high = _slope_interval({n: per_repeat[(g, n)] for n in done}) if len(done) > 1 else (math.nan, math.nan)
+        log(f"{g}: fitted slope of log(final metric) vs log(n): {slopes[g]:.3f}, 95% interval [{low:.3f}, "
+            f"{high:.3f}] (linear speedup: about -0.5)")
         verdicts.append({
             "claim": f"{g}: linear speedup, the final gradient norm falls like n^(-1/2)", "graph": g,
-            "rates": rates, "iterations": T, "slope": slopes[g], "sizes": len(done),
-            "diverged": len(finals[g]) - len(done),
+            "rates": rates, "iterations": T, "slope": slopes[g], "slope_low": low, "slope_high": high,
+            "sizes": len(done), "diverged": len(finals[g]) - len(done),
             "finals": "; ".join(f"n={n}: {v:.4g} +- {spreads.get((g, n), math.nan):.2g}" for n, v in finals[g].items()),
             "settled_at": "; ".join(f"n={n}: {info[(g, n)]['settled_at']}" for n in done),
-            "rule": f"mean over repeats of the last {FINAL_WINDOW:.0%} of records per size; slope within "
-                    f"{SLOPE_TOLERANCE} of -0.5, every size finished and out of its transient (its last tenth not "
-                    "below the tenth before the one before last by more than their spreads)",
-            "verdict": verdict})
+            "rule": LINEAR_SPEEDUP_RULE, "verdict": _speedup_verdict(g, T, finals[g], done, info, (low, high))})
     _write_verdict(out_dir, "linear_speedup", verdicts, log,
                    stopped=_stopped(interrupted, error, f"{sum(map(len, finals.values()))} of {total_runs} runs"))
     write_histories(out_dir, "linear_speedup", histories, lambda key: {"graph": key[0], "n": key[1],
@@ -252,6 +280,43 @@ def reproduce_linear_speedup(out_dir, iterations=None, repeats=20, graphs=("expo
     return finals, slopes
 
 
+def _earlier(T):
+    """The iterations of the window a final window is checked against, as words (``"5600-6400"``)."""
+    return f"{(EARLIER_WINDOW_END - FINAL_WINDOW) * T:g}-{EARLIER_WINDOW_END * T:g}"
+
+
+#: The linear-speedup verdict's rule, in the words its CSV carries.
+LINEAR_SPEEDUP_RULE = (
+    f"each size's final: its repeats' means over the last {FINAL_WINDOW:.0%} of their records, averaged; the slope "
+    f"of log(final) against log(n) fitted, with a 95% bootstrap interval over repeats; 'holds' where the interval "
+    f"lies within {SLOPE_TOLERANCE} of -0.5, 'does not hold' where it lies outside, 'inconclusive' across the edge "
+    f"or with one repeat; 'not decided' where a size diverged, fewer than two finished, or a size is still in its "
+    f"transient (its repeats' mean fall from the tenth of records before the one before last to the last tenth "
+    f"above {TRANSIENT_SIGMAS:g} standard errors)")
+
+
+def _speedup_verdict(g, T, finals, done, info, interval):
+    """The verdict of one half of Figure 2 (:data:`LINEAR_SPEEDUP_RULE`)."""
+    diverged = [n for n in finals if n not in done]
+    if diverged:
+        return f"not decided: n = {', '.join(map(str, diverged))} diverged (a rate too large, not a slope)"
+    if len(done) < 2:
+        return "not decided: fewer than two sizes finished"
+    transient = {n: info[(g, n)]["fall"] for n in done if info[(g, n)]["falling"]}
+    if transient:
+        return (f"not decided: transient not left after {T} iterations at n = "
+                + ", ".join(f"{n} (fell {fall:.0%} from iterations {_earlier(T)} to the last tenth)"
+                            for n, fall in transient.items()))
+    low, high = interval
+    if not (np.isfinite(low) and np.isfinite(high)):
+        return "inconclusive (one repeat: no interval for the slope)"
+    if -0.5 - SLOPE_TOLERANCE <= low and high <= -0.5 + SLOPE_TOLERANCE:
+        return "holds"
+    if high < -0.5 - SLOPE_TOLERANCE or low > -0.5 + SLOPE_TOLERANCE:
+        return "does not hold"
+    return "inconclusive"
+
+
 def _checked_graphs(graphs):
     """``graphs`` of the linear-speedup figure as a tuple, each known, none twice, at least one."""
     graphs = (graphs,) if isinstance(graphs, str) else tuple(graphs)
@@ -270,6 +335,7 @@ def reproduce_multi_gossip(out_dir, communication_rounds=2000, repeats=5, rounds
     ``T = communication_rounds / R`` iterations. Returns a dict
     ``(graph, R) -> final gradient norm`` (``inf`` when the run diverged).
     """
+    rounds = check_rounds(rounds, communication_rounds)
     os.makedirs(out_dir, exist_ok=True)
     f = NonconvexLogistic.synthetic(16, total=total, batch=batch, seed=42)
     graphs = topology.paper_graphs()
@@ -281,7 +347,7 @@ def reproduce_multi_gossip(out_dir, communication_rounds=2000, repeats=5, rounds
         for name, A in graphs.items():
             line = f"{name:<18}"
             for R in rounds:
-                lr = MULTI_GOSSIP_LR[name].get(R, MULTI_GOSSIP_LR[name][1])
+                lr = MULTI_GOSSIP_LR[name][R]
                 try:
                     h = run(Algorithm(A, lr, rounds=R), f, communication_rounds // R,
                             record_every=max(1, communication_rounds // R // 50), repeats=repeats, seed=seed,
@@ -321,13 +387,27 @@ def reproduce_multi_gossip(out_dir, communication_rounds=2000, repeats=5, rounds
     return finals
 
 
+def check_rounds(rounds, budget):
+    """``rounds`` of a multi-gossip figure: distinct, 1 (plain Pull-Diag-GT, the baseline) among them, each one
+    whose rate the paper gives (:data:`MULTI_GOSSIP_LR`), and each at least one iteration of ``budget``
+    communication rounds. Returns them as a tuple."""
+    rounds = tuple(rounds)
+    known = sorted(MULTI_GOSSIP_LR["ring"])
+    if 1 not in rounds or len(set(rounds)) != len(rounds) or any(R not in known for R in rounds):
+        raise ValueError(f"rounds must be distinct values from {known} (the R the paper gives rates for), 1 among "
+                         f"them (plain Pull-Diag-GT, the baseline), got {rounds}")
+    if budget < max(rounds):
+        raise ValueError(f"{budget} communication rounds are less than one iteration at R = {max(rounds)}")
+    return rounds
+
+
 def _multi_gossip_verdicts(graphs, rounds, finals, histories):
     """A verdict per graph and per ``R > 1`` (never the best of several R): MG-Pull-Diag-GT's final window against
     plain Pull-Diag-GT's (the smallest R) at equal communication, by :data:`COMPARE_RULE`."""
     stats = {}
     for key, h in histories.items():
         stats[key] = window_stats(h.frame, "grad_norm", x="communication_rounds")
-    plain, rows = min(rounds), []
+    plain, rows = 1, []
     for name in graphs:
         if (name, plain) not in finals:
             continue
