@@ -511,6 +511,8 @@ def test_options_are_not_abbreviated(tmp_path):
     (["cifar10-resnet", "--synthetic", "--data-dir", "."], "give one of the two"),
     (["cifar10-resnet", "--data-dir", "."], "--data-dir: data_batch_1[.gz] not found in '.'"),
     (["mnist-mlp", "--width", "4"], "reproduce mnist-mlp takes no --width"),
+    (["cifar10-resnet", "--synthetic", "--iterations", "5"],
+     "5 communication rounds are less than one iteration at R = 10"),
 ])
 def test_reproduce_refuses_options_its_figure_does_not_read(tmp_path, args, fragment):
     """They were ignored: ``reproduce mnist-mlp --data-dir DIR`` trained on the digits, ``pull-diag --iterations

@@ -88,9 +88,12 @@ def cmd_reproduce(args):
                 load_cifar10(args.data_dir)
             except (FileNotFoundError, ValueError) as exc:
                 raise UsageError(f"--data-dir: {exc}") from exc
-        experiments.reproduce_cifar10_resnet(args.out, data_dir=args.data_dir, synthetic=args.synthetic,
-                                             width=args.width, communication_rounds=args.iterations or 2000,
-                                             repeats=args.repeats or 1, progress=progress, axis=args.axis)
+        try:
+            experiments.reproduce_cifar10_resnet(args.out, data_dir=args.data_dir, synthetic=args.synthetic,
+                                                 width=args.width, communication_rounds=args.iterations or 2000,
+                                                 repeats=args.repeats or 1, progress=progress, axis=args.axis)
+        except (FileNotFoundError, ValueError) as exc:
+            raise UsageError(str(exc)) from exc
     elif args.figure in ("mnist-mlp", "mnist-heterogeneous"):
         _needs_torch(args.figure)
         if args.data == "mnist" and not args.data_dir:
