@@ -91,7 +91,7 @@ def cmd_reproduce(args):
         try:
             experiments.reproduce_cifar10_resnet(args.out, data_dir=args.data_dir, synthetic=args.synthetic,
                                                  width=args.width, communication_rounds=args.iterations or 2000,
-                                                 repeats=args.repeats or 1, progress=progress, axis=args.axis)
+                                                 repeats=args.repeats or 3, progress=progress, axis=args.axis)
         except (FileNotFoundError, ValueError) as exc:
             raise UsageError(str(exc)) from exc
     elif args.figure in ("mnist-mlp", "mnist-heterogeneous"):

@@ -121,44 +121,55 @@ def window_means(frame, metric, x="iteration", window=FINAL_WINDOW, end=1.0):
     return np.array([v.mean() for v in values]), float(part[x].min())
 
 
-#: Records a repeat's window needs for its own spread to stand in for one over repeats (one repeat only).
-MIN_WINDOW_RECORDS = 3
-
-
 def window_stats(frame, metric, x="iteration", window=FINAL_WINDOW, end=1.0):
-    """``(mean, spread, start)`` over :func:`window_means`' window: the mean over repeats, their :func:`spread`
-    (one repeat: the standard deviation of the window's records when it holds at least
-    :data:`MIN_WINDOW_RECORDS`, else NaN: no spread to judge by), the window's first ``x``."""
-    part = _window(frame, x, window, end)
-    means, start = window_means(part, metric, x, window=1.0)
-    records = part[metric].to_numpy(float)
-    fallback = records.std(ddof=1) if records.size >= MIN_WINDOW_RECORDS else math.nan
-    return float(means.mean()), spread(means, fallback), start
+    """``(mean, spread, start, repeats)`` over :func:`window_means`' window: the mean over repeats, their
+    :func:`spread`, the window's first ``x``, and how many repeats have records in it."""
+    means, start = window_means(frame, metric, x, window, end)
+    return float(means.mean()), spread(means), start, int(means.size)
 
 
-def spread(means, fallback=math.nan):
-    """The spread a verdict allows: the standard deviation over repeats of their window means (ddof 1), or, with
-    one repeat, ``fallback`` (the standard deviation of its window's records; NaN when it cannot be estimated)."""
+def spread(means):
+    """The spread of a final: the standard deviation over repeats of their window means (ddof 1); NaN with one
+    repeat (one run's own records do not show how much another seed would differ)."""
     means = np.asarray(means, dtype=float)
-    if means.size > 1:
-        return float(np.std(means, ddof=1))
-    return math.nan if fallback is None else float(fallback)
+    return float(np.std(means, ddof=1)) if means.size > 1 else math.nan
 
+
+#: The confidence of :func:`compare_windows`' interval.
+CONFIDENCE = 0.95
 
 #: How a verdict compares two methods' final windows (``compare_windows``), in the words its CSV carries.
-COMPARE_RULE = (f"each run's mean over its final window (the last {FINAL_WINDOW:.0%} of its records), averaged over "
-                "repeats; 'holds' where the first is lower by more than the sum of the two spreads (standard "
-                "deviations over repeats; with one repeat, of its window's records, at least "
-                f"{MIN_WINDOW_RECORDS}), 'does not hold' where it is higher by more than that, 'inconclusive' in "
-                "between or without a spread; a run that diverged or gave NaN loses")
+COMPARE_RULE = (f"each run's mean over its final window (the last {FINAL_WINDOW:.0%} of its records); 'holds' where "
+                f"the first method's mean over repeats is lower than the second's beyond a {CONFIDENCE:.0%} Welch "
+                "interval of the difference (from the spreads, standard deviations over repeats, and the numbers of "
+                "repeats), 'does not hold' where it is higher beyond it, 'inconclusive' within it or with one "
+                "repeat; a run that diverged or gave NaN loses")
 
 
-def compare_windows(first, first_spread, second, second_spread):
-    """``"holds"`` (``first`` lower than ``second`` beyond the sum of their spreads), ``"does not hold"`` (higher
-    beyond it) or ``"inconclusive"`` (within it, or a spread that is NaN: nothing to judge the difference by); a
-    non-finite value (a run that diverged, a NaN) loses."""
+def compare_windows(first, first_spread, first_repeats, second, second_spread, second_repeats):
+    """Whether ``first`` (a mean over ``first_repeats`` repeats, standard deviation ``first_spread``) is lower than
+    ``second``: ``"holds"``, ``"does not hold"``, or ``"inconclusive"`` (the difference within a
+    :data:`CONFIDENCE` Welch interval, or a side with one repeat: no spread over seeds to judge by). A non-finite
+    value (a run that diverged, a NaN) loses; both non-finite: inconclusive."""
     if not np.isfinite(first) and not np.isfinite(second):
         return "inconclusive"
+    if not np.isfinite(first):
+        return "does not hold"
+    if not np.isfinite(second):
+        return "holds"
+    if min(first_repeats, second_repeats) < 2 or not (np.isfinite(first_spread) and np.isfinite(second_spread)):
+        return "inconclusive (one repeat: the spread over seeds is unknown)"
+    from scipy.stats import t
+
+    a, b = first_spread ** 2 / first_repeats, second_spread ** 2 / second_repeats
+    error = math.sqrt(a + b)
+    df = (a + b) ** 2 / (a ** 2 / (first_repeats - 1) + b ** 2 / (second_repeats - 1)) if error > 0 else math.inf
+    margin = float(t.ppf(0.5 + CONFIDENCE / 2, df)) * error + 1e-9 * max(abs(first), abs(second))
+    if first < second - margin:
+        return "holds"
+    if first > second + margin:
+        return "does not hold"
+    return "inconclusive"
     if not np.isfinite(first):
         return "does not hold"
     if not np.isfinite(second):
