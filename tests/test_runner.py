@@ -216,8 +216,6 @@ def test_ctrl_c_stops_a_reproduction_and_keeps_what_finished(tmp_path, monkeypat
 
     import importlib
 
-    from rowstoch_fast import experiments
-
     synthetic = importlib.import_module("rowstoch_fast.experiments.synthetic")
     calls = [0]
     real_run = synthetic.run
