@@ -233,3 +233,17 @@ def test_the_all_extra_holds_every_extra_but_the_gpus():
 
     wanted = set().union(*(names(v) for k, v in extras.items() if k in ("networkx", "plot", "mpi", "torch")))
     assert wanted <= names(extras["all"]) and not any("cupy" in n for n in names(extras["all"]))
+
+
+def test_every_subpackage_is_installed():
+    """``pip install .`` installs the packages pyproject.toml lists, not what the tree holds: ``experiments/``
+    became a package and was missing from the installed copy (the editable install hid it)."""
+    try:
+        import tomllib
+    except ImportError:  # Python < 3.11
+        tomllib = pytest.importorskip("tomli")
+    with open(PACKAGE.parent / "pyproject.toml", "rb") as f:
+        listed = set(tomllib.load(f)["tool"]["setuptools"]["packages"])
+    tree = {".".join(path.parent.relative_to(PACKAGE.parent).parts) for path in PACKAGE.rglob("__init__.py")
+            if "include" not in path.parts and "share" not in path.parts}
+    assert tree <= listed, f"not listed in pyproject.toml: {sorted(tree - listed)}"
