@@ -106,19 +106,26 @@ def _window(frame, x, window, end):
     return part if len(part) else frame[frame[x] == frame[x][frame[x] <= last].max()]
 
 
-def _repeat_key(frame):
-    return "rep" if "rep" in frame else "repeat" if "repeat" in frame else None
+def window_by_repeat(frame, metric, x="iteration", window=FINAL_WINDOW, end=1.0):
+    """Each repeat's mean of ``metric`` over a window of its records: those whose ``x`` lies in the ``window``
+    fraction of its range that ends at the fraction ``end`` (default: the last tenth). The repeats are
+    ``frame["rep"]`` (or ``frame["repeat"]``; one repeat, 0, without either); a NaN record makes its repeat's mean
+    NaN (never skipped). Returns ``(means, start)``: a Series indexed by repeat, and the window's first ``x``."""
+    import pandas as pd
+
+    part = _window(frame, x, window, end)
+    key = "rep" if "rep" in part else "repeat" if "repeat" in part else None
+    if key is None:
+        means = pd.Series({0: part[metric].to_numpy(float).mean()}, dtype=float)
+    else:
+        means = part.groupby(key)[metric].agg(lambda v: v.to_numpy(float).mean())
+    return means, float(part[x].min())
 
 
 def window_means(frame, metric, x="iteration", window=FINAL_WINDOW, end=1.0):
-    """Each repeat's mean of ``metric`` over a window of its records: those whose ``x`` lies in the ``window``
-    fraction of its range that ends at the fraction ``end`` (default: the last tenth). The repeats are
-    ``frame["rep"]`` (or ``frame["repeat"]``; one repeat without either); a NaN record makes its repeat's mean NaN
-    (never skipped). Returns ``(means, start)``, ``start`` the window's first ``x``."""
-    part = _window(frame, x, window, end)
-    key = _repeat_key(part)
-    values = [g[metric].to_numpy(float) for _, g in part.groupby(key)] if key else [part[metric].to_numpy(float)]
-    return np.array([v.mean() for v in values]), float(part[x].min())
+    """:func:`window_by_repeat`'s means as an array: ``(means, start)``."""
+    means, start = window_by_repeat(frame, metric, x, window, end)
+    return means.to_numpy(float), start
 
 
 def window_stats(frame, metric, x="iteration", window=FINAL_WINDOW, end=1.0):

@@ -14,7 +14,8 @@ from ..objectives import NonconvexLogistic
 from ..protocol import a_protocol, pull_diag
 from ..runner import Algorithm, run
 from ._common import (COMPARE_RULE, FINAL_WINDOW, SLOPE_TOLERANCE, _plt, _save, _stop_if,
-                      _stopped, _window, _write_verdict, compare_windows, window_means, window_stats, write_histories)
+                      _stopped, _write_verdict, compare_windows, window_by_repeat, window_means, window_stats,
+                      write_histories)
 
 #: Learning rates of the paper's linear-speedup figure on exponential graphs (shared/paper_graphs.md).
 LINEAR_SPEEDUP_LR = {1: 5e-2, 2: 2.6e-2, 8: 6.4e-3, 16: 3e-3, 128: 4e-4, 512: 1e-4}
@@ -116,17 +117,6 @@ EARLIER_WINDOW_END = 0.8
 TRANSIENT_QUANTILE = 0.99865
 
 
-def _window_by_repeat(frame, metric, end):
-    """Each repeat's mean over the tenth of records ending at ``end`` of the run, a Series indexed by repeat."""
-    import pandas as pd
-
-    part = _window(frame, "iteration", FINAL_WINDOW, end)
-    key = "rep" if "rep" in part else "repeat" if "repeat" in part else None
-    if key is None:
-        return pd.Series({0: part[metric].to_numpy(float).mean()}, dtype=float)
-    return part.groupby(key)[metric].agg(lambda v: v.to_numpy(float).mean())
-
-
 def _still_falling(frame, metric="grad_norm"):
     """Whether a run is still in its transient, and by how much it fell: each repeat's final window (the last tenth
     of its records) against its own earlier window (the tenth ending at :data:`EARLIER_WINDOW_END`), paired by
@@ -134,8 +124,8 @@ def _still_falling(frame, metric="grad_norm"):
     left out). Falling when the mean fall ``1 - final / earlier`` exceeds its standard error times Student's t at
     :data:`TRANSIENT_QUANTILE`. Returns ``(falling, fall)``; ``falling`` is None where it cannot be told (one
     repeat: its own noise is no measure of another seed's; a NaN, or a window at 0)."""
-    final = _window_by_repeat(frame, metric, 1.0)
-    earlier = _window_by_repeat(frame, metric, EARLIER_WINDOW_END)
+    final = window_by_repeat(frame, metric)[0]
+    earlier = window_by_repeat(frame, metric, end=EARLIER_WINDOW_END)[0]
     both = final.index.intersection(earlier.index)
     with np.errstate(divide="ignore", invalid="ignore"):
         falls = (1 - final[both] / earlier[both]).to_numpy(float)
