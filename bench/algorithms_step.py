@@ -31,6 +31,7 @@ from rowstoch_fast import _core, topology  # noqa: E402
 from rowstoch_fast.algorithms import REGISTRY, names  # noqa: E402
 from rowstoch_fast import MixingMatrix  # noqa: E402
 from rowstoch_fast.mixing import metropolis_weights, out_degree_weights  # noqa: E402
+from rowstoch_fast.composite import L1  # noqa: E402
 from rowstoch_fast.objectives import draw_samples  # noqa: E402
 
 
@@ -89,6 +90,19 @@ def scipy_step(name, S, SC, s, lr, st, g):
         psi = st["x"] - lr * g
         phi = psi + st["x"] - st["psi"]
         st["x"], st["psi"] = 0.5 * (phi + S @ phi), psi
+    elif name == "pg-extra":  # (the proximal methods with an L1 regularizer, PROX_L1: a soft threshold)
+        wx = S @ st["x"]
+        st["z"] = wx + st["z"] - 0.5 * (st["x_prev"] + st["wx_prev"]) - lr * (g - st["g_prev"])
+        st["x"], st["x_prev"], st["wx_prev"], st["g_prev"] = soft(st["z"], lr * PROX_L1), st["x"], wx, g
+    elif name == "prox-nids":
+        u = 2 * st["x"] - st["x_prev"] - lr * (g - st["g_prev"])
+        st["z"] = st["z"] - st["x"] + 0.5 * (u + S @ u)
+        st["x"], st["x_prev"], st["g_prev"] = soft(st["z"], lr * PROX_L1), st["x"], g
+    elif name == "prox-exact-diffusion":
+        z = st["x"] - lr * g - st["q"]
+        wz = S @ z
+        st["q"] = st["q"] + 0.5 * (z - wz)
+        st["x"] = soft(0.5 * (z + wz), lr * PROX_L1)
     elif name == "gt-saga":  # (S: W; the table of m = 4 samples per node, one drawn per node)
         st["x"] = S @ st["x"] - lr * st["y"]
         table, rows = st["table"], np.arange(g.shape[0])
@@ -129,6 +143,15 @@ def scipy_step(name, S, SC, s, lr, st, g):
     return True
 
 
+#: The weight of the L1 regularizer the proximal methods (``composite``) step with here.
+PROX_L1 = 1e-3
+
+
+def soft(v, t):
+    """The soft threshold, ``prox`` of ``t ||.||_1``, as NumPy writes it."""
+    return np.sign(v) * np.maximum(np.abs(v) - t, 0.0)
+
+
 def running_sums(M, src, pending, cache={}):
     """Per-link running sums over the CSR ``M`` with every message arriving, as one writes them with SciPy: the
     shares taken, plus the undelivered mass per link, which then stays only on the links that lost (none). The
@@ -165,7 +188,8 @@ def make_contenders(name, A, d, lr=1e-3, seed=0, backend="cpu"):
 
         g, x0 = cupy.asarray(g), cupy.asarray(x0)
         sync = cupy.cuda.Device().synchronize
-    opt = cls.build(A, x0, lr, tracker="perron", backend=backend)
+    options = {"regularizer": L1(PROX_L1)} if cls.composite else {}  # (a proximal method: its prox step too)
+    opt = cls.build(A, x0, lr, tracker="perron", backend=backend, **options)
     if cls.gradients == "samples":  # (GT-SAGA: a constant per-sample gradient, four samples per node)
         from rowstoch_fast.objectives import SampleOracle
 

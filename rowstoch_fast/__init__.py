@@ -77,7 +77,7 @@ except ImportError as _exc:
     raise ImportError(
         "rowstoch_fast's compiled extension (_core) is missing: this is the package's source folder, not built. "
         "Build it in place (pip install -e .), or pip install . and import it from another folder") from _exc
-from . import algorithms, objectives, topology
+from . import algorithms, composite, objectives, topology
 from .errors import DivergenceError
 from .metrics import NetworkMetrics
 from .mixing import MixingMatrix
@@ -104,6 +104,7 @@ __all__ = [
     "History",
     "run",
     "objectives",
+    "composite",
     "topology",
     "build_info",
     "set_num_threads",

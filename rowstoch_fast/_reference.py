@@ -606,6 +606,74 @@ def exact_diffusion(W, x0, lr, grad_fn, T):
     return xs
 
 
+# ---------------------------------------------------------------- proximal methods (composite problems)
+def _prox_of(prox, lr):
+    """``v -> prox(v, lr)``, or the identity without a ``prox`` (``r = 0``)."""
+    return (lambda v: v) if prox is None else (lambda v: prox(v, lr))
+
+
+@twin("pg-extra")
+def pg_extra(W, x0, lr, grad_fn, T, prox=None):
+    """PG-EXTRA (Shi, Ling, Wu & Yin 2015, eqs. (3a)-(3b)): ``x^{1/2} = W x0 - lr g(x0)``,
+    ``x^{k+1+1/2} = W x^{k+1} + x^{k+1/2} - W_tilde x^k - lr (g(x^{k+1}) - g(x^k))``, ``x^{k+1} = prox(x^{k+1/2})``
+    (``prox(v, lr)``: the regularizer's ``prox_{lr r}``), ``W_tilde = (I + W) / 2``."""
+    P = _prox_of(prox, lr)
+    W = _dense(W)
+    W_tilde = (np.eye(len(W)) + W) / 2
+    x_prev = np.array(x0, dtype=np.float64)
+    g_prev = _grad(grad_fn, x_prev)
+    half = W @ x_prev - lr * g_prev
+    x = P(half)
+    xs = [x_prev.copy(), x.copy()]
+    for _ in range(1, T):
+        g = _grad(grad_fn, x)
+        half = W @ x + half - W_tilde @ x_prev - lr * (g - g_prev)
+        x, x_prev, g_prev = P(half), x, g
+        xs.append(x.copy())
+    return xs[:T + 1]
+
+
+@twin("prox-nids")
+def prox_nids(W, x0, lr, grad_fn, T, prox=None):
+    """NIDS with its proximal step (Li, Shi & Yan 2019, Algorithm 1, ``c = 1/2``): ``z1 = x0 - lr g(x0)``,
+    ``z^{k+1} = z^k - x^k + W_tilde (2 x^k - x^{k-1} - lr g(x^k) + lr g(x^{k-1}))``, ``x^k = prox(z^k)``."""
+    P = _prox_of(prox, lr)
+    W = _dense(W)
+    W_tilde = (np.eye(len(W)) + W) / 2
+    x_prev = np.array(x0, dtype=np.float64)
+    g_prev = _grad(grad_fn, x_prev)
+    z = x_prev - lr * g_prev
+    x = P(z)
+    xs = [x_prev.copy(), x.copy()]
+    for _ in range(1, T):
+        g = _grad(grad_fn, x)
+        z = z - x + W_tilde @ (2 * x - x_prev - lr * g + lr * g_prev)
+        x, x_prev, g_prev = P(z), x, g
+        xs.append(x.copy())
+    return xs[:T + 1]
+
+
+@twin("prox-exact-diffusion")
+def prox_exact_diffusion(W, x0, lr, grad_fn, T, prox=None):
+    """Proximal Exact Diffusion as PUDA (Alghunaim, Ryu, Yuan & Sayed 2021) with ``A = W_bar``, ``B^2 = I - W_bar``,
+    ``C = 0``, written with the matrix square root itself: ``z^k = x^{k-1} - lr g(x^{k-1}) - B y^{k-1}``,
+    ``y^k = y^{k-1} + B z^k``, ``x^k = prox(W_bar z^k)``, ``y^0 = 0``."""
+    P = _prox_of(prox, lr)
+    W = _dense(W)
+    W_bar = (np.eye(len(W)) + W) / 2
+    lam, V = np.linalg.eigh(np.eye(len(W)) - W_bar)  # (symmetric, positive semidefinite: its square root)
+    B = (V * np.sqrt(np.clip(lam, 0.0, None))) @ V.T
+    x = np.array(x0, dtype=np.float64)
+    y = np.zeros_like(x)
+    xs = [x.copy()]
+    for _ in range(T):
+        z = x - lr * _grad(grad_fn, x) - B @ y
+        y = y + B @ z
+        x = P(W_bar @ z)
+        xs.append(x.copy())
+    return xs
+
+
 # ---------------------------------------------------------------- more directed methods
 @twin("add-opt")
 def add_opt(C, x0, lr, grad_fn, T):

@@ -11,7 +11,7 @@ anything runs, and an error names the file, the table and the key::
     weights = "metropolis"
 
     [objective]
-    kind = "least-squares"     # logistic | logistic-l2 | least-squares | quadratic
+    kind = "least-squares"     # logistic | logistic-l2 | least-squares | lasso | quadratic
     heterogeneity = 1.0
 
     [communication]            # optional: losses, sleep, compression, noise (rowstoch_fast.network)
@@ -51,7 +51,7 @@ SCHEMA = {
                 "normalize": ("normalize", bool), "undirected": ("undirected", bool), "weights": ("weights", str)},
     "objective": {"kind": ("objective", str), "total": ("total", int), "batch": ("batch", int),
                   "samples_per_node": ("samples_per_node", int), "d": ("d", int), "rho": ("rho", float),
-                  "lam": ("lam", float), "heterogeneity": ("heterogeneity", float), "sigma": ("sigma", float),
+                  "lam": ("lam", float), "l1": ("l1", float), "heterogeneity": ("heterogeneity", float), "sigma": ("sigma", float),
                   "data_seed": ("data_seed", int), "data_file": ("data_file", str)},
     "run": {"rounds_budget": ("rounds_budget", int), "repeats": ("repeats", int), "seed": ("seed", int),
             "tracker": ("tracker", str), "backend": ("backend", str), "mg_rounds": ("mg_rounds", int),
@@ -68,7 +68,7 @@ ALGORITHM_RANGES = {"lr": (0.0, False, "a finite number > 0"), "rounds": (1, Tru
 ALGORITHM_SETS = {"all": lambda cls: True, "paper": lambda cls: cls.in_paper_preset}
 #: Choices checked here, so that the error names the key rather than a command-line option.
 CHOICES = {("network", "weights"): ("in-degree", "metropolis"),
-           ("objective", "kind"): ("logistic", "logistic-l2", "least-squares", "quadratic"),
+           ("objective", "kind"): ("logistic", "logistic-l2", "least-squares", "lasso", "quadratic"),
            ("run", "tracker"): ("exact", "perron"), ("run", "algorithms"): tuple(ALGORITHM_SETS), ("run", "backend"): ("cpu", "cupy", "mpi"),
            ("outputs", "x"): ("rounds", "gradients", "bytes", "seconds")}
 

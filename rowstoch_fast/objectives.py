@@ -141,15 +141,60 @@ class SampleOracle:
     sample = Oracle.sample
 
 
+#: The objective arithmetic (``f + g``, ``a * f``, ``f + r``), provided by :mod:`rowstoch_fast.composite` when it is
+#: imported (``import rowstoch_fast`` imports it): this layer does not import the one built on it.
+_ARITHMETIC = {}
+
+
+def provide_arithmetic(add, scale):
+    """Register ``add(f, other)`` and ``scale(f, a)`` (:mod:`rowstoch_fast.composite` calls this once)."""
+    _ARITHMETIC.update(add=add, scale=scale)
+
+
+def _arithmetic(kind):
+    if not _ARITHMETIC:  # (only where rowstoch_fast.composite was never imported: import rowstoch_fast does)
+        raise RuntimeError("objective arithmetic needs rowstoch_fast.composite: import rowstoch_fast first")
+    return _ARITHMETIC[kind]
+
+
 class Objective:
     """Base class: ``n`` local functions of ``x`` in ``R^d``.
 
     Subclasses implement :meth:`stochastic_gradient`, :meth:`full_gradient` and
-    :meth:`loss`; the metrics here follow from them.
+    :meth:`loss`; the metrics here follow from them. Objectives add (``f + g``: node ``i`` has ``f_i + g_i``),
+    scale (``a * f``) and take a regularizer (``f + L1(0.1)``: a composite objective, see
+    :mod:`rowstoch_fast.composite`).
     """
 
     n: int
     d: int
+
+    #: Whether every ``f_i`` is convex: the composite and summed objectives then compute their optimum.
+    convex = False
+
+    def __add__(self, other):
+        return _arithmetic("add")(self, other)
+
+    def __radd__(self, other):
+        if isinstance(other, (int, float)) and not isinstance(other, bool) and other == 0:  # sum([f, g, ...])
+            return self
+        return _arithmetic("add")(self, other)
+
+    def __mul__(self, a):
+        return _arithmetic("scale")(self, a)
+
+    __rmul__ = __mul__
+
+    def stationarity(self, x, g):
+        """What the harness's gradient-norm metrics take the norm of at models ``x`` with smooth gradients ``g``
+        (both ``(..., d)``): ``g`` itself here; a composite objective's proximal-gradient residual."""
+        return g
+
+    def hvp(self, X, V, nodes=None):
+        """Hessian-vector products ``grad^2 f_i(x_i) v_i`` of every row (``X``, ``V`` of the same shape, ``(n, d)``
+        or ``(reps, n, d)``), in closed form where the objective has one."""
+        raise NotImplementedError(f"{type(self).__name__} has no Hessian-vector product (Quadratic, LeastSquares, "
+                                  "NonconvexLogistic and LogisticL2 have one)")
 
     def _nodes(self, nodes):
         """Global ids of the rows of X (all nodes when None)."""
@@ -447,6 +492,28 @@ class NonconvexLogistic(Objective):
         """The gradient of the regulariser every sample carries (``rho sum_j x_j^2 / (1 + x_j^2)``)."""
         return self.rho * 2 * x / (1 + x * x) ** 2
 
+    def _regulariser_curvature(self, x):
+        """The regulariser's Hessian, diagonal: ``rho (2 - 6 x_j^2) / (1 + x_j^2)^3``."""
+        return self.rho * (2.0 - 6.0 * x * x) / (1.0 + x * x) ** 3
+
+    def hvp(self, X, V, nodes=None):
+        """``grad^2 f_i(x_i) v_i``: ``(1/M) sum_l s_l (1 - s_l) (h_l^T v) h_l`` with ``s_l = sigma(y_l h_l^T x)``,
+        plus the regulariser's diagonal curvature (in float64, returned in the data's value type)."""
+        nodes = self._nodes(nodes)
+        X = self._check_X(X, nodes).astype(np.float64)
+        V = as_float_array(V, "V", np.float64, ndim=(2, 3))
+        if V.shape != X.shape:
+            raise ValueError(f"V must have X's shape {X.shape}, got {V.shape}")
+        own = np.arange(self.n) if nodes is None else nodes
+        M = self.samples_per_node
+        H = self.H.reshape(self.n, M, self.d)[own].astype(np.float64)
+        Y = self.Y.reshape(self.n, M)[own].astype(np.float64)
+        with np.errstate(over="ignore", invalid="ignore"):
+            s = 0.5 * (1.0 - np.tanh(0.5 * Y * np.einsum("nmd,...nd->...nm", H, X)))
+            w = s * (1.0 - s) * np.einsum("nmd,...nd->...nm", H, V)
+            out = np.einsum("nmd,...nm->...nd", H, w) / M + self._regulariser_curvature(X) * V
+        return out.astype(self.dtype)
+
     def loss(self, X, nodes=None):
         return self.evaluate(X, nodes)[1]
 
@@ -483,6 +550,8 @@ class LogisticL2(NonconvexLogistic):
     True
     """
 
+    convex = True
+
     def __init__(self, H, Y, n, lam=0.01, batch=200, dtype=np.float64):
         super().__init__(H, Y, n, rho=0.0, batch=batch, dtype=dtype)
         self.lam = check_positive_float(lam, "lam")
@@ -498,6 +567,9 @@ class LogisticL2(NonconvexLogistic):
 
     def _regulariser_gradient(self, x):
         return self.lam * x
+
+    def _regulariser_curvature(self, x):
+        return np.full_like(x, self.lam)
 
     def _ridge(self, X, nodes):
         """``lam X`` on X's own device (a CuPy X stays on its GPU)."""
@@ -663,6 +735,14 @@ class Quadratic(Objective):
         nodes = self._nodes(nodes)
         return (self.q, self.b, nodes) if nodes is None else (self.q[nodes], self.b[nodes], nodes)
 
+    convex = True
+
+    def hvp(self, X, V, nodes=None):
+        """``grad^2 f_i(x_i) v_i = q_i * v_i``."""
+        q, _, nodes = self._qb(nodes)
+        self._check_X(X, nodes)
+        return q * self._check_X(V, nodes)
+
     def full_gradient(self, X, nodes=None):
         q, b, nodes = self._qb(nodes)
         with np.errstate(over="ignore", invalid="ignore"):  # a diverging run gets inf: DivergenceError reports it
@@ -763,6 +843,17 @@ class LeastSquares(Objective):
     def samples_per_node(self):
         """``M``: each node's rows."""
         return self.M
+
+    convex = True
+
+    def hvp(self, X, V, nodes=None):
+        """``grad^2 f_i(x_i) v_i = H_i^T H_i v_i / M`` (``x_i`` does not enter)."""
+        nodes = self._nodes(nodes)
+        sel = slice(None) if nodes is None else nodes
+        self._check_X(X, nodes)
+        V = self._check_X(V, nodes)
+        H = self.H[sel]
+        return np.matmul(np.matmul(H, V[..., None])[..., 0][..., None, :], H)[..., 0, :] / self.M
 
     def _sample_gradient(self, X, idx, own):
         h, y = self.H[own, idx], self.y[own, idx]  # (..., n, d) and (..., n)

@@ -17,6 +17,7 @@ from . import _core, backends
 from ._checks import MAX_KEY, check_int, check_step_size, check_tracker, load_npz_file
 from ._progress import bar as progress_bar
 from .algorithms import REGISTRY
+from .algorithms import names as _algorithm_names
 from .errors import DivergenceError
 from .mixing import MixingMatrix
 from .objectives import Objective, Oracle
@@ -171,10 +172,11 @@ class Algorithm:
         """The optimizer class."""
         return REGISTRY[self.method]
 
-    def build(self, x0):
-        """The optimizer starting at ``x0``."""
+    def build(self, x0, **extra):
+        """The optimizer starting at ``x0`` (``extra``: more constructor keywords, e.g. the objective's
+        ``regularizer`` for a proximal method)."""
         return self.optimizer.build(self.A, x0, self.lr, rounds=self.rounds, tracker=self.tracker,
-                                    backend=self.backend, **self.options)
+                                    backend=self.backend, **self.options, **extra)
 
     def resume(self, state, lr=None):
         """The optimizer of a ``state_dict``, on this algorithm's matrices and backend."""
@@ -185,7 +187,13 @@ class Algorithm:
 
 def check_takes(cls, objective, label=None):
     """A ValueError unless the algorithm ``cls`` runs on ``objective``'s gradients (a method of per-sample
-    gradients needs a finite sum)."""
+    gradients needs a finite sum) and regularizer (a composite objective needs a proximal method)."""
+    r = getattr(objective, "regularizer", None)
+    if r is not None and not cls.composite:
+        proximal = ", ".join(_algorithm_names(lambda c: c.composite and c.takes_objective(objective)))
+        raise ValueError(f"algorithm {label or cls.name!r} has no proximal step, and the objective has the "
+                         f"regularizer {r!r}: it would minimise another function; the proximal methods are "
+                         f"{proximal}")
     if not cls.takes_objective(objective):
         raise ValueError(f"algorithm {label or cls.name!r} takes per-sample gradients of a finite-sum objective "
                          f"(LeastSquares, NonconvexLogistic, LogisticL2); {type(objective).__name__} has none")
@@ -370,14 +378,14 @@ def record_metrics(opt, objective, oracle, metrics=METRICS, transform=None):
     with np.errstate(over="ignore", invalid="ignore"):  # a diverging run records inf; _warn_if_growing says so
         if {"suboptimality", "grad_norm_mean"} & wanted:  # one pass at the mean of the node models
             f_mean, g_mean = _where_finite(objective.value_and_gradient_at, X.mean(axis=1))
-            out["grad_norm_mean"] = np.linalg.norm(g_mean, axis=-1)
+            out["grad_norm_mean"] = np.linalg.norm(objective.stationarity(X.mean(axis=1), g_mean), axis=-1)
             if best is not None:
                 out["suboptimality"] = f_mean - best.value
         if best is not None and "distance" in wanted:
             out["distance"] = np.linalg.norm(X - best.x, axis=-1).mean(axis=-1)
         if {"grad_norm", "loss"} & wanted:
             G_full, L = _where_finite(objective.evaluate, X)  # one pass for the gradient metric and the loss
-            out["grad_norm"] = np.linalg.norm(G_full.mean(axis=-2), axis=-1)
+            out["grad_norm"] = np.linalg.norm(objective.stationarity(X.mean(axis=1), G_full.mean(axis=-2)), axis=-1)
             out["loss"] = L.mean(axis=-1)
         centroid = np.einsum("n,rnd->rd", pi, X)
         if "grad_norm_centroid" in wanted:
@@ -430,7 +438,13 @@ def build_replicas(algorithm, objective, repeats, x0=None):
     backends.require_block_memory(algorithm.backend, x0, 4 * 8 * x0.size,  # (a GPU's memory for "cupy")
                                   f"run(repeats={repeats}) (at least four {x0.shape} blocks of iterates)",
                                   "lower repeats")
-    return algorithm.build(backends.to_backend(algorithm.backend, x0))  # the one explicit copy to a GPU
+    extra = algorithm.optimizer.objective_options(objective)  # (a proximal method: the objective's regularizer)
+    for key, value in extra.items():
+        if key in algorithm.options and algorithm.options[key] != value:
+            raise ValueError(f"the algorithm's {key} {algorithm.options[key]!r} is not the objective's {value!r}: "
+                             f"the run would minimise another function than the one it measures")
+    extra = {k: v for k, v in extra.items() if k not in algorithm.options}
+    return algorithm.build(backends.to_backend(algorithm.backend, x0), **extra)  # the one explicit copy to a GPU
 
 
 def _check_writable_folder(path, name):

@@ -195,6 +195,10 @@ class Optimizer(AskTell, FailureHandling, Persistence):
     #: ``W`` must also be symmetric (EXTRA, NIDS, Exact Diffusion: their analysis and their fixed point need it;
     #: a directed graph's doubly stochastic weights are refused, naming the first asymmetric pair).
     symmetric = False
+    #: A proximal method: it takes ``regularizer=r`` (a :class:`~rowstoch_fast.composite.Regularizer`, a
+    #: hyperparameter) and applies ``prox_{lr r}`` at every node, converging to the minimiser of
+    #: ``(1/n) sum_i f_i + r`` where :attr:`exact`; the harness runs only these on a composite objective.
+    composite = False
 
     # What the lists of algorithms are derived from (:mod:`._registry`): no list elsewhere names an algorithm.
     #: Place in listings and in ``rowstoch compare``'s default order (lower first, then by name).
@@ -786,8 +790,48 @@ class Optimizer(AskTell, FailureHandling, Persistence):
     @classmethod
     def takes_objective(cls, objective):
         """Whether this algorithm runs on ``objective``'s gradients (every objective, except for a method of
-        per-sample gradients: a finite sum's)."""
+        per-sample gradients: a finite sum's), and on its regularizer (a composite objective needs a proximal
+        method, :attr:`composite`)."""
+        if getattr(objective, "regularizer", None) is not None and not cls.composite:
+            return False
         return cls.gradients != "samples" or getattr(objective, "samples_per_node", None) is not None
+
+    @classmethod
+    def objective_options(cls, objective):
+        """What this algorithm takes from ``objective`` besides its gradients, as constructor keywords: a proximal
+        method's ``regularizer`` (that of a composite objective); none otherwise."""
+        r = getattr(objective, "regularizer", None)
+        return {"regularizer": r} if cls.composite and r is not None else {}
+
+    # ------------------------------------------------------------------ proximal methods
+    def _check_regularizer(self, regularizer):
+        """``regularizer`` as a :class:`~rowstoch_fast.composite.Regularizer` or None (a saved state's description
+        rebuilt), and what a state_dict saves of it (its description as JSON text)."""
+        from ..composite import as_regularizer, describe_regularizer
+
+        r = as_regularizer(regularizer)
+        return r, describe_regularizer(r)
+
+    def _prox(self, src, dst, t):
+        """``dst <- prox_{lr r}(src)`` at every node (a copy without a regularizer), through the regularizer's own
+        array operations on this backend's arrays; DivergenceError for iteration ``t + 1`` on NaN/Inf."""
+        if self.regularizer is None:
+            finite = self._ops.combine(dst, [1.0], [src])
+        else:
+            finite = self._ops.call(self._prox_local, src, dst)
+        self._check_iterates(finite, t, dst)
+
+    def _prox_local(self, src, dst):
+        lr = self.lr
+        step = lr if np.ndim(lr) == 0 else self._ops.xp.asarray(lr, dtype=self._ops.dtype)  # (one per replica)
+        out = dst.reshape(dst.shape[0], self._reps, self._d).swapaxes(0, 1) if len(self._shape) == 3 else dst
+        U = self.regularizer.prox(self._user_view(src), step, xp=self._ops.xp, out=out)
+        if U is out:  # (a built-in regularizer, written in place: finite from finite, and src was checked)
+            return True
+        U = self._ops.user_array(U, "the regularizer's prox")
+        if tuple(U.shape) != self._shape:
+            raise ValueError(f"the regularizer's prox returned shape {tuple(U.shape)}, expected {self._shape}")
+        return self._ops.copy_in(dst, self._internal(U))
 
     @classmethod
     def build(cls, A, x0, lr, *, rounds=1, tracker="exact", backend="auto", **options):

@@ -130,7 +130,8 @@ class Persistence:
         return out
 
     @classmethod
-    def from_state_dict(cls, state, A=None, *, C=None, W=None, lr=None, backend="auto", comm=None, partition=None):
+    def from_state_dict(cls, state, A=None, *, C=None, W=None, lr=None, backend="auto", comm=None, partition=None,
+                        regularizer=None):
         """Rebuild an optimizer from :meth:`state_dict` (optionally with a new ``lr``), on any backend.
 
         Parameters
@@ -144,6 +145,9 @@ class Persistence:
             Continue with another step size.
         backend, comm, partition
             As in the constructor (under MPI every rank passes the same state).
+        regularizer : Regularizer, optional
+            A proximal method's regularizer, which must be the saved one: needed for a user-defined
+            :class:`~rowstoch_fast.composite.Prox` (only its name is saved); the built-in ones are rebuilt.
         """
         fmt = f"rowstoch_fast.{cls.__name__}/1"
         needed = {"format", "shape", "iteration", *cls.hyper, *cls.state}
@@ -169,6 +173,15 @@ class Persistence:
                        matrix_from_state(state, given[name], _prefix(name), KINDS[name]))
                 for name in cls.matrices}
         hyper = {k: _plain(state[k]) for k in cls.hyper}
+        if regularizer is not None:
+            if "regularizer" not in cls.hyper:
+                raise ValueError(f"{cls.__name__} takes no regularizer (it is not a proximal method)")
+            from ..composite import describe_regularizer
+
+            if json.loads(describe_regularizer(regularizer)) != json.loads(str(hyper["regularizer"])):
+                raise ValueError(f"regularizer {regularizer!r} is not the one this state was saved with "
+                                 f"({hyper['regularizer']})")
+            hyper["regularizer"] = regularizer
         if lr is not None:
             hyper["lr"] = lr
         shape = tuple(int(s) for s in np.asarray(state["shape"]))

@@ -4,6 +4,7 @@ the network and objective built from the options, the output folders, one-line e
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 import sys
@@ -157,7 +158,12 @@ def default_lr(method, n):
 
 
 def _objective_from_args(args, n):
+    from ..composite import L1
     from ..objectives import LeastSquares, LogisticL2, NonconvexLogistic, Quadratic
+
+    if args.objective == "lasso":  # least squares + l1 ||x||_1: the proximal methods' problem
+        smooth = _objective_from_args(argparse.Namespace(**{**vars(args), "objective": "least-squares"}), n)
+        return smooth + L1(args.l1)
 
     dtype = np.float32 if getattr(args, "dtype", "float64") == "float32" else np.float64
     if getattr(args, "data_file", None):  # the nodes share the file's rows evenly, node i the i-th block
@@ -185,14 +191,17 @@ def _check_objective_args(args):
     """The objective's options: defaults that depend on ``--objective`` filled in, values checked."""
     if args.heterogeneity is None:
         args.heterogeneity = 0.0 if args.objective in ("logistic", "quadratic") else 1.0
+    # (lasso: least squares' defaults)
     for name in ("rho", "heterogeneity", "sigma"):
         value = getattr(args, name)
         if not (np.isfinite(value) and value >= 0):
             raise UsageError(f"--{name} must be a finite number >= 0, got {value}")
     if not (np.isfinite(args.lam) and args.lam > 0):
         raise UsageError(f"--lam must be a finite number > 0, got {args.lam}")
-    if args.objective == "least-squares" and getattr(args, "dtype", "float64") != "float64":
-        raise UsageError("--objective least-squares runs in float64 only (drop --dtype)")
+    if not (np.isfinite(args.l1) and args.l1 >= 0):
+        raise UsageError(f"--l1 must be a finite number >= 0, got {args.l1}")
+    if args.objective in ("least-squares", "lasso") and getattr(args, "dtype", "float64") != "float64":
+        raise UsageError(f"--objective {args.objective} runs in float64 only (drop --dtype)")
 
 
 def _as_options(message, options):
@@ -266,7 +275,7 @@ def _algorithm_names():
 
 
 #: ``--objective`` choices: the paper's nonconvex problem and the problems with a known minimiser.
-OBJECTIVES = ("logistic", "logistic-l2", "least-squares", "quadratic")
+OBJECTIVES = ("logistic", "logistic-l2", "least-squares", "lasso", "quadratic")
 
 
 def _refuse_unread(args, rules):
@@ -291,7 +300,8 @@ def _problem_rules(args):
     return [(("--total", "--batch"), not args.objective.startswith("logistic"), obj),
             (("--rho",), args.objective != "logistic", obj),
             (("--lam",), args.objective != "logistic-l2", obj),
-            (("--samples-per-node",), args.objective != "least-squares", obj),
+            (("--samples-per-node",), args.objective not in ("least-squares", "lasso"), obj),
+            (("--l1",), args.objective != "lasso", obj),
             (("--heterogeneity",), args.objective == "quadratic", obj),
             (("--data-file",), args.objective == "quadratic", obj),
             (("--total", "--heterogeneity", "--data-seed", "--samples-per-node", "--d"),

@@ -362,7 +362,7 @@ def _read_resumed_comparison(args):
 
 #: The options experiment.json records (the resolved settings of a comparison).
 _SETTINGS = ("config_file", "topology", "n", "matrix", "normalize", "undirected", "weights", "objective", "total",
-             "batch", "samples_per_node", "d", "rho", "lam", "heterogeneity", "sigma", "data_seed", "data_file",
+             "batch", "samples_per_node", "d", "rho", "lam", "l1", "heterogeneity", "sigma", "data_seed", "data_file",
              "algorithms", *network_options.names(), "rounds_budget", "lr", "mg_rounds", "tracker", "backend",
              "repeats", "seed", "metric", "x", "format")
 
@@ -392,7 +392,8 @@ def _write_experiment(args, problems, file_algorithms):
 def _objective_words(args):
     """The problem in words (the objective and its size)."""
     words = {"logistic": "nonconvex logistic regression", "logistic-l2": "L2-regularised logistic regression",
-             "least-squares": "least squares", "quadratic": "a random quadratic"}[args.objective]
+             "least-squares": "least squares", "lasso": f"lasso (least squares + {args.l1:g} ||x||_1)",
+             "quadratic": "a random quadratic"}[args.objective]
     if getattr(args, "data_file", None):
         return f"{words} on {os.path.basename(args.data_file)}"
     return f"{words} (d = {args.d})"

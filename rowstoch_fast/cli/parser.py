@@ -71,23 +71,25 @@ def _objective_options(parser):
     obj.add_argument("--objective", choices=OBJECTIVES, default="logistic",
                      help="logistic: the paper's nonconvex logistic regression (Appendix E.2); logistic-l2: the same "
                           "data with a ridge term --lam (strongly convex, x* known); least-squares: heterogeneous "
-                          "synthetic least squares (x* known); quadratic: a random separable quadratic")
+                          "synthetic least squares (x* known); lasso: the same least squares plus --l1 ||x||_1 (a composite "
+                          "problem: the proximal methods run it, x* computed); quadratic: a random separable quadratic")
     obj.add_argument("--total", type=_positive_int, default=204800,
                      help="samples in all, split evenly over the nodes (logistic, logistic-l2; divisible by n)")
     obj.add_argument("--batch", type=_positive_int, default=200,
                      help="mini-batch per node and gradient (logistic, logistic-l2)")
     obj.add_argument("--samples-per-node", type=_positive_int, default=32,
-                     help="rows of each node's least-squares problem (full-batch gradients)")
+                     help="rows of each node's least-squares problem (least-squares, lasso; full-batch gradients)")
     obj.add_argument("--d", type=_positive_int, default=10, help="dimension of x")
     obj.add_argument("--rho", type=float, default=0.01, help="weight of the nonconvex regulariser (logistic)")
     obj.add_argument("--lam", type=float, default=0.01, help="weight of the ridge term (logistic-l2), > 0")
+    obj.add_argument("--l1", type=float, default=0.1, help="weight of the l1 term (lasso), >= 0")
     obj.add_argument("--heterogeneity", type=float, default=None,
                      help="spread of the nodes' own x* (0 = iid data; default 0 for logistic, the paper's, and 1 for "
-                          "logistic-l2 and least-squares)")
+                          "logistic-l2, least-squares and lasso)")
     obj.add_argument("--sigma", type=float, default=0.0, help="gradient noise (quadratic)")
     obj.add_argument("--data-seed", type=_seed, default=42, help="seed of the synthetic data")
     obj.add_argument("--data-file", default=None,
-                     help="the data instead of the synthetic set (logistic, logistic-l2, least-squares): an .npz with "
+                     help="the data instead of the synthetic set (logistic, logistic-l2, least-squares, lasso): an .npz with "
                           "H (one sample per row) and y (one target per row; -1 / +1 for the logistic problems), "
                           "its rows shared evenly by the nodes in order")
 

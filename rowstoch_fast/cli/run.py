@@ -50,8 +50,10 @@ def _run_config(args):
     # fingerprint of it)
     config = {k: getattr(args, k) for k in keys}
     config.update(network_options.record(args))  # (each layer's keys; those added later only where in use)
-    if args.objective in ("logistic-l2", "least-squares"):  # (added later: the others' checkpoints keep their keys)
-        config.update(lam=args.lam, samples_per_node=args.samples_per_node)
+    if args.objective in ("logistic-l2", "least-squares", "lasso"):  # (added later: the others' checkpoints keep
+        config.update(lam=args.lam, samples_per_node=args.samples_per_node)  # their keys)
+    if args.objective == "lasso":
+        config.update(l1=args.l1)
     if args.undirected or args.weights != "in-degree":
         config.update(undirected=args.undirected, weights=args.weights)
     if args.matrix:

@@ -1,0 +1,776 @@
+"""Composite objectives ``F(x) = (1/n) sum_i f_i(x) + r(x)``: regularizers with their proximal operators, the
+objective arithmetic (``f + g``, ``a * f``, ``f + r``) and the composite optimum.
+
+A :class:`Regularizer` is a convex, possibly non-smooth term ``r`` shared by every node, given by its value and its
+proximal operator
+
+.. math:: \\operatorname{prox}_{t r}(v) = \\arg\\min_u \\; r(u) + \\frac{1}{2t} \\|u - v\\|^2 ,
+
+which the proximal methods (:class:`~rowstoch_fast.PGEXTRA`, :class:`~rowstoch_fast.ProxNIDS`,
+:class:`~rowstoch_fast.ProxExactDiffusion`) apply at every node after their gradient step. Adding one to an
+objective gives a :class:`Composite` objective, whose :meth:`~Composite.optimum` (an accelerated proximal gradient
+method to a proximal-gradient residual of 1e-12) the harness measures suboptimality against.
+
+Every regularizer acts row by row on arrays of shape ``(..., d)`` (one model per row) and computes with the array's
+own module: a CuPy array stays on its GPU.
+
+Examples
+--------
+>>> import numpy as np
+>>> from rowstoch_fast.objectives import LeastSquares
+>>> from rowstoch_fast.composite import L1
+>>> f = LeastSquares.synthetic(n=4, samples_per_node=8, d=3, seed=0)
+>>> lasso = f + L1(0.5)
+>>> type(lasso).__name__, lasso.regularizer
+('Composite', L1(lam=0.5))
+>>> x = lasso.optimum().x
+>>> bool(np.linalg.norm(lasso.stationarity(x, lasso.value_and_gradient_at(x)[1])) < 1e-10)
+True
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import numbers
+import warnings
+
+import numpy as np
+
+from ._checks import check_positive_float
+from ._device import is_device_array
+from .objectives import Objective, provide_arithmetic
+
+__all__ = ["Regularizer", "L1", "ElasticNet", "Box", "NonNegative", "GroupLasso", "Prox", "Composite", "Sum",
+           "Scaled", "proximal_gradient", "as_regularizer"]
+
+
+def _xp(v):
+    """The array module of ``v`` (CuPy for a device array, else NumPy)."""
+    if is_device_array(v):
+        import cupy  # (a device array: CuPy is there)
+
+        return cupy
+    return np
+
+
+def _check_step(step):
+    """A proximal step: a positive finite number, or an array of them (one per replica: shape (reps, 1, 1))."""
+    arr = np.asarray(step.get() if hasattr(step, "get") else step, dtype=np.float64)
+    if not (np.isfinite(arr).all() and (arr > 0).all()):
+        raise ValueError(f"step must be positive and finite, got {step!r}")
+    return step
+
+
+def _is_scalar(a):
+    return isinstance(a, numbers.Real) and not isinstance(a, bool)
+
+
+class Regularizer:
+    """Base class: a convex term ``r(x)`` of every node's model, with its proximal operator.
+
+    Subclasses implement :meth:`value` and :meth:`_prox` (and :meth:`describe`, what identifies them in a saved
+    state). ``a * r`` scales one (``a > 0``); ``f + r`` makes the :class:`Composite` objective of an objective ``f``.
+    """
+
+    def value(self, x):  # pragma: no cover - abstract
+        """``r(x)`` of every row of ``x`` (shape ``(..., d)``), shape ``x.shape[:-1]``."""
+        raise NotImplementedError
+
+    def __call__(self, x):
+        return self.value(x)
+
+    def prox(self, v, step, xp=None, out=None):
+        """``prox_{step r}(v)`` of every row of ``v`` (shape ``(..., d)``), a new array of ``v``'s shape.
+
+        Parameters
+        ----------
+        v : array (NumPy or CuPy), shape (..., d)
+        step : float or array
+            ``t > 0``: one number, or an array broadcasting against ``v`` (one step per replica).
+        xp : module, optional
+            The array module to compute with (an optimizer passes its backend's); default ``v``'s own.
+        out : array, optional
+            Where to write the result (of ``v``'s shape, not ``v`` itself): the built-in regularizers write there
+            without a temporary and return it (and map finite values to finite values); a :class:`Prox` returns
+            its own array (which an optimizer then checks for NaN/Inf).
+        """
+        return self._prox(v, _check_step(step), _xp(v) if xp is None else xp, out)
+
+    def _prox(self, v, step, xp, out):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def describe(self):
+        """What identifies this regularizer, as a plain dict (``{"type": ..., parameters}``)."""
+        return {"type": type(self).__name__}
+
+    def __repr__(self):
+        params = ", ".join(f"{k}={v!r}" for k, v in self.describe().items() if k != "type")
+        return f"{type(self).__name__}({params})"
+
+    def __eq__(self, other):
+        return isinstance(other, Regularizer) and type(self) is type(other) and self.describe() == other.describe()
+
+    __hash__ = None
+
+    def __mul__(self, a):
+        if not _is_scalar(a):
+            return NotImplemented
+        return Scaled.of(self, a)
+
+    __rmul__ = __mul__
+
+    def __add__(self, other):
+        if isinstance(other, Objective):
+            return other + self
+        if isinstance(other, Regularizer):
+            raise TypeError(f"{self!r} + {other!r}: a sum of regularizers has no proximal operator in closed form "
+                            "here; use one that is the sum (ElasticNet = L1 + ridge), or a Prox with your own")
+        return NotImplemented
+
+    __radd__ = __add__
+
+
+class L1(Regularizer):
+    """``r(x) = lam ||x||_1``; its proximal operator is the soft threshold ``sign(v) max(|v| - t lam, 0)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> L1(0.5).prox(np.array([-2.0, 0.3, 1.0]), step=1.0)
+    array([-1.5,  0. ,  0.5])
+    """
+
+    def __init__(self, lam):
+        self.lam = check_positive_float(lam, "lam", allow_zero=True)
+
+    def value(self, x):
+        return self.lam * _xp(x).abs(x).sum(-1)
+
+    def _prox(self, v, step, xp, out):
+        t = step * self.lam  # soft(v, t) = v - clip(v, -t, t): two passes, exactly sign(v) max(|v| - t, 0)
+        out = xp.clip(v, -t, t, out=out)
+        return xp.subtract(v, out, out=out)
+
+    def describe(self):
+        return {"type": "L1", "lam": self.lam}
+
+
+class ElasticNet(Regularizer):
+    """``r(x) = l1 ||x||_1 + (l2 / 2) ||x||^2``; ``prox_{t r}(v) = soft(v, t l1) / (1 + t l2)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> ElasticNet(l1=0.5, l2=1.0).prox(np.array([-2.0, 0.3]), step=1.0)
+    array([-0.75,  0.  ])
+    """
+
+    def __init__(self, l1, l2):
+        self.l1 = check_positive_float(l1, "l1", allow_zero=True)
+        self.l2 = check_positive_float(l2, "l2", allow_zero=True)
+
+    def value(self, x):
+        xp = _xp(x)
+        return self.l1 * xp.abs(x).sum(-1) + 0.5 * self.l2 * (x * x).sum(-1)
+
+    def _prox(self, v, step, xp, out):
+        t = step * self.l1
+        out = xp.clip(v, -t, t, out=out)
+        xp.subtract(v, out, out=out)
+        return xp.divide(out, 1.0 + step * self.l2, out=out)
+
+    def describe(self):
+        return {"type": "ElasticNet", "l1": self.l1, "l2": self.l2}
+
+
+#: Relative distance outside a box that :meth:`Box.value` still counts as inside (the rounding of a mean of points
+#: inside it: the harness measures the mean of the node models).
+BOX_TOLERANCE = 1e-12
+
+
+class Box(Regularizer):
+    """The indicator of the box ``lower <= x <= upper`` (0 inside, ``inf`` outside); its proximal operator is the
+    projection ``clip(v, lower, upper)``, whatever the step.
+
+    Parameters
+    ----------
+    lower, upper : float or array_like of shape (d,)
+        Bounds (``-inf`` / ``inf``: none on that side); ``lower <= upper``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> Box(-1.0, 1.0).prox(np.array([-3.0, 0.5, 2.0]), step=0.1)
+    array([-1. ,  0.5,  1. ])
+    >>> float(Box(-1.0, 1.0).value(np.array([0.0, 2.0])))
+    inf
+    """
+
+    def __init__(self, lower=-np.inf, upper=np.inf):
+        lo = np.asarray(lower, dtype=np.float64)
+        hi = np.asarray(upper, dtype=np.float64)
+        for name, b in (("lower", lo), ("upper", hi)):
+            if b.ndim > 1 or np.isnan(b).any():
+                raise ValueError(f"{name} must be a number or a 1-D array of d numbers (no NaN), got {b!r}")
+        if (np.broadcast_arrays(lo, hi)[0] > np.broadcast_arrays(lo, hi)[1]).any():
+            raise ValueError(f"lower must be <= upper, got lower = {lo.tolist()} and upper = {hi.tolist()}")
+        self.lower, self.upper = lo, hi
+
+    def _bounds(self, x, xp):
+        lo, hi = xp.asarray(self.lower, dtype=x.dtype), xp.asarray(self.upper, dtype=x.dtype)
+        if lo.ndim == 1 and lo.shape[0] != x.shape[-1] or hi.ndim == 1 and hi.shape[0] != x.shape[-1]:
+            raise ValueError(f"the box has {max(lo.size, hi.size)} bounds but the models have d = {x.shape[-1]}")
+        return lo, hi
+
+    def value(self, x):
+        xp = _xp(x)
+        lo, hi = self._bounds(x, xp)
+        slack = BOX_TOLERANCE * (1.0 + xp.abs(x))
+        inside = ((x >= lo - slack) & (x <= hi + slack)).all(-1)
+        return xp.where(inside, 0.0, xp.inf)
+
+    def _prox(self, v, step, xp, out):
+        lo, hi = self._bounds(v, xp)
+        return xp.clip(v, lo, hi, out=out)
+
+    def describe(self):
+        return {"type": type(self).__name__, "lower": self.lower.tolist(), "upper": self.upper.tolist()}
+
+
+class NonNegative(Box):
+    """The indicator of ``x >= 0``: :class:`Box` ``(0, inf)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> NonNegative().prox(np.array([-1.0, 2.0]), step=1.0)
+    array([0., 2.])
+    """
+
+    def __init__(self):
+        super().__init__(0.0, np.inf)
+
+    def describe(self):
+        return {"type": "NonNegative"}
+
+
+class GroupLasso(Regularizer):
+    """``r(x) = lam sum_g w_g ||x_g||_2`` over disjoint groups of coordinates; its proximal operator shrinks each
+    group towards 0 as a block: ``v_g max(0, 1 - t lam w_g / ||v_g||)``.
+
+    Parameters
+    ----------
+    groups : array_like of d ints, or a list of lists of coordinates
+        Each coordinate's group label (``-1``: in no group, not penalised), or the groups' coordinates.
+    lam : float
+        Weight, >= 0.
+    weights : array_like, optional
+        ``w_g`` per group (in the order of the sorted labels, or of the list); default 1 each (the common
+        ``sqrt(|g|)`` is ``weights=np.sqrt(sizes)``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> r = GroupLasso([0, 0, 1], lam=1.0)
+    >>> r.prox(np.array([3.0, 4.0, 0.5]), step=1.0)  # the first group's norm 5 shrinks by 1; the second to 0
+    array([2.4, 3.2, 0. ])
+    """
+
+    def __init__(self, groups, lam, weights=None):
+        self.lam = check_positive_float(lam, "lam", allow_zero=True)
+        if len(groups) and all(np.ndim(g) == 1 for g in groups) and not np.isscalar(groups[0]):
+            members = [np.asarray(g) for g in groups]
+            for g in members:
+                if g.size == 0 or g.dtype.kind not in "iu" or (g < 0).any():
+                    raise ValueError("groups as a list must hold non-empty lists of coordinates (integers >= 0)")
+            d = max(int(g.max()) for g in members) + 1
+            labels = np.full(d, -1, dtype=np.int64)
+            for k, g in enumerate(members):
+                if (labels[g] != -1).any() or len(np.unique(g)) != g.size:
+                    raise ValueError("groups must be disjoint (each coordinate in at most one group)")
+                labels[g] = k
+        else:
+            labels = np.asarray(groups)
+            if labels.ndim != 1 or labels.size == 0 or labels.dtype.kind not in "iu" or (labels < -1).any():
+                raise ValueError("groups must be a 1-D array of d group labels (integers >= 0; -1 for none) or a "
+                                 "list of lists of coordinates")
+            labels = labels.astype(np.int64)
+        names = np.unique(labels[labels >= 0])
+        if names.size == 0:
+            raise ValueError("groups must put at least one coordinate in a group")
+        self.labels = labels
+        self._names = names
+        w = np.ones(names.size) if weights is None else np.asarray(weights, dtype=np.float64)
+        if w.shape != (names.size,) or not (np.isfinite(w).all() and (w >= 0).all()):
+            raise ValueError(f"weights must hold {names.size} finite numbers >= 0 (one per group), got {weights!r}")
+        self.weights = w
+        member = labels[:, None] == names[None, :]
+        self._member = member.astype(np.float64)  # (d, groups)
+        self._free = (~member.any(1)).astype(np.float64)  # coordinates in no group
+
+    def _check_d(self, x):
+        if x.shape[-1] != self.labels.size:
+            raise ValueError(f"the groups cover d = {self.labels.size} coordinates but the models have d = "
+                             f"{x.shape[-1]}")
+
+    def _norms(self, x, xp):
+        M = xp.asarray(self._member, dtype=x.dtype)
+        return xp.sqrt((x * x) @ M), M
+
+    def value(self, x):
+        self._check_d(x)
+        xp = _xp(x)
+        norms, _ = self._norms(x, xp)
+        return self.lam * (norms @ xp.asarray(self.weights, dtype=x.dtype))
+
+    def _prox(self, v, step, xp, out):
+        self._check_d(v)
+        norms, M = self._norms(v, xp)
+        w = xp.asarray(self.weights, dtype=v.dtype)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            shrink = xp.where(norms > 0, xp.maximum(1.0 - step * self.lam * w / norms, 0.0), 0.0)
+        return xp.multiply(v, shrink @ M.T + xp.asarray(self._free, dtype=v.dtype), out=out)
+
+    def describe(self):
+        return {"type": "GroupLasso", "groups": self.labels.tolist(), "lam": self.lam,
+                "weights": self.weights.tolist()}
+
+
+class Prox(Regularizer):
+    """A regularizer of the user's: its value and its proximal operator as callables.
+
+    Parameters
+    ----------
+    value : callable
+        ``value(x) -> r`` of every row of ``x`` (shape ``(..., d)``), shape ``x.shape[:-1]``.
+    prox : callable
+        ``prox(v, step) -> u``: ``argmin_u r(u) + ||u - v||^2 / (2 step)`` row by row, ``v``'s shape.
+    name : str, optional
+        What identifies it (a saved state records it: a state saved with one is resumed by passing it again).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> half_ridge = Prox(lambda x: 0.5 * (x * x).sum(-1), lambda v, t: v / (1 + t), name="ridge")
+    >>> half_ridge.prox(np.array([2.0]), step=1.0)
+    array([1.])
+    """
+
+    def __init__(self, value, prox, name=None):
+        if not callable(value) or not callable(prox):
+            raise TypeError("value and prox must be callables: value(x) -> r and prox(v, step) -> u")
+        self._value, self._prox_fn = value, prox
+        self.name = name or getattr(prox, "__name__", "prox")
+
+    def value(self, x):
+        return self._value(x)
+
+    def _prox(self, v, step, xp, out):
+        u = self._prox_fn(v, step)
+        if tuple(np.shape(u)) != tuple(np.shape(v)):
+            raise ValueError(f"the prox of {self.name!r} returned shape {tuple(np.shape(u))}, expected "
+                             f"{tuple(np.shape(v))} (v's)")
+        return u
+
+    def describe(self):
+        return {"type": "Prox", "name": self.name}
+
+
+class _ScaledRegularizer(Regularizer):
+    """``a r``: ``prox_{t a r} = prox_{(a t) r}``."""
+
+    def __init__(self, inner, a):
+        self.inner, self.a = inner, a
+
+    def value(self, x):
+        return self.a * self.inner.value(x)
+
+    def _prox(self, v, step, xp, out):
+        return self.inner._prox(v, step * self.a, xp, out)
+
+    def describe(self):
+        return {"type": "Scaled", "a": self.a, "of": self.inner.describe()}
+
+    def __repr__(self):
+        return f"{self.a!r} * {self.inner!r}"
+
+
+_BUILT_IN = {"L1": L1, "ElasticNet": ElasticNet, "Box": Box, "NonNegative": NonNegative, "GroupLasso": GroupLasso}
+
+
+def as_regularizer(r, name="regularizer"):
+    """``r`` as a :class:`Regularizer`: one already, ``None`` (none: returned as None), or what
+    :meth:`Regularizer.describe` gave (a dict, or its JSON text: a saved state's; a :class:`Prox` cannot be
+    rebuilt from it)."""
+    if r is None or isinstance(r, Regularizer):
+        return r
+    if isinstance(r, (str, np.ndarray)):
+        text = str(r)
+        if text in ("", "null", "None"):
+            return None
+        try:
+            r = json.loads(text)
+        except ValueError:
+            raise ValueError(f"{name} must be a Regularizer (rowstoch_fast.composite) or its describe(), got "
+                             f"{text[:60]!r}") from None
+        if r is None:
+            return None
+    if not isinstance(r, dict) or "type" not in r:
+        raise TypeError(f"{name} must be a Regularizer of rowstoch_fast.composite (L1, ElasticNet, Box, NonNegative, "
+                        f"GroupLasso, Prox) or None, got {type(r).__name__}")
+    params = {k: v for k, v in r.items() if k != "type"}
+    kind = r["type"]
+    if kind == "Scaled":
+        return as_regularizer(params["of"], name) * params["a"]
+    if kind == "Prox":
+        raise ValueError(f"{name}: the user-defined Prox {params.get('name')!r} cannot be rebuilt from its "
+                         "description; pass it again (from_state_dict(state, ..., regularizer=r))")
+    if kind not in _BUILT_IN:
+        raise ValueError(f"{name}: unknown regularizer type {kind!r} (known: {', '.join(_BUILT_IN)})")
+    return _BUILT_IN[kind](**params)
+
+
+def describe_regularizer(r):
+    """``r.describe()`` as JSON text (``"null"`` for None): what a state_dict stores."""
+    return json.dumps(None if r is None else r.describe(), sort_keys=True)
+
+
+# ---------------------------------------------------------------------------------------------- the solver
+def proximal_gradient(value_and_gradient, regularizer, x0, *, tol=1e-12, max_iter=200_000, what="the problem"):
+    """``argmin_x f(x) + r(x)`` by FISTA with backtracking and adaptive restart (Beck & Teboulle 2009;
+    O'Donoghue & Candes 2015), on the host, to a proximal-gradient residual ``||x - prox_r(x - grad f(x))||``
+    of ``tol``.
+
+    Parameters
+    ----------
+    value_and_gradient : callable
+        ``x -> (f(x), grad f(x))`` at a point of shape (d,).
+    regularizer : Regularizer or None
+        ``r`` (None: ``r = 0``, accelerated gradient descent).
+    x0 : array_like, shape (d,)
+    tol : float
+    max_iter : int
+        A RuntimeWarning names the residual reached where the iterations run out first.
+
+    Returns
+    -------
+    ndarray, shape (d,)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> x = proximal_gradient(lambda x: (0.5 * x @ x - x.sum(), x - 1.0), L1(0.25), np.zeros(2))
+    >>> np.round(x, 12)
+    array([0.75, 0.75])
+    """
+    prox = (lambda v, t: v) if regularizer is None else regularizer.prox
+    r_value = (lambda x: 0.0) if regularizer is None else (lambda x: float(regularizer.value(x)))
+    x = np.array(x0, dtype=np.float64)
+    x = prox(x, 1.0) if regularizer is not None else x  # (a feasible start for an indicator)
+    f_x, g_x = value_and_gradient(x)
+    y, f_y, g_y, t, L = x.copy(), f_x, g_x, 1.0, 1.0
+    best = math.inf
+    for _ in range(max_iter):
+        while True:  # backtracking: the quadratic model at y majorises f at the step's point
+            x_new = prox(y - g_y / L, 1.0 / L)
+            diff = x_new - y
+            f_new, g_new = value_and_gradient(x_new)
+            if f_new <= f_y + g_y @ diff + 0.5 * L * (diff @ diff) + 1e-15 * abs(f_y) or L > 1e300:
+                break
+            L *= 2.0
+        residual = float(np.linalg.norm(x_new - prox(x_new - g_new, 1.0)))
+        best = min(best, residual)
+        if residual <= tol:
+            return x_new
+        if (y - x_new) @ (x_new - x) > 0 or f_new + r_value(x_new) > f_x + r_value(x):  # restart the momentum
+            t = 1.0
+        t_new = 0.5 * (1.0 + math.sqrt(1.0 + 4.0 * t * t))
+        y = x_new + ((t - 1.0) / t_new) * (x_new - x)
+        x, f_x, t = x_new, f_new, t_new
+        f_y, g_y = value_and_gradient(y)
+        L *= 0.9  # (let the step grow again)
+    warnings.warn(f"the proximal gradient solver of {what} stopped after {max_iter} iterations at a residual of "
+                  f"{best:.3g} (asked: {tol:.3g}); the optimum is that accurate", RuntimeWarning, stacklevel=3)
+    return x
+
+
+# ---------------------------------------------------------------------------------------------- objectives
+def _add(f, other):
+    """``f + other`` of an objective ``f``: a :class:`Composite` with a regularizer, a :class:`Sum` with an
+    objective (a composite's regularizer kept)."""
+    if isinstance(other, Regularizer):
+        if isinstance(f, Composite):
+            raise TypeError(f"this objective already has the regularizer {f.regularizer!r}; adding {other!r} would "
+                            "need the proximal operator of their sum: use one regularizer that is the sum "
+                            "(ElasticNet = L1 + ridge) or a Prox of your own")
+        return Composite(f, other)
+    if not isinstance(other, Objective):
+        return NotImplemented
+    if isinstance(f, Composite) and isinstance(other, Composite):
+        raise TypeError("both objectives have a regularizer; add the smooth parts and give one regularizer")
+    if isinstance(f, Composite):
+        return Composite(Sum(f.smooth, other), f.regularizer)
+    if isinstance(other, Composite):
+        return Composite(Sum(f, other.smooth), other.regularizer)
+    return Sum(f, other)
+
+
+def _scale(f, a):
+    """``a f`` of an objective (``a`` a number > 0)."""
+    if not _is_scalar(a):
+        return NotImplemented
+    return Scaled.of(f, a)
+
+
+class _Derived(Objective):
+    """An objective made of others (:class:`Sum`, :class:`Scaled`, :class:`Composite`): sizes, start and value type
+    from its first part."""
+
+    def _first(self):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    @property
+    def dtype(self):
+        return self._first().dtype
+
+    @property
+    def batch(self):
+        return getattr(self._first(), "batch", 1)
+
+    def x0(self, seed=42, scale=0.01):
+        """The start of the first part (:meth:`~rowstoch_fast.objectives.LeastSquares.x0` ...)."""
+        return self._first().x0(seed=seed, scale=scale)
+
+    def _fingerprint(self, parts):
+        return {"n": int(self.n), "d": int(self.d), "parts": parts,
+                "data_sha1": hashlib.sha1(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]}
+
+
+def _check_parts(f, g):
+    if not isinstance(g, Objective):
+        raise TypeError(f"can only add an Objective or a Regularizer to an objective, got {type(g).__name__}")
+    if (f.n, f.d) != (g.n, g.d):
+        raise ValueError(f"the objectives must have the same n and d to be added: ({f.n}, {f.d}) and ({g.n}, {g.d})")
+
+
+class Sum(_Derived):
+    """``f + g``: node ``i``'s function is ``f_i + g_i`` (the same ``n`` and ``d``); gradients, losses and stochastic
+    gradients add (each part draws its own samples with the same keys).
+
+    Its :meth:`optimum` is computed (accelerated gradient to a gradient norm of 1e-12) where both parts are
+    :attr:`~rowstoch_fast.objectives.Objective.convex`, None otherwise.
+
+    Examples
+    --------
+    >>> from rowstoch_fast.objectives import Quadratic
+    >>> f, g = Quadratic.random(4, 2, seed=0), Quadratic.random(4, 2, seed=1)
+    >>> h = f + g
+    >>> type(h).__name__, h.convex
+    ('Sum', True)
+    """
+
+    def __init__(self, f, g):
+        _check_parts(f, g)
+        self.parts = (f, g)
+        self.n, self.d = f.n, f.d
+
+    def _first(self):
+        return self.parts[0]
+
+    @property
+    def convex(self):
+        return all(p.convex for p in self.parts)
+
+    def stochastic_gradient(self, X, iteration, **stream):
+        f, g = self.parts
+        return f.stochastic_gradient(X, iteration, **stream) + g.stochastic_gradient(X, iteration, **stream)
+
+    def full_gradient(self, X, nodes=None):
+        f, g = self.parts
+        return f.full_gradient(X, nodes) + g.full_gradient(X, nodes)
+
+    def loss(self, X, nodes=None):
+        f, g = self.parts
+        return f.loss(X, nodes) + g.loss(X, nodes)
+
+    def evaluate(self, X, nodes=None):
+        (Gf, Lf), (Gg, Lg) = (p.evaluate(X, nodes) for p in self.parts)
+        return Gf + Gg, Lf + Lg
+
+    def hvp(self, X, V, nodes=None):
+        f, g = self.parts
+        return f.hvp(X, V, nodes) + g.hvp(X, V, nodes)
+
+    def describe(self):
+        parts = [p.describe() for p in self.parts]
+        return {"type": "Sum", **self._fingerprint(parts)}
+
+    def _solve(self):
+        if not self.convex:
+            return None
+        return proximal_gradient(self.value_and_gradient_at, None, self.parts[0].x0(), what="a Sum objective")
+
+
+class Scaled(_Derived):
+    """``a f`` (``a > 0``): gradients, losses and values times ``a``; the same minimiser.
+
+    Examples
+    --------
+    >>> from rowstoch_fast.objectives import Quadratic
+    >>> f = Quadratic.random(4, 2, seed=0)
+    >>> bool(abs((3 * f).optimum().value - 3 * f.optimum().value) < 1e-12)
+    True
+    """
+
+    def __init__(self, f, a):
+        if not isinstance(f, Objective):
+            raise TypeError(f"Scaled needs an Objective, got {type(f).__name__}")
+        self.f, self.a = f, check_positive_float(a, "a")
+        self.n, self.d = f.n, f.d
+
+    @classmethod
+    def of(cls, f, a):
+        """``a f`` for an objective or a regularizer (``a`` a finite number > 0)."""
+        a = check_positive_float(a, "a")
+        if isinstance(f, Regularizer):
+            return _ScaledRegularizer(f, a)
+        if isinstance(f, Composite):
+            return Composite(cls(f.smooth, a), _ScaledRegularizer(f.regularizer, a))
+        return cls(f, a)
+
+    def _first(self):
+        return self.f
+
+    @property
+    def convex(self):
+        return self.f.convex
+
+    @property
+    def samples_per_node(self):
+        return self.f.samples_per_node
+
+    def _sample_gradient(self, X, idx, own):
+        return self.a * self.f._sample_gradient(X, idx, own)
+
+    def stochastic_gradient(self, X, iteration, **stream):
+        return self.a * self.f.stochastic_gradient(X, iteration, **stream)
+
+    def full_gradient(self, X, nodes=None):
+        return self.a * self.f.full_gradient(X, nodes)
+
+    def loss(self, X, nodes=None):
+        return self.a * self.f.loss(X, nodes)
+
+    def evaluate(self, X, nodes=None):
+        G, L = self.f.evaluate(X, nodes)
+        return self.a * G, self.a * L
+
+    def hvp(self, X, V, nodes=None):
+        return self.a * self.f.hvp(X, V, nodes)
+
+    def describe(self):
+        return {"type": "Scaled", "a": self.a, **self._fingerprint([self.f.describe()])}
+
+    def _solve(self):
+        best = self.f.optimum()
+        return None if best is None else best.x
+
+
+class Composite(_Derived):
+    """``F(x) = (1/n) sum_i f_i(x) + r(x)``: a smooth objective ``f`` (its gradients are what the methods step
+    with) and a :class:`Regularizer` ``r`` (what the proximal methods apply by its proximal operator).
+
+    ``f + r`` makes one. Its local losses are ``f_i(x_i) + r(x_i)``; its stationarity measure (the harness's
+    ``grad_norm`` metrics) is the proximal-gradient residual ``||x - prox_r(x - g)||`` at the mean model (0 exactly
+    at the minimiser of ``F``, ``||g||`` when ``r = 0``); its :meth:`optimum` comes from
+    :func:`proximal_gradient` (FISTA to a residual of 1e-12), computed once and cached, for convex ``f``.
+
+    Parameters
+    ----------
+    smooth : Objective
+    regularizer : Regularizer
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rowstoch_fast.objectives import Quadratic
+    >>> F = Quadratic.random(4, 3, seed=0) + NonNegative()
+    >>> bool((F.optimum().x >= 0).all())
+    True
+    """
+
+    def __init__(self, smooth, regularizer):
+        if not isinstance(smooth, Objective) or isinstance(smooth, Composite):
+            raise TypeError(f"smooth must be an Objective without a regularizer, got {type(smooth).__name__}")
+        if not isinstance(regularizer, Regularizer):
+            raise TypeError(f"regularizer must be a Regularizer of rowstoch_fast.composite, got "
+                            f"{type(regularizer).__name__}")
+        self.smooth, self.regularizer = smooth, regularizer
+        self.n, self.d = smooth.n, smooth.d
+
+    def _first(self):
+        return self.smooth
+
+    @property
+    def convex(self):
+        return self.smooth.convex
+
+    @property
+    def samples_per_node(self):
+        return self.smooth.samples_per_node
+
+    def _sample_gradient(self, X, idx, own):
+        return self.smooth._sample_gradient(X, idx, own)
+
+    def stochastic_gradient(self, X, iteration, **stream):
+        """The smooth part's stochastic gradients (``r`` enters through its proximal operator)."""
+        return self.smooth.stochastic_gradient(X, iteration, **stream)
+
+    def full_gradient(self, X, nodes=None):
+        """The smooth part's exact local gradients."""
+        return self.smooth.full_gradient(X, nodes)
+
+    def loss(self, X, nodes=None):
+        """``f_i(x_i) + r(x_i)``."""
+        return self.smooth.loss(X, nodes) + self.regularizer.value(X)
+
+    def evaluate(self, X, nodes=None):
+        G, L = self.smooth.evaluate(X, nodes)
+        return G, L + self.regularizer.value(X)
+
+    def hvp(self, X, V, nodes=None):
+        """The smooth part's Hessian-vector products."""
+        return self.smooth.hvp(X, V, nodes)
+
+    def value_and_gradient_at(self, x):
+        """``(F(x), grad f(x))`` at single points (the value includes ``r``; the gradient is the smooth part's)."""
+        f, g = self.smooth.value_and_gradient_at(x)
+        with np.errstate(invalid="ignore"):
+            return f + self.regularizer.value(np.asarray(x, dtype=np.float64)), g
+
+    def stationarity(self, x, g):
+        """The proximal-gradient residual ``x - prox_r(x - g)`` (``g``: the smooth gradient at or around ``x``)."""
+        x = np.asarray(x, dtype=np.float64)
+        return x - self.regularizer.prox(x - g, 1.0)
+
+    def gradient_norm_at(self, x):
+        """``||x - prox_r(x - grad f(x))||`` at single points ``x`` (0 at the minimiser of ``F``)."""
+        _, g = self.smooth.value_and_gradient_at(x)
+        return np.linalg.norm(self.stationarity(x, g), axis=-1)
+
+    def describe(self):
+        d = self.smooth.describe()
+        return {**d, "type": "Composite", "smooth": d["type"], "regularizer": self.regularizer.describe()}
+
+    def _solve(self):
+        if not self.convex:
+            return None
+        start = self.smooth.optimum()
+        x0 = np.zeros(self.d) if start is None else start.x
+        return proximal_gradient(self.smooth.value_and_gradient_at, self.regularizer, x0,
+                                 what=f"{type(self.smooth).__name__} + {self.regularizer!r}")
+
+
+provide_arithmetic(_add, _scale)

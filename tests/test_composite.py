@@ -1,0 +1,314 @@
+"""Composite objectives (rowstoch_fast.composite) and the proximal methods: every proximal operator against its
+definition, the composite optimum against independent solvers, Hessian-vector products against finite differences,
+the objective arithmetic, and the proximal methods against their dense twins, the composite optimum, their smooth
+siblings and the harness."""
+
+import json
+
+import numpy as np
+import pytest
+import scipy.optimize as so
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import rowstoch_fast as rf
+from rowstoch_fast import _reference, topology
+from rowstoch_fast.algorithms import REGISTRY, names
+from rowstoch_fast.composite import (Box, Composite, ElasticNet, GroupLasso, L1, NonNegative, Prox, Scaled, Sum,
+                                     as_regularizer, proximal_gradient)
+from rowstoch_fast.objectives import LeastSquares, LogisticL2, NonconvexLogistic, Quadratic
+
+PROXIMAL = names(lambda cls: cls.composite)
+SMOOTH_SIBLING = {"pg-extra": "extra", "prox-nids": "nids", "prox-exact-diffusion": "exact-diffusion"}
+REGULARIZERS = {"l1": L1(0.3), "elastic-net": ElasticNet(0.2, 0.5), "box": Box(-0.2, 0.2),
+                "nonnegative": NonNegative(), "group-lasso": GroupLasso([0, 0, 1], 0.5)}
+
+
+def moreau(r, v, t, w):
+    """The proximal objective ``r(w) + ||w - v||^2 / (2t)``."""
+    return float(r.value(w)) + float(((w - v) ** 2).sum()) / (2 * t)
+
+
+# ------------------------------------------------------------------ proximal operators
+@pytest.mark.parametrize("key", sorted(REGULARIZERS))
+@settings(max_examples=40, deadline=None)
+@given(v=st.lists(st.floats(-5, 5), min_size=3, max_size=3), t=st.floats(0.01, 3.0), seed=st.integers(0, 2**16))
+def test_prox_minimises_its_definition_and_is_firmly_nonexpansive(key, v, t, seed):
+    r = REGULARIZERS[key]
+    v = np.array(v)
+    u = r.prox(v, t)
+    best = moreau(r, v, t, u)
+    assert np.isfinite(best)
+    rng = np.random.default_rng(seed)
+    for w in list(u + 1e-3 * rng.standard_normal((20, 3))) + list(rng.uniform(-5, 5, (20, 3))):
+        assert best <= moreau(r, v, t, w) + 1e-12  # (an infeasible w of a box is inf: never below)
+    v2 = v + rng.standard_normal(3)
+    u2 = r.prox(v2, t)
+    assert ((u - u2) ** 2).sum() <= (u - u2) @ (v - v2) + 1e-12
+
+
+def test_closed_forms_and_scaling():
+    v = np.array([-2.0, 0.3, 1.0])
+    np.testing.assert_array_equal(L1(0.5).prox(v, 1.0), [-1.5, 0.0, 0.5])
+    np.testing.assert_allclose(ElasticNet(0.5, 1.0).prox(v, 1.0), [-0.75, 0.0, 0.25])
+    np.testing.assert_array_equal(Box(-1.0, 0.5).prox(v, 7.0), [-1.0, 0.3, 0.5])
+    np.testing.assert_allclose(GroupLasso([0, 0, 1], 1.0).prox(np.array([3.0, 4.0, 0.5]), 1.0), [2.4, 3.2, 0.0])
+    np.testing.assert_array_equal(GroupLasso([0, -1, 0], 10.0).prox(v, 1.0), [0.0, 0.3, 0.0])  # -1: free
+    np.testing.assert_array_equal((3 * L1(0.5)).prox(v, 0.2), L1(0.5).prox(v, 0.6))
+    assert float((3 * L1(0.5)).value(v)) == pytest.approx(1.5 * 3.3)
+    steps = np.array([0.1, 1.0])[:, None, None]  # one step per replica broadcasts
+    V = np.broadcast_to(v, (2, 4, 3))
+    np.testing.assert_array_equal(L1(1.0).prox(V, steps)[1], np.broadcast_to(L1(1.0).prox(v, 1.0), (4, 3)))
+    out = np.empty(3)
+    assert L1(0.5).prox(v, 1.0, out=out) is out
+
+
+def test_descriptions_rebuild_the_regularizer():
+    for r in [*REGULARIZERS.values(), 2.0 * L1(0.1), GroupLasso([[0, 2], [1]], 0.3, weights=[1.0, 2.0])]:
+        again = as_regularizer(json.dumps(r.describe()))
+        np.testing.assert_array_equal(again.prox(np.array([0.7, -0.1, 3.0]), 0.5),
+                                      r.prox(np.array([0.7, -0.1, 3.0]), 0.5))
+    assert as_regularizer("null") is None and as_regularizer(None) is None
+    with pytest.raises(ValueError, match="cannot be rebuilt"):
+        as_regularizer(Prox(lambda x: 0.0, lambda v, t: v, name="mine").describe())
+
+
+def test_bad_regularizers_are_named():
+    with pytest.raises(ValueError, match="lam"):
+        L1(-1.0)
+    with pytest.raises(ValueError, match="lower must be <= upper"):
+        Box(1.0, 0.0)
+    with pytest.raises(ValueError, match="disjoint"):
+        GroupLasso([[0, 1], [1, 2]], 1.0)
+    with pytest.raises(ValueError, match="group labels"):
+        GroupLasso(np.array([0.5, 1.0]), 1.0)
+    with pytest.raises(ValueError, match="weights must hold 2"):
+        GroupLasso([0, 1], 1.0, weights=[1.0])
+    with pytest.raises(ValueError, match="step must be positive"):
+        L1(1.0).prox(np.ones(2), 0.0)
+    with pytest.raises(ValueError, match="d = 3 coordinates but the models have d = 2"):
+        GroupLasso([0, 0, 1], 1.0).prox(np.ones(2), 1.0)
+    with pytest.raises(ValueError, match="the box has 3 bounds"):
+        Box(np.zeros(3), np.ones(3)).prox(np.ones(2), 1.0)
+    with pytest.raises(TypeError, match="callables"):
+        Prox(1.0, lambda v, t: v)
+    with pytest.raises(ValueError, match="returned shape"):
+        Prox(lambda x: 0.0, lambda v, t: v[:1]).prox(np.ones(3), 1.0)
+    with pytest.raises(TypeError, match="sum of regularizers"):
+        L1(1.0) + Box(0, 1)
+
+
+# ------------------------------------------------------------------ the composite optimum
+def _split_lbfgs(value_grad, lam, d):
+    """``argmin f(x) + lam ||x||_1`` by L-BFGS-B on ``x = u - v``, ``u, v >= 0`` (an independent solver)."""
+    def obj(z):
+        f, g = value_grad(z[:d] - z[d:])
+        return f + lam * z.sum(), np.concatenate([g + lam, -g + lam])
+    res = so.minimize(obj, np.zeros(2 * d), jac=True, method="L-BFGS-B", bounds=[(0, None)] * (2 * d),
+                      options={"ftol": 1e-16, "gtol": 1e-13, "maxiter": 20000, "maxcor": 30})
+    return res.x[:d] - res.x[d:], res.fun
+
+
+@pytest.mark.parametrize("smooth", ["least-squares", "logistic-l2"])
+def test_the_lasso_optimum_matches_an_independent_solver(smooth):
+    f = (LeastSquares.synthetic(8, samples_per_node=6, d=6, seed=3) if smooth == "least-squares"
+         else LogisticL2.synthetic(8, total=800, d=6, batch=10, seed=3))
+    F = f + L1(0.05)
+    best = F.optimum()
+    x, value = _split_lbfgs(f.value_and_gradient_at, 0.05, 6)
+    assert abs(best.value - value) < 1e-10 and np.abs(best.x - x).max() < 1e-5
+    assert (best.x == 0).any()  # (the L1 term sets some coordinates to zero)
+    assert np.linalg.norm(F.stationarity(best.x, f.value_and_gradient_at(best.x)[1])) <= 1e-12
+    assert F.optimum() is best  # cached
+
+
+def test_the_box_optimum_matches_lbfgsb_and_group_lasso_meets_its_optimality_conditions():
+    f = LeastSquares.synthetic(6, samples_per_node=8, d=5, seed=4)
+    lo, hi = -0.3 * np.ones(5), np.array([0.2, 0.2, np.inf, 0.1, 0.5])
+    res = so.minimize(lambda x: f.value_and_gradient_at(x), np.zeros(5), jac=True, method="L-BFGS-B",
+                      bounds=list(zip(lo, hi)), options={"ftol": 1e-16, "gtol": 1e-14, "maxiter": 10000})
+    best = (f + Box(lo, hi)).optimum()
+    assert np.abs(best.x - res.x).max() < 1e-6 and abs(best.value - res.fun) < 1e-11
+    groups, lam = np.array([0, 0, 1, 1, 2]), 1.0
+    x = (f + GroupLasso(groups, lam)).optimum().x
+    g = f.value_and_gradient_at(x)[1]
+    for k in range(3):  # 0 in grad_g f + lam d||x_g||: at x_g != 0 the gradient balances; at 0 it is small
+        xg, gg = x[groups == k], g[groups == k]
+        if np.linalg.norm(xg) > 0:
+            np.testing.assert_allclose(gg, -lam * xg / np.linalg.norm(xg), atol=1e-9)
+        else:
+            assert np.linalg.norm(gg) <= lam + 1e-9
+    assert any(np.linalg.norm(x[groups == k]) == 0 for k in range(3))
+
+
+def test_a_nonconvex_composite_has_no_optimum_and_the_solver_warns_when_it_runs_out():
+    assert (NonconvexLogistic.synthetic(4, total=80, d=3, batch=5) + L1(0.1)).optimum() is None
+    with pytest.warns(RuntimeWarning, match="stopped after 3 iterations"):
+        c = np.array([1.0, 1e2, 1e4])
+        proximal_gradient(lambda x: (0.5 * x @ (c * x) - x.sum(), c * x - 1.0), L1(0.01), np.ones(3) * 5, max_iter=3)
+
+
+# ------------------------------------------------------------------ Hessian-vector products, arithmetic
+@pytest.mark.parametrize("kind", ["quadratic", "least-squares", "logistic-l2", "logistic", "sum", "scaled"])
+def test_hessian_vector_products_equal_finite_differences(kind):
+    rng = np.random.default_rng(0)
+    q = Quadratic.random(4, 5, seed=1)
+    f = {"quadratic": q, "least-squares": LeastSquares.synthetic(4, samples_per_node=7, d=5, seed=1),
+         "logistic-l2": LogisticL2.synthetic(4, total=200, d=5, batch=5, seed=1),
+         "logistic": NonconvexLogistic.synthetic(4, total=200, d=5, batch=5, rho=0.5, seed=1),
+         "sum": q + Quadratic.random(4, 5, seed=2), "scaled": 2.5 * q}[kind]
+    X, V = rng.standard_normal((2, 3, 4, 5))
+    e = 1e-6
+    fd = (f.full_gradient(X + e * V) - f.full_gradient(X - e * V)) / (2 * e)
+    assert np.abs(f.hvp(X, V) - fd).max() < 1e-7
+    np.testing.assert_allclose(f.hvp(X[0], V[0]), f.hvp(X, V)[0])
+
+
+def test_objective_arithmetic():
+    f, g = Quadratic.random(4, 3, seed=0), Quadratic.random(4, 3, seed=1)
+    X = np.random.default_rng(1).standard_normal((4, 3))
+    h = f + g
+    assert isinstance(h, Sum) and h.convex and sum([f, g]).n == 4
+    np.testing.assert_allclose(h.full_gradient(X), f.full_gradient(X) + g.full_gradient(X))
+    np.testing.assert_allclose(h.loss(X), f.loss(X) + g.loss(X))
+    minimiser = (f.b + g.b).sum(0) / (f.q + g.q).sum(0)
+    assert np.abs(h.optimum().x - minimiser).max() < 1e-11
+    s = 3 * f
+    assert isinstance(s, Scaled) and np.allclose(s.full_gradient(X), 3 * f.full_gradient(X))
+    assert np.array_equal(s.optimum().x, f.optimum().x) and s.optimum().value == pytest.approx(3 * f.optimum().value)
+    F = f + L1(0.1)
+    assert isinstance(F, Composite) and (L1(0.1) + f).regularizer == L1(0.1)
+    assert isinstance(F + g, Composite) and isinstance((F + g).smooth, Sum)
+    assert isinstance(2 * F, Composite) and (2 * F).optimum().x == pytest.approx(F.optimum().x, abs=1e-10)
+    np.testing.assert_allclose(F.loss(X), f.loss(X) + 0.1 * np.abs(X).sum(-1))
+    assert F.describe()["regularizer"] == {"type": "L1", "lam": 0.1} and F.describe() != f.describe()
+    with pytest.raises(TypeError, match="already has the regularizer"):
+        F + Box(0, 1)
+    with pytest.raises(ValueError, match="same n and d"):
+        f + Quadratic.random(5, 3)
+    with pytest.raises(ValueError, match="a must be"):
+        -1 * f
+    with pytest.raises(NotImplementedError, match="no Hessian-vector product"):
+        rf.objectives.Objective.hvp(f, X, X)
+
+
+# ------------------------------------------------------------------ the proximal methods
+def _problem(n=12, d=3, seed=0):
+    rng = np.random.default_rng(seed)
+    f = Quadratic(rng.uniform(0.5, 2, (n, d)), rng.standard_normal((n, d)))
+    return f, topology.ring(n, directed=False, weights="metropolis"), rng.standard_normal((n, d))
+
+
+@pytest.mark.parametrize("name", PROXIMAL)
+@pytest.mark.parametrize("key", sorted(REGULARIZERS))
+def test_proximal_methods_match_their_twins_and_reach_the_composite_optimum(name, key):
+    cls, r = REGISTRY[name], REGULARIZERS[key]
+    f, W, x0 = _problem()
+    opt = cls(W, x0, 0.1, regularizer=r)
+    xs = _reference.TWINS[name](W.toarray(), x0, 0.1, f.full_gradient, 150, prox=r.prox)
+    for t in range(1, 151):
+        opt.step(f.full_gradient)
+        assert np.abs(opt.x - xs[t]).max() < 1e-12, (t, np.abs(opt.x - xs[t]).max())
+    best = (f + r).optimum().x  # (FISTA to a residual of 1e-12)
+    opt = cls(W, np.zeros(3), 0.3, regularizer=r)
+    for _ in range(3000):
+        opt.step(f.full_gradient)
+    assert np.abs(opt.x - best).max() < 1e-10
+
+
+def test_the_exact_diffusion_twin_with_the_matrix_square_root_is_independent_of_the_method():
+    """The proximal Exact Diffusion steps with q = B y (no square root); its twin forms B = (I - W_bar)^(1/2)."""
+    f, W, x0 = _problem(seed=3)
+    xs = _reference.prox_exact_diffusion(W.toarray(), x0, 0.2, f.full_gradient, 60, prox=L1(0.2).prox)
+    opt = rf.ProxExactDiffusion(W, x0, 0.2, regularizer=L1(0.2))
+    for _ in range(60):
+        opt.step(f.full_gradient)
+    assert np.abs(opt.x - xs[-1]).max() < 1e-12
+
+
+@pytest.mark.parametrize("name", PROXIMAL)
+def test_without_a_regularizer_each_is_its_smooth_sibling(name):
+    f, W, x0 = _problem(seed=1)
+    prox, smooth = REGISTRY[name](W, x0, 0.1), REGISTRY[SMOOTH_SIBLING[name]](W, x0, 0.1)
+    for _ in range(200):
+        prox.step(f.full_gradient)
+        smooth.step(f.full_gradient)
+    assert np.abs(prox.x - smooth.x).max() < 1e-12
+    assert prox.communication_rounds == smooth.communication_rounds
+
+
+@pytest.mark.parametrize("name", PROXIMAL)
+def test_state_dict_keeps_the_regularizer_and_replicas_take_one_step_each(name):
+    cls = REGISTRY[name]
+    f, W, _ = _problem(seed=2)
+    x0 = np.random.default_rng(0).standard_normal((2, 12, 3))
+    lr = np.array([0.05, 0.2]).reshape(2, 1, 1)
+    opt = cls(W, x0, lr, regularizer=L1(0.2))
+    singles = [cls(W, x0[k], float(lr[k, 0, 0]), regularizer=L1(0.2)) for k in range(2)]
+    for _ in range(20):
+        opt.step(f.full_gradient)
+        for s in singles:
+            s.step(f.full_gradient)
+    for k, s in enumerate(singles):
+        np.testing.assert_array_equal(opt.x[k], s.x)
+    again = cls.from_state_dict(opt.state_dict(), W=W)
+    assert again.regularizer == L1(0.2)
+    mine = Prox(lambda x: 0.5 * (x * x).sum(-1), lambda v, t: v / (1 + t), name="ridge")
+    user = cls(W, x0[0], 0.1, regularizer=mine)
+    user.step(f.full_gradient)
+    state = user.state_dict()
+    with pytest.raises(ValueError, match="cannot be rebuilt"):
+        cls.from_state_dict(state, W=W)
+    with pytest.raises(ValueError, match="not the one this state was saved with"):
+        cls.from_state_dict(state, W=W, regularizer=L1(0.1))
+    resumed = cls.from_state_dict(state, W=W, regularizer=mine)
+    for o in (user, resumed):
+        for _ in range(5):
+            o.step(f.full_gradient)
+    np.testing.assert_array_equal(user.x, resumed.x)
+    with pytest.raises(ValueError, match="takes no regularizer"):
+        rf.EXTRA.from_state_dict(rf.EXTRA(W, x0[0], 0.1).state_dict(), W=W, regularizer=L1(0.1))
+
+
+@pytest.mark.parametrize("name", PROXIMAL)
+def test_float32_and_a_bad_prox_is_a_divergence_error(name):
+    cls = REGISTRY[name]
+    f, W, x0 = _problem(seed=4)
+    o32 = cls(W.astype(np.float32), x0.astype(np.float32), 0.1, regularizer=L1(0.2))
+    o64 = cls(W, x0, 0.1, regularizer=L1(0.2))
+    for _ in range(100):
+        o32.step(lambda X: f.full_gradient(X.astype(np.float64)).astype(np.float32))
+        o64.step(f.full_gradient)
+    assert o32.x.dtype == np.float32 and np.abs(o32.x - o64.x).max() < 1e-5
+    bad = cls(W, x0, 0.1, regularizer=Prox(lambda x: 0.0, lambda v, t: v * np.nan, name="nan"))
+    with pytest.raises(rf.DivergenceError):
+        bad.step(f.full_gradient)
+    assert np.isfinite(bad.x).all()
+
+
+def test_the_harness_runs_only_proximal_methods_on_a_composite_objective(tmp_path):
+    W = topology.ring(8, directed=False, weights="metropolis")
+    F = LeastSquares.synthetic(8, samples_per_node=6, d=4, seed=5) + L1(0.1)
+    h = rf.run(rf.Algorithm(W, 0.05, method="prox-nids"), F, 1500, progress=False)
+    assert h.final("suboptimality") < 1e-12 and h.final("grad_norm_mean") < 1e-10 and h.final("distance") < 1e-9
+    with pytest.raises(ValueError, match="no proximal step.*pg-extra, prox-nids, prox-exact-diffusion"):
+        rf.run(rf.Algorithm(W, 0.05, method="extra"), F, 5, progress=False)
+    with pytest.raises(ValueError, match="not the objective's"):
+        rf.run(rf.Algorithm(W, 0.05, method="pg-extra", regularizer=L1(0.3)), F, 5, progress=False)
+    from rowstoch_fast.compare import compare
+
+    frame = compare(W, F, rounds_budget=200, repeats=1, lr=0.1, tune=False, progress=False)
+    assert sorted(frame["algorithm"].unique()) == sorted(PROXIMAL)
+
+
+def test_lasso_on_the_command_line(tmp_path):
+    from rowstoch_fast.cli import main
+
+    out = tmp_path / "lasso"
+    assert main(["compare", "--objective", "lasso", "--l1", "0.05", "--topology", "ring", "--undirected", "--weights",
+                 "metropolis", "--n", "8", "--rounds-budget", "150", "--repeats", "1", "--lr", "0.1", "--out",
+                 str(out), "-q"]) == 0
+    summary = (out / "summary.csv").read_text()
+    assert all(name in summary for name in PROXIMAL) and "dsgd" not in summary
+    assert main(["compare", "--objective", "least-squares", "--l1", "0.1", "--n", "8", "-q"]) == 2
+    assert main(["compare", "--objective", "lasso", "--l1", "-1", "--n", "8", "-q"]) == 2
