@@ -34,18 +34,43 @@ def algorithm_list():
     (the docstring: equations, parameters, citation)."""
     from rowstoch_fast.algorithms import REGISTRY, names
 
-    lines = ["| name | class | mixes with | with a constant step and exact gradients |", "|---|---|---|---|"]
+    lines = ["| name | class | family | graph | mixes with | problem | with a constant step and exact gradients | "
+             "reference |", "|---|---|---|---|---|---|---|---|"]
     for name in names():
         cls = REGISTRY[name]
         mats = ", ".join(f"`{m}` ({ {'A': 'row', 'C': 'column', 'W': 'doubly'}[m] }-stochastic)"
                          for m in cls.matrices) or "none (exact averaging)"
+        graph = "undirected" if "W" in cls.matrices else ("directed" if cls.matrices else "none")
+        problem = "smooth + prox (composite)" if cls.composite else "smooth"
         goal = "the minimiser" if cls.exact else (cls.bias + " minimiser" if cls.bias else "an O(lr) neighbourhood")
-        lines.append(f"| `{name}` | [`{cls.__name__}`](#{cls.__name__.lower()}) | {mats} | {goal} |")
+        lines.append(f"| `{name}` | [`{cls.__name__}`](#{cls.__name__.lower()}) | {cls.family} | {graph} | {mats} | "
+                     f"{problem} | {goal} | {_citation(cls)} |")
     lines.append("")
     for name in names():
         cls = REGISTRY[name]
         lines += [f"## {cls.__name__}", "", "```{eval-rst}", f".. autoclass:: rowstoch_fast.{cls.__name__}", "```", ""]
     return "\n".join(lines)
+
+
+def _citation(cls):
+    """The first reference of an algorithm's docstring as "Authors (year)" (its References section)."""
+    doc = inspect.getdoc(cls) or ""
+    found = re.search(r"References\n-+\n(.*?)(?:\n\n|$)", doc, re.S)
+    if not found:  # the module's first line: "Name (Authors year): ..."; the paper's own methods
+        first = (inspect.getdoc(inspect.getmodule(cls)) or "").splitlines()[0]
+        if "of the paper" in first:
+            return "Liang et al. (2025)"
+        cited = re.search(r"\(([^()]*?)\s(\d{4})", first)
+        if not cited:
+            return "-"
+        surnames = [a.strip() for a in re.split(r",|&", cited.group(1).split(";")[-1]) if a.strip()]
+        return f"{surnames[0] + ' et al.' if len(surnames) > 2 else ' & '.join(surnames)} ({cited.group(2)})"
+    text = " ".join(found.group(1).split())
+    authors = text.split(', "')[0].split(" and ")
+    surnames = [a.split()[-1] for part in authors for a in part.split(", ") if a.strip()]
+    year = re.findall(r"\b(19\d\d|20\d\d)\b", text)
+    names = surnames[0] + " et al." if len(surnames) > 2 else " & ".join(surnames)
+    return f"{names} ({year[0] if year else 'n.d.'})"
 
 
 def current_numbers():

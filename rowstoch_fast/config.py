@@ -65,7 +65,8 @@ ALGORITHM_KEYS = {"lr": float, "lr_source": str, "tracker": str, "rounds": int}
 ALGORITHM_RANGES = {"lr": (0.0, False, "a finite number > 0"), "rounds": (1, True, "an integer >= 1")}
 #: ``[run] algorithms = "..."``: a set of algorithms read from the registry when the file is loaded (so a file
 #: names no algorithm by hand; ``[algorithms.NAME]`` tables then add settings, or more algorithms).
-ALGORITHM_SETS = {"all": lambda cls: True, "paper": lambda cls: cls.in_paper_preset}
+ALGORITHM_SETS = {"all": lambda cls: True, "paper": lambda cls: cls.in_paper_preset,
+                  "proximal": lambda cls: cls.composite}
 #: Choices checked here, so that the error names the key rather than a command-line option.
 CHOICES = {("network", "weights"): ("in-degree", "metropolis"),
            ("objective", "kind"): ("logistic", "logistic-l2", "least-squares", "lasso", "quadratic"),

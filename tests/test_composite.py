@@ -312,3 +312,27 @@ def test_lasso_on_the_command_line(tmp_path):
     assert all(name in summary for name in PROXIMAL) and "dsgd" not in summary
     assert main(["compare", "--objective", "least-squares", "--l1", "0.1", "--n", "8", "-q"]) == 2
     assert main(["compare", "--objective", "lasso", "--l1", "-1", "--n", "8", "-q"]) == 2
+
+
+def test_the_shipped_lasso_experiment_runs_and_a_smooth_method_is_refused_by_name(tmp_path):
+    """examples/lasso.toml at a smaller budget; a data file's lasso; naming a method without a prox step."""
+    import pathlib
+
+    import pandas as pd
+
+    from rowstoch_fast.cli import main
+
+    example = pathlib.Path(__file__).resolve().parents[1] / "examples" / "lasso.toml"
+    assert main(["compare", "--config", str(example), "--rounds-budget", "40", "--repeats", "1", "--lr", "0.3",
+                 "--out", str(tmp_path / "o"), "-q"]) == 0
+    table = pd.read_csv(tmp_path / "o" / "summary.csv")
+    assert sorted(set(table["algorithm"])) == sorted(PROXIMAL) and set(table["graph"]) == {"ring", "erdos_renyi"}
+    rng = np.random.default_rng(0)
+    H = rng.standard_normal((64, 3))
+    np.savez(tmp_path / "ls.npz", H=H, y=H @ np.array([1.0, 0.0, -1.0]) + 0.1 * rng.standard_normal(64))
+    assert main(["compare", "--n", "16", "--objective", "lasso", "--data-file", str(tmp_path / "ls.npz"),
+                 "--topology", "ring", "--undirected", "--weights", "metropolis", "--algorithms", "prox-nids",
+                 "--lr", "0.3", "--rounds-budget", "400", "--repeats", "1", "--out", str(tmp_path / "f"), "-q"]) == 0
+    assert pd.read_csv(tmp_path / "f" / "summary.csv")["suboptimality"].iloc[0] < 1e-10
+    assert main(["compare", "--n", "8", "--objective", "lasso", "--topology", "ring", "--undirected", "--weights",
+                 "metropolis", "--algorithms", "extra", "--out", str(tmp_path / "x"), "-q"]) == 2

@@ -200,6 +200,9 @@ class Optimizer(AskTell, FailureHandling, Persistence):
     #: ``(1/n) sum_i f_i + r`` where :attr:`exact`; the harness runs only these on a composite objective.
     composite = False
 
+    #: The family it belongs to, in words (the documentation's algorithm table: "gradient tracking", ...).
+    family = ""
+
     # What the lists of algorithms are derived from (:mod:`._registry`): no list elsewhere names an algorithm.
     #: Place in listings and in ``rowstoch compare``'s default order (lower first, then by name).
     order = 100

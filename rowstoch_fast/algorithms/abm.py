@@ -53,6 +53,7 @@ class ABm(Optimizer):
     """
 
     name = "abm"
+    family = "gradient tracking, momentum"
     order = 45
     exact = True
     matrices = ("A", "C")

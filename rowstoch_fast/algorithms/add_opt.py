@@ -50,6 +50,7 @@ class ADDOPT(Optimizer):
     """
 
     name = "add-opt"
+    family = "gradient tracking (push-sum)"
     order = 55
     exact = True
     matrices = ("C",)

@@ -42,6 +42,7 @@ class AugDGM(Optimizer):
     """
 
     name = "aug-dgm"
+    family = "gradient tracking"
     order = 130
     exact = True
     matrices = ("W",)

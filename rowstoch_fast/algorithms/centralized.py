@@ -43,6 +43,7 @@ class CentralizedSGD(Optimizer):
     """
 
     name = "centralized"
+    family = "baseline (exact averaging)"
     order = 90
     exact = True
     matrices = ()

@@ -65,6 +65,7 @@ class CHOCOSGD(Optimizer):
     """
 
     name = "choco-sgd"
+    family = "decentralized gradient, compressed"
     order = 115
     matrices = ("W",)
     state = ("x", "x_hat")

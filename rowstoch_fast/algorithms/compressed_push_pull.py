@@ -73,6 +73,7 @@ class CompressedPushPull(PushPull):
     """
 
     name = "compressed-push-pull"
+    family = "gradient tracking, compressed"
     order = 41
     state = ("x", "y", "g", "hx", "hxw", "hy", "hyw")
     scratch = 3

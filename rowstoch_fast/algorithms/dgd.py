@@ -43,6 +43,7 @@ class DGD(Optimizer):
     """
 
     name = "dgd"
+    family = "decentralized gradient"
     order = 110
     matrices = ("W",)
     state = ("x",)

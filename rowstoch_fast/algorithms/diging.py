@@ -42,6 +42,7 @@ class DIGing(Optimizer):
     """
 
     name = "diging"
+    family = "gradient tracking"
     order = 120
     exact = True
     matrices = ("W",)

@@ -41,6 +41,7 @@ class DSGD(Optimizer):
     """
 
     name = "dsgd"
+    family = "decentralized gradient"
     order = 30
     bias = "pi-weighted"
     in_robustness = False  # (the robustness experiment's table: the tracking and push-sum methods, as published)

@@ -49,6 +49,7 @@ class ExactDiffusion(Optimizer):
     """
 
     name = "exact-diffusion"
+    family = "primal-dual"
     order = 160
     exact = True
     matrices = ("W",)

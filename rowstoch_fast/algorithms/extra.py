@@ -46,6 +46,7 @@ class EXTRA(Optimizer):
     """
 
     name = "extra"
+    family = "primal-dual"
     order = 140
     exact = True
     matrices = ("W",)

@@ -43,6 +43,7 @@ class FROST(PullDiagGT):
     """
 
     name = "frost"
+    family = "gradient tracking (row-stochastic)"
     state = ("x", "y", "g")
     scratch = 1
     hyper = ("lr", "tracker")

@@ -67,6 +67,7 @@ class GTSAGA(Optimizer):
     """
 
     name = "gt-saga"
+    family = "gradient tracking, variance-reduced"
     order = 125
     exact = True
     matrices = ("W",)

@@ -49,6 +49,7 @@ class NIDS(Optimizer):
     """
 
     name = "nids"
+    family = "primal-dual"
     order = 150
     exact = True
     matrices = ("W",)

@@ -53,6 +53,7 @@ class PGEXTRA(Optimizer):
     """
 
     name = "pg-extra"
+    family = "proximal primal-dual"
     order = 170
     exact = True
     composite = True

@@ -55,6 +55,7 @@ class ProxExactDiffusion(Optimizer):
     """
 
     name = "prox-exact-diffusion"
+    family = "proximal primal-dual"
     order = 172
     exact = True
     composite = True

@@ -53,6 +53,7 @@ class ProxNIDS(Optimizer):
     """
 
     name = "prox-nids"
+    family = "proximal primal-dual"
     order = 171
     exact = True
     composite = True

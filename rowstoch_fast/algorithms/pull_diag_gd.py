@@ -46,6 +46,7 @@ class PullDiagGD(Optimizer):
     """
 
     name = "pull-diag-gd"
+    family = "decentralized gradient (Pull-Diag)"
     state = ("x",)
     scratch = 1
     hyper = ("lr", "tracker")

@@ -97,6 +97,7 @@ class PullDiagGT(Optimizer):
     """
 
     name = "pull-diag-gt"
+    family = "gradient tracking (Pull-Diag)"
     matrices = ("A",)
     state = ("x", "y", "g", "xw")
     scratch = 2

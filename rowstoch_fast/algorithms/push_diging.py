@@ -49,6 +49,7 @@ class PushDIGing(Optimizer):
     """
 
     name = "push-diging"
+    family = "gradient tracking (push-sum)"
     order = 50
     exact = True
     matrices = ("C",)

@@ -42,6 +42,7 @@ class PushPull(Optimizer):
     """
 
     name = "push-pull"
+    family = "gradient tracking"
     order = 40
     exact = True
     matrices = ("A", "C")

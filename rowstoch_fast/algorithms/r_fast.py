@@ -79,6 +79,7 @@ class RFAST(Optimizer):
     """
 
     name = "r-fast"
+    family = "gradient tracking, loss-robust"
     order = 66
     exact = True
     matrices = ("A", "C")

@@ -72,6 +72,7 @@ class RobustGradientPush(Optimizer):
     """
 
     name = "robust-gradient-push"
+    family = "decentralized gradient (push-sum), loss-robust"
     order = 65
     matrices = ("C",)
     state = ("x", "w", "z")

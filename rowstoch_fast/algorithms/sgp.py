@@ -46,6 +46,7 @@ class SGP(Optimizer):
     """
 
     name = "sgp"
+    family = "decentralized gradient (push-sum)"
     order = 60
     matrices = ("C",)
     state = ("x", "w", "z")
