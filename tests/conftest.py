@@ -76,6 +76,16 @@ def split_in_two(grad):
     return sample_grad
 
 
+def options_for(cls):
+    """What a registry-driven test builds ``cls`` with beyond its matrices and rate: a proximal method's regularizer
+    (an L1 term), so that its proximal step runs on every backend the test covers."""
+    if getattr(cls, "composite", False):
+        from rowstoch_fast.composite import L1
+
+        return {"regularizer": L1(0.05)}
+    return {}
+
+
 def feed(cls, grad, rep_offset=0, nodes=None):
     """``grad`` as ``cls.step`` takes it: itself, or for a method of per-sample gradients (``cls.gradients ==
     "samples"``, GT-SAGA) an oracle of :func:`split_in_two` of it (keep it for the whole run: it counts its

@@ -14,7 +14,7 @@ from rowstoch_fast.errors import RemoteError
 from rowstoch_fast.network import layers as network_layers
 from rowstoch_fast.objectives import NonconvexLogistic, Quadratic
 
-from conftest import feed, for_algorithm
+from conftest import feed, for_algorithm, options_for
 
 comm = MPI.COMM_WORLD
 rank, size = comm.Get_rank(), comm.Get_size()
@@ -78,7 +78,7 @@ def case_algorithms(out):
         for name, cls in sorted(REGISTRY.items()):
             for pname, owner in partitions(A.n):
                 opt = cls.build(for_algorithm(cls, A), x0, 0.01, rounds=2 if cls.multi_round else 1, backend="mpi",
-                                partition=owner)
+                                partition=owner, **options_for(cls))
                 grad = feed(cls, lambda X, nodes=opt.local_nodes: f.full_gradient(X, nodes), nodes=opt.local_nodes)
                 if pname == "single" and cls.gradients == "batch":  # (the other partition: by ask/tell)
                     while opt.iteration < 30:

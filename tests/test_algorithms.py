@@ -14,7 +14,7 @@ from rowstoch_fast.algorithms import labels as cmp_labels
 from rowstoch_fast.algorithms import names as algorithm_names
 from rowstoch_fast.algorithms._corrections import tracker_row
 from rowstoch_fast.mixing import out_degree_weights
-from conftest import cupy_or_reason, feed, for_algorithm, random_primitive, twin_samples
+from conftest import cupy_or_reason, feed, for_algorithm, options_for, random_primitive, twin_samples
 
 
 def quadratic(n, d, rng):
@@ -153,8 +153,8 @@ def test_replicas_equal_separate_runs_and_state_dict_resumes(name):
     A = for_algorithm(cls, topology.erdos_renyi(10, 0.3, seed=2))
     G = rng.standard_normal((3, 10, 2))
     x0 = rng.standard_normal((3, 10, 2))
-    batched = cls.build(A, x0, 0.02)
-    singles = [cls.build(A, x0[r], 0.02) for r in range(3)]
+    batched = cls.build(A, x0, 0.02, **options_for(cls))
+    singles = [cls.build(A, x0[r], 0.02, **options_for(cls)) for r in range(3)]
     for _ in range(30):
         batched.step(feed(cls, lambda X: X - G))
         for r, s in enumerate(singles):
@@ -285,8 +285,8 @@ def test_cupy_backend_equals_cpu(name):
     A = for_algorithm(cls, topology.erdos_renyi(20, 0.2, seed=1))  # (an undirected network's method: its W)
     G = rng.standard_normal((2, 20, 3))
     x0 = rng.standard_normal((2, 20, 3))
-    cpu = cls.build(A, x0, 0.02)
-    gpu = cls.build(A, CUPY.asarray(x0), 0.02)
+    cpu = cls.build(A, x0, 0.02, **options_for(cls))
+    gpu = cls.build(A, CUPY.asarray(x0), 0.02, **options_for(cls))
     assert gpu.backend == "cupy"
     Gd = CUPY.asarray(G)
     for _ in range(50):
@@ -501,8 +501,8 @@ def _on_cpu_and_device(cls, A, x0, G, fake, steps):
     """``cls`` built on the network ``A`` from ``x0`` on the CPU and on the (fake) device, both run ``steps``
     steps of the gradient ``X - G`` (R = 3 for the multi-round methods): ``(cpu, gpu)``."""
     rounds = 3 if cls.multi_round else 1
-    cpu = cls.build(A, x0, 0.02, rounds=rounds)
-    gpu = cls.build(A, fake.asarray(x0), 0.02, rounds=rounds)
+    cpu = cls.build(A, x0, 0.02, rounds=rounds, **options_for(cls))
+    gpu = cls.build(A, fake.asarray(x0), 0.02, rounds=rounds, **options_for(cls))
     assert gpu.backend == "cupy"
     Gd = fake.asarray(G)
     for _ in range(steps):

@@ -14,7 +14,7 @@ pytest.importorskip("mpi4py")
 from rowstoch_fast import PullDiagGT, topology  # noqa: E402
 from rowstoch_fast.objectives import NonconvexLogistic, Quadratic  # noqa: E402
 
-from conftest import feed, for_algorithm, hang_limit  # noqa: E402
+from conftest import feed, for_algorithm, hang_limit, options_for  # noqa: E402
 
 def launcher_flags(version_text, is_root):
     """Extra mpiexec flags for the MPI that printed ``version_text``: Open MPI refuses to run as root and
@@ -98,7 +98,7 @@ def test_every_algorithm_equals_single_process(ranks, tmp_path, monkeypatch):
         f = Quadratic.random(A.n, 3, seed=1)
         x0 = np.broadcast_to(f.x0(), (2, A.n, 3)) + np.arange(2.0)[:, None, None]
         for name, cls in sorted(REGISTRY.items()):
-            ref = cls.build(for_algorithm(cls, A), x0, 0.01, rounds=2 if cls.multi_round else 1)
+            ref = cls.build(for_algorithm(cls, A), x0, 0.01, rounds=2 if cls.multi_round else 1, **options_for(cls))
             fed = feed(cls, f.full_gradient)
             for _ in range(30):
                 ref.step(fed)
