@@ -606,6 +606,20 @@ def exact_diffusion(W, x0, lr, grad_fn, T):
     return xs
 
 
+@twin("local-dsgd")
+def local_dsgd(A, x0, lr, grad_fn, T, local_steps=4):
+    """Local DSGD (Koloskova et al. 2020): ``v = x - lr g(x)``, then ``x+ = A v`` every ``local_steps``-th step
+    (iterations ``t`` with ``(t + 1) % K == 0``), ``x+ = v`` otherwise."""
+    A_of = _of(A)
+    x = np.array(x0, dtype=np.float64)
+    xs = [x.copy()]
+    for t in range(T):
+        v = x - lr * _grad(grad_fn, x)
+        x = A_of(t) @ v if (t + 1) % local_steps == 0 else v
+        xs.append(x.copy())
+    return xs
+
+
 # ---------------------------------------------------------------- proximal methods (composite problems)
 def _prox_of(prox, lr):
     """``v -> prox(v, lr)``, or the identity without a ``prox`` (``r = 0``)."""

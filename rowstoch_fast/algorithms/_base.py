@@ -486,6 +486,18 @@ class Optimizer(AskTell, FailureHandling, Persistence):
         :attr:`silent_iterations` send nothing)."""
         return self._talking_iterations() * self.rounds
 
+    def _talks(self, t):
+        """Whether iteration ``t`` (from 0) communicates: all but the first :attr:`silent_iterations` (a
+        local-update method: one in ``K``)."""
+        return t >= self.silent_iterations
+
+    @classmethod
+    def iterations_for(cls, budget, rounds=1, options=None):
+        """The iterations a budget of ``budget`` communication rounds allows with ``rounds`` gossip rounds per
+        iteration (``options``: the constructor's, e.g. a local-update method's number of local steps): what
+        ``rowstoch compare`` runs each method for."""
+        return budget // rounds
+
     def _talking_iterations(self):
         """Iterations so far that sent messages (all but the first :attr:`silent_iterations`)."""
         return max(0, self.iteration - self.silent_iterations)
@@ -583,6 +595,9 @@ class Optimizer(AskTell, FailureHandling, Persistence):
         the network's mask of ``t`` is still cached)."""
         for name, entry in self._sender_counts().items():
             if entry[0] != t:
+                continue
+            if not self._talks(t):  # (an iteration that sends nothing: local steps)
+                entry[0] = t + 1
                 continue
             source, outs = entry[2], entry[3]
             A = source.matrix(t) if isinstance(source, Network) else source

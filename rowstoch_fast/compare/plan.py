@@ -126,8 +126,9 @@ class Method:
                          method=self.method, **options, **extra)
 
     def iterations(self, budget):
-        """The iterations a budget of communication rounds allows (``R`` rounds each)."""
-        return max(1, budget // self.rounds)
+        """The iterations a budget of communication rounds allows (``R`` rounds each; ``K`` local steps per round
+        for a local-update method: its class's :meth:`~rowstoch_fast.algorithms.Optimizer.iterations_for`)."""
+        return max(1, REGISTRY[self.method].iterations_for(budget, self.rounds, self.options))
 
 
 @dataclass(frozen=True)
