@@ -620,6 +620,64 @@ def local_dsgd(A, x0, lr, grad_fn, T, local_steps=4):
     return xs
 
 
+@twin("dlm")
+def dlm(W, x0, lr, grad_fn, T, penalty=1.0):
+    """DLM (Ling, Shi, Wu & Ribeiro 2015) with the weighted Laplacian ``L = I - W``: iteration 0 only
+    communicates; then ``x+ = x - lr (g(x) + c L x + alpha)``, ``alpha+ = alpha + c L x+``, ``alpha_0 = 0``."""
+    W = _dense(W)
+    L = np.eye(len(W)) - W
+    x = np.array(x0, dtype=np.float64)
+    alpha = np.zeros_like(x)
+    xs = [x.copy(), x.copy()]  # (iteration 0: no change of x)
+    for _ in range(1, T):
+        x = x - lr * (_grad(grad_fn, x) + penalty * L @ x + alpha)
+        alpha = alpha + penalty * L @ x
+        xs.append(x.copy())
+    return xs[:T + 1]
+
+
+@twin("k-gt")
+def k_gt(W, x0, lr, grad_fn, T, local_steps=4, server_lr=1.0):
+    """K-GT (Liu, Lin, Koloskova & Stich 2024, Algorithm 1): per round, ``K`` local steps
+    ``x <- x - lr (g(x) + c)`` from ``x_r``, ``z = (x_r - x) / (K lr)``, ``c <- c - z + W z``,
+    ``x_{r+1} = W (x_r - K lr_s lr z)``, ``c_0 = 0``; the models after every local step (``T`` of them)."""
+    W = _dense(W)
+    x = np.array(x0, dtype=np.float64)
+    c = np.zeros_like(x)
+    xs = [x.copy()]
+    while len(xs) <= T:
+        x_round = x.copy()
+        for _ in range(local_steps):
+            x = x - lr * (_grad(grad_fn, x) + c)
+            xs.append(x.copy())
+        z = (x_round - x) / (local_steps * lr)
+        c = c - z + W @ z
+        x = W @ (x_round - local_steps * server_lr * lr * z)
+        xs[-1] = x.copy()
+    return xs[:T + 1]
+
+
+@twin("led")
+def led(W, x0, lr, grad_fn, T, local_steps=4, dual_step=None):
+    """LED (Alghunaim 2024, Algorithm 1): per round ``phi = x``, ``tau`` steps ``phi <- phi - lr g(phi) - beta y``,
+    ``x <- W phi``, ``y <- y + phi - x`` (``beta`` default ``1 / (2 tau)``, ``y_0 = 0``); the models after every
+    local step (``x`` changes at the rounds' ends)."""
+    beta = 0.5 / local_steps if dual_step is None else dual_step
+    W = _dense(W)
+    x = np.array(x0, dtype=np.float64)
+    y = np.zeros_like(x)
+    xs = [x.copy()]
+    while len(xs) <= T:
+        phi = x.copy()
+        for _ in range(local_steps):
+            phi = phi - lr * _grad(grad_fn, phi) - beta * y
+            xs.append(x.copy())
+        x = W @ phi
+        y = y + phi - x
+        xs[-1] = x.copy()
+    return xs[:T + 1]
+
+
 # ---------------------------------------------------------------- proximal methods (composite problems)
 def _prox_of(prox, lr):
     """``v -> prox(v, lr)``, or the identity without a ``prox`` (``r = 0``)."""

@@ -189,6 +189,8 @@ class Optimizer(AskTell, FailureHandling, Persistence):
     per_link_state = False
     #: The first iterations that send no message (NIDS's first step): not counted as communication rounds.
     silent_iterations = 0
+    #: The first iterations that take no gradient (DLM's iteration 0 only sends ``x_0``): not counted as samples.
+    gradient_free_iterations = 0
     #: What :meth:`step` takes: ``"batch"``, a ``grad_fn(X)``; ``"samples"``, a per-sample oracle of a finite-sum
     #: objective (GT-SAGA: see its Notes), which :meth:`takes_objective` says an objective can give.
     gradients = "batch"
@@ -803,7 +805,7 @@ class Optimizer(AskTell, FailureHandling, Persistence):
     def samples_drawn(self, batch=1):
         """Samples each node has drawn so far with mini-batches of ``batch`` (``R`` of them per iteration for a
         multi-round method): the ``samples`` axis of a run's records."""
-        return self.iteration * self.rounds * batch
+        return max(0, self.iteration - self.gradient_free_iterations) * self.rounds * batch
 
     @classmethod
     def takes_objective(cls, objective):

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from .._checks import check_int
 from ._base import Optimizer
+from ._local import DEFAULT_LOCAL_STEPS, LocalSteps
 
 __all__ = ["LocalDSGD"]
 
 
-class LocalDSGD(Optimizer):
+class LocalDSGD(LocalSteps, Optimizer):
     """Decentralized SGD with local updates: every node takes ``K`` gradient steps on its own, then the nodes
     gossip once.
 
@@ -68,24 +68,15 @@ class LocalDSGD(Optimizer):
     hyper = ("lr", "local_steps")
     scratch = 2
 
-    def __init__(self, A, x0, lr, backend="auto", *, local_steps=4, check_finite=True, comm=None, partition=None):
+    def __init__(self, A, x0, lr, backend="auto", *, local_steps=DEFAULT_LOCAL_STEPS, check_finite=True, comm=None,
+                 partition=None):
         self._start(x0, {"A": A}, backend, check_finite, comm, partition, lr=lr, local_steps=local_steps)
 
-    def _check_hyper(self, lr, local_steps=4):
+    def _check_hyper(self, lr, local_steps=DEFAULT_LOCAL_STEPS):
         self.lr = self._check_lr(lr)
-        self.local_steps = check_int(local_steps, "local_steps", minimum=1)
+        self.local_steps = self._check_local_steps(local_steps)
         return {"lr": self.lr, "local_steps": self.local_steps}
 
-    @classmethod
-    def iterations_for(cls, budget, rounds=1, options=None):
-        """``K`` gradient steps per communication round: ``budget * K`` iterations."""
-        return budget * check_int((options or {}).get("local_steps", 4), "local_steps", minimum=1)
-
-    def _talks(self, t):
-        return (t + 1) % self.local_steps == 0
-
-    def _talking_iterations(self):
-        return self.iteration // self.local_steps
 
     def _traffic_per_iteration(self):
         return [("A", 1, self._reps * self._d)]

@@ -1,0 +1,39 @@
+"""Local updates: ``K`` gradient steps per communication round, each step one iteration (so ``ask`` / ``tell`` and
+every oracle see one gradient per step), the rounds and the traffic counted apart."""
+
+from __future__ import annotations
+
+from .._checks import check_int
+
+__all__ = ["LocalSteps"]
+
+#: ``K`` where a local-update method's constructor is not given one.
+DEFAULT_LOCAL_STEPS = 4
+
+
+class LocalSteps:
+    """Mixed into a local-update method (before :class:`~rowstoch_fast.algorithms.Optimizer`): it has the
+    hyperparameter ``local_steps`` (``K``), communicates at the last of every ``K`` iterations, and
+    ``rowstoch compare`` gives it ``K`` iterations per communication round of its budget."""
+
+    local_steps = DEFAULT_LOCAL_STEPS
+
+    @staticmethod
+    def _check_local_steps(local_steps):
+        return check_int(local_steps, "local_steps", minimum=1)
+
+    @classmethod
+    def iterations_for(cls, budget, rounds=1, options=None):
+        """``K`` gradient steps per communication round: ``budget * K`` iterations."""
+        return budget * cls._check_local_steps((options or {}).get("local_steps", DEFAULT_LOCAL_STEPS))
+
+    def _talks(self, t):
+        """Iteration ``t`` ends a round of ``K`` local steps."""
+        return (t + 1) % self.local_steps == 0
+
+    def _talking_iterations(self):
+        return self.iteration // self.local_steps
+
+    def _round_starts(self, t):
+        """Iteration ``t`` is a round's first local step."""
+        return t % self.local_steps == 0
