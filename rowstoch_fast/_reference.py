@@ -678,6 +678,46 @@ def led(W, x0, lr, grad_fn, T, local_steps=4, dual_step=None):
     return xs[:T + 1]
 
 
+@twin("prox-skip")
+def prox_skip(W, x0, lr, grad_fn, T, comm_probability=0.25, dual_step=None, chi=1.0, seed=0):
+    """Decentralized ProxSkip (Mishchenko et al. 2022), as decent-bench 0.3.0 writes it: ``z = x - lr g(x) - y``;
+    with probability ``p`` (the coins of ``ProxSkip.coins``) ``x+ = W_a z``, ``y+ = y + beta (z - x+)``, else
+    ``x+ = z``; ``W_a = I - (I - W) / (2 chi)``, ``beta`` default ``p``."""
+    from .algorithms.prox_skip import ProxSkip
+
+    beta = comm_probability if dual_step is None else dual_step
+    W = _dense(W)
+    W_a = np.eye(len(W)) - (np.eye(len(W)) - W) / (2 * chi)
+    coins = ProxSkip.coins(seed, comm_probability, T)
+    x = np.array(x0, dtype=np.float64)
+    y = np.zeros_like(x)
+    xs = [x.copy()]
+    for t in range(T):
+        z = x - lr * _grad(grad_fn, x) - y
+        if coins[t]:
+            x = W_a @ z
+            y = y + beta * (z - x)
+        else:
+            x = z
+        xs.append(x.copy())
+    return xs
+
+
+@twin("wang-elia")
+def wang_elia(W, x0, lr, grad_fn, T):
+    """Wang & Elia (2010, 2011): ``x+ = x - K (x + z) - lr g(x)``, ``z+ = z + K x``, ``K = (I - W) / 2``,
+    ``z_0 = 0``."""
+    W = _dense(W)
+    K = (np.eye(len(W)) - W) / 2
+    x = np.array(x0, dtype=np.float64)
+    z = np.zeros_like(x)
+    xs = [x.copy()]
+    for _ in range(T):
+        x, z = x - K @ (x + z) - lr * _grad(grad_fn, x), z + K @ x
+        xs.append(x.copy())
+    return xs
+
+
 # ---------------------------------------------------------------- proximal methods (composite problems)
 def _prox_of(prox, lr):
     """``v -> prox(v, lr)``, or the identity without a ``prox`` (``r = 0``)."""

@@ -1,0 +1,145 @@
+"""Decentralized ProxSkip (Mishchenko, Malinovsky, Stich & Richtarik 2022): gossip skipped at random, with a control
+variate that keeps the local steps exact."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._checks import check_int, check_positive_float
+from .._hashing import uniform_hash
+from ._base import Optimizer
+
+__all__ = ["ProxSkip"]
+
+#: The last key of the coins' hashes (the networks' draws have node ids there, below 2^62).
+_COIN_KEY = 2**63 - 2
+
+
+class ProxSkip(Optimizer):
+    """Decentralized ProxSkip: every iteration a local gradient step corrected by a control variate; a gossip
+    round only with probability ``p`` (one coin for the whole network).
+
+    Implements, with ``W_a = I - (I - W) / (2 chi)``, ``y_0 = 0`` and a coin ``theta_t`` that is 1 with
+    probability ``p``::
+
+        z_t     = x_t - lr * g(x_t) - y_t
+        theta_t = 1:   x_{t+1} = W_a z_t,   y_{t+1} = y_t + beta (z_t - x_{t+1})      (a communication round)
+        theta_t = 0:   x_{t+1} = z_t,       y_{t+1} = y_t                             (a local step)
+
+    This is the reference's decentralized method (its ProxSkip with the consensus constraint's "prox" a gossip
+    step, Scaffnew's control variate ``h = -y / lr``) in the form decent-bench 0.3.0 writes it; with
+    ``beta = p`` (the default) the control variate's update is the reference's ``h+ = h + (p / lr) (x+ - x_hat)``.
+    Exact: the control variate removes the drift of heterogeneous data (for ``lr`` small enough), with about
+    ``p`` times fewer rounds than gradient steps.
+
+    The coins are a counter-based hash of ``(seed, t)``: the same on every process and backend, and reproducible.
+    ``rowstoch compare`` gives it as many iterations as it takes for its coins to make exactly the budget's
+    rounds; :attr:`communication_rounds` and :meth:`traffic` count the rounds made.
+
+    Parameters
+    ----------
+    W : MixingMatrix or array_like
+        Doubly stochastic (see :class:`~rowstoch_fast.DGD`).
+    x0 : array_like, shape (d,), (n, d) or (reps, n, d)
+    lr : float
+    comm_probability : float, default 0.25
+        ``p`` in (0, 1].
+    dual_step : float, optional
+        ``beta > 0``; default ``p``.
+    chi : float, default 1.0
+        ``chi >= 1`` (``W_a = (I + W) / 2`` at 1).
+    seed : int, default 0
+        The coins' seed.
+    backend, check_finite, comm, partition
+        As in :class:`~rowstoch_fast.PullDiagGT`.
+
+    References
+    ----------
+    K. Mishchenko, G. Malinovsky, S. Stich and P. Richtarik, "ProxSkip: Yes! Local gradient steps provably lead
+    to communication acceleration! Finally!", ICML 2022.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rowstoch_fast import ProxSkip, topology
+    >>> W = topology.ring(6, directed=False, weights="metropolis")
+    >>> b = np.arange(6.0)[:, None]
+    >>> opt = ProxSkip(W, np.zeros(1), lr=0.2, comm_probability=0.25)
+    >>> for _ in range(4000):
+    ...     _ = opt.step(lambda X: X - b)
+    >>> bool(np.allclose(opt.x, b.mean())), 900 < opt.communication_rounds < 1100
+    (True, True)
+    """
+
+    name = "prox-skip"
+    family = "primal-dual, local updates (random)"
+    order = 166
+    exact = True
+    matrices = ("W",)
+    in_paper_preset = False
+    in_robustness = False
+    state = ("x", "y")
+    hyper = ("lr", "comm_probability", "dual_step", "chi", "seed")
+    scratch = 3
+
+    def __init__(self, W, x0, lr, backend="auto", *, comm_probability=0.25, dual_step=None, chi=1.0, seed=0,
+                 check_finite=True, comm=None, partition=None):
+        self._start(x0, {"W": W}, backend, check_finite, comm, partition, lr=lr, comm_probability=comm_probability,
+                    dual_step=dual_step, chi=chi, seed=seed)
+
+    @staticmethod
+    def _check_p(p):
+        p = check_positive_float(p, "comm_probability")
+        if p > 1:
+            raise ValueError(f"comm_probability must be in (0, 1], got {p}")
+        return p
+
+    def _check_hyper(self, lr, comm_probability=0.25, dual_step=None, chi=1.0, seed=0):
+        self.lr = self._check_lr(lr)
+        self.comm_probability = self._check_p(comm_probability)
+        self.dual_step = self.comm_probability if dual_step is None else check_positive_float(dual_step, "dual_step")
+        self.chi = check_positive_float(chi, "chi")
+        if self.chi < 1:
+            raise ValueError(f"chi must be >= 1, got {self.chi}")
+        self.seed = check_int(seed, "seed", minimum=0, maximum=2**63 - 1)
+        return {"lr": self.lr, "comm_probability": self.comm_probability, "dual_step": self.dual_step,
+                "chi": self.chi, "seed": self.seed}
+
+    @staticmethod
+    def coins(seed, p, T):
+        """``theta_0 .. theta_{T-1}``: whether each iteration communicates (bool array)."""
+        return uniform_hash(seed, np.arange(T, dtype=np.int64), _COIN_KEY) < p
+
+    @classmethod
+    def iterations_for(cls, budget, rounds=1, options=None):
+        """The iterations whose coins make exactly ``budget`` communication rounds."""
+        options = options or {}
+        p, seed = cls._check_p(options.get("comm_probability", 0.25)), int(options.get("seed", 0))
+        T = max(1, int(np.ceil(budget / p)))
+        while True:
+            talks = np.flatnonzero(cls.coins(seed, p, T))
+            if len(talks) >= budget:
+                return int(talks[budget - 1]) + 1 if budget else 0
+            T *= 2
+
+    def _talks(self, t):
+        return bool(uniform_hash(self.seed, np.int64(t), _COIN_KEY) < self.comm_probability)
+
+    def _talking_iterations(self):
+        return int(self.coins(self.seed, self.comm_probability, self.iteration).sum())
+
+    def _advance(self, grad_fn, cur, nxt, t):
+        ops = self._ops
+        g, z, wz = self._work
+        g = self._gradient_read(grad_fn, cur["x"], g, t)
+        finite = ops.combine(z, [1.0, self._lr_coef(), -1.0], [cur["x"], g, cur["y"]])
+        self._check_iterates(finite, t, z)
+        if not self._talks(t):
+            ops.combine(nxt["x"], [1.0], [z], check=False)
+            ops.combine(nxt["y"], [1.0], [cur["y"]], check=False)
+            return
+        ops.mix(self.W, z, wz)
+        a = 0.5 / self.chi
+        finite = ops.combine(nxt["x"], [1.0 - a, a], [z, wz])
+        self._check_iterates(finite, t, nxt["x"])
+        ops.combine(nxt["y"], [1.0, self.dual_step, -self.dual_step], [cur["y"], z, nxt["x"]], check=False)
