@@ -103,6 +103,41 @@ def scipy_step(name, S, SC, s, lr, st, g):
         wz = S @ z
         st["q"] = st["q"] + 0.5 * (z - wz)
         st["x"] = soft(0.5 * (z + wz), lr * PROX_L1)
+    elif name == "dlm":  # (S: W; penalty c = 1)
+        st["x"] = st["x"] - lr * (g + st["s"] + st["alpha"])
+        st["s"] = st["x"] - S @ st["x"]
+        st["alpha"] = st["alpha"] + st["s"]
+    elif name == "wang-elia":
+        u = st["x"] + st["z"]
+        st["x"], st["z"] = st["x"] - 0.5 * (u - S @ u) - lr * g, st["z"] + 0.5 * (st["x"] - S @ st["x"])
+    elif name in ("local-dsgd", "k-gt", "led", "prox-skip"):  # (one gradient step per call, K = 4 per round)
+        k, K = st["k"], 4
+        talks = COINS[k % len(COINS)] if name == "prox-skip" else (k + 1) % K == 0
+        if name == "local-dsgd":
+            v = st["x"] - lr * g
+            st["x"] = S @ v if talks else v
+        elif name == "k-gt":
+            if k % K == 0:
+                st["x_round"] = st["x"]
+            st["x"] = st["x"] - lr * (g + st["c"])
+            if talks:
+                u = st["x_round"] - st["x"]
+                st["x"] = S @ (st["x_round"] - u)
+                st["c"] = st["c"] - (u - S @ u) / (K * lr)
+        elif name == "led":
+            point = st["x"] if k % K == 0 else st["phi"]
+            st["phi"] = point - lr * g - st["y"] / (2 * K)
+            if talks:
+                st["x"] = S @ st["phi"]
+                st["y"] = st["y"] + st["phi"] - st["x"]
+        else:
+            z = st["x"] - lr * g - st["y"]
+            if talks:
+                st["x"] = 0.5 * (z + S @ z)
+                st["y"] = st["y"] + 0.25 * (z - st["x"])
+            else:
+                st["x"] = z
+        st["k"] = k + 1
     elif name == "gt-saga":  # (S: W; the table of m = 4 samples per node, one drawn per node)
         st["x"] = S @ st["x"] - lr * st["y"]
         table, rows = st["table"], np.arange(g.shape[0])
@@ -142,6 +177,9 @@ def scipy_step(name, S, SC, s, lr, st, g):
         return False  # no transcription here: the table says so
     return True
 
+
+#: ProxSkip's coins (p = 0.25, seed 0: its defaults), as the SciPy transcription reads them.
+COINS = REGISTRY["prox-skip"].coins(0, 0.25, 4096)
 
 #: The weight of the L1 regularizer the proximal methods (``composite``) step with here.
 PROX_L1 = 1e-3
