@@ -984,6 +984,38 @@ def gt_saga(W, x0, lr, grad_fn, T, sample_grad=None, samples=1, draw=None):
     return xs
 
 
+@twin("gt-svrg")
+def gt_svrg(W, x0, lr, grad_fn, T, sample_grad=None, samples=1, draw=None, snapshot_every=0):
+    """GT-SVRG (Xin, Khan & Kar 2020): ``x+ = W x - lr y``; every ``snapshot_every`` iterations (default
+    ``samples``) ``tau = x+`` and ``full = mean_l grad f_il(tau)``; ``v+ = grad f_is(x+) - grad f_is(tau) + full``
+    (``s = draw(k)``), ``y+ = W y + v+ - v``; ``tau = x0``, ``v0 = y0 = full(x0)``. Arguments as :func:`gt_saga`'s."""
+    Wd = _dense(W)
+    x = np.array(x0, dtype=np.float64)
+    if sample_grad is None:
+        sample_grad, samples = (lambda X, idx: grad_fn(X)), 1
+    if draw is None:
+        draw = lambda k: np.zeros(x.shape[:-1], dtype=np.int64)  # noqa: E731
+    period = snapshot_every or samples
+
+    def full_at(p):
+        return np.mean([np.asarray(sample_grad(p.copy(), np.full(p.shape[:-1], s)), dtype=np.float64)
+                        for s in range(samples)], axis=0)
+
+    tau, full = x.copy(), full_at(x)
+    v, y = full.copy(), full.copy()
+    xs = [x.copy()]
+    for k in range(T):
+        x = Wd @ x - lr * y
+        if (k + 1) % period == 0:
+            tau, full = x.copy(), full_at(x)
+        idx = draw(k)
+        v_new = np.asarray(sample_grad(x.copy(), idx)) - np.asarray(sample_grad(tau.copy(), idx)) + full
+        y = Wd @ y + v_new - v
+        v = v_new
+        xs.append(x.copy())
+    return xs
+
+
 def awake_mask(n, t, seed, model="bernoulli", q=None, p_sleep=None, p_wake=None, rate=None, period=None):
     """The nodes awake at iteration ``t`` under ``network.Sleepy``'s activation models, from their definitions:
     Bernoulli ``u < q``, Poisson clocks ``u < 1 - exp(-rate)`` (``u = uniform_hash(seed, 2^60 + t, node)``), cyclic
