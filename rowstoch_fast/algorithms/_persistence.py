@@ -211,10 +211,11 @@ class Persistence:
         opt._initialized = bool(state.get("initialized", True))
         opt._load_extra(state)
         opt._ops.load_channels(state)
-        if opt.iteration > 0 and opt._initialized and not any(str(k).startswith("delayed/") for k in state) \
+        if opt._talking_iterations() > 0 and opt._initialized and not any(str(k).startswith("delayed/") for k in state) \
                 and any(getattr(M, "delayed", lambda: None)() is not None for M in opt._mats.values()):
             raise ValueError("state has no delayed-message history (keys 'delayed/...'): its network delays "
-                             f"messages, and after {opt.iteration} iterations the messages in flight are part of the "
+                             f"messages, and after {opt._talking_iterations()} communication rounds the messages in "
+                             "flight are part of the "
                              "state (a state_dict() of this network holds them); without them the run would "
                              "continue differently")
         if lr is not None and opt._initialized:
