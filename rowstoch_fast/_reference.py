@@ -718,6 +718,27 @@ def wang_elia(W, x0, lr, grad_fn, T):
     return xs
 
 
+@twin("admm")
+def admm(W, x0, lr, grad_fn, T, prox=None):
+    """Decentralized ADMM (Shi, Ling, Yuan, Wu & Yin 2014) with link weights ``w_ij``, ``c = 1 / (2 lr)``,
+    ``d_i = 1 - w_ii``, as the reference writes it: ``x+ = argmin f_i(x) + c d_i ||x||^2 - x^T (c (d_i x_i +
+    sum_{j != i} w_ij x_j) - alpha_i)`` (through ``prox(V, t)``, the local proximal operator with one step per
+    row), ``alpha+ = alpha + c (x+ - W x+)``, ``alpha_0 = 0``; iteration 0 only communicates."""
+    W = _dense(W)
+    c, d = 1.0 / (2.0 * lr), 1.0 - np.diag(W)
+    off = W - np.diag(np.diag(W))
+    x = np.array(x0, dtype=np.float64)
+    alpha = np.zeros_like(x)
+    xs = [x.copy(), x.copy()]
+    for _ in range(1, T):
+        u = c * (d[:, None] * x + off @ x) - alpha  # minimise f_i(x) + c d_i ||x||^2 - x^T u
+        t = 1.0 / (2.0 * c * d)  # = argmin f_i(x) + ||x - t u||^2 / (2 t)
+        x = prox(t[:, None] * u, t)
+        alpha = alpha + c * (x - W @ x)
+        xs.append(x.copy())
+    return xs[:T + 1]
+
+
 # ---------------------------------------------------------------- proximal methods (composite problems)
 def _prox_of(prox, lr):
     """``v -> prox(v, lr)``, or the identity without a ``prox`` (``r = 0``)."""

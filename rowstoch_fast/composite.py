@@ -670,6 +670,14 @@ class Scaled(_Derived):
     def hvp(self, X, V, nodes=None):
         return self.a * self.f.hvp(X, V, nodes)
 
+    @property
+    def has_local_prox(self):
+        return self.f.has_local_prox
+
+    def prox_local(self, V, step, nodes=None):
+        """``prox_{t a f_i} = prox_{(a t) f_i}``."""
+        return self.f.prox_local(V, self.a * np.asarray(step.get() if hasattr(step, "get") else step), nodes)
+
     def describe(self):
         return {"type": "Scaled", "a": self.a, **self._fingerprint([self.f.describe()])}
 

@@ -71,6 +71,11 @@ class Oracle:
         """The gradient at ``X[..., i, :]`` of sample ``idx[..., i]`` of node ``i`` (no draw)."""
         return self.objective.sample_gradient(X, idx, nodes=self.nodes)
 
+    def prox(self, V, step):
+        """The local proximal operators at ``V`` (:meth:`Objective.prox_local`, for the rows ``nodes``): what an
+        ADMM-type method (:class:`~rowstoch_fast.ADMM`) takes instead of gradients."""
+        return self.objective.prox_local(V, step, nodes=self.nodes)
+
     def sample(self, X):
         """Call ``k``'s draw: one sample per node and repetition, uniformly (keys ``seed``, repetition, node,
         ``k``), and its gradients at ``X``; returns ``(G, idx)``."""
@@ -189,6 +194,35 @@ class Objective:
         """What the harness's gradient-norm metrics take the norm of at models ``x`` with smooth gradients ``g``
         (both ``(..., d)``): ``g`` itself here; a composite objective's proximal-gradient residual."""
         return g
+
+    #: Whether :meth:`prox_local` has a closed form or a solver here (what ADMM-type methods need).
+    has_local_prox = False
+
+    def prox_local(self, V, step, nodes=None):
+        """``argmin_x f_i(x) + ||x - v_i||^2 / (2 t_i)`` of every row ``v_i`` of ``V`` (``(n, d)`` or
+        ``(reps, n, d)``; ``step``: ``t > 0``, one number or one per row, broadcasting against ``V.shape[:-1]``):
+        the local proximal operator that ADMM-type methods take instead of a gradient. A CuPy ``V`` is solved on
+        the host and returned on its GPU."""
+        if not self.has_local_prox:
+            raise TypeError(f"{type(self).__name__} has no local proximal operator (Quadratic, LeastSquares and "
+                            "LogisticL2 have one)")
+        nodes = self._nodes(nodes)
+        device = is_device_array(V)
+        Vh = self._check_X(V.get() if device else V, nodes).astype(np.float64)
+        t = np.asarray(step.get() if hasattr(step, "get") else step, dtype=np.float64)
+        try:
+            t = np.broadcast_to(t, Vh.shape[:-1])
+        except ValueError:
+            raise ValueError(f"step must be one number or one per row of V (shape {Vh.shape[:-1]}), got shape "
+                             f"{t.shape}") from None
+        if not (np.isfinite(t).all() and (t > 0).all()):
+            raise ValueError("step must be positive and finite")
+        own = np.arange(self.n) if nodes is None else nodes
+        X = self._prox_local(Vh, t, own).astype(self.dtype)
+        return device_operations().to_gpu(X) if device else X
+
+    def _prox_local(self, V, t, own):  # pragma: no cover - with has_local_prox
+        raise NotImplementedError
 
     def hvp(self, X, V, nodes=None):
         """Hessian-vector products ``grad^2 f_i(x_i) v_i`` of every row (``X``, ``V`` of the same shape, ``(n, d)``
@@ -571,6 +605,41 @@ class LogisticL2(NonconvexLogistic):
     def _regulariser_curvature(self, x):
         return np.full_like(x, self.lam)
 
+    has_local_prox = True
+
+    def _prox_local(self, V, t, own):
+        """Newton's method on ``f_i(x) + ||x - v||^2 / (2t)`` (strongly convex), from ``v``, to a gradient norm of
+        1e-12 relative to the gradient at ``v`` (at most 50 steps, each a backtracking line search on the value)."""
+        M = self.samples_per_node
+        H = self.H.reshape(self.n, M, self.d)[own].astype(np.float64)
+        Y = self.Y.reshape(self.n, M)[own].astype(np.float64)
+        inv = 1.0 / t[..., None]
+
+        def value(X):
+            m = Y * np.einsum("nmd,...nd->...nm", H, X)
+            return (np.logaddexp(0.0, -m).mean(-1) + 0.5 * self.lam * (X * X).sum(-1)
+                    + 0.5 * (inv[..., 0]) * ((X - V) ** 2).sum(-1))
+
+        X = V.copy()
+        for _ in range(50):
+            m = Y * np.einsum("nmd,...nd->...nm", H, X)
+            s = 0.5 * (1.0 - np.tanh(0.5 * m))  # sigma(-m)
+            grad = -np.einsum("nmd,...nm->...nd", H, Y * s) / M + self.lam * X + inv * (X - V)
+            if np.abs(grad).max() <= 1e-13 * (1.0 + np.abs(inv * V).max()):
+                break
+            hess = (np.einsum("nmd,nme,...nm->...nde", H, H, s * (1.0 - s)) / M
+                    + (self.lam + inv[..., None]) * np.eye(self.d))
+            step = np.linalg.solve(hess, grad[..., None])[..., 0]
+            f0, a = value(X), np.ones(X.shape[:-1])
+            for _ in range(30):  # per row: halve until the value falls
+                trial = X - a[..., None] * step
+                worse = value(trial) > f0 + 1e-15 * np.abs(f0)
+                if not worse.any():
+                    break
+                a = np.where(worse, 0.5 * a, a)
+            X = trial
+        return X
+
     def _ridge(self, X, nodes):
         """``lam X`` on X's own device (a CuPy X stays on its GPU)."""
         return self.lam * (X if is_device_array(X) else self._check_X(X, self._nodes(nodes)))
@@ -737,6 +806,14 @@ class Quadratic(Objective):
 
     convex = True
 
+    has_local_prox = True
+
+    def _prox_local(self, V, t, own):
+        """``(v / t + b_i) / (q_i + 1 / t)``, coordinate by coordinate."""
+        q, b = self.q[own].astype(np.float64), self.b[own].astype(np.float64)
+        inv = 1.0 / t[..., None]
+        return (V * inv + b) / (q + inv)
+
     def hvp(self, X, V, nodes=None):
         """``grad^2 f_i(x_i) v_i = q_i * v_i``."""
         q, _, nodes = self._qb(nodes)
@@ -845,6 +922,19 @@ class LeastSquares(Objective):
         return self.M
 
     convex = True
+
+    has_local_prox = True
+
+    def _prox_local(self, V, t, own):
+        """``(H_i^T H_i / M + I / t) x = H_i^T y_i / M + v / t``: one d x d solve per row."""
+        gram = self.__dict__.get("_gram")
+        if gram is None:
+            gram = self._gram = (np.matmul(self.H.swapaxes(1, 2), self.H) / self.M,
+                                 np.matmul(self.H.swapaxes(1, 2), self.y[..., None])[..., 0] / self.M)
+        G, c = gram[0][own], gram[1][own]
+        inv = 1.0 / t
+        A = G + inv[..., None, None] * np.eye(self.d)
+        return np.linalg.solve(A, (c + inv[..., None] * V)[..., None])[..., 0]
 
     def hvp(self, X, V, nodes=None):
         """``grad^2 f_i(x_i) v_i = H_i^T H_i v_i / M`` (``x_i`` does not enter)."""

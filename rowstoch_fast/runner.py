@@ -195,6 +195,10 @@ def check_takes(cls, objective, label=None):
                          f"regularizer {r!r}: it would minimise another function; the proximal methods are "
                          f"{proximal}")
     if not cls.takes_objective(objective):
+        if cls.gradients == "prox":
+            raise ValueError(f"algorithm {label or cls.name!r} takes the local proximal operators of an objective "
+                             f"without a regularizer (Quadratic, LeastSquares, LogisticL2); {type(objective).__name__} "
+                             "has none")
         raise ValueError(f"algorithm {label or cls.name!r} takes per-sample gradients of a finite-sum objective "
                          f"(LeastSquares, NonconvexLogistic, LogisticL2); {type(objective).__name__} has none")
 

@@ -86,10 +86,35 @@ def options_for(cls):
     return {}
 
 
+class AffineProx:
+    """The local proximal operators of the functions whose gradient is ``grad`` (an affine, coordinate-wise
+    ``grad(X) = a X - c``, as the registry tests' problems are: read off ``grad`` at 0 and 1), for a method that
+    takes ``prox(V, step)`` instead of gradients (ADMM): ``argmin_x f_i(x) + ||x - v||^2 / (2t) = (v / t + c) /
+    (a + 1 / t)``."""
+
+    def __init__(self, grad):
+        self.grad = grad
+
+    def prox(self, V, step):
+        xp = np
+        if type(V).__module__.startswith("cupy"):  # (a GPU's V)
+            import cupy as xp
+        g0 = self.grad(V * 0.0)
+        with np.errstate(all="ignore"):  # (a diverging run: the step reports it)
+            a = self.grad(V * 0.0 + 1.0) - g0
+            inv = 1.0 / xp.asarray(step, dtype=V.dtype)[..., None]
+            return (V * inv - g0) / (a + inv)
+
+    def __call__(self, X):  # (a plain call is a gradient: what a method of gradients would take)
+        return self.grad(X)
+
+
 def feed(cls, grad, rep_offset=0, nodes=None):
     """``grad`` as ``cls.step`` takes it: itself, or for a method of per-sample gradients (``cls.gradients ==
     "samples"``, GT-SAGA) an oracle of :func:`split_in_two` of it (keep it for the whole run: it counts its
     draws). The dense twin gets the same samples and draws from :func:`twin_samples`."""
+    if getattr(cls, "gradients", "batch") == "prox":
+        return AffineProx(grad)
     if getattr(cls, "gradients", "batch") != "samples":
         return grad
     from rowstoch_fast.objectives import SampleOracle

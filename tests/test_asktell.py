@@ -189,12 +189,12 @@ def test_ask_holds_nothing_between_calls():
     assert gone() is None
 
 
-def test_a_per_sample_method_refuses_ask():
-    cls = next((c for c in REGISTRY.values() if c.gradients != "batch"), None)
-    if cls is None:
-        pytest.skip("no per-sample method registered")
-    opt = cls.build(topology.exponential(6), np.zeros((6, 2)), 0.1)
-    with pytest.raises(TypeError, match="per-sample oracle"):
+@pytest.mark.parametrize("name", sorted(name for name, cls in REGISTRY.items() if cls.gradients != "batch"))
+def test_a_method_of_an_oracle_refuses_ask(name):
+    """A per-sample oracle's method (GT-SAGA, GT-SVRG) or a local prox's (ADMM) has no points to ask at."""
+    cls = REGISTRY[name]
+    opt = cls.build(for_algorithm(cls, topology.exponential(6)), np.zeros((6, 2)), 0.1)
+    with pytest.raises(TypeError, match="per-sample oracle" if cls.gradients == "samples" else "prox"):
         opt.ask()
 
 

@@ -134,3 +134,51 @@ def test_bad_hyperparameters_are_named(name, options, message):
     W = topology.ring(6, directed=False, weights="metropolis")
     with pytest.raises((ValueError, TypeError), match=message):
         REGISTRY[name](W, np.zeros(2), 0.1, **options)
+
+
+def test_admm_is_the_unweighted_laplacian_admm_and_runs_in_the_harness():
+    """Shi et al.'s ADMM on the unweighted Laplacian with penalty c (decent-bench's rho = 2 c) is ADMM on
+    W = I - L / kappa with lr = 1 / (2 kappa c); the harness runs it on objectives with a local prox only."""
+    A = topology.erdos_renyi(9, 0.4, seed=2, directed=False)
+    adj = ((A.toarray() > 0) & ~np.eye(9, dtype=bool)).astype(float)
+    deg = adj.sum(1)
+    kappa = deg.max() + 1
+    W = MixingMatrix(np.eye(9) - (np.diag(deg) - adj) / kappa)
+    f = LeastSquares.synthetic(9, samples_per_node=5, d=3, seed=6)
+    c = 0.8
+    x0 = np.random.default_rng(1).standard_normal((9, 3))
+    x, alpha = x0.copy(), np.zeros_like(x0)
+    ours = rf.ADMM(W, x0, 1.0 / (2 * kappa * c))
+    oracle = f.oracle()
+    ours.step(oracle)  # (iteration 0: only x_0 is sent)
+    for _ in range(60):  # x+ = argmin f_i + c deg_i ||x||^2 - x^T (c (deg_i x_i + sum_j x_j) - alpha_i)
+        u = c * (deg[:, None] * x + adj @ x) - alpha
+        t = 1.0 / (2 * c * deg)
+        x = f.prox_local(t[:, None] * u, t)
+        alpha = alpha + c * (deg[:, None] * x - adj @ x)
+        ours.step(oracle)
+    assert np.abs(ours.x - x).max() < 1e-12
+    for _ in range(400):
+        ours.step(oracle)
+    assert np.abs(ours.x - f.optimum().x).max() < 1e-10
+    with pytest.raises(ValueError, match="local proximal operators"):
+        rf.run(rf.Algorithm(W, 0.1, method="admm"), rf.objectives.NonconvexLogistic.synthetic(9, total=90, batch=5),
+               3, progress=False)
+    h = rf.run(rf.Algorithm(W, 0.3, method="admm"), f, 300, progress=False)
+    assert h.final("suboptimality") < 1e-12
+
+
+@pytest.mark.parametrize("kind", ["quadratic", "least-squares", "logistic-l2", "scaled"])
+def test_the_local_prox_solves_its_problem(kind):
+    rng = np.random.default_rng(2)
+    q = Quadratic.random(4, 3, seed=1)
+    f = {"quadratic": q, "least-squares": LeastSquares.synthetic(4, samples_per_node=6, d=3, seed=1),
+         "logistic-l2": rf.objectives.LogisticL2.synthetic(4, total=80, d=3, batch=5, seed=1), "scaled": 3.0 * q}[kind]
+    V = rng.standard_normal((2, 4, 3))
+    t = rng.uniform(0.1, 5.0, (2, 4))
+    X = f.prox_local(V, t)
+    assert np.abs(f.full_gradient(X) + (X - V) / t[..., None]).max() < 1e-12  # the optimality condition
+    with pytest.raises(ValueError, match="step must be positive"):
+        f.prox_local(V, 0.0)
+    with pytest.raises(TypeError, match="no local proximal operator"):
+        rf.objectives.NonconvexLogistic.synthetic(4, total=80, d=3, batch=5).prox_local(V, 1.0)

@@ -119,7 +119,8 @@ class AskTell:
         if points is not None:
             return points
         if self.gradients != "batch":
-            raise TypeError(f"{type(self).__name__} takes a per-sample oracle, not gradients at points: "
+            what = "a per-sample oracle" if self.gradients == "samples" else "an oracle of local prox(V, step)"
+            raise TypeError(f"{type(self).__name__} takes {what}, not gradients at points: "
                             "ask()/tell() is for grad_fn-style methods; use step(oracle)")
         self._asked = None
         for _ in range(2):  # (a step that needs no gradient: the next one does)

@@ -191,6 +191,9 @@ class Optimizer(AskTell, FailureHandling, Persistence):
     silent_iterations = 0
     #: The first iterations that take no gradient (DLM's iteration 0 only sends ``x_0``): not counted as samples.
     gradient_free_iterations = 0
+    #: No step size makes it diverge on a convex problem (ADMM: any ``lr > 0`` converges); only non-finite values
+    #: from the oracle do.
+    stable_for_any_lr = False
     #: What :meth:`step` takes: ``"batch"``, a ``grad_fn(X)``; ``"samples"``, a per-sample oracle of a finite-sum
     #: objective (GT-SAGA: see its Notes), which :meth:`takes_objective` says an objective can give.
     gradients = "batch"
