@@ -1037,6 +1037,36 @@ def gt_svrg(W, x0, lr, grad_fn, T, sample_grad=None, samples=1, draw=None, snaps
     return xs
 
 
+@twin("gt-sarah")
+def gt_sarah(W, x0, lr, grad_fn, T, sample_grad=None, samples=1, draw=None, inner_steps=0):
+    """GT-SARAH (Xin, Khan & Kar 2022, Algorithm 1): at iterations ``k`` with ``k % (q + 1) == 0``
+    ``v+ = mean_l grad f_il(x)``, else ``v+ = grad f_is(x) - grad f_is(x_prev) + v`` (``s = draw``: the k-th draw
+    among the recursive steps); ``y+ = W y + v+ - v``, ``x+ = W x - lr y+``; ``y0 = v0 = 0``, ``q`` default
+    ``samples``. Arguments as :func:`gt_saga`'s."""
+    Wd = _dense(W)
+    x = np.array(x0, dtype=np.float64)
+    if sample_grad is None:
+        sample_grad, samples = (lambda X, idx: grad_fn(X)), 1
+    if draw is None:
+        draw = lambda k: np.zeros(x.shape[:-1], dtype=np.int64)  # noqa: E731
+    cycle = (inner_steps or samples) + 1
+    v, y, x_prev = np.zeros_like(x), np.zeros_like(x), x.copy()
+    xs, draws = [x.copy()], 0
+    for k in range(T):
+        if k % cycle == 0:
+            v_new = np.mean([np.asarray(sample_grad(x.copy(), np.full(x.shape[:-1], s)), dtype=np.float64)
+                             for s in range(samples)], axis=0)
+        else:
+            idx = draw(draws)
+            draws += 1
+            v_new = np.asarray(sample_grad(x.copy(), idx)) - np.asarray(sample_grad(x_prev.copy(), idx)) + v
+        y = Wd @ y + v_new - v
+        v = v_new
+        x, x_prev = Wd @ x - lr * y, x
+        xs.append(x.copy())
+    return xs
+
+
 def awake_mask(n, t, seed, model="bernoulli", q=None, p_sleep=None, p_wake=None, rate=None, period=None):
     """The nodes awake at iteration ``t`` under ``network.Sleepy``'s activation models, from their definitions:
     Bernoulli ``u < q``, Poisson clocks ``u < 1 - exp(-rate)`` (``u = uniform_hash(seed, 2^60 + t, node)``), cyclic
