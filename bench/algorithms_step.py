@@ -138,6 +138,24 @@ def scipy_step(name, S, SC, s, lr, st, g):
             else:
                 st["x"] = z
         st["k"] = k + 1
+    elif name == "admm":  # (S: W; the prox of the linear f_i: v - t g; lr = 1e-3, d_i = 1 - w_ii)
+        d = 1.0 - S.diagonal()
+        v = (st["u"] + (1.0 - 2.0 * (1.0 - d))[:, None] * st["x"] - st["beta"]) * (0.5 / d)[:, None]
+        st["x"] = v - (lr / d)[:, None] * g
+        st["u"] = S @ st["x"]
+        st["beta"] = st["beta"] + st["x"] - st["u"]
+    elif name in ("gt-svrg", "gt-sarah"):  # (one sample per node, drawn; no snapshot in the timed steps)
+        idx = draw_samples(st["table"].shape[0], (g.shape[0],), st["k"])
+        sample = st["table"][idx, np.arange(g.shape[0])]
+        if name == "gt-svrg":
+            st["x"] = S @ st["x"] - lr * st["y"]
+            v = g - sample + st["full"]
+            st["y"] = S @ st["y"] + v - st["v"]
+        else:
+            v = g - sample + st["v"]
+            st["y"] = S @ st["y"] + v - st["v"]
+            st["x"] = S @ st["x"] - lr * st["y"]
+        st["v"], st["k"] = v, st["k"] + 1
     elif name == "gt-saga":  # (S: W; the table of m = 4 samples per node, one drawn per node)
         st["x"] = S @ st["x"] - lr * st["y"]
         table, rows = st["table"], np.arange(g.shape[0])
@@ -232,6 +250,10 @@ def make_contenders(name, A, d, lr=1e-3, seed=0, backend="cpu"):
         from rowstoch_fast.objectives import SampleOracle
 
         grad = SampleOracle(lambda X, idx: g, samples=4)
+    elif cls.gradients == "prox":  # (ADMM: the local prox of the linear f_i(x) = g_i^T x, v - t g_i)
+        import types
+
+        grad = types.SimpleNamespace(prox=lambda V, t: V - np.asarray(t)[..., None] * g)
     else:
         grad = lambda X: g  # noqa: E731
     opt.step(grad)
