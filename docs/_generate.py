@@ -41,7 +41,9 @@ def algorithm_list():
         mats = ", ".join(f"`{m}` ({ {'A': 'row', 'C': 'column', 'W': 'doubly'}[m] }-stochastic)"
                          for m in cls.matrices) or "none (exact averaging)"
         graph = "undirected" if "W" in cls.matrices else ("directed" if cls.matrices else "none")
-        problem = "smooth + prox (composite)" if cls.composite else "smooth"
+        problem = ("smooth + prox (composite)" if cls.composite else
+                   {"samples": "finite sum (per-sample oracle)", "prox": "local prox of each f_i"}.get(cls.gradients,
+                                                                                                  "smooth"))
         goal = "the minimiser" if cls.exact else (cls.bias + " minimiser" if cls.bias else "an O(lr) neighbourhood")
         lines.append(f"| `{name}` | [`{cls.__name__}`](#{cls.__name__.lower()}) | {cls.family} | {graph} | {mats} | "
                      f"{problem} | {goal} | {_citation(cls)} |")

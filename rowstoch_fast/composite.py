@@ -216,6 +216,8 @@ class Box(Regularizer):
                 raise ValueError(f"{name} must be a number or a 1-D array of d numbers (no NaN), got {b!r}")
         if (np.broadcast_arrays(lo, hi)[0] > np.broadcast_arrays(lo, hi)[1]).any():
             raise ValueError(f"lower must be <= upper, got lower = {lo.tolist()} and upper = {hi.tolist()}")
+        if (lo == np.inf).any() or (hi == -np.inf).any():
+            raise ValueError("the box must not be empty: lower = +inf or upper = -inf leaves no finite point")
         self.lower, self.upper = lo, hi
 
     def _bounds(self, x, xp):
@@ -269,6 +271,8 @@ class GroupLasso(Regularizer):
     weights : array_like, optional
         ``w_g`` per group (in the order of the sorted labels, or of the list); default 1 each (the common
         ``sqrt(|g|)`` is ``weights=np.sqrt(sizes)``).
+    d : int, optional
+        The models' dimension, where the groups (a list) leave the last coordinates unpenalised.
 
     Examples
     --------
@@ -278,15 +282,17 @@ class GroupLasso(Regularizer):
     array([2.4, 3.2, 0. ])
     """
 
-    def __init__(self, groups, lam, weights=None):
+    def __init__(self, groups, lam, weights=None, d=None):
         self.lam = check_positive_float(lam, "lam", allow_zero=True)
         if len(groups) and all(np.ndim(g) == 1 for g in groups) and not np.isscalar(groups[0]):
             members = [np.asarray(g) for g in groups]
             for g in members:
                 if g.size == 0 or g.dtype.kind not in "iu" or (g < 0).any():
                     raise ValueError("groups as a list must hold non-empty lists of coordinates (integers >= 0)")
-            d = max(int(g.max()) for g in members) + 1
-            labels = np.full(d, -1, dtype=np.int64)
+            last = max(int(g.max()) for g in members) + 1
+            if d is not None and d < last:
+                raise ValueError(f"d = {d} but the groups name coordinate {last - 1}")
+            labels = np.full(last if d is None else d, -1, dtype=np.int64)
             for k, g in enumerate(members):
                 if (labels[g] != -1).any() or len(np.unique(g)) != g.size:
                     raise ValueError("groups must be disjoint (each coordinate in at most one group)")
@@ -297,6 +303,8 @@ class GroupLasso(Regularizer):
                 raise ValueError("groups must be a 1-D array of d group labels (integers >= 0; -1 for none) or a "
                                  "list of lists of coordinates")
             labels = labels.astype(np.int64)
+            if d is not None and d != labels.size:
+                raise ValueError(f"d = {d} but groups has {labels.size} labels (one per coordinate)")
         names = np.unique(labels[labels >= 0])
         if names.size == 0:
             raise ValueError("groups must put at least one coordinate in a group")
@@ -348,7 +356,9 @@ class Prox(Regularizer):
     prox : callable
         ``prox(v, step) -> u``: ``argmin_u r(u) + ||u - v||^2 / (2 step)`` row by row, ``v``'s shape.
     name : str, optional
-        What identifies it (a saved state records it: a state saved with one is resumed by passing it again).
+        What identifies it (a saved state records it: a state saved with one is resumed by passing it again, and
+        the names must match). Default: the prox function's name; an anonymous one (a lambda) is named by its
+        identity, so a state saved with it resumes only in the same process: name it to resume elsewhere.
 
     Examples
     --------
@@ -362,13 +372,20 @@ class Prox(Regularizer):
         if not callable(value) or not callable(prox):
             raise TypeError("value and prox must be callables: value(x) -> r and prox(v, step) -> u")
         self._value, self._prox_fn = value, prox
-        self.name = name or getattr(prox, "__name__", "prox")
+        if name is None:  # (an anonymous function is told apart by identity: name it to resume a state elsewhere)
+            name = getattr(prox, "__name__", "prox")
+            if name == "<lambda>":
+                name = f"<lambda at 0x{id(prox):x}>"
+        self.name = str(name)
 
     def value(self, x):
         return self._value(x)
 
     def _prox(self, v, step, xp, out):
         u = self._prox_fn(v, step)
+        if getattr(u, "dtype", np.asarray(u).dtype).kind not in "fiu":
+            raise TypeError(f"the prox of {self.name!r} must return real numbers, got dtype "
+                            f"{getattr(u, 'dtype', np.asarray(u).dtype)}")
         if tuple(np.shape(u)) != tuple(np.shape(v)):
             raise ValueError(f"the prox of {self.name!r} returned shape {tuple(np.shape(u))}, expected "
                              f"{tuple(np.shape(v))} (v's)")
@@ -408,7 +425,7 @@ def as_regularizer(r, name="regularizer"):
         return r
     if isinstance(r, (str, np.ndarray)):
         text = str(r)
-        if text in ("", "null", "None"):
+        if text in ("null", "None"):
             return None
         try:
             r = json.loads(text)
@@ -429,7 +446,10 @@ def as_regularizer(r, name="regularizer"):
                          "description; pass it again (from_state_dict(state, ..., regularizer=r))")
     if kind not in _BUILT_IN:
         raise ValueError(f"{name}: unknown regularizer type {kind!r} (known: {', '.join(_BUILT_IN)})")
-    return _BUILT_IN[kind](**params)
+    try:
+        return _BUILT_IN[kind](**params)
+    except TypeError as exc:
+        raise ValueError(f"{name}: the description of a {kind} is incomplete or wrong ({exc})") from None
 
 
 def describe_regularizer(r):
@@ -533,10 +553,12 @@ class _Derived(Objective):
 
     @property
     def dtype(self):
+        """The value type of the first part's data (and so of the gradients)."""
         return self._first().dtype
 
     @property
     def batch(self):
+        """The first part's mini-batch (1 where it has none): the harness's samples axis."""
         return getattr(self._first(), "batch", 1)
 
     def x0(self, seed=42, scale=0.01):
@@ -551,6 +573,9 @@ class _Derived(Objective):
 def _check_parts(f, g):
     if not isinstance(g, Objective):
         raise TypeError(f"can only add an Objective or a Regularizer to an objective, got {type(g).__name__}")
+    if isinstance(f, Composite) or isinstance(g, Composite):
+        raise TypeError("Sum takes smooth objectives: write f + g, which keeps a composite objective's regularizer "
+                        "(Sum would drop it)")
     if (f.n, f.d) != (g.n, g.d):
         raise ValueError(f"the objectives must have the same n and d to be added: ({f.n}, {f.d}) and ({g.n}, {g.d})")
 
@@ -581,6 +606,7 @@ class Sum(_Derived):
 
     @property
     def convex(self):
+        """Whether every part is convex (the optimum is then computed)."""
         return all(p.convex for p in self.parts)
 
     def stochastic_gradient(self, X, iteration, **stream):
@@ -627,6 +653,9 @@ class Scaled(_Derived):
     def __init__(self, f, a):
         if not isinstance(f, Objective):
             raise TypeError(f"Scaled needs an Objective, got {type(f).__name__}")
+        if isinstance(f, Composite):
+            raise TypeError("Scaled takes a smooth objective: write a * F, which scales a composite objective's "
+                            "regularizer too (Scaled would drop it)")
         self.f, self.a = f, check_positive_float(a, "a")
         self.n, self.d = f.n, f.d
 
@@ -645,10 +674,12 @@ class Scaled(_Derived):
 
     @property
     def convex(self):
+        """Whether every part is convex (the optimum is then computed)."""
         return self.f.convex
 
     @property
     def samples_per_node(self):
+        """The smooth part's samples per node (a finite sum's ``m``; None otherwise)."""
         return self.f.samples_per_node
 
     def _sample_gradient(self, X, idx, own):
@@ -672,6 +703,7 @@ class Scaled(_Derived):
 
     @property
     def has_local_prox(self):
+        """Whether the objective it scales has a local proximal operator."""
         return self.f.has_local_prox
 
     def prox_local(self, V, step, nodes=None):
@@ -717,16 +749,19 @@ class Composite(_Derived):
                             f"{type(regularizer).__name__}")
         self.smooth, self.regularizer = smooth, regularizer
         self.n, self.d = smooth.n, smooth.d
+        regularizer.value(np.zeros(self.d))  # (a box or groups of another d: refused here, not at the first step)
 
     def _first(self):
         return self.smooth
 
     @property
     def convex(self):
+        """Whether every part is convex (the optimum is then computed)."""
         return self.smooth.convex
 
     @property
     def samples_per_node(self):
+        """The smooth part's samples per node (a finite sum's ``m``; None otherwise)."""
         return self.smooth.samples_per_node
 
     def _sample_gradient(self, X, idx, own):

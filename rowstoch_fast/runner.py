@@ -178,11 +178,14 @@ class Algorithm:
         return self.optimizer.build(self.A, x0, self.lr, rounds=self.rounds, tracker=self.tracker,
                                     backend=self.backend, **self.options, **extra)
 
-    def resume(self, state, lr=None):
-        """The optimizer of a ``state_dict``, on this algorithm's matrices and backend."""
+    def resume(self, state, lr=None, objective=None):
+        """The optimizer of a ``state_dict``, on this algorithm's matrices and backend (a proximal method's
+        regularizer: the algorithm's, else ``objective``'s: a user's :class:`~rowstoch_fast.composite.Prox` is not
+        rebuilt from the state)."""
         cls = self.optimizer
         matrices = {k: v for k, v in cls.problem_matrices(self.A).items() if k in cls.matrices}
-        return cls.from_state_dict(state, **matrices, lr=lr, backend=self.backend)
+        extra = {**cls.objective_options(objective), **{k: v for k, v in self.options.items() if k == "regularizer"}}
+        return cls.from_state_dict(state, **matrices, lr=lr, backend=self.backend, **extra)
 
 
 def check_takes(cls, objective, label=None):
@@ -443,6 +446,10 @@ def build_replicas(algorithm, objective, repeats, x0=None):
                                   f"run(repeats={repeats}) (at least four {x0.shape} blocks of iterates)",
                                   "lower repeats")
     extra = algorithm.optimizer.objective_options(objective)  # (a proximal method: the objective's regularizer)
+    if algorithm.options.get("regularizer") is not None and getattr(objective, "regularizer", None) is None:
+        raise ValueError(f"the algorithm has the regularizer {algorithm.options['regularizer']!r} but the objective "
+                         "has none: the run would minimise f + r and be measured on f; give the objective the "
+                         "regularizer instead (objective + r)")
     for key, value in extra.items():
         if key in algorithm.options and algorithm.options[key] != value:
             raise ValueError(f"the algorithm's {key} {algorithm.options[key]!r} is not the objective's {value!r}: "
@@ -540,7 +547,7 @@ def config_mismatch(saved, current, prefix=""):
     return None
 
 
-def _load_checkpoint(path, algorithm, config):
+def _load_checkpoint(path, algorithm, config, objective=None):
     data = load_npz_file(path, "checkpoint")
     fmt = str(data.get("format"))
     older = fmt == "rowstoch_fast.checkpoint/2"  # its records lack the metrics added in /3
@@ -568,7 +575,7 @@ def _load_checkpoint(path, algorithm, config):
                          f"{new!r}; only {', '.join(RESUMABLE)} may change when a run is resumed")
     saved = np.asarray(state.get("lr", algorithm.lr))
     lr = None if saved.shape == np.shape(algorithm.lr) and np.array_equal(saved, algorithm.lr) else algorithm.lr
-    return algorithm.resume(state, lr), data, rows
+    return algorithm.resume(state, lr, objective), data, rows
 
 
 def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=0, x0=None, progress=True,
@@ -705,7 +712,7 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
     bar = progress_bar(progress, iterations, 0, meta["algorithm"] + " (set-up)")
     setup_start = time.perf_counter()
     if resume is not None:
-        opt, data, rows = _load_checkpoint(resume, algorithm, meta["config"])  # under MPI every rank reads it
+        opt, data, rows = _load_checkpoint(resume, algorithm, meta["config"], objective)  # under MPI every rank reads it
         wall_offset = float(data["wall_offset"])
         if opt.iteration > iterations:  # it would have stopped at once and reported the checkpoint's end
             if bar is not None:

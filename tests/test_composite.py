@@ -336,3 +336,50 @@ def test_the_shipped_lasso_experiment_runs_and_a_smooth_method_is_refused_by_nam
     assert pd.read_csv(tmp_path / "f" / "summary.csv")["suboptimality"].iloc[0] < 1e-10
     assert main(["compare", "--n", "8", "--objective", "lasso", "--topology", "ring", "--undirected", "--weights",
                  "metropolis", "--algorithms", "extra", "--out", str(tmp_path / "x"), "-q"]) == 2
+
+
+def test_the_review_findings_stay_fixed(tmp_path):
+    """Constructors that would drop a regularizer, an empty box, a regularizer the objective lacks, a user Prox
+    through run(resume=...), sizes checked when the composite objective is made, bad descriptions named."""
+    f = LeastSquares.synthetic(6, samples_per_node=5, d=3, seed=2)
+    lasso = f + L1(0.1)
+    with pytest.raises(TypeError, match="keeps a composite objective's regularizer"):
+        Sum(f, lasso)
+    with pytest.raises(TypeError, match="scales a composite objective's regularizer"):
+        Scaled(lasso, 2.0)
+    with pytest.raises(ValueError, match="must not be empty"):
+        Box(np.inf, np.inf)
+    with pytest.raises(ValueError, match="d = 3"):
+        f + Box([0.0, 0.0], [1.0, 1.0])
+    with pytest.raises(ValueError, match="incomplete or wrong"):
+        as_regularizer({"type": "L1"})
+    with pytest.raises(ValueError, match="must be a Regularizer"):
+        as_regularizer("")
+    with pytest.raises(TypeError, match="real numbers"):
+        Prox(lambda x: 0.0, lambda v, t: v + 0j, name="complex").prox(np.ones(3), 1.0)
+    assert Prox(lambda x: 0.0, lambda v, t: v) != Prox(lambda x: 0.0, lambda v, t: v)  # (anonymous: by identity)
+    assert GroupLasso([[0, 1]], 1.0, d=3).prox(np.array([3.0, 4.0, 9.0]), 1.0)[2] == 9.0
+    W = topology.ring(6, directed=False, weights="metropolis")
+    with pytest.raises(ValueError, match="the objective has none"):
+        rf.run(rf.Algorithm(W, 0.05, method="pg-extra", regularizer=L1(1.0)), f, 5, progress=False)
+    mine = Prox(lambda x: 0.1 * np.abs(x).sum(-1), lambda v, t: np.sign(v) * np.maximum(np.abs(v) - 0.1 * t, 0),
+                name="my-l1")
+    F = f + mine
+    path = str(tmp_path / "run.npz")
+    first = rf.run(rf.Algorithm(W, 0.05, method="prox-nids"), F, 30, checkpoint=path, progress=False)
+    again = rf.run(rf.Algorithm(W, 0.05, method="prox-nids"), F, 60, resume=path, progress=False)
+    whole = rf.run(rf.Algorithm(W, 0.05, method="prox-nids"), F, 60, progress=False)
+    assert len(first) and again.final("loss") == whole.final("loss")
+
+
+@pytest.mark.parametrize("name", ["gt-svrg", "gt-sarah"])
+def test_variance_reduced_samples_count_survives_a_resume(name):
+    cls = REGISTRY[name]
+    f = LeastSquares.synthetic(6, samples_per_node=5, d=3, seed=2)
+    W = topology.ring(6, directed=False, weights="metropolis")
+    opt = cls(W, f.x0(), 0.02, **({"snapshot_every": 4} if name == "gt-svrg" else {"inner_steps": 3}))
+    oracle = f.oracle(seed=1)
+    for _ in range(9):
+        opt.step(oracle)
+    again = cls.from_state_dict(opt.state_dict(), W=W)
+    assert again.samples_drawn() == opt.samples_drawn() > 2 * 9

@@ -75,7 +75,8 @@ def test_rounds_and_traffic_count_only_the_communicating_iterations(name):
     assert opt.communication_rounds == len(talking) and 0 < len(talking) < 30
     per_round = dict((name, k) for name, _, k in opt._traffic_per_iteration())
     links = np.bincount(A.csr.indices, minlength=8) - (A.csr.diagonal() > 0)
-    sent = sum(int(links[net.senders(t)].sum()) if isinstance(net, Sleepy) else int(links.sum()) for t in talking)
+    sent = sum(int(links[net.senders(opt._network_time(t))].sum()) if isinstance(net, Sleepy) else int(links.sum())
+               for t in talking)  # (a round reads the network at its round's time)
     assert opt.traffic()["messages"] == sent and opt.traffic()["bytes"] == sent * 8 * sum(per_round.values())
 
 
@@ -182,3 +183,22 @@ def test_the_local_prox_solves_its_problem(kind):
         f.prox_local(V, 0.0)
     with pytest.raises(TypeError, match="no local proximal operator"):
         rf.objectives.NonconvexLogistic.synthetic(4, total=80, d=3, batch=5).prox_local(V, 1.0)
+
+
+@pytest.mark.parametrize("name", LOCAL + ["prox-skip"])
+def test_local_methods_read_a_varying_network_by_round(name, monkeypatch):
+    """A schedule, delays: the network advances by round, not by local step (a schedule of period 2 with K = 2
+    would otherwise show the method only one of its matrices; a delayed network would never delay)."""
+    from rowstoch_fast.network import Delayed, Schedule
+
+    cls = REGISTRY[name]
+    f, W, x0 = heterogeneous(n=8, seed=3)
+    options = {"local_steps": 2} if name in LOCAL else {"comm_probability": 0.5, "seed": 1}
+    net = Schedule([W, topology.complete(8)])
+    seen, matrix = [], Schedule.matrix
+    monkeypatch.setattr(Schedule, "matrix", lambda self, t: (seen.append(t), matrix(self, t))[1])
+    opt = run(cls.build(net, x0, 0.02, **options), f.full_gradient, 40)
+    assert sorted(set(seen)) == list(range(opt.communication_rounds))  # (round r reads the schedule at r)
+    delayed = run(cls.build(Delayed(W, 3, delay="fixed"), x0, 0.02, **options), f.full_gradient, 20)
+    plain = run(cls.build(W, x0, 0.02, **options), f.full_gradient, 20)
+    assert np.abs(delayed.x - plain.x).max() > 1e-3

@@ -491,6 +491,11 @@ class Optimizer(AskTell, FailureHandling, Persistence):
         :attr:`silent_iterations` send nothing)."""
         return self._talking_iterations() * self.rounds
 
+    def _network_time(self, t):
+        """The time a time-varying network is read at (its matrix, losses, sleep, delays) in iteration ``t``: ``t``
+        itself; a method that does not communicate every iteration (local steps), the index of the round."""
+        return t
+
     def _talks(self, t):
         """Whether iteration ``t`` (from 0) communicates: all but the first :attr:`silent_iterations` (a
         local-update method: one in ``K``)."""
@@ -605,12 +610,13 @@ class Optimizer(AskTell, FailureHandling, Persistence):
                 entry[0] = t + 1
                 continue
             source, outs = entry[2], entry[3]
-            A = source.matrix(t) if isinstance(source, Network) else source
+            tn = self._network_time(t)  # (the round's time: what the step mixed with)
+            A = source.matrix(tn) if isinstance(source, Network) else source
             out = outs.get(id(A))
             if out is None:
                 csr = A.csr
                 out = outs[id(A)] = np.bincount(csr.indices, minlength=self._n) - (csr.diagonal() > 0)  # no loops
-            senders = self._mats[name].senders(t)
+            senders = self._mats[name].senders(tn)
             entry[1] += int(out.sum() if senders is None else out[senders].sum())
             entry[0] = t + 1
 
@@ -683,7 +689,7 @@ class Optimizer(AskTell, FailureHandling, Persistence):
         if not self._initialized:
             self.initialize(grad_fn)
         t = self.iteration
-        self._ops.t, self._ops.phase, self._ops.calls = t, "step", 0  # the iteration a time-varying network mixes
+        self._ops.t, self._ops.phase, self._ops.calls = self._network_time(t), "step", 0  # the time a varying network mixes
         # with (and a delayed network's histories, one per quantity mixed, told apart by call order)
         self._advance(grad_fn, self._cur, self._nxt, t)
         # Commit in one statement with no calls (no signal can land half-way).

@@ -34,6 +34,11 @@ class LocalSteps:
     def _talking_iterations(self):
         return self.iteration // self.local_steps
 
+    def _network_time(self, t):
+        """Round ``t // K``: a time-varying network advances by round (a schedule's matrices, losses and delays), not
+        by local step."""
+        return t // self.local_steps
+
     def _round_starts(self, t):
         """Iteration ``t`` is a round's first local step."""
         return t % self.local_steps == 0

@@ -27,7 +27,8 @@ class ADMM(Optimizer):
     objective's oracle (``objective.oracle()``, whose ``prox(V, step)`` is
     :meth:`~rowstoch_fast.objectives.Objective.prox_local`: closed forms for ``Quadratic`` and ``LeastSquares``,
     Newton's method for ``LogisticL2``), or any object with such a ``prox``. No gradient is taken (the harness's
-    ``samples`` axis counts each local solve as one pass over the node's data). Converges to the
+    ``samples`` axis counts each local solve as one pass over the node's data, ``samples_per_node``; a Newton
+    solve takes several). Converges to the
     minimiser of ``(1/n) sum_i f_i`` for convex ``f_i`` and any ``lr > 0`` (linearly for strongly convex ones,
     Theorem 3.2). decent-bench's ``ADMM`` (penalty ``rho``, relaxation 0.5, the unweighted Laplacian) is the
     reference's with ``c = rho / 2``: this class on ``W = I - L / kappa`` with ``lr = 1 / (kappa rho)``.
@@ -102,6 +103,11 @@ class ADMM(Optimizer):
         local = self._ops.local_nodes
         return self._degree if local is None else self._degree[local]
 
+    def samples_drawn(self, batch=1):
+        """One pass over the node's data per local solve (``samples_per_node`` of the oracle's objective, else
+        ``batch``), none at iteration 0."""
+        return max(0, self.iteration - 1) * (self.__dict__.get("_pass") or batch)
+
     def _advance(self, grad_fn, cur, nxt, t):
         ops = self._ops
         if t == 0:  # u_0 = W x_0
@@ -110,6 +116,7 @@ class ADMM(Optimizer):
             ops.combine(nxt["beta"], [1.0], [cur["beta"]], check=False)
             return
         oracle = self._oracle(grad_fn)
+        self._pass = getattr(getattr(oracle, "objective", None), "samples_per_node", None)
         (v,) = self._work
         d = self._local_degree()
         half = ops.vector(0.5 / d)

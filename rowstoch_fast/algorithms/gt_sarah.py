@@ -24,8 +24,8 @@ class GTSARAH(Optimizer):
         y_{k+1} = W y_k + v_{k+1} - v_k
         x_{k+1} = W x_k - lr * y_{k+1}
 
-    (the reference's Algorithm 1; decent-bench 0.3.0 takes a whole outer loop per iteration, this class one state
-    update). The estimate's error is reset every outer loop and shrinks with the steps inside it, so a constant
+    (an outer loop of ``q + 1`` state updates, the full-gradient one and ``q`` recursive ones, as decent-bench
+    0.3.0 counts them; it takes a whole outer loop per iteration, this class one state update). The estimate's error is reset every outer loop and shrinks with the steps inside it, so a constant
     step reaches a stationary point of a smooth nonconvex finite sum (the reference's Theorem 1, with
     ``q`` of the order of ``m``), and the minimiser of a strongly convex one.
 
@@ -83,6 +83,13 @@ class GTSARAH(Optimizer):
         return {"lr": self.lr, "inner_steps": self.inner_steps}
 
     _oracle = GTSAGA._oracle
+
+    def _save_extra(self):
+        return {"samples_per_node": np.array(self._m if self._m is not None else 0)}
+
+    def _load_extra(self, state):
+        m = int(np.asarray(state.get("samples_per_node", 0)))
+        self._m = m or None
     _traffic_per_iteration = GTSAGA._traffic_per_iteration
     _full_gradient = GTSVRG._full_gradient
 

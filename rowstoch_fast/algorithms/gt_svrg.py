@@ -86,6 +86,13 @@ class GTSVRG(Optimizer):
         return {"lr": self.lr, "snapshot_every": self.snapshot_every}
 
     _oracle = GTSAGA._oracle
+
+    def _save_extra(self):
+        return {"samples_per_node": np.array(self._m if self._m is not None else 0)}
+
+    def _load_extra(self, state):
+        m = int(np.asarray(state.get("samples_per_node", 0)))
+        self._m = m or None
     _traffic_per_iteration = GTSAGA._traffic_per_iteration
 
     def _period(self, oracle=None):

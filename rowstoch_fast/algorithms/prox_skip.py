@@ -125,8 +125,24 @@ class ProxSkip(Optimizer):
     def _talks(self, t):
         return bool(uniform_hash(self.seed, np.int64(t), _COIN_KEY) < self.comm_probability)
 
+    def _rounds_before(self, t):
+        """The rounds made before iteration ``t`` (a running count: each call costs the coins since the last)."""
+        done, count = self.__dict__.get("_coin_count", (0, 0))
+        if t < done:
+            done, count = 0, 0
+        if t > done:
+            count += int((uniform_hash(self.seed, np.arange(done, t, dtype=np.int64), _COIN_KEY)
+                          < self.comm_probability).sum())
+        self._coin_count = (t, count)
+        return count
+
     def _talking_iterations(self):
-        return int(self.coins(self.seed, self.comm_probability, self.iteration).sum())
+        return self._rounds_before(self.iteration)
+
+    def _network_time(self, t):
+        """The index of the round iteration ``t`` makes (if its coin says so): a time-varying network advances by
+        round."""
+        return self._rounds_before(t)
 
     def _advance(self, grad_fn, cur, nxt, t):
         ops = self._ops

@@ -63,7 +63,14 @@ def default_algorithms(A, objective=None):
     network's methods only where ``A`` is doubly stochastic, or losses / sleep over a symmetric doubly stochastic
     matrix: the undirected rule) and on ``objective``'s gradients (GT-SAGA only on a
     finite sum), in listing order, with the ``mg-`` forms listed."""
-    return _algorithms.labels(lambda cls: cls.applies_to(A) and (objective is None or cls.takes_objective(objective)))
+    chosen = _algorithms.labels(lambda cls: cls.applies_to(A) and (objective is None or cls.takes_objective(objective)))
+    if not chosen and objective is not None:  # (say why: nothing runs on this network and objective together)
+        takers = _algorithms.names(lambda cls: cls.takes_objective(objective))
+        raise ValueError(f"no algorithm runs on this network and this objective: the methods that take "
+                         f"{type(objective).__name__}'s {'regularizer' if getattr(objective, 'regularizer', None) else 'oracle'} "
+                         f"({', '.join(takers) or 'none'}) need another network (an undirected graph's doubly "
+                         "stochastic weights: --undirected --weights metropolis)")
+    return chosen
 
 
 def parse_algorithms(names, A, mg_rounds=None):

@@ -268,7 +268,7 @@ def _fingerprint(method, rates, budget, metric, seed, repeats, objective):
                       sort_keys=True, default=str)
 
 
-def _load_tuning(path, algo, fingerprint):
+def _load_tuning(path, algo, fingerprint, objective=None):
     """``(optimizer, oracle iteration, rows)`` of a tuning run's checkpoint that matches, else None."""
     if not path or not os.path.isfile(path):
         return None
@@ -278,7 +278,7 @@ def _load_tuning(path, algo, fingerprint):
         if str(saved.pop("tuning/fingerprint")) != fingerprint:
             return None
         iteration, rows = int(saved.pop("tuning/oracle_iteration")), saved.pop("tuning/rows")
-        return algo.resume(saved), iteration, [row for row in rows]
+        return algo.resume(saved, objective=objective), iteration, [row for row in rows]
     except (OSError, ValueError, KeyError, TypeError):  # damaged, or another run's: the run starts again
         return None
 
@@ -317,7 +317,7 @@ def trajectories(network, objective, method, rates, budget, metric, *, seed, rep
     fingerprint = _fingerprint(method, rates, budget, metric, seed, repeats, objective)
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # a diverging candidate is judged, not warned about
-        found = _load_tuning(checkpoint, algo, fingerprint)
+        found = _load_tuning(checkpoint, algo, fingerprint, objective)
         opt = build_replicas(algo, objective, len(lr)) if found is None else found[0]
         oracle = _Quarantine(objective.oracle(seed=seed, batches=opt.rounds, nodes=opt.local_nodes,
                                               rep_period=repeats), objective, repeats)
