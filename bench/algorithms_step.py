@@ -125,11 +125,12 @@ def scipy_step(name, S, SC, s, lr, st, g):
                 st["x"] = S @ (st["x_round"] - u)
                 st["c"] = st["c"] - (u - S @ u) / (K * lr)
         elif name == "led":
-            point = st["x"] if k % K == 0 else st["phi"]
-            st["phi"] = point - lr * g - st["y"] / (2 * K)
+            phi = st["x"] - lr * g - st["y"] / (2 * K)
             if talks:
-                st["x"] = S @ st["phi"]
-                st["y"] = st["y"] + st["phi"] - st["x"]
+                st["x"] = S @ phi
+                st["y"] = st["y"] + phi - st["x"]
+            else:
+                st["x"] = phi
         else:
             z = st["x"] - lr * g - st["y"]
             if talks:

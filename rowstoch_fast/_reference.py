@@ -660,8 +660,8 @@ def k_gt(W, x0, lr, grad_fn, T, local_steps=4, server_lr=1.0):
 @twin("led")
 def led(W, x0, lr, grad_fn, T, local_steps=4, dual_step=None):
     """LED (Alghunaim 2024, Algorithm 1): per round ``phi = x``, ``tau`` steps ``phi <- phi - lr g(phi) - beta y``,
-    ``x <- W phi``, ``y <- y + phi - x`` (``beta`` default ``1 / (2 tau)``, ``y_0 = 0``); the models after every
-    local step (``x`` changes at the rounds' ends)."""
+    ``x <- W phi``, ``y <- y + phi - x`` (``beta`` default ``1 / (2 tau)``, ``y_0 = 0``); the iterate after every
+    local step (``phi`` inside a round, ``x`` at its end)."""
     beta = 0.5 / local_steps if dual_step is None else dual_step
     W = _dense(W)
     x = np.array(x0, dtype=np.float64)
@@ -671,7 +671,7 @@ def led(W, x0, lr, grad_fn, T, local_steps=4, dual_step=None):
         phi = x.copy()
         for _ in range(local_steps):
             phi = phi - lr * _grad(grad_fn, phi) - beta * y
-            xs.append(x.copy())
+            xs.append(phi.copy())
         x = W @ phi
         y = y + phi - x
         xs[-1] = x.copy()

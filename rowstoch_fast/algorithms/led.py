@@ -19,7 +19,9 @@ class LED(LocalSteps, Optimizer):
         x_{r+1}   = W phi_tau                                   (a communication round)
         y_{r+1}   = y_r + phi_tau - x_{r+1}
 
-    The model ``x`` changes at the rounds' ends; the gradients are taken at ``phi`` (what ``ask`` returns).
+    The model ``x`` the optimizer shows is the node's current iterate, as for the other local-update methods:
+    ``phi_s`` inside a round, ``x_{r+1}`` after its last step (where the gradients are taken, what ``ask``
+    returns).
     Exact: the dual ``y`` removes the drift of heterogeneous data, so the models converge to the minimiser of
     ``(1/n) sum_i f_i`` with any ``tau`` (Theorem 1, strongly convex ``f``, ``lr`` and ``beta`` small enough).
     Gradients and communication are counted apart (``iteration`` counts gradient steps).
@@ -64,9 +66,9 @@ class LED(LocalSteps, Optimizer):
     matrices = ("W",)
     in_paper_preset = False
     in_robustness = False
-    state = ("x", "phi", "y")
+    state = ("x", "y")  # (x: phi inside a round, the mixed model at its end)
     hyper = ("lr", "local_steps", "dual_step")
-    scratch = 1
+    scratch = 2
 
     def __init__(self, W, x0, lr, backend="auto", *, local_steps=DEFAULT_LOCAL_STEPS, dual_step=None,
                  check_finite=True, comm=None, partition=None):
@@ -84,15 +86,15 @@ class LED(LocalSteps, Optimizer):
 
     def _advance(self, grad_fn, cur, nxt, t):
         ops = self._ops
-        (g,) = self._work
-        point = cur["x"] if self._round_starts(t) else cur["phi"]
-        g = self._gradient_read(grad_fn, point, g, t)
-        finite = ops.combine(nxt["phi"], [1.0, self._lr_coef(), -self.dual_step], [point, g, cur["y"]])
-        self._check_iterates(finite, t, nxt["phi"])
-        if not self._talks(t):
-            ops.combine(nxt["x"], [1.0], [cur["x"]], check=False)
+        g, w = self._work
+        g = self._gradient_read(grad_fn, cur["x"], g, t)
+        talks = self._talks(t)
+        phi = w if talks else nxt["x"]  # (phi_{s+1}: the round's last one is mixed into x)
+        finite = ops.combine(phi, [1.0, self._lr_coef(), -self.dual_step], [cur["x"], g, cur["y"]])
+        self._check_iterates(finite, t, phi)
+        if not talks:
             ops.combine(nxt["y"], [1.0], [cur["y"]], check=False)
             return
-        ops.mix(self.W, nxt["phi"], nxt["x"])
-        finite = ops.combine(nxt["y"], [1.0, 1.0, -1.0], [cur["y"], nxt["phi"], nxt["x"]])
+        ops.mix(self.W, phi, nxt["x"])  # x_{r+1} = W phi_tau
+        finite = ops.combine(nxt["y"], [1.0, 1.0, -1.0], [cur["y"], phi, nxt["x"]])
         self._check_iterates(finite, t, nxt["x"], nxt["y"])
