@@ -860,7 +860,13 @@ class Optimizer(AskTell, FailureHandling, Persistence):
         U = self._ops.user_array(U, "the regularizer's prox")
         if tuple(U.shape) != self._shape:
             raise ValueError(f"the regularizer's prox returned shape {tuple(U.shape)}, expected {self._shape}")
-        return self._ops.copy_in(dst, self._internal(U))
+        finite = self._ops.copy_in(dst, self._internal(U))
+        if finite is False:  # (its input was checked: the prox, not the step size, made the NaN / Inf)
+            row = int(np.flatnonzero(~np.isfinite(np.asarray(dst)).all(axis=1))[0])  # (this process's rows only:
+            node = row if self._ops.local_nodes is None else int(self._ops.local_nodes[row])  # no collective here)
+            raise ValueError(f"the regularizer {self.regularizer!r} returned NaN or Inf from finite input (node "
+                             f"{node}, iteration {self.iteration + 1}); the state stays at iteration {self.iteration}")
+        return finite
 
     @classmethod
     def build(cls, A, x0, lr, *, rounds=1, tracker="exact", backend="auto", **options):
