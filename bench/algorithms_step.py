@@ -110,7 +110,7 @@ def scipy_step(name, S, SC, s, lr, st, g):
     elif name == "wang-elia":
         u = st["x"] + st["z"]
         st["x"], st["z"] = st["x"] - 0.5 * (u - S @ u) - lr * g, st["z"] + 0.5 * (st["x"] - S @ st["x"])
-    elif name in ("local-dsgd", "k-gt", "led", "prox-skip"):  # (one gradient step per call, K = 4 per round)
+    elif name in ("local-dsgd", "k-gt", "led", "prox-skip", "dinno"):  # (one gradient step per call, K = 4)
         k, K = st["k"], 4
         talks = COINS[k % len(COINS)] if name == "prox-skip" else (k + 1) % K == 0
         if name == "local-dsgd":
@@ -131,6 +131,15 @@ def scipy_step(name, S, SC, s, lr, st, g):
                 st["y"] = st["y"] + phi - st["x"]
             else:
                 st["x"] = phi
+        elif name == "dinno":  # (rho = 0.5; a round starts with its communication)
+            if k % K == 0:
+                st["wx"] = S @ st["x"]
+                st["p"] = st["p"] + 0.5 * (st["x"] - st["wx"])
+                st["x_round"] = st["x"]
+            wii = S.diagonal()[:, None]
+            d = 1.0 - wii
+            q = g + st["p"] + 0.5 * (2 * d * st["x"] - (d - wii) * st["x_round"] - st["wx"])
+            st["x"] = st["x"] - lr * q
         else:
             z = st["x"] - lr * g - st["y"]
             if talks:

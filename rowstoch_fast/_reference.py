@@ -739,6 +739,27 @@ def admm(W, x0, lr, grad_fn, T, prox=None):
     return xs[:T + 1]
 
 
+@twin("dinno")
+def dinno(W, x0, lr, grad_fn, T, local_steps=4, penalty=0.5):
+    """DiNNO (Yu, Vincent & Schwager 2022, Algorithm 1) with link weights ``w_ij``: per round ``p += rho sum_j w_ij
+    (x_i - x_j)``, then ``B`` steps ``psi -= lr (g(psi) + p + 2 rho sum_j w_ij (psi_i - (x_i + x_j) / 2))`` from
+    ``psi = x``; ``x = psi``; ``p_0 = 0``; the iterate after every local step."""
+    W = _dense(W)
+    off = W - np.diag(np.diag(W))
+    d = off.sum(1)[:, None]
+    x = np.array(x0, dtype=np.float64)
+    p = np.zeros_like(x)
+    xs = [x.copy()]
+    while len(xs) <= T:
+        p = p + penalty * (d * x - off @ x)
+        psi = x.copy()
+        for _ in range(local_steps):
+            psi = psi - lr * (_grad(grad_fn, psi) + p + 2 * penalty * (d * psi - (d * x + off @ x) / 2))
+            xs.append(psi.copy())
+        x = psi
+    return xs[:T + 1]
+
+
 # ---------------------------------------------------------------- proximal methods (composite problems)
 def _prox_of(prox, lr):
     """``v -> prox(v, lr)``, or the identity without a ``prox`` (``r = 0``)."""

@@ -11,7 +11,7 @@ from rowstoch_fast.algorithms import REGISTRY
 from rowstoch_fast.network import Sleepy
 from rowstoch_fast.objectives import LeastSquares, Quadratic
 
-LOCAL = ["local-dsgd", "k-gt", "led"]
+LOCAL = ["local-dsgd", "k-gt", "led", "dinno"]
 
 
 def heterogeneous(n=10, d=3, seed=0):
@@ -42,6 +42,7 @@ def test_with_one_local_step_local_dsgd_is_dsgd_and_k_gt_is_gradient_tracking():
 
 @pytest.mark.parametrize("name,options", [("k-gt", {"local_steps": 5}), ("led", {"local_steps": 5}),
                                           ("prox-skip", {"comm_probability": 0.2}), ("dlm", {"penalty": 2.0}),
+                                          ("dinno", {"local_steps": 5, "penalty": 1.0}),
                                           ("wang-elia", {})])
 def test_exact_methods_reach_the_minimiser_despite_heterogeneous_data(name, options):
     f, W, _ = heterogeneous(seed=1)
@@ -202,3 +203,25 @@ def test_local_methods_read_a_varying_network_by_round(name, monkeypatch):
     delayed = run(cls.build(Delayed(W, 3, delay="fixed"), x0, 0.02, **options), f.full_gradient, 20)
     plain = run(cls.build(W, x0, 0.02, **options), f.full_gradient, 20)
     assert np.abs(delayed.x - plain.x).max() > 1e-3
+
+
+def test_dinno_on_scaled_weights_is_the_unweighted_dinno():
+    """The reference's (and decent-bench's documented) DiNNO, unweighted neighbour sums and penalty rho, is DiNNO
+    on W = I - L / kappa with penalty kappa rho."""
+    A = topology.erdos_renyi(9, 0.4, seed=5, directed=False)
+    adj = ((A.toarray() > 0) & ~np.eye(9, dtype=bool)).astype(float)
+    deg = adj.sum(1)[:, None]
+    kappa = deg.max() + 1
+    W = MixingMatrix(np.eye(9) - (np.diag(deg[:, 0]) - adj) / kappa)
+    f, _, x0 = heterogeneous(n=9, seed=4)
+    rho, lr, B = 0.5, 0.05, 3
+    x, p = x0.copy(), np.zeros_like(x0)
+    ours = rf.DiNNO(W, x0, lr, local_steps=B, penalty=kappa * rho)
+    for _ in range(40):
+        p = p + rho * (deg * x - adj @ x)
+        psi = x.copy()
+        for _ in range(B):
+            psi = psi - lr * (f.full_gradient(psi) + p + 2 * rho * (deg * psi - (deg * x + adj @ x) / 2))
+        x = psi
+    run(ours, f.full_gradient, 40 * B)
+    assert np.abs(ours.x - x).max() < 1e-12 and ours.communication_rounds == 40
