@@ -30,7 +30,14 @@ class FailureHandling:
         a delayed history) is the run's divergence, not an error of ``grad_fn`` (an objective refuses a
         non-finite X). On the host only (a device's checks are deferred: its gradients carry the NaN to them)."""
         if self.check_finite and self._ops.xp is np:
+            if self.__dict__.get("_verified") == (id(x_buf), iteration):  # (the step before checked this block last)
+                return
             self._verify(self._ops.is_finite(x_buf), lambda: self._iterate_error(iteration - 1, x_buf))
+
+    def _verified_last(self, finite, block, iteration):
+        """Record that ``block``, the model of iteration ``iteration``, was last written by a combine whose check
+        found it finite (``finite`` True, not deferred): the next step's :meth:`_check_point` skips its pass."""
+        self._verified = (id(block), iteration) if finite is True else None
 
     def _gradient(self, grad_fn, x_buf, out, iteration):
         """``out <- grad_fn(x_buf)`` (collective under MPI); DivergenceError on NaN/Inf."""

@@ -119,3 +119,4 @@ class DiNNO(LocalSteps, Optimizer):
                     [q, cur["x"], nxt["x_round"], nxt["wx"]], check=False)
         finite = ops.combine(nxt["x"], [1.0, self._lr_coef()], [cur["x"], q])
         self._check_iterates(finite, t, nxt["x"])
+        self._verified_last(finite, nxt["x"], t + 1)

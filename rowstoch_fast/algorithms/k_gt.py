@@ -107,6 +107,7 @@ class KGT(LocalSteps, Optimizer):
         self._check_iterates(finite, t, nxt["x"])
         if not self._talks(t):
             ops.combine(nxt["c"], [1.0], [cur["c"]], check=False)
+            self._verified_last(finite, nxt["x"], t + 1)
             return
         inv = self._inverse_rate(1.0 / self.local_steps)
         ops.combine(u, [1.0, -1.0], [nxt["x_round"], nxt["x"]], check=False)  # u = x_r - x_local

@@ -94,6 +94,7 @@ class LED(LocalSteps, Optimizer):
         self._check_iterates(finite, t, phi)
         if not talks:
             ops.combine(nxt["y"], [1.0], [cur["y"]], check=False)
+            self._verified_last(finite, nxt["x"], t + 1)
             return
         ops.mix(self.W, phi, nxt["x"])  # x_{r+1} = W phi_tau
         finite = ops.combine(nxt["y"], [1.0, 1.0, -1.0], [cur["y"], phi, nxt["x"]])

@@ -87,6 +87,7 @@ class LocalDSGD(LocalSteps, Optimizer):
         if not self._talks(t):  # a local step: x_{t+1} = x_t - lr g
             finite = self._ops.combine(nxt["x"], [1.0, self._lr_coef()], [cur["x"], g])
             self._check_iterates(finite, t, nxt["x"])
+            self._verified_last(finite, nxt["x"], t + 1)
             return
         finite = self._ops.combine(v, [1.0, self._lr_coef()], [cur["x"], g])
         self._check_iterates(finite, t, v)

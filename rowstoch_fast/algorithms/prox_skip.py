@@ -151,8 +151,9 @@ class ProxSkip(Optimizer):
         finite = ops.combine(z, [1.0, self._lr_coef(), -1.0], [cur["x"], g, cur["y"]])
         self._check_iterates(finite, t, z)
         if not self._talks(t):
-            ops.combine(nxt["x"], [1.0], [z], check=False)
+            ops.combine(nxt["x"], [1.0], [z], check=False)  # (a copy of the checked z)
             ops.combine(nxt["y"], [1.0], [cur["y"]], check=False)
+            self._verified_last(finite, nxt["x"], t + 1)
             return
         ops.mix(self.W, z, wz)
         a = 0.5 / self.chi

@@ -200,9 +200,22 @@ bool combine_general(std::int64_t n, std::int64_t w, int K, const T* const X[], 
     return bad == 0;
 }
 
-// Row of the first NaN/Inf in an n x w block, or -1.
+// Row of the first NaN/Inf in an n x w block, or -1.  One branch-free pass over the whole block, threaded
+// and vectorised (v - v is 0 for every finite v, NaN for NaN and +-Inf), as combine() checks its output; the
+// row is looked for only where that pass found one (the rare case: a diverging run).
 template <class T>
 std::int64_t first_nonfinite_row(const T X[], std::int64_t n, std::int64_t w) {
+    int bad = 0;
+    const std::int64_t len = n * w;
+    for_range(len, threads_for(len), [&](std::int64_t lo, std::int64_t hi) {
+        T flag = 0;
+        for (std::int64_t j = lo; j < hi; ++j) {
+            const T v = X[j];
+            flag = (v - v == T(0)) ? flag : T(1);
+        }
+        if (flag != T(0)) raise_flag(bad);
+    });
+    if (bad == 0) return -1;
     for (std::int64_t i = 0; i < n; ++i)
         for (std::int64_t c = 0; c < w; ++c)
             if (!std::isfinite(X[i * w + c])) return i;
