@@ -1026,6 +1026,34 @@ def gt_saga(W, x0, lr, grad_fn, T, sample_grad=None, samples=1, draw=None):
     return xs
 
 
+@twin("gt-saga-atc")
+def gt_saga_atc(W, x0, lr, grad_fn, T, sample_grad=None, samples=1, draw=None):
+    """GT-SAGA adapt-then-combine (decent-bench 0.3.0's form): ``g = grad f_is(x) - z_is + mean(z)`` (draw ``2k``),
+    ``y+ = W (y + g - g_prev)``, ``x+ = W (x - lr y+)``, then ``z_is' = grad f_is'(x+)`` (draw ``2k + 1``); the table
+    at ``x0``, ``y0 = g_{-1} = 0``. Arguments as :func:`gt_saga`'s."""
+    Wd = _dense(W)
+    x = np.array(x0, dtype=np.float64)
+    if sample_grad is None:
+        sample_grad, samples = (lambda X, idx: grad_fn(X)), 1
+    if draw is None:
+        draw = lambda k: np.zeros(x.shape[:-1], dtype=np.int64)  # noqa: E731
+    table = [np.array(sample_grad(x.copy(), np.full(x.shape[:-1], s)), dtype=np.float64) for s in range(samples)]
+    y, g_prev = np.zeros_like(x), np.zeros_like(x)
+    xs = [x.copy()]
+    for k in range(T):
+        idx = draw(2 * k)
+        g = np.asarray(sample_grad(x.copy(), idx)) - np.choose(idx[..., None], table) + np.mean(table, axis=0)
+        y = Wd @ (y + g - g_prev)
+        x = Wd @ (x - lr * y)
+        g_prev = g
+        idx2 = draw(2 * k + 1)
+        fresh = np.asarray(sample_grad(x.copy(), idx2), dtype=np.float64)
+        for s in range(samples):
+            table[s] = np.where((idx2 == s)[..., None], fresh, table[s])
+        xs.append(x.copy())
+    return xs
+
+
 @twin("gt-svrg")
 def gt_svrg(W, x0, lr, grad_fn, T, sample_grad=None, samples=1, draw=None, snapshot_every=0):
     """GT-SVRG (Xin, Khan & Kar 2020): ``x+ = W x - lr y``; every ``snapshot_every`` iterations (default

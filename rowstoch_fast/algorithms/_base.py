@@ -191,6 +191,9 @@ class Optimizer(AskTell, FailureHandling, Persistence):
     silent_iterations = 0
     #: The first iterations that take no gradient (DLM's iteration 0 only sends ``x_0``): not counted as samples.
     gradient_free_iterations = 0
+    #: Gossip rounds one iteration needs one after the other (a tracker mixed before the model uses it: 2), on
+    #: top of a multi-round method's ``rounds``; counted in :attr:`communication_rounds` and the harness's budget.
+    phases = 1
     #: No step size makes it diverge on a convex problem (ADMM: any ``lr > 0`` converges); only non-finite values
     #: from the oracle do.
     stable_for_any_lr = False
@@ -489,7 +492,7 @@ class Optimizer(AskTell, FailureHandling, Persistence):
     def communication_rounds(self):
         """Gossip rounds used so far (``rounds`` per iteration, counted as the paper does; the first
         :attr:`silent_iterations` send nothing)."""
-        return self._talking_iterations() * self.rounds
+        return self._talking_iterations() * self.rounds * self.phases
 
     def _network_time(self, t):
         """The time a time-varying network is read at (its matrix, losses, sleep, delays) in iteration ``t``: ``t``
@@ -504,9 +507,9 @@ class Optimizer(AskTell, FailureHandling, Persistence):
     @classmethod
     def iterations_for(cls, budget, rounds=1, options=None):
         """The iterations a budget of ``budget`` communication rounds allows with ``rounds`` gossip rounds per
-        iteration (``options``: the constructor's, e.g. a local-update method's number of local steps): what
-        ``rowstoch compare`` runs each method for."""
-        return budget // rounds
+        iteration (and the class's :attr:`phases`; ``options``: the constructor's, e.g. a local-update method's
+        number of local steps): what ``rowstoch compare`` runs each method for."""
+        return budget // (rounds * cls.phases)
 
     def _talking_iterations(self):
         """Iterations so far that sent messages (all but the first :attr:`silent_iterations`)."""
