@@ -3,8 +3,6 @@ finite-sum (nonconvex) objectives."""
 
 from __future__ import annotations
 
-import numpy as np
-
 from .._checks import check_int
 from ._base import Optimizer
 from .gt_saga import GTSAGA
@@ -83,15 +81,10 @@ class GTSARAH(Optimizer):
         return {"lr": self.lr, "inner_steps": self.inner_steps}
 
     _oracle = GTSAGA._oracle
-
-    def _save_extra(self):
-        return {"samples_per_node": np.array(self._m if self._m is not None else 0)}
-
-    def _load_extra(self, state):
-        m = int(np.asarray(state.get("samples_per_node", 0)))
-        self._m = m or None
     _traffic_per_iteration = GTSAGA._traffic_per_iteration
     _full_gradient = GTSVRG._full_gradient
+    _save_extra = GTSVRG._save_extra  # (m, the samples per node, saved with the state)
+    _load_extra = GTSVRG._load_extra
 
     def _cycle(self, oracle=None):
         """``q + 1``, the iterations of an outer loop."""

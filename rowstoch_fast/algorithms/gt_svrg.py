@@ -87,13 +87,15 @@ class GTSVRG(Optimizer):
 
     _oracle = GTSAGA._oracle
 
+    _traffic_per_iteration = GTSAGA._traffic_per_iteration
+
     def _save_extra(self):
+        """``m``, the samples per node (what ``samples_drawn`` counts the snapshots with)."""
         return {"samples_per_node": np.array(self._m if self._m is not None else 0)}
 
     def _load_extra(self, state):
         m = int(np.asarray(state.get("samples_per_node", 0)))
         self._m = m or None
-    _traffic_per_iteration = GTSAGA._traffic_per_iteration
 
     def _period(self, oracle=None):
         """``T``: ``snapshot_every``, or the samples per node."""
