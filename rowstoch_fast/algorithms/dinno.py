@@ -22,8 +22,10 @@ class DiNNO(LocalSteps, Optimizer):
         x_{r+1}   = psi_B
 
     (``2 rho sum_j w_ij (psi - (x_i + x_j) / 2) = rho (2 d_i psi - d_i x_i - (W x)_i + w_ii x_i)``). The model the
-    optimizer shows is the current iterate ``psi``. decent-bench's DiNNO (the unweighted neighbour sums, ``rho``)
-    is this class on ``W = I - L / kappa`` with ``penalty = kappa rho``. Converges to the minimiser of
+    optimizer shows is the current iterate ``psi``. decent-bench's DiNNO as documented (the unweighted neighbour
+    sums, ``rho``) is this class on ``W = I - L / kappa`` with ``penalty = kappa rho``, its round ``r`` this class's
+    iteration ``r B`` (equal to 1e-14 over 1,000 rounds with its sums done out of place: decent-bench 0.3.0's
+    shipped DiNNO adds received messages in place and diverges; bench/decent_bench_vr.py). Converges to the minimiser of
     ``(1/n) sum_i f_i`` for convex ``f_i`` when the local steps solve the local problems well enough (``lr`` small,
     ``B`` large enough); the reference trains neural networks with it. Gradients and rounds are counted apart, as
     for :class:`~rowstoch_fast.LocalDSGD`.
