@@ -148,10 +148,12 @@ class ProxSkip(Optimizer):
         ops = self._ops
         g, z, wz = self._work
         g = self._gradient_read(grad_fn, cur["x"], g, t)
+        talks = self._talks(t)
+        if not talks:
+            z = nxt["x"]  # (a local step: x_{t+1} = z_t, written where it stays)
         finite = ops.combine(z, [1.0, self._lr_coef(), -1.0], [cur["x"], g, cur["y"]])
         self._check_iterates(finite, t, z)
-        if not self._talks(t):
-            ops.combine(nxt["x"], [1.0], [z], check=False)  # (a copy of the checked z)
+        if not talks:
             ops.combine(nxt["y"], [1.0], [cur["y"]], check=False)
             self._verified_last(finite, nxt["x"], t + 1)
             return
