@@ -41,56 +41,25 @@ from dataclasses import dataclass
 import networkx as nx
 import numpy as np
 
-try:
-    from decent_array import interoperability as iop
+import os
+import sys
 
-    iop.set_backend("numpy", "cpu")
-    import decent_bench.algorithms.p2p as dbp
-    import decent_bench.algorithms.p2p._prox_skip as db_prox_skip_module
-    from decent_bench.agents import Agent
-    from decent_bench.costs import LinearRegressionCost
-    from decent_bench.networks import P2PNetwork
-except ImportError as exc:  # pragma: no cover - environment guard
-    raise SystemExit(f"needs decent-bench (Python >= 3.13): {exc}") from exc
+sys.path.insert(0, os.path.dirname(__file__))
+from _decent_bench import CHECKPOINTS, dbp, db_x, grad_fn_for, iop, make_network, make_problem  # noqa: E402
+
+import decent_bench.algorithms.p2p._prox_skip as db_prox_skip_module  # noqa: E402
 
 import rowstoch_fast as rsf
 
-CHECKPOINTS = (1, 10, 100, 1000)
 
 
 # ---------------------------------------------------------------------------------------------------------
 # problem (as in decent_bench_prox.py)
 # ---------------------------------------------------------------------------------------------------------
-def make_problem(n: int, d: int, m: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    A = rng.standard_normal((n, m, d))
-    x_true = np.where(rng.random(d) < 0.5, 0.0, rng.standard_normal(d))
-    b = np.einsum("imd,d->im", A, x_true) + 0.5 * rng.standard_normal((n, m))
-    X0 = rng.standard_normal((n, d))
-    return A, b, X0
 
 
-def grad_fn_for(A: np.ndarray, b: np.ndarray):
-    m = A.shape[1]
-
-    def grad(X: np.ndarray) -> np.ndarray:  # row i: (1/m) A_i^T (A_i x_i - b_i)
-        return np.einsum("imd,im->id", A, np.einsum("imd,id->im", A, X) - b) / m
-
-    return grad
 
 
-def make_network(A: np.ndarray, b: np.ndarray, W: np.ndarray) -> P2PNetwork:
-    n, m, _ = A.shape
-    agents = [
-        Agent(LinearRegressionCost([(iop.from_numpy(A[i, k]), iop.from_numpy(b[i, k : k + 1])) for k in range(m)]))
-        for i in range(n)
-    ]
-    net = P2PNetwork(nx.cycle_graph(n), agents)  # node k of the cycle <-> agents[k] <-> row k of W
-    default_W = np.asarray(iop.to_numpy(net.weights))
-    if not np.allclose(default_W, W, atol=1e-15):
-        print(f"  note: decent-bench's default W differs from ours by {np.max(np.abs(default_W - W)):.2e}; using ours")
-    net.weights = iop.from_numpy(W)
-    return net
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -125,8 +94,6 @@ class _CoinRandom:
 # ---------------------------------------------------------------------------------------------------------
 # runners
 # ---------------------------------------------------------------------------------------------------------
-def db_x(net: P2PNetwork) -> np.ndarray:
-    return np.stack([np.asarray(iop.to_numpy(a.x), dtype=float) for a in net.agents()])
 
 
 def run_db(make_alg, A, b, W, X0, rounds: int, before=lambda: None) -> tuple[dict[int, np.ndarray], float]:

@@ -38,33 +38,22 @@ from dataclasses import dataclass
 import networkx as nx
 import numpy as np
 
-try:
-    from decent_array import interoperability as iop
+import os
+import sys
 
-    iop.set_backend("numpy", "cpu")
-    import decent_bench.algorithms.p2p as dbp
-    from decent_bench.agents import Agent
-    from decent_bench.costs import LinearRegressionCost
-    from decent_bench.networks import P2PNetwork
-except ImportError as exc:  # pragma: no cover - environment guard
-    raise SystemExit(f"needs decent-bench (Python >= 3.13): {exc}") from exc
+sys.path.insert(0, os.path.dirname(__file__))
+from _decent_bench import (CHECKPOINTS, LinearRegressionCost, P2PNetwork, dbp, db_x, iop,  # noqa: E402
+                           make_problem)
+from _decent_bench import make_network as _make_network  # noqa: E402
 
 import rowstoch_fast as rsf
 from rowstoch_fast.objectives import LeastSquares, draw_samples
 
-CHECKPOINTS = (1, 10, 100, 1000)
 
 
 # ---------------------------------------------------------------------------------------------------------
 # problem (as in decent_bench_prox.py)
 # ---------------------------------------------------------------------------------------------------------
-def make_problem(n: int, d: int, m: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    A = rng.standard_normal((n, m, d))
-    x_true = np.where(rng.random(d) < 0.5, 0.0, rng.standard_normal(d))
-    b = np.einsum("imd,d->im", A, x_true) + 0.5 * rng.standard_normal((n, m))
-    X0 = rng.standard_normal((n, d))
-    return A, b, X0
 
 
 class DrawnLinearRegressionCost(LinearRegressionCost):
@@ -91,19 +80,13 @@ class DrawnLinearRegressionCost(LinearRegressionCost):
 
 
 def make_network(A: np.ndarray, b: np.ndarray, W: np.ndarray, draws: np.ndarray | None = None) -> P2PNetwork:
-    """``draws``: (K, n) sample indices, column i for agent i (then batch size 1 with those batches)."""
-    n, m, _ = A.shape
+    """The shared network; ``draws``: (K, n) sample indices, column i for agent i (then batch size 1 with those
+    batches)."""
+    if draws is None:
+        return _make_network(A, b, W)
+    return _make_network(A, b, W, cost=lambda i, data: DrawnLinearRegressionCost(data, draws[:, i]))
 
-    def cost(i):
-        data = [(iop.from_numpy(A[i, k]), iop.from_numpy(b[i, k : k + 1])) for k in range(m)]
-        return LinearRegressionCost(data) if draws is None else DrawnLinearRegressionCost(data, draws[:, i])
 
-    net = P2PNetwork(nx.cycle_graph(n), [Agent(cost(i)) for i in range(n)])
-    default_W = np.asarray(iop.to_numpy(net.weights))
-    if not np.allclose(default_W, W, atol=1e-15):
-        print(f"  note: decent-bench's default W differs from ours by {np.max(np.abs(default_W - W)):.2e}; using ours")
-    net.weights = iop.from_numpy(W)
-    return net
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -140,8 +123,6 @@ class DiNNOOutOfPlace(dbp.DiNNO):
 # ---------------------------------------------------------------------------------------------------------
 # runners
 # ---------------------------------------------------------------------------------------------------------
-def db_x(net: P2PNetwork) -> np.ndarray:
-    return np.stack([np.asarray(iop.to_numpy(a.x), dtype=float) for a in net.agents()])
 
 
 def run_db(make_alg, make_net, X0, steps: int, checkpoints) -> tuple[dict[int, np.ndarray], float]:
