@@ -2,7 +2,10 @@
 
 Nothing is downloaded: scikit-learn's bundled digits need no file, and MNIST (the four IDX files in LeCun's or
 torchvision's layout, gzipped or not, or Keras's ``mnist.npz``) and CIFAR-10 (the binary or the "python version"
-batches) are read from a folder the user already has.
+batches) are read from a folder the user already has. :func:`load_dataset` reads any other data set (arrays,
+``.npz`` / ``.npy`` / ``.csv`` / LIBSVM files, a PyTorch-style dataset); the splits (IID, stratified, Dirichlet,
+label quantity, shards, skewed sizes) give each node its samples, and :func:`node_arrays` stacks them node by
+node as the objectives take them.
 
 Examples
 --------
@@ -16,18 +19,23 @@ True
 
 from __future__ import annotations
 
+import bz2
+import csv
 import gzip
 import io
 import os
 import pickle
+import warnings
 import zipfile
 import zlib
 
 import numpy as np
 
-from ._checks import check_int, check_positive_float, make_rng
+from ._checks import check_int, check_positive_float, make_rng, require_memory
 
-__all__ = ["iid_split", "dirichlet_split", "shard_split", "load_digits", "load_mnist", "load_cifar10", "synthetic_cifar10", "MNIST_LAYOUTS"]
+__all__ = ["iid_split", "stratified_split", "dirichlet_split", "label_quantity_split", "shard_split",
+           "size_skewed_split", "node_arrays", "load_dataset", "load_digits", "load_mnist", "load_cifar10",
+           "synthetic_cifar10", "MNIST_LAYOUTS"]
 
 
 def iid_split(num_samples, n, seed=0):
@@ -117,6 +125,294 @@ def shard_split(labels, n, shards_per_node=2):
     order = np.argsort(labels, kind="stable")
     shards = order[:size * count].reshape(count, size)
     return [np.sort(shards[i::n].ravel()) for i in range(n)]
+
+
+def _apportion(total, weights):
+    """Integer counts summing to ``total`` in proportion to ``weights`` (the largest remainders round up, ties to
+    the lower index). Exact for integer weights: then no count exceeds its weight when ``total <= sum(weights)``."""
+    w = np.asarray(weights)
+    if w.dtype.kind in "iu":
+        s = int(w.sum())
+        num = [int(v) * total for v in w]
+        counts = np.array([v // s for v in num], dtype=np.int64)
+        frac = np.array([(v % s) / s for v in num])
+    else:
+        q = w * (total / w.sum())
+        counts = np.floor(q).astype(np.int64)
+        frac = q - counts
+    counts[np.argsort(-frac, kind="stable")[:total - int(counts.sum())]] += 1
+    return counts
+
+
+def _by_class(labels):
+    """The classes of ``labels`` (sorted) and the indices of each, in one stable sort."""
+    classes, counts = np.unique(labels, return_counts=True)
+    return classes, np.split(np.argsort(labels, kind="stable"), np.cumsum(counts)[:-1])
+
+
+def stratified_split(labels, n, seed=0):
+    """Stratified split: every node gets ``len(labels) // n`` samples (the remainder, fewer than ``n``, is
+    dropped) with each class in its global proportion, the classes' samples shuffled.
+
+    Node ``i`` holds ``c_i`` samples of a class of ``m`` samples with ``|c_i - m * per / len(labels)| < 1``
+    (``per = len(labels) // n``): the nodes' counts of a class differ by one at most. The homogeneous (IID)
+    reference of the label-skewed splits, without the sampling noise of :func:`iid_split`.
+
+    Parameters
+    ----------
+    labels : array_like of int, shape (m,)
+        The class of each sample.
+    n : int
+        Number of nodes.
+    seed : int, optional
+        Seeds the shuffles (the same seed, the same split).
+
+    Returns
+    -------
+    list of ndarray
+        The sample indices of each node (sorted), disjoint, ``len(labels) // n`` each.
+
+    Raises
+    ------
+    ValueError
+        Fewer samples than nodes.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> labels = np.repeat([0, 1, 2], [30, 20, 10])
+    >>> parts = stratified_split(labels, 5, seed=0)
+    >>> [np.bincount(labels[p]).tolist() for p in parts]
+    [[6, 4, 2], [6, 4, 2], [6, 4, 2], [6, 4, 2], [6, 4, 2]]
+    """
+    labels = _check_labels(labels)
+    n = check_int(n, "n", minimum=1)
+    per = len(labels) // n
+    if per == 0:
+        raise ValueError(f"{len(labels)} samples cannot give each of {n} nodes one")
+    rng = make_rng(seed)
+    classes, groups = _by_class(labels)
+    keep = _apportion(n * per, np.array([len(g) for g in groups]))
+    dealt = np.concatenate([rng.permutation(g)[:k] for g, k in zip(groups, keep)])
+    owner = rng.permutation(n)  # (which node gets the extra sample of a class that does not divide evenly)
+    return [np.sort(dealt[owner[i]::n]) for i in range(n)]
+
+
+def label_quantity_split(labels, n, classes_per_node, seed=0):
+    """Label-quantity skew, the "#C=k" split (Li et al., 2022, "Federated learning on non-IID data silos: an
+    experimental study"): each node holds exactly ``classes_per_node`` classes, node ``i`` class ``i mod C``
+    of the ``C`` classes (in a shuffled order, so that ``n >= C`` nodes cover them all) and the rest drawn at
+    random; each class's samples are shuffled and cut into equal parts (within one), one per node holding it.
+
+    Sizes differ from node to node; a class no node drew is not used (only when ``n * classes_per_node`` is
+    small), every other sample is. Give the objectives equal parts with :func:`node_arrays` (``equalize=
+    "truncate"``).
+
+    Parameters
+    ----------
+    labels, n, seed
+        As in :func:`stratified_split`.
+    classes_per_node : int
+        ``k``, the classes each node holds (1 .. the number of classes).
+
+    Returns
+    -------
+    list of ndarray
+        The sample indices of each node (sorted), disjoint.
+
+    Raises
+    ------
+    ValueError
+        ``classes_per_node`` above the number of classes, or a class with fewer samples than the nodes that
+        drew it (the message names it).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> labels = np.repeat(np.arange(10), 20)
+    >>> parts = label_quantity_split(labels, 8, classes_per_node=2, seed=0)
+    >>> [len(np.unique(labels[p])) for p in parts]
+    [2, 2, 2, 2, 2, 2, 2, 2]
+    """
+    labels = _check_labels(labels)
+    n = check_int(n, "n", minimum=1)
+    k = check_int(classes_per_node, "classes_per_node", minimum=1)
+    classes, groups = _by_class(labels)
+    C = len(classes)
+    if k > C:
+        raise ValueError(f"classes_per_node = {k} exceeds the {C} classes in labels")
+    rng = make_rng(seed)
+    order = rng.permutation(C)
+    held = np.zeros((n, C), dtype=bool)
+    for i in range(n):
+        first = order[i % C]
+        held[i, first] = True
+        held[i, rng.choice(np.delete(np.arange(C), first), k - 1, replace=False)] = True
+    holders = held.sum(axis=0)
+    short = np.flatnonzero(holders > np.array([len(g) for g in groups]))
+    if len(short):
+        c = short[0]
+        raise ValueError(f"class {classes[c].item()!r} has {len(groups[c])} samples, fewer than the {holders[c]} "
+                         f"nodes that drew it: lower n or classes_per_node")
+    parts = [[np.zeros(0, dtype=np.int64)] for _ in range(n)]
+    for c, g in enumerate(groups):
+        nodes = np.flatnonzero(held[:, c])
+        for i, chunk in zip(nodes, np.array_split(rng.permutation(g), max(len(nodes), 1))):
+            parts[i].append(chunk)
+    return [np.sort(np.concatenate(p)) for p in parts]
+
+
+def size_skewed_split(num_samples, n, power=None, *, alpha=None, min_size=1, seed=0):
+    """Quantity skew: unequal numbers of samples per node, each a uniform draw (IID labels); every sample used.
+
+    The sizes are ``min_size`` plus the rest shared in proportion to ``1, 2^-power, 3^-power, ...`` (a power
+    law; ``power=0`` is equal sizes) given to the nodes in a random order, or, with ``alpha``, to shares drawn
+    from ``Dirichlet(alpha)`` (the quantity skew of Li et al., 2022; small ``alpha``: a few nodes hold most).
+
+    The objectives give every node the same number of rows: pass these parts to :func:`node_arrays` with
+    ``equalize="truncate"`` (each node keeps as many as the smallest holds), or use them in a simulator of
+    your own.
+
+    Parameters
+    ----------
+    num_samples : int
+        The samples ``0 .. num_samples - 1`` to share.
+    n : int
+        Number of nodes.
+    power : float, optional
+        The power law's exponent (>= 0; 1.0 when neither it nor ``alpha`` is given).
+    alpha : float, optional
+        Dirichlet concentration (> 0) instead of the power law.
+    min_size : int, default 1
+        The fewest samples a node gets.
+    seed : int, optional
+        Seeds the order, the shares and the shuffle (the same seed, the same split).
+
+    Returns
+    -------
+    list of ndarray
+        The sample indices of each node (sorted), disjoint, together all ``num_samples``.
+
+    Raises
+    ------
+    ValueError
+        Both ``power`` and ``alpha`` given, or fewer than ``n * min_size`` samples.
+
+    Examples
+    --------
+    >>> parts = size_skewed_split(100, 4, power=1.0, seed=0)
+    >>> sorted(len(p) for p in parts)
+    [13, 16, 24, 47]
+    >>> sum(len(p) for p in size_skewed_split(100, 4, alpha=0.5, seed=0))
+    100
+    """
+    num_samples = check_int(num_samples, "num_samples", minimum=0)
+    n = check_int(n, "n", minimum=1)
+    min_size = check_int(min_size, "min_size", minimum=0)
+    if power is not None and alpha is not None:
+        raise ValueError("give power (a power law) or alpha (Dirichlet shares), not both")
+    if min_size * n > num_samples:
+        raise ValueError(f"{num_samples} samples cannot give each of {n} nodes {min_size}")
+    rng = make_rng(seed)
+    if alpha is None:
+        power = 1.0 if power is None else check_positive_float(power, "power", allow_zero=True)
+        shares = rng.permutation(np.arange(1, n + 1, dtype=np.float64) ** -power)
+    else:
+        shares = rng.dirichlet(np.full(n, check_positive_float(alpha, "alpha")))
+        if not (np.all(np.isfinite(shares)) and shares.sum() > 0):  # (every share underflowed: tiny alpha)
+            shares = np.eye(n)[rng.integers(n)]
+    sizes = min_size + _apportion(num_samples - n * min_size, shares)
+    perm = rng.permutation(num_samples)
+    return [np.sort(p) for p in np.split(perm, np.cumsum(sizes)[:-1])]
+
+
+#: What :func:`node_arrays` does with parts of unequal sizes.
+_EQUALIZE = ("error", "truncate")
+
+
+def node_arrays(X, y, parts, equalize="error", seed=0):
+    """The samples of each node stacked node by node, as the objectives take them: ``(H, Y)`` with node ``i``
+    owning rows ``i M .. (i+1) M - 1`` (``M`` samples each) of ``H = X[...]`` and ``Y = y[...]``.
+
+    :class:`~rowstoch_fast.objectives.LogisticL2`, :class:`~rowstoch_fast.objectives.NonconvexLogistic` and
+    :class:`~rowstoch_fast.objectives.LeastSquares` give every node the same number of rows; parts of unequal
+    sizes (:func:`label_quantity_split`, :func:`size_skewed_split`, :func:`dirichlet_split`) need
+    ``equalize="truncate"``. (The logistic objectives take labels in {-1, +1}: map class ids yourself, e.g.
+    ``np.where(Y == 0, -1.0, 1.0)``.)
+
+    Parameters
+    ----------
+    X : array_like, shape (m, ...)
+        Features, one row (or array) per sample.
+    y : array_like, shape (m,)
+        Labels.
+    parts : sequence of array_like of int
+        The sample indices of each node (what the splits return).
+    equalize : {"error", "truncate"}, default "error"
+        Parts of unequal sizes: refused, naming the smallest and the largest (``"error"``), or cut to the
+        smallest's size, each keeping a random subset (``seed``) in its order (``"truncate"``).
+    seed : int, optional
+        Seeds the subsets ``"truncate"`` keeps.
+
+    Returns
+    -------
+    H : ndarray, shape (n * M, ...)
+    Y : ndarray, shape (n * M,)
+
+    Raises
+    ------
+    ValueError
+        Unequal parts with ``equalize="error"``, an empty part, an index out of range, lengths of ``X`` and
+        ``y`` that differ.
+    TypeError
+        Indices that are not integers.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rowstoch_fast.objectives import LeastSquares
+    >>> rng = np.random.default_rng(0)
+    >>> X, y = rng.normal(size=(100, 3)), rng.integers(0, 4, 100)
+    >>> H, Y = node_arrays(X, y, stratified_split(y, 4, seed=0))
+    >>> H.shape, Y.shape, LeastSquares(H, Y, n=4).M
+    ((100, 3), (100,), 25)
+    >>> H, Y = node_arrays(X, y, size_skewed_split(100, 4, seed=0), equalize="truncate")
+    >>> H.shape
+    (52, 3)
+    """
+    X, y = np.asarray(X), np.asarray(y)
+    if X.ndim == 0 or y.ndim != 1:
+        raise ValueError(f"X must hold one row per sample and y be 1-D, got shapes {X.shape} and {y.shape}")
+    if len(X) != len(y):
+        raise ValueError(f"X has {len(X)} samples but y has {len(y)} labels")
+    if equalize not in _EQUALIZE:
+        raise ValueError(f"equalize must be 'error' or 'truncate', got {equalize!r}")
+    if isinstance(parts, np.ndarray) and parts.ndim < 2 and parts.dtype != object or len(parts) == 0:
+        raise ValueError("parts must be a list of index arrays, one per node (what the splits return)")
+    idx = []
+    for i, p in enumerate(parts):
+        p = np.asarray(p)
+        if p.ndim != 1 or not (np.issubdtype(p.dtype, np.integer) or p.size == 0):
+            raise TypeError(f"parts[{i}] must be a 1-D array of sample indices (integers), got dtype {p.dtype} "
+                            f"shape {p.shape}")
+        if p.size and (p.min() < 0 or p.max() >= len(X)):
+            bad = p[(p < 0) | (p >= len(X))][0]
+            raise ValueError(f"parts[{i}] holds index {bad.item()}, outside 0 .. {len(X) - 1}")
+        idx.append(p.astype(np.int64))
+    sizes = np.array([len(p) for p in idx])
+    small, large = int(np.argmin(sizes)), int(np.argmax(sizes))
+    if sizes[small] == 0:
+        raise ValueError(f"node {small} holds no samples: the objectives need one per node at least")
+    if sizes[small] != sizes[large]:
+        if equalize == "error":
+            raise ValueError(f"the parts have unequal sizes (node {small} holds {sizes[small]} samples, node {large} "
+                             f"{sizes[large]}) but the objectives give every node the same number of rows: pass "
+                             f"equalize='truncate' to keep {sizes[small]} of each")
+        rng = make_rng(seed)
+        M = sizes[small]
+        idx = [p if len(p) == M else p[np.sort(rng.choice(len(p), M, replace=False))] for p in idx]
+    rows = np.concatenate(idx)
+    return X[rows], y[rows]
 
 
 def load_digits():
@@ -216,26 +512,38 @@ def _mnist_checked(X, y, what):
     return X.reshape(len(X), -1).astype(np.float32) / 255.0, y.astype(np.int64)
 
 
-def _mnist_npz(path):
+def _npz_arrays(path, pick):
+    """The arrays ``pick(names)`` names (a list of the archive's member names in, the ones to read out; it
+    raises a ValueError starting with ``path`` to refuse) from the .npz archive ``path``, read without running
+    code a file might carry; a file that is not such an archive refused naming ``path``."""
     with open(path, "rb") as f:
         if f.read(4) != b"PK\x03\x04":  # (NumPy would try it as a pickle and blame "object data")
             raise ValueError(f"{path} is not an .npz archive (not a zip file)")
         f.seek(0)
         try:
             with np.load(f, allow_pickle=False) as z:  # (no pickled objects: a file could run code)
-                missing = [k for k in ("x_train", "y_train", "x_test", "y_test") if k not in z.files]
-                if missing:
-                    raise ValueError(f"{path} is not Keras's mnist.npz: it lacks {', '.join(missing)} (holds "
-                                     f"{', '.join(z.files) or 'nothing'})")
-                arrays = {k: z[k] for k in ("x_train", "y_train", "x_test", "y_test")}
+                return [z[k] for k in pick(z.files)]
         except (*_READ_ERRORS, zipfile.BadZipFile) as exc:  # (a damaged zip, or a member that is not an array)
             raise ValueError(f"{path} is not an .npz archive ({type(exc).__name__}: {exc})") from None
         except ValueError as exc:  # (an array of Python objects: NumPy refuses it without allow_pickle)
             if str(exc).startswith(str(path)):
                 raise
             raise ValueError(f"{path}: {exc}") from None
-    return (*_mnist_checked(arrays["x_train"], arrays["y_train"], f"{path} (x_train, y_train)"),
-            *_mnist_checked(arrays["x_test"], arrays["y_test"], f"{path} (x_test, y_test)"))
+
+
+def _mnist_npz(path):
+    keys = ("x_train", "y_train", "x_test", "y_test")
+
+    def pick(files):
+        missing = [k for k in keys if k not in files]
+        if missing:
+            raise ValueError(f"{path} is not Keras's mnist.npz: it lacks {', '.join(missing)} (holds "
+                             f"{', '.join(files) or 'nothing'})")
+        return keys
+
+    x_train, y_train, x_test, y_test = _npz_arrays(path, pick)
+    return (*_mnist_checked(x_train, y_train, f"{path} (x_train, y_train)"),
+            *_mnist_checked(x_test, y_test, f"{path} (x_test, y_test)"))
 
 
 def load_mnist(folder):
@@ -364,3 +672,292 @@ def load_cifar10(folder):
     train = [read(f"data_batch_{k}") for k in range(1, 6)]
     Xte, yte = read("test_batch")
     return np.concatenate([t[0] for t in train]), np.concatenate([t[1] for t in train]), Xte, yte
+
+
+# ---------------------------------------------------------------------------- any data set: load_dataset
+#: The members :func:`load_dataset` takes from an .npz, the first present, when ``x_key`` / ``y_key`` are not given.
+_NPZ_FEATURES = ("x", "X", "data", "features", "inputs")
+_NPZ_LABELS = ("y", "Y", "labels", "label", "targets", "target")
+#: The header names :func:`load_dataset` takes for a CSV file's labels (any case) when ``label_column`` is not given.
+_CSV_LABELS = ("label", "labels", "y", "target", "class")
+#: File formats by extension (CSV and LIBSVM also compressed: ``.gz``, ``.bz2``).
+_EXTENSIONS = {".npz": "npz", ".csv": "csv", ".svm": "libsvm", ".svmlight": "libsvm", ".libsvm": "libsvm"}
+_FORMATS = ("npz", "csv", "libsvm")
+
+
+def load_dataset(source, *, format=None, x_key=None, y_key=None, label_column=None, delimiter=",", flatten=False):
+    """A data set as ``(X, y)`` NumPy arrays, one sample per row of ``X``, from arrays, a file or a dataset object.
+
+    Parameters
+    ----------
+    source
+        One of:
+
+        * ``(X, y)``: a tuple of two arrays (or array-likes), or of two ``.npy`` files (features, labels);
+        * a path to an ``.npz`` archive (the members ``x_key`` and ``y_key``; by default the first of ``x``,
+          ``X``, ``data``, ``features``, ``inputs`` and of ``y``, ``Y``, ``labels``, ``label``, ``targets``,
+          ``target``), read without unpickling;
+        * a path to a ``.csv`` file (optionally ``.gz`` / ``.bz2``) of numbers, with or without a header row
+          (one is recognised by a value that is not a number); the labels are ``label_column``;
+        * a path to a LIBSVM / svmlight text file (``.svm``, ``.svmlight``, ``.libsvm``, optionally compressed,
+          or any name with ``format="libsvm"``), read by scikit-learn and made dense;
+        * a PyTorch-style dataset: any object with ``__len__`` and ``__getitem__`` whose items are ``(sample,
+          label)`` pairs, a ``torch.utils.data.Dataset`` included (tensors through ``.numpy()``, anything else
+          through ``np.asarray``; PyTorch is not imported). A list of pairs is one too.
+    format : {"npz", "csv", "libsvm"}, optional
+        The file's format, when its extension does not say it.
+    x_key, y_key : str, optional
+        The members of an ``.npz`` to read.
+    label_column : int or str, optional
+        A CSV file's label column, by index (negative from the end) or by its header's name. By default the
+        column named ``label``, ``labels``, ``y``, ``target`` or ``class`` (any case), else the last one.
+    delimiter : str, default ","
+        A CSV file's separator.
+    flatten : bool, default False
+        Reshape ``X`` to ``(m, features)`` (images into rows, as the objectives take them).
+
+    Returns
+    -------
+    X : ndarray, shape (m, ...)
+        Numeric features as given (a CSV or LIBSVM file's as float64).
+    y : ndarray, shape (m,)
+        Numeric labels as given; a text file's as int64 when they are all whole numbers, else float64.
+
+    Raises
+    ------
+    FileNotFoundError
+        A path that does not exist.
+    IsADirectoryError
+        A folder (:func:`load_mnist` and :func:`load_cifar10` read theirs).
+    ValueError
+        An unknown extension, lengths that differ, a file that is not what its name says, no samples.
+    TypeError
+        Non-numeric features or labels, a source of another kind, items that are not pairs.
+    ImportError
+        A LIBSVM file without scikit-learn.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X, y = load_dataset((np.zeros((4, 2, 2)), [0, 1, 0, 1]), flatten=True)
+    >>> X.shape, y.tolist()
+    ((4, 4), [0, 1, 0, 1])
+    >>> class Pairs:  # any (sample, label) dataset, e.g. torchvision's
+    ...     def __len__(self):
+    ...         return 3
+    ...     def __getitem__(self, i):
+    ...         return np.full(2, float(i)), i % 2
+    >>> X, y = load_dataset(Pairs())
+    >>> X.tolist(), y.tolist()
+    ([[0.0, 0.0], [1.0, 1.0], [2.0, 2.0]], [0, 1, 0])
+    """
+    if isinstance(source, tuple):
+        if len(source) != 2:
+            raise ValueError(f"a tuple source must be (features, labels), got {len(source)} items")
+        X, y = (_npy(s) if isinstance(s, (str, os.PathLike)) else s for s in source)
+        what = " and ".join(os.fspath(s) for s in source if isinstance(s, (str, os.PathLike))) or "(X, y)"
+    elif isinstance(source, (str, os.PathLike)):
+        what = os.fspath(source)
+        X, y = _dataset_file(what, format, x_key, y_key, label_column, delimiter)
+    elif isinstance(source, np.ndarray):
+        raise TypeError("an array alone has no labels: give (X, y), a file or a dataset of (sample, label) pairs")
+    elif isinstance(source, dict) or hasattr(source, "columns"):  # (a dict of arrays, a pandas DataFrame)
+        raise TypeError(f"a {type(source).__name__} is not a dataset of (sample, label) pairs: give its features and "
+                        "labels as a tuple (X, y)")
+    elif hasattr(source, "__len__") and hasattr(source, "__getitem__"):
+        what = f"the {type(source).__name__} dataset"
+        X, y = _dataset_items(source)
+    else:
+        raise TypeError(f"source must be (X, y), a file path or a dataset with __len__ and __getitem__ (a "
+                        f"torch.utils.data.Dataset), got {type(source).__name__}")
+    X, y = _checked_xy(X, y, what)
+    return (X.reshape(len(X), -1) if flatten else X), y
+
+
+def _checked_xy(X, y, what):
+    """``X`` and ``y`` as numeric arrays of as many samples, ``y`` 1-D, or an error naming ``what``."""
+    X, y = np.asarray(X), np.asarray(y)
+    for arr, name in ((X, "features"), (y, "labels")):
+        if arr.dtype.kind not in "biuf":
+            raise TypeError(f"{what}: the {name} must be numeric, got dtype {arr.dtype}")
+    if X.ndim == 0:
+        raise ValueError(f"{what}: the features must hold one row per sample, got a scalar")
+    if y.ndim != 1:
+        raise ValueError(f"{what}: the labels must be 1-D, got shape {y.shape}")
+    if len(X) != len(y):
+        raise ValueError(f"{what}: {len(X)} samples of features but {len(y)} labels")
+    if len(y) == 0:
+        raise ValueError(f"{what} holds no samples")
+    return X, y
+
+
+def _existing_file(path):
+    """``path`` if it is a file, else FileNotFoundError / IsADirectoryError naming it."""
+    if os.path.isdir(path):
+        raise IsADirectoryError(f"{path!r} is a folder: give a file (.npz, .csv, a LIBSVM file, or a pair of .npy; "
+                                "load_mnist and load_cifar10 read the folders of those)")
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"data file {path!r} does not exist")
+    return path
+
+
+def _npy(path):
+    """The array of the .npy file ``path`` (no unpickling), or an error naming it."""
+    path = _existing_file(os.fspath(path))
+    with open(path, "rb") as f:
+        if f.read(6) != b"\x93NUMPY":
+            raise ValueError(f"{path} is not a .npy file (no NumPy header)")
+        f.seek(0)
+        try:
+            return np.lib.format.read_array(f, allow_pickle=False)
+        except (ValueError, *_READ_ERRORS) as exc:
+            raise ValueError(f"{path}: {exc}") from None
+
+
+def _file_format(path, format):
+    """The format of ``path`` (``format`` if given) and whether it is compressed, or a ValueError."""
+    name = path.lower()
+    compressed = name.endswith((".gz", ".bz2"))
+    ext = os.path.splitext(os.path.splitext(name)[0] if compressed else name)[1]
+    if format is None:
+        if ext == ".npy" and not compressed:
+            raise ValueError(f"{path}: a .npy file holds one array: give the pair (features.npy, labels.npy)")
+        if ext not in _EXTENSIONS:
+            raise ValueError(f"{path}: unknown extension {ext or '(none)'!r}; load_dataset reads .npz, .csv and "
+                             ".svm / .svmlight / .libsvm (CSV and LIBSVM also .gz or .bz2), or any name with "
+                             "format='npz', 'csv' or 'libsvm'")
+        format = _EXTENSIONS[ext]
+    elif format not in _FORMATS:
+        raise ValueError(f"format must be 'npz', 'csv' or 'libsvm', got {format!r}")
+    if compressed and format == "npz":
+        raise ValueError(f"{path}: an .npz archive is compressed already: give it uncompressed")
+    return format
+
+
+def _dataset_file(path, format, x_key, y_key, label_column, delimiter):
+    format = _file_format(_existing_file(path), format)
+    if format == "npz":
+        return _npz_arrays(path, lambda files: [_npz_member(path, files, x_key, _NPZ_FEATURES, "x_key"),
+                                                _npz_member(path, files, y_key, _NPZ_LABELS, "y_key")])
+    if format == "csv":
+        return _dataset_csv(path, label_column, delimiter)
+    return _dataset_libsvm(path)
+
+
+def _npz_member(path, files, key, defaults, argname):
+    """The member ``key`` of an archive holding ``files``, else the first of ``defaults`` there; a ValueError
+    naming ``path`` when there is none."""
+    if key is not None:
+        if key not in files:
+            raise ValueError(f"{path} has no array {key!r} ({argname}); it holds {', '.join(files) or 'nothing'}")
+        return key
+    found = next((k for k in defaults if k in files), None)
+    if found is None:
+        raise ValueError(f"{path} has none of {', '.join(defaults)}; it holds {', '.join(files) or 'nothing'}: "
+                         f"name the one to read with {argname}=")
+    return found
+
+
+def _open_text(path):
+    if path.endswith(".gz"):
+        return gzip.open(path, "rt", newline="")
+    if path.endswith(".bz2"):
+        return bz2.open(path, "rt", newline="")
+    return open(path, newline="")
+
+
+def _is_number(text):
+    try:
+        float(text)
+        return True
+    except ValueError:
+        return False
+
+
+def _class_ids(y):
+    """Labels read from text: int64 when every one is a whole number, else as they are (float64)."""
+    if y.dtype.kind == "f" and np.all(np.isfinite(y)) and np.all(y == np.round(y)):
+        return y.astype(np.int64)
+    return y
+
+
+def _dataset_csv(path, label_column, delimiter):
+    try:
+        with _open_text(path) as f:
+            first = next(csv.reader(f, delimiter=delimiter), None)
+    except (*_READ_ERRORS, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path} cannot be read as text ({type(exc).__name__}: {exc})") from None
+    if not first:
+        raise ValueError(f"{path} holds no samples (its first line is empty)")
+    names = [v.strip() for v in first] if not all(_is_number(v) for v in first) else None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # ("input contained no data": refused below)
+            data = np.loadtxt(path, delimiter=delimiter, skiprows=int(names is not None), ndmin=2, dtype=np.float64)
+    except (ValueError, *_READ_ERRORS) as exc:
+        raise ValueError(f"{path}: {exc} (a CSV file for load_dataset holds numbers only, under an optional header "
+                         "row)") from None
+    if data.size == 0:
+        raise ValueError(f"{path} holds no samples")
+    cols = data.shape[1]
+    if names is not None and len(names) != cols:
+        raise ValueError(f"{path}: its header names {len(names)} columns, its rows hold {cols}")
+    if cols < 2:
+        raise ValueError(f"{path} has one column: load_dataset needs features and a label column")
+    if label_column is None:
+        lower = [v.lower() for v in names or ()]
+        column = next((lower.index(c) for c in _CSV_LABELS if c in lower), cols - 1)
+    elif isinstance(label_column, str):
+        if names is None:
+            raise ValueError(f"label_column={label_column!r} names a column but {path} has no header row: give "
+                             "its index")
+        if label_column not in names:
+            raise ValueError(f"{path} has no column {label_column!r}; its header: {', '.join(names)}")
+        column = names.index(label_column)
+    else:
+        column = check_int(label_column, "label_column")
+        if not -cols <= column < cols:
+            raise ValueError(f"label_column = {column} is outside the {cols} columns of {path}")
+        column %= cols
+    return np.delete(data, column, axis=1), _class_ids(data[:, column])
+
+
+def _dataset_libsvm(path):
+    try:
+        from sklearn.datasets import load_svmlight_file
+    except ImportError as exc:
+        raise ImportError("reading a LIBSVM / svmlight file needs scikit-learn: pip install scikit-learn") from exc
+    try:
+        X, y = load_svmlight_file(path)
+    except (ValueError, *_READ_ERRORS) as exc:
+        raise ValueError(f"{path} is not a LIBSVM / svmlight file ({type(exc).__name__}: {exc})") from None
+    require_memory(X.shape[0] * X.shape[1] * 8, f"the dense features of {path} ({X.shape[0]} x {X.shape[1]})",
+                   "read it with sklearn.datasets.load_svmlight_file to keep it sparse")
+    return X.toarray(), _class_ids(y)
+
+
+def _as_numpy(value):
+    """A tensor (through ``.detach().cpu().numpy()``) or anything else (``np.asarray``) as an array."""
+    if hasattr(value, "detach") and hasattr(value, "numpy"):
+        return value.detach().cpu().numpy()
+    return np.asarray(value)
+
+
+def _dataset_items(data):
+    """``(X, y)`` from a dataset of ``(sample, label)`` pairs, or an error naming the first bad item."""
+    X, y = [], []
+    for i in range(len(data)):
+        item = data[i]
+        if not isinstance(item, (tuple, list)) or len(item) != 2:
+            size = f" of {len(item)} items" if isinstance(item, (tuple, list)) else ""
+            raise TypeError(f"dataset[{i}] must be a (sample, label) pair, got a {type(item).__name__}{size}")
+        sample, label = _as_numpy(item[0]), _as_numpy(item[1])
+        if X and sample.shape != X[0].shape:
+            raise ValueError(f"dataset[{i}] holds a sample of shape {sample.shape}, dataset[0] one of {X[0].shape}")
+        if label.size != 1:
+            raise ValueError(f"dataset[{i}] has a label of shape {label.shape}: load_dataset takes one number a sample")
+        X.append(sample)
+        y.append(label.reshape(()))
+    if not X:
+        raise ValueError(f"the {type(data).__name__} dataset holds no samples")
+    return np.stack(X), np.stack(y)

@@ -539,6 +539,121 @@ class MixingMatrix:
                     self._metrics = compute_metrics(self)
         return self._metrics
 
+    # ------------------------------------------------------------------ picture
+    def draw(self, ax=None, layout="circular", path=None, *, labels=True, max_nodes=200, seed=0, node_size=300,
+             node_color="C0", edge_color="0.2"):
+        """Draw the network with matplotlib: an arrow ``j -> i`` for every weight ``A[i, j] > 0`` off the
+        diagonal (self loops omitted), wider and more opaque the larger the weight, the nodes numbered.
+
+        Two-way links are drawn as two arcs bent apart. Returns the Axes: in a script call
+        ``matplotlib.pyplot.show()`` to see it, or pass ``path`` to save the figure there (PNG, PDF, SVG by
+        its suffix).
+
+        Parameters
+        ----------
+        ax : matplotlib Axes, optional
+            Draw into it; a new figure otherwise.
+        layout : {"circular", "spring"} or array_like of shape (n, 2), default "circular"
+            Where the nodes go: evenly on a circle (node 0 at the top, counter-clockwise), networkx's spring
+            layout (needs networkx; ``seed`` fixes it), or the given positions.
+        path : str or os.PathLike, optional
+            Save the figure to this file.
+        labels : bool, default True
+            Write each node's number on it.
+        max_nodes : int, default 200
+            The largest network drawn with the ``"circular"`` or ``"spring"`` layout (a picture of more is
+            unreadable); give positions, or raise it, to draw a larger one.
+        seed : int, default 0
+            Seeds the spring layout.
+        node_size, node_color, edge_color
+            The nodes' marker area (points^2) and colour, and the arrows' colour.
+
+        Returns
+        -------
+        matplotlib.axes.Axes
+
+        Raises
+        ------
+        ValueError
+            More than ``max_nodes`` nodes with a named layout, an unknown layout, positions of another shape
+            or not finite.
+        ImportError
+            Without matplotlib, or ``layout="spring"`` without networkx.
+
+        Examples
+        --------
+        >>> import matplotlib
+        >>> matplotlib.use("Agg")
+        >>> from rowstoch_fast import topology
+        >>> ax = topology.ring(5).draw()
+        >>> len(ax.patches), len(ax.texts)  # 5 arrows (the self loops omitted), 5 numbers
+        (5, 5)
+        >>> import matplotlib.pyplot as plt
+        >>> plt.close(ax.figure)
+        """
+        max_nodes = check_int(max_nodes, "max_nodes", minimum=1)
+        pos = _layout(self, layout, max_nodes, seed)
+        try:
+            import matplotlib.pyplot as plt
+            from matplotlib.patches import FancyArrowPatch
+        except ImportError as exc:  # pragma: no cover - depends on the environment
+            raise ImportError("MixingMatrix.draw needs matplotlib: pip install 'rowstoch_fast[plot]'") from exc
+        if ax is None:
+            side = min(8.0, 3.0 + 0.05 * self.n)
+            _, ax = plt.subplots(figsize=(side, side))
+        coo = self._csr.tocoo()
+        off = coo.row != coo.col
+        rows, cols, weights = coo.row[off], coo.col[off], coo.data[off].astype(np.float64)
+        scale = weights / weights.max() if len(weights) else weights
+        radius = np.sqrt(node_size) / 2  # points: the arrows stop at the markers' edges
+        for i, j, s in zip(rows, cols, scale):
+            ax.add_patch(FancyArrowPatch(pos[j], pos[i], arrowstyle="-|>", mutation_scale=10,
+                                         connectionstyle="arc3,rad=0.12", shrinkA=radius, shrinkB=radius + 1,
+                                         linewidth=0.4 + 2.0 * s, alpha=0.3 + 0.7 * s, color=edge_color, zorder=1))
+        ax.scatter(pos[:, 0], pos[:, 1], s=node_size, c=node_color, edgecolors="white", zorder=2)
+        if labels:
+            font = max(5.0, min(10.0, np.sqrt(node_size) / 2))
+            for k, (px, py) in enumerate(pos):
+                ax.text(px, py, str(k), ha="center", va="center", fontsize=font, color="white", zorder=3)
+        ax.set_aspect("equal")
+        ax.margins(0.08)
+        ax.set_axis_off()
+        if path is not None:
+            ax.figure.tight_layout()
+            ax.figure.savefig(path, dpi=120)
+        return ax
+
+
+#: The named layouts of :meth:`MixingMatrix.draw`.
+_LAYOUTS = ("circular", "spring")
+
+
+def _layout(A, layout, max_nodes, seed):
+    """The ``(n, 2)`` node positions :meth:`MixingMatrix.draw` uses, or a clear error."""
+    n = A.n
+    if isinstance(layout, str):
+        if layout not in _LAYOUTS:
+            raise ValueError(f"layout must be 'circular', 'spring' or an (n, 2) array of positions, got {layout!r}")
+        if n > max_nodes:
+            raise ValueError(f"A has {n} nodes, more than max_nodes = {max_nodes} drawn with a {layout} layout "
+                             f"(unreadable): pass max_nodes={n} to draw it anyway, or layout= an ({n}, 2) array "
+                             "of positions")
+        if layout == "circular":
+            angle = np.pi / 2 + 2 * np.pi * np.arange(n) / n
+            return np.column_stack([np.cos(angle), np.sin(angle)])
+        try:
+            import networkx as nx
+        except ImportError as exc:
+            raise ImportError("layout='spring' needs networkx: pip install networkx (or use layout='circular', "
+                              "or give positions)") from exc
+        G = nx.from_scipy_sparse_array(sp.csr_array(A.csr), create_using=nx.DiGraph)
+        spring = nx.spring_layout(G, seed=check_int(seed, "seed", minimum=0))
+        return np.array([spring[k] for k in range(n)], dtype=np.float64)
+    pos = as_float_array(layout, "layout", np.float64, finite=True)
+    if pos.shape != (n, 2):
+        raise ValueError(f"layout positions must have shape ({n}, 2), one (x, y) per node, got {pos.shape}")
+    return pos
+
 
 # ---------------------------------------------------------------------- validation helpers
 def _is_networkx(W):

@@ -182,7 +182,8 @@ def test_mnist_loader_reads_keras_npz(tmp_path):
              x_test=xte.astype(np.uint8), y_test=yte.astype(np.uint8))
     for where in (tmp_path, tmp_path / "mnist.npz"):  # the folder, or the file itself
         Xtr, Ytr, Xte, Yte = load_mnist(str(where))
-        np.testing.assert_array_equal(Ytr, ytr) and np.testing.assert_array_equal(Yte, yte)
+        np.testing.assert_array_equal(Ytr, ytr)
+        np.testing.assert_array_equal(Yte, yte)
         assert Xtr.shape == (5, 784) and Xte.shape == (3, 784) and Xtr.max() <= 1
     np.savez(tmp_path / "other.npz", x_train=xtr.astype(np.uint8))
     with pytest.raises(ValueError, match=r"other.npz is not Keras's mnist.npz: it lacks y_train, x_test, y_test"):
@@ -301,3 +302,422 @@ def test_an_incomplete_mnist_is_named(tmp_path):
                                                 r"ubyte, train-labels-idx1-ubyte, t10k-images-idx3-ubyte but no "
                                                 r"t10k-labels-idx1-ubyte\[.gz\]"):
         load_mnist(str(tmp_path))
+
+
+# ---------------------------------------------------------------------------- stratified, label quantity, sizes
+def _assert_disjoint_within(parts, m):
+    flat = np.concatenate(parts)
+    assert len(np.unique(flat)) == flat.size  # disjoint
+    assert flat.size == 0 or (flat.min() >= 0 and flat.max() < m)
+    assert all(np.array_equal(p, np.sort(p)) and p.dtype.kind == "i" for p in parts)
+
+
+@settings(max_examples=60, deadline=None)
+@given(labels=st.lists(st.integers(0, 6), min_size=1, max_size=300), n=st.integers(1, 12), seed=st.integers(0, 99))
+def test_stratified_split_gives_every_node_the_global_proportions(labels, n, seed):
+    from rowstoch_fast.datasets import stratified_split
+
+    labels = np.array(labels)
+    if len(labels) < n:
+        with pytest.raises(ValueError, match=f"cannot give each of {n} nodes one"):
+            stratified_split(labels, n, seed=seed)
+        return
+    parts = stratified_split(labels, n, seed=seed)
+    per = len(labels) // n
+    assert len(parts) == n and all(len(p) == per for p in parts)
+    _assert_disjoint_within(parts, len(labels))
+    counts = np.array([np.bincount(labels[p], minlength=7) for p in parts])  # (node, class)
+    target = np.bincount(labels, minlength=7) * per / len(labels)
+    assert np.all(np.abs(counts - target) < 1)  # within one sample per class of the global proportion
+    assert np.all(counts.max(axis=0) - counts.min(axis=0) <= 1)
+    assert all(np.array_equal(a, b) for a, b in zip(parts, stratified_split(labels, n, seed=seed)))
+
+
+@settings(max_examples=60, deadline=None)
+@given(labels=st.lists(st.integers(0, 7), min_size=1, max_size=300), n=st.integers(1, 12),
+       k=st.integers(1, 9), seed=st.integers(0, 99))
+def test_label_quantity_split_gives_every_node_exactly_k_classes(labels, n, k, seed):
+    from rowstoch_fast.datasets import label_quantity_split
+
+    labels = np.array(labels)
+    classes, counts = np.unique(labels, return_counts=True)
+    if k > len(classes):
+        with pytest.raises(ValueError, match=f"classes_per_node = {k} exceeds the {len(classes)} classes"):
+            label_quantity_split(labels, n, k, seed=seed)
+        return
+    try:
+        parts = label_quantity_split(labels, n, k, seed=seed)
+    except ValueError as exc:  # a class drawn by more nodes than it has samples
+        assert "fewer than the" in str(exc) and "nodes that drew it" in str(exc)
+        assert counts.min() < n
+        return
+    assert len(parts) == n
+    _assert_disjoint_within(parts, len(labels))
+    assert all(len(np.unique(labels[p])) == k for p in parts)  # exactly k classes each
+    used = np.concatenate(parts)
+    held = np.unique(labels[used])
+    assert sorted(used.tolist()) == np.flatnonzero(np.isin(labels, held)).tolist()  # a drawn class: all of it
+    if n >= len(classes):
+        assert len(held) == len(classes)  # node i holds class i mod C: every class covered
+    for c in held:  # each class cut into equal parts (within one) over the nodes holding it
+        per_node = [np.sum(labels[p] == c) for p in parts if np.any(labels[p] == c)]
+        assert max(per_node) - min(per_node) <= 1
+    assert all(np.array_equal(a, b) for a, b in zip(parts, label_quantity_split(labels, n, k, seed=seed)))
+
+
+@settings(max_examples=60, deadline=None)
+@given(m=st.integers(0, 400), n=st.integers(1, 12), power=st.floats(0, 4), alpha=st.floats(0.01, 100),
+       use_alpha=st.booleans(), min_size=st.integers(0, 5), seed=st.integers(0, 99))
+def test_size_skewed_split_uses_every_sample_once(m, n, power, alpha, use_alpha, min_size, seed):
+    from rowstoch_fast.datasets import size_skewed_split
+
+    kwargs = dict(alpha=alpha) if use_alpha else dict(power=power)
+    if m < n * min_size:
+        with pytest.raises(ValueError, match=f"cannot give each of {n} nodes {min_size}"):
+            size_skewed_split(m, n, min_size=min_size, seed=seed, **kwargs)
+        return
+    parts = size_skewed_split(m, n, min_size=min_size, seed=seed, **kwargs)
+    assert len(parts) == n and min(len(p) for p in parts) >= min_size
+    _assert_disjoint_within(parts, m)
+    assert sum(len(p) for p in parts) == m  # every sample used
+    again = size_skewed_split(m, n, min_size=min_size, seed=seed, **kwargs)
+    assert all(np.array_equal(a, b) for a, b in zip(parts, again))
+
+
+def test_size_skewed_split_follows_its_power_law():
+    from rowstoch_fast.datasets import size_skewed_split
+
+    sizes = sorted((len(p) for p in size_skewed_split(10_000, 5, power=2.0, min_size=0, seed=3)), reverse=True)
+    expected = 10_000 * np.arange(1, 6) ** -2.0 / np.sum(np.arange(1, 6) ** -2.0)
+    assert np.all(np.abs(np.array(sizes) - expected) < 1)
+    assert len({len(p) for p in size_skewed_split(100, 4, power=0.0)}) == 1  # power 0: equal sizes
+    skewed = sorted(len(p) for p in size_skewed_split(10_000, 10, alpha=0.1, seed=0))
+    even = sorted(len(p) for p in size_skewed_split(10_000, 10, alpha=1000.0, seed=0))
+    assert skewed[-1] > 3000 and even[-1] < 1300
+
+
+def test_the_splits_depend_on_their_seed():
+    from rowstoch_fast.datasets import label_quantity_split, size_skewed_split, stratified_split
+
+    labels = np.repeat(np.arange(5), 40)
+    for split in (lambda s: stratified_split(labels, 4, seed=s), lambda s: label_quantity_split(labels, 4, 2, seed=s),
+                  lambda s: size_skewed_split(200, 4, seed=s)):
+        assert any(not np.array_equal(a, b) for a, b in zip(split(0), split(1)))
+
+
+def test_the_new_splits_refuse_bad_arguments():
+    from rowstoch_fast.datasets import label_quantity_split, size_skewed_split, stratified_split
+
+    labels = np.repeat([0, 1, 2], 4)
+    with pytest.raises(ValueError, match="cannot give each of 13 nodes one"):
+        stratified_split(labels, 13)
+    with pytest.raises(ValueError, match="n must be >= 1"):
+        stratified_split(labels, 0)
+    with pytest.raises(TypeError, match="n must be an integer"):
+        stratified_split(labels, 2.0)
+    with pytest.raises(TypeError, match="labels must be class ids"):
+        stratified_split(labels + 0.5, 2)
+    with pytest.raises(ValueError, match="labels must be 1-D"):
+        label_quantity_split(labels.reshape(3, 4), 2, 1)
+    with pytest.raises(ValueError, match="classes_per_node = 4 exceeds the 3 classes in labels"):
+        label_quantity_split(labels, 2, 4)
+    with pytest.raises(ValueError, match="classes_per_node must be >= 1"):
+        label_quantity_split(labels, 2, 0)
+    with pytest.raises(ValueError, match=r"class \d has 4 samples, fewer than the \d+ nodes that drew it"):
+        label_quantity_split(labels, 20, 2)
+    with pytest.raises(ValueError, match="seed"):
+        label_quantity_split(labels, 2, 1, seed=-1)
+    with pytest.raises(ValueError, match="give power .* or alpha .*, not both"):
+        size_skewed_split(100, 4, power=1.0, alpha=1.0)
+    with pytest.raises(ValueError, match="power must be finite and >= 0"):
+        size_skewed_split(100, 4, power=-1.0)
+    with pytest.raises(ValueError, match="alpha must be finite and > 0"):
+        size_skewed_split(100, 4, alpha=0.0)
+    with pytest.raises(ValueError, match="3 samples cannot give each of 4 nodes 1"):
+        size_skewed_split(3, 4)
+    with pytest.raises(ValueError, match="num_samples must be >= 0"):
+        size_skewed_split(-1, 4)
+    with pytest.raises(ValueError, match="min_size must be >= 0"):
+        size_skewed_split(10, 4, min_size=-1)
+
+
+# ---------------------------------------------------------------------------- node_arrays
+def test_node_arrays_stack_the_parts_node_by_node():
+    from rowstoch_fast.datasets import label_quantity_split, node_arrays, size_skewed_split, stratified_split
+    from rowstoch_fast.objectives import LeastSquares, LogisticL2
+
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(120, 3)), np.repeat(np.arange(4), 30)
+    parts = stratified_split(y, 4, seed=1)
+    H, Y = node_arrays(X, y, parts)
+    assert H.shape == (120, 3) and Y.shape == (120,)
+    for i, p in enumerate(parts):  # node i owns rows i M .. (i+1) M - 1
+        np.testing.assert_array_equal(H[i * 30:(i + 1) * 30], X[p])
+        np.testing.assert_array_equal(Y[i * 30:(i + 1) * 30], y[p])
+    f = LeastSquares(H, Y.astype(float), n=4)
+    np.testing.assert_array_equal(f.H[2], X[parts[2]])
+    LogisticL2(H, np.where(Y < 2, -1.0, 1.0), n=4, batch=5)
+
+    skewed = size_skewed_split(120, 4, seed=0)
+    with pytest.raises(ValueError, match=r"unequal sizes \(node \d holds \d+ samples, node \d \d+\).*"
+                                         r"equalize='truncate' to keep \d+ of each"):
+        node_arrays(X, y, skewed)
+    H, Y = node_arrays(X, y, skewed, equalize="truncate", seed=0)
+    M = min(len(p) for p in skewed)
+    assert H.shape == (4 * M, 3)
+    for i, p in enumerate(skewed):  # a subset of each part, in its order
+        rows = [int(np.flatnonzero((X == h).all(axis=1))[0]) for h in H[i * M:(i + 1) * M]]
+        assert set(rows) <= set(p.tolist()) and rows == sorted(rows)
+    H2, _ = node_arrays(X, y, skewed, equalize="truncate", seed=0)
+    np.testing.assert_array_equal(H, H2)
+    H, Y = node_arrays(X, y, label_quantity_split(y, 4, 1, seed=0), equalize="truncate")
+    assert all(len(np.unique(Y[i * (len(Y) // 4):(i + 1) * (len(Y) // 4)])) == 1 for i in range(4))
+
+
+def test_node_arrays_refuse_bad_inputs():
+    from rowstoch_fast.datasets import node_arrays
+
+    X, y = np.zeros((10, 2)), np.arange(10)
+    with pytest.raises(ValueError, match="X has 10 samples but y has 9 labels"):
+        node_arrays(X, y[:9], [np.arange(5)])
+    with pytest.raises(ValueError, match="y be 1-D"):
+        node_arrays(X, y.reshape(5, 2), [np.arange(5)])
+    with pytest.raises(ValueError, match="equalize must be 'error' or 'truncate', got 'drop'"):
+        node_arrays(X, y, [np.arange(5)], equalize="drop")
+    with pytest.raises(ValueError, match="parts must be a list of index arrays"):
+        node_arrays(X, y, [])
+    with pytest.raises(ValueError, match="parts must be a list of index arrays"):
+        node_arrays(X, y, np.arange(4))
+    ragged = np.empty(2, dtype=object)
+    ragged[0], ragged[1] = np.arange(3), np.arange(3, 6)
+    assert node_arrays(X, y, ragged)[1].tolist() == [0, 1, 2, 3, 4, 5]
+    with pytest.raises(TypeError, match=r"parts\[1\] must be a 1-D array of sample indices"):
+        node_arrays(X, y, [np.arange(2), np.array([0.5, 1.0])])
+    with pytest.raises(ValueError, match=r"parts\[0\] holds index 10, outside 0 \.\. 9"):
+        node_arrays(X, y, [np.array([3, 10])])
+    with pytest.raises(ValueError, match=r"parts\[0\] holds index -1"):
+        node_arrays(X, y, [np.array([-1, 2])])
+    with pytest.raises(ValueError, match="node 1 holds no samples"):
+        node_arrays(X, y, [np.arange(3), np.array([], dtype=np.int64)], equalize="truncate")
+    with pytest.raises(ValueError, match=r"node 1 holds 2 samples, node 0 3"):
+        node_arrays(X, y, [np.arange(3), np.array([5, 6])])
+
+
+# ---------------------------------------------------------------------------- load_dataset
+def test_load_dataset_from_arrays_and_npy_pairs(tmp_path):
+    from rowstoch_fast.datasets import load_dataset
+
+    X, y = np.arange(12.0).reshape(6, 2), np.array([0, 1, 0, 1, 2, 2])
+    X2, y2 = load_dataset((X, y))
+    np.testing.assert_array_equal(X2, X)
+    np.testing.assert_array_equal(y2, y)
+    np.save(tmp_path / "X.npy", X.reshape(6, 1, 2))
+    np.save(tmp_path / "y.npy", y)
+    X3, y3 = load_dataset((tmp_path / "X.npy", str(tmp_path / "y.npy")), flatten=True)
+    assert X3.shape == (6, 2) and y3.tolist() == y.tolist()
+    X4, _ = load_dataset((tmp_path / "X.npy", y))
+    assert X4.shape == (6, 1, 2)
+    with pytest.raises(ValueError, match="features but 5 labels"):
+        load_dataset((X, y[:5]))
+    with pytest.raises(ValueError, match=r"X\.npy and .*y\.npy: 6 samples of features but 3 labels"):
+        np.save(tmp_path / "y.npy", y[:3])
+        load_dataset((tmp_path / "X.npy", tmp_path / "y.npy"))
+    with pytest.raises(TypeError, match="the features must be numeric, got dtype <U1"):
+        load_dataset((np.array([["a"], ["b"]]), [0, 1]))
+    with pytest.raises(TypeError, match="the labels must be numeric, got dtype <U3"):
+        load_dataset((X[:2], ["cat", "dog"]))
+    with pytest.raises(TypeError, match="features must be numeric, got dtype complex128"):
+        load_dataset((X[:2] + 1j, [0, 1]))
+    with pytest.raises(ValueError, match=r"labels must be 1-D, got shape \(6, 1\)"):
+        load_dataset((X, y[:, None]))
+    with pytest.raises(ValueError, match="holds no samples"):
+        load_dataset((np.zeros((0, 2)), np.zeros(0)))
+    with pytest.raises(ValueError, match="a tuple source must be \\(features, labels\\), got 3 items"):
+        load_dataset((X, y, y))
+    with pytest.raises(TypeError, match="an array alone has no labels"):
+        load_dataset(X)
+    with pytest.raises(TypeError, match="source must be .*, got int"):
+        load_dataset(3)
+    with pytest.raises(TypeError, match="a dict is not a dataset of \\(sample, label\\) pairs: .*tuple \\(X, y\\)"):
+        load_dataset({"x": X, "y": y})
+    (tmp_path / "bad.npy").write_bytes(b"not numpy")
+    with pytest.raises(ValueError, match="bad.npy is not a .npy file"):
+        load_dataset((tmp_path / "bad.npy", y))
+    np.save(tmp_path / "obj.npy", np.array([{"a": 1}] * 6, dtype=object))
+    with pytest.raises(ValueError, match="obj.npy: .*pickle"):
+        load_dataset((X, tmp_path / "obj.npy"))
+    with pytest.raises(ValueError, match="a .npy file holds one array: give the pair"):
+        load_dataset(tmp_path / "X.npy")
+
+
+def test_load_dataset_from_an_npz(tmp_path):
+    from rowstoch_fast.datasets import load_dataset
+
+    X, y = np.arange(8.0).reshape(4, 2), np.array([1, 0, 1, 0])
+    np.savez(tmp_path / "d.npz", data=X, labels=y)
+    X2, y2 = load_dataset(tmp_path / "d.npz")
+    np.testing.assert_array_equal(X2, X)
+    np.testing.assert_array_equal(y2, y)
+    np.savez(tmp_path / "keras.npz", x_train=X, y_train=y, x=X[:1])
+    X3, y3 = load_dataset(str(tmp_path / "keras.npz"), x_key="x_train", y_key="y_train")
+    assert X3.shape == (4, 2) and y3.tolist() == [1, 0, 1, 0]
+    with pytest.raises(ValueError, match="keras.npz has none of y, Y, labels.*it holds x_train, y_train, x: name the "
+                                         "one to read with y_key="):
+        load_dataset(tmp_path / "keras.npz")
+    with pytest.raises(ValueError, match="keras.npz has no array 'x_test' \\(x_key\\); it holds"):
+        load_dataset(tmp_path / "keras.npz", x_key="x_test", y_key="y_train")
+    (tmp_path / "fake.npz").write_text("x,y\n1,2\n")
+    with pytest.raises(ValueError, match="fake.npz is not an .npz archive"):
+        load_dataset(tmp_path / "fake.npz")
+    np.savez(tmp_path / "obj.npz", x=X, y=np.array([None] * 4, dtype=object))
+    with pytest.raises(ValueError, match="obj.npz: .*pickle"):
+        load_dataset(tmp_path / "obj.npz")
+
+
+def test_load_dataset_from_a_csv(tmp_path):
+    from rowstoch_fast.datasets import load_dataset
+
+    (tmp_path / "plain.csv").write_text("0.5,1.5,1\n2.5,3.5,0\n4.0,5.0,1\n")
+    X, y = load_dataset(tmp_path / "plain.csv")  # no header: the last column
+    assert X.tolist() == [[0.5, 1.5], [2.5, 3.5], [4.0, 5.0]] and y.tolist() == [1, 0, 1] and y.dtype == np.int64
+    X, y = load_dataset(tmp_path / "plain.csv", label_column=0)
+    assert X.tolist() == [[1.5, 1.0], [3.5, 0.0], [5.0, 1.0]] and y.tolist() == [0.5, 2.5, 4.0]
+    assert y.dtype == np.float64  # not whole numbers: a regression target
+    (tmp_path / "head.csv").write_text("Label,a,b\n3,1,2\n4,5,6\n")
+    X, y = load_dataset(tmp_path / "head.csv")  # the column named label (any case)
+    assert X.tolist() == [[1, 2], [5, 6]] and y.tolist() == [3, 4]
+    X, y = load_dataset(tmp_path / "head.csv", label_column="b")
+    assert X.tolist() == [[3, 1], [4, 5]] and y.tolist() == [2, 6]
+    X, y = load_dataset(tmp_path / "head.csv", label_column=-2)
+    assert y.tolist() == [1, 5]
+    (tmp_path / "semi.csv").write_text("1;2;0\n3;4;1\n")
+    assert load_dataset(tmp_path / "semi.csv", delimiter=";")[1].tolist() == [0, 1]
+    with gzip.open(tmp_path / "z.csv.gz", "wt") as f:
+        f.write("f,target\n1,0\n2,1\n")
+    X, y = load_dataset(tmp_path / "z.csv.gz")
+    assert X.tolist() == [[1.0], [2.0]] and y.tolist() == [0, 1]
+    (tmp_path / "table.txt").write_text("1,0\n2,1\n")
+    assert load_dataset(tmp_path / "table.txt", format="csv")[1].tolist() == [0, 1]
+
+    for name, kwargs, exc, match in (
+            ("head.csv", dict(label_column="c"), ValueError, "head.csv has no column 'c'; its header: Label, a, b"),
+            ("plain.csv", dict(label_column="b"), ValueError,
+             "label_column='b' names a column but .*plain.csv has no header row"),
+            ("plain.csv", dict(label_column=3), ValueError, "label_column = 3 is outside the 3 columns"),
+            ("plain.csv", dict(label_column=1.0), TypeError, "label_column must be an integer")):
+        with pytest.raises(exc, match=match):
+            load_dataset(tmp_path / name, **kwargs)
+    for name, content, match in (
+            ("words.csv", "a,b\n1,x\n2,3\n", "words.csv: .*'x'.*holds numbers only"),
+            ("ragged.csv", "1,2,3\n4,5\n", "ragged.csv: "),
+            ("one.csv", "1\n2\n", "one.csv has one column"),
+            ("empty.csv", "", "empty.csv holds no samples"),
+            ("header_only.csv", "a,label\n", "header_only.csv holds no samples"),
+            ("short_header.csv", "a,label\n1,2,3\n", "its header names 2 columns, its rows hold 3"),
+            ("broken.csv.gz", b"\x1f\x8b\x08\x00garbage", "broken.csv.gz cannot be read")):
+        (tmp_path / name).write_bytes(content if isinstance(content, bytes) else content.encode())
+        with pytest.raises(ValueError, match=match):
+            load_dataset(tmp_path / name)
+
+
+def test_load_dataset_from_a_libsvm_file(tmp_path, monkeypatch):
+    pytest.importorskip("sklearn")
+    from rowstoch_fast.datasets import load_dataset
+
+    (tmp_path / "a.svm").write_text("1 1:0.5 3:2\n-1 2:1.5\n1 1:1\n")
+    X, y = load_dataset(tmp_path / "a.svm")
+    assert X.tolist() == [[0.5, 0, 2], [0, 1.5, 0], [1, 0, 0]] and y.tolist() == [1, -1, 1] and y.dtype == np.int64
+    (tmp_path / "a9a.t").write_text("0 1:1\n1 2:1\n")
+    assert load_dataset(tmp_path / "a9a.t", format="libsvm")[0].shape == (2, 2)
+    (tmp_path / "bad.libsvm").write_text("1 1:x\n")
+    with pytest.raises(ValueError, match="bad.libsvm is not a LIBSVM / svmlight file"):
+        load_dataset(tmp_path / "bad.libsvm")
+    monkeypatch.setitem(__import__("sys").modules, "sklearn.datasets", None)
+    with pytest.raises(ImportError, match="needs scikit-learn: pip install scikit-learn"):
+        load_dataset(tmp_path / "a.svm")
+
+
+def test_load_dataset_names_a_missing_file_a_folder_and_an_unknown_format(tmp_path):
+    from rowstoch_fast.datasets import load_dataset
+
+    with pytest.raises(FileNotFoundError, match="data file .*nowhere.npz' does not exist"):
+        load_dataset(tmp_path / "nowhere.npz")
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        load_dataset((tmp_path / "nowhere.npy", np.zeros(2)))
+    with pytest.raises(IsADirectoryError, match="is a folder: give a file"):
+        load_dataset(tmp_path)
+    (tmp_path / "data.parquet").write_bytes(b"PAR1")
+    with pytest.raises(ValueError, match="unknown extension '.parquet'; load_dataset reads .npz, .csv"):
+        load_dataset(tmp_path / "data.parquet")
+    (tmp_path / "noext").write_text("1,2\n")
+    with pytest.raises(ValueError, match="unknown extension '\\(none\\)'"):
+        load_dataset(tmp_path / "noext")
+    with pytest.raises(ValueError, match="format must be 'npz', 'csv' or 'libsvm', got 'xlsx'"):
+        load_dataset(tmp_path / "noext", format="xlsx")
+    (tmp_path / "d.npz.gz").write_bytes(b"")
+    with pytest.raises(ValueError, match="compressed already"):
+        load_dataset(tmp_path / "d.npz.gz")
+
+
+class _Pairs:
+    """A PyTorch-style dataset without PyTorch: ``__len__`` and ``__getitem__`` returning ``(sample, label)``."""
+
+    def __init__(self, items):
+        self.items = items
+
+    def __len__(self):
+        return len(self.items)
+
+    def __getitem__(self, i):
+        return self.items[i]
+
+
+def test_load_dataset_from_a_dataset_of_pairs():
+    from rowstoch_fast.datasets import load_dataset
+
+    rng = np.random.default_rng(0)
+    images = rng.random((5, 1, 2, 2)).astype(np.float32)
+    X, y = load_dataset(_Pairs([(images[i], i % 3) for i in range(5)]))
+    assert X.shape == (5, 1, 2, 2) and X.dtype == np.float32 and y.tolist() == [0, 1, 2, 0, 1]
+    X, _ = load_dataset(_Pairs([(images[i].tolist(), np.int64(1)) for i in range(5)]), flatten=True)
+    assert X.shape == (5, 4)
+    X, y = load_dataset([(np.ones(2), 0), (np.zeros(2), 1)])  # a list of pairs is a dataset too
+    assert X.shape == (2, 2) and y.tolist() == [0, 1]
+    with pytest.raises(TypeError, match=r"dataset\[1\] must be a \(sample, label\) pair, got a dict"):
+        load_dataset(_Pairs([(np.ones(2), 0), {"x": 1}]))
+    with pytest.raises(TypeError, match=r"dataset\[0\] must be a \(sample, label\) pair, got a tuple of 3 items"):
+        load_dataset(_Pairs([(np.ones(2), 0, 1)]))
+    with pytest.raises(ValueError, match=r"dataset\[1\] holds a sample of shape \(3,\), dataset\[0\] one of \(2,\)"):
+        load_dataset(_Pairs([(np.ones(2), 0), (np.ones(3), 1)]))
+    with pytest.raises(ValueError, match=r"dataset\[0\] has a label of shape \(2,\)"):
+        load_dataset(_Pairs([(np.ones(2), [0, 1])]))
+    with pytest.raises(ValueError, match="the _Pairs dataset holds no samples"):
+        load_dataset(_Pairs([]))
+    with pytest.raises(TypeError, match="the _Pairs dataset: the labels must be numeric"):
+        load_dataset(_Pairs([(np.ones(2), "cat")]))
+    with pytest.raises(TypeError, match="the features must be numeric"):
+        load_dataset(_Pairs([("abc", 0)]))
+
+
+def test_load_dataset_from_a_torch_dataset():
+    torch = pytest.importorskip("torch")
+    from torch.utils.data import Dataset, TensorDataset
+
+    from rowstoch_fast.datasets import load_dataset
+
+    X = torch.arange(12, dtype=torch.float32).reshape(4, 3)
+    X.requires_grad_(True)  # (converted through .detach())
+    y = torch.tensor([0, 1, 1, 0])
+    X2, y2 = load_dataset(TensorDataset(X, y))
+    assert isinstance(X2, np.ndarray) and X2.dtype == np.float32 and X2.shape == (4, 3)
+    assert y2.dtype == np.int64 and y2.tolist() == [0, 1, 1, 0]
+
+    class Images(Dataset):
+        def __len__(self):
+            return 3
+
+        def __getitem__(self, i):
+            return torch.full((1, 2, 2), float(i)), i
+
+    X3, y3 = load_dataset(Images(), flatten=True)
+    assert X3.shape == (3, 4) and X3[2].tolist() == [2.0] * 4 and y3.tolist() == [0, 1, 2]

@@ -225,3 +225,78 @@ def test_a_matrix_market_file_with_nul_bytes_is_refused_not_a_crash(tmp_path):
     path.write_bytes(b"%%MatrixMarket matrix coordinate real general\n%\n2 2 2\n1 1 5.0000\0\0\0\n2 2 5.0\0\0\n")
     with pytest.raises(UsageError, match="NUL byte at offset"):
         io.load_matrix(str(path))
+
+
+# ---------------------------------------------------------------------------- draw
+@pytest.fixture
+def plt():
+    pytest.importorskip("matplotlib")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    yield plt
+    plt.close("all")
+
+
+def _arrows(ax):
+    from matplotlib.patches import FancyArrowPatch
+
+    return [p for p in ax.patches if isinstance(p, FancyArrowPatch)]
+
+
+def test_draw_gives_an_arrow_per_edge_without_self_loops(plt, tmp_path):
+    from matplotlib.axes import Axes
+
+    A = MixingMatrix([[0.5, 0.5, 0.0, 0.0], [0.0, 0.2, 0.8, 0.0], [0.1, 0.0, 0.4, 0.5], [1.0, 0.0, 0.0, 0.0]])
+    ax = A.draw()
+    assert isinstance(ax, Axes)
+    arrows = _arrows(ax)
+    assert len(arrows) == 5  # 8 weights, 3 of them self loops
+    assert len(ax.texts) == 4 and sorted(t.get_text() for t in ax.texts) == ["0", "1", "2", "3"]
+    widths = sorted(a.get_linewidth() for a in arrows)
+    assert widths[0] < widths[-1]  # a weight of 0.1 thinner than one of 1.0
+    assert len(ax.collections) == 1 and len(ax.collections[0].get_offsets()) == 4  # the nodes
+    ax = topology.ring(7).draw(labels=False)  # a ring's self loops omitted too
+    assert len(_arrows(ax)) == 7 and not ax.texts
+
+
+def test_draw_into_given_axes_with_layouts_and_saves_a_png(plt, tmp_path):
+    A = topology.exponential(8)
+    _, ax = plt.subplots()
+    assert A.draw(ax=ax) is ax and len(_arrows(ax)) == A.nnz - 8
+    pos = np.random.default_rng(0).normal(size=(8, 2))
+    ax = A.draw(layout=pos, path=tmp_path / "exp.png")
+    np.testing.assert_allclose(ax.collections[0].get_offsets(), pos)
+    assert (tmp_path / "exp.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    ax = A.draw(layout="spring", seed=1, path=str(tmp_path / "spring.svg"))
+    assert len(_arrows(ax)) == A.nnz - 8 and (tmp_path / "spring.svg").stat().st_size > 0
+    again = A.draw(layout="spring", seed=1)
+    np.testing.assert_array_equal(ax.collections[0].get_offsets(), again.collections[0].get_offsets())
+    column = MixingMatrix(A, stochastic="column")  # (the exponential graph's A is doubly stochastic)
+    assert len(_arrows(column.draw())) == A.nnz - 8
+
+
+def test_draw_refuses_bad_inputs(plt, monkeypatch):
+    A = topology.ring(5)
+    with pytest.raises(ValueError, match="A has 201 nodes, more than max_nodes = 200 .*pass max_nodes=201 .*"
+                                         r"or layout= an \(201, 2\) array of positions"):
+        topology.ring(201).draw()
+    with pytest.raises(ValueError, match="more than max_nodes = 4"):
+        A.draw(max_nodes=4)
+    assert len(_arrows(A.draw(max_nodes=5))) == 5
+    assert len(_arrows(topology.ring(201).draw(layout=np.zeros((201, 2)) + np.arange(201)[:, None]))) == 201
+    with pytest.raises(ValueError, match="max_nodes must be >= 1"):
+        A.draw(max_nodes=0)
+    with pytest.raises(ValueError, match="layout must be 'circular', 'spring' or an \\(n, 2\\) array .*got 'grid'"):
+        A.draw(layout="grid")
+    with pytest.raises(ValueError, match=r"layout positions must have shape \(5, 2\), .*got \(4, 2\)"):
+        A.draw(layout=np.zeros((4, 2)))
+    with pytest.raises(ValueError, match="layout must be finite"):
+        A.draw(layout=np.full((5, 2), np.nan))
+    with pytest.raises(TypeError, match="layout must be a numeric array"):
+        A.draw(layout=[["a", "b"]] * 5)
+    monkeypatch.setitem(__import__("sys").modules, "networkx", None)
+    with pytest.raises(ImportError, match="layout='spring' needs networkx"):
+        A.draw(layout="spring")
