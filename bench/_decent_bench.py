@@ -1,5 +1,6 @@
-"""What the side-by-side scripts with decent-bench 0.3.0 share (bench/decent_bench_{prox,local,vr}.py): its import
-(Python >= 3.13), the least-squares problem, our gradients of it, decent-bench's network on our W, its models.
+"""What the side-by-side scripts with decent-bench 0.3.0 share (bench/decent_bench_{prox,local,vr,fed}.py): its import
+(Python >= 3.13), the least-squares problem, our gradients of it, decent-bench's network on our W (or its federated
+star network), its models.
 
 One problem for all: ``n`` nodes of ``m`` rows, ``f_i(x) = ||A_i x - b_i||^2 / (2 m)`` (the scaling of
 decent-bench's ``LinearRegressionCost``), a sparse ``x_true``, one random start row per node.
@@ -15,15 +16,17 @@ try:
 
     iop.set_backend("numpy", "cpu")
     import decent_bench
+    import decent_bench.algorithms.federated as dbf
     import decent_bench.algorithms.p2p as dbp
     from decent_bench.agents import Agent
     from decent_bench.costs import L1RegularizerCost, LinearRegressionCost
-    from decent_bench.networks import P2PNetwork
+    from decent_bench.networks import FedNetwork, P2PNetwork
 except ImportError as exc:  # pragma: no cover - environment guard
     raise SystemExit(f"needs decent-bench (Python >= 3.13): {exc}") from exc
 
-__all__ = ["iop", "decent_bench", "dbp", "Agent", "L1RegularizerCost", "LinearRegressionCost", "P2PNetwork",
-           "CHECKPOINTS", "make_problem", "grad_fn_for", "make_network", "db_x"]
+__all__ = ["iop", "decent_bench", "dbp", "dbf", "Agent", "L1RegularizerCost", "LinearRegressionCost", "P2PNetwork",
+           "FedNetwork", "CHECKPOINTS", "make_problem", "grad_fn_for", "make_network", "make_fed_network", "db_x",
+           "db_server"]
 
 #: The iterations (or rounds) the scripts compare at.
 CHECKPOINTS = (1, 10, 100, 1000)
@@ -63,6 +66,23 @@ def make_network(A: np.ndarray, b: np.ndarray, W: np.ndarray, cost=None) -> P2PN
         print(f"  note: decent-bench's default W differs from ours by {np.max(np.abs(default_W - W)):.2e}; using ours")
     net.weights = iop.from_numpy(W)
     return net
+
+
+def make_fed_network(A: np.ndarray, b: np.ndarray, cost=None) -> FedNetwork:
+    """decent-bench's federated network of the problem: client ``i`` (``agents()[i]``) holds ``A_i, b_i``, the server
+    is its default (zero cost, always active). ``cost(i, data)`` as in :func:`make_network`."""
+    n, m, _ = A.shape
+    cost = cost or (lambda i, data: LinearRegressionCost(data))
+    clients = [Agent(cost(i, [(iop.from_numpy(A[i, k]), iop.from_numpy(b[i, k: k + 1])) for k in range(m)]))
+               for i in range(n)]
+    net = FedNetwork(clients)
+    assert net.clients() == clients  # client k <-> row k of ours
+    return net
+
+
+def db_server(net: FedNetwork) -> np.ndarray:
+    """decent-bench's server model, (d,)."""
+    return np.array(iop.to_numpy(net.server().x), dtype=float, copy=True)
 
 
 def db_x(net: P2PNetwork) -> np.ndarray:

@@ -1138,6 +1138,111 @@ def awake_mask(n, t, seed, model="bernoulli", q=None, p_sleep=None, p_wake=None,
     return np.array(state)
 
 
+# ----------------------------------------------------------------- federated methods (a server and clients)
+def _federated(n, x0, lr, grad_fn, T, local_steps, participation, client_steps, seed, local, server, state):
+    """A server and ``n`` clients, round by round: ``s_0`` the mean of the rows of ``x0``; each round the chosen
+    clients ``S`` (``Federated.chosen``) start from ``s`` and take ``tau_i`` (default ``K``) local steps
+    ``y_i <- y_i - lr local(g, y, s, state)`` (the others keep ``s``), then ``s, state = server(s, y, S, tau,
+    state)`` and every client holds ``s``. The models after every local step (a round's last: ``s``)."""
+    from .algorithms._federated import Federated
+
+    x0 = np.asarray(x0, dtype=np.float64)
+    s = x0.mean(axis=0)
+    tau = np.full(n, local_steps) if client_steps is None else np.asarray(client_steps)
+    m = Federated.clients_for(n, participation)
+    y = np.broadcast_to(s, x0.shape).copy()
+    xs = [y.copy()]
+    r = 0
+    while len(xs) <= T:
+        S = Federated.chosen(n, m, seed, r)
+        for k in range(local_steps):
+            step = lr * local(_grad(grad_fn, y), y, s, state)
+            y = np.where((S & (k < tau))[:, None], y - step, y)
+            xs.append(y.copy())
+        s, state = server(s, y, S, tau, state)
+        y = np.broadcast_to(s, x0.shape).copy()
+        xs[-1] = y.copy()
+        r += 1
+    return xs[:T + 1]
+
+
+@twin("fedavg")
+def fedavg(n, x0, lr, grad_fn, T, local_steps=4, participation=1.0, client_steps=None, server_lr=1.0, seed=0):
+    """FedAvg (McMahan et al. 2017): local steps ``y <- y - lr g(y)``; ``s <- s + server_lr mean_S (y_i - s)``."""
+    return _federated(n, x0, lr, grad_fn, T, local_steps, participation, client_steps, seed,
+                      lambda g, y, s, st: g, lambda s, y, S, tau, st: (s + server_lr * (y[S] - s).mean(axis=0), st), {})
+
+
+@twin("fedprox")
+def fedprox(n, x0, lr, grad_fn, T, local_steps=4, participation=1.0, client_steps=None, mu=0.01, seed=0):
+    """FedProx (Li et al. 2020): local steps ``y <- y - lr (g(y) + mu (y - s))``; ``s <- mean_S y_i``."""
+    return _federated(n, x0, lr, grad_fn, T, local_steps, participation, client_steps, seed,
+                      lambda g, y, s, st: g + mu * (y - s), lambda s, y, S, tau, st: (y[S].mean(axis=0), st), {})
+
+
+@twin("scaffold")
+def scaffold(n, x0, lr, grad_fn, T, local_steps=4, participation=1.0, client_steps=None, server_lr=1.0, seed=0):
+    """SCAFFOLD (Karimireddy et al. 2020, option II): local steps ``y <- y - lr (g(y) - c_i + c)``; for ``i`` in
+    ``S``: ``c_i+ = c_i - c + (s - y_i) / (tau_i lr)``; ``s <- s + server_lr mean_S (y_i - s)``,
+    ``c <- c + (1/n) sum_S (c_i+ - c_i)``; ``c_i = c = 0`` at the start."""
+    def server(s, y, S, tau, st):
+        c, cs = st["c"], st["cs"]
+        new = c[S] - cs + (s - y[S]) / (tau[S][:, None] * lr)
+        st = {"c": c.copy(), "cs": cs + (new - c[S]).sum(axis=0) / n}
+        st["c"][S] = new
+        return s + server_lr * (y[S] - s).mean(axis=0), st
+
+    d = np.shape(x0)[-1]
+    return _federated(n, x0, lr, grad_fn, T, local_steps, participation, client_steps, seed,
+                      lambda g, y, s, st: g - st["c"] + st["cs"], server, {"c": np.zeros((n, d)), "cs": np.zeros(d)})
+
+
+@twin("feddyn")
+def feddyn(n, x0, lr, grad_fn, T, local_steps=4, participation=1.0, client_steps=None, alpha=0.1, seed=0):
+    """FedDyn (Acar et al. 2021): local steps ``y <- y - lr (g(y) - lambda_i + alpha (y - s))``; for ``i`` in ``S``:
+    ``lambda_i <- lambda_i - alpha (y_i - s)``; ``h <- h - (alpha / n) sum_S (y_i - s)``,
+    ``s <- mean_S y_i - h / alpha``; ``lambda_i = h = 0`` at the start."""
+    def server(s, y, S, tau, st):
+        lam = st["lam"].copy()
+        lam[S] -= alpha * (y[S] - s)
+        h = st["h"] - alpha / n * (y[S] - s).sum(axis=0)
+        return y[S].mean(axis=0) - h / alpha, {"lam": lam, "h": h}
+
+    d = np.shape(x0)[-1]
+    return _federated(n, x0, lr, grad_fn, T, local_steps, participation, client_steps, seed,
+                      lambda g, y, s, st: g - st["lam"] + alpha * (y - s), server,
+                      {"lam": np.zeros((n, d)), "h": np.zeros(d)})
+
+
+@twin("fednova")
+def fednova(n, x0, lr, grad_fn, T, local_steps=4, participation=1.0, client_steps=None, seed=0):
+    """FedNova (Wang et al. 2020), plain: local steps ``y <- y - lr g(y)``, ``tau_i`` of them;
+    ``s <- s + tau_eff mean_S (y_i - s) / tau_i``, ``tau_eff = mean_S tau_i``."""
+    def server(s, y, S, tau, st):
+        return s + tau[S].mean() * ((y[S] - s) / tau[S][:, None]).mean(axis=0), st
+
+    return _federated(n, x0, lr, grad_fn, T, local_steps, participation, client_steps, seed,
+                      lambda g, y, s, st: g, server, {})
+
+
+@twin("fedopt")
+def fedopt(n, x0, lr, grad_fn, T, local_steps=4, participation=1.0, client_steps=None, server_optimizer="adam",
+           server_lr=0.01, beta1=0.9, beta2=0.99, tau=1e-3, seed=0):
+    """FedOpt (Reddi et al. 2021): FedAvg's clients; ``D = mean_S (y_i - s)``, ``m <- beta1 m + (1 - beta1) D``,
+    ``v <- v + D^2`` (adagrad), ``beta2 v + (1 - beta2) D^2`` (adam), ``v - (1 - beta2) D^2 sign(v - D^2)``
+    (yogi); ``s <- s + server_lr m / (sqrt(v) + tau)``; ``m = v = 0`` at the start."""
+    def server(s, y, S, steps, st):
+        D = (y[S] - s).mean(axis=0)
+        m = beta1 * st["m"] + (1 - beta1) * D
+        v = {"adagrad": lambda v: v + D * D, "adam": lambda v: beta2 * v + (1 - beta2) * D * D,
+             "yogi": lambda v: v - (1 - beta2) * D * D * np.sign(v - D * D)}[server_optimizer](st["v"])
+        return s + server_lr * m / (np.sqrt(v) + tau), {"m": m, "v": v}
+
+    d = np.shape(x0)[-1]
+    return _federated(n, x0, lr, grad_fn, T, local_steps, participation, client_steps, seed,
+                      lambda g, y, s, st: g, server, {"m": np.zeros(d), "v": np.zeros(d)})
+
+
 # ----------------------------------------------------------------- message compression and noise
 def compress_message(v, method, node, first_col, seed, t, r, bits=None, k=None, unbiased=True, sigma=0.0):
     """What ``rowstoch_fast.network.Compressed`` / ``Noisy`` send for one message ``v`` (``L`` values at columns

@@ -66,7 +66,7 @@ ALGORITHM_RANGES = {"lr": (0.0, False, "a finite number > 0"), "rounds": (1, Tru
 #: ``[run] algorithms = "..."``: a set of algorithms read from the registry when the file is loaded (so a file
 #: names no algorithm by hand; ``[algorithms.NAME]`` tables then add settings, or more algorithms).
 ALGORITHM_SETS = {"all": lambda cls: True, "paper": lambda cls: cls.in_paper_preset,
-                  "proximal": lambda cls: cls.composite}
+                  "proximal": lambda cls: cls.composite, "federated": lambda cls: cls.federated}
 #: Choices checked here, so that the error names the key rather than a command-line option.
 CHOICES = {("network", "weights"): ("in-degree", "metropolis"),
            ("objective", "kind"): ("logistic", "logistic-l2", "least-squares", "lasso", "quadratic"),

@@ -223,6 +223,9 @@ class Optimizer(AskTell, FailureHandling, Persistence):
     bias = None
     #: ``"mg-NAME"`` (several gossip rounds per iteration) is listed next to ``NAME`` (multi-round methods).
     mg_listed = False
+    #: A federated method (a server and clients, :mod:`._federated`): run where named, not in ``rowstoch compare``'s
+    #: default on a decentralized network.
+    federated = False
     @derived
     def in_paper_preset(cls):
         """In ``rowstoch compare --preset paper``: read off the class unless it says otherwise, True where it runs
@@ -321,6 +324,14 @@ class Optimizer(AskTell, FailureHandling, Persistence):
         if cached is None:
             cached = self._lr_columns[scale] = self._ops.columns(np.repeat(scale * lr.reshape(-1), self._d))
         return cached
+
+    def _inverse_lr_coef(self, scale):
+        """``scale / lr`` as a coefficient of :meth:`Backend.combine` (per replica: a ``(1, reps * d)`` row of
+        columns)."""
+        lr = self.lr
+        if np.ndim(lr) == 0:
+            return scale / lr
+        return self._ops.columns(np.repeat(scale / lr.reshape(-1), self._d))
 
     def _validate(self, matrices, x0, hyper):
         """Checks with no communication (under MPI run on every rank, then agreed on)."""

@@ -90,13 +90,6 @@ class KGT(LocalSteps, Optimizer):
     def _traffic_per_iteration(self):
         return [("W", 1, 2 * self._reps * self._d)]  # (the combined model and z, in the same round)
 
-    def _inverse_rate(self, scale):
-        """``scale / lr`` as a coefficient of ``combine`` (per replica: a row of columns)."""
-        lr = self.lr
-        if np.ndim(lr) == 0:
-            return scale / lr
-        return self._ops.columns(np.repeat(scale / lr.reshape(-1), self._d))
-
     def _advance(self, grad_fn, cur, nxt, t):
         ops = self._ops
         g, u, w = self._work
@@ -109,7 +102,7 @@ class KGT(LocalSteps, Optimizer):
             ops.combine(nxt["c"], [1.0], [cur["c"]], check=False)
             self._verified_last(finite, nxt["x"], t + 1)
             return
-        inv = self._inverse_rate(1.0 / self.local_steps)
+        inv = self._inverse_lr_coef(1.0 / self.local_steps)
         ops.combine(u, [1.0, -1.0], [nxt["x_round"], nxt["x"]], check=False)  # u = x_r - x_local
         ops.combine(w, [1.0, -self.server_lr], [nxt["x_round"], u], check=False)  # x_r - lr_s u
         ops.mix(self.W, w, nxt["x"])

@@ -62,8 +62,10 @@ def default_algorithms(A, objective=None):
     """What :func:`compare` runs on ``A`` when not told: every registered algorithm that runs on it (an undirected
     network's methods only where ``A`` is doubly stochastic, or losses / sleep over a symmetric doubly stochastic
     matrix: the undirected rule) and on ``objective``'s gradients (GT-SAGA only on a
-    finite sum), in listing order, with the ``mg-`` forms listed."""
-    chosen = _algorithms.labels(lambda cls: cls.applies_to(A) and (objective is None or cls.takes_objective(objective)))
+    finite sum), in listing order, with the ``mg-`` forms listed; the federated methods (a server and clients,
+    not the network) only where named."""
+    chosen = _algorithms.labels(lambda cls: not cls.federated and cls.applies_to(A)
+                                and (objective is None or cls.takes_objective(objective)))
     if not chosen and objective is not None:  # (say why: nothing runs on this network and objective together)
         takers = _algorithms.names(lambda cls: cls.takes_objective(objective))
         raise ValueError(f"no algorithm runs on this network and this objective: the methods that take "

@@ -1,0 +1,187 @@
+"""Federated methods (a server and clients: rowstoch_fast/algorithms/_federated.py) beyond the registry tests of
+tests/test_algorithms.py (their dense twins, replicas, resumes, the emulated GPU, divergence): what reduces to
+what, the client selection, unequal local work, partial participation, the counts, and bad hyperparameters."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rowstoch_fast import FedAvg, FedDyn, FedNova, FedOpt, FedProx, Scaffold, _reference
+from rowstoch_fast.algorithms import REGISTRY, names
+from rowstoch_fast.algorithms._federated import Federated
+
+FEDERATED = names(lambda cls: cls.federated)
+
+
+def problem(n=10, d=3, seed=0):
+    """Heterogeneous quadratics ``f_i(x) = 1/2 x^T diag(a_i) x - b_i^T x`` and the minimiser of their sum."""
+    rng = np.random.default_rng(seed)
+    a, b = rng.uniform(0.5, 2.0, (n, d)), rng.standard_normal((n, d))
+    return (lambda X: a * X - b), b.sum(0) / a.sum(0)
+
+
+def run(cls, T, grad, n=10, d=3, **options):
+    opt = cls(n, np.zeros(d), **{"lr": 0.05, **options})
+    for _ in range(T):
+        opt.step(grad)
+    return opt
+
+
+def test_every_federated_method_is_registered_and_left_out_of_the_default_comparison():
+    from rowstoch_fast import topology
+    from rowstoch_fast.compare.plan import default_algorithms
+
+    assert set(FEDERATED) == {"fedavg", "fedprox", "scaffold", "feddyn", "fednova", "fedopt"}
+    chosen = default_algorithms(topology.exponential(8))
+    assert not set(FEDERATED) & set(chosen) and "centralized" in chosen
+
+
+def test_fedprox_without_its_term_and_fednova_with_equal_steps_are_fedavg_bit_for_bit():
+    grad, _ = problem()
+    ref = run(FedAvg, 41, grad, participation=0.6, local_steps=3).x
+    np.testing.assert_array_equal(run(FedProx, 41, grad, participation=0.6, local_steps=3, mu=0.0).x, ref)
+    np.testing.assert_array_equal(run(FedNova, 41, grad, participation=0.6, local_steps=3).x, ref)
+    equal = run(FedNova, 41, grad, participation=0.6, local_steps=3, client_steps=[3] * 10).x  # (tau (u / tau): rounding)
+    np.testing.assert_allclose(equal, ref, rtol=1e-14)
+
+
+@pytest.mark.parametrize("name", FEDERATED)
+@pytest.mark.parametrize("participation,client_steps", [(0.3, None), (0.5, [1, 2, 3, 4, 1, 2, 3, 4, 4, 4]), (1.0, [2] * 10)])
+def test_partial_participation_and_unequal_work_match_the_dense_twin(name, participation, client_steps):
+    grad, _ = problem(seed=1)
+    cls = REGISTRY[name]
+    x0 = np.random.default_rng(2).standard_normal((10, 3))
+    options = {"participation": participation, "client_steps": client_steps, "local_steps": 4, "seed": 5}
+    opt = cls(10, x0, 0.05, **options)
+    xs = _reference.TWINS[name](10, x0, 0.05, grad, 60, **options)
+    for t in range(1, 61):
+        opt.step(grad)
+        np.testing.assert_allclose(opt.x, xs[t], rtol=1e-12, atol=1e-14, err_msg=f"{name} at {t}")
+    assert opt.communication_rounds == 15
+
+
+@given(n=st.integers(1, 40), p=st.floats(0.01, 1.0), seed=st.integers(0, 2**40), r=st.integers(0, 10**12))
+@settings(max_examples=60, deadline=None)
+def test_each_round_chooses_its_share_of_the_clients_the_same_everywhere(n, p, seed, r):
+    m = Federated.clients_for(n, p)
+    assert 1 <= m <= n and (m == 1 or m <= p * n + 1e-9) and m > p * n - 1
+    mask = Federated.chosen(n, m, seed, r)
+    assert mask.dtype == bool and mask.shape == (n,) and mask.sum() == m
+    np.testing.assert_array_equal(mask, Federated.chosen(n, m, seed, r))  # a pure function of (seed, round)
+
+
+def test_the_clients_of_a_round_are_the_fraction_rounded_down():
+    assert [Federated.clients_for(n, p) for n, p in [(12, 0.3), (7, 0.5), (10, 0.25), (100, 0.29), (10, 0.01)]] \
+        == [3, 3, 2, 29, 1]
+
+
+def test_the_choice_is_uniform_over_the_clients_and_changes_with_the_round_and_the_seed():
+    counts = sum(Federated.chosen(20, 5, 3, r).astype(int) for r in range(4000))
+    assert abs(counts / 4000 - 0.25).max() < 0.03  # each client in about a quarter of the rounds
+    assert not np.array_equal(Federated.chosen(20, 5, 3, 0), Federated.chosen(20, 5, 3, 1))
+    assert not np.array_equal(Federated.chosen(20, 5, 3, 0), Federated.chosen(20, 5, 4, 0))
+
+
+@pytest.mark.parametrize("cls", [Scaffold, FedDyn])
+def test_the_drift_corrected_methods_reach_the_minimiser_with_partial_participation(cls):
+    grad, xstar = problem(seed=3)
+    opt = run(cls, 16000, grad, participation=0.5, **({"alpha": 1.0} if cls is FedDyn else {}))
+    assert np.abs(opt.x - xstar).max() < 1e-9 * np.abs(xstar).max()
+
+
+def test_fedavg_drifts_in_proportion_to_its_local_steps_and_scaffold_does_not():
+    grad, xstar = problem(seed=4)
+    drift = [np.abs(run(FedAvg, 4000 * K, grad, lr=0.01, local_steps=K).x - xstar).max() for K in (2, 8)]
+    assert 2.5 < drift[1] / drift[0] < 10  # O(lr (K - 1)): 7 / 1
+    assert np.abs(run(Scaffold, 32000, grad, lr=0.01, local_steps=8).x - xstar).max() < 1e-10
+
+
+def test_fednova_removes_the_inconsistency_of_unequal_local_work():
+    """Clients that take more steps pull FedAvg towards their own minimisers (Wang et al. 2020, Theorem 1):
+    FedAvg goes to the minimiser of ``sum_i tau_i f_i``, FedNova to that of ``sum_i f_i`` (to O(lr))."""
+    b = np.arange(8.0)[:, None]
+    tau = np.arange(1, 9)
+    grad = lambda X: X - b  # noqa: E731
+    avg = run(FedAvg, 16000, grad, n=8, d=1, lr=0.005, local_steps=8, client_steps=tau).x.mean()
+    nova = run(FedNova, 16000, grad, n=8, d=1, lr=0.005, local_steps=8, client_steps=tau).x.mean()
+    assert abs(avg - (tau @ b.ravel()) / tau.sum()) < 0.05 and abs(nova - 3.5) < 0.03
+
+
+@pytest.mark.parametrize("server_optimizer", ["adam", "adagrad", "yogi"])
+def test_fedopt_moves_the_server_about_server_lr_per_coordinate_at_first(server_optimizer):
+    grad, _ = problem(seed=6)
+    opt = run(FedOpt, 4, grad, local_steps=4, server_optimizer=server_optimizer, server_lr=0.01, tau=1e-9)
+    # m / sqrt(v) after one round: 0.1 D / (0.1 |D|) (adam, yogi: sqrt(0.01 D^2)), 0.1 D / |D| (adagrad)
+    expected = 0.01 if server_optimizer != "adagrad" else 0.001
+    np.testing.assert_allclose(np.abs(opt.x[0]), expected, rtol=1e-6)
+
+
+def test_traffic_counts_an_upload_and_a_download_per_chosen_client():
+    grad, _ = problem()
+    opt = run(FedAvg, 20, grad, participation=0.3, local_steps=4)  # 3 clients a round, 5 rounds
+    assert opt.communication_rounds == 5 and opt.traffic() == {"messages": 30, "bytes": 30 * 3 * 8}
+    opt = run(Scaffold, 20, grad, participation=0.3, local_steps=4)  # (the model and the control variate, each way)
+    assert opt.traffic() == {"messages": 30, "bytes": 30 * 2 * 3 * 8}
+
+
+def test_samples_count_only_the_steps_the_chosen_clients_take():
+    grad, _ = problem()
+    tau = [1, 2, 3, 4, 1, 2, 3, 4, 4, 4]
+    opt = run(FedAvg, 22, grad, participation=0.3, local_steps=4, client_steps=tau, seed=3)
+    steps = sum(np.asarray(tau)[Federated.chosen(10, 3, 3, r)].sum() for r in range(5))
+    steps += np.minimum(tau, 2)[Federated.chosen(10, 3, 3, 5)].sum()
+    assert opt.samples_drawn(batch=7) == steps * 7 / 10
+    assert run(FedAvg, 22, grad, participation=0.3).samples_drawn(batch=2) == 22 * 3 * 2 / 10
+
+
+def test_the_server_model_is_every_row_after_a_round_and_the_state_resumes_mid_round():
+    grad, _ = problem()
+    opt = run(Scaffold, 6, grad, participation=0.5, local_steps=4, seed=9)
+    state = opt.state_dict()
+    again = Scaffold.from_state_dict(state)
+    for _ in range(2):
+        opt.step(grad)
+        again.step(grad)
+    np.testing.assert_array_equal(opt.x, again.x)
+    assert np.ptp(opt.x, axis=0).max() == 0.0  # iteration 8 ends round 2: the server model on every row
+
+
+@pytest.mark.parametrize("options,match", [
+    ({"participation": 0.0}, "participation must be"),
+    ({"participation": 1.5}, r"participation must be a fraction of the clients in \(0, 1\]"),
+    ({"participation": float("nan")}, "participation"),
+    ({"client_steps": [1, 2]}, "client_steps must be 10 integers"),
+    ({"client_steps": [0.5] * 10}, "client_steps must be 10 integers"),
+    ({"client_steps": [5] * 10}, r"client_steps must lie in 1 .. local_steps = 4, got client_steps\[0\] = 5"),
+    ({"client_steps": [1] * 9 + [0]}, r"client_steps\[9\] = 0"),
+    ({"local_steps": 0}, "local_steps"),
+    ({"seed": -1}, "seed"),
+])
+def test_bad_federated_hyperparameters_are_named(options, match):
+    with pytest.raises((ValueError, TypeError), match=match):
+        FedAvg(10, np.zeros(3), 0.1, **options)
+
+
+@pytest.mark.parametrize("cls,options,match", [
+    (FedProx, {"mu": -1.0}, "mu"), (FedDyn, {"alpha": 0.0}, "alpha"), (Scaffold, {"server_lr": 0.0}, "server_lr"),
+    (FedOpt, {"server_optimizer": "sgd"}, "server_optimizer must be one of adam, adagrad, yogi"),
+    (FedOpt, {"beta1": 1.0}, r"beta1 must lie in \[0, 1\)"), (FedOpt, {"beta2": -0.1}, "beta2"),
+    (FedOpt, {"tau": 0.0}, "tau"),
+])
+def test_bad_method_hyperparameters_are_named(cls, options, match):
+    with pytest.raises(ValueError, match=match):
+        cls(10, np.zeros(3), 0.1, **options)
+
+
+def test_a_diverging_round_keeps_the_last_finite_state():
+    from rowstoch_fast import DivergenceError
+
+    grad, _ = problem()
+    opt = FedAvg(10, np.ones(3), 0.1, local_steps=2)
+    with pytest.raises(DivergenceError), np.errstate(over="ignore"):
+        for _ in range(200):
+            opt.step(lambda X: 1e300 * X)
+    assert np.isfinite(opt.x).all() and np.isfinite(opt.state_dict()["server"]).all()
