@@ -33,7 +33,7 @@ import numpy as np
 
 from ._checks import check_int, check_positive_float, make_rng, require_memory
 
-__all__ = ["iid_split", "stratified_split", "dirichlet_split", "label_quantity_split", "shard_split",
+__all__ = ["iid_split", "stratified_split", "dirichlet_split", "label_quantity_split", "shard_split", "split_samples", "SPLITS",
            "size_skewed_split", "node_arrays", "load_dataset", "load_digits", "load_mnist", "load_cifar10",
            "synthetic_cifar10", "MNIST_LAYOUTS"]
 
@@ -328,6 +328,70 @@ def size_skewed_split(num_samples, n, power=None, *, alpha=None, min_size=1, see
 
 #: What :func:`node_arrays` does with parts of unequal sizes.
 _EQUALIZE = ("error", "truncate")
+
+
+#: The splits :func:`split_samples` (and ``rowstoch compare --split``, ``[objective] split``) name.
+SPLITS = ("contiguous", "iid", "sorted", "classes:K")
+
+
+def split_samples(X, y, n, split="contiguous", seed=0):
+    """A data set's samples over ``n`` nodes by a named split, stacked node by node as the objectives take them
+    (:func:`node_arrays`): the one-word form of the splits, for the command line and experiment files.
+
+    Parameters
+    ----------
+    X : array_like, shape (m, ...)
+    y : array_like, shape (m,)
+        Labels (class ids, or -1 / +1 for the logistic problems); read as classes by the label-skewed splits.
+    n : int
+    split : str, default "contiguous"
+        ``"contiguous"``: node ``i`` the ``i``-th block of the samples as they are (the remainder dropped);
+        ``"iid"``: the same after a shuffle (:func:`iid_split`); ``"sorted"``: the ``i``-th block of the samples
+        sorted by label (the strongest label skew of equal sizes: with two classes, each node but one sees one
+        label only); ``"classes:K"``: ``K`` classes per node (:func:`label_quantity_split`), each node cut to
+        the smallest node's size (``node_arrays(..., equalize="truncate")``). (A Dirichlet split, whose sizes
+        differ widely, is :func:`dirichlet_split` with :func:`node_arrays` in Python.)
+    seed : int, default 0
+        Seeds the shuffle, the classes and the cuts.
+
+    Returns
+    -------
+    H : ndarray, shape (n * M, ...)
+    Y : ndarray, shape (n * M,)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> y = np.repeat([-1.0, 1.0], 8)
+    >>> H, Y = split_samples(np.arange(16.0)[:, None], y[::-1], 4, "sorted")
+    >>> Y.reshape(4, 4).mean(axis=1).tolist()  # two nodes see only -1, two only +1
+    [-1.0, -1.0, 1.0, 1.0]
+    """
+    X, y = np.asarray(X), np.asarray(y)
+    n = check_int(n, "n", minimum=1)
+    if len(X) != len(y):
+        raise ValueError(f"X has {len(X)} samples but y has {len(y)} labels")
+    if not isinstance(split, str):
+        raise TypeError(f"split must be one of {', '.join(SPLITS)}, got {type(split).__name__}")
+    kind, _, value = split.partition(":")
+    if (kind in ("contiguous", "iid", "sorted")) == bool(value) or kind not in ("contiguous", "iid", "sorted", "classes"):
+        raise ValueError(f"split must be one of {', '.join(SPLITS)}, got {split!r}")
+    per = len(y) // n
+    if per == 0:
+        raise ValueError(f"{len(y)} samples cannot give each of {n} nodes one")
+    if kind == "contiguous":
+        return X[:per * n], y[:per * n]
+    if kind == "iid":
+        return node_arrays(X, y, iid_split(len(y), n, seed=seed))
+    classes = np.unique(y, return_inverse=True)[1].reshape(-1)
+    if kind == "sorted":
+        order = np.argsort(classes, kind="stable")[:per * n]
+        return X[order], y[order]
+    try:
+        k = int(value)
+    except ValueError:
+        raise ValueError(f"split {split!r}: K must be an integer >= 1") from None
+    return node_arrays(X, y, label_quantity_split(classes, n, k, seed=seed), equalize="truncate", seed=seed)
 
 
 def node_arrays(X, y, parts, equalize="error", seed=0):

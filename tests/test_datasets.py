@@ -721,3 +721,32 @@ def test_load_dataset_from_a_torch_dataset():
 
     X3, y3 = load_dataset(Images(), flatten=True)
     assert X3.shape == (3, 4) and X3[2].tolist() == [2.0] * 4 and y3.tolist() == [0, 1, 2]
+
+
+# ----------------------------------------------------------------- split_samples: the named splits
+def test_the_named_splits_give_equal_nodes_and_the_label_skew_they_name():
+    from rowstoch_fast.datasets import split_samples
+
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(1001, 3)), np.where(rng.random(1001) < 0.4, -1.0, 1.0)
+    H, Y = split_samples(X, y, 8, "contiguous")
+    np.testing.assert_array_equal(H, X[:1000])
+    H, Y = split_samples(X, y, 8, "iid", seed=2)
+    assert H.shape == (1000, 3) and len({tuple(r) for r in H}) == 1000 and set(map(tuple, H)) <= set(map(tuple, X))
+    H, Y = split_samples(X, y, 8, "sorted")
+    means = Y.reshape(8, -1).mean(axis=1)
+    assert (np.abs(means) == 1).sum() == 7 and np.all(np.diff(means) >= 0)  # every node but one a single label
+    np.testing.assert_array_equal(H[Y < 0], X[y < 0][:(Y < 0).sum()])  # (stable: the data's order within a label)
+    H, Y = split_samples(X, y, 8, "classes:1", seed=1)
+    assert set(np.abs(Y.reshape(8, -1).mean(axis=1))) == {1.0} and len(Y) % 8 == 0
+
+
+@pytest.mark.parametrize("split,match", [("x", "split must be one of contiguous, iid, sorted, classes:K"),
+                                         ("iid:2", "split must be one of"), ("classes", "split must be one of"),
+                                         ("classes:a", "K must be an integer"), ("classes:3", "exceeds the 2 classes"),
+                                         (3, "split must be one of")])
+def test_a_bad_split_is_named(split, match):
+    from rowstoch_fast.datasets import split_samples
+
+    with pytest.raises((ValueError, TypeError), match=match):
+        split_samples(np.zeros((10, 2)), np.repeat([-1.0, 1.0], 5), 2, split)
