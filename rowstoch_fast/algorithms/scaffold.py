@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from .._checks import check_positive_float
-from ._base import Optimizer
-from ._federated import Federated
-from ._local import DEFAULT_LOCAL_STEPS
+from .fedavg import FedAvg
 
 __all__ = ["Scaffold"]
 
 
-class Scaffold(Federated, Optimizer):
+class Scaffold(FedAvg):
     """Stochastic controlled averaging: each client corrects its local steps by the difference between the server's
     control variate ``c`` (an estimate of the average gradient) and its own ``c_i`` (of its gradient), which removes
     the client drift of FedAvg: with exact gradients and every client taking part it converges to the minimiser of
@@ -56,20 +53,8 @@ class Scaffold(Federated, Optimizer):
     order = 162
     exact = True
     state = ("x", "server", "c", "c_server")
-    hyper = ("n", "lr", "local_steps", "participation", "client_steps", "server_lr", "seed")
-    scratch = 4
+    scratch = 4  # (FedAvg's constructor and hyperparameters)
     upload_blocks = download_blocks = 2
-
-    def __init__(self, n, x0, lr, backend="auto", *, local_steps=DEFAULT_LOCAL_STEPS, participation=1.0,
-                 client_steps=None, server_lr=1.0, seed=0, check_finite=True, comm=None, partition=None):
-        self._start(x0, {}, backend, check_finite, comm, partition, n=n, lr=lr, local_steps=local_steps,
-                    participation=participation, client_steps=client_steps, server_lr=server_lr, seed=seed)
-
-    def _check_hyper(self, n, lr, local_steps=DEFAULT_LOCAL_STEPS, participation=1.0, client_steps=None,
-                     server_lr=1.0, seed=0):
-        hyper = self._check_federated(n, lr, local_steps, participation, client_steps, seed)
-        self.server_lr = check_positive_float(server_lr, "server_lr")
-        return {**hyper, "server_lr": self.server_lr}
 
     def _direction(self, g, cur, step):  # -lr (g - c_i + c)
         self._ops.combine(step, [self._lr_coef(), self._lr_coef(1.0), self._lr_coef()], [g, cur["c"], cur["c_server"]],
