@@ -1,0 +1,196 @@
+"""A live view of a running comparison (``rowstoch compare --live``): after every method, the figure so far saved
+(and shown in a window that refreshes, where matplotlib has a display) and, in a terminal, a text plot of the
+ranked metric.
+
+Examples
+--------
+>>> import numpy as np, pandas as pd
+>>> from rowstoch_fast.compare.live import text_plot
+>>> rounds = np.arange(0, 101, 10)
+>>> frame = pd.DataFrame({"algorithm": np.repeat(["fast", "slow"], 11), "communication_rounds": np.tile(rounds, 2),
+...                       "grad_norm": np.concatenate([10.0 ** (-rounds / 20), 10.0 ** (-rounds / 50)])})
+>>> print(text_plot(frame, "grad_norm", width=24, height=6))  # (* where two lines meet)
+grad_norm (log10) against communication rounds
+  0.0 |* B
+      |  A  B B
+ -1.0 |     A   B  B B
+      |       A        B B
+ -2.0 |         A           B B
+      |            A
+ -3.0 |              A
+      |                A
+ -4.0 |                  A
+      |                     A
+ -5.0 |                       A
+      +------------------------
+       0                    100
+  A fast   1e-05
+  B slow   0.01
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+
+from ..report import AXES, check_axis
+
+__all__ = ["LiveView", "text_plot"]
+
+#: The letters of the lines of a text plot, one per algorithm (then repeated).
+MARKS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+#: Matplotlib backends that draw no window.
+_NO_WINDOW = ("agg", "pdf", "ps", "svg", "pgf", "cairo", "template")
+
+
+def text_plot(frame, metric, x="communication_rounds", width=60, height=12):
+    """The mean of ``metric`` over repetitions against ``x``, one letter per algorithm, as text: a log10 scale where
+    every value is positive, linear otherwise; a legend with each algorithm's last mean.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        Records with the columns ``algorithm``, ``x`` and ``metric`` (what :func:`~rowstoch_fast.compare.compare`
+        returns).
+    metric : str
+    x : str, default "communication_rounds"
+        A column of ``frame``, or one of :data:`rowstoch_fast.report.AXES` (``"rounds"``, ``"gradients"``, ...).
+    width, height : int
+        Columns and rows of the plotting area (each row is two lines of text: a value is drawn on the nearer).
+
+    Returns
+    -------
+    str
+    """
+    column = AXES[x][0] if x in AXES else x
+    for name in (column, metric, "algorithm"):
+        if name not in frame.columns:
+            raise ValueError(f"the records have no column {name!r} (they have {', '.join(map(str, frame.columns))})")
+    if not (isinstance(width, int) and width >= 8 and isinstance(height, int) and height >= 2):
+        raise ValueError(f"width must be an integer >= 8 and height >= 2, got {width!r} and {height!r}")
+    curves = []
+    for name, runs in frame.groupby("algorithm", sort=False):
+        with np.errstate(all="ignore"):
+            mean = runs.groupby(column, sort=True)[metric].mean()
+        xs, ys = mean.index.to_numpy(dtype=np.float64), mean.to_numpy(dtype=np.float64)
+        curves.append((str(name), xs, ys))
+    values = np.concatenate([ys for _, _, ys in curves]) if curves else np.zeros(0)
+    finite = values[np.isfinite(values)]
+    log = finite.size > 0 and bool((finite > 0).all())
+    shown = np.log10(finite) if log else finite
+    lo, hi = (float(shown.min()), float(shown.max())) if shown.size else (0.0, 1.0)
+    if hi == lo:
+        lo, hi = lo - 0.5, hi + 0.5
+    xs_all = np.concatenate([xs for _, xs, _ in curves]) if curves else np.zeros(1)
+    x_lo, x_hi = float(np.nanmin(xs_all)), float(np.nanmax(xs_all))
+    x_span = (x_hi - x_lo) or 1.0
+    lines = 2 * height - 1  # (a value on every line of text: the axis is labelled every other)
+    grid = [[" "] * width for _ in range(lines)]
+    for k, (_, xs, ys) in enumerate(curves):
+        mark = MARKS[k % len(MARKS)]
+        with np.errstate(all="ignore"):
+            v = np.log10(ys) if log else ys
+        for xv, yv in zip(xs, v):
+            if not np.isfinite(yv):
+                continue
+            col = min(width - 1, int(round((xv - x_lo) / x_span * (width - 1))))
+            row = min(lines - 1, int(round((hi - yv) / (hi - lo) * (lines - 1))))
+            grid[row][col] = mark if grid[row][col] in (" ", mark) else "*"
+    label_width = max(len(f"{hi:.1f}"), len(f"{lo:.1f}")) + 1
+    out = [f"{metric} ({'log10' if log else 'linear'}) against {AXES[x][1] if x in AXES else x.replace('_', ' ')}"]
+    for row in range(lines):
+        value = hi - (hi - lo) * row / (lines - 1)
+        label = f"{value:.1f}" if row % 2 == 0 else ""
+        out.append(f"{label:>{label_width}} |{''.join(grid[row]).rstrip()}")
+    out.append(" " * label_width + " +" + "-" * width)
+    right = f"{x_hi:g}"
+    out.append(" " * (label_width + 2) + f"{x_lo:g}".ljust(width - len(right)) + right)
+    names = max((len(name) for name, _, _ in curves), default=0)
+    for k, (name, _, ys) in enumerate(curves):
+        last = ys[np.isfinite(ys)]
+        out.append(f"  {MARKS[k % len(MARKS)]} {name.ljust(names)}   {last[-1]:.3g}" if last.size
+                   else f"  {MARKS[k % len(MARKS)]} {name.ljust(names)}   (no finite record)")
+    return "\n".join(out)
+
+
+class LiveView:
+    """What ``rowstoch compare --live`` shows as each method finishes: the figure of the comparison so far saved to
+    ``path`` (one file, replaced each time; shown in a window that refreshes where matplotlib has an interactive
+    backend and a display), and a text plot of ``metric`` per frame on ``stream`` (a terminal with no window).
+
+    Parameters
+    ----------
+    metric : str
+        The metric drawn (the ranked one).
+    x : {"rounds", "gradients", "bytes", "seconds"}, default "rounds"
+    path : str, optional
+        The PNG file the figure is saved to (e.g. ``<out>/live.png``); None: none.
+    window : bool, optional
+        Show the figure in a window; default: where matplotlib's backend draws one.
+    stream : file, optional
+        Where the text plot goes (default ``sys.stderr``); None with ``text=False``.
+    text : bool, optional
+        Write the text plot; default: where there is no window.
+
+    Call it with the frames of the comparison so far (one per graph / setting), e.g. from ``compare(...,
+    on_result=...)``.
+    """
+
+    def __init__(self, metric, x="rounds", path=None, window=None, stream=None, text=None):
+        self.metric, self.x = metric, check_axis(x)
+        self.path = None if path is None else os.fspath(path)
+        self.window = _has_window() if window is None else bool(window)
+        self.text = (not self.window) if text is None else bool(text)
+        self.stream = sys.stderr if stream is None else stream
+        self._figure = None
+
+    def __call__(self, frames):
+        frames = [f for f in frames if f is not None and len(f)]
+        if not frames:
+            return
+        if self.path is not None or self.window:
+            self._draw(frames)
+        if self.text:
+            for frame in frames:
+                print(text_plot(frame, self.metric, self.x), file=self.stream, flush=True)
+
+    def _draw(self, frames):
+        from ..report import figure, pyplot, save
+
+        plt = pyplot()
+        if self._figure is not None:
+            plt.close(self._figure)
+        self._figure = fig = figure(frames, [self.metric], self.x)
+        if self.path is not None:
+            tmp = self.path + ".part.png"
+            save(fig, tmp)
+            os.replace(tmp, self.path)  # (a viewer that reloads the file never reads half of it)
+        if self.window:
+            plt.show(block=False)
+            plt.pause(0.001)
+        else:
+            plt.close(fig)
+            self._figure = None
+
+    def close(self):
+        """Close the window (if any)."""
+        if self._figure is not None:
+            from ..report import pyplot
+
+            pyplot().close(self._figure)
+            self._figure = None
+
+
+def _has_window():
+    """Whether matplotlib, as configured (``MPLBACKEND``, the rc file, a display), draws in a window."""
+    try:
+        import matplotlib
+    except ImportError:  # pragma: no cover - matplotlib is a dependency
+        return False
+    if "matplotlib.pyplot" not in sys.modules and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
+                                                       or sys.platform in ("darwin", "win32")):
+        return False  # (a headless machine: pyplot would fall back to Agg)
+    backend = str(matplotlib.get_backend()).lower()
+    return not any(backend == b or backend.startswith(b) for b in _NO_WINDOW) and "inline" not in backend

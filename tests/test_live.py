@@ -1,0 +1,56 @@
+"""The live view of a comparison (rowstoch_fast/compare/live.py): the text plot, the refreshed figure."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from rowstoch_fast.compare.live import LiveView, text_plot
+
+
+def records(values, rounds=None, name="m"):
+    rounds = np.arange(len(values)) * 10 if rounds is None else rounds
+    return pd.DataFrame({"algorithm": name, "communication_rounds": rounds, "grad_norm": values, "rep": 0})
+
+
+def test_the_text_plot_puts_each_mean_where_its_value_is():
+    frame = pd.concat([records([1.0, 0.1, 0.01], name="a"), records([1.0, 1.0, 1.0], name="b")])
+    text = text_plot(frame, "grad_norm", width=11, height=3).splitlines()
+    assert text[0] == "grad_norm (log10) against communication rounds"
+    rows = [line.split("|", 1)[1] if "|" in line else None for line in text[1:6]]
+    assert rows[0] == "*    B    B"  # log10 = 0 on the top line: a and b together at 0, b after
+    assert rows[2] == "     A" and rows[4] == "          A"  # -1 half way, -2 at the bottom
+    assert text[-2:] == ["  A a   0.01", "  B b   1"]
+
+
+def test_a_repetitions_mean_a_linear_scale_and_missing_values():
+    two = pd.concat([records([2.0, 4.0]), records([4.0, 8.0]).assign(rep=1)])
+    text = text_plot(two, "grad_norm", width=8, height=2)
+    assert "(log10)" in text and text.splitlines()[-1] == "  A m   6"  # the mean over repetitions
+    signed = records([1.0, -1.0, np.nan])
+    text = text_plot(signed, "grad_norm", width=8, height=2)
+    assert "(linear)" in text and text.splitlines()[-1] == "  A m   -1"  # (the NaN not drawn, the last finite)
+    assert "(no finite record)" in text_plot(records([np.nan, np.inf]), "grad_norm", width=8, height=2)
+
+
+@pytest.mark.parametrize("kwargs,match", [({"width": 3}, "width must be"), ({"height": 1}, "height"),
+                                          ({"x": "iteration_count"}, "no column 'iteration_count'")])
+def test_bad_text_plot_arguments_are_named(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        text_plot(records([1.0, 0.5]), "grad_norm", **kwargs)
+
+
+def test_the_live_view_replaces_its_figure_and_writes_the_text_plot(tmp_path):
+    frame = records([1.0, 0.1, 0.01]).assign(status="ok", lr=0.1, iteration=[0, 10, 20])
+    out = io.StringIO()
+    live = LiveView("grad_norm", path=tmp_path / "live.png", window=False, stream=out, text=True)
+    live([frame])
+    first = (tmp_path / "live.png").read_bytes()
+    live([frame, frame.assign(algorithm="other")])
+    assert (tmp_path / "live.png").read_bytes() != first and first.startswith(b"\x89PNG")
+    assert out.getvalue().count("grad_norm (log10)") == 3 and not list(tmp_path.glob("*.part*"))
+    live([])  # nothing finished yet: nothing drawn
+    assert out.getvalue().count("grad_norm (log10)") == 3
