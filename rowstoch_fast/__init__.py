@@ -84,6 +84,7 @@ from .mixing import MixingMatrix
 from .protocol import ConsensusResult, a_protocol, pull_diag
 from ._version import __version__
 from .runner import Algorithm, History, run
+from .user_metrics import MetricState, register_metric
 
 #: The package's logger ("rowstoch_fast"): silent unless configured (``logging.basicConfig(level="INFO")``, or the
 #: command line's ``-v``); warnings go through :mod:`warnings`.
@@ -103,6 +104,8 @@ __all__ = [
     "Algorithm",
     "History",
     "run",
+    "register_metric",
+    "MetricState",
     "objectives",
     "composite",
     "topology",

@@ -807,6 +807,24 @@ class Composite(_Derived):
         d = self.smooth.describe()
         return {**d, "type": "Composite", "smooth": d["type"], "regularizer": self.regularizer.describe()}
 
+    @property
+    def test_data(self):
+        """The smooth part's held-out data (:meth:`~rowstoch_fast.objectives.Objective.with_test_data`)."""
+        return self.smooth.test_data
+
+    @property
+    def test_task(self):
+        """The smooth part's kind of test metrics."""
+        return self.smooth.test_task
+
+    def test_metrics(self, x):
+        """The smooth part's test metrics (its data terms: the regularizer does not enter)."""
+        return self.smooth.test_metrics(x)
+
+    def with_test_data(self, H_test, y_test):
+        """This composite objective with its smooth part holding the held-out data."""
+        return Composite(self.smooth.with_test_data(H_test, y_test), self.regularizer)
+
     def _solve(self):
         if not self.convex:
             return None

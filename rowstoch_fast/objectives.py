@@ -318,7 +318,7 @@ class Objective:
         for arr in self._data_arrays():
             digest.update(np.ascontiguousarray(arr).tobytes())
         return {"type": type(self).__name__, "n": int(self.n), "d": int(self.d), **self._parameters(),
-                "data_sha1": digest.hexdigest()[:16], **getattr(self, "source", {})}
+                "data_sha1": digest.hexdigest()[:16], **getattr(self, "source", {}), **self._test_fingerprint()}
 
     def _data_arrays(self):
         return ()
@@ -376,6 +376,115 @@ class Objective:
         """:meth:`optimum`'s minimiser, shape (d,), float64 (subclasses with a known minimiser override it)."""
         return None
 
+    #: Held-out data ``(H_test, y_test)`` (float64, one sample per row) that the harness's test metrics measure
+    #: the models on, or None (:meth:`with_test_data`).
+    test_data = None
+    #: What the test metrics of this kind of objective are: ``"classification"`` (``test_loss``,
+    #: ``test_accuracy``), ``"regression"`` (``test_loss``, ``test_mse``) or None (it takes no test data).
+    test_task = None
+
+    def with_test_data(self, H_test, y_test):
+        """A copy of this objective that holds the held-out data ``(H_test, y_test)`` (its training data, and so
+        every run on it, unchanged): what the harness's ``test_loss``, ``test_accuracy`` and ``test_mse`` are
+        measured on (:meth:`test_metrics`).
+
+        Parameters
+        ----------
+        H_test : array_like, shape (m, d)
+            Held-out features, one sample per row (finite).
+        y_test : array_like, shape (m,)
+            Their labels in {-1, +1} (the logistic objectives) or targets (least squares), finite.
+
+        Returns
+        -------
+        Objective
+            The copy (the same type), with :attr:`test_data` set.
+
+        Raises
+        ------
+        TypeError
+            Where the objective takes no test data (only :class:`NonconvexLogistic`, :class:`LogisticL2` and
+            :class:`LeastSquares` do).
+        ValueError
+            A shape that is not ``(m, d)`` and ``(m,)``, a label other than -1 or +1, or a value that is not
+            finite, naming the argument.
+
+        Examples
+        --------
+        >>> f = LeastSquares.synthetic(n=4, samples_per_node=8, d=3, seed=0)
+        >>> g = f.with_test_data(np.eye(3), np.zeros(3))
+        >>> f.test_data is None, g.test_data[0].shape, float(g.test_metrics(np.zeros(3))["test_mse"])
+        (True, (3, 3), 0.0)
+        """
+        import copy
+
+        out = copy.copy(self)
+        out.test_data = self._check_test_data((H_test, y_test))
+        return out
+
+    def _check_test_data(self, test_data):
+        """``test_data`` as a pair of float64 arrays ``(H_test, y_test)`` that this objective can be tested on, or
+        an error naming what is wrong."""
+        if self.test_task is None:
+            raise TypeError(f"{type(self).__name__} takes no test data (NonconvexLogistic, LogisticL2 and "
+                            "LeastSquares do)")
+        if not isinstance(test_data, (tuple, list)) or len(test_data) != 2:
+            raise TypeError(f"test_data must be a pair (H_test, y_test), got {type(test_data).__name__}")
+        H = as_float_array(test_data[0], "test_data H_test", np.float64, ndim=2)
+        y = as_float_array(test_data[1], "test_data y_test", np.float64, ndim=1)
+        if H.shape[0] == 0 or H.shape[1] != self.d:
+            raise ValueError(f"test_data H_test must have shape (m, d) with m >= 1 and d = {self.d} (the "
+                             f"objective's), got {H.shape}")
+        if y.shape[0] != H.shape[0]:
+            raise ValueError(f"test_data y_test has {y.shape[0]} entries but H_test has {H.shape[0]} rows")
+        if self.test_task == "classification" and not np.isin(y, (-1.0, 1.0)).all():
+            bad = int(np.flatnonzero(~np.isin(y, (-1.0, 1.0)))[0])
+            raise ValueError(f"test_data y_test must hold labels -1 or +1, got y_test[{bad}] = {y[bad]:g}")
+        return H, y
+
+    def test_metrics(self, x):
+        """The test metrics of the models ``x`` on :attr:`test_data` (what the harness records for the nodes'
+        mean model ``x_bar``).
+
+        Classification (the logistic objectives): ``test_loss``, the mean logistic loss
+        ``ln(1 + exp(-y h^T x))`` over the test samples (without the regulariser), and ``test_accuracy``, the
+        fraction of them with ``y h^T x > 0`` (the sign of ``h^T x`` is the predicted label; 0 counts as wrong).
+        Regression (least squares): ``test_mse``, the mean of ``(h^T x - y)^2``, and ``test_loss``, half of it
+        (the form of the training loss). In float64, whatever the objective's dtype.
+
+        Parameters
+        ----------
+        x : array_like, shape (..., d)
+            One point, one per replica, or one per node and replica.
+
+        Returns
+        -------
+        dict
+            ``{name: array of shape x.shape[:-1]}``; empty where the objective holds no test data.
+        """
+        if self.test_data is None:
+            return {}
+        H, y = self.test_data
+        x = np.asarray(x, dtype=np.float64)
+        with np.errstate(over="ignore", invalid="ignore"):
+            z = x @ H.T  # (..., m)
+            if self.test_task == "classification":
+                margin = y * z
+                return {"test_loss": np.logaddexp(0.0, -margin).mean(axis=-1),
+                        "test_accuracy": (margin > 0).mean(axis=-1)}
+            r = z - y
+            mse = (r * r).mean(axis=-1)
+            return {"test_loss": 0.5 * mse, "test_mse": mse}
+
+    def _test_fingerprint(self):
+        """What :meth:`describe` adds for the test data (nothing without it)."""
+        if self.test_data is None:
+            return {}
+        digest = hashlib.sha1()
+        for arr in self.test_data:
+            digest.update(np.ascontiguousarray(arr).tobytes())
+        return {"test_samples": int(self.test_data[0].shape[0]), "test_data_sha1": digest.hexdigest()[:16]}
+
 
 class NonconvexLogistic(Objective):
     """The paper's nonconvex logistic regression (Appendix E.2).
@@ -399,6 +508,10 @@ class NonconvexLogistic(Objective):
         what they return: float32 halves the data's memory for the largest runs
         (sums in float32, the logistic weights in float64; within 1e-5 of
         float64, tested).
+    test_data : (H_test, Y_test), optional
+        Held-out samples (shape ``(m, d)``, labels in {-1, +1}) that the harness
+        measures the nodes' mean model on (``test_loss``, ``test_accuracy``:
+        :meth:`~Objective.test_metrics`); kept in float64.
 
     Notes
     -----
@@ -423,7 +536,9 @@ class NonconvexLogistic(Objective):
     (4, 10)
     """
 
-    def __init__(self, H, Y, n, rho=0.01, batch=200, dtype=np.float64):
+    test_task = "classification"
+
+    def __init__(self, H, Y, n, rho=0.01, batch=200, dtype=np.float64, test_data=None):
         from ._checks import check_dtype
 
         self.n = check_int(n, "n", minimum=1)
@@ -444,9 +559,11 @@ class NonconvexLogistic(Objective):
         self.batch = check_int(batch, "batch", minimum=1)
         if self.batch > self.samples_per_node:
             raise ValueError(f"batch = {self.batch} exceeds the {self.samples_per_node} samples per node")
+        self.test_data = None if test_data is None else self._check_test_data(test_data)
 
     @classmethod
-    def synthetic(cls, n, total=204800, d=10, rho=0.01, batch=200, seed=42, heterogeneity=0.0, dtype=np.float64):
+    def synthetic(cls, n, total=204800, d=10, rho=0.01, batch=200, seed=42, heterogeneity=0.0, dtype=np.float64,
+                  test_samples=0):
         """Generate the data of Appendix E.2 and split it evenly over ``n`` nodes (drawn in float64, then
         rounded to ``dtype``).
 
@@ -455,18 +572,29 @@ class NonconvexLogistic(Objective):
         With ``heterogeneity = sigma_h > 0`` node ``i`` labels its samples with
         its own ``x*_i = x_opt + sigma_h N(0, I_d)`` (non-iid data).
 
+        ``test_samples = m > 0`` draws ``m`` more samples of the same law after
+        the ``total`` (so the training data are those drawn without them), held
+        out as :attr:`~Objective.test_data`: test sample ``j`` is labelled as node
+        ``j mod n``'s samples are (the union of the nodes' distributions).
+
         Raises
         ------
         ValueError
             If ``total`` is not divisible by ``n`` or ``batch`` exceeds ``total / n``.
+
+        Examples
+        --------
+        >>> f = NonconvexLogistic.synthetic(n=4, total=800, batch=20, seed=0, test_samples=100)
+        >>> f.test_data[0].shape, sorted(f.test_metrics(f.x0()))
+        ((100, 10), ['test_accuracy', 'test_loss'])
         """
-        return cls._synthetic(n, total, d, batch, seed, heterogeneity, dtype, rho=rho)
+        return cls._synthetic(n, total, d, batch, seed, heterogeneity, dtype, test_samples, rho=rho)
 
     @classmethod
-    def _synthetic(cls, n, total, d, batch, seed, heterogeneity, dtype, **regulariser):
+    def _synthetic(cls, n, total, d, batch, seed, heterogeneity, dtype, test_samples, **regulariser):
         """The objective on :func:`_logistic_data`'s data (``regulariser``: the subclass's own weight)."""
-        H, Y, x_opt = _logistic_data(n, total, d, batch, seed, heterogeneity)
-        obj = cls(H, Y, n, batch=batch, dtype=dtype, **regulariser)
+        H, Y, x_opt, test = _logistic_data(n, total, d, batch, seed, heterogeneity, test_samples)
+        obj = cls(H, Y, n, batch=batch, dtype=dtype, test_data=test, **regulariser)
         obj.x_opt = x_opt
         obj.source = {"generator": "synthetic", "total": total, "seed": seed, "heterogeneity": heterogeneity}
         return obj
@@ -571,7 +699,7 @@ class LogisticL2(NonconvexLogistic):
 
     Parameters
     ----------
-    H, Y, n, batch, dtype
+    H, Y, n, batch, dtype, test_data
         As in :class:`NonconvexLogistic`.
     lam : float, default 0.01
         Weight of the ridge term, > 0.
@@ -586,15 +714,16 @@ class LogisticL2(NonconvexLogistic):
 
     convex = True
 
-    def __init__(self, H, Y, n, lam=0.01, batch=200, dtype=np.float64):
-        super().__init__(H, Y, n, rho=0.0, batch=batch, dtype=dtype)
+    def __init__(self, H, Y, n, lam=0.01, batch=200, dtype=np.float64, test_data=None):
+        super().__init__(H, Y, n, rho=0.0, batch=batch, dtype=dtype, test_data=test_data)
         self.lam = check_positive_float(lam, "lam")
 
     @classmethod
-    def synthetic(cls, n, total=204800, d=10, lam=0.01, batch=200, seed=42, heterogeneity=0.0, dtype=np.float64):
+    def synthetic(cls, n, total=204800, d=10, lam=0.01, batch=200, seed=42, heterogeneity=0.0, dtype=np.float64,
+                  test_samples=0):
         """The data of :meth:`NonconvexLogistic.synthetic` (``heterogeneity`` > 0: each node labels its
-        samples with its own ``x*_i``) with the ridge term ``lam``."""
-        return cls._synthetic(n, total, d, batch, seed, heterogeneity, dtype, lam=lam)
+        samples with its own ``x*_i``; ``test_samples``: held-out samples) with the ridge term ``lam``."""
+        return cls._synthetic(n, total, d, batch, seed, heterogeneity, dtype, test_samples, lam=lam)
 
     def _regulariser(self):
         return {"lam": self.lam}
@@ -684,31 +813,46 @@ class LogisticL2(NonconvexLogistic):
         return x
 
 
-def _logistic_data(n, total, d, batch, seed, heterogeneity):
-    """``(H, Y, x_opt)``: the synthetic logistic data of Appendix E.2 (:meth:`NonconvexLogistic.synthetic`)."""
+def _logistic_data(n, total, d, batch, seed, heterogeneity, test_samples=0):
+    """``(H, Y, x_opt, test)``: the synthetic logistic data of Appendix E.2 (:meth:`NonconvexLogistic.synthetic`),
+    and ``test_samples`` more of the same law drawn after them as ``test = (H_test, Y_test)`` (None for 0)."""
     n = check_int(n, "n", minimum=1)
     total = check_int(total, "total", minimum=1)
     d = check_int(d, "d", minimum=1)
     heterogeneity = check_positive_float(heterogeneity, "heterogeneity", allow_zero=True)
+    test_samples = check_int(test_samples, "test_samples", minimum=0)
     if total % n:
         raise ValueError(f"total = {total} samples must be divisible by n = {n}")
     if batch > total // n:
         raise ValueError(f"batch = {batch} exceeds the {total // n} samples per node (total / n)")
     # H, its margins and the labels, with the temporaries of their generation
-    require_memory(8.0 * total * (2 * d + 6), f"the synthetic logistic data ({total} samples of d = {d})")
+    require_memory(8.0 * (total + test_samples) * (2 * d + 6),
+                   f"the synthetic logistic data ({total + test_samples} samples of d = {d})")
     rng = make_rng(seed)
     x_opt = rng.standard_normal(d)
     H = rng.standard_normal((total, d))
     z = rng.random(total)
+    x_star = None
     if heterogeneity:  # node i labels its M samples with its own x*_i
         x_star = x_opt + heterogeneity * rng.standard_normal((n, d))
         margin = np.einsum("nmd,nd->nm", H.reshape(n, total // n, d), x_star).ravel()
     else:
         margin = H @ x_opt
-    with np.errstate(over="ignore"):
-        Y = np.where(1.0 / np.maximum(z, 1e-300) > 1.0 + np.exp(-margin), 1.0, -1.0)
+    Y = _logistic_labels(margin, z)
     del z, margin
-    return H, Y, x_opt
+    test = None
+    if test_samples:  # (drawn after the training data, which stay those drawn without them)
+        H_test, z = rng.standard_normal((test_samples, d)), rng.random(test_samples)
+        owner = np.arange(test_samples) % n  # sample j is labelled as node j mod n's are
+        margin = H_test @ x_opt if x_star is None else np.einsum("md,md->m", H_test, x_star[owner])
+        test = (H_test, _logistic_labels(margin, z))
+    return H, Y, x_opt, test
+
+
+def _logistic_labels(margin, z):
+    """``+1`` where ``1 / z > 1 + exp(-margin)`` (probability ``sigma(margin)``), else ``-1``."""
+    with np.errstate(over="ignore"):
+        return np.where(1.0 / np.maximum(z, 1e-300) > 1.0 + np.exp(-margin), 1.0, -1.0)
 
 
 def _check_stream(iteration, seed, batches, rep_offset):
@@ -847,6 +991,19 @@ class Quadratic(Objective):
 class LeastSquares(Objective):
     """``f_i(x) = 1/(2M) ||H_i x - y_i||^2`` over each node's ``M`` rows; mini-batch gradients.
 
+    Parameters
+    ----------
+    H : array_like, shape (n * M, d)
+        Rows; node ``i`` owns rows ``i M .. (i+1) M - 1``.
+    y : array_like, shape (n * M,)
+        Targets.
+    n : int
+    batch : int, optional
+        Mini-batch per node and gradient (default ``M``: full-batch gradients).
+    test_data : (H_test, y_test), optional
+        Held-out rows and targets that the harness measures the nodes' mean
+        model on (``test_mse``, ``test_loss``: :meth:`~Objective.test_metrics`).
+
     Examples
     --------
     >>> rng = np.random.default_rng(0)
@@ -855,7 +1012,9 @@ class LeastSquares(Objective):
     (4, 3)
     """
 
-    def __init__(self, H, y, n, batch=None):
+    test_task = "regression"
+
+    def __init__(self, H, y, n, batch=None, test_data=None):
         self.n = check_int(n, "n", minimum=1)
         H = as_float_array(H, "H", np.float64, ndim=2)
         y = as_float_array(y, "y", np.float64, ndim=1)
@@ -869,12 +1028,16 @@ class LeastSquares(Objective):
         self.batch = self.M if batch is None else check_int(batch, "batch", minimum=1)
         if self.batch > self.M:
             raise ValueError(f"batch = {self.batch} exceeds the {self.M} samples per node")
+        self.test_data = None if test_data is None else self._check_test_data(test_data)
 
     @classmethod
-    def synthetic(cls, n, samples_per_node=32, d=10, heterogeneity=1.0, noise=0.1, batch=None, seed=42):
+    def synthetic(cls, n, samples_per_node=32, d=10, heterogeneity=1.0, noise=0.1, batch=None, seed=42,
+                  test_samples=0):
         """Heterogeneous synthetic data: ``H_i ~ N(0, I)``, ``y_i = H_i x*_i + noise N(0, I)`` with each node's
         own ``x*_i = x_c + heterogeneity N(0, I)`` around a common ``x_c ~ N(0, I)`` (``batch=None``: full-batch
-        gradients, deterministic).
+        gradients, deterministic). ``test_samples = m > 0`` draws ``m`` more rows of the same law after the
+        training data (which stay those drawn without them), row ``j`` as node ``j mod n``'s, held out as
+        :attr:`~Objective.test_data`.
 
         Examples
         --------
@@ -887,12 +1050,19 @@ class LeastSquares(Objective):
         d = check_int(d, "d", minimum=1)
         heterogeneity = check_positive_float(heterogeneity, "heterogeneity", allow_zero=True)
         noise = check_positive_float(noise, "noise", allow_zero=True)
-        require_memory(8.0 * n * m * (d + 3), f"the synthetic least-squares data ({n * m} rows of d = {d})")
+        test_samples = check_int(test_samples, "test_samples", minimum=0)
+        require_memory(8.0 * (n * m + test_samples) * (d + 3),
+                       f"the synthetic least-squares data ({n * m + test_samples} rows of d = {d})")
         rng = make_rng(seed)
         x_star = rng.standard_normal(d) + heterogeneity * rng.standard_normal((n, d))
         H = rng.standard_normal((n, m, d))
         y = np.einsum("nmd,nd->nm", H, x_star) + noise * rng.standard_normal((n, m))
-        obj = cls(H.reshape(n * m, d), y.ravel(), n, batch=batch)
+        test = None
+        if test_samples:  # (drawn after the training data, which stay those drawn without them)
+            H_test = rng.standard_normal((test_samples, d))
+            owner = np.arange(test_samples) % n
+            test = (H_test, np.einsum("md,md->m", H_test, x_star[owner]) + noise * rng.standard_normal(test_samples))
+        obj = cls(H.reshape(n * m, d), y.ravel(), n, batch=batch, test_data=test)
         obj.source = {"generator": "synthetic", "seed": seed, "heterogeneity": heterogeneity, "noise": noise}
         return obj
 

@@ -34,6 +34,9 @@ METRIC_LABELS = {
     "grad_norm_centroid": "‖∇f(πᵀx)‖",
     "loss": "(1/n) Σ f_i(x_i)",
     "descent_deviation": "descent deviation",
+    "test_loss": "test loss of x̄",
+    "test_accuracy": "test accuracy of x̄",
+    "test_mse": "test MSE of x̄",
 }
 _TEX_LABELS = {
     "suboptimality": r"$f(\bar x) - f^\star$",
@@ -44,6 +47,9 @@ _TEX_LABELS = {
     "grad_norm_centroid": r"$\|\nabla f(\pi^\top x)\|$",
     "loss": r"$\frac{1}{n}\sum_i f_i(x_i)$",
     "descent_deviation": "descent deviation",
+    "test_loss": r"test loss of $\bar x$",
+    "test_accuracy": r"test accuracy of $\bar x$",
+    "test_mse": r"test MSE of $\bar x$",
 }
 #: Okabe and Ito's colour-blind-safe palette (black last).
 COLOURS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000")
@@ -107,21 +113,29 @@ def save(fig, path, dpi=DPI):
 
 def draw(ax, frame, metric, x="rounds"):
     """One line per algorithm of ``frame``: the mean of ``metric`` over repetitions against ``x``, a band of one
-    standard deviation, log scale. The panel spans the records of the runs that ended ``ok`` (a margin around
-    them); a run that leaves it (it diverged, or climbed) is cut at the edge, where a triangle marks the point,
-    and a run that did not end ``ok`` says so in its label."""
+    standard deviation, log scale (linear for a metric where higher is better, e.g. ``test_accuracy``:
+    :func:`~rowstoch_fast.user_metrics.linear_scale`). The panel spans the records of the runs that ended ``ok``
+    (a margin around them); a run that leaves it (it diverged, or climbed) is cut at the edge, where a triangle
+    marks the point, and a run that did not end ``ok`` says so in its label."""
+    from .user_metrics import linear_scale
+
     column, label = AXES[check_axis(x)]
+    linear = linear_scale(metric, getattr(frame, "attrs", {}).get("extra_metrics"))
     finished = frame["status"].isin(["ok", "done"]) if "status" in frame.columns else ~frame["diverged"].astype(bool)
     if not finished.any():  # no run ended ok: the span of every finite record
         finished = finished | True
     values = frame.loc[finished, metric].to_numpy(dtype=np.float64)
     later = frame.loc[finished & (frame["iteration"] > 0), metric].to_numpy(dtype=np.float64)
-    values, later = (v[np.isfinite(v) & (v > 0)] for v in (values, later))
+    values, later = (v[np.isfinite(v) & (linear | (v > 0))] for v in (values, later))
     top = float(values.max()) if values.size else 1.0
     # the lowest record after the start sets the bottom (a consensus error starts at 0); a run that converged to
     # rounding records 0 (or -1e-16): drawn at 1e-16 of the largest record
     floor = max(1e-16 * top, float(later.min()) / 3.0) if later.size else 1e-16 * top
     high = top * 3.0
+    if linear:  # (the records' range and a tenth of it around)
+        bottom = float(values.min()) if values.size else 0.0
+        margin = 0.1 * (top - bottom) or 0.1 * max(abs(top), 1.0)
+        floor, high = bottom - margin, top + margin
     for i, (name, runs) in enumerate(frame.groupby("algorithm", sort=False)):
         g = runs.groupby(column, sort=True)[metric]
         with np.errstate(invalid="ignore", over="ignore"):
@@ -147,8 +161,8 @@ def draw(ax, frame, metric, x="rounds"):
                         linestyle=st["linestyle"])
             ax.plot([x_out], [high], marker="^", markersize=7, color=line.get_color(), clip_on=False,
                     linestyle="none")
-    ax.set_yscale("log")
-    ax.set_ylim(floor / 1.5, high)
+    ax.set_yscale("linear" if linear else "log")
+    ax.set_ylim(floor if linear else floor / 1.5, high)
     ax.set_xlabel(label)
     ax.set_ylabel(METRIC_LABELS.get(metric, metric))
     ax.grid(True, which="major", alpha=0.3)

@@ -15,12 +15,14 @@ import numpy as np
 
 from . import _core, backends
 from ._checks import MAX_KEY, check_int, check_step_size, check_tracker, load_npz_file
+from ._metric_names import METRICS, TEST_METRICS  # (the metrics of every record, in order; the test ones)
 from ._progress import bar as progress_bar
 from .algorithms import REGISTRY
 from .algorithms import names as _algorithm_names
 from .errors import DivergenceError
 from .mixing import MixingMatrix
 from .objectives import Objective, Oracle
+from .user_metrics import MetricState, linear_scale, resolve_metrics
 
 logger = logging.getLogger(__name__)
 
@@ -28,13 +30,15 @@ __all__ = ["Algorithm", "History", "algorithm_options", "run", "config_mismatch"
 
 #: /2 adds the run's configuration (checked on resume); /3 the records' suboptimality, distance and
 #: grad_norm_mean (a /2 checkpoint is resumed with those NaN in its earlier records); /1 checkpoints cannot be
-#: checked and are refused.
+#: checked and are refused. A /3 checkpoint names its records' columns (``columns``: the test metrics and the
+#: extra metrics, :mod:`rowstoch_fast.user_metrics`); one without that entry has those of :data:`_COLUMNS_3`.
 CHECKPOINT_FORMAT = "rowstoch_fast.checkpoint/3"
-#: Metrics of every record (the History's columns between ``rep`` and ``wall_seconds``, in this order).
-METRICS = ("grad_norm", "grad_norm_centroid", "loss", "consensus_error", "descent_deviation", "suboptimality",
-           "distance", "grad_norm_mean")
-#: The metrics a /2 checkpoint's records lack.
+#: The metrics a /2 checkpoint's records lack (after its first five).
 _ADDED_IN_3 = 3
+#: What a record holds before its metrics.
+_HEAD = ("iteration", "communication_rounds", "samples", "rep")
+#: The columns of the records of a /3 checkpoint that does not name them.
+_COLUMNS_3 = (*_HEAD, *METRICS[:8], "wall_seconds")
 #: The horizontal axes a record has.
 AXES = ("communication_rounds", "iteration", "samples")
 
@@ -219,7 +223,13 @@ class History:
     the plain mean ``x_bar`` of the node models, where the objective knows its
     :meth:`~rowstoch_fast.objectives.Objective.optimum`, else NaN), ``distance``
     (the mean over nodes of ``||x_i - x*||``, likewise), ``grad_norm_mean``
-    (``||grad f(x_bar)||``), ``wall_seconds``.
+    (``||grad f(x_bar)||``), ``test_loss``, ``test_accuracy`` (classification)
+    and ``test_mse`` (regression) of the mean model ``x_bar`` on the
+    objective's held-out data (NaN without :attr:`~rowstoch_fast.objectives.Objective.test_data`;
+    :meth:`~rowstoch_fast.objectives.Objective.test_metrics` defines them),
+    ``wall_seconds``, then one column per extra metric the run recorded
+    (:mod:`rowstoch_fast.user_metrics`: metrics you define, ``node_*``
+    statistics; :attr:`extra`).
 
     Attributes
     ----------
@@ -232,16 +242,25 @@ class History:
         (``meta["diverged"]`` says where); the rows are those recorded before.
     meta : dict
         Algorithm, objective and run settings (``meta["config"]``: what a
-        checkpoint must match to be resumed).
+        checkpoint must match to be resumed; ``meta["extra_metrics"]``: the
+        extra metrics' names and properties).
+    extra : tuple of str
+        The extra metrics' columns (after ``wall_seconds``), in order.
     """
 
     def __init__(self, rows, meta=None, interrupted=False, diverged=False):
         import pandas as pd
 
-        self.frame = pd.DataFrame(rows, columns=["iteration", "communication_rounds", "samples", "rep", *METRICS, "wall_seconds"])
         self.meta = dict(meta or {})
+        self.extra = tuple(self.meta.get("extra_metrics", {}))
+        self.frame = pd.DataFrame(rows, columns=[*_HEAD, *METRICS, "wall_seconds", *self.extra])
         self.interrupted = bool(interrupted)
         self.diverged = bool(diverged)
+
+    @property
+    def metrics(self):
+        """Every metric column: :data:`METRICS`, then :attr:`extra`."""
+        return METRICS + self.extra
 
     def __len__(self):
         return len(self.frame)
@@ -254,14 +273,14 @@ class History:
         """Mean and standard deviation over repetitions for every recorded iteration."""
         g = self.frame.groupby("iteration", sort=True)
         out = g[["communication_rounds", "samples", "wall_seconds"]].max()
-        for m in METRICS:
+        for m in self.metrics:
             out[m] = g[m].mean()
             out[m + "_std"] = g[m].std(ddof=0)
         return out.reset_index()
 
     def final(self, metric="grad_norm"):
         """Mean of ``metric`` over repetitions at the last recorded iteration."""
-        check_metric(metric)
+        check_metric(metric, choices=self.metrics)
         last = self.frame["iteration"].max()
         return float(self.frame.loc[self.frame["iteration"] == last, metric].mean())
 
@@ -309,7 +328,8 @@ class History:
         Parameters
         ----------
         metric : str
-            A column of :attr:`frame` (see the class docstring).
+            A metric column of :attr:`frame` (see the class docstring; an extra
+            metric too, on a linear axis where higher is better, e.g. an accuracy).
         ax : matplotlib Axes, optional
             Draw into it (to overlay several runs); a new figure otherwise.
         x : str
@@ -319,8 +339,9 @@ class History:
         path : str, optional
             Save the figure to this file.
         """
-        check_metric(metric)
+        check_metric(metric, choices=self.metrics)
         check_metric(x, "x", AXES)
+        log = not linear_scale(metric, self.meta.get("extra_metrics"))
         try:
             import matplotlib.pyplot as plt
         except ImportError as exc:  # pragma: no cover - depends on the environment
@@ -329,9 +350,10 @@ class History:
         if ax is None:
             _, ax = plt.subplots(figsize=(5, 3.5))
         line = ax.plot(s[x], s[metric], label=label or self.meta.get("algorithm"), **kwargs)[0]
-        lo = np.clip(s[metric] - s[metric + "_std"], 1e-300, None)
+        lo = s[metric] - s[metric + "_std"]
+        lo = np.clip(lo, 1e-300, None) if log else lo
         ax.fill_between(s[x], lo, s[metric] + s[metric + "_std"], color=line.get_color(), alpha=0.2)
-        ax.set_yscale("log")
+        ax.set_yscale("log" if log else "linear")
         ax.set_xlabel(x.replace("_", " "))
         ax.set_ylabel(metric.replace("_", " "))
         ax.legend(loc="best", fontsize="small")
@@ -365,8 +387,11 @@ def _json_default(o):
 def record_metrics(opt, objective, oracle, metrics=METRICS, transform=None):
     """``{metric: values}``, one value per replica, of the optimizer's current iterate (``metrics`` among
     :data:`METRICS`, the others NaN; each costs up to a pass over the data, and metrics that share a pass share
-    it); None on the MPI ranks that do not record (every process must call it: the gathers are collective).
-    ``transform(x)``: the models to measure instead of the gathered ``x`` (user-shaped, every node, on the
+    it; the test metrics cost a product with the test data, and only where the objective holds some); None on
+    the MPI ranks that do not record (every process must call it: the gathers are collective).
+    ``metrics`` may also hold extra metrics (:class:`~rowstoch_fast.user_metrics.Metric`, from
+    :func:`~rowstoch_fast.user_metrics.resolve_metrics`): each is called once per replica and returned under its
+    name. ``transform(x)``: the models to measure instead of the gathered ``x`` (user-shaped, every node, on the
     root), e.g. with diverged replicas set aside."""
     # every process takes part in the gathers (collective under MPI); the root alone records, on the host
     x = opt.gather_x(copy=transform is not None)  # read only here: no copies where the state is on the host
@@ -379,7 +404,7 @@ def record_metrics(opt, objective, oracle, metrics=METRICS, transform=None):
         return None
     pi = opt.centroid_weights()
     X = x if x.ndim == 3 else x[None]
-    wanted = set(metrics)
+    wanted = {m for m in metrics if isinstance(m, str)}
     best = objective.optimum() if {"suboptimality", "distance"} & wanted else None
     out = {}
     with np.errstate(over="ignore", invalid="ignore"):  # a diverging run records inf; _warn_if_growing says so
@@ -402,8 +427,36 @@ def record_metrics(opt, objective, oracle, metrics=METRICS, transform=None):
         if deviation and "descent_deviation" in wanted:
             out["descent_deviation"] = np.linalg.norm(
                 np.einsum("n,rnd->rd", pi, y.reshape(X.shape)) - g.reshape(X.shape).sum(axis=1), axis=1)
+        if set(TEST_METRICS) & wanted and getattr(objective, "test_data", None) is not None:
+            out.update(_test_metrics(objective, X.mean(axis=1)))
     missing = np.full(X.shape[0], np.nan)
-    return {m: np.asarray(out.get(m, missing), dtype=np.float64) for m in METRICS}
+    values = {m: np.asarray(out.get(m, missing), dtype=np.float64) for m in METRICS}
+    extra = [m for m in metrics if not isinstance(m, str)]
+    if extra:
+        values.update(_extra_metrics(extra, opt, objective, oracle, X))
+    return values
+
+
+def _test_metrics(objective, x_bar):
+    """The test metrics of the mean models ``x_bar`` (one per replica): a replica whose mean is not finite
+    records an infinite loss and error and a NaN accuracy."""
+    ok = np.isfinite(x_bar).all(axis=1)
+    out = objective.test_metrics(np.where(ok[:, None], x_bar, 0.0))
+    return {m: np.where(ok, v, np.nan if m == "test_accuracy" else np.inf) for m, v in out.items()}
+
+
+def _extra_metrics(extra, opt, objective, oracle, X):
+    """``{name: values}`` of the extra metrics (each called once per replica with its read-only state)."""
+    X = X.view()
+    X.flags.writeable = False  # (a view of the optimizer's own state on the CPU: read-only to the metrics)
+    x_bar = X.mean(axis=1)
+    x_bar.flags.writeable = False
+    head = dict(iteration=int(opt.iteration), communication_rounds=int(opt.communication_rounds),
+                samples=int(opt.samples_drawn(getattr(objective, "batch", 1))), objective=objective)
+    first = int(getattr(oracle, "rep_offset", 0))
+    states = [MetricState(x=X[r], x_bar=x_bar[r], rep=first + r, **head) for r in range(X.shape[0])]
+    with np.errstate(over="ignore", invalid="ignore"):
+        return {m.name: np.array([m.measure(state) for state in states], dtype=np.float64) for m in extra}
 
 
 def _where_finite(fn, P):
@@ -423,14 +476,15 @@ def _where_finite(fn, P):
 
 def _record(opt, objective, oracle, rows, t0_wall, metrics=METRICS):
     """Append the metrics of the current iterate to ``rows`` (those not in ``metrics`` as NaN: each costs up to a
-    pass over the data)."""
+    pass over the data), the extra metrics of ``metrics`` after ``wall_seconds``."""
     values = record_metrics(opt, objective, oracle, metrics)
     if values is None:
         return
     wall = time.perf_counter() - t0_wall
     columns = [values[m] for m in METRICS]
+    extra = [values[m.name] for m in metrics if not isinstance(m, str)]
     head = (opt.iteration, opt.communication_rounds, opt.samples_drawn(getattr(objective, "batch", 1)))
-    rows.extend([(*head, oracle.rep_offset + r, *(float(c[r]) for c in columns), wall)
+    rows.extend([(*head, oracle.rep_offset + r, *(float(c[r]) for c in columns), wall, *(float(c[r]) for c in extra))
                  for r in range(len(columns[0]))])
 
 
@@ -503,6 +557,7 @@ def _save_checkpoint(path, opt, oracle, rows, meta, wall_offset):
         "oracle_seed": np.array(oracle.seed),
         "oracle_batches": np.array(oracle.batches),
         "rows": np.array(json.dumps(rows)),
+        "columns": np.array(json.dumps(_columns(meta))),
         "meta": np.array(json.dumps(meta, default=_json_default)),
         "wall_offset": np.array(wall_offset),
     })
@@ -523,6 +578,11 @@ def _save_checkpoint(path, opt, oracle, rows, meta, wall_offset):
             pass
         warnings.warn(f"could not write checkpoint {path!r} ({exc}); the run goes on and the previous "
                       "checkpoint (if any) is kept", RuntimeWarning, stacklevel=3)
+
+
+def _columns(meta):
+    """The columns of a run's records (what its checkpoint names them)."""
+    return [*_HEAD, *METRICS, "wall_seconds", *meta.get("extra_metrics", {})]
 
 
 def config_mismatch(saved, current, prefix=""):
@@ -547,7 +607,9 @@ def config_mismatch(saved, current, prefix=""):
     return None
 
 
-def _load_checkpoint(path, algorithm, config, objective=None):
+def _load_checkpoint(path, algorithm, config, objective=None, columns=None):
+    """``(optimizer, data, rows)`` of the checkpoint ``path``, its records in ``columns`` (this run's: a metric
+    it lacks is NaN in them; one of the checkpoint's that this run does not record is refused)."""
     data = load_npz_file(path, "checkpoint")
     fmt = str(data.get("format"))
     older = fmt == "rowstoch_fast.checkpoint/2"  # its records lack the metrics added in /3
@@ -560,14 +622,25 @@ def _load_checkpoint(path, algorithm, config, objective=None):
     try:
         saved = json.loads(str(data["meta"])).get("config", {})
         rows = [tuple(r) for r in json.loads(str(data["rows"]))]
-        if older:
-            rows = [r[:-1] + (math.nan,) * _ADDED_IN_3 + r[-1:] for r in rows]
+        if older:  # (the three metrics of /3 after its first five)
+            rows = [r[:9] + (math.nan,) * _ADDED_IN_3 + r[9:] for r in rows]
+        stored = json.loads(str(data["columns"])) if "columns" in data else list(_COLUMNS_3)
+        if any(len(r) != len(stored) for r in rows):
+            raise ValueError(f"its records do not have the {len(stored)} columns it names")
         state = {k[4:]: v for k, v in data.items() if k.startswith("opt/")}
         if int(data["oracle_iteration"]) < 0:
             raise ValueError(f"oracle_iteration = {int(data['oracle_iteration'])} is negative")
         float(data["wall_offset"])
     except (KeyError, ValueError, TypeError) as exc:
         raise ValueError(f"resume: checkpoint {path!r} is damaged ({exc})") from None
+    if columns is not None:
+        dropped = [c for c in stored if c not in columns]
+        if dropped:
+            raise ValueError(f"resume: checkpoint {path!r} recorded the metric {dropped[0]!r}, which this run does "
+                             f"not: resume it with that metric too (run(metrics=[..., {dropped[0]!r}]), the same "
+                             "function; on the command line --metrics-module), or start again")
+        where = {c: k for k, c in enumerate(stored)}
+        rows = [tuple(r[where[c]] if c in where else math.nan for c in columns) for r in rows]
     diff = config_mismatch(saved, config)
     if diff:
         key, old, new = diff
@@ -626,10 +699,18 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
         The repetitions are ``first_repeat .. first_repeat + repeats - 1`` (their
         gradient streams and the ``rep`` column): more repetitions of an earlier
         run, each equal to what it would have been in one batched run.
-    metrics : sequence of str, optional
+    metrics : sequence of str or callable, optional
         Record only these of :data:`METRICS` (the others are NaN): each costs up
         to one pass over the data per record (the harness's tuning runs record
-        the one they are judged on). Default: all.
+        the one they are judged on; the test metrics a product with the test
+        data, where the objective holds some). Default: all of them. Extra
+        metrics go here too, each a column after ``wall_seconds``: a metric you
+        define (a function ``fn(state) -> float``, recorded under its name, or
+        the name of one registered with
+        :func:`~rowstoch_fast.user_metrics.register_metric`) or a ``node_*``
+        statistic over the nodes (:mod:`rowstoch_fast.user_metrics`); they are
+        computed only when asked for. A resumed run must record the extra
+        metrics its checkpoint recorded (else ValueError).
 
     Returns
     -------
@@ -681,7 +762,8 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
     else:
         if isinstance(metrics, str):
             raise TypeError(f"metrics must be a sequence of metric names, got the string {metrics!r}")
-        metrics = tuple(check_metric(m, "metrics") for m in metrics)
+        metrics = resolve_metrics(metrics)
+    extra = {m.name: m.properties() for m in metrics if not isinstance(m, str)}
     seed = check_int(seed, "seed", minimum=0, maximum=MAX_KEY)
     if record_at is not None:
         if record_every is not None:
@@ -698,7 +780,7 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
     due = set(range(0, iterations + 1, record_every)) | {iterations} if record_at is None else set(record_at)
     meta = {"algorithm": algorithm.name, "lr": algorithm.lr, "rounds": algorithm.rounds, "tracker": algorithm.tracker,
             "n": algorithm.A.n, "objective": type(objective).__name__, "iterations": iterations, "repeats": repeats,
-            "seed": seed, "record_every": record_every}
+            "seed": seed, "record_every": record_every, **({"extra_metrics": extra} if extra else {})}
     identity = {"algorithm": algorithm.name, "rounds": algorithm.rounds, "tracker": algorithm.tracker,
                 **({"hyper": algorithm.options} if algorithm.hyper else {}),
                 "lr": algorithm.lr, "n": algorithm.A.n, "repeats": repeats, "seed": seed,
@@ -712,7 +794,8 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
     bar = progress_bar(progress, iterations, 0, meta["algorithm"] + " (set-up)")
     setup_start = time.perf_counter()
     if resume is not None:
-        opt, data, rows = _load_checkpoint(resume, algorithm, meta["config"], objective)  # under MPI every rank reads it
+        opt, data, rows = _load_checkpoint(resume, algorithm, meta["config"], objective,  # under MPI every rank
+                                           _columns(meta))  # reads it
         wall_offset = float(data["wall_offset"])
         if opt.iteration > iterations:  # it would have stopped at once and reported the checkpoint's end
             if bar is not None:

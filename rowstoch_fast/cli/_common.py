@@ -175,16 +175,40 @@ def _objective_from_args(args, n):
         if args.objective == "logistic-l2":
             return LogisticL2(H, y, n, lam=args.lam, batch=min(args.batch, len(y) // n), dtype=dtype)
         return NonconvexLogistic(H, y, n, rho=args.rho, batch=min(args.batch, len(y) // n), dtype=dtype)
+    test = getattr(args, "test_samples", 0) or 0  # (held-out samples of the synthetic law)
     if args.objective == "logistic":
         return NonconvexLogistic.synthetic(n, total=args.total, d=args.d, rho=args.rho, batch=args.batch,
-                                           seed=args.data_seed, heterogeneity=args.heterogeneity, dtype=dtype)
+                                           seed=args.data_seed, heterogeneity=args.heterogeneity, dtype=dtype,
+                                           test_samples=test)
     if args.objective == "logistic-l2":
         return LogisticL2.synthetic(n, total=args.total, d=args.d, lam=args.lam, batch=args.batch,
-                                    seed=args.data_seed, heterogeneity=args.heterogeneity, dtype=dtype)
+                                    seed=args.data_seed, heterogeneity=args.heterogeneity, dtype=dtype,
+                                    test_samples=test)
     if args.objective == "least-squares":
         return LeastSquares.synthetic(n, samples_per_node=args.samples_per_node, d=args.d,
-                                      heterogeneity=args.heterogeneity, seed=args.data_seed)
+                                      heterogeneity=args.heterogeneity, seed=args.data_seed, test_samples=test)
     return Quadratic.random(n, args.d, seed=args.data_seed, sigma=args.sigma, dtype=dtype)
+
+
+def _metrics_module(args):
+    """``--metrics-module FILE``: run it (its register_metric calls) and return the names it registered; its
+    errors as one line. The option then holds the file's absolute path (what experiment.json records)."""
+    path = getattr(args, "metrics_module", None)
+    if not path:
+        return ()
+    from ..user_metrics import load_metrics_module
+
+    try:
+        names = load_metrics_module(path)
+    except FileNotFoundError:
+        raise UsageError(f"--metrics-module {path!r} does not exist") from None
+    except Exception as exc:  # noqa: BLE001 - the file's own error, in one line
+        raise UsageError(f"--metrics-module {path!r} failed: {type(exc).__name__}: {exc}") from None
+    if not names:
+        raise UsageError(f"--metrics-module {path!r} registers no metric (call rowstoch_fast.register_metric(name, fn) "
+                         "in it)")
+    args.metrics_module = os.path.abspath(path)
+    return names
 
 
 def _check_objective_args(args):
@@ -304,6 +328,9 @@ def _problem_rules(args):
             (("--l1",), args.objective != "lasso", obj),
             (("--heterogeneity",), args.objective == "quadratic", obj),
             (("--data-file",), args.objective == "quadratic", obj),
+            (("--test-samples",), args.objective == "quadratic", obj + " (it has no data to hold out)"),
+            (("--test-samples",), bool(getattr(args, "data_file", None)),
+             "with --data-file (it draws held-out samples of the synthetic data)"),
             (("--total", "--heterogeneity", "--data-seed", "--samples-per-node", "--d"),
              bool(getattr(args, "data_file", None)), "with --data-file (the file is the data)"),
             (("--sigma",), args.objective != "quadratic", obj + " (its noise is the mini-batch)"

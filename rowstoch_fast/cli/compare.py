@@ -12,8 +12,28 @@ from ..errors import UsageError
 from ..network import options as network_options
 from ..topology import NAMES as TOPOLOGIES, PAPER_NAMES as PAPER_GRAPHS
 from ._common import (_as_options, _check_objective_args, _check_objective_size, _check_out_folder, _error,
-                      _list_option, _matrix_from_args, _objective_from_args, _problem_rules, _refuse_unread, _settings,
-                      narrator, progress_option)
+                      _list_option, _matrix_from_args, _metrics_module, _objective_from_args, _problem_rules,
+                      _refuse_unread, _settings, narrator, progress_option)
+
+
+def _metric_list(text):
+    """``--metric``: comma-separated metric names, each a built-in one, a ``node_*`` statistic or one that
+    ``--metrics-module`` registered (one line naming the option otherwise)."""
+    from ..runner import METRICS
+    from ..user_metrics import NODE_QUANTITIES, NODE_STATISTICS, registered_metrics, resolve_metrics
+
+    values = [v.strip() for v in str(text).split(",") if v.strip()]
+    bad = []
+    for value in values:
+        try:
+            resolve_metrics([value])
+        except (TypeError, ValueError):
+            bad.append(value)
+    if bad or not values:
+        raise UsageError(f"--metric must be a comma-separated list of {', '.join((*METRICS, *registered_metrics()))} "
+                         f"or node_<{'|'.join(NODE_STATISTICS)}>_<{'|'.join(NODE_QUANTITIES)}> (a metric of your own: "
+                         f"--metrics-module FILE); got {', '.join(map(repr, bad)) if bad else 'nothing'}")
+    return list(dict.fromkeys(values))
 
 
 def _parse_lr(text, labels):
@@ -65,7 +85,7 @@ def cmd_compare(args):
     from .. import compare as cmp
     from .. import report
     from ..compare.outputs import ComparisonFolder, FolderInUse
-    from ..runner import METRICS, check_takes
+    from ..runner import check_takes
 
     root = True
     if args.backend == "mpi":  # every rank runs; rank 0 prints and writes
@@ -77,6 +97,7 @@ def cmd_compare(args):
     say = narrator(args, root)  # what it is doing (quiet with -q)
     show = print if root else (lambda *a, **k: None)  # its results
     file_algorithms = _read_experiment_file(args)
+    _metrics_module(args)  # (its metrics are --metric choices; a resumed comparison's file, from experiment.json)
     if args.algorithms is not None and not args.algorithms.replace(",", "").strip():
         raise UsageError("--algorithms is empty; name at least one algorithm ('rowstoch algorithms' lists them)")
     names = [a.strip() for a in args.algorithms.split(",")] if args.algorithms else list(cmp.ALGORITHMS)
@@ -84,7 +105,7 @@ def cmd_compare(args):
         (("--mg-rounds",), not any(a.startswith("mg-") for a in names), "without an mg-* algorithm")])
     _check_objective_args(args)
     settings = _settings(args)
-    metrics = _list_option(args.metric, "--metric", METRICS) if args.metric is not None else None
+    metrics = _metric_list(args.metric) if args.metric is not None else None
     x_axis = _list_option(args.x, "--x", tuple(report.AXES))
     if len(x_axis) != 1:
         raise UsageError(f"--x takes one of {', '.join(report.AXES)}, got {args.x!r}")
@@ -363,6 +384,7 @@ def _read_resumed_comparison(args):
 #: The options experiment.json records (the resolved settings of a comparison).
 _SETTINGS = ("config_file", "topology", "n", "matrix", "normalize", "undirected", "weights", "objective", "total",
              "batch", "samples_per_node", "d", "rho", "lam", "l1", "heterogeneity", "sigma", "data_seed", "data_file",
+             "test_samples", "metrics_module",
              "algorithms", *network_options.names(), "rounds_budget", "lr", "mg_rounds", "tracker", "backend",
              "repeats", "seed", "metric", "x", "format")
 

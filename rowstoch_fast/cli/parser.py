@@ -88,6 +88,10 @@ def _objective_options(parser):
                           "logistic-l2, least-squares and lasso)")
     obj.add_argument("--sigma", type=float, default=0.0, help="gradient noise (quadratic)")
     obj.add_argument("--data-seed", type=_seed, default=42, help="seed of the synthetic data")
+    obj.add_argument("--test-samples", type=_nonnegative_int, default=0,
+                     help="held-out samples of the synthetic data's law, drawn after it (logistic, logistic-l2, "
+                          "least-squares, lasso): the records' test_loss and test_accuracy (logistic) or test_mse "
+                          "(least squares) of the nodes' mean model; 0: none (those metrics NaN)")
     obj.add_argument("--data-file", default=None,
                      help="the data instead of the synthetic set (logistic, logistic-l2, least-squares, lasso): an .npz with "
                           "H (one sample per row) and y (one target per row; -1 / +1 for the logistic problems), "
@@ -155,6 +159,9 @@ def make_parser():
     rn.add_argument("--checkpoint", help="write an atomic .npz checkpoint here (periodically, on Ctrl-C, at the end)")
     rn.add_argument("--resume", help="continue from this checkpoint (same options; only --iterations, --lr and "
                                      "--record-every may change)")
+    rn.add_argument("--metrics-module", default=None, metavar="FILE",
+                    help="a Python file that registers metrics of your own (rowstoch_fast.register_metric): each is "
+                         "recorded, a column of history.csv and history.json")
     rn.add_argument("--out", default="results", help="output folder")
     r.set_defaults(func=cmd_run)
 
@@ -197,9 +204,15 @@ def make_parser():
     out.add_argument("--metric", default=None,
                      help="comma-separated metrics for the figure's panels and the tables (default: suboptimality "
                           "where the objective knows f*, else grad_norm_mean, then consensus_error); the first is "
-                          "tuned on and ranked (one that falls to 0: not loss or consensus_error); any of "
-                          + ", ".join(("suboptimality", "distance", "consensus_error", "grad_norm_mean", "grad_norm",
-                                       "loss")))
+                          "tuned on and ranked (one that falls to 0: not loss, consensus_error or a test metric); "
+                          "any of " + ", ".join(("suboptimality", "distance", "consensus_error", "grad_norm_mean",
+                                                 "grad_norm", "loss", "test_loss", "test_accuracy", "test_mse"))
+                          + ", a statistic over the nodes node_<mean|std|min|max|median>_<quantity> (quantities: "
+                          "local_loss, suboptimality, distance, test_loss, test_accuracy, test_mse) or a metric "
+                          "of --metrics-module")
+    out.add_argument("--metrics-module", default=None, metavar="FILE",
+                     help="a Python file that registers metrics of your own (rowstoch_fast.register_metric): their "
+                          "names become --metric choices (the first only if registered ranked=True)")
     out.add_argument("--x", default="rounds", help="the figure's horizontal axis: rounds, gradients, bytes or seconds")
     out.add_argument("--format", default="png", help="figure formats, comma-separated: png (300 dpi), pdf, svg")
     crn.add_argument("--jobs", type=_positive_int, default=None,

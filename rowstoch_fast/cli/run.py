@@ -14,8 +14,8 @@ from ..errors import UsageError
 from ..network import options as network_options
 from ..topology import NAMES as TOPOLOGIES, PAPER_NAMES as PAPER_GRAPHS
 from ._common import (_algorithm_names, _check_objective_args, _check_objective_size, _error, _matrix_from_args,
-                      _objective_from_args, _one_setting, _problem_rules, _refuse_unread, _stage, _topology_n,
-                      _writable_file, _writable_folder, default_lr, narrator, progress_option)
+                      _metrics_module, _objective_from_args, _one_setting, _problem_rules, _refuse_unread, _stage,
+                      _topology_n, _writable_file, _writable_folder, default_lr, narrator, progress_option)
 
 
 def _check_run_args(args):
@@ -54,6 +54,8 @@ def _run_config(args):
         config.update(lam=args.lam, samples_per_node=args.samples_per_node)  # their keys)
     if args.objective == "lasso":
         config.update(l1=args.l1)
+    if getattr(args, "test_samples", 0):  # (added later: recorded only where in use)
+        config.update(test_samples=args.test_samples)
     if args.undirected or args.weights != "in-degree":
         config.update(undirected=args.undirected, weights=args.weights)
     if args.matrix:
@@ -88,9 +90,10 @@ def cmd_run(args):
     import warnings
 
     from ..errors import DivergenceError
-    from ..runner import Algorithm, check_takes, run
+    from ..runner import METRICS, Algorithm, check_takes, run
 
     _check_run_args(args)
+    extra = _metrics_module(args)  # (every metric the file registers is recorded)
     started = time.perf_counter()
     root = True
     if args.backend == "mpi":
@@ -137,7 +140,7 @@ def cmd_run(args):
         try:
             h = run(algo, f, args.iterations, record_every=args.record_every, repeats=args.repeats, seed=args.seed,
                     progress=progress, checkpoint=args.checkpoint, resume=args.resume,
-                    config=_run_config(args))
+                    config=_run_config(args), metrics=(*METRICS, *extra) if extra else None)
         except DivergenceError as exc:
             diverged, h = exc, getattr(exc, "history", None)
         except Exception as exc:

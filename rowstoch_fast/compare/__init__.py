@@ -56,7 +56,7 @@ def tune_lr(A, objective, label, method, rounds, budget, *, grid=TUNE_GRID, seed
     tracker, backend, hyper
         As in :func:`compare`.
     metric : str, optional
-        What is minimised (default :func:`default_metric`).
+        What is minimised (default :func:`default_metric`; a metric you registered ``ranked=True`` too).
 
     Returns
     -------
@@ -77,7 +77,7 @@ def tune_lr(A, objective, label, method, rounds, budget, *, grid=TUNE_GRID, seed
         raise ValueError(f"tune_lr: {label!r} is {m.method} with {m.rounds} round(s), not {method} with {rounds}")
     from .tuning import tune
 
-    return tune(plan.network, plan.objective, m, plan.budget, plan.metric, seed=plan.seed, backend=plan.backend,
+    return tune(plan.network, plan.objective, m, plan.budget, plan.ranked, seed=plan.seed, backend=plan.backend,
                 grid=plan.grid)
 
 
@@ -112,11 +112,19 @@ def compare(A, objective, algorithms=None, rounds_budget=2000, *, lr=None, tune=
     metric : str, optional
         What tuning minimises, what is ranked, and the default of :func:`summary`
         and :func:`plot`: default :func:`default_metric` (``suboptimality`` where
-        the objective knows ``f*``, else ``grad_norm_mean``).
-    metrics : sequence of str, optional
+        the objective knows ``f*``, else ``grad_norm_mean``); a metric you
+        registered with ``ranked=True`` too
+        (:func:`~rowstoch_fast.user_metrics.register_metric`; others are refused:
+        the verdict's rules need a metric that falls to 0).
+    metrics : sequence of str or callable, optional
         What the evaluation runs record (``metric`` first; default ``metric`` and
         ``consensus_error``): each costs up to one pass over the data per record,
-        the others are NaN.
+        the others are NaN. Extra metrics too (a registered name, a function
+        ``fn(state) -> float``, a ``node_*`` statistic:
+        :mod:`rowstoch_fast.user_metrics`), each a column of the frame, in the
+        tables and figures; with ``jobs > 1`` a function must be importable by
+        the worker processes (defined at the top level of a module or of a file
+        loaded by :func:`~rowstoch_fast.user_metrics.load_metrics_module`).
     lr_source : dict, optional
         ``{label: text}``: where a given rate comes from (default ``"given"``),
         shown in the tables beside ``"tuned"``. A method that no rate tried keeps
@@ -165,8 +173,9 @@ def compare(A, objective, algorithms=None, rounds_budget=2000, *, lr=None, tune=
         ``total_wall_seconds``, ``status`` (:data:`STATUSES`) and ``diagnosis``;
         ``frame.attrs`` holds ``"lr"`` (the rates used), ``"lr_source"``,
         ``"tuning"`` (every candidate's score and trajectory), ``"status"``,
-        ``"diagnosis"``, ``"metric"`` and ``"interrupted"`` (a Ctrl-C or SIGTERM
-        stopped the comparison; the frame holds what finished).
+        ``"diagnosis"``, ``"metric"``, ``"extra_metrics"`` (the extra metrics'
+        properties) and ``"interrupted"`` (a Ctrl-C or SIGTERM stopped the
+        comparison; the frame holds what finished).
 
     Examples
     --------
@@ -222,5 +231,5 @@ def assemble(plan, outcomes, interrupted=False):
                        status={o.label: o.status for o in outcomes},
                        diagnosis={o.label: o.diagnosis for o in outcomes if o.diagnosis},
                        interrupted=interrupted, rounds_budget=plan.budget, repeats=plan.repeats, seed=plan.seed,
-                       metric=plan.metric)
+                       metric=plan.metric, extra_metrics=plan.extra_metrics)
     return frame

@@ -150,7 +150,7 @@ def run_method(plan, method, *, progress=False, log=None):
     lr, source, record = method.lr, method.lr_source, None
     if lr is None:
         try:
-            lr, record = tune(plan.network, plan.objective, method, plan.budget, plan.metric, seed=plan.seed,
+            lr, record = tune(plan.network, plan.objective, method, plan.budget, plan.ranked, seed=plan.seed,
                               backend=plan.backend, grid=plan.grid, log=log, checkpoint_dir=plan.checkpoint_dir)
         except NoStableRate as exc:  # (on a harsh network: the comparison goes on, the table says why)
             record, lr, source = exc.record, exc.fallback, UNTUNABLE

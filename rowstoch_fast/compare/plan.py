@@ -19,7 +19,7 @@ from .._checks import MAX_KEY, check_int, require_memory
 from ..algorithms import REGISTRY, method_of
 from ..backends import BACKENDS
 from ..network import base_matrix, weights_of
-from ..runner import Algorithm, check_metric, check_takes, record_schedule
+from ..runner import Algorithm, check_takes, record_schedule
 
 __all__ = ["Method", "Plan", "make_plan", "default_algorithms", "parse_algorithms", "default_metric", "TUNE_GRID",
            "MIN_ITERATIONS"]
@@ -34,14 +34,26 @@ MIN_ITERATIONS = 10
 
 #: The metrics a comparison can tune on and rank by: positive at the start and 0 at the solution (the tuner's and
 #: the statuses' rules read them so). ``loss`` ends at f* (not 0), ``consensus_error`` and ``descent_deviation``
-#: start at 0 from a common start: they are shown beside the ranked one, never ranked.
+#: start at 0 from a common start, the test metrics end at the model's error on unseen data (not 0): they are
+#: shown beside the ranked one, never ranked. A metric you define is ranked where it was registered
+#: ``ranked=True`` (:func:`~rowstoch_fast.user_metrics.register_metric`).
 RANKED_METRICS = ("suboptimality", "grad_norm_mean", "grad_norm", "grad_norm_centroid", "distance")
 
 
 def check_ranked_metric(metric, objective):
     """``metric`` if a comparison on ``objective`` can rank by it (:data:`RANKED_METRICS`, and ``suboptimality``
-    / ``distance`` only where the objective knows its optimum), else a ValueError saying why."""
-    check_metric(metric)
+    / ``distance`` only where the objective knows its optimum; an extra metric registered ``ranked=True``, as its
+    :class:`~rowstoch_fast.user_metrics.Metric`), else a ValueError saying why."""
+    from ..user_metrics import resolve_metrics
+
+    metric = resolve_metrics([metric], "metric")[0]
+    if not isinstance(metric, str):
+        if not metric.ranked:
+            raise ValueError(f"metric {metric.name!r} cannot be tuned on or ranked by: it was not registered "
+                             f"ranked=True (for a measure positive at the start that falls to 0 at the solution); "
+                             f"rank by one of {', '.join(RANKED_METRICS)} and show {metric.name!r} beside it "
+                             "(metrics=...)")
+        return metric
     if metric not in RANKED_METRICS:
         raise ValueError(f"metric {metric!r} cannot be tuned on or ranked by (it does not fall from its start to 0 "
                          f"at the solution); rank by one of {', '.join(RANKED_METRICS)} and show {metric!r} beside "
@@ -151,7 +163,7 @@ class Plan:
     repeats: int
     seed: int
     metric: str
-    metrics: tuple  # recorded by the evaluation runs (the ranked metric first)
+    metrics: tuple  # recorded by the evaluation runs (the ranked metric first): names and extra metrics (Metric)
     points: int
     backend: str
     grid: tuple
@@ -161,6 +173,16 @@ class Plan:
     def schedule(self, method):
         """The iterations the evaluation run of ``method`` records at."""
         return record_schedule(method.iterations(self.budget), self.points)
+
+    @property
+    def ranked(self):
+        """The ranked metric as the runs record it: its name, or its :class:`~rowstoch_fast.user_metrics.Metric`."""
+        return self.metrics[0]
+
+    @property
+    def extra_metrics(self):
+        """``{name: properties}`` of the extra metrics recorded (:class:`~rowstoch_fast.user_metrics.Metric`)."""
+        return {m.name: m.properties() for m in self.metrics if not isinstance(m, str)}
 
 
 def _check_label_dict(value, name, labels):
@@ -216,6 +238,16 @@ def _earlier_runs(previous, labels):
     return {label: part for label, part in previous.groupby("algorithm", sort=False) if label in labels}
 
 
+def _metric_entries(ranked, metrics):
+    """The evaluation runs' metrics: ``ranked`` first, then ``metrics`` (names, or extra metrics:
+    :func:`~rowstoch_fast.user_metrics.resolve_metrics`), each once."""
+    from ..user_metrics import resolve_metrics
+
+    metrics = resolve_metrics(metrics)
+    name = getattr(ranked, "name", ranked)
+    return (ranked, *(m for m in metrics if getattr(m, "name", m) != name))
+
+
 def make_plan(A, objective, algorithms=None, rounds_budget=2000, *, lr=None, tune=True, repeats=5, seed=0,
               tracker="exact", backend="auto", mg_rounds=None, points=25, metric=None, metrics=None, lr_source=None,
               hyper=None, checkpoint_dir=None, previous=None, grid=TUNE_GRID):
@@ -240,12 +272,13 @@ def make_plan(A, objective, algorithms=None, rounds_budget=2000, *, lr=None, tun
     seed = check_int(seed, "seed", minimum=0, maximum=MAX_KEY)
     if not isinstance(tune, (bool, np.bool_)):
         raise TypeError(f"tune must be True or False, got {tune!r}")
-    metric = check_ranked_metric(metric if metric is not None else default_metric(objective), objective)
+    ranked = check_ranked_metric(metric if metric is not None else default_metric(objective), objective)
+    metric = getattr(ranked, "name", ranked)
     if metrics is None:
-        metrics = (metric, "consensus_error")
+        metrics = (ranked, "consensus_error")
     elif isinstance(metrics, str):
         raise TypeError(f"metrics must be a sequence of metric names, got the string {metrics!r}")
-    metrics = tuple(dict.fromkeys([metric, *(check_metric(m, "metrics") for m in metrics)]))
+    metrics = _metric_entries(ranked, metrics)
     grid = _check_grid(grid)
     specs = parse_algorithms(default_algorithms(A, objective) if algorithms is None else algorithms, A, mg_rounds)
     for label, method, _ in specs:

@@ -80,7 +80,14 @@ def _worker(payload, threads, tasks, results, stop):
     from .method import run_method
 
     _core.set_num_threads(threads)
-    plan = pickle.loads(payload)
+    try:
+        plan = pickle.loads(payload)
+    except Exception as exc:  # noqa: BLE001 - a metric function this process cannot import: said by the parent
+        results.put(("error", -1, RuntimeError(f"a worker process could not import the comparison's metric "
+                                               f"functions ({type(exc).__name__}: {exc}); define them at the top "
+                                               "level of a module (or of a file loaded by load_metrics_module, "
+                                               "--metrics-module), or run with jobs=1 (--jobs 1)")))
+        return
     while not stop.is_set():
         try:
             index = tasks.get_nowait()
@@ -108,6 +115,27 @@ def _worker(payload, threads, tasks, results, stop):
             break
 
 
+def _check_sendable(plan):
+    """A ValueError naming the first extra metric of ``plan`` that the worker processes could not receive: a
+    function that cannot be pickled (a lambda, a closure), or one of an interactive session's ``__main__``
+    (which a worker, a fresh interpreter, does not have)."""
+    import sys
+
+    for m in plan.metrics:
+        if isinstance(m, str):
+            continue
+        main = getattr(m.fn, "__module__", None) == "__main__" and not getattr(sys.modules["__main__"], "__file__",
+                                                                                None)
+        try:
+            if main:
+                raise pickle.PicklingError("it is defined in an interactive session")
+            pickle.dumps(m, protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception as exc:  # noqa: BLE001 - what pickle refuses: named
+            raise ValueError(f"jobs > 1 runs the methods in worker processes, which cannot receive metric "
+                             f"{m.name!r} ({exc}); define it at the top level of a module (or of a file loaded by "
+                             f"load_metrics_module, --metrics-module), or run with jobs=1") from None
+
+
 def execute_in_processes(plan, jobs, *, progress=False, log=None, on_outcome=None):
     """:func:`~rowstoch_fast.compare.execute.execute` with ``jobs`` worker processes."""
     import multiprocessing
@@ -119,6 +147,7 @@ def execute_in_processes(plan, jobs, *, progress=False, log=None, on_outcome=Non
     tasks, results, stop = ctx.Queue(), ctx.Queue(), ctx.Event()
     for index in range(len(plan.methods)):
         tasks.put(index)
+    _check_sendable(plan)
     payload = pickle.dumps(plan, protocol=pickle.HIGHEST_PROTOCOL)
     workers = [ctx.Process(target=_worker, args=(payload, threads, tasks, results, stop), daemon=True)
                for _ in range(jobs)]

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..runner import check_metric
+from ..runner import METRICS, check_metric
+from ..user_metrics import RESERVED, higher_is_better
 from .verdict import TIE_SE, ranks
 
 __all__ = ["summary", "format_summary", "frame_metric", "check_frame", "status_of_rows", "GROUPS"]
@@ -27,9 +28,13 @@ def frame_metric(frame):
 
 def check_frame(frame, metrics):
     """``frame`` is what :func:`~rowstoch_fast.compare.compare` returns (a History's frame has no ``algorithm``
-    column) and ``metrics`` among its metrics."""
+    column) and ``metrics`` among its metrics (:data:`~rowstoch_fast.runner.METRICS`, or an extra metric's column
+    of the frame)."""
+    cols = getattr(frame, "columns", ())
+    extra = tuple(c for c in cols if isinstance(c, str) and c not in RESERVED and c not in METRICS
+                  and not c.endswith(("_std", "_best")) and frame[c].dtype.kind == "f")
     for metric in metrics:
-        check_metric(metric)
+        check_metric(metric, choices=METRICS + extra)
     needed = ("algorithm", "lr", "rounds_per_iteration", "iteration", "communication_rounds", *metrics)
     missing = [c for c in needed if c not in getattr(frame, "columns", ())]
     if missing:
@@ -70,8 +75,9 @@ def summary(frame, metric=None, metrics=()):
         for a run that is not ``ok``), ``rank`` (only for ``ok`` runs: 1 + the
         number of runs distinguishably better, so runs that the repetitions cannot
         tell apart share it), ``rank_shared`` and ``<m>_best`` (rank 1 under
-        ``m``); a ``graph`` / ``setting`` column first where the frame has one, the
-        ranks within each. ``table.attrs["metric"]`` names ``metric``.
+        ``m``: the largest first for a metric where higher is better, e.g.
+        ``test_accuracy``); a ``graph`` / ``setting`` column first where the frame
+        has one, the ranks within each. ``table.attrs["metric"]`` names ``metric``.
     """
     import pandas as pd
 
@@ -122,7 +128,8 @@ def summary(frame, metric=None, metrics=()):
             for s in dict.fromkeys(section):
                 idx = [i for i in range(len(table)) if section.iloc[i] == s and ok[i]
                        and np.isfinite(finals[i][m]).all()]
-                for i, (r, tie) in ranks({i: finals[i][m] for i in idx}, scales[m].get(s)).items():
+                higher = higher_is_better(m, getattr(frame, "attrs", {}).get("extra_metrics"))
+                for i, (r, tie) in ranks({i: finals[i][m] for i in idx}, scales[m].get(s), higher).items():
                     rank.iloc[i], shared.iloc[i] = r, tie
             table[m + "_best"] = (rank == 1).fillna(False).astype(bool)
             if m == metric:

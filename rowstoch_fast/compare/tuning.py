@@ -306,11 +306,13 @@ def trajectories(network, objective, method, rates, budget, metric, *, seed, rep
                  points=TUNE_POINTS, checkpoint=None):
     """One batched run of ``method`` on ``network``: ``repeats`` replicas per rate of ``rates``, the whole
     ``budget``, every rate's ``q``-th replica on the gradient stream of repetition ``q`` of ``seed`` (common
-    random numbers). Returns ``(iterations, values)``: the recorded iterations and ``metric`` per record and
+    random numbers; ``metric``: a name, or a ranked :class:`~rowstoch_fast.user_metrics.Metric`). Returns
+    ``(iterations, values)``: the recorded iterations and ``metric`` per record and
     replica (``(records, len(rates) * repeats)``, replica ``c * repeats + q`` the ``q``-th of rate ``c``; NaN
     where it diverged). With ``checkpoint`` (a path), the run's state is saved there every tenth of the budget
     and when it is interrupted (Ctrl-C, SIGTERM), and a run of the same candidates goes on from it."""
     T = method.iterations(budget)
+    entry, metric = metric, getattr(metric, "name", metric)  # (an extra metric: its Metric, recorded by name)
     lr = np.repeat(np.asarray(rates, dtype=np.float64), repeats)[:, None, None]
     algo = method.algorithm(network, lr, backend, check_finite=False)
     due = record_schedule(T, points)
@@ -334,7 +336,7 @@ def trajectories(network, objective, method, rates, budget, metric, *, seed, rep
                 found["bad"] = _bad_replicas(x)
                 return _zeroed(x, found["bad"]) if found["bad"].any() else x
 
-            values = record_metrics(opt, objective, oracle, (metric,), transform=set_aside)
+            values = record_metrics(opt, objective, oracle, (entry,), transform=set_aside)
             if values is not None:
                 row = values[metric].copy()
                 row[found["bad"]] = np.nan
@@ -418,7 +420,7 @@ def tune(network, objective, method, budget, metric, *, seed=0, backend="auto", 
     started = time.perf_counter()
     grid = tuple(grid or TUNE_GRID)
     tune_seed = (int(seed) + TUNE_SEED_OFFSET) % (MAX_KEY + 1)
-    record = {"metric": metric, "seed": tune_seed, "chosen": None, "stages": []}
+    record = {"metric": getattr(metric, "name", metric), "seed": tune_seed, "chosen": None, "stages": []}
     scores, ends, arrival = {}, {}, {}
 
     def stage(name, rates):

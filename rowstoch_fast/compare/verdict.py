@@ -144,7 +144,7 @@ def status_of(frame, metric, meta, *, lr, lr_source, iterations, tuning=None, co
     return "ok", ""
 
 
-def ranks(finals, scale=None):
+def ranks(finals, scale=None, higher_is_better=False):
     """Ranks of methods from their final values, ties where the repetitions cannot tell them apart.
 
     Parameters
@@ -154,6 +154,8 @@ def ranks(finals, scale=None):
     scale : float, optional
         The size of the metric (default: the largest final value): values below :data:`CONVERGED` times it
         have converged to rounding and are equal (the tuner's rule, with the runs' start as the scale).
+    higher_is_better : bool, default False
+        Rank the largest values first (an accuracy), by the same test on the logarithms.
 
     Returns
     -------
@@ -171,7 +173,7 @@ def ranks(finals, scale=None):
     for label in labels:
         v = np.log(np.maximum(np.asarray(finals[label], dtype=np.float64), floor))
         se = float(np.std(v, ddof=1) / math.sqrt(len(v))) if len(v) > 1 else 0.0
-        stats[label] = (float(np.mean(v)), se)
+        stats[label] = (-float(np.mean(v)) if higher_is_better else float(np.mean(v)), se)
 
     def better(a, b):  # a is distinguishably better than b
         (ma, sa), (mb, sb) = stats[a], stats[b]
