@@ -158,11 +158,30 @@ def default_lr(method, n):
 
 
 def _objective_from_args(args, n):
+    """The objective of the options (``--split``: the training samples over the nodes by a named split)."""
+    f = _objective_of(args, n)
+    split = getattr(args, "split", None) or "contiguous"
+    if split == "contiguous" or not args.objective.startswith("logistic"):  # (others refused: _problem_rules)
+        return f
+    from ..datasets import split_samples
+
+    try:
+        H, Y = split_samples(f.H, f.Y, n, split, seed=args.data_seed)
+    except (ValueError, TypeError) as exc:
+        raise UsageError(f"--split {split}: {exc}") from None
+    again = type(f)(H, Y, n, batch=min(f.batch, len(Y) // n), dtype=f.dtype, test_data=f.test_data,
+                    **f._regulariser())
+    if hasattr(f, "x_opt"):
+        again.x_opt = f.x_opt
+    return again
+
+
+def _objective_of(args, n):
     from ..composite import L1
     from ..objectives import LeastSquares, LogisticL2, NonconvexLogistic, Quadratic
 
     if args.objective == "lasso":  # least squares + l1 ||x||_1: the proximal methods' problem
-        smooth = _objective_from_args(argparse.Namespace(**{**vars(args), "objective": "least-squares"}), n)
+        smooth = _objective_of(argparse.Namespace(**{**vars(args), "objective": "least-squares"}), n)
         return smooth + L1(args.l1)
 
     dtype = np.float32 if getattr(args, "dtype", "float64") == "float32" else np.float64
@@ -329,6 +348,8 @@ def _problem_rules(args):
             (("--heterogeneity",), args.objective == "quadratic", obj),
             (("--data-file",), args.objective == "quadratic", obj),
             (("--test-samples",), args.objective == "quadratic", obj + " (it has no data to hold out)"),
+            (("--split",), (getattr(args, "split", None) or "contiguous") != "contiguous"
+             and not args.objective.startswith("logistic"), obj + " (it splits by class labels)"),
             (("--test-samples",), bool(getattr(args, "data_file", None)),
              "with --data-file (it draws held-out samples of the synthetic data)"),
             (("--total", "--heterogeneity", "--data-seed", "--samples-per-node", "--d"),

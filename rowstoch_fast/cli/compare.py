@@ -84,6 +84,7 @@ def cmd_compare(args):
 
     from .. import compare as cmp
     from .. import report
+    from ..compare.live import LiveView
     from ..compare.outputs import ComparisonFolder, FolderInUse
     from ..runner import check_takes
 
@@ -159,6 +160,7 @@ def cmd_compare(args):
     args.topology = topologies if len(topologies) > 1 else topologies[0]
     metric = metrics[0] if metrics else cmp.default_metric(problems[0][6])
     metrics = metrics or [metric, "consensus_error"]
+    live = LiveView(metric, x_axis[0], path=os.path.join(args.out, "live.png")) if args.live and root else None
     tuned = [label for label, _, _ in problems[0][4] if not isinstance(problems[0][5], float)
              and label not in (problems[0][5] or {})]
     several = len(settings) > 1
@@ -200,6 +202,8 @@ def cmd_compare(args):
             def write_so_far(frame):  # each method's results as it finishes, every table replaced atomically
                 if root and len(frame):
                     cmp.write_tables(frames + [labelled(frame)], args.out, metrics, caption=_caption(args, problems))
+                    if live is not None:
+                        live(frames + [labelled(frame)])
 
             try:
                 with warnings.catch_warnings(record=True) as caught:
@@ -384,7 +388,7 @@ def _read_resumed_comparison(args):
 #: The options experiment.json records (the resolved settings of a comparison).
 _SETTINGS = ("config_file", "topology", "n", "matrix", "normalize", "undirected", "weights", "objective", "total",
              "batch", "samples_per_node", "d", "rho", "lam", "l1", "heterogeneity", "sigma", "data_seed", "data_file",
-             "test_samples", "metrics_module",
+             "test_samples", "metrics_module", "split",
              "algorithms", *network_options.names(), "rounds_budget", "lr", "mg_rounds", "tracker", "backend",
              "repeats", "seed", "metric", "x", "format")
 

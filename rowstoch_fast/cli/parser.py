@@ -92,6 +92,11 @@ def _objective_options(parser):
                      help="held-out samples of the synthetic data's law, drawn after it (logistic, logistic-l2, "
                           "least-squares, lasso): the records' test_loss and test_accuracy (logistic) or test_mse "
                           "(least squares) of the nodes' mean model; 0: none (those metrics NaN)")
+    obj.add_argument("--split", default="contiguous",
+                     help="how the training samples go to the nodes (logistic, logistic-l2): contiguous (node i the i-th "
+                          "block, as drawn or as in --data-file), iid (shuffled), sorted (the i-th block of the samples "
+                          "sorted by label: label skew, most nodes one label only), classes:K (K classes per node, cut to "
+                          "equal sizes); rowstoch_fast.datasets.split_samples")
     obj.add_argument("--data-file", default=None,
                      help="the data instead of the synthetic set (logistic, logistic-l2, least-squares, lasso): an .npz with "
                           "H (one sample per row) and y (one target per row; -1 / +1 for the logistic problems), "
@@ -215,6 +220,9 @@ def make_parser():
                           "names become --metric choices (the first only if registered ranked=True)")
     out.add_argument("--x", default="rounds", help="the figure's horizontal axis: rounds, gradients, bytes or seconds")
     out.add_argument("--format", default="png", help="figure formats, comma-separated: png (300 dpi), pdf, svg")
+    out.add_argument("--live", action="store_true",
+                     help="as each method finishes: the figure so far in OUT/live.png (and a window that refreshes "
+                          "where matplotlib has a display), else a text plot of the ranked metric on the terminal")
     crn.add_argument("--jobs", type=_positive_int, default=None,
                      help="run the methods in this many processes (default: the cores; 1 with --backend mpi or "
                           "cupy); the results are those of one process")

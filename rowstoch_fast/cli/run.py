@@ -56,6 +56,8 @@ def _run_config(args):
         config.update(l1=args.l1)
     if getattr(args, "test_samples", 0):  # (added later: recorded only where in use)
         config.update(test_samples=args.test_samples)
+    if (getattr(args, "split", None) or "contiguous") != "contiguous":
+        config.update(split=args.split)
     if args.undirected or args.weights != "in-degree":
         config.update(undirected=args.undirected, weights=args.weights)
     if args.matrix:

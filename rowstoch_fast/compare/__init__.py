@@ -5,13 +5,15 @@ rate tuned by :mod:`.tuning` where it is not given, then evaluated; in parallel 
 every run (:mod:`.verdict`: its status, a diagnosis when it is not ``ok``, ranks that only separate what the
 repetitions can tell apart) and returns one pandas frame of everything it recorded. :func:`summary` turns it
 into the comparison table (:mod:`.tables`), :func:`plot` into the figure and :func:`write_outputs` writes every
-file of ``rowstoch compare`` (:mod:`.outputs`).
+file of ``rowstoch compare`` (:mod:`.outputs`); :class:`LiveView` and :func:`text_plot` show a comparison as its
+methods finish (:mod:`.live`, ``rowstoch compare --live``).
 """
 
 from __future__ import annotations
 
 from .. import algorithms as _algorithms
 from .execute import Outcome, default_jobs, execute, run_method
+from .live import LiveView, text_plot
 from .outputs import json_tuning, plot, write_outputs, write_tables
 from .plan import (MIN_ITERATIONS, TUNE_GRID, Method, Plan, check_rates, default_algorithms, default_metric,
                    make_plan, parse_algorithms)
@@ -24,7 +26,7 @@ __all__ = ["ALGORITHMS", "STATUSES", "TUNE_GRID", "compare", "default_algorithms
            "frame_metric", "json_tuning", "make_plan", "parse_algorithms", "plot", "summary", "tune_lr",
            "write_outputs", "NoStableRate", "execute", "default_jobs", "Plan", "Method", "Outcome", "ranks",
            "judge", "run_method", "CONVERGED", "STABILITY_FACTOR", "NO_PROGRESS", "TUNE_POINTS", "TUNE_REPEATS",
-           "TUNE_SEED_OFFSET", "UNTUNABLE", "MIN_ITERATIONS", "check_rates", "write_tables"]
+           "TUNE_SEED_OFFSET", "UNTUNABLE", "MIN_ITERATIONS", "check_rates", "write_tables", "LiveView", "text_plot"]
 
 #: What ``rowstoch compare`` runs by default: every registered algorithm in listing order, with ``mg-NAME``
 #: (Theorem 3's rounds) beside the methods that list it (:func:`rowstoch_fast.algorithms.labels`; ``compare``
