@@ -865,6 +865,7 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
         _keep_on_failure(failed, opt, oracle, rows, meta, checkpoint, time.perf_counter() - t0)
         raise failed
     meta["completed_iterations"] = opt.iteration
+    meta["completed_rounds"] = opt.communication_rounds
     meta["traffic"] = opt.traffic()
     logger.info("%s: %s at iteration %d after %.2f s (%d records)", meta["algorithm"],
                 "interrupted" if interrupted else "diverged" if diverged is not None else "done", opt.iteration,

@@ -218,3 +218,11 @@ def test_a_label_split_is_refused_for_a_problem_without_labels(tmp_path, capsys)
     assert main(["compare", "--objective", "logistic-l2", "--split", "classes:3", "--total", "1600", "--n", "8",
                  "--algorithms", "fedavg", "--out", str(tmp_path / "p"), "-q"]) == 2
     assert "--split classes:3" in capsys.readouterr().err
+
+
+def test_rowstoch_run_reports_the_rounds_of_a_method_with_local_steps(tmp_path, capsys):
+    from rowstoch_fast.cli import main
+
+    assert main(["run", "--algorithm", "scaffold", "--topology", "exponential", "--n", "8", "--objective",
+                 "least-squares", "--iterations", "400", "--out", str(tmp_path / "o"), "--no-progress"]) == 0
+    assert "done at iteration 400 (100 communication rounds" in capsys.readouterr().out  # (it said 400)

@@ -167,7 +167,8 @@ def cmd_run(args):
     reached = int(h.meta.get("completed_iterations", s["iteration"]))  # Ctrl-C: where it stopped, not the last record
     status = "interrupted" if h.interrupted else "done"
     print(f"{algo.name} (lr {algo.lr:g}) on {args.topology if not args.matrix else args.matrix} (n={A.n}), {status} at iteration "
-          f"{reached} ({reached * algo.rounds} communication rounds, {s['wall_seconds']:.1f} s; "
+          f"{reached} ({int(h.meta.get('completed_rounds', s['communication_rounds']))} communication rounds, "
+          f"{s['wall_seconds']:.1f} s; "
           f"set-up {prepared + h.meta.get('setup_seconds', 0.0):.1f} s)")
     last = f" (at iteration {int(s['iteration'])}, the last recorded)" if reached != int(s["iteration"]) else ""
     print(f"  grad norm {s['grad_norm']:.4e} +- {s['grad_norm_std']:.1e}   loss {s['loss']:.6f}   "
