@@ -57,7 +57,8 @@ SCHEMA = {
     "run": {"rounds_budget": ("rounds_budget", int), "repeats": ("repeats", int), "seed": ("seed", int),
             "tracker": ("tracker", str), "backend": ("backend", str), "mg_rounds": ("mg_rounds", int),
             "algorithms": ("algorithm_set", str)},
-    "outputs": {"metrics": ("metric", "list"), "x": ("x", str), "formats": ("format", "list")},
+    "outputs": {"metrics": ("metric", "list"), "x": ("x", str), "cost_weights": ("cost_weights", str),
+                "formats": ("format", "list")},
 }
 #: The keys of one ``[algorithms.NAME]`` table that every algorithm has; any other key is a hyperparameter of
 #: the algorithm's constructor, passed through (and refused, naming the key, where the algorithm has none such).
@@ -72,7 +73,7 @@ ALGORITHM_SETS = {"all": lambda cls: True, "paper": lambda cls: cls.in_paper_pre
 CHOICES = {("network", "weights"): ("in-degree", "metropolis"),
            ("objective", "kind"): ("logistic", "logistic-l2", "least-squares", "lasso", "quadratic"),
            ("run", "tracker"): ("exact", "perron"), ("run", "algorithms"): tuple(ALGORITHM_SETS), ("run", "backend"): ("cpu", "cupy", "mpi"),
-           ("outputs", "x"): ("rounds", "gradients", "bytes", "seconds")}
+           ("outputs", "x"): ("rounds", "gradients", "bytes", "seconds", "cost")}
 
 
 def schema():

@@ -16,14 +16,19 @@ import math
 
 import numpy as np
 
-__all__ = ["AXES", "METRIC_LABELS", "check_axis", "check_formats", "draw", "figure", "to_latex", "to_markdown",
+__all__ = ["AXES", "METRIC_LABELS", "COST_UNITS", "check_axis", "check_cost_weights", "check_formats", "draw", "figure",
+           "to_latex", "to_markdown", "with_cost",
            "tuning_figure"]
 
 #: ``--x`` choices: the frame's column and the axis label.
 AXES = {"rounds": ("communication_rounds", "communication rounds"),
         "gradients": ("gradient_evaluations", "gradient evaluations (all nodes)"),
         "bytes": ("bytes", "bytes sent"),
-        "seconds": ("wall_seconds", "wall time (s)")}
+        "seconds": ("wall_seconds", "wall time (s)"),
+        "cost": ("cost", "cost")}  # (with_cost: weighted operations; its label says the weights)
+#: What a cost weight is per (:func:`with_cost`): the column of a comparison's records it multiplies.
+COST_UNITS = {"gradient": "gradient_evaluations", "round": "communication_rounds", "message": "messages",
+              "byte": "bytes"}
 #: How each metric is written on an axis or a table's head.
 METRIC_LABELS = {
     "suboptimality": "f(x̄) − f*",
@@ -70,6 +75,51 @@ def check_axis(x):
     if not isinstance(x, str) or x not in AXES:
         raise ValueError(f"x must be one of {', '.join(AXES)}, got {x!r}")
     return x
+
+
+def check_cost_weights(weights):
+    """``weights`` (``{unit: weight}``, or the text ``"gradient=1,round=100"``) checked: units among
+    :data:`COST_UNITS`, weights finite and >= 0, not all 0. Returns the dict."""
+    if isinstance(weights, str):
+        pairs = [w.partition("=") for w in weights.split(",") if w.strip()]
+        if any(not sep for _, sep, _ in pairs) or not pairs:
+            raise ValueError(f"cost weights must be UNIT=WEIGHT pairs, comma-separated (units: {', '.join(COST_UNITS)}), "
+                             f"got {weights!r}")
+        try:
+            weights = {k.strip(): float(v) for k, _, v in pairs}
+        except ValueError:
+            raise ValueError(f"cost weights must be numbers, got {weights!r}") from None
+    if not isinstance(weights, dict) or not weights:
+        raise ValueError(f"cost weights must map units ({', '.join(COST_UNITS)}) to weights, got {weights!r}")
+    for unit, w in weights.items():
+        if unit not in COST_UNITS:
+            raise ValueError(f"cost weights: unknown unit {unit!r}; choose from {', '.join(COST_UNITS)}")
+        if not (isinstance(w, (int, float)) and math.isfinite(w) and w >= 0):
+            raise ValueError(f"cost weights: {unit} must be a finite number >= 0, got {w!r}")
+    if not any(weights.values()):
+        raise ValueError("cost weights: at least one must be > 0")
+    return {unit: float(w) for unit, w in weights.items()}
+
+
+def with_cost(frame, weights):
+    """``frame`` with a ``cost`` column, ``sum_unit weights[unit] * frame[COST_UNITS[unit]]`` (e.g. a gradient
+    evaluation 1 and a communication round 100: ``{"gradient": 1, "round": 100}``), and the axis label that says
+    so (``frame.attrs["cost_label"]``): the ``--x cost`` axis of ``rowstoch compare``.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> f = with_cost(pd.DataFrame({"gradient_evaluations": [0, 32], "communication_rounds": [0, 2]}),
+    ...               "gradient=1,round=100")
+    >>> f["cost"].tolist(), f.attrs["cost_label"]
+    ([0.0, 232.0], 'cost (1 per gradient evaluation + 100 per communication round)')
+    """
+    weights = check_cost_weights(weights)
+    frame = frame.copy()
+    frame["cost"] = sum(w * frame[COST_UNITS[u]].to_numpy(dtype=np.float64) for u, w in weights.items())
+    names = {"gradient": "gradient evaluation", "round": "communication round", "message": "message", "byte": "byte"}
+    frame.attrs["cost_label"] = "cost (" + " + ".join(f"{w:g} per {names[u]}" for u, w in weights.items() if w) + ")"
+    return frame
 
 
 def check_formats(formats):
@@ -120,6 +170,10 @@ def draw(ax, frame, metric, x="rounds"):
     from .user_metrics import linear_scale
 
     column, label = AXES[check_axis(x)]
+    if x == "cost":
+        if column not in frame.columns:
+            raise ValueError("x = 'cost' needs the records' cost column: report.with_cost(frame, weights) first")
+        label = frame.attrs.get("cost_label", label)
     linear = linear_scale(metric, getattr(frame, "attrs", {}).get("extra_metrics"))
     finished = frame["status"].isin(["ok", "done"]) if "status" in frame.columns else ~frame["diverged"].astype(bool)
     if not finished.any():  # no run ended ok: the span of every finite record

@@ -947,3 +947,34 @@ def test_latex_escapes_every_special_character_once():
 
     assert _tex(r"C:\data\a_b.txt") == r"C:\textbackslash{}data\textbackslash{}a\_b.txt"
     assert _tex("50% & {x} ~^#$") == r"50\% \& \{x\} \textasciitilde{}\textasciicircum{}\#\$"
+
+
+# ----------------------------------------------------------------- a weighted cost axis; records at rounds' ends
+def test_the_cost_axis_weighs_the_operations_and_says_so():
+    from rowstoch_fast import report
+
+    frame = pd.DataFrame({"gradient_evaluations": [0, 32, 64], "communication_rounds": [0, 2, 4],
+                          "messages": [0, 10, 20], "bytes": [0, 800, 1600]})
+    out = report.with_cost(frame, {"gradient": 1, "round": 100, "message": 0, "byte": 0.5})
+    assert out["cost"].tolist() == [0.0, 32 + 200 + 400.0, 64 + 400 + 800.0] and "cost" not in frame.columns
+    assert out.attrs["cost_label"] == "cost (1 per gradient evaluation + 100 per communication round + 0.5 per byte)"
+    for bad, match in [("gradient", "UNIT=WEIGHT"), ("flops=1", "unknown unit 'flops'"), ("round=nan", "finite"),
+                       ("round=x", "numbers"), ({"round": 0}, "at least one"), ({}, "map units")]:
+        with pytest.raises(ValueError, match=match):
+            report.with_cost(frame, bad)
+
+
+def test_compare_draws_against_cost_and_refuses_cost_without_weights(tmp_path, capsys):
+    from rowstoch_fast.cli import main
+
+    args = ["compare", "--n", "8", "--objective", "least-squares", "--algorithms", "dsgd,local-dsgd", "--lr", "0.05",
+            "--rounds-budget", "40", "--repeats", "1", "-q"]
+    assert main(args + ["--x", "cost", "--cost-weights", "gradient=1,round=10", "--out", str(tmp_path / "o")]) == 0
+    frame = pd.read_csv(tmp_path / "o" / "compare.csv")
+    np.testing.assert_allclose(frame["cost"], frame["gradient_evaluations"] + 10 * frame["communication_rounds"])
+    local = frame[frame["algorithm"] == "local-dsgd"]  # (K = 4 steps a round: records at the rounds' ends)
+    assert (local["iteration"] % 4 == 0).all() and local["communication_rounds"].max() == 40
+    assert main(args + ["--x", "cost", "--out", str(tmp_path / "p")]) == 2
+    assert main(args + ["--cost-weights", "round=1", "--out", str(tmp_path / "q")]) == 2
+    err = capsys.readouterr().err
+    assert "--x cost needs --cost-weights" in err and "--cost-weights is read with --x cost only" in err

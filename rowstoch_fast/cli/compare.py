@@ -110,6 +110,15 @@ def cmd_compare(args):
     x_axis = _list_option(args.x, "--x", tuple(report.AXES))
     if len(x_axis) != 1:
         raise UsageError(f"--x takes one of {', '.join(report.AXES)}, got {args.x!r}")
+    cost = getattr(args, "cost_weights", None)
+    if (x_axis[0] == "cost") != (cost is not None):
+        raise UsageError("--x cost needs --cost-weights (e.g. gradient=1,round=100)" if cost is None
+                         else "--cost-weights is read with --x cost only")
+    if cost is not None:
+        try:
+            report.check_cost_weights(cost)
+        except ValueError as exc:
+            raise UsageError(f"--cost-weights: {exc}") from None
     formats = _list_option(args.format, "--format", report.FORMATS)
     jobs = _jobs(args)
     if root:
@@ -193,7 +202,7 @@ def cmd_compare(args):
                 + (f", {jobs} processes" if jobs > 1 and len(specs) > 1 else ""), flush=True)
 
             def labelled(frame, gname=gname, sname=sname):
-                frame = frame.copy()
+                frame = frame.copy() if cost is None else report.with_cost(frame, cost)
                 frame.insert(0, "graph", gname)
                 if several:
                     frame.insert(1, "setting", sname)
@@ -390,7 +399,7 @@ _SETTINGS = ("config_file", "topology", "n", "matrix", "normalize", "undirected"
              "batch", "samples_per_node", "d", "rho", "lam", "l1", "heterogeneity", "sigma", "data_seed", "data_file",
              "test_samples", "metrics_module", "split",
              "algorithms", *network_options.names(), "rounds_budget", "lr", "mg_rounds", "tracker", "backend",
-             "repeats", "seed", "metric", "x", "format")
+             "repeats", "seed", "metric", "x", "cost_weights", "format")
 
 
 def _write_experiment(args, problems, file_algorithms):

@@ -218,7 +218,11 @@ def make_parser():
     out.add_argument("--metrics-module", default=None, metavar="FILE",
                      help="a Python file that registers metrics of your own (rowstoch_fast.register_metric): their "
                           "names become --metric choices (the first only if registered ranked=True)")
-    out.add_argument("--x", default="rounds", help="the figure's horizontal axis: rounds, gradients, bytes or seconds")
+    out.add_argument("--x", default="rounds",
+                     help="the figure's horizontal axis: rounds, gradients, bytes, seconds or cost (--cost-weights)")
+    out.add_argument("--cost-weights", default=None, metavar="UNIT=W,...",
+                     help="with --x cost: the cost of each operation, e.g. gradient=1,round=100 (units: gradient "
+                          "evaluation, round, message, byte; the axis is their weighted sum over all nodes)")
     out.add_argument("--format", default="png", help="figure formats, comma-separated: png (300 dpi), pdf, svg")
     out.add_argument("--live", action="store_true",
                      help="as each method finishes: the figure so far in OUT/live.png (and a window that refreshes "

@@ -171,8 +171,14 @@ class Plan:
     previous: dict = field(default_factory=dict)  # label -> an earlier comparison's records of it
 
     def schedule(self, method):
-        """The iterations the evaluation run of ``method`` records at."""
-        return record_schedule(method.iterations(self.budget), self.points)
+        """The iterations the evaluation run of ``method`` records at: at the ends of rounds for a method of ``K``
+        iterations a round (local steps: what it has after a round, not half-way through one), evenly spaced
+        otherwise."""
+        iterations = method.iterations(self.budget)
+        if iterations > self.budget and iterations % self.budget == 0:  # (K local steps a round)
+            per_round = iterations // self.budget
+            return [per_round * r for r in record_schedule(self.budget, self.points)]
+        return record_schedule(iterations, self.points)
 
     @property
     def ranked(self):
