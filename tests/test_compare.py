@@ -978,3 +978,17 @@ def test_compare_draws_against_cost_and_refuses_cost_without_weights(tmp_path, c
     assert main(args + ["--cost-weights", "round=1", "--out", str(tmp_path / "q")]) == 2
     err = capsys.readouterr().err
     assert "--x cost needs --cost-weights" in err and "--cost-weights is read with --x cost only" in err
+
+
+def test_the_empirical_rate_is_the_contraction_per_round_of_the_second_half():
+    from rowstoch_fast.compare import empirical_rate
+
+    r = np.arange(0, 201, 10)
+    two = pd.DataFrame({"communication_rounds": np.tile(r, 2), "rep": np.repeat([0, 1], len(r)),
+                        "m": np.concatenate([0.95 ** r, 0.95 ** r * 3])})  # (the mean over repetitions: 2 x 0.95^r)
+    assert abs(empirical_rate(two, "m") - 0.95) < 1e-12
+    plateau_then = pd.DataFrame({"communication_rounds": r, "m": np.where(r < 100, 0.9 ** r, 0.9 ** 100)})
+    assert abs(empirical_rate(plateau_then, "m") - 1.0) < 1e-12  # (only the second half: a plateau)
+    for bad in (np.where(r > 150, np.inf, 1.0), np.where(r > 150, 0.0, 1.0), -np.ones(len(r))):
+        assert np.isnan(empirical_rate(pd.DataFrame({"communication_rounds": r, "m": bad}), "m"))
+    assert np.isnan(empirical_rate(pd.DataFrame({"communication_rounds": [0], "m": [1.0]}), "m"))

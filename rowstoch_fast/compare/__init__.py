@@ -17,7 +17,7 @@ from .live import LiveView, text_plot
 from .outputs import json_tuning, plot, write_outputs, write_tables
 from .plan import (MIN_ITERATIONS, TUNE_GRID, Method, Plan, check_rates, default_algorithms, default_metric,
                    make_plan, parse_algorithms)
-from .tables import format_summary, frame_metric, summary
+from .tables import empirical_rate, format_summary, frame_metric, summary
 from .tuning import (CONVERGED, STABILITY_FACTOR, TUNE_POINTS, TUNE_REPEATS, TUNE_SEED_OFFSET, UNTUNABLE,
                      NoStableRate, judge)
 from .verdict import NO_PROGRESS, STATUSES, ranks
@@ -26,7 +26,8 @@ __all__ = ["ALGORITHMS", "STATUSES", "TUNE_GRID", "compare", "default_algorithms
            "frame_metric", "json_tuning", "make_plan", "parse_algorithms", "plot", "summary", "tune_lr",
            "write_outputs", "NoStableRate", "execute", "default_jobs", "Plan", "Method", "Outcome", "ranks",
            "judge", "run_method", "CONVERGED", "STABILITY_FACTOR", "NO_PROGRESS", "TUNE_POINTS", "TUNE_REPEATS",
-           "TUNE_SEED_OFFSET", "UNTUNABLE", "MIN_ITERATIONS", "check_rates", "write_tables", "LiveView", "text_plot"]
+           "TUNE_SEED_OFFSET", "UNTUNABLE", "MIN_ITERATIONS", "check_rates", "write_tables", "LiveView", "text_plot",
+           "empirical_rate"]
 
 #: What ``rowstoch compare`` runs by default: every registered algorithm in listing order, with ``mg-NAME``
 #: (Theorem 3's rounds) beside the methods that list it (:func:`rowstoch_fast.algorithms.labels`; ``compare``

@@ -8,7 +8,7 @@ from ..runner import METRICS, check_metric
 from ..user_metrics import RESERVED, higher_is_better
 from .verdict import TIE_SE, ranks
 
-__all__ = ["summary", "format_summary", "frame_metric", "check_frame", "status_of_rows", "GROUPS"]
+__all__ = ["summary", "format_summary", "frame_metric", "check_frame", "status_of_rows", "empirical_rate", "GROUPS"]
 
 #: Columns that tell the comparisons of one frame apart (one table section each): the graph and the setting.
 GROUPS = ("graph", "setting")
@@ -49,6 +49,32 @@ def status_of_rows(runs):
     return "diverged" if bool(runs["diverged"].iloc[0]) else "ok"
 
 
+def empirical_rate(runs, metric, x="communication_rounds"):
+    """The empirical linear rate of ``metric`` over the second half of a method's records: ``10^slope``, the slope
+    of the least-squares line through ``log10`` of its mean over the repetitions against ``x`` (a contraction
+    factor per communication round: 0.9 means 10% less each round; 1.0 a plateau, above 1 growth). NaN where the
+    second half holds fewer than two records or a mean that is not positive and finite (a metric that does not
+    fall to 0, a run that diverged).
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> r = np.arange(0, 101, 10)
+    >>> runs = pd.DataFrame({"communication_rounds": r, "grad_norm": 0.9 ** r})
+    >>> round(empirical_rate(runs, "grad_norm"), 12)
+    0.9
+    """
+    with np.errstate(invalid="ignore", over="ignore"):
+        mean = runs.groupby(x, sort=True)[metric].mean()
+    xs, ys = mean.index.to_numpy(dtype=np.float64), mean.to_numpy(dtype=np.float64)
+    half = xs >= xs.max() / 2 if xs.size else xs.astype(bool)
+    xs, ys = xs[half], ys[half]
+    if xs.size < 2 or np.ptp(xs) == 0 or not (np.isfinite(ys).all() and (ys > 0).all()):
+        return float("nan")
+    slope = np.polyfit(xs, np.log10(ys), 1)[0]
+    return float(10.0 ** slope)
+
+
 def summary(frame, metric=None, metrics=()):
     """One row per algorithm (per graph and setting where the frame holds several): the final ``metric`` (mean and
     spread over repetitions), its rank, its status and what it cost.
@@ -70,7 +96,7 @@ def summary(frame, metric=None, metrics=()):
         ``iterations``, ``communication_rounds``, ``final`` and ``final_std``
         (``metric``), ``<m>`` and ``<m>_std`` for ``metric`` and each of
         ``metrics``, ``messages``, ``bytes``, ``gradient_evaluations``,
-        ``wall_seconds``, ``diverged``, ``status`` (``ok``, ``diverged``,
+        ``wall_seconds``, ``rate`` (:func:`empirical_rate` of ``metric``), ``diverged``, ``status`` (``ok``, ``diverged``,
         ``no-progress``, ``unstable`` or ``interrupted``), ``diagnosis`` (one line
         for a run that is not ``ok``), ``rank`` (only for ``ok`` runs: 1 + the
         number of runs distinguishably better, so runs that the repetitions cannot
@@ -99,6 +125,7 @@ def summary(frame, metric=None, metrics=()):
             for m in shown:
                 row[m], row[m + "_std"] = float(last[m].mean()), float(last[m].std(ddof=0))
         row["final"], row["final_std"] = row[metric], row[metric + "_std"]
+        row["rate"] = empirical_rate(runs, metric)
         status = status_of_rows(runs)
         row.update({"messages": int(last["messages"].iloc[0]) if "messages" in last.columns else 0,
                     "bytes": int(last["bytes"].iloc[0]) if "bytes" in last.columns else 0,
