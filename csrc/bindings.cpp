@@ -149,11 +149,22 @@ void check_no_overlap(const py::array& out, const char* out_name, const py::arra
 // call (written or read): the kernels read their inputs while writing, and
 // declare their pointers __restrict.
 using Named = std::pair<const py::array*, const char*>;
-void check_apart(std::initializer_list<Named> outputs, std::initializer_list<Named> inputs) {
+void check_apart(std::initializer_list<Named> outputs, std::initializer_list<Named> inputs,
+                 const std::vector<Named>& more_inputs = {}) {
     for (auto o = outputs.begin(); o != outputs.end(); ++o) {
         for (auto p = o + 1; p != outputs.end(); ++p) check_no_overlap(*o->first, o->second, *p->first, p->second);
         for (const auto& [in, name] : inputs) check_no_overlap(*o->first, o->second, *in, name);
+        for (const auto& [in, name] : more_inputs) check_no_overlap(*o->first, o->second, *in, name);
     }
+}
+
+// An output that may be exactly an input (the same buffer: an element-wise kernel in place, documented) but share
+// no other byte with it (a shifted view of it would be read after it was written).
+void check_same_or_apart(const py::array& out, const char* out_name, const py::array& in, const char* in_name) {
+    if (out.data() == in.data() && out.nbytes() == in.nbytes()) return;
+    if (overlaps(out, in))
+        throw py::value_error(cat(out_name, " partly overlaps ", in_name, " (it may be ", in_name,
+                                  " itself, or share no memory with it); pass a separate output array"));
 }
 
 // The product of counts, or ValueError naming `what` when it overflows int64
@@ -164,6 +175,80 @@ int64_t checked_product(std::initializer_list<int64_t> factors, const char* what
         if (__builtin_mul_overflow(p, f, &p))
             throw py::value_error(cat(what, " is too large: the work count overflows 64-bit integers"));
     return p;
+}
+
+// ---------------------------------------------------------------- the shared argument layer
+// Every entry point reads its optional arrays, its outputs, its tuple items and its allocations through these,
+// so a 0-d array, a list given as an output, a non-integer item or an absurd size is one clear error naming the
+// argument, never IndexError, pybind11's "Unable to cast" or std::vector's length_error.
+
+// An optional array argument (anything NumPy converts; None handled by the caller), `ndim`-D, `hint` saying what
+// it holds ("one flag per node"): its shape is read only after this.
+py::array array_arg(const py::object& obj, const char* name, py::ssize_t ndim, const char* hint) {
+    py::array arr = py::array::ensure(obj);
+    if (!arr)
+        throw py::type_error(cat(name, " must be a NumPy array (", hint, "), got ",
+                                 py::str(py::type::of(obj).attr("__name__")).cast<std::string>()));
+    if (arr.ndim() != ndim)
+        throw py::value_error(cat(name, " must be ", ndim, "-D (", hint, "), got ", arr.ndim(), "-D"));
+    return arr;
+}
+
+// An array the kernel writes, given by the caller: a NumPy array itself (a list would be converted to a
+// temporary that nobody sees).
+py::array output_arg(const py::object& obj, const char* name) {
+    if (!py::isinstance<py::array>(obj)) throw py::type_error(cat(name, " must be a numpy.ndarray or None"));
+    return obj.cast<py::array>();
+}
+
+std::string type_name(const py::handle& h) { return py::str(py::type::of(h).attr("__name__")).cast<std::string>(); }
+
+// Item k of a tuple argument as an integer (int or NumPy integer: anything with __index__, not bool or float).
+int64_t int_item(const py::sequence& seq, py::ssize_t k, const char* name, const char* what) {
+    py::object v = seq[k];
+    if (PyBool_Check(v.ptr()) || !PyIndex_Check(v.ptr()))
+        throw py::type_error(cat(name, "[", k, "] (", what, ") must be an integer, got ", type_name(v), " ",
+                                 std::string(py::repr(v))));
+    py::object i = py::reinterpret_steal<py::object>(PyNumber_Index(v.ptr()));
+    if (!i) throw py::error_already_set();
+    int overflow = 0;
+    const long long x = PyLong_AsLongLongAndOverflow(i.ptr(), &overflow);
+    if (overflow != 0)
+        throw py::value_error(cat(name, "[", k, "] (", what, ") = ", std::string(py::repr(i)),
+                                  " does not fit a 64-bit integer"));
+    return static_cast<int64_t>(x);
+}
+
+// Item k of a tuple argument as a flag: True / False (Python's or NumPy's), or the integers 0 and 1.
+bool bool_item(const py::sequence& seq, py::ssize_t k, const char* name, const char* what) {
+    py::object v = seq[k];
+    if (PyBool_Check(v.ptr()) || py::isinstance(v, py::module_::import("numpy").attr("bool_")))
+        return v.cast<bool>();
+    if (PyIndex_Check(v.ptr()) && !PyFloat_Check(v.ptr())) {
+        const int64_t i = int_item(seq, k, name, what);
+        if (i == 0 || i == 1) return i == 1;
+    }
+    throw py::type_error(cat(name, "[", k, "] (", what, ") must be True or False, got ", type_name(v), " ",
+                             std::string(py::repr(v))));
+}
+
+// A new array of `shape` for `what`: ValueError naming it when its size overflows, MemoryError naming it when it
+// cannot be allocated (numpy's messages name neither the argument nor the entry point).
+py::array new_array(const py::dtype& dtype, std::vector<py::ssize_t> shape, const std::string& what) {
+    int64_t bytes = dtype.itemsize();
+    for (py::ssize_t s : shape)
+        if (__builtin_mul_overflow(bytes, static_cast<int64_t>(s), &bytes))
+            throw py::value_error(cat(what, " ", shape_text(shape.data(), static_cast<py::ssize_t>(shape.size())),
+                                      " is too large: its size overflows 64-bit integers"));
+    try {
+        return py::array(dtype, shape);
+    } catch (py::error_already_set& e) {
+        if (!e.matches(PyExc_MemoryError)) throw;
+    }
+    const std::string message = cat(what, " ", shape_text(shape.data(), static_cast<py::ssize_t>(shape.size())), " (",
+                                    bytes, " bytes) cannot be allocated");
+    PyErr_SetString(PyExc_MemoryError, message.c_str());
+    throw py::error_already_set();
 }
 
 // Ctrl-C for a long loop run without the GIL (a power A^R, the tracker's diagonals): poll(), asked once per
@@ -256,8 +341,9 @@ T* ptr(py::array& a) { return static_cast<T*>(a.mutable_data()); }
 template <class T>
 const T* cptr(const py::array& a) { return static_cast<const T*>(a.data()); }
 
-// The dense block X (n x w) of a mixing call, and its output.
-py::array check_block_io(const Csr& A, const py::array& X, py::object out_obj) {
+// The dense block X (n x w) of a mixing call, and its output (apart from X, the CSR and the call's other arrays
+// `others`: node ids, flags).
+py::array check_block_io(const Csr& A, const py::array& X, py::object out_obj, const std::vector<Named>& others = {}) {
     if (X.ndim() != 2) throw py::value_error(cat("X must be 2-D (n, d), got ", X.ndim(), "-D"));
     check_contiguous(X, "X");
     check_same_dtype(X, "X", A.data, "A.data");
@@ -271,16 +357,17 @@ py::array check_block_io(const Csr& A, const py::array& X, py::object out_obj) {
     check_shape(out, "out", {A.n, X.shape(1)});
     check_contiguous(out, "out");
     check_writeable(out, "out");
-    check_apart({{&out, "out"}}, {{&X, "X"}, {&A.indptr, "indptr"}, {&A.indices, "indices"}, {&A.data, "data"}});
+    check_apart({{&out, "out"}}, {{&X, "X"}, {&A.indptr, "indptr"}, {&A.indices, "indices"}, {&A.data, "data"}},
+                others);
     return out;
 }
 
 // Y = f(A, X) for a one-pass kernel f(Ap, Aj, Ax, n, X, w, Y) over a checked CSR A and block X (out: Y).
 template <class F>
 py::array one_pass(py::array indptr, py::array indices, py::array data, py::array X, py::object out,
-                   bool check_indices, int64_t ncols, F&& kernel) {
+                   bool check_indices, int64_t ncols, F&& kernel, const std::vector<Named>& others = {}) {
     Csr A = check_csr(indptr, indices, data, check_indices, ncols);
-    py::array Y = check_block_io(A, X, out);
+    py::array Y = check_block_io(A, X, out, others);
     const int64_t w = X.shape(1);
     dispatch(A, [&](auto i, auto t) {
         using I = decltype(i);
@@ -307,8 +394,7 @@ py::array mix(py::array indptr, py::array indices, py::array data, py::array X,
 const std::int64_t* node_ids(const py::object& obj, const char* name, int64_t n_expected, int64_t n_global,
                              py::array& keep) {
     if (obj.is_none()) return nullptr;
-    keep = obj.cast<py::array>();
-    check_ndim(keep, name, 1);
+    keep = array_arg(obj, name, 1, "global node ids");
     check_contiguous(keep, name);
     if (!is_i64(keep)) throw py::type_error(cat(name, " must be int64, got ", dtype_name(keep)));
     if (keep.shape(0) != n_expected) throw py::value_error(cat(name, " has ", keep.shape(0), " ids, expected ", n_expected));
@@ -320,10 +406,11 @@ const std::int64_t* node_ids(const py::object& obj, const char* name, int64_t n_
 }
 
 // An optional 1-D uint8/bool array of `size` flags, writeable if asked; null if None.
-std::uint8_t* flags(const py::object& obj, const char* name, int64_t size, bool writeable, py::array& keep) {
+std::uint8_t* flags(const py::object& obj, const char* name, int64_t size, bool writeable, py::array& keep,
+                    const char* hint = "one flag per stored entry") {
     if (obj.is_none()) return nullptr;
-    keep = obj.cast<py::array>();
-    check_ndim(keep, name, 1);
+    keep = writeable ? output_arg(obj, name) : array_arg(obj, name, 1, hint);
+    if (keep.ndim() != 1) throw py::value_error(cat(name, " must be 1-D (", hint, "), got ", keep.ndim(), "-D"));
     check_contiguous(keep, name);
     if (keep.dtype().kind() != 'b' && !(keep.dtype().kind() == 'u' && keep.itemsize() == 1))
         throw py::type_error(cat(name, " must be a bool (or uint8) array, got ", dtype_name(keep)));
@@ -358,8 +445,8 @@ py::array mix_lossy(py::array indptr, py::array indices, py::array data, py::arr
     py::array awake, row_keep, col_keep;
     // one flag per node: as many as rows, or (an MPI share, with ids) as many as the network has nodes
     int64_t n_global = has_ids ? std::numeric_limits<int64_t>::max() : std::max(rows, cols);
-    if (!awake_obj.is_none() && has_ids) n_global = awake_obj.cast<py::array>().shape(0);
-    const std::uint8_t* mask = flags(awake_obj, "awake", has_ids ? n_global : rows, false, awake);
+    if (!awake_obj.is_none() && has_ids) n_global = array_arg(awake_obj, "awake", 1, "one flag per node").shape(0);
+    const std::uint8_t* mask = flags(awake_obj, "awake", has_ids ? n_global : rows, false, awake, "one flag per node");
     rowstoch::NodeIds ids{node_ids(row_ids_obj, "row_ids", rows, n_global, row_keep),
                           node_ids(col_ids_obj, "col_ids", cols, n_global, col_keep)};
     py::array bad_keep;
@@ -367,7 +454,8 @@ py::array mix_lossy(py::array indptr, py::array indices, py::array data, py::arr
     return one_pass(indptr, indices, data, X, out, check_indices, ncols,
                     [&](auto Ap, auto Aj, auto Ax, int64_t n, auto Xp, int64_t w, auto Yp) {
                         rowstoch::csr_mix_lossy(Ap, Aj, Ax, n, Xp, w, Yp, seed, t, r, p, rule, mask, ids, bad);
-                    });
+                    },
+                    {{&awake, "awake"}, {&row_keep, "row_ids"}, {&col_keep, "col_ids"}, {&bad_keep, "bad"}});
 }
 
 // The global ids of a per-link pass's rows and (optionally) of the columns its indices index; `ncols` is set to
@@ -378,9 +466,9 @@ rowstoch::NodeIds link_ids(const py::object& row_ids_obj, const py::object& col_
     rowstoch::NodeIds ids{node_ids(row_ids_obj, "row_ids", rows, big, row_keep), nullptr};
     ncols = rows;
     if (!col_ids_obj.is_none()) {
-        col_keep = col_ids_obj.cast<py::array>();
-        ids.cols = node_ids(col_ids_obj, "col_ids", col_keep.shape(0), big, col_keep);
-        ncols = col_keep.shape(0);
+        const int64_t given = array_arg(col_ids_obj, "col_ids", 1, "global node ids").shape(0);
+        ids.cols = node_ids(col_ids_obj, "col_ids", given, big, col_keep);
+        ncols = given;
     }
     return ids;
 }
@@ -422,6 +510,8 @@ void ge_advance(py::array indptr, py::array indices, py::array bad, std::uint64_
     std::uint8_t* state = flags(bad, "bad", indices.shape(0), true, bad_keep);
     int64_t ncols;
     const rowstoch::NodeIds ids = link_ids(row_ids_obj, col_ids_obj, rows, row_keep, col_keep, ncols);
+    check_apart({{&bad_keep, "bad"}},
+                {{&indptr, "indptr"}, {&indices, "indices"}, {&row_keep, "row_ids"}, {&col_keep, "col_ids"}});
     Interrupt interrupt(20000000);  // polled between chunks of ~2e7 chain steps
     auto run = [&](auto i) {
         using I = decltype(i);
@@ -494,14 +584,17 @@ py::array compress(py::array X, py::array out, int method, int64_t L, int64_t pa
     py::array row_keep, own;
     const rowstoch::NodeIds ids{node_ids(row_ids_obj, "row_ids", n, std::numeric_limits<int64_t>::max(), row_keep),
                                 nullptr};
+    check_same_or_apart(out, "out", X, "X");  // (out may be X: each message is read before it is written)
+    check_apart({{&out, "out"}}, {{&row_keep, "row_ids"}});
     if (!own_obj.is_none()) {  // X's rows copied here in the same pass
-        own = own_obj.cast<py::array>();
+        own = output_arg(own_obj, "own");
         check_same_dtype(own, "own", X, "X");
         check_shape(own, "own", {n, w});
         check_contiguous(own, "own");
         check_writeable(own, "own");
-        check_apart({{&own, "own"}}, {{&X, "X"}, {&out, "out"}});
+        check_apart({{&own, "own"}}, {{&X, "X"}, {&out, "out"}, {&row_keep, "row_ids"}});
     }
+    if (n == 0 || w == 0) return out;  // no message (L is not a size here: nothing is allocated for it)
     auto run = [&](auto zero) {
         using T = decltype(zero);
         const T* Xp = cptr<T>(X);
@@ -519,29 +612,49 @@ py::array compress(py::array X, py::array out, int method, int64_t L, int64_t pa
 // DelayLayout), checked: it holds `rows` own rows, `ncols` nodes' messages and round r.
 rowstoch::DelayLayout delay_layout(const py::object& layout_obj, int64_t rows, int64_t ncols, std::uint64_t r,
                                    int64_t max_delay) {
-    auto l = layout_obj.cast<py::tuple>();
+    if (!(py::isinstance<py::tuple>(layout_obj) || py::isinstance<py::list>(layout_obj)))
+        throw py::type_error(cat("layout must be a tuple (n_own, n_block, rounds[, node_major]), got ",
+                                 type_name(layout_obj)));
+    const py::sequence l = layout_obj.cast<py::sequence>();
     if (l.size() != 3 && l.size() != 4)
         throw py::value_error(cat("layout must be (n_own, n_block, rounds[, node_major]), got ", l.size(), " values"));
-    const rowstoch::DelayLayout layout{l[0].cast<int64_t>(), l[1].cast<int64_t>(), l[2].cast<int64_t>(),
-                                       l.size() == 4 ? l[3].cast<bool>() : true};
+    const rowstoch::DelayLayout layout{int_item(l, 0, "layout", "n_own"), int_item(l, 1, "layout", "n_block"),
+                                       int_item(l, 2, "layout", "rounds"),
+                                       l.size() == 4 ? bool_item(l, 3, "layout", "node_major") : true};
     if (layout.n_own < rows || layout.n_block < ncols || layout.rounds < 1 ||
         r >= static_cast<std::uint64_t>(layout.rounds))
         throw py::value_error(cat("layout (n_own, n_block, rounds) = (", layout.n_own, ", ", layout.n_block, ", ",
                                   layout.rounds, ") does not hold ", rows, " rows, ", ncols, " columns and round ", r));
-    checked_product({max_delay + 1, layout.rounds, std::max<int64_t>(layout.n_block, 1)}, "the delayed block's rows");
     return layout;
 }
 
-void check_max_delay(int64_t max_delay) {
+// The rows of a delayed round's stacked block, n_own + (max_delay + 1) rounds n_block: ValueError naming the layout
+// where that overflows int64 (every row index the kernels compute is below it, so none overflows, and an index
+// narrowed to int32 where it fits is never truncated).
+int64_t stacked_rows(const rowstoch::DelayLayout& layout, int64_t max_delay) {
+    int64_t slots = 0, stacked = 0;
+    if (__builtin_mul_overflow(max_delay + 1, layout.rounds, &slots) ||
+        __builtin_mul_overflow(slots, layout.n_block, &slots) || __builtin_add_overflow(layout.n_own, slots, &stacked))
+        throw py::value_error(cat("layout (n_own, n_block, rounds) = (", layout.n_own, ", ", layout.n_block, ", ",
+                                  layout.rounds, ") with max_delay = ", max_delay, ": the stacked block's rows, n_own + "
+                                  "(max_delay + 1) rounds n_block, overflow 64-bit integers"));
+    return stacked;
+}
+
+// A delayed round's max_delay and iteration t (the ages and the window's slots are counted in int64: a t of 2^63 or
+// more made the window's last age negative, and the pass read before its tables).
+void check_max_delay(int64_t max_delay, std::uint64_t t) {
     if (max_delay < 0 || max_delay > (int64_t(1) << 30))
         throw py::value_error(cat("max_delay must be in 0..2^30, got ", max_delay));
+    if (t > static_cast<std::uint64_t>(std::numeric_limits<int64_t>::max()))
+        throw py::value_error(cat("t must be below 2^63 (an iteration), got ", t));
 }
 
 // The age of the newest arrived message of every stored entry (network.hpp's delay_ages).
 py::object delay_ages(py::array indptr, py::array indices, std::uint64_t seed, std::uint64_t t, std::uint64_t r,
                       int64_t max_delay, bool fixed, py::object row_ids_obj, py::object col_ids_obj,
                       py::object layout_obj) {
-    check_max_delay(max_delay);
+    check_max_delay(max_delay, t);
     const int64_t rows = link_rows(indptr, indices, row_ids_obj, col_ids_obj);
     py::array row_keep, col_keep;
     int64_t ncols;
@@ -551,7 +664,7 @@ py::object delay_ages(py::array indptr, py::array indices, std::uint64_t seed, s
                                                     : rowstoch::DelayLayout{0, 0, 1};
     // the index in the CSR's own integer type where the stacked block's rows fit it (the mix kernels take both
     // index arrays of one type); ages only where asked for
-    const int64_t stacked = with_index ? layout.n_own + (max_delay + 1) * layout.rounds * layout.n_block : 0;
+    const int64_t stacked = with_index ? stacked_rows(layout, max_delay) : 0;
     const bool narrow = !is_i64(indptr) && stacked <= std::numeric_limits<int32_t>::max();
     py::array_t<std::int32_t> out(with_index ? 0 : indices.shape(0));
     py::array index = narrow ? py::array(py::array_t<std::int32_t>(with_index ? indices.shape(0) : 0))
@@ -578,7 +691,7 @@ py::array mix_delayed(py::array indptr, py::array indices, py::array data, py::a
                       std::uint64_t seed, std::uint64_t t, std::uint64_t r, int64_t max_delay, bool fixed,
                       py::object layout_obj, py::object row_ids_obj, py::object col_ids_obj, std::uint64_t loss_seed,
                       double p, bool renormalise, py::object awake_obj, py::object bad_obj, bool symmetric) {
-    check_max_delay(max_delay);
+    check_max_delay(max_delay, t);
     const int rule = loss_rule(renormalise, symmetric);
     if (!(p >= 0.0 && p <= 1.0)) throw py::value_error(cat("p must be in [0, 1], got ", p));
     const int64_t rows = link_rows(indptr, indices, row_ids_obj, col_ids_obj);
@@ -592,7 +705,8 @@ py::array mix_delayed(py::array indptr, py::array indices, py::array data, py::a
     if (ids.rows)
         for (int64_t k = 0; k < rows; ++k) n_nodes = std::max(n_nodes, ids.rows[k] + 1);
     const std::uint8_t* awake = awake_obj.is_none() ? nullptr
-        : flags(awake_obj, "awake", std::max(n_nodes, awake_obj.cast<py::array>().shape(0)), false, awake_keep);
+        : flags(awake_obj, "awake", std::max(n_nodes, array_arg(awake_obj, "awake", 1, "one flag per node").shape(0)),
+                false, awake_keep, "one flag per node");
     const std::uint8_t* bad = flags(bad_obj, "bad", indices.shape(0), false, bad_keep);
     const rowstoch::LossyRound lossy{loss_seed, p, rule, awake, bad};
     const bool lossy_round = p > 0.0 || awake || bad;
@@ -605,7 +719,7 @@ py::array mix_delayed(py::array indptr, py::array indices, py::array data, py::a
     check_ndim(H, "H", 2);
     check_same_dtype(H, "H", data, "data");
     check_contiguous(H, "H");
-    const int64_t stacked = layout.n_own + (max_delay + 1) * layout.rounds * layout.n_block, w = H.shape(1);
+    const int64_t stacked = stacked_rows(layout, max_delay), w = H.shape(1);
     if (H.shape(0) != stacked)
         throw py::value_error(cat("H has ", H.shape(0), " rows, the layout ", stacked, " (n_own + (max_delay + 1) "
                                   "rounds n_block)"));
@@ -613,7 +727,9 @@ py::array mix_delayed(py::array indptr, py::array indices, py::array data, py::a
     check_shape(out, "out", {rows, w});
     check_contiguous(out, "out");
     check_writeable(out, "out");
-    check_apart({{&out, "out"}}, {{&H, "H"}, {&indptr, "indptr"}, {&indices, "indices"}, {&data, "data"}});
+    check_apart({{&out, "out"}}, {{&H, "H"}, {&indptr, "indptr"}, {&indices, "indices"}, {&data, "data"},
+                                  {&row_keep, "row_ids"}, {&col_keep, "col_ids"}, {&awake_keep, "awake"},
+                                  {&bad_keep, "bad"}});
     auto run = [&](auto i, auto v) {
         using I = decltype(i);
         using T = decltype(v);
@@ -644,8 +760,7 @@ py::array link_noise(py::array indptr, py::array indices, std::uint64_t seed, st
     const rowstoch::NodeIds ids = link_ids(row_ids_obj, col_ids_obj, rows, row_keep, col_keep, ncols);
     const std::int32_t* ages = nullptr;
     if (!ages_obj.is_none()) {
-        ages_keep = ages_obj.cast<py::array>();
-        check_ndim(ages_keep, "ages", 1);
+        ages_keep = array_arg(ages_obj, "ages", 1, "one age per stored entry");
         check_contiguous(ages_keep, "ages");
         if (!py::isinstance<py::array_t<std::int32_t>>(ages_keep))
             throw py::type_error(cat("ages must be int32, got ", dtype_name(ages_keep)));
@@ -656,10 +771,15 @@ py::array link_noise(py::array indptr, py::array indices, std::uint64_t seed, st
             if (ages[q] < 0 || static_cast<std::uint64_t>(ages[q]) > t)
                 throw py::value_error(cat("ages[", q, "] = ", ages[q], " is not in 0..t = ", t));
     }
-    const py::dtype dtype = py::dtype::from_args(dtype_obj);
+    py::dtype dtype;
+    try {
+        dtype = py::dtype::from_args(dtype_obj);
+    } catch (py::error_already_set&) {
+        dtype = py::dtype("V1");  // (not a dtype at all: refused below, naming the argument)
+    }
     if (!(dtype.is(py::dtype::of<double>()) || dtype.is(py::dtype::of<float>())))
-        throw py::type_error("dtype must be float32 or float64");
-    py::array out(dtype, {indices.shape(0), w});
+        throw py::type_error(cat("dtype must be float32 or float64, got ", std::string(py::repr(dtype_obj))));
+    py::array out = new_array(dtype, {indices.shape(0), w}, "link_noise: the noise (nnz, w) =");
     auto run = [&](auto i, auto zero) {
         using I = decltype(i);
         using T = decltype(zero);
@@ -877,7 +997,7 @@ py::tuple diag_powers(py::array indptr, py::array indices, py::array data, int64
     checked_product({n_records - 1, stride, std::max<int64_t>(A.nnz, 1), std::max<int64_t>(A.n, 1)},
                     cat("stride * (n_records - 1) * nnz * n = ", stride, " * ", n_records - 1, " * ", A.nnz, " * ",
                         A.n).c_str());
-    py::array diags(A.data.dtype(), {n_records, A.n});
+    py::array diags = new_array(A.data.dtype(), {n_records, A.n}, "diag_powers: the diagonals (n_records, n) =");
     int64_t taken = 0;
     const int64_t b = std::min<int64_t>(block, std::max<int64_t>(A.n, 1));  // columns advanced together
     Interrupt interrupt(A.nnz * b);
@@ -921,8 +1041,7 @@ LogisticData check_logistic(const py::array& H, const py::array& Y, int64_t n, c
         throw py::value_error(cat("Y has ", Y.shape(0), " entries but H has ", H.shape(0), " rows"));
     LogisticData D{n, H.shape(0) / n, H.shape(1), 1, n, nullptr};
     if (!nodes_obj.is_none()) {
-        nodes = nodes_obj.cast<py::array>();
-        check_ndim(nodes, "nodes", 1);
+        nodes = array_arg(nodes_obj, "nodes", 1, "global node ids");
         check_contiguous(nodes, "nodes");
         if (!is_i64(nodes)) throw py::type_error(cat("nodes must be int64, got ", dtype_name(nodes)));
         D.m = nodes.shape(0);
@@ -963,7 +1082,7 @@ py::array logistic_grad(py::array H, py::array Y, int64_t n, double rho, py::arr
         std::vector<py::ssize_t> shape(X.shape(), X.shape() + X.ndim());
         G = py::array(X.dtype(), shape);
     } else {
-        G = out_obj.cast<py::array>();
+        G = output_arg(out_obj, "out");
         check_same_dtype(G, "out", X, "X");
         check_contiguous(G, "out");
         check_writeable(G, "out");

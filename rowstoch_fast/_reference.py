@@ -1251,10 +1251,12 @@ def compress_message(v, method, node, first_col, seed, t, r, bits=None, k=None, 
 
     - qsgd: ``s = 2^bits - 1``; ``q_c = sign(v_c) l_c (||v||_2 / s)``, ``l_c = min(floor(|v_c| (s / ||v||_2) + u_c), s)``
       (``u_c`` of tag 1 when unbiased, else 1/2); 0 where ``||v|| = 0``;
-    - sign: ``sign(v_c) ||v||_1 / L``;
+    - sign: ``sign(v_c) ||v||_1 / L`` (a sum that overflows taken as ``||v / 2^(e-1)||_1``, ``max|v| = f 2^e``,
+      scaled back: at most ``max|v|``);
     - topk: the ``k`` largest ``|v_c|`` kept (ties: the lower column), the rest 0;
     - randk: the ``k`` columns of smallest ``u_c`` (tag 2) kept, times ``L / k`` when unbiased;
-    - round: ``v_c`` rounded to ``bits`` significant bits, ties to even;
+    - round: ``v_c`` rounded to ``bits`` significant bits, ties to even (infinite where that rounds past the
+      largest double, as IEEE rounding overflows; an infinite or NaN value as it is);
     - noise: ``v_c + sigma sqrt(-2 ln(1 - u_c)) cos(2 pi u'_c)`` (tags 3 and 4).
 
     Norms are summed in double precision in column order, and each value computed in double, then stored in
@@ -1283,7 +1285,12 @@ def compress_message(v, method, node, first_col, seed, t, r, bits=None, k=None, 
             q = level * (norm / s)
             out[c] = math.copysign(q, float(v[c])) * scale
     elif method == "sign":
-        scale = sum(abs(float(x)) for x in v) / L
+        l1 = sum(abs(float(x)) for x in v)  # (sequential, as the kernel)
+        scale = l1 / L
+        m = max((abs(float(x)) for x in v), default=0.0)
+        if l1 == math.inf and m <= 1.7976931348623157e308:  # (the sum overflowed: |v| / 2^(e - 1), exactly)
+            p = math.ldexp(1.0, math.frexp(m)[1] - 1)
+            scale = min(sum(abs(float(x)) / p for x in v) / L * p, m)
         out[:] = [scale if x > 0 else -scale if x < 0 else 0.0 for x in v]
     elif method in ("topk", "randk"):
         kk = min(k, L)
@@ -1295,7 +1302,13 @@ def compress_message(v, method, node, first_col, seed, t, r, bits=None, k=None, 
     elif method == "round":
         for c in range(L):
             m, e = math.frexp(float(v[c]))
-            out[c] = math.ldexp(round(math.ldexp(m, bits)), e - bits)  # (round(): ties to even)
+            if not math.isfinite(float(v[c])):
+                out[c] = v[c]
+                continue
+            try:
+                out[c] = math.ldexp(round(math.ldexp(m, bits)), e - bits)  # (round(): ties to even)
+            except OverflowError:  # (rounded up past the largest double, 2^1024: infinite, as IEEE rounding)
+                out[c] = math.copysign(math.inf, float(v[c]))
     elif method == "noise":
         for c in range(L):
             z = math.sqrt(-2.0 * math.log(1.0 - u(c, 3))) * math.cos(6.283185307179586 * u(c, 4))

@@ -427,3 +427,276 @@ def test_raw_entry_points_name_a_0d_or_nested_list_argument(A):
     with pytest.raises(TypeError, match="coefs\\[0\\] must be a number .* got str"):
         core.combine(out, ["1"], [out.copy()])
     assert core.combine(out, [np.float32(2.0)], [np.ones((4, 2))]) and (out == 2).all()
+
+
+# ---------------------------------------------------------------- issue 48, class 3: the raw _core entry points
+# One shared argument layer in csrc/bindings.cpp (array_arg, output_arg, int_item / bool_item, new_array,
+# check_apart / check_same_or_apart, stacked_rows): every output apart from every array of its call (or exactly an
+# input where that is documented), optional arrays 1-D before their length is read, layout items integers, sizes
+# checked before anything is allocated.
+from rowstoch_fast import _reference as ref  # noqa: E402
+
+MAX64 = np.finfo(np.float64).max
+
+
+def _lossy_args(c, **kw):
+    return dict(dict(seed=1, t=2, r=0, p=0.3), **kw)
+
+
+def test_compress_out_partly_overlapping_x_is_refused_and_in_place_keeps_its_bits():
+    """An out that is X shifted by one row gave wrong messages (each row encoded from the message written over it);
+    out = X itself (network.encode's second layer) stays allowed, bit for bit the separate output's."""
+    rng = np.random.default_rng(0)
+    for method, param in ((0, 4), (1, 1), (2, 2), (3, 2), (4, 8), (5, 1)):
+        buf = rng.standard_normal(9 * 4)
+        X, shifted = buf[:32].reshape(8, 4), buf[4:36].reshape(8, 4)
+        expected = np.empty((8, 4))
+        core.compress(X.copy(), expected, method, 4, param, 0.5, True, 3, 1, 0)
+        with pytest.raises(ValueError, match="out partly overlaps X"):
+            core.compress(X, shifted, method, 4, param, 0.5, True, 3, 1, 0)
+        same = X.copy()
+        core.compress(same, same, method, 4, param, 0.5, True, 3, 1, 0)
+        np.testing.assert_array_equal(same, expected)
+
+
+@settings(max_examples=80, deadline=None)
+@given(start_x=st.integers(0, 12), start_out=st.integers(0, 12), method=st.integers(0, 5))
+def test_compress_refuses_every_partial_overlap_and_otherwise_equals_a_separate_output(start_x, start_out, method):
+    """The class: X and out as any two windows of one buffer (in items); a window that shares some but not all of
+    X's memory is refused, any other gives the messages of a separate output."""
+    buf = np.random.default_rng(start_x * 13 + start_out).standard_normal(12 + 4 * 3)
+    X, out = buf[start_x:start_x + 12].reshape(4, 3), buf[start_out:start_out + 12].reshape(4, 3)
+    expected = np.empty((4, 3))
+    core.compress(X.copy(), expected, method, 3, 2, 0.5, False, 1, 2, 0)
+    if start_x != start_out and abs(start_x - start_out) < 12:
+        with pytest.raises(ValueError, match="out partly overlaps X"):
+            core.compress(X, out, method, 3, 2, 0.5, False, 1, 2, 0)
+        return
+    core.compress(X, out, method, 3, 2, 0.5, False, 1, 2, 0)
+    np.testing.assert_array_equal(out, expected)
+
+
+def test_compress_outputs_sharing_row_ids_are_refused():
+    """out (or own) over the int64 row ids: the ids were overwritten while the rows were read by them (the call
+    after it saw ids like -4614824319259470329)."""
+    X = np.random.default_rng(1).standard_normal((8, 1))
+    ids = np.arange(8, dtype=np.int64) * 3
+    with pytest.raises(ValueError, match="out shares memory with row_ids"):
+        core.compress(X, ids.view(np.float64).reshape(8, 1), 1, 1, 1, 0.0, False, 0, 0, 0, row_ids=ids)
+    with pytest.raises(ValueError, match="own shares memory with row_ids"):
+        core.compress(X, np.empty((8, 1)), 1, 1, 1, 0.0, False, 0, 0, 0, row_ids=ids,
+                      own=ids.view(np.float64).reshape(8, 1))
+    np.testing.assert_array_equal(ids, np.arange(8) * 3)
+
+
+def test_lossy_and_delayed_outputs_sharing_flags_or_ids_are_refused(A):
+    """mix_lossy's and mix_delayed's out was checked against X and the CSR only: an out over awake, bad, row_ids or
+    col_ids was accepted (and rewrote them while the pass read them)."""
+    c = A.csr
+    n = A.n
+    X = np.ones((n, 1))
+    raw = np.zeros(8 * n * 8, np.uint8)  # (room for an (n, 1) float64 view)
+    out = raw[: 8 * n].view(np.float64).reshape(n, 1)
+    ids = np.arange(n, dtype=np.int64)
+    cases = {"awake": dict(awake=raw[:n].view(bool)), "bad": dict(bad=raw[: c.nnz].view(bool)),
+             "row_ids": dict(row_ids=raw[: 8 * n].view(np.int64), col_ids=ids),
+             "col_ids": dict(row_ids=ids, col_ids=raw[: 8 * n].view(np.int64))}
+    for name, kw in cases.items():
+        raw[:] = 0
+        if name == "row_ids":
+            kw["row_ids"][:] = ids
+        if name == "col_ids":
+            kw["col_ids"][:] = ids
+        with pytest.raises(ValueError, match=f"out shares memory with {name}"):
+            core.mix_lossy(c.indptr, c.indices, c.data, X, out, **_lossy_args(c), **kw)
+        H = np.ones((2 * n, 1))
+        with pytest.raises(ValueError, match=f"out shares memory with {name}"):
+            core.mix_delayed(c.indptr, c.indices, c.data, H, out, 0, 0, 0, 0, False, (n, n, 1), p=0.3, **kw)
+
+
+def test_ge_advance_states_sharing_the_csr_or_ids_are_refused(A):
+    """ge_advance writes `bad` in place: over the indices (or the ids) it rewrote the CSR it walked, silently."""
+    c = A.csr
+    indptr, indices = np.array(c.indptr, dtype=np.int64), np.array(c.indices, dtype=np.int64)
+    before = indices.copy()
+    with pytest.raises(ValueError, match="bad shares memory with indices"):
+        core.ge_advance(indptr, indices, indices.view(np.uint8)[: indices.size], 0, 0, 3, .5, .5, init=True)
+    np.testing.assert_array_equal(indices, before)
+    ids = np.arange(A.n * 8, dtype=np.int64)
+    with pytest.raises(ValueError, match="bad shares memory with row_ids"):
+        core.ge_advance(indptr, indices, ids.view(np.uint8)[: indices.size], 0, 0, 3, .5, .5, init=True,
+                        row_ids=ids[: A.n], col_ids=np.arange(A.n, dtype=np.int64))
+
+
+@pytest.mark.parametrize("layout", [(2**63 - 1, 8, 1), (2**62, 2**30, 2**31)])
+def test_a_layout_whose_rows_overflow_is_refused_not_truncated_to_int32(layout):
+    """An int32 CSR with layout n_own = 2^63 - 1: n_own + (max_delay + 1) rounds n_block wrapped negative, so the
+    index was narrowed to int32 and returned truncated (0, 11, 18, ...)."""
+    c = topology.exponential(8).csr
+    indptr, indices = np.asarray(c.indptr, np.int32), np.asarray(c.indices, np.int32)
+    with pytest.raises(ValueError, match=r"layout \(n_own, n_block, rounds\) = .* overflow 64-bit integers"):
+        core.delay_ages(indptr, indices, 0, 5, 0, 2, layout=layout)
+    with pytest.raises(ValueError, match=r"layout \(n_own, n_block, rounds\) = .* overflow 64-bit integers"):
+        core.mix_delayed(indptr, indices, c.data, np.ones((8, 1)), np.empty((8, 1)), 0, 5, 0, 2, False, layout)
+    wide = core.delay_ages(indptr, indices, 0, 5, 0, 2, layout=(2**31, 8, 1))  # (rows past int32: int64 index)
+    assert wide.dtype == np.int64 and wide.max() >= 2**31
+
+
+def test_stacked_indices_past_int32_are_widened_not_truncated():
+    """own_and_messages / link_noise_block cast n_own + j to the CSR's int32: 2^31 + 1 came back -2147483647."""
+    from rowstoch_fast.network import Noisy, link_noise_block, own_and_messages
+
+    indptr, indices = np.array([0, 1, 1], np.int32), np.array([1], np.int32)
+    index = own_and_messages(indptr, indices, None, None, 2**31)
+    assert index.dtype == np.int64 and index.tolist() == [2**31 + 1]
+    assert own_and_messages(indptr, indices, None, None, 2).dtype == np.int32  # (fits: the CSR's type, as before)
+    layer = Noisy(topology.ring(4), sigma=0.5, per="link")
+    ids = np.arange(2, dtype=np.int64)
+    _, index, _ = link_noise_block(layer, indptr, indices, 0, 0, 0, np.float64, 2**31, row_ids=ids, col_ids=ids)
+    assert index.dtype == np.int64 and index.tolist() == [2**31]
+
+
+def _zero_d_calls(c):
+    ids, z = np.arange(8, dtype=np.int64), np.array(3, dtype=np.int64)
+    H = np.ones((8 + 3 * 8, 1))
+    bad = np.zeros(c.nnz, np.uint8)
+    return {
+        "ge_advance": lambda: core.ge_advance(c.indptr, c.indices, bad, 0, 0, 3, .5, .5, init=True, row_ids=ids,
+                                              col_ids=z),
+        "lost_links": lambda: core.lost_links(c.indptr, c.indices, 0, 0, 0, .5, row_ids=ids, col_ids=z),
+        "delay_ages": lambda: core.delay_ages(c.indptr, c.indices, 0, 0, 0, 2, row_ids=ids, col_ids=z),
+        "link_noise": lambda: core.link_noise(c.indptr, c.indices, 0, 0, 0, 2, row_ids=ids, col_ids=z),
+        "mix_delayed": lambda: core.mix_delayed(c.indptr, c.indices, c.data, H, np.empty((8, 1)), 0, 0, 0, 2, False,
+                                                (8, 8, 1), row_ids=ids, col_ids=z),
+        "mix_delayed-awake": lambda: core.mix_delayed(c.indptr, c.indices, c.data, H, np.empty((8, 1)), 0, 0, 0, 2,
+                                                      False, (8, 8, 1), awake=np.array(True)),
+        "mix_lossy-awake": lambda: core.mix_lossy(c.indptr, c.indices, c.data, np.ones((8, 1)), None,
+                                                  awake=np.array(True), row_ids=ids, col_ids=ids),
+    }
+
+
+@pytest.mark.parametrize("call", sorted(_zero_d_calls(topology.exponential(8).csr)))
+def test_0d_col_ids_and_awake_name_the_argument_and_its_shape(call):
+    """A 0-d col_ids (five per-link entry points) or awake (mix_lossy with ids, mix_delayed) had its length read
+    before its shape was checked: IndexError: invalid axis: 0 (ndim = 0)."""
+    name = "awake" if call.endswith("awake") else "col_ids"
+    hint = "one flag per node" if name == "awake" else "global node ids"
+    with pytest.raises(ValueError, match=f"^{name} must be 1-D \\({hint}\\), got 0-D$"):
+        _zero_d_calls(topology.exponential(8).csr)[call]()
+
+
+@pytest.mark.parametrize("layout, error, message", [
+    ((8, 8, 1.5), TypeError, r"layout\[2\] \(rounds\) must be an integer, got float 1.5"),
+    ((8.0, 8, 1), TypeError, r"layout\[0\] \(n_own\) must be an integer, got float 8.0"),
+    (("8", 8, 1), TypeError, r"layout\[0\] \(n_own\) must be an integer, got str '8'"),
+    ((8, None, 1), TypeError, r"layout\[1\] \(n_block\) must be an integer, got NoneType None"),
+    ((True, 8, 1), TypeError, r"layout\[0\] \(n_own\) must be an integer, got bool True"),
+    ((8, 8, 1, "yes"), TypeError, r"layout\[3\] \(node_major\) must be True or False, got str 'yes'"),
+    ((8, 8, 1, 2), TypeError, r"layout\[3\] \(node_major\) must be True or False, got int 2"),
+    ((2**64, 8, 1), ValueError, r"layout\[0\] \(n_own\) = 18446744073709551616 does not fit a 64-bit integer"),
+    (5, TypeError, r"layout must be a tuple \(n_own, n_block, rounds\[, node_major\]\), got int"),
+])
+def test_non_integer_layout_items_name_the_item(layout, error, message):
+    """A float, str or None in the layout gave pybind11's "Unable to cast Python instance of type <class 'float'>
+    to C++ type '?'"; node_major = 2 was read as True; the usual layouts (ints, NumPy ints, a list) still work."""
+    c = topology.exponential(8).csr
+    H = np.ones((8 + 3 * 8, 1))
+    with pytest.raises(error, match=message):
+        core.delay_ages(c.indptr, c.indices, 0, 0, 0, 2, layout=layout)
+    with pytest.raises(error, match=message):
+        core.mix_delayed(c.indptr, c.indices, c.data, H, np.empty((8, 1)), 0, 0, 0, 2, False, layout)
+    expected = core.delay_ages(c.indptr, c.indices, 0, 0, 0, 2, layout=(8, 8, 1, True))
+    for same in ((np.int64(8), np.int32(8), 1), [8, 8, 1], (8, 8, 1, np.True_), (8, 8, 1, 1)):
+        np.testing.assert_array_equal(core.delay_ages(c.indptr, c.indices, 0, 0, 0, 2, layout=same), expected)
+
+
+@pytest.mark.parametrize("L", [2**62, 2**61 + 1, 2**40])
+def test_compress_of_empty_rows_with_a_huge_L_allocates_nothing(L):
+    """Rows of width 0 (any L divides 0) allocated L scratch values per thread: "cannot create std::vector larger
+    than max_size()" or std::bad_alloc. There is no message to encode: nothing is allocated."""
+    for method in range(6):
+        X, out = np.empty((8, 0)), np.empty((8, 0))
+        assert core.compress(X, out, method, L, 2, 0.0, False, 0, 0, 0) is out
+
+
+def test_allocations_past_memory_name_the_argument():
+    """link_noise's (nnz, w) and diag_powers' (n_records, n) blocks: numpy's "array is too big" / "Unable to
+    allocate 256. TiB" named neither the entry point nor the argument."""
+    c = topology.exponential(8).csr
+    with pytest.raises(ValueError, match=r"link_noise: the noise \(nnz, w\) = \(32,4611686018427387904,\) is too "
+                                         r"large: its size overflows 64-bit integers"):
+        core.link_noise(c.indptr, c.indices, 0, 0, 0, 2**62)
+    with pytest.raises(MemoryError, match=r"link_noise: the noise \(nnz, w\) = \(32,1099511627776,\) "
+                                          r"\(281474976710656 bytes\) cannot be allocated"):
+        core.link_noise(c.indptr, c.indices, 0, 0, 0, 2**40)
+    with pytest.raises(MemoryError, match=r"diag_powers: the diagonals \(n_records, n\) = \(1099511627776,8,\)"):
+        core.diag_powers(c.indptr, c.indices, c.data, 1, 2**40)
+    with pytest.raises(TypeError, match="dtype must be float32 or float64, got 'no such type'"):
+        core.link_noise(c.indptr, c.indices, 0, 0, 0, 2, dtype="no such type")
+
+
+def test_outputs_given_as_lists_are_refused():
+    """compress's own and logistic_grad's out were converted from a list to a temporary array: the call wrote there
+    and the caller's list never changed, without a word."""
+    X = np.ones((8, 2))
+    with pytest.raises(TypeError, match="own must be a numpy.ndarray or None"):
+        core.compress(X, np.empty((8, 2)), 1, 2, 1, 0.0, False, 0, 0, 0, own=[[0.0, 0.0]] * 8)
+    with pytest.raises(TypeError, match="out must be a numpy.ndarray or None"):
+        core.logistic_grad(np.ones((8, 2)), np.ones(8), 4, 0.0, np.ones((4, 2)), 1, 1, 0, 0, out=[[0.0] * 2] * 4)
+    with pytest.raises(TypeError, match=r"row_ids must be a NumPy array \(global node ids\), got list"):
+        core.compress(X, np.empty((8, 2)), 1, 2, 1, 0.0, False, 0, 0, 0, row_ids=[[0], [1, 2]])
+
+
+@pytest.mark.parametrize("v", [[MAX64, MAX64, 0.0, 0.0], [MAX64, -MAX64, MAX64, 1.0], [MAX64 / 2] * 4,
+                               [1e308, -1e308, 1e308, 1e308], [MAX64, 5e-324, -MAX64, 1e-300]])
+def test_sign_compression_is_finite_and_exact_up_to_the_largest_double(v):
+    """sign's ||v||_1 overflowed for entries near DBL_MAX: every value of a finite message became +-inf (the mean
+    of |v|, at most max|v|, is finite). The kernel and its definition give the correctly rounded mean."""
+    from fractions import Fraction
+
+    X = np.array([v])
+    out = np.empty_like(X)
+    core.compress(X, out, 1, 4, 1, 0.0, False, 0, 0, 0)
+    assert np.isfinite(out).all()
+    mean = float(sum(Fraction(abs(x)) for x in v) / 4)
+    np.testing.assert_array_equal(np.abs(out[0][X[0] != 0]), mean)
+    np.testing.assert_array_equal(out[0], ref.compress_message(X[0], "sign", 0, 0, 0, 0, 0))
+    np.testing.assert_array_equal(np.sign(out[0]), np.sign(X[0]))
+
+
+def test_rounding_past_the_largest_double_is_infinite_in_the_kernel_and_its_definition():
+    """round(bits < 53) of DBL_MAX is 2^1024: the kernel (CPU and CUDA) gives inf, as IEEE rounding overflows; the
+    definition raised OverflowError("math range error"). Subnormals keep their bits where they have at most
+    `bits` significant ones."""
+    X = np.array([[MAX64, -MAX64, 5e-324, 3 * 5e-324, 1.0, -2.5e-310, 0.0, np.inf]])
+    for bits in (1, 2, 8, 32):
+        out = np.empty_like(X)
+        core.compress(X, out, 4, 8, bits, 0.0, False, 0, 0, 0)
+        np.testing.assert_array_equal(out, ref.compress(X, "round", 8, 0, 0, 0, bits=bits))
+        assert out[0, 0] == np.inf and out[0, 1] == -np.inf and out[0, 2] == 5e-324
+
+
+@pytest.mark.parametrize("t", [2**63, 2**64 - 1])
+def test_a_delayed_round_at_t_past_2_63_is_refused_not_a_crash(t):
+    """delay_ages / mix_delayed took t as uint64 and counted the window in int64: t = 2^63 made its last age
+    negative and the pass read before its tables (a segmentation fault)."""
+    code = f"""
+        import numpy as np
+        import rowstoch_fast._core as core
+        from rowstoch_fast import topology
+        c = topology.exponential(8).csr
+        for call in (lambda: core.delay_ages(c.indptr, c.indices, 0, {t}, 0, 2, layout=(8, 8, 1)),
+                     lambda: core.delay_ages(c.indptr, c.indices, 0, {t}, 0, 2),
+                     lambda: core.mix_delayed(c.indptr, c.indices, c.data, np.ones((32, 1)), np.empty((8, 1)), 0,
+                                              {t}, 0, 2, False, (8, 8, 1))):
+            try:
+                call()
+                print("no error")
+            except ValueError as exc:
+                print("ValueError:", exc)
+    """
+    rc, out, err = run_python(code)
+    assert rc == 0, err[-2000:]
+    assert out.splitlines() == [f"ValueError: t must be below 2^63 (an iteration), got {t}"] * 3, out
+    c = topology.exponential(8).csr  # (the last iteration below it still runs)
+    assert core.delay_ages(c.indptr, c.indices, 0, 2**63 - 1, 0, 2, layout=(8, 8, 1)).max() < 32

@@ -201,14 +201,30 @@ def _stack_buffer(owner, shape, dtype):
     return cache[key]
 
 
+def _narrowed(index, like):
+    """``index`` (int64) in the integer type of ``like`` where every entry fits it, else int64 (an int32 CSR
+    whose stacked block has 2^31 rows or more: never truncated; the caller's ``indptr`` follows the index's type,
+    :func:`_same_type`)."""
+    dtype = np.asarray(like).dtype
+    if dtype != np.int64 and index.size and int(index.max()) > np.iinfo(dtype).max:
+        return index
+    return index.astype(dtype)
+
+
+def _same_type(indptr, index):
+    """``indptr`` in ``index``'s integer type (the compiled passes take both of one type)."""
+    return indptr if np.asarray(indptr).dtype == index.dtype else np.asarray(indptr, dtype=index.dtype)
+
+
 def own_and_messages(indptr, indices, row_ids, col_ids, n_own):
     """The column indices that read ``[own rows; messages]``: a self loop (row ``i``'s own node) reads its own
     row ``i`` of the first ``n_own`` rows, every other entry the message block after them (its column ``j``
-    at ``n_own + j``). ``row_ids`` / ``col_ids``: global ids (None: rows and columns are the nodes)."""
+    at ``n_own + j``). ``row_ids`` / ``col_ids``: global ids (None: rows and columns are the nodes). Of the
+    type of ``indices``, or int64 where an index does not fit it."""
     rows = np.repeat(np.arange(len(indptr) - 1, dtype=np.int64), np.diff(indptr))
     cols = np.asarray(indices, dtype=np.int64)
     own = (rows == cols) if row_ids is None else (np.asarray(row_ids)[rows] == np.asarray(col_ids)[cols])
-    return np.where(own, rows, cols + n_own).astype(np.asarray(indices).dtype)
+    return _narrowed(np.where(own, rows, cols + np.int64(n_own)), indices)
 
 
 def _own_and_messages_round(core, ext, t, r, out, delayed=None, rounds=1, noisy=(), layout=None, noise_round=None):
@@ -237,6 +253,7 @@ def _own_and_messages_round(core, ext, t, r, out, delayed=None, rounds=1, noisy=
             plan[4].gates(c.indptr, c.indices, t, symmetric=core.stochastic == "doubly")
 
         def weighted(indptr, index, block, senders, dst):  # (senders: the node each row of block comes from)
+            indptr = _same_type(indptr, index)
             if plan is None:
                 _core.mix(indptr, index, c.data, block, dst, check_indices=False, ncols=len(block))
             else:
@@ -281,7 +298,8 @@ def link_noise_block(layer, indptr, indices, t, r, width, dtype, n_own, ages=Non
     """What a weighted pass needs to add ``layer``'s noise on the received copies (:class:`Noisy` with
     ``per="link"``): ``(block, index, senders)``, the block ``[zeros (n_own rows); sigma z (one row per stored
     entry)]`` (``_core.link_noise``, keyed on the global ids ``row_ids`` / ``col_ids``), the row each entry reads
-    (a self loop its own zero row, the others their own noise) and the node each row of the block comes from."""
+    (a self loop its own zero row, the others their own noise; of the type of ``indptr``, or int64 where an index
+    does not fit it) and the node each row of the block comes from."""
     from .. import _core
 
     ids = {} if row_ids is None else {"row_ids": row_ids, "col_ids": col_ids}
@@ -293,6 +311,6 @@ def link_noise_block(layer, indptr, indices, t, r, width, dtype, n_own, ages=Non
     g_rows = rows if row_ids is None else np.asarray(row_ids)[rows]
     g_cols = cols if col_ids is None else np.asarray(col_ids)[cols]
     own = g_rows == g_cols
-    index = np.where(own, rows, n_own + np.arange(len(cols), dtype=np.int64)).astype(np.asarray(indptr).dtype)
+    index = _narrowed(np.where(own, rows, np.int64(n_own) + np.arange(len(cols), dtype=np.int64)), indptr)
     own_ids = np.arange(n_own, dtype=np.int64) if row_ids is None else np.asarray(row_ids, dtype=np.int64)
     return block, index, np.concatenate([own_ids, g_cols])

@@ -8,7 +8,7 @@
 //
 //   qsgd   (bits b, s = 2^b - 1 levels): q_c = sign(v_c) l_c (||v||_2 / s) with l_c = floor(|v_c| (s / ||v||_2) + u_c)
 //          (unbiased: u_c uniform, tag 1) or floor(... + 1/2) (biased, nearest level);
-//   sign   q_c = sign(v_c) ||v||_1 / L (biased);
+//   sign   q_c = sign(v_c) ||v||_1 / L (biased; a sum of |v_c| that overflows taken as in qsgd, v / 2^(e-1));
 //   topk   the k entries of largest |v_c| (ties: the lower column), the others 0 (biased);
 //   randk  the k entries of smallest uniform_hash(..., c, 2) (ties: the lower column), times L / k when unbiased;
 //   round  each value rounded to the nearest float with b significant bits (ties to even; biased, deterministic);
@@ -159,6 +159,24 @@ inline void qsgd_values(const T* v, T* out, std::int64_t L, std::int64_t first_c
         qsgd_values_of<true>(v, out, L, first_col, norm, up, down, key, s, unbiased, scale);
 }
 
+// sign's magnitude ||v||_1 / L from the sum `l1` the caller accumulated in order; where that sum overflowed in a
+// finite message (entries near DBL_MAX: the mean, at most max|v|, is finite) the sum of v / scale, scale = 2^(e-1)
+// for max|v| = f 2^e, taken in range and scaled back (at most max|v|: the rounding of the scaled sum never pushes it
+// past the largest value). The usual messages keep their bits.
+template <class T>
+inline double sign_magnitude(const T* v, std::int64_t L, double l1) {
+    if (!(l1 > 1.7976931348623157e308)) return l1 / static_cast<double>(L);  // (finite, or NaN: as it is)
+    double m = 0.0;
+    for (std::int64_t c = 0; c < L; ++c) m = std::max(m, std::fabs(static_cast<double>(v[c])));
+    if (!(m <= 1.7976931348623157e308)) return l1 / static_cast<double>(L);  // (an infinite value: as it is)
+    int e = 0;
+    std::frexp(m, &e);
+    const double scale = std::ldexp(1.0, e - 1);
+    double scaled = 0.0;
+    for (std::int64_t c = 0; c < L; ++c) scaled += std::fabs(static_cast<double>(v[c])) / scale;
+    return std::min(scaled / static_cast<double>(L) * scale, m);
+}
+
 // A top-k's or rand-k's scale of the kept values (L / k for an unbiased rand-k).
 template <class T>
 inline T selection_scale(int method, bool unbiased, std::int64_t L, std::int64_t k) {
@@ -190,7 +208,7 @@ void compress_message(int method, const T* v, T* out, std::int64_t L, std::int64
         case kSign: {
             double l1 = 0.0;
             for (std::int64_t c = 0; c < L; ++c) l1 += std::fabs(static_cast<double>(v[c]));
-            const double scale = l1 / static_cast<double>(L);
+            const double scale = sign_magnitude(v, L, l1);
             for (std::int64_t c = 0; c < L; ++c)
                 out[c] = v[c] > T(0) ? static_cast<T>(scale) : v[c] < T(0) ? static_cast<T>(-scale) : T(0);
             return;
