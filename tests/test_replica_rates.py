@@ -56,7 +56,8 @@ def test_a_replica_that_diverges_leaves_the_others_as_they_were(name, network):
         pytest.skip(f"{name} converges for any step size: no replica diverges")
     G, x0 = rng.standard_normal((3, 12, 4)), rng.standard_normal((3, 12, 4))
     ends = []
-    for wild in (0.05, 1e4):
+    for wild in (0.05, 1e300):  # (FedOpt's server steps about server_lr whatever a large rate does to its clients:
+        # only an overflow in them makes it diverge)
         opt = cls.build(net, x0, np.array([0.01, wild, 0.02])[:, None, None], check_finite=False)
         oracle = feed(cls, lambda X: X - G)
         with np.errstate(all="ignore"):

@@ -68,9 +68,6 @@ class FedOpt(Federated, Optimizer):
     family = "federated"
     order = 165
     bias = "a neighbourhood of size about server_lr"
-    #: Its server steps are about ``server_lr`` per coordinate whatever the clients sent: a huge client rate does
-    #: not make the server model diverge (a NaN / Inf from the oracle or an overflow in a client does).
-    stable_for_any_lr = True
     state = ("x", "server", "m", "v")
     hyper = ("n", "lr", "local_steps", "participation", "client_steps", "server_optimizer", "server_lr", "beta1",
              "beta2", "tau", "seed")
