@@ -39,8 +39,9 @@ def algorithm_list():
     for name in names():
         cls = REGISTRY[name]
         mats = ", ".join(f"`{m}` ({ {'A': 'row', 'C': 'column', 'W': 'doubly'}[m] }-stochastic)"
-                         for m in cls.matrices) or "none (exact averaging)"
-        graph = "undirected" if "W" in cls.matrices else ("directed" if cls.matrices else "none")
+                         for m in cls.matrices) or ("a server (federated)" if cls.federated else "none (exact averaging)")
+        graph = "undirected" if "W" in cls.matrices else ("directed" if cls.matrices else
+                                                          "star (server, clients)" if cls.federated else "none")
         problem = ("smooth + prox (composite)" if cls.composite else
                    {"samples": "finite sum (per-sample oracle)", "prox": "local prox of each f_i"}.get(cls.gradients,
                                                                                                   "smooth"))

@@ -188,9 +188,11 @@ def load(path):
                     elif takes is not None and key not in takes:
                         raise ConfigError(f"{name}: [algorithms.{algo}] {key}: unknown key; the keys are "
                                           f"{', '.join([*ALGORITHM_KEYS, *takes])}")
-                    elif isinstance(value, (dict, list)):
-                        raise ConfigError(f"{name}: [algorithms.{algo}] {key} must be a number, string or boolean, "
-                                          f"got {type(value).__name__}")
+                    elif isinstance(value, dict) or isinstance(value, list) and not all(
+                            isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
+                        raise ConfigError(f"{name}: [algorithms.{algo}] {key} must be a number, string, boolean or a "
+                                          f"list of numbers (one per node, e.g. client_steps), got "
+                                          f"{type(value).__name__}{' ' + repr(value) if isinstance(value, list) else ''}")
                 if "lr_source" in settings and "lr" not in settings:
                     raise ConfigError(f"{name}: [algorithms.{algo}] lr_source needs lr")
                 algorithms[algo] = dict(settings)

@@ -557,7 +557,8 @@ class MixingMatrix:
             Where the nodes go: evenly on a circle (node 0 at the top, counter-clockwise), networkx's spring
             layout (needs networkx; ``seed`` fixes it), or the given positions.
         path : str or os.PathLike, optional
-            Save the figure to this file.
+            Save the figure to this file (a figure ``draw`` made is then closed in pyplot: the Axes is returned
+            still).
         labels : bool, default True
             Write each node's number on it.
         max_nodes : int, default 200
@@ -598,7 +599,8 @@ class MixingMatrix:
             from matplotlib.patches import FancyArrowPatch
         except ImportError as exc:  # pragma: no cover - depends on the environment
             raise ImportError("MixingMatrix.draw needs matplotlib: pip install 'rowstoch_fast[plot]'") from exc
-        if ax is None:
+        made = ax is None
+        if made:
             side = min(8.0, 3.0 + 0.05 * self.n)
             _, ax = plt.subplots(figsize=(side, side))
         coo = self._csr.tocoo()
@@ -621,6 +623,8 @@ class MixingMatrix:
         if path is not None:
             ax.figure.tight_layout()
             ax.figure.savefig(path, dpi=120)
+            if made:  # (saved: pyplot lets it go, the Axes stays usable; figures left open pile up)
+                plt.close(ax.figure)
         return ax
 
 

@@ -85,6 +85,10 @@ def check_cost_weights(weights):
         if any(not sep for _, sep, _ in pairs) or not pairs:
             raise ValueError(f"cost weights must be UNIT=WEIGHT pairs, comma-separated (units: {', '.join(COST_UNITS)}), "
                              f"got {weights!r}")
+        units = [k.strip() for k, _, _ in pairs]
+        twice = next((u for u in units if units.count(u) > 1), None)
+        if twice is not None:
+            raise ValueError(f"cost weights: {twice!r} is given twice")
         try:
             weights = {k.strip(): float(v) for k, _, v in pairs}
         except ValueError:

@@ -26,7 +26,8 @@ from .user_metrics import MetricState, linear_scale, resolve_metrics
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["Algorithm", "History", "algorithm_options", "run", "config_mismatch", "record_metrics", "record_schedule", "build_replicas"]
+__all__ = ["Algorithm", "History", "algorithm_options", "run", "config_mismatch", "record_metrics", "record_schedule",
+           "round_schedule", "build_replicas"]
 
 #: /2 adds the run's configuration (checked on resume); /3 the records' suboptimality, distance and
 #: grad_norm_mean (a /2 checkpoint is resumed with those NaN in its earlier records); /1 checkpoints cannot be
@@ -49,6 +50,16 @@ def record_schedule(iterations, points):
     communication rounds and the end of the run are both covered)."""
     every = max(1, iterations // max(1, points))
     return sorted({0, iterations, *range(0, iterations + 1, every)})
+
+
+def round_schedule(iterations, budget, points):
+    """:func:`record_schedule` for a run of ``iterations`` iterations on a budget of ``budget`` communication rounds:
+    at the ends of rounds where a round is ``K`` iterations (``iterations = K * budget``, local steps: what a method
+    has after a round, not half-way through one), evenly spaced otherwise."""
+    if iterations > budget > 0 and iterations % budget == 0:
+        per_round = iterations // budget
+        return [per_round * r for r in record_schedule(budget, points)]
+    return record_schedule(iterations, points)
 
 
 def check_metric(metric, name="metric", choices=METRICS):
@@ -452,7 +463,7 @@ def _extra_metrics(extra, opt, objective, oracle, X):
     x_bar = X.mean(axis=1)
     x_bar.flags.writeable = False
     head = dict(iteration=int(opt.iteration), communication_rounds=int(opt.communication_rounds),
-                samples=int(opt.samples_drawn(getattr(objective, "batch", 1))), objective=objective)
+                samples=float(opt.samples_drawn(getattr(objective, "batch", 1))), objective=objective)
     first = int(getattr(oracle, "rep_offset", 0))
     states = [MetricState(x=X[r], x_bar=x_bar[r], rep=first + r, **head) for r in range(X.shape[0])]
     with np.errstate(over="ignore", invalid="ignore"):

@@ -84,8 +84,9 @@ class MetricState:
         Their plain mean (the point ``suboptimality`` and the test metrics are measured at).
     iteration : int
     communication_rounds : int
-    samples : int
-        Samples each node has drawn so far (the ``samples`` column).
+    samples : float
+        Samples each node has drawn so far (the ``samples`` column; an average over the clients for a federated
+        method, whose clients not chosen draw none).
     rep : int
         The repetition (the ``rep`` column; a tuning run's replica index).
     objective : Objective
@@ -98,7 +99,7 @@ class MetricState:
     x_bar: np.ndarray
     iteration: int
     communication_rounds: int
-    samples: int
+    samples: float
     rep: int
     objective: object
 

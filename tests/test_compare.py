@@ -989,6 +989,9 @@ def test_the_empirical_rate_is_the_contraction_per_round_of_the_second_half():
     assert abs(empirical_rate(two, "m") - 0.95) < 1e-12
     plateau_then = pd.DataFrame({"communication_rounds": r, "m": np.where(r < 100, 0.9 ** r, 0.9 ** 100)})
     assert abs(empirical_rate(plateau_then, "m") - 1.0) < 1e-12  # (only the second half: a plateau)
-    for bad in (np.where(r > 150, np.inf, 1.0), np.where(r > 150, 0.0, 1.0), -np.ones(len(r))):
+    for bad in (np.where(r > 150, np.inf, 1.0), -np.ones(len(r))):
         assert np.isnan(empirical_rate(pd.DataFrame({"communication_rounds": r, "m": bad}), "m"))
+    # a method at rounding from round 80 on (0 or 1e-17): fitted on the records before, 40 .. 70, not on its floor
+    fast = pd.DataFrame({"communication_rounds": r, "m": np.where(r < 80, 0.6 ** r, np.where(r % 20, 0.0, 1e-17))})
+    assert abs(empirical_rate(fast, "m") - 0.6) < 1e-12
     assert np.isnan(empirical_rate(pd.DataFrame({"communication_rounds": [0], "m": [1.0]}), "m"))

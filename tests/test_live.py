@@ -30,9 +30,12 @@ def test_a_repetitions_mean_a_linear_scale_and_missing_values():
     two = pd.concat([records([2.0, 4.0]), records([4.0, 8.0]).assign(rep=1)])
     text = text_plot(two, "grad_norm", width=8, height=2)
     assert "(log10)" in text and text.splitlines()[-1] == "  A m   6"  # the mean over repetitions
-    signed = records([1.0, -1.0, np.nan])
-    text = text_plot(signed, "grad_norm", width=8, height=2)
-    assert "(linear)" in text and text.splitlines()[-1] == "  A m   -1"  # (the NaN not drawn, the last finite)
+    rounding = records([1.0, 0.1, -1e-16, np.nan])  # (below f* by rounding: on the bottom line; NaN not drawn)
+    lines = text_plot(rounding, "grad_norm", width=10, height=2).splitlines()
+    assert "(log10)" in lines[0] and lines[1].endswith("|A") and lines[3].endswith("|   A  A")
+    assert lines[-1] == "  A m   -1e-16"  # (the last finite mean)
+    accuracy = records([0.5, 0.9, 0.7]).rename(columns={"grad_norm": "test_accuracy"})
+    assert "(linear)" in text_plot(accuracy, "test_accuracy", width=8, height=2)  # (drawn linear, as in the figure)
     assert "(no finite record)" in text_plot(records([np.nan, np.inf]), "grad_norm", width=8, height=2)
 
 

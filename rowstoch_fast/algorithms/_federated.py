@@ -42,8 +42,8 @@ class Federated(LocalSteps):
     """Mixed into a federated method (before :class:`~rowstoch_fast.algorithms.Optimizer`): clients, a server,
     local steps, partial participation.
 
-    A method defines :meth:`_direction` (the clients' local step) and :meth:`_aggregate` (the server's update at a
-    round's end), and its state blocks beyond ``("x", "server")`` (client blocks, changed by the chosen clients
+    A method defines :meth:`_aggregate` (the server's update at a round's end) and, where its clients do not take
+    plain gradient steps, :meth:`_direction` (their local step), and its state blocks beyond ``("x", "server")`` (client blocks, changed by the chosen clients
     at a round's end, and server blocks, replicated on every row); every block it does not write in a step is
     carried over.
     """
@@ -79,7 +79,10 @@ class Federated(LocalSteps):
         ``1 .. K`` (heterogeneous devices; a client idles for the rest of the round)."""
         if client_steps is None:
             return None
-        tau = np.asarray(client_steps)
+        try:
+            tau = np.asarray(client_steps)
+        except ValueError:  # (a ragged sequence)
+            raise ValueError(f"client_steps must be {n} integers (one per client), got a ragged sequence") from None
         if tau.shape != (n,) or tau.dtype.kind not in "iu" and not (
                 tau.dtype.kind == "f" and np.all(np.isfinite(tau)) and np.all(tau == np.round(tau))):
             raise ValueError(f"client_steps must be {n} integers (one per client), got "
@@ -199,8 +202,9 @@ class Federated(LocalSteps):
         self._check_iterates(self._ops.copy_in(out, self._ops.xp.broadcast_to(value[None, :], out.shape)), t, out)
 
     def _direction(self, g, cur, step):
-        """``step <- -lr d_i``: the clients' local step at their models ``cur["x"]`` with gradients ``g``."""
-        raise NotImplementedError
+        """``step <- -lr d_i``: the clients' local step at their models ``cur["x"]`` with gradients ``g`` (local
+        SGD: ``d_i = g``; FedProx, SCAFFOLD and FedDyn correct it)."""
+        self._ops.combine(step, [self._lr_coef()], [g], check=False)
 
     def _aggregate(self, cur, nxt, chosen, u, t):
         """The server's update at a round's end from the chosen clients' ``u_i = y_i - s`` (``chosen``: per-row 0/1):

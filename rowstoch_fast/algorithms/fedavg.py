@@ -87,8 +87,5 @@ class FedAvg(Federated, Optimizer):
         self.server_lr = check_positive_float(server_lr, "server_lr")
         return {**hyper, "server_lr": self.server_lr}
 
-    def _direction(self, g, cur, step):
-        self._ops.combine(step, [self._lr_coef()], [g], check=False)
-
     def _aggregate(self, cur, nxt, chosen, u, t):
         self._step_server(cur, nxt, chosen, u, t, self.server_lr)

@@ -66,9 +66,6 @@ class FedNova(Federated, Optimizer):
     def _check_hyper(self, n, lr, local_steps=DEFAULT_LOCAL_STEPS, participation=1.0, client_steps=None, seed=0):
         return self._check_federated(n, lr, local_steps, participation, client_steps, seed)
 
-    def _direction(self, g, cur, step):
-        self._ops.combine(step, [self._lr_coef()], [g], check=False)
-
     def _aggregate(self, cur, nxt, chosen, u, t):
         if self.client_steps is None:  # (every tau_i = K: FedAvg's average)
             self._step_server(cur, nxt, chosen, u, t)

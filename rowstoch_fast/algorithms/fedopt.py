@@ -67,7 +67,7 @@ class FedOpt(Federated, Optimizer):
     name = "fedopt"
     family = "federated"
     order = 165
-    bias = "a neighbourhood of size about server_lr"
+    bias = "a server_lr-wide neighbourhood of the"
     state = ("x", "server", "m", "v")
     hyper = ("n", "lr", "local_steps", "participation", "client_steps", "server_optimizer", "server_lr", "beta1",
              "beta2", "tau", "seed")
@@ -95,9 +95,6 @@ class FedOpt(Federated, Optimizer):
         self.tau = check_positive_float(tau, "tau")
         return {**hyper, "server_optimizer": self.server_optimizer, "server_lr": self.server_lr, "beta1": self.beta1,
                 "beta2": self.beta2, "tau": self.tau}
-
-    def _direction(self, g, cur, step):
-        self._ops.combine(step, [self._lr_coef()], [g], check=False)
 
     def _aggregate(self, cur, nxt, chosen, u, t):
         xp = self._ops.xp

@@ -232,8 +232,9 @@ def cmd_compare(args):
                         raise
             except (ValueError, TypeError, RuntimeError) as exc:
                 raise UsageError(_as_options(str(exc), _COMPARE_OPTIONS)) from exc
-            for w in caught:  # the budget warning; a diverging or growing baseline is reported in the table instead
-                if "runs only" in str(w.message) and root:
+            for w in caught:  # the budget warning, the methods that run without the network model; a diverging or
+                # growing baseline is reported in the table instead
+                if ("runs only" in str(w.message) or "communication model" in str(w.message)) and root:
                     print(f"rowstoch: warning: {w.message}", file=sys.stderr)
             if len(frame):
                 frame = labelled(frame)
@@ -267,16 +268,17 @@ def _one_section(table):
 
 def _check_file_hyper(path, label, cls, rounds, values, tracker):
     """``[algorithms.LABEL]``'s hyperparameters as ``cls``'s constructor checks them, on a 4-node stand-in every
-    algorithm takes (their values, not the problem), refused naming the file and table; they were refused once
+    algorithm takes (as many nodes as a per-node list holds; their values, not the problem), refused naming the file and table; they were refused once
     the comparison ran, after other methods had written their results."""
     import numpy as np
 
     from ..mixing import MixingMatrix
 
-    stand_in = MixingMatrix(np.full((4, 4), 0.25), stochastic="doubly")  # (symmetric, doubly stochastic)
+    n = next((len(v) for v in values.values() if isinstance(v, list)), 4)  # (a per-node list: that many nodes)
+    stand_in = MixingMatrix(np.full((n, n), 1.0 / n), stochastic="doubly")  # (symmetric, doubly stochastic)
     values = dict(values)
     try:
-        cls.build(stand_in, np.zeros((4, 1)), 1e-3, rounds=values.pop("rounds", rounds),
+        cls.build(stand_in, np.zeros((n, 1)), 1e-3, rounds=values.pop("rounds", rounds),
                   tracker=values.pop("tracker", tracker), **values)
     except (ValueError, TypeError) as exc:
         raise UsageError(f"{path}: [algorithms.{label}] {exc}") from None

@@ -46,7 +46,7 @@ def cmd_algorithms(args):
     print(f"{'name':<22}{'class':<20}{'mixes with':<42}{'converges to (constant step)'}")
     for label in labels(every_mg=True):
         cls = REGISTRY[method_of(label)]
-        mixes = " + ".join(kinds[m] for m in cls.matrices) or "exact averaging"
+        mixes = " + ".join(kinds[m] for m in cls.matrices) or ("a server and its clients" if cls.federated else "exact averaging")
         if cls.symmetric:
             mixes = mixes.replace("doubly stochastic", "symmetric")
         if label != cls.name:

@@ -36,6 +36,7 @@ import sys
 import numpy as np
 
 from ..report import AXES, check_axis
+from ..user_metrics import linear_scale
 
 __all__ = ["LiveView", "text_plot"]
 
@@ -46,8 +47,10 @@ _NO_WINDOW = ("agg", "pdf", "ps", "svg", "pgf", "cairo", "template")
 
 
 def text_plot(frame, metric, x="communication_rounds", width=60, height=12):
-    """The mean of ``metric`` over repetitions against ``x``, one letter per algorithm, as text: a log10 scale where
-    every value is positive, linear otherwise; a legend with each algorithm's last mean.
+    """The mean of ``metric`` over repetitions against ``x``, one letter per algorithm, as text: a log10 scale (a
+    mean at rounding, 0 or below, on the bottom line) unless the metric is drawn on a linear one (as in the figure:
+    ``test_accuracy``, a metric of yours registered so) or has no positive value; a legend with each algorithm's
+    last mean.
 
     Parameters
     ----------
@@ -78,8 +81,10 @@ def text_plot(frame, metric, x="communication_rounds", width=60, height=12):
         curves.append((str(name), xs, ys))
     values = np.concatenate([ys for _, _, ys in curves]) if curves else np.zeros(0)
     finite = values[np.isfinite(values)]
-    log = finite.size > 0 and bool((finite > 0).all())
-    shown = np.log10(finite) if log else finite
+    # log10 unless the metric is drawn linear (test_accuracy, a metric of yours registered so) or has no positive
+    # value; a record at rounding (0, or -1e-16 below f*) goes to the bottom line, as in the figure
+    log = not linear_scale(metric, getattr(frame, "attrs", {}).get("extra_metrics")) and bool((finite > 0).any())
+    shown = np.log10(finite[finite > 0]) if log else finite
     lo, hi = (float(shown.min()), float(shown.max())) if shown.size else (0.0, 1.0)
     if hi == lo:
         lo, hi = lo - 0.5, hi + 0.5
@@ -91,7 +96,8 @@ def text_plot(frame, metric, x="communication_rounds", width=60, height=12):
     for k, (_, xs, ys) in enumerate(curves):
         mark = MARKS[k % len(MARKS)]
         with np.errstate(all="ignore"):
-            v = np.log10(ys) if log else ys
+            v = np.where(ys > 0, np.log10(np.where(ys > 0, ys, 1.0)), np.where(np.isfinite(ys), lo, np.nan)) \
+                if log else ys
         for xv, yv in zip(xs, v):
             if not np.isfinite(yv):
                 continue
@@ -99,7 +105,8 @@ def text_plot(frame, metric, x="communication_rounds", width=60, height=12):
             row = min(lines - 1, int(round((hi - yv) / (hi - lo) * (lines - 1))))
             grid[row][col] = mark if grid[row][col] in (" ", mark) else "*"
     label_width = max(len(f"{hi:.1f}"), len(f"{lo:.1f}")) + 1
-    out = [f"{metric} ({'log10' if log else 'linear'}) against {AXES[x][1] if x in AXES else x.replace('_', ' ')}"]
+    axis = frame.attrs.get("cost_label", "cost") if x == "cost" else AXES[x][1] if x in AXES else x.replace("_", " ")
+    out = [f"{metric} ({'log10' if log else 'linear'}) against {axis}"]
     for row in range(lines):
         value = hi - (hi - lo) * row / (lines - 1)
         label = f"{value:.1f}" if row % 2 == 0 else ""

@@ -18,8 +18,8 @@ from .. import algorithms as _algorithms
 from .._checks import MAX_KEY, check_int, require_memory
 from ..algorithms import REGISTRY, method_of
 from ..backends import BACKENDS
-from ..network import base_matrix, weights_of
-from ..runner import Algorithm, check_takes, record_schedule
+from ..network import Network, base_matrix, weights_of
+from ..runner import Algorithm, check_takes, round_schedule
 
 __all__ = ["Method", "Plan", "make_plan", "default_algorithms", "parse_algorithms", "default_metric", "TUNE_GRID",
            "MIN_ITERATIONS"]
@@ -174,11 +174,7 @@ class Plan:
         """The iterations the evaluation run of ``method`` records at: at the ends of rounds for a method of ``K``
         iterations a round (local steps: what it has after a round, not half-way through one), evenly spaced
         otherwise."""
-        iterations = method.iterations(self.budget)
-        if iterations > self.budget and iterations % self.budget == 0:  # (K local steps a round)
-            per_round = iterations // self.budget
-            return [per_round * r for r in record_schedule(self.budget, self.points)]
-        return record_schedule(iterations, self.points)
+        return round_schedule(method.iterations(self.budget), self.budget, self.points)
 
     @property
     def ranked(self):
@@ -254,6 +250,15 @@ def _metric_entries(ranked, metrics):
     return (ranked, *(m for m in metrics if getattr(m, "name", m) != name))
 
 
+def _layers(net):
+    """A network's layers in words, the outer first (``"Compressed over Lossy"``)."""
+    names = []
+    while isinstance(net, Network):
+        names.append(type(net).__name__)
+        net = getattr(net, "base", None)
+    return " over ".join(names)
+
+
 def make_plan(A, objective, algorithms=None, rounds_budget=2000, *, lr=None, tune=True, repeats=5, seed=0,
               tracker="exact", backend="auto", mg_rounds=None, points=25, metric=None, metrics=None, lr_source=None,
               hyper=None, checkpoint_dir=None, previous=None, grid=TUNE_GRID):
@@ -261,7 +266,6 @@ def make_plan(A, objective, algorithms=None, rounds_budget=2000, *, lr=None, tun
     arguments as :func:`~rowstoch_fast.compare.compare` documents them). A ValueError or TypeError names the
     first argument that is wrong; nothing has run."""
     from ..mixing import MixingMatrix
-    from ..network import Network
     from ..objectives import Objective
 
     if not isinstance(A, (MixingMatrix, Network)):
@@ -290,6 +294,13 @@ def make_plan(A, objective, algorithms=None, rounds_budget=2000, *, lr=None, tun
     for label, method, _ in specs:
         check_takes(REGISTRY[method], objective, label)
     labels = [label for label, _, _ in specs]
+    apart = [label for label, method, _ in specs if not REGISTRY[method].matrices]
+    if apart and isinstance(A, Network):  # (losses, sleep, compression, noise, delays, schedules)
+        warnings.warn(f"{', '.join(apart)} {'does' if len(apart) == 1 else 'do'} not run over the network's "
+                      f"communication model ({_layers(A)}): "
+                      f"{'it averages' if len(apart) == 1 else 'they average'} exactly, through a server or an "
+                      "all-reduce, so the comparison's losses, compression, noise and delays do not touch "
+                      f"{'it' if len(apart) == 1 else 'them'}", RuntimeWarning, stacklevel=3)
     hyper = _check_label_dict(hyper, "hyper", labels)
     for label, options in hyper.items():
         if not isinstance(options, dict):
@@ -315,10 +326,11 @@ def make_plan(A, objective, algorithms=None, rounds_budget=2000, *, lr=None, tun
         if rounds_budget < m.rounds:  # one iteration would already spend more than the budget
             raise ValueError(f"rounds_budget = {rounds_budget} is less than one iteration of {m.label} (R = "
                              f"{m.rounds} rounds); raise the budget or pass mg_rounds")
-        if rounds_budget // m.rounds < MIN_ITERATIONS:
-            warnings.warn(f"{m.label} runs only {rounds_budget // m.rounds} iterations: R = {m.rounds} rounds each"
+        if m.iterations(rounds_budget) < MIN_ITERATIONS:
+            warnings.warn(f"{m.label} runs only {m.iterations(rounds_budget)} iterations: R = {m.rounds} rounds each"
                           f"{' (Theorem 3)' if mg_rounds is None else ''} out of a budget of {rounds_budget}; "
-                          "raise the budget or pass mg_rounds (--mg-rounds)", RuntimeWarning, stacklevel=3)
+                          "raise the budget" + (" or pass mg_rounds (--mg-rounds)" if m.rounds > 1 else ""),
+                          RuntimeWarning, stacklevel=3)
     rates = check_rates(lr, labels)
     sources = {label: "given" for label in rates}
     for label, text in _check_label_dict(lr_source, "lr_source", labels).items():

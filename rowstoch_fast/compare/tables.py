@@ -6,6 +6,7 @@ import numpy as np
 
 from ..runner import METRICS, check_metric
 from ..user_metrics import RESERVED, higher_is_better
+from .tuning import CONVERGED
 from .verdict import TIE_SE, ranks
 
 __all__ = ["summary", "format_summary", "frame_metric", "check_frame", "status_of_rows", "empirical_rate", "GROUPS"]
@@ -50,11 +51,13 @@ def status_of_rows(runs):
 
 
 def empirical_rate(runs, metric, x="communication_rounds"):
-    """The empirical linear rate of ``metric`` over the second half of a method's records: ``10^slope``, the slope
-    of the least-squares line through ``log10`` of its mean over the repetitions against ``x`` (a contraction
-    factor per communication round: 0.9 means 10% less each round; 1.0 a plateau, above 1 growth). NaN where the
-    second half holds fewer than two records or a mean that is not positive and finite (a metric that does not
-    fall to 0, a run that diverged).
+    """The empirical linear rate of ``metric`` over the second half of a method's records before it reached rounding:
+    ``10^slope``, the slope of the least-squares line through ``log10`` of its mean over the repetitions against
+    ``x`` (a contraction factor per communication round: 0.9 means 10% less each round; 1.0 a plateau, above 1
+    growth). The records from the first mean at or below ``CONVERGED`` (1e-12, the tuner's) times the first are left out (a
+    method that reached rounding at round 50 of 200 is fitted on rounds 25 .. 50, not on its floor). NaN where
+    that leaves fewer than two records or a mean that is not positive and finite (a metric that does not fall to 0,
+    a run that diverged).
 
     Examples
     --------
@@ -67,6 +70,10 @@ def empirical_rate(runs, metric, x="communication_rounds"):
     with np.errstate(invalid="ignore", over="ignore"):
         mean = runs.groupby(x, sort=True)[metric].mean()
     xs, ys = mean.index.to_numpy(dtype=np.float64), mean.to_numpy(dtype=np.float64)
+    if xs.size and np.isfinite(ys[0]) and ys[0] > 0:  # (up to the first record at rounding, not the floor)
+        floor = np.flatnonzero(ys <= CONVERGED * ys[0])
+        if floor.size:
+            xs, ys = xs[:floor[0]], ys[:floor[0]]
     half = xs >= xs.max() / 2 if xs.size else xs.astype(bool)
     xs, ys = xs[half], ys[half]
     if xs.size < 2 or np.ptp(xs) == 0 or not (np.isfinite(ys).all() and (ys > 0).all()):

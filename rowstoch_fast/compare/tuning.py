@@ -25,7 +25,7 @@ import numpy as np
 
 from .._checks import MAX_KEY
 from ..objectives import Oracle
-from ..runner import build_replicas, record_metrics, record_schedule
+from ..runner import build_replicas, record_metrics, round_schedule
 
 __all__ = ["TUNE_SEED_OFFSET", "TUNE_REPEATS", "TUNE_POINTS", "STABILITY_FACTOR", "NO_PROGRESS", "CONVERGED", "TAIL",
            "NoStableRate", "UNTUNABLE", "judge", "final_estimate", "tune"]
@@ -315,7 +315,7 @@ def trajectories(network, objective, method, rates, budget, metric, *, seed, rep
     entry, metric = metric, getattr(metric, "name", metric)  # (an extra metric: its Metric, recorded by name)
     lr = np.repeat(np.asarray(rates, dtype=np.float64), repeats)[:, None, None]
     algo = method.algorithm(network, lr, backend, check_finite=False)
-    due = record_schedule(T, points)
+    due = round_schedule(T, budget, points)
     fingerprint = _fingerprint(method, rates, budget, metric, seed, repeats, objective)
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # a diverging candidate is judged, not warned about
