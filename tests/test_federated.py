@@ -229,3 +229,23 @@ def test_rowstoch_run_reports_the_rounds_of_a_method_with_local_steps(tmp_path, 
     assert main(["run", "--algorithm", "scaffold", "--topology", "exponential", "--n", "8", "--objective",
                  "least-squares", "--iterations", "400", "--out", str(tmp_path / "o"), "--no-progress"]) == 0
     assert "done at iteration 400 (100 communication rounds" in capsys.readouterr().out  # (it said 400)
+
+
+def test_a_client_that_takes_no_step_adds_nothing_even_a_nan_of_its_own():
+    grad, _ = problem()
+    chosen = Federated.chosen(10, 3, 0, 0)
+    silent = int(np.flatnonzero(~chosen)[0])
+
+    def noisy(X):  # (a client not chosen in round 0 whose gradient is NaN)
+        G = grad(X)
+        G[silent] = np.nan
+        return G
+
+    opt = FedAvg(10, np.zeros(3), 0.05, participation=0.3, check_finite=False)
+    ref = FedAvg(10, np.zeros(3), 0.05, participation=0.3)
+    for _ in range(4):  # (round 0)
+        opt.step(noisy)
+        ref.step(grad)
+    np.testing.assert_array_equal(opt.x, ref.x)
+    with pytest.raises(Exception, match="gradient"):  # (checked, the oracle's NaN is still an error)
+        FedAvg(10, np.zeros(3), 0.05, participation=0.3).step(noisy)

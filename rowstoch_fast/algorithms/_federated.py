@@ -10,12 +10,15 @@ local-update methods count: :class:`~._local.LocalSteps`):
   them and at least one, drawn uniformly without replacement by a counter-based hash of ``(seed, round)``, the
   same on every process and backend) take their
   local steps ``y <- y - lr d_i(y)``, the others keep ``s`` (they compute nothing: their rows' gradients are
-  evaluated, as the oracle gives every node's, and not used);
+  evaluated, as the oracle gives every node's, and not used; a NaN among them is still the oracle's error where
+  the gradients are checked, ``check_finite``, and never reaches the server where they are not);
 - at the round's last step the chosen clients upload, the server updates ``s`` (a method's own rule), and every
   row gets the new ``s`` (the download).
 
 So ``x`` at the end of every round is the server model on every row, and the harness's metrics of the nodes'
-models are those of the server's. A round counts as one communication round; :meth:`traffic` counts an upload
+models are those of the server's. The choice of clients is keyed on the method's ``seed``, not on the replica or
+the run's seed: the repetitions of a comparison share it, as they share a network model's losses and sleep (keyed
+on its own seed), and differ in their gradients' noise; give ``seed`` to draw another sequence. A round counts as one communication round; :meth:`traffic` counts an upload
 and a download per chosen client (of the blocks a method sends).
 
 The client selection is the method's own (a hyperparameter), not a network layer: a federated method has no
@@ -172,7 +175,10 @@ class Federated(LocalSteps):
         g, step = self._work[0], self._work[1]
         g = self._gradient_read(grad_fn, cur["x"], g, t)
         self._direction(g, cur, step)  # step <- -lr d_i(y)
-        finite = ops.combine(nxt["x"], [1.0, self._stepping(t)], [cur["x"], step])
+        stepping = self._stepping(t)
+        if self.clients_per_round < self.n or self.client_steps is not None:  # a client that takes no step adds
+            step[...] = ops.xp.where(stepping[:, None] > 0, step, 0.0)  # nothing (0, not 0 x a NaN of its own)
+        finite = ops.combine(nxt["x"], [1.0, stepping], [cur["x"], step])
         self._check_iterates(finite, t, nxt["x"])
         if not self._talks(t):
             for name in self.state[1:]:
