@@ -199,6 +199,28 @@ def test_runs_the_repetitions_cannot_tell_apart_share_a_rank():
     # two exact methods converged to rounding (1e-16 and 3e-16 of a start of 1) are equal
     assert verdict.ranks({"x": np.array([1e-16, 2e-16]), "y": np.array([3e-16, 1e-16]),
                           "z": np.array([1.0, 1.0])})["y"] == (1, True)
+    # not transitive: a = b, b = c, a better than c; c's rank 2 is marked shared (b, ranked 1, cannot be told
+    # from it), where it was shown as a plain 2
+    abc = {k: np.array(v) for k, v in {"a": [1.0, 1.1, 0.9], "b": [1.6, 1.0, 2.2], "c": [2.0, 2.1, 1.9]}.items()}
+    assert verdict.ranks(abc) == {"a": (1, True), "b": (1, True), "c": (2, True)}
+
+
+def test_a_worker_that_cannot_start_raises_its_own_error(monkeypatch):
+    import multiprocessing.context
+
+    started = []
+
+    def start(self):
+        if started:
+            raise OSError("cannot fork: out of process slots")
+        started.append(self)
+        return original(self)
+
+    original = multiprocessing.context.SpawnProcess.start
+    monkeypatch.setattr(multiprocessing.context.SpawnProcess, "start", start)
+    A, f = topology.exponential(8), Quadratic.random(8, 3, seed=0)
+    with pytest.raises(OSError, match="out of process slots"):  # (it was join's AssertionError on the other)
+        cmp.compare(A, f, "dsgd,push-pull,diging", 20, lr=0.1, repeats=1, progress=False, jobs=2)
 
 
 def test_tables_write_latex_a_venue_takes_and_pdfs_embed_truetype_fonts(tmp_path):

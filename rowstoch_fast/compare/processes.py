@@ -207,6 +207,8 @@ def execute_in_processes(plan, jobs, *, progress=False, log=None, on_outcome=Non
                     break
     finally:
         for w in workers:
+            if w.pid is None:  # (never started: a start that failed raises its own error, not join's)
+                continue
             w.join(timeout=5)
             if w.is_alive():
                 w.terminate()

@@ -160,8 +160,16 @@ def ranks(finals, scale=None, higher_is_better=False):
     Returns
     -------
     dict
-        ``{label: (rank, shared)}``: rank 1 is the best; ``shared`` is True when another method has the
-        same rank.
+        ``{label: (rank, shared)}``: rank 1 is the best (1 + the methods distinguishably better); ``shared`` is
+        True where another method cannot be told apart from it (so with A = B, B = C and A better than C, C's
+        rank 2 is shared: B, ranked 1, is not distinguishably better than C).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> r = {k: np.array(v) for k, v in {"A": [1.0, 1.1, 0.9], "B": [1.6, 1.0, 2.2], "C": [2.0, 2.1, 1.9]}.items()}
+    >>> ranks(r)
+    {'A': (1, True), 'B': (1, True), 'C': (2, True)}
     """
     labels = list(finals)
     if not labels:
@@ -181,4 +189,4 @@ def ranks(finals, scale=None, higher_is_better=False):
         return gap > TIE_SE * math.hypot(sa, sb) and gap > 1e-9 * max(1.0, abs(mb))
 
     rank = {b: 1 + sum(better(a, b) for a in labels if a != b) for b in labels}
-    return {b: (rank[b], sum(rank[a] == rank[b] for a in labels) > 1) for b in labels}
+    return {b: (rank[b], any(not better(a, b) and not better(b, a) for a in labels if a != b)) for b in labels}
