@@ -4,6 +4,7 @@ compare and the command line) and statistics of a per-node quantity over the nod
 
 import json
 import math
+import pathlib
 import pickle
 import sys
 
@@ -474,7 +475,10 @@ def test_ranks_of_a_metric_where_higher_is_better():
     assert ranks(finals, higher_is_better=True) == {"a": (1, True), "b": (3, False), "c": (1, True)}
 
 
-def test_compare_in_processes_gets_the_metrics_of_a_file(logistic, tmp_path):
+def test_compare_in_processes_gets_the_metrics_of_a_file(logistic, tmp_path, monkeypatch):
+    # (spread, a function of this module, travels by reference: the workers import this module as pytest named it,
+    # tests.test_user_metrics, from the repository's root; an editable install had it on the path, a wheel not)
+    monkeypatch.syspath_prepend(str(pathlib.Path(__file__).resolve().parents[1]))
     path = tmp_path / "mine.py"
     path.write_text("import numpy as np\nimport rowstoch_fast as rf\n\n\n@rf.register_metric('max_model')\n"
                     "def max_model(state):\n    return float(np.abs(state.x).max())\n")
