@@ -249,3 +249,24 @@ def test_a_client_that_takes_no_step_adds_nothing_even_a_nan_of_its_own():
     np.testing.assert_array_equal(opt.x, ref.x)
     with pytest.raises(Exception, match="gradient"):  # (checked, the oracle's NaN is still an error)
         FedAvg(10, np.zeros(3), 0.05, participation=0.3).step(noisy)
+
+
+def test_rowstoch_run_takes_a_method_s_other_hyperparameters(tmp_path, capsys):
+    import json
+
+    from rowstoch_fast.cli import main
+
+    base = ["run", "--algorithm", "fednova", "--topology", "exponential", "--n", "4", "--objective", "least-squares",
+            "--iterations", "40", "--no-progress"]
+    assert main(base + ["--hyper", "local_steps=4", "--hyper", "client_steps=[1,2,3,4]", "--hyper",
+                        "participation=0.5", "--out", str(tmp_path / "o")]) == 0
+    assert "(10 communication rounds" in capsys.readouterr().out
+    meta = json.loads((tmp_path / "o" / "history.json").read_text())
+    assert "client_steps=[1,2,3,4]" in json.dumps(meta)
+    for bad, match in [(["--hyper", "local_steps"], "--hyper takes NAME=VALUE"),
+                       (["--hyper", "mu=0.1"], "fednova takes no hyperparameter 'mu'"),
+                       (["--hyper", "lr=0.1"], "--hyper lr: use --lr"),
+                       (["--hyper", "seed=1", "--hyper", "seed=2"], "--hyper seed: given twice"),
+                       (["--hyper", "client_steps=[1,2]"], "client_steps must be 4 integers")]:
+        assert main(base + bad + ["--out", str(tmp_path / "x")]) == 2
+        assert match in capsys.readouterr().err

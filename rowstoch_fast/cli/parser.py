@@ -151,6 +151,11 @@ def make_parser():
                      help="step size alpha (default 0.05 / n for the Pull-Diag family, whose tracker follows the sum "
                           "of the gradients, 0.05 for the others); stable values scale like 1/n on the logistic "
                           "problem (the paper: 5e-2 at n = 1, 3e-3 at n = 16, 1e-4 at n = 512)")
+    alg.add_argument("--hyper", action="append", default=None, metavar="NAME=VALUE",
+                     help="another hyperparameter of the algorithm's constructor, once per flag: e.g. --hyper "
+                          "local_steps=8 --hyper participation=0.5 --hyper client_steps=[1,2,3,4] (a value is read "
+                          "as JSON: a number, true / false, a list; otherwise as text); help(rowstoch_fast.<class>) "
+                          "lists them")
     _algorithm_options(alg)
     alg.add_argument("--dtype", choices=["float64", "float32"], default="float64",
                      help="value type of the matrix, the iterates and the objective (float32: half the memory)")

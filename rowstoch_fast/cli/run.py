@@ -43,6 +43,26 @@ def _check_run_args(args):
         raise UsageError(f"--resume {args.resume!r} does not exist")
 
 
+def _hyper_option(args):
+    """``--hyper NAME=VALUE`` (repeated) as constructor keywords: each value read as JSON (a number, a boolean, a
+    list), else as text; a malformed or repeated one refused in one line."""
+    import json
+
+    out = {}
+    for item in getattr(args, "hyper", None) or ():
+        name, sep, text = item.partition("=")
+        name = name.strip()
+        if not sep or not name.isidentifier():
+            raise UsageError(f"--hyper takes NAME=VALUE (e.g. local_steps=8), got {item!r}")
+        if name in out or name in ("lr", "rounds", "tracker", "backend", "method"):
+            raise UsageError(f"--hyper {name}: " + ("given twice" if name in out else f"use --{name}"))
+        try:
+            out[name] = json.loads(text)
+        except ValueError:
+            out[name] = text.strip()
+    return out
+
+
 def _run_config(args):
     """The options that identify a run: stored in its checkpoint and compared on --resume."""
     keys = ("topology", "n", "matrix", "normalize", "objective", "total", "batch", "d", "rho", "heterogeneity",
@@ -58,6 +78,8 @@ def _run_config(args):
         config.update(test_samples=args.test_samples)
     if (getattr(args, "split", None) or "contiguous") != "contiguous":
         config.update(split=args.split)
+    if getattr(args, "hyper", None):
+        config.update(hyper=sorted(args.hyper))
     if args.undirected or args.weights != "in-degree":
         config.update(undirected=args.undirected, weights=args.weights)
     if args.matrix:
@@ -127,7 +149,7 @@ def cmd_run(args):
         method = args.algorithm[3:] if mg else args.algorithm
         lr = args.lr if args.lr is not None else default_lr(method, A.n)
         algo = Algorithm(network_options.build(A, args), lr, rounds=rounds, tracker=args.tracker, backend=args.backend,
-                         method=method)
+                         method=method, **_hyper_option(args))
         check_takes(algo.optimizer, f, args.algorithm)
     except (ValueError, TypeError) as exc:
         raise UsageError(str(exc)) from exc
