@@ -26,7 +26,8 @@ class FedDyn(Federated, Optimizer):
 
     with ``lambda_i = h = 0`` at the start (decent-bench 0.3.0's ``FedDyn`` writes the same update; its ``penalty``
     is ``alpha``). The correction moves at about ``alpha K lr`` a round: a small ``alpha`` behaves like FedAvg for
-    long.
+    long. With stochastic gradients its states gather their noise: on a held-out noisy least-squares problem it
+    ended 30-100x above FedAvg for every ``alpha`` in {0.01, 0.1, 1} (bench/RESULTS.md section 26).
 
     Parameters
     ----------
