@@ -995,6 +995,21 @@ def r_fast(A, C, x0, lr, grad_fn, T, lost_A=None, lost_C=None):
     return xs
 
 
+def _per_sample(x, grad_fn, sample_grad, samples, draw):
+    """The per-sample oracle of the variance-reduced twins: ``sample_grad(X, idx)`` (default: ``grad_fn(X)``, one
+    sample per node), the number of samples and ``draw(k)``, iteration ``k``'s sample ids (default: all 0)."""
+    if sample_grad is None:
+        sample_grad, samples = (lambda X, idx: grad_fn(X)), 1
+    if draw is None:
+        draw = lambda k: np.zeros(x.shape[:-1], dtype=np.int64)  # noqa: E731
+    return sample_grad, samples, draw
+
+
+def _sample_table(x, sample_grad, samples):
+    """Every sample's gradient at ``x``: the SAGA table, one block per sample id."""
+    return [np.array(sample_grad(x.copy(), np.full(x.shape[:-1], s)), dtype=np.float64) for s in range(samples)]
+
+
 @twin("gt-saga")
 def gt_saga(W, x0, lr, grad_fn, T, sample_grad=None, samples=1, draw=None):
     """GT-SAGA (Xin, Khan & Kar 2020): ``x+ = W x - lr y``; node ``i`` draws sample ``s = draw(k)[..., i]``,
@@ -1004,11 +1019,8 @@ def gt_saga(W, x0, lr, grad_fn, T, sample_grad=None, samples=1, draw=None):
     ``draw(k)``: iteration ``k``'s sample ids, shape ``X.shape[:-1]`` (default: all 0)."""
     Wd = _dense(W)
     x = np.array(x0, dtype=np.float64)
-    if sample_grad is None:
-        sample_grad, samples = (lambda X, idx: grad_fn(X)), 1
-    if draw is None:
-        draw = lambda k: np.zeros(x.shape[:-1], dtype=np.int64)  # noqa: E731
-    table = [np.array(sample_grad(x.copy(), np.full(x.shape[:-1], s)), dtype=np.float64) for s in range(samples)]
+    sample_grad, samples, draw = _per_sample(x, grad_fn, sample_grad, samples, draw)
+    table = _sample_table(x, sample_grad, samples)
     g = np.mean(table, axis=0)
     y = g.copy()
     xs = [x.copy()]
@@ -1033,11 +1045,8 @@ def gt_saga_atc(W, x0, lr, grad_fn, T, sample_grad=None, samples=1, draw=None):
     at ``x0``, ``y0 = g_{-1} = 0``. Arguments as :func:`gt_saga`'s."""
     Wd = _dense(W)
     x = np.array(x0, dtype=np.float64)
-    if sample_grad is None:
-        sample_grad, samples = (lambda X, idx: grad_fn(X)), 1
-    if draw is None:
-        draw = lambda k: np.zeros(x.shape[:-1], dtype=np.int64)  # noqa: E731
-    table = [np.array(sample_grad(x.copy(), np.full(x.shape[:-1], s)), dtype=np.float64) for s in range(samples)]
+    sample_grad, samples, draw = _per_sample(x, grad_fn, sample_grad, samples, draw)
+    table = _sample_table(x, sample_grad, samples)
     y, g_prev = np.zeros_like(x), np.zeros_like(x)
     xs = [x.copy()]
     for k in range(T):
@@ -1061,10 +1070,7 @@ def gt_svrg(W, x0, lr, grad_fn, T, sample_grad=None, samples=1, draw=None, snaps
     (``s = draw(k)``), ``y+ = W y + v+ - v``; ``tau = x0``, ``v0 = y0 = full(x0)``. Arguments as :func:`gt_saga`'s."""
     Wd = _dense(W)
     x = np.array(x0, dtype=np.float64)
-    if sample_grad is None:
-        sample_grad, samples = (lambda X, idx: grad_fn(X)), 1
-    if draw is None:
-        draw = lambda k: np.zeros(x.shape[:-1], dtype=np.int64)  # noqa: E731
+    sample_grad, samples, draw = _per_sample(x, grad_fn, sample_grad, samples, draw)
     period = snapshot_every or samples
 
     def full_at(p):
@@ -1094,10 +1100,7 @@ def gt_sarah(W, x0, lr, grad_fn, T, sample_grad=None, samples=1, draw=None, inne
     ``samples``. Arguments as :func:`gt_saga`'s."""
     Wd = _dense(W)
     x = np.array(x0, dtype=np.float64)
-    if sample_grad is None:
-        sample_grad, samples = (lambda X, idx: grad_fn(X)), 1
-    if draw is None:
-        draw = lambda k: np.zeros(x.shape[:-1], dtype=np.int64)  # noqa: E731
+    sample_grad, samples, draw = _per_sample(x, grad_fn, sample_grad, samples, draw)
     cycle = (inner_steps or samples) + 1
     v, y, x_prev = np.zeros_like(x), np.zeros_like(x), x.copy()
     xs, draws = [x.copy()], 0

@@ -191,15 +191,15 @@ class Federated(LocalSteps):
         self._aggregate(cur, nxt, chosen, u, t)  # the server's update: nxt["server"] and the other blocks, checked
         ops.combine(nxt["x"], [1.0], [nxt["server"]], check=False)  # the download: every row holds the new s
 
-    def _mean_of_chosen(self, chosen, u):
+    def _mean_of_chosen(self, u):
         """``(1 / |S|) sum_{i in S} u_i``, shape (w,): the server's average of the chosen clients' uploads ``u``,
         whose other rows are 0 (a client not chosen kept ``s``: ``u_i = s - s``), as a column sum (row after row
         whatever the width: the replicas' bits are those of separate runs)."""
         return self._ops.sum_rows(u) / self.clients_per_round
 
-    def _step_server(self, cur, nxt, chosen, u, t, rate=1.0):
+    def _step_server(self, cur, nxt, u, t, rate=1.0):
         """``s <- s + rate (1/|S|) sum_{i in S} u_i``: the server moves by the chosen clients' average update."""
-        self._server_to("server", nxt, cur["server"][0] + rate * self._mean_of_chosen(chosen, u), t)
+        self._server_to("server", nxt, cur["server"][0] + rate * self._mean_of_chosen(u), t)
 
     def _server_to(self, name, nxt, value, t):
         """``nxt[name] <- value`` broadcast down the rows (a server block); DivergenceError for iteration ``t + 1``

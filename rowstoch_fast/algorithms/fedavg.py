@@ -88,4 +88,4 @@ class FedAvg(Federated, Optimizer):
         return {**hyper, "server_lr": self.server_lr}
 
     def _aggregate(self, cur, nxt, chosen, u, t):
-        self._step_server(cur, nxt, chosen, u, t, self.server_lr)
+        self._step_server(cur, nxt, u, t, self.server_lr)

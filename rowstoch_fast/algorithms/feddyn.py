@@ -84,4 +84,4 @@ class FedDyn(Federated, Optimizer):
         self._check_iterates(ops.combine(nxt["lam"], [1.0, -a * chosen], [cur["lam"], u]), t, nxt["lam"])
         h = cur["h"][0] - (a / self.n) * ops.sum_rows(u)  # (u: 0 where a client was not chosen)
         self._server_to("h", nxt, h, t)
-        self._server_to("server", nxt, cur["server"][0] + self._mean_of_chosen(chosen, u) - h / a, t)
+        self._server_to("server", nxt, cur["server"][0] + self._mean_of_chosen(u) - h / a, t)

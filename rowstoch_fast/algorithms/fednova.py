@@ -68,10 +68,10 @@ class FedNova(Federated, Optimizer):
 
     def _aggregate(self, cur, nxt, chosen, u, t):
         if self.client_steps is None:  # (every tau_i = K: FedAvg's average)
-            self._step_server(cur, nxt, chosen, u, t)
+            self._step_server(cur, nxt, u, t)
             return
         _, mask = self._round_selection(t)
         tau_eff = float(self.client_steps[mask].mean())
         normalized = self._work[1]  # (y_i - s) / tau_i
         self._ops.combine(normalized, [self._inverse_steps(t)], [u], check=False)
-        self._step_server(cur, nxt, chosen, normalized, t, tau_eff)
+        self._step_server(cur, nxt, normalized, t, tau_eff)

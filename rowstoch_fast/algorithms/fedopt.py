@@ -101,7 +101,7 @@ class FedOpt(Federated, Optimizer):
 
     def _aggregate(self, cur, nxt, chosen, u, t):
         xp = self._ops.xp
-        delta = self._mean_of_chosen(chosen, u)
+        delta = self._mean_of_chosen(u)
         m = self.beta1 * cur["m"][0] + (1.0 - self.beta1) * delta
         v, d2 = cur["v"][0], delta * delta
         if self.server_optimizer == "adagrad":

@@ -72,4 +72,4 @@ class FedProx(Federated, Optimizer):
                           check=False)
 
     def _aggregate(self, cur, nxt, chosen, u, t):
-        self._step_server(cur, nxt, chosen, u, t)
+        self._step_server(cur, nxt, u, t)

@@ -67,4 +67,4 @@ class Scaffold(FedAvg):
         ops.combine(dc, [self._inverse_lr_coef(-1.0), -chosen], [dc, cur["c_server"]], check=False)
         self._check_iterates(ops.combine(nxt["c"], [1.0, 1.0], [cur["c"], dc]), t, nxt["c"])
         self._server_to("c_server", nxt, cur["c_server"][0] + ops.sum_rows(dc) / self.n, t)
-        self._step_server(cur, nxt, chosen, u, t, self.server_lr)
+        self._step_server(cur, nxt, u, t, self.server_lr)
