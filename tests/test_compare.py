@@ -1017,3 +1017,5 @@ def test_the_empirical_rate_is_the_contraction_per_round_of_the_second_half():
     fast = pd.DataFrame({"communication_rounds": r, "m": np.where(r < 80, 0.6 ** r, np.where(r % 20, 0.0, 1e-17))})
     assert abs(empirical_rate(fast, "m") - 0.6) < 1e-12
     assert np.isnan(empirical_rate(pd.DataFrame({"communication_rounds": [0], "m": [1.0]}), "m"))
+    with pytest.raises(ValueError, match="no column 'grad_norm'"):
+        empirical_rate(two, "grad_norm")

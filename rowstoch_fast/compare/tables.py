@@ -67,6 +67,9 @@ def empirical_rate(runs, metric, x="communication_rounds"):
     >>> round(empirical_rate(runs, "grad_norm"), 12)
     0.9
     """
+    missing = [c for c in (x, metric) if c not in runs.columns]
+    if missing:
+        raise ValueError(f"empirical_rate: the records have no column {missing[0]!r}")
     with np.errstate(invalid="ignore", over="ignore"):
         mean = runs.groupby(x, sort=True)[metric].mean()
     xs, ys = mean.index.to_numpy(dtype=np.float64), mean.to_numpy(dtype=np.float64)
