@@ -63,6 +63,9 @@ def problems():
                       1000, "dgd,choco-sgd,diging,compressed-push-pull,push-pull,pull-diag-gt"),
         "noisy-exp": (topology.exponential(16), NonconvexLogistic.synthetic(16, total=32000, d=10, batch=50, seed=15),
                       1000, "pull-diag-gt,mg-pull-diag-gt,dsgd,push-pull,sgp,diging,gt-saga"),
+        # methods of K local steps a round (their records, and the tuner's, at the ends of rounds) and federated ones
+        "local-ring": (ring, LeastSquares.synthetic(16, samples_per_node=20, d=8, heterogeneity=2.0, seed=16),
+                       300, "local-dsgd,k-gt,led,dinno,fedavg,scaffold,fedprox"),
     }
 
 
