@@ -105,3 +105,51 @@ def test_the_recipes_run_as_written(k, tmp_path, monkeypatch):
         exec(compile(blocks[k], f"recipes.md block {k + 1}", "exec"), {"__name__": "__recipe__"})
     finally:
         rf.set_num_threads(threads)
+
+
+# ---------------------------------------------------------------------------- equations as math (issue 50)
+# The modules whose algorithms still write their equations as plain-text literal blocks (being edited
+# elsewhere): each is to get its ``.. math::`` block and leave this list, which then empties.
+MATH_PENDING = {"_federated", "fedavg", "fedprox", "scaffold", "feddyn", "fednova", "fedopt", "fedpd", "fedlt"}
+
+
+def _math_blocks(doc):
+    """The LaTeX of every ``.. math::`` block of a docstring (its indented body)."""
+    lines, blocks = doc.splitlines(), []
+    for i, line in enumerate(lines):
+        if line.strip() == ".. math::":
+            indent = len(line) - len(line.lstrip())
+            body = []
+            for nxt in lines[i + 1:]:
+                if nxt.strip() and len(nxt) - len(nxt.lstrip()) <= indent:
+                    break
+                body.append(nxt)
+            blocks.append("\n".join(body).strip())
+    return blocks
+
+
+def _algorithm_classes():
+    from rowstoch_fast.algorithms import REGISTRY
+
+    return sorted(REGISTRY.values(), key=lambda cls: cls.name)
+
+
+@pytest.mark.parametrize("cls", _algorithm_classes(), ids=lambda cls: cls.name)
+def test_every_algorithm_writes_its_equations_as_math(cls):
+    """Every registered algorithm's docstring has a ``.. math::`` block (the API reference renders it with
+    MathJax; ``help()`` shows its LaTeX), well formed, and no update equation left as a plain-text literal block."""
+    import inspect
+    import re
+
+    module = cls.__module__.rsplit(".", 1)[-1]
+    if module in MATH_PENDING:
+        pytest.skip(f"{module}.py: its equations are still plain text (MATH_PENDING)")
+    doc = inspect.getdoc(cls)
+    blocks = _math_blocks(doc)
+    assert blocks and all(blocks), f"{cls.__name__} ({module}.py) has no math block"
+    for latex in blocks + re.findall(r":math:`([^`]*)`", doc):
+        assert latex.count("{") == latex.count("}"), (cls.__name__, latex)
+        assert len(re.findall(r"\\left(?![a-z])", latex)) == len(re.findall(r"\\right(?![a-z])", latex)), latex
+        assert latex.count(r"\begin{") == latex.count(r"\end{"), (cls.__name__, latex)
+    literal = re.findall(r"^(?! *\.\. )[^\n]*::\n\n((?: {4,}.*\n?|\n)+)", doc, re.M)  # (literal blocks, no directive)
+    assert not [b for b in literal if re.search(r"_\{?[a-z0-9+-]+\}? *=|=.*\blr\b|<-", b)], cls.__name__

@@ -9,12 +9,14 @@ __all__ = ["ABm"]
 
 
 class ABm(Optimizer):
-    """ABm: gradient tracking with a row-stochastic ``A``, a column-stochastic ``C`` and heavy-ball momentum.
+    r"""ABm: gradient tracking with a row-stochastic ``A``, a column-stochastic ``C`` and heavy-ball momentum.
 
-    Implements, with ``x_{-1} = x_0`` and ``y_0 = g(x_0)``::
+    Implements, with :math:`x_{-1} = x_0` and :math:`y_0 = g(x_0)`:
 
-        x_{k+1} = A x_k - lr * y_k + momentum * (x_k - x_{k-1})
-        y_{k+1} = C y_k + g(x_{k+1}) - g(x_k)
+    .. math::
+
+        x_{k+1} &= A x_k - \mathrm{lr}\, y_k + \mathrm{momentum}\, (x_k - x_{k-1}) \\
+        y_{k+1} &= C y_k + g(x_{k+1}) - g(x_k)
 
     ``momentum = 0`` is the AB algorithm (Push-Pull without adapt-then-combine); the momentum term
     accelerates it on ill-conditioned problems (Xin & Khan 2019). Exact: ``1^T y_k = 1^T g(x_k)``.

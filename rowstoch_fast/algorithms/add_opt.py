@@ -9,14 +9,16 @@ __all__ = ["ADDOPT"]
 
 
 class ADDOPT(Optimizer):
-    """ADD-OPT: gradient tracking with push-sum de-biasing over a column-stochastic ``C`` (directed graphs).
+    r"""ADD-OPT: gradient tracking with push-sum de-biasing over a column-stochastic ``C`` (directed graphs).
 
-    Implements, with ``x_0 = z_0``, ``v_0 = 1``, ``w_0 = g(z_0)``::
+    Implements, with :math:`x_0 = z_0`, :math:`v_0 = 1`, :math:`w_0 = g(z_0)`:
 
-        x_{k+1} = C x_k - lr * w_k
-        v_{k+1} = C v_k
-        z_{k+1} = x_{k+1} / v_{k+1}
-        w_{k+1} = C w_k + g(z_{k+1}) - g(z_k)
+    .. math::
+
+        x_{k+1} &= C x_k - \mathrm{lr}\, w_k \\
+        v_{k+1} &= C v_k \\
+        z_{k+1} &= x_{k+1} / v_{k+1} \\
+        w_{k+1} &= C w_k + g(z_{k+1}) - g(z_k)
 
     ``z`` (the de-biased model) is what ``opt.x`` shows and ``grad_fn`` sees. It differs from
     :class:`~rowstoch_fast.PushDIGing` in where the step enters (after mixing here, before it there). ``x``,

@@ -11,17 +11,20 @@ __all__ = ["ADMM"]
 
 
 class ADMM(Optimizer):
-    """Decentralized (consensus) ADMM: an exact local proximal step per iteration and a dual update.
+    r"""Decentralized (consensus) ADMM: an exact local proximal step per iteration and a dual update.
 
     The reference's iteration, ``x_i^{k+1} = argmin_x f_i(x) + c d_i ||x||^2 - x^T (c (d_i x_i^k + sum_j
     x_j^k) - alpha_i^k)``, ``alpha_i^{k+1} = alpha_i^k + c (d_i x_i^{k+1} - sum_j x_j^{k+1})``, with each link
     weighted by ``w_ij`` (``d_i = sum_{j != i} w_ij = 1 - w_ii``, ``sum_j w_ij x_j``), ``c = 1 / (2 lr)`` and the
-    scaled dual ``beta = alpha / c`` (``beta_0 = 0``), is::
+    scaled dual ``beta = alpha / c`` (``beta_0 = 0``), is:
 
-        iteration 0:  u_0 = W x_0                                       (a communication round, no prox)
-        x_{k+1}     = prox_{t_i f_i}( (u_k + (1 - 2 w_ii) x_k - beta_k) / (2 d_i) ),   t_i = lr / d_i
-        u_{k+1}     = W x_{k+1}                                         (one round)
-        beta_{k+1}  = beta_k + x_{k+1} - u_{k+1}
+    .. math::
+
+        u_0 &= W x_0 \qquad \text{(iteration 0: a communication round, no prox)} \\
+        x_{k+1} &= \mathrm{prox}_{t_i f_i}\left(\frac{u_k + (1 - 2 w_{ii}) x_k - \beta_k}{2 d_i}\right),
+            \qquad t_i = \mathrm{lr} / d_i \\
+        u_{k+1} &= W x_{k+1} \qquad \text{(one round)} \\
+        \beta_{k+1} &= \beta_k + x_{k+1} - u_{k+1}
 
     ``prox_{t f_i}(v) = argmin_x f_i(x) + ||x - v||^2 / (2t)`` comes from the oracle: :meth:`step` takes an
     objective's oracle (``objective.oracle()``, whose ``prox(V, step)`` is

@@ -9,12 +9,14 @@ __all__ = ["AugDGM"]
 
 
 class AugDGM(Optimizer):
-    """AugDGM (ATC-DIGing): gradient tracking with both updates adapted before they are combined.
+    r"""AugDGM (ATC-DIGing): gradient tracking with both updates adapted before they are combined.
 
-    Implements, with ``y_0 = g(x_0)``::
+    Implements, with :math:`y_0 = g(x_0)`:
 
-        x_{k+1} = W (x_k - lr * y_k)
-        y_{k+1} = W (y_k + g(x_{k+1}) - g(x_k))
+    .. math::
+
+        x_{k+1} &= W (x_k - \mathrm{lr}\, y_k) \\
+        y_{k+1} &= W (y_k + g(x_{k+1}) - g(x_k))
 
     Exact like :class:`~rowstoch_fast.DIGing`, and stable at larger steps (the adapt-then-combine form); two
     rounds per iteration (``y`` needs ``g(x_{k+1})``).

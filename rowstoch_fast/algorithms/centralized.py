@@ -11,12 +11,14 @@ __all__ = ["CentralizedSGD"]
 
 
 class CentralizedSGD(Optimizer):
-    """Parallel SGD with exact averaging: the ideal that linear speedup is measured against.
+    r"""Parallel SGD with exact averaging: the ideal that linear speedup is measured against.
 
-    Implements, with every node holding the same model ``x`` (``x_0``: the
-    average of the rows of ``x0``)::
+    Implements, with every node holding the same model :math:`x` (:math:`x_0`: the
+    average of the rows of ``x0``):
 
-        x_{k+1} = x_k - lr * (1/n) sum_i g_i(x_k)
+    .. math::
+
+        x_{k+1} = x_k - \mathrm{lr}\, \frac{1}{n} \sum_i g_i(x_k)
 
     Each step is one all-reduce (counted as one communication round; its
     traffic as ``2 (n - 1)`` messages, a reduce and a broadcast).

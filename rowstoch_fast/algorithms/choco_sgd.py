@@ -10,17 +10,19 @@ __all__ = ["CHOCOSGD"]
 
 
 class CHOCOSGD(Optimizer):
-    """CHOCO-SGD over an undirected network's doubly stochastic ``W``, its messages compressed.
+    r"""CHOCO-SGD over an undirected network's doubly stochastic ``W``, its messages compressed.
 
-    Every node keeps a public copy ``x_hat_i`` of its model, which its neighbours keep too (they add the same
+    Every node keeps a public copy :math:`\hat x_i` of its model, which its neighbours keep too (they add the same
     compressed updates). A node sends only the compressed difference between its model and that copy, so the
     compression error is fed back into the next message instead of being lost. Implements, with
-    ``x_hat_0 = 0`` and ``Q`` the compression of the network's messages::
+    :math:`\hat x_0 = 0` and :math:`Q` the compression of the network's messages:
 
-        x_{k+1/2} = x_k - lr * g(x_k)
-        q_k       = Q(x_{k+1/2} - x_hat_k)                   (the only message: q_k, compressed)
-        x_hat_{k+1} = x_hat_k + q_k / (1 + omega)
-        x_{k+1}   = x_{k+1/2} + gamma * (W - I) x_hat_{k+1}
+    .. math::
+
+        x_{k+1/2} &= x_k - \mathrm{lr}\, g(x_k) \\
+        q_k &= Q(x_{k+1/2} - \hat x_k) \qquad \text{(the only message: } q_k \text{, compressed)} \\
+        \hat x_{k+1} &= \hat x_k + q_k / (1 + \omega) \\
+        x_{k+1} &= x_{k+1/2} + \gamma (W - I) \hat x_{k+1}
 
     ``omega`` is the variance bound of an unbiased compression (QSGD, rescaled rand-k; 0 for the biased ones):
     the paper's rescaling that makes it a contraction.

@@ -12,19 +12,21 @@ __all__ = ["CompressedPushPull"]
 
 
 class CompressedPushPull(PushPull):
-    """Push-Pull with compressed messages: the models pulled with a row-stochastic ``A``, the gradient trackers
+    r"""Push-Pull with compressed messages: the models pulled with a row-stochastic ``A``, the gradient trackers
     pushed with a column-stochastic ``C``, every message the compressed difference to a reference point.
 
     Each node keeps reference points ``h`` of its model and tracker and their mixtures ``h_w`` (which it can
-    follow from the compressed messages it receives). Implements, with ``Q`` the compression of the network's
-    messages (``Q_A`` on ``A``'s links, ``Q_C`` on ``C``'s), ``y_0 = g(x_0)``, ``h = h_w = 0``::
+    follow from the compressed messages it receives). Implements, with :math:`Q` the compression of the network's
+    messages (:math:`Q_A` on ``A``'s links, :math:`Q_C` on ``C``'s), :math:`y_0 = g(x_0)`, :math:`h = h_w = 0`:
 
-        q_x = Q_A(x_k - h_x)                 x_hat = h_x + q_x    x_hat_w = h_xw + A q_x
-        h_x  <- (1 - a) h_x  + a x_hat       h_xw  <- (1 - a) h_xw + a x_hat_w
-        x_{k+1} = x_k - gamma (x_hat - x_hat_w) - lr * y_k
-        q_y = Q_C(y_k - h_y)                 y_hat = h_y + q_y    y_hat_w = h_yw + C q_y
-        h_y  <- (1 - a) h_y  + a y_hat       h_yw  <- (1 - a) h_yw + a y_hat_w
-        y_{k+1} = y_k - gamma (y_hat - y_hat_w) + g(x_{k+1}) - g(x_k)
+    .. math::
+
+        q_x &= Q_A(x_k - h_x), \quad \hat x = h_x + q_x, \quad \hat x_w = h_{xw} + A q_x \\
+        h_x &\leftarrow (1 - a) h_x + a \hat x, \quad h_{xw} \leftarrow (1 - a) h_{xw} + a \hat x_w \\
+        x_{k+1} &= x_k - \gamma (\hat x - \hat x_w) - \mathrm{lr}\, y_k \\
+        q_y &= Q_C(y_k - h_y), \quad \hat y = h_y + q_y, \quad \hat y_w = h_{yw} + C q_y \\
+        h_y &\leftarrow (1 - a) h_y + a \hat y, \quad h_{yw} \leftarrow (1 - a) h_{yw} + a \hat y_w \\
+        y_{k+1} &= y_k - \gamma (\hat y - \hat y_w) + g(x_{k+1}) - g(x_k)
 
     (Song, Shi, Pu & Yan, "Compressed Gradient Tracking for Decentralized Optimization over General Directed
     Networks", IEEE TSP 2022, arXiv:2106.07243, the CPP algorithm as we transcribe it: reference points moved by

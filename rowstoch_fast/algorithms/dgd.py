@@ -8,11 +8,13 @@ __all__ = ["DGD"]
 
 
 class DGD(Optimizer):
-    """Decentralized gradient descent with a doubly stochastic ``W`` (combine then adapt).
+    r"""Decentralized gradient descent with a doubly stochastic ``W`` (combine then adapt).
 
-    Implements::
+    Implements:
 
-        x_{k+1} = W x_k - lr * g(x_k)
+    .. math::
+
+        x_{k+1} = W x_k - \mathrm{lr}\, g(x_k)
 
     With a constant step it reaches a neighbourhood of the minimiser of ``(1/n) sum_i f_i`` of size O(lr)
     (Yuan, Ling & Yin 2016); the exact methods of an undirected network (:class:`~rowstoch_fast.EXTRA`,

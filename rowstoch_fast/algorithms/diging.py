@@ -8,12 +8,14 @@ __all__ = ["DIGing"]
 
 
 class DIGing(Optimizer):
-    """DIGing: distributed inexact gradient tracking with a doubly stochastic ``W``.
+    r"""DIGing: distributed inexact gradient tracking with a doubly stochastic ``W``.
 
-    Implements, with ``y_0 = g(x_0)``::
+    Implements, with :math:`y_0 = g(x_0)`:
 
-        x_{k+1} = W x_k - lr * y_k
-        y_{k+1} = W y_k + g(x_{k+1}) - g(x_k)
+    .. math::
+
+        x_{k+1} &= W x_k - \mathrm{lr}\, y_k \\
+        y_{k+1} &= W y_k + g(x_{k+1}) - g(x_k)
 
     ``1^T y_k = 1^T g(x_k)`` at every ``k``, so a constant step converges to the minimiser of
     ``(1/n) sum_i f_i`` itself (linearly for strongly convex ``f``). ``x_k`` and ``y_k`` travel in the same

@@ -10,25 +10,28 @@ __all__ = ["DiNNO"]
 
 
 class DiNNO(LocalSteps, Optimizer):
-    """DiNNO: the consensus ADMM whose local problem is solved approximately by ``B`` gradient steps.
+    r"""DiNNO: the consensus ADMM whose local problem is solved approximately by ``B`` gradient steps.
 
     Implements the reference's Algorithm 1 with each link weighted by ``w_ij`` (``d_i = sum_{j != i} w_ij``, so
     ``sum_j w_ij (x_i - x_j) = (x - W x)_i``), ``p_0 = 0``, and one local gradient step per iteration; a round
-    ``r`` starts by sending ``x_r`` (a communication round at the first of every ``B`` iterations)::
+    ``r`` starts by sending ``x_r`` (a communication round at the first of every ``B`` iterations):
 
-        p_{r+1}   = p_r + rho (x_r - W x_r)
-        psi_0     = x_r
-        psi_{s+1} = psi_s - lr * (g(psi_s) + p_{r+1} + 2 rho sum_j w_ij (psi_s - (x_r,i + x_r,j) / 2))
-        x_{r+1}   = psi_B
+    .. math::
 
-    (``2 rho sum_j w_ij (psi - (x_i + x_j) / 2) = rho (2 d_i psi - d_i x_i - (W x)_i + w_ii x_i)``). The model the
-    optimizer shows is the current iterate ``psi``. decent-bench's DiNNO as documented (the unweighted neighbour
-    sums, ``rho``) is this class on ``W = I - L / kappa`` with ``penalty = kappa rho``, its round ``r`` this class's
-    iteration ``r B`` (equal to 1e-14 over 1,000 rounds with its sums done out of place: decent-bench 0.3.0's
-    shipped DiNNO adds received messages in place and diverges; bench/decent_bench_vr.py). Converges to the minimiser of
-    ``(1/n) sum_i f_i`` for convex ``f_i`` when the local steps solve the local problems well enough (``lr`` small,
-    ``B`` large enough); the reference trains neural networks with it. Gradients and rounds are counted apart, as
-    for :class:`~rowstoch_fast.LocalDSGD`.
+        p_{r+1} &= p_r + \rho (x_r - W x_r) \\
+        \psi_0 &= x_r \\
+        \psi_{s+1} &= \psi_s - \mathrm{lr}\, \Big(g(\psi_s) + p_{r+1}
+            + 2 \rho \sum_{j \ne i} w_{ij} \big(\psi_s - (x_{r,i} + x_{r,j}) / 2\big)\Big) \\
+        x_{r+1} &= \psi_B
+
+    (``2 rho sum_{j != i} w_ij (psi - (x_i + x_j) / 2) = rho (2 d_i psi - d_i x_i - (W x)_i + w_ii x_i)``). The
+    model the optimizer shows is the current iterate ``psi``. decent-bench's DiNNO as documented (the unweighted
+    neighbour sums, ``rho``) is this class on ``W = I - L / kappa`` with ``penalty = kappa rho``, its round ``r``
+    this class's iteration ``r B`` (equal to 1e-14 over 1,000 rounds with its sums done out of place: decent-bench
+    0.3.0's shipped DiNNO adds received messages in place and diverges; bench/decent_bench_vr.py). Converges to the
+    minimiser of ``(1/n) sum_i f_i`` for convex ``f_i`` when the local steps solve the local problems well enough
+    (``lr`` small, ``B`` large enough); the reference trains neural networks with it. Gradients and rounds are
+    counted apart, as for :class:`~rowstoch_fast.LocalDSGD`.
 
     Parameters
     ----------

@@ -9,16 +9,18 @@ __all__ = ["DLM"]
 
 
 class DLM(Optimizer):
-    """DLM: the decentralized ADMM with its local problem linearized, a first-order primal-dual method.
+    r"""DLM: the decentralized ADMM with its local problem linearized, a first-order primal-dual method.
 
     Implements, with the weighted Laplacian ``L = I - W`` (``(L x)_i = sum_j w_ij (x_i - x_j)`` in exact
     arithmetic: each link's consensus constraint penalised by ``c w_ij``; computed as ``x - W x``), the dual
-    ``alpha_0 = 0`` and a uniform step ``lr``::
+    :math:`\alpha_0 = 0` and a uniform step ``lr``:
 
-        iteration 0:  s_0 = L x_0                                    (a communication round, no gradient)
-        x_{k+1}     = x_k - lr * (g(x_k) + c * s_k + alpha_k)
-        s_{k+1}     = L x_{k+1}                                      (one round)
-        alpha_{k+1} = alpha_k + c * s_{k+1}
+    .. math::
+
+        s_0 &= L x_0 \qquad \text{(iteration 0: a communication round, no gradient)} \\
+        x_{k+1} &= x_k - \mathrm{lr}\, (g(x_k) + c\, s_k + \alpha_k) \\
+        s_{k+1} &= L x_{k+1} \qquad \text{(one round)} \\
+        \alpha_{k+1} &= \alpha_k + c\, s_{k+1}
 
     The reference's update ``x_{k+1} = x_k - (g + c L x_k + alpha_k) / (2 c d_i + rho)`` with the unweighted
     Laplacian is this one with ``L`` scaled and a step ``lr = 1 / (2 c d_i + rho)``: on a regular graph with

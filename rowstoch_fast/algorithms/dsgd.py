@@ -8,11 +8,13 @@ __all__ = ["DSGD"]
 
 
 class DSGD(Optimizer):
-    """Decentralized SGD with a row-stochastic ``A`` and no correction.
+    r"""Decentralized SGD with a row-stochastic ``A`` and no correction.
 
-    Implements (adapt then combine)::
+    Implements (adapt then combine):
 
-        x_{k+1} = A (x_k - lr * g(x_k))
+    .. math::
+
+        x_{k+1} = A (x_k - \mathrm{lr}\, g(x_k))
 
     It converges to a neighbourhood of the minimiser of the **pi-weighted**
     problem ``sum_i pi_i f_i``, not of ``(1/n) sum_i f_i``: the bias that the

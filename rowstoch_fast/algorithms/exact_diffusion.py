@@ -8,13 +8,15 @@ __all__ = ["ExactDiffusion"]
 
 
 class ExactDiffusion(Optimizer):
-    """Exact Diffusion: adapt, correct, combine, with ``W_bar = (I + W) / 2``.
+    r"""Exact Diffusion: adapt, correct, combine, with ``W_bar = (I + W) / 2``.
 
-    Implements, with ``psi_0 = x_0``::
+    Implements, with :math:`\bar W = (I + W) / 2` and :math:`\psi_0 = x_0`:
 
-        psi_{k+1} = x_k - lr * g(x_k)                 (adapt)
-        phi_{k+1} = psi_{k+1} + x_k - psi_k           (correct)
-        x_{k+1}   = W_bar phi_{k+1}                   (combine)
+    .. math::
+
+        \psi_{k+1} &= x_k - \mathrm{lr}\, g(x_k) \qquad \text{(adapt)} \\
+        \phi_{k+1} &= \psi_{k+1} + x_k - \psi_k \qquad \text{(correct)} \\
+        x_{k+1} &= \bar W \phi_{k+1} \qquad \text{(combine)}
 
     Eliminating ``psi`` gives, from the second step on,
     ``x_{k+2} = W_bar (2 x_{k+1} - x_k - lr (g(x_{k+1}) - g(x_k)))``: the recursion of

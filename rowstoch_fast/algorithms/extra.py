@@ -8,12 +8,14 @@ __all__ = ["EXTRA"]
 
 
 class EXTRA(Optimizer):
-    """EXTRA: decentralized gradient descent with the correction that makes a constant step exact.
+    r"""EXTRA: decentralized gradient descent with the correction that makes a constant step exact.
 
-    Implements, with ``W_tilde = (I + W) / 2`` and the usual first step::
+    Implements, with :math:`\tilde W = (I + W) / 2` and the usual first step:
 
-        x_1     = W x_0 - lr * g(x_0)
-        x_{k+2} = (I + W) x_{k+1} - W_tilde x_k - lr * (g(x_{k+1}) - g(x_k))
+    .. math::
+
+        x_1 &= W x_0 - \mathrm{lr}\, g(x_0) \\
+        x_{k+2} &= (I + W) x_{k+1} - \tilde W x_k - \mathrm{lr}\, (g(x_{k+1}) - g(x_k))
 
     One round per iteration (``W x_k`` is kept from the step before); converges to the minimiser of
     ``(1/n) sum_i f_i`` (linearly for strongly convex ``f``, for ``lr`` below about ``lambda_min(W_tilde) / L``).

@@ -8,12 +8,14 @@ __all__ = ["FROST"]
 
 
 class FROST(PullDiagGT):
-    """FROST: Fast Row-stochastic Optimization with uncoordinated STep-sizes.
+    r"""FROST: Fast Row-stochastic Optimization with uncoordinated STep-sizes.
 
-    Implements, with ``D_k = Diag(A^k)`` (``D_0 = I``) and ``y_0 = g(x_0)``::
+    Implements, with :math:`D_k = \mathrm{Diag}(A^k)` (:math:`D_0 = I`) and :math:`y_0 = g(x_0)`:
 
-        x_{k+1} = A x_k - lr * y_k
-        y_{k+1} = A y_k + D_{k+1}^{-1} g(x_{k+1}) - D_k^{-1} g(x_k)
+    .. math::
+
+        x_{k+1} &= A x_k - \mathrm{lr}\, y_k \\
+        y_{k+1} &= A y_k + D_{k+1}^{-1} g(x_{k+1}) - D_k^{-1} g(x_k)
 
     It is :class:`PullDiagGT` with ``form="frost"`` and one gossip round: the
     same tracker, the same backends. ``lr`` may be one step size per node

@@ -12,15 +12,18 @@ __all__ = ["GTSAGA"]
 
 
 class GTSAGA(Optimizer):
-    """GT-SAGA: DIGing's gradient tracking fed with SAGA's variance-reduced gradient estimates.
+    r"""GT-SAGA: DIGing's gradient tracking fed with SAGA's variance-reduced gradient estimates.
 
     For ``f_i = (1/m) sum_l f_il``, node ``i`` keeps a table of the last gradient of each of its ``m``
     samples (at the point ``z_il`` where it was computed) and their mean. Per iteration it draws one sample
-    ``s`` uniformly; with ``y_0 = g_0 = grad f_i(x_0)`` and every ``z_il = x_0``::
+    ``s`` uniformly; with :math:`y_0 = g_0 = \nabla f_i(x_0)` and every :math:`z_{il} = x_0`:
 
-        x_{k+1} = W x_k - lr * y_k
-        g_{k+1} = grad f_is(x_{k+1}) - grad f_is(z_is) + (1/m) sum_l grad f_il(z_il),   then z_is = x_{k+1}
-        y_{k+1} = W y_k + g_{k+1} - g_k
+    .. math::
+
+        x_{k+1} &= W x_k - \mathrm{lr}\, y_k \\
+        g_{k+1} &= \nabla f_{is}(x_{k+1}) - \nabla f_{is}(z_{is}) + \frac{1}{m} \sum_l \nabla f_{il}(z_{il}),
+            \qquad \text{then } z_{is} = x_{k+1} \\
+        y_{k+1} &= W y_k + g_{k+1} - g_k
 
     ``g_k`` is an unbiased estimate of ``grad f_i(x_k)`` whose variance vanishes as the iterates converge, so a
     constant step converges linearly to the minimiser itself on a smooth strongly convex finite sum, where

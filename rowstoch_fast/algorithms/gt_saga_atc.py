@@ -8,16 +8,20 @@ __all__ = ["GTSAGAATC"]
 
 
 class GTSAGAATC(GTSAGA):
-    """GT-SAGA, adapt then combine: both the tracker and the model mix after their local update, and the table is
+    r"""GT-SAGA, adapt then combine: both the tracker and the model mix after their local update, and the table is
     refreshed from a second draw at the new point.
 
-    With the table of every sample's gradient at ``x_0``, its mean, ``y_0 = 0`` and ``g_{-1} = 0``, per
-    iteration (one sample per node and draw, uniformly)::
+    With the table :math:`z_{il}` of every sample's gradient at :math:`x_0`, its mean, :math:`y_0 = 0` and
+    :math:`g_{-1} = 0`, per iteration (one sample per node and draw, uniformly):
 
-        g_k     = grad f_is(x_k) - z_is + (1/m) sum_l z_il          (a fresh draw s at x_k)
-        y_{k+1} = W (y_k + g_k - g_{k-1})
-        x_{k+1} = W (x_k - lr * y_{k+1})
-        z_is'   = grad f_is'(x_{k+1})                                (a second fresh draw s', the table refreshed)
+    .. math::
+
+        g_k &= \nabla f_{is}(x_k) - z_{is} + \frac{1}{m} \sum_l z_{il}
+            \qquad \text{(a fresh draw } s \text{ at } x_k \text{)} \\
+        y_{k+1} &= W (y_k + g_k - g_{k-1}) \\
+        x_{k+1} &= W (x_k - \mathrm{lr}\, y_{k+1}) \\
+        z_{is'} &= \nabla f_{is'}(x_{k+1})
+            \qquad \text{(a second fresh draw } s' \text{, the table refreshed)}
 
     :class:`GTSAGA` is the reference's form (``x+ = W x - lr y``, one draw, the estimate's own sample refreshing the
     table); this one takes two sample gradients per iteration, the estimate's and the refresh's, both unbiased, as

@@ -12,15 +12,19 @@ __all__ = ["GTSARAH"]
 
 
 class GTSARAH(Optimizer):
-    """GT-SARAH: gradient tracking fed with SARAH's recursive gradient estimates.
+    r"""GT-SARAH: gradient tracking fed with SARAH's recursive gradient estimates.
 
     For ``f_i = (1/m) sum_l f_il``, an outer loop of ``q + 1`` iterations starts with the full local gradient and
-    then updates the estimate recursively from one sample per node, drawn uniformly; with ``y_0 = v_0 = 0``::
+    then updates the estimate recursively from one sample per node, drawn uniformly; with :math:`y_0 = v_0 = 0`:
 
-        v_{k+1} = grad f_i(x_k)                                          if k % (q + 1) == 0  (m samples)
-                  grad f_is(x_k) - grad f_is(x_{k-1}) + v_k              otherwise            (2 samples)
-        y_{k+1} = W y_k + v_{k+1} - v_k
-        x_{k+1} = W x_k - lr * y_{k+1}
+    .. math::
+
+        v_{k+1} &= \begin{cases}
+            \nabla f_i(x_k) & \text{if } k \bmod (q + 1) = 0 \quad (m \text{ samples}) \\
+            \nabla f_{is}(x_k) - \nabla f_{is}(x_{k-1}) + v_k & \text{otherwise} \quad (2 \text{ samples})
+        \end{cases} \\
+        y_{k+1} &= W y_k + v_{k+1} - v_k \\
+        x_{k+1} &= W x_k - \mathrm{lr}\, y_{k+1}
 
     (an outer loop of ``q + 1`` state updates, the full-gradient one and ``q`` recursive ones, as decent-bench
     0.3.0 counts them; it takes a whole outer loop per iteration, this class one state update). The estimate's error is reset every outer loop and shrinks with the steps inside it, so a constant

@@ -13,16 +13,19 @@ __all__ = ["GTSVRG"]
 
 
 class GTSVRG(Optimizer):
-    """GT-SVRG: DIGing's gradient tracking fed with SVRG's variance-reduced gradient estimates.
+    r"""GT-SVRG: DIGing's gradient tracking fed with SVRG's variance-reduced gradient estimates.
 
-    For ``f_i = (1/m) sum_l f_il``, node ``i`` keeps a snapshot ``tau_i`` and its full local gradient, refreshed
-    every ``T`` iterations (the outer loop); per iteration it draws one sample ``s`` uniformly. With
-    ``tau = x_0`` and ``y_0 = v_0 = grad f_i(x_0)``::
+    For ``f_i = (1/m) sum_l f_il``, node ``i`` keeps a snapshot :math:`\tau_i` and its full local gradient,
+    refreshed every ``T`` iterations (the outer loop); per iteration it draws one sample ``s`` uniformly. With
+    :math:`\tau = x_0` and :math:`y_0 = v_0 = \nabla f_i(x_0)`:
 
-        x_{k+1} = W x_k - lr * y_k
-        if (k + 1) % T == 0:   tau = x_{k+1},  full = grad f_i(tau)         (m sample gradients)
-        v_{k+1} = grad f_is(x_{k+1}) - grad f_is(tau) + full
-        y_{k+1} = W y_k + v_{k+1} - v_k
+    .. math::
+
+        x_{k+1} &= W x_k - \mathrm{lr}\, y_k \\
+        (\tau, \mathrm{full}) &\leftarrow (x_{k+1}, \nabla f_i(x_{k+1})) \quad \text{if } (k + 1) \bmod T = 0
+            \qquad (m \text{ sample gradients}) \\
+        v_{k+1} &= \nabla f_{is}(x_{k+1}) - \nabla f_{is}(\tau) + \mathrm{full} \\
+        y_{k+1} &= W y_k + v_{k+1} - v_k
 
     Like :class:`~rowstoch_fast.GTSAGA` it converges linearly to the minimiser with a constant step on a smooth
     strongly convex finite sum, with memory of two blocks per node instead of SAGA's ``m``, at the price of a

@@ -12,15 +12,22 @@ __all__ = ["KGT"]
 
 
 class KGT(LocalSteps, Optimizer):
-    """K-GT: local steps corrected by a tracked gradient difference, so the drift of heterogeneous data cancels.
+    r"""K-GT: local steps corrected by a tracked gradient difference, so the drift of heterogeneous data cancels.
 
     Implements the reference's Algorithm 1 with one local gradient step per iteration ``t`` (round
-    ``r = t // K``, local step ``t % K``), ``c_0 = 0``::
+    ``r = t // K``, local step ``t % K``), :math:`c_0 = 0`:
 
-        x_{t+1}  = x_t - lr * (g(x_t) + c_r)                       (a local step)
-        at the round's last step, with x_r the model at the round's start and u = x_r - x_{t+1} (= K lr z_r):
-        c_{r+1}  = c_r - (u - W u) / (K lr)                          (c - z + W z)
-        x_{t+1}  = W (x_r - lr_s * u)                                (x_r - K lr_s lr z)
+    .. math::
+
+        x_{t+1} = x_t - \mathrm{lr}\, (g(x_t) + c_r) \qquad \text{(a local step)}
+
+    and at the round's last step, with :math:`x_r` the model at the round's start and
+    :math:`u = x_r - x_{t+1}` (:math:`= K\, \mathrm{lr}\, z_r`):
+
+    .. math::
+
+        c_{r+1} &= c_r - (u - W u) / (K\, \mathrm{lr}) \qquad (= c_r - z_r + W z_r) \\
+        x_{t+1} &= W (x_r - \mathrm{lr}_s\, u) \qquad (= W (x_r - K\, \mathrm{lr}_s\, \mathrm{lr}\, z_r))
 
     The round sends two blocks (``x_r - lr_s u`` and ``z``), counted as one message of ``2 d`` values per link.
     With ``K = 1`` and ``lr_s = 1`` it is gradient tracking ``x+ = W (x - lr y)``, ``y+ = W y + g(x+) - g(x)``

@@ -10,14 +10,17 @@ __all__ = ["LED"]
 
 
 class LED(LocalSteps, Optimizer):
-    """Local Exact-Diffusion: exact diffusion with ``tau`` local primal steps per communication round.
+    r"""Local Exact-Diffusion: exact diffusion with ``tau`` local primal steps per communication round.
 
     Implements the reference's Algorithm 1 with one local gradient step per iteration ``t`` (round
-    ``r = t // tau``), ``y_0 = 0``, ``phi`` starting each round at the model ``x_r``::
+    ``r = t // tau``), :math:`y_0 = 0`, :math:`\phi` starting each round at the model :math:`x_r`:
 
-        phi_{s+1} = phi_s - lr * g(phi_s) - beta * y_r          (s = 0 .. tau - 1, phi_0 = x_r)
-        x_{r+1}   = W phi_tau                                   (a communication round)
-        y_{r+1}   = y_r + phi_tau - x_{r+1}
+    .. math::
+
+        \phi_{s+1} &= \phi_s - \mathrm{lr}\, g(\phi_s) - \beta\, y_r
+            \qquad (s = 0, \dots, \tau - 1, \ \phi_0 = x_r) \\
+        x_{r+1} &= W \phi_\tau \qquad \text{(a communication round)} \\
+        y_{r+1} &= y_r + \phi_\tau - x_{r+1}
 
     The model ``x`` the optimizer shows is the node's current iterate, as for the other local-update methods:
     ``phi_s`` inside a round, ``x_{r+1}`` after its last step (where the gradients are taken, what ``ask``

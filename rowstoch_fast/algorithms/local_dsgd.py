@@ -9,14 +9,18 @@ __all__ = ["LocalDSGD"]
 
 
 class LocalDSGD(LocalSteps, Optimizer):
-    """Decentralized SGD with local updates: every node takes ``K`` gradient steps on its own, then the nodes
+    r"""Decentralized SGD with local updates: every node takes ``K`` gradient steps on its own, then the nodes
     gossip once.
 
-    Implements, with one gradient step per iteration ``t`` (from 0)::
+    Implements, with one gradient step per iteration :math:`t` (from 0):
 
-        v_t     = x_t - lr * g(x_t)
-        x_{t+1} = A v_t     if (t + 1) % K == 0      (a communication round)
-                  v_t       otherwise                 (a local step)
+    .. math::
+
+        v_t &= x_t - \mathrm{lr}\, g(x_t) \\
+        x_{t+1} &= \begin{cases}
+            A v_t & \text{if } (t + 1) \bmod K = 0 \quad \text{(a communication round)} \\
+            v_t & \text{otherwise} \quad \text{(a local step)}
+        \end{cases}
 
     With ``K = 1`` this is :class:`~rowstoch_fast.DSGD` (``x+ = A (x - lr g(x))``; a test checks it). Over a
     doubly stochastic ``W`` it is the local decentralized SGD of the reference's unified analysis (its

@@ -8,12 +8,14 @@ __all__ = ["NIDS"]
 
 
 class NIDS(Optimizer):
-    """NIDS: an exact method whose step size does not depend on the network.
+    r"""NIDS: an exact method whose step size does not depend on the network.
 
-    Implements, with ``W_tilde = (I + W) / 2`` and the usual first step::
+    Implements, with :math:`\tilde W = (I + W) / 2` and the usual first step:
 
-        x_1     = x_0 - lr * g(x_0)
-        x_{k+2} = W_tilde (2 x_{k+1} - x_k - lr * (g(x_{k+1}) - g(x_k)))
+    .. math::
+
+        x_1 &= x_0 - \mathrm{lr}\, g(x_0) \\
+        x_{k+2} &= \tilde W (2 x_{k+1} - x_k - \mathrm{lr}\, (g(x_{k+1}) - g(x_k)))
 
     Converges for ``lr < 2 / L`` on any connected undirected graph (the centralized method's bound). From its
     second step on, this is the recursion of :class:`~rowstoch_fast.ExactDiffusion` with the same

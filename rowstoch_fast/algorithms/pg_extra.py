@@ -8,13 +8,16 @@ __all__ = ["PGEXTRA"]
 
 
 class PGEXTRA(Optimizer):
-    """PG-EXTRA: the proximal-gradient EXTRA, exact on composite problems ``(1/n) sum_i f_i(x) + r(x)``.
+    r"""PG-EXTRA: the proximal-gradient EXTRA, exact on composite problems ``(1/n) sum_i f_i(x) + r(x)``.
 
-    Implements, with ``W_tilde = (I + W) / 2`` (the paper's recommended choice) and ``prox = prox_{lr r}``::
+    Implements, with :math:`\tilde W = (I + W) / 2` (the paper's recommended choice) and
+    :math:`\mathrm{prox} = \mathrm{prox}_{\mathrm{lr}\, r}`:
 
-        z_1     = W x_0 - lr * g(x_0)
-        z_{k+2} = W x_{k+1} + z_{k+1} - W_tilde x_k - lr * (g(x_{k+1}) - g(x_k))
-        x_k     = prox(z_k)
+    .. math::
+
+        z_1 &= W x_0 - \mathrm{lr}\, g(x_0) \\
+        z_{k+2} &= W x_{k+1} + z_{k+1} - \tilde W x_k - \mathrm{lr}\, (g(x_{k+1}) - g(x_k)) \\
+        x_k &= \mathrm{prox}(z_k)
 
     (the paper's eqs. (3a)-(3b), ``z_k`` its ``x^{k+1/2}``). Without a regularizer ``z_k = x_k`` and this is
     :class:`~rowstoch_fast.EXTRA` (a test checks it iterate by iterate). One round per iteration (``W x_k`` is kept

@@ -9,15 +9,18 @@ __all__ = ["ProxExactDiffusion"]
 
 
 class ProxExactDiffusion(Optimizer):
-    """Exact Diffusion with a proximal step, as the unified primal-dual algorithm (PUDA) of Alghunaim et al.
+    r"""Exact Diffusion with a proximal step, as the unified primal-dual algorithm (PUDA) of Alghunaim et al.
     writes it with ``A = W_bar = (I + W) / 2``, ``B^2 = I - W_bar`` and ``C = 0``.
 
     PUDA's ``z_k = x_{k-1} - lr g(x_{k-1}) - B y_{k-1}``, ``y_k = y_{k-1} + B z_k``, ``x_k = prox(A z_k)``, with
-    ``q = B y`` in place of the dual ``y`` (no square root of a matrix is formed), ``q_0 = 0``::
+    ``q = B y`` in place of the dual ``y`` (no square root of a matrix is formed), :math:`q_0 = 0` and
+    :math:`\bar W = (I + W) / 2`:
 
-        z_{k+1} = x_k - lr * g(x_k) - q_k
-        q_{k+1} = q_k + z_{k+1} - W_bar z_{k+1}
-        x_{k+1} = prox(W_bar z_{k+1}),        prox = prox_{lr r}
+    .. math::
+
+        z_{k+1} &= x_k - \mathrm{lr}\, g(x_k) - q_k \\
+        q_{k+1} &= q_k + z_{k+1} - \bar W z_{k+1} \\
+        x_{k+1} &= \mathrm{prox}(\bar W z_{k+1}), \qquad \mathrm{prox} = \mathrm{prox}_{\mathrm{lr}\, r}
 
     Without a regularizer this is :class:`~rowstoch_fast.ExactDiffusion` (eliminating ``q`` gives its recursion
     ``x_{k+2} = W_bar (2 x_{k+1} - x_k - lr (g(x_{k+1}) - g(x_k)))`` and first step ``x_1 = W_bar (x_0 - lr

@@ -9,14 +9,16 @@ __all__ = ["ProxNIDS"]
 
 
 class ProxNIDS(Optimizer):
-    """NIDS as its paper states it: the proximal method with network-independent step sizes.
+    r"""NIDS as its paper states it: the proximal method with network-independent step sizes.
 
-    Implements the paper's Algorithm 1 with ``W_tilde = (I + W) / 2`` (its ``c = 1/2``; the choice of
-    :class:`~rowstoch_fast.NIDS`) and ``prox = prox_{lr r}``::
+    Implements the paper's Algorithm 1 with :math:`\tilde W = (I + W) / 2` (its ``c = 1/2``; the choice of
+    :class:`~rowstoch_fast.NIDS`) and :math:`\mathrm{prox} = \mathrm{prox}_{\mathrm{lr}\, r}`:
 
-        z_1     = x_0 - lr * g(x_0)
-        z_{k+2} = z_{k+1} - x_{k+1} + W_tilde (2 x_{k+1} - x_k - lr * (g(x_{k+1}) - g(x_k)))
-        x_k     = prox(z_k)
+    .. math::
+
+        z_1 &= x_0 - \mathrm{lr}\, g(x_0) \\
+        z_{k+2} &= z_{k+1} - x_{k+1} + \tilde W (2 x_{k+1} - x_k - \mathrm{lr}\, (g(x_{k+1}) - g(x_k))) \\
+        x_k &= \mathrm{prox}(z_k)
 
     Without a regularizer ``z_k = x_k`` and this is :class:`~rowstoch_fast.NIDS` (a test checks it). Converges for
     ``lr < 2 / L`` on any connected undirected graph (Theorem 1; linearly when ``f`` is strongly convex). The

@@ -16,15 +16,18 @@ _COIN_KEY = 2**63 - 2
 
 
 class ProxSkip(Optimizer):
-    """Decentralized ProxSkip: every iteration a local gradient step corrected by a control variate; a gossip
+    r"""Decentralized ProxSkip: every iteration a local gradient step corrected by a control variate; a gossip
     round only with probability ``p`` (one coin for the whole network).
 
-    Implements, with ``W_a = I - (I - W) / (2 chi)``, ``y_0 = 0`` and a coin ``theta_t`` that is 1 with
-    probability ``p``::
+    Implements, with :math:`W_a = I - (I - W) / (2 \chi)`, :math:`y_0 = 0` and a coin :math:`\theta_t` that is 1
+    with probability :math:`p`:
 
-        z_t     = x_t - lr * g(x_t) - y_t
-        theta_t = 1:   x_{t+1} = W_a z_t,   y_{t+1} = y_t + beta (z_t - x_{t+1})      (a communication round)
-        theta_t = 0:   x_{t+1} = z_t,       y_{t+1} = y_t                             (a local step)
+    .. math::
+
+        z_t &= x_t - \mathrm{lr}\, g(x_t) - y_t \\
+        \theta_t = 1 &: \quad x_{t+1} = W_a z_t, \quad y_{t+1} = y_t + \beta (z_t - x_{t+1})
+            \qquad \text{(a communication round)} \\
+        \theta_t = 0 &: \quad x_{t+1} = z_t, \quad y_{t+1} = y_t \qquad \text{(a local step)}
 
     This is the reference's decentralized method (its ProxSkip with the consensus constraint's "prox" a gossip
     step, Scaffnew's control variate ``h = -y / lr``) in the form decent-bench 0.3.0 writes it; with

@@ -13,11 +13,13 @@ __all__ = ["PullDiagGD"]
 
 
 class PullDiagGD(Optimizer):
-    """Pull-Diag-GD: decentralized gradient descent with the Pull-Diag correction.
+    r"""Pull-Diag-GD: decentralized gradient descent with the Pull-Diag correction.
 
-    Implements, with ``D_k = Diag(A^k)`` (``D_0 = I``)::
+    Implements, with :math:`D_k = \mathrm{Diag}(A^k)` (:math:`D_0 = I`):
 
-        x_{k+1} = A x_k - lr * D_k^{-1} g(x_k)
+    .. math::
+
+        x_{k+1} = A x_k - \mathrm{lr}\, D_k^{-1} g(x_k)
 
     With a constant ``lr`` it converges to an ``O(lr)`` neighbourhood of the
     minimiser of ``(1/n) sum_i f_i`` (not to it: no gradient tracking).

@@ -21,19 +21,23 @@ def _initial_step_error(node):
 
 
 class PullDiagGT(Optimizer):
-    """(MG-)Pull-Diag-GT: gradient tracking over a row-stochastic network, one ``step`` at a time.
+    r"""(MG-)Pull-Diag-GT: gradient tracking over a row-stochastic network, one ``step`` at a time.
 
-    Implements, for ``t = 0, 1, ...`` (eq. 14; eq. 8 is ``rounds=1``)::
+    Implements, for :math:`t = 0, 1, \dots` (eq. 14; eq. 8 is ``rounds=1``):
 
-        x_{t+1} = A^R (x_t - lr y_t)
-        g_{t+1} = grad_fn(x_{t+1})
-        y_{t+1} = A^R (y_t + D_{t+1}^{-1} g_{t+1} - D_t^{-1} g_t)
+    .. math::
 
-    with ``D_t = Diag(A^(tR))`` (``D_0 = I``) and ``y_0 = g_0 = grad_fn(x_0)``.
-    ``form="frost"`` is the non-ATC form of FROST (Xin, Xi & Khan 2019)::
+        x_{t+1} &= A^R (x_t - \mathrm{lr}\, y_t) \\
+        g_{t+1} &= \mathrm{grad\_fn}(x_{t+1}) \\
+        y_{t+1} &= A^R (y_t + D_{t+1}^{-1} g_{t+1} - D_t^{-1} g_t)
 
-        x_{t+1} = A^R x_t - lr y_t
-        y_{t+1} = A^R y_t + D_{t+1}^{-1} g_{t+1} - D_t^{-1} g_t
+    with :math:`D_t = \mathrm{Diag}(A^{tR})` (:math:`D_0 = I`) and :math:`y_0 = g_0 = \mathrm{grad\_fn}(x_0)`.
+    ``form="frost"`` is the non-ATC form of FROST (Xin, Xi & Khan 2019):
+
+    .. math::
+
+        x_{t+1} &= A^R x_t - \mathrm{lr}\, y_t \\
+        y_{t+1} &= A^R y_t + D_{t+1}^{-1} g_{t+1} - D_t^{-1} g_t
 
     where ``lr`` may also be one step size per node (shape ``(n,)``).
     On the CPU the ATC y phase is one fused compiled kernel; no step allocates.

@@ -10,16 +10,18 @@ __all__ = ["PushDIGing"]
 
 
 class PushDIGing(Optimizer):
-    """Push-DIGing: gradient tracking with push-sum de-biasing over a column-stochastic ``C``.
+    r"""Push-DIGing: gradient tracking with push-sum de-biasing over a column-stochastic ``C``.
 
-    Implements, with ``u_0 = x_0``, ``v_0 = 1``, ``y_0 = g(x_0)`` and ``R``
+    Implements, with :math:`u_0 = x_0`, :math:`v_0 = 1`, :math:`y_0 = g(x_0)` and :math:`R`
     gossip steps per communication phase (``R = 1``: Push-DIGing; ``R > 1``:
-    MG-Push-DIGing, whose ``grad_fn`` then averages ``R`` samples)::
+    MG-Push-DIGing, whose ``grad_fn`` then averages ``R`` samples):
 
-        u_{k+1} = C^R (u_k - lr * y_k)
-        v_{k+1} = C^R v_k
-        x_{k+1} = u_{k+1} / v_{k+1}
-        y_{k+1} = C^R y_k + g(x_{k+1}) - g(x_k)
+    .. math::
+
+        u_{k+1} &= C^R (u_k - \mathrm{lr}\, y_k) \\
+        v_{k+1} &= C^R v_k \\
+        x_{k+1} &= u_{k+1} / v_{k+1} \\
+        y_{k+1} &= C^R y_k + g(x_{k+1}) - g(x_k)
 
     ``x`` (the de-biased model) is what ``opt.x`` shows and ``grad_fn`` sees.
     The push-sum weights ``v_k = C^(kR) 1`` do not depend on the data: once

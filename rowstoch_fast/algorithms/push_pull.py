@@ -8,12 +8,14 @@ __all__ = ["PushPull"]
 
 
 class PushPull(Optimizer):
-    """Push-Pull gradient tracking with a row-stochastic ``A`` and a column-stochastic ``C``.
+    r"""Push-Pull gradient tracking with a row-stochastic ``A`` and a column-stochastic ``C``.
 
-    Implements, with ``y_0 = g(x_0)``::
+    Implements, with :math:`y_0 = g(x_0)`:
 
-        x_{k+1} = A (x_k - lr * y_k)
-        y_{k+1} = C y_k + g(x_{k+1}) - g(x_k)
+    .. math::
+
+        x_{k+1} &= A (x_k - \mathrm{lr}\, y_k) \\
+        y_{k+1} &= C y_k + g(x_{k+1}) - g(x_k)
 
     Parameters
     ----------

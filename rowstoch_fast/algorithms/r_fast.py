@@ -10,21 +10,23 @@ __all__ = ["RFAST"]
 
 
 class RFAST(Optimizer):
-    """Robust gradient tracking over directed links that lose messages (R-FAST, synchronous form).
+    r"""Robust gradient tracking over directed links that lose messages (R-FAST, synchronous form).
 
     Push-Pull's update (:class:`~rowstoch_fast.PushPull`) with both of its exchanges made robust to a lost
     message. Each node sends ``v_j = x_j - lr y_j`` to the nodes that pull from it; a receiver mixes with the
     **last** ``v_j`` that arrived on each link (a buffer ``b_ij``, starting at ``x0_j``). The trackers are
     pushed as **running sums** per link, as in robust push-sum
     (:class:`~rowstoch_fast.RobustGradientPush`): ``p_ij`` is the tracker mass sent on ``j -> i`` and not
-    received yet, and a message that arrives delivers all of it. Per round ``k``, with ``y_0 = g(x_0)``::
+    received yet, and a message that arrives delivers all of it. Per round :math:`k`, with :math:`y_0 = g(x_0)`:
 
-        v_k       = x_k - lr * y_k
-        b_ij      = v_j            where j -> i arrived (self loops always)
-        x_{k+1,i} = sum_j A[i, j] b_ij
-        p_ij     += C[i, j] y_{k,j}                     (every link j -> i, i != j)
-        y_{k+1,i} = C[i, i] y_{k,i} + sum_{j -> i arrived} p_ij + g_i(x_{k+1}) - g_i(x_k),
-                    then p_ij = 0 where it arrived
+    .. math::
+
+        v_k &= x_k - \mathrm{lr}\, y_k \\
+        b_{ij} &= v_{k,j} \qquad \text{where } j \to i \text{ arrived (self loops always)} \\
+        x_{k+1,i} &= \sum_j A_{ij} b_{ij} \\
+        p_{ij} &\leftarrow p_{ij} + C_{ij} y_{k,j} \qquad \text{(every link } j \to i, \ i \ne j \text{)} \\
+        y_{k+1,i} &= C_{ii} y_{k,i} + \sum_{j \to i \text{ arrived}} p_{ij} + g_i(x_{k+1}) - g_i(x_k),
+            \qquad \text{then } p_{ij} = 0 \text{ where it arrived}
 
     The tracker's mass is never lost (``1^T y_k + sum_ij p_ij = 1^T g(x_k)``), so the method stays exact
     under loss where Push-Pull's trackers drift. Without losses it is Push-Pull (to rounding: the buffers are

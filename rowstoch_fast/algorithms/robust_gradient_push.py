@@ -10,18 +10,21 @@ __all__ = ["RobustGradientPush"]
 
 
 class RobustGradientPush(Optimizer):
-    """Gradient-push whose push-sum survives lost messages: each link carries running sums.
+    r"""Gradient-push whose push-sum survives lost messages: each link carries running sums.
 
     SGP's update (:class:`~rowstoch_fast.SGP`), with the push-sum mixing ``(x, w) <- C (x, w)`` replaced by
     running sums per link ``j -> i``: the sender adds its share ``C[i, j] (h_j, w_j)`` to what it has sent
     on that link so far, and the receiver, when a message arrives, takes everything the link has accumulated
     since the last message that arrived (the difference of the two running sums). With ``p_ij`` the mass
-    sent on ``j -> i`` and not yet received, per round::
+    sent on ``j -> i`` and not yet received, per round:
 
-        h_k       = x_k - lr * g(z_k)
-        p_ij     += C[i, j] (h_j, w_j)                       (every link j -> i, i != j)
-        (x, w)_i  = C[i, i] (h_i, w_i) + sum_{j -> i arrived} p_ij,   then p_ij = 0 where it arrived
-        z_{k+1}   = x_{k+1} / w_{k+1}
+    .. math::
+
+        h_k &= x_k - \mathrm{lr}\, g(z_k) \\
+        p_{ij} &\leftarrow p_{ij} + C_{ij} (h_{k,j}, w_{k,j}) \qquad \text{(every link } j \to i, \ i \ne j \text{)} \\
+        (x_{k+1}, w_{k+1})_i &= C_{ii} (h_{k,i}, w_{k,i}) + \sum_{j \to i \text{ arrived}} p_{ij},
+            \qquad \text{then } p_{ij} = 0 \text{ where it arrived} \\
+        z_{k+1} &= x_{k+1} / w_{k+1}
 
     No mass is ever lost (``sum_i (x_i, w_i) + sum_ij p_ij`` is what plain push-sum would hold without
     losses), so the weights do not drain the way SGP's do under loss. Without losses this is SGP exactly.

@@ -9,14 +9,16 @@ __all__ = ["SGP"]
 
 
 class SGP(Optimizer):
-    """SGP: push-sum SGD over a column-stochastic ``C``.
+    r"""SGP: push-sum SGD over a column-stochastic ``C``.
 
-    Implements, with ``x_0 = z_0`` and push-sum weights ``w_0 = 1``::
+    Implements, with :math:`x_0 = z_0` and push-sum weights :math:`w_0 = 1`:
 
-        h_k     = x_k - lr * g(z_k)
-        x_{k+1} = C h_k
-        w_{k+1} = C w_k
-        z_{k+1} = x_{k+1} / w_{k+1}
+    .. math::
+
+        h_k &= x_k - \mathrm{lr}\, g(z_k) \\
+        x_{k+1} &= C h_k \\
+        w_{k+1} &= C w_k \\
+        z_{k+1} &= x_{k+1} / w_{k+1}
 
     The push-sum weights ``w_k = C^k 1`` do not depend on the data: once they
     reach a floating-point fixed point they are no longer mixed (the same

@@ -8,12 +8,14 @@ __all__ = ["WangElia"]
 
 
 class WangElia(Optimizer):
-    """The Wang-Elia method: a proportional-integral consensus loop around gradient descent.
+    r"""The Wang-Elia method: a proportional-integral consensus loop around gradient descent.
 
-    Implements, with ``K = (I - W) / 2`` and ``z_0 = 0``::
+    Implements, with :math:`K = (I - W) / 2` and :math:`z_0 = 0`:
 
-        x_{k+1} = x_k - K (x_k + z_k) - lr * g(x_k)
-        z_{k+1} = z_k + K x_k
+    .. math::
+
+        x_{k+1} &= x_k - K (x_k + z_k) - \mathrm{lr}\, g(x_k) \\
+        z_{k+1} &= z_k + K x_k
 
     (the form decent-bench 0.3.0 computes). The integral state ``z`` accumulates the disagreement, so at a fixed
     point ``K x = 0`` (consensus) and the gradients sum to zero: exact, for ``lr`` small enough. ``x_k + z_k`` and
