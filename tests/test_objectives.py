@@ -145,6 +145,31 @@ def test_batched_repetitions_match_single_ones(small):
         np.testing.assert_array_equal(G[r], small.stochastic_gradient(X[r], 2, seed=1, batches=3, rep_offset=r))
 
 
+@settings(max_examples=40, deadline=None)
+@given(reps=st.integers(1, 9), period=st.integers(0, 10), batches=st.integers(1, 3), d=st.sampled_from([3, 10, 23]),
+       threads=st.sampled_from([1, 2]), subset=st.booleans())
+def test_replicas_that_share_streams_equal_their_own_runs(reps, period, batches, d, threads, subset):
+    """``rep_period`` (a tuner's candidates on common streams): each replica ``c`` is, bit for bit, the run of
+    its own rows on the streams of repetition ``rep_offset + c % period``, whatever the kernel's schedule (it
+    draws a shared mini-batch once for all the replicas that share it), the threads or the nodes asked for."""
+    n, M = 4, 60
+    rng = np.random.default_rng(reps * 100 + period * 10 + d)
+    f = NonconvexLogistic(rng.standard_normal((n * M, d)), np.where(rng.random(n * M) < 0.5, -1.0, 1.0), n,
+                          rho=0.01, batch=7)
+    nodes = [1, 3] if subset else None
+    X = rng.standard_normal((reps, 2 if subset else n, d))
+    before = _core.get_num_threads()
+    try:
+        _core.set_num_threads(threads)
+        G = f.stochastic_gradient(X, 9, seed=4, batches=batches, rep_offset=2, nodes=nodes, rep_period=period)
+    finally:
+        _core.set_num_threads(before)
+    for c in range(reps):
+        own = f.stochastic_gradient(X[c:c + 1], 9, seed=4, batches=batches, nodes=nodes,
+                                    rep_offset=2 + (c % period if period else c))
+        np.testing.assert_array_equal(G[c], own[0])
+
+
 def test_argument_errors():
     with pytest.raises(ValueError, match="divisible"):
         NonconvexLogistic.synthetic(n=3, total=100)
@@ -332,3 +357,26 @@ def test_objectives_without_a_known_minimiser_say_so():
     assert NonconvexLogistic.synthetic(4, total=80, batch=5).optimum() is None
     q = Quadratic.random(5, 3, seed=2)
     np.testing.assert_allclose(q.optimum().x, q.minimizer)
+
+
+def _objectives_for_gradient_at():
+    from rowstoch_fast.composite import L1
+    from rowstoch_fast.objectives import LogisticL2
+
+    yield NonconvexLogistic.synthetic(4, total=400, d=6, batch=10, seed=1, heterogeneity=1.0)
+    yield NonconvexLogistic.synthetic(4, total=400, d=6, batch=10, seed=1, dtype=np.float32)
+    yield LogisticL2.synthetic(4, total=400, d=6, batch=10, seed=2, heterogeneity=1.0)
+    yield Quadratic.random(4, 6, seed=3)
+    yield LeastSquares.synthetic(4, samples_per_node=9, d=6, seed=4)
+    ls = LeastSquares.synthetic(4, samples_per_node=9, d=6, seed=5)
+    yield ls + L1(0.1)
+    yield ls + Quadratic.random(4, 6, seed=6)
+    yield 2.5 * ls
+
+
+@pytest.mark.parametrize("f", list(_objectives_for_gradient_at()), ids=lambda f: type(f).__name__)
+def test_gradient_at_is_the_gradient_of_value_and_gradient_at_bit_for_bit(f):
+    """The records take ``gradient_at`` where they need no values: it must be the same bits."""
+    x = np.random.default_rng(7).standard_normal((3, f.d))
+    np.testing.assert_array_equal(f.gradient_at(x), f.value_and_gradient_at(x)[1])
+    np.testing.assert_array_equal(f.gradient_at(x[0]), f.value_and_gradient_at(x[0])[1])

@@ -371,10 +371,13 @@ class IdentityScratch {
 // (eq. 14b).  Row block r of X is repetition rep_offset + r (rep_offset + r % rep_period with a
 // rep_period > 0: blocks that draw the same streams, a tuner's candidates); row i of a block is
 // global node node_ids[i] (or i when node_ids is null), whose data is H[node M ..].
-// Each thread works through its (row, mini-batch) tasks in order and draws the
-// next task's mini-batch while it differentiates the current one (two
-// permutation buffers in turn): the draws and the random row reads overlap the
-// arithmetic.  The draws depend only on their stream key, not on this schedule.
+// The work is split into units: a node and a stream, with every row block that draws it (one
+// block each without rep_period; reps / rep_period blocks with it, so that a mini-batch shared by
+// several blocks is drawn once and its rows are read from cache for the others).  Each thread works
+// through its (unit, mini-batch) tasks in order and draws the next task's mini-batch while it
+// differentiates the current one's first block (two permutation buffers in turn): the draws and
+// the random row reads overlap the arithmetic.  Every row's sums are the same whatever the
+// schedule: the draws depend only on their stream key, and a row adds its mini-batches in order.
 template <class T>
 void logistic_stochastic_grad(const T H[], const T Y[], std::int64_t m, const std::int64_t* node_ids,
                               std::int64_t M, std::int64_t d, T rho, const T X[], std::int64_t reps,
@@ -382,21 +385,23 @@ void logistic_stochastic_grad(const T H[], const T Y[], std::int64_t m, const st
                               std::uint64_t iteration, std::int64_t rep_offset, T G[],
                               std::int64_t rep_period = 0) {
     const std::int64_t rows = reps * m;
+    const std::int64_t streams = rep_period > 0 && rep_period < reps ? rep_period : reps;  // blocks of a unit: q + k streams
+    const std::int64_t units = streams * m;
     const int threads = threads_for(rows * B * batches * d);
     with_row_length(d, [&](auto D) {
-    for_range(rows, threads, [&](std::int64_t lo, std::int64_t hi) {
+    for_range(units, threads, [&](std::int64_t lo, std::int64_t hi) {
     with_simd_width([&](auto W) ROWSTOCH_INLINE_LAMBDA {
         IdentityScratch perm(2, M);
         std::vector<std::int64_t> swaps(static_cast<std::size_t>(2 * B));
         bool dirty[2] = {false, false};
-        const std::int64_t tasks = (hi - lo) * batches;  // (row, mini-batch) pairs, in order
-        auto node_of = [&](std::int64_t row) { return node_ids ? node_ids[row % m] : row % m; };
+        const std::int64_t tasks = (hi - lo) * batches;  // (unit, mini-batch) pairs, in order
+        auto node_of = [&](std::int64_t unit) { return node_ids ? node_ids[unit % m] : unit % m; };
         auto draw_for = [&](std::int64_t task) {
             const int slot = static_cast<int>(task & 1);
             if (dirty[slot]) restore_identity(perm.data() + slot * M, swaps.data() + slot * B, M, B);
             dirty[slot] = true;
-            const std::int64_t row = lo + task / batches, node = node_of(row);
-            const std::int64_t block = rep_period > 0 ? (row / m) % rep_period : row / m;
+            const std::int64_t unit = lo + task / batches, node = node_of(unit), q = unit / m;
+            const std::int64_t block = rep_period > 0 ? q % rep_period : q;
             const std::uint64_t rep = static_cast<std::uint64_t>(block + rep_offset);
             return MinibatchDraw<T, D>{Stream(stream_key(seed, rep, node, iteration, task % batches)), M, d,
                                     perm.data() + slot * M, swaps.data() + slot * B, H + node * M * d};
@@ -405,23 +410,26 @@ void logistic_stochastic_grad(const T H[], const T Y[], std::int64_t m, const st
             MinibatchDraw<T, D> first = draw_for(0);
             for (std::int64_t b = 0; b < B; ++b) first.step(b);
         }
+        const T weight = T(1) / T(B * batches);
         for (std::int64_t task = 0; task < tasks; ++task) {
-            const std::int64_t row = lo + task / batches, r = task % batches, node = node_of(row);
-            const T* x = X + row * d;
-            T* g = G + row * d;
-            if (r == 0)
-                for (std::int64_t j = 0; j < d; ++j) g[j] = 0;
+            const std::int64_t unit = lo + task / batches, r = task % batches, node = node_of(unit);
             const std::int64_t* idx = perm.data() + (task & 1) * M;
-            const T weight = T(1) / T(B * batches);
-            if (task + 1 < tasks) {
-                MinibatchDraw<T, D> next = draw_for(task + 1);
-                logistic_accumulate<D, W, false>(H + node * M * d, Y + node * M, d, x, idx, B, weight, g,
-                                                 [&](std::int64_t b) { next.step(b); });
-            } else {
-                logistic_accumulate<D, W, false>(H + node * M * d, Y + node * M, d, x, idx, B, weight, g,
-                                                 no_side_job);
+            const T* Hi = H + node * M * d;
+            const T* Yi = Y + node * M;
+            for (std::int64_t row = unit; row < rows; row += streams * m) {  // (unit = q m + i)
+                const T* x = X + row * d;
+                T* g = G + row * d;
+                if (r == 0)
+                    for (std::int64_t j = 0; j < d; ++j) g[j] = 0;
+                if (task + 1 < tasks && row < m * streams) {  // (the unit's first block draws the next task's batch)
+                    MinibatchDraw<T, D> next = draw_for(task + 1);
+                    logistic_accumulate<D, W, false>(Hi, Yi, d, x, idx, B, weight, g,
+                                                     [&](std::int64_t b) { next.step(b); });
+                } else {
+                    logistic_accumulate<D, W, false>(Hi, Yi, d, x, idx, B, weight, g, no_side_job);
+                }
+                if (r == batches - 1) regulariser_grad(d, rho, x, g);
             }
-            if (r == batches - 1) regulariser_grad(d, rho, x, g);
         }
         for (int slot = 0; slot < 2; ++slot)
             if (dirty[slot]) restore_identity(perm.data() + slot * M, swaps.data() + slot * B, M, B);
