@@ -793,6 +793,10 @@ class Composite(_Derived):
         with np.errstate(invalid="ignore"):
             return f + self.regularizer.value(np.asarray(x, dtype=np.float64)), g
 
+    def gradient_at(self, x):
+        """The smooth part's gradient at single points (as :meth:`value_and_gradient_at`'s, without the values)."""
+        return self.smooth.gradient_at(x)
+
     def stationarity(self, x, g):
         """The proximal-gradient residual ``x - prox_r(x - g)`` (``g``: the smooth gradient at or around ``x``)."""
         x = np.asarray(x, dtype=np.float64)
@@ -800,8 +804,7 @@ class Composite(_Derived):
 
     def gradient_norm_at(self, x):
         """``||x - prox_r(x - grad f(x))||`` at single points ``x`` (0 at the minimiser of ``F``)."""
-        _, g = self.smooth.value_and_gradient_at(x)
-        return np.linalg.norm(self.stationarity(x, g), axis=-1)
+        return np.linalg.norm(self.stationarity(x, self.smooth.gradient_at(x)), axis=-1)
 
     def describe(self):
         d = self.smooth.describe()

@@ -420,10 +420,12 @@ def record_metrics(opt, objective, oracle, metrics=METRICS, transform=None):
     out = {}
     with np.errstate(over="ignore", invalid="ignore"):  # a diverging run records inf; _warn_if_growing says so
         if {"suboptimality", "grad_norm_mean"} & wanted:  # one pass at the mean of the node models
-            f_mean, g_mean = _where_finite(objective.value_and_gradient_at, X.mean(axis=1))
-            out["grad_norm_mean"] = np.linalg.norm(objective.stationarity(X.mean(axis=1), g_mean), axis=-1)
             if best is not None:
+                f_mean, g_mean = _where_finite(objective.value_and_gradient_at, X.mean(axis=1))
                 out["suboptimality"] = f_mean - best.value
+            else:  # (the gradient alone: the same bits, no values to compute)
+                g_mean = _where_finite(_gradient_at(objective), X.mean(axis=1))
+            out["grad_norm_mean"] = np.linalg.norm(objective.stationarity(X.mean(axis=1), g_mean), axis=-1)
         if best is not None and "distance" in wanted:
             out["distance"] = np.linalg.norm(X - best.x, axis=-1).mean(axis=-1)
         if {"grad_norm", "loss"} & wanted:
@@ -446,6 +448,12 @@ def record_metrics(opt, objective, oracle, metrics=METRICS, transform=None):
     if extra:
         values.update(_extra_metrics(extra, opt, objective, oracle, X))
     return values
+
+
+def _gradient_at(objective):
+    """``objective.gradient_at``, or the gradient of ``value_and_gradient_at`` for an objective without one."""
+    fn = getattr(objective, "gradient_at", None)
+    return fn if fn is not None else (lambda x: objective.value_and_gradient_at(x)[1])
 
 
 def _test_metrics(objective, x_bar):
