@@ -1194,7 +1194,9 @@ PYBIND11_MODULE(_core, m) {
           py::arg("from_"), py::arg("to"), py::arg("p_bad"), py::arg("p_recover"), py::arg("init") = false,
           py::arg("row_ids") = py::none(), py::arg("col_ids") = py::none(),
           "Advance the Gilbert-Elliott state of every stored entry (bad[q], uint8) to iteration `to` "
-          "(rowstoch_fast.network.Lossy, model='gilbert-elliott').");
+          "(rowstoch_fast.network.Lossy, model='gilbert-elliott'), reading the transitions from `to` backwards: "
+          "about 1 / |p_bad - p_recover| of them an entry, whatever to - from_. Interrupted (Ctrl-C), bad is "
+          "left as it was.");
     m.def("compress", &compress, py::arg("X"), py::arg("out"), py::arg("method"), py::arg("L"), py::arg("param"),
           py::arg("sigma"), py::arg("unbiased"), py::arg("seed"), py::arg("t"), py::arg("r"),
           py::arg("row_ids") = py::none(), py::arg("own") = py::none(),

@@ -342,28 +342,48 @@ def test_ge_advance_in_chunks_is_the_same_chain():
     np.testing.assert_array_equal(bad.astype(bool), _ge_reference(c.indptr, c.indices, t, seed=5))
 
 
-def test_gilbert_elliott_chains_refuse_a_jump_of_days_and_heed_ctrl_c():
-    """Lossy(...).mix(X, t=10**12) advanced every chain from 0 to t (about two days) and ignored Ctrl-C."""
+def test_gilbert_elliott_chains_jump_far_ahead_refuse_what_needs_every_draw_and_heed_ctrl_c():
+    """Lossy(...).mix(X, t=10**12) advanced every chain from 0 to t (about two days) and ignored Ctrl-C; later the
+    bound let 10^12 chain steps through (two hours). The CPU now reads the transitions from t backwards, each
+    entry's state fixed by its last constant transition: t = 10^12 and the last iteration take milliseconds and
+    equal the chains walked in order from 3000 iterations before. With p_bad = p_recover every transition counts:
+    a jump past 10^10 chain steps (a minute) is refused at once, naming t and the bound, and one under it heeds
+    Ctrl-C, leaving the chains as they were."""
+    import time
+
     from rowstoch_fast.network import Lossy
 
+    c = topology.exponential(64).csr
+    for t in (10**12, 2**60 - 1):
+        net = Lossy(topology.exponential(64), 0.5, seed=1, model="gilbert-elliott", p_bad=0.1, p_recover=0.3)
+        start = time.perf_counter()
+        jumped = net.bad_states(c.indptr, c.indices, t).copy()
+        assert time.perf_counter() - start < 5.0  # (milliseconds; two hours before)
+        net.bad_states(c.indptr, c.indices, t - 3000)
+        for s in range(t - 2999, t + 1, 7):  # (in order, a few transitions a call)
+            net.bad_states(c.indptr, c.indices, s)
+        np.testing.assert_array_equal(net.bad_states(c.indptr, c.indices, t), jumped)
     net = Lossy(topology.exponential(64), 0.5, model="gilbert-elliott", p_bad=0.1, p_recover=0.1)
-    with pytest.raises(ValueError, match="t = 1000000000000: the Gilbert-Elliott chains advance one iteration at a"):
-        net.mix(np.ones((64, 2)), t=10**12)
+    with pytest.raises(ValueError, match=r"^t = 1000000000: the Gilbert-Elliott chains advance from their last use "
+                                         r"\(the start\) p_bad = p_recover: .* more than 1e\+10 \(a minute\)"):
+        net.mix(np.ones((64, 2)), t=10**9)
     code = """
         import signal, threading, time, os, numpy as np
-        from rowstoch_fast import topology
-        from rowstoch_fast.network import Lossy
-        net = Lossy(topology.exponential(64), 0.5, model="gilbert-elliott", p_bad=0.1, p_recover=0.1)
+        from rowstoch_fast import _core, topology
+        c = topology.exponential(64).csr
+        bad = np.zeros(c.nnz, np.uint8)
+        _core.ge_advance(c.indptr, c.indices, bad, 0, 0, 40, 0.1, 0.1, init=True)
+        before = bad.copy()
         threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
         start = time.perf_counter()
         try:
-            net.mix(np.ones((64, 2)), t=2 * 10**9)  # ~1e12 chain steps: many minutes
+            _core.ge_advance(c.indptr, c.indices, bad, 0, 41, 2 * 10**7, 0.1, 0.1)  # ~1e10 chain steps: a minute
         except KeyboardInterrupt:
-            print(f"interrupted after {time.perf_counter() - start:.1f} s")
+            print(f"interrupted after {time.perf_counter() - start:.1f} s", (bad == before).all())
     """
     rc, out, err = run_python(code)
     assert rc == 0, err
-    assert out.startswith("interrupted after") and float(out.split()[2]) < 30, out
+    assert out.startswith("interrupted after") and float(out.split()[2]) < 30 and out.split()[4] == "True", out
 
 
 def test_two_threads_sharing_a_bursty_network_get_the_sequential_iterates():
@@ -664,16 +684,18 @@ def test_sign_compression_is_finite_and_exact_up_to_the_largest_double(v):
     np.testing.assert_array_equal(np.sign(out[0]), np.sign(X[0]))
 
 
-def test_rounding_past_the_largest_double_is_infinite_in_the_kernel_and_its_definition():
-    """round(bits < 53) of DBL_MAX is 2^1024: the kernel (CPU and CUDA) gives inf, as IEEE rounding overflows; the
-    definition raised OverflowError("math range error"). Subnormals keep their bits where they have at most
-    `bits` significant ones."""
+def test_rounding_past_the_largest_double_saturates_in_the_kernel_and_its_definition():
+    """round(bits < 53) of DBL_MAX is 2^1024: the definition raised OverflowError("math range error"), then the
+    kernel (CPU and CUDA) and the definition gave inf; a finite message is now sent finite: the largest value of
+    `bits` significant bits, (2^bits - 1) 2^(1024 - bits); an infinite value stays infinite. Subnormals keep their
+    bits where they have at most `bits` significant ones."""
     X = np.array([[MAX64, -MAX64, 5e-324, 3 * 5e-324, 1.0, -2.5e-310, 0.0, np.inf]])
     for bits in (1, 2, 8, 32):
         out = np.empty_like(X)
         core.compress(X, out, 4, 8, bits, 0.0, False, 0, 0, 0)
         np.testing.assert_array_equal(out, ref.compress(X, "round", 8, 0, 0, 0, bits=bits))
-        assert out[0, 0] == np.inf and out[0, 1] == -np.inf and out[0, 2] == 5e-324
+        top = np.ldexp(2.0**bits - 1, 1024 - bits)
+        assert out[0, 0] == top and out[0, 1] == -top and out[0, 2] == 5e-324 and out[0, 7] == np.inf
 
 
 @pytest.mark.parametrize("t", [2**63, 2**64 - 1])
@@ -700,3 +722,28 @@ def test_a_delayed_round_at_t_past_2_63_is_refused_not_a_crash(t):
     assert out.splitlines() == [f"ValueError: t must be below 2^63 (an iteration), got {t}"] * 3, out
     c = topology.exponential(8).csr  # (the last iteration below it still runs)
     assert core.delay_ages(c.indptr, c.indices, 0, 2**63 - 1, 0, 2, layout=(8, 8, 1)).max() < 32
+
+
+@pytest.mark.parametrize("openmp", [False, True], ids=["without-openmp", "with-openmp"])
+def test_every_installed_header_compiles_on_its_own_under_wall_werror(tmp_path, openmp):
+    """Each header of get_include(), included alone, compiles under -Wall -Wextra -Werror with and without
+    -fopenmp: gt.hpp's `#pragma omp simd` was an unknown pragma without OpenMP, so an embedder's -Werror build
+    failed."""
+    import shutil
+
+    cxx = os.environ.get("CXX", "c++")
+    if shutil.which(cxx) is None:
+        pytest.skip(f"no C++ compiler ({cxx})")
+    folder = os.path.join(rf.get_include(), "rowstoch")
+    headers = sorted(h for h in os.listdir(folder) if h.endswith(".hpp"))
+    assert "gt.hpp" in headers
+    failed = {}
+    for header in headers:
+        src = tmp_path / f"{header}.cpp"
+        src.write_text(f'#include "rowstoch/{header}"\n')
+        out = subprocess.run([cxx, "-std=c++17", "-Wall", "-Wextra", "-Werror", "-fsyntax-only",
+                              *(["-fopenmp"] if openmp else []), f"-I{rf.get_include()}", str(src)],
+                             capture_output=True, text=True)
+        if out.returncode:
+            failed[header] = out.stderr.splitlines()[:3]
+    assert not failed, failed

@@ -3,6 +3,7 @@ compiled encoder, delays and rounds against the dense definitions of _reference,
 resume, bad input."""
 
 import functools
+import re
 
 import numpy as np
 import pytest
@@ -73,6 +74,85 @@ def test_qsgd_is_exact_over_the_whole_finite_range(exponent, seed, bits, tiny_ro
             assert np.all(np.abs(q - v) <= bound * (1 + 1e-12))
             if bits >= 4:  # (the largest value keeps at least level s / 2: a message never becomes zeros)
                 assert (q != 0).any() == (v != 0).any()
+
+
+def _range_ends(dtype, rows=48, seed=0):
+    """Messages of 4 values at the ends of ``dtype``'s range (the largest finite value F, F / 2, the smallest
+    subnormal, -0.0, zeros, ones, of both signs): the all-zero, all -0.0, all-F and all-subnormal messages, [F, 0,
+    0, 0], then rows of these values drawn at random."""
+    f = np.finfo(dtype)
+    ends = np.array([f.max, f.max / 2, f.smallest_subnormal, 0.0, 1.0], dtype=dtype)
+    ends = np.concatenate([ends, -ends])
+    fixed = [[0.0] * 4, [-0.0] * 4, [f.max] * 4, [f.max, -f.max, f.max, f.max], [f.smallest_subnormal] * 4,
+             [f.max, 0.0, 0.0, 0.0], [-f.max, -0.0, f.smallest_subnormal, 1.0]]
+    drawn = np.random.default_rng(seed).choice(ends, size=(rows - len(fixed), 4))
+    return np.concatenate([np.array(fixed, dtype=dtype), drawn]).astype(dtype)
+
+
+def _bits(a):
+    return np.asarray(a).view(np.uint64 if np.asarray(a).dtype == np.float64 else np.uint32)
+
+
+RANGE_METHODS = METHODS + [dict(method="qsgd", bits=1), dict(method="qsgd", bits=32), dict(method="randk", k=1),
+                           dict(method="round", bits=1), dict(method="topk", k=4)]
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("kw", RANGE_METHODS, ids=lambda kw: "-".join(map(str, kw.values())))
+def test_every_encoder_sends_a_finite_message_as_finite_at_the_ends_of_the_range(kw, dtype):
+    """At the largest finite value F, subnormals, -0.0 and zeros, every encoder's messages are finite and
+    _reference.compress's, bit for bit (the sign of a zero too). Where the exact encoding is past F (QSGD's level
+    times ||v|| / s reaches sqrt(L) max|v|; unbiased rand-k's v L / k; round near F) it saturates at the
+    largest value the encoding sends: QSGD of [F, 0, 0, 0] was [inf, 0, 0, 0] on every backend."""
+    X = _range_ends(dtype)
+    f = np.finfo(dtype)
+    net = Compressed(topology.ring(len(X)).astype(dtype), seed=5, **kw)
+    out = np.empty_like(X)
+    net.encode(X, out, 3, 1, d=4)
+    assert np.isfinite(out).all()
+    np.testing.assert_array_equal(_bits(out), _bits(ref.compress(X, kw["method"], 4, 5, 3, 1, **_params(kw))))
+    zero = (X == 0).all(axis=1)
+    assert (out[zero] == 0).all()  # (an all-zero message, also of -0.0, sends zeros)
+    if kw["method"] == "round":  # (the largest value of `bits` bits at F; -0.0 stays -0.0)
+        assert out[5, 0] == np.ldexp(dtype(2**kw["bits"] - 1), f.maxexp - kw["bits"]) and np.signbit(out[1]).all()
+    if kw["method"] in ("qsgd", "sign", "topk") and kw.get("unbiased", True):
+        assert np.abs(out[2]).max() == f.max  # ([F] * 4: its norm 2F; the top levels held at F)
+
+
+def test_the_encoders_at_the_ends_of_the_range_on_the_emulated_device_equal_the_cpu(cuda_on_host, monkeypatch):
+    """compress_rows of kernels.cu (on the host emulation) at the range's ends: the CPU's messages bit for bit,
+    every method and both precisions (the sign of a message whose sum of |v| overflows was +-inf on the GPU)."""
+    from test_backends import _emulated_device
+
+    from rowstoch_fast.backends.cupy import CupyBackend
+
+    fake = _emulated_device(cuda_on_host, monkeypatch)
+    for dtype in (np.float64, np.float32):
+        X = _range_ends(dtype, seed=1)
+        A = topology.ring(len(X)).astype(dtype)
+        backend = CupyBackend()
+        backend.attach(len(X), dtype, [A])
+        backend.message_d = 4
+        for kw in RANGE_METHODS:
+            net = Compressed(A, seed=5, **kw)
+            want = net.encode(X, np.empty_like(X), 3, 1, d=4)
+            got = backend._encode(net, fake.asarray(X), fake.zeros(X.shape, dtype), 3, 1)
+            assert np.isfinite(want).all(), kw
+            np.testing.assert_array_equal(_bits(np.asarray(got)), _bits(want), err_msg=str(kw))
+
+
+@settings(max_examples=80, deadline=None)
+@given(data=st.data(), kw=st.sampled_from(RANGE_METHODS), wide=st.booleans())
+def test_encoders_are_finite_and_their_definition_over_the_whole_finite_range(data, kw, wide):
+    """Any finite message (values of any magnitude, subnormals and signed zeros among them) is encoded as the
+    definition says, and finite."""
+    dtype = np.float64 if wide else np.float32
+    value = st.floats(allow_nan=False, allow_infinity=False, width=64 if wide else 32)
+    X = np.array(data.draw(st.lists(st.lists(value, min_size=4, max_size=4), min_size=1, max_size=6)), dtype=dtype)
+    out = np.empty_like(X)
+    Compressed(topology.ring(len(X)).astype(dtype), seed=2, **kw).encode(X, out, 1, 0, d=4)
+    assert np.isfinite(out).all()
+    np.testing.assert_array_equal(_bits(out), _bits(ref.compress(X, kw["method"], 4, 2, 1, 0, **_params(kw))))
 
 
 def test_noise_equals_its_definition_and_is_standard_normal():
@@ -295,6 +375,31 @@ def test_the_command_line_runs_compressed_networks_and_refuses_bad_options(tmp_p
     assert "--compress item 'zip': the method must be one of none, qsgd" in capsys.readouterr().err
     assert cli.main(["run", "--compress", "none,qsgd:4"]) == 2
     assert "rowstoch run takes one --loss and one --compress item" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("dtype,sigma,bound", [(np.float64, 1e308, "2.097e+307"), (np.float64, 2.1e307, "2.097e+307"),
+                                               (np.float32, 1e38, "3.97e+37")])
+def test_noise_too_large_to_represent_is_refused_naming_sigma(tmp_path, capsys, dtype, sigma, bound):
+    """sigma z with |z| up to Z_MAX = 8.57 (the normal draws' largest) must stay finite in the network's dtype:
+    a larger sigma (1e308 had been accepted, its noise infinite) is refused by the layer, and by rowstoch run and
+    compare in one line with exit 2, before anything is written; sigma at the bound sends finite messages."""
+    from rowstoch_fast import cli
+    from rowstoch_fast.network.noisy import Z_MAX
+
+    A = topology.ring(4).astype(dtype)
+    with pytest.raises(ValueError, match=rf"^sigma must be at most {re.escape(bound)} for {np.dtype(dtype).name} "
+                                         rf"values .* got {re.escape(f'{sigma:g}')}$"):
+        Noisy(A, sigma)
+    top = float(np.finfo(dtype).max) / Z_MAX
+    for per in ("message", "link"):
+        net = Noisy(A, top, seed=1, per=per)
+        assert np.isfinite(net.mix(np.zeros((4, 3000), dtype=dtype), 2)).all()
+    extra = ["--dtype", "float32"] if dtype == np.float32 else []
+    for command in ("run",) if extra else ("run", "compare"):  # (compare runs in float64)
+        assert cli.main([command, "--noise", f"{sigma:g}", "--out", str(tmp_path / "x"), *extra]) == 2
+        err = capsys.readouterr().err
+        assert f"--noise must be at most {bound}" in err and err.count("\n") == 1, err
+    assert not (tmp_path / "x").exists()
 
 
 def test_compare_takes_the_communication_options_and_the_toml_table(tmp_path, capsys):

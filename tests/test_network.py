@@ -768,16 +768,53 @@ def test_two_state_chains_advance_a_block_as_the_loop_does(u, start, p_leave, p_
 
 
 def test_markov_activation_far_ahead_is_fast_or_refused_naming_the_bound():
-    """Iteration 10^6 of 8 chains (one call, from the start) equals the chains advanced in order; iteration 10^9
-    is refused at once with the bound named, not hours of stepping."""
+    """Iteration 10^6 of 8 chains (one call, from the start) equals the chains advanced in order; iterations
+    10^9, 10^12 and the last, 2^60 - 1, are read backwards from t at once (a chain's state is fixed by its last
+    constant step: about ln(n) / |p_wake - p_sleep| iterations; t = 10^9 had been refused, and before that took
+    hours): each equals the chains walked in order from a state 10^4 iterations before. With p_sleep = p_wake
+    every draw counts: iteration 10^9 is refused at once with the bound named."""
+    import time
+
     kw = dict(model="markov", p_sleep=0.2, p_wake=0.4)
     far = Sleepy(topology.ring(8), seed=3, **kw).awake(10**6)
     walked = Sleepy(topology.ring(8), seed=3, **kw)
     for t in range(0, 10**6 + 1, 99_991):
         walked.awake(t)
     np.testing.assert_array_equal(walked.awake(10**6), far)
-    with pytest.raises(ValueError, match=r"^t = 1000000000: the activation chains .* more than 4e\+09 steps"):
-        Sleepy(topology.ring(8), seed=3, **kw).awake(10**9)
+    np.testing.assert_array_equal(Sleepy(topology.ring(8), seed=3, **kw).awake(5000),
+                                  _reference.awake_mask(8, 5000, 3, **kw))
+    for t in (10**9, 10**12, 2**60 - 1):
+        start = time.perf_counter()
+        jumped = Sleepy(topology.ring(8), seed=3, **kw).awake(t)
+        assert time.perf_counter() - start < 5.0  # (about a millisecond)
+        walked = Sleepy(topology.ring(8), seed=3, **kw)
+        for s in range(t - 10**4, t + 1, 2000):  # (steps of 2000: the walk, one iteration at a time)
+            walked.awake(s)
+        np.testing.assert_array_equal(walked.awake(t), jumped)
+    with pytest.raises(ValueError, match=r"^t = 1000000000: with p_sleep = 0.3 and p_wake = 0.3 .* more than 4e\+09 "
+                                         r"steps"):
+        Sleepy(topology.ring(8), seed=3, model="markov", p_sleep=0.3, p_wake=0.3).awake(10**9)
+
+
+@settings(max_examples=30, deadline=None)
+@given(p=st.tuples(st.floats(0.01, 1.0), st.floats(0.01, 1.0)), start=st.booleans(), n=st.integers(1, 40),
+       steps=st.integers(1, 3000), seed=st.integers(0, 2**16))
+def test_two_state_chains_read_backwards_equal_the_walk(p, start, n, steps, seed):
+    """jump_two_state (the state fixed by each chain's last constant step, read from the end) equals the walk
+    through every step, for any probabilities, start and length; None only where no step can be constant."""
+    from rowstoch_fast.network.base import jump_two_state
+
+    rng = np.random.default_rng(seed)
+    u = rng.random((steps, n))
+    state = rng.random(n) < 0.5 if start else np.zeros(n, dtype=bool)
+    walked = state.copy()
+    for row in u:
+        walked = np.where(walked, row >= p[0], row < p[1])
+    jumped = jump_two_state(state, 1, steps, lambda s: u[s - 1], p[0], p[1], budget=10**9)
+    if jumped is None:  # (no constant step, or one so rare that the scan's expected length is past the budget)
+        assert p[0] == p[1] or (np.log(n) + 40) / abs(p[0] - p[1]) > 10**9
+    else:
+        np.testing.assert_array_equal(jumped, walked)
 
 
 def test_activation_models_that_are_always_on_are_the_base_network_bit_for_bit():

@@ -415,15 +415,34 @@ __device__ __forceinline__ double selection_score(int method, double v, u64 key,
     return method == 2 ? -fabs(v) : message_uniform(key, col);  // top-k: largest |v|; rand-k: smallest draw
 }
 
+// (compress.hpp's round_to_bits: a finite v that rounds past the largest gives the largest value of b bits)
 __device__ __forceinline__ float round_to_bits(float v, int b) {
     int e;
     const float m = frexpf(v, &e);
-    return isfinite(v) ? ldexpf(nearbyintf(ldexpf(m, b)), e - b) : v;
+    const float r = ldexpf(nearbyintf(ldexpf(m, b)), e - b);
+    return !isfinite(v) ? v : isinf(r) ? copysignf(ldexpf((float)((1ULL << b) - 1), e - b), v) : r;
 }
 __device__ __forceinline__ double round_to_bits(double v, int b) {
     int e;
     const double m = frexp(v, &e);
-    return isfinite(v) ? ldexp(nearbyint(ldexp(m, b)), e - b) : v;
+    const double r = ldexp(nearbyint(ldexp(m, b)), e - b);
+    return !isfinite(v) ? v : isinf(r) ? copysign(ldexp((double)((1ULL << b) - 1), e - b), v) : r;
+}
+
+// compress.hpp's saturated: an encoded value q of a finite message clamped to T's largest finite
+// value (a NaN stays NaN); one of a message that is not finite as computed.
+template <typename T>
+__device__ __forceinline__ double saturated(double q, bool finite) {
+    const double limit = sizeof(T) == 4 ? 3.4028234663852886e38 : 1.7976931348623157e308;
+    return !finite ? q : q > limit ? limit : q < -limit ? -limit : q;
+}
+
+// The largest |v_c| of a message, as a double (0 for none).
+template <typename T>
+__device__ __forceinline__ double largest_magnitude(const T* v, i64 L) {
+    double m = 0.0;
+    for (i64 c = 0; c < L; ++c) m = fmax(m, fabs((double)v[c]));
+    return m;
 }
 
 // One message of L values (compress.hpp's compress_message; methods 0 qsgd, 1 sign, 2 topk, 3 randk, 4 round,
@@ -437,8 +456,7 @@ __device__ void compress_message(int method, const T* v, T* out, i64 L, i64 firs
         for (i64 c = 0; c < L; ++c) sq += (double)v[c] * (double)v[c];
         double norm = sqrt(sq), scale = 1.0;
         if (!(sq >= 1e-280 && sq <= 1.7976931348623157e308)) {  // (compress.hpp's qsgd_norm: squares that
-            double m = 0.0;                                      // overflowed or underflowed: v / 2^(e-1))
-            for (i64 c = 0; c < L; ++c) m = fmax(m, fabs((double)v[c]));
+            const double m = largest_magnitude(v, L);            // overflowed or underflowed: v / 2^(e-1))
             if (m > 0.0 && m <= 1.7976931348623157e308) {
                 int e = 0;
                 frexp(m, &e);
@@ -451,6 +469,7 @@ __device__ void compress_message(int method, const T* v, T* out, i64 L, i64 firs
         const double s = (double)((1ULL << param) - 1);
         const double up = s / norm, down = norm / s;
         const u64 key = mix64(row ^ 1ULL);
+        const bool finite = norm <= 1.7976931348623157e308;
         for (i64 c = 0; c < L; ++c) {
             if (norm == 0.0) {
                 out[c] = T(0);
@@ -459,12 +478,23 @@ __device__ void compress_message(int method, const T* v, T* out, i64 L, i64 firs
             const double a = fabs(scale == 1.0 ? (double)v[c] : (double)v[c] / scale) * up;
             const double u = unbiased ? message_uniform(key, (u64)(first_col + c)) : 0.5;
             const double level = fmin((double)(i64)(a + u), s);
-            out[c] = (T)(copysign(level * down, (double)v[c]) * scale);
+            out[c] = (T)saturated<T>(copysign(level * down, (double)v[c]) * scale, finite);
         }
     } else if (method == 1) {
         double l1 = 0.0;
         for (i64 c = 0; c < L; ++c) l1 += fabs((double)v[c]);
-        const double scale = l1 / (double)L;
+        double scale = l1 / (double)L;
+        if (l1 > 1.7976931348623157e308) {  // (compress.hpp's sign_magnitude: a sum that overflowed, of a finite
+            const double m = largest_magnitude(v, L);  // message: the sum of v / 2^(e-1), scaled back)
+            if (m <= 1.7976931348623157e308) {
+                int e = 0;
+                frexp(m, &e);
+                const double p = ldexp(1.0, e - 1);
+                double scaled = 0.0;
+                for (i64 c = 0; c < L; ++c) scaled += fabs((double)v[c]) / p;
+                scale = fmin(scaled / (double)L * p, m);
+            }
+        }
         for (i64 c = 0; c < L; ++c) out[c] = v[c] > T(0) ? (T)scale : v[c] < T(0) ? (T)(-scale) : T(0);
     } else if (method == 2 || method == 3) {
         const i64 k = param < L ? param : L;
@@ -487,7 +517,8 @@ __device__ void compress_message(int method, const T* v, T* out, i64 L, i64 firs
         const T scale = method == 3 && unbiased ? (T)((double)L / (double)k) : T(1);
         for (i64 c = 0; c < L; ++c) {
             const double sc = selection_score(method, (double)v[c], key, (u64)(first_col + c));
-            out[c] = at >= 0 && !score_before(last, at, sc, c) ? v[c] * scale : T(0);
+            out[c] = at >= 0 && !score_before(last, at, sc, c)
+                ? (T)saturated<T>((double)(v[c] * scale), isfinite(v[c])) : T(0);
         }
     } else if (method == 4) {
         for (i64 c = 0; c < L; ++c) out[c] = round_to_bits(v[c], (int)param);

@@ -37,7 +37,7 @@ import pkgutil as _pkgutil
 
 from .._hashing import uniform_hash  # noqa: F401 (the layers' draws: tests read them here)
 from .base import (LAYERS, MAX_ACTIVATION_STEPS, MAX_CHAIN_STEPS, Network, advance_two_state, as_network,  # noqa: F401
-                   describe, first_difference)
+                   describe, first_difference, jump_two_state)
 from ._rounds import _mix_entries  # noqa: F401
 from .messages import _Messages, link_noise_block, own_and_messages  # noqa: F401
 from .queries import (as_undirected, base_matrix, fixed_links, links_of, source_matrices, source_of,  # noqa: F401

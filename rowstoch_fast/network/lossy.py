@@ -135,23 +135,30 @@ class Lossy(Network):
         chain = self if self.model == "gilbert-elliott" else None
         return (lambda r: _base_matrix(base, t, r)), self.seed, self.p, None, chain
 
-    def chain_states(self, owner, size, t, advance, zeros=np.zeros):
+    def chain_states(self, owner, size, t, advance, zeros=np.zeros, scans_back=False):
         """The Gilbert-Elliott state (uint8, 1 = bad; ``size`` of them) of the stored entries of ``owner`` (a
         CSR share, host or device) at iteration ``t``, kept between calls: ``advance(bad, start, t, init)``
         moves them from iteration ``start - 1`` to ``t`` (``init``: from the stationary draw, ``start = 0``),
         from the last call on, or from iteration 0 the first time and when ``t`` goes back. The chains'
-        definition: ``_reference.gilbert_elliott_states``."""
+        definition: ``_reference.gilbert_elliott_states``. ``scans_back``: ``advance`` reads the transitions from
+        ``t`` backwards and stops at each entry's last constant one (``_core.ge_advance``: about ``1 / |p_bad -
+        p_recover|`` steps an entry); else it walks every iteration. More than ``MAX_CHAIN_STEPS`` steps are
+        refused, naming ``t`` and the bound."""
         chains = self.__dict__.setdefault("_chains", {})
         # one copy per thread: two optimizers sharing this network in two threads advanced one array in place,
         # without the GIL, while the other read it (their iterates differed from sequential runs)
         key = (id(owner), threading.get_ident())
         last, bad, _ = chains.get(key, (None, None, None))
         steps = t + 1 if bad is None or last > t else t - last
-        if steps * max(size, 1) > MAX_CHAIN_STEPS:
-            raise ValueError(f"t = {t}: the Gilbert-Elliott chains advance one iteration at a time from their last "
-                             f"use ({'the start' if bad is None or last > t else f'iteration {last}'}); {steps} "
+        gap = abs(self.p_bad - self.p_recover) if scans_back else 0.0
+        walked = steps if gap == 0 else min(steps, 8.0 / gap)  # (per entry: 1 / gap expected)
+        if walked * max(size, 1) > MAX_CHAIN_STEPS:
+            why = "p_bad = p_recover: no transition fixes a state, every one counts" if scans_back else \
+                "one iteration at a time"
+            raise ValueError(f"t = {t}: the Gilbert-Elliott chains advance from their last use "
+                             f"({'the start' if bad is None or last > t else f'iteration {last}'}) {why}; {steps} "
                              f"iterations of {size} chains is {steps * size:.2e} steps, more than "
-                             f"{MAX_CHAIN_STEPS:.0e} (hours of work): ask for the iterations in order")
+                             f"{MAX_CHAIN_STEPS:.0e} (a minute): ask for the iterations in order")
         if bad is None or last > t:
             bad = zeros(size, dtype=np.uint8)
             advance(bad, 0, t, True)
@@ -168,7 +175,7 @@ class Lossy(Network):
         def advance(bad, start, stop, init):
             _core.ge_advance(indptr, indices, bad, self.seed, start, stop, self.p_bad, self.p_recover, init=init,
                              row_ids=row_ids, col_ids=col_ids)
-        return self.chain_states(indices, len(indices), t, advance)
+        return self.chain_states(indices, len(indices), t, advance, scans_back=True)
 
     def map(self, f):
         base = f(self.base) if isinstance(self.base, MixingMatrix) else self.base.map(f)

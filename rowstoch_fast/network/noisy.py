@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .._checks import check_int, check_positive_float, MAX_KEY
@@ -10,6 +12,24 @@ from ..errors import UsageError
 from .base import as_network
 from .messages import _Messages
 from .options import Option
+
+
+#: The largest |z| of the normal draws, sqrt(-2 ln 2^-53) (Box-Muller of u = 1 - uniform_hash >= 2^-53): noise of
+#: ``sigma`` is at most ``Z_MAX sigma`` in magnitude.
+Z_MAX = math.sqrt(-2.0 * math.log(2.0**-53))
+
+
+def sigma_problem(sigma, dtype):
+    """Why noise of ``sigma`` cannot be sent in ``dtype`` (its draws would be infinite), or None: ``sigma``
+    finite, ``>= 0`` and at most the largest finite value over :data:`Z_MAX`."""
+    top = float(np.finfo(dtype).max)
+    if not (math.isfinite(sigma) and sigma >= 0):
+        return f"must be a finite number >= 0, got {sigma}"
+    if sigma > top / Z_MAX:
+        return (f"must be at most {top / Z_MAX:.4g} for {np.dtype(dtype).name} values (their largest finite value "
+                f"{top:.4g} over {Z_MAX:.4f}, the largest |z| of the normal draws: larger noise is not "
+                f"representable), got {sigma:g}")
+    return None
 
 
 class Noisy(_Messages):
@@ -25,7 +45,8 @@ class Noisy(_Messages):
     ----------
     A : MixingMatrix or network
     sigma : float >= 0
-        Standard deviation of the noise on each value.
+        Standard deviation of the noise on each value, at most the largest finite value of the network's dtype over
+        :data:`Z_MAX` (about 2.1e307 in float64, 4.0e37 in float32: the noise itself stays finite).
     seed : int
     per : {"link", "message"}
 
@@ -54,6 +75,9 @@ class Noisy(_Messages):
         self.base = as_network(A)
         self.n, self.stochastic = self.base.n, self.base.stochastic
         self.sigma = check_positive_float(sigma, "sigma", allow_zero=True)
+        problem = sigma_problem(self.sigma, self.dtype)
+        if problem:
+            raise ValueError(f"sigma {problem}")
         self.seed = check_int(seed, "seed", minimum=0, maximum=MAX_KEY)
         if per not in self.PER:
             raise ValueError(f"per must be 'link' (noise on each received copy) or 'message' (on what is sent), "
@@ -91,8 +115,9 @@ class Noisy(_Messages):
 
     @classmethod
     def check_options(cls, ns, d=None):
-        if ns.noise is not None and not (np.isfinite(ns.noise) and ns.noise >= 0):
-            raise UsageError(f"--noise must be a finite number >= 0, got {ns.noise}")
+        problem = None if ns.noise is None else sigma_problem(ns.noise, getattr(ns, "dtype", None) or "float64")
+        if problem:
+            raise UsageError(f"--noise {problem}")
 
     @classmethod
     def from_options(cls, net, ns, seed):

@@ -11,7 +11,7 @@ from .._hashing import MAX_T, uniform_hash
 from ..errors import UsageError
 from ..mixing import MixingMatrix
 from ._rounds import _base_entries, _keep_empty_rows, _materialise, _undirected_entries, _with_diagonal
-from .base import _under_messages, advance_two_state, as_network, MAX_ACTIVATION_STEPS, Network
+from .base import _under_messages, advance_two_state, as_network, jump_two_state, MAX_ACTIVATION_STEPS, Network
 from .lossy import Lossy
 from .options import Option
 
@@ -23,7 +23,8 @@ class Sleepy(Network):
 
     - ``"bernoulli"`` (default): each node awake with probability ``q``, independently per iteration;
     - ``"markov"``: each node a two-state chain, awake -> asleep with probability ``p_sleep`` and asleep -> awake
-      with ``p_wake`` per iteration, starting from its stationary law (awake with ``p_wake / (p_sleep + p_wake)``);
+      with ``p_wake`` per iteration, starting from its stationary law (awake with ``p_wake / (p_sleep + p_wake)``;
+      a far iteration is read backwards from it, about ``ln(n) / |p_wake - p_sleep|`` draws a node);
     - ``"poisson"``: each node a Poisson clock of ``rate`` ticks per iteration, awake in iterations where it ticks
       (probability ``1 - exp(-rate)``, independently: in discrete iterations, Bernoulli with that ``q``);
     - ``"cyclic"``: node ``i`` awake when ``(i - t) % period == 0`` (``n / period`` nodes per iteration, in turn);
@@ -178,19 +179,30 @@ class Sleepy(Network):
         return uniform_hash(self.seed, 2**60 + t, nodes) < q
 
     def _markov(self, t):
-        """The chains' states at ``t``: from the last state computed (or the stationary draw at 0), one iteration
-        at a time with the draws ``uniform_hash(seed, 2^60 + s, node)`` (``_reference.markov_awake``)."""
+        """The chains' states at ``t`` (``_reference.awake_mask``): from the last state computed (or the stationary
+        draw at 0) with the draws ``uniform_hash(seed, 2^60 + s, node)``, one iteration at a time, or, far ahead,
+        read from ``t`` backwards (:func:`~rowstoch_fast.network.base.jump_two_state`: about ``ln(n) / |p_wake -
+        p_sleep|`` iterations whatever ``t``). With ``p_sleep = p_wake`` every draw counts: more than
+        ``MAX_ACTIVATION_STEPS`` node-iterations are refused, naming ``t`` and the bound."""
         last = self.__dict__.get("_chain")
         if last is None or last[0] > t:
             start, state = 0, uniform_hash(self.seed, 2**62 + 1, np.arange(self.n)) < \
                 self.p_wake / (self.p_sleep + self.p_wake)
         else:
             start, state = last
-        if (t - start) * max(self.n, 16) > MAX_ACTIVATION_STEPS:  # (below 16 nodes an iteration costs as 16)
-            raise ValueError(f"t = {t}: the activation chains advance from iteration {start} through every iteration; "
-                             f"{t - start} iterations of {self.n} chains is more than {MAX_ACTIVATION_STEPS:.0e} steps "
-                             f"(a minute of NumPy): ask for the iterations in order")
         nodes = np.arange(self.n)
+        per_iteration = max(self.n, 16)  # (below 16 nodes an iteration costs as 16)
+        if t - start > 4096:
+            jumped = jump_two_state(state, start + 1, t, lambda s: uniform_hash(self.seed, 2**60 + s[:, None], nodes),
+                                    self.p_sleep, self.p_wake, MAX_ACTIVATION_STEPS // per_iteration)
+            if jumped is not None:
+                self._chain = (t, jumped)
+                return jumped.copy()
+        if (t - start) * per_iteration > MAX_ACTIVATION_STEPS:
+            raise ValueError(f"t = {t}: with p_sleep = {self.p_sleep} and p_wake = {self.p_wake} the activation chains' "
+                             f"states depend on every draw since iteration {start} (|p_wake - p_sleep| is the chance "
+                             f"an iteration fixes a state); {t - start} iterations of {self.n} chains is more than "
+                             f"{MAX_ACTIVATION_STEPS:.0e} steps (a minute of NumPy): ask for the iterations in order")
         block = max(1, 2**20 // self.n)  # iterations drawn at once (8 MB of draws)
         for first in range(start + 1, t + 1, block):
             steps = np.arange(first, min(first + block, t + 1), dtype=np.int64)

@@ -13,6 +13,11 @@
 //   randk  the k entries of smallest uniform_hash(..., c, 2) (ties: the lower column), times L / k when unbiased;
 //   round  each value rounded to the nearest float with b significant bits (ties to even; biased, deterministic);
 //   noise  v_c + sigma z_c, z_c standard normal by Box-Muller from the draws of tags 3 and 4.
+// A finite message is never sent as infinite: where the exact encoding of a finite message lies past the largest
+// finite value of the precision (qsgd's l_c ||v||_2 / s reaches sqrt(L) max|v|, rand-k's v_c L / k, round's
+// rounding of a value near the largest), the value saturates at the largest value the encoding can send: the
+// precision's largest finite value (qsgd, rand-k), the largest value of b significant bits (round). A message that
+// is not finite gives its values as computed (it stays non-finite: the runs' divergence checks see it).
 #pragma once
 
 #include <algorithm>
@@ -101,6 +106,13 @@ inline void smallest_k(Score score_of, double* score, std::int64_t L, std::int64
     });
 }
 
+// An encoded value q of a finite message clamped to T's largest finite value (a NaN stays NaN).
+template <class T>
+inline double saturated(double q) {
+    const double limit = static_cast<double>(std::numeric_limits<T>::max());
+    return q > limit ? limit : q < -limit ? -limit : q;
+}
+
 // qsgd's s = 2^bits - 1 levels.
 inline double qsgd_levels(std::int64_t bits) { return static_cast<double>((std::uint64_t(1) << bits) - 1); }
 
@@ -128,9 +140,9 @@ inline double qsgd_norm(const T* v, std::int64_t L, double sq, double* scale) {
 }
 
 // qsgd's values of one message of norm ||v / scale||_2 = norm (up = s / norm, down = norm / s; `key` its tag-1
-// key; `scale` a power of two from qsgd_norm: dividing and multiplying by it is exact). The usual messages
-// (scale 1) take the loop without it.
-template <bool Scaled, class T>
+// key; `scale` a power of two from qsgd_norm: dividing and multiplying by it is exact); Clamped: saturated at T's
+// largest. The usual messages (scale 1, their values far below T's largest) take the loop without either.
+template <bool Scaled, bool Clamped, class T>
 inline void qsgd_values_of(const T* v, T* out, std::int64_t L, std::int64_t first_col, double norm, double up,
                            double down, std::uint64_t key, double s, bool unbiased, double scale) {
     for (std::int64_t c = 0; c < L; ++c) {
@@ -146,17 +158,24 @@ inline void qsgd_values_of(const T* v, T* out, std::int64_t L, std::int64_t firs
         const double level = std::min(static_cast<double>(static_cast<std::int64_t>(a + u)), s);
         double q = std::copysign(level * down, static_cast<double>(v[c]));
         if constexpr (Scaled) q *= scale;
+        if constexpr (Clamped) q = saturated<T>(q);
         out[c] = static_cast<T>(q);
     }
 }
 
+// |q_c| <= level down scale <= norm scale (1 + 2^-51): a finite message whose norm, scaled back, is within T's
+// largest (1 - 2^-50) needs no clamp; the others are clamped (a norm that is not finite: as computed).
 template <class T>
 inline void qsgd_values(const T* v, T* out, std::int64_t L, std::int64_t first_col, double norm, double up,
                         double down, std::uint64_t key, double s, bool unbiased, double scale) {
-    if (scale == 1.0)
-        qsgd_values_of<false>(v, out, L, first_col, norm, up, down, key, s, unbiased, scale);
+    const bool clamped = norm <= std::numeric_limits<double>::max() &&
+                         !(norm * scale <= static_cast<double>(std::numeric_limits<T>::max()) * (1.0 - 0x1.0p-50));
+    if (clamped)
+        (scale == 1.0 ? qsgd_values_of<false, true, T> : qsgd_values_of<true, true, T>)(
+            v, out, L, first_col, norm, up, down, key, s, unbiased, scale);
     else
-        qsgd_values_of<true>(v, out, L, first_col, norm, up, down, key, s, unbiased, scale);
+        (scale == 1.0 ? qsgd_values_of<false, false, T> : qsgd_values_of<true, false, T>)(
+            v, out, L, first_col, norm, up, down, key, s, unbiased, scale);
 }
 
 // sign's magnitude ||v||_1 / L from the sum `l1` the caller accumulated in order; where that sum overflowed in a
@@ -183,13 +202,28 @@ inline T selection_scale(int method, bool unbiased, std::int64_t L, std::int64_t
     return method == kRandk && unbiased ? static_cast<T>(static_cast<double>(L) / k) : T(1);
 }
 
-// out <- the values v[order[0..k)] times scale at their places, 0 elsewhere (out may be v; kept: k doubles).
+// out <- the values v[order[0..k)] times scale at their places, 0 elsewhere (out may be v; kept: k doubles); a
+// finite value that the scale takes past T's largest is sent as the largest.
 template <class T>
 inline void keep_k(const T* v, T* out, std::int64_t L, std::int64_t k, const std::int64_t* order, double* kept,
                    T scale) {
     for (std::int64_t m = 0; m < k; ++m) kept[m] = static_cast<double>(v[order[m]]);
     for (std::int64_t c = 0; c < L; ++c) out[c] = T(0);
-    for (std::int64_t m = 0; m < k; ++m) out[order[m]] = static_cast<T>(kept[m]) * scale;
+    for (std::int64_t m = 0; m < k; ++m) {
+        const T x = static_cast<T>(kept[m]), y = x * scale;
+        out[order[m]] = std::isinf(y) && !std::isinf(x) ? std::copysign(std::numeric_limits<T>::max(), y) : y;
+    }
+}
+
+// v rounded to b significant bits (ties to even); a finite v that rounds past T's largest gives the largest value
+// of b significant bits, (2^b - 1) 2^(e - b) (T's largest binade: e its exponent); an infinite or NaN v as it is.
+template <class T>
+inline T round_to_bits(T v, int b) {
+    if (!std::isfinite(v)) return v;
+    int e;
+    const T m = std::frexp(v, &e);  // v = m 2^e, |m| in [0.5, 1)
+    const T r = std::ldexp(std::nearbyint(std::ldexp(m, b)), e - b);
+    return std::isinf(r) ? std::copysign(std::ldexp(static_cast<T>((std::uint64_t(1) << b) - 1), e - b), v) : r;
 }
 
 template <class T>
@@ -226,13 +260,7 @@ void compress_message(int method, const T* v, T* out, std::int64_t L, std::int64
             return;
         }
         case kRound: {
-            for (std::int64_t c = 0; c < L; ++c) {
-                int e;
-                const T m = std::frexp(v[c], &e);  // v = m 2^e, |m| in [0.5, 1)
-                out[c] = std::isfinite(v[c]) ? std::ldexp(std::nearbyint(std::ldexp(m, static_cast<int>(param))),
-                                                          e - static_cast<int>(param))
-                                             : v[c];
-            }
+            for (std::int64_t c = 0; c < L; ++c) out[c] = round_to_bits(v[c], static_cast<int>(param));
             return;
         }
         default: {  // kNoise

@@ -38,7 +38,9 @@ void gt_tracker_input(std::int64_t n, std::int64_t w, const T* __restrict y, con
         for (std::int64_t i = lo; i < hi; ++i) {
             const T sn = s_new[i], so = s_old[i];
             const std::int64_t off = i * w;
+#ifdef _OPENMP  // (without OpenMP the pragma is unknown: a warning under -Wall, an error under -Werror)
 #pragma omp simd
+#endif
             for (std::int64_t c = 0; c < w; ++c)
                 psi[off + c] = y[off + c] + sn * g_new[off + c] - so * g_old[off + c];
         }

@@ -198,39 +198,59 @@ void csr_mix_lossy(const I Ap[], const I Aj[], const T Ax[], std::int64_t n, con
 // v < p_recover, good -> bad when v < p_bad); `init` starts from the stationary draw
 // (uniform_hash(seed, 2^62, 0, i, j) < p_bad / (p_bad + p_recover)) and applies the transitions 0 .. to.
 // The same states as NumPy's, for any partition of the entries (the draws are keyed on global ids).
+// The transitions are read from `to` backwards: one that sends both states to the same one (probability
+// |p_bad - p_recover|) fixes the state, the swaps after it applied, and ends the entry's scan; an entry that meets
+// none starts from its state before (the stationary draw when `init`). The same bits as the walk forward, in about
+// 1 / |p_bad - p_recover| iterations an entry whatever to - from (all of them where p_bad = p_recover).
 template <class I, class Stop>
 void ge_advance(const I Ap[], const I Aj[], std::int64_t rows, NodeIds ids, std::uint8_t bad[], std::uint64_t seed,
                 std::int64_t from, std::int64_t to, double p_bad, double p_recover, bool init, Stop&& should_stop) {
     const std::uint64_t to_bad = loss_threshold(p_bad), to_good = loss_threshold(p_recover);
     const std::uint64_t stationary = loss_threshold(p_bad / (p_bad + p_recover));
     const std::uint64_t init_key = hash_prefix(seed, 1ULL << 62, 0);
-    const std::int64_t nnz = static_cast<std::int64_t>(Ap[rows]);
+    const std::int64_t nnz = static_cast<std::int64_t>(Ap[rows]), first = init ? 0 : from;
+    // per entry: still scanning, the swaps seen, the state where fixed (bad[] written at the end only: an
+    // interrupted call leaves it as it was)
+    std::vector<std::uint8_t> open(static_cast<std::size_t>(nnz), 1), flip(static_cast<std::size_t>(nnz), 0),
+        fixed(static_cast<std::size_t>(nnz), 0);
     // the iterations in chunks of about 2e7 chain steps, Ctrl-C polled between them (each entry's chain is
     // independent of the others': the same bits as one pass over all iterations)
     const std::int64_t chunk = std::max<std::int64_t>(1, 20000000 / std::max<std::int64_t>(nnz, 1));
-    bool first = init;
-    for (std::int64_t s0 = init ? 0 : from; first || s0 <= to; s0 += chunk) {
-        const std::int64_t s1 = std::min(to, s0 + chunk - 1);  // inclusive
-        const bool draw = first;
-        const int threads = threads_for(nnz * std::max<std::int64_t>(1, s1 - s0 + 1));
-        for_rows(Ap, rows, threads, [&](std::int64_t lo, std::int64_t hi) {
+    std::int64_t left = nnz;  // entries still scanning
+    for (std::int64_t s1 = to; s1 >= first && left > 0; s1 -= chunk) {
+        const std::int64_t s0 = std::max(first, s1 - chunk + 1);  // (s0 .. s1, inclusive, read from s1 down)
+        for_rows(Ap, rows, threads_for(left * (s1 - s0 + 1)), [&](std::int64_t lo, std::int64_t hi) {
             for (std::int64_t i = lo; i < hi; ++i) {
                 const std::uint64_t gi = static_cast<std::uint64_t>(ids.row(i));
                 for (I q = Ap[i]; q < Ap[i + 1]; ++q) {
+                    if (!open[q]) continue;
                     const std::uint64_t gj = static_cast<std::uint64_t>(ids.col(static_cast<std::int64_t>(Aj[q])));
-                    std::uint8_t state = bad[q];
-                    if (draw) state = (mix64(mix64(init_key ^ gi) ^ gj) >> 11) < stationary;
-                    for (std::int64_t s = s0; s <= s1; ++s) {
+                    std::uint8_t swaps = flip[q];
+                    for (std::int64_t s = s1; s >= s0; --s) {
                         const std::uint64_t key = hash_prefix(seed, (1ULL << 61) + static_cast<std::uint64_t>(s), 0);
                         const std::uint64_t v = mix64(mix64(key ^ gi) ^ gj) >> 11;
-                        state = state ? (v >= to_good) : (v < to_bad);
+                        const std::uint8_t stay = v >= to_good, turn = v < to_bad;  // (bad -> bad, good -> bad)
+                        if (stay == turn) {  // (both states go to `stay`)
+                            fixed[q] = stay ^ swaps;
+                            open[q] = 0;
+                            break;
+                        }
+                        swaps ^= turn;  // (a swap: bad -> good, good -> bad)
                     }
-                    bad[q] = state;
+                    flip[q] = swaps;
                 }
             }
         });
-        first = false;
-        if (s1 >= to || should_stop()) return;
+        left = std::count(open.begin(), open.end(), std::uint8_t{1});
+        if (s0 > first && left > 0 && should_stop()) return;
+    }
+    for (std::int64_t i = 0; i < rows; ++i) {  // (no fixing transition: the state before, the swaps applied)
+        const std::uint64_t gi = static_cast<std::uint64_t>(ids.row(i));
+        for (I q = Ap[i]; q < Ap[i + 1]; ++q) {
+            const std::uint64_t gj = static_cast<std::uint64_t>(ids.col(static_cast<std::int64_t>(Aj[q])));
+            const std::uint8_t before = init ? (mix64(mix64(init_key ^ gi) ^ gj) >> 11) < stationary : bad[q];
+            bad[q] = open[q] ? before ^ flip[q] : fixed[q];
+        }
     }
 }
 
