@@ -1,4 +1,5 @@
-"""Side by side with decent-bench 0.3.0: FedAvg, FedProx, SCAFFOLD, FedDyn, FedNova and FedOpt (adam / adagrad / yogi).
+"""Side by side with decent-bench 0.3.0: FedAvg, FedProx, SCAFFOLD, FedDyn, FedNova, FedOpt (adam / adagrad / yogi),
+FedPD and FedLT.
 
 Run (from the repository root) with a Python >= 3.13 environment that has both packages::
 
@@ -28,6 +29,13 @@ Conventions adapted here (the setup only, never either package's code):
   ``OurSelection`` (below, NOT decent-bench code), a ``ClientSelectionScheme`` returning round r's clients of ours,
   ``Federated.chosen(n, clients_per_round, seed, r)``.
 
+FedPD and FedLT keep each client's model from round to round (ours: the rows of ``x``; decent-bench: each client's
+``x``), so for them the clients' models are compared, all ``n`` rows, after every round (``s`` below stands for
+them); both start each client at its row of ``X0`` (and FedLT's ``z_i`` there: decent-bench's ``z0 = x0``), FedPD's
+centres at the server's ``x0``, the clients' mean. Names: ``penalty`` = ``eta`` (FedPD) / ``rho`` (FedLT);
+decent-bench's FedPD takes no selection scheme (every client, ``skip_probability = 0``), so it runs with every
+client only.
+
 Printed per method: the max over all rounds of the relative difference ||s_ours - s_db||_inf / ||s_db||_inf of the
 server models after every round, the same at the last round, max |s - x*| of each at the end (x* = the minimiser
 of (1/n) sum_i f_i), and the time per round of each (median of ``--repeats`` fresh timed runs of all the rounds,
@@ -44,7 +52,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from _decent_bench import dbf, db_server, iop, make_fed_network  # noqa: E402
+from _decent_bench import dbf, db_server, db_x, iop, make_fed_network  # noqa: E402
 
 from decent_bench.schemes import ClientSelectionScheme  # noqa: E402
 
@@ -103,8 +111,9 @@ class OurSelection(ClientSelectionScheme):
 # ---------------------------------------------------------------------------------------------------------
 # runners
 # ---------------------------------------------------------------------------------------------------------
-def run_db(make_alg, A, b, X0, rounds: int, select: OurSelection | None):
-    """decent-bench's server model after every round, (rounds, d), and a fresh network + algorithm maker."""
+def run_db(make_alg, A, b, X0, rounds: int, select: OurSelection | None, clients: bool = False):
+    """decent-bench's server model after every round, (rounds, d) (``clients``: its clients' models, (rounds, n,
+    d)), and a fresh network + algorithm maker."""
 
     def fresh():
         net = make_fed_network(A, b)
@@ -115,14 +124,15 @@ def run_db(make_alg, A, b, X0, rounds: int, select: OurSelection | None):
     net, alg, sel = fresh()
     out = []
     with np.errstate(all="ignore"):
-        alg.run(net, rounds, progress_callback=lambda k: out.append(db_server(net)))
+        alg.run(net, rounds, progress_callback=lambda k: out.append(db_x(net) if clients else db_server(net)))
     if sel is not None:
         assert sel.calls == rounds, (sel.calls, rounds)
     return np.array(out), fresh
 
 
-def run_ours(make_opt, grad, X0, rounds: int):
-    """Ours' server model after every round, (rounds, d), checked to be on every row."""
+def run_ours(make_opt, grad, X0, rounds: int, clients: bool = False):
+    """Ours' server model after every round, (rounds, d), checked to be on every row (``clients``: the rows, the
+    clients' own models, (rounds, n, d))."""
     opt = make_opt(X0.copy())
     K = opt.local_steps
     out = []
@@ -130,6 +140,9 @@ def run_ours(make_opt, grad, X0, rounds: int):
         for _ in range(K):
             opt.step(grad)
         x = np.asarray(opt.x, dtype=float)
+        if clients:
+            out.append(x.copy())
+            continue
         assert np.all(x == x[0]), "the rows of x differ after a round"
         out.append(x[0].copy())
     assert opt.communication_rounds == rounds, (opt.communication_rounds, rounds)
@@ -187,6 +200,8 @@ def main() -> None:
                     "1 .. K cycled over the clients)")
     ap.add_argument("--mu", type=float, default=0.1, help="FedProx penalty")
     ap.add_argument("--alpha", type=float, default=0.1, help="FedDyn penalty")
+    ap.add_argument("--eta", type=float, default=1.0, help="FedPD penalty")
+    ap.add_argument("--rho", type=float, default=1.0, help="FedLT penalty")
     ap.add_argument("--scaffold-server-lr", type=float, default=0.8)
     ap.add_argument("--server-lr", type=float, default=0.05, help="FedOpt server step")
     ap.add_argument("--beta1", type=float, default=0.9)
@@ -196,7 +211,7 @@ def main() -> None:
     ap.add_argument("--selection-seed", type=int, default=3)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--only", default="", help="comma list of fedavg,fedprox,scaffold,feddyn,fednova,fednova-het,"
-                    "fedadam,fedadagrad,fedyogi")
+                    "fedadam,fedadagrad,fedyogi,fedpd,fedlt")
     args = ap.parse_args()
     only = set(filter(None, args.only.split(",")))
     R, K, n, lr = args.rounds, args.K, args.n, args.lr
@@ -261,6 +276,14 @@ def main() -> None:
                                                    tau=args.tau, participation=p, seed=s),
             lambda x0, sel, c=cls, e=extra: c(step_size=lr, num_local_steps=K, server_step_size=args.server_lr,
                                               beta_1=args.beta1, epsilon=args.tau, x0=x0, **e, **sel_kw(sel)))
+    methods["fedpd"] = (f"FedPD (eta {args.eta})",
+                        lambda X, p, s: rsf.FedPD(n, X, lr, local_steps=K, eta=args.eta, participation=p, seed=s),
+                        lambda x0, sel: dbf.FedPD(step_size=lr, num_local_steps=K, penalty=args.eta, x0=x0))
+    methods["fedlt"] = (f"FedLT (rho {args.rho})",
+                        lambda X, p, s: rsf.FedLT(n, X, lr, local_steps=K, rho=args.rho, participation=p, seed=s),
+                        lambda x0, sel: dbf.FedLT(step_size=lr, num_local_steps=K, penalty=args.rho, x0=x0,
+                                                  **({"selection_scheme": sel} if sel is not None else {})))
+    own = {"fedpd", "fedlt"}  # (each client keeps its model: the clients' models compared)
     first_round_semantics(n, grad, X0, lr, K, max(1, n // 2), args.selection_seed)
     rows = []
     for p in [float(v) for v in args.participation.split(",")]:
@@ -276,11 +299,14 @@ def main() -> None:
             seed = args.selection_seed
             make_opt = (lambda X, mk=make_ours: mk(X, p, seed))
             sel = None if per_round == n else OurSelection(per_round, seed)
+            if key == "fedpd" and sel is not None:  # (decent-bench's FedPD takes no selection scheme)
+                continue
             if sel is not None:
                 assert make_opt(X0.copy()).clients_per_round == per_round
-            s_ours = run_ours(make_opt, grad, X0, R)
-            s_db, fresh = run_db(make_db, A, b, X0, R, sel)
-            rel = np.max(np.abs(s_ours - s_db), axis=1) / np.max(np.abs(s_db), axis=1)
+            s_ours = run_ours(make_opt, grad, X0, R, clients=key in own)
+            s_db, fresh = run_db(make_db, A, b, X0, R, sel, clients=key in own)
+            flat_o, flat_d = s_ours.reshape(R, -1), s_db.reshape(R, -1)
+            rel = np.max(np.abs(flat_o - flat_d), axis=1) / np.max(np.abs(flat_d), axis=1)
             t_ours, t_db = time_both(make_opt, grad, X0, fresh, R, args.repeats)
             e_o, e_d = np.max(np.abs(s_ours[-1] - x_star)), np.max(np.abs(s_db[-1] - x_star))
             print(f"  {label:30s} {rel.max():12.1e} {rel[-1]:9.1e} {e_o:11.1e} {e_d:9.1e} {t_ours * 1e6:11.0f} "

@@ -1142,9 +1142,11 @@ def awake_mask(n, t, seed, model="bernoulli", q=None, p_sleep=None, p_wake=None,
 
 
 # ----------------------------------------------------------------- federated methods (a server and clients)
-def _federated(n, x0, lr, grad_fn, T, local_steps, participation, client_steps, seed, local, server, state):
+def _federated(n, x0, lr, grad_fn, T, local_steps, participation, client_steps, seed, local, server, state,
+               select=None):
     """A server and ``n`` clients, round by round: ``s_0`` the mean of the rows of ``x0``; each round the chosen
-    clients ``S`` (``Federated.chosen``) start from ``s`` and take ``tau_i`` (default ``K``) local steps
+    clients ``S`` (``Federated.chosen``, by the rule of ``select``: ``{"selection": ..., "client_weights": ...}``)
+    start from ``s`` and take ``tau_i`` (default ``K``) local steps
     ``y_i <- y_i - lr local(g, y, s, state)`` (the others keep ``s``), then ``s, state = server(s, y, S, tau,
     state)`` and every client holds ``s``. The models after every local step (a round's last: ``s``)."""
     from .algorithms._federated import Federated
@@ -1157,7 +1159,7 @@ def _federated(n, x0, lr, grad_fn, T, local_steps, participation, client_steps, 
     xs = [y.copy()]
     r = 0
     while len(xs) <= T:
-        S = Federated.chosen(n, m, seed, r)
+        S = Federated.chosen(n, m, seed, r, **(select or {}))
         for k in range(local_steps):
             step = lr * local(_grad(grad_fn, y), y, s, state)
             y = np.where((S & (k < tau))[:, None], y - step, y)
@@ -1170,21 +1172,26 @@ def _federated(n, x0, lr, grad_fn, T, local_steps, participation, client_steps, 
 
 
 @twin("fedavg")
-def fedavg(n, x0, lr, grad_fn, T, local_steps=4, participation=1.0, client_steps=None, server_lr=1.0, seed=0):
+def fedavg(n, x0, lr, grad_fn, T, local_steps=4, participation=1.0, client_steps=None, selection="uniform",
+           client_weights=None, server_lr=1.0, seed=0):
     """FedAvg (McMahan et al. 2017): local steps ``y <- y - lr g(y)``; ``s <- s + server_lr mean_S (y_i - s)``."""
     return _federated(n, x0, lr, grad_fn, T, local_steps, participation, client_steps, seed,
-                      lambda g, y, s, st: g, lambda s, y, S, tau, st: (s + server_lr * (y[S] - s).mean(axis=0), st), {})
+                      lambda g, y, s, st: g, lambda s, y, S, tau, st: (s + server_lr * (y[S] - s).mean(axis=0), st), {},
+                      select={"selection": selection, "client_weights": client_weights})
 
 
 @twin("fedprox")
-def fedprox(n, x0, lr, grad_fn, T, local_steps=4, participation=1.0, client_steps=None, mu=0.01, seed=0):
+def fedprox(n, x0, lr, grad_fn, T, local_steps=4, participation=1.0, client_steps=None, selection="uniform",
+            client_weights=None, mu=0.01, seed=0):
     """FedProx (Li et al. 2020): local steps ``y <- y - lr (g(y) + mu (y - s))``; ``s <- mean_S y_i``."""
     return _federated(n, x0, lr, grad_fn, T, local_steps, participation, client_steps, seed,
-                      lambda g, y, s, st: g + mu * (y - s), lambda s, y, S, tau, st: (y[S].mean(axis=0), st), {})
+                      lambda g, y, s, st: g + mu * (y - s), lambda s, y, S, tau, st: (y[S].mean(axis=0), st), {},
+                      select={"selection": selection, "client_weights": client_weights})
 
 
 @twin("scaffold")
-def scaffold(n, x0, lr, grad_fn, T, local_steps=4, participation=1.0, client_steps=None, server_lr=1.0, seed=0):
+def scaffold(n, x0, lr, grad_fn, T, local_steps=4, participation=1.0, client_steps=None, selection="uniform",
+             client_weights=None, server_lr=1.0, seed=0):
     """SCAFFOLD (Karimireddy et al. 2020, option II): local steps ``y <- y - lr (g(y) - c_i + c)``; for ``i`` in
     ``S``: ``c_i+ = c_i - c + (s - y_i) / (tau_i lr)``; ``s <- s + server_lr mean_S (y_i - s)``,
     ``c <- c + (1/n) sum_S (c_i+ - c_i)``; ``c_i = c = 0`` at the start."""
@@ -1197,11 +1204,13 @@ def scaffold(n, x0, lr, grad_fn, T, local_steps=4, participation=1.0, client_ste
 
     d = np.shape(x0)[-1]
     return _federated(n, x0, lr, grad_fn, T, local_steps, participation, client_steps, seed,
-                      lambda g, y, s, st: g - st["c"] + st["cs"], server, {"c": np.zeros((n, d)), "cs": np.zeros(d)})
+                      lambda g, y, s, st: g - st["c"] + st["cs"], server, {"c": np.zeros((n, d)), "cs": np.zeros(d)},
+                      select={"selection": selection, "client_weights": client_weights})
 
 
 @twin("feddyn")
-def feddyn(n, x0, lr, grad_fn, T, local_steps=4, participation=1.0, client_steps=None, alpha=0.1, seed=0):
+def feddyn(n, x0, lr, grad_fn, T, local_steps=4, participation=1.0, client_steps=None, selection="uniform",
+           client_weights=None, alpha=0.1, seed=0):
     """FedDyn (Acar et al. 2021): local steps ``y <- y - lr (g(y) - lambda_i + alpha (y - s))``; for ``i`` in ``S``:
     ``lambda_i <- lambda_i - alpha (y_i - s)``; ``h <- h - (alpha / n) sum_S (y_i - s)``,
     ``s <- mean_S y_i - h / alpha``; ``lambda_i = h = 0`` at the start."""
@@ -1214,23 +1223,26 @@ def feddyn(n, x0, lr, grad_fn, T, local_steps=4, participation=1.0, client_steps
     d = np.shape(x0)[-1]
     return _federated(n, x0, lr, grad_fn, T, local_steps, participation, client_steps, seed,
                       lambda g, y, s, st: g - st["lam"] + alpha * (y - s), server,
-                      {"lam": np.zeros((n, d)), "h": np.zeros(d)})
+                      {"lam": np.zeros((n, d)), "h": np.zeros(d)},
+                      select={"selection": selection, "client_weights": client_weights})
 
 
 @twin("fednova")
-def fednova(n, x0, lr, grad_fn, T, local_steps=4, participation=1.0, client_steps=None, seed=0):
+def fednova(n, x0, lr, grad_fn, T, local_steps=4, participation=1.0, client_steps=None, selection="uniform",
+            client_weights=None, seed=0):
     """FedNova (Wang et al. 2020), plain: local steps ``y <- y - lr g(y)``, ``tau_i`` of them;
     ``s <- s + tau_eff mean_S (y_i - s) / tau_i``, ``tau_eff = mean_S tau_i``."""
     def server(s, y, S, tau, st):
         return s + tau[S].mean() * ((y[S] - s) / tau[S][:, None]).mean(axis=0), st
 
     return _federated(n, x0, lr, grad_fn, T, local_steps, participation, client_steps, seed,
-                      lambda g, y, s, st: g, server, {})
+                      lambda g, y, s, st: g, server, {},
+                      select={"selection": selection, "client_weights": client_weights})
 
 
 @twin("fedopt")
-def fedopt(n, x0, lr, grad_fn, T, local_steps=4, participation=1.0, client_steps=None, server_optimizer="adam",
-           server_lr=0.01, beta1=0.9, beta2=0.99, tau=1e-3, seed=0):
+def fedopt(n, x0, lr, grad_fn, T, local_steps=4, participation=1.0, client_steps=None, selection="uniform",
+           client_weights=None, server_optimizer="adam", server_lr=0.01, beta1=0.9, beta2=0.99, tau=1e-3, seed=0):
     """FedOpt (Reddi et al. 2021): FedAvg's clients; ``D = mean_S (y_i - s)``, ``m <- beta1 m + (1 - beta1) D``,
     ``v <- v + D^2`` (adagrad), ``beta2 v + (1 - beta2) D^2`` (adam), ``v - (1 - beta2) D^2 sign(v - D^2)``
     (yogi); ``s <- s + server_lr m / (sqrt(v) + tau)``; ``m = v = 0`` at the start."""
@@ -1243,7 +1255,72 @@ def fedopt(n, x0, lr, grad_fn, T, local_steps=4, participation=1.0, client_steps
 
     d = np.shape(x0)[-1]
     return _federated(n, x0, lr, grad_fn, T, local_steps, participation, client_steps, seed,
-                      lambda g, y, s, st: g, server, {"m": np.zeros(d), "v": np.zeros(d)})
+                      lambda g, y, s, st: g, server, {"m": np.zeros(d), "v": np.zeros(d)},
+                      select={"selection": selection, "client_weights": client_weights})
+
+
+def _federated_own(n, x0, lr, grad_fn, T, local_steps, participation, client_steps, seed, select, local, server,
+                   state):
+    """A server and ``n`` clients that keep their own models (FedPD, FedLT): client ``i`` starts at row ``i`` of
+    ``x0``, the server at their mean ``s``, ``state = state(x, s)``; each round the chosen clients ``S`` take
+    ``tau_i`` local steps ``y_i <- y_i - lr local(g, y, s, state)`` from their own models (the others keep theirs),
+    then ``s, state = server(s, y, S, state)``; nobody's model is replaced. The models after every local step."""
+    from .algorithms._federated import Federated
+
+    y = np.array(x0, dtype=np.float64)
+    s = y.mean(axis=0)
+    state = state(y, s)
+    tau = np.full(n, local_steps) if client_steps is None else np.asarray(client_steps)
+    m = Federated.clients_for(n, participation)
+    xs = [y.copy()]
+    r = 0
+    while len(xs) <= T:
+        S = Federated.chosen(n, m, seed, r, **select)
+        for k in range(local_steps):
+            step = lr * local(_grad(grad_fn, y), y, s, state)
+            y = np.where((S & (k < tau))[:, None], y - step, y)
+            xs.append(y.copy())
+        s, state = server(s, y, S, state)
+        r += 1
+    return xs[:T + 1]
+
+
+@twin("fedpd")
+def fedpd(n, x0, lr, grad_fn, T, local_steps=4, participation=1.0, client_steps=None, selection="uniform",
+          client_weights=None, eta=1.0, seed=0):
+    """FedPD (Zhang et al. 2021, every round communicating): local steps ``y <- y - lr (g(y) + lambda_i +
+    (y - c_i) / eta)`` from the client's own model; for ``i`` in ``S``: ``lambda_i <- lambda_i + (y_i - c_i) /
+    eta``, then ``s = mean_S (y_i + eta lambda_i)`` and ``c_i <- s``; ``lambda_i = 0``, ``c_i = s_0`` at the
+    start."""
+    def server(s, y, S, st):
+        lam, c = st["lam"].copy(), st["c"].copy()
+        lam[S] += (y[S] - c[S]) / eta
+        s = (y[S] + eta * lam[S]).mean(axis=0)
+        c[S] = s
+        return s, {"lam": lam, "c": c}
+
+    return _federated_own(n, x0, lr, grad_fn, T, local_steps, participation, client_steps, seed,
+                          {"selection": selection, "client_weights": client_weights},
+                          lambda g, y, s, st: g + st["lam"] + (y - st["c"]) / eta, server,
+                          lambda y, s: {"lam": np.zeros_like(y), "c": np.tile(s, (n, 1))})
+
+
+@twin("fedlt")
+def fedlt(n, x0, lr, grad_fn, T, local_steps=4, participation=1.0, client_steps=None, selection="uniform",
+          client_weights=None, rho=1.0, seed=0):
+    """Fed-LT (Bastianello et al. 2024, gradient descent locally, no regulariser): with ``y = mean_i z_i``, local
+    steps ``w <- w - lr (g(w) + (w - (2 y - z_i)) / rho)`` from the client's own model; for ``i`` in ``S``:
+    ``z_i <- z_i + 2 (w_i - y)``; then ``y <- mean_i z_i`` over every client; ``z_i`` = row ``i`` of ``x0`` at
+    the start."""
+    def server(s, y, S, st):
+        z = st["z"].copy()
+        z[S] += 2.0 * (y[S] - s)
+        return z.mean(axis=0), {"z": z}
+
+    return _federated_own(n, x0, lr, grad_fn, T, local_steps, participation, client_steps, seed,
+                          {"selection": selection, "client_weights": client_weights},
+                          lambda g, y, s, st: g + (y - (2.0 * s - st["z"])) / rho, server,
+                          lambda y, s: {"z": y.copy()})
 
 
 # ----------------------------------------------------------------- message compression and noise
@@ -1258,12 +1335,15 @@ def compress_message(v, method, node, first_col, seed, t, r, bits=None, k=None, 
       scaled back: at most ``max|v|``);
     - topk: the ``k`` largest ``|v_c|`` kept (ties: the lower column), the rest 0;
     - randk: the ``k`` columns of smallest ``u_c`` (tag 2) kept, times ``L / k`` when unbiased;
-    - round: ``v_c`` rounded to ``bits`` significant bits, ties to even (infinite where that rounds past the
-      largest double, as IEEE rounding overflows; an infinite or NaN value as it is);
+    - round: ``v_c`` rounded to ``bits`` significant bits, ties to even (an infinite or NaN value as it is);
     - noise: ``v_c + sigma sqrt(-2 ln(1 - u_c)) cos(2 pi u'_c)`` (tags 3 and 4).
 
     Norms are summed in double precision in column order, and each value computed in double, then stored in
-    ``v``'s precision.
+    ``v``'s precision. A finite message is never sent as infinite: where its exact encoding lies past the largest
+    finite value ``F`` of ``v``'s precision (qsgd's ``l_c ||v|| / s`` reaches ``sqrt(L) max|v|``, rand-k's ``v_c
+    L / k``, round's rounding of a value in the top binade), the value saturates at the largest one the encoding
+    sends: ``+-F`` (qsgd, rand-k), ``+-(2^bits - 1) 2^(e - bits)`` (round, ``2^e`` the top binade's end). A message
+    that is not finite gives its values as computed.
     """
     import math
 
@@ -1273,6 +1353,11 @@ def compress_message(v, method, node, first_col, seed, t, r, bits=None, k=None, 
     L = len(v)
     u = [lambda c, tag: float(uniform_hash(seed, t, r, node, tag, first_col + c))][0]
     out = np.zeros_like(v)
+    top = float(np.finfo(v.dtype).max)
+
+    def saturated(q, finite):  # (a NaN stays NaN)
+        return q if not finite else top if q > top else -top if q < -top else q
+
     if method == "qsgd":
         sq = sum(float(x) * float(x) for x in v)  # (sequential, as the kernel)
         norm, scale = math.sqrt(sq), 1.0
@@ -1286,7 +1371,7 @@ def compress_message(v, method, node, first_col, seed, t, r, bits=None, k=None, 
                 continue
             level = min(math.floor(abs(float(v[c]) / scale) * (s / norm) + (u(c, 1) if unbiased else 0.5)), s)
             q = level * (norm / s)
-            out[c] = math.copysign(q, float(v[c])) * scale
+            out[c] = saturated(math.copysign(q, float(v[c])) * scale, math.isfinite(norm))
     elif method == "sign":
         l1 = sum(abs(float(x)) for x in v)  # (sequential, as the kernel)
         scale = l1 / L
@@ -1301,7 +1386,8 @@ def compress_message(v, method, node, first_col, seed, t, r, bits=None, k=None, 
         keep = sorted(range(L), key=lambda c: (key[c], c))[:kk]
         scale = L / kk if method == "randk" and unbiased else 1.0
         for c in keep:
-            out[c] = v[c] if scale == 1.0 else v[c] * v.dtype.type(scale)
+            with np.errstate(over="ignore"):  # (in v's precision, as the kernels; past F: saturated)
+                out[c] = v[c] if scale == 1.0 else saturated(float(v[c] * v.dtype.type(scale)), np.isfinite(v[c]))
     elif method == "round":
         for c in range(L):
             m, e = math.frexp(float(v[c]))
@@ -1309,9 +1395,12 @@ def compress_message(v, method, node, first_col, seed, t, r, bits=None, k=None, 
                 out[c] = v[c]
                 continue
             try:
-                out[c] = math.ldexp(round(math.ldexp(m, bits)), e - bits)  # (round(): ties to even)
-            except OverflowError:  # (rounded up past the largest double, 2^1024: infinite, as IEEE rounding)
-                out[c] = math.copysign(math.inf, float(v[c]))
+                q = math.ldexp(round(math.ldexp(m, bits)), e - bits)  # (round(): ties to even)
+            except OverflowError:  # (rounded up to 2^1024)
+                q = math.inf
+            if abs(q) > top:  # (past F: the largest value of `bits` bits)
+                q = math.ldexp(2**bits - 1, e - bits)
+            out[c] = math.copysign(q, float(v[c]))  # (-0.0 stays -0.0)
     elif method == "noise":
         for c in range(L):
             z = math.sqrt(-2.0 * math.log(1.0 - u(c, 3))) * math.cos(6.283185307179586 * u(c, 4))

@@ -473,7 +473,8 @@ def _extra_metrics(extra, opt, objective, oracle, X):
     head = dict(iteration=int(opt.iteration), communication_rounds=int(opt.communication_rounds),
                 samples=float(opt.samples_drawn(getattr(objective, "batch", 1))), objective=objective)
     first = int(getattr(oracle, "rep_offset", 0))
-    states = [MetricState(x=X[r], x_bar=x_bar[r], rep=first + r, **head) for r in range(X.shape[0])]
+    states = [MetricState(x=X[r], x_bar=x_bar[r], rep=first + r, algorithm=opt, replica=r, **head)
+              for r in range(X.shape[0])]
     with np.errstate(over="ignore", invalid="ignore"):
         return {m.name: np.array([m.measure(state) for state in states], dtype=np.float64) for m in extra}
 

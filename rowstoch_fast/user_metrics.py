@@ -11,7 +11,12 @@ repetition at each record, and only in the runs that ask for it.
 
 Statistics over the nodes (:data:`NODE_STATISTICS` of :data:`NODE_QUANTITIES`) are metrics of the same kind,
 named ``node_<statistic>_<quantity>``: ``node_min_test_accuracy`` is the lowest test accuracy of a node's own
-model, ``node_std_local_loss`` the spread of the local losses ``f_i(x_i)``.
+model, ``node_std_local_loss`` the spread of the local losses ``f_i(x_i)``, ``node_min_participation`` the fewest
+rounds a client of a federated method took part in.
+
+The federated metrics (:data:`FEDERATED_METRICS`: ``client_drift``, ``participation_fairness``; NaN for a method
+that is not federated) read the method itself (:attr:`MetricState.algorithm`): see
+:mod:`rowstoch_fast.algorithms._federated`.
 
 Examples
 --------
@@ -44,7 +49,7 @@ from ._metric_names import METRICS
 
 __all__ = ["Metric", "MetricState", "register_metric", "unregister_metric", "registered_metrics",
            "load_metrics_module", "resolve_metrics", "higher_is_better", "linear_scale", "NODE_STATISTICS",
-           "NODE_QUANTITIES", "RESERVED"]
+           "NODE_QUANTITIES", "FEDERATED_METRICS", "RESERVED"]
 
 #: Columns of a run's records and of a comparison's frame and tables that no metric may be named (beside the
 #: built-in metrics, :data:`rowstoch_fast.runner.METRICS`, and the ``node_*`` statistics).
@@ -62,17 +67,25 @@ NODE_QUANTITIES = {
     "test_loss": "the test loss of its model (NaN without test data)",
     "test_accuracy": "the test accuracy of its model (classification; NaN otherwise)",
     "test_mse": "the test mean squared error of its model (regression; NaN otherwise)",
+    "participation": "the rounds done that chose client i (a federated method; NaN otherwise)",
+}
+#: The metrics of a federated method (NaN for the others), and what each is.
+FEDERATED_METRICS = {
+    "client_drift": "the mean distance ||y_i - s|| of the last round's chosen clients' models, at the end of their "
+                    "local steps, from the server model s they were sent (Federated.client_drift)",
+    "participation_fairness": "Jain's index (sum c_i)^2 / (n sum c_i^2) of how often each client was chosen so far: "
+                              "1 for equal turns (Federated.participation_fairness)",
 }
 _NODE_NAME = re.compile(r"node_(%s)_(%s)$" % ("|".join(NODE_STATISTICS), "|".join(NODE_QUANTITIES)))
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*$")
 #: Built-in metrics where a higher value is better (tables rank the largest first; figures use a linear axis).
-_HIGHER = frozenset({"test_accuracy"})
+_HIGHER = frozenset({"test_accuracy", "participation_fairness"})
 
 _REGISTRY = {}  # name -> Metric
 _LOADED = {}  # module name -> (path, names it registered): the files of load_metrics_module
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, init=False)
 class MetricState:
     """What a metric you define is called with: one repetition's models at a recorded iteration (read-only).
 
@@ -92,9 +105,15 @@ class MetricState:
     objective : Objective
         The problem (its data, :meth:`~rowstoch_fast.objectives.Objective.optimum`,
         :attr:`~rowstoch_fast.objectives.Objective.test_data`, ...).
+    algorithm : Optimizer or None
+        The method that made the models (read it, never step it; None where the caller gives none): the
+        federated metrics read their clients' participation and drift from it.
+    replica : int
+        Which of its replicas ``x`` is (0 without replicas).
     """
 
-    __slots__ = ("x", "x_bar", "iteration", "communication_rounds", "samples", "rep", "objective")
+    __slots__ = ("x", "x_bar", "iteration", "communication_rounds", "samples", "rep", "objective", "algorithm",
+                 "replica")
     x: np.ndarray
     x_bar: np.ndarray
     iteration: int
@@ -102,6 +121,14 @@ class MetricState:
     samples: float
     rep: int
     objective: object
+    algorithm: object
+    replica: int
+
+    def __init__(self, x, x_bar, iteration, communication_rounds, samples, rep, objective, algorithm=None,
+                 replica=0):
+        for name, value in zip(self.__slots__, (x, x_bar, iteration, communication_rounds, samples, rep, objective,
+                                                algorithm, replica)):
+            object.__setattr__(self, name, value)
 
 
 def _check_name(name):
@@ -111,7 +138,7 @@ def _check_name(name):
     if not _NAME.match(name):
         raise ValueError(f"metric name {name!r} must be a Python identifier (letters, digits and _): it becomes a "
                          "column of the records and a --metric choice")
-    if name in METRICS or _NODE_NAME.match(name):
+    if name in METRICS or _NODE_NAME.match(name) or name in FEDERATED_METRICS:
         raise ValueError(f"metric name {name!r} is a built-in metric's; choose another")
     if name in RESERVED or name.endswith(("_std", "_best")):
         raise ValueError(f"metric name {name!r} is taken by a column of the records or tables (or ends in _std / "
@@ -157,7 +184,8 @@ class Metric:
         if ranked and not lower_is_better:
             raise ValueError(f"metric {name!r}: a ranked metric falls to 0 at the solution (lower is better); "
                              "give ranked=False, or lower_is_better=True")
-        builtin = isinstance(fn, _NodeStatistic) and bool(_NODE_NAME.match(str(name)))  # (a node_* metric's own)
+        builtin = (isinstance(fn, _NodeStatistic) and bool(_NODE_NAME.match(str(name)))  # (a node_* metric's own)
+                   or isinstance(fn, _FederatedMetric) and fn.name == name)
         object.__setattr__(self, "name", name if builtin else _check_name(name))
         object.__setattr__(self, "fn", fn)
         object.__setattr__(self, "lower_is_better", bool(lower_is_better))
@@ -355,6 +383,9 @@ class _NodeStatistic:
         f, x = state.objective, state.x
         if self.quantity == "local_loss":
             return f.loss(np.ascontiguousarray(x))
+        if self.quantity == "participation":
+            opt = state.algorithm
+            return opt.participation_counts().astype(np.float64) if getattr(opt, "federated", False) else None
         if self.quantity in ("distance", "suboptimality"):
             best = f.optimum()
             if best is None:
@@ -363,6 +394,37 @@ class _NodeStatistic:
                 return np.linalg.norm(x - best.x, axis=-1)
             return f.value_and_gradient_at(x)[0] - best.value  # (x: n points, each against every node's f_i)
         return f.test_metrics(x).get(self.quantity)
+
+
+class _FederatedMetric:
+    """A metric of :data:`FEDERATED_METRICS`: read off the federated method of the state (NaN for another)."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def __reduce__(self):
+        return _FederatedMetric, (self.name,)
+
+    def __eq__(self, other):
+        return isinstance(other, _FederatedMetric) and self.name == other.name
+
+    def __hash__(self):
+        return hash(self.name)
+
+    def __call__(self, state):
+        opt = state.algorithm
+        if not getattr(opt, "federated", False):
+            return math.nan
+        if self.name == "client_drift":
+            return float(np.atleast_1d(opt.client_drift())[state.replica])
+        return opt.participation_fairness()
+
+
+def _federated_metric(name):
+    """The :class:`Metric` of a :data:`FEDERATED_METRICS` name, or None."""
+    if name not in FEDERATED_METRICS:
+        return None
+    return Metric(name, _FederatedMetric(name), lower_is_better=name not in _HIGHER)
 
 
 def _node_metric(name):
@@ -401,12 +463,13 @@ def _resolve_one(m, argument):
     if isinstance(m, str):
         if m in METRICS:
             return m
-        found = _REGISTRY.get(m) or _node_metric(m)
+        found = _REGISTRY.get(m) or _node_metric(m) or _federated_metric(m)
         if found is None:
             registered = f" ({', '.join(_REGISTRY)})" if _REGISTRY else ""
             raise ValueError(f"{argument} must be one of {', '.join(METRICS)}, a statistic over the nodes "
-                             f"node_<{'|'.join(NODE_STATISTICS)}>_<{'|'.join(NODE_QUANTITIES)}> or a metric you "
-                             f"registered (register_metric){registered}, got {m!r}")
+                             f"node_<{'|'.join(NODE_STATISTICS)}>_<{'|'.join(NODE_QUANTITIES)}>, a federated metric "
+                             f"({', '.join(FEDERATED_METRICS)}) or a metric you registered (register_metric)"
+                             f"{registered}, got {m!r}")
         return found
     if isinstance(m, Metric):
         return m
@@ -425,7 +488,7 @@ def _properties(name, given=None):
     ``meta["extra_metrics"]``), else the registry's, the ``node_*`` rule or the built-in ones."""
     if given and name in given:
         return given[name]
-    found = _REGISTRY.get(name) or (_node_metric(name) if isinstance(name, str) else None)
+    found = _REGISTRY.get(name) or (_node_metric(name) or _federated_metric(name) if isinstance(name, str) else None)
     if found is not None:
         return found.properties()
     higher = name in _HIGHER

@@ -1,6 +1,7 @@
 """Federated methods (a server and clients: rowstoch_fast/algorithms/_federated.py) beyond the registry tests of
 tests/test_algorithms.py (their dense twins, replicas, resumes, the emulated GPU, divergence): what reduces to
-what, the client selection, unequal local work, partial participation, the counts, and bad hyperparameters."""
+what, the client selection rules, unequal local work, partial participation, the counts, the participation and
+drift metrics, FedPD and FedLT, and bad hyperparameters."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rowstoch_fast import FedAvg, FedDyn, FedNova, FedOpt, FedProx, Scaffold, _reference
+from rowstoch_fast import FedAvg, FedDyn, FedLT, FedNova, FedOpt, FedPD, FedProx, Scaffold, _reference
 from rowstoch_fast.algorithms import REGISTRY, names
 from rowstoch_fast.algorithms._federated import Federated
 
@@ -34,7 +35,7 @@ def test_every_federated_method_is_registered_and_left_out_of_the_default_compar
     from rowstoch_fast import topology
     from rowstoch_fast.compare.plan import default_algorithms
 
-    assert set(FEDERATED) == {"fedavg", "fedprox", "scaffold", "feddyn", "fednova", "fedopt"}
+    assert set(FEDERATED) == {"fedavg", "fedprox", "scaffold", "feddyn", "fednova", "fedopt", "fedpd", "fedlt"}
     chosen = default_algorithms(topology.exponential(8))
     assert not set(FEDERATED) & set(chosen) and "centralized" in chosen
 
@@ -48,13 +49,19 @@ def test_fedprox_without_its_term_and_fednova_with_equal_steps_are_fedavg_bit_fo
     np.testing.assert_allclose(equal, ref, rtol=1e-14)
 
 
+WEIGHTS = [5.0, 1.0, 1.0, 2.0, 8.0, 1.0, 3.0, 1.0, 1.0, 4.0]
+
+
 @pytest.mark.parametrize("name", FEDERATED)
-@pytest.mark.parametrize("participation,client_steps", [(0.3, None), (0.5, [1, 2, 3, 4, 1, 2, 3, 4, 4, 4]), (1.0, [2] * 10)])
-def test_partial_participation_and_unequal_work_match_the_dense_twin(name, participation, client_steps):
+@pytest.mark.parametrize("participation,client_steps,select", [
+    (0.3, None, {}), (0.5, [1, 2, 3, 4, 1, 2, 3, 4, 4, 4], {}), (1.0, [2] * 10, {}),
+    (0.3, None, {"selection": "size", "client_weights": WEIGHTS}),
+    (0.4, [1, 2, 3, 4] * 2 + [4, 4], {"selection": "fair"})])
+def test_partial_participation_and_unequal_work_match_the_dense_twin(name, participation, client_steps, select):
     grad, _ = problem(seed=1)
     cls = REGISTRY[name]
     x0 = np.random.default_rng(2).standard_normal((10, 3))
-    options = {"participation": participation, "client_steps": client_steps, "local_steps": 4, "seed": 5}
+    options = {"participation": participation, "client_steps": client_steps, "local_steps": 4, "seed": 5, **select}
     opt = cls(10, x0, 0.05, **options)
     xs = _reference.TWINS[name](10, x0, 0.05, grad, 60, **options)
     for t in range(1, 61):
@@ -63,14 +70,16 @@ def test_partial_participation_and_unequal_work_match_the_dense_twin(name, parti
     assert opt.communication_rounds == 15
 
 
-@given(n=st.integers(1, 40), p=st.floats(0.01, 1.0), seed=st.integers(0, 2**40), r=st.integers(0, 10**12))
-@settings(max_examples=60, deadline=None)
-def test_each_round_chooses_its_share_of_the_clients_the_same_everywhere(n, p, seed, r):
+@given(n=st.integers(1, 40), p=st.floats(0.01, 1.0), seed=st.integers(0, 2**40), r=st.integers(0, 10**12),
+       selection=st.sampled_from(["uniform", "size", "fair"]), wseed=st.integers(0, 100))
+@settings(max_examples=90, deadline=None)
+def test_each_round_chooses_its_share_of_the_clients_the_same_everywhere(n, p, seed, r, selection, wseed):
     m = Federated.clients_for(n, p)
     assert 1 <= m <= n and (m == 1 or m <= p * n + 1e-9) and m > p * n - 1
-    mask = Federated.chosen(n, m, seed, r)
+    w = np.random.default_rng(wseed).uniform(1e-3, 1e3, n) if selection == "size" else None
+    mask = Federated.chosen(n, m, seed, r, selection, w)
     assert mask.dtype == bool and mask.shape == (n,) and mask.sum() == m
-    np.testing.assert_array_equal(mask, Federated.chosen(n, m, seed, r))  # a pure function of (seed, round)
+    np.testing.assert_array_equal(mask, Federated.chosen(n, m, seed, r, selection, w))  # a function of (seed, round)
 
 
 def test_the_clients_of_a_round_are_the_fraction_rounded_down():
@@ -273,3 +282,214 @@ def test_rowstoch_run_takes_a_method_s_other_hyperparameters(tmp_path, capsys):
                        (["--hyper", "client_steps=[1,2]"], "client_steps must be 4 integers")]:
         assert main(base + bad + ["--out", str(tmp_path / "x")]) == 2
         assert match in capsys.readouterr().err
+
+
+# ----------------------------------------------------------------- the selection rules
+def test_size_selection_takes_a_client_in_proportion_to_its_weight():
+    """One client a round: chosen with probability ``w_i / sum w``; two of four: the inclusion probabilities of
+    successive sampling without replacement, ``p_i + sum_{j != i} p_j w_i / (W - w_j)``."""
+    w = np.array([1.0, 2.0, 3.0, 10.0])
+    R = 20000
+    one = sum(Federated.chosen(4, 1, 7, r, "size", w).astype(int) for r in range(R)) / R
+    np.testing.assert_allclose(one, w / w.sum(), atol=0.012)
+    W = w.sum()
+    both = np.array([w[i] / W + sum(w[j] / W * w[i] / (W - w[j]) for j in range(4) if j != i) for i in range(4)])
+    two = sum(Federated.chosen(4, 2, 7, r, "size", w).astype(int) for r in range(R)) / R
+    np.testing.assert_allclose(two, both, atol=0.015)
+    assert abs(two - np.array([0.5] * 4)).max() > 0.3  # (not uniform)
+    equal = sum(Federated.chosen(8, 2, 7, r, "size").astype(int) for r in range(4000)) / 4000  # no weights: equal
+    assert abs(equal - 0.25).max() < 0.03
+
+
+def test_fair_selection_takes_the_clients_chosen_least_often_then_least_recently():
+    """Against the rule itself, simulated: the ``m`` clients with the fewest turns so far, ties to the one whose
+    last turn is oldest (never chosen: oldest of all), then to the seeded order; counts never differ by more than
+    one."""
+    n, m, seed = 7, 3, 11
+    rank = np.argsort(Federated.fair_order(n, seed))  # the place of each client in the fixed order
+    counts, last = np.zeros(n, dtype=int), np.full(n, -1)
+    for r in range(40):
+        want = sorted(range(n), key=lambda i: (counts[i], last[i], rank[i]))[:m]
+        mask = Federated.chosen(n, m, seed, r, "fair")
+        assert set(np.flatnonzero(mask)) == set(want), r
+        counts[want] += 1
+        last[want] = r
+        assert counts.max() - counts.min() <= 1
+    assert not np.array_equal(Federated.fair_order(n, 1), Federated.fair_order(n, 2))
+
+
+@pytest.mark.parametrize("options,match", [
+    ({"selection": "loss"}, "selection must be one of uniform, size, fair"),
+    ({"client_weights": [1.0] * 10}, 'client_weights are the weights of selection="size"'),
+    ({"selection": "size", "client_weights": [1.0] * 9},
+     r"client_weights must be 10 positive finite numbers .* shape \(9,\)"),
+    ({"selection": "size", "client_weights": [1.0] * 9 + [0.0]}, r"client_weights\[9\] = 0.0"),
+    ({"selection": "size", "client_weights": [1.0] * 8 + [np.nan, 1.0]}, r"client_weights\[8\] = nan"),
+    ({"selection": "size", "client_weights": ["a"] * 10}, "client_weights must be 10 positive numbers"),
+])
+def test_bad_selections_are_named(options, match):
+    with pytest.raises(ValueError, match=match):
+        FedAvg(10, np.zeros(3), 0.1, participation=0.5, **options)
+
+
+def test_a_selection_rule_survives_a_resume_and_is_saved():
+    grad, _ = problem()
+    opt = run(FedAvg, 6, grad, participation=0.3, selection="size", client_weights=WEIGHTS, seed=4)
+    state = opt.state_dict()
+    again = FedAvg.from_state_dict(state)
+    assert again.selection == "size" and np.array_equal(again.client_weights, WEIGHTS)
+    for _ in range(10):
+        opt.step(grad)
+        again.step(grad)
+    np.testing.assert_array_equal(opt.x, again.x)
+    np.testing.assert_array_equal(opt.participation_counts(), again.participation_counts())
+
+
+# ----------------------------------------------------------------- participation and drift
+@pytest.mark.parametrize("select", [{}, {"selection": "size", "client_weights": WEIGHTS}, {"selection": "fair"}])
+def test_participation_counts_are_the_rounds_done_that_chose_each_client(select):
+    grad, _ = problem()
+    opt = FedAvg(10, np.zeros(3), 0.05, participation=0.3, local_steps=4, seed=2, **select)
+    assert opt.participation_counts().tolist() == [0] * 10 and np.isnan(opt.participation_fairness())
+    for t in range(1, 47):
+        opt.step(grad)
+        if t in (3, 4, 21, 46):  # (mid-round: the rounds done only)
+            want = sum(Federated.chosen(10, 3, 2, r, **select).astype(int) for r in range(t // 4))
+            np.testing.assert_array_equal(opt.participation_counts(), want)
+            assert opt.participation_counts().sum() == 3 * (t // 4)
+    c = opt.participation_counts().astype(float)
+    assert opt.participation_fairness() == pytest.approx(c.sum() ** 2 / (10 * (c * c).sum()), rel=1e-15)
+
+
+def test_participation_fairness_is_jains_index_by_hand():
+    opt = run(FedAvg, 8, problem(n=4)[0], n=4, participation=0.25, selection="fair", local_steps=4)
+    assert sorted(opt.participation_counts().tolist()) == [0, 0, 1, 1]  # 2 rounds, one client each
+    assert opt.participation_fairness() == 0.5  # (1 + 1)^2 / (4 (1 + 1))
+    opt = run(FedAvg, 4 * 4, problem(n=4)[0], n=4, participation=0.25, selection="fair", local_steps=4)
+    assert opt.participation_fairness() == 1.0
+    opt = run(FedAvg, 12, problem(n=4)[0], n=4, participation=0.5, local_steps=4, seed=1)
+    c = opt.participation_counts()
+    assert opt.participation_fairness() == (c.sum() ** 2) / (4 * (c ** 2).sum())
+    assert run(FedAvg, 8, problem(n=4)[0], n=4).participation_counts().tolist() == [2] * 4  # (everyone)
+
+
+def test_client_drift_is_the_mean_distance_of_the_chosen_clients_models_from_the_server_by_hand():
+    rng = np.random.default_rng(3)
+    a, b = rng.uniform(0.5, 2.0, (2, 6, 4)), rng.standard_normal((2, 6, 4))  # two replicas, 6 clients, d = 4
+    grad = lambda X: a * X - b  # noqa: E731
+    x0 = rng.standard_normal((2, 6, 4))
+    lr, K = 0.1, 3
+    opt = FedAvg(6, x0, lr, local_steps=K, participation=0.5, seed=8)
+    assert opt.client_drift().shape == (2,) and np.isnan(opt.client_drift()).all()
+    s = x0.mean(axis=1, keepdims=True)
+    for r in range(3):
+        S = Federated.chosen(6, 3, 8, r)
+        y = np.broadcast_to(s, x0.shape).copy()
+        for _ in range(K):
+            y = y - lr * grad(y)
+            opt.step(grad)
+        drift = np.linalg.norm(y[:, S] - s, axis=-1).mean(axis=1)
+        np.testing.assert_allclose(opt.client_drift(), drift, rtol=1e-13)
+        s = y[:, S].mean(axis=1, keepdims=True)
+    one = FedAvg(6, x0[0], lr, local_steps=K)
+    for _ in range(K):
+        one.step(lambda X: grad(X[None])[0])
+    assert one.client_drift().shape == ()
+
+
+def test_client_drift_vanishes_where_the_method_corrects_it():
+    grad, _ = problem(seed=4)
+    avg, scaffold = run(FedAvg, 4000, grad, lr=0.02), run(Scaffold, 4000, grad, lr=0.02)
+    assert avg.client_drift() > 1e-2 and scaffold.client_drift() < 1e-12
+    fedlt = run(FedLT, 4000, grad, lr=0.05, participation=0.5)
+    assert fedlt.client_drift() < 1e-12
+
+
+def test_the_federated_metrics_read_the_method_of_the_state():
+    from rowstoch_fast import DSGD, topology
+    from rowstoch_fast.user_metrics import MetricState, higher_is_better, resolve_metrics
+
+    grad, _ = problem()
+    opt = run(FedAvg, 14, grad, participation=0.3, selection="fair", seed=1)
+    drift, fair, low, high = resolve_metrics(["client_drift", "participation_fairness", "node_min_participation",
+                                              "node_max_participation"])
+    state = MetricState(x=opt.x, x_bar=opt.x.mean(0), iteration=14, communication_rounds=3, samples=0.0, rep=0,
+                        objective=None, algorithm=opt)
+    assert drift.measure(state) == float(opt.client_drift())
+    assert fair.measure(state) == opt.participation_fairness()
+    assert (low.measure(state), high.measure(state)) == (0.0, 1.0)  # 3 rounds of 3 clients out of 10, in turn
+    assert higher_is_better("participation_fairness") and not higher_is_better("client_drift")
+    other = DSGD(topology.exponential(10), np.zeros(3), 0.1)
+    for metric in (drift, fair, low):
+        assert np.isnan(metric.measure(MetricState(x=other.x, x_bar=other.x.mean(0), iteration=0,
+                                                   communication_rounds=0, samples=0.0, rep=0, objective=None,
+                                                   algorithm=other)))
+    with pytest.raises(ValueError, match="built-in"):
+        from rowstoch_fast.user_metrics import register_metric
+        register_metric("client_drift", lambda s: 0.0)
+
+
+def test_the_harness_records_the_federated_metrics():
+    from rowstoch_fast import Algorithm, run as run_harness, topology
+    from rowstoch_fast.objectives import Quadratic
+
+    f = Quadratic.random(8, 3, seed=0)
+    h = run_harness(Algorithm(topology.exponential(8), 0.05, method="fedavg", participation=0.5, selection="fair"),
+                    f, 40, record_every=8, progress=False,
+                    metrics=["client_drift", "participation_fairness", "node_max_participation"])
+    frame = h.frame
+    assert frame["participation_fairness"].iloc[1:].eq(1.0).all()
+    assert frame["node_max_participation"].tolist() == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
+    assert np.isnan(frame["client_drift"].iloc[0]) and (frame["client_drift"].iloc[1:] > 0).all()
+
+
+# ----------------------------------------------------------------- FedPD and FedLT
+@pytest.mark.parametrize("cls,options", [(FedPD, {"eta": 1.0}), (FedPD, {"eta": 0.5, "local_steps": 1}),
+                                         (FedLT, {"rho": 1.0}), (FedLT, {"rho": 0.5, "participation": 0.5}),
+                                         (FedLT, {"rho": 1.0, "participation": 0.3, "selection": "fair"})])
+def test_fedpd_and_fedlt_reach_the_minimiser_on_heterogeneous_quadratics(cls, options):
+    """Every client's own model goes to the minimiser of the sum (the primal-dual fixed points: tested with
+    every client for FedPD, whose reference analyses that; with a part of them for FedLT too)."""
+    grad, xstar = problem(seed=3)
+    opt = run(cls, 16000, grad, **options)
+    assert np.abs(opt.x - xstar).max() < 1e-12 * max(1.0, np.abs(xstar).max())
+
+
+def test_fedpd_with_a_part_of_the_clients_is_not_exact():
+    """(What its docstring says: the stale centres of the clients not chosen bias the average.)"""
+    grad, xstar = problem(seed=3)
+    assert np.abs(run(FedPD, 16000, grad, participation=0.5).x - xstar).max() > 1e-2
+
+
+@pytest.mark.parametrize("cls", [FedPD, FedLT])
+def test_fedpd_and_fedlt_clients_keep_their_own_models(cls):
+    """Each client starts at its row of x0 (not the server's mean) and keeps its model between rounds: the first
+    local step is a plain gradient step from x0 (lambda = 0, the centre or v equal to the mean for the first round
+    of FedPD, 2 y - z for FedLT), and a client not chosen keeps its row."""
+    grad, _ = problem()
+    x0 = np.random.default_rng(5).standard_normal((10, 3))
+    opt = cls(10, x0, 0.05, participation=0.3, seed=1, local_steps=2)
+    s = x0.mean(axis=0)
+    opt.step(grad)
+    S = Federated.chosen(10, 3, 1, 0)
+    extra = (x0 - s) / 1.0  # FedPD: (y - c) / eta with c = s; FedLT: (w - (2 y - z)) / rho = (x0 - 2 s + x0)
+    extra = extra if cls is FedPD else 2.0 * (x0 - s)
+    want = np.where(S[:, None], x0 - 0.05 * (grad(x0) + extra), x0)
+    np.testing.assert_allclose(opt.x, want, rtol=1e-14)
+    opt.step(grad)
+    np.testing.assert_array_equal(opt.x[~S], x0[~S])  # (after the round too: nobody downloads a model)
+    assert np.ptp(opt.x, axis=0).min() > 0
+
+
+def test_fedpd_and_fedlt_count_one_block_each_way():
+    grad, _ = problem()
+    for cls in (FedPD, FedLT):
+        opt = run(cls, 20, grad, participation=0.3, local_steps=4)
+        assert opt.communication_rounds == 5 and opt.traffic() == {"messages": 30, "bytes": 30 * 3 * 8}
+
+
+@pytest.mark.parametrize("cls,options,match", [(FedPD, {"eta": 0.0}, "eta"), (FedPD, {"eta": -1.0}, "eta"),
+                                               (FedLT, {"rho": 0.0}, "rho"), (FedLT, {"rho": float("inf")}, "rho")])
+def test_bad_fedpd_and_fedlt_hyperparameters_are_named(cls, options, match):
+    with pytest.raises(ValueError, match=match):
+        cls(10, np.zeros(3), 0.1, **options)

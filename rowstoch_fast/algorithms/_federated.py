@@ -7,8 +7,8 @@ local-update methods count: :class:`~._local.LocalSteps`):
 
 - at a round's first step every client's row holds the server model ``s``;
 - the clients chosen for the round (``participation``: a fraction of the ``n``, ``floor(participation n)`` of
-  them and at least one, drawn uniformly without replacement by a counter-based hash of ``(seed, round)``, the
-  same on every process and backend) take their
+  them and at least one, chosen by the rule ``selection`` below from a counter-based hash of ``(seed, round)``,
+  the same on every process and backend) take their
   local steps ``y <- y - lr d_i(y)``, the others keep ``s`` (they compute nothing: their rows' gradients are
   evaluated, as the oracle gives every node's, and not used; a NaN among them is still the oracle's error where
   the gradients are checked, ``check_finite``, and never reaches the server where they are not);
@@ -16,10 +16,50 @@ local-update methods count: :class:`~._local.LocalSteps`):
   row gets the new ``s`` (the download).
 
 So ``x`` at the end of every round is the server model on every row, and the harness's metrics of the nodes'
-models are those of the server's. The choice of clients is keyed on the method's ``seed``, not on the replica or
-the run's seed: the repetitions of a comparison share it, as they share a network model's losses and sleep (keyed
-on its own seed), and differ in their gradients' noise; give ``seed`` to draw another sequence. A round counts as one communication round; :meth:`traffic` counts an upload
-and a download per chosen client (of the blocks a method sends).
+models are those of the server's. The primal-dual methods (:class:`~rowstoch_fast.FedPD`,
+:class:`~rowstoch_fast.FedLT`: ``download_model = False``) differ: each client keeps its own model from round to
+round (a row of ``x``, where its next local steps start; every row starts at its row of ``x0``), the server's
+broadcast goes into a state block, and the harness measures the clients' models.
+
+The selection rules (``selection``; each draws ``m = floor(participation n)`` clients a round, all of them where
+``m = n``):
+
+- ``"uniform"``: uniformly without replacement (the ``m`` smallest of ``n`` hashes of ``(seed, round, i)``);
+  McMahan et al. 2017's rule.
+- ``"size"``: with probability proportional to ``client_weights`` (e.g. each client's number of samples),
+  without replacement, one after the other (successive sampling, as ``numpy.random.choice(replace=False, p=w /
+  sum(w))`` and decent-bench 0.3.0's ``DataSizeSelection``): the ``m`` smallest of ``E_i / w_i`` with ``E_i`` the
+  exponential variates ``-log(1 - u_i)`` of the hashes (P. S. Efraimidis and P. G. Spirakis, "Weighted random
+  sampling with a reservoir", Information Processing Letters 97, 2006). FedProx (Li, Sahu, Zaheer et al. 2020)
+  and Li, Huang, Yang, Wang & Zhang ("On the convergence of FedAvg on non-IID data", ICLR 2020, Scheme I) sample
+  by ``p_i = n_i / N`` with replacement: then the server's plain average is unbiased for ``sum_i p_i f_i``; drawn
+  without replacement, as here, it is where ``m = 1``.
+- ``"fair"``: the ``m`` clients chosen least often so far, ties to the one chosen least recently, then to a fixed
+  order (a permutation of the clients drawn from ``seed``): a deterministic round robin, round ``r`` taking the
+  clients at positions ``r m, ..., r m + m - 1`` (mod ``n``) of the order, so that after any number of rounds the
+  counts of two clients differ by at most one (decent-bench's ``FairSelection``, a count-based simplification of
+  the fairness-aware selection of Y. Shi, Z. Liu, Z. Shi and H. Yu, ICME 2023; its ties go by the clients' listing
+  order, which on a label-sorted split would tie the turns to the labels).
+
+A "high loss" rule (Power-of-Choice: Y. J. Cho, J. Wang and G. Joshi, "Client selection in federated learning:
+convergence analysis and power-of-choice selection strategies", arXiv:2010.01243, 2020: sample ``d >= m``
+candidates, take the ``m`` whose local loss at ``s`` is highest) is not offered: these methods see the clients'
+gradients only (the oracle ``grad_fn(X)``, a batch of them with the ask / tell interface), never their losses, and
+a choice that depends on the data would need them before the round's first step (an extra evaluation per
+candidate and round, which the oracle does not offer), a gather of the ``n`` values across the MPI ranks each
+round, and a record of past choices to resume and to count :meth:`samples_drawn` (every rule here is a function of
+``(seed, round)``).
+
+What the harness can record of them (:meth:`Federated.participation_counts`, :meth:`Federated.client_drift`, and
+the metrics ``client_drift``, ``participation_fairness`` and ``node_<statistic>_participation`` of
+:mod:`rowstoch_fast.user_metrics`): how often each client was chosen in the rounds done, Jain's fairness index of
+those counts, and the client drift, the mean distance ``||y_i - s||`` of the chosen clients' local models at the
+end of a round's local steps from the server model ``s`` they were sent.
+
+The choice of clients is keyed on the method's ``seed``, not on the replica or the run's seed: the repetitions of a
+comparison share it, as they share a network model's losses and sleep (keyed on its own seed), and differ in their
+gradients' noise; give ``seed`` to draw another sequence. A round counts as one communication round; :meth:`traffic`
+counts an upload and a download per chosen client (of the blocks a method sends).
 
 The client selection is the method's own (a hyperparameter), not a network layer: a federated method has no
 mixing matrix (:attr:`matrices` is empty, as for the centralized baseline), so the network models of
@@ -28,17 +68,25 @@ mixing matrix (:attr:`matrices` is empty, as for the centralized baseline), so t
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .._checks import check_int, check_positive_float
 from .._hashing import uniform_hash
 from ._local import DEFAULT_LOCAL_STEPS, LocalSteps
 
-__all__ = ["Federated"]
+__all__ = ["Federated", "SELECTIONS", "FEDERATED_HYPER"]
 
 #: The last key of the selection's hashes (the networks' draws have node ids there, below 2^62; ProxSkip's coins
 #: 2^62 + 1).
 _SELECTION_KEY = 2**62 + 2
+#: The last key of the fixed order of the ``"fair"`` rule's ties.
+_ORDER_KEY = 2**62 + 3
+#: The client-selection rules (the module's docstring).
+SELECTIONS = ("uniform", "size", "fair")
+#: The hyperparameters of every federated method, first in its ``hyper`` (``seed`` comes last).
+FEDERATED_HYPER = ("n", "lr", "local_steps", "participation", "client_steps", "selection", "client_weights")
 
 
 class Federated(LocalSteps):
@@ -59,8 +107,12 @@ class Federated(LocalSteps):
     #: (:meth:`traffic`): the model, or the model and a control variate (SCAFFOLD).
     upload_blocks = 1
     download_blocks = 1
+    #: Whether every row of ``x`` gets the server model at a round's end (and a chosen client starts its local
+    #: steps from it); False: each client keeps its own model (FedPD, FedLT), the server's is a state block only.
+    download_model = True
 
-    def _check_federated(self, n, lr, local_steps=DEFAULT_LOCAL_STEPS, participation=1.0, client_steps=None, seed=0):
+    def _check_federated(self, n, lr, local_steps=DEFAULT_LOCAL_STEPS, participation=1.0, client_steps=None,
+                         selection="uniform", client_weights=None, seed=0):
         """Check the hyperparameters every federated method has, set them, and return them as ``state_dict``
         saves them."""
         n = check_int(n, "n", minimum=1)
@@ -73,9 +125,39 @@ class Federated(LocalSteps):
         self.clients_per_round = self.clients_for(n, p)
         self.seed = check_int(seed, "seed", minimum=0, maximum=2**63 - 1)
         self.client_steps = self._check_client_steps(client_steps, n)
+        if selection not in SELECTIONS:
+            raise ValueError(f"selection must be one of {', '.join(SELECTIONS)}, got {selection!r}")
+        self.selection = selection
+        self.client_weights = self._check_client_weights(client_weights, n, selection)
         self._selection = (-1, None, None)  # (round, this process's rows' 0/1 vector, the mask of all clients)
+        self._drift = None  # the last round's client drift, one per replica (a backend vector; None before it)
         return {"n": n, "lr": self.lr, "local_steps": self.local_steps, "participation": self.participation,
-                "client_steps": None if self.client_steps is None else self.client_steps.tolist(), "seed": self.seed}
+                "client_steps": None if self.client_steps is None else self.client_steps.tolist(),
+                "selection": self.selection,
+                "client_weights": None if self.client_weights is None else self.client_weights.tolist(),
+                "seed": self.seed}
+
+    @staticmethod
+    def _check_client_weights(client_weights, n, selection):
+        """None, or ``n`` positive finite numbers (``selection="size"``: each client's weight, e.g. its sample
+        count; None there: equal weights)."""
+        if client_weights is None:
+            return None
+        if selection != "size":
+            raise ValueError(f'client_weights are the weights of selection="size", not of selection={selection!r}')
+        try:
+            w = np.asarray(client_weights, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise ValueError(f"client_weights must be {n} positive numbers (one per client), got "
+                             f"{client_weights!r}") from None
+        if w.shape != (n,):
+            raise ValueError(f"client_weights must be {n} positive finite numbers (one per client), got shape "
+                             f"{w.shape}")
+        bad = np.flatnonzero(~(np.isfinite(w) & (w > 0)))
+        if bad.size:
+            raise ValueError(f"client_weights must be positive and finite, got client_weights[{bad[0]}] = "
+                             f"{float(w[bad[0]])!r}")
+        return w
 
     def _check_client_steps(self, client_steps, n):
         """None (every client takes ``K`` steps a round), or the steps ``tau_i`` of each client: ``n`` integers in
@@ -108,25 +190,95 @@ class Federated(LocalSteps):
         return max(1, int(np.floor(participation * n + 1e-9)))
 
     @staticmethod
-    def chosen(n, clients_per_round, seed, r):
-        """The clients of round ``r``: a boolean mask of ``n``, ``clients_per_round`` of them, uniformly without
-        replacement (the smallest of a counter-based hash of ``(seed, r, i)``; every client where all take
-        part)."""
-        if clients_per_round >= n:
+    def chosen(n, clients_per_round, seed, r, selection="uniform", client_weights=None):
+        """The clients of round ``r``: a boolean mask of ``n``, ``clients_per_round`` of them by the rule
+        ``selection`` (the module's docstring; every client where all take part): ``"uniform"``, the smallest of a
+        counter-based hash ``u_i`` of ``(seed, r, i)``; ``"size"``, the smallest ``-log(1 - u_i) / w_i``
+        (``client_weights``, equal where None); ``"fair"``, the round robin over a permutation drawn from
+        ``seed``."""
+        m = clients_per_round
+        if m >= n:
             return np.ones(n, dtype=bool)
-        keys = uniform_hash(seed, np.int64(r), np.arange(n, dtype=np.int64), _SELECTION_KEY)
         mask = np.zeros(n, dtype=bool)
-        mask[np.argsort(keys, kind="stable")[:clients_per_round]] = True
+        if selection == "fair":
+            start = (int(r) * m) % n
+            mask[Federated.fair_order(n, seed)[(start + np.arange(m)) % n]] = True
+            return mask
+        keys = uniform_hash(seed, np.int64(r), np.arange(n, dtype=np.int64), _SELECTION_KEY)
+        if selection == "size":
+            keys = -np.log1p(-keys) / (1.0 if client_weights is None else np.asarray(client_weights, np.float64))
+        mask[np.argsort(keys, kind="stable")[:m]] = True
         return mask
+
+    @staticmethod
+    def fair_order(n, seed):
+        """The fixed order of the ``"fair"`` rule's round robin: a permutation of the ``n`` clients (the sorted
+        hashes of ``(seed, i)``)."""
+        keys = uniform_hash(seed, np.int64(0), np.arange(n, dtype=np.int64), _ORDER_KEY)
+        return np.argsort(keys, kind="stable")
+
+    def _chosen(self, r):
+        """:meth:`chosen` of round ``r`` with this method's rule."""
+        return self.chosen(self.n, self.clients_per_round, self.seed, r, self.selection, self.client_weights)
 
     def _round_selection(self, t):
         """Round ``t // K``'s chosen clients: this process's rows of them as a 0/1 vector of the backend, and the
         mask of all ``n`` (host), made once a round."""
         r = t // self.local_steps
         if self._selection[0] != r:
-            mask = self.chosen(self.n, self.clients_per_round, self.seed, r)
+            mask = self._chosen(r)
             self._selection = (r, self._ops.vector(mask.astype(np.float64)), mask)
         return self._selection[1], self._selection[2]
+
+    # ------------------------------------------------------------------ what the harness records of them
+    def participation_counts(self):
+        """How many of the rounds done so far (:attr:`communication_rounds`, ``iteration // K``) chose each
+        client: ``n`` integers summing to ``rounds * clients_per_round`` (a host array, the same on every
+        process; counted once per round, incrementally)."""
+        n, m, R = self.n, self.clients_per_round, self.iteration // self.local_steps
+        if m >= n:
+            return np.full(n, R, dtype=np.int64)
+        if self.selection == "fair":  # position p of the order is taken ceil((R m - p) / n) times in R rounds
+            counts = np.empty(n, dtype=np.int64)
+            counts[self.fair_order(n, self.seed)] = np.maximum(0, -((np.arange(n) - R * m) // n))
+            return counts
+        done, counts = self.__dict__.get("_counted", (0, np.zeros(n, dtype=np.int64)))
+        if done > R:
+            done, counts = 0, np.zeros(n, dtype=np.int64)
+        counts = counts.copy()
+        for r in range(done, R):
+            counts += self._chosen(r)
+        self._counted = (R, counts)
+        return counts.copy()
+
+    def participation_fairness(self):
+        """Jain's fairness index of :meth:`participation_counts`, ``(sum_i c_i)^2 / (n sum_i c_i^2)``: 1 where
+        every client was chosen equally often, ``1 / n`` where one client took every turn (R. Jain, D. Chiu and
+        W. Hawe, DEC-TR-301, 1984); NaN before the first round ends."""
+        c = self.participation_counts().astype(np.float64)
+        total = float((c * c).sum())
+        return math.nan if total == 0.0 else float(c.sum() ** 2 / (self.n * total))
+
+    def client_drift(self):
+        """The client drift of the last round done, one value per replica (shape ``(reps,)``, or ``()`` without
+        replicas): the mean over the round's chosen clients of ``||y_i - s||_2``, their models at the end of
+        their local steps against the server model ``s`` they were sent (what SCAFFOLD's correction removes:
+        Karimireddy et al. 2020, section 3); NaN before the first round ends (and after a resume, until the next
+        one)."""
+        shape = (self._reps,) if len(self._shape) == 3 else ()
+        if self._drift is None:
+            return np.full(shape, math.nan)
+        d = self._drift
+        return np.asarray(d.get() if hasattr(d, "get") else d, dtype=np.float64).reshape(shape)
+
+    def _measure_drift(self, u):
+        """Keep the client drift of the round whose uploads are ``u`` (rows ``y_i - s`` of the chosen clients, 0
+        of the others): the column sums of the rows' norms per replica over the chosen (a reduction across the
+        MPI ranks, on the device on a GPU: nothing is copied to the host here)."""
+        xp = self._ops.xp
+        with np.errstate(over="ignore", invalid="ignore"):  # (a diverging round: its drift is inf or NaN)
+            norms = xp.sqrt((u * u).reshape(u.shape[0], self._reps, self._d).sum(axis=2))
+            self._drift = self._ops.sum_rows(norms) / self.clients_per_round
 
     def _stepping(self, t):
         """The per-row 0/1 coefficient of local step ``t``: the round's chosen clients whose ``tau_i`` steps are
@@ -152,9 +304,9 @@ class Federated(LocalSteps):
         if done > t // K:
             done, total = 0, 0
         for r in range(done, t // K):
-            total += int(self.client_steps[self.chosen(self.n, self.clients_per_round, self.seed, r)].sum())
+            total += int(self.client_steps[self._chosen(r)].sum())
         self._steps_taken = (t // K, total)
-        partial = np.minimum(self.client_steps, t % K)[self.chosen(self.n, self.clients_per_round, self.seed, t // K)]
+        partial = np.minimum(self.client_steps, t % K)[self._chosen(t // K)]
         return (total + int(partial.sum())) * batch / self.n
 
     def _inverse_steps(self, t):
@@ -165,10 +317,18 @@ class Federated(LocalSteps):
 
     # ------------------------------------------------------------------ the step
     def _initialize(self, grad_fn):
-        """Round 0 starts from ``s_0``, the mean of the rows of ``x0``, on every client."""
-        x = self._cur["x"]
-        x[...] = self._ops.sum_rows(x) / self.n
-        self._cur["server"][...] = x
+        """The server starts at ``s_0``, the mean of the rows of ``x0``; round 0 from ``s_0`` on every client (a
+        method that keeps the clients' models: each from its row of ``x0``, and :meth:`_start_clients`)."""
+        x, server = self._cur["x"], self._cur["server"]
+        if self.download_model:
+            x[...] = self._ops.sum_rows(x) / self.n
+            server[...] = x
+            return
+        server[...] = self._ops.sum_rows(x)[None, :] / self.n
+        self._start_clients(self._cur)
+
+    def _start_clients(self, cur):
+        """The clients' blocks before round 0 where they keep their models (the blocks start at 0 otherwise)."""
 
     def _advance(self, grad_fn, cur, nxt, t):
         ops = self._ops
@@ -188,14 +348,24 @@ class Federated(LocalSteps):
         chosen, _ = self._round_selection(t)
         u = self._work[2]
         ops.combine(u, [1.0, -1.0], [nxt["x"], cur["server"]], check=False)  # u_i = y_i - s (chosen clients)
+        if not self.download_model:  # (the others hold their own models: not an upload, 0)
+            u[...] = ops.xp.where(chosen[:, None] > 0, u, 0.0)
+        self._measure_drift(u)
         self._aggregate(cur, nxt, chosen, u, t)  # the server's update: nxt["server"] and the other blocks, checked
-        ops.combine(nxt["x"], [1.0], [nxt["server"]], check=False)  # the download: every row holds the new s
+        if self.download_model:
+            ops.combine(nxt["x"], [1.0], [nxt["server"]], check=False)  # the download: every row holds the new s
 
     def _mean_of_chosen(self, u):
         """``(1 / |S|) sum_{i in S} u_i``, shape (w,): the server's average of the chosen clients' uploads ``u``,
         whose other rows are 0 (a client not chosen kept ``s``: ``u_i = s - s``), as a column sum (row after row
         whatever the width: the replicas' bits are those of separate runs)."""
         return self._ops.sum_rows(u) / self.clients_per_round
+
+    def _where_chosen(self, name, nxt, chosen, value, other, t):
+        """``nxt[name] <- value`` (a row of width ``w``, broadcast) on the chosen clients' rows, ``other`` (a block)
+        on the others'; DivergenceError for iteration ``t + 1`` where it is not finite."""
+        out, xp = nxt[name], self._ops.xp
+        self._check_iterates(self._ops.copy_in(out, xp.where(chosen[:, None] > 0, value[None, :], other)), t, out)
 
     def _step_server(self, cur, nxt, u, t, rate=1.0):
         """``s <- s + rate (1/|S|) sum_{i in S} u_i``: the server moves by the chosen clients' average update."""

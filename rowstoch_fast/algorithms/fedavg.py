@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .._checks import check_positive_float
 from ._base import Optimizer
-from ._federated import Federated
+from ._federated import FEDERATED_HYPER, Federated
 from ._local import DEFAULT_LOCAL_STEPS
 
 __all__ = ["FedAvg"]
@@ -39,10 +39,16 @@ class FedAvg(Federated, Optimizer):
     local_steps : int, default 4
         ``K``, the local steps of a round (a round is ``K`` iterations).
     participation : float, default 1.0
-        The fraction of the clients chosen each round (``floor(participation n)`` of them and at least one,
-        uniformly without replacement, by a counter-based hash of ``(seed, round)``).
+        The fraction of the clients chosen each round (``floor(participation n)`` of them and at least one, by
+        ``selection`` from a counter-based hash of ``(seed, round)``).
     client_steps : array_like of n ints, optional
         ``tau_i in 1 .. K``: the local steps of each client (heterogeneous devices); default ``K`` for all.
+    selection : {"uniform", "size", "fair"}, default "uniform"
+        How a round's clients are chosen: uniformly without replacement; with probability proportional to
+        ``client_weights`` (without replacement, one after the other); or the round robin of the clients chosen
+        least often so far (deterministic). See :mod:`rowstoch_fast.algorithms._federated`.
+    client_weights : array_like of n positive numbers, optional
+        ``selection="size"``'s weights, e.g. each client's number of samples (default: equal).
     server_lr : float, default 1.0
         The server's step on the average update.
     seed : int, default 0
@@ -73,17 +79,18 @@ class FedAvg(Federated, Optimizer):
     family = "federated"
     order = 160
     state = ("x", "server")
-    hyper = ("n", "lr", "local_steps", "participation", "client_steps", "server_lr", "seed")
+    hyper = (*FEDERATED_HYPER, "server_lr", "seed")
     scratch = 3
 
     def __init__(self, n, x0, lr, backend="auto", *, local_steps=DEFAULT_LOCAL_STEPS, participation=1.0,
-                 client_steps=None, server_lr=1.0, seed=0, check_finite=True, comm=None, partition=None):
+                 client_steps=None, selection="uniform", client_weights=None, server_lr=1.0, seed=0,
+                 check_finite=True, comm=None, partition=None):
         self._start(x0, {}, backend, check_finite, comm, partition, n=n, lr=lr, local_steps=local_steps,
-                    participation=participation, client_steps=client_steps, server_lr=server_lr, seed=seed)
+                    participation=participation, client_steps=client_steps, selection=selection,
+                    client_weights=client_weights, server_lr=server_lr, seed=seed)
 
-    def _check_hyper(self, n, lr, local_steps=DEFAULT_LOCAL_STEPS, participation=1.0, client_steps=None,
-                     server_lr=1.0, seed=0):
-        hyper = self._check_federated(n, lr, local_steps, participation, client_steps, seed)
+    def _check_hyper(self, n, lr, server_lr=1.0, **federated):
+        hyper = self._check_federated(n, lr, **federated)
         self.server_lr = check_positive_float(server_lr, "server_lr")
         return {**hyper, "server_lr": self.server_lr}
 

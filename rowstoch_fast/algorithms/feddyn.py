@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .._checks import check_positive_float
 from ._base import Optimizer
-from ._federated import Federated
+from ._federated import FEDERATED_HYPER, Federated
 from ._local import DEFAULT_LOCAL_STEPS
 
 __all__ = ["FedDyn"]
@@ -31,7 +31,7 @@ class FedDyn(Federated, Optimizer):
 
     Parameters
     ----------
-    n, x0, lr, local_steps, participation, client_steps, seed
+    n, x0, lr, local_steps, participation, client_steps, selection, client_weights, seed
         As in :class:`~rowstoch_fast.FedAvg`.
     alpha : float, default 0.1
         The dynamic regularization's coefficient (``> 0``).
@@ -60,17 +60,18 @@ class FedDyn(Federated, Optimizer):
     order = 163
     exact = True
     state = ("x", "server", "lam", "h")
-    hyper = ("n", "lr", "local_steps", "participation", "client_steps", "alpha", "seed")
+    hyper = (*FEDERATED_HYPER, "alpha", "seed")
     scratch = 3
 
     def __init__(self, n, x0, lr, backend="auto", *, local_steps=DEFAULT_LOCAL_STEPS, participation=1.0,
-                 client_steps=None, alpha=0.1, seed=0, check_finite=True, comm=None, partition=None):
+                 client_steps=None, selection="uniform", client_weights=None, alpha=0.1, seed=0, check_finite=True,
+                 comm=None, partition=None):
         self._start(x0, {}, backend, check_finite, comm, partition, n=n, lr=lr, local_steps=local_steps,
-                    participation=participation, client_steps=client_steps, alpha=alpha, seed=seed)
+                    participation=participation, client_steps=client_steps, selection=selection,
+                    client_weights=client_weights, alpha=alpha, seed=seed)
 
-    def _check_hyper(self, n, lr, local_steps=DEFAULT_LOCAL_STEPS, participation=1.0, client_steps=None, alpha=0.1,
-                     seed=0):
-        hyper = self._check_federated(n, lr, local_steps, participation, client_steps, seed)
+    def _check_hyper(self, n, lr, alpha=0.1, **federated):
+        hyper = self._check_federated(n, lr, **federated)
         self.alpha = check_positive_float(alpha, "alpha")
         return {**hyper, "alpha": self.alpha}
 

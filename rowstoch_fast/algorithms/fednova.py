@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ._base import Optimizer
-from ._federated import Federated
+from ._federated import FEDERATED_HYPER, Federated
 from ._local import DEFAULT_LOCAL_STEPS
 
 __all__ = ["FedNova"]
@@ -29,7 +29,7 @@ class FedNova(Federated, Optimizer):
 
     Parameters
     ----------
-    n, x0, lr, local_steps, participation, client_steps, seed
+    n, x0, lr, local_steps, participation, client_steps, selection, client_weights, seed
         As in :class:`~rowstoch_fast.FedAvg` (``client_steps``: the ``tau_i``, ``K`` for all by default).
     backend, check_finite, comm, partition
         As in :class:`~rowstoch_fast.PullDiagGT`.
@@ -55,16 +55,18 @@ class FedNova(Federated, Optimizer):
     family = "federated"
     order = 164
     state = ("x", "server")
-    hyper = ("n", "lr", "local_steps", "participation", "client_steps", "seed")
+    hyper = (*FEDERATED_HYPER, "seed")
     scratch = 3
 
     def __init__(self, n, x0, lr, backend="auto", *, local_steps=DEFAULT_LOCAL_STEPS, participation=1.0,
-                 client_steps=None, seed=0, check_finite=True, comm=None, partition=None):
+                 client_steps=None, selection="uniform", client_weights=None, seed=0, check_finite=True, comm=None,
+                 partition=None):
         self._start(x0, {}, backend, check_finite, comm, partition, n=n, lr=lr, local_steps=local_steps,
-                    participation=participation, client_steps=client_steps, seed=seed)
+                    participation=participation, client_steps=client_steps, selection=selection,
+                    client_weights=client_weights, seed=seed)
 
-    def _check_hyper(self, n, lr, local_steps=DEFAULT_LOCAL_STEPS, participation=1.0, client_steps=None, seed=0):
-        return self._check_federated(n, lr, local_steps, participation, client_steps, seed)
+    def _check_hyper(self, n, lr, **federated):
+        return self._check_federated(n, lr, **federated)
 
     def _aggregate(self, cur, nxt, chosen, u, t):
         if self.client_steps is None:  # (every tau_i = K: FedAvg's average)

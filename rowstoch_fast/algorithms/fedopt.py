@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .._checks import check_positive_float
 from ._base import Optimizer
-from ._federated import Federated
+from ._federated import FEDERATED_HYPER, Federated
 from ._local import DEFAULT_LOCAL_STEPS
 
 __all__ = ["FedOpt"]
@@ -37,7 +37,7 @@ class FedOpt(Federated, Optimizer):
 
     Parameters
     ----------
-    n, x0, lr, local_steps, participation, client_steps, seed
+    n, x0, lr, local_steps, participation, client_steps, selection, client_weights, seed
         As in :class:`~rowstoch_fast.FedAvg`.
     server_optimizer : {"adam", "adagrad", "yogi"}, default "adam"
     server_lr : float, default 0.01
@@ -72,20 +72,21 @@ class FedOpt(Federated, Optimizer):
     order = 165
     bias = "a server_lr-wide neighbourhood of the"
     state = ("x", "server", "m", "v")
-    hyper = ("n", "lr", "local_steps", "participation", "client_steps", "server_optimizer", "server_lr", "beta1",
-             "beta2", "tau", "seed")
+    hyper = (*FEDERATED_HYPER, "server_optimizer", "server_lr", "beta1", "beta2", "tau", "seed")
     scratch = 3
 
     def __init__(self, n, x0, lr, backend="auto", *, local_steps=DEFAULT_LOCAL_STEPS, participation=1.0,
-                 client_steps=None, server_optimizer="adam", server_lr=0.01, beta1=0.9, beta2=0.99, tau=1e-3, seed=0,
-                 check_finite=True, comm=None, partition=None):
+                 client_steps=None, selection="uniform", client_weights=None, server_optimizer="adam",
+                 server_lr=0.01, beta1=0.9, beta2=0.99, tau=1e-3, seed=0, check_finite=True, comm=None,
+                 partition=None):
         self._start(x0, {}, backend, check_finite, comm, partition, n=n, lr=lr, local_steps=local_steps,
-                    participation=participation, client_steps=client_steps, server_optimizer=server_optimizer,
-                    server_lr=server_lr, beta1=beta1, beta2=beta2, tau=tau, seed=seed)
+                    participation=participation, client_steps=client_steps, selection=selection,
+                    client_weights=client_weights, server_optimizer=server_optimizer, server_lr=server_lr,
+                    beta1=beta1, beta2=beta2, tau=tau, seed=seed)
 
-    def _check_hyper(self, n, lr, local_steps=DEFAULT_LOCAL_STEPS, participation=1.0, client_steps=None,
-                     server_optimizer="adam", server_lr=0.01, beta1=0.9, beta2=0.99, tau=1e-3, seed=0):
-        hyper = self._check_federated(n, lr, local_steps, participation, client_steps, seed)
+    def _check_hyper(self, n, lr, server_optimizer="adam", server_lr=0.01, beta1=0.9, beta2=0.99, tau=1e-3,
+                     **federated):
+        hyper = self._check_federated(n, lr, **federated)
         if server_optimizer not in SERVER_OPTIMIZERS:
             raise ValueError(f"server_optimizer must be one of {', '.join(SERVER_OPTIMIZERS)}, got {server_optimizer!r}")
         self.server_optimizer = server_optimizer

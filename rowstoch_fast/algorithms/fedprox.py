@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .._checks import check_positive_float
 from ._base import Optimizer
-from ._federated import Federated
+from ._federated import FEDERATED_HYPER, Federated
 from ._local import DEFAULT_LOCAL_STEPS
 
 __all__ = ["FedProx"]
@@ -24,7 +24,7 @@ class FedProx(Federated, Optimizer):
 
     Parameters
     ----------
-    n, x0, lr, local_steps, participation, client_steps, seed
+    n, x0, lr, local_steps, participation, client_steps, selection, client_weights, seed
         As in :class:`~rowstoch_fast.FedAvg`.
     mu : float, default 0.01
         The proximal coefficient (``>= 0``).
@@ -52,17 +52,18 @@ class FedProx(Federated, Optimizer):
     family = "federated"
     order = 161
     state = ("x", "server")
-    hyper = ("n", "lr", "local_steps", "participation", "client_steps", "mu", "seed")
+    hyper = (*FEDERATED_HYPER, "mu", "seed")
     scratch = 3
 
     def __init__(self, n, x0, lr, backend="auto", *, local_steps=DEFAULT_LOCAL_STEPS, participation=1.0,
-                 client_steps=None, mu=0.01, seed=0, check_finite=True, comm=None, partition=None):
+                 client_steps=None, selection="uniform", client_weights=None, mu=0.01, seed=0, check_finite=True,
+                 comm=None, partition=None):
         self._start(x0, {}, backend, check_finite, comm, partition, n=n, lr=lr, local_steps=local_steps,
-                    participation=participation, client_steps=client_steps, mu=mu, seed=seed)
+                    participation=participation, client_steps=client_steps, selection=selection,
+                    client_weights=client_weights, mu=mu, seed=seed)
 
-    def _check_hyper(self, n, lr, local_steps=DEFAULT_LOCAL_STEPS, participation=1.0, client_steps=None, mu=0.01,
-                     seed=0):
-        hyper = self._check_federated(n, lr, local_steps, participation, client_steps, seed)
+    def _check_hyper(self, n, lr, mu=0.01, **federated):
+        hyper = self._check_federated(n, lr, **federated)
         self.mu = check_positive_float(mu, "mu", allow_zero=True)
         return {**hyper, "mu": self.mu}
 

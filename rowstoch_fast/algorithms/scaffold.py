@@ -26,7 +26,7 @@ class Scaffold(FedAvg):
 
     Parameters
     ----------
-    n, x0, lr, local_steps, participation, client_steps, server_lr, seed
+    n, x0, lr, local_steps, participation, client_steps, selection, client_weights, server_lr, seed
         As in :class:`~rowstoch_fast.FedAvg`.
     backend, check_finite, comm, partition
         As in :class:`~rowstoch_fast.PullDiagGT`.
