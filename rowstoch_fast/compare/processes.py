@@ -136,6 +136,14 @@ def _check_sendable(plan):
                              f"load_metrics_module, --metrics-module), or run with jobs=1") from None
 
 
+def _longest_first(plan):
+    """The methods' indices, those with the most iterations first (K local steps a round: K times a round's
+    gradients), the plan's order among equals: no long method left to run alone at the end while the other
+    workers idle. The tables keep the plan's order."""
+    cost = [m.iterations(plan.budget) for m in plan.methods]
+    return sorted(range(len(plan.methods)), key=lambda i: -cost[i])
+
+
 def execute_in_processes(plan, jobs, *, progress=False, log=None, on_outcome=None):
     """:func:`~rowstoch_fast.compare.execute.execute` with ``jobs`` worker processes."""
     import multiprocessing
@@ -145,7 +153,7 @@ def execute_in_processes(plan, jobs, *, progress=False, log=None, on_outcome=Non
     jobs = min(jobs, len(plan.methods))
     threads = max(1, default_jobs() // jobs)
     tasks, results, stop = ctx.Queue(), ctx.Queue(), ctx.Event()
-    for index in range(len(plan.methods)):
+    for index in _longest_first(plan):
         tasks.put(index)
     _check_sendable(plan)
     payload = pickle.dumps(plan, protocol=pickle.HIGHEST_PROTOCOL)
