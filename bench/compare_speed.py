@@ -2,7 +2,11 @@
 methods, 2,000 communication rounds, 5 repetitions, every rate tuned) end to end, and the same methods stepped at
 the rates it chose for the same budget and repetitions with no records (issue 47's "bare" run).
 
-    python bench/compare_speed.py [--runs 3] [--jobs 1,2]
+    python bench/compare_speed.py [--runs 3] [--jobs 1,2] [--algorithms issue47]
+
+``--algorithms issue47``: the 19 methods the default ran when issue 47 set its target (the default now adds the
+local-update, variance-reduced and Wang-Elia methods of issue 53: 27); any other value is passed to
+``--algorithms`` as it is.
 
 Prints each end-to-end time (interleaved over the --jobs settings), the split of the last run (tuning, evaluation
 with its records, the rest: start-up, data, tables, figures) from its own lr.json and summary.csv, the bare time,
@@ -19,11 +23,15 @@ import tempfile
 import time
 
 COMMAND = ["compare", "--topology", "exponential", "--n", "16", "--no-progress"]
+#: The default's methods when issue 47 measured it (8357380).
+ISSUE47 = ("pull-diag-gt,mg-pull-diag-gt,frost,pull-diag-gd,dsgd,push-pull,compressed-push-pull,abm,push-diging,"
+           "add-opt,sgp,robust-gradient-push,r-fast,centralized,dgd,choco-sgd,diging,gt-saga,aug-dgm")
 
 
-def end_to_end(jobs, out):
+def end_to_end(jobs, out, algorithms=None):
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "rowstoch_fast.cli", *COMMAND, "--jobs", str(jobs), "--out", out],
+    chosen = [] if algorithms is None else ["--algorithms", ISSUE47 if algorithms == "issue47" else algorithms]
+    subprocess.run([sys.executable, "-m", "rowstoch_fast.cli", *COMMAND, *chosen, "--jobs", str(jobs), "--out", out],
                    check=True, stdout=subprocess.DEVNULL)
     return time.perf_counter() - start
 
@@ -57,6 +65,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--jobs", default="1,2")
+    p.add_argument("--algorithms", default=None, help="'issue47' (its 19 methods) or a list for --algorithms")
     args = p.parse_args()
     jobs = [int(j) for j in args.jobs.split(",")]
     times = {j: [] for j in jobs}
@@ -64,7 +73,7 @@ def main():
         for r in range(args.runs):
             for j in jobs:
                 out = os.path.join(tmp, f"r{r}-j{j}")
-                times[j].append(end_to_end(j, out))
+                times[j].append(end_to_end(j, out, args.algorithms))
                 print(f"--jobs {j}: {times[j][-1]:.1f} s", flush=True)
         rates = json.load(open(os.path.join(out, "lr.json")))["exponential"]
         tuning = sum(t.get("seconds", 0.0) for t in rates["tuning"].values())

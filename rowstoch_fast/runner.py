@@ -851,6 +851,7 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
         bar.set_description(meta["algorithm"], refresh=True)
     interrupted = False
     diverged = failed = None
+    first = opt.iteration  # (recorded above, or by the run resumed)
     try:
         ours = isinstance(oracle, Oracle)  # (an objective's own oracle: its call count alone is put back)
         while opt.iteration < iterations:
@@ -881,6 +882,10 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
     finally:
         if bar is not None:
             bar.close()
+    if diverged is not None and opt.iteration not in due and opt.iteration != first:
+        # the last finite state, recorded (collective under MPI: every process stopped at the same step): a run
+        # that diverged between two records, or before the first, does not end on an older record (its start)
+        _record(opt, objective, oracle, rows, t0, metrics)
     if failed is not None:
         _keep_on_failure(failed, opt, oracle, rows, meta, checkpoint, time.perf_counter() - t0)
         raise failed

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from rowstoch_fast import Algorithm, DivergenceError, run
 from rowstoch_fast import compare as cmp
 from rowstoch_fast import topology
 from rowstoch_fast.compare import tuning, verdict
@@ -924,6 +925,26 @@ def test_a_run_whose_mean_model_overflows_is_diverged_not_an_aborted_comparison(
         frame = cmp.compare(W, f, ["dsgd", "dgd", "diging"], 800, lr=10.0, tune=False, repeats=3, seed=7,
                             progress=False)
     assert frame.attrs["status"] == {"dsgd": "diverged", "dgd": "diverged", "diging": "diverged"}
+
+
+def test_a_run_that_diverges_before_its_first_record_does_not_end_at_its_start():
+    """Diverging at iteration 3, before the first record (iteration 8 of 200): the records end at the last finite
+    state (iteration 2, where the metric is already inf), not at the start, which the table showed as the final
+    value of a run labelled diverged; also in run()'s history."""
+    f = LeastSquares.synthetic(16, d=5, seed=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        frame = cmp.compare(topology.exponential(16), f, ["dsgd"], 200, lr=1e150, tune=False, repeats=2, seed=1,
+                            progress=False)
+        with pytest.raises(DivergenceError) as caught:
+            run(Algorithm(topology.exponential(16), 1e150, method="dsgd"), f, 200, record_every=8, progress=False)
+    assert frame.attrs["status"] == {"dsgd": "diverged"}
+    last = frame[frame["iteration"] == frame["iteration"].max()]
+    assert last["iteration"].iloc[0] == 2 and np.isinf(last["suboptimality"]).all()
+    table = cmp.summary(frame)
+    assert np.isinf(table["final"].iloc[0]) and table["communication_rounds"].iloc[0] == 2
+    h = caught.value.history.frame
+    assert h["iteration"].tolist() == [0, 2] and np.isinf(h["suboptimality"].iloc[-1])
 
 
 def test_a_run_whose_metric_grows_a_thousandfold_is_diverged():
