@@ -1040,3 +1040,30 @@ def test_the_empirical_rate_is_the_contraction_per_round_of_the_second_half():
     assert np.isnan(empirical_rate(pd.DataFrame({"communication_rounds": [0], "m": [1.0]}), "m"))
     with pytest.raises(ValueError, match="no column 'grad_norm'"):
         empirical_rate(two, "grad_norm")
+
+
+def test_an_interrupted_tuning_does_not_run_its_finished_stages_again(tmp_path, monkeypatch):
+    """Ctrl-C in the refinement, after the grid's batched run finished: the tuning goes on with the grid's
+    trajectories as they were (the grid is not run again: it was, at the cost of a whole tuning run) and chooses
+    what a tuning never interrupted chooses; the kept stages are removed once it ends."""
+    A, f = topology.exponential(8), NonconvexLogistic.synthetic(8, total=1600, batch=20, seed=0)
+    method = cmp.make_plan(A, f, "dsgd", 200).methods[0]
+    expected, want = tuning.tune(A, f, method, 200, "grad_norm_mean", seed=3)
+    real, runs, stopped = tuning.trajectories, [], []
+
+    def counted(network, objective, method, rates, *a, **k):
+        runs.append(list(rates))
+        if len(runs) == 2 and not stopped:  # (the refinement, once)
+            stopped.append(True)
+            raise KeyboardInterrupt
+        return real(network, objective, method, rates, *a, **k)
+
+    monkeypatch.setattr(tuning, "trajectories", counted)
+    with pytest.raises(KeyboardInterrupt):
+        tuning.tune(A, f, method, 200, "grad_norm_mean", seed=3, checkpoint_dir=str(tmp_path))
+    assert len(runs) == 2 and list(tmp_path.glob("dsgd.tuning-0.done.npz"))
+    runs.clear()
+    lr, record = tuning.tune(A, f, method, 200, "grad_norm_mean", seed=3, checkpoint_dir=str(tmp_path))
+    assert runs == [sorted(want["stages"][1]["scores"])]  # the refinement only
+    assert lr == expected and record["stages"][0]["scores"] == want["stages"][0]["scores"]
+    assert not list(tmp_path.glob("*.npz"))

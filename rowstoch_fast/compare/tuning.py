@@ -396,7 +396,8 @@ def tune(network, objective, method, budget, metric, *, seed=0, backend="auto", 
     there) is one batched run whose candidates share their gradient streams (those of ``seed +
     TUNE_SEED_OFFSET``, which no evaluation draws), so that every candidate of every stage is judged on the same
     samples. With ``checkpoint_dir``, each stage's run keeps a checkpoint there (``LABEL.tuning-K.npz``) while it
-    runs, so that an interrupted tuning goes on where it stopped.
+    runs, and its trajectories (``LABEL.tuning-K.done.npz``) once it finished, until the tuning ends, so that an
+    interrupted tuning goes on where it stopped and runs no finished stage again.
 
     Returns
     -------
@@ -423,11 +424,21 @@ def tune(network, objective, method, budget, metric, *, seed=0, backend="auto", 
     record = {"metric": getattr(metric, "name", metric), "seed": tune_seed, "chosen": None, "stages": []}
     scores, ends, arrival = {}, {}, {}
 
+    finished = []  # (the stages' results kept while the tuning runs: an interrupted tuning does not redo them)
+
     def stage(name, rates):
         path = None if checkpoint_dir is None else os.path.join(
             checkpoint_dir, f"{method.label}.tuning-{len(record['stages'])}.npz")
-        iterations, values = trajectories(network, objective, method, rates, budget, metric, seed=tune_seed,
-                                          repeats=TUNE_REPEATS, backend=backend, checkpoint=path)
+        fingerprint = _fingerprint(method, rates, budget, getattr(metric, "name", metric), tune_seed, TUNE_REPEATS,
+                                   objective)
+        kept = _load_stage(path, fingerprint)
+        if kept is None:
+            iterations, values = trajectories(network, objective, method, rates, budget, metric, seed=tune_seed,
+                                              repeats=TUNE_REPEATS, backend=backend, checkpoint=path)
+            _save_stage(path, fingerprint, iterations, values)
+        else:
+            iterations, values = kept
+        finished.append(path)
         record["iterations"] = [int(k) for k in iterations]
         entry = {"name": name, "scores": {}, "rejected": {}, "ends": {}, "curves": {}}
         for c, lr in enumerate(rates):
@@ -444,6 +455,21 @@ def tune(network, objective, method, budget, metric, *, seed=0, backend="auto", 
         record["stages"].append(entry)
         record["seconds"] = time.perf_counter() - started
 
+    def forget():  # (tuned, or no stable rate: the stages' results are in the record; interrupted: kept)
+        for path in finished:
+            _remove_stage(path)
+
+    try:
+        chosen = _tune_stages(stage, scores, arrival, ends, record, grid, method, log)
+    except NoStableRate:
+        forget()
+        raise
+    forget()
+    return chosen
+
+
+def _tune_stages(stage, scores, arrival, ends, record, grid, method, log):
+    """:func:`tune`'s stages: the grid, its refinement and the steps past its edge, then the choice."""
     stage("grid", list(grid))
     for extension in range(MAX_EXTENSIONS + 1):
         stable = {lr: s for lr, s in scores.items() if math.isfinite(s)}
@@ -469,6 +495,49 @@ def tune(network, objective, method, budget, metric, *, seed=0, backend="auto", 
     if log is not None:
         log(f"tuned {method.label}: lr = {record['chosen']:g}")
     return record["chosen"], record
+
+
+def _stage_path(path):
+    """Where a finished stage's trajectories are kept beside its run's checkpoint ``path``."""
+    return path[:-len(".npz")] + ".done.npz"
+
+
+def _load_stage(path, fingerprint):
+    """``(iterations, values)`` of a finished stage of the same candidates (kept by :func:`_save_stage`), else
+    None."""
+    if not path or not os.path.isfile(_stage_path(path)):
+        return None
+    try:
+        with np.load(_stage_path(path), allow_pickle=False) as data:
+            if str(data["fingerprint"]) != fingerprint:
+                return None
+            return data["iterations"], data["values"]
+    except (OSError, ValueError, KeyError):  # damaged: the stage runs again
+        return None
+
+
+def _save_stage(path, fingerprint, iterations, values):
+    """A finished stage's trajectories, atomically, until the tuning ends: an interruption in a later stage
+    goes on from there (every process writes the same values)."""
+    if not path or values is None:
+        return
+    tmp = f"{_stage_path(path)}.tmp-{os.getpid()}"
+    try:
+        with open(tmp, "wb") as fh:
+            np.savez(fh, fingerprint=np.array(fingerprint), iterations=np.asarray(iterations),
+                     values=np.asarray(values))
+        os.replace(tmp, _stage_path(path))
+    except OSError:  # (only the resumption is lost)
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
+
+def _remove_stage(path):
+    if path:
+        try:
+            os.remove(_stage_path(path))
+        except FileNotFoundError:
+            pass
 
 
 def _best(scores, arrival=None):
