@@ -1067,3 +1067,41 @@ def test_an_interrupted_tuning_does_not_run_its_finished_stages_again(tmp_path, 
     assert runs == [sorted(want["stages"][1]["scores"])]  # the refinement only
     assert lr == expected and record["stages"][0]["scores"] == want["stages"][0]["scores"]
     assert not list(tmp_path.glob("*.npz"))
+
+
+def test_two_comparisons_taking_over_a_stale_lock_at_once_do_not_both_get_it(tmp_path, monkeypatch):
+    """The lock of a killed comparison, found by two at the same moment: one takes it over, the other is refused.
+    (The interleaving that gave both the folder: the second checks the dead holder and takes over the lock while
+    the first, having read the same dead holder, is about to remove 'its' stale file.)"""
+    import socket
+
+    from rowstoch_fast.compare import outputs
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    folder = tmp_path / "out"
+    folder.mkdir()
+    (folder / outputs.LOCK).write_text(f"{dead.pid} {socket.gethostname()}")
+    real, second = outputs._alive, []
+
+    def meanwhile(pid):  # the first one has read the dead holder: the second one arrives now
+        if not second:
+            second.append(None)
+            try:
+                second[0] = outputs.ComparisonFolder(folder, overwrite=True)
+            except outputs.FolderInUse as exc:
+                second[0] = exc
+        return real(pid)
+
+    monkeypatch.setattr(outputs, "_alive", meanwhile)
+    first = outputs.ComparisonFolder(folder, overwrite=True)
+    try:
+        assert isinstance(second[0], outputs.FolderInUse), "both comparisons hold the folder"
+        assert "is being written by another comparison" in str(second[0])
+    finally:
+        first.release()
+        if isinstance(second[0], outputs.ComparisonFolder):
+            second[0].release()
+    assert not (folder / outputs.LOCK).exists()
+    with outputs.ComparisonFolder(folder, overwrite=True):  # (free again)
+        pass

@@ -66,32 +66,72 @@ class ComparisonFolder:
             raise
 
     def _take_lock(self, host, option):
+        """Hold the folder's lock file: an OS lock on it (``flock``: released by the OS however the process ends,
+        and exclusive whatever two processes do at once) where the platform has one, and the holder's ``pid
+        host`` in it. A lock file whose holder died is taken over; one naming a live process (of a version
+        without the OS lock) or another host is respected."""
         os.makedirs(self.path, exist_ok=True)
-        me = f"{os.getpid()} {host}"
-        for _ in range(2):
-            try:
-                fd = os.open(self.lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-            except FileExistsError:
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - no flock (Windows): the file alone
+            fcntl = None
+        for _ in range(8):  # (retried when the file was replaced while it was being locked)
+            if fcntl is None:  # pragma: no cover
+                fd = self._create_lock(host, option)
+                if fd is None:
+                    continue
+            else:
+                fd = os.open(self.lock, os.O_CREAT | os.O_RDWR, 0o644)
                 try:
-                    with open(self.lock) as fh:
-                        pid, _, owner = fh.read().strip().partition(" ")
-                    pid = int(pid)
-                except (OSError, ValueError):
-                    pid, owner = None, ""
-                if pid is not None and (owner != host or _alive(pid)):
-                    raise FolderInUse(f"{option} {self.path!r} is being written by another comparison (process {pid}"
-                                      f"{'' if owner == host else ' on ' + owner}); wait for it, or choose another "
-                                      f"folder") from None
-                try:  # the lock of a comparison that was killed: taken over
-                    os.remove(self.lock)
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except OSError:  # held: a comparison is writing the folder
+                    os.close(fd)
+                    self._refuse(self._holder()[0], host, host, option)
+                try:
+                    same = os.fstat(fd).st_ino == os.stat(self.lock).st_ino
                 except FileNotFoundError:
-                    pass
-                continue
-            with os.fdopen(fd, "w") as fh:
-                fh.write(me)
-            self._held = True
+                    same = False
+                if not same:  # (its holder released it, removing the file, as this process opened it)
+                    os.close(fd)
+                    continue
+                pid, owner = self._holder()
+                if pid is not None and pid != os.getpid() and (owner != host or _alive(pid)):
+                    os.close(fd)  # (a live holder that took no OS lock: respected)
+                    self._refuse(pid, owner, host, option)
+                os.ftruncate(fd, 0)
+            os.write(fd, f"{os.getpid()} {host}".encode())
+            os.fsync(fd)
+            self._fd, self._held = fd, True
             return
         raise FolderInUse(f"{option} {self.path!r}: could not take its lock {self.lock!r}")
+
+    def _holder(self):
+        """``(pid, host)`` written in the lock file, ``(None, "")`` where it names none."""
+        try:
+            with open(self.lock) as fh:
+                pid, _, owner = fh.read().strip().partition(" ")
+            return int(pid), owner
+        except (OSError, ValueError):
+            return None, ""
+
+    def _refuse(self, pid, owner, host, option):
+        who = "" if pid is None else f" (process {pid}{'' if owner == host else ' on ' + owner})"
+        raise FolderInUse(f"{option} {self.path!r} is being written by another comparison{who}; wait for it, or "
+                          f"choose another folder") from None
+
+    def _create_lock(self, host, option):  # pragma: no cover - platforms without flock
+        """The lock file made exclusively (its fd), the dead holder's removed (None: try again)."""
+        try:
+            return os.open(self.lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            pid, owner = self._holder()
+            if pid is not None and (owner != host or _alive(pid)):
+                self._refuse(pid, owner, host, option)
+            try:
+                os.remove(self.lock)
+            except FileNotFoundError:
+                pass
+            return None
 
     def _clear(self):
         import glob
@@ -106,12 +146,13 @@ class ComparisonFolder:
         shutil.rmtree(os.path.join(self.path, "checkpoints"), ignore_errors=True)
 
     def release(self):
-        """Give the folder back (the lock file removed)."""
+        """Give the folder back (the lock file removed while it is still held, then the OS lock released)."""
         if self._held:
             try:
                 os.remove(self.lock)
             except FileNotFoundError:
                 pass
+            os.close(self._fd)
             self._held = False
 
     def __enter__(self):
