@@ -71,6 +71,11 @@ class Oracle:
         """The gradient at ``X[..., i, :]`` of sample ``idx[..., i]`` of node ``i`` (no draw)."""
         return self.objective.sample_gradient(X, idx, nodes=self.nodes)
 
+    def sample_gradients(self, X, samples):
+        """The gradients at ``X`` of every node's samples ``samples`` (a 1-D array of ids), one after another:
+        shape ``(len(samples),) + X.shape`` (:meth:`Objective.sample_gradients`; no draw)."""
+        return self.objective.sample_gradients(X, samples, nodes=self.nodes)
+
     def prox(self, V, step):
         """The local proximal operators at ``V`` (:meth:`Objective.prox_local`, for the rows ``nodes``): what an
         ADMM-type method (:class:`~rowstoch_fast.ADMM`) takes instead of gradients."""
@@ -288,8 +293,33 @@ class Objective:
             return device_operations().to_gpu(G)
         return G
 
+    def sample_gradients(self, X, samples, nodes=None):
+        """``G[k] = sample_gradient(X, idx)`` with every entry of ``idx`` equal to ``samples[k]``: the gradients
+        of each node's samples ``samples`` at ``X`` in one call (what a variance-reduced method's table or
+        snapshot of all ``m`` samples takes, a chunk at a time), the same values; shape ``(len(samples),) +
+        X.shape``. A CuPy ``X`` is computed on the host and returned on its GPU."""
+        if self.samples_per_node is None:
+            return self.sample_gradient(X, None, nodes)  # (its error)
+        nodes = self._nodes(nodes)
+        device = is_device_array(X)
+        Xh = self._check_X(X.get() if device else X, nodes)
+        samples = np.asarray(samples)
+        if samples.ndim != 1 or samples.dtype.kind not in "iu":
+            raise ValueError(f"samples must be a 1-D array of integer sample ids, got {samples.dtype} of shape "
+                             f"{samples.shape}")
+        if samples.size and (samples.min() < 0 or samples.max() >= self.samples_per_node):
+            raise ValueError(f"samples must be sample ids in 0..{self.samples_per_node - 1}")
+        own = np.arange(Xh.shape[-2]) if nodes is None else nodes
+        idx = np.broadcast_to(samples.astype(np.int64).reshape((-1,) + (1,) * (Xh.ndim - 1)),
+                              (samples.size,) + Xh.shape[:-1])
+        G = self._sample_gradient(Xh, idx, own)
+        if device:
+            return device_operations().to_gpu(G)
+        return G
+
     def _sample_gradient(self, X, idx, own):
-        """:meth:`sample_gradient` on host arrays, checked (``own``: the global node id of each row)."""
+        """:meth:`sample_gradient` on host arrays, checked (``own``: the global node id of each row; ``idx`` may
+        have more leading axes than ``X``, :meth:`sample_gradients`)."""
         raise NotImplementedError  # pragma: no cover - with samples_per_node
 
     def loss(self, X, nodes=None):  # pragma: no cover - abstract

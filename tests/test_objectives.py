@@ -380,3 +380,50 @@ def test_gradient_at_is_the_gradient_of_value_and_gradient_at_bit_for_bit(f):
     x = np.random.default_rng(7).standard_normal((3, f.d))
     np.testing.assert_array_equal(f.gradient_at(x), f.value_and_gradient_at(x)[1])
     np.testing.assert_array_equal(f.gradient_at(x[0]), f.value_and_gradient_at(x[0])[1])
+
+
+@pytest.mark.parametrize("f", [g for g in _objectives_for_gradient_at() if g.samples_per_node],
+                         ids=lambda f: type(f).__name__)
+def test_sample_gradients_are_each_samples_gradient_bit_for_bit(f):
+    """``sample_gradients(X, samples)``: every listed sample's gradients in one call, equal to one
+    ``sample_gradient`` per sample (what the variance-reduced methods' tables and snapshots take, a chunk at a
+    time), for every node or a subset, one or several replicas; bad ids named."""
+    rng = np.random.default_rng(5)
+    m = f.samples_per_node
+    for X, nodes in ((rng.standard_normal((f.n, f.d)), None), (rng.standard_normal((3, 2, f.d)), [1, 3])):
+        X = X.astype(getattr(f, "dtype", np.float64))
+        samples = np.array([m - 1, 0, 2, 2])
+        G = f.sample_gradients(X, samples, nodes=nodes)
+        assert G.shape == (4,) + X.shape
+        for k, s in enumerate(samples):
+            np.testing.assert_array_equal(G[k], f.sample_gradient(X, np.full(X.shape[:-1], s), nodes=nodes))
+    with pytest.raises(ValueError, match="samples must be sample ids in 0.."):
+        f.sample_gradients(X, np.array([m]), nodes=nodes)
+    with pytest.raises(ValueError, match="samples must be a 1-D array of integer"):
+        f.sample_gradients(X, np.array([[0]]), nodes=nodes)
+
+
+@pytest.mark.parametrize("name", ["gt-saga", "gt-saga-atc", "gt-svrg", "gt-sarah"])
+def test_tables_and_snapshots_by_chunks_equal_one_sample_at_a_time(name, monkeypatch):
+    """A variance-reduced method's table / snapshot of all m samples, taken by chunks of samples (chunks of 7,
+    the last one short), equals the one taken sample by sample (an oracle without ``sample_gradients``): the same
+    states, bit for bit."""
+    import rowstoch_fast as rf
+    from rowstoch_fast.algorithms import _deferred
+    from rowstoch_fast.objectives import SampleOracle
+    from rowstoch_fast.runner import build_replicas
+
+    f = NonconvexLogistic.synthetic(6, total=6 * 30, d=4, batch=5, seed=2, heterogeneity=1.0)
+    monkeypatch.setattr(_deferred, "SAMPLE_CHUNK", 7)
+    states = []
+    for oracle in (f.oracle(seed=3), SampleOracle(f.sample_gradient, f.samples_per_node, seed=3)):
+        assert hasattr(oracle, "sample_gradients") == (len(states) == 0)
+        opt = build_replicas(rf.Algorithm(rf.topology.exponential(6), 0.05, method=name), f, 2)
+        opt.initialize(oracle)
+        for _ in range(35):  # (GT-SVRG / GT-SARAH take a snapshot every m = 30 iterations)
+            opt.step(oracle)
+        states.append(opt.state_dict())
+    assert states[0].keys() == states[1].keys()
+    for key in states[0]:
+        if isinstance(states[0][key], np.ndarray) and states[0][key].dtype.kind == "f":
+            np.testing.assert_array_equal(states[0][key], states[1][key], err_msg=key)

@@ -17,7 +17,10 @@ import numpy as np
 from .. import backends
 from ..errors import DivergenceError
 
-__all__ = ["FailureHandling"]
+__all__ = ["FailureHandling", "SAMPLE_CHUNK"]
+
+#: Samples per call where a method takes the gradients of every sample of a finite sum (:meth:`_each_sample`).
+SAMPLE_CHUNK = 256
 
 
 class FailureHandling:
@@ -45,6 +48,32 @@ class FailureHandling:
         finite = self._ops.call(self._gradient_local, grad_fn, x_buf, out)
         if self.check_finite:
             self._verify(finite, lambda: self._gradient_error(iteration, out))
+
+    def _each_sample(self, oracle, x_buf, out_for, iteration, use=None):
+        """For every sample ``s = 0 .. m - 1`` of a finite sum, in order: ``out_for(s) <- grad f_is(x_buf)`` at
+        every node (as :meth:`_gradient`: collective under MPI, DivergenceError on NaN/Inf), then ``use(s)``.
+        Where the oracle computes many samples in one call (``sample_gradients``: the package's objectives),
+        :data:`SAMPLE_CHUNK` at a time, the same values: a variance-reduced method's table or snapshot of all
+        ``m`` samples costs a NumPy call per chunk, not per sample."""
+        m = int(oracle.samples)
+        many = getattr(oracle, "sample_gradients", None)
+        shape = self._shape[:-1]
+        chunk = {}
+
+        def sample(X, s):
+            if many is None:
+                return oracle.sample_gradient(X, np.full(shape, s, dtype=np.int64))
+            first = s - s % SAMPLE_CHUNK
+            if chunk.get("first") != first:  # (the chunk's gradients, computed when its first sample is asked for)
+                chunk.clear()
+                chunk["G"] = many(X, np.arange(first, min(m, first + SAMPLE_CHUNK), dtype=np.int64))
+                chunk["first"] = first
+            return chunk["G"][s - first]
+
+        for s in range(m):
+            self._gradient(lambda X, s=s: sample(X, s), x_buf, out_for(s), iteration)
+            if use is not None:
+                use(s)
 
     def _gradient_error(self, iteration, out):
         """The DivergenceError of a non-finite gradient ``out`` at ``iteration`` (the state kept: the current)."""

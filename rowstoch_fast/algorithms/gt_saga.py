@@ -117,10 +117,7 @@ class GTSAGA(Optimizer):
         oracle, cur = self._oracle(grad_fn), self._cur
         m = int(oracle.samples)
         self._allocate_table(m)
-        shape = self._shape[:-1]  # (rows,) or (reps, rows)
-        for s in range(m):  # every z_il = x_0
-            idx = np.full(shape, s, dtype=np.int64)
-            self._gradient(lambda X, idx=idx: oracle.sample_gradient(X, idx), cur["x"], self._entry(s), 0)
+        self._each_sample(oracle, cur["x"], self._entry, 0)  # every z_il = x_0
         cur["mean"][...] = self._table.mean(axis=0).reshape(cur["mean"].shape)
         cur["g"][...] = cur["mean"]
         cur["y"][...] = cur["g"]

@@ -116,15 +116,15 @@ class GTSVRG(Optimizer):
     def _full_gradient(self, oracle, x_buf, out, iteration):
         """``out <- (1/m) sum_l grad f_il(x_buf)`` (m sample gradients)."""
         m = int(oracle.samples)
-        shape = self._shape[:-1]
         work = self._work[0]
-        for s in range(m):
-            idx = np.full(shape, s, dtype=np.int64)
-            self._gradient(lambda X, idx=idx: oracle.sample_gradient(X, idx), x_buf, work, iteration)
+
+        def add(s):
             if s == 0:
                 self._ops.combine(out, [1.0 / m], [work], check=False)
             else:
                 self._ops.combine(out, [1.0, 1.0 / m], [out, work], check=False)
+
+        self._each_sample(oracle, x_buf, lambda s: work, iteration, add)
 
     def _initialize(self, grad_fn):
         oracle, cur = self._oracle(grad_fn), self._cur

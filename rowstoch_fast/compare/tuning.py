@@ -239,6 +239,22 @@ class _Quarantine:
             G[bad] = 0
         return G
 
+    @property
+    def sample_gradients(self):
+        """The inner oracle's, with the diverged replicas set aside (None where it has none: one sample a call)."""
+        many = getattr(self.inner, "sample_gradients", None)
+        if many is None:
+            return None
+
+        def sample_gradients(X, samples):
+            bad = _bad_replicas(X, self.group)
+            G = many(_zeroed(X, bad) if bad.any() else X, samples)
+            if bad.any():
+                G[:, bad] = 0
+            return G
+
+        return sample_gradients
+
 
 def _takes_period(objective):
     """Whether ``objective.stochastic_gradient`` takes ``rep_period`` (every objective of the package does; one
