@@ -902,3 +902,45 @@ def test_traffic_over_a_schedule_counts_each_iterations_links():
             awake = net.awake(t) if isinstance(net, Sleepy) else np.ones(10, dtype=bool)
             expected += sum(1 for i in range(10) for j in range(10) if i != j and dense[i, j] > 0 and awake[j])
         assert opt.traffic()["messages"] == expected
+
+
+def test_traffic_after_a_resume_continues_the_saved_count(monkeypatch):
+    """A resumed optimizer's first traffic() counted every iteration's senders again from 0 (O(T n): 0.47 s at
+    iteration 20,000 on 64 sleepy nodes, minutes at 1e7): the state holds the count and a resume continues it,
+    equal to the uninterrupted run's; a state without it (an older version's) still loads and counts again."""
+    from rowstoch_fast import DSGD, LocalDSGD, PushPull
+    from rowstoch_fast.algorithms import Optimizer
+
+    counted, count_sent = [], Optimizer._count_sent
+    monkeypatch.setattr(Optimizer, "_count_sent", lambda self, t: (counted.append(t), count_sent(self, t))[1])
+
+    def grad(X):
+        return X - 1.0
+
+    A = topology.exponential(16)
+    for net in (Sleepy(A, 0.7, seed=2), Sleepy(Schedule([A, topology.ring(16)]), 0.6, seed=3)):
+        for cls, options in ((DSGD, {}), (PushPull, {}), (LocalDSGD, {"local_steps": 4})):
+            whole = cls.build(net, np.zeros((16, 2)), 0.05, **options)
+            for _ in range(31):  # (LocalDSGD: saved in the middle of a round)
+                whole.step(grad)
+            state = whole.state_dict()
+            assert sorted(k for k in state if k.startswith("traffic/")) == [f"traffic/{m}" for m in cls.matrices]
+            matrices = {k: v for k, v in cls.problem_matrices(net).items() if k in cls.matrices}
+            resumed = cls.from_state_dict(state, **matrices)
+            old = cls.from_state_dict({k: v for k, v in state.items() if not k.startswith("traffic/")}, **matrices)
+            for _ in range(9):
+                for opt in (whole, resumed, old):
+                    opt.step(grad)
+            expected = whole.traffic()
+            assert expected["messages"] > 0
+            del counted[:]
+            assert resumed.traffic() == expected, (cls, net)
+            assert counted == [], (cls, net)  # nothing counted again: the steps since the resume had counted
+            assert old.traffic() == expected and counted[0] == 0, (cls, net)  # (an older state: from the start)
+            again = cls.from_state_dict(resumed.state_dict(), **matrices)  # a resume of a resume
+            del counted[:]
+            assert again.traffic() == expected and counted == []
+            for key in (k for k in state if k.startswith("traffic/")):
+                assert np.array_equal(old.state_dict()[key], whole.state_dict()[key])
+                with pytest.raises(ValueError, match=key):
+                    cls.from_state_dict({**state, key: np.array([32, 0])}, **matrices)  # (beyond iteration 31)

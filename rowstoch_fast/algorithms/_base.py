@@ -592,16 +592,17 @@ class Optimizer(AskTell, FailureHandling, Persistence):
         entry = self._sender_counts().get(name)
         if entry is None:
             return None
-        if entry[0] > self.iteration:  # (a state restored to an earlier iteration: count again)
-            entry[0], entry[1] = self.silent_iterations, 0
+        if entry[0] > self.iteration:  # (a state rolled back to an earlier iteration: count again, from the count
+            resumed = entry[4]  # restored by a resume, where that is not later)
+            entry[0], entry[1] = resumed if resumed[0] <= self.iteration else (self.silent_iterations, 0)
         while entry[0] < self.iteration:
             self._count_sent(entry[0])
         return entry[1]
 
     def _sender_counts(self):
-        """``{matrix name: [next iteration to count, links so far, source, out-links per node of each matrix]}`` of
-        the matrices whose links vary by iteration: a network that silences nodes (sleep), or over a schedule
-        (each iteration its matrix's links); made once."""
+        """``{matrix name: [next iteration to count, links so far, source, out-links per node of each matrix, the
+        (next, links) a resume started from]}`` of the matrices whose links vary by iteration: a network that
+        silences nodes (sleep), or over a schedule (each iteration its matrix's links); made once."""
         counts = self.__dict__.get("_sent_links")
         if counts is None:
             counts = self._sent_links = {}
@@ -611,7 +612,7 @@ class Optimizer(AskTell, FailureHandling, Persistence):
                     continue
                 source, _ = source_of(M)
                 if isinstance(source, Network) or M.senders(0) is not None:
-                    counts[name] = [self.silent_iterations, 0, source, {}]
+                    counts[name] = [self.silent_iterations, 0, source, {}, (self.silent_iterations, 0)]
         return counts
 
     def _count_sent(self, t):
@@ -633,6 +634,33 @@ class Optimizer(AskTell, FailureHandling, Persistence):
             senders = self._mats[name].senders(tn)
             entry[1] += int(out.sum() if senders is None else out[senders].sum())
             entry[0] = t + 1
+
+    # ------------------------------------------------------------------ the traffic counts across a resume
+    def _traffic_state(self):
+        """``{"traffic/<matrix>": [next iteration to count, links so far]}`` of :meth:`_sender_counts`, counted up
+        to :attr:`iteration` first (the steps keep it there: only a count restored without these keys, an older
+        version's state, is behind)."""
+        out = {}
+        for name, entry in self._sender_counts().items():
+            self._links_sent(name, None)
+            out[f"traffic/{name}"] = np.array(entry[:2], dtype=np.int64)
+        return out
+
+    def _restore_traffic(self, state):
+        """Continue :meth:`traffic`'s counts from what :meth:`_traffic_state` saved; a state without it (an older
+        version's) is counted again from the start by the first :meth:`traffic`."""
+        for name, entry in self._sender_counts().items():
+            key = f"traffic/{name}"
+            if key not in state:
+                continue
+            saved = np.asarray(state[key])
+            first, last = self.silent_iterations, max(self.silent_iterations, self.iteration)
+            if saved.shape != (2,) or saved.dtype.kind not in "iu" or not first <= int(saved[0]) <= last or \
+                    int(saved[1]) < 0:
+                raise ValueError(f"state[{key!r}] must be [next iteration to count, links so far] with the iteration "
+                                 f"in {first} .. {last} and the links >= 0, got {saved.tolist()!r}")
+            entry[0], entry[1] = int(saved[0]), int(saved[1])
+            entry[4] = (entry[0], entry[1])
 
     def centroid_weights(self):
         """The weights of the centroid the iterates agree on: ``pi`` of ``A``, or ``1/n`` (push-sum methods)."""

@@ -105,9 +105,12 @@ class Persistence:
         other MPI ranks, and every rank must call it).
 
         The dict can be written with ``np.savez`` and read back with
-        ``dict(np.load(path))``; any backend can resume it.
+        ``dict(np.load(path))``; any backend can resume it. Over a network whose links vary by iteration (sleep,
+        a schedule) it holds :meth:`traffic`'s count so far (keys ``"traffic/<matrix>"``), which a resume
+        continues from.
         """
         self._settle()
+        traffic = self._traffic_state()
         blocks = {name: self._ops.gather(self._cur[name]) for name in self.state}
         blocks.update(self._save_extra())  # (collective too: an algorithm's other state, e.g. per-link sums)
         blocks.update(self._ops.save_channels())  # (a delayed network's messages in flight)
@@ -127,6 +130,7 @@ class Persistence:
         out.update({"iteration": np.array(self.iteration), "initialized": np.array(self._initialized),
                     "check_finite": np.array(self.check_finite)})
         out.update(blocks)
+        out.update(traffic)
         return out
 
     @classmethod
@@ -211,6 +215,7 @@ class Persistence:
         opt._initialized = bool(state.get("initialized", True))
         opt._load_extra(state)
         opt._ops.load_channels(state)
+        opt._restore_traffic(state)  # (traffic() continues the saved count)
         if opt._talking_iterations() > 0 and opt._initialized and not any(str(k).startswith("delayed/") for k in state) \
                 and any(getattr(M, "delayed", lambda: None)() is not None for M in opt._mats.values()):
             raise ValueError("state has no delayed-message history (keys 'delayed/...'): its network delays "
