@@ -108,9 +108,8 @@ def test_the_recipes_run_as_written(k, tmp_path, monkeypatch):
 
 
 # ---------------------------------------------------------------------------- equations as math (issue 50)
-# The modules whose algorithms still write their equations as plain-text literal blocks (being edited
-# elsewhere): each is to get its ``.. math::`` block and leave this list, which then empties.
-MATH_PENDING = {"_federated", "fedavg", "fedprox", "scaffold", "feddyn", "fednova", "fedopt", "fedpd", "fedlt"}
+# Modules exempt from the math test (none: every registered algorithm writes its equations as math).
+MATH_PENDING = set()
 
 
 def _math_blocks(doc):

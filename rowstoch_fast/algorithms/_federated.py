@@ -1,4 +1,4 @@
-"""Federated methods: a server and ``n`` clients on the engine of the decentralized ones.
+r"""Federated methods: a server and ``n`` clients on the engine of the decentralized ones.
 
 Every client is a node (a row of ``x``); the server is not a node: its model ``s`` is kept as a state block
 (replicated on every row, so that it lives where the clients' rows live: one process, a GPU, or the MPI ranks).
@@ -8,10 +8,10 @@ local-update methods count: :class:`~._local.LocalSteps`):
 - at a round's first step every client's row holds the server model ``s``;
 - the clients chosen for the round (``participation``: a fraction of the ``n``, ``floor(participation n)`` of
   them and at least one, chosen by the rule ``selection`` below from a counter-based hash of ``(seed, round)``,
-  the same on every process and backend) take their
-  local steps ``y <- y - lr d_i(y)``, the others keep ``s`` (they compute nothing: their rows' gradients are
-  evaluated, as the oracle gives every node's, and not used; a NaN among them is still the oracle's error where
-  the gradients are checked, ``check_finite``, and never reaches the server where they are not);
+  the same on every process and backend) take their local steps :math:`y \leftarrow y - \mathrm{lr}\, d_i(y)`,
+  the others keep :math:`s` (they compute nothing: their rows' gradients are evaluated, as the oracle gives every
+  node's, and not used; a NaN among them is still the oracle's error where the gradients are checked,
+  ``check_finite``, and never reaches the server where they are not);
 - at the round's last step the chosen clients upload, the server updates ``s`` (a method's own rule), and every
   row gets the new ``s`` (the download).
 
@@ -21,40 +21,40 @@ models are those of the server's. The primal-dual methods (:class:`~rowstoch_fas
 round (a row of ``x``, where its next local steps start; every row starts at its row of ``x0``), the server's
 broadcast goes into a state block, and the harness measures the clients' models.
 
-The selection rules (``selection``; each draws ``m = floor(participation n)`` clients a round, all of them where
-``m = n``):
+The selection rules (``selection``; each draws :math:`m` = ``floor(participation n)`` clients a round, all of them
+where :math:`m = n`):
 
 - ``"uniform"``: uniformly without replacement (the ``m`` smallest of ``n`` hashes of ``(seed, round, i)``);
   McMahan et al. 2017's rule.
 - ``"size"``: with probability proportional to ``client_weights`` (e.g. each client's number of samples),
   without replacement, one after the other (successive sampling, as ``numpy.random.choice(replace=False, p=w /
-  sum(w))`` and decent-bench 0.3.0's ``DataSizeSelection``): the ``m`` smallest of ``E_i / w_i`` with ``E_i`` the
-  exponential variates ``-log(1 - u_i)`` of the hashes (P. S. Efraimidis and P. G. Spirakis, "Weighted random
-  sampling with a reservoir", Information Processing Letters 97, 2006). FedProx (Li, Sahu, Zaheer et al. 2020)
-  and Li, Huang, Yang, Wang & Zhang ("On the convergence of FedAvg on non-IID data", ICLR 2020, Scheme I) sample
-  by ``p_i = n_i / N`` with replacement: then the server's plain average is unbiased for ``sum_i p_i f_i``; drawn
-  without replacement, as here, it is where ``m = 1``.
+  sum(w))`` and decent-bench 0.3.0's ``DataSizeSelection``): the :math:`m` smallest of :math:`E_i / w_i` with
+  :math:`E_i = -\log(1 - u_i)` the exponential variates of the hashes :math:`u_i` (P. S. Efraimidis and P. G.
+  Spirakis, "Weighted random sampling with a reservoir", Information Processing Letters 97, 2006). FedProx (Li,
+  Sahu, Zaheer et al. 2020) and Li, Huang, Yang, Wang & Zhang ("On the convergence of FedAvg on non-IID data", ICLR
+  2020, Scheme I) sample by :math:`p_i = n_i / N` with replacement: then the server's plain average is unbiased for
+  :math:`\sum_i p_i f_i`; drawn without replacement, as here, it is where :math:`m = 1`.
 - ``"fair"``: the ``m`` clients chosen least often so far, ties to the one chosen least recently, then to a fixed
-  order (a permutation of the clients drawn from ``seed``): a deterministic round robin, round ``r`` taking the
-  clients at positions ``r m, ..., r m + m - 1`` (mod ``n``) of the order, so that after any number of rounds the
-  counts of two clients differ by at most one (decent-bench's ``FairSelection``, a count-based simplification of
-  the fairness-aware selection of Y. Shi, Z. Liu, Z. Shi and H. Yu, ICME 2023; its ties go by the clients' listing
-  order, which on a label-sorted split would tie the turns to the labels).
+  order (a permutation of the clients drawn from ``seed``): a deterministic round robin, round :math:`r` taking the
+  clients at positions :math:`r m, \dots, r m + m - 1` (mod :math:`n`) of the order, so that after any number of
+  rounds the counts of two clients differ by at most one (decent-bench's ``FairSelection``, a count-based
+  simplification of the fairness-aware selection of Y. Shi, Z. Liu, Z. Shi and H. Yu, ICME 2023; its ties go by the
+  clients' listing order, which on a label-sorted split would tie the turns to the labels).
 
 A "high loss" rule (Power-of-Choice: Y. J. Cho, J. Wang and G. Joshi, "Client selection in federated learning:
-convergence analysis and power-of-choice selection strategies", arXiv:2010.01243, 2020: sample ``d >= m``
-candidates, take the ``m`` whose local loss at ``s`` is highest) is not offered: these methods see the clients'
-gradients only (the oracle ``grad_fn(X)``, a batch of them with the ask / tell interface), never their losses, and
-a choice that depends on the data would need them before the round's first step (an extra evaluation per
-candidate and round, which the oracle does not offer), a gather of the ``n`` values across the MPI ranks each
+convergence analysis and power-of-choice selection strategies", arXiv:2010.01243, 2020: sample :math:`d \ge m`
+candidates, take the :math:`m` whose local loss at :math:`s` is highest) is not offered: these methods see the
+clients' gradients only (the oracle ``grad_fn(X)``, a batch of them with the ask / tell interface), never their
+losses, and a choice that depends on the data would need them before the round's first step (an extra evaluation
+per candidate and round, which the oracle does not offer), a gather of the ``n`` values across the MPI ranks each
 round, and a record of past choices to resume and to count :meth:`samples_drawn` (every rule here is a function of
 ``(seed, round)``).
 
 What the harness can record of them (:meth:`Federated.participation_counts`, :meth:`Federated.client_drift`, and
 the metrics ``client_drift``, ``participation_fairness`` and ``node_<statistic>_participation`` of
 :mod:`rowstoch_fast.user_metrics`): how often each client was chosen in the rounds done, Jain's fairness index of
-those counts, and the client drift, the mean distance ``||y_i - s||`` of the chosen clients' local models at the
-end of a round's local steps from the server model ``s`` they were sent.
+those counts, and the client drift, the mean distance :math:`\|y_i - s\|` of the chosen clients' local models at
+the end of a round's local steps from the server model :math:`s` they were sent.
 
 The choice of clients is keyed on the method's ``seed``, not on the replica or the run's seed: the repetitions of a
 comparison share it, as they share a network model's losses and sleep (keyed on its own seed), and differ in their
@@ -191,9 +191,9 @@ class Federated(LocalSteps):
 
     @staticmethod
     def chosen(n, clients_per_round, seed, r, selection="uniform", client_weights=None):
-        """The clients of round ``r``: a boolean mask of ``n``, ``clients_per_round`` of them by the rule
+        r"""The clients of round ``r``: a boolean mask of ``n``, ``clients_per_round`` of them by the rule
         ``selection`` (the module's docstring; every client where all take part): ``"uniform"``, the smallest of a
-        counter-based hash ``u_i`` of ``(seed, r, i)``; ``"size"``, the smallest ``-log(1 - u_i) / w_i``
+        counter-based hash :math:`u_i` of ``(seed, r, i)``; ``"size"``, the smallest :math:`-\log(1 - u_i) / w_i`
         (``client_weights``, equal where None); ``"fair"``, the round robin over a permutation drawn from
         ``seed``."""
         m = clients_per_round
@@ -252,7 +252,7 @@ class Federated(LocalSteps):
         return counts.copy()
 
     def participation_fairness(self):
-        """Jain's fairness index of :meth:`participation_counts`, ``(sum_i c_i)^2 / (n sum_i c_i^2)``: 1 where
+        r"""Jain's fairness index of :meth:`participation_counts`, :math:`(\sum_i c_i)^2 / (n \sum_i c_i^2)`: 1 where
         every client was chosen equally often, ``1 / n`` where one client took every turn (R. Jain, D. Chiu and
         W. Hawe, DEC-TR-301, 1984); NaN before the first round ends."""
         c = self.participation_counts().astype(np.float64)
@@ -260,9 +260,9 @@ class Federated(LocalSteps):
         return math.nan if total == 0.0 else float(c.sum() ** 2 / (self.n * total))
 
     def client_drift(self):
-        """The client drift of the last round done, one value per replica (shape ``(reps,)``, or ``()`` without
-        replicas): the mean over the round's chosen clients of ``||y_i - s||_2``, their models at the end of
-        their local steps against the server model ``s`` they were sent (what SCAFFOLD's correction removes:
+        r"""The client drift of the last round done, one value per replica (shape ``(reps,)``, or ``()`` without
+        replicas): the mean over the round's chosen clients of :math:`\|y_i - s\|_2`, their models at the end of
+        their local steps against the server model :math:`s` they were sent (what SCAFFOLD's correction removes:
         Karimireddy et al. 2020, section 3); NaN before the first round ends (and after a resume, until the next
         one)."""
         shape = (self._reps,) if len(self._shape) == 3 else ()

@@ -11,17 +11,20 @@ __all__ = ["FedAvg"]
 
 
 class FedAvg(Federated, Optimizer):
-    """Federated averaging: a server and ``n`` clients; the chosen clients take ``K`` local gradient steps from the
+    r"""Federated averaging: a server and ``n`` clients; the chosen clients take ``K`` local gradient steps from the
     server model, the server moves to the average of their models.
 
-    Implements, per round ``r`` with the server model ``s_r`` and the chosen clients ``S_r``::
+    Implements, per round :math:`r` with the server model :math:`s_r` and the chosen clients :math:`S_r`:
 
-        y_i <- s_r,  then K times:  y_i <- y_i - lr g_i(y_i)           (i in S_r; tau_i times with client_steps)
-        s_{r+1} = s_r + server_lr (1/|S_r|) sum_{i in S_r} (y_i - s_r)
+    .. math::
 
-    (``server_lr = 1``: ``s_{r+1}`` is the average of the chosen clients' models, the original FedAvg with equal
-    client weights). One iteration is one local step; every row of :attr:`x` holds ``s_{r+1}`` after the round's
-    last. With data that differ between clients, the local steps pull each client towards its own minimiser
+        y_i &\leftarrow s_r, \text{ then } K \text{ times: } \quad y_i \leftarrow y_i - \mathrm{lr}\, g_i(y_i)
+            \qquad (i \in S_r; \ \tau_i \text{ times with } \mathrm{client\_steps}) \\
+        s_{r+1} &= s_r + \mathrm{server\_lr}\, \frac{1}{|S_r|} \sum_{i \in S_r} (y_i - s_r)
+
+    (``server_lr = 1``: :math:`s_{r+1}` is the average of the chosen clients' models, the original FedAvg with equal
+    client weights). One iteration is one local step; every row of :attr:`x` holds :math:`s_{r+1}` after the
+    round's last. With data that differ between clients, the local steps pull each client towards its own minimiser
     (client drift): FedAvg ends in a neighbourhood of the minimiser of ``(1/n) sum_i f_i`` of size ``O(lr K)``
     (:class:`~rowstoch_fast.Scaffold` and :class:`~rowstoch_fast.FedDyn` correct it).
 

@@ -11,23 +11,26 @@ __all__ = ["FedDyn"]
 
 
 class FedDyn(Federated, Optimizer):
-    """Federated learning with dynamic regularization: each client's local objective carries a linear term (its
-    last gradient state ``lambda_i``) and a proximal term, chosen so that the clients' stationary points agree with
-    the global one; with exact gradients and every client taking part it converges to the minimiser of
+    r"""Federated learning with dynamic regularization: each client's local objective carries a linear term (its
+    last gradient state :math:`\lambda_i`) and a proximal term, chosen so that the clients' stationary points agree
+    with the global one; with exact gradients and every client taking part it converges to the minimiser of
     ``(1/n) sum_i f_i`` itself.
 
     Implements (the reference's Algorithm 1, the local problem solved by ``K`` gradient steps), per round with the
-    server model ``s`` and the chosen clients ``S``::
+    server model :math:`s` and the chosen clients :math:`S`:
 
-        y_i <- s,  then K times:  y_i <- y_i - lr (g_i(y_i) - lambda_i + alpha (y_i - s))      (i in S)
-        lambda_i <- lambda_i - alpha (y_i - s)                                               (i in S)
-        h <- h - (alpha / n) sum_{i in S} (y_i - s)
-        s <- (1/|S|) sum_{i in S} y_i - h / alpha
+    .. math::
 
-    with ``lambda_i = h = 0`` at the start (decent-bench 0.3.0's ``FedDyn`` writes the same update; its ``penalty``
-    is ``alpha``). The correction moves at about ``alpha K lr`` a round: a small ``alpha`` behaves like FedAvg for
-    long. With stochastic gradients its states gather their noise: on a held-out noisy least-squares problem it
-    ended 30-100x above FedAvg for every ``alpha`` in {0.01, 0.1, 1} (bench/RESULTS.md section 26).
+        y_i &\leftarrow s, \text{ then } K \text{ times: } \quad
+            y_i \leftarrow y_i - \mathrm{lr}\, \big(g_i(y_i) - \lambda_i + \alpha (y_i - s)\big) \qquad (i \in S) \\
+        \lambda_i &\leftarrow \lambda_i - \alpha (y_i - s) \qquad (i \in S) \\
+        h &\leftarrow h - \frac{\alpha}{n} \sum_{i \in S} (y_i - s) \\
+        s &\leftarrow \frac{1}{|S|} \sum_{i \in S} y_i - h / \alpha
+
+    with :math:`\lambda_i = h = 0` at the start (decent-bench 0.3.0's ``FedDyn`` writes the same update; its
+    ``penalty`` is ``alpha``). The correction moves at about ``alpha K lr`` a round: a small ``alpha`` behaves like
+    FedAvg for long. With stochastic gradients its states gather their noise: on a held-out noisy least-squares
+    problem it ended 30-100x above FedAvg for every ``alpha`` in {0.01, 0.1, 1} (bench/RESULTS.md section 26).
 
     Parameters
     ----------

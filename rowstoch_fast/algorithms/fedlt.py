@@ -11,32 +11,38 @@ __all__ = ["FedLT"]
 
 
 class FedLT(Federated, Optimizer):
-    """Federated local training: the consensus problem ``min (1/n) sum_i f_i(x_i)`` subject to ``x_i = y``, solved
-    by Peaceman-Rachford splitting, each client's proximal step done inexactly by ``K`` gradient steps warm-started at
-    its last model; the server averages the clients' auxiliary variables ``z_i``. With exact gradients it converges
-    to the minimiser of ``(1/n) sum_i f_i`` itself, with every client or a part of them each round: at a fixed point
-    ``x_i = y``, ``y = (1/n) sum_i z_i`` and ``grad f_i(y) = (y - z_i) / rho``, which sum to 0.
+    r"""Federated local training: the consensus problem :math:`\min \frac{1}{n} \sum_i f_i(x_i)` subject to
+    :math:`x_i = y`, solved by Peaceman-Rachford splitting, each client's proximal step done inexactly by ``K``
+    gradient steps warm-started at its last model; the server averages the clients' auxiliary variables :math:`z_i`.
+    With exact gradients it converges to the minimiser of ``(1/n) sum_i f_i`` itself, with every client or a part of
+    them each round: at a fixed point :math:`x_i = y`, :math:`y = \frac{1}{n} \sum_i z_i` and
+    :math:`\nabla f_i(y) = (y - z_i) / \rho`, which sum to 0.
 
     Implements (the reference's Fed-PLT without its privacy noise, the local solver gradient descent, no
-    regulariser ``h``), per round with the server's ``y = (1/n) sum_i z_i`` and the chosen clients ``S``::
+    regulariser :math:`h`), per round with the server's :math:`y = \frac{1}{n} \sum_i z_i` and the chosen clients
+    :math:`S`:
 
-        v_i = 2 y - z_i
-        w_i <- x_i,  then K times:  w_i <- w_i - lr (g_i(w_i) + (w_i - v_i) / rho)      (i in S)
-        x_i <- w_i,   z_i <- z_i + 2 (w_i - y)                                       (i in S)
-        y <- (1/n) sum_i z_i                                                        (every client's last z_i)
+    .. math::
 
-    with ``z_i`` and ``x_i`` at client ``i``'s row of ``x0`` at the start (so ``y_0`` is their mean); a client not
-    chosen keeps ``x_i`` and ``z_i``, and the server its last ``z_i`` (decent-bench 0.3.0's ``FedLT`` with
-    ``local_solver="gd"`` writes the same update, ``penalty`` = ``rho``). The rows of :attr:`x` are the clients'
-    models ``x_i``; the server's ``y`` is the state block ``"server"``. A chosen client downloads ``y`` and uploads
-    ``z_i``.
+        v_i &= 2 y - z_i \\
+        w_i &\leftarrow x_i, \text{ then } K \text{ times: } \quad
+            w_i \leftarrow w_i - \mathrm{lr}\, \big(g_i(w_i) + (w_i - v_i) / \rho\big) \qquad (i \in S) \\
+        x_i &\leftarrow w_i, \quad z_i \leftarrow z_i + 2 (w_i - y) \qquad (i \in S) \\
+        y &\leftarrow \frac{1}{n} \sum_i z_i \qquad \text{(every client's last } z_i \text{)}
+
+    with :math:`z_i` and :math:`x_i` at client :math:`i`'s row of ``x0`` at the start (so :math:`y_0` is their
+    mean); a client not chosen keeps :math:`x_i` and :math:`z_i`, and the server its last :math:`z_i`
+    (decent-bench 0.3.0's ``FedLT`` with ``local_solver="gd"`` writes the same update, ``penalty`` = ``rho``). The
+    rows of :attr:`x` are the clients' models :math:`x_i`; the server's :math:`y` is the state block ``"server"``.
+    A chosen client downloads :math:`y` and uploads :math:`z_i`.
 
     Parameters
     ----------
     n, x0, lr, local_steps, participation, client_steps, selection, client_weights, seed
         As in :class:`~rowstoch_fast.FedAvg` (``x0``: each client's row is its first model and ``z_i``).
     rho : float, default 1.0
-        The splitting's penalty ``rho`` (``> 0``): the local problem is ``f_i(w) + ||w - v_i||^2 / (2 rho)``.
+        The splitting's penalty :math:`\rho` (``> 0``): the local problem is
+        :math:`f_i(w) + \|w - v_i\|^2 / (2 \rho)`.
     backend, check_finite, comm, partition
         As in :class:`~rowstoch_fast.PullDiagGT`.
 

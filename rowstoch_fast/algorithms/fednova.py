@@ -10,21 +10,24 @@ __all__ = ["FedNova"]
 
 
 class FedNova(Federated, Optimizer):
-    """FedAvg whose server normalizes each client's update by its number of local steps: with clients of unequal
+    r"""FedAvg whose server normalizes each client's update by its number of local steps: with clients of unequal
     work (``client_steps``) FedAvg converges to the minimiser of a sum weighted by the steps (objective
     inconsistency); FedNova's is that of ``(1/n) sum_i f_i``.
 
     Implements the reference's plain form (local SGD, no momentum, equal client weights), per round with the server
-    model ``s`` and the chosen clients ``S``::
+    model :math:`s` and the chosen clients :math:`S`:
 
-        y_i <- s,  then tau_i times:  y_i <- y_i - lr g_i(y_i)                               (i in S)
-        tau_eff = (1/|S|) sum_{i in S} tau_i
-        s <- s + tau_eff (1/|S|) sum_{i in S} (y_i - s) / tau_i
+    .. math::
 
-    With every ``tau_i = K`` it is :class:`~rowstoch_fast.FedAvg` (a test checks it). decent-bench 0.3.0's
+        y_i &\leftarrow s, \text{ then } \tau_i \text{ times: } \quad y_i \leftarrow y_i - \mathrm{lr}\, g_i(y_i)
+            \qquad (i \in S) \\
+        \tau_{\mathrm{eff}} &= \frac{1}{|S|} \sum_{i \in S} \tau_i \\
+        s &\leftarrow s + \tau_{\mathrm{eff}}\, \frac{1}{|S|} \sum_{i \in S} \frac{y_i - s}{\tau_i}
+
+    With every :math:`\tau_i = K` it is :class:`~rowstoch_fast.FedAvg` (a test checks it). decent-bench 0.3.0's
     ``FedNova`` without momentum or proximal term writes the same update where the clients hold equal numbers of
     samples (as this package's objectives give them); it weights the clients by their sample counts
-    (``p_i = n_i / sum_S n_j``) where they differ. The normalization by ``tau_i`` is
+    (:math:`p_i = n_i / \sum_{j \in S} n_j`) where they differ. The normalization by :math:`\tau_i` is
     first-order in ``lr``: what is left of the inconsistency is ``O(lr)`` (the example).
 
     Parameters

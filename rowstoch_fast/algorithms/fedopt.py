@@ -14,22 +14,28 @@ SERVER_OPTIMIZERS = ("adam", "adagrad", "yogi")
 
 
 class FedOpt(Federated, Optimizer):
-    """FedAvg's clients with an adaptive optimizer on the server (FedAdam, FedAdagrad, FedYogi): the chosen
-    clients' average update ``Delta`` is the server's pseudo-gradient.
+    r"""FedAvg's clients with an adaptive optimizer on the server (FedAdam, FedAdagrad, FedYogi): the chosen
+    clients' average update :math:`\Delta` is the server's pseudo-gradient.
 
-    Implements the reference's Algorithm 2, per round with the server model ``s`` and the chosen clients ``S``::
+    Implements the reference's Algorithm 2, per round with the server model :math:`s` and the chosen clients
+    :math:`S`:
 
-        y_i <- s,  then K times:  y_i <- y_i - lr g_i(y_i)                       (i in S)
-        Delta = (1/|S|) sum_{i in S} (y_i - s)
-        m <- beta1 m + (1 - beta1) Delta
-        v <- v + Delta^2                                    (adagrad)
-             beta2 v + (1 - beta2) Delta^2                  (adam)
-             v - (1 - beta2) Delta^2 sign(v - Delta^2)      (yogi)
-        s <- s + server_lr m / (sqrt(v) + tau)
+    .. math::
 
-    element by element, with ``m = v = 0`` at the start (as decent-bench 0.3.0's ``FedAdam`` / ``FedAdagrad`` /
-    ``FedYogi``, which write the same updates; the reference allows any ``v_{-1} >= tau^2``). Its steps are
-    about ``server_lr`` per coordinate whatever the size of ``Delta``: with a constant ``server_lr`` it ends in a
+        y_i &\leftarrow s, \text{ then } K \text{ times: } \quad y_i \leftarrow y_i - \mathrm{lr}\, g_i(y_i)
+            \qquad (i \in S) \\
+        \Delta &= \frac{1}{|S|} \sum_{i \in S} (y_i - s) \\
+        m &\leftarrow \beta_1 m + (1 - \beta_1) \Delta \\
+        v &\leftarrow \begin{cases}
+            v + \Delta^2 & \text{(adagrad)} \\
+            \beta_2 v + (1 - \beta_2) \Delta^2 & \text{(adam)} \\
+            v - (1 - \beta_2) \Delta^2 \operatorname{sign}(v - \Delta^2) & \text{(yogi)}
+        \end{cases} \\
+        s &\leftarrow s + \mathrm{server\_lr}\, \frac{m}{\sqrt{v} + \tau}
+
+    element by element, with :math:`m = v = 0` at the start (as decent-bench 0.3.0's ``FedAdam`` / ``FedAdagrad`` /
+    ``FedYogi``, which write the same updates; the reference allows any :math:`v_{-1} \ge \tau^2`). Its steps are
+    about ``server_lr`` per coordinate whatever the size of :math:`\Delta`: with a constant ``server_lr`` it ends in a
     neighbourhood of the minimiser of size about ``server_lr``, not ``O(lr)``. ``rowstoch compare`` tunes ``lr``
     only: ``server_lr`` decides its place (on a held-out least-squares problem, 400 rounds: 2.7e-5 at the default
     0.01, 2.1e-10 at 1.0, no progress at 0.001; bench/RESULTS.md section 26): give it (``[algorithms.fedopt]

@@ -13,27 +13,34 @@ __all__ = ["FedPD"]
 
 
 class FedPD(Federated, Optimizer):
-    """Federated primal-dual: the problem ``min (1/n) sum_i f_i(x_i)`` subject to ``x_i = x_0`` with an augmented
-    Lagrangian per client; each client keeps its model ``x_i``, its dual ``lambda_i`` and its copy ``x_{0,i}`` of
-    the centre, and the server averages the clients' centre candidates. With exact gradients and every client taking
-    part it converges to the minimiser of ``(1/n) sum_i f_i`` itself, for any number of local steps: at a fixed
-    point ``x_i = x_{0,i} = x_0`` and ``grad f_i(x_0) = -lambda_i`` with ``sum_i lambda_i = 0``.
+    r"""Federated primal-dual: the problem :math:`\min \frac{1}{n} \sum_i f_i(x_i)` subject to :math:`x_i = x_0`
+    with an augmented Lagrangian per client; each client keeps its model :math:`x_i`, its dual :math:`\lambda_i` and
+    its copy :math:`x_{0,i}` of the centre, and the server averages the clients' centre candidates. With exact
+    gradients and every client taking part it converges to the minimiser of ``(1/n) sum_i f_i`` itself, for any
+    number of local steps: at a fixed point :math:`x_i = x_{0,i} = x_0` and :math:`\nabla f_i(x_0) = -\lambda_i`
+    with :math:`\sum_i \lambda_i = 0`.
 
     Implements (the reference's Algorithm 1 with the local problem solved by ``K`` gradient steps, every round
-    communicating: its ``p = 0``), per round with the chosen clients ``S``::
+    communicating: its :math:`p = 0`), per round with the chosen clients :math:`S`:
 
-        y_i <- x_i,  then K times:  y_i <- y_i - lr (g_i(y_i) + lambda_i + (y_i - x_{0,i}) / eta)     (i in S)
-        x_i <- y_i,   lambda_i <- lambda_i + (y_i - x_{0,i}) / eta,   x_{0,i}+ = y_i + eta lambda_i   (i in S)
-        s <- (1/|S|) sum_{i in S} x_{0,i}+,   x_{0,i} <- s                                          (i in S)
+    .. math::
 
-    with ``lambda_i = 0`` and ``x_{0,i} = s_0`` (the mean of the rows of ``x0``) at the start; each client's model
-    starts at its row of ``x0``, and a client not chosen keeps all three (the reference analyses every client
-    taking part; decent-bench 0.3.0's ``FedPD`` writes the same update, ``penalty`` = ``eta``). The rows of
-    :attr:`x` are the clients' models ``x_i`` (they keep them from round to round: not the server's ``s``, which is
-    the state block ``"server"``). A chosen client uploads ``x_{0,i}+`` and downloads ``s``.
+        y_i &\leftarrow x_i, \text{ then } K \text{ times: } \quad
+            y_i \leftarrow y_i - \mathrm{lr}\, \big(g_i(y_i) + \lambda_i + (y_i - x_{0,i}) / \eta\big)
+            \qquad (i \in S) \\
+        x_i &\leftarrow y_i, \quad \lambda_i \leftarrow \lambda_i + (y_i - x_{0,i}) / \eta, \quad
+            x_{0,i}^+ = y_i + \eta \lambda_i \qquad (i \in S) \\
+        s &\leftarrow \frac{1}{|S|} \sum_{i \in S} x_{0,i}^+, \quad x_{0,i} \leftarrow s \qquad (i \in S)
 
-    Not here: the reference's rounds without communication (each with probability ``p``, every client keeping
-    its own ``x_{0,i}+``; decent-bench's ``skip_probability``, default 0), which would make the rounds a random
+    with :math:`\lambda_i = 0` and :math:`x_{0,i} = s_0` (the mean of the rows of ``x0``) at the start; each
+    client's model starts at its row of ``x0``, and a client not chosen keeps all three (the reference analyses
+    every client taking part; decent-bench 0.3.0's ``FedPD`` writes the same update, ``penalty`` = ``eta``). The
+    rows of :attr:`x` are the clients' models :math:`x_i` (they keep them from round to round: not the server's
+    :math:`s`, which is the state block ``"server"``). A chosen client uploads :math:`x_{0,i}^+` and downloads
+    :math:`s`.
+
+    Not here: the reference's rounds without communication (each with probability :math:`p`, every client keeping
+    its own :math:`x_{0,i}^+`; decent-bench's ``skip_probability``, default 0), which would make the rounds a random
     count (:class:`~rowstoch_fast.ProxSkip`'s budget rule).
 
     Parameters
@@ -41,8 +48,9 @@ class FedPD(Federated, Optimizer):
     n, x0, lr, local_steps, participation, client_steps, selection, client_weights, seed
         As in :class:`~rowstoch_fast.FedAvg` (``x0``: each client's row is its first model).
     eta : float, default 1.0
-        The penalty ``eta`` of the augmented Lagrangian ``f_i(x) + <lambda_i, x - x_0> + ||x - x_0||^2 / (2 eta)``
-        and the dual step ``1 / eta`` (``> 0``).
+        The penalty :math:`\eta` of the augmented Lagrangian
+        :math:`f_i(x) + \langle \lambda_i, x - x_0 \rangle + \|x - x_0\|^2 / (2 \eta)` and the dual step
+        :math:`1 / \eta` (``> 0``).
     backend, check_finite, comm, partition
         As in :class:`~rowstoch_fast.PullDiagGT`.
 

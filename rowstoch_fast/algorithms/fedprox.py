@@ -11,13 +11,16 @@ __all__ = ["FedProx"]
 
 
 class FedProx(Federated, Optimizer):
-    """FedAvg whose clients minimise ``f_i(y) + (mu / 2) ||y - s||^2`` in their local steps: the proximal term keeps
-    them near the server model (less client drift, for heterogeneous data and clients of unequal work).
+    r"""FedAvg whose clients minimise :math:`f_i(y) + (\mu / 2) \|y - s\|^2` in their local steps: the proximal term
+    keeps them near the server model (less client drift, for heterogeneous data and clients of unequal work).
 
-    Implements, per round ``r`` with the server model ``s_r`` and the chosen clients ``S_r``::
+    Implements, per round :math:`r` with the server model :math:`s_r` and the chosen clients :math:`S_r`:
 
-        y_i <- s_r,  then K times:  y_i <- y_i - lr (g_i(y_i) + mu (y_i - s_r))     (i in S_r)
-        s_{r+1} = (1/|S_r|) sum_{i in S_r} y_i
+    .. math::
+
+        y_i &\leftarrow s_r, \text{ then } K \text{ times: } \quad
+            y_i \leftarrow y_i - \mathrm{lr}\, \big(g_i(y_i) + \mu (y_i - s_r)\big) \qquad (i \in S_r) \\
+        s_{r+1} &= \frac{1}{|S_r|} \sum_{i \in S_r} y_i
 
     ``mu = 0`` is :class:`~rowstoch_fast.FedAvg` (a test checks it). The local problem is solved inexactly by
     ``K`` gradient steps (``tau_i`` with ``client_steps``), as the reference's experiments do.

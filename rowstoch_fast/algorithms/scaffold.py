@@ -8,21 +8,24 @@ __all__ = ["Scaffold"]
 
 
 class Scaffold(FedAvg):
-    """Stochastic controlled averaging: each client corrects its local steps by the difference between the server's
-    control variate ``c`` (an estimate of the average gradient) and its own ``c_i`` (of its gradient), which removes
-    the client drift of FedAvg: with exact gradients and every client taking part it converges to the minimiser of
-    ``(1/n) sum_i f_i`` itself.
+    r"""Stochastic controlled averaging: each client corrects its local steps by the difference between the server's
+    control variate :math:`c` (an estimate of the average gradient) and its own :math:`c_i` (of its gradient), which
+    removes the client drift of FedAvg: with exact gradients and every client taking part it converges to the
+    minimiser of ``(1/n) sum_i f_i`` itself.
 
-    Implements (the reference's Algorithm 1 with option II), per round ``r`` with the server model ``s`` and the
-    chosen clients ``S``::
+    Implements (the reference's Algorithm 1 with option II), per round :math:`r` with the server model :math:`s` and
+    the chosen clients :math:`S`:
 
-        y_i <- s,  then K times:  y_i <- y_i - lr (g_i(y_i) - c_i + c)                 (i in S)
-        c_i+ = c_i - c + (s - y_i) / (tau_i lr)                                       (i in S; tau_i = K by default)
-        s   <- s + server_lr (1/|S|) sum_{i in S} (y_i - s)
-        c   <- c + (1/n) sum_{i in S} (c_i+ - c_i)
+    .. math::
 
-    with ``c_i = c = 0`` at the start. A chosen client downloads ``(s, c)`` and uploads ``(y_i - s, c_i+ - c_i)``:
-    two blocks each way (:meth:`traffic`).
+        y_i &\leftarrow s, \text{ then } K \text{ times: } \quad
+            y_i \leftarrow y_i - \mathrm{lr}\, (g_i(y_i) - c_i + c) \qquad (i \in S) \\
+        c_i^+ &= c_i - c + \frac{s - y_i}{\tau_i\, \mathrm{lr}} \qquad (i \in S; \ \tau_i = K \text{ by default}) \\
+        s &\leftarrow s + \mathrm{server\_lr}\, \frac{1}{|S|} \sum_{i \in S} (y_i - s) \\
+        c &\leftarrow c + \frac{1}{n} \sum_{i \in S} (c_i^+ - c_i)
+
+    with :math:`c_i = c = 0` at the start. A chosen client downloads :math:`(s, c)` and uploads
+    :math:`(y_i - s, c_i^+ - c_i)`: two blocks each way (:meth:`traffic`).
 
     Parameters
     ----------
