@@ -146,7 +146,7 @@ def test_batched_repetitions_match_single_ones(small):
 
 
 @settings(max_examples=40, deadline=None)
-@given(reps=st.integers(1, 9), period=st.integers(0, 10), batches=st.integers(1, 3), d=st.sampled_from([3, 10, 23]),
+@given(reps=st.integers(1, 13), period=st.integers(0, 10), batches=st.integers(1, 3), d=st.sampled_from([1, 3, 10, 16, 23]),
        threads=st.sampled_from([1, 2]), subset=st.booleans())
 def test_replicas_that_share_streams_equal_their_own_runs(reps, period, batches, d, threads, subset):
     """``rep_period`` (a tuner's candidates on common streams): each replica ``c`` is, bit for bit, the run of
@@ -161,13 +161,16 @@ def test_replicas_that_share_streams_equal_their_own_runs(reps, period, batches,
     before = _core.get_num_threads()
     try:
         _core.set_num_threads(threads)
-        G = f.stochastic_gradient(X, 9, seed=4, batches=batches, rep_offset=2, nodes=nodes, rep_period=period)
+        for width in _core.simd_widths():  # (the rows sharing a batch go W at a time, one replica a lane)
+            _core.set_simd_width(width)
+            G = f.stochastic_gradient(X, 9, seed=4, batches=batches, rep_offset=2, nodes=nodes, rep_period=period)
+            for c in range(reps):
+                own = f.stochastic_gradient(X[c:c + 1], 9, seed=4, batches=batches, nodes=nodes,
+                                            rep_offset=2 + (c % period if period else c))
+                np.testing.assert_array_equal(G[c], own[0])
     finally:
         _core.set_num_threads(before)
-    for c in range(reps):
-        own = f.stochastic_gradient(X[c:c + 1], 9, seed=4, batches=batches, nodes=nodes,
-                                    rep_offset=2 + (c % period if period else c))
-        np.testing.assert_array_equal(G[c], own[0])
+        _core.set_simd_width(0)
 
 
 def test_argument_errors():

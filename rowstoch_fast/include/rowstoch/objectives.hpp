@@ -248,6 +248,45 @@ ROWSTOCH_INLINE void logistic_accumulate(const T* H, const T* Y, std::int64_t d_
     if constexpr (kVector) acc.store(out);
 }
 
+// logistic_accumulate for W rows at once over the same samples idx[0..count): lane r of every
+// vector is row r (x_r = xs[r], its sums in outs[r]), the samples' rows read once for all W.  Each
+// lane does, operation for operation, what logistic_accumulate does for its row (dot4's partial
+// sums in increasing j, (s_0 + s_2) + (s_1 + s_3), the same logistic weights, c = -y z weight,
+// acc_j += c h_j in sample order), so the bits are those of W calls of it.  Rows of a tuner's
+// candidates, which share their mini-batches (rep_period), are differentiated this way.
+template <int D, int W>
+ROWSTOCH_INLINE void logistic_accumulate_lanes(const double* H, const double* Y, const double* const* xs,
+                                               const std::int64_t* idx, std::int64_t count, double weight,
+                                               double* const* outs) {
+    Vec<W> xt[D], acc[D];
+    for (int j = 0; j < D; ++j)
+        for (int r = 0; r < W; ++r) {
+            xt[j][r] = xs[r][j];
+            acc[j][r] = outs[r][j];
+        }
+    constexpr std::int64_t kBlock = 64;
+    alignas(32) double z[kBlock * W];
+    for (std::int64_t b0 = 0; b0 < count; b0 += kBlock) {
+        const std::int64_t nb = count - b0 < kBlock ? count - b0 : kBlock;
+        for (std::int64_t b = 0; b < nb; ++b) {
+            const std::int64_t l = idx[b0 + b];
+            const double* h = H + l * D;
+            Vec<W> s[4] = {};
+            for (int j = 0; j < D; ++j) s[j & 3] += h[j] * xt[j];
+            vstore<W>(z + b * W, Y[l] * ((s[0] + s[2]) + (s[1] + s[3])));
+        }
+        for (std::int64_t b = 0; b < nb; ++b) logistic_weights<W>(z + b * W);
+        for (std::int64_t b = 0; b < nb; ++b) {
+            const std::int64_t l = idx[b0 + b];
+            const double* h = H + l * D;
+            const Vec<W> c = -Y[l] * vload<W>(z + b * W) * weight;
+            for (int j = 0; j < D; ++j) acc[j] += c * h[j];
+        }
+    }
+    for (int j = 0; j < D; ++j)
+        for (int r = 0; r < W; ++r) outs[r][j] = acc[j][r];
+}
+
 // f(std::integral_constant<int, W>{}) compiled for the widest vectors this CPU
 // runs: the AVX2 instance is a separate function with the target attribute, and
 // f (marked ROWSTOCH_INLINE_LAMBDA) with everything it calls on vectors is
@@ -416,20 +455,33 @@ void logistic_stochastic_grad(const T H[], const T Y[], std::int64_t m, const st
             const std::int64_t* idx = perm.data() + (task & 1) * M;
             const T* Hi = H + node * M * d;
             const T* Yi = Y + node * M;
-            for (std::int64_t row = unit; row < rows; row += streams * m) {  // (unit = q m + i)
-                const T* x = X + row * d;
-                T* g = G + row * d;
-                if (r == 0)
-                    for (std::int64_t j = 0; j < d; ++j) g[j] = 0;
-                if (task + 1 < tasks && row < m * streams) {  // (the unit's first block draws the next task's batch)
-                    MinibatchDraw<T, D> next = draw_for(task + 1);
-                    logistic_accumulate<D, W, false>(Hi, Yi, d, x, idx, B, weight, g,
-                                                     [&](std::int64_t b) { next.step(b); });
-                } else {
-                    logistic_accumulate<D, W, false>(Hi, Yi, d, x, idx, B, weight, g, no_side_job);
-                }
-                if (r == batches - 1) regulariser_grad(d, rho, x, g);
+            const std::int64_t stride = streams * m;  // (the unit's rows: unit, unit + stride, ...; unit = q m + i)
+            if (r == 0)
+                for (std::int64_t row = unit; row < rows; row += stride)
+                    for (std::int64_t j = 0; j < d; ++j) G[row * d + j] = 0;
+            if (task + 1 < tasks) {  // (the unit's first row draws the next task's batch meanwhile)
+                MinibatchDraw<T, D> next = draw_for(task + 1);
+                logistic_accumulate<D, W, false>(Hi, Yi, d, X + unit * d, idx, B, weight, G + unit * d,
+                                                 [&](std::int64_t b) { next.step(b); });
+            } else {
+                logistic_accumulate<D, W, false>(Hi, Yi, d, X + unit * d, idx, B, weight, G + unit * d, no_side_job);
             }
+            std::int64_t row = unit + stride;
+            if constexpr (D > 0 && std::is_same<T, double>::value) {  // the rows sharing the batch, W at a time
+                for (; row + (W - 1) * stride < rows; row += W * stride) {
+                    const double* xs[W];
+                    double* outs[W];
+                    for (int k = 0; k < W; ++k) {
+                        xs[k] = X + (row + k * stride) * d;
+                        outs[k] = G + (row + k * stride) * d;
+                    }
+                    logistic_accumulate_lanes<D, W>(Hi, Yi, xs, idx, B, weight, outs);
+                }
+            }
+            for (; row < rows; row += stride)
+                logistic_accumulate<D, W, false>(Hi, Yi, d, X + row * d, idx, B, weight, G + row * d, no_side_job);
+            if (r == batches - 1)
+                for (std::int64_t row = unit; row < rows; row += stride) regulariser_grad(d, rho, X + row * d, G + row * d);
         }
         for (int slot = 0; slot < 2; ++slot)
             if (dirty[slot]) restore_identity(perm.data() + slot * M, swaps.data() + slot * B, M, B);
