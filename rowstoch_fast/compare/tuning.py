@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import time
 import warnings
 
 import numpy as np
@@ -52,6 +53,10 @@ TAIL = 0.25
 MAX_EXTENSIONS = 3
 #: An iterate beyond this magnitude has diverged (it would overflow to inf in the next operations).
 DIVERGED = 1e100
+#: A tuning run saves its checkpoint at a tenth of its budget only where this many seconds passed since the last
+#: save (or its start): a variance-reduced method's state holds a table of every sample (hundreds of MB for the
+#: tuner's replicas), and a save every tenth cost more than the run. Ctrl-C and SIGTERM always save.
+CHECKPOINT_SECONDS = 10.0
 #: ``lr_source`` of a method that no rate of the grid kept stable.
 UNTUNABLE = "none stable"
 
@@ -325,8 +330,9 @@ def trajectories(network, objective, method, rates, budget, metric, *, seed, rep
     random numbers; ``metric``: a name, or a ranked :class:`~rowstoch_fast.user_metrics.Metric`). Returns
     ``(iterations, values)``: the recorded iterations and ``metric`` per record and
     replica (``(records, len(rates) * repeats)``, replica ``c * repeats + q`` the ``q``-th of rate ``c``; NaN
-    where it diverged). With ``checkpoint`` (a path), the run's state is saved there every tenth of the budget
-    and when it is interrupted (Ctrl-C, SIGTERM), and a run of the same candidates goes on from it."""
+    where it diverged). With ``checkpoint`` (a path), the run's state is saved there at a tenth of the budget
+    where :data:`CHECKPOINT_SECONDS` passed since the last save, and when it is interrupted (Ctrl-C, SIGTERM),
+    and a run of the same candidates goes on from it."""
     T = method.iterations(budget)
     entry, metric = metric, getattr(metric, "name", metric)  # (an extra metric: its Metric, recorded by name)
     lr = np.repeat(np.asarray(rates, dtype=np.float64), repeats)[:, None, None]
@@ -362,14 +368,17 @@ def trajectories(network, objective, method, rates, budget, metric, *, seed, rep
         if len(rows) < sum(k <= opt.iteration for k in due):  # (a record the interruption cut short: taken now)
             record()
         drawn, before = oracle.iteration, None  # (the iteration a step started from, while it runs)
+        saved = time.monotonic()
         try:
             while opt.iteration < T:
                 drawn, before = oracle.iteration, opt.iteration
                 opt.step(oracle)
                 if opt.iteration in marks:
                     record()
-                if checkpoint and opt.iteration % every == 0 and opt.iteration < T:
+                if checkpoint and opt.iteration % every == 0 and opt.iteration < T and opt.share(
+                        time.monotonic() - saved >= CHECKPOINT_SECONDS):  # (the root's clock decides: collective)
                     _save_tuning(checkpoint, opt, oracle, rows, fingerprint)
+                    saved = time.monotonic()
         except KeyboardInterrupt:  # (the step commits atomically: the oracle goes back to where it stood, unless
             # the step had committed: an interrupt in its return path)
             if before is not None and opt.iteration == before:
@@ -431,8 +440,6 @@ def tune(network, objective, method, budget, metric, *, seed=0, backend="auto", 
         without diverging, or the smallest rate tried).
     """
     from .plan import TUNE_GRID
-
-    import time
 
     started = time.perf_counter()
     grid = tuple(grid or TUNE_GRID)
