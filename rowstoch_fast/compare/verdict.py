@@ -16,7 +16,7 @@ logarithms of their final values over the repetitions differ by more than two st
 difference (:data:`TIE_SE`); methods that cannot be told apart share a rank. The test is unpaired on purpose,
 although repetition ``r`` of every method draws the same gradient streams: paired over those streams, methods
 whose final values differ by far less than their spread from repetition to repetition would be told apart (on
-the default 16-node problem DIGing ends 0.037% below DSGD, 3.0 paired standard errors, and Push-Pull 0.024% above
+the default 16-node problem DIGing ends 0.037% below DSGD, 3.0 paired standard errors, and Push-Pull 0.024% below
 AugDGM, 5.6, where the final values spread by 18% from repetition to repetition), and the table would rank
 differences of the shared streams, not of the methods.
 """
