@@ -378,7 +378,10 @@ class Objective:
     def gradient_at(self, x):
         """``grad f(x)`` of ``f = (1/n) sum_i f_i`` at single points ``x`` of shape (d,) or (reps, d): the same
         bits as :meth:`value_and_gradient_at`'s gradient, without the values (a third cheaper a pass for the
-        logistic objectives)."""
+        logistic objectives). A subclass that defines its own ``value_and_gradient_at`` (and no
+        ``gradient_at``) gets that one's gradient."""
+        if type(self).value_and_gradient_at is not Objective.value_and_gradient_at:
+            return self.value_and_gradient_at(x)[1]
         x = np.asarray(x, dtype=np.float64)
         X = np.ascontiguousarray(np.broadcast_to(x[..., None, :], x.shape[:-1] + (self.n, self.d)))
         with np.errstate(over="ignore", invalid="ignore"):

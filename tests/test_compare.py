@@ -1049,19 +1049,28 @@ def test_an_interrupted_tuning_does_not_run_its_finished_stages_again(tmp_path, 
     A, f = topology.exponential(8), NonconvexLogistic.synthetic(8, total=1600, batch=20, seed=0)
     method = cmp.make_plan(A, f, "dsgd", 200).methods[0]
     expected, want = tuning.tune(A, f, method, 200, "grad_norm_mean", seed=3)
-    real, runs, stopped = tuning.trajectories, [], []
+    real, runs, stopped, built = tuning.trajectories, [], [], []
+    start = tuning._Quarantine.__init__
+
+    def quarantine(self, *a, **k):  # (made only by a stage that runs, not by one whose trajectories were kept)
+        built.append(True)
+        start(self, *a, **k)
 
     def counted(network, objective, method, rates, *a, **k):
-        runs.append(list(rates))
-        if len(runs) == 2 and not stopped:  # (the refinement, once)
+        if len(runs) == 1 and not stopped:  # (the refinement, once)
             stopped.append(True)
             raise KeyboardInterrupt
-        return real(network, objective, method, rates, *a, **k)
+        before = len(built)
+        out = real(network, objective, method, rates, *a, **k)
+        if len(built) > before:
+            runs.append(list(rates))
+        return out
 
+    monkeypatch.setattr(tuning._Quarantine, "__init__", quarantine)
     monkeypatch.setattr(tuning, "trajectories", counted)
     with pytest.raises(KeyboardInterrupt):
         tuning.tune(A, f, method, 200, "grad_norm_mean", seed=3, checkpoint_dir=str(tmp_path))
-    assert len(runs) == 2 and list(tmp_path.glob("dsgd.tuning-0.done.npz"))
+    assert len(runs) == 1 and list(tmp_path.glob("dsgd.tuning-0.done.npz"))
     runs.clear()
     lr, record = tuning.tune(A, f, method, 200, "grad_norm_mean", seed=3, checkpoint_dir=str(tmp_path))
     assert runs == [sorted(want["stages"][1]["scores"])]  # the refinement only
@@ -1105,3 +1114,30 @@ def test_two_comparisons_taking_over_a_stale_lock_at_once_do_not_both_get_it(tmp
     assert not (folder / outputs.LOCK).exists()
     with outputs.ComparisonFolder(folder, overwrite=True):  # (free again)
         pass
+
+
+@pytest.mark.parametrize("seconds", [0.0, 1e9])
+def test_a_tuning_run_saves_its_periodic_checkpoint_only_after_checkpoint_seconds(tmp_path, monkeypatch, seconds):
+    """A tuning run killed without a chance to save (an error mid-run here, as a SIGKILL would): where
+    CHECKPOINT_SECONDS had passed at a tenth of the budget, its periodic checkpoint is there and the same run goes
+    on from it to the trajectories of a run never stopped; where it had not, there is none (it starts again)."""
+    A, f = topology.exponential(8), NonconvexLogistic.synthetic(8, total=1600, batch=20, seed=0)
+    method = cmp.make_plan(A, f, "dsgd", 300).methods[0]
+    kw = dict(seed=3, repeats=2)
+    _, expected = tuning.trajectories(A, f, method, [0.01, 0.1], 300, "grad_norm_mean", **kw)
+    monkeypatch.setattr(tuning, "CHECKPOINT_SECONDS", seconds)
+    ck, calls, real = tmp_path / "t.npz", [0], tuning.record_metrics
+
+    def crash(*a, **k):
+        calls[0] += 1
+        if calls[0] == 15:
+            raise RuntimeError("killed")
+        return real(*a, **k)
+
+    monkeypatch.setattr(tuning, "record_metrics", crash)
+    with pytest.raises(RuntimeError, match="killed"):
+        tuning.trajectories(A, f, method, [0.01, 0.1], 300, "grad_norm_mean", checkpoint=str(ck), **kw)
+    monkeypatch.setattr(tuning, "record_metrics", real)
+    assert ck.exists() == (seconds == 0.0)
+    _, again = tuning.trajectories(A, f, method, [0.01, 0.1], 300, "grad_norm_mean", checkpoint=str(ck), **kw)
+    np.testing.assert_array_equal(again, expected)

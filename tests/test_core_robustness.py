@@ -747,3 +747,26 @@ def test_every_installed_header_compiles_on_its_own_under_wall_werror(tmp_path, 
         if out.returncode:
             failed[header] = out.stderr.splitlines()[:3]
     assert not failed, failed
+
+
+def test_the_objective_kernels_instantiated_at_o3_compile_under_wall_werror(tmp_path):
+    """The logistic kernels instantiated by an embedder and compiled at -O3 (where GCC's middle-end warnings run,
+    which -fsyntax-only never reaches): no warning under -Wall -Wextra -Werror. The lanes kernel's vectors filled
+    lane by lane gave 424 -Wmaybe-uninitialized errors with GCC 12."""
+    import shutil
+
+    cxx = os.environ.get("CXX", "c++")
+    if shutil.which(cxx) is None:
+        pytest.skip(f"no C++ compiler ({cxx})")
+    src = tmp_path / "kernels.cpp"
+    src.write_text('#include "rowstoch/objectives.hpp"\n'
+                   "template void rowstoch::logistic_stochastic_grad<double>(const double*, const double*, "
+                   "std::int64_t, const std::int64_t*, std::int64_t, std::int64_t, double, const double*, "
+                   "std::int64_t, std::int64_t, std::int64_t, std::uint64_t, std::uint64_t, std::int64_t, double*, "
+                   "std::int64_t);\n"
+                   "template void rowstoch::logistic_full_grad<double>(const double*, const double*, std::int64_t, "
+                   "const std::int64_t*, std::int64_t, std::int64_t, double, const double*, std::int64_t, double*, "
+                   "double*);\n")
+    out = subprocess.run([cxx, "-std=c++17", "-O3", "-Wall", "-Wextra", "-Werror", "-c", f"-I{rf.get_include()}",
+                          str(src), "-o", str(tmp_path / "kernels.o")], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr.splitlines()[:5]

@@ -430,3 +430,41 @@ def test_tables_and_snapshots_by_chunks_equal_one_sample_at_a_time(name, monkeyp
     for key in states[0]:
         if isinstance(states[0][key], np.ndarray) and states[0][key].dtype.kind == "f":
             np.testing.assert_array_equal(states[0][key], states[1][key], err_msg=key)
+
+
+def test_gradient_at_follows_a_subclass_own_value_and_gradient_at():
+    """An objective that defines its own value_and_gradient_at (not gradient_at): the records' gradient is that
+    one's, not the base class's full pass."""
+
+    class Doubled(NonconvexLogistic):
+        def value_and_gradient_at(self, x):
+            f, g = super().value_and_gradient_at(x)
+            return f, 2 * g
+
+    f = Doubled.synthetic(4, total=400, d=3, batch=10, seed=1)
+    x = np.random.default_rng(0).standard_normal((2, 3))
+    np.testing.assert_array_equal(f.gradient_at(x), f.value_and_gradient_at(x)[1])
+
+
+def test_a_snapshot_takes_its_chunks_within_a_bounded_memory(monkeypatch):
+    """GT-SVRG's snapshot of all m samples by chunks: a chunk is sized so that its gradients stay within
+    SAMPLE_CHUNK_BYTES (blocks of x's size, not 256 of them whatever x's size), down to one sample a call."""
+    import rowstoch_fast as rf
+    from rowstoch_fast.algorithms import _deferred
+    from rowstoch_fast.runner import build_replicas
+
+    f = LeastSquares.synthetic(4, samples_per_node=40, d=50, seed=4)
+    asked = []
+    real = LeastSquares.sample_gradients
+
+    def spy(self, X, samples, nodes=None):
+        asked.append(len(samples))
+        return real(self, X, samples, nodes)
+
+    monkeypatch.setattr(LeastSquares, "sample_gradients", spy)
+    for budget, expect in ((3 * 4 * 50 * 8 * 7, 7), (3 * 4 * 50 * 8 - 1, None)):
+        monkeypatch.setattr(_deferred, "SAMPLE_CHUNK_BYTES", budget)
+        asked.clear()
+        opt = build_replicas(rf.Algorithm(rf.topology.exponential(4), 0.01, method="gt-svrg"), f, 3)
+        opt.initialize(f.oracle(seed=1))
+        assert asked == ([] if expect is None else [7] * 5 + [5]), asked

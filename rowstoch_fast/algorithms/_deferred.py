@@ -19,8 +19,12 @@ from ..errors import DivergenceError
 
 __all__ = ["FailureHandling", "SAMPLE_CHUNK"]
 
-#: Samples per call where a method takes the gradients of every sample of a finite sum (:meth:`_each_sample`).
+#: Samples per call where a method takes the gradients of every sample of a finite sum (:meth:`_each_sample`), at
+#: most; fewer where a chunk's gradients would pass :data:`SAMPLE_CHUNK_BYTES`.
 SAMPLE_CHUNK = 256
+#: The memory a chunk of sample gradients may take (a chunk of blocks of x's size, and about as much again while
+#: the objective computes it): what GT-SVRG's snapshot adds to its two blocks a node.
+SAMPLE_CHUNK_BYTES = 16 << 20
 
 
 class FailureHandling:
@@ -53,20 +57,22 @@ class FailureHandling:
         """For every sample ``s = 0 .. m - 1`` of a finite sum, in order: ``out_for(s) <- grad f_is(x_buf)`` at
         every node (as :meth:`_gradient`: collective under MPI, DivergenceError on NaN/Inf), then ``use(s)``.
         Where the oracle computes many samples in one call (``sample_gradients``: the package's objectives),
-        :data:`SAMPLE_CHUNK` at a time, the same values: a variance-reduced method's table or snapshot of all
-        ``m`` samples costs a NumPy call per chunk, not per sample."""
+        :data:`SAMPLE_CHUNK` at a time (fewer where they would pass :data:`SAMPLE_CHUNK_BYTES`), the same values:
+        a variance-reduced method's table or snapshot of all ``m`` samples costs a NumPy call per chunk, not per
+        sample."""
         m = int(oracle.samples)
         many = getattr(oracle, "sample_gradients", None)
         shape = self._shape[:-1]
+        size = max(1, min(SAMPLE_CHUNK, SAMPLE_CHUNK_BYTES // max(1, int(np.prod(self._shape)) * 8)))
         chunk = {}
 
         def sample(X, s):
-            if many is None:
+            if many is None or size == 1:
                 return oracle.sample_gradient(X, np.full(shape, s, dtype=np.int64))
-            first = s - s % SAMPLE_CHUNK
+            first = s - s % size
             if chunk.get("first") != first:  # (the chunk's gradients, computed when its first sample is asked for)
                 chunk.clear()
-                chunk["G"] = many(X, np.arange(first, min(m, first + SAMPLE_CHUNK), dtype=np.int64))
+                chunk["G"] = many(X, np.arange(first, min(m, first + size), dtype=np.int64))
                 chunk["first"] = first
             return chunk["G"][s - first]
 

@@ -28,7 +28,8 @@ class GTSVRG(Optimizer):
         y_{k+1} &= W y_k + v_{k+1} - v_k
 
     Like :class:`~rowstoch_fast.GTSAGA` it converges linearly to the minimiser with a constant step on a smooth
-    strongly convex finite sum, with memory of two blocks per node instead of SAGA's ``m``, at the price of a
+    strongly convex finite sum, with memory of two blocks per node instead of SAGA's ``m`` (and, while it takes a
+    snapshot, a chunk of sample gradients of at most 16 MB), at the price of a
     full local gradient every ``T`` iterations: ``2`` sample gradients per iteration and ``m`` per snapshot
     (the ``samples`` axis counts them).
 

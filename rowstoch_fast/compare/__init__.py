@@ -175,7 +175,8 @@ def compare(A, objective, algorithms=None, rounds_budget=2000, *, lr=None, tune=
         ``messages``, ``bytes``, ``gradient_evaluations``, ``diverged``,
         ``total_wall_seconds``, ``status`` (:data:`STATUSES`) and ``diagnosis``;
         ``frame.attrs`` holds ``"lr"`` (the rates used), ``"lr_source"``,
-        ``"tuning"`` (every candidate's score and trajectory), ``"status"``,
+        ``"tuning"`` (every candidate's score and trajectory; read-only: copies
+        of the frame share it rather than copy it), ``"status"``,
         ``"diagnosis"``, ``"metric"``, ``"extra_metrics"`` (the extra metrics'
         properties) and ``"interrupted"`` (a Ctrl-C or SIGTERM stopped the
         comparison; the frame holds what finished).

@@ -86,7 +86,8 @@ class ComparisonFolder:
                     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 except OSError:  # held: a comparison is writing the folder
                     os.close(fd)
-                    self._refuse(self._holder()[0], host, host, option)
+                    pid, owner = self._holder()
+                    self._refuse(pid, owner or host, host, option)
                 try:
                     same = os.fstat(fd).st_ino == os.stat(self.lock).st_ino
                 except FileNotFoundError:

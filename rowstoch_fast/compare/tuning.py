@@ -324,7 +324,7 @@ def _save_tuning(path, opt, oracle, rows, fingerprint):
 
 
 def trajectories(network, objective, method, rates, budget, metric, *, seed, repeats=1, backend="auto",
-                 points=TUNE_POINTS, checkpoint=None):
+                 points=TUNE_POINTS, checkpoint=None, keep=False):
     """One batched run of ``method`` on ``network``: ``repeats`` replicas per rate of ``rates``, the whole
     ``budget``, every rate's ``q``-th replica on the gradient stream of repetition ``q`` of ``seed`` (common
     random numbers; ``metric``: a name, or a ranked :class:`~rowstoch_fast.user_metrics.Metric`). Returns
@@ -332,7 +332,9 @@ def trajectories(network, objective, method, rates, budget, metric, *, seed, rep
     replica (``(records, len(rates) * repeats)``, replica ``c * repeats + q`` the ``q``-th of rate ``c``; NaN
     where it diverged). With ``checkpoint`` (a path), the run's state is saved there at a tenth of the budget
     where :data:`CHECKPOINT_SECONDS` passed since the last save, and when it is interrupted (Ctrl-C, SIGTERM),
-    and a run of the same candidates goes on from it."""
+    and a run of the same candidates goes on from it. With ``keep`` too, the finished run's trajectories are kept
+    beside it (``.done.npz``, written before the checkpoint is removed; :func:`tune` removes them when it ends)
+    and a run of the same candidates returns them (the root's copy, on every process) instead of running."""
     T = method.iterations(budget)
     entry, metric = metric, getattr(metric, "name", metric)  # (an extra metric: its Metric, recorded by name)
     lr = np.repeat(np.asarray(rates, dtype=np.float64), repeats)[:, None, None]
@@ -343,6 +345,10 @@ def trajectories(network, objective, method, rates, budget, metric, *, seed, rep
         warnings.simplefilter("ignore", RuntimeWarning)  # a diverging candidate is judged, not warned about
         found = _load_tuning(checkpoint, algo, fingerprint, objective)
         opt = build_replicas(algo, objective, len(lr)) if found is None else found[0]
+        if keep and checkpoint:  # (the root decides: collective under MPI)
+            kept = opt.share(_load_stage(checkpoint, fingerprint) if opt.is_root else None)
+            if kept is not None:
+                return kept
         oracle = _Quarantine(objective.oracle(seed=seed, batches=opt.rounds, nodes=opt.local_nodes,
                                               rep_period=repeats), objective, repeats)
         rows = []
@@ -388,6 +394,8 @@ def trajectories(network, objective, method, rates, budget, metric, *, seed, rep
             raise
     values = opt.share(np.array(rows) if rows else None)  # (under MPI the root recorded)
     if checkpoint and opt.is_root:  # (under MPI the root wrote it)
+        if keep:  # (the trajectories first, then the checkpoint removed: no moment without either)
+            _save_stage(checkpoint, fingerprint, due, values)
         try:
             os.remove(checkpoint)
         except FileNotFoundError:
@@ -452,15 +460,8 @@ def tune(network, objective, method, budget, metric, *, seed=0, backend="auto", 
     def stage(name, rates):
         path = None if checkpoint_dir is None else os.path.join(
             checkpoint_dir, f"{method.label}.tuning-{len(record['stages'])}.npz")
-        fingerprint = _fingerprint(method, rates, budget, getattr(metric, "name", metric), tune_seed, TUNE_REPEATS,
-                                   objective)
-        kept = _load_stage(path, fingerprint)
-        if kept is None:
-            iterations, values = trajectories(network, objective, method, rates, budget, metric, seed=tune_seed,
-                                              repeats=TUNE_REPEATS, backend=backend, checkpoint=path)
-            _save_stage(path, fingerprint, iterations, values)
-        else:
-            iterations, values = kept
+        iterations, values = trajectories(network, objective, method, rates, budget, metric, seed=tune_seed,
+                                          repeats=TUNE_REPEATS, backend=backend, checkpoint=path, keep=True)
         finished.append(path)
         record["iterations"] = [int(k) for k in iterations]
         entry = {"name": name, "scores": {}, "rejected": {}, "ends": {}, "curves": {}}
@@ -541,7 +542,7 @@ def _load_stage(path, fingerprint):
 
 def _save_stage(path, fingerprint, iterations, values):
     """A finished stage's trajectories, atomically, until the tuning ends: an interruption in a later stage
-    goes on from there (every process writes the same values)."""
+    goes on from there (the root writes them)."""
     if not path or values is None:
         return
     tmp = f"{_stage_path(path)}.tmp-{os.getpid()}"

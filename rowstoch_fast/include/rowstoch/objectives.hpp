@@ -259,11 +259,15 @@ ROWSTOCH_INLINE void logistic_accumulate_lanes(const double* H, const double* Y,
                                                const std::int64_t* idx, std::int64_t count, double weight,
                                                double* const* outs) {
     Vec<W> xt[D], acc[D];
-    for (int j = 0; j < D; ++j)
+    for (int j = 0; j < D; ++j) {  // (whole vectors from arrays: lane by lane, GCC -O3 warns maybe-uninitialized)
+        alignas(32) double a[W], b[W];
         for (int r = 0; r < W; ++r) {
-            xt[j][r] = xs[r][j];
-            acc[j][r] = outs[r][j];
+            a[r] = xs[r][j];
+            b[r] = outs[r][j];
         }
+        xt[j] = vload<W>(a);
+        acc[j] = vload<W>(b);
+    }
     constexpr std::int64_t kBlock = 64;
     alignas(32) double z[kBlock * W];
     for (std::int64_t b0 = 0; b0 < count; b0 += kBlock) {
@@ -283,8 +287,11 @@ ROWSTOCH_INLINE void logistic_accumulate_lanes(const double* H, const double* Y,
             for (int j = 0; j < D; ++j) acc[j] += c * h[j];
         }
     }
-    for (int j = 0; j < D; ++j)
-        for (int r = 0; r < W; ++r) outs[r][j] = acc[j][r];
+    for (int j = 0; j < D; ++j) {
+        alignas(32) double a[W];
+        vstore<W>(a, acc[j]);
+        for (int r = 0; r < W; ++r) outs[r][j] = a[r];
+    }
 }
 
 // f(std::integral_constant<int, W>{}) compiled for the widest vectors this CPU
