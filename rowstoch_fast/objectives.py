@@ -275,47 +275,39 @@ class Objective:
         """The gradient at ``X[..., i, :]`` of sample ``idx[..., i]`` of node ``i`` (``idx``: integers of
         ``X.shape[:-1]``), shape of ``X``: what variance-reduced methods (:class:`~rowstoch_fast.GTSAGA`) take.
         A CuPy ``X`` is computed on the host and returned on its GPU."""
-        if self.samples_per_node is None:
-            raise TypeError(f"{type(self).__name__} has no per-sample gradients (it is not a finite sum); "
-                            f"LeastSquares, NonconvexLogistic and LogisticL2 have them")
-        nodes = self._nodes(nodes)
-        device = is_device_array(X)
-        Xh = self._check_X(X.get() if device else X, nodes)
-        idx = np.asarray(idx.get() if hasattr(idx, "get") else idx)
-        if idx.shape != Xh.shape[:-1] or idx.dtype.kind not in "iu":
-            raise ValueError(f"idx must hold integer sample ids of shape {Xh.shape[:-1]} (X's without d), got "
-                             f"{idx.dtype} of shape {idx.shape}")
-        if idx.size and (idx.min() < 0 or idx.max() >= self.samples_per_node):
-            raise ValueError(f"idx must be sample ids in 0..{self.samples_per_node - 1}")
-        own = np.arange(Xh.shape[-2]) if nodes is None else nodes
-        G = self._sample_gradient(Xh, idx, own)
-        if device:
-            return device_operations().to_gpu(G)
-        return G
+        return self._per_sample(X, idx, nodes, "idx")
 
     def sample_gradients(self, X, samples, nodes=None):
         """``G[k] = sample_gradient(X, idx)`` with every entry of ``idx`` equal to ``samples[k]``: the gradients
         of each node's samples ``samples`` at ``X`` in one call (what a variance-reduced method's table or
         snapshot of all ``m`` samples takes, a chunk at a time), the same values; shape ``(len(samples),) +
         X.shape``. A CuPy ``X`` is computed on the host and returned on its GPU."""
+        return self._per_sample(X, samples, nodes, "samples")
+
+    def _per_sample(self, X, ids, nodes, name):
+        """:meth:`sample_gradient` (``name`` "idx": a sample id per row of ``X``) or :meth:`sample_gradients`
+        ("samples": a 1-D array of ids, each for every row), the ids checked, computed on the host."""
         if self.samples_per_node is None:
-            return self.sample_gradient(X, None, nodes)  # (its error)
+            raise TypeError(f"{type(self).__name__} has no per-sample gradients (it is not a finite sum); "
+                            f"LeastSquares, NonconvexLogistic and LogisticL2 have them")
         nodes = self._nodes(nodes)
         device = is_device_array(X)
         Xh = self._check_X(X.get() if device else X, nodes)
-        samples = np.asarray(samples)
-        if samples.ndim != 1 or samples.dtype.kind not in "iu":
-            raise ValueError(f"samples must be a 1-D array of integer sample ids, got {samples.dtype} of shape "
-                             f"{samples.shape}")
-        if samples.size and (samples.min() < 0 or samples.max() >= self.samples_per_node):
-            raise ValueError(f"samples must be sample ids in 0..{self.samples_per_node - 1}")
+        ids = np.asarray(ids.get() if hasattr(ids, "get") else ids)
+        if name == "idx" and (ids.shape != Xh.shape[:-1] or ids.dtype.kind not in "iu"):
+            raise ValueError(f"idx must hold integer sample ids of shape {Xh.shape[:-1]} (X's without d), got "
+                             f"{ids.dtype} of shape {ids.shape}")
+        if name == "samples" and (ids.ndim != 1 or ids.dtype.kind not in "iu"):
+            raise ValueError(f"samples must be a 1-D array of integer sample ids, got {ids.dtype} of shape "
+                             f"{ids.shape}")
+        if ids.size and (ids.min() < 0 or ids.max() >= self.samples_per_node):
+            raise ValueError(f"{name} must be sample ids in 0..{self.samples_per_node - 1}")
+        if name == "samples":  # (every row's id k: a leading axis of len(samples))
+            ids = np.broadcast_to(ids.astype(np.int64).reshape((-1,) + (1,) * (Xh.ndim - 1)),
+                                  (ids.size,) + Xh.shape[:-1])
         own = np.arange(Xh.shape[-2]) if nodes is None else nodes
-        idx = np.broadcast_to(samples.astype(np.int64).reshape((-1,) + (1,) * (Xh.ndim - 1)),
-                              (samples.size,) + Xh.shape[:-1])
-        G = self._sample_gradient(Xh, idx, own)
-        if device:
-            return device_operations().to_gpu(G)
-        return G
+        G = self._sample_gradient(Xh, ids, own)
+        return device_operations().to_gpu(G) if device else G
 
     def _sample_gradient(self, X, idx, own):
         """:meth:`sample_gradient` on host arrays, checked (``own``: the global node id of each row; ``idx`` may

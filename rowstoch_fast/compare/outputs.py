@@ -9,6 +9,7 @@ import re
 
 import numpy as np
 
+from .._files import atomic_write
 from .tables import GROUPS, check_frame, frame_metric, summary
 
 __all__ = ["write_outputs", "write_tables", "json_tuning", "plot", "atomic_write", "write_records",
@@ -162,20 +163,6 @@ class ComparisonFolder:
     def __exit__(self, *exc):
         self.release()
         return False
-
-
-def atomic_write(path, write, mode="w"):
-    """``write(fh)`` into ``path`` through a temporary file in its folder, flushed to disk, then renamed over it."""
-    tmp = f"{path}.tmp-{os.getpid()}"
-    try:
-        with open(tmp, mode) as fh:
-            write(fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
 
 
 def write_records(frames, folder):

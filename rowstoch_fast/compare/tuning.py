@@ -25,6 +25,7 @@ import warnings
 import numpy as np
 
 from .._checks import MAX_KEY
+from .._files import atomic_write
 from ..objectives import Oracle
 from ..runner import build_replicas, record_metrics, round_schedule
 
@@ -311,16 +312,10 @@ def _save_tuning(path, opt, oracle, rows, fingerprint):
         return
     state.update({"tuning/fingerprint": np.array(fingerprint), "tuning/oracle_iteration": np.array(oracle.iteration),
                   "tuning/rows": np.array(rows) if rows else np.zeros((0, 0))})
-    tmp = f"{path}.tmp-{os.getpid()}"
     try:
-        with open(tmp, "wb") as fh:
-            np.savez(fh, **state)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
+        atomic_write(path, lambda fh: np.savez(fh, **state), mode="wb")
     except OSError:  # (the run goes on; only its resumption is lost)
-        if os.path.exists(tmp):
-            os.remove(tmp)
+        pass
 
 
 def trajectories(network, objective, method, rates, budget, metric, *, seed, repeats=1, backend="auto",
@@ -545,15 +540,12 @@ def _save_stage(path, fingerprint, iterations, values):
     goes on from there (the root writes them)."""
     if not path or values is None:
         return
-    tmp = f"{_stage_path(path)}.tmp-{os.getpid()}"
     try:
-        with open(tmp, "wb") as fh:
-            np.savez(fh, fingerprint=np.array(fingerprint), iterations=np.asarray(iterations),
-                     values=np.asarray(values))
-        os.replace(tmp, _stage_path(path))
+        atomic_write(_stage_path(path), lambda fh: np.savez(fh, fingerprint=np.array(fingerprint),
+                                                            iterations=np.asarray(iterations),
+                                                            values=np.asarray(values)), mode="wb")
     except OSError:  # (only the resumption is lost)
-        if os.path.exists(tmp):
-            os.remove(tmp)
+        pass
 
 
 def _remove_stage(path):
