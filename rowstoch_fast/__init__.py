@@ -78,7 +78,7 @@ except ImportError as _exc:
         "rowstoch_fast's compiled extension (_core) is missing: this is the package's source folder, not built. "
         "Build it in place (pip install -e .), or pip install . and import it from another folder") from _exc
 from . import algorithms, composite, objectives, topology
-from .errors import DivergenceError
+from .errors import DivergenceError, GrowthWarning
 from .metrics import NetworkMetrics
 from .mixing import MixingMatrix
 from .protocol import ConsensusResult, a_protocol, pull_diag
@@ -98,6 +98,7 @@ __all__ = [
     "MixingMatrix",
     "NetworkMetrics",
     "DivergenceError",
+    "GrowthWarning",
     "pull_diag",
     "a_protocol",
     "ConsensusResult",

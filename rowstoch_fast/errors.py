@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["DivergenceError", "RemoteError", "UsageError"]
+__all__ = ["DivergenceError", "GrowthWarning", "RemoteError", "UsageError"]
 
 
 class DivergenceError(FloatingPointError):
@@ -54,6 +54,15 @@ class DivergenceError(FloatingPointError):
                    f"effective step lr / w grows without bound; a smaller lr only delays it (run on a lossless "
                    f"network, or a method that pulls with a row-stochastic matrix); the optimizer keeps its last "
                    f"finite state (iteration {iteration - 1})", iteration=iteration, node=int(node), what="weights")
+
+
+class GrowthWarning(RuntimeWarning):
+    """An optimizer's iterate grew more than its ``growth_limit`` (``1e6``) times its starting scale without a
+    NaN or Inf: the run is very likely diverging (a step size too large).
+
+    Warned once per optimizer by :meth:`~rowstoch_fast.algorithms.Optimizer.step`; set ``opt.growth_limit =
+    None`` (or filter this category) where an iterate that large is meant.
+    """
 
 
 class RemoteError(RuntimeError):

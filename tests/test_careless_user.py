@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 import threading
+import warnings
 
 import numpy as np
 import pytest
@@ -560,3 +561,60 @@ def test_a_hopeless_exact_tracker_is_one_line_naming_the_option(tmp_path):
     rc, _, err = rowstoch("run", "--topology", "ring", "--n", "16000", "--objective", "quadratic", "--iterations", "5",
                           "--out", tmp_path / "o", "--no-progress")
     assert_one_line_error(rc, err, "the exact diagonal tracker needs at least 7999 powers of A", "use --tracker perron")
+
+
+# ---------------------------------------------------------------- divergence without NaN, from the stepping API
+
+def _step_until(opt, grad_fn, iterations):
+    """Step ``opt`` up to ``iterations`` times; the DivergenceError that ends a diverging run, if any."""
+    for _ in range(iterations):
+        try:
+            opt.step(grad_fn)
+        except rf.DivergenceError as exc:
+            return exc
+    return None
+
+
+@pytest.mark.parametrize("name", ["pull-diag-gt", "dsgd", "push-pull", "diging"])
+def test_growth_is_warned_before_the_nan(name):
+    """An iterate that grows a millionfold gets one GrowthWarning, at a read iteration, before any NaN."""
+    cls = rf.algorithms.REGISTRY[name]
+    A = topology.exponential(16)  # (uniform weights on a regular graph: row-, column- and doubly stochastic)
+    kwargs = {m: A for m in cls.matrices}
+    opt = cls(x0=np.zeros((16, 3)), lr=5.0, **kwargs)
+    with pytest.warns(rf.GrowthWarning) as caught, np.errstate(over="ignore", invalid="ignore"):
+        error = _step_until(opt, lambda X: 10.0 * X + 1.0, 400)
+    growth = [w for w in caught if w.category is rf.GrowthWarning]
+    assert len(growth) == 1, [str(w.message) for w in growth]
+    text = str(growth[0].message)
+    assert type(opt).__name__ in text and "iteration 16" in text and "lr" in text
+    assert error is None or error.iteration > 16
+
+
+def test_growth_to_a_far_minimiser_is_not_warned():
+    """Converging to a minimiser 1e5 away from x0 = 0 (well under the millionfold limit) warns nothing, and
+    ``growth_limit = None`` silences a real divergence."""
+    A = topology.exponential(16)
+    opt = PullDiagGT(A, np.zeros((16, 2)), lr=0.1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _step_until(opt, lambda X: X - 1e5, 3000)
+    assert np.allclose(opt.x, 1e5)
+    opt = PullDiagGT(A, np.zeros((16, 2)), lr=5.0)
+    opt.growth_limit = None
+    with warnings.catch_warnings(), np.errstate(over="ignore", invalid="ignore"):
+        warnings.simplefilter("error", rf.GrowthWarning)
+        assert isinstance(_step_until(opt, lambda X: 10.0 * X + 1.0, 400), rf.DivergenceError)
+
+
+def test_growth_scale_is_the_first_step_of_a_loaded_optimizer():
+    """A state loaded mid-run measures growth from its own first step: a state that is already large but steady
+    (x = 1e9 at a fixed point) warns nothing."""
+    A = topology.exponential(16)
+    opt = PullDiagGT(A, np.full((16, 2), 1e9), lr=0.1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _step_until(opt, lambda X: X - 1e9, 40)
+        again = PullDiagGT.from_state_dict(opt.state_dict())
+        _step_until(again, lambda X: X - 1e9, 40)
+    assert np.allclose(again.x, 1e9)

@@ -84,9 +84,13 @@ def _as_matrix(M, name, owner):
             raise ValueError(f"{name} must be a {kind}-stochastic network, got a {M.stochastic}-stochastic one")
         return M if M.static is None else M.static  # a network that never changes runs as its matrix
     if isinstance(M, MixingMatrix):
-        if M.stochastic != kind:
-            raise ValueError(f"{name} must be a {kind}-stochastic MixingMatrix, got a {M.stochastic}-stochastic one "
-                             f"(build it with stochastic={kind!r}, or use mixing.out_degree_weights(A) for C)")
+        if M.stochastic != kind:  # (a doubly stochastic matrix built as the other kind is both: taken as this one)
+            try:
+                return MixingMatrix(M, stochastic=kind)
+            except ValueError as exc:
+                raise ValueError(f"{name} must be a {kind}-stochastic MixingMatrix, got a {M.stochastic}-stochastic "
+                                 f"one that is not also {kind}-stochastic ({exc}; build it with stochastic={kind!r}, "
+                                 "or use mixing.out_degree_weights(A) for C)") from None
         return M
     return MixingMatrix(M, stochastic=kind)
 
@@ -207,6 +211,11 @@ class Optimizer(AskTell, FailureHandling, Persistence):
     #: hyperparameter) and applies ``prox_{lr r}`` at every node, converging to the minimiser of
     #: ``(1/n) sum_i f_i + r`` where :attr:`exact`; the harness runs only these on a composite objective.
     composite = False
+
+    #: :meth:`step` warns (:class:`~rowstoch_fast.errors.GrowthWarning`, once) where ``max |x|`` grows past this
+    #: many times its scale at the first step (at least 1), read at iterations 16, 32, ..., 1024 and every 1024th
+    #: after: divergence without NaN. Assign ``None`` on an optimizer (or a subclass) to turn it off.
+    growth_limit = 1e6
 
     #: The family it belongs to, in words (the documentation's algorithm table: "gradient tracking", ...).
     family = ""
@@ -731,12 +740,16 @@ class Optimizer(AskTell, FailureHandling, Persistence):
         if not self._initialized:
             self.initialize(grad_fn)
         t = self.iteration
+        if self.growth_limit and "_growth_scale" not in self.__dict__:  # (the scale _check_growth compares with)
+            self._growth_scale = self._ops.max_abs(self._cur[self.model])
         self._ops.t, self._ops.phase, self._ops.calls = self._network_time(t), "step", 0  # the time a varying network mixes
         # with (and a delayed network's histories, one per quantity mixed, told apart by call order)
         self._advance(grad_fn, self._cur, self._nxt, t)
         # Commit in one statement with no calls (no signal can land half-way).
         self._cur, self._nxt, self.iteration = self._nxt, self._cur, t + 1
         self._count_sent(t)  # (traffic: what this step's senders sent; no-op where every node sends)
+        if self.growth_limit:
+            self._check_growth()
         if self._journal and self.iteration % self._ops.check_every == 0:
             self._settle()
         return self

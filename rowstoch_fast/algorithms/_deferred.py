@@ -12,10 +12,12 @@ read of the state: it rolls the optimizer back to the last finite iterate and ra
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from .. import backends
-from ..errors import DivergenceError
+from ..errors import DivergenceError, GrowthWarning
 
 __all__ = ["FailureHandling", "SAMPLE_CHUNK"]
 
@@ -150,6 +152,26 @@ class FailureHandling:
         elif not self._ops.all_true(finite):
             self._settle()  # a deferred check that failed earlier comes first
             raise error()
+
+    def _check_growth(self):
+        """:class:`~rowstoch_fast.errors.GrowthWarning` (once) where ``max |x|`` passed ``growth_limit`` times its
+        scale at its first step (at least 1; after a load, the first step of the loaded optimizer): divergence without NaN, which the finite checks cannot see.
+
+        Read at iterations 16, 32, 64, ..., 1024 and every 1024th after (one pass over the model and, under MPI,
+        one reduction: collective, as the iterations are the same on every rank)."""
+        limit = self.growth_limit
+        t = self.iteration
+        if not limit or self.__dict__.get("_growth_warned") or t < 16 or (t & (t - 1) and t % 1024):
+            return
+        scale = self._growth_scale
+        self._settle()  # (a device's deferred NaN check first: a non-finite iterate is a DivergenceError)
+        size = self._ops.max_abs(self._cur[self.model])
+        if size > limit * max(scale, 1.0):
+            self._growth_warned = True
+            warnings.warn(f"{type(self).__name__}: max |x| grew from {scale:.3g} at the first step to {size:.3g} at "
+                          f"iteration {t}, more than growth_limit = {limit:g} times, without NaN: the run is likely "
+                          f"diverging; try a smaller lr than {self._lr_text()} (opt.growth_limit = None silences "
+                          "this)", GrowthWarning, stacklevel=4)
 
     def _settle(self):
         """Read the deferred checks (one device-to-host read); if one failed, go back to the state before its

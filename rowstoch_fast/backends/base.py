@@ -197,6 +197,10 @@ class Backend:
         """The id of the first deferred check that failed since the last call (0: none), clearing it."""
         return 0
 
+    def max_abs(self, block):
+        """``max |block|`` over all nodes (0 for no rows) as a host float; NaN where an entry is NaN."""
+        return float(self.xp.abs(block).max()) if block.size else 0.0
+
     def all_true(self, flag):
         """``flag`` on every process (under MPI: the logical and of all ranks' flags)."""
         return bool(flag)

@@ -636,6 +636,10 @@ class MpiBackend(CpuBackend):
     def all_true(self, flag):
         return bool(self.comm.allreduce(bool(flag), op=_mpi().LAND))
 
+    def max_abs(self, block):
+        local = super().max_abs(block)
+        return float(self.comm.allreduce(local if local == local else float("inf"), op=_mpi().MAX))
+
     def weighted_sum(self, weights, block):
         local = np.ascontiguousarray(weights @ block)
         total = np.empty_like(local)

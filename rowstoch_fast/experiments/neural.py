@@ -184,6 +184,7 @@ def _train_on_graphs(out_dir, model_fn, data, parts, what, communication_rounds,
 
                     grad_fn = replicas.grad_fn(batch_fn, rounds=draws)
                     opt = PullDiagGT(A, replicas.x0(), lr=lr, rounds=R)
+                    opt.growth_limit = None  # (a diverging run is recorded as one, below)
                     T = communication_rounds // R if view == "rounds" else communication_rounds
                     every = max(1, record_every // R) if view == "rounds" else record_every
                     for t in range(T + 1):
