@@ -19,12 +19,16 @@ FIGURES = {
     "cifar10-resnet": "Figure 4 (ResNet-18 on CIFAR-10 from --data-dir, or --synthetic images; --width for a CPU)",
     "robustness": "the algorithms under message loss",
     "communication": "under compressed messages (accuracy against bytes; neither in the paper)",
+    "k-gt-local-steps": "another paper's figure: K-GT (Liu, Lin, Koloskova & Stich 2024), the error after equal "
+                        "communication against the local steps K, K-GT vs Local DSGD on heterogeneous quadratics "
+                        "(--iterations: communication rounds)",
 }
 
 #: The options each figure of ``rowstoch reproduce`` reads.
 _REPRODUCE_OPTIONS = {"pull-diag": (), "linear-speedup": ("--iterations", "--repeats", "--graphs", "--rates"),
                       "robustness": ("--iterations", "--repeats"), "multi-gossip": ("--iterations", "--repeats"),
                       "communication": ("--iterations", "--repeats"),
+                      "k-gt-local-steps": ("--iterations", "--repeats"),
                       "mnist-mlp": ("--iterations", "--repeats", "--data", "--data-dir", "--alpha", "--axis"),
                       "mnist-heterogeneous": ("--iterations", "--repeats", "--data", "--data-dir", "--axis"),
                       "cifar10-resnet": ("--iterations", "--repeats", "--data-dir", "--synthetic", "--width", "--axis")}
@@ -79,6 +83,13 @@ def cmd_reproduce(args):
     elif args.figure == "communication":
         experiments.reproduce_communication(args.out, rounds_budget=args.iterations or 1000,
                                             repeats=args.repeats or 3, progress=progress)
+    elif args.figure == "k-gt-local-steps":
+        rounds = args.iterations or experiments.KGT_ROUNDS
+        if rounds < experiments.KGT_MIN_ROUNDS:  # (refused before anything runs)
+            raise UsageError(f"reproduce k-gt-local-steps: --iterations is the communication rounds of each run, at "
+                             f"least {experiments.KGT_MIN_ROUNDS}, got {rounds}")
+        experiments.reproduce_kgt_local_steps(args.out, communication_rounds=rounds,
+                                              repeats=args.repeats or experiments.KGT_REPEATS, progress=progress)
     elif args.figure == "cifar10-resnet":
         _needs_torch(args.figure)
         if args.data_dir is not None:  # the files are checked before anything runs
