@@ -444,7 +444,7 @@ class _FakeGraphs:
 def _fake_cupy():
     dev = lambda a: a.view(_HostDeviceArray)  # noqa: E731
     return types.SimpleNamespace(
-        asarray=lambda a, dtype=None: dev(np.array(a, dtype=dtype)), zeros=lambda s, dtype=None: dev(np.zeros(s, dtype)),
+        asarray=lambda a, dtype=None: dev(np.array(a, dtype=dtype)), asnumpy=lambda a: np.array(a), zeros=lambda s, dtype=None: dev(np.zeros(s, dtype)),
         empty=lambda s, dtype=None: dev(np.zeros(s, dtype)), empty_like=lambda a: dev(np.empty_like(a)),
         ascontiguousarray=lambda a, dtype=None: dev(np.ascontiguousarray(a, dtype=dtype)),
         isfinite=np.isfinite, argmax=np.argmax, float64=np.float64, int64=np.int64, uint64=np.uint64, int32=np.int32,

@@ -923,3 +923,33 @@ def test_a_round_of_messages_mixes_in_place(make):
         inplace = X.copy()
         assert net.mix(inplace, 3, rounds=rounds, out=inplace) is inplace
         np.testing.assert_array_equal(inplace, want)
+
+
+def test_device_gilbert_elliott_chains_far_ahead_read_backwards(cuda_on_host, monkeypatch):
+    """The CuPy backend's bursty chains (emulated device): a jump of at most GE_DEVICE_STEPS iterations walks
+    forward on the device (ge_advance of kernels.cu), a farther one (t = 10^9, 10^12, from the start or from a
+    recent call) is read backwards from t by the CPU's pass and uploaded: every state equals the CPU's, and no
+    far t is refused (the forward walk had been held by the 10^10-step bound, and took minutes below it)."""
+    import time
+
+    from test_backends import _emulated_device
+
+    from rowstoch_fast.backends import cupy as backend
+    from rowstoch_fast.network import Lossy
+
+    fake = _emulated_device(cuda_on_host, monkeypatch)
+    A = topology.erdos_renyi(23, 0.3, seed=4)
+    c = A.csr
+    Ap, Aj = c.indptr.astype(np.int32), c.indices.astype(np.int32)
+    on_device = fake.asarray(Ap), fake.asarray(Aj), fake.asarray(c.data)  # (one share: the chains are kept per share)
+    monkeypatch.setattr(backend, "device_csr", lambda M: on_device)
+    device_chain = Lossy(A, 0.9, seed=5, model="gilbert-elliott", p_bad=0.3, p_recover=0.2)
+    host_chain = Lossy(A, 0.9, seed=5, model="gilbert-elliott", p_bad=0.3, p_recover=0.2)
+    for t in (3, 40, 40 + backend.GE_DEVICE_STEPS, 5000, 10**9, 10**9 + 7, 10**12):
+        start = time.perf_counter()
+        device = np.array(backend._device_bad_states(device_chain, A, t))
+        assert time.perf_counter() - start < 5.0, t
+        np.testing.assert_array_equal(device, host_chain.bad_states(c.indptr, c.indices, t), err_msg=str(t))
+    assert 0 < device.mean() < 1
+    ran = [k for k in fake.launched if k.startswith("ge_advance")]
+    assert len(ran) == 4  # (t = 3 from the start, 40, the jump of exactly GE_DEVICE_STEPS, and 10^9 + 7)

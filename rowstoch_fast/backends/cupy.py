@@ -267,22 +267,36 @@ def _mix_into(A, X, out, status=None):
     return out
 
 
+#: Iterations the device's Gilbert-Elliott chains walk forward in one call (``ge_advance`` of kernels.cu, a key per
+#: iteration made on the host), at most; a farther jump reads the chains backwards from ``t`` on the host
+#: (``_core.ge_advance``: about ``1 / |p_bad - p_recover|`` steps an entry, whatever the jump) and uploads them.
+GE_DEVICE_STEPS = 1024
+
+
 def _device_bad_states(chain, M, t):
     """The Gilbert-Elliott states of ``M``'s stored weights at iteration ``t`` on the device
-    (:meth:`Lossy.chain_states` advanced by ``ge_advance`` of kernels.cu; the transition keys computed on the
-    host)."""
+    (:meth:`Lossy.chain_states` advanced by ``ge_advance`` of kernels.cu, the transition keys computed on the
+    host; over more than :data:`GE_DEVICE_STEPS` iterations, by the CPU's backward read, the same states)."""
     cupy = require_cupy()
     Ap, Aj, _ = device_csr(M)
     index = "i32" if np.dtype(Ap.dtype) == np.int32 else "i64"
 
     def advance(bad, start, stop, init):
+        if stop + 1 - start > GE_DEVICE_STEPS:  # (a far t: O(1 / gap) an entry on the host, not O(t))
+            from .. import _core
+
+            states = cupy.asnumpy(bad)
+            _core.ge_advance(cupy.asnumpy(Ap), cupy.asnumpy(Aj), states, chain.seed, start, stop, chain.p_bad,
+                             chain.p_recover, init=init)
+            bad[...] = cupy.asarray(states)
+            return
         keys = cupy.asarray(np.array([_hashing.round_key(chain.seed, 2**61 + s, 0) for s in range(start, stop + 1)],
                                      dtype=np.uint64))
         _launch(f"ge_advance_{index}", M.n, (Ap, Aj, np.int64(M.n), bad, keys, np.int64(stop + 1 - start),
                                             np.uint64(_hashing.round_key(chain.seed, 2**62, 0)), np.int32(init),
                                             np.float64(chain.p_bad), np.float64(chain.p_recover),
                                             np.float64(chain.p_bad / (chain.p_bad + chain.p_recover))))
-    return chain.chain_states(Aj, Aj.shape[0], t, advance, zeros=cupy.zeros)
+    return chain.chain_states(Aj, Aj.shape[0], t, advance, zeros=cupy.zeros, scans_back=True)
 
 
 def _mix_lossy_into(M, X, out, status, key, p, renormalise, awake, bad=None):
