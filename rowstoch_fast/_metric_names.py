@@ -8,3 +8,13 @@ METRICS = ("grad_norm", "grad_norm_centroid", "loss", "consensus_error", "descen
            "distance", "grad_norm_mean", "test_loss", "test_accuracy", "test_mse")
 #: The test metrics of :data:`METRICS`.
 TEST_METRICS = ("test_loss", "test_accuracy", "test_mse")
+#: The kinds of oracle call an optimizer counts (:attr:`~rowstoch_fast.algorithms.Optimizer.calls`), and what one
+#: call is (at every node and replica); the harness's metric of each is ``<kind>_calls``.
+CALL_KINDS = {
+    "gradient": "a call of grad_fn (a mini-batch's, or a drawn sample's, gradient at every node; R mini-batches "
+                "averaged for a rounds = R method count as one call)",
+    "sample_gradient": "the gradient of one given sample of a finite sum at every node (the passes of GT-SAGA's "
+                       "table, GT-SVRG's snapshot, GT-SARAH's outer loop)",
+    "prox": "the regularizer's proximal operator at every node (the proximal methods)",
+    "local_prox": "the proximal operator of each node's own f_i (ADMM)",
+}

@@ -16,7 +16,9 @@ rounds a client of a federated method took part in.
 
 The federated metrics (:data:`FEDERATED_METRICS`: ``client_drift``, ``participation_fairness``; NaN for a method
 that is not federated) read the method itself (:attr:`MetricState.algorithm`): see
-:mod:`rowstoch_fast.algorithms._federated`.
+:mod:`rowstoch_fast.algorithms._federated`. So do the oracle-call counters (:data:`CALL_METRICS`:
+``gradient_calls``, ``sample_gradient_calls``, ``prox_calls``, ``local_prox_calls``, per node, of the iterations
+done: :attr:`~rowstoch_fast.algorithms.Optimizer.calls`).
 
 Examples
 --------
@@ -45,11 +47,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._metric_names import METRICS
+from ._metric_names import CALL_KINDS, METRICS
 
 __all__ = ["Metric", "MetricState", "register_metric", "unregister_metric", "registered_metrics",
            "load_metrics_module", "resolve_metrics", "higher_is_better", "linear_scale", "NODE_STATISTICS",
-           "NODE_QUANTITIES", "FEDERATED_METRICS", "RESERVED"]
+           "NODE_QUANTITIES", "FEDERATED_METRICS", "CALL_METRICS", "RESERVED"]
 
 #: Columns of a run's records and of a comparison's frame and tables that no metric may be named (beside the
 #: built-in metrics, :data:`rowstoch_fast.runner.METRICS`, and the ``node_*`` statistics).
@@ -76,6 +78,9 @@ FEDERATED_METRICS = {
     "participation_fairness": "Jain's index (sum c_i)^2 / (n sum c_i^2) of how often each client was chosen so far: "
                               "1 for equal turns (Federated.participation_fairness)",
 }
+#: The oracle-call counters, per node, of the iterations done (:attr:`~rowstoch_fast.algorithms.Optimizer.calls`),
+#: and what one call is: ``gradient_calls``, ``sample_gradient_calls``, ``prox_calls``, ``local_prox_calls``.
+CALL_METRICS = {f"{kind}_calls": text for kind, text in CALL_KINDS.items()}
 _NODE_NAME = re.compile(r"node_(%s)_(%s)$" % ("|".join(NODE_STATISTICS), "|".join(NODE_QUANTITIES)))
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*$")
 #: Built-in metrics where a higher value is better (tables rank the largest first; figures use a linear axis).
@@ -138,7 +143,7 @@ def _check_name(name):
     if not _NAME.match(name):
         raise ValueError(f"metric name {name!r} must be a Python identifier (letters, digits and _): it becomes a "
                          "column of the records and a --metric choice")
-    if name in METRICS or _NODE_NAME.match(name) or name in FEDERATED_METRICS:
+    if name in METRICS or _NODE_NAME.match(name) or name in FEDERATED_METRICS or name in CALL_METRICS:
         raise ValueError(f"metric name {name!r} is a built-in metric's; choose another")
     if name in RESERVED or name.endswith(("_std", "_best")):
         raise ValueError(f"metric name {name!r} is taken by a column of the records or tables (or ends in _std / "
@@ -185,7 +190,8 @@ class Metric:
             raise ValueError(f"metric {name!r}: a ranked metric falls to 0 at the solution (lower is better); "
                              "give ranked=False, or lower_is_better=True")
         builtin = (isinstance(fn, _NodeStatistic) and bool(_NODE_NAME.match(str(name)))  # (a node_* metric's own)
-                   or isinstance(fn, _FederatedMetric) and fn.name == name)
+                   or isinstance(fn, _FederatedMetric) and fn.name == name
+                   or isinstance(fn, _CallCount) and f"{fn.kind}_calls" == name)
         object.__setattr__(self, "name", name if builtin else _check_name(name))
         object.__setattr__(self, "fn", fn)
         object.__setattr__(self, "lower_is_better", bool(lower_is_better))
@@ -420,6 +426,32 @@ class _FederatedMetric:
         return opt.participation_fairness()
 
 
+class _CallCount:
+    """A metric of :data:`CALL_METRICS`: the optimizer's count of one kind of oracle call."""
+
+    def __init__(self, kind):
+        self.kind = kind
+
+    def __reduce__(self):
+        return _CallCount, (self.kind,)
+
+    def __eq__(self, other):
+        return isinstance(other, _CallCount) and self.kind == other.kind
+
+    def __hash__(self):
+        return hash(self.kind)
+
+    def __call__(self, state):
+        return float(state.algorithm.calls[self.kind])
+
+
+def _call_metric(name):
+    """The :class:`Metric` of a :data:`CALL_METRICS` name, or None."""
+    if name not in CALL_METRICS:
+        return None
+    return Metric(name, _CallCount(name[:-len("_calls")]), lower_is_better=True, log_scale=False)
+
+
 def _federated_metric(name):
     """The :class:`Metric` of a :data:`FEDERATED_METRICS` name, or None."""
     if name not in FEDERATED_METRICS:
@@ -463,12 +495,13 @@ def _resolve_one(m, argument):
     if isinstance(m, str):
         if m in METRICS:
             return m
-        found = _REGISTRY.get(m) or _node_metric(m) or _federated_metric(m)
+        found = _REGISTRY.get(m) or _node_metric(m) or _federated_metric(m) or _call_metric(m)
         if found is None:
             registered = f" ({', '.join(_REGISTRY)})" if _REGISTRY else ""
             raise ValueError(f"{argument} must be one of {', '.join(METRICS)}, a statistic over the nodes "
                              f"node_<{'|'.join(NODE_STATISTICS)}>_<{'|'.join(NODE_QUANTITIES)}>, a federated metric "
-                             f"({', '.join(FEDERATED_METRICS)}) or a metric you registered (register_metric)"
+                             f"({', '.join(FEDERATED_METRICS)}), an oracle-call counter ({', '.join(CALL_METRICS)}) or a "
+                             "metric you registered (register_metric)"
                              f"{registered}, got {m!r}")
         return found
     if isinstance(m, Metric):
@@ -488,7 +521,8 @@ def _properties(name, given=None):
     ``meta["extra_metrics"]``), else the registry's, the ``node_*`` rule or the built-in ones."""
     if given and name in given:
         return given[name]
-    found = _REGISTRY.get(name) or (_node_metric(name) or _federated_metric(name) if isinstance(name, str) else None)
+    found = _REGISTRY.get(name) or (_node_metric(name) or _federated_metric(name) or _call_metric(name)
+                                    if isinstance(name, str) else None)
     if found is not None:
         return found.properties()
     higher = name in _HIGHER

@@ -605,6 +605,7 @@ def test_cupy_deferred_checks_raise_the_per_step_error(name, cause, monkeypatch)
     assert (errors[True].iteration, errors[True].node, errors[True].what) == \
         (errors[False].iteration, errors[False].node, errors[False].what)
     assert gpu.iteration == cpu.iteration
+    assert gpu.calls == cpu.calls  # (the steps the device ran past the failure, rolled back, count nothing)
     # (bit for bit through the kernels; per-link running sums are generic array operations on the device and a
     # compiled pass on the CPU: the same values up to the order of two sums)
     equal = np.testing.assert_array_equal if not cls.per_link_state else \

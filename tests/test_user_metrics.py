@@ -589,3 +589,90 @@ def test_cli_run_records_the_metrics_of_a_module_and_resumes_with_them(tmp_path,
     assert len(pd.read_csv(tmp_path / "b" / "history.csv")) == 5
     assert cli.main(["run", *SMALL, "--data-file", str(tmp_path / "x.npz"), "--test-samples", "5"]) == 2
     assert "--test-samples is not read with --data-file" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- oracle-call counters (issue 54)
+
+class _Counting:
+    """What ``feed`` gives a method, with each kind of call counted by the oracle itself (the reference the
+    optimizer's own count is checked against): ``grad_fn(X)`` / ``sample(X)`` as gradients, ``sample_gradient``
+    as one given sample's, ``prox`` as a local prox (no ``sample_gradients``: one call per sample)."""
+
+    def __init__(self, inner):
+        self.inner, self.counts = inner, {"gradient": 0, "sample_gradient": 0, "local_prox": 0}
+        if hasattr(inner, "samples"):
+            self.samples = inner.samples
+
+    def __call__(self, X):
+        self.counts["gradient"] += 1
+        return self.inner(X)
+
+    def sample(self, X):
+        self.counts["gradient"] += 1
+        return self.inner.sample(X)
+
+    def sample_gradient(self, X, idx):
+        self.counts["sample_gradient"] += 1
+        return self.inner.sample_gradient(X, idx)
+
+    def prox(self, V, step):
+        self.counts["local_prox"] += 1
+        return self.inner.prox(V, step)
+
+
+@pytest.mark.parametrize("name", sorted(rf.algorithms.REGISTRY))
+def test_every_algorithm_counts_its_oracle_calls_as_the_oracle_does(name):
+    """``opt.calls`` equals what a counting oracle saw, for every registered method, through 23 steps; a
+    state_dict resume continues the count; a step that raised DivergenceError counts nothing."""
+    from conftest import feed, random_primitive
+    from test_algorithms import build_on, quadratic, random_column
+
+    cls = rf.algorithms.REGISTRY[name]
+    rng = np.random.default_rng(3)
+    A, C = random_primitive(8, 0.4, rng), random_column(8, rng)
+    grad, _, _ = quadratic(8, 2, rng)
+    opt = build_on(cls, A, C, rng.standard_normal((8, 2)), 0.01)
+    oracle = _Counting(feed(cls, grad))
+    if cls.gradients == "samples":
+        oracle.inner.sample_gradients = None  # (not used by _Counting: one call per sample)
+    for _ in range(23):
+        opt.step(oracle)
+    calls, seen = opt.calls, oracle.counts
+    assert set(calls) == set(rf.algorithms.Optimizer.CALL_KINDS) and calls["prox"] == 0
+    # (a drawn sample's gradient is a "gradient" call, a pass over the finite sum "sample_gradient" ones: the
+    # oracle sees both as sample_gradient; GT-SVRG's split is checked below)
+    assert calls["gradient"] + calls["sample_gradient"] == seen["gradient"] + seen["sample_gradient"] and \
+        calls["local_prox"] == seen["local_prox"], (calls, seen)
+    assert sum(seen.values()) >= 23 - cls.gradient_free_iterations
+    if name == "gt-svrg":  # two drawn samples' gradients an iteration, m = 2 at each snapshot (every m, x_0's too)
+        assert (calls["gradient"], calls["sample_gradient"]) == (2 * 23, 2 * (1 + 23 // 2))
+    again = type(opt).from_state_dict(opt.state_dict(), **{m: getattr(opt, m) for m in cls.matrices
+                                                           if getattr(opt, m, None) is not None})
+    assert again.calls == calls
+    for _ in range(2):
+        opt.step(oracle)
+        again.step(oracle)
+    assert again.calls == opt.calls
+    before = opt.calls
+    broken = _Counting(feed(cls, lambda X: grad(X) * np.nan))
+    with pytest.raises(rf.DivergenceError):
+        for _ in range(cls.gradient_free_iterations + 2):
+            opt.step(broken)
+    assert opt.calls == before
+
+
+def test_proximal_calls_are_counted_and_recorded():
+    """PG-EXTRA with an L1 regularizer: one prox a step (none at initialisation), one gradient a step and one at
+    initialisation; recorded by the harness as the metrics prox_calls and gradient_calls."""
+    from rowstoch_fast.composite import L1
+    from rowstoch_fast.mixing import metropolis_weights
+
+    W = metropolis_weights(topology.ring(8, directed=False))
+    f = LeastSquares.synthetic(8, samples_per_node=6, d=3, seed=1) + L1(0.05)
+    h = run(Algorithm(W, 0.1, method="pg-extra"), f, 30, record_every=10, progress=False,
+            metrics=["suboptimality", "gradient_calls", "prox_calls", "local_prox_calls", "sample_gradient_calls"])
+    last = h.frame[h.frame["iteration"] == 30].iloc[0]
+    assert (last["gradient_calls"], last["prox_calls"], last["local_prox_calls"], last["sample_gradient_calls"]) \
+        == (31.0, 30.0, 0.0, 0.0)
+    with pytest.raises(ValueError, match="is a built-in metric's"):
+        um.register_metric("prox_calls", lambda s: 0.0)

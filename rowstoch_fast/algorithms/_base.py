@@ -282,6 +282,7 @@ class Optimizer(AskTell, FailureHandling, Persistence):
         self.iteration = 0
         self._initialized = False
         self._journal = []  # deferred NaN/Inf checks not read yet (see the module's docstring)
+        self._calls, self._pending_calls = {}, {}  # (calls: the committed iterations' oracle calls; pending: this step's)
         ops.checking = self.check_finite
         self._built = True  # from here on, hyperparameters are assigned through _StepSize and _Fixed
 
@@ -699,9 +700,10 @@ class Optimizer(AskTell, FailureHandling, Persistence):
         if self._initialized:
             raise RuntimeError(f"{type(self).__name__} is already initialized")
         self._ops.t, self._ops.phase, self._ops.calls = 0, "init", 0  # (delayed histories: per quantity mixed)
+        self._pending_calls = {}
         self._initialize(grad_fn)
         self._settle()
-        self._initialized = True
+        self._calls, self._initialized = self._with_pending(), True
 
     def _initialize(self, grad_fn):
         pass
@@ -744,9 +746,11 @@ class Optimizer(AskTell, FailureHandling, Persistence):
             self._growth_scale = self._ops.max_abs(self._cur[self.model])
         self._ops.t, self._ops.phase, self._ops.calls = self._network_time(t), "step", 0  # the time a varying network mixes
         # with (and a delayed network's histories, one per quantity mixed, told apart by call order)
+        self._pending_calls = {}
         self._advance(grad_fn, self._cur, self._nxt, t)
+        calls = self._with_pending()
         # Commit in one statement with no calls (no signal can land half-way).
-        self._cur, self._nxt, self.iteration = self._nxt, self._cur, t + 1
+        self._cur, self._nxt, self.iteration, self._calls = self._nxt, self._cur, t + 1, calls
         self._count_sent(t)  # (traffic: what this step's senders sent; no-op where every node sends)
         if self.growth_limit:
             self._check_growth()
@@ -906,6 +910,7 @@ class Optimizer(AskTell, FailureHandling, Persistence):
         self._check_iterates(finite, t, dst)
 
     def _prox_local(self, src, dst):
+        self._count("prox")
         lr = self.lr
         step = lr if np.ndim(lr) == 0 else self._ops.xp.asarray(lr, dtype=self._ops.dtype)  # (one per replica)
         out = dst.reshape(dst.shape[0], self._reps, self._d).swapaxes(0, 1) if len(self._shape) == 3 else dst

@@ -17,6 +17,7 @@ import warnings
 import numpy as np
 
 from .. import backends
+from .._metric_names import CALL_KINDS
 from ..errors import DivergenceError, GrowthWarning
 
 __all__ = ["FailureHandling", "SAMPLE_CHUNK"]
@@ -79,9 +80,37 @@ class FailureHandling:
             return chunk["G"][s - first]
 
         for s in range(m):
-            self._gradient(lambda X, s=s: sample(X, s), x_buf, out_for(s), iteration)
+            def one(X, s=s):
+                return sample(X, s)
+            one.call_kind = "sample_gradient"
+            self._gradient(one, x_buf, out_for(s), iteration)
             if use is not None:
                 use(s)
+
+    #: The kinds of oracle call :attr:`calls` counts, and what one call is (at every node and replica).
+    CALL_KINDS = CALL_KINDS
+
+    @property
+    def calls(self):
+        """The oracle calls of the iterations done so far, by kind (:attr:`CALL_KINDS`): ``{"gradient": 201,
+        "prox": 200}``. Each call evaluates every node (and every replica) once, so these are per node. Only
+        committed iterations count (a step that raised counts nothing; a resumed optimizer continues the count
+        its ``state_dict`` saved). The harness records them as the metrics ``gradient_calls``, ``prox_calls``, ...
+        (:data:`rowstoch_fast.user_metrics.CALL_METRICS`)."""
+        self._settle()
+        return {kind: self._calls.get(kind, 0) for kind in self.CALL_KINDS}
+
+    def _count(self, kind):
+        """One oracle call of ``kind`` in the step being made (committed with it)."""
+        pending = self._pending_calls
+        pending[kind] = pending.get(kind, 0) + 1
+
+    def _with_pending(self):
+        """The committed counts plus this step's (a new dict: the commit swaps it in)."""
+        calls = dict(self._calls)
+        for kind, k in self._pending_calls.items():
+            calls[kind] = calls.get(kind, 0) + k
+        return calls
 
     def _gradient_error(self, iteration, out):
         """The DivergenceError of a non-finite gradient ``out`` at ``iteration`` (the state kept: the current)."""
@@ -126,6 +155,7 @@ class FailureHandling:
     def _returned_gradient(self, grad_fn, x_buf):
         """``grad_fn`` at ``x_buf``'s user view, checked: an array of this backend of x's shape."""
         G = grad_fn(self._user_view(x_buf))
+        self._count(getattr(grad_fn, "call_kind", "gradient"))
         told = getattr(grad_fn, "told", False)  # (ask/tell: the user handed G to tell)
         if G is None:
             raise TypeError(("tell(G) got None" if told else "grad_fn returned None") + f"; it must return the "
@@ -148,7 +178,7 @@ class FailureHandling:
         """Raise ``error()`` unless ``finite`` (on every process); a DEFERRED check is journaled for
         :meth:`_settle` with the state to roll back to."""
         if finite is backends.DEFERRED:
-            self._journal.append((self._ops.last_launch, self.iteration, self._cur, self._nxt, error))
+            self._journal.append((self._ops.last_launch, self.iteration, self._cur, self._nxt, self._calls, error))
         elif not self._ops.all_true(finite):
             self._settle()  # a deferred check that failed earlier comes first
             raise error()
@@ -183,9 +213,9 @@ class FailureHandling:
         failed = self._ops.failed_launch()
         if not failed:
             return
-        for launch, iteration, cur, nxt, error in journal:
+        for launch, iteration, cur, nxt, calls, error in journal:
             if launch == failed:
-                self._cur, self._nxt, self.iteration = cur, nxt, iteration
+                self._cur, self._nxt, self.iteration, self._calls = cur, nxt, iteration, calls
                 raise error()
         raise RuntimeError(f"internal error: launch {failed} failed its NaN/Inf check but was not journaled")
 

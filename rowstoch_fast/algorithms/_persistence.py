@@ -107,7 +107,7 @@ class Persistence:
         The dict can be written with ``np.savez`` and read back with
         ``dict(np.load(path))``; any backend can resume it. Over a network whose links vary by iteration (sleep,
         a schedule) it holds :meth:`traffic`'s count so far (keys ``"traffic/<matrix>"``), which a resume
-        continues from.
+        continues from, as it does :attr:`calls` (keys ``"calls/<kind>"``).
         """
         self._settle()
         traffic = self._traffic_state()
@@ -131,6 +131,7 @@ class Persistence:
                     "check_finite": np.array(self.check_finite)})
         out.update(blocks)
         out.update(traffic)
+        out.update({f"calls/{kind}": np.array(k, dtype=np.int64) for kind, k in self._calls.items()})
         return out
 
     @classmethod
@@ -216,6 +217,7 @@ class Persistence:
         opt._load_extra(state)
         opt._ops.load_channels(state)
         opt._restore_traffic(state)  # (traffic() continues the saved count)
+        opt._calls = _saved_calls(state, opt.CALL_KINDS)  # (calls continues the saved count: 0 for an older state)
         if opt._talking_iterations() > 0 and opt._initialized and not any(str(k).startswith("delayed/") for k in state) \
                 and any(getattr(M, "delayed", lambda: None)() is not None for M in opt._mats.values()):
             raise ValueError("state has no delayed-message history (keys 'delayed/...'): its network delays "
@@ -227,3 +229,17 @@ class Persistence:
             opt._lr_changed()
         return opt
 
+
+def _saved_calls(state, kinds):
+    """The oracle calls a state saved (keys ``"calls/<kind>"``), checked: a known kind, an integer >= 0."""
+    calls = {}
+    for key in state:
+        if not str(key).startswith("calls/"):
+            continue
+        kind, value = str(key)[len("calls/"):], np.asarray(state[key])
+        if kind not in kinds:
+            raise ValueError(f"state[{key!r}]: no such kind of oracle call; the kinds are {', '.join(kinds)}")
+        if value.ndim or value.dtype.kind not in "iu" or int(value) < 0:
+            raise ValueError(f"state[{key!r}] must be an integer >= 0 (the calls so far), got {value.tolist()!r}")
+        calls[kind] = int(value)
+    return calls

@@ -130,7 +130,10 @@ class ADMM(Optimizer):
         self._check_iterates(finite, t, v)
         lr = self.lr
         step = (np.reshape(lr, (-1, 1)) if np.ndim(lr) else lr) / d  # (reps, rows) or (rows,)
-        self._gradient(lambda V: oracle.prox(V, step), v, nxt["x"], t)  # x_{k+1} = prox_{t f}(v)
+        def local_prox(V):
+            return oracle.prox(V, step)
+        local_prox.call_kind = "local_prox"
+        self._gradient(local_prox, v, nxt["x"], t)  # x_{k+1} = prox_{t f}(v)
         ops.mix(self.W, nxt["x"], nxt["u"])
         finite = ops.combine(nxt["beta"], [1.0, 1.0, -1.0], [cur["beta"], nxt["x"], nxt["u"]])
         self._check_iterates(finite, t, nxt["beta"])

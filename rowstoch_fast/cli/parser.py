@@ -218,8 +218,9 @@ def make_parser():
                           "any of " + ", ".join(("suboptimality", "distance", "consensus_error", "grad_norm_mean",
                                                  "grad_norm", "loss", "test_loss", "test_accuracy", "test_mse"))
                           + ", a statistic over the nodes node_<mean|std|min|max|median>_<quantity> (quantities: "
-                          "local_loss, suboptimality, distance, test_loss, test_accuracy, test_mse) or a metric "
-                          "of --metrics-module")
+                          "local_loss, suboptimality, distance, test_loss, test_accuracy, test_mse), an oracle-call "
+                          "counter (gradient_calls, sample_gradient_calls, prox_calls, local_prox_calls: per node) "
+                          "or a metric of --metrics-module")
     out.add_argument("--metrics-module", default=None, metavar="FILE",
                      help="a Python file that registers metrics of your own (rowstoch_fast.register_metric): their "
                           "names become --metric choices (the first only if registered ranked=True)")
