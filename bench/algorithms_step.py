@@ -3,6 +3,7 @@
 Usage::
 
     python bench/algorithms_step.py [--log2n 16] [--d 10] [--rounds 5] [--json bench/algorithms_step.json] [--only a,b]
+    python bench/algorithms_step.py --loss 0.1 --together --only sgp,robust-gradient-push,push-pull,r-fast
 
 For each algorithm of ``rowstoch_fast.algorithms.REGISTRY`` on the directed exponential graph (row-stochastic
 ``A`` and its out-degree weighted ``C``; an undirected network's method on the Metropolis W of the same graph
@@ -12,7 +13,10 @@ with every link both ways), interleaved in one run, medians over rounds:
   mixing, element-wise updates, commit; trackers frozen, ``tracker="perron"``);
 * ``scipy``: the same update written directly with ``scipy.sparse`` products and NumPy expressions.
 
-``--backend cupy`` times the steps on a GPU (synchronised after each) and nothing else.
+``--backend cupy`` times the steps on a GPU (synchronised after each) and nothing else. ``--loss P``: the
+network is ``Lossy(A, P, seed=0)`` (Bernoulli losses; the scipy compositions, lossless, are then left out).
+``--together``: the ``--only`` algorithms' steps timed against each other in one interleaved run (each one's
+ratio to the first), e.g. robust gradient-push against SGP on the same lossy network.
 """
 
 from __future__ import annotations
@@ -71,6 +75,12 @@ def scipy_step(name, S, SC, s, lr, st, g):
         st["v"] = SC @ st["v"]
         st["z"] = st["x"] / st["v"]
         st["w"] = SC @ st["w"] + g - st["g"]
+    elif name == "sonata":  # (alpha = 1, the L1 prox as for the proximal methods below; w = phi y)
+        xt = soft(st["x"] - lr * (st["w"] / st["v"]), lr * PROX_L1)
+        v = SC @ st["v"]
+        st["x"] = (SC @ (st["v"] * xt)) / v
+        st["w"] = SC @ (st["w"] + g - st["g"])
+        st["v"] = v
     elif name == "dgd":  # below, S is the undirected graph's W
         st["x"] = S @ st["x"] - lr * g
     elif name == "diging":
@@ -273,7 +283,7 @@ def make_contenders(name, A, d, lr=1e-3, seed=0, backend="cpu"):
         opt.step(grad)
         sync()
 
-    if backend != "cpu":
+    if backend != "cpu" or not isinstance(A, MixingMatrix):  # (a lossy network: no lossless composition)
         return {"rowstoch": ours}
     S = sp.csr_matrix(A.csr)
     SC = sp.csr_matrix(out_degree_weights(A).csr)
@@ -298,12 +308,31 @@ def main(argv=None):
     p.add_argument("--only", default=None, help="comma-separated names (default: every registered algorithm)")
     p.add_argument("--backend", default="cpu", choices=["cpu", "cupy"],
                    help="cupy: the steps on a GPU (synchronised), without the scipy compositions")
+    p.add_argument("--loss", type=float, default=0.0, help="Bernoulli loss probability of every message (Lossy)")
+    p.add_argument("--together", action="store_true",
+                   help="time the --only algorithms against each other in one interleaved run")
     args = p.parse_args(argv)
     info = machine_info()
     A = topology.exponential(2**args.log2n)
     A.pi
+    if args.loss:
+        from rowstoch_fast.network import Lossy
+
+        A = Lossy(A, args.loss, seed=0)
     print(f"# {info['cpu']}, {info['cores']} cores, kernels on {_core.get_num_threads()} threads; "
-          f"exponential(2^{args.log2n}), d = {args.d}")
+          f"exponential(2^{args.log2n}), d = {args.d}, loss {args.loss}; load {os.getloadavg()[0]:.2f}")
+    if args.together:
+        chosen = args.only.split(",") if args.only else names()
+        med, _ = interleaved({name: make_contenders(name, A, args.d, backend=args.backend)["rowstoch"]
+                              for name in chosen}, rounds=args.rounds, min_time=0.05, min_calls=4)
+        print(f"| algorithm | ms per step | / {chosen[0]} |")
+        print("|---|---|---|")
+        for name in chosen:
+            print(f"| {name} | {med[name] * 1e3:.3f} | {med[name] / med[chosen[0]]:.2f}x |", flush=True)
+        if args.json:
+            save_json(args.json, {"machine": info, "backend": args.backend, "n": 2**args.log2n, "d": args.d,
+                                  "loss": args.loss, "rows": [{"algorithm": k, "seconds": med[k]} for k in chosen]})
+        return
     print("| algorithm | rowstoch ms | scipy ms | speedup |")
     print("|---|---|---|---|")
     rows = []

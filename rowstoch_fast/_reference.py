@@ -828,6 +828,31 @@ def prox_exact_diffusion(W, x0, lr, grad_fn, T, prox=None):
     return xs
 
 
+
+@twin("sonata")
+def sonata(C, x0, lr, grad_fn, T, alpha=1.0, prox=None):
+    """SONATA over digraphs (Scutari & Sun 2019, steps S.2-S.3) with the linearised surrogate, ``tau = 1 / lr``:
+    ``x_tilde = prox(x - lr y)``, ``phi+ = C phi``, ``x+ = (C (phi * (x + alpha (x_tilde - x)))) / phi+``,
+    ``y+ = (C (phi * y + g(x+) - g(x))) / phi+``; ``phi0 = 1``, ``y0 = g(x0)``. The de-biased trackers ``y`` are
+    kept (not the numerators ``phi * y`` the method keeps)."""
+    P = _prox_of(prox, lr)
+    C_of = _of(C)
+    x = np.array(x0, dtype=np.float64)
+    phi = np.ones((x.shape[0], 1))
+    g = _grad(grad_fn, x)
+    y = g.copy()
+    xs = [x.copy()]
+    for k in range(T):
+        Ck = C_of(k)
+        x_tilde = P(x - lr * y)
+        phi_new = Ck @ phi
+        x_new = Ck @ (phi * (x + alpha * (x_tilde - x))) / phi_new
+        g_new = _grad(grad_fn, x_new)
+        y = Ck @ (phi * y + g_new - g) / phi_new
+        x, g, phi = x_new, g_new, phi_new
+        xs.append(x.copy())
+    return xs
+
 # ---------------------------------------------------------------- more directed methods
 @twin("add-opt")
 def add_opt(C, x0, lr, grad_fn, T):

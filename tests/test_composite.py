@@ -199,18 +199,32 @@ def _problem(n=12, d=3, seed=0):
     return f, topology.ring(n, directed=False, weights="metropolis"), rng.standard_normal((n, d))
 
 
+def _network(cls, W):
+    """The matrices ``cls`` runs on here, as constructor keywords: an undirected network's method on ``W``, a
+    directed one (SONATA: a column-stochastic ``C``) on a directed Erdos-Renyi graph of as many nodes (its
+    out-degree weights where it pushes)."""
+    if "W" in cls.matrices:
+        return {"W": W}
+    return cls.problem_matrices(topology.erdos_renyi(W.n, 0.4, seed=5))
+
+
+def _dense(mats):
+    return {k: M.toarray() for k, M in mats.items()}
+
+
 @pytest.mark.parametrize("name", PROXIMAL)
 @pytest.mark.parametrize("key", sorted(REGULARIZERS))
 def test_proximal_methods_match_their_twins_and_reach_the_composite_optimum(name, key):
     cls, r = REGISTRY[name], REGULARIZERS[key]
     f, W, x0 = _problem()
-    opt = cls(W, x0, 0.1, regularizer=r)
-    xs = _reference.TWINS[name](W.toarray(), x0, 0.1, f.full_gradient, 150, prox=r.prox)
+    mats = _network(cls, W)
+    opt = cls(**mats, x0=x0, lr=0.1, regularizer=r)
+    xs = _reference.TWINS[name](**_dense(mats), x0=x0, lr=0.1, grad_fn=f.full_gradient, T=150, prox=r.prox)
     for t in range(1, 151):
         opt.step(f.full_gradient)
         assert np.abs(opt.x - xs[t]).max() < 1e-12, (t, np.abs(opt.x - xs[t]).max())
     best = (f + r).optimum().x  # (FISTA to a residual of 1e-12)
-    opt = cls(W, np.zeros(3), 0.3, regularizer=r)
+    opt = cls(**mats, x0=np.zeros(3), lr=0.3, regularizer=r)
     for _ in range(3000):
         opt.step(f.full_gradient)
     assert np.abs(opt.x - best).max() < 1e-10
@@ -226,7 +240,7 @@ def test_the_exact_diffusion_twin_with_the_matrix_square_root_is_independent_of_
     assert np.abs(opt.x - xs[-1]).max() < 1e-12
 
 
-@pytest.mark.parametrize("name", PROXIMAL)
+@pytest.mark.parametrize("name", [name for name in PROXIMAL if "W" in REGISTRY[name].matrices])
 def test_without_a_regularizer_each_is_its_smooth_sibling(name):
     f, W, x0 = _problem(seed=1)
     prox, smooth = REGISTRY[name](W, x0, 0.1), REGISTRY[SMOOTH_SIBLING[name]](W, x0, 0.1)
@@ -241,27 +255,28 @@ def test_without_a_regularizer_each_is_its_smooth_sibling(name):
 def test_state_dict_keeps_the_regularizer_and_replicas_take_one_step_each(name):
     cls = REGISTRY[name]
     f, W, _ = _problem(seed=2)
+    mats = _network(cls, W)
     x0 = np.random.default_rng(0).standard_normal((2, 12, 3))
     lr = np.array([0.05, 0.2]).reshape(2, 1, 1)
-    opt = cls(W, x0, lr, regularizer=L1(0.2))
-    singles = [cls(W, x0[k], float(lr[k, 0, 0]), regularizer=L1(0.2)) for k in range(2)]
+    opt = cls(**mats, x0=x0, lr=lr, regularizer=L1(0.2))
+    singles = [cls(**mats, x0=x0[k], lr=float(lr[k, 0, 0]), regularizer=L1(0.2)) for k in range(2)]
     for _ in range(20):
         opt.step(f.full_gradient)
         for s in singles:
             s.step(f.full_gradient)
     for k, s in enumerate(singles):
         np.testing.assert_array_equal(opt.x[k], s.x)
-    again = cls.from_state_dict(opt.state_dict(), W=W)
+    again = cls.from_state_dict(opt.state_dict(), **mats)
     assert again.regularizer == L1(0.2)
     mine = Prox(lambda x: 0.5 * (x * x).sum(-1), lambda v, t: v / (1 + t), name="ridge")
-    user = cls(W, x0[0], 0.1, regularizer=mine)
+    user = cls(**mats, x0=x0[0], lr=0.1, regularizer=mine)
     user.step(f.full_gradient)
     state = user.state_dict()
     with pytest.raises(ValueError, match="cannot be rebuilt"):
-        cls.from_state_dict(state, W=W)
+        cls.from_state_dict(state, **mats)
     with pytest.raises(ValueError, match="not the one this state was saved with"):
-        cls.from_state_dict(state, W=W, regularizer=L1(0.1))
-    resumed = cls.from_state_dict(state, W=W, regularizer=mine)
+        cls.from_state_dict(state, **mats, regularizer=L1(0.1))
+    resumed = cls.from_state_dict(state, **mats, regularizer=mine)
     for o in (user, resumed):
         for _ in range(5):
             o.step(f.full_gradient)
@@ -274,13 +289,15 @@ def test_state_dict_keeps_the_regularizer_and_replicas_take_one_step_each(name):
 def test_float32_and_a_bad_prox_is_a_divergence_error(name):
     cls = REGISTRY[name]
     f, W, x0 = _problem(seed=4)
-    o32 = cls(W.astype(np.float32), x0.astype(np.float32), 0.1, regularizer=L1(0.2))
-    o64 = cls(W, x0, 0.1, regularizer=L1(0.2))
+    mats = _network(cls, W)
+    o32 = cls(**{k: M.astype(np.float32) for k, M in mats.items()}, x0=x0.astype(np.float32), lr=0.1,
+              regularizer=L1(0.2))
+    o64 = cls(**mats, x0=x0, lr=0.1, regularizer=L1(0.2))
     for _ in range(100):
         o32.step(lambda X: f.full_gradient(X.astype(np.float64)).astype(np.float32))
         o64.step(f.full_gradient)
     assert o32.x.dtype == np.float32 and np.abs(o32.x - o64.x).max() < 1e-5
-    bad = cls(W, x0, 0.1, regularizer=Prox(lambda x: 0.0, lambda v, t: v * np.nan, name="nan"))
+    bad = cls(**mats, x0=x0, lr=0.1, regularizer=Prox(lambda x: 0.0, lambda v, t: v * np.nan, name="nan"))
     with pytest.raises(ValueError, match=r"the regularizer Prox\(name='nan'\) returned NaN or Inf from finite input"):
         bad.step(f.full_gradient)
     assert np.isfinite(bad.x).all() and bad.iteration == 0
