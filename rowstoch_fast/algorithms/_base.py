@@ -752,7 +752,7 @@ class Optimizer(AskTell, FailureHandling, Persistence):
         # Commit in one statement with no calls (no signal can land half-way).
         self._cur, self._nxt, self.iteration, self._calls = self._nxt, self._cur, t + 1, calls
         self._count_sent(t)  # (traffic: what this step's senders sent; no-op where every node sends)
-        if self.growth_limit:
+        if t >= 15 and not ((t + 1) & t and (t + 1) % 1024) and self.growth_limit:  # (iterations 16, 32, ...)
             self._check_growth()
         if self._journal and self.iteration % self._ops.check_every == 0:
             self._settle()

@@ -107,7 +107,7 @@ class FailureHandling:
 
     def _with_pending(self):
         """The committed counts plus this step's (a new dict: the commit swaps it in)."""
-        calls = dict(self._calls)
+        calls = self._calls.copy()
         for kind, k in self._pending_calls.items():
             calls[kind] = calls.get(kind, 0) + k
         return calls
@@ -155,7 +155,8 @@ class FailureHandling:
     def _returned_gradient(self, grad_fn, x_buf):
         """``grad_fn`` at ``x_buf``'s user view, checked: an array of this backend of x's shape."""
         G = grad_fn(self._user_view(x_buf))
-        self._count(getattr(grad_fn, "call_kind", "gradient"))
+        kind, pending = getattr(grad_fn, "call_kind", "gradient"), self._pending_calls  # (_count, inlined)
+        pending[kind] = pending.get(kind, 0) + 1
         told = getattr(grad_fn, "told", False)  # (ask/tell: the user handed G to tell)
         if G is None:
             raise TypeError(("tell(G) got None" if told else "grad_fn returned None") + f"; it must return the "
@@ -192,7 +193,7 @@ class FailureHandling:
         limit = self.growth_limit
         t = self.iteration
         if not limit or self.__dict__.get("_growth_warned") or t < 16 or (t & (t - 1) and t % 1024):
-            return
+            return  # (step calls it at those iterations only)
         scale = self._growth_scale
         self._settle()  # (a device's deferred NaN check first: a non-finite iterate is a DivergenceError)
         size = self._ops.max_abs(self._cur[self.model])
