@@ -78,7 +78,8 @@ CHOICES = {("network", "weights"): ("in-degree", "metropolis"),
 
 def schema():
     """Every table and key a file may hold: :data:`SCHEMA`, and ``[communication]`` read from the network layers'
-    registry when asked (a layer registered later is in), in the order of the tables of a file."""
+    registry when asked (a layer registered later is in; each option under its key as the layer declares it,
+    :attr:`rowstoch_fast.network.options.Option.key`), in the order of the tables of a file."""
     first = ("network", "objective")
     return {**{k: SCHEMA[k] for k in first}, "communication": network_options.toml_schema(),
             **{k: v for k, v in SCHEMA.items() if k not in first}}

@@ -272,10 +272,10 @@ def all_unreliable_networks():
 
     A = topology.erdos_renyi(20, 0.2, seed=5)
     W = topology.erdos_renyi(20, 0.3, seed=5, directed=False, weights="metropolis")
-    return {"lossy": Lossy(A, 0.3, seed=1), "schedule": Schedule([A, topology.exponential(20)]),
+    # (losses alone, independent and bursty, are the registry's examples over A: layer:lossy, layer:bursty below)
+    return {"schedule": Schedule([A, topology.exponential(20)]),
             "one-peer": one_peer_exponential(20),
             "sleepy-lossy": Sleepy(Lossy(Schedule([A, topology.ring(20)]), 0.2, seed=3), 0.8, seed=4),
-            "bursty": Lossy(A, 0.9, seed=5, model="gilbert-elliott", p_bad=0.2, p_recover=0.3),
             "markov-lossy": Sleepy(Lossy(A, 0.2, seed=6), seed=7, model="markov", p_sleep=0.3, p_wake=0.5),
             # compressed messages: over a static doubly stochastic matrix (the undirected methods, CHOCO-SGD), and
             # composed over noise, losses and sleep
@@ -299,8 +299,24 @@ def all_unreliable_networks():
             "undirected-bursty": Lossy(W, 0.9, seed=5, model="gilbert-elliott", p_bad=0.2, p_recover=0.3),
             # schedules of doubly stochastic matrices: one-peer rounds (DGD, DIGing), symmetric ones under losses
             "undirected-schedule": Lossy(Schedule([W, topology.ring(20, directed=False)]), 0.2, seed=3),
-            # every registered layer's first example (a new layer runs here without an edit)
-            **{f"layer:{cls.layer}": next(iter(cls.examples(A).values())) for cls in network_layers()}}
+            # every registered layer's every example, and their composition (a new layer runs here without an edit)
+            **layer_networks(A)}
+
+
+def layer_networks(A):
+    """``{"layer:LABEL": network}``: every example every registered layer declares over ``A`` (the registry's, no
+    list), and two compositions of the layers' first examples, each over the one before in composition order: over
+    a schedule (every layer) and over ``A`` (every layer but the matrices' sources: fixed links, so the per-link
+    methods run too)."""
+    out = {f"layer:{label}": net for cls in network_layers() for label, net in cls.examples(A).items()}
+    for label, kinds in (("composed", ("matrices", "links", "messages")), ("composed-links", ("links", "messages"))):
+        net = A
+        for cls in network_layers():
+            examples = cls.examples(net) if cls.acts_on in kinds else {}
+            if examples:  # (a layer that cannot wrap what is below it has none)
+                net = next(iter(examples.values()))
+        out[f"layer:{label}"] = net
+    return out
 
 
 def unreliable_networks():

@@ -182,3 +182,157 @@ def test_a_refused_command_leaves_no_folder_behind(tmp_path, capsys):
     kept.mkdir()
     assert cli.main(["run", "--matrix", str(tmp_path / "missing.npz"), "--out", str(kept)]) == 2
     assert kept.is_dir()  # (a folder that was there stays)
+
+
+def _one_line(capsys):
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    return err
+
+
+@pytest.mark.parametrize("table, cli_args, message", [
+    ("loss = 1.5", [], "e.toml: [communication] loss must be in [0, 1) (gilbert-elliott: [0, 1]), got 1.5"),
+    ('loss_model = "gilbert-elliott"\nloss = 0.5', [],
+     "e.toml: [communication] loss_model gilbert-elliott needs p_bad and p_recover"),
+    ('activation = "markov"', ["--p-sleep", "0.3"], "e.toml: [communication] activation markov needs p_wake"),
+    ("max_delay = -1", [], "e.toml: [communication] max_delay"),
+    ("network_seed = 3", [], "e.toml: [communication] network_seed is not read without loss"),
+    ("loss = [0.1, 0.1]", [], "e.toml: [communication] loss '0.1,0.1' names a rate twice"),
+])
+def test_an_experiment_files_bad_communication_value_names_its_key(tmp_path, capsys, table, cli_args, message):
+    """A layer option's value refused where the experiment file set it: one line naming the file, the table and the
+    key (as the layer declares it), not the command line's flag; the options written on the command line keep
+    their flags, and the same value written there is refused as before."""
+    (tmp_path / "e.toml").write_text(f"[communication]\n{table}\n[algorithms.dsgd]\nlr = 0.01\n")
+    argv = ["compare", "--config", str(tmp_path / "e.toml"), *cli_args, "--out", str(tmp_path / "o"), "--no-progress"]
+    assert cli.main(argv) == 2
+    err = _one_line(capsys)
+    assert message in err and "--loss" not in err and "--network-seed" not in err, err
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_command_lines_bad_communication_value_still_names_its_flag(tmp_path, capsys):
+    (tmp_path / "e.toml").write_text("[communication]\nloss = 0.1\n[algorithms.dsgd]\nlr = 0.01\n")
+    for argv, message in ((["--loss", "1.5"], "error: --loss must be in [0, 1)"),
+                          (["--config", str(tmp_path / "e.toml"), "--loss", "1.5"], "error: --loss must be in [0, 1)"),
+                          (["--config", str(tmp_path / "e.toml"), "--loss-model", "gilbert-elliott"],
+                           "error: --loss-model gilbert-elliott needs --p-bad and --p-recover")):
+        assert cli.main(["compare", *argv, "--out", str(tmp_path / "o"), "--no-progress"]) == 2
+        assert message in _one_line(capsys)
+
+
+def _leaving_layer():
+    """A links layer of a test's own whose option is spelled otherwise on the command line (``--leaving``) and in
+    an experiment file (``leaving-nodes``) than its name (``leave_nodes``)."""
+    from rowstoch_fast.errors import UsageError
+    from rowstoch_fast.network import Sleepy
+    from rowstoch_fast.network.options import Option
+
+    class Leaving(Sleepy):
+        layer = "leaving-test"
+        order = listed = 26
+        keeps_symmetry = True
+
+        def __init__(self, A, nodes):
+            super().__init__(A, 1.0)
+            self.nodes = tuple(nodes)
+
+        def _draw(self, t):
+            awake = np.ones(self.n, dtype=bool)
+            awake[list(self.nodes)] = t < 2
+            return awake
+
+        @property
+        def static(self):
+            return None
+
+        def map(self, f):
+            return Leaving(f(self.base), self.nodes)
+
+        OPTIONS = (Option("leave_nodes", str, None, "nodes that leave at iteration 2", cli="--leaving",
+                          toml="leaving-nodes"),)
+        SEED_FLAGS = ()
+
+        @classmethod
+        def options_in_use(cls, ns):
+            return ns.leave_nodes is not None
+
+        @classmethod
+        def check_options(cls, ns, d=None):
+            if ns.leave_nodes is not None and not all(p.strip().isdigit() for p in ns.leave_nodes.split(",")):
+                raise UsageError(f"--leaving must be comma-separated node ids, got {ns.leave_nodes!r}")
+
+        @classmethod
+        def from_options(cls, net, ns, seed):
+            return cls(net, [int(p) for p in ns.leave_nodes.split(",")])
+
+        @classmethod
+        def options_words(cls, ns):
+            return f"nodes {ns.leave_nodes} leave" if ns.leave_nodes else None
+
+        @classmethod
+        def options_record(cls, ns):
+            return {"leave_nodes": ns.leave_nodes} if ns.leave_nodes else {}
+
+    return Leaving
+
+
+def test_a_layer_options_cli_and_toml_spellings_are_declared(tmp_path, capsys):
+    """Option(cli=..., toml=...): --help, the TOML schema, an experiment file's settings (the command line wins
+    over them), its refusals and the records all read the declared spellings; nothing else is edited."""
+    import json
+
+    from rowstoch_fast import config
+    from rowstoch_fast.network.base import LAYERS
+    from rowstoch_fast.network.options import Option
+
+    _leaving_layer()
+    try:
+        for command in ("run", "compare"):
+            with pytest.raises(SystemExit):
+                cli.main([command, "--help"])
+            out = capsys.readouterr().out
+            assert "--leaving LEAVE_NODES" in out and "--leave-nodes" not in out
+        communication = config.schema()["communication"]
+        assert communication["leaving-nodes"] == ("leave_nodes", str) and "leave_nodes" not in communication
+        path = tmp_path / "e.toml"
+        path.write_text('[communication]\nleaving-nodes = "1,2"\n[algorithms.dsgd]\nlr = 0.01\n')
+        assert config.load(path)[0]["leave_nodes"] == "1,2"
+        small = ["--n", "8", "--total", "800", "--batch", "10", "--no-progress"]
+        assert cli.main(["compare", "--config", str(path), "--rounds-budget", "6", "--repeats", "1", *small,
+                         "--out", str(tmp_path / "c1")]) == 0
+        assert cli.main(["compare", "--config", str(path), "--leaving", "3", "--rounds-budget", "6", "--repeats", "1",
+                         *small, "--out", str(tmp_path / "c2")]) == 0
+        capsys.readouterr()
+        settings = [json.loads((tmp_path / out / "experiment.json").read_text())["settings"] for out in ("c1", "c2")]
+        assert settings[0]["leave_nodes"] == "1,2" and settings[1]["leave_nodes"] == "3"
+        path.write_text('[communication]\nleaving-nodes = "x"\n[algorithms.dsgd]\nlr = 0.01\n')
+        assert cli.main(["compare", "--config", str(path), "--out", str(tmp_path / "bad"), "--no-progress"]) == 2
+        assert "e.toml: [communication] leaving-nodes must be comma-separated node ids, got 'x'" in _one_line(capsys)
+        assert cli.main(["run", "--leaving", "x", *small, "--out", str(tmp_path / "bad")]) == 2
+        assert "error: --leaving must be comma-separated node ids" in _one_line(capsys)
+        assert cli.main(["run", "--leaving", "1,2", "--iterations", "6", *small, "--out", str(tmp_path / "r")]) == 0
+        record = json.loads((tmp_path / "r" / "history.json").read_text())["meta"]["config"]["cli"]
+        assert record["leave_nodes"] == "1,2"
+    finally:
+        LAYERS.pop("leaving-test", None)
+    with pytest.raises(ValueError, match="cli must be a flag"):
+        Option("x", cli="-x")
+    with pytest.raises(ValueError, match="toml must be a bare TOML key"):
+        Option("x", toml="a b")
+
+
+def test_two_layers_options_spelled_alike_are_refused():
+    from rowstoch_fast.network import Lossy, options
+    from rowstoch_fast.network.base import LAYERS
+    from rowstoch_fast.network.options import Option
+
+    class Twice(Lossy):
+        layer = "twice-test"
+        OPTIONS = (Option("twice", float, 0.0, "a rate", toml="loss"),)
+
+    try:
+        with pytest.raises(TypeError, match="its option 'twice' has the key 'loss' of an option of Lossy"):
+            options.declared()
+    finally:
+        LAYERS.pop("twice-test", None)

@@ -111,6 +111,105 @@ def test_every_example_runs_every_algorithm_that_applies_and_resumes_bit_for_bit
     _runs_and_resumes(label)
 
 
+FIXED_LINKS = sorted(label for label, net in network.examples(BASES["row"]()).items() if network.fixed_links(net)
+                     and getattr(network.weights_of(net), "acts_on", None) == "links")
+
+
+@pytest.mark.parametrize("label", FIXED_LINKS)
+def test_every_example_that_reports_arrivals_reports_its_definitions(label):
+    """reports_arrivals, checked (what fixed_links reads, so what the per-link methods follow): where an example
+    says its links are fixed, its arrived() is the complement of what its links layers' definitions drop (a self
+    loop always arrives), over the static matrix under them."""
+    net = network.weights_of(network.examples(BASES["row"]())[label])
+    source, layers = ref._link_layers(net)
+    assert network.fixed_links(source) and not hasattr(source, "acts_on"), label  # (a static matrix under them)
+    c = source.csr
+    diag = np.repeat(np.arange(net.n), np.diff(c.indptr)) == c.indices
+    for t in range(5):
+        gone = np.zeros(c.nnz, dtype=bool)
+        for layer in layers:
+            gone |= ref.LAYER_TWINS[layer.layer](layer, t, 0, c.indptr, c.indices)[0]
+        np.testing.assert_array_equal(net.arrived(t, 0, c.indptr, c.indices), ~gone | diag, err_msg=f"{label} t={t}")
+
+
+class _Departed(network.Network):
+    """A links layer of a test's own, on Network alone (no parent layer's answers to inherit): from iteration
+    ``after`` on the nodes ``nodes`` neither send nor receive. It has what the per-link methods read (``awake``,
+    ``arrived``) and declares when its links are fixed; nothing else in the package knows it."""
+
+    acts_on = "links"
+
+    def __init__(self, A, nodes, after=0):
+        self.base = network.as_network(A)
+        self.n, self.stochastic = self.base.n, self.base.stochastic
+        self.nodes, self.after = tuple(nodes), int(after)
+
+    @property
+    def reports_arrivals(self):
+        return network.fixed_links(self.base) and not hasattr(self.base, "awake")
+
+    def awake(self, t):
+        awake = np.ones(self.n, dtype=bool)
+        if t >= self.after:
+            awake[list(self.nodes)] = False
+        return awake
+
+    def arrived(self, t, r, indptr, indices, row_ids=None, col_ids=None):
+        rows = np.repeat(np.arange(len(indptr) - 1, dtype=np.int64), np.diff(indptr))
+        gi = rows if row_ids is None else np.asarray(row_ids)[rows]
+        gj = np.asarray(indices, dtype=np.int64) if col_ids is None else np.asarray(col_ids)[indices]
+        below = self.base.arrived(t, r, indptr, indices, row_ids=row_ids, col_ids=col_ids) \
+            if isinstance(self.base, network.Network) else True
+        awake = self.awake(t)
+        return below & ((awake[gi] & awake[gj]) | (gi == gj))
+
+
+def test_a_new_links_layer_gets_fixed_links_from_what_it_declares():
+    """fixed_links reads the layers' declaration (reports_arrivals), not their types: a layer defined here, on
+    Network alone, is answered for as it declares, over a matrix, under message layers and over losses; one that
+    declares nothing (the default) is refused by the per-link methods, naming the matrix; and the per-link method
+    runs on it as on the same departures written as a Sleepy (the package's links layer), bit for bit."""
+    from rowstoch_fast import mixing
+    from rowstoch_fast.algorithms import REGISTRY
+
+    C = mixing.out_degree_weights(BASES["row"]())
+    lossy = network.Lossy(C, 0.2, seed=1)
+    assert network.fixed_links(_Departed(C, [0, 3], 2))
+    assert network.fixed_links(network.Compressed(_Departed(C, [0, 3], 2), "topk", k=2))
+    assert network.fixed_links(_Departed(lossy, [0, 3], 2))
+    assert not network.fixed_links(_Departed(network.Schedule([C, C]), [0, 3], 2))  # (links that change)
+    assert not network.fixed_links(_Departed(network.Sleepy(C, 0.8), [0, 3], 2))  # (two awake masks)
+    assert not network.fixed_links(network.Lossy(_Departed(C, [0, 3], 2), 0.1))  # (Lossy: over a matrix only)
+    assert network.fixed_links(network.Sleepy(_Departed(lossy, [1], 0), 0.8)) is False  # (it puts nodes to sleep)
+
+    class Undeclared(_Departed):
+        reports_arrivals = False  # (what a links layer that says nothing is: Network's default)
+
+    assert not network.fixed_links(Undeclared(C, [0, 3], 2))
+    with pytest.raises(ValueError, match="RobustGradientPush: C must be"):
+        REGISTRY["robust-gradient-push"](Undeclared(C, [0, 3], 2), np.zeros(3), lr=0.01)
+
+    class SleepyDeparted(network.Sleepy):  # (the same departures as the package's links layer draws them)
+        def __init__(self, A, nodes, after):
+            super().__init__(A, 1.0)
+            self.nodes, self.after = tuple(nodes), after
+
+        def _draw(self, t):
+            return _Departed.awake(self, t)
+
+    grad, x0 = _problem(10)
+    runs = []
+    for net in (_Departed(lossy, [0, 3], 2), SleepyDeparted(lossy, [0, 3], 2)):
+        cls = REGISTRY["robust-gradient-push"]
+        assert cls.applies_to(net)
+        opt = cls(net, x0, lr=0.01)
+        for _ in range(6):
+            opt.step(grad)
+        runs.append(opt.x.copy())
+    assert np.isfinite(runs[0]).all()
+    np.testing.assert_array_equal(runs[0], runs[1])
+
+
 def _guide_code():
     guide = (pathlib.Path(__file__).parent.parent / "docs" / "guide" / "networks.md").read_text()
     return re.findall(r"```python\n(.*?)```", guide[guide.index("## Adding a network layer"):], re.S)[:2]
@@ -159,6 +258,9 @@ def test_the_guide_recipe_adds_a_layer_in_one_module(tmp_path, capsys, cuda_on_h
         # the registry tests: its definition, its compositions, every algorithm, a resume
         nets = network.examples(BASES["row"]())
         assert {"dropout", "lossy/dropout", "dropout/qsgd", "schedule/dropout"} <= set(nets)
+        # the per-link methods follow its links (fixed_links reads what it declares, here Sleepy's), not a schedule's
+        assert network.fixed_links(nets["lossy/dropout"]) and not network.fixed_links(nets["schedule/dropout"])
+        assert {"robust-gradient-push", "r-fast"} <= {cls.name for cls, _ in _applicable("lossy/dropout")}
         for label in [k for k in nets if "dropout" in k]:
             _mixes_as_its_definition(nets[label], label)
             _runs_and_resumes(label)

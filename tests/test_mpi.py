@@ -12,6 +12,7 @@ import pytest
 pytest.importorskip("mpi4py")
 
 from rowstoch_fast import PullDiagGT, topology  # noqa: E402
+from rowstoch_fast.network import layers as network_layers  # noqa: E402
 from rowstoch_fast.objectives import NonconvexLogistic, Quadratic  # noqa: E402
 
 from conftest import feed, for_algorithm, hang_limit, options_for  # noqa: E402
@@ -279,16 +280,24 @@ def test_compare_under_mpi_equals_single_process(ranks, tmp_path, monkeypatch):
 
 
 #: The networks the run at 4 ranks checks (4 ranks on a 2-core machine took 41 s over all of them, 5x the run
-#: at 2): the compositions, where the partition decides most (halos of delayed, compressed, noisy messages)
-FOUR_RANK_NETWORKS = "sleepy-lossy,topk-delayed-lossy,qsgd-delayed-noisy,undirected-topk-delayed,delayed-schedule"
+#: at 2; the registry's every example, which the run at 2 ranks checks, would be 184 more runs, 3.6x the 51 of
+#: the compositions here): the compositions, where the partition decides most (halos of delayed, compressed,
+#: noisy messages), and the registry's composition of every layer over fixed links (mpi_cases.layer_networks:
+#: the per-link methods too)
+FOUR_RANK_NETWORKS = ("sleepy-lossy,topk-delayed-lossy,qsgd-delayed-noisy,undirected-topk-delayed,delayed-schedule,"
+                      "layer:composed-links")
 
 
 @pytest.mark.parametrize("ranks", [2, 4])
 def test_unreliable_networks_equal_single_process(ranks, tmp_path, monkeypatch):
     """Losses, schedules and sleep under MPI: the same messages lost (hashed on global node ids), the same
-    iterates as one process, for every algorithm and two partitions (at 4 ranks: on the compositions)."""
+    iterates as one process, for every algorithm and two partitions; every registered layer's every example and
+    their compositions at 2 ranks (mpi_cases.layer_networks, read from the registry), the compositions at 4."""
     import mpi_cases  # noqa: F401 - imports mpi4py: only the helper's definitions are needed
     from rowstoch_fast.algorithms import REGISTRY
+
+    assert {f"layer:{label}" for cls in network_layers() for label in cls.examples(topology.exponential(20))} | \
+        {"layer:composed", "layer:composed-links"} <= set(mpi_cases.all_unreliable_networks())
 
     fewer = _fewer_at(ranks, monkeypatch, ROWSTOCH_MPI_NETWORKS=FOUR_RANK_NETWORKS)
     got = mpirun("networks", ranks, tmp_path, env=fewer)

@@ -268,7 +268,6 @@ def test_a_network_that_never_changes_runs_as_its_matrix_bit_for_bit():
         assert np.array_equal(r, runs[0])
 
 
-@pytest.mark.filterwarnings("ignore::rowstoch_fast.errors.GrowthWarning")  # (diverges on purpose, or may: not the point)
 @pytest.mark.parametrize("name", sorted(REGISTRY))
 def test_every_algorithm_runs_on_a_varying_network(name):
     """Schedule([A, A]) is A at every iteration but goes through the network path: the static run to 1e-12 (an
@@ -303,7 +302,6 @@ def test_column_algorithms_under_loss_lose_mass():
     assert opt.gather_state("w").sum() < 30 - 1e-6
 
 
-@pytest.mark.filterwarnings("ignore::rowstoch_fast.errors.GrowthWarning")  # (diverges on purpose, or may: not the point)
 @pytest.mark.parametrize("name,rounds", [("sgp", 1), ("push-diging", 2)])
 def test_push_sum_weights_follow_every_round_of_a_varying_network(name, rounds):
     """Push-sum weights stop being mixed once a step leaves them unchanged, which on a static matrix means a
@@ -603,7 +601,6 @@ def test_a_negative_iteration_in_a_state_is_refused():
             rf.PullDiagGT.from_state_dict({**state, "iteration": bad})
 
 
-@pytest.mark.filterwarnings("ignore::rowstoch_fast.errors.GrowthWarning")  # (diverges on purpose, or may: not the point)
 @pytest.mark.parametrize("name", [n for n, c in sorted(REGISTRY.items()) if c.push_sum_weights and not c.per_link_state])
 def test_a_push_sum_method_drained_by_lost_messages_says_so(name):
     """Issue 36's case: a 24-node directed graph, 10% Bernoulli loss, a strongly convex quadratic, lr = 0.02:
@@ -629,7 +626,6 @@ def test_a_push_sum_method_drained_by_lost_messages_says_so(name):
     assert np.isfinite(lossless.x).all()
 
 
-@pytest.mark.filterwarnings("ignore::rowstoch_fast.errors.GrowthWarning")  # (diverges on purpose, or may: not the point)
 def test_robust_gradient_push_keeps_its_mass_where_sgp_drains():
     """The same lossy network (10% Bernoulli loss, 24 nodes): SGP's weights drain and its iterates overflow by
     iteration ~160; the running sums deliver every lost message's mass with a later one, so the weights keep

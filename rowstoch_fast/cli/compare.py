@@ -105,7 +105,10 @@ def cmd_compare(args):
     _refuse_unread(args, _problem_rules(args) + [
         (("--mg-rounds",), not any(a.startswith("mg-") for a in names), "without an mg-* algorithm")])
     _check_objective_args(args)
-    settings = _settings(args)
+    try:
+        settings = _settings(args)
+    except UsageError as exc:
+        raise _as_in_the_file(args, exc) from None
     metrics = _metric_list(args.metric) if args.metric is not None else None
     x_axis = _list_option(args.x, "--x", tuple(report.AXES))
     if len(x_axis) != 1:
@@ -162,8 +165,8 @@ def cmd_compare(args):
                                   metric=metrics[0] if metrics else None, metrics=metrics,
                                   lr_source=sources or None, hyper=hyper or None)  # (every check, memory too)
                 problems.append((gname, sname, ns, A, specs, lr, f, sources, hyper, chosen))
-    except UsageError:  # (worded already: an experiment file's key)
-        raise
+    except UsageError as exc:  # (worded already: an experiment file's key; a layer's option, here)
+        raise _as_in_the_file(args, exc) from None
     except (ValueError, TypeError) as exc:
         raise UsageError(_as_options(str(exc), _COMPARE_OPTIONS)) from exc
     args.topology = topologies if len(topologies) > 1 else topologies[0]
@@ -326,14 +329,35 @@ def _read_experiment_file(args):
     except config.ConfigError as exc:
         raise UsageError(str(exc)) from None
     args.config_file = os.path.abspath(path)
+    flags = {name: flag for name, flag, _ in network_options.spellings()}  # (the layers' options as declared)
+    keys = {name: key for name, _, key in network_options.spellings()}
+    args.file_name, args.file_communication = os.fspath(path), {}
     for dest, value in options.items():
-        option = _FILE_OPTIONS.get(dest, "--" + dest.replace("_", "-"))
+        option = _FILE_OPTIONS.get(dest) or flags.get(dest) or "--" + dest.replace("_", "-")
         if option not in args.given:
             setattr(args, dest, value)
             args.given.add(option)  # set: the rules on options that would not be read apply to it too
+            if dest in keys:  # (a refusal of its value names its key: _as_in_the_file)
+                args.file_communication[option] = keys[dest]
     if "--algorithms" not in args.given:
         args.algorithms = ",".join(algorithms)
     return algorithms
+
+
+def _as_in_the_file(args, exc):
+    """A refusal of the communication options in the words of the experiment file that set them: where it names
+    an option the file's ``[communication]`` table set (not written on the command line), ``FILE: [communication]
+    ...`` with each layer option it names spelled as its key (as declared: ``Option.key``), those written on the
+    command line as their flags; else ``exc`` itself."""
+    taken = getattr(args, "file_communication", None)
+    text = str(exc)
+    flag = r"(?<![\w-])--[a-z][\w-]*(?![\w-])"
+    if not taken or text.startswith(f"{args.file_name}:") or not any(m in taken for m in re.findall(flag, text)):
+        return exc
+    written = args.given - set(taken)
+    keys = {f: k for _, f, k in network_options.spellings() if f not in written}
+    return UsageError(f"{args.file_name}: [communication] " + re.sub(flag, lambda m: keys.get(m.group(0), m.group(0)),
+                                                                     text))
 
 
 #: What may be written beside ``--resume DIR`` (the rest is the comparison's own, in DIR/experiment.json).
@@ -396,12 +420,14 @@ def _read_resumed_comparison(args):
     return algorithms
 
 
-#: The options experiment.json records (the resolved settings of a comparison).
+#: The options experiment.json records (the resolved settings of a comparison): these, the network layers' options
+#: (read from the registry when it is written: a layer registered after this module loaded is in), then
+#: :data:`_SETTINGS_AFTER`.
 _SETTINGS = ("config_file", "topology", "n", "matrix", "normalize", "undirected", "weights", "objective", "total",
              "batch", "samples_per_node", "d", "rho", "lam", "l1", "heterogeneity", "sigma", "data_seed", "data_file",
-             "test_samples", "metrics_module", "split",
-             "algorithms", *network_options.names(), "rounds_budget", "lr", "mg_rounds", "tracker", "backend",
-             "repeats", "seed", "metric", "x", "cost_weights", "format")
+             "test_samples", "metrics_module", "split", "algorithms")
+_SETTINGS_AFTER = ("rounds_budget", "lr", "mg_rounds", "tracker", "backend", "repeats", "seed", "metric", "x",
+                   "cost_weights", "format")
 
 
 def _write_experiment(args, problems, file_algorithms):
@@ -412,7 +438,8 @@ def _write_experiment(args, problems, file_algorithms):
     from .. import __version__, build_info
     from ..compare.outputs import atomic_write
 
-    settings = json.loads(json.dumps({k: getattr(args, k, None) for k in _SETTINGS}, default=str))
+    keys = (*_SETTINGS, *network_options.names(), *_SETTINGS_AFTER)
+    settings = json.loads(json.dumps({k: getattr(args, k, None) for k in keys}, default=str))
     graphs = {}
     for g, sname, ns, A, specs, _, f, _, _, _ in problems:
         graphs[g + (f" / {sname}" if sname else "")] = {"n": A.n, "network": network_options.words(ns),

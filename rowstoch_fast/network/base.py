@@ -46,6 +46,16 @@ class Network:
     alters_messages = False
     #: Keeps state from one iteration to the next (the messages in flight): an optimizer's ``state_dict`` saves it.
     stateful = False
+    #: Its rounds use one fixed set of links (a static matrix's) and its ``arrived(t, r, indptr, indices,
+    #: row_ids=None, col_ids=None)`` says which of their messages arrive in each round, the layers under it
+    #: included: what :func:`~rowstoch_fast.network.fixed_links` reads, so that the per-link methods (running sums
+    #: and buffers per link: robust gradient-push, R-FAST) follow its messages one by one. A links layer that has
+    #: ``arrived`` declares when it holds, usually as a property of what it wraps (:class:`Lossy`: over a static
+    #: matrix; :class:`Sleepy`: also over a layer that reports arrivals and puts no node to sleep, since the
+    #: per-link passes read one ``awake`` mask, the outermost's). A subclass inherits it with the ``arrived`` that
+    #: reads its own rounds' draws; one that changes which messages arrive otherwise declares it again.
+    #: ``tests/test_layers.py`` checks every example that reports arrivals against its dense definition.
+    reports_arrivals = False
 
     # ---- its options on the command line and in experiment files (rowstoch_fast.network.options gathers them)
     #: Place of its options in ``--help``, the TOML schema and the messages (lower first).

@@ -70,10 +70,16 @@ class Lossy(Network):
         arrives): the draws the losses themselves use (:meth:`matrix`, the compiled passes, every backend),
         hashed on the global node ids ``row_ids[i]`` / ``col_ids[j]`` of an MPI rank's share. What the
         running-sum algorithms (:class:`~rowstoch_fast.RobustGradientPush`) deliver by."""
-        if not isinstance(self.base, MixingMatrix):
+        if not self.reports_arrivals:
             raise ValueError(f"{self!r}: per-message arrivals need a static matrix under the losses (a fixed set "
                              "of links), not a schedule or another network")
         return ~self._lost_entries(t, r, indptr, indices, row_ids, col_ids)
+
+    @property
+    def reports_arrivals(self):
+        """Over a static matrix (a fixed set of links: :meth:`arrived` draws its entries' losses); not over a
+        schedule or another layer."""
+        return isinstance(self.base, MixingMatrix)
 
     def _lost_entries(self, t, r, indptr, indices, row_ids=None, col_ids=None):
         """Which stored entries' messages are lost in round ``r`` of iteration ``t`` (never a self loop): the

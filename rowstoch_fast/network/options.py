@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import re
 from dataclasses import dataclass
 
 from .._checks import seed_option
@@ -20,17 +21,19 @@ from ..errors import UsageError
 from .base import LAYERS
 
 __all__ = ["Option", "NETWORK_SEED", "add_arguments", "build", "check", "declared", "in_use", "names", "record", "settings",
-           "toml_choices", "toml_schema", "unread", "words"]
+           "spellings", "toml_choices", "toml_schema", "unread", "words"]
 
 
 @dataclass(frozen=True)
 class Option:
-    """One option of a layer: ``--NAME`` on the command line (``_`` written ``-``), ``NAME`` in ``[communication]``.
+    """One option of a layer, spelled ``--NAME`` on the command line (``_`` written ``-``) and ``NAME`` in
+    ``[communication]`` unless it declares other spellings (``cli``, ``toml``): ``--help``, the TOML schema and
+    choices, an experiment file's settings and the refusals of its values read them from here.
 
     Parameters
     ----------
     name : str
-        The option's destination (``args.NAME``) and TOML key.
+        The option's destination (``args.NAME``, the run's record, experiment.json's settings).
     kind : type or str
         ``float``, ``int``, ``str``, ``bool`` (a flag), or ``"float|list"`` / ``"str|list"`` (a sweep: one setting
         per item of a comma-separated list, or of a TOML list).
@@ -43,6 +46,10 @@ class Option:
         The command line's converter where it is not ``kind`` (sweeps stay text; a checked integer).
     item_help : str, optional
         A sweep's items in words, where they take more than a choice (an experiment file's error says it).
+    cli : str, optional
+        Its command-line flag (``"--..."``), where not ``--NAME`` with ``_`` written ``-``.
+    toml : str, optional
+        Its key in an experiment file's ``[communication]`` table, where not ``NAME``.
     """
 
     name: str
@@ -53,10 +60,29 @@ class Option:
     metavar: str = None
     cli_type: object = None
     item_help: str = None
+    cli: str = None
+    toml: str = None
+
+    def __post_init__(self):
+        if not (isinstance(self.name, str) and re.fullmatch(r"[a-z][a-z0-9_]*", self.name)):
+            raise ValueError(f"Option name must be a lower-case identifier (an argparse destination), got "
+                             f"{self.name!r}")
+        if self.cli is not None and not (isinstance(self.cli, str) and re.fullmatch(r"--[a-z][a-z0-9-]*", self.cli)):
+            raise ValueError(f"Option {self.name!r}: cli must be a flag such as '--my-option', got {self.cli!r}")
+        if self.toml is not None and not (isinstance(self.toml, str) and re.fullmatch(r"[A-Za-z][A-Za-z0-9_-]*",
+                                                                                      self.toml)):
+            raise ValueError(f"Option {self.name!r}: toml must be a bare TOML key such as 'my_option', got "
+                             f"{self.toml!r}")
 
     @property
     def flag(self):
-        return "--" + self.name.replace("_", "-")
+        """Its command-line flag: ``cli``, or ``--NAME`` with ``_`` written ``-``."""
+        return self.cli or "--" + self.name.replace("_", "-")
+
+    @property
+    def key(self):
+        """Its ``[communication]`` key: ``toml``, or ``NAME``."""
+        return self.toml or self.name
 
 
 #: The seed every layer's draws come from (one for the whole network).
@@ -74,9 +100,9 @@ def add_arguments(parser):
     group = parser.add_argument_group("communication (rowstoch_fast.network)")
     for opt in [*declared(), NETWORK_SEED]:
         if opt.kind is bool:
-            group.add_argument(opt.flag, action="store_true", help=opt.help)
+            group.add_argument(opt.flag, dest=opt.name, action="store_true", help=opt.help)
             continue
-        kw = {"default": opt.default, "help": opt.help}
+        kw = {"dest": opt.name, "default": opt.default, "help": opt.help}
         cli_type = opt.cli_type
         if cli_type is not None:
             kw["type"] = cli_type
@@ -91,8 +117,29 @@ def add_arguments(parser):
 
 
 def declared():
-    """Every layer's options in their listing order (``--network-seed`` not among them)."""
-    return [opt for cls in _layers(listed=True) for opt in cls.OPTIONS]
+    """Every layer's options in their listing order (``--network-seed`` not among them). Two options spelled
+    alike (a name, flag or key another layer's option has) are refused, naming both layers."""
+    out, seen = [], {}
+    for cls in _layers(listed=True):
+        for opt in cls.OPTIONS:
+            for spelling in (("name", opt.name), ("flag", opt.flag), ("key", opt.key)):
+                owner = seen.setdefault(spelling, cls)
+                if owner is not cls:
+                    raise TypeError(f"{cls.__qualname__}: its option {opt.name!r} has the {spelling[0]} "
+                                    f"{spelling[1]!r} of an option of {owner.__qualname__}; spell it otherwise "
+                                    f"(a subclass declares OPTIONS of its own)")
+            out.append(opt)
+    for spelling in (("name", NETWORK_SEED.name), ("flag", NETWORK_SEED.flag), ("key", NETWORK_SEED.key)):
+        if spelling in seen:
+            raise TypeError(f"{seen[spelling].__qualname__}: an option has the {spelling[0]} {spelling[1]!r} of "
+                            f"the network seed; spell it otherwise")
+    return out
+
+
+def spellings():
+    """``[(name, flag, key)]`` of every layer's option and ``--network-seed``: its destination, its command-line
+    flag and its ``[communication]`` key, as declared."""
+    return [(opt.name, opt.flag, opt.key) for opt in [*declared(), NETWORK_SEED]]
 
 
 def names():
@@ -102,17 +149,17 @@ def names():
 
 def toml_schema():
     """``[communication]``'s keys: ``{key: (destination, kind)}``."""
-    return {opt.name: (opt.name, opt.kind) for opt in [*declared(), NETWORK_SEED]}
+    return {opt.key: (opt.name, opt.kind) for opt in [*declared(), NETWORK_SEED]}
 
 
 def toml_choices():
     """``{key: choices}`` of the keys that have them (a ``"str|list"`` key: what each item names before a colon)."""
-    return {opt.name: tuple(opt.choices) for opt in declared() if opt.choices}
+    return {opt.key: tuple(opt.choices) for opt in declared() if opt.choices}
 
 
 def toml_item_help():
     """``{key: item_help}`` of the sweeps whose items take more than a choice."""
-    return {opt.name: opt.item_help for opt in declared() if opt.item_help}
+    return {opt.key: opt.item_help for opt in declared() if opt.item_help}
 
 
 def in_use(ns):

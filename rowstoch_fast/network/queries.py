@@ -7,9 +7,7 @@ from __future__ import annotations
 
 from ..mixing import MixingMatrix
 from .base import Network
-from .lossy import Lossy
 from .messages import _Messages
-from .sleepy import Sleepy
 
 
 def base_matrix(net):
@@ -38,13 +36,13 @@ def source_matrices(net):
 
 def fixed_links(M):
     """Whether ``M`` has a fixed set of links whose messages an algorithm can follow one by one (per-link
-    state: running sums, buffers): a static matrix, or a network that reports which messages arrived over one
-    (:class:`Lossy` over a :class:`MixingMatrix`), with sleeping nodes (:class:`Sleepy` over those: a sleeping
-    node's links are silent) and under message layers (compression, noise, delays) or not. Schedules have not."""
+    state: running sums, buffers): a static matrix, or a network whose layers on the links say so
+    (:attr:`Network.reports_arrivals`, read off the outermost of them: :class:`Lossy` over a static matrix,
+    :class:`Sleepy` over one or over those losses), under message layers (compression, noise, delays) or not.
+    Schedules have not. Decided by what the layers declare, never by their types: a new layer is answered for
+    as it declares."""
     M = weights_of(M)
-    if isinstance(M, Sleepy):  # (sleep silences a node's links for an iteration; it keeps them)
-        M = M.base
-    return not isinstance(M, Network) or (isinstance(M, Lossy) and isinstance(M.base, MixingMatrix))
+    return not isinstance(M, Network) or bool(M.reports_arrivals)
 
 
 def as_undirected(net):

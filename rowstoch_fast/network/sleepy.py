@@ -12,7 +12,6 @@ from ..errors import UsageError
 from ..mixing import MixingMatrix
 from ._rounds import _base_entries, _keep_empty_rows, _materialise, _undirected_entries, _with_diagonal
 from .base import _under_messages, advance_two_state, as_network, jump_two_state, MAX_ACTIVATION_STEPS, Network
-from .lossy import Lossy
 from .options import Option
 
 
@@ -136,22 +135,30 @@ class Sleepy(Network):
 
     def arrived(self, t, r, indptr, indices, row_ids=None, col_ids=None):
         """Which messages of round ``r`` of iteration ``t`` arrive (see :meth:`Lossy.arrived`): those of the base
-        network (its losses, if it is a :class:`Lossy`) between two awake nodes; a self loop always. For the
+        network (its losses, where it reports arrivals) between two awake nodes; a self loop always. For the
         methods that follow messages one by one (running sums: :class:`~rowstoch_fast.RobustGradientPush`,
         :class:`~rowstoch_fast.RFAST`) a sleeping node's links are silent for the iteration: what it would send
         and what is sent to it waits on the links, and it takes its own step with what it holds."""
-        if isinstance(self.base, Lossy):
-            arrived = self.base.arrived(t, r, indptr, indices, row_ids=row_ids, col_ids=col_ids)
-        elif isinstance(self.base, MixingMatrix):
-            arrived = np.ones(len(indices), dtype=bool)
-        else:
+        if not self.reports_arrivals:
             raise ValueError(f"{self!r}: per-message arrivals need a static matrix under the sleep and losses (a "
                              "fixed set of links), not a schedule or another network")
+        if isinstance(self.base, MixingMatrix):
+            arrived = np.ones(len(indices), dtype=bool)
+        else:
+            arrived = self.base.arrived(t, r, indptr, indices, row_ids=row_ids, col_ids=col_ids)
         rows = np.repeat(np.arange(len(indptr) - 1, dtype=np.int64), np.diff(indptr))
         gi = rows if row_ids is None else np.asarray(row_ids)[rows]
         gj = np.asarray(indices, dtype=np.int64) if col_ids is None else np.asarray(col_ids)[indices]
         awake = self.awake(t)
         return arrived & ((awake[gi] & awake[gj]) | (gi == gj))
+
+    @property
+    def reports_arrivals(self):
+        """Over a static matrix, or over a layer that reports arrivals (:attr:`Network.reports_arrivals`: losses
+        over one) and puts no node to sleep itself (the per-link passes read one awake mask, this layer's)."""
+        base = self.base
+        return isinstance(base, MixingMatrix) or (bool(getattr(base, "reports_arrivals", False))
+                                                  and not hasattr(base, "awake"))
 
     def senders(self, t):
         """The nodes awake at ``t`` (a sleeping node sends nothing), and among them its base's senders."""
@@ -277,8 +284,9 @@ class Sleepy(Network):
     def check_options(cls, ns, d=None):
         if not 0.0 < ns.awake <= 1.0:
             raise UsageError(f"--awake must be in (0, 1], got {ns.awake}")
+        flags = {opt.name: opt.flag for opt in Sleepy.OPTIONS}  # (as declared)
         for name in cls._MODEL_OPTIONS:
-            option, value = "--" + name.replace("_", "-"), getattr(ns, name)
+            option, value = flags[name], getattr(ns, name)
             if (value is None) == (name in cls._TAKES[ns.activation]):
                 owner = next(model for model, takes in cls._TAKES.items() if name in takes)
                 raise UsageError(f"{option} goes with --activation {owner}" if value is not None
