@@ -1,6 +1,6 @@
 """Type stub of the compiled kernels (csrc/bindings.cpp)."""
 
-from typing import Literal, overload
+from typing import Literal, Sequence, overload
 
 import numpy as np
 from numpy.typing import NDArray
@@ -125,6 +125,43 @@ def lost_links(
     col_ids: NDArray[np.int64] | None = None,
     bad: NDArray[np.uint8] | NDArray[np.bool_] | None = None,
 ) -> NDArray[np.uint8]: ...
+def running_sums(
+    indptr: NDArray[np.integer],
+    indices: NDArray[np.integer],
+    data: NDArray[np.floating],
+    arrived: NDArray[np.bool_] | NDArray[np.uint8],
+    blocks: Sequence[
+        tuple[
+            NDArray[np.floating],
+            NDArray[np.floating],
+            NDArray[np.floating],
+            NDArray[np.floating],
+            NDArray[np.uint8] | NDArray[np.bool_],
+            NDArray[np.uint8] | NDArray[np.bool_],
+        ]
+    ],
+    check_indices: bool = True,
+    ncols: int = -1,
+) -> None: ...
+def running_sums_compact(
+    indptr: NDArray[np.integer],
+    indices: NDArray[np.integer],
+    data: NDArray[np.floating],
+    arrived: NDArray[np.bool_] | NDArray[np.uint8],
+    blocks: Sequence[
+        tuple[
+            NDArray[np.floating],
+            NDArray[np.floating],
+            NDArray[np.int64],
+            NDArray[np.floating],
+            NDArray[np.int64],
+            NDArray[np.floating],
+        ]
+    ],
+    check_indices: bool = True,
+    ncols: int = -1,
+    draw: tuple[int, int, int, float] | None = None,
+) -> int: ...
 def mix_power(
     indptr: NDArray[np.integer],
     indices: NDArray[np.integer],

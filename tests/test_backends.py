@@ -1066,3 +1066,59 @@ def test_blocks_off_a_packs_alignment_take_the_one_value_kernels(cuda_on_host, m
         fake.launched.clear()
         np.testing.assert_array_equal(backend.mix(A, off_alignment(X)), A.mix(X))
         assert fake.launched and all("1x" in k for k in fake.launched), fake.launched
+
+
+@pytest.mark.parametrize("name", ["robust-gradient-push", "r-fast"])
+def test_the_cpu_running_sums_sweep_equals_the_twin_and_resumes_bit_for_bit(name, monkeypatch):
+    """The CPU backend's running sums in one sweep (issue 52) on a lossy directed network: the iterates equal the
+    dense link-by-link twin with the network's own draws; the two forms the backend keeps the per-link mass in
+    (compact: only the links holding mass; dense blocks with flags per link, what MPI and delays use) give the
+    same bits, switching form mid-run included; and a state saved mid-run resumes bit for bit (from_state_dict,
+    its per-link blocks written into new blocks), with the same per-link blocks in either form."""
+    from rowstoch_fast._hashing import uniform_hash
+    from rowstoch_fast.backends.cpu import CpuBackend
+    from rowstoch_fast.network import Lossy
+    from rowstoch_fast.objectives import Quadratic
+
+    A = topology.erdos_renyi(20, 0.25, seed=2)
+    f = Quadratic.random(20, 3, seed=1)
+    net = Lossy(A, 0.3, seed=4)
+    cls = REGISTRY[name]
+    mats = cls.problem_matrices(net)
+    form = {"compact": True}
+    monkeypatch.setattr(CpuBackend, "_keeps_links_compact", lambda self: form["compact"])
+
+    def run(steps, forms, opt=None):
+        opt = opt or cls(**mats, x0=f.x0(), lr=0.02, backend="cpu")
+        xs, states = [], []
+        for k in range(steps):
+            form["compact"] = forms(k)
+            opt.step(f.full_gradient)
+            xs.append(opt.x.copy())
+            states.append(opt.state_dict())
+        return opt, xs, states
+
+    _, compact, saved = run(12, lambda k: True)
+    _, dense, dense_saved = run(12, lambda k: False)
+    _, mixed, _ = run(12, lambda k: k % 3 == 1)
+    for k in range(12):
+        np.testing.assert_array_equal(dense[k], compact[k])
+        np.testing.assert_array_equal(mixed[k], compact[k])
+        for key, value in saved[k].items():
+            if key.startswith("pending_"):
+                np.testing.assert_array_equal(dense_saved[k][key], value)
+    assert any(saved[5][key].any() for key in saved[5] if key.startswith("pending_"))  # (mass in flight)
+    for forms in (lambda k: True, lambda k: k % 2 == 0):
+        again = cls.from_state_dict(saved[5], **mats, backend="cpu")
+        _, resumed, _ = run(6, forms, again)
+        for k in range(6):
+            np.testing.assert_array_equal(resumed[k], compact[6 + k])
+    lost = lambda k, i, j: float(uniform_hash(4, k, 0, i, j)) < 0.3  # noqa: E731
+    x0 = np.broadcast_to(f.x0(), (20, 3))
+    if name == "r-fast":
+        twin = _reference.r_fast(A.toarray(), mats["C"].base.toarray(), x0, 0.02, f.full_gradient, 12, lost_A=lost,
+                                 lost_C=lost)
+    else:
+        twin = _reference.robust_gradient_push(mats["C"].base.toarray(), x0, 0.02, f.full_gradient, 12, lost=lost)
+    for k in range(12):
+        np.testing.assert_allclose(compact[k], twin[k + 1], rtol=1e-12, atol=1e-12)

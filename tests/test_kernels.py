@@ -530,3 +530,138 @@ def test_the_compiled_arrival_draws_refuse_bad_input():
         _core.lost_links(indptr, indices, 0, 0, 0, 0.1, bad=np.zeros(2, np.uint8))
     with pytest.raises(TypeError, match="must both be int32 or both int64"):
         _core.lost_links(indptr.astype(np.int32), indices, 0, 0, 0, 0.1)
+
+
+# ---------------------------------------------------------------- per-link running sums in one sweep (issue 52)
+def _two_pass_running_sums(indptr, indices, data, arrived, X, pending):
+    """The round as the CPU backend took it before the sweep (two CSR passes, a clear, a fancy update): the
+    definition the sweeps equal bit for bit."""
+    nnz = len(indices)
+    taken = np.ascontiguousarray(data * arrived)
+    out = _core.mix(indptr, indices, taken, X, check_indices=False, ncols=X.shape[0])
+    every = np.arange(nnz, dtype=indptr.dtype)
+    out = out + _core.mix(indptr, every, arrived.astype(data.dtype), pending, check_indices=False, ncols=nnz)
+    kept = np.flatnonzero(~arrived)
+    new = np.zeros_like(pending)
+    new[kept] = pending[kept] + data[kept, None] * X[indices[kept]]
+    return out, new
+
+
+def _dense_running_sums(indptr, indices, data, arrived, X, pending):
+    """The round from its equation, link by link in float64: out_i = sum over arrived links of C_ij x_j + p_ij."""
+    out, new = np.zeros((len(indptr) - 1, X.shape[1])), np.zeros(pending.shape)
+    for i in range(len(indptr) - 1):
+        for p in range(indptr[i], indptr[i + 1]):
+            mass = pending[p].astype(np.float64) + float(data[p]) * X[indices[p]].astype(np.float64)
+            if arrived[p]:
+                out[i] += mass
+            else:
+                new[p] = mass
+    return out, new
+
+
+@settings(max_examples=40, deadline=None)
+@given(csr_and_block(max_n=10, max_d=4), st.sampled_from([1, 2, 3, 17, 35]), st.integers(0, 2**32 - 1))
+def test_running_sums_sweeps_equal_the_two_pass_form_round_after_round(A_X, w, seed):
+    """Both sweeps (dense blocks with per-link flags; the mass held compactly by the links that hold any) equal the
+    two-pass form bit for bit, round after round with fresh arrivals, two quantities in one sweep (widths on
+    either side of the 16-column chunk), from a first round whose flags know nothing (all ones), and the
+    equation link by link to rounding."""
+    A, _ = A_X
+    fdt = A.dtype
+    indptr, indices, data = A.indptr, A.indices, np.abs(A.data)  # (column weights are >= 0)
+    nnz, n = len(indices), A.shape[0]
+    rng = np.random.default_rng(seed)
+    widths = (w, 1)
+    Xs = [rng.standard_normal((n, k)).astype(fdt) for k in widths]
+    ref = [np.where(rng.random((nnz, 1)) < 0.5, rng.standard_normal((nnz, k)), 0).astype(fdt) for k in widths]
+    dense = [[p.copy(), np.zeros_like(p)] for p in ref]  # (double-buffered, as the algorithms keep them)
+    flags = [[np.ones(nnz, np.uint8), np.ones(nnz, np.uint8)] for _ in widths]
+    compact = []
+    for p in ref:
+        ids = np.flatnonzero((p != 0).any(axis=1)).astype(np.int64)
+        compact.append((ids, np.ascontiguousarray(p[ids])))
+    for k in range(4):
+        rows = np.repeat(np.arange(n), np.diff(indptr))
+        arrived = (rng.random(nnz) < 0.6) | (rows == indices)
+        a, b = k % 2, (k + 1) % 2
+        outs_dense = [np.empty((n, x.shape[1]), dtype=fdt) for x in Xs]
+        outs_compact = [np.empty((n, x.shape[1]), dtype=fdt) for x in Xs]
+        rooms = [(np.empty(nnz, np.int64), np.empty((nnz, x.shape[1]), dtype=fdt)) for x in Xs]
+        _core.running_sums(indptr, indices, data, arrived,
+                           [(Xs[q], outs_dense[q], dense[q][a], dense[q][b], flags[q][a], flags[q][b])
+                            for q in range(2)])
+        held = _core.running_sums_compact(indptr, indices, data, arrived,
+                                          [(Xs[q], outs_compact[q], *compact[q], *rooms[q]) for q in range(2)])
+        assert held == int((~arrived).sum())
+        for q in range(2):
+            want_out, want_new = _two_pass_running_sums(indptr, indices, data, arrived, Xs[q], ref[q])
+            exact_out, exact_new = _dense_running_sums(indptr, indices, data, arrived, Xs[q], ref[q])
+            np.testing.assert_array_equal(outs_dense[q], want_out)
+            np.testing.assert_array_equal(outs_compact[q], want_out)
+            np.testing.assert_array_equal(dense[q][b], want_new)
+            np.testing.assert_array_equal(flags[q][b], (~arrived).astype(np.uint8))
+            np.testing.assert_array_equal(rooms[q][0][:held], np.flatnonzero(~arrived))
+            np.testing.assert_array_equal(rooms[q][1][:held], want_new[~arrived])
+            np.testing.assert_allclose(want_out, exact_out, rtol=tol(fdt), atol=tol(fdt) * 10)
+            np.testing.assert_allclose(want_new, exact_new, rtol=tol(fdt), atol=tol(fdt) * 10)
+            ref[q], compact[q] = want_new, (rooms[q][0][:held], rooms[q][1][:held])
+
+
+def test_running_sums_refuse_bad_arguments_clearly():
+    """Wrong sizes, dtypes, strided or overlapping outputs and unsorted link ids raise, naming the argument."""
+    indptr, indices = np.array([0, 2, 3], dtype=np.int64), np.array([0, 1, 1], dtype=np.int64)
+    data, arrived = np.array([0.5, 0.5, 1.0]), np.array([True, False, True])
+    X, out, P, Q = np.ones((2, 3)), np.empty((2, 3)), np.zeros((3, 3)), np.zeros((3, 3))
+    h, g = np.ones(3, np.uint8), np.ones(3, np.uint8)
+    _core.running_sums(indptr, indices, data, arrived, [(X, out, P, Q, h, g)])
+    with pytest.raises(ValueError, match=r"blocks\[0\].pending must have shape"):
+        _core.running_sums(indptr, indices, data, arrived, [(X, out, P[:2], Q, h, g)])
+    with pytest.raises(TypeError, match=r"blocks\[0\].X must have dtype|X"):
+        _core.running_sums(indptr, indices, data, arrived, [(X.astype(np.float32), out, P, Q, h, g)])
+    with pytest.raises(ValueError, match=r"pending_out shares memory"):
+        _core.running_sums(indptr, indices, data, arrived, [(X, out, P, P, h, g)])
+    with pytest.raises(ValueError, match=r"contiguous"):
+        _core.running_sums(indptr, indices, data, arrived, [(X, np.empty((2, 6))[:, ::2], P, Q, h, g)])
+    with pytest.raises(ValueError, match=r"arrived has 2 entries"):
+        _core.running_sums(indptr, indices, data, arrived[:2], [(X, out, P, Q, h, g)])
+    with pytest.raises(ValueError, match=r"1 to 8"):
+        _core.running_sums(indptr, indices, data, arrived, [])
+    with pytest.raises(TypeError, match=r"blocks\[0\].held must be a bool"):
+        _core.running_sums(indptr, indices, data, arrived, [(X, out, P, Q, None, g)])
+    with pytest.raises(TypeError, match=r"blocks\[0\] must be a tuple"):
+        _core.running_sums(indptr, indices, data, arrived, [[X, out, P, Q, h, g]])
+    ids, room, rows = np.array([2, 1], dtype=np.int64), np.empty(3, np.int64), np.empty((3, 3))
+    with pytest.raises(ValueError, match=r"increasing link ids"):
+        _core.running_sums_compact(indptr, indices, data, arrived, [(X, out, ids, np.zeros((2, 3)), room, rows)])
+    with pytest.raises(ValueError, match=r"room for every link"):
+        _core.running_sums_compact(indptr, indices, data, arrived, [(X, out, ids[:0], np.zeros((0, 3)), room[:2],
+                                                                     rows)])
+    with pytest.raises(ValueError, match=r"pending must have shape"):
+        _core.running_sums_compact(indptr, indices, data, arrived, [(X, out, ids[1:], np.zeros((2, 3)), room, rows)])
+    with pytest.raises(TypeError, match=r"int64"):
+        _core.running_sums_compact(indptr, indices, data, arrived, [(X, out, ids[1:].astype(np.int32),
+                                                                     np.zeros((1, 3)), room, rows)])
+
+
+@settings(max_examples=25, deadline=None)
+@given(csr_and_block(max_n=12, max_d=3), st.integers(0, 2**40), st.integers(0, 50), st.floats(0.0, 1.0))
+def test_the_compact_sweep_draws_the_losses_of_lost_links(A_X, seed, t, p):
+    """draw = (seed, t, r, p): the sweep draws the round's Bernoulli losses itself, the same as lost_links (a self
+    loop always arriving) and the same sums as when it is handed them."""
+    A, X = A_X
+    indptr, indices, data = A.indptr, A.indices, np.abs(A.data)
+    nnz, n, w = len(indices), A.shape[0], X.shape[1]
+    drawn = np.empty(nnz, dtype=bool)
+    out, room = np.empty((n, w), dtype=X.dtype), (np.empty(nnz, np.int64), np.empty((nnz, w), dtype=X.dtype))
+    none = (np.empty(0, np.int64), np.empty((0, w), dtype=X.dtype))
+    held = _core.running_sums_compact(indptr, indices, data, drawn, [(X, out, *none, *room)], draw=(seed, t, 1, p))
+    arrived = ~_core.lost_links(indptr, indices, seed, t, 1, p).view(bool)
+    np.testing.assert_array_equal(drawn, arrived)
+    assert held == int((~arrived).sum())
+    given_out, given_room = np.empty_like(out), (np.empty(nnz, np.int64), np.empty((nnz, w), dtype=X.dtype))
+    _core.running_sums_compact(indptr, indices, data, arrived, [(X, given_out, *none, *given_room)])
+    np.testing.assert_array_equal(out, given_out)
+    np.testing.assert_array_equal(room[1][:held], given_room[1][:held])
+    with pytest.raises(TypeError, match=r"draw must be a tuple"):
+        _core.running_sums_compact(indptr, indices, data, drawn, [(X, out, *none, *room)], draw=[seed, t, 1, p])

@@ -155,4 +155,7 @@ class RFAST(Optimizer):
             raise ValueError(f"state is missing {keys} (the per-link undelivered changes and tracker mass); pass the "
                              f"dict returned by RFAST.state_dict()")
         for name, key in zip(self.matrices, keys):
-            self._turn(name, self.iteration)[0][...] = self._ops.scatter_links(self._links[name], state[key])
+            block = self._ops.xp.empty_like(self._turn(name, self.iteration)[0])  # (a new block: backends know
+            # their per-link blocks by identity)
+            block[...] = self._ops.scatter_links(self._links[name], state[key])
+            self._pending[name][self.iteration % 2] = block

@@ -131,5 +131,8 @@ class RobustGradientPush(Optimizer):
             raise ValueError("state is missing ['pending_x', 'pending_w'] (the per-link undelivered mass); pass the "
                              "dict returned by RobustGradientPush.state_dict()")
         px, pw = self._pending[self.iteration % 2]
+        xp = self._ops.xp
+        px, pw = xp.empty_like(px), xp.empty_like(pw)  # (new blocks: a backend knows its blocks by identity)
         px[...] = self._ops.scatter_links(self._links, state["pending_x"])
         pw[...] = self._ops.scatter_links(self._links, state["pending_w"])
+        self._pending[self.iteration % 2] = (px, pw)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from .. import _core
@@ -67,25 +69,41 @@ class CpuBackend(Backend):
                                 y_out, xw, psi, work, check_indices=False)
 
     def running_sums(self, C, net, t, r, blocks):
-        """:meth:`Backend.running_sums` through the compiled CSR pass: a receiver takes the delivered shares
-        (a mix with the lost weights zeroed) plus the delivered undelivered mass (a mix over the links), and
-        only the links whose message was lost keep anything. The same values as the generic operations up to
-        the order of two sums (rounding), identical on every partition of the nodes. Compressed messages: the
-        pass reads ``[own rows; messages]`` (a self loop its own row); delays and noise as the generic ones."""
+        """:meth:`Backend.running_sums` in one compiled sweep over the links for all of ``blocks``
+        (``rowstoch/links.hpp``): a receiver takes the delivered shares plus the mass that waited on the links
+        whose message arrived, and only the links whose message was lost keep anything. The same values as the
+        generic operations up to the order of two sums (rounding; bit for bit those of the two CSR passes this
+        replaced), identical on every partition of the nodes.
+
+        Where the links keep nothing but what was lost (no delays, no noise on the links) the mass is held only by
+        the links that hold any (:class:`_LinkMass`: their ids and rows, in link order; the dense blocks the
+        algorithm allocated stay untouched, :meth:`gather_links` writes them out), so that a round reads those
+        rows and writes the lost links' rows as two streams (``_core.running_sums_compact``). Otherwise (and under
+        MPI, whose checkpoints read the dense blocks) the dense blocks are kept exact and the sweep touches a row
+        only where it holds or gets mass (``_core.running_sums``, flags per link). Either way a round costs about
+        one mix plus the lost links' rows, never a pass over the whole block; Bernoulli losses right over the
+        matrix are drawn by the compact sweep itself (the draws of ``Lossy.arrived``). Compressed messages: the
+        sweep reads ``[own rows; messages]`` (a self loop its own row); delays and noise as the generic ones (their
+        late mass added after the sweep)."""
         links = self._link_arrays(C)
         indptr, indices, row_ids, col_ids = links["host"]
-        deliver = self._delivered(links, net, t, r)
+        compact = self._keeps_links_compact() and not _late_links(net)
+        draw = _drawn_in_sweep(net, t, r) if compact and row_ids is None else None
+        if draw is None:
+            deliver = self._delivered(links, net, t, r)
+        else:  # (Bernoulli losses over the matrix: drawn by the sweep itself, into a buffer kept for them)
+            deliver = links.get("arrived")
+            if deliver is None:
+                deliver = links["arrived"] = np.empty(links["nnz"], dtype=bool)
         data, awake = self._link_weights(C, links, net, t)
-        taken = np.ascontiguousarray(data * deliver)
-        delivered = deliver.astype(self.dtype)
-        kept = np.flatnonzero(~deliver)
-        every = links.setdefault("every", np.arange(links["nnz"], dtype=np.int64))
-        for src, out, pending, pending_out in blocks:
+        widths = [src.shape[1] for src, _, _, _ in blocks]
+        quantities, late_args = [], []
+        for k, (src, out, pending, pending_out) in enumerate(blocks):
             state = self.channel(net)  # (each block a quantity of its own: its draws, its history)
             ext, index = self._link_source(C, src), indices
             msg = self._link_message(net, src, t, state)
             if msg is not None:  # [own rows; messages] (the halo block is shared: each half copied out of it)
-                stacked = self._link_work((2 * ext.shape[0], ext.shape[1]))
+                stacked = self._link_work((2 * ext.shape[0], ext.shape[1]), k)
                 stacked[:len(ext)] = ext
                 stacked[len(ext):] = self._link_source(C, msg)
                 if "own_and_messages" not in links:
@@ -93,26 +111,88 @@ class CpuBackend(Backend):
 
                     links["own_and_messages"] = own_and_messages(indptr, indices, row_ids, col_ids, len(ext))
                 ext, index = stacked, links["own_and_messages"]
-            _core.mix(indptr, index, taken, ext, out, check_indices=False, ncols=ext.shape[0])  # shares taken
-            extra = self._link_work(out.shape)
-            _core.mix(indptr, every, delivered, pending, extra, check_indices=False, ncols=links["nnz"])
-            out += extra  # ... and the mass that waited on the links
-            pending_out[...] = 0
-            if kept.size:  # what stays: the lost messages' links, their old mass and this round's share
-                pending_out[kept] = pending[kept] + data[kept, None] * ext[index[kept]]
+            elif ext is not src and widths[k] in widths[k + 1:]:  # (a shared halo block the next one overwrites)
+                ext = ext.copy()
+            mass_in, mass_out = self._link_mass(pending), self._link_mass(pending_out)
+            if compact:
+                ids, rows = mass_in.compact(pending)
+                new_ids, new_rows = mass_out.room(pending_out)
+                quantities.append((ext, out, ids, rows, new_ids, new_rows))
+            else:
+                quantities.append((ext, out, pending, pending_out, mass_in.dense(pending), mass_out.dense(pending_out)))
+            late_args.append((msg, state, out, pending_out, mass_out))
+        sweep_indptr = indptr
+        if index.dtype != indptr.dtype:  # (the sweep reads one index type: both as int64, converted once)
+            wide = links.get("wide")
+            if wide is None or wide[0] is not index:
+                wide = links["wide"] = (index, indptr.astype(np.int64), index.astype(np.int64))
+            sweep_indptr, index = wide[1], wide[2]
+        ncols = quantities[0][0].shape[0]
+        if compact:
+            held = _core.running_sums_compact(sweep_indptr, index, data, deliver, quantities, check_indices=False,
+                                              ncols=ncols, draw=draw)
+            for _, _, _, _, mass_out in late_args:
+                mass_out.wrote_compact(held)
+            return
+        for *_, mass_out in late_args:  # (before the sweep writes: a failure leaves the flags conservative)
+            mass_out.writes_dense()
+        _core.running_sums(sweep_indptr, index, data, deliver, quantities, check_indices=False, ncols=ncols)
+        for msg, state, out, pending_out, mass_out in late_args:
             late = None if msg is None else self._late_mass(links, net, t, r, deliver, msg, data, awake, state)
             if late is not None:  # (a delayed or noisy link keeps part of what arrived)
-                ones = links.setdefault("ones", np.ones(links["nnz"], dtype=self.dtype))
+                mass_out.held[...] = 1  # (any link may now hold mass)
+                every = links.get("every")
+                if every is None:
+                    every = links["every"] = np.arange(links["nnz"], dtype=np.int64)
+                ones = links.get("ones")
+                if ones is None:
+                    ones = links["ones"] = np.ones(links["nnz"], dtype=self.dtype)
+                extra = self._link_work(out.shape, "late")
                 _core.mix(indptr, every, ones, late, extra, check_indices=False, ncols=links["nnz"])
                 out -= extra
                 pending_out += late
 
-    def _link_work(self, shape):
-        """A work block of ``shape`` (kept between calls)."""
+    def _keeps_links_compact(self):
+        """Whether the per-link mass may live in :class:`_LinkMass`' compact form between rounds: where this
+        class's :meth:`gather_links` writes checkpoints (a subclass that reads the dense blocks itself, the MPI
+        backend, keeps them exact)."""
+        cls = type(self)
+        return cls.gather_links is CpuBackend.gather_links and cls.link_zeros is CpuBackend.link_zeros
+
+    def _link_mass(self, block):
+        """The :class:`_LinkMass` of the per-link block ``block`` (kept between calls, known by the block's
+        identity: a block this backend has not seen is read as it is; so a block written other than by a round
+        must be a new array: the algorithms' ``_load_extra`` put a loaded state into new blocks)."""
+        cache = self.__dict__.setdefault("_link_masses", {})
+        entry = cache.get(id(block))
+        if entry is None or entry[0]() is not block:
+            for key in [key for key, (ref, _) in cache.items() if ref() is None]:
+                del cache[key]
+            entry = cache[id(block)] = (weakref.ref(block), _LinkMass(block.shape[0]))
+        return entry[1]
+
+    def link_zeros(self, C, width):
+        """A zero block of one row per stored entry of ``C`` (per-link state), known to :meth:`running_sums` to
+        hold nothing (its pages are not touched while the mass is kept compact)."""
+        block = np.zeros((self._link_arrays(C)["nnz"], width), dtype=self.dtype)
+        mass = self._link_mass(block)
+        mass.held, mass.m = np.zeros(block.shape[0], dtype=np.uint8), 0
+        return block
+
+    def gather_links(self, C, block):
+        """A per-link block in the order of ``C``'s stored entries, as a new host array (the mass the links hold,
+        written out of its compact form where :meth:`running_sums` keeps it so)."""
+        entry = self.__dict__.get("_link_masses", {}).get(id(block))
+        if entry is not None and entry[0]() is block and not entry[1].dense_valid:
+            return entry[1].written_out(block)
+        return np.array(block)
+
+    def _link_work(self, shape, slot=0):
+        """A work block of ``shape`` (kept between calls; ``slot``: another block of the same shape)."""
         cache = self.__dict__.setdefault("_link_work_blocks", {})
-        if shape not in cache:
-            cache[shape] = np.empty(shape, dtype=self.dtype)
-        return cache[shape]
+        if (shape, slot) not in cache:
+            cache[shape, slot] = np.empty(shape, dtype=self.dtype)
+        return cache[shape, slot]
 
     def tracker(self, A, rounds, kind):
         """The diagonal tracker ``Diag(A^(tR))^-1`` (``.scale(t)``: this process's rows); on a time-varying
@@ -163,3 +243,89 @@ class CpuBackend(Backend):
         view = block.view()
         view.flags.writeable = False
         return view
+
+
+def _drawn_in_sweep(net, t, r):
+    """``(seed, t, r, p)`` where the compact sweep can draw the round's losses itself (Bernoulli losses right over a
+    static matrix: ``Lossy.arrived``'s draws, ``_core.lost_links``), else None (the network draws them)."""
+    from ..network import Lossy
+
+    if type(net) is not Lossy or net.model != "bernoulli" or not isinstance(net.base, MixingMatrix):
+        return None
+    if net.seed >= 2**63 or t >= 2**63 or r >= 2**63:  # (the sweep takes them as int64)
+        return None
+    return (net.seed, t, r, net.p)
+
+
+def _late_links(net):
+    """Whether the links of ``net`` keep part of what arrived (a delayed layer, or noise on the links): the
+    running sums then hold mass on links whose message arrived."""
+    if not hasattr(net, "encode"):
+        return False
+    return net.delayed() is not None or any(layer.sigma != 0 for layer in net.noisy_links())
+
+
+class _LinkMass:
+    """The mass a per-link block holds, in the forms :meth:`CpuBackend.running_sums` keeps between rounds: the dense
+    block itself (``dense_valid``; ``held``: which of its rows may be non-zero, None where unknown) and/or the
+    compact form (``m`` links hold mass: ``ids[:m]``, increasing, and their rows ``rows[:m]``; None where unknown).
+    At least one form is up to date; the other is rebuilt from it when a round needs it (once, when a run changes
+    form: never in a run that keeps one)."""
+
+    __slots__ = ("nnz", "dense_valid", "held", "m", "ids", "rows")
+
+    def __init__(self, nnz):
+        self.nnz, self.dense_valid, self.held, self.m, self.ids, self.rows = nnz, True, None, None, None, None
+
+    def _storage(self, block):
+        if self.ids is None or self.rows.shape[1] != block.shape[1]:
+            self.ids = np.empty(self.nnz, dtype=np.int64)  # (room for every link; pages touched as used)
+            self.rows = np.empty((self.nnz, block.shape[1]), dtype=block.dtype)
+        return self.ids, self.rows
+
+    def compact(self, block):
+        """``(ids, rows)``: the links holding mass and their rows (read by a round), from the dense block if the
+        compact form is not up to date (the rows with any non-zero bit)."""
+        ids, rows = self._storage(block)
+        if self.m is None:
+            bits = block.view(np.uint64 if block.dtype.itemsize == 8 else np.uint32)
+            found = np.flatnonzero((bits != 0).any(axis=1))
+            self.m = len(found)
+            ids[:self.m] = found
+            rows[:self.m] = block[found]
+        return ids[:self.m], rows[:self.m]
+
+    def room(self, block):
+        """``(ids, rows)`` with room for every link, for a round to write this block's new mass into."""
+        self.m = None  # (written now: until wrote_compact, neither form is known)
+        self.dense_valid, self.held = False, None
+        return self._storage(block)
+
+    def wrote_compact(self, m):
+        self.m = int(m)
+
+    def dense(self, block):
+        """The dense block's flags (which rows may hold mass), after writing the compact form out into it if that
+        is the one up to date."""
+        if not self.dense_valid:
+            block[...] = 0
+            held = np.zeros(self.nnz, dtype=np.uint8)
+            if self.m:
+                block[self.ids[:self.m]] = self.rows[:self.m]
+                held[self.ids[:self.m]] = 1
+            self.dense_valid, self.held = True, held
+        if self.held is None:
+            self.held = np.ones(self.nnz, dtype=np.uint8)
+        return self.held
+
+    def writes_dense(self):
+        """A round is about to write the dense block (its flags brought up to date by the sweep)."""
+        if self.held is None:
+            self.held = np.ones(self.nnz, dtype=np.uint8)
+        self.dense_valid, self.m = True, None
+
+    def written_out(self, block):
+        """The dense block's values as a new array (from the compact form)."""
+        full = np.zeros(block.shape, dtype=block.dtype)
+        full[self.ids[:self.m]] = self.rows[:self.m]
+        return full
