@@ -120,7 +120,7 @@ def scipy_step(name, S, SC, s, lr, st, g):
     elif name == "wang-elia":
         u = st["x"] + st["z"]
         st["x"], st["z"] = st["x"] - 0.5 * (u - S @ u) - lr * g, st["z"] + 0.5 * (st["x"] - S @ st["x"])
-    elif name in ("local-dsgd", "k-gt", "led", "prox-skip", "dinno"):  # (one gradient step per call, K = 4)
+    elif name in ("local-dsgd", "k-gt", "led", "prox-skip", "dinno", "lt-admm"):  # (one gradient step per call, K = 4)
         k, K = st["k"], 4
         talks = COINS[k % len(COINS)] if name == "prox-skip" else (k + 1) % K == 0
         if name == "local-dsgd":
@@ -150,6 +150,15 @@ def scipy_step(name, S, SC, s, lr, st, g):
             d = 1.0 - wii
             q = g + st["p"] + 0.5 * (2 * d * st["x"] - (d - wii) * st["x_round"] - st["wx"])
             st["x"] = st["x"] - lr * q
+        elif name == "lt-admm":  # (rho = 1, alpha = 0.5, beta = lr; a round starts with its communication)
+            if k % K == 0:
+                wii = st.get("wii")
+                if wii is None:
+                    wii = st["wii"] = S.diagonal()[:, None]
+                wx = S @ st["x"]
+                st["z"], st["e"] = 0.5 * st["e"] + (wx - wii * st["x"]), st["e"] + (wx - st["x"])
+                st["c"] = (1.0 - wii) * st["x"] - st["z"]
+            st["x"] = st["x"] - lr * g - lr * st["c"]
         else:
             z = st["x"] - lr * g - st["y"]
             if talks:
@@ -164,6 +173,16 @@ def scipy_step(name, S, SC, s, lr, st, g):
         st["x"] = v - (lr / d)[:, None] * g
         st["u"] = S @ st["x"]
         st["beta"] = st["beta"] + st["x"] - st["u"]
+    elif name == "atg":  # (rho = 1, alpha = 0.5, gamma = 0.1; the link sums of y and s)
+        wii = st.get("wii")
+        if wii is None:
+            wii = st["wii"] = S.diagonal()[:, None]
+        scale = 1.0 / (2.0 - wii)  # 1 / (1 + rho d_i)
+        y, v = scale * (st["x"] + st["zy"]), scale * (g + st["zs"])
+        st["x"] = 0.9 * st["x"] + 0.1 * y - lr * v
+        for u, z, e in ((y, "zy", "ey"), (v, "zs", "es")):
+            wu = S @ u
+            st[z], st[e] = 0.5 * st[e] + (wu - wii * u), st[e] + (wu - u)
     elif name in ("gt-svrg", "gt-sarah"):  # (one sample per node, drawn; no snapshot in the timed steps)
         idx = draw_samples(st["table"].shape[0], (g.shape[0],), st["k"])
         sample = st["table"][idx, np.arange(g.shape[0])]
@@ -256,6 +275,8 @@ def make_contenders(name, A, d, lr=1e-3, seed=0, backend="cpu"):
     g = rng.standard_normal((n, d))
     cls = REGISTRY[name]
     if not cls.applies_to(A):  # an undirected network's method: the same graph made undirected, Metropolis W
+        if not isinstance(A, MixingMatrix):
+            return {}  # (not on a lossy directed network: left out of the table)
         A = undirected(A)
     x0 = rng.standard_normal((n, d))
     sync = lambda: None  # noqa: E731
@@ -337,8 +358,11 @@ def main(argv=None):
     print("|---|---|---|---|")
     rows = []
     for name in args.only.split(",") if args.only else names():  # every registered algorithm
-        med, _ = interleaved(make_contenders(name, A, args.d, backend=args.backend), rounds=args.rounds,
-                             min_time=0.05, min_calls=4)
+        contenders = make_contenders(name, A, args.d, backend=args.backend)
+        if not contenders:
+            print(f"| {name} | (does not run on this network) | | |", flush=True)
+            continue
+        med, _ = interleaved(contenders, rounds=args.rounds, min_time=0.05, min_calls=4)
         rows.append({"algorithm": name, "seconds": med})
         if "scipy" not in med:
             print(f"| {name} | {med['rowstoch'] * 1e3:.3f} | (no scipy transcription in scipy_step) | |", flush=True)

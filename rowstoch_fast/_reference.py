@@ -760,6 +760,75 @@ def dinno(W, x0, lr, grad_fn, T, local_steps=4, penalty=0.5):
     return xs[:T + 1]
 
 
+def _links_of(W):
+    """The links ``(i, j)``, ``i != j``, of a dense ``W`` (its stored off-diagonal weights)."""
+    n = len(W)
+    return [(i, j) for i in range(n) for j in range(n) if i != j and W[i, j] != 0]
+
+
+def _edge_update(z, v, rho, a):
+    """The per-link relaxed-ADMM update, one message per directed link: node ``i`` receives from ``j`` the message
+    ``z_ji - 2 rho_ji v_j`` and sets ``z_ij <- (1 - a) z_ij - a (z_ji - 2 rho_ij v_j)`` (all messages from the old
+    ``z``)."""
+    return {(i, j): (1 - a) * z[i, j] - a * (z[j, i] - 2 * rho[j, i] * v[..., j, :]) for (i, j) in z}
+
+
+def _edge_sum(z, like):
+    """``sum_j z_ij`` of every node ``i``, shaped as ``like``."""
+    out = np.zeros_like(like)
+    for (i, _), v in z.items():
+        out[..., i, :] += v
+    return out
+
+
+@twin("lt-admm")
+def lt_admm(W, x0, lr, grad_fn, T, local_steps=4, penalty=1.0, relaxation=0.5, dual_step=None):
+    """LT-ADMM (Ren, Bastianello, Johansson & Parisini 2025, Algorithm 1 with full gradients, as decent-bench 0.3.0
+    reads it), one variable ``z_ij`` per directed link, link penalties ``rho_ij = rho w_ij``, ``z_ij,0 = rho_ij
+    x0_i``: per round ``c_i = sum_j (rho_ij x_i - z_ij)``, ``tau`` steps ``phi <- phi - lr g(phi) - beta c`` from
+    ``phi = x``, ``x <- phi``, then every link's ``z_ij`` by :func:`_edge_update` with ``v = x`` (``beta`` default
+    ``lr``); the iterate after every local step."""
+    W = _dense(W)
+    beta, rho = (lr if dual_step is None else dual_step), penalty * W
+    x = np.array(x0, dtype=np.float64)
+    z = {(i, j): rho[i, j] * x[..., i, :] for (i, j) in _links_of(W)}
+    xs = [x.copy()]
+    while len(xs) <= T:
+        c = np.zeros_like(x)
+        for (i, j), zij in z.items():
+            c[..., i, :] += rho[i, j] * x[..., i, :] - zij
+        phi = x.copy()
+        for _ in range(local_steps):
+            phi = phi - lr * _grad(grad_fn, phi) - beta * c
+            xs.append(phi.copy())
+        x = phi
+        z = _edge_update(z, x, rho, relaxation)
+    return xs[:T + 1]
+
+
+@twin("atg")
+def atg(W, x0, lr, grad_fn, T, penalty=1.0, relaxation=0.5, gamma=0.1):
+    """ATG (Carnevale, Bastianello, Notarstefano & Carli 2025), as decent-bench 0.3.0 writes it, one pair
+    ``(z^y_ij, z^s_ij)`` per directed link (``0`` at the start), link penalties ``rho_ij = rho w_ij``:
+    ``y = (x + sum_j z^y_ij) / (1 + sum_j rho_ij)``, ``s = (g(x) + sum_j z^s_ij) / (1 + sum_j rho_ij)``,
+    ``x <- (1 - gamma) x + gamma (y - delta s)`` with ``delta = lr / gamma`` (``lr``: the step along ``s``), then
+    every link's ``z^y``, ``z^s`` by :func:`_edge_update` with ``v = y``, ``s``."""
+    W = _dense(W)
+    rho = penalty * W
+    x = np.array(x0, dtype=np.float64)
+    zy = {(i, j): np.zeros_like(x[..., i, :]) for (i, j) in _links_of(W)}
+    zs = {k: v.copy() for k, v in zy.items()}
+    scale = (1.0 + (rho.sum(1) - np.diag(rho)))[:, None]
+    xs = [x.copy()]
+    for _ in range(T):
+        y = (x + _edge_sum(zy, x)) / scale
+        s = (_grad(grad_fn, x) + _edge_sum(zs, x)) / scale
+        x = (1 - gamma) * x + gamma * (y - (lr / gamma) * s)
+        zy, zs = _edge_update(zy, y, rho, relaxation), _edge_update(zs, s, rho, relaxation)
+        xs.append(x.copy())
+    return xs
+
+
 # ---------------------------------------------------------------- proximal methods (composite problems)
 def _prox_of(prox, lr):
     """``v -> prox(v, lr)``, or the identity without a ``prox`` (``r = 0``)."""
