@@ -57,8 +57,8 @@ class DivergenceError(FloatingPointError):
 
 
 class GrowthWarning(RuntimeWarning):
-    """An optimizer's iterate grew more than its ``growth_limit`` (``1e6``) times its starting scale without a
-    NaN or Inf: the run is very likely diverging (a step size too large).
+    """An optimizer's iterate grew more than its ``growth_limit`` (``1e6``) times its level at iteration 16 without
+    a NaN or Inf: the run is very likely diverging (a step size too large).
 
     Warned once per optimizer by :meth:`~rowstoch_fast.algorithms.Optimizer.step`; set ``opt.growth_limit =
     None`` (or filter this category) where an iterate that large is meant.

@@ -203,9 +203,13 @@ def test_matrix_kinds_are_checked():
     # a ring's weights are doubly stochastic: built as either kind, it is taken as the other (as the same numbers)
     assert PushPull(A, A, x0, 0.1).C.stochastic == "column" and PullDiagGT(C, x0, 0.1).A.stochastic == "row"
     star = topology.star(5)  # (row-stochastic only: the centre's column sums to more than 1)
-    with pytest.raises(ValueError, match="C must be a column-stochastic MixingMatrix, got a row-stochastic one that "
-                                         "is not also column-stochastic .*column 0 sums to"):
+    with pytest.raises(ValueError, match="C must be a column-stochastic MixingMatrix, got a row-stochastic one whose "
+                                         "column 0 sums to 2.2"):
         PushPull(star, star, x0, 0.1)
+    A32 = MixingMatrix(A, dtype=np.float32)  # (taken as the other kind: its numbers, dtype and doubly stochasticity)
+    C32 = PushPull(A32, A32, x0.astype(np.float32), 0.1).C
+    assert (C32.dtype, C32.stochastic, C32.doubly) == (np.float32, "column", True)
+    assert np.array_equal(C32.csr.data, A32.csr.data)
     star_c = topology.star(5, stochastic="column")
     with pytest.raises(ValueError, match="A must be a row-stochastic MixingMatrix, got a column-stochastic one"):
         PullDiagGT(star_c, x0, 0.1)

@@ -20,6 +20,7 @@ and :mod:`._registry` (the registry and every list derived from it).
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
@@ -30,6 +31,7 @@ from ..mixing import ROW_SUM_RTOL, ROW_SUM_RTOL_FLOAT32, MixingMatrix
 from ..network import Network, as_undirected, base_matrix, source_matrices, source_of, weights_of
 from ._asktell import AskTell
 from ._deferred import FailureHandling
+from ._deferred import GROWTH_LIMIT
 from ._guards import _Fixed, _StepSize, derived, exclusive
 from ._persistence import KINDS, Persistence, matrix_from_state
 from ._registry import REGISTRY
@@ -85,14 +87,25 @@ def _as_matrix(M, name, owner):
         return M if M.static is None else M.static  # a network that never changes runs as its matrix
     if isinstance(M, MixingMatrix):
         if M.stochastic != kind:  # (a doubly stochastic matrix built as the other kind is both: taken as this one)
-            try:
-                return MixingMatrix(M, stochastic=kind)
-            except ValueError as exc:
-                raise ValueError(f"{name} must be a {kind}-stochastic MixingMatrix, got a {M.stochastic}-stochastic "
-                                 f"one that is not also {kind}-stochastic ({exc}; build it with stochastic={kind!r}, "
-                                 "or use mixing.out_degree_weights(A) for C)") from None
+            return _as_other_kind(M, kind, name)
         return M
     return MixingMatrix(M, stochastic=kind)
+
+
+def _as_other_kind(M, kind, name):
+    """The doubly stochastic ``M`` (a MixingMatrix of the other kind whose ``kind`` sums are 1 too) as a ``kind``
+    one, the same numbers and dtype; ValueError naming ``name`` and the first sum that is not 1."""
+    axis = 1 if kind == "row" else 0
+    sums = np.asarray(M.csr.sum(axis=axis), dtype=np.float64).ravel()
+    rtol = ROW_SUM_RTOL_FLOAT32 if M.dtype == np.float32 else ROW_SUM_RTOL
+    off = np.flatnonzero(np.abs(sums - 1.0) > rtol * np.maximum(1.0, np.abs(sums)))
+    if off.size:
+        what = "row" if kind == "row" else "column"
+        hint = "; mixing.out_degree_weights(A) gives a column-stochastic C of A's graph" if name == "C" else ""
+        raise ValueError(f"{name} must be a {kind}-stochastic MixingMatrix, got a {M.stochastic}-stochastic one whose "
+                         f"{what} {int(off[0])} sums to {sums[off[0]]:.6g} (build it with stochastic={kind!r}{hint})")
+    c = M.csr
+    return MixingMatrix._from_valid_csr(c.indptr, c.indices, c.data, M.n, stochastic=kind, doubly=True)
 
 
 def _round_doubly(W, owner):
@@ -212,10 +225,32 @@ class Optimizer(AskTell, FailureHandling, Persistence):
     #: ``(1/n) sum_i f_i + r`` where :attr:`exact`; the harness runs only these on a composite objective.
     composite = False
 
-    #: :meth:`step` warns (:class:`~rowstoch_fast.errors.GrowthWarning`, once) where ``max |x|`` grows past this
-    #: many times its scale at the first step (at least 1), read at iterations 16, 32, ..., 1024 and every 1024th
-    #: after: divergence without NaN. Assign ``None`` on an optimizer (or a subclass) to turn it off.
-    growth_limit = 1e6
+    @property
+    def growth_limit(self):
+        """:meth:`step` warns (:class:`~rowstoch_fast.errors.GrowthWarning`, once) where ``max |x|`` grows past
+        this many times its level at iteration 16 (at least 1; after a load, at the first of the iterations read
+        below), read at iterations 32, 64, ..., 1024 and every 1024th after: divergence without NaN. A number
+        above 1 (default ``1e6``), or ``None`` to turn it off."""
+        return self.__dict__.get("_growth_limit", GROWTH_LIMIT)
+
+    @growth_limit.setter
+    def growth_limit(self, value):
+        if value is not None:
+            try:
+                ok = float(value) > 1 and math.isfinite(float(value)) and not isinstance(value, (bool, str))
+            except (TypeError, ValueError):
+                ok = False
+            if not ok:
+                raise ValueError(f"growth_limit must be None or a finite number above 1 (the factor of growth "
+                                 f"warned about), got {value!r}")
+            value = float(value)
+        self.__dict__["_growth_limit"] = value
+
+    def __getstate__(self):
+        ops = self.__dict__.get("_ops")
+        if ops is not None:  # (state the backend keeps for its blocks, written into them first: a copy has it all)
+            ops.flush_links()
+        return self.__dict__
 
     #: The family it belongs to, in words (the documentation's algorithm table: "gradient tracking", ...).
     family = ""
@@ -282,7 +317,7 @@ class Optimizer(AskTell, FailureHandling, Persistence):
         self.iteration = 0
         self._initialized = False
         self._journal = []  # deferred NaN/Inf checks not read yet (see the module's docstring)
-        self._calls, self._pending_calls = {}, {}  # (calls: the committed iterations' oracle calls; pending: this step's)
+        self._calls = self._calls_before = {}  # (the oracle calls so far; before: at the start of the step)
         ops.checking = self.check_finite
         self._built = True  # from here on, hyperparameters are assigned through _StepSize and _Fixed
 
@@ -700,10 +735,14 @@ class Optimizer(AskTell, FailureHandling, Persistence):
         if self._initialized:
             raise RuntimeError(f"{type(self).__name__} is already initialized")
         self._ops.t, self._ops.phase, self._ops.calls = 0, "init", 0  # (delayed histories: per quantity mixed)
-        self._pending_calls = {}
-        self._initialize(grad_fn)
-        self._settle()
-        self._calls, self._initialized = self._with_pending(), True
+        self._calls_before = before = dict(self._calls)
+        try:
+            self._initialize(grad_fn)
+            self._settle()
+        except BaseException:
+            self._calls = before  # (what a failed initialisation called is not counted)
+            raise
+        self._initialized = True
 
     def _initialize(self, grad_fn):
         pass
@@ -742,15 +781,17 @@ class Optimizer(AskTell, FailureHandling, Persistence):
         if not self._initialized:
             self.initialize(grad_fn)
         t = self.iteration
-        if self.growth_limit and "_growth_scale" not in self.__dict__:  # (the scale _check_growth compares with)
-            self._growth_scale = self._ops.max_abs(self._cur[self.model])
         self._ops.t, self._ops.phase, self._ops.calls = self._network_time(t), "step", 0  # the time a varying network mixes
         # with (and a delayed network's histories, one per quantity mixed, told apart by call order)
-        self._pending_calls = {}
-        self._advance(grad_fn, self._cur, self._nxt, t)
-        calls = self._with_pending()
-        # Commit in one statement with no calls (no signal can land half-way).
-        self._cur, self._nxt, self.iteration, self._calls = self._nxt, self._cur, t + 1, calls
+        self._calls_before = before = self._calls.copy()  # (the oracle calls counted in place by this step)
+        try:
+            self._advance(grad_fn, self._cur, self._nxt, t)
+            # Commit in one statement with no calls (no signal can land half-way).
+            self._cur, self._nxt, self.iteration = self._nxt, self._cur, t + 1
+        except BaseException:
+            if self.iteration == t:  # (not committed: its calls are not counted)
+                self._calls = before
+            raise
         self._count_sent(t)  # (traffic: what this step's senders sent; no-op where every node sends)
         if t >= 15 and not ((t + 1) & t and (t + 1) % 1024) and self.growth_limit:  # (iterations 16, 32, ...)
             self._check_growth()

@@ -20,7 +20,11 @@ from .. import backends
 from .._metric_names import CALL_KINDS
 from ..errors import DivergenceError, GrowthWarning
 
-__all__ = ["FailureHandling", "SAMPLE_CHUNK"]
+__all__ = ["FailureHandling", "SAMPLE_CHUNK", "GROWTH_LIMIT"]
+
+#: The default :attr:`~rowstoch_fast.algorithms.Optimizer.growth_limit`: ``max |x|`` growing a millionfold past its
+#: level at iteration 16 is warned about (:class:`~rowstoch_fast.errors.GrowthWarning`).
+GROWTH_LIMIT = 1e6
 
 #: Samples per call where a method takes the gradients of every sample of a finite sum (:meth:`_each_sample`), at
 #: most; fewer where a chunk's gradients would pass :data:`SAMPLE_CHUNK_BYTES`.
@@ -101,16 +105,9 @@ class FailureHandling:
         return {kind: self._calls.get(kind, 0) for kind in self.CALL_KINDS}
 
     def _count(self, kind):
-        """One oracle call of ``kind`` in the step being made (committed with it)."""
-        pending = self._pending_calls
-        pending[kind] = pending.get(kind, 0) + 1
-
-    def _with_pending(self):
-        """The committed counts plus this step's (a new dict: the commit swaps it in)."""
-        calls = self._calls.copy()
-        for kind, k in self._pending_calls.items():
-            calls[kind] = calls.get(kind, 0) + k
-        return calls
+        """One oracle call of ``kind`` in the step being made (uncounted again if the step does not commit)."""
+        calls = self._calls
+        calls[kind] = calls.get(kind, 0) + 1
 
     def _gradient_error(self, iteration, out):
         """The DivergenceError of a non-finite gradient ``out`` at ``iteration`` (the state kept: the current)."""
@@ -155,8 +152,8 @@ class FailureHandling:
     def _returned_gradient(self, grad_fn, x_buf):
         """``grad_fn`` at ``x_buf``'s user view, checked: an array of this backend of x's shape."""
         G = grad_fn(self._user_view(x_buf))
-        kind, pending = getattr(grad_fn, "call_kind", "gradient"), self._pending_calls  # (_count, inlined)
-        pending[kind] = pending.get(kind, 0) + 1
+        kind, calls = getattr(grad_fn, "call_kind", "gradient"), self._calls  # (_count, inlined)
+        calls[kind] = calls.get(kind, 0) + 1
         told = getattr(grad_fn, "told", False)  # (ask/tell: the user handed G to tell)
         if G is None:
             raise TypeError(("tell(G) got None" if told else "grad_fn returned None") + f"; it must return the "
@@ -179,14 +176,17 @@ class FailureHandling:
         """Raise ``error()`` unless ``finite`` (on every process); a DEFERRED check is journaled for
         :meth:`_settle` with the state to roll back to."""
         if finite is backends.DEFERRED:
-            self._journal.append((self._ops.last_launch, self.iteration, self._cur, self._nxt, self._calls, error))
+            self._journal.append((self._ops.last_launch, self.iteration, self._cur, self._nxt, self._calls_before,
+                                  error))
         elif not self._ops.all_true(finite):
             self._settle()  # a deferred check that failed earlier comes first
             raise error()
 
     def _check_growth(self):
         """:class:`~rowstoch_fast.errors.GrowthWarning` (once) where ``max |x|`` passed ``growth_limit`` times its
-        scale at its first step (at least 1; after a load, the first step of the loaded optimizer): divergence without NaN, which the finite checks cannot see.
+        level at the first iteration read (16; after a load, the first read after it), at least 1: divergence
+        without NaN, which the finite checks cannot see. A run converging to a far minimiser has most of the way
+        behind it by then (a millionfold more is no minimiser's distance), a diverging one keeps growing.
 
         Read at iterations 16, 32, 64, ..., 1024 and every 1024th after (one pass over the model and, under MPI,
         one reduction: collective, as the iterations are the same on every rank)."""
@@ -194,15 +194,18 @@ class FailureHandling:
         t = self.iteration
         if not limit or self.__dict__.get("_growth_warned") or t < 16 or (t & (t - 1) and t % 1024):
             return  # (step calls it at those iterations only)
-        scale = self._growth_scale
         self._settle()  # (a device's deferred NaN check first: a non-finite iterate is a DivergenceError)
         size = self._ops.max_abs(self._cur[self.model])
-        if size > limit * max(scale, 1.0):
+        scale = self.__dict__.get("_growth_scale")
+        if scale is None:  # (the first read: the level growth is measured from)
+            self._growth_scale = max(size, 1.0)
+            return
+        if size > limit * scale:
             self._growth_warned = True
-            warnings.warn(f"{type(self).__name__}: max |x| grew from {scale:.3g} at the first step to {size:.3g} at "
-                          f"iteration {t}, more than growth_limit = {limit:g} times, without NaN: the run is likely "
-                          f"diverging; try a smaller lr than {self._lr_text()} (opt.growth_limit = None silences "
-                          "this)", GrowthWarning, stacklevel=4)
+            warnings.warn(f"{type(self).__name__}: max |x| grew from {scale:.3g} (its level at the first read) to "
+                          f"{size:.3g} at iteration {t}, more than growth_limit = {limit:g} times, without NaN: the "
+                          f"run is likely diverging; try a smaller lr than {self._lr_text()} (opt.growth_limit = "
+                          "None silences this)", GrowthWarning, stacklevel=_caller_outside())
 
     def _settle(self):
         """Read the deferred checks (one device-to-host read); if one failed, go back to the state before its
@@ -216,10 +219,23 @@ class FailureHandling:
             return
         for launch, iteration, cur, nxt, calls, error in journal:
             if launch == failed:
-                self._cur, self._nxt, self.iteration, self._calls = cur, nxt, iteration, calls
+                self._cur, self._nxt, self.iteration, self._calls = cur, nxt, iteration, dict(calls)
                 raise error()
         raise RuntimeError(f"internal error: launch {failed} failed its NaN/Inf check but was not journaled")
 
     def _lr_text(self):
         lr = self._hyper.get("lr")
         return lr if np.ndim(lr) == 0 else f"{float(np.max(lr))} (largest)"
+
+
+def _caller_outside():
+    """The ``stacklevel`` of the first frame outside this package, for a warning raised below it (``step``, or
+    ``tell`` of ask/tell, which steps)."""
+    import os
+    import sys
+
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+    level, frame = 1, sys._getframe(2)  # (the caller of the function that warns)
+    while frame is not None and frame.f_code.co_filename.startswith(package):
+        frame, level = frame.f_back, level + 1
+    return level + 1

@@ -15,8 +15,8 @@ class SONATA(Optimizer):
 
     Implements the paper's SONATA (a local step on a convex surrogate, then perturbed push-sum consensus of the
     models and of the gradient trackers) with the linearised surrogate
-    :math:`\tilde f_i(x; x_i) = \nabla f_i(x_i)^\top (x - x_i) + \|x - x_i\|^2 / (2\,\mathrm{lr})` (the
-    proximal-linear choice, ``tau = 1 / lr``), :math:`\mathrm{prox} = \mathrm{prox}_{\mathrm{lr}\, r}`, the
+    :math:`\tilde f_i(x; x_i) = \nabla f_i(x_i)^\top (x - x_i) + \tau \|x - x_i\|^2 / 2` (the
+    proximal-linear choice, ``tau = n / lr`` below), :math:`\mathrm{prox} = \mathrm{prox}_{\mathrm{lr}\, r}`, the
     push-sum weights :math:`\phi_0 = 1`, :math:`y_0 = g(x_0)` and :math:`\Phi_k = \mathrm{Diag}(\phi_k)`:
 
     .. math::
@@ -27,8 +27,8 @@ class SONATA(Optimizer):
         y_{k+1} &= \Phi_{k+1}^{-1} C (\Phi_k y_k + g(x_{k+1}) - g(x_k))
 
     The problem is written as the package's ``(1/n) sum_i f_i + r``: the paper's ``sum_i f_i + G`` with
-    ``G = n r``, whose local step uses ``I y_i`` (``I = n`` agents) and ``tau``; with ``tau = 1 / lr`` it is the
-    step above. ``1^T Phi_k y_k = 1^T g(x_k)`` at every ``k`` (``C`` is column-stochastic), so a fixed point has
+    ``G = n r``, whose local step (S.2) is ``prox_{G / tau}(x_i - I y_i / tau)`` (``I = n`` agents): with
+    ``tau = n / lr`` it is the step above (equivalently ``tau = 1 / lr`` for the paper's ``f_i / n`` and ``G = r``). ``1^T Phi_k y_k = 1^T g(x_k)`` at every ``k`` (``C`` is column-stochastic), so a fixed point has
     ``y_i = (1/n) sum_j grad f_j(x*)`` and ``x* = prox(x* - lr y)``: the composite minimiser, reached exactly
     with a constant step (tests: to 1e-9 on a lasso and a group lasso over a directed graph, against the
     composite solver of :mod:`rowstoch_fast.composite`). Two gossip rounds per iteration, one after the other:
@@ -39,7 +39,7 @@ class SONATA(Optimizer):
     (``u_{k+1} = C (u_k - lr Phi_k y_k)``, ``u_k = Phi_k x_k``; a test checks it).
 
     Step sizes. Scutari & Sun prove asymptotic convergence to stationary points with a diminishing ``alpha`` and
-    a sublinear rate with a constant one small enough, for ``tau`` (here ``1 / lr``) large enough for the
+    a sublinear rate with a constant one small enough, for ``tau`` (here ``n / lr``) large enough for the
     surrogate to be strongly convex; Sun, Scutari & Daneshmand revisit the method with constant steps and prove
     a linear rate when ``sum_i f_i`` is strongly convex. Neither gives a closed-form bound for a given ``C``: as
     for every tracking method here, ``lr`` small against ``1 / L`` and the network's mixing. Measured: on the
@@ -55,7 +55,7 @@ class SONATA(Optimizer):
         Column-stochastic (e.g. ``topology.ring(n, stochastic="column")``).
     x0 : array_like, shape (d,), (n, d) or (reps, n, d)
     lr : float
-        The proximal step, ``1 / tau`` of the paper's surrogate.
+        The proximal step, ``n / tau`` of the paper's surrogate (``1 / tau`` for its ``f_i / n``).
     alpha : float, default 1.0
         The step along ``x_tilde - x`` (the paper's ``alpha``), in ``(0, 1]``.
     regularizer : Regularizer, optional

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .._device import is_device_array  # noqa: F401 (the backends import it from here too)
@@ -198,8 +200,13 @@ class Backend:
         return 0
 
     def max_abs(self, block):
-        """``max |block|`` over all nodes (0 for no rows) as a host float; NaN where an entry is NaN."""
-        return float(self.xp.abs(block).max()) if block.size else 0.0
+        """``max |block|`` over all nodes (0 for no rows) as a host float; inf where an entry is NaN."""
+        found = float(self.xp.abs(block).max()) if block.size else 0.0
+        return found if found == found else math.inf
+
+    def flush_links(self):
+        """Write into the per-link blocks what this backend keeps of them between rounds, and forget it (before
+        an optimizer is copied or pickled: its copy then holds everything in its blocks). Nothing here."""
 
     def all_true(self, flag):
         """``flag`` on every process (under MPI: the logical and of all ranks' flags)."""

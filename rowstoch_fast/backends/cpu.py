@@ -171,6 +171,22 @@ class CpuBackend(Backend):
             entry = cache[id(block)] = (weakref.ref(block), _LinkMass(block.shape[0]))
         return entry[1]
 
+    def flush_links(self):
+        """Write each per-link block's mass out of its compact form into the block itself, and forget the forms
+        kept between rounds (the next round reads the blocks as they are: :meth:`_link_mass`): before an optimizer
+        is copied or pickled, whose copy then holds the mass in its blocks (a weak reference cannot be copied)."""
+        cache = self.__dict__.pop("_link_masses", None)
+        for ref, mass in (cache or {}).values():
+            block = ref()
+            if block is not None:
+                mass.dense(block)  # (writes the compact form out where it is the one up to date)
+
+    def __getstate__(self):
+        self.flush_links()
+        state = dict(self.__dict__)
+        state.pop("_link_work_blocks", None)  # (scratch)
+        return state
+
     def link_zeros(self, C, width):
         """A zero block of one row per stored entry of ``C`` (per-link state), known to :meth:`running_sums` to
         hold nothing (its pages are not touched while the mass is kept compact)."""

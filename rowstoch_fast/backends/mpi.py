@@ -637,8 +637,7 @@ class MpiBackend(CpuBackend):
         return bool(self.comm.allreduce(bool(flag), op=_mpi().LAND))
 
     def max_abs(self, block):
-        local = super().max_abs(block)
-        return float(self.comm.allreduce(local if local == local else float("inf"), op=_mpi().MAX))
+        return float(self.comm.allreduce(super().max_abs(block), op=_mpi().MAX))
 
     def weighted_sum(self, weights, block):
         local = np.ascontiguousarray(weights @ block)
