@@ -89,6 +89,9 @@ def scipy_step(name, S, SC, s, lr, st, g):
     elif name == "aug-dgm":
         st["x"] = S @ (st["x"] - lr * st["y"])
         st["y"] = S @ (st["y"] + g - st["g"])
+    elif name == "simple-gt":  # (u = x - y of decent-bench's y+ = x - lr g, x+ = W x + y+ - y)
+        wx = S @ st["x"]
+        st["x"], st["u"] = wx - lr * g + st["u"], st["u"] + wx - st["x"]
     elif name == "extra":
         wx = S @ st["x"]
         st["x"], st["x_prev"], st["wx_prev"] = (st["x"] + wx - 0.5 * (st["x_prev"] + st["wx_prev"])
@@ -120,7 +123,8 @@ def scipy_step(name, S, SC, s, lr, st, g):
     elif name == "wang-elia":
         u = st["x"] + st["z"]
         st["x"], st["z"] = st["x"] - 0.5 * (u - S @ u) - lr * g, st["z"] + 0.5 * (st["x"] - S @ st["x"])
-    elif name in ("local-dsgd", "k-gt", "led", "prox-skip", "dinno", "lt-admm"):  # (one gradient step per call, K = 4)
+    elif name in ("local-dsgd", "k-gt", "led", "prox-skip", "dinno", "lt-admm", "lt-admm-vr"):  # (one gradient step
+        # per call, K = 4)
         k, K = st["k"], 4
         talks = COINS[k % len(COINS)] if name == "prox-skip" else (k + 1) % K == 0
         if name == "local-dsgd":
@@ -150,7 +154,8 @@ def scipy_step(name, S, SC, s, lr, st, g):
             d = 1.0 - wii
             q = g + st["p"] + 0.5 * (2 * d * st["x"] - (d - wii) * st["x_round"] - st["wx"])
             st["x"] = st["x"] - lr * q
-        elif name == "lt-admm":  # (rho = 1, alpha = 0.5, beta = lr; a round starts with its communication)
+        elif name in ("lt-admm", "lt-admm-vr"):  # (rho = 1, alpha = 0.5, beta = lr; a round starts with its
+            # communication)
             if k % K == 0:
                 wii = st.get("wii")
                 if wii is None:
@@ -158,7 +163,15 @@ def scipy_step(name, S, SC, s, lr, st, g):
                 wx = S @ st["x"]
                 st["z"], st["e"] = 0.5 * st["e"] + (wx - wii * st["x"]), st["e"] + (wx - st["x"])
                 st["c"] = (1.0 - wii) * st["x"] - st["z"]
-            st["x"] = st["x"] - lr * g - lr * st["c"]
+            v = g
+            if name == "lt-admm-vr":  # (the table of m = 4 samples per node, one drawn per node; refreshed at the
+                table, rows = st["table"], np.arange(g.shape[0])  # new phi: the same constant g here)
+                idx = draw_samples(table.shape[0], (g.shape[0],), k)
+                old = table[idx, rows]
+                v = g - old + st["mean"]
+                st["mean"] = st["mean"] + (g - old) / table.shape[0]
+                table[idx, rows] = g
+            st["x"] = st["x"] - lr * v - lr * st["c"]
         else:
             z = st["x"] - lr * g - st["y"]
             if talks:

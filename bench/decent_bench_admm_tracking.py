@@ -1,4 +1,4 @@
-"""Side by side with decent-bench 0.3.0: LT-ADMM and ATG (ADMM-tracking gradient).
+"""Side by side with decent-bench 0.3.0: LT-ADMM, LT-ADMM-VR and ATG (ADMM-tracking gradient).
 
 Run (from the repository root) with a Python >= 3.13 environment that has decent-bench::
 
@@ -22,6 +22,10 @@ Conventions adapted here (the setup only, never either package's code):
   decent-bench's ``step`` is one round of ``tau`` local steps; ours take one gradient step per iteration, so
   decent-bench's round ``r`` is compared with our iteration ``r tau``. Ours send ``x_r`` at the start
   of round ``r`` (the first sends ``x_0``); decent-bench at the end of round ``r - 1``: the same messages.
+* LT-ADMM-VR: as LT-ADMM, with one sample per node and local step (decent-bench ``batch_size=1``, its default
+  ``v2=True``); decent-bench's batches are replaced by our draws (agent i's k-th batch = ``draw_samples(m, (n,), k,
+  seed)[i]``, what ``LeastSquares(...).oracle(seed).sample`` draws at its k-th call), and the refresh of the table
+  at the new ``phi`` uses the same sample (explicit indices in both).
 * ATG: our ``lr = gamma delta`` (the step along the tracked gradient), ``gamma``, ``relaxation``, ``z0 = 0`` for
   both; decent-bench's step ``k`` is our iteration ``k``.
 
@@ -58,18 +62,23 @@ def grad_fn_for(A: np.ndarray, b: np.ndarray):
 
 
 def run_ours(make_opt, grad, X0, rounds: int, per_round: int) -> tuple[dict, float]:
-    """Ours after ``r * per_round`` iterations at the checkpoints, keyed by r; then a timed fresh run (per round)."""
-    opt = make_opt(X0.copy())
+    """Ours after ``r * per_round`` iterations at the checkpoints, keyed by r; then a timed fresh run (per round).
+    ``grad=None``: ``make_opt`` returns ``(opt, grad)`` (an oracle whose draws start with the optimizer)."""
+    def fresh():
+        made = make_opt(X0.copy())
+        return made if grad is None else (made, grad)
+
+    opt, g = fresh()
     out = {}
     for r in range(1, rounds + 1):
         for _ in range(per_round):
-            opt.step(grad)
+            opt.step(g)
         if r in CHECKPOINTS or r == rounds:
             out[r] = np.array(opt.x, dtype=float, copy=True)
-    opt = make_opt(X0.copy())
+    opt, g = fresh()
     t0 = time.perf_counter()
     for _ in range(rounds * per_round):
-        opt.step(grad)
+        opt.step(g)
     return out, (time.perf_counter() - t0) / rounds
 
 
@@ -85,6 +94,15 @@ def ours_side(cfg: dict) -> dict:
     lt, t = run_ours(lambda X: rsf.LTADMM(Wm, X, float(cfg["lt_lr"]), local_steps=tau, penalty=kappa * float(
         cfg["lt_rho"]), relaxation=float(cfg["lt_alpha"]), dual_step=float(cfg["lt_beta"])), grad, X0, R, tau)
     out.update({f"lt:{k}": v for k, v in lt.items()}, lt_t=np.array(t))
+    from rowstoch_fast.objectives import LeastSquares, draw_samples
+
+    n, m, d = A.shape
+    f = LeastSquares(A.reshape(-1, d), b.reshape(-1), n)
+    vrx, t = run_ours(lambda X: (rsf.LTADMMVR(Wm, X, float(cfg["lt_lr"]), local_steps=tau, penalty=kappa * float(
+        cfg["lt_rho"]), relaxation=float(cfg["lt_alpha"]), dual_step=float(cfg["lt_beta"])),
+        f.oracle(seed=int(cfg["draw_seed"]))), None, X0, R, tau)
+    out.update({f"vr:{k}": v for k, v in vrx.items()}, vr_t=np.array(t),
+               vr_draws=np.stack([draw_samples(m, (n,), k, int(cfg["draw_seed"])) for k in range(R * tau)]))
     lr = float(cfg["atg_gamma"]) * float(cfg["atg_delta"])  # (our lr: the step along s, gamma delta)
     atg, t = run_ours(lambda X: rsf.ATG(Wm, X, lr, penalty=kappa * float(cfg["atg_rho"]),
                                         relaxation=float(cfg["atg_alpha"]), gamma=float(cfg["atg_gamma"])),
@@ -93,38 +111,69 @@ def ours_side(cfg: dict) -> dict:
     return out
 
 
-def ours_via(python: str, cfg: dict) -> dict:
-    """:func:`ours_side` here if this ``rowstoch_fast`` has both methods, else in a subprocess of ``python``."""
+def ours_in(python: str, cfg: dict, side, script: str, needs: tuple[str, ...]) -> dict:
+    """``side(cfg)`` here if this ``rowstoch_fast`` has every class in ``needs``, else in a subprocess of ``python``
+    running ``script --ours-only IN OUT`` (the same data through a temporary ``.npz``)."""
     try:
         import rowstoch_fast as rsf
 
-        if hasattr(rsf, "LTADMM") and hasattr(rsf, "ATG"):
-            return ours_side(cfg)
+        if all(hasattr(rsf, name) for name in needs):
+            return side(cfg)
     except ImportError:
         pass
     with tempfile.TemporaryDirectory() as tmp:
         src, dst = os.path.join(tmp, "in.npz"), os.path.join(tmp, "out.npz")
         np.savez(src, **cfg)
-        subprocess.run([python, os.path.abspath(__file__), "--ours-only", src, dst], check=True)
+        subprocess.run([python, os.path.abspath(script), "--ours-only", src, dst], check=True)
         with np.load(dst) as f:
             return {k: f[k] for k in f.files}
+
+
+def ours_via(python: str, cfg: dict) -> dict:
+    """:func:`ours_side` through :func:`ours_in`."""
+    return ours_in(python, cfg, ours_side, __file__, ("LTADMM", "LTADMMVR", "ATG"))
 
 
 # ---------------------------------------------------------------------------------------------------------
 # decent-bench (Python >= 3.13)
 # ---------------------------------------------------------------------------------------------------------
-def run_db(make_alg, A, b, W, X0, rounds: int) -> tuple[dict, float]:
-    """decent-bench's models at the checkpoints (resuming with run(start_iteration=...)), then a timed fresh run."""
+def drawn_cost(data, draws: np.ndarray):
+    """decent-bench's ``LinearRegressionCost`` (batch size 1) whose k-th ``indices="batch"`` batch is ``[draws[k]]``
+    (our draws in place of its random batches; NOT decent-bench code), with a one-sample batch's ``b`` kept 1-d
+    (0.3.0's ``iop.squeeze`` makes it 0-d, and ``gradient(x)`` then raises: see decent_bench_vr.py)."""
+    from _decent_bench import LinearRegressionCost, iop
+
+    cost = LinearRegressionCost(data, batch_size=1)
+    sample, get = cost._sample_batch_indices, cost._get_batch_data
+    calls = iter(draws)
+
+    def sample_batch(indices="batch"):
+        if isinstance(indices, str) and indices == "batch":
+            cost._last_batch_used = [int(next(calls))]
+            return cost._last_batch_used
+        return sample(indices)
+
+    def batch_data(indices="batch"):
+        A_, ATA, b_ = get(indices)
+        return A_, ATA, iop.reshape(b_, (-1,)) if len(iop.shape(b_)) == 0 else b_
+
+    cost._sample_batch_indices, cost._get_batch_data = sample_batch, batch_data
+    return cost
+
+
+def run_db(make_alg, A, b, W, X0, rounds: int, cost=None) -> tuple[dict, float]:
+    """decent-bench's models at the checkpoints (resuming with run(start_iteration=...)), then a timed fresh run
+    (``cost``: agent costs for ``make_network``, made afresh for each run)."""
     from _decent_bench import db_x, iop, make_network
 
-    net = make_network(A, b, W)
+    net = make_network(A, b, W, cost)
     alg = make_alg({ag: iop.from_numpy(X0[k]) for k, ag in enumerate(net.agents())})
     out, done = {}, 0
     for c in sorted({c for c in CHECKPOINTS if c <= rounds} | {rounds}):
         with np.errstate(all="ignore"):
             alg.run(net, c, start_iteration=done)
         out[c], done = db_x(net), c
-    net = make_network(A, b, W)
+    net = make_network(A, b, W, cost)
     alg = make_alg({ag: iop.from_numpy(X0[k]) for k, ag in enumerate(net.agents())})
     t0 = time.perf_counter()
     with np.errstate(all="ignore"):
@@ -155,6 +204,7 @@ def main() -> None:
     ap.add_argument("--lt-beta", type=float, default=0.05, help="LT-ADMM beta")
     ap.add_argument("--lt-rho", type=float, default=1.0, help="LT-ADMM decent-bench penalty (z_ij,0 agree at 1)")
     ap.add_argument("--lt-alpha", type=float, default=0.5)
+    ap.add_argument("--draw-seed", type=int, default=1, help="seed of the sample draws of LT-ADMM-VR")
     ap.add_argument("--atg-delta", type=float, default=0.5, help="ATG delta (our lr = gamma delta)")
     ap.add_argument("--atg-gamma", type=float, default=0.3)
     ap.add_argument("--atg-rho", type=float, default=1.0)
@@ -182,7 +232,8 @@ def main() -> None:
     L = max(np.linalg.eigvalsh(A[i].T @ A[i] / args.m)[-1] for i in range(args.n))
     cfg = {"A": A, "b": b, "X0": X0, "W": W, "rounds": R, "tau": tau, "kappa": kappa, "lt_lr": args.lt_lr,
            "lt_beta": args.lt_beta, "lt_rho": args.lt_rho, "lt_alpha": args.lt_alpha, "atg_delta": args.atg_delta,
-           "atg_gamma": args.atg_gamma, "atg_rho": args.atg_rho, "atg_alpha": args.atg_alpha}
+           "atg_gamma": args.atg_gamma, "atg_rho": args.atg_rho, "atg_alpha": args.atg_alpha,
+           "draw_seed": args.draw_seed}
     print(f"decent-bench {version('decent-bench')}, numpy {np.__version__}, Python {sys.version.split()[0]}")
     print(f"problem: n={args.n} ring, W = I - L/{kappa:g} (the Metropolis weights), d={args.d}, m={args.m} rows/node, "
           f"f_i = ||A_i x - b_i||^2/(2m), L={L:.2f}, x0 = random (n, d), seed={args.seed}")
@@ -195,6 +246,15 @@ def main() -> None:
                                              penalty=args.lt_rho, relaxation=args.lt_alpha, x0=x0), A, b, W, X0, R)
     mine = {int(k.split(":")[1]): v for k, v in ours.items() if k.startswith("lt:")}
     report("LTADMM vs db.LT_ADMM", "round", mine, float(ours["lt_t"]), db, db_t, x_star)
+
+    print(f"\nLT-ADMM-VR: as LT-ADMM, batch 1 (decent-bench v2=True), draw seed {args.draw_seed}; decent-bench's "
+          f"batches = our draws (one per local step; the table refresh at the new phi: the same sample)")
+    draws = ours.pop("vr_draws")  # (drawn on our side: rowstoch_fast may not import in this Python)
+    db, db_t = run_db(lambda x0: dbp.LT_ADMM_VR(num_local_steps=tau, step_size=args.lt_lr, aux_step_size=args.lt_beta,
+                                                penalty=args.lt_rho, relaxation=args.lt_alpha, x0=x0), A, b, W, X0, R,
+                      cost=lambda i, data: drawn_cost(data, draws[:, i]))
+    mine = {int(k.split(":")[1]): v for k, v in ours.items() if k.startswith("vr:")}
+    report("LTADMMVR vs db.LT_ADMM_VR (same draws)", "round", mine, float(ours["vr_t"]), db, db_t, x_star)
 
     print(f"\nATG: delta={args.atg_delta} (our lr = gamma delta = {args.atg_gamma * args.atg_delta:g}), "
           f"gamma={args.atg_gamma}, rho={args.atg_rho} (ours penalty {kappa * args.atg_rho:g}), "

@@ -553,6 +553,22 @@ def aug_dgm(W, x0, lr, grad_fn, T):
     return xs
 
 
+@twin("simple-gt")
+def simple_gt(W, x0, lr, grad_fn, T):
+    """SimpleGT (decent-bench 0.3.0's ``SimpleGT``, no paper cited): ``y+ = x - lr g(x)``, ``x+ = W x + y+ - y``,
+    ``y0 = x0``."""
+    W_of = _of(W)
+    x = np.array(x0, dtype=np.float64)
+    y = x.copy()
+    xs = [x.copy()]
+    for t in range(T):
+        y_new = x - lr * _grad(grad_fn, x)
+        x = W_of(t) @ x + y_new - y
+        y = y_new
+        xs.append(x.copy())
+    return xs
+
+
 @twin("extra")
 def extra(W, x0, lr, grad_fn, T):
     """EXTRA (Shi, Ling, Wu & Yin 2015), as written in the paper: ``x1 = W x0 - lr g(x0)``,
@@ -788,6 +804,13 @@ def lt_admm(W, x0, lr, grad_fn, T, local_steps=4, penalty=1.0, relaxation=0.5, d
     x0_i``: per round ``c_i = sum_j (rho_ij x_i - z_ij)``, ``tau`` steps ``phi <- phi - lr g(phi) - beta c`` from
     ``phi = x``, ``x <- phi``, then every link's ``z_ij`` by :func:`_edge_update` with ``v = x`` (``beta`` default
     ``lr``); the iterate after every local step."""
+    return _lt_admm_rounds(W, x0, lr, lambda phi, k: _grad(grad_fn, phi), T, local_steps, penalty, relaxation,
+                           dual_step)
+
+
+def _lt_admm_rounds(W, x0, lr, estimate, T, local_steps, penalty, relaxation, dual_step, refresh=None):
+    """LT-ADMM's rounds with the local step's gradient ``estimate(phi, k)`` (``k``: the iteration), then
+    ``refresh(phi_new, k)`` after each step when given."""
     W = _dense(W)
     beta, rho = (lr if dual_step is None else dual_step), penalty * W
     x = np.array(x0, dtype=np.float64)
@@ -799,11 +822,39 @@ def lt_admm(W, x0, lr, grad_fn, T, local_steps=4, penalty=1.0, relaxation=0.5, d
             c[..., i, :] += rho[i, j] * x[..., i, :] - zij
         phi = x.copy()
         for _ in range(local_steps):
-            phi = phi - lr * _grad(grad_fn, phi) - beta * c
+            k = len(xs) - 1
+            phi = phi - lr * estimate(phi, k) - beta * c
+            if refresh is not None:
+                refresh(phi, k)
             xs.append(phi.copy())
         x = phi
         z = _edge_update(z, x, rho, relaxation)
     return xs[:T + 1]
+
+
+@twin("lt-admm-vr")
+def lt_admm_vr(W, x0, lr, grad_fn, T, local_steps=4, penalty=1.0, relaxation=0.5, dual_step=None, sample_grad=None,
+               samples=1, draw=None):
+    """LT-ADMM-VR (Ren, Bastianello, Johansson & Parisini 2025, as decent-bench 0.3.0 writes it with ``v2=True``,
+    batch 1): :func:`lt_admm` whose local step at iteration ``k`` draws ``s = draw(k)`` and steps with
+    ``grad f_is(phi) - table[s] + mean(table)``, then sets ``table[s] = grad f_is(phi_new)``; the table starts at
+    every sample's gradient at ``x0``. Sample arguments as :func:`gt_saga`'s."""
+    x = np.array(x0, dtype=np.float64)
+    sample_grad, samples, draw = _per_sample(x, grad_fn, sample_grad, samples, draw)
+    table = _sample_table(x, sample_grad, samples)
+
+    def estimate(phi, k):
+        idx = draw(k)
+        old = np.choose(idx[..., None], table)
+        return np.asarray(sample_grad(phi.copy(), idx), dtype=np.float64) - old + np.mean(table, axis=0)
+
+    def refresh(phi, k):
+        idx = draw(k)
+        fresh = np.asarray(sample_grad(phi.copy(), idx), dtype=np.float64)
+        for s in range(samples):
+            table[s] = np.where((idx == s)[..., None], fresh, table[s])
+
+    return _lt_admm_rounds(W, x0, lr, estimate, T, local_steps, penalty, relaxation, dual_step, refresh)
 
 
 @twin("atg")

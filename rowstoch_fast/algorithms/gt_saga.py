@@ -96,7 +96,7 @@ class GTSAGA(Optimizer):
             objective = getattr(grad_fn, "objective", None)
             what = (f"an oracle of {type(objective).__name__} (no per-sample gradients)" if objective is not None
                     else f"a {type(grad_fn).__name__}")
-            raise TypeError(f"GTSAGA steps with a per-sample oracle (samples, sample(X), sample_gradient(X, idx)): "
+            raise TypeError(f"{type(self).__name__} steps with a per-sample oracle (samples, sample(X), sample_gradient(X, idx)): "
                             f"a finite-sum objective's oracle (LeastSquares, NonconvexLogistic, LogisticL2) or "
                             f"objectives.SampleOracle(sample_grad, samples); got {what}")
         return grad_fn

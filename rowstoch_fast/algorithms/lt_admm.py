@@ -127,8 +127,8 @@ class LTADMM(LinkSums, LocalSteps, Optimizer):
     ``lr g_i(x) + beta c_i = 0`` at every step; the link sums then force consensus (``W x = x``) and
     ``sum_i c_i = 0``, so ``sum_i g_i(x) = 0``.
     The reference proves convergence to a neighbourhood of the minimiser with stochastic gradients (exact with its
-    variance-reduced variant, LT-ADMM-VR) for ``lr``, ``beta`` small enough. Gradients and communication are
-    counted apart, as for :class:`~rowstoch_fast.LocalDSGD`.
+    variance-reduced variant, :class:`~rowstoch_fast.LTADMMVR`) for ``lr``, ``beta`` small enough. Gradients and
+    communication are counted apart, as for :class:`~rowstoch_fast.LocalDSGD`.
 
     Parameters
     ----------
@@ -201,7 +201,7 @@ class LTADMM(LinkSums, LocalSteps, Optimizer):
 
     def _advance(self, grad_fn, cur, nxt, t):
         ops, rho = self._ops, self.penalty
-        g, wx = self._work
+        wx = self._work[1]
         if self._round_starts(t):  # x_r sent: the link sums, then c_r
             ops.mix(self.W, cur["x"], wx)
             if t == 0:  # z_ij,0 = rho w_ij x0_i: z_0 = rho d x0, e_0 = rho (x0 - W x0)
@@ -216,8 +216,16 @@ class LTADMM(LinkSums, LocalSteps, Optimizer):
         else:
             for name in ("z", "e", "c"):
                 ops.combine(nxt[name], [1.0], [cur[name]], check=False)
-        g = self._gradient_read(grad_fn, cur["x"], g, t)
+        g = self._local_gradient(grad_fn, cur, nxt, t)
         beta = self._lr_coef() if self.dual_step is None else -self.dual_step
         finite = ops.combine(nxt["x"], [1.0, self._lr_coef(), beta], [cur["x"], g, nxt["c"]])
         self._check_iterates(finite, t, nxt["x"])
         self._verified_last(finite, nxt["x"], t + 1)
+        self._after_local_step(grad_fn, cur, nxt, t)
+
+    def _local_gradient(self, grad_fn, cur, nxt, t):
+        """The gradient (estimate) of the local step from ``phi = cur["x"]``: here ``g(phi)``."""
+        return self._gradient_read(grad_fn, cur["x"], self._work[0], t)
+
+    def _after_local_step(self, grad_fn, cur, nxt, t):
+        """What a variant does once ``phi`` has moved to ``nxt["x"]``: here nothing."""
