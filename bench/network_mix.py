@@ -11,8 +11,11 @@ CSR pass, rows renormalised there: ``_core.mix_lossy``), ``one_peer_exponential(
 ``Compressed(Lossy(A, p), "topk", k=2)``: the messages encoded in C++, then one pass over ``[X; Q]``) and
 delayed ones (``Delayed(A, 3)``, uniform and fixed delays: one pass over ``[X; the last 4 iterations' messages]``,
 uniform delays' ages drawn in it (``_core.mix_delayed``), a fixed delay's index kept; "via index": uniform delays
-through ``delay_ages``' index and a second pass, as before; the same over losses). Targets: lossy at most 1.5x
-the static mix (bench/RESULTS.md section 11); compressed or delayed within 2x (issue 37).
+through ``delay_ages``' index and a second pass, as before; the same over losses; "lossy-topk-2 via index": the
+compressed round over losses through ``own_and_messages``' index and the block's node ids, the lossy pass's general
+case, as before ``_core.mix_lossy(..., stacked=True)``). Targets: lossy at most 1.5x the static mix
+(bench/RESULTS.md section 11); compressed or delayed within 2x (issue 37); over losses within 2x, uniform delays
+within 3x (issue 52). ``--only lossy,lossy-topk-2,...``: those rows (and the static one) only.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ def main(argv=None):
     p.add_argument("--d", type=int, default=10)
     p.add_argument("--p", type=float, default=0.1)
     p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--only", default="", help="comma-separated rows to time beside the static one (default: all)")
     args = p.parse_args(argv)
     n = 2**args.log2n
     A = topology.exponential(n)
@@ -51,20 +55,28 @@ def main(argv=None):
         return run
 
     compressed = {"qsgd-4": Compressed(A, "qsgd", bits=4, seed=1), "topk-2": Compressed(A, "topk", k=2),
-                  "lossy-topk-2": Compressed(lossy, "topk", k=2), "delayed-3": Delayed(A, 3, seed=1),
+                  "lossy-topk-2": Compressed(lossy, "topk", k=2),
+                  "lossy-topk-2 via index": Compressed(lossy, "topk", k=2), "delayed-3": Delayed(A, 3, seed=1),
                   "delayed-3-fixed": Delayed(A, 3, delay="fixed"), "delayed-3 via index": Delayed(A, 3, seed=1),
                   "lossy-delayed-3": Delayed(lossy, 3, seed=1), "lossy-delayed-3 via index": Delayed(lossy, 3, seed=1)}
     for k in ("delayed-3 via index", "lossy-delayed-3 via index"):  # (the two passes before: delay_ages' index,
         compressed[k].FUSED = {"uniform": False}  # then the mix)
-    med, _ = interleaved({"static": lambda: A.mix(X, out=out), "lossy": step(lossy), "sleepy": step(sleepy),
-                          "one-peer": step(onepeer), **{k: step(v) for k, v in compressed.items()}},
-                         rounds=args.rounds, min_time=0.3)
+    compressed["lossy-topk-2 via index"].STACKED = False  # (the general case: the block's node ids)
+    rows = {"static": lambda: A.mix(X, out=out), "lossy": step(lossy), "sleepy": step(sleepy),
+            "one-peer": step(onepeer), **{k: step(v) for k, v in compressed.items()}}
+    only = [k.strip() for k in args.only.split(",") if k.strip()]
+    unknown = sorted(set(only) - set(rows))
+    if unknown:
+        p.error(f"--only: unknown rows {unknown}; rows: {', '.join(rows)}")
+    if only:
+        rows = {k: v for k, v in rows.items() if k == "static" or k in only}
+    med, _ = interleaved(rows, rounds=args.rounds, min_time=0.3)
     info = machine_info()
     print(f"# {info['cpu']} ({info['cores']} cores, {_core.get_num_threads()} threads); n = 2^{args.log2n}, "
           f"d = {args.d}, p = {args.p}, exponential graph ({A.nnz} weights)")
     print("| mix | ms per round | vs static |")
     print("|---|---|---|")
-    for k in ("static", "lossy", "sleepy", "one-peer", *compressed):
+    for k in rows:
         print(f"| {k} | {med[k] * 1e3:.2f} | {med[k] / med['static']:.2f}x |")
 
 

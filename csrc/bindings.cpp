@@ -366,9 +366,12 @@ py::array check_block_io(const Csr& A, const py::array& X, py::object out_obj, c
 // Y = f(A, X) for a one-pass kernel f(Ap, Aj, Ax, n, X, w, Y) over a checked CSR A and block X (out: Y).
 template <class F>
 py::array one_pass(py::array indptr, py::array indices, py::array data, py::array X, py::object out,
-                   bool check_indices, int64_t ncols, F&& kernel, const std::vector<Named>& others = {}) {
+                   bool check_indices, int64_t ncols, F&& kernel, const std::vector<Named>& others = {},
+                   int64_t x_rows = -1) {
     Csr A = check_csr(indptr, indices, data, check_indices, ncols);
-    py::array Y = check_block_io(A, X, out, others);
+    Csr B = A;  // (x_rows >= 0: X has x_rows rows, not one per column of A: a stacked block)
+    if (x_rows >= 0) B.ncols = x_rows;
+    py::array Y = check_block_io(B, X, out, others);
     const int64_t w = X.shape(1);
     dispatch(A, [&](auto i, auto t) {
         using I = decltype(i);
@@ -430,7 +433,7 @@ int loss_rule(bool renormalise, bool symmetric) {
 py::array mix_lossy(py::array indptr, py::array indices, py::array data, py::array X, py::object out,
                     std::uint64_t seed, std::uint64_t t, std::uint64_t r, double p, bool renormalise,
                     py::object awake_obj, py::object row_ids_obj, py::object col_ids_obj, int64_t ncols,
-                    py::object bad_obj, bool check_indices, bool symmetric) {
+                    py::object bad_obj, bool check_indices, bool symmetric, bool stacked) {
     const int rule = loss_rule(renormalise, symmetric);
     if (!(p >= 0.0 && p <= 1.0)) throw py::value_error(cat("p must be in [0, 1], got ", p));
     if (ncols < -1) throw py::value_error(cat("ncols must be >= 0 (or -1 for square), got ", ncols));
@@ -439,6 +442,9 @@ py::array mix_lossy(py::array indptr, py::array indices, py::array data, py::arr
     if (indptr.shape(0) < 1) throw py::value_error("indptr must have at least one entry (n + 1 for n rows)");
     const int64_t rows = indptr.shape(0) - 1, cols = ncols < 0 ? rows : ncols;
     const bool has_ids = !row_ids_obj.is_none() || !col_ids_obj.is_none();
+    if (stacked && (has_ids || ncols >= 0))
+        throw py::value_error("stacked: the indices name the n nodes (a square matrix, no row_ids / col_ids or "
+                              "ncols) and X is [own rows; messages], 2 n rows");
     if (has_ids && (row_ids_obj.is_none() || col_ids_obj.is_none()))
         throw py::value_error("row_ids and col_ids go together (the global ids of the rows and of the columns)");
     if (cols != rows && !has_ids)
@@ -454,9 +460,13 @@ py::array mix_lossy(py::array indptr, py::array indices, py::array data, py::arr
     const std::uint8_t* bad = flags(bad_obj, "bad", indices.shape(0), false, bad_keep);
     return one_pass(indptr, indices, data, X, out, check_indices, ncols,
                     [&](auto Ap, auto Aj, auto Ax, int64_t n, auto Xp, int64_t w, auto Yp) {
-                        rowstoch::csr_mix_lossy(Ap, Aj, Ax, n, Xp, w, Yp, seed, t, r, p, rule, mask, ids, bad);
+                        if (stacked)
+                            rowstoch::csr_mix_lossy_stacked(Ap, Aj, Ax, n, Xp, w, Yp, seed, t, r, p, rule, mask, bad);
+                        else
+                            rowstoch::csr_mix_lossy(Ap, Aj, Ax, n, Xp, w, Yp, seed, t, r, p, rule, mask, ids, bad);
                     },
-                    {{&awake, "awake"}, {&row_keep, "row_ids"}, {&col_keep, "col_ids"}, {&bad_keep, "bad"}});
+                    {{&awake, "awake"}, {&row_keep, "row_ids"}, {&col_keep, "col_ids"}, {&bad_keep, "bad"}},
+                    stacked ? 2 * rows : -1);
 }
 
 // The global ids of a per-link pass's rows and (optionally) of the columns its indices index; `ncols` is set to
@@ -966,6 +976,8 @@ int64_t running_sums_compact(py::array indptr, py::array indices, py::array data
         }
         py::array* a = &arrays[6 * q];
         const int64_t w = a[0].shape(1), m = a[2].shape(0);
+        if (w < 1)  // (no column runs: the links' ids would not be written, though their count is returned)
+            throw py::value_error(cat(labels[6 * q], " must have at least one column, got 0"));
         if (a[0].shape(0) != A.ncols)
             throw py::value_error(cat(labels[6 * q], " has ", a[0].shape(0), " rows, expected ", A.ncols,
                                       " (the columns the indices read)"));
@@ -1371,11 +1383,13 @@ PYBIND11_MODULE(_core, m) {
           py::arg("out") = py::none(), py::arg("seed") = 0, py::arg("t") = 0, py::arg("r") = 0, py::arg("p") = 0.0,
           py::arg("renormalise") = true, py::arg("awake") = py::none(), py::arg("row_ids") = py::none(),
           py::arg("col_ids") = py::none(), py::arg("ncols") = -1, py::arg("bad") = py::none(),
-          py::arg("check_indices") = true, py::arg("symmetric") = false,
+          py::arg("check_indices") = true, py::arg("symmetric") = false, py::arg("stacked") = false,
           "One lossy gossip round (rowstoch_fast.network.Lossy): messages j -> i (j != i) lost when "
           "uniform_hash(seed, t, r, i, j) < p; row-stochastic receivers renormalise over what arrived; symmetric: "
           "the undirected rule (a link used when both its messages arrived and both ends are awake, an unused "
-          "link's weight kept on x_i; bad's bit 1 gates the other message).");
+          "link's weight kept on x_i; bad's bit 1 gates the other message). stacked: X is [own rows; messages] "
+          "(2 n rows; a self loop reads its own row i, the entry of column j the message n + j), the draws on the "
+          "node ids the indices name (a round of compressed messages over losses).");
     m.def("ge_advance", &ge_advance, py::arg("indptr"), py::arg("indices"), py::arg("bad"), py::arg("seed"),
           py::arg("from_"), py::arg("to"), py::arg("p_bad"), py::arg("p_recover"), py::arg("init") = false,
           py::arg("row_ids") = py::none(), py::arg("col_ids") = py::none(),

@@ -41,6 +41,7 @@ def mix_lossy(
     bad: NDArray[np.uint8] | None = None,
     check_indices: bool = True,
     symmetric: bool = False,
+    stacked: bool = False,
 ) -> NDArray[np.floating]: ...
 def ge_advance(
     indptr: NDArray[np.integer],

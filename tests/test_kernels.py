@@ -608,6 +608,69 @@ def test_running_sums_sweeps_equal_the_two_pass_form_round_after_round(A_X, w, s
             ref[q], compact[q] = want_new, (rooms[q][0][:held], rooms[q][1][:held])
 
 
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(1, 40), seed=st.integers(0, 2**63 - 1), t=st.integers(0, 2**40), p=st.floats(0.0, 1.0),
+       idt=st.sampled_from([np.int32, np.int64]), pattern=st.integers(0, 2**32 - 1))
+def test_the_sweeps_own_draws_on_long_rows_are_the_definitions(n, seed, t, p, idt, pattern):
+    """The compact sweep's own draws are the definition, link by link: arrived unless uniform_hash(seed, t, r, i, j)
+    < p (j != i; a self loop always arrives), on rows of 0 to 40 links (duplicates, self loops, unsorted columns),
+    int32 and int64 indices, and the sums of the sweep handed those arrivals."""
+    from rowstoch_fast._hashing import uniform_hash
+
+    rng = np.random.default_rng(pattern)
+    counts = rng.integers(0, 41, n) * (rng.random(n) < 0.8)
+    rows = np.repeat(np.arange(n), counts)
+    cols = rng.integers(0, n, len(rows))
+    selfish = rng.random(len(rows)) < 0.1  # (self loops)
+    cols[selfish] = rows[selfish]
+    indptr = np.concatenate([[0], np.cumsum(counts)]).astype(idt)
+    indices, data = cols.astype(idt), rng.random(len(rows))
+    X = rng.standard_normal((n, 3))
+    drawn = np.empty(len(rows), dtype=bool)
+    out, room = np.empty_like(X), (np.empty(len(rows), np.int64), np.empty((len(rows), 3)))
+    none = (np.empty(0, np.int64), np.empty((0, 3)))
+    held = _core.running_sums_compact(indptr, indices, data, drawn, [(X, out, *none, *room)], draw=(seed, t, 2, p))
+    want = (rows == cols) | (uniform_hash(np.uint64(seed), np.uint64(t), np.uint64(2), rows.astype(np.uint64),
+                                          cols.astype(np.uint64)) >= p)
+    np.testing.assert_array_equal(drawn, want)
+    assert held == int((~want).sum())
+    given_out, given_room = np.empty_like(out), (np.empty(len(rows), np.int64), np.empty((len(rows), 3)))
+    _core.running_sums_compact(indptr, indices, data, want, [(X, given_out, *none, *given_room)])
+    np.testing.assert_array_equal(out, given_out)
+    np.testing.assert_array_equal(room[1][:held], given_room[1][:held])
+
+
+@settings(max_examples=30, deadline=None)
+@given(n=st.integers(1, 30), seed=st.integers(0, 2**63 - 1), p=st.sampled_from([0.05, 0.5, 1.0]),
+       idt=st.sampled_from([np.int32, np.int64]), fdt=st.sampled_from([np.float64, np.float32]),
+       w=st.sampled_from([1, 3, 10, 17]), renormalise=st.booleans(), pattern=st.integers(0, 2**32 - 1))
+def test_the_lossy_pass_on_long_rows_is_the_reference_round_and_its_stacked_form(n, seed, p, idt, fdt, w, renormalise,
+                                                                                 pattern):
+    """The lossy pass's losses-only case on rows of 0 to 150 links (duplicates, self loops), widths in registers and
+    not, both rules, both index and value types: the reference round bit for bit; over a stacked [own rows;
+    messages] block (stacked=True, the same fast case) the bits of the general case over own_and_messages' index."""
+    rng = np.random.default_rng(pattern)
+    counts = rng.integers(0, 151, n) * (rng.random(n) < 0.8)
+    rows = np.repeat(np.arange(n), counts)
+    cols = rng.integers(0, n, len(rows))
+    selfish = rng.random(len(rows)) < 0.05
+    cols[selfish] = rows[selfish]
+    indptr = np.concatenate([[0], np.cumsum(counts)]).astype(idt)
+    indices, data = cols.astype(idt), rng.random(len(rows)).astype(fdt)
+    X = rng.standard_normal((n, w)).astype(fdt)
+    kw = dict(seed=seed, t=seed % 997, r=3, p=p, renormalise=renormalise)
+    got = _core.mix_lossy(indptr, indices, data, X, None, **kw)
+    want = _reference.lossy_round(indptr, indices, data, X, seed, seed % 997, 3, p, renormalise)
+    np.testing.assert_array_equal(got, want)
+    Q = rng.standard_normal((n, w)).astype(fdt)
+    stacked = _core.mix_lossy(indptr, indices, data, np.concatenate([X, Q]), None, stacked=True, **kw)
+    index = np.where(rows == cols, rows, cols + n).astype(idt)
+    nodes = np.arange(n, dtype=np.int64)
+    general = _core.mix_lossy(indptr, index, data, np.concatenate([X, Q]), None, ncols=2 * n, row_ids=nodes,
+                              col_ids=np.concatenate([nodes, nodes]), **kw)
+    np.testing.assert_array_equal(stacked, general)
+
+
 def test_running_sums_refuse_bad_arguments_clearly():
     """Wrong sizes, dtypes, strided or overlapping outputs and unsorted link ids raise, naming the argument."""
     indptr, indices = np.array([0, 2, 3], dtype=np.int64), np.array([0, 1, 1], dtype=np.int64)
@@ -642,6 +705,9 @@ def test_running_sums_refuse_bad_arguments_clearly():
     with pytest.raises(TypeError, match=r"int64"):
         _core.running_sums_compact(indptr, indices, data, arrived, [(X, out, ids[1:].astype(np.int32),
                                                                      np.zeros((1, 3)), room, rows)])
+    with pytest.raises(ValueError, match=r"blocks\[0\].X must have at least one column, got 0"):
+        _core.running_sums_compact(indptr, indices, data, arrived, [(X[:, :0], out[:, :0], ids[:0],
+                                                                     np.zeros((0, 0)), room, rows[:, :0])])
 
 
 @settings(max_examples=25, deadline=None)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from conftest import cli_resumes_like_one_run, feed, for_algorithm
+from conftest import cli_resumes_like_one_run, csr_and_block, feed, for_algorithm
 
 import rowstoch_fast as rf
 from rowstoch_fast import _reference as ref
@@ -199,6 +199,96 @@ def test_a_compressed_round_equals_its_definition(network, kw):
                 Q = ref.compress(Q, "noise", 3, 4, 5, r, sigma=0.1)
             expected = ref.compressed_round(base.matrix(5, r).toarray(), expected, Q)
         np.testing.assert_allclose(Y, expected, rtol=1e-12, atol=1e-13)
+
+
+@settings(max_examples=60, deadline=None)
+@given(case=csr_and_block(max_n=9, max_d=20), p=st.sampled_from([0.0, 0.1, 0.5, 1.0]), sleep=st.booleans(),
+       rule=st.sampled_from(["row", "column", "symmetric"]), key=st.integers(0, 2**64 - 1), gated=st.booleans())
+def test_a_lossy_round_of_messages_reads_the_stacked_block_in_the_fast_cases(case, p, sleep, rule, key, gated):
+    """_core.mix_lossy(..., stacked=True) (a self loop reads its own row, the others their sender's message, the
+    draws on the node ids: the pass's fast cases) gives the bits of the general case it replaced (own_and_messages'
+    index over the stacked block with its node ids) and the dense definition y_i = m_ii x_i + sum_{j != i} m_ij q_j,
+    M the lossy round's matrix (_reference.lossy_round of the identity): any CSR (empty rows, duplicates, self loops
+    or none), widths 1..20, float32 and float64, int32 and int64 indices, losses, sleep, Gilbert-Elliott gates,
+    each rule."""
+    from rowstoch_fast import _core
+    from rowstoch_fast.network import own_and_messages
+
+    A, X = case
+    n = A.shape[0]
+    Q = np.random.default_rng(key % 2**32 + 2).standard_normal(X.shape).astype(X.dtype)
+    ext = np.concatenate([X, Q])
+    awake = (np.random.default_rng(key % 2**32).random(n) < 0.7) if sleep else None
+    renormalise, symmetric = rule == "row", rule == "symmetric"
+    bad = np.random.default_rng(key % 2**32 + 1).integers(0, 4 if symmetric else 2, A.nnz).astype(np.uint8) \
+        if gated else None
+    kw = dict(seed=key, t=key % 1000, r=1, p=p, renormalise=renormalise, awake=awake, symmetric=symmetric, bad=bad)
+    got = _core.mix_lossy(A.indptr, A.indices, A.data, ext, None, stacked=True, **kw)
+    index = own_and_messages(A.indptr, A.indices, None, None, n)
+    nodes = np.arange(n, dtype=np.int64)
+    before = _core.mix_lossy(A.indptr.astype(index.dtype), index, A.data, ext, None, row_ids=nodes,
+                             col_ids=np.concatenate([nodes, nodes]), ncols=2 * n, **kw)
+    np.testing.assert_array_equal(got, before)
+    M = ref.lossy_round(A.indptr, A.indices, A.data.astype(np.float64), np.eye(n), key, key % 1000, 1, p,
+                        renormalise, awake, symmetric=symmetric, bad=bad)
+    rtol = 1e-12 if X.dtype == np.float64 else 2e-5
+    scale = 1 + np.abs(A.data).sum() * max(np.abs(ext).max(initial=0), 1)
+    np.testing.assert_allclose(got, ref.compressed_round(M, X, Q), rtol=0, atol=rtol * scale * 4)
+
+
+def test_a_stacked_lossy_round_refuses_ids_and_a_block_of_the_wrong_height():
+    """stacked=True reads [own rows; messages] of a square matrix: node ids or ncols, or an X that is not 2 n rows,
+    are refused by name."""
+    from rowstoch_fast import _core
+
+    c = topology.ring(6).csr
+    X = np.zeros((12, 2))
+    ids = np.arange(6, dtype=np.int64)
+    with pytest.raises(ValueError, match="stacked"):
+        _core.mix_lossy(c.indptr, c.indices, c.data, X, p=0.1, stacked=True, row_ids=ids, col_ids=ids)
+    with pytest.raises(ValueError, match="stacked"):
+        _core.mix_lossy(c.indptr, c.indices, c.data, X, p=0.1, stacked=True, ncols=12)
+    with pytest.raises(ValueError, match="X has 6 rows"):
+        _core.mix_lossy(c.indptr, c.indices, c.data, np.zeros((6, 2)), p=0.1, stacked=True)
+
+
+@pytest.mark.parametrize("network", ["lossy", "bursty", "sleepy-lossy"])
+def test_a_compressed_lossy_run_takes_the_stacked_pass_and_keeps_its_bits(network, monkeypatch):
+    """Compressed networks over losses and sleep: a run through the stacked fast pass (STACKED, the default) equals,
+    bit for bit, the run through own_and_messages' index (the general case before), and a run resumed mid-way
+    from its state equals the run straight through."""
+    from rowstoch_fast import _core
+
+    calls = {True: 0, False: 0}
+    plain = _core.mix_lossy
+
+    def spy(*args, stacked=False, **kwargs):
+        calls[stacked] += 1
+        return plain(*args, stacked=stacked, **kwargs)
+
+    monkeypatch.setattr(_core, "mix_lossy", spy)
+    A = topology.erdos_renyi(12, 0.3, seed=2)
+    b = np.random.default_rng(0).standard_normal((12, 3))
+
+    def networks(stacked):
+        net = Compressed(NETWORKS[network](A), "qsgd", bits=3, seed=7)
+        pushed = net.map(rf.mixing.out_degree_weights)  # (column-stochastic: the lost mass lost)
+        net.STACKED = pushed.STACKED = stacked
+        return {"A": net, "C": pushed}
+
+    def run(stacked, steps=12, resume_at=None):
+        opt = rf.PushPull(**networks(stacked), x0=np.zeros(3), lr=0.05)
+        for k in range(steps):
+            if k == resume_at:
+                opt = rf.PushPull.from_state_dict(opt.state_dict(), **networks(stacked))
+            opt.step(lambda X: X - b)
+        return opt.x
+
+    fast = run(True)
+    assert calls[True] > 0 and calls[False] == 0  # (every round of the run through the stacked pass)
+    np.testing.assert_array_equal(fast, run(False))
+    assert calls[False] > 0
+    np.testing.assert_array_equal(fast, run(True, resume_at=5))
 
 
 IDENTITIES = {"topk k=d": lambda A: Compressed(A, "topk", k=3), "randk k=d": lambda A: Compressed(A, "randk", k=3),

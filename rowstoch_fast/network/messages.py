@@ -37,6 +37,10 @@ class _Messages(Network):
     """
 
     acts_on = "messages"
+    #: A round over a lossy or sleepy network (no delays) reads ``[own; messages]`` in the compiled pass's
+    #: fast cases (``_core.mix_lossy(..., stacked=True)``: the rows computed from the node ids); False: through
+    #: ``own_and_messages``' index and the stacked block's node ids, the general case (the path before; bench).
+    STACKED = True
 
     @property
     def static(self):
@@ -144,7 +148,7 @@ class _Messages(Network):
                 ring.put(t, r, self.encode(plain, messages, t, drawn, d, own=ext[:n]))
             dst = out.reshape(cur.shape) if (r == rounds - 1 and out is not None) else np.empty_like(cur)
             _own_and_messages_round(core, ext, t, r, dst, delayed, rounds, self.noisy_links(),
-                                    None if ring is None else ring.layout(), noise_round=drawn)
+                                    None if ring is None else ring.layout(), noise_round=drawn, stacked=self.STACKED)
             cur = dst
         if ring is not None:
             ring.done(t)
@@ -227,12 +231,14 @@ def own_and_messages(indptr, indices, row_ids, col_ids, n_own):
     return _narrowed(np.where(own, rows, cols + np.int64(n_own)), indices)
 
 
-def _own_and_messages_round(core, ext, t, r, out, delayed=None, rounds=1, noisy=(), layout=None, noise_round=None):
+def _own_and_messages_round(core, ext, t, r, out, delayed=None, rounds=1, noisy=(), layout=None, noise_round=None,
+                            stacked=True):
     """One round of ``core``'s weights over ``ext = [X; Q]`` into ``out`` (:meth:`_Messages.mix`); with a
     :class:`Delayed` layer, ``ext`` is its ring ``[X; the messages of the last D + 1 iterations]`` and each
     entry reads the newest message that has arrived; each of the ``noisy`` layers (:class:`Noisy`,
     ``per="link"``) then adds its noise on the received copies through the same weights (:func:`link_noise_block`;
-    drawn as round ``noise_round``, default ``r``: ``content_round``)."""
+    drawn as round ``noise_round``, default ``r``: ``content_round``). ``stacked``: a lossy round without delays
+    reads ``ext`` in the compiled pass's fast cases (:attr:`_Messages.STACKED`)."""
     from .. import _core
 
     n = core.n
@@ -273,6 +279,11 @@ def _own_and_messages_round(core, ext, t, r, out, delayed=None, rounds=1, noisy=
                                            "awake": plan[3], "bad": bad, "symmetric": core.stochastic == "doubly"}
         delayed.mix_block(c.indptr, c.indices, c.data, ext, out, t, r, layout, lossy=lossy)  # (the ages drawn in
         # the mixing pass)
+    elif delayed is None and plan is not None and stacked:  # (the rows of [X; Q] computed from the node ids: the
+        # same sums as through own_and_messages' index and the block's ids, in the pass's fast cases)
+        _core.mix_lossy(c.indptr, c.indices, c.data, ext, out, seed=plan[1], t=t, r=r, p=plan[2],
+                        renormalise=core.stochastic == "row", awake=plan[3], bad=bad, check_indices=False,
+                        symmetric=core.stochastic == "doubly", stacked=True)
     else:
         node_major = layout is None or layout[3]
         cached = core.__dict__.get("_stacked_ids")

@@ -192,6 +192,40 @@ void csr_mix_lossy(const I Ap[], const I Aj[], const T Ax[], std::int64_t n, con
                      [Aj] { return ColumnRows<I>{Aj}; });
 }
 
+// The rows a round of messages reads in the stacked block [own rows; messages] (n_own own rows, then node j's
+// message at n_own + j): a self loop (Aj[q] = i) its own row i, every other entry its sender's message. Computed
+// from Aj, so the draws keep the node ids (Aj[q]) and the pass needs no index (network.messages.own_and_messages
+// writes the same rows).
+template <class I>
+struct StackedRows {
+    const I* Aj;
+    std::int64_t n_own;
+
+    struct Reader {
+        const I* Aj;
+        std::int64_t i, n_own;
+        std::int64_t operator()(I q) const {
+            const std::int64_t j = static_cast<std::int64_t>(Aj[q]);
+            return j == i ? i : n_own + j;
+        }
+    };
+
+    Reader row(std::int64_t i) const { return Reader{Aj, i, n_own}; }
+};
+
+// Y <- one lossy round of messages (Compressed(Lossy(A, p), ...)): csr_mix_lossy over X = [own rows (n); Q(X)
+// (n)], a self loop reading its own row, the others their sender's message (StackedRows), the draws on the node
+// ids Aj names. The same sums as csr_mix_lossy over own_and_messages' index with the stacked block's node ids
+// (row_ids = 0..n-1, col_ids = [0..n-1, 0..n-1]), but through the pass's fast cases (local ids; the ids sent such a
+// pass down the general case: 2.5x the static mix at n = 2^18, d = 10, 1.5x now; bench/RESULTS.md section 16).
+template <class I, class T>
+void csr_mix_lossy_stacked(const I Ap[], const I Aj[], const T Ax[], std::int64_t n, const T X[], std::int64_t w,
+                           T Y[], std::uint64_t seed, std::uint64_t t, std::uint64_t r, double p, int rule,
+                           const std::uint8_t* awake = nullptr, const std::uint8_t* bad = nullptr) {
+    csr_mix_lossy_by(Ap, Aj, Ax, n, X, w, Y, seed, t, r, p, rule, awake, NodeIds{nullptr, nullptr}, bad,
+                     [Aj, n] { return StackedRows<I>{Aj, n}; });
+}
+
 // Gilbert-Elliott chains (network.Lossy(model="gilbert-elliott")): one good/bad state per stored entry,
 // bad[q] for entry q (row i -> column j, global ids), advanced over iterations from .. to - 1 -> to:
 // state_{s} from state_{s-1} with the draw v = uniform_hash(seed, 2^61 + s, 0, i, j) (bad -> good when
