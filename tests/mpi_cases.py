@@ -29,6 +29,20 @@ def chosen(every, variable):
     return every if not names else {name: every[name] for name in names.split(",")}
 
 
+def kinds_of_algorithm(registry):
+    """One algorithm of each kind the MPI backend runs differently (its matrices, per-link state, push-sum weights,
+    per-sample or proximal oracle, regularizer, rounds, local steps, federated), the first by name: the problems of
+    the runs at more ranks than cores (the two-rank run checks every algorithm). Read off the classes, so a new
+    kind of class joins by itself."""
+    kinds = {}
+    for name, cls in sorted(registry.items()):
+        key = (tuple(cls.matrices), cls.per_link_state, cls.push_sum_weights is not None, cls.gradients,
+               cls.composite, cls.multi_round, getattr(cls, "federated", False),
+               "local_steps" in getattr(cls, "hyper", ()), bool(cls.silent_iterations), cls.phases)
+        kinds.setdefault(key, name)
+    return sorted(kinds.values())
+
+
 def graphs():
     return chosen({"exponential": topology.exponential(12), "ring": topology.paper_graphs()["ring"],
                    "random": topology.erdos_renyi(20, 0.15, seed=4)}, "ROWSTOCH_MPI_GRAPHS")
@@ -75,7 +89,7 @@ def case_algorithms(out):
     for gname, A in algorithm_graphs().items():
         f = Quadratic.random(A.n, 3, seed=1)
         x0 = np.broadcast_to(f.x0(), (2, A.n, 3)) + np.arange(2.0)[:, None, None]
-        for name, cls in sorted(REGISTRY.items()):
+        for name, cls in sorted(chosen(REGISTRY, "ROWSTOCH_MPI_ALGORITHMS").items()):
             for pname, owner in partitions(A.n):
                 opt = cls.build(for_algorithm(cls, A), x0, 0.01, rounds=2 if cls.multi_round else 1, backend="mpi",
                                 partition=owner, **options_for(cls))

@@ -92,13 +92,16 @@ def test_every_algorithm_equals_single_process(ranks, tmp_path, monkeypatch):
 
     import mpi_cases
 
-    fewer = _fewer_at(ranks, monkeypatch, ROWSTOCH_MPI_GRAPHS="random")
+    # (at 4 ranks, one graph and one algorithm of each kind: 52 algorithms at 4 ranks on 2 cores took 40 s of CI)
+    fewer = _fewer_at(ranks, monkeypatch, ROWSTOCH_MPI_GRAPHS="random",
+                      ROWSTOCH_MPI_ALGORITHMS=",".join(mpi_cases.kinds_of_algorithm(REGISTRY)))
     got = mpirun("algorithms", ranks, tmp_path, env=fewer)
+    algorithms = mpi_cases.chosen(REGISTRY, "ROWSTOCH_MPI_ALGORITHMS")
     checked = 0
     for gname, A in mpi_cases.algorithm_graphs().items():
         f = Quadratic.random(A.n, 3, seed=1)
         x0 = np.broadcast_to(f.x0(), (2, A.n, 3)) + np.arange(2.0)[:, None, None]
-        for name, cls in sorted(REGISTRY.items()):
+        for name, cls in sorted(algorithms.items()):
             ref = cls.build(for_algorithm(cls, A), x0, 0.01, rounds=2 if cls.multi_round else 1, **options_for(cls))
             fed = feed(cls, f.full_gradient)
             for _ in range(30):
@@ -110,7 +113,8 @@ def test_every_algorithm_equals_single_process(ranks, tmp_path, monkeypatch):
                 assert got[key + "/state_x"].shape == (A.n, 6), key
                 assert got[key + "/traffic"].tolist() == [traffic["messages"], traffic["bytes"]], key
                 checked += 1
-    assert checked == len(mpi_cases.algorithm_graphs()) * len(REGISTRY) * 2
+    assert checked == len(mpi_cases.algorithm_graphs()) * len(algorithms) * 2
+    assert ranks == 2 and len(algorithms) == len(REGISTRY) or 10 <= len(algorithms) < len(REGISTRY)
 
 
 @pytest.mark.parametrize("ranks", [2, 4])
