@@ -707,6 +707,15 @@ class Optimizer(AskTell, FailureHandling, Persistence):
             entry[0], entry[1] = int(saved[0]), int(saved[1])
             entry[4] = (entry[0], entry[1])
 
+    def _diagonal(self):
+        """``w_ii`` of ``W`` for this process's rows (a time-varying W: that of its first matrix), kept once read."""
+        w = self.__dict__.get("_wii")
+        if w is None:
+            W = self.W if hasattr(self.W, "csr") else next(iter(source_matrices(self.W)))
+            w = self._wii = W.csr.diagonal()
+        local = self._ops.local_nodes
+        return w if local is None else w[local]
+
     def centroid_weights(self):
         """The weights of the centroid the iterates agree on: ``pi`` of ``A``, or ``1/n`` (push-sum methods)."""
         if self.A is None or not self._static:  # push-sum methods; a time-varying network has no fixed pi

@@ -94,17 +94,6 @@ class DiNNO(LocalSteps, Optimizer):
     def _talking_iterations(self):
         return -(-self.iteration // self.local_steps)
 
-    def _diagonal(self):
-        """``w_ii`` of this process's rows (a time-varying W: that of its first matrix)."""
-        w = self.__dict__.get("_wii")
-        if w is None:
-            from ..network import source_matrices
-
-            W = self.W if hasattr(self.W, "csr") else next(iter(source_matrices(self.W)))
-            w = self._wii = W.csr.diagonal()
-        local = self._ops.local_nodes
-        return w if local is None else w[local]
-
     def _advance(self, grad_fn, cur, nxt, t):
         ops, rho = self._ops, self.penalty
         g, q = self._work

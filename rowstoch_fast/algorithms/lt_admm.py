@@ -66,20 +66,12 @@ class LinkSums:
             A = A.static
         return isinstance(A, MixingMatrix) and super().applies_to(A)
 
-    def _diagonal(self):
-        """``w_ii`` of this process's rows."""
-        w = self.__dict__.get("_wii")
-        if w is None:
-            w = self._wii = np.asarray(self.W.csr.diagonal(), dtype=np.float64)
-        local = self._ops.local_nodes
-        return w if local is None else w[local]
-
     def _row_coef(self, key, values):
         """A per-row coefficient of :meth:`Backend.combine` made once (``values(w_ii)`` of this process's rows: the
         penalty and relaxation are fixed once built)."""
         cache = self.__dict__.setdefault("_row_coefs", {})
         if key not in cache:
-            cache[key] = self._ops.vector(values(self._diagonal()))
+            cache[key] = self._ops.vector(values(np.asarray(self._diagonal(), dtype=np.float64)))
         return cache[key]
 
     def _link_sums(self, v, wv, z, e, z_next, e_next, t):
