@@ -190,8 +190,7 @@ class Metric:
             raise ValueError(f"metric {name!r}: a ranked metric falls to 0 at the solution (lower is better); "
                              "give ranked=False, or lower_is_better=True")
         builtin = (isinstance(fn, _NodeStatistic) and bool(_NODE_NAME.match(str(name)))  # (a node_* metric's own)
-                   or isinstance(fn, _FederatedMetric) and fn.name == name
-                   or isinstance(fn, _CallCount) and f"{fn.kind}_calls" == name)
+                   or isinstance(fn, _AlgorithmMetric) and fn.name == name)
         object.__setattr__(self, "name", name if builtin else _check_name(name))
         object.__setattr__(self, "fn", fn)
         object.__setattr__(self, "lower_is_better", bool(lower_is_better))
@@ -402,20 +401,25 @@ class _NodeStatistic:
         return f.test_metrics(x).get(self.quantity)
 
 
-class _FederatedMetric:
-    """A metric of :data:`FEDERATED_METRICS`: read off the federated method of the state (NaN for another)."""
+class _AlgorithmMetric:
+    """A built-in metric read off the method of the state (:attr:`MetricState.algorithm`), known by its name (which
+    is what pickling, equality and hashing go by)."""
 
     def __init__(self, name):
         self.name = name
 
     def __reduce__(self):
-        return _FederatedMetric, (self.name,)
+        return type(self), (self.name,)
 
     def __eq__(self, other):
-        return isinstance(other, _FederatedMetric) and self.name == other.name
+        return type(other) is type(self) and self.name == other.name
 
     def __hash__(self):
         return hash(self.name)
+
+
+class _FederatedMetric(_AlgorithmMetric):
+    """A metric of :data:`FEDERATED_METRICS`: read off the federated method of the state (NaN for another)."""
 
     def __call__(self, state):
         opt = state.algorithm
@@ -426,30 +430,18 @@ class _FederatedMetric:
         return opt.participation_fairness()
 
 
-class _CallCount:
-    """A metric of :data:`CALL_METRICS`: the optimizer's count of one kind of oracle call."""
-
-    def __init__(self, kind):
-        self.kind = kind
-
-    def __reduce__(self):
-        return _CallCount, (self.kind,)
-
-    def __eq__(self, other):
-        return isinstance(other, _CallCount) and self.kind == other.kind
-
-    def __hash__(self):
-        return hash(self.kind)
+class _CallCount(_AlgorithmMetric):
+    """A metric of :data:`CALL_METRICS` (``<kind>_calls``): the optimizer's count of one kind of oracle call."""
 
     def __call__(self, state):
-        return float(state.algorithm.calls[self.kind])
+        return float(state.algorithm.calls[self.name[:-len("_calls")]])
 
 
 def _call_metric(name):
     """The :class:`Metric` of a :data:`CALL_METRICS` name, or None."""
     if name not in CALL_METRICS:
         return None
-    return Metric(name, _CallCount(name[:-len("_calls")]), lower_is_better=True, log_scale=False)
+    return Metric(name, _CallCount(name), lower_is_better=True, log_scale=False)
 
 
 def _federated_metric(name):
