@@ -759,9 +759,17 @@ def _check_entries(csr):
         raise ValueError(f"W must be non-negative; W[{i}, {j}] = {csr.data[neg][0]} (row {i})")
 
 
-def _check_sums(csr, stochastic="row", doubly=False, rtol=ROW_SUM_RTOL):
+def off_sums(csr, stochastic="row", rtol=None):
+    """``(the rows (or columns) whose sums are not 1 within rtol, their sums)`` of a CSR matrix (``stochastic``:
+    ``"row"`` or ``"column"``; ``rtol``: the dtype's tolerance by default): empty where it is that stochastic."""
+    if rtol is None:
+        rtol = ROW_SUM_RTOL_FLOAT32 if csr.dtype == np.float32 else ROW_SUM_RTOL
     sums = np.asarray(csr.sum(axis=1 if stochastic == "row" else 0)).ravel()
-    bad = np.flatnonzero(np.abs(sums - 1.0) > rtol * np.maximum(1.0, np.abs(sums)))
+    return np.flatnonzero(np.abs(sums - 1.0) > rtol * np.maximum(1.0, np.abs(sums))), sums
+
+
+def _check_sums(csr, stochastic="row", doubly=False, rtol=ROW_SUM_RTOL):
+    bad, sums = off_sums(csr, stochastic, rtol)
     if bad.size:
         i = int(bad[0])
         if doubly:

@@ -27,7 +27,7 @@ import numpy as np
 
 from .. import backends
 from .._checks import check_step_size, fmt_bytes, nodes_first, require_memory
-from ..mixing import ROW_SUM_RTOL, ROW_SUM_RTOL_FLOAT32, MixingMatrix
+from ..mixing import MixingMatrix, off_sums
 from ..network import Network, as_undirected, base_matrix, source_matrices, source_of, weights_of
 from ._asktell import AskTell
 from ._deferred import FailureHandling
@@ -95,15 +95,11 @@ def _as_matrix(M, name, owner):
 def _as_other_kind(M, kind, name):
     """The doubly stochastic ``M`` (a MixingMatrix of the other kind whose ``kind`` sums are 1 too) as a ``kind``
     one, the same numbers and dtype; ValueError naming ``name`` and the first sum that is not 1."""
-    axis = 1 if kind == "row" else 0
-    sums = np.asarray(M.csr.sum(axis=axis), dtype=np.float64).ravel()
-    rtol = ROW_SUM_RTOL_FLOAT32 if M.dtype == np.float32 else ROW_SUM_RTOL
-    off = np.flatnonzero(np.abs(sums - 1.0) > rtol * np.maximum(1.0, np.abs(sums)))
+    off, sums = off_sums(M.csr, kind)
     if off.size:
-        what = "row" if kind == "row" else "column"
         hint = "; mixing.out_degree_weights(A) gives a column-stochastic C of A's graph" if name == "C" else ""
         raise ValueError(f"{name} must be a {kind}-stochastic MixingMatrix, got a {M.stochastic}-stochastic one whose "
-                         f"{what} {int(off[0])} sums to {sums[off[0]]:.6g} (build it with stochastic={kind!r}{hint})")
+                         f"{kind} {int(off[0])} sums to {sums[off[0]]:.6g} (build it with stochastic={kind!r}{hint})")
     c = M.csr
     return MixingMatrix._from_valid_csr(c.indptr, c.indices, c.data, M.n, stochastic=kind, doubly=True)
 
@@ -111,12 +107,10 @@ def _as_other_kind(M, kind, name):
 def _round_doubly(W, owner):
     """A schedule's matrix ``W`` (rows checked when the schedule was built) as a doubly stochastic one, its columns
     checked; no connectivity check (one round of a schedule need not be connected)."""
-    rtol = ROW_SUM_RTOL_FLOAT32 if W.dtype == np.float32 else ROW_SUM_RTOL
-    for axis, what in ((0, "column"), (1, "row")):
-        sums = np.asarray(W.csr.sum(axis=axis)).ravel()
-        off = np.abs(sums - 1.0) > rtol * np.maximum(1.0, np.abs(sums))
-        if off.any():
-            k = int(np.flatnonzero(off)[0])
+    for what in ("column", "row"):
+        off, sums = off_sums(W.csr, what)
+        if off.size:
+            k = int(off[0])
             raise ValueError(f"{owner}: W must be doubly stochastic: {what} {k} of a matrix of the schedule sums to "
                              f"{sums[k]:.16g}, not 1")
     if W.doubly:
@@ -136,11 +130,7 @@ def _cached(M, key, compute):
 def _columns_sum_to_one(A):
     """``A``'s columns sum to 1 too (a doubly stochastic matrix), at the tolerance its construction checks rows
     at; computed once per matrix (``rowstoch compare`` asks it of every undirected method)."""
-    def compute(A):
-        rtol = ROW_SUM_RTOL_FLOAT32 if A.dtype == np.float32 else ROW_SUM_RTOL
-        sums = np.asarray(A.csr.sum(axis=0)).ravel()
-        return bool(np.all(np.abs(sums - 1.0) <= rtol * np.maximum(1.0, np.abs(sums))))
-    return A.doubly or _cached(A, "columns_sum_to_one", compute)
+    return A.doubly or _cached(A, "columns_sum_to_one", lambda A: off_sums(A.csr, "column")[0].size == 0)
 
 
 def _asymmetry(W):
