@@ -31,14 +31,14 @@ def chosen(every, variable):
 
 def kinds_of_algorithm(registry):
     """One algorithm of each kind the MPI backend runs differently (its matrices, per-link state, push-sum weights,
-    per-sample or proximal oracle, regularizer, rounds, local steps, federated), the first by name: the problems of
+    per-sample or proximal oracle, regularizer, rounds, local steps, federated, silent first iterations), the first by name: the problems of
     the runs at more ranks than cores (the two-rank run checks every algorithm). Read off the classes, so a new
     kind of class joins by itself."""
     kinds = {}
     for name, cls in sorted(registry.items()):
         key = (tuple(cls.matrices), cls.per_link_state, cls.push_sum_weights is not None, cls.gradients,
                cls.composite, cls.multi_round, getattr(cls, "federated", False),
-               "local_steps" in getattr(cls, "hyper", ()), bool(cls.silent_iterations), cls.phases)
+               "local_steps" in getattr(cls, "hyper", ()), bool(cls.silent_iterations))
         kinds.setdefault(key, name)
     return sorted(kinds.values())
 
@@ -355,13 +355,14 @@ def runs_on(nname, net, cls):
 
 
 def case_networks(out):
-    """Every algorithm on lossy / scheduled / sleepy networks, two partitions: gathered models after 20 steps."""
+    """Every algorithm (or those ``ROWSTOCH_MPI_ALGORITHMS`` names) on lossy / scheduled / sleepy networks, two
+    partitions: gathered models after 20 steps."""
     from rowstoch_fast.algorithms import REGISTRY
 
     results = {}
     f = Quadratic.random(20, 3, seed=2)
     for nname, net in unreliable_networks().items():
-        for name, cls in sorted(REGISTRY.items()):
+        for name, cls in sorted(chosen(REGISTRY, "ROWSTOCH_MPI_ALGORITHMS").items()):
             if not runs_on(nname, net, cls):  # (an undirected network's method: a static W only)
                 continue
             for pname, owner in partitions(20):

@@ -198,9 +198,6 @@ class Optimizer(AskTell, FailureHandling, Persistence):
     silent_iterations = 0
     #: The first iterations that take no gradient (DLM's iteration 0 only sends ``x_0``): not counted as samples.
     gradient_free_iterations = 0
-    #: Gossip rounds one iteration needs one after the other (a tracker mixed before the model uses it: 2), on
-    #: top of a multi-round method's ``rounds``; counted in :attr:`communication_rounds` and the harness's budget.
-    phases = 1
     #: No step size makes it diverge on a convex problem (ADMM: any ``lr > 0`` converges); only non-finite values
     #: from the oracle do.
     stable_for_any_lr = False
@@ -536,9 +533,15 @@ class Optimizer(AskTell, FailureHandling, Persistence):
 
     @property
     def communication_rounds(self):
-        """Gossip rounds used so far (``rounds`` per iteration, counted as the paper does; the first
-        :attr:`silent_iterations` send nothing)."""
-        return self._talking_iterations() * self.rounds * self.phases
+        """Gossip rounds used so far: ``rounds`` per iteration that communicates (the first
+        :attr:`silent_iterations` send nothing; a local-update method talks at one iteration in ``K``).
+
+        One convention for every method, the paper's (Section 5: MG-Pull-Diag-GT's two recursions "incur R rounds
+        of communication" per iteration, though the tracker's needs the gradient at the mixed model): a round is
+        one iteration's exchange with the neighbours, whether the iteration sends its vectors at once (DIGing) or
+        one after the other (Pull-Diag-GT, AugDGM, SONATA, adapt-then-combine trackers). What the vectors
+        cost is in :meth:`traffic` (messages and values per link), which counts each exchange."""
+        return self._talking_iterations() * self.rounds
 
     def _network_time(self, t):
         """The time a time-varying network is read at (its matrix, losses, sleep, delays) in iteration ``t``: ``t``
@@ -553,9 +556,9 @@ class Optimizer(AskTell, FailureHandling, Persistence):
     @classmethod
     def iterations_for(cls, budget, rounds=1, options=None):
         """The iterations a budget of ``budget`` communication rounds allows with ``rounds`` gossip rounds per
-        iteration (and the class's :attr:`phases`; ``options``: the constructor's, e.g. a local-update method's
-        number of local steps): what ``rowstoch compare`` runs each method for."""
-        return budget // (rounds * cls.phases)
+        iteration (``options``: the constructor's, e.g. a local-update method's number of local steps): what
+        ``rowstoch compare`` runs each method for. Rounds are counted as :attr:`communication_rounds` says."""
+        return budget // rounds
 
     def _talking_iterations(self):
         """Iterations so far that sent messages (all but the first :attr:`silent_iterations`)."""

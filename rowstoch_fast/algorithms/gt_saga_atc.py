@@ -26,8 +26,8 @@ class GTSAGAATC(GTSAGA):
     :class:`GTSAGA` is the reference's form (``x+ = W x - lr y``, one draw, the estimate's own sample refreshing the
     table); this one takes two sample gradients per iteration, the estimate's and the refresh's, both unbiased, as
     decent-bench 0.3.0's GT-SAGA does (its batch of one). Exact, like GT-SAGA, for ``lr`` small enough. An
-    iteration takes **two rounds** (``y`` is mixed before ``x`` uses it): :attr:`communication_rounds` counts both,
-    and ``rowstoch compare`` gives it half as many iterations as a one-round method.
+    iteration sends twice (``y`` is mixed before ``x`` uses it): one communication round, as for every
+    adapt-then-combine tracker (:attr:`communication_rounds`); :meth:`traffic` counts both messages.
 
     Parameters
     ----------
@@ -56,10 +56,8 @@ class GTSAGAATC(GTSAGA):
     name = "gt-saga-atc"
     order = 124
 
-    phases = 2  # (y's round, then x's, which uses the mixed y)
-
     def _traffic_per_iteration(self):
-        return [("W", self.phases, self._reps * self._d)]  # (y, then x: d values each)
+        return [("W", 2, self._reps * self._d)]  # (y, then x: d values each)
 
     def samples_drawn(self, batch=1):
         """Two sample gradients per iteration, after the ``m`` of the table."""

@@ -31,9 +31,10 @@ class SONATA(Optimizer):
     ``tau = n / lr`` it is the step above (equivalently ``tau = 1 / lr`` for the paper's ``f_i / n`` and ``G = r``). ``1^T Phi_k y_k = 1^T g(x_k)`` at every ``k`` (``C`` is column-stochastic), so a fixed point has
     ``y_i = (1/n) sum_j grad f_j(x*)`` and ``x* = prox(x* - lr y)``: the composite minimiser, reached exactly
     with a constant step (tests: to 1e-9 on a lasso and a group lasso over a directed graph, against the
-    composite solver of :mod:`rowstoch_fast.composite`). Two gossip rounds per iteration, one after the other:
-    the models (with ``phi``), then the trackers, which need ``g(x_{k+1})`` (adapt-then-combine tracking);
-    :attr:`communication_rounds` counts both, so a budget of rounds gives it half as many iterations.
+    composite solver of :mod:`rowstoch_fast.composite`). An iteration sends twice, one exchange after the other:
+    the models (with ``phi``), then the trackers, which need ``g(x_{k+1})`` (adapt-then-combine tracking). Like
+    Pull-Diag-GT's and AugDGM's two exchanges, that is one communication round (the paper's convention:
+    :attr:`communication_rounds`); :meth:`traffic` counts both messages.
 
     Without a regularizer and with ``alpha = 1`` this is Push-DIGing with its tracker updated before it is mixed
     (``u_{k+1} = C (u_k - lr Phi_k y_k)``, ``u_k = Phi_k x_k``; a test checks it).
@@ -94,7 +95,6 @@ class SONATA(Optimizer):
     push_sum_weights = "v"
     hyper = ("lr", "alpha", "regularizer")
     scratch = 2
-    phases = 2  # (the models with phi, then the trackers, which need g(x_{k+1}))
     # Not in the paper preset nor the robustness experiment: the paper's problems are smooth and its baselines
     # published ones (this method's smooth form, an adapt-then-combine Push-DIGing, is neither); name it to run it.
     in_paper_preset = False
