@@ -23,6 +23,7 @@
 #include "rowstoch/network.hpp"
 #include "rowstoch/objectives.hpp"
 #include "rowstoch/parallel.hpp"
+#include "rowstoch/samples.hpp"
 #include "rowstoch/simd.hpp"
 #include "rowstoch/tracker.hpp"
 
@@ -1184,6 +1185,56 @@ int64_t first_nonfinite(py::array X) {
     throw py::type_error(cat("X must be float32 or float64, got ", dtype_name(X)));
 }
 
+// A per-sample gradient table's entries at the draws idx: read into block (put = false) or written from it.
+template <class T, class I>
+void sample_rows_typed(py::array& table, const py::array& idx, py::array& block, bool put, int64_t rows,
+                       int64_t reps, int64_t d) {
+    const I* drawn = cptr<I>(idx);
+    if (put) {
+        T* t = ptr<T>(table);
+        const T* b = cptr<T>(block);
+        py::gil_scoped_release nogil;
+        rowstoch::put_samples(t, rows, reps, d, drawn, b);
+    } else {
+        const T* t = cptr<T>(table);
+        T* b = ptr<T>(block);
+        py::gil_scoped_release nogil;
+        rowstoch::take_samples(t, rows, reps, d, drawn, b);
+    }
+}
+
+void sample_rows(py::array table, py::array idx, py::array block, bool put) {
+    check_ndim(table, "table", 4);
+    check_contiguous(table, "table");
+    check_contiguous(idx, "idx");
+    check_contiguous(block, "block");
+    check_same_dtype(block, "block", table, "table");
+    if (!is_f64(table) && !is_f32(table))
+        throw py::type_error(cat("table must be float32 or float64, got ", dtype_name(table)));
+    const int64_t m = table.shape(0), rows = table.shape(1), reps = table.shape(2), d = table.shape(3);
+    if (idx.size() != rows * reps)
+        throw py::value_error(cat("idx must hold one draw per node and replica (", rows, " x ", reps, " = ",
+                                  rows * reps, "), got ", idx.size()));
+    if (block.size() != rows * reps * d)
+        throw py::value_error(cat("block must hold ", rows * reps, " entries of ", d, " values (", rows * reps * d,
+                                  "), got ", block.size()));
+    check_writeable(put ? table : block, put ? "table" : "block");
+    if (!is_i64(idx) && !is_i32(idx))
+        throw py::type_error(cat("idx must be int32 or int64, got ", dtype_name(idx)));
+    const int64_t bad = is_i64(idx) ? rowstoch::first_bad_sample(cptr<int64_t>(idx), idx.size(), m)
+                                    : rowstoch::first_bad_sample(cptr<std::int32_t>(idx), idx.size(), m);
+    if (bad >= 0)
+        throw py::value_error(cat("idx holds ", is_i64(idx) ? cptr<int64_t>(idx)[bad] : cptr<std::int32_t>(idx)[bad],
+                                  " at position ", bad, ": not a sample of the table's ", m));
+    if (is_f64(table)) {
+        if (is_i64(idx)) sample_rows_typed<double, int64_t>(table, idx, block, put, rows, reps, d);
+        else sample_rows_typed<double, std::int32_t>(table, idx, block, put, rows, reps, d);
+    } else {
+        if (is_i64(idx)) sample_rows_typed<float, int64_t>(table, idx, block, put, rows, reps, d);
+        else sample_rows_typed<float, std::int32_t>(table, idx, block, put, rows, reps, d);
+    }
+}
+
 py::tuple diag_powers(py::array indptr, py::array indices, py::array data, int64_t stride,
                       int64_t n_records, int64_t block, bool check_indices) {
     if (stride < 1) throw py::value_error(cat("stride must be >= 1, got ", stride));
@@ -1460,6 +1511,11 @@ PYBIND11_MODULE(_core, m) {
     m.def("combine", &combine, py::arg("out").noconvert(), py::arg("coefs"), py::arg("blocks"),
           "out <- sum_t coefs[t] * blocks[t] (1 to 4 terms; a coefficient is a float, a per-row vector (n,), a\n"
           "per-column row (1, w) or an (n, w) block; a block may be out itself). Returns False when out has a NaN or Inf.");
+    m.def("sample_rows", &sample_rows, py::arg("table").noconvert(), py::arg("idx").noconvert(),
+          py::arg("block").noconvert(), py::arg("put"),
+          "A per-sample table (m, rows, reps, d): block[i * reps + r] <- table[idx[r, i], i, r] (put=False), or\n"
+          "the inverse (put=True). idx: (reps, rows) or (rows,) draws in 0..m-1, int32 or int64; block: rows * reps\n"
+          "entries of d values, C order, the table's dtype.");
     m.def("first_nonfinite", &first_nonfinite, py::arg("X"),
           "Row index of the first NaN/Inf in a 2-D float array, or -1.");
     m.def("logistic_grad", &logistic_grad, py::arg("H"), py::arg("Y"), py::arg("n"), py::arg("rho"),

@@ -731,3 +731,72 @@ def test_the_compact_sweep_draws_the_losses_of_lost_links(A_X, seed, t, p):
     np.testing.assert_array_equal(room[1][:held], given_room[1][:held])
     with pytest.raises(TypeError, match=r"draw must be a tuple"):
         _core.running_sums_compact(indptr, indices, data, drawn, [(X, out, *none, *room)], draw=[seed, t, 1, p])
+
+
+# ------------------------------------------------------------------ a per-sample gradient table's entries
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 5), st.integers(1, 40), st.integers(1, 3), st.integers(1, 7), st.sampled_from(["f4", "f8"]),
+       st.sampled_from(["i4", "i8"]), st.booleans(), st.integers(0, 2**31))
+def test_sample_rows_equal_the_definition(m, rows, reps, d, dtype, itype, flat, seed):
+    """``block[i * reps + r] = table[idx[r, i], i, r]`` and its inverse, against a loop over the definition (the
+    draws given as (reps, rows), or (rows,) for one replica); any thread count (the rows split over threads)."""
+    rng = np.random.default_rng(seed)
+    table = rng.standard_normal((m, rows, reps, d)).astype(dtype)
+    idx = rng.integers(0, m, (reps, rows)).astype(itype)
+    if flat and reps == 1:
+        idx = idx[0]
+    want = np.empty((rows * reps, d), dtype)
+    for i in range(rows):
+        for r in range(reps):
+            want[i * reps + r] = table[idx.reshape(reps, rows)[r, i], i, r]
+    block = np.full((rows, reps * d), np.nan, dtype)  # (a node-major block, as an optimizer's)
+    _core.sample_rows(table, idx, block, False)
+    np.testing.assert_array_equal(block.reshape(-1, d), want)
+    values = rng.standard_normal(block.shape).astype(dtype)
+    expected = table.copy()
+    for i in range(rows):
+        for r in range(reps):
+            expected[idx.reshape(reps, rows)[r, i], i, r] = values.reshape(-1, d)[i * reps + r]
+    _core.sample_rows(table, idx, values, True)
+    np.testing.assert_array_equal(table, expected)
+
+
+def test_sample_rows_on_many_threads_equal_one():
+    table = np.random.default_rng(0).standard_normal((4, 5000, 2, 10))
+    idx = np.random.default_rng(1).integers(0, 4, (2, 5000))
+    threads = _core.get_num_threads()
+    try:
+        blocks = []
+        for t in (1, 3):
+            _core.set_num_threads(t)
+            block = np.empty((5000, 20))
+            _core.sample_rows(table, idx, block, False)
+            blocks.append(block)
+    finally:
+        _core.set_num_threads(threads)
+    np.testing.assert_array_equal(blocks[0], blocks[1])
+    np.testing.assert_array_equal(blocks[0].reshape(-1, 10), table[idx.T, np.arange(5000)[:, None], [0, 1]].reshape(-1, 10))
+
+
+def test_sample_rows_refuse_what_they_cannot_read_naming_it():
+    table, block = np.zeros((3, 4, 1, 2)), np.zeros((4, 2))
+    with pytest.raises(ValueError, match="idx holds 3 at position 2: not a sample of the table's 3"):
+        _core.sample_rows(table, np.array([0, 1, 3, 0]), block, False)
+    with pytest.raises(ValueError, match="idx holds -1 at position 0"):
+        _core.sample_rows(table, np.array([-1, 1, 2, 0]), block, True)
+    with pytest.raises(ValueError, match=r"idx must hold one draw per node and replica \(4 x 1 = 4\), got 3"):
+        _core.sample_rows(table, np.array([0, 1, 2]), block, False)
+    with pytest.raises(ValueError, match=r"block must hold 4 entries of 2 values \(8\), got 6"):
+        _core.sample_rows(table, np.zeros(4, np.int64), np.zeros((3, 2)), False)
+    with pytest.raises(TypeError, match="block has dtype float32 but table has dtype float64"):
+        _core.sample_rows(table, np.zeros(4, np.int64), block.astype(np.float32), False)
+    with pytest.raises(TypeError, match="idx must be int32 or int64, got float64"):
+        _core.sample_rows(table, np.zeros(4), block, False)
+    with pytest.raises(ValueError, match="table must be 4-D"):
+        _core.sample_rows(table[0], np.zeros(4, np.int64), block, False)
+    frozen = table.copy()
+    frozen.flags.writeable = False
+    with pytest.raises(ValueError, match="table must be writeable"):
+        _core.sample_rows(frozen, np.zeros(4, np.int64), block, True)
+    with pytest.raises(ValueError, match="block must be C-contiguous"):
+        _core.sample_rows(table, np.zeros(4, np.int64), np.zeros((2, 4)).T, False)

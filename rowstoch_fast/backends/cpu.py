@@ -240,6 +240,29 @@ class CpuBackend(Backend):
     def is_finite(self, block):
         return _core.first_nonfinite(block) < 0
 
+    def take_samples(self, table, idx, out):
+        """:meth:`Backend.take_samples` in one compiled pass (``_core.sample_rows``: whole rows copied on the
+        kernels' threads; NumPy's ``take`` and fancy assignment were half of LT-ADMM-VR's step at 2^16 nodes)."""
+        if not self._sample_rows(table, idx, out, put=False):
+            super().take_samples(table, idx, out)
+
+    def put_samples(self, table, idx, values):
+        """:meth:`Backend.put_samples` in one compiled pass (see :meth:`take_samples`)."""
+        if not self._sample_rows(table, idx, values, put=True):
+            super().put_samples(table, idx, values)
+
+    @staticmethod
+    def _sample_rows(table, idx, block, put):
+        """The compiled copy where the blocks allow it (C-contiguous, one dtype); False: NumPy's instead."""
+        idx = np.asarray(idx)
+        if idx.dtype not in (np.int64, np.int32):
+            idx = idx.astype(np.int64)
+        if not (type(table) is np.ndarray and type(block) is np.ndarray and table.flags.c_contiguous
+                and block.flags.c_contiguous and block.dtype == table.dtype):
+            return False
+        _core.sample_rows(table, np.ascontiguousarray(idx), block, put)
+        return True
+
     # ------------------------------------------------------------------ reductions and results
     def first_nonfinite(self, *blocks):
         """The smallest node id with a NaN/Inf in any of ``blocks`` (over all processes), or -1."""
