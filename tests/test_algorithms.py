@@ -818,3 +818,45 @@ def test_a_round_is_one_iterations_exchange_whether_its_vectors_leave_at_once_or
     assert opt.communication_rounds == 3
     sequential = 1 if name == "diging" else 2  # (DIGing packs x and y into one message; the others send twice)
     assert opt.traffic()["messages"] == 3 * sequential * sum(opt._edges.values())
+
+
+@pytest.mark.parametrize("name", sorted(REGISTRY))
+def test_the_two_buffers_of_a_block_never_share_memory(name):
+    """A block a step leaves as it was stays in its buffer on the host (``_carry``: no copy); the commit then
+    hands the next step the spare one. After every step each block's current and next buffers are apart (the
+    next step writes one while it reads the other), whatever the method carried."""
+    cls = REGISTRY[name]
+    A = for_algorithm(cls, topology.erdos_renyi(10, 0.3, seed=2))
+    x0 = np.random.default_rng(3).standard_normal((10, 2))
+    opt = cls.build(A, x0, 0.02, **options_for(cls))
+    grad = feed(cls, lambda X: X - 1.0)
+    for _ in range(9):
+        opt.step(grad)
+        for block in opt.state:
+            assert not np.shares_memory(opt._cur[block], opt._nxt[block]), (name, opt.iteration, block)
+
+
+def test_a_carried_block_stays_in_its_buffer_and_a_failed_step_after_it_changes_nothing():
+    """LT-ADMM's iterations without a round keep z, e and c where they are (they were copied: 3 of its 6 block
+    passes); a step that fails after carrying them leaves the state and the blocks' buffers as they were, and the
+    run goes on bit for bit as one that never failed."""
+    W = topology.ring(8, directed=False, weights="metropolis")
+    x0 = np.random.default_rng(4).standard_normal((8, 3))
+    opt, plain = (REGISTRY["lt-admm"](W, x0, 0.05, local_steps=4) for _ in range(2))
+    grad = lambda X: X - 2.0  # noqa: E731
+    for o in (opt, plain):
+        o.step(grad)  # (iteration 0 sends; 1, 2 and 3 do not)
+    kept = {name: opt._cur[name] for name in ("z", "e", "c")}
+    opt.step(grad)
+    plain.step(grad)
+    assert all(opt._cur[name] is kept[name] for name in kept)
+    before = {name: (opt._cur[name], opt._cur[name].copy()) for name in opt.state}
+    with pytest.raises(DivergenceError):
+        opt.step(lambda X: np.full_like(X, np.nan))
+    assert opt.iteration == 2
+    for name, (buffer, values) in before.items():
+        assert opt._cur[name] is buffer and np.array_equal(buffer, values)
+    for _ in range(10):
+        opt.step(grad)
+        plain.step(grad)
+    np.testing.assert_array_equal(opt.x, plain.x)

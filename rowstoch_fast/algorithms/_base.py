@@ -10,7 +10,8 @@ operations (``self._ops``, see :mod:`rowstoch_fast.backends`):
   ``cur``; raise :class:`DivergenceError` (through ``_gradient`` / ``_check_iterates``) on NaN/Inf.
 
 :meth:`Optimizer.step` then swaps ``cur`` and ``nxt`` in one statement, so an exception or a Ctrl-C
-anywhere in ``_advance`` leaves the previous state intact. The same code runs on every backend.
+anywhere in ``_advance`` leaves the previous state intact. A block a step leaves as it was is passed on with
+``_carry(cur, nxt, name)`` (no copy on the host), never copied by hand. The same code runs on every backend.
 
 The jobs around it live beside it: :mod:`._guards` (one thread at a time, hyperparameters fixed once
 built), :mod:`._deferred` (failure handling and the deferred device checks), :mod:`._persistence`
@@ -786,10 +787,13 @@ class Optimizer(AskTell, FailureHandling, Persistence):
         self._ops.t, self._ops.phase, self._ops.calls = self._network_time(t), "step", 0  # the time a varying network mixes
         # with (and a delayed network's histories, one per quantity mixed, told apart by call order)
         self._calls_before = before = self._calls.copy()  # (the oracle calls counted in place by this step)
+        nxt = dict(self._nxt) if self._ops.keeps_blocks else self._nxt  # (the step's own: _carry may point an
+        # entry at cur's buffer)
         try:
-            self._advance(grad_fn, self._cur, self._nxt, t)
+            self._advance(grad_fn, self._cur, nxt, t)
+            following = self._following(nxt)
             # Commit in one statement with no calls (no signal can land half-way).
-            self._cur, self._nxt, self.iteration = self._nxt, self._cur, t + 1
+            self._cur, self._nxt, self.iteration = nxt, following, t + 1
         except BaseException:
             if self.iteration == t:  # (not committed: its calls are not counted)
                 self._calls = before
@@ -803,6 +807,27 @@ class Optimizer(AskTell, FailureHandling, Persistence):
 
     def _advance(self, grad_fn, cur, nxt, t):
         raise NotImplementedError
+
+    def _carry(self, cur, nxt, *names):
+        """The blocks ``names`` this step leaves as they were: ``nxt[name] <- cur[name]``. On the host no copy:
+        the step's ``nxt`` takes ``cur``'s buffer (read it from either; never write it), and the commit keeps it
+        there (:meth:`_following`); a local-update method's iterations without a round copied three to five
+        blocks each. On a GPU a copy (``Backend.keeps_blocks``)."""
+        if self._ops.keeps_blocks:
+            for name in names:
+                nxt[name] = cur[name]
+        else:
+            for name in names:
+                self._ops.combine(nxt[name], [1.0], [cur[name]], check=False)
+
+    def _following(self, nxt):
+        """The blocks the next step writes into after this one commits ``nxt``: the current ones, except that a
+        block :meth:`_carry` kept in its buffer gets the spare one (no side effect: the commit is one statement)."""
+        cur = self._cur
+        if nxt is self._nxt:
+            return cur
+        spare = {name: self._nxt[name] for name, block in nxt.items() if block is cur[name]}
+        return {**cur, **spare} if spare else cur
 
     def _check_samples(self, grad_fn):
         """A ``grad_fn`` that says how many mini-batches it averages per call (``grad_fn.rounds``, as

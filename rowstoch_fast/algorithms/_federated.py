@@ -341,8 +341,7 @@ class Federated(LocalSteps):
         finite = ops.combine(nxt["x"], [1.0, stepping], [cur["x"], step])
         self._check_iterates(finite, t, nxt["x"])
         if not self._talks(t):
-            for name in self.state[1:]:
-                ops.combine(nxt[name], [1.0], [cur[name]], check=False)
+            self._carry(cur, nxt, *self.state[1:])
             self._verified_last(finite, nxt["x"], t + 1)
             return
         chosen, _ = self._round_selection(t)

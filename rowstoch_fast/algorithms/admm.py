@@ -117,8 +117,7 @@ class ADMM(Optimizer):
         ops = self._ops
         if t == 0:  # u_0 = W x_0
             ops.mix(self.W, cur["x"], nxt["u"])
-            ops.combine(nxt["x"], [1.0], [cur["x"]], check=False)
-            ops.combine(nxt["beta"], [1.0], [cur["beta"]], check=False)
+            self._carry(cur, nxt, "x", "beta")
             return
         oracle = self._oracle(grad_fn)
         self._pass = getattr(getattr(oracle, "objective", None), "samples_per_node", None)

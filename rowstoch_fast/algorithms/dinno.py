@@ -103,8 +103,7 @@ class DiNNO(LocalSteps, Optimizer):
             self._check_iterates(finite, t, nxt["p"])
             ops.combine(nxt["x_round"], [1.0], [cur["x"]], check=False)
         else:
-            for name in ("wx", "p", "x_round"):
-                ops.combine(nxt[name], [1.0], [cur[name]], check=False)
+            self._carry(cur, nxt, "wx", "p", "x_round")
         g = self._gradient_read(grad_fn, cur["x"], g, t)
         wii = self._diagonal()
         d = 1.0 - wii

@@ -93,8 +93,7 @@ class DLM(Optimizer):
         if t == 0:  # s_0 = L x_0; x and alpha (0) as they are
             finite = self._laplacian(cur["x"], nxt["s"])
             self._check_iterates(finite, t, nxt["s"])
-            ops.combine(nxt["x"], [1.0], [cur["x"]], check=False)
-            ops.combine(nxt["alpha"], [1.0], [cur["alpha"]], check=False)
+            self._carry(cur, nxt, "x", "alpha")
             return
         (_, g) = self._work
         g = self._gradient_read(grad_fn, cur["x"], g, t)

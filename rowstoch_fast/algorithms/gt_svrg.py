@@ -145,8 +145,7 @@ class GTSVRG(Optimizer):
             ops.combine(nxt["tau"], [1.0], [nxt["x"]], check=False)
             self._full_gradient(oracle, nxt["tau"], nxt["full"], t + 1)
         else:
-            ops.combine(nxt["tau"], [1.0], [cur["tau"]], check=False)
-            ops.combine(nxt["full"], [1.0], [cur["full"]], check=False)
+            self._carry(cur, nxt, "tau", "full")
         drawn = []
 
         def sampled(X):

@@ -101,12 +101,15 @@ class KGT(LocalSteps, Optimizer):
         ops = self._ops
         g, u, w = self._work
         start = self._round_starts(t)
-        ops.combine(nxt["x_round"], [1.0], [cur["x"] if start else cur["x_round"]], check=False)
+        if start:
+            ops.combine(nxt["x_round"], [1.0], [cur["x"]], check=False)
+        else:
+            self._carry(cur, nxt, "x_round")
         g = self._gradient_read(grad_fn, cur["x"], g, t)
         finite = ops.combine(nxt["x"], [1.0, self._lr_coef(), self._lr_coef()], [cur["x"], g, cur["c"]])
         self._check_iterates(finite, t, nxt["x"])
         if not self._talks(t):
-            ops.combine(nxt["c"], [1.0], [cur["c"]], check=False)
+            self._carry(cur, nxt, "c")
             self._verified_last(finite, nxt["x"], t + 1)
             return
         inv = self._inverse_lr_coef(1.0 / self.local_steps)

@@ -96,7 +96,7 @@ class LED(LocalSteps, Optimizer):
         finite = ops.combine(phi, [1.0, self._lr_coef(), -self.dual_step], [cur["x"], g, cur["y"]])
         self._check_iterates(finite, t, phi)
         if not talks:
-            ops.combine(nxt["y"], [1.0], [cur["y"]], check=False)
+            self._carry(cur, nxt, "y")
             self._verified_last(finite, nxt["x"], t + 1)
             return
         ops.mix(self.W, phi, nxt["x"])  # x_{r+1} = W phi_tau

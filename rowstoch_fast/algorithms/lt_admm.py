@@ -206,8 +206,7 @@ class LTADMM(LinkSums, LocalSteps, Optimizer):
             ops.combine(nxt["c"], [self._row_coef("rho d", lambda wii: rho * (1.0 - wii)), -1.0],
                         [cur["x"], nxt["z"]], check=False)
         else:
-            for name in ("z", "e", "c"):
-                ops.combine(nxt[name], [1.0], [cur[name]], check=False)
+            self._carry(cur, nxt, "z", "e", "c")
         g = self._local_gradient(grad_fn, cur, nxt, t)
         beta = self._lr_coef() if self.dual_step is None else -self.dual_step
         finite = ops.combine(nxt["x"], [1.0, self._lr_coef(), beta], [cur["x"], g, nxt["c"]])

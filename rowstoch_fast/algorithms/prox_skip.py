@@ -157,7 +157,7 @@ class ProxSkip(Optimizer):
         finite = ops.combine(z, [1.0, self._lr_coef(), -1.0], [cur["x"], g, cur["y"]])
         self._check_iterates(finite, t, z)
         if not talks:
-            ops.combine(nxt["y"], [1.0], [cur["y"]], check=False)
+            self._carry(cur, nxt, "y")
             self._verified_last(finite, nxt["x"], t + 1)
             return
         ops.mix(self.W, z, wz)

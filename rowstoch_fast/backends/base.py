@@ -58,6 +58,10 @@ class Backend:
     check_every = 1
     #: The id of the last checked launch (deferring backends).
     last_launch = 0
+    #: Whether a step's blocks that it leaves as they were may stay in their buffers instead of being copied
+    #: (:meth:`~rowstoch_fast.algorithms.Optimizer._carry`): the host's backends. Not the GPU's: its journal and
+    #: CUDA graphs hold the two buffers of every block.
+    keeps_blocks = False
     #: The values of one model (``d``), set by the optimizer: a compressed network's messages are models, replica
     #: by replica (:class:`~rowstoch_fast.network.Compressed`).
     message_d = None

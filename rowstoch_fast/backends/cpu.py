@@ -273,6 +273,7 @@ class CpuBackend(Backend):
 
     #: Blocks already hold every node in host memory: gathering may hand out a view (``copy=False``).
     gathers_in_place = True
+    keeps_blocks = True
 
     def gather(self, block, copy=True):
         """The full ``(n, w)`` block as a host array on the root process (None on the others); ``copy=False``
