@@ -1432,16 +1432,26 @@ def _federated_own(n, x0, lr, grad_fn, T, local_steps, participation, client_ste
 
 @twin("fedpd")
 def fedpd(n, x0, lr, grad_fn, T, local_steps=4, participation=1.0, client_steps=None, selection="uniform",
-          client_weights=None, eta=1.0, seed=0):
-    """FedPD (Zhang et al. 2021, every round communicating): local steps ``y <- y - lr (g(y) + lambda_i +
-    (y - c_i) / eta)`` from the client's own model; for ``i`` in ``S``: ``lambda_i <- lambda_i + (y_i - c_i) /
-    eta``, then ``s = mean_S (y_i + eta lambda_i)`` and ``c_i <- s``; ``lambda_i = 0``, ``c_i = s_0`` at the
+          client_weights=None, eta=1.0, skip_probability=0.0, seed=0):
+    """FedPD (Zhang et al. 2021): local steps ``y <- y - lr (g(y) + lambda_i + (y - c_i) / eta)`` from the
+    client's own model; for ``i`` in ``S``: ``lambda_i <- lambda_i + (y_i - c_i) / eta``, then, where round ``r``
+    communicates (``FedPD.communicates(seed, skip_probability, r)``), ``s = mean_S (y_i + eta lambda_i)`` and
+    ``c_i <- s``, else ``c_i <- y_i + eta lambda_i`` and ``s`` as it was; ``lambda_i = 0``, ``c_i = s_0`` at the
     start."""
+    from .algorithms.fedpd import FedPD
+
+    rounds = [0]
+
     def server(s, y, S, st):
+        r, rounds[0] = rounds[0], rounds[0] + 1
         lam, c = st["lam"].copy(), st["c"].copy()
         lam[S] += (y[S] - c[S]) / eta
-        s = (y[S] + eta * lam[S]).mean(axis=0)
-        c[S] = s
+        candidates = y[S] + eta * lam[S]
+        if FedPD.communicates(seed, skip_probability, r):
+            s = candidates.mean(axis=0)
+            c[S] = s
+        else:
+            c[S] = candidates
         return s, {"lam": lam, "c": c}
 
     return _federated_own(n, x0, lr, grad_fn, T, local_steps, participation, client_steps, seed,

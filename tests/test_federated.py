@@ -493,3 +493,85 @@ def test_fedpd_and_fedlt_count_one_block_each_way():
 def test_bad_fedpd_and_fedlt_hyperparameters_are_named(cls, options, match):
     with pytest.raises(ValueError, match=match):
         cls(10, np.zeros(3), 0.1, **options)
+
+
+# ----------------------------------------------------------------- FedPD's rounds without communication
+@pytest.mark.parametrize("options", [{"skip_probability": 0.5}, {"skip_probability": 0.3, "participation": 0.4,
+                                                                 "local_steps": 3, "selection": "fair"},
+                                     {"skip_probability": 0.7, "client_steps": [1, 2, 3, 4, 1, 2, 3, 4, 1, 2]}])
+def test_fedpd_skipping_rounds_equals_its_twin(options):
+    """A round's end that its coin skips: each chosen client takes its own candidate as its centre, the server
+    stays (the reference's p > 0); against the dense twin, which transcribes it separately."""
+    grad, _ = problem(seed=4)
+    x0 = np.random.default_rng(6).standard_normal((10, 3))
+    opt = FedPD(10, x0, 0.05, seed=3, **options)
+    xs = _reference.fedpd(10, x0, 0.05, grad, 60, seed=3, **options)
+    for t in range(1, 61):
+        opt.step(grad)
+        np.testing.assert_allclose(opt.x, xs[t], rtol=1e-13, atol=1e-15)
+    K = opt.local_steps
+    talked = FedPD.communicates(3, options["skip_probability"], np.arange(60 // K))
+    assert 0 < talked.sum() < 60 // K  # (some rounds skipped, some not)
+    assert opt.communication_rounds == talked.sum()
+    assert opt.traffic()["messages"] == 2 * opt.clients_per_round * talked.sum()
+
+
+def test_fedpd_skipping_rounds_is_not_exact_and_resumes_bit_for_bit():
+    """What the docstring derives: a skipped round does not keep the minimiser of the sum (its centres move to
+    ``x* - eta grad f_i(x*)``), so with ``p > 0`` the clients' models stay away from it even with exact gradients
+    and every client (with ``p = 0`` they reach it: the test above); a state_dict taken between rounds resumes to
+    the bits of the uninterrupted run (the coins' count is rebuilt from the iteration)."""
+    grad, xstar = problem(seed=3)
+    opt = run(FedPD, 16000, grad, skip_probability=0.5)
+    assert np.abs(opt.x - xstar).max() > 1e-2
+    a = run(FedPD, 41, grad, skip_probability=0.6, participation=0.5)
+    b = FedPD.from_state_dict(a.state_dict())
+    for _ in range(40):
+        a.step(grad)
+        b.step(grad)
+    np.testing.assert_array_equal(a.x, b.x)
+    assert a.communication_rounds == b.communication_rounds
+
+
+@pytest.mark.parametrize("budget", [1, 7, 30])
+def test_fedpd_iterations_for_makes_exactly_the_budget_of_communications(budget):
+    options = {"skip_probability": 0.4, "local_steps": 3, "seed": 5}
+    T = FedPD.iterations_for(budget, options=options)
+    grad, _ = problem()
+    opt = run(FedPD, T, grad, **options)
+    assert opt.communication_rounds == budget and T % 3 == 0
+    assert not FedPD.communicates(5, 0.4, np.arange(T // 3)).all() or budget == 1  # (skips counted in between)
+    assert FedPD.iterations_for(budget, options={"local_steps": 3}) == 3 * budget  # (p = 0: every round)
+
+
+@pytest.mark.parametrize("bad", [1.0, 1.5, -0.1, float("nan"), "half"])
+def test_fedpd_refuses_a_skip_probability_outside_0_1(bad):
+    with pytest.raises((ValueError, TypeError), match="skip_probability"):
+        FedPD(10, np.zeros(3), 0.1, skip_probability=bad)
+
+
+def test_fedpd_skipping_rounds_in_a_comparison_and_on_the_emulated_device(monkeypatch):
+    """``rowstoch compare`` gives it the rounds whose coins make its budget; the CuPy backend's glue (NumPy for
+    CuPy, the host's kernels) runs the skipped rounds as the CPU does."""
+    from rowstoch_fast import topology
+    from rowstoch_fast.compare import compare
+    from rowstoch_fast.objectives import Quadratic
+
+    f = Quadratic.random(10, 3, seed=2)
+    frame = compare(topology.ring(10, directed=False, weights="metropolis"), f, ["fedpd"], rounds_budget=12,
+                    repeats=1, lr=0.05, tune=False, progress=False, hyper={"fedpd": {"skip_probability": 0.5}})
+    last = frame.groupby("algorithm").tail(1).set_index("algorithm")
+    assert last.loc["fedpd", "iteration"] == FedPD.iterations_for(12, options={"skip_probability": 0.5}) > 48
+    import test_algorithms
+    from rowstoch_fast.backends import cupy as backend
+
+    fake = test_algorithms._host_kernels(monkeypatch, backend)
+    grad, _ = problem(seed=1)
+    x0 = np.random.default_rng(2).standard_normal((10, 3))
+    cpu = FedPD(10, x0, 0.05, skip_probability=0.5, participation=0.5)
+    gpu = FedPD(10, fake.asarray(x0), 0.05, skip_probability=0.5, participation=0.5)
+    assert gpu.backend == "cupy"
+    for _ in range(40):
+        cpu.step(grad)
+        gpu.step(lambda X: fake.asarray(grad(np.asarray(X))))
+    np.testing.assert_allclose(np.asarray(gpu.gather_x()), cpu.x, rtol=1e-12)

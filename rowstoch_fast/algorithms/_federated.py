@@ -341,8 +341,7 @@ class Federated(LocalSteps):
         finite = ops.combine(nxt["x"], [1.0, stepping], [cur["x"], step])
         self._check_iterates(finite, t, nxt["x"])
         if not self._talks(t):
-            self._carry(cur, nxt, *self.state[1:])
-            self._verified_last(finite, nxt["x"], t + 1)
+            self._without_round(cur, nxt, finite, t)
             return
         chosen, _ = self._round_selection(t)
         u = self._work[2]
@@ -353,6 +352,12 @@ class Federated(LocalSteps):
         self._aggregate(cur, nxt, chosen, u, t)  # the server's update: nxt["server"] and the other blocks, checked
         if self.download_model:
             ops.combine(nxt["x"], [1.0], [nxt["server"]], check=False)  # the download: every row holds the new s
+
+    def _without_round(self, cur, nxt, finite, t):
+        """The rest of an iteration that sends nothing (a local step; ``finite``: whether the new models are):
+        every block but ``x`` as it was."""
+        self._carry(cur, nxt, *self.state[1:])
+        self._verified_last(finite, nxt["x"], t + 1)
 
     def _mean_of_chosen(self, u):
         """``(1 / |S|) sum_{i in S} u_i``, shape (w,): the server's average of the chosen clients' uploads ``u``,
