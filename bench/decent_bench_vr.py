@@ -266,7 +266,7 @@ def main() -> None:
         dist = "  ".join(f"k={k}: {np.max(np.abs(ref[k] - x_star)):.1e}" for k in sorted(ref))
         dist_db = "  ".join(f"k={k}: {np.max(np.abs(db[k] - x_star)):.1e}" for k in sorted(db))
         print(f"  ours GTSAGA (reference form, 1 draw + 1 round per it) max|x - x*|  {dist}  ({t_ref * 1e6:.1f} us/it)")
-        print(f"  db GT_SAGA  (ATC, 2 draws + 2 rounds per it)          max|x - x*|  {dist_db}")
+        print(f"  db GT_SAGA  (ATC, 2 draws + 2 messages per it)        max|x - x*|  {dist_db}")
 
     if want("sarah"):
         q, lr = args.q, args.sarah_lr

@@ -13,7 +13,6 @@ import textwrap
 import warnings
 
 import numpy as np
-import scipy.io
 import scipy.sparse as sp
 
 from ._checks import check_coo_arrays, check_csr_arrays, load_npy_file, load_npz_file
@@ -41,6 +40,8 @@ def _mmread(path):
                 raise UsageError(f"matrix file {path!r} has a NUL byte at offset {at}: "
                                  "not a Matrix Market text file (damaged?)")
             offset += len(chunk)
+    import scipy.io  # (here, not at import: 15 ms of every start)
+
     if "spmatrix" in inspect.signature(scipy.io.mmread).parameters:  # SciPy >= 1.12: ask for a sparse array
         return scipy.io.mmread(path, spmatrix=False)
     return scipy.io.mmread(path)
@@ -219,6 +220,8 @@ def save_matrix(path, A):
     elif path.endswith(".mtx"):
         # float64 values, 17 digits: read back exactly (SciPy 1.17 writes float32 values at precision 17 as
         # garbage padded with NUL bytes)
+        import scipy.io
+
         scipy.io.mmwrite(path, sp.coo_array(csr, dtype=np.float64), precision=17)
     elif path.endswith(".npy"):
         np.save(path, A.toarray())

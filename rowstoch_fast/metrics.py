@@ -16,9 +16,7 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-import scipy.linalg as la
 import scipy.sparse as sp
-import scipy.sparse.linalg as spla
 
 from ._checks import check_int, check_positive_float, require_memory
 
@@ -308,6 +306,8 @@ def _beta_of(A, pi, method):
 
 def _perron_dense(A):
     """Solve ``(A^T - I) pi = 0, 1^T pi = 1`` by LU on the bordered system (exact to rounding)."""
+    import scipy.linalg as la
+
     n = A.shape[0]
     M = A.T - np.eye(n)
     M[-1, :] = 1.0  # replace one (redundant) balance equation by the normalisation
@@ -326,6 +326,8 @@ PERRON_ACCEPT = 1e-12
 
 
 def _perron_sparse(csr):
+    import scipy.sparse.linalg as spla  # (here, not at import: with scipy.linalg, 80 ms of every start)
+
     n = csr.shape[0]
     v0 = np.full(n, 1.0 / n)
     colsum = np.bincount(csr.indices, weights=csr.data, minlength=n)
@@ -389,6 +391,8 @@ def _polish(csr, pi, rtol=PERRON_TOL, max_steps=10000):
 
 
 def _beta_dense(A, pi):
+    import scipy.linalg as la
+
     s = np.sqrt(pi)
     M = (A - np.outer(np.ones(len(pi)), pi)) * s[:, None] / s[None, :]
     return float(la.norm(M, 2))
@@ -396,6 +400,8 @@ def _beta_dense(A, pi):
 
 def _beta_sparse(csr, pi):
     """Largest singular value of ``Pi^{1/2} (A - 1 pi^T) Pi^{-1/2}`` without forming it."""
+    import scipy.sparse.linalg as spla
+
     n = csr.shape[0]
     s = np.sqrt(pi)
     At = sp.csr_array(csr.T)

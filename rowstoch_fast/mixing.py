@@ -6,7 +6,6 @@ import threading
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse import csgraph
 
 from . import _core
 from ._checks import (MAX_ROUNDS, as_float_array, check_coo_arrays, check_csr_arrays, check_dtype, check_int,
@@ -889,6 +888,8 @@ def _degree_weighted_csr(n, src, dst, self_loops, stochastic):
 
 def _check_primitive(csr):
     """Strongly connected and aperiodic, or raise naming a node that breaks it."""
+    from scipy.sparse import csgraph  # (here: it imports scipy.sparse.linalg and scipy.linalg, 80 ms a start)
+
     n = csr.shape[0]
     if n == 1:
         return

@@ -15,8 +15,6 @@ import functools
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse import csgraph
-from scipy.spatial import cKDTree
 
 from ._checks import check_int, check_positive_float, make_rng, require_memory
 from .errors import UsageError
@@ -228,6 +226,8 @@ def geometric(n, radius, seed=None):
     radius = check_positive_float(radius, "radius")
     _reserve(n + min(float(n) * n, float(n) * n * np.pi * radius**2), f"geometric({n}, radius={radius})")
     rng = make_rng(seed)
+    from scipy.spatial import cKDTree  # (here, not at import: 70 ms of every start)
+
     for _ in range(_MAX_TRIES):
         pts = rng.random((n, 2))
         pairs = cKDTree(pts).query_pairs(radius, output_type="ndarray").astype(np.int64)
@@ -256,6 +256,8 @@ def nearest_neighbor(n, k=3, seed=None):
         raise ValueError(f"k must be < n, got k={k} with n={n}")
     _reserve(n * (2 * k + 3), f"nearest_neighbor({n}, k={k})")
     rng = make_rng(seed)
+    from scipy.spatial import cKDTree
+
     for _ in range(_MAX_TRIES):
         pts = rng.random((n, 2))
         _, nb = cKDTree(pts).query(pts, k=k + 1)
@@ -312,6 +314,8 @@ def erdos_renyi(n, p, seed=None, directed=True):
         src = rng.integers(0, n, m)
         dst = (src + rng.integers(1, n, m)) % n
     src, dst = src.astype(np.int64), dst.astype(np.int64)
+    from scipy.sparse import csgraph  # (here, not at import: it brings scipy.sparse.linalg and scipy.linalg)
+
     if n > 4096:  # the matrix itself first (no COO detour): its CSR is the graph whose components we need
         A = MixingMatrix.from_edges(n, np.stack([src, dst], axis=1), "in-degree", validate=False)
         ncomp, labels = csgraph.connected_components(A.csr, directed=True, connection="strong")

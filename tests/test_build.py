@@ -76,15 +76,19 @@ PROBE_CORE = textwrap.dedent("""
     }
 """)
 
-# setup.py's build (its BuildExt: the link flags, the post-build check, the relink) of another extension's sources
+# setup.py's own build (its setup(...) call as written: its extension, whose sources become the probe's, and its
+# build_ext command: the link flags, the post-build check, the relink)
 BUILD_WITH_SETUP = textwrap.dedent("""
     import sys
+    import setuptools
     setup_py, source, lib, tmp = sys.argv[1:]
-    namespace = {"__file__": setup_py, "__name__": "rowstoch_setup"}
-    exec(compile(open(setup_py).read().rsplit("\\nsetup(", 1)[0], setup_py, "exec"), namespace)
-    ext = namespace["Pybind11Extension"]("rowstoch_fast._core", [source], cxx_std=17)
-    namespace["setup"](name="probe", ext_modules=[ext], cmdclass={"build_ext": namespace["BuildExt"]},
-                       script_args=["-q", "build_ext", "--build-lib", lib, "--build-temp", tmp])
+    real_setup, called = setuptools.setup, []
+    setuptools.setup = lambda **kwargs: called.append(kwargs)  # (setup.py's `from setuptools import setup`)
+    exec(compile(open(setup_py).read(), setup_py, "exec"), {"__file__": setup_py, "__name__": "__main__"})
+    (kwargs,) = called
+    (ext,) = kwargs["ext_modules"]
+    ext.sources, ext.depends = [source], []
+    real_setup(**kwargs, script_args=["-q", "build_ext", "--build-lib", lib, "--build-temp", tmp])
 """)
 
 
@@ -112,7 +116,7 @@ def test_static_runtime_requests_are_overridden_and_a_static_compiler_healed(tmp
     build = subprocess.run(
         [sys.executable, "-c", BUILD_WITH_SETUP, str(ROOT / "setup.py"), str(source), str(tmp_path / "lib"),
          str(tmp_path / "tmp")],
-        cwd=tmp_path, env=dict(os.environ, ROWSTOCH_DISABLE_OPENMP="1", ROWSTOCH_OPT_LEVEL="0", **env),
+        cwd=ROOT, env=dict(os.environ, ROWSTOCH_DISABLE_OPENMP="1", ROWSTOCH_OPT_LEVEL="0", **env),
         capture_output=True, text=True, timeout=600)
     assert build.returncode == 0, build.stdout[-3000:] + build.stderr[-3000:]
     (so,) = (tmp_path / "lib" / "rowstoch_fast").glob("_core*")

@@ -800,3 +800,21 @@ def test_sample_rows_refuse_what_they_cannot_read_naming_it():
         _core.sample_rows(frozen, np.zeros(4, np.int64), block, True)
     with pytest.raises(ValueError, match="block must be C-contiguous"):
         _core.sample_rows(table, np.zeros(4, np.int64), np.zeros((2, 4)).T, False)
+
+
+def test_the_cpu_backend_leaves_to_numpy_what_the_kernel_would_refuse():
+    """Draws that are not integers (NumPy refuses them: no silent truncation) and a table of non-native byte order
+    (NumPy reads it) go NumPy's way; unsigned draws are the compiled pass's."""
+    from rowstoch_fast.backends.cpu import CpuBackend
+
+    ops = CpuBackend()
+    table = np.arange(24, dtype=np.float64).reshape(3, 4, 1, 2)
+    block = np.empty((4, 2))
+    with pytest.raises((IndexError, TypeError)):
+        ops.take_samples(table, np.array([0.9, 1.5, 0.2, 2.0]), block)
+    assert not CpuBackend._sample_rows(table.astype(">f8"), np.zeros(4, np.int64), block.astype(">f8"), False)
+    swapped = np.empty((4, 2), ">f8")
+    ops.take_samples(table.astype(">f8"), np.array([2, 0, 1, 2]), swapped)
+    np.testing.assert_array_equal(swapped, table[[2, 0, 1, 2], np.arange(4), 0])
+    ops.take_samples(table, np.array([2, 0, 1, 2], np.uint8), block)
+    np.testing.assert_array_equal(block, table[[2, 0, 1, 2], np.arange(4), 0])

@@ -19,7 +19,9 @@ class AugDGM(Optimizer):
         y_{k+1} &= W (y_k + g(x_{k+1}) - g(x_k))
 
     Exact like :class:`~rowstoch_fast.DIGing`, and stable at larger steps (the adapt-then-combine form); two
-    rounds per iteration (``y`` needs ``g(x_{k+1})``).
+    exchanges per iteration, one after the other (``y`` needs ``g(x_{k+1})``): one communication round, as the
+    paper counts Pull-Diag-GT's (:attr:`~rowstoch_fast.algorithms.Optimizer.communication_rounds`); :meth:`traffic`
+    counts both messages.
 
     Parameters
     ----------

@@ -255,10 +255,12 @@ class CpuBackend(Backend):
     def _sample_rows(table, idx, block, put):
         """The compiled copy where the blocks allow it (C-contiguous, one dtype); False: NumPy's instead."""
         idx = np.asarray(idx)
+        if idx.dtype.kind not in "iu":  # (floats and the rest: NumPy's path, which refuses them)
+            return False
         if idx.dtype not in (np.int64, np.int32):
             idx = idx.astype(np.int64)
         if not (type(table) is np.ndarray and type(block) is np.ndarray and table.flags.c_contiguous
-                and block.flags.c_contiguous and block.dtype == table.dtype):
+                and block.flags.c_contiguous and block.dtype == table.dtype and table.dtype.isnative):
             return False
         _core.sample_rows(table, np.ascontiguousarray(idx), block, put)
         return True
