@@ -23,12 +23,30 @@ def _mix64(z):
     return z ^ (z >> np.uint64(31))
 
 
+_MASK = (1 << 64) - 1
+_START = 0x243F6A8885A308D3
+
+
+def _mix64_int(z):
+    """:func:`_mix64` of one key as a Python int in 0..2^64 - 1 (the same bits, without NumPy's per-call cost)."""
+    z = (z + 0x9E3779B97F4A7C15) & _MASK
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK
+    return z ^ (z >> 31)
+
+
 def _chain(*keys):
-    """``mix64`` chained over integer keys (scalars or arrays, broadcast), as uint64."""
+    """``mix64`` chained over integer keys (scalars or arrays, broadcast), as uint64. The leading integer scalars
+    (a seed, an iteration) are chained as Python ints, the rest as arrays: the same bits as chaining every key as
+    a uint64 array (a key wraps modulo 2^64, as NumPy's cast does)."""
+    h, k = _START, 0
+    while k < len(keys) and isinstance(keys[k], (int, np.integer)) and not isinstance(keys[k], (bool, np.bool_)):
+        h = _mix64_int(h ^ (int(keys[k]) & _MASK))
+        k += 1
+    h = np.uint64(h)
     with np.errstate(over="ignore"):
-        h = np.uint64(0x243F6A8885A308D3)
-        for k in keys:
-            h = _mix64(np.asarray(h, dtype=np.uint64) ^ np.asarray(k).astype(np.uint64))
+        for key in keys[k:]:
+            h = _mix64(np.asarray(h, dtype=np.uint64) ^ np.asarray(key).astype(np.uint64))
     return h
 
 

@@ -133,6 +133,19 @@ def test_prox_skip_coins_are_reproducible_and_iterations_for_makes_the_budget():
     assert c1[:T].sum() == 77 and c1[T - 1]
 
 
+def test_prox_skip_draws_its_coins_by_blocks_as_the_definition_does():
+    """The coins a step reads (drawn a block of 4,096 iterations at a time) and the rounds before it equal
+    ``ProxSkip.coins`` and its running count across blocks, in any order of asking (a resume jumps ahead)."""
+    from rowstoch_fast.algorithms.prox_skip import _COIN_BLOCK
+
+    opt = rf.ProxSkip(topology.ring(8, directed=False, weights="metropolis"), np.zeros(2), 0.1,
+                      comm_probability=0.3, seed=4)
+    coins = rf.ProxSkip.coins(4, 0.3, 3 * _COIN_BLOCK + 10)
+    for t in [3 * _COIN_BLOCK + 5, 0, 1, _COIN_BLOCK - 1, _COIN_BLOCK, _COIN_BLOCK + 1, 2 * _COIN_BLOCK, 7,
+              3 * _COIN_BLOCK + 9, 2 * _COIN_BLOCK - 1]:
+        assert opt._talks(t) == coins[t] and opt._rounds_before(t) == coins[:t].sum(), t
+
+
 @pytest.mark.parametrize("name,options,message", [
     ("local-dsgd", {"local_steps": 0}, "local_steps"), ("k-gt", {"server_lr": 0.0}, "server_lr"),
     ("led", {"dual_step": -1.0}, "dual_step"), ("dlm", {"penalty": 0.0}, "penalty"),

@@ -147,6 +147,31 @@ def test_draws_are_counter_based():
     u = uniform_hash(3, np.arange(5), 7)
     assert np.array_equal(u, uniform_hash(3, np.arange(5), 7)) and ((0 <= u) & (u < 1)).all()
     assert not np.array_equal(u, uniform_hash(4, np.arange(5), 7))
+
+
+_KEY = st.one_of(st.integers(-2**63, 2**64 - 1), st.booleans(),
+                 st.integers(-2**63, 2**63 - 1).map(np.int64), st.integers(0, 2**64 - 1).map(np.uint64),
+                 st.lists(st.integers(-2**63, 2**63 - 1), min_size=1, max_size=4).map(np.array))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_KEY, min_size=1, max_size=6))
+def test_the_hash_chain_equals_chaining_every_key_as_a_uint64_array(keys):
+    """The leading integer scalars are chained as Python ints (a draw a step cost NumPy's per-call time on each):
+    the same bits, shape and dtype as the definition, every key cast to uint64 (negatives wrap) and chained in
+    NumPy, whatever keys are scalars, NumPy scalars or arrays, in any order."""
+    from rowstoch_fast import _hashing
+
+    shapes = [np.shape(k) for k in keys if np.ndim(k)]
+    if len({s for s in shapes}) > 1:  # (arrays of different lengths do not broadcast: one length a case)
+        keys = [k if not np.ndim(k) else np.resize(k, shapes[0]) for k in keys]
+    with np.errstate(over="ignore"):
+        want = np.uint64(0x243F6A8885A308D3)
+        for k in keys:
+            want = _hashing._mix64(np.asarray(want, dtype=np.uint64) ^ np.asarray(k).astype(np.uint64))
+    got = _hashing._chain(*keys)
+    assert np.asarray(got).dtype == np.uint64 and np.shape(got) == np.shape(want)
+    np.testing.assert_array_equal(got, want)
     a, b = Lossy(NETWORKS["static"], 0.3, seed=2), NETWORKS["lossy"]
     X = np.ones((30, 1)) * np.arange(30)[:, None]
     assert np.array_equal(a.mix(X, 9, rounds=3), b.mix(X, 9, rounds=3))  # a fresh object: the same losses
