@@ -3,12 +3,28 @@ every oracle see one gradient per step), the rounds and the traffic counted apar
 
 from __future__ import annotations
 
+import numpy as np
+
 from .._checks import check_int
 
 __all__ = ["LocalSteps"]
 
 #: ``K`` where a local-update method's constructor is not given one.
 DEFAULT_LOCAL_STEPS = 4
+
+
+def steps_to_budget(coins, budget, guess):
+    """The fewest steps whose coins make ``budget`` communications: ``coins(T)`` is the first ``T`` steps' coins
+    (booleans, True where a step communicates), drawn for ``guess`` steps and doubled until they hold ``budget``
+    (ProxSkip's iterations, FedPD's rounds)."""
+    if budget <= 0:
+        return 0
+    T = max(1, int(guess))
+    while True:
+        talks = np.flatnonzero(coins(T))
+        if len(talks) >= budget:
+            return int(talks[budget - 1]) + 1
+        T *= 2
 
 
 class LocalSteps:

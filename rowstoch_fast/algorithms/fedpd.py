@@ -8,7 +8,7 @@ from .._checks import check_positive_float
 from .._hashing import uniform_hash
 from ._base import Optimizer
 from ._federated import FEDERATED_HYPER, Federated
-from ._local import DEFAULT_LOCAL_STEPS
+from ._local import DEFAULT_LOCAL_STEPS, steps_to_budget
 
 __all__ = ["FedPD"]
 
@@ -133,14 +133,10 @@ class FedPD(Federated, Optimizer):
         options = options or {}
         K = cls._check_local_steps(options.get("local_steps", DEFAULT_LOCAL_STEPS))
         p, seed = cls._check_skip(options.get("skip_probability", 0.0)), int(options.get("seed", 0))
-        if p == 0 or budget <= 0:
+        if p == 0:
             return max(0, budget) * K
-        R = max(1, int(np.ceil(budget / (1.0 - p))))
-        while True:
-            talks = np.flatnonzero(cls.communicates(seed, p, np.arange(R)))
-            if len(talks) >= budget:
-                return (int(talks[budget - 1]) + 1) * K
-            R *= 2
+        coins = (lambda R: cls.communicates(seed, p, np.arange(R)))
+        return K * steps_to_budget(coins, budget, np.ceil(budget / (1 - p)))
 
     def _talks(self, t):
         return super()._talks(t) and (self.skip_probability == 0

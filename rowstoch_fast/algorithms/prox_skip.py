@@ -8,6 +8,7 @@ import numpy as np
 from .._checks import check_int, check_positive_float
 from .._hashing import uniform_hash
 from ._base import Optimizer
+from ._local import steps_to_budget
 
 __all__ = ["ProxSkip"]
 
@@ -120,12 +121,7 @@ class ProxSkip(Optimizer):
         """The iterations whose coins make exactly ``budget`` communication rounds."""
         options = options or {}
         p, seed = cls._check_p(options.get("comm_probability", 0.25)), int(options.get("seed", 0))
-        T = max(1, int(np.ceil(budget / p)))
-        while True:
-            talks = np.flatnonzero(cls.coins(seed, p, T))
-            if len(talks) >= budget:
-                return int(talks[budget - 1]) + 1 if budget else 0
-            T *= 2
+        return steps_to_budget(lambda T: cls.coins(seed, p, T), budget, np.ceil(budget / p))
 
     def _talks(self, t):
         start, coins, _ = self._coin_block(t)
