@@ -224,17 +224,17 @@ def test_resume_refuses_another_configuration(problem, tmp_path):
 
 def test_cli_resume_refuses_another_data_seed(tmp_path):
     ck = tmp_path / "ck.npz"
-    rc, _, err = rowstoch("run", *SMALL, "--iterations", "5", "--checkpoint", ck, "--out", tmp_path / "a")
+    rc, _, err = rowstoch_here("run", *SMALL, "--iterations", "5", "--checkpoint", ck, "--out", tmp_path / "a")
     assert rc == 0, err
-    rc, _, err = rowstoch("run", *SMALL, "--iterations", "10", "--resume", ck, "--data-seed", "7",
-                          "--out", tmp_path / "b")
+    rc, _, err = rowstoch_here("run", *SMALL, "--iterations", "10", "--resume", ck, "--data-seed", "7",
+                               "--out", tmp_path / "b")
     assert_one_line_error(rc, err, "data_seed = 42", "data_seed = 7")
     # the default n and an explicit --n 16 are the same run; --lr and --iterations may change
-    rc, _, err = rowstoch("run", "--total", "1600", "--batch", "20", "--iterations", "5", "--checkpoint",
-                          tmp_path / "ck16.npz", "--out", tmp_path / "c", "--no-progress")
+    rc, _, err = rowstoch_here("run", "--total", "1600", "--batch", "20", "--iterations", "5", "--checkpoint",
+                               tmp_path / "ck16.npz", "--out", tmp_path / "c", "--no-progress")
     assert rc == 0, err
-    rc, _, err = rowstoch("run", "--n", "16", "--total", "1600", "--batch", "20", "--iterations", "10", "--lr",
-                          "5e-4", "--resume", tmp_path / "ck16.npz", "--out", tmp_path / "c", "--no-progress")
+    rc, _, err = rowstoch_here("run", "--n", "16", "--total", "1600", "--batch", "20", "--iterations", "10", "--lr",
+                               "5e-4", "--resume", tmp_path / "ck16.npz", "--out", tmp_path / "c", "--no-progress")
     assert rc == 0, err
 
 
