@@ -98,6 +98,24 @@ def test_tuning_draws_streams_no_repetition_draws_and_the_same_for_every_rate(pr
     assert not np.array_equal(values[:, 0], values[:, 1])
 
 
+def test_a_diverged_candidate_costs_no_pass_of_the_records(problem, monkeypatch):
+    """A candidate set aside (its rate diverged) is recorded as NaN without a pass over the data for it (the
+    records' pass is most of a short tuning run's time); the others record what they record alone."""
+    A, f = problem[0], LeastSquares.synthetic(8, samples_per_node=10, d=4, seed=0)
+    method = cmp.make_plan(A, f, "dsgd", 200).methods[0]
+    _, alone = tuning.trajectories(A, f, method, [0.01], 200, "grad_norm_mean", seed=3, repeats=2)
+    widths, real = [], type(f).gradient_at
+
+    def spy(self, x):
+        widths.append(len(x))
+        return real(self, x)
+
+    monkeypatch.setattr(type(f), "gradient_at", spy)
+    _, values = tuning.trajectories(A, f, method, [0.01, 1e3], 200, "grad_norm_mean", seed=3, repeats=2)
+    assert np.isnan(values[-1, 2:]).all() and widths[0] == 4 and widths[-1] == 2  # (measured: the live pair)
+    np.testing.assert_array_equal(values[:, :2], alone)
+
+
 def test_the_judge_rejects_climbing_divergence_and_no_progress_but_not_noise():
     """The tuner's rule on a whole trajectory: a rate that wins at a short horizon and then climbs is rejected; a
     rate at a noisy floor (the noise of sampling, compression or lost messages) is not, and its level is the mean

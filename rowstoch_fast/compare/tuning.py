@@ -355,16 +355,26 @@ def trajectories(network, objective, method, rates, budget, metric, *, seed, rep
         def record():
             found = {}
 
-            def set_aside(x):  # the diverged replicas measured at 0, then reported as NaN
-                found["bad"] = _bad_replicas(x)
-                return _zeroed(x, found["bad"]) if found["bad"].any() else x
+            def set_aside(x):  # the diverged replicas not measured (a pass over the data each), reported as NaN
+                found["bad"] = bad = _bad_replicas(x)
+                if not bad.any():
+                    return x
+                if by_name and not bad.all():  # (an extra metric is called with each replica's index: all kept)
+                    return x[~bad]
+                return _zeroed(x, bad)
 
             values = record_metrics(opt, objective, oracle, (entry,), transform=set_aside)
             if values is not None:
-                row = values[metric].copy()
-                row[found["bad"]] = np.nan
+                bad = found["bad"]
+                row = np.full(bad.shape, np.nan)
+                measured = values[metric]
+                if len(measured) == len(row):
+                    row[~bad] = measured[~bad]
+                else:
+                    row[~bad] = measured
                 rows.append(row)
 
+        by_name = isinstance(entry, str) and entry != "descent_deviation"  # (a metric of the replicas alone)
         marks, every = set(due), max(1, T // 10)
         if len(rows) < sum(k <= opt.iteration for k in due):  # (a record the interruption cut short: taken now)
             record()
