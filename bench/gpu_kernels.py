@@ -192,6 +192,9 @@ def section_overhead(cp, out, sizes, d=10, R=10):
 
 
 PIPELINED = 20  # calls or steps between two synchronisations in the oracle's "back to back" rows
+#: How the oracle's contenders are timed (``_harness.interleaved``'s rounds and least time and calls per round; the
+#: test that runs this script on the emulated kernels takes one call of each).
+ORACLE_TIMING = dict(rounds=3, min_time=0.1, min_calls=3)
 
 
 def section_oracle(cp, out, sizes, M=400, B=200, d=10):
@@ -248,7 +251,7 @@ def section_oracle(cp, out, sizes, M=400, B=200, d=10):
                 steps[0] += 1
                 oc.step(lambda Z: f.stochastic_gradient(Z, steps[0], seed=1))
             contenders.update({"step-gpu": step_gpu, "step-gpu-pipelined": step_gpu_pipelined, "step-cpu": step_cpu})
-        med, _ = interleaved(contenders, rounds=3, min_time=0.1, min_calls=3)
+        med, _ = interleaved(contenders, **ORACLE_TIMING)
         for name in ("gpu-pipelined", "step-gpu-pipelined"):
             if name in med:
                 med[name] /= PIPELINED
