@@ -48,12 +48,17 @@ if sys.platform == "win32":  # (no preexec_fn there)
 def pytest_configure(config):
     """Under pytest-xdist (the README's test command: a worker per core) each worker's kernels take one thread:
     as many OpenMP teams as cores on a machine with other busy processes ran 2x slower than one thread each
-    (bench/RESULTS.md section 20). ``OMP_NUM_THREADS`` set by hand wins."""
+    (bench/RESULTS.md section 20). ``OMP_NUM_THREADS`` set by hand wins. Likewise a comparison of the command
+    line runs its methods in the worker's process (``ROWSTOCH_JOBS=1``: a pool of a process per core beside every
+    worker cost 2-10 s a comparison in spawns and their imports); the tests of the processes ask for them
+    (``--jobs``, ``jobs=``)."""
     if os.environ.get("PYTEST_XDIST_WORKER") and not os.environ.get("OMP_NUM_THREADS"):
         os.environ["OMP_NUM_THREADS"] = "1"  # (the subprocesses a test starts, too)
         from rowstoch_fast import _core
 
         _core.set_num_threads(1)
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        os.environ.setdefault("ROWSTOCH_JOBS", "1")
 
 
 def hang_limit(seconds):

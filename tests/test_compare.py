@@ -356,6 +356,28 @@ def test_arguments_of_the_wrong_type_are_named(problem):
         cmp.compare(topology.exponential(4), f, "dsgd", 10, lr=0.1, progress=False)
 
 
+def test_the_default_of_jobs_is_rowstoch_jobs_or_the_cores(monkeypatch, tmp_path):
+    """``ROWSTOCH_JOBS`` (e.g. 1 where a test runner or a job array runs a process per core already), else the
+    cores; anything but a positive integer is refused naming the variable (the command: one line, exit 2)."""
+    from rowstoch_fast.compare import processes
+
+    monkeypatch.delenv("ROWSTOCH_JOBS", raising=False)
+    assert cmp.default_jobs() == processes.cores() >= 1
+    monkeypatch.setenv("ROWSTOCH_JOBS", " 3 ")
+    assert cmp.default_jobs() == 3
+    for bad in ("0", "-2", "two", "1.5"):
+        monkeypatch.setenv("ROWSTOCH_JOBS", bad)
+        with pytest.raises(ValueError, match=f"ROWSTOCH_JOBS must be a positive integer .*, got '{re.escape(bad)}'"):
+            cmp.default_jobs()
+    rc, _, err = rowstoch_here("compare", *SMALL, "--algorithms", "dsgd,sgp", "--lr", "0.1", "--rounds-budget", "10",
+                               "--out", tmp_path / "o", env={"ROWSTOCH_JOBS": "two"})
+    assert_one_line_error(rc, err, "ROWSTOCH_JOBS must be a positive integer (the default of --jobs), got 'two'")
+    assert not (tmp_path / "o").exists()
+    rc, _, err = rowstoch_here("compare", *SMALL, "--algorithms", "dsgd,sgp", "--lr", "0.1", "--rounds-budget", "10",
+                               "--out", tmp_path / "o", "--jobs", "1", env={"ROWSTOCH_JOBS": "two"})
+    assert rc == 0, err  # (--jobs given: the variable is not read)
+
+
 def test_parallel_processes_give_the_serial_results(problem):
     A, f = problem
     kw = dict(algorithms="dsgd,push-pull,pull-diag-gt", rounds_budget=60, repeats=2, progress=False,
@@ -417,10 +439,12 @@ def test_more_repetitions_add_only_the_missing_ones(problem, tmp_path):
 
 # ----------------------------------------------------------------------------------------------- the command line
 def test_cli_compare_writes_the_table_csv_and_figure(tmp_path):
+    """The command end to end, its methods in worker processes as on a user's machine (the suite's workers run
+    the others' in their own: ROWSTOCH_JOBS=1, conftest)."""
     out = tmp_path / "cmp"
     rc, stdout, err = rowstoch("compare", "--topology", "ring", *SMALL, "--algorithms", "pull-diag-gt,push-pull,sgp",
                                "--rounds-budget", "40", "--repeats", "2", "--lr", "pull-diag-gt=0.01,push-pull=0.05",
-                               "--out", out, "--format", "png,pdf")
+                               "--out", out, "--format", "png,pdf", "--jobs", "2")
     assert rc == 0, err
     assert "tuning the learning rate of sgp (no --lr for it)" in stdout
     assert "tuned sgp: lr = " in stdout and "push-pull" in stdout

@@ -234,8 +234,9 @@ def make_parser():
                      help="as each method finishes: the figure so far in OUT/live.png (and a window that refreshes "
                           "where matplotlib has a display), else a text plot of the ranked metric on the terminal")
     crn.add_argument("--jobs", type=_positive_int, default=None,
-                     help="run the methods in this many processes (default: the cores; 1 with --backend mpi or "
-                          "cupy); the results are those of one process")
+                     help="run the methods in this many processes (default: the environment variable "
+                          "ROWSTOCH_JOBS, else the cores; 1 with --backend mpi or cupy); the results are those of "
+                          "one process")
     crn.add_argument("--out", default="compare",
                      help="output folder; one that holds results is refused unless --resume or --overwrite")
     crn.add_argument("--overwrite", action="store_true",

@@ -158,8 +158,8 @@ def compare(A, objective, algorithms=None, rounds_budget=2000, *, lr=None, tune=
     log : callable, optional
         Receives a line per chosen learning rate and per finished algorithm.
     jobs : int, default 1
-        Run the methods in this many processes (:func:`default_jobs`: the cores);
-        the results are those of a serial run.
+        Run the methods in this many processes (:func:`default_jobs`: ``ROWSTOCH_JOBS``
+        or the cores); the results are those of a serial run.
     grid : sequence of float
         The rates the tuner tries first (default :data:`TUNE_GRID`).
     on_result : callable, optional

@@ -20,18 +20,43 @@ import time
 
 from .._progress import bar as progress_bar
 
-__all__ = ["execute_in_processes", "default_jobs", "sigterm_as_interrupt"]
+__all__ = ["execute_in_processes", "default_jobs", "cores", "sigterm_as_interrupt"]
 
 #: Seconds the workers get to report after an interruption before they are terminated.
 GRACE = 60.0
 
 
-def default_jobs():
-    """The cores this process may use: the default of ``jobs``."""
+def cores():
+    """The cores this process may use."""
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # pragma: no cover - not on Linux
         return max(1, os.cpu_count() or 1)
+
+
+def default_jobs():
+    """The default of ``jobs`` (``rowstoch compare --jobs``): the environment variable ``ROWSTOCH_JOBS`` where it is
+    set (a positive integer: e.g. 1 where something else runs a process per core already, a test runner's workers
+    or a job array), else the cores this process may use.
+
+    Raises
+    ------
+    UsageError
+        When ``ROWSTOCH_JOBS`` is set to anything but a positive integer.
+    """
+    value = os.environ.get("ROWSTOCH_JOBS", "").strip()
+    if not value:
+        return cores()
+    try:
+        jobs = int(value)
+    except ValueError:
+        jobs = 0
+    if jobs < 1:
+        from ..errors import UsageError
+
+        raise UsageError(f"the environment variable ROWSTOCH_JOBS must be a positive integer (the default of --jobs), "
+                         f"got {value!r}")
+    return jobs
 
 
 @contextlib.contextmanager
@@ -151,7 +176,7 @@ def execute_in_processes(plan, jobs, *, progress=False, log=None, on_outcome=Non
     log = log or (lambda line: None)
     ctx = multiprocessing.get_context("spawn")
     jobs = min(jobs, len(plan.methods))
-    threads = max(1, default_jobs() // jobs)
+    threads = max(1, cores() // jobs)
     tasks, results, stop = ctx.Queue(), ctx.Queue(), ctx.Event()
     for index in _longest_first(plan):
         tasks.put(index)
