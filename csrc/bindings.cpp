@@ -431,12 +431,58 @@ int loss_rule(bool renormalise, bool symmetric) {
     return symmetric ? rowstoch::kSymmetricRule : renormalise ? rowstoch::kRowRule : rowstoch::kColumnRule;
 }
 
+// A lossy pass's p: one loss probability in [0, 1] for every message, or one per node (1-D, the sender's: network.Lossy
+// with a p per node), checked, as the pass's threshold and (per node) the thresholds by global node id.
+struct LossProbability {
+    double one = 0.0;
+    std::vector<std::uint64_t> per_node;
+    const std::uint64_t* thresholds() const { return per_node.empty() ? nullptr : per_node.data(); }
+};
+
+LossProbability loss_probability(const py::object& p_obj) {
+    LossProbability out;
+    if (py::isinstance<py::array>(p_obj) && p_obj.cast<py::array>().ndim() >= 1) {
+        py::array raw = p_obj.cast<py::array>();
+        if (raw.ndim() != 1) throw py::value_error(cat("p must be one number or 1-D (one per node), got ", raw.ndim(), "-D"));
+        if (raw.dtype().kind() != 'f' && raw.dtype().kind() != 'i' && raw.dtype().kind() != 'u')
+            throw py::type_error(cat("p must be real numbers, got ", dtype_name(raw)));
+        if (raw.shape(0) < 1) throw py::value_error("p must have one value per node, got none");
+        auto values = py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(raw);
+        const double* v = values.data();
+        out.per_node.resize(static_cast<std::size_t>(values.shape(0)));
+        for (py::ssize_t k = 0; k < values.shape(0); ++k) {
+            if (!(v[k] >= 0.0 && v[k] <= 1.0)) throw py::value_error(cat("p[", k, "] must be in [0, 1], got ", v[k]));
+            out.per_node[static_cast<std::size_t>(k)] = rowstoch::loss_threshold(v[k]);
+        }
+        return out;
+    }
+    out.one = p_obj.cast<double>();
+    if (!(out.one >= 0.0 && out.one <= 1.0)) throw py::value_error(cat("p must be in [0, 1], got ", out.one));
+    return out;
+}
+
+// Per-node p names every node whose messages the pass draws: each global id of the rows and columns (or 0..rows-1
+// and 0..cols-1 without ids) below its length.
+void check_loss_nodes(const LossProbability& p, const rowstoch::NodeIds& ids, int64_t rows, int64_t cols) {
+    if (p.per_node.empty()) return;
+    const int64_t size = static_cast<int64_t>(p.per_node.size());
+    auto need = [size](int64_t g) {
+        if (g >= size)
+            throw py::value_error(cat("p has ", size, " values (one per node), but node ", g, " is in this pass"));
+    };
+    if (ids.rows) for (int64_t k = 0; k < rows; ++k) need(ids.rows[k]);
+    else need(rows - 1);
+    if (ids.cols) for (int64_t k = 0; k < cols; ++k) need(ids.cols[k]);
+    else need(cols - 1);
+}
+
 py::array mix_lossy(py::array indptr, py::array indices, py::array data, py::array X, py::object out,
-                    std::uint64_t seed, std::uint64_t t, std::uint64_t r, double p, bool renormalise,
+                    std::uint64_t seed, std::uint64_t t, std::uint64_t r, py::object p_obj, bool renormalise,
                     py::object awake_obj, py::object row_ids_obj, py::object col_ids_obj, int64_t ncols,
                     py::object bad_obj, bool check_indices, bool symmetric, bool stacked) {
     const int rule = loss_rule(renormalise, symmetric);
-    if (!(p >= 0.0 && p <= 1.0)) throw py::value_error(cat("p must be in [0, 1], got ", p));
+    const LossProbability loss = loss_probability(p_obj);
+    const double p = loss.one;
     if (ncols < -1) throw py::value_error(cat("ncols must be >= 0 (or -1 for square), got ", ncols));
     check_ndim(indptr, "indptr", 1);  // (before its length is read: a 0-d indptr was an IndexError)
     check_ndim(indices, "indices", 1);
@@ -456,13 +502,15 @@ py::array mix_lossy(py::array indptr, py::array indices, py::array data, py::arr
     if (!awake_obj.is_none() && has_ids) n_global = array_arg(awake_obj, "awake", 1, "one flag per node").shape(0);
     const std::uint8_t* mask = flags(awake_obj, "awake", has_ids ? n_global : rows, false, awake, "one flag per node");
     rowstoch::NodeIds ids{node_ids(row_ids_obj, "row_ids", rows, n_global, row_keep),
-                          node_ids(col_ids_obj, "col_ids", cols, n_global, col_keep)};
+                          node_ids(col_ids_obj, "col_ids", cols, n_global, col_keep), loss.thresholds()};
+    check_loss_nodes(loss, ids, rows, cols);
     py::array bad_keep;
     const std::uint8_t* bad = flags(bad_obj, "bad", indices.shape(0), false, bad_keep);
     return one_pass(indptr, indices, data, X, out, check_indices, ncols,
                     [&](auto Ap, auto Aj, auto Ax, int64_t n, auto Xp, int64_t w, auto Yp) {
                         if (stacked)
-                            rowstoch::csr_mix_lossy_stacked(Ap, Aj, Ax, n, Xp, w, Yp, seed, t, r, p, rule, mask, bad);
+                            rowstoch::csr_mix_lossy_stacked(Ap, Aj, Ax, n, Xp, w, Yp, seed, t, r, p, rule, mask, bad,
+                                                            loss.thresholds());
                         else
                             rowstoch::csr_mix_lossy(Ap, Aj, Ax, n, Xp, w, Yp, seed, t, r, p, rule, mask, ids, bad);
                     },
@@ -475,7 +523,7 @@ py::array mix_lossy(py::array indptr, py::array indices, py::array data, py::arr
 rowstoch::NodeIds link_ids(const py::object& row_ids_obj, const py::object& col_ids_obj, int64_t rows,
                            py::array& row_keep, py::array& col_keep, int64_t& ncols) {
     const int64_t big = std::numeric_limits<int64_t>::max();
-    rowstoch::NodeIds ids{node_ids(row_ids_obj, "row_ids", rows, big, row_keep), nullptr};
+    rowstoch::NodeIds ids{node_ids(row_ids_obj, "row_ids", rows, big, row_keep), nullptr, nullptr};
     ncols = rows;
     if (!col_ids_obj.is_none()) {
         const int64_t given = array_arg(col_ids_obj, "col_ids", 1, "global node ids").shape(0);
@@ -554,12 +602,15 @@ int64_t link_rows(const py::array& indptr, const py::array& indices, const py::o
 }
 
 py::array lost_links(py::array indptr, py::array indices, std::uint64_t seed, std::uint64_t t, std::uint64_t r,
-                     double p, py::object row_ids_obj, py::object col_ids_obj, py::object bad_obj) {
-    if (!(p >= 0.0 && p <= 1.0)) throw py::value_error(cat("p must be in [0, 1], got ", p));
+                     py::object p_obj, py::object row_ids_obj, py::object col_ids_obj, py::object bad_obj) {
+    const LossProbability loss = loss_probability(p_obj);
+    const double p = loss.one;
     const int64_t rows = link_rows(indptr, indices, row_ids_obj, col_ids_obj);
     py::array row_keep, col_keep, bad_keep;
     int64_t ncols;
-    const rowstoch::NodeIds ids = link_ids(row_ids_obj, col_ids_obj, rows, row_keep, col_keep, ncols);
+    rowstoch::NodeIds ids = link_ids(row_ids_obj, col_ids_obj, rows, row_keep, col_keep, ncols);
+    ids.thresholds = loss.thresholds();
+    check_loss_nodes(loss, ids, rows, ncols);
     const std::uint8_t* bad = flags(bad_obj, "bad", indices.shape(0), false, bad_keep);
     py::array_t<std::uint8_t> out(indices.shape(0));
     auto run = [&](auto i) {
@@ -595,7 +646,7 @@ py::array compress(py::array X, py::array out, int method, int64_t L, int64_t pa
     if (!(sigma >= 0.0 && std::isfinite(sigma))) throw py::value_error(cat("sigma must be finite and >= 0, got ", sigma));
     py::array row_keep, own;
     const rowstoch::NodeIds ids{node_ids(row_ids_obj, "row_ids", n, std::numeric_limits<int64_t>::max(), row_keep),
-                                nullptr};
+                                nullptr, nullptr};
     check_same_or_apart(out, "out", X, "X");  // (out may be X: each message is read before it is written)
     check_apart({{&out, "out"}}, {{&row_keep, "row_ids"}});
     if (!own_obj.is_none()) {  // X's rows copied here in the same pass
@@ -931,7 +982,7 @@ int64_t running_sums_compact(py::array indptr, py::array indices, py::array data
     py::array arrived_keep;
     std::uint8_t* arrived = flags(arrived_obj, "arrived", A.nnz, !draw_obj.is_none(), arrived_keep);
     if (!arrived) throw py::type_error("arrived must be a bool array (one flag per stored entry), got None");
-    rowstoch::LinkDraws draws{0, 0, 0, 0.0, {nullptr, nullptr}};
+    rowstoch::LinkDraws draws{0, 0, 0, 0.0, {nullptr, nullptr, nullptr}};
     if (!draw_obj.is_none()) {  // (seed, t, r, p): the round's Bernoulli losses, drawn into arrived
         if (!py::isinstance<py::tuple>(draw_obj) || py::len(draw_obj) != 4)
             throw py::type_error(cat("draw must be a tuple (seed, t, r, p) or None, got ", type_name(draw_obj)));
@@ -1436,7 +1487,7 @@ PYBIND11_MODULE(_core, m) {
           py::arg("col_ids") = py::none(), py::arg("ncols") = -1, py::arg("bad") = py::none(),
           py::arg("check_indices") = true, py::arg("symmetric") = false, py::arg("stacked") = false,
           "One lossy gossip round (rowstoch_fast.network.Lossy): messages j -> i (j != i) lost when "
-          "uniform_hash(seed, t, r, i, j) < p; row-stochastic receivers renormalise over what arrived; symmetric: "
+          "uniform_hash(seed, t, r, i, j) < p (p: one number, or one per node, the sender j's); row-stochastic receivers renormalise over what arrived; symmetric: "
           "the undirected rule (a link used when both its messages arrived and both ends are awake, an unused "
           "link's weight kept on x_i; bad's bit 1 gates the other message). stacked: X is [own rows; messages] "
           "(2 n rows; a self loop reads its own row i, the entry of column j the message n + j), the draws on the "
@@ -1478,7 +1529,7 @@ PYBIND11_MODULE(_core, m) {
           py::arg("r"), py::arg("p"), py::arg("row_ids") = py::none(), py::arg("col_ids") = py::none(),
           py::arg("bad") = py::none(),
           "One uint8 per stored entry: 1 where round r of iteration t loses the message j -> i "
-          "(uniform_hash(seed, t, r, i, j) < p, gated by Gilbert-Elliott states `bad` where given; never a self "
+          "(uniform_hash(seed, t, r, i, j) < p, p one number or one per node (the sender j's), gated by Gilbert-Elliott states `bad` where given; never a self "
           "loop; global ids row_ids / col_ids for an MPI share): the draws of every lossy pass.");
     m.def("running_sums", &running_sums, py::arg("indptr"), py::arg("indices"), py::arg("data"),
           py::arg("arrived"), py::arg("blocks"), py::arg("check_indices") = true, py::arg("ncols") = -1,

@@ -68,6 +68,35 @@ def check_positive_float(value, name, *, allow_zero=False):
     return value
 
 
+def per_node_values(value, name, n, accept, bounds):
+    """A network layer's parameter given one per node (heterogeneous devices): None where ``value`` is one number
+    (the caller checks it as before), else ``n`` finite values each passing ``accept`` (a vectorised test, e.g.
+    ``lambda v: (0 <= v) & (v < 1)``; ``bounds`` says it in words) as a read-only float64 array of shape ``(n,)``.
+    A TypeError or ValueError names ``name`` and, for a value out of range, the first node that has one."""
+    if np.ndim(value) == 0:
+        return None
+    arr = np.asarray(value)
+    if arr.dtype.kind not in "fiu":
+        raise TypeError(f"{name} must be a real number or one per node, got dtype {arr.dtype}")
+    if arr.shape != (n,):
+        raise ValueError(f"{name} must be one number or one per node (shape ({n},)), got shape {arr.shape}")
+    arr = np.array(arr, dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        bad = ~(np.isfinite(arr) & np.asarray(accept(arr), dtype=bool))
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise ValueError(f"{name}[{i}] (node {i}'s) must be {bounds}, got {float(arr[i])!r}")
+    arr.flags.writeable = False
+    return arr
+
+
+def per_node_text(value):
+    """A per-node parameter as a repr shows it: the number, or ``<n values in [min, max]>``."""
+    if np.ndim(value) == 0:
+        return f"{value}"
+    return f"<{len(value)} values in [{value.min():g}, {value.max():g}]>"
+
+
 def check_step_size(lr, name="lr"):
     """A step size: one finite number > 0 (a float), or one per replica as an array of shape ``(reps, 1, 1)``
     (it broadcasts against the replicas' axis of ``x``, shape ``(reps, n, d)``): a read-only float64 array of

@@ -174,14 +174,15 @@ def gilbert_elliott_states(seed, rows, cols, t, p_bad, p_recover):
 
 def lost_links(indptr, indices, seed, t, r, p, row_ids=None, col_ids=None, bad=None):
     """Which stored entries' messages (``j -> i``) round ``r`` of iteration ``t`` loses: ``uniform_hash(seed, t, r,
-    i, j) < p`` on global ids, gated by the Gilbert-Elliott states ``bad``, never a self loop."""
+    i, j) < p`` on global ids (``p`` one number, or one per node: the sender ``j``'s ``p[j]``), gated by the
+    Gilbert-Elliott states ``bad``, never a self loop."""
     from ._hashing import uniform_hash
 
     rows = np.repeat(np.arange(len(indptr) - 1, dtype=np.int64), np.diff(indptr))
     cols = np.asarray(indices, dtype=np.int64)
     if row_ids is not None:
         rows, cols = np.asarray(row_ids)[rows], np.asarray(col_ids)[cols]
-    lost = uniform_hash(seed, t, r, rows, cols) < p
+    lost = uniform_hash(seed, t, r, rows, cols) < (p if np.ndim(p) == 0 else np.asarray(p)[cols])
     if bad is not None:
         lost &= np.asarray(bad).astype(bool)
     return lost & (rows != cols)
@@ -191,7 +192,8 @@ def lossy_round(indptr, indices, data, X, seed, t, r, p, renormalise=True, awake
     """One gossip round of ``rowstoch_fast.network.Lossy`` / ``Sleepy`` on a CSR matrix, row by row in Python:
     the message ``j -> i`` (``j != i``) is lost when ``uniform_hash(seed, t, r, i, j) < p`` or when ``j``
     sleeps; a sleeping ``i`` keeps ``x_i``. A row that lost something and renormalises is
-    ``sum_arrived a_ij x_j / sum_arrived a_ij`` (``x_i`` if nothing arrived), else ``sum_arrived a_ij x_j``;
+    ``sum_arrived a_ij x_j / sum_arrived a_ij`` (``x_i`` if nothing arrived), else ``sum_arrived a_ij x_j``
+    (``p`` one number, or one per node: a message is lost with its sender's ``p[j]``);
     every sum in CSR order, one rounding per operation in the dtype of ``X`` (what the compiled pass does).
     ``symmetric`` (the undirected rule, :meth:`rowstoch_fast.network.Network.undirected`): the link ``i - j`` is
     used only when ``j -> i`` and ``i -> j`` (``uniform_hash(seed, t, r, j, i)``) both arrived and both ends are
@@ -203,6 +205,7 @@ def lossy_round(indptr, indices, data, X, seed, t, r, p, renormalise=True, awake
     X = np.asarray(X)
     T = X.dtype.type
     Y = np.empty_like(X)
+    sender = (lambda j: p) if np.ndim(p) == 0 else (lambda j: float(p[j]))
     for i in range(len(indptr) - 1):
         if awake is not None and not awake[i]:
             Y[i] = X[i]
@@ -212,8 +215,8 @@ def lossy_round(indptr, indices, data, X, seed, t, r, p, renormalise=True, awake
             j = int(indices[q])
             gate = 3 if bad is None else int(bad[q])
             gone = j != i and ((awake is not None and not awake[j])
-                               or (gate & 1 and float(uniform_hash(seed, t, r, i, j)) < p)
-                               or (symmetric and gate & 2 and float(uniform_hash(seed, t, r, j, i)) < p))
+                               or (gate & 1 and float(uniform_hash(seed, t, r, i, j)) < sender(j))
+                               or (symmetric and gate & 2 and float(uniform_hash(seed, t, r, j, i)) < sender(i)))
             lost |= gone
             a = T(0) if gone else T(data[q])
             acc = [c + a * x for c, x in zip(acc, X[j])]
@@ -1275,9 +1278,9 @@ def awake_mask(n, t, seed, model="bernoulli", q=None, p_sleep=None, p_wake=None,
     nodes = np.arange(n)
     if model == "cyclic":
         return np.array([(i - t) % period == 0 for i in range(n)])
-    if model in ("bernoulli", "poisson"):
-        p = q if model == "bernoulli" else 1.0 - np.exp(-rate)
-        return np.array([float(uniform_hash(seed, 2**60 + t, i)) < p for i in range(n)])
+    if model in ("bernoulli", "poisson"):  # (q or rate one number, or one per node: node i's own)
+        p = np.broadcast_to(np.asarray(q if model == "bernoulli" else 1.0 - np.exp(-np.asarray(rate)), float), (n,))
+        return np.array([float(uniform_hash(seed, 2**60 + t, i)) < p[i] for i in range(n)])
     state = [float(uniform_hash(seed, 2**62 + 1, i)) < p_wake / (p_sleep + p_wake) for i in nodes]
     for s in range(1, t + 1):
         for i in nodes:

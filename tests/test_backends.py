@@ -430,6 +430,25 @@ def _emulated_device(cuda_on_host, monkeypatch, on_launch=None):
     return fake
 
 
+@pytest.mark.parametrize("name", ["pull-diag-gt", "sgp", "choco-sgd"])
+def test_per_node_losses_run_on_the_emulated_device_through_the_host_pass(cuda_on_host, monkeypatch, name):
+    """Lossy with a ``p`` per node on backend='cupy': no device kernel takes one per node, so its rounds (plain, and
+    compressed messages over them) run the CPU's pass on the host: the CPU's iterates."""
+    from test_algorithms import _on_cpu_and_device
+
+    from rowstoch_fast.network import Compressed, Lossy
+
+    fake = _emulated_device(cuda_on_host, monkeypatch)
+    cls = REGISTRY[name]
+    A = for_algorithm(cls, topology.erdos_renyi(12, 0.3, seed=2))
+    lossy = Lossy(A, np.linspace(0.0, 0.6, 12), seed=1)
+    net = Compressed(lossy, "qsgd", bits=4, seed=2) if name == "choco-sgd" else lossy
+    rng = np.random.default_rng(5)
+    G, x0 = rng.standard_normal((12, 4)), rng.standard_normal((12, 4))
+    cpu, gpu = _on_cpu_and_device(cls, net, x0, G, fake, 12)
+    np.testing.assert_allclose(gpu.gather_x(), cpu.x, rtol=1e-12, atol=1e-13)
+
+
 @pytest.mark.parametrize("network", ["static", "lossy", "bursty", "sleepy-lossy", "markov-lossy",
                                      "compressed", "delayed", "noisy",
                                      *(f"layer:{cls.layer}" for cls in network_layers())])  # (the registry's)

@@ -554,15 +554,17 @@ def test_varying_networks_on_a_gpu_equal_the_cpu(name):
 @settings(max_examples=60, deadline=None)
 @given(case=csr_and_block(max_n=9, max_d=20), p=st.sampled_from([0.0, 0.1, 0.5, 0.9, 0.99]),
        sleep=st.booleans(), rule=st.sampled_from(["row", "column", "symmetric"]), key=st.integers(0, 2**64 - 1),
-       gated=st.booleans())
-def test_the_compiled_pass_is_the_reference_round_bit_for_bit(case, p, sleep, rule, key, gated):
+       gated=st.booleans(), per_node=st.booleans())
+def test_the_compiled_pass_is_the_reference_round_bit_for_bit(case, p, sleep, rule, key, gated, per_node):
     """_core.mix_lossy against _reference.lossy_round (a Python loop over the rows): any CSR (empty rows,
     unsorted columns, duplicates, negative weights), widths 1..20 (the register and the general paths), float32
     and float64, losses only, sleep only, both, neither, each rule (the undirected one too), with Gilbert-Elliott
-    gates (bit 1: the undirected rule's other message): the same bits."""
+    gates (bit 1: the undirected rule's other message), one p or one per node (the sender's): the same bits."""
     from rowstoch_fast import _core
 
     A, X = case
+    if per_node:  # (each node its own p, among the same values and 0)
+        p = np.random.default_rng(key % 2**32 + 2).choice([0.0, p, 0.5 * p, 0.99], max(A.shape))
     awake = (np.random.default_rng(key % 2**32).random(A.shape[0]) < 0.7) if sleep else None
     renormalise, symmetric = rule == "row", rule == "symmetric"
     bad = np.random.default_rng(key % 2**32 + 1).integers(0, 4 if symmetric else 2, A.nnz).astype(np.uint8) \
@@ -573,6 +575,63 @@ def test_the_compiled_pass_is_the_reference_round_bit_for_bit(case, p, sleep, ru
                                   symmetric=symmetric, bad=bad)
     np.testing.assert_array_equal(got, want)
 
+
+
+def test_per_node_losses_are_the_senders_and_equal_one_number_bit_for_bit():
+    """Lossy's ``p`` per node (heterogeneous devices; the sender's, as decent-bench's per-agent drop schemes): n
+    equal values are the single number's run, iterate for iterate (a row-stochastic pass, a push method's, the
+    per-link methods' arrivals, the undirected rule, compressed messages over the losses); a sender's messages
+    are lost at its own rate; the draws are the dense definition's on an MPI share's global ids; anything but n
+    values in range is refused, naming the node; a checkpoint refuses another heterogeneity."""
+    from rowstoch_fast import _core
+    from rowstoch_fast.network import Compressed
+
+    A = topology.erdos_renyi(10, 0.4, seed=3)
+    W = topology.erdos_renyi(10, 0.4, seed=3, directed=False, weights="metropolis")
+    cases = [("pull-diag-gt", lambda p: Lossy(A, p, seed=2)), ("push-pull", lambda p: Lossy(A, p, seed=2)),
+             ("robust-gradient-push", lambda p: Lossy(A, p, seed=2)), ("dgd", lambda p: Lossy(W, p, seed=2)),
+             ("choco-sgd", lambda p: Compressed(Lossy(W, p, seed=2), "topk", k=2)),
+             ("compressed-push-pull", lambda p: Compressed(Lossy(A, p, seed=2), "qsgd", bits=4, seed=1)),
+             ("pull-diag-gt", lambda p: Sleepy(Lossy(A, p, seed=2, model="gilbert-elliott", p_bad=0.3,
+                                                     p_recover=0.4), 0.8, seed=5))]
+    for name, make in cases:
+        cls, runs = REGISTRY[name], []
+        for p in (0.35, np.full(10, 0.35)):
+            net = make(p)
+            opt = cls.build(net, np.arange(30.0).reshape(10, 3), 0.02, rounds=2 if cls.multi_round else 1)
+            for _ in range(25):
+                opt.step(feed(cls, lambda X: X - 1.0))
+            runs.append(opt.gather_x())
+        np.testing.assert_array_equal(runs[0], runs[1], err_msg=name)
+    # each sender its own rate; the draws on an MPI share's global ids are the dense definition's
+    p = np.linspace(0.0, 0.9, 10)
+    net, c = Lossy(A, p, seed=4), A.csr
+    lost = np.array([~net.arrived(t, 0, c.indptr, c.indices) for t in range(3000)]).mean(axis=0)
+    senders = c.indices
+    off = np.repeat(np.arange(10), np.diff(c.indptr)) != senders
+    for j in range(10):
+        assert abs(lost[off & (senders == j)].mean() - p[j]) < 0.04, j
+    rows, share = np.array([7, 2, 5]), A.csr[[7, 2, 5]]
+    cols = np.unique(share.indices).astype(np.int64)
+    local = np.searchsorted(cols, share.indices)
+    got = _core.lost_links(share.indptr, local.astype(share.indices.dtype), 4, 11, 1, p, row_ids=rows, col_ids=cols)
+    np.testing.assert_array_equal(got.view(bool), _reference.lost_links(share.indptr, local, 4, 11, 1, p, rows, cols))
+    with pytest.raises(ValueError, match="p has 6 values .one per node., but node 9 is in this pass"):
+        _core.lost_links(c.indptr, c.indices, 4, 11, 1, p[:6])
+    with pytest.raises(ValueError, match=r"p\[2\] must be in \[0, 1\], got 1.5"):
+        _core.mix_lossy(c.indptr, c.indices, c.data, np.ones((10, 2)), None, p=np.r_[0.1, 0.1, 1.5, np.zeros(7)])
+    for bad, error, match in ((np.full(9, 0.1), ValueError, r"p must be one number or one per node \(shape \(10,\)\)"),
+                              (np.r_[np.zeros(9), 1.0], ValueError, r"p\[9\] \(node 9's\) must be in \[0, 1\)"),
+                              (np.r_[-0.1, np.zeros(9)], ValueError, r"p\[0\] .* got -0.1"),
+                              (np.array([None] * 10), TypeError, "p must be a real number or one per node")):
+        with pytest.raises(error, match=match):
+            Lossy(A, bad)
+    assert Lossy(A, np.r_[np.zeros(9), 1.0], model="gilbert-elliott", p_bad=0.1, p_recover=0.2).per_node
+    assert Lossy(A, np.zeros(10)).static is A and "p=<10 values in [0, 0.9]>" in repr(net)
+    opt = REGISTRY["dsgd"](net, np.zeros((10, 2)), 0.1)
+    opt.step(lambda X: X - 1.0)
+    with pytest.raises(ValueError, match="its p was '10 values, sha1"):
+        REGISTRY["dsgd"].from_state_dict(opt.state_dict(), A=Lossy(A, p[::-1], seed=4))
 
 
 # ---------------------------------------------------------------- issue 35: never silently wrong
@@ -751,7 +810,41 @@ def test_r_fast_refuses_networks_without_fixed_links():
 
 
 ACTIVATIONS = {"bernoulli": dict(q=0.7), "markov": dict(model="markov", p_sleep=0.2, p_wake=0.5),
-               "poisson": dict(model="poisson", rate=0.8)}  # (cyclic: period 1 only, the base network)
+               "poisson": dict(model="poisson", rate=0.8),  # (cyclic: period 1 only, the base network)
+               "bernoulli-per-node": dict(q=np.linspace(0.2, 1.0, 30)),  # (heterogeneous devices: one per node)
+               "poisson-per-node": dict(model="poisson", rate=np.geomspace(0.05, 3.0, 30))}
+
+
+def test_per_node_activation_equals_the_one_number_bit_for_bit_and_each_node_keeps_its_rate():
+    """Sleepy's ``q`` (and ``rate``) per node: n equal values are the single number's run, iterate for iterate;
+    unequal ones give each node its own share of the iterations awake; anything but n values in range is refused,
+    naming the node; a checkpoint refuses another heterogeneity."""
+    A = topology.erdos_renyi(12, 0.4, seed=3)
+    one, each = Sleepy(A, 0.6, seed=2), Sleepy(A, np.full(12, 0.6), seed=2)
+    runs = []
+    for net in (one, each):
+        opt = REGISTRY["pull-diag-gt"](net, np.arange(24.0).reshape(12, 2), 0.05)
+        for _ in range(30):
+            opt.step(lambda X: X - 1.0)
+        runs.append(opt.x)
+    np.testing.assert_array_equal(runs[0], runs[1])
+    q = np.linspace(0.1, 1.0, 12)
+    shares = np.mean([Sleepy(A, q, seed=4).awake(t) for t in range(4000)], axis=0)
+    np.testing.assert_allclose(shares, q, atol=0.04)  # (4,000 draws: 4 standard errors at most)
+    assert shares[-1] == 1.0 and Sleepy(A, np.ones(12)).static is A
+    for bad, error, match in ((np.ones(11), ValueError, r"q must be one number or one per node \(shape \(12,\)\)"),
+                              (np.r_[np.ones(11), 0.0], ValueError, r"q\[11\] \(node 11's\) must be in \(0, 1\]"),
+                              (np.r_[np.nan, np.ones(11)], ValueError, r"q\[0\] .* got nan"),
+                              (np.array(["x"] * 12), TypeError, "q must be a real number or one per node")):
+        with pytest.raises(error, match=match):
+            Sleepy(A, bad)
+    with pytest.raises(ValueError, match="p_sleep must be one number"):
+        Sleepy(A, model="markov", p_sleep=np.full(12, 0.1), p_wake=0.3)
+    opt = REGISTRY["dsgd"](Sleepy(A, q, seed=4), np.zeros((12, 2)), 0.1)
+    opt.step(lambda X: X - 1.0)
+    with pytest.raises(ValueError, match="its q was '12 values, sha1"):
+        REGISTRY["dsgd"].from_state_dict(opt.state_dict(), A=Sleepy(A, q[::-1], seed=4))
+    assert REGISTRY["dsgd"].from_state_dict(opt.state_dict(), A=Sleepy(A, q.copy(), seed=4)).iteration == 1
 
 
 @pytest.mark.parametrize("name", sorted(ACTIVATIONS))

@@ -292,8 +292,8 @@ def _drawn_in_sweep(net, t, r):
     static matrix: ``Lossy.arrived``'s draws, ``_core.lost_links``), else None (the network draws them)."""
     from ..network import Lossy
 
-    if type(net) is not Lossy or net.model != "bernoulli" or not isinstance(net.base, MixingMatrix):
-        return None
+    if type(net) is not Lossy or net.model != "bernoulli" or not isinstance(net.base, MixingMatrix) or net.per_node:
+        return None  # (a p per node: the network draws them, Lossy.arrived)
     if net.seed >= 2**63 or t >= 2**63 or r >= 2**63:  # (the sweep takes them as int64)
         return None
     return (net.seed, t, r, net.p)

@@ -587,6 +587,8 @@ class CupyBackend(Backend):
         plan = net.plan(t)
         if plan is None:
             raise ValueError(f"{net!r} has no compiled pass and so does not run on backend='cupy'")
+        if np.ndim(plan[2]) != 0:  # (a loss probability per node: no device kernel takes them, the CPU's pass)
+            return self._on_host(out, lambda: net.mix(to_cpu(src), t, rounds))
         matrix_of, seed, p, awake, chain = plan
         mask = self._awake_mask(awake)
         if rounds > 1 and work is None:
@@ -630,7 +632,8 @@ class CupyBackend(Backend):
         state = self.channel(net)
         core, delayed, n = net.core(), net.delayed(), net.n
         plan = core.plan(t) if is_network(core) else (lambda r: core, 0, 0.0, None, None)
-        if plan is None or core.stochastic == "doubly":  # (the undirected rule: no device kernel)
+        if plan is None or core.stochastic == "doubly" or np.ndim(plan[2]) != 0:  # (the undirected rule, a loss
+            # probability per node: no device kernel)
             return self._on_host(out, lambda: net.mix(to_cpu(src), t, rounds, d=self.message_d, state=state))
         if self.checking and int(self._status[0]):
             return out

@@ -209,7 +209,7 @@ class Network:
         or None where it cannot (a network without one runs on the CPU only): ``(matrix_of, seed, p, awake,
         chain)`` with ``matrix_of(r)`` the MixingMatrix of round ``r`` before the random losses and sleep the plan
         draws (the base's; a layer that drops fixed links may hand its thinned, renormalised matrix here), the
-        loss seed and probability, the awake mask (or None) and the Gilbert-Elliott network whose
+        loss seed and probability (one number, or one per node: the sender's), the awake mask (or None) and the Gilbert-Elliott network whose
         :meth:`Lossy.bad_states` gate the losses (or None)."""
         return None
 
@@ -255,7 +255,18 @@ class Network:
                 out[key] = [describe(m) for m in value]
             elif value is None or isinstance(value, (bool, int, float, str)):
                 out[key] = value
+            elif isinstance(value, np.ndarray):  # (a parameter per node: its values' fingerprint)
+                out[key] = _array_fingerprint(value)
         return out
+
+
+def _array_fingerprint(arr):
+    """A per-node parameter in :meth:`Network.describe`: its length and a SHA-1 of its float64 values (a checkpoint
+    of another heterogeneity is refused by it, without n numbers in every checkpoint)."""
+    import hashlib
+
+    values = np.ascontiguousarray(arr, dtype=np.float64)
+    return f"{len(values)} values, sha1 {hashlib.sha1(values.tobytes()).hexdigest()[:16]}"
 
 
 def describe(net):

@@ -7,7 +7,7 @@ import threading
 
 import numpy as np
 
-from .._checks import check_int, check_positive_float, MAX_KEY
+from .._checks import check_int, check_positive_float, MAX_KEY, per_node_text, per_node_values
 from ..errors import UsageError
 from .._hashing import MAX_T
 from ..mixing import MixingMatrix
@@ -24,10 +24,13 @@ class Lossy(Network):
     ----------
     A : MixingMatrix or network
         The network whose messages get lost.
-    p : float
+    p : float, or an array of n of them
         Loss probability in [0, 1) (``model="bernoulli"``), or the loss
         probability in the bad state, in [0, 1] (``"gilbert-elliott"``; the
-        classic channel is ``p = 1``).
+        classic channel is ``p = 1``). An array gives each node its own, the
+        probability that a message it sends is lost (heterogeneous devices, as
+        decent-bench's per-agent drop schemes: the sender's); equal values are
+        the single number's draws, bit for bit.
     seed : int
         Seed of the counter-based draws.
     model : {"bernoulli", "gilbert-elliott"}
@@ -47,8 +50,11 @@ class Lossy(Network):
     def __init__(self, A, p, seed=0, model="bernoulli", p_bad=None, p_recover=None):
         self.base = _under_messages(as_network(A), "Lossy")
         self.n, self.stochastic = self.base.n, self.base.stochastic
-        self.p = check_positive_float(p, "p", allow_zero=True)
-        if self.p >= 1 and not (model == "gilbert-elliott" and self.p == 1):
+        top = 1.0 if model == "gilbert-elliott" else np.nextafter(1.0, 0.0)
+        each = per_node_values(p, "p", self.n, lambda v: (v >= 0) & (v <= top),
+                               "in [0, 1) (gilbert-elliott: [0, 1], the loss in the bad state)")
+        self.p = each if each is not None else check_positive_float(p, "p", allow_zero=True)
+        if each is None and self.p >= 1 and not (model == "gilbert-elliott" and self.p == 1):
             raise ValueError(f"p must be in [0, 1) (gilbert-elliott: [0, 1], the loss in the bad state), got {self.p}")
         self.seed = check_int(seed, "seed", minimum=0, maximum=MAX_KEY)
         if model not in ("bernoulli", "gilbert-elliott"):
@@ -132,7 +138,18 @@ class Lossy(Network):
     @property
     def static(self):
         base = self.base if isinstance(self.base, MixingMatrix) else self.base.static
-        return base if self.p == 0 and self.model == "bernoulli" else None
+        return base if self.lossless and self.model == "bernoulli" else None
+
+    @property
+    def lossless(self):
+        """Whether no message can be lost (``p`` is 0, for every node)."""
+        return bool(np.all(self.p == 0))
+
+    @property
+    def per_node(self):
+        """Whether ``p`` is one per node (an array; every backend's compiled pass takes it on the CPU and under MPI,
+        the CuPy backend runs the round on the host)."""
+        return np.ndim(self.p) != 0
 
     def plan(self, t):
         if not isinstance(self.base, (MixingMatrix, Schedule)):
@@ -190,7 +207,7 @@ class Lossy(Network):
 
     def _entries(self, t, r):
         csr, weights = _base_entries(self.base, t, r)
-        if self.p == 0:
+        if self.lossless:
             return csr, weights
         lost = self._lost(csr, t, r)
         if self.stochastic == "doubly":  # (the undirected rule: a link used when both its messages arrived)
@@ -206,7 +223,7 @@ class Lossy(Network):
 
     def __repr__(self):
         extra = f", p_bad={self.p_bad}, p_recover={self.p_recover}" if self.model == "gilbert-elliott" else ""
-        return f"Lossy({self.base!r}, p={self.p}, seed={self.seed}, model={self.model!r}{extra})"
+        return f"Lossy({self.base!r}, p={per_node_text(self.p)}, seed={self.seed}, model={self.model!r}{extra})"
 
     # ---- its options (rowstoch run / compare, [communication] in an experiment file)
     MODELS = ("bernoulli", "gilbert-elliott")
@@ -226,7 +243,8 @@ class Lossy(Network):
     @classmethod
     def examples(cls, base):
         return {"lossy": cls(base, 0.3, seed=1),
-                "bursty": cls(base, 0.9, seed=2, model="gilbert-elliott", p_bad=0.2, p_recover=0.3)}
+                "bursty": cls(base, 0.9, seed=2, model="gilbert-elliott", p_bad=0.2, p_recover=0.3),
+                "per-node": cls(base, np.linspace(0.0, 0.6, base.n), seed=7)}  # (heterogeneous devices: the sender's)
 
     @classmethod
     def options_in_use(cls, ns):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._checks import check_int, check_positive_float, MAX_KEY, positive_int
+from .._checks import check_int, check_positive_float, MAX_KEY, per_node_text, per_node_values, positive_int
 from .._hashing import MAX_T, uniform_hash
 from ..errors import UsageError
 from ..mixing import MixingMatrix
@@ -36,14 +36,15 @@ class Sleepy(Network):
     Parameters
     ----------
     A : MixingMatrix or network
-    q : float in (0, 1], optional
-        ``"bernoulli"``'s probability of being awake (required there; not taken by the other models).
+    q : float in (0, 1], or an array of n of them, optional
+        ``"bernoulli"``'s probability of being awake (required there; not taken by the other models); an array
+        gives each node its own (heterogeneous devices; equal values are the single number's draws, bit for bit).
     seed : int
     model : {"bernoulli", "markov", "poisson", "cyclic"}
     p_sleep, p_wake : float in (0, 1]
         ``"markov"``'s transition probabilities.
-    rate : float > 0
-        ``"poisson"``'s ticks per iteration.
+    rate : float > 0, or an array of n of them
+        ``"poisson"``'s ticks per iteration (one per node: each node its own clock).
     period : int >= 1
         ``"cyclic"``'s number of groups.
 
@@ -80,14 +81,23 @@ class Sleepy(Network):
         if missing:
             raise ValueError(f"model {model!r} needs {', '.join(missing)}")
         self.model = model
+        per_node = {"q": per_node_values(q, "q", self.n, lambda v: (v > 0) & (v <= 1), "in (0, 1]"),
+                    "rate": per_node_values(rate, "rate", self.n, lambda v: v > 0, "finite and > 0")}
+        for key in ("p_sleep", "p_wake", "period"):
+            if np.ndim(given[key]) != 0:
+                raise ValueError(f"{key} must be one number (one per node: q of the bernoulli model, rate of the "
+                                 f"poisson model), got an array of shape {np.shape(given[key])}")
         for key in ("q", "p_sleep", "p_wake"):
             value = given[key]
-            if value is not None:
+            if key in per_node and per_node[key] is not None:
+                value = per_node[key]
+            elif value is not None:
                 value = check_positive_float(value, key)
                 if value > 1:
                     raise ValueError(f"{key} must be in (0, 1], got {value}")
             setattr(self, key, value)
-        self.rate = None if rate is None else check_positive_float(rate, "rate")
+        self.rate = per_node["rate"] if per_node["rate"] is not None else \
+            None if rate is None else check_positive_float(rate, "rate")
         self.period = None if period is None else check_int(period, "period", minimum=1, maximum=2**62)
         self.seed = check_int(seed, "seed", minimum=0, maximum=MAX_KEY)
         if self.model == "cyclic" and self.period > 1:
@@ -102,7 +112,8 @@ class Sleepy(Network):
     @property
     def static(self):
         base = self.base if isinstance(self.base, MixingMatrix) else self.base.static
-        always = (self.model == "bernoulli" and self.q == 1) or (self.model == "cyclic" and self.period == 1)
+        always = (self.model == "bernoulli" and bool(np.all(self.q == 1))) or \
+            (self.model == "cyclic" and self.period == 1)
         return base if always else None
 
     def plan(self, t):
@@ -250,7 +261,7 @@ class Sleepy(Network):
         return _materialise(self, *self._entries(t, r), t, r)
 
     def __repr__(self):
-        args = ", ".join(f"{k}={v}" for k, v in self._parameters().items() if k != "model")
+        args = ", ".join(f"{k}={per_node_text(v)}" for k, v in self._parameters().items() if k != "model")
         model = "" if self.model == "bernoulli" else f", model={self.model!r}"
         return f"Sleepy({self.base!r}, {args}, seed={self.seed}{model})"
 
@@ -274,7 +285,8 @@ class Sleepy(Network):
     @classmethod
     def examples(cls, base):
         return {"sleepy": cls(base, 0.7, seed=3), "markov": cls(base, seed=4, model="markov", p_sleep=0.3, p_wake=0.5),
-                "poisson": cls(base, seed=5, model="poisson", rate=0.8)}
+                "poisson": cls(base, seed=5, model="poisson", rate=0.8),
+                "per-node": cls(base, np.linspace(0.5, 1.0, base.n), seed=6)}  # (heterogeneous devices)
 
     @classmethod
     def options_in_use(cls, ns):

@@ -45,11 +45,15 @@ inline std::uint64_t loss_threshold(double p) { return static_cast<std::uint64_t
 
 // Global node ids of the local rows and columns (an MPI rank's share: rows are its nodes, columns its nodes
 // then its halo); null ids: row i is node i, column j node j.
+// `thresholds`: a loss threshold per global node id, the sender's (network.Lossy with one p per node: loss_threshold
+// of each), or null: the pass's one threshold for every message.
 struct NodeIds {
     const std::int64_t* rows;
     const std::int64_t* cols;
+    const std::uint64_t* thresholds = nullptr;
     std::int64_t row(std::int64_t i) const { return rows ? rows[i] : i; }
     std::int64_t col(std::int64_t j) const { return cols ? cols[j] : j; }
+    std::uint64_t threshold_of(std::int64_t g, std::uint64_t one) const { return thresholds ? thresholds[g] : one; }
 };
 
 // The cases of one pass, each compiled on its own so that the common ones carry no checks of the others:
@@ -83,7 +87,7 @@ inline void lossy_row(const I Ap[], const I Aj[], const Reader& read, const T Ax
                       const std::uint8_t* awake_in, const std::uint8_t* bad_in, NodeIds ids_in, T* __restrict Y) {
     const std::uint8_t* awake = Case == kLosses ? nullptr : awake_in;
     const std::uint8_t* bad = Case == kAny ? bad_in : nullptr;
-    const NodeIds ids = Case == kAny ? ids_in : NodeIds{nullptr, nullptr};
+    const NodeIds ids = Case == kAny ? ids_in : NodeIds{nullptr, nullptr, nullptr};
     constexpr bool kRegs = K > 0;
     const std::int64_t width = kRegs ? K : w;
     const std::int64_t gi = ids.row(i);
@@ -98,6 +102,7 @@ inline void lossy_row(const I Ap[], const I Aj[], const Reader& read, const T Ax
     T den = T(0), unused = T(0);
     std::uint64_t lost = 0;
     const bool symmetric = Case == kAny && rule == kSymmetricRule;
+    const std::uint64_t own_threshold = ids.threshold_of(gi, threshold);  // (the message i -> j: i's)
     const I end = Ap[i + 1];
     for (I q = Ap[i]; q < end; ++q) {  // branch-free: a lost message adds 0 * x (as the NumPy path does)
         const std::int64_t j = static_cast<std::int64_t>(Aj[q]);
@@ -108,13 +113,15 @@ inline void lossy_row(const I Ap[], const I Aj[], const Reader& read, const T Ax
                    static_cast<std::uint64_t>(gj != gi);
         else if (Case == kAsleep)
             gone = static_cast<std::uint64_t>(!awake[gj]) & static_cast<std::uint64_t>(gj != gi);
-        else
+        else {
+            const std::uint64_t sent = ids.threshold_of(gj, threshold);  // (the message j -> i: j's)
             gone = gj != gi && ((awake && !awake[gj]) ||
-                                ((!bad || (bad[q] & 1)) && threshold &&
-                                 (mix64(row ^ static_cast<std::uint64_t>(gj)) >> 11) < threshold) ||
-                                (symmetric && (!bad || (bad[q] & 2)) && threshold &&  // (the message i -> j)
+                                ((!bad || (bad[q] & 1)) && sent &&
+                                 (mix64(row ^ static_cast<std::uint64_t>(gj)) >> 11) < sent) ||
+                                (symmetric && (!bad || (bad[q] & 2)) && own_threshold &&  // (the message i -> j)
                                  (mix64(mix64(round ^ static_cast<std::uint64_t>(gj)) ^ static_cast<std::uint64_t>(gi))
-                                  >> 11) < threshold));
+                                  >> 11) < own_threshold));
+        }
         lost |= gone;
         const T a = keep_unless(Ax[q], gone);
         const T* __restrict x = X + read(q) * width;
@@ -151,7 +158,7 @@ template <int K, class I, class T, class Rows>
 inline void lossy_rows(const I Ap[], const I Aj[], const Rows& by, const T Ax[], const T* X, std::int64_t w,
                        std::int64_t lo, std::int64_t hi, std::uint64_t round, std::uint64_t threshold,
                        int rule, const std::uint8_t* awake, const std::uint8_t* bad, NodeIds ids, T* Y) {
-    const bool local = !bad && !ids.rows && !ids.cols && rule != kSymmetricRule;
+    const bool local = !bad && !ids.rows && !ids.cols && !ids.thresholds && rule != kSymmetricRule;
     auto rows = local && !awake && threshold ? lossy_rows_in<K, kLosses, I, T, Rows>
                 : local && awake && !threshold ? lossy_rows_in<K, kAsleep, I, T, Rows>
                                                : lossy_rows_in<K, kAny, I, T, Rows>;
@@ -186,7 +193,7 @@ void csr_mix_lossy_by(const I Ap[], const I Aj[], const T Ax[], std::int64_t n, 
 template <class I, class T>
 void csr_mix_lossy(const I Ap[], const I Aj[], const T Ax[], std::int64_t n, const T X[], std::int64_t w, T Y[],
                    std::uint64_t seed, std::uint64_t t, std::uint64_t r, double p, int rule,
-                   const std::uint8_t* awake = nullptr, NodeIds ids = {nullptr, nullptr},
+                   const std::uint8_t* awake = nullptr, NodeIds ids = {nullptr, nullptr, nullptr},
                    const std::uint8_t* bad = nullptr) {
     csr_mix_lossy_by(Ap, Aj, Ax, n, X, w, Y, seed, t, r, p, rule, awake, ids, bad,
                      [Aj] { return ColumnRows<I>{Aj}; });
@@ -221,8 +228,9 @@ struct StackedRows {
 template <class I, class T>
 void csr_mix_lossy_stacked(const I Ap[], const I Aj[], const T Ax[], std::int64_t n, const T X[], std::int64_t w,
                            T Y[], std::uint64_t seed, std::uint64_t t, std::uint64_t r, double p, int rule,
-                           const std::uint8_t* awake = nullptr, const std::uint8_t* bad = nullptr) {
-    csr_mix_lossy_by(Ap, Aj, Ax, n, X, w, Y, seed, t, r, p, rule, awake, NodeIds{nullptr, nullptr}, bad,
+                           const std::uint8_t* awake = nullptr, const std::uint8_t* bad = nullptr,
+                           const std::uint64_t* thresholds = nullptr) {
+    csr_mix_lossy_by(Ap, Aj, Ax, n, X, w, Y, seed, t, r, p, rule, awake, NodeIds{nullptr, nullptr, thresholds}, bad,
                      [Aj, n] { return StackedRows<I>{Aj, n}; });
 }
 
@@ -289,7 +297,7 @@ void ge_advance(const I Ap[], const I Aj[], std::int64_t rows, NodeIds ids, std:
 }
 
 // Which messages of round r of iteration t are lost, one flag per stored entry q (row i <- column j, global ids):
-// lost[q] = 1 when uniform_hash(seed, t, r, i, j) < p (and, with Gilbert-Elliott states, bad[q]), never for a self
+// lost[q] = 1 when uniform_hash(seed, t, r, i, j) < p (the sender j's p with ids.thresholds) (and, with Gilbert-Elliott states, bad[q]), never for a self
 // loop: the draws of every lossy pass, for algorithms that follow messages one by one (running sums per link).
 template <class I>
 void lost_links(const I Ap[], const I Aj[], std::int64_t rows, NodeIds ids, std::uint64_t seed, std::uint64_t t,
@@ -303,7 +311,7 @@ void lost_links(const I Ap[], const I Aj[], std::int64_t rows, NodeIds ids, std:
             for (I q = Ap[i]; q < Ap[i + 1]; ++q) {
                 const std::int64_t gj = ids.col(static_cast<std::int64_t>(Aj[q]));
                 lost[q] = gj != gi && (!bad || bad[q]) &&
-                          (mix64(row ^ static_cast<std::uint64_t>(gj)) >> 11) < threshold;
+                          (mix64(row ^ static_cast<std::uint64_t>(gj)) >> 11) < ids.threshold_of(gj, threshold);
             }
         }
     });
