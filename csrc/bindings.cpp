@@ -441,8 +441,9 @@ struct LossProbability {
 
 LossProbability loss_probability(const py::object& p_obj) {
     LossProbability out;
-    if (py::isinstance<py::array>(p_obj) && p_obj.cast<py::array>().ndim() >= 1) {
-        py::array raw = p_obj.cast<py::array>();
+    const bool listed = (py::isinstance<py::list>(p_obj) || py::isinstance<py::tuple>(p_obj));
+    if ((py::isinstance<py::array>(p_obj) && p_obj.cast<py::array>().ndim() >= 1) || listed) {
+        py::array raw = listed ? py::array(py::module_::import("numpy").attr("asarray")(p_obj)) : p_obj.cast<py::array>();
         if (raw.ndim() != 1) throw py::value_error(cat("p must be one number or 1-D (one per node), got ", raw.ndim(), "-D"));
         if (raw.dtype().kind() != 'f' && raw.dtype().kind() != 'i' && raw.dtype().kind() != 'u')
             throw py::type_error(cat("p must be real numbers, got ", dtype_name(raw)));
@@ -456,7 +457,11 @@ LossProbability loss_probability(const py::object& p_obj) {
         }
         return out;
     }
-    out.one = p_obj.cast<double>();
+    try {
+        out.one = p_obj.cast<double>();
+    } catch (const py::cast_error&) {
+        throw py::type_error(cat("p must be a number in [0, 1] or one per node, got ", type_name(p_obj)));
+    }
     if (!(out.one >= 0.0 && out.one <= 1.0)) throw py::value_error(cat("p must be in [0, 1], got ", out.one));
     return out;
 }
@@ -753,14 +758,17 @@ py::object delay_ages(py::array indptr, py::array indices, std::uint64_t seed, s
 py::array mix_delayed(py::array indptr, py::array indices, py::array data, py::array H, py::array out,
                       std::uint64_t seed, std::uint64_t t, std::uint64_t r, int64_t max_delay, bool fixed,
                       py::object layout_obj, py::object row_ids_obj, py::object col_ids_obj, std::uint64_t loss_seed,
-                      double p, bool renormalise, py::object awake_obj, py::object bad_obj, bool symmetric) {
+                      py::object p_obj, bool renormalise, py::object awake_obj, py::object bad_obj, bool symmetric) {
     check_max_delay(max_delay, t);
     const int rule = loss_rule(renormalise, symmetric);
-    if (!(p >= 0.0 && p <= 1.0)) throw py::value_error(cat("p must be in [0, 1], got ", p));
+    const LossProbability loss = loss_probability(p_obj);
+    const double p = loss.one;
     const int64_t rows = link_rows(indptr, indices, row_ids_obj, col_ids_obj);
     py::array row_keep, col_keep, awake_keep, bad_keep;
     int64_t ncols;
-    const rowstoch::NodeIds ids = link_ids(row_ids_obj, col_ids_obj, rows, row_keep, col_keep, ncols);
+    rowstoch::NodeIds ids = link_ids(row_ids_obj, col_ids_obj, rows, row_keep, col_keep, ncols);
+    ids.thresholds = loss.thresholds();  // (the losses' per-node p, by global id: read by the lossy round only)
+    check_loss_nodes(loss, ids, rows, ncols);
     // one awake flag per node: as many as the columns name (the nodes, or with ids, every global id they hold)
     int64_t n_nodes = ncols;
     if (ids.cols)
@@ -772,7 +780,7 @@ py::array mix_delayed(py::array indptr, py::array indices, py::array data, py::a
                 false, awake_keep, "one flag per node");
     const std::uint8_t* bad = flags(bad_obj, "bad", indices.shape(0), false, bad_keep);
     const rowstoch::LossyRound lossy{loss_seed, p, rule, awake, bad};
-    const bool lossy_round = p > 0.0 || awake || bad;
+    const bool lossy_round = p > 0.0 || awake || bad || loss.thresholds();
     const rowstoch::DelayLayout layout = delay_layout(layout_obj, rows, ncols, r, max_delay);
     check_ndim(data, "data", 1);
     if (!(is_f32(data) || is_f64(data))) throw py::type_error(cat("data must be float32 or float64, got ", dtype_name(data)));

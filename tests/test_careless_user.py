@@ -48,6 +48,7 @@ def rowstoch_here(*args, env=None):
     with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         for key, value in (env or {}).items():
             mp.setenv(key, value)
+        mp.setattr(sys, "argv", ["rowstoch", *map(str, args)])  # (what a command records of its command line)
         try:
             rc = cli.main([str(a) for a in args])
         except SystemExit as exc:

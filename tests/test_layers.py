@@ -274,3 +274,13 @@ def test_the_guide_recipe_adds_a_layer_in_one_module(tmp_path, capsys, cuda_on_h
     finally:
         LAYERS.pop("dropout", None)
         ref.LAYER_TWINS.pop("dropout", None)
+
+
+def test_two_layers_examples_cannot_share_a_label(monkeypatch):
+    """network.examples merges every layer's examples by label: a label two layers give (both once said
+    "per-node") kept only the later layer's network, and every test reading them lost the other's."""
+    from rowstoch_fast.network import Sleepy
+
+    monkeypatch.setattr(Sleepy, "examples", classmethod(lambda cls, base: {"lossy": cls(base, 0.5)}))
+    with pytest.raises(ValueError, match="Sleepy.examples labels 'lossy', which another layer's examples use"):
+        network.examples(topology.ring(6))

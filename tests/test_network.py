@@ -584,7 +584,7 @@ def test_per_node_losses_are_the_senders_and_equal_one_number_bit_for_bit():
     are lost at its own rate; the draws are the dense definition's on an MPI share's global ids; anything but n
     values in range is refused, naming the node; a checkpoint refuses another heterogeneity."""
     from rowstoch_fast import _core
-    from rowstoch_fast.network import Compressed
+    from rowstoch_fast.network import Compressed, Delayed
 
     A = topology.erdos_renyi(10, 0.4, seed=3)
     W = topology.erdos_renyi(10, 0.4, seed=3, directed=False, weights="metropolis")
@@ -593,7 +593,9 @@ def test_per_node_losses_are_the_senders_and_equal_one_number_bit_for_bit():
              ("choco-sgd", lambda p: Compressed(Lossy(W, p, seed=2), "topk", k=2)),
              ("compressed-push-pull", lambda p: Compressed(Lossy(A, p, seed=2), "qsgd", bits=4, seed=1)),
              ("pull-diag-gt", lambda p: Sleepy(Lossy(A, p, seed=2, model="gilbert-elliott", p_bad=0.3,
-                                                     p_recover=0.4), 0.8, seed=5))]
+                                                     p_recover=0.4), 0.8, seed=5)),
+             ("pull-diag-gt", lambda p: Delayed(Lossy(A, p, seed=2), 2, seed=3)),  # (uniform: the delayed pass)
+             ("sgp", lambda p: Delayed(Lossy(A, p, seed=2), 2, delay="fixed"))]
     for name, make in cases:
         cls, runs = REGISTRY[name], []
         for p in (0.35, np.full(10, 0.35)):
@@ -616,6 +618,22 @@ def test_per_node_losses_are_the_senders_and_equal_one_number_bit_for_bit():
     local = np.searchsorted(cols, share.indices)
     got = _core.lost_links(share.indptr, local.astype(share.indices.dtype), 4, 11, 1, p, row_ids=rows, col_ids=cols)
     np.testing.assert_array_equal(got.view(bool), _reference.lost_links(share.indptr, local, 4, 11, 1, p, rows, cols))
+    # the pass on an MPI share (its rows' and columns' global ids) is the whole pass's rows; the stacked pass of
+    # compressed messages ([own rows; messages]) the general pass over its index, with unequal values
+    X = np.random.default_rng(1).standard_normal((10, 3))
+    whole = _core.mix_lossy(c.indptr, c.indices, c.data, X, None, seed=4, t=5, r=1, p=p)
+    part = _core.mix_lossy(share.indptr, local.astype(share.indices.dtype), share.data, X[cols], None, seed=4, t=5,
+                           r=1, p=p, row_ids=rows, col_ids=cols, ncols=len(cols))
+    np.testing.assert_array_equal(part, whole[rows])
+    H = np.vstack([X, np.random.default_rng(2).standard_normal((10, 3))])
+    stacked = _core.mix_lossy(c.indptr, c.indices, c.data, H, None, seed=4, t=5, r=1, p=p, stacked=True)
+    own = c.indices == np.repeat(np.arange(10), np.diff(c.indptr))
+    index = np.where(own, c.indices, 10 + c.indices).astype(c.indices.dtype)
+    general = _core.mix_lossy(c.indptr, index, c.data, H, None, seed=4, t=5, r=1, p=p, row_ids=np.arange(10),
+                              col_ids=np.r_[np.arange(10), np.arange(10)], ncols=20)
+    np.testing.assert_array_equal(stacked, general)
+    assert not np.array_equal(stacked, _core.mix_lossy(c.indptr, c.indices, c.data, H, None, seed=4, t=5, r=1,
+                                                       p=p[::-1], stacked=True))  # (the values are read)
     with pytest.raises(ValueError, match="p has 6 values .one per node., but node 9 is in this pass"):
         _core.lost_links(c.indptr, c.indices, 4, 11, 1, p[:6])
     with pytest.raises(ValueError, match=r"p\[2\] must be in \[0, 1\], got 1.5"):

@@ -84,7 +84,12 @@ def examples(base, compositions=True):
     out = {}
     ordered = layers()
     for cls in ordered:
-        out.update(cls.examples(base))
+        own = cls.examples(base)
+        taken = sorted(set(own) & set(out))
+        if taken:  # (one label, one network: a second layer's would replace the first's in every test reading them)
+            raise ValueError(f"{cls.__name__}.examples labels {', '.join(map(repr, taken))}, which another layer's "
+                             "examples use already; give them labels of their own")
+        out.update(own)
     if compositions:
         for k, inner in enumerate(ordered):
             for inner_label, inner_net in inner.examples(base).items():

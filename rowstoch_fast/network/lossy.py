@@ -244,7 +244,7 @@ class Lossy(Network):
     def examples(cls, base):
         return {"lossy": cls(base, 0.3, seed=1),
                 "bursty": cls(base, 0.9, seed=2, model="gilbert-elliott", p_bad=0.2, p_recover=0.3),
-                "per-node": cls(base, np.linspace(0.0, 0.6, base.n), seed=7)}  # (heterogeneous devices: the sender's)
+                "per-node-loss": cls(base, np.linspace(0.0, 0.6, base.n), seed=7)}  # (heterogeneous devices: the sender's)
 
     @classmethod
     def options_in_use(cls, ns):

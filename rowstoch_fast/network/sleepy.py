@@ -286,7 +286,7 @@ class Sleepy(Network):
     def examples(cls, base):
         return {"sleepy": cls(base, 0.7, seed=3), "markov": cls(base, seed=4, model="markov", p_sleep=0.3, p_wake=0.5),
                 "poisson": cls(base, seed=5, model="poisson", rate=0.8),
-                "per-node": cls(base, np.linspace(0.5, 1.0, base.n), seed=6)}  # (heterogeneous devices)
+                "per-node-activation": cls(base, np.linspace(0.5, 1.0, base.n), seed=6)}  # (heterogeneous devices)
 
     @classmethod
     def options_in_use(cls, ns):
