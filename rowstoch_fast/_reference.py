@@ -1765,7 +1765,8 @@ def noisy_messages(net, Q, t, r, d, links, ages):
         return {"messages": compress(Q, "noise", d, net.seed, t, r, sigma=net.sigma)}
     if ages is None:  # (network_run's first pass: the messages and their ages; the noise follows the ages)
         return {}
-    return {"noise": net.sigma * link_noise(links.indptr, links.indices, net.seed, t, r, Q.shape[1], ages=ages)}
+    sigma = net.sigma if np.ndim(net.sigma) == 0 else np.asarray(net.sigma)[np.asarray(links.indices)][:, None]
+    return {"noise": sigma * link_noise(links.indptr, links.indices, net.seed, t, r, Q.shape[1], ages=ages)}
 
 
 @layer_twin("delayed")

@@ -652,6 +652,39 @@ def test_per_node_losses_are_the_senders_and_equal_one_number_bit_for_bit():
         REGISTRY["dsgd"].from_state_dict(opt.state_dict(), A=Lossy(A, p[::-1], seed=4))
 
 
+def test_per_node_noise_is_the_senders_and_equals_one_number_bit_for_bit():
+    """Noisy's ``sigma`` per node (``per="link"``: the noise on the copies of what a node sends): n equal values are
+    the single number's run, iterate for iterate (a plain round, the per-link methods' running sums, delayed
+    messages, the undirected rule); a silent sender's copies arrive exact; ``per="message"`` takes one number."""
+    from rowstoch_fast.network import Delayed, Noisy
+
+    A = topology.erdos_renyi(10, 0.4, seed=3)
+    W = topology.erdos_renyi(10, 0.4, seed=3, directed=False, weights="metropolis")
+    cases = [("pull-diag-gt", lambda s: Noisy(A, s, seed=2)), ("robust-gradient-push", lambda s: Noisy(A, s, seed=2)),
+             ("sgp", lambda s: Noisy(Delayed(Lossy(A, 0.2, seed=1), 2, seed=3), s, seed=2)),
+             ("dgd", lambda s: Noisy(W, s, seed=2))]
+    for name, make in cases:
+        cls, runs = REGISTRY[name], []
+        for sigma in (0.05, np.full(10, 0.05)):
+            opt = cls.build(make(sigma), np.arange(30.0).reshape(10, 3), 0.02)
+            for _ in range(20):
+                opt.step(feed(cls, lambda X: X - 1.0))
+            runs.append(opt.gather_x())
+        np.testing.assert_array_equal(runs[0], runs[1], err_msg=name)
+    # only node 0 noisy: the rows that hear from it get noise, the others the noiseless round exactly
+    sigma = np.r_[0.5, np.zeros(9)]
+    X = np.arange(20.0).reshape(10, 2)
+    noisy, clean = Noisy(A, sigma, seed=4).mix(X, 3), A @ X
+    hears = np.asarray(A.csr[:, [0]].todense()).ravel() != 0
+    hears[0] = False  # (its own value is exact)
+    assert not np.allclose(noisy[hears], clean[hears]) and np.array_equal(noisy[~hears], clean[~hears])
+    with pytest.raises(ValueError, match="sigma per node is taken with per='link'"):
+        Noisy(A, np.full(10, 0.1), per="message")
+    with pytest.raises(ValueError, match=r"sigma\[3\] \(node 3's\) must be a finite number >= 0"):
+        Noisy(A, np.r_[np.zeros(3), -1.0, np.zeros(6)])
+    assert Noisy(A, np.zeros(10)).silent and "sigma=<10 values in [0, 0.5]>" in repr(Noisy(A, sigma))
+
+
 # ---------------------------------------------------------------- issue 35: never silently wrong
 def test_a_schedule_must_be_jointly_strongly_connected():
     """Schedule([I, I]) was accepted and the nodes never communicated."""

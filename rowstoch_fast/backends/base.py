@@ -341,7 +341,7 @@ class Backend:
         from .. import _core
 
         delayed = net.delayed()
-        noisy = [layer for layer in net.noisy_links() if layer.sigma != 0]
+        noisy = [layer for layer in net.noisy_links() if not layer.silent]
         if delayed is None and not noisy:
             return None
         xp, w = self.xp, msg.shape[1]
@@ -361,7 +361,8 @@ class Backend:
             ids = {} if row_ids is None else {"row_ids": row_ids, "col_ids": col_ids}
             z = _core.link_noise(indptr, indices, layer.seed, t, content_round(r, state), w, dtype=self.dtype,
                                  ages=ages, **ids)
-            late -= xp.asarray(z) * self.dtype.type(layer.sigma)
+            senders = indices if col_ids is None else np.asarray(col_ids)[np.asarray(indices)]
+            late -= xp.asarray(z * layer.sigma_of(senders, self.dtype))
         return late * (deliver & ~links["diag"])[:, None]
 
     def _require(self, nbytes, what, hint):

@@ -304,7 +304,7 @@ def _late_links(net):
     running sums then hold mass on links whose message arrived."""
     if not hasattr(net, "encode"):
         return False
-    return net.delayed() is not None or any(layer.sigma != 0 for layer in net.noisy_links())
+    return net.delayed() is not None or any(not layer.silent for layer in net.noisy_links())
 
 
 class _LinkMass:

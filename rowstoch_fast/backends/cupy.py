@@ -632,8 +632,10 @@ class CupyBackend(Backend):
         state = self.channel(net)
         core, delayed, n = net.core(), net.delayed(), net.n
         plan = core.plan(t) if is_network(core) else (lambda r: core, 0, 0.0, None, None)
-        if plan is None or core.stochastic == "doubly" or np.ndim(plan[2]) != 0:  # (the undirected rule, a loss
-            # probability per node: no device kernel)
+        per_node = np.ndim(plan[2]) != 0 if plan is not None else False
+        per_node = per_node or any(np.ndim(layer.sigma) != 0 for layer in net.noisy_links())
+        if plan is None or core.stochastic == "doubly" or per_node:  # (the undirected rule, a loss probability or
+            # a noise per node: no device kernel)
             return self._on_host(out, lambda: net.mix(to_cpu(src), t, rounds, d=self.message_d, state=state))
         if self.checking and int(self._status[0]):
             return out
@@ -644,7 +646,7 @@ class CupyBackend(Backend):
         net.check_message(w, self.message_d)
         ring = None if delayed is None else delayed.ring(state, t, n, n, w, rounds, dtype,
                                                          require=self.require_memory, xp=self.xp)
-        noisy = [layer for layer in net.noisy_links() if layer.sigma != 0]  # (noise 0: the base network, bit for bit)
+        noisy = [layer for layer in net.noisy_links() if not layer.silent]  # (noise 0: the base network, bit for bit)
         renormalise = getattr(core, "stochastic", "row") == "row"
         if rounds > 1 and work is None:
             work = self._work("round", cur.shape, dtype)

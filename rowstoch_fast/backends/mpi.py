@@ -437,7 +437,7 @@ class MpiBackend(CpuBackend):
         from ..network import link_noise_block
 
         for layer in net.noisy_links():
-            if layer.sigma == 0:
+            if layer.silent:
                 continue
             block, index, senders = link_noise_block(layer, indptr, indices, t, r, out.shape[1], out.dtype, self.rows,
                                                      ages=ages, row_ids=self.local_nodes, col_ids=col_ids)

@@ -295,7 +295,7 @@ def _own_and_messages_round(core, ext, t, r, out, delayed=None, rounds=1, noisy=
         indptr, index = read(c)
         weighted(indptr, index, ext, cached[1], out)
     for layer in noisy:
-        if layer.sigma == 0:  # (nothing to add: the base network's values, bit for bit)
+        if layer.silent:  # (nothing to add: the base network's values, bit for bit)
             continue
         ages = None if delayed is None else delayed.ages(c.indptr, c.indices, t, r)
         block, index, senders = link_noise_block(layer, c.indptr, c.indices, t, r if noise_round is None else
@@ -316,11 +316,11 @@ def link_noise_block(layer, indptr, indices, t, r, width, dtype, n_own, ages=Non
     ids = {} if row_ids is None else {"row_ids": row_ids, "col_ids": col_ids}
     z = _core.link_noise(indptr, indices, layer.seed, t, r, width, dtype=np.dtype(dtype),
                          ages=None if ages is None else np.ascontiguousarray(ages, dtype=np.int32), **ids)
-    block = np.concatenate([np.zeros((n_own, width), dtype=dtype), z * np.asarray(layer.sigma, dtype=dtype)])
     rows = np.repeat(np.arange(len(indptr) - 1, dtype=np.int64), np.diff(indptr))
     cols = np.asarray(indices, dtype=np.int64)
     g_rows = rows if row_ids is None else np.asarray(row_ids)[rows]
     g_cols = cols if col_ids is None else np.asarray(col_ids)[cols]
+    block = np.concatenate([np.zeros((n_own, width), dtype=dtype), z * layer.sigma_of(g_cols, dtype)])
     own = g_rows == g_cols
     index = _narrowed(np.where(own, rows, np.int64(n_own) + np.arange(len(cols), dtype=np.int64)), indptr)
     own_ids = np.arange(n_own, dtype=np.int64) if row_ids is None else np.asarray(row_ids, dtype=np.int64)

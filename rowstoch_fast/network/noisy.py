@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from .._checks import check_int, check_positive_float, MAX_KEY
+from .._checks import check_int, check_positive_float, MAX_KEY, per_node_text, per_node_values
 from ..errors import UsageError
 from .base import as_network
 from .messages import _Messages
@@ -44,9 +44,12 @@ class Noisy(_Messages):
     Parameters
     ----------
     A : MixingMatrix or network
-    sigma : float >= 0
+    sigma : float >= 0, or an array of n of them
         Standard deviation of the noise on each value, at most the largest finite value of the network's dtype over
-        :data:`Z_MAX` (about 2.1e307 in float64, 4.0e37 in float32: the noise itself stays finite).
+        :data:`Z_MAX` (about 2.1e307 in float64, 4.0e37 in float32: the noise itself stays finite). With
+        ``per="link"`` an array gives each node its own, the noise on the copies of what it sends (heterogeneous
+        devices; equal values are the single number's draws, bit for bit); the CuPy backend adds such noise on the
+        host.
     seed : int
     per : {"link", "message"}
 
@@ -74,15 +77,33 @@ class Noisy(_Messages):
     def __init__(self, A, sigma, seed=0, per="link"):
         self.base = as_network(A)
         self.n, self.stochastic = self.base.n, self.base.stochastic
-        self.sigma = check_positive_float(sigma, "sigma", allow_zero=True)
-        problem = sigma_problem(self.sigma, self.dtype)
-        if problem:
-            raise ValueError(f"sigma {problem}")
-        self.seed = check_int(seed, "seed", minimum=0, maximum=MAX_KEY)
         if per not in self.PER:
             raise ValueError(f"per must be 'link' (noise on each received copy) or 'message' (on what is sent), "
                              f"got {per!r}")
+        top = float(np.finfo(self.dtype).max) / Z_MAX
+        each = per_node_values(sigma, "sigma", self.n, lambda v: (v >= 0) & (v <= top),
+                               f"a finite number >= 0 and at most {top:.4g} (see sigma_problem)")
+        if each is not None and per == "message":
+            raise ValueError("sigma per node is taken with per='link' (each received copy's noise, its sender's "
+                             "sigma); per='message' takes one number (the message encoder's)")
+        self.sigma = each if each is not None else check_positive_float(sigma, "sigma", allow_zero=True)
+        problem = None if each is not None else sigma_problem(self.sigma, self.dtype)
+        if problem:
+            raise ValueError(f"sigma {problem}")
+        self.seed = check_int(seed, "seed", minimum=0, maximum=MAX_KEY)
         self.per = per
+
+    @property
+    def silent(self):
+        """Whether no noise is added (``sigma`` 0, for every node): the base network, bit for bit."""
+        return bool(np.all(self.sigma == 0))
+
+    def sigma_of(self, senders, dtype):
+        """The noise's standard deviation of each received copy whose sender is ``senders`` (global node ids), a
+        column in ``dtype`` to scale the unit draws by (one value: a scalar of ``dtype``)."""
+        if np.ndim(self.sigma) == 0:
+            return np.asarray(self.sigma, dtype=dtype)
+        return self.sigma[np.asarray(senders, dtype=np.int64)].astype(dtype)[:, None]
 
     def _parameters(self):
         return {"sigma": self.sigma, "seed": self.seed, "per": self.per}
@@ -98,7 +119,7 @@ class Noisy(_Messages):
         return 1.0
 
     def __repr__(self):
-        return f"Noisy({self.base!r}, sigma={self.sigma}, seed={self.seed}, per={self.per!r})"
+        return f"Noisy({self.base!r}, sigma={per_node_text(self.sigma)}, seed={self.seed}, per={self.per!r})"
 
     # ---- its options (rowstoch run / compare, [communication] in an experiment file)
     listed = 40
@@ -107,7 +128,8 @@ class Noisy(_Messages):
 
     @classmethod
     def examples(cls, base):
-        return {"noisy": cls(base, 0.01, seed=7), "noisy-message": cls(base, 0.01, seed=8, per="message")}
+        return {"noisy": cls(base, 0.01, seed=7), "noisy-message": cls(base, 0.01, seed=8, per="message"),
+                "per-node-noise": cls(base, np.linspace(0.0, 0.02, base.n), seed=9)}  # (the sender's sigma)
 
     @classmethod
     def options_in_use(cls, ns):
