@@ -432,7 +432,8 @@ def _emulated_device(cuda_on_host, monkeypatch, on_launch=None):
 
 @pytest.mark.parametrize("name, kind", [("pull-diag-gt", "loss"), ("sgp", "loss"), ("choco-sgd", "loss"),
                                         ("pull-diag-gt", "noise"), ("robust-gradient-push", "noise")])
-def test_per_node_losses_run_on_the_emulated_device_through_the_host_pass(cuda_on_host, monkeypatch, name, kind):
+def test_per_node_losses_and_noise_run_on_the_emulated_device_through_the_host_pass(cuda_on_host, monkeypatch, name,
+                                                                                     kind):
     """Lossy's ``p`` or Noisy's ``sigma`` per node on backend='cupy': no device kernel takes one per node, so their
     rounds (plain, compressed messages over them, noisy copies) run the CPU's pass on the host, and the per-link
     methods' running sums take the noise through the generic operations: the CPU's iterates (the routing: the
@@ -444,10 +445,11 @@ def test_per_node_losses_run_on_the_emulated_device_through_the_host_pass(cuda_o
     fake = _emulated_device(cuda_on_host, monkeypatch)
     cls = REGISTRY[name]
     A = for_algorithm(cls, topology.erdos_renyi(12, 0.3, seed=2))
-    lossy = Lossy(A, np.linspace(0.0, 0.6, 12), seed=1)
-    net = Compressed(lossy, "qsgd", bits=4, seed=2) if name == "choco-sgd" else lossy
     if kind == "noise":
         net = Noisy(Lossy(A, 0.2, seed=1), np.linspace(0.0, 0.05, 12), seed=3)
+    else:
+        lossy = Lossy(A, np.linspace(0.0, 0.6, 12), seed=1)
+        net = Compressed(lossy, "qsgd", bits=4, seed=2) if name == "choco-sgd" else lossy
     rng = np.random.default_rng(5)
     G, x0 = rng.standard_normal((12, 4)), rng.standard_normal((12, 4))
     cpu, gpu = _on_cpu_and_device(cls, net, x0, G, fake, 12)

@@ -678,6 +678,14 @@ def test_per_node_noise_is_the_senders_and_equals_one_number_bit_for_bit():
     hears = np.asarray(A.csr[:, [0]].todense()).ravel() != 0
     hears[0] = False  # (its own value is exact)
     assert not np.allclose(noisy[hears], clean[hears]) and np.array_equal(noisy[~hears], clean[~hears])
+    for name in ("robust-gradient-push", "sgp"):  # (the per-link running sums, the messages' pass: the sender's)
+        runs = []
+        for net in (A, Noisy(A, sigma, seed=4)):
+            opt = REGISTRY[name].build(net, X, 0.02)
+            opt.step(lambda Z: Z - 1.0)
+            runs.append(opt.gather_x())
+        changed = ~np.all(runs[0] == runs[1], axis=1)
+        np.testing.assert_array_equal(changed, hears, err_msg=name)
     with pytest.raises(ValueError, match="sigma per node is taken with per='link'"):
         Noisy(A, np.full(10, 0.1), per="message")
     with pytest.raises(ValueError, match=r"sigma\[3\] \(node 3's\) must be a finite number >= 0"):

@@ -361,8 +361,11 @@ class Backend:
             ids = {} if row_ids is None else {"row_ids": row_ids, "col_ids": col_ids}
             z = _core.link_noise(indptr, indices, layer.seed, t, content_round(r, state), w, dtype=self.dtype,
                                  ages=ages, **ids)
-            senders = indices if col_ids is None else np.asarray(col_ids)[np.asarray(indices)]
-            late -= xp.asarray(z * layer.sigma_of(senders, self.dtype))
+            if np.ndim(layer.sigma) == 0:
+                late -= xp.asarray(z) * self.dtype.type(layer.sigma)
+            else:  # (each copy its sender's sigma: the global id of its column)
+                senders = indices if col_ids is None else np.asarray(col_ids)[np.asarray(indices)]
+                late -= xp.asarray(z * layer.sigma_of(senders, self.dtype))
         return late * (deliver & ~links["diag"])[:, None]
 
     def _require(self, nbytes, what, hint):
