@@ -5,7 +5,8 @@ Usage::
     python bench/network_mix.py [--log2n 18] [--d 10] [--p 0.1]
 
 Interleaved medians of one gossip round on the exponential graph: the static ``MixingMatrix.mix`` (C++
-kernel), ``Lossy(A, p).mix`` and ``Sleepy(A, 0.9).mix`` (losses and sleep drawn by hashing inside the compiled
+kernel), ``Lossy(A, p).mix`` and ``Lossy(A, [p] * n).mix`` (one p per node: the same draws through the pass's general case),
+``Sleepy(A, 0.9).mix`` (losses and sleep drawn by hashing inside the compiled
 CSR pass, rows renormalised there: ``_core.mix_lossy``), ``one_peer_exponential(n).mix`` (a
 2-entry-per-row schedule) and compressed messages (``Compressed(A, "qsgd", bits=4)``, ``"topk", k=2`` and
 ``Compressed(Lossy(A, p), "topk", k=2)``: the messages encoded in C++, then one pass over ``[X; Q]``) and
@@ -62,7 +63,9 @@ def main(argv=None):
     for k in ("delayed-3 via index", "lossy-delayed-3 via index"):  # (the two passes before: delay_ages' index,
         compressed[k].FUSED = {"uniform": False}  # then the mix)
     compressed["lossy-topk-2 via index"].STACKED = False  # (the general case: the block's node ids)
-    rows = {"static": lambda: A.mix(X, out=out), "lossy": step(lossy), "sleepy": step(sleepy),
+    per_node = Lossy(A, np.full(n, args.p), seed=1)  # (one p per node, all equal: the pass's general case)
+    rows = {"static": lambda: A.mix(X, out=out), "lossy": step(lossy), "lossy per-node": step(per_node),
+            "sleepy": step(sleepy),
             "one-peer": step(onepeer), **{k: step(v) for k, v in compressed.items()}}
     only = [k.strip() for k in args.only.split(",") if k.strip()]
     unknown = sorted(set(only) - set(rows))
