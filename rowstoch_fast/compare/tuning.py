@@ -365,13 +365,9 @@ def trajectories(network, objective, method, rates, budget, metric, *, seed, rep
 
             values = record_metrics(opt, objective, oracle, (entry,), transform=set_aside)
             if values is not None:
-                bad = found["bad"]
+                bad, measured = found["bad"], values[metric]
                 row = np.full(bad.shape, np.nan)
-                measured = values[metric]
-                if len(measured) == len(row):
-                    row[~bad] = measured[~bad]
-                else:
-                    row[~bad] = measured
+                row[~bad] = measured if len(measured) < len(row) else measured[~bad]  # (the live ones alone, or all)
                 rows.append(row)
 
         by_name = isinstance(entry, str) and entry != "descent_deviation"  # (a metric of the replicas alone)

@@ -260,13 +260,20 @@ class Network:
         return out
 
 
+def _sha1(*arrays):
+    """The first 16 hex digits of a SHA-1 of ``arrays``' bytes, in order (C order)."""
+    import hashlib
+
+    digest = hashlib.sha1()
+    for arr in arrays:
+        digest.update(np.ascontiguousarray(arr).tobytes())
+    return digest.hexdigest()[:16]
+
+
 def _array_fingerprint(arr):
     """A per-node parameter in :meth:`Network.describe`: its length and a SHA-1 of its float64 values (a checkpoint
     of another heterogeneity is refused by it, without n numbers in every checkpoint)."""
-    import hashlib
-
-    values = np.ascontiguousarray(arr, dtype=np.float64)
-    return f"{len(values)} values, sha1 {hashlib.sha1(values.tobytes()).hexdigest()[:16]}"
+    return f"{len(arr)} values, sha1 {_sha1(np.asarray(arr, dtype=np.float64))}"
 
 
 def describe(net):
@@ -275,13 +282,8 @@ def describe(net):
     if isinstance(net, MixingMatrix):
         sha1 = net.__dict__.get("_sha1")
         if sha1 is None:  # once per matrix (its arrays are frozen): every checkpoint's state_dict() asks again
-            import hashlib
-
-            digest = hashlib.sha1()
             c = net.csr
-            for arr in (c.indptr.astype(np.int64), c.indices.astype(np.int64), c.data):
-                digest.update(np.ascontiguousarray(arr).tobytes())
-            sha1 = net._sha1 = digest.hexdigest()[:16]
+            sha1 = net._sha1 = _sha1(c.indptr.astype(np.int64), c.indices.astype(np.int64), c.data)
         return {"type": "MixingMatrix", "n": int(net.n), "stochastic": net.stochastic, "sha1": sha1}
     return net.describe()
 
