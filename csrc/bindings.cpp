@@ -631,9 +631,48 @@ py::array lost_links(py::array indptr, py::array indices, std::uint64_t seed, st
     return out;
 }
 
-// out <- the messages of X's rows (compress.hpp): messages of L values, row i being node row_ids[i] (or i).
-py::array compress(py::array X, py::array out, int method, int64_t L, int64_t param, double sigma, bool unbiased,
-                   std::uint64_t seed, std::uint64_t t, std::uint64_t r, py::object row_ids_obj, py::object own_obj) {
+// compress's param or sigma: one value for every node, or one per global node id (1-D, the sender's: network.Compressed's
+// bits or k, network.Noisy's sigma, per node), each checked by `valid` (`what` says it in words).
+template <class V>
+struct PerNodeValue {
+    V one{};
+    std::vector<V> per_node;
+    const V* values() const { return per_node.empty() ? nullptr : per_node.data(); }
+};
+
+template <class V, class Valid>
+PerNodeValue<V> per_node_value(const py::object& obj, const char* name, Valid valid, const char* what) {
+    PerNodeValue<V> out;
+    const bool listed = py::isinstance<py::list>(obj) || py::isinstance<py::tuple>(obj);
+    if ((py::isinstance<py::array>(obj) && obj.cast<py::array>().ndim() >= 1) || listed) {
+        py::array raw = listed ? py::array(py::module_::import("numpy").attr("asarray")(obj)) : obj.cast<py::array>();
+        if (raw.ndim() != 1)
+            throw py::value_error(cat(name, " must be one number or 1-D (one per node), got ", raw.ndim(), "-D"));
+        const char kind = raw.dtype().kind();
+        if (kind != 'i' && kind != 'u' && (kind != 'f' || std::is_integral<V>::value))
+            throw py::type_error(cat(name, " must be ", std::is_integral<V>::value ? "integers" : "real numbers",
+                                     ", got ", dtype_name(raw)));
+        if (raw.shape(0) < 1) throw py::value_error(cat(name, " must have one value per node, got none"));
+        auto values = py::array_t<V, py::array::c_style | py::array::forcecast>::ensure(raw);
+        out.per_node.assign(values.data(), values.data() + values.shape(0));
+        for (std::size_t k = 0; k < out.per_node.size(); ++k)
+            if (!valid(out.per_node[k])) throw py::value_error(cat(name, "[", k, "] must be ", what, ", got ", out.per_node[k]));
+        return out;
+    }
+    try {
+        out.one = obj.cast<V>();
+    } catch (const py::cast_error&) {
+        throw py::type_error(cat(name, " must be a number (", what, ") or one per node, got ", type_name(obj)));
+    }
+    if (!valid(out.one)) throw py::value_error(cat(name, " must be ", what, ", got ", out.one));
+    return out;
+}
+
+// out <- the messages of X's rows (compress.hpp): messages of L values, row i being node row_ids[i] (or i); param
+// and sigma one value or one per node (the sender's, by global id).
+py::array compress(py::array X, py::array out, int method, int64_t L, py::object param_obj, py::object sigma_obj,
+                   bool unbiased, std::uint64_t seed, std::uint64_t t, std::uint64_t r, py::object row_ids_obj,
+                   py::object own_obj) {
     if (method < rowstoch::kQsgd || method > rowstoch::kNoise)
         throw py::value_error(cat("method must be 0..5 (qsgd, sign, topk, randk, round, noise), got ", method));
     if (X.ndim() != 2) throw py::value_error(cat("X must be 2-D (rows, w), got ", X.ndim(), "-D"));
@@ -646,12 +685,24 @@ py::array compress(py::array X, py::array out, int method, int64_t L, int64_t pa
     const int64_t n = X.shape(0), w = X.shape(1);
     if (L < 1 || (w > 0 && w % L != 0)) throw py::value_error(cat("L must divide the row width ", w, ", got ", L));
     const bool counted = method == rowstoch::kTopk || method == rowstoch::kRandk;
-    if (counted ? param < 1 : (method == rowstoch::kQsgd || method == rowstoch::kRound) && (param < 1 || param > 32))
-        throw py::value_error(cat(counted ? "k must be >= 1" : "bits must be in 1..32", ", got ", param));
-    if (!(sigma >= 0.0 && std::isfinite(sigma))) throw py::value_error(cat("sigma must be finite and >= 0, got ", sigma));
+    const bool bits = method == rowstoch::kQsgd || method == rowstoch::kRound;
+    const auto param = per_node_value<std::int64_t>(
+        param_obj, counted ? "k" : bits ? "bits" : "param",
+        [&](std::int64_t v) { return counted ? v >= 1 : bits ? v >= 1 && v <= 32 : true; },
+        counted ? ">= 1" : bits ? "in 1..32" : "an integer");
+    const auto sigma = per_node_value<double>(
+        sigma_obj, "sigma", [](double v) { return v >= 0.0 && std::isfinite(v); }, "finite and >= 0");
     py::array row_keep, own;
     const rowstoch::NodeIds ids{node_ids(row_ids_obj, "row_ids", n, std::numeric_limits<int64_t>::max(), row_keep),
                                 nullptr, nullptr};
+    for (const auto& [name, size] : {std::pair<const char*, std::size_t>{"k or bits", param.per_node.size()},
+                                     std::pair<const char*, std::size_t>{"sigma", sigma.per_node.size()}}) {
+        if (size == 0) continue;  // (one value for every node)
+        for (int64_t i = 0; i < n; ++i)
+            if (ids.row(i) >= static_cast<int64_t>(size))
+                throw py::value_error(cat(name, " has ", size, " values (one per node), but node ", ids.row(i),
+                                          " is in this pass"));
+    }
     check_same_or_apart(out, "out", X, "X");  // (out may be X: each message is read before it is written)
     check_apart({{&out, "out"}}, {{&row_keep, "row_ids"}});
     if (!own_obj.is_none()) {  // X's rows copied here in the same pass
@@ -669,7 +720,8 @@ py::array compress(py::array X, py::array out, int method, int64_t L, int64_t pa
         T* Yp = static_cast<T*>(out.mutable_data());
         T* Op = own_obj.is_none() ? nullptr : static_cast<T*>(own.mutable_data());
         py::gil_scoped_release nogil;
-        rowstoch::compress_rows(Xp, Yp, n, w, L, ids, method, param, sigma, unbiased, seed, t, r, Op);
+        rowstoch::compress_rows(Xp, Yp, n, w, L, ids, method, param.one, sigma.one, unbiased, seed, t, r, Op,
+                                param.values(), sigma.values());
     };
     if (is_f64(X)) run(0.0);
     else run(0.0f);
@@ -1511,7 +1563,8 @@ PYBIND11_MODULE(_core, m) {
           py::arg("sigma"), py::arg("unbiased"), py::arg("seed"), py::arg("t"), py::arg("r"),
           py::arg("row_ids") = py::none(), py::arg("own") = py::none(),
           "out <- the compressed (or noisy) messages of X's rows: rowstoch/compress.hpp (out may be X); own: "
-          "X's rows copied there in the same pass.");
+          "X's rows copied there in the same pass. param (bits or k) and sigma: one value, or one per node (1-D, "
+          "indexed by the rows' global ids: each sender's).");
     m.def("delay_ages", &delay_ages, py::arg("indptr"), py::arg("indices"), py::arg("seed"), py::arg("t"),
           py::arg("r"), py::arg("max_delay"), py::arg("fixed") = false, py::arg("row_ids") = py::none(),
           py::arg("col_ids") = py::none(), py::arg("layout") = py::none(),

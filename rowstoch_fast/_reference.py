@@ -1570,14 +1570,16 @@ def compress_message(v, method, node, first_col, seed, t, r, bits=None, k=None, 
 
 def compress(X, method, d, seed, t, r, **params):
     """Every row of ``X`` (node ``i`` at row ``i``) cut into messages of ``d`` values (the whole row where ``d``
-    does not divide it) and each sent through :func:`compress_message`."""
+    does not divide it) and each sent through :func:`compress_message`; a parameter given as an array (``bits``,
+    ``k``, ``sigma`` per node) is node ``i``'s entry for its messages."""
     X = np.asarray(X)
     w = X.shape[1]
     L = d if w % d == 0 else w
     out = np.empty_like(X)
     for i in range(X.shape[0]):
+        mine = {key: (value[i].item() if np.ndim(value) else value) for key, value in params.items()}
         for c0 in range(0, w, L):
-            out[i, c0:c0 + L] = compress_message(X[i, c0:c0 + L], method, i, c0, seed, t, r, **params)
+            out[i, c0:c0 + L] = compress_message(X[i, c0:c0 + L], method, i, c0, seed, t, r, **mine)
     return out
 
 

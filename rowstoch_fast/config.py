@@ -118,7 +118,10 @@ def _hyperparameters(label):
 
 def _kind_name(kind):
     return {int: "an integer", float: "a number", bool: "true or false", str: "a string", "list": "a list of strings",
-            "str|list": "a string or a list of strings", "float|list": "a number or a list of numbers"}[kind]
+            "str|list": "a string or a list of strings",
+            "float|list": "a number, a string giving one per node (LOW..HIGH or @FILE), or a list of them",
+            "float|nodes": "a number or a string giving one per node (LOW..HIGH or @FILE)",
+            "int|nodes": "an integer or a string giving one per node (LOW..HIGH or @FILE)"}[kind]
 
 
 def _check_value(where, value, kind):
@@ -128,7 +131,10 @@ def _check_value(where, value, kind):
           "list": lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),
           "str|list": lambda v: isinstance(v, str) or (isinstance(v, list) and bool(v)
                                                          and all(isinstance(x, str) for x in v)),
-          "float|list": lambda v: _number(v) or (isinstance(v, list) and bool(v) and all(_number(x) for x in v))}
+          "float|list": lambda v: _number(v) or isinstance(v, str) or (isinstance(v, list) and bool(v) and all(
+              _number(x) or isinstance(x, str) for x in v)),
+          "float|nodes": lambda v: _number(v) or isinstance(v, str),
+          "int|nodes": lambda v: isinstance(v, (int, str)) and not isinstance(v, bool)}
     if not ok[kind](value):
         raise ConfigError(f"{where} must be {_kind_name(kind)}, got {type(value).__name__} {value!r}")
     return float(value) if kind is float else value

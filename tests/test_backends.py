@@ -431,13 +431,15 @@ def _emulated_device(cuda_on_host, monkeypatch, on_launch=None):
 
 
 @pytest.mark.parametrize("name, kind", [("pull-diag-gt", "loss"), ("sgp", "loss"), ("choco-sgd", "loss"),
-                                        ("pull-diag-gt", "noise"), ("robust-gradient-push", "noise")])
+                                        ("pull-diag-gt", "noise"), ("robust-gradient-push", "noise"),
+                                        ("choco-sgd", "bits"), ("pull-diag-gt", "bits"),
+                                        ("compressed-push-pull", "message-noise")])
 def test_per_node_losses_and_noise_run_on_the_emulated_device_through_the_host_pass(cuda_on_host, monkeypatch, name,
                                                                                      kind):
-    """Lossy's ``p`` or Noisy's ``sigma`` per node on backend='cupy': no device kernel takes one per node, so their
-    rounds (plain, compressed messages over them, noisy copies) run the CPU's pass on the host, and the per-link
-    methods' running sums take the noise through the generic operations: the CPU's iterates (the routing: the
-    emulated kernels are not what runs such a round)."""
+    """Lossy's ``p``, Noisy's ``sigma`` or Compressed's ``bits`` per node on backend='cupy': no device kernel takes
+    one per node, so their rounds (plain, compressed messages over them, noisy copies, an optimizer's own
+    compression) run the CPU's pass on the host, and the per-link methods' running sums take the noise through the
+    generic operations: the CPU's iterates (the routing: the emulated kernels are not what runs such a round)."""
     from test_algorithms import _on_cpu_and_device
 
     from rowstoch_fast.network import Compressed, Lossy, Noisy
@@ -447,6 +449,10 @@ def test_per_node_losses_and_noise_run_on_the_emulated_device_through_the_host_p
     A = for_algorithm(cls, topology.erdos_renyi(12, 0.3, seed=2))
     if kind == "noise":
         net = Noisy(Lossy(A, 0.2, seed=1), np.linspace(0.0, 0.05, 12), seed=3)
+    elif kind == "bits":
+        net = Compressed(Lossy(A, 0.2, seed=1), "qsgd", bits=np.resize([2, 3, 8], 12), seed=2)
+    elif kind == "message-noise":
+        net = Noisy(A, np.linspace(0.0, 0.05, 12), seed=3, per="message")
     else:
         lossy = Lossy(A, np.linspace(0.0, 0.6, 12), seed=1)
         net = Compressed(lossy, "qsgd", bits=4, seed=2) if name == "choco-sgd" else lossy

@@ -318,6 +318,49 @@ def test_batched_messages_across_rows_and_threads_equal_numpy_s(method, param, r
     np.testing.assert_array_equal(in_place, out)
 
 
+
+@given(st.integers(1, 12), st.integers(1, 6), st.integers(1, 3), st.sampled_from(["qsgd", "topk", "randk", "round",
+                                                                                    "noise"]),
+       st.lists(st.integers(1, 8), min_size=1, max_size=4), st.integers(0, 2**63 - 1), st.booleans(), st.booleans())
+@settings(max_examples=60, deadline=None)
+def test_the_compiled_messages_with_a_value_per_node_equal_numpy_s(n, d, reps, method, choices, seed, single, ids):
+    """_core.compress with one bits / k / sigma per node (the sender's, by global id): each row's messages are the
+    reference's with its node's value (batches of qsgd and small k split where the value changes)."""
+    from rowstoch_fast import _core, _reference
+
+    rng = np.random.default_rng(seed % 2**32)
+    dtype = np.float32 if single else np.float64
+    X = rng.standard_normal((n, reps * d)).astype(dtype)
+    node_ids = rng.permutation(3 * n)[:n].astype(np.int64) if ids else np.arange(n, dtype=np.int64)
+    values = rng.choice(choices, size=3 * n).astype(np.int64)  # (indexed by global id)
+    key = {"qsgd": "bits", "topk": "k", "randk": "k", "round": "bits", "noise": "sigma"}[method]
+    per_node = values / 10.0 if method == "noise" else np.minimum(values, d) if key == "k" else values
+    out = np.empty_like(X)
+    _core.compress(X, out, {"qsgd": 0, "topk": 2, "randk": 3, "round": 4, "noise": 5}[method], d,
+                   0 if method == "noise" else per_node, per_node if method == "noise" else 0.0, True, seed, 7, 2,
+                   row_ids=node_ids if ids else None)
+    want = np.array([[v for c0 in range(0, reps * d, d) for v in _reference.compress_message(
+        X[i, c0:c0 + d], method, node_ids[i], c0, seed, 7, 2, **{key: per_node[node_ids[i]].item()},
+        **({"unbiased": True} if method in ("qsgd", "randk") else {}))] for i in range(n)], dtype=dtype)
+    np.testing.assert_allclose(out, want, rtol=2e-6 if single else 1e-14, atol=1e-30)
+
+
+def test_batched_messages_with_a_value_per_node_across_threads_equal_one_value_s():
+    """A block large enough for every thread, its nodes' bits alternating in runs of 1..5 rows (batches split at
+    every change): each row's messages equal those of the same row compressed with one value for every node."""
+    from rowstoch_fast import _core
+
+    n, d = 2**13 + 3, 7
+    X = np.random.default_rng(5).standard_normal((n, 2 * d))
+    bits = np.repeat(np.resize([3, 5], n), np.resize([1, 2, 3, 4, 5], n))[:n]
+    out = np.empty_like(X)
+    _core.compress(X, out, 0, d, bits, 0.0, True, 9, 4, 1)
+    for b in (3, 5):
+        one = np.empty_like(X)
+        _core.compress(X, one, 0, d, b, 0.0, True, 9, 4, 1)
+        np.testing.assert_array_equal(out[bits == b], one[bits == b])
+
+
 def test_the_compiled_messages_refuse_bad_input():
     from rowstoch_fast import _core
 

@@ -518,6 +518,81 @@ def test_compare_takes_the_communication_options_and_the_toml_table(tmp_path, ca
     assert "[communication] compress topk needs k in 1..d" in capsys.readouterr().err  # (the file's key, not the flag)
 
 
+
+def test_the_command_line_and_a_file_give_values_per_node(tmp_path, capsys):
+    """--loss / --awake / --rate / --noise / --bits / --k and their [communication] keys take one value per node:
+    ``LOW..HIGH`` (evenly spread, rounded for bits and k) and ``@FILE`` (.npy or text) build the layers with those
+    arrays; a run with them resumes bit for bit and a comparison puts them in its captions and experiment.json;
+    a file of another length, an unreadable one, a value out of range or not an integer: one line, exit 2."""
+    import json
+
+    from rowstoch_fast import cli
+    from rowstoch_fast.cli import make_parser
+    from rowstoch_fast.network import Lossy, Sleepy
+    from rowstoch_fast.network import options as network_options
+
+    awake = tmp_path / "awake.txt"
+    awake.write_text("0.5, 0.6 0.7\n0.8 0.9 1 1 1\n")
+    np.save(tmp_path / "sigma.npy", np.linspace(0.0, 0.01, 8))
+    args = make_parser().parse_args(["run", "--loss", "0..0.35", "--awake", f"@{awake}", "--compress", "qsgd",
+                                      "--bits", "2..8", "--noise", f"@{tmp_path / 'sigma.npy'}"])
+    (_, ns), = network_options.settings(args, {"--loss", "--awake", "--compress", "--bits", "--noise"})
+    net = network_options.build(topology.ring(8), ns)
+    layers = {}
+    while not isinstance(net, rf.MixingMatrix):
+        layers[type(net).__name__] = net
+        net = net.base
+    np.testing.assert_array_equal(layers["Lossy"].p, np.linspace(0.0, 0.35, 8))
+    np.testing.assert_array_equal(layers["Sleepy"].q, [0.5, 0.6, 0.7, 0.8, 0.9, 1, 1, 1])
+    np.testing.assert_array_equal(layers["Compressed"].bits, np.rint(np.linspace(2, 8, 8)))
+    np.testing.assert_array_equal(layers["Noisy"].sigma, np.linspace(0.0, 0.01, 8))
+    args = make_parser().parse_args(["run", "--activation", "poisson", "--rate", "0.5..2", "--compress", "topk",
+                                      "--k", "1..3"])
+    (_, ns), = network_options.settings(args, {"--activation", "--rate", "--compress", "--k"})
+    net = network_options.build(topology.ring(8), ns)
+    np.testing.assert_array_equal(net.k, np.rint(np.linspace(1, 3, 8)))
+    assert isinstance(net.base, Sleepy) and np.array_equal(net.base.rate, np.linspace(0.5, 2, 8))
+    base = ["run", "--n", "8", "--topology", "ring", "--objective", "quadratic", "--d", "4", "--algorithm", "push-pull",
+            "--loss", "0..0.3", "--compress", "qsgd", "--bits", "2..8", "--awake", f"@{awake}", "--record-every", "10",
+            "--no-progress"]
+    cli_resumes_like_one_run(base, tmp_path)
+    common = ["compare", "--topology", "ring", "--n", "8", "--objective", "quadratic", "--d", "4", "--algorithms",
+              "dsgd", "--lr", "0.05", "--rounds-budget", "10", "--repeats", "1", "--no-progress"]
+    assert cli.main(common + ["--loss", "0.1,0..0.2", "--out", str(tmp_path / "c")]) == 0
+    out = capsys.readouterr().out
+    assert "messages lost with probability 0..0.2 per node (the sender's)" in out
+    settings = json.loads((tmp_path / "c" / "experiment.json").read_text())
+    assert settings["settings"]["loss"] == "0.1,0..0.2" and "ring / loss 0..0.2 per node" in settings["graphs"]
+    toml = tmp_path / "exp.toml"
+    toml.write_text('[network]\ntopology = "ring"\nn = 8\n[objective]\nkind = "quadratic"\nd = 4\n'
+                    f'[communication]\nloss = [0.1, "0..0.2"]\nnoise = "@{tmp_path / "sigma.npy"}"\n'
+                    '[run]\nrounds_budget = 10\nrepeats = 1\n[algorithms.dsgd]\nlr = 0.05\n')
+    assert cli.main(["compare", "--config", str(toml), "--out", str(tmp_path / "f"), "--no-progress"]) == 0
+    assert "message noise sigma @" in capsys.readouterr().out
+    for bad, message in ((["--loss", f"@{tmp_path / 'none.txt'}"], "--loss @"),
+                         (["--awake", f"@{awake}", "--n", "16"], "the file holds 8 values, one per node of the 16"),
+                         (["--loss", "0..1"], "--loss must be in [0, 1)"),
+                         (["--loss", "0..x"], "--loss must be a number, or one per node: LOW..HIGH"),
+                         (["--compress", "qsgd", "--bits", "2..40"], "--compress qsgd needs --bits in 1..32, got 2..40"),
+                         (["--compress", "qsgd", "--bits", "2.5..4"], "argument --bits: must be an integer"),
+                         (["--awake", "0..1"], "--awake must be in (0, 1], got 0..1"),
+                         (["--noise=-1..0"], "--noise must be a finite number >= 0")):
+        try:
+            code = cli.main(["run", "--n", "8", "--out", str(tmp_path / "x")] + bad)
+        except SystemExit as exc:  # (argparse's refusal of a value its type does not take)
+            code = exc.code
+        err = capsys.readouterr().err
+        assert code == 2 and message in err and err.count("\n") == 1, (bad, err)
+    assert not (tmp_path / "x").exists()
+    toml.write_text(toml.read_text().replace('noise = "@', 'noise = "@/nowhere'))
+    assert cli.main(["compare", "--config", str(toml), "--out", str(tmp_path / "g"), "--no-progress"]) == 2
+    assert "[communication] noise @/nowhere" in capsys.readouterr().err  # (the file's key, not the flag)
+    toml.write_text(toml.read_text().replace('loss = [0.1, "0..0.2"]', "loss = [true]"))
+    assert cli.main(["compare", "--config", str(toml), "--out", str(tmp_path / "h"), "--no-progress"]) == 2
+    assert "loss must be a number, a string giving one per node" in capsys.readouterr().err
+    assert Lossy  # (the layer the file builds)
+
+
 @pytest.mark.parametrize("D,fixed", [(1, False), (3, False), (4, True), (0, False)])
 def test_delay_ages_equal_their_definition(D, fixed):
     """The compiled ages (the newest message that has arrived, per link) are _reference.delay_ages', also on an MPI

@@ -655,7 +655,7 @@ def test_per_node_losses_are_the_senders_and_equal_one_number_bit_for_bit():
 def test_per_node_noise_is_the_senders_and_equals_one_number_bit_for_bit():
     """Noisy's ``sigma`` per node (``per="link"``: the noise on the copies of what a node sends): n equal values are
     the single number's run, iterate for iterate (a plain round, the per-link methods' running sums, delayed
-    messages, the undirected rule); a silent sender's copies arrive exact; ``per="message"`` takes one number."""
+    messages, the undirected rule); a silent sender's copies arrive exact."""
     from rowstoch_fast.network import Delayed, Noisy
 
     A = topology.erdos_renyi(10, 0.4, seed=3)
@@ -686,11 +686,99 @@ def test_per_node_noise_is_the_senders_and_equals_one_number_bit_for_bit():
             runs.append(opt.gather_x())
         changed = ~np.all(runs[0] == runs[1], axis=1)
         np.testing.assert_array_equal(changed, hears, err_msg=name)
-    with pytest.raises(ValueError, match="sigma per node is taken with per='link'"):
-        Noisy(A, np.full(10, 0.1), per="message")
     with pytest.raises(ValueError, match=r"sigma\[3\] \(node 3's\) must be a finite number >= 0"):
         Noisy(A, np.r_[np.zeros(3), -1.0, np.zeros(6)])
     assert Noisy(A, np.zeros(10)).silent and "sigma=<10 values in [0, 0.5]>" in repr(Noisy(A, sigma))
+
+
+
+def _hears_from(A, j):
+    """The receivers of node ``j``'s messages (``j`` itself excluded: its own value is exact)."""
+    hears = np.asarray(A.csr[:, [j]].todense()).ravel() != 0
+    hears[j] = False
+    return hears
+
+
+@pytest.mark.parametrize("make", [lambda A, v: network.Compressed(A, "qsgd", bits=v, seed=5),
+                                  lambda A, v: network.Compressed(A, "randk", k=v, seed=5),
+                                  lambda A, v: network.Noisy(A, v / 100, seed=5, per="message")],
+                         ids=["qsgd-bits", "randk-k", "message-noise"])
+def test_per_node_compression_and_message_noise_are_the_senders_and_equal_one_number_bit_for_bit(make):
+    """Compressed's ``bits`` / ``k`` and Noisy's ``sigma`` with ``per="message"``, one per node: n equal values are
+    the single number's run, iterate for iterate (a compressing pass under losses, CHOCO-SGD's and compressed
+    Push-Pull's own compression, delayed messages), and a different value at node 0 only changes the rows that hear
+    from node 0: each message is compressed with its sender's value."""
+    from rowstoch_fast.network import Delayed
+
+    A = topology.erdos_renyi(10, 0.4, seed=3)
+    W = topology.erdos_renyi(10, 0.4, seed=3, directed=False, weights="metropolis")
+    cases = [("pull-diag-gt", lambda v: make(Lossy(A, 0.2, seed=1), v)), ("choco-sgd", lambda v: make(W, v)),
+             ("compressed-push-pull", lambda v: make(A, v)),
+             ("sgp", lambda v: make(Delayed(Lossy(A, 0.2, seed=1), 2, seed=3), v))]
+    for name, net_of in cases:
+        cls, runs = REGISTRY[name], []
+        for value in (3, np.full(10, 3)):
+            opt = cls.build(net_of(value), np.arange(40.0).reshape(10, 4), 0.02)
+            for _ in range(12):
+                opt.step(feed(cls, lambda X: X - 1.0))
+            runs.append(opt.gather_x())
+        np.testing.assert_array_equal(runs[0], runs[1], err_msg=name)
+    X = np.random.default_rng(2).standard_normal((10, 4))
+    one, other = make(A, 3).mix(X, 3), make(A, np.r_[1, np.full(9, 3)]).mix(X, 3)
+    hears = _hears_from(A, 0)
+    assert not np.allclose(one[hears], other[hears]) and np.array_equal(one[~hears], other[~hears])
+
+
+def test_per_node_compression_checks_its_values_counts_its_bytes_and_takes_the_worst_constants():
+    """Per-node ``bits`` / ``k``: each value checked and named by its node; omega and delta are the worst node's
+    (CHOCO-SGD's step takes them); the bytes ``traffic()`` counts are each sender's messages (a mean size per link,
+    exact on a fixed network); a checkpoint refuses other per-node values; the reference's per-node compression is
+    the compiled pass's."""
+    from rowstoch_fast import _core, _reference
+    from rowstoch_fast.network import Compressed
+
+    A = topology.erdos_renyi(10, 0.4, seed=3)
+    for bad, error, match in ((np.full(9, 4), ValueError, r"bits must be one number or one per node \(shape \(10,\)\)"),
+                              (np.r_[4, 4, 0, np.full(7, 4)], ValueError, r"bits\[2\] \(node 2's\) must be an integer in 1..32"),
+                              (np.r_[4, 4.5, np.full(8, 4)], ValueError, r"bits\[1\] \(node 1's\) must be an integer"),
+                              (np.r_[4, 33, np.full(8, 4)], ValueError, r"bits\[1\] .* got 33")):
+        with pytest.raises(error, match=match):
+            Compressed(A, "qsgd", bits=bad)
+    with pytest.raises(ValueError, match=r"k\[9\] \(node 9's\) must be an integer >= 1"):
+        Compressed(A, "topk", k=np.r_[np.ones(9), 0])
+    with pytest.raises(ValueError, match="k = 5 is more than the 4 values of one message"):
+        REGISTRY["dsgd"](Compressed(A, "topk", k=np.r_[5, np.ones(9)]), np.zeros((10, 4)), 0.1)
+    bits = np.resize([2, 8], 10)
+    net = Compressed(A, "qsgd", bits=bits)
+    assert net.per_node and "bits=<10 values in [2, 8]>" in repr(net) and net.bits.dtype == np.int64
+    assert net.omega(16) == Compressed(A, "qsgd", bits=2).omega(16)
+    assert net.delta(16) == Compressed(A, "qsgd", bits=2).delta(16)
+    assert Compressed(A, "randk", k=np.resize([1, 3], 10)).delta(8) == Compressed(A, "randk", k=1).delta(8)
+    # bytes: each sender's size times its out-links, over every link
+    opt = REGISTRY["dsgd"](net, np.zeros((10, 16)), 0.1)
+    opt.step(lambda X: X - 1.0)
+    c = A.csr
+    out_links = np.bincount(c.indices, minlength=10) - (c.diagonal() != 0)
+    sizes = np.array([-(-(16 * (b + 1) + 64) // 8) for b in bits])
+    assert opt.traffic() == {"messages": int(out_links.sum()), "bytes": int(sizes @ out_links)}
+    with pytest.raises(ValueError, match="its bits was '10 values, sha1"):
+        REGISTRY["dsgd"].from_state_dict(opt.state_dict(), A=Compressed(A, "qsgd", bits=bits[::-1]))
+    X = np.random.default_rng(4).standard_normal((10, 6))
+    for method, key, values in (("qsgd", "bits", bits), ("topk", "k", np.resize([1, 2, 6], 10)),
+                                ("round", "bits", np.resize([3, 20], 10))):
+        got = Compressed(A, method, **{key: values}, seed=2).encode(X, np.empty_like(X), 5, 1, d=3)
+        want = _reference.compress(X, method, 3, 2, 5, 1, **{key: values},
+                                   **({"unbiased": True} if method == "qsgd" else {}))
+        np.testing.assert_array_equal(got, want)
+    for kwargs, error, match in (({"param": np.full(9, 4)}, ValueError, "has 9 values .* node 9 is in this pass"),
+                                 ({"param": np.r_[0, np.full(9, 4)]}, ValueError, r"bits\[0\] must be in 1..32"),
+                                 ({"param": np.full((2, 5), 4)}, ValueError, "bits must be one number or 1-D"),
+                                 ({"param": np.full(10, 4.0)}, TypeError, "bits must be integers"),
+                                 ({"method": 5, "param": 0, "sigma": np.r_[-1.0, np.zeros(9)]}, ValueError,
+                                  r"sigma\[0\] must be finite and >= 0")):
+        args = {"method": 0, "param": 4, "sigma": 0.0, **kwargs}
+        with pytest.raises(error, match=match):
+            _core.compress(X, np.empty_like(X), args["method"], 3, args["param"], args["sigma"], True, 1, 0, 0)
 
 
 # ---------------------------------------------------------------- issue 35: never silently wrong

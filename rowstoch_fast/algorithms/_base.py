@@ -621,7 +621,7 @@ class Optimizer(AskTell, FailureHandling, Persistence):
             size = M.message_bytes(per_node, self._d, itemsize) if hasattr(M, "message_bytes") else \
                 per_node * itemsize  # (compressed messages: their compressed size)
             nbytes += exchanges * sent * size
-        return {"messages": messages, "bytes": nbytes}
+        return {"messages": messages, "bytes": int(round(nbytes))}  # (per-node compression: a mean size per link)
 
     def _links_sent(self, name, M):
         """Links that carried a message over the talking iterations, for a network whose links vary by iteration

@@ -318,6 +318,13 @@ def _index_suffix(Ap):
     return "i32" if np.dtype(Ap.dtype) == np.int32 else "i64"
 
 
+def _per_node_messages(net):
+    """Whether a message layer of ``net`` takes a value per node (a compression's bits or k, a noise's sigma):
+    no device kernel takes them, so such rounds run the CPU's pass on the host."""
+    return any(np.ndim(param) or np.ndim(sigma) for _, _, param, sigma, _ in net.encoders()) or \
+        any(np.ndim(layer.sigma) for layer in net.noisy_links())
+
+
 def _message_tables(delayed, noise_seeds, t, r, rounds, slot_stride=1, noise_round=None):
     """The small tables of round ``r`` of iteration ``t`` that ``csr_mix_messages`` reads, as one uint64 array:
     with a :class:`~rowstoch_fast.network.Delayed` layer of bound ``D`` (``last = min(D, t)``), its keys
@@ -633,9 +640,9 @@ class CupyBackend(Backend):
         core, delayed, n = net.core(), net.delayed(), net.n
         plan = core.plan(t) if is_network(core) else (lambda r: core, 0, 0.0, None, None)
         per_node = np.ndim(plan[2]) != 0 if plan is not None else False
-        per_node = per_node or any(np.ndim(layer.sigma) != 0 for layer in net.noisy_links())
-        if plan is None or core.stochastic == "doubly" or per_node:  # (the undirected rule, a loss probability or
-            # a noise per node: no device kernel)
+        per_node = per_node or _per_node_messages(net)
+        if plan is None or core.stochastic == "doubly" or per_node:  # (the undirected rule, a loss probability,
+            # a compression or a noise per node: no device kernel)
             return self._on_host(out, lambda: net.mix(to_cpu(src), t, rounds, d=self.message_d, state=state))
         if self.checking and int(self._status[0]):
             return out
@@ -721,6 +728,10 @@ class CupyBackend(Backend):
 
     def compress(self, net, src, out, t, state=None):
         state = self.channel(net) if state is None else state
+        if _per_node_messages(net):  # (no device kernel takes a value per node: the CPU's pass, on the host)
+            host = np.ascontiguousarray(to_cpu(src)).reshape(src.shape[0], -1)
+            return self._on_host(out, lambda: net.encode(host, np.empty_like(host), t, _hashing.content_round(0, state),
+                                                         self.message_d))
         if self.checking and int(self._status[0]):
             return out
         return self._encode(net, self.xp.ascontiguousarray(src).reshape(src.shape[0], -1), out.reshape(out.shape[0], -1),

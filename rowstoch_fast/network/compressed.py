@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._checks import check_int, MAX_KEY
+from .._checks import check_int, MAX_KEY, per_node_text, per_node_values
 from ..errors import UsageError
+from ..mixing import MixingMatrix
 from .base import as_network
 from .messages import _Messages
-from .options import Option
+from .options import ends, node_option, node_spec, node_values, NodeValues, Option, recorded
 
 
 class Compressed(_Messages):
@@ -30,10 +31,12 @@ class Compressed(_Messages):
           values), times ``d / k`` when ``unbiased`` (default);
         - ``"round"``: every value rounded to ``bits`` significant bits (deterministic, biased; sign, exponent
           and ``bits - 1`` bits). A float32 run with ``bits >= 24`` sends its values unchanged.
-    bits : int in 1..32
-        ``"qsgd"`` and ``"round"``.
-    k : int in 1..d
-        ``"topk"`` and ``"randk"`` (checked against the model's ``d`` when a run starts).
+    bits : int in 1..32, or an array of n of them
+        ``"qsgd"`` and ``"round"``. An array gives each node its own (heterogeneous devices: what node ``j``
+        sends is compressed with ``bits[j]``; equal values are the single number's messages, bit for bit).
+    k : int in 1..d, or an array of n of them
+        ``"topk"`` and ``"randk"`` (checked against the model's ``d`` when a run starts); an array: each
+        sender's, as ``bits``.
     unbiased : bool, optional
         ``"qsgd"`` and ``"randk"`` (default True); the others are biased.
     seed : int
@@ -43,7 +46,11 @@ class Compressed(_Messages):
     -----
     ``topk`` with ``k = d``, ``randk`` with ``k = d`` and ``round`` at the run's precision send every value
     unchanged: the iterates equal the base network's, bit for bit (tests). The bytes an optimizer's
-    ``traffic()`` (and ``rowstoch compare``'s tables) count are those of the compressed messages. A plain
+    ``traffic()`` (and ``rowstoch compare``'s tables) count are those of the compressed messages (with per-node
+    ``bits`` or ``k``: each message at the mean size of the senders, weighted by their out-links in the
+    matrix under the layers (a schedule's first); exact where every node sends every round). With per-node values, :meth:`omega` and
+    :meth:`delta` (CHOCO-SGD's and compressed Push-Pull's constants) are the worst node's, and the CuPy backend
+    compresses on the host (the CPU's pass). A plain
     algorithm under compression shows its degradation; :class:`~rowstoch_fast.CHOCOSGD` compresses the
     differences to replicas it keeps, and converges. Definitions: ``_reference.compress``.
 
@@ -81,63 +88,119 @@ class Compressed(_Messages):
         if "bits" in self._TAKES[method]:
             if bits is None:
                 raise ValueError(f"compression {method!r} needs bits (1..32)")
-            self.bits = check_int(bits, "bits", minimum=1, maximum=32)
+            self.bits = self._count(bits, "bits", 32, "an integer in 1..32")
         if "k" in self._TAKES[method]:
             if k is None:
                 raise ValueError(f"compression {method!r} needs k (1..d)")
-            self.k = check_int(k, "k", minimum=1, maximum=2**31 - 1)
+            self.k = self._count(k, "k", 2**31 - 1, "an integer >= 1 (and at most d)")
         if "unbiased" in self._TAKES[method]:
             if unbiased is not None and not isinstance(unbiased, (bool, np.bool_)):
                 raise TypeError(f"unbiased must be True or False, got {unbiased!r}")
             self.unbiased = True if unbiased is None else bool(unbiased)
         self.seed = check_int(seed, "seed", minimum=0, maximum=MAX_KEY)
 
+    def _count(self, value, name, top, words):
+        """``bits`` or ``k``: one integer in ``1..top``, or ``n`` of them (a read-only int64 array)."""
+        each = per_node_values(value, name, self.n, lambda v: (v >= 1) & (v <= top) & (v == np.floor(v)), words)
+        if each is None:
+            return check_int(value, name, minimum=1, maximum=top)
+        each = each.astype(np.int64)
+        each.flags.writeable = False
+        return each
+
+    @property
+    def per_node(self):
+        """Whether the nodes compress with parameters of their own (``bits`` or ``k`` an array)."""
+        return np.ndim(self.bits if self.bits is not None else self.k) != 0
+
     def _parameters(self):
         return {"method": self.method, "seed": self.seed,
                 **{key: getattr(self, key) for key in self._TAKES[self.method]}}
 
     def _kernel_arguments(self):
-        param = self.bits if self.bits is not None else (self.k or 0)
+        param = self.bits if self.bits is not None else self.k if self.k is not None else 0
         return self.METHODS[self.method], param, 0.0, bool(self.unbiased)
+
+    def _worst(self, of, worst):
+        """``of(bits, k)`` of one node, or ``worst`` (max or min) of it over the nodes' distinct values."""
+        if not self.per_node:
+            return of(self.bits, self.k)
+        values = self.bits if self.bits is not None else self.k
+        return worst(of(*((int(v), None) if self.bits is not None else (None, int(v)))) for v in np.unique(values))
 
     def omega(self, d):
         """The variance bound of an unbiased compression of ``d`` values, ``E||Q(v) - v||^2 <= omega ||v||^2``
         (``"qsgd"``: ``min(d / s^2, sqrt(d) / s)``, Alistarh et al. 2017; ``"randk"``: ``d / k - 1``); 0 for
-        the biased ones."""
-        if self.method == "qsgd" and self.unbiased:
-            s = 2.0**self.bits - 1
-            return min(d / s**2, d**0.5 / s)
-        if self.method == "randk" and self.unbiased:
-            return d / min(self.k, d) - 1.0
-        return 0.0
+        the biased ones. Per-node ``bits`` or ``k``: the largest of the nodes'."""
+        def one(bits, k):
+            if self.method == "qsgd" and self.unbiased:
+                s = 2.0**bits - 1
+                return min(d / s**2, d**0.5 / s)
+            if self.method == "randk" and self.unbiased:
+                return d / min(k, d) - 1.0
+            return 0.0
+        return self._worst(one, max)
 
     def delta(self, d):
         """A contraction ``delta`` in (0, 1] of the (rescaled) compression of ``d`` values, ``||Q(v) / (1 +
         omega) - v||^2 <= (1 - delta) ||v||^2`` (Koloskova et al. 2019): ``k / d`` for top-k and biased rand-k,
-        ``1 / d`` for sign, ``1 / (1 + omega)`` for the unbiased ones; nearest-level qsgd and rounding: 1 / 2."""
-        if self.method in ("topk", "randk") and not (self.method == "randk" and self.unbiased):
-            return min(self.k, d) / d
-        if self.method == "sign":
-            return 1.0 / d
-        if self.unbiased:
-            return 1.0 / (1.0 + self.omega(d))
-        return 0.5
+        ``1 / d`` for sign, ``1 / (1 + omega)`` for the unbiased ones; nearest-level qsgd and rounding: 1 / 2.
+        Per-node ``bits`` or ``k``: the smallest of the nodes'."""
+        def one(bits, k):
+            if self.method in ("topk", "randk") and not (self.method == "randk" and self.unbiased):
+                return min(k, d) / d
+            if self.method == "sign":
+                return 1.0 / d
+            if self.unbiased:
+                s = 2.0**bits - 1 if self.method == "qsgd" else None
+                omega = min(d / s**2, d**0.5 / s) if s is not None else d / min(k, d) - 1.0
+                return 1.0 / (1.0 + omega)
+            return 0.5
+        return self._worst(one, min)
 
     def _bits(self, L, itemsize):
-        """Bits of one compressed message of ``L`` values."""
+        """Bits of one compressed message of ``L`` values (per-node ``bits`` or ``k``: an array, each sender's)."""
         value = 8 * itemsize
-        if self.method == "qsgd":
-            return L * (self.bits + 1) + value
-        if self.method == "sign":
-            return L + value
-        if self.method in ("topk", "randk"):
-            k = min(self.k, L)
-            return k * (value + 32) if self.method == "topk" else k * value
-        exponent = 8 if itemsize == 4 else 11  # "round": sign, exponent, the significand's stored bits
-        return L * min(value, 1 + exponent + self.bits - 1)
+
+        def one(bits, k):
+            if self.method == "qsgd":
+                return L * (bits + 1) + value
+            if self.method == "sign":
+                return L + value
+            if self.method in ("topk", "randk"):
+                k = min(k, L)
+                return k * (value + 32) if self.method == "topk" else k * value
+            exponent = 8 if itemsize == 4 else 11  # "round": sign, exponent, the significand's stored bits
+            return L * min(value, 1 + exponent + bits - 1)
+
+        if not self.per_node:
+            return one(self.bits, self.k)
+        values = self.bits if self.bits is not None else self.k
+        return np.array([one(int(v), None) if self.bits is not None else one(None, int(v)) for v in values],
+                        dtype=np.int64)
+
+    def mean_over_links(self, per_sender):
+        """The mean of ``per_sender`` (a value per node) over the links, each sender weighted by its out-links in
+        the matrix under the layers: the size of one message where the nodes compress with their own ``bits`` or
+        ``k``."""
+        out_links = self._out_links()
+        return float(per_sender @ out_links / out_links.sum()) if out_links.sum() else float(per_sender.mean())
+
+    def _out_links(self):
+        """Each node's out-links (self loops excluded) in the first matrix under the layers, kept."""
+        cached = self.__dict__.get("_out_link_counts")
+        if cached is None:
+            net = self  # (down to the first matrix: losses and sleep do not change who may send to whom)
+            while not isinstance(net, MixingMatrix):
+                net = net.base if hasattr(net, "base") else net.matrices[0]
+            c = net.csr
+            cols = np.asarray(c.indices, dtype=np.int64)
+            rows = np.repeat(np.arange(c.shape[0], dtype=np.int64), np.diff(c.indptr))
+            cached = self._out_link_counts = np.bincount(cols[rows != cols], minlength=self.n).astype(np.float64)
+        return cached
 
     def __repr__(self):
-        args = "".join(f", {key}={getattr(self, key)!r}" for key in self._TAKES[self.method])
+        args = "".join(f", {key}={per_node_text(getattr(self, key))}" for key in self._TAKES[self.method])
         return f"Compressed({self.base!r}, {self.method!r}{args}, seed={self.seed})"
 
     # ---- its options (rowstoch run / compare, [communication] in an experiment file)
@@ -150,15 +213,18 @@ class Compressed(_Messages):
                "(qsgd:4, topk:2); compare: several, comma-separated (--compress none,qsgd:4: one setting each, a "
                "column of the table); bytes are counted compressed", choices=("none", *METHODS),
                metavar="METHOD[:P][,...]", item_help="a list: one setting each; qsgd:4 gives the bits, topk:2 k"),
-        Option("bits", int, None, "qsgd and round: bits per value, 1..32"),
-        Option("k", int, None, "topk and randk: values kept per message, 1..d"),
+        Option("bits", int, None, "qsgd and round: bits per value, 1..32; one per node (the sender's): LOW..HIGH "
+                                  "or @FILE", cli_type=node_option("--bits", integer=True), toml_kind="int|nodes"),
+        Option("k", int, None, "topk and randk: values kept per message, 1..d; one per node (the sender's): "
+                               "LOW..HIGH or @FILE", cli_type=node_option("--k", integer=True), toml_kind="int|nodes"),
         Option("biased", bool, False, "qsgd: the nearest level instead of stochastic rounding; randk: no d/k "
                                       "rescaling"),
     )
 
     @classmethod
     def examples(cls, base):
-        return {"qsgd": cls(base, "qsgd", bits=4, seed=6), "topk": cls(base, "topk", k=1)}
+        return {"qsgd": cls(base, "qsgd", bits=4, seed=6), "topk": cls(base, "topk", k=1),
+                "per-node-bits": cls(base, "qsgd", bits=np.resize([2, 3, 4, 8], base.n), seed=10)}  # (each sender's)
 
     @classmethod
     def _with(cls, key):
@@ -172,15 +238,17 @@ class Compressed(_Messages):
     @classmethod
     def check_options(cls, ns, d=None):
         takes = cls._TAKES.get(ns.compress, ())
-        if "bits" in takes and (ns.bits is None or not 1 <= ns.bits <= 32):
+        ns.bits, ns.k = node_spec(ns.bits, "--bits", integer=True), node_spec(ns.k, "--k", integer=True)
+        if "bits" in takes and (ns.bits is None or not (1 <= ends(ns.bits)[0] and ends(ns.bits)[1] <= 32)):
             raise UsageError(f"--compress {ns.compress} needs --bits in 1..32, got {ns.bits}")
-        if "k" in takes and (ns.k is None or ns.k < 1 or (d is not None and ns.k > d)):
+        if "k" in takes and (ns.k is None or ends(ns.k)[0] < 1 or (d is not None and ends(ns.k)[1] > d)):
             raise UsageError(f"--compress {ns.compress} needs --k in 1..d{f' (d = {d})' if d else ''}, got {ns.k}")
 
     @classmethod
     def from_options(cls, net, ns, seed):
         takes = cls._TAKES[ns.compress]
-        kw = {key: getattr(ns, key) for key in ("bits", "k") if key in takes}
+        kw = {key: node_values(node_spec(getattr(ns, key), f"--{key}", integer=True), net.n, f"--{key}", integer=True)
+              for key in ("bits", "k") if key in takes}
         if "unbiased" in takes:
             kw["unbiased"] = not ns.biased
         return cls(net, ns.compress, seed=seed, **kw)
@@ -198,13 +266,16 @@ class Compressed(_Messages):
             return None
         detail = {"qsgd": f"{ns.bits}-bit QSGD", "round": f"{ns.bits}-bit rounding", "sign": "sign",
                   "topk": f"top-{ns.k}", "randk": f"rand-{ns.k}"}[ns.compress]
+        if any(isinstance(getattr(ns, key), NodeValues) for key in ("bits", "k") if key in cls._TAKES[ns.compress]):
+            detail += " (per node)"
         if "unbiased" in cls._TAKES[ns.compress] and ns.biased:
             detail += " (biased)"
         return f"{detail} messages"
 
     @classmethod
     def options_record(cls, ns):
-        return {k: getattr(ns, k) for k in ("compress", "bits", "k", "biased")} if ns.compress is not None else {}
+        return {k: recorded(getattr(ns, k)) for k in ("compress", "bits", "k", "biased")} if ns.compress is not None \
+            else {}
 
     @classmethod
     def sweep(cls, ns, given):

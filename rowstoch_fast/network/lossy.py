@@ -13,7 +13,7 @@ from .._hashing import MAX_T
 from ..mixing import MixingMatrix
 from ._rounds import _base_entries, _base_matrix, _keep_empty_rows, _materialise, _undirected_entries
 from .base import _under_messages, as_network, MAX_CHAIN_STEPS, Network
-from .options import Option
+from .options import ends, node_spec, node_values, NODE_VALUES_HELP, NodeValues, Option, recorded, shown
 from .schedule import Schedule
 
 
@@ -233,7 +233,9 @@ class Lossy(Network):
         Option("loss", "float|list", "0",
                "probability that a message is lost (row-stochastic receivers renormalise over what arrived; "
                "push-based senders lose the mass); with --loss-model gilbert-elliott: the loss probability in the "
-               "bad state; compare: several, comma-separated (one setting each, a column of the table)"),
+               "bad state; compare: several, comma-separated (one setting each, a column of the table); one per "
+               "node (the sender's): LOW..HIGH or @FILE", metavar="P[,...]",
+               item_help="a list: one setting each; an item is " + NODE_VALUES_HELP),
         Option("loss_model", str, "bernoulli", "independent losses, or bursty ones (a good/bad chain per link)",
                choices=MODELS),
         Option("p_bad", float, None, "gilbert-elliott: P(good -> bad) per iteration"),
@@ -256,7 +258,9 @@ class Lossy(Network):
 
     @classmethod
     def check_options(cls, ns, d=None):
-        if not (0.0 <= ns.loss < 1.0 or (ns.loss == 1.0 and ns.loss_model == "gilbert-elliott")):
+        ns.loss = node_spec(ns.loss, "--loss")
+        low, high = ends(ns.loss)
+        if not (0.0 <= low and (high < 1.0 or (high == 1.0 and ns.loss_model == "gilbert-elliott"))):
             raise UsageError(f"--loss must be in [0, 1) (gilbert-elliott: [0, 1]), got {ns.loss}")
         bursty = ns.loss_model == "gilbert-elliott"
         if bursty != (ns.p_bad is not None and ns.p_recover is not None) or (not bursty and (ns.p_bad or ns.p_recover)):
@@ -269,32 +273,39 @@ class Lossy(Network):
     @classmethod
     def from_options(cls, net, ns, seed):
         kw = {"p_bad": ns.p_bad, "p_recover": ns.p_recover} if ns.loss_model == "gilbert-elliott" else {}
-        return cls(net, ns.loss, seed=seed, model=ns.loss_model, **kw)
+        return cls(net, node_values(node_spec(ns.loss, "--loss"), net.n, "--loss"), seed=seed, model=ns.loss_model,
+                   **kw)
 
     @classmethod
     def options_words(cls, ns):
         if ns.loss_model == "gilbert-elliott":
-            return (f"bursty losses ({ns.loss:g} in the bad state, p_bad {ns.p_bad:g}, p_recover "
+            return (f"bursty losses ({shown(ns.loss)} in the bad state, p_bad {ns.p_bad:g}, p_recover "
                     f"{ns.p_recover:g})")
+        if isinstance(ns.loss, NodeValues):
+            return f"messages lost with probability {ns.loss} per node (the sender's)"
         return f"{ns.loss:g} of messages lost" if ns.loss else None
 
     @classmethod
     def options_record(cls, ns):
-        return {"loss": ns.loss, "loss_model": ns.loss_model, "p_bad": ns.p_bad, "p_recover": ns.p_recover}
+        return {"loss": recorded(ns.loss), "loss_model": ns.loss_model, "p_bad": ns.p_bad, "p_recover": ns.p_recover}
 
     @classmethod
     def sweep(cls, ns, given):
-        """``--loss`` as one setting per comma-separated rate."""
+        """``--loss`` as one setting per comma-separated rate (each a number, or one per node: ``LOW..HIGH``,
+        ``@FILE``)."""
         values = []
         for part in (p.strip() for p in str(ns.loss).split(",")):
             try:
-                values.append(float(part))
-            except ValueError:
-                raise UsageError(f"--loss must be a number or comma-separated numbers, got {ns.loss!r}") from None
+                values.append(node_spec(part, "--loss"))
+            except UsageError:
+                if part.startswith("@") or ".." in part:  # (one per node: what is wrong with it)
+                    raise
+                raise UsageError(f"--loss must be a number or comma-separated numbers (an item may give one per "
+                                 f"node: LOW..HIGH or @FILE), got {ns.loss!r}") from None
         if len(values) != len(set(values)):
             raise UsageError(f"--loss {ns.loss!r} names a rate twice")
         return [{"loss": v} for v in values]
 
     @classmethod
     def sweep_label(cls, ns):
-        return f"loss {ns.loss:g}"
+        return f"loss {shown(ns.loss)}"

@@ -160,6 +160,7 @@ class _Messages(Network):
         layer = self
         while isinstance(layer, _Messages):
             k = getattr(layer, "k", None)
+            k = None if k is None else int(np.max(k))  # (per-node k: the largest)
             L = self.message_length(width, d)
             if k is not None and k > L and (d is None or width % d == 0):  # (a narrow block, a push-sum weight
                 # beside models of d values, is sent whole)
@@ -190,7 +191,9 @@ class _Messages(Network):
         if d and values > d and values % d:
             return self.message_bytes(values - values % d, d, itemsize) + self.message_bytes(values % d, d, itemsize)
         L = self.message_length(values, d)  # (a sender sends the plain values where they are smaller)
-        return -(-(values // L) * min(sized._bits(L, itemsize), 8 * itemsize * L) // 8)
+        size = -(-(values // L) * np.minimum(sized._bits(L, itemsize), 8 * itemsize * L) // 8)
+        return int(size) if np.ndim(size) == 0 else sized.mean_over_links(size)  # (per-node bits or k: the mean
+        # over the links of each sender's size)
 
 
 def _stack_buffer(owner, shape, dtype):

@@ -11,7 +11,7 @@ from .._checks import check_int, check_positive_float, MAX_KEY, per_node_text, p
 from ..errors import UsageError
 from .base import as_network
 from .messages import _Messages
-from .options import Option
+from .options import ends, node_option, node_spec, node_values, Option, recorded, shown
 
 
 #: The largest |z| of the normal draws, sqrt(-2 ln 2^-53) (Box-Muller of u = 1 - uniform_hash >= 2^-53): noise of
@@ -46,10 +46,10 @@ class Noisy(_Messages):
     A : MixingMatrix or network
     sigma : float >= 0, or an array of n of them
         Standard deviation of the noise on each value, at most the largest finite value of the network's dtype over
-        :data:`Z_MAX` (about 2.1e307 in float64, 4.0e37 in float32: the noise itself stays finite). With
-        ``per="link"`` an array gives each node its own, the noise on the copies of what it sends (heterogeneous
-        devices; equal values are the single number's draws, bit for bit); the CuPy backend adds such noise on the
-        host.
+        :data:`Z_MAX` (about 2.1e307 in float64, 4.0e37 in float32: the noise itself stays finite). An array
+        gives each node its own, the noise on what it sends (heterogeneous devices): ``per="link"``, on each copy
+        of it; ``per="message"``, on the message itself. Equal values are the single number's draws, bit for bit;
+        the CuPy backend adds per-node noise on the host (the CPU's pass).
     seed : int
     per : {"link", "message"}
 
@@ -83,9 +83,6 @@ class Noisy(_Messages):
         top = float(np.finfo(self.dtype).max) / Z_MAX
         each = per_node_values(sigma, "sigma", self.n, lambda v: (v >= 0) & (v <= top),
                                f"a finite number >= 0 and at most {top:.4g} (see sigma_problem)")
-        if each is not None and per == "message":
-            raise ValueError("sigma per node is taken with per='link' (each received copy's noise, its sender's "
-                             "sigma); per='message' takes one number (the message encoder's)")
         self.sigma = each if each is not None else check_positive_float(sigma, "sigma", allow_zero=True)
         problem = None if each is not None else sigma_problem(self.sigma, self.dtype)
         if problem:
@@ -124,7 +121,9 @@ class Noisy(_Messages):
     # ---- its options (rowstoch run / compare, [communication] in an experiment file)
     listed = 40
     SEED_FLAGS = ("--noise",)
-    OPTIONS = (Option("noise", float, None, "standard deviation of Gaussian noise on every message (network.Noisy)"),)
+    OPTIONS = (Option("noise", float, None, "standard deviation of Gaussian noise on every message (network.Noisy); "
+                                            "one per node (the sender's): LOW..HIGH or @FILE",
+                      cli_type=node_option("--noise"), toml_kind="float|nodes"),)
 
     @classmethod
     def examples(cls, base):
@@ -137,18 +136,20 @@ class Noisy(_Messages):
 
     @classmethod
     def check_options(cls, ns, d=None):
-        problem = None if ns.noise is None else sigma_problem(ns.noise, getattr(ns, "dtype", None) or "float64")
-        if problem:
-            raise UsageError(f"--noise {problem}")
+        ns.noise = node_spec(ns.noise, "--noise")
+        for end in () if ns.noise is None else ends(ns.noise):
+            problem = sigma_problem(end, getattr(ns, "dtype", None) or "float64")
+            if problem:
+                raise UsageError(f"--noise {problem}")
 
     @classmethod
     def from_options(cls, net, ns, seed):
-        return cls(net, ns.noise, seed=seed)
+        return cls(net, node_values(node_spec(ns.noise, "--noise"), net.n, "--noise"), seed=seed)
 
     @classmethod
     def options_words(cls, ns):
-        return f"message noise sigma {ns.noise:g}" if ns.noise is not None else None
+        return f"message noise sigma {shown(ns.noise)}" if ns.noise is not None else None
 
     @classmethod
     def options_record(cls, ns):
-        return {"noise": ns.noise} if ns.noise is not None else {}
+        return {"noise": recorded(ns.noise)} if ns.noise is not None else {}

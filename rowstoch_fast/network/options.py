@@ -12,16 +12,22 @@ written on the command line. Errors are :class:`~rowstoch_fast.errors.UsageError
 from __future__ import annotations
 
 import argparse
+import functools
 import itertools
+import math
+import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+import numpy as np
 
 from .._checks import seed_option
 from ..errors import UsageError
 from .base import LAYERS
 
-__all__ = ["Option", "NETWORK_SEED", "add_arguments", "build", "check", "declared", "in_use", "names", "record", "settings",
-           "spellings", "toml_choices", "toml_schema", "unread", "words"]
+__all__ = ["Option", "NETWORK_SEED", "NodeValues", "add_arguments", "build", "check", "declared", "ends", "in_use",
+           "names", "node_spec", "node_values", "record", "settings", "shown", "spellings", "toml_choices",
+           "toml_schema", "unread", "words"]
 
 
 @dataclass(frozen=True)
@@ -50,6 +56,9 @@ class Option:
         Its command-line flag (``"--..."``), where not ``--NAME`` with ``_`` written ``-``.
     toml : str, optional
         Its key in an experiment file's ``[communication]`` table, where not ``NAME``.
+    toml_kind : str, optional
+        What its key takes in an experiment file where not ``kind``: ``"float|nodes"`` / ``"int|nodes"`` (a number,
+        or a string giving one per node: :func:`node_spec`).
     """
 
     name: str
@@ -62,6 +71,7 @@ class Option:
     item_help: str = None
     cli: str = None
     toml: str = None
+    toml_kind: str = None
 
     def __post_init__(self):
         if not (isinstance(self.name, str) and re.fullmatch(r"[a-z][a-z0-9_]*", self.name)):
@@ -84,6 +94,136 @@ class Option:
         """Its ``[communication]`` key: ``toml``, or ``NAME``."""
         return self.toml or self.name
 
+
+
+# ---- one value per node on the command line and in an experiment file (heterogeneous devices)
+
+#: How a value per node is written, for the options' help and the errors.
+NODE_VALUES_HELP = ("one number, or one per node: LOW..HIGH (evenly spread from node 0 to node n-1) or @FILE (n "
+                    "numbers, .npy or text separated by spaces, commas or lines)")
+
+
+@dataclass(frozen=True)
+class NodeValues:
+    """A layer parameter given one per node from the command line or an experiment file: ``LOW..HIGH`` (evenly
+    spread over the nodes, node 0 ``LOW``, node ``n - 1`` ``HIGH``; integers rounded to the nearest) or ``@FILE``
+    (the ``n`` values of a ``.npy`` file or a text file of numbers). ``text`` is what was written (the settings'
+    record, labels and captions), ``low`` / ``high`` the smallest and largest value (the layers' range checks);
+    :meth:`of` gives the array a layer takes."""
+
+    text: str
+    low: float
+    high: float
+    values: object = field(default=None, compare=False, repr=False)  # (a file's values)
+
+    def __str__(self):
+        return self.text
+
+    def of(self, n, flag, integer=False):
+        """The ``n`` values (float64; ``integer``: rounded to int64), or a :class:`UsageError` naming ``flag``
+        where a file holds another number of them."""
+        if self.values is None:
+            out = np.linspace(self.low, self.high, n)
+        else:
+            if len(self.values) != n:
+                raise UsageError(f"{flag} {self.text}: the file holds {len(self.values)} values, one per node of "
+                                 f"the {n} nodes is needed")
+            out = np.array(self.values, dtype=np.float64)
+        return np.rint(out).astype(np.int64) if integer else out
+
+
+@functools.lru_cache(maxsize=16)
+def _file_values(path, stamp):
+    """The numbers of a ``.npy`` or text file, as a read-only 1-D float64 array (``stamp``: its size and time, so
+    that a changed file is read again)."""
+    if path.endswith(".npy"):
+        values = np.load(path, allow_pickle=False)
+    else:
+        with open(path, encoding="utf-8") as fh:
+            words = fh.read().replace(",", " ").split()
+        values = np.array([float(w) for w in words], dtype=np.float64)
+    values = np.asarray(values, dtype=np.float64).ravel()
+    values.flags.writeable = False
+    return values
+
+
+def node_spec(value, flag, integer=False):
+    """One value of an option that takes one per node, read: a number as it is (an ``int`` where ``integer``), a
+    string that is a number as that number, ``LOW..HIGH`` or ``@FILE`` as a :class:`NodeValues`. Anything else is a
+    :class:`UsageError` naming ``flag`` and saying what is taken."""
+    if isinstance(value, NodeValues) or value is None:
+        return value
+    kind = "an integer" if integer else "a number"
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if integer and value != int(value):
+            raise UsageError(f"{flag} must be an integer or one per node, got {value!r}")
+        return int(value) if integer else float(value)
+    if not isinstance(value, str):
+        raise UsageError(f"{flag} must be {NODE_VALUES_HELP.replace('one number', kind)}, got {value!r}")
+    text = value.strip()
+    try:
+        number = float(text)
+    except ValueError:
+        number = None
+    if number is not None:
+        return node_spec(number, flag, integer)
+    if text.startswith("@"):
+        path = text[1:]
+        try:
+            stat = os.stat(path)
+            values = _file_values(path, (stat.st_size, stat.st_mtime_ns))
+        except OSError as exc:
+            raise UsageError(f"{flag} {text}: the file cannot be read ({exc.strerror or exc})") from None
+        except ValueError as exc:
+            raise UsageError(f"{flag} {text}: not a file of numbers ({exc})") from None
+        if values.size == 0 or not np.isfinite(values).all():
+            raise UsageError(f"{flag} {text}: the file must hold finite numbers, one per node"
+                             + (f"; value {int(np.argmin(np.isfinite(values)))} is {values[~np.isfinite(values)][0]}"
+                                if values.size else ", it holds none"))
+        if integer and not np.all(values == np.rint(values)):
+            i = int(np.argmax(values != np.rint(values)))
+            raise UsageError(f"{flag} {text}: value {i} (node {i}'s) must be an integer, got {values[i]:g}")
+        return NodeValues(text, float(values.min()), float(values.max()), values)
+    low, sep, high = text.partition("..")
+    try:
+        ends = (float(low), float(high)) if sep else None
+    except ValueError:
+        ends = None
+    if ends is None or not all(math.isfinite(v) for v in ends) or (integer and any(v != int(v) for v in ends)):
+        raise UsageError(f"{flag} must be {NODE_VALUES_HELP.replace('one number', kind)}, got {value!r}")
+    return NodeValues(text, min(ends), max(ends))
+
+
+def ends(value):
+    """``(smallest, largest)`` of an option's value: a number twice, a :class:`NodeValues`' low and high."""
+    return (value.low, value.high) if isinstance(value, NodeValues) else (value, value)
+
+
+def node_values(value, n, flag, integer=False):
+    """What a layer takes of an option's value on ``n`` nodes: the number, or the ``n`` values of a
+    :class:`NodeValues`."""
+    return value.of(n, flag, integer) if isinstance(value, NodeValues) else value
+
+
+def recorded(value):
+    """An option's value in a setting's record (JSON, compared on ``--resume``): a :class:`NodeValues` as written."""
+    return value.text if isinstance(value, NodeValues) else value
+
+
+def shown(value):
+    """An option's value in a caption or label: ``0.1``, ``0..0.3 per node``, ``@drops.txt per node``."""
+    return f"{value} per node" if isinstance(value, NodeValues) else f"{value:g}"
+
+
+def node_option(flag, integer=False):
+    """An ``argparse`` type of an option that takes one value per node (:func:`node_spec`)."""
+    def convert(text):
+        try:
+            return node_spec(text, flag, integer)
+        except UsageError as exc:
+            raise argparse.ArgumentTypeError(str(exc).removeprefix(f"{flag} ").removeprefix(f"{text}: ")) from None
+    convert.__name__ = "int or per-node values" if integer else "number or per-node values"
+    return convert
 
 #: The seed every layer's draws come from (one for the whole network).
 NETWORK_SEED = Option("network_seed", int, 0, "seed of the losses, sleep, compression and noise", cli_type=seed_option)
@@ -149,7 +289,7 @@ def names():
 
 def toml_schema():
     """``[communication]``'s keys: ``{key: (destination, kind)}``."""
-    return {opt.key: (opt.name, opt.kind) for opt in [*declared(), NETWORK_SEED]}
+    return {opt.key: (opt.name, opt.toml_kind or opt.kind) for opt in [*declared(), NETWORK_SEED]}
 
 
 def toml_choices():

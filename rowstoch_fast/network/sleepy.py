@@ -12,7 +12,7 @@ from ..errors import UsageError
 from ..mixing import MixingMatrix
 from ._rounds import _base_entries, _keep_empty_rows, _materialise, _undirected_entries, _with_diagonal
 from .base import _under_messages, advance_two_state, as_network, jump_two_state, MAX_ACTIVATION_STEPS, Network
-from .options import Option
+from .options import ends, node_option, node_spec, node_values, Option, recorded, shown
 
 
 class Sleepy(Network):
@@ -270,14 +270,16 @@ class Sleepy(Network):
     SEED_FLAGS = ("--awake", "--activation")
     OPTIONS = (
         Option("awake", float, 1.0, "probability that a node is awake in an iteration (a sleeping node neither "
-                                    "sends nor updates)"),
+                                    "sends nor updates); one per node: LOW..HIGH or @FILE",
+               cli_type=node_option("--awake"), toml_kind="float|nodes"),
         Option("activation", str, "bernoulli",
                "who is awake per iteration (network.Sleepy): bernoulli (--awake), markov (a chain per node: "
                "--p-sleep, --p-wake), poisson (clocks of --rate ticks per iteration), cyclic (--period groups in "
                "turn; period 1 only: more groups never hear from each other)", choices=MODELS),
         Option("p_sleep", float, None, "markov: P(awake -> asleep) per iteration"),
         Option("p_wake", float, None, "markov: P(asleep -> awake) per iteration"),
-        Option("rate", float, None, "poisson: each node's ticks per iteration"),
+        Option("rate", float, None, "poisson: each node's ticks per iteration (one per node: LOW..HIGH or @FILE)",
+               cli_type=node_option("--rate"), toml_kind="float|nodes"),
         Option("period", int, None, "cyclic: the number of groups", cli_type=positive_int),
     )
     _MODEL_OPTIONS = ("p_sleep", "p_wake", "rate", "period")  # (bernoulli's q is --awake)
@@ -294,7 +296,8 @@ class Sleepy(Network):
 
     @classmethod
     def check_options(cls, ns, d=None):
-        if not 0.0 < ns.awake <= 1.0:
+        ns.awake, ns.rate = node_spec(ns.awake, "--awake"), node_spec(ns.rate, "--rate")
+        if not (0.0 < ends(ns.awake)[0] and ends(ns.awake)[1] <= 1.0):
             raise UsageError(f"--awake must be in (0, 1], got {ns.awake}")
         flags = {opt.name: opt.flag for opt in Sleepy.OPTIONS}  # (as declared)
         for name in cls._MODEL_OPTIONS:
@@ -305,7 +308,7 @@ class Sleepy(Network):
                                  else f"--activation {ns.activation} needs {option}")
             if name.startswith("p_") and value is not None and not 0.0 < value <= 1.0:
                 raise UsageError(f"{option} must be in (0, 1], got {value}")
-            if name == "rate" and value is not None and not (np.isfinite(value) and value > 0):
+            if name == "rate" and value is not None and not (np.isfinite(ends(value)).all() and ends(value)[0] > 0):
                 raise UsageError(f"--rate must be a finite number > 0, got {value}")
         if ns.activation != "bernoulli" and ns.awake != 1.0:
             raise UsageError(f"--awake goes with --activation bernoulli, not {ns.activation}")
@@ -313,8 +316,10 @@ class Sleepy(Network):
     @classmethod
     def from_options(cls, net, ns, seed):
         if ns.activation == "bernoulli":
-            return cls(net, ns.awake, seed=seed)
+            return cls(net, node_values(node_spec(ns.awake, "--awake"), net.n, "--awake"), seed=seed)
         kw = {k: getattr(ns, k) for k in cls._MODEL_OPTIONS if getattr(ns, k) is not None}
+        if "rate" in kw:
+            kw["rate"] = node_values(node_spec(kw["rate"], "--rate"), net.n, "--rate")
         return cls(net, seed=seed, model=ns.activation, **kw)
 
     @classmethod
@@ -322,11 +327,11 @@ class Sleepy(Network):
         if ns.activation != "bernoulli":
             extra = ", ".join(f"{k} {getattr(ns, k)}" for k in cls._TAKES[ns.activation])
             return f"{ns.activation} activation ({extra})"
-        return f"nodes awake with probability {ns.awake:g}" if ns.awake != 1.0 else None
+        return f"nodes awake with probability {shown(ns.awake)}" if ns.awake != 1.0 else None
 
     @classmethod
     def options_record(cls, ns):
-        out = {"awake": ns.awake}
+        out = {"awake": recorded(ns.awake)}
         if ns.activation != "bernoulli":  # (added later: the others' checkpoints keep their keys)
-            out.update({k: getattr(ns, k) for k in ("activation", *cls._MODEL_OPTIONS)})
+            out.update({k: recorded(getattr(ns, k)) for k in ("activation", *cls._MODEL_OPTIONS)})
         return out

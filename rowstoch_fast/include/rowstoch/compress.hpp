@@ -325,44 +325,59 @@ void compress_batch(int method, const T* const* v, T* const* out, std::int64_t L
 }
 
 // out[i] = the messages of row i of X (n rows of w values, messages of L values; row i is node ids.row(i)); where
-// `own` is given, X's row is copied there in the same pass (the [X; Q] block of a compressed round).
+// `own` is given, X's row is copied there in the same pass (the [X; Q] block of a compressed round). `params` /
+// `sigmas`: one bits-or-k / sigma per global node id (the sender's: heterogeneous devices), or null: param / sigma
+// for every node. Messages are batched (compress_batch) only with others of the same parameter; a message compressed
+// alone gets the same operations, so the same bits.
 template <class T>
 void compress_rows(const T* X, T* out, std::int64_t n, std::int64_t w, std::int64_t L, NodeIds ids, int method,
                    std::int64_t param, double sigma, bool unbiased, std::uint64_t seed, std::uint64_t t,
-                   std::uint64_t r, T* own = nullptr) {
+                   std::uint64_t r, T* own = nullptr, const std::int64_t* params = nullptr,
+                   const double* sigmas = nullptr) {
     const std::uint64_t round = hash_prefix(seed, t, r);
-    const bool batch = batched(method, param, L);
+    const bool any_batch = params ? (method == kQsgd || method == kTopk || method == kRandk) : batched(method, param, L);
     for_range(n, threads_for(n * w * 8), [&](std::int64_t lo, std::int64_t hi) {
         std::vector<std::int64_t> order(static_cast<std::size_t>(L));
-        std::vector<double> score(static_cast<std::size_t>(L * (batch ? kBatch : 1)));
+        std::vector<double> score(static_cast<std::size_t>(L * (any_batch ? kBatch : 1)));
         const T* vs[kBatch];
         T* outs[kBatch];
         std::int64_t first[kBatch];
         std::uint64_t rows[kBatch];
-        int held = 0;  // (messages waiting for a full batch)
+        int held = 0;  // (messages waiting for a full batch, all of parameter held_param)
+        std::int64_t held_param = param;
+        auto flush = [&]() {
+            for (int b = 0; b < held; ++b)
+                compress_message(method, vs[b], outs[b], L, first[b], rows[b], held_param, sigma, unbiased,
+                                 order.data(), score.data());
+            held = 0;
+        };
         for (std::int64_t i = lo; i < hi; ++i) {
-            const std::uint64_t row = mix64(round ^ static_cast<std::uint64_t>(ids.row(i)));
+            const std::int64_t g = ids.row(i);
+            const std::uint64_t row = mix64(round ^ static_cast<std::uint64_t>(g));
+            const std::int64_t p = params ? params[g] : param;
+            const double s = sigmas ? sigmas[g] : sigma;
+            const bool batch = batched(method, p, L);
+            if (held && (!batch || p != held_param)) flush();  // (never with one parameter for every node)
             if (own)  // (before any message of the row is written: out may be X)
                 for (std::int64_t c = 0; c < w; ++c) own[i * w + c] = X[i * w + c];
             for (std::int64_t c0 = 0; c0 < w; c0 += L) {
                 if (!batch) {
-                    compress_message(method, X + i * w + c0, out + i * w + c0, L, c0, row, param, sigma, unbiased,
+                    compress_message(method, X + i * w + c0, out + i * w + c0, L, c0, row, p, s, unbiased,
                                      order.data(), score.data());
                     continue;
                 }
+                held_param = p;
                 vs[held] = X + i * w + c0;
                 outs[held] = out + i * w + c0;
                 first[held] = c0;
                 rows[held] = row;
                 if (++held == kBatch) {
-                    compress_batch(method, vs, outs, L, first, rows, param, unbiased, score.data());
+                    compress_batch(method, vs, outs, L, first, rows, p, unbiased, score.data());
                     held = 0;
                 }
             }
         }
-        for (int b = 0; b < held; ++b)
-            compress_message(method, vs[b], outs[b], L, first[b], rows[b], param, sigma, unbiased, order.data(),
-                             score.data());
+        flush();
     });
 }
 
