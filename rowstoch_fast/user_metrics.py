@@ -18,7 +18,9 @@ The federated metrics (:data:`FEDERATED_METRICS`: ``client_drift``, ``participat
 that is not federated) read the method itself (:attr:`MetricState.algorithm`): see
 :mod:`rowstoch_fast.algorithms._federated`. So do the oracle-call counters (:data:`CALL_METRICS`:
 ``gradient_calls``, ``sample_gradient_calls``, ``prox_calls``, ``local_prox_calls``, per node, of the iterations
-done: :attr:`~rowstoch_fast.algorithms.Optimizer.calls`).
+done: :attr:`~rowstoch_fast.algorithms.Optimizer.calls`) and of messages (:data:`MESSAGE_METRICS`:
+``messages_received``, ``messages_dropped``: what the network's losses let through and dropped of the messages
+sent, :meth:`~rowstoch_fast.algorithms.Optimizer.messages_dropped`).
 
 Examples
 --------
@@ -51,7 +53,7 @@ from ._metric_names import CALL_KINDS, METRICS
 
 __all__ = ["Metric", "MetricState", "register_metric", "unregister_metric", "registered_metrics",
            "load_metrics_module", "resolve_metrics", "higher_is_better", "linear_scale", "NODE_STATISTICS",
-           "NODE_QUANTITIES", "FEDERATED_METRICS", "CALL_METRICS", "RESERVED"]
+           "NODE_QUANTITIES", "FEDERATED_METRICS", "CALL_METRICS", "MESSAGE_METRICS", "RESERVED"]
 
 #: Columns of a run's records and of a comparison's frame and tables that no metric may be named (beside the
 #: built-in metrics, :data:`rowstoch_fast.runner.METRICS`, and the ``node_*`` statistics).
@@ -81,6 +83,12 @@ FEDERATED_METRICS = {
 #: The oracle-call counters, per node, of the iterations done (:attr:`~rowstoch_fast.algorithms.Optimizer.calls`),
 #: and what one call is: ``gradient_calls``, ``sample_gradient_calls``, ``prox_calls``, ``local_prox_calls``.
 CALL_METRICS = {f"{kind}_calls": text for kind, text in CALL_KINDS.items()}
+#: The messages the network delivered and dropped so far (of those ``traffic()`` counts as sent: the ``messages``
+#: column), from the losses' own draws (:meth:`~rowstoch_fast.algorithms.Optimizer.messages_dropped`).
+MESSAGE_METRICS = {
+    "messages_received": "the messages that arrived: those sent (the messages column) less those lost",
+    "messages_dropped": "the messages the network's losses dropped (Optimizer.messages_dropped; 0 without losses)",
+}
 _NODE_NAME = re.compile(r"node_(%s)_(%s)$" % ("|".join(NODE_STATISTICS), "|".join(NODE_QUANTITIES)))
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*$")
 #: Built-in metrics where a higher value is better (tables rank the largest first; figures use a linear axis).
@@ -143,7 +151,8 @@ def _check_name(name):
     if not _NAME.match(name):
         raise ValueError(f"metric name {name!r} must be a Python identifier (letters, digits and _): it becomes a "
                          "column of the records and a --metric choice")
-    if name in METRICS or _NODE_NAME.match(name) or name in FEDERATED_METRICS or name in CALL_METRICS:
+    if name in METRICS or _NODE_NAME.match(name) or name in FEDERATED_METRICS or name in CALL_METRICS or \
+            name in MESSAGE_METRICS:
         raise ValueError(f"metric name {name!r} is a built-in metric's; choose another")
     if name in RESERVED or name.endswith(("_std", "_best")):
         raise ValueError(f"metric name {name!r} is taken by a column of the records or tables (or ends in _std / "
@@ -437,8 +446,18 @@ class _CallCount(_AlgorithmMetric):
         return float(state.algorithm.calls[self.name[:-len("_calls")]])
 
 
+class _MessageCount(_AlgorithmMetric):
+    """A metric of :data:`MESSAGE_METRICS`: the messages the optimizer's network delivered or dropped so far."""
+
+    def __call__(self, state):
+        dropped = state.algorithm.messages_dropped()
+        return float(dropped if self.name == "messages_dropped" else state.algorithm.traffic()["messages"] - dropped)
+
+
 def _call_metric(name):
-    """The :class:`Metric` of a :data:`CALL_METRICS` name, or None."""
+    """The :class:`Metric` of a :data:`CALL_METRICS` or :data:`MESSAGE_METRICS` name, or None."""
+    if name in MESSAGE_METRICS:
+        return Metric(name, _MessageCount(name), lower_is_better=True, log_scale=False)
     if name not in CALL_METRICS:
         return None
     return Metric(name, _CallCount(name), lower_is_better=True, log_scale=False)

@@ -1150,6 +1150,55 @@ def test_traffic_counts_what_awake_nodes_sent(model):
             assert opt.traffic()["messages"] < 7 * len(links) * per_iteration
 
 
+def test_messages_dropped_are_the_losses_draws_of_the_awake_senders():
+    """Optimizer.messages_dropped: each iteration's lost links (the reference's draws, per-node p) among its awake
+    senders, for each exchange of each matrix (an R-round method: each round's own draws); 0 without losses; a
+    resume continues its saved count and equals the uninterrupted run; the harness's metrics messages_dropped and
+    messages_received add up to the messages column."""
+    from rowstoch_fast import _reference
+    from rowstoch_fast.network import Compressed, Lossy, Sleepy
+    from rowstoch_fast.objectives import Quadratic
+
+    A = topology.erdos_renyi(12, 0.4, seed=2)
+    p = np.linspace(0.0, 0.5, 12)
+    c = A.csr
+    for name, net in (("push-pull", Compressed(Sleepy(Lossy(A, p, seed=1), 0.7, seed=3), "topk", k=1)),
+                      ("mg-pull-diag-gt", Lossy(A, 0.3, seed=4)), ("dsgd", Sleepy(A, 0.7, seed=3))):
+        cls = REGISTRY[name.removeprefix("mg-")]
+        opt = cls.build(net, np.zeros((12, 3)), 0.01, **({"rounds": 3} if name.startswith("mg-") else {}))
+        for _ in range(15):
+            opt.step(lambda X: X - 1.0)
+        core = net.base if isinstance(net, Compressed) else net
+        lossy = core.base if isinstance(core, Sleepy) else core
+        expected = 0.0
+        for matrix, exchanges, _ in opt._traffic_per_iteration():
+            for t in range(opt.silent_iterations, 15):
+                awake = core.awake(t) if isinstance(core, Sleepy) else np.ones(12, dtype=bool)
+                if not isinstance(lossy, Lossy):
+                    continue
+                lost = sum(int((_reference.lost_links(c.indptr, c.indices, lossy.seed, t, r, lossy.p) &
+                                awake[c.indices]).sum()) for r in range(opt.rounds))
+                expected += exchanges * lost / opt.rounds
+        assert opt.messages_dropped() == round(expected) and (expected > 0) == isinstance(lossy, Lossy), name
+        state = opt.state_dict()
+        matrices = {k: v for k, v in cls.problem_matrices(net).items() if k in cls.matrices}
+        resumed = cls.from_state_dict(state, **matrices)
+        for o in (opt, resumed):
+            for _ in range(5):
+                o.step(lambda X: X - 1.0)
+        assert resumed.messages_dropped() == opt.messages_dropped() > 0 or not isinstance(lossy, Lossy)
+    with pytest.raises(ValueError, match=r"state\['dropped/A'\] must be \[next iteration to count"):
+        REGISTRY["dsgd"].from_state_dict({**opt.state_dict(), "dropped/A": np.array([99.0, 1.0])}, A=net)
+    f, net = Quadratic.random(12, 3, seed=0), Sleepy(Lossy(A, 0.3, seed=1), 0.8, seed=2)
+    h = rf.run(rf.Algorithm(net, 0.05, method="dsgd"), f, 20, record_every=10, progress=False,
+               metrics=["grad_norm", "messages_received", "messages_dropped"])
+    opt = REGISTRY["dsgd"].build(net, np.zeros((12, 3)), 0.05)
+    for _ in range(20):
+        opt.step(lambda X: X - 1.0)
+    last = h.frame.iloc[-1]
+    assert last["messages_dropped"] == opt.messages_dropped() > 0
+    assert last["messages_received"] == opt.traffic()["messages"] - opt.messages_dropped()
+
 def test_traffic_over_a_schedule_counts_each_iterations_links():
     """A schedule's links change with the iteration: traffic() counts those of each iteration's matrix (asleep
     nodes' out-links left out); it counted the first matrix's every iteration."""

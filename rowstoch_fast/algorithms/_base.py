@@ -623,6 +623,35 @@ class Optimizer(AskTell, FailureHandling, Persistence):
             nbytes += exchanges * sent * size
         return {"messages": messages, "bytes": int(round(nbytes))}  # (per-node compression: a mean size per link)
 
+    def messages_dropped(self):
+        """Messages the network's losses have dropped so far, of those :meth:`traffic` counts as sent (the
+        messages of a sleeping node are not sent, so not dropped): each iteration's lost links of its senders, for
+        each exchange of each matrix, from the draws the rounds used (:meth:`Network.dropped`); 0 on a network
+        without losses. Counted on demand, from where the last call stopped (the draws are counter-based hashes:
+        after a resume or a rolled-back step they are counted again from the start, with the same result); an
+        iteration of ``R`` gossip rounds counts the mean of its rounds per exchange, ``R`` exchanges giving their
+        sum. The messages received are ``traffic()["messages"]`` less these."""
+        counts = self.__dict__.setdefault("_dropped_counts", {})
+        total = 0.0
+        for name, exchanges, _ in self._traffic_per_iteration():
+            M = self._mats.get(name)
+            if not isinstance(M, Network):
+                continue
+            entry = counts.setdefault(name, [self.silent_iterations, 0.0, (self.silent_iterations, 0.0)])
+            if entry[0] > self.iteration:  # (a state rolled back to an earlier iteration: count again, from the
+                resumed = entry[2]  # count a resume started from where that is not later)
+                entry[0], entry[1] = resumed if resumed[0] <= self.iteration else (self.silent_iterations, 0.0)
+            while entry[0] < self.iteration:
+                t = entry[0]
+                if self._talks(t):
+                    tn = self._network_time(t)
+                    senders = M.senders(tn)
+                    lost = sum(M.dropped(tn, r, senders) for r in range(self.rounds))
+                    entry[1] += exchanges * lost / self.rounds
+                entry[0] = t + 1
+            total += entry[1]
+        return int(round(total))
+
     def _links_sent(self, name, M):
         """Links that carried a message over the talking iterations, for a network whose links vary by iteration
         (a schedule's matrices; nodes asleep: :meth:`~rowstoch_fast.network.Network.senders`): each iteration's
@@ -683,6 +712,8 @@ class Optimizer(AskTell, FailureHandling, Persistence):
         for name, entry in self._sender_counts().items():
             self._links_sent(name, None)
             out[f"traffic/{name}"] = np.array(entry[:2], dtype=np.int64)
+        for name, entry in self.__dict__.get("_dropped_counts", {}).items():  # (where messages_dropped() counted:
+            out[f"dropped/{name}"] = np.array(entry[:2], dtype=np.float64)  # as far as it did)
         return out
 
     def _restore_traffic(self, state):
@@ -700,6 +731,20 @@ class Optimizer(AskTell, FailureHandling, Persistence):
                                  f"in {first} .. {last} and the links >= 0, got {saved.tolist()!r}")
             entry[0], entry[1] = int(saved[0]), int(saved[1])
             entry[4] = (entry[0], entry[1])
+        counts = self.__dict__.setdefault("_dropped_counts", {})
+        for key in state:
+            if not str(key).startswith("dropped/"):
+                continue
+            name, saved = str(key)[len("dropped/"):], np.asarray(state[key])
+            first, last = self.silent_iterations, max(self.silent_iterations, self.iteration)
+            if name not in self._mats or saved.shape != (2,) or saved.dtype.kind not in "fiu" or \
+                    not np.isfinite(saved).all() or not first <= saved[0] <= last or saved[0] != int(saved[0]) or \
+                    saved[1] < 0:
+                raise ValueError(f"state[{key!r}] must be [next iteration to count, messages dropped so far] of a "
+                                 f"matrix of {type(self).__name__} ({', '.join(self._mats)}) with the iteration in "
+                                 f"{first} .. {last} and the count >= 0, got {saved.tolist()!r}")
+            start = (int(saved[0]), float(saved[1]))
+            counts[name] = [*start, start]
 
     def _diagonal(self):
         """``w_ii`` of ``W`` for this process's rows (a time-varying W: that of its first matrix), kept once read."""

@@ -107,7 +107,8 @@ class Persistence:
         The dict can be written with ``np.savez`` and read back with
         ``dict(np.load(path))``; any backend can resume it. Over a network whose links vary by iteration (sleep,
         a schedule) it holds :meth:`traffic`'s count so far (keys ``"traffic/<matrix>"``), which a resume
-        continues from, as it does :attr:`calls` (keys ``"calls/<kind>"``).
+        continues from, as it does :attr:`calls` (keys ``"calls/<kind>"``) and, where
+        :meth:`messages_dropped` has counted, its count (keys ``"dropped/<matrix>"``).
         """
         self._settle()
         traffic = self._traffic_state()

@@ -149,6 +149,14 @@ class Network:
         base = getattr(self, "base", None)
         return base.senders(t) if isinstance(base, Network) else None
 
+    def dropped(self, t, r, senders=None):
+        """The messages of round ``r`` of iteration ``t`` that this network's losses drop, of those the nodes of the
+        bool mask ``senders`` send (None: every node): a layer that loses messages counts its own (:class:`Lossy`),
+        the others ask their base; 0 for a network without losses. Counted from the draws the rounds use (the
+        counter-based hashes), so any iteration's can be counted again at any time."""
+        base = getattr(self, "base", None)
+        return base.dropped(t, r, senders) if isinstance(base, Network) else 0
+
     @property
     def static(self):
         """The :class:`MixingMatrix` this network always applies, when it never changes (no loss, nobody

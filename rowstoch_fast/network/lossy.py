@@ -102,6 +102,18 @@ class Lossy(Network):
     def _lost(self, csr, t, r):
         return self._lost_entries(t, r, csr.indptr, csr.indices)
 
+    def dropped(self, t, r, senders=None):
+        """The messages ``j -> i`` of round ``r`` of iteration ``t`` lost (:meth:`Network.dropped`), of those the
+        nodes of ``senders`` send: the draws of the round itself, on the links of the base's matrix of ``(t, r)``
+        (and the losses of the base's own, where it has some)."""
+        csr, _ = _base_entries(self.base, t, r)
+        if self.lossless:
+            lost = 0
+        else:
+            lost_links = self._lost(csr, t, r)
+            lost = int(lost_links.sum() if senders is None else lost_links[np.asarray(senders)[csr.indices]].sum())
+        return lost + super().dropped(t, r, senders)
+
     def _lost_back(self, csr, t, r):
         """Which stored entries' links lost their other message (``i -> j`` of the entry ``(i, j)``) in round
         ``r`` of iteration ``t``: the same draws (and chains), receiver and sender swapped."""

@@ -325,17 +325,17 @@ void compress_batch(int method, const T* const* v, T* const* out, std::int64_t L
 }
 
 // out[i] = the messages of row i of X (n rows of w values, messages of L values; row i is node ids.row(i)); where
-// `own` is given, X's row is copied there in the same pass (the [X; Q] block of a compressed round). `params` /
-// `sigmas`: one bits-or-k / sigma per global node id (the sender's: heterogeneous devices), or null: param / sigma
-// for every node. Messages are batched (compress_batch) only with others of the same parameter; a message compressed
-// alone gets the same operations, so the same bits.
-template <class T>
-void compress_rows(const T* X, T* out, std::int64_t n, std::int64_t w, std::int64_t L, NodeIds ids, int method,
-                   std::int64_t param, double sigma, bool unbiased, std::uint64_t seed, std::uint64_t t,
-                   std::uint64_t r, T* own = nullptr, const std::int64_t* params = nullptr,
-                   const double* sigmas = nullptr) {
+// `own` is given, X's row is copied there in the same pass (the [X; Q] block of a compressed round). PerNode:
+// `params` / `sigmas` hold one bits-or-k / sigma per global node id (the sender's: heterogeneous devices), else
+// param / sigma are every node's (that loop compiled without a per-row lookup). Messages are batched
+// (compress_batch) only with others of the same parameter; a message compressed alone gets the same operations, so
+// the same bits.
+template <bool PerNode, class T>
+void compress_rows_of(const T* X, T* out, std::int64_t n, std::int64_t w, std::int64_t L, NodeIds ids, int method,
+                      std::int64_t param, double sigma, bool unbiased, std::uint64_t seed, std::uint64_t t,
+                      std::uint64_t r, T* own, const std::int64_t* params, const double* sigmas) {
     const std::uint64_t round = hash_prefix(seed, t, r);
-    const bool any_batch = params ? (method == kQsgd || method == kTopk || method == kRandk) : batched(method, param, L);
+    const bool any_batch = PerNode ? (method == kQsgd || method == kTopk || method == kRandk) : batched(method, param, L);
     for_range(n, threads_for(n * w * 8), [&](std::int64_t lo, std::int64_t hi) {
         std::vector<std::int64_t> order(static_cast<std::size_t>(L));
         std::vector<double> score(static_cast<std::size_t>(L * (any_batch ? kBatch : 1)));
@@ -345,19 +345,24 @@ void compress_rows(const T* X, T* out, std::int64_t n, std::int64_t w, std::int6
         std::uint64_t rows[kBatch];
         int held = 0;  // (messages waiting for a full batch, all of parameter held_param)
         std::int64_t held_param = param;
-        auto flush = [&]() {
-            for (int b = 0; b < held; ++b)
-                compress_message(method, vs[b], outs[b], L, first[b], rows[b], held_param, sigma, unbiased,
-                                 order.data(), score.data());
-            held = 0;
-        };
         for (std::int64_t i = lo; i < hi; ++i) {
             const std::int64_t g = ids.row(i);
             const std::uint64_t row = mix64(round ^ static_cast<std::uint64_t>(g));
-            const std::int64_t p = params ? params[g] : param;
-            const double s = sigmas ? sigmas[g] : sigma;
-            const bool batch = batched(method, p, L);
-            if (held && (!batch || p != held_param)) flush();  // (never with one parameter for every node)
+            std::int64_t p = param;
+            double s = sigma;
+            bool batch = any_batch;
+            if constexpr (PerNode) {
+                p = params ? params[g] : param;
+                s = sigmas ? sigmas[g] : sigma;
+                batch = batched(method, p, L);
+                if (held && (!batch || p != held_param)) {  // (the batch so far, one by one: the same bits)
+                    for (int b = 0; b < held; ++b)
+                        compress_message(method, vs[b], outs[b], L, first[b], rows[b], held_param, sigma, unbiased,
+                                         order.data(), score.data());
+                    held = 0;
+                }
+                held_param = p;
+            }
             if (own)  // (before any message of the row is written: out may be X)
                 for (std::int64_t c = 0; c < w; ++c) own[i * w + c] = X[i * w + c];
             for (std::int64_t c0 = 0; c0 < w; c0 += L) {
@@ -366,7 +371,6 @@ void compress_rows(const T* X, T* out, std::int64_t n, std::int64_t w, std::int6
                                      order.data(), score.data());
                     continue;
                 }
-                held_param = p;
                 vs[held] = X + i * w + c0;
                 outs[held] = out + i * w + c0;
                 first[held] = c0;
@@ -377,8 +381,22 @@ void compress_rows(const T* X, T* out, std::int64_t n, std::int64_t w, std::int6
                 }
             }
         }
-        flush();
+        for (int b = 0; b < held; ++b)
+            compress_message(method, vs[b], outs[b], L, first[b], rows[b], held_param, sigma, unbiased, order.data(),
+                             score.data());
     });
+}
+
+template <class T>
+void compress_rows(const T* X, T* out, std::int64_t n, std::int64_t w, std::int64_t L, NodeIds ids, int method,
+                   std::int64_t param, double sigma, bool unbiased, std::uint64_t seed, std::uint64_t t,
+                   std::uint64_t r, T* own = nullptr, const std::int64_t* params = nullptr,
+                   const double* sigmas = nullptr) {
+    if (params || sigmas)
+        compress_rows_of<true>(X, out, n, w, L, ids, method, param, sigma, unbiased, seed, t, r, own, params, sigmas);
+    else
+        compress_rows_of<false>(X, out, n, w, L, ids, method, param, sigma, unbiased, seed, t, r, own, nullptr,
+                                nullptr);
 }
 
 }  // namespace rowstoch
