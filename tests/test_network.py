@@ -652,6 +652,18 @@ def test_per_node_losses_are_the_senders_and_equal_one_number_bit_for_bit():
         REGISTRY["dsgd"].from_state_dict(opt.state_dict(), A=Lossy(A, p[::-1], seed=4))
 
 
+def _equal_values_run_as_one(cases, one, each, x0, steps):
+    """For each ``(algorithm, network of a value)`` of ``cases``: the run over the network of ``one`` value and over
+    that of ``each`` (n equal values) are the same, iterate for iterate."""
+    for name, make in cases:
+        cls, runs = REGISTRY[name], []
+        for value in (one, each):
+            opt = cls.build(make(value), x0, 0.02)
+            for _ in range(steps):
+                opt.step(feed(cls, lambda X: X - 1.0))
+            runs.append(opt.gather_x())
+        np.testing.assert_array_equal(runs[0], runs[1], err_msg=name)
+
 def test_per_node_noise_is_the_senders_and_equals_one_number_bit_for_bit():
     """Noisy's ``sigma`` per node (``per="link"``: the noise on the copies of what a node sends): n equal values are
     the single number's run, iterate for iterate (a plain round, the per-link methods' running sums, delayed
@@ -663,14 +675,7 @@ def test_per_node_noise_is_the_senders_and_equals_one_number_bit_for_bit():
     cases = [("pull-diag-gt", lambda s: Noisy(A, s, seed=2)), ("robust-gradient-push", lambda s: Noisy(A, s, seed=2)),
              ("sgp", lambda s: Noisy(Delayed(Lossy(A, 0.2, seed=1), 2, seed=3), s, seed=2)),
              ("dgd", lambda s: Noisy(W, s, seed=2))]
-    for name, make in cases:
-        cls, runs = REGISTRY[name], []
-        for sigma in (0.05, np.full(10, 0.05)):
-            opt = cls.build(make(sigma), np.arange(30.0).reshape(10, 3), 0.02)
-            for _ in range(20):
-                opt.step(feed(cls, lambda X: X - 1.0))
-            runs.append(opt.gather_x())
-        np.testing.assert_array_equal(runs[0], runs[1], err_msg=name)
+    _equal_values_run_as_one(cases, 0.05, np.full(10, 0.05), np.arange(30.0).reshape(10, 3), 20)
     # only node 0 noisy: the rows that hear from it get noise, the others the noiseless round exactly
     sigma = np.r_[0.5, np.zeros(9)]
     X = np.arange(20.0).reshape(10, 2)
@@ -715,14 +720,7 @@ def test_per_node_compression_and_message_noise_are_the_senders_and_equal_one_nu
     cases = [("pull-diag-gt", lambda v: make(Lossy(A, 0.2, seed=1), v)), ("choco-sgd", lambda v: make(W, v)),
              ("compressed-push-pull", lambda v: make(A, v)),
              ("sgp", lambda v: make(Delayed(Lossy(A, 0.2, seed=1), 2, seed=3), v))]
-    for name, net_of in cases:
-        cls, runs = REGISTRY[name], []
-        for value in (3, np.full(10, 3)):
-            opt = cls.build(net_of(value), np.arange(40.0).reshape(10, 4), 0.02)
-            for _ in range(12):
-                opt.step(feed(cls, lambda X: X - 1.0))
-            runs.append(opt.gather_x())
-        np.testing.assert_array_equal(runs[0], runs[1], err_msg=name)
+    _equal_values_run_as_one(cases, 3, np.full(10, 3), np.arange(40.0).reshape(10, 4), 12)
     X = np.random.default_rng(2).standard_normal((10, 4))
     one, other = make(A, 3).mix(X, 3), make(A, np.r_[1, np.full(9, 3)]).mix(X, 3)
     hears = _hears_from(A, 0)
