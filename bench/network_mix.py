@@ -8,7 +8,8 @@ Interleaved medians of one gossip round on the exponential graph: the static ``M
 kernel), ``Lossy(A, p).mix`` and ``Lossy(A, [p] * n).mix`` (one p per node: the same draws through the pass's general case),
 ``Sleepy(A, 0.9).mix`` (losses and sleep drawn by hashing inside the compiled
 CSR pass, rows renormalised there: ``_core.mix_lossy``), ``one_peer_exponential(n).mix`` (a
-2-entry-per-row schedule) and compressed messages (``Compressed(A, "qsgd", bits=4)``, ``"topk", k=2`` and
+2-entry-per-row schedule) and compressed messages (``Compressed(A, "qsgd", bits=4)``, "qsgd per-node" with each
+sender's bits 2, 3, 4 or 8 in turn, ``"topk", k=2`` and
 ``Compressed(Lossy(A, p), "topk", k=2)``: the messages encoded in C++, then one pass over ``[X; Q]``) and
 delayed ones (``Delayed(A, 3)``, uniform and fixed delays: one pass over ``[X; the last 4 iterations' messages]``,
 uniform delays' ages drawn in it (``_core.mix_delayed``), a fixed delay's index kept; "via index": uniform delays
@@ -55,7 +56,10 @@ def main(argv=None):
             net.mix(X, t[0], out=out)
         return run
 
-    compressed = {"qsgd-4": Compressed(A, "qsgd", bits=4, seed=1), "topk-2": Compressed(A, "topk", k=2),
+    compressed = {"qsgd-4": Compressed(A, "qsgd", bits=4, seed=1),
+                  "qsgd per-node": Compressed(A, "qsgd", bits=np.resize([2, 3, 4, 8], n), seed=1),  # (each
+                  # sender's bits: the batches of four messages split where they change, here at every row)
+                  "topk-2": Compressed(A, "topk", k=2),
                   "lossy-topk-2": Compressed(lossy, "topk", k=2),
                   "lossy-topk-2 via index": Compressed(lossy, "topk", k=2), "delayed-3": Delayed(A, 3, seed=1),
                   "delayed-3-fixed": Delayed(A, 3, delay="fixed"), "delayed-3 via index": Delayed(A, 3, seed=1),
