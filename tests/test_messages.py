@@ -563,6 +563,8 @@ def test_the_command_line_and_a_file_give_values_per_node(tmp_path, capsys):
     assert "messages lost with probability 0..0.2 per node (the sender's)" in out
     settings = json.loads((tmp_path / "c" / "experiment.json").read_text())
     assert settings["settings"]["loss"] == "0.1,0..0.2" and "ring / loss 0..0.2 per node" in settings["graphs"]
+    assert settings["argv"] == common + ["--loss", "0.1,0..0.2", "--out", str(tmp_path / "c")]  # (main's own, not
+    # the interpreter's command line)
     toml = tmp_path / "exp.toml"
     toml.write_text('[network]\ntopology = "ring"\nn = 8\n[objective]\nkind = "quadratic"\nd = 4\n'
                     f'[communication]\nloss = [0.1, "0..0.2"]\nnoise = "@{tmp_path / "sigma.npy"}"\n'

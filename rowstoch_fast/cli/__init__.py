@@ -58,6 +58,7 @@ def main(argv=None):
     parser = make_parser()
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)
+    args.argv = list(argv)  # (what a command records as its own: main's arguments, not the interpreter's)
     # the options written out (abbreviations are off, so each appears as itself)
     args.given = {str(token).split("=", 1)[0] for token in argv if str(token).startswith("--")}
     undo_logging = configure_logging(args)

@@ -446,7 +446,7 @@ def _write_experiment(args, problems, file_algorithms):
                                                          "algorithms": [label for label, _, _ in specs],
                                                          "objective": f.describe()}
     document = {"settings": settings, "algorithms": file_algorithms, "graphs": graphs, "version": __version__,
-                "build_info": build_info(), "argv": sys.argv[1:]}
+                "build_info": build_info(), "argv": getattr(args, "argv", sys.argv[1:])}
     atomic_write(os.path.join(args.out, "experiment.json"),
                  lambda fh: json.dump(document, fh, indent=1, default=str))
     atomic_write(os.path.join(args.out, _FROZEN),
