@@ -653,6 +653,9 @@ PerNodeValue<V> per_node_value(const py::object& obj, const char* name, Valid va
             throw py::type_error(cat(name, " must be ", std::is_integral<V>::value ? "integers" : "real numbers",
                                      ", got ", dtype_name(raw)));
         if (raw.shape(0) < 1) throw py::value_error(cat(name, " must have one value per node, got none"));
+        if (kind == 'u' && raw.itemsize() == 8 && std::is_integral<V>::value &&
+            py::module_::import("numpy").attr("any")(raw.attr("__gt__")(std::numeric_limits<V>::max())).template cast<bool>())
+            throw py::value_error(cat(name, " has a value past ", std::numeric_limits<V>::max()));
         auto values = py::array_t<V, py::array::c_style | py::array::forcecast>::ensure(raw);
         out.per_node.assign(values.data(), values.data() + values.shape(0));
         for (std::size_t k = 0; k < out.per_node.size(); ++k)

@@ -119,9 +119,9 @@ def _hyperparameters(label):
 def _kind_name(kind):
     return {int: "an integer", float: "a number", bool: "true or false", str: "a string", "list": "a list of strings",
             "str|list": "a string or a list of strings",
-            "float|list": "a number, a string giving one per node (LOW..HIGH or @FILE), or a list of them",
-            "float|nodes": "a number or a string giving one per node (LOW..HIGH or @FILE)",
-            "int|nodes": "an integer or a string giving one per node (LOW..HIGH or @FILE)"}[kind]
+            "float|list": "a number, a string giving one per node (FIRST..LAST or @FILE), or a list of them",
+            "float|nodes": "a number or a string giving one per node (FIRST..LAST or @FILE)",
+            "int|nodes": "an integer or a string giving one per node (FIRST..LAST or @FILE)"}[kind]
 
 
 def _check_value(where, value, kind):

@@ -898,7 +898,7 @@ def test_cli_compare_runs_an_experiment_file_and_saves_what_made_the_results(tmp
     (lambda t: t.replace("[run]", '[communication]\ncompress = ["none", "zip:4"]\n[run]'),
      "[communication] compress must be one of none, qsgd"),
     (lambda t: t.replace("[run]", "[communication]\nloss = [0.0, \"x\"]\n[run]"),
-     "[communication] loss must be a number or a list of numbers"),
+     "[communication] loss must be a number or comma-separated numbers (an item may give one per node"),
     # values out of range, named with the file and table (the run refused them, after other methods had written)
     (lambda t: t.replace("lr = 0.1", "lr = -0.1"), "[algorithms.dsgd] lr must be a finite number > 0, got -0.1"),
     (lambda t: t.replace("lr = 0.1", "lr = nan"), "[algorithms.dsgd] lr must be a finite number > 0, got nan"),

@@ -521,7 +521,7 @@ def test_compare_takes_the_communication_options_and_the_toml_table(tmp_path, ca
 
 def test_the_command_line_and_a_file_give_values_per_node(tmp_path, capsys):
     """--loss / --awake / --rate / --noise / --bits / --k and their [communication] keys take one value per node:
-    ``LOW..HIGH`` (evenly spread, rounded for bits and k) and ``@FILE`` (.npy or text) build the layers with those
+    ``FIRST..LAST`` (evenly spread, rounded for bits and k) and ``@FILE`` (.npy or text) build the layers with those
     arrays; a run with them resumes bit for bit and a comparison puts them in its captions and experiment.json;
     a file of another length, an unreadable one, a value out of range or not an integer: one line, exit 2."""
     import json
@@ -533,6 +533,10 @@ def test_the_command_line_and_a_file_give_values_per_node(tmp_path, capsys):
 
     awake = tmp_path / "awake.txt"
     awake.write_text("0.5, 0.6 0.7\n0.8 0.9 1 1 1\n")
+    np.save(tmp_path / "two.npy", np.full((2, 4), 0.5))
+    assert network_options.node_spec("0.2..0", "--loss").of(3, "--loss").tolist() == [0.2, 0.1, 0.0]  # (as written)
+    assert network_options.node_spec("8..2", "--bits", integer=True).of(4, "--bits", True).tolist() == [8, 6, 4, 2]
+    assert network_options.node_spec("0.1..0.1", "--loss") == 0.1  # (one value for all: that number)
     np.save(tmp_path / "sigma.npy", np.linspace(0.0, 0.01, 8))
     args = make_parser().parse_args(["run", "--loss", "0..0.35", "--awake", f"@{awake}", "--compress", "qsgd",
                                       "--bits", "2..8", "--noise", f"@{tmp_path / 'sigma.npy'}"])
@@ -574,11 +578,17 @@ def test_the_command_line_and_a_file_give_values_per_node(tmp_path, capsys):
     for bad, message in ((["--loss", f"@{tmp_path / 'none.txt'}"], "--loss @"),
                          (["--awake", f"@{awake}", "--n", "16"], "the file holds 8 values, one per node of the 16"),
                          (["--loss", "0..1"], "--loss must be in [0, 1)"),
-                         (["--loss", "0..x"], "--loss must be a number, or one per node: LOW..HIGH"),
+                         (["--loss", "0..x"], "--loss must be a number, or one per node: FIRST..LAST"),
                          (["--compress", "qsgd", "--bits", "2..40"], "--compress qsgd needs --bits in 1..32, got 2..40"),
                          (["--compress", "qsgd", "--bits", "2.5..4"], "argument --bits: must be an integer"),
                          (["--awake", "0..1"], "--awake must be in (0, 1], got 0..1"),
-                         (["--noise=-1..0"], "--noise must be a finite number >= 0")):
+                         (["--noise=-1..0"], "--noise must be a finite number >= 0"),
+                         (["--compress", "qsgd", "--bits", "inf"], "argument --bits: must be a finite number"),
+                         (["--compress", "qsgd", "--bits", "nan"], "argument --bits: must be a finite number"),
+                         (["--awake", f"@{tmp_path}"], f"argument --awake: @{tmp_path}: the file cannot be read"),
+                         (["--awake", f"@{tmp_path / 'two.npy'}"], "a .npy file of one value per node must be 1-D"),
+                         (["--loss", "0.1,0.1..0.1"], "--loss '0.1,0.1..0.1' names a rate twice"),
+                         (["--loss", "0..0.2,0.0..0.2"], "names a rate twice")):
         try:
             code = cli.main(["run", "--n", "8", "--out", str(tmp_path / "x")] + bad)
         except SystemExit as exc:  # (argparse's refusal of a value its type does not take)

@@ -744,8 +744,8 @@ def test_per_node_compression_checks_its_values_counts_its_bytes_and_takes_the_w
             Compressed(A, "qsgd", bits=bad)
     with pytest.raises(ValueError, match=r"k\[9\] \(node 9's\) must be an integer >= 1"):
         Compressed(A, "topk", k=np.r_[np.ones(9), 0])
-    with pytest.raises(ValueError, match="k = 5 is more than the 4 values of one message"):
-        REGISTRY["dsgd"](Compressed(A, "topk", k=np.r_[5, np.ones(9)]), np.zeros((10, 4)), 0.1)
+    with pytest.raises(ValueError, match=r"k\[1\] \(node 1's\) = 5 is more than the 4 values of one message"):
+        REGISTRY["dsgd"](Compressed(A, "topk", k=np.r_[1, 5, np.ones(8)]), np.zeros((10, 4)), 0.1)
     bits = np.resize([2, 8], 10)
     net = Compressed(A, "qsgd", bits=bits)
     assert net.per_node and "bits=<10 values in [2, 8]>" in repr(net) and net.bits.dtype == np.int64
@@ -759,6 +759,24 @@ def test_per_node_compression_checks_its_values_counts_its_bytes_and_takes_the_w
     out_links = np.bincount(c.indices, minlength=10) - (c.diagonal() != 0)
     sizes = np.array([-(-(16 * (b + 1) + 64) // 8) for b in bits])
     assert opt.traffic() == {"messages": int(out_links.sum()), "bytes": int(sizes @ out_links)}
+    # under sleep and over a schedule: each iteration's links of each awake sender, at its own size
+    B = topology.ring(10)
+    for net in (Compressed(Sleepy(A, np.linspace(0.3, 1.0, 10), seed=2), "qsgd", bits=bits),
+                Compressed(Schedule([A, B]), "qsgd", bits=bits)):
+        run = REGISTRY["dsgd"](net, np.zeros((10, 16)), 0.1)
+        for _ in range(7):
+            run.step(lambda X: X - 1.0)
+        want = 0
+        for t in range(7):
+            c = (B if isinstance(net.base, Schedule) and t % 2 else A).csr
+            awake = net.base.awake(t) if isinstance(net.base, Sleepy) else np.ones(10, dtype=bool)
+            out = np.bincount(c.indices, minlength=10) - (c.diagonal() != 0)
+            want += int((out * awake) @ sizes)
+        assert run.traffic()["bytes"] == want
+        resumed = REGISTRY["dsgd"].from_state_dict(run.state_dict(), A=net)
+        for o in (run, resumed):
+            o.step(lambda X: X - 1.0)
+        assert resumed.traffic() == run.traffic()
     with pytest.raises(ValueError, match="its bits was '10 values, sha1"):
         REGISTRY["dsgd"].from_state_dict(opt.state_dict(), A=Compressed(A, "qsgd", bits=bits[::-1]))
     X = np.random.default_rng(4).standard_normal((10, 6))
@@ -772,10 +790,12 @@ def test_per_node_compression_checks_its_values_counts_its_bytes_and_takes_the_w
                                  ({"param": np.r_[0, np.full(9, 4)]}, ValueError, r"bits\[0\] must be in 1..32"),
                                  ({"param": np.full((2, 5), 4)}, ValueError, "bits must be one number or 1-D"),
                                  ({"param": np.full(10, 4.0)}, TypeError, "bits must be integers"),
+                                 ({"method": 2, "param": np.full(10, 2**63, dtype=np.uint64)}, ValueError,
+                                  "k has a value past 9223372036854775807"),
                                  ({"method": 5, "param": 0, "sigma": np.r_[-1.0, np.zeros(9)]}, ValueError,
                                   r"sigma\[0\] must be finite and >= 0")):
         args = {"method": 0, "param": 4, "sigma": 0.0, **kwargs}
-        with pytest.raises(error, match=match):
+        with pytest.raises(error, match=match):  # (and a uint64 past int64: refused, not wrapped)
             _core.compress(X, np.empty_like(X), args["method"], 3, args["param"], args["sigma"], True, 1, 0, 0)
 
 
@@ -1187,6 +1207,14 @@ def test_messages_dropped_are_the_losses_draws_of_the_awake_senders():
         assert resumed.messages_dropped() == opt.messages_dropped() > 0 or not isinstance(lossy, Lossy)
     with pytest.raises(ValueError, match=r"state\['dropped/A'\] must be \[next iteration to count"):
         REGISTRY["dsgd"].from_state_dict({**opt.state_dict(), "dropped/A": np.array([99.0, 1.0])}, A=net)
+    # two loss layers: a message both drop is dropped once (the union of their draws)
+    twice = Lossy(Lossy(A, 0.6, seed=1), 0.6, seed=2)
+    opt = REGISTRY["dsgd"].build(twice, np.zeros((12, 3)), 0.01)
+    for _ in range(10):
+        opt.step(lambda X: X - 1.0)
+    union = sum(int((_reference.lost_links(c.indptr, c.indices, 1, t, 0, 0.6) |
+                     _reference.lost_links(c.indptr, c.indices, 2, t, 0, 0.6)).sum()) for t in range(10))
+    assert opt.messages_dropped() == union < opt.traffic()["messages"]
     f, net = Quadratic.random(12, 3, seed=0), Sleepy(Lossy(A, 0.3, seed=1), 0.8, seed=2)
     h = rf.run(rf.Algorithm(net, 0.05, method="dsgd"), f, 20, record_every=10, progress=False,
                metrics=["grad_norm", "messages_received", "messages_dropped"])
@@ -1236,7 +1264,8 @@ def test_traffic_after_a_resume_continues_the_saved_count(monkeypatch):
             for _ in range(31):  # (LocalDSGD: saved in the middle of a round)
                 whole.step(grad)
             state = whole.state_dict()
-            assert sorted(k for k in state if k.startswith("traffic/")) == [f"traffic/{m}" for m in cls.matrices]
+            assert sorted(k for k in state if k.startswith("traffic/")) == sorted(
+                [f"traffic/{m}" for m in cls.matrices] + [f"traffic/{m}/by_sender" for m in cls.matrices])
             matrices = {k: v for k, v in cls.problem_matrices(net).items() if k in cls.matrices}
             resumed = cls.from_state_dict(state, **matrices)
             old = cls.from_state_dict({k: v for k, v in state.items() if not k.startswith("traffic/")}, **matrices)
@@ -1249,6 +1278,11 @@ def test_traffic_after_a_resume_continues_the_saved_count(monkeypatch):
             assert resumed.traffic() == expected, (cls, net)
             assert counted == [], (cls, net)  # nothing counted again: the steps since the resume had counted
             assert old.traffic() == expected and counted[0] == 0, (cls, net)  # (an older state: from the start)
+            older = cls.from_state_dict({k: v for k, v in state.items() if not k.endswith("/by_sender")}, **matrices)
+            for _ in range(9):
+                older.step(grad)
+            del counted[:]
+            assert older.traffic() == expected and counted[0] == 0, (cls, net)  # (no links by sender: from the start)
             again = cls.from_state_dict(resumed.state_dict(), **matrices)  # a resume of a resume
             del counted[:]
             assert again.traffic() == expected and counted == []

@@ -618,10 +618,26 @@ class Optimizer(AskTell, FailureHandling, Persistence):
             sent = self._links_sent(name, M)  # (links over the talking iterations: a sleeping node sends nothing)
             sent = talking * (self._edges[name] if name in self._edges else name) if sent is None else sent
             messages += exchanges * sent
+            by_sender = M.message_bytes_by_sender(per_node, self._d, itemsize) if \
+                hasattr(M, "message_bytes_by_sender") else None
+            if by_sender is not None:  # (per-node compression: each sender's links at its own size)
+                nbytes += exchanges * int(self._links_by_sender(name, M) @ by_sender)
+                continue
             size = M.message_bytes(per_node, self._d, itemsize) if hasattr(M, "message_bytes") else \
                 per_node * itemsize  # (compressed messages: their compressed size)
             nbytes += exchanges * sent * size
-        return {"messages": messages, "bytes": int(round(nbytes))}  # (per-node compression: a mean size per link)
+        return {"messages": messages, "bytes": nbytes}
+
+    def _links_by_sender(self, name, M):
+        """The links each node sent a message over in the talking iterations (an int64 array of ``n``): counted
+        with :meth:`_links_sent` where the links vary by iteration, else each node's out-links every iteration."""
+        entry = self._sender_counts().get(name)
+        if entry is not None:
+            self._links_sent(name, M)
+            return entry[5]
+        csr = base_matrix(M).csr
+        out = np.bincount(csr.indices, minlength=self._n) - (csr.diagonal() > 0)
+        return self._talking_iterations() * out.astype(np.int64)
 
     def messages_dropped(self):
         """Messages the network's losses have dropped so far, of those :meth:`traffic` counts as sent (the
@@ -662,15 +678,18 @@ class Optimizer(AskTell, FailureHandling, Persistence):
             return None
         if entry[0] > self.iteration:  # (a state rolled back to an earlier iteration: count again, from the count
             resumed = entry[4]  # restored by a resume, where that is not later)
-            entry[0], entry[1] = resumed if resumed[0] <= self.iteration else (self.silent_iterations, 0)
+            back = resumed[0] <= self.iteration
+            entry[0], entry[1] = resumed if back else (self.silent_iterations, 0)
+            entry[5] = entry[6].copy() if back else np.zeros(self._n, dtype=np.int64)
         while entry[0] < self.iteration:
             self._count_sent(entry[0])
         return entry[1]
 
     def _sender_counts(self):
         """``{matrix name: [next iteration to count, links so far, source, out-links per node of each matrix, the
-        (next, links) a resume started from]}`` of the matrices whose links vary by iteration: a network that
-        silences nodes (sleep), or over a schedule (each iteration its matrix's links); made once."""
+        (next, links) a resume started from, the links so far by sender, those a resume started from]}`` of the
+        matrices whose links vary by iteration: a network that silences nodes (sleep), or over a schedule (each
+        iteration its matrix's links); made once."""
         counts = self.__dict__.get("_sent_links")
         if counts is None:
             counts = self._sent_links = {}
@@ -680,7 +699,8 @@ class Optimizer(AskTell, FailureHandling, Persistence):
                     continue
                 source, _ = source_of(M)
                 if isinstance(source, Network) or M.senders(0) is not None:
-                    counts[name] = [self.silent_iterations, 0, source, {}, (self.silent_iterations, 0)]
+                    counts[name] = [self.silent_iterations, 0, source, {}, (self.silent_iterations, 0),
+                                    np.zeros(self._n, dtype=np.int64), np.zeros(self._n, dtype=np.int64)]
         return counts
 
     def _count_sent(self, t):
@@ -701,6 +721,7 @@ class Optimizer(AskTell, FailureHandling, Persistence):
                 out = outs[id(A)] = np.bincount(csr.indices, minlength=self._n) - (csr.diagonal() > 0)  # no loops
             senders = self._mats[name].senders(tn)
             entry[1] += int(out.sum() if senders is None else out[senders].sum())
+            entry[5] += out if senders is None else np.where(senders, out, 0)
             entry[0] = t + 1
 
     # ------------------------------------------------------------------ the traffic counts across a resume
@@ -712,6 +733,7 @@ class Optimizer(AskTell, FailureHandling, Persistence):
         for name, entry in self._sender_counts().items():
             self._links_sent(name, None)
             out[f"traffic/{name}"] = np.array(entry[:2], dtype=np.int64)
+            out[f"traffic/{name}/by_sender"] = entry[5].copy()
         for name, entry in self.__dict__.get("_dropped_counts", {}).items():  # (where messages_dropped() counted:
             out[f"dropped/{name}"] = np.array(entry[:2], dtype=np.float64)  # as far as it did)
         return out
@@ -729,8 +751,16 @@ class Optimizer(AskTell, FailureHandling, Persistence):
                     int(saved[1]) < 0:
                 raise ValueError(f"state[{key!r}] must be [next iteration to count, links so far] with the iteration "
                                  f"in {first} .. {last} and the links >= 0, got {saved.tolist()!r}")
+            by_sender = np.asarray(state.get(f"{key}/by_sender", np.zeros(0, dtype=np.int64)))
+            if f"{key}/by_sender" not in state:  # (an older version's state: each sender's links counted again)
+                continue
+            if by_sender.shape != (self._n,) or by_sender.dtype.kind not in "iu" or (by_sender < 0).any() or \
+                    int(by_sender.sum()) != int(saved[1]):
+                raise ValueError(f"state[{key + '/by_sender'!r}] must be the links each of the {self._n} nodes sent "
+                                 f"(integers >= 0 summing to the {int(saved[1])} links of state[{key!r}])")
             entry[0], entry[1] = int(saved[0]), int(saved[1])
             entry[4] = (entry[0], entry[1])
+            entry[5], entry[6] = by_sender.astype(np.int64), by_sender.astype(np.int64)
         counts = self.__dict__.setdefault("_dropped_counts", {})
         for key in state:
             if not str(key).startswith("dropped/"):

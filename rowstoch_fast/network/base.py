@@ -149,13 +149,20 @@ class Network:
         base = getattr(self, "base", None)
         return base.senders(t) if isinstance(base, Network) else None
 
-    def dropped(self, t, r, senders=None):
-        """The messages of round ``r`` of iteration ``t`` that this network's losses drop, of those the nodes of the
-        bool mask ``senders`` send (None: every node): a layer that loses messages counts its own (:class:`Lossy`),
-        the others ask their base; 0 for a network without losses. Counted from the draws the rounds use (the
-        counter-based hashes), so any iteration's can be counted again at any time."""
+    def lost_keys(self, t, r):
+        """The links ``j -> i`` whose message of round ``r`` of iteration ``t`` this network's losses drop, as sorted
+        unique keys ``i n + j`` (int64; empty without losses): a layer that loses messages adds its own
+        (:class:`Lossy`) to its base's, each message counted once where two such layers drop it; the others give
+        their base's. From the draws the rounds use (the counter-based hashes), so any iteration's can be drawn
+        again at any time."""
         base = getattr(self, "base", None)
-        return base.dropped(t, r, senders) if isinstance(base, Network) else 0
+        return base.lost_keys(t, r) if isinstance(base, Network) else np.zeros(0, dtype=np.int64)
+
+    def dropped(self, t, r, senders=None):
+        """How many messages of round ``r`` of iteration ``t`` this network's losses drop (:meth:`lost_keys`), of
+        those the nodes of the bool mask ``senders`` send (None: every node)."""
+        keys = self.lost_keys(t, r)
+        return len(keys) if senders is None else int(np.asarray(senders, dtype=bool)[keys % self.n].sum())
 
     @property
     def static(self):

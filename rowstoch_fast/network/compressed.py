@@ -47,11 +47,11 @@ class Compressed(_Messages):
     ``topk`` with ``k = d``, ``randk`` with ``k = d`` and ``round`` at the run's precision send every value
     unchanged: the iterates equal the base network's, bit for bit (tests). The bytes an optimizer's
     ``traffic()`` (and ``rowstoch compare``'s tables) count are those of the compressed messages (with per-node
-    ``bits`` or ``k``: each message at the mean size of the senders, weighted by their out-links in the
-    matrix under the layers (a schedule's first); exact where every node sends every round). With per-node values, :meth:`omega` and
-    :meth:`delta` (CHOCO-SGD's and compressed Push-Pull's constants) are the worst node's, and the CuPy backend
-    compresses on the host (the CPU's pass). A plain
-    algorithm under compression shows its degradation; :class:`~rowstoch_fast.CHOCOSGD` compresses the
+    ``bits`` or ``k``: each sender's messages at its own size, the links counted sender by sender;
+    :meth:`message_bytes` alone gives the mean size over the links of the matrix under the layers). With per-node
+    values, :meth:`omega` and :meth:`delta` (CHOCO-SGD's and compressed Push-Pull's constants) are the worst
+    node's, and the CuPy backend compresses on the host (the CPU's pass). A plain algorithm under compression
+    shows its degradation; :class:`~rowstoch_fast.CHOCOSGD` compresses the
     differences to replicas it keeps, and converges. Definitions: ``_reference.compress``.
 
     Examples
@@ -213,10 +213,10 @@ class Compressed(_Messages):
                "(qsgd:4, topk:2); compare: several, comma-separated (--compress none,qsgd:4: one setting each, a "
                "column of the table); bytes are counted compressed", choices=("none", *METHODS),
                metavar="METHOD[:P][,...]", item_help="a list: one setting each; qsgd:4 gives the bits, topk:2 k"),
-        Option("bits", int, None, "qsgd and round: bits per value, 1..32; one per node (the sender's): LOW..HIGH "
+        Option("bits", int, None, "qsgd and round: bits per value, 1..32; one per node (the sender's): FIRST..LAST "
                                   "or @FILE", cli_type=node_option("--bits", integer=True), toml_kind="int|nodes"),
         Option("k", int, None, "topk and randk: values kept per message, 1..d; one per node (the sender's): "
-                               "LOW..HIGH or @FILE", cli_type=node_option("--k", integer=True), toml_kind="int|nodes"),
+                               "FIRST..LAST or @FILE", cli_type=node_option("--k", integer=True), toml_kind="int|nodes"),
         Option("biased", bool, False, "qsgd: the nearest level instead of stochastic rounding; randk: no d/k "
                                       "rescaling"),
     )

@@ -102,17 +102,17 @@ class Lossy(Network):
     def _lost(self, csr, t, r):
         return self._lost_entries(t, r, csr.indptr, csr.indices)
 
-    def dropped(self, t, r, senders=None):
-        """The messages ``j -> i`` of round ``r`` of iteration ``t`` lost (:meth:`Network.dropped`), of those the
-        nodes of ``senders`` send: the draws of the round itself, on the links of the base's matrix of ``(t, r)``
-        (and the losses of the base's own, where it has some)."""
-        csr, _ = _base_entries(self.base, t, r)
+    def lost_keys(self, t, r):
+        """:meth:`Network.lost_keys`: the messages ``j -> i`` this layer's draws of round ``r`` of iteration ``t``
+        drop on the links of its base's round, with those its base's own losses drop (each once)."""
+        inner = super().lost_keys(t, r)
         if self.lossless:
-            lost = 0
-        else:
-            lost_links = self._lost(csr, t, r)
-            lost = int(lost_links.sum() if senders is None else lost_links[np.asarray(senders)[csr.indices]].sum())
-        return lost + super().dropped(t, r, senders)
+            return inner
+        csr, _ = _base_entries(self.base, t, r)
+        lost = self._lost(csr, t, r)
+        rows = np.repeat(np.arange(csr.shape[0], dtype=np.int64), np.diff(csr.indptr))
+        keys = rows[lost] * np.int64(self.n) + np.asarray(csr.indices, dtype=np.int64)[lost]
+        return np.union1d(keys, inner)
 
     def _lost_back(self, csr, t, r):
         """Which stored entries' links lost their other message (``i -> j`` of the entry ``(i, j)``) in round
@@ -246,7 +246,7 @@ class Lossy(Network):
                "probability that a message is lost (row-stochastic receivers renormalise over what arrived; "
                "push-based senders lose the mass); with --loss-model gilbert-elliott: the loss probability in the "
                "bad state; compare: several, comma-separated (one setting each, a column of the table); one per "
-               "node (the sender's): LOW..HIGH or @FILE", metavar="P[,...]",
+               "node (the sender's): FIRST..LAST or @FILE", metavar="P[,...]",
                item_help="a list: one setting each; an item is " + NODE_VALUES_HELP),
         Option("loss_model", str, "bernoulli", "independent losses, or bursty ones (a good/bad chain per link)",
                choices=MODELS),
@@ -303,7 +303,7 @@ class Lossy(Network):
 
     @classmethod
     def sweep(cls, ns, given):
-        """``--loss`` as one setting per comma-separated rate (each a number, or one per node: ``LOW..HIGH``,
+        """``--loss`` as one setting per comma-separated rate (each a number, or one per node: ``FIRST..LAST``,
         ``@FILE``)."""
         values = []
         for part in (p.strip() for p in str(ns.loss).split(",")):
@@ -313,7 +313,7 @@ class Lossy(Network):
                 if part.startswith("@") or ".." in part:  # (one per node: what is wrong with it)
                     raise
                 raise UsageError(f"--loss must be a number or comma-separated numbers (an item may give one per "
-                                 f"node: LOW..HIGH or @FILE), got {ns.loss!r}") from None
+                                 f"node: FIRST..LAST or @FILE), got {ns.loss!r}") from None
         if len(values) != len(set(values)):
             raise UsageError(f"--loss {ns.loss!r} names a rate twice")
         return [{"loss": v} for v in values]

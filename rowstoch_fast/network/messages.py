@@ -160,11 +160,12 @@ class _Messages(Network):
         layer = self
         while isinstance(layer, _Messages):
             k = getattr(layer, "k", None)
-            k = None if k is None else int(np.max(k))  # (per-node k: the largest)
             L = self.message_length(width, d)
-            if k is not None and k > L and (d is None or width % d == 0):  # (a narrow block, a push-sum weight
-                # beside models of d values, is sent whole)
-                raise ValueError(f"k = {k} is more than the {L} values of one message (k must be in 1..d)")
+            if k is not None and np.max(k) > L and (d is None or width % d == 0):  # (a narrow block, a push-sum
+                # weight beside models of d values, is sent whole)
+                whose = "" if np.ndim(k) == 0 else f"[{int(np.argmax(k > L))}] (node {int(np.argmax(k > L))}'s)"
+                raise ValueError(f"k{whose} = {int(np.max(k) if np.ndim(k) == 0 else k[np.argmax(k > L)])} is more "
+                                 f"than the {L} values of one message (k must be in 1..d)")
             layer = layer.base
 
     def contraction(self, d):
@@ -182,18 +183,30 @@ class _Messages(Network):
         carry it: the size of the last compression applied (noise changes no size). A message that packs models
         with a few more values (a push-sum weight: ``reps d + 1``) is its models' messages plus the rest sent
         whole, as they are compressed."""
+        size, sized = self._sizes(values, d, itemsize)
+        return int(size) if np.ndim(size) == 0 else sized.mean_over_links(size)  # (per-node bits or k: the mean
+        # over the links of each sender's size)
+
+    def message_bytes_by_sender(self, values, d, itemsize):
+        """:meth:`message_bytes` of each sender (an int64 array of ``n``) where the nodes compress with values of
+        their own (per-node ``bits`` or ``k``); None where every sender's is the same."""
+        size, _ = self._sizes(values, d, itemsize)
+        return None if np.ndim(size) == 0 else np.asarray(size, dtype=np.int64)
+
+    def _sizes(self, values, d, itemsize):
+        """``(bytes, the layer that sized them)`` of one message of ``values`` values: a number, or one per sender
+        (an array) where the compression's parameter is per node."""
         layer, sized = self, None
         while isinstance(layer, _Messages):
             sized = layer if getattr(layer, "_bits", None) is not None else sized  # (a compression sizes them)
             layer = layer.base
         if sized is None:
-            return values * itemsize
+            return values * itemsize, None
         if d and values > d and values % d:
-            return self.message_bytes(values - values % d, d, itemsize) + self.message_bytes(values % d, d, itemsize)
+            return (self._sizes(values - values % d, d, itemsize)[0] + self._sizes(values % d, d, itemsize)[0],
+                    sized)
         L = self.message_length(values, d)  # (a sender sends the plain values where they are smaller)
-        size = -(-(values // L) * np.minimum(sized._bits(L, itemsize), 8 * itemsize * L) // 8)
-        return int(size) if np.ndim(size) == 0 else sized.mean_over_links(size)  # (per-node bits or k: the mean
-        # over the links of each sender's size)
+        return -(-(values // L) * np.minimum(sized._bits(L, itemsize), 8 * itemsize * L) // 8), sized
 
 
 def _stack_buffer(owner, shape, dtype):

@@ -122,7 +122,7 @@ class Noisy(_Messages):
     listed = 40
     SEED_FLAGS = ("--noise",)
     OPTIONS = (Option("noise", float, None, "standard deviation of Gaussian noise on every message (network.Noisy); "
-                                            "one per node (the sender's): LOW..HIGH or @FILE",
+                                            "one per node (the sender's): FIRST..LAST or @FILE",
                       cli_type=node_option("--noise"), toml_kind="float|nodes"),)
 
     @classmethod

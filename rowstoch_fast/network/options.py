@@ -99,22 +99,26 @@ class Option:
 # ---- one value per node on the command line and in an experiment file (heterogeneous devices)
 
 #: How a value per node is written, for the options' help and the errors.
-NODE_VALUES_HELP = ("one number, or one per node: LOW..HIGH (evenly spread from node 0 to node n-1) or @FILE (n "
+NODE_VALUES_HELP = ("one number, or one per node: FIRST..LAST (evenly spread from node 0 to node n-1) or @FILE (n "
                     "numbers, .npy or text separated by spaces, commas or lines)")
 
 
 @dataclass(frozen=True)
 class NodeValues:
-    """A layer parameter given one per node from the command line or an experiment file: ``LOW..HIGH`` (evenly
-    spread over the nodes, node 0 ``LOW``, node ``n - 1`` ``HIGH``; integers rounded to the nearest) or ``@FILE``
-    (the ``n`` values of a ``.npy`` file or a text file of numbers). ``text`` is what was written (the settings'
-    record, labels and captions), ``low`` / ``high`` the smallest and largest value (the layers' range checks);
-    :meth:`of` gives the array a layer takes."""
+    """A layer parameter given one per node from the command line or an experiment file: ``FIRST..LAST`` (evenly
+    spread over the nodes, node 0 ``FIRST``, node ``n - 1`` ``LAST``, in the order written; integers rounded to the
+    nearest) or ``@FILE`` (the ``n`` values of a 1-D ``.npy`` file or a text file of numbers, node 0 first).
+    ``text`` is what was written (the settings' record, labels and captions), ``low`` / ``high`` the smallest and
+    largest value (the layers' range checks); :meth:`of` gives the array a layer takes. Two are equal where they
+    give the same values (``0..0.2`` and ``0.0..0.2``; a file by its values)."""
 
-    text: str
-    low: float
-    high: float
+    text: str = field(compare=False)
+    low: float = field(compare=False)
+    high: float = field(compare=False)
     values: object = field(default=None, compare=False, repr=False)  # (a file's values)
+    first: float = field(default=None, compare=False)
+    last: float = field(default=None, compare=False)
+    key: tuple = field(default=(), repr=False)  # (what equality and hashing go by)
 
     def __str__(self):
         return self.text
@@ -123,7 +127,7 @@ class NodeValues:
         """The ``n`` values (float64; ``integer``: rounded to int64), or a :class:`UsageError` naming ``flag``
         where a file holds another number of them."""
         if self.values is None:
-            out = np.linspace(self.low, self.high, n)
+            out = np.linspace(self.first, self.last, n)
         else:
             if len(self.values) != n:
                 raise UsageError(f"{flag} {self.text}: the file holds {len(self.values)} values, one per node of "
@@ -134,27 +138,33 @@ class NodeValues:
 
 @functools.lru_cache(maxsize=16)
 def _file_values(path, stamp):
-    """The numbers of a ``.npy`` or text file, as a read-only 1-D float64 array (``stamp``: its size and time, so
-    that a changed file is read again)."""
+    """The numbers of a ``.npy`` file (1-D) or a text file, as a read-only 1-D float64 array (``stamp``: its size
+    and time, so that a changed file is read again)."""
     if path.endswith(".npy"):
         values = np.load(path, allow_pickle=False)
+        if values.ndim != 1:
+            raise ValueError(f"a .npy file of one value per node must be 1-D, this one has shape {values.shape}")
+        if values.dtype.kind not in "fiub":
+            raise ValueError(f"it holds {values.dtype}, not numbers")
     else:
         with open(path, encoding="utf-8") as fh:
             words = fh.read().replace(",", " ").split()
         values = np.array([float(w) for w in words], dtype=np.float64)
-    values = np.asarray(values, dtype=np.float64).ravel()
+    values = np.array(values, dtype=np.float64)
     values.flags.writeable = False
     return values
 
 
 def node_spec(value, flag, integer=False):
     """One value of an option that takes one per node, read: a number as it is (an ``int`` where ``integer``), a
-    string that is a number as that number, ``LOW..HIGH`` or ``@FILE`` as a :class:`NodeValues`. Anything else is a
-    :class:`UsageError` naming ``flag`` and saying what is taken."""
+    string that is a number as that number, ``FIRST..LAST`` or ``@FILE`` as a :class:`NodeValues`. Anything else is
+    a :class:`UsageError` naming ``flag`` and saying what is taken."""
     if isinstance(value, NodeValues) or value is None:
         return value
     kind = "an integer" if integer else "a number"
     if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if not math.isfinite(value):
+            raise UsageError(f"{flag} must be a finite number or one per node, got {value!r}")
         if integer and value != int(value):
             raise UsageError(f"{flag} must be an integer or one per node, got {value!r}")
         return int(value) if integer else float(value)
@@ -183,15 +193,19 @@ def node_spec(value, flag, integer=False):
         if integer and not np.all(values == np.rint(values)):
             i = int(np.argmax(values != np.rint(values)))
             raise UsageError(f"{flag} {text}: value {i} (node {i}'s) must be an integer, got {values[i]:g}")
-        return NodeValues(text, float(values.min()), float(values.max()), values)
-    low, sep, high = text.partition("..")
+        return NodeValues(text, float(values.min()), float(values.max()), values,
+                          key=("file", tuple(values.tolist())))
+    first, sep, last = text.partition("..")
     try:
-        ends = (float(low), float(high)) if sep else None
+        spread = (float(first), float(last)) if sep else None
     except ValueError:
-        ends = None
-    if ends is None or not all(math.isfinite(v) for v in ends) or (integer and any(v != int(v) for v in ends)):
+        spread = None
+    if spread is None or not all(math.isfinite(v) for v in spread) or \
+            (integer and any(v != int(v) for v in spread)):
         raise UsageError(f"{flag} must be {NODE_VALUES_HELP.replace('one number', kind)}, got {value!r}")
-    return NodeValues(text, min(ends), max(ends))
+    if spread[0] == spread[1]:  # (one value for every node: that number)
+        return node_spec(spread[0], flag, integer)
+    return NodeValues(text, min(spread), max(spread), first=spread[0], last=spread[1], key=("spread", *spread))
 
 
 def ends(value):
@@ -216,14 +230,16 @@ def shown(value):
 
 
 def node_option(flag, integer=False):
-    """An ``argparse`` type of an option that takes one value per node (:func:`node_spec`)."""
+    """An ``argparse`` type of an option that takes one value per node (:func:`node_spec`): argparse's refusal
+    then says ``argument FLAG: ...`` with the rest of :func:`node_spec`'s message."""
     def convert(text):
         try:
             return node_spec(text, flag, integer)
         except UsageError as exc:
-            raise argparse.ArgumentTypeError(str(exc).removeprefix(f"{flag} ").removeprefix(f"{text}: ")) from None
+            raise argparse.ArgumentTypeError(str(exc).removeprefix(f"{flag} ")) from None
     convert.__name__ = "int or per-node values" if integer else "number or per-node values"
     return convert
+
 
 #: The seed every layer's draws come from (one for the whole network).
 NETWORK_SEED = Option("network_seed", int, 0, "seed of the losses, sleep, compression and noise", cli_type=seed_option)

@@ -270,7 +270,7 @@ class Sleepy(Network):
     SEED_FLAGS = ("--awake", "--activation")
     OPTIONS = (
         Option("awake", float, 1.0, "probability that a node is awake in an iteration (a sleeping node neither "
-                                    "sends nor updates); one per node: LOW..HIGH or @FILE",
+                                    "sends nor updates); one per node: FIRST..LAST or @FILE",
                cli_type=node_option("--awake"), toml_kind="float|nodes"),
         Option("activation", str, "bernoulli",
                "who is awake per iteration (network.Sleepy): bernoulli (--awake), markov (a chain per node: "
@@ -278,7 +278,7 @@ class Sleepy(Network):
                "turn; period 1 only: more groups never hear from each other)", choices=MODELS),
         Option("p_sleep", float, None, "markov: P(awake -> asleep) per iteration"),
         Option("p_wake", float, None, "markov: P(asleep -> awake) per iteration"),
-        Option("rate", float, None, "poisson: each node's ticks per iteration (one per node: LOW..HIGH or @FILE)",
+        Option("rate", float, None, "poisson: each node's ticks per iteration (one per node: FIRST..LAST or @FILE)",
                cli_type=node_option("--rate"), toml_kind="float|nodes"),
         Option("period", int, None, "cyclic: the number of groups", cli_type=positive_int),
     )

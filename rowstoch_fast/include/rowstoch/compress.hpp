@@ -355,7 +355,8 @@ void compress_rows_of(const T* X, T* out, std::int64_t n, std::int64_t w, std::i
                 p = params ? params[g] : param;
                 s = sigmas ? sigmas[g] : sigma;
                 batch = batched(method, p, L);
-                if (held && (!batch || p != held_param)) {  // (the batch so far, one by one: the same bits)
+                if (held && (!batch || p != held_param)) {  // (the batch so far, one by one: the same bits; the
+                    // batched methods take no sigma)
                     for (int b = 0; b < held; ++b)
                         compress_message(method, vs[b], outs[b], L, first[b], rows[b], held_param, sigma, unbiased,
                                          order.data(), score.data());
