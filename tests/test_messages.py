@@ -534,6 +534,7 @@ def test_the_command_line_and_a_file_give_values_per_node(tmp_path, capsys):
     awake = tmp_path / "awake.txt"
     awake.write_text("0.5, 0.6 0.7\n0.8 0.9 1 1 1\n")
     np.save(tmp_path / "two.npy", np.full((2, 4), 0.5))
+    (tmp_path / "halves.txt").write_text(" ".join(["0.5"] * 8))  # (one value for every node: the number 0.5)
     assert network_options.node_spec("0.2..0", "--loss").of(3, "--loss").tolist() == [0.2, 0.1, 0.0]  # (as written)
     assert network_options.node_spec("8..2", "--bits", integer=True).of(4, "--bits", True).tolist() == [8, 6, 4, 2]
     assert network_options.node_spec("0.1..0.1", "--loss") == 0.1  # (one value for all: that number)
@@ -588,7 +589,9 @@ def test_the_command_line_and_a_file_give_values_per_node(tmp_path, capsys):
                          (["--awake", f"@{tmp_path}"], f"argument --awake: @{tmp_path}: the file cannot be read"),
                          (["--awake", f"@{tmp_path / 'two.npy'}"], "a .npy file of one value per node must be 1-D"),
                          (["--loss", "0.1,0.1..0.1"], "--loss '0.1,0.1..0.1' names a rate twice"),
-                         (["--loss", "0..0.2,0.0..0.2"], "names a rate twice")):
+                         (["--loss", "0..0.2,0.0..0.2"], "names a rate twice"),
+                         (["--loss", f"0.5,@{tmp_path / 'halves.txt'}"], "names a rate twice"),
+                         (["--loss", "1e400"], "--loss must be a finite number")):
         try:
             code = cli.main(["run", "--n", "8", "--out", str(tmp_path / "x")] + bad)
         except SystemExit as exc:  # (argparse's refusal of a value its type does not take)
@@ -599,6 +602,10 @@ def test_the_command_line_and_a_file_give_values_per_node(tmp_path, capsys):
     toml.write_text(toml.read_text().replace('noise = "@', 'noise = "@/nowhere'))
     assert cli.main(["compare", "--config", str(toml), "--out", str(tmp_path / "g"), "--no-progress"]) == 2
     assert "[communication] noise @/nowhere" in capsys.readouterr().err  # (the file's key, not the flag)
+    toml.write_text(toml.read_text().replace('noise = "@/nowhere', 'compress = "qsgd"\nbits = 1' + "0" * 400 +
+                                             '\nnoise = "@/nowhere'))
+    assert cli.main(["compare", "--config", str(toml), "--out", str(tmp_path / "i"), "--no-progress"]) == 2
+    assert "[communication] compress qsgd needs bits in 1..32" in capsys.readouterr().err  # (an int past the floats)
     toml.write_text(toml.read_text().replace('loss = [0.1, "0..0.2"]', "loss = [true]"))
     assert cli.main(["compare", "--config", str(toml), "--out", str(tmp_path / "h"), "--no-progress"]) == 2
     assert "loss must be a number, a string giving one per node" in capsys.readouterr().err

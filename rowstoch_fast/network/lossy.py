@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 import threading
 
 import numpy as np
@@ -13,7 +14,7 @@ from .._hashing import MAX_T
 from ..mixing import MixingMatrix
 from ._rounds import _base_entries, _base_matrix, _keep_empty_rows, _materialise, _undirected_entries
 from .base import _under_messages, as_network, MAX_CHAIN_STEPS, Network
-from .options import ends, node_spec, node_values, NODE_VALUES_HELP, NodeValues, Option, recorded, shown
+from .options import ends, node_spec, node_values, NODE_VALUES_HELP, NodeValues, Option, recorded, setting_key, shown
 from .schedule import Schedule
 
 
@@ -310,11 +311,15 @@ class Lossy(Network):
             try:
                 values.append(node_spec(part, "--loss"))
             except UsageError:
-                if part.startswith("@") or ".." in part:  # (one per node: what is wrong with it)
+                try:
+                    number = float(part)
+                except ValueError:
+                    number = 0.0
+                if part.startswith("@") or ".." in part or not math.isfinite(number):  # (what is wrong with it)
                     raise
                 raise UsageError(f"--loss must be a number or comma-separated numbers (an item may give one per "
                                  f"node: FIRST..LAST or @FILE), got {ns.loss!r}") from None
-        if len(values) != len(set(values)):
+        if len(values) != len({setting_key(v) for v in values}):
             raise UsageError(f"--loss {ns.loss!r} names a rate twice")
         return [{"loss": v} for v in values]
 

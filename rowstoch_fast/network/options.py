@@ -26,8 +26,8 @@ from ..errors import UsageError
 from .base import LAYERS
 
 __all__ = ["Option", "NETWORK_SEED", "NodeValues", "add_arguments", "build", "check", "declared", "ends", "in_use",
-           "names", "node_spec", "node_values", "record", "settings", "shown", "spellings", "toml_choices",
-           "toml_schema", "unread", "words"]
+           "names", "node_spec", "node_values", "record", "setting_key", "settings", "shown", "spellings",
+           "toml_choices", "toml_schema", "unread", "words"]
 
 
 @dataclass(frozen=True)
@@ -108,9 +108,10 @@ class NodeValues:
     """A layer parameter given one per node from the command line or an experiment file: ``FIRST..LAST`` (evenly
     spread over the nodes, node 0 ``FIRST``, node ``n - 1`` ``LAST``, in the order written; integers rounded to the
     nearest) or ``@FILE`` (the ``n`` values of a 1-D ``.npy`` file or a text file of numbers, node 0 first).
-    ``text`` is what was written (the settings' record, labels and captions), ``low`` / ``high`` the smallest and
-    largest value (the layers' range checks); :meth:`of` gives the array a layer takes. Two are equal where they
-    give the same values (``0..0.2`` and ``0.0..0.2``; a file by its values)."""
+    ``text`` is what was written (the settings' record, labels and captions; a resume compares it as written),
+    ``low`` / ``high`` the smallest and largest value (the layers' range checks); :meth:`of` gives the array a layer
+    takes. Two are equal where they give the same values (``0..0.2`` and ``0.0..0.2``; a file by its values): a
+    sweep's repeated settings are found by :func:`setting_key`."""
 
     text: str = field(compare=False)
     low: float = field(compare=False)
@@ -163,7 +164,11 @@ def node_spec(value, flag, integer=False):
         return value
     kind = "an integer" if integer else "a number"
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        if not math.isfinite(value):
+        try:
+            finite = math.isfinite(value)
+        except OverflowError:  # (an integer past the floats: an experiment file's)
+            finite = integer
+        if not finite:
             raise UsageError(f"{flag} must be a finite number or one per node, got {value!r}")
         if integer and value != int(value):
             raise UsageError(f"{flag} must be an integer or one per node, got {value!r}")
@@ -193,8 +198,9 @@ def node_spec(value, flag, integer=False):
         if integer and not np.all(values == np.rint(values)):
             i = int(np.argmax(values != np.rint(values)))
             raise UsageError(f"{flag} {text}: value {i} (node {i}'s) must be an integer, got {values[i]:g}")
+        equal = bool((values == values[0]).all())  # (one value for every node: the key of that number)
         return NodeValues(text, float(values.min()), float(values.max()), values,
-                          key=("file", tuple(values.tolist())))
+                          key=("one", float(values[0])) if equal else ("file", tuple(values.tolist())))
     first, sep, last = text.partition("..")
     try:
         spread = (float(first), float(last)) if sep else None
@@ -206,6 +212,14 @@ def node_spec(value, flag, integer=False):
     if spread[0] == spread[1]:  # (one value for every node: that number)
         return node_spec(spread[0], flag, integer)
     return NodeValues(text, min(spread), max(spread), first=spread[0], last=spread[1], key=("spread", *spread))
+
+
+def setting_key(value):
+    """What tells two settings of an option apart: a number, or the values a :class:`NodeValues` gives (a file of
+    one value for every node is that number)."""
+    if isinstance(value, NodeValues):
+        return value.key
+    return ("one", float(value))
 
 
 def ends(value):
