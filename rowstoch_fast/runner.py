@@ -893,6 +893,7 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
     meta["completed_iterations"] = opt.iteration
     meta["completed_rounds"] = opt.communication_rounds
     meta["traffic"] = opt.traffic()
+    meta["traffic_per_repetition"] = opt.traffic(per_replica=True)  # (one repetition's bytes: the comparisons')
     logger.info("%s: %s at iteration %d after %.2f s (%d records)", meta["algorithm"],
                 "interrupted" if interrupted else "diverged" if diverged is not None else "done", opt.iteration,
                 time.perf_counter() - t0, len(rows))

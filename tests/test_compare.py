@@ -50,6 +50,20 @@ def test_same_budget_seeds_and_metrics_for_every_algorithm(problem):
     assert frame["grad_norm_mean"].notna().all() and frame["grad_norm_centroid"].isna().all()
 
 
+def test_the_bytes_of_a_comparison_are_one_runs_whatever_the_repetitions(problem):
+    """The repetitions run as replicas of one stepper, each of whose messages carries every replica's values: the
+    table's bytes were the repetitions' together (3x with repeats=3). They are one run's: a message of d values
+    of 8 bytes, SGP's with its push-sum weight, the same at every number of repetitions."""
+    A, f = problem
+    tables = [cmp.summary(cmp.compare(A, f, ["dsgd", "sgp"], 20, lr={"dsgd": 0.1, "sgp": 0.1}, repeats=reps,
+                                      progress=False, metrics=["grad_norm"])).set_index("algorithm")
+              for reps in (1, 3)]
+    for table in tables:
+        d = f.d
+        assert table.loc["dsgd", "bytes"] == table.loc["dsgd", "messages"] * d * 8
+        assert table.loc["sgp", "bytes"] == table.loc["sgp", "messages"] * (d + 1) * 8
+    assert (tables[0]["bytes"] == tables[1]["bytes"]).all() and (tables[0]["messages"] == tables[1]["messages"]).all()
+
 def test_tuning_runs_every_rate_over_the_whole_budget_then_refines(problem):
     A, f = problem
     frame = cmp.compare(A, f, "pull-diag-gt,sgp", 100, lr={"sgp": 0.05}, repeats=1, progress=False)

@@ -603,13 +603,17 @@ class Optimizer(AskTell, FailureHandling, Persistence):
         if tracker is not None:
             cur[tracker][...] = cur["g"]
 
-    def traffic(self):
+    def traffic(self, per_replica=False):
         """What the network has carried so far: ``{"messages": ..., "bytes": ...}``.
 
         One message is one value block sent along one directed edge (self loops
         excluded) in one exchange; algorithms that send several blocks in the
-        same round pack them into one message.
+        same round pack them into one message. Its bytes are those of every
+        replica's values; ``per_replica``: of one replica's (what one run of
+        a method sends where a harness runs its repetitions as replicas).
         """
+        if per_replica and self._reps != 1:
+            return self._one_replica_traffic()
         messages = nbytes = 0
         itemsize = self._ops.dtype.itemsize
         talking = self._talking_iterations()
@@ -627,6 +631,17 @@ class Optimizer(AskTell, FailureHandling, Persistence):
                 per_node * itemsize  # (compressed messages: their compressed size)
             nbytes += exchanges * sent * size
         return {"messages": messages, "bytes": nbytes}
+
+    @exclusive
+    def _one_replica_traffic(self):
+        """:meth:`traffic` of one replica's values: the same links and exchanges, ``_traffic_per_iteration``'s
+        blocks of one replica (the width is read from ``_reps``, set to 1 for the count and back)."""
+        reps = self._reps
+        self._reps = 1
+        try:
+            return self.traffic()
+        finally:
+            self._reps = reps
 
     def _links_by_sender(self, name, M):
         """The links each node sent a message over in the talking iterations (an int64 array of ``n``): counted

@@ -64,7 +64,8 @@ def _one_run(plan, method, lr, *, repeats, progress, checkpoint=None, resume=Non
     meta["interrupted"] = h.interrupted
     frame = h.frame.copy()
     done = max(1, meta.get("completed_iterations", iterations))
-    traffic = meta.get("traffic", {"messages": 0, "bytes": 0})
+    traffic = meta.get("traffic_per_repetition", meta.get("traffic", {"messages": 0, "bytes": 0}))  # (one run's:
+    # the repetitions run as replicas of one stepper, each of whose messages carries every replica's values)
     frame.insert(0, "algorithm", method.label)
     frame["lr"] = lr
     frame["rounds_per_iteration"] = method.rounds
