@@ -631,8 +631,8 @@ py::array lost_links(py::array indptr, py::array indices, std::uint64_t seed, st
     return out;
 }
 
-// compress's param or sigma: one value for every node, or one per global node id (1-D, the sender's: network.Compressed's
-// bits or k, network.Noisy's sigma, per node), each checked by `valid` (`what` says it in words).
+// compress's param or sigma: one value for every node, or one per global node id (1-D, the sender's:
+// network.Compressed's bits or k, network.Noisy's sigma, per node), each checked by `valid` (`what` says it in words).
 template <class V>
 struct PerNodeValue {
     V one{};
@@ -653,13 +653,15 @@ PerNodeValue<V> per_node_value(const py::object& obj, const char* name, Valid va
             throw py::type_error(cat(name, " must be ", std::is_integral<V>::value ? "integers" : "real numbers",
                                      ", got ", dtype_name(raw)));
         if (raw.shape(0) < 1) throw py::value_error(cat(name, " must have one value per node, got none"));
+        const auto numpy = py::module_::import("numpy");
         if (kind == 'u' && raw.itemsize() == 8 && std::is_integral<V>::value &&
-            py::module_::import("numpy").attr("any")(raw.attr("__gt__")(std::numeric_limits<V>::max())).template cast<bool>())
+            numpy.attr("any")(raw.attr("__gt__")(std::numeric_limits<V>::max())).template cast<bool>())
             throw py::value_error(cat(name, " has a value past ", std::numeric_limits<V>::max()));
         auto values = py::array_t<V, py::array::c_style | py::array::forcecast>::ensure(raw);
         out.per_node.assign(values.data(), values.data() + values.shape(0));
         for (std::size_t k = 0; k < out.per_node.size(); ++k)
-            if (!valid(out.per_node[k])) throw py::value_error(cat(name, "[", k, "] must be ", what, ", got ", out.per_node[k]));
+            if (!valid(out.per_node[k]))
+                throw py::value_error(cat(name, "[", k, "] must be ", what, ", got ", out.per_node[k]));
         return out;
     }
     try {

@@ -737,7 +737,8 @@ def test_per_node_compression_checks_its_values_counts_its_bytes_and_takes_the_w
 
     A = topology.erdos_renyi(10, 0.4, seed=3)
     for bad, error, match in ((np.full(9, 4), ValueError, r"bits must be one number or one per node \(shape \(10,\)\)"),
-                              (np.r_[4, 4, 0, np.full(7, 4)], ValueError, r"bits\[2\] \(node 2's\) must be an integer in 1..32"),
+                              (np.r_[4, 4, 0, np.full(7, 4)], ValueError,
+                               r"bits\[2\] \(node 2's\) must be an integer in 1..32"),
                               (np.r_[4, 4.5, np.full(8, 4)], ValueError, r"bits\[1\] \(node 1's\) must be an integer"),
                               (np.r_[4, 33, np.full(8, 4)], ValueError, r"bits\[1\] .* got 33")):
         with pytest.raises(error, match=match):

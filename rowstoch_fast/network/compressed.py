@@ -216,7 +216,8 @@ class Compressed(_Messages):
         Option("bits", int, None, "qsgd and round: bits per value, 1..32; one per node (the sender's): FIRST..LAST "
                                   "or @FILE", cli_type=node_option("--bits", integer=True), toml_kind="int|nodes"),
         Option("k", int, None, "topk and randk: values kept per message, 1..d; one per node (the sender's): "
-                               "FIRST..LAST or @FILE", cli_type=node_option("--k", integer=True), toml_kind="int|nodes"),
+                               "FIRST..LAST or @FILE", cli_type=node_option("--k", integer=True),
+               toml_kind="int|nodes"),
         Option("biased", bool, False, "qsgd: the nearest level instead of stochastic rounding; randk: no d/k "
                                       "rescaling"),
     )

@@ -335,7 +335,8 @@ void compress_rows_of(const T* X, T* out, std::int64_t n, std::int64_t w, std::i
                       std::int64_t param, double sigma, bool unbiased, std::uint64_t seed, std::uint64_t t,
                       std::uint64_t r, T* own, const std::int64_t* params, const double* sigmas) {
     const std::uint64_t round = hash_prefix(seed, t, r);
-    const bool any_batch = PerNode ? (method == kQsgd || method == kTopk || method == kRandk) : batched(method, param, L);
+    const bool any_batch =
+        PerNode ? (method == kQsgd || method == kTopk || method == kRandk) : batched(method, param, L);
     for_range(n, threads_for(n * w * 8), [&](std::int64_t lo, std::int64_t hi) {
         std::vector<std::int64_t> order(static_cast<std::size_t>(L));
         std::vector<double> score(static_cast<std::size_t>(L * (any_batch ? kBatch : 1)));
