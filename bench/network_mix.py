@@ -15,7 +15,8 @@ delayed ones (``Delayed(A, 3)``, uniform and fixed delays: one pass over ``[X; t
 uniform delays' ages drawn in it (``_core.mix_delayed``), a fixed delay's index kept; "via index": uniform delays
 through ``delay_ages``' index and a second pass, as before; the same over losses; "lossy-topk-2 via index": the
 compressed round over losses through ``own_and_messages``' index and the block's node ids, the lossy pass's general
-case, as before ``_core.mix_lossy(..., stacked=True)``). Targets: lossy at most 1.5x the static mix
+case, as before ``_core.mix_lossy(..., stacked=True)``; "lossy-topk-2 stacked": the own rows copied into the
+stacked block ``[X; Q]``, as before ``_core.mix_lossy(..., messages=Q)`` read them from X). Targets: lossy at most 1.5x the static mix
 (bench/RESULTS.md section 11); compressed or delayed within 2x (issue 37); over losses within 2x, uniform delays
 within 3x (issue 52). ``--only lossy,lossy-topk-2,...``: those rows (and the static one) only.
 """
@@ -61,12 +62,14 @@ def main(argv=None):
                   # sender's bits: the batches of four messages split where they change, here at every row)
                   "topk-2": Compressed(A, "topk", k=2),
                   "lossy-topk-2": Compressed(lossy, "topk", k=2),
+                  "lossy-topk-2 stacked": Compressed(lossy, "topk", k=2),
                   "lossy-topk-2 via index": Compressed(lossy, "topk", k=2), "delayed-3": Delayed(A, 3, seed=1),
                   "delayed-3-fixed": Delayed(A, 3, delay="fixed"), "delayed-3 via index": Delayed(A, 3, seed=1),
                   "lossy-delayed-3": Delayed(lossy, 3, seed=1), "lossy-delayed-3 via index": Delayed(lossy, 3, seed=1)}
     for k in ("delayed-3 via index", "lossy-delayed-3 via index"):  # (the two passes before: delay_ages' index,
         compressed[k].FUSED = {"uniform": False}  # then the mix)
     compressed["lossy-topk-2 via index"].STACKED = False  # (the general case: the block's node ids)
+    compressed["lossy-topk-2 stacked"].SPLIT = False  # (the own rows copied into [X; Q]: the path before)
     per_node = Lossy(A, np.full(n, args.p), seed=1)  # (one p per node, all equal: the pass's general case)
     rows = {"static": lambda: A.mix(X, out=out), "lossy": step(lossy), "lossy per-node": step(per_node),
             "sleepy": step(sleepy),

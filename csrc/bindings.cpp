@@ -484,7 +484,7 @@ void check_loss_nodes(const LossProbability& p, const rowstoch::NodeIds& ids, in
 py::array mix_lossy(py::array indptr, py::array indices, py::array data, py::array X, py::object out,
                     std::uint64_t seed, std::uint64_t t, std::uint64_t r, py::object p_obj, bool renormalise,
                     py::object awake_obj, py::object row_ids_obj, py::object col_ids_obj, int64_t ncols,
-                    py::object bad_obj, bool check_indices, bool symmetric, bool stacked) {
+                    py::object bad_obj, bool check_indices, bool symmetric, bool stacked, py::object messages_obj) {
     const int rule = loss_rule(renormalise, symmetric);
     const LossProbability loss = loss_probability(p_obj);
     const double p = loss.one;
@@ -497,6 +497,17 @@ py::array mix_lossy(py::array indptr, py::array indices, py::array data, py::arr
     if (stacked && (has_ids || ncols >= 0))
         throw py::value_error("stacked: the indices name the n nodes (a square matrix, no row_ids / col_ids or "
                               "ncols) and X is [own rows; messages], 2 n rows");
+    const bool split = !messages_obj.is_none();  // (X the own rows, messages one row per node: no stacked copy)
+    py::array messages;
+    if (split) {
+        if (stacked || has_ids || ncols >= 0)
+            throw py::value_error("messages: the indices name the n nodes (a square matrix, no row_ids / col_ids, "
+                                  "ncols or stacked), X holds the own rows and messages one row per node");
+        messages = array_arg(messages_obj, "messages", 2, "the messages, one row per node");
+        check_same_dtype(messages, "messages", X, "X");
+        check_shape(messages, "messages", {X.ndim() == 2 ? X.shape(0) : 0, X.ndim() == 2 ? X.shape(1) : 0});
+        check_contiguous(messages, "messages");
+    }
     if (has_ids && (row_ids_obj.is_none() || col_ids_obj.is_none()))
         throw py::value_error("row_ids and col_ids go together (the global ids of the rows and of the columns)");
     if (cols != rows && !has_ids)
@@ -513,13 +524,18 @@ py::array mix_lossy(py::array indptr, py::array indices, py::array data, py::arr
     const std::uint8_t* bad = flags(bad_obj, "bad", indices.shape(0), false, bad_keep);
     return one_pass(indptr, indices, data, X, out, check_indices, ncols,
                     [&](auto Ap, auto Aj, auto Ax, int64_t n, auto Xp, int64_t w, auto Yp) {
-                        if (stacked)
+                        using T = std::remove_const_t<std::remove_pointer_t<decltype(Xp)>>;
+                        if (split)
+                            rowstoch::csr_mix_lossy_split(Ap, Aj, Ax, n, Xp, cptr<T>(messages), w, Yp, seed, t, r, p,
+                                                          rule, mask, bad, loss.thresholds());
+                        else if (stacked)
                             rowstoch::csr_mix_lossy_stacked(Ap, Aj, Ax, n, Xp, w, Yp, seed, t, r, p, rule, mask, bad,
                                                             loss.thresholds());
                         else
                             rowstoch::csr_mix_lossy(Ap, Aj, Ax, n, Xp, w, Yp, seed, t, r, p, rule, mask, ids, bad);
                     },
-                    {{&awake, "awake"}, {&row_keep, "row_ids"}, {&col_keep, "col_ids"}, {&bad_keep, "bad"}},
+                    {{&awake, "awake"}, {&row_keep, "row_ids"}, {&col_keep, "col_ids"}, {&bad_keep, "bad"},
+                     {&messages, "messages"}},
                     stacked ? 2 * rows : -1);
 }
 
@@ -1551,12 +1567,14 @@ PYBIND11_MODULE(_core, m) {
           py::arg("renormalise") = true, py::arg("awake") = py::none(), py::arg("row_ids") = py::none(),
           py::arg("col_ids") = py::none(), py::arg("ncols") = -1, py::arg("bad") = py::none(),
           py::arg("check_indices") = true, py::arg("symmetric") = false, py::arg("stacked") = false,
+          py::arg("messages") = py::none(),
           "One lossy gossip round (rowstoch_fast.network.Lossy): messages j -> i (j != i) lost when "
           "uniform_hash(seed, t, r, i, j) < p (p: one number, or one per node, the sender j's); row-stochastic receivers renormalise over what arrived; symmetric: "
           "the undirected rule (a link used when both its messages arrived and both ends are awake, an unused "
           "link's weight kept on x_i; bad's bit 1 gates the other message). stacked: X is [own rows; messages] "
           "(2 n rows; a self loop reads its own row i, the entry of column j the message n + j), the draws on the "
-          "node ids the indices name (a round of compressed messages over losses).");
+          "node ids the indices name (a round of compressed messages over losses). messages: the same round with X the "
+          "own rows and `messages` the n messages, apart (no stacked block to copy X into).");
     m.def("ge_advance", &ge_advance, py::arg("indptr"), py::arg("indices"), py::arg("bad"), py::arg("seed"),
           py::arg("from_"), py::arg("to"), py::arg("p_bad"), py::arg("p_recover"), py::arg("init") = false,
           py::arg("row_ids") = py::none(), py::arg("col_ids") = py::none(),

@@ -42,6 +42,7 @@ def mix_lossy(
     check_indices: bool = True,
     symmetric: bool = False,
     stacked: bool = False,
+    messages: NDArray[np.floating] | None = None,
 ) -> NDArray[np.floating]: ...
 def ge_advance(
     indptr: NDArray[np.integer],

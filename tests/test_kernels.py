@@ -712,6 +712,8 @@ def test_the_lossy_pass_on_long_rows_is_the_reference_round_and_its_stacked_form
     general = _core.mix_lossy(indptr, index, data, np.concatenate([X, Q]), None, ncols=2 * n, row_ids=nodes,
                               col_ids=np.concatenate([nodes, nodes]), **kw)
     np.testing.assert_array_equal(stacked, general)
+    split = _core.mix_lossy(indptr, indices, data, X, None, messages=Q, **kw)  # (the own rows read from X)
+    np.testing.assert_array_equal(split, stacked)
 
 
 def test_running_sums_refuse_bad_arguments_clearly():

@@ -229,6 +229,8 @@ def test_a_lossy_round_of_messages_reads_the_stacked_block_in_the_fast_cases(cas
     before = _core.mix_lossy(A.indptr.astype(index.dtype), index, A.data, ext, None, row_ids=nodes,
                              col_ids=np.concatenate([nodes, nodes]), ncols=2 * n, **kw)
     np.testing.assert_array_equal(got, before)
+    split = _core.mix_lossy(A.indptr, A.indices, A.data, X, None, messages=Q, **kw)  # (the own rows apart)
+    np.testing.assert_array_equal(split, got)
     M = ref.lossy_round(A.indptr, A.indices, A.data.astype(np.float64), np.eye(n), key, key % 1000, 1, p,
                         renormalise, awake, symmetric=symmetric, bad=bad)
     rtol = 1e-12 if X.dtype == np.float64 else 2e-5
@@ -250,6 +252,16 @@ def test_a_stacked_lossy_round_refuses_ids_and_a_block_of_the_wrong_height():
         _core.mix_lossy(c.indptr, c.indices, c.data, X, p=0.1, stacked=True, ncols=12)
     with pytest.raises(ValueError, match="X has 6 rows"):
         _core.mix_lossy(c.indptr, c.indices, c.data, np.zeros((6, 2)), p=0.1, stacked=True)
+    own, Q = np.zeros((6, 2)), np.ones((6, 2))  # (messages=Q: X the own rows, Q the messages, apart)
+    for kw, error, match in (({"stacked": True}, ValueError, "messages: the indices name the n nodes"),
+                             ({"row_ids": ids, "col_ids": ids}, ValueError, "messages: the indices name"),
+                             ({"ncols": 6}, ValueError, "messages: the indices name"),
+                             ({"messages": np.ones((5, 2))}, ValueError, "messages"),
+                             ({"messages": np.ones((6, 2), np.float32)}, TypeError, "messages"),
+                             ({"messages": np.ones(6)}, ValueError, "messages must be 2-D"),
+                             ({"out": Q}, ValueError, "out shares memory with messages")):
+        with pytest.raises(error, match=match):
+            _core.mix_lossy(c.indptr, c.indices, c.data, own, **{"p": 0.1, "messages": Q, **kw})
 
 
 @pytest.mark.parametrize("network", ["lossy", "bursty", "sleepy-lossy"])
@@ -259,36 +271,39 @@ def test_a_compressed_lossy_run_takes_the_stacked_pass_and_keeps_its_bits(networ
     from its state equals the run straight through."""
     from rowstoch_fast import _core
 
-    calls = {True: 0, False: 0}
+    calls = {"split": 0, "stacked": 0, "general": 0}
     plain = _core.mix_lossy
 
-    def spy(*args, stacked=False, **kwargs):
-        calls[stacked] += 1
-        return plain(*args, stacked=stacked, **kwargs)
+    def spy(*args, stacked=False, messages=None, **kwargs):
+        calls["split" if messages is not None else "stacked" if stacked else "general"] += 1
+        return plain(*args, stacked=stacked, messages=messages, **kwargs)
 
     monkeypatch.setattr(_core, "mix_lossy", spy)
     A = topology.erdos_renyi(12, 0.3, seed=2)
     b = np.random.default_rng(0).standard_normal((12, 3))
 
-    def networks(stacked):
+    def networks(path):
         net = Compressed(NETWORKS[network](A), "qsgd", bits=3, seed=7)
         pushed = net.map(rf.mixing.out_degree_weights)  # (column-stochastic: the lost mass lost)
-        net.STACKED = pushed.STACKED = stacked
+        net.STACKED = pushed.STACKED = path != "general"
+        net.SPLIT = pushed.SPLIT = path == "split"
         return {"A": net, "C": pushed}
 
-    def run(stacked, steps=12, resume_at=None):
-        opt = rf.PushPull(**networks(stacked), x0=np.zeros(3), lr=0.05)
+    def run(path, steps=12, resume_at=None):
+        opt = rf.PushPull(**networks(path), x0=np.zeros(3), lr=0.05)
         for k in range(steps):
             if k == resume_at:
-                opt = rf.PushPull.from_state_dict(opt.state_dict(), **networks(stacked))
+                opt = rf.PushPull.from_state_dict(opt.state_dict(), **networks(path))
             opt.step(lambda X: X - b)
         return opt.x
 
-    fast = run(True)
-    assert calls[True] > 0 and calls[False] == 0  # (every round of the run through the stacked pass)
-    np.testing.assert_array_equal(fast, run(False))
-    assert calls[False] > 0
-    np.testing.assert_array_equal(fast, run(True, resume_at=5))
+    fast = run("split")
+    assert calls["split"] > 0 and calls["stacked"] == calls["general"] == 0  # (every round: own rows read apart)
+    np.testing.assert_array_equal(fast, run("stacked"))
+    assert calls["stacked"] > 0 and calls["general"] == 0
+    np.testing.assert_array_equal(fast, run("general"))
+    assert calls["general"] > 0
+    np.testing.assert_array_equal(fast, run("split", resume_at=5))
 
 
 IDENTITIES = {"topk k=d": lambda A: Compressed(A, "topk", k=3), "randk k=d": lambda A: Compressed(A, "randk", k=3),

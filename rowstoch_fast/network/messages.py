@@ -41,6 +41,10 @@ class _Messages(Network):
     #: fast cases (``_core.mix_lossy(..., stacked=True)``: the rows computed from the node ids); False: through
     #: ``own_and_messages``' index and the stacked block's node ids, the general case (the path before; bench).
     STACKED = True
+    #: Such a round reads the own rows from the block itself and the messages from their own block
+    #: (``_core.mix_lossy(..., messages=Q)``: the same sums, without copying the block into ``[X; Q]``); False:
+    #: through the stacked copy (the path before; bench), as a round whose output is its input still does.
+    SPLIT = True
 
     @property
     def static(self):
@@ -138,21 +142,30 @@ class _Messages(Network):
                                                          else state, t, n, n, cur.shape[1], rounds, cur.dtype)
         for r in range(rounds):
             drawn = content_round(r, state)  # (this quantity's compression and noise)
-            if ring is None:
+            dst = out.reshape(cur.shape) if (r == rounds - 1 and out is not None) else np.empty_like(cur)
+            plain = np.ascontiguousarray(cur)
+            if ring is None and self._split(core, t, plain, dst):  # (the own rows read from the block itself)
+                ext = (plain, self.encode(plain, _stack_buffer(self, cur.shape, cur.dtype), t, drawn, d))
+            elif ring is None:
                 ext = _stack_buffer(self, (2 * n, cur.shape[1]), cur.dtype)
-                self.encode(np.ascontiguousarray(cur), ext[n:], t, drawn, d, own=ext[:n])
+                self.encode(plain, ext[n:], t, drawn, d, own=ext[:n])
             else:
-                ext, plain = ring.buffer, np.ascontiguousarray(cur)
+                ext = ring.buffer
                 # (messages sent as they are go into the history straight from the block: one copy less)
                 messages = _stack_buffer(self, cur.shape, cur.dtype) if self.encoders() else plain
                 ring.put(t, r, self.encode(plain, messages, t, drawn, d, own=ext[:n]))
-            dst = out.reshape(cur.shape) if (r == rounds - 1 and out is not None) else np.empty_like(cur)
             _own_and_messages_round(core, ext, t, r, dst, delayed, rounds, self.noisy_links(),
                                     None if ring is None else ring.layout(), noise_round=drawn, stacked=self.STACKED)
             cur = dst
         if ring is not None:
             ring.done(t)
         return out if out is not None else cur.reshape(X.shape)
+
+    def _split(self, core, t, X, out):
+        """Whether a round without delays reads ``X`` and the messages apart (:attr:`SPLIT`): over losses or sleep
+        (a compiled pass), where its output is not ``X`` itself."""
+        return self.SPLIT and self.STACKED and not isinstance(core, MixingMatrix) and core.plan(t) is not None and \
+            not np.shares_memory(X, out)
 
     def check_message(self, width, d=None):
         """ValueError where this compression cannot make a message of the block's (a ``k`` larger than the
@@ -249,7 +262,8 @@ def own_and_messages(indptr, indices, row_ids, col_ids, n_own):
 
 def _own_and_messages_round(core, ext, t, r, out, delayed=None, rounds=1, noisy=(), layout=None, noise_round=None,
                             stacked=True):
-    """One round of ``core``'s weights over ``ext = [X; Q]`` into ``out`` (:meth:`_Messages.mix`); with a
+    """One round of ``core``'s weights over ``ext = [X; Q]`` (or ``(X, Q)``, the two apart: a lossy or sleepy round
+    without delays, :meth:`_Messages._split`) into ``out`` (:meth:`_Messages.mix`); with a
     :class:`Delayed` layer, ``ext`` is its ring ``[X; the messages of the last D + 1 iterations]`` and each
     entry reads the newest message that has arrived; each of the ``noisy`` layers (:class:`Noisy`,
     ``per="link"``) then adds its noise on the received copies through the same weights (:func:`link_noise_block`;
@@ -297,9 +311,10 @@ def _own_and_messages_round(core, ext, t, r, out, delayed=None, rounds=1, noisy=
         # the mixing pass)
     elif delayed is None and plan is not None and stacked:  # (the rows of [X; Q] computed from the node ids: the
         # same sums as through own_and_messages' index and the block's ids, in the pass's fast cases)
-        _core.mix_lossy(c.indptr, c.indices, c.data, ext, out, seed=plan[1], t=t, r=r, p=plan[2],
-                        renormalise=core.stochastic == "row", awake=plan[3], bad=bad, check_indices=False,
-                        symmetric=core.stochastic == "doubly", stacked=True)
+        split = {"messages": ext[1]} if isinstance(ext, tuple) else {"stacked": True}
+        _core.mix_lossy(c.indptr, c.indices, c.data, ext[0] if isinstance(ext, tuple) else ext, out, seed=plan[1],
+                        t=t, r=r, p=plan[2], renormalise=core.stochastic == "row", awake=plan[3], bad=bad,
+                        check_indices=False, symmetric=core.stochastic == "doubly", **split)
     else:
         node_major = layout is None or layout[3]
         cached = core.__dict__.get("_stacked_ids")

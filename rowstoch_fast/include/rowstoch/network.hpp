@@ -79,8 +79,24 @@ inline T keep_unless(T w, std::uint64_t drop) {
     return w;
 }
 
+// Where entry q of a row reads its values: `read.pointer(q)` where the Reader gives pointers (SplitRows: two
+// blocks), else X's row read(q).
+template <class Reader, class = void>
+struct ReadsPointers : std::false_type {};
+template <class Reader>
+struct ReadsPointers<Reader, std::void_t<decltype(&Reader::pointer)>> : std::true_type {};
+
+template <class Reader, class I, class T>
+inline const T* entry_row(const Reader& read, I q, const T* X, std::int64_t width) {
+    if constexpr (ReadsPointers<Reader>::value)
+        return read.pointer(q);
+    else
+        return X + read(q) * width;
+}
+
 // (`read(q)`: the row of X entry q reads, mix.hpp's Rows policy: Aj[q] for the lossy round, the history row of the
-// newest arrived message for a delayed one; Aj[q] names the sender, whose id the draws take)
+// newest arrived message for a delayed one, or a pointer into one of two blocks (SplitRows); Aj[q] names the
+// sender, whose id the draws take)
 template <int K, int Case, class I, class T, class Reader>
 inline void lossy_row(const I Ap[], const I Aj[], const Reader& read, const T Ax[], const T* __restrict X,
                       std::int64_t w, std::int64_t i, std::uint64_t round, std::uint64_t threshold, int rule,
@@ -124,7 +140,7 @@ inline void lossy_row(const I Ap[], const I Aj[], const Reader& read, const T Ax
         }
         lost |= gone;
         const T a = keep_unless(Ax[q], gone);
-        const T* __restrict x = X + read(q) * width;
+        const T* __restrict x = entry_row(read, q, X, width);
         for (std::int64_t c = 0; c < width; ++c) acc[c] += a * x[c];
         den += a;
         if (symmetric) unused += Ax[q] - a;  // (exact: Ax[q] - Ax[q] or Ax[q] - 0)
@@ -232,6 +248,41 @@ void csr_mix_lossy_stacked(const I Ap[], const I Aj[], const T Ax[], std::int64_
                            const std::uint64_t* thresholds = nullptr) {
     csr_mix_lossy_by(Ap, Aj, Ax, n, X, w, Y, seed, t, r, p, rule, awake, NodeIds{nullptr, nullptr, thresholds}, bad,
                      [Aj, n] { return StackedRows<I>{Aj, n}; });
+}
+
+// The rows a round of messages reads from two blocks: a self loop (Aj[q] = i) node i's own row of X, every other
+// entry its sender's message, row Aj[q] of Q. What StackedRows reads from [X; Q], without the copy of X into the
+// stacked block.
+template <class I, class T>
+struct SplitRows {
+    const I* Aj;
+    const T* X;
+    const T* Q;
+    std::int64_t w;
+
+    struct Reader {
+        const I* Aj;
+        const T* own;
+        const T* Q;
+        std::int64_t i, w;
+        const T* pointer(I q) const {
+            const std::int64_t j = static_cast<std::int64_t>(Aj[q]);
+            return j == i ? own : Q + j * w;
+        }
+    };
+
+    Reader row(std::int64_t i) const { return Reader{Aj, X + i * w, Q, i, w}; }
+};
+
+// Y <- one lossy round of messages over X (the own rows) and Q (the messages, one row per node): the same sums in
+// the same order as csr_mix_lossy_stacked over [X; Q] (SplitRows), the draws on the node ids Aj names.
+template <class I, class T>
+void csr_mix_lossy_split(const I Ap[], const I Aj[], const T Ax[], std::int64_t n, const T X[], const T Q[],
+                         std::int64_t w, T Y[], std::uint64_t seed, std::uint64_t t, std::uint64_t r, double p,
+                         int rule, const std::uint8_t* awake = nullptr, const std::uint8_t* bad = nullptr,
+                         const std::uint64_t* thresholds = nullptr) {
+    csr_mix_lossy_by(Ap, Aj, Ax, n, X, w, Y, seed, t, r, p, rule, awake, NodeIds{nullptr, nullptr, thresholds}, bad,
+                     [Aj, X, Q, w] { return SplitRows<I, T>{Aj, X, Q, w}; });
 }
 
 // Gilbert-Elliott chains (network.Lossy(model="gilbert-elliott")): one good/bad state per stored entry,
