@@ -265,7 +265,8 @@ def figure(frames, metrics, x="rounds", path=None, formats=("png",), titles=None
     fig.legend(handles, labels, loc="lower center", ncol=ncol, fontsize="small", frameon=False)
     height = fig.get_figheight()
     bottom = min(0.45, (0.28 * math.ceil(len(labels) / ncol) + 0.15) / height)
-    texts = [textwrap.fill(str(t), int(width * 13)) for t in titles] if titles else []
+    texts = [textwrap.fill(str(t), int(width * 11)) for t in titles] if titles else []  # (bold 10 pt: ~11.6 a
+    # character per inch, less the margins)
     lines = max((t.count("\n") + 1 for t in texts), default=0)
     fig.tight_layout(rect=(0, bottom, 1, 1 - 0.25 * lines / height), h_pad=2.0 + 2.2 * lines)
     for r, text in enumerate(texts):  # above the row's panels (and the metrics' titles), across them

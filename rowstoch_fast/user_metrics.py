@@ -53,7 +53,7 @@ from ._metric_names import CALL_KINDS, METRICS
 
 __all__ = ["Metric", "MetricState", "register_metric", "unregister_metric", "registered_metrics",
            "load_metrics_module", "resolve_metrics", "higher_is_better", "linear_scale", "NODE_STATISTICS",
-           "NODE_QUANTITIES", "FEDERATED_METRICS", "CALL_METRICS", "MESSAGE_METRICS", "RESERVED"]
+           "NODE_QUANTITIES", "FEDERATED_METRICS", "CALL_METRICS", "MESSAGE_METRICS", "COUNTS", "RESERVED"]
 
 #: Columns of a run's records and of a comparison's frame and tables that no metric may be named (beside the
 #: built-in metrics, :data:`rowstoch_fast.runner.METRICS`, and the ``node_*`` statistics).
@@ -89,6 +89,9 @@ MESSAGE_METRICS = {
     "messages_received": "the messages that arrived: those sent (the messages column) less those lost",
     "messages_dropped": "the messages the network's losses dropped (Optimizer.messages_dropped; 0 without losses)",
 }
+#: The metrics that count what a run did (calls, messages): shown in the tables, never marked best (fewer calls or
+#: messages dropped say nothing of a method by themselves).
+COUNTS = frozenset(CALL_METRICS) | frozenset(MESSAGE_METRICS)
 _NODE_NAME = re.compile(r"node_(%s)_(%s)$" % ("|".join(NODE_STATISTICS), "|".join(NODE_QUANTITIES)))
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*$")
 #: Built-in metrics where a higher value is better (tables rank the largest first; figures use a linear axis).

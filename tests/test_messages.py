@@ -550,6 +550,7 @@ def test_the_command_line_and_a_file_give_values_per_node(tmp_path, capsys):
     awake.write_text("0.5, 0.6 0.7\n0.8 0.9 1 1 1\n")
     np.save(tmp_path / "two.npy", np.full((2, 4), 0.5))
     (tmp_path / "halves.txt").write_text(" ".join(["0.5"] * 8))  # (one value for every node: the number 0.5)
+    (tmp_path / "zero.txt").write_text("0.5 0.5 0.5 0 0.5 0.5 0.5 0.5")
     assert network_options.node_spec("0.2..0", "--loss").of(3, "--loss").tolist() == [0.2, 0.1, 0.0]  # (as written)
     assert network_options.node_spec("8..2", "--bits", integer=True).of(4, "--bits", True).tolist() == [8, 6, 4, 2]
     assert network_options.node_spec("0.1..0.1", "--loss") == 0.1  # (one value for all: that number)
@@ -585,6 +586,13 @@ def test_the_command_line_and_a_file_give_values_per_node(tmp_path, capsys):
     assert settings["settings"]["loss"] == "0.1,0..0.2" and "ring / loss 0..0.2 per node" in settings["graphs"]
     assert settings["argv"] == common + ["--loss", "0.1,0..0.2", "--out", str(tmp_path / "c")]  # (main's own, not
     # the interpreter's command line)
+    drops = tmp_path / "drops.txt"  # (a resumed comparison refuses a file whose values changed)
+    drops.write_text(" ".join(map(str, np.linspace(0, 0.3, 8))))
+    assert cli.main(common + ["--loss", f"@{drops}", "--out", str(tmp_path / "r")]) == 0
+    drops.write_text(" ".join(map(str, np.linspace(0.3, 0, 8))))
+    capsys.readouterr()
+    assert cli.main(["compare", "--resume", str(tmp_path / "r"), "--repeats", "2", "--no-progress"]) == 2
+    assert f"--loss @{drops} holds other values than when the comparison started" in capsys.readouterr().err
     toml = tmp_path / "exp.toml"
     toml.write_text('[network]\ntopology = "ring"\nn = 8\n[objective]\nkind = "quadratic"\nd = 4\n'
                     f'[communication]\nloss = [0.1, "0..0.2"]\nnoise = "@{tmp_path / "sigma.npy"}"\n'
@@ -607,7 +615,10 @@ def test_the_command_line_and_a_file_give_values_per_node(tmp_path, capsys):
                          (["--loss", "0.1,0.1..0.1"], "--loss '0.1,0.1..0.1' names a rate twice"),
                          (["--loss", "0..0.2,0.0..0.2"], "names a rate twice"),
                          (["--loss", f"0.5,@{tmp_path / 'halves.txt'}"], "names a rate twice"),
-                         (["--loss", "1e400"], "--loss must be a finite number")):
+                         (["--loss", "1e400"], "--loss must be a finite number"),
+                         (["--awake", f"@{tmp_path / 'zero.txt'}"], "got @" + str(tmp_path / "zero.txt") +
+                          " (node 3's value 0)"),
+                         (["--compress", "qsgd:2..8"], "(bits; one per node: --compress qsgd --bits 2..8)")):
         try:
             code = cli.main(["run", "--n", "8", "--out", str(tmp_path / "x")] + bad)
         except SystemExit as exc:  # (argparse's refusal of a value its type does not take)

@@ -1244,6 +1244,7 @@ def test_the_shipped_heterogeneous_experiment_separates_the_loss_robust_methods(
     assert table.loc["push-pull", "status"] == "ok" and table.loc["sgp", "status"] == "diverged"
     ok = table[table["status"] == "ok"]
     assert (abs(ok["messages_dropped"] / ok["messages"] - 0.15) < 0.01).all()  # (the rates' mean: 0.15)
+    assert not table["messages_dropped_best"].any()  # (a count: none is best)
 
 def test_traffic_over_a_schedule_counts_each_iterations_links():
     """A schedule's links change with the iteration: traffic() counts those of each iteration's matrix (asleep

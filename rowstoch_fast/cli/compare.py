@@ -414,6 +414,12 @@ def _read_resumed_comparison(args):
                                  "grow")
             continue
         setattr(args, key, value)
+    files, now = saved.get("node_files", {}), network_options.node_files(args)
+    for item in sorted(set(files) | set(now)):  # (a file of values per node: the text names it, not what it holds)
+        if files.get(item) != now.get(item):
+            raise UsageError(f"--resume {folder!r}: {item} holds other values than when the comparison started "
+                             f"(their digest was {files.get(item)}, it is {now.get(item)} now); put its values back, "
+                             "or start a new comparison")
     if "--out" not in args.given:
         args.out = folder
     args.previous = previous if len(previous) else None
@@ -445,7 +451,8 @@ def _write_experiment(args, problems, file_algorithms):
         graphs[g + (f" / {sname}" if sname else "")] = {"n": A.n, "network": network_options.words(ns),
                                                          "algorithms": [label for label, _, _ in specs],
                                                          "objective": f.describe()}
-    document = {"settings": settings, "algorithms": file_algorithms, "graphs": graphs, "version": __version__,
+    document = {"settings": settings, "algorithms": file_algorithms, "graphs": graphs,
+                "node_files": network_options.node_files(args), "version": __version__,
                 "build_info": build_info(), "argv": getattr(args, "argv", sys.argv[1:])}
     atomic_write(os.path.join(args.out, "experiment.json"),
                  lambda fh: json.dump(document, fh, indent=1, default=str))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..runner import METRICS, check_metric
-from ..user_metrics import RESERVED, higher_is_better
+from ..user_metrics import COUNTS, RESERVED, higher_is_better
 from .tuning import CONVERGED
 from .verdict import TIE_SE, ranks
 
@@ -162,7 +162,7 @@ def summary(frame, metric=None, metrics=()):
         for m in shown:
             rank = pd.Series(pd.NA, index=table.index, dtype="Int64")
             shared = pd.Series(False, index=table.index)
-            for s in dict.fromkeys(section):
+            for s in dict.fromkeys(section) if m not in COUNTS else ():  # (a count ranks nothing: none is best)
                 idx = [i for i in range(len(table)) if section.iloc[i] == s and ok[i]
                        and np.isfinite(finals[i][m]).all()]
                 higher = higher_is_better(m, getattr(frame, "attrs", {}).get("extra_metrics"))

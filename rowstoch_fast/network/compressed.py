@@ -10,7 +10,7 @@ from ..errors import UsageError
 from ..mixing import MixingMatrix
 from .base import as_network
 from .messages import _Messages
-from .options import ends, node_option, node_spec, node_values, NodeValues, Option, recorded
+from .options import ends, node_option, node_spec, node_values, NodeValues, Option, recorded, refused
 
 
 class Compressed(_Messages):
@@ -241,9 +241,11 @@ class Compressed(_Messages):
         takes = cls._TAKES.get(ns.compress, ())
         ns.bits, ns.k = node_spec(ns.bits, "--bits", integer=True), node_spec(ns.k, "--k", integer=True)
         if "bits" in takes and (ns.bits is None or not (1 <= ends(ns.bits)[0] and ends(ns.bits)[1] <= 32)):
-            raise UsageError(f"--compress {ns.compress} needs --bits in 1..32, got {ns.bits}")
+            raise UsageError(f"--compress {ns.compress} needs --bits in 1..32, got "
+                             f"{refused(ns.bits, lambda v: (v >= 1) & (v <= 32))}")
         if "k" in takes and (ns.k is None or ends(ns.k)[0] < 1 or (d is not None and ends(ns.k)[1] > d)):
-            raise UsageError(f"--compress {ns.compress} needs --k in 1..d{f' (d = {d})' if d else ''}, got {ns.k}")
+            raise UsageError(f"--compress {ns.compress} needs --k in 1..d{f' (d = {d})' if d else ''}, got "
+                             f"{refused(ns.k, lambda v: (v >= 1) & (v <= (d or np.inf)))}")
 
     @classmethod
     def from_options(cls, net, ns, seed):
@@ -301,8 +303,10 @@ class Compressed(_Messages):
             try:
                 value = int(param) if sep else None
             except ValueError:
-                raise UsageError(f"--compress item {part!r}: {param!r} is not an integer "
-                                 f"({'bits' if 'bits' in cls._TAKES[method] else 'k'})") from None
+                key = "bits" if "bits" in cls._TAKES[method] else "k"
+                raise UsageError(f"--compress item {part!r}: {param!r} is not an integer ({key}"
+                                 + (f"; one per node: --compress {method} --{key} {param}" if ".." in param or
+                                    param.startswith("@") else "") + ")") from None
             items.append((method, value))
         if len(items) != len(set(items)):
             raise UsageError(f"--compress {text!r} names a setting twice")

@@ -14,7 +14,7 @@ from .._hashing import MAX_T
 from ..mixing import MixingMatrix
 from ._rounds import _base_entries, _base_matrix, _keep_empty_rows, _materialise, _undirected_entries
 from .base import _under_messages, as_network, MAX_CHAIN_STEPS, Network
-from .options import ends, node_spec, node_values, NODE_VALUES_HELP, NodeValues, Option, recorded, setting_key, shown
+from .options import ends, node_spec, node_values, NODE_VALUES_HELP, NodeValues, Option, recorded, refused, setting_key, shown
 from .schedule import Schedule
 
 
@@ -273,8 +273,10 @@ class Lossy(Network):
     def check_options(cls, ns, d=None):
         ns.loss = node_spec(ns.loss, "--loss")
         low, high = ends(ns.loss)
-        if not (0.0 <= low and (high < 1.0 or (high == 1.0 and ns.loss_model == "gilbert-elliott"))):
-            raise UsageError(f"--loss must be in [0, 1) (gilbert-elliott: [0, 1]), got {ns.loss}")
+        bursty = ns.loss_model == "gilbert-elliott"
+        if not (0.0 <= low and (high < 1.0 or (high == 1.0 and bursty))):
+            shown_value = refused(ns.loss, lambda v: (v >= 0) & ((v < 1) | ((v == 1) & bursty)))
+            raise UsageError(f"--loss must be in [0, 1) (gilbert-elliott: [0, 1]), got {shown_value}")
         bursty = ns.loss_model == "gilbert-elliott"
         if bursty != (ns.p_bad is not None and ns.p_recover is not None) or (not bursty and (ns.p_bad or ns.p_recover)):
             raise UsageError("--loss-model gilbert-elliott needs --p-bad and --p-recover (and they go with it only)")

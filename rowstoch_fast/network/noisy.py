@@ -11,7 +11,7 @@ from .._checks import check_int, check_positive_float, MAX_KEY, per_node_text, p
 from ..errors import UsageError
 from .base import as_network
 from .messages import _Messages
-from .options import ends, node_option, node_spec, node_values, Option, recorded, shown
+from .options import ends, node_option, node_spec, node_values, Option, recorded, refused_node, shown
 
 
 #: The largest |z| of the normal draws, sqrt(-2 ln 2^-53) (Box-Muller of u = 1 - uniform_hash >= 2^-53): noise of
@@ -82,7 +82,8 @@ class Noisy(_Messages):
                              f"got {per!r}")
         top = float(np.finfo(self.dtype).max) / Z_MAX
         each = per_node_values(sigma, "sigma", self.n, lambda v: (v >= 0) & (v <= top),
-                               f"a finite number >= 0 and at most {top:.4g} (see sigma_problem)")
+                               f"a finite number >= 0 and at most {top:.4g} (larger noise overflows the largest "
+                               f"finite value)")
         self.sigma = each if each is not None else check_positive_float(sigma, "sigma", allow_zero=True)
         problem = None if each is not None else sigma_problem(self.sigma, self.dtype)
         if problem:
@@ -140,7 +141,8 @@ class Noisy(_Messages):
         for end in () if ns.noise is None else ends(ns.noise):
             problem = sigma_problem(end, getattr(ns, "dtype", None) or "float64")
             if problem:
-                raise UsageError(f"--noise {problem}")
+                node = refused_node(ns.noise, lambda v: v != end)
+                raise UsageError(f"--noise {problem}" + (f" ({node})" if node else ""))
 
     @classmethod
     def from_options(cls, net, ns, seed):

@@ -26,7 +26,7 @@ from ..errors import UsageError
 from .base import LAYERS
 
 __all__ = ["Option", "NETWORK_SEED", "NodeValues", "add_arguments", "build", "check", "declared", "ends", "in_use",
-           "names", "node_spec", "node_values", "record", "setting_key", "settings", "shown", "spellings",
+           "names", "node_spec", "node_values", "record", "refused", "refused_node", "setting_key", "settings", "shown", "spellings",
            "toml_choices", "toml_schema", "unread", "words"]
 
 
@@ -214,12 +214,49 @@ def node_spec(value, flag, integer=False):
     return NodeValues(text, min(spread), max(spread), first=spread[0], last=spread[1], key=("spread", *spread))
 
 
+def node_files(ns):
+    """``{"--flag @FILE": digest}`` of every file of values per node the options of ``ns`` name (an item of a sweep
+    too): what a resumed comparison checks its files against (the text names a file, not what it holds)."""
+    from .base import _sha1
+
+    out = {}
+    for opt in declared():
+        value = getattr(ns, opt.name, None)
+        if not isinstance(value, (str, NodeValues)):
+            continue
+        for item in str(value).split(",") if isinstance(opt.kind, str) else [str(value)]:
+            item = item.strip()
+            if item.startswith("@"):
+                spec = node_spec(item, opt.flag, integer=opt.kind is int)
+                out[f"{opt.flag} {item}"] = _sha1(np.asarray(spec.values, dtype=np.float64))
+    return out
+
+
 def setting_key(value):
     """What tells two settings of an option apart: a number, or the values a :class:`NodeValues` gives (a file of
     one value for every node is that number)."""
     if isinstance(value, NodeValues):
         return value.key
     return ("one", float(value))
+
+
+def refused_node(value, accept):
+    """The first node of a file of values whose value ``accept`` (vectorised) refuses, in words (``node 3's value
+    1.2``), or None (a number, a spread, a file whose values it takes)."""
+    if isinstance(value, NodeValues) and value.values is not None:
+        with np.errstate(invalid="ignore"):
+            bad = ~np.asarray(accept(np.asarray(value.values)), dtype=bool)
+        if bad.any():
+            i = int(np.argmax(bad))
+            return f"node {i}'s value {value.values[i]:g}"
+    return None
+
+
+def refused(value, accept):
+    """An option's value as its refusal shows it: as written, and for a file the first node whose value ``accept``
+    refuses: ``@drops.txt (node 3's value 1.2)``."""
+    node = refused_node(value, accept)
+    return str(value) if node is None else f"{value} ({node})"
 
 
 def ends(value):

@@ -12,7 +12,7 @@ from ..errors import UsageError
 from ..mixing import MixingMatrix
 from ._rounds import _base_entries, _keep_empty_rows, _materialise, _undirected_entries, _with_diagonal
 from .base import _under_messages, advance_two_state, as_network, jump_two_state, MAX_ACTIVATION_STEPS, Network
-from .options import ends, node_option, node_spec, node_values, Option, recorded, shown
+from .options import ends, node_option, node_spec, node_values, Option, recorded, refused, shown
 
 
 class Sleepy(Network):
@@ -298,7 +298,7 @@ class Sleepy(Network):
     def check_options(cls, ns, d=None):
         ns.awake, ns.rate = node_spec(ns.awake, "--awake"), node_spec(ns.rate, "--rate")
         if not (0.0 < ends(ns.awake)[0] and ends(ns.awake)[1] <= 1.0):
-            raise UsageError(f"--awake must be in (0, 1], got {ns.awake}")
+            raise UsageError(f"--awake must be in (0, 1], got {refused(ns.awake, lambda v: (v > 0) & (v <= 1))}")
         flags = {opt.name: opt.flag for opt in Sleepy.OPTIONS}  # (as declared)
         for name in cls._MODEL_OPTIONS:
             option, value = flags[name], getattr(ns, name)
@@ -309,7 +309,7 @@ class Sleepy(Network):
             if name.startswith("p_") and value is not None and not 0.0 < value <= 1.0:
                 raise UsageError(f"{option} must be in (0, 1], got {value}")
             if name == "rate" and value is not None and not (np.isfinite(ends(value)).all() and ends(value)[0] > 0):
-                raise UsageError(f"--rate must be a finite number > 0, got {value}")
+                raise UsageError(f"--rate must be a finite number > 0, got {refused(value, lambda v: v > 0)}")
         if ns.activation != "bernoulli" and ns.awake != 1.0:
             raise UsageError(f"--awake goes with --activation bernoulli, not {ns.activation}")
 
