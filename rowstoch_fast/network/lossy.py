@@ -14,7 +14,8 @@ from .._hashing import MAX_T
 from ..mixing import MixingMatrix
 from ._rounds import _base_entries, _base_matrix, _keep_empty_rows, _materialise, _undirected_entries
 from .base import _under_messages, as_network, MAX_CHAIN_STEPS, Network
-from .options import ends, node_spec, node_values, NODE_VALUES_HELP, NodeValues, Option, recorded, refused, setting_key, shown
+from .options import (ends, node_spec, node_values, NODE_VALUES_HELP, NodeValues, Option, recorded, refused,
+                      setting_key, shown)
 from .schedule import Schedule
 
 

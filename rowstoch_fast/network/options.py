@@ -26,8 +26,8 @@ from ..errors import UsageError
 from .base import LAYERS
 
 __all__ = ["Option", "NETWORK_SEED", "NodeValues", "add_arguments", "build", "check", "declared", "ends", "in_use",
-           "names", "node_spec", "node_values", "record", "refused", "refused_node", "setting_key", "settings", "shown", "spellings",
-           "toml_choices", "toml_schema", "unread", "words"]
+           "names", "node_files", "node_spec", "node_values", "record", "refused", "refused_node", "setting_key",
+           "settings", "shown", "spellings", "toml_choices", "toml_schema", "unread", "words"]
 
 
 @dataclass(frozen=True)
