@@ -609,6 +609,11 @@ class Sum(_Derived):
         """Whether every part is convex (the optimum is then computed)."""
         return all(p.convex for p in self.parts)
 
+    @property
+    def stream_free(self):
+        """Whether every part's gradient ignores its stream."""
+        return all(p.stream_free for p in self.parts)
+
     def stochastic_gradient(self, X, iteration, **stream):
         f, g = self.parts
         return f.stochastic_gradient(X, iteration, **stream) + g.stochastic_gradient(X, iteration, **stream)
@@ -684,6 +689,11 @@ class Scaled(_Derived):
 
     def _sample_gradient(self, X, idx, own):
         return self.a * self.f._sample_gradient(X, idx, own)
+
+    @property
+    def stream_free(self):
+        """Whether the scaled objective's gradient ignores its stream."""
+        return self.f.stream_free
 
     def stochastic_gradient(self, X, iteration, **stream):
         return self.a * self.f.stochastic_gradient(X, iteration, **stream)
@@ -766,6 +776,11 @@ class Composite(_Derived):
 
     def _sample_gradient(self, X, idx, own):
         return self.smooth._sample_gradient(X, idx, own)
+
+    @property
+    def stream_free(self):
+        """Whether the smooth part's gradient ignores its stream."""
+        return self.smooth.stream_free
 
     def stochastic_gradient(self, X, iteration, **stream):
         """The smooth part's stochastic gradients (``r`` enters through its proximal operator)."""

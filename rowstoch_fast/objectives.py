@@ -181,6 +181,10 @@ class Objective:
 
     #: Whether every ``f_i`` is convex: the composite and summed objectives then compute their optimum.
     convex = False
+    #: Whether :meth:`stochastic_gradient` is the same function of ``X`` on every stream (seed, replica,
+    #: iteration): no draw, no noise (a whole-data batch of :class:`LeastSquares`, :class:`Quadratic` without
+    #: noise). Replicas of one rate then give the same trajectory: the tuner runs one (``compare.tuning``).
+    stream_free = False
 
     def __add__(self, other):
         return _arithmetic("add")(self, other)
@@ -1011,6 +1015,11 @@ class Quadratic(Objective):
         with np.errstate(over="ignore", invalid="ignore"):
             return (0.5 * q * X * X - b * X).sum(-1)
 
+    @property
+    def stream_free(self):
+        """Without gradient noise (``sigma = 0``) every stream's gradient is the exact one."""
+        return self.sigma == 0
+
     def stochastic_gradient(self, X, iteration, *, seed=0, batches=1, rep_offset=0, nodes=None, rep_period=0):
         iteration, seed, batches, rep_offset = _check_stream(iteration, seed, batches, rep_offset)
         reps = _replicas(X.shape[0] if np.ndim(X) == 3 else 1, _check_period(rep_period))
@@ -1166,6 +1175,11 @@ class LeastSquares(Objective):
         X = self._check_X(X, nodes)
         r = np.einsum("nmd,...nd->...nm", self.H[sel], X) - self.y[sel]
         return 0.5 * (r * r).mean(-1)
+
+    @property
+    def stream_free(self):
+        """A batch of every sample (``batch = M``) draws nothing: every stream's gradient is the whole data's."""
+        return self.batch == self.M
 
     def stochastic_gradient(self, X, iteration, *, seed=0, batches=1, rep_offset=0, nodes=None, rep_period=0):
         iteration, seed, batches, rep_offset = _check_stream(iteration, seed, batches, rep_offset)

@@ -50,6 +50,30 @@ def test_same_budget_seeds_and_metrics_for_every_algorithm(problem):
     assert frame["grad_norm_mean"].notna().all() and frame["grad_norm_centroid"].isna().all()
 
 
+def test_the_tuner_runs_one_replica_a_rate_where_replicas_would_not_differ(monkeypatch):
+    """Exact gradients (least squares on its whole data), a method of batch gradients and a network that draws
+    nothing per replica (losses are per link): the replicas of a rate would run the same trajectory, so the tuner
+    runs one, with the record of two (the same scores, curves and choice, to the bit) at half the replicas; with
+    mini-batches, per-sample draws or compressed messages it keeps two."""
+    from rowstoch_fast.compare.plan import Method
+    from rowstoch_fast.network import Compressed, Lossy
+
+    A = Lossy(topology.exponential(8), 0.2, seed=3)
+    exact = LeastSquares.synthetic(8, samples_per_node=10, d=3, heterogeneity=1.0, seed=2)
+    method = Method("push-pull", "push-pull", 1, {})
+    records = {}
+    for forced in (None, 2):
+        if forced:
+            monkeypatch.setattr(tuning, "replicas_per_rate", lambda *args: forced)
+        lr, records[forced] = tuning.tune(A, exact, method, 60, "suboptimality", seed=1, grid=(0.01, 0.1, 1.0))
+    assert records[None]["replicas"] == 1 and records[2]["replicas"] == 2
+    assert records[None]["stages"] == records[2]["stages"] and records[None]["chosen"] == records[2]["chosen"]
+    monkeypatch.undo()
+    noisy = LeastSquares.synthetic(8, samples_per_node=10, d=3, batch=2, seed=2)
+    assert tuning.replicas_per_rate(A, noisy, method) == tuning.TUNE_REPEATS == 2
+    assert tuning.replicas_per_rate(A, exact, Method("gt-saga", "gt-saga", 1, {})) == 2
+    assert tuning.replicas_per_rate(Compressed(A, "qsgd", bits=4), exact, method) == 2
+
 def test_the_bytes_of_a_comparison_are_one_runs_whatever_the_repetitions(problem):
     """The repetitions run as replicas of one stepper, each of whose messages carries every replica's values: the
     table's bytes were the repetitions' together (3x with repeats=3). They are one run's: a message of d values

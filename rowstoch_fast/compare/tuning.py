@@ -30,12 +30,13 @@ from ..objectives import Oracle
 from ..runner import build_replicas, record_metrics, round_schedule
 
 __all__ = ["TUNE_SEED_OFFSET", "TUNE_REPEATS", "TUNE_POINTS", "STABILITY_FACTOR", "NO_PROGRESS", "CONVERGED", "TAIL",
-           "NoStableRate", "UNTUNABLE", "judge", "final_estimate", "tune"]
+           "NoStableRate", "UNTUNABLE", "judge", "final_estimate", "replicas_per_rate", "tune"]
 
 #: The tuning runs draw their mini-batches from ``seed + TUNE_SEED_OFFSET`` (wrapped to 64 bits): streams that no
 #: evaluation repetition of the comparison (``seed``, repetitions 0 .. repeats-1) ever draws.
 TUNE_SEED_OFFSET = 0x5EED_0000_0000
-#: Replicas per candidate rate (independent gradient streams), judged on their mean.
+#: Replicas per candidate rate (independent gradient streams), judged on their mean; one where they would all run
+#: the same trajectory (:func:`replicas_per_rate`: exact gradients, no per-replica draws).
 TUNE_REPEATS = 2
 #: Records per tuning run (evenly spaced, as the evaluation's): the trajectory the stability rule reads.
 TUNE_POINTS = 24
@@ -422,6 +423,20 @@ def _refinements(best, tried, grid):
     return sorted(float(f"{v:.6g}") for v in out if v not in tried)
 
 
+def replicas_per_rate(network, objective, method):
+    """The replicas a tuning run gives each candidate rate: :data:`TUNE_REPEATS`, or one where its replicas would
+    run the same trajectory (their mean is then each of them, to the bit): gradients that ignore their stream
+    (:attr:`~rowstoch_fast.objectives.Objective.stream_free`), a method of batch gradients (not per-sample draws),
+    over a network whose rounds draw nothing per replica (no message layer: compression and noise draw per value,
+    so per replica; losses and sleep are drawn per link, the same for every replica)."""
+    from ..algorithms import REGISTRY
+
+    cls = REGISTRY.get(getattr(method, "method", None))
+    same = getattr(objective, "stream_free", False) and cls is not None and \
+        getattr(cls, "gradients", "batch") != "samples" and not hasattr(network, "encode")
+    return 1 if same else TUNE_REPEATS
+
+
 def tune(network, objective, method, budget, metric, *, seed=0, backend="auto", grid=None, log=None,
          checkpoint_dir=None):
     """The best stable rate of ``grid`` for ``method`` over the whole ``budget``, then refined.
@@ -437,7 +452,8 @@ def tune(network, objective, method, budget, metric, *, seed=0, backend="auto", 
     -------
     lr : float
     record : dict
-        ``{"metric", "seed", "chosen", "iterations", "stages": [{"name", "scores": {lr: score}, "rejected":
+        ``{"metric", "seed", "chosen", "iterations", "replicas" (per rate: :func:`replicas_per_rate`), "stages":
+        [{"name", "scores": {lr: score}, "rejected":
         {lr: why}, "ends": {lr: final value}, "curves": {lr: [values]}}]}``: every candidate's score (``inf``
         where rejected), why it was rejected, where it ended and its trajectory (the mean over its replicas at
         ``iterations``).
@@ -458,17 +474,19 @@ def tune(network, objective, method, budget, metric, *, seed=0, backend="auto", 
 
     finished = []  # (the stages' results kept while the tuning runs: an interrupted tuning does not redo them)
 
+    repeats = record["replicas"] = replicas_per_rate(network, objective, method)
+
     def stage(name, rates):
         path = None if checkpoint_dir is None else os.path.join(
             checkpoint_dir, f"{method.label}.tuning-{len(record['stages'])}.npz")
         iterations, values = trajectories(network, objective, method, rates, budget, metric, seed=tune_seed,
-                                          repeats=TUNE_REPEATS, backend=backend, checkpoint=path, keep=True)
+                                          repeats=repeats, backend=backend, checkpoint=path, keep=True)
         finished.append(path)
         record["iterations"] = [int(k) for k in iterations]
         entry = {"name": name, "scores": {}, "rejected": {}, "ends": {}, "curves": {}}
         for c, lr in enumerate(rates):
             with np.errstate(all="ignore"):
-                mean = values[:, c * TUNE_REPEATS:(c + 1) * TUNE_REPEATS].mean(axis=1)
+                mean = values[:, c * repeats:(c + 1) * repeats].mean(axis=1)
             score, why, end = _judged(iterations, mean)
             entry["scores"][lr], entry["ends"][lr], entry["curves"][lr] = score, end, [float(v) for v in mean]
             scores[lr], ends[lr] = score, end
