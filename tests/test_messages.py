@@ -618,7 +618,9 @@ def test_the_command_line_and_a_file_give_values_per_node(tmp_path, capsys):
                          (["--loss", "1e400"], "--loss must be a finite number"),
                          (["--awake", f"@{tmp_path / 'zero.txt'}"], "got @" + str(tmp_path / "zero.txt") +
                           " (node 3's value 0)"),
-                         (["--compress", "qsgd:2..8"], "(bits; one per node: --compress qsgd --bits 2..8)")):
+                         (["--compress", "qsgd:2..8"], "(bits; one per node: --compress qsgd --bits 2..8)"),
+                         (["--activation", "markov", "--p-sleep", "0.1..0.5", "--p-wake", "0.5"],
+                          "argument --p-sleep: takes one number, got '0.1..0.5'; a value per node is taken by --loss")):
         try:
             code = cli.main(["run", "--n", "8", "--out", str(tmp_path / "x")] + bad)
         except SystemExit as exc:  # (argparse's refusal of a value its type does not take)

@@ -314,13 +314,30 @@ def add_arguments(parser):
         if cli_type is not None:
             kw["type"] = cli_type
         elif opt.kind in (int, float):
-            kw["type"] = opt.kind
+            kw["type"] = _one_number(opt.kind)
         if opt.choices and not isinstance(opt.kind, str):
             kw["choices"] = list(opt.choices)
         if opt.metavar:
             kw["metavar"] = opt.metavar
         group.add_argument(opt.flag, **kw)
     return group
+
+
+def _one_number(kind):
+    """An ``argparse`` type of an option that takes one number: ``kind``, and for a value per node (``FIRST..LAST``,
+    ``@FILE``) a refusal that names the options that take one."""
+    def convert(text):
+        try:
+            return kind(text)
+        except ValueError:
+            if ".." in text or text.startswith("@"):
+                per_node = [o.flag for o in declared() if o.toml_kind and o.toml_kind.endswith("|nodes")]
+                raise argparse.ArgumentTypeError(
+                    f"takes one {'integer' if kind is int else 'number'}, got {text!r}; a value per node is taken by "
+                    f"--loss, {', '.join(per_node)}") from None
+            raise
+    convert.__name__ = kind.__name__  # (argparse's "invalid int value" for the rest)
+    return convert
 
 
 def declared():
