@@ -577,6 +577,16 @@ def test_the_command_line_and_a_file_give_values_per_node(tmp_path, capsys):
             "--loss", "0..0.3", "--compress", "qsgd", "--bits", "2..8", "--awake", f"@{awake}", "--record-every", "10",
             "--no-progress"]
     cli_resumes_like_one_run(base, tmp_path)
+    assert cli.main(base + ["--metric", "messages_dropped,node_max_distance", "--iterations", "20", "--out",
+                            str(tmp_path / "m")]) == 0  # (rowstoch run records the message counters asked for)
+    import pandas as pd
+
+    history = pd.read_csv(tmp_path / "m" / "history.csv")
+    assert history["messages_dropped"].iloc[-1] > 0 and history["node_max_distance"].notna().all()
+    capsys.readouterr()
+    assert cli.main(["run", "--metric", "bogus", "--out", str(tmp_path / "n")]) == 2
+    err = capsys.readouterr().err
+    assert "--metric must be one of" in err and "messages_dropped" in err and err.count("\n") == 1
     common = ["compare", "--topology", "ring", "--n", "8", "--objective", "quadratic", "--d", "4", "--algorithms",
               "dsgd", "--lr", "0.05", "--rounds-budget", "10", "--repeats", "1", "--no-progress"]
     assert cli.main(common + ["--loss", "0.1,0..0.2", "--out", str(tmp_path / "c")]) == 0

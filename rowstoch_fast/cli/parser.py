@@ -172,6 +172,11 @@ def make_parser():
     rn.add_argument("--metrics-module", default=None, metavar="FILE",
                     help="a Python file that registers metrics of your own (rowstoch_fast.register_metric): each is "
                          "recorded, a column of history.csv and history.json")
+    rn.add_argument("--metric", default=None, metavar="NAME[,...]",
+                    help="more metrics to record beside the built-in ones, columns of history.csv and history.json: "
+                         "a statistic over the nodes node_<mean|std|min|max|median>_<quantity>, an oracle-call "
+                         "counter (gradient_calls, ...), messages_received, messages_dropped (a lossy network), a "
+                         "federated metric (client_drift, participation_fairness)")
     rn.add_argument("--out", default="results", help="output folder")
     r.set_defaults(func=cmd_run)
 

@@ -118,6 +118,15 @@ def cmd_run(args):
 
     _check_run_args(args)
     extra = _metrics_module(args)  # (every metric the file registers is recorded)
+    if args.metric:  # (more of the built-in families: node statistics, counters, federated metrics)
+        from ..user_metrics import resolve_metrics
+
+        asked = [name.strip() for name in args.metric.split(",") if name.strip()]
+        try:
+            resolve_metrics(asked, "--metric")
+        except (TypeError, ValueError) as exc:
+            raise UsageError(str(exc)) from None
+        extra = tuple(dict.fromkeys([*extra, *(name for name in asked if name not in METRICS)]))
     started = time.perf_counter()
     root = True
     if args.backend == "mpi":
