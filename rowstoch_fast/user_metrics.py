@@ -457,9 +457,9 @@ class _MessageCount(_AlgorithmMetric):
         return float(dropped if self.name == "messages_dropped" else state.algorithm.traffic()["messages"] - dropped)
 
 
-def _call_metric(name):
+def _count_metric(name):
     """The :class:`Metric` of a :data:`CALL_METRICS` or :data:`MESSAGE_METRICS` name, or None."""
-    if name in MESSAGE_METRICS:  # (the tables' best: the most messages received, the fewest dropped)
+    if name in MESSAGE_METRICS:  # (their direction: more received, fewer dropped; never marked best: COUNTS)
         return Metric(name, _MessageCount(name), lower_is_better=name == "messages_dropped", log_scale=False)
     if name not in CALL_METRICS:
         return None
@@ -509,7 +509,7 @@ def _resolve_one(m, argument):
     if isinstance(m, str):
         if m in METRICS:
             return m
-        found = _REGISTRY.get(m) or _node_metric(m) or _federated_metric(m) or _call_metric(m)
+        found = _REGISTRY.get(m) or _node_metric(m) or _federated_metric(m) or _count_metric(m)
         if found is None:
             registered = f" ({', '.join(_REGISTRY)})" if _REGISTRY else ""
             raise ValueError(f"{argument} must be one of {', '.join(METRICS)}, a statistic over the nodes "
@@ -536,7 +536,7 @@ def _properties(name, given=None):
     ``meta["extra_metrics"]``), else the registry's, the ``node_*`` rule or the built-in ones."""
     if given and name in given:
         return given[name]
-    found = _REGISTRY.get(name) or (_node_metric(name) or _federated_metric(name) or _call_metric(name)
+    found = _REGISTRY.get(name) or (_node_metric(name) or _federated_metric(name) or _count_metric(name)
                                     if isinstance(name, str) else None)
     if found is not None:
         return found.properties()

@@ -29,7 +29,7 @@ import numpy as np
 from .. import backends
 from .._checks import check_step_size, fmt_bytes, nodes_first, require_memory
 from ..mixing import MixingMatrix, off_sums
-from ..network import Network, as_undirected, base_matrix, source_matrices, source_of, weights_of
+from ..network import Network, as_undirected, base_matrix, out_links, source_matrices, source_of, weights_of
 from ._asktell import AskTell
 from ._deferred import FailureHandling
 from ._deferred import GROWTH_LIMIT
@@ -650,9 +650,7 @@ class Optimizer(AskTell, FailureHandling, Persistence):
         if entry is not None:
             self._links_sent(name, M)
             return entry[5]
-        csr = base_matrix(M).csr
-        out = np.bincount(csr.indices, minlength=self._n) - (csr.diagonal() > 0)
-        return self._talking_iterations() * out.astype(np.int64)
+        return self._talking_iterations() * out_links(base_matrix(M))
 
     def messages_dropped(self):
         """Messages the network's losses have dropped so far, of those :meth:`traffic` counts as sent (the
@@ -732,8 +730,7 @@ class Optimizer(AskTell, FailureHandling, Persistence):
             A = source.matrix(tn) if isinstance(source, Network) else source
             out = outs.get(id(A))
             if out is None:
-                csr = A.csr
-                out = outs[id(A)] = np.bincount(csr.indices, minlength=self._n) - (csr.diagonal() > 0)  # no loops
+                out = outs[id(A)] = out_links(A)
             senders = self._mats[name].senders(tn)
             entry[1] += int(out.sum() if senders is None else out[senders].sum())
             entry[5] += out if senders is None else np.where(senders, out, 0)
@@ -766,9 +763,9 @@ class Optimizer(AskTell, FailureHandling, Persistence):
                     int(saved[1]) < 0:
                 raise ValueError(f"state[{key!r}] must be [next iteration to count, links so far] with the iteration "
                                  f"in {first} .. {last} and the links >= 0, got {saved.tolist()!r}")
-            by_sender = np.asarray(state.get(f"{key}/by_sender", np.zeros(0, dtype=np.int64)))
             if f"{key}/by_sender" not in state:  # (an older version's state: each sender's links counted again)
                 continue
+            by_sender = np.asarray(state[f"{key}/by_sender"])
             if by_sender.shape != (self._n,) or by_sender.dtype.kind not in "iu" or (by_sender < 0).any() or \
                     int(by_sender.sum()) != int(saved[1]):
                 raise ValueError(f"state[{key + '/by_sender'!r}] must be the links each of the {self._n} nodes sent "

@@ -7,10 +7,10 @@ import numpy as np
 
 from .._checks import check_int, MAX_KEY, per_node_text, per_node_values
 from ..errors import UsageError
-from ..mixing import MixingMatrix
 from .base import as_network
 from .messages import _Messages
 from .options import ends, node_option, node_spec, node_values, NodeValues, Option, recorded, refused
+from .queries import base_matrix, out_links
 
 
 class Compressed(_Messages):
@@ -121,25 +121,30 @@ class Compressed(_Messages):
         param = self.bits if self.bits is not None else self.k if self.k is not None else 0
         return self.METHODS[self.method], param, 0.0, bool(self.unbiased)
 
+    def _per_node(self, of, values):
+        """``of(bits, k)`` for each of ``values`` (a node's bits or k, as the method takes)."""
+        return [of(int(v), None) if self.bits is not None else of(None, int(v)) for v in values]
+
     def _worst(self, of, worst):
         """``of(bits, k)`` of one node, or ``worst`` (max or min) of it over the nodes' distinct values."""
         if not self.per_node:
             return of(self.bits, self.k)
-        values = self.bits if self.bits is not None else self.k
-        return worst(of(*((int(v), None) if self.bits is not None else (None, int(v)))) for v in np.unique(values))
+        return worst(self._per_node(of, np.unique(self.bits if self.bits is not None else self.k)))
+
+    def _omega(self, bits, k, d):
+        """:meth:`omega` of a node compressing with ``bits`` or ``k``."""
+        if self.method == "qsgd" and self.unbiased:
+            s = 2.0**bits - 1
+            return min(d / s**2, d**0.5 / s)
+        if self.method == "randk" and self.unbiased:
+            return d / min(k, d) - 1.0
+        return 0.0
 
     def omega(self, d):
         """The variance bound of an unbiased compression of ``d`` values, ``E||Q(v) - v||^2 <= omega ||v||^2``
         (``"qsgd"``: ``min(d / s^2, sqrt(d) / s)``, Alistarh et al. 2017; ``"randk"``: ``d / k - 1``); 0 for
         the biased ones. Per-node ``bits`` or ``k``: the largest of the nodes'."""
-        def one(bits, k):
-            if self.method == "qsgd" and self.unbiased:
-                s = 2.0**bits - 1
-                return min(d / s**2, d**0.5 / s)
-            if self.method == "randk" and self.unbiased:
-                return d / min(k, d) - 1.0
-            return 0.0
-        return self._worst(one, max)
+        return self._worst(lambda bits, k: self._omega(bits, k, d), max)
 
     def delta(self, d):
         """A contraction ``delta`` in (0, 1] of the (rescaled) compression of ``d`` values, ``||Q(v) / (1 +
@@ -152,9 +157,7 @@ class Compressed(_Messages):
             if self.method == "sign":
                 return 1.0 / d
             if self.unbiased:
-                s = 2.0**bits - 1 if self.method == "qsgd" else None
-                omega = min(d / s**2, d**0.5 / s) if s is not None else d / min(k, d) - 1.0
-                return 1.0 / (1.0 + omega)
+                return 1.0 / (1.0 + self._omega(bits, k, d))
             return 0.5
         return self._worst(one, min)
 
@@ -175,9 +178,7 @@ class Compressed(_Messages):
 
         if not self.per_node:
             return one(self.bits, self.k)
-        values = self.bits if self.bits is not None else self.k
-        return np.array([one(int(v), None) if self.bits is not None else one(None, int(v)) for v in values],
-                        dtype=np.int64)
+        return np.array(self._per_node(one, self.bits if self.bits is not None else self.k), dtype=np.int64)
 
     def mean_over_links(self, per_sender):
         """The mean of ``per_sender`` (a value per node) over the links, each sender weighted by its out-links in
@@ -187,16 +188,10 @@ class Compressed(_Messages):
         return float(per_sender @ out_links / out_links.sum()) if out_links.sum() else float(per_sender.mean())
 
     def _out_links(self):
-        """Each node's out-links (self loops excluded) in the first matrix under the layers, kept."""
+        """Each node's out-links in the matrix under the layers (a schedule's first), kept."""
         cached = self.__dict__.get("_out_link_counts")
-        if cached is None:
-            net = self  # (down to the first matrix: losses and sleep do not change who may send to whom)
-            while not isinstance(net, MixingMatrix):
-                net = net.base if hasattr(net, "base") else net.matrices[0]
-            c = net.csr
-            cols = np.asarray(c.indices, dtype=np.int64)
-            rows = np.repeat(np.arange(c.shape[0], dtype=np.int64), np.diff(c.indptr))
-            cached = self._out_link_counts = np.bincount(cols[rows != cols], minlength=self.n).astype(np.float64)
+        if cached is None:  # (losses and sleep do not change who may send to whom)
+            cached = self._out_link_counts = out_links(base_matrix(self)).astype(np.float64)
         return cached
 
     def __repr__(self):

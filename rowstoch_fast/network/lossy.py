@@ -278,7 +278,6 @@ class Lossy(Network):
         if not (0.0 <= low and (high < 1.0 or (high == 1.0 and bursty))):
             shown_value = refused(ns.loss, lambda v: (v >= 0) & ((v < 1) | ((v == 1) & bursty)))
             raise UsageError(f"--loss must be in [0, 1) (gilbert-elliott: [0, 1]), got {shown_value}")
-        bursty = ns.loss_model == "gilbert-elliott"
         if bursty != (ns.p_bad is not None and ns.p_recover is not None) or (not bursty and (ns.p_bad or ns.p_recover)):
             raise UsageError("--loss-model gilbert-elliott needs --p-bad and --p-recover (and they go with it only)")
         for name in ("p_bad", "p_recover"):

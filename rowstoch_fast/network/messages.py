@@ -176,9 +176,9 @@ class _Messages(Network):
             L = self.message_length(width, d)
             if k is not None and np.max(k) > L and (d is None or width % d == 0):  # (a narrow block, a push-sum
                 # weight beside models of d values, is sent whole)
-                whose = "" if np.ndim(k) == 0 else f"[{int(np.argmax(k > L))}] (node {int(np.argmax(k > L))}'s)"
-                raise ValueError(f"k{whose} = {int(np.max(k) if np.ndim(k) == 0 else k[np.argmax(k > L)])} is more "
-                                 f"than the {L} values of one message (k must be in 1..d)")
+                i = int(np.argmax(k > L)) if np.ndim(k) else None  # (per-node k: the first node's past it)
+                name, big = ("k", int(k)) if i is None else (f"k[{i}] (node {i}'s)", int(k[i]))
+                raise ValueError(f"{name} = {big} is more than the {L} values of one message (k must be in 1..d)")
             layer = layer.base
 
     def contraction(self, d):

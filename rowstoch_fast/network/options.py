@@ -114,8 +114,6 @@ class NodeValues:
     sweep's repeated settings are found by :func:`setting_key`."""
 
     text: str = field(compare=False)
-    low: float = field(compare=False)
-    high: float = field(compare=False)
     values: object = field(default=None, compare=False, repr=False)  # (a file's values)
     first: float = field(default=None, compare=False)
     last: float = field(default=None, compare=False)
@@ -123,6 +121,14 @@ class NodeValues:
 
     def __str__(self):
         return self.text
+
+    @property
+    def low(self):
+        return float(self.values.min()) if self.values is not None else min(self.first, self.last)
+
+    @property
+    def high(self):
+        return float(self.values.max()) if self.values is not None else max(self.first, self.last)
 
     def of(self, n, flag, integer=False):
         """The ``n`` values (float64; ``integer``: rounded to int64), or a :class:`UsageError` naming ``flag``
@@ -199,8 +205,7 @@ def node_spec(value, flag, integer=False):
             i = int(np.argmax(values != np.rint(values)))
             raise UsageError(f"{flag} {text}: value {i} (node {i}'s) must be an integer, got {values[i]:g}")
         equal = bool((values == values[0]).all())  # (one value for every node: the key of that number)
-        return NodeValues(text, float(values.min()), float(values.max()), values,
-                          key=("one", float(values[0])) if equal else ("file", tuple(values.tolist())))
+        return NodeValues(text, values, key=("one", float(values[0])) if equal else ("file", tuple(values.tolist())))
     first, sep, last = text.partition("..")
     try:
         spread = (float(first), float(last)) if sep else None
@@ -211,7 +216,7 @@ def node_spec(value, flag, integer=False):
         raise UsageError(f"{flag} must be {NODE_VALUES_HELP.replace('one number', kind)}, got {value!r}")
     if spread[0] == spread[1]:  # (one value for every node: that number)
         return node_spec(spread[0], flag, integer)
-    return NodeValues(text, min(spread), max(spread), first=spread[0], last=spread[1], key=("spread", *spread))
+    return NodeValues(text, first=spread[0], last=spread[1], key=("spread", *spread))
 
 
 def node_files(ns):

@@ -1,9 +1,11 @@
 """What the algorithms ask of a network: the matrix under its layers (:func:`base_matrix`, :func:`source_of`),
-its weights without the message layers (:func:`weights_of`), its links (:func:`links_of`, :func:`fixed_links`) and
-its undirected form (:func:`as_undirected`).
+its weights without the message layers (:func:`weights_of`), its links (:func:`links_of`, :func:`fixed_links`,
+:func:`out_links`) and its undirected form (:func:`as_undirected`).
 """
 
 from __future__ import annotations
+
+import numpy as np
 
 from ..mixing import MixingMatrix
 from .base import Network
@@ -15,6 +17,13 @@ def base_matrix(net):
     while not isinstance(net, MixingMatrix):
         net = net.base if hasattr(net, "base") else net.matrix(0)
     return net
+
+
+def out_links(M):
+    """Each node's out-links in the :class:`MixingMatrix` ``M`` (the stored entries of its column, a weighted self
+    loop not counted): the messages it sends in one exchange, an int64 array of ``n``."""
+    csr = M.csr
+    return (np.bincount(csr.indices, minlength=M.n) - (csr.diagonal() > 0)).astype(np.int64)
 
 
 def source_of(net):
