@@ -1164,6 +1164,25 @@ def test_a_metric_that_does_not_fall_to_zero_is_not_ranked_by(tmp_path, metric, 
     assert not (tmp_path / "out").exists()  # (refused before anything is written)
 
 
+def test_the_printed_table_shows_the_metrics_asked_for_beside_the_ranked_one(tmp_path):
+    """``--metric a,b,c``: b and c are printed beside a (they were only in summary.md / .csv), counts as counts;
+    without ``--metric`` the printed table is as it was."""
+    base = ["compare", "--n", "8", "--algorithms", "dsgd,push-pull", "--lr", "0.05", "--rounds-budget", "20",
+            "--objective", "least-squares", "--loss", "0.2", "--repeats", "2"]
+    rc, out, _ = rowstoch_here(*base, "--metric", "suboptimality,consensus_error,messages_dropped", "--out",
+                               tmp_path / "a")
+    lines = out.splitlines()
+    head, rule, *rows = lines[next(k for k, line in enumerate(lines) if line.startswith("algorithm")):]
+    assert rc == 0 and "suboptimality (final)" in head and "consensus_error" in head and "messages_dropped" in head
+    table = pd.read_csv(tmp_path / "a" / "summary.csv").set_index("algorithm")
+    for row in rows[:2]:
+        name, *_ = row.split()
+        assert f"{table.loc[name, 'consensus_error']:.3e}" in row
+        assert f" {table.loc[name, 'messages_dropped']:.0f} " in row or table.loc[name, "messages_dropped"] >= 1000
+    rc, out, _ = rowstoch_here(*base, "--out", tmp_path / "b")
+    assert rc == 0 and "consensus_error" not in next(line for line in out.splitlines() if line.startswith("algorithm"))
+
+
 def test_latex_escapes_every_special_character_once():
     """A file name or label with a backslash: ``\\textbackslash{}`` whose braces are not escaped again (they were:
     the PDF printed ``\\{}``)."""

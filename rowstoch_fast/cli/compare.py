@@ -242,7 +242,8 @@ def cmd_compare(args):
             if len(frame):
                 frame = labelled(frame)
                 frames.append(frame)
-                show(cmp.format_summary(_one_section(cmp.summary(frame))), flush=True)
+                beside = metrics[1:] if args.metric is not None else ()  # (those asked for, printed beside)
+                show(cmp.format_summary(_one_section(cmp.summary(frame, metrics=beside))), flush=True)
             if frame.attrs.get("interrupted"):
                 interrupted = True
                 break

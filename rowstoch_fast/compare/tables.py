@@ -182,17 +182,22 @@ def format_summary(table, metric=None):
     groups = [g for g in GROUPS if g in table.columns]
     width = max([9, *(len(s) + 2 for s in table["lr_source"] if s)]) if len(table) else 9  # a long source fits
     gw = {g: max([len(g), *(len(str(v)) for v in table[g])]) for g in groups}
+    extra = [c[:-len("_std")] for c in table.columns  # (the metrics :func:`summary` reports beside the ranked one)
+             if c.endswith("_std") and c not in ("final_std", f"{metric}_std") and c[:-len("_std")] in table.columns]
+    ew = {m: max(len(m), 10) for m in extra}
     head = ("".join(f"{g:<{gw[g]}}  " for g in groups)
             + f"{'algorithm':<22} {'rank':>4} {'lr':>8} {'(source)':<{width}} {'R':>3} {'rounds':>7} "
-            f"{metric + ' (final)':>24} {'messages':>10} {'bytes':>10} {'grad evals':>11} {'wall s':>7}  status")
+            f"{metric + ' (final)':>24} " + "".join(f"{m:>{ew[m]}} " for m in extra)
+            + f"{'messages':>10} {'bytes':>10} {'grad evals':>11} {'wall s':>7}  status")
     lines = [head, "-" * len(head)]
     for r in table.itertuples():
         final = f"{r.final:.3e} +- {r.final_std:.1e}"
         rank = "-" if _missing(r.rank) else f"{int(r.rank)}{'=' if getattr(r, 'rank_shared', False) else ''}"
         source = f"({r.lr_source})" if r.lr_source else ""
+        beside = "".join(f"{_beside(table.at[r.Index, m], m):>{ew[m]}} " for m in extra)
         lines.append("".join(f"{str(getattr(r, g)):<{gw[g]}}  " for g in groups)
                      + f"{r.algorithm:<22} {rank:>4} {r.lr:>8.2g} {source:<{width}} "
-                     f"{r.rounds_per_iteration:>3} {r.communication_rounds:>7} {final:>24} {_si(r.messages):>10} "
+                     f"{r.rounds_per_iteration:>3} {r.communication_rounds:>7} {final:>24} {beside}{_si(r.messages):>10} "
                      f"{_si(r.bytes):>10} {_si(r.gradient_evaluations):>11} {r.wall_seconds:>7.1f}  {r.status}")
     if "rank_shared" in table.columns and table["rank_shared"].any():
         lines.append(f"{'=':>{len(head.split('rank')[0]) + 4}} shares its rank: the repetitions cannot tell it from "
@@ -203,6 +208,13 @@ def format_summary(table, metric=None):
         where = "".join(f"{getattr(r, g)} " for g in groups)
         lines.append(f"  {where}{r.algorithm}: {r.status}: {r.diagnosis}")
     return "\n".join(lines)
+
+
+def _beside(v, metric):
+    """A metric printed beside the ranked one: its final mean (a count as the others are)."""
+    if _missing(v):
+        return "-"
+    return _si(float(v)) if metric in COUNTS else f"{float(v):.3e}"
 
 
 def _missing(v):
