@@ -1051,6 +1051,52 @@ def test_two_state_chains_advance_a_block_as_the_loop_does(u, start, p_leave, p_
     np.testing.assert_array_equal(advance_two_state(state, u, p_leave, p_enter), expected)
 
 
+@settings(max_examples=200, deadline=None)
+@given(u=st.lists(st.lists(st.sampled_from([0.0, 0.1, 0.2, 0.3, 0.5, 0.7, 0.99]), min_size=3, max_size=3),
+                  min_size=1, max_size=12),
+       start=st.lists(st.booleans(), min_size=3, max_size=3),
+       p_leave=st.sampled_from([0.1, 0.2, 0.5, 1.0]), p_enter=st.sampled_from([0.1, 0.3, 0.5, 1.0]))
+def test_two_state_chains_give_every_state_of_a_block_as_the_loop_does(u, start, p_leave, p_enter):
+    """two_state_path (the states of the next iterations at once, for steps asked in order): row s is the loop's
+    state after row s of the draws, thresholds included."""
+    from rowstoch_fast.network.base import two_state_path
+
+    u = np.array(u)
+    state = np.array(start)
+    path = two_state_path(state, u, p_leave, p_enter)
+    assert path.shape == u.shape and path.dtype == bool
+    for s, row in enumerate(u):
+        state = np.where(state, row >= p_leave, row < p_enter)
+        np.testing.assert_array_equal(path[s], state)
+
+
+@pytest.mark.parametrize("name", ["bernoulli", "markov", "poisson"])
+def test_activation_asked_in_order_and_out_of_order_draws_its_definition_and_twins_share_it(name, monkeypatch):
+    """Steps ask for the masks in order: those of the next iterations are drawn at once (and kept); a twin made by
+    map (Push-Pull's C beside its A) reads the same draws instead of drawing them again; any order of the
+    iterations (a walk back, a jump, a walk again) gives _reference.awake_mask."""
+    from rowstoch_fast import _reference
+    from rowstoch_fast.mixing import out_degree_weights
+    from rowstoch_fast.network import sleepy
+
+    kw = ACTIVATIONS[name]
+    net = Sleepy(topology.erdos_renyi(30, 0.2, seed=1), seed=5, **kw)
+    twin = net.map(out_degree_weights)
+    calls, real = [], sleepy.uniform_hash
+    monkeypatch.setattr(sleepy, "uniform_hash", lambda *a: calls.append(1) or real(*a))
+    order = [*range(0, 150), 40, 41, 42, 7, 300, 301, 302, 299, *range(150, 200)]
+    drawn = 0
+    for t in order:
+        want = _reference.awake_mask(30, t, 5, **kw)
+        calls.clear()
+        np.testing.assert_array_equal(net.awake(t), want)
+        drawn += len(calls)
+        calls.clear()
+        np.testing.assert_array_equal(twin.awake(t), want)
+        assert not calls, t  # (the twin reads the draws its network made)
+    assert drawn < len(order) / 8  # (in order: 64 iterations a call)
+
+
 def test_markov_activation_far_ahead_is_fast_or_refused_naming_the_bound():
     """Iteration 10^6 of 8 chains (one call, from the start) equals the chains advanced in order; iterations
     10^9, 10^12 and the last, 2^60 - 1, are read backwards from t at once (a chain's state is fixed by its last

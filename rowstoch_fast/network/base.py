@@ -372,6 +372,23 @@ def advance_two_state(state, u, p_leave, p_enter):
     return np.where(constant.any(axis=0), after_constant, from_start)
 
 
+def two_state_path(state, u, p_leave, p_enter):
+    """Every state of the chains of :func:`advance_two_state` through the rows of ``u`` (iterations x chains): row
+    ``s`` of the result is the state after row ``s`` of ``u``, exactly as the loop ``state = where(state, u[s] >=
+    p_leave, u[s] < p_enter)`` leaves it, without the loop: each iteration's state is its last constant map's value
+    (at or before it), swapped once per swap since, or the start swapped once per swap since the start."""
+    stay, turn = u >= p_leave, u < p_enter
+    constant, swap = stay == turn, turn & ~stay
+    rows = np.arange(u.shape[0])[:, None]
+    last = np.maximum.accumulate(np.where(constant, rows, -1), axis=0)  # (the last constant map at or before s)
+    swaps = np.cumsum(swap, axis=0, dtype=np.int64)  # (swaps in rows 0 .. s; none at a constant row)
+    cols = np.arange(u.shape[1])[None, :]
+    at = np.maximum(last, 0)
+    after_constant = stay[at, cols] ^ ((swaps - swaps[at, cols]) % 2 == 1)
+    from_start = np.asarray(state, dtype=bool)[None, :] ^ (swaps % 2 == 1)
+    return np.where(last >= 0, after_constant, from_start)
+
+
 def jump_two_state(state, first, last, draws, p_leave, p_enter, budget):
     """The chains of :func:`advance_two_state` advanced through the iterations ``first .. last`` (``draws(s)``: the
     rows of the draws of the iterations ``s``, an int64 array), read from the last iteration backwards: a chain's

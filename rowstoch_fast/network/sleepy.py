@@ -11,8 +11,14 @@ from .._hashing import MAX_T, uniform_hash
 from ..errors import UsageError
 from ..mixing import MixingMatrix
 from ._rounds import _base_entries, _keep_empty_rows, _materialise, _undirected_entries, _with_diagonal
-from .base import _under_messages, advance_two_state, as_network, jump_two_state, MAX_ACTIVATION_STEPS, Network
+from .base import (_under_messages, advance_two_state, as_network, jump_two_state, MAX_ACTIVATION_STEPS, Network,
+                   two_state_path)
 from .options import ends, node_option, node_spec, node_values, Option, recorded, refused, shown
+
+
+#: Iterations of activation drawn at once (the Bernoulli and Poisson masks; the Markov chains' states when they are
+#: asked in order), at most 2^20 values.
+MARKOV_AHEAD = 64
 
 
 class Sleepy(Network):
@@ -142,7 +148,14 @@ class Sleepy(Network):
 
     def map(self, f):
         base = f(self.base) if isinstance(self.base, MixingMatrix) else self.base.map(f)
-        return Sleepy(base, seed=self.seed, **self._parameters())
+        twin = Sleepy(base, seed=self.seed, **self._parameters())
+        twin._draws = self._shared_draws()  # (the same nodes asleep: drawn once for both, e.g. Push-Pull's A and C)
+        return twin
+
+    def _shared_draws(self):
+        """The draws this network keeps between calls (the last mask, the Markov chains' states), shared with the
+        twins :meth:`map` makes: their awake nodes are the same draws."""
+        return self.__dict__.setdefault("_draws", {})
 
     def arrived(self, t, r, indptr, indices, row_ids=None, col_ids=None):
         """Which messages of round ``r`` of iteration ``t`` arrive (see :meth:`Lossy.arrived`): those of the base
@@ -180,11 +193,12 @@ class Sleepy(Network):
         """Boolean mask of the nodes awake at iteration ``t`` (read-only; the last one is kept: an iteration's
         phases ask for it several times)."""
         t = check_int(t, "t", minimum=0, maximum=MAX_T)
-        cached = self.__dict__.get("_awake")
+        draws = self._shared_draws()
+        cached = draws.get("awake")
         if cached is None or cached[0] != t:
             mask = self._draw(t)
             mask.flags.writeable = False
-            cached = self._awake = (t, mask)
+            cached = draws["awake"] = (t, mask)
         return cached[1]
 
     def _draw(self, t):
@@ -194,27 +208,50 @@ class Sleepy(Network):
         if self.model == "markov":
             return self._markov(t)
         q = self.q if self.model == "bernoulli" else -np.expm1(-self.rate)  # (poisson: 1 - exp(-rate))
-        return uniform_hash(self.seed, 2**60 + t, nodes) < q
+        draws = self._shared_draws()
+        ahead = draws.get("ahead")  # (the masks of the next iterations, drawn at once when asked in order)
+        if ahead is None or not ahead[0] <= t < ahead[0] + len(ahead[1]):
+            last = draws.get("awake")
+            if last is None or last[0] != t - 1:  # (out of order: this one alone)
+                return uniform_hash(self.seed, 2**60 + t, nodes) < q
+            steps = np.arange(t, t + max(1, min(MARKOV_AHEAD, 2**20 // self.n)), dtype=np.int64)
+            ahead = draws["ahead"] = (t, uniform_hash(self.seed, 2**60 + steps[:, None], nodes) < q)
+        return ahead[1][t - ahead[0]].copy()
 
     def _markov(self, t):
         """The chains' states at ``t`` (``_reference.awake_mask``): from the last state computed (or the stationary
-        draw at 0) with the draws ``uniform_hash(seed, 2^60 + s, node)``, one iteration at a time, or, far ahead,
-        read from ``t`` backwards (:func:`~rowstoch_fast.network.base.jump_two_state`: about ``ln(n) / |p_wake -
-        p_sleep|`` iterations whatever ``t``). With ``p_sleep = p_wake`` every draw counts: more than
-        ``MAX_ACTIVATION_STEPS`` node-iterations are refused, naming ``t`` and the bound."""
-        last = self.__dict__.get("_chain")
+        draw at 0) with the draws ``uniform_hash(seed, 2^60 + s, node)``, or, far ahead, read from ``t``
+        backwards (:func:`~rowstoch_fast.network.base.jump_two_state`: about ``ln(n) / |p_wake - p_sleep|``
+        iterations whatever ``t``). Asked in order (an optimizer's steps), the states of the next
+        :data:`MARKOV_AHEAD` iterations are drawn at once and kept (:func:`~rowstoch_fast.network.base.
+        two_state_path`: the same states as one iteration at a time). With ``p_sleep = p_wake`` every draw counts:
+        more than ``MAX_ACTIVATION_STEPS`` node-iterations are refused, naming ``t`` and the bound."""
+        draws = self._shared_draws()
+        ahead = draws.get("ahead")  # (first iteration, the states of it and the next ones)
+        if ahead is not None and ahead[0] <= t < ahead[0] + len(ahead[1]):
+            return ahead[1][t - ahead[0]].copy()
+        last = draws.get("chain")
         if last is None or last[0] > t:
             start, state = 0, uniform_hash(self.seed, 2**62 + 1, np.arange(self.n)) < \
                 self.p_wake / (self.p_sleep + self.p_wake)
+            if t == 0:
+                draws["chain"] = (0, state)
+                return state.copy()
         else:
             start, state = last
         nodes = np.arange(self.n)
+        if t == start + 1:  # (in order: this iteration and the next ones at once)
+            steps = np.arange(t, t + max(1, min(MARKOV_AHEAD, 2**20 // self.n)), dtype=np.int64)
+            states = two_state_path(state, uniform_hash(self.seed, 2**60 + steps[:, None], nodes), self.p_sleep,
+                                    self.p_wake)
+            draws["ahead"], draws["chain"] = (t, states), (int(steps[-1]), states[-1])
+            return states[0].copy()
         per_iteration = max(self.n, 16)  # (below 16 nodes an iteration costs as 16)
         if t - start > 4096:
             jumped = jump_two_state(state, start + 1, t, lambda s: uniform_hash(self.seed, 2**60 + s[:, None], nodes),
                                     self.p_sleep, self.p_wake, MAX_ACTIVATION_STEPS // per_iteration)
             if jumped is not None:
-                self._chain = (t, jumped)
+                draws["chain"] = (t, jumped)
                 return jumped.copy()
         if (t - start) * per_iteration > MAX_ACTIVATION_STEPS:
             raise ValueError(f"t = {t}: with p_sleep = {self.p_sleep} and p_wake = {self.p_wake} the activation chains' "
@@ -226,7 +263,7 @@ class Sleepy(Network):
             steps = np.arange(first, min(first + block, t + 1), dtype=np.int64)
             u = uniform_hash(self.seed, 2**60 + steps[:, None], nodes)
             state = advance_two_state(state, u, self.p_sleep, self.p_wake)
-        self._chain = (t, state)
+        draws["chain"] = (t, state)
         return state.copy()
 
     def _entries(self, t, r):
