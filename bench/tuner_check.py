@@ -68,8 +68,8 @@ def problems():
         # methods of K local steps a round (their records, and the tuner's, at the ends of rounds) and federated ones
         "local-ring": (ring, LeastSquares.synthetic(16, samples_per_node=20, d=8, heterogeneity=2.0, seed=16),
                        300, "local-dsgd,k-gt,led,dinno,fedavg,scaffold,fedprox"),
-        # 3-bit QSGD over mini-batches of 20: two tuning streams disagree by 20-50% (the tuner's confirmation
-        # stage); the evaluation needs 24 repetitions for its means to tell the rates apart
+        # 3-bit QSGD over mini-batches of 20: two tuning streams disagree by 20-50% (three of eight methods miss:
+        # bench/RESULTS.md section 34a); the evaluation needs 24 repetitions for its means to tell the rates apart
         "grid-qsgd3": (Compressed(topology.by_name("grid", 36, 0, weights="metropolis"), "qsgd", bits=3, seed=7),
                        LogisticL2.synthetic(36, total=36 * 400, d=6, lam=0.05, batch=20, seed=21, heterogeneity=1.0),
                        1500, "abm,push-diging,push-pull,add-opt,diging,dsgd,extra,nids", 24),

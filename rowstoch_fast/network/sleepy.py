@@ -16,9 +16,9 @@ from .base import (_under_messages, advance_two_state, as_network, jump_two_stat
 from .options import ends, node_option, node_spec, node_values, Option, recorded, refused, shown
 
 
-#: Iterations of activation drawn at once (the Bernoulli and Poisson masks; the Markov chains' states when they are
-#: asked in order), at most 2^20 values.
-MARKOV_AHEAD = 64
+#: Iterations of activation drawn at once when they are asked in order (the Bernoulli and Poisson masks, the Markov
+#: chains' states), at most 2^20 values.
+ACTIVATION_AHEAD = 64
 
 
 class Sleepy(Network):
@@ -209,27 +209,40 @@ class Sleepy(Network):
             return self._markov(t)
         q = self.q if self.model == "bernoulli" else -np.expm1(-self.rate)  # (poisson: 1 - exp(-rate))
         draws = self._shared_draws()
-        ahead = draws.get("ahead")  # (the masks of the next iterations, drawn at once when asked in order)
-        if ahead is None or not ahead[0] <= t < ahead[0] + len(ahead[1]):
-            last = draws.get("awake")
-            if last is None or last[0] != t - 1:  # (out of order: this one alone)
-                return uniform_hash(self.seed, 2**60 + t, nodes) < q
-            steps = np.arange(t, t + max(1, min(MARKOV_AHEAD, 2**20 // self.n)), dtype=np.int64)
-            ahead = draws["ahead"] = (t, uniform_hash(self.seed, 2**60 + steps[:, None], nodes) < q)
-        return ahead[1][t - ahead[0]].copy()
+        kept = self._ahead(t)
+        if kept is not None:
+            return kept
+        last = draws.get("awake")
+        if last is None or last[0] != t - 1:  # (out of order: this one alone)
+            return uniform_hash(self.seed, 2**60 + t, nodes) < q
+        steps = self._steps_ahead(t)
+        masks = uniform_hash(self.seed, 2**60 + steps[:, None], nodes) < q
+        draws["ahead"] = (t, masks)
+        return masks[0].copy()
+
+    def _ahead(self, t):
+        """The activation of ``t`` where it was drawn ahead (a copy), else None."""
+        ahead = self._shared_draws().get("ahead")  # (first iteration, the masks of it and the next ones)
+        if ahead is not None and ahead[0] <= t < ahead[0] + len(ahead[1]):
+            return ahead[1][t - ahead[0]].copy()
+        return None
+
+    def _steps_ahead(self, t):
+        """The iterations drawn at once from ``t`` on (:data:`ACTIVATION_AHEAD`, at most 2^20 values)."""
+        return np.arange(t, t + max(1, min(ACTIVATION_AHEAD, 2**20 // self.n)), dtype=np.int64)
 
     def _markov(self, t):
         """The chains' states at ``t`` (``_reference.awake_mask``): from the last state computed (or the stationary
         draw at 0) with the draws ``uniform_hash(seed, 2^60 + s, node)``, or, far ahead, read from ``t``
         backwards (:func:`~rowstoch_fast.network.base.jump_two_state`: about ``ln(n) / |p_wake - p_sleep|``
         iterations whatever ``t``). Asked in order (an optimizer's steps), the states of the next
-        :data:`MARKOV_AHEAD` iterations are drawn at once and kept (:func:`~rowstoch_fast.network.base.
+        :data:`ACTIVATION_AHEAD` iterations are drawn at once and kept (:func:`~rowstoch_fast.network.base.
         two_state_path`: the same states as one iteration at a time). With ``p_sleep = p_wake`` every draw counts:
         more than ``MAX_ACTIVATION_STEPS`` node-iterations are refused, naming ``t`` and the bound."""
         draws = self._shared_draws()
-        ahead = draws.get("ahead")  # (first iteration, the states of it and the next ones)
-        if ahead is not None and ahead[0] <= t < ahead[0] + len(ahead[1]):
-            return ahead[1][t - ahead[0]].copy()
+        kept = self._ahead(t)
+        if kept is not None:
+            return kept
         last = draws.get("chain")
         if last is None or last[0] > t:
             start, state = 0, uniform_hash(self.seed, 2**62 + 1, np.arange(self.n)) < \
@@ -241,7 +254,7 @@ class Sleepy(Network):
             start, state = last
         nodes = np.arange(self.n)
         if t == start + 1:  # (in order: this iteration and the next ones at once)
-            steps = np.arange(t, t + max(1, min(MARKOV_AHEAD, 2**20 // self.n)), dtype=np.int64)
+            steps = self._steps_ahead(t)
             states = two_state_path(state, uniform_hash(self.seed, 2**60 + steps[:, None], nodes), self.p_sleep,
                                     self.p_wake)
             draws["ahead"], draws["chain"] = (t, states), (int(steps[-1]), states[-1])
