@@ -196,6 +196,45 @@ def test_divergence_keeps_the_last_finite_state(name):
             opt.step(feed(cls, lambda X: np.where(np.arange(6)[:, None] == 4, np.nan, X)))
 
 
+FUSED_GRADIENT_CHECK = ("dsgd", "local-dsgd", "dgd", "sgp", "pull-diag-gd", "prox-skip", "k-gt", "led", "choco-sgd",
+                        "dlm", "wang-elia", "atg", "dinno")
+
+
+@pytest.mark.parametrize("name", FUSED_GRADIENT_CHECK)
+def test_a_gradient_its_checked_combine_reads_is_not_scanned_first(name, monkeypatch):
+    """Where a step's next checked combine reads the gradients (every row, a nonzero coefficient), the host does
+    not scan them first (a pass over the block less: Local DSGD's step 1.2-1.4x, ProxSkip's 1.4-1.5x at 2^16);
+    a NaN in them still raises the gradient's error, at its iteration and node, as the scan did (the check that
+    failed scans them then)."""
+    cls = REGISTRY[name]
+    A = for_algorithm(cls, topology.ring(6))
+    scans = []
+    opt = cls.build(A, np.ones((6, 2)), 0.1)
+    real = opt._ops.first_nonfinite
+    monkeypatch.setattr(opt._ops, "first_nonfinite", lambda *a: scans.append(1) or real(*a))
+    for _ in range(6):
+        opt.step(feed(cls, lambda X: X - 1.0))
+    assert scans == []
+    calls = [0]
+
+    def grad(X):
+        calls[0] += 1
+        return np.where((np.arange(6)[:, None] == 4) & (calls[0] == 3), np.nan, X - 1.0)
+
+    opt = cls.build(A, np.ones((6, 2)), 0.1)
+    with pytest.raises(DivergenceError, match="non-finite gradient") as err:
+        for _ in range(6):
+            opt.step(feed(cls, grad))
+    assert err.value.what == "gradient" and err.value.node == 4 and opt.iteration == err.value.iteration
+    if name != "dsgd":
+        return
+    simple = REGISTRY["simple-gt"].build(topology.ring(6, directed=False, weights="metropolis"), np.ones((6, 2)), 0.1)
+    real = simple._ops.first_nonfinite
+    monkeypatch.setattr(simple._ops, "first_nonfinite", lambda *a: scans.append(1) or real(*a))
+    simple.step(lambda X: X - 1.0)
+    assert scans  # (a method whose next check does not read them still scans them)
+
+
 def test_matrix_kinds_are_checked():
     A = topology.ring(5)
     C = topology.ring(5, stochastic="column")

@@ -130,20 +130,29 @@ class FailureHandling:
                 return DivergenceError.starved(t + 1, node, total, n, weakest, smallest)
         return DivergenceError.iterate(t + 1, node, self._lr_text())
 
-    def _gradient_read(self, grad_fn, x_buf, work, iteration):
+    def _gradient_read(self, grad_fn, x_buf, work, iteration, checked_next=False):
         """The gradients at ``x_buf`` as a block this step only reads (collective under MPI): what ``grad_fn``
         returned where the backend can read it as it is (:meth:`~rowstoch_fast.backends.base.Backend.borrows`:
-        no copy), else a copy in ``work``; DivergenceError on NaN/Inf. The caller must not write to it."""
+        no copy), else a copy in ``work``; DivergenceError on NaN/Inf. The caller must not write to it.
+
+        ``checked_next``: the caller's next :meth:`_check_iterates` checks a combine that reads the block with a
+        coefficient on every row (a NaN or Inf in it makes one there): a borrowed block on the host is then not
+        scanned here (a pass over the gradients less, a tenth of a step), and where that check fails the
+        gradients are scanned first, a non-finite one raising the gradient's DivergenceError as it did here."""
         self._check_point(x_buf, iteration)
-        finite, block = self._ops.call(self._gradient_local_read, grad_fn, x_buf, work)
-        if self.check_finite:
+        later = self._ops.xp is np and (checked_next or not self.check_finite)  # (unchecked: no scan at all)
+        finite, block = self._ops.call(self._gradient_local_read, grad_fn, x_buf, work, later)
+        if finite is None:  # (left to the next check)
+            if self.check_finite:
+                self._unchecked_gradient = (iteration, block)
+        elif self.check_finite:
             self._verify(finite, lambda: self._gradient_error(iteration, block))
         return block
 
-    def _gradient_local_read(self, grad_fn, x_buf, work):
+    def _gradient_local_read(self, grad_fn, x_buf, work, later=False):
         G = self._internal(self._returned_gradient(grad_fn, x_buf))
         if self._ops.borrows(G):
-            return self._ops.first_nonfinite(G) < 0, G
+            return (None if later else self._ops.first_nonfinite(G) < 0), G
         return self._ops.copy_in(work, G), work
 
     def _gradient_local(self, grad_fn, x_buf, out):
@@ -168,8 +177,15 @@ class FailureHandling:
         return G
 
     def _check_iterates(self, finite, t, *blocks):
-        """DivergenceError for iteration ``t + 1`` unless ``finite`` on every process."""
+        """DivergenceError for iteration ``t + 1`` unless ``finite`` on every process (where it is not and the
+        gradients that :meth:`_gradient_read` left to this check hold a NaN or Inf, their DivergenceError)."""
         if self.check_finite:
+            pending = self.__dict__.pop("_unchecked_gradient", None)
+            if pending is not None:
+                if self._ops.all_true(finite):  # (on the host: a flag, agreed by every process)
+                    return
+                iteration, gradient = pending
+                self._verify(self._ops.is_finite(gradient), lambda: self._gradient_error(iteration, gradient))
             self._verify(finite, lambda: self._iterate_error(t, *blocks))
 
     def _verify(self, finite, error):

@@ -108,7 +108,7 @@ class ATG(LinkSums, Optimizer):
     def _advance(self, grad_fn, cur, nxt, t):
         ops, gamma = self._ops, self.gamma
         g, y, s, w = self._work
-        g = self._gradient_read(grad_fn, cur["x"], g, t)
+        g = self._gradient_read(grad_fn, cur["x"], g, t, checked_next=True)
         k = self._row_coef("scale", lambda wii: 1.0 / (1.0 + self.penalty * (1.0 - wii)))  # 1 / (1 + rho d_i)
         ops.combine(y, [k, k], [cur["x"], cur["zy"]], check=False)
         ops.combine(s, [k, k], [g, cur["zs"]], check=False)

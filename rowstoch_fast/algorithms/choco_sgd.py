@@ -93,7 +93,7 @@ class CHOCOSGD(Optimizer):
     def _advance(self, grad_fn, cur, nxt, t):
         ops, W = self._ops, self.W
         g, q = self._work
-        g = self._gradient_read(grad_fn, cur["x"], g, t)
+        g = self._gradient_read(grad_fn, cur["x"], g, t, checked_next=True)
         half = nxt["x"]
         finite = ops.combine(half, [1.0, self._lr_coef()], [cur["x"], g])  # x_{k+1/2}
         self._check_iterates(finite, t, half)

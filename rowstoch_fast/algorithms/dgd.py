@@ -56,7 +56,7 @@ class DGD(Optimizer):
 
     def _advance(self, grad_fn, cur, nxt, t):
         g, wx = self._work
-        g = self._gradient_read(grad_fn, cur["x"], g, t)
+        g = self._gradient_read(grad_fn, cur["x"], g, t, checked_next=True)
         self._ops.mix(self.W, cur["x"], wx)
         finite = self._ops.combine(nxt["x"], [1.0, self._lr_coef()], [wx, g])
         self._check_iterates(finite, t, nxt["x"])

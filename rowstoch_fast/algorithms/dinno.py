@@ -104,7 +104,7 @@ class DiNNO(LocalSteps, Optimizer):
             ops.combine(nxt["x_round"], [1.0], [cur["x"]], check=False)
         else:
             self._carry(cur, nxt, "wx", "p", "x_round")
-        g = self._gradient_read(grad_fn, cur["x"], g, t)
+        g = self._gradient_read(grad_fn, cur["x"], g, t, checked_next=True)
         wii = self._diagonal()
         d = 1.0 - wii
         ops.combine(q, [1.0, 1.0], [g, nxt["p"]], check=False)

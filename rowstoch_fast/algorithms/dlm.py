@@ -96,7 +96,7 @@ class DLM(Optimizer):
             self._carry(cur, nxt, "x", "alpha")
             return
         (_, g) = self._work
-        g = self._gradient_read(grad_fn, cur["x"], g, t)
+        g = self._gradient_read(grad_fn, cur["x"], g, t, checked_next=True)
         finite = ops.combine(nxt["x"], [1.0, self._lr_coef(), self._lr_coef(-c), self._lr_coef()],
                              [cur["x"], g, cur["s"], cur["alpha"]])
         self._check_iterates(finite, t, nxt["x"])

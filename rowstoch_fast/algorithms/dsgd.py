@@ -58,7 +58,7 @@ class DSGD(Optimizer):
 
     def _advance(self, grad_fn, cur, nxt, t):
         g, w = self._work
-        g = self._gradient_read(grad_fn, cur["x"], g, t)
+        g = self._gradient_read(grad_fn, cur["x"], g, t, checked_next=True)
         finite = self._ops.combine(w, [1.0, self._lr_coef()], [cur["x"], g])
         self._check_iterates(finite, t, w)
         self._ops.mix(self.A, w, nxt["x"])

@@ -105,7 +105,7 @@ class KGT(LocalSteps, Optimizer):
             ops.combine(nxt["x_round"], [1.0], [cur["x"]], check=False)
         else:
             self._carry(cur, nxt, "x_round")
-        g = self._gradient_read(grad_fn, cur["x"], g, t)
+        g = self._gradient_read(grad_fn, cur["x"], g, t, checked_next=True)
         finite = ops.combine(nxt["x"], [1.0, self._lr_coef(), self._lr_coef()], [cur["x"], g, cur["c"]])
         self._check_iterates(finite, t, nxt["x"])
         if not self._talks(t):

@@ -90,7 +90,7 @@ class LED(LocalSteps, Optimizer):
     def _advance(self, grad_fn, cur, nxt, t):
         ops = self._ops
         g, w = self._work
-        g = self._gradient_read(grad_fn, cur["x"], g, t)
+        g = self._gradient_read(grad_fn, cur["x"], g, t, checked_next=True)
         talks = self._talks(t)
         phi = w if talks else nxt["x"]  # (phi_{s+1}: the round's last one is mixed into x)
         finite = ops.combine(phi, [1.0, self._lr_coef(), -self.dual_step], [cur["x"], g, cur["y"]])

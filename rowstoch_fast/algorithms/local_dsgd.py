@@ -87,7 +87,7 @@ class LocalDSGD(LocalSteps, Optimizer):
 
     def _advance(self, grad_fn, cur, nxt, t):
         g, v = self._work
-        g = self._gradient_read(grad_fn, cur["x"], g, t)
+        g = self._gradient_read(grad_fn, cur["x"], g, t, checked_next=True)  # (both branches combine it, checked)
         if not self._talks(t):  # a local step: x_{t+1} = x_t - lr g
             finite = self._ops.combine(nxt["x"], [1.0, self._lr_coef()], [cur["x"], g])
             self._check_iterates(finite, t, nxt["x"])

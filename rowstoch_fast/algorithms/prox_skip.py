@@ -165,7 +165,7 @@ class ProxSkip(Optimizer):
     def _advance(self, grad_fn, cur, nxt, t):
         ops = self._ops
         g, z, wz = self._work
-        g = self._gradient_read(grad_fn, cur["x"], g, t)
+        g = self._gradient_read(grad_fn, cur["x"], g, t, checked_next=True)
         talks = self._talks(t)
         if not talks:
             z = nxt["x"]  # (a local step: x_{t+1} = z_t, written where it stays)

@@ -73,7 +73,7 @@ class PullDiagGD(Optimizer):
         return [("A", 1, self._reps * self._d)]
 
     def _advance(self, grad_fn, cur, nxt, t):
-        g = self._gradient_read(grad_fn, cur["x"], self._work[0], t)
+        g = self._gradient_read(grad_fn, cur["x"], self._work[0], t, checked_next=True)
         self._ops.mix(self.A, cur["x"], nxt["x"])
         step = tracker_row(self, t, -self.lr) if np.ndim(self.lr) == 0 else (  # -lr D_t^{-1}, one value per node
             tracker_row(self, t, 1.0)[:, None] * self._lr_coef())  # (one rate per replica: per node and column)

@@ -71,7 +71,7 @@ class SGP(Optimizer):
     def _advance(self, grad_fn, cur, nxt, t):
         ops, C = self._ops, self.C
         g, h = self._work
-        g = self._gradient_read(grad_fn, cur["z"], g, t)
+        g = self._gradient_read(grad_fn, cur["z"], g, t, checked_next=True)
         finite = ops.combine(h, [1.0, self._lr_coef()], [cur["x"], g])
         self._check_iterates(finite, t, h)
         ops.mix(C, h, nxt["x"])

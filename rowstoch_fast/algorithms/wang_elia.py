@@ -66,7 +66,7 @@ class WangElia(Optimizer):
     def _advance(self, grad_fn, cur, nxt, t):
         ops = self._ops
         g, u, w = self._work
-        g = self._gradient_read(grad_fn, cur["x"], g, t)
+        g = self._gradient_read(grad_fn, cur["x"], g, t, checked_next=True)
         ops.combine(u, [1.0, 1.0], [cur["x"], cur["z"]], check=False)  # x + z
         ops.mix(self.W, u, w)
         finite = ops.combine(nxt["x"], [1.0, -0.5, 0.5, self._lr_coef()], [cur["x"], u, w, g])  # x - K u - lr g
