@@ -228,6 +228,11 @@ def test_a_gradient_its_checked_combine_reads_is_not_scanned_first(name, monkeyp
     assert err.value.what == "gradient" and err.value.node == 4 and opt.iteration == err.value.iteration
     if name != "dsgd":
         return
+    opt = cls.build(A, np.ones((6, 2)), 0.1)  # (a step interrupted between the read and its check leaves nothing)
+    monkeypatch.setattr(opt._ops, "combine", lambda *a, **k: (_ for _ in ()).throw(KeyboardInterrupt))
+    with pytest.raises(KeyboardInterrupt):
+        opt.step(lambda X: X - 1.0)
+    assert "_unchecked_gradient" not in vars(opt)
     simple = REGISTRY["simple-gt"].build(topology.ring(6, directed=False, weights="metropolis"), np.ones((6, 2)), 0.1)
     real = simple._ops.first_nonfinite
     monkeypatch.setattr(simple._ops, "first_nonfinite", lambda *a: scans.append(1) or real(*a))

@@ -1201,31 +1201,35 @@ def test_traffic_counts_what_awake_nodes_sent(model):
             assert opt.traffic()["messages"] < 7 * len(links) * per_iteration
 
 
-@pytest.mark.parametrize("batch", [1, 7, 64])
-def test_sent_links_added_in_batches_count_every_iteration_and_resume_mid_batch(batch, monkeypatch):
-    """The senders' masks of a fixed set of links are added SENDERS_BATCH steps at a time: over 150 steps (past
-    two batches) the messages and each sender's links equal a count of every iteration's awake senders, whatever
-    the batch, and a resume in the middle of a batch continues to the same counts."""
+def test_sent_links_added_when_read_count_every_iteration_and_resume():
+    """Over one set of links each step counts the iterations its senders sent in, and the links are added when a
+    count is read: read at iterations 1, 63, 64 and 100 (then resumed there) and 150, the messages and each
+    sender's links equal a count of every iteration's awake senders, resumed or not."""
     from rowstoch_fast import PushPull
-    from rowstoch_fast.algorithms import _base
 
-    monkeypatch.setattr(_base, "SENDERS_BATCH", batch)
     A = topology.erdos_renyi(12, 0.3, seed=3)
     net = Sleepy(A, seed=4, model="markov", p_sleep=0.3, p_wake=0.4)
     out = np.count_nonzero(A.toarray() * (1 - np.eye(12)), axis=0)  # (node j's out-links)
+
+    def check(o):
+        awake = np.array([net.awake(t) for t in range(o.silent_iterations, o.iteration)])
+        by_sender = out * awake.sum(axis=0)
+        assert o.traffic()["messages"] == 2 * int(by_sender.sum()), o.iteration  # (A and C)
+        for name in PushPull.matrices:
+            np.testing.assert_array_equal(o._links_by_sender(name, o._mats[name]), by_sender)
+
     opt = PushPull.build(net, np.zeros((12, 2)), 0.05)
-    for _ in range(100):
+    for t in range(1, 101):
         opt.step(lambda X: X - 1.0)
+        if t in (1, 63, 64):
+            check(opt)
+    check(opt)
     resumed = PushPull.from_state_dict(opt.state_dict(), **PushPull.problem_matrices(net))
     for _ in range(50):
         for o in (opt, resumed):
             o.step(lambda X: X - 1.0)
-    awake = np.array([net.awake(t) for t in range(opt.silent_iterations, 150)])
-    by_sender = out * awake.sum(axis=0)
-    for o in (opt, resumed):
-        assert o.traffic()["messages"] == 2 * int(by_sender.sum())  # (A and C)
-        for name in PushPull.matrices:
-            np.testing.assert_array_equal(o._links_by_sender(name, o._mats[name]), by_sender)
+    check(opt)
+    check(resumed)
 
 
 def test_messages_dropped_are_the_losses_draws_of_the_awake_senders():

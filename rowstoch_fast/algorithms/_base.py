@@ -41,22 +41,18 @@ __all__ = ["Optimizer", "REGISTRY", "exclusive", "matrix_from_state", "message_c
 
 
 
-#: Iterations of senders' masks kept before they are added to the counts of sent links (one addition for the
-#: batch instead of one per step: a sleepy network's step at n = 16 spent a third of its time counting).
-SENDERS_BATCH = 64
-
-
 def _add_senders(entry):
-    """Add the senders' masks an entry of :meth:`Optimizer._sender_counts` keeps (its fixed links' out-links
-    ``entry[3]``'s one array, times the iterations each node sent in) to its counts, and empty them."""
+    """Add what an entry of :meth:`Optimizer._sender_counts` counted but did not add (``entry[7]``: the iterations
+    each node sent in, over its fixed links; their out-links ``entry[3]``'s one array) to its counts, and reset
+    it: one addition for many steps (a sleepy network's step at n = 16 spent a third of its time adding)."""
     pending = entry[7]
-    if not pending:
+    if not pending.any():
         return
     out = next(iter(entry[3].values()))
-    sent = out * np.count_nonzero(np.asarray(pending), axis=0)
+    sent = out * pending
     entry[1] += int(sent.sum())
     entry[5] += sent
-    pending.clear()
+    pending[...] = 0
 
 
 def message_contraction(matrices, x0):
@@ -712,7 +708,7 @@ class Optimizer(AskTell, FailureHandling, Persistence):
             back = resumed[0] <= self.iteration
             entry[0], entry[1] = resumed if back else (self.silent_iterations, 0)
             entry[5] = entry[6].copy() if back else np.zeros(self._n, dtype=np.int64)
-            entry[7].clear()
+            entry[7][...] = 0
         while entry[0] < self.iteration:
             self._count_sent(entry[0])
         _add_senders(entry)
@@ -723,7 +719,8 @@ class Optimizer(AskTell, FailureHandling, Persistence):
         (next, links) a resume started from, the links so far by sender, those a resume started from]}`` of the
         matrices whose links vary by iteration: a network that silences nodes (sleep), or over a schedule (each
         iteration its matrix's links), and the senders' masks of the iterations counted but not yet added (fixed
-        links: :func:`_add_senders`, every :data:`SENDERS_BATCH` steps and before the counts are read); made once."""
+        links: the iterations each node sent in, added by :func:`_add_senders` before the counts are read); made
+        once."""
         counts = self.__dict__.get("_sent_links")
         if counts is None:
             counts = self._sent_links = {}
@@ -734,7 +731,8 @@ class Optimizer(AskTell, FailureHandling, Persistence):
                 source, _ = source_of(M)
                 if isinstance(source, Network) or M.senders(0) is not None:
                     counts[name] = [self.silent_iterations, 0, source, {}, (self.silent_iterations, 0),
-                                    np.zeros(self._n, dtype=np.int64), np.zeros(self._n, dtype=np.int64), []]
+                                    np.zeros(self._n, dtype=np.int64), np.zeros(self._n, dtype=np.int64),
+                                    np.zeros(self._n, dtype=np.int64)]
         return counts
 
     def _count_sent(self, t):
@@ -756,10 +754,10 @@ class Optimizer(AskTell, FailureHandling, Persistence):
             if isinstance(source, Network):  # (each iteration its own links: added now)
                 entry[1] += int(out.sum() if senders is None else out[senders].sum())
                 entry[5] += out if senders is None else np.where(senders, out, 0)
-            else:  # (one set of links: the senders' masks added SENDERS_BATCH at a time)
-                entry[7].append(np.ones(self._n, dtype=bool) if senders is None else senders)
-                if len(entry[7]) >= SENDERS_BATCH:
-                    _add_senders(entry)
+            elif senders is None:  # (one set of links: each node's iterations counted, added when read)
+                entry[7] += 1
+            else:
+                entry[7] += senders
             entry[0] = t + 1
 
     # ------------------------------------------------------------------ the traffic counts across a resume
@@ -799,7 +797,7 @@ class Optimizer(AskTell, FailureHandling, Persistence):
             entry[0], entry[1] = int(saved[0]), int(saved[1])
             entry[4] = (entry[0], entry[1])
             entry[5], entry[6] = by_sender.astype(np.int64), by_sender.astype(np.int64)
-            entry[7].clear()
+            entry[7][...] = 0
         counts = self.__dict__.setdefault("_dropped_counts", {})
         for key in state:
             if not str(key).startswith("dropped/"):
@@ -911,6 +909,7 @@ class Optimizer(AskTell, FailureHandling, Persistence):
         except BaseException:
             if self.iteration == t:  # (not committed: its calls are not counted)
                 self._calls = before
+            self.__dict__.pop("_unchecked_gradient", None)  # (a gradient left to a check the step did not reach)
             raise
         self._count_sent(t)  # (traffic: what this step's senders sent; no-op where every node sends)
         if t >= 15 and not ((t + 1) & t and (t + 1) % 1024) and self.growth_limit:  # (iterations 16, 32, ...)
