@@ -185,6 +185,30 @@ def case_grad_error(out):
         np.savez(out, outcomes=np.array(outcomes))
 
 
+def case_fortran_gradients(out):
+    """A grad_fn returning Fortran-order arrays on 3 nodes over 2 ranks: the rank of one row borrows it (a column
+    is contiguous), the other copies it; every method finished (it hung in a collective only one rank called)."""
+    from rowstoch_fast import DSGD, SimpleGT
+
+    outcomes = []
+    for cls, A in ((DSGD, topology.ring(3)), (SimpleGT, topology.ring(3, directed=False, weights="metropolis"))):
+        opt = cls(A, np.zeros((3, 3)), 0.1, backend="mpi")
+        for _ in range(5):
+            opt.step(lambda X: np.asfortranarray(X - 1.0))
+        bad = cls(A, np.zeros((3, 3)), 0.1, backend="mpi")
+        try:
+            for _ in range(5):
+                bad.step(lambda X: np.asfortranarray(np.where(X > -1, np.nan, X)))
+            outcome = "no error"
+        except Exception as exc:  # (the gradient's DivergenceError on every rank)
+            outcome = f"{type(exc).__name__}: {exc}"
+        total = opt.gather_x()  # (collective)
+        outcomes.append(f"{cls.__name__} {float(np.asarray(total).sum()) if total is not None else 0.0:.6f} {outcome}")
+    outcomes = comm.gather(outcomes, root=0)
+    if rank == 0:
+        np.savez(out, outcomes=np.array(outcomes))
+
+
 def case_checkpoint(out):
     from rowstoch_fast import Algorithm, run
 

@@ -179,6 +179,15 @@ def test_grad_fn_failure_on_one_rank_raises_on_all(tmp_path):
     assert all("at iteration 3" in o for o in outcomes)
 
 
+def test_gradients_borrowed_on_one_rank_and_copied_on_another_do_not_hang(tmp_path):
+    """A grad_fn returning Fortran-order arrays: the rank of one row borrows its block, the other copies it (a
+    reviewer's reproducer hung in a scan only the borrowing rank called); both finish, and a NaN gradient raises
+    the gradient's error on every rank."""
+    outcomes = mpirun("fortran_gradients", 2, tmp_path)["outcomes"]
+    for per_rank in outcomes.T:  # (each method: its outcome on both ranks)
+        assert all("non-finite gradient" in str(o) for o in per_rank), per_rank
+
+
 def test_cli_run_under_mpiexec_matches_single_process(tmp_path):
     import pandas as pd
 

@@ -150,10 +150,16 @@ class FailureHandling:
         return block
 
     def _gradient_local_read(self, grad_fn, x_buf, work, later=False):
+        """``(finite, block)`` of this process's gradients (``finite`` None where ``later``), borrowed or copied:
+        the same on every process whichever it did (under MPI one rank may borrow while another copies: a collective
+        scan in one path only waited forever for the others)."""
         G = self._internal(self._returned_gradient(grad_fn, x_buf))
         if self._ops.borrows(G):
-            return (None if later else self._ops.first_nonfinite(G) < 0), G
-        return self._ops.copy_in(work, G), work
+            if later:
+                return None, G
+            return (self._ops.is_finite(G) if self._ops.xp is np else self._ops.first_nonfinite(G) < 0), G
+        finite = self._ops.copy_in(work, G)
+        return (None if later else finite), work
 
     def _gradient_local(self, grad_fn, x_buf, out):
         return self._ops.copy_in(out, self._internal(self._returned_gradient(grad_fn, x_buf)))
