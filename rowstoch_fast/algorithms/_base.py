@@ -716,10 +716,10 @@ class Optimizer(AskTell, FailureHandling, Persistence):
 
     def _sender_counts(self):
         """``{matrix name: [next iteration to count, links so far, source, out-links per node of each matrix, the
-        (next, links) a resume started from, the links so far by sender, those a resume started from]}`` of the
-        matrices whose links vary by iteration: a network that silences nodes (sleep), or over a schedule (each
-        iteration its matrix's links), and the senders' masks of the iterations counted but not yet added (fixed
-        links: the iterations each node sent in, added by :func:`_add_senders` before the counts are read); made
+        (next, links) a resume started from, the links so far by sender, those a resume started from, the
+        iterations each node sent in that are counted but not yet added]}`` of the matrices whose links vary by
+        iteration: a network that silences nodes (sleep), or over a schedule (each iteration its matrix's links;
+        added as counted, while over one set of links :func:`_add_senders` adds them before a count is read); made
         once."""
         counts = self.__dict__.get("_sent_links")
         if counts is None:

@@ -247,9 +247,6 @@ class Sleepy(Network):
         if last is None or last[0] > t:
             start, state = 0, uniform_hash(self.seed, 2**62 + 1, np.arange(self.n)) < \
                 self.p_wake / (self.p_sleep + self.p_wake)
-            if t == 0:
-                draws["chain"] = (0, state)
-                return state.copy()
         else:
             start, state = last
         nodes = np.arange(self.n)
