@@ -1,6 +1,7 @@
 """The benchmark harness: rowstoch_fast.compare and ``rowstoch compare``."""
 
 import json
+import math
 import os
 import re
 import signal
@@ -134,6 +135,152 @@ def test_tuning_draws_streams_no_repetition_draws_and_the_same_for_every_rate(pr
     _, values = tuning.trajectories(A, f, plan.methods[0], [0.01, 0.01], 64, "grad_norm_mean", seed=3, repeats=2)
     np.testing.assert_array_equal(values[:, :2], values[:, 2:])
     assert not np.array_equal(values[:, 0], values[:, 1])
+
+
+def test_contenders_are_the_candidates_their_replicas_cannot_tell_from_the_best():
+    """The confirmation's candidates: nobody but the best where the replicas agree (a pooled relative standard
+    error below CONFIRM_NOISE), the best, its neighbours within a grid step (rejected ones too, not diverged
+    ones) and the closest others within two standard errors where they do not, at most CONFIRM_MAX of them."""
+    scores = {0.001: 1.0, 0.003: 1.1, 0.01: 1.6, 0.03: 5.0}
+    quiet = {lr: [s * 0.99, s * 1.01] for lr, s in scores.items()}  # (relative standard error 1%)
+    assert tuning.noise(scores, quiet) == pytest.approx(0.01 / 2**0.5 * 2**0.5, rel=1e-9)
+    assert tuning.contenders(scores, quiet) == [0.001]
+    loud = {lr: [s * 0.8, s * 1.2] for lr, s in scores.items()}  # (20%: two of them within reach of the best)
+    assert tuning.noise(scores, loud) == pytest.approx(0.2, rel=1e-9)
+    assert tuning.contenders(scores, loud) == [0.001, 0.003, 0.01]
+    assert tuning.contenders(scores, loud, most=2) == [0.001, 0.003]
+    assert tuning.contenders({0.001: 1.0, 0.03: 5.0}, loud) == [0.001]  # (5x is told apart)
+    assert tuning.noise(scores, {lr: [s] for lr, s in scores.items()}) == 0.0  # (one replica: nothing to say)
+    # the neighbours within a grid step come first, a rejected one (no progress on two streams) among them; a
+    # diverged one (an infinite end) and one beyond the step do not
+    tried = {0.0003: 2.0, 0.00035: 2.0, 0.0005: math.inf, 0.001: 1.0, 0.0018: 3.0, 0.003: 1.1, 0.01: 1.6, 0.03: 5.0}
+    assert tuning.contenders(scores, loud, tried=tried, step=10**0.5) == [0.001, 0.0018, 0.00035, 0.003, 0.01]
+    assert tuning.contenders(scores, quiet, tried=tried, step=10**0.5) == [0.001]
+
+
+def test_a_confirmation_adds_the_streams_its_noise_needs():
+    """As many streams as bring the pooled noise of two to CONFIRM_NOISE, within the least and the most: the
+    noise falls as one over the root of the streams."""
+    assert tuning.CONFIRM_NOISE == pytest.approx(math.log(1.25) / (2 * math.sqrt(2)))
+    assert tuning.confirm_repeats(0.09) == tuning.CONFIRM_MIN_REPEATS
+    assert tuning.confirm_repeats(0.2) == math.ceil(2 * (0.2 / tuning.CONFIRM_NOISE) ** 2) - 2 == 11
+    assert tuning.confirm_repeats(0.5) == tuning.CONFIRM_REPEATS
+
+
+def test_after_a_confirmation_the_rate_is_chosen_among_the_contenders():
+    """bench/tuner_check.py's lossy Push-Pull: on two streams 0.56 ends lowest and 0.32 cannot be told apart from
+    it; on eight, 0.56 climbs (unstable) and 0.32 ends at 0.0853, just above 0.18's 0.0853 on two streams, which
+    the same two streams had told apart from the best. The choice is 0.32 (the evaluation's best), not a
+    comparison of eight streams' mean with two's."""
+    scores, ends, arrival, finals = {}, {}, {}, {}
+    grid = {0.1778: 0.08527, 0.3162: 0.06378, 0.5623: 0.04924}
+    confirmed = {0.3162: 0.08531, 0.5623: math.inf}
+    stages = []
+
+    def stage(name, rates, rep_offset=0, replicas=2):
+        stages.append((name, list(rates), rep_offset, replicas))
+        for lr in rates:
+            score = (confirmed if name == "confirm" else grid).get(lr, math.inf)  # (refinements: rejected)
+            scores[lr] = ends[lr] = score
+            finals[lr] = [score * 0.89, score * 1.11] if math.isfinite(score) else [math.inf]
+
+    method = cmp.make_plan(topology.exponential(4), Quadratic.random(4, d=2, seed=0), "dsgd", 10).methods[0]
+    record = {"replicas": 2, "stages": []}
+    lr, _ = tuning._tune_stages(stage, scores, arrival, ends, finals, record, tuple(grid), method, None)
+    assert stages[0][0] == "grid" and stages[-1] == ("confirm", [0.5623, 0.3162], 2, 6)
+    assert lr == 0.3162
+    # every contender unstable on all its streams: the others, as they were judged
+    confirmed[0.3162] = math.inf
+    scores.clear()
+    assert tuning._tune_stages(stage, scores, arrival, ends, finals, record, tuple(grid), method, None)[0] == 0.1778
+
+
+def test_a_noisy_tuning_confirms_its_contenders_on_more_streams(problem, monkeypatch):
+    """Where two streams cannot tell the best candidate from others (mini-batches of 20 on 8 nodes, 100
+    iterations: the replicas' final values differ by about 12%), those candidates run again on CONFIRM_REPEATS
+    streams no earlier stage drew, and are judged on the mean of all their replicas: the same values as one run of
+    them all (the network draws nothing per replica here)."""
+    A, f = problem
+    calls, real = [], tuning.trajectories
+
+    def spy(*args, **kw):
+        calls.append((list(args[3]), kw["repeats"], kw.get("rep_offset", 0), kw["seed"]))
+        return real(*args, **kw)
+
+    monkeypatch.setattr(tuning, "trajectories", spy)
+    frame = cmp.compare(A, f, "dsgd", 100, repeats=1, seed=0, progress=False)
+    record = frame.attrs["tuning"]["dsgd"]
+    names = [stage["name"] for stage in record["stages"]]
+    assert names == ["grid", "refine", "confirm"] and record["noise"] > tuning.CONFIRM_NOISE
+    confirm = record["stages"][-1]
+    rivals = list(confirm["scores"])
+    added = tuning.confirm_repeats(record["noise"])
+    assert 2 <= len(rivals) <= tuning.CONFIRM_MAX and confirm["replicas"] == added
+    written = cmp.json_tuning({"dsgd": record})["dsgd"]  # (lr.json: the stage's streams and the noise)
+    assert written["stages"][-1]["replicas"] == added and written["noise"] == record["noise"]
+    assert calls[-1][1:] == (added, tuning.TUNE_REPEATS, cmp.TUNE_SEED_OFFSET)
+    assert all(c[2] == 0 and c[1] == tuning.TUNE_REPEATS for c in calls[:-1])  # (the earlier stages: streams 0, 1)
+    earlier = {lr for stage in record["stages"][:-1] for lr in stage["scores"]
+               if not stage["rejected"].get(lr, "").startswith("diverged")}
+    assert set(rivals) <= earlier
+    # every stream of a contender together: the mean of one run of TUNE_REPEATS + CONFIRM_REPEATS streams
+    method = cmp.make_plan(A, f, "dsgd", 100).methods[0]
+    _, values = real(A, f, method, rivals, 100, record["metric"], seed=cmp.TUNE_SEED_OFFSET,
+                     repeats=tuning.TUNE_REPEATS + added)
+    for c, lr in enumerate(rivals):
+        width = tuning.TUNE_REPEATS + added
+        np.testing.assert_allclose(confirm["curves"][lr], values[:, c * width:(c + 1) * width].mean(axis=1),
+                                   rtol=1e-12)
+    latest = {}
+    for stage in record["stages"]:
+        latest.update(stage["scores"])
+    assert record["chosen"] == min((lr for lr in rivals if np.isfinite(latest[lr])), key=latest.get)  # (among them)
+    # exact gradients: one replica a rate and no confirmation
+    exact = cmp.compare(A, LeastSquares.synthetic(8, samples_per_node=10, d=4, seed=0), "dsgd", 100, repeats=1,
+                        progress=False).attrs["tuning"]["dsgd"]
+    assert [stage["name"] for stage in exact["stages"]] == ["grid", "refine"] and "noise" not in exact
+
+
+def test_a_confirmation_draws_messages_no_earlier_stage_drew():
+    """A compressed message's draws follow its replica's position in the block: the confirmation's streams (those
+    from TUNE_REPEATS on) run on the network reseeded, so that with exact gradients over QSGD none of its
+    replicas repeats a trajectory of the stages before (a review's reproducer: two of them did, to the bit)."""
+    from rowstoch_fast.network import Compressed
+
+    A = Compressed(topology.exponential(8), "qsgd", bits=2, seed=3)
+    f = LeastSquares.synthetic(8, samples_per_node=10, d=4, seed=0)
+    method = cmp.make_plan(A, f, "dsgd", 60).methods[0]
+    rates = [0.01, 0.03]
+    _, first = tuning.trajectories(A, f, method, rates, 60, "suboptimality", seed=cmp.TUNE_SEED_OFFSET, repeats=2)
+    _, more = tuning.trajectories(A, f, method, rates, 60, "suboptimality", seed=cmp.TUNE_SEED_OFFSET, repeats=4,
+                                  rep_offset=2)
+    assert np.isfinite(first).all() and np.isfinite(more).all()
+    for j in range(more.shape[1]):
+        assert not any(np.array_equal(more[:, j], first[:, i]) for i in range(first.shape[1]))
+    # the same stage again: the same draws (a resumed tuning goes on with them)
+    _, again = tuning.trajectories(A, f, method, rates, 60, "suboptimality", seed=cmp.TUNE_SEED_OFFSET, repeats=4,
+                                   rep_offset=2)
+    np.testing.assert_array_equal(again, more)
+
+
+def test_reseeded_shifts_the_layers_that_draw_per_value_and_keeps_the_others():
+    """compression and noise get ``seed + shift`` (wrapped); losses and delays keep theirs; a network without a
+    layer that draws per value is returned as it is."""
+    from rowstoch_fast._checks import MAX_KEY
+    from rowstoch_fast.network import Compressed, Delayed, Lossy, Noisy, reseeded
+
+    lossy = Lossy(topology.exponential(8), 0.1, seed=5)
+    net = Compressed(Noisy(Delayed(lossy, 2, seed=6), 0.01, seed=7), "topk", k=1, seed=MAX_KEY)
+    out = reseeded(net, 10)
+    assert type(out) is Compressed and out.seed == 9 and out.k == 1
+    assert type(out.base) is Noisy and out.base.seed == 17 and out.base.sigma == 0.01
+    assert type(out.base.base) is Delayed and out.base.base.seed == 6 and out.base.base.base is lossy
+    assert reseeded(lossy, 10) is lossy and reseeded(Delayed(lossy, 2, seed=6), 10).seed == 6
+    X = np.random.default_rng(0).standard_normal((8, 3))
+    plain = Compressed(topology.exponential(8), "qsgd", bits=2, seed=1)
+    assert not np.array_equal(plain.mix(X, t=0), reseeded(plain, 1).mix(X, t=0))
+    np.testing.assert_array_equal(reseeded(plain, 1).mix(X, t=0),
+                                  Compressed(topology.exponential(8), "qsgd", bits=2, seed=2).mix(X, t=0))
 
 
 def test_a_diverged_candidate_costs_no_pass_of_the_records(problem, monkeypatch):
@@ -1184,7 +1331,7 @@ def test_an_interrupted_tuning_does_not_run_its_finished_stages_again(tmp_path, 
     assert len(runs) == 1 and list(tmp_path.glob("dsgd.tuning-0.done.npz"))
     runs.clear()
     lr, record = tuning.tune(A, f, method, 200, "grad_norm_mean", seed=3, checkpoint_dir=str(tmp_path))
-    assert runs == [sorted(want["stages"][1]["scores"])]  # the refinement only
+    assert runs == [list(stage["scores"]) for stage in want["stages"][1:]]  # the refinement (and confirmation) only
     assert lr == expected and record["stages"][0]["scores"] == want["stages"][0]["scores"]
     assert not list(tmp_path.glob("*.npz"))
 

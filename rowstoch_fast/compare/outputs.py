@@ -236,6 +236,7 @@ def json_tuning(tuning):
     for label, record in tuning.items():
         out[label] = {**{k: v for k, v in record.items() if k != "stages"},
                       "stages": [{"name": stage["name"],
+                                  **({"replicas": stage["replicas"]} if "replicas" in stage else {}),
                                   "scores": {f"{lr:g}": (s if np.isfinite(s) else None)
                                              for lr, s in stage["scores"].items()},
                                   "rejected": {f"{lr:g}": why for lr, why in stage["rejected"].items()},

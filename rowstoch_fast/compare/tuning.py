@@ -8,7 +8,13 @@ untouched (replicas share no values). Each candidate is then judged on its whole
 final value is read from the end of the run (a line fitted to the logarithm of its last quarter), and it is
 rejected when it diverged, ended above half its start (no progress), or ended more than :data:`STABILITY_FACTOR` times above the
 minimum of its smoothed trajectory. The best candidate of the grid is then refined: quarter steps (in the grid's
-log spacing) on either side, and past the grid's edge when it is at the edge, in a second batched run.
+log spacing) on either side, and past the grid's edge when it is at the edge, in a second batched run. Where
+the gradients or the messages are random and two streams cannot order the candidates (the relative standard
+error of their replicas' final values, pooled, at least :data:`CONFIRM_NOISE`), the contenders (:func:`contenders`:
+the best, its neighbours within a grid step, and the others within two standard errors of it) run again on as
+many more streams as that noise needs (:func:`confirm_repeats`), their messages drawn anew, are judged on all of
+them together (the "confirm" stage), and the rate is chosen among them: the noise of two streams then no longer
+orders rates that an evaluation of many repetitions orders the other way (bench/RESULTS.md sections 34, 35).
 
 No candidate is dropped before the end of the budget: a rate that is slow at first can be the best at the end
 (a biased method needs a small rate over the whole budget). Only a candidate that diverged stops costing anything.
@@ -28,9 +34,12 @@ from .._checks import MAX_KEY
 from .._files import atomic_write
 from ..objectives import Oracle
 from ..runner import build_replicas, record_metrics, round_schedule
+from ..network import reseeded
 
 __all__ = ["TUNE_SEED_OFFSET", "TUNE_REPEATS", "TUNE_POINTS", "STABILITY_FACTOR", "NO_PROGRESS", "CONVERGED", "TAIL",
-           "NoStableRate", "UNTUNABLE", "judge", "final_estimate", "replicas_per_rate", "tune"]
+           "CONFIRM_REPEATS", "CONFIRM_MIN_REPEATS", "CONFIRM_MAX", "CONFIRM_NOISE", "NoStableRate", "UNTUNABLE",
+           "judge", "final_estimate", "noise", "contenders", "confirm_repeats",
+           "replicas_per_rate", "tune"]
 
 #: The tuning runs draw their mini-batches from ``seed + TUNE_SEED_OFFSET`` (wrapped to 64 bits): streams that no
 #: evaluation repetition of the comparison (``seed``, repetitions 0 .. repeats-1) ever draws.
@@ -38,6 +47,20 @@ TUNE_SEED_OFFSET = 0x5EED_0000_0000
 #: Replicas per candidate rate (independent gradient streams), judged on their mean; one where they would all run
 #: the same trajectory (:func:`replicas_per_rate`: exact gradients, no per-replica draws).
 TUNE_REPEATS = 2
+#: The relative standard error of the candidates' final values (over their replicas, pooled: :func:`noise`)
+#: below which no confirmation runs: ``ln(1.25) / (2 sqrt(2))``, where two candidates whose final values differ
+#: by 1.25x (what the evaluation may find between the chosen rate and the best) differ by two standard errors of
+#: their difference.
+CONFIRM_NOISE = math.log(1.25) / (2.0 * math.sqrt(2.0))
+#: The most streams a confirmation stage adds to each contender (streams ``TUNE_REPEATS ..`` of the tuning seed,
+#: its messages drawn anew: :func:`~rowstoch_fast.network.reseeded`): as many as bring the pooled noise to
+#: :data:`CONFIRM_NOISE` (:func:`confirm_repeats`), at least :data:`CONFIRM_MIN_REPEATS`.
+CONFIRM_REPEATS = 14
+#: The fewest streams a confirmation stage adds.
+CONFIRM_MIN_REPEATS = 6
+#: At most this many candidates (the best, its neighbours on the rates' grid, and the closest others) run in a
+#: confirmation stage.
+CONFIRM_MAX = 5
 #: Records per tuning run (evenly spaced, as the evaluation's): the trajectory the stability rule reads.
 TUNE_POINTS = 24
 #: A candidate whose final value is more than this factor above the minimum of its smoothed trajectory is
@@ -282,11 +305,12 @@ def _zeroed(X, bad):
     return Xs
 
 
-def _fingerprint(method, rates, budget, metric, seed, repeats, objective):
+def _fingerprint(method, rates, budget, metric, seed, repeats, objective, rep_offset=0):
     """What a tuning run's checkpoint must match to be continued (its matrices are checked when it is loaded)."""
     return json.dumps({"label": method.label, "method": method.method, "rounds": method.rounds,
                        "options": method.options, "rates": [float(r) for r in rates], "budget": budget,
-                       "metric": metric, "seed": seed, "repeats": repeats, "points": TUNE_POINTS,
+                       "metric": metric, "seed": seed, "repeats": repeats, "rep_offset": rep_offset,
+                       "points": TUNE_POINTS,
                        "objective": objective.describe() if hasattr(objective, "describe") else None},
                       sort_keys=True, default=str)
 
@@ -320,10 +344,11 @@ def _save_tuning(path, opt, oracle, rows, fingerprint):
 
 
 def trajectories(network, objective, method, rates, budget, metric, *, seed, repeats=1, backend="auto",
-                 points=TUNE_POINTS, checkpoint=None, keep=False):
+                 points=TUNE_POINTS, checkpoint=None, keep=False, rep_offset=0):
     """One batched run of ``method`` on ``network``: ``repeats`` replicas per rate of ``rates``, the whole
-    ``budget``, every rate's ``q``-th replica on the gradient stream of repetition ``q`` of ``seed`` (common
-    random numbers; ``metric``: a name, or a ranked :class:`~rowstoch_fast.user_metrics.Metric`). Returns
+    ``budget``, every rate's ``q``-th replica on the gradient stream of repetition ``rep_offset + q`` of ``seed``
+    (common random numbers; with ``rep_offset``, messages drawn anew too: the network :func:`reseeded` by
+    ``TUNE_SEED_OFFSET + rep_offset``, as a message's draws follow its replica's position; ``metric``: a name, or a ranked :class:`~rowstoch_fast.user_metrics.Metric`). Returns
     ``(iterations, values)``: the recorded iterations and ``metric`` per record and
     replica (``(records, len(rates) * repeats)``, replica ``c * repeats + q`` the ``q``-th of rate ``c``; NaN
     where it diverged). With ``checkpoint`` (a path), the run's state is saved there at a tenth of the budget
@@ -334,9 +359,11 @@ def trajectories(network, objective, method, rates, budget, metric, *, seed, rep
     T = method.iterations(budget)
     entry, metric = metric, getattr(metric, "name", metric)  # (an extra metric: its Metric, recorded by name)
     lr = np.repeat(np.asarray(rates, dtype=np.float64), repeats)[:, None, None]
+    if rep_offset:
+        network = reseeded(network, TUNE_SEED_OFFSET + rep_offset)
     algo = method.algorithm(network, lr, backend, check_finite=False)
     due = round_schedule(T, budget, points)
-    fingerprint = _fingerprint(method, rates, budget, metric, seed, repeats, objective)
+    fingerprint = _fingerprint(method, rates, budget, metric, seed, repeats, objective, rep_offset)
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # a diverging candidate is judged, not warned about
         found = _load_tuning(checkpoint, algo, fingerprint, objective)
@@ -346,7 +373,7 @@ def trajectories(network, objective, method, rates, budget, metric, *, seed, rep
             if kept is not None:
                 return kept
         oracle = _Quarantine(objective.oracle(seed=seed, batches=opt.rounds, nodes=opt.local_nodes,
-                                              rep_period=repeats), objective, repeats)
+                                              rep_offset=rep_offset, rep_period=repeats), objective, repeats)
         rows = []
         if found is None:
             opt.initialize(oracle)
@@ -405,12 +432,17 @@ def trajectories(network, objective, method, rates, budget, metric, *, seed, rep
     return np.asarray(due), values
 
 
+def _grid_step(grid):
+    """The ratio of neighbouring rates of the log-spaced ``grid``."""
+    return (grid[-1] / grid[0]) ** (1 / (len(grid) - 1)) if len(grid) > 1 else math.sqrt(10)
+
+
 def _refinements(best, tried, grid):
     """The rates to try around ``best``: the geometric midpoints with its neighbours among ``tried`` and, at the
     edge of what was tried, one grid step past it (and the midpoint)."""
     tried = sorted(tried)
     i = tried.index(best)
-    step = (grid[-1] / grid[0]) ** (1 / (len(grid) - 1)) if len(grid) > 1 else math.sqrt(10)
+    step = _grid_step(grid)
     out = []
     if i > 0:
         out.append(math.sqrt(best * tried[i - 1]))
@@ -471,25 +503,36 @@ def tune(network, objective, method, budget, metric, *, seed=0, backend="auto", 
     tune_seed = (int(seed) + TUNE_SEED_OFFSET) % (MAX_KEY + 1)
     record = {"metric": getattr(metric, "name", metric), "seed": tune_seed, "chosen": None, "stages": []}
     scores, ends, arrival = {}, {}, {}
+    sums, finals = {}, {}  # (each rate's replicas: their trajectories' sum and count, their own final values)
 
     finished = []  # (the stages' results kept while the tuning runs: an interrupted tuning does not redo them)
 
     repeats = record["replicas"] = replicas_per_rate(network, objective, method)
 
-    def stage(name, rates):
+    def stage(name, rates, rep_offset=0, replicas=repeats):
         path = None if checkpoint_dir is None else os.path.join(
             checkpoint_dir, f"{method.label}.tuning-{len(record['stages'])}.npz")
         iterations, values = trajectories(network, objective, method, rates, budget, metric, seed=tune_seed,
-                                          repeats=repeats, backend=backend, checkpoint=path, keep=True)
+                                          repeats=replicas, backend=backend, checkpoint=path, keep=True,
+                                          rep_offset=rep_offset)
         finished.append(path)
         record["iterations"] = [int(k) for k in iterations]
         entry = {"name": name, "scores": {}, "rejected": {}, "ends": {}, "curves": {}}
+        if rep_offset:
+            entry["replicas"] = replicas
         for c, lr in enumerate(rates):
+            block = values[:, c * replicas:(c + 1) * replicas]
+            total, count = sums.get(lr, (0.0, 0)) if rep_offset else (0.0, 0)  # (a confirmation adds streams)
             with np.errstate(all="ignore"):
-                mean = values[:, c * repeats:(c + 1) * repeats].mean(axis=1)
+                total, count = total + block.sum(axis=1), count + replicas
+                mean = total / count
+                own = [_judged(iterations, block[:, q])[2] for q in range(replicas)] if replicas > 1 else []
+            sums[lr] = (total, count)
+            finals[lr] = (finals.get(lr, []) if rep_offset else []) + own
             score, why, end = _judged(iterations, mean)
             entry["scores"][lr], entry["ends"][lr], entry["curves"][lr] = score, end, [float(v) for v in mean]
             scores[lr], ends[lr] = score, end
+            arrival.pop(lr, None)
             if math.isfinite(score):  # (when it first reached the level it ends at: converged rates' tie-break)
                 reached = np.flatnonzero(np.asarray(mean) <= score * (1 + 1e-9))
                 arrival[lr] = int(iterations[reached[0]]) if reached.size else math.inf
@@ -503,7 +546,7 @@ def tune(network, objective, method, budget, metric, *, seed=0, backend="auto", 
             _remove_stage(path)
 
     try:
-        chosen = _tune_stages(stage, scores, arrival, ends, record, grid, method, log)
+        chosen = _tune_stages(stage, scores, arrival, ends, finals, record, grid, method, log)
     except NoStableRate:
         forget()
         raise
@@ -511,8 +554,53 @@ def tune(network, objective, method, budget, metric, *, seed=0, backend="auto", 
     return chosen
 
 
-def _tune_stages(stage, scores, arrival, ends, record, grid, method, log):
-    """:func:`tune`'s stages: the grid, its refinement and the steps past its edge, then the choice."""
+def noise(scores, finals):
+    """The relative standard error of a candidate's final value over its replicas, pooled over the stable
+    candidates ``scores`` (``finals``: each one's replicas' own final values; the root mean square of their
+    standard errors over their means): 0 where no candidate has two finite replicas."""
+    rel = []
+    for lr, score in scores.items():
+        own = np.asarray([v for v in finals.get(lr, ()) if math.isfinite(v)])
+        if len(own) >= 2 and own.mean() > 0:
+            rel.append(own.std(ddof=1) / math.sqrt(len(own)) / own.mean())
+    return float(np.sqrt(np.mean(np.square(rel)))) if rel else 0.0
+
+
+def contenders(scores, finals, arrival=None, most=CONFIRM_MAX, tried=None, step=None):
+    """The candidates that two streams cannot tell apart from the best, best first, ``most`` in all; only the best
+    where the noise (:func:`noise`, pooled over the stable candidates ``scores``) is below :data:`CONFIRM_NOISE`.
+
+    Where it is not: the best (``scores``: the stable candidates' final values), then the rates of ``tried``
+    (every candidate that did not diverge: ``{lr: final value}``) within one grid ``step`` of it, closest
+    first, rejected ones among them (on noisy streams a good rate's mean can climb or end above half its start by
+    chance: bench/RESULTS.md section 35), then the stable others whose score less two standard errors reaches
+    the best's plus two, lowest first."""
+    best = _best(scores, arrival)
+    rel = noise(scores, finals)
+    if rel < CONFIRM_NOISE:
+        return [best]
+    out = [best]
+    if tried and step:
+        near = sorted((abs(math.log(lr / best)), lr) for lr, end in tried.items()
+                      if lr != best and math.isfinite(end) and abs(math.log(lr / best)) <= math.log(step) * (1 + 1e-9))
+        out += [lr for _, lr in near]
+    reach = scores[best] * (1 + 2 * rel)
+    out += [lr for s, lr in sorted((s, lr) for lr, s in scores.items() if s * max(1 - 2 * rel, 0.0) <= reach)
+            if lr not in out]
+    return out[:most]
+
+
+def confirm_repeats(rel):
+    """The streams a confirmation adds where the pooled noise over :data:`TUNE_REPEATS` streams is ``rel``: as
+    many as bring it to :data:`CONFIRM_NOISE` (the standard error falls as one over the root of the streams),
+    within :data:`CONFIRM_MIN_REPEATS` .. :data:`CONFIRM_REPEATS`."""
+    total = math.ceil(TUNE_REPEATS * (rel / CONFIRM_NOISE) ** 2) if rel > 0 else 0
+    return int(min(max(total - TUNE_REPEATS, CONFIRM_MIN_REPEATS), CONFIRM_REPEATS))
+
+
+def _tune_stages(stage, scores, arrival, ends, finals, record, grid, method, log):
+    """:func:`tune`'s stages: the grid, its refinement and the steps past its edge, the confirmation of the
+    contenders, then the choice."""
     stage("grid", list(grid))
     for extension in range(MAX_EXTENSIONS + 1):
         stable = {lr: s for lr, s in scores.items() if math.isfinite(s)}
@@ -527,6 +615,17 @@ def _tune_stages(stage, scores, arrival, ends, record, grid, method, log):
             break
         stage("refine" if extension == 0 else "past the edge", more)
     stable = {lr: s for lr, s in scores.items() if math.isfinite(s)}
+    if stable and record.get("replicas", 1) > 1:
+        record["noise"] = noise(stable, finals)
+        rivals = contenders(stable, finals, arrival, tried={lr: e for lr, e in ends.items() if math.isfinite(e)},
+                            step=_grid_step(grid))
+        if len(rivals) > 1:
+            stage("confirm", rivals, rep_offset=record["replicas"], replicas=confirm_repeats(record["noise"]))
+            stable = {lr: s for lr, s in scores.items() if math.isfinite(s)}
+            # the choice among the contenders, each judged on every stream: the others were told apart from the
+            # best on the same two streams, and their scores on two streams are not comparable with these (the
+            # rest only where every contender turned out unstable)
+            stable = {lr: stable[lr] for lr in rivals if lr in stable} or stable
     if not stable:
         exc = NoStableRate(f"tune: {method.label} diverged, made no progress or was unstable at every learning rate "
                            f"of the grid ({grid[0]:g} .. {grid[-1]:g}); give its lr (--lr {method.label}=VALUE)")

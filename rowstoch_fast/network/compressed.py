@@ -68,6 +68,7 @@ class Compressed(_Messages):
     order = 50
     keeps_symmetry = True
     alters_messages = True
+    draws_per_value = True
 
     METHODS = {"qsgd": 0, "sign": 1, "topk": 2, "randk": 3, "round": 4}
     _TAKES = {"qsgd": ("bits", "unbiased"), "sign": (), "topk": ("k",), "randk": ("k", "unbiased"),

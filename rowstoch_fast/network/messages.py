@@ -45,6 +45,10 @@ class _Messages(Network):
     #: (``_core.mix_lossy(..., messages=Q)``: the same sums, without copying the block into ``[X; Q]``); False:
     #: through the stacked copy (the path before; bench), as a round whose output is its input still does.
     SPLIT = True
+    #: Whether the layer draws per value sent (compression, noise): a replica's draws then follow its position in
+    #: the block, and :func:`~rowstoch_fast.network.queries.reseeded` gives the layer new ones. Delays draw per
+    #: link, the same for every replica.
+    draws_per_value = False
 
     @property
     def static(self):

@@ -66,6 +66,7 @@ class Noisy(_Messages):
     layer = "noisy"
     order = 40
     keeps_symmetry = True
+    draws_per_value = True
 
     @property
     def alters_messages(self):

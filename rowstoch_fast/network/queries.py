@@ -1,12 +1,14 @@
 """What the algorithms ask of a network: the matrix under its layers (:func:`base_matrix`, :func:`source_of`),
 its weights without the message layers (:func:`weights_of`), its links (:func:`links_of`, :func:`fixed_links`,
-:func:`out_links`) and its undirected form (:func:`as_undirected`).
+:func:`out_links`), its undirected form (:func:`as_undirected`) and the same network with new per-value draws
+(:func:`reseeded`).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from .._checks import MAX_KEY
 from ..mixing import MixingMatrix
 from .base import Network
 from .messages import _Messages
@@ -94,3 +96,20 @@ def links_of(net):
             cached = type(outer)(cached, **outer._parameters())
         net._links_of = cached
     return cached
+
+
+def reseeded(net, shift):
+    """``net`` with every message layer that draws per value sent (:attr:`_Messages.draws_per_value`: compression,
+    noise) seeded ``seed + shift`` (wrapped to the seeds' range): the same network whose replicas draw messages
+    that no replica at the same position of ``net`` draws (those draws follow a replica's position in its
+    block). The layers under them (losses, sleep, delays: drawn per link, the same for every replica) are kept,
+    and so is ``net`` itself where no layer draws per value."""
+    if not isinstance(net, _Messages):
+        return net
+    inner = reseeded(net.base, shift)
+    if not net.draws_per_value and inner is net.base:
+        return net
+    params = net._parameters()
+    if net.draws_per_value:
+        params["seed"] = (int(net.seed) + int(shift)) % (MAX_KEY + 1)
+    return type(net)(inner, **params)
