@@ -886,8 +886,34 @@ def test_the_two_buffers_of_a_block_never_share_memory(name):
     grad = feed(cls, lambda X: X - 1.0)
     for _ in range(9):
         opt.step(grad)
-        for block in opt.state:
-            assert not np.shares_memory(opt._cur[block], opt._nxt[block]), (name, opt.iteration, block)
+        buffers = [(side, block, getattr(opt, side)[block]) for side in ("_cur", "_nxt") for block in opt.state]
+        for i, (side, block, one) in enumerate(buffers):  # (a block carried under another name too: _carry_as)
+            for other_side, other, two in buffers[i + 1:]:
+                assert not np.shares_memory(one, two), (name, opt.iteration, side, block, other_side, other)
+
+
+@pytest.mark.parametrize("name, moved", [("extra", {"x_prev": "x", "g_prev": "g"}), ("nids", {"x_prev": "x", "g_prev": "g"}),
+                                         ("pg-extra", {"x_prev": "x", "g_prev": "g"}), ("prox-nids", {"x_prev": "x", "g_prev": "g"}),
+                                         ("abm", {"x_prev": "x"}), ("gt-sarah", {"x_prev": "x"}),
+                                         ("k-gt", {"x_round": "x"}), ("dinno", {"x_round": "x"})])
+def test_a_previous_iterate_is_kept_in_its_buffer_not_copied(name, moved):
+    """The blocks a step keeps as the previous iterate (or a round's start) take the buffer they were in
+    (``_carry_as``: no copy, two block passes less); the run equals the registry's reference (the iterates
+    test) and every buffer stays apart from the others (above)."""
+    cls = REGISTRY[name]
+    A = for_algorithm(cls, topology.erdos_renyi(10, 0.3, seed=2))
+    x0 = np.random.default_rng(3).standard_normal((10, 2))
+    opt = cls.build(A, x0, 0.02, **options_for(cls))
+    grad = feed(cls, lambda X: X - 1.0)
+    for _ in range(2):
+        opt.step(grad)
+    if name in ("k-gt", "dinno"):
+        while opt.iteration % opt.local_steps:  # (to a round's start)
+            opt.step(grad)
+    before = dict(opt._cur)
+    opt.step(grad)
+    for dst, src in moved.items():
+        assert opt._cur[dst] is before[src], (name, dst, src)
 
 
 def test_a_carried_block_stays_in_its_buffer_and_a_failed_step_after_it_changes_nothing():

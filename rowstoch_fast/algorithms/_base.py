@@ -926,21 +926,41 @@ class Optimizer(AskTell, FailureHandling, Persistence):
         the step's ``nxt`` takes ``cur``'s buffer (read it from either; never write it), and the commit keeps it
         there (:meth:`_following`); a local-update method's iterations without a round copied three to five
         blocks each. On a GPU a copy (``Backend.keeps_blocks``)."""
+        self._carry_as(cur, nxt, {name: name for name in names})
+
+    def _carry_as(self, cur, nxt, pairs):
+        """``nxt[dst] <- cur[src]`` for each ``dst: src`` of ``pairs`` (blocks of one shape and dtype: the previous
+        iterate kept as ``x_prev``, a round's start as ``x_round``). On the host no copy: ``nxt[dst]`` takes
+        ``cur[src]``'s buffer, which :meth:`_following` then keeps out of the next step's blocks (the step must
+        not write ``nxt[dst]`` after this: call it once the step's writes are done). On a GPU a copy."""
         if self._ops.keeps_blocks:
-            for name in names:
-                nxt[name] = cur[name]
+            for dst, src in pairs.items():
+                nxt[dst] = cur[src]
         else:
-            for name in names:
-                self._ops.combine(nxt[name], [1.0], [cur[name]], check=False)
+            for dst, src in pairs.items():
+                self._ops.combine(nxt[dst], [1.0], [cur[src]], check=False)
 
     def _following(self, nxt):
         """The blocks the next step writes into after this one commits ``nxt``: the current ones, except that a
-        block :meth:`_carry` kept in its buffer gets the spare one (no side effect: the commit is one statement)."""
+        current buffer :meth:`_carry_as` gave to ``nxt`` (under its own name or another) is replaced by one of the
+        step's that ``nxt`` left unused (of its shape and dtype; its own name's first). No side effect: the
+        commit is one statement."""
         cur = self._cur
         if nxt is self._nxt:
             return cur
-        spare = {name: self._nxt[name] for name, block in nxt.items() if block is cur[name]}
-        return {**cur, **spare} if spare else cur
+        taken = {id(block) for block in nxt.values()}
+        if not any(id(block) in taken for block in cur.values()):
+            return cur
+        free = [block for block in self._nxt.values() if id(block) not in taken]
+        following = dict(cur)
+        for name, block in cur.items():
+            if id(block) in taken:
+                own = self._nxt[name]
+                spare = own if any(own is b for b in free) else next(
+                    b for b in free if b.shape == block.shape and b.dtype == block.dtype)
+                free = [b for b in free if b is not spare]
+                following[name] = spare
+        return following
 
     def _check_samples(self, grad_fn):
         """A ``grad_fn`` that says how many mini-batches it averages per call (``grad_fn.rounds``, as

@@ -83,7 +83,7 @@ class ABm(Optimizer):
         ops.mix(self.A, cur["x"], nxt["x"])
         finite = ops.combine(nxt["x"], [1.0, self._lr_coef(), b, -b], [nxt["x"], cur["y"], cur["x"], cur["x_prev"]])
         self._check_iterates(finite, t, nxt["x"])
-        ops.combine(nxt["x_prev"], [1.0], [cur["x"]], check=False)  # (a launch, frozen after a failed check)
+        self._carry_as(cur, nxt, {"x_prev": "x"})  # (a GPU's copy: a launch, frozen after a failed check)
         self._gradient(grad_fn, nxt["x"], nxt["g"], t + 1)
         ops.mix(self.C, cur["y"], nxt["y"])
         finite = ops.combine(nxt["y"], [1.0, 1.0, -1.0], [nxt["y"], nxt["g"], cur["g"]])

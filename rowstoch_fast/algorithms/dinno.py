@@ -101,7 +101,7 @@ class DiNNO(LocalSteps, Optimizer):
             ops.mix(self.W, cur["x"], nxt["wx"])
             finite = ops.combine(nxt["p"], [1.0, rho, -rho], [cur["p"], cur["x"], nxt["wx"]])
             self._check_iterates(finite, t, nxt["p"])
-            ops.combine(nxt["x_round"], [1.0], [cur["x"]], check=False)
+            self._carry_as(cur, nxt, {"x_round": "x"})
         else:
             self._carry(cur, nxt, "wx", "p", "x_round")
         g = self._gradient_read(grad_fn, cur["x"], g, t, checked_next=True)

@@ -129,4 +129,4 @@ class GTSARAH(Optimizer):
         ops.mix(self.W, cur["x"], nxt["x"])
         finite = ops.combine(nxt["x"], [1.0, self._lr_coef()], [nxt["x"], nxt["y"]])  # W x_k - lr y_{k+1}
         self._check_iterates(finite, t, nxt["x"])
-        ops.combine(nxt["x_prev"], [1.0], [cur["x"]], check=False)
+        self._carry_as(cur, nxt, {"x_prev": "x"})

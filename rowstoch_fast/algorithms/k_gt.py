@@ -102,19 +102,24 @@ class KGT(LocalSteps, Optimizer):
         g, u, w = self._work
         start = self._round_starts(t)
         if start:
-            ops.combine(nxt["x_round"], [1.0], [cur["x"]], check=False)
+            self._carry_as(cur, nxt, {"x_round": "x"})
         else:
             self._carry(cur, nxt, "x_round")
         g = self._gradient_read(grad_fn, cur["x"], g, t, checked_next=True)
-        finite = ops.combine(nxt["x"], [1.0, self._lr_coef(), self._lr_coef()], [cur["x"], g, cur["c"]])
-        self._check_iterates(finite, t, nxt["x"])
-        if not self._talks(t):
+        talks = self._talks(t)
+        # (lr_s = 1: the round mixes the local models themselves, so a round's last local step goes to w, mixed
+        # from there: x_r - lr_s u = x_local; two block passes less than forming it)
+        local = w if talks and self.server_lr == 1.0 else nxt["x"]
+        finite = ops.combine(local, [1.0, self._lr_coef(), self._lr_coef()], [cur["x"], g, cur["c"]])
+        self._check_iterates(finite, t, local)
+        if not talks:
             self._carry(cur, nxt, "c")
             self._verified_last(finite, nxt["x"], t + 1)
             return
         inv = self._inverse_lr_coef(1.0 / self.local_steps)
-        ops.combine(u, [1.0, -1.0], [nxt["x_round"], nxt["x"]], check=False)  # u = x_r - x_local
-        ops.combine(w, [1.0, -self.server_lr], [nxt["x_round"], u], check=False)  # x_r - lr_s u
+        ops.combine(u, [1.0, -1.0], [nxt["x_round"], local], check=False)  # u = x_r - x_local
+        if local is not w:
+            ops.combine(w, [1.0, -self.server_lr], [nxt["x_round"], u], check=False)  # x_r - lr_s u
         ops.mix(self.W, w, nxt["x"])
         ops.mix(self.W, u, w)
         finite = ops.combine(nxt["c"], [1.0, -inv, inv], [cur["c"], u, w])

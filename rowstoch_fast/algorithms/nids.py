@@ -78,5 +78,4 @@ class NIDS(Optimizer):
         self._check_iterates(finite, t, nxt["x"])
         self._gradient(grad_fn, nxt["x"], nxt["g"], t + 1)
         # (copies through the backend, as launches that a failed deferred check freezes with the rest)
-        ops.combine(nxt["x_prev"], [1.0], [cur["x"]], check=False)
-        ops.combine(nxt["g_prev"], [1.0], [cur["g"]], check=False)
+        self._carry_as(cur, nxt, {"x_prev": "x", "g_prev": "g"})

@@ -85,5 +85,4 @@ class ProxNIDS(Optimizer):
         self._check_iterates(finite, t, nxt["z"])
         self._prox(nxt["z"], nxt["x"], t)
         self._gradient(grad_fn, nxt["x"], nxt["g"], t + 1)
-        ops.combine(nxt["x_prev"], [1.0], [cur["x"]], check=False)
-        ops.combine(nxt["g_prev"], [1.0], [cur["g"]], check=False)
+        self._carry_as(cur, nxt, {"x_prev": "x", "g_prev": "g"})
