@@ -10,7 +10,8 @@ For each algorithm of ``rowstoch_fast.algorithms.REGISTRY`` on the directed expo
 with every link both ways), interleaved in one run, medians over rounds:
 
 * ``rowstoch``: ``opt.step(grad)`` with a constant gradient (the whole step: gradient copy and NaN check,
-  mixing, element-wise updates, commit; trackers frozen, ``tracker="perron"``);
+  mixing, element-wise updates, commit; trackers frozen, ``tracker="perron"``); a local-update method (and
+  ProxSkip) timed over whole rounds of 4 steps and reported per step;
 * ``scipy``: the same update written directly with ``scipy.sparse`` products and NumPy expressions.
 
 ``--backend cupy`` times the steps on a GPU (synchronised after each) and nothing else. ``--loss P``: the
@@ -313,8 +314,11 @@ def make_contenders(name, A, d, lr=1e-3, seed=0, backend="cpu"):
     opt.step(grad)
     opt.step(grad)  # (past the first step, which some methods take apart)
 
+    K = steps_per_call(cls)
+
     def ours():
-        opt.step(grad)
+        for _ in range(K):
+            opt.step(grad)
         sync()
 
     if backend != "cpu" or not isinstance(A, MixingMatrix):  # (a lossy network: no lossless composition)
@@ -330,7 +334,19 @@ def make_contenders(name, A, d, lr=1e-3, seed=0, backend="cpu"):
                "pending_y": np.zeros((SC.nnz, d)), "pending_w": np.zeros((SC.nnz, 1))})
     if not scipy_step(name, S, SC, s, lr, dict(st), g):
         return {"rowstoch": ours}
-    return {"rowstoch": ours, "scipy": lambda: scipy_step(name, S, SC, s, lr, st, g)}
+
+    def scipy():
+        for _ in range(K):
+            scipy_step(name, S, SC, s, lr, st, g)
+
+    return {"rowstoch": ours, "scipy": scipy}
+
+
+def steps_per_call(cls):
+    """The steps one timed call takes: a whole round of a local-update method (K = 4 steps, one of them
+    communicating: the median of single steps saw only the local ones; ProxSkip's coins, p = 1/4, talk once in
+    four on average), else one."""
+    return 4 if "local_steps" in cls.hyper or cls.name == "prox-skip" else 1
 
 
 def main(argv=None):
@@ -359,6 +375,7 @@ def main(argv=None):
         chosen = args.only.split(",") if args.only else names()
         med, _ = interleaved({name: make_contenders(name, A, args.d, backend=args.backend)["rowstoch"]
                               for name in chosen}, rounds=args.rounds, min_time=0.05, min_calls=4)
+        med = {k: v / steps_per_call(REGISTRY[k]) for k, v in med.items()}  # (per step)
         print(f"| algorithm | ms per step | / {chosen[0]} |")
         print("|---|---|---|")
         for name in chosen:
@@ -376,6 +393,7 @@ def main(argv=None):
             print(f"| {name} | (does not run on this network) | | |", flush=True)
             continue
         med, _ = interleaved(contenders, rounds=args.rounds, min_time=0.05, min_calls=4)
+        med = {k: v / steps_per_call(REGISTRY[name]) for k, v in med.items()}  # (per step)
         rows.append({"algorithm": name, "seconds": med})
         if "scipy" not in med:
             print(f"| {name} | {med['rowstoch'] * 1e3:.3f} | (no scipy transcription in scipy_step) | |", flush=True)
