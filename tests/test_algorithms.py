@@ -879,11 +879,7 @@ def test_the_two_buffers_of_a_block_never_share_memory(name):
     """A block a step leaves as it was stays in its buffer on the host (``_carry``: no copy); the commit then
     hands the next step the spare one. After every step each block's current and next buffers are apart (the
     next step writes one while it reads the other), whatever the method carried."""
-    cls = REGISTRY[name]
-    A = for_algorithm(cls, topology.erdos_renyi(10, 0.3, seed=2))
-    x0 = np.random.default_rng(3).standard_normal((10, 2))
-    opt = cls.build(A, x0, 0.02, **options_for(cls))
-    grad = feed(cls, lambda X: X - 1.0)
+    opt, grad = _stepped(name)
     for _ in range(9):
         opt.step(grad)
         buffers = [(side, block, getattr(opt, side)[block]) for side in ("_cur", "_nxt") for block in opt.state]
@@ -892,19 +888,26 @@ def test_the_two_buffers_of_a_block_never_share_memory(name):
                 assert not np.shares_memory(one, two), (name, opt.iteration, side, block, other_side, other)
 
 
-@pytest.mark.parametrize("name, moved", [("extra", {"x_prev": "x", "g_prev": "g"}), ("nids", {"x_prev": "x", "g_prev": "g"}),
-                                         ("pg-extra", {"x_prev": "x", "g_prev": "g"}), ("prox-nids", {"x_prev": "x", "g_prev": "g"}),
-                                         ("abm", {"x_prev": "x"}), ("gt-sarah", {"x_prev": "x"}),
-                                         ("k-gt", {"x_round": "x"}), ("dinno", {"x_round": "x"})])
+def _stepped(name):
+    """``(optimizer, grad_fn)`` of the registered method ``name`` on a 10-node graph of its kind."""
+    cls = REGISTRY[name]
+    A = for_algorithm(cls, topology.erdos_renyi(10, 0.3, seed=2))
+    x0 = np.random.default_rng(3).standard_normal((10, 2))
+    return cls.build(A, x0, 0.02, **options_for(cls)), feed(cls, lambda X: X - 1.0)
+
+
+PREVIOUS = {"x_prev": "x", "g_prev": "g"}
+
+
+@pytest.mark.parametrize("name, moved", [("extra", PREVIOUS), ("nids", PREVIOUS), ("pg-extra", PREVIOUS),
+                                         ("prox-nids", PREVIOUS), ("abm", {"x_prev": "x"}),
+                                         ("gt-sarah", {"x_prev": "x"}), ("k-gt", {"x_round": "x"}),
+                                         ("dinno", {"x_round": "x"})])
 def test_a_previous_iterate_is_kept_in_its_buffer_not_copied(name, moved):
     """The blocks a step keeps as the previous iterate (or a round's start) take the buffer they were in
     (``_carry_as``: no copy, two block passes less); the run equals the registry's reference (the iterates
     test) and every buffer stays apart from the others (above)."""
-    cls = REGISTRY[name]
-    A = for_algorithm(cls, topology.erdos_renyi(10, 0.3, seed=2))
-    x0 = np.random.default_rng(3).standard_normal((10, 2))
-    opt = cls.build(A, x0, 0.02, **options_for(cls))
-    grad = feed(cls, lambda X: X - 1.0)
+    opt, grad = _stepped(name)
     for _ in range(2):
         opt.step(grad)
     if name in ("k-gt", "dinno"):
