@@ -26,9 +26,13 @@ from rowstoch_fast.algorithms import REGISTRY  # noqa: E402
 
 
 def copying(self, cur, nxt, pairs):
-    """``_carry_as`` as it was: a copy through the backend."""
+    """``_carry_as`` as it was: a block kept under its own name stays in its buffer (section 31b's ``_carry``), one
+    kept under another name is copied through the backend."""
     for dst, src in pairs.items():
-        self._ops.combine(nxt[dst], [1.0], [cur[src]], check=False)
+        if dst == src:
+            nxt[dst] = cur[src]
+        else:
+            self._ops.combine(nxt[dst], [1.0], [cur[src]], check=False)
 
 
 def main(argv=None):

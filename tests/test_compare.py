@@ -189,7 +189,9 @@ def test_after_a_confirmation_the_rate_is_chosen_among_the_contenders():
     method = cmp.make_plan(topology.exponential(4), Quadratic.random(4, d=2, seed=0), "dsgd", 10).methods[0]
     record = {"replicas": 2, "stages": []}
     lr, _ = tuning._tune_stages(stage, scores, arrival, ends, finals, record, tuple(grid), method, None)
-    assert stages[0][0] == "grid" and stages[-1] == ("confirm", [0.5623, 0.3162], 2, 6)
+    # (a grid of 3 rates: runs of at most 6 replicas, two contenders on 3 streams each; the diverged one runs no
+    # more)
+    assert stages[0][0] == "grid" and stages[-2:] == [("confirm", [0.5623, 0.3162], 2, 3), ("confirm", [0.3162], 5, 3)]
     assert lr == 0.3162
     # every contender unstable on all its streams: the others, as they were judged
     confirmed[0.3162] = math.inf
@@ -199,8 +201,9 @@ def test_after_a_confirmation_the_rate_is_chosen_among_the_contenders():
 
 def test_a_noisy_tuning_confirms_its_contenders_on_more_streams(problem, monkeypatch):
     """Where two streams cannot tell the best candidate from others (mini-batches of 20 on 8 nodes, 100
-    iterations: the replicas' final values differ by about 12%), those candidates run again on CONFIRM_REPEATS
-    streams no earlier stage drew, and are judged on the mean of all their replicas: the same values as one run of
+    iterations: the replicas' final values differ by about 12%), those candidates run again on as many streams
+    as confirm_repeats asks, none an earlier stage drew, in runs no wider than the grid's (the comparison's memory
+    was checked for that one), and are judged on the mean of all their replicas: the same values as one run of
     them all (the network draws nothing per replica here)."""
     A, f = problem
     calls, real = [], tuning.trajectories
@@ -213,25 +216,30 @@ def test_a_noisy_tuning_confirms_its_contenders_on_more_streams(problem, monkeyp
     frame = cmp.compare(A, f, "dsgd", 100, repeats=1, seed=0, progress=False)
     record = frame.attrs["tuning"]["dsgd"]
     names = [stage["name"] for stage in record["stages"]]
-    assert names == ["grid", "refine", "confirm"] and record["noise"] > tuning.CONFIRM_NOISE
-    confirm = record["stages"][-1]
-    rivals = list(confirm["scores"])
+    confirms = [stage for stage in record["stages"] if stage["name"] == "confirm"]
+    assert names[:2] == ["grid", "refine"] and set(names[2:]) == {"confirm"} and record["noise"] > tuning.CONFIRM_NOISE
+    rivals = list(confirms[0]["scores"])
     added = tuning.confirm_repeats(record["noise"])
-    assert 2 <= len(rivals) <= tuning.CONFIRM_MAX and confirm["replicas"] == added
-    written = cmp.json_tuning({"dsgd": record})["dsgd"]  # (lr.json: the stage's streams and the noise)
-    assert written["stages"][-1]["replicas"] == added and written["noise"] == record["noise"]
-    assert calls[-1][1:] == (added, tuning.TUNE_REPEATS, cmp.TUNE_SEED_OFFSET)
-    assert all(c[2] == 0 and c[1] == tuning.TUNE_REPEATS for c in calls[:-1])  # (the earlier stages: streams 0, 1)
-    earlier = {lr for stage in record["stages"][:-1] for lr in stage["scores"]
+    assert 2 <= len(rivals) <= tuning.CONFIRM_MAX and sum(stage["replicas"] for stage in confirms) == added
+    widest = len(cmp.TUNE_GRID) * tuning.TUNE_REPEATS
+    runs = calls[-len(confirms):]
+    assert all(len(rates) * repeats <= widest for rates, repeats, _, _ in runs)
+    offsets = np.cumsum([tuning.TUNE_REPEATS] + [repeats for _, repeats, _, _ in runs])[:-1]
+    assert [offset for _, _, offset, _ in runs] == list(offsets)  # (each run on streams of its own)
+    written = cmp.json_tuning({"dsgd": record})["dsgd"]  # (lr.json: the stages' streams and the noise)
+    assert [stage.get("replicas") for stage in written["stages"][2:]] == [stage["replicas"] for stage in confirms]
+    assert written["noise"] == record["noise"]
+    assert all(c[2] == 0 and c[1] == tuning.TUNE_REPEATS for c in calls[:2])  # (the earlier stages: streams 0, 1)
+    earlier = {lr for stage in record["stages"][:2] for lr in stage["scores"]
                if not stage["rejected"].get(lr, "").startswith("diverged")}
     assert set(rivals) <= earlier
-    # every stream of a contender together: the mean of one run of TUNE_REPEATS + CONFIRM_REPEATS streams
+    # every stream of a contender together: the mean of one run of TUNE_REPEATS + the added streams
     method = cmp.make_plan(A, f, "dsgd", 100).methods[0]
-    _, values = real(A, f, method, rivals, 100, record["metric"], seed=cmp.TUNE_SEED_OFFSET,
-                     repeats=tuning.TUNE_REPEATS + added)
+    width = tuning.TUNE_REPEATS + added
+    _, values = real(A, f, method, rivals, 100, record["metric"], seed=cmp.TUNE_SEED_OFFSET, repeats=width)
     for c, lr in enumerate(rivals):
-        width = tuning.TUNE_REPEATS + added
-        np.testing.assert_allclose(confirm["curves"][lr], values[:, c * width:(c + 1) * width].mean(axis=1),
+        last = [stage for stage in confirms if lr in stage["curves"]][-1]
+        np.testing.assert_allclose(last["curves"][lr], values[:, c * width:(c + 1) * width].mean(axis=1),
                                    rtol=1e-12)
     latest = {}
     for stage in record["stages"]:

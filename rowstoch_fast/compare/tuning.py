@@ -1,23 +1,24 @@
 """Each method's learning rate: the best stable rate of a grid over the whole budget, at the cost of about one run.
 
-Every candidate rate runs the whole budget as one replica of a single batched run (the engine steps replicas as
-one block, each at its own rate: ``lr`` of shape ``(reps, 1, 1)``), on gradient streams that no evaluation
-repetition draws. A candidate that diverges (NaN or Inf anywhere: in its iterates, a compressed message, a delay
-history, a tracker) is set aside inside the run, its gradients no longer computed, and rejected; the others go on
-untouched (replicas share no values). Each candidate is then judged on its whole trajectory (:func:`judge`): its
-final value is read from the end of the run (a line fitted to the logarithm of its last quarter), and it is
-rejected when it diverged, ended above half its start (no progress), or ended more than :data:`STABILITY_FACTOR` times above the
-minimum of its smoothed trajectory. The best candidate of the grid is then refined: quarter steps (in the grid's
-log spacing) on either side, and past the grid's edge when it is at the edge, in a second batched run. Where
-the gradients or the messages are random and two streams cannot order the candidates (the relative standard
-error of their replicas' final values, pooled, at least :data:`CONFIRM_NOISE`), the contenders (:func:`contenders`:
-the best, its neighbours within a grid step, and the others within two standard errors of it) run again on as
-many more streams as that noise needs (:func:`confirm_repeats`), their messages drawn anew, are judged on all of
-them together (the "confirm" stage), and the rate is chosen among them: the noise of two streams then no longer
-orders rates that an evaluation of many repetitions orders the other way (bench/RESULTS.md sections 34, 35).
+Every candidate rate runs the whole budget as one replica of a single batched run (the engine steps replicas as one
+block, each at its own rate: ``lr`` of shape ``(reps, 1, 1)``), on gradient streams that no evaluation repetition
+draws. A candidate that diverges (NaN or Inf anywhere: in its iterates, a compressed message, a delay history, a
+tracker) is set aside inside the run, its gradients no longer computed, and rejected; the others go on untouched
+(replicas share no values). Each candidate is then judged on its whole trajectory (:func:`judge`): its final value
+is read from the end of the run (a line fitted to the logarithm of its last quarter), and it is rejected when it
+diverged, ended above half its start (no progress), or ended more than :data:`STABILITY_FACTOR` times above the
+minimum of its smoothed trajectory. The best candidate of the grid is then refined: quarter steps (in the grid's log
+spacing) on either side, and past the grid's edge when it is at the edge, in a second batched run. Where the
+gradients or the messages are random and two streams cannot order the candidates (the relative standard error of
+their replicas' final values, pooled, at least :data:`CONFIRM_NOISE`), the contenders (:func:`contenders`: the best,
+the others within two standard errors of it, then its neighbours within a grid step) run again on as many more
+streams as that noise needs (:func:`confirm_repeats`; in runs no wider than the grid's), their messages drawn anew,
+are judged on all of them together (the "confirm" stages), and the rate is chosen among them: the noise of two
+streams then no longer orders rates that an evaluation of many repetitions orders the other way (bench/RESULTS.md
+sections 34, 35).
 
-No candidate is dropped before the end of the budget: a rate that is slow at first can be the best at the end
-(a biased method needs a small rate over the whole budget). Only a candidate that diverged stops costing anything.
+No candidate is dropped before the end of the budget: a rate that is slow at first can be the best at the end (a
+biased method needs a small rate over the whole budget). Only a candidate that diverged stops costing anything.
 """
 
 from __future__ import annotations
@@ -59,8 +60,8 @@ CONFIRM_NOISE = math.log(1.25) / (2.0 * math.sqrt(2.0))
 CONFIRM_REPEATS = 30
 #: The fewest streams a confirmation stage adds.
 CONFIRM_MIN_REPEATS = 6
-#: At most this many candidates (the best, its neighbours on the rates' grid, and the closest others) run in a
-#: confirmation stage.
+#: At most this many candidates (the best, the others within two standard errors of it, then its neighbours on
+#: the rates' grid) run in a confirmation stage.
 CONFIRM_MAX = 5
 #: Records per tuning run (evenly spaced, as the evaluation's): the trajectory the stability rule reads.
 TUNE_POINTS = 24
@@ -475,9 +476,11 @@ def tune(network, objective, method, budget, metric, *, seed=0, backend="auto", 
     """The best stable rate of ``grid`` for ``method`` over the whole ``budget``, then refined.
 
     Every stage (the grid, the refinement around its best, and steps past the grid's edge while the best is
-    there) is one batched run whose candidates share their gradient streams (those of ``seed +
-    TUNE_SEED_OFFSET``, which no evaluation draws), so that every candidate of every stage is judged on the same
-    samples. With ``checkpoint_dir``, each stage's run keeps a checkpoint there (``LABEL.tuning-K.npz``) while it
+    there) is one batched run whose candidates share their gradient streams (the first :data:`TUNE_REPEATS` of
+    ``seed + TUNE_SEED_OFFSET``, which no evaluation draws), so that those candidates are judged on the same
+    samples; where two streams cannot order them, the contenders run on more streams of their own (the
+    "confirm" stages: :func:`contenders`, :func:`confirm_repeats`) and are judged on all of them. With
+    ``checkpoint_dir``, each stage's run keeps a checkpoint there (``LABEL.tuning-K.npz``) while it
     runs, and its trajectories (``LABEL.tuning-K.done.npz``) once it finished, until the tuning ends, so that an
     interrupted tuning goes on where it stopped and runs no finished stage again.
 
@@ -485,11 +488,11 @@ def tune(network, objective, method, budget, metric, *, seed=0, backend="auto", 
     -------
     lr : float
     record : dict
-        ``{"metric", "seed", "chosen", "iterations", "replicas" (per rate: :func:`replicas_per_rate`), "stages":
-        [{"name", "scores": {lr: score}, "rejected":
-        {lr: why}, "ends": {lr: final value}, "curves": {lr: [values]}}]}``: every candidate's score (``inf``
-        where rejected), why it was rejected, where it ended and its trajectory (the mean over its replicas at
-        ``iterations``).
+        ``{"metric", "seed", "chosen", "iterations", "replicas" (per rate: :func:`replicas_per_rate`), "noise"
+        (where judged: :func:`noise`), "stages": [{"name", "replicas" (a confirmation's streams), "scores": {lr:
+        score}, "rejected": {lr: why}, "ends": {lr: final value}, "curves": {lr: [values]}}]}``: every
+        candidate's score (``inf`` where rejected), why it was rejected, where it ended and its trajectory (the
+        mean over its replicas at ``iterations``; after a confirmation, over all its streams so far).
 
     Raises
     ------
@@ -621,7 +624,17 @@ def _tune_stages(stage, scores, arrival, ends, finals, record, grid, method, log
         rivals = contenders(stable, finals, arrival, tried={lr: e for lr, e in ends.items() if math.isfinite(e)},
                             step=_grid_step(grid))
         if len(rivals) > 1:
-            stage("confirm", rivals, rep_offset=record["replicas"], replicas=confirm_repeats(record["noise"]))
+            # in runs no wider than the grid's (the comparison's memory was checked for that one: five contenders
+            # on thirty streams would be seven times as wide), each on streams of its own; a contender that
+            # diverged runs no more
+            total, done = confirm_repeats(record["noise"]), 0
+            per = max(1, len(grid) * record["replicas"] // len(rivals))
+            while done < total:
+                alive = [lr for lr in rivals if math.isfinite(ends.get(lr, math.inf))]
+                if not alive:
+                    break
+                stage("confirm", alive, rep_offset=record["replicas"] + done, replicas=min(per, total - done))
+                done += min(per, total - done)
             stable = {lr: s for lr, s in scores.items() if math.isfinite(s)}
             # the choice among the contenders, each judged on every stream: the others were told apart from the
             # best on the same two streams, and their scores on two streams are not comparable with these (the
