@@ -896,6 +896,19 @@ def _stepped(name):
     return cls.build(A, x0, 0.02, **options_for(cls)), feed(cls, lambda X: X - 1.0)
 
 
+def test_carrying_two_blocks_from_one_source_is_refused(monkeypatch):
+    """_carry_as's contract (distinct sources, each of its destination's shape), broken, is a RuntimeError naming
+    it at the step that broke it, and the state stays as it was (not two blocks sharing a buffer a step later)."""
+    opt, grad = _stepped("extra")
+    opt.step(grad)
+    carry = type(opt)._carry_as
+    monkeypatch.setattr(opt, "_carry_as", lambda cur, nxt, pairs: carry(opt, cur, nxt, {"x_prev": "x", "g_prev": "x"}))
+    before = {name: block.copy() for name, block in opt._cur.items()}
+    with pytest.raises(RuntimeError, match="share one buffer"):
+        opt.step(grad)
+    assert opt.iteration == 1 and all(np.array_equal(opt._cur[name], before[name]) for name in before)
+
+
 PREVIOUS = {"x_prev": "x", "g_prev": "g"}
 
 

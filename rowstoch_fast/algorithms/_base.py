@@ -949,6 +949,9 @@ class Optimizer(AskTell, FailureHandling, Persistence):
         if nxt is self._nxt:
             return cur
         taken = {id(block) for block in nxt.values()}
+        if len(taken) < len(nxt):  # (_carry_as's contract: one block from each source)
+            raise RuntimeError(f"{type(self).__name__}: two blocks of this step share one buffer (_carry_as took "
+                               "them from one source)")
         if not any(id(block) in taken for block in cur.values()):
             return cur
         free = [block for block in self._nxt.values() if id(block) not in taken]
@@ -957,7 +960,11 @@ class Optimizer(AskTell, FailureHandling, Persistence):
             if id(block) in taken:
                 own = self._nxt[name]
                 spare = own if any(own is b for b in free) else next(
-                    b for b in free if b.shape == block.shape and b.dtype == block.dtype)
+                    (b for b in free if b.shape == block.shape and b.dtype == block.dtype), None)
+                if spare is None:  # (_carry_as's contract: distinct sources, each of its destination's shape)
+                    raise RuntimeError(f"{type(self).__name__}: no spare buffer for block {name!r} after this step "
+                                       "carried it (_carry_as took two blocks from one source, or one of another "
+                                       "shape)")
                 free = [b for b in free if b is not spare]
                 following[name] = spare
         return following

@@ -350,7 +350,8 @@ def trajectories(network, objective, method, rates, budget, metric, *, seed, rep
     """One batched run of ``method`` on ``network``: ``repeats`` replicas per rate of ``rates``, the whole
     ``budget``, every rate's ``q``-th replica on the gradient stream of repetition ``rep_offset + q`` of ``seed``
     (common random numbers; with ``rep_offset``, messages drawn anew too: the network :func:`reseeded` by
-    ``TUNE_SEED_OFFSET + rep_offset``, as a message's draws follow its replica's position; ``metric``: a name, or a
+    ``TUNE_SEED_OFFSET + rep_offset``, as a message's draws follow its replica's position in the block, so that a
+    run of four streams is not two runs of two put together on a compressed or noisy network; ``metric``: a name, or a
     ranked :class:`~rowstoch_fast.user_metrics.Metric`). Returns ``(iterations, values)``: the recorded iterations
     and ``metric`` per record and replica (``(records, len(rates) * repeats)``, replica ``c * repeats + q`` the ``q``-th of rate ``c``; NaN
     where it diverged). With ``checkpoint`` (a path), the run's state is saved there at a tenth of the budget
