@@ -289,9 +289,23 @@ def _legend_entries(axes):
     return list(seen.values()), list(seen)
 
 
+def _merged_stages(stages):
+    """The tuning's stages with those of one name together (a confirmation runs in pieces, each judging its
+    contenders on all their streams so far): a rate's last score and rejection."""
+    merged = {}
+    for stage in stages:
+        into = merged.setdefault(stage["name"], {"name": stage["name"], "scores": {}, "rejected": {}})
+        for lr, score in stage["scores"].items():
+            into["scores"][lr] = score
+            into["rejected"].pop(lr, None)
+            if lr in stage["rejected"]:
+                into["rejected"][lr] = stage["rejected"][lr]
+    return list(merged.values())
+
+
 def tuning_figure(tuning, path=None, formats=("png",), dpi=TUNING_DPI):
     """Every tuning candidate's score against its rate, one panel per algorithm, one line per stage (the grid, its
-    refinement; rejected candidates as crosses at the top), the chosen rate a dotted line; ``tuning`` is
+    refinement, a confirmation's pieces as one; rejected candidates as crosses at the top), the chosen rate a dotted line; ``tuning`` is
     ``frame.attrs["tuning"]``. One legend for every panel (the stages), no minor ticks and fixed margins: a
     diagnostic figure of 27 panels drawn in a second, not five. Returns the Figure or None."""
     if not tuning:
@@ -305,9 +319,10 @@ def tuning_figure(tuning, path=None, formats=("png",), dpi=TUNING_DPI):
     fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.0 * rows + 0.6), squeeze=False)
     handles = {}
     for ax, (label, record) in zip(axes.ravel(), tuning.items()):
-        finite = [s for stage in record["stages"] for s in stage["scores"].values() if math.isfinite(s)]
+        stages = _merged_stages(record["stages"])
+        finite = [s for stage in stages for s in stage["scores"].values() if math.isfinite(s)]
         top = max(finite) * 3 if finite else 1.0
-        for i, stage in enumerate(record["stages"]):
+        for i, stage in enumerate(stages):
             lrs = sorted(stage["scores"])
             ok = [lr for lr in lrs if lr not in stage["rejected"]]
             st = style(i)

@@ -1409,3 +1409,29 @@ def test_a_tuning_run_saves_its_periodic_checkpoint_only_after_checkpoint_second
     assert ck.exists() == (seconds == 0.0)
     _, again = tuning.trajectories(A, f, method, [0.01, 0.1], 300, "grad_norm_mean", checkpoint=str(ck), **kw)
     np.testing.assert_array_equal(again, expected)
+
+
+def test_a_confirmation_in_pieces_is_one_stage_of_the_figure_and_the_diagnosis():
+    """A confirmation runs in pieces, each judging its contenders on all their streams so far: the tuning figure
+    draws them as one stage (each rate at its last score, rejected where the last piece rejected it), and the
+    diagnosis of a failed tuning names a rate's last reason, not one a later stage overturned."""
+    from rowstoch_fast import report
+
+    record = {"metric": "suboptimality", "chosen": 0.01, "stages": [
+        {"name": "grid", "scores": {0.001: math.inf, 0.01: 0.5, 0.1: math.inf},
+         "rejected": {0.001: "no progress (ends at 0.9x its start)", 0.1: "diverged (NaN/Inf by iteration 40)"}},
+        {"name": "confirm", "scores": {0.001: 0.4, 0.01: 0.6}, "rejected": {}},
+        {"name": "confirm", "scores": {0.001: math.inf, 0.01: 0.55},
+         "rejected": {0.001: "unstable (ends 2.5x above its minimum, at iteration 300)"}}]}
+    fig = report.tuning_figure({"dsgd": record})
+    ax = fig.axes[0]
+    labels = fig.legends[0].get_texts()
+    assert [t.get_text() for t in labels] == ["grid", "rejected", "confirm", "chosen"]
+    drawn = [(list(line.get_xdata()), list(line.get_ydata())) for line in ax.get_lines() if len(line.get_xdata())]
+    assert ([0.01], [0.55]) in drawn and ([0.01], [0.5]) in drawn  # (the confirmation at its last score, the grid)
+    assert not any(y in ys for _, ys in drawn for y in (0.4, 0.6))  # (the first piece's scores are not drawn)
+    assert verdict.tuning_failures(record) == ("0.001 were unstable (ending 2.5x above their minimum); 0.1 diverged "
+                                               "(NaN/Inf by iteration 40)")
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)

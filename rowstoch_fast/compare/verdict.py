@@ -55,8 +55,13 @@ def tuning_failures(record):
     grouped (``"1e-4..0.001 made no progress (0.98-1x their start); 0.00316..10 diverged (NaN/Inf by iteration
     40-300)"``)."""
     why = {}
-    for stage in record.get("stages", ()):
-        why.update(stage["rejected"])
+    for stage in record.get("stages", ()):  # (a later stage's judgement of a rate replaces an earlier one's: a
+        # confirmation judges its contenders on more streams)
+        for lr in stage["scores"]:
+            if lr in stage["rejected"]:
+                why[lr] = stage["rejected"][lr]
+            else:
+                why.pop(lr, None)
     groups = []
     for lr in sorted(why):
         kind = why[lr].split(" (")[0]
