@@ -305,9 +305,9 @@ def _merged_stages(stages):
 
 def tuning_figure(tuning, path=None, formats=("png",), dpi=TUNING_DPI):
     """Every tuning candidate's score against its rate, one panel per algorithm, one line per stage (the grid, its
-    refinement, a confirmation's pieces as one; rejected candidates as crosses at the top), the chosen rate a dotted line; ``tuning`` is
-    ``frame.attrs["tuning"]``. One legend for every panel (the stages), no minor ticks and fixed margins: a
-    diagnostic figure of 27 panels drawn in a second, not five. Returns the Figure or None."""
+    refinement, a confirmation's pieces as one; rejected candidates as crosses at the top), the chosen rate a dotted
+    line; ``tuning`` is ``frame.attrs["tuning"]``. One legend for every panel (the stages), no minor ticks and fixed
+    margins: a diagnostic figure of 27 panels drawn in a second, not five. Returns the Figure or None."""
     if not tuning:
         return None
     formats = check_formats(formats)

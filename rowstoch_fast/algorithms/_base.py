@@ -958,13 +958,11 @@ class Optimizer(AskTell, FailureHandling, Persistence):
         if len(taken) < len(nxt):  # (_carry_as's contract: one block from each source)
             raise RuntimeError(f"{type(self).__name__}: two blocks of this step share one buffer (_carry_as took "
                                "them from one source)")
-        if taken.isdisjoint(map(id, cur.values())):
-            return cur
-        free = [block for block in self._nxt.values() if id(block) not in taken]
+        free = [block for block in blocks.values() if id(block) not in taken]
         following = dict(cur)
         for name, block in cur.items():
             if id(block) in taken:
-                own = self._nxt[name]
+                own = blocks[name]
                 spare = own if any(own is b for b in free) else next(
                     (b for b in free if b.shape == block.shape and b.dtype == block.dtype), None)
                 if spare is None:  # (_carry_as's contract: distinct sources, each of its destination's shape)
