@@ -199,6 +199,75 @@ def test_after_a_confirmation_the_rate_is_chosen_among_the_contenders():
     assert tuning._tune_stages(stage, scores, arrival, ends, finals, record, tuple(grid), method, None)[0] == 0.1778
 
 
+def test_the_stability_rule_reads_the_median_of_many_streams():
+    """Over a confirmation's streams the stability rule reads their median curve: one heavy-tailed stream that
+    climbs late (its cost is in the mean score) does not make a rate that converges on the others "unstable";
+    where the typical stream climbs, the rate stays unstable; on two streams the curve is their mean."""
+    iterations = np.linspace(0, 2000, 24)
+    falling = np.exp(-iterations / 100.0) + 1e-3
+    rng = np.random.default_rng(0)
+    columns = falling[:, None] * rng.uniform(0.9, 1.1, size=(1, 16))
+    columns[-8:, 3] *= np.geomspace(1, 400, 8)  # (one stream of 16 climbs 400x over the last third)
+    mean = columns.mean(axis=1)
+    assert tuning._judged(iterations, mean)[1].startswith("unstable")  # (the rule on the mean curve, as before)
+    score, why, end = tuning._judged(iterations, mean, tuning.typical_curve(columns))
+    assert why is None and score == end == tuning._judged(iterations, mean)[2]  # (the score: still the mean's)
+    climbing = falling[:, None] * rng.uniform(0.9, 1.1, size=(1, 16))
+    climbing[-8:, :9] *= np.geomspace(1, 40, 8)[:, None]  # (most streams climb)
+    mean = climbing.mean(axis=1)
+    assert tuning._judged(iterations, mean, tuning.typical_curve(climbing))[1].startswith("unstable")
+    two = columns[:, :2]
+    np.testing.assert_array_equal(tuning.typical_curve(two), two.mean(axis=1))
+
+
+def test_no_stable_rate_on_two_noisy_streams_confirms_the_lowest_ending_rates():
+    """Where every rate is rejected on two streams that cannot tell (helper 2's rand-1-of-6 DSGD: it fell back
+    to a rate ending 7-10x above the lowest), the lowest-ending rates run on more streams: one stable there is
+    chosen; none stable, the fallback is the lowest-ending of them on all their streams. Quiet streams: no
+    confirmation, the fallback as before."""
+    grid = {0.001: 0.30, 0.003: 0.20, 0.01: 0.25, 0.03: 0.9, 0.1: math.inf}
+    confirmed = {}
+    stages = []
+
+    def stage(name, rates, rep_offset=0, replicas=2):
+        stages.append((name, list(rates), rep_offset, replicas))
+        for lr in rates:
+            end = confirmed.get(lr, grid.get(lr, math.inf)) if name == "confirm" else grid.get(lr, math.inf)
+            stable = name == "confirm" and lr in confirmed and lr == 0.01
+            scores[lr] = end if stable else math.inf
+            ends[lr] = end
+            finals[lr] = [end * 0.7, end * 1.3] if math.isfinite(end) else [math.inf]
+
+    method = cmp.make_plan(topology.exponential(4), Quadratic.random(4, d=2, seed=0), "dsgd", 10).methods[0]
+
+    def tune():
+        scores.clear(), ends.clear(), finals.clear(), stages.clear()
+        record = {"replicas": 2, "stages": []}
+        return tuning._tune_stages(stage, scores, {}, ends, finals, record, tuple(grid), method, None)
+
+    scores, ends, finals = {}, {}, {}
+    confirmed.update({0.003: 0.5, 0.01: 0.22, 0.001: 0.31, 0.03: 0.95})
+    lr, record = tune()
+    assert lr == 0.01 and record["noise"] > tuning.CONFIRM_NOISE
+    assert [s[0] for s in stages][:1] == ["grid"] and {s[0] for s in stages[1:]} == {"confirm"}
+    assert stages[1][1] == [0.003, 0.01, 0.001, 0.03]  # (the lowest-ending first, not the diverged one)
+    confirmed[0.01] = math.nan  # (then diverged on the added streams: none stable)
+    with pytest.raises(tuning.NoStableRate) as info:
+        tune()
+    assert info.value.fallback == 0.001  # (0.31 on all its streams; 0.003's 0.2 on two became 0.5)
+    loud = stage
+
+    def quiet_stage(name, rates, rep_offset=0, replicas=2):
+        loud(name, rates, rep_offset, replicas)
+        for lr in rates:
+            finals[lr] = [ends[lr] * 0.99, ends[lr] * 1.01]
+
+    stage = quiet_stage
+    with pytest.raises(tuning.NoStableRate) as info:
+        tune()
+    assert [s[0] for s in stages] == ["grid"] and info.value.fallback == 0.003
+
+
 def test_a_noisy_tuning_confirms_its_contenders_on_more_streams(problem, monkeypatch):
     """Where two streams cannot tell the best candidate from others (mini-batches of 20 on 8 nodes, 100
     iterations: the replicas' final values differ by about 12%), those candidates run again on as many streams

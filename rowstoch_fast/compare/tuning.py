@@ -162,8 +162,10 @@ def judge(iterations, values):
     return score, why
 
 
-def _judged(iterations, values):
-    """:func:`judge`'s ``(score, why)`` and the final value itself (inf where it diverged)."""
+def _judged(iterations, values, typical=None):
+    """:func:`judge`'s ``(score, why)`` and the final value itself (inf where it diverged). ``typical``: the curve
+    the stability rule reads where it is not ``values`` (:func:`typical_curve`: the median of a candidate's
+    streams)."""
     v = np.asarray(values, dtype=np.float64)
     bad = ~np.isfinite(v)
     if bad.any():
@@ -175,12 +177,25 @@ def _judged(iterations, values):
     if start > 0 and end > NO_PROGRESS * start and end > floor:
         return math.inf, f"no progress (ends at {end / start:.3g}x its start)", end
     k = int(_tail(iterations).sum())
-    smooth = smoothed(v, k)[k - 1:]  # every window of the tail's length: the level of each stretch of the run
+    shape = v if typical is None else np.maximum(np.asarray(typical, dtype=np.float64), floor)
+    smooth = smoothed(shape, k)[k - 1:]  # every window of the tail's length: the level of each stretch of the run
     low, level = float(smooth.min()), float(smooth[-1])
     if level > STABILITY_FACTOR * low:
         at = int(np.asarray(iterations)[k - 1 + int(np.argmin(smooth))])
         return math.inf, f"unstable (ends {level / low:.3g}x above its minimum, at iteration {at})", end
     return end, None, end
+
+
+def typical_curve(columns):
+    """The curve the stability rule reads for a candidate run on the streams ``columns`` (records x streams): their
+    mean over at most :data:`TUNE_REPEATS` streams, their median over more (a confirmation's: one heavy-tailed
+    stream that climbs late, whose cost the mean score already carries, does not make the typical trajectory
+    "unstable"; bench/RESULTS.md section 36)."""
+    columns = np.asarray(columns, dtype=np.float64)
+    if columns.ndim == 1 or columns.shape[1] <= TUNE_REPEATS:
+        return columns if columns.ndim == 1 else columns.mean(axis=1)
+    with np.errstate(all="ignore"):
+        return np.median(columns, axis=1)
 
 
 def _bad_replicas(X, group=1):
@@ -510,6 +525,7 @@ def tune(network, objective, method, budget, metric, *, seed=0, backend="auto", 
     record = {"metric": getattr(metric, "name", metric), "seed": tune_seed, "chosen": None, "stages": []}
     scores, ends, arrival = {}, {}, {}
     sums, finals = {}, {}  # (each rate's replicas: their trajectories' sum and count, their own final values)
+    columns = {}  # (each rate's replicas' trajectories themselves: the stability rule's typical curve)
 
     finished = []  # (the stages' results kept while the tuning runs: an interrupted tuning does not redo them)
 
@@ -535,7 +551,8 @@ def tune(network, objective, method, budget, metric, *, seed=0, backend="auto", 
                 own = [_judged(iterations, block[:, q])[2] for q in range(replicas)] if replicas > 1 else []
             sums[lr] = (total, count)
             finals[lr] = (finals.get(lr, []) if rep_offset else []) + own
-            score, why, end = _judged(iterations, mean)
+            columns[lr] = np.concatenate([columns[lr], block], axis=1) if rep_offset and lr in columns else block
+            score, why, end = _judged(iterations, mean, typical_curve(columns[lr]))
             entry["scores"][lr], entry["ends"][lr], entry["curves"][lr] = score, end, [float(v) for v in mean]
             scores[lr], ends[lr] = score, end
             arrival.pop(lr, None)
@@ -621,38 +638,53 @@ def _tune_stages(stage, scores, arrival, ends, finals, record, grid, method, log
             break
         stage("refine" if extension == 0 else "past the edge", more)
     stable = {lr: s for lr, s in scores.items() if math.isfinite(s)}
+    ended = {lr: e for lr, e in ends.items() if math.isfinite(e)}
+    rivals = []
     if stable and record.get("replicas", 1) > 1:
         record["noise"] = noise(stable, finals)
-        rivals = contenders(stable, finals, arrival, tried={lr: e for lr, e in ends.items() if math.isfinite(e)},
-                            step=_grid_step(grid))
+        rivals = contenders(stable, finals, arrival, tried=ended, step=_grid_step(grid))
         if len(rivals) > 1:
-            # in runs no wider than the grid's (the comparison's memory was checked for that one: five contenders
-            # on thirty streams would be seven times as wide), each on streams of its own; a contender that
-            # diverged runs no more
-            total, done = confirm_repeats(record["noise"]), 0
-            per = max(1, len(grid) * record["replicas"] // len(rivals))
-            while done < total:
-                alive = [lr for lr in rivals if math.isfinite(ends.get(lr, math.inf))]
-                if not alive:
-                    break
-                stage("confirm", alive, rep_offset=record["replicas"] + done, replicas=min(per, total - done))
-                done += min(per, total - done)
+            _confirm(stage, rivals, ends, record, grid)
             stable = {lr: s for lr, s in scores.items() if math.isfinite(s)}
             # the choice among the contenders, each judged on every stream: the others were told apart from the
             # best on the same two streams, and their scores on two streams are not comparable with these (the
             # rest only where every contender turned out unstable)
             stable = {lr: stable[lr] for lr in rivals if lr in stable} or stable
+    elif ended and record.get("replicas", 1) > 1 and noise(ended, finals) >= CONFIRM_NOISE:
+        # no rate stable on two streams that cannot tell: the lowest-ending rates run on more streams, judged on
+        # all of them (a noisy good rate can look unstable or without progress on two; and where none is stable
+        # after all, the fallback is the lowest-ending of these, not a two-stream draw: bench/RESULTS.md 36)
+        record["noise"] = noise(ended, finals)
+        rivals = sorted(ended, key=lambda lr: (ended[lr], lr))[:CONFIRM_MAX]
+        _confirm(stage, rivals, ends, record, grid)
+        stable = {lr: scores[lr] for lr in rivals if math.isfinite(scores[lr])}
     if not stable:
         exc = NoStableRate(f"tune: {method.label} diverged, made no progress or was unstable at every learning rate "
                            f"of the grid ({grid[0]:g} .. {grid[-1]:g}); give its lr (--lr {method.label}=VALUE)")
         ended = {lr: e for lr, e in ends.items() if math.isfinite(e)}
+        confirmed = {lr: ended[lr] for lr in rivals if lr in ended}  # (judged on the most streams)
         exc.record, exc.grid = record, grid
-        exc.fallback = _best(ended) if ended else min(scores)
+        exc.fallback = _best(confirmed or ended) if ended else min(scores)
         raise exc
     record["chosen"] = _best(stable, arrival)
     if log is not None:
         log(f"tuned {method.label}: lr = {record['chosen']:g}")
     return record["chosen"], record
+
+
+def _confirm(stage, rivals, ends, record, grid):
+    """The confirmation stages of the candidates ``rivals``: :func:`confirm_repeats` more streams each (for the
+    noise ``record["noise"]``), in runs no wider than the grid's (the comparison's memory was checked for that one:
+    five contenders on thirty streams would be seven times as wide), each on streams of its own; a candidate that
+    diverged runs no more."""
+    total, done = confirm_repeats(record["noise"]), 0
+    per = max(1, len(grid) * record["replicas"] // len(rivals))
+    while done < total:
+        alive = [lr for lr in rivals if math.isfinite(ends.get(lr, math.inf))]
+        if not alive:
+            break
+        stage("confirm", alive, rep_offset=record["replicas"] + done, replicas=min(per, total - done))
+        done += min(per, total - done)
 
 
 def _stage_path(path):
