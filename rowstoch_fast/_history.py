@@ -46,8 +46,23 @@ class History:
         slots = self.slots()
         if self.fresh:
             slots[rows, :, r] = messages[:, None]
-        else:
-            slots[rows, t % (self.D + 1), r] = messages
+            return
+        if isinstance(rows, slice):  # (a view: a message one copied element, as NumPy's copy of short strided
+            # rows pays its outer loop per row, 1.6x slower at n = 2^18, d = 10: bench/RESULTS.md section 36)
+            dst = slots[rows, t % (self.D + 1), r]
+            if getattr(messages, "shape", None) == dst.shape and messages.dtype == dst.dtype and \
+                    _as_rows(dst) is not None and _as_rows(messages) is not None:
+                _as_rows(dst)[...] = _as_rows(messages)
+                return
+        slots[rows, t % (self.D + 1), r] = messages
 
     def done(self, t):
         self.last, self.fresh = t, False
+
+
+def _as_rows(block):
+    """A 2-D NumPy block whose rows are contiguous as a 1-D array of one opaque element per row (their bytes), else
+    None (another array module, another shape or layout)."""
+    if type(block) is not np.ndarray or block.ndim != 2 or block.strides[1] != block.itemsize or block.shape[1] == 0:
+        return None
+    return block.view(np.dtype((np.void, block.shape[1] * block.itemsize)))[:, 0]

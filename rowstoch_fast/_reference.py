@@ -1211,6 +1211,36 @@ def gt_saga_atc(W, x0, lr, grad_fn, T, sample_grad=None, samples=1, draw=None):
     return xs
 
 
+@twin("push-saga")
+def push_saga(C, x0, lr, grad_fn, T, sample_grad=None, samples=1, draw=None):
+    """Push-SAGA (Qureshi, Xin, Kar & Khan 2022), adapt then combine: ``x+ = C (x - lr w)``, ``v+ = C v``,
+    ``z+ = x+ / v+``; node ``i`` draws ``s = draw(k)[..., i]``, ``g+ = grad f_is(z+) - table[s] + mean(table)``,
+    then ``table[s] = grad f_is(z+)``; ``w+ = C (w + g+ - g)``; ``x0 = z0``, ``v0 = 1``, the table at ``z0``,
+    ``g0 = w0 = mean(table)``. Returns the models ``z``. Arguments as :func:`gt_saga`'s."""
+    C_of = _of(C)
+    z = np.array(x0, dtype=np.float64)
+    x, v = z.copy(), np.ones((z.shape[-2], 1))
+    sample_grad, samples, draw = _per_sample(z, grad_fn, sample_grad, samples, draw)
+    table = _sample_table(z, sample_grad, samples)
+    g = np.mean(table, axis=0)
+    w = g.copy()
+    zs = [z.copy()]
+    for k in range(T):
+        Ck = C_of(k)
+        x = Ck @ (x - lr * w)
+        v = Ck @ v
+        z = x / v
+        idx = draw(k)
+        fresh = np.asarray(sample_grad(z.copy(), idx), dtype=np.float64)
+        g_new = fresh - np.choose(idx[..., None], table) + np.mean(table, axis=0)
+        for s in range(samples):
+            table[s] = np.where((idx == s)[..., None], fresh, table[s])
+        w = Ck @ (w + g_new - g)
+        g = g_new
+        zs.append(z.copy())
+    return zs
+
+
 @twin("gt-svrg")
 def gt_svrg(W, x0, lr, grad_fn, T, sample_grad=None, samples=1, draw=None, snapshot_every=0):
     """GT-SVRG (Xin, Khan & Kar 2020): ``x+ = W x - lr y``; every ``snapshot_every`` iterations (default

@@ -1176,3 +1176,36 @@ def test_device_gilbert_elliott_chains_far_ahead_read_backwards(cuda_on_host, mo
     assert 0 < device.mean() < 1
     ran = [k for k in fake.launched if k.startswith("ge_advance")]
     assert len(ran) == 4  # (t = 3 from the start, 40, the jump of exactly GE_DEVICE_STEPS, and 10^9 + 7)
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(1, 9), width=st.integers(1, 12), D=st.integers(0, 3), rounds=st.integers(1, 2),
+       order=st.sampled_from(["node", "iteration"]), dtype=st.sampled_from([np.float32, np.float64]),
+       rows=st.sampled_from(["all", "slice", "index"]), layout=st.sampled_from(["C", "F", "strided", "other dtype"]),
+       seed=st.integers(0, 2**16))
+def test_a_history_keeps_each_message_as_the_plain_assignment_would(n, width, D, rounds, order, dtype, rows, layout,
+                                                                  seed):
+    """History.put copies a round's messages into their slot as bytes (one element per message where the rows
+    are contiguous: section 36's faster copy): the same slots as NumPy's assignment, for any order, dtype, share
+    of rows (a slice, an MPI rank's index) and messages laid out any way (the plain assignment where not)."""
+    from rowstoch_fast._history import History
+
+    rng = np.random.default_rng(seed)
+    ring = History(2, n, width, D, rounds, dtype, order=order)
+    expect = np.zeros((n, D + 1, rounds, width), dtype=dtype)
+    share = {"all": slice(None), "slice": slice(n // 2, n), "index": rng.permutation(n)[: max(1, n // 2)]}[rows]
+    count = len(np.arange(n)[share])
+    for t in range(D + 3):
+        ring.start(t)
+        for r in range(rounds):
+            values = rng.standard_normal((count, width))
+            messages = {"C": values.astype(dtype), "F": np.asfortranarray(values.astype(dtype)),
+                        "strided": np.repeat(values.astype(dtype), 2, axis=1)[:, ::2],
+                        "other dtype": values.astype(np.float64 if dtype == np.float32 else np.float32)}[layout]
+            if ring.fresh:
+                expect[share, :, r] = messages[:, None]
+            else:
+                expect[share, t % (D + 1), r] = messages
+            ring.put(t, r, messages, rows=share)
+        ring.done(t)
+        np.testing.assert_array_equal(ring.slots(), expect)

@@ -406,7 +406,7 @@ def test_sample_gradients_are_each_samples_gradient_bit_for_bit(f):
         f.sample_gradients(X, np.array([[0]]), nodes=nodes)
 
 
-@pytest.mark.parametrize("name", ["gt-saga", "gt-saga-atc", "gt-svrg", "gt-sarah"])
+@pytest.mark.parametrize("name", ["gt-saga", "gt-saga-atc", "gt-svrg", "gt-sarah", "push-saga"])
 def test_tables_and_snapshots_by_chunks_equal_one_sample_at_a_time(name, monkeypatch):
     """A variance-reduced method's table / snapshot of all m samples, taken by chunks of samples (chunks of 7,
     the last one short), equals the one taken sample by sample (an oracle without ``sample_gradients``): the same
