@@ -219,6 +219,18 @@ def scipy_step(name, S, SC, s, lr, st, g):
         table[idx, rows] = g
         st["y"] = S @ st["y"] + g_new - st["g"]
         st["g"], st["k"] = g_new, st["k"] + 1
+    elif name == "push-saga":  # (SC: C; the table as GT-SAGA's, one sample drawn per node)
+        st["x"] = SC @ (st["x"] - lr * st["w"])
+        st["v"] = SC @ st["v"]
+        st["z"] = st["x"] / st["v"]
+        table, rows = st["table"], np.arange(g.shape[0])
+        idx = draw_samples(table.shape[0], (g.shape[0],), st["k"])
+        old = table[idx, rows]
+        g_new = g - old + st["mean"]
+        st["mean"] = st["mean"] + (g - old) / table.shape[0]
+        table[idx, rows] = g
+        st["w"] = SC @ (st["w"] + g_new - st["g"])
+        st["g"], st["k"] = g_new, st["k"] + 1
     elif name == "choco-sgd":  # (uncompressed, gamma = 1)
         h = st["x"] - lr * g
         st["x_hat"] = st["x_hat"] + (h - st["x_hat"])
