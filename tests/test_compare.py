@@ -222,50 +222,52 @@ def test_the_stability_rule_reads_the_median_of_many_streams():
 
 def test_no_stable_rate_on_two_noisy_streams_confirms_the_lowest_ending_rates():
     """Where every rate is rejected on two streams that cannot tell (helper 2's rand-1-of-6 DSGD: it fell back
-    to a rate ending 7-10x above the lowest), the lowest-ending rates run on more streams: one stable there is
-    chosen; none stable, the fallback is the lowest-ending of them on all their streams. Quiet streams: no
-    confirmation, the fallback as before."""
-    grid = {0.001: 0.30, 0.003: 0.20, 0.01: 0.25, 0.03: 0.9, 0.1: math.inf}
-    confirmed = {}
-    stages = []
+    to a rate ending 7-10x above the lowest), the lowest-ending rates within two standard errors of the lowest run
+    on more streams: one stable there is chosen; none stable, the fallback is the lowest-ending of them on all
+    their streams. Not a rate that ended above its start (a held-out problem's EXTRA ended at 1e163: its noise
+    overflowed and the comparison died), nor one out of reach; quiet streams or one rival: no confirmation."""
+    grid = {0.001: 0.30, 0.003: 0.20, 0.01: 0.25, 0.03: 0.9, 0.1: math.inf, 0.3: 1e163}
+    confirmed, stages, spread = {}, [], [0.3]
+    scores, ends, finals, record = {}, {}, {}, {}
 
     def stage(name, rates, rep_offset=0, replicas=2):
         stages.append((name, list(rates), rep_offset, replicas))
+        record["stages"].append({"curves": {lr: [1.0, 0.5] for lr in rates}})  # (the metric starts at 1)
         for lr in rates:
-            end = confirmed.get(lr, grid.get(lr, math.inf)) if name == "confirm" else grid.get(lr, math.inf)
+            end = confirmed.get(lr, grid[lr]) if name == "confirm" else grid[lr]
             stable = name == "confirm" and lr in confirmed and lr == 0.01
             scores[lr] = end if stable else math.inf
             ends[lr] = end
-            finals[lr] = [end * 0.7, end * 1.3] if math.isfinite(end) else [math.inf]
+            finals[lr] = [end * (1 - spread[0]), end * (1 + spread[0])] if math.isfinite(end) else [math.inf]
 
     method = cmp.make_plan(topology.exponential(4), Quadratic.random(4, d=2, seed=0), "dsgd", 10).methods[0]
 
     def tune():
-        scores.clear(), ends.clear(), finals.clear(), stages.clear()
-        record = {"replicas": 2, "stages": []}
+        scores.clear(), ends.clear(), finals.clear(), stages.clear(), record.clear()
+        record.update({"replicas": 2, "stages": []})
         return tuning._tune_stages(stage, scores, {}, ends, finals, record, tuple(grid), method, None)
 
-    scores, ends, finals = {}, {}, {}
     confirmed.update({0.003: 0.5, 0.01: 0.22, 0.001: 0.31, 0.03: 0.95})
-    lr, record = tune()
+    lr, _ = tune()
     assert lr == 0.01 and record["noise"] > tuning.CONFIRM_NOISE
     assert [s[0] for s in stages][:1] == ["grid"] and {s[0] for s in stages[1:]} == {"confirm"}
-    assert stages[1][1] == [0.003, 0.01, 0.001, 0.03]  # (the lowest-ending first, not the diverged one)
+    assert stages[1][1] == [0.003, 0.01, 0.001]  # (the lowest-ending first; 0.9 out of reach; not the diverged
+    # one nor the one that ended at 1e163, above its start)
     confirmed[0.01] = math.nan  # (then diverged on the added streams: none stable)
     with pytest.raises(tuning.NoStableRate) as info:
         tune()
     assert info.value.fallback == 0.001  # (0.31 on all its streams; 0.003's 0.2 on two became 0.5)
-    loud = stage
-
-    def quiet_stage(name, rates, rep_offset=0, replicas=2):
-        loud(name, rates, rep_offset, replicas)
-        for lr in rates:
-            finals[lr] = [ends[lr] * 0.99, ends[lr] * 1.01]
-
-    stage = quiet_stage
+    spread[0] = 0.9  # (noisier: every rate that ended below its start within reach, still not the 1e163 one)
+    with pytest.raises(tuning.NoStableRate):
+        tune()
+    assert stages[1][1] == [0.003, 0.01, 0.001, 0.03]
+    spread[0] = 0.01  # (quiet streams: no confirmation, the fallback as before)
     with pytest.raises(tuning.NoStableRate) as info:
         tune()
     assert [s[0] for s in stages] == ["grid"] and info.value.fallback == 0.003
+    # the noise of huge finite finals does not overflow; an infinite noise asks for the most streams
+    assert tuning.noise({1.0: 1e163}, {1.0: [0.7e163, 1.3e163]}) == pytest.approx(0.3)
+    assert tuning.confirm_repeats(math.inf) == tuning.CONFIRM_REPEATS
 
 
 def test_a_noisy_tuning_confirms_its_contenders_on_more_streams(problem, monkeypatch):

@@ -584,8 +584,10 @@ def noise(scores, finals):
     rel = []
     for lr, score in scores.items():
         own = np.asarray([v for v in finals.get(lr, ()) if math.isfinite(v)])
-        if len(own) >= 2 and own.mean() > 0:
-            rel.append(own.std(ddof=1) / math.sqrt(len(own)) / own.mean())
+        if len(own) >= 2 and own.max() > 0:
+            own = own / own.max()  # (scaled first: a rate that ends at 1e160 would overflow the squares)
+            if own.mean() > 0:
+                rel.append(own.std(ddof=1) / math.sqrt(len(own)) / own.mean())
     return float(np.sqrt(np.mean(np.square(rel)))) if rel else 0.0
 
 
@@ -617,7 +619,9 @@ def confirm_repeats(rel):
     """The streams a confirmation adds where the pooled noise over :data:`TUNE_REPEATS` streams is ``rel``: as
     many as bring it to :data:`CONFIRM_NOISE` (the standard error falls as one over the root of the streams),
     within :data:`CONFIRM_MIN_REPEATS` .. :data:`CONFIRM_REPEATS`."""
-    total = math.ceil(TUNE_REPEATS * (rel / CONFIRM_NOISE) ** 2) if rel > 0 else 0
+    if not math.isfinite(rel):
+        return CONFIRM_REPEATS
+    total = math.ceil(TUNE_REPEATS * min(rel / CONFIRM_NOISE, 1e3) ** 2) if rel > 0 else 0
     return int(min(max(total - TUNE_REPEATS, CONFIRM_MIN_REPEATS), CONFIRM_REPEATS))
 
 
@@ -650,14 +654,17 @@ def _tune_stages(stage, scores, arrival, ends, finals, record, grid, method, log
             # best on the same two streams, and their scores on two streams are not comparable with these (the
             # rest only where every contender turned out unstable)
             stable = {lr: stable[lr] for lr in rivals if lr in stable} or stable
-    elif ended and record.get("replicas", 1) > 1 and noise(ended, finals) >= CONFIRM_NOISE:
+    elif record.get("replicas", 1) > 1:
         # no rate stable on two streams that cannot tell: the lowest-ending rates run on more streams, judged on
         # all of them (a noisy good rate can look unstable or without progress on two; and where none is stable
         # after all, the fallback is the lowest-ending of these, not a two-stream draw: bench/RESULTS.md 36)
-        record["noise"] = noise(ended, finals)
-        rivals = sorted(ended, key=lambda lr: (ended[lr], lr))[:CONFIRM_MAX]
-        _confirm(stage, rivals, ends, record, grid)
-        stable = {lr: scores[lr] for lr in rivals if math.isfinite(scores[lr])}
+        rivals = _fallback_rivals(ended, finals, _start(record))
+        if len(rivals) > 1:
+            record["noise"] = noise({lr: ended[lr] for lr in rivals}, finals)
+            _confirm(stage, rivals, ends, record, grid)
+            stable = {lr: scores[lr] for lr in rivals if math.isfinite(scores[lr])}
+        else:
+            rivals = []
     if not stable:
         exc = NoStableRate(f"tune: {method.label} diverged, made no progress or was unstable at every learning rate "
                            f"of the grid ({grid[0]:g} .. {grid[-1]:g}); give its lr (--lr {method.label}=VALUE)")
@@ -670,6 +677,30 @@ def _tune_stages(stage, scores, arrival, ends, finals, record, grid, method, log
     if log is not None:
         log(f"tuned {method.label}: lr = {record['chosen']:g}")
     return record["chosen"], record
+
+
+def _start(record):
+    """The metric at iteration 0 of the tuning's runs (the same for every candidate), or NaN."""
+    for entry in record.get("stages", ()):
+        for curve in entry.get("curves", {}).values():
+            if len(curve) and math.isfinite(curve[0]):
+                return float(curve[0])
+    return math.nan
+
+
+def _fallback_rivals(ended, finals, start):
+    """Where no candidate is stable: those worth more streams, lowest-ending first (at most :data:`CONFIRM_MAX`):
+    none where two streams agree (a pooled noise below :data:`CONFIRM_NOISE` over the candidates that ended below
+    ``start``), else the ones that ended below ``start`` (one that ended above it cannot turn out to make
+    progress; a held-out problem's EXTRA ended at 1e163) and within two standard errors of the lowest."""
+    hopeful = {lr: e for lr, e in ended.items() if not e >= start}  # (a NaN start: every one)
+    rel = noise(hopeful, finals)
+    if not hopeful or rel < CONFIRM_NOISE:
+        return []
+    low = min(hopeful.values())
+    reach = low * (1 + 2 * rel)
+    order = sorted(hopeful, key=lambda lr: (hopeful[lr], lr))
+    return [lr for lr in order if hopeful[lr] * max(1 - 2 * rel, 0.0) <= reach][:CONFIRM_MAX]
 
 
 def _confirm(stage, rivals, ends, record, grid):
