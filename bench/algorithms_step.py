@@ -40,6 +40,19 @@ from rowstoch_fast.composite import L1  # noqa: E402
 from rowstoch_fast.objectives import draw_samples  # noqa: E402
 
 
+def saga(st, g):
+    """SAGA's estimate with the sample's gradient ``g`` (the table of ``st``, one sample drawn per node; the table,
+    its mean and the draw counter moved on)."""
+    table, rows = st["table"], np.arange(g.shape[0])
+    idx = draw_samples(table.shape[0], (g.shape[0],), st["k"])
+    old = table[idx, rows]
+    estimate = g - old + st["mean"]
+    st["mean"] = st["mean"] + (g - old) / table.shape[0]
+    table[idx, rows] = g
+    st["k"] += 1
+    return estimate
+
+
 def scipy_step(name, S, SC, s, lr, st, g):
     """The algorithm's update in scipy.sparse + NumPy (state dict ``st``; ``s``: the frozen 1/diag(D))."""
     if name == "pull-diag-gt":
@@ -211,26 +224,16 @@ def scipy_step(name, S, SC, s, lr, st, g):
         st["v"], st["k"] = v, st["k"] + 1
     elif name == "gt-saga":  # (S: W; the table of m = 4 samples per node, one drawn per node)
         st["x"] = S @ st["x"] - lr * st["y"]
-        table, rows = st["table"], np.arange(g.shape[0])
-        idx = draw_samples(table.shape[0], (g.shape[0],), st["k"])
-        old = table[idx, rows]
-        g_new = g - old + st["mean"]
-        st["mean"] = st["mean"] + (g - old) / table.shape[0]
-        table[idx, rows] = g
+        g_new = saga(st, g)
         st["y"] = S @ st["y"] + g_new - st["g"]
-        st["g"], st["k"] = g_new, st["k"] + 1
+        st["g"] = g_new
     elif name == "push-saga":  # (SC: C; the table as GT-SAGA's, one sample drawn per node)
         st["x"] = SC @ (st["x"] - lr * st["w"])
         st["v"] = SC @ st["v"]
         st["z"] = st["x"] / st["v"]
-        table, rows = st["table"], np.arange(g.shape[0])
-        idx = draw_samples(table.shape[0], (g.shape[0],), st["k"])
-        old = table[idx, rows]
-        g_new = g - old + st["mean"]
-        st["mean"] = st["mean"] + (g - old) / table.shape[0]
-        table[idx, rows] = g
+        g_new = saga(st, g)
         st["w"] = SC @ (st["w"] + g_new - st["g"])
-        st["g"], st["k"] = g_new, st["k"] + 1
+        st["g"] = g_new
     elif name == "choco-sgd":  # (uncompressed, gamma = 1)
         h = st["x"] - lr * g
         st["x_hat"] = st["x_hat"] + (h - st["x_hat"])

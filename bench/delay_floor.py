@@ -48,17 +48,17 @@ def contenders(n, d, D):
     for _ in range(D + 2):
         whole()
     ring = net._own_state["ring"]
-    H = ring.buffer
+    H, layout = ring.buffer, ring.layout()  # (n own rows, then the history node by node)
     by_iteration = np.random.default_rng(1).standard_normal(H.shape)
+    one_block = layout[:3] + (False,)  # (the same block laid out iteration by iteration)
     t = 10 * (D + 1)
     return {
         "static": lambda: A.mix(X, out=out),
         "round": whole,
-        "pass": lambda: _core.mix_delayed(c.indptr, c.indices, c.data, H, out, 1, t, 0, D, False, (n, n, 1, True)),
-        "pass, no draws": lambda: _core.mix_delayed(c.indptr, c.indices, c.data, H, out, 1, t, 0, D, True,
-                                                    (n, n, 1, True)),
+        "pass": lambda: _core.mix_delayed(c.indptr, c.indices, c.data, H, out, 1, t, 0, D, False, layout),
+        "pass, no draws": lambda: _core.mix_delayed(c.indptr, c.indices, c.data, H, out, 1, t, 0, D, True, layout),
         "pass, one block": lambda: _core.mix_delayed(c.indptr, c.indices, c.data, by_iteration, out, 1, t, 0, D, True,
-                                                     (n, n, 1, False)),
+                                                     one_block),
         "ages": lambda: _core.delay_ages(c.indptr, c.indices, 1, t, 0, D, fixed=False),
     }
 

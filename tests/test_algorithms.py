@@ -196,6 +196,25 @@ def test_divergence_keeps_the_last_finite_state(name):
             opt.step(feed(cls, lambda X: np.where(np.arange(6)[:, None] == 4, np.nan, X)))
 
 
+@pytest.mark.parametrize("name", sorted(n for n, c in REGISTRY.items() if c.gradients == "samples"))
+def test_a_tracker_that_overflows_is_never_kept(name):
+    """Sample gradients of 1e308 at lr = 1e-300: the step whose tracker (or estimate) overflows raises, and the
+    state kept is finite in every block (the review of Push-SAGA: its tracker, mixed after its combine, was
+    committed as inf and only the next step raised)."""
+    from rowstoch_fast.objectives import SampleOracle
+
+    cls = REGISTRY[name]
+    A = for_algorithm(cls, topology.ring(4))
+    opt = cls.build(A, np.zeros((4, 1)), 1e-300)
+    oracle = SampleOracle(lambda X, idx: np.full(X.shape, 1e308), samples=1, seed=0)
+    with pytest.raises(DivergenceError):
+        for _ in range(6):
+            opt.step(oracle)
+    for key, value in opt.state_dict().items():
+        if isinstance(value, np.ndarray) and value.dtype.kind == "f":
+            assert np.isfinite(value).all(), key
+
+
 FUSED_GRADIENT_CHECK = ("dsgd", "local-dsgd", "dgd", "sgp", "pull-diag-gd", "prox-skip", "k-gt", "led", "choco-sgd",
                         "dlm", "wang-elia", "atg", "dinno")
 

@@ -220,6 +220,37 @@ def test_the_stability_rule_reads_the_median_of_many_streams():
     np.testing.assert_array_equal(tuning.typical_curve(two), two.mean(axis=1))
 
 
+def test_a_confirmation_judges_stability_on_the_median_of_its_streams(problem, monkeypatch):
+    """Through tune(): a rate whose confirmation streams converge but one, which climbs 1000x over the last
+    quarter, is not rejected as unstable there (its mean curve would be), and wins where its mean still ends
+    below the others'; its two tuning streams disagree enough (30%) to ask for the confirmation."""
+    A, f = problem
+    method = cmp.make_plan(A, f, "dsgd", 100).methods[0]
+    good, grid = 0.1, (0.01, 0.1, 1.0)
+
+    def fake(network, objective, method, rates, budget, metric, *, seed, repeats=1, rep_offset=0, **kw):
+        iterations = np.linspace(0, budget, 24)
+        falling = np.exp(-iterations / 5.0)
+        columns = []
+        for lr in rates:
+            for q in range(repeats):
+                stream = rep_offset + q
+                level = (1e-3 if lr == good else 0.2) * (0.7 if stream % 2 else 1.3)
+                curve = falling + level
+                if lr == good and stream == 5:  # (one confirmation stream climbs 1000x over the last quarter)
+                    curve = curve * np.concatenate([np.ones(18), np.geomspace(1, 1000, 6)])
+                columns.append(curve)
+        return iterations, np.stack(columns, axis=1)
+
+    monkeypatch.setattr(tuning, "trajectories", fake)
+    lr, record = tuning.tune(A, f, method, 100, "grad_norm_mean", grid=grid)
+    confirms = [stage for stage in record["stages"] if stage["name"] == "confirm"]
+    assert confirms and good in confirms[-1]["scores"] and good not in confirms[-1]["rejected"]
+    assert lr == good
+    curves = np.stack([fake(A, f, method, [good], 100, None, seed=0, repeats=16, rep_offset=2)[1]])[0]
+    assert tuning._judged(np.linspace(0, 100, 24), curves.mean(axis=1))[1].startswith("unstable")  # (the mean's)
+
+
 def test_no_stable_rate_on_two_noisy_streams_confirms_the_lowest_ending_rates():
     """Where every rate is rejected on two streams that cannot tell (helper 2's rand-1-of-6 DSGD: it fell back
     to a rate ending 7-10x above the lowest), the lowest-ending rates within two standard errors of the lowest run
@@ -257,6 +288,11 @@ def test_no_stable_rate_on_two_noisy_streams_confirms_the_lowest_ending_rates():
     with pytest.raises(tuning.NoStableRate) as info:
         tune()
     assert info.value.fallback == 0.001  # (0.31 on all its streams; 0.003's 0.2 on two became 0.5)
+    confirmed.update({0.001: 0.95, 0.003: 1.5})  # (every rival ends above 0.03's 0.9 on two streams: the fallback
+    with pytest.raises(tuning.NoStableRate) as info:  # is still one judged on all its streams)
+        tune()
+    assert info.value.fallback == 0.001
+    confirmed.update({0.001: 0.31, 0.003: 0.5})
     spread[0] = 0.9  # (noisier: every rate that ended below its start within reach, still not the 1e163 one)
     with pytest.raises(tuning.NoStableRate):
         tune()

@@ -104,7 +104,8 @@ class GTSAGA(Optimizer):
     def _allocate_table(self, m):
         ops, rows = self._ops, self._shape[-2]
         nbytes = m * rows * self._reps * self._d * ops.dtype.itemsize
-        what = f"GTSAGA's table of {m} samples x {rows} nodes x {self._reps * self._d} values ({fmt_bytes(nbytes)})"
+        what = (f"{type(self).__name__}'s table of {m} samples x {rows} nodes x {self._reps * self._d} values "
+                f"({fmt_bytes(nbytes)})")
         hint = "use float32, fewer repetitions or fewer samples per node"
         ops.require_memory(nbytes, what, hint)  # (a GPU's free memory on the device: refused before allocating)
         self._table = ops.xp.zeros((m, rows, self._reps, self._d), dtype=ops.dtype)
@@ -114,21 +115,31 @@ class GTSAGA(Optimizer):
         return self._table[s].reshape(self._table.shape[1], -1)
 
     def _initialize(self, grad_fn):
+        self._initial_table(grad_fn, self._cur["x"])  # every z_il = x_0
+        self._cur["y"][...] = self._cur["g"]
+
+    def _initial_table(self, grad_fn, x0):
+        """Iteration 0: the table of every sample's gradient at ``x0``, its mean, and ``g_0`` that mean."""
         oracle, cur = self._oracle(grad_fn), self._cur
-        m = int(oracle.samples)
-        self._allocate_table(m)
-        self._each_sample(oracle, cur["x"], self._entry, 0)  # every z_il = x_0
+        self._allocate_table(int(oracle.samples))
+        self._each_sample(oracle, x0, self._entry, 0)
         cur["mean"][...] = self._table.mean(axis=0).reshape(cur["mean"].shape)
         cur["g"][...] = cur["mean"]
-        cur["y"][...] = cur["g"]
 
     def _advance(self, grad_fn, cur, nxt, t):
         ops, oracle = self._ops, self._oracle(grad_fn)
-        fresh, old = self._work
-        m = self._table.shape[0]
         ops.mix(self.W, cur["x"], nxt["x"])
         finite = ops.combine(nxt["x"], [1.0, self._lr_coef()], [nxt["x"], cur["y"]])  # x_{k+1} = W x_k - lr y_k
         self._check_iterates(finite, t, nxt["x"])
+        idx = self._saga_estimate(oracle, nxt["x"], cur, nxt, t)  # g_{k+1} at x_{k+1}, the mean moved
+        ops.mix(self.W, cur["y"], nxt["y"])
+        finite = ops.combine(nxt["y"], [1.0, 1.0, -1.0], [nxt["y"], nxt["g"], cur["g"]])
+        self._check_iterates(finite, t, nxt["y"])
+        ops.put_samples(self._table, idx, self._work[0])  # z_is = x_{k+1} (last: a failed step leaves the table
+        # as it was)
+
+    def _sampled(self, oracle, x_buf, out, iteration):
+        """``out <- grad f_is(x_buf)`` for a fresh draw ``s``; returns the draw."""
         drawn = []
 
         def sampled(X):
@@ -136,16 +147,22 @@ class GTSAGA(Optimizer):
             drawn.append(idx)
             return G
 
-        self._gradient(sampled, nxt["x"], fresh, t + 1)  # grad f_is(x_{k+1})
-        idx = drawn[-1]
-        ops.take_samples(self._table, idx, old)  # grad f_is(z_is)
+        self._gradient(sampled, x_buf, out, iteration)
+        return drawn[-1]
+
+    def _saga_estimate(self, oracle, x_buf, cur, nxt, t):
+        """SAGA's estimate at ``x_buf`` into ``nxt["g"]`` (checked) and the table's mean moved to ``nxt["mean"]``:
+        ``g = grad f_is(x) - table[s] + mean``, ``mean += (grad f_is(x) - table[s]) / m``, the draw's fresh
+        gradients left in the first work block, for the step's last act: ``put_samples`` (so that a failed step
+        leaves the table as it was); returns the draw."""
+        ops, (fresh, old), m = self._ops, self._work, self._table.shape[0]
+        idx = self._sampled(oracle, x_buf, fresh, t + 1)  # grad f_is(x)
+        ops.take_samples(self._table, idx, old)  # the table's entry of sample s
         finite = ops.combine(nxt["g"], [1.0, -1.0, 1.0], [fresh, old, cur["mean"]])
         self._check_iterates(finite, t, nxt["g"])
-        ops.combine(nxt["mean"], [1.0, 1.0 / m, -1.0 / m], [cur["mean"], fresh, old], check=False)
-        ops.mix(self.W, cur["y"], nxt["y"])
-        finite = ops.combine(nxt["y"], [1.0, 1.0, -1.0], [nxt["y"], nxt["g"], cur["g"]])
-        self._check_iterates(finite, t, nxt["y"])
-        ops.put_samples(self._table, idx, fresh)  # z_is = x_{k+1} (last: a failed step leaves the table as it was)
+        finite = ops.combine(nxt["mean"], [1.0, 1.0 / m, -1.0 / m], [cur["mean"], fresh, old])
+        self._check_iterates(finite, t, nxt["mean"])  # (a state block: never kept non-finite)
+        return idx
 
     def _save_extra(self):
         if self._table is None:
@@ -157,8 +174,9 @@ class GTSAGA(Optimizer):
         if not self._initialized:
             return
         if "table" not in state:
-            raise ValueError("state is missing 'table' (GT-SAGA's per-sample gradients); pass the dict returned by "
-                             "GTSAGA.state_dict()")
+            name = type(self).__name__
+            raise ValueError(f"state is missing 'table' ({name}'s per-sample gradients); pass the dict returned by "
+                             f"{name}.state_dict()")
         table = np.asarray(state["table"])
         expected = (self.n, self._reps * self._d)
         if table.ndim != 3 or table.shape[1:] != expected or table.shape[0] < 1:

@@ -68,18 +68,6 @@ class GTSAGAATC(GTSAGA):
         self._cur["g"][...] = 0.0  # (g_{-1} = 0, y_0 = 0)
         self._cur["y"][...] = 0.0
 
-    def _sampled(self, oracle, x_buf, out, iteration):
-        """``out <- grad f_is(x_buf)`` for a fresh draw ``s``; returns the draw."""
-        drawn = []
-
-        def sampled(X):
-            G, idx = oracle.sample(X)
-            drawn.append(idx)
-            return G
-
-        self._gradient(sampled, x_buf, out, iteration)
-        return drawn[-1]
-
     def _advance(self, grad_fn, cur, nxt, t):
         ops, oracle = self._ops, self._oracle(grad_fn)
         fresh, old = self._work
@@ -96,5 +84,6 @@ class GTSAGAATC(GTSAGA):
         ops.combine(nxt["x"], [1.0], [old], check=False)  # x_{k+1} = W (x_k - lr y_{k+1})
         idx2 = self._sampled(oracle, nxt["x"], fresh, t + 1)  # grad f_is'(x_{k+1}): the refresh
         ops.take_samples(self._table, idx2, old)
-        ops.combine(nxt["mean"], [1.0, 1.0 / m, -1.0 / m], [cur["mean"], fresh, old], check=False)
+        finite = ops.combine(nxt["mean"], [1.0, 1.0 / m, -1.0 / m], [cur["mean"], fresh, old])
+        self._check_iterates(finite, t, nxt["mean"])  # (a state block: never kept non-finite)
         ops.put_samples(self._table, idx2, fresh)  # (last: a failed step leaves the table as it was)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from ._local import DEFAULT_LOCAL_STEPS
 from .gt_saga import GTSAGA
-from .gt_saga_atc import GTSAGAATC
 from .lt_admm import LTADMM
 
 __all__ = ["LTADMMVR"]
@@ -92,7 +91,7 @@ class LTADMMVR(LTADMM):
     _entry = GTSAGA._entry
     _save_extra = GTSAGA._save_extra
     _load_extra = GTSAGA._load_extra
-    _sampled = GTSAGAATC._sampled
+    _sampled = GTSAGA._sampled
 
     def samples_drawn(self, batch=1):
         """Two sample gradients per iteration (the estimate's and the refresh), after the ``m`` of the table."""
@@ -118,6 +117,7 @@ class LTADMMVR(LTADMM):
         _, old, fresh = self._work
         m = self._table.shape[0]
         self._gradient(lambda X: oracle.sample_gradient(X, idx), nxt["x"], fresh, t + 1)  # grad f_is(phi+)
-        ops.combine(nxt["mean"], [1.0, 1.0 / m, -1.0 / m], [cur["mean"], fresh, old], check=False)
+        finite = ops.combine(nxt["mean"], [1.0, 1.0 / m, -1.0 / m], [cur["mean"], fresh, old])
+        self._check_iterates(finite, t, nxt["mean"])  # (a state block: never kept non-finite)
         ops.put_samples(self._table, idx, fresh)  # (last: a failed step leaves the table as it was)
 

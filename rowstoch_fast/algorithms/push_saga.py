@@ -13,16 +13,16 @@ class PushSAGA(GTSAGA):
     r"""Push-SAGA: :class:`~rowstoch_fast.GTSAGA`'s estimates on a directed graph, de-biased by push-sum.
 
     For ``f_i = (1/m) sum_l f_il``, node ``i`` keeps the table of the last gradient of each of its ``m`` samples
-    and their mean, as GT-SAGA. With :math:`x_0 = z_0`, :math:`v_0 = 1`, the table at :math:`z_0` and
-    :math:`w_0 = g_0 = \nabla f_i(z_0)` (the table's mean), per iteration, one sample ``s`` per node drawn
-    uniformly, adapt then combine over a column-stochastic ``C``:
+    (taken at the points :math:`\phi_{il}`) and their mean, as GT-SAGA. With :math:`x_0 = z_0`, :math:`v_0 = 1`,
+    every :math:`\phi_{il} = z_0` and :math:`w_0 = g_0 = \nabla f_i(z_0)` (the table's mean), per iteration, one
+    sample ``s`` per node drawn uniformly, adapt then combine over a column-stochastic ``C``:
 
     .. math::
 
         x_{k+1} &= C (x_k - \mathrm{lr}\, w_k) \\
         v_{k+1} &= C v_k, \qquad z_{k+1} = x_{k+1} / v_{k+1} \\
-        g_{k+1} &= \nabla f_{is}(z_{k+1}) - \nabla f_{is}(z_{is}) + \frac{1}{m} \sum_l \nabla f_{il}(z_{il}),
-            \qquad \text{then } z_{is} = z_{k+1} \\
+        g_{k+1} &= \nabla f_{is}(z_{k+1}) - \nabla f_{is}(\phi_{is}) + \frac{1}{m} \sum_l \nabla f_{il}(\phi_{il}),
+            \qquad \text{then } \phi_{is} = z_{k+1} \\
         w_{k+1} &= C (w_k + g_{k+1} - g_k)
 
     ``z`` (the de-biased model) is what ``opt.x`` shows and where the gradients are taken. The estimate is
@@ -89,35 +89,19 @@ class PushSAGA(GTSAGA):
         cur = self._cur
         cur["x"][...] = cur["z"]
         cur["v"][...] = 1.0
-        oracle = self._oracle(grad_fn)
-        self._allocate_table(int(oracle.samples))
-        self._each_sample(oracle, cur["z"], self._entry, 0)  # every table point at z_0
-        cur["mean"][...] = self._table.mean(axis=0).reshape(cur["mean"].shape)
-        cur["g"][...] = cur["mean"]
+        self._initial_table(grad_fn, cur["z"])  # every table point at z_0, g_0 their mean
         cur["w"][...] = cur["g"]
 
     def _advance(self, grad_fn, cur, nxt, t):
-        ops, C, oracle = self._ops, self.C, self._oracle(grad_fn)
+        ops, C = self._ops, self.C
         fresh, old = self._work
-        m = self._table.shape[0]
         ops.combine(fresh, [1.0, self._lr_coef()], [cur["x"], cur["w"]], check=False)
         ops.mix(C, fresh, nxt["x"])  # x_{k+1} = C (x_k - lr w_k)
         self._weights.advance(cur["v"], nxt["v"], t)
         finite = ops.combine(nxt["z"], [self._weights.inverse(nxt["v"])], [nxt["x"]])  # z = x / v (checked where
-        self._check_iterates(finite, t, nxt["z"])  # it stays: a NaN or Inf of x or of w_k reaches it)
-        drawn = []
-
-        def sampled(X):
-            G, idx = oracle.sample(X)
-            drawn.append(idx)
-            return G
-
-        self._gradient(sampled, nxt["z"], fresh, t + 1)  # grad f_is(z_{k+1})
-        idx = drawn[-1]
-        ops.take_samples(self._table, idx, old)  # the table's entry of sample s
-        finite = ops.combine(nxt["g"], [1.0, -1.0, 1.0], [fresh, old, cur["mean"]])
-        self._check_iterates(finite, t, nxt["g"])
-        ops.combine(nxt["mean"], [1.0, 1.0 / m, -1.0 / m], [cur["mean"], fresh, old], check=False)
-        ops.combine(old, [1.0, 1.0, -1.0], [cur["w"], nxt["g"], cur["g"]], check=False)
-        ops.mix(C, old, nxt["w"])  # w_{k+1} = C (w_k + g_{k+1} - g_k) (a NaN or Inf: in the next z)
+        self._check_iterates(finite, t, nxt["z"])  # it stays: a NaN or Inf of x_k or w_k reaches it)
+        idx = self._saga_estimate(self._oracle(grad_fn), nxt["z"], cur, nxt, t)  # g_{k+1} at z_{k+1}
+        finite = ops.combine(old, [1.0, 1.0, -1.0], [cur["w"], nxt["g"], cur["g"]])
+        ops.mix(C, old, nxt["w"])  # w_{k+1} = C (w_k + g_{k+1} - g_k)
+        self._check_iterates(finite, t, nxt["w"], old)  # (its combine's check; the node: where the mix took it)
         ops.put_samples(self._table, idx, fresh)  # (last: a failed step leaves the table as it was)

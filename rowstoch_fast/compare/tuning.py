@@ -13,9 +13,11 @@ gradients or the messages are random and two streams cannot order the candidates
 their replicas' final values, pooled, at least :data:`CONFIRM_NOISE`), the contenders (:func:`contenders`: the best,
 the others within two standard errors of it, then its neighbours within a grid step) run again on as many more
 streams as that noise needs (:func:`confirm_repeats`; in runs no wider than the grid's), their messages drawn anew,
-are judged on all of them together (the "confirm" stages), and the rate is chosen among them: the noise of two
-streams then no longer orders rates that an evaluation of many repetitions orders the other way (bench/RESULTS.md
-sections 34, 35).
+are judged on all of them together (the "confirm" stages; the stability rule reading the median of their streams,
+:func:`typical_curve`), and the rate is chosen among them: the noise of two streams then no longer orders rates
+that an evaluation of many repetitions orders the other way (bench/RESULTS.md sections 34, 35). Where no candidate
+is stable on two noisy streams, the lowest-ending ones run on more the same way: one stable there is chosen, else
+the rate the method is shown at (:class:`NoStableRate`'s fallback) is the lowest-ending of them (section 36).
 
 No candidate is dropped before the end of the budget: a rate that is slow at first can be the best at the end (a
 biased method needs a small rate over the whole budget). Only a candidate that diverged stops costing anything.
@@ -515,7 +517,8 @@ def tune(network, objective, method, budget, metric, *, seed=0, backend="auto", 
     ------
     NoStableRate
         When every candidate is rejected (``.record`` as above; ``.fallback``: the candidate that ended lowest
-        without diverging, or the smallest rate tried).
+        without diverging, among those confirmed on more streams where two could not tell them apart; the
+        smallest rate tried where every one diverged).
     """
     from .plan import TUNE_GRID
 
@@ -643,7 +646,7 @@ def _tune_stages(stage, scores, arrival, ends, finals, record, grid, method, log
         stage("refine" if extension == 0 else "past the edge", more)
     stable = {lr: s for lr, s in scores.items() if math.isfinite(s)}
     ended = {lr: e for lr, e in ends.items() if math.isfinite(e)}
-    rivals = []
+    pool = []  # (no rate stable on two streams: the ones confirmed, among which the fallback is chosen)
     if stable and record.get("replicas", 1) > 1:
         record["noise"] = noise(stable, finals)
         rivals = contenders(stable, finals, arrival, tried=ended, step=_grid_step(grid))
@@ -658,18 +661,17 @@ def _tune_stages(stage, scores, arrival, ends, finals, record, grid, method, log
         # no rate stable on two streams that cannot tell: the lowest-ending rates run on more streams, judged on
         # all of them (a noisy good rate can look unstable or without progress on two; and where none is stable
         # after all, the fallback is the lowest-ending of these, not a two-stream draw: bench/RESULTS.md 36)
-        rivals = _fallback_rivals(ended, finals, _start(record))
+        rivals, rel = _fallback_rivals(ended, finals, _start(record))
         if len(rivals) > 1:
-            record["noise"] = noise({lr: ended[lr] for lr in rivals}, finals)
+            record["noise"] = rel
             _confirm(stage, rivals, ends, record, grid)
             stable = {lr: scores[lr] for lr in rivals if math.isfinite(scores[lr])}
-        else:
-            rivals = []
+            pool = rivals
     if not stable:
         exc = NoStableRate(f"tune: {method.label} diverged, made no progress or was unstable at every learning rate "
                            f"of the grid ({grid[0]:g} .. {grid[-1]:g}); give its lr (--lr {method.label}=VALUE)")
         ended = {lr: e for lr, e in ends.items() if math.isfinite(e)}
-        confirmed = {lr: ended[lr] for lr in rivals if lr in ended}  # (judged on the most streams)
+        confirmed = {lr: ended[lr] for lr in pool if lr in ended}  # (judged on the most streams)
         exc.record, exc.grid = record, grid
         exc.fallback = _best(confirmed or ended) if ended else min(scores)
         raise exc
@@ -689,18 +691,19 @@ def _start(record):
 
 
 def _fallback_rivals(ended, finals, start):
-    """Where no candidate is stable: those worth more streams, lowest-ending first (at most :data:`CONFIRM_MAX`):
+    """Where no candidate is stable: ``(those worth more streams, the noise that says so)``, the rates
+    lowest-ending first (at most :data:`CONFIRM_MAX`):
     none where two streams agree (a pooled noise below :data:`CONFIRM_NOISE` over the candidates that ended below
     ``start``), else the ones that ended below ``start`` (one that ended above it cannot turn out to make
     progress; a held-out problem's EXTRA ended at 1e163) and within two standard errors of the lowest."""
     hopeful = {lr: e for lr, e in ended.items() if not e >= start}  # (a NaN start: every one)
     rel = noise(hopeful, finals)
     if not hopeful or rel < CONFIRM_NOISE:
-        return []
+        return [], rel
     low = min(hopeful.values())
     reach = low * (1 + 2 * rel)
     order = sorted(hopeful, key=lambda lr: (hopeful[lr], lr))
-    return [lr for lr in order if hopeful[lr] * max(1 - 2 * rel, 0.0) <= reach][:CONFIRM_MAX]
+    return [lr for lr in order if hopeful[lr] * max(1 - 2 * rel, 0.0) <= reach][:CONFIRM_MAX], rel
 
 
 def _confirm(stage, rivals, ends, record, grid):
