@@ -99,7 +99,7 @@ class PushSAGA(GTSAGA):
         ops.mix(C, fresh, nxt["x"])  # x_{k+1} = C (x_k - lr w_k)
         self._weights.advance(cur["v"], nxt["v"], t)
         finite = ops.combine(nxt["z"], [self._weights.inverse(nxt["v"])], [nxt["x"]])  # z = x / v (checked where
-        self._check_iterates(finite, t, nxt["z"])  # it stays: a NaN or Inf of x_k or w_k reaches it)
+        self._check_iterates(finite, t, nxt["z"])  # it stays: a NaN or Inf of x_{k+1} reaches it)
         idx = self._saga_estimate(self._oracle(grad_fn), nxt["z"], cur, nxt, t)  # g_{k+1} at z_{k+1}
         finite = ops.combine(old, [1.0, 1.0, -1.0], [cur["w"], nxt["g"], cur["g"]])
         ops.mix(C, old, nxt["w"])  # w_{k+1} = C (w_k + g_{k+1} - g_k)

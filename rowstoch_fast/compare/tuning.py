@@ -527,8 +527,7 @@ def tune(network, objective, method, budget, metric, *, seed=0, backend="auto", 
     tune_seed = (int(seed) + TUNE_SEED_OFFSET) % (MAX_KEY + 1)
     record = {"metric": getattr(metric, "name", metric), "seed": tune_seed, "chosen": None, "stages": []}
     scores, ends, arrival = {}, {}, {}
-    sums, finals = {}, {}  # (each rate's replicas: their trajectories' sum and count, their own final values)
-    columns = {}  # (each rate's replicas' trajectories themselves: the stability rule's typical curve)
+    columns, finals = {}, {}  # (each rate's replicas: their trajectories, their own final values)
 
     finished = []  # (the stages' results kept while the tuning runs: an interrupted tuning does not redo them)
 
@@ -547,15 +546,14 @@ def tune(network, objective, method, budget, metric, *, seed=0, backend="auto", 
             entry["replicas"] = replicas
         for c, lr in enumerate(rates):
             block = values[:, c * replicas:(c + 1) * replicas]
-            total, count = sums.get(lr, (0.0, 0)) if rep_offset else (0.0, 0)  # (a confirmation adds streams)
+            if rep_offset and lr in columns:  # (a confirmation adds streams)
+                block = np.concatenate([columns[lr], block], axis=1)
             with np.errstate(all="ignore"):
-                total, count = total + block.sum(axis=1), count + replicas
-                mean = total / count
-                own = [_judged(iterations, block[:, q])[2] for q in range(replicas)] if replicas > 1 else []
-            sums[lr] = (total, count)
+                mean = block.mean(axis=1)
+                own = [_judged(iterations, block[:, q])[2] for q in range(-replicas, 0)] if replicas > 1 else []
+            columns[lr] = block
             finals[lr] = (finals.get(lr, []) if rep_offset else []) + own
-            columns[lr] = np.concatenate([columns[lr], block], axis=1) if rep_offset and lr in columns else block
-            score, why, end = _judged(iterations, mean, typical_curve(columns[lr]))
+            score, why, end = _judged(iterations, mean, typical_curve(block))
             entry["scores"][lr], entry["ends"][lr], entry["curves"][lr] = score, end, [float(v) for v in mean]
             scores[lr], ends[lr] = score, end
             arrival.pop(lr, None)
@@ -608,14 +606,19 @@ def contenders(scores, finals, arrival=None, most=CONFIRM_MAX, tried=None, step=
     rel = noise(scores, finals)
     if rel < CONFIRM_NOISE:
         return [best]
-    reach = scores[best] * (1 + 2 * rel)
-    out = [best] + [lr for s, lr in sorted((s, lr) for lr, s in scores.items()
-                                           if lr != best and s * max(1 - 2 * rel, 0.0) <= reach)]
+    out = [best] + [lr for lr in _within_reach(scores, scores[best], rel) if lr != best]
     if tried and step:
         near = sorted((abs(math.log(lr / best)), lr) for lr, end in tried.items()
                       if lr != best and math.isfinite(end) and abs(math.log(lr / best)) <= math.log(step) * (1 + 1e-9))
         out += [lr for _, lr in near if lr not in out]
     return out[:most]
+
+
+def _within_reach(values, low, rel):
+    """The rates of ``values`` (``{lr: final value}``) that two standard errors (relative ``rel``) cannot tell from
+    ``low``: less two standard errors, at most ``low`` plus two; lowest first."""
+    reach = low * (1 + 2 * rel)
+    return [lr for v, lr in sorted((v, lr) for lr, v in values.items()) if v * max(1 - 2 * rel, 0.0) <= reach]
 
 
 def confirm_repeats(rel):
@@ -700,10 +703,7 @@ def _fallback_rivals(ended, finals, start):
     rel = noise(hopeful, finals)
     if not hopeful or rel < CONFIRM_NOISE:
         return [], rel
-    low = min(hopeful.values())
-    reach = low * (1 + 2 * rel)
-    order = sorted(hopeful, key=lambda lr: (hopeful[lr], lr))
-    return [lr for lr in order if hopeful[lr] * max(1 - 2 * rel, 0.0) <= reach][:CONFIRM_MAX], rel
+    return _within_reach(hopeful, min(hopeful.values()), rel)[:CONFIRM_MAX], rel
 
 
 def _confirm(stage, rivals, ends, record, grid):
