@@ -7,17 +7,20 @@ tracker) is set aside inside the run, its gradients no longer computed, and reje
 (replicas share no values). Each candidate is then judged on its whole trajectory (:func:`judge`): its final value
 is read from the end of the run (a line fitted to the logarithm of its last quarter), and it is rejected when it
 diverged, ended above half its start (no progress), or ended more than :data:`STABILITY_FACTOR` times above the
-minimum of its smoothed trajectory. The best candidate of the grid is then refined: quarter steps (in the grid's log
-spacing) on either side, and past the grid's edge when it is at the edge, in a second batched run. Where the
-gradients or the messages are random and two streams cannot order the candidates (the relative standard error of
-their replicas' final values, pooled, at least :data:`CONFIRM_NOISE`), the contenders (:func:`contenders`: the best,
-the others within two standard errors of it, then its neighbours within a grid step) run again on as many more
-streams as that noise needs (:func:`confirm_repeats`; in runs no wider than the grid's), their messages drawn anew,
-are judged on all of them together (the "confirm" stages; the stability rule reading the median of their streams,
-:func:`typical_curve`), and the rate is chosen among them: the noise of two streams then no longer orders rates
-that an evaluation of many repetitions orders the other way (bench/RESULTS.md sections 34, 35). Where no candidate
-is stable on two noisy streams, the lowest-ending ones run on more the same way: one stable there is chosen, else
-the rate the method is shown at (:class:`NoStableRate`'s fallback) is the lowest-ending of them (section 36).
+minimum of its smoothed trajectory. Where no candidate of the grid is stable and their failures say where the rates
+that work lie (all too large, all too small, or the too small ones just below the too large ones), the tuner
+searches there (:func:`_search`: the grid is a guess at the data's units). The best candidate is then refined:
+quarter steps (in the grid's log spacing) on either side, and past the edge of what was tried when it is at the
+edge, in a second batched run. Where the gradients or the messages are random and two streams cannot order the
+candidates (the relative standard error of their replicas' final values, pooled, at least :data:`CONFIRM_NOISE`),
+the contenders (:func:`contenders`: the best, the others within two standard errors of it, then its neighbours
+within a grid step) run again on as many more streams as that noise needs (:func:`confirm_repeats`; in runs no wider
+than the grid's), their messages drawn anew, are judged on all of them together (the "confirm" stages; the stability
+rule reading the median of their streams, :func:`typical_curve`), and the rate is chosen among them: the noise of
+two streams then no longer orders rates that an evaluation of many repetitions orders the other way
+(bench/RESULTS.md sections 34, 35). Where no candidate is stable on two noisy streams, the lowest-ending ones run on
+more the same way: one stable there is chosen, else the rate the method is shown at (:class:`NoStableRate`'s
+fallback) is the lowest-ending of them (section 36).
 
 No candidate is dropped before the end of the budget: a rate that is slow at first can be the best at the end (a
 biased method needs a small rate over the whole budget). Only a candidate that diverged stops costing anything.
@@ -80,6 +83,12 @@ NO_PROGRESS = 1.0 / STABILITY_FACTOR
 TAIL = 0.25
 #: Steps of refinement past the grid's edge, one batched run each, while the best rate is the outermost tried.
 MAX_EXTENSIONS = 3
+#: Batched runs of the search for a stable rate where the grid has none (:func:`_search`).
+SEARCH_STAGES = 4
+#: Rates a search stage tries past an edge of what was tried, a grid step apart (two decades on the default grid).
+SEARCH_WIDTH = 4
+#: The search stays within this many grid steps of the grid (the default's 1e-4 .. 10: 1e-12 .. 1e9).
+SEARCH_SPAN = 16
 #: An iterate beyond this magnitude has diverged (it would overflow to inf in the next operations).
 DIVERGED = 1e100
 #: A tuning run saves its checkpoint at a tenth of its budget only where this many seconds passed since the last
@@ -632,9 +641,16 @@ def confirm_repeats(rel):
 
 
 def _tune_stages(stage, scores, arrival, ends, finals, record, grid, method, log):
-    """:func:`tune`'s stages: the grid, its refinement and the steps past its edge, the confirmation of the
-    contenders, then the choice."""
+    """:func:`tune`'s stages: the grid, the search for a stable rate where the grid has none, the refinement and
+    the steps past the edge, the confirmation of the contenders, then the choice."""
     stage("grid", list(grid))
+    for _ in range(SEARCH_STAGES):
+        if any(math.isfinite(s) for s in scores.values()):
+            break
+        more = _search(ends, record, grid)
+        if not more:
+            break
+        stage("search", more)
     for extension in range(MAX_EXTENSIONS + 1):
         stable = {lr: s for lr, s in scores.items() if math.isfinite(s)}
         if not stable:
@@ -672,7 +688,7 @@ def _tune_stages(stage, scores, arrival, ends, finals, record, grid, method, log
             pool = rivals
     if not stable:
         exc = NoStableRate(f"tune: {method.label} diverged, made no progress or was unstable at every learning rate "
-                           f"of the grid ({grid[0]:g} .. {grid[-1]:g}); give its lr (--lr {method.label}=VALUE)")
+                           f"tried ({min(scores):g} .. {max(scores):g}); give its lr (--lr {method.label}=VALUE)")
         ended = {lr: e for lr, e in ends.items() if math.isfinite(e)}
         confirmed = {lr: ended[lr] for lr in pool if lr in ended}  # (judged on the most streams)
         exc.record, exc.grid = record, grid
@@ -682,6 +698,69 @@ def _tune_stages(stage, scores, arrival, ends, finals, record, grid, method, log
     if log is not None:
         log(f"tuned {method.label}: lr = {record['chosen']:g}")
     return record["chosen"], record
+
+
+def _last_curves(record):
+    """Each rate's last judgement in ``record``: ``({lr: mean curve}, {lr: why rejected})``."""
+    curves, why = {}, {}
+    for entry in record.get("stages", ()):
+        for lr, curve in entry.get("curves", {}).items():
+            curves[lr] = curve
+            if lr in entry.get("rejected", {}):
+                why[lr] = entry["rejected"][lr]
+            else:
+                why.pop(lr, None)
+    return curves, why
+
+
+def _failure(curve, end, start):
+    """How a rejected rate failed: ``"large"`` (it diverged or ended above its start) or ``"small"`` (it ended
+    between :data:`NO_PROGRESS` times its start and its start: too slow for the budget), in both cases without
+    its curve ever going :data:`STABILITY_FACTOR` times below its start and where it ended (the level of any
+    three records); ``"dip"`` where it made progress first and then failed; None without a positive start."""
+    if not math.isfinite(start) or start <= 0:
+        return None
+    v = np.asarray(curve, dtype=np.float64)
+    v = v[np.isfinite(v) & (v > 0)]
+    low = float(smoothed(v).min()) if v.size else start
+    if STABILITY_FACTOR * low < start or (math.isfinite(end) and STABILITY_FACTOR * low < end):
+        return "dip"
+    if not math.isfinite(end) or end > start:
+        return "large"
+    return "small" if end > NO_PROGRESS * start else "dip"
+
+
+def _search(ends, record, grid):
+    """The rates to try where no rate tried so far is stable and the failures (:func:`_failure`) say where the
+    rates that work lie: every rate too small (:data:`SEARCH_WIDTH` rates above, a grid step apart), every one
+    too large (as many below), or the too small ones below the too large ones (the geometric midpoint of the
+    two at the border); one rate at the border may have made progress before it failed (a rate just past the
+    largest that works dips, then climbs). None otherwise: where rates across the range made progress and then
+    failed, the failure is not the rates' scale (a lossy push-sum method converges at every rate until its lost
+    mass blows it up: a rate small enough would only push the blow-up past the budget), and on noisy streams
+    such a rate may be the best there is (the confirmation of :func:`_fallback_rivals` judges it). Within
+    :data:`SEARCH_SPAN` grid steps of the grid. The grid's range is a guess at the problem's scale: the same data
+    in other units (features 100x larger, a loss scaled) move every rate that works by one factor, and the
+    verdict must not depend on the units (bench/RESULTS.md section 37)."""
+    curves, _ = _last_curves(record)
+    start = _start(record)
+    tried = sorted(ends)
+    how = [_failure(curves.get(lr, ()), ends[lr], start) for lr in tried]
+    small = how.count("small")
+    above = how[small:]  # (the border's rate that dipped, then the too large ones)
+    if not tried or how[:small] != ["small"] * small or above[above[:1] == ["dip"]:] != ["large"] * (
+            len(above) - (above[:1] == ["dip"])):
+        return []
+    step = _grid_step(grid)
+    if small == 0:
+        out = [tried[0] / step ** k for k in range(SEARCH_WIDTH, 0, -1)]
+    elif small == len(tried):
+        out = [tried[-1] * step ** k for k in range(1, SEARCH_WIDTH + 1)]
+    else:
+        a, b = tried[small - 1], tried[small]
+        out = [math.sqrt(a * b)] if b / a > math.sqrt(step) * (1 + 1e-6) else []
+    low, high = grid[0] / step ** SEARCH_SPAN, grid[-1] * step ** SEARCH_SPAN
+    return sorted({float(f"{v:.6g}") for v in out if low * (1 - 1e-9) <= v <= high * (1 + 1e-9)} - set(tried))
 
 
 def _start(record):
