@@ -659,7 +659,8 @@ def _tune_stages(stage, scores, arrival, ends, finals, record, grid, method, log
         if extension > 0 and best not in (min(scores), max(scores)):
             break
         more = [lr for lr in _refinements(best, list(scores), grid)
-                if lr not in scores and (extension == 0 or lr < min(scores) or lr > max(scores))]
+                if lr not in scores and (extension == 0 or lr < min(scores) or lr > max(scores))
+                and _within_span(lr, grid)]
         if not more:
             break
         stage("refine" if extension == 0 else "past the edge", more)
@@ -714,20 +715,19 @@ def _last_curves(record):
 
 
 def _failure(curve, end, start):
-    """How a rejected rate failed: ``"large"`` (it diverged or ended above its start) or ``"small"`` (it ended
-    between :data:`NO_PROGRESS` times its start and its start: too slow for the budget), in both cases without
-    its curve ever going :data:`STABILITY_FACTOR` times below its start and where it ended (the level of any
-    three records); ``"dip"`` where it made progress first and then failed; None without a positive start."""
+    """How a rejected rate failed: ``"dip"`` where its curve (the level of any three records, or where it ended)
+    went :data:`STABILITY_FACTOR` times below its start (it made progress, then failed); else ``"large"`` where it
+    diverged or ended more than that factor above its start, and ``"small"`` where it ended within that factor of
+    its start (no progress either way: on noisy streams a rate too small to move ends a little above or below
+    its start by chance); None without a positive start."""
     if not math.isfinite(start) or start <= 0:
         return None
     v = np.asarray(curve, dtype=np.float64)
     v = v[np.isfinite(v) & (v > 0)]
-    low = float(smoothed(v).min()) if v.size else start
-    if STABILITY_FACTOR * low < start or (math.isfinite(end) and STABILITY_FACTOR * low < end):
+    low = min(float(smoothed(v).min()) if v.size else math.inf, end)  # (where it ended counts: read off its tail)
+    if STABILITY_FACTOR * low < start:
         return "dip"
-    if not math.isfinite(end) or end > start:
-        return "large"
-    return "small" if end > NO_PROGRESS * start else "dip"
+    return "large" if not math.isfinite(end) or end > STABILITY_FACTOR * start else "small"
 
 
 def _search(ends, record, grid):
@@ -747,9 +747,8 @@ def _search(ends, record, grid):
     tried = sorted(ends)
     how = [_failure(curves.get(lr, ()), ends[lr], start) for lr in tried]
     small = how.count("small")
-    above = how[small:]  # (the border's rate that dipped, then the too large ones)
-    if not tried or how[:small] != ["small"] * small or above[above[:1] == ["dip"]:] != ["large"] * (
-            len(above) - (above[:1] == ["dip"])):
+    border = int(how[small:small + 1] == ["dip"])  # (the rate past the border that dipped first, if any)
+    if not tried or how != ["small"] * small + ["dip"] * border + ["large"] * (len(how) - small - border):
         return []
     step = _grid_step(grid)
     if small == 0:
@@ -759,8 +758,13 @@ def _search(ends, record, grid):
     else:
         a, b = tried[small - 1], tried[small]
         out = [math.sqrt(a * b)] if b / a > math.sqrt(step) * (1 + 1e-6) else []
-    low, high = grid[0] / step ** SEARCH_SPAN, grid[-1] * step ** SEARCH_SPAN
-    return sorted({float(f"{v:.6g}") for v in out if low * (1 - 1e-9) <= v <= high * (1 + 1e-9)} - set(tried))
+    return sorted({float(f"{v:.6g}") for v in out if _within_span(v, grid)} - set(tried))
+
+
+def _within_span(lr, grid):
+    """Whether a rate lies within :data:`SEARCH_SPAN` grid steps of ``grid`` (what the tuner ever tries)."""
+    step = _grid_step(grid)
+    return grid[0] / step ** SEARCH_SPAN * (1 - 1e-6) <= lr <= grid[-1] * step ** SEARCH_SPAN * (1 + 1e-6)
 
 
 def _start(record):
