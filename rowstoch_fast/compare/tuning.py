@@ -85,10 +85,15 @@ TAIL = 0.25
 MAX_EXTENSIONS = 3
 #: Batched runs of the search for a stable rate where the grid has none (:func:`_search`).
 SEARCH_STAGES = 4
-#: Rates a search stage tries past an edge of what was tried, a grid step apart (two decades on the default grid).
+#: Rates a search stage tries past an edge of what was tried, a step apart (the grid's, at most half a decade: two
+#: decades a stage).
 SEARCH_WIDTH = 4
-#: The search stays within this many grid steps of the grid (the default's 1e-4 .. 10: 1e-12 .. 1e9).
-SEARCH_SPAN = 16
+#: No rate the tuner tries lies more than this many decades past the grid's ends (the default's 1e-4 .. 10:
+#: 1e-12 .. 1e9).
+SEARCH_DECADES = 8
+#: A rejected rate whose metric moved by less than this factor from its start moved nothing (:func:`_failure`: on
+#: noisy streams a rate too small to move ends a little above or below its start).
+UNMOVED = 1.1
 #: An iterate beyond this magnitude has diverged (it would overflow to inf in the next operations).
 DIVERGED = 1e100
 #: A tuning run saves its checkpoint at a tenth of its budget only where this many seconds passed since the last
@@ -463,8 +468,8 @@ def trajectories(network, objective, method, rates, budget, metric, *, seed, rep
 
 
 def _grid_step(grid):
-    """The ratio of neighbouring rates of the log-spaced ``grid``."""
-    return (grid[-1] / grid[0]) ** (1 / (len(grid) - 1)) if len(grid) > 1 else math.sqrt(10)
+    """The ratio of neighbouring rates of the log-spaced ``grid`` (in any order)."""
+    return (max(grid) / min(grid)) ** (1 / (len(grid) - 1)) if len(grid) > 1 else math.sqrt(10)
 
 
 def _refinements(best, tried, grid):
@@ -503,8 +508,8 @@ def tune(network, objective, method, budget, metric, *, seed=0, backend="auto", 
          checkpoint_dir=None):
     """The best stable rate of ``grid`` for ``method`` over the whole ``budget``, then refined.
 
-    Every stage (the grid, the refinement around its best, and steps past the grid's edge while the best is
-    there) is one batched run whose candidates share their gradient streams (the first :data:`TUNE_REPEATS` of
+    Every stage (the grid, the search past it where none of its rates is stable and their failures point
+    there, the refinement around the best, and steps past the edge while the best is there) is one batched run whose candidates share their gradient streams (the first :data:`TUNE_REPEATS` of
     ``seed + TUNE_SEED_OFFSET``, which no evaluation draws), so that those candidates are judged on the same
     samples; where two streams cannot order them, the contenders run on more streams of their own (the
     "confirm" stages: :func:`contenders`, :func:`confirm_repeats`) and are judged on all of them. With
@@ -532,7 +537,7 @@ def tune(network, objective, method, budget, metric, *, seed=0, backend="auto", 
     from .plan import TUNE_GRID
 
     started = time.perf_counter()
-    grid = tuple(grid or TUNE_GRID)
+    grid = tuple(sorted(set(grid or TUNE_GRID)))
     tune_seed = (int(seed) + TUNE_SEED_OFFSET) % (MAX_KEY + 1)
     record = {"metric": getattr(metric, "name", metric), "seed": tune_seed, "chosen": None, "stages": []}
     scores, ends, arrival = {}, {}, {}
@@ -702,47 +707,50 @@ def _tune_stages(stage, scores, arrival, ends, finals, record, grid, method, log
 
 
 def _last_curves(record):
-    """Each rate's last judgement in ``record``: ``({lr: mean curve}, {lr: why rejected})``."""
-    curves, why = {}, {}
-    for entry in record.get("stages", ()):
-        for lr, curve in entry.get("curves", {}).items():
-            curves[lr] = curve
-            if lr in entry.get("rejected", {}):
-                why[lr] = entry["rejected"][lr]
-            else:
-                why.pop(lr, None)
-    return curves, why
+    """Each rate's last curve in ``record`` (a confirmation's replaces the grid's)."""
+    return {lr: curve for entry in record.get("stages", ()) for lr, curve in entry.get("curves", {}).items()}
 
 
 def _failure(curve, end, start):
-    """How a rejected rate failed: ``"dip"`` where its curve (the level of any three records, or where it ended)
-    went :data:`STABILITY_FACTOR` times below its start (it made progress, then failed); else ``"large"`` where it
-    diverged or ended more than that factor above its start, and ``"small"`` where it ended within that factor of
-    its start (no progress either way: on noisy streams a rate too small to move ends a little above or below
-    its start by chance); None without a positive start."""
+    """How a rejected rate failed, from its curve (records evenly spaced over the budget) and where it ended:
+
+    - ``"dip"``: it went :data:`STABILITY_FACTOR` times below its start (the geometric mean of three consecutive
+      records, or where it ended): it made progress, then failed;
+    - ``"large"``: it diverged, or ended more than :data:`UNMOVED` times above its start, or went down but got
+      most of the way in the first quarter of the budget and stayed there (a bounded metric at too large a rate:
+      the logistic loss's gradient jumps to a level and sits there; a rate too small cannot get there early);
+    - ``"small"``: it moved less than :data:`UNMOVED` times either way, or went down gradually;
+    - None without a positive start."""
     if not math.isfinite(start) or start <= 0:
         return None
     v = np.asarray(curve, dtype=np.float64)
-    v = v[np.isfinite(v) & (v > 0)]
-    low = min(float(smoothed(v).min()) if v.size else math.inf, end)  # (where it ended counts: read off its tail)
+    finite = v[np.isfinite(v) & (v > 0)]
+    low = min(float(smoothed(finite).min()) if finite.size else math.inf, end)  # (where it ended counts too)
     if STABILITY_FACTOR * low < start:
         return "dip"
-    return "large" if not math.isfinite(end) or end > STABILITY_FACTOR * start else "small"
+    if not math.isfinite(end) or end > UNMOVED * start:
+        return "large"
+    if end * UNMOVED >= start:
+        return "small"
+    quarter = len(v) // 4
+    early = smoothed(v[:quarter + 1])[-1] if quarter and np.all(np.isfinite(v[:quarter + 1])) and \
+        np.all(v[:quarter + 1] > 0) else start
+    return "large" if math.log(start / early) > 0.5 * math.log(start / end) else "small"
 
 
 def _search(ends, record, grid):
     """The rates to try where no rate tried so far is stable and the failures (:func:`_failure`) say where the
-    rates that work lie: every rate too small (:data:`SEARCH_WIDTH` rates above, a grid step apart), every one
-    too large (as many below), or the too small ones below the too large ones (the geometric midpoint of the
-    two at the border); one rate at the border may have made progress before it failed (a rate just past the
-    largest that works dips, then climbs). None otherwise: where rates across the range made progress and then
-    failed, the failure is not the rates' scale (a lossy push-sum method converges at every rate until its lost
-    mass blows it up: a rate small enough would only push the blow-up past the budget), and on noisy streams
-    such a rate may be the best there is (the confirmation of :func:`_fallback_rivals` judges it). Within
-    :data:`SEARCH_SPAN` grid steps of the grid. The grid's range is a guess at the problem's scale: the same data
-    in other units (features 100x larger, a loss scaled) move every rate that works by one factor, and the
+    rates that work lie: every rate too small (:data:`SEARCH_WIDTH` rates above, a step apart: the grid's, at most
+    half a decade), every one too large (as many below), or the too small ones below the too large ones (the
+    geometric midpoint of the two at the border); one rate at the border may have made progress before it failed
+    (a rate just past the largest that works dips, then climbs). None otherwise: where rates across the range made
+    progress and then failed, the failure is not the rates' scale (a lossy push-sum method converges at every rate
+    until its lost mass blows it up: a rate small enough would only push the blow-up past the budget), and on
+    noisy streams such a rate may be the best there is (the confirmation of :func:`_fallback_rivals` judges it).
+    Within :data:`SEARCH_DECADES` of the grid's ends. The grid's range is a guess at the problem's scale: the same
+    data in other units (features 100x larger, a loss scaled) move every rate that works by one factor, and the
     verdict must not depend on the units (bench/RESULTS.md section 37)."""
-    curves, _ = _last_curves(record)
+    curves = _last_curves(record)
     start = _start(record)
     tried = sorted(ends)
     how = [_failure(curves.get(lr, ()), ends[lr], start) for lr in tried]
@@ -750,7 +758,7 @@ def _search(ends, record, grid):
     border = int(how[small:small + 1] == ["dip"])  # (the rate past the border that dipped first, if any)
     if not tried or how != ["small"] * small + ["dip"] * border + ["large"] * (len(how) - small - border):
         return []
-    step = _grid_step(grid)
+    step = min(_grid_step(grid), math.sqrt(10.0))
     if small == 0:
         out = [tried[0] / step ** k for k in range(SEARCH_WIDTH, 0, -1)]
     elif small == len(tried):
@@ -762,9 +770,9 @@ def _search(ends, record, grid):
 
 
 def _within_span(lr, grid):
-    """Whether a rate lies within :data:`SEARCH_SPAN` grid steps of ``grid`` (what the tuner ever tries)."""
-    step = _grid_step(grid)
-    return grid[0] / step ** SEARCH_SPAN * (1 - 1e-6) <= lr <= grid[-1] * step ** SEARCH_SPAN * (1 + 1e-6)
+    """Whether a rate lies within :data:`SEARCH_DECADES` of the ends of ``grid`` (what the tuner ever tries)."""
+    reach = 10.0 ** SEARCH_DECADES
+    return min(grid) / reach * (1 - 1e-6) <= lr <= max(grid) * reach * (1 + 1e-6)
 
 
 def _start(record):
