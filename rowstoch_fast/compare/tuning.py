@@ -94,6 +94,9 @@ SEARCH_DECADES = 8
 #: A rejected rate whose metric moved by less than this factor from its start moved nothing (:func:`_failure`: on
 #: noisy streams a rate too small to move ends a little above or below its start).
 UNMOVED = 1.1
+#: A rate that went down but not far enough is too small where a neighbouring larger rate ends at least this
+#: fraction lower (:func:`_helps`), too large where none does.
+RATE_HELPS = 0.01
 #: An iterate beyond this magnitude has diverged (it would overflow to inf in the next operations).
 DIVERGED = 1e100
 #: A tuning run saves its checkpoint at a tenth of its budget only where this many seconds passed since the last
@@ -712,30 +715,33 @@ def _last_curves(record):
 
 
 def _failure(curve, end, start):
-    """How a rejected rate failed, from its curve (records evenly spaced over the budget) and where it ended:
+    """How a rejected rate failed, from its curve and where it ended:
 
-    - ``"dip"``: it went :data:`STABILITY_FACTOR` times below its start (the geometric mean of three consecutive
-      records, or where it ended): it made progress, then failed;
-    - ``"large"``: it diverged, or ended more than :data:`UNMOVED` times above its start, or went down but got
-      most of the way in the first quarter of the budget and stayed there (a bounded metric at too large a rate:
-      the logistic loss's gradient jumps to a level and sits there; a rate too small cannot get there early);
-    - ``"small"``: it moved less than :data:`UNMOVED` times either way, or went down gradually;
+    - ``"dip"``: it went :data:`STABILITY_FACTOR` times below its start (the geometric mean of up to three
+      consecutive records, or where it ended): it made progress, then failed;
+    - ``"large"``: it diverged or ended more than :data:`UNMOVED` times above its start;
+    - ``"small"``: it moved less than :data:`UNMOVED` times either way (on noisy streams a rate too small to
+      move ends a little above or below its start);
+    - ``"down"``: it went down, not far enough: too small where a larger rate goes further, too large where it
+      does not (a bounded metric at too large a rate sits at one level whatever the rate: the logistic
+      gradient's norm): :func:`_search` tells which;
     - None without a positive start."""
     if not math.isfinite(start) or start <= 0:
         return None
     v = np.asarray(curve, dtype=np.float64)
-    finite = v[np.isfinite(v) & (v > 0)]
-    low = min(float(smoothed(finite).min()) if finite.size else math.inf, end)  # (where it ended counts too)
+    v = v[np.isfinite(v) & (v > 0)]
+    low = min(float(smoothed(v).min()) if v.size else math.inf, end)  # (where it ended counts too)
     if STABILITY_FACTOR * low < start:
         return "dip"
     if not math.isfinite(end) or end > UNMOVED * start:
         return "large"
-    if end * UNMOVED >= start:
-        return "small"
-    quarter = len(v) // 4
-    early = smoothed(v[:quarter + 1])[-1] if quarter and np.all(np.isfinite(v[:quarter + 1])) and \
-        np.all(v[:quarter + 1] > 0) else start
-    return "large" if math.log(start / early) > 0.5 * math.log(start / end) else "small"
+    return "small" if end * UNMOVED >= start else "down"
+
+
+def _helps(ends, tried, i):
+    """Whether the rates near ``tried[i]`` show a larger rate ending lower (by :data:`RATE_HELPS` at least)."""
+    lower = [(tried[j], tried[j + 1]) for j in (i - 1, i) if 0 <= j and j + 1 < len(tried)]
+    return any(ends[big] < ends[small] * (1 - RATE_HELPS) for small, big in lower)
 
 
 def _search(ends, record, grid):
@@ -754,6 +760,7 @@ def _search(ends, record, grid):
     start = _start(record)
     tried = sorted(ends)
     how = [_failure(curves.get(lr, ()), ends[lr], start) for lr in tried]
+    how = [("small" if _helps(ends, tried, i) else "large") if kind == "down" else kind for i, kind in enumerate(how)]
     small = how.count("small")
     border = int(how[small:small + 1] == ["dip"])  # (the rate past the border that dipped first, if any)
     if not tried or how != ["small"] * small + ["dip"] * border + ["large"] * (len(how) - small - border):
