@@ -384,6 +384,23 @@ def test_where_no_rate_of_the_grid_is_stable_the_tuner_searches_where_the_failur
 
     lr, stages = _scripted_tuning(floors)
     assert lr == pytest.approx(1e5, rel=1e-5) and stages[1][0] == "search" and min(stages[1][1]) > 10
+    # where the search finds the first stable rate, a grid's worth of rates runs on from it: the best lies deeper
+    # than refinement and three steps past the edge reach (a held-out check: 3.2x worse, and ranks swapped where
+    # unstable rates lay between the first stable one and the best)
+    lr, stages = _scripted_tuning(lambda lr: _curve(lr, (1e-3, 10.0)))
+    assert lr == pytest.approx(10.0)
+    lr, stages = _scripted_tuning(lambda lr: _curve(lr, (1e-3, 10.0), 1e5))
+    assert lr == pytest.approx(1e6, rel=1e-5) and [name for name, _ in stages[:3]] == ["grid", "search", "search"]
+
+    def valley(lr, best=3e-3):  # (stable over three decades below the rates that diverge; best far below them)
+        if lr > 30 * best * (1 + 1e-5):
+            return _DIVERGES
+        if lr < best / 100 * (1 - 1e-5):
+            return 1.0 - 0.2 * np.linspace(0, 1, 24) * math.sqrt(lr / (best / 100))
+        return np.exp(-np.linspace(0, 1, 24) * 20) + 0.01 * (lr / best + best / lr)
+
+    assert _scripted_tuning(valley)[0] == pytest.approx(3e-3, rel=0.2)  # (0.00316 on the grid)
+    assert _scripted_tuning(lambda lr: valley(lr, 3e-9))[0] == pytest.approx(3e-9, rel=0.2)
     # the rates that work lie between two grid points: the midpoint, then the refinement around it
     lr, stages = _scripted_tuning(lambda lr: _curve(lr, (0.015, 0.02)))
     assert stages[1] == ("search", [pytest.approx(10 ** -1.75, rel=1e-5)]) and 0.015 <= lr <= 0.02

@@ -9,7 +9,8 @@ is read from the end of the run (a line fitted to the logarithm of its last quar
 diverged, ended above half its start (no progress), or ended more than :data:`STABILITY_FACTOR` times above the
 minimum of its smoothed trajectory. Where no candidate of the grid is stable and their failures say where the rates
 that work lie (all too large, all too small, or the too small ones just below the too large ones), the tuner
-searches there (:func:`_search`: the grid is a guess at the data's units). The best candidate is then refined:
+searches there (:func:`_search`: the grid is a guess at the data's units), and where it finds stable rates, runs a
+grid's worth of rates on from the first of them (:func:`_moved_grid`). The best candidate is then refined:
 quarter steps (in the grid's log spacing) on either side, and past the edge of what was tried when it is at the
 edge, in a second batched run. Where the gradients or the messages are random and two streams cannot order the
 candidates (the relative standard error of their replicas' final values, pooled, at least :data:`CONFIRM_NOISE`),
@@ -659,6 +660,9 @@ def _tune_stages(stage, scores, arrival, ends, finals, record, grid, method, log
         if not more:
             break
         stage("search", more)
+    more = _moved_grid([lr for lr, s in scores.items() if math.isfinite(s)], list(scores), grid)
+    if more:
+        stage("search", more)
     for extension in range(MAX_EXTENSIONS + 1):
         stable = {lr: s for lr, s in scores.items() if math.isfinite(s)}
         if not stable:
@@ -773,6 +777,24 @@ def _search(ends, record, grid):
     else:
         a, b = tried[small - 1], tried[small]
         out = [math.sqrt(a * b)] if b / a > math.sqrt(step) * (1 + 1e-6) else []
+    return sorted({float(f"{v:.6g}") for v in out if _within_span(v, grid)} - set(tried))
+
+
+def _moved_grid(stable, tried, grid):
+    """Where the search found stable rates past the grid (``stable``): the rates of a grid moved there, as many as
+    the grid's and a search step apart, from the first stable rate found on into the direction searched (up from
+    the smallest where it searched up, down from the largest where it searched down), those not ``tried`` yet. The
+    first stable rate found is the edge of the range of rates that work, not its best: a held-out check found a
+    method tuned 3.2x worse at 3,000x its data's units than at its own, the best rate 1.5 decades past where the
+    refinement could reach, and two methods swapping ranks where a band of unstable rates lay between the first
+    stable one and the best. Empty where the grid itself has a stable rate."""
+    if not stable or min(grid) <= max(stable) and min(stable) <= max(grid):
+        return []
+    step = min(_grid_step(grid), math.sqrt(10.0))
+    if min(stable) > max(grid):
+        out = [min(stable) * step ** k for k in range(1, len(grid))]
+    else:
+        out = [max(stable) / step ** k for k in range(1, len(grid))]
     return sorted({float(f"{v:.6g}") for v in out if _within_span(v, grid)} - set(tried))
 
 
