@@ -512,14 +512,14 @@ def tune(network, objective, method, budget, metric, *, seed=0, backend="auto", 
          checkpoint_dir=None):
     """The best stable rate of ``grid`` for ``method`` over the whole ``budget``, then refined.
 
-    Every stage (the grid, the search past it where none of its rates is stable and their failures point
-    there, the refinement around the best, and steps past the edge while the best is there) is one batched run whose candidates share their gradient streams (the first :data:`TUNE_REPEATS` of
-    ``seed + TUNE_SEED_OFFSET``, which no evaluation draws), so that those candidates are judged on the same
-    samples; where two streams cannot order them, the contenders run on more streams of their own (the
-    "confirm" stages: :func:`contenders`, :func:`confirm_repeats`) and are judged on all of them. With
-    ``checkpoint_dir``, each stage's run keeps a checkpoint there (``LABEL.tuning-K.npz``) while it
-    runs, and its trajectories (``LABEL.tuning-K.done.npz``) once it finished, until the tuning ends, so that an
-    interrupted tuning goes on where it stopped and runs no finished stage again.
+    Every stage (the grid, the search past it where none of its rates is stable and their failures point there, the
+    refinement around the best, and steps past the edge while the best is there) is one batched run whose candidates
+    share their gradient streams (the first :data:`TUNE_REPEATS` of ``seed + TUNE_SEED_OFFSET``, which no evaluation
+    draws), so that those candidates are judged on the same samples; where two streams cannot order them, the
+    contenders run on more streams of their own (the "confirm" stages: :func:`contenders`, :func:`confirm_repeats`)
+    and are judged on all of them. With ``checkpoint_dir``, each stage's run keeps a checkpoint there
+    (``LABEL.tuning-K.npz``) while it runs, and its trajectories (``LABEL.tuning-K.done.npz``) once it finished,
+    until the tuning ends, so that an interrupted tuning goes on where it stopped and runs no finished stage again.
 
     Returns
     -------
