@@ -155,14 +155,20 @@ class GTSAGA(Optimizer):
         ``g = grad f_is(x) - table[s] + mean``, ``mean += (grad f_is(x) - table[s]) / m``, the draw's fresh
         gradients left in the first work block, for the step's last act: ``put_samples`` (so that a failed step
         leaves the table as it was); returns the draw."""
-        ops, (fresh, old), m = self._ops, self._work, self._table.shape[0]
+        ops, (fresh, old) = self._ops, self._work
         idx = self._sampled(oracle, x_buf, fresh, t + 1)  # grad f_is(x)
         ops.take_samples(self._table, idx, old)  # the table's entry of sample s
         finite = ops.combine(nxt["g"], [1.0, -1.0, 1.0], [fresh, old, cur["mean"]])
         self._check_iterates(finite, t, nxt["g"])
-        finite = ops.combine(nxt["mean"], [1.0, 1.0 / m, -1.0 / m], [cur["mean"], fresh, old])
-        self._check_iterates(finite, t, nxt["mean"])  # (a state block: never kept non-finite)
+        self._move_mean(cur, nxt, fresh, old, t)
         return idx
+
+    def _move_mean(self, cur, nxt, fresh, old, t):
+        """The table's mean after one entry goes from ``old`` to ``fresh``: ``mean += (fresh - old) / m``, checked
+        (a state block: never kept non-finite)."""
+        m = self._table.shape[0]
+        finite = self._ops.combine(nxt["mean"], [1.0, 1.0 / m, -1.0 / m], [cur["mean"], fresh, old])
+        self._check_iterates(finite, t, nxt["mean"])
 
     def _save_extra(self):
         if self._table is None:

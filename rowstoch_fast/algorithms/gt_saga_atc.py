@@ -71,7 +71,6 @@ class GTSAGAATC(GTSAGA):
     def _advance(self, grad_fn, cur, nxt, t):
         ops, oracle = self._ops, self._oracle(grad_fn)
         fresh, old = self._work
-        m = self._table.shape[0]
         idx = self._sampled(oracle, cur["x"], fresh, t)  # grad f_is(x_k)
         ops.take_samples(self._table, idx, old)  # z_is
         finite = ops.combine(nxt["g"], [1.0, -1.0, 1.0], [fresh, old, cur["mean"]])  # g_k
@@ -84,6 +83,5 @@ class GTSAGAATC(GTSAGA):
         ops.combine(nxt["x"], [1.0], [old], check=False)  # x_{k+1} = W (x_k - lr y_{k+1})
         idx2 = self._sampled(oracle, nxt["x"], fresh, t + 1)  # grad f_is'(x_{k+1}): the refresh
         ops.take_samples(self._table, idx2, old)
-        finite = ops.combine(nxt["mean"], [1.0, 1.0 / m, -1.0 / m], [cur["mean"], fresh, old])
-        self._check_iterates(finite, t, nxt["mean"])  # (a state block: never kept non-finite)
+        self._move_mean(cur, nxt, fresh, old, t)
         ops.put_samples(self._table, idx2, fresh)  # (last: a failed step leaves the table as it was)

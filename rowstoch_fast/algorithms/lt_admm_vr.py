@@ -92,6 +92,7 @@ class LTADMMVR(LTADMM):
     _save_extra = GTSAGA._save_extra
     _load_extra = GTSAGA._load_extra
     _sampled = GTSAGA._sampled
+    _move_mean = GTSAGA._move_mean
 
     def samples_drawn(self, batch=1):
         """Two sample gradients per iteration (the estimate's and the refresh), after the ``m`` of the table."""
@@ -115,9 +116,7 @@ class LTADMMVR(LTADMM):
     def _after_local_step(self, grad_fn, cur, nxt, t):
         ops, oracle, idx = self._ops, self._oracle(grad_fn), self._drawn
         _, old, fresh = self._work
-        m = self._table.shape[0]
         self._gradient(lambda X: oracle.sample_gradient(X, idx), nxt["x"], fresh, t + 1)  # grad f_is(phi+)
-        finite = ops.combine(nxt["mean"], [1.0, 1.0 / m, -1.0 / m], [cur["mean"], fresh, old])
-        self._check_iterates(finite, t, nxt["mean"])  # (a state block: never kept non-finite)
+        self._move_mean(cur, nxt, fresh, old, t)
         ops.put_samples(self._table, idx, fresh)  # (last: a failed step leaves the table as it was)
 
