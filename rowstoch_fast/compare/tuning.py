@@ -769,7 +769,7 @@ def _search(ends, record, grid):
     border = int(how[small:small + 1] == ["dip"])  # (the rate past the border that dipped first, if any)
     if not tried or how != ["small"] * small + ["dip"] * border + ["large"] * (len(how) - small - border):
         return []
-    step = min(_grid_step(grid), math.sqrt(10.0))
+    step = _search_step(grid)
     if small == 0:
         out = [tried[0] / step ** k for k in range(SEARCH_WIDTH, 0, -1)]
     elif small == len(tried):
@@ -777,7 +777,7 @@ def _search(ends, record, grid):
     else:
         a, b = tried[small - 1], tried[small]
         out = [math.sqrt(a * b)] if b / a > math.sqrt(step) * (1 + 1e-6) else []
-    return sorted({float(f"{v:.6g}") for v in out if _within_span(v, grid)} - set(tried))
+    return _untried(out, tried, grid)
 
 
 def _moved_grid(stable, tried, grid):
@@ -790,12 +790,22 @@ def _moved_grid(stable, tried, grid):
     stable one and the best. Empty where the grid itself has a stable rate."""
     if not stable or min(grid) <= max(stable) and min(stable) <= max(grid):
         return []
-    step = min(_grid_step(grid), math.sqrt(10.0))
+    step = _search_step(grid)
     if min(stable) > max(grid):
         out = [min(stable) * step ** k for k in range(1, len(grid))]
     else:
         out = [max(stable) / step ** k for k in range(1, len(grid))]
-    return sorted({float(f"{v:.6g}") for v in out if _within_span(v, grid)} - set(tried))
+    return _untried(out, tried, grid)
+
+
+def _search_step(grid):
+    """The ratio of the search's neighbouring rates: the grid's, at most half a decade."""
+    return min(_grid_step(grid), math.sqrt(10.0))
+
+
+def _untried(rates, tried, grid):
+    """``rates`` to 6 significant digits (as every rate the tuner tries), within the span, not ``tried``, sorted."""
+    return sorted({float(f"{v:.6g}") for v in rates if _within_span(v, grid)} - set(tried))
 
 
 def _within_span(lr, grid):
