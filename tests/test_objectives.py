@@ -279,6 +279,28 @@ def test_loss_is_accurate_at_extreme_margins():
     np.testing.assert_allclose(L, want, rtol=2.5 * 2.2e-16, atol=2.3e-308 * 1000)
 
 
+@settings(max_examples=40, deadline=None)
+@given(reps=st.integers(1, 11), d=st.integers(1, 18), M=st.integers(1, 600), subset=st.booleans(),
+       seed=st.integers(0, 2**32 - 1))
+def test_full_gradients_of_many_replicas_are_each_replicas_own_bit_for_bit(reps, d, M, subset, seed):
+    """The records' full pass: the gradient alone takes W replicas at once in vector lanes (the rest one by one),
+    with its losses one replica at a time; both must be the bits of each replica's own pass, for every row
+    length (compile-time 1..16, run-time beyond), chunk split of the samples and subset of the nodes."""
+    rng = np.random.default_rng(seed)
+    n = 3
+    H = rng.standard_normal((n * M, d))
+    Y = np.where(rng.random(n * M) < 0.5, -1.0, 1.0)
+    nodes = np.array([2, 0]) if subset else None
+    X = rng.standard_normal((reps, 2 if subset else n, d)) * rng.choice([0.01, 0.3, 30.0])
+    G = _core.logistic_full_grad(H, Y, n, 0.01, X, nodes)
+    G_loss, L = _core.logistic_full_grad(H, Y, n, 0.01, X, nodes, with_loss=True)
+    np.testing.assert_array_equal(G, G_loss)
+    for r in range(reps):
+        np.testing.assert_array_equal(G[r], _core.logistic_full_grad(H, Y, n, 0.01, X[r:r + 1], nodes)[0])
+        own_G, own_L = _core.logistic_full_grad(H, Y, n, 0.01, X[r:r + 1], nodes, with_loss=True)
+        np.testing.assert_array_equal(L[r], own_L[0])
+
+
 @pytest.mark.parametrize("d", [3, 10, 17])
 def test_float32_kernels_agree_with_float64(d):
     """The compiled oracle also takes float32 data (scalar sums in float32, logistic weights in float64)."""

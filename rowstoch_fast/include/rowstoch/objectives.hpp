@@ -502,8 +502,10 @@ void logistic_stochastic_grad(const T H[], const T Y[], std::int64_t m, const st
 // (the margins and exponentials are shared).  The work is split into units of a node and up to
 // kGroup replicas, which go through the node's samples together, kChunk at a time: a chunk is
 // read from memory once and from cache for the other replicas (a record of a tuning run measures
-// dozens of replicas' models over the same data).  Each row adds its samples in order, in the
-// blocks logistic_accumulate uses, whatever the units: the same bits as one pass per row.
+// dozens of replicas' models over the same data).  Without the losses, W replicas of a unit go
+// through a chunk as the W lanes of logistic_accumulate_lanes (each sample's row read once for
+// them), the rest one by one.  Each row adds its samples in order, in the blocks
+// logistic_accumulate uses, whatever the units and lanes: the same bits as one pass per row.
 template <class T>
 void logistic_full_grad(const T H[], const T Y[], std::int64_t m, const std::int64_t* node_ids, std::int64_t M,
                         std::int64_t d, T rho, const T X[], std::int64_t reps, T G[], T L[] = nullptr) {
@@ -528,7 +530,20 @@ void logistic_full_grad(const T H[], const T Y[], std::int64_t m, const std::int
             }
             for (std::int64_t c0 = 0; c0 < M; c0 += kChunk) {
                 const std::int64_t count = M - c0 < kChunk ? M - c0 : kChunk;
-                for (std::int64_t r = r0; r < r1; ++r) {
+                std::int64_t r = r0;
+                if constexpr (D > 0 && std::is_same<T, double>::value) {  // the gradient alone: W replicas a lane each
+                    if (!L)
+                        for (; r + W <= r1; r += W) {
+                            const double* xs[W];
+                            double* outs[W];
+                            for (int k = 0; k < W; ++k) {
+                                xs[k] = X + ((r + k) * m + i) * d;
+                                outs[k] = G + ((r + k) * m + i) * d;
+                            }
+                            logistic_accumulate_lanes<D, W>(Hi, Yi, xs, all.data() + c0, count, T(1) / T(M), outs);
+                        }
+                }
+                for (; r < r1; ++r) {
                     const T* x = X + (r * m + i) * d;
                     T* g = G + (r * m + i) * d;
                     if (L)
