@@ -624,9 +624,53 @@ def test_the_judge_rejects_climbing_divergence_and_no_progress_but_not_noise():
     assert cmp.judge(it, np.r_[1.0, 2.0, np.full(22, 3.0)]) == (np.inf, "no progress (ends at 3x its start)")
     assert cmp.judge(it, np.r_[1.0, np.full(23, 0.7)])[1] == "no progress (ends at 0.7x its start)"
     assert cmp.judge(it, np.r_[1.0, 1e-3, np.nan, np.full(21, 1e-3)])[1] == "diverged (NaN/Inf by iteration 200)"
+    # a thousandfold growth without a NaN is named as the evaluation names it (diverged), not "no progress"
+    assert cmp.judge(it, np.r_[1.0, 0.4, np.geomspace(1.0, 6.1e22, 22)]) == (np.inf, "grew (ends at 6.1e+22x its start)")
+    assert cmp.judge(it, np.r_[1.0, 0.4, np.full(22, 999.0)])[1] == "no progress (ends at 999x its start)"
     # converged to rounding: 1e-16 and 4e-16 are equal, not "4x above the minimum"
     flat = np.r_[1.0, 1e-3, np.tile([1e-16, 4e-16], 11)]
     assert cmp.judge(it, flat)[1] is None
+
+
+def test_a_failed_tunings_diagnosis_names_growth_apart_from_no_progress():
+    """A helper's lossy ring: rates that ended 1e22-1e100x above their start were listed as having "made no
+    progress"; they grew, and are grouped apart from the rates that barely moved."""
+    stage = {"name": "grid", "scores": {1e-4: math.inf, 1e-3: math.inf, 1e-2: math.inf, 1e-1: math.inf},
+             "rejected": {1e-4: "no progress (ends at 3.24x its start)", 1e-3: "grew (ends at 6.11e+22x its start)",
+                          1e-2: "grew (ends at 1.5e+100x its start)", 1e-1: "diverged (NaN/Inf by iteration 40)"}}
+    assert verdict.tuning_failures({"stages": [stage]}) == (
+        "0.0001 made no progress (ending at 3.24x their start); 0.001..0.01 grew (ending at 6.11e+22-1.5e+100x "
+        "their start); 0.1 diverged (NaN/Inf by iteration 40)")
+
+
+def test_the_tracker_hint_points_to_loss_robust_methods_where_messages_are_lost():
+    """A Pull-Diag method that failed on a skewed graph is told what to try. Where messages are lost, the push-sum
+    methods fail too (each lost message takes its mass): the hint names the loss-robust methods, as the push-sum
+    methods' own diagnosis points back to the pulling ones; elsewhere the push family, and the Perron tracker
+    where the network is a static matrix."""
+    from rowstoch_fast.compare.method import _loses_messages
+    from rowstoch_fast.network import Compressed, Delayed, Lossy, Sleepy
+
+    frame = pd.DataFrame({"iteration": [0, 10, 20], "grad_norm_mean": [1.0, 0.9, 0.8]})
+    kw = dict(lr=1e-4, lr_source="tuned", iterations=20)
+
+    def hint(**context):
+        status, diagnosis = verdict.status_of(frame, "grad_norm_mean", {}, context={"tracker_peak": 3.9e4, **context},
+                                              **kw)
+        assert status == "no-progress"
+        return diagnosis.split("; its tracker", 1)[1]
+
+    lossy = hint(lossy=True, loses=True)
+    assert "3.9e+04" in lossy and "robust-gradient-push, r-fast" in lossy and "push family" not in lossy
+    assert "perron" not in lossy
+    static = hint(lossy=False, loses=False)
+    assert "an algorithm of the push family (or --tracker perron)" in static and "robust" not in static
+    compressed = hint(lossy=True, loses=False)
+    assert "push family" in compressed and "perron" not in compressed
+    A = topology.exponential(8)
+    assert _loses_messages(Lossy(A, 0.1)) and _loses_messages(Compressed(Delayed(Lossy(A, 0.1), 2), "topk", k=1))
+    assert not _loses_messages(A) and not _loses_messages(Lossy(A, 0.0))
+    assert not _loses_messages(Compressed(A, "topk", k=1)) and not _loses_messages(Sleepy(A, 0.3))
 
 
 def test_the_tuned_rate_is_within_a_quarter_of_the_best_rate_of_the_grid():

@@ -38,7 +38,7 @@ def _context(plan, method):
     from ..mixing import MixingMatrix
     from ..network import base_matrix
 
-    out = {"lossy": not isinstance(plan.network, MixingMatrix)}
+    out = {"lossy": not isinstance(plan.network, MixingMatrix), "loses": _loses_messages(plan.network)}
     if "tracker" in REGISTRY[method.method].hyper:
         try:
             pi = np.asarray(base_matrix(plan.network).metrics().pi)
@@ -46,6 +46,18 @@ def _context(plan, method):
         except Exception:  # noqa: BLE001 - a diagnosis never fails a comparison
             pass
     return out
+
+
+def _loses_messages(network):
+    """Whether a layer of ``network`` drops messages (a :class:`~rowstoch_fast.network.Lossy` that is not
+    lossless): push-sum methods then lose mass with every lost message."""
+    from ..network import Lossy
+
+    while network is not None:
+        if isinstance(network, Lossy) and not network.lossless:
+            return True
+        network = getattr(network, "base", None)
+    return False
 
 
 def _one_run(plan, method, lr, *, repeats, progress, checkpoint=None, resume=None, first_repeat=0):

@@ -40,7 +40,7 @@ import numpy as np
 from .._checks import MAX_KEY
 from .._files import atomic_write
 from ..objectives import Oracle
-from ..runner import build_replicas, record_metrics, round_schedule
+from ..runner import GROWTH_WARNING, build_replicas, record_metrics, round_schedule
 from ..network import reseeded
 
 __all__ = ["TUNE_SEED_OFFSET", "TUNE_REPEATS", "TUNE_POINTS", "STABILITY_FACTOR", "NO_PROGRESS", "CONVERGED", "TAIL",
@@ -170,8 +170,9 @@ def judge(iterations, values):
     """``(score, why)`` of one candidate's trajectory (``values``: its metric at ``iterations``, the mean over its
     replicas): its final value and None, or inf and why it is rejected.
 
-    Rejected when a value is NaN or Inf (it diverged), when it ends above :data:`NO_PROGRESS` times its start (no
-    progress), and when the level of its last :data:`TAIL` of the iterations (the geometric mean of those records)
+    Rejected when a value is NaN or Inf (it diverged), when it ends above
+    :data:`~rowstoch_fast.runner.GROWTH_WARNING` times its start (it grew: the evaluation calls such a run diverged),
+    when it ends above :data:`NO_PROGRESS` times its start (no progress), and when the level of its last :data:`TAIL` of the iterations (the geometric mean of those records)
     is more than :data:`STABILITY_FACTOR` times the lowest level of any stretch of as many records (unstable: best
     at some horizon, then climbing; levels over stretches, not single records, so that the noise of sampling,
     compression or lost messages does not reject a rate that stays at its floor). Values below
@@ -194,6 +195,8 @@ def _judged(iterations, values, typical=None):
     floor = max(CONVERGED * abs(start), 1e-300)
     v = np.maximum(v, floor)
     end = max(final_estimate(iterations, v), floor)
+    if start > 0 and end > GROWTH_WARNING * start:  # (the evaluation's "diverged" without a NaN: runner.GROWTH_WARNING)
+        return math.inf, f"grew (ends at {end / start:.3g}x its start)", end
     if start > 0 and end > NO_PROGRESS * start and end > floor:
         return math.inf, f"no progress (ends at {end / start:.3g}x its start)", end
     k = int(_tail(iterations).sum())
@@ -700,7 +703,7 @@ def _tune_stages(stage, scores, arrival, ends, finals, record, grid, method, log
             stable = {lr: scores[lr] for lr in rivals if math.isfinite(scores[lr])}
             pool = rivals
     if not stable:
-        exc = NoStableRate(f"tune: {method.label} diverged, made no progress or was unstable at every learning rate "
+        exc = NoStableRate(f"tune: {method.label} diverged, grew, made no progress or was unstable at every learning rate "
                            f"tried ({min(scores):g} .. {max(scores):g}); give its lr (--lr {method.label}=VALUE)")
         ended = {lr: e for lr, e in ends.items() if math.isfinite(e)}
         confirmed = {lr: ended[lr] for lr in pool if lr in ended}  # (judged on the most streams)

@@ -52,8 +52,8 @@ def _range(rates):
 
 def tuning_failures(record):
     """One phrase of why the rates of a tuning ``record`` were rejected, consecutive rates with the same reason
-    grouped (``"1e-4..0.001 made no progress (0.98-1x their start); 0.00316..10 diverged (NaN/Inf by iteration
-    40-300)"``)."""
+    grouped (``"1e-4..0.001 made no progress (ending at 0.98-1x their start); 0.00316 grew (ending at 4.2e+05x their start);
+    0.01..10 diverged (NaN/Inf by iteration 40-300)"``)."""
     why = {}
     for stage in record.get("stages", ()):  # (a later stage's judgement of a rate replaces an earlier one's: a
         # confirmation judges its contenders on more streams)
@@ -75,11 +75,12 @@ def tuning_failures(record):
         detail = ""
         if numbers and kind == "diverged":
             detail = f" (NaN/Inf by iteration {_span(numbers, int)})"
-        elif numbers and kind == "no progress":
+        elif numbers and kind in ("no progress", "grew"):
             detail = f" (ending at {_span(numbers)}x their start)"
         elif numbers and kind == "unstable":
             detail = f" (ending {_span(numbers[::2])}x above their minimum)"
-        verb = {"diverged": "diverged", "no progress": "made no progress", "unstable": "were unstable"}.get(kind, kind)
+        verb = {"diverged": "diverged", "grew": "grew", "no progress": "made no progress",
+                "unstable": "were unstable"}.get(kind, kind)
         parts.append(f"{_range(rates)} {verb}{detail}")
     return "; ".join(parts)
 
@@ -102,16 +103,18 @@ def _tracker_hint(context):
     if not peak or peak < 100:
         return ""
     lossy = context.get("lossy")
+    other = ("a loss-robust method (robust-gradient-push, r-fast: a push-sum method loses mass with every lost "
+             "message)" if context.get("loses") else "an algorithm of the push family")
     return (f"; its tracker scales node gradients by up to 1/[A^k]_ii -> 1/min(pi) = {_fmt(peak)} on this graph: "
-            f"try more gossip rounds (mg-, --mg-rounds) or an algorithm of the push family"
-            + ("" if lossy else " (or --tracker perron)"))
+            f"try more gossip rounds (mg-, --mg-rounds) or {other}" + ("" if lossy else " (or --tracker perron)"))
 
 
 def status_of(frame, metric, meta, *, lr, lr_source, iterations, tuning=None, context=None):
     """``(status, diagnosis)`` of one method's evaluation run: ``frame`` its records (every repetition), ``meta``
     its :class:`~rowstoch_fast.History`'s (``diverged``, ``grew``, ``completed_iterations``), ``lr`` and where it
     came from, its budget in ``iterations``, ``tuning`` the tuner's record and ``context`` what the harness knows
-    of the problem (``tracker_peak``: ``1 / min(pi)`` for the methods with a Pull-Diag tracker; ``lossy``). The
+    of the problem (``tracker_peak``: ``1 / min(pi)`` for the methods with a Pull-Diag tracker; ``lossy``: not a
+    static matrix; ``loses``: a layer drops messages). The
     diagnosis is one line derived from what the run and the tuner recorded ("" for ``ok``)."""
     context = context or {}
     done = int(meta.get("completed_iterations", iterations))
