@@ -1281,6 +1281,57 @@ def test_resume_into_another_folder_leaves_both_as_they_were_asked(tmp_path, cap
     assert pd.read_csv(other / "compare.csv")["rep"].nunique() == 3
 
 
+def test_repetitions_added_by_a_resume_are_kept_by_the_next_one(tmp_path, capsys):
+    """A new user's case: --resume DIR --repeats 3 added a repetition, but experiment.json still said 2, so the
+    next plain --resume (the way back from an interruption) cut compare.csv back to two repetitions, exit 0. Now
+    the grown count is recorded; and an earlier comparison's records are never cut (the Python API refuses)."""
+    from rowstoch_fast import cli
+
+    out = tmp_path / "rr"
+    assert cli.main(["compare", *SMALL, "--algorithms", "dsgd,push-pull", "--lr", "0.05", "--rounds-budget", "30",
+                     "--repeats", "2", "--out", str(out), "--jobs", "1"]) == 0
+    assert cli.main(["compare", "--resume", str(out), "--repeats", "3", "--no-progress"]) == 0
+    three = pd.read_csv(out / "compare.csv")
+    assert json.loads((out / "experiment.json").read_text())["settings"]["repeats"] == 3
+    capsys.readouterr()
+    assert cli.main(["compare", "--resume", str(out), "--no-progress"]) == 0
+    stdout = capsys.readouterr().out
+    assert "tuning the learning rate" not in stdout and "3 repetitions" in stdout
+    again = pd.read_csv(out / "compare.csv")
+    assert again.groupby("algorithm")["rep"].nunique().tolist() == [3, 3]
+    pd.testing.assert_frame_equal(again[three.columns].drop(columns="total_wall_seconds"),
+                                  three.drop(columns="total_wall_seconds"))
+    assert cli.main(["compare", "--resume", str(out), "--repeats", "2", "--no-progress"]) == 2
+    assert "--repeats 2 is fewer than the 3" in capsys.readouterr().err
+    A, f = topology.ring(8), NonconvexLogistic.synthetic(8, total=1600, batch=20, seed=42)
+    with pytest.raises(ValueError, match="repeats = 2 is fewer than the 3 repetitions the earlier comparison holds of "
+                                         "dsgd; pass repeats >= 3"):
+        cmp.compare(A, f, "dsgd", 30, lr=0.05, repeats=2, progress=False, previous=three)
+
+
+def test_cli_compare_refuses_what_a_user_mistyped(tmp_path):
+    """A new user's mistypes, each one line and exit 2 before anything runs: an empty name among the algorithms
+    (it was run without it), --tracker for methods that have none (it was ignored), an --out that cannot be made
+    (a traceback, exit 1) and an empty --out (it meant the current folder)."""
+    base = ["compare", *SMALL, "--rounds-budget", "10", "--repeats", "1", "--lr", "0.05"]
+    o = str(tmp_path / "o")
+    for extra, fragment in (
+            (["--algorithms", "dsgd,,push-pull", "--out", o], "--algorithms: an empty name in 'dsgd,,push-pull'"),
+            (["--algorithms", "dsgd,", "--out", o], "an empty name in 'dsgd,'"),
+            (["--algorithms", "dsgd,push-pull", "--tracker", "perron", "--out", o],
+             "--tracker is not read by dsgd, push-pull"),
+            (["--algorithms", "dsgd", "--out", "/proc/rowstoch-cannot-be-made"],
+             "--out '/proc/rowstoch-cannot-be-made'"),  # (root: "cannot be written"; others: "is not writable")
+            (["--algorithms", "dsgd", "--out", str(tmp_path / ("x" * 300))], "cannot be written: File name too long"),
+            (["--algorithms", "dsgd", "--out", ""], "--out is empty")):
+        rc, _, err = rowstoch_here(*base, *extra)
+        assert_one_line_error(rc, err, fragment)
+    assert not (tmp_path / "o").exists()
+    rc, _, err = rowstoch_here(*base, "--algorithms", "pull-diag-gt,dsgd", "--tracker", "perron",
+                               "--out", str(tmp_path / "fine"))
+    assert rc == 0, err
+
+
 def test_resume_refuses_settings_edited_since_the_comparison_started(tmp_path, capsys):
     from rowstoch_fast import cli
 

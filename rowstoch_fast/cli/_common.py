@@ -33,6 +33,7 @@ def _writable_folder(path, option):
     """Create ``path`` if needed and prove it writable now (before any computation); its absolute path."""
     import tempfile
 
+    _refuse_empty(path, option)
     if os.path.exists(path) and not os.path.isdir(path):
         raise UsageError(f"{option} {path!r} exists and is not a folder")
     missing, folder = [], os.path.abspath(path)
@@ -253,9 +254,16 @@ def _as_options(message, options):
     return re.sub(r"(?<![\w-])(" + "|".join(options) + r")(?![\w-])", lambda m: options[m.group(1)], message)
 
 
+def _refuse_empty(path, option):
+    """An empty folder name is a mistake, not the current folder."""
+    if not str(path).strip():
+        raise UsageError(f"{option} is empty: give a folder (e.g. {option} results)")
+
+
 def _check_out_folder(path, option="--out"):
     """``path`` can be created or written (checked without creating anything: a folder appears only when there
     is something to write in it)."""
+    _refuse_empty(path, option)
     path = os.path.abspath(path)
     if os.path.exists(path) and not os.path.isdir(path):
         raise UsageError(f"{option} {path!r} exists and is not a folder")

@@ -144,6 +144,9 @@ def cmd_compare(args):
                 chosen = args.algorithms or ",".join(cmp.default_algorithms(A, f))  # (default: what runs on A, f)
                 specs = cmp.parse_algorithms(chosen, A, args.mg_rounds)
                 labels = [label for label, _, _ in specs]
+                if "--tracker" in args.given and not any("tracker" in REGISTRY[m].hyper for _, m, _ in specs):
+                    raise UsageError(f"--tracker is not read by {', '.join(labels)} (only the methods with a "
+                                     f"Pull-Diag tracker take one: 'rowstoch algorithms' lists them)")
                 lr = _parse_lr(args.lr, labels)
                 if file_algorithms and not isinstance(lr, float):  # the file's rates, unless --lr gives them
                     lr = {**{k: v["lr"] for k, v in file_algorithms.items() if "lr" in v and k in labels},
@@ -173,8 +176,10 @@ def cmd_compare(args):
     metric = metrics[0] if metrics else cmp.default_metric(problems[0][6])
     metrics = metrics or [metric, "consensus_error"]
     live = LiveView(metric, x_axis[0], path=os.path.join(args.out, "live.png")) if args.live and root else None
+    previous = getattr(args, "previous", None)
+    kept = set(previous["algorithm"]) if previous is not None and "algorithm" in previous.columns else set()
     tuned = [label for label, _, _ in problems[0][4] if not isinstance(problems[0][5], float)
-             and label not in (problems[0][5] or {})]
+             and label not in (problems[0][5] or {}) and label not in kept]  # (a resumed one keeps its rate)
     several = len(settings) > 1
     folder, refused = None, None
     # (--resume DIR --out OTHER: the comparison goes on into OTHER, a new output folder, DIR left as it is)
@@ -184,6 +189,8 @@ def cmd_compare(args):
             folder = ComparisonFolder(args.out, resume=into_itself, overwrite=args.overwrite)
         except FolderInUse as exc:
             refused = str(exc)
+        except OSError as exc:  # (a folder that cannot be made: /proc/..., a name too long, a full disk)
+            refused = f"--out {args.out!r} cannot be written: {exc.strerror or exc}"
     if args.backend == "mpi":  # (every rank stops, or none: the others would wait in the first collective)
         from mpi4py import MPI
 
@@ -193,6 +200,8 @@ def cmd_compare(args):
     try:
         if root and not into_itself:  # the settings the results come from, beside them
             _write_experiment(args, problems, file_algorithms)
+        elif root and "--repeats" in args.given:  # (grown: a later --resume goes on with them, drops none)
+            _grow_repeats(args.out, args.repeats)
         if tuned:
             say(f"tuning the learning rate of {', '.join(tuned)} (no --lr for {'it' if len(tuned) == 1 else 'them'}): "
                 f"every rate of {cmp.TUNE_GRID[0]:g} .. {cmp.TUNE_GRID[-1]:g} over the whole budget in one batched "
@@ -459,6 +468,23 @@ def _write_experiment(args, problems, file_algorithms):
                  lambda fh: json.dump(document, fh, indent=1, default=str))
     atomic_write(os.path.join(args.out, _FROZEN),
                  lambda fh: json.dump({"settings": settings, "algorithms": file_algorithms}, fh, default=str))
+
+
+def _grow_repeats(folder, repeats):
+    """A comparison resumed with more repetitions: its experiment.json (and the copy --resume checks it against)
+    say so, the rest as the comparison started."""
+    import json
+
+    from ..compare.outputs import atomic_write
+
+    for name in ("experiment.json", _FROZEN):
+        path = os.path.join(folder, name)
+        if not os.path.isfile(path):
+            continue
+        with open(path) as fh:
+            document = json.load(fh)
+        document["settings"]["repeats"] = repeats
+        atomic_write(path, lambda fh, document=document: json.dump(document, fh, indent=1, default=str))
 
 
 def _objective_words(args):

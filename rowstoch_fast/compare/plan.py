@@ -91,7 +91,10 @@ def parse_algorithms(names, A, mg_rounds=None):
     """``[(label, method, rounds)]`` for algorithm names: a registry name, or ``"mg-" + name`` for a
     multi-round method with ``mg_rounds`` rounds (default: Theorem 3's ``A.metrics().recommended_rounds()``)."""
     if isinstance(names, str):
-        names = [s.strip() for s in names.split(",") if s.strip()]
+        parts = [s.strip() for s in names.split(",")]
+        if names.strip() and not all(parts):  # (a name typed and lost: "a,,b" or "a,b,")
+            raise ValueError(f"algorithms: an empty name in {names!r} (two commas in a row, or one at an end)")
+        names = [s for s in parts if s]
     elif not isinstance(names, (list, tuple)):
         raise TypeError(f"algorithms must be names (a list, or one comma-separated string), got "
                         f"{type(names).__name__}")
@@ -339,6 +342,10 @@ def make_plan(A, objective, algorithms=None, rounds_budget=2000, *, lr=None, tun
         sources[label] = str(text)
     earlier = _earlier_runs(previous, labels)
     for label, part in earlier.items():  # an earlier comparison's rates are kept (its runs go on with them)
+        done = int(part["rep"].nunique())
+        if done > repeats:  # (its records would be cut: never silently)
+            raise ValueError(f"repeats = {repeats} is fewer than the {done} repetitions the earlier comparison holds "
+                             f"of {label}; pass repeats >= {done} (an earlier comparison's records are never dropped)")
         if label in rates and rates[label] != float(part["lr"].iloc[0]):
             raise ValueError(f"lr: {label} = {rates[label]:g}, but the earlier comparison ran it at "
                              f"{float(part['lr'].iloc[0]):g}; keep its rate or start a new comparison")
