@@ -353,7 +353,8 @@ def reproduce_multi_gossip(out_dir, communication_rounds=2000, repeats=5, rounds
     f = NonconvexLogistic.synthetic(16, total=total, batch=batch, seed=42)
     graphs = topology.paper_graphs()
     finals, histories = {}, {}
-    log(f"MG-Pull-Diag-GT, 16 nodes, {communication_rounds} communication rounds, final ||(1/n) 1^T grad f(x)||:")
+    log(f"MG-Pull-Diag-GT, 16 nodes, {communication_rounds} communication rounds, {repeats} repetitions: the last "
+        f"record of ||(1/n) 1^T grad f(x)|| (the verdicts read each run's last {FINAL_WINDOW:.0%} of records):")
     log(f"{'graph':<18}" + "".join(f"{'R = %d' % R:>12}" for R in rounds))
     interrupted, error = False, None
     try:
@@ -440,14 +441,25 @@ def _multi_gossip_verdicts(graphs, rounds, finals, histories):
 def demo(out_dir="rowstoch-demo", log=print, progress=True):
     """The main job on the embedded default: metrics, then Pull-Diag-GT vs MG-Pull-Diag-GT on the paper's graphs.
 
-    Runs the synthetic problem of Appendix E.2 (n = 16, d = 10, 204,800 samples,
-    batch 200) for 1,000 communication rounds with R in {1, 5, 10} on the four
-    16-node graphs, prints a summary table and writes ``multi_gossip.png`` and
-    ``multi_gossip.csv``. Takes well under a minute on 2 cores.
+    Runs :func:`reproduce_multi_gossip` with its own settings (what ``rowstoch reproduce multi-gossip`` runs):
+    the synthetic problem of Appendix E.2 (n = 16, d = 10, 204,800 samples, batch 200) for 2,000 communication
+    rounds, 5 repetitions, R in {1, 5, 10} on the four 16-node graphs; prints a summary table and the verdict of
+    each claim, and writes ``multi_gossip.png``, ``multi_gossip.csv`` and ``multi_gossip_verdict.csv``. Takes
+    under a minute on 2 cores. (A shorter run, 1,000 rounds over 3 repetitions, had judged 5 of the 8 claims
+    "does not hold" where the paper's budget judges 7 of 8 "holds": a demo must not tell a new user otherwise
+    than the reproduction does.)
     """
 
     graphs = {"exponential-16": topology.exponential(16), **{f"paper-{k}": v for k, v in topology.paper_graphs().items()}}
     log("Network metrics of the paper's 16-node graphs (Section 2.2, Appendix E.1):")
     log(metrics_table(graphs.items()))
     log("")
-    return reproduce_multi_gossip(out_dir, communication_rounds=1000, repeats=3, rounds=(1, 5, 10), progress=progress, log=log)
+    log("Figure 3's claim on the synthetic problem (rowstoch reproduce multi-gossip runs the same): "
+        "MG-Pull-Diag-GT with R gossip rounds per iteration against Pull-Diag-GT, at equal communication")
+    finals = reproduce_multi_gossip(out_dir, progress=progress, log=log)
+    tables = [name for name in ("multi_gossip.csv", "multi_gossip_verdict.csv")
+              if os.path.isfile(os.path.join(out_dir, name))]
+    if tables:
+        log(f"wrote {' and '.join(os.path.join(out_dir, name) for name in tables)} (every record; each claim's "
+            f"verdict)")
+    return finals
