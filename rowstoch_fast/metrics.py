@@ -30,10 +30,18 @@ __all__ = [
     "mg_pull_diag_gt_bound",
     "recommended_rounds",
     "lemma5_threshold",
+    "BetaNotConverged",
 ]
 
 #: Up to this many nodes the metrics are computed with dense LAPACK.
 DENSE_MAX_N = 2000
+#: Seconds the sparse computation of beta may take before it gives up (:class:`BetaNotConverged`): a graph whose
+#: gap ``1 - beta`` is tiny (a ring of ``n`` nodes: about ``pi^2 / n^2``) needs Krylov iterations without end.
+BETA_SECONDS = 60.0
+
+
+class BetaNotConverged(RuntimeError):
+    """The sparse computation of ``beta`` did not converge within :data:`BETA_SECONDS`."""
 
 
 @dataclass(frozen=True)
@@ -416,23 +424,54 @@ def _beta_sparse(csr, pi):
         w = s * v
         return (At @ w - pi * w.sum()) / s
 
-    op = spla.LinearOperator((n, n), matvec=matvec, rmatvec=rmatvec, dtype=np.float64)
+    import time
+
+    deadline = time.monotonic() + BETA_SECONDS
+
+    def timed(f):
+        def call(v):
+            if time.monotonic() > deadline:
+                raise _OutOfTime
+            return f(v)
+        return call
+
+    op = spla.LinearOperator((n, n), matvec=timed(matvec), rmatvec=timed(rmatvec), dtype=np.float64)
     rng = np.random.default_rng(0)
-    sv = spla.svds(op, k=1, which="LM", return_singular_vectors=False, v0=rng.standard_normal(n), tol=1e-10)
+    try:  # (a Krylov space of 64: 3-6x faster than the default 20 where the top singular values crowd near 1)
+        sv = spla.svds(op, k=1, which="LM", return_singular_vectors=False, v0=rng.standard_normal(n), tol=1e-10,
+                       ncv=min(64, n - 1))
+    except (_OutOfTime, spla.ArpackNoConvergence):
+        raise BetaNotConverged(
+            f"beta of this network (n = {n}) did not converge in {BETA_SECONDS:g} s: its gap 1 - beta is too small "
+            f"for the sparse method to resolve (a ring of n nodes has about pi^2 / n^2 = {math.pi ** 2 / n ** 2:.2g}); "
+            f"pi and kappa are computed; raise rowstoch_fast.metrics.BETA_SECONDS to wait longer") from None
     return float(sv[0])
+
+
+class _OutOfTime(Exception):
+    pass
 
 
 def metrics_table(named):
     """A text table of the metrics of ``(name, MixingMatrix)`` pairs."""
     header = f"{'graph':<24}{'n':>8}{'beta':>10}{'1-beta':>10}{'kappa':>10}{'R (Thm 3)':>11}{'loops':>7}"
     lines = [header, "-" * len(header)]
+    notes, no_gap = [], False
     for name, A in named:
         m = A.metrics()
-        R = m.recommended_rounds() if m.has_gap else "n/a"
-        lines.append(
-            f"{name:<24}{m.n:>8}{m.beta:>10.4f}{m.spectral_gap:>10.4f}{m.kappa:>10.4f}"
-            f"{R:>11}{'yes' if m.self_loops else 'no':>7}"
-        )
-    if any(not A.metrics().has_gap for _, A in named):
+        try:
+            beta, gap = f"{m.beta:>10.4f}", f"{_gap_text(m.spectral_gap):>10}"
+            R = m.recommended_rounds() if m.has_gap else "n/a"
+            no_gap |= not m.has_gap
+        except BetaNotConverged as exc:  # (the row's other columns are known: shown, and why beta is not)
+            beta, gap, R = f"{'?':>10}", f"{'?':>10}", "?"
+            notes.append(f"?: {exc}")
+        lines.append(f"{name:<24}{m.n:>8}{beta}{gap}{m.kappa:>10.4f}{R:>11}{'yes' if m.self_loops else 'no':>7}")
+    if no_gap:
         lines.append("n/a: beta = 1 (no spectral gap, typically missing self loops): Theorem 3's R is undefined")
-    return "\n".join(lines)
+    return "\n".join(lines + notes)
+
+
+def _gap_text(gap):
+    """``1 - beta`` with four decimals, or in scientific notation where they would show 0.0000."""
+    return f"{gap:.4f}" if gap >= 1e-3 or gap == 0 else f"{gap:.3g}"
