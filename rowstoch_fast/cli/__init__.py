@@ -12,6 +12,7 @@ import os
 import sys
 
 from ..errors import UsageError
+from ..metrics import BetaNotConverged
 from ..io import load_matrix  # noqa: F401 (the command line's readers, as before the split)
 from ..topology import by_name as build_topology  # noqa: F401
 from ..network import options as network_options
@@ -96,6 +97,10 @@ def _call(args, terminated):
             return 130  # (main says "terminated" and returns 143)
         _error("interrupted")
         return 130
+    except BetaNotConverged as exc:  # (a network whose gap the sparse method cannot resolve in time: said why)
+        remove_created()
+        _error(f"error: {exc}")
+        return 2
     except BrokenPipeError:  # the reader went away (rowstoch metrics | head): stop quietly
         try:
             devnull = os.open(os.devnull, os.O_WRONLY)
