@@ -1,5 +1,8 @@
 """The rowstoch command line: tables, files, and one-line errors for bad input."""
 
+import json
+import os
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -209,6 +212,44 @@ def test_an_experiment_files_bad_communication_value_names_its_key(tmp_path, cap
     err = _one_line(capsys)
     assert message in err and "--loss" not in err and "--network-seed" not in err, err
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("table, message", [
+    ("[run]\nrounds_budget = -50", "e.toml: [run] rounds_budget must be >= 1, got -50"),
+    ("[run]\nrepeats = 0", "e.toml: [run] repeats must be >= 1, got 0"),
+    ("[objective]\nkind = \"logistic\"\ntotal = 1001", "e.toml: [objective] total 1001 samples must be divisible"),
+    ("[algorithms.pull-diag-gtt]\nlr = 0.01", "e.toml: [algorithms]: unknown algorithm 'pull-diag-gtt'"),
+])
+def test_an_experiment_files_bad_value_of_any_table_names_its_key(tmp_path, capsys, table, message):
+    """A new user's trial: the file's [run], [objective] and [algorithms] values were refused as command-line
+    flags ("--rounds-budget must be >= 1"), naming neither the file nor the key; the same value written on the
+    command line keeps its flag."""
+    algorithms = "" if "[algorithms." in table else "\n[algorithms.dsgd]\nlr = 0.01\n"
+    (tmp_path / "e.toml").write_text(f"[network]\ntopology = \"ring\"\nn = 8\n{table}\n{algorithms}")
+    argv = ["compare", "--config", str(tmp_path / "e.toml"), "--out", str(tmp_path / "o"), "--no-progress"]
+    assert cli.main(argv) == 2
+    err = _one_line(capsys)
+    assert message in err and "--" not in err.split(message)[0], err
+
+
+def test_an_experiment_files_relative_matrix_is_found_beside_it(tmp_path, capsys, monkeypatch):
+    """``matrix = "graph.npy"`` in a file kept beside its graph: read from the current folder as on the command
+    line, or else from the file's folder (it was refused as missing when run from elsewhere)."""
+    import numpy as np
+
+    (tmp_path / "exp").mkdir()
+    np.save(tmp_path / "exp" / "graph.npy", topology.ring(8).toarray())
+    (tmp_path / "exp" / "e.toml").write_text('[network]\nmatrix = "graph.npy"\n[objective]\nkind = "logistic"\n'
+                                             'total = 1600\nbatch = 20\n[run]\nrounds_budget = 20\nrepeats = 1\n'
+                                             '[algorithms.dsgd]\nlr = 0.01\n')
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["compare", "--config", "exp/e.toml", "--out", "o", "--no-progress"]) == 0
+    saved = json.loads((tmp_path / "o" / "experiment.json").read_text())["settings"]["matrix"]
+    assert os.path.samefile(saved, tmp_path / "exp" / "graph.npy")
+    capsys.readouterr()
+    (tmp_path / "exp" / "e.toml").write_text((tmp_path / "exp" / "e.toml").read_text().replace("graph", "none"))
+    assert cli.main(["compare", "--config", "exp/e.toml", "--out", "o2", "--no-progress"]) == 2
+    assert "'none.npy' does not exist" in _one_line(capsys)
 
 
 def test_a_command_lines_bad_communication_value_still_names_its_flag(tmp_path, capsys):

@@ -79,7 +79,15 @@ def _jobs(args):
 
 def cmd_compare(args):
     """``rowstoch compare``: several algorithms, same problem, seeds and communication budget (130 when
-    interrupted: :func:`main` makes it 143 after a SIGTERM)."""
+    interrupted: :func:`main` makes it 143 after a SIGTERM). A refusal of what an experiment file set names the
+    file and its key (:func:`_as_in_the_file`)."""
+    try:
+        return _compare(args)
+    except UsageError as exc:
+        raise _as_in_the_file(args, exc) from None
+
+
+def _compare(args):
     import warnings
 
     from .. import compare as cmp
@@ -341,29 +349,50 @@ def _read_experiment_file(args):
     args.config_file = os.path.abspath(path)
     flags = {name: flag for name, flag, _ in network_options.spellings()}  # (the layers' options as declared)
     keys = {name: key for name, _, key in network_options.spellings()}
-    args.file_name, args.file_communication = os.fspath(path), {}
+    where = {dest: f"[{table}] {key}" for table, body in config.schema().items() for key, (dest, _) in body.items()}
+    args.file_name, args.file_communication, args.file_keys = os.fspath(path), {}, {}
     for dest, value in options.items():
         option = _FILE_OPTIONS.get(dest) or flags.get(dest) or "--" + dest.replace("_", "-")
         if option not in args.given:
+            if dest in ("matrix", "data_file"):
+                value = _file_relative(value, path)
             setattr(args, dest, value)
             args.given.add(option)  # set: the rules on options that would not be read apply to it too
             if dest in keys:  # (a refusal of its value names its key: _as_in_the_file)
                 args.file_communication[option] = keys[dest]
+            elif dest in where:
+                args.file_keys[option] = where[dest]
     if "--algorithms" not in args.given:
         args.algorithms = ",".join(algorithms)
+        args.file_keys["--algorithms"] = "[algorithms]"
     return algorithms
 
 
+def _file_relative(value, path):
+    """A relative path an experiment file names: from the current folder, as on the command line, or else from
+    the file's own folder (where a file kept beside its data finds it, wherever it is run from)."""
+    if not isinstance(value, str) or os.path.isabs(value) or os.path.exists(value):
+        return value
+    beside = os.path.join(os.path.dirname(os.path.abspath(path)), value)
+    return beside if os.path.exists(beside) else value
+
+
 def _as_in_the_file(args, exc):
-    """A refusal of the communication options in the words of the experiment file that set them: where it names
-    an option the file's ``[communication]`` table set (not written on the command line), ``FILE: [communication]
-    ...`` with each layer option it names spelled as its key (as declared: ``Option.key``), those written on the
-    command line as their flags; else ``exc`` itself."""
+    """A refusal in the words of the experiment file that set what it refuses: where it names an option the file's
+    ``[communication]`` table set (not written on the command line), ``FILE: [communication] ...`` with each layer
+    option it names spelled as its key (as declared: ``Option.key``), those written on the command line as their
+    flags; where it names an option of another table, ``FILE: ...`` with that option as ``[table] key``; else
+    ``exc`` itself."""
     taken = getattr(args, "file_communication", None)
     text = str(exc)
     flag = r"(?<![\w-])--[a-z][\w-]*(?![\w-])"
-    if not taken or text.startswith(f"{args.file_name}:") or not any(m in taken for m in re.findall(flag, text)):
+    if getattr(args, "file_name", None) is None or text.startswith(f"{args.file_name}:"):
         return exc
+    if not taken or not any(m in taken for m in re.findall(flag, text)):
+        other = getattr(args, "file_keys", {})  # (another table's key: "FILE: [run] rounds_budget must be ...")
+        if not any(m in other for m in re.findall(flag, text)):
+            return exc
+        return UsageError(f"{args.file_name}: " + re.sub(flag, lambda m: other.get(m.group(0), m.group(0)), text))
     written = args.given - set(taken)
     keys = {f: k for _, f, k in network_options.spellings() if f not in written}
     return UsageError(f"{args.file_name}: [communication] " + re.sub(flag, lambda m: keys.get(m.group(0), m.group(0)),
