@@ -52,7 +52,7 @@ class DivergenceError(FloatingPointError):
                    f"weights down to {total:.3g} of their {n} (node {weakest}: {smallest:.3g}): the network loses "
                    f"messages, and each lost message takes its share of the weights with it, so every node's "
                    f"effective step lr / w grows without bound; a smaller lr only delays it (run on a lossless "
-                   f"network, a loss-robust method: robust-gradient-push, r-fast, or a method that pulls with a "
+                   f"network, or use a loss-robust method, robust-gradient-push or r-fast, or one that pulls with a "
                    f"row-stochastic matrix); the optimizer keeps its last "
                    f"finite state (iteration {iteration - 1})", iteration=iteration, node=int(node), what="weights")
 

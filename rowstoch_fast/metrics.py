@@ -35,13 +35,15 @@ __all__ = [
 
 #: Up to this many nodes the metrics are computed with dense LAPACK.
 DENSE_MAX_N = 2000
-#: Seconds the sparse computation of beta may take before it gives up (:class:`BetaNotConverged`): a graph whose
-#: gap ``1 - beta`` is tiny (a ring of ``n`` nodes: about ``pi^2 / n^2``) needs Krylov iterations without end.
-BETA_SECONDS = 60.0
+#: The work the sparse computation of beta may do before it gives up (:class:`BetaNotConverged`): its Krylov steps
+#: (products with the operator) times ``n``. A graph whose gap ``1 - beta`` is tiny (a ring of ``n`` nodes: about
+#: ``pi^2 / n^2``) needs steps without end; a ring of 8,000 nodes converges in 4.5e8 (about half a minute on a
+#: laptop core). A count, not a clock: the same answer on every machine and every MPI rank.
+BETA_MAX_WORK = 5e8
 
 
 class BetaNotConverged(RuntimeError):
-    """The sparse computation of ``beta`` did not converge within :data:`BETA_SECONDS`."""
+    """The sparse computation of ``beta`` did not converge within :data:`BETA_MAX_WORK`."""
 
 
 @dataclass(frozen=True)
@@ -82,7 +84,12 @@ class NetworkMetrics:
         if not self._beta:
             with self._matrix._cache_lock:
                 if not self._beta:
-                    self._beta.append(_beta_of(self._matrix, self.pi, self.method))
+                    try:
+                        self._beta.append(_beta_of(self._matrix, self.pi, self.method))
+                    except BetaNotConverged as exc:  # (kept: another reader does not run it all again)
+                        self._beta.append(exc)
+        if isinstance(self._beta[0], BetaNotConverged):
+            raise self._beta[0]
         return self._beta[0]
 
     @property
@@ -424,31 +431,31 @@ def _beta_sparse(csr, pi):
         w = s * v
         return (At @ w - pi * w.sum()) / s
 
-    import time
+    steps = [0, max(1, int(BETA_MAX_WORK // n))]  # (done, allowed)
 
-    deadline = time.monotonic() + BETA_SECONDS
-
-    def timed(f):
+    def counted(f):
         def call(v):
-            if time.monotonic() > deadline:
-                raise _OutOfTime
+            steps[0] += 1
+            if steps[0] > steps[1]:
+                raise _TooMuchWork
             return f(v)
         return call
 
-    op = spla.LinearOperator((n, n), matvec=timed(matvec), rmatvec=timed(rmatvec), dtype=np.float64)
+    op = spla.LinearOperator((n, n), matvec=counted(matvec), rmatvec=counted(rmatvec), dtype=np.float64)
     rng = np.random.default_rng(0)
     try:  # (a Krylov space of 64: 3-6x faster than the default 20 where the top singular values crowd near 1)
         sv = spla.svds(op, k=1, which="LM", return_singular_vectors=False, v0=rng.standard_normal(n), tol=1e-10,
                        ncv=min(64, n - 1))
-    except (_OutOfTime, spla.ArpackNoConvergence):
+    except (_TooMuchWork, spla.ArpackNoConvergence):
         raise BetaNotConverged(
-            f"beta of this network (n = {n}) did not converge in {BETA_SECONDS:g} s: its gap 1 - beta is too small "
-            f"for the sparse method to resolve (a ring of n nodes has about pi^2 / n^2 = {math.pi ** 2 / n ** 2:.2g}); "
-            f"pi and kappa are computed; raise rowstoch_fast.metrics.BETA_SECONDS to wait longer") from None
+            f"beta of this network (n = {n}) did not converge in {steps[1]} Krylov steps (metrics.BETA_MAX_WORK = "
+            f"{BETA_MAX_WORK:g} over n): its gap 1 - beta is too small to resolve (a ring of n nodes has about pi^2 / "
+            f"n^2 = {math.pi ** 2 / n ** 2:.2g}); what needs it: an mg- method's rounds (give them: --mg-rounds, "
+            f"rounds=R), the exact tracker's work check (--tracker perron); or raise BETA_MAX_WORK") from None
     return float(sv[0])
 
 
-class _OutOfTime(Exception):
+class _TooMuchWork(Exception):
     pass
 
 
@@ -460,7 +467,7 @@ def metrics_table(named):
     for name, A in named:
         m = A.metrics()
         try:
-            beta, gap = f"{m.beta:>10.4f}", f"{_gap_text(m.spectral_gap):>10}"
+            beta, gap = f"{m.beta:>10.4f}", f"{_gap_text(m.spectral_gap) if m.has_gap else '0':>10}"
             R = m.recommended_rounds() if m.has_gap else "n/a"
             no_gap |= not m.has_gap
         except BetaNotConverged as exc:  # (the row's other columns are known: shown, and why beta is not)

@@ -1281,7 +1281,11 @@ def test_resume_into_another_folder_leaves_both_as_they_were_asked(tmp_path, cap
     assert pd.read_csv(other / "compare.csv")["rep"].nunique() == 3
 
 
-def test_repetitions_added_by_a_resume_are_kept_by_the_next_one(tmp_path, capsys):
+def _interrupted(*args, **kwargs):
+    raise KeyboardInterrupt
+
+
+def test_repetitions_added_by_a_resume_are_kept_by_the_next_one(tmp_path, capsys, monkeypatch):
     """A new user's case: --resume DIR --repeats 3 added a repetition, but experiment.json still said 2, so the
     next plain --resume (the way back from an interruption) cut compare.csv back to two repetitions, exit 0. Now
     the grown count is recorded; and an earlier comparison's records are never cut (the Python API refuses)."""
@@ -1302,7 +1306,14 @@ def test_repetitions_added_by_a_resume_are_kept_by_the_next_one(tmp_path, capsys
     pd.testing.assert_frame_equal(again[three.columns].drop(columns="total_wall_seconds"),
                                   three.drop(columns="total_wall_seconds"))
     assert cli.main(["compare", "--resume", str(out), "--repeats", "2", "--no-progress"]) == 2
-    assert "--repeats 2 is fewer than the 3" in capsys.readouterr().err
+    assert "--repeats 2 is fewer than the 3 repetitions the comparison holds" in capsys.readouterr().err
+    # a growth interrupted before it ended records nothing: the folder can go on at any count it holds
+    monkeypatch.setattr(cmp, "compare", _interrupted)
+    assert cli.main(["compare", "--resume", str(out), "--repeats", "30", "--no-progress"]) == 130
+    assert json.loads((out / "experiment.json").read_text())["settings"]["repeats"] == 3
+    monkeypatch.undo()
+    assert cli.main(["compare", "--resume", str(out), "--repeats", "4", "--no-progress"]) == 0
+    assert json.loads((out / "experiment.json").read_text())["settings"]["repeats"] == 4
     A, f = topology.ring(8), NonconvexLogistic.synthetic(8, total=1600, batch=20, seed=42)
     with pytest.raises(ValueError, match="repeats = 2 is fewer than the 3 repetitions the earlier comparison holds of "
                                          "dsgd; pass repeats >= 3"):

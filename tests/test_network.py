@@ -869,7 +869,7 @@ def test_a_push_sum_method_drained_by_lost_messages_says_so(name):
         for _ in range(400):
             opt.step(grad)
     assert info.value.what == "weights" and "too large?" not in str(info.value)
-    assert "a loss-robust method: robust-gradient-push, r-fast" in str(info.value)  # (what to run instead)
+    assert "a loss-robust method, robust-gradient-push or r-fast" in str(info.value)  # (what to run instead)
     assert np.isfinite(opt.x).all() and opt.iteration == info.value.iteration - 1
     lossless, grad = cls.build(A, f.x0(), 0.02), feed(cls, f.full_gradient)
     for _ in range(400):

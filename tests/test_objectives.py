@@ -292,13 +292,18 @@ def test_full_gradients_of_many_replicas_are_each_replicas_own_bit_for_bit(reps,
     Y = np.where(rng.random(n * M) < 0.5, -1.0, 1.0)
     nodes = np.array([2, 0]) if subset else None
     X = rng.standard_normal((reps, 2 if subset else n, d)) * rng.choice([0.01, 0.3, 30.0])
-    G = _core.logistic_full_grad(H, Y, n, 0.01, X, nodes)
-    G_loss, L = _core.logistic_full_grad(H, Y, n, 0.01, X, nodes, with_loss=True)
-    np.testing.assert_array_equal(G, G_loss)
-    for r in range(reps):
-        np.testing.assert_array_equal(G[r], _core.logistic_full_grad(H, Y, n, 0.01, X[r:r + 1], nodes)[0])
-        own_G, own_L = _core.logistic_full_grad(H, Y, n, 0.01, X[r:r + 1], nodes, with_loss=True)
-        np.testing.assert_array_equal(L[r], own_L[0])
+    try:
+        for width in _core.simd_widths():  # (W replicas a lane each: every width this CPU runs)
+            _core.set_simd_width(width)
+            G = _core.logistic_full_grad(H, Y, n, 0.01, X, nodes)
+            G_loss, L = _core.logistic_full_grad(H, Y, n, 0.01, X, nodes, with_loss=True)
+            np.testing.assert_array_equal(G, G_loss)
+            for r in range(reps):
+                np.testing.assert_array_equal(G[r], _core.logistic_full_grad(H, Y, n, 0.01, X[r:r + 1], nodes)[0])
+                own_G, own_L = _core.logistic_full_grad(H, Y, n, 0.01, X[r:r + 1], nodes, with_loss=True)
+                np.testing.assert_array_equal(L[r], own_L[0])
+    finally:
+        _core.set_simd_width(0)
 
 
 @pytest.mark.parametrize("d", [3, 10, 17])

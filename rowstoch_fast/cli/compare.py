@@ -208,8 +208,6 @@ def _compare(args):
     try:
         if root and not into_itself:  # the settings the results come from, beside them
             _write_experiment(args, problems, file_algorithms)
-        elif root and "--repeats" in args.given:  # (grown: a later --resume goes on with them, drops none)
-            _grow_repeats(args.out, args.repeats)
         if tuned:
             say(f"tuning the learning rate of {', '.join(tuned)} (no --lr for {'it' if len(tuned) == 1 else 'them'}): "
                 f"every rate of {cmp.TUNE_GRID[0]:g} .. {cmp.TUNE_GRID[-1]:g} over the whole budget in one batched "
@@ -274,6 +272,8 @@ def _compare(args):
                                     titles=titles)
         (show if interrupted else say)(f"wrote {', '.join(os.path.join(args.out, n) for n in written)}"
               + (" (interrupted: what finished; --resume continues it)" if interrupted else ""))
+        if into_itself and not interrupted and args.repeats != getattr(args, "saved_repeats", args.repeats):
+            _grow_repeats(args.out, args.repeats)  # (once they all ran: the settings say what compare.csv holds)
         return 130 if interrupted else 0
     finally:
         if folder is not None:
@@ -446,12 +446,17 @@ def _read_resumed_comparison(args):
         if frozen.get("algorithms", {}) != algorithms:
             raise UsageError(f"--resume {folder!r}: its experiment.json was edited: the algorithms' settings differ "
                              f"from those the comparison ran with")
+    held = int(previous.groupby("algorithm")["rep"].nunique().max()) if len(previous) and \
+        {"algorithm", "rep"} <= set(previous.columns) else 0  # (an interrupted growth: more than the settings')
     for key, value in settings.items():
-        if key == "repeats" and "--repeats" in args.given:
-            if args.repeats < value:
-                raise UsageError(f"--repeats {args.repeats} is fewer than the {value} the comparison ran; it can only "
-                                 "grow")
-            continue
+        if key == "repeats":
+            args.saved_repeats = value
+            if "--repeats" in args.given:
+                if args.repeats < max(value, held):
+                    raise UsageError(f"--repeats {args.repeats} is fewer than the {max(value, held)} repetitions the "
+                                     f"comparison holds; it can only grow")
+                continue
+            value = max(value, held)  # (a repetition compare.csv holds is never dropped)
         setattr(args, key, value)
     files, now = saved.get("node_files", {}), network_options.node_files(args)
     for item in sorted(set(files) | set(now)):  # (a file of values per node: the text names it, not what it holds)

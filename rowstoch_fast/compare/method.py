@@ -51,7 +51,7 @@ def _context(plan, method):
 def _loses_messages(network):
     """Whether a layer of ``network`` drops messages (a :class:`~rowstoch_fast.network.Lossy` that is not
     lossless): push-sum methods then lose mass with every lost message."""
-    from ..network import Lossy
+    from ..network.lossy import Lossy  # (the class itself, wherever the package's name for it points)
 
     while network is not None:
         if isinstance(network, Lossy) and not network.lossless:

@@ -6,7 +6,7 @@ draws. A candidate that diverges (NaN or Inf anywhere: in its iterates, a compre
 tracker) is set aside inside the run, its gradients no longer computed, and rejected; the others go on untouched
 (replicas share no values). Each candidate is then judged on its whole trajectory (:func:`judge`): its final value
 is read from the end of the run (a line fitted to the logarithm of its last quarter), and it is rejected when it
-diverged, ended above half its start (no progress), or ended more than :data:`STABILITY_FACTOR` times above the
+diverged, grew (ended over a thousand times its start), ended above half its start (no progress), or ended more than :data:`STABILITY_FACTOR` times above the
 minimum of its smoothed trajectory. Where no candidate of the grid is stable and their failures say where the rates
 that work lie (all too large, all too small, or the too small ones just below the too large ones), the tuner
 searches there (:func:`_search`: the grid is a guess at the data's units), and where it finds stable rates, runs a
