@@ -228,7 +228,9 @@ def _compare(args):
 
             def write_so_far(frame):  # each method's results as it finishes, every table replaced atomically
                 if root and len(frame):
-                    cmp.write_tables(frames + [labelled(frame)], args.out, metrics, caption=_caption(args, problems))
+                    now = frames + [labelled(frame)]
+                    cmp.write_tables(now, args.out, metrics, caption=_caption(args, problems),
+                                     kept=_not_reached(args, now))
                     if live is not None:
                         live(frames + [labelled(frame)])
 
@@ -269,7 +271,7 @@ def _compare(args):
             return 130
         titles = [_figure_title(args, g, ns, A.n) for _, (g, _, ns, A, *_) in zip(frames, problems)]
         written = cmp.write_outputs(frames, args.out, metrics, x_axis[0], formats, caption=_caption(args, problems),
-                                    titles=titles)
+                                    titles=titles, kept=_not_reached(args, frames))
         (show if interrupted else say)(f"wrote {', '.join(os.path.join(args.out, n) for n in written)}"
               + (" (interrupted: what finished; --resume continues it)" if interrupted else ""))
         if into_itself and not interrupted and args.repeats != getattr(args, "saved_repeats", args.repeats):
@@ -307,6 +309,26 @@ def _check_file_hyper(path, label, cls, rounds, values, tracker):
 
 def _slug(text):
     return re.sub(r"[^A-Za-z0-9._+-]+", "_", text)
+
+
+def _not_reached(args, frames):
+    """The records of the comparison ``--resume`` continues whose graph, setting and algorithm ``frames`` do not
+    hold yet (None where there are none): written on into compare.csv until the run reaches them."""
+    import pandas as pd
+
+    previous = getattr(args, "previous", None)
+    if previous is None or not len(previous) or "algorithm" not in previous.columns:
+        return None
+    keys = [c for c in ("graph", "setting", "algorithm") if c in previous.columns]
+    done = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=keys)
+
+    def key(frame):
+        return pd.MultiIndex.from_frame(frame[[c for c in keys if c in frame.columns]].fillna("").astype(str))
+
+    if not set(keys) <= set(done.columns):
+        return previous
+    rest = previous[~key(previous).isin(key(done))]
+    return rest if len(rest) else None
 
 
 def _previous_of(args, gname, sname=None):
@@ -556,5 +578,6 @@ def _write_finished_comparison(frames, partial, labelled, args, root, metrics, p
     if frames and root:
         from ..compare import write_outputs
 
-        write_outputs(frames, args.out, metrics, "rounds", ["png"], caption=_caption(args, problems))
+        write_outputs(frames, args.out, metrics, "rounds", ["png"], caption=_caption(args, problems),
+                      kept=_not_reached(args, frames))
         _error(f"the algorithms that finished before the error are in {os.path.join(args.out, 'compare.csv')}")

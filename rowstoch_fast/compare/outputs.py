@@ -177,15 +177,16 @@ def _title(frame):
     return " / ".join(str(frame[g].iloc[0]) for g in GROUPS if g in frame.columns)
 
 
-def write_outputs(frames, folder, metrics=(), x="rounds", formats=("png",), caption=None, titles=None):
+def write_outputs(frames, folder, metrics=(), x="rounds", formats=("png",), caption=None, titles=None, kept=None):
     """Write what ``rowstoch compare`` writes for the frames of :func:`~rowstoch_fast.compare.compare` (one per
     graph or communication setting) into ``folder``: compare.csv (every record), summary.csv / .md / .tex (final
     values, ranks, status, diagnosis; ``caption`` for the LaTeX table), lr.json (the rates, their sources and every
     tuning candidate's score) and the figures (``metrics`` beside the ranked one, against ``x``, in ``formats``;
-    ``titles``: one per frame; without matplotlib none). Returns the names written."""
+    ``titles``: one per frame; without matplotlib none); ``kept``: as in :func:`write_tables`. Returns the names
+    written."""
     from .. import report
 
-    written = write_tables(frames, folder, metrics, caption)
+    written = write_tables(frames, folder, metrics, caption, kept=kept)
     metric = frames[0].attrs.get("metric") or frame_metric(frames[0])
     shown = list(dict.fromkeys([metric, *metrics]))
     try:
@@ -204,15 +205,17 @@ def write_outputs(frames, folder, metrics=(), x="rounds", formats=("png",), capt
     return written
 
 
-def write_tables(frames, folder, metrics=(), caption=None):
+def write_tables(frames, folder, metrics=(), caption=None, kept=None):
     """compare.csv, summary.csv / .md / .tex and lr.json of ``frames`` (what :func:`write_outputs` writes but the
-    figures; cheap enough to rewrite as each method finishes). Returns the names written."""
+    figures; cheap enough to rewrite as each method finishes). ``kept``: records of a resumed comparison that this
+    run has not reached yet (compare.csv's rows, its group columns included), written on into compare.csv, so that
+    a kill while a resume goes through the methods it keeps loses none of them. Returns the names written."""
     import pandas as pd
 
     from .. import report
 
     os.makedirs(folder, exist_ok=True)
-    write_records(frames, folder)
+    write_records(frames + ([kept] if kept is not None and len(kept) else []), folder)
     metric = frames[0].attrs.get("metric") or frame_metric(frames[0])
     shown = list(dict.fromkeys([metric, *metrics]))
     table = summary(pd.concat(frames, ignore_index=True), metric, metrics=shown)
