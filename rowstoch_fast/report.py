@@ -422,7 +422,7 @@ def to_markdown(table, metrics=None):
                                                       str(r.rounds_per_iteration), str(r.communication_rounds)]
         for m in metrics:
             mean, std, best = cells[m][i]
-            text = f"{_num(mean)} ± {_num(std, 1)}"
+            text = f"{_num(mean)} ± {_num(std, 1)}" if math.isfinite(std) else _num(mean)  # (one repetition)
             row.append(f"**{text}**" if best else text)
         row.append(r.status)
         lines.append("| " + " | ".join(row) + " |")
@@ -450,7 +450,7 @@ def tex_number(mean, std=None, digits=2):
     if not math.isfinite(mean):
         return r"$\infty$" if mean > 0 else ("n/a" if mean != mean else r"$-\infty$")
     if mean == 0:
-        return "$0$" if std is None or not std else f"$0 \\pm {std:.1g}$"
+        return "$0$" if std is None or not math.isfinite(std) or not std else f"$0 \\pm {std:.1g}$"
     e = int(math.floor(math.log10(abs(mean))))
     if abs(round(mean / 10 ** e, digits)) >= 10:  # (9.999 rounds up to the next power)
         e += 1

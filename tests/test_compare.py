@@ -1347,6 +1347,22 @@ def test_a_kill_while_a_resume_goes_through_its_kept_methods_loses_none(tmp_path
         columns="total_wall_seconds"), before.sort_values(key).reset_index(drop=True).drop(columns="total_wall_seconds"))
 
 
+def test_one_repetition_shows_no_spread(problem):
+    """A new user's trial: with --repeats 1 every table printed "+- 0.0e+00", a spread one run cannot show. Its
+    standard deviation is NaN, and the tables print the value alone; two repetitions still show theirs."""
+    from rowstoch_fast import report
+
+    A, f = problem
+    one = cmp.compare(A, f, "dsgd,push-pull", 20, lr=0.05, repeats=1, progress=False)
+    table = cmp.summary(one)
+    assert table["final_std"].isna().all() and table["grad_norm_mean_std"].isna().all()
+    assert "(1 run)" in cmp.format_summary(table) and "+-" not in cmp.format_summary(table)
+    assert "±" not in report.to_markdown(table) and "\\pm" not in report.to_latex(table)
+    two = cmp.summary(cmp.compare(A, f, "dsgd", 20, lr=0.05, repeats=2, progress=False))
+    assert (two["final_std"] > 0).all() and "+-" in cmp.format_summary(two) and "\\pm" in report.to_latex(two)
+    assert report.tex_number(0.0, float("nan")) == "$0$"
+
+
 def test_cli_compare_refuses_what_a_user_mistyped(tmp_path):
     """A new user's mistypes, each one line and exit 2 before anything runs: an empty name among the algorithms
     (it was run without it), --tracker for methods that have none (it was ignored), an --out that cannot be made

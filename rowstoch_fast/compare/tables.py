@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..runner import METRICS, check_metric
@@ -133,7 +135,8 @@ def summary(frame, metric=None, metrics=()):
                     "communication_rounds": int(last["communication_rounds"].iloc[0])})
         with np.errstate(invalid="ignore", over="ignore"):  # a diverged run's records hold inf
             for m in shown:
-                row[m], row[m + "_std"] = float(last[m].mean()), float(last[m].std(ddof=0))
+                row[m], row[m + "_std"] = float(last[m].mean()), float(last[m].std(ddof=0)) if len(last) > 1 \
+                    else math.nan  # (one repetition shows no spread: not "+- 0")
         row["final"], row["final_std"] = row[metric], row[metric + "_std"]
         row["rate"] = empirical_rate(runs, metric)
         status = status_of_rows(runs)
@@ -191,7 +194,7 @@ def format_summary(table, metric=None):
             + f"{'messages':>10} {'bytes':>10} {'grad evals':>11} {'wall s':>7}  status")
     lines = [head, "-" * len(head)]
     for r in table.itertuples():
-        final = f"{r.final:.3e} +- {r.final_std:.1e}"
+        final = f"{r.final:.3e} +- {r.final_std:.1e}" if math.isfinite(r.final_std) else f"{r.final:.3e} (1 run)"
         rank = "-" if _missing(r.rank) else f"{int(r.rank)}{'=' if getattr(r, 'rank_shared', False) else ''}"
         source = f"({r.lr_source})" if r.lr_source else ""
         beside = "".join(f"{_beside(table.at[r.Index, m], m):>{ew[m]}} " for m in extra)
