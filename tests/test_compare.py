@@ -817,6 +817,25 @@ def test_figures_cut_a_diverged_run_at_the_panel_and_tell_24_methods_apart(tmp_p
     assert len(styles) == len(pairs) == report.DISTINCT_STYLES == 24
 
 
+def test_a_metric_that_starts_below_the_panel_is_not_drawn_at_its_floor(problem):
+    """A new user's trial: every method's consensus error starts at 0 (a common x0) and was clipped to the panel's
+    floor, so each line seemed to start there (0.03 on one panel); the records below the panel before the first
+    inside it are not drawn now. A converged run's zeros at the end still sit at the floor."""
+    from rowstoch_fast import report
+
+    A, f = problem
+    frame = cmp.compare(A, f, "dsgd", 20, lr=0.05, repeats=1, progress=False)
+    assert frame.loc[frame["iteration"] == 0, "consensus_error"].max() < 1e-12
+    fig = report.figure([frame], ["consensus_error"])
+    ax = fig.axes[0]
+    line = next(ln for ln in ax.get_lines() if ln.get_label().startswith("dsgd"))
+    ys = np.asarray(line.get_ydata(), dtype=float)
+    assert np.isnan(ys[0]) and np.isfinite(ys[1:]).all() and ys[1] > ax.get_ylim()[0] * 1.5
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+
+
 def test_bad_arguments_name_what_is_wrong(problem):
     A, f = problem
     with pytest.raises(ValueError, match="no learning rate for push-pull"):
