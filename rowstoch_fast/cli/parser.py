@@ -188,8 +188,9 @@ def make_parser():
                                    "lr.json (rates, sources, every tuning score), compare.png (a panel per metric) "
                                    "and tuning.png into --out and prints the table.")
     c.add_argument("--preset", choices=["paper"],
-                   help="paper: the 4 paper graphs x the nine algorithms on the paper's synthetic problem, each rate "
-                        "tuned (the shipped file presets/paper.toml)")
+                   help="paper: the 4 paper graphs x every registered method for directed graphs that the preset "
+                        "takes (13 today) on the paper's synthetic problem, each rate tuned (the shipped file "
+                        "presets/paper.toml)")
     c.add_argument("--resume", default=None, metavar="DIR",
                    help="continue the comparison whose --out folder is DIR: what finished is kept, an interrupted run "
                         "goes on from its checkpoint, and a larger --repeats adds only the missing repetitions")
