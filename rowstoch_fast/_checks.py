@@ -45,6 +45,23 @@ def check_tracker(kind):
     return kind
 
 
+def did_you_mean(name, choices):
+    """``" (did you mean 'x'?)"`` for the choice closest to a mistyped ``name`` (the same letters and digits in
+    another case or spelling, ``PullDiagGT`` / ``pull_diag_gt`` for ``pull-diag-gt``, or a near miss), else ``""``."""
+    import difflib
+    import re
+
+    def key(text):
+        return re.sub(r"[^a-z0-9]", "", str(text).lower())
+
+    keys = {}
+    for choice in choices:
+        keys.setdefault(key(choice), choice)
+    k = key(name)
+    match = k if k in keys else next(iter(difflib.get_close_matches(k, list(keys), n=1, cutoff=0.75)), None)
+    return f" (did you mean {keys[match]!r}?)" if match is not None and keys[match] != name else ""
+
+
 def make_rng(seed, name="seed"):
     """``np.random.default_rng(seed)`` for a seed NumPy takes (None, an integer >= 0, a sequence of them, a
     ``SeedSequence`` or a ``Generator``), or a TypeError/ValueError naming ``name`` (NumPy's own do not)."""

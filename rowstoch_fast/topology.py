@@ -16,7 +16,7 @@ import functools
 import numpy as np
 import scipy.sparse as sp
 
-from ._checks import check_int, check_positive_float, make_rng, require_memory
+from ._checks import check_int, check_positive_float, did_you_mean, make_rng, require_memory
 from .errors import UsageError
 from .mixing import DEGREE_BUILD_BYTES_PER_ENTRY, STOCHASTIC, MixingMatrix, metropolis_weights, out_degree_weights
 
@@ -573,7 +573,8 @@ def by_name(name, n, seed=0, undirected=False, weights="in-degree"):
         "star": lambda: star(n, **kw),
     }
     if name not in builders:
-        raise UsageError(f"unknown topology {name!r}; choose from {', '.join(NAMES + PAPER_NAMES)}")
+        raise UsageError(f"unknown topology {name!r}{did_you_mean(name, NAMES + PAPER_NAMES)}; choose from "
+                         f"{', '.join(NAMES + PAPER_NAMES)}")
     try:
         return builders[name]()
     except (ValueError, TypeError) as exc:  # (the Python keyword named as the option that sets it)

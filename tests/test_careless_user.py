@@ -431,6 +431,25 @@ def test_the_demo_judges_the_claims_as_the_reproduction_does(tmp_path, monkeypat
     assert set(seen) == {"progress", "log"}  # (no budget, repetitions or rounds of its own)
 
 
+def test_a_mistyped_name_gets_the_closest_one(tmp_path):
+    """A new user's trial: `--algorithms PullDiagGT` and `--topology rign` listed every choice and no suggestion."""
+    from rowstoch_fast import compare as cmp
+    from rowstoch_fast._checks import did_you_mean
+    from rowstoch_fast.errors import UsageError
+
+    names = ["pull-diag-gt", "push-pull", "frost", "dsgd", "sgp"]
+    assert did_you_mean("PullDiagGT", names) == " (did you mean 'pull-diag-gt'?)"
+    assert did_you_mean("pull_diag_gt", names) == " (did you mean 'pull-diag-gt'?)"
+    assert did_you_mean("frosty", names) == " (did you mean 'frost'?)"
+    assert did_you_mean("xyz", names) == "" and did_you_mean("dsgd", names) == ""
+    with pytest.raises(ValueError, match=r"unknown algorithm 'pushpull' \(did you mean 'push-pull'\?\); choose from"):
+        cmp.parse_algorithms("pushpull", topology.ring(4))
+    with pytest.raises(UsageError, match=r"unknown topology 'rign' \(did you mean 'ring'\?\)"):
+        topology.by_name("rign", 8)
+    rc, _, err = rowstoch_here("compare", "--topology", "exponentail", *SMALL, "--out", tmp_path / "o")
+    assert_one_line_error(rc, err, "unknown topology 'exponentail' (did you mean 'exponential'?)")
+
+
 def test_numpy_scalars_print_as_numbers():
     with pytest.raises(TypeError, match=r"rounds must be an integer, got float64 2\.5$"):
         PullDiagGT(topology.ring(4), np.zeros(2), lr=0.1, rounds=np.float64(2.5))

@@ -7,6 +7,7 @@ import os
 import re
 import sys
 
+from .._checks import did_you_mean
 from ..algorithms import REGISTRY
 from ..errors import UsageError
 from ..network import options as network_options
@@ -138,7 +139,8 @@ def _compare(args):
     topologies = args.topology if isinstance(args.topology, list) else [args.topology]
     for name in ([] if args.matrix else topologies):
         if name not in TOPOLOGIES + PAPER_GRAPHS:
-            raise UsageError(f"unknown topology {name!r}; choose from {', '.join(TOPOLOGIES + PAPER_GRAPHS)}")
+            raise UsageError(f"unknown topology {name!r}{did_you_mean(name, TOPOLOGIES + PAPER_GRAPHS)}; choose from "
+                             f"{', '.join(TOPOLOGIES + PAPER_GRAPHS)}")
     # every graph, setting, objective, algorithm and rate is checked before anything runs or is written
     problems = []
     try:

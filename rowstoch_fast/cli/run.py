@@ -9,6 +9,7 @@ import time
 
 import numpy as np
 
+from .._checks import did_you_mean
 from ..algorithms import method_of, REGISTRY
 from ..errors import UsageError
 from ..network import options as network_options
@@ -37,7 +38,8 @@ def _check_run_args(args):
     if not args.matrix:
         n = _topology_n(args)
         if args.topology not in TOPOLOGIES + PAPER_GRAPHS:
-            raise UsageError(f"unknown topology {args.topology!r}; choose from {', '.join(TOPOLOGIES + PAPER_GRAPHS)}")
+            raise UsageError(f"unknown topology {args.topology!r}{did_you_mean(args.topology, TOPOLOGIES + PAPER_GRAPHS)}; "
+                             f"choose from {', '.join(TOPOLOGIES + PAPER_GRAPHS)}")
         _check_objective_size(args, n)
     if args.resume and not os.path.exists(args.resume):
         raise UsageError(f"--resume {args.resume!r} does not exist")

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import algorithms as _algorithms
-from .._checks import MAX_KEY, check_int, require_memory
+from .._checks import MAX_KEY, check_int, did_you_mean, require_memory
 from ..algorithms import REGISTRY, method_of
 from ..backends import BACKENDS
 from ..network import Network, base_matrix, weights_of
@@ -115,7 +115,8 @@ def parse_algorithms(names, A, mg_rounds=None):
                       else base_matrix(A).metrics().recommended_rounds())  # (a network: its links' metrics)
         elif label not in REGISTRY:
             known = _algorithms.labels(every_mg=True)
-            raise ValueError(f"algorithms: unknown algorithm {label!r}; choose from {', '.join(known)}")
+            raise ValueError(f"algorithms: unknown algorithm {label!r}{did_you_mean(label, known)}; choose from "
+                             f"{', '.join(known)}")
         if label in (lbl for lbl, _, _ in out):
             raise ValueError(f"algorithms: {label!r} is listed twice")
         cls = REGISTRY[method]
