@@ -187,6 +187,26 @@ def test_a_refused_command_leaves_no_folder_behind(tmp_path, capsys):
     assert kept.is_dir()  # (a folder that was there stays)
 
 
+def test_run_refuses_to_replace_an_earlier_runs_history(tmp_path, capsys):
+    """A new user's trial: `rowstoch run --topology star ... --out r4` replaced r4's earlier ring history, exit 0
+    (compare refuses). Refused now, unless --overwrite, or --resume (a run going on writes where it wrote)."""
+    out = tmp_path / "r4"
+    base = ["run", "--n", "8", "--total", "1600", "--batch", "20", "--iterations", "3", "--no-progress"]
+    assert cli.main([*base, "--topology", "ring", "--out", str(out), "--checkpoint", str(tmp_path / "ck.npz")]) == 0
+    kept = (out / "history.csv").read_text()
+    capsys.readouterr()
+    assert cli.main([*base, "--topology", "star", "--out", str(out)]) == 2
+    assert f"--out {str(out)!r} holds the results of an earlier run (history.csv" in _one_line(capsys)
+    assert (out / "history.csv").read_text() == kept
+    assert cli.main([*base, "--topology", "ring", "--out", str(out), "--iterations", "6",
+                     "--resume", str(tmp_path / "ck.npz")]) == 0
+    assert cli.main([*base, "--topology", "star", "--out", str(out), "--overwrite"]) == 0
+    assert (out / "history.csv").read_text() != kept
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "notes.txt").write_text("mine")  # (a folder of other files: nothing is replaced)
+    assert cli.main([*base, "--out", str(tmp_path / "other")]) == 0
+
+
 def _one_line(capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Traceback" not in err, err

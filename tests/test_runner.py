@@ -183,7 +183,7 @@ def test_cli_warns_that_centralized_ignores_the_network_faults(tmp_path, capsys)
                      "centralized", "--loss", "0.2", "--out", str(tmp_path), "--no-progress"]) == 0
     assert "--loss does not affect centralized" in capsys.readouterr().err  # (names what was written)
     assert cli.main(["run", "--n", "8", "--iterations", "2", "--total", "1600", "--batch", "20", "--algorithm",
-                     "centralized", "--compress", "topk:1", "--max-delay", "2", "--out", str(tmp_path),
+                     "centralized", "--compress", "topk:1", "--max-delay", "2", "--out", str(tmp_path / "again"),
                      "--no-progress"]) == 0
     assert "--compress and --max-delay do not affect centralized" in capsys.readouterr().err
 

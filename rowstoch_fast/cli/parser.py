@@ -177,7 +177,10 @@ def make_parser():
                          "a statistic over the nodes node_<mean|std|min|max|median>_<quantity>, an oracle-call "
                          "counter (gradient_calls, ...), messages_received, messages_dropped (a lossy network), a "
                          "federated metric (client_drift, participation_fairness)")
-    rn.add_argument("--out", default="results", help="output folder")
+    rn.add_argument("--out", default="results",
+                    help="output folder; one that holds an earlier run's history is refused unless --resume or "
+                         "--overwrite")
+    rn.add_argument("--overwrite", action="store_true", help="replace the history of an earlier run in --out")
     r.set_defaults(func=cmd_run)
 
     c = sub.add_parser("compare", parents=common, formatter_class=_Formatter,

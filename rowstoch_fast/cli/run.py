@@ -91,6 +91,21 @@ def _run_config(args):
     return {"cli": config}
 
 
+#: What ``rowstoch run`` writes into --out (:meth:`~rowstoch_fast.History.save`).
+RUN_OUTPUTS = ("history.csv", "history.json", "grad_norm.png")
+
+
+def _refuse_earlier_run(args):
+    """An --out holding an earlier run's history is refused (its results would be replaced without a word), unless
+    --overwrite, or --resume (a run going on from its checkpoint writes where it wrote before)."""
+    if args.overwrite or args.resume or not os.path.isdir(args.out):
+        return
+    found = [name for name in RUN_OUTPUTS if os.path.exists(os.path.join(args.out, name))]
+    if found:
+        raise UsageError(f"--out {args.out!r} holds the results of an earlier run ({', '.join(found)}): choose "
+                         f"another folder, or pass --overwrite to replace them")
+
+
 def _write_outputs(h, args, A, algo):
     """CSV, JSON and PNG into --out; on a late write failure into a fresh temporary folder instead."""
     import tempfile
@@ -138,6 +153,7 @@ def cmd_run(args):
             raise UsageError("--backend mpi needs mpi4py: pip install 'rowstoch_fast[mpi]'") from None
         root = MPI.COMM_WORLD.Get_rank() == 0
     if root:  # before any computation: an unwritable --out or --checkpoint must not cost the run
+        _refuse_earlier_run(args)
         _writable_folder(args.out, "--out")
         if args.checkpoint:
             _writable_file(args.checkpoint, "--checkpoint")
