@@ -34,7 +34,7 @@ def one(n, iterations, backend, cache_dir, out):
     cmd = [sys.executable, "-m", "rowstoch_fast.cli", "run", "--n", str(n), "--total", str(total),
            "--iterations", str(iterations), "--record-every", str(iterations // 3), "--backend", backend,
            "--tracker", "perron",
-           "--no-progress", "--out", out]
+           "--no-progress", "--out", out, "--overwrite"]  # (one folder for every run: each replaces the last)
     env = dict(os.environ, CUPY_CACHE_DIR=cache_dir)
     t = time.perf_counter()
     res = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tempfile.gettempdir(), timeout=600)
