@@ -211,8 +211,8 @@ def draw(ax, frame, metric, x="rounds"):
         if not linear:  # records below the panel before the first inside it (a consensus error starting at 0 from a
             # common x0) are not drawn: clipped to the floor they would show a start the run never had
             below = ~(ys[:cut] >= floor)
-            lead = int(np.argmin(below)) if not below.all() else len(shown)
-            shown[:lead] = np.nan
+            if not below.all():  # (a run below the panel throughout stays drawn at its floor)
+                shown[:int(np.argmin(below))] = np.nan
         line = ax.plot(xs[:cut], shown, label=f"{name}, lr {runs['lr'].iloc[0]:.2g}{note}",
                        markevery=max(1, len(shown) // 8), markersize=4.5, linewidth=1.4, **st)[0]
         band = std.to_numpy(dtype=np.float64)[:cut]

@@ -304,6 +304,17 @@ def case_cli(out):
     assert code == 0
 
 
+def case_cli_refused(out):
+    """A second run into a folder holding the first's history: every rank refuses (rank 0 alone did, and the
+    others waited in the run's first collective)."""
+    from rowstoch_fast import cli
+
+    args = ["run", "--backend", "mpi", "--n", "8", "--iterations", "3", "--total", "1600", "--batch", "20",
+            "--out", out, "--no-progress"]
+    assert cli.main(args) == 0
+    assert cli.main(args) == 2
+
+
 def all_unreliable_networks():
     """Time-varying networks with a compiled pass (what backend='mpi' runs), on 20 nodes."""
     from rowstoch_fast.network import Compressed, Delayed, Lossy, Noisy, Schedule, Sleepy, one_peer_exponential

@@ -189,7 +189,8 @@ def test_a_refused_command_leaves_no_folder_behind(tmp_path, capsys):
 
 def test_run_refuses_to_replace_an_earlier_runs_history(tmp_path, capsys):
     """A new user's trial: `rowstoch run --topology star ... --out r4` replaced r4's earlier ring history, exit 0
-    (compare refuses). Refused now, unless --overwrite, or --resume (a run going on writes where it wrote)."""
+    (compare refuses). Refused now, unless --overwrite, or --resume of the run whose history it holds (a run going
+    on writes where it wrote); a review found a resume let into any folder."""
     out = tmp_path / "r4"
     base = ["run", "--n", "8", "--total", "1600", "--batch", "20", "--iterations", "3", "--no-progress"]
     assert cli.main([*base, "--topology", "ring", "--out", str(out), "--checkpoint", str(tmp_path / "ck.npz")]) == 0
@@ -199,7 +200,13 @@ def test_run_refuses_to_replace_an_earlier_runs_history(tmp_path, capsys):
     assert f"--out {str(out)!r} holds the results of an earlier run (history.csv" in _one_line(capsys)
     assert (out / "history.csv").read_text() == kept
     assert cli.main([*base, "--topology", "ring", "--out", str(out), "--iterations", "6",
-                     "--resume", str(tmp_path / "ck.npz")]) == 0
+                     "--resume", str(tmp_path / "ck.npz")]) == 0  # (the same run, going on: where it wrote)
+    star = tmp_path / "star"
+    assert cli.main([*base, "--topology", "star", "--out", str(star)]) == 0
+    capsys.readouterr()
+    assert cli.main([*base, "--topology", "ring", "--out", str(star), "--iterations", "9",
+                     "--resume", str(tmp_path / "ck.npz")]) == 2  # (a resume into another run's folder)
+    assert "holds the results of another run" in _one_line(capsys)
     assert cli.main([*base, "--topology", "star", "--out", str(out), "--overwrite"]) == 0
     assert (out / "history.csv").read_text() != kept
     (tmp_path / "other").mkdir()

@@ -830,9 +830,14 @@ def test_a_metric_that_starts_below_the_panel_is_not_drawn_at_its_floor(problem)
     ax = fig.axes[0]
     line = next(ln for ln in ax.get_lines() if ln.get_label().startswith("dsgd"))
     ys = np.asarray(line.get_ydata(), dtype=float)
-    assert np.isnan(ys[0]) and np.isfinite(ys[1:]).all() and ys[1] > ax.get_ylim()[0] * 1.5
     import matplotlib.pyplot as plt
 
+    assert np.isnan(ys[0]) and np.isfinite(ys[1:]).all() and ys[1] > ax.get_ylim()[0] * 1.5
+    flat = frame.assign(algorithm="flat", consensus_error=0.0)  # (below the panel throughout: drawn at its floor)
+    fig2 = report.figure([pd.concat([frame, flat], ignore_index=True)], ["consensus_error"])
+    line = next(ln for ln in fig2.axes[0].get_lines() if ln.get_label().startswith("flat"))
+    assert np.isfinite(np.asarray(line.get_ydata(), dtype=float)).all()
+    plt.close(fig2)
     plt.close(fig)
 
 
@@ -1380,6 +1385,8 @@ def test_one_repetition_shows_no_spread(problem):
     two = cmp.summary(cmp.compare(A, f, "dsgd", 20, lr=0.05, repeats=2, progress=False))
     assert (two["final_std"] > 0).all() and "+-" in cmp.format_summary(two) and "\\pm" in report.to_latex(two)
     assert report.tex_number(0.0, float("nan")) == "$0$"
+    diverged = table.iloc[:1].assign(final=math.inf, final_std=math.nan)  # (a diverged run of any repetitions)
+    assert "(1 run)" not in cmp.format_summary(diverged)
 
 
 def test_cli_compare_refuses_what_a_user_mistyped(tmp_path):

@@ -204,6 +204,10 @@ def test_cli_run_under_mpiexec_matches_single_process(tmp_path):
     np.testing.assert_allclose(a[cols].to_numpy(), b[cols].to_numpy(), rtol=1e-9, atol=1e-15)
 
 
+def test_cli_run_into_a_used_folder_is_refused_on_every_rank(tmp_path):
+    mpirun("cli_refused", 2, tmp_path, out=str(tmp_path / "used"))  # (a hang fails it: mpirun's bound)
+
+
 def test_checkpoint_under_mpi_resumes_like_single_process(tmp_path):
     from rowstoch_fast import Algorithm, run
 

@@ -385,7 +385,8 @@ def _read_experiment_file(args):
             if dest in keys:  # (a refusal of its value names its key: _as_in_the_file)
                 args.file_communication[option] = keys[dest]
             elif dest in where:
-                args.file_keys[option] = where[dest]
+                args.file_keys[option] = args.file_keys[dest] = where[dest]  # (the flag, and the name a library
+                # message starts with: "batch must be >= 1")
     if "--algorithms" not in args.given:
         args.algorithms = ",".join(algorithms)
         args.file_keys["--algorithms"] = "[algorithms]"
@@ -414,9 +415,12 @@ def _as_in_the_file(args, exc):
         return exc
     if not taken or not any(m in taken for m in re.findall(flag, text)):
         other = getattr(args, "file_keys", {})  # (another table's key: "FILE: [run] rounds_budget must be ...")
-        if not any(m in other for m in re.findall(flag, text)):
-            return exc
-        return UsageError(f"{args.file_name}: " + re.sub(flag, lambda m: other.get(m.group(0), m.group(0)), text))
+        if any(m in other for m in re.findall(flag, text)):
+            return UsageError(f"{args.file_name}: " + re.sub(flag, lambda m: other.get(m.group(0), m.group(0)), text))
+        first = re.match(r"(?:unknown )?([a-z_]+)\b", text)  # ("batch must be ...", "unknown topology 'rign' ...")
+        if first and first.group(1) in other:
+            return UsageError(f"{args.file_name}: {other[first.group(1)]}: {text}")
+        return exc
     written = args.given - set(taken)
     keys = {f: k for _, f, k in network_options.spellings() if f not in written}
     return UsageError(f"{args.file_name}: [communication] " + re.sub(flag, lambda m: keys.get(m.group(0), m.group(0)),

@@ -97,13 +97,28 @@ RUN_OUTPUTS = ("history.csv", "history.json", "grad_norm.png")
 
 def _refuse_earlier_run(args):
     """An --out holding an earlier run's history is refused (its results would be replaced without a word), unless
-    --overwrite, or --resume (a run going on from its checkpoint writes where it wrote before)."""
-    if args.overwrite or args.resume or not os.path.isdir(args.out):
+    --overwrite, or --resume of that same run (its history.json records the same settings: a run going on from its
+    checkpoint writes where it wrote before)."""
+    import json
+
+    if args.overwrite or not os.path.isdir(args.out):
         return
     found = [name for name in RUN_OUTPUTS if os.path.exists(os.path.join(args.out, name))]
-    if found:
-        raise UsageError(f"--out {args.out!r} holds the results of an earlier run ({', '.join(found)}): choose "
-                         f"another folder, or pass --overwrite to replace them")
+    if not found:
+        return
+    if args.resume:
+        try:
+            with open(os.path.join(args.out, "history.json")) as fh:
+                saved = json.load(fh)["meta"]["config"]["cli"]
+        except (OSError, ValueError, KeyError, TypeError):
+            saved = None
+        if saved == json.loads(json.dumps(_run_config(args)["cli"], default=str)):
+            return
+        raise UsageError(f"--out {args.out!r} holds the results of another run ({', '.join(found)}; its settings "
+                         f"differ from this one's): resume into the folder the run wrote, choose another, or pass "
+                         f"--overwrite to replace them")
+    raise UsageError(f"--out {args.out!r} holds the results of an earlier run ({', '.join(found)}): choose "
+                     f"another folder, or pass --overwrite to replace them")
 
 
 def _write_outputs(h, args, A, algo):
@@ -152,11 +167,22 @@ def cmd_run(args):
         except ImportError:
             raise UsageError("--backend mpi needs mpi4py: pip install 'rowstoch_fast[mpi]'") from None
         root = MPI.COMM_WORLD.Get_rank() == 0
+    refused = None
     if root:  # before any computation: an unwritable --out or --checkpoint must not cost the run
-        _refuse_earlier_run(args)
-        _writable_folder(args.out, "--out")
-        if args.checkpoint:
-            _writable_file(args.checkpoint, "--checkpoint")
+        try:
+            _refuse_earlier_run(args)
+            _writable_folder(args.out, "--out")
+            if args.checkpoint:
+                _writable_file(args.checkpoint, "--checkpoint")
+        except UsageError as exc:
+            refused = exc
+    if args.backend == "mpi":  # (every rank stops, or none: the others would wait in the run's first collective)
+        from mpi4py import MPI
+
+        refused = MPI.COMM_WORLD.bcast(None if refused is None else str(refused), root=0)
+        refused = None if refused is None else UsageError(refused)
+    if refused is not None:
+        raise refused
     progress = progress_option(args)
     say = narrator(args, root)
     stage = _stage(root and (progress == "always" or (progress and sys.stderr.isatty())))
@@ -220,7 +246,8 @@ def cmd_run(args):
           f"{s['wall_seconds']:.1f} s; "
           f"set-up {prepared + h.meta.get('setup_seconds', 0.0):.1f} s)")
     last = f" (at iteration {int(s['iteration'])}, the last recorded)" if reached != int(s["iteration"]) else ""
-    print(f"  grad norm {s['grad_norm']:.4e} +- {s['grad_norm_std']:.1e}   loss {s['loss']:.6f}   "
+    spread = f" +- {s['grad_norm_std']:.1e}" if h.meta.get("repeats", 1) > 1 else " (1 run)"
+    print(f"  grad norm {s['grad_norm']:.4e}{spread}   loss {s['loss']:.6f}   "
           f"consensus error {s['consensus_error']:.3e}"
           + (f"   f(x_bar) - f* {s['suboptimality']:.3e}" if np.isfinite(s["suboptimality"]) else "") + last)
     if "communication" in h.meta:
