@@ -273,7 +273,8 @@ def _compare(args):
             return 130
         titles = [_figure_title(args, g, ns, A.n) for _, (g, _, ns, A, *_) in zip(frames, problems)]
         written = cmp.write_outputs(frames, args.out, metrics, x_axis[0], formats, caption=_caption(args, problems),
-                                    titles=titles, kept=_not_reached(args, frames))
+                                    titles=titles, kept=_not_reached(args, frames) if interrupted else None)
+        # (finished: every method of this comparison was reached; records of none of them are not carried on)
         (show if interrupted else say)(f"wrote {', '.join(os.path.join(args.out, n) for n in written)}"
               + (" (interrupted: what finished; --resume continues it)" if interrupted else ""))
         if into_itself and not interrupted and args.repeats != getattr(args, "saved_repeats", args.repeats):
