@@ -246,6 +246,9 @@ def test_an_experiment_files_bad_communication_value_names_its_key(tmp_path, cap
     ("[run]\nrepeats = 0", "e.toml: [run] repeats must be >= 1, got 0"),
     ("[objective]\nkind = \"logistic\"\ntotal = 1001", "e.toml: [objective] total 1001 samples must be divisible"),
     ("[algorithms.pull-diag-gtt]\nlr = 0.01", "e.toml: [algorithms]: unknown algorithm 'pull-diag-gtt'"),
+    ("[objective]\nkind = \"logistic\"\nbatch = 0", "e.toml: [objective] batch: batch must be >= 1, got 0"),
+    ("[algorithms.dsgd]\nlr = 0.01\ntracker = \"perron\"",
+     "e.toml: [algorithms.dsgd] tracker = 'perron' is for the methods with a Pull-Diag tracker; dsgd has none"),
 ])
 def test_an_experiment_files_bad_value_of_any_table_names_its_key(tmp_path, capsys, table, message):
     """A new user's trial: the file's [run], [objective] and [algorithms] values were refused as command-line
@@ -260,8 +263,9 @@ def test_an_experiment_files_bad_value_of_any_table_names_its_key(tmp_path, caps
 
 
 def test_an_experiment_files_relative_matrix_is_found_beside_it(tmp_path, capsys, monkeypatch):
-    """``matrix = "graph.npy"`` in a file kept beside its graph: read from the current folder as on the command
-    line, or else from the file's folder (it was refused as missing when run from elsewhere)."""
+    """``matrix = "graph.npy"`` (and a per-node ``awake = "@awake.txt"``) in a file kept beside its data: read from
+    the current folder as on the command line, or else from the file's folder (refused as missing when run from
+    elsewhere)."""
     import numpy as np
 
     (tmp_path / "exp").mkdir()
@@ -273,6 +277,12 @@ def test_an_experiment_files_relative_matrix_is_found_beside_it(tmp_path, capsys
     assert cli.main(["compare", "--config", "exp/e.toml", "--out", "o", "--no-progress"]) == 0
     saved = json.loads((tmp_path / "o" / "experiment.json").read_text())["settings"]["matrix"]
     assert os.path.samefile(saved, tmp_path / "exp" / "graph.npy")
+    capsys.readouterr()
+    (tmp_path / "exp" / "awake.txt").write_text("1\n1\n1\n1\n0.5\n0.5\n0.5\n0.5\n")  # (per-node values: @FILE)
+    with_awake = (tmp_path / "exp" / "e.toml").read_text().replace("[objective]", '[communication]\nawake = '
+                                                                   '"@awake.txt"\n[objective]')
+    (tmp_path / "exp" / "a.toml").write_text(with_awake.replace("dsgd", "push-pull"))
+    assert cli.main(["compare", "--config", "exp/a.toml", "--out", "oa", "--no-progress"]) == 0
     capsys.readouterr()
     (tmp_path / "exp" / "e.toml").write_text((tmp_path / "exp" / "e.toml").read_text().replace("graph", "none"))
     assert cli.main(["compare", "--config", "exp/e.toml", "--out", "o2", "--no-progress"]) == 2

@@ -381,6 +381,9 @@ def _read_experiment_file(args):
         if option not in args.given:
             if dest in ("matrix", "data_file"):
                 value = _file_relative(value, path)
+            elif dest in keys and isinstance(value, str) and "@" in value:  # (per-node values from a file: @FILE)
+                value = ",".join("@" + _file_relative(item[1:], path) if item.startswith("@") else item
+                                 for item in value.split(","))
             setattr(args, dest, value)
             args.given.add(option)  # set: the rules on options that would not be read apply to it too
             if dest in keys:  # (a refusal of its value names its key: _as_in_the_file)
@@ -395,8 +398,9 @@ def _read_experiment_file(args):
 
 
 def _file_relative(value, path):
-    """A relative path an experiment file names: from the current folder, as on the command line, or else from
-    the file's own folder (where a file kept beside its data finds it, wherever it is run from)."""
+    """A relative path an experiment file names (``matrix``, ``data_file``, a per-node ``@FILE``): from the current
+    folder, as on the command line, or else from the file's own folder (where a file kept beside its data finds
+    it, wherever it is run from)."""
     if not isinstance(value, str) or os.path.isabs(value) or os.path.exists(value):
         return value
     beside = os.path.join(os.path.dirname(os.path.abspath(path)), value)
@@ -414,6 +418,10 @@ def _as_in_the_file(args, exc):
     flag = r"(?<![\w-])--[a-z][\w-]*(?![\w-])"
     if getattr(args, "file_name", None) is None or text.startswith(f"{args.file_name}:"):
         return exc
+    hyper = re.match(r"hyper: ([^:\s]+): (.*)", text, re.S)  # (the command line's hyperparameters are the file's)
+    if hyper:
+        body = re.sub(r"\b(\w+)=('[^']*')", r"\1 = \2", hyper.group(2))  # (its key as written: tracker = 'perron')
+        return UsageError(f"{args.file_name}: [algorithms.{hyper.group(1)}] {body}")
     if not taken or not any(m in taken for m in re.findall(flag, text)):
         other = getattr(args, "file_keys", {})  # (another table's key: "FILE: [run] rounds_budget must be ...")
         if any(m in other for m in re.findall(flag, text)):
