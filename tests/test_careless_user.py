@@ -448,6 +448,10 @@ def test_a_mistyped_name_gets_the_closest_one(tmp_path):
         topology.by_name("rign", 8)
     rc, _, err = rowstoch_here("compare", "--topology", "exponentail", *SMALL, "--out", tmp_path / "o")
     assert_one_line_error(rc, err, "unknown topology 'exponentail' (did you mean 'exponential'?)")
+    rc, _, err = rowstoch_here("run", "--algorithm", "PullDiagGT", "--out", tmp_path / "o")  # (argparse's choices)
+    assert_one_line_error(rc, err, "argument --algorithm: invalid choice: 'PullDiagGT' (did you mean 'pull-diag-gt'?)")
+    rc, _, err = rowstoch_here("reproduce", "mult-gossip")
+    assert_one_line_error(rc, err, "invalid choice: 'mult-gossip' (did you mean 'multi-gossip'?) (choose from")
 
 
 def test_numpy_scalars_print_as_numbers():

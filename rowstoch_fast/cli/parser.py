@@ -115,6 +115,14 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message):
         self.exit(2, f"rowstoch: error: {message} (see {self.prog} --help)\n")
 
+    def _check_value(self, action, value):  # (a choice mistyped: the closest one named, as compare's lists do)
+        if action.choices is not None and value not in action.choices:
+            from .._checks import did_you_mean
+
+            raise argparse.ArgumentError(action, f"invalid choice: {value!r}{did_you_mean(value, action.choices)} "
+                                                 f"(choose from {', '.join(map(str, action.choices))})")
+        super()._check_value(action, value)
+
 
 def make_parser():
     """The argparse parser of the ``rowstoch`` command."""
