@@ -307,13 +307,17 @@ class History:
         with open(path, "w") as f:
             json.dump(_finite_or_none(payload), f, indent=1, default=_json_default, allow_nan=False)
 
+    #: What :meth:`save` writes: the summary, everything, and (with matplotlib) the figure.
+    FILES = ("history.csv", "history.json", "grad_norm.png")
+
     def save(self, folder, title=None, label=None):
-        """Write what ``rowstoch run`` writes into ``folder``: history.csv (the summary), history.json (everything)
-        and, with matplotlib, grad_norm.png (``title`` over it, ``label`` in its legend). Returns the names
-        written."""
-        self.to_csv(os.path.join(folder, "history.csv"))
-        self.to_json(os.path.join(folder, "history.json"))
-        written = ["history.csv", "history.json"]
+        """Write what ``rowstoch run`` writes into ``folder`` (:attr:`FILES`): history.csv (the summary),
+        history.json (everything) and, with matplotlib, grad_norm.png (``title`` over it, ``label`` in its legend).
+        Returns the names written."""
+        table, document, figure = self.FILES
+        self.to_csv(os.path.join(folder, table))
+        self.to_json(os.path.join(folder, document))
+        written = [table, document]
         try:
             import matplotlib
 
@@ -325,9 +329,9 @@ class History:
         if title:
             ax.set_title(title)
         ax.figure.tight_layout()
-        ax.figure.savefig(os.path.join(folder, "grad_norm.png"), dpi=120)
+        ax.figure.savefig(os.path.join(folder, figure), dpi=120)
         plt.close(ax.figure)
-        return written + ["grad_norm.png"]
+        return written + [figure]
 
     def plot(self, metric="grad_norm", ax=None, x="communication_rounds", label=None, path=None, **kwargs):
         """Plot the mean of ``metric`` (log scale) with a band of one standard deviation.

@@ -254,6 +254,17 @@ def _as_options(message, options):
     return re.sub(r"(?<![\w-])(" + "|".join(options) + r")(?![\w-])", lambda m: options[m.group(1)], message)
 
 
+def refuse_on_every_rank(args, refused):
+    """Raise the root's refusal (a message, or None) on every process: under ``--backend mpi`` it is broadcast, so
+    that every rank stops or none does (the others would wait in the run's first collective)."""
+    if args.backend == "mpi":
+        from mpi4py import MPI
+
+        refused = MPI.COMM_WORLD.bcast(refused, root=0)
+    if refused:
+        raise UsageError(refused)
+
+
 def _refuse_empty(path, option):
     """An empty folder name is a mistake, not the current folder."""
     if not str(path).strip():

@@ -14,7 +14,7 @@ from ..network import options as network_options
 from ..topology import NAMES as TOPOLOGIES, PAPER_NAMES as PAPER_GRAPHS
 from ._common import (_as_options, _check_objective_args, _check_objective_size, _check_out_folder, _error,
                       _list_option, _matrix_from_args, _metrics_module, _objective_from_args, _problem_rules,
-                      _refuse_unread, _settings, narrator, progress_option)
+                      _refuse_unread, _settings, narrator, progress_option, refuse_on_every_rank)
 
 
 def _metric_list(text):
@@ -201,12 +201,7 @@ def _compare(args):
             refused = str(exc)
         except OSError as exc:  # (a folder that cannot be made: /proc/..., a name too long, a full disk)
             refused = f"--out {args.out!r} cannot be written: {exc.strerror or exc}"
-    if args.backend == "mpi":  # (every rank stops, or none: the others would wait in the first collective)
-        from mpi4py import MPI
-
-        refused = MPI.COMM_WORLD.bcast(refused, root=0)
-    if refused:
-        raise UsageError(refused)
+    refuse_on_every_rank(args, refused)
     try:
         if root and not into_itself:  # the settings the results come from, beside them
             _write_experiment(args, problems, file_algorithms)
@@ -234,7 +229,7 @@ def _compare(args):
                     cmp.write_tables(now, args.out, metrics, caption=_caption(args, problems),
                                      kept=_not_reached(args, now))
                     if live is not None:
-                        live(frames + [labelled(frame)])
+                        live(now)
 
             try:
                 with warnings.catch_warnings(record=True) as caught:
@@ -413,27 +408,28 @@ def _as_in_the_file(args, exc):
     option it names spelled as its key (as declared: ``Option.key``), those written on the command line as their
     flags; where it names an option of another table, ``FILE: ...`` with that option as ``[table] key``; else
     ``exc`` itself."""
-    taken = getattr(args, "file_communication", None)
     text = str(exc)
-    flag = r"(?<![\w-])--[a-z][\w-]*(?![\w-])"
     if getattr(args, "file_name", None) is None or text.startswith(f"{args.file_name}:"):
         return exc
     hyper = re.match(r"hyper: ([^:\s]+): (.*)", text, re.S)  # (the command line's hyperparameters are the file's)
     if hyper:
         body = re.sub(r"\b(\w+)=('[^']*')", r"\1 = \2", hyper.group(2))  # (its key as written: tracker = 'perron')
         return UsageError(f"{args.file_name}: [algorithms.{hyper.group(1)}] {body}")
-    if not taken or not any(m in taken for m in re.findall(flag, text)):
-        other = getattr(args, "file_keys", {})  # (another table's key: "FILE: [run] rounds_budget must be ...")
-        if any(m in other for m in re.findall(flag, text)):
-            return UsageError(f"{args.file_name}: " + re.sub(flag, lambda m: other.get(m.group(0), m.group(0)), text))
-        first = re.match(r"(?:unknown )?([a-z_]+)\b", text)  # ("batch must be ...", "unknown topology 'rign' ...")
-        if first and first.group(1) in other:
-            return UsageError(f"{args.file_name}: {other[first.group(1)]}: {text}")
-        return exc
-    written = args.given - set(taken)
-    keys = {f: k for _, f, k in network_options.spellings() if f not in written}
-    return UsageError(f"{args.file_name}: [communication] " + re.sub(flag, lambda m: keys.get(m.group(0), m.group(0)),
-                                                                     text))
+    flag = r"(?<![\w-])--[a-z][\w-]*(?![\w-])"
+    named = re.findall(flag, text)
+    taken = getattr(args, "file_communication", {})
+    if any(m in taken for m in named):  # a layer's option: its key as declared, those on the command line as flags
+        written = args.given - set(taken)
+        keys = {f: k for _, f, k in network_options.spellings() if f not in written}
+        return UsageError(f"{args.file_name}: [communication] "
+                          + re.sub(flag, lambda m: keys.get(m.group(0), m.group(0)), text))
+    other = getattr(args, "file_keys", {})  # (another table's key: "FILE: [run] rounds_budget must be ...")
+    if any(m in other for m in named):
+        return UsageError(f"{args.file_name}: " + re.sub(flag, lambda m: other.get(m.group(0), m.group(0)), text))
+    first = re.match(r"(?:unknown )?([a-z_]+)\b", text)  # ("batch must be ...", "unknown topology 'rign' ...")
+    if first and first.group(1) in other:
+        return UsageError(f"{args.file_name}: {other[first.group(1)]}: {text}")
+    return exc
 
 
 #: What may be written beside ``--resume DIR`` (the rest is the comparison's own, in DIR/experiment.json).

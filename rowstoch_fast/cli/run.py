@@ -16,7 +16,8 @@ from ..network import options as network_options
 from ..topology import NAMES as TOPOLOGIES, PAPER_NAMES as PAPER_GRAPHS
 from ._common import (_algorithm_names, _check_objective_args, _check_objective_size, _error, _matrix_from_args,
                       _metrics_module, _objective_from_args, _one_setting, _problem_rules, _refuse_unread, _stage,
-                      _topology_n, _writable_file, _writable_folder, default_lr, narrator, progress_option)
+                      _topology_n, _writable_file, _writable_folder, default_lr, narrator, progress_option,
+                      refuse_on_every_rank)
 
 
 def _check_run_args(args):
@@ -38,8 +39,9 @@ def _check_run_args(args):
     if not args.matrix:
         n = _topology_n(args)
         if args.topology not in TOPOLOGIES + PAPER_GRAPHS:
-            raise UsageError(f"unknown topology {args.topology!r}{did_you_mean(args.topology, TOPOLOGIES + PAPER_GRAPHS)}; "
-                             f"choose from {', '.join(TOPOLOGIES + PAPER_GRAPHS)}")
+            names = TOPOLOGIES + PAPER_GRAPHS
+            raise UsageError(f"unknown topology {args.topology!r}{did_you_mean(args.topology, names)}; choose from "
+                             f"{', '.join(names)}")
         _check_objective_size(args, n)
     if args.resume and not os.path.exists(args.resume):
         raise UsageError(f"--resume {args.resume!r} does not exist")
@@ -91,19 +93,17 @@ def _run_config(args):
     return {"cli": config}
 
 
-#: What ``rowstoch run`` writes into --out (:meth:`~rowstoch_fast.History.save`).
-RUN_OUTPUTS = ("history.csv", "history.json", "grad_norm.png")
-
-
 def _refuse_earlier_run(args):
     """An --out holding an earlier run's history is refused (its results would be replaced without a word), unless
     --overwrite, or --resume of that same run (its history.json records the same settings: a run going on from its
     checkpoint writes where it wrote before)."""
     import json
 
+    from ..runner import History
+
     if args.overwrite or not os.path.isdir(args.out):
         return
-    found = [name for name in RUN_OUTPUTS if os.path.exists(os.path.join(args.out, name))]
+    found = [name for name in History.FILES if os.path.exists(os.path.join(args.out, name))]
     if not found:
         return
     if args.resume:
@@ -175,14 +175,8 @@ def cmd_run(args):
             if args.checkpoint:
                 _writable_file(args.checkpoint, "--checkpoint")
         except UsageError as exc:
-            refused = exc
-    if args.backend == "mpi":  # (every rank stops, or none: the others would wait in the run's first collective)
-        from mpi4py import MPI
-
-        refused = MPI.COMM_WORLD.bcast(None if refused is None else str(refused), root=0)
-        refused = None if refused is None else UsageError(refused)
-    if refused is not None:
-        raise refused
+            refused = str(exc)
+    refuse_on_every_rank(args, refused)
     progress = progress_option(args)
     say = narrator(args, root)
     stage = _stage(root and (progress == "always" or (progress and sys.stderr.isatty())))

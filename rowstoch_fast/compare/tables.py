@@ -194,9 +194,11 @@ def format_summary(table, metric=None):
             + f"{'messages':>10} {'bytes':>10} {'grad evals':>11} {'wall s':>7}  status")
     lines = [head, "-" * len(head)]
     for r in table.itertuples():
-        final = (f"{r.final:.3e} +- {r.final_std:.1e}" if math.isfinite(r.final_std)
-                 else f"{r.final:.3e} (1 run)" if math.isfinite(r.final) else f"{r.final:.3e}")  # (several finite
-        # repetitions always have a finite spread: a finite mean without one is a single run)
+        final = f"{r.final:.3e}"
+        if math.isfinite(r.final_std):
+            final += f" +- {r.final_std:.1e}"
+        elif math.isfinite(r.final):  # (several finite repetitions always have a spread: this is a single run)
+            final += " (1 run)"
         rank = "-" if _missing(r.rank) else f"{int(r.rank)}{'=' if getattr(r, 'rank_shared', False) else ''}"
         source = f"({r.lr_source})" if r.lr_source else ""
         beside = "".join(f"{_beside(table.at[r.Index, m], m):>{ew[m]}} " for m in extra)

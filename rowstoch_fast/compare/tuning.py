@@ -6,9 +6,10 @@ draws. A candidate that diverges (NaN or Inf anywhere: in its iterates, a compre
 tracker) is set aside inside the run, its gradients no longer computed, and rejected; the others go on untouched
 (replicas share no values). Each candidate is then judged on its whole trajectory (:func:`judge`): its final value
 is read from the end of the run (a line fitted to the logarithm of its last quarter), and it is rejected when it
-diverged, grew (ended over a thousand times its start), ended above half its start (no progress), or ended more than :data:`STABILITY_FACTOR` times above the
-minimum of its smoothed trajectory. Where no candidate of the grid is stable and their failures say where the rates
-that work lie (all too large, all too small, or the too small ones just below the too large ones), the tuner
+diverged, grew (ended over a thousand times its start), ended above half its start (no progress), or ended more
+than :data:`STABILITY_FACTOR` times above the minimum of its smoothed trajectory. Where no candidate of the grid is
+stable and their failures say where the rates that work lie (all too large, all too small, or the too small ones
+just below the too large ones), the tuner
 searches there (:func:`_search`: the grid is a guess at the data's units), and where it finds stable rates, runs a
 grid's worth of rates on from the first of them (:func:`_moved_grid`). The best candidate is then refined:
 quarter steps (in the grid's log spacing) on either side, and past the edge of what was tried when it is at the
@@ -171,11 +172,12 @@ def judge(iterations, values):
     replicas): its final value and None, or inf and why it is rejected.
 
     Rejected when a value is NaN or Inf (it diverged), when it ends above
-    :data:`~rowstoch_fast.runner.GROWTH_WARNING` times its start (it grew: the evaluation calls such a run diverged),
-    when it ends above :data:`NO_PROGRESS` times its start (no progress), and when the level of its last :data:`TAIL` of the iterations (the geometric mean of those records)
-    is more than :data:`STABILITY_FACTOR` times the lowest level of any stretch of as many records (unstable: best
-    at some horizon, then climbing; levels over stretches, not single records, so that the noise of sampling,
-    compression or lost messages does not reject a rate that stays at its floor). Values below
+    :data:`~rowstoch_fast.runner.GROWTH_WARNING` times its start (it grew: the evaluation calls such a run
+    diverged), when it ends above :data:`NO_PROGRESS` times its start (no progress), and when the level of its last
+    :data:`TAIL` of the iterations (the geometric mean of those records) is more than :data:`STABILITY_FACTOR` times
+    the lowest level of any stretch of as many records (unstable: best at some horizon, then climbing; levels over
+    stretches, not single records, so that the noise of sampling, compression or lost messages does not reject a
+    rate that stays at its floor). Values below
     :data:`CONVERGED` times the start are equal (converged to rounding). The final value is
     :func:`final_estimate`.
     """
@@ -195,7 +197,7 @@ def _judged(iterations, values, typical=None):
     floor = max(CONVERGED * abs(start), 1e-300)
     v = np.maximum(v, floor)
     end = max(final_estimate(iterations, v), floor)
-    if start > 0 and end > GROWTH_WARNING * start:  # (the evaluation's "diverged" without a NaN: runner.GROWTH_WARNING)
+    if start > 0 and end > GROWTH_WARNING * start:  # (what the evaluation calls diverged without a NaN)
         return math.inf, f"grew (ends at {end / start:.3g}x its start)", end
     if start > 0 and end > NO_PROGRESS * start and end > floor:
         return math.inf, f"no progress (ends at {end / start:.3g}x its start)", end
@@ -703,8 +705,8 @@ def _tune_stages(stage, scores, arrival, ends, finals, record, grid, method, log
             stable = {lr: scores[lr] for lr in rivals if math.isfinite(scores[lr])}
             pool = rivals
     if not stable:
-        exc = NoStableRate(f"tune: {method.label} diverged, grew, made no progress or was unstable at every learning rate "
-                           f"tried ({min(scores):g} .. {max(scores):g}); give its lr (--lr {method.label}=VALUE)")
+        exc = NoStableRate(f"tune: {method.label} diverged, grew, made no progress or was unstable at every learning "
+                           f"rate tried ({min(scores):g} .. {max(scores):g}); give its lr (--lr {method.label}=VALUE)")
         ended = {lr: e for lr, e in ends.items() if math.isfinite(e)}
         confirmed = {lr: ended[lr] for lr in pool if lr in ended}  # (judged on the most streams)
         exc.record, exc.grid = record, grid

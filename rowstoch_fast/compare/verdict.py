@@ -52,8 +52,8 @@ def _range(rates):
 
 def tuning_failures(record):
     """One phrase of why the rates of a tuning ``record`` were rejected, consecutive rates with the same reason
-    grouped (``"1e-4..0.001 made no progress (ending at 0.98-1x their start); 0.00316 grew (ending at 4.2e+05x their start);
-    0.01..10 diverged (NaN/Inf by iteration 40-300)"``)."""
+    grouped (``"1e-4..0.001 made no progress (ending at 0.98-1x their start); 0.00316 grew (ending at 4.2e+05x
+    their start); 0.01..10 diverged (NaN/Inf by iteration 40-300)"``)."""
     why = {}
     for stage in record.get("stages", ()):  # (a later stage's judgement of a rate replaces an earlier one's: a
         # confirmation judges its contenders on more streams)
@@ -114,8 +114,8 @@ def status_of(frame, metric, meta, *, lr, lr_source, iterations, tuning=None, co
     its :class:`~rowstoch_fast.History`'s (``diverged``, ``grew``, ``completed_iterations``), ``lr`` and where it
     came from, its budget in ``iterations``, ``tuning`` the tuner's record and ``context`` what the harness knows
     of the problem (``tracker_peak``: ``1 / min(pi)`` for the methods with a Pull-Diag tracker; ``lossy``: not a
-    static matrix; ``loses``: a layer drops messages). The
-    diagnosis is one line derived from what the run and the tuner recorded ("" for ``ok``)."""
+    static matrix; ``loses``: a layer drops messages). The diagnosis is one line derived from what the run and the
+    tuner recorded ("" for ``ok``)."""
     context = context or {}
     done = int(meta.get("completed_iterations", iterations))
     by = frame.groupby("iteration", sort=True)[metric]
