@@ -1512,6 +1512,15 @@ def fedlt(n, x0, lr, grad_fn, T, local_steps=4, participation=1.0, client_steps=
 
 
 # ----------------------------------------------------------------- message compression and noise
+def _sequential_sum(values):
+    """``values`` added left to right from 0.0, as the kernels do (Python's ``sum`` of floats is compensated
+    since 3.12: another value than the kernels' in the last place)."""
+    total = 0.0
+    for v in values:
+        total += v
+    return total
+
+
 def compress_message(v, method, node, first_col, seed, t, r, bits=None, k=None, unbiased=True, sigma=0.0):
     """What ``rowstoch_fast.network.Compressed`` / ``Noisy`` send for one message ``v`` (``L`` values at columns
     ``first_col ..`` of node ``node``'s row in round ``r`` of iteration ``t``), value by value in Python, with
@@ -1547,12 +1556,12 @@ def compress_message(v, method, node, first_col, seed, t, r, bits=None, k=None, 
         return q if not finite else top if q > top else -top if q < -top else q
 
     if method == "qsgd":
-        sq = sum(float(x) * float(x) for x in v)  # (sequential, as the kernel)
+        sq = _sequential_sum(float(x) * float(x) for x in v)
         norm, scale = math.sqrt(sq), 1.0
         m = max((abs(float(x)) for x in v), default=0.0)
         if not 1e-280 <= sq <= 1.7976931348623157e308 and 0 < m <= 1.7976931348623157e308:
             scale = math.ldexp(1.0, math.frexp(m)[1] - 1)  # (squares out of range: v / 2^(e - 1), exactly)
-            norm = math.sqrt(sum((float(x) / scale) * (float(x) / scale) for x in v))
+            norm = math.sqrt(_sequential_sum((float(x) / scale) * (float(x) / scale) for x in v))
         s = 2.0**bits - 1
         for c in range(L):
             if norm == 0:
@@ -1561,12 +1570,12 @@ def compress_message(v, method, node, first_col, seed, t, r, bits=None, k=None, 
             q = level * (norm / s)
             out[c] = saturated(math.copysign(q, float(v[c])) * scale, math.isfinite(norm))
     elif method == "sign":
-        l1 = sum(abs(float(x)) for x in v)  # (sequential, as the kernel)
+        l1 = _sequential_sum(abs(float(x)) for x in v)
         scale = l1 / L
         m = max((abs(float(x)) for x in v), default=0.0)
         if l1 == math.inf and m <= 1.7976931348623157e308:  # (the sum overflowed: |v| / 2^(e - 1), exactly)
             p = math.ldexp(1.0, math.frexp(m)[1] - 1)
-            scale = min(sum(abs(float(x)) / p for x in v) / L * p, m)
+            scale = min(_sequential_sum(abs(float(x)) / p for x in v) / L * p, m)
         out[:] = [scale if x > 0 else -scale if x < 0 else 0.0 for x in v]
     elif method in ("topk", "randk"):
         kk = min(k, L)
