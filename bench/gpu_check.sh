@@ -9,11 +9,15 @@
 #            overhead at n <= 2^16, the logistic oracle against every CPU core;
 #   tests    the test files with CuPy and CUDA cases (pytest-xdist; TESTFILES to choose others);
 #   messages bench/gpu_messages.py: compressed, noisy and delayed messages on the device vs the CPU (bits, speed);
+#   links    bench/gpu_links.py: robust gradient-push and R-FAST's running sums (link_sums) vs the CPU bit for bit,
+#            and their step against SGP / Push-Pull and the generic operations at n = 2^16 and 2^20;
 #   e2e      bench/gpu_e2e.py: rowstoch run --backend cupy vs cpu, set-up and run time, cold and warm cache;
 #   rest     the rest of the suite;
 #   scaling  the GPU half of bench/scaling.py (the design card's figure);
 #   algorithms  bench/algorithms_step.py: one step of every algorithm at n = 2^16, d = 10 on the GPU and on
 #            the host's cores (the CPU half with its scipy compositions);
+#   step20   bench/algorithms_step.py on the GPU alone at n = 2^20 for ONLY (default: the plain methods against
+#            the centralized baseline and GT-SAGA, issue 52's item 2);
 #   torch    bench/torch_replicas.py with 64 replicas of a small CNN on the GPU (issue 15);
 #   resnet   examples/cifar10_resnet.py: 16 ResNet-18 replicas on random CIFAR-shaped images (issue 15's job);
 #   ncu      Nsight Compute's DRAM and L2 byte counts of the mixing kernels at n = 2^20 (the "entry" and "row"
@@ -41,7 +45,8 @@ limit() {
     timeout "$s" "$@"
 }
 TESTFILES=${TESTFILES:-"tests/test_backends.py tests/test_algorithms.py tests/test_objectives.py tests/test_gt.py
-    tests/test_careless_user.py tests/test_runner.py tests/test_network.py tests/test_torch.py tests/test_undirected.py"}
+    tests/test_careless_user.py tests/test_runner.py tests/test_network.py tests/test_torch.py tests/test_undirected.py
+    tests/test_messages.py"}
 
 stage_kernels() {
     limit 240 "$PY" bench/gpu_kernels.py --sections "${SECTIONS:-bits,mix,overhead,oracle,probe-oracle,probe-host}" \
@@ -55,6 +60,13 @@ stage_tests() {
 }
 stage_messages() {
     limit 200 "$PY" bench/gpu_messages.py --json "$OUT/messages.json" 2>&1 | tee "$OUT/messages.out"
+}
+stage_links() {
+    limit 150 "$PY" bench/gpu_links.py --json "$OUT/links.json" 2>&1 | tee "$OUT/links.out"
+}
+stage_step20() {
+    limit 100 "$PY" bench/algorithms_step.py --backend cupy --log2n 20 --rounds 3 \
+        --only "${ONLY:-dsgd,diging,sgp,push-pull,centralized,gt-saga}" 2>&1 | tee "$OUT/step20.out"
 }
 stage_e2e() {
     limit 150 "$PY" bench/gpu_e2e.py --out "$OUT" 2>&1 | tee "$OUT/gpu_e2e.out"

@@ -10,8 +10,9 @@ Usage (a machine with an NVIDIA GPU and CuPy; bench/gpu_check.sh's ``messages`` 
    (they should everywhere but Gaussian noise, whose ``log`` / ``cos`` are the device's: about 1 ulp).
 2. *Speed*: interleaved medians of one round at n = 2^log2n on the exponential graph: the static mix
    (``csr_mix`` kernels), the lossy round, compressed (QSGD 4 bits, top-2, top-2 over losses), delayed (bound
-   3, uniform and fixed; each also with its history in the other order than ``Delayed.ORDER``'s), noisy (per
-   message, per received copy), and the host round trip the backend took
+   3, uniform and fixed; each also with its history in the other order than ``Delayed.ORDER``'s; uniform also with
+   its ages drawn in the pass, ``ROWSTOCH_CUDA_DELAY_AGES=pass``), noisy (per message, per received copy), and the
+   host round trip the backend took
    before (``_on_host``, for top-2). Target: a compressed or delayed mix within 2x the static one.
 """
 
@@ -108,7 +109,17 @@ def speed(log2n, d, rounds=7, per=20):
             dev._on_host(out, lambda: net.mix(backend.to_cpu(X), t[0], 1, d=d))
         return go
 
+    def ages_in_pass(go):  # the uniform delays' ages drawn again by every thread of a row (ROWSTOCH_CUDA_DELAY_AGES)
+        def run():
+            kept, backend.DELAY_AGES = backend.DELAY_AGES, "pass"
+            try:
+                go()
+            finally:
+                backend.DELAY_AGES = kept
+        return run
+
     cases = {"static": lambda: backend._mix_into(A, X, out), **{k: run_net(v) for k, v in networks(A).items()},
+             "delayed-3 ages in pass": ages_in_pass(run_net(Delayed(A, 3, seed=1))),
              "topk-2 via host (before)": host_round_trip(Compressed(A, "topk", k=2))}
     for go in cases.values():  # compile, allocate
         go()

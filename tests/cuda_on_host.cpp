@@ -275,15 +275,29 @@ EMULATE_LOSSY(csr_mix_lossy1_f32_i64, float, i64)
 EMULATE_LOSSY(csr_mix_lossy4_f32_i32, float, int)
 EMULATE_LOSSY(csr_mix_lossy4_f32_i64, float, i64)
 
+// Per-link running sums: link_sums_<value> (threads = n * w), link_held_out (nnz), link_arrivals (rows).
+#define EMULATE_LINKS(name, T)                                                                                   \
+    EMULATE(name,                                                                                                \
+            P(const i64* Ap, const i64* Aj, const T* Ax, const unsigned char* arrived, const T* X, T* Y, const T* Pin, \
+              T* Pout, const unsigned char* held, const unsigned char* held_out, i64 n, i64 w, const u64* s),     \
+            (Ap, Aj, Ax, arrived, X, Y, Pin, Pout, held, held_out, n, w, s))
+EMULATE_LINKS(link_sums_f64, double)
+EMULATE_LINKS(link_sums_f32, float)
+EMULATE(link_held_out, P(const unsigned char* arrived, unsigned char* held_out, i64 nnz, const u64* s),
+        (arrived, held_out, nnz, s))
+EMULATE(link_arrivals, P(const i64* Ap, const i64* Aj, i64 rows, u64 key, u64 threshold, const u64* s,
+                         unsigned char* arrived),
+        (Ap, Aj, rows, key, threshold, s, arrived))
+
 // ... and over a round of messages (own rows apart, delays, per-link noise): csr_mix_messages<V>_<value>_<index>.
 #define EMULATE_MESSAGES(name, T, I)                                                                           \
     EMULATE(name,                                                                                              \
             P(const I* Ap, const I* Aj, const T* Ax, const T* Xown, const T* X, T* Y, i64 n, i64 w, const u64* s, \
               u64 key, double p, int renormalise, const unsigned char* awake, const unsigned char* bad,         \
-              const u64* dkeys, const u64* dthr, const i64* dslot, i64 dlast, i64 dslots, const u64* sent,      \
-              T sigma, int noise_only),                                                                        \
+              const u64* dkeys, const u64* dthr, const i64* dslot, i64 dlast, i64 dslots,                       \
+              const unsigned char* dages, const u64* sent, T sigma, int noise_only),                            \
             (Ap, Aj, Ax, Xown, X, Y, n, w, s, key, p, renormalise, awake, bad, dkeys, dthr, dslot, dlast, dslots, \
-             sent, sigma, noise_only))
+             dages, sent, sigma, noise_only))
 EMULATE_MESSAGES(csr_mix_messages1_f64_i32, double, int)
 EMULATE_MESSAGES(csr_mix_messages1_f64_i64, double, i64)
 EMULATE_MESSAGES(csr_mix_messages2_f64_i32, double, int)
@@ -322,6 +336,14 @@ EMULATE_COMPRESS(compress_rows_f32, float)
             (x0, x1, x2, x3, r0, r1, r2, r3, c0, c1, c2, c3, K, out, n, w, status, launch))
 EMULATE_COMBINE(combine_f64, double)
 EMULATE_COMBINE(combine_f32, float)
+// The ages of a delayed round's entries, one thread per row: delay_ages_rows_<index>.
+#define EMULATE_AGES(name, I)                                                                                   \
+    EMULATE(name,                                                                                               \
+            P(const I* Ap, const I* Aj, i64 rows, const u64* keys, const u64* thresholds, i64 last,             \
+              unsigned char* ages, const u64* s),                                                               \
+            (Ap, Aj, rows, keys, thresholds, last, ages, s))
+EMULATE_AGES(delay_ages_rows_i32, int)
+EMULATE_AGES(delay_ages_rows_i64, i64)
 EMULATE(ge_advance_i32,
         P(const int* Ap, const int* Aj, i64 rows, unsigned char* bad, const u64* keys, i64 steps, u64 init_key,
           int init, double p_bad, double p_recover, double stationary),

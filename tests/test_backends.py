@@ -240,7 +240,9 @@ def _mix_kernel_names():
     # the message networks' (backends.cupy._mix_messages, _launch_messages, _encode)
     names |= {f"csr_mix_messages{V}_{t}_{i}" for t, Vs in (("f64", (1, 2)), ("f32", (1, 4))) for V in Vs
               for i in ("i32", "i64")}
-    return names | {"compress_rows_f64", "compress_rows_f32"}
+    # per-link running sums (backends.cupy's running_sums)
+    return names | {"compress_rows_f64", "compress_rows_f32", "link_sums_f64", "link_sums_f32", "link_held_out",
+                    "link_arrivals", "delay_ages_rows_i32", "delay_ages_rows_i64"}
 
 
 def _ptr(a):
@@ -466,15 +468,22 @@ def test_per_node_losses_and_noise_run_on_the_emulated_device_through_the_host_p
                                      "compressed", "delayed", "noisy",
                                      *(f"layer:{cls.layer}" for cls in network_layers())])  # (the registry's)
 @pytest.mark.parametrize("name", sorted(REGISTRY))
-def test_the_cupy_backend_on_the_emulated_kernels_equals_the_cpu(cuda_on_host, monkeypatch, name, network):
+@pytest.mark.parametrize("device", ["emulated", "gpu"])
+def test_the_cupy_backend_on_the_emulated_kernels_equals_the_cpu(request, monkeypatch, name, network, device):
     """Each algorithm through backends.cupy and the CUDA kernels' logic (mixing, combine, lossy rounds and
-    bursty chains, graphs of the R rounds, compressed, delayed and noisy messages) on static and unreliable
-    networks: the CPU's iterates, so what a GPU runs differs from this only in the hardware."""
+    bursty chains, graphs of the R rounds, compressed, delayed and noisy messages, per-link running sums) on
+    static and unreliable networks: the CPU's iterates, so what a GPU runs differs from this only in the
+    hardware; with ``device="gpu"`` (where CuPy finds a device) the same on the GPU itself."""
     from test_algorithms import _on_cpu_and_device
 
     from rowstoch_fast.network import Compressed, Delayed, Lossy, Noisy, Sleepy
 
-    fake = _emulated_device(cuda_on_host, monkeypatch)
+    if device == "gpu":
+        fake, reason = _cupy_or_reason()
+        if fake is None:
+            pytest.skip(f"CuPy backend unavailable: {reason}")
+    else:
+        fake = _emulated_device(request.getfixturevalue("cuda_on_host"), monkeypatch)
     cls = REGISTRY[name]
     A = for_algorithm(cls, topology.erdos_renyi(12, 0.3, seed=2))
     nets = {"static": A, "lossy": Lossy(A, 0.3, seed=1),
@@ -496,6 +505,9 @@ def test_the_cupy_backend_on_the_emulated_kernels_equals_the_cpu(cuda_on_host, m
     G, x0 = rng.standard_normal((12, 4)), rng.standard_normal((12, 4))
     cpu, gpu = _on_cpu_and_device(cls, net, x0, G, fake, 12)
     np.testing.assert_allclose(gpu.gather_x(), cpu.x, rtol=1e-12, atol=1e-13)
+    if device == "gpu":  # (which kernels ran: the emulation's record)
+        return
+
     def ran(prefix):
         return any(k.startswith(prefix) for k in fake.launched)
 
@@ -509,6 +521,11 @@ def test_the_cupy_backend_on_the_emulated_kernels_equals_the_cpu(cuda_on_host, m
         # compression is the only message layer; the robust methods' running sums are generic array operations)
         assert ran("csr_mix_messages") == (not cls.per_link_state and (
             name not in ("choco-sgd", "compressed-push-pull") or network != "compressed"))
+        assert not ran("link_sums")  # (message layers: the running sums' generic operations)
+    elif cls.per_link_state:  # (running sums in one sweep over the links, the arrivals drawn on the device where
+        # they are Bernoulli losses over the matrix)
+        assert ran("link_sums_f64") and ran("link_held_out")
+        assert ran("link_arrivals") == (network == "lossy")
     elif cls.matrices and not cls.per_link_state:  # (running sums are generic array operations)
         host = "W" in cls.matrices and network != "static"  # (the undirected rule: the CPU's pass, on the host)
         assert ran("csr_mix_lossy") == (network != "static" and not host)
@@ -520,7 +537,7 @@ def test_the_cupy_backend_on_the_emulated_kernels_equals_the_cpu(cuda_on_host, m
 @pytest.mark.parametrize("case", ["qsgd", "qsgd-nearest", "qsgd-huge", "qsgd-tiny", "qsgd-subnormal",
                                   "sign", "top1", "top3", "top7", "top20", "rand2",
                                   "rand20-biased", "round", "noise", "chain", "fixed-delay", "delayed-noise",
-                                  "two-noises", "circulant", "circulant-lossy"])
+                                  "two-noises", "circulant", "circulant-lossy", "delayed-noise-in-pass"])
 def test_the_message_kernels_on_the_emulated_device_equal_the_cpu(cuda_on_host, monkeypatch, case, dtype):
     """compress_rows, csr_mix_messages (delays and per-link noise drawn in its pass) and csr_mix_circmsg (the
     CuPy backend's path for message networks) against the CPU's passes, bit for bit: every compression (top-k and
@@ -549,9 +566,14 @@ def test_the_message_kernels_on_the_emulated_device_equal_the_cpu(cuda_on_host, 
             "chain": Compressed(Noisy(base, 0.1, seed=2, per="message"), "topk", k=5),
             "fixed-delay": Compressed(Delayed(base, 3, delay="fixed", seed=5), "qsgd", bits=4),
             "delayed-noise": Noisy(Delayed(base, 3, seed=5), 0.05, seed=8),
+            "delayed-noise-in-pass": Noisy(Delayed(base, 3, seed=5), 0.05, seed=8),
             "two-noises": Noisy(Compressed(Noisy(Sleepy(base, 0.7, seed=2), 0.1, seed=3), "qsgd", bits=3), 0.05, seed=8),
             "circulant": Compressed(A, "topk", k=3), "circulant-lossy": Compressed(base, "topk", k=3)}
     cpu_net, net = nets[case], nets[case].map(lambda M: M)  # (each keeps its own history)
+    if case == "delayed-noise-in-pass":  # (ROWSTOCH_CUDA_DELAY_AGES=pass: the ages drawn again in the pass)
+        from rowstoch_fast.backends import cupy as cupy_backend
+
+        monkeypatch.setattr(cupy_backend, "DELAY_AGES", "pass")
     backend = CupyBackend()
     backend.attach(9, dtype, [A])
     backend.message_d = 40
@@ -571,8 +593,9 @@ def test_the_message_kernels_on_the_emulated_device_equal_the_cpu(cuda_on_host, 
     def ran(prefix):
         return any(k.startswith(prefix) for k in fake.launched)
 
-    assert ran("compress_rows") == (case != "delayed-noise")
+    assert ran("compress_rows") == (not case.startswith("delayed-noise"))
     assert ran("csr_mix_circmsg") == (case == "circulant") != ran("csr_mix_messages")
+    assert ran("delay_ages_rows") == (case == "delayed-noise")  # (uniform delays' ages drawn once per link)
     assert not np.array_equal(before[-1], before[-2])
 
 
@@ -1101,6 +1124,83 @@ def test_blocks_off_a_packs_alignment_take_the_one_value_kernels(cuda_on_host, m
         fake.launched.clear()
         np.testing.assert_array_equal(backend.mix(A, off_alignment(X)), A.mix(X))
         assert fake.launched and all("1x" in k for k in fake.launched), fake.launched
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("network", ["static", "lossy", "sleepy-lossy", "bursty"])
+@pytest.mark.parametrize("name", ["robust-gradient-push", "r-fast"])
+def test_the_device_running_sums_sweep_equals_the_cpu_bit_for_bit(cuda_on_host, monkeypatch, name, network, dtype):
+    """The CuPy backend's running sums in one sweep per quantity (link_sums, issue 52) on the emulated device: every
+    iterate and every per-link block equal the CPU's bit for bit (float64 and float32), the arrivals drawn on the
+    device (Bernoulli losses over the matrix) or the network's own copied there (sleep, Gilbert-Elliott); a state
+    saved mid-run resumes on the device bit for bit; the generic operations give the same values (rounding); and
+    after a failed deferred check nothing is written (the flag is not read on the host)."""
+    from rowstoch_fast.backends import cupy as backend
+    from rowstoch_fast.network import Lossy, Sleepy
+    from rowstoch_fast.objectives import Quadratic
+
+    fake = _emulated_device(cuda_on_host, monkeypatch)
+    A = topology.erdos_renyi(16, 0.3, seed=2).astype(dtype)
+    f = Quadratic.random(16, 3, seed=1)
+    net = {"static": A, "lossy": Lossy(A, 0.3, seed=4), "sleepy-lossy": Sleepy(Lossy(A, 0.2, seed=3), 0.8, seed=4),
+           "bursty": Lossy(A, 0.9, seed=2, model="gilbert-elliott", p_bad=0.2, p_recover=0.3)}[network]
+    cls = REGISTRY[name]
+    mats = cls.problem_matrices(net)
+    x0 = f.x0().astype(dtype)
+    half, one = dtype(0.5), dtype(1.0)
+
+    def run(opt, steps):
+        xs, states = [], []
+        for _ in range(steps):
+            opt.step(lambda X: X * half - one)
+            xs.append(np.array(opt.gather_x()))
+            states.append({k: np.array(v) if isinstance(v, np.ndarray) else v for k, v in opt.state_dict().items()})
+        return xs, states
+
+    cpu = cls(**mats, x0=x0, lr=0.02, backend="cpu")
+    dev = cls(**mats, x0=fake.asarray(x0), lr=0.02, backend="cupy")
+    want, want_states = run(cpu, 10)
+    assert want[-1].dtype == dtype
+    fake.launched.clear()
+    got, got_states = run(dev, 10)
+    assert any(k.startswith("link_sums_") for k in fake.launched)
+    assert any(k == "link_arrivals" for k in fake.launched) == (network == "lossy")
+    for k in range(10):
+        np.testing.assert_array_equal(got[k], want[k])
+        for key, value in want_states[k].items():
+            if isinstance(value, np.ndarray):
+                np.testing.assert_array_equal(got_states[k][key], value, err_msg=key)
+    if network != "static":
+        assert any(want_states[5][key].any() for key in want_states[5] if key.startswith("pending_"))
+    resumed = cls.from_state_dict(got_states[4], **mats, backend="cupy")
+    again, _ = run(resumed, 5)
+    for k in range(5):
+        np.testing.assert_array_equal(again[k], want[5 + k])
+    monkeypatch.setattr(backend, "LINK_KERNEL", "generic")
+    generic = cls(**mats, x0=fake.asarray(x0), lr=0.02, backend="cupy")
+    fake.launched.clear()
+    other, _ = run(generic, 10)
+    assert not any(k.startswith("link_") for k in fake.launched)
+    np.testing.assert_allclose(other[-1], want[-1], rtol=1e-12 if dtype == np.float64 else 1e-5, atol=1e-12)
+    switching = cls(**mats, x0=fake.asarray(x0), lr=0.02, backend="cupy")  # (a run that changes path each step)
+    for k in range(10):
+        monkeypatch.setattr(backend, "LINK_KERNEL", ("sweep", "generic")[k % 2])
+        switching.step(lambda X: X * half - one)
+    np.testing.assert_allclose(np.asarray(switching.gather_x()), want[-1],
+                               rtol=1e-12 if dtype == np.float64 else 1e-5, atol=1e-12)
+    monkeypatch.setattr(backend, "LINK_KERNEL", "sweep")  # after a failed check (the flag set): nothing written
+    ops = backend.CupyBackend()
+    ops.attach(16, dtype, [A])
+    rng = np.random.default_rng(3)
+    src, out = fake.asarray(rng.standard_normal((16, 3)).astype(dtype)), fake.zeros((16, 3), dtype)
+    blocks = [ops.link_zeros(A, 3), ops.link_zeros(A, 3)]
+    ops.running_sums(A, Lossy(A, 0.5, seed=1), 0, 0, [(src, out, blocks[0], blocks[1])])
+    assert np.asarray(blocks[1]).any() and np.asarray(out).any()
+    ops._status[0] = 3
+    kept = [np.array(a) for a in (out, *blocks)]
+    ops.running_sums(A, Lossy(A, 0.5, seed=1), 1, 0, [(src * 2, out, blocks[1], blocks[0])])
+    for before, after in zip(kept, (out, *blocks)):
+        np.testing.assert_array_equal(np.asarray(after), before)
 
 
 @pytest.mark.parametrize("name", ["robust-gradient-push", "r-fast"])

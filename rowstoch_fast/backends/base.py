@@ -17,6 +17,21 @@ def _under_messages(net):
     return net.core() if hasattr(net, "encode") else net
 
 
+def _drawn_in_sweep(net, t, r):
+    """``(seed, t, r, p)`` where a running-sums sweep can draw the round's losses itself (the network's
+    ``link_draws``: Bernoulli losses right over a static matrix), else None (the network draws them)."""
+    draws = getattr(net, "link_draws", None)
+    return None if draws is None else draws(t, r)
+
+
+def _late_links(net):
+    """Whether the links of ``net`` keep part of what arrived (a delayed layer, or noise on the links): the
+    running sums then hold mass on links whose message arrived."""
+    if not hasattr(net, "encode"):
+        return False
+    return net.delayed() is not None or any(not layer.silent for layer in net.noisy_links())
+
+
 def is_network(A):
     """True for a time-varying network of :mod:`rowstoch_fast.network` (it has a per-iteration :meth:`plan`),
     False for a static :class:`~rowstoch_fast.MixingMatrix`. Backends ask this rather than import either class:

@@ -10,7 +10,7 @@ from .. import _core
 from .._checks import as_float_array
 from ..mixing import MixingMatrix
 from ..tracker import DiagTracker, NetworkTracker
-from .base import Backend
+from .base import Backend, _drawn_in_sweep, _late_links
 
 __all__ = ["CpuBackend"]
 
@@ -285,26 +285,6 @@ class CpuBackend(Backend):
         view = block.view()
         view.flags.writeable = False
         return view
-
-
-def _drawn_in_sweep(net, t, r):
-    """``(seed, t, r, p)`` where the compact sweep can draw the round's losses itself (Bernoulli losses right over a
-    static matrix: ``Lossy.arrived``'s draws, ``_core.lost_links``), else None (the network draws them)."""
-    from ..network import Lossy
-
-    if type(net) is not Lossy or net.model != "bernoulli" or not isinstance(net.base, MixingMatrix) or net.per_node:
-        return None  # (a p per node: the network draws them, Lossy.arrived)
-    if net.seed >= 2**63 or t >= 2**63 or r >= 2**63:  # (the sweep takes them as int64)
-        return None
-    return (net.seed, t, r, net.p)
-
-
-def _late_links(net):
-    """Whether the links of ``net`` keep part of what arrived (a delayed layer, or noise on the links): the
-    running sums then hold mass on links whose message arrived."""
-    if not hasattr(net, "encode"):
-        return False
-    return net.delayed() is not None or any(not layer.silent for layer in net.noisy_links())
 
 
 class _LinkMass:

@@ -12,15 +12,17 @@ expected raise, and :func:`to_gpu` / :func:`to_cpu` copy explicitly.
 from __future__ import annotations
 
 import importlib.util
+import math
 import os
 import warnings
+import weakref
 from functools import lru_cache
 
 import numpy as np
 
 from .. import _hashing
 from .._device import DEVICE_TYPES
-from .base import DEFERRED, Backend, is_device_array, is_network
+from .base import DEFERRED, Backend, _drawn_in_sweep, is_device_array, is_network
 
 __all__ = [
     "HAS_CUPY", "require_cupy", "to_gpu", "to_cpu", "device_csr", "device_row_weights", "circulant_offsets",
@@ -49,6 +51,14 @@ _OPTIONS = ("-std=c++14", "--fmad=false")
 #: ``"row"`` (1.20x at 2^22; bench/RESULTS.md sections 9b and 9c). Read from ``ROWSTOCH_CUDA_MIX`` at import.
 MIX_KERNEL = os.environ.get("ROWSTOCH_CUDA_MIX", "auto")
 _MIX_KERNELS = ("auto", "entry", "row", "circ")
+#: How per-link running sums (robust gradient-push, R-FAST) run: ``"sweep"`` (``link_sums`` of kernels.cu, one
+#: pass over the links per quantity) or ``"generic"`` (CuPy's generic operations, the path before it; message
+#: layers always take it). Read from ``ROWSTOCH_CUDA_LINKS`` at import.
+LINK_KERNEL = os.environ.get("ROWSTOCH_CUDA_LINKS", "sweep")
+#: Where a uniformly delayed round draws each link's age: ``"rows"`` (``delay_ages_rows``, once per link, a byte
+#: each, before the pass) or ``"pass"`` (every thread of the row again in the pass, the path before it). Read from
+#: ``ROWSTOCH_CUDA_DELAY_AGES`` at import.
+DELAY_AGES = os.environ.get("ROWSTOCH_CUDA_DELAY_AGES", "rows")
 # (Variants written since and never run on a device left the package; their ideas, predictions and the commits
 # that had them are in bench/RESULTS.md, "GPU paths that no device has run".)
 
@@ -347,19 +357,21 @@ def _message_tables(delayed, noise_seeds, t, r, rounds, slot_stride=1, noise_rou
 
 
 def _launch_messages(Ap, Aj, Ax, own, X, out, status, key, p, renormalise, awake, bad, delays, last, slots, sent,
-                     sigma, noise_only=False):
+                     sigma, noise_only=False, ages=None):
     """A round of messages (``csr_mix_messages`` of kernels.cu: :func:`_mix_lossy_into`'s losses and sleep): the
     self loops read ``own``, entry ``q`` node ``Aj[q]``'s message in ``X`` (with ``delays``, the device tables
     ``(keys or null, thresholds, slots)`` of :func:`_message_tables`: the newest that has arrived in the history
-    ``X``, of ``slots`` slots a node); with ``sent`` (noise keys by age) each received copy gets noise of
-    ``sigma``, drawn and summed in the same pass (``noise_only``: only the noise, added to ``out``)."""
+    ``X``, of ``slots`` slots a node; ``ages``: each entry's age drawn beforehand, ``delay_ages_rows``, else
+    drawn in the pass); with ``sent`` (noise keys by age) each received copy gets noise of ``sigma``, drawn and
+    summed in the same pass (``noise_only``: only the noise, added to ``out``)."""
     n, w = out.shape
     vec = 2 if np.dtype(Ax.dtype) == np.float64 else 4
     V = vec if _aligned(X, out) and _aligned(own, out) and w % vec == 0 else 1
     _launch(f"csr_mix_messages{V}_{_suffix(Ax.dtype)}_{_index_suffix(Ap)}", n * w // V,
             (Ap, Aj, Ax, own, X, out, np.int64(n), np.int64(w), status, np.uint64(key), np.float64(p),
              np.int32(bool(renormalise)), _NULL if awake is None else awake, _NULL if bad is None else bad,
-             *delays, np.int64(last), np.int64(slots), sent, out.dtype.type(sigma), np.int32(bool(noise_only))))
+             *delays, np.int64(last), np.int64(slots), _NULL if ages is None else ages, sent, out.dtype.type(sigma),
+             np.int32(bool(noise_only))))
     return out
 
 
@@ -689,10 +701,18 @@ class CupyBackend(Backend):
                 tables[:last] if delayed.delay == "uniform" and last else _NULL, tables[last:2 * last] if last else _NULL,
                 tables[2 * last:3 * last + 1])
             start = 0 if ring is None else 3 * last + 1  # (the noise keys after the delays' tables)
+            ages = None
+            if ring is not None and delayed.delay == "uniform" and 0 < last and delayed.max_delay <= 255 \
+                    and DELAY_AGES == "rows":  # each link's age drawn once (a thread per row), not by every thread
+                # of its row in the pass
+                ages = self._work("ages", (len(Aj),), np.uint8)
+                _launch(f"delay_ages_rows_{_index_suffix(Ap)}", n,
+                        (Ap, Aj, np.int64(n), delays[0], delays[1], np.int64(last), ages, self._status))
             for k, layer in enumerate(noisy or [None]):
                 sent = _NULL if layer is None else tables[start + k * (last + 1):start + (k + 1) * (last + 1)]
                 _launch_messages(Ap, Aj, Ax, cur, messages, dst, self._status, key, p, renormalise, mask, bad,
-                                 delays, last, slots, sent, 0.0 if layer is None else layer.sigma, noise_only=k > 0)
+                                 delays, last, slots, sent, 0.0 if layer is None else layer.sigma, noise_only=k > 0,
+                                 ages=ages)
             cur = dst
         if ring is not None:
             ring.done(t)
@@ -761,13 +781,99 @@ class CupyBackend(Backend):
             return None
 
     def running_sums(self, C, net, t, r, blocks):
-        """:meth:`Backend.running_sums` on the device (CuPy's generic operations, no kernel of its own). Its
-        writes are not launches that a failed deferred check freezes, so the flag is read first (one
-        device-to-host read per call): after a failure nothing is written, and the state the optimizer rolls
-        back to stays intact."""
-        if self.checking and int(self._status[0]):
+        """:meth:`Backend.running_sums` on the device in one sweep over the links per quantity (``link_sums`` of
+        kernels.cu, the CPU's dense form with flags, bit for bit): a thread per value sums the delivered shares
+        and the mass that waited, and touches a link's mass only where it holds or gets some (a byte per link
+        and block says which rows may hold mass: :meth:`_link_flags`), so a round costs about one mix plus the
+        lost links' rows. Bernoulli losses over a static matrix are drawn on the device (``link_arrivals``);
+        other networks' arrivals (sleep, Gilbert-Elliott) are drawn on the host and copied. Nothing is read back
+        on the host: the launches check the deferred flag themselves (after a failure nothing is written).
+
+        Message layers (compression, noise, delays) take CuPy's generic operations (:meth:`Backend.running_sums`,
+        after one read of the flag); so does every round with ``LINK_KERNEL = "generic"``."""
+        if LINK_KERNEL == "generic" or hasattr(net, "encode") or not all(
+                self._sweeps(block) for quantity in blocks for block in quantity):
+            if self.checking and int(self._status[0]):
+                return
+            super().running_sums(C, net, t, r, blocks)
+            flags = self.__dict__.get("_link_flags_by_block", {})
+            for *_, pending_out in blocks:  # (written here: any row may now hold mass)
+                flags.pop(id(pending_out), None)
             return
-        super().running_sums(C, net, t, r, blocks)
+        links = self._link_arrays(C)
+        indptr, nnz = links.get("indptr"), links["nnz"]
+        if indptr is None:
+            indptr = links["indptr"] = self.xp.asarray(links["host"][0])
+        n = indptr.shape[0] - 1
+        arrived = self._arrivals(links, indptr, net, t, r)
+        data, _ = self._link_weights(C, links, net, t)
+        for src, out, pending, pending_out in blocks:
+            held_out = self._link_flags(pending_out, nnz)
+            _launch(f"link_sums_{_suffix(self.dtype)}", n * src.shape[1],
+                    (indptr, links["indices"], data, arrived, src, out, pending, pending_out,
+                     self._link_flags(pending, nnz), held_out, np.int64(n), np.int64(src.shape[1]), self._status))
+            _launch("link_held_out", nnz, (arrived, held_out, np.int64(nnz), self._status))
+
+    def _sweeps(self, block):
+        """Whether ``link_sums`` reads ``block`` as it is (a C-contiguous device block of this backend's dtype)."""
+        return is_device_array(block) and block.dtype == self.dtype and block.ndim == 2 and block.flags.c_contiguous
+
+    def _arrivals(self, links, indptr, net, t, r):
+        """The round's arrivals on the device, a byte per stored entry (a self loop always 1): drawn there for
+        Bernoulli losses over a static matrix (``link_arrivals``, the hash of ``Lossy.arrived``), every message
+        without a network, else the network's own draws (:meth:`Backend._delivered`) copied."""
+        xp = self.xp
+        nnz = links["nnz"]
+        if net is None:
+            ones = links.get("all_arrive")
+            if ones is None:
+                ones = links["all_arrive"] = xp.ones(nnz, dtype=xp.uint8)
+            return ones
+        drawn = _drawn_in_sweep(net, t, r)
+        if drawn is None:
+            return self._delivered(links, net, t, r).view(xp.uint8)
+        seed, t, r, p = drawn
+        arrived = links.get("arrived")
+        if arrived is None:
+            arrived = links["arrived"] = xp.empty(nnz, dtype=xp.uint8)
+        _launch("link_arrivals", indptr.shape[0] - 1,
+                (indptr, links["indices"], np.int64(indptr.shape[0] - 1), np.uint64(_hashing.round_key(seed, t, r)),
+                 np.uint64(math.ceil(p * 2.0**53)), self._status, arrived))
+        return arrived
+
+    def _link_flags(self, block, nnz):
+        """Which rows of the per-link block ``block`` may hold mass, a device byte per link (kept between rounds,
+        known by the block's identity; a block this backend has not seen may hold mass anywhere: all ones, until
+        its first round writes it). Only ``link_sums`` writes a known block (a loaded state goes into new blocks:
+        the algorithms' ``_load_extra``)."""
+        cache = self.__dict__.setdefault("_link_flags_by_block", {})
+        entry = cache.get(id(block))
+        if entry is None or entry[0]() is not block:
+            for key in [key for key, (ref, _) in cache.items() if ref() is None]:
+                del cache[key]
+            entry = cache[id(block)] = (weakref.ref(block), self.xp.ones(nnz, dtype=self.xp.uint8))
+        return entry[1]
+
+    def link_zeros(self, C, width):
+        """A zero block of one row per stored entry of ``C``, known to :meth:`running_sums` to hold nothing."""
+        block = super().link_zeros(C, width)
+        self._link_flags(block, block.shape[0])[...] = 0
+        return block
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state.pop("_link_flags_by_block", None)  # (weak references; a copy's blocks are new: read as they are)
+        return state
+
+    def sum_rows(self, block):
+        """``1^T block`` as one matrix-vector product (cuBLAS; the ones kept between calls): CuPy's reduction over
+        the rows of a narrow block (the centralized baseline's all-reduce) took 6.9 ms at n = 2^20, d = 10 on an
+        H100. The same sum in another order (rounding)."""
+        cache = self.__dict__.setdefault("_ones", {})
+        key = (block.shape[0], block.dtype.str)
+        if key not in cache:
+            cache[key] = self.xp.ones(block.shape[0], dtype=block.dtype)
+        return cache[key] @ block
 
     def require_memory(self, nbytes, what, hint=""):
         """The GPU's free memory (:func:`require_device_memory`)."""

@@ -303,6 +303,7 @@ struct Delays {
     i64 last;               // min(D, t)
     i64 slots;              // node j's message of age a is row n + j slots + slot[a]: a history node by node,
                             // slots = (D + 1) R; iteration by iteration, slots = 1 and slot[a] scaled by n
+    const unsigned char* ages;  // ages[q], drawn beforehand by delay_ages_rows (null: drawn in the pass)
 };
 
 // The age of the newest message of the link j -> i that has arrived (network.hpp's delay_ages): the first k
@@ -315,6 +316,18 @@ __device__ __forceinline__ i64 delay_age(const Delays& d, i64 i, i64 j) {
     return d.last;
 }
 
+// Every stored entry's age, one thread per row (delay_age's draws once per link, instead of once per thread of
+// the mixing pass: a row's w / V threads drew them each), as bytes (max_delay <= 255) for csr_mix_messages.
+template <typename I>
+__device__ void delay_ages_rows_impl(const I* __restrict__ Ap, const I* __restrict__ Aj, i64 rows,
+                                     const u64* __restrict__ keys, const u64* __restrict__ thresholds, i64 last,
+                                     unsigned char* __restrict__ ages, const u64* status) {
+    const i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= rows || frozen(status, 0)) return;
+    const Delays d = Delays{keys, thresholds, nullptr, last, 0, nullptr};
+    for (I q = Ap[i]; q < Ap[i + 1]; ++q) ages[q] = (unsigned char)delay_age(d, i, (i64)Aj[q]);
+}
+
 template <typename T>
 __device__ __forceinline__ T link_noise_value(u64 link, i64 c, T sigma);
 
@@ -323,7 +336,7 @@ __device__ void csr_mix_lossy_impl(const I* __restrict__ Ap, const I* __restrict
                                    const T* __restrict__ X, T* Y, i64 n, i64 w, const u64* status,
                                    u64 round_key, double p, int renormalise, const unsigned char* __restrict__ awake,
                                    const unsigned char* __restrict__ bad, const T* __restrict__ Xown = nullptr,
-                                   Delays delays = Delays{nullptr, nullptr, nullptr, 0, 0},
+                                   Delays delays = Delays{nullptr, nullptr, nullptr, 0, 0, nullptr},
                                    const u64* __restrict__ sent = nullptr, T sigma = T(0), int noise_only = 0) {
     const i64 tid = (i64)blockIdx.x * blockDim.x + threadIdx.x;
     const i64 groups = w / V;
@@ -352,7 +365,7 @@ __device__ void csr_mix_lossy_impl(const I* __restrict__ Ap, const I* __restrict
                                           (double)(mix64(row ^ (u64)j) >> 11) * (1.0 / 9007199254740992.0) < p));
             lost |= gone;
             const T a = gone ? T(0) : Ax[q];
-            const i64 age = delays.slot ? delay_age(delays, i, j) : 0;
+            const i64 age = !delays.slot ? 0 : delays.ages ? (i64)delays.ages[q] : delay_age(delays, i, j);
             if (!noise_only) {
                 const T* x_j = delays.slot ? X + (n + j * delays.slots + delays.slot[age]) * w + c : X + j * w + c;
                 const Pack<T, V> x = load_pack<T, V>(j == i ? own : x_j);
@@ -725,6 +738,74 @@ __device__ void logistic_grad_impl(const T* __restrict__ H, const T* __restrict_
     }
 }
 
+// ------------------------------------------------------------------ per-link running sums
+// Robust push-sum's round (rowstoch/links.hpp's link_running_sums, the dense form with flags; robust
+// gradient-push, R-FAST; backends/cupy.py's running_sums), one thread per value (row i, column c): for each stored
+// entry p = (i, j) of the CSR (Ap, Aj, Ax), X's column c and the undelivered mass P (nnz x w),
+//   Y_i     = sum_p arrived_p C_p X_j  +  sum_p arrived_p P_p       (CSR order, each sum from 0, added last)
+//   P_out_p = P_p + C_p X_j where the message p was lost, 0 where it arrived
+// the same operations in the same order as the CPU's link_row_chunk (--fmad=false: bit for bit). held[p]: row p of
+// P may hold mass (else it is +0.0 and never read); held_out[p] the same of P_out as it is before the round (rows
+// two rounds old that the round must clear), brought up to date by link_held_out after the round.
+template <typename T>
+__device__ void link_sums_impl(const i64* __restrict__ Ap, const i64* __restrict__ Aj, const T* __restrict__ Ax,
+                               const unsigned char* __restrict__ arrived, const T* __restrict__ X, T* __restrict__ Y,
+                               const T* __restrict__ P, T* __restrict__ P_out, const unsigned char* __restrict__ held,
+                               const unsigned char* __restrict__ held_out, i64 n, i64 w, const u64* status) {
+    const i64 tid = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (tid >= n * w || frozen(status, 0)) return;
+    const i64 i = tid / w, c = tid - i * w;
+    const i64 begin = Ap[i], end = Ap[i + 1];
+    T share = 0;
+    for (i64 p = begin; p < end; ++p) {
+        const T taken = Ax[p] * (T)arrived[p];
+        share += taken * X[Aj[p] * w + c];
+    }
+    T waited = 0;
+    for (i64 p = begin; p < end; ++p) {
+        const bool got = arrived[p] != 0, had = held[p] != 0, stale = held_out[p] != 0;
+        if (got && !had && !stale) continue;
+        const i64 at = p * w + c;
+        if (got) {  // delivered: the receiver takes it, the link keeps nothing
+            if (had) waited += P[at];
+            if (stale) P_out[at] = T(0);
+            continue;
+        }
+        const T x = Ax[p] * X[Aj[p] * w + c];  // lost: p_ij <- p_ij + C_ij x_j
+        if (had) {
+            const T old = P[at];
+            waited += T(0) * old;
+            P_out[at] = old + x;
+        } else {
+            P_out[at] = T(0) + x;
+        }
+    }
+    Y[i * w + c] = share + waited;
+}
+
+// After a quantity's round: which rows of P_out may hold mass (those whose message was lost).
+__device__ void link_held_out_impl(const unsigned char* __restrict__ arrived, unsigned char* __restrict__ held_out,
+                                   i64 nnz, const u64* status) {
+    const i64 p = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (p >= nnz || frozen(status, 0)) return;
+    held_out[p] = arrived[p] ? 0 : 1;
+}
+
+// A round's Bernoulli losses over a static matrix, one thread per row (network.hpp's lost_links, the draws of
+// Lossy.arrived): arrived[q] = 1 for a self loop, else whether mix64(mix64(round_key ^ i) ^ j) >> 11 is at least
+// `threshold` (loss_threshold(p) = ceil(p 2^53)).
+__device__ void link_arrivals_impl(const i64* __restrict__ Ap, const i64* __restrict__ Aj, i64 rows, u64 round_key,
+                                   u64 threshold, const u64* status, unsigned char* __restrict__ arrived) {
+    const i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= rows || frozen(status, 0)) return;
+    const u64 row = mix64(round_key ^ (u64)i);
+    const i64 end = Ap[i + 1];
+    for (i64 q = Ap[i]; q < end; ++q) {
+        const i64 j = Aj[q];
+        arrived[q] = j == i || (mix64(row ^ (u64)j) >> 11) >= threshold;
+    }
+}
+
 // The mixing kernels run 256 threads per block (backends/cupy.py's _BLOCK); at most 32 registers per thread, so
 // that 8 blocks, the SM's 2048 threads, are resident (the circulant kernel took 40 and 75% of them).
 #define MIX_BOUNDS __launch_bounds__(256, 8)
@@ -755,19 +836,28 @@ __device__ void logistic_grad_impl(const T* __restrict__ H, const T* __restrict_
         logistic_grad_impl<T, K>(H, Yl, nodes, m, M, d, rho, X, reps, B, batches, seed, iteration, rep_offset, layout, shared_per_warp, spill, G); }
 // csr_mix_messages<V>_<value>_<index>: csr_mix_lossy over a round of messages (own rows, delays, noise)
 #define MESSAGES(suffix, T, I, V) \
-    __global__ void csr_mix_messages##V##_##suffix(const I* Ap, const I* Aj, const T* Ax, const T* Xown, const T* X, T* Y, i64 n, i64 w, const u64* status, u64 round_key, double p, int renormalise, const unsigned char* awake, const unsigned char* bad, const u64* delay_keys, const u64* delay_thresholds, const i64* delay_slot, i64 delay_last, i64 delay_slots, const u64* sent, T sigma, int noise_only) { \
-        csr_mix_lossy_impl<T, I, V>(Ap, Aj, Ax, X, Y, n, w, status, round_key, p, renormalise, awake, bad, Xown, Delays{delay_keys, delay_thresholds, delay_slot, delay_last, delay_slots}, sent, sigma, noise_only); }
+    __global__ void csr_mix_messages##V##_##suffix(const I* Ap, const I* Aj, const T* Ax, const T* Xown, const T* X, T* Y, i64 n, i64 w, const u64* status, u64 round_key, double p, int renormalise, const unsigned char* awake, const unsigned char* bad, const u64* delay_keys, const u64* delay_thresholds, const i64* delay_slot, i64 delay_last, i64 delay_slots, const unsigned char* delay_ages, const u64* sent, T sigma, int noise_only) { \
+        csr_mix_lossy_impl<T, I, V>(Ap, Aj, Ax, X, Y, n, w, status, round_key, p, renormalise, awake, bad, Xown, Delays{delay_keys, delay_thresholds, delay_slot, delay_last, delay_slots, delay_ages}, sent, sigma, noise_only); }
 // csr_mix_circmsg<V>x<U>_<value>_<index>: csr_mix_circ over a compressed round's messages, own rows from Xown
 // (the second pointer: up to 40 registers, 6 blocks of 256 resident; under MIX_BOUNDS' 32 the vector variants
 // spilled)
 #define CIRCMSG(suffix, T, I, V, U) \
     __global__ void __launch_bounds__(256, 6) csr_mix_circmsg##V##x##U##_##suffix(const I* Ap, const I* Aj, const T* Ax, const T* Xown, const T* X, T* Y, i64 n, i64 w, const u64* status) { \
         csr_mix_circ<T, I, V, U>(Ap, Aj, Ax, X, Y, n, w, status, Xown); }
+// delay_ages_rows_<index>: one thread per row
+#define AGES(suffix, I) \
+    __global__ void delay_ages_rows_##suffix(const I* Ap, const I* Aj, i64 rows, const u64* keys, const u64* thresholds, i64 last, unsigned char* ages, const u64* status) { \
+        delay_ages_rows_impl<I>(Ap, Aj, rows, keys, thresholds, last, ages, status); }
 #define GE(suffix, I) \
     __global__ void ge_advance_##suffix(const I* Ap, const I* Aj, i64 rows, unsigned char* bad, const u64* keys, i64 steps, u64 init_key, int init, double p_bad, double p_recover, double stationary) { \
         ge_advance_impl<I>(Ap, Aj, rows, bad, keys, steps, init_key, init, p_bad, p_recover, stationary); }
 extern "C" {
 GE(i32, int) GE(i64, i64)
+AGES(i32, int) AGES(i64, i64)
+__global__ void link_sums_f64(const i64* Ap, const i64* Aj, const double* Ax, const unsigned char* arrived, const double* X, double* Y, const double* P, double* P_out, const unsigned char* held, const unsigned char* held_out, i64 n, i64 w, const u64* status) { link_sums_impl<double>(Ap, Aj, Ax, arrived, X, Y, P, P_out, held, held_out, n, w, status); }
+__global__ void link_sums_f32(const i64* Ap, const i64* Aj, const float* Ax, const unsigned char* arrived, const float* X, float* Y, const float* P, float* P_out, const unsigned char* held, const unsigned char* held_out, i64 n, i64 w, const u64* status) { link_sums_impl<float>(Ap, Aj, Ax, arrived, X, Y, P, P_out, held, held_out, n, w, status); }
+__global__ void link_held_out(const unsigned char* arrived, unsigned char* held_out, i64 nnz, const u64* status) { link_held_out_impl(arrived, held_out, nnz, status); }
+__global__ void link_arrivals(const i64* Ap, const i64* Aj, i64 rows, u64 round_key, u64 threshold, const u64* status, unsigned char* arrived) { link_arrivals_impl(Ap, Aj, rows, round_key, threshold, status, arrived); }
 __global__ void compress_rows_f64(const double* X, double* out, i64 n, i64 w, i64 L, int method, i64 param, double sigma, int unbiased, u64 round_key, const u64* status) { compress_rows_impl<double>(X, out, n, w, L, method, param, sigma, unbiased, round_key, status); }
 __global__ void compress_rows_f32(const float* X, float* out, i64 n, i64 w, i64 L, int method, i64 param, double sigma, int unbiased, u64 round_key, const u64* status) { compress_rows_impl<float>(X, out, n, w, L, method, param, sigma, unbiased, round_key, status); }
 ENTRIES(4, 4, CIRCMSG)

@@ -72,6 +72,16 @@ class Lossy(Network):
         elif p_bad is not None or p_recover is not None:
             raise ValueError("p_bad and p_recover are parameters of model='gilbert-elliott'")
 
+    def link_draws(self, t, r):
+        """``(seed, t, r, p)`` where a per-link sweep may draw the round's losses itself with the hash of
+        :meth:`arrived` (Bernoulli losses right over a static matrix, one ``p``: the CPU's compact running sums,
+        the device's ``link_arrivals``), else None (the network draws them: :meth:`arrived`)."""
+        if type(self) is not Lossy or self.model != "bernoulli" or not self.reports_arrivals or self.per_node:
+            return None
+        if self.seed >= 2**63 or t >= 2**63 or r >= 2**63:  # (the sweeps take them as int64)
+            return None
+        return (self.seed, t, r, self.p)
+
     def arrived(self, t, r, indptr, indices, row_ids=None, col_ids=None):
         """Which messages of round ``r`` of iteration ``t`` arrive, for a CSR share of the static matrix under
         this network (one bool per stored entry ``(i, j)``, the message ``j -> i``; a self loop always
