@@ -37,14 +37,20 @@ from rowstoch_fast.algorithms import REGISTRY, names  # noqa: E402
 from rowstoch_fast import MixingMatrix  # noqa: E402
 from rowstoch_fast.mixing import metropolis_weights, out_degree_weights  # noqa: E402
 from rowstoch_fast.composite import L1  # noqa: E402
-from rowstoch_fast.objectives import draw_samples  # noqa: E402
+from rowstoch_fast._hashing import uniform_hash  # noqa: E402
+
+
+def numpy_draws(samples, n, k):
+    """``draw_samples(samples, (n,), k)`` written in NumPy, as a user of scipy would (the package's are compiled)."""
+    u = uniform_hash(0, k, 0, np.arange(n, dtype=np.int64), 2**63 - 1)
+    return np.minimum((u * samples).astype(np.int64), samples - 1)
 
 
 def saga(st, g):
     """SAGA's estimate with the sample's gradient ``g`` (the table of ``st``, one sample drawn per node; the table,
     its mean and the draw counter moved on)."""
     table, rows = st["table"], np.arange(g.shape[0])
-    idx = draw_samples(table.shape[0], (g.shape[0],), st["k"])
+    idx = numpy_draws(table.shape[0], g.shape[0], st["k"])
     old = table[idx, rows]
     estimate = g - old + st["mean"]
     st["mean"] = st["mean"] + (g - old) / table.shape[0]
@@ -180,7 +186,7 @@ def scipy_step(name, S, SC, s, lr, st, g):
             v = g
             if name == "lt-admm-vr":  # (the table of m = 4 samples per node, one drawn per node; refreshed at the
                 table, rows = st["table"], np.arange(g.shape[0])  # new phi: the same constant g here)
-                idx = draw_samples(table.shape[0], (g.shape[0],), k)
+                idx = numpy_draws(table.shape[0], g.shape[0], k)
                 old = table[idx, rows]
                 v = g - old + st["mean"]
                 st["mean"] = st["mean"] + (g - old) / table.shape[0]
@@ -211,7 +217,7 @@ def scipy_step(name, S, SC, s, lr, st, g):
             wu = S @ u
             st[z], st[e] = 0.5 * st[e] + (wu - wii * u), st[e] + (wu - u)
     elif name in ("gt-svrg", "gt-sarah"):  # (one sample per node, drawn; no snapshot in the timed steps)
-        idx = draw_samples(st["table"].shape[0], (g.shape[0],), st["k"])
+        idx = numpy_draws(st["table"].shape[0], g.shape[0], st["k"])
         sample = st["table"][idx, np.arange(g.shape[0])]
         if name == "gt-svrg":
             st["x"] = S @ st["x"] - lr * st["y"]

@@ -1367,6 +1367,27 @@ void sample_rows(py::array table, py::array idx, py::array block, bool put) {
     }
 }
 
+py::array draw_samples(std::uint64_t prefix, py::array rep_ids, py::array node_ids, std::uint64_t key, int64_t m,
+                       bool all_nodes) {
+    if (m < 1) throw py::value_error(cat("samples must be >= 1, got ", m));
+    check_ndim(rep_ids, "rep_ids", 1);
+    check_ndim(node_ids, "node_ids", 1);
+    check_contiguous(rep_ids, "rep_ids");
+    check_contiguous(node_ids, "node_ids");
+    if (!is_i64(rep_ids) || !is_i64(node_ids))
+        throw py::type_error(cat("rep_ids and node_ids must be int64, got ", dtype_name(rep_ids), " and ",
+                                 dtype_name(node_ids)));
+    const int64_t reps = rep_ids.shape(0), rows = node_ids.shape(0);
+    checked_product({reps, rows}, cat("reps * rows = ", reps, " * ", rows).c_str());
+    py::array out = new_array(py::dtype::of<int64_t>(), {reps, rows}, "draw_samples: the draws (reps, rows) =");
+    const int64_t* r = cptr<int64_t>(rep_ids);
+    const int64_t* ids = all_nodes ? nullptr : cptr<int64_t>(node_ids);
+    int64_t* o = ptr<int64_t>(out);
+    py::gil_scoped_release nogil;
+    rowstoch::draw_samples(prefix, r, reps, ids, rows, key, m, o);
+    return out;
+}
+
 py::tuple diag_powers(py::array indptr, py::array indices, py::array data, int64_t stride,
                       int64_t n_records, int64_t block, bool check_indices) {
     if (stride < 1) throw py::value_error(cat("stride must be >= 1, got ", stride));
@@ -1651,6 +1672,12 @@ PYBIND11_MODULE(_core, m) {
           "A per-sample table (m, rows, reps, d): block[i * reps + r] <- table[idx[r, i], i, r] (put=False), or\n"
           "the inverse (put=True). idx: (reps, rows) or (rows,) draws in 0..m-1, int32 or int64; block: rows * reps\n"
           "entries of d values, C order, the table's dtype.");
+    m.def("draw_samples", &draw_samples, py::arg("prefix"), py::arg("rep_ids").noconvert(),
+          py::arg("node_ids").noconvert(), py::arg("key"), py::arg("samples"), py::arg("all_nodes") = false,
+          "One sample index per replica and node, uniform in 0..samples-1, as int64 (len(rep_ids), len(node_ids)):\n"
+          "the top 53 bits of mix64 chained from prefix over the replica's id, the node's id and key, times samples,\n"
+          "floored (objectives.draw_samples). rep_ids, node_ids: int64 (all_nodes: node i is i, node_ids' length\n"
+          "alone read).");
     m.def("first_nonfinite", &first_nonfinite, py::arg("X"),
           "Row index of the first NaN/Inf in a 2-D float array, or -1.");
     m.def("logistic_grad", &logistic_grad, py::arg("H"), py::arg("Y"), py::arg("n"), py::arg("rho"),

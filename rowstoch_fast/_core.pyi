@@ -197,6 +197,10 @@ def first_nonfinite(X: NDArray[np.floating]) -> int: ...
 def sample_rows(
     table: NDArray[np.floating], idx: NDArray[np.integer], block: NDArray[np.floating], put: bool
 ) -> None: ...
+def draw_samples(
+    prefix: int, rep_ids: NDArray[np.int64], node_ids: NDArray[np.int64], key: int, samples: int,
+    all_nodes: bool = False,
+) -> NDArray[np.int64]: ...
 def diag_powers(
     indptr: NDArray[np.integer],
     indices: NDArray[np.integer],

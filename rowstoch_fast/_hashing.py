@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["uniform_hash", "round_key", "content_round", "MAX_T", "QUANTITY_ROUNDS"]
+__all__ = ["uniform_hash", "hash_prefix", "round_key", "content_round", "MAX_T", "QUANTITY_ROUNDS"]
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _M1, _M2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
@@ -59,6 +59,12 @@ def uniform_hash(*keys):
 #: The last iteration a network draws for: below 2^60 the loss draws (keys seed, t, r), the sleep draws
 #: (seed, 2^60 + t) and the Gilbert-Elliott transitions (seed, 2^61 + s; 2^62 to start) never share a key.
 MAX_T = 2**60 - 1
+
+
+def hash_prefix(*keys):
+    """The part of :func:`uniform_hash`'s chain over the leading integer ``keys`` (a draw continues it with its
+    own keys), as a Python int: what a compiled draw takes (``round_key`` is that of ``(seed, t, r)``)."""
+    return int(_chain(*keys))
 
 
 def round_key(seed, t, r):

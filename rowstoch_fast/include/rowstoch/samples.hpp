@@ -12,9 +12,35 @@
 #include <cstdint>
 #include <cstring>
 
+#include "hash.hpp"
 #include "parallel.hpp"
 
 namespace rowstoch {
+
+// One sample index per replica and node, uniform in 0..m-1 (objectives.draw_samples, the NumPy transcription in
+// tests/test_objectives.py): mix64 chained from `prefix` (the chain over the seed and the iteration, computed by
+// the caller) over the replica's id, the node's id and `key`; its top 53 bits as a double u in [0, 1); the draw
+// min(floor(u m), m - 1). out[r * rows + i] for replica rep_ids[r] and node node_ids[i] (null: node i).
+inline void draw_samples(std::uint64_t prefix, const std::int64_t* rep_ids, std::int64_t reps,
+                         const std::int64_t* node_ids, std::int64_t rows, std::uint64_t key, std::int64_t m,
+                         std::int64_t* out) {
+    const double scale = static_cast<double>(m);
+    for_range(reps * rows, threads_for(reps * rows * 16), [&](std::int64_t lo, std::int64_t hi) {
+        std::int64_t r = lo / rows, i = lo - r * rows;
+        std::uint64_t rep = mix64(prefix ^ static_cast<std::uint64_t>(rep_ids[r]));
+        for (std::int64_t e = lo; e < hi; ++e) {
+            const std::uint64_t node = static_cast<std::uint64_t>(node_ids ? node_ids[i] : i);
+            const std::uint64_t h = mix64(mix64(rep ^ node) ^ key);
+            const double u = static_cast<double>(h >> 11) * (1.0 / 9007199254740992.0);
+            const std::int64_t s = static_cast<std::int64_t>(u * scale);
+            out[e] = s < m - 1 ? s : m - 1;
+            if (++i == rows && e + 1 < hi) {  // the next replica
+                i = 0;
+                rep = mix64(prefix ^ static_cast<std::uint64_t>(rep_ids[++r]));
+            }
+        }
+    });
+}
 
 // The position of the first draw outside 0..m-1, or -1.
 template <class I>
