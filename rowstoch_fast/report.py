@@ -405,6 +405,18 @@ def _notes(table):
             for r in table.itertuples() if r.status != "ok" and getattr(r, "diagnosis", "")]
 
 
+def _below_optimum(table, metrics, cells):
+    """A note for the rows whose mean suboptimality is below 0 (a run that reached the optimum, its ``f(x)``
+    rounding below the computed ``f*``), or None."""
+    names = [table["algorithm"].iloc[i] for m in metrics if "suboptimality" in m
+             for i, (mean, _, _) in enumerate(cells[m]) if math.isfinite(mean) and mean < 0]
+    if not names:
+        return None
+    return (f"f - f* below 0 ({', '.join(dict.fromkeys(str(n) for n in names))}): rounding, not a run better than "
+            "the optimum; f(x) and the computed f* agree to their last digits (f* is exact to the precision it is "
+            "computed to).")
+
+
 _TIES = ("= shares its rank: the repetitions cannot tell it from another (the means of the logarithms of their "
          "final values differ by less than two standard errors of that difference, or both converged to "
          "rounding); only runs that ended ok are ranked.")
@@ -434,6 +446,9 @@ def to_markdown(table, metrics=None):
     notes = _notes(table)
     if "rank_shared" in table.columns and table["rank_shared"].fillna(False).any():
         lines += ["", _TIES]
+    below = _below_optimum(table, metrics, cells)
+    if below:
+        lines += ["", below]
     if notes:
         lines += [""] + [f"- {where + ': ' if where else ''}{name} ({status}): {why}"
                          for where, name, status, why in notes]
@@ -502,10 +517,13 @@ def to_latex(table, metrics=None, caption=None, label="tab:compare"):
     lines += [r"\bottomrule", r"\end{tabular}"]
     notes = _notes(table)
     shared = "rank_shared" in table.columns and table["rank_shared"].fillna(False).any()
-    if notes or shared:
+    below = _below_optimum(table, metrics, cells)
+    if notes or shared or below:
         lines.append(r"\par\smallskip\footnotesize\raggedright")
         if shared:
             lines.append(_tex(_TIES) + r"\par")
+        if below:
+            lines.append(_tex(below) + r"\par")
         for where, name, status, why in notes:
             lines.append(_tex(f"{where + ': ' if where else ''}{name} ({status}): {why}") + r"\par")
     lines.append(r"\end{table}")

@@ -1907,3 +1907,47 @@ def test_a_confirmation_in_pieces_is_one_stage_of_the_figure_and_the_diagnosis()
     import matplotlib.pyplot as plt
 
     plt.close(fig)
+
+
+def test_a_suboptimality_below_zero_is_said_to_be_rounding(problem):
+    """A run that reached the optimum can end at f - f* = -4.4e-16 (f(x) rounding below the computed f*): the tables
+    print the value as it is and say, below them, that it is rounding and which runs it concerns."""
+    from rowstoch_fast import report
+
+    A, f = problem
+    frame = cmp.compare(A, f, "dsgd,push-pull", 20, lr=0.05, repeats=1, progress=False)
+    table = cmp.summary(frame, "suboptimality")
+    assert "rounding, not a run better" not in report.to_markdown(table, ["suboptimality"])
+    table.loc[table["algorithm"] == "push-pull", "suboptimality"] = -4.4e-16
+    md, tex = report.to_markdown(table, ["suboptimality"]), report.to_latex(table, ["suboptimality"])
+    assert "-4.40e-16" in md and "f - f* below 0 (push-pull): rounding, not a run better than the optimum" in md
+    assert "f - f* below 0 (push-pull): rounding" in tex
+
+
+def test_the_api_refuses_a_tracker_no_method_reads(problem):
+    """``compare(tracker=...)`` where no method has a Pull-Diag tracker was ignored (the command line refused it):
+    the API refuses it too, naming the methods; with one method that reads it, it is taken."""
+    A, f = problem
+    with pytest.raises(ValueError, match=r"tracker='perron' is not read by dsgd, push-pull \(only the methods"):
+        cmp.compare(A, f, "dsgd,push-pull", 20, lr=0.05, repeats=1, progress=False, tracker="perron")
+    frame = cmp.compare(A, f, "dsgd,pull-diag-gt", 20, lr=0.05, repeats=1, progress=False, tracker="perron")
+    assert set(frame["algorithm"]) == {"dsgd", "pull-diag-gt"}
+
+
+def test_a_resume_over_several_settings_announces_what_each_one_tunes(tmp_path, capsys):
+    """A resume over two settings whose first kept every method but whose second lost one (an interruption) tunes
+    that one there: the announcement named only what the first setting tuned (nothing), now it names it."""
+    from rowstoch_fast import cli
+
+    out = tmp_path / "two"
+    assert cli.main(["compare", "--topology", "ring", *SMALL, "--algorithms", "dsgd,push-pull", "--rounds-budget", "30",
+                     "--repeats", "1", "--loss", "0,0.1", "--out", str(out), "--jobs", "1"]) == 0
+    frame = pd.read_csv(out / "compare.csv")
+    second = frame["setting"].unique()[1]
+    frame[~((frame["setting"] == second) & (frame["algorithm"] == "push-pull"))].to_csv(out / "compare.csv",
+                                                                                        index=False)
+    capsys.readouterr()
+    assert cli.main(["compare", "--resume", str(out), "--no-progress"]) == 0
+    stdout = capsys.readouterr().out
+    assert "tuning the learning rate of push-pull (no --lr for it)" in stdout and "of dsgd" not in stdout
+    assert set(pd.read_csv(out / "compare.csv").query("setting == @second")["algorithm"]) == {"dsgd", "push-pull"}

@@ -187,10 +187,12 @@ def _compare(args):
     metrics = metrics or [metric, "consensus_error"]
     live = LiveView(metric, x_axis[0], path=os.path.join(args.out, "live.png")) if args.live and root else None
     several = len(settings) > 1
-    first = _previous_of(args, problems[0][0], problems[0][1] if several else None)  # (the first graph's, as below)
-    kept = set(first["algorithm"]) if first is not None and "algorithm" in first.columns else set()
-    tuned = [label for label, _, _ in problems[0][4] if not isinstance(problems[0][5], float)
-             and label not in (problems[0][5] or {}) and label not in kept]  # (a resumed one keeps its rate)
+    tuned = []  # (every graph's and setting's: a method a resumed one keeps keeps its rate there)
+    for gname, sname, _, _, specs, lr, *_ in problems:
+        previous = _previous_of(args, gname, sname if several else None)
+        kept = set(previous["algorithm"]) if previous is not None and "algorithm" in previous.columns else set()
+        tuned += [label for label, _, _ in specs if not isinstance(lr, float) and label not in (lr or {})
+                  and label not in kept and label not in tuned]
     folder, refused = None, None
     # (--resume DIR --out OTHER: the comparison goes on into OTHER, a new output folder, DIR left as it is)
     into_itself = bool(args.resume) and os.path.abspath(args.out) == os.path.abspath(args.resume)
