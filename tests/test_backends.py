@@ -1203,6 +1203,37 @@ def test_the_device_running_sums_sweep_equals_the_cpu_bit_for_bit(cuda_on_host, 
         np.testing.assert_array_equal(np.asarray(after), before)
 
 
+def test_the_device_running_sums_refuse_what_the_sweep_cannot_read(cuda_on_host, monkeypatch):
+    """The sweep reads and writes raw device memory: blocks of another shape, an output that is an input of its
+    quantity, and a mistyped switch are refused as the CPU's pass refuses them (they were read out of bounds, or
+    written while read: off by up to 0.34 on the emulated device), not run."""
+    from rowstoch_fast.backends import cupy as backend
+    from rowstoch_fast.network import Lossy
+
+    fake = _emulated_device(cuda_on_host, monkeypatch)
+    A = topology.erdos_renyi(12, 0.3, seed=2)
+    ops = backend.CupyBackend()
+    ops.attach(12, np.float64, [A])
+    net = Lossy(A, 0.3, seed=1)
+    src, out = fake.asarray(np.ones((12, 3))), fake.zeros((12, 3))
+    P, Q = ops.link_zeros(A, 3), ops.link_zeros(A, 3)
+    with pytest.raises(ValueError, match=r"blocks\[0\]\.out shares memory with blocks\[0\]\.src"):
+        ops.running_sums(A, net, 0, 0, [(src, src, P, Q)])
+    with pytest.raises(ValueError, match=r"blocks\[0\]\.pending_out shares memory with blocks\[0\]\.pending"):
+        ops.running_sums(A, net, 0, 0, [(src, out, P, P)])
+    with pytest.raises(ValueError, match=r"blocks\[1\]\.pending must have shape \(\d+, 1\)"):
+        ops.running_sums(A, net, 0, 0, [(src, out, P, Q), (fake.zeros((12, 1)), fake.zeros((12, 1)), P, Q)])
+    monkeypatch.setattr(backend, "LINK_KERNEL", "swep")
+    with pytest.raises(ValueError, match="ROWSTOCH_CUDA_LINKS must be one of sweep, generic, got 'swep'"):
+        ops.running_sums(A, net, 0, 0, [(src, out, P, Q)])
+    from rowstoch_fast.network import Delayed
+
+    monkeypatch.setattr(backend, "DELAY_AGES", "row")
+    ops.message_d = 3
+    with pytest.raises(ValueError, match="ROWSTOCH_CUDA_DELAY_AGES must be one of rows, pass, got 'row'"):
+        ops.mix_network(Delayed(A, 2, seed=1), 3, src, out)
+
+
 @pytest.mark.parametrize("name", ["robust-gradient-push", "r-fast"])
 def test_the_cpu_running_sums_sweep_equals_the_twin_and_resumes_bit_for_bit(name, monkeypatch):
     """The CPU backend's running sums in one sweep (issue 52) on a lossy directed network: the iterates equal the

@@ -1922,6 +1922,11 @@ def test_a_suboptimality_below_zero_is_said_to_be_rounding(problem):
     md, tex = report.to_markdown(table, ["suboptimality"]), report.to_latex(table, ["suboptimality"])
     assert "-4.40e-16" in md and "f - f* below 0 (push-pull): rounding, not a run better than the optimum" in md
     assert "f - f* below 0 (push-pull): rounding" in tex
+    table.loc[table["algorithm"] == "push-pull", "suboptimality"] = -1e-4  # (not rounding: f* is not the minimum)
+    md = report.to_markdown(table, ["suboptimality"])
+    assert "f - f* below 0 (push-pull -1.00e-04): more than rounding, so the f* the objective computed" in md
+    table.insert(0, "graph", "ring")
+    assert "(ring: push-pull -1.00e-04)" in report.to_markdown(table, ["suboptimality"])
 
 
 def test_the_api_refuses_a_tracker_no_method_reads(problem):
@@ -1932,6 +1937,7 @@ def test_the_api_refuses_a_tracker_no_method_reads(problem):
         cmp.compare(A, f, "dsgd,push-pull", 20, lr=0.05, repeats=1, progress=False, tracker="perron")
     frame = cmp.compare(A, f, "dsgd,pull-diag-gt", 20, lr=0.05, repeats=1, progress=False, tracker="perron")
     assert set(frame["algorithm"]) == {"dsgd", "pull-diag-gt"}
+    assert cmp.tune_lr(A, f, "dsgd", "dsgd", 1, 20, tracker="perron")[0] > 0  # (one method of a loop: "as in compare")
 
 
 def test_a_resume_over_several_settings_announces_what_each_one_tunes(tmp_path, capsys):

@@ -511,7 +511,7 @@ def _draw_samples_numpy(samples, shape, iteration, seed=0, rep_offset=0, nodes=N
 
 
 @settings(max_examples=80, deadline=None)
-@given(samples=st.one_of(st.integers(1, 7), st.integers(1, 2**40)), n=st.integers(1, 70),
+@given(samples=st.one_of(st.integers(1, 7), st.integers(1, 2**40)), n=st.integers(0, 70),
        reps=st.sampled_from([0, 1, 3]), iteration=st.integers(0, 2**62), seed=st.integers(0, 2**64 - 1),
        rep_offset=st.integers(0, 2**40), rep_period=st.integers(0, 3), with_nodes=st.booleans())
 def test_compiled_sample_draws_equal_their_numpy_transcription(samples, n, reps, iteration, seed, rep_offset,
@@ -535,5 +535,10 @@ def test_compiled_sample_draws_refuse_what_they_cannot_draw():
 
     with pytest.raises(ValueError, match="samples must be >= 1, got 0"):
         draw_samples(0, (4,), 0)
+    with pytest.raises(TypeError, match="samples must be an integer"):
+        draw_samples(9.0, (4,), 0)
+    assert draw_samples(3, (0,), 0).shape == (0,) and draw_samples(3, (0, 5), 0).shape == (0, 5)  # (nothing drawn)
+    assert draw_samples(3, (2, 0), 0, nodes=[]).shape == (2, 0)
+    assert _core.draw_samples(0, np.zeros(0, dtype=np.int64), np.zeros(3, dtype=np.int64), 1, 4).shape == (0, 3)
     with pytest.raises(TypeError, match="must be int64"):
         _core.draw_samples(0, np.zeros(1, dtype=np.int32), np.zeros(3, dtype=np.int64), 1, 4)

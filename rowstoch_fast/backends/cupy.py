@@ -375,6 +375,32 @@ def _launch_messages(Ap, Aj, Ax, own, X, out, status, key, p, renormalise, awake
     return out
 
 
+def _check_choice(variable, value, choices):
+    """A switch read from the environment at import (``ROWSTOCH_CUDA_LINKS``, ``ROWSTOCH_CUDA_DELAY_AGES``) holds
+    one of ``choices``; ValueError otherwise (a typo would silently pick a path)."""
+    if value not in choices:
+        raise ValueError(f"{variable} must be one of {', '.join(choices)}, got {value!r}")
+
+
+def _check_link_blocks(blocks, n, nnz):
+    """The blocks of a running-sums round as ``link_sums`` reads them (:meth:`CupyBackend.running_sums`): each
+    ``(src, out, pending, pending_out)`` of one width, ``src`` and ``out`` of ``n`` rows, the per-link blocks of
+    ``nnz``, and what the sweep writes (``out``, ``pending_out``) apart from everything else of its quantity (the
+    CPU's pass refuses the same); ValueError otherwise."""
+    names = ("src", "out", "pending", "pending_out")
+    for k, quantity in enumerate(blocks):
+        w = quantity[0].shape[1]
+        for name, block, rows in zip(names, quantity, (n, n, nnz, nnz)):
+            if block.shape != (rows, w):
+                raise ValueError(f"blocks[{k}].{name} must have shape {(rows, w)} (src's width, "
+                                 f"{'n' if rows == n else 'one row per stored entry'}), got {block.shape}")
+        for a, b in ((1, 0), (1, 2), (1, 3), (3, 0), (3, 2)):
+            x, y = quantity[a], quantity[b]
+            if _ptr(x) < _ptr(y) + y.nbytes and _ptr(y) < _ptr(x) + x.nbytes:
+                raise ValueError(f"blocks[{k}].{names[a]} shares memory with blocks[{k}].{names[b]}: the round "
+                                 "writes it while it reads the other")
+
+
 def _combine_into(out, coefs, blocks, status, launch):
     """``out <- sum_t coefs[t] * blocks[t]`` in one kernel (``combine`` of kernels.cu: the CPU's order and bits);
     a coefficient is a float or a per-row device vector. A NaN or Inf in ``out`` sets ``status`` to ``launch``
@@ -702,6 +728,7 @@ class CupyBackend(Backend):
                 tables[2 * last:3 * last + 1])
             start = 0 if ring is None else 3 * last + 1  # (the noise keys after the delays' tables)
             ages = None
+            _check_choice("ROWSTOCH_CUDA_DELAY_AGES", DELAY_AGES, ("rows", "pass"))
             if ring is not None and delayed.delay == "uniform" and 0 < last and delayed.max_delay <= 255 \
                     and DELAY_AGES == "rows":  # each link's age drawn once (a thread per row), not by every thread
                 # of its row in the pass
@@ -791,6 +818,7 @@ class CupyBackend(Backend):
 
         Message layers (compression, noise, delays) take CuPy's generic operations (:meth:`Backend.running_sums`,
         after one read of the flag); so does every round with ``LINK_KERNEL = "generic"``."""
+        _check_choice("ROWSTOCH_CUDA_LINKS", LINK_KERNEL, ("sweep", "generic"))
         if LINK_KERNEL == "generic" or hasattr(net, "encode") or not all(
                 self._sweeps(block) for quantity in blocks for block in quantity):
             if self.checking and int(self._status[0]):
@@ -805,6 +833,7 @@ class CupyBackend(Backend):
         if indptr is None:
             indptr = links["indptr"] = self.xp.asarray(links["host"][0])
         n = indptr.shape[0] - 1
+        _check_link_blocks(blocks, n, nnz)
         arrived = self._arrivals(links, indptr, net, t, r)
         data, _ = self._link_weights(C, links, net, t)
         for src, out, pending, pending_out in blocks:

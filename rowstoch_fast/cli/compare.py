@@ -323,7 +323,7 @@ def _not_reached(args, frames):
     done = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=keys)
 
     def key(frame):
-        return pd.MultiIndex.from_frame(frame[[c for c in keys if c in frame.columns]].fillna("").astype(str))
+        return pd.MultiIndex.from_frame(frame[[c for c in keys if c in frame.columns]].astype(object).fillna("").astype(str))
 
     if not set(keys) <= set(done.columns):
         return previous
@@ -339,7 +339,7 @@ def _previous_of(args, gname, sname=None):
         return None
     part = previous[previous["graph"].astype(str) == str(gname)]
     if sname is not None and "setting" in part.columns:
-        part = part[part["setting"].fillna("").astype(str) == sname]
+        part = part[part["setting"].astype(object).fillna("").astype(str) == sname]
     part = part.drop(columns=[c for c in ("graph", "setting") if c in part.columns])
     return part if len(part) else None
 

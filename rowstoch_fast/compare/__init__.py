@@ -147,7 +147,8 @@ def compare(A, objective, algorithms=None, rounds_budget=2000, *, lr=None, tune=
         (an ``mg-`` method's own ``R``) and any hyperparameter of the method's
         constructor (:func:`~rowstoch_fast.runner.algorithm_options`).
     repeats, seed, tracker, backend
-        As in :func:`~rowstoch_fast.run` and :class:`~rowstoch_fast.Algorithm`.
+        As in :func:`~rowstoch_fast.run` and :class:`~rowstoch_fast.Algorithm`; a ``tracker`` other than
+        ``"exact"`` is for the methods with a Pull-Diag tracker, and refused where none of ``algorithms`` has one.
     mg_rounds : int, optional
         ``R`` of the ``mg-`` methods (default: Theorem 3's recommendation).
     points : int
@@ -181,6 +182,12 @@ def compare(A, objective, algorithms=None, rounds_budget=2000, *, lr=None, tune=
         properties) and ``"interrupted"`` (a Ctrl-C or SIGTERM stopped the
         comparison; the frame holds what finished).
 
+    Raises
+    ------
+    ValueError
+        A setting no method can take (e.g. ``tracker="perron"`` where no method reads a tracker), a rate or
+        budget out of range, an objective of another size than the network; what is refused names the argument.
+
     Examples
     --------
     >>> from rowstoch_fast import topology
@@ -201,6 +208,9 @@ def compare(A, objective, algorithms=None, rounds_budget=2000, *, lr=None, tune=
                      tracker=tracker, backend=backend, mg_rounds=mg_rounds, points=points, metric=metric,
                      metrics=metrics, lr_source=lr_source, hyper=hyper, checkpoint_dir=checkpoint_dir,
                      previous=previous, grid=grid)
+    if tracker != "exact" and not any("tracker" in _algorithms.REGISTRY[m.method].hyper for m in plan.methods):
+        raise ValueError(f"tracker={tracker!r} is not read by {', '.join(m.label for m in plan.methods)} (only the "
+                         "methods with a Pull-Diag tracker take one: 'rowstoch algorithms' lists them)")
     if plan.checkpoint_dir is not None:
         import os
 

@@ -177,7 +177,7 @@ def run_method(plan, method, *, progress=False, log=None):
     if kept is not None:  # an earlier comparison's finished run, as it was: its own verdict
         status = str(kept["status"].iloc[0]) if "status" in kept.columns else "ok"
         status = "ok" if status == "done" else status  # (a comparison of an older version)
-        diagnosis = str(kept["diagnosis"].fillna("").iloc[0]) if "diagnosis" in kept.columns else ""
+        diagnosis = str(kept["diagnosis"].astype(object).fillna("").iloc[0]) if "diagnosis" in kept.columns else ""
     else:
         status, diagnosis = status_of(frame, plan.metric, meta, lr=lr, lr_source=source,
                                       iterations=method.iterations(plan.budget), tuning=record,

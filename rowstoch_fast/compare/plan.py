@@ -326,9 +326,6 @@ def make_plan(A, objective, algorithms=None, rounds_budget=2000, *, lr=None, tun
         except (ValueError, TypeError) as exc:
             raise type(exc)(f"hyper: {label}: {exc}") from None
         methods.append(m)
-    if tracker != "exact" and not any("tracker" in REGISTRY[m.method].hyper for m in methods):
-        raise ValueError(f"tracker={tracker!r} is not read by {', '.join(labels)} (only the methods with a Pull-Diag "
-                         "tracker take one: 'rowstoch algorithms' lists them)")
     for m in methods:
         if rounds_budget < m.rounds:  # one iteration would already spend more than the budget
             raise ValueError(f"rounds_budget = {rounds_budget} is less than one iteration of {m.label} (R = "

@@ -24,6 +24,7 @@ namespace rowstoch {
 inline void draw_samples(std::uint64_t prefix, const std::int64_t* rep_ids, std::int64_t reps,
                          const std::int64_t* node_ids, std::int64_t rows, std::uint64_t key, std::int64_t m,
                          std::int64_t* out) {
+    if (reps <= 0 || rows <= 0) return;
     const double scale = static_cast<double>(m);
     for_range(reps * rows, threads_for(reps * rows * 16), [&](std::int64_t lo, std::int64_t hi) {
         std::int64_t r = lo / rows, i = lo - r * rows;
