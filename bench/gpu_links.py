@@ -16,14 +16,13 @@ Usage (a machine with an NVIDIA GPU and CuPy; bench/gpu_check.sh's ``links`` sta
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from _harness import interleaved, machine_info  # noqa: E402
+from _harness import interleaved, machine_info, save_json  # noqa: E402
 from algorithms_step import make_contenders  # noqa: E402
 
 from rowstoch_fast import topology  # noqa: E402
@@ -122,8 +121,7 @@ def main(argv=None):
     result = {"machine": machine_info(), "check": check(args.check_log2n, args.d),
               "speed": [speed(k, args.d, args.rounds) for k in args.log2n]}
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(result, f, indent=1)
+        save_json(args.json, result)
     return result
 
 
