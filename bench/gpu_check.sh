@@ -25,6 +25,8 @@
 #   ncu_oracle  Nsight Compute's durations of the logistic kernel at n = 512 and 2^15 (20 calls each, medians;
 #            bench/gpu_kernels.py --sections probe-oracle), against the calls' times.
 # Everything lands in $OUT (default /tmp/rowstoch_gpu), in at most 8 files (the device tool's limit).
+# PREBUILT=1: no build here; the extension bench/gpu_prebuild.sh built on the development machine for this Python
+# was carried (it saves the 219 s the in-place build took on the H200), and the tree is imported (PYTHONPATH).
 #
 #   bash bench/gpu_check.sh                                  # from the repository root
 #   STAGES=kernels,torch,ncu,tests DEADLINE=500 bash bench/gpu_check.sh
@@ -139,7 +141,11 @@ nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.mem --f
 stamp build
 { echo "CXX=$CXX CC=$CC LDFLAGS=$LDFLAGS"; ${CXX:-c++} --version | head -1; file "$(command -v "${CXX:-c++}")";
   echo "libstdc++.so: $(${CXX:-c++} -print-file-name=libstdc++.so)"; } >> "$OUT/gpu.txt" 2>&1
-if ! "$PY" -m pip install -q --no-build-isolation --no-deps -e . > "$OUT/build.log" 2>&1; then
+if [ "${PREBUILT:-0}" = 1 ]; then  # (bench/gpu_prebuild.sh built _core for this Python; it was carried here)
+    export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+    echo "PREBUILT=1: the carried $(ls rowstoch_fast/_core.cpython-*.so | tr '\n' ' '), PYTHONPATH=$PYTHONPATH" \
+        | tee -a "$OUT/gpu.txt" > "$OUT/build.log"
+elif ! "$PY" -m pip install -q --no-build-isolation --no-deps -e . > "$OUT/build.log" 2>&1; then
     grep -i "rowstoch_fast:" "$OUT/build.log" | tail -5
     echo "build with CXX=$CXX failed; trying the system compiler (g++ on PATH without CXX)"
     env -u CXX -u CC "$PY" -m pip install -q --no-build-isolation --no-deps -e . >> "$OUT/build.log" 2>&1 \
