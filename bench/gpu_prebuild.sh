@@ -10,8 +10,15 @@
 #   bash bench/gpu_prebuild.sh                 # PY312=/path/to/python3.12 to choose the interpreter
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PY312=${PY312:-$(command -v python3.12 || ls /root/.pyenv/versions/3.12*/bin/python3.12 2>/dev/null | head -1)}
-if [ -z "$PY312" ]; then echo "no Python 3.12 here (set PY312)"; exit 1; fi
+if [ -z "${PY312:-}" ]; then  # (the first candidate that really runs Python 3.12: pyenv's shim may not)
+    for candidate in python3.12 /root/.pyenv/versions/3.12*/bin/python3.12; do
+        if "$candidate" -c 'import sys; assert sys.version_info[:2] == (3, 12)' 2> /dev/null; then
+            PY312=$candidate
+            break
+        fi
+    done
+fi
+if [ -z "${PY312:-}" ]; then echo "no Python 3.12 here (set PY312)"; exit 1; fi
 VENV=${VENV:-/tmp/rowstoch-py312}
 [ -x "$VENV/bin/python" ] || "$PY312" -m venv "$VENV"
 "$VENV/bin/python" -m pip install -q "pybind11>=2.12" setuptools wheel numpy

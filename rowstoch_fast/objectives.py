@@ -102,7 +102,7 @@ def draw_samples(samples, shape, iteration, seed=0, rep_offset=0, nodes=None, re
     node, iteration)``, so a process or a GPU that owns a node draws its index alone (counter-based, like the
     networks' losses). Replica ``r`` is repetition ``rep_offset + r`` (``rep_offset + r % rep_period`` with a
     ``rep_period``)."""
-    samples = check_int(samples, "samples", minimum=1)
+    samples = check_int(samples, "samples", minimum=1, maximum=2**63 - 1)
     reps = shape[0] if len(shape) == 2 else 1
     all_nodes = nodes is None
     ids = np.empty(shape[-1], dtype=np.int64) if all_nodes else np.ascontiguousarray(nodes, dtype=np.int64)

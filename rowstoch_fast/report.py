@@ -427,9 +427,10 @@ def _below_optimum(table, metrics, cells):
     if all(v >= -ROUNDING for v in below.values()):
         return (f"f - f* below 0 ({', '.join(below)}): rounding, not a run better than the optimum; f(x) and the "
                 "computed f* agree to their last digits.")
-    return (f"f - f* below 0 ({', '.join(f'{k} {v:.2e}' for k, v in below.items())}): more than rounding, so the "
-            "f* the objective computed is not its minimum (f* is only as exact as the objective's solver; a user "
-            "objective's may stop early) and these runs found lower points.")
+    return (f"f - f* below 0 by more than {ROUNDING:g} ({', '.join(f'{k} {v:.2e}' for k, v in below.items())}): "
+            "the f* the objective computed is not exactly its minimum (it is only as exact as the objective's "
+            "solver; a user objective's may stop early) and these runs found lower points, or, where |f*| is "
+            "large, rounding.")
 
 
 _TIES = ("= shares its rank: the repetitions cannot tell it from another (the means of the logarithms of their "

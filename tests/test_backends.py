@@ -1221,6 +1221,11 @@ def test_the_device_running_sums_refuse_what_the_sweep_cannot_read(cuda_on_host,
         ops.running_sums(A, net, 0, 0, [(src, src, P, Q)])
     with pytest.raises(ValueError, match=r"blocks\[0\]\.pending_out shares memory with blocks\[0\]\.pending"):
         ops.running_sums(A, net, 0, 0, [(src, out, P, P)])
+    P2, Q2 = ops.link_zeros(A, 3), ops.link_zeros(A, 3)
+    with pytest.raises(ValueError, match=r"blocks\[0\]\.out shares memory with blocks\[1\]\.src"):
+        ops.running_sums(A, net, 0, 0, [(src, out, P, Q), (out, fake.zeros((12, 3)), P2, Q2)])
+    with pytest.raises(ValueError, match=r"blocks\[0\]\.pending_out shares memory with blocks\[1\]\.pending_out"):
+        ops.running_sums(A, net, 0, 0, [(src, out, P, Q), (src, fake.zeros((12, 3)), P2, Q)])
     with pytest.raises(ValueError, match=r"blocks\[1\]\.pending must have shape \(\d+, 1\)"):
         ops.running_sums(A, net, 0, 0, [(src, out, P, Q), (fake.zeros((12, 1)), fake.zeros((12, 1)), P, Q)])
     monkeypatch.setattr(backend, "LINK_KERNEL", "swep")

@@ -1924,7 +1924,7 @@ def test_a_suboptimality_below_zero_is_said_to_be_rounding(problem):
     assert "f - f* below 0 (push-pull): rounding" in tex
     table.loc[table["algorithm"] == "push-pull", "suboptimality"] = -1e-4  # (not rounding: f* is not the minimum)
     md = report.to_markdown(table, ["suboptimality"])
-    assert "f - f* below 0 (push-pull -1.00e-04): more than rounding, so the f* the objective computed" in md
+    assert "f - f* below 0 by more than 1e-12 (push-pull -1.00e-04): the f* the objective computed is not" in md
     table.insert(0, "graph", "ring")
     assert "(ring: push-pull -1.00e-04)" in report.to_markdown(table, ["suboptimality"])
 

@@ -537,6 +537,9 @@ def test_compiled_sample_draws_refuse_what_they_cannot_draw():
         draw_samples(0, (4,), 0)
     with pytest.raises(TypeError, match="samples must be an integer"):
         draw_samples(9.0, (4,), 0)
+    with pytest.raises(ValueError, match=r"samples must be <= 2\^63 - 1, got 9223372036854775808"):
+        draw_samples(2**63, (4,), 0)
+    assert draw_samples(np.int32(3), (4,), 0).dtype == np.int64
     assert draw_samples(3, (0,), 0).shape == (0,) and draw_samples(3, (0, 5), 0).shape == (0, 5)  # (nothing drawn)
     assert draw_samples(3, (2, 0), 0, nodes=[]).shape == (2, 0)
     assert _core.draw_samples(0, np.zeros(0, dtype=np.int64), np.zeros(3, dtype=np.int64), 1, 4).shape == (0, 3)

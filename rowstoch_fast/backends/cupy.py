@@ -390,15 +390,20 @@ def _check_link_blocks(blocks, n, nnz):
     names = ("src", "out", "pending", "pending_out")
     for k, quantity in enumerate(blocks):
         w = quantity[0].shape[1]
-        for name, block, rows in zip(names, quantity, (n, n, nnz, nnz)):
+        for position, (name, block) in enumerate(zip(names, quantity)):
+            rows = n if position < 2 else nnz
             if block.shape != (rows, w):
                 raise ValueError(f"blocks[{k}].{name} must have shape {(rows, w)} (src's width, "
-                                 f"{'n' if rows == n else 'one row per stored entry'}), got {block.shape}")
-        for a, b in ((1, 0), (1, 2), (1, 3), (3, 0), (3, 2)):
-            x, y = quantity[a], quantity[b]
-            if _ptr(x) < _ptr(y) + y.nbytes and _ptr(y) < _ptr(x) + x.nbytes:
-                raise ValueError(f"blocks[{k}].{names[a]} shares memory with blocks[{k}].{names[b]}: the round "
-                                 "writes it while it reads the other")
+                                 f"{'n' if position < 2 else 'one row per stored entry'}), got {block.shape}")
+    every = [(f"blocks[{k}].{name}", block) for k, quantity in enumerate(blocks) for name, block in zip(names, quantity)]
+    for name, written in every:  # (what a round writes: each quantity's out and pending_out, against every block)
+        if not name.endswith((".out", ".pending_out")):
+            continue
+        for other_name, other in every:
+            if other_name != name and _ptr(written) < _ptr(other) + other.nbytes \
+                    and _ptr(other) < _ptr(written) + written.nbytes:
+                raise ValueError(f"{name} shares memory with {other_name}: the round writes it while it reads or "
+                                 "writes the other")
 
 
 def _combine_into(out, coefs, blocks, status, launch):
@@ -684,6 +689,7 @@ class CupyBackend(Backend):
             return self._on_host(out, lambda: net.mix(to_cpu(src), t, rounds, d=self.message_d, state=state))
         if self.checking and int(self._status[0]):
             return out
+        _check_choice("ROWSTOCH_CUDA_DELAY_AGES", DELAY_AGES, ("rows", "pass"))  # (before any history is written)
         matrix_of, seed, p, awake, chain = plan
         mask = self._awake_mask(awake)
         cur = src.reshape(n, -1)
@@ -728,7 +734,6 @@ class CupyBackend(Backend):
                 tables[2 * last:3 * last + 1])
             start = 0 if ring is None else 3 * last + 1  # (the noise keys after the delays' tables)
             ages = None
-            _check_choice("ROWSTOCH_CUDA_DELAY_AGES", DELAY_AGES, ("rows", "pass"))
             if ring is not None and delayed.delay == "uniform" and 0 < last and delayed.max_delay <= 255 \
                     and DELAY_AGES == "rows":  # each link's age drawn once (a thread per row), not by every thread
                 # of its row in the pass

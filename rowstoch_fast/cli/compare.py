@@ -323,7 +323,8 @@ def _not_reached(args, frames):
     done = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=keys)
 
     def key(frame):
-        return pd.MultiIndex.from_frame(frame[[c for c in keys if c in frame.columns]].astype(object).fillna("").astype(str))
+        present = [c for c in keys if c in frame.columns]
+        return pd.MultiIndex.from_frame(frame[present].astype(object).fillna("").astype(str))
 
     if not set(keys) <= set(done.columns):
         return previous

@@ -147,7 +147,8 @@ def summary(frame, metric=None, metrics=()):
                     "wall_seconds": float(runs["total_wall_seconds"].iloc[0]) if "total_wall_seconds" in runs.columns
                     else float("nan"),
                     "diverged": status == "diverged", "status": status,
-                    "diagnosis": str(runs["diagnosis"].astype(object).fillna("").iloc[0]) if "diagnosis" in runs.columns else ""})
+                    "diagnosis": (str(runs["diagnosis"].astype(object).fillna("").iloc[0])
+                                  if "diagnosis" in runs.columns else "")})
         rows.append(row)
         finals.append({m: last[m].to_numpy(dtype=np.float64) for m in shown})
     table = pd.DataFrame(rows)
