@@ -395,15 +395,14 @@ def _check_link_blocks(blocks, n, nnz):
             if block.shape != (rows, w):
                 raise ValueError(f"blocks[{k}].{name} must have shape {(rows, w)} (src's width, "
                                  f"{'n' if position < 2 else 'one row per stored entry'}), got {block.shape}")
-    every = [(f"blocks[{k}].{name}", block) for k, quantity in enumerate(blocks) for name, block in zip(names, quantity)]
-    for name, written in every:  # (what a round writes: each quantity's out and pending_out, against every block)
-        if not name.endswith((".out", ".pending_out")):
+    spans = [(_ptr(block), block.nbytes) for quantity in blocks for block in quantity]  # (once: a step's cost)
+    for a, (start, size) in enumerate(spans):
+        if a % 4 not in (1, 3):  # (what a round writes: each quantity's out and pending_out, against every block)
             continue
-        for other_name, other in every:
-            if other_name != name and _ptr(written) < _ptr(other) + other.nbytes \
-                    and _ptr(other) < _ptr(written) + written.nbytes:
-                raise ValueError(f"{name} shares memory with {other_name}: the round writes it while it reads or "
-                                 "writes the other")
+        for b, (other, other_size) in enumerate(spans):
+            if b != a and start < other + other_size and other < start + size:
+                raise ValueError(f"blocks[{a // 4}].{names[a % 4]} shares memory with blocks[{b // 4}]."
+                                 f"{names[b % 4]}: the round writes it while it reads or writes the other")
 
 
 def _combine_into(out, coefs, blocks, status, launch):
