@@ -7,9 +7,11 @@ so that a process, a rank or a GPU thread that owns a message draws it without d
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-__all__ = ["uniform_hash", "hash_prefix", "round_key", "content_round", "MAX_T", "QUANTITY_ROUNDS"]
+__all__ = ["uniform_hash", "loss_threshold", "hash_prefix", "round_key", "content_round", "MAX_T", "QUANTITY_ROUNDS"]
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _M1, _M2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
@@ -59,6 +61,12 @@ def uniform_hash(*keys):
 #: The last iteration a network draws for: below 2^60 the loss draws (keys seed, t, r), the sleep draws
 #: (seed, 2^60 + t) and the Gilbert-Elliott transitions (seed, 2^61 + s; 2^62 to start) never share a key.
 MAX_T = 2**60 - 1
+
+
+def loss_threshold(p):
+    """The integer a draw's top 53 bits are compared with for probability ``p`` (``ceil(p 2^53)``, network.hpp's
+    ``loss_threshold``): a message is lost when its bits are below it."""
+    return math.ceil(p * 2.0**53)
 
 
 def hash_prefix(*keys):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import weakref
 
 import numpy as np
 
@@ -22,14 +23,6 @@ def _drawn_in_sweep(net, t, r):
     ``link_draws``: Bernoulli losses right over a static matrix), else None (the network draws them)."""
     draws = getattr(net, "link_draws", None)
     return None if draws is None else draws(t, r)
-
-
-def _late_links(net):
-    """Whether the links of ``net`` keep part of what arrived (a delayed layer, or noise on the links): the
-    running sums then hold mass on links whose message arrived."""
-    if not hasattr(net, "encode"):
-        return False
-    return net.delayed() is not None or any(not layer.silent for layer in net.noisy_links())
 
 
 def is_network(A):
@@ -264,6 +257,18 @@ class Backend:
         return {"host": (indptr, indices, row_ids, col_ids), "indices": xp.asarray(indices),
                 "data": xp.asarray(data.astype(self.dtype)), "diag": xp.asarray(diag),
                 "starts": xp.asarray(indptr[:-1][nonempty]), "nonempty": xp.asarray(nonempty), "nnz": len(indices)}
+
+    def _per_block(self, cache_name, block, make):
+        """What this backend keeps for ``block`` between calls in its dict ``cache_name`` (``make()`` the first
+        time): known by the block's identity, through a weak reference (a block this backend has not seen, or a
+        new array at a dead one's address, gets a new entry; entries of dead blocks are dropped then)."""
+        cache = self.__dict__.setdefault(cache_name, {})
+        entry = cache.get(id(block))
+        if entry is None or entry[0]() is not block:
+            for key in [key for key, (ref, _) in cache.items() if ref() is None]:
+                del cache[key]
+            entry = cache[id(block)] = (weakref.ref(block), make())
+        return entry[1]
 
     def _link_source(self, C, src):
         """The rows the entries of this process's share of ``C`` read (under MPI: its rows and its halo's)."""

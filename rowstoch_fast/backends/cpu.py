@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import weakref
-
 import numpy as np
 
 from .. import _core
 from .._checks import as_float_array
 from ..mixing import MixingMatrix
 from ..tracker import DiagTracker, NetworkTracker
-from .base import Backend, _drawn_in_sweep, _late_links
+from .base import Backend, _drawn_in_sweep
 
 __all__ = ["CpuBackend"]
 
@@ -163,13 +161,7 @@ class CpuBackend(Backend):
         """The :class:`_LinkMass` of the per-link block ``block`` (kept between calls, known by the block's
         identity: a block this backend has not seen is read as it is; so a block written other than by a round
         must be a new array: the algorithms' ``_load_extra`` put a loaded state into new blocks)."""
-        cache = self.__dict__.setdefault("_link_masses", {})
-        entry = cache.get(id(block))
-        if entry is None or entry[0]() is not block:
-            for key in [key for key, (ref, _) in cache.items() if ref() is None]:
-                del cache[key]
-            entry = cache[id(block)] = (weakref.ref(block), _LinkMass(block.shape[0]))
-        return entry[1]
+        return self._per_block("_link_masses", block, lambda: _LinkMass(block.shape[0]))
 
     def flush_links(self):
         """Write each per-link block's mass out of its compact form into the block itself, and forget the forms
@@ -285,6 +277,14 @@ class CpuBackend(Backend):
         view = block.view()
         view.flags.writeable = False
         return view
+
+
+def _late_links(net):
+    """Whether the links of ``net`` keep part of what arrived (a delayed layer, or noise on the links): the
+    running sums then hold mass on links whose message arrived."""
+    if not hasattr(net, "encode"):
+        return False
+    return net.delayed() is not None or any(not layer.silent for layer in net.noisy_links())
 
 
 class _LinkMass:

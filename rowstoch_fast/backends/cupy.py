@@ -12,10 +12,8 @@ expected raise, and :func:`to_gpu` / :func:`to_cpu` copy explicitly.
 from __future__ import annotations
 
 import importlib.util
-import math
 import os
 import warnings
-import weakref
 from functools import lru_cache
 
 import numpy as np
@@ -349,7 +347,7 @@ def _message_tables(delayed, noise_seeds, t, r, rounds, slot_stride=1, noise_rou
     if delayed is not None:
         D = delayed.max_delay
         parts += [_hashing.round_key(delayed.seed, 3 * 2**61 + t - k, r) for k in range(last)]
-        parts += [int(np.ceil((k + 1) / (D + 1) * 2.0**53)) for k in range(last)]
+        parts += [_hashing.loss_threshold((k + 1) / (D + 1)) for k in range(last)]
         parts += [(((t - a) % (D + 1)) * rounds + r) * slot_stride for a in range(last + 1)]
     for seed in noise_seeds:
         parts += [_hashing.round_key(seed, t - a, r if noise_round is None else noise_round) for a in range(last + 1)]
@@ -871,7 +869,7 @@ class CupyBackend(Backend):
             arrived = links["arrived"] = xp.empty(nnz, dtype=xp.uint8)
         _launch("link_arrivals", indptr.shape[0] - 1,
                 (indptr, links["indices"], np.int64(indptr.shape[0] - 1), np.uint64(_hashing.round_key(seed, t, r)),
-                 np.uint64(math.ceil(p * 2.0**53)), self._status, arrived))
+                 np.uint64(_hashing.loss_threshold(p)), self._status, arrived))
         return arrived
 
     def _link_flags(self, block, nnz):
@@ -879,13 +877,7 @@ class CupyBackend(Backend):
         known by the block's identity; a block this backend has not seen may hold mass anywhere: all ones, until
         its first round writes it). Only ``link_sums`` writes a known block (a loaded state goes into new blocks:
         the algorithms' ``_load_extra``)."""
-        cache = self.__dict__.setdefault("_link_flags_by_block", {})
-        entry = cache.get(id(block))
-        if entry is None or entry[0]() is not block:
-            for key in [key for key, (ref, _) in cache.items() if ref() is None]:
-                del cache[key]
-            entry = cache[id(block)] = (weakref.ref(block), self.xp.ones(nnz, dtype=self.xp.uint8))
-        return entry[1]
+        return self._per_block("_link_flags_by_block", block, lambda: self.xp.ones(nnz, dtype=self.xp.uint8))
 
     def link_zeros(self, C, width):
         """A zero block of one row per stored entry of ``C``, known to :meth:`running_sums` to hold nothing."""
