@@ -9,8 +9,11 @@
 #            overhead at n <= 2^16, the logistic oracle against every CPU core;
 #   tests    the test files with CuPy and CUDA cases (pytest-xdist; TESTFILES to choose others);
 #   messages bench/gpu_messages.py: compressed, noisy and delayed messages on the device vs the CPU (bits, speed);
-#   links    bench/gpu_links.py: robust gradient-push and R-FAST's running sums (link_sums) vs the CPU bit for bit,
-#            and their step against SGP / Push-Pull and the generic operations at n = 2^16 and 2^20;
+#   links    bench/gpu_links.py: robust gradient-push and R-FAST's running sums (link_sums, link_sums2) vs the CPU
+#            bit for bit, and their step against SGP / Push-Pull at n = 2^16 and 2^20 (GENERIC=1: the generic
+#            operations too);
+#   samples  bench/gpu_samples.py: the per-sample methods' draws and table on the device vs the host's (draws and
+#            iterates against the CPU; GT-SAGA's step at n = 2^20 against DIGing, host draws beside it);
 #   e2e      bench/gpu_e2e.py: rowstoch run --backend cupy vs cpu, set-up and run time, cold and warm cache;
 #   rest     the rest of the suite;
 #   scaling  the GPU half of bench/scaling.py (the design card's figure);
@@ -67,7 +70,10 @@ stage_messages() {
     limit 200 "$PY" bench/gpu_messages.py --json "$OUT/messages.json" 2>&1 | tee "$OUT/messages.out"
 }
 stage_links() {
-    limit 150 "$PY" bench/gpu_links.py --json "$OUT/links.json" 2>&1 | tee "$OUT/links.out"
+    limit 150 "$PY" bench/gpu_links.py ${GENERIC:+--generic} --json "$OUT/links.json" 2>&1 | tee "$OUT/links.out"
+}
+stage_samples() {
+    limit 150 "$PY" bench/gpu_samples.py --json "$OUT/samples.json" 2>&1 | tee "$OUT/samples.out"
 }
 stage_step20() {
     limit 100 "$PY" bench/algorithms_step.py --backend cupy --log2n 20 --rounds 3 \

@@ -6,11 +6,12 @@ Usage (a machine with an NVIDIA GPU and CuPy; bench/gpu_check.sh's ``links`` sta
 
 1. *Same bits*: robust gradient-push and R-FAST on the exponential graph of 2^check-log2n nodes (static, 10%
    Bernoulli losses, sleep over losses, Gilbert-Elliott losses), 20 steps of a constant gradient on the CPU and
-   on the GPU: every iterate and every per-link block compared bit for bit (``link_sums`` is the CPU's sweep,
-   same operations, same order); the generic operations' largest relative difference beside it.
+   on the GPU: every iterate and every per-link block compared bit for bit (``link_sums`` and ``link_sums2`` are
+   the CPU's sweep, same operations, same order); the generic operations' largest relative difference beside it.
 2. *Speed*: one step at n = 2^log2n on ``Lossy(A, 0.1)``, interleaved medians (synchronised after each call):
-   SGP, robust gradient-push through ``link_sums`` and through the generic operations, Push-Pull, R-FAST both
-   ways. Targets: robust gradient-push within 2x of SGP, R-FAST within 2x of Push-Pull.
+   SGP, robust gradient-push through ``link_sums`` (``sweep``), ``link_sums2`` (``fused``: a round's quantities
+   in one launch, one loop over a row's links) and with ``--generic`` the generic operations, Push-Pull, R-FAST
+   the same ways. Targets: robust gradient-push within 2x of SGP, R-FAST within 2x of Push-Pull.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from rowstoch_fast.backends import cupy as backend  # noqa: E402
 from rowstoch_fast.network import Lossy, Sleepy  # noqa: E402
 
 METHODS = ("robust-gradient-push", "r-fast")
+SWEEPS = ("sweep", "fused")
 
 
 def _state(opt):
@@ -52,7 +54,7 @@ def check(log2n, d, steps=20):
         cls = REGISTRY[name]
         for label, net in nets.items():
             runs = {}
-            for path in ("cpu", "sweep", "generic"):
+            for path in ("cpu", *SWEEPS, "generic"):
                 backend.LINK_KERNEL = "sweep" if path == "cpu" else path
                 opt = cls.build(net, x0 if path == "cpu" else cupy.asarray(x0), 0.01, tracker="perron",
                                 backend="cpu" if path == "cpu" else "cupy")
@@ -63,20 +65,23 @@ def check(log2n, d, steps=20):
                 states = _state(opt)
                 runs[path] = (xs, states)
             backend.LINK_KERNEL = "sweep"
-            (cx, cs), (sx, ss), (gx, _) = runs["cpu"], runs["sweep"], runs["generic"]
-            same = all(np.array_equal(a, b) for a, b in zip(cx, sx)) and all(
-                np.array_equal(cs[k], ss[k]) for k in cs)
-            worst = max(float(np.max(np.abs(a - b))) for a, b in zip(cx, sx))
+            (cx, cs), (gx, _) = runs["cpu"], runs["generic"]
             generic = max(float(np.linalg.norm(a - b) / np.linalg.norm(a)) for a, b in zip(cx, gx))
             held = sum(int((cs[k] != 0).any(axis=1).sum()) for k in cs if k.startswith("pending_"))
-            rows.append({"method": name, "network": label, "bits_equal": same, "max_abs_diff": worst,
-                         "generic_rel": generic, "links_holding_mass": held})
-            print(f"check {name:22s} {label:13s} {'bit for bit' if same else 'DIFFERENT BITS'}  "
-                  f"max |gpu - cpu| = {worst:.3g}; generic rel {generic:.3g}; links holding mass {held}", flush=True)
+            for path in SWEEPS:
+                sx, ss = runs[path]
+                same = all(np.array_equal(a, b) for a, b in zip(cx, sx)) and all(
+                    np.array_equal(cs[k], ss[k]) for k in cs)
+                worst = max(float(np.max(np.abs(a - b))) for a, b in zip(cx, sx))
+                rows.append({"method": name, "network": label, "path": path, "bits_equal": same,
+                             "max_abs_diff": worst, "generic_rel": generic, "links_holding_mass": held})
+                print(f"check {name:22s} {label:13s} {path:6s} {'bit for bit' if same else 'DIFFERENT BITS'}  "
+                      f"max |gpu - cpu| = {worst:.3g}; generic rel {generic:.3g}; links holding mass {held}",
+                      flush=True)
     return rows
 
 
-def speed(log2n, d, rounds):
+def speed(log2n, d, rounds, generic=False):
     """Median ms per step of each contender on Lossy(A, 0.1) at n = 2^log2n."""
     net = Lossy(topology.exponential(2**log2n), 0.1, seed=0)
 
@@ -92,7 +97,7 @@ def speed(log2n, d, rounds):
     contenders = {}
     for name in ("sgp", "robust-gradient-push", "push-pull", "r-fast"):
         if name in METHODS:
-            for path in ("sweep", "generic"):
+            for path in SWEEPS + (("generic",) if generic else ()):
                 backend.LINK_KERNEL = path
                 contenders[f"{name} ({path})"] = on(path, make_contenders(name, net, d, backend="cupy")["rowstoch"])
             backend.LINK_KERNEL = "sweep"
@@ -117,9 +122,10 @@ def main(argv=None):
     p.add_argument("--d", type=int, default=10)
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--json", default=None)
+    p.add_argument("--generic", action="store_true", help="time the generic operations too (slow at 2^20)")
     args = p.parse_args(argv)
     result = {"machine": machine_info(), "check": check(args.check_log2n, args.d),
-              "speed": [speed(k, args.d, args.rounds) for k in args.log2n]}
+              "speed": [speed(k, args.d, args.rounds, args.generic) for k in args.log2n]}
     if args.json:
         save_json(args.json, result)
     return result

@@ -83,9 +83,10 @@ class Oracle:
 
     def sample(self, X):
         """Call ``k``'s draw: one sample per node and repetition, uniformly (keys ``seed``, repetition, node,
-        ``k``), and its gradients at ``X``; returns ``(G, idx)``."""
+        ``k``), and its gradients at ``X``; returns ``(G, idx)`` (``idx`` on ``X``'s device: a CuPy array for a
+        CuPy ``X``)."""
         idx = draw_samples(self.samples, X.shape[:-1], self.iteration, self.seed, self.rep_offset, self.nodes,
-                           getattr(self, "rep_period", 0))
+                           getattr(self, "rep_period", 0), device=is_device_array(X))
         G = self.sample_gradient(X, idx)
         self.iteration += 1
         self.last = G
@@ -96,12 +97,13 @@ class Oracle:
 _SAMPLE_KEY = 2**63 - 1
 
 
-def draw_samples(samples, shape, iteration, seed=0, rep_offset=0, nodes=None, rep_period=0):
+def draw_samples(samples, shape, iteration, seed=0, rep_offset=0, nodes=None, rep_period=0, device=False):
     """One sample index per node and repetition, uniform in ``0..samples - 1``, as int64 of ``shape`` (``(n,)`` or
     ``(reps, n)``; ``nodes``: the global ids of the rows, default all): a pure function of ``(seed, repetition,
     node, iteration)``, so a process or a GPU that owns a node draws its index alone (counter-based, like the
     networks' losses). Replica ``r`` is repetition ``rep_offset + r`` (``rep_offset + r % rep_period`` with a
-    ``rep_period``)."""
+    ``rep_period``). ``device=True``: the same draws made on the current GPU, a CuPy array (what an oracle does
+    for a CuPy ``X``: the per-sample methods' draws never cross the bus)."""
     samples = check_int(samples, "samples", minimum=1, maximum=2**63 - 1)
     reps = shape[0] if len(shape) == 2 else 1
     all_nodes = nodes is None
@@ -109,7 +111,11 @@ def draw_samples(samples, shape, iteration, seed=0, rep_offset=0, nodes=None, re
     rep_ids = np.ascontiguousarray(rep_offset + _replicas(reps, rep_period), dtype=np.int64)
     # (compiled, on the kernels' threads: the chain of uniform_hash(seed, iteration, rep, node, _SAMPLE_KEY); the
     # NumPy transcription is tests/test_objectives.py's; 26-33 ms in NumPy for 2^20 nodes, GT-SAGA's step on a GPU)
-    idx = _core.draw_samples(hash_prefix(seed, iteration), rep_ids, ids, _SAMPLE_KEY, samples, all_nodes)
+    if device:
+        idx = device_operations().draw_samples(hash_prefix(seed, iteration), rep_ids, None if all_nodes else ids,
+                                               shape[-1], _SAMPLE_KEY, samples)
+    else:
+        idx = _core.draw_samples(hash_prefix(seed, iteration), rep_ids, ids, _SAMPLE_KEY, samples, all_nodes)
     return idx.reshape(shape)
 
 
@@ -121,7 +127,8 @@ class SampleOracle:
     ----------
     sample_grad : callable
         ``sample_grad(X, idx) -> G``: the gradient at ``X[..., i, :]`` of sample ``idx[..., i]`` of node ``i``
-        (``X`` of shape (n, d) or (reps, n, d); under MPI this process's rows, ``idx`` of ``X.shape[:-1]``).
+        (``X`` of shape (n, d) or (reps, n, d); under MPI this process's rows, ``idx`` of ``X.shape[:-1]``, int64,
+        on ``X``'s device: a CuPy array when ``X`` is one).
     samples : int
         Samples per node, ``m``: node ``i``'s function is ``(1/m) sum_l f_il``.
     seed, rep_offset, nodes

@@ -283,11 +283,36 @@ EMULATE_LOSSY(csr_mix_lossy4_f32_i64, float, i64)
             (Ap, Aj, Ax, arrived, X, Y, Pin, Pout, held, held_out, n, w, s))
 EMULATE_LINKS(link_sums_f64, double)
 EMULATE_LINKS(link_sums_f32, float)
+// ... two quantities in one launch, one pass over a row's links: link_sums2_<value>_<index> (threads = n * (w1 + w2)).
+#define EMULATE_LINKS2(name, T, I)                                                                               \
+    EMULATE(name,                                                                                                \
+            P(const I* Ap, const I* Aj, const T* Ax, const unsigned char* arrived, const T* X1, T* Y1, const T* P1, \
+              T* P1_out, const unsigned char* held1, const unsigned char* held_out1, i64 w1, const T* X2, T* Y2,    \
+              const T* P2, T* P2_out, const unsigned char* held2, const unsigned char* held_out2, i64 w2, i64 n,   \
+              const u64* s),                                                                                     \
+            (Ap, Aj, Ax, arrived, X1, Y1, P1, P1_out, held1, held_out1, w1, X2, Y2, P2, P2_out, held2, held_out2, w2, \
+             n, s))
+EMULATE_LINKS2(link_sums2_f64_i32, double, int)
+EMULATE_LINKS2(link_sums2_f64_i64, double, i64)
+EMULATE_LINKS2(link_sums2_f32_i32, float, int)
+EMULATE_LINKS2(link_sums2_f32_i64, float, i64)
 EMULATE(link_held_out, P(const unsigned char* arrived, unsigned char* held_out, i64 nnz, const u64* s),
         (arrived, held_out, nnz, s))
 EMULATE(link_arrivals, P(const i64* Ap, const i64* Aj, i64 rows, u64 key, u64 threshold, const u64* s,
                          unsigned char* arrived),
         (Ap, Aj, rows, key, threshold, s, arrived))
+
+// One sample index per replica and node: draw_samples (threads = reps * rows).
+EMULATE(draw_samples, P(u64 prefix, const i64* rep_ids, i64 reps, const i64* node_ids, i64 rows, u64 key, i64 m,
+                        i64* out),
+        (prefix, rep_ids, reps, node_ids, rows, key, m, out))
+
+// The per-sample table's entries: sample_rows_<value> (threads = rows * reps * d).
+#define EMULATE_SAMPLE_ROWS(name, T)                                                                      \
+    EMULATE(name, P(T* table, i64 m, i64 rows, i64 reps, i64 d, const i64* idx, T* block, int put, const u64* s), \
+            (table, m, rows, reps, d, idx, block, put, s))
+EMULATE_SAMPLE_ROWS(sample_rows_f64, double)
+EMULATE_SAMPLE_ROWS(sample_rows_f32, float)
 
 // ... and over a round of messages (own rows apart, delays, per-link noise): csr_mix_messages<V>_<value>_<index>.
 #define EMULATE_MESSAGES(name, T, I)                                                                           \

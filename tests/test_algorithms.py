@@ -589,6 +589,13 @@ def _host_kernels(monkeypatch, backend):
 
     monkeypatch.setattr(hashing, "round_key", round_key)
     monkeypatch.setattr(backend, "_kernel", lambda name, width=None: None)  # nothing to compile
+    monkeypatch.setattr(backend, "draw_samples",  # the per-sample draws' twin: the compiled host pass (the emulated
+                        # kernel equals it: tests/test_backends.py)
+                        lambda prefix, reps, ids, rows, key, m: fake.asarray(_core.draw_samples(
+                            prefix, np.asarray(reps, dtype=np.int64),
+                            np.empty(rows, dtype=np.int64) if ids is None else np.asarray(ids, dtype=np.int64),
+                            key, m, ids is None).reshape(-1)))
+    monkeypatch.setattr(backend.CupyBackend, "_sample_rows", lambda *args, **kwargs: False)  # (generic operations)
     monkeypatch.setattr(backend, "LINK_KERNEL", "generic")  # (running sums: the generic operations; the emulated
     # device runs link_sums: tests/test_backends.py)
     monkeypatch.setattr(backend, "_mix_arguments", lambda M: ("entry", M, M, M))  # (the graphs' keys)

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rowstoch_fast import PullDiagGT, _reference, pull_diag, topology
+from rowstoch_fast import DivergenceError, PullDiagGT, _core, _reference, pull_diag, topology
 from rowstoch_fast.algorithms import REGISTRY
 from rowstoch_fast.backends import resolve_backend
 from rowstoch_fast.network import layers as network_layers
@@ -241,8 +241,10 @@ def _mix_kernel_names():
     names |= {f"csr_mix_messages{V}_{t}_{i}" for t, Vs in (("f64", (1, 2)), ("f32", (1, 4))) for V in Vs
               for i in ("i32", "i64")}
     # per-link running sums (backends.cupy's running_sums)
+    names |= {f"link_sums2_{t}_{i}" for t in ("f64", "f32") for i in ("i32", "i64")}
     return names | {"compress_rows_f64", "compress_rows_f32", "link_sums_f64", "link_sums_f32", "link_held_out",
-                    "link_arrivals", "delay_ages_rows_i32", "delay_ages_rows_i64"}
+                    "link_arrivals", "delay_ages_rows_i32", "delay_ages_rows_i64", "draw_samples",
+                    "sample_rows_f64", "sample_rows_f32"}
 
 
 def _ptr(a):
@@ -512,6 +514,10 @@ def test_the_cupy_backend_on_the_emulated_kernels_equals_the_cpu(request, monkey
         return any(k.startswith(prefix) for k in fake.launched)
 
     assert ran("combine_f64")
+    if getattr(cls, "gradients", "batch") == "samples":  # (the per-sample draws on the device, and the table's
+        # entries in one launch each)
+        assert ran("draw_samples")
+        assert ran("sample_rows_f64") == (getattr(gpu, "_table", None) is not None)
 
     if network.startswith("layer:"):  # (the registry's examples: the CPU's iterates; the kernels named above)
         return
@@ -531,6 +537,59 @@ def test_the_cupy_backend_on_the_emulated_kernels_equals_the_cpu(request, monkey
         assert ran("csr_mix_lossy") == (network != "static" and not host)
         assert (ran("csr_mix_entry") or ran("csr_mix_row") or ran("csr_mix_circ")) == (network == "static")
         assert ran("ge_advance") == (network == "bursty" and not host)
+
+
+@settings(max_examples=60, deadline=None)
+@given(samples=st.one_of(st.integers(1, 7), st.integers(1, 2**40)), rows=st.integers(0, 40),
+       reps=st.integers(0, 3), prefix=st.integers(0, 2**64 - 1), key=st.integers(0, 2**64 - 1),
+       rep_base=st.integers(-2**40, 2**40), with_nodes=st.booleans())
+def test_the_device_sample_draws_equal_the_compiled_host_draws(cuda_on_host, samples, rows, reps, prefix, key,
+                                                               rep_base, with_nodes):
+    """``draw_samples`` of kernels.cu (GT-SAGA's and every per-sample method's draws on a GPU) on the emulated
+    device: the compiled host pass's draws (``_core.draw_samples``, whose NumPy transcription test_objectives
+    checks), for replica ids and global node ids of either sign, sample counts past 2^32, and empty blocks."""
+    import ctypes
+
+    rep_ids = np.arange(reps, dtype=np.int64) * 7 + rep_base
+    nodes = np.random.default_rng(rows).integers(-2**40, 2**40, rows) if with_nodes else None
+    want = _core.draw_samples(prefix, rep_ids, np.empty(rows, dtype=np.int64) if nodes is None else nodes, key,
+                              samples, nodes is None).reshape(-1)
+    got = np.full(reps * rows, -7, dtype=np.int64)
+    ptr = lambda a: ctypes.c_void_p(0 if a is None else a.ctypes.data)  # noqa: E731
+    cuda_on_host.emulate_draw_samples(ctypes.c_longlong(reps * rows), ctypes.c_uint64(prefix), ptr(rep_ids),
+                                      ctypes.c_int64(reps), ptr(nodes), ctypes.c_int64(rows), ctypes.c_uint64(key),
+                                      ctypes.c_int64(samples), ptr(got))
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("name", ["gt-saga", "lt-admm-vr"])
+def test_an_oracles_draws_outside_its_samples_fail_the_step_on_the_emulated_device(cuda_on_host, monkeypatch, name):
+    """A per-sample oracle of the user's whose ``sample`` returns draws outside ``0..m-1`` on the device: the
+    table's one-launch read gives NaN there (no read or write past the table), so the step's check fails with
+    a DivergenceError (when the deferred checks are read) and the table is left as it was."""
+    fake = _emulated_device(cuda_on_host, monkeypatch)
+    from rowstoch_fast.objectives import SampleOracle
+
+    A = for_algorithm(REGISTRY[name], topology.exponential(8))
+    x0 = np.random.default_rng(1).standard_normal((8, 3))
+    good = SampleOracle(lambda X, idx: X - 1.0 + idx[:, None], samples=2)
+    opt = REGISTRY[name].build(A, fake.asarray(x0), 0.05, backend="cupy")
+    opt.step(good)
+    table = np.array(opt._table)
+
+    class Bad(SampleOracle):
+        def sample(self, X):
+            G, idx = SampleOracle.sample(self, X)
+            idx = idx.copy()
+            idx[3] = 2  # (m = 2: sample 2 does not exist)
+            return G, idx
+
+    bad = Bad(lambda X, idx: X - 1.0 + idx[:, None], samples=2)
+    with pytest.raises(DivergenceError, match="non-finite"):  # (the device's checks are read with the iterates)
+        opt.step(bad)
+        opt.gather_x()
+    np.testing.assert_array_equal(np.array(opt._table), table)
+    assert "sample_rows_f64" in fake.launched
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
@@ -1129,8 +1188,11 @@ def test_blocks_off_a_packs_alignment_take_the_one_value_kernels(cuda_on_host, m
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("network", ["static", "lossy", "sleepy-lossy", "bursty"])
 @pytest.mark.parametrize("name", ["robust-gradient-push", "r-fast"])
-def test_the_device_running_sums_sweep_equals_the_cpu_bit_for_bit(cuda_on_host, monkeypatch, name, network, dtype):
-    """The CuPy backend's running sums in one sweep per quantity (link_sums, issue 52) on the emulated device: every
+@pytest.mark.parametrize("kernel", ["sweep", "fused", "fused-i64"])
+def test_the_device_running_sums_sweep_equals_the_cpu_bit_for_bit(cuda_on_host, monkeypatch, name, network, dtype,
+                                                                  kernel):
+    """The CuPy backend's running sums in one sweep per quantity (link_sums, issue 52) or a round's quantities in
+    one launch with one loop over a row's links (link_sums2, int32 or int64 indices) on the emulated device: every
     iterate and every per-link block equal the CPU's bit for bit (float64 and float32), the arrivals drawn on the
     device (Bernoulli losses over the matrix) or the network's own copied there (sleep, Gilbert-Elliott); a state
     saved mid-run resumes on the device bit for bit; the generic operations give the same values (rounding); and
@@ -1140,6 +1202,10 @@ def test_the_device_running_sums_sweep_equals_the_cpu_bit_for_bit(cuda_on_host, 
     from rowstoch_fast.objectives import Quadratic
 
     fake = _emulated_device(cuda_on_host, monkeypatch)
+    if kernel == "fused-i64":  # (the int64 instances: links past 2^31 - 1 entries)
+        monkeypatch.setattr(backend, "_NARROW_LINKS", 0)
+    kernel = kernel.split("-")[0]
+    monkeypatch.setattr(backend, "LINK_KERNEL", kernel)
     A = topology.erdos_renyi(16, 0.3, seed=2).astype(dtype)
     f = Quadratic.random(16, 3, seed=1)
     net = {"static": A, "lossy": Lossy(A, 0.3, seed=4), "sleepy-lossy": Sleepy(Lossy(A, 0.2, seed=3), 0.8, seed=4),
@@ -1163,7 +1229,9 @@ def test_the_device_running_sums_sweep_equals_the_cpu_bit_for_bit(cuda_on_host, 
     assert want[-1].dtype == dtype
     fake.launched.clear()
     got, got_states = run(dev, 10)
-    assert any(k.startswith("link_sums_") for k in fake.launched)
+    assert any(k.startswith("link_sums_" if kernel == "sweep" else "link_sums2_") for k in fake.launched)
+    assert all(k.endswith("_i64") == (backend._NARROW_LINKS == 0) for k in fake.launched
+               if k.startswith("link_sums2_"))
     assert any(k == "link_arrivals" for k in fake.launched) == (network == "lossy")
     for k in range(10):
         np.testing.assert_array_equal(got[k], want[k])
@@ -1184,11 +1252,11 @@ def test_the_device_running_sums_sweep_equals_the_cpu_bit_for_bit(cuda_on_host, 
     np.testing.assert_allclose(other[-1], want[-1], rtol=1e-12 if dtype == np.float64 else 1e-5, atol=1e-12)
     switching = cls(**mats, x0=fake.asarray(x0), lr=0.02, backend="cupy")  # (a run that changes path each step)
     for k in range(10):
-        monkeypatch.setattr(backend, "LINK_KERNEL", ("sweep", "generic")[k % 2])
+        monkeypatch.setattr(backend, "LINK_KERNEL", (kernel, "generic")[k % 2])
         switching.step(lambda X: X * half - one)
     np.testing.assert_allclose(np.asarray(switching.gather_x()), want[-1],
                                rtol=1e-12 if dtype == np.float64 else 1e-5, atol=1e-12)
-    monkeypatch.setattr(backend, "LINK_KERNEL", "sweep")  # after a failed check (the flag set): nothing written
+    monkeypatch.setattr(backend, "LINK_KERNEL", kernel)  # after a failed check (the flag set): nothing written
     ops = backend.CupyBackend()
     ops.attach(16, dtype, [A])
     rng = np.random.default_rng(3)
@@ -1229,7 +1297,7 @@ def test_the_device_running_sums_refuse_what_the_sweep_cannot_read(cuda_on_host,
     with pytest.raises(ValueError, match=r"blocks\[1\]\.pending must have shape \(\d+, 1\)"):
         ops.running_sums(A, net, 0, 0, [(src, out, P, Q), (fake.zeros((12, 1)), fake.zeros((12, 1)), P, Q)])
     monkeypatch.setattr(backend, "LINK_KERNEL", "swep")
-    with pytest.raises(ValueError, match="ROWSTOCH_CUDA_LINKS must be one of sweep, generic, got 'swep'"):
+    with pytest.raises(ValueError, match="ROWSTOCH_CUDA_LINKS must be one of sweep, fused, generic, got 'swep'"):
         ops.running_sums(A, net, 0, 0, [(src, out, P, Q)])
     from rowstoch_fast.network import Delayed
 

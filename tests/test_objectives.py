@@ -530,6 +530,27 @@ def test_compiled_sample_draws_equal_their_numpy_transcription(samples, n, reps,
     assert (got >= 0).all() and (got < samples).all()
 
 
+@pytest.mark.parametrize("reps", [0, 3])
+@pytest.mark.parametrize("with_nodes", [False, True])
+def test_sample_draws_on_a_gpu_equal_the_hosts(reps, with_nodes):
+    """``draw_samples(..., device=True)`` (the per-sample methods' draws for a CuPy ``X``) on a GPU: a CuPy array of
+    the host's draws (the emulated kernel: tests/test_backends.py)."""
+    from conftest import cupy_or_reason
+
+    from rowstoch_fast.objectives import draw_samples
+
+    cupy, reason = cupy_or_reason()
+    if cupy is None:
+        pytest.skip(f"CuPy backend unavailable: {reason}")
+    n = 5000
+    shape = (n,) if reps == 0 else (reps, n)
+    nodes = np.random.default_rng(2).integers(-2**40, 2**40, n) if with_nodes else None
+    for k in (0, 9):
+        dev = draw_samples(2**33 + 5, shape, k, seed=4, rep_offset=6, nodes=nodes, device=True)
+        assert type(dev).__module__.startswith("cupy") and dev.shape == shape and dev.dtype == np.int64
+        np.testing.assert_array_equal(dev.get(), draw_samples(2**33 + 5, shape, k, seed=4, rep_offset=6, nodes=nodes))
+
+
 def test_compiled_sample_draws_refuse_what_they_cannot_draw():
     from rowstoch_fast.objectives import draw_samples
 

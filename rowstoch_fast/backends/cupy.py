@@ -50,9 +50,13 @@ _OPTIONS = ("-std=c++14", "--fmad=false")
 MIX_KERNEL = os.environ.get("ROWSTOCH_CUDA_MIX", "auto")
 _MIX_KERNELS = ("auto", "entry", "row", "circ")
 #: How per-link running sums (robust gradient-push, R-FAST) run: ``"sweep"`` (``link_sums`` of kernels.cu, one
-#: pass over the links per quantity) or ``"generic"`` (CuPy's generic operations, the path before it; message
-#: layers always take it). Read from ``ROWSTOCH_CUDA_LINKS`` at import.
+#: launch per quantity, two loops over a row's links), ``"fused"`` (``link_sums2``: a round's two quantities in
+#: one launch, one loop over a row's links, int32 indices where they fit; the same bits) or ``"generic"`` (CuPy's
+#: generic operations, the path before them; message layers always take it). Read from ``ROWSTOCH_CUDA_LINKS`` at
+#: import.
 LINK_KERNEL = os.environ.get("ROWSTOCH_CUDA_LINKS", "sweep")
+_LINK_KERNELS = ("sweep", "fused", "generic")
+_NARROW_LINKS = 2**31 - 1  # (fewer stored entries than this: "fused" reads int32 indices)
 #: Where a uniformly delayed round draws each link's age: ``"rows"`` (``delay_ages_rows``, once per link, a byte
 #: each, before the pass) or ``"pass"`` (every thread of the row again in the pass, the path before it). Read from
 #: ``ROWSTOCH_CUDA_DELAY_AGES`` at import.
@@ -133,6 +137,36 @@ def _launch(name, total, args):
     blocks = (int(total) + _BLOCK - 1) // _BLOCK
     if blocks:
         _kernel(name)((blocks,), (_BLOCK,), args)
+
+
+def draw_samples(prefix, rep_ids, node_ids, rows, key, samples):
+    """:func:`rowstoch_fast.objectives.draw_samples` on the current GPU (``draw_samples`` of kernels.cu, one thread
+    per replica and node, the same hash and rounding as the compiled host pass): an int64 device array of
+    ``len(rep_ids) * rows`` draws, replica-major. ``prefix``: the chain over the seed and the iteration;
+    ``node_ids``: the rows' global ids (a host array, copied once per CUDA device and kept), or None for
+    ``0..rows - 1``."""
+    xp = require_cupy()
+    reps = len(rep_ids)
+    out = xp.empty(reps * rows, dtype=xp.int64)
+    ids = _NULL if node_ids is None else _node_ids_on_device(node_ids)
+    _launch("draw_samples", reps * rows,
+            (np.uint64(prefix), xp.asarray(rep_ids, dtype=xp.int64), np.int64(reps), ids, np.int64(rows),
+             np.uint64(key), np.int64(samples), out))
+    return out
+
+
+_NODE_IDS = {}  # id(host array) -> (the array, its copy on each device): draw_samples' node ids
+
+
+def _node_ids_on_device(node_ids):
+    """A host array of node ids on the current device, copied once per array object and device (an oracle's
+    ``nodes``, the same object every call; kept alive with its copy so that its id is not reused)."""
+    held = _NODE_IDS.get(id(node_ids))
+    if held is None or held[0] is not node_ids:
+        if len(_NODE_IDS) >= 16:
+            _NODE_IDS.clear()
+        held = _NODE_IDS[id(node_ids)] = (node_ids, {})
+    return _on_device(held[1], "ids", lambda: require_cupy().asarray(np.asarray(node_ids, dtype=np.int64)))
 
 
 def _require_device(x, name):
@@ -820,7 +854,7 @@ class CupyBackend(Backend):
 
         Message layers (compression, noise, delays) take CuPy's generic operations (:meth:`Backend.running_sums`,
         after one read of the flag); so does every round with ``LINK_KERNEL = "generic"``."""
-        _check_choice("ROWSTOCH_CUDA_LINKS", LINK_KERNEL, ("sweep", "generic"))
+        _check_choice("ROWSTOCH_CUDA_LINKS", LINK_KERNEL, _LINK_KERNELS)
         if LINK_KERNEL == "generic" or hasattr(net, "encode") or not all(
                 self._sweeps(block) for quantity in blocks for block in quantity):
             if self.checking and int(self._status[0]):
@@ -838,12 +872,39 @@ class CupyBackend(Backend):
         _check_link_blocks(blocks, n, nnz)
         arrived = self._arrivals(links, indptr, net, t, r)
         data, _ = self._link_weights(C, links, net, t)
+        if LINK_KERNEL == "fused":
+            return self._fused_sums(links, indptr, data, arrived, blocks, n, nnz)
         for src, out, pending, pending_out in blocks:
             held_out = self._link_flags(pending_out, nnz)
             _launch(f"link_sums_{_suffix(self.dtype)}", n * src.shape[1],
                     (indptr, links["indices"], data, arrived, src, out, pending, pending_out,
                      self._link_flags(pending, nnz), held_out, np.int64(n), np.int64(src.shape[1]), self._status))
             _launch("link_held_out", nnz, (arrived, held_out, np.int64(nnz), self._status))
+
+    def _fused_sums(self, links, indptr, data, arrived, blocks, n, nnz):
+        """``LINK_KERNEL = "fused"``: the round's quantities two at a time in one ``link_sums2`` launch (a row's
+        values of both side by side, one loop over its links), int32 indices where the links fit, then each
+        quantity's flags (``link_held_out``)."""
+        xp = self.xp
+        index = links.get("index32")
+        if index is None:  # (the links' indices as the sweep reads them, once per matrix)
+            narrow = nnz < _NARROW_LINKS
+            dtype = xp.int32 if narrow else xp.int64
+            index = links["index32"] = (indptr.astype(dtype), links["indices"].astype(dtype), "i32" if narrow else "i64")
+        Ap, Aj, suffix = index
+        for k in range(0, len(blocks), 2):
+            pair = blocks[k:k + 2]
+            args = []
+            for src, out, pending, pending_out in pair:
+                args += [src, out, pending, pending_out, self._link_flags(pending, nnz),
+                         self._link_flags(pending_out, nnz), np.int64(src.shape[1])]
+            if len(pair) == 1:
+                args += [_NULL] * 6 + [np.int64(0)]
+            w = sum(src.shape[1] for src, *_ in pair)
+            _launch(f"link_sums2_{_suffix(self.dtype)}_{suffix}", n * w,
+                    (Ap, Aj, data, arrived, *args, np.int64(n), self._status))
+            for *_, pending_out in pair:
+                _launch("link_held_out", nnz, (arrived, self._link_flags(pending_out, nnz), np.int64(nnz), self._status))
 
     def _sweeps(self, block):
         """Whether ``link_sums`` reads ``block`` as it is (a C-contiguous device block of this backend's dtype)."""
@@ -904,12 +965,34 @@ class CupyBackend(Backend):
         """The GPU's free memory (:func:`require_device_memory`)."""
         require_device_memory(nbytes, what, hint)
 
+    def take_samples(self, table, idx, out):
+        """:meth:`Backend.take_samples` in one launch (``sample_rows``, a thread per value) where the draws are on
+        the device (the package's oracles draw there for a CuPy ``X``); else generic operations."""
+        if not self._sample_rows(table, idx, out, put=False):
+            super().take_samples(table, idx, out)
+
     def put_samples(self, table, idx, values):
-        """:meth:`Backend.put_samples` on the device (generic operations), after the deferred checks' flag (one
-        device-to-host read): after a failure nothing is written, like :meth:`running_sums`."""
+        """:meth:`Backend.put_samples` in one launch, as :meth:`take_samples` (the launch checks the deferred flag
+        itself); else generic operations after the flag's read (one device-to-host read). After a failure nothing
+        is written, like :meth:`running_sums`."""
+        if self._sample_rows(table, idx, values, put=True):
+            return
         if self.checking and int(self._status[0]):
             return
         super().put_samples(table, idx, values)
+
+    def _sample_rows(self, table, idx, block, put):
+        """``sample_rows`` where it reads the arrays as they are (int64 draws on the device, one per row and
+        replica; the table and the block C-contiguous in this backend's dtype); False: the generic operations."""
+        m, rows, reps, d = table.shape
+        if not (is_device_array(idx) and idx.dtype == np.int64 and idx.size == rows * reps and idx.flags.c_contiguous
+                and self._sweeps(block) and block.size == rows * reps * d and is_device_array(table)
+                and table.dtype == self.dtype and table.flags.c_contiguous):
+            return False
+        _launch(f"sample_rows_{_suffix(self.dtype)}", block.size,
+                (table, np.int64(m), np.int64(rows), np.int64(reps), np.int64(d), idx, block, np.int32(bool(put)),
+                 self._status))
+        return True
 
     def tracker(self, A, rounds, kind):
         from ..tracker import DiagTracker, NetworkTracker

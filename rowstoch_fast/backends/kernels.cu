@@ -783,6 +783,61 @@ __device__ void link_sums_impl(const i64* __restrict__ Ap, const i64* __restrict
     Y[i * w + c] = share + waited;
 }
 
+// One value of a quantity's round in a single pass over the row's links (link_sums_impl's two loops as one, the
+// same operations in the same order for each of the two sums, so the same bits): each link's index, weight,
+// arrival and source value read once, the lost links' mass formed from them.
+template <class T, class I>
+__device__ __forceinline__ T link_value(const I* __restrict__ Ap, const I* __restrict__ Aj, const T* __restrict__ Ax,
+                                        const unsigned char* __restrict__ arrived, const T* __restrict__ X,
+                                        const T* __restrict__ P, T* __restrict__ P_out,
+                                        const unsigned char* __restrict__ held,
+                                        const unsigned char* __restrict__ held_out, i64 i, i64 w, i64 c) {
+    const i64 begin = Ap[i], end = Ap[i + 1];
+    T share = 0, waited = 0;
+    for (i64 p = begin; p < end; ++p) {
+        const unsigned char got = arrived[p];
+        const T a = Ax[p];
+        const T x = X[(i64)Aj[p] * w + c];
+        share += (a * (T)got) * x;
+        const bool had = held[p] != 0, stale = held_out[p] != 0;
+        if (got && !had && !stale) continue;
+        const i64 at = p * w + c;
+        if (got) {
+            if (had) waited += P[at];
+            if (stale) P_out[at] = T(0);
+            continue;
+        }
+        if (had) {
+            const T old = P[at];
+            waited += T(0) * old;
+            P_out[at] = old + a * x;
+        } else {
+            P_out[at] = T(0) + a * x;
+        }
+    }
+    return share + waited;
+}
+
+// Up to two quantities of one round (robust gradient-push's model and weights) in one launch, a row's values of
+// both side by side (threads i * (w1 + w2) + c), so the row's links are read from DRAM once for both; w2 = 0: one
+// quantity. The same values as link_sums_impl, bit for bit.
+template <class T, class I>
+__device__ void link_sums2_impl(const I* __restrict__ Ap, const I* __restrict__ Aj, const T* __restrict__ Ax,
+                                const unsigned char* __restrict__ arrived, const T* X1, T* Y1, const T* P1, T* P1_out,
+                                const unsigned char* held1, const unsigned char* held_out1, i64 w1, const T* X2,
+                                T* Y2, const T* P2, T* P2_out, const unsigned char* held2,
+                                const unsigned char* held_out2, i64 w2, i64 n, const u64* status) {
+    const i64 tid = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    const i64 w = w1 + w2;
+    if (tid >= n * w || frozen(status, 0)) return;
+    const i64 i = tid / w, k = tid - i * w;
+    const bool second = k >= w1;  // (pointers chosen, not code: one path for the warp)
+    const i64 ww = second ? w2 : w1, c = second ? k - w1 : k;
+    T* Y = second ? Y2 : Y1;
+    Y[i * ww + c] = link_value<T, I>(Ap, Aj, Ax, arrived, second ? X2 : X1, second ? P2 : P1, second ? P2_out : P1_out,
+                                     second ? held2 : held1, second ? held_out2 : held_out1, i, ww, c);
+}
+
 // After a quantity's round: which rows of P_out may hold mass (those whose message was lost).
 __device__ void link_held_out_impl(const unsigned char* __restrict__ arrived, unsigned char* __restrict__ held_out,
                                    i64 nnz, const u64* status) {
@@ -804,6 +859,43 @@ __device__ void link_arrivals_impl(const i64* __restrict__ Ap, const i64* __rest
         const i64 j = Aj[q];
         arrived[q] = j == i || (mix64(row ^ (u64)j) >> 11) >= threshold;
     }
+}
+
+// One sample index per replica and node, uniform in 0..m-1 (objectives.draw_samples; rowstoch/samples.hpp's
+// draw_samples, the same hash and rounding): out[r * rows + i] for replica rep_ids[r] and node node_ids[i] (null:
+// node i), one thread each. The draws of GT-SAGA and the other per-sample methods on the device.
+__device__ void draw_samples_impl(u64 prefix, const i64* __restrict__ rep_ids, i64 reps,
+                                  const i64* __restrict__ node_ids, i64 rows, u64 key, i64 m, i64* __restrict__ out) {
+    const i64 e = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (e >= reps * rows) return;
+    const i64 r = e / rows, i = e - r * rows;
+    const u64 node = (u64)(node_ids ? node_ids[i] : i);
+    const u64 h = mix64(mix64(mix64(prefix ^ (u64)rep_ids[r]) ^ node) ^ key);
+    const double u = (double)(h >> 11) * (1.0 / 9007199254740992.0);
+    const i64 s = (i64)(u * (double)m);
+    out[e] = s < m - 1 ? s : m - 1;
+}
+
+// The per-sample table's entries (rowstoch/samples.hpp's take_samples / put_samples; the table (m, rows, reps, d)
+// in C order, idx (reps, rows), block node-major (rows * reps, d)), one thread per value:
+// put: table[idx[r, i], i, r] <- block[i * reps + r]; else block[i * reps + r] <- table[idx[r, i], i, r]. A draw
+// outside 0..m-1 (an oracle's own sample(), unchecked on the device) writes nothing to the table and NaN to the
+// block, so the step's checked combine fails instead of a write past the table.
+template <class T>
+__device__ void sample_rows_impl(T* __restrict__ table, i64 m, i64 rows, i64 reps, i64 d, const i64* __restrict__ idx,
+                                 T* __restrict__ block, int put, const u64* status) {
+    const i64 tid = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (tid >= rows * reps * d || frozen(status, 0)) return;
+    const i64 e = tid / d, c = tid - e * d;
+    const i64 i = e / reps, r = e - i * reps;
+    const i64 s = idx[r * rows + i];
+    if (s < 0 || s >= m) {
+        if (!put) block[tid] = T(0) / T(0);  // (NaN)
+        return;
+    }
+    T* entry = table + ((s * rows + i) * reps + r) * d + c;
+    if (put) *entry = block[tid];
+    else block[tid] = *entry;
 }
 
 // The mixing kernels run 256 threads per block (backends/cupy.py's _BLOCK); at most 32 registers per thread, so
@@ -856,7 +948,14 @@ GE(i32, int) GE(i64, i64)
 AGES(i32, int) AGES(i64, i64)
 __global__ void link_sums_f64(const i64* Ap, const i64* Aj, const double* Ax, const unsigned char* arrived, const double* X, double* Y, const double* P, double* P_out, const unsigned char* held, const unsigned char* held_out, i64 n, i64 w, const u64* status) { link_sums_impl<double>(Ap, Aj, Ax, arrived, X, Y, P, P_out, held, held_out, n, w, status); }
 __global__ void link_sums_f32(const i64* Ap, const i64* Aj, const float* Ax, const unsigned char* arrived, const float* X, float* Y, const float* P, float* P_out, const unsigned char* held, const unsigned char* held_out, i64 n, i64 w, const u64* status) { link_sums_impl<float>(Ap, Aj, Ax, arrived, X, Y, P, P_out, held, held_out, n, w, status); }
+#define LINKS2(suffix, T, I) \
+    __global__ void link_sums2_##suffix(const I* Ap, const I* Aj, const T* Ax, const unsigned char* arrived, const T* X1, T* Y1, const T* P1, T* P1_out, const unsigned char* held1, const unsigned char* held_out1, i64 w1, const T* X2, T* Y2, const T* P2, T* P2_out, const unsigned char* held2, const unsigned char* held_out2, i64 w2, i64 n, const u64* status) { \
+        link_sums2_impl<T, I>(Ap, Aj, Ax, arrived, X1, Y1, P1, P1_out, held1, held_out1, w1, X2, Y2, P2, P2_out, held2, held_out2, w2, n, status); }
+LINKS2(f64_i32, double, int) LINKS2(f64_i64, double, i64) LINKS2(f32_i32, float, int) LINKS2(f32_i64, float, i64)
 __global__ void link_held_out(const unsigned char* arrived, unsigned char* held_out, i64 nnz, const u64* status) { link_held_out_impl(arrived, held_out, nnz, status); }
+__global__ void sample_rows_f64(double* table, i64 m, i64 rows, i64 reps, i64 d, const i64* idx, double* block, int put, const u64* status) { sample_rows_impl<double>(table, m, rows, reps, d, idx, block, put, status); }
+__global__ void sample_rows_f32(float* table, i64 m, i64 rows, i64 reps, i64 d, const i64* idx, float* block, int put, const u64* status) { sample_rows_impl<float>(table, m, rows, reps, d, idx, block, put, status); }
+__global__ void draw_samples(u64 prefix, const i64* rep_ids, i64 reps, const i64* node_ids, i64 rows, u64 key, i64 m, i64* out) { draw_samples_impl(prefix, rep_ids, reps, node_ids, rows, key, m, out); }
 __global__ void link_arrivals(const i64* Ap, const i64* Aj, i64 rows, u64 round_key, u64 threshold, const u64* status, unsigned char* arrived) { link_arrivals_impl(Ap, Aj, rows, round_key, threshold, status, arrived); }
 __global__ void compress_rows_f64(const double* X, double* out, i64 n, i64 w, i64 L, int method, i64 param, double sigma, int unbiased, u64 round_key, const u64* status) { compress_rows_impl<double>(X, out, n, w, L, method, param, sigma, unbiased, round_key, status); }
 __global__ void compress_rows_f32(const float* X, float* out, i64 n, i64 w, i64 L, int method, i64 param, double sigma, int unbiased, u64 round_key, const u64* status) { compress_rows_impl<float>(X, out, n, w, L, method, param, sigma, unbiased, round_key, status); }
