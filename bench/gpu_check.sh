@@ -14,6 +14,8 @@
 #            operations too);
 #   samples  bench/gpu_samples.py: the per-sample methods' draws and table on the device vs the host's (draws and
 #            iterates against the CPU; GT-SAGA's step at n = 2^20 against DIGing, host draws beside it);
+#   profile  bench/gpu_profile.py: a step's time kernel by kernel (SGP, robust gradient-push, Push-Pull, R-FAST on a
+#            lossy network, DIGing and GT-SAGA on a static one, n = 2^20), and the floor of per-link noise;
 #   e2e      bench/gpu_e2e.py: rowstoch run --backend cupy vs cpu, set-up and run time, cold and warm cache;
 #   rest     the rest of the suite;
 #   scaling  the GPU half of bench/scaling.py (the design card's figure);
@@ -74,6 +76,9 @@ stage_links() {
 }
 stage_samples() {
     limit 150 "$PY" bench/gpu_samples.py --json "$OUT/samples.json" 2>&1 | tee "$OUT/samples.out"
+}
+stage_profile() {
+    limit 150 "$PY" bench/gpu_profile.py --json "$OUT/profile.json" 2>&1 | tee "$OUT/profile.out"
 }
 stage_step20() {
     limit 100 "$PY" bench/algorithms_step.py --backend cupy --log2n 20 --rounds 3 \

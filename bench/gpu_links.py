@@ -10,8 +10,9 @@ Usage (a machine with an NVIDIA GPU and CuPy; bench/gpu_check.sh's ``links`` sta
    the CPU's sweep, same operations, same order); the generic operations' largest relative difference beside it.
 2. *Speed*: one step at n = 2^log2n on ``Lossy(A, 0.1)``, interleaved medians (synchronised after each call):
    SGP, robust gradient-push through ``link_sums`` (``sweep``), ``link_sums2`` (``fused``: a round's quantities
-   in one launch, one loop over a row's links) and with ``--generic`` the generic operations, Push-Pull, R-FAST
-   the same ways. Targets: robust gradient-push within 2x of SGP, R-FAST within 2x of Push-Pull.
+   in one launch, one loop over a row's links), each with the flags' pass wide (eight links a thread) and
+   narrow (a link a thread: the kernel before), and with ``--generic`` the generic operations; Push-Pull,
+   R-FAST the same ways. Targets: robust gradient-push within 2x of SGP, R-FAST within 2x of Push-Pull.
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ def check(log2n, d, steps=20):
         for label, net in nets.items():
             runs = {}
             for path in ("cpu", *SWEEPS, "generic"):
-                backend.LINK_KERNEL = "sweep" if path == "cpu" else path
+                backend.LINK_KERNEL = "fused" if path == "cpu" else path
                 opt = cls.build(net, x0 if path == "cpu" else cupy.asarray(x0), 0.01, tracker="perron",
                                 backend="cpu" if path == "cpu" else "cupy")
                 xs, states = [], []
@@ -64,7 +65,7 @@ def check(log2n, d, steps=20):
                     xs.append(np.array(opt.gather_x()))
                 states = _state(opt)
                 runs[path] = (xs, states)
-            backend.LINK_KERNEL = "sweep"
+            backend.LINK_KERNEL = "fused"
             (cx, cs), (gx, _) = runs["cpu"], runs["generic"]
             generic = max(float(np.linalg.norm(a - b) / np.linalg.norm(a)) for a, b in zip(cx, gx))
             held = sum(int((cs[k] != 0).any(axis=1).sum()) for k in cs if k.startswith("pending_"))
@@ -85,22 +86,24 @@ def speed(log2n, d, rounds, generic=False):
     """Median ms per step of each contender on Lossy(A, 0.1) at n = 2^log2n."""
     net = Lossy(topology.exponential(2**log2n), 0.1, seed=0)
 
-    def on(path, fn):
+    def on(path, passes, fn):
         def go():
-            backend.LINK_KERNEL = path
+            backend.LINK_KERNEL, backend._WIDE_HELD_OUT = path, passes == "wide"
             try:
                 fn()
             finally:
-                backend.LINK_KERNEL = "sweep"
+                backend.LINK_KERNEL, backend._WIDE_HELD_OUT = "fused", True
         return go
 
     contenders = {}
     for name in ("sgp", "robust-gradient-push", "push-pull", "r-fast"):
         if name in METHODS:
             for path in SWEEPS + (("generic",) if generic else ()):
-                backend.LINK_KERNEL = path
-                contenders[f"{name} ({path})"] = on(path, make_contenders(name, net, d, backend="cupy")["rowstoch"])
-            backend.LINK_KERNEL = "sweep"
+                for passes in ("wide", "narrow") if path != "generic" else ("wide",):
+                    backend.LINK_KERNEL, backend._WIDE_HELD_OUT = path, passes == "wide"
+                    label = f"{name} ({path}{', narrow' if passes == 'narrow' else ''})"
+                    contenders[label] = on(path, passes, make_contenders(name, net, d, backend="cupy")["rowstoch"])
+            backend.LINK_KERNEL, backend._WIDE_HELD_OUT = "fused", True
         else:
             contenders[name] = make_contenders(name, net, d, backend="cupy")["rowstoch"]
     med, _ = interleaved(contenders, rounds=rounds, min_time=0.05, min_calls=4)
@@ -111,7 +114,7 @@ def speed(log2n, d, rounds, generic=False):
     for k, v in ms.items():
         name = k.split(" ")[0]
         ratio = f"  {v / ms[base[name]]:6.2f}x {base[name]}" if name in base else ""
-        print(f"  {k:32s} {v:9.3f} ms{ratio}", flush=True)
+        print(f"  {k:40s} {v:9.3f} ms{ratio}", flush=True)
     return {"log2n": log2n, "d": d, "median_ms": ms}
 
 

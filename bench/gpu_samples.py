@@ -60,7 +60,8 @@ def check(check_log2n, log2n, d, steps=20):
         xs = {}
         for where in ("cpu", "cupy"):
             G = g if where == "cpu" else gd
-            oracle = SampleOracle(lambda X, idx, G=G: X * 0.5 - G * (idx[:, None] + 1.0), samples=4)
+            xp = np if where == "cpu" else cupy
+            oracle = SampleOracle(lambda X, idx, G=G, xp=xp: X * 0.5 - G * (xp.asarray(idx)[:, None] + 1.0), samples=4)
             opt = cls.build(M, x0 if where == "cpu" else cupy.asarray(x0), 0.01, tracker="perron", backend=where)
             for _ in range(steps):
                 opt.step(oracle)

@@ -298,6 +298,7 @@ EMULATE_LINKS2(link_sums2_f32_i32, float, int)
 EMULATE_LINKS2(link_sums2_f32_i64, float, i64)
 EMULATE(link_held_out, P(const unsigned char* arrived, unsigned char* held_out, i64 nnz, const u64* s),
         (arrived, held_out, nnz, s))
+EMULATE(link_held_out8, P(const u64* arrived, u64* held_out, i64 nnz, const u64* s), (arrived, held_out, nnz, s))
 EMULATE(link_arrivals, P(const i64* Ap, const i64* Aj, i64 rows, u64 key, u64 threshold, const u64* s,
                          unsigned char* arrived),
         (Ap, Aj, rows, key, threshold, s, arrived))

@@ -531,7 +531,7 @@ def _fake_cupy():
         diagonal=np.diagonal, maximum=np.maximum, where=lambda *a: dev(np.where(*a)), add=np.add,
         arange=lambda *a, **k: dev(np.arange(*a, **k)), take=np.take, sign=np.sign, abs=np.abs, minimum=np.minimum,
         sqrt=np.sqrt, inf=np.inf, clip=np.clip, subtract=np.subtract, divide=np.divide, multiply=np.multiply,
-        broadcast_to=lambda a, shape: dev(np.broadcast_to(a, shape)),
+        broadcast_to=lambda a, shape: dev(np.broadcast_to(a, shape)), full=lambda s, v, dtype=None: dev(np.full(s, v, dtype)),
         cuda=types.SimpleNamespace(Stream=_FakeGraphs.Stream,
                                    Device=lambda *a: types.SimpleNamespace(synchronize=lambda: None, use=lambda: None,
                                                                            attributes={"L2CacheSize": 50 * 2**20,

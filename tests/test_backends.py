@@ -243,7 +243,7 @@ def _mix_kernel_names():
     # per-link running sums (backends.cupy's running_sums)
     names |= {f"link_sums2_{t}_{i}" for t in ("f64", "f32") for i in ("i32", "i64")}
     return names | {"compress_rows_f64", "compress_rows_f32", "link_sums_f64", "link_sums_f32", "link_held_out",
-                    "link_arrivals", "delay_ages_rows_i32", "delay_ages_rows_i64", "draw_samples",
+                    "link_arrivals", "link_held_out8", "delay_ages_rows_i32", "delay_ages_rows_i64", "draw_samples",
                     "sample_rows_f64", "sample_rows_f32"}
 
 
@@ -530,7 +530,7 @@ def test_the_cupy_backend_on_the_emulated_kernels_equals_the_cpu(request, monkey
         assert not ran("link_sums")  # (message layers: the running sums' generic operations)
     elif cls.per_link_state:  # (running sums in one sweep over the links, the arrivals drawn on the device where
         # they are Bernoulli losses over the matrix)
-        assert ran("link_sums_f64") and ran("link_held_out")
+        assert ran("link_sums2_f64" if name == "robust-gradient-push" else "link_sums_f64") and ran("link_held_out")
         assert ran("link_arrivals") == (network == "lossy")
     elif cls.matrices and not cls.per_link_state:  # (running sums are generic array operations)
         host = "W" in cls.matrices and network != "static"  # (the undirected rule: the CPU's pass, on the host)
@@ -560,6 +560,54 @@ def test_the_device_sample_draws_equal_the_compiled_host_draws(cuda_on_host, sam
                                       ctypes.c_int64(reps), ptr(nodes), ctypes.c_int64(rows), ctypes.c_uint64(key),
                                       ctypes.c_int64(samples), ptr(got))
     np.testing.assert_array_equal(got, want)
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.binary(min_size=0, max_size=70))
+def test_the_wide_held_out_pass_flags_every_byte(cuda_on_host, data):
+    """``link_held_out8`` (eight links' flags a thread) on the emulated device: 1 exactly where the arrival byte is
+    0, for any byte values (not only 0 and 1) and any count (the tail past the last whole word)."""
+    import ctypes
+
+    arrived = np.zeros(len(data) + 8, dtype=np.uint8)  # (8-byte aligned: NumPy's allocation)
+    arrived[:len(data)] = np.frombuffer(data, dtype=np.uint8)
+    held = np.full(len(data) + 8, 7, dtype=np.uint8)
+    status = np.zeros(2, dtype=np.uint64)
+    assert arrived.ctypes.data % 8 == 0 and held.ctypes.data % 8 == 0
+    cuda_on_host.emulate_link_held_out8(ctypes.c_longlong((len(data) + 7) // 8), ctypes.c_void_p(arrived.ctypes.data),
+                                        ctypes.c_void_p(held.ctypes.data), ctypes.c_int64(len(data)),
+                                        ctypes.c_void_p(status.ctypes.data))
+    np.testing.assert_array_equal(held[:len(data)], (arrived[:len(data)] == 0).astype(np.uint8))
+    assert (held[len(data):] == 7).all()  # (nothing past the count)
+
+
+@pytest.mark.parametrize("name", ["gt-saga", "gt-svrg", "gt-sarah", "lt-admm-vr", "push-saga"])
+def test_a_sample_oracle_gets_its_ids_on_the_device(cuda_on_host, monkeypatch, name):
+    """A ``SampleOracle``'s function on backend='cupy' gets ``idx`` where ``X`` lives, for its draws and for the
+    table's or snapshot's every-sample calls alike (it indexes device data with them), and the run equals the
+    CPU's."""
+    from rowstoch_fast._device import is_device_array
+    from rowstoch_fast.objectives import SampleOracle
+
+    fake = _emulated_device(cuda_on_host, monkeypatch)
+    cls = REGISTRY[name]
+    A = for_algorithm(cls, topology.exponential(8))
+    rng = np.random.default_rng(1)
+    x0, b = rng.standard_normal((8, 3)), rng.standard_normal((3, 8, 3))
+    seen = []
+
+    def grad(X, idx, b=b):
+        seen.append(is_device_array(X) == is_device_array(idx))
+        return X - np.asarray(b)[np.asarray(idx), np.arange(8)]
+
+    cpu = cls.build(A, x0, 0.05)
+    gpu = cls.build(A, fake.asarray(x0), 0.05, backend="cupy")
+    for opt in (cpu, gpu):
+        oracle = SampleOracle(grad, samples=3)
+        for _ in range(6):
+            opt.step(oracle)
+    assert seen and all(seen)
+    np.testing.assert_allclose(gpu.gather_x(), cpu.x, rtol=1e-12, atol=1e-13)
 
 
 @pytest.mark.parametrize("name", ["gt-saga", "lt-admm-vr"])
@@ -1188,7 +1236,7 @@ def test_blocks_off_a_packs_alignment_take_the_one_value_kernels(cuda_on_host, m
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("network", ["static", "lossy", "sleepy-lossy", "bursty"])
 @pytest.mark.parametrize("name", ["robust-gradient-push", "r-fast"])
-@pytest.mark.parametrize("kernel", ["sweep", "fused", "fused-i64"])
+@pytest.mark.parametrize("kernel", ["sweep", "fused", "fused-i64", "sweep-narrow"])
 def test_the_device_running_sums_sweep_equals_the_cpu_bit_for_bit(cuda_on_host, monkeypatch, name, network, dtype,
                                                                   kernel):
     """The CuPy backend's running sums in one sweep per quantity (link_sums, issue 52) or a round's quantities in
@@ -1204,6 +1252,9 @@ def test_the_device_running_sums_sweep_equals_the_cpu_bit_for_bit(cuda_on_host, 
     fake = _emulated_device(cuda_on_host, monkeypatch)
     if kernel == "fused-i64":  # (the int64 instances: links past 2^31 - 1 entries)
         monkeypatch.setattr(backend, "_NARROW_LINKS", 0)
+    if kernel == "sweep-narrow":  # (the flags' pass a byte a thread: blocks not 8-byte aligned)
+        monkeypatch.setattr(backend, "_WIDE_HELD_OUT", False)
+    two = kernel.startswith("fused") and name == "robust-gradient-push"  # (R-FAST's quantities: one per round)
     kernel = kernel.split("-")[0]
     monkeypatch.setattr(backend, "LINK_KERNEL", kernel)
     A = topology.erdos_renyi(16, 0.3, seed=2).astype(dtype)
@@ -1229,10 +1280,11 @@ def test_the_device_running_sums_sweep_equals_the_cpu_bit_for_bit(cuda_on_host, 
     assert want[-1].dtype == dtype
     fake.launched.clear()
     got, got_states = run(dev, 10)
-    assert any(k.startswith("link_sums_" if kernel == "sweep" else "link_sums2_") for k in fake.launched)
+    assert any(k.startswith("link_sums2_" if two else "link_sums_") for k in fake.launched)
     assert all(k.endswith("_i64") == (backend._NARROW_LINKS == 0) for k in fake.launched
                if k.startswith("link_sums2_"))
     assert any(k == "link_arrivals" for k in fake.launched) == (network == "lossy")
+    assert any(k == ("link_held_out8" if backend._WIDE_HELD_OUT else "link_held_out") for k in fake.launched)
     for k in range(10):
         np.testing.assert_array_equal(got[k], want[k])
         for key, value in want_states[k].items():

@@ -74,8 +74,8 @@ class FailureHandling:
         chunk = {}
 
         def sample(X, s):
-            if many is None or size == 1:
-                return oracle.sample_gradient(X, np.full(shape, s, dtype=np.int64))
+            if many is None or size == 1:  # (the ids where X lives, as sample() draws them: a CuPy array on a GPU)
+                return oracle.sample_gradient(X, self._ops.xp.full(shape, s, dtype=np.int64))
             first = s - s % size
             if chunk.get("first") != first:  # (the chunk's gradients, computed when its first sample is asked for)
                 chunk.clear()

@@ -49,13 +49,17 @@ _OPTIONS = ("-std=c++14", "--fmad=false")
 #: ``"row"`` (1.20x at 2^22; bench/RESULTS.md sections 9b and 9c). Read from ``ROWSTOCH_CUDA_MIX`` at import.
 MIX_KERNEL = os.environ.get("ROWSTOCH_CUDA_MIX", "auto")
 _MIX_KERNELS = ("auto", "entry", "row", "circ")
-#: How per-link running sums (robust gradient-push, R-FAST) run: ``"sweep"`` (``link_sums`` of kernels.cu, one
-#: launch per quantity, two loops over a row's links), ``"fused"`` (``link_sums2``: a round's two quantities in
-#: one launch, one loop over a row's links, int32 indices where they fit; the same bits) or ``"generic"`` (CuPy's
-#: generic operations, the path before them; message layers always take it). Read from ``ROWSTOCH_CUDA_LINKS`` at
-#: import.
-LINK_KERNEL = os.environ.get("ROWSTOCH_CUDA_LINKS", "sweep")
+#: How per-link running sums (robust gradient-push, R-FAST) run: ``"fused"`` (a round's quantities two at a time
+#: in one ``link_sums2`` launch, one loop over a row's links, int32 indices where they fit; a quantity left alone
+#: in ``link_sums``), ``"sweep"`` (``link_sums`` of kernels.cu, one launch per quantity, two loops over a row's
+#: links; the same bits) or ``"generic"`` (CuPy's generic operations, the path before them; message layers
+#: always take it). On an H200 at n = 2^20, d = 10 a robust gradient-push step took 2.36 ms fused and 2.65 ms
+#: swept (bench/RESULTS.md section 40a); one quantity in ``link_sums2`` was 4% slower than in ``link_sums``. Read
+#: from ``ROWSTOCH_CUDA_LINKS`` at import.
+LINK_KERNEL = os.environ.get("ROWSTOCH_CUDA_LINKS", "fused")
 _LINK_KERNELS = ("sweep", "fused", "generic")
+_WIDE_HELD_OUT = True  # (the flags' pass eight links a thread where aligned: 0.035 ms a launch against 0.216 a byte
+# a thread at 2^20 on an H200, bench/RESULTS.md 40a; False: a byte a thread, for the tests)
 _NARROW_LINKS = 2**31 - 1  # (fewer stored entries than this: "fused" reads int32 indices)
 #: Where a uniformly delayed round draws each link's age: ``"rows"`` (``delay_ages_rows``, once per link, a byte
 #: each, before the pass) or ``"pass"`` (every thread of the row again in the pass, the path before it). Read from
@@ -405,6 +409,15 @@ def _launch_messages(Ap, Aj, Ax, own, X, out, status, key, p, renormalise, awake
              *delays, np.int64(last), np.int64(slots), _NULL if ages is None else ages, sent, out.dtype.type(sigma),
              np.int32(bool(noise_only))))
     return out
+
+
+def _held_out(arrived, held_out, nnz, status):
+    """``held_out <- (arrived == 0)``, a byte per link (``link_held_out8``: eight a thread where both are 8-byte
+    aligned, as CuPy allocates them; else ``link_held_out``)."""
+    if _WIDE_HELD_OUT and _ptr(arrived) % 8 == 0 and _ptr(held_out) % 8 == 0:
+        _launch("link_held_out8", (nnz + 7) // 8, (arrived, held_out, np.int64(nnz), status))
+    else:
+        _launch("link_held_out", nnz, (arrived, held_out, np.int64(nnz), status))
 
 
 def _check_choice(variable, value, choices):
@@ -874,17 +887,21 @@ class CupyBackend(Backend):
         data, _ = self._link_weights(C, links, net, t)
         if LINK_KERNEL == "fused":
             return self._fused_sums(links, indptr, data, arrived, blocks, n, nnz)
+        self._sweep_sums(links, indptr, data, arrived, blocks, n, nnz)
+
+    def _sweep_sums(self, links, indptr, data, arrived, blocks, n, nnz):
+        """One ``link_sums`` launch per quantity, then its flags (``link_held_out``)."""
         for src, out, pending, pending_out in blocks:
             held_out = self._link_flags(pending_out, nnz)
             _launch(f"link_sums_{_suffix(self.dtype)}", n * src.shape[1],
                     (indptr, links["indices"], data, arrived, src, out, pending, pending_out,
                      self._link_flags(pending, nnz), held_out, np.int64(n), np.int64(src.shape[1]), self._status))
-            _launch("link_held_out", nnz, (arrived, held_out, np.int64(nnz), self._status))
+            _held_out(arrived, held_out, nnz, self._status)
 
     def _fused_sums(self, links, indptr, data, arrived, blocks, n, nnz):
         """``LINK_KERNEL = "fused"``: the round's quantities two at a time in one ``link_sums2`` launch (a row's
         values of both side by side, one loop over its links), int32 indices where the links fit, then each
-        quantity's flags (``link_held_out``)."""
+        quantity's flags (``link_held_out``); a quantity left alone in ``link_sums`` (faster for one)."""
         xp = self.xp
         index = links.get("index32")
         if index is None:  # (the links' indices as the sweep reads them, once per matrix)
@@ -894,17 +911,18 @@ class CupyBackend(Backend):
         Ap, Aj, suffix = index
         for k in range(0, len(blocks), 2):
             pair = blocks[k:k + 2]
+            if len(pair) == 1:  # (one quantity: link_sums)
+                self._sweep_sums(links, indptr, data, arrived, pair, n, nnz)
+                continue
             args = []
             for src, out, pending, pending_out in pair:
                 args += [src, out, pending, pending_out, self._link_flags(pending, nnz),
                          self._link_flags(pending_out, nnz), np.int64(src.shape[1])]
-            if len(pair) == 1:
-                args += [_NULL] * 6 + [np.int64(0)]
             w = sum(src.shape[1] for src, *_ in pair)
             _launch(f"link_sums2_{_suffix(self.dtype)}_{suffix}", n * w,
                     (Ap, Aj, data, arrived, *args, np.int64(n), self._status))
             for *_, pending_out in pair:
-                _launch("link_held_out", nnz, (arrived, self._link_flags(pending_out, nnz), np.int64(nnz), self._status))
+                _held_out(arrived, self._link_flags(pending_out, nnz), nnz, self._status)
 
     def _sweeps(self, block):
         """Whether ``link_sums`` reads ``block`` as it is (a C-contiguous device block of this backend's dtype)."""
