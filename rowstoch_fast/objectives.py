@@ -103,11 +103,13 @@ def draw_samples(samples, shape, iteration, seed=0, rep_offset=0, nodes=None, re
     node, iteration)``, so a process or a GPU that owns a node draws its index alone (counter-based, like the
     networks' losses). Replica ``r`` is repetition ``rep_offset + r`` (``rep_offset + r % rep_period`` with a
     ``rep_period``). ``device=True``: the same draws made on the current GPU, a CuPy array (what an oracle does
-    for a CuPy ``X``: the per-sample methods' draws never cross the bus)."""
+    for a CuPy ``X``: the draws are made where the table they index lives, not copied there)."""
     samples = check_int(samples, "samples", minimum=1, maximum=2**63 - 1)
     reps = shape[0] if len(shape) == 2 else 1
     all_nodes = nodes is None
     ids = np.empty(shape[-1], dtype=np.int64) if all_nodes else np.ascontiguousarray(nodes, dtype=np.int64)
+    if not all_nodes and ids.shape != (shape[-1],):
+        raise ValueError(f"nodes must hold one global id per row ({shape[-1]}), got shape {ids.shape}")
     rep_ids = np.ascontiguousarray(rep_offset + _replicas(reps, rep_period), dtype=np.int64)
     # (compiled, on the kernels' threads: the chain of uniform_hash(seed, iteration, rep, node, _SAMPLE_KEY); the
     # NumPy transcription is tests/test_objectives.py's; 26-33 ms in NumPy for 2^20 nodes, GT-SAGA's step on a GPU)

@@ -581,6 +581,91 @@ def test_the_wide_held_out_pass_flags_every_byte(cuda_on_host, data):
     assert (held[len(data):] == 7).all()  # (nothing past the count)
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("reps", [1, 3])
+def test_the_sample_table_in_one_launch_on_the_emulated_device(cuda_on_host, monkeypatch, dtype, reps):
+    """``sample_rows`` (the table's entries read and written in one launch) on the emulated device: the CPU
+    backend's entries for one replica or several, float64 and float32, draws given as int64 on the device or as
+    a host int32 array (copied); a draw outside the table reads NaN and writes nothing; after a failed deferred
+    check a put writes nothing; draws that are not integers are refused as on the CPU."""
+    from rowstoch_fast.backends import cupy as backend
+    from rowstoch_fast.backends.cpu import CpuBackend
+
+    fake = _emulated_device(cuda_on_host, monkeypatch)
+    rng = np.random.default_rng(reps)
+    m, rows, d = 4, 7, 3
+    table = rng.standard_normal((m, rows, reps, d)).astype(dtype)
+    idx = rng.integers(0, m, (reps, rows))
+    values = rng.standard_normal((rows, reps * d)).astype(dtype)
+    cpu = CpuBackend()
+    cpu.attach(rows, dtype, [])
+    want_take, want_table = np.empty_like(values), table.copy()
+    cpu.take_samples(table, idx, want_take)
+    cpu.put_samples(want_table, idx, values)
+    ops = backend.CupyBackend()
+    ops.attach(rows, dtype, [])
+    for given in (fake.asarray(idx.astype(np.int64)), idx.astype(np.int32)):
+        dev_table, out = fake.asarray(table), fake.zeros(values.shape, dtype)
+        fake.launched.clear()
+        ops.take_samples(dev_table, given, out)
+        ops.put_samples(dev_table, given, fake.asarray(values))
+        assert fake.launched == [f"sample_rows_{backend._suffix(dtype)}"] * 2
+        np.testing.assert_array_equal(np.asarray(out), want_take)
+        np.testing.assert_array_equal(np.asarray(dev_table), want_table)
+    bad = idx.copy()
+    bad[0, 2] = m  # (no such sample)
+    dev_table, out = fake.asarray(table), fake.zeros(values.shape, dtype)
+    ops.take_samples(dev_table, fake.asarray(bad), out)
+    got = np.asarray(out).reshape(rows, reps, d)
+    assert np.isnan(got[2, 0]).all() and np.isfinite(np.delete(got.reshape(-1, d), 2 * reps, axis=0)).all()
+    ops.put_samples(dev_table, fake.asarray(bad), fake.asarray(values))
+    np.testing.assert_array_equal(np.asarray(dev_table)[:, 2, 0], table[:, 2, 0])  # (its entry: untouched)
+    ops._status[0] = 5  # (a failed deferred check: nothing is written)
+    before = np.array(dev_table)
+    ops.put_samples(dev_table, fake.asarray(idx.astype(np.int64)), fake.asarray(values * 2))
+    np.testing.assert_array_equal(np.asarray(dev_table), before)
+    with pytest.raises((TypeError, IndexError)):
+        ops.take_samples(fake.asarray(table), idx.astype(np.float64), fake.zeros(values.shape, dtype))
+
+
+def test_device_sample_draws_with_node_ids_on_the_emulated_device(cuda_on_host, monkeypatch):
+    """``draw_samples(..., device=True)`` with global node ids (an MPI rank's or a subset's rows) on the emulated
+    device: the host's draws, the ids copied once per array; ids of another length are refused on both paths (the
+    device path would read past them)."""
+    from rowstoch_fast.backends import cupy as backend
+    from rowstoch_fast.objectives import draw_samples
+
+    fake = _emulated_device(cuda_on_host, monkeypatch)
+    nodes = np.array([5, -3, 2**40, 7], dtype=np.int64)
+    for shape in ((4,), (3, 4)):
+        got = draw_samples(9, shape, 11, seed=2, rep_offset=1, nodes=nodes, device=True)
+        assert got.__cuda_array_interface__ and got.shape == shape
+        np.testing.assert_array_equal(np.asarray(got), draw_samples(9, shape, 11, seed=2, rep_offset=1, nodes=nodes))
+    assert sum(1 for ref, _ in backend._NODE_IDS.values() if ref() is nodes) == 1
+    for device in (False, True):
+        with pytest.raises(ValueError, match=r"nodes must hold one global id per row \(5\), got shape \(4,\)"):
+            draw_samples(9, (5,), 0, nodes=nodes, device=device)
+    assert fake.launched.count("draw_samples") == 2
+
+
+def test_the_flags_pass_takes_bytes_where_the_blocks_are_not_aligned(cuda_on_host, monkeypatch):
+    """``_held_out`` (a link's flag: its message was lost) eight links a thread where both blocks are 8-byte
+    aligned, a byte a thread where one is not: the same flags."""
+    from rowstoch_fast.backends import cupy as backend
+
+    fake = _emulated_device(cuda_on_host, monkeypatch)
+    arrived = np.random.default_rng(0).integers(0, 2, 40).astype(np.uint8)
+    status = np.zeros(2, dtype=np.uint64)
+    for offset, kernel in ((0, "link_held_out8"), (1, "link_held_out")):
+        a = np.zeros(48, dtype=np.uint8)[offset:offset + 37]
+        a[...] = arrived[:37]
+        held = np.full(48, 9, dtype=np.uint8)[offset:offset + 37]
+        fake.launched.clear()
+        backend._held_out(a, held, 37, status)
+        assert fake.launched == [kernel]
+        np.testing.assert_array_equal(held, (a == 0).astype(np.uint8))
+
+
 @pytest.mark.parametrize("name", ["gt-saga", "gt-svrg", "gt-sarah", "lt-admm-vr", "push-saga"])
 def test_a_sample_oracle_gets_its_ids_on_the_device(cuda_on_host, monkeypatch, name):
     """A ``SampleOracle``'s function on backend='cupy' gets ``idx`` where ``X`` lives, for its draws and for the

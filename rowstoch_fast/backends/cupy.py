@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import warnings
+import weakref
 from functools import lru_cache
 
 import numpy as np
@@ -53,9 +54,9 @@ _MIX_KERNELS = ("auto", "entry", "row", "circ")
 #: in one ``link_sums2`` launch, one loop over a row's links, int32 indices where they fit; a quantity left alone
 #: in ``link_sums``), ``"sweep"`` (``link_sums`` of kernels.cu, one launch per quantity, two loops over a row's
 #: links; the same bits) or ``"generic"`` (CuPy's generic operations, the path before them; message layers
-#: always take it). On an H200 at n = 2^20, d = 10 a robust gradient-push step took 2.36 ms fused and 2.65 ms
-#: swept (bench/RESULTS.md section 40a); one quantity in ``link_sums2`` was 4% slower than in ``link_sums``. Read
-#: from ``ROWSTOCH_CUDA_LINKS`` at import.
+#: always take it). On an H200 at n = 2^20, d = 10 a robust gradient-push step took 2.02 ms fused and 2.31 ms
+#: swept (bench/RESULTS.md section 40a); one quantity in ``link_sums2`` was 2-4% slower than in ``link_sums``.
+#: Read from ``ROWSTOCH_CUDA_LINKS`` at import.
 LINK_KERNEL = os.environ.get("ROWSTOCH_CUDA_LINKS", "fused")
 _LINK_KERNELS = ("sweep", "fused", "generic")
 _WIDE_HELD_OUT = True  # (the flags' pass eight links a thread where aligned: 0.035 ms a launch against 0.216 a byte
@@ -159,18 +160,19 @@ def draw_samples(prefix, rep_ids, node_ids, rows, key, samples):
     return out
 
 
-_NODE_IDS = {}  # id(host array) -> (the array, its copy on each device): draw_samples' node ids
-
-
 def _node_ids_on_device(node_ids):
     """A host array of node ids on the current device, copied once per array object and device (an oracle's
-    ``nodes``, the same object every call; kept alive with its copy so that its id is not reused)."""
-    held = _NODE_IDS.get(id(node_ids))
-    if held is None or held[0] is not node_ids:
-        if len(_NODE_IDS) >= 16:
-            _NODE_IDS.clear()
-        held = _NODE_IDS[id(node_ids)] = (node_ids, {})
-    return _on_device(held[1], "ids", lambda: require_cupy().asarray(np.asarray(node_ids, dtype=np.int64)))
+    ``nodes``, the same object every call: read once, so changing it in place is not seen), known by the array's
+    identity through a weak reference (entries of dead arrays are dropped)."""
+    entry = _NODE_IDS.get(id(node_ids))
+    if entry is None or entry[0]() is not node_ids:
+        for key in [key for key, (ref, _) in _NODE_IDS.items() if ref() is None]:
+            del _NODE_IDS[key]
+        entry = _NODE_IDS[id(node_ids)] = (weakref.ref(node_ids), {})
+    return _on_device(entry[1], "ids", lambda: require_cupy().asarray(np.asarray(node_ids, dtype=np.int64)))
+
+
+_NODE_IDS = {}  # id(host array) -> (a weak reference to it, its copy on each device): draw_samples' node ids
 
 
 def _require_device(x, name):
@@ -857,8 +859,9 @@ class CupyBackend(Backend):
             return None
 
     def running_sums(self, C, net, t, r, blocks):
-        """:meth:`Backend.running_sums` on the device in one sweep over the links per quantity (``link_sums`` of
-        kernels.cu, the CPU's dense form with flags, bit for bit): a thread per value sums the delivered shares
+        """:meth:`Backend.running_sums` on the device in one sweep over the links (``link_sums2`` of kernels.cu for
+        two quantities at a time, ``link_sums`` for one: the CPU's dense form with flags, bit for bit; the blocks
+        of a round never overlap, :func:`_check_link_blocks`): a thread per value sums the delivered shares
         and the mass that waited, and touches a link's mass only where it holds or gets some (a byte per link
         and block says which rows may hold mass: :meth:`_link_flags`), so a round costs about one mix plus the
         lost links' rows. Bernoulli losses over a static matrix are drawn on the device (``link_arrivals``);
@@ -901,13 +904,14 @@ class CupyBackend(Backend):
     def _fused_sums(self, links, indptr, data, arrived, blocks, n, nnz):
         """``LINK_KERNEL = "fused"``: the round's quantities two at a time in one ``link_sums2`` launch (a row's
         values of both side by side, one loop over its links), int32 indices where the links fit, then each
-        quantity's flags (``link_held_out``); a quantity left alone in ``link_sums`` (faster for one)."""
+        quantity's flags (:func:`_held_out`); a quantity left alone in ``link_sums`` (faster for one)."""
         xp = self.xp
-        index = links.get("index32")
+        index = links.get("sweep_index")
         if index is None:  # (the links' indices as the sweep reads them, once per matrix)
             narrow = nnz < _NARROW_LINKS
             dtype = xp.int32 if narrow else xp.int64
-            index = links["index32"] = (indptr.astype(dtype), links["indices"].astype(dtype), "i32" if narrow else "i64")
+            index = links["sweep_index"] = (indptr.astype(dtype, copy=False),
+                                            links["indices"].astype(dtype, copy=False), "i32" if narrow else "i64")
         Ap, Aj, suffix = index
         for k in range(0, len(blocks), 2):
             pair = blocks[k:k + 2]
@@ -984,8 +988,9 @@ class CupyBackend(Backend):
         require_device_memory(nbytes, what, hint)
 
     def take_samples(self, table, idx, out):
-        """:meth:`Backend.take_samples` in one launch (``sample_rows``, a thread per value) where the draws are on
-        the device (the package's oracles draw there for a CuPy ``X``); else generic operations."""
+        """:meth:`Backend.take_samples` in one launch (``sample_rows``, a thread per value; draws given on the host
+        or in another integer type are copied to the device as int64 first: the package's oracles draw there for
+        a CuPy ``X``); a draw outside the table reads NaN. Generic operations for blocks it cannot read."""
         if not self._sample_rows(table, idx, out, put=False):
             super().take_samples(table, idx, out)
 
@@ -1000,13 +1005,20 @@ class CupyBackend(Backend):
         super().put_samples(table, idx, values)
 
     def _sample_rows(self, table, idx, block, put):
-        """``sample_rows`` where it reads the arrays as they are (int64 draws on the device, one per row and
-        replica; the table and the block C-contiguous in this backend's dtype); False: the generic operations."""
+        """``sample_rows`` where it reads the table and the block as they are (C-contiguous device blocks in this
+        backend's dtype; the draws, one per row and replica, made an int64 device array); False: the generic
+        operations."""
         m, rows, reps, d = table.shape
-        if not (is_device_array(idx) and idx.dtype == np.int64 and idx.size == rows * reps and idx.flags.c_contiguous
-                and self._sweeps(block) and block.size == rows * reps * d and is_device_array(table)
+        if not (self._sweeps(block) and block.size == rows * reps * d and is_device_array(table)
                 and table.dtype == self.dtype and table.flags.c_contiguous):
             return False
+        if not (is_device_array(idx) and idx.dtype == np.int64 and idx.flags.c_contiguous):
+            kind = idx.dtype.kind if hasattr(idx, "dtype") else np.asarray(idx).dtype.kind
+            if kind not in "iu":
+                return False  # (the generic operations refuse what is not an integer)
+            idx = self.xp.ascontiguousarray(self.xp.asarray(idx), dtype=self.xp.int64)
+        if idx.size != rows * reps:
+            raise ValueError(f"the draws must hold one sample id per row and replica ({rows * reps}), got {idx.size}")
         _launch(f"sample_rows_{_suffix(self.dtype)}", block.size,
                 (table, np.int64(m), np.int64(rows), np.int64(reps), np.int64(d), idx, block, np.int32(bool(put)),
                  self._status))
