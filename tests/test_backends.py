@@ -624,8 +624,15 @@ def test_the_sample_table_in_one_launch_on_the_emulated_device(cuda_on_host, mon
     before = np.array(dev_table)
     ops.put_samples(dev_table, fake.asarray(idx.astype(np.int64)), fake.asarray(values * 2))
     np.testing.assert_array_equal(np.asarray(dev_table), before)
-    with pytest.raises((TypeError, IndexError)):
-        ops.take_samples(fake.asarray(table), idx.astype(np.float64), fake.zeros(values.shape, dtype))
+    with pytest.raises(TypeError, match="the draws must be integer sample ids, got float64"):
+        ops.take_samples(fake.asarray(table), fake.asarray(idx.astype(np.float64)), fake.zeros(values.shape, dtype))
+    for wrong in (np.zeros(rows + 1, dtype=np.int64), np.zeros((reps + 1, rows), dtype=np.int64)):  # (it would be
+        # read past its end)
+        for given in (wrong, fake.asarray(wrong)):
+            with pytest.raises(ValueError, match=r"the draws must hold one sample id per row and replica"):
+                ops.take_samples(fake.asarray(table), given, fake.zeros(values.shape, dtype))
+            with pytest.raises(ValueError, match=r"the draws must hold one sample id per row and replica"):
+                ops.put_samples(fake.asarray(table), given, fake.asarray(values))
 
 
 def test_device_sample_draws_with_node_ids_on_the_emulated_device(cuda_on_host, monkeypatch):
@@ -642,10 +649,15 @@ def test_device_sample_draws_with_node_ids_on_the_emulated_device(cuda_on_host, 
         assert got.__cuda_array_interface__ and got.shape == shape
         np.testing.assert_array_equal(np.asarray(got), draw_samples(9, shape, 11, seed=2, rep_offset=1, nodes=nodes))
     assert sum(1 for ref, _ in backend._NODE_IDS.values() if ref() is nodes) == 1
+    for k in range(50):  # (new arrays at dead ones' addresses: never a dead array's copy)
+        ids = np.arange(4, dtype=np.int64) * (k + 3) - k
+        np.testing.assert_array_equal(np.asarray(draw_samples(9, (4,), k, nodes=ids, device=True)),
+                                      draw_samples(9, (4,), k, nodes=ids))
+        del ids
     for device in (False, True):
         with pytest.raises(ValueError, match=r"nodes must hold one global id per row \(5\), got shape \(4,\)"):
             draw_samples(9, (5,), 0, nodes=nodes, device=device)
-    assert fake.launched.count("draw_samples") == 2
+    assert fake.launched.count("draw_samples") == 52
 
 
 def test_the_flags_pass_takes_bytes_where_the_blocks_are_not_aligned(cuda_on_host, monkeypatch):
@@ -656,10 +668,11 @@ def test_the_flags_pass_takes_bytes_where_the_blocks_are_not_aligned(cuda_on_hos
     fake = _emulated_device(cuda_on_host, monkeypatch)
     arrived = np.random.default_rng(0).integers(0, 2, 40).astype(np.uint8)
     status = np.zeros(2, dtype=np.uint64)
-    for offset, kernel in ((0, "link_held_out8"), (1, "link_held_out")):
-        a = np.zeros(48, dtype=np.uint8)[offset:offset + 37]
+    for into, out_of, kernel in ((0, 0, "link_held_out8"), (1, 1, "link_held_out"), (0, 1, "link_held_out"),
+                                 (1, 0, "link_held_out")):
+        a = np.zeros(48, dtype=np.uint8)[into:into + 37]
         a[...] = arrived[:37]
-        held = np.full(48, 9, dtype=np.uint8)[offset:offset + 37]
+        held = np.full(48, 9, dtype=np.uint8)[out_of:out_of + 37]
         fake.launched.clear()
         backend._held_out(a, held, 37, status)
         assert fake.launched == [kernel]

@@ -1006,16 +1006,16 @@ class CupyBackend(Backend):
 
     def _sample_rows(self, table, idx, block, put):
         """``sample_rows`` where it reads the table and the block as they are (C-contiguous device blocks in this
-        backend's dtype; the draws, one per row and replica, made an int64 device array); False: the generic
-        operations."""
+        backend's dtype; the draws, one per row and replica, made an int64 device array: draws that are not
+        integers, or not one per row and replica, are refused); False: the generic operations."""
         m, rows, reps, d = table.shape
         if not (self._sweeps(block) and block.size == rows * reps * d and is_device_array(table)
                 and table.dtype == self.dtype and table.flags.c_contiguous):
             return False
         if not (is_device_array(idx) and idx.dtype == np.int64 and idx.flags.c_contiguous):
-            kind = idx.dtype.kind if hasattr(idx, "dtype") else np.asarray(idx).dtype.kind
-            if kind not in "iu":
-                return False  # (the generic operations refuse what is not an integer)
+            dtype = idx.dtype if hasattr(idx, "dtype") else np.asarray(idx).dtype
+            if dtype.kind not in "iu":  # (CuPy's take would wrap them: refused here, as NumPy refuses them)
+                raise TypeError(f"the draws must be integer sample ids, got {dtype}")
             idx = self.xp.ascontiguousarray(self.xp.asarray(idx), dtype=self.xp.int64)
         if idx.size != rows * reps:
             raise ValueError(f"the draws must hold one sample id per row and replica ({rows * reps}), got {idx.size}")
