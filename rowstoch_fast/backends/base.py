@@ -47,6 +47,18 @@ class _Deferred:
 DEFERRED = _Deferred()
 
 
+def kept_for(cache, obj, make):
+    """What the dict ``cache`` keeps for ``obj`` (``make()`` the first time): known by the object's identity, through
+    a weak reference (an object not seen before, or a new one at a dead one's address, gets a new entry; entries of
+    dead objects are dropped then)."""
+    entry = cache.get(id(obj))
+    if entry is None or entry[0]() is not obj:
+        for key in [key for key, (ref, _) in cache.items() if ref() is None]:
+            del cache[key]
+        entry = cache[id(obj)] = (weakref.ref(obj), make())
+    return entry[1]
+
+
 class Backend:
     """The generic half of a backend; see :class:`~rowstoch_fast.backends.cpu.CpuBackend` for the interface.
 
@@ -262,13 +274,7 @@ class Backend:
         """What this backend keeps for ``block`` between calls in its dict ``cache_name`` (``make()`` the first
         time): known by the block's identity, through a weak reference (a block this backend has not seen, or a
         new array at a dead one's address, gets a new entry; entries of dead blocks are dropped then)."""
-        cache = self.__dict__.setdefault(cache_name, {})
-        entry = cache.get(id(block))
-        if entry is None or entry[0]() is not block:
-            for key in [key for key, (ref, _) in cache.items() if ref() is None]:
-                del cache[key]
-            entry = cache[id(block)] = (weakref.ref(block), make())
-        return entry[1]
+        return kept_for(self.__dict__.setdefault(cache_name, {}), block, make)
 
     def _link_source(self, C, src):
         """The rows the entries of this process's share of ``C`` read (under MPI: its rows and its halo's)."""

@@ -14,14 +14,13 @@ from __future__ import annotations
 import importlib.util
 import os
 import warnings
-import weakref
 from functools import lru_cache
 
 import numpy as np
 
 from .. import _hashing
 from .._device import DEVICE_TYPES
-from .base import DEFERRED, Backend, _drawn_in_sweep, is_device_array, is_network
+from .base import DEFERRED, Backend, _drawn_in_sweep, is_device_array, is_network, kept_for
 
 __all__ = [
     "HAS_CUPY", "require_cupy", "to_gpu", "to_cpu", "device_csr", "device_row_weights", "circulant_offsets",
@@ -162,14 +161,9 @@ def draw_samples(prefix, rep_ids, node_ids, rows, key, samples):
 
 def _node_ids_on_device(node_ids):
     """A host array of node ids on the current device, copied once per array object and device (an oracle's
-    ``nodes``, the same object every call: read once, so changing it in place is not seen), known by the array's
-    identity through a weak reference (entries of dead arrays are dropped)."""
-    entry = _NODE_IDS.get(id(node_ids))
-    if entry is None or entry[0]() is not node_ids:
-        for key in [key for key, (ref, _) in _NODE_IDS.items() if ref() is None]:
-            del _NODE_IDS[key]
-        entry = _NODE_IDS[id(node_ids)] = (weakref.ref(node_ids), {})
-    return _on_device(entry[1], "ids", lambda: require_cupy().asarray(np.asarray(node_ids, dtype=np.int64)))
+    ``nodes``, the same object every call: read once, so changing it in place is not seen; :func:`kept_for`)."""
+    return _on_device(kept_for(_NODE_IDS, node_ids, dict), "ids",
+                      lambda: require_cupy().asarray(np.asarray(node_ids, dtype=np.int64)))
 
 
 _NODE_IDS = {}  # id(host array) -> (a weak reference to it, its copy on each device): draw_samples' node ids
