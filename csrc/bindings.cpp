@@ -21,6 +21,7 @@
 #include "rowstoch/links.hpp"
 #include "rowstoch/mix.hpp"
 #include "rowstoch/network.hpp"
+#include "rowstoch/numpy_random.hpp"
 #include "rowstoch/objectives.hpp"
 #include "rowstoch/parallel.hpp"
 #include "rowstoch/samples.hpp"
@@ -1388,6 +1389,33 @@ py::array draw_samples(std::uint64_t prefix, py::array rep_ids, py::array node_i
     return out;
 }
 
+py::array numpy_minibatches(py::array entropy, int64_t n, int64_t M, int64_t batches, int64_t batch, py::array own) {
+    if (n < 1 || M < 1) throw py::value_error(cat("n and M must be >= 1, got ", n, " and ", M));
+    if (batches < 1) throw py::value_error(cat("batches must be >= 1, got ", batches));
+    if (batch < 1 || batch > M) throw py::value_error(cat("batch must be in 1..M = ", M, ", got ", batch));
+    check_ndim(entropy, "entropy", 2);
+    check_ndim(own, "own", 1);
+    check_contiguous(entropy, "entropy");
+    check_contiguous(own, "own");
+    if (!has_type<uint64_t>(entropy) || entropy.shape(1) != 3)
+        throw py::type_error(cat("entropy must be uint64 of shape (keys, 3), got ", dtype_name(entropy), " of ",
+                                 entropy.shape(0), " x ", entropy.shape(1)));
+    if (!is_i64(own)) throw py::type_error(cat("own must be int64, got ", dtype_name(own)));
+    const int64_t keys = entropy.shape(0), m = own.shape(0);
+    const int64_t* nodes = cptr<int64_t>(own);
+    for (int64_t i = 0; i < m; ++i)
+        if (nodes[i] < 0 || nodes[i] >= n) throw py::value_error(cat("own[", i, "] = ", nodes[i], " is not in 0..", n - 1));
+    checked_product({keys, batches, n, M}, cat("keys * batches * n * M = ", keys, " * ", batches, " * ", n, " * ", M).c_str());
+    checked_product({keys, batches, m, batch}, cat("keys * batches * m * batch = ", keys, " * ", batches, " * ", m, " * ", batch).c_str());
+    py::array out = new_array(py::dtype::of<int64_t>(), {keys, batches, m, batch},
+                              "numpy_minibatches: the draws (keys, batches, m, batch) =");
+    const uint64_t* e = cptr<uint64_t>(entropy);
+    int64_t* o = ptr<int64_t>(out);
+    py::gil_scoped_release nogil;
+    rowstoch::numpy_minibatches(e, keys, n, M, batches, batch, nodes, m, o);
+    return out;
+}
+
 py::tuple diag_powers(py::array indptr, py::array indices, py::array data, int64_t stride,
                       int64_t n_records, int64_t block, bool check_indices) {
     if (stride < 1) throw py::value_error(cat("stride must be >= 1, got ", stride));
@@ -1678,6 +1706,11 @@ PYBIND11_MODULE(_core, m) {
           "the top 53 bits of mix64 chained from prefix over the replica's id, the node's id and key, times samples,\n"
           "floored (objectives.draw_samples). rep_ids, node_ids: int64 (all_nodes: node i is i, node_ids' length\n"
           "alone read).");
+    m.def("numpy_minibatches", &numpy_minibatches, py::arg("entropy").noconvert(), py::arg("n"), py::arg("M"),
+          py::arg("batches"), py::arg("batch"), py::arg("own").noconvert(),
+          "The least-squares mini-batches, int64 (keys, batches, m, batch): for each row [seed, rep, iteration] of\n"
+          "entropy (uint64, keys x 3), numpy.random.default_rng(row) draws random((n, M)) batches times, and each\n"
+          "node own[i] takes the indices of its batch smallest uniforms, smallest first (ties by index).");
     m.def("first_nonfinite", &first_nonfinite, py::arg("X"),
           "Row index of the first NaN/Inf in a 2-D float array, or -1.");
     m.def("logistic_grad", &logistic_grad, py::arg("H"), py::arg("Y"), py::arg("n"), py::arg("rho"),

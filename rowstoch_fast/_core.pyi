@@ -201,6 +201,9 @@ def draw_samples(
     prefix: int, rep_ids: NDArray[np.int64], node_ids: NDArray[np.int64], key: int, samples: int,
     all_nodes: bool = False,
 ) -> NDArray[np.int64]: ...
+def numpy_minibatches(
+    entropy: NDArray[np.uint64], n: int, M: int, batches: int, batch: int, own: NDArray[np.int64]
+) -> NDArray[np.int64]: ...
 def diag_powers(
     indptr: NDArray[np.integer],
     indices: NDArray[np.integer],

@@ -456,6 +456,26 @@ def logistic_stochastic_gradient(H, Y, n, rho, X, B, iteration, seed=0, batches=
     return G
 
 
+
+def least_squares_stochastic_gradient(H, y, n, B, X, iteration, seed=0, batches=1, rep_offset=0, nodes=None,
+                                      rep_period=0):
+    """:class:`~rowstoch_fast.objectives.LeastSquares`' mini-batch gradients with NumPy's generators: replica r
+    draws from ``default_rng([seed, rep_offset + (r % rep_period or r), iteration])``, each of its ``batches``
+    calls ``random((n, M))`` picks node i's rows by ``argsort`` of row i (the first B), and the gradient of
+    ``1/(2B) ||H_b x - y_b||^2`` is averaged over the calls. ``H`` (n, M, d), ``y`` (n, M), ``X`` (reps, m, d) for
+    the nodes ``nodes`` (default all)."""
+    M = H.shape[1]
+    own = np.arange(n) if nodes is None else np.asarray(nodes)
+    G = np.zeros(X.shape)
+    for r in range(X.shape[0]):
+        rng = np.random.default_rng([seed, rep_offset + (r % rep_period if rep_period else r), iteration])
+        for _ in range(batches):
+            idx = rng.random((n, M)).argsort(axis=1, kind="stable")[own, :B]
+            for i, node in enumerate(own):
+                h, t = H[node, idx[i]], y[node, idx[i]]
+                G[r, i] += (h.T @ (h @ X[r, i] - t)) / B / batches
+    return G
+
 # ---------------------------------------------------------------- undirected networks (doubly stochastic W)
 @twin("dgd")
 def dgd(W, x0, lr, grad_fn, T):

@@ -1061,6 +1061,17 @@ class LeastSquares(Objective):
         Held-out rows and targets that the harness measures the nodes' mean
         model on (``test_mse``, ``test_loss``: :meth:`~Objective.test_metrics`).
 
+    Notes
+    -----
+    The mini-batches of repetition ``r`` at iteration ``k`` come from
+    ``numpy.random.default_rng([seed, r, k])``: its ``t``-th call
+    ``random((n, M))`` draws mini-batch ``t`` of every node, node ``i``
+    taking the rows of its ``batch`` smallest uniforms, smallest first
+    (``argsort`` of row ``i``; ties, about one in 2^53 pairs, by index). The
+    draws are made in C++ (NumPy's SeedSequence and PCG64, bit for bit:
+    :func:`rowstoch_fast._reference.least_squares_stochastic_gradient` writes
+    them out with NumPy's own generators, and the tests compare the two).
+
     Examples
     --------
     >>> rng = np.random.default_rng(0)
@@ -1204,11 +1215,14 @@ class LeastSquares(Objective):
             sel = slice(None) if nodes is None else nodes
             return self._grad(X, self.H[sel], self.y[sel])
         Xr = X.reshape(reps, len(own), self.d)
+        distinct = streams if not rep_period or rep_period >= reps else streams[:rep_period]  # (shared draws once)
+        entropy = np.empty((len(distinct), 3), dtype=np.uint64)
+        entropy[:, 0], entropy[:, 1], entropy[:, 2] = seed, rep_offset + distinct, iteration
+        idx = _core.numpy_minibatches(entropy, self.n, self.M, batches, self.batch,
+                                      np.ascontiguousarray(own, dtype=np.int64))[streams % len(distinct)]
         G = np.zeros_like(Xr)
-        rows = own[:, None]
-        for r in range(reps):
-            rng = _rng(seed, rep_offset + int(streams[r]), iteration)
-            for _ in range(batches):
-                idx = rng.random((self.n, self.M)).argsort(axis=1)[own, : self.batch]
-                G[r] += self._grad(Xr[r], self.H[rows, idx], self.y[rows, idx]) / batches
+        H, y, first = self.H.reshape(-1, self.d), self.y.reshape(-1), (own * self.M)[:, None]
+        for t in range(batches):  # (every replica's gradient of batch t at once: the products of one replica's)
+            rows = idx[:, t] + first  # (replica, node, sample): rows of the whole data
+            G += self._grad(Xr, H.take(rows, axis=0), y.take(rows)) / batches
         return G.reshape(X.shape)

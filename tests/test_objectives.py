@@ -220,6 +220,77 @@ def test_quadratic_and_least_squares():
     np.testing.assert_allclose(ls.full_gradient(X), full, rtol=1e-12)
 
 
+def _least_squares_before(f, X, iteration, seed=0, batches=1, rep_offset=0, nodes=None, rep_period=0):
+    """LeastSquares' mini-batch gradients as the package computed them before its draws moved to C++: one NumPy
+    generator per replica, argsort, the products replica by replica (the same bits are expected)."""
+    own = np.arange(f.n) if nodes is None else np.asarray(nodes)
+    Xr = X.reshape(-1, len(own), f.d)
+    G = np.zeros_like(Xr)
+    rows = own[:, None]
+    for r in range(Xr.shape[0]):
+        rng = np.random.default_rng([seed, rep_offset + (r % rep_period if rep_period else r), iteration])
+        for _ in range(batches):
+            idx = rng.random((f.n, f.M)).argsort(axis=1)[own, :f.batch]
+            G[r] += f._grad(Xr[r], f.H[rows, idx], f.y[rows, idx]) / batches
+    return G.reshape(X.shape)
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(1, 5), M=st.integers(1, 40), d=st.integers(1, 6), data=st.data(),
+       seed=st.sampled_from([0, 1, 7, 2**32 - 1, 2**32, 2**63 + 5, 2**64 - 1]),
+       iteration=st.sampled_from([0, 3, 2**32 + 1, 2**64 - 1]), rep_offset=st.sampled_from([0, 2, 2**40]))
+def test_least_squares_minibatches_are_numpys_draws(n, M, d, data, seed, iteration, rep_offset):
+    """The C++ draws (NumPy's SeedSequence and PCG64) give the gradients of NumPy's own generators: bit for bit
+    against the package's former path, to rounding against the reference transcription."""
+    batch = data.draw(st.integers(1, M))
+    reps = data.draw(st.integers(1, 5))
+    batches = data.draw(st.integers(1, 3))
+    period = data.draw(st.sampled_from([0, 1, 2, 7]))
+    nodes = data.draw(st.none() | st.lists(st.integers(0, n - 1), min_size=1, max_size=n, unique=True))
+    rng = np.random.default_rng(seed % 1000 + M)
+    f = LeastSquares(rng.standard_normal((n * M, d)), rng.standard_normal(n * M), n=n, batch=batch)
+    m = n if nodes is None else len(nodes)
+    X = rng.standard_normal((reps, m, d))
+    kw = dict(seed=seed, batches=batches, rep_offset=rep_offset, nodes=nodes, rep_period=period)
+    G = f.stochastic_gradient(X, iteration, **kw)
+    if batch < M:  # (a batch of every row draws nothing: the full gradient's path, as before)
+        np.testing.assert_array_equal(G, _least_squares_before(f, X, iteration, **kw))
+    want = _reference.least_squares_stochastic_gradient(f.H, f.y, n, batch, X, iteration, **kw)
+    np.testing.assert_allclose(G, want, rtol=1e-12, atol=1e-12)
+
+
+def test_numpy_minibatches_are_argsort_of_numpys_uniforms():
+    """Each row's indices are argsort's of default_rng([seed, rep, iteration]).random((n, M)), batch after batch."""
+    entropy = np.array([[0, 0, 0], [5, 3, 17], [2**64 - 1, 2**33 + 1, 0], [12345678901, 0, 2**32]], dtype=np.uint64)
+    idx = _core.numpy_minibatches(entropy, 3, 50, 2, 7, np.array([2, 0], dtype=np.int64))
+    assert idx.shape == (4, 2, 2, 7) and idx.dtype == np.int64
+    for k, row in enumerate(entropy):
+        rng = np.random.default_rng([int(v) for v in row])
+        for t in range(2):
+            order = rng.random((3, 50)).argsort(axis=1)
+            np.testing.assert_array_equal(idx[k, t], order[[2, 0], :7])
+    whole = _core.numpy_minibatches(entropy[:1], 1, 9, 1, 9, np.array([0], dtype=np.int64))
+    np.testing.assert_array_equal(whole[0, 0, 0], np.random.default_rng([0, 0, 0]).random((1, 9)).argsort(axis=1)[0])
+
+
+@pytest.mark.parametrize("call, error, match", [
+    (lambda: _core.numpy_minibatches(np.zeros((2, 3), np.int64), 2, 5, 1, 2, np.zeros(1, np.int64)), TypeError,
+     "entropy must be uint64"),
+    (lambda: _core.numpy_minibatches(np.zeros((2, 2), np.uint64), 2, 5, 1, 2, np.zeros(1, np.int64)), TypeError,
+     "shape"),
+    (lambda: _core.numpy_minibatches(np.zeros((2, 3), np.uint64), 2, 5, 1, 6, np.zeros(1, np.int64)), ValueError,
+     "batch must be in 1..M"),
+    (lambda: _core.numpy_minibatches(np.zeros((2, 3), np.uint64), 2, 5, 0, 2, np.zeros(1, np.int64)), ValueError,
+     "batches must be >= 1"),
+    (lambda: _core.numpy_minibatches(np.zeros((2, 3), np.uint64), 2, 5, 1, 2, np.array([2], np.int64)), ValueError,
+     r"own\[0\] = 2 is not in 0..1"),
+    (lambda: _core.numpy_minibatches(np.zeros((2, 3), np.uint64), 2, 5, 1, 2, np.zeros(1, np.int32)), TypeError,
+     "own must be int64"),
+])
+def test_numpy_minibatches_refuses_bad_arguments(call, error, match):
+    with pytest.raises(error, match=match):
+        call()
+
 @pytest.fixture
 def simd_widths():
     """The vector widths this CPU runs (always 2; 4 with AVX2); restores automatic choice afterwards."""

@@ -1,0 +1,123 @@
+// NumPy's `np.random.default_rng(entropy).random(size)` in C++, bit for bit: SeedSequence (a pool of four 32-bit
+// words, numpy/random/bit_generator.pyx) seeds PCG64 (the 128-bit LCG with the XSL-RR output,
+// numpy/random/src/pcg64/pcg64.h), whose 64-bit outputs become doubles as Generator.random makes them (the top 53
+// bits times 2^-53). The least-squares objective draws its mini-batches from such generators
+// (objectives.LeastSquares: the `batch` smallest of a node's uniforms); this makes the same draws without a
+// Python generator per replica and step. tests/test_objectives.py checks every output against NumPy's own.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <numeric>
+#include <vector>
+
+#include "parallel.hpp"
+
+namespace rowstoch {
+
+// SeedSequence(entropy).generate_state(8, uint32) for entropy given as 32-bit words (each integer of the entropy
+// little-endian, 0 as one word 0; no spawn key): the four 64-bit words PCG64 is seeded with.
+inline void seed_sequence_state(const std::uint32_t* words, int count, std::uint64_t state[4]) {
+    std::uint32_t pool[4];
+    std::uint32_t hash_const = 0x43b0d7e5u;  // INIT_A
+    auto hashmix = [&](std::uint32_t value) {
+        value ^= hash_const;
+        hash_const *= 0x931e8875u;  // MULT_A
+        value *= hash_const;
+        return value ^ (value >> 16);
+    };
+    auto mix = [](std::uint32_t x, std::uint32_t y) {
+        const std::uint32_t result = 0xca01f9ddu * x - 0x4973f715u * y;  // MIX_MULT_L, MIX_MULT_R
+        return result ^ (result >> 16);
+    };
+    for (int i = 0; i < 4; ++i) pool[i] = hashmix(i < count ? words[i] : 0u);
+    for (int src = 0; src < 4; ++src)
+        for (int dst = 0; dst < 4; ++dst)
+            if (src != dst) pool[dst] = mix(pool[dst], hashmix(pool[src]));
+    for (int src = 4; src < count; ++src)
+        for (int dst = 0; dst < 4; ++dst) pool[dst] = mix(pool[dst], hashmix(words[src]));
+    std::uint32_t out[8];
+    std::uint32_t b = 0x8b51f9ddu;  // INIT_B
+    for (int i = 0; i < 8; ++i) {
+        std::uint32_t v = pool[i % 4] ^ b;
+        b *= 0x58f38dedu;  // MULT_B
+        v *= b;
+        out[i] = v ^ (v >> 16);
+    }
+    for (int k = 0; k < 4; ++k) state[k] = std::uint64_t(out[2 * k]) | (std::uint64_t(out[2 * k + 1]) << 32);
+}
+
+// PCG64 as NumPy seeds and steps it: state and increment from a SeedSequence's four words (the high word first).
+struct NumpyPcg64 {
+    unsigned __int128 state, inc;
+    static constexpr unsigned __int128 kMult =
+        (static_cast<unsigned __int128>(2549297995355413924ULL) << 64) + 4865540595714422341ULL;
+
+    explicit NumpyPcg64(const std::uint64_t words[4]) {
+        const unsigned __int128 initstate = (static_cast<unsigned __int128>(words[0]) << 64) + words[1];
+        const unsigned __int128 initseq = (static_cast<unsigned __int128>(words[2]) << 64) + words[3];
+        state = 0;
+        inc = (initseq << 1) | 1;
+        state = state * kMult + inc;
+        state += initstate;
+        state = state * kMult + inc;
+    }
+    std::uint64_t next64() {
+        state = state * kMult + inc;
+        const std::uint64_t x = static_cast<std::uint64_t>(state >> 64) ^ static_cast<std::uint64_t>(state);
+        const unsigned rot = static_cast<unsigned>(state >> 122);
+        return (x >> rot) | (x << ((64u - rot) & 63u));
+    }
+    double next_double() { return static_cast<double>(next64() >> 11) * (1.0 / 9007199254740992.0); }
+};
+
+// The 32-bit words NumPy makes of the entropy [a, b, c] (each non-negative integer: its words, low first; 0: one
+// word): up to six.
+inline int entropy_words(const std::uint64_t* values, int count, std::uint32_t* words) {
+    int w = 0;
+    for (int k = 0; k < count; ++k) {
+        std::uint64_t v = values[k];
+        if (v == 0) words[w++] = 0;
+        while (v > 0) {
+            words[w++] = static_cast<std::uint32_t>(v & 0xFFFFFFFFu);
+            v >>= 32;
+        }
+    }
+    return w;
+}
+
+// The least-squares mini-batches: for each of `keys` generators default_rng([seed, rep, iteration]) (entropy:
+// keys x 3), `batches` times in turn, n * M uniforms (node-major, as Generator.random((n, M)) fills them), and
+// for each of the m nodes own[i] the indices of its `batch` smallest uniforms, smallest first (ties, which
+// 53-bit uniforms make about once in 2^53 pairs, by index): what argsort(axis=1)[own, :batch] gives for distinct
+// values. out[((k * batches + t) * m + i) * batch + b].
+inline void numpy_minibatches(const std::uint64_t* entropy, std::int64_t keys, std::int64_t n, std::int64_t M,
+                              std::int64_t batches, std::int64_t batch, const std::int64_t* own, std::int64_t m,
+                              std::int64_t* out) {
+    if (keys <= 0 || batches <= 0 || m <= 0 || batch <= 0) return;
+    for_range(keys, threads_for(keys * batches * n * M * 8), [&](std::int64_t lo, std::int64_t hi) {
+        std::vector<double> u(static_cast<std::size_t>(n * M));
+        std::vector<std::int64_t> order(static_cast<std::size_t>(M));
+        for (std::int64_t k = lo; k < hi; ++k) {
+            std::uint32_t words[6];
+            std::uint64_t seeded[4];
+            seed_sequence_state(words, entropy_words(entropy + 3 * k, 3, words), seeded);
+            NumpyPcg64 rng(seeded);
+            for (std::int64_t t = 0; t < batches; ++t) {
+                for (auto& v : u) v = rng.next_double();
+                for (std::int64_t i = 0; i < m; ++i) {
+                    const double* row = u.data() + own[i] * M;
+                    std::iota(order.begin(), order.end(), std::int64_t(0));
+                    auto before = [row](std::int64_t a, std::int64_t b) {
+                        return row[a] < row[b] || (row[a] == row[b] && a < b);
+                    };
+                    if (batch < M) std::nth_element(order.begin(), order.begin() + batch, order.end(), before);
+                    std::sort(order.begin(), order.begin() + batch, before);
+                    std::copy(order.begin(), order.begin() + batch, out + ((k * batches + t) * m + i) * batch);
+                }
+            }
+        }
+    });
+}
+
+}  // namespace rowstoch
