@@ -84,7 +84,10 @@ def test_iterates_match_reference(name, R, self_loops, seed):
     fed = feed(cls, grad)
     for t in range(1, T + 1):
         opt.step(fed)
-        assert rel(opt.x, xs[t]) < 1e-12, (name, t, rel(opt.x, xs[t]))
+        # (rounding drifts as the steps go, and the twin's BLAS products make it the CPU's own: Prox-ED's reached
+        # 4.4e-13 by its 50th iteration and 3.6e-12 by its 200th on a VM without AVX-512 (OpenBLAS's Haswell
+        # kernels), within 1e-12 on the VMs before it; a wrong step is off by far more from the first)
+        assert rel(opt.x, xs[t]) < 1e-12 * max(1.0, t / 20), (name, t, rel(opt.x, xs[t]))
     talking = sum(opt._talks(t) for t in range(T))  # (all but the silent first ones; one in K of local steps)
     assert opt.iteration == T and opt.communication_rounds == talking * opt.rounds
 

