@@ -91,14 +91,14 @@ def cmd_reproduce(args):
         experiments.reproduce_kgt_local_steps(args.out, communication_rounds=rounds,
                                               repeats=args.repeats or experiments.KGT_REPEATS, progress=progress)
     elif args.figure == "cifar10-resnet":
-        _needs_torch(args.figure)
-        if args.data_dir is not None:  # the files are checked before anything runs
+        if args.data_dir is not None:  # the files are checked before anything runs (and before PyTorch is asked for)
             from ..datasets import load_cifar10
 
             try:
                 load_cifar10(args.data_dir)
             except (FileNotFoundError, ValueError) as exc:
                 raise UsageError(f"--data-dir: {exc}") from exc
+        _needs_torch(args.figure)
         try:
             experiments.reproduce_cifar10_resnet(args.out, data_dir=args.data_dir, synthetic=args.synthetic,
                                                  width=args.width, communication_rounds=args.iterations or 2000,
@@ -106,16 +106,16 @@ def cmd_reproduce(args):
         except (FileNotFoundError, ValueError) as exc:
             raise UsageError(str(exc)) from exc
     elif args.figure in ("mnist-mlp", "mnist-heterogeneous"):
-        _needs_torch(args.figure)
         if args.data == "mnist" and not args.data_dir:
             raise UsageError("--data mnist reads MNIST from --data-dir (nothing is downloaded)")
-        if args.data == "mnist":  # the files are checked before anything runs or is written
+        if args.data == "mnist":  # the files are checked before anything runs or is written (and before PyTorch)
             from ..datasets import load_mnist
 
             try:
                 load_mnist(args.data_dir)
             except (FileNotFoundError, ValueError) as exc:
                 raise UsageError(f"--data-dir: {exc}") from exc
+        _needs_torch(args.figure)
         options = dict(data=args.data, data_dir=args.data_dir, communication_rounds=args.iterations or 2000,
                        repeats=args.repeats or 3, progress=progress, axis=args.axis)
         try:
