@@ -456,7 +456,6 @@ def logistic_stochastic_gradient(H, Y, n, rho, X, B, iteration, seed=0, batches=
     return G
 
 
-
 def least_squares_stochastic_gradient(H, y, n, B, X, iteration, seed=0, batches=1, rep_offset=0, nodes=None,
                                       rep_period=0):
     """:class:`~rowstoch_fast.objectives.LeastSquares`' mini-batch gradients with NumPy's generators: replica r

@@ -931,6 +931,11 @@ def _check_nonempty(shape, name, n=1):
         raise ValueError(f"{name} must have at least one row per node (n = {n}) and one column, got shape {shape}")
 
 
+#: The most bytes of gathered rows :meth:`LeastSquares.stochastic_gradient` multiplies at once (whole replicas; at
+#: least one): past the cache, one replica at a time was faster (d = 64, batch 127: 0.65x at once).
+GATHER_BYTES = 1 << 20
+
+
 def _rng(seed, rep, iteration):
     return np.random.default_rng([seed, rep, iteration])
 
@@ -1067,7 +1072,8 @@ class LeastSquares(Objective):
     ``numpy.random.default_rng([seed, r, k])``: its ``t``-th call
     ``random((n, M))`` draws mini-batch ``t`` of every node, node ``i``
     taking the rows of its ``batch`` smallest uniforms, smallest first
-    (``argsort`` of row ``i``; ties, about one in 2^53 pairs, by index). The
+    (``argsort`` of row ``i``; ties, about one in 2^53 pairs, by index, where
+    NumPy's default sort left their order to its algorithm). The
     draws are made in C++ (NumPy's SeedSequence and PCG64, bit for bit:
     :func:`rowstoch_fast._reference.least_squares_stochastic_gradient` writes
     them out with NumPy's own generators, and the tests compare the two).
@@ -1222,7 +1228,11 @@ class LeastSquares(Objective):
                                       np.ascontiguousarray(own, dtype=np.int64))[streams % len(distinct)]
         G = np.zeros_like(Xr)
         H, y, first = self.H.reshape(-1, self.d), self.y.reshape(-1), (own * self.M)[:, None]
-        for t in range(batches):  # (every replica's gradient of batch t at once: the products of one replica's)
-            rows = idx[:, t] + first  # (replica, node, sample): rows of the whole data
-            G += self._grad(Xr, H.take(rows, axis=0), y.take(rows)) / batches
+        # several replicas' products at once (each replica's are one replica's products: the same bits), as many as
+        # keep the gathered rows within GATHER_BYTES (larger blocks cost memory and leave the cache)
+        step = max(1, GATHER_BYTES // max(1, 8 * len(own) * self.batch * self.d))
+        for a in range(0, reps, step):
+            for t in range(batches):
+                rows = idx[a:a + step, t] + first  # (replica, node, sample): rows of the whole data
+                G[a:a + step] += self._grad(Xr[a:a + step], H.take(rows, axis=0), y.take(rows)) / batches
         return G.reshape(X.shape)

@@ -259,6 +259,18 @@ def test_least_squares_minibatches_are_numpys_draws(n, M, d, data, seed, iterati
     np.testing.assert_allclose(G, want, rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("gather", [1, 8 * 3 * 5 * 4 * 2, 1 << 30])
+def test_least_squares_products_in_blocks_of_replicas_are_the_same(monkeypatch, gather):
+    """The replicas' products in blocks of one, two or all (objectives.GATHER_BYTES): the former path's bits."""
+    from rowstoch_fast import objectives
+
+    monkeypatch.setattr(objectives, "GATHER_BYTES", gather)
+    rng = np.random.default_rng(3)
+    f = LeastSquares(rng.standard_normal((3 * 20, 4)), rng.standard_normal(3 * 20), n=3, batch=5)
+    X = rng.standard_normal((7, 2, 4))
+    kw = dict(seed=9, batches=2, rep_offset=1, nodes=[2, 0], rep_period=3)
+    np.testing.assert_array_equal(f.stochastic_gradient(X, 4, **kw), _least_squares_before(f, X, 4, **kw))
+
 def test_numpy_minibatches_are_argsort_of_numpys_uniforms():
     """Each row's indices are argsort's of default_rng([seed, rep, iteration]).random((n, M)), batch after batch."""
     entropy = np.array([[0, 0, 0], [5, 3, 17], [2**64 - 1, 2**33 + 1, 0], [12345678901, 0, 2**32]], dtype=np.uint64)
@@ -271,6 +283,11 @@ def test_numpy_minibatches_are_argsort_of_numpys_uniforms():
             np.testing.assert_array_equal(idx[k, t], order[[2, 0], :7])
     whole = _core.numpy_minibatches(entropy[:1], 1, 9, 1, 9, np.array([0], dtype=np.int64))
     np.testing.assert_array_equal(whole[0, 0, 0], np.random.default_rng([0, 0, 0]).random((1, 9)).argsort(axis=1)[0])
+    for M in (2048, 2049, 3000):  # (up to 2^11 samples the uniform and its index share one key; past it, pairs)
+        idx = _core.numpy_minibatches(entropy[1:3], 2, M, 1, 40, np.array([1, 0], dtype=np.int64))
+        for k in range(2):
+            order = np.random.default_rng([int(v) for v in entropy[1 + k]]).random((2, M)).argsort(axis=1)
+            np.testing.assert_array_equal(idx[k, 0], order[[1, 0], :40])
 
 
 @pytest.mark.parametrize("call, error, match", [

@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <numeric>
 #include <vector>
 
 #include "parallel.hpp"
@@ -90,30 +89,59 @@ inline int entropy_words(const std::uint64_t* values, int count, std::uint32_t* 
 // keys x 3), `batches` times in turn, n * M uniforms (node-major, as Generator.random((n, M)) fills them), and
 // for each of the m nodes own[i] the indices of its `batch` smallest uniforms, smallest first (ties, which
 // 53-bit uniforms make about once in 2^53 pairs, by index): what argsort(axis=1)[own, :batch] gives for distinct
-// values. out[((k * batches + t) * m + i) * batch + b].
+// values. out[((k * batches + t) * m + i) * batch + b]. A uniform is u 2^-53 for the top 53 bits u of an output,
+// so the order of the u is the uniforms'; up to 2^11 samples a node, u and the index go in one 64-bit key. The
+// uniforms are drawn a node's row at a time (a thread holds 2 M values), the rows no node asks for discarded.
 inline void numpy_minibatches(const std::uint64_t* entropy, std::int64_t keys, std::int64_t n, std::int64_t M,
                               std::int64_t batches, std::int64_t batch, const std::int64_t* own, std::int64_t m,
                               std::int64_t* out) {
     if (keys <= 0 || batches <= 0 || m <= 0 || batch <= 0) return;
-    for_range(keys, threads_for(keys * batches * n * M * 8), [&](std::int64_t lo, std::int64_t hi) {
-        std::vector<double> u(static_cast<std::size_t>(n * M));
-        std::vector<std::int64_t> order(static_cast<std::size_t>(M));
+    constexpr int kIndexBits = 11;
+    constexpr std::uint64_t kIndexMask = (std::uint64_t(1) << kIndexBits) - 1;
+    const bool packed = M <= (std::int64_t(1) << kIndexBits);
+    std::vector<std::int64_t> asked(static_cast<std::size_t>(m));  // the output rows i, by node own[i]
+    for (std::int64_t i = 0; i < m; ++i) asked[i] = i;
+    std::stable_sort(asked.begin(), asked.end(), [own](std::int64_t a, std::int64_t b) { return own[a] < own[b]; });
+    const int threads =
+        keys < 2 ? 1 : static_cast<int>(std::min<std::int64_t>(threads_for(keys * batches * n * M), keys));
+    for_range(keys, threads, [&](std::int64_t lo, std::int64_t hi) {
+        if (lo >= hi) return;
+        std::vector<std::uint64_t> row(static_cast<std::size_t>(M)), order(static_cast<std::size_t>(M));
         for (std::int64_t k = lo; k < hi; ++k) {
             std::uint32_t words[6];
             std::uint64_t seeded[4];
             seed_sequence_state(words, entropy_words(entropy + 3 * k, 3, words), seeded);
             NumpyPcg64 rng(seeded);
             for (std::int64_t t = 0; t < batches; ++t) {
-                for (auto& v : u) v = rng.next_double();
-                for (std::int64_t i = 0; i < m; ++i) {
-                    const double* row = u.data() + own[i] * M;
-                    std::iota(order.begin(), order.end(), std::int64_t(0));
-                    auto before = [row](std::int64_t a, std::int64_t b) {
-                        return row[a] < row[b] || (row[a] == row[b] && a < b);
-                    };
-                    if (batch < M) std::nth_element(order.begin(), order.begin() + batch, order.end(), before);
-                    std::sort(order.begin(), order.begin() + batch, before);
-                    std::copy(order.begin(), order.begin() + batch, out + ((k * batches + t) * m + i) * batch);
+                std::int64_t next = 0;  // (the next of the asked rows, in node order)
+                // (the last batch's rows past the last node asked for: never drawn)
+                const std::int64_t rows = t + 1 < batches ? n : own[asked[m - 1]] + 1;
+                for (std::int64_t node = 0; node < rows; ++node) {
+                    if (next == m || own[asked[next]] != node) {  // (no node asks for this row: drawn, not kept)
+                        for (std::int64_t l = 0; l < M; ++l) rng.next64();
+                        continue;
+                    }
+                    for (std::int64_t l = 0; l < M; ++l) row[l] = rng.next64() >> 11;
+                    std::int64_t* first = out + ((k * batches + t) * m + asked[next]) * batch;
+                    if (packed) {  // (one integer compare a step)
+                        for (std::int64_t l = 0; l < M; ++l)
+                            order[l] = (row[l] << kIndexBits) | static_cast<std::uint64_t>(l);
+                        if (batch < M) std::nth_element(order.begin(), order.begin() + batch, order.end());
+                        std::sort(order.begin(), order.begin() + batch);
+                        for (std::int64_t b = 0; b < batch; ++b)
+                            first[b] = static_cast<std::int64_t>(order[b] & kIndexMask);
+                    } else {
+                        for (std::int64_t l = 0; l < M; ++l) order[l] = static_cast<std::uint64_t>(l);
+                        const std::uint64_t* u = row.data();
+                        auto before = [u](std::uint64_t a, std::uint64_t b) {
+                            return u[a] < u[b] || (u[a] == u[b] && a < b);
+                        };
+                        if (batch < M) std::nth_element(order.begin(), order.begin() + batch, order.end(), before);
+                        std::sort(order.begin(), order.begin() + batch, before);
+                        for (std::int64_t b = 0; b < batch; ++b) first[b] = static_cast<std::int64_t>(order[b]);
+                    }
+                    for (++next; next < m && own[asked[next]] == node; ++next)  // (a node asked for twice)
+                        std::copy(first, first + batch, out + ((k * batches + t) * m + asked[next]) * batch);
                 }
             }
         }
