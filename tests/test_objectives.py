@@ -283,11 +283,11 @@ def test_numpy_minibatches_are_argsort_of_numpys_uniforms():
             np.testing.assert_array_equal(idx[k, t], order[[2, 0], :7])
     whole = _core.numpy_minibatches(entropy[:1], 1, 9, 1, 9, np.array([0], dtype=np.int64))
     np.testing.assert_array_equal(whole[0, 0, 0], np.random.default_rng([0, 0, 0]).random((1, 9)).argsort(axis=1)[0])
-    for M in (2048, 2049, 3000):  # (up to 2^11 samples the uniform and its index share one key; past it, pairs)
-        idx = _core.numpy_minibatches(entropy[1:3], 2, M, 1, 40, np.array([1, 0], dtype=np.int64))
+    for M, batch in ((2048, 40), (3000, 2999), (70000, 300), (5, 5)):  # (buckets of the top bits, at most 2^16)
+        idx = _core.numpy_minibatches(entropy[1:3], 2, M, 1, batch, np.array([1, 0], dtype=np.int64))
         for k in range(2):
             order = np.random.default_rng([int(v) for v in entropy[1 + k]]).random((2, M)).argsort(axis=1)
-            np.testing.assert_array_equal(idx[k, 0], order[[1, 0], :40])
+            np.testing.assert_array_equal(idx[k, 0], order[[1, 0], :batch])
 
 
 @pytest.mark.parametrize("call, error, match", [

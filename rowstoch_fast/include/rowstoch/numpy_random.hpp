@@ -85,20 +85,55 @@ inline int entropy_words(const std::uint64_t* values, int count, std::uint32_t* 
     return w;
 }
 
+// The indices of the `batch` smallest of u[0..M), smallest first, ties by index, into out: a counting sort on
+// the top bits (about one value a bucket: the u are uniform), then an insertion sort (stable) of the buckets up to
+// the one holding the batch's last. O(M) expected, whatever the batch: a comparison sort of a batch near M took
+// 1.6x NumPy's argsort. su, sl, count: scratch of M, M and 2^kb + 1 entries, kb = bucket_bits(M).
+inline int bucket_bits(std::int64_t M) {
+    int kb = 1;
+    while (kb < 16 && (std::int64_t(1) << kb) < M) ++kb;
+    return kb;
+}
+
+inline void smallest_first(const std::uint64_t* u, std::int64_t M, std::int64_t batch, std::uint64_t* su,
+                           std::int64_t* sl, std::int64_t* count, std::int64_t* out) {
+    const int kb = bucket_bits(M), shift = 53 - kb;  // (u < 2^53: its top kb bits)
+    const std::int64_t buckets = std::int64_t(1) << kb;
+    std::fill(count, count + buckets + 1, std::int64_t(0));
+    for (std::int64_t l = 0; l < M; ++l) ++count[(u[l] >> shift) + 1];
+    for (std::int64_t j = 0; j < buckets; ++j) count[j + 1] += count[j];
+    for (std::int64_t l = 0; l < M; ++l) {  // (in index order within a bucket)
+        const std::int64_t at = count[u[l] >> shift]++;
+        su[at] = u[l];
+        sl[at] = l;
+    }
+    std::int64_t end = batch;  // (through the bucket of the batch's last: every earlier bucket's values are smaller)
+    while (end < M && (su[end] >> shift) == (su[batch - 1] >> shift)) ++end;
+    for (std::int64_t p = 1; p < end; ++p) {  // (stable: equal values keep their index order)
+        const std::uint64_t v = su[p];
+        const std::int64_t l = sl[p];
+        std::int64_t q = p;
+        for (; q > 0 && su[q - 1] > v; --q) {
+            su[q] = su[q - 1];
+            sl[q] = sl[q - 1];
+        }
+        su[q] = v;
+        sl[q] = l;
+    }
+    std::copy(sl, sl + batch, out);
+}
+
 // The least-squares mini-batches: for each of `keys` generators default_rng([seed, rep, iteration]) (entropy:
 // keys x 3), `batches` times in turn, n * M uniforms (node-major, as Generator.random((n, M)) fills them), and
 // for each of the m nodes own[i] the indices of its `batch` smallest uniforms, smallest first (ties, which
 // 53-bit uniforms make about once in 2^53 pairs, by index): what argsort(axis=1)[own, :batch] gives for distinct
 // values. out[((k * batches + t) * m + i) * batch + b]. A uniform is u 2^-53 for the top 53 bits u of an output,
-// so the order of the u is the uniforms'; up to 2^11 samples a node, u and the index go in one 64-bit key. The
-// uniforms are drawn a node's row at a time (a thread holds 2 M values), the rows no node asks for discarded.
+// so the order of the u is the uniforms' (smallest_first). The uniforms are drawn a node's row at a time, the
+// rows no node asks for discarded.
 inline void numpy_minibatches(const std::uint64_t* entropy, std::int64_t keys, std::int64_t n, std::int64_t M,
                               std::int64_t batches, std::int64_t batch, const std::int64_t* own, std::int64_t m,
                               std::int64_t* out) {
     if (keys <= 0 || batches <= 0 || m <= 0 || batch <= 0) return;
-    constexpr int kIndexBits = 11;
-    constexpr std::uint64_t kIndexMask = (std::uint64_t(1) << kIndexBits) - 1;
-    const bool packed = M <= (std::int64_t(1) << kIndexBits);
     std::vector<std::int64_t> asked(static_cast<std::size_t>(m));  // the output rows i, by node own[i]
     for (std::int64_t i = 0; i < m; ++i) asked[i] = i;
     std::stable_sort(asked.begin(), asked.end(), [own](std::int64_t a, std::int64_t b) { return own[a] < own[b]; });
@@ -106,7 +141,9 @@ inline void numpy_minibatches(const std::uint64_t* entropy, std::int64_t keys, s
         keys < 2 ? 1 : static_cast<int>(std::min<std::int64_t>(threads_for(keys * batches * n * M), keys));
     for_range(keys, threads, [&](std::int64_t lo, std::int64_t hi) {
         if (lo >= hi) return;
-        std::vector<std::uint64_t> row(static_cast<std::size_t>(M)), order(static_cast<std::size_t>(M));
+        std::vector<std::uint64_t> row(static_cast<std::size_t>(M)), su(static_cast<std::size_t>(M));
+        std::vector<std::int64_t> sl(static_cast<std::size_t>(M)),
+            count(static_cast<std::size_t>((std::int64_t(1) << bucket_bits(M)) + 1));
         for (std::int64_t k = lo; k < hi; ++k) {
             std::uint32_t words[6];
             std::uint64_t seeded[4];
@@ -123,23 +160,7 @@ inline void numpy_minibatches(const std::uint64_t* entropy, std::int64_t keys, s
                     }
                     for (std::int64_t l = 0; l < M; ++l) row[l] = rng.next64() >> 11;
                     std::int64_t* first = out + ((k * batches + t) * m + asked[next]) * batch;
-                    if (packed) {  // (one integer compare a step)
-                        for (std::int64_t l = 0; l < M; ++l)
-                            order[l] = (row[l] << kIndexBits) | static_cast<std::uint64_t>(l);
-                        if (batch < M) std::nth_element(order.begin(), order.begin() + batch, order.end());
-                        std::sort(order.begin(), order.begin() + batch);
-                        for (std::int64_t b = 0; b < batch; ++b)
-                            first[b] = static_cast<std::int64_t>(order[b] & kIndexMask);
-                    } else {
-                        for (std::int64_t l = 0; l < M; ++l) order[l] = static_cast<std::uint64_t>(l);
-                        const std::uint64_t* u = row.data();
-                        auto before = [u](std::uint64_t a, std::uint64_t b) {
-                            return u[a] < u[b] || (u[a] == u[b] && a < b);
-                        };
-                        if (batch < M) std::nth_element(order.begin(), order.begin() + batch, order.end(), before);
-                        std::sort(order.begin(), order.begin() + batch, before);
-                        for (std::int64_t b = 0; b < batch; ++b) first[b] = static_cast<std::int64_t>(order[b]);
-                    }
+                    smallest_first(row.data(), M, batch, su.data(), sl.data(), count.data(), first);
                     for (++next; next < m && own[asked[next]] == node; ++next)  // (a node asked for twice)
                         std::copy(first, first + batch, out + ((k * batches + t) * m + asked[next]) * batch);
                 }
