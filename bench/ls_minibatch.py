@@ -18,27 +18,14 @@ import numpy as np
 
 import rowstoch_fast as rf
 from rowstoch_fast import compare as cmp
+from rowstoch_fast._reference import least_squares_numpy_draws
 from rowstoch_fast.objectives import LeastSquares
 from rowstoch_fast.runner import build_replicas
 
 
-def former(f, X, iteration, *, seed=0, batches=1, rep_offset=0, nodes=None, rep_period=0):
-    """LeastSquares.stochastic_gradient before its draws moved to C++ (the same bits)."""
-    own = np.arange(f.n) if nodes is None else np.asarray(nodes)
-    Xr = X.reshape(-1, len(own), f.d)
-    G = np.zeros_like(Xr)
-    rows = own[:, None]
-    for r in range(Xr.shape[0]):
-        rng = np.random.default_rng([seed, rep_offset + (r % rep_period if rep_period else r), iteration])
-        for _ in range(batches):
-            idx = rng.random((f.n, f.M)).argsort(axis=1)[own, :f.batch]
-            G[r] += f._grad(Xr[r], f.H[rows, idx], f.y[rows, idx]) / batches
-    return G.reshape(X.shape)
-
-
 class Former(LeastSquares):
     def stochastic_gradient(self, X, iteration, **kw):
-        return former(self, X, iteration, **kw)
+        return least_squares_numpy_draws(self, X, iteration, **kw)
 
 
 def timed(fn, calls):

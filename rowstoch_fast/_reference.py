@@ -475,6 +475,22 @@ def least_squares_stochastic_gradient(H, y, n, B, X, iteration, seed=0, batches=
                 G[r, i] += (h.T @ (h @ X[r, i] - t)) / B / batches
     return G
 
+
+def least_squares_numpy_draws(f, X, iteration, seed=0, batches=1, rep_offset=0, nodes=None, rep_period=0):
+    """:class:`~rowstoch_fast.objectives.LeastSquares` ``f``'s mini-batch gradients as the package computed them
+    before its draws moved to C++: a NumPy generator per replica and step, ``argsort``, the products replica by
+    replica with ``f._grad``. The C++ draws must give these bits (tests/test_objectives.py, bench/ls_minibatch.py)."""
+    own = np.arange(f.n) if nodes is None else np.asarray(nodes)
+    Xr = X.reshape(-1, len(own), f.d)
+    G = np.zeros_like(Xr)
+    rows = own[:, None]
+    for r in range(Xr.shape[0]):
+        rng = np.random.default_rng([seed, rep_offset + (r % rep_period if rep_period else r), iteration])
+        for _ in range(batches):
+            idx = rng.random((f.n, f.M)).argsort(axis=1)[own, :f.batch]
+            G[r] += f._grad(Xr[r], f.H[rows, idx], f.y[rows, idx]) / batches
+    return G.reshape(X.shape)
+
 # ---------------------------------------------------------------- undirected networks (doubly stochastic W)
 @twin("dgd")
 def dgd(W, x0, lr, grad_fn, T):

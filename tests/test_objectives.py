@@ -220,19 +220,7 @@ def test_quadratic_and_least_squares():
     np.testing.assert_allclose(ls.full_gradient(X), full, rtol=1e-12)
 
 
-def _least_squares_before(f, X, iteration, seed=0, batches=1, rep_offset=0, nodes=None, rep_period=0):
-    """LeastSquares' mini-batch gradients as the package computed them before its draws moved to C++: one NumPy
-    generator per replica, argsort, the products replica by replica (the same bits are expected)."""
-    own = np.arange(f.n) if nodes is None else np.asarray(nodes)
-    Xr = X.reshape(-1, len(own), f.d)
-    G = np.zeros_like(Xr)
-    rows = own[:, None]
-    for r in range(Xr.shape[0]):
-        rng = np.random.default_rng([seed, rep_offset + (r % rep_period if rep_period else r), iteration])
-        for _ in range(batches):
-            idx = rng.random((f.n, f.M)).argsort(axis=1)[own, :f.batch]
-            G[r] += f._grad(Xr[r], f.H[rows, idx], f.y[rows, idx]) / batches
-    return G.reshape(X.shape)
+_least_squares_before = _reference.least_squares_numpy_draws
 
 
 @settings(max_examples=60, deadline=None)
