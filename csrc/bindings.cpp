@@ -1393,7 +1393,7 @@ py::array numpy_minibatches(py::array entropy, int64_t n, int64_t M, int64_t bat
     if (n < 1 || M < 1) throw py::value_error(cat("n and M must be >= 1, got ", n, " and ", M));
     if (batches < 1) throw py::value_error(cat("batches must be >= 1, got ", batches));
     if (batch < 1 || batch > M) throw py::value_error(cat("batch must be in 1..M = ", M, ", got ", batch));
-    if (M > (int64_t(1) << 40))  // (a thread holds 2 M values: 16 TB here)
+    if (M > (int64_t(1) << 40))  // (a thread holds 3 M values and M + 1 counts: 32 TB here)
         throw py::value_error(cat("M = ", M, " samples a node is more than 2^40"));
     check_ndim(entropy, "entropy", 2);
     check_ndim(own, "own", 1);

@@ -491,6 +491,7 @@ def least_squares_numpy_draws(f, X, iteration, seed=0, batches=1, rep_offset=0, 
             G[r] += f._grad(Xr[r], f.H[rows, idx], f.y[rows, idx]) / batches
     return G.reshape(X.shape)
 
+
 # ---------------------------------------------------------------- undirected networks (doubly stochastic W)
 @twin("dgd")
 def dgd(W, x0, lr, grad_fn, T):

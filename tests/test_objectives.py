@@ -247,9 +247,10 @@ def test_least_squares_minibatches_are_numpys_draws(n, M, d, data, seed, iterati
     np.testing.assert_allclose(G, want, rtol=1e-12, atol=1e-12)
 
 
-@pytest.mark.parametrize("gather", [1, 8 * 3 * 5 * 4 * 2, 1 << 30])
+@pytest.mark.parametrize("gather", [1, 8 * 2 * 5 * 4 * 2, 1 << 30])  # (8 bytes x 2 nodes x 5 x d = 4 x 2 replicas)
 def test_least_squares_products_in_blocks_of_replicas_are_the_same(monkeypatch, gather):
-    """The replicas' products in blocks of one, two or all (objectives.GATHER_BYTES): the former path's bits."""
+    """The replicas' products in blocks of one, two (the last one alone) or all (objectives.GATHER_BYTES): the former
+    path's bits."""
     from rowstoch_fast import objectives
 
     monkeypatch.setattr(objectives, "GATHER_BYTES", gather)
@@ -258,6 +259,7 @@ def test_least_squares_products_in_blocks_of_replicas_are_the_same(monkeypatch, 
     X = rng.standard_normal((7, 2, 4))
     kw = dict(seed=9, batches=2, rep_offset=1, nodes=[2, 0], rep_period=3)
     np.testing.assert_array_equal(f.stochastic_gradient(X, 4, **kw), _least_squares_before(f, X, 4, **kw))
+
 
 def test_numpy_minibatches_are_argsort_of_numpys_uniforms():
     """Each row's indices are argsort's of default_rng([seed, rep, iteration]).random((n, M)), batch after batch."""

@@ -86,12 +86,14 @@ inline int entropy_words(const std::uint64_t* values, int count, std::uint32_t* 
 }
 
 // The indices of the `batch` smallest of u[0..M), smallest first, ties by index, into out: a counting sort on
-// the top bits (about one value a bucket: the u are uniform), then an insertion sort (stable) of the buckets up to
-// the one holding the batch's last. O(M) expected, whatever the batch: a comparison sort of a batch near M took
-// 1.6x NumPy's argsort. su, sl, count: scratch of M, M and 2^kb + 1 entries, kb = bucket_bits(M).
+// the top bits (2^kb buckets, at least M / 2: about two values a bucket, the u being uniform), then an insertion
+// sort (stable) of the buckets up to the one holding the batch's last. O(M) expected, whatever the batch and M:
+// a comparison sort of a batch near M took 3x this; buckets capped at 2^16 made the insertion sort O(M^2 / 2^18)
+// (0.77x NumPy's argsort at M = 6.4e7, a review found). su, sl, count: scratch of M, M and 2^kb + 1 entries,
+// kb = bucket_bits(M) (at most M + 1 counts).
 inline int bucket_bits(std::int64_t M) {
     int kb = 1;
-    while (kb < 16 && (std::int64_t(1) << kb) < M) ++kb;
+    while (kb < 52 && (std::int64_t(1) << (kb + 1)) < M) ++kb;
     return kb;
 }
 
@@ -129,7 +131,7 @@ inline void smallest_first(const std::uint64_t* u, std::int64_t M, std::int64_t 
 // 53-bit uniforms make about once in 2^53 pairs, by index): what argsort(axis=1)[own, :batch] gives for distinct
 // values. out[((k * batches + t) * m + i) * batch + b]. A uniform is u 2^-53 for the top 53 bits u of an output,
 // so the order of the u is the uniforms' (smallest_first). The uniforms are drawn a node's row at a time, the
-// rows no node asks for discarded.
+// rows no node asks for discarded (a thread holds 3 M values and at most M + 1 counts).
 inline void numpy_minibatches(const std::uint64_t* entropy, std::int64_t keys, std::int64_t n, std::int64_t M,
                               std::int64_t batches, std::int64_t batch, const std::int64_t* own, std::int64_t m,
                               std::int64_t* out) {
