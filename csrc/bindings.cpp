@@ -1406,9 +1406,12 @@ py::array numpy_minibatches(py::array entropy, int64_t n, int64_t M, int64_t bat
     const int64_t keys = entropy.shape(0), m = own.shape(0);
     const int64_t* nodes = cptr<int64_t>(own);
     for (int64_t i = 0; i < m; ++i)
-        if (nodes[i] < 0 || nodes[i] >= n) throw py::value_error(cat("own[", i, "] = ", nodes[i], " is not in 0..", n - 1));
-    checked_product({keys, batches, n, M}, cat("keys * batches * n * M = ", keys, " * ", batches, " * ", n, " * ", M).c_str());
-    checked_product({keys, batches, m, batch}, cat("keys * batches * m * batch = ", keys, " * ", batches, " * ", m, " * ", batch).c_str());
+        if (nodes[i] < 0 || nodes[i] >= n)
+            throw py::value_error(cat("own[", i, "] = ", nodes[i], " is not in 0..", n - 1));
+    checked_product({keys, batches, n, M},
+                    cat("keys * batches * n * M = ", keys, " * ", batches, " * ", n, " * ", M).c_str());
+    checked_product({keys, batches, m, batch},
+                    cat("keys * batches * m * batch = ", keys, " * ", batches, " * ", m, " * ", batch).c_str());
     py::array out = new_array(py::dtype::of<int64_t>(), {keys, batches, m, batch},
                               "numpy_minibatches: the draws (keys, batches, m, batch) =");
     const uint64_t* e = cptr<uint64_t>(entropy);

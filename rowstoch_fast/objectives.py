@@ -1225,7 +1225,9 @@ class LeastSquares(Objective):
         entropy = np.empty((len(distinct), 3), dtype=np.uint64)
         entropy[:, 0], entropy[:, 1], entropy[:, 2] = seed, rep_offset + distinct, iteration
         idx = _core.numpy_minibatches(entropy, self.n, self.M, batches, self.batch,
-                                      np.ascontiguousarray(own, dtype=np.int64))[streams % len(distinct)]
+                                      np.ascontiguousarray(own, dtype=np.int64))
+        if len(distinct) < reps:  # (replicas that share a stream: its draws, for each of them)
+            idx = idx[streams % len(distinct)]
         G = np.zeros_like(Xr)
         H, y, first = self.H.reshape(-1, self.d), self.y.reshape(-1), (own * self.M)[:, None]
         # several replicas' products at once (each replica's are one replica's products: the same bits), as many as
