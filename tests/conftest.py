@@ -61,6 +61,19 @@ def pytest_configure(config):
         os.environ.setdefault("ROWSTOCH_JOBS", "1")
 
 
+def pytest_runtest_setup(item):
+    """PyTorch's thread pool as the worker's kernels (:func:`pytest_configure`): torch takes its thread count from
+    the OpenMP runtime, which ``_core`` started before ``OMP_NUM_THREADS`` was set above, so that it ran a pool of
+    a thread per core in every worker (the torch tests took 4-8x their time alone: 85 s instead of 12 for the
+    CIFAR-10 reproduction, bench/RESULTS.md section 42). Set once torch is imported (not importing it here: a
+    second per worker that most tests do not need)."""
+    torch = sys.modules.get("torch")
+    threads = os.environ.get("OMP_NUM_THREADS")
+    if torch is not None and threads and os.environ.get("PYTEST_XDIST_WORKER") \
+            and hasattr(torch, "get_num_threads") and torch.get_num_threads() != int(threads):
+        torch.set_num_threads(int(threads))
+
+
 def hang_limit(seconds):
     """A time limit that only a hang exceeds: ``seconds`` on the development VM at rest, scaled by
     :func:`slowness` (a busy or slower machine gets proportionally longer; no test asserts speed)."""
