@@ -1226,8 +1226,8 @@ class LeastSquares(Objective):
         entropy[:, 0], entropy[:, 1], entropy[:, 2] = seed, rep_offset + distinct, iteration
         idx = _core.numpy_minibatches(entropy, self.n, self.M, batches, self.batch,
                                       np.ascontiguousarray(own, dtype=np.int64))
-        if len(distinct) < reps:  # (replicas that share a stream: its draws, for each of them)
-            idx = idx[streams % len(distinct)]
+        # (replicas that share a stream read its draws, block by block: no copy of them per replica)
+        which = streams % len(distinct) if len(distinct) < reps else None
         G = np.zeros_like(Xr)
         H, y, first = self.H.reshape(-1, self.d), self.y.reshape(-1), (own * self.M)[:, None]
         # several replicas' products at once (each replica's are one replica's products: the same bits), as many as
@@ -1235,6 +1235,7 @@ class LeastSquares(Objective):
         step = max(1, GATHER_BYTES // max(1, 8 * len(own) * self.batch * self.d))
         for a in range(0, reps, step):
             for t in range(batches):
-                rows = idx[a:a + step, t] + first  # (replica, node, sample): rows of the whole data
+                drawn = idx[a:a + step, t] if which is None else idx[which[a:a + step], t]
+                rows = drawn + first  # (replica, node, sample): rows of the whole data
                 G[a:a + step] += self._grad(Xr[a:a + step], H.take(rows, axis=0), y.take(rows)) / batches
         return G.reshape(X.shape)

@@ -57,6 +57,12 @@ def pytest_configure(config):
         from rowstoch_fast import _core
 
         _core.set_num_threads(1)
+        try:  # the BLAS too: NumPy (imported above) started its pool before OMP_NUM_THREADS was set
+            from threadpoolctl import threadpool_limits
+        except ImportError:  # (scikit-learn's dependency: not there, the BLAS keeps its pool)
+            pass
+        else:
+            threadpool_limits(1, user_api="blas")
     if os.environ.get("PYTEST_XDIST_WORKER"):
         os.environ.setdefault("ROWSTOCH_JOBS", "1")
 
