@@ -45,6 +45,11 @@ if sys.platform == "win32":  # (no preexec_fn there)
     sigint_as_usual = None  # noqa: F811
 
 
+#: Set where :func:`pytest_configure` set ``OMP_NUM_THREADS=1`` (a worker of pytest-xdist) until PyTorch's pool
+#: follows it (:func:`pytest_runtest_setup`); never where the variable was set by hand.
+_ONE_THREAD = False
+
+
 def pytest_configure(config):
     """Under pytest-xdist (the README's test command: a worker per core) each worker's kernels take one thread:
     as many OpenMP teams as cores on a machine with other busy processes ran 2x slower than one thread each
@@ -52,8 +57,10 @@ def pytest_configure(config):
     line runs its methods in the worker's process (``ROWSTOCH_JOBS=1``: a pool of a process per core beside every
     worker cost 2-10 s a comparison in spawns and their imports); the tests of the processes ask for them
     (``--jobs``, ``jobs=``)."""
+    global _ONE_THREAD
     if os.environ.get("PYTEST_XDIST_WORKER") and not os.environ.get("OMP_NUM_THREADS"):
         os.environ["OMP_NUM_THREADS"] = "1"  # (the subprocesses a test starts, too)
+        _ONE_THREAD = True
         from rowstoch_fast import _core
 
         _core.set_num_threads(1)
@@ -73,11 +80,11 @@ def pytest_runtest_setup(item):
     a thread per core in every worker (the torch tests took 4-8x their time alone: 85 s instead of 12 for the
     CIFAR-10 reproduction, bench/RESULTS.md section 42). Set once torch is imported (not importing it here: a
     second per worker that most tests do not need)."""
+    global _ONE_THREAD
     torch = sys.modules.get("torch")
-    threads = os.environ.get("OMP_NUM_THREADS")
-    if torch is not None and threads and os.environ.get("PYTEST_XDIST_WORKER") \
-            and hasattr(torch, "get_num_threads") and torch.get_num_threads() != int(threads):
-        torch.set_num_threads(int(threads))
+    if _ONE_THREAD and torch is not None and hasattr(torch, "set_num_threads"):
+        torch.set_num_threads(1)
+        _ONE_THREAD = False  # (once: a test that sets its own count keeps it)
 
 
 def hang_limit(seconds):
