@@ -82,7 +82,7 @@ def pytest_runtest_setup(item):
     second per worker that most tests do not need)."""
     global _ONE_THREAD
     torch = sys.modules.get("torch")
-    if _ONE_THREAD and torch is not None and hasattr(torch, "set_num_threads"):
+    if _ONE_THREAD and torch is not None:
         torch.set_num_threads(1)
         _ONE_THREAD = False  # (once: a test that sets its own count keeps it)
 
