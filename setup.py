@@ -25,7 +25,7 @@ import subprocess
 import sys
 import tempfile
 
-from pybind11.setup_helpers import Pybind11Extension, build_ext
+from pybind11.setup_helpers import ParallelCompile, Pybind11Extension, build_ext
 from setuptools import setup
 
 
@@ -170,13 +170,18 @@ class BuildExt(build_ext):
         return [p for ext in self.extensions for p in check_shared_runtime(self.get_ext_fullpath(ext.name))]
 
 
+# The glue in two files compiled side by side (a thread per core, or NPY_NUM_BUILD_JOBS of them): the lossy and
+# delayed passes' instantiations are about half of the code, and the -O3 compile of one file took 4-5 minutes of a
+# core (bench/RESULTS.md 43a). The internal header is listed in `depends` (a change rebuilds; the sdist carries it).
+ParallelCompile("NPY_NUM_BUILD_JOBS").install()
 ext = Pybind11Extension(
     "rowstoch_fast._core",
-    ["csrc/bindings.cpp"],
+    ["csrc/bindings.cpp", "csrc/passes.cpp"],
     include_dirs=[os.path.join("rowstoch_fast", "include")],  # the kernels' headers, installed with the package
     cxx_std=17,
-    depends=[os.path.join("rowstoch_fast", "include", "rowstoch", f) for f in
-             os.listdir(os.path.join(os.path.dirname(os.path.abspath(__file__)), "rowstoch_fast", "include", "rowstoch"))],
+    depends=[os.path.join("csrc", "glue.hpp")] + [
+        os.path.join("rowstoch_fast", "include", "rowstoch", f) for f in
+        os.listdir(os.path.join(os.path.dirname(os.path.abspath(__file__)), "rowstoch_fast", "include", "rowstoch"))],
 )
 
 setup(ext_modules=[ext], cmdclass={"build_ext": BuildExt})

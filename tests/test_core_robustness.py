@@ -450,7 +450,7 @@ def test_raw_entry_points_name_a_0d_or_nested_list_argument(A):
 
 
 # ---------------------------------------------------------------- issue 48, class 3: the raw _core entry points
-# One shared argument layer in csrc/bindings.cpp (array_arg, output_arg, int_item / bool_item, new_array,
+# One shared argument layer in csrc/glue.hpp (array_arg, output_arg, int_item / bool_item, new_array,
 # check_apart / check_same_or_apart, stacked_rows): every output apart from every array of its call (or exactly an
 # input where that is documented), optional arrays 1-D before their length is read, layout items integers, sizes
 # checked before anything is allocated.
