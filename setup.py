@@ -6,6 +6,9 @@
 * No ``-march=native`` unless ``ROWSTOCH_NATIVE=1`` is set, so wheels run on
   any x86-64 / arm64 machine.
 * ``ROWSTOCH_DISABLE_OPENMP=1`` forces a serial build.
+* The glue's two files (``csrc/bindings.cpp``, ``csrc/passes.cpp``) compile side by
+  side, a compiler per core; ``NPY_NUM_BUILD_JOBS=N`` (a positive integer) sets how
+  many (pybind11's ``ParallelCompile``).
 * The C++ runtime stays a shared library on Linux whatever ``CC``, ``CXX``,
   ``LDSHARED`` or ``LDFLAGS`` say (``-static-libstdc++`` / ``-static`` are
   dropped), and the extension exports nothing but ``PyInit__core`` (a linker
@@ -173,7 +176,8 @@ class BuildExt(build_ext):
 # The glue in two files compiled side by side (a thread per core, or NPY_NUM_BUILD_JOBS of them): the lossy and
 # delayed passes' instantiations are about half of the code, and the -O3 compile of one file took 4-5 minutes of a
 # core (bench/RESULTS.md 43a). The internal header is listed in `depends` (a change rebuilds; the sdist carries it).
-ParallelCompile("NPY_NUM_BUILD_JOBS").install()
+if __name__ == "__main__":  # (pip's backend runs this file as __main__; a test that imports it patches nothing)
+    ParallelCompile("NPY_NUM_BUILD_JOBS").install()
 ext = Pybind11Extension(
     "rowstoch_fast._core",
     ["csrc/bindings.cpp", "csrc/passes.cpp"],

@@ -1,4 +1,4 @@
-"""Type stub of the compiled kernels (csrc/bindings.cpp)."""
+"""Type stub of the compiled kernels (csrc/bindings.cpp, csrc/passes.cpp)."""
 
 from typing import Literal, Sequence, overload
 

@@ -59,7 +59,7 @@ def test_mix_large_parallel_path_matches_scipy(rng):
 def test_build_info_reports_openmp():
     info = _core.build_info()
     assert info["openmp"] == _core.has_openmp()
-    # (-O3 unless the build asked for another level: .ci/sanitize builds at -O1 and says so in the environment)
+    # (-O3 unless the build asked for another level: .ci/sanitize builds at -O0 and says so in the environment)
     assert f"-O{os.environ.get('ROWSTOCH_OPT_LEVEL', '3').strip() or '3'}" in info["flags"].split()
     assert "-march=native" not in info["flags"]
 

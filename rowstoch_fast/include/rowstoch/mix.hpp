@@ -6,7 +6,7 @@
 // the rows of X named by row i of A, so the row loop is embarrassingly parallel
 // and the inner loop runs contiguously over the w columns.
 //
-// Callers have checked every size and index (see bindings.cpp); nothing here
+// Callers have checked every size and index (see csrc/glue.hpp); nothing here
 // throws.
 #pragma once
 
