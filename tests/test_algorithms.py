@@ -14,7 +14,7 @@ from rowstoch_fast.algorithms import labels as cmp_labels
 from rowstoch_fast.algorithms import names as algorithm_names
 from rowstoch_fast.algorithms._corrections import tracker_row
 from rowstoch_fast.mixing import out_degree_weights
-from conftest import cupy_or_reason, feed, for_algorithm, options_for, random_primitive, twin_samples
+from conftest import cupy_or_reason, feed, for_algorithm, options_for, random_primitive, steps_until, twin_samples
 
 
 def quadratic(n, d, rng):
@@ -333,13 +333,7 @@ def test_exact_methods_converge_to_the_minimiser(name):
     options = {"alpha": 1.0} if "alpha" in REGISTRY[name].hyper else {}
     opt = REGISTRY[name].build(A, np.zeros(3), 0.005, **options)
     grad = feed(REGISTRY[name], grad)
-    errors = []
-    for _ in range(24):  # 12,000 steps at most, the error read every 500: done once below 1e-8 twice in a row and
-        for _ in range(500):  # not growing between the two
-            opt.step(grad)
-        errors.append(rel(opt.x, np.broadcast_to(xstar, (16, 3))))
-        if len(errors) >= 2 and errors[-2] < 1e-8 and errors[-1] <= errors[-2]:
-            break
+    errors = steps_until(opt, grad, lambda x: rel(x, np.broadcast_to(xstar, (16, 3))), 1e-8, 12000)
     assert errors[-1] < 1e-8, (name, errors)
 
 

@@ -17,6 +17,7 @@ from rowstoch_fast.algorithms import REGISTRY, names
 from rowstoch_fast.composite import (Box, Composite, ElasticNet, GroupLasso, L1, NonNegative, Prox, Scaled, Sum,
                                      as_regularizer, proximal_gradient)
 from rowstoch_fast.objectives import LeastSquares, LogisticL2, NonconvexLogistic, Quadratic
+from conftest import steps_until
 
 PROXIMAL = names(lambda cls: cls.composite)
 SMOOTH_SIBLING = {"pg-extra": "extra", "prox-nids": "nids", "prox-exact-diffusion": "exact-diffusion"}
@@ -225,9 +226,8 @@ def test_proximal_methods_match_their_twins_and_reach_the_composite_optimum(name
         assert np.abs(opt.x - xs[t]).max() < 1e-12, (t, np.abs(opt.x - xs[t]).max())
     best = (f + r).optimum().x  # (FISTA to a residual of 1e-12)
     opt = cls(**mats, x0=np.zeros(3), lr=0.3, regularizer=r)
-    for _ in range(3000):
-        opt.step(f.full_gradient)
-    assert np.abs(opt.x - best).max() < 1e-10
+    errors = steps_until(opt, f.full_gradient, lambda x: np.abs(x - best).max(), 1e-10, 3000)
+    assert errors[-1] < 1e-10, errors
 
 
 def test_the_exact_diffusion_twin_with_the_matrix_square_root_is_independent_of_the_method():
