@@ -155,11 +155,11 @@ def feed(cls, grad, rep_offset=0, nodes=None):
 
 def steps_until(opt, grad, error, tol, most, every=500):
     """Step ``opt`` on ``grad`` until ``error(opt.x)`` is below ``tol`` at two reads ``every`` steps apart and not
-    growing between them, or ``most`` steps (a multiple of ``every``). Returns the errors read: a convergence test
+    growing between them, or ``most`` steps (rounded down to a multiple of ``every``). Returns the errors read: a convergence test
     asserts on the last, so it fails as a run of ``most`` steps would, and a run that converges early stops there
     (bench/RESULTS.md 43a: 41.6 -> 15 s of the workers for the exact methods' test)."""
     errors = []
-    for _ in range(-(-most // every)):
+    for _ in range(most // every):
         for _ in range(every):
             opt.step(grad)
         errors.append(error(opt.x))

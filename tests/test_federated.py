@@ -452,7 +452,7 @@ def test_fedpd_and_fedlt_reach_the_minimiser_on_heterogeneous_quadratics(cls, op
     """Every client's own model goes to the minimiser of the sum (the primal-dual fixed points: tested with
     every client for FedPD, whose reference analyses that; with a part of them for FedLT too)."""
     grad, xstar = problem(seed=3)
-    opt = cls(10, np.zeros(3), **{"lr": 0.05, **options})
+    opt = run(cls, 0, grad, **options)  # (built, not stepped)
     tol = 1e-12 * max(1.0, np.abs(xstar).max())
     errors = steps_until(opt, grad, lambda x: np.abs(x - xstar).max(), tol, 16000)
     assert errors[-1] < tol, errors
