@@ -748,6 +748,29 @@ py::array numpy_minibatches(py::array entropy, int64_t n, int64_t M, int64_t bat
     return out;
 }
 
+py::array numpy_pcg64_states(py::array entropy) {
+    check_ndim(entropy, "entropy", 2);
+    check_contiguous(entropy, "entropy");
+    if (!has_type<uint64_t>(entropy) || entropy.shape(1) != 3)
+        throw py::type_error(cat("entropy must be uint64 of shape (keys, 3), got ", dtype_name(entropy), " of ",
+                                 entropy.shape(0), " x ", entropy.shape(1)));
+    const int64_t keys = entropy.shape(0);
+    py::array out = new_array(py::dtype::of<uint64_t>(), {keys, int64_t(4)}, "numpy_pcg64_states: (keys, 4) =");
+    const uint64_t* e = cptr<uint64_t>(entropy);
+    uint64_t* o = ptr<uint64_t>(out);
+    for (int64_t k = 0; k < keys; ++k) {
+        std::uint32_t words[6];
+        std::uint64_t seeded[4];
+        rowstoch::seed_sequence_state(words, rowstoch::entropy_words(e + 3 * k, 3, words), seeded);
+        const rowstoch::NumpyPcg64 g(seeded);
+        o[4 * k] = static_cast<uint64_t>(g.state >> 64);
+        o[4 * k + 1] = static_cast<uint64_t>(g.state);
+        o[4 * k + 2] = static_cast<uint64_t>(g.inc >> 64);
+        o[4 * k + 3] = static_cast<uint64_t>(g.inc);
+    }
+    return out;
+}
+
 py::tuple diag_powers(py::array indptr, py::array indices, py::array data, int64_t stride,
                       int64_t n_records, int64_t block, bool check_indices) {
     if (stride < 1) throw py::value_error(cat("stride must be >= 1, got ", stride));
@@ -1022,6 +1045,10 @@ PYBIND11_MODULE(_core, m) {
           "The least-squares mini-batches, int64 (keys, batches, m, batch): for each row [seed, rep, iteration] of\n"
           "entropy (uint64, keys x 3), numpy.random.default_rng(row) draws random((n, M)) batches times, and each\n"
           "node own[i] takes the indices of its batch smallest uniforms, smallest first (ties by index).");
+    m.def("numpy_pcg64_states", &numpy_pcg64_states, py::arg("entropy").noconvert(),
+          "The PCG64 states of numpy.random.default_rng(row) for each row [seed, rep, iteration] of entropy (uint64,\n"
+          "keys x 3), as uint64 (keys, 4): the state's high and low words, then the increment's (what\n"
+          "bit_generator.state holds after seeding).");
     m.def("first_nonfinite", &first_nonfinite, py::arg("X"),
           "Row index of the first NaN/Inf in a 2-D float array, or -1.");
     m.def("logistic_grad", &logistic_grad, py::arg("H"), py::arg("Y"), py::arg("n"), py::arg("rho"),

@@ -204,6 +204,7 @@ def draw_samples(
 def numpy_minibatches(
     entropy: NDArray[np.uint64], n: int, M: int, batches: int, batch: int, own: NDArray[np.int64]
 ) -> NDArray[np.int64]: ...
+def numpy_pcg64_states(entropy: NDArray[np.uint64]) -> NDArray[np.uint64]: ...
 def diag_powers(
     indptr: NDArray[np.integer],
     indices: NDArray[np.integer],

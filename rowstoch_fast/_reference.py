@@ -492,6 +492,22 @@ def least_squares_numpy_draws(f, X, iteration, seed=0, batches=1, rep_offset=0, 
     return G.reshape(X.shape)
 
 
+def quadratic_stochastic_gradient(f, X, iteration, seed=0, batches=1, rep_offset=0, nodes=None, rep_period=0):
+    """:class:`~rowstoch_fast.objectives.Quadratic` ``f``'s noisy gradients, replica by replica: ``q_i x_i - b_i``
+    plus ``sigma`` times the mean of ``batches`` draws of ``N(0, I_d)`` per node from
+    ``default_rng([seed, rep_offset + r, iteration])`` (``r`` the replica's stream: ``r % rep_period`` with a
+    period), all ``n`` nodes drawn and the rows of ``nodes`` kept."""
+    own = np.arange(f.n) if nodes is None else np.asarray(nodes)
+    Xr = np.asarray(X).reshape(-1, len(own), f.d)
+    G = np.empty_like(Xr)
+    for r in range(Xr.shape[0]):
+        stream = r % rep_period if rep_period else r
+        noise = np.random.default_rng([seed, rep_offset + stream, iteration]).standard_normal((batches, f.n, f.d))
+        G[r] = f.q[own] * Xr[r] - f.b[own]
+        G[r] += f.sigma * noise.mean(0)[own]
+    return G.reshape(np.shape(X))
+
+
 # ---------------------------------------------------------------- undirected networks (doubly stochastic W)
 @twin("dgd")
 def dgd(W, x0, lr, grad_fn, T):

@@ -220,6 +220,46 @@ def test_quadratic_and_least_squares():
     np.testing.assert_allclose(ls.full_gradient(X), full, rtol=1e-12)
 
 
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(1, 5), d=st.integers(1, 4), reps=st.integers(1, 6), batches=st.integers(1, 12),
+       period=st.sampled_from([0, 1, 2, 4]), seed=st.sampled_from([0, 3, 2**64 - 1]),
+       iteration=st.sampled_from([0, 5, 2**64 - 1]), rep_offset=st.sampled_from([0, 2, 2**40]), data=st.data(),
+       dtype=st.sampled_from([np.float64, np.float32]))
+def test_quadratic_noise_is_one_draw_per_stream(n, d, reps, batches, period, seed, iteration, rep_offset, data, dtype):
+    """Replicas that share a stream (``rep_period``) share its noise, drawn once: bit for bit the replica-by-replica
+    transcription (a stream key dropped or shifted fails it)."""
+    nodes = data.draw(st.none() | st.lists(st.integers(0, n - 1), min_size=1, max_size=n, unique=True))
+    f = Quadratic.random(n, d, seed=n + d, sigma=0.3, dtype=dtype)
+    m = n if nodes is None else len(nodes)
+    X = np.random.default_rng(1).standard_normal((reps, m, d)).astype(dtype)
+    options = dict(seed=seed, batches=batches, rep_offset=rep_offset, nodes=nodes, rep_period=period)
+    G = f.stochastic_gradient(X, iteration, **options)
+    np.testing.assert_array_equal(G, _reference.quadratic_stochastic_gradient(f, X, iteration, **options))
+    np.testing.assert_array_equal(f.stochastic_gradient(X[0], iteration, **options),
+                                  _reference.quadratic_stochastic_gradient(f, X[0], iteration, **options))
+
+
+@settings(max_examples=60, deadline=None)
+@given(entropy=st.lists(st.tuples(*[st.sampled_from([0, 1, 7, 2**32 - 1, 2**32, 2**40 + 3, 2**63 + 5, 2**64 - 1])
+                                     | st.integers(0, 2**64 - 1)] * 3), min_size=0, max_size=4))
+def test_pcg64_states_are_default_rngs(entropy):
+    """``_core.numpy_pcg64_states`` seeds as ``numpy.random.default_rng([seed, rep, iteration])`` does."""
+    states = _core.numpy_pcg64_states(np.array(entropy, dtype=np.uint64).reshape(-1, 3))
+    assert states.shape == (len(entropy), 4) and states.dtype == np.uint64
+    for row, (hi, lo, inc_hi, inc_lo) in zip(entropy, states.tolist()):
+        state = np.random.default_rng(list(row)).bit_generator.state["state"]
+        assert (hi << 64 | lo, inc_hi << 64 | inc_lo) == (state["state"], state["inc"])
+
+
+def test_pcg64_states_refuse_other_entropy():
+    with pytest.raises(TypeError, match=r"entropy must be uint64 of shape \(keys, 3\), got int64"):
+        _core.numpy_pcg64_states(np.zeros((2, 3), dtype=np.int64))
+    with pytest.raises(TypeError, match=r"of 2 x 2"):
+        _core.numpy_pcg64_states(np.zeros((2, 2), dtype=np.uint64))
+    with pytest.raises(ValueError, match="entropy"):
+        _core.numpy_pcg64_states(np.zeros(3, dtype=np.uint64))
+
+
 _least_squares_before = _reference.least_squares_numpy_draws
 
 
