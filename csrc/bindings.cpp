@@ -194,7 +194,7 @@ py::object delay_ages(py::array indptr, py::array indices, std::uint64_t seed, s
     int64_t ncols;
     const rowstoch::NodeIds ids = link_ids(row_ids_obj, col_ids_obj, rows, row_keep, col_keep, ncols);
     const bool with_index = !layout_obj.is_none();
-    const rowstoch::DelayLayout layout = with_index ? delay_layout(layout_obj, rows, ncols, r, max_delay)
+    const rowstoch::DelayLayout layout = with_index ? delay_layout(layout_obj, rows, ncols, r)
                                                     : rowstoch::DelayLayout{0, 0, 1};
     // the index in the CSR's own integer type where the stacked block's rows fit it (the mix kernels take both
     // index arrays of one type); ages only where asked for

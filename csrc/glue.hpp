@@ -525,8 +525,8 @@ inline int64_t link_rows(const py::array& indptr, const py::array& indices, cons
 
 // The layout (n_own, n_block, rounds[, node_major]) of a delayed round's stacked block (network.hpp's
 // DelayLayout), checked: it holds `rows` own rows, `ncols` nodes' messages and round r.
-inline rowstoch::DelayLayout delay_layout(const py::object& layout_obj, int64_t rows, int64_t ncols, std::uint64_t r,
-                                   int64_t max_delay) {
+inline rowstoch::DelayLayout delay_layout(const py::object& layout_obj, int64_t rows, int64_t ncols,
+                                          std::uint64_t r) {
     if (!(py::isinstance<py::tuple>(layout_obj) || py::isinstance<py::list>(layout_obj)))
         throw py::type_error(cat("layout must be a tuple (n_own, n_block, rounds[, node_major]), got ",
                                  type_name(layout_obj)));

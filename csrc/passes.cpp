@@ -91,7 +91,7 @@ py::array mix_delayed(py::array indptr, py::array indices, py::array data, py::a
     const std::uint8_t* bad = flags(bad_obj, "bad", indices.shape(0), false, bad_keep);
     const rowstoch::LossyRound lossy{loss_seed, p, rule, awake, bad};
     const bool lossy_round = p > 0.0 || awake || bad || loss.thresholds();
-    const rowstoch::DelayLayout layout = delay_layout(layout_obj, rows, ncols, r, max_delay);
+    const rowstoch::DelayLayout layout = delay_layout(layout_obj, rows, ncols, r);
     check_ndim(data, "data", 1);
     if (!(is_f32(data) || is_f64(data))) throw py::type_error(cat("data must be float32 or float64, got ", dtype_name(data)));
     if (data.shape(0) != indices.shape(0))
