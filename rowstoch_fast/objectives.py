@@ -937,10 +937,6 @@ def _check_nonempty(shape, name, n=1):
 GATHER_BYTES = 1 << 20
 
 
-def _rng(seed, rep, iteration):
-    return np.random.default_rng([seed, rep, iteration])
-
-
 _generators = threading.local()
 
 
