@@ -34,6 +34,14 @@ def check_int(value, name, *, minimum=None, maximum=None):
     return value
 
 
+def check_bool(value, name):
+    """Return ``value`` as a bool (True / False, NumPy's too), or raise TypeError naming ``name``: a string such as
+    ``"False"`` is refused, not read as true."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {type(value).__name__} {fmt_value(value)}")
+    return bool(value)
+
+
 #: The diagonal trackers of the Pull-Diag methods: ``D_t = Diag(A^(tR))`` as in the paper, or its limit diag(pi).
 TRACKERS = ("exact", "perron")
 

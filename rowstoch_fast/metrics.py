@@ -447,12 +447,41 @@ def _beta_sparse(csr, pi):
         sv = spla.svds(op, k=1, which="LM", return_singular_vectors=False, v0=rng.standard_normal(n), tol=1e-10,
                        ncv=min(64, n - 1))
     except (_TooMuchWork, spla.ArpackNoConvergence):
-        raise BetaNotConverged(
-            f"beta of this network (n = {n}) did not converge in {steps[1]} Krylov steps (metrics.BETA_MAX_WORK = "
-            f"{BETA_MAX_WORK:g} over n): its gap 1 - beta is too small to resolve (a ring of n nodes has about pi^2 / "
-            f"n^2 = {math.pi ** 2 / n ** 2:.2g}); what needs it: an mg- method's rounds (give them: --mg-rounds, "
-            f"rounds=R), the exact tracker's work check (--tracker perron); or raise BETA_MAX_WORK") from None
+        raise _not_converged(n, steps[1]) from None
+    except spla.ArpackError:  # (a breakdown: "no shifts could be applied", where few singular values are nonzero,
+        steps[0] = 0          # e.g. a star's; the power method converges fast exactly there)
+        try:
+            return _top_singular_value(op, rng.standard_normal(n))
+        except _TooMuchWork:
+            raise _not_converged(n, steps[1]) from None
     return float(sv[0])
+
+
+def _not_converged(n, allowed):
+    return BetaNotConverged(
+        f"beta of this network (n = {n}) did not converge in {allowed} Krylov steps (metrics.BETA_MAX_WORK = "
+        f"{BETA_MAX_WORK:g} over n): its gap 1 - beta is too small to resolve (a ring of n nodes has about pi^2 / "
+        f"n^2 = {math.pi ** 2 / n ** 2:.2g}); what needs it: an mg- method's rounds (give them: --mg-rounds, "
+        f"rounds=R), the exact tracker's work check (--tracker perron); or raise BETA_MAX_WORK")
+
+
+def _top_singular_value(op, v, rtol=1e-13):
+    """The largest singular value of ``op`` by the power method on ``op^T op`` from ``v``: ``||op v||`` once it
+    changes by less than ``rtol`` (relative) on two steps in a row. ``op``'s products count against its budget (its
+    :class:`_TooMuchWork` ends the search)."""
+    v = v / np.linalg.norm(v)
+    last, calm = -1.0, 0
+    while True:
+        w = op.matvec(v)
+        sigma = float(np.linalg.norm(w))
+        u = op.rmatvec(w)
+        size = float(np.linalg.norm(u))
+        if sigma == 0.0 or size == 0.0:
+            return sigma
+        calm = calm + 1 if abs(sigma - last) <= rtol * sigma else 0
+        if calm >= 2:
+            return sigma
+        last, v = sigma, u / size
 
 
 class _TooMuchWork(Exception):

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _core, backends
-from ._checks import MAX_KEY, check_int, check_step_size, check_tracker, load_npz_file
+from ._checks import MAX_KEY, check_int, check_step_size, check_tracker, load_npz_file, require_memory
 from ._metric_names import METRICS, TEST_METRICS  # (the metrics of every record, in order; the test ones)
 from ._progress import bar as progress_bar
 from .algorithms import REGISTRY
@@ -604,6 +604,20 @@ def _save_checkpoint(path, opt, oracle, rows, meta, wall_offset):
                       "checkpoint (if any) is kept", RuntimeWarning, stacklevel=3)
 
 
+class _Marks:
+    """The iterations a run records at: every ``every``-th from 0 and the last, or those of ``at`` (a set's
+    membership without the set: a run of 10^9 iterations recorded at each held 10^9 integers before its first
+    step)."""
+
+    def __init__(self, iterations, every, at=None):
+        self.iterations, self.every, self.at = iterations, every, None if at is None else frozenset(at)
+
+    def __contains__(self, k):
+        if self.at is not None:
+            return k in self.at
+        return 0 <= k <= self.iterations and (k % self.every == 0 or k == self.iterations)
+
+
 def _columns(meta):
     """The columns of a run's records (what its checkpoint names them)."""
     return [*_HEAD, *METRICS, "wall_seconds", *meta.get("extra_metrics", {})]
@@ -801,7 +815,12 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
         record_every = max(1, iterations // max(1, len(record_at) - 1))  # (the checkpoints' default spacing)
     record_every = max(1, iterations // 100) if record_every is None else check_int(record_every, "record_every", minimum=1)
     checkpoint_every = record_every * 10 if checkpoint_every is None else check_int(checkpoint_every, "checkpoint_every", minimum=1)
-    due = set(range(0, iterations + 1, record_every)) | {iterations} if record_at is None else set(record_at)
+    due = _Marks(iterations, record_every, record_at)
+    records = len(record_at) if record_at is not None else iterations // record_every + 2
+    require_memory(records * repeats * (len(_HEAD) + len(METRICS) + 1 + len(extra)) * 32,
+                   f"a record every {record_every} of {iterations} iterations ({records} records x {repeats} "
+                   "repetitions)",
+                   "record less often (a larger record_every, --record-every) or fewer repetitions")
     meta = {"algorithm": algorithm.name, "lr": algorithm.lr, "rounds": algorithm.rounds, "tracker": algorithm.tracker,
             "n": algorithm.A.n, "objective": type(objective).__name__, "iterations": iterations, "repeats": repeats,
             "seed": seed, "record_every": record_every, **({"extra_metrics": extra} if extra else {})}

@@ -210,6 +210,19 @@ def test_beta_of_a_tiny_gap_gives_up_after_a_bounded_work_and_the_table_says_why
     assert row[3] == "0" and row[5] == "n/a"
 
 
+def test_beta_of_a_star_survives_arpacks_breakdown(monkeypatch):
+    """A star of 3,000 nodes has few nonzero singular values: ARPACK stopped with "no shifts could be applied" (a
+    raw scipy error out of `rowstoch metrics --topology star --n 3000`, and out of every run that read beta there).
+    Beta then comes from the power method, within the budget; the dense value of the same graph is 0.5."""
+    monkeypatch.setattr(metrics, "DENSE_MAX_N", 10)
+    small = topology.star(40)
+    assert metrics._beta_dense(small.csr.toarray(), small.pi) == pytest.approx(0.5, rel=1e-12)
+    assert topology.star(3000).metrics().beta == pytest.approx(0.5, rel=1e-9)
+    monkeypatch.setattr(metrics, "BETA_MAX_WORK", 3000 * 3)  # (the fallback counts its products too)
+    with pytest.raises(metrics.BetaNotConverged, match=r"n = 3000\) did not converge in 3 Krylov steps"):
+        topology.star(3000).metrics().beta
+
+
 def test_metrics_compute_beta_only_when_read():
     A = topology.erdos_renyi(40, 0.2, seed=1)
     m = A.metrics()

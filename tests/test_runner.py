@@ -688,3 +688,20 @@ def test_the_pull_diag_figure_states_its_verdict(tmp_path):
     for name in ("ring", "grid", "geometric", "nearest_neighbor"):
         e1, e2 = table[name][2:]
         assert verdict.loc[name, "verdict"] == ("holds" if e1 < e2 else "does not hold")
+
+
+def test_records_beyond_memory_are_refused_before_the_first_step(monkeypatch):
+    """`rowstoch run --iterations 100000000 --record-every 1` built a set of every recorded iteration (10^8 Python
+    ints) before its first step, and its records would have held tens of GB: refused at once, naming
+    record_every; the records' marks are kept without the set (every record_every-th and the last)."""
+    from rowstoch_fast.objectives import Quadratic
+
+    f = Quadratic.random(8, 3, seed=0)
+    monkeypatch.setenv("ROWSTOCH_MEMORY_LIMIT", str(2**30))
+    with pytest.raises(MemoryError, match=r"a record every 1 of 100000000 iterations \(100000002 records x 2 "
+                                          r"repetitions\) needs about .*a larger record_every"):
+        run(Algorithm(topology.exponential(8), 0.1), f, 10**8, record_every=1, repeats=2, progress=False)
+    h = run(Algorithm(topology.exponential(8), 0.1), f, 23, record_every=5, progress=False)
+    assert sorted(set(h.frame["iteration"])) == [0, 5, 10, 15, 20, 23]
+    h = run(Algorithm(topology.exponential(8), 0.1), f, 23, record_at=[3, 7], progress=False)
+    assert sorted(set(h.frame["iteration"])) == [0, 3, 7, 23]

@@ -27,7 +27,7 @@ import warnings
 import numpy as np
 
 from .. import backends
-from .._checks import check_step_size, fmt_bytes, nodes_first, require_memory
+from .._checks import check_bool, check_step_size, fmt_bytes, nodes_first, require_memory
 from ..mixing import MixingMatrix, off_sums
 from ..network import Network, as_undirected, base_matrix, out_links, source_matrices, source_of, weights_of
 from ._asktell import AskTell
@@ -304,7 +304,7 @@ class Optimizer(AskTell, FailureHandling, Persistence):
         """Validate (agreed on by every MPI rank), attach the backend, allocate, load ``x0``."""
         options = {k: v for k, v in (("comm", comm), ("partition", partition)) if v is not None}
         self._ops = ops = backends.create(backend, x0, **options)
-        self.check_finite = bool(check_finite)
+        self.check_finite = check_bool(check_finite, "check_finite")
         mats, x0 = ops.call(self._validate, matrices, x0, hyper)
         self._mats = mats
         self._static = all(isinstance(M, MixingMatrix) for M in mats.values())

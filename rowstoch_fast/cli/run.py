@@ -216,8 +216,8 @@ def cmd_run(args):
             diverged, h = exc, getattr(exc, "history", None)
         except Exception as exc:
             _write_what_was_recorded(exc, args, A, algo, root)
-            if isinstance(exc, (FileNotFoundError, ValueError, RuntimeError)):
-                raise UsageError(str(exc)) from exc
+            if isinstance(exc, (FileNotFoundError, ValueError, TypeError, RuntimeError)):  # (TypeError: a --hyper
+                raise UsageError(str(exc)) from exc  # value of the wrong type, which the method checks as it is built)
             raise
     for message in dict.fromkeys(str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)):
         print(f"rowstoch: warning: {message}", file=sys.stderr)  # each once (NumPy repeats its overflow notes)
