@@ -215,12 +215,29 @@ def fmt_bytes(nbytes):
     return f"{int(nbytes)} B"
 
 
+def env_number(name, what, default=None):
+    """The environment variable ``name`` as a finite number >= 0 (``default`` where it is unset or empty), or a
+    :class:`~rowstoch_fast.errors.UsageError` naming it and ``what`` it holds."""
+    from .errors import UsageError
+
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not (np.isfinite(value) and value >= 0):
+        raise UsageError(f"the environment variable {name} must be {what} (a finite number >= 0), got {text!r}")
+    return value
+
+
 def available_memory():
     """Bytes this process may still allocate: ``ROWSTOCH_MEMORY_LIMIT`` if set, else the smaller of
     the kernel's MemAvailable and the cgroup's free quota (Linux); None when unknown."""
     env = os.environ.get("ROWSTOCH_MEMORY_LIMIT")
     if env:
-        return int(float(env))
+        return int(env_number("ROWSTOCH_MEMORY_LIMIT", "a number of bytes"))
     limits = []
     try:
         with open("/proc/meminfo") as f:

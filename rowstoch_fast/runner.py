@@ -816,11 +816,6 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
     record_every = max(1, iterations // 100) if record_every is None else check_int(record_every, "record_every", minimum=1)
     checkpoint_every = record_every * 10 if checkpoint_every is None else check_int(checkpoint_every, "checkpoint_every", minimum=1)
     due = _Marks(iterations, record_every, record_at)
-    records = len(record_at) if record_at is not None else iterations // record_every + 2
-    require_memory(records * repeats * (len(_HEAD) + len(METRICS) + 1 + len(extra)) * 32,
-                   f"a record every {record_every} of {iterations} iterations ({records} records x {repeats} "
-                   "repetitions)",
-                   "record less often (a larger record_every, --record-every) or fewer repetitions")
     meta = {"algorithm": algorithm.name, "lr": algorithm.lr, "rounds": algorithm.rounds, "tracker": algorithm.tracker,
             "n": algorithm.A.n, "objective": type(objective).__name__, "iterations": iterations, "repeats": repeats,
             "seed": seed, "record_every": record_every, **({"extra_metrics": extra} if extra else {})}
@@ -865,6 +860,11 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
                 "iteration %d", meta["algorithm"], algorithm.lr if np.ndim(algorithm.lr) == 0 else float("nan"),
                 opt.backend, opt.n, repeats, _core.get_num_threads(), meta["setup_seconds"],
                 "resumed" if resume is not None else "starting", opt.iteration)
+    records = len(record_at) if record_at is not None else iterations // record_every + 2
+    require_memory(records * repeats * (len(_HEAD) + len(METRICS) + 1 + len(extra)) * 32,
+                   f"a record every {record_every} of {iterations} iterations ({records} records x {repeats} "
+                   "repetitions)",
+                   "record less often (a larger record_every, --record-every) or fewer repetitions")
     t0 = time.perf_counter() - wall_offset
     if resume is None or (opt.iteration in due and not any(row[0] == opt.iteration for row in rows)):
         # (a resumed run whose record of this iteration was cut short by the interruption takes it now: its

@@ -36,7 +36,9 @@ DEFAULT_BLOCK = 256
 
 def max_work_default():
     """The work cap of exact diagonal computations: ``ROWSTOCH_TRACKER_MAX_WORK`` or :data:`DEFAULT_MAX_WORK`."""
-    return float(os.environ.get("ROWSTOCH_TRACKER_MAX_WORK", DEFAULT_MAX_WORK))
+    from ._checks import env_number
+
+    return env_number("ROWSTOCH_TRACKER_MAX_WORK", "a count of multiply-adds", DEFAULT_MAX_WORK)
 
 
 def check_diag_work(A, steps, what, max_work=None):

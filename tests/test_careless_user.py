@@ -292,6 +292,15 @@ def test_late_write_failure_keeps_the_results(tmp_path, monkeypatch, capsys):
 
 
 # ---------------------------------------------------------------- 8: divergence keeps the history
+def test_a_run_whose_metrics_overflow_is_diverged_not_done(tmp_path):
+    """Iterates that stay finite while their metrics overflow (a rate of 1e6: grad norm, loss and consensus error
+    inf) exited 0, "done"; they are diverged: exit 3, said so."""
+    code, out, err = rowstoch_here("run", "--objective", "least-squares", "--n", "8", "--algorithm", "dsgd", "--lr",
+                                   "1e6", "--iterations", "30", "--no-progress", "--out", tmp_path / "o")
+    assert code == 3 and "diverged at iteration 30" in out
+    assert "rowstoch: diverged: the last record's grad norm" in err and "smaller --lr" in err
+
+
 def test_divergence_writes_what_was_recorded(tmp_path):
     rc, _, err = rowstoch("run", "--objective", "quadratic", "--n", "8", "--iterations", "300", "--lr", "3",
                           "--no-progress", "--out", tmp_path)
@@ -561,7 +570,7 @@ def test_options_are_not_abbreviated(tmp_path):
     (["multi-gossip", "--data", "mnist"], "reproduce multi-gossip takes no --data (it takes --iterations, --repeats)"),
     (["linear-speedup", "--alpha", "0.5"], "reproduce linear-speedup takes no --alpha"),
     (["mnist-mlp", "--data-dir", "somewhere"], "--data-dir is read with --data mnist only"),
-    (["linear-speedup", "--graphs", ""], "--graphs must name distinct halves of Figure 2 from exponential, ring"),
+    (["linear-speedup", "--graphs", ""], "--graphs was given an empty value"),
     (["linear-speedup", "--graphs", "ring,ring"], "--graphs must name distinct halves of Figure 2"),
     (["linear-speedup", "--graphs", "torus"], "--graphs must name distinct halves of Figure 2"),
     (["multi-gossip", "--rates", "paper"], "reproduce multi-gossip takes no --rates"),
@@ -720,3 +729,25 @@ def test_per_link_methods_copy_and_pickle_with_their_waiting_mass(name):
             o.step(lambda X: X - b)
     for o in copies:
         assert np.array_equal(o.x, opt.x)
+
+
+@pytest.mark.parametrize("args", [("compare", "--config", ""), ("compare", "--resume", ""), ("compare", "--lr", ""),
+                                  ("run", "--checkpoint", ""), ("run", "--matrix="), ("metrics", "--data-file", ""),
+                                  ("compare", "--metrics-module=")])
+def test_an_empty_value_is_refused_naming_its_option(args):
+    """`rowstoch compare --config ''` (an unset variable in a script) ran the whole default comparison into
+    ./compare; --checkpoint '' wrote none and said nothing; --lr '' tuned: refused, naming the option."""
+    code, out, err = rowstoch_here(*args)
+    option = next(a for a in args if a.startswith("--")).split("=")[0]
+    assert code == 2 and f"{option} was given an empty value" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("name,value", [("ROWSTOCH_MEMORY_LIMIT", "abc"), ("ROWSTOCH_MEMORY_LIMIT", "nan"),
+                                        ("ROWSTOCH_MEMORY_LIMIT", "-1"), ("ROWSTOCH_TRACKER_MAX_WORK", "abc"),
+                                        ("ROWSTOCH_TRACKER_MAX_WORK", "nan")])
+def test_a_bad_environment_variable_is_refused_naming_it(name, value, tmp_path):
+    """ROWSTOCH_MEMORY_LIMIT=abc gave "could not convert string to float", =-1 was taken ("only -1 B is
+    available"), ROWSTOCH_TRACKER_MAX_WORK=nan silently lifted the cap: refused, naming the variable."""
+    code, _, err = rowstoch_here("run", "--n", "8", "--iterations", "5", "--no-progress", "--out", tmp_path / "o",
+                                 env={name: value})
+    assert code == 2 and f"the environment variable {name} must be" in err and repr(value) in err

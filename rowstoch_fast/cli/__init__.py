@@ -58,6 +58,9 @@ def main(argv=None):
     """Entry point of the ``rowstoch`` command."""
     parser = make_parser()
     argv = sys.argv[1:] if argv is None else list(argv)
+    empty = _empty_option(argv)
+    if empty is not None:  # (an unset "$CONFIG" in a script: --config '' ran the whole default comparison)
+        parser.error(f"{empty} was given an empty value: give it one, or leave the option out")
     args = parser.parse_args(argv)
     args.argv = list(argv)  # (what a command records as its own: main's arguments, not the interpreter's)
     # the options written out (abbreviations are off, so each appears as itself)
@@ -73,6 +76,19 @@ def main(argv=None):
             code = 143
             _error("terminated (SIGTERM)")
         return code
+
+
+def _empty_option(argv):
+    """The first option written with an empty value (``--config ''``, ``--config=``), or None: no option reads an
+    empty text as a value, and several read it as not given."""
+    argv = [str(token) for token in argv]
+    for k, token in enumerate(argv):
+        if token == "--":
+            return None
+        if token.startswith("--") and ("=" in token and token.split("=", 1)[1] == "" or
+                                       "=" not in token and k + 1 < len(argv) and argv[k + 1] == ""):
+            return token.split("=", 1)[0]
+    return None
 
 
 def _call(args, terminated):

@@ -234,7 +234,9 @@ def cmd_run(args):
         return 3
     s = h.summary().iloc[-1]
     reached = int(h.meta.get("completed_iterations", s["iteration"]))  # Ctrl-C: where it stopped, not the last record
-    status = "interrupted" if h.interrupted else "done"
+    # a run whose iterates stayed finite but whose metrics overflowed (1e200 squared) diverged all the same
+    blown = [m for m in ("grad_norm", "loss", "consensus_error") if m in s and np.isinf(s[m])]
+    status = "interrupted" if h.interrupted else "diverged" if blown else "done"
     print(f"{algo.name} (lr {algo.lr:g}) on {args.topology if not args.matrix else args.matrix} (n={A.n}), {status} at iteration "
           f"{reached} ({int(h.meta.get('completed_rounds', s['communication_rounds']))} communication rounds, "
           f"{s['wall_seconds']:.1f} s; "
@@ -251,6 +253,11 @@ def cmd_run(args):
     say(f"  wrote {paths}")
     if write_error is not None:
         return 2
+    if blown and not h.interrupted:
+        print(f"rowstoch: diverged: the last record's {' and '.join(m.replace('_', ' ') for m in blown)} "
+              f"{'is' if len(blown) == 1 else 'are'} infinite (the iterates grew past what the metrics can square); "
+              "try a smaller --lr", file=sys.stderr)
+        return 3
     return 130 if h.interrupted else 0
 
 
