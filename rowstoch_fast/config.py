@@ -60,6 +60,8 @@ SCHEMA = {
     "outputs": {"metrics": ("metric", "list"), "x": ("x", str), "cost_weights": ("cost_weights", str),
                 "formats": ("format", "list")},
 }
+#: The keys that hold seeds (the hashed streams take 64-bit keys), by their options' destinations.
+SEEDS = ("seed", "data_seed", "network_seed")
 #: The keys of one ``[algorithms.NAME]`` table that every algorithm has; any other key is a hyperparameter of
 #: the algorithm's constructor, passed through (and refused, naming the key, where the algorithm has none such).
 ALGORITHM_KEYS = {"lr": float, "lr_source": str, "tracker": str, "rounds": int}
@@ -214,6 +216,9 @@ def load(path):
                 raise ConfigError(f"{name}: [{table}] {key}: unknown key; the keys are {', '.join(tables[table])}")
             dest, kind = tables[table][key]
             value = _check_value(f"{name}: [{table}] {key}", value, kind)
+            if dest in SEEDS and isinstance(value, int) and not 0 <= value <= 2**64 - 1:  # (checked here: the
+                # library's refusal says "seed", which names another key)
+                raise ConfigError(f"{name}: [{table}] {key} must be a seed in [0, 2^64 - 1], got {value}")
             choices = choices_of.get((table, key))
             for item in value if isinstance(value, list) else [value]:
                 hint = item_help.get(key) if table == "communication" else None  # (a sweep's METHOD:P items)

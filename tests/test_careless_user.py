@@ -751,3 +751,32 @@ def test_a_bad_environment_variable_is_refused_naming_it(name, value, tmp_path):
     code, _, err = rowstoch_here("run", "--n", "8", "--iterations", "5", "--no-progress", "--out", tmp_path / "o",
                                  env={name: value})
     assert code == 2 and f"the environment variable {name} must be" in err and repr(value) in err
+
+
+@pytest.mark.parametrize("table,key,value", [("communication", "network_seed", "-1"), ("objective", "data_seed", "-3"),
+                                             ("run", "seed", str(2**64))])
+def test_a_seed_out_of_range_in_a_file_is_named_by_its_own_key(tmp_path, table, key, value):
+    """[communication] network_seed = -1 and [objective] data_seed = -1 were refused as "[run] seed" (the library's
+    check says "seed"): each names its own table and key."""
+    tables = {"network": {"topology": '"exponential"', "n": "8"}, "objective": {"kind": '"least-squares"', "d": "4"},
+              "run": {"rounds_budget": "20", "repeats": "1"}, "communication": {"loss": "0.1"}}
+    tables[table][key] = value
+    path = tmp_path / "e.toml"
+    path.write_text("".join(f"[{t}]\n" + "".join(f"{k} = {v}\n" for k, v in body.items()) for t, body in tables.items())
+                    + "[algorithms.dsgd]\nlr = 0.05\n")
+    code, _, err = rowstoch_here("compare", "--config", path, "--out", tmp_path / "o", "--no-progress")
+    assert code == 2 and f"[{table}] {key} must be a seed in [0, 2^64 - 1], got {value}" in err
+
+
+def test_a_setting_given_twice_is_refused(tmp_path):
+    """`topology = ["ring", "ring"]` ran the graph twice and merged both runs' records under graph=ring;
+    `--compress qsgd:4,qsgd --bits 4` ran one setting twice under one label: refused, as `loss = [0.1, 0.1]` was."""
+    path = tmp_path / "e.toml"
+    path.write_text('[network]\ntopology = ["ring", "ring"]\nn = 8\n[objective]\nkind = "least-squares"\nd = 4\n'
+                    '[run]\nrounds_budget = 20\nrepeats = 1\n[algorithms.dsgd]\nlr = 0.05\n')
+    code, _, err = rowstoch_here("compare", "--config", path, "--out", tmp_path / "a", "--no-progress")
+    assert code == 2 and "[network] topology names 'ring' twice" in err
+    code, _, err = rowstoch_here("compare", "--n", "8", "--objective", "least-squares", "--algorithms", "dsgd",
+                                 "--lr", "0.01", "--compress", "qsgd:4,qsgd", "--bits", "4", "--rounds-budget", "20",
+                                 "--repeats", "1", "--out", tmp_path / "b", "--no-progress")
+    assert code == 2 and "--compress 'qsgd:4,qsgd' names a setting twice" in err

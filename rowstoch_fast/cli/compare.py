@@ -137,6 +137,9 @@ def _compare(args):
         _check_out_folder(args.out)
     progress = progress_option(args)
     topologies = args.topology if isinstance(args.topology, list) else [args.topology]
+    twice = sorted({name for name in topologies if topologies.count(name) > 1})
+    if twice and not args.matrix:  # (each graph's records go under its name: a graph twice merged two runs in one)
+        raise UsageError(f"--topology names {', '.join(map(repr, twice))} twice")
     for name in ([] if args.matrix else topologies):
         if name not in TOPOLOGIES + PAPER_GRAPHS:
             raise UsageError(f"unknown topology {name!r}{did_you_mean(name, TOPOLOGIES + PAPER_GRAPHS)}; choose from "

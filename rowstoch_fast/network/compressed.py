@@ -316,6 +316,13 @@ class Compressed(_Messages):
                                      f"{'the bits' if key == 'bits' else 'k'} once")
                 updates[key] = value
             out.append(updates)
+        settings = []  # (as run: `qsgd` takes --bits, so `qsgd:4,qsgd --bits 4` is one setting twice)
+        for updates in out:
+            takes = cls._TAKES.get(updates["compress"], ()) if updates["compress"] else ()
+            key = "bits" if "bits" in takes else "k" if "k" in takes else None
+            settings.append((updates["compress"], str(updates.get(key, getattr(ns, key))) if key else None))
+        if len(settings) != len(set(settings)):
+            raise UsageError(f"--compress {text!r} names a setting twice")
         return out
 
     @classmethod
