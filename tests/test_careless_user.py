@@ -11,6 +11,7 @@ import io
 import json
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -780,3 +781,29 @@ def test_a_setting_given_twice_is_refused(tmp_path):
                                  "--lr", "0.01", "--compress", "qsgd:4,qsgd", "--bits", "4", "--rounds-budget", "20",
                                  "--repeats", "1", "--out", tmp_path / "b", "--no-progress")
     assert code == 2 and "--compress 'qsgd:4,qsgd' names a setting twice" in err
+
+
+@pytest.mark.parametrize("steps,message", [(10**20, r"\[algorithms.fedavg\] local_steps must be <= 2\^62"),
+                                           (2**61, r"fedavg: a budget of 40 rounds is \d+ of its iterations, more "
+                                                   r"than the 2\^62")])
+def test_local_steps_past_what_a_run_counts_are_refused(tmp_path, steps, message):
+    """`local_steps = 99999999999999999999` (past int64) ran towards 4e21 iterations until killed: refused, as is a
+    budget whose iterations pass 2^62."""
+    path = tmp_path / "e.toml"
+    path.write_text('[network]\ntopology = "exponential"\nn = 8\n[objective]\nkind = "least-squares"\nd = 4\n'
+                    f'[run]\nrounds_budget = 40\nrepeats = 1\n[algorithms.fedavg]\nlr = 0.05\nlocal_steps = {steps}\n')
+    code, _, err = rowstoch_here("compare", "--config", path, "--out", tmp_path / "o", "--no-progress")
+    assert code == 2 and re.search(message, err), err
+
+
+@pytest.mark.parametrize("args,grouped", [(("run", "--noise", "0_01"), "0_01"), (("compare", "--loss", "0.1,0_2"), "0_2"),
+                                          (("run", "--lr=1_0"), "1_0")])
+def test_a_number_with_underscores_is_refused(args, grouped):
+    """`--noise 0_01` was read as 1.0 (Python's digit grouping: float("0_01") == 1.0), silently."""
+    code, _, err = rowstoch_here(*args)
+    assert code == 2 and f"{grouped!r} is a number written with underscores" in err
+
+
+def test_a_path_with_underscores_is_a_name(tmp_path):
+    code, _, _ = rowstoch_here("run", "--n", "8", "--iterations", "3", "--no-progress", "--out", tmp_path / "2026_12_01")
+    assert code == 0 and (tmp_path / "2026_12_01" / "history.csv").exists()

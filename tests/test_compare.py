@@ -1038,13 +1038,13 @@ def test_cli_compare_writes_the_table_csv_and_figure(tmp_path):
     (["--lr", "frost=x"], ["--lr frost='x' is not a number"]),
     (["--lr", "sgp=0.1"], ["--lr names 'sgp'"]),
     (["--algorithms", "frost,nope"], ["unknown algorithm 'nope'"]),
-    (["--algorithms", ""], ["--algorithms is empty"]),
+    (["--algorithms", ""], ["--algorithms was given an empty value"]),
     (["--lr", "0.1", "--algorithms", "frost", "--topology", "torusx"], ["unknown topology 'torusx'"]),
     (["--lr", "-1"], ["frost = -1.0 must be a finite number > 0"]),
     (["--preset", "paper", "--topology", "ring"], ["--preset paper runs the paper's four 16-node graphs"]),
     (["--lr", "frost=0.1,frost=0.2"], ["--lr gives frost twice"]),
     (["--metric", "suboptimality,accuracy"], ["--metric must be a comma-separated list of", "'accuracy'"]),
-    (["--metric", ""], ["--metric must be a comma-separated list of", "got nothing"]),
+    (["--metric", ""], ["--metric was given an empty value"]),
     (["--x", "time"], ["--x must be a comma-separated list of rounds, gradients, bytes, seconds"]),
     (["--format", "png,jpg"], ["--format must be a comma-separated list of png, pdf, svg", "'jpg'"]),
     (["--weights", "metropolis"], ["needs an undirected graph", "--undirected"]),
@@ -1409,7 +1409,7 @@ def test_cli_compare_refuses_what_a_user_mistyped(tmp_path):
             (["--algorithms", "dsgd", "--out", "/proc/rowstoch-cannot-be-made"],
              "--out '/proc/rowstoch-cannot-be-made'"),  # (root: "cannot be written"; others: "is not writable")
             (["--algorithms", "dsgd", "--out", str(tmp_path / ("x" * 300))], "cannot be written: File name too long"),
-            (["--algorithms", "dsgd", "--out", ""], "--out is empty")):
+            (["--algorithms", "dsgd", "--out", ""], "--out was given an empty value")):
         rc, _, err = rowstoch_here(*base, *extra)
         assert_one_line_error(rc, err, fragment)
     assert not (tmp_path / "o").exists()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._checks import check_int
+from .._checks import MAX_ROUNDS, check_int
 
 __all__ = ["LocalSteps"]
 
@@ -36,7 +36,7 @@ class LocalSteps:
 
     @staticmethod
     def _check_local_steps(local_steps):
-        return check_int(local_steps, "local_steps", minimum=1)
+        return check_int(local_steps, "local_steps", minimum=1, maximum=MAX_ROUNDS)
 
     @classmethod
     def iterations_for(cls, budget, rounds=1, options=None):

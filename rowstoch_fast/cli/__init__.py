@@ -9,6 +9,7 @@ with a one-line message and exit status 2, never a traceback.
 from __future__ import annotations
 
 import os
+import re
 import sys
 
 from ..errors import UsageError
@@ -58,9 +59,9 @@ def main(argv=None):
     """Entry point of the ``rowstoch`` command."""
     parser = make_parser()
     argv = sys.argv[1:] if argv is None else list(argv)
-    empty = _empty_option(argv)
-    if empty is not None:  # (an unset "$CONFIG" in a script: --config '' ran the whole default comparison)
-        parser.error(f"{empty} was given an empty value: give it one, or leave the option out")
+    bad = _bad_value(argv)
+    if bad is not None:  # (an unset "$CONFIG" in a script: --config '' ran the whole default comparison)
+        parser.error(bad)
     args = parser.parse_args(argv)
     args.argv = list(argv)  # (what a command records as its own: main's arguments, not the interpreter's)
     # the options written out (abbreviations are off, so each appears as itself)
@@ -78,16 +79,38 @@ def main(argv=None):
         return code
 
 
-def _empty_option(argv):
-    """The first option written with an empty value (``--config ''``, ``--config=``), or None: no option reads an
-    empty text as a value, and several read it as not given."""
+#: A number written with underscores (Python's digit grouping: ``float("0_01")`` is 1.0, not the 0.01 meant).
+_GROUPED_NUMBER = re.compile(r"[+-]?[0-9][0-9_]*(\.[0-9_]*)?([eE][+-]?[0-9_]+)?")
+
+
+#: The options whose values are paths or names, never numbers.
+_PATH_OPTIONS = ("--out", "--checkpoint", "--resume", "--config", "--matrix", "--data-file", "--data-dir",
+                 "--metrics-module", "--data", "--preset")
+
+
+def _bad_value(argv):
+    """Why the first option written with a value no option reads as meant is refused, or None: an empty value
+    (``--config ''``, ``--config=``: several options read it as not given) or a number with underscores
+    (``--noise 0_01`` was 1.0)."""
     argv = [str(token) for token in argv]
     for k, token in enumerate(argv):
         if token == "--":
             return None
-        if token.startswith("--") and ("=" in token and token.split("=", 1)[1] == "" or
-                                       "=" not in token and k + 1 < len(argv) and argv[k + 1] == ""):
-            return token.split("=", 1)[0]
+        if not token.startswith("--"):
+            continue
+        option, eq, value = token.partition("=")
+        if not eq:
+            if k + 1 >= len(argv) or argv[k + 1].startswith("--"):
+                continue
+            value = argv[k + 1]
+        if value == "":
+            return f"{option} was given an empty value: give it one, or leave the option out"
+        if option in _PATH_OPTIONS:  # (a folder named 2026_12_01 is a name, not a number)
+            continue
+        grouped = [item for item in value.split(",") if "_" in item and _GROUPED_NUMBER.fullmatch(item.strip())]
+        if grouped:
+            return (f"{option} {value!r}: {grouped[0]!r} is a number written with underscores, which would be read as "
+                    f"{grouped[0].replace('_', '')}; write it without them")
     return None
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import algorithms as _algorithms
-from .._checks import MAX_KEY, check_int, did_you_mean, require_memory
+from .._checks import MAX_KEY, MAX_ROUNDS, check_int, did_you_mean, require_memory
 from ..algorithms import REGISTRY, method_of
 from ..backends import BACKENDS
 from ..network import Network, base_matrix, weights_of
@@ -153,7 +153,11 @@ class Method:
     def iterations(self, budget):
         """The iterations a budget of communication rounds allows (``R`` rounds each; ``K`` local steps per round
         for a local-update method: its class's :meth:`~rowstoch_fast.algorithms.Optimizer.iterations_for`)."""
-        return max(1, REGISTRY[self.method].iterations_for(budget, self.rounds, self.options))
+        iterations = max(1, REGISTRY[self.method].iterations_for(budget, self.rounds, self.options))
+        if iterations > MAX_ROUNDS:  # (a local_steps of 10^20 ran towards 4e21 iterations, never ending)
+            raise ValueError(f"{self.label}: a budget of {budget} rounds is {iterations} of its iterations, more than "
+                             f"the 2^62 a run counts; lower the budget or its local_steps")
+        return iterations
 
 
 @dataclass(frozen=True)
