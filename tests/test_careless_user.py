@@ -807,3 +807,17 @@ def test_a_number_with_underscores_is_refused(args, grouped):
 def test_a_path_with_underscores_is_a_name(tmp_path):
     code, _, _ = rowstoch_here("run", "--n", "8", "--iterations", "3", "--no-progress", "--out", tmp_path / "2026_12_01")
     assert code == 0 and (tmp_path / "2026_12_01" / "history.csv").exists()
+
+
+@pytest.mark.parametrize("args,message", [
+    (("--objective", "least-squares", "--metric", "suboptimality,test_accuracy", "--test-samples", "50"),
+     "'test_accuracy' does not apply: LeastSquares computes test_loss, test_mse on its test data"),
+    (("--objective", "quadratic", "--metric", "suboptimality,test_loss"),
+     "'test_loss' does not apply: Quadratic holds no test data"),
+    (("--objective", "least-squares", "--metric", "suboptimality,client_drift"),
+     "'client_drift' is a federated method's (its clients and server): none of dsgd is federated")])
+def test_a_metric_no_run_can_record_is_refused(tmp_path, args, message):
+    """A shown metric that no run records was a column of NaN beside runs called ok: refused, saying why."""
+    code, _, err = rowstoch_here("compare", "--n", "8", "--algorithms", "dsgd", "--lr", "0.01", *args,
+                                 "--rounds-budget", "20", "--repeats", "1", "--out", tmp_path / "o", "--no-progress")
+    assert code == 2 and message in err
