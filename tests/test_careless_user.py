@@ -821,3 +821,17 @@ def test_a_metric_no_run_can_record_is_refused(tmp_path, args, message):
     code, _, err = rowstoch_here("compare", "--n", "8", "--algorithms", "dsgd", "--lr", "0.01", *args,
                                  "--rounds-budget", "20", "--repeats", "1", "--out", tmp_path / "o", "--no-progress")
     assert code == 2 and message in err
+
+
+def test_a_checkpoint_of_another_run_is_not_replaced(tmp_path):
+    """`rowstoch run --checkpoint ck.npz` replaced another run's checkpoint without a word (that run could no longer
+    resume): refused unless the run resumes from it or --overwrite."""
+    ck = tmp_path / "ck.npz"
+    common = ("--n", "8", "--iterations", "10", "--no-progress", "--checkpoint", ck)
+    assert rowstoch_here("run", *common, "--out", tmp_path / "a")[0] == 0
+    saved = ck.read_bytes()
+    code, _, err = rowstoch_here("run", *common, "--algorithm", "dsgd", "--out", tmp_path / "b")
+    assert code == 2 and "already exists (an earlier run's checkpoint)" in err and ck.read_bytes() == saved
+    assert rowstoch_here("run", "--n", "8", "--iterations", "20", "--no-progress", "--checkpoint", ck, "--resume", ck,
+                         "--out", tmp_path / "a")[0] == 0
+    assert rowstoch_here("run", *common, "--algorithm", "dsgd", "--out", tmp_path / "c", "--overwrite")[0] == 0

@@ -121,6 +121,17 @@ def _refuse_earlier_run(args):
                      f"another folder, or pass --overwrite to replace them")
 
 
+def _refuse_earlier_checkpoint(args):
+    """A --checkpoint file that exists is refused (another run's checkpoint would be replaced at the first save,
+    and that run could no longer resume), unless the run resumes from it or --overwrite."""
+    if args.overwrite or not os.path.exists(args.checkpoint):
+        return
+    if args.resume and os.path.exists(args.resume) and os.path.samefile(args.resume, args.checkpoint):
+        return
+    raise UsageError(f"--checkpoint {args.checkpoint!r} already exists (an earlier run's checkpoint): resume from it "
+                     f"(--resume {args.checkpoint}), choose another file, or pass --overwrite to replace it")
+
+
 def _write_outputs(h, args, A, algo):
     """CSV, JSON and PNG into --out; on a late write failure into a fresh temporary folder instead."""
     import tempfile
@@ -173,6 +184,7 @@ def cmd_run(args):
             _refuse_earlier_run(args)
             _writable_folder(args.out, "--out")
             if args.checkpoint:
+                _refuse_earlier_checkpoint(args)
                 _writable_file(args.checkpoint, "--checkpoint")
         except UsageError as exc:
             refused = str(exc)
