@@ -989,6 +989,7 @@ class Quadratic(Objective):
         """``q_i ~ U(0.5, 2)`` and ``b_i ~ N(0, I)`` per node, gradient noise ``sigma``; ``dtype=np.float32``
         keeps the data, and so the gradients, in float32 (drawn in float64, then rounded)."""
         n, d = check_int(n, "n", minimum=1), check_int(d, "d", minimum=1)
+        require_memory(3 * 8 * n * d, f"Quadratic.random(n={n}, d={d}) (q and b, n x d each)", "a smaller n or d")
         rng = make_rng(seed)
         obj = cls(rng.uniform(0.5, 2.0, (n, d)), rng.standard_normal((n, d)), sigma=sigma, dtype=dtype)
         obj.source = {"generator": "random", "seed": seed}

@@ -835,3 +835,23 @@ def test_a_checkpoint_of_another_run_is_not_replaced(tmp_path):
     assert rowstoch_here("run", "--n", "8", "--iterations", "20", "--no-progress", "--checkpoint", ck, "--resume", ck,
                          "--out", tmp_path / "a")[0] == 0
     assert rowstoch_here("run", *common, "--algorithm", "dsgd", "--out", tmp_path / "c", "--overwrite")[0] == 0
+
+
+def test_a_schedule_of_layered_networks_says_where_the_layer_goes():
+    """Schedule([Lossy(A, 0.1), A]) failed inside the matrix conversion ("float() argument must be ... not
+    'Lossy'")."""
+    from rowstoch_fast import topology
+    from rowstoch_fast.network import Lossy, Schedule
+
+    A = topology.exponential(8)
+    with pytest.raises(TypeError, match=r"matrices\[0\] is a Lossy network: a Schedule takes matrices; put the layer "
+                                        r"over the schedule instead, e.g. Lossy\(Schedule"):
+        Schedule([Lossy(A, 0.1), A])
+
+
+def test_a_random_quadratic_beyond_memory_is_refused_with_its_size(monkeypatch):
+    from rowstoch_fast.objectives import Quadratic
+
+    monkeypatch.setenv("ROWSTOCH_MEMORY_LIMIT", str(2**30))
+    with pytest.raises(MemoryError, match=r"Quadratic.random\(n=1000000, d=1000000\) .* needs about .*; a smaller n"):
+        Quadratic.random(n=10**6, d=10**6)
