@@ -855,3 +855,14 @@ def test_a_random_quadratic_beyond_memory_is_refused_with_its_size(monkeypatch):
     monkeypatch.setenv("ROWSTOCH_MEMORY_LIMIT", str(2**30))
     with pytest.raises(MemoryError, match=r"Quadratic.random\(n=1000000, d=1000000\) .* needs about .*; a smaller n"):
         Quadratic.random(n=10**6, d=10**6)
+
+
+@pytest.mark.parametrize("value,got", [("[1, 2]", "shape (2,)"), ('"1..4"', "shape ()")])
+def test_a_per_client_list_in_a_file_is_checked_on_the_networks_size(tmp_path, value, got):
+    """`client_steps = "1..4"` with n = 8 was refused as "must be 4 integers" (the check's 4-node stand-in), and
+    `client_steps = [1, 2]` without the file and table: both name the file, the table and the network's 8 clients."""
+    path = tmp_path / "e.toml"
+    path.write_text('[network]\ntopology = "exponential"\nn = 8\n[objective]\nkind = "least-squares"\nd = 4\n'
+                    f'[run]\nrounds_budget = 40\nrepeats = 1\n[algorithms.fedavg]\nlr = 0.05\nclient_steps = {value}\n')
+    code, _, err = rowstoch_here("compare", "--config", path, "--out", tmp_path / "o", "--no-progress")
+    assert code == 2 and f"e.toml: [algorithms.fedavg] client_steps must be 8 integers (one per client), got {got}" in err

@@ -173,7 +173,8 @@ def _compare(args):
                 for label, method, rounds in specs:
                     check_takes(REGISTRY[method], f, label)
                     if label in hyper:  # the file's values, checked by the constructor before anything runs
-                        _check_file_hyper(args.config, label, REGISTRY[method], rounds, hyper[label], args.tracker)
+                        _check_file_hyper(args.config, label, REGISTRY[method], rounds, hyper[label], args.tracker,
+                                          A.n)
                 with warnings.catch_warnings():  # (the budget's warning is printed once, by the run)
                     warnings.simplefilter("ignore", RuntimeWarning)
                     cmp.make_plan(A, f, chosen, args.rounds_budget, lr=lr, repeats=args.repeats, seed=args.seed,
@@ -292,15 +293,20 @@ def _one_section(table):
     return table.drop(columns=[g for g in tables.GROUPS if g in table.columns])
 
 
-def _check_file_hyper(path, label, cls, rounds, values, tracker):
-    """``[algorithms.LABEL]``'s hyperparameters as ``cls``'s constructor checks them, on a 4-node stand-in every
-    algorithm takes (as many nodes as a per-node list holds; their values, not the problem), refused naming the file and table; they were refused once
-    the comparison ran, after other methods had written their results."""
+#: The most nodes of the dense stand-in network an experiment file's hyperparameters are checked on.
+_STAND_IN_NODES = 256
+
+
+def _check_file_hyper(path, label, cls, rounds, values, tracker, nodes):
+    """``[algorithms.LABEL]``'s hyperparameters as ``cls``'s constructor checks them, on a stand-in every algorithm
+    takes (the network's ``nodes``, up to :data:`_STAND_IN_NODES`; past that, as many as a per-node list holds, or
+    4; their values, not the problem), refused naming the file and table; they were refused once the comparison ran,
+    after other methods had written their results."""
     import numpy as np
 
     from ..mixing import MixingMatrix
 
-    n = next((len(v) for v in values.values() if isinstance(v, list)), 4)  # (a per-node list: that many nodes)
+    n = nodes if nodes <= _STAND_IN_NODES else next((len(v) for v in values.values() if isinstance(v, list)), 4)
     stand_in = MixingMatrix(np.full((n, n), 1.0 / n), stochastic="doubly")  # (symmetric, doubly stochastic)
     values = dict(values)
     try:
