@@ -866,3 +866,23 @@ def test_a_per_client_list_in_a_file_is_checked_on_the_networks_size(tmp_path, v
                     f'[run]\nrounds_budget = 40\nrepeats = 1\n[algorithms.fedavg]\nlr = 0.05\nclient_steps = {value}\n')
     code, _, err = rowstoch_here("compare", "--config", path, "--out", tmp_path / "o", "--no-progress")
     assert code == 2 and f"e.toml: [algorithms.fedavg] client_steps must be 8 integers (one per client), got {got}" in err
+
+
+def test_live_with_quiet_draws_its_figure_and_no_text_plot(tmp_path, monkeypatch):
+    """`--live -q` still wrote the text plot after every method: -q silences it; the figure is still drawn."""
+    from rowstoch_fast.compare import live
+
+    monkeypatch.setattr(live, "_has_window", lambda: False)
+    code, out, err = rowstoch_here("compare", "--n", "8", "--objective", "quadratic", "--algorithms", "dsgd,diging",
+                                   "--lr", "0.05", "--rounds-budget", "20", "--repeats", "1", "--live", "-q",
+                                   "--out", tmp_path / "o")
+    assert code == 0 and "against communication rounds" not in err + out
+    assert (tmp_path / "o" / "live.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_a_spread_over_one_node_is_refused(tmp_path):
+    """`--loss 0..0.3 --n 1` silently ran the first value."""
+    code, _, err = rowstoch_here("compare", "--loss", "0..0.3", "--n", "1", "--objective", "quadratic", "--algorithms",
+                                 "dsgd", "--lr", "0.1", "--rounds-budget", "10", "--repeats", "1", "--out",
+                                 tmp_path / "o", "--no-progress")
+    assert code == 2 and "--loss 0..0.3: a spread from 0 to 0.3 needs at least two nodes" in err

@@ -213,7 +213,7 @@ def test_the_shipped_federated_experiment_puts_both_kinds_in_one_table(tmp_path,
     example = pathlib.Path(__file__).resolve().parents[1] / "examples" / "federated.toml"
     assert main(["compare", "--config", str(example), "--rounds-budget", "150", "--repeats", "1", "--total", "8000",
                  "--batch", "500",
-                 "--live", "--out", str(tmp_path / "o"), "-q"]) == 0
+                 "--live", "--out", str(tmp_path / "o"), "--no-progress"]) == 0
     table = pd.read_csv(tmp_path / "o" / "summary.csv").set_index("algorithm")
     assert set(table.index) == {"fedavg", "scaffold", "dsgd", "push-pull", "pull-diag-gt"}
     assert (table["communication_rounds"] == 150).all() and table["test_accuracy"].between(0.5, 1.0).all()

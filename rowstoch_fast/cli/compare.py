@@ -189,7 +189,8 @@ def _compare(args):
     args.topology = topologies if len(topologies) > 1 else topologies[0]
     metric = metrics[0] if metrics else cmp.default_metric(problems[0][6])
     metrics = metrics or [metric, "consensus_error"]
-    live = LiveView(metric, x_axis[0], path=os.path.join(args.out, "live.png")) if args.live and root else None
+    live = LiveView(metric, x_axis[0], path=os.path.join(args.out, "live.png"),  # (-q: the figure, no text plot)
+                    text=False if getattr(args, "quiet", False) else None) if args.live and root else None
     several = len(settings) > 1
     tuned = []  # (every graph's and setting's: a method a resumed one keeps keeps its rate there)
     for gname, sname, _, _, specs, lr, *_ in problems:

@@ -134,6 +134,9 @@ class NodeValues:
         """The ``n`` values (float64; ``integer``: rounded to int64), or a :class:`UsageError` naming ``flag``
         where a file holds another number of them."""
         if self.values is None:
+            if n < 2 and self.first != self.last:  # (one node took the first value, the last silently dropped)
+                raise UsageError(f"{flag} {self.text}: a spread from {self.first:g} to {self.last:g} needs at least "
+                                 f"two nodes; with one, give its value")
             out = np.linspace(self.first, self.last, n)
         else:
             if len(self.values) != n:
