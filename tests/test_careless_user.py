@@ -886,3 +886,10 @@ def test_a_spread_over_one_node_is_refused(tmp_path):
                                  "dsgd", "--lr", "0.1", "--rounds-budget", "10", "--repeats", "1", "--out",
                                  tmp_path / "o", "--no-progress")
     assert code == 2 and "--loss 0..0.3: a spread from 0 to 0.3 needs at least two nodes" in err
+
+
+def test_rowstoch_run_refuses_a_metric_its_method_cannot_record(tmp_path):
+    """`rowstoch run --algorithm dsgd --metric client_drift` recorded a column of NaN."""
+    code, _, err = rowstoch_here("run", "--n", "8", "--algorithm", "dsgd", "--metric", "client_drift", "--iterations",
+                                 "5", "--no-progress", "--out", tmp_path / "o")
+    assert code == 2 and "'client_drift' is a federated method's" in err

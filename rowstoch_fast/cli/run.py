@@ -210,6 +210,11 @@ def cmd_run(args):
         algo = Algorithm(network_options.build(A, args), lr, rounds=rounds, tracker=args.tracker, backend=args.backend,
                          method=method, **_hyper_option(args))
         check_takes(algo.optimizer, f, args.algorithm)
+        if args.metric:  # (one that no record of this run can hold: refused, not a column of NaN)
+            from ..compare.plan import check_shown_metrics
+
+            check_shown_metrics([m.strip() for m in args.metric.split(",") if m.strip()], f,
+                                [(args.algorithm, method, rounds)])
     except (ValueError, TypeError) as exc:
         raise UsageError(str(exc)) from exc
     used = {o.flag for layer in network_options.in_use(args) for o in layer.OPTIONS}

@@ -23,7 +23,7 @@ from .._metric_names import TEST_METRICS
 from ..runner import Algorithm, check_takes, round_schedule
 
 __all__ = ["Method", "Plan", "make_plan", "default_algorithms", "parse_algorithms", "default_metric", "TUNE_GRID",
-           "MIN_ITERATIONS"]
+           "MIN_ITERATIONS", "check_shown_metrics"]
 
 #: The learning rates the tuner tries first: 1e-4 .. 10 in steps of sqrt(10) (methods that track the sum of the
 #: gradients, the Pull-Diag family, run at about 1/n of the rate of those that track their average); it then
@@ -259,7 +259,7 @@ def _metric_entries(ranked, metrics):
     return (ranked, *(m for m in metrics if getattr(m, "name", m) != name))
 
 
-def _check_shown_metrics(metrics, objective, specs):
+def check_shown_metrics(metrics, objective, specs):
     """A ValueError naming the first of ``metrics`` that no run of the comparison can record (it would be a column
     of NaN beside runs called ok): a test metric the objective does not compute (no test data, or a metric of the
     other task: ``test_accuracy`` of a regression), a federated metric where no method is federated."""
@@ -323,7 +323,7 @@ def make_plan(A, objective, algorithms=None, rounds_budget=2000, *, lr=None, tun
     metrics = _metric_entries(ranked, metrics)
     grid = _check_grid(grid)
     specs = parse_algorithms(default_algorithms(A, objective) if algorithms is None else algorithms, A, mg_rounds)
-    _check_shown_metrics(metrics, objective, specs)
+    check_shown_metrics(metrics, objective, specs)
     for label, method, _ in specs:
         check_takes(REGISTRY[method], objective, label)
     labels = [label for label, _, _ in specs]
