@@ -56,6 +56,20 @@ def machine_info():
     return info
 
 
+def per_call(fn, calls):
+    """Seconds per call of ``fn(k)`` over ``k = 0 .. calls - 1`` (each call its own iteration, as a run's are)."""
+    start = time.perf_counter()
+    for k in range(calls):
+        fn(k)
+    return (time.perf_counter() - start) / calls
+
+
+def machine_line():
+    """One line: the machine's name, cores, ``OMP_NUM_THREADS`` and load (printed first by the scripts)."""
+    return (f"machine: {os.uname().nodename}, {os.cpu_count()} cores, OMP_NUM_THREADS="
+            f"{os.environ.get('OMP_NUM_THREADS', 'unset')}, load {os.getloadavg()[0]:.2f}")
+
+
 def interleaved(contenders, rounds=5, min_time=0.1, min_calls=4, seed=0):
     """Median seconds per call of each callable, timed in interleaved blocks.
 

@@ -9,7 +9,6 @@ ratio), then a ``compare`` of three methods end to end with each path.
 """
 
 import argparse
-import os
 import statistics
 import time
 import warnings
@@ -17,6 +16,7 @@ import warnings
 import numpy as np
 
 import rowstoch_fast as rf
+from _harness import machine_line, per_call
 from rowstoch_fast import compare as cmp
 from rowstoch_fast._reference import least_squares_numpy_draws
 from rowstoch_fast.objectives import LeastSquares
@@ -28,19 +28,11 @@ class Former(LeastSquares):
         return least_squares_numpy_draws(self, X, iteration, **kw)
 
 
-def timed(fn, calls):
-    start = time.perf_counter()
-    for k in range(calls):
-        fn(k)
-    return (time.perf_counter() - start) / calls
-
-
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--repeats", type=int, default=5)
     args = p.parse_args()
-    print(f"machine: {os.uname().nodename}, {os.cpu_count()} cores, OMP_NUM_THREADS="
-          f"{os.environ.get('OMP_NUM_THREADS', 'unset')}, load {os.getloadavg()[0]:.2f}")
+    print(machine_line())
     A = rf.topology.exponential(16)
     # (n, rows a node, d, batch, replicas, period); the last two: a helper's review found the products of every
     # replica at once 0.65x / 0.75x the former path there (large d and batch), before they went in blocks
@@ -54,7 +46,7 @@ def main():
         grads = {"C++": [], "former": []}
         for _ in range(args.repeats):
             for name, f in (("C++", new), ("former", old)):
-                grads[name].append(timed(lambda k: f.stochastic_gradient(X, k, rep_period=period), 300))
+                grads[name].append(per_call(lambda k: f.stochastic_gradient(X, k, rep_period=period), 300))
         g_new, g_old = statistics.median(grads["C++"]), statistics.median(grads["former"])
         print(f"n = {n}, M = {M}, d = {d}, batch = {batch}, {reps} replicas (period {period}): gradient "
               f"{g_new * 1e6:.1f} us "
@@ -70,7 +62,7 @@ def main():
                     opt = build_replicas(m.algorithm(A, m.lr, "auto"), f, reps)
                     oracle = f.oracle(seed=0, batches=opt.rounds)
                     opt.initialize(oracle)
-                    steps[name].append((method, timed(lambda k: opt.step(oracle), 300)))
+                    steps[name].append((method, per_call(lambda k: opt.step(oracle), 300)))
             s_new = statistics.median(t for mm, t in steps["C++"] if mm == method)
             s_old = statistics.median(t for mm, t in steps["former"] if mm == method)
             print(f"    {method} step: {s_new * 1e6:.1f} us against {s_old * 1e6:.1f} us ({s_old / s_new:.2f}x)",

@@ -10,7 +10,6 @@ path, their records asserted equal.
 """
 
 import argparse
-import os
 import statistics
 import time
 import warnings
@@ -18,6 +17,7 @@ import warnings
 import numpy as np
 
 import rowstoch_fast as rf
+from _harness import machine_line, per_call
 from rowstoch_fast import compare as cmp
 from rowstoch_fast._reference import quadratic_stochastic_gradient
 from rowstoch_fast.objectives import Quadratic
@@ -28,19 +28,11 @@ class Former(Quadratic):
         return quadratic_stochastic_gradient(self, X, iteration, **kw)
 
 
-def timed(fn, calls):
-    start = time.perf_counter()
-    for k in range(calls):
-        fn(k)
-    return (time.perf_counter() - start) / calls
-
-
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--repeats", type=int, default=5)
     args = p.parse_args()
-    print(f"machine: {os.uname().nodename}, {os.cpu_count()} cores, OMP_NUM_THREADS="
-          f"{os.environ.get('OMP_NUM_THREADS', 'unset')}, load {os.getloadavg()[0]:.2f}")
+    print(machine_line())
     new = Quadratic.random(16, 10, seed=0, sigma=0.1)
     old = Former(new.q, new.b, sigma=new.sigma)
     for reps, period in [(1, 0), (5, 0), (22, 2)]:
@@ -50,7 +42,7 @@ def main():
         times = {"now": [], "former": []}
         for _ in range(args.repeats):
             for name, f in (("now", new), ("former", old)):
-                times[name].append(timed(lambda k: f.stochastic_gradient(X, k, rep_period=period), 300))
+                times[name].append(per_call(lambda k: f.stochastic_gradient(X, k, rep_period=period), 300))
         a, b = statistics.median(times["now"]), statistics.median(times["former"])
         print(f"{reps} replicas (period {period}): {a * 1e6:.1f} us against {b * 1e6:.1f} us ({b / a:.2f}x)",
               flush=True)
