@@ -604,6 +604,24 @@ def _save_checkpoint(path, opt, oracle, rows, meta, wall_offset):
                       "checkpoint (if any) is kept", RuntimeWarning, stacklevel=3)
 
 
+def _unchecked_divergence(opt, exc):
+    """The :class:`DivergenceError` of a run built with ``check_finite=False`` whose iterates left the finite
+    numbers unstopped, until the objective refused them (``exc``, a ValueError: "X must be finite"), or None. One
+    process only: under MPI a rank whose rows are finite would not raise, and the ranks would not agree."""
+    if opt.check_finite or opt.backend == "mpi" or not isinstance(exc, ValueError):
+        return None
+    X = opt.gather_x(copy=False)
+    X = np.asarray(X.get() if hasattr(X, "get") else X)
+    bad = np.argwhere(~np.isfinite(X))
+    if not len(bad):
+        return None
+    node = int(bad[0][-2]) if X.ndim >= 2 else 0
+    lr = opt.lr if np.ndim(opt.lr) == 0 else "per replica"
+    return DivergenceError(f"iterates became non-finite by iteration {opt.iteration}, first at node {node} (lr = "
+                           f"{lr} too large?); check_finite=False did not stop the run when they did, so its state is "
+                           f"not the last finite one", iteration=opt.iteration, node=node, what="iterate")
+
+
 class _Marks:
     """The iterations a run records at: every ``every``-th from 0 and the last, or those of ``at`` (a set's
     membership without the set: a run of 10^9 iterations recorded at each held 10^9 integers before its first
@@ -902,7 +920,8 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
     except DivergenceError as exc:
         diverged = exc
     except Exception as exc:  # noqa: BLE001 - grad_fn's own error, out of memory, ...: re-raised below
-        failed = exc
+        diverged = _unchecked_divergence(opt, exc)
+        failed = exc if diverged is None else None
     finally:
         if bar is not None:
             bar.close()

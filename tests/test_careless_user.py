@@ -893,3 +893,13 @@ def test_rowstoch_run_refuses_a_metric_its_method_cannot_record(tmp_path):
     code, _, err = rowstoch_here("run", "--n", "8", "--algorithm", "dsgd", "--metric", "client_drift", "--iterations",
                                  "5", "--no-progress", "--out", tmp_path / "o")
     assert code == 2 and "'client_drift' is a federated method's" in err
+
+
+def test_an_unchecked_run_that_diverges_is_diverged_not_bad_input(tmp_path):
+    """With check_finite=false the iterates went to inf unstopped and the objective refused them: exit 2 "X must
+    be finite", as if the input were bad. It is a divergence: exit 3, its records kept, marked diverged."""
+    code, _, err = rowstoch_here("run", "--n", "8", "--objective", "least-squares", "--algorithm", "dsgd", "--lr",
+                                 "1e10", "--iterations", "50", "--hyper", "check_finite=false", "--no-progress",
+                                 "--out", tmp_path / "o")
+    assert code == 3 and "iterates became non-finite by iteration" in err and "check_finite=False" in err
+    assert json.loads((tmp_path / "o" / "history.json").read_text())["diverged"] is True
