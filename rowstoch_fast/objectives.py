@@ -941,8 +941,8 @@ _generators = threading.local()
 
 
 def _numpy_normals(seed, reps, iteration, shape):
-    """``default_rng([seed, r, iteration]).standard_normal(shape)`` for each ``r`` of ``reps``, stacked (shape
-    ``(len(reps), *shape)``), the same values:
+    """``default_rng([seed, r, iteration]).standard_normal(shape)`` for each ``r`` of ``reps`` in turn, the same
+    values, each in one buffer (read it before the next: a stream at a time, whatever their number):
     the generators' seeding (NumPy's SeedSequence and PCG64) in C++ (``_core.numpy_pcg64_states``), and one
     PCG64 of the calling thread set to each state in turn (about 5 us a stream against 20 for ``default_rng``)."""
     entropy = np.empty((len(reps), 3), dtype=np.uint64)
@@ -952,12 +952,11 @@ def _numpy_normals(seed, reps, iteration, shape):
     if bits is None:
         bits = _generators.pcg64 = np.random.PCG64(0)
         _generators.generator = np.random.Generator(bits)
-    out = np.empty((len(states), *shape))
-    for k, (hi, lo, inc_hi, inc_lo) in enumerate(states):
+    buffer = np.empty(shape)
+    for hi, lo, inc_hi, inc_lo in states:
         bits.state = {"bit_generator": "PCG64", "state": {"state": hi << 64 | lo, "inc": inc_hi << 64 | inc_lo},
                       "has_uint32": 0, "uinteger": 0}
-        _generators.generator.standard_normal(out=out[k])
-    return out
+        yield _generators.generator.standard_normal(out=buffer)
 
 
 class Quadratic(Objective):
@@ -1065,10 +1064,10 @@ class Quadratic(Objective):
         if self.sigma:
             # one draw per stream (a tuner's candidates share theirs: rep_period), every node's, then the rows asked
             distinct = reps if len(reps) <= 1 or not rep_period or rep_period >= len(reps) else reps[:rep_period]
-            Z = _numpy_normals(seed, rep_offset + distinct, iteration, (batches, self.n, self.d))
-            noise = self.sigma * (Z[:, 0] if batches == 1 else Z.mean(1))
-            if nodes is not None:
-                noise = noise[:, np.asarray(nodes)]
+            rows = ... if nodes is None else np.asarray(nodes)
+            noise = np.empty((len(distinct), *G.shape[-2:]))
+            for k, z in enumerate(_numpy_normals(seed, rep_offset + distinct, iteration, (batches, self.n, self.d))):
+                np.multiply(self.sigma, (z[0] if batches == 1 else z.mean(0))[rows], out=noise[k])
             if G.ndim == 2:
                 G += noise[0]
             else:

@@ -797,7 +797,10 @@ def test_local_steps_past_what_a_run_counts_are_refused(tmp_path, steps, message
 
 
 @pytest.mark.parametrize("args,grouped", [(("run", "--noise", "0_01"), "0_01"), (("compare", "--loss", "0.1,0_2"), "0_2"),
-                                          (("run", "--lr=1_0"), "1_0")])
+                                          (("run", "--lr=1_0"), "1_0"), (("compare", "--lr", "dsgd=0_01"), "0_01"),
+                                          (("run", "--noise", "0..0_5"), "0_5"),
+                                          (("compare", "--cost-weights", "gradient=1_0,round=2"), "1_0"),
+                                          (("compare", "--compress", "topk:0_5"), "0_5")])
 def test_a_number_with_underscores_is_refused(args, grouped):
     """`--noise 0_01` was read as 1.0 (Python's digit grouping: float("0_01") == 1.0), silently."""
     code, _, err = rowstoch_here(*args)

@@ -88,17 +88,35 @@ _PATH_OPTIONS = ("--out", "--checkpoint", "--resume", "--config", "--matrix", "-
                  "--metrics-module", "--data", "--preset")
 
 
+def _options_taking_values():
+    """Every option of every command that takes a value (not a flag such as ``--overwrite``)."""
+    import argparse
+
+    out, parsers = set(), [make_parser()]
+    while parsers:
+        parser = parsers.pop()
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                parsers.extend(action.choices.values())
+            elif action.nargs != 0:
+                out.update(o for o in action.option_strings if o.startswith("--"))
+    return out
+
+
 def _bad_value(argv):
     """Why the first option written with a value no option reads as meant is refused, or None: an empty value
     (``--config ''``, ``--config=``: several options read it as not given) or a number with underscores
     (``--noise 0_01`` was 1.0)."""
     argv = [str(token) for token in argv]
+    takes = _options_taking_values()
     for k, token in enumerate(argv):
         if token == "--":
             return None
         if not token.startswith("--"):
             continue
         option, eq, value = token.partition("=")
+        if option not in takes:  # (a flag, or no option: argparse says so)
+            continue
         if not eq:
             if k + 1 >= len(argv) or argv[k + 1].startswith("--"):
                 continue
@@ -107,7 +125,9 @@ def _bad_value(argv):
             return f"{option} was given an empty value: give it one, or leave the option out"
         if option in _PATH_OPTIONS:  # (a folder named 2026_12_01 is a name, not a number)
             continue
-        grouped = [item for item in value.split(",") if "_" in item and _GROUPED_NUMBER.fullmatch(item.strip())]
+        pieces = [piece.strip() for item in value.split(",") for piece in re.split(r"=|:|\.\.", item)]
+        grouped = [piece for piece in pieces if "_" in piece and _GROUPED_NUMBER.fullmatch(piece)]  # (NAME=V, A..B,
+        # METHOD:P too)
         if grouped:
             return (f"{option} {value!r}: {grouped[0]!r} is a number written with underscores, which would be read as "
                     f"{grouped[0].replace('_', '')}; write it without them")
