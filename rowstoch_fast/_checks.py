@@ -215,9 +215,10 @@ def fmt_bytes(nbytes):
     return f"{int(nbytes)} B"
 
 
-def env_number(name, what, default=None):
-    """The environment variable ``name`` as a finite number >= 0 (``default`` where it is unset or empty), or a
-    :class:`~rowstoch_fast.errors.UsageError` naming it and ``what`` it holds."""
+def env_number(name, what, default=None, allow_inf=False):
+    """The environment variable ``name`` as a number >= 0, finite unless ``allow_inf`` (``inf``: no cap;
+    ``default`` where it is unset or blank), or a :class:`~rowstoch_fast.errors.UsageError` naming it and ``what``
+    it holds."""
     from .errors import UsageError
 
     text = os.environ.get(name, "").strip()
@@ -227,17 +228,18 @@ def env_number(name, what, default=None):
         value = float(text)
     except ValueError:
         value = float("nan")
-    if not (np.isfinite(value) and value >= 0):
-        raise UsageError(f"the environment variable {name} must be {what} (a finite number >= 0), got {text!r}")
+    if not (value >= 0 and (allow_inf or np.isfinite(value))):
+        raise UsageError(f"the environment variable {name} must be {what} (a {'' if allow_inf else 'finite '}number "
+                         f">= 0{', or inf' if allow_inf else ''}), got {text!r}")
     return value
 
 
 def available_memory():
     """Bytes this process may still allocate: ``ROWSTOCH_MEMORY_LIMIT`` if set, else the smaller of
     the kernel's MemAvailable and the cgroup's free quota (Linux); None when unknown."""
-    env = os.environ.get("ROWSTOCH_MEMORY_LIMIT")
-    if env:
-        return int(env_number("ROWSTOCH_MEMORY_LIMIT", "a number of bytes"))
+    limit = env_number("ROWSTOCH_MEMORY_LIMIT", "a number of bytes")
+    if limit is not None:
+        return int(limit)
     limits = []
     try:
         with open("/proc/meminfo") as f:

@@ -448,18 +448,17 @@ def _beta_sparse(csr, pi):
                        ncv=min(64, n - 1))
     except (_TooMuchWork, spla.ArpackNoConvergence):
         raise _not_converged(n, steps[1]) from None
-    except spla.ArpackError:  # (a breakdown: "no shifts could be applied", where few singular values are nonzero,
-        steps[0] = 0          # e.g. a star's; the power method converges fast exactly there)
-        try:
+    except spla.ArpackError:  # (a breakdown, "no shifts could be applied": few distinct singular values, e.g. a
+        try:                  # star's; the power method, on what is left of the same budget)
             return _top_singular_value(op, rng.standard_normal(n))
         except _TooMuchWork:
-            raise _not_converged(n, steps[1]) from None
+            raise _not_converged(n, steps[1], "Krylov and power-method") from None
     return float(sv[0])
 
 
-def _not_converged(n, allowed):
+def _not_converged(n, allowed, kind="Krylov"):
     return BetaNotConverged(
-        f"beta of this network (n = {n}) did not converge in {allowed} Krylov steps (metrics.BETA_MAX_WORK = "
+        f"beta of this network (n = {n}) did not converge in {allowed} {kind} steps (metrics.BETA_MAX_WORK = "
         f"{BETA_MAX_WORK:g} over n): its gap 1 - beta is too small to resolve (a ring of n nodes has about pi^2 / "
         f"n^2 = {math.pi ** 2 / n ** 2:.2g}); what needs it: an mg- method's rounds (give them: --mg-rounds, "
         f"rounds=R), the exact tracker's work check (--tracker perron); or raise BETA_MAX_WORK")

@@ -34,11 +34,19 @@ DEFAULT_MAX_WORK = 2e12
 DEFAULT_BLOCK = 256
 
 
+def _max_bytes_default():
+    """The memory cap of the exact tracker's blocks: ``ROWSTOCH_TRACKER_MAX_BYTES`` or :data:`DEFAULT_MAX_BYTES`."""
+    from ._checks import env_number
+
+    value = env_number("ROWSTOCH_TRACKER_MAX_BYTES", "a number of bytes", DEFAULT_MAX_BYTES, allow_inf=True)
+    return value if value == float("inf") else int(value)
+
+
 def max_work_default():
     """The work cap of exact diagonal computations: ``ROWSTOCH_TRACKER_MAX_WORK`` or :data:`DEFAULT_MAX_WORK`."""
     from ._checks import env_number
 
-    return env_number("ROWSTOCH_TRACKER_MAX_WORK", "a count of multiply-adds", DEFAULT_MAX_WORK)
+    return env_number("ROWSTOCH_TRACKER_MAX_WORK", "a count of multiply-adds", DEFAULT_MAX_WORK, allow_inf=True)
 
 
 def check_diag_work(A, steps, what, max_work=None):
@@ -167,7 +175,7 @@ class DiagTracker:
         from scipy.sparse import csgraph
 
         if max_bytes is None:
-            max_bytes = int(os.environ.get("ROWSTOCH_TRACKER_MAX_BYTES", DEFAULT_MAX_BYTES))
+            max_bytes = _max_bytes_default()
         if max_work is None:
             max_work = max_work_default()
         if A.n < 2:
@@ -187,7 +195,7 @@ class DiagTracker:
 
     def _build(self, A, metrics, max_bytes, max_work):
         if max_bytes is None:
-            max_bytes = int(os.environ.get("ROWSTOCH_TRACKER_MAX_BYTES", DEFAULT_MAX_BYTES))
+            max_bytes = _max_bytes_default()
         if max_work is None:
             max_work = max_work_default()
         if not metrics.has_gap:
@@ -269,7 +277,7 @@ class NetworkTracker:
             raise ValueError(f"tracker={kind!r} needs a static network (diag(pi) has no meaning when A changes "
                              "with t); use tracker='exact' on a time-varying network")
         if max_bytes is None:
-            max_bytes = int(os.environ.get("ROWSTOCH_TRACKER_MAX_BYTES", DEFAULT_MAX_BYTES))
+            max_bytes = _max_bytes_default()
         need = 8.0 * network.n * network.n
         if need > max_bytes:
             raise MemoryError(

@@ -744,8 +744,9 @@ def test_an_empty_value_is_refused_naming_its_option(args):
 
 
 @pytest.mark.parametrize("name,value", [("ROWSTOCH_MEMORY_LIMIT", "abc"), ("ROWSTOCH_MEMORY_LIMIT", "nan"),
-                                        ("ROWSTOCH_MEMORY_LIMIT", "-1"), ("ROWSTOCH_TRACKER_MAX_WORK", "abc"),
-                                        ("ROWSTOCH_TRACKER_MAX_WORK", "nan")])
+                                        ("ROWSTOCH_MEMORY_LIMIT", "-1"), ("ROWSTOCH_MEMORY_LIMIT", "inf"),
+                                        ("ROWSTOCH_TRACKER_MAX_WORK", "abc"), ("ROWSTOCH_TRACKER_MAX_WORK", "nan"),
+                                        ("ROWSTOCH_TRACKER_MAX_BYTES", "abc"), ("ROWSTOCH_TRACKER_MAX_BYTES", "-5")])
 def test_a_bad_environment_variable_is_refused_naming_it(name, value, tmp_path):
     """ROWSTOCH_MEMORY_LIMIT=abc gave "could not convert string to float", =-1 was taken ("only -1 B is
     available"), ROWSTOCH_TRACKER_MAX_WORK=nan silently lifted the cap: refused, naming the variable."""
@@ -834,7 +835,7 @@ def test_a_checkpoint_of_another_run_is_not_replaced(tmp_path):
     assert rowstoch_here("run", *common, "--out", tmp_path / "a")[0] == 0
     saved = ck.read_bytes()
     code, _, err = rowstoch_here("run", *common, "--algorithm", "dsgd", "--out", tmp_path / "b")
-    assert code == 2 and "already exists (an earlier run's checkpoint)" in err and ck.read_bytes() == saved
+    assert code == 2 and "already exists (a run's checkpoint would replace it)" in err and ck.read_bytes() == saved
     assert rowstoch_here("run", "--n", "8", "--iterations", "20", "--no-progress", "--checkpoint", ck, "--resume", ck,
                          "--out", tmp_path / "a")[0] == 0
     assert rowstoch_here("run", *common, "--algorithm", "dsgd", "--out", tmp_path / "c", "--overwrite")[0] == 0
@@ -906,3 +907,24 @@ def test_an_unchecked_run_that_diverges_is_diverged_not_bad_input(tmp_path):
                                  "--out", tmp_path / "o")
     assert code == 3 and "iterates became non-finite by iteration" in err and "check_finite=False" in err
     assert json.loads((tmp_path / "o" / "history.json").read_text())["diverged"] is True
+
+
+@pytest.mark.parametrize("name,value", [("ROWSTOCH_MEMORY_LIMIT", " "), ("ROWSTOCH_TRACKER_MAX_WORK", "inf"),
+                                        ("ROWSTOCH_TRACKER_MAX_BYTES", "inf"), ("ROWSTOCH_TRACKER_MAX_BYTES", "1e9")])
+def test_a_blank_or_unlimited_environment_variable_is_taken(name, value, tmp_path):
+    """A blank value is unset (it had crashed: int(None)); inf lifts a tracker's cap, as it did; 1e9 bytes is a
+    number (int("1e9") had failed)."""
+    code, _, err = rowstoch_here("run", "--n", "8", "--iterations", "3", "--no-progress", "--out", tmp_path / "o",
+                                 env={name: value})
+    assert code == 0, err
+
+
+@pytest.mark.parametrize("hyper,message", [("local_steps=2.5", "local_steps must be an integer, got float 2.5"),
+                                           ("check_finite=False", "check_finite must be True or False, got str "
+                                                                  "'False'")])
+def test_a_hyperparameter_of_the_wrong_type_is_one_line(tmp_path, hyper, message):
+    """`--hyper local_steps=2.5` ended in a 48-line traceback; `--hyper check_finite=False` (not JSON: the text
+    "False") was read as true and the run checked on."""
+    code, _, err = rowstoch_here("run", "--n", "8", "--objective", "least-squares", "--algorithm", "fedavg",
+                                 "--iterations", "5", "--hyper", hyper, "--no-progress", "--out", tmp_path / "o")
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1

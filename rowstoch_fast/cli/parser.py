@@ -174,7 +174,8 @@ def make_parser():
     rn.add_argument("--repeats", type=_positive_int, default=1, help="independent repetitions, batched")
     rn.add_argument("--record-every", type=_positive_int, default=None,
                     help="record the metrics every this many iterations (default iterations / 100)")
-    rn.add_argument("--checkpoint", help="write an atomic .npz checkpoint here (periodically, on Ctrl-C, at the end)")
+    rn.add_argument("--checkpoint", help="write an atomic .npz checkpoint here (periodically, on Ctrl-C, at the end); "
+                                         "a file that exists is refused unless --resume names it or --overwrite")
     rn.add_argument("--resume", help="continue from this checkpoint (same options; only --iterations, --lr and "
                                      "--record-every may change)")
     rn.add_argument("--metrics-module", default=None, metavar="FILE",

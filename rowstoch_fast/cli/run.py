@@ -128,8 +128,8 @@ def _refuse_earlier_checkpoint(args):
         return
     if args.resume and os.path.exists(args.resume) and os.path.samefile(args.resume, args.checkpoint):
         return
-    raise UsageError(f"--checkpoint {args.checkpoint!r} already exists (an earlier run's checkpoint): resume from it "
-                     f"(--resume {args.checkpoint}), choose another file, or pass --overwrite to replace it")
+    raise UsageError(f"--checkpoint {args.checkpoint!r} already exists (a run's checkpoint would replace it): resume "
+                     f"from it (--resume {args.checkpoint}), choose another file, or pass --overwrite to replace it")
 
 
 def _write_outputs(h, args, A, algo):
@@ -233,8 +233,11 @@ def cmd_run(args):
             diverged, h = exc, getattr(exc, "history", None)
         except Exception as exc:
             _write_what_was_recorded(exc, args, A, algo, root)
-            if isinstance(exc, (FileNotFoundError, ValueError, TypeError, RuntimeError)):  # (TypeError: a --hyper
-                raise UsageError(str(exc)) from exc  # value of the wrong type, which the method checks as it is built)
+            if isinstance(exc, (FileNotFoundError, ValueError, RuntimeError)) or (
+                    isinstance(exc, TypeError) and getattr(exc, "history", None) is None):  # (a TypeError before the
+                # first step: a --hyper value of the wrong type, which the method checks as it is built; one later,
+                # from a kernel or a metric of the user's, keeps its traceback)
+                raise UsageError(str(exc)) from exc
             raise
     for message in dict.fromkeys(str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)):
         print(f"rowstoch: warning: {message}", file=sys.stderr)  # each once (NumPy repeats its overflow notes)

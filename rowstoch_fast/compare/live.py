@@ -43,7 +43,7 @@ __all__ = ["LiveView", "text_plot"]
 #: The letters of the lines of a text plot, one per algorithm (then repeated).
 MARKS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 #: Resolution of the live PNG: a preview on a screen, redrawn after every method (the comparison's own figure is
-#: saved at :data:`rowstoch_fast.report.DPI` at the end); 120 dpi encodes in about 0.6 of the time of 300.
+#: saved at :data:`rowstoch_fast.report.DPI` at the end); 120 dpi saves in 0.6-0.75 of the time of 300.
 LIVE_DPI = 120
 #: Matplotlib backends that draw no window.
 _NO_WINDOW = ("agg", "pdf", "ps", "svg", "pgf", "cairo", "template")

@@ -31,6 +31,9 @@ class Schedule(Network):
         self._validated = all(isinstance(m, MixingMatrix) for m in matrices)  # checked as a whole network
         mats = []
         for k, m in enumerate(matrices):
+            if isinstance(m, Schedule):
+                raise TypeError(f"matrices[{k}] is a Schedule: a Schedule takes matrices; list its matrices in "
+                                "this one")
             if isinstance(m, Network):  # (a layer's rounds vary on their own: it goes over the schedule, not in it)
                 raise TypeError(f"matrices[{k}] is a {type(m).__name__} network: a Schedule takes matrices; put the "
                                 f"layer over the schedule instead, e.g. {type(m).__name__}(Schedule([...]), ...)")
