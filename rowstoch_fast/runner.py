@@ -606,9 +606,10 @@ def _save_checkpoint(path, opt, oracle, rows, meta, wall_offset):
 
 def _unchecked_divergence(opt, exc):
     """The :class:`DivergenceError` of a run built with ``check_finite=False`` whose iterates left the finite
-    numbers unstopped, until the objective refused them (``exc``, a ValueError: "X must be finite"), or None. One
-    process only: under MPI a rank whose rows are finite would not raise, and the ranks would not agree."""
-    if opt.check_finite or opt.backend == "mpi" or not isinstance(exc, ValueError):
+    numbers unstopped, until the objective refused them (``exc``, a ValueError: "X must be finite"), or None. Where
+    every node's rows are this process's only: across processes a rank whose rows are finite would not raise, and
+    the ranks would not agree."""
+    if opt.check_finite or opt.local_nodes is not None or not isinstance(exc, ValueError):
         return None
     X = opt.gather_x(copy=False)
     X = np.asarray(X.get() if hasattr(X, "get") else X)
