@@ -926,6 +926,12 @@ def _replicas(reps, rep_period):
     return r % rep_period if rep_period else r
 
 
+def _distinct(streams, rep_period):
+    """The distinct streams of :func:`_replicas`' ``streams``, in order (those of the first period: replicas that
+    share a stream draw it once; replica ``r`` reads ``r % len(distinct)``)."""
+    return streams[:rep_period] if rep_period and rep_period < len(streams) else streams
+
+
 def _check_nonempty(shape, name, n=1):
     """A data array with at least one row per node (``n`` of them) and one column, or a ValueError."""
     if shape[0] < n or shape[1] == 0:
@@ -1063,7 +1069,7 @@ class Quadratic(Objective):
         G = self.full_gradient(X, nodes)
         if self.sigma:
             # one draw per stream (a tuner's candidates share theirs: rep_period), every node's, then the rows asked
-            distinct = reps if len(reps) <= 1 or not rep_period or rep_period >= len(reps) else reps[:rep_period]
+            distinct = _distinct(reps, rep_period)
             rows = ... if nodes is None else np.asarray(nodes)
             noise = np.empty((len(distinct), *G.shape[-2:]))
             for k, z in enumerate(_numpy_normals(seed, rep_offset + distinct, iteration, (batches, self.n, self.d))):
@@ -1246,7 +1252,7 @@ class LeastSquares(Objective):
             sel = slice(None) if nodes is None else nodes
             return self._grad(X, self.H[sel], self.y[sel])
         Xr = X.reshape(reps, len(own), self.d)
-        distinct = streams if not rep_period or rep_period >= reps else streams[:rep_period]  # (shared draws once)
+        distinct = _distinct(streams, rep_period)  # (shared draws once)
         entropy = np.empty((len(distinct), 3), dtype=np.uint64)
         entropy[:, 0], entropy[:, 1], entropy[:, 2] = seed, rep_offset + distinct, iteration
         idx = _core.numpy_minibatches(entropy, self.n, self.M, batches, self.batch,

@@ -611,8 +611,7 @@ def _unchecked_divergence(opt, exc):
     the ranks would not agree."""
     if opt.check_finite or opt.local_nodes is not None or not isinstance(exc, ValueError):
         return None
-    X = opt.gather_x(copy=False)
-    X = np.asarray(X.get() if hasattr(X, "get") else X)
+    X = opt.gather_x(copy=False)  # (a host array)
     bad = np.argwhere(~np.isfinite(X))
     if not len(bad):
         return None
@@ -880,7 +879,7 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
                 opt.backend, opt.n, repeats, _core.get_num_threads(), meta["setup_seconds"],
                 "resumed" if resume is not None else "starting", opt.iteration)
     records = len(record_at) if record_at is not None else iterations // record_every + 2
-    require_memory(records * repeats * (len(_HEAD) + len(METRICS) + 1 + len(extra)) * 32,
+    require_memory(records * repeats * len(_columns(meta)) * 32,
                    f"a record every {record_every} of {iterations} iterations ({records} records x {repeats} "
                    "repetitions)",
                    "record less often (a larger record_every, --record-every) or fewer repetitions")

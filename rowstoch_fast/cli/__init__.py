@@ -59,7 +59,7 @@ def main(argv=None):
     """Entry point of the ``rowstoch`` command."""
     parser = make_parser()
     argv = sys.argv[1:] if argv is None else list(argv)
-    bad = _bad_value(argv)
+    bad = _bad_value(argv, parser)
     if bad is not None:  # (an unset "$CONFIG" in a script: --config '' ran the whole default comparison)
         parser.error(bad)
     args = parser.parse_args(argv)
@@ -88,11 +88,11 @@ _PATH_OPTIONS = ("--out", "--checkpoint", "--resume", "--config", "--matrix", "-
                  "--metrics-module", "--data", "--preset")
 
 
-def _options_taking_values():
-    """Every option of every command that takes a value (not a flag such as ``--overwrite``)."""
+def _options_taking_values(parser):
+    """Every option of every command of ``parser`` that takes a value (not a flag such as ``--overwrite``)."""
     import argparse
 
-    out, parsers = set(), [make_parser()]
+    out, parsers = set(), [parser]
     while parsers:
         parser = parsers.pop()
         for action in parser._actions:
@@ -103,12 +103,12 @@ def _options_taking_values():
     return out
 
 
-def _bad_value(argv):
+def _bad_value(argv, parser):
     """Why the first option written with a value no option reads as meant is refused, or None: an empty value
     (``--config ''``, ``--config=``: several options read it as not given) or a number with underscores
     (``--noise 0_01`` was 1.0)."""
     argv = [str(token) for token in argv]
-    takes = _options_taking_values()
+    takes = _options_taking_values(parser)
     for k, token in enumerate(argv):
         if token == "--":
             return None
