@@ -211,18 +211,30 @@ def test_beta_of_a_tiny_gap_gives_up_after_a_bounded_work_and_the_table_says_why
 
 
 def test_beta_of_a_star_survives_arpacks_breakdown(monkeypatch):
-    """A star of 3,000 nodes has few nonzero singular values: ARPACK stopped with "no shifts could be applied" (a
-    raw scipy error out of `rowstoch metrics --topology star --n 3000`, and out of every run that read beta there).
-    Beta then comes from the power method, within the budget; the dense value of the same graph is 0.5."""
+    """A star of 3,000 nodes has few distinct singular values: ARPACK (SciPy 1.17 here) stopped with "no shifts could
+    be applied" (a raw scipy error out of `rowstoch metrics --topology star --n 3000`, and out of every run that read
+    beta there). Beta then comes from the power method, on what is left of the one budget; the dense value of the
+    same graph is 0.5. The breakdown is forced below (another SciPy's ARPACK may converge instead)."""
+    import scipy.sparse.linalg as spla
+
     monkeypatch.setattr(metrics, "DENSE_MAX_N", 10)
     small = topology.star(40)
     assert metrics._beta_dense(small.csr.toarray(), small.pi) == pytest.approx(0.5, rel=1e-12)
+    assert topology.star(3000).metrics().beta == pytest.approx(0.5, rel=1e-9)  # (whichever path converged)
+
+    def breaks_down(op, *args, **kwargs):  # (ARPACK's breakdown after 100 products, as SciPy 1.17's on this star)
+        v = np.ones(op.shape[1])
+        for _ in range(100):
+            v = op.rmatvec(op.matvec(v))
+            v /= np.linalg.norm(v)
+        raise spla.ArpackError(3)
+
     calls = []
     power = metrics._top_singular_value
+    monkeypatch.setattr(spla, "svds", breaks_down)
     monkeypatch.setattr(metrics, "_top_singular_value", lambda *a: calls.append(1) or power(*a))
     assert topology.star(3000).metrics().beta == pytest.approx(0.5, rel=1e-9) and calls == [1]
-    # the power method goes on with what ARPACK left of the one budget (ARPACK breaks down before 150 steps here)
-    monkeypatch.setattr(metrics, "BETA_MAX_WORK", 3000 * 300)
+    monkeypatch.setattr(metrics, "BETA_MAX_WORK", 3000 * 300)  # (one budget: 200 products left to the power method)
     with pytest.raises(metrics.BetaNotConverged, match=r"n = 3000\) did not converge in 300 Krylov and power-method "
                                                        r"steps"):
         topology.star(3000).metrics().beta
