@@ -271,8 +271,10 @@ def perron_vector(A):
     Exact dense LU on the bordered system for ``n <= DENSE_MAX_N``; beyond,
     power steps ``pi <- A^T pi`` on the compiled kernel until
     ``||A^T pi - pi||_1 <= PERRON_TOL`` (1e-14), with ARPACK for slowly mixing
-    networks (after ``PERRON_POWER_STEPS`` steps). ValueError when the residual
-    stays above ``PERRON_ACCEPT`` (1e-12): a periodic or reducible matrix. This is the ``pi`` of
+    networks (after ``PERRON_POWER_STEPS`` steps). Where a node is heard by many
+    (a star's centre), both thresholds are raised to the rounding floor of its
+    sum (``4 k eps`` for ``k`` weights). ValueError when the residual stays
+    above ``PERRON_ACCEPT`` (1e-12): a periodic or reducible matrix. This is the ``pi`` of
     :meth:`~rowstoch_fast.MixingMatrix.metrics`, computed once per matrix
     (``A.pi``); it costs a fraction of the full metrics, whose ``beta`` needs a
     singular value decomposition.
@@ -350,21 +352,33 @@ def _perron_sparse(csr):
         # doubly stochastic (1^T A = 1^T): pi = 1/n; the polishing step's residual test confirms it in one product
         return _polish(csr, v0)
     At = sp.csr_array(csr.T)  # A^T in CSR: the compiled mixing kernel runs pi <- A^T pi
-    pi, residual, steps = _power(At, v0, PERRON_POWER_STEPS)
-    if residual <= PERRON_TOL:
+    floor = _rounding_floor(At)
+    pi, residual, steps = _power(At, v0, PERRON_POWER_STEPS, tol=max(PERRON_TOL, floor))
+    if residual <= max(PERRON_TOL, floor):
         return pi
     try:  # slow mixing: a Krylov method, warm-started from the power iterate
         _, vec = spla.eigs(At, k=1, which="LM", v0=pi, tol=0, maxiter=5000)
         guess = np.abs(vec[:, 0].real)
-        pi, residual, more = _power(At, guess / guess.sum(), PERRON_POWER_STEPS)
+        pi, residual, more = _power(At, guess / guess.sum(), PERRON_POWER_STEPS, tol=max(PERRON_TOL, floor))
         steps += more
     except spla.ArpackNoConvergence:
         pass
-    if residual > PERRON_ACCEPT:
+    if residual > max(PERRON_ACCEPT, floor):
         raise ValueError(f"the Perron vector of A did not converge: ||A^T pi - pi||_1 = {residual:.1e} after "
                          f"{steps} power steps and ARPACK (is A periodic or reducible? MixingMatrix(..., "
                          f"validate=True) checks it)")
     return pi
+
+
+def _rounding_floor(At):
+    """The rounding floor of ``||A^T pi - pi||_1`` (``sum(pi) = 1``).
+
+    Entry ``i`` of ``A^T pi`` sums the ``k_i`` weights that other nodes give node ``i`` with a relative error up
+    to ``k_i eps``; the l1 error is then about ``max_i k_i eps`` (a star's centre: ``n - 1``). Four times that is
+    a residual no power step can push lower: a star of 100,000 nodes stops at 1.8e-12, above ``PERRON_ACCEPT``.
+    """
+    longest = int(np.diff(At.indptr).max()) if At.shape[0] else 0
+    return 4.0 * longest * np.finfo(np.float64).eps
 
 
 def _power(At, pi, max_steps, tol=PERRON_TOL):
@@ -488,23 +502,30 @@ class _TooMuchWork(Exception):
 
 
 def metrics_table(named):
-    """A text table of the metrics of ``(name, MixingMatrix)`` pairs."""
-    header = f"{'graph':<24}{'n':>8}{'beta':>10}{'1-beta':>10}{'kappa':>10}{'R (Thm 3)':>11}{'loops':>7}"
-    lines = [header, "-" * len(header)]
-    notes, no_gap = [], False
+    """A text table of the metrics of ``(name, MixingMatrix)`` pairs (each column as wide as its widest cell)."""
+    header = ["graph", "n", "beta", "1-beta", "kappa", "R (Thm 3)", "loops"]
+    rows, notes, no_gap = [], [], False
     for name, A in named:
         m = A.metrics()
         try:
-            beta, gap = f"{m.beta:>10.4f}", f"{_gap_text(m.spectral_gap) if m.has_gap else '0':>10}"
-            R = m.recommended_rounds() if m.has_gap else "n/a"
+            beta, gap = f"{m.beta:.4f}", _gap_text(m.spectral_gap) if m.has_gap else "0"
+            R = str(m.recommended_rounds()) if m.has_gap else "n/a"
             no_gap |= not m.has_gap
         except BetaNotConverged as exc:  # (the row's other columns are known: shown, and why beta is not)
-            beta, gap, R = f"{'?':>10}", f"{'?':>10}", "?"
+            beta, gap, R = "?", "?", "?"
             notes.append(f"?: {exc}")
-        lines.append(f"{name:<24}{m.n:>8}{beta}{gap}{m.kappa:>10.4f}{R:>11}{'yes' if m.self_loops else 'no':>7}")
+        rows.append([str(name), str(m.n), beta, gap, f"{m.kappa:.4f}", R, "yes" if m.self_loops else "no"])
+    widths = [max(len(row[k]) for row in [header] + rows) for k in range(len(header))]
+    for k, floor in enumerate((22, 6, 8, 8, 8, 9, 5)):  # (the former fixed layout, as the floor)
+        widths[k] = max(widths[k], floor)
+
+    def line(cells):
+        return cells[0].ljust(widths[0]) + "".join("  " + c.rjust(w) for c, w in zip(cells[1:], widths[1:]))
+
+    text = [line(header), "-" * len(line(header))] + [line(row) for row in rows]
     if no_gap:
-        lines.append("n/a: beta = 1 (no spectral gap, typically missing self loops): Theorem 3's R is undefined")
-    return "\n".join(lines + notes)
+        text.append("n/a: beta = 1 (no spectral gap, typically missing self loops): Theorem 3's R is undefined")
+    return "\n".join(text + notes)
 
 
 def _gap_text(gap):

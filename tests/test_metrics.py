@@ -210,6 +210,27 @@ def test_beta_of_a_tiny_gap_gives_up_after_a_bounded_work_and_the_table_says_why
     assert row[3] == "0" and row[5] == "n/a"
 
 
+def test_the_perron_vector_of_a_large_star_stops_at_its_rounding_floor():
+    """A star's centre is heard by every leaf: entry 0 of ``A^T pi`` sums n - 1 weights, and at n = 100,000 the
+    residual stops at 1.8e-12, above ``PERRON_ACCEPT`` (1e-12): `rowstoch metrics --topology star --n 100000` ended
+    in a traceback ("did not converge") after 6,000 power steps and ARPACK. The accepted residual is now the longer
+    of 1e-12 and the rounding floor of the longest column. (In-degree weights on an undirected graph: pi is
+    proportional to the degree with the self loop, n for the centre and 2 for a leaf.)"""
+    for n in (50, 100_000):  # (dense, then the power steps)
+        pi = topology.star(n).pi
+        assert pi[0] == pytest.approx(n / (3 * n - 2), rel=1e-10) and pi.sum() == pytest.approx(1.0, rel=1e-12)
+        assert np.allclose(pi[1:], 2 / (3 * n - 2), rtol=1e-10, atol=0)
+
+
+def test_the_metrics_table_keeps_its_columns_apart():
+    """kappa = 50,000 (a star of 100,000 nodes) ran into the 1-beta column: '0.500050000.0000'. Each column is now
+    as wide as its widest cell, two spaces apart."""
+    table = metrics.metrics_table([("star", topology.star(100_000)), ("a-rather-long-graph-name.csv", topology.ring(8))])
+    rows = [line.split() for line in table.splitlines()[2:4]]
+    assert rows[0] == ["star", "100000", "0.5000", "0.5000", "50000.0000", rows[0][5], "yes"]
+    assert rows[1][0] == "a-rather-long-graph-name.csv" and len(rows[1]) == 7
+
+
 def test_beta_of_a_star_survives_arpacks_breakdown(monkeypatch):
     """A star of 3,000 nodes has few distinct singular values: ARPACK (SciPy 1.17 here) stopped with "no shifts could
     be applied" (a raw scipy error out of `rowstoch metrics --topology star --n 3000`, and out of every run that read
