@@ -235,8 +235,9 @@ def env_number(name, what, default=None, allow_inf=False):
 
 
 def available_memory():
-    """Bytes this process may still allocate: ``ROWSTOCH_MEMORY_LIMIT`` if set, else the smaller of
-    the kernel's MemAvailable and the cgroup's free quota (Linux); None when unknown."""
+    """Bytes this process may still allocate: ``ROWSTOCH_MEMORY_LIMIT`` if set, else the smallest of
+    the kernel's MemAvailable, the cgroup's free quota and what the address-space limit (``ulimit -v``, as a
+    cluster's job may set) leaves of this process's size (Linux); None when unknown."""
     limit = env_number("ROWSTOCH_MEMORY_LIMIT", "a number of bytes")
     if limit is not None:
         return int(limit)
@@ -256,12 +257,31 @@ def available_memory():
                 limits.append(int(cap) - int(f.read().strip()))
     except (OSError, ValueError):
         pass
+    room = _address_space_left()
+    if room is not None:
+        limits.append(room)
     if not limits:
         try:
             limits.append(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
         except (ValueError, OSError, AttributeError):
             return None
     return max(0, min(limits))
+
+
+def _address_space_left():
+    """``RLIMIT_AS`` less this process's virtual size (``VmSize``), or None where there is no such limit: past it
+    an allocation fails (``std::bad_alloc`` out of a compiled library, with no size) though memory is free."""
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+        if soft == resource.RLIM_INFINITY:
+            return None
+        with open("/proc/self/status") as f:
+            size = next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmSize:"))
+        return soft - size
+    except (ImportError, OSError, ValueError, StopIteration):
+        return None
 
 
 def require_memory(nbytes, what, hint=""):

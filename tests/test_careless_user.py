@@ -118,6 +118,21 @@ def test_impossible_sizes_fail_at_once(tmp_path, args):
     assert_one_line_error(rc, err, "needs about", "GiB")
 
 
+def test_an_address_space_limit_is_memory_too(tmp_path):
+    """Under `ulimit -v` (as a cluster's job may run), `rowstoch metrics --topology geometric --n 2000000` ended
+    "out of memory: std::bad_alloc", out of SciPy's k-d tree, with no size: the memory check read only the free
+    memory. It now reads what the address-space limit leaves, and says the size first (a graph of about 3 GiB
+    here, under a limit of 2 GiB)."""
+    import resource
+
+    limit = 2 * 2**30
+    cmd = [ROWSTOCH] if ROWSTOCH else [sys.executable, "-m", "rowstoch_fast.cli"]
+    out = subprocess.run(cmd + ["metrics", "--topology", "geometric", "--n", "400000"], capture_output=True, text=True,
+                         timeout=hang_limit(60), env=dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1"),
+                         preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (limit, limit)))
+    assert_one_line_error(out.returncode, out.stderr, "geometric(400000", "needs about", "available")
+
+
 @pytest.mark.parametrize("option, value, fragment", [
     ("--seed", "100000000000000000000000", "expected a seed in [0, 2^64 - 1]"),
     ("--data-seed", "-5", "expected a non-negative integer, got -5"),
