@@ -79,9 +79,14 @@ def check_axis(x):
     return x
 
 
+#: The largest cost weight: a weight of 1e308 made every cost inf (NumPy's overflow warning, then an axis of inf);
+#: 1e100 times counts up to 2^62, summed over the four units, stays finite with room to spare.
+COST_WEIGHT_MAX = 1e100
+
+
 def check_cost_weights(weights):
     """``weights`` (``{unit: weight}``, or the text ``"gradient=1,round=100"``) checked: units among
-    :data:`COST_UNITS`, weights finite and >= 0, not all 0. Returns the dict."""
+    :data:`COST_UNITS`, weights finite, in ``[0, COST_WEIGHT_MAX]``, not all 0. Returns the dict."""
     if isinstance(weights, str):
         pairs = [w.partition("=") for w in weights.split(",") if w.strip()]
         if any(not sep for _, sep, _ in pairs) or not pairs:
@@ -102,6 +107,9 @@ def check_cost_weights(weights):
             raise ValueError(f"cost weights: unknown unit {unit!r}; choose from {', '.join(COST_UNITS)}")
         if not (isinstance(w, (int, float)) and math.isfinite(w) and w >= 0):
             raise ValueError(f"cost weights: {unit} must be a finite number >= 0, got {w!r}")
+        if w > COST_WEIGHT_MAX:
+            raise ValueError(f"cost weights: {unit} must be at most {COST_WEIGHT_MAX:g}, got {w!r} (a cost of "
+                             f"counts up to 2^62 must stay finite; only the weights' ratios shape the axis)")
     if not any(weights.values()):
         raise ValueError("cost weights: at least one must be > 0")
     return {unit: float(w) for unit, w in weights.items()}

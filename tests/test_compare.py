@@ -1748,7 +1748,9 @@ def test_the_cost_axis_weighs_the_operations_and_says_so():
     assert out["cost"].tolist() == [0.0, 32 + 200 + 400.0, 64 + 400 + 800.0] and "cost" not in frame.columns
     assert out.attrs["cost_label"] == "cost (1 per gradient evaluation + 100 per communication round + 0.5 per byte)"
     for bad, match in [("gradient", "UNIT=WEIGHT"), ("flops=1", "unknown unit 'flops'"), ("round=nan", "finite"),
-                       ("round=x", "numbers"), ({"round": 0}, "at least one"), ({}, "map units")]:
+                       ("round=x", "numbers"), ({"round": 0}, "at least one"), ({}, "map units"),
+                       ("gradient=1e308,round=1e308", r"gradient must be at most 1e\+100, got 1e\+308")]:
+        # (1e308 made every cost inf: NumPy's overflow warning and an axis of inf)
         with pytest.raises(ValueError, match=match):
             report.with_cost(frame, bad)
 
