@@ -943,3 +943,30 @@ def test_a_hyperparameter_of_the_wrong_type_is_one_line(tmp_path, hyper, message
     code, _, err = rowstoch_here("run", "--n", "8", "--objective", "least-squares", "--algorithm", "fedavg",
                                  "--iterations", "5", "--hyper", hyper, "--no-progress", "--out", tmp_path / "o")
     assert code == 2 and message in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_per_node_file_whose_name_holds_a_comma(tmp_path, monkeypatch):
+    """`--loss '0.1,@nf/with,comma.txt'` split the file's name at its comma ("@nf/with: the file cannot be read").
+    An `@` item now keeps the longest run of pieces that names a file, on the command line and in an experiment
+    file (a path beside it); where no run of pieces names a file, the items are as before."""
+    from rowstoch_fast.network.options import split_items
+
+    folder = tmp_path / "nf"
+    folder.mkdir()
+    np.savetxt(folder / "with,comma.txt", np.linspace(0, 0.2, 8))
+    monkeypatch.chdir(tmp_path)
+    assert split_items("0.1, @nf/with,comma.txt") == ["0.1", "@nf/with,comma.txt"]
+    assert split_items("@nf/with,comma.txt,0.2") == ["@nf/with,comma.txt", "0.2"]
+    assert split_items("@nf/with,0.2") == ["@nf/with", "0.2"] and split_items("0.1,,0.2") == ["0.1", "", "0.2"]
+    common = ["compare", "--n", "8", "--objective", "least-squares", "--algorithms", "dsgd", "--lr", "0.01",
+              "--rounds-budget", "10", "--repeats", "1", "--no-progress"]
+    rc, out, err = rowstoch_here(*common, "--loss", "0.1,@nf/with,comma.txt", "--out", tmp_path / "o")
+    assert rc == 0, err
+    assert "loss @nf/with,comma.txt per node" in (tmp_path / "o" / "summary.md").read_text()
+    toml = folder / "exp.toml"
+    toml.write_text('[network]\ntopology = "ring"\nn = 8\n[objective]\nkind = "quadratic"\nd = 4\n'
+                    '[communication]\nloss = "0.1,@with,comma.txt"\n'
+                    '[run]\nrounds_budget = 10\nrepeats = 1\n[algorithms.dsgd]\nlr = 0.05\n')
+    rc, out, err = rowstoch_here("compare", "--config", toml, "--out", tmp_path / "f", "--no-progress")
+    assert rc == 0, err
+    assert f"loss @{folder / 'with,comma.txt'} per node" in (tmp_path / "f" / "summary.md").read_text()

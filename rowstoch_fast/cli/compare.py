@@ -390,8 +390,9 @@ def _read_experiment_file(args):
             if dest in ("matrix", "data_file"):
                 value = _file_relative(value, path)
             elif dest in keys and isinstance(value, str) and "@" in value:  # (per-node values from a file: @FILE)
+                items = network_options.split_items(value, lambda f: os.path.isfile(_file_relative(f, path)))
                 value = ",".join("@" + _file_relative(item[1:], path) if item.startswith("@") else item
-                                 for item in value.split(","))
+                                 for item in items)
             setattr(args, dest, value)
             args.given.add(option)  # set: the rules on options that would not be read apply to it too
             if dest in keys:  # (a refusal of its value names its key: _as_in_the_file)

@@ -15,7 +15,7 @@ from ..mixing import MixingMatrix
 from ._rounds import _base_entries, _base_matrix, _keep_empty_rows, _materialise, _undirected_entries
 from .base import _under_messages, as_network, MAX_CHAIN_STEPS, Network
 from .options import (ends, node_spec, node_values, NODE_VALUES_HELP, NodeValues, Option, recorded, refused,
-                      setting_key, shown)
+                      setting_key, shown, split_items)
 from .schedule import Schedule
 
 
@@ -319,7 +319,7 @@ class Lossy(Network):
         """``--loss`` as one setting per comma-separated rate (each a number, or one per node: ``FIRST..LAST``,
         ``@FILE``)."""
         values = []
-        for part in (p.strip() for p in str(ns.loss).split(",")):
+        for part in split_items(ns.loss):
             try:
                 values.append(node_spec(part, "--loss"))
             except UsageError:

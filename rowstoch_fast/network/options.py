@@ -222,6 +222,21 @@ def node_spec(value, flag, integer=False):
     return NodeValues(text, first=spread[0], last=spread[1], key=("spread", *spread))
 
 
+def split_items(text, is_file=os.path.isfile):
+    """The comma-separated items of a sweep (``--loss 0.1,@rates.txt``), an ``@FILE`` item keeping the commas of
+    a file name that holds them: the longest run of pieces from an ``@`` on that ``is_file`` names a file (``@a,b.txt``
+    is one item where ``a,b.txt`` is a file, two where it is not)."""
+    raw = str(text).split(",")
+    out, i = [], 0
+    while i < len(raw):
+        end = i + 1
+        if raw[i].strip().startswith("@"):
+            end = next((k for k in range(len(raw), i + 1, -1) if is_file(",".join(raw[i:k]).strip()[1:])), end)
+        out.append(",".join(raw[i:end]).strip())
+        i = end
+    return out
+
+
 def node_files(ns):
     """``{"--flag @FILE": digest}`` of every file of values per node the options of ``ns`` name (an item of a sweep
     too): what a resumed comparison checks its files against (the text names a file, not what it holds)."""
@@ -232,7 +247,7 @@ def node_files(ns):
         value = getattr(ns, opt.name, None)
         if not isinstance(value, (str, NodeValues)):
             continue
-        for item in str(value).split(",") if isinstance(opt.kind, str) else [str(value)]:
+        for item in split_items(value) if isinstance(opt.kind, str) else [str(value)]:
             item = item.strip()
             if item.startswith("@"):
                 spec = node_spec(item, opt.flag, integer=opt.kind is int)
