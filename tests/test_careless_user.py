@@ -970,3 +970,16 @@ def test_a_per_node_file_whose_name_holds_a_comma(tmp_path, monkeypatch):
     rc, out, err = rowstoch_here("compare", "--config", toml, "--out", tmp_path / "f", "--no-progress")
     assert rc == 0, err
     assert f"loss @{folder / 'with,comma.txt'} per node" in (tmp_path / "f" / "summary.md").read_text()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--loss", "-0.1..0.2"], "--loss must be in [0, 1) (gilbert-elliott: [0, 1]), got -0.1..0.2"),
+    (["--noise", "-0.5..1"], "--noise must be a finite number >= 0"),
+    (["--loss", "-.1"], "--loss must be in [0, 1) (gilbert-elliott: [0, 1]), got -0.1"),
+])
+def test_a_negative_spread_is_a_value_not_an_option(tmp_path, args, message):
+    """`--loss -0.1..0.2` ended "argument --loss: expected one argument": argparse read the value, which looks like
+    neither a number nor an option it knows, as an option. It is now the option's value, and its own check says
+    what is wrong with it."""
+    rc, _, err = rowstoch_here("run", "--n", "8", "--out", tmp_path / "o", *args)
+    assert_one_line_error(rc, err, message)

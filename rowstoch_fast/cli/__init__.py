@@ -62,7 +62,7 @@ def main(argv=None):
     bad = _bad_value(argv, parser)
     if bad is not None:  # (an unset "$CONFIG" in a script: --config '' ran the whole default comparison)
         parser.error(bad)
-    args = parser.parse_args(argv)
+    args = parser.parse_args(_negative_values_glued(argv, parser))
     args.argv = list(argv)  # (what a command records as its own: main's arguments, not the interpreter's)
     # the options written out (abbreviations are off, so each appears as itself)
     args.given = {str(token).split("=", 1)[0] for token in argv if str(token).startswith("--")}
@@ -100,6 +100,31 @@ def _options_taking_values(parser):
                 parsers.extend(action.choices.values())
             elif action.nargs != 0:
                 out.update(o for o in action.option_strings if o.startswith("--"))
+    return out
+
+
+#: A value that starts with a minus sign and a digit or point (``-0.1..0.2``, ``-1e-3``): argparse reads a token
+#: that looks like neither a number nor a known option as an option, and ``--loss -0.1..0.2`` ended "expected one
+#: argument" instead of what is wrong with the value.
+_NEGATIVE_VALUE = re.compile(r"-[0-9.]")
+
+
+def _negative_values_glued(argv, parser):
+    """``argv`` with each value written after an option that takes one and starting as a negative number does
+    glued to it (``--loss=-0.1..0.2``): the option's own check then says what is wrong with it."""
+    argv, takes, out = [str(token) for token in argv], _options_taking_values(parser), []
+    skip = False
+    for k, token in enumerate(argv):
+        if skip:
+            skip = False
+            continue
+        if token == "--":
+            return out + argv[k:]
+        if token in takes and k + 1 < len(argv) and _NEGATIVE_VALUE.match(argv[k + 1]):
+            out.append(f"{token}={argv[k + 1]}")
+            skip = True
+        else:
+            out.append(token)
     return out
 
 
