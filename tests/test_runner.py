@@ -186,6 +186,20 @@ def test_cli_warns_that_centralized_ignores_the_network_faults(tmp_path, capsys)
                      "centralized", "--compress", "topk:1", "--max-delay", "2", "--out", str(tmp_path / "again"),
                      "--no-progress"]) == 0
     assert "--compress and --max-delay do not affect centralized" in capsys.readouterr().err
+    assert cli.main(["run", "--n", "8", "--iterations", "2", "--total", "1600", "--batch", "20", "--algorithm",
+                     "fedavg", "--topology", "ring", "--undirected", "--loss", "0.1", "--out", str(tmp_path / "fed"),
+                     "--no-progress"]) == 0  # (the graph's options were not named)
+    assert "--topology, --undirected and --loss do not affect fedavg" in capsys.readouterr().err
+
+
+def test_compare_warns_once_that_a_federated_method_ignores_the_graph_and_the_faults(tmp_path, capsys):
+    """The warning was printed once per setting of a sweep, and named the faults but not the graph."""
+    assert cli.main(["compare", "--n", "8", "--objective", "least-squares", "--algorithms", "fedavg,dsgd", "--lr",
+                     "0.01", "--rounds-budget", "10", "--repeats", "1", "--loss", "0.1,0.2", "--no-progress",
+                     "--out", str(tmp_path / "o")]) == 0
+    err = capsys.readouterr().err
+    assert err.count("rowstoch: warning:") == 1 and "fedavg does not run over the network's" in err
+    assert "neither the graph nor the comparison's losses" in err
 
 
 def test_cli_cupy_backend_runs_or_says_why_not(capsys, tmp_path):

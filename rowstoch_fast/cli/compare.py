@@ -216,7 +216,7 @@ def _compare(args):
             say(f"tuning the learning rate of {', '.join(tuned)} (no --lr for {'it' if len(tuned) == 1 else 'them'}): "
                 f"every rate of {cmp.TUNE_GRID[0]:g} .. {cmp.TUNE_GRID[-1]:g} over the whole budget in one batched "
                 f"run, then refined, on {metric}; --lr NAME=VALUE fixes one", flush=True)
-        frames, interrupted = [], False
+        frames, interrupted, warned = [], False, set()
         for gname, sname, ns, A, specs, lr, f, sources, hyper, chosen in problems:
             where = gname + (f", {sname}" if sname else "")
             say(f"{where} (n = {A.n}, {network_options.words(ns)}): {len(specs)} algorithms, {args.rounds_budget} "
@@ -258,8 +258,10 @@ def _compare(args):
                 raise UsageError(_as_options(str(exc), _COMPARE_OPTIONS)) from exc
             for w in caught:  # the budget warning, the methods that run without the network model; a diverging or
                 # growing baseline is reported in the table instead
-                if ("runs only" in str(w.message) or "communication model" in str(w.message)) and root:
-                    print(f"rowstoch: warning: {w.message}", file=sys.stderr)
+                said = str(w.message)
+                if ("runs only" in said or "communication model" in said) and root and said not in warned:
+                    warned.add(said)  # (each once: it was repeated for every setting of a sweep)
+                    print(f"rowstoch: warning: {said}", file=sys.stderr)
             if len(frame):
                 frame = labelled(frame)
                 frames.append(frame)

@@ -20,6 +20,10 @@ from ._common import (_algorithm_names, _check_objective_args, _check_objective_
                       refuse_on_every_rank)
 
 
+#: The graph's options: a method that averages exactly (federated, centralized) does not read them either.
+_GRAPH_OPTIONS = ("--topology", "--matrix", "--normalize", "--undirected", "--weights")
+
+
 def _check_run_args(args):
     """Cheap checks of ``rowstoch run``'s options, before any network, data or folder is built."""
     _one_setting(args)
@@ -218,9 +222,11 @@ def cmd_run(args):
     except (ValueError, TypeError) as exc:
         raise UsageError(str(exc)) from exc
     used = {o.flag for layer in network_options.in_use(args) for o in layer.OPTIONS}
-    ignored = [o.flag for o in network_options.declared() if o.flag in args.given and o.flag in used]
+    ignored = [flag for flag in _GRAPH_OPTIONS if flag in args.given] + \
+        [o.flag for o in network_options.declared() if o.flag in args.given and o.flag in used]
     if not REGISTRY[method].matrices and ignored and root:
-        print(f"rowstoch: warning: {' and '.join(ignored)} {'does' if len(ignored) == 1 else 'do'} not affect "
+        named = " and ".join(filter(None, (", ".join(ignored[:-1]), ignored[-1])))
+        print(f"rowstoch: warning: {named} {'does' if len(ignored) == 1 else 'do'} not affect "
               f"{method}: it averages exactly, without the network", file=sys.stderr)
     diverged = None
     with warnings.catch_warnings(record=True) as caught:

@@ -332,8 +332,8 @@ def make_plan(A, objective, algorithms=None, rounds_budget=2000, *, lr=None, tun
         warnings.warn(f"{', '.join(apart)} {'does' if len(apart) == 1 else 'do'} not run over the network's "
                       f"communication model ({_layers(A)}): "
                       f"{'it averages' if len(apart) == 1 else 'they average'} exactly, through a server or an "
-                      "all-reduce, so the comparison's losses, compression, noise and delays do not touch "
-                      f"{'it' if len(apart) == 1 else 'them'}", RuntimeWarning, stacklevel=3)
+                      "all-reduce, so neither the graph nor the comparison's losses, compression, noise and delays "
+                      f"touch {'it' if len(apart) == 1 else 'them'}", RuntimeWarning, stacklevel=3)
     hyper = _check_label_dict(hyper, "hyper", labels)
     for label, options in hyper.items():
         if not isinstance(options, dict):
