@@ -740,7 +740,9 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
         notebook); ``"always"`` shows it anywhere, False never.
     checkpoint : str, optional
         Path of an ``.npz`` checkpoint, written atomically every
-        ``checkpoint_every`` iterations, on Ctrl-C and at the end.
+        ``checkpoint_every`` iterations, on Ctrl-C and at the end. Its folder
+        must exist (FileNotFoundError before the first step: a mistyped folder
+        is not made).
     resume : str, optional
         Continue from this checkpoint; the continued run is bit-identical to
         an uninterrupted one. The checkpoint must come from the same

@@ -136,6 +136,9 @@ def compare(A, objective, algorithms=None, rounds_budget=2000, *, lr=None, tune=
     checkpoint_dir : str, optional
         A folder for one checkpoint per evaluation run (``<label>.npz``, written
         periodically, on Ctrl-C / SIGTERM and at the end): what ``previous`` resumes.
+        The comparison's own folder, made (with its missing parents) before the
+        first run, as the command line's ``--out`` is; :func:`~rowstoch_fast.run`'s
+        ``checkpoint``, a file, needs its folder to exist instead.
     previous : pandas.DataFrame, optional
         The frame of an earlier (interrupted, or smaller) comparison of the same
         problem: its finished runs are kept as they are (and their rates), a run
