@@ -127,7 +127,12 @@ class Persistence:
             out.update({prefix + "indptr": c.indptr.copy(), prefix + "indices": c.indices.copy(),
                         prefix + "data": c.data.copy()})
         out["shape"] = np.array(self._global_shape, dtype=np.int64)
-        out.update({k: np.array(v) for k, v in self._hyper.items()})
+        unset = [k for k, v in self._hyper.items() if v is None]  # (np.array(None) is an object array, which
+        # np.load refuses without pickle: the names are saved instead)
+        out.update({k: np.array(v) for k, v in self._hyper.items() if v is not None})
+        if unset:
+            out["unset"] = np.array(unset)
+        out.update({k: np.array(getattr(self, k)) for k in self.saved_options})
         out.update({"iteration": np.array(self.iteration), "initialized": np.array(self._initialized),
                     "check_finite": np.array(self.check_finite)})
         out.update(blocks)
@@ -156,7 +161,8 @@ class Persistence:
             :class:`~rowstoch_fast.composite.Prox` (only its name is saved); the built-in ones are rebuilt.
         """
         fmt = f"rowstoch_fast.{cls.__name__}/1"
-        needed = {"format", "shape", "iteration", *cls.hyper, *cls.state}
+        unset = [str(k) for k in np.atleast_1d(np.asarray(state.get("unset", [])))]  # (hyperparameters left None)
+        needed = {"format", "shape", "iteration", *(set(cls.hyper) - set(unset))}
         given = {"A": A, "C": C, "W": W}
         for name in cls.matrices:
             prefix = _prefix(name)
@@ -178,7 +184,11 @@ class Persistence:
         mats = {name: (given[name] if _prefix(name) + "network" in state else
                        matrix_from_state(state, given[name], _prefix(name), KINDS[name]))
                 for name in cls.matrices}
-        hyper = {k: _plain(state[k]) for k in cls.hyper}
+        if not set(unset) <= set(cls.hyper):
+            raise ValueError(f"state['unset'] names {sorted(set(unset) - set(cls.hyper))}, which are not "
+                             f"{cls.__name__}'s hyperparameters ({', '.join(cls.hyper)})")
+        hyper = {k: None if k in unset else _plain(state[k]) for k in cls.hyper}
+        options = {k: _plain(state[k]) for k in cls.saved_options if k in state}
         if regularizer is not None:
             if "regularizer" not in cls.hyper:
                 raise ValueError(f"{cls.__name__} takes no regularizer (it is not a proximal method)")
@@ -193,11 +203,17 @@ class Persistence:
         shape = tuple(int(s) for s in np.asarray(state["shape"]))
         x0 = backends.to_backend(backend, np.zeros(shape))
         try:
-            opt = cls(x0=x0, **mats, **hyper, backend=backend, check_finite=bool(state.get("check_finite", True)),
+            opt = cls(x0=x0, **mats, **hyper, **options, backend=backend,
+                      check_finite=bool(state.get("check_finite", True)),
                       **{k: v for k, v in (("comm", comm), ("partition", partition)) if v is not None})
         except (ValueError, TypeError) as exc:  # a saved hyperparameter out of range: say it came from the state
-            raise type(exc)(f"state: {exc} (the saved {', '.join(repr(k) for k in cls.hyper)})") from None
-        for name in cls.state:
+            raise type(exc)(f"state: {exc} (the saved {', '.join(repr(k) for k in (*cls.hyper, *options))})") \
+                from None
+        missing = set(opt.state) - set(state)  # (the blocks of the saved form: Pull-Diag-GT's FROST form has no xw)
+        if missing:
+            raise ValueError(f"state is missing {sorted(missing)}; pass the dict returned by "
+                             f"{cls.__name__}.state_dict()")
+        for name in opt.state:
             arr = np.asarray(state[name])
             buf = opt._cur[name]
             if arr.shape != (opt.n, buf.shape[1]):

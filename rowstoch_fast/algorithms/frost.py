@@ -49,6 +49,7 @@ class FROST(PullDiagGT):
     state = ("x", "y", "g")
     scratch = 1
     hyper = ("lr", "tracker")
+    saved_options = ()  # (its form is always "frost")
     multi_round = False
     order = 10
     exact = True

@@ -106,6 +106,7 @@ class PullDiagGT(Optimizer):
     state = ("x", "y", "g", "xw")
     scratch = 2
     hyper = ("lr", "rounds", "tracker")
+    saved_options = ("form",)
     multi_round = True
     order = 0
     exact = True
