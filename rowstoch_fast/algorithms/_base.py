@@ -28,7 +28,7 @@ import numpy as np
 
 from .. import backends
 from .._checks import check_bool, check_step_size, fmt_bytes, nodes_first, require_memory
-from ..mixing import MixingMatrix, off_sums
+from ..mixing import as_matrix, MixingMatrix, off_sums
 from ..network import Network, as_undirected, base_matrix, out_links, source_matrices, source_of, weights_of
 from ._asktell import AskTell
 from ._deferred import FailureHandling
@@ -104,7 +104,7 @@ def _as_matrix(M, name, owner):
         if M.stochastic != kind:  # (a doubly stochastic matrix built as the other kind is both: taken as this one)
             return _as_other_kind(M, kind, name)
         return M
-    return MixingMatrix(M, stochastic=kind)
+    return as_matrix(M, name, stochastic=kind)
 
 
 def _as_other_kind(M, kind, name):
@@ -201,6 +201,10 @@ class Optimizer(AskTell, FailureHandling, Persistence):
     scratch = 0
     #: Hyperparameters saved by ``state_dict`` (constructor keywords).
     hyper = ("lr",)
+    #: Keyword-only constructor options beyond :attr:`hyper` that ``state_dict`` saves too, as the attributes of
+    #: those names (Pull-Diag-GT's ``form``: its state blocks depend on it). A state without one (saved before it
+    #: was saved) gets the constructor's default.
+    saved_options = ()
     #: ``rounds=R`` gossip steps per communication phase (MG methods; gradients then average R samples).
     multi_round = False
     #: The state block of push-sum weights, if any: a DivergenceError on a network that loses messages then
@@ -523,6 +527,9 @@ class Optimizer(AskTell, FailureHandling, Persistence):
     @x.setter
     @exclusive
     def x(self, X):
+        if self.__dict__.get("_in_step"):  # (from grad_fn: the step would mix the new x with gradients at the old)
+            raise RuntimeError(f"{type(self).__name__}.x can be set between steps only, not while a step runs (e.g. "
+                               "from grad_fn): the step would combine it with the gradients at the old x")
         self._set_x(X)
 
     def _state_view(self, name):
@@ -847,6 +854,24 @@ class Optimizer(AskTell, FailureHandling, Persistence):
     def initialize(self, grad_fn):
         """Set up iteration 0 (the first gradients where the algorithm needs them); done by the first
         :meth:`step` if not called."""
+        self._enter_step("initialize")
+        try:
+            self._initialize_now(grad_fn)
+        finally:
+            self._in_step = False
+
+    def _enter_step(self, what):
+        """The start of a step (or an initialisation), left by setting ``_in_step`` back: a second one started
+        from inside it (``grad_fn`` stepping its own optimizer: a logging hook, an ask) raises RuntimeError. It
+        nested, and one of the two iterations was silently lost. (Not a context manager: a microsecond of a 15 us
+        step counts.)"""
+        if self.__dict__.get("_in_step"):
+            raise RuntimeError(f"{type(self).__name__}.{what}() called while a step of this optimizer runs (from "
+                               "grad_fn?): a step inside a step would lose one of the two; step again after it "
+                               "returns")
+        self._in_step = True
+
+    def _initialize_now(self, grad_fn):
         if self._initialized:
             raise RuntimeError(f"{type(self).__name__} is already initialized")
         self._ops.t, self._ops.phase, self._ops.calls = 0, "init", 0  # (delayed histories: per quantity mixed)
@@ -888,13 +913,22 @@ class Optimizer(AskTell, FailureHandling, Persistence):
             has then seen the frozen state), but it names the iteration where the
             NaN/Inf appeared and the optimizer is rolled back to the iterate before.
         RuntimeError
-            If another thread is stepping this optimizer at the same time.
+            If another thread is stepping this optimizer at the same time, or
+            if ``grad_fn`` steps it (or sets its ``x`` or ``lr``) from inside
+            this step.
         """
+        self._enter_step("step")
+        try:
+            return self._step_now(grad_fn)
+        finally:
+            self._in_step = False
+
+    def _step_now(self, grad_fn):
         self._before_step(grad_fn)  # (ask/tell: a step of its own drops the points asked)
         if not self._initialized or self.rounds > 1:
             self._check_samples(grad_fn)
         if not self._initialized:
-            self.initialize(grad_fn)
+            self._initialize_now(grad_fn)
         t = self.iteration
         self._ops.t, self._ops.phase, self._ops.calls = self._network_time(t), "step", 0  # the time a varying network mixes
         # with (and a delayed network's histories, one per quantity mixed, told apart by call order)
