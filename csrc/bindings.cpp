@@ -249,7 +249,7 @@ py::array link_noise(py::array indptr, py::array indices, std::uint64_t seed, st
     } catch (py::error_already_set&) {
         dtype = py::dtype("V1");  // (not a dtype at all: refused below, naming the argument)
     }
-    if (!(dtype.is(py::dtype::of<double>()) || dtype.is(py::dtype::of<float>())))
+    if (!(dtype.equal(py::dtype::of<double>()) || dtype.equal(py::dtype::of<float>())))
         throw py::type_error(cat("dtype must be float32 or float64, got ", std::string(py::repr(dtype_obj))));
     py::array out = new_array(dtype, {indices.shape(0), w}, "link_noise: the noise (nnz, w) =");
     auto run = [&](auto i, auto zero) {
@@ -260,7 +260,7 @@ py::array link_noise(py::array indptr, py::array indices, std::uint64_t seed, st
         py::gil_scoped_release nogil;
         rowstoch::link_noise(links.first, links.second, rows, ids, seed, t, r, ages, w, o);
     };
-    const bool f64 = dtype.is(py::dtype::of<double>());
+    const bool f64 = dtype.equal(py::dtype::of<double>());
     if (is_i64(indptr)) f64 ? run(int64_t{}, 0.0) : run(int64_t{}, 0.0f);
     else f64 ? run(int32_t{}, 0.0) : run(int32_t{}, 0.0f);
     return out;

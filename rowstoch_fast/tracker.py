@@ -262,12 +262,24 @@ class NetworkTracker:
         self.n = network.n
         self._net = network
         self._dtype = np.dtype(network.dtype)
-        # V -> A_t V (the CuPy and MPI backends pass their own rounds; NumPy: the network's mix)
-        self._mix = mix or (lambda V, t: np.ascontiguousarray(network.mix(V, t, self.rounds)))
+        # V -> A_t V (the CuPy and MPI backends pass their own rounds; None: the network's mix on the host, a
+        # method, so that a copy of the optimizer pickles)
+        self._mix = mix
         self._xp = xp
         self._rows = rows  # global ids of the rows of V kept here (an MPI rank's nodes); None: all
         self._restart()
         self._max = xp.ones(())
+
+    def _host_mix(self, V, t):
+        return np.ascontiguousarray(self._net.mix(V, t, self.rounds))
+
+    def __getstate__(self):  # (a copy of the optimizer: its array module by name, a module does not pickle)
+        return dict(self.__dict__, _xp=self._xp.__name__)
+
+    def __setstate__(self, state):
+        import importlib
+
+        self.__dict__.update(state, _xp=importlib.import_module(state["_xp"]))
 
     @staticmethod
     def check(network, kind, max_bytes=None):
@@ -316,7 +328,7 @@ class NetworkTracker:
             self._restart()
         xp = self._xp
         while self._t < t:
-            self._V = self._mix(self._V, self._t)
+            self._V = (self._mix or self._host_mix)(self._V, self._t)
             self._t += 1
             diag = self._diag()
             zero = self._zero_node(diag)
