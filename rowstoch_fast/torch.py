@@ -725,8 +725,11 @@ def _optimizer_class():
 
         def state_dict(self):
             """The package optimizer's :meth:`state_dict` (its finished iterations: the points of the next step are
-            asked again on load) and the torch optimizer's own entries."""
-            return {"rowstoch": self.inner.state_dict(), "param_groups": super().state_dict()["param_groups"]}
+            asked again on load) and the torch optimizer's own entries, as tensors, strings and lists: what
+            ``torch.save`` writes and ``torch.load`` reads back with its default ``weights_only=True`` (NumPy
+            arrays it refuses)."""
+            return {"rowstoch": {k: _to_torch_safe(torch, v) for k, v in self.inner.state_dict().items()},
+                    "param_groups": super().state_dict()["param_groups"]}
 
         def load_state_dict(self, state):
             """Continue from :meth:`state_dict`: the same iterates as if never stopped."""
@@ -734,7 +737,8 @@ def _optimizer_class():
                 raise ValueError("state must be what DecentralizedOptimizer.state_dict() returned (a dict with "
                                  "'rowstoch')")
             matrices = {k: getattr(self.inner, k) for k in type(self.inner).matrices}
-            self.inner = type(self.inner).from_state_dict(state["rowstoch"], **matrices)
+            saved = {k: _from_torch_safe(v) for k, v in state["rowstoch"].items()}  # (NumPy arrays, as saved)
+            self.inner = type(self.inner).from_state_dict(saved, **matrices)
             self._lr = self.inner.lr  # (a rate a scheduler set after the last step: applied by the next, as it was)
             saved = state.get("param_groups")
             self.param_groups[0]["lr"] = saved[0]["lr"] if saved else self.inner.lr
@@ -746,6 +750,37 @@ def _optimizer_class():
     DecentralizedOptimizer.__module__ = __name__
     DecentralizedOptimizer.__qualname__ = "DecentralizedOptimizer"  # (pickled by reference: the module makes it)
     return DecentralizedOptimizer
+
+
+#: The NumPy dtypes ``torch.from_numpy`` takes back exactly in every torch we support (2.1: no uint16/32/64).
+_TORCH_DTYPES = ("float64", "float32", "float16", "int64", "int32", "int16", "int8", "uint8", "bool")
+
+
+def _to_torch_safe(torch, value):
+    """A value of a package state dict in what ``torch.load(weights_only=True)`` reads: a tensor (an unsigned
+    dtype torch lacks as ``{"numpy_dtype": name, "bits": its bits as signed ints}``), a text as ``str`` (an array
+    of texts as a list)."""
+    arr = np.asarray(value)
+    if arr.dtype.kind == "U":
+        return str(arr) if arr.ndim == 0 else arr.tolist()
+    arr = np.array(arr, order="C")  # (a copy, C-ordered; np.ascontiguousarray would make a 0-d array 1-d)
+    if arr.dtype.name in _TORCH_DTYPES:
+        return torch.from_numpy(arr)
+    if arr.dtype.kind in "iu":
+        return {"numpy_dtype": arr.dtype.name, "bits": torch.from_numpy(arr.view(np.dtype(f"i{arr.dtype.itemsize}")))}
+    raise TypeError(f"a state value of dtype {arr.dtype} has no torch form")
+
+
+def _from_torch_safe(value):
+    """What :func:`_to_torch_safe` made, back as the NumPy array it was (a NumPy array passes as it is: a state
+    dict of an earlier version)."""
+    if isinstance(value, dict) and set(value) == {"numpy_dtype", "bits"}:
+        return value["bits"].numpy().view(np.dtype(value["numpy_dtype"]))
+    if isinstance(value, (str, list)):
+        return np.array(value)
+    if hasattr(value, "numpy") and not isinstance(value, np.ndarray):  # (a tensor)
+        return value.detach().cpu().numpy()
+    return value
 
 
 def _same_rate(a, b):
