@@ -17,7 +17,7 @@ import scipy.sparse as sp
 
 from ._checks import check_coo_arrays, check_csr_arrays, load_npy_file, load_npz_file
 from .errors import UsageError
-from .mixing import MixingMatrix
+from .mixing import as_matrix, MixingMatrix
 
 __all__ = ["EDGE_LIST_HELP", "load_data_file", "load_matrix", "save_matrix"]
 
@@ -213,7 +213,7 @@ def save_matrix(path, A):
     FORMATS
     """
     path = os.fspath(path)
-    A = A if isinstance(A, MixingMatrix) else MixingMatrix(A)
+    A = as_matrix(A)
     csr = A.csr
     if path.endswith(".npz"):
         sp.save_npz(path, sp.csr_array(csr), compressed=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 
 import numpy as np
@@ -13,7 +14,7 @@ from ._checks import (MAX_ROUNDS, as_float_array, check_coo_arrays, check_csr_ar
 from ._device import device_operations, is_device_array
 from .metrics import compute_metrics, perron_vector
 
-__all__ = ["MixingMatrix", "STOCHASTIC", "metropolis_weights", "out_degree_weights"]
+__all__ = ["MixingMatrix", "STOCHASTIC", "as_matrix", "metropolis_weights", "out_degree_weights"]
 
 #: The two kinds of mixing matrix: ``"row"`` (rows sum to 1, a node weights what it receives; the paper's A)
 #: and ``"column"`` (columns sum to 1, a node splits what it sends; push-sum's C).
@@ -805,6 +806,24 @@ def out_degree_weights(A):
     counts = np.bincount(c.indices, minlength=A.n).astype(np.float64)
     data = (1.0 / counts[c.indices]).astype(A.dtype)
     return MixingMatrix._from_valid_csr(c.indptr, c.indices, data, A.n, stochastic="column")
+
+
+def as_matrix(M, name="A", **options):
+    """``M`` as a :class:`MixingMatrix` (itself when it is one; else ``MixingMatrix(M, **options)``), a refusal
+    naming the caller's argument ``name`` (MixingMatrix's own messages say ``W``, its parameter: a negative entry
+    of an algorithm's ``A`` was reported as ``W[0, 1]``). A time-varying network is refused: the caller needs a
+    fixed matrix."""
+    if isinstance(M, MixingMatrix):
+        return M
+    if getattr(M, "stochastic", None) is not None and hasattr(M, "mix"):  # (a Network: its rounds vary)
+        raise TypeError(f"{name} must be a fixed matrix (a MixingMatrix or an array), got {type(M).__name__}, a "
+                        "network whose rounds vary: pass its base matrix")
+    try:
+        return MixingMatrix(M, **options)
+    except (ValueError, TypeError) as exc:
+        if name == "W":
+            raise
+        raise type(exc)(re.sub(r"\bW(?=[ \[])", name, str(exc))) from None
 
 
 def metropolis_weights(A):

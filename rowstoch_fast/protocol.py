@@ -9,7 +9,7 @@ import numpy as np
 from . import _core
 from ._checks import as_float_array, check_int, require_memory
 from ._device import device_operations, is_device_array
-from .mixing import MixingMatrix
+from .mixing import as_matrix
 from .tracker import DEFAULT_BLOCK
 
 __all__ = ["ConsensusResult", "pull_diag", "a_protocol"]
@@ -35,7 +35,7 @@ class ConsensusResult:
 
 
 def _prepare(A, Z, iterations):
-    A = A if isinstance(A, MixingMatrix) else MixingMatrix(A)
+    A = as_matrix(A)
     iterations = check_int(iterations, "iterations", minimum=0)
     require_memory(8 * (iterations + 1), f"{iterations} iterations (an error per iteration)", "lower iterations")
     Z = as_float_array(Z, "Z", np.float64, ndim=(1, 2))
@@ -120,7 +120,7 @@ def pull_diag(A, Z, iterations, *, block=DEFAULT_BLOCK):
     if is_device_array(Z):  # the CuPy backend: same loop, device arrays and kernel
         cuda = device_operations()
         xp = cuda.require_cupy()
-        A = A if isinstance(A, MixingMatrix) else MixingMatrix(A)
+        A = as_matrix(A)
         A = A if A.dtype == np.float64 else A.astype(np.float64)
         K = check_int(iterations, "iterations", minimum=0)
         Z = xp.ascontiguousarray(Z, dtype=xp.float64)

@@ -515,7 +515,12 @@ def _record(opt, objective, oracle, rows, t0_wall, metrics=METRICS):
 def build_replicas(algorithm, objective, repeats, x0=None):
     """``algorithm``'s optimizer on ``repeats`` replicas of the start ``x0`` (default ``objective.x0()``; shape
     (d,) or (n, d)), its memory checked first."""
-    x0 = objective.x0() if x0 is None else np.asarray(x0, dtype=np.float64)
+    if x0 is not None:  # (a wrong shape was refused later, inside the objective, as "X must have shape")
+        x0, n, d = np.asarray(x0, dtype=np.float64), algorithm.A.n, getattr(objective, "d", None)
+        if not ((x0.ndim == 1 or (x0.ndim == 2 and x0.shape[0] == n)) and (d is None or x0.shape[-1] == d)):
+            raise ValueError(f"x0 must have shape (d,) or (n, d) = ({n}, {d if d is not None else 'd'}), got "
+                             f"{x0.shape}")
+    x0 = objective.x0() if x0 is None else x0
     if x0.ndim == 1:
         x0 = np.broadcast_to(x0, (algorithm.A.n, x0.shape[0]))
     if repeats > 1 or np.ndim(algorithm.lr) == 3:  # (one rate per replica: replicas even of one)

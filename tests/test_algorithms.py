@@ -151,9 +151,67 @@ def test_frost_form_is_frost_with_rounds():
         assert rel(opt.x, xs[t]) < 1e-12
 
 
+def test_the_frost_form_of_pull_diag_gt_resumes_as_itself():
+    """PullDiagGT(form="frost")'s state_dict saved neither its form nor an xw block: from_state_dict refused it
+    ("missing ['xw']"), and with an xw added by hand it came back as the ATC form, silently."""
+    rng = np.random.default_rng(5)
+    A = random_primitive(8, 0.4, rng)
+    grad, _, _ = quadratic(8, 2, rng)
+    opt = PullDiagGT(A, rng.standard_normal((8, 2)), 0.05, form="frost")
+    for _ in range(10):
+        opt.step(grad)
+    again = PullDiagGT.from_state_dict(opt.state_dict())
+    assert again.form == "frost" and "xw" not in again.state
+    for _ in range(10):
+        opt.step(grad)
+        again.step(grad)
+    np.testing.assert_array_equal(opt.x, again.x)
+    atc = PullDiagGT(A, np.zeros((8, 2)), 0.05)
+    atc.step(grad)
+    assert PullDiagGT.from_state_dict(atc.state_dict()).form == "atc"
+    state = atc.state_dict()
+    del state["xw"]
+    with pytest.raises(ValueError, match=r"state is missing \['xw'\]"):
+        PullDiagGT.from_state_dict(state)
+
+
+def test_a_step_inside_its_own_step_is_refused():
+    """A grad_fn that stepped its own optimizer (a logging hook) nested two steps, and one iteration was lost
+    (iteration 2 after 3 steps); one that set x mixed the new x with the gradients at the old. Both raise now, and
+    the optimizer stays at the last finished iteration."""
+    A = topology.ring(4)
+    b = np.arange(8.0).reshape(4, 2)
+    opt = DSGD(A, np.zeros((4, 2)), 0.1)
+    opt.step(lambda X: X - b)
+    before = opt.x.copy()
+
+    def steps_again(X):
+        opt.step(lambda Y: Y - b)
+        return X - b
+
+    def sets_x(X):
+        opt.x = np.ones((4, 2))
+        return X - b
+
+    for hook, match in ((steps_again, r"DSGD.step\(\) called while a step of this optimizer runs"),
+                        (sets_x, "x can be set between steps only")):
+        with pytest.raises(RuntimeError, match=match):
+            opt.step(hook)
+        assert opt.iteration == 1
+        np.testing.assert_array_equal(opt.x, before)
+    opt.step(lambda X: X - b)  # (the guard is lifted after a refusal)
+    assert opt.iteration == 2
+    gt = PullDiagGT(A, np.zeros((4, 2)), 0.1)
+    with pytest.raises(RuntimeError, match=r"PullDiagGT.step\(\) called while"):
+        gt.step(lambda X: gt.step(lambda Y: Y - b) and X - b)  # (the first step: inside initialize)
+    assert gt.iteration == 0
+
+
 @pytest.mark.parametrize("name", sorted(REGISTRY))
-def test_replicas_equal_separate_runs_and_state_dict_resumes(name):
-    """x0 of shape (reps, n, d) runs each repetition as its own run would; state_dict continues bit for bit."""
+def test_replicas_equal_separate_runs_and_state_dict_resumes(name, tmp_path):
+    """x0 of shape (reps, n, d) runs each repetition as its own run would; state_dict continues bit for bit, read
+    back from an ``.npz`` without pickle (as its docstring says: a hyperparameter left None, such as LT-ADMM's
+    ``dual_step`` or a federated method's ``client_steps``, was an object array np.load refuses)."""
     rng = np.random.default_rng(7)
     cls = REGISTRY[name]
     A = for_algorithm(cls, topology.erdos_renyi(10, 0.3, seed=2))
@@ -167,7 +225,9 @@ def test_replicas_equal_separate_runs_and_state_dict_resumes(name):
             s.step(feed(cls, lambda X, r=r: X - G[r], rep_offset=r))
     for r, s in enumerate(singles):
         np.testing.assert_array_equal(batched.x[r], s.x)
-    state = batched.state_dict()
+    np.savez(tmp_path / "state.npz", **batched.state_dict())
+    with np.load(tmp_path / "state.npz", allow_pickle=False) as saved:
+        state = dict(saved)
     again = cls.from_state_dict(state, **{k: v for k, v in cls.problem_matrices(A).items() if k in cls.matrices})
     assert str(state["format"]) == f"rowstoch_fast.{cls.__name__}/1"
     for _ in range(5):

@@ -747,6 +747,56 @@ def test_per_link_methods_copy_and_pickle_with_their_waiting_mass(name):
         assert np.array_equal(o.x, opt.x)
 
 
+@pytest.mark.parametrize("layer", ["lossy", "sleepy", "noisy"])
+@pytest.mark.parametrize("name", ["pull-diag-gt", "dsgd"])
+def test_an_optimizer_over_a_varying_network_copies_and_pickles(name, layer):
+    """A deep copy or a pickle of Pull-Diag-GT over losses or sleep failed ("cannot pickle 'module' object": its
+    tracker held NumPy's module and a lambda); one over message noise failed at its next step ("dtype must be
+    float32 or float64, got dtype('float64')": the kernel compared the unpickled dtype by identity). Each copy now
+    continues as the original does, bit for bit."""
+    import copy
+    import pickle
+
+    from rowstoch_fast.network import Lossy, Noisy, Sleepy
+
+    A = topology.exponential(8)
+    net = {"lossy": lambda: Lossy(A, 0.2, seed=3), "sleepy": lambda: Sleepy(A, 0.7, seed=3),
+           "noisy": lambda: Noisy(A, 0.01, seed=3)}[layer]()
+    b = np.arange(16.0).reshape(8, 2)
+    opt = rf.algorithms.REGISTRY[name](net, np.zeros((8, 2)), lr=0.02)
+    for _ in range(5):
+        opt.step(lambda X: X - b)
+    copies = [copy.deepcopy(opt), pickle.loads(pickle.dumps(opt))]
+    for _ in range(5):
+        for o in [opt, *copies]:
+            o.step(lambda X: X - b)
+    for o in copies:
+        assert np.array_equal(o.x, opt.x)
+
+
+def test_an_embedders_mistakes_are_named_by_their_arguments(tmp_path):
+    """What a library user passed wrong, named as they passed it: an algorithm's A was reported as MixingMatrix's
+    own W; pull_diag of a lossy network said "W must be a numeric array ... dtype object"; a checkpoint_dir that is
+    a file gave a bare "[Errno 17] File exists"; run's x0 of the wrong shape was refused inside the objective as X."""
+    from rowstoch_fast import objectives, pull_diag
+    from rowstoch_fast.compare import compare
+    from rowstoch_fast.network import Lossy
+
+    with pytest.raises(ValueError, match=r"^A must be non-negative; A\[0, 1\] = -0.5 \(row 0\)"):
+        PullDiagGT(np.array([[1.5, -0.5], [0.5, 0.5]]), np.zeros((2, 1)), lr=0.1)
+    with pytest.raises(ValueError, match=r"^A must be finite; A\[0, 0\] = nan"):
+        PullDiagGT(np.array([[np.nan, 1.0], [0.5, 0.5]]), np.zeros((2, 1)), lr=0.1)
+    with pytest.raises(TypeError, match="A must be a fixed matrix .* got Lossy"):
+        pull_diag(Lossy(topology.exponential(5), 0.1), np.ones(5), 3)
+    f = objectives.Quadratic.random(n=8, d=3, seed=0)
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(FileExistsError, match=r"checkpoint_dir .*file' cannot be made a folder.*a file has that name"):
+        compare(topology.exponential(8), f, ["dsgd"], 20, lr=1e-3, checkpoint_dir=tmp_path / "file", progress=False,
+                repeats=1)
+    with pytest.raises(ValueError, match=r"x0 must have shape \(d,\) or \(n, d\) = \(8, 3\), got \(8, 2\)"):
+        run(rf.Algorithm(topology.exponential(8), lr=1e-3), f, 5, x0=np.zeros((8, 2)), progress=False)
+
+
 @pytest.mark.parametrize("args", [("compare", "--config", ""), ("compare", "--resume", ""), ("compare", "--lr", ""),
                                   ("run", "--checkpoint", ""), ("run", "--matrix="), ("metrics", "--data-file", ""),
                                   ("compare", "--metrics-module=")])

@@ -217,7 +217,12 @@ def compare(A, objective, algorithms=None, rounds_budget=2000, *, lr=None, tune=
     if plan.checkpoint_dir is not None:
         import os
 
-        os.makedirs(plan.checkpoint_dir, exist_ok=True)
+        try:
+            os.makedirs(plan.checkpoint_dir, exist_ok=True)
+        except OSError as exc:  # (a file of that name: a bare "[Errno 17] File exists")
+            raise type(exc)(f"checkpoint_dir {os.fspath(plan.checkpoint_dir)!r} cannot be made a folder: "
+                            f"{exc.strerror or exc}" + (" (a file has that name)" if os.path.isfile(
+                                plan.checkpoint_dir) else "")) from None
     finished = []
 
     def collect(outcome):
