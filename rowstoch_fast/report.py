@@ -207,7 +207,7 @@ def draw(ax, frame, metric, x="rounds"):
     for i, (name, runs) in enumerate(frame.groupby("algorithm", sort=False)):
         g = runs.groupby(column, sort=True)[metric]
         with np.errstate(invalid="ignore", over="ignore"):
-            mean, std = g.mean(), g.std(ddof=0).fillna(0)
+            mean, std = g.mean(), g.std(ddof=1).fillna(0)
         xs, ys = mean.index.to_numpy(dtype=np.float64), mean.to_numpy(dtype=np.float64)
         out = ~np.isfinite(ys) | (ys > high)
         cut = int(np.argmax(out)) if out.any() else len(ys)  # drawn up to where it leaves the panel

@@ -589,8 +589,23 @@ def _caption(args, problems):
         f" (n = {', '.join(map(str, n))})"
     network = models[0] if len(models) == 1 else "the settings of the table (" + "; ".join(models) + ")"
     return (f"{_objective_words(args)} on {where}, {network}: final values after {args.rounds_budget} communication "
-            f"rounds, mean and standard deviation over {args.repeats} repetitions. Ranks are shared where the "
-            f"repetitions cannot tell methods apart; rank 1 in bold; only runs that ended ok are ranked.")
+            f"rounds, mean and standard deviation (the sample's) over {args.repeats} repetition"
+            f"{'s' if args.repeats != 1 else ''}. " + ("Ranks are shared where the repetitions cannot tell methods "
+                                                       "apart" if args.repeats > 1 else "One repetition tells no "
+                                                       "method from another: every rank is shared")
+            + "; rank 1 in bold; only runs that ended ok are ranked."
+            + (_shared_draws(problems) if args.repeats > 1 else ""))
+
+
+def _shared_draws(problems):
+    """What the repetitions do not resample: a network's losses, sleep and delays are drawn per link, the same for
+    every repetition (its gradient streams and message draws differ), so the spread leaves out the network's
+    draw; the caption says so where a setting has such a layer."""
+    drawn = [words for words in dict.fromkeys(network_options.per_link_draws(p[2]) for p in problems) if words]
+    if not drawn:
+        return ""
+    return (f" The repetitions share one draw of the network's {drawn[0]} (--network-seed): their spread leaves it "
+            "out.")
 
 
 def _figure_title(args, graph, ns, n):

@@ -135,7 +135,7 @@ def summary(frame, metric=None, metrics=()):
                     "communication_rounds": int(last["communication_rounds"].iloc[0])})
         with np.errstate(invalid="ignore", over="ignore"):  # a diverged run's records hold inf
             for m in shown:
-                row[m], row[m + "_std"] = float(last[m].mean()), float(last[m].std(ddof=0)) if len(last) > 1 \
+                row[m], row[m + "_std"] = float(last[m].mean()), float(last[m].std(ddof=1)) if len(last) > 1 \
                     else math.nan  # (one repetition shows no spread: not "+- 0")
         row["final"], row["final_std"] = row[metric], row[metric + "_std"]
         row["rate"] = empirical_rate(runs, metric)
@@ -208,9 +208,11 @@ def format_summary(table, metric=None):
                      f"{r.rounds_per_iteration:>3} {r.communication_rounds:>7} {final:>24} {beside}{_si(r.messages):>10} "
                      f"{_si(r.bytes):>10} {_si(r.gradient_evaluations):>11} {r.wall_seconds:>7.1f}  {r.status}")
     if "rank_shared" in table.columns and table["rank_shared"].any():
-        lines.append(f"{'=':>{len(head.split('rank')[0]) + 4}} shares its rank: the repetitions cannot tell it from "
-                     f"another (mean log final values within {TIE_SE:g} standard errors of their difference, or both "
-                     f"converged to rounding)")
+        single = not np.isfinite(table.loc[table["status"] == "ok", "final_std"].to_numpy(dtype=float)).any()
+        lines.append(f"{'=':>{len(head.split('rank')[0]) + 4}} shares its rank: " + (
+            "one repetition tells no method from another (--repeats 2 or more ranks them)" if single else
+            f"the repetitions cannot tell it from another (mean log final values within {TIE_SE:g} standard errors "
+            "of their difference, or both converged to rounding)"))
     notes = [r for r in table.itertuples() if r.status != "ok" and getattr(r, "diagnosis", "")]
     for r in notes:
         where = "".join(f"{getattr(r, g)} " for g in groups)

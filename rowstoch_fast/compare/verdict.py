@@ -175,7 +175,8 @@ def ranks(finals, scale=None, higher_is_better=False):
     dict
         ``{label: (rank, shared)}``: rank 1 is the best (1 + the methods distinguishably better); ``shared`` is
         True where another method cannot be told apart from it (so with A = B, B = C and A better than C, C's
-        rank 2 is shared: B, ranked 1, is not distinguishably better than C).
+        rank 2 is shared: B, ranked 1, is not distinguishably better than C). With one repetition each, no two
+        methods can be told apart: every one is ``(1, True)``.
 
     Examples
     --------
@@ -201,5 +202,8 @@ def ranks(finals, scale=None, higher_is_better=False):
         gap = mb - ma
         return gap > TIE_SE * math.hypot(sa, sb) and gap > 1e-9 * max(1.0, abs(mb))
 
+    if all(np.size(finals[label]) < 2 for label in labels):  # one run each: no spread to tell any two apart
+        # (a 1.6% gap from one seed ranked a method 1st, and 3rd on the next seed)
+        return {b: (1, len(labels) > 1) for b in labels}
     rank = {b: 1 + sum(better(a, b) for a in labels if a != b) for b in labels}
     return {b: (rank[b], any(not better(a, b) and not better(b, a) for a in labels if a != b)) for b in labels}

@@ -64,6 +64,10 @@ class Network:
     OPTIONS = ()
     #: The flags whose use makes its draws read ``--network-seed``.
     SEED_FLAGS = ()
+    #: What it draws per link, the same for every replica of a block (``"losses"``), in words; None where its
+    #: draws follow each replica (compression, message noise) or it draws nothing. A comparison's repetitions
+    #: then share that draw, and its caption says so.
+    SHARED_DRAW = None
 
     @classmethod
     def options_in_use(cls, ns):
@@ -75,6 +79,11 @@ class Network:
         """Whether this layer's draws read ``--network-seed`` in the setting ``ns`` (in use, and it draws: it
         names :attr:`SEED_FLAGS`)."""
         return bool(cls.SEED_FLAGS) and cls.options_in_use(ns)
+
+    @classmethod
+    def options_shared_draw(cls, ns):
+        """:attr:`SHARED_DRAW` where the setting ``ns`` uses this layer (None otherwise)."""
+        return cls.SHARED_DRAW if cls.options_in_use(ns) else None
 
     @classmethod
     def check_options(cls, ns, d=None):

@@ -166,6 +166,7 @@ class Delayed(_Messages):
     # ---- its options (rowstoch run / compare, [communication] in an experiment file)
     listed = 50
     SEED_FLAGS = ("--max-delay",)
+    SHARED_DRAW = "delays"
     MAX_DELAY = 2**20  # (iterations: the command line's bound)
     OPTIONS = (
         Option("max_delay", int, None, "messages arrive up to this many iterations late; receivers use the newest "
@@ -181,6 +182,10 @@ class Delayed(_Messages):
     @classmethod
     def options_in_use(cls, ns):
         return ns.max_delay is not None
+
+    @classmethod
+    def options_shared_draw(cls, ns):
+        return cls.SHARED_DRAW if cls.options_in_use(ns) and ns.delay != "fixed" else None  # (fixed: no draw)
 
     @classmethod
     def check_options(cls, ns, d=None):

@@ -253,6 +253,7 @@ class Lossy(Network):
     MODELS = ("bernoulli", "gilbert-elliott")
     listed = 10
     SEED_FLAGS = ("--loss",)
+    SHARED_DRAW = "losses"
     OPTIONS = (
         Option("loss", "float|list", "0",
                "probability that a message is lost (row-stochastic receivers renormalise over what arrived; "

@@ -443,6 +443,12 @@ def words(ns):
     return ", ".join(parts) if parts else "reliable links"
 
 
+def per_link_draws(ns):
+    """What the setting ``ns`` draws per link, the same for every replica of a block, in words (``"losses and
+    sleep"``), or ``""``: what a comparison's repetitions do not resample."""
+    return " and ".join(w for cls in _layers() for w in [cls.options_shared_draw(ns)] if w)
+
+
 def record(ns):
     """What identifies one setting's network in a run's configuration (compared on ``--resume``)."""
     out = {}

@@ -315,6 +315,7 @@ class Sleepy(Network):
     # ---- its options (rowstoch run / compare, [communication] in an experiment file)
     listed = 20
     SEED_FLAGS = ("--awake", "--activation")
+    SHARED_DRAW = "sleep"
     OPTIONS = (
         Option("awake", float, 1.0, "probability that a node is awake in an iteration (a sleeping node neither "
                                     "sends nor updates); one per node: FIRST..LAST or @FILE",
