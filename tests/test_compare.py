@@ -1189,6 +1189,59 @@ def test_resume_after_a_signal_equals_an_uninterrupted_run(tmp_path, sig, tuned)
     pd.testing.assert_frame_equal(pd.read_csv(out / "compare.csv")[cols], _uninterrupted(command, tmp_path)[cols])
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the workers' death signal is Linux's prctl")
+def test_a_killed_comparisons_workers_die_with_it(tmp_path):
+    """A SIGKILL of `rowstoch compare --jobs 2` left its two workers running (re-parented to init): they wrote
+    checkpoints into the folder 20 s after the kill, beside a new --resume, and one then blocked for ever."""
+    command = ["compare", "--topology", "exponential", "--n", "10", "--objective", "logistic-l2", "--total", "2000",
+               "--batch", "10", "--algorithms", "pull-diag-gt,push-pull", "--rounds-budget", "50000", "--repeats", "2",
+               "--jobs", "2", "-q"]  # (tuning: a worker that never asks its queue; evaluating ones ended sooner)
+    proc = _start(command + ["--out", tmp_path / "cmp"], tmp_path)
+    try:
+        deadline, workers = time.time() + hang_limit(60), []
+        while time.time() < deadline and len(workers) < 2 and proc.poll() is None:
+            children = [int(c) for t in os.listdir(f"/proc/{proc.pid}/task")
+                        for c in _read(f"/proc/{proc.pid}/task/{t}/children").split()]
+            workers = [c for c in children if "spawn_main" in _cmdline(c)]
+            time.sleep(0.1)
+        assert len(workers) >= 2, proc.communicate()
+        time.sleep(1.0)  # (they have started their methods)
+        proc.kill()
+        proc.wait(timeout=hang_limit(30))
+        deadline = time.time() + 3.0  # (at once: the kernel's signal; their tuning ran for a minute more)
+        while time.time() < deadline and any(os.path.exists(f"/proc/{w}") and _alive(w) for w in workers):
+            time.sleep(0.1)
+        assert not any(os.path.exists(f"/proc/{w}") and _alive(w) for w in workers)
+    finally:
+        proc.kill()
+        proc.communicate()
+
+
+def _read(path):
+    try:
+        with open(path) as fh:
+            return fh.read()
+    except OSError:
+        return ""
+
+
+def _cmdline(pid):
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            return fh.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def _alive(pid):
+    """Running (not a zombie waiting for init to reap it)."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
 #: The records of each command's comparison never interrupted (the signals' cases share one: 4.5 s a run)
 _UNINTERRUPTED = {}
 

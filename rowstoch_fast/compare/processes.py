@@ -98,8 +98,31 @@ def _interrupt_once():
     signal.signal(signal.SIGTERM, handler)
 
 
+def _die_with_parent():
+    """On Linux, this process is killed when its parent dies: a SIGKILL of ``rowstoch compare --jobs 2`` left its
+    workers running, writing checkpoints into a folder that a new ``--resume`` had taken, and one of them then
+    blocked for ever on its queue to the dead parent. (SIGKILL, as the parent had: what a worker checkpointed
+    before is kept, written atomically.)"""
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    import multiprocessing
+
+    parent = multiprocessing.parent_process()
+    if parent is not None and os.getppid() != parent.pid:  # (the parent died before the call)
+        os._exit(1)
+
+
 def _worker(payload, threads, tasks, results, stop):
     """A worker's loop: methods by index until the queue is empty or ``stop`` is set."""
+    _die_with_parent()
     _interrupt_once()
     from .. import _core
     from .method import run_method
