@@ -2044,3 +2044,22 @@ def test_one_repetition_ranks_nothing_and_a_shared_network_draw_is_said(tmp_path
     assert "The repetitions share one draw of the network's losses (--network-seed)" in tex
     assert main(args + ["--repeats", "2", "--max-delay", "2", "--delay", "fixed", "--out", str(tmp_path / "f")]) == 0
     assert "share one draw" not in (tmp_path / "f" / "summary.tex").read_text()  # (fixed delays draw nothing)
+
+
+def test_a_resume_keeps_the_tuning_records_of_the_methods_it_keeps(tmp_path, capsys):
+    """`--resume` wrote lr.json from the methods it ran: the tuning records of those it kept were lost (a resume
+    of a finished folder left `"tuning": {}`, 101 KB down to 278 bytes, and tuning.png lost their panels)."""
+    from rowstoch_fast.cli import main
+
+    out = tmp_path / "o"
+    assert main(["compare", "--n", "8", "--objective", "quadratic", "--d", "3", "--algorithms", "dsgd,push-pull",
+                 "--rounds-budget", "40", "--repeats", "1", "--no-progress", "--out", str(out)]) == 0
+    before = json.loads((out / "lr.json").read_text())
+    (title, first), = before.items()
+    assert set(first["tuning"]) == {"dsgd", "push-pull"}
+    assert main(["compare", "--resume", str(out), "--no-progress"]) == 0
+    after = json.loads((out / "lr.json").read_text())
+    assert after[title]["tuning"] == first["tuning"]
+    assert main(["compare", "--resume", str(out), "--repeats", "2", "--no-progress"]) == 0  # (more repetitions:
+    # the rates are kept, and so are their records)
+    assert json.loads((out / "lr.json").read_text())[title]["tuning"] == first["tuning"]

@@ -228,7 +228,7 @@ def _compare(args):
                 frame.insert(0, "graph", gname)
                 if several:
                     frame.insert(1, "setting", sname)
-                return frame
+                return _with_kept_tuning(frame, args)
 
             def write_so_far(frame):  # each method's results as it finishes, every table replaced atomically
                 if root and len(frame):
@@ -342,6 +342,26 @@ def _not_reached(args, frames):
         return previous
     rest = previous[~key(previous).isin(key(done))]
     return rest if len(rest) else None
+
+
+def _with_kept_tuning(frame, args):
+    """``frame`` with the tuning records (lr.json's) of the methods a resumed comparison kept from the folder: the
+    resumed run tunes none of them, and lr.json and tuning.png lost theirs (``--resume`` of a finished folder left
+    lr.json's tuning empty)."""
+    saved = getattr(args, "previous_tuning", None)
+    if not saved or not len(frame) or "algorithm" not in frame.columns:
+        return frame
+    from ..compare import _Shared
+    from ..compare.outputs import _title, tuning_from_json
+
+    now = frame.attrs.get("tuning") or {}
+    old = (saved.get(_title(frame)) or {}).get("tuning") or {}
+    kept = {label: record for label, record in old.items() if label not in now and label in set(frame["algorithm"])}
+    if kept:
+        order = list(dict.fromkeys(frame["algorithm"]))
+        merged = {**{k: tuning_from_json(v) for k, v in kept.items()}, **now}
+        frame.attrs["tuning"] = _Shared({k: merged[k] for k in order if k in merged})
+    return frame
 
 
 def _previous_of(args, gname, sname=None):
@@ -479,6 +499,10 @@ def _read_resumed_comparison(args):
         settings, algorithms = saved["settings"], saved.get("algorithms") or {}
         records = os.path.join(folder, "compare.csv")  # (none yet: killed before any method finished)
         previous = pd.read_csv(records) if os.path.isfile(records) else pd.DataFrame()
+        rates = os.path.join(folder, "lr.json")  # (the kept methods' tuning records: written on with theirs)
+        if os.path.isfile(rates):
+            with open(rates) as fh:
+                args.previous_tuning = json.load(fh)
         frozen = None
         if os.path.isfile(os.path.join(folder, _FROZEN)):
             with open(os.path.join(folder, _FROZEN)) as fh:

@@ -4,6 +4,7 @@ atomically (a reader, or a run killed mid-write, sees the old file or the new on
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 
@@ -247,6 +248,23 @@ def json_tuning(tuning):
                                              for lr, curve in stage.get("curves", {}).items()}}
                                  for stage in record.get("stages", ())]}
     return out
+
+
+def tuning_from_json(record):
+    """One method's record of :func:`json_tuning` back as ``frame.attrs["tuning"]`` holds it (rates as floats,
+    null scores and curve points as NaN): what a resumed comparison carries on for the methods it keeps."""
+    def rates(d, value=lambda v: v):
+        return {float(lr): value(v) for lr, v in (d or {}).items()}
+
+    def number(v):
+        return math.nan if v is None else float(v)
+
+    return {**{k: v for k, v in record.items() if k != "stages"},
+            "stages": [{"name": stage["name"], **({"replicas": stage["replicas"]} if "replicas" in stage else {}),
+                        "scores": rates(stage.get("scores"), number),
+                        "rejected": rates(stage.get("rejected")),
+                        "curves": rates(stage.get("curves"), lambda c: [number(v) for v in c])}
+                       for stage in record.get("stages", ())]}
 
 
 def plot(frame, metric=None, ax=None, title=None, path=None, x="rounds"):
