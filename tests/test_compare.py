@@ -2063,3 +2063,21 @@ def test_a_resume_keeps_the_tuning_records_of_the_methods_it_keeps(tmp_path, cap
     assert main(["compare", "--resume", str(out), "--repeats", "2", "--no-progress"]) == 0  # (more repetitions:
     # the rates are kept, and so are their records)
     assert json.loads((out / "lr.json").read_text())[title]["tuning"] == first["tuning"]
+
+
+@pytest.mark.parametrize("loss", ["0.2", "0,0.2"])
+def test_a_perron_tracker_on_a_lossy_setting_is_refused_before_anything_is_made(tmp_path, capsys, loss):
+    """`--tracker perron --loss 0.2` was refused when the tracker was built: after the folder was made (the corrected
+    command was then refused as "not empty"), and with `--loss 0,0.2` after the lossless setting had run."""
+    from rowstoch_fast.cli import main
+
+    out = tmp_path / "o"
+    assert main(["compare", "--topology", "ring", "--n", "8", "--objective", "least-squares", "--algorithms",
+                 "pull-diag-gt,dsgd", "--loss", loss, "--tracker", "perron", "--rounds-budget", "100", "--repeats",
+                 "2", "--out", str(out), "-q"]) == 2
+    assert "--tracker perron needs a static network" in capsys.readouterr().err and not out.exists()
+    A, f = topology.ring(8), Quadratic.random(8, 3, seed=0)
+    from rowstoch_fast.network import Lossy
+
+    with pytest.raises(ValueError, match=r"hyper: frost: tracker='perron' needs a static network"):
+        cmp.make_plan(Lossy(A, 0.1), f, "frost,dsgd", 50, hyper={"frost": {"tracker": "perron"}})

@@ -8,6 +8,7 @@ goes. :func:`make_plan` validates every argument and names the first that is wro
 
 from __future__ import annotations
 
+import math
 import os
 import warnings
 from dataclasses import dataclass, field
@@ -354,6 +355,16 @@ def make_plan(A, objective, algorithms=None, rounds_budget=2000, *, lr=None, tun
             m.algorithm(A, 1.0, backend)
         except (ValueError, TypeError) as exc:
             raise type(exc)(f"hyper: {label}: {exc}") from None
+        if options.get("tracker", "exact") != "exact" and isinstance(A, Network) and A.static is None:
+            # (refused when the tracker was built: after `rowstoch compare` had made its folder, and had run and
+            # written the settings before a lossy one)
+            from ..tracker import NetworkTracker
+
+            try:
+                NetworkTracker.check(A, options["tracker"], max_bytes=math.inf)
+            except ValueError as exc:
+                raise ValueError(f"hyper: {label}: {exc}" if "tracker" in hyper.get(label, {}) else str(exc)) \
+                    from None
         methods.append(m)
     for m in methods:
         if rounds_budget < m.rounds:  # one iteration would already spend more than the budget
