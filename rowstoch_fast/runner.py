@@ -868,6 +868,7 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
     else:
         opt = build_replicas(algorithm, objective, repeats, x0)
         rows, wall_offset = [], 0.0
+    meta["resumed_wall_seconds"] = wall_offset  # (the time before the checkpoint: a resumed run's own is the sum)
     opt.growth_limit = None  # (the run's records say it, with the loss: _warn_if_growing)
     # each process draws the samples of its own nodes (all of them without MPI)
     oracle = objective.oracle(seed=seed, batches=opt.rounds, nodes=opt.local_nodes, rep_offset=first_repeat)

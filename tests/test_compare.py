@@ -1187,6 +1187,10 @@ def test_resume_after_a_signal_equals_an_uninterrupted_run(tmp_path, sig, tuned)
     assert "dsgd: kept from the earlier comparison (ok, 2 repetitions)" in stdout
     cols = ["algorithm", "iteration", "rep", "grad_norm_mean", "consensus_error", "status", "lr"]
     pd.testing.assert_frame_equal(pd.read_csv(out / "compare.csv")[cols], _uninterrupted(command, tmp_path)[cols])
+    records, summary = pd.read_csv(out / "compare.csv"), pd.read_csv(out / "summary.csv")
+    for label, wall in zip(summary["algorithm"], summary["wall_seconds"]):  # (a resumed run's time counted its
+        # last part only: 0.9 s in the table for a run whose records reach 4.7 s)
+        assert wall >= records.loc[records["algorithm"] == label, "wall_seconds"].max() - 1e-6, label
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the workers' death signal is Linux's prctl")
