@@ -463,7 +463,8 @@ def to_markdown(table, metrics=None):
                                                       str(r.rounds_per_iteration), str(r.communication_rounds)]
         for m in metrics:
             mean, std, best = cells[m][i]
-            text = f"{_num(mean)} ± {_num(std, 1)}" if math.isfinite(std) else _num(mean)  # (one repetition)
+            text = f"{_num(mean)} ± {_num(std, 1)}" if math.isfinite(std) or std == math.inf else _num(mean)
+            # (NaN: one repetition; inf: a spread that overflowed, said)
             row.append(f"**{text}**" if best else text)
         row.append(r.status)
         lines.append("| " + " | ".join(row) + " |")
@@ -500,6 +501,8 @@ def tex_number(mean, std=None, digits=2):
         e += 1
     scale = 10.0 ** e
     power = "" if e == 0 else f" \\times 10^{{{e}}}"
+    if std == math.inf:  # (a spread that overflowed: said, not dropped)
+        return f"${mean / scale:.{digits}f}{power} \\pm \\infty$"
     if std is None or not math.isfinite(std):
         return f"${mean / scale:.{digits}f}{power}$"
     body = f"{mean / scale:.{digits}f} \\pm {std / scale:.{digits}f}"

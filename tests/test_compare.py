@@ -2085,3 +2085,23 @@ def test_a_perron_tracker_on_a_lossy_setting_is_refused_before_anything_is_made(
 
     with pytest.raises(ValueError, match=r"hyper: frost: tracker='perron' needs a static network"):
         cmp.make_plan(Lossy(A, 0.1), f, "frost,dsgd", 50, hyper={"frost": {"tracker": "perron"}})
+
+
+def test_a_spread_that_overflows_is_said_not_taken_for_one_run():
+    """Three repetitions ending at 1e300 .. 2e300: their standard deviation overflows to inf, and the text table
+    printed "(1 run)" where markdown and LaTeX dropped the spread without a word."""
+    from rowstoch_fast import report
+
+    A, f = topology.exponential(8), Quadratic.random(8, 3, seed=0)
+    frame = cmp.compare(A, f, "dsgd,push-pull", 20, lr=0.05, repeats=3, progress=False)
+    metric = cmp.frame_metric(frame)
+    last = (frame["algorithm"] == "dsgd") & (frame["iteration"] == frame["iteration"].max())
+    frame.loc[last, metric] = [1e300, 1.5e300, 2e300]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        table = cmp.summary(frame)
+    row = table.set_index("algorithm").loc["dsgd"]
+    assert math.isfinite(row["final"]) and row["final_std"] == math.inf
+    assert "+- inf" in cmp.format_summary(table) and "(1 run)" not in cmp.format_summary(table)
+    assert "± inf" in report.to_markdown(table, [metric])
+    assert r"\pm \infty" in report.to_latex(table, [metric])

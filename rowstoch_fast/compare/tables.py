@@ -198,6 +198,8 @@ def format_summary(table, metric=None):
         final = f"{r.final:.3e}"
         if math.isfinite(r.final_std):
             final += f" +- {r.final_std:.1e}"
+        elif r.final_std == math.inf:  # (repetitions whose spread overflowed: it was shown as "(1 run)")
+            final += " +- inf"
         elif math.isfinite(r.final):  # (several finite repetitions always have a spread: this is a single run)
             final += " (1 run)"
         rank = "-" if _missing(r.rank) else f"{int(r.rank)}{'=' if getattr(r, 'rank_shared', False) else ''}"
