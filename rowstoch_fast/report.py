@@ -190,8 +190,10 @@ def draw(ax, frame, metric, x="rounds"):
         label = frame.attrs.get("cost_label", label)
     linear = linear_scale(metric, getattr(frame, "attrs", {}).get("extra_metrics"))
     finished = frame["status"].isin(["ok", "done"]) if "status" in frame.columns else ~frame["diverged"].astype(bool)
-    if not finished.any():  # no run ended ok: the span of every finite record
-        finished = finished | True
+    if not finished.any():  # no run ended ok: the span of those that did not diverge (a diverged one at 1e286 set
+        # the panel to 1e270 .. 1e286, and the runs ending near 5 were drawn flat at its floor), else of every one
+        calm = frame["status"] != "diverged" if "status" in frame.columns else ~frame["diverged"].astype(bool)
+        finished = calm if calm.any() else finished | True
     values = frame.loc[finished, metric].to_numpy(dtype=np.float64)
     later = frame.loc[finished & (frame["iteration"] > 0), metric].to_numpy(dtype=np.float64)
     values, later = (v[np.isfinite(v) & (linear | (v > 0))] for v in (values, later))

@@ -822,6 +822,16 @@ def test_figures_cut_a_diverged_run_at_the_panel_and_tell_24_methods_apart(tmp_p
     ok = frame.loc[frame["algorithm"] == "push-pull", "suboptimality"]
     assert ax.get_ylim()[1] <= 3.01 * ok.max()  # the panel is the finished run's, not 1e16 of it
     assert any(line.get_marker() == "^" for line in ax.get_lines())  # where the diverged run left it
+    with warnings.catch_warnings():  # no run ended ok: the panel is that of the runs that did not diverge (it was
+        # every finite record's: 1e270 .. 1e286, the others drawn flat at its floor)
+        warnings.simplefilter("ignore", RuntimeWarning)
+        frame = cmp.compare(A, f, "push-pull,pull-diag-gt", 200, lr={"push-pull": 1e-7, "pull-diag-gt": 5.0},
+                            repeats=1, progress=False)
+    assert set(frame.attrs["status"].values()) == {"no-progress", "diverged"}
+    ax = report.figure([frame], ["suboptimality"], titles=["a title"]).axes[0]
+    slow = frame.loc[frame["algorithm"] == "push-pull", "suboptimality"]
+    assert ax.get_ylim()[1] <= 3.01 * slow.max() and ax.get_ylim()[0] >= slow.min() / 10
+    assert any(line.get_marker() == "^" for line in ax.get_lines())
     styles = {(s["color"], s["marker"], s["linestyle"]) for s in map(report.style, range(report.DISTINCT_STYLES))}
     pairs = {(s["color"], s["linestyle"]) for s in map(report.style, range(report.DISTINCT_STYLES))}
     assert len(styles) == len(pairs) == report.DISTINCT_STYLES == 24
