@@ -13,6 +13,7 @@ fonts, as IEEE's PDF eXpress and ACM ask (Type 3 fonts are refused).
 from __future__ import annotations
 
 import math
+import os
 
 import numpy as np
 
@@ -168,11 +169,23 @@ def style(i):
 
 
 def save(fig, path, dpi=DPI):
-    """``fig.savefig(path)`` with :data:`SAVE_RC` (Type 42 fonts in a PDF or PostScript file)."""
+    """``fig.savefig(path)`` with :data:`SAVE_RC` (Type 42 fonts in a PDF or PostScript file); a file path is
+    written beside it first, then renamed (a kill while a figure was written left an empty ``compare.png``)."""
     import matplotlib
 
     with matplotlib.rc_context(SAVE_RC):
-        fig.savefig(path, dpi=dpi)
+        if not isinstance(path, (str, os.PathLike)):  # (a file object: as it is)
+            fig.savefig(path, dpi=dpi)
+            return
+        path = os.fspath(path)
+        ext = os.path.splitext(path)[1]
+        tmp = f"{path}.part{ext}"  # (the same extension: savefig reads the format from it)
+        try:
+            fig.savefig(tmp, dpi=dpi)
+            os.replace(tmp, path)
+        finally:
+            if os.path.exists(tmp):
+                os.remove(tmp)
 
 
 def draw(ax, frame, metric, x="rounds"):

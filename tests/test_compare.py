@@ -2115,3 +2115,27 @@ def test_a_spread_that_overflows_is_said_not_taken_for_one_run():
     assert "+- inf" in cmp.format_summary(table) and "(1 run)" not in cmp.format_summary(table)
     assert "± inf" in report.to_markdown(table, [metric])
     assert r"\pm \infty" in report.to_latex(table, [metric])
+
+
+def test_a_figure_is_written_whole_or_not_at_all(tmp_path, monkeypatch):
+    """A SIGKILL while compare.png was written left an empty file (`--resume` then repaired it): a figure is written
+    beside its name and renamed; a save that fails leaves the former file and no part."""
+    from rowstoch_fast import report
+
+    plt = report.pyplot()
+    fig = plt.figure()
+    path = tmp_path / "compare.png"
+    report.save(fig, path)
+    before = path.read_bytes()
+    assert before.startswith(b"\x89PNG") and sorted(p.name for p in tmp_path.iterdir()) == ["compare.png"]
+
+    def half_then_fail(self, target, **kwargs):
+        with open(target, "wb") as fh:
+            fh.write(b"\x89PN")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(type(fig), "savefig", half_then_fail)
+    with pytest.raises(KeyboardInterrupt):
+        report.save(fig, path)
+    assert path.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["compare.png"]
+    plt.close(fig)
