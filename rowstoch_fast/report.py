@@ -168,24 +168,30 @@ def style(i):
             "linestyle": LINESTYLES[(i // len(COLOURS)) % len(LINESTYLES)]}
 
 
-def save(fig, path, dpi=DPI):
+def save(fig, path, dpi=DPI, format=None):
     """``fig.savefig(path)`` with :data:`SAVE_RC` (Type 42 fonts in a PDF or PostScript file); a file path is
-    written beside it first, then renamed (a kill while a figure was written left an empty ``compare.png``)."""
+    written beside it first, then renamed (a kill while a figure was written left an empty ``compare.png``).
+    The format is ``format``, else the path's extension, else matplotlib's ``savefig.format`` (whose extension is
+    then added to the name, as ``savefig`` does). Returns the path written."""
     import matplotlib
 
     with matplotlib.rc_context(SAVE_RC):
         if not isinstance(path, (str, os.PathLike)):  # (a file object: as it is)
-            fig.savefig(path, dpi=dpi)
-            return
+            fig.savefig(path, dpi=dpi, format=format)
+            return path
         path = os.fspath(path)
-        ext = os.path.splitext(path)[1]
-        tmp = f"{path}.part{ext}"  # (the same extension: savefig reads the format from it)
+        ext = os.path.splitext(path)[1][1:]
+        if format is None and not ext:
+            format = matplotlib.rcParams["savefig.format"]
+            path = f"{path}.{format}"
+        tmp = f"{path}.part"
         try:
-            fig.savefig(tmp, dpi=dpi)
+            fig.savefig(tmp, dpi=dpi, format=format or ext)
             os.replace(tmp, path)
         finally:
             if os.path.exists(tmp):
                 os.remove(tmp)
+    return path
 
 
 def draw(ax, frame, metric, x="rounds"):
@@ -459,6 +465,23 @@ def _below_optimum(table, metrics, cells):
 _TIES = ("= shares its rank: the repetitions cannot tell it from another (the means of the logarithms of their "
          "final values differ by less than two standard errors of that difference, or both converged to "
          "rounding); only runs that ended ok are ranked.")
+#: ... and where each run is one repetition.
+_ONE_RUN = ("= shares its rank: one repetition tells no method from another (two or more rank them); only runs that "
+            "ended ok are ranked.")
+
+
+def single_runs(table):
+    """Whether every ``ok`` run of a summary table is one repetition (its spread NaN; an overflowed one is inf)."""
+    if "final_std" not in table.columns:
+        return False
+    std = table.loc[table["status"] == "ok", "final_std"].to_numpy(dtype=np.float64)
+    return bool(std.size) and bool(np.isnan(std).all())
+
+
+def ties_note(table):
+    """The footnote of a table whose ranks are shared: why they are (one repetition, or repetitions that cannot
+    tell the methods apart)."""
+    return _ONE_RUN if single_runs(table) else _TIES
 
 
 def to_markdown(table, metrics=None):
@@ -485,7 +508,7 @@ def to_markdown(table, metrics=None):
         lines.append("| " + " | ".join(row) + " |")
     notes = _notes(table)
     if "rank_shared" in table.columns and table["rank_shared"].fillna(False).any():
-        lines += ["", _TIES]
+        lines += ["", ties_note(table)]
     below = _below_optimum(table, metrics, cells)
     if below:
         lines += ["", below]
@@ -563,7 +586,7 @@ def to_latex(table, metrics=None, caption=None, label="tab:compare"):
     if notes or shared or below:
         lines.append(r"\par\smallskip\footnotesize\raggedright")
         if shared:
-            lines.append(_tex(_TIES) + r"\par")
+            lines.append(_tex(ties_note(table)) + r"\par")
         if below:
             lines.append(_tex(below) + r"\par")
         for where, name, status, why in notes:

@@ -174,7 +174,8 @@ class LiveView:
             plt.close(self._figure)
         self._figure = fig = figure(frames, [self.metric], self.x)
         if self.path is not None:
-            save(fig, self.path, LIVE_DPI)  # (atomic: a viewer that reloads the file never reads half of it)
+            save(fig, self.path, LIVE_DPI, format="png")  # (atomic: a viewer that reloads the file never reads half
+            # of it)
         if self.window:
             plt.show(block=False)
             plt.pause(0.001)

@@ -285,5 +285,5 @@ def plot(frame, metric=None, ax=None, title=None, path=None, x="rounds"):
         ax.set_title(title)
     if path is not None:
         ax.figure.tight_layout()
-        ax.figure.savefig(path, dpi=report.DPI)
+        report.save(ax.figure, path)
     return ax

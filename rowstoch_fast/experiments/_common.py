@@ -20,10 +20,10 @@ def _plt():
 
 
 def _save(fig, out_dir, name):
-    path = os.path.join(out_dir, name)
+    from ..report import save
+
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    return path
+    return save(fig, os.path.join(out_dir, name), dpi=120)
 
 
 def _finish(plt, fig, axes, out_dir, name, log):
