@@ -286,7 +286,7 @@ class History:
         out = g[["communication_rounds", "samples", "wall_seconds"]].max()
         for m in self.metrics:
             out[m] = g[m].mean()
-            out[m + "_std"] = g[m].std(ddof=0)
+            out[m + "_std"] = g[m].std(ddof=1)
         return out.reset_index()
 
     def final(self, metric="grad_norm"):

@@ -2053,6 +2053,10 @@ def test_one_repetition_ranks_nothing_and_a_shared_network_draw_is_said(tmp_path
     assert (summary["rank"] == 1).all() and summary["rank_shared"].all()
     tex = (tmp_path / "one" / "summary.tex").read_text()
     assert "over 1 repetition. One repetition tells no method from another: every rank is shared" in tex
+    md = (tmp_path / "one" / "summary.md").read_text()  # (the footnotes said "less than two standard errors", and
+    # every method was bold)
+    assert "one repetition tells no method from another (two or more rank them)" in md and "**" not in md
+    assert "one repetition tells no method from another" in tex and r"oldmath" not in tex
     assert main(args + ["--repeats", "2", "--loss", "0.1", "--out", str(tmp_path / "lossy")]) == 0
     tex = (tmp_path / "lossy" / "summary.tex").read_text()
     assert "The repetitions share one draw of the network's losses (--network-seed)" in tex

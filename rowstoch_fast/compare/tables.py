@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from ..report import single_runs
 from ..runner import METRICS, check_metric
 from ..user_metrics import COUNTS, RESERVED, higher_is_better
 from .tuning import CONVERGED
@@ -165,14 +166,16 @@ def summary(frame, metric=None, metrics=()):
         section = table[groups].astype(str).agg("|".join, axis=1) if groups else pd.Series([""] * len(table))
         for m in shown:
             rank = pd.Series(pd.NA, index=table.index, dtype="Int64")
-            shared = pd.Series(False, index=table.index)
+            shared, undecided = pd.Series(False, index=table.index), set()
             for s in dict.fromkeys(section) if m not in COUNTS else ():  # (a count ranks nothing: none is best)
                 idx = [i for i in range(len(table)) if section.iloc[i] == s and ok[i]
                        and np.isfinite(finals[i][m]).all()]
                 higher = higher_is_better(m, getattr(frame, "attrs", {}).get("extra_metrics"))
                 for i, (r, tie) in ranks({i: finals[i][m] for i in idx}, scales[m].get(s), higher).items():
                     rank.iloc[i], shared.iloc[i] = r, tie
-            table[m + "_best"] = (rank == 1).fillna(False).astype(bool)
+                if len(idx) > 1 and all(np.size(finals[i][m]) < 2 for i in idx):  # one run each: none is best
+                    undecided.update(idx)  # (every one was bolded)
+            table[m + "_best"] = (rank == 1).fillna(False).astype(bool) & ~table.index.isin(sorted(undecided))
             if m == metric:
                 table["rank"], table["rank_shared"] = rank, shared
     table.attrs["metric"] = metric
@@ -210,9 +213,8 @@ def format_summary(table, metric=None):
                      f"{r.rounds_per_iteration:>3} {r.communication_rounds:>7} {final:>24} {beside}{_si(r.messages):>10} "
                      f"{_si(r.bytes):>10} {_si(r.gradient_evaluations):>11} {r.wall_seconds:>7.1f}  {r.status}")
     if "rank_shared" in table.columns and table["rank_shared"].any():
-        single = not np.isfinite(table.loc[table["status"] == "ok", "final_std"].to_numpy(dtype=float)).any()
         lines.append(f"{'=':>{len(head.split('rank')[0]) + 4}} shares its rank: " + (
-            "one repetition tells no method from another (--repeats 2 or more ranks them)" if single else
+            "one repetition tells no method from another (--repeats 2 or more ranks them)" if single_runs(table) else
             f"the repetitions cannot tell it from another (mean log final values within {TIE_SE:g} standard errors "
             "of their difference, or both converged to rounding)"))
     notes = [r for r in table.itertuples() if r.status != "ok" and getattr(r, "diagnosis", "")]

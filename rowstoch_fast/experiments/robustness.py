@@ -70,7 +70,7 @@ def reproduce_robustness(out_dir, rounds_budget=1000, repeats=10, losses=(0.0, 0
                     status = frame.attrs["status"].get(name, "?")
                     rows.append({"graph": gname, "setting": label, "loss_rate": rate, "algorithm": name,
                                  "lr": rates[name], "grad_norm": float(last["grad_norm"].mean()),
-                                 "grad_norm_std": float(last["grad_norm"].std(ddof=0)), "status": status})
+                                 "grad_norm_std": float(last["grad_norm"].std(ddof=1)), "status": status})
                 log(f"  {label:<40}" + "  ".join(f"{r['algorithm']} {r['grad_norm']:.2e}"
                                                 for r in rows[-len(names):]))
             if interrupted:
@@ -159,7 +159,7 @@ def reproduce_communication(out_dir, rounds_budget=1000, repeats=3, d=32, n=32, 
                 last = part[part["iteration"] == part["iteration"].max()]
                 rows.append({"setting": label, "compressor": kind, "algorithm": name, "lr": rates[name],
                              "bytes": float(last["bytes"].mean()), metric: float(last[metric].mean()),
-                             f"{metric}_std": float(last[metric].std(ddof=0)),
+                             f"{metric}_std": float(last[metric].std(ddof=1)),
                              "status": frame.attrs["status"].get(name, "?")})
             log(f"  {label:<14}" + "  ".join(f"{r['algorithm']} {r[metric]:.2e}" for r in rows[-len(running):]))
     except Exception as exc:  # noqa: BLE001 - write the settings that finished, then re-raise (_stop_if)
