@@ -516,7 +516,7 @@ def metrics_table(named):
             notes.append(f"?: {exc}")
         rows.append([str(name), str(m.n), beta, gap, f"{m.kappa:.4f}", R, "yes" if m.self_loops else "no"])
     widths = [max(len(row[k]) for row in [header] + rows) for k in range(len(header))]
-    for k, floor in enumerate((22, 6, 8, 8, 8, 9, 5)):  # (the former fixed layout, as the floor)
+    for k, floor in enumerate((24, 6, 8, 8, 8, 9, 5)):  # (the former fixed layout, as the floor)
         widths[k] = max(widths[k], floor)
 
     def line(cells):

@@ -811,11 +811,13 @@ def out_degree_weights(A):
 def as_matrix(M, name="A", **options):
     """``M`` as a :class:`MixingMatrix` (itself when it is one; else ``MixingMatrix(M, **options)``), a refusal
     naming the caller's argument ``name`` (MixingMatrix's own messages say ``W``, its parameter: a negative entry
-    of an algorithm's ``A`` was reported as ``W[0, 1]``). A time-varying network is refused: the caller needs a
-    fixed matrix."""
+    of an algorithm's ``A`` was reported as ``W[0, 1]``). A network that never changes is its matrix; one whose
+    rounds vary is refused: the caller needs a fixed matrix."""
     if isinstance(M, MixingMatrix):
         return M
-    if getattr(M, "stochastic", None) is not None and hasattr(M, "mix"):  # (a Network: its rounds vary)
+    if getattr(M, "stochastic", None) is not None and hasattr(M, "mix"):  # (a Network)
+        if getattr(M, "static", None) is not None:  # (one that never changes: its matrix, as the algorithms take)
+            return M.static
         raise TypeError(f"{name} must be a fixed matrix (a MixingMatrix or an array), got {type(M).__name__}, a "
                         "network whose rounds vary: pass its base matrix")
     try:

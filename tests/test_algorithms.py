@@ -162,6 +162,9 @@ def test_the_frost_form_of_pull_diag_gt_resumes_as_itself():
         opt.step(grad)
     again = PullDiagGT.from_state_dict(opt.state_dict())
     assert again.form == "frost" and "xw" not in again.state
+    older = opt.state_dict()  # (a state saved before the form was: no xw block, so the FROST form)
+    del older["form"]
+    assert PullDiagGT.from_state_dict(older).form == "frost"
     for _ in range(10):
         opt.step(grad)
         again.step(grad)

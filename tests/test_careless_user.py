@@ -725,9 +725,6 @@ def test_a_bad_growth_limit_is_refused_naming_it(bad):
 def test_per_link_methods_copy_and_pickle_with_their_waiting_mass(name):
     """The mass waiting on lost links, which the CPU backend keeps compact between rounds, goes with a deep copy and
     a pickle of the optimizer: each continues as the original does, bit for bit."""
-    import copy
-    import pickle
-
     from rowstoch_fast.mixing import out_degree_weights
     from rowstoch_fast.network import Lossy
 
@@ -739,10 +736,18 @@ def test_per_link_methods_copy_and_pickle_with_their_waiting_mass(name):
     for _ in range(10):
         opt.step(lambda X: X - b)
     assert any(np.abs(v).sum() > 0 for k, v in opt._save_extra().items())  # (mass waits on links now)
+    assert_copies_continue(opt, lambda X: X - b, 10)
+
+
+def assert_copies_continue(opt, grad, steps):
+    """A deep copy and a pickle of ``opt`` step as ``opt`` does, bit for bit."""
+    import copy
+    import pickle
+
     copies = [copy.deepcopy(opt), pickle.loads(pickle.dumps(opt))]
-    for _ in range(10):
+    for _ in range(steps):
         for o in [opt, *copies]:
-            o.step(lambda X: X - b)
+            o.step(grad)
     for o in copies:
         assert np.array_equal(o.x, opt.x)
 
@@ -754,9 +759,6 @@ def test_an_optimizer_over_a_varying_network_copies_and_pickles(name, layer):
     tracker held NumPy's module and a lambda); one over message noise failed at its next step ("dtype must be
     float32 or float64, got dtype('float64')": the kernel compared the unpickled dtype by identity). Each copy now
     continues as the original does, bit for bit."""
-    import copy
-    import pickle
-
     from rowstoch_fast.network import Lossy, Noisy, Sleepy
 
     A = topology.exponential(8)
@@ -766,12 +768,7 @@ def test_an_optimizer_over_a_varying_network_copies_and_pickles(name, layer):
     opt = rf.algorithms.REGISTRY[name](net, np.zeros((8, 2)), lr=0.02)
     for _ in range(5):
         opt.step(lambda X: X - b)
-    copies = [copy.deepcopy(opt), pickle.loads(pickle.dumps(opt))]
-    for _ in range(5):
-        for o in [opt, *copies]:
-            o.step(lambda X: X - b)
-    for o in copies:
-        assert np.array_equal(o.x, opt.x)
+    assert_copies_continue(opt, lambda X: X - b, 5)
 
 
 def test_an_embedders_mistakes_are_named_by_their_arguments(tmp_path):

@@ -189,7 +189,7 @@ def test_cli_warns_that_centralized_ignores_the_network_faults(tmp_path, capsys)
     assert cli.main(["run", "--n", "8", "--iterations", "2", "--total", "1600", "--batch", "20", "--algorithm",
                      "fedavg", "--topology", "ring", "--undirected", "--loss", "0.1", "--out", str(tmp_path / "fed"),
                      "--no-progress"]) == 0  # (the graph's options were not named)
-    assert "--topology, --undirected and --loss do not affect fedavg" in capsys.readouterr().err
+    assert "--topology, --undirected and --loss do not affect fedavg beyond the number of nodes" in capsys.readouterr().err
 
 
 def test_compare_warns_once_that_a_federated_method_ignores_the_graph_and_the_faults(tmp_path, capsys):
@@ -199,7 +199,7 @@ def test_compare_warns_once_that_a_federated_method_ignores_the_graph_and_the_fa
                      "--out", str(tmp_path / "o")]) == 0
     err = capsys.readouterr().err
     assert err.count("rowstoch: warning:") == 1 and "fedavg does not run over the network's" in err
-    assert "neither the graph nor the comparison's losses" in err
+    assert "neither the graph (beyond its number of nodes) nor the comparison's losses" in err
 
 
 def test_cli_cupy_backend_runs_or_says_why_not(capsys, tmp_path):

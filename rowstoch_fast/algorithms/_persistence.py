@@ -99,6 +99,12 @@ class Persistence:
     def _load_extra(self, state):
         """Restore what :meth:`_save_extra` saved (``state``: the whole dict)."""
 
+    @classmethod
+    def _saved_options_of(cls, options, state):
+        """The constructor options of :attr:`saved_options` a state was saved with (``options``: those it holds);
+        a class whose older states lacked one says here what they had. Default: as held."""
+        return options
+
     @exclusive
     def state_dict(self):
         """Everything needed to resume bit-identically, as NumPy arrays and scalars (on the root; None on the
@@ -127,12 +133,12 @@ class Persistence:
             out.update({prefix + "indptr": c.indptr.copy(), prefix + "indices": c.indices.copy(),
                         prefix + "data": c.data.copy()})
         out["shape"] = np.array(self._global_shape, dtype=np.int64)
-        unset = [k for k, v in self._hyper.items() if v is None]  # (np.array(None) is an object array, which
-        # np.load refuses without pickle: the names are saved instead)
-        out.update({k: np.array(v) for k, v in self._hyper.items() if v is not None})
+        saved = {**self._hyper, **{k: getattr(self, k) for k in self.saved_options}}
+        unset = [k for k, v in saved.items() if v is None]  # (np.array(None) is an object array, which np.load
+        # refuses without pickle: the names are saved instead)
+        out.update({k: np.array(v) for k, v in saved.items() if v is not None})
         if unset:
             out["unset"] = np.array(unset)
-        out.update({k: np.array(getattr(self, k)) for k in self.saved_options})
         out.update({"iteration": np.array(self.iteration), "initialized": np.array(self._initialized),
                     "check_finite": np.array(self.check_finite)})
         out.update(blocks)
@@ -163,6 +169,8 @@ class Persistence:
         fmt = f"rowstoch_fast.{cls.__name__}/1"
         unset = [str(k) for k in np.atleast_1d(np.asarray(state.get("unset", [])))]  # (hyperparameters left None)
         needed = {"format", "shape", "iteration", *(set(cls.hyper) - set(unset))}
+        if not cls.saved_options:  # (the blocks are the class's: checked before anything is built; with options,
+            needed |= set(cls.state)  # once the optimizer of those options says which)
         given = {"A": A, "C": C, "W": W}
         for name in cls.matrices:
             prefix = _prefix(name)
@@ -184,11 +192,13 @@ class Persistence:
         mats = {name: (given[name] if _prefix(name) + "network" in state else
                        matrix_from_state(state, given[name], _prefix(name), KINDS[name]))
                 for name in cls.matrices}
-        if not set(unset) <= set(cls.hyper):
-            raise ValueError(f"state['unset'] names {sorted(set(unset) - set(cls.hyper))}, which are not "
-                             f"{cls.__name__}'s hyperparameters ({', '.join(cls.hyper)})")
+        known = (*cls.hyper, *cls.saved_options)
+        if not set(unset) <= set(known):
+            raise ValueError(f"state['unset'] names {sorted(set(unset) - set(known))}, which are not "
+                             f"{cls.__name__}'s saved settings ({', '.join(known)})")
         hyper = {k: None if k in unset else _plain(state[k]) for k in cls.hyper}
-        options = {k: _plain(state[k]) for k in cls.saved_options if k in state}
+        options = cls._saved_options_of({k: None if k in unset else _plain(state[k]) for k in cls.saved_options
+                                         if k in state or k in unset}, state)
         if regularizer is not None:
             if "regularizer" not in cls.hyper:
                 raise ValueError(f"{cls.__name__} takes no regularizer (it is not a proximal method)")

@@ -132,6 +132,13 @@ class PullDiagGT(Optimizer):
         else:
             self._psi, self._scratch = self._work
 
+    @classmethod
+    def _saved_options_of(cls, options, state):
+        """A state saved before ``form`` was: the FROST form's has no ``xw`` block (it was refused as missing one)."""
+        if "form" not in options and cls.saved_options and "xw" not in state and "x" in state:
+            options = dict(options, form="frost")
+        return options
+
     def _check_lr(self, lr):
         if self.form == "frost" and np.ndim(lr) == 1:
             lr = as_float_array(lr, "lr", np.float64, ndim=1)

@@ -259,8 +259,10 @@ def _compare(args):
             for w in caught:  # the budget warning, the methods that run without the network model; a diverging or
                 # growing baseline is reported in the table instead
                 said = str(w.message)
-                if ("runs only" in said or "communication model" in said) and root and said not in warned:
-                    warned.add(said)  # (each once: it was repeated for every setting of a sweep)
+                key = said.split(" not run over")[0]  # (the methods it names: once a comparison, whatever the
+                # layers of each setting; it was repeated for every setting of a sweep)
+                if ("runs only" in said or "communication model" in said) and root and key not in warned:
+                    warned.add(key)
                     print(f"rowstoch: warning: {said}", file=sys.stderr)
             if len(frame):
                 frame = labelled(frame)
@@ -625,11 +627,11 @@ def _shared_draws(problems):
     """What the repetitions do not resample: a network's losses, sleep and delays are drawn per link, the same for
     every repetition (its gradient streams and message draws differ), so the spread leaves out the network's
     draw; the caption says so where a setting has such a layer."""
-    drawn = [words for words in dict.fromkeys(network_options.per_link_draws(p[2]) for p in problems) if words]
+    drawn = list(dict.fromkeys(w for p in problems for w in network_options.per_link_draws(p[2]) if w))
     if not drawn:
         return ""
-    return (f" The repetitions share one draw of the network's {drawn[0]} (--network-seed): their spread leaves it "
-            "out.")
+    return (f" The repetitions share one draw of the network's {' and '.join(drawn)} (--network-seed): their spread "
+            "leaves it out.")
 
 
 def _figure_title(args, graph, ns, n):

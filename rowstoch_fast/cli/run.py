@@ -20,8 +20,9 @@ from ._common import (_algorithm_names, _check_objective_args, _check_objective_
                       refuse_on_every_rank)
 
 
-#: The graph's options: a method that averages exactly (federated, centralized) does not read them either.
-_GRAPH_OPTIONS = ("--topology", "--matrix", "--normalize", "--undirected", "--weights")
+#: The graph's options that a method which averages exactly (federated, centralized) reads no more than the
+#: number of nodes of (a matrix file, which sets the clients' number and the data's split, is not warned about).
+_GRAPH_OPTIONS = ("--topology", "--undirected", "--weights")
 
 
 def _check_run_args(args):
@@ -226,8 +227,10 @@ def cmd_run(args):
         [o.flag for o in network_options.declared() if o.flag in args.given and o.flag in used]
     if not REGISTRY[method].matrices and ignored and root:
         named = " and ".join(filter(None, (", ".join(ignored[:-1]), ignored[-1])))
+        graph = any(flag in _GRAPH_OPTIONS for flag in ignored)
         print(f"rowstoch: warning: {named} {'does' if len(ignored) == 1 else 'do'} not affect "
-              f"{method}: it averages exactly, without the network", file=sys.stderr)
+              f"{method}{' beyond the number of nodes' if graph else ''}: it averages exactly, without the network",
+              file=sys.stderr)
     diverged = None
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", RuntimeWarning)

@@ -333,8 +333,9 @@ def make_plan(A, objective, algorithms=None, rounds_budget=2000, *, lr=None, tun
         warnings.warn(f"{', '.join(apart)} {'does' if len(apart) == 1 else 'do'} not run over the network's "
                       f"communication model ({_layers(A)}): "
                       f"{'it averages' if len(apart) == 1 else 'they average'} exactly, through a server or an "
-                      "all-reduce, so neither the graph nor the comparison's losses, compression, noise and delays "
-                      f"touch {'it' if len(apart) == 1 else 'them'}", RuntimeWarning, stacklevel=3)
+                      "all-reduce, so neither the graph (beyond its number of nodes) nor the comparison's losses, "
+                      f"compression, noise and delays touch {'it' if len(apart) == 1 else 'them'}", RuntimeWarning,
+                      stacklevel=3)
     hyper = _check_label_dict(hyper, "hyper", labels)
     for label, options in hyper.items():
         if not isinstance(options, dict):

@@ -110,7 +110,8 @@ def _die_with_parent():
     try:
         import ctypes
 
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+        if ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0) != 0:  # PR_SET_PDEATHSIG
+            return  # (refused: the worker lives as before)
     except (OSError, AttributeError):
         return
     import multiprocessing
