@@ -785,6 +785,9 @@ def test_an_embedders_mistakes_are_named_by_their_arguments(tmp_path):
         PullDiagGT(np.array([[np.nan, 1.0], [0.5, 0.5]]), np.zeros((2, 1)), lr=0.1)
     with pytest.raises(TypeError, match="A must be a fixed matrix .* got Lossy"):
         pull_diag(Lossy(topology.exponential(5), 0.1), np.ones(5), 3)
+    np.testing.assert_array_equal(pull_diag(Lossy(topology.exponential(5), 0.0), np.ones(5), 3).errors,
+                                  pull_diag(topology.exponential(5), np.ones(5), 3).errors)  # (one that never
+    # changes is its matrix)
     f = objectives.Quadratic.random(n=8, d=3, seed=0)
     (tmp_path / "file").write_text("x")
     with pytest.raises(FileExistsError, match=r"checkpoint_dir .*file' cannot be made a folder.*a file has that name"):

@@ -2142,4 +2142,10 @@ def test_a_figure_is_written_whole_or_not_at_all(tmp_path, monkeypatch):
     with pytest.raises(KeyboardInterrupt):
         report.save(fig, path)
     assert path.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["compare.png"]
+    monkeypatch.undo()
+    # a name without an extension takes matplotlib's format and its extension, as savefig does (it had become the
+    # format "part"); a format given is written under the name as it is (the live view's)
+    assert report.save(fig, tmp_path / "fig") == str(tmp_path / "fig.png") and (tmp_path / "fig.png").is_file()
+    report.save(fig, tmp_path / "live.txt", format="png")
+    assert (tmp_path / "live.txt").read_bytes().startswith(b"\x89PNG")
     plt.close(fig)
