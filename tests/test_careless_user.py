@@ -447,7 +447,7 @@ def test_demo_says_where_it_writes(tmp_path, monkeypatch, capsys):
 
 def test_the_demo_judges_the_claims_as_the_reproduction_does(tmp_path, monkeypatch):
     """The first command a new user runs: a shorter run (1,000 rounds, 3 repetitions) told them that Figure 3's
-    claim fails on 5 of 8 (graph, R) where ``rowstoch reproduce multi-gossip`` finds 7 of 8 hold. It now runs
+    claim fails on 5 of 8 (graph, R) where ``rowstoch reproduce multi-gossip`` finds it holds on most. It now runs
     the reproduction with the reproduction's own settings."""
     from rowstoch_fast.experiments import synthetic
 
@@ -598,6 +598,11 @@ def test_options_are_not_abbreviated(tmp_path):
     (["mnist-mlp", "--width", "4"], "reproduce mnist-mlp takes no --width"),
     (["cifar10-resnet", "--synthetic", "--iterations", "5"],
      "5 communication rounds are less than one iteration at R = 10"),
+    (["multi-gossip", "--iterations", "5"],  # (a traceback, exit 1, an empty --out made)
+     "reproduce multi-gossip: --iterations is the communication rounds of each run, at least 10 (one iteration at "
+     "R = 10), got 5"),
+    (["robustness", "--iterations", "3"], "reproduce robustness: --iterations is the communication rounds of each "
+                                          "run, at least 5"),
 ])
 def test_reproduce_refuses_options_its_figure_does_not_read(tmp_path, args, fragment):
     """They were ignored: ``reproduce mnist-mlp --data-dir DIR`` trained on the digits, ``pull-diag --iterations
@@ -1033,3 +1038,24 @@ def test_a_negative_spread_is_a_value_not_an_option(tmp_path, args, message):
     what is wrong with it."""
     rc, _, err = rowstoch_here("run", "--n", "8", "--out", tmp_path / "o", *args)
     assert_one_line_error(rc, err, message)
+
+
+def test_a_reproduction_refuses_an_earlier_runs_folder_unless_overwrite(tmp_path):
+    """An interrupted rerun into a folder of an earlier run left that run's CSV and figure beside the new verdict
+    (or replaced a finished run with a partial one). The folder is refused; --overwrite removes the earlier files
+    first, and leaves the user's own."""
+    out = tmp_path / "pd"
+    rc, _, err = rowstoch_here("reproduce", "pull-diag", "--out", out)
+    assert rc == 0, err
+    (out / "notes.txt").write_text("mine")
+    written = sorted(p.name for p in out.iterdir())
+    rc, _, err = rowstoch_here("reproduce", "pull-diag", "--out", out)
+    assert_one_line_error(rc, err, f"--out {str(out)!r} holds the results of an earlier run of pull-diag "
+                                   "(pull_diag.csv, pull_diag.png, pull_diag_verdict.csv)", "--overwrite")
+    (out / "pull_diag.png").write_bytes(b"stale")
+    rc, _, err = rowstoch_here("reproduce", "pull-diag", "--out", out, "--overwrite")
+    assert rc == 0, err
+    assert sorted(p.name for p in out.iterdir()) == written and (out / "pull_diag.png").read_bytes() != b"stale"
+    rc, _, err = rowstoch_here("reproduce", "multi-gossip", "--iterations", "10", "--repeats", "2", "--out", out,
+                               "--no-progress")  # (another figure's files are not its own: it runs)
+    assert rc == 0, err

@@ -266,7 +266,10 @@ def make_parser():
                         help="reproduce a figure of the paper")
     rp.add_argument("figure", choices=list(FIGURES),
                     help="; ".join(f"{k}: {v}" for k, v in FIGURES.items()))
-    rp.add_argument("--out", default="results", help="output folder")
+    rp.add_argument("--out", default="results",
+                    help="output folder; one that holds an earlier run of the figure is refused unless --overwrite")
+    rp.add_argument("--overwrite", action="store_true",
+                    help="remove the files of an earlier run of the figure in --out first")
     rp.add_argument("--iterations", type=_positive_int, default=None,
                     help="iterations (communication rounds for multi-gossip, mnist-* and robustness); default the "
                          "paper's (linear-speedup: 8000 on exponential graphs, 20000 on rings, enough to leave the transient)")

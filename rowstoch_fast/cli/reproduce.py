@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import os
+
 from ..errors import UsageError
 from ._common import _writable_folder, progress_option
 
@@ -33,6 +35,44 @@ _REPRODUCE_OPTIONS = {"pull-diag": (), "linear-speedup": ("--iterations", "--rep
                       "mnist-heterogeneous": ("--iterations", "--repeats", "--data", "--data-dir", "--axis"),
                       "cifar10-resnet": ("--iterations", "--repeats", "--data-dir", "--synthetic", "--width", "--axis")}
 _ALL_OPTIONS = tuple(dict.fromkeys(o for options in _REPRODUCE_OPTIONS.values() for o in options))
+
+
+def _stem(figure):
+    """The name a figure's files start with (``multi_gossip.csv``, ``multi_gossip_verdict.csv``, ...)."""
+    return "kgt_local_steps" if figure == "k-gt-local-steps" else figure.replace("-", "_")
+
+
+def _earlier_outputs(args):
+    """The files of an earlier run of this figure in ``--out``: refused unless ``--overwrite``, which removes them
+    first. An interrupted rerun had left the earlier run's CSV and figure beside its own verdict, or replaced a
+    finished run with a partial one."""
+    if not os.path.isdir(args.out):
+        return
+    stem = _stem(args.figure)
+    found = sorted(name for name in os.listdir(args.out)
+                   if os.path.isfile(os.path.join(args.out, name)) and (name.startswith(stem + ".")
+                                                                         or name.startswith(stem + "_")))
+    if not found:
+        return
+    if not args.overwrite:
+        raise UsageError(f"--out {args.out!r} holds the results of an earlier run of {args.figure} "
+                         f"({', '.join(found)}): choose another folder, or pass --overwrite to replace them")
+    for name in found:
+        os.remove(os.path.join(args.out, name))
+
+
+def _least_rounds(figure):
+    """The fewest communication rounds a figure's runs take: one iteration of its largest R (multi-gossip's 10,
+    robustness's MG method's 5), read from the experiment's own defaults; 1 for the others."""
+    import inspect
+
+    from .. import experiments
+
+    if figure == "multi-gossip":
+        return max(inspect.signature(experiments.reproduce_multi_gossip).parameters["rounds"].default)
+    if figure == "robustness":
+        return inspect.signature(experiments.reproduce_robustness).parameters["mg_rounds"].default
+    return 1
 
 
 def _needs_torch(figure):
@@ -70,7 +110,12 @@ def cmd_reproduce(args):
     elif args.data_dir and args.data != "mnist":
         raise UsageError("--data-dir is read with --data mnist only (digits need no files)")
     graphs = _graphs(args.graphs) if args.graphs is not None else ("exponential", "ring")
+    least = _least_rounds(args.figure)
+    if args.iterations is not None and args.iterations < least:  # (a traceback after --out was made, before)
+        raise UsageError(f"reproduce {args.figure}: --iterations is the communication rounds of each run, at least "
+                         f"{least} (one iteration at R = {least}), got {args.iterations}")
     _writable_folder(args.out, "--out")
+    _earlier_outputs(args)
     progress = progress_option(args)
     if args.figure == "pull-diag":
         experiments.reproduce_pull_diag(args.out)

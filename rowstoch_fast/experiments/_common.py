@@ -177,15 +177,3 @@ def compare_windows(first, first_spread, first_repeats, second, second_spread, s
     if first > second + margin:
         return "does not hold"
     return "inconclusive"
-    if not np.isfinite(first):
-        return "does not hold"
-    if not np.isfinite(second):
-        return "holds"
-    margin = first_spread + second_spread
-    if not np.isfinite(margin):
-        return "inconclusive (no spread: one repeat with too few records in its window)"
-    if first < second - margin:
-        return "holds"
-    if first > second + margin:
-        return "does not hold"
-    return "inconclusive"
