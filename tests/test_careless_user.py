@@ -1059,3 +1059,15 @@ def test_a_reproduction_refuses_an_earlier_runs_folder_unless_overwrite(tmp_path
     rc, _, err = rowstoch_here("reproduce", "multi-gossip", "--iterations", "10", "--repeats", "2", "--out", out,
                                "--no-progress")  # (another figure's files are not its own: it runs)
     assert rc == 0, err
+
+
+def test_the_paper_preset_narrowed_to_a_plain_method_runs(tmp_path):
+    """`--preset paper --algorithms pull-diag-gt` was refused: "paper.toml: [run] mg_rounds is not read without an
+    mg-* algorithm", naming the shipped file, which the user cannot change (and `--mg-rounds` was refused too). The
+    file's R is for the mg-* methods the command line left out; one written on the command line is still refused."""
+    rc, out, err = rowstoch_here("compare", "--preset", "paper", "--algorithms", "pull-diag-gt", "--rounds-budget",
+                                 "20", "--repeats", "1", "--out", tmp_path / "o", "-q")
+    assert rc == 0, err
+    rc, _, err = rowstoch_here("compare", "--preset", "paper", "--algorithms", "pull-diag-gt", "--mg-rounds", "5",
+                               "--rounds-budget", "20", "--repeats", "1", "--out", tmp_path / "p", "-q")
+    assert_one_line_error(rc, err, "--mg-rounds is not read without an mg-* algorithm")

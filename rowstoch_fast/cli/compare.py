@@ -111,6 +111,12 @@ def _compare(args):
     if args.algorithms is not None and not args.algorithms.replace(",", "").strip():
         raise UsageError("--algorithms is empty; name at least one algorithm ('rowstoch algorithms' lists them)")
     names = [a.strip() for a in args.algorithms.split(",")] if args.algorithms else list(cmp.ALGORITHMS)
+    written = {str(token).split("=", 1)[0] for token in getattr(args, "argv", []) if str(token).startswith("--")}
+    if "--mg-rounds" in getattr(args, "file_keys", {}) and "--mg-rounds" not in written and \
+            not any(a.startswith("mg-") for a in names):  # (the file's R, for mg-* methods the command line left
+        # out: `--preset paper --algorithms pull-diag-gt` was refused, naming the shipped file)
+        args.mg_rounds = None
+        args.given.discard("--mg-rounds")
     _refuse_unread(args, _problem_rules(args) + [
         (("--mg-rounds",), not any(a.startswith("mg-") for a in names), "without an mg-* algorithm")])
     _check_objective_args(args)
