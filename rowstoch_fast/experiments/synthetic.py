@@ -293,7 +293,9 @@ def reproduce_linear_speedup(out_dir, iterations=None, repeats=20, graphs=("expo
                 if g2 == g:
                     h.plot("grad_norm", ax=ax, label=f"n = {n}")
             ax.set_title(f"Pull-Diag-GT, {'exponential graphs' if g == 'exponential' else 'rings'} "
-                         f"(slope {slopes[g]:.2f})", fontsize=9)
+                         f"(slope {slopes[g]:.2f})\n{iterations or LINEAR_SPEEDUP_ITERATIONS[g]} iterations, "
+                         f"{repeats} repetitions, {'the paper' if rates == 'paper' else 'this command'}'s rates",
+                         fontsize=9)  # (the settings: runs at either rates looked the same)
             ax.legend(fontsize=7)
         log(f"wrote {_save(fig, out_dir, 'linear_speedup.png')}")
         plt.close(fig)
@@ -406,9 +408,12 @@ def reproduce_multi_gossip(out_dir, communication_rounds=2000, repeats=5, rounds
             for R in rounds:
                 if (name, R) in histories:
                     histories[(name, R)].plot("grad_norm", ax=ax, label=f"R = {R}")
-            ax.set_title(name)
+            ax.set_title(name, fontsize=9)
             if ax.get_legend_handles_labels()[0]:  # (a graph an interruption left without runs has none)
                 ax.legend(fontsize=7)
+        fig.suptitle(f"Pull-Diag-GT vs MG-Pull-Diag-GT, the synthetic logistic problem (n = 16), "
+                     f"{communication_rounds} communication rounds, {repeats} repetitions, the paper's rates",
+                     fontsize=9)  # (the panels named only their graph)
         log(f"wrote {_save(fig, out_dir, 'multi_gossip.png')}")
         plt.close(fig)
     _stop_if(interrupted, log, f"{len(finals)} of {len(graphs) * len(rounds)} runs", error)
