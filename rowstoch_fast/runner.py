@@ -415,6 +415,13 @@ def record_metrics(opt, objective, oracle, metrics=METRICS, transform=None):
     pair = opt.gradient_sum_tracker(oracle.last) if oracle.last is not None and "descent_deviation" in metrics else None
     deviation = pair is not None  # (the same on every rank: a method of the algorithm)
     y, g = pair if deviation else (None, None)
+    # the root measures; a metric of the user's that raises there is raised on every process (the others waited
+    # in the next collective)
+    return opt.on_every_process(_measured, opt, objective, oracle, metrics, x, deviation, y, g)
+
+
+def _measured(opt, objective, oracle, metrics, x, deviation, y, g):
+    """:func:`record_metrics`'s values of the gathered ``x`` on the root (None elsewhere)."""
     if not opt.is_root:
         return None
     pi = opt.centroid_weights()
@@ -554,14 +561,68 @@ def _check_writable_folder(path, name):
         raise PermissionError(f"{name} {os.fspath(path)!r}: its folder {folder!r} is not writable")
 
 
+#: Under MPI, how often (iterations) the processes agree whether a signal asked them to stop.
+AGREE_EVERY = 16
+
+
+class _AgreedStop:
+    """Under MPI, Ctrl-C (SIGINT) and SIGTERM held while a run steps, and the processes told of them together.
+
+    mpiexec delivers a signal to each rank at its own moment: each broke off at another point and waited in
+    another collective (rank 0 in a gather, rank 1 in a broadcast), a hang that lost what was computed since the
+    last checkpoint. The signal is held; every :data:`AGREE_EVERY` iterations the ranks ask whether any holds one
+    (:meth:`~rowstoch_fast.algorithms.Optimizer.any_process`), and all stop at the same iteration: a rank that
+    held a signal hands it to its former handler (the command's SIGTERM: exit 143), the others raise
+    KeyboardInterrupt. A signal that comes after the loop is dropped (what the run computed is written).
+    One process, or outside the main thread: nothing is held."""
+
+    def __init__(self, opt):
+        import threading
+
+        self.opt, self.held, self.previous = opt, [], {}
+        self.active = opt.local_nodes is not None and threading.current_thread() is threading.main_thread()
+
+    def __enter__(self):
+        import signal
+
+        if self.active:
+            def hold(signum, frame):
+                self.held.append(signum)
+
+            hold.agrees = True  # (_ctrl_c_deferred leaves a held signal to it)
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                self.previous[signum] = signal.signal(signum, hold)
+        return self
+
+    def check(self, iteration):
+        """Raise KeyboardInterrupt on every process at once where any holds a signal (collective every
+        :data:`AGREE_EVERY` iterations)."""
+        if not self.active or iteration % AGREE_EVERY or not self.opt.any_process(bool(self.held)):
+            return
+        self.held.append(None)  # (stopped: signals from now on are dropped, the handlers put back on exit)
+        former = self.previous.get(self.held[0]) if self.held[0] is not None else None
+        if callable(former):
+            former(self.held[0], None)  # (the command's SIGTERM: it remembers it, and raises KeyboardInterrupt)
+        raise KeyboardInterrupt
+
+    def __exit__(self, *exc):
+        import signal
+
+        for signum, handler in self.previous.items():
+            signal.signal(signum, signal.default_int_handler if handler is None and signum == signal.SIGINT
+                          else signal.SIG_DFL if handler is None else handler)
+        return False
+
+
 @contextlib.contextmanager
 def _ctrl_c_deferred():
     """Ctrl-C (SIGINT) during the block is held until the block is done, then raised as KeyboardInterrupt (the
-    main thread only; elsewhere the block runs as it is)."""
+    main thread only; elsewhere the block runs as it is; under MPI, :class:`_AgreedStop` holds it)."""
     import signal
     import threading
 
-    if threading.current_thread() is not threading.main_thread():
+    if threading.current_thread() is not threading.main_thread() or \
+            getattr(signal.getsignal(signal.SIGINT), "agrees", False):
         yield
         return
     held = []
@@ -853,6 +914,11 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
                 "objective": objective.describe() if hasattr(objective, "describe") else type(objective).__name__,
                 **(config or {})}
     meta["config"] = json.loads(json.dumps(identity, default=_json_default))  # as a checkpoint will hold it
+    from .network import describe
+
+    backends.check_same_on_every_process(  # (collective under MPI, before anything is built; the network's digest,
+        # a pass over its weights, only there)
+        algorithm.backend, lambda: {**meta["config"], "network": describe(algorithm.A)}, "the run's settings")
     # the bar covers the set-up too (the optimizer's tracker and the first record can take a while at large n)
     bar = progress_bar(progress, iterations, 0, meta["algorithm"] + " (set-up)")
     setup_start = time.perf_counter()
@@ -899,72 +965,77 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
     if bar is not None:
         bar.n = bar.last_print_n = opt.iteration
         bar.set_description(meta["algorithm"], refresh=True)
-    interrupted = False
-    diverged = failed = None
-    first = opt.iteration  # (recorded above, or by the run resumed)
+    agreed = _AgreedStop(opt).__enter__()  # (under MPI: a signal stops every process at the same iteration)
     try:
-        ours = isinstance(oracle, Oracle)  # (an objective's own oracle: its call count alone is put back)
-        while opt.iteration < iterations:
-            drawn = (oracle.iteration, oracle.last) if ours else (oracle.iteration,)
-            before = opt.iteration
-            try:
-                opt.step(oracle)
-            except KeyboardInterrupt:  # mid-step: the optimizer kept its state (atomic commit), so must the
-                # oracle, or a resume draws ahead; after the commit (the step's return path) both stay
-                if opt.iteration == before:
-                    if ours:
-                        oracle.iteration, oracle.last = drawn
-                    else:
-                        oracle.iteration = drawn[0]
-                raise
+        interrupted = False
+        diverged = failed = None
+        first = opt.iteration  # (recorded above, or by the run resumed)
+        try:
+            ours = isinstance(oracle, Oracle)  # (an objective's own oracle: its call count alone is put back)
+            while opt.iteration < iterations:
+                drawn = (oracle.iteration, oracle.last) if ours else (oracle.iteration,)
+                before = opt.iteration
+                try:
+                    opt.step(oracle)
+                except KeyboardInterrupt:  # mid-step: the optimizer kept its state (atomic commit), so must the
+                    # oracle, or a resume draws ahead; after the commit (the step's return path) both stay
+                    if opt.iteration == before:
+                        if ours:
+                            oracle.iteration, oracle.last = drawn
+                        else:
+                            oracle.iteration = drawn[0]
+                    raise
+                if bar is not None:
+                    bar.update(1)
+                if opt.iteration in due:
+                    _record(opt, objective, oracle, rows, t0, metrics)
+                if checkpoint and opt.iteration % checkpoint_every == 0:
+                    _save_checkpoint(checkpoint, opt, oracle, rows, meta, time.perf_counter() - t0)
+                agreed.check(opt.iteration)
+        except KeyboardInterrupt:
+            interrupted = True
+        except DivergenceError as exc:
+            diverged = exc
+        except Exception as exc:  # noqa: BLE001 - grad_fn's own error, out of memory, ...: re-raised below
+            diverged = _unchecked_divergence(opt, exc)
+            failed = exc if diverged is None else None
+        finally:
             if bar is not None:
-                bar.update(1)
-            if opt.iteration in due:
-                _record(opt, objective, oracle, rows, t0, metrics)
-            if checkpoint and opt.iteration % checkpoint_every == 0:
-                _save_checkpoint(checkpoint, opt, oracle, rows, meta, time.perf_counter() - t0)
-    except KeyboardInterrupt:
-        interrupted = True
-    except DivergenceError as exc:
-        diverged = exc
-    except Exception as exc:  # noqa: BLE001 - grad_fn's own error, out of memory, ...: re-raised below
-        diverged = _unchecked_divergence(opt, exc)
-        failed = exc if diverged is None else None
+                bar.close()
+        if diverged is not None and opt.iteration not in due and opt.iteration != first:
+            # the last finite state, recorded (collective under MPI: every process stopped at the same step): a run
+            # that diverged between two records, or before the first, does not end on an older record (its start)
+            _record(opt, objective, oracle, rows, t0, metrics)
+        if failed is not None:
+            _keep_on_failure(failed, opt, oracle, rows, meta, checkpoint, time.perf_counter() - t0)
+            raise failed
+        meta["completed_iterations"] = opt.iteration
+        meta["completed_rounds"] = opt.communication_rounds
+        meta["traffic"] = opt.traffic()
+        meta["traffic_per_repetition"] = opt.traffic(per_replica=True)  # (one repetition's bytes: the comparisons')
+        logger.info("%s: %s at iteration %d after %.2f s (%d records)", meta["algorithm"],
+                    "interrupted" if interrupted else "diverged" if diverged is not None else "done", opt.iteration,
+                    time.perf_counter() - t0, len(rows))
+        rows = opt.share(rows)  # under MPI rank 0 recorded: every rank returns the same history
+        if diverged is not None:
+            # the optimizer keeps its last finite state but the oracle has drawn past it: the last periodic
+            # checkpoint (if any) stays the one to resume from; what was recorded goes with the exception
+            meta["diverged"] = {"iteration": diverged.iteration, "node": diverged.node, "what": diverged.what,
+                                "message": str(diverged)}
+            diverged.history = History(rows, meta, diverged=True)
+            raise diverged
+        if checkpoint:
+            _save_checkpoint(checkpoint, opt, oracle, rows, meta, time.perf_counter() - t0)
+        grew = _warn_if_growing(rows, algorithm.lr)
+        if grew:  # (compare marks such a run diverged)
+            meta["grew"] = grew
+        per_process = opt.process_stats()  # collective under MPI
+        if per_process is not None and len(per_process) > 1:
+            meta["ranks"] = len(per_process)
+            meta["communication"] = per_process
+        return History(rows, meta, interrupted=interrupted)
     finally:
-        if bar is not None:
-            bar.close()
-    if diverged is not None and opt.iteration not in due and opt.iteration != first:
-        # the last finite state, recorded (collective under MPI: every process stopped at the same step): a run
-        # that diverged between two records, or before the first, does not end on an older record (its start)
-        _record(opt, objective, oracle, rows, t0, metrics)
-    if failed is not None:
-        _keep_on_failure(failed, opt, oracle, rows, meta, checkpoint, time.perf_counter() - t0)
-        raise failed
-    meta["completed_iterations"] = opt.iteration
-    meta["completed_rounds"] = opt.communication_rounds
-    meta["traffic"] = opt.traffic()
-    meta["traffic_per_repetition"] = opt.traffic(per_replica=True)  # (one repetition's bytes: the comparisons')
-    logger.info("%s: %s at iteration %d after %.2f s (%d records)", meta["algorithm"],
-                "interrupted" if interrupted else "diverged" if diverged is not None else "done", opt.iteration,
-                time.perf_counter() - t0, len(rows))
-    rows = opt.share(rows)  # under MPI rank 0 recorded: every rank returns the same history
-    if diverged is not None:
-        # the optimizer keeps its last finite state but the oracle has drawn past it: the last periodic
-        # checkpoint (if any) stays the one to resume from; what was recorded goes with the exception
-        meta["diverged"] = {"iteration": diverged.iteration, "node": diverged.node, "what": diverged.what,
-                            "message": str(diverged)}
-        diverged.history = History(rows, meta, diverged=True)
-        raise diverged
-    if checkpoint:
-        _save_checkpoint(checkpoint, opt, oracle, rows, meta, time.perf_counter() - t0)
-    grew = _warn_if_growing(rows, algorithm.lr)
-    if grew:  # (compare marks such a run diverged)
-        meta["grew"] = grew
-    per_process = opt.process_stats()  # collective under MPI
-    if per_process is not None and len(per_process) > 1:
-        meta["ranks"] = len(per_process)
-        meta["communication"] = per_process
-    return History(rows, meta, interrupted=interrupted)
+        agreed.__exit__()
 
 
 def _keep_on_failure(exc, opt, oracle, rows, meta, checkpoint, wall):

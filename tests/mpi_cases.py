@@ -295,6 +295,50 @@ def case_compare(out):
     assert cli.main(json.loads(os.environ["ROWSTOCH_TEST_ARGS"]) + ["--backend", "mpi", "--out", out]) == 0
 
 
+def _outcome(fn):
+    try:
+        fn()
+        return "no error"
+    except Exception as exc:  # noqa: BLE001 - its kind and text are the case's outcome
+        return f"{type(exc).__name__}: {exc}"
+
+
+def case_settings_differ(out):
+    """Each rank a different lr, seed or graph: a silently wrong answer, or a hang; each now a refusal on all."""
+    from rowstoch_fast import Algorithm, run
+
+    f = Quadratic.random(8, 3, seed=0)
+    runs = {"lr": lambda: run(Algorithm(topology.exponential(8), 0.01 * (1 + rank), backend="mpi"), f, 10,
+                              progress=False),
+            "seed": lambda: run(Algorithm(topology.exponential(8), 0.01, backend="mpi"), f, 10, seed=rank,
+                                progress=False),
+            "graph": lambda: run(Algorithm(topology.erdos_renyi(8, 0.4, seed=rank), 0.01, backend="mpi"), f, 10,
+                                 progress=False),
+            "same": lambda: run(Algorithm(topology.exponential(8), 0.01, backend="mpi"), f, 10, progress=False)}
+    outcomes = comm.gather([_outcome(fn) for fn in runs.values()], root=0)
+    if rank == 0:
+        np.savez(out, outcomes=np.array(outcomes), names=np.array(list(runs)))
+
+
+def case_metric_raises(out):
+    """A user's metric that raises: measured on rank 0 alone, it hung the others in the next collective."""
+    import rowstoch_fast as rf
+    from rowstoch_fast import Algorithm, run
+
+    def boom(state):
+        if state.iteration >= 10:
+            raise ZeroDivisionError(f"deliberate at iteration {state.iteration}")
+        return 1.0
+
+    metric = rf.user_metrics.Metric("boom", boom)
+    f = Quadratic.random(8, 3, seed=0)
+    outcome = _outcome(lambda: run(Algorithm(topology.exponential(8), 0.01, backend="mpi"), f, 30, record_every=5,
+                                   progress=False, metrics=["grad_norm", metric]))
+    outcomes = comm.gather(outcome, root=0)
+    if rank == 0:
+        np.savez(out, outcomes=np.array(outcomes))
+
+
 def case_cli(out):
     from rowstoch_fast import cli
 

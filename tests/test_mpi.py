@@ -5,6 +5,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -341,3 +342,69 @@ def test_unreliable_networks_equal_single_process(ranks, tmp_path, monkeypatch):
     compressed = mpi_cases.all_unreliable_networks()["compressed"]
     assert {"choco-sgd", "compressed-push-pull"} <= {name for name, cls in REGISTRY.items()
                                                      if mpi_cases.runs_on("compressed", compressed, cls)}
+
+
+def test_settings_that_differ_between_ranks_are_refused_on_every_rank(tmp_path):
+    """A different lr or seed on one rank ran silently wrong (0.0358 where one process gives 0.1207 or 0.0103); a
+    different graph hung. The run's settings are compared before anything is built: a refusal on every rank,
+    naming what differs."""
+    got = mpirun("settings_differ", 2, tmp_path)
+    names = [str(n) for n in got["names"]]
+    for rank_outcomes in got["outcomes"]:
+        outcome = dict(zip(names, map(str, rank_outcomes)))
+        assert outcome["same"] == "no error"
+        assert "ValueError: the run's settings differ between the MPI ranks: lr is 0.01 on rank 0 and 0.02 on " \
+               "rank 1" in outcome["lr"]
+        assert "seed is 0 on rank 0 and 1 on rank 1" in outcome["seed"]
+        assert "differ between the MPI ranks: network is" in outcome["graph"]
+
+
+def test_a_users_metric_that_raises_under_mpi_raises_on_every_rank(tmp_path):
+    """Rank 0 alone measures the user's metrics: where one raised, rank 0 reported it and the others waited in the
+    next collective for ever."""
+    first, other = (str(o) for o in mpirun("metric_raises", 2, tmp_path)["outcomes"])
+    assert "deliberate at iteration 10" in first
+    assert other.startswith("RemoteError: rank 0 failed") and "deliberate at iteration 10" in other
+
+
+def test_a_signal_to_mpiexec_stops_every_rank_together(tmp_path):
+    """SIGTERM to mpiexec reaches each rank at its own moment: each broke off at another point and waited in
+    another collective (rank 0 in a gather, rank 1 in a broadcast), in about half the tries, losing what was
+    computed since the last checkpoint. The ranks now agree every few iterations and stop at the same one: exit
+    143, the history written, and the checkpoint resumes to the records of a run never interrupted."""
+    import pandas as pd
+
+    from rowstoch_fast import cli
+
+    common = ["run", "--n", "8", "--objective", "logistic", "--total", "1600", "--batch", "20", "--record-every",
+              "100", "--no-progress"]
+    for attempt in range(3):
+        out, ck = tmp_path / f"o{attempt}", tmp_path / f"ck{attempt}.npz"
+        cmd = [MPIEXEC, *MPIEXEC_FLAGS, "-n", "2", sys.executable, "-m", "rowstoch_fast.cli", *common, "--iterations",
+               "400000", "--backend", "mpi", "--out", str(out), "--checkpoint", str(ck)]
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                env=dict(os.environ, OMP_NUM_THREADS="1", MPIR_CVAR_CH4_NUM_VCIS="1"),
+                                start_new_session=True)
+        try:
+            deadline = time.time() + hang_limit(60)
+            while time.time() < deadline and not ck.exists() and proc.poll() is None:
+                time.sleep(0.05)
+            time.sleep(0.3 * attempt)  # (at other moments of the run)
+            proc.send_signal(signal.SIGTERM)
+            output, _ = proc.communicate(timeout=hang_limit(60))
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            pytest.fail(f"a SIGTERM to mpiexec hung its ranks (attempt {attempt})")
+        assert proc.returncode != 0 and "Traceback" not in output, output
+        assert (out / "history.csv").is_file(), output
+    stopped = pd.read_csv(out / "history.csv")["iteration"].max()
+    resumed = subprocess.run([MPIEXEC, *MPIEXEC_FLAGS, "-n", "2", sys.executable, "-m", "rowstoch_fast.cli", *common,
+                              "--iterations", str(stopped + 200), "--backend", "mpi", "--out", str(tmp_path / "resumed"),
+                              "--resume", str(ck), "--checkpoint", str(ck)], capture_output=True, text=True,
+                             timeout=hang_limit(TIMEOUT), env=dict(os.environ, OMP_NUM_THREADS="1"))
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert cli.main([*common, "--iterations", str(stopped + 200), "--out", str(tmp_path / "whole")]) == 0
+    cols = ["iteration", "grad_norm", "loss", "consensus_error"]
+    np.testing.assert_allclose(pd.read_csv(tmp_path / "resumed" / "history.csv")[cols],
+                               pd.read_csv(tmp_path / "whole" / "history.csv")[cols], rtol=1e-9, atol=1e-15)

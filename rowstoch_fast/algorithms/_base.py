@@ -1069,6 +1069,16 @@ class Optimizer(AskTell, FailureHandling, Persistence):
         buf = self._ops.local(np.ascontiguousarray(self._internal(arr)))
         return buf.reshape(self._shape[-2], self._reps, self._d).swapaxes(0, 1).copy() if arr.ndim == 3 else buf
 
+    def on_every_process(self, fn, *args):
+        """``fn(*args)``, run on every process: where it raises on one (under MPI), it raises on all (the others
+        would wait in the next collective). Its result on this process."""
+        return self._ops.call(fn, *args)
+
+    def any_process(self, flag):
+        """Whether ``flag`` is true on any process (collective under MPI; ``flag`` itself otherwise)."""
+        every = self._ops.gather_objects(bool(flag))
+        return bool(self._ops.broadcast_objects(any(every) if every is not None else None))
+
     def share(self, obj):
         """``obj`` of the root process, on every process (a broadcast under MPI; ``obj`` itself otherwise)."""
         return self._ops.broadcast_objects(obj)

@@ -99,6 +99,22 @@ def require_block_memory(backend, array, nbytes, what, hint=""):
         require_memory(nbytes, what, hint)
 
 
+def check_same_on_every_process(backend, value, what):
+    """Under MPI, a ValueError on every rank where ``value`` (a dict, JSON-like, or a function making it: called
+    under MPI only) is not the same on every rank, naming the first key that differs (a different ``lr`` or seed on
+    one rank ran silently wrong, a different graph or method hung); elsewhere nothing. Collective under MPI."""
+    if one_process(backend):
+        return
+    from mpi4py import MPI
+
+    every = MPI.COMM_WORLD.allgather(value() if callable(value) else value)
+    for rank, other in enumerate(every[1:], 1):
+        if other != every[0]:
+            key = next((k for k in dict.fromkeys([*every[0], *other]) if every[0].get(k) != other.get(k)), None)
+            raise ValueError(f"{what} differ between the MPI ranks: {key} is {every[0].get(key)!r} on rank 0 and "
+                             f"{other.get(key)!r} on rank {rank}; every rank must run the same")
+
+
 def one_process(backend):
     """Whether ``backend`` runs in this process alone (under MPI each rank runs its share, and a check or a
     write that one rank does alone can leave the others waiting)."""

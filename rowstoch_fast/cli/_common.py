@@ -265,6 +265,25 @@ def refuse_on_every_rank(args, refused):
         raise UsageError(refused)
 
 
+def on_every_rank(args, fn, *a):
+    """``fn(*a)`` on every process: under ``--backend mpi`` a refusal on one rank is raised on all (a data file or a
+    metrics module only one rank could read left the others waiting in the run's first collective)."""
+    if getattr(args, "backend", None) != "mpi":
+        return fn(*a)
+    try:
+        from mpi4py import MPI
+    except ImportError:  # (said by the command's own check)
+        return fn(*a)
+    from ..backends.mpi import collective
+    from ..errors import RemoteError
+
+    try:
+        return collective(MPI.COMM_WORLD, fn, *a)
+    except RemoteError as exc:  # ("rank 1 failed: UsageError: --data-file ..." -> "rank 1: --data-file ...")
+        raise UsageError(re.sub(r"^(rank \d+) failed: (UsageError|ValueError|MemoryError): ", r"\1: ", str(exc))) \
+            from None
+
+
 def _refuse_empty(path, option):
     """An empty folder name is a mistake, not the current folder."""
     if not str(path).strip():

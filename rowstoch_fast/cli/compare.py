@@ -14,7 +14,8 @@ from ..network import options as network_options
 from ..topology import NAMES as TOPOLOGIES, PAPER_NAMES as PAPER_GRAPHS
 from ._common import (_as_options, _check_objective_args, _check_objective_size, _check_out_folder, _error,
                       _list_option, _matrix_from_args, _metrics_module, _objective_from_args, _problem_rules,
-                      _refuse_unread, _settings, narrator, progress_option, refuse_on_every_rank)
+                      _refuse_unread, _settings, narrator, on_every_rank, progress_option,
+                      refuse_on_every_rank)
 
 
 def _metric_list(text):
@@ -107,7 +108,8 @@ def _compare(args):
     say = narrator(args, root)  # what it is doing (quiet with -q)
     show = print if root else (lambda *a, **k: None)  # its results
     file_algorithms = _read_experiment_file(args)
-    _metrics_module(args)  # (its metrics are --metric choices; a resumed comparison's file, from experiment.json)
+    on_every_rank(args, _metrics_module, args)  # (its metrics are --metric choices; a resumed comparison's file,
+    # from experiment.json)
     if args.algorithms is not None and not args.algorithms.replace(",", "").strip():
         raise UsageError("--algorithms is empty; name at least one algorithm ('rowstoch algorithms' lists them)")
     names = [a.strip() for a in args.algorithms.split(",")] if args.algorithms else list(cmp.ALGORITHMS)
@@ -155,9 +157,9 @@ def _compare(args):
     try:
         for gname in [os.path.basename(args.matrix)] if args.matrix else topologies:
             args.topology = gname
-            base = _matrix_from_args(args)
+            base = on_every_rank(args, _matrix_from_args, args)
             _check_objective_size(args, base.n)
-            f = _objective_from_args(args, base.n)
+            f = on_every_rank(args, _objective_from_args, args, base.n)
             for sname, ns in settings:
                 A = network_options.build(base, ns)
                 chosen = args.algorithms or ",".join(cmp.default_algorithms(A, f))  # (default: what runs on A, f)

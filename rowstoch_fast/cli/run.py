@@ -17,7 +17,7 @@ from ..topology import NAMES as TOPOLOGIES, PAPER_NAMES as PAPER_GRAPHS
 from ._common import (_algorithm_names, _check_objective_args, _check_objective_size, _error, _matrix_from_args,
                       _metrics_module, _objective_from_args, _one_setting, _problem_rules, _refuse_unread, _stage,
                       _topology_n, _writable_file, _writable_folder, default_lr, narrator, progress_option,
-                      refuse_on_every_rank)
+                      on_every_rank, refuse_on_every_rank)
 
 
 #: The graph's options that a method which averages exactly (federated, centralized) reads no more than the
@@ -165,7 +165,7 @@ def cmd_run(args):
     from ..runner import METRICS, Algorithm, check_takes, run
 
     _check_run_args(args)
-    extra = _metrics_module(args)  # (every metric the file registers is recorded)
+    extra = on_every_rank(args, _metrics_module, args)  # (every metric the file registers is recorded)
     if args.metric:  # (more of the built-in families: node statistics, counters, federated metrics)
         from ..user_metrics import resolve_metrics
 
@@ -198,14 +198,14 @@ def cmd_run(args):
     say = narrator(args, root)
     stage = _stage(root and (progress == "always" or (progress and sys.stderr.isatty())))
     stage(f"set-up: the network ({args.matrix or args.topology})")
-    A = _matrix_from_args(args)
+    A = on_every_rank(args, _matrix_from_args, args)
     if args.dtype == "float32":
         A = A.astype(np.float32)
     if args.matrix:  # a topology's n was checked above; a file's is known only now
         _check_objective_size(args, A.n)
     try:
         stage(f"set-up: the {args.objective} objective on {A.n} nodes")
-        f = _objective_from_args(args, A.n)
+        f = on_every_rank(args, _objective_from_args, args, A.n)
         stage(None)
         prepared = time.perf_counter() - started  # network and objective
         mg = args.algorithm.startswith("mg-")
