@@ -713,9 +713,12 @@ def test_the_pull_diag_figure_states_its_verdict(tmp_path):
     table = experiments.reproduce_pull_diag(str(tmp_path), iterations=60, log=lambda *a: None)
     verdict = pd.read_csv(tmp_path / "pull_diag_verdict.csv").set_index("graph")
     assert verdict.loc["exponential", "verdict"] == "no bias to correct (kappa = 1)"
-    for name in ("ring", "grid", "geometric", "nearest_neighbor"):
+    for name in ("ring", "grid", "geometric", "nearest_neighbor"):  # (the rule: Pull-Diag below 1% of its start,
+        # the A-protocol at least half its bias)
         e1, e2 = table[name][2:]
-        assert verdict.loc[name, "verdict"] == ("holds" if e1 < e2 else "does not hold")
+        row = verdict.loc[name]
+        reached = e1 < 0.01 * row["start_error"] and e2 >= 0.5 * row["a_protocol_bias"]
+        assert row["verdict"] == ("holds" if reached else "does not hold")
 
 
 def test_records_beyond_memory_are_refused_before_the_first_step(monkeypatch):
