@@ -1071,3 +1071,15 @@ def test_the_paper_preset_narrowed_to_a_plain_method_runs(tmp_path):
     rc, _, err = rowstoch_here("compare", "--preset", "paper", "--algorithms", "pull-diag-gt", "--mg-rounds", "5",
                                "--rounds-budget", "20", "--repeats", "1", "--out", tmp_path / "p", "-q")
     assert_one_line_error(rc, err, "--mg-rounds is not read without an mg-* algorithm")
+
+
+def test_a_data_files_bad_arrays_are_named_by_the_option(tmp_path):
+    """A --data-file whose features hold a NaN, or text, was refused as "H must be finite" with no option named."""
+    H = np.ones((16, 3))
+    H[2, 1] = np.nan
+    np.savez(tmp_path / "nan.npz", H=H, y=np.ones(16))
+    np.savez(tmp_path / "text.npz", H=np.full((16, 3), "a"), y=np.ones(16))
+    for name, fragment in (("nan", "H must be finite; H[2, 1] = nan"), ("text", "H must be")):
+        rc, _, err = rowstoch_here("run", "--n", "8", "--objective", "logistic-l2", "--data-file",
+                                   tmp_path / f"{name}.npz", "--out", tmp_path / name)
+        assert_one_line_error(rc, err, f"--data-file '{tmp_path / name}.npz'", fragment)

@@ -190,11 +190,14 @@ def _objective_of(args, n):
         H, y = load_data_file(args.data_file, args.objective)
         if len(y) % n:
             raise UsageError(f"--data-file has {len(y)} rows, which the {n} nodes cannot share evenly")
-        if args.objective == "least-squares":
-            return LeastSquares(H, y, n)
-        if args.objective == "logistic-l2":
-            return LogisticL2(H, y, n, lam=args.lam, batch=min(args.batch, len(y) // n), dtype=dtype)
-        return NonconvexLogistic(H, y, n, rho=args.rho, batch=min(args.batch, len(y) // n), dtype=dtype)
+        try:  # (the file's arrays refused by the objective: "H must be finite" named no option)
+            if args.objective == "least-squares":
+                return LeastSquares(H, y, n)
+            if args.objective == "logistic-l2":
+                return LogisticL2(H, y, n, lam=args.lam, batch=min(args.batch, len(y) // n), dtype=dtype)
+            return NonconvexLogistic(H, y, n, rho=args.rho, batch=min(args.batch, len(y) // n), dtype=dtype)
+        except (ValueError, TypeError) as exc:
+            raise UsageError(f"--data-file {args.data_file!r}: {exc}") from None
     test = getattr(args, "test_samples", 0) or 0  # (held-out samples of the synthetic law)
     if args.objective == "logistic":
         return NonconvexLogistic.synthetic(n, total=args.total, d=args.d, rho=args.rho, batch=args.batch,
