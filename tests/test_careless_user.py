@@ -1083,3 +1083,16 @@ def test_a_data_files_bad_arrays_are_named_by_the_option(tmp_path):
         rc, _, err = rowstoch_here("run", "--n", "8", "--objective", "logistic-l2", "--data-file",
                                    tmp_path / f"{name}.npz", "--out", tmp_path / name)
         assert_one_line_error(rc, err, f"--data-file '{tmp_path / name}.npz'", fragment)
+
+
+@pytest.mark.parametrize("env, warned", [({"PMI_SIZE": "2", "PMI_RANK": "0"}, True),
+                                         ({"PMI_SIZE": "2", "PMI_RANK": "1"}, False),
+                                         ({"OMPI_COMM_WORLD_SIZE": "4", "OMPI_COMM_WORLD_RANK": "0"}, True),
+                                         ({"PMI_SIZE": "1", "PMI_RANK": "0"}, False)])
+def test_a_launch_by_mpiexec_without_the_mpi_backend_is_warned_about(tmp_path, monkeypatch, env, warned):
+    """`mpiexec -n 2 rowstoch run` without `--backend mpi` ran the whole problem twice, with nothing said."""
+    for key in ("PMI_SIZE", "PMI_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK"):
+        monkeypatch.delenv(key, raising=False)
+    rc, _, err = rowstoch_here("run", "--n", "8", "--iterations", "3", *SMALL[2:], "--out", tmp_path / "o", env=env)
+    assert rc == 0, err
+    assert ("warning: started by an MPI launcher" in err) == warned, err

@@ -95,6 +95,25 @@ def progress_option(args):
     return "always" if getattr(args, "progress", False) else True
 
 
+#: What MPI launchers tell each process: the number of processes and this one's rank (MPICH's Hydra, Open MPI).
+_LAUNCHED = (("PMI_SIZE", "PMI_RANK"), ("OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK"))
+
+
+def warn_unshared_launch(args):
+    """A warning where ``mpiexec -n P`` started the command without ``--backend mpi``: each of the P processes
+    ran the whole problem (and wrote the same outputs), with nothing said. Printed by the launch's first process."""
+    if getattr(args, "backend", None) == "mpi":
+        return
+    for size_key, rank_key in _LAUNCHED:
+        size = os.environ.get(size_key, "")
+        if size.isdigit() and int(size) > 1:
+            if os.environ.get(rank_key, "0") == "0":
+                print(f"rowstoch: warning: started by an MPI launcher with {size} processes but without --backend "
+                      "mpi: each process runs the whole problem; pass --backend mpi to share it between them",
+                      file=sys.stderr)
+            return
+
+
 def narrator(args, root=True):
     """``say(*lines)``: the command's narration (what it is doing, what it wrote), silent with ``-q`` and on the MPI
     ranks other than the root. Results, warnings and errors are printed whatever ``-q`` says."""

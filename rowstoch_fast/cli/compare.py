@@ -15,7 +15,7 @@ from ..topology import NAMES as TOPOLOGIES, PAPER_NAMES as PAPER_GRAPHS
 from ._common import (_as_options, _check_objective_args, _check_objective_size, _check_out_folder, _error,
                       _list_option, _matrix_from_args, _metrics_module, _objective_from_args, _problem_rules,
                       _refuse_unread, _settings, narrator, on_every_rank, progress_option,
-                      refuse_on_every_rank)
+                      refuse_on_every_rank, warn_unshared_launch)
 
 
 def _metric_list(text):
@@ -108,6 +108,7 @@ def _compare(args):
     say = narrator(args, root)  # what it is doing (quiet with -q)
     show = print if root else (lambda *a, **k: None)  # its results
     file_algorithms = _read_experiment_file(args)
+    warn_unshared_launch(args)
     on_every_rank(args, _metrics_module, args)  # (its metrics are --metric choices; a resumed comparison's file,
     # from experiment.json)
     if args.algorithms is not None and not args.algorithms.replace(",", "").strip():

@@ -17,7 +17,7 @@ from ..topology import NAMES as TOPOLOGIES, PAPER_NAMES as PAPER_GRAPHS
 from ._common import (_algorithm_names, _check_objective_args, _check_objective_size, _error, _matrix_from_args,
                       _metrics_module, _objective_from_args, _one_setting, _problem_rules, _refuse_unread, _stage,
                       _topology_n, _writable_file, _writable_folder, default_lr, narrator, progress_option,
-                      on_every_rank, refuse_on_every_rank)
+                      on_every_rank, refuse_on_every_rank, warn_unshared_launch)
 
 
 #: The graph's options that a method which averages exactly (federated, centralized) reads no more than the
@@ -165,6 +165,7 @@ def cmd_run(args):
     from ..runner import METRICS, Algorithm, check_takes, run
 
     _check_run_args(args)
+    warn_unshared_launch(args)
     extra = on_every_rank(args, _metrics_module, args)  # (every metric the file registers is recorded)
     if args.metric:  # (more of the built-in families: node statistics, counters, federated metrics)
         from ..user_metrics import resolve_metrics
