@@ -599,10 +599,10 @@ class _AgreedStop:
         :data:`AGREE_EVERY` iterations)."""
         if not self.active or iteration % AGREE_EVERY or not self.opt.any_process(bool(self.held)):
             return
-        self.held.append(None)  # (stopped: signals from now on are dropped, the handlers put back on exit)
-        former = self.previous.get(self.held[0]) if self.held[0] is not None else None
+        signum = self.held[0] if self.held else None  # (none on a rank the signal has not reached yet)
+        former = self.previous.get(signum)
         if callable(former):
-            former(self.held[0], None)  # (the command's SIGTERM: it remembers it, and raises KeyboardInterrupt)
+            former(signum, None)  # (the command's SIGTERM: it remembers it, and raises KeyboardInterrupt)
         raise KeyboardInterrupt
 
     def __exit__(self, *exc):
