@@ -822,7 +822,12 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
     first_repeat : int, default 0
         The repetitions are ``first_repeat .. first_repeat + repeats - 1`` (their
         gradient streams and the ``rep`` column): more repetitions of an earlier
-        run, each equal to what it would have been in one batched run.
+        run, each equal to what it would have been in one batched run where the
+        network draws nothing per value sent (compression's and noise's draws
+        follow a replica's position in its block). The network's draws are the
+        same for every replica: ``rowstoch compare`` runs repetition ``r`` alone
+        on :func:`~rowstoch_fast.network.redrawn` ``(network, r)`` where the
+        network draws.
     metrics : sequence of str or callable, optional
         Record only these of :data:`METRICS` (the others are NaN): each costs up
         to one pass over the data per record (the harness's tuning runs record

@@ -593,6 +593,98 @@ def test_reseeded_shifts_the_layers_that_draw_per_value_and_keeps_the_others():
                                   Compressed(topology.exponential(8), "qsgd", bits=2, seed=2).mix(X, t=0))
 
 
+def test_redrawn_shifts_every_layer_that_draws_and_keeps_the_others():
+    """Losses, sleep, uniform delays, QSGD's rounding and noise get ``seed + shift`` (wrapped); a cyclic schedule,
+    a fixed delay, topk and silent noise draw nothing and keep theirs; a network where nothing draws is returned as
+    it is, and :func:`draws` says which is which."""
+    from rowstoch_fast._checks import MAX_KEY
+    from rowstoch_fast.network import Compressed, Delayed, Lossy, Network, Noisy, Sleepy, draws, redrawn
+
+    A = topology.exponential(8)
+    lossy = Lossy(A, 0.2, seed=5)
+    net = Compressed(Noisy(Delayed(Sleepy(lossy, 0.7, seed=MAX_KEY), 2, seed=6), 0.01, seed=7), "qsgd", bits=2,
+                     seed=8)
+    out = redrawn(net, 10)
+    seeds = []
+    layer = out
+    while layer is not A:
+        seeds.append((type(layer).__name__, layer.seed))
+        layer = layer.base
+    assert seeds == [("Compressed", 18), ("Noisy", 17), ("Delayed", 16), ("Sleepy", 9), ("Lossy", 15)]
+    assert out.bits == 2 and out.base.sigma == 0.01 and out.base.base.base.q == 0.7 and layer is A
+    still = Compressed(Noisy(Delayed(Sleepy(A, period=1, model="cyclic", seed=1), 2, delay="fixed", seed=2), 0.0,
+                             seed=3), "topk", k=1, seed=4)
+    assert redrawn(still, 10) is still and not draws(still) and redrawn(A, 3) is A and not draws(A)
+    assert draws(net) and draws(Compressed(lossy, "topk", k=1)) and redrawn(Compressed(lossy, "topk", k=1), 1).seed == 0
+    X = np.random.default_rng(0).standard_normal((8, 3))
+    assert not np.array_equal(lossy.mix(X, t=0), redrawn(lossy, 1).mix(X, t=0))
+    np.testing.assert_array_equal(redrawn(lossy, 1).mix(X, t=0), Lossy(A, 0.2, seed=6).mix(X, t=0))
+
+    class Mine(Network):  # (a user's layer over a lossy network, with no way to draw it anew: refused by the plan)
+        def __init__(self, base):
+            self.base, self.n = base, base.n
+
+    f = LeastSquares.synthetic(8, samples_per_node=5, d=2, seed=0)
+    with pytest.raises(TypeError, match="A: Mine cannot be drawn anew: it wraps a network but defines no _twin"):
+        cmp.make_plan(Mine(lossy), f, "dsgd", 10)
+
+
+def test_each_repetition_runs_on_its_own_draw_of_the_network():
+    """A lossy network's losses are drawn per link, the same for every replica of a batched run: with exact
+    gradients the repetitions of a comparison ran one trajectory (a spread of 0, whatever the draw). Each now runs
+    on the network redrawn by its number, the first on the network as given, each equal to a run of it alone."""
+    from rowstoch_fast.network import Lossy, redrawn
+
+    A = Lossy(topology.exponential(8), 0.3, seed=4)
+    f = LeastSquares.synthetic(8, samples_per_node=10, d=4, seed=0)  # (exact gradients)
+    frame = cmp.compare(A, f, "dsgd", 60, repeats=3, lr=0.05, progress=False, points=5)
+    last = frame[frame["iteration"] == frame["iteration"].max()].set_index("rep")["grad_norm_mean"]
+    assert len(set(last)) == 3
+    method = cmp.make_plan(A, f, "dsgd", 60).methods[0]
+    for rep in (0, 2):
+        alone = run(method.algorithm(redrawn(A, rep), 0.05, "auto"), f, 60, first_repeat=rep, record_every=60)
+        assert alone.frame["grad_norm_mean"].iloc[-1] == last[rep]
+
+
+def test_an_evaluation_on_a_lossy_network_resumes_repetition_by_repetition(tmp_path, monkeypatch):
+    """Repetitions run one at a time, each with its checkpoint: one interrupted part-way (the second) goes on from
+    its checkpoint, one interrupted between two runs (before the third's first step) starts again, and both end
+    with the records of a comparison never interrupted; the finished repetitions' checkpoints are removed."""
+    from rowstoch_fast.algorithms import _base
+    from rowstoch_fast.network import Lossy
+
+    A = Lossy(topology.exponential(8), 0.2, seed=3)
+    f = NonconvexLogistic.synthetic(8, total=1600, batch=20, seed=0)
+    kw = dict(lr=0.05, progress=False, points=5)
+    direct = cmp.compare(A, f, "dsgd", 200, repeats=3, **kw)
+    cols = ["iteration", "rep", "grad_norm_mean", "status"]
+    for stop_at, place in ((250, "step"), (2, "set-up")):
+        folder = tmp_path / place
+        real_step, real_init, calls = _base.Optimizer.step, _base.Optimizer.initialize, [0, 0]
+
+        def step(self, grad_fn):
+            calls[0] += 1
+            if place == "step" and calls[0] == stop_at:
+                raise KeyboardInterrupt
+            return real_step(self, grad_fn)
+
+        def initialize(self, grad_fn):
+            calls[1] += 1
+            if place == "set-up" and calls[1] == stop_at + 1:
+                raise KeyboardInterrupt
+            return real_init(self, grad_fn)
+
+        monkeypatch.setattr(_base.Optimizer, "step", step)
+        monkeypatch.setattr(_base.Optimizer, "initialize", initialize)
+        cut = cmp.compare(A, f, "dsgd", 200, repeats=3, checkpoint_dir=str(folder), **kw)
+        monkeypatch.undo()
+        assert cut.attrs["interrupted"] and set(cut["status"]) == {"interrupted"}
+        assert sorted(cut["rep"].unique()) == [0, 1]
+        again = cmp.compare(A, f, "dsgd", 200, repeats=3, previous=cut, checkpoint_dir=str(folder), **kw)
+        pd.testing.assert_frame_equal(again[cols].reset_index(drop=True), direct[cols].reset_index(drop=True))
+        assert not list(folder.glob("*from-rep*"))
+
+
 def test_a_diverged_candidate_costs_no_pass_of_the_records(problem, monkeypatch):
     """A candidate set aside (its rate diverged) is recorded as NaN without a pass over the data for it (the
     records' pass is most of a short tuning run's time); the others record what they record alone."""
@@ -2038,10 +2130,11 @@ def test_a_resume_over_several_settings_announces_what_each_one_tunes(tmp_path, 
     assert set(pd.read_csv(out / "compare.csv").query("setting == @second")["algorithm"]) == {"dsgd", "push-pull"}
 
 
-def test_one_repetition_ranks_nothing_and_a_shared_network_draw_is_said(tmp_path, capsys):
+def test_one_repetition_ranks_nothing_and_the_network_draws_are_said(tmp_path, capsys):
     """`--repeats 1` ranked methods strictly on one seed's values, and its caption promised ties "where the
-    repetitions cannot tell methods apart"; repetitions on a lossy network share one draw of its losses (drawn per
-    link, the same for every replica), which no caption said: ranks swapped with --network-seed at +- 0."""
+    repetitions cannot tell methods apart"; repetitions on a lossy network shared one draw of its losses (drawn per
+    link, the same for every replica), which no caption said: ranks swapped with --network-seed at +- 0. Each
+    repetition now draws its own, and the caption says so."""
     from rowstoch_fast.cli import main
 
     args = ["compare", "--n", "8", "--objective", "quadratic", "--d", "3", "--algorithms", "dsgd,push-pull",
@@ -2059,9 +2152,10 @@ def test_one_repetition_ranks_nothing_and_a_shared_network_draw_is_said(tmp_path
     assert "one repetition tells no method from another" in tex and r"oldmath" not in tex
     assert main(args + ["--repeats", "2", "--loss", "0.1", "--out", str(tmp_path / "lossy")]) == 0
     tex = (tmp_path / "lossy" / "summary.tex").read_text()
-    assert "The repetitions share one draw of the network's losses (--network-seed)" in tex
+    assert "Each repetition runs on its own draw of the network's losses (--network-seed plus the repetition's " \
+           "number)" in " ".join(tex.split())
     assert main(args + ["--repeats", "2", "--max-delay", "2", "--delay", "fixed", "--out", str(tmp_path / "f")]) == 0
-    assert "share one draw" not in (tmp_path / "f" / "summary.tex").read_text()  # (fixed delays draw nothing)
+    assert "own draw" not in (tmp_path / "f" / "summary.tex").read_text()  # (fixed delays draw nothing)
 
 
 def test_a_resume_keeps_the_tuning_records_of_the_methods_it_keeps(tmp_path, capsys):

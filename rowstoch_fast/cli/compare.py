@@ -629,18 +629,19 @@ def _caption(args, problems):
                                                        "apart" if args.repeats > 1 else "One repetition tells no "
                                                        "method from another: every rank is shared")
             + "; rank 1 in bold; only runs that ended ok are ranked."
-            + (_shared_draws(problems) if args.repeats > 1 else ""))
+            + (_own_draws(problems) if args.repeats > 1 else ""))
 
 
-def _shared_draws(problems):
-    """What the repetitions do not resample: a network's losses, sleep and delays are drawn per link, the same for
-    every repetition (its gradient streams and message draws differ), so the spread leaves out the network's
-    draw; the caption says so where a setting has such a layer."""
+def _own_draws(problems):
+    """What the repetitions resample besides their gradients: a network's losses, sleep and delays are drawn per
+    link, the same for every replica of a block, so a comparison runs each repetition on a draw of its own (the
+    network redrawn by its number, one repetition at a time) and the spread covers the network's draws; the
+    caption says so where a setting has such a layer."""
     drawn = list(dict.fromkeys(w for p in problems for w in network_options.per_link_draws(p[2]) if w))
     if not drawn:
         return ""
-    return (f" The repetitions share one draw of the network's {' and '.join(drawn)} (--network-seed): their spread "
-            "leaves it out.")
+    return (f" Each repetition runs on its own draw of the network's {' and '.join(drawn)} (--network-seed plus "
+            "the repetition's number), the tuning on draws of its own.")
 
 
 def _figure_title(args, graph, ns, n):

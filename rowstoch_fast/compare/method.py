@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import DivergenceError
+from ..network import draws, redrawn
 from ..runner import run
 from .tuning import UNTUNABLE, NoStableRate, tune
 from .verdict import status_of
@@ -61,9 +62,12 @@ def _loses_messages(network):
 
 
 def _one_run(plan, method, lr, *, repeats, progress, checkpoint=None, resume=None, first_repeat=0):
-    """(records, meta) of one evaluation run of ``method`` at ``lr`` (the frame's columns of a comparison)."""
+    """(records, meta) of one evaluation run of ``method`` at ``lr``: the repetitions ``first_repeat ..
+    first_repeat + repeats - 1`` on the network drawn for the first (:func:`~rowstoch_fast.network.redrawn` by
+    ``first_repeat``: the plan's network itself where nothing is drawn, or for the first repetition) (the frame's
+    columns of a comparison)."""
     iterations = method.iterations(plan.budget)
-    algo = method.algorithm(plan.network, lr, plan.backend)
+    algo = method.algorithm(redrawn(plan.network, first_repeat), lr, plan.backend)
     start = time.perf_counter()
     try:
         h = run(algo, plan.objective, iterations, record_at=plan.schedule(method), repeats=repeats, seed=plan.seed,
@@ -89,9 +93,13 @@ def _one_run(plan, method, lr, *, repeats, progress, checkpoint=None, resume=Non
     return frame, meta
 
 
-def _added_path(plan, method, first):
-    """The checkpoint of the repetitions ``first, ...`` added to ``method``'s finished run."""
-    return os.path.join(plan.checkpoint_dir, f"{method.label}.from-rep{first}.npz")
+def _checkpoint(plan, method, first):
+    """The checkpoint of the run of the repetitions ``first, ...``: ``<label>.npz`` for the first run,
+    ``<label>.from-rep<first>.npz`` for a run of repetitions added to it (None without a checkpoint folder)."""
+    if plan.checkpoint_dir is None:
+        return None
+    return os.path.join(plan.checkpoint_dir, f"{method.label}.npz" if first == 0 else
+                        f"{method.label}.from-rep{first}.npz")
 
 
 def _finished(checkpoint, meta):
@@ -103,13 +111,53 @@ def _finished(checkpoint, meta):
             pass
 
 
-def _added_repetitions(plan, method, done):
-    """``(first, checkpoint)`` of the repetitions ``first .. done - 1`` added to a finished run and interrupted
-    (the latest such checkpoint below ``done``), or None."""
-    if plan.checkpoint_dir is None:
-        return None
-    firsts = [first for first in range(1, done) if os.path.exists(_added_path(plan, method, first))]
-    return (max(firsts), _added_path(plan, method, max(firsts))) if firsts else None
+def _repetitions(plan, method, lr, first, stop, progress, resume=None):
+    """``(frames, meta)`` of the repetitions ``first .. stop - 1`` of ``method`` at ``lr`` (``meta``: the last
+    run's). Where the network draws nothing they are replicas of one batched run; where it draws (losses, sleep,
+    random delays, compression, noise: :func:`~rowstoch_fast.network.draws`) they run one at a time, repetition
+    ``r`` on the network :func:`~rowstoch_fast.network.redrawn` by ``r``, so that the repetitions' spread covers
+    the network's draws too (replicas of one block share its per-link draws), and each is the same whether it
+    ran with the others, was added by a later ``--repeats`` or resumed. ``resume``: the first run goes on from
+    this checkpoint. The runs stop at one interrupted or diverged (a Ctrl-C between two of them: the finished
+    ones, interrupted)."""
+    iterations = method.iterations(plan.budget)
+    runs = [(r, 1) for r in range(first, stop)] if draws(plan.network) else [(first, stop - first)] * (stop > first)
+    frames, meta = [], {"completed_iterations": iterations}
+    for r, count in runs:
+        checkpoint = _checkpoint(plan, method, r)
+        try:
+            frame, meta = _one_run(plan, method, lr, repeats=count, progress=progress, first_repeat=r,
+                                   checkpoint=checkpoint, resume=resume if r == first else None)
+        except KeyboardInterrupt:  # (before the run's loop caught it: set-up; the runs before it are kept)
+            if not frames:
+                raise
+            meta = {**meta, "interrupted": True}
+            break
+        frames.append(frame)
+        if r > 0:
+            _finished(checkpoint, meta)
+        if meta.get("interrupted") or meta.get("diverged") or meta.get("completed_iterations", iterations) < \
+                iterations:
+            break
+    return frames, meta
+
+
+def _resumed(plan, method, earlier, done):
+    """``(first, stop, checkpoint)``: the repetitions of an interrupted evaluation (``earlier``, its records, ``done``
+    repetitions in them) that run again, from ``first`` (the earlier records below it kept) to ``stop``, the first
+    going on from ``checkpoint`` (None: from the start)."""
+    if draws(plan.network):  # one run per repetition: the last recorded goes on (or the next, where it finished)
+        last = int(earlier["rep"].max())
+        whole = earlier.loc[earlier["rep"] == last, "iteration"].max() >= method.iterations(plan.budget)
+        first = last + 1 if whole else last
+        checkpoint = _checkpoint(plan, method, first)
+        return first, max(done, plan.repeats), checkpoint if checkpoint and os.path.exists(checkpoint) else None
+    added = [first for first in range(1, done) if plan.checkpoint_dir is not None
+             and os.path.exists(_checkpoint(plan, method, first))]
+    if added:  # the repetitions added to a finished run stopped part-way: they go on from their checkpoint
+        return max(added), done, _checkpoint(plan, method, max(added))
+    checkpoint = _checkpoint(plan, method, 0)  # goes on from its checkpoint (with the repetitions it had), or again
+    return 0, done, checkpoint if checkpoint is not None and os.path.exists(checkpoint) else None
 
 
 def _evaluate(plan, method, lr, log, progress):
@@ -117,40 +165,32 @@ def _evaluate(plan, method, lr, log, progress):
     checkpoint, or given the repetitions it lacks."""
     import pandas as pd
 
-    path = None if plan.checkpoint_dir is None else os.path.join(plan.checkpoint_dir, f"{method.label}.npz")
     earlier = plan.previous.get(method.label)
     if earlier is None:
-        return _one_run(plan, method, lr, repeats=plan.repeats, progress=progress, checkpoint=path)
-    status = str(earlier["status"].iloc[0]) if "status" in earlier.columns else "ok"
-    done = int(earlier["rep"].nunique())
-    parts, meta = [earlier], {"completed_iterations": method.iterations(plan.budget)}
-    added = _added_repetitions(plan, method, done) if status == "interrupted" else None
-    if added is not None:  # the repetitions added to a finished run stopped part-way: they go on from their
-        # checkpoint, the finished ones kept
-        first, checkpoint = added
-        log(f"{method.label}: repetitions {first} .. {done - 1} resumed from their checkpoint")
-        frame, meta = _one_run(plan, method, lr, repeats=done - first, progress=progress, first_repeat=first,
-                               checkpoint=checkpoint, resume=checkpoint)
-        parts = [earlier[earlier["rep"] < first], frame]
-        _finished(checkpoint, meta)
-    elif status == "interrupted":  # goes on from its checkpoint (with the repetitions it had), or again from 0
-        resume = path if path is not None and os.path.exists(path) else None
-        log(f"{method.label}: " + ("resumed from its checkpoint" if resume else "no checkpoint: run again"))
-        frame, meta = _one_run(plan, method, lr, repeats=done, progress=progress, checkpoint=path, resume=resume)
-        parts = [frame]
+        parts, meta = _repetitions(plan, method, lr, 0, plan.repeats, progress)
+        stop = plan.repeats
     else:
-        log(f"{method.label}: kept from the earlier comparison ({status}, {done} repetitions)")
-        meta["kept"] = earlier
-    if not meta.get("interrupted") and done < plan.repeats:  # the repetitions it lacks, on their own streams
-        more = None if plan.checkpoint_dir is None else _added_path(plan, method, done)
-        frame, meta = _one_run(plan, method, lr, repeats=plan.repeats - done, progress=progress, first_repeat=done,
-                               checkpoint=more)
-        parts.append(frame)
-        _finished(more, meta)
-        log(f"{method.label}: {plan.repeats - done} more repetitions")
+        status = str(earlier["status"].iloc[0]) if "status" in earlier.columns else "ok"
+        stop = int(earlier["rep"].nunique())
+        parts, meta = [earlier], {"completed_iterations": method.iterations(plan.budget)}
+        if status == "interrupted":
+            first, stop, checkpoint = _resumed(plan, method, earlier, stop)
+            what = f"{method.label}: " + (f"repetitions {first} .. {stop - 1} " if first else "")
+            log(what + ("resumed from its checkpoint" if checkpoint else
+                        "no checkpoint: run again" if first == int(earlier["rep"].max()) or first == 0 else "run"))
+            more, meta = _repetitions(plan, method, lr, first, stop, progress, resume=checkpoint)
+            parts = [earlier[earlier["rep"] < first], *more]
+        else:
+            log(f"{method.label}: kept from the earlier comparison ({status}, {stop} repetitions)")
+            meta["kept"] = earlier
+    if not meta.get("interrupted") and not meta.get("diverged") and stop < plan.repeats:  # the repetitions it
+        # lacks, on their own streams (and network draws)
+        more, meta = _repetitions(plan, method, lr, stop, plan.repeats, progress)
+        parts += more
+        log(f"{method.label}: {plan.repeats - stop} more repetitions")
     frame = pd.concat(parts, ignore_index=True)
     frame = frame[frame["rep"] < plan.repeats] if not meta.get("interrupted") else frame
-    frame = frame.assign(total_wall_seconds=sum(float(p["total_wall_seconds"].iloc[0]) for p in parts))
+    frame = frame.assign(total_wall_seconds=sum(float(p["total_wall_seconds"].iloc[0]) for p in parts if len(p)))
     return frame.sort_values(["iteration", "rep"], kind="stable").reset_index(drop=True), meta
 
 

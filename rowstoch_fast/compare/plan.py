@@ -19,7 +19,7 @@ from .. import algorithms as _algorithms
 from .._checks import MAX_KEY, MAX_ROUNDS, check_int, did_you_mean, require_memory
 from ..algorithms import REGISTRY, method_of
 from ..backends import BACKENDS
-from ..network import Network, base_matrix, weights_of
+from ..network import Network, base_matrix, redrawn, weights_of
 from .._metric_names import TEST_METRICS
 from ..runner import Algorithm, check_takes, round_schedule
 
@@ -307,6 +307,10 @@ def make_plan(A, objective, algorithms=None, rounds_budget=2000, *, lr=None, tun
         raise TypeError(f"objective must be an Objective of rowstoch_fast.objectives, got {type(objective).__name__}")
     if objective.n != A.n:
         raise ValueError(f"objective has n = {objective.n} nodes but the network has {A.n}")
+    try:
+        redrawn(A, 1)  # (each repetition runs on a draw of its own: a layer that cannot be drawn anew, before any run)
+    except TypeError as exc:
+        raise TypeError(f"A: {exc}") from None
     if not isinstance(backend, str) or backend not in BACKENDS:
         raise ValueError(f"backend must be one of {', '.join(map(repr, BACKENDS))}, got {backend!r}")
     rounds_budget = check_int(rounds_budget, "rounds_budget", minimum=1)

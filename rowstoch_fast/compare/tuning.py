@@ -42,15 +42,16 @@ from .._checks import MAX_KEY
 from .._files import atomic_write
 from ..objectives import Oracle
 from ..runner import GROWTH_WARNING, build_replicas, record_metrics, round_schedule
-from ..network import reseeded
+from ..network import redrawn
 
 __all__ = ["TUNE_SEED_OFFSET", "TUNE_REPEATS", "TUNE_POINTS", "STABILITY_FACTOR", "NO_PROGRESS", "CONVERGED", "TAIL",
            "CONFIRM_REPEATS", "CONFIRM_MIN_REPEATS", "CONFIRM_MAX", "CONFIRM_NOISE", "NoStableRate", "UNTUNABLE",
            "judge", "final_estimate", "noise", "contenders", "confirm_repeats",
            "replicas_per_rate", "tune"]
 
-#: The tuning runs draw their mini-batches from ``seed + TUNE_SEED_OFFSET`` (wrapped to 64 bits): streams that no
-#: evaluation repetition of the comparison (``seed``, repetitions 0 .. repeats-1) ever draws.
+#: The tuning runs draw their mini-batches from ``seed + TUNE_SEED_OFFSET`` (wrapped to 64 bits), and their
+#: network's draws from its seeds ``+ TUNE_SEED_OFFSET``: streams that no evaluation repetition of the comparison
+#: (``seed``, repetitions 0 .. repeats-1, the network redrawn by the repetition) ever draws.
 TUNE_SEED_OFFSET = 0x5EED_0000_0000
 #: Replicas per candidate rate (independent gradient streams), judged on their mean; one where they would all run
 #: the same trajectory (:func:`replicas_per_rate`: exact gradients, no per-replica draws).
@@ -61,7 +62,7 @@ TUNE_REPEATS = 2
 #: their difference.
 CONFIRM_NOISE = math.log(1.25) / (2.0 * math.sqrt(2.0))
 #: The most streams a confirmation stage adds to each contender (streams ``TUNE_REPEATS ..`` of the tuning seed,
-#: its messages drawn anew: :func:`~rowstoch_fast.network.reseeded`): as many as bring the pooled noise to
+#: its network drawn anew: :func:`~rowstoch_fast.network.redrawn`): as many as bring the pooled noise to
 #: :data:`CONFIRM_NOISE` (:func:`confirm_repeats`), at least :data:`CONFIRM_MIN_REPEATS`. 30: on a held-out lossy,
 #: noisy problem (pooled noise 0.36-0.46) 14 more streams still chose rates 1.3-1.6x off, 30 the best (section 35).
 CONFIRM_REPEATS = 30
@@ -389,9 +390,10 @@ def trajectories(network, objective, method, rates, budget, metric, *, seed, rep
                  points=TUNE_POINTS, checkpoint=None, keep=False, rep_offset=0):
     """One batched run of ``method`` on ``network``: ``repeats`` replicas per rate of ``rates``, the whole
     ``budget``, every rate's ``q``-th replica on the gradient stream of repetition ``rep_offset + q`` of ``seed``
-    (common random numbers; with ``rep_offset``, messages drawn anew too: the network :func:`reseeded` by
-    ``TUNE_SEED_OFFSET + rep_offset``, as a message's draws follow its replica's position in the block, so that a
-    run of four streams is not two runs of two put together on a compressed or noisy network; ``metric``: a name, or
+    (common random numbers), on the network :func:`~rowstoch_fast.network.redrawn` by ``TUNE_SEED_OFFSET +
+    rep_offset``: draws of the losses, sleep, delays, compression and noise that no evaluation repetition runs on
+    (repetition ``r`` runs on the network redrawn by ``r``), and, as a message's draws follow its replica's position
+    in the block, a run of four streams from ``rep_offset`` 2 is not two runs of two put together; ``metric``: a name, or
     a ranked :class:`~rowstoch_fast.user_metrics.Metric`). Returns ``(iterations, values)``: the recorded iterations
     and ``metric`` per record and replica (``(records, len(rates) * repeats)``, replica ``c * repeats + q`` the
     ``q``-th of rate ``c``; NaN where it diverged). With ``checkpoint`` (a path), the run's state is saved there at
@@ -403,8 +405,7 @@ def trajectories(network, objective, method, rates, budget, metric, *, seed, rep
     T = method.iterations(budget)
     entry, metric = metric, getattr(metric, "name", metric)  # (an extra metric: its Metric, recorded by name)
     lr = np.repeat(np.asarray(rates, dtype=np.float64), repeats)[:, None, None]
-    if rep_offset:
-        network = reseeded(network, TUNE_SEED_OFFSET + rep_offset)
+    network = redrawn(network, TUNE_SEED_OFFSET + rep_offset)
     algo = method.algorithm(network, lr, backend, check_finite=False)
     due = round_schedule(T, budget, points)
     fingerprint = _fingerprint(method, rates, budget, metric, seed, repeats, objective, rep_offset)

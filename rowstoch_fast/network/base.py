@@ -65,9 +65,9 @@ class Network:
     #: The flags whose use makes its draws read ``--network-seed``.
     SEED_FLAGS = ()
     #: What it draws per link, the same for every replica of a block (``"losses"``), in words; None where its
-    #: draws follow each replica (compression, message noise) or it draws nothing. A comparison's repetitions
-    #: then share that draw, and its caption says so.
-    SHARED_DRAW = None
+    #: draws follow each replica (compression, message noise) or it draws nothing. A comparison runs each
+    #: repetition on a draw of its own (:func:`~rowstoch_fast.network.redrawn`), and its caption says so.
+    DRAWN = None
 
     @classmethod
     def options_in_use(cls, ns):
@@ -81,9 +81,9 @@ class Network:
         return bool(cls.SEED_FLAGS) and cls.options_in_use(ns)
 
     @classmethod
-    def options_shared_draw(cls, ns):
-        """:attr:`SHARED_DRAW` where the setting ``ns`` uses this layer (None otherwise)."""
-        return cls.SHARED_DRAW if cls.options_in_use(ns) else None
+    def options_drawn(cls, ns):
+        """:attr:`DRAWN` where the setting ``ns`` uses this layer (None otherwise)."""
+        return cls.DRAWN if cls.options_in_use(ns) else None
 
     @classmethod
     def check_options(cls, ns, d=None):
@@ -187,6 +187,19 @@ class Network:
         """The same network (same losses, same sleep) over ``f(M)`` of each of its matrices ``M``: e.g.
         ``net.map(mixing.out_degree_weights)``, the column-stochastic twin that push-based methods run on."""
         raise NotImplementedError
+
+    @property
+    def draws(self):
+        """Whether this layer draws anything from its ``seed`` (losses, sleep, random delays, a compression's
+        random choices, noise): :func:`~rowstoch_fast.network.redrawn` gives it other draws. The layers under it
+        are not asked (:func:`~rowstoch_fast.network.draws` is)."""
+        return False
+
+    def _twin(self, base, seed):
+        """This layer, the same in all but its seed, over ``base`` (what :func:`~rowstoch_fast.network.redrawn`
+        builds); a layer that wraps another (a ``base``) defines it."""
+        raise TypeError(f"{type(self).__name__} cannot be drawn anew: it wraps a network but defines no "
+                        f"_twin(base, seed) (the layer over base with another seed)")
 
     def undirected(self):
         """The same network (same draws) under the **undirected rule**, what a method of an undirected network

@@ -110,6 +110,10 @@ class Compressed(_Messages):
         return each
 
     @property
+    def draws(self):
+        return self.method == "randk" or (self.method == "qsgd" and self.unbiased)  # (stochastic rounding)
+
+    @property
     def per_node(self):
         """Whether the nodes compress with parameters of their own (``bits`` or ``k`` an array)."""
         return np.ndim(self.bits if self.bits is not None else self.k) != 0

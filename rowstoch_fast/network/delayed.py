@@ -85,6 +85,10 @@ class Delayed(_Messages):
     def _parameters(self):
         return {"max_delay": self.max_delay, "delay": self.delay, "seed": self.seed}
 
+    @property
+    def draws(self):
+        return self.delay == "uniform" and self.max_delay > 0  # (a fixed delay draws nothing)
+
     def omega(self, d):
         return 0.0
 
@@ -166,7 +170,7 @@ class Delayed(_Messages):
     # ---- its options (rowstoch run / compare, [communication] in an experiment file)
     listed = 50
     SEED_FLAGS = ("--max-delay",)
-    SHARED_DRAW = "delays"
+    DRAWN = "delays"
     MAX_DELAY = 2**20  # (iterations: the command line's bound)
     OPTIONS = (
         Option("max_delay", int, None, "messages arrive up to this many iterations late; receivers use the newest "
@@ -184,8 +188,8 @@ class Delayed(_Messages):
         return ns.max_delay is not None
 
     @classmethod
-    def options_shared_draw(cls, ns):
-        return cls.SHARED_DRAW if cls.options_in_use(ns) and ns.delay != "fixed" else None  # (fixed: no draw)
+    def options_drawn(cls, ns):
+        return cls.DRAWN if cls.options_in_use(ns) and ns.delay != "fixed" else None  # (fixed: no draw)
 
     @classmethod
     def check_options(cls, ns, d=None):

@@ -225,9 +225,15 @@ class Lossy(Network):
         return self.chain_states(indices, len(indices), t, advance, scans_back=True)
 
     def map(self, f):
-        base = f(self.base) if isinstance(self.base, MixingMatrix) else self.base.map(f)
+        return self._twin(f(self.base) if isinstance(self.base, MixingMatrix) else self.base.map(f), self.seed)
+
+    @property
+    def draws(self):
+        return not self.lossless
+
+    def _twin(self, base, seed):
         kw = {"p_bad": self.p_bad, "p_recover": self.p_recover} if self.model == "gilbert-elliott" else {}
-        return Lossy(base, self.p, seed=self.seed, model=self.model, **kw)
+        return Lossy(base, self.p, seed=seed, model=self.model, **kw)
 
     def _entries(self, t, r):
         csr, weights = _base_entries(self.base, t, r)
@@ -253,7 +259,7 @@ class Lossy(Network):
     MODELS = ("bernoulli", "gilbert-elliott")
     listed = 10
     SEED_FLAGS = ("--loss",)
-    SHARED_DRAW = "losses"
+    DRAWN = "losses"
     OPTIONS = (
         Option("loss", "float|list", "0",
                "probability that a message is lost (row-stochastic receivers renormalise over what arrived; "

@@ -67,8 +67,14 @@ class _Messages(Network):
                          "wrap the losses, sleep or schedule inside it (e.g. Compressed(Lossy(A, 0.1), 'topk', k=2))")
 
     def map(self, f):
-        base = f(self.base) if isinstance(self.base, MixingMatrix) else self.base.map(f)
-        return type(self)(base, **self._parameters())
+        return self._twin(f(self.base) if isinstance(self.base, MixingMatrix) else self.base.map(f),
+                          getattr(self, "seed", None))
+
+    def _twin(self, base, seed):
+        params = self._parameters()
+        if "seed" in params:
+            params["seed"] = seed
+        return type(self)(base, **params)
 
     def message_length(self, width, d=None):
         """The values of one message in a row of ``width`` values: ``d`` where it divides the row (an optimizer's

@@ -107,6 +107,10 @@ class Noisy(_Messages):
     def _parameters(self):
         return {"sigma": self.sigma, "seed": self.seed, "per": self.per}
 
+    @property
+    def draws(self):
+        return not self.silent
+
 
     def _kernel_arguments(self):
         return 5, 0, self.sigma, False

@@ -445,8 +445,8 @@ def words(ns):
 
 def per_link_draws(ns):
     """What the setting ``ns`` draws per link, the same for every replica of a block, in words (``["losses",
-    "sleep"]``): what a comparison's repetitions do not resample."""
-    return [w for cls in _layers() for w in [cls.options_shared_draw(ns)] if w]
+    "sleep"]``): what a comparison's repetitions draw one by one."""
+    return [w for cls in _layers() for w in [cls.options_drawn(ns)] if w]
 
 
 def record(ns):

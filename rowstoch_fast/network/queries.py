@@ -1,7 +1,7 @@
 """What the algorithms ask of a network: the matrix under its layers (:func:`base_matrix`, :func:`source_of`),
 its weights without the message layers (:func:`weights_of`), its links (:func:`links_of`, :func:`fixed_links`,
-:func:`out_links`), its undirected form (:func:`as_undirected`) and the same network with new per-value draws
-(:func:`reseeded`).
+:func:`out_links`), its undirected form (:func:`as_undirected`), the same network with new per-value draws (:func:`reseeded`) or new
+draws of every layer (:func:`redrawn`, :func:`draws`).
 """
 
 from __future__ import annotations
@@ -103,13 +103,49 @@ def reseeded(net, shift):
     noise) seeded ``seed + shift`` (wrapped to the seeds' range): the same network whose replicas draw messages
     that no replica at the same position of ``net`` draws (those draws follow a replica's position in its
     block). The layers under them (losses, sleep, delays: drawn per link, the same for every replica) are kept,
-    and so is ``net`` itself where no layer draws per value."""
-    if not isinstance(net, _Messages):
+    and so is ``net`` itself where no layer draws per value (:func:`redrawn` draws every layer anew)."""
+    return _shifted(net, shift, lambda layer: isinstance(layer, _Messages) and layer.draws_per_value)
+
+
+def redrawn(net, shift):
+    """``net`` with every layer that draws (:attr:`Network.draws`: losses, sleep, random delays, a compression's
+    random choices, noise) seeded ``seed + shift`` (wrapped to the seeds' range): the same network model, on draws
+    of its own. ``net`` itself where no layer draws (a matrix, a schedule, topk compression, a fixed delay).
+
+    ``rowstoch compare`` runs repetition ``r`` on ``redrawn(net, r)`` (each repetition on its own draw of the
+    network, one at a time) and its tuner on draws of its own; :func:`draws` says whether they differ.
+
+    Examples
+    --------
+    >>> from rowstoch_fast import topology
+    >>> from rowstoch_fast.network import Compressed, Lossy, redrawn
+    >>> net = Compressed(Lossy(topology.ring(4), 0.1, seed=3), "topk", k=1)
+    >>> redrawn(net, 5)  # topk draws nothing: its seed is kept
+    Compressed(Lossy(MixingMatrix(n=4, nnz=8, dtype=float64), p=0.1, seed=8, model='bernoulli'), 'topk', k=1, seed=0)
+    """
+    return _shifted(net, shift, lambda layer: layer.draws)
+
+
+def draws(net):
+    """Whether a layer of ``net`` draws anything from its seed (:attr:`Network.draws`): whether
+    :func:`redrawn` changes it."""
+    while isinstance(getattr(net, "base", None), (Network, MixingMatrix)):
+        if net.draws:
+            return True
+        net = net.base
+    return False
+
+
+def _shifted(net, shift, drawn):
+    """``net`` with the seeds of its layers where ``drawn(layer)`` shifted by ``shift`` (the others rebuilt over
+    what they wrap, or kept where nothing under them changed)."""
+    base = getattr(net, "base", None)
+    if not isinstance(base, (Network, MixingMatrix)):  # (a matrix, a schedule of matrices: no draws)
         return net
-    inner = reseeded(net.base, shift)
-    if not net.draws_per_value and inner is net.base:
+    inner = _shifted(base, shift, drawn)
+    if inner is base and not drawn(net):
         return net
-    params = net._parameters()
-    if net.draws_per_value:
-        params["seed"] = (int(net.seed) + int(shift)) % (MAX_KEY + 1)
-    return type(net)(inner, **params)
+    seed = getattr(net, "seed", None)
+    if drawn(net):
+        seed = (int(seed) + int(shift)) % (MAX_KEY + 1)
+    return net._twin(inner, seed)

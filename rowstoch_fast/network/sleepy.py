@@ -146,9 +146,15 @@ class Sleepy(Network):
             out.pop("model")
         return out
 
+    @property
+    def draws(self):
+        return self.model != "cyclic"  # (a cyclic schedule is the same for every seed)
+
+    def _twin(self, base, seed):
+        return Sleepy(base, seed=seed, **self._parameters())
+
     def map(self, f):
-        base = f(self.base) if isinstance(self.base, MixingMatrix) else self.base.map(f)
-        twin = Sleepy(base, seed=self.seed, **self._parameters())
+        twin = self._twin(f(self.base) if isinstance(self.base, MixingMatrix) else self.base.map(f), self.seed)
         twin._draws = self._shared_draws()  # (the same nodes asleep: drawn once for both, e.g. Push-Pull's A and C)
         return twin
 
@@ -315,7 +321,7 @@ class Sleepy(Network):
     # ---- its options (rowstoch run / compare, [communication] in an experiment file)
     listed = 20
     SEED_FLAGS = ("--awake", "--activation")
-    SHARED_DRAW = "sleep"
+    DRAWN = "sleep"
     OPTIONS = (
         Option("awake", float, 1.0, "probability that a node is awake in an iteration (a sleeping node neither "
                                     "sends nor updates); one per node: FIRST..LAST or @FILE",
