@@ -566,21 +566,26 @@ AGREE_EVERY = 16
 
 
 class _AgreedStop:
-    """Under MPI, Ctrl-C (SIGINT) and SIGTERM held while a run steps, and the processes told of them together.
+    """Under MPI, Ctrl-C (SIGINT) and SIGTERM held from the start of a run to its end, and the processes told of
+    them together.
 
     mpiexec delivers a signal to each rank at its own moment: each broke off at another point and waited in
     another collective (rank 0 in a gather, rank 1 in a broadcast), a hang that lost what was computed since the
-    last checkpoint. The signal is held; every :data:`AGREE_EVERY` iterations the ranks ask whether any holds one
-    (:meth:`~rowstoch_fast.algorithms.Optimizer.any_process`), and all stop at the same iteration: a rank that
-    held a signal hands it to its former handler (the command's SIGTERM: exit 143), the others raise
-    KeyboardInterrupt. A signal that comes after the loop is dropped (what the run computed is written).
-    One process, or outside the main thread: nothing is held."""
+    last checkpoint. The signal is held (a signal ignored stays ignored); after the set-up, every
+    :data:`AGREE_EVERY` iterations and at the last one the ranks ask which signal any holds
+    (:meth:`~rowstoch_fast.algorithms.Optimizer.first_on_any_process`; SIGTERM before SIGINT), and all stop at the
+    same iteration: each hands it to its former handler (the command's SIGTERM: exit 143; Python's SIGINT:
+    KeyboardInterrupt) and the run ends interrupted, with its checkpoint. Where that handler is the default one
+    (a script's SIGTERM), the signal is raised again once the run has saved what it computed, on every rank, and
+    ends the processes as it would have. A signal held after the last agreement (the run's closing records and
+    checkpoint) is agreed on by :meth:`finish`, after the run's last collective: the run then reports itself
+    interrupted. One process, or outside the main thread: nothing is held."""
 
-    def __init__(self, opt):
+    def __init__(self, backend, last):
         import threading
 
-        self.opt, self.held, self.previous = opt, [], {}
-        self.active = opt.local_nodes is not None and threading.current_thread() is threading.main_thread()
+        self.opt, self.last, self.held, self.previous, self.again = None, last, [], {}, None
+        self.active = not backends.one_process(backend) and threading.current_thread() is threading.main_thread()
 
     def __enter__(self):
         import signal
@@ -591,19 +596,40 @@ class _AgreedStop:
 
             hold.agrees = True  # (_ctrl_c_deferred leaves a held signal to it)
             for signum in (signal.SIGINT, signal.SIGTERM):
-                self.previous[signum] = signal.signal(signum, hold)
+                if signal.getsignal(signum) is not signal.SIG_IGN:
+                    self.previous[signum] = signal.signal(signum, hold)
         return self
 
-    def check(self, iteration):
+    def check(self, iteration, now=False):
         """Raise KeyboardInterrupt on every process at once where any holds a signal (collective every
-        :data:`AGREE_EVERY` iterations)."""
-        if not self.active or iteration % AGREE_EVERY or not self.opt.any_process(bool(self.held)):
-            return
-        signum = self.held[0] if self.held else None  # (none on a rank the signal has not reached yet)
+        :data:`AGREE_EVERY` iterations, at the run's last and, ``now``, at once)."""
+        if self.active and (now or iteration % AGREE_EVERY == 0 or iteration == self.last) and self._agreed():
+            raise KeyboardInterrupt
+
+    def finish(self):
+        """Whether any process held a signal since the last agreement (collective: after the run's last one); the
+        signal handed on as :meth:`check` does."""
+        if not self.active:
+            return False
+        try:
+            return self._agreed()
+        except KeyboardInterrupt:  # (the former handler's: the run is over, it is reported interrupted)
+            return True
+
+    def _agreed(self):
+        """Whether a process holds a signal (collective), handed to this process's former handler if so."""
+        import signal
+
+        mine = signal.SIGTERM if signal.SIGTERM in self.held else self.held[0] if self.held else None
+        signum = self.opt.first_on_any_process(None if mine is None else int(mine))
+        if signum is None:
+            return False
         former = self.previous.get(signum)
-        if callable(former):
+        if former is signal.SIG_DFL or former is None and signum != signal.SIGINT:
+            self.again = signum  # (raised again on the way out, the handlers put back: the process ends)
+        elif callable(former):
             former(signum, None)  # (the command's SIGTERM: it remembers it, and raises KeyboardInterrupt)
-        raise KeyboardInterrupt
+        return True
 
     def __exit__(self, *exc):
         import signal
@@ -611,6 +637,8 @@ class _AgreedStop:
         for signum, handler in self.previous.items():
             signal.signal(signum, signal.default_int_handler if handler is None and signum == signal.SIGINT
                           else signal.SIG_DFL if handler is None else handler)
+        if self.again is not None:
+            signal.raise_signal(self.again)
         return False
 
 
@@ -921,62 +949,22 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
     meta["config"] = json.loads(json.dumps(identity, default=_json_default))  # as a checkpoint will hold it
     from .network import describe
 
-    backends.check_same_on_every_process(  # (collective under MPI, before anything is built; the network's digest,
-        # a pass over its weights, only there)
-        algorithm.backend, lambda: {**meta["config"], "network": describe(algorithm.A)}, "the run's settings")
-    # the bar covers the set-up too (the optimizer's tracker and the first record can take a while at large n)
-    bar = progress_bar(progress, iterations, 0, meta["algorithm"] + " (set-up)")
-    setup_start = time.perf_counter()
-    if resume is not None:
-        opt, data, rows = _load_checkpoint(resume, algorithm, meta["config"], objective,  # under MPI every rank
-                                           _columns(meta))  # reads it
-        wall_offset = float(data["wall_offset"])
-        if opt.iteration > iterations:  # it would have stopped at once and reported the checkpoint's end
-            if bar is not None:
-                bar.close()
-            raise ValueError(f"resume: checkpoint {resume!r} is at iteration {opt.iteration}, past iterations = "
-                             f"{iterations}; ask for at least {opt.iteration} iterations")
-    else:
-        opt = build_replicas(algorithm, objective, repeats, x0)
-        rows, wall_offset = [], 0.0
-    meta["resumed_wall_seconds"] = wall_offset  # (the time before the checkpoint: a resumed run's own is the sum)
-    opt.growth_limit = None  # (the run's records say it, with the loss: _warn_if_growing)
-    # each process draws the samples of its own nodes (all of them without MPI)
-    oracle = objective.oracle(seed=seed, batches=opt.rounds, nodes=opt.local_nodes, rep_offset=first_repeat)
-    if bar is not None and not opt.is_root:  # under MPI rank 0 alone shows progress
-        bar.close()
-        bar = None
-    if resume is not None:
-        oracle.iteration = int(data["oracle_iteration"])
-        last = data.get("oracle_last")
-        oracle.last = None if last is None else opt.scatter(last)
-    else:
-        opt.initialize(oracle)
-    meta["setup_seconds"] = time.perf_counter() - setup_start  # optimizer, tracker, first gradients, GPU kernels
-    logger.info("%s (lr %g) on the %s backend, %d nodes, %d repetitions, %d threads: set up in %.2f s, %s at "
-                "iteration %d", meta["algorithm"], algorithm.lr if np.ndim(algorithm.lr) == 0 else float("nan"),
-                opt.backend, opt.n, repeats, _core.get_num_threads(), meta["setup_seconds"],
-                "resumed" if resume is not None else "starting", opt.iteration)
-    records = len(record_at) if record_at is not None else iterations // record_every + 2
-    require_memory(records * repeats * len(_columns(meta)) * 32,
-                   f"a record every {record_every} of {iterations} iterations ({records} records x {repeats} "
-                   "repetitions)",
-                   "record less often (a larger record_every, --record-every) or fewer repetitions")
-    t0 = time.perf_counter() - wall_offset
-    if resume is None or (opt.iteration in due and not any(row[0] == opt.iteration for row in rows)):
-        # (a resumed run whose record of this iteration was cut short by the interruption takes it now: its
-        # records are those of an uninterrupted run)
-        _record(opt, objective, oracle, rows, t0, metrics)
-    if bar is not None:
-        bar.n = bar.last_print_n = opt.iteration
-        bar.set_description(meta["algorithm"], refresh=True)
-    agreed = _AgreedStop(opt).__enter__()  # (under MPI: a signal stops every process at the same iteration)
+    agreed = _AgreedStop(algorithm.backend, iterations).__enter__()  # (under MPI: a signal, from here on, stops
+    # every process at the same iteration)
+    try:
+        opt, oracle, rows, t0, bar = _set_up(algorithm, objective, iterations, repeats, x0, seed, first_repeat, resume,
+                                             meta, due, record_at, record_every, metrics, progress, describe)
+    except BaseException:
+        agreed.__exit__()
+        raise
+    agreed.opt = opt
     try:
         interrupted = False
         diverged = failed = None
         first = opt.iteration  # (recorded above, or by the run resumed)
         try:
             ours = isinstance(oracle, Oracle)  # (an objective's own oracle: its call count alone is put back)
+            agreed.check(opt.iteration, now=True)  # (a signal held during the set-up)
             while opt.iteration < iterations:
                 drawn = (oracle.iteration, oracle.last) if ours else (oracle.iteration,)
                 before = opt.iteration
@@ -1038,9 +1026,66 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
         if per_process is not None and len(per_process) > 1:
             meta["ranks"] = len(per_process)
             meta["communication"] = per_process
+        interrupted = agreed.finish() or interrupted  # (a signal held since the last agreement: collective)
         return History(rows, meta, interrupted=interrupted)
     finally:
         agreed.__exit__()
+
+
+def _set_up(algorithm, objective, iterations, repeats, x0, seed, first_repeat, resume, meta, due, record_at,
+            record_every, metrics, progress, describe):
+    """:func:`run`'s set-up: the settings checked on every process, the optimizer built (or restored from
+    ``resume``), the oracle, the first record. Returns ``(opt, oracle, rows, t0, bar)``."""
+    backends.check_same_on_every_process(  # (collective under MPI, before anything is built; the network's digest,
+        # a pass over its weights, only there)
+        algorithm.backend, lambda: {**meta["config"], "network": describe(algorithm.A)}, "the run's settings")
+    # the bar covers the set-up too (the optimizer's tracker and the first record can take a while at large n)
+    bar = progress_bar(progress, iterations, 0, meta["algorithm"] + " (set-up)")
+    setup_start = time.perf_counter()
+    if resume is not None:
+        opt, data, rows = _load_checkpoint(resume, algorithm, meta["config"], objective,  # under MPI every rank
+                                           _columns(meta))  # reads it
+        wall_offset = float(data["wall_offset"])
+        if opt.iteration > iterations:  # it would have stopped at once and reported the checkpoint's end
+            if bar is not None:
+                bar.close()
+            raise ValueError(f"resume: checkpoint {resume!r} is at iteration {opt.iteration}, past iterations = "
+                             f"{iterations}; ask for at least {opt.iteration} iterations")
+    else:
+        opt = build_replicas(algorithm, objective, repeats, x0)
+        rows, wall_offset = [], 0.0
+    meta["resumed_wall_seconds"] = wall_offset  # (the time before the checkpoint: a resumed run's own is the sum)
+    opt.growth_limit = None  # (the run's records say it, with the loss: _warn_if_growing)
+    # each process draws the samples of its own nodes (all of them without MPI)
+    oracle = objective.oracle(seed=seed, batches=opt.rounds, nodes=opt.local_nodes, rep_offset=first_repeat)
+    if bar is not None and not opt.is_root:  # under MPI rank 0 alone shows progress
+        bar.close()
+        bar = None
+    if resume is not None:
+        oracle.iteration = int(data["oracle_iteration"])
+        last = data.get("oracle_last")
+        oracle.last = None if last is None else opt.scatter(last)
+    else:
+        opt.initialize(oracle)
+    meta["setup_seconds"] = time.perf_counter() - setup_start  # optimizer, tracker, first gradients, GPU kernels
+    logger.info("%s (lr %g) on the %s backend, %d nodes, %d repetitions, %d threads: set up in %.2f s, %s at "
+                "iteration %d", meta["algorithm"], algorithm.lr if np.ndim(algorithm.lr) == 0 else float("nan"),
+                opt.backend, opt.n, repeats, _core.get_num_threads(), meta["setup_seconds"],
+                "resumed" if resume is not None else "starting", opt.iteration)
+    records = len(record_at) if record_at is not None else iterations // record_every + 2
+    require_memory(records * repeats * len(_columns(meta)) * 32,
+                   f"a record every {record_every} of {iterations} iterations ({records} records x {repeats} "
+                   "repetitions)",
+                   "record less often (a larger record_every, --record-every) or fewer repetitions")
+    t0 = time.perf_counter() - wall_offset
+    if resume is None or (opt.iteration in due and not any(row[0] == opt.iteration for row in rows)):
+        # (a resumed run whose record of this iteration was cut short by the interruption takes it now: its
+        # records are those of an uninterrupted run)
+        _record(opt, objective, oracle, rows, t0, metrics)
+    if bar is not None:
+        bar.n = bar.last_print_n = opt.iteration
+        bar.set_description(meta["algorithm"], refresh=True)
+    return opt, oracle, rows, t0, bar
 
 
 def _keep_on_failure(exc, opt, oracle, rows, meta, checkpoint, wall):

@@ -1074,10 +1074,12 @@ class Optimizer(AskTell, FailureHandling, Persistence):
         would wait in the next collective). Its result on this process."""
         return self._ops.call(fn, *args)
 
-    def any_process(self, flag):
-        """Whether ``flag`` is true on any process (collective under MPI; ``flag`` itself otherwise)."""
-        every = self._ops.gather_objects(bool(flag))
-        return bool(self._ops.broadcast_objects(any(every) if every is not None else None))
+    def first_on_any_process(self, value):
+        """The first ``value`` that is not None over the processes, in rank order, on every process (collective
+        under MPI; ``value`` itself otherwise): e.g. the signal one rank holds."""
+        every = self._ops.gather_objects(value)
+        return self._ops.broadcast_objects(next((v for v in every if v is not None), None) if every is not None
+                                           else None)
 
     def share(self, obj):
         """``obj`` of the root process, on every process (a broadcast under MPI; ``obj`` itself otherwise)."""

@@ -15,6 +15,7 @@ Backends never import an algorithm; algorithms never import a backend by name (t
 from __future__ import annotations
 
 import importlib
+import json
 import logging
 
 from .. import _device
@@ -108,9 +109,12 @@ def check_same_on_every_process(backend, value, what):
     from mpi4py import MPI
 
     every = MPI.COMM_WORLD.allgather(value() if callable(value) else value)
+    same = lambda a, b: json.dumps(a, sort_keys=True, default=repr) == json.dumps(b, sort_keys=True,  # noqa: E731
+                                                                                 default=repr)  # (NaN as NaN)
     for rank, other in enumerate(every[1:], 1):
-        if other != every[0]:
-            key = next((k for k in dict.fromkeys([*every[0], *other]) if every[0].get(k) != other.get(k)), None)
+        if not same(other, every[0]):
+            key = next((k for k in dict.fromkeys([*every[0], *other]) if not same(every[0].get(k), other.get(k))),
+                       None)
             raise ValueError(f"{what} differ between the MPI ranks: {key} is {every[0].get(key)!r} on rank 0 and "
                              f"{other.get(key)!r} on rank {rank}; every rank must run the same")
 
