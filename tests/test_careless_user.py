@@ -445,6 +445,25 @@ def test_demo_says_where_it_writes(tmp_path, monkeypatch, capsys):
     assert str(tmp_path / "d") in capsys.readouterr().out
 
 
+def test_a_demo_run_again_starts_from_a_folder_without_its_earlier_run(tmp_path, monkeypatch):
+    """`rowstoch demo` into its folder again, interrupted: the earlier run's CSV and verdict stayed beside what the
+    new run had written (the reproduction refuses such a folder; the demo owns its own and clears its files first,
+    leaving the user's)."""
+    from rowstoch_fast import cli, experiments
+
+    out = tmp_path / "d"
+    out.mkdir()
+    for name in ("multi_gossip.csv", "multi_gossip_verdict.csv", "multi_gossip.png", "multi_gossip_notes.txt"):
+        (out / name).write_text("earlier")
+
+    def interrupted(folder, progress=True):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(experiments, "demo", interrupted)
+    assert cli.main(["demo", "--out", str(out), "--no-progress"]) == 130
+    assert sorted(p.name for p in out.iterdir()) == ["multi_gossip_notes.txt"]
+
+
 def test_the_demo_judges_the_claims_as_the_reproduction_does(tmp_path, monkeypatch):
     """The first command a new user runs: a shorter run (1,000 rounds, 3 repetitions) told them that Figure 3's
     claim fails on 5 of 8 (graph, R) where ``rowstoch reproduce multi-gossip`` finds it holds on most. It now runs
@@ -597,7 +616,8 @@ def test_options_are_not_abbreviated(tmp_path):
     (["cifar10-resnet", "--data-dir", "."], "--data-dir: data_batch_1[.gz] not found in '.'"),
     (["mnist-mlp", "--width", "4"], "reproduce mnist-mlp takes no --width"),
     (["cifar10-resnet", "--synthetic", "--iterations", "5"],
-     "5 communication rounds are less than one iteration at R = 10"),
+     "reproduce cifar10-resnet: --iterations is the communication rounds of each run, at least 10 (one iteration "
+     "at R = 10), got 5"),
     (["multi-gossip", "--iterations", "5"],  # (a traceback, exit 1, an empty --out made)
      "reproduce multi-gossip: --iterations is the communication rounds of each run, at least 10 (one iteration at "
      "R = 10), got 5"),
@@ -1048,6 +1068,8 @@ def test_a_reproduction_refuses_an_earlier_runs_folder_unless_overwrite(tmp_path
     rc, _, err = rowstoch_here("reproduce", "pull-diag", "--out", out)
     assert rc == 0, err
     (out / "notes.txt").write_text("mine")
+    (out / "pull_diag_my_notes.txt").write_text("mine too")  # (the figure's prefix, not one of its names: it was
+    # refused as an earlier result, and --overwrite removed it)
     written = sorted(p.name for p in out.iterdir())
     rc, _, err = rowstoch_here("reproduce", "pull-diag", "--out", out)
     assert_one_line_error(rc, err, f"--out {str(out)!r} holds the results of an earlier run of pull-diag "
@@ -1059,6 +1081,10 @@ def test_a_reproduction_refuses_an_earlier_runs_folder_unless_overwrite(tmp_path
     rc, _, err = rowstoch_here("reproduce", "multi-gossip", "--iterations", "10", "--repeats", "2", "--out", out,
                                "--no-progress")  # (another figure's files are not its own: it runs)
     assert rc == 0, err
+    kept = sorted(p.name for p in out.iterdir())
+    rc, _, err = rowstoch_here("reproduce", "multi-gossip", "--iterations", "5", "--out", out, "--overwrite")
+    assert_one_line_error(rc, err, "at least 10 (one iteration at R = 10), got 5")  # (refused before --overwrite
+    assert sorted(p.name for p in out.iterdir()) == kept  # removed the earlier run's files: the folder was emptied)
 
 
 def test_the_paper_preset_narrowed_to_a_plain_method_runs(tmp_path):
@@ -1096,3 +1122,17 @@ def test_a_launch_by_mpiexec_without_the_mpi_backend_is_warned_about(tmp_path, m
     rc, _, err = rowstoch_here("run", "--n", "8", "--iterations", "3", *SMALL[2:], "--out", tmp_path / "o", env=env)
     assert rc == 0, err
     assert ("warning: started by an MPI launcher" in err) == warned, err
+
+
+@pytest.mark.parametrize("command", [["reproduce", "pull-diag"], ["demo"]])
+def test_a_reproduction_started_by_mpiexec_on_several_processes_is_refused(tmp_path, monkeypatch, command):
+    """`mpiexec -n 2 rowstoch reproduce ...` ran the figure twice at once into one --out: one run refused the other's
+    files as an earlier run's, or removed them under --overwrite. Every process refuses, before anything is
+    written."""
+    for key in ("PMI_SIZE", "PMI_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK"):
+        monkeypatch.delenv(key, raising=False)
+    for rank in ("0", "1"):
+        rc, _, err = rowstoch_here(*command, "--out", tmp_path / "o", env={"PMI_SIZE": "2", "PMI_RANK": rank})
+        assert_one_line_error(rc, err, "runs in one process, but an MPI launcher started 2: they would write the "
+                                       "same files; run it without mpiexec")
+    assert not (tmp_path / "o").exists()

@@ -57,7 +57,8 @@ def test_the_default_plan():
 
 
 @pytest.mark.parametrize("args, fragment", [
-    (["--iterations", "5"], "--iterations is the communication rounds of each run, at least 10, got 5"),
+    (["--iterations", "5"], "--iterations is the communication rounds of each run, at least 10 (the verdict reads "
+                            "the last tenth of its records), got 5"),
     (["--alpha", "0.5"], "reproduce k-gt-local-steps takes no --alpha (it takes --iterations, --repeats)"),
     (["--graphs", "ring"], "reproduce k-gt-local-steps takes no --graphs"),
     (["--repeats", "0"], "--repeats"),

@@ -104,14 +104,30 @@ def warn_unshared_launch(args):
     ran the whole problem (and wrote the same outputs), with nothing said. Printed by the launch's first process."""
     if getattr(args, "backend", None) == "mpi":
         return
+    size, rank = _launched()
+    if size > 1 and rank == 0:
+        print(f"rowstoch: warning: started by an MPI launcher with {size} processes but without --backend "
+              "mpi: each process runs the whole problem; pass --backend mpi to share it between them",
+              file=sys.stderr)
+
+
+def refuse_shared_launch(command):
+    """UsageError on every process where an MPI launcher started ``command`` (one that runs in one process: the
+    reproductions, the demo) with several: they would all write the same files, and refuse or remove each other's."""
+    size, _ = _launched()
+    if size > 1:
+        raise UsageError(f"{command} runs in one process, but an MPI launcher started {size}: they would write the "
+                         "same files; run it without mpiexec")
+
+
+def _launched():
+    """``(processes, rank)`` of an MPI launch as its environment says (``(1, 0)`` outside one)."""
     for size_key, rank_key in _LAUNCHED:
         size = os.environ.get(size_key, "")
-        if size.isdigit() and int(size) > 1:
-            if os.environ.get(rank_key, "0") == "0":
-                print(f"rowstoch: warning: started by an MPI launcher with {size} processes but without --backend "
-                      "mpi: each process runs the whole problem; pass --backend mpi to share it between them",
-                      file=sys.stderr)
-            return
+        if size.isdigit():
+            rank = os.environ.get(rank_key, "0")
+            return int(size), int(rank) if rank.isdigit() else 0
+    return 1, 0
 
 
 def narrator(args, root=True):

@@ -11,7 +11,7 @@ from ..io import load_matrix
 from ..metrics import metrics_memory, metrics_table
 from ..topology import by_name as build_topology, NAMES as TOPOLOGIES, PAPER_NAMES as PAPER_GRAPHS
 from ._common import (_is_square, _matrix_rules, _refuse_unread, _topology_n, _writable_folder, narrator,
-                      progress_option, TOPOLOGY_HELP)
+                      progress_option, refuse_shared_launch, TOPOLOGY_HELP)
 
 
 def cmd_metrics(args):
@@ -61,7 +61,12 @@ def cmd_demo(args):
     """``rowstoch demo``: the main job on the embedded default (see :func:`rowstoch_fast.experiments.demo`)."""
     from ..experiments import demo
 
+    from .reproduce import earlier_outputs
+
+    refuse_shared_launch("rowstoch demo")
     out = _writable_folder(args.out, "--out")
+    earlier_outputs(args.out, "multi-gossip", overwrite=True)  # (its folder's earlier run: an interrupted rerun
+    # left its CSV beside the new verdict)
     say = narrator(args)
     say(f"rowstoch demo: writing its figure and table to {out}/ (choose with --out)")
     demo(args.out, progress=progress_option(args))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 
 from ..errors import UsageError
-from ._common import _writable_folder, progress_option
+from ._common import _writable_folder, progress_option, refuse_shared_launch
 
 
 #: The figures of ``rowstoch reproduce``, with what each is.
@@ -42,37 +42,80 @@ def _stem(figure):
     return "kgt_local_steps" if figure == "k-gt-local-steps" else figure.replace("-", "_")
 
 
-def _earlier_outputs(args):
-    """The files of an earlier run of this figure in ``--out``: refused unless ``--overwrite``, which removes them
-    first. An interrupted rerun had left the earlier run's CSV and figure beside its own verdict, or replaced a
-    finished run with a partial one."""
-    if not os.path.isdir(args.out):
+#: The names of a figure's files in ``--out`` (``{stem}``: :func:`_stem`): its records, figures and verdicts.
+_OUTPUT_NAME = r"{stem}(_(verdict|verdicts|finals|split))?\.(csv|png|pdf|svg|json)"
+
+
+def earlier_outputs(out, figure, overwrite):
+    """The files of an earlier run of ``figure`` in the folder ``out``: refused unless ``overwrite``, which removes
+    them first (``rowstoch demo`` always does, in its own folder). An interrupted rerun had left the earlier run's
+    CSV and figure beside its own verdict, or replaced a finished run with a partial one. Only the figure's own
+    names count (a user's ``pull_diag_notes.txt`` is neither refused nor removed)."""
+    import re
+
+    if not os.path.isdir(out):
         return
-    stem = _stem(args.figure)
-    found = sorted(name for name in os.listdir(args.out)
-                   if os.path.isfile(os.path.join(args.out, name)) and (name.startswith(stem + ".")
-                                                                         or name.startswith(stem + "_")))
-    if not found:
-        return
-    if not args.overwrite:
-        raise UsageError(f"--out {args.out!r} holds the results of an earlier run of {args.figure} "
-                         f"({', '.join(found)}): choose another folder, or pass --overwrite to replace them")
+    pattern = re.compile(_OUTPUT_NAME.format(stem=re.escape(_stem(figure))))
+    found = sorted(name for name in os.listdir(out) if os.path.isfile(os.path.join(out, name)) and
+                   pattern.fullmatch(name))
+    if found and not overwrite:
+        raise UsageError(f"--out {out!r} holds the results of an earlier run of {figure} ({', '.join(found)}): "
+                         f"choose another folder, or pass --overwrite to replace them")
     for name in found:
-        os.remove(os.path.join(args.out, name))
+        os.remove(os.path.join(out, name))
+
+
+#: The experiment of each figure whose runs gossip several rounds per iteration, and its parameter holding them.
+_GOSSIP_ROUNDS = {"multi-gossip": ("reproduce_multi_gossip", "rounds"),
+                  "robustness": ("reproduce_robustness", "mg_rounds"),
+                  "mnist-mlp": ("reproduce_mnist_mlp", "rounds"),
+                  "mnist-heterogeneous": ("reproduce_mnist_heterogeneous", "rounds"),
+                  "cifar10-resnet": ("reproduce_cifar10_resnet", "rounds")}
 
 
 def _least_rounds(figure):
-    """The fewest communication rounds a figure's runs take: one iteration of its largest R (multi-gossip's 10,
-    robustness's MG method's 5), read from the experiment's own defaults; 1 for the others."""
+    """``(rounds, why)``: the fewest communication rounds a figure's runs take, and why. One iteration of its
+    largest R (:data:`_GOSSIP_ROUNDS`, read from the experiment's own defaults: multi-gossip's and the neural
+    figures' 10, robustness's MG method's 5), K-GT's :data:`~rowstoch_fast.experiments.KGT_MIN_ROUNDS`; 1 for
+    the others."""
     import inspect
+
+    import numpy as np
 
     from .. import experiments
 
-    if figure == "multi-gossip":
-        return max(inspect.signature(experiments.reproduce_multi_gossip).parameters["rounds"].default)
-    if figure == "robustness":
-        return inspect.signature(experiments.reproduce_robustness).parameters["mg_rounds"].default
-    return 1
+    if figure == "k-gt-local-steps":
+        return experiments.KGT_MIN_ROUNDS, "the verdict reads the last tenth of its records"
+    if figure not in _GOSSIP_ROUNDS:
+        return 1, "one iteration"
+    function, parameter = _GOSSIP_ROUNDS[figure]
+    R = int(np.max(inspect.signature(getattr(experiments, function)).parameters[parameter].default))
+    return R, f"one iteration at R = {R}"
+
+
+def _check_inputs(args):
+    """UsageError for what would stop a figure's run after it started: data files that cannot be read, PyTorch
+    missing (before ``--out`` is made or its earlier files removed)."""
+    if args.figure == "cifar10-resnet":
+        if args.data_dir is not None:  # (the files before PyTorch is asked for)
+            from ..datasets import load_cifar10
+
+            try:
+                load_cifar10(args.data_dir)
+            except (FileNotFoundError, ValueError) as exc:
+                raise UsageError(f"--data-dir: {exc}") from exc
+        _needs_torch(args.figure)
+    elif args.figure in ("mnist-mlp", "mnist-heterogeneous"):
+        if args.data == "mnist" and not args.data_dir:
+            raise UsageError("--data mnist reads MNIST from --data-dir (nothing is downloaded)")
+        if args.data == "mnist":
+            from ..datasets import load_mnist
+
+            try:
+                load_mnist(args.data_dir)
+            except (FileNotFoundError, ValueError) as exc:
+                raise UsageError(f"--data-dir: {exc}") from exc
+        _needs_torch(args.figure)
 
 
 def _needs_torch(figure):
@@ -98,6 +141,7 @@ def cmd_reproduce(args):
     """``rowstoch reproduce FIGURE``: one of the paper's experiments."""
     from .. import experiments
 
+    refuse_shared_launch(f"reproduce {args.figure}")
     reads = _REPRODUCE_OPTIONS[args.figure]
     unread = [o for o in _ALL_OPTIONS if o in args.given and o not in reads]
     if unread:  # they were ignored: another run than the one asked for
@@ -110,12 +154,14 @@ def cmd_reproduce(args):
     elif args.data_dir and args.data != "mnist":
         raise UsageError("--data-dir is read with --data mnist only (digits need no files)")
     graphs = _graphs(args.graphs) if args.graphs is not None else ("exponential", "ring")
-    least = _least_rounds(args.figure)
-    if args.iterations is not None and args.iterations < least:  # (a traceback after --out was made, before)
+    least, why = _least_rounds(args.figure)
+    if (args.iterations or least) < least:  # (a traceback after --out was made, before)
         raise UsageError(f"reproduce {args.figure}: --iterations is the communication rounds of each run, at least "
-                         f"{least} (one iteration at R = {least}), got {args.iterations}")
+                         f"{least} ({why}), got {args.iterations}")
+    _check_inputs(args)
     _writable_folder(args.out, "--out")
-    _earlier_outputs(args)
+    earlier_outputs(args.out, args.figure, args.overwrite)  # (last: --overwrite removes them only when the run
+    # will start)
     progress = progress_option(args)
     if args.figure == "pull-diag":
         experiments.reproduce_pull_diag(args.out)
@@ -129,21 +175,9 @@ def cmd_reproduce(args):
         experiments.reproduce_communication(args.out, rounds_budget=args.iterations or 1000,
                                             repeats=args.repeats or 3, progress=progress)
     elif args.figure == "k-gt-local-steps":
-        rounds = args.iterations or experiments.KGT_ROUNDS
-        if rounds < experiments.KGT_MIN_ROUNDS:  # (refused before anything runs)
-            raise UsageError(f"reproduce k-gt-local-steps: --iterations is the communication rounds of each run, at "
-                             f"least {experiments.KGT_MIN_ROUNDS}, got {rounds}")
-        experiments.reproduce_kgt_local_steps(args.out, communication_rounds=rounds,
+        experiments.reproduce_kgt_local_steps(args.out, communication_rounds=args.iterations or experiments.KGT_ROUNDS,
                                               repeats=args.repeats or experiments.KGT_REPEATS, progress=progress)
     elif args.figure == "cifar10-resnet":
-        if args.data_dir is not None:  # the files are checked before anything runs (and before PyTorch is asked for)
-            from ..datasets import load_cifar10
-
-            try:
-                load_cifar10(args.data_dir)
-            except (FileNotFoundError, ValueError) as exc:
-                raise UsageError(f"--data-dir: {exc}") from exc
-        _needs_torch(args.figure)
         try:
             experiments.reproduce_cifar10_resnet(args.out, data_dir=args.data_dir, synthetic=args.synthetic,
                                                  width=args.width, communication_rounds=args.iterations or 2000,
@@ -151,16 +185,6 @@ def cmd_reproduce(args):
         except (FileNotFoundError, ValueError) as exc:
             raise UsageError(str(exc)) from exc
     elif args.figure in ("mnist-mlp", "mnist-heterogeneous"):
-        if args.data == "mnist" and not args.data_dir:
-            raise UsageError("--data mnist reads MNIST from --data-dir (nothing is downloaded)")
-        if args.data == "mnist":  # the files are checked before anything runs or is written (and before PyTorch)
-            from ..datasets import load_mnist
-
-            try:
-                load_mnist(args.data_dir)
-            except (FileNotFoundError, ValueError) as exc:
-                raise UsageError(f"--data-dir: {exc}") from exc
-        _needs_torch(args.figure)
         options = dict(data=args.data, data_dir=args.data_dir, communication_rounds=args.iterations or 2000,
                        repeats=args.repeats or 3, progress=progress, axis=args.axis)
         try:
