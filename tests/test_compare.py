@@ -741,6 +741,38 @@ def test_a_failed_tunings_diagnosis_names_growth_apart_from_no_progress():
         "their start); 0.1 diverged (NaN/Inf by iteration 40)")
 
 
+def test_a_diagnosis_counts_the_repetitions_that_diverged():
+    """On a network drawn anew for each repetition, one draw can undo a rate stable on the others (a held-out lossy
+    problem: Pull-Diag-GD's tuned rate grew 1.7e132x on 1 of 20 draws, where its tracker's diagonal fell to 7e-4):
+    the diagnosis says in how many and which; where all diverged, or none, it adds nothing."""
+    rows = [(it, rep, 1.0 if it == 0 else (1e9 if rep == 2 else 0.1)) for it in (0, 20) for rep in range(3)]
+    frame = pd.DataFrame(rows, columns=["iteration", "rep", "grad_norm_mean"])
+    status, diagnosis = verdict.status_of(frame, "grad_norm_mean", {}, lr=0.1, lr_source="tuned", iterations=20)
+    assert status == "diverged" and diagnosis.endswith("at lr 0.1 (in 1 of 3 repetitions: 2)"), diagnosis
+    frame.loc[frame["iteration"] == 20, "grad_norm_mean"] = 1e9
+    assert "repetitions" not in verdict.status_of(frame, "grad_norm_mean", {}, lr=0.1, lr_source="tuned",
+                                                  iterations=20)[1]
+
+
+def test_a_repetition_that_grew_is_kept_when_the_repetitions_run_one_by_one(monkeypatch):
+    """Run one at a time (a network that draws), each repetition has its own run's record: the verdict read the
+    last run's, so a warning that an earlier repetition grew was lost."""
+    from rowstoch_fast.compare import method as method_module
+    from rowstoch_fast.network import Lossy
+
+    A = Lossy(topology.exponential(8), 0.2, seed=3)
+    f = LeastSquares.synthetic(8, samples_per_node=10, d=4, seed=0)
+    plan = cmp.make_plan(A, f, "dsgd", 20, lr=0.05, repeats=3)
+
+    def one_run(plan, method, lr, *, repeats, progress, checkpoint=None, resume=None, first_repeat=0):
+        frame = pd.DataFrame({"iteration": [0, 20], "rep": first_repeat, "total_wall_seconds": 0.0})
+        return frame, ({"grew": "grad_norm grew 1e4x"} if first_repeat == 1 else {})
+
+    monkeypatch.setattr(method_module, "_one_run", one_run)
+    frames, meta = method_module._repetitions(plan, plan.methods[0], 0.05, 0, 3, False)
+    assert len(frames) == 3 and meta["grew"] == "grad_norm grew 1e4x"
+
+
 def test_the_tracker_hint_points_to_loss_robust_methods_where_messages_are_lost():
     """A Pull-Diag method that failed on a skewed graph is told what to try. Where messages are lost, the push-sum
     methods fail too (each lost message takes its mass): the hint names the loss-robust methods, as the push-sum

@@ -122,7 +122,7 @@ def _repetitions(plan, method, lr, first, stop, progress, resume=None):
     ones, interrupted)."""
     iterations = method.iterations(plan.budget)
     runs = [(r, 1) for r in range(first, stop)] if draws(plan.network) else [(first, stop - first)] * (stop > first)
-    frames, meta = [], {"completed_iterations": iterations}
+    frames, meta, grew = [], {"completed_iterations": iterations}, None
     for r, count in runs:
         checkpoint = _checkpoint(plan, method, r)
         try:
@@ -134,11 +134,14 @@ def _repetitions(plan, method, lr, first, stop, progress, resume=None):
             meta = {**meta, "interrupted": True}
             break
         frames.append(frame)
+        grew = grew or meta.get("grew")  # (a repetition that grew, whichever: the verdict's)
         if r > 0:
             _finished(checkpoint, meta)
         if meta.get("interrupted") or meta.get("diverged") or meta.get("completed_iterations", iterations) < \
                 iterations:
             break
+    if grew:
+        meta = {**meta, "grew": grew}
     return frames, meta
 
 

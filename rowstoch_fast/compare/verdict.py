@@ -128,6 +128,7 @@ def status_of(frame, metric, meta, *, lr, lr_source, iterations, tuning=None, co
         return "interrupted", (f"interrupted at iteration {done} of {iterations}; --resume continues it from its "
                                f"checkpoint")
     status, diagnosis = "ok", ""
+    some = _diverged_repetitions(frame, metric, start)
     if meta.get("diverged"):
         d = meta["diverged"]
         status, diagnosis = "diverged", (f"{d.get('message', 'NaN/Inf')} (iteration {d.get('iteration')} of "
@@ -152,9 +153,26 @@ def status_of(frame, metric, meta, *, lr, lr_source, iterations, tuning=None, co
         diagnosis = (f"no rate in {tried} was stable over the budget ({tuning_failures(tuning or {})}); shown "
                      f"{at}, the one that ended lowest" + (f": {diagnosis}" if diagnosis else ""))
         status = "unstable" if status == "ok" else status
+    if status == "diverged" and some:
+        diagnosis += f" ({some})"
     if status != "ok":
         return status, diagnosis + _tracker_hint(context)
     return "ok", ""
+
+
+def _diverged_repetitions(frame, metric, start):
+    """``"in k of m repetitions: r, ..."`` where some of the repetitions, not all, ended non-finite or above
+    :data:`~rowstoch_fast.runner.GROWTH_WARNING` times the start (on a network drawn anew for each, one draw can
+    undo a rate that is stable on the others); "" otherwise."""
+    if not math.isfinite(start) or start <= 0 or "rep" not in frame.columns:
+        return ""
+    ends = frame.sort_values("iteration", kind="stable").groupby("rep")[metric].last()
+    with np.errstate(invalid="ignore", over="ignore"):
+        bad = ~np.isfinite(ends.to_numpy(float)) | (ends.to_numpy(float) > GROWTH_WARNING * start)
+    if not bad.any() or bad.all():
+        return ""
+    reps = ", ".join(str(r) for r in ends.index[bad])
+    return f"in {int(bad.sum())} of {len(ends)} repetitions: {reps}"
 
 
 def ranks(finals, scale=None, higher_is_better=False):
