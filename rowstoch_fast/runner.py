@@ -624,6 +624,7 @@ class _AgreedStop:
         signum = self.opt.first_on_any_process(None if mine is None else int(mine))
         if signum is None:
             return False
+        self.held.clear()  # (handed on once: a later agreement does not call the handler again)
         former = self.previous.get(signum)
         if former is signal.SIG_DFL or former is None and signum != signal.SIGINT:
             self.again = signum  # (raised again on the way out, the handlers put back: the process ends)
@@ -1016,6 +1017,7 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
             meta["diverged"] = {"iteration": diverged.iteration, "node": diverged.node, "what": diverged.what,
                                 "message": str(diverged)}
             diverged.history = History(rows, meta, diverged=True)
+            agreed.finish()  # (every process is here: a signal held since the last agreement is not dropped)
             raise diverged
         if checkpoint:
             _save_checkpoint(checkpoint, opt, oracle, rows, meta, time.perf_counter() - t0)

@@ -51,6 +51,75 @@ def test_same_budget_seeds_and_metrics_for_every_algorithm(problem):
     assert frame["grad_norm_mean"].notna().all() and frame["grad_norm_centroid"].isna().all()
 
 
+def _diverging_at(monkeypatch, call):
+    """Optimizer.step raising a DivergenceError at its ``call``-th call (a NaN in one repetition's run)."""
+    from rowstoch_fast.algorithms import _base
+
+    real, calls = _base.Optimizer.step, [0]
+
+    def step(self, grad_fn):
+        calls[0] += 1
+        if calls[0] == call:
+            raise DivergenceError("simulated NaN", iteration=self.iteration, node=0, what="iterate")
+        return real(self, grad_fn)
+
+    monkeypatch.setattr(_base.Optimizer, "step", step)
+
+
+def test_a_repetition_that_diverges_alone_stops_alone(monkeypatch):
+    """On a network drawn anew for each repetition, a NaN in one ended the evaluation there: the later repetitions
+    never ran, and the diagnosis read as if every repetition had stopped. The others run; the diagnosis says which
+    diverged; the table's final values are each repetition's last (the one that stopped among them); and a
+    comparison grown from one whose method diverged keeps it diverged (its records end finite: more repetitions had
+    judged it afresh, ok)."""
+    from rowstoch_fast.network import Lossy
+
+    A = Lossy(topology.exponential(8), 0.2, seed=3)
+    f = NonconvexLogistic.synthetic(8, total=1600, batch=20, seed=0)
+    kw = dict(lr=0.05, progress=False, points=5)
+    _diverging_at(monkeypatch, 320)  # (repetition 1 of 200 iterations each)
+    frame = cmp.compare(A, f, "dsgd", 200, repeats=3, **kw)
+    monkeypatch.undo()
+    assert sorted(frame["rep"].unique()) == [0, 1, 2] and set(frame["status"]) == {"diverged"}
+    assert frame["diagnosis"].iloc[0].startswith("simulated NaN (iteration 119 of 200 at lr 0.05) (in 1 of 3 "
+                                                 "repetitions: 1)"), frame["diagnosis"].iloc[0]
+    ends = frame.sort_values("iteration").groupby("rep")["grad_norm_mean"].last()
+    assert cmp.summary(frame)["grad_norm_mean"].iloc[0] == pytest.approx(ends.mean(), rel=1e-12)
+    _diverging_at(monkeypatch, 120)
+    two = cmp.compare(A, f, "dsgd", 200, repeats=2, **kw)
+    monkeypatch.undo()
+    lines = []
+    four = cmp.compare(A, f, "dsgd", 200, repeats=4, previous=two, log=lines.append, **kw)
+    assert set(four["status"]) == {"diverged"} and sorted(four["rep"].unique()) == [0, 1]
+    assert "dsgd: diverged in the earlier comparison: no more repetitions" in lines
+
+
+def test_a_resumed_repetitions_time_is_counted_once(monkeypatch):
+    """The records kept from an interrupted evaluation carry its time, the time before the resumed repetition's
+    checkpoint included; the resumed run added that time again (1.94 s for a run of 1.44)."""
+    from rowstoch_fast.compare import method as method_module
+    from rowstoch_fast.network import Lossy
+
+    A = Lossy(topology.exponential(8), 0.2, seed=3)
+    f = LeastSquares.synthetic(8, samples_per_node=10, d=4, seed=0)
+    plan = cmp.make_plan(A, f, "dsgd", 20, lr=0.05, repeats=3)
+    seen = []
+
+    def one_run(plan, method, lr, *, repeats, progress, checkpoint=None, resume=None, first_repeat=0,
+                counted=False):
+        seen.append((first_repeat, counted))
+        return pd.DataFrame({"iteration": [0, 20], "rep": first_repeat, "total_wall_seconds": 1.0}), {}
+
+    monkeypatch.setattr(method_module, "_one_run", one_run)
+    earlier = pd.DataFrame({"iteration": [0, 20, 0, 10], "rep": [0, 0, 1, 1], "status": "interrupted",
+                            "total_wall_seconds": 1.5})
+    import dataclasses
+
+    plan = dataclasses.replace(plan, previous={"dsgd": earlier})
+    frame, _ = method_module._evaluate(plan, plan.methods[0], 0.05, lambda line: None, False)
+    assert seen == [(1, True), (2, False)] and frame["total_wall_seconds"].iloc[0] == 3.5
+
+
 def test_the_tuner_runs_one_replica_a_rate_where_replicas_would_not_differ(monkeypatch):
     """Exact gradients (least squares on its whole data), a method of batch gradients and a network that draws
     nothing (a lossless Lossy layer): the replicas of a rate would run the same trajectory, so the tuner runs one, with the
@@ -621,12 +690,21 @@ def test_redrawn_shifts_every_layer_that_draws_and_keeps_the_others():
     assert not np.array_equal(lossy.mix(X, t=0), redrawn(lossy, 1).mix(X, t=0))
     np.testing.assert_array_equal(redrawn(lossy, 1).mix(X, t=0), Lossy(A, 0.2, seed=6).mix(X, t=0))
 
+    class MyLossy(Lossy):  # (a user's subclass keeps its class; repetition 0 runs on the network itself)
+        pass
+
+    mine = MyLossy(A, 0.2, seed=5)
+    assert type(redrawn(mine, 1)) is MyLossy and redrawn(mine, 1).seed == 6 and redrawn(net, 0) is net
+    assert not draws(Sleepy(A, 1.0)) and draws(Sleepy(A, 0.99))  # (every node awake: nothing drawn, as the
+    # guide's Dropout layer, a Sleepy at q = 1 with its own constructor)
+
     class Mine(Network):  # (a user's layer over a lossy network, with no way to draw it anew: refused by the plan)
         def __init__(self, base):
             self.base, self.n = base, base.n
 
     f = LeastSquares.synthetic(8, samples_per_node=5, d=2, seed=0)
-    with pytest.raises(TypeError, match="A: Mine cannot be drawn anew: it wraps a network but defines no _twin"):
+    with pytest.raises(TypeError, match=r"A: Mine cannot be drawn anew \(it wraps a network but defines no "
+                                        r"_twin\(base, seed\)\): define its draws \(False where it draws nothing\)"):
         cmp.make_plan(Mine(lossy), f, "dsgd", 10)
 
 
@@ -796,7 +874,7 @@ def test_a_repetition_that_grew_is_kept_when_the_repetitions_run_one_by_one(monk
     f = LeastSquares.synthetic(8, samples_per_node=10, d=4, seed=0)
     plan = cmp.make_plan(A, f, "dsgd", 20, lr=0.05, repeats=3)
 
-    def one_run(plan, method, lr, *, repeats, progress, checkpoint=None, resume=None, first_repeat=0):
+    def one_run(plan, method, lr, *, repeats, progress, checkpoint=None, resume=None, first_repeat=0, counted=False):
         frame = pd.DataFrame({"iteration": [0, 20], "rep": first_repeat, "total_wall_seconds": 0.0})
         return frame, ({"grew": "grad_norm grew 1e4x"} if first_repeat == 1 else {})
 
@@ -2220,6 +2298,8 @@ def test_one_repetition_ranks_nothing_and_the_network_draws_are_said(tmp_path, c
            "number)" in " ".join(tex.split())
     assert main(args + ["--repeats", "2", "--max-delay", "2", "--delay", "fixed", "--out", str(tmp_path / "f")]) == 0
     assert "own draw" not in (tmp_path / "f" / "summary.tex").read_text()  # (fixed delays draw nothing)
+    assert main(args + ["--repeats", "2", "--activation", "cyclic", "--period", "1", "--out", str(tmp_path / "c")]) == 0
+    assert "own draw" not in (tmp_path / "c" / "summary.tex").read_text()  # (nor a cyclic schedule)
 
 
 def test_a_resume_keeps_the_tuning_records_of_the_methods_it_keeps(tmp_path, capsys):

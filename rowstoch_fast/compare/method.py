@@ -61,11 +61,12 @@ def _loses_messages(network):
     return False
 
 
-def _one_run(plan, method, lr, *, repeats, progress, checkpoint=None, resume=None, first_repeat=0):
+def _one_run(plan, method, lr, *, repeats, progress, checkpoint=None, resume=None, first_repeat=0, counted=False):
     """(records, meta) of one evaluation run of ``method`` at ``lr``: the repetitions ``first_repeat ..
     first_repeat + repeats - 1`` on the network drawn for the first (:func:`~rowstoch_fast.network.redrawn` by
     ``first_repeat``: the plan's network itself where nothing is drawn, or for the first repetition) (the frame's
-    columns of a comparison)."""
+    columns of a comparison). Its wall time includes the time before the checkpoint it resumed, unless
+    ``counted`` (the earlier records kept beside it count it already)."""
     iterations = method.iterations(plan.budget)
     algo = method.algorithm(redrawn(plan.network, first_repeat), lr, plan.backend)
     start = time.perf_counter()
@@ -76,8 +77,8 @@ def _one_run(plan, method, lr, *, repeats, progress, checkpoint=None, resume=Non
     except DivergenceError as exc:
         h = exc.history
     meta = dict(h.meta)
-    wall = time.perf_counter() - start + meta.get("resumed_wall_seconds", 0.0)  # (a resumed run: the time before
-    # its checkpoint too; the summary showed 0.9 s for a run of 5.7)
+    wall = time.perf_counter() - start + (0.0 if counted else meta.get("resumed_wall_seconds", 0.0))  # (a resumed
+    # run: the time before its checkpoint too; the summary showed 0.9 s for a run of 5.7)
     meta["interrupted"] = h.interrupted
     frame = h.frame.copy()
     done = max(1, meta.get("completed_iterations", iterations))
@@ -102,47 +103,51 @@ def _checkpoint(plan, method, first):
                         f"{method.label}.from-rep{first}.npz")
 
 
-def _finished(checkpoint, meta):
-    """An added run's checkpoint removed once it finished (one left behind is an interrupted run's)."""
-    if checkpoint is not None and not meta.get("interrupted"):
+def _finished(checkpoint, meta, iterations):
+    """An added run's checkpoint removed once it finished (one left behind is an interrupted run's; one
+    interrupted at its last iteration has finished)."""
+    if checkpoint is not None and (not meta.get("interrupted") or
+                                   meta.get("completed_iterations", 0) >= iterations):
         try:
             os.remove(checkpoint)
         except FileNotFoundError:
             pass
 
 
-def _repetitions(plan, method, lr, first, stop, progress, resume=None):
-    """``(frames, meta)`` of the repetitions ``first .. stop - 1`` of ``method`` at ``lr`` (``meta``: the last
-    run's). Where the network draws nothing they are replicas of one batched run; where it draws (losses, sleep,
-    random delays, compression, noise: :func:`~rowstoch_fast.network.draws`) they run one at a time, repetition
-    ``r`` on the network :func:`~rowstoch_fast.network.redrawn` by ``r``, so that the repetitions' spread covers
-    the network's draws too (replicas of one block share its per-link draws), and each is the same whether it
-    ran with the others, was added by a later ``--repeats`` or resumed. ``resume``: the first run goes on from
-    this checkpoint. The runs stop at one interrupted or diverged (a Ctrl-C between two of them: the finished
+def _repetitions(plan, method, lr, first, stop, progress, resume=None, counted=False):
+    """``(frames, meta)`` of the repetitions ``first .. stop - 1`` of ``method`` at ``lr``. Where the network draws
+    nothing they are replicas of one batched run; where it draws (losses, sleep, random delays, compression,
+    noise: :func:`~rowstoch_fast.network.draws`) they run one at a time, repetition ``r`` on the network
+    :func:`~rowstoch_fast.network.redrawn` by ``r``, so that the repetitions' spread covers the network's draws
+    too (replicas of one block share its per-link draws), and each is the same whether it ran with the others,
+    was added by a later ``--repeats`` or resumed; one that diverges stops alone (the others run: one draw can
+    undo a rate that is stable on the others). ``resume``: the first run goes on from this checkpoint
+    (``counted``: the earlier records kept count the time before it). ``meta``: the last run's, with the first
+    divergence and growth of any. The runs stop at one interrupted (a Ctrl-C between two of them: the finished
     ones, interrupted)."""
     iterations = method.iterations(plan.budget)
     runs = [(r, 1) for r in range(first, stop)] if draws(plan.network) else [(first, stop - first)] * (stop > first)
-    frames, meta, grew = [], {"completed_iterations": iterations}, None
+    frames, meta, seen = [], {"completed_iterations": iterations}, {}
     for r, count in runs:
         checkpoint = _checkpoint(plan, method, r)
         try:
             frame, meta = _one_run(plan, method, lr, repeats=count, progress=progress, first_repeat=r,
-                                   checkpoint=checkpoint, resume=resume if r == first else None)
+                                   checkpoint=checkpoint, resume=resume if r == first else None,
+                                   counted=counted and r == first)
         except KeyboardInterrupt:  # (before the run's loop caught it: set-up; the runs before it are kept)
             if not frames:
                 raise
             meta = {**meta, "interrupted": True}
             break
         frames.append(frame)
-        grew = grew or meta.get("grew")  # (a repetition that grew, whichever: the verdict's)
+        for key in ("diverged", "grew"):  # (a repetition that diverged or grew, whichever: the verdict's)
+            seen.setdefault(key, meta.get(key))
+            seen[key] = seen[key] or meta.get(key)
         if r > 0:
-            _finished(checkpoint, meta)
-        if meta.get("interrupted") or meta.get("diverged") or meta.get("completed_iterations", iterations) < \
-                iterations:
+            _finished(checkpoint, meta, iterations)
+        if meta.get("interrupted"):
             break
-    if grew:
-        meta = {**meta, "grew": grew}
-    return frames, meta
+    return frames, {**meta, **{key: value for key, value in seen.items() if value}}
 
 
 def _resumed(plan, method, earlier, done):
@@ -181,11 +186,17 @@ def _evaluate(plan, method, lr, log, progress):
             what = f"{method.label}: " + (f"repetitions {first} .. {stop - 1} " if first else "")
             log(what + ("resumed from its checkpoint" if checkpoint else
                         "no checkpoint: run again" if first == int(earlier["rep"].max()) or first == 0 else "run"))
-            more, meta = _repetitions(plan, method, lr, first, stop, progress, resume=checkpoint)
-            parts = [earlier[earlier["rep"] < first], *more]
+            kept = earlier[earlier["rep"] < first]
+            more, meta = _repetitions(plan, method, lr, first, stop, progress, resume=checkpoint,
+                                      counted=len(kept) > 0)  # (the earlier total counts the time before it)
+            parts = [kept, *more]
         else:
             log(f"{method.label}: kept from the earlier comparison ({status}, {stop} repetitions)")
             meta["kept"] = earlier
+            if status == "diverged" and stop < plan.repeats:  # (its records end finite: more repetitions would
+                # have judged it afresh, and ok)
+                log(f"{method.label}: diverged in the earlier comparison: no more repetitions")
+                stop = plan.repeats
     if not meta.get("interrupted") and not meta.get("diverged") and stop < plan.repeats:  # the repetitions it
         # lacks, on their own streams (and network draws)
         more, meta = _repetitions(plan, method, lr, stop, plan.repeats, progress)

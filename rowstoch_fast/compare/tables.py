@@ -127,13 +127,16 @@ def summary(frame, metric=None, metrics=()):
     rows, finals = [], []
     for key, runs in frame.groupby([*groups, "algorithm"], sort=False):
         key = key if isinstance(key, tuple) else (key,)
-        last = runs[runs["iteration"] == runs["iteration"].max()]
+        end = runs[runs["iteration"] == runs["iteration"].max()]
+        last = runs.sort_values("iteration", kind="stable").groupby("rep", sort=False).tail(1) \
+            if "rep" in runs.columns else end  # (each repetition's last record: one that diverged alone, run on a
+        # network drawn for it, stopped before the others, and is in the mean with its last finite values)
         row = dict(zip(groups, key[:-1]))
         row.update({"algorithm": key[-1], "lr": float(runs["lr"].iloc[0]),
                     "lr_source": str(runs["lr_source"].iloc[0]) if "lr_source" in runs.columns else "",
                     "rounds_per_iteration": int(runs["rounds_per_iteration"].iloc[0]),
-                    "iterations": int(last["iteration"].iloc[0]),
-                    "communication_rounds": int(last["communication_rounds"].iloc[0])})
+                    "iterations": int(end["iteration"].iloc[0]),
+                    "communication_rounds": int(end["communication_rounds"].iloc[0])})
         with np.errstate(invalid="ignore", over="ignore"):  # a diverged run's records hold inf
             for m in shown:
                 row[m], row[m + "_std"] = float(last[m].mean()), float(last[m].std(ddof=1)) if len(last) > 1 \
@@ -141,10 +144,10 @@ def summary(frame, metric=None, metrics=()):
         row["final"], row["final_std"] = row[metric], row[metric + "_std"]
         row["rate"] = empirical_rate(runs, metric)
         status = status_of_rows(runs)
-        row.update({"messages": int(last["messages"].iloc[0]) if "messages" in last.columns else 0,
-                    "bytes": int(last["bytes"].iloc[0]) if "bytes" in last.columns else 0,
-                    "gradient_evaluations": int(last["gradient_evaluations"].iloc[0])
-                    if "gradient_evaluations" in last.columns else 0,
+        row.update({"messages": int(end["messages"].iloc[0]) if "messages" in end.columns else 0,
+                    "bytes": int(end["bytes"].iloc[0]) if "bytes" in end.columns else 0,
+                    "gradient_evaluations": int(end["gradient_evaluations"].iloc[0])
+                    if "gradient_evaluations" in end.columns else 0,
                     "wall_seconds": float(runs["total_wall_seconds"].iloc[0]) if "total_wall_seconds" in runs.columns
                     else float("nan"),
                     "diverged": status == "diverged", "status": status,

@@ -128,7 +128,10 @@ def status_of(frame, metric, meta, *, lr, lr_source, iterations, tuning=None, co
         return "interrupted", (f"interrupted at iteration {done} of {iterations}; --resume continues it from its "
                                f"checkpoint")
     status, diagnosis = "ok", ""
-    some = _diverged_repetitions(frame, metric, start)
+    some, short = _diverged_repetitions(frame, metric, start, iterations)
+    if short and not meta.get("diverged"):  # (a repetition that stopped before the budget: NaN or Inf, recorded
+        # in an earlier part of a resumed evaluation)
+        meta = {**meta, "diverged": {"message": "NaN/Inf", "iteration": short}}
     if meta.get("diverged"):
         d = meta["diverged"]
         status, diagnosis = "diverged", (f"{d.get('message', 'NaN/Inf')} (iteration {d.get('iteration')} of "
@@ -160,19 +163,24 @@ def status_of(frame, metric, meta, *, lr, lr_source, iterations, tuning=None, co
     return "ok", ""
 
 
-def _diverged_repetitions(frame, metric, start):
-    """``"in k of m repetitions: r, ..."`` where some of the repetitions, not all, ended non-finite or above
-    :data:`~rowstoch_fast.runner.GROWTH_WARNING` times the start (on a network drawn anew for each, one draw can
-    undo a rate that is stable on the others); "" otherwise."""
-    if not math.isfinite(start) or start <= 0 or "rep" not in frame.columns:
-        return ""
-    ends = frame.sort_values("iteration", kind="stable").groupby("rep")[metric].last()
+def _diverged_repetitions(frame, metric, start, iterations):
+    """``(words, short)``: ``"in k of m repetitions: r, ..."`` where some of the repetitions, not all, diverged
+    (ended non-finite, above :data:`~rowstoch_fast.runner.GROWTH_WARNING` times the start, or before the budget
+    of ``iterations``: on a network drawn anew for each, one draw can undo a rate that is stable on the others),
+    else ""; and the first iteration a repetition stopped at before the budget (None where none did)."""
+    if "rep" not in frame.columns or not len(frame):
+        return "", None
+    ends = frame.sort_values("iteration", kind="stable").groupby("rep")[[metric, "iteration"]].last()
+    stopped = ends["iteration"].to_numpy() < iterations
     with np.errstate(invalid="ignore", over="ignore"):
-        bad = ~np.isfinite(ends.to_numpy(float)) | (ends.to_numpy(float) > GROWTH_WARNING * start)
+        values = ends[metric].to_numpy(float)
+        bad = stopped | ~np.isfinite(values)
+        if math.isfinite(start) and start > 0:
+            bad |= values > GROWTH_WARNING * start
+    short = int(ends["iteration"][stopped].min()) if stopped.any() else None
     if not bad.any() or bad.all():
-        return ""
-    reps = ", ".join(str(r) for r in ends.index[bad])
-    return f"in {int(bad.sum())} of {len(ends)} repetitions: {reps}"
+        return "", short
+    return f"in {int(bad.sum())} of {len(ends)} repetitions: {', '.join(str(r) for r in ends.index[bad])}", short
 
 
 def ranks(finals, scale=None, higher_is_better=False):

@@ -66,7 +66,8 @@ def reproduce_robustness(out_dir, rounds_budget=1000, repeats=10, losses=(0.0, 0
                     break
                 for name in names:
                     part = frame[frame["algorithm"] == name]
-                    last = part[part["iteration"] == part["iteration"].max()]
+                    last = part.sort_values("iteration", kind="stable").groupby("rep").tail(1)  # (each repetition's:
+                    # one that diverged alone stopped before the others)
                     status = frame.attrs["status"].get(name, "?")
                     rows.append({"graph": gname, "setting": label, "loss_rate": rate, "algorithm": name,
                                  "lr": rates[name], "grad_norm": float(last["grad_norm"].mean()),

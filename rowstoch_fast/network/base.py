@@ -198,8 +198,7 @@ class Network:
     def _twin(self, base, seed):
         """This layer, the same in all but its seed, over ``base`` (what :func:`~rowstoch_fast.network.redrawn`
         builds); a layer that wraps another (a ``base``) defines it."""
-        raise TypeError(f"{type(self).__name__} cannot be drawn anew: it wraps a network but defines no "
-                        f"_twin(base, seed) (the layer over base with another seed)")
+        raise NotImplementedError("it wraps a network but defines no _twin(base, seed)")
 
     def undirected(self):
         """The same network (same draws) under the **undirected rule**, what a method of an undirected network

@@ -225,15 +225,18 @@ class Lossy(Network):
         return self.chain_states(indices, len(indices), t, advance, scans_back=True)
 
     def map(self, f):
-        return self._twin(f(self.base) if isinstance(self.base, MixingMatrix) else self.base.map(f), self.seed)
+        base = f(self.base) if isinstance(self.base, MixingMatrix) else self.base.map(f)
+        return Lossy(base, self.p, seed=self.seed, model=self.model, **self._model_parameters())
 
     @property
     def draws(self):
         return not self.lossless
 
     def _twin(self, base, seed):
-        kw = {"p_bad": self.p_bad, "p_recover": self.p_recover} if self.model == "gilbert-elliott" else {}
-        return Lossy(base, self.p, seed=seed, model=self.model, **kw)
+        return type(self)(base, self.p, seed=seed, model=self.model, **self._model_parameters())
+
+    def _model_parameters(self):
+        return {"p_bad": self.p_bad, "p_recover": self.p_recover} if self.model == "gilbert-elliott" else {}
 
     def _entries(self, t, r):
         csr, weights = _base_entries(self.base, t, r)

@@ -140,7 +140,7 @@ def _shifted(net, shift, drawn):
     """``net`` with the seeds of its layers where ``drawn(layer)`` shifted by ``shift`` (the others rebuilt over
     what they wrap, or kept where nothing under them changed)."""
     base = getattr(net, "base", None)
-    if not isinstance(base, (Network, MixingMatrix)):  # (a matrix, a schedule of matrices: no draws)
+    if not isinstance(base, (Network, MixingMatrix)) or shift == 0:  # (a matrix, a schedule of matrices: no draws)
         return net
     inner = _shifted(base, shift, drawn)
     if inner is base and not drawn(net):
@@ -148,4 +148,9 @@ def _shifted(net, shift, drawn):
     seed = getattr(net, "seed", None)
     if drawn(net):
         seed = (int(seed) + int(shift)) % (MAX_KEY + 1)
-    return net._twin(inner, seed)
+    try:
+        return net._twin(inner, seed)
+    except (TypeError, NotImplementedError) as exc:  # (a user's layer, or subclass whose constructor takes other
+        # arguments)
+        raise TypeError(f"{type(net).__name__} cannot be drawn anew ({exc}): define its draws (False where it draws "
+                        f"nothing) or _twin(base, seed) (the layer over base with another seed)") from None

@@ -147,14 +147,15 @@ class Sleepy(Network):
         return out
 
     @property
-    def draws(self):
-        return self.model != "cyclic"  # (a cyclic schedule is the same for every seed)
+    def draws(self):  # (a cyclic schedule, or every node awake, is the same for every seed)
+        return self.model != "cyclic" and not (self.model == "bernoulli" and np.all(np.asarray(self.q) == 1))
 
     def _twin(self, base, seed):
-        return Sleepy(base, seed=seed, **self._parameters())
+        return type(self)(base, seed=seed, **self._parameters())
 
     def map(self, f):
-        twin = self._twin(f(self.base) if isinstance(self.base, MixingMatrix) else self.base.map(f), self.seed)
+        base = f(self.base) if isinstance(self.base, MixingMatrix) else self.base.map(f)
+        twin = Sleepy(base, seed=self.seed, **self._parameters())
         twin._draws = self._shared_draws()  # (the same nodes asleep: drawn once for both, e.g. Push-Pull's A and C)
         return twin
 
@@ -347,6 +348,10 @@ class Sleepy(Network):
     @classmethod
     def options_in_use(cls, ns):
         return ns.activation != "bernoulli" or ns.awake != 1.0
+
+    @classmethod
+    def options_drawn(cls, ns):
+        return cls.DRAWN if cls.options_in_use(ns) and ns.activation != "cyclic" else None  # (cyclic: no draw)
 
     @classmethod
     def check_options(cls, ns, d=None):
