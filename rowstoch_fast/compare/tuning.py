@@ -42,7 +42,7 @@ from .._checks import MAX_KEY
 from .._files import atomic_write
 from ..objectives import Oracle
 from ..runner import GROWTH_WARNING, build_replicas, record_metrics, round_schedule
-from ..network import draws, redrawn
+from ..network import redrawn
 
 __all__ = ["TUNE_SEED_OFFSET", "TUNE_REPEATS", "TUNE_POINTS", "STABILITY_FACTOR", "NO_PROGRESS", "CONVERGED", "TAIL",
            "CONFIRM_REPEATS", "CONFIRM_MIN_REPEATS", "CONFIRM_MAX", "CONFIRM_NOISE", "NoStableRate", "UNTUNABLE",
@@ -504,13 +504,13 @@ def replicas_per_rate(network, objective, method):
     """The replicas a tuning run gives each candidate rate: :data:`TUNE_REPEATS`, or one where its replicas would
     run the same trajectory (their mean is then each of them, to the bit): gradients that ignore their stream
     (:attr:`~rowstoch_fast.objectives.Objective.stream_free`), a method of batch gradients (not per-sample draws),
-    over a network that draws nothing (:func:`~rowstoch_fast.network.draws`: the tuner's streams run on draws of
-    their own, losses and sleep too, as the evaluation's repetitions do)."""
+    over a network whose rounds draw nothing per replica (no message layer: compression and noise draw per value,
+    so per replica; losses and sleep are drawn per link, the same for every replica)."""
     from ..algorithms import REGISTRY
 
     cls = REGISTRY.get(getattr(method, "method", None))
     same = getattr(objective, "stream_free", False) and cls is not None and \
-        getattr(cls, "gradients", "batch") != "samples" and not draws(network)
+        getattr(cls, "gradients", "batch") != "samples" and not hasattr(network, "encode")
     return 1 if same else TUNE_REPEATS
 
 
@@ -521,9 +521,7 @@ def tune(network, objective, method, budget, metric, *, seed=0, backend="auto", 
     Every stage (the grid, the search past it where none of its rates is stable and their failures point there, the
     refinement around the best, and steps past the edge while the best is there) is one batched run whose candidates
     share their gradient streams (the first :data:`TUNE_REPEATS` of ``seed + TUNE_SEED_OFFSET``, which no evaluation
-    draws), so that those candidates are judged on the same samples (on a network that draws, a run per stream,
-    each on a draw of the network of its own: :func:`~rowstoch_fast.network.redrawn`); where two streams cannot
-    order them, the
+    draws), so that those candidates are judged on the same samples; where two streams cannot order them, the
     contenders run on more streams of their own (the "confirm" stages: :func:`contenders`, :func:`confirm_repeats`)
     and are judged on all of them. With ``checkpoint_dir``, each stage's run keeps a checkpoint there
     (``LABEL.tuning-K.npz``) while it runs, and its trajectories (``LABEL.tuning-K.done.npz``) once it finished,
@@ -562,22 +560,10 @@ def tune(network, objective, method, budget, metric, *, seed=0, backend="auto", 
     def stage(name, rates, rep_offset=0, replicas=repeats):
         path = None if checkpoint_dir is None else os.path.join(
             checkpoint_dir, f"{method.label}.tuning-{len(record['stages'])}.npz")
-        if replicas > 1 and draws(network):  # each stream on a draw of the network of its own, as the evaluation's
-            # repetitions (a batched run's replicas share one): a run per stream, its candidates side by side
-            parts = []
-            for q in range(replicas):
-                part = None if path is None else f"{path[:-4]}-stream{q}.npz"
-                parts.append(trajectories(network, objective, method, rates, budget, metric, seed=tune_seed,
-                                          repeats=1, backend=backend, checkpoint=part, keep=True,
-                                          rep_offset=rep_offset + q))
-                finished.append(part)
-            iterations = parts[0][0]
-            values = np.stack([v for _, v in parts], axis=2).reshape(len(iterations), len(rates) * replicas)
-        else:
-            iterations, values = trajectories(network, objective, method, rates, budget, metric, seed=tune_seed,
-                                              repeats=replicas, backend=backend, checkpoint=path, keep=True,
-                                              rep_offset=rep_offset)
-            finished.append(path)
+        iterations, values = trajectories(network, objective, method, rates, budget, metric, seed=tune_seed,
+                                          repeats=replicas, backend=backend, checkpoint=path, keep=True,
+                                          rep_offset=rep_offset)
+        finished.append(path)
         record["iterations"] = [int(k) for k in iterations]
         entry = {"name": name, "scores": {}, "rejected": {}, "ends": {}, "curves": {}}
         if rep_offset:
