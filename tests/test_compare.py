@@ -758,6 +758,9 @@ def test_an_evaluation_on_a_lossy_network_resumes_repetition_by_repetition(tmp_p
         monkeypatch.undo()
         assert cut.attrs["interrupted"] and set(cut["status"]) == {"interrupted"}
         assert sorted(cut["rep"].unique()) == [0, 1]
+        if place == "step":  # (which repetition, of which: "at iteration 49 of 200" read as nearly done)
+            assert cut["diagnosis"].iloc[0].startswith("interrupted in repetition 1 (of 0 .. 2) at iteration 49 of "
+                                                       "200"), cut["diagnosis"].iloc[0]
         again = cmp.compare(A, f, "dsgd", 200, repeats=3, previous=cut, checkpoint_dir=str(folder), **kw)
         pd.testing.assert_frame_equal(again[cols].reset_index(drop=True), direct[cols].reset_index(drop=True))
         assert not list(folder.glob("*from-rep*"))
@@ -2268,6 +2271,13 @@ def test_one_repetition_ranks_nothing_and_the_network_draws_are_said(tmp_path, c
     assert "own draw" not in (tmp_path / "f" / "summary.tex").read_text()  # (fixed delays draw nothing)
     assert main(args + ["--repeats", "2", "--activation", "cyclic", "--period", "1", "--out", str(tmp_path / "c")]) == 0
     assert "own draw" not in (tmp_path / "c" / "summary.tex").read_text()  # (nor a cyclic schedule)
+    assert main(args + ["--repeats", "2", "--compress", "qsgd", "--bits", "4", "--out", str(tmp_path / "q")]) == 0
+    assert "own draw of the network's compression" in " ".join((tmp_path / "q" / "summary.tex").read_text().split())
+    assert "own draw of the network's compression" in (tmp_path / "q" / "summary.md").read_text()  # (said nothing)
+    assert main(args + ["--repeats", "2", "--loss", "0,0.1", "--out", str(tmp_path / "s")]) == 0  # (a sweep where
+    # one setting draws nothing)
+    assert "In the settings that draw them, each repetition runs on its own draw of the network's losses" in \
+        " ".join((tmp_path / "s" / "summary.tex").read_text().split())
 
 
 def test_a_resume_keeps_the_tuning_records_of_the_methods_it_keeps(tmp_path, capsys):

@@ -633,15 +633,17 @@ def _caption(args, problems):
 
 
 def _own_draws(problems):
-    """What the repetitions resample besides their gradients: a network's losses, sleep and delays are drawn per
-    link, the same for every replica of a block, so a comparison runs each repetition on a draw of its own (the
-    network redrawn by its number, one repetition at a time) and the spread covers the network's draws; the
-    caption says so where a setting has such a layer."""
-    drawn = list(dict.fromkeys(w for p in problems for w in network_options.per_link_draws(p[2]) if w))
+    """What the repetitions resample besides their gradients: a network's losses, sleep, delays, compression and
+    noise are drawn from seeds, so a comparison runs each repetition on a draw of its own (the network redrawn by
+    its number, one repetition at a time) and the spread covers the network's draws; the caption says so where a
+    setting draws (in a sweep where not every one does, for those that do)."""
+    each = [network_options.per_link_draws(p[2]) for p in problems]
+    drawn = list(dict.fromkeys(w for words in each for w in words))
     if not drawn:
         return ""
-    return (f" Each repetition runs on its own draw of the network's {' and '.join(drawn)} (--network-seed plus "
-            "the repetition's number), the tuning on draws of its own.")
+    where = "" if all(each) else "In the settings that draw them, e"
+    return (f" {where or 'E'}ach repetition runs on its own draw of the network's {' and '.join(drawn)} "
+            "(--network-seed plus the repetition's number).")
 
 
 def _figure_title(args, graph, ns, n):

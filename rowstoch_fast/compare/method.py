@@ -146,6 +146,8 @@ def _repetitions(plan, method, lr, first, stop, progress, resume=None, counted=F
         if r > 0:
             _finished(checkpoint, meta, iterations)
         if meta.get("interrupted"):
+            if count == 1:  # (one at a time: which one, of how many; the iteration alone read as nearly done)
+                meta = {**meta, "interrupted_repetition": [r, stop]}
             break
     return frames, {**meta, **{key: value for key, value in seen.items() if value}}
 
@@ -183,7 +185,8 @@ def _evaluate(plan, method, lr, log, progress):
         parts, meta = [earlier], {"completed_iterations": method.iterations(plan.budget)}
         if status == "interrupted":
             first, stop, checkpoint = _resumed(plan, method, earlier, stop)
-            what = f"{method.label}: " + (f"repetitions {first} .. {stop - 1} " if first else "")
+            what = f"{method.label}: " + ("" if not first else f"repetition {first} " if stop == first + 1 else
+                                          f"repetitions {first} .. {stop - 1} ")
             log(what + ("resumed from its checkpoint" if checkpoint else
                         "no checkpoint: run again" if first == int(earlier["rep"].max()) or first == 0 else "run"))
             kept = earlier[earlier["rep"] < first]

@@ -225,7 +225,9 @@ def write_tables(frames, folder, metrics=(), caption=None, kept=None):
     shown_table = table
     if len(frames) == 1:
         shown_table = table.drop(columns=[g for g in GROUPS if g in table.columns])
-    atomic_write(os.path.join(folder, "summary.md"), lambda fh: fh.write(report.to_markdown(shown_table, shown)))
+    markdown = report.to_markdown(shown_table, shown) + (f"\n{caption}\n" if caption else "")  # (the caption:
+    # what a reader of the Markdown table needs too, e.g. that each repetition drew its own network)
+    atomic_write(os.path.join(folder, "summary.md"), lambda fh: fh.write(markdown))
     atomic_write(os.path.join(folder, "summary.tex"),
                  lambda fh: fh.write(report.to_latex(shown_table, shown, caption=caption)))
     rates = {_title(fr): {"metric": metric, "lr": fr.attrs.get("lr", {}), "source": fr.attrs.get("lr_source", {}),

@@ -125,8 +125,10 @@ def status_of(frame, metric, meta, *, lr, lr_source, iterations, tuning=None, co
     end = float(means.iloc[-1]) if len(means) else math.nan
     at = f"at lr {_fmt(lr)}"
     if meta.get("interrupted") or done < iterations and not meta.get("diverged"):
-        return "interrupted", (f"interrupted at iteration {done} of {iterations}; --resume continues it from its "
-                               f"checkpoint")
+        rep, of = meta.get("interrupted_repetition") or (None, None)
+        where = f"in repetition {rep} (of 0 .. {of - 1}) " if rep is not None else ""
+        return "interrupted", (f"interrupted {where}at iteration {done} of {iterations}; --resume continues it from "
+                               f"its checkpoint")
     status, diagnosis = "ok", ""
     some, short = _diverged_repetitions(frame, metric, start, iterations)
     if short and not meta.get("diverged"):  # (a repetition that stopped before the budget: NaN or Inf, recorded

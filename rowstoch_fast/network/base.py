@@ -64,9 +64,8 @@ class Network:
     OPTIONS = ()
     #: The flags whose use makes its draws read ``--network-seed``.
     SEED_FLAGS = ()
-    #: What it draws per link, the same for every replica of a block (``"losses"``), in words; None where its
-    #: draws follow each replica (compression, message noise) or it draws nothing. A comparison runs each
-    #: repetition on a draw of its own (:func:`~rowstoch_fast.network.redrawn`), and its caption says so.
+    #: What it draws, in words (``"losses"``); None where it draws nothing. A comparison runs each repetition on a
+    #: draw of its own (:func:`~rowstoch_fast.network.redrawn`), and its caption says so.
     DRAWN = None
 
     @classmethod

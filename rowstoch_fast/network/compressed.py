@@ -69,6 +69,7 @@ class Compressed(_Messages):
     keeps_symmetry = True
     alters_messages = True
     draws_per_value = True
+    DRAWN = "compression"
 
     METHODS = {"qsgd": 0, "sign": 1, "topk": 2, "randk": 3, "round": 4}
     _TAKES = {"qsgd": ("bits", "unbiased"), "sign": (), "topk": ("k",), "randk": ("k", "unbiased"),
@@ -235,6 +236,10 @@ class Compressed(_Messages):
     @classmethod
     def options_in_use(cls, ns):
         return ns.compress is not None
+
+    @classmethod
+    def options_drawn(cls, ns):  # (QSGD's stochastic rounding, rand-k's positions; the others draw nothing)
+        return cls.DRAWN if ns.compress == "randk" or ns.compress == "qsgd" and not ns.biased else None
 
     @classmethod
     def check_options(cls, ns, d=None):

@@ -64,6 +64,7 @@ class Noisy(_Messages):
     """
 
     layer = "noisy"
+    DRAWN = "noise"
     order = 40
     keeps_symmetry = True
     draws_per_value = True

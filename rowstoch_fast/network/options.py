@@ -444,8 +444,8 @@ def words(ns):
 
 
 def per_link_draws(ns):
-    """What the setting ``ns`` draws per link, the same for every replica of a block, in words (``["losses",
-    "sleep"]``): what a comparison's repetitions draw one by one."""
+    """What the setting ``ns`` draws, in words (``["losses", "sleep"]``): what a comparison's repetitions draw one
+    by one."""
     return [w for cls in _layers() for w in [cls.options_drawn(ns)] if w]
 
 
