@@ -120,6 +120,19 @@ def test_a_resumed_repetitions_time_is_counted_once(monkeypatch):
     assert seen == [(1, True), (2, False)] and frame["total_wall_seconds"].iloc[0] == 3.5
 
 
+def test_an_interrupted_tuning_says_which_method_stopped(tmp_path, monkeypatch):
+    """A Ctrl-C while a method's rate was tuned stopped the comparison with no line for that method (a user's
+    trial: the evaluation's interruption said where it stopped, the tuning's nothing)."""
+    A = topology.exponential(8)
+    f = LeastSquares.synthetic(8, samples_per_node=10, d=4, batch=2, seed=0)
+    monkeypatch.setattr(tuning, "trajectories", lambda *args, **kwargs: _interrupted())
+    lines = []
+    frame = cmp.compare(A, f, "dsgd", 40, repeats=2, progress=False, log=lines.append,
+                        checkpoint_dir=str(tmp_path))
+    assert frame.attrs["interrupted"]
+    assert "dsgd: interrupted while tuning; --resume goes on from its stages' checkpoints" in lines, lines
+
+
 def test_the_tuner_runs_one_replica_a_rate_where_replicas_would_not_differ(monkeypatch):
     """Exact gradients (least squares on its whole data), a method of batch gradients and a network that draws
     nothing per replica (losses are per link): the replicas of a rate would run the same trajectory, so the tuner
