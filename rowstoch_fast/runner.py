@@ -948,18 +948,12 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
                 "objective": objective.describe() if hasattr(objective, "describe") else type(objective).__name__,
                 **(config or {})}
     meta["config"] = json.loads(json.dumps(identity, default=_json_default))  # as a checkpoint will hold it
-    from .network import describe
-
     agreed = _AgreedStop(algorithm.backend, iterations).__enter__()  # (under MPI: a signal, from here on, stops
     # every process at the same iteration)
     try:
         opt, oracle, rows, t0, bar = _set_up(algorithm, objective, iterations, repeats, x0, seed, first_repeat, resume,
-                                             meta, due, record_at, record_every, metrics, progress, describe)
-    except BaseException:
-        agreed.__exit__()
-        raise
-    agreed.opt = opt
-    try:
+                                             meta, due, record_at, record_every, metrics, progress)
+        agreed.opt = opt
         interrupted = False
         diverged = failed = None
         first = opt.iteration  # (recorded above, or by the run resumed)
@@ -1035,9 +1029,11 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
 
 
 def _set_up(algorithm, objective, iterations, repeats, x0, seed, first_repeat, resume, meta, due, record_at,
-            record_every, metrics, progress, describe):
+            record_every, metrics, progress):
     """:func:`run`'s set-up: the settings checked on every process, the optimizer built (or restored from
     ``resume``), the oracle, the first record. Returns ``(opt, oracle, rows, t0, bar)``."""
+    from .network import describe
+
     backends.check_same_on_every_process(  # (collective under MPI, before anything is built; the network's digest,
         # a pass over its weights, only there)
         algorithm.backend, lambda: {**meta["config"], "network": describe(algorithm.A)}, "the run's settings")

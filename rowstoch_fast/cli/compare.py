@@ -637,7 +637,7 @@ def _own_draws(problems):
     noise are drawn from seeds, so a comparison runs each repetition on a draw of its own (the network redrawn by
     its number, one repetition at a time) and the spread covers the network's draws; the caption says so where a
     setting draws (in a sweep where not every one does, for those that do)."""
-    each = [network_options.per_link_draws(p[2]) for p in problems]
+    each = [network_options.drawn(p[2]) for p in problems]
     drawn = list(dict.fromkeys(w for words in each for w in words))
     if not drawn:
         return ""

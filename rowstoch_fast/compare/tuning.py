@@ -388,20 +388,19 @@ def _save_tuning(path, opt, oracle, rows, fingerprint):
 
 def trajectories(network, objective, method, rates, budget, metric, *, seed, repeats=1, backend="auto",
                  points=TUNE_POINTS, checkpoint=None, keep=False, rep_offset=0):
-    """One batched run of ``method`` on ``network``: ``repeats`` replicas per rate of ``rates``, the whole
-    ``budget``, every rate's ``q``-th replica on the gradient stream of repetition ``rep_offset + q`` of ``seed``
-    (common random numbers), on the network :func:`~rowstoch_fast.network.redrawn` by ``TUNE_SEED_OFFSET +
-    rep_offset``: draws of the losses, sleep, delays, compression and noise that no evaluation repetition runs on
-    (repetition ``r`` runs on the network redrawn by ``r``), and, as a message's draws follow its replica's position
-    in the block, a run of four streams from ``rep_offset`` 2 is not two runs of two put together; ``metric``: a name, or
-    a ranked :class:`~rowstoch_fast.user_metrics.Metric`). Returns ``(iterations, values)``: the recorded iterations
-    and ``metric`` per record and replica (``(records, len(rates) * repeats)``, replica ``c * repeats + q`` the
-    ``q``-th of rate ``c``; NaN where it diverged). With ``checkpoint`` (a path), the run's state is saved there at
-    a tenth of the budget where :data:`CHECKPOINT_SECONDS` passed since the last save, and when it is interrupted
-    (Ctrl-C, SIGTERM), and a run of the same candidates goes on from it. With ``keep`` too, the finished run's
-    trajectories are kept beside it (``.done.npz``, written before the checkpoint is removed; :func:`tune` removes
-    them when it ends) and a run of the same candidates returns them (the root's copy, on every process) instead of
-    running."""
+    """One batched run of ``method`` on ``network``: ``repeats`` replicas per rate of ``rates``, the whole ``budget``,
+    every rate's ``q``-th replica on the gradient stream of repetition ``rep_offset + q`` of ``seed`` (common random
+    numbers), on the network :func:`~rowstoch_fast.network.redrawn` by ``TUNE_SEED_OFFSET + rep_offset``: draws of
+    the losses, sleep, delays, compression and noise that no evaluation repetition runs on (repetition ``r`` runs on
+    the network redrawn by ``r``), and, as a message's draws follow its replica's position in the block, a run of
+    four streams from ``rep_offset`` 2 is not two runs of two put together; ``metric``: a name, or a ranked
+    :class:`~rowstoch_fast.user_metrics.Metric`). Returns ``(iterations, values)``: the recorded iterations and
+    ``metric`` per record and replica (``(records, len(rates) * repeats)``, replica ``c * repeats + q`` the ``q``-th
+    of rate ``c``; NaN where it diverged). With ``checkpoint`` (a path), the run's state is saved there at a tenth
+    of the budget where :data:`CHECKPOINT_SECONDS` passed since the last save, and when it is interrupted (Ctrl-C,
+    SIGTERM), and a run of the same candidates goes on from it. With ``keep`` too, the finished run's trajectories
+    are kept beside it (``.done.npz``, written before the checkpoint is removed; :func:`tune` removes them when it
+    ends) and a run of the same candidates returns them (the root's copy, on every process) instead of running."""
     T = method.iterations(budget)
     entry, metric = metric, getattr(metric, "name", metric)  # (an extra metric: its Metric, recorded by name)
     lr = np.repeat(np.asarray(rates, dtype=np.float64), repeats)[:, None, None]

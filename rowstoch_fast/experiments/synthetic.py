@@ -449,8 +449,9 @@ def _behind_and_falling(verdict, name, R, histories, mg, plain):
     """``verdict`` unless the run it puts behind (MG for "does not hold", plain for "holds") is still in its
     transient (:func:`_still_falling`) and, falling on at its last fifth's pace for :data:`FOLLOWED_FIFTHS` more
     fifths of the run (a second budget), would pass the other (``mg`` and ``plain``: their final means), itself
-    followed at its own pace where it still falls too: then not decided. The order of two runs is the budget's while the one behind still falls fast enough: at 1,000 rounds
-    5 of the 8 claims did not hold, at 2,000 one did, its MG run still falling 39%."""
+    followed at its own pace where it still falls too: then not decided. The order of two runs is the budget's
+    while the one behind still falls fast enough: at 1,000 rounds 5 of the 8 claims did not hold, at 2,000 one did,
+    its MG run still falling 39%."""
     behind = (name, R) if verdict == "does not hold" else (name, 1) if verdict == "holds" else None
     if behind not in histories:
         return verdict

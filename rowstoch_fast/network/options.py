@@ -443,7 +443,7 @@ def words(ns):
     return ", ".join(parts) if parts else "reliable links"
 
 
-def per_link_draws(ns):
+def drawn(ns):
     """What the setting ``ns`` draws, in words (``["losses", "sleep"]``): what a comparison's repetitions draw one
     by one."""
     return [w for cls in _layers() for w in [cls.options_drawn(ns)] if w]

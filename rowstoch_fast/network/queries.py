@@ -1,7 +1,7 @@
 """What the algorithms ask of a network: the matrix under its layers (:func:`base_matrix`, :func:`source_of`),
 its weights without the message layers (:func:`weights_of`), its links (:func:`links_of`, :func:`fixed_links`,
-:func:`out_links`), its undirected form (:func:`as_undirected`), the same network with new per-value draws (:func:`reseeded`) or new
-draws of every layer (:func:`redrawn`, :func:`draws`).
+:func:`out_links`), its undirected form (:func:`as_undirected`), the same network with new per-value draws
+(:func:`reseeded`) or new draws of every layer (:func:`redrawn`, :func:`draws`).
 """
 
 from __future__ import annotations
