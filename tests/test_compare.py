@@ -707,6 +707,8 @@ def test_redrawn_shifts_every_layer_that_draws_and_keeps_the_others():
 
     mine = MyLossy(A, 0.2, seed=5)
     assert type(redrawn(mine, 1)) is MyLossy and redrawn(mine, 1).seed == 6 and redrawn(net, 0) is net
+    with pytest.raises(TypeError, match="shift must be an integer, got str 'one'"):
+        redrawn(net, "one")
     assert not draws(Sleepy(A, 1.0)) and draws(Sleepy(A, 0.99))  # (every node awake: nothing drawn, as the
     # guide's Dropout layer, a Sleepy at q = 1 with its own constructor)
 

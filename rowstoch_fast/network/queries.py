@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._checks import MAX_KEY
+from .._checks import MAX_KEY, check_int
 from ..mixing import MixingMatrix
 from .base import Network
 from .messages import _Messages
@@ -104,7 +104,8 @@ def reseeded(net, shift):
     that no replica at the same position of ``net`` draws (those draws follow a replica's position in its
     block). The layers under them (losses, sleep, delays: drawn per link, the same for every replica) are kept,
     and so is ``net`` itself where no layer draws per value (:func:`redrawn` draws every layer anew)."""
-    return _shifted(net, shift, lambda layer: isinstance(layer, _Messages) and layer.draws_per_value)
+    return _shifted(net, check_int(shift, "shift"), lambda layer: isinstance(layer, _Messages) and
+                    layer.draws_per_value)
 
 
 def redrawn(net, shift):
@@ -123,7 +124,7 @@ def redrawn(net, shift):
     >>> redrawn(net, 5)  # topk draws nothing: its seed is kept
     Compressed(Lossy(MixingMatrix(n=4, nnz=8, dtype=float64), p=0.1, seed=8, model='bernoulli'), 'topk', k=1, seed=0)
     """
-    return _shifted(net, shift, lambda layer: layer.draws)
+    return _shifted(net, check_int(shift, "shift"), lambda layer: layer.draws)
 
 
 def draws(net):
