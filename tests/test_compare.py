@@ -850,6 +850,26 @@ def test_a_diagnosis_counts_the_repetitions_that_diverged():
                                                   iterations=20)[1]
 
 
+def test_a_run_whose_consensus_error_runs_off_is_diverged_whatever_the_ranked_metric_says():
+    """A push-sum method that loses its mass on a lossy network kept the gradient at the average iterate in range
+    (0.336 -> 0.2: ``no-progress``) while its nodes' iterates ran off (a consensus error of 1.2e107). Every
+    recorded metric of the iterates is watched, against its largest value early in the run (the consensus error
+    starts at 0 from a shared start); one not recorded (NaN) or merely wandering is not."""
+    its = np.arange(0, 101, 10)
+    frame = pd.DataFrame({"iteration": its, "rep": 0, "grad_norm_mean": np.linspace(0.336, 0.2, len(its)),
+                          "consensus_error": np.r_[0.0, np.logspace(-3, 107, len(its) - 1)],
+                          "suboptimality": np.nan})
+    kw = dict(lr=0.05, lr_source="given", iterations=100)
+    status, diagnosis = verdict.status_of(frame, "grad_norm_mean", {}, **kw)
+    assert status == "diverged" and diagnosis.startswith("consensus_error grew") and "at lr 0.05" in diagnosis
+    frame["consensus_error"] = np.r_[0.0, np.full(len(its) - 1, np.inf)]
+    status, diagnosis = verdict.status_of(frame, "grad_norm_mean", {}, **kw)
+    assert (status, diagnosis) == ("diverged", "consensus_error ended at inf at lr 0.05")
+    frame["consensus_error"] = np.r_[0.0, 1e-3, 1e-2, np.full(len(its) - 3, 0.5)]  # (grows 50x from its early peak)
+    frame["grad_norm_mean"] = np.geomspace(1.0, 1e-3, len(its))
+    assert verdict.status_of(frame, "grad_norm_mean", {}, **kw) == ("ok", "")
+
+
 def test_a_repetition_that_grew_is_kept_when_the_repetitions_run_one_by_one(monkeypatch):
     """Run one at a time (a network that draws), each repetition has its own run's record: the verdict read the
     last run's, so a warning that an earlier repetition grew was lost."""

@@ -5,7 +5,8 @@ Statuses (:data:`STATUSES`):
 
 * ``ok``: ran the whole budget, finite, and ended below :data:`NO_PROGRESS` times its start;
 * ``diverged``: a NaN or Inf (a :class:`~rowstoch_fast.DivergenceError`), or its gradient norm, loss or the
-  compared metric grew a thousandfold (:data:`~rowstoch_fast.runner.GROWTH_WARNING`) without one;
+  compared metric grew a thousandfold (:data:`~rowstoch_fast.runner.GROWTH_WARNING`) without one, or another
+  recorded metric did (:data:`WATCHED`: a consensus error that runs off);
 * ``no-progress``: ended above :data:`NO_PROGRESS` times its start;
 * ``unstable``: the tuner found no stable rate (it ran at the smallest rate tried);
 * ``interrupted``: stopped by Ctrl-C or SIGTERM before the end of its budget (``--resume`` continues it).
@@ -28,7 +29,7 @@ import math
 import numpy as np
 
 from ..runner import GROWTH_WARNING
-from .tuning import CONVERGED, NO_PROGRESS, UNTUNABLE
+from .tuning import CONVERGED, NO_PROGRESS, TAIL, UNTUNABLE
 
 __all__ = ["STATUSES", "NO_PROGRESS", "TIE_SE", "status_of", "ranks", "tuning_failures"]
 
@@ -144,6 +145,8 @@ def status_of(frame, metric, meta, *, lr, lr_source, iterations, tuning=None, co
     elif math.isfinite(start) and start > 0 and end > GROWTH_WARNING * start:  # (the ranked metric itself)
         status = "diverged"
         diagnosis = f"{metric} grew {end / start:.3g}x ({_fmt(start)} -> {_fmt(end)}) {at}"
+    elif exploded := _exploded(frame, metric):
+        status, diagnosis = "diverged", f"{exploded} {at}"
     else:
         floor = CONVERGED * abs(start) if math.isfinite(start) else 0.0
         if math.isfinite(start) and start > 0 and end > NO_PROGRESS * start and end > floor:
@@ -163,6 +166,37 @@ def status_of(frame, metric, meta, *, lr, lr_source, iterations, tuning=None, co
     if status != "ok":
         return status, diagnosis + _tracker_hint(context)
     return "ok", ""
+
+
+#: The recorded metrics besides the ranked one whose growth marks a run diverged (:func:`_exploded`): the
+#: non-negative ones a run's iterates set (not the loss, which may fall below 0, nor the test metrics).
+WATCHED = ("grad_norm", "grad_norm_centroid", "consensus_error", "descent_deviation", "distance", "grad_norm_mean",
+           "suboptimality")
+
+
+def _exploded(frame, metric):
+    """What grew, where another recorded metric of :data:`WATCHED` (mean over the repetitions) ended non-finite,
+    or more than :data:`~rowstoch_fast.runner.GROWTH_WARNING` times its largest value over the first
+    :data:`~rowstoch_fast.compare.tuning.TAIL` of the records (not its start: the consensus error starts at 0
+    from a shared ``x0``); "" where none did. A push-sum method that loses its mass on a lossy network keeps the
+    gradient at the average iterate in range while its nodes' own iterates run off (a consensus error of 1.2e107
+    was judged ``no-progress`` on its ranked metric alone)."""
+    for name in WATCHED:
+        if name == metric or name not in frame.columns:
+            continue
+        with np.errstate(invalid="ignore", over="ignore"):
+            means = frame.groupby("iteration", sort=True)[name].mean().to_numpy(np.float64)
+        if len(means) < 2 or np.isnan(means).all():  # (not recorded)
+            continue
+        early = means[: max(1, int(math.ceil(TAIL * len(means))))]
+        early = early[np.isfinite(early)]
+        first = float(np.max(early)) if len(early) else math.nan
+        end = float(means[-1])
+        if not math.isfinite(end) and math.isfinite(first):
+            return f"{name} ended at {end}"
+        if first > 0 and end > GROWTH_WARNING * first:
+            return f"{name} grew {end / first:.3g}x ({_fmt(first)} -> {_fmt(end)})"
+    return ""
 
 
 def _diverged_repetitions(frame, metric, start, iterations):
