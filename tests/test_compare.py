@@ -850,6 +850,24 @@ def test_a_diagnosis_counts_the_repetitions_that_diverged():
                                                   iterations=20)[1]
 
 
+def test_an_interrupted_rows_rounds_and_messages_are_where_its_repetition_stopped():
+    """Repetitions that run one by one (a network that draws) end where each stopped: one interrupted in
+    repetition 1 of 3 at iteration 120 of 200 showed the budget's 200 iterations, rounds and messages, which only
+    repetition 0 had run."""
+    from rowstoch_fast.network import Lossy
+
+    A = Lossy(topology.exponential(8), 0.2, seed=3)
+    f = LeastSquares.synthetic(8, samples_per_node=10, d=4, seed=0)
+    frame = cmp.compare(A, f, "dsgd", 200, lr=0.05, repeats=2, progress=False, points=6)
+    frame = frame[(frame["rep"] == 0) | (frame["iteration"] <= 120)].assign(status="interrupted")
+    at = frame[(frame["rep"] == 1) & (frame["iteration"] == frame[frame["rep"] == 1]["iteration"].max())]
+    row = cmp.summary(frame).iloc[0]
+    assert row["iterations"] == at["iteration"].iloc[0] < 200
+    assert (row["communication_rounds"], row["messages"]) == (at["communication_rounds"].iloc[0],
+                                                              at["messages"].iloc[0])
+    assert 0 < row["messages"] < frame["messages"].max()
+
+
 def test_a_run_whose_consensus_error_runs_off_is_diverged_whatever_the_ranked_metric_says():
     """A push-sum method that loses its mass on a lossy network kept the gradient at the average iterate in range
     (0.336 -> 0.2: ``no-progress``) while its nodes' iterates ran off (a consensus error of 1.2e107). Every

@@ -127,7 +127,12 @@ def summary(frame, metric=None, metrics=()):
     rows, finals = [], []
     for key, runs in frame.groupby([*groups, "algorithm"], sort=False):
         key = key if isinstance(key, tuple) else (key,)
-        end = runs[runs["iteration"] == runs["iteration"].max()]
+        status = status_of_rows(runs)
+        reached = runs["iteration"].max()
+        if status == "interrupted" and "rep" in runs.columns:  # (where the interrupted repetition stopped, not the
+            # budget that the repetitions before it ran: its rounds, messages and bytes so far)
+            reached = runs.groupby("rep", sort=False)["iteration"].max().min()
+        end = runs[runs["iteration"] == reached]
         last = runs.sort_values("iteration", kind="stable").groupby("rep", sort=False).tail(1) \
             if "rep" in runs.columns else end  # (each repetition's last record: one that diverged alone, run on a
         # network drawn for it, stopped before the others, and is in the mean with its last finite values)
@@ -143,7 +148,6 @@ def summary(frame, metric=None, metrics=()):
                     else math.nan  # (one repetition shows no spread: not "+- 0")
         row["final"], row["final_std"] = row[metric], row[metric + "_std"]
         row["rate"] = empirical_rate(runs, metric)
-        status = status_of_rows(runs)
         row.update({"messages": int(end["messages"].iloc[0]) if "messages" in end.columns else 0,
                     "bytes": int(end["bytes"].iloc[0]) if "bytes" in end.columns else 0,
                     "gradient_evaluations": int(end["gradient_evaluations"].iloc[0])
