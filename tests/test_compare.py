@@ -1815,6 +1815,35 @@ def test_cli_compare_resumes_an_interrupted_comparison(tmp_path, monkeypatch, ca
     pd.testing.assert_frame_equal(more[cols], three[cols])
 
 
+def test_a_sigterm_while_the_outputs_are_written_leaves_them_whole(tmp_path, monkeypatch, capsys):
+    """A scheduler's SIGTERM while a resumed comparison (grown to 2 repetitions) drew its figure ended it there:
+    new tables beside the earlier figure, and settings that still said 1 repetition. The outputs are written
+    together, then the signal ends the command (143)."""
+    import signal
+
+    from rowstoch_fast import cli, report
+
+    out = tmp_path / "cmp"
+    args = ["compare", "--topology", "exponential", *SMALL, "--algorithms", "dsgd", "--rounds-budget", "20",
+            "--lr", "0.05", "--jobs", "1"]
+    assert cli.main(args + ["--repeats", "1", "--out", str(out)]) == 0
+    before = (out / "compare.png").stat().st_mtime_ns
+    real = report.figure
+
+    def signalled(*a, **kw):
+        os.kill(os.getpid(), signal.SIGTERM)
+        return real(*a, **kw)
+
+    monkeypatch.setattr(report, "figure", signalled)
+    assert cli.main(["compare", "--resume", str(out), "--repeats", "2", "--no-progress"]) == 143
+    monkeypatch.undo()
+    assert (out / "compare.png").stat().st_mtime_ns > before
+    assert pd.read_csv(out / "compare.csv")["rep"].nunique() == 2
+    for name in ("experiment.json", ".rowstoch-settings.json"):
+        assert json.loads((out / name).read_text())["settings"]["repeats"] == 2, name
+    assert "wrote" in capsys.readouterr().out
+
+
 def test_cli_compare_writes_what_finished_before_an_error(tmp_path, monkeypatch, capsys):
     """An error in the second algorithm's run: the first one's records go to --out before the error is reported
     (one line, exit 2)."""

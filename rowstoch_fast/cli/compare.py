@@ -8,6 +8,7 @@ import re
 import sys
 
 from .._checks import did_you_mean
+from .._files import signals_held
 from ..algorithms import REGISTRY
 from ..errors import UsageError
 from ..network import options as network_options
@@ -287,13 +288,15 @@ def _compare(args):
             print("rowstoch: interrupted before any algorithm finished; nothing written", file=sys.stderr)
             return 130
         titles = [_figure_title(args, g, ns, A.n) for _, (g, _, ns, A, *_) in zip(frames, problems)]
-        written = cmp.write_outputs(frames, args.out, metrics, x_axis[0], formats, caption=_caption(args, problems),
-                                    titles=titles, kept=_not_reached(args, frames) if interrupted else None)
-        # (finished: every method of this comparison was reached; records of none of them are not carried on)
-        (show if interrupted else say)(f"wrote {', '.join(os.path.join(args.out, n) for n in written)}"
-              + (" (interrupted: what finished; --resume continues it)" if interrupted else ""))
-        if into_itself and not interrupted and args.repeats != getattr(args, "saved_repeats", args.repeats):
-            _grow_repeats(args.out, args.repeats)  # (once they all ran: the settings say what compare.csv holds)
+        with signals_held():  # (the tables, figures and settings written together: a signal then ends the command)
+            written = cmp.write_outputs(frames, args.out, metrics, x_axis[0], formats,
+                                        caption=_caption(args, problems), titles=titles,
+                                        kept=_not_reached(args, frames) if interrupted else None)
+            # (finished: every method of this comparison was reached; records of none of them are not carried on)
+            if into_itself and not interrupted and args.repeats != getattr(args, "saved_repeats", args.repeats):
+                _grow_repeats(args.out, args.repeats)  # (once they all ran: the settings say what compare.csv holds)
+            (show if interrupted else say)(f"wrote {', '.join(os.path.join(args.out, n) for n in written)}"
+                  + (" (interrupted: what finished; --resume continues it)" if interrupted else ""))
         return 130 if interrupted else 0
     finally:
         if folder is not None:
