@@ -850,6 +850,28 @@ def test_a_diagnosis_counts_the_repetitions_that_diverged():
                                                   iterations=20)[1]
 
 
+def test_an_earlier_comparison_of_another_network_or_problem_is_refused_as_previous():
+    """``previous=`` kept an earlier comparison's runs and added repetitions to them whatever network they had run
+    on: another draw of the losses (its seed), another objective or budget mixed into one table. The frame carries
+    what it compared (``attrs["identity"]``); another is refused naming the field."""
+    from rowstoch_fast.network import Lossy
+
+    base = topology.exponential(8)
+    f = LeastSquares.synthetic(8, samples_per_node=10, d=4, seed=0)
+    kw = dict(lr=0.05, progress=False, points=4)
+    one = cmp.compare(Lossy(base, 0.2, seed=3), f, "dsgd", 20, repeats=1, **kw)
+    with pytest.raises(ValueError, match=r"previous: the earlier comparison ran with network\.seed = 3, this one "
+                                         r"has 4"):
+        cmp.compare(Lossy(base, 0.2, seed=4), f, "dsgd", 20, repeats=2, previous=one, **kw)
+    with pytest.raises(ValueError, match=r"objective\.data_sha1 = "):
+        cmp.compare(Lossy(base, 0.2, seed=3), LeastSquares.synthetic(8, samples_per_node=10, d=4, seed=1), "dsgd",
+                    20, repeats=2, previous=one, **kw)
+    with pytest.raises(ValueError, match=r"rounds_budget = 20, this one has 40"):
+        cmp.compare(Lossy(base, 0.2, seed=3), f, "dsgd", 40, repeats=2, previous=one, **kw)
+    two = cmp.compare(Lossy(base, 0.2, seed=3), f, "dsgd", 20, repeats=2, previous=one, **kw)
+    assert sorted(two["rep"].unique()) == [0, 1]
+
+
 def test_an_interrupted_rows_rounds_and_messages_are_where_its_repetition_stopped():
     """Repetitions that run one by one (a network that draws) end where each stopped: one interrupted in
     repetition 1 of 3 at iteration 120 of 200 showed the budget's 200 iterations, rounds and messages, which only
@@ -886,6 +908,13 @@ def test_a_run_whose_consensus_error_runs_off_is_diverged_whatever_the_ranked_me
     frame["consensus_error"] = np.r_[0.0, 1e-3, 1e-2, np.full(len(its) - 3, 0.5)]  # (grows 50x from its early peak)
     frame["grad_norm_mean"] = np.geomspace(1.0, 1e-3, len(its))
     assert verdict.status_of(frame, "grad_norm_mean", {}, **kw) == ("ok", "")
+    # one repetition of eight whose gradient norm grew 1,600x over its early peak (the mean 830x over its own): the
+    # runner's warning of it, on a repetition kept from an earlier comparison before a resumed one, is not at
+    # hand; its records are
+    reps = [frame.assign(rep=r, grad_norm=np.geomspace(1.0, 1e4, len(its)) if r == 3 else
+                         np.linspace(1.0, 0.1, len(its))) for r in range(8)]
+    status, diagnosis = verdict.status_of(pd.concat(reps), "grad_norm_mean", {}, **kw)
+    assert status == "diverged" and diagnosis.startswith("grad_norm grew") and "in repetition 3 at" in diagnosis
 
 
 def test_a_repetition_that_grew_is_kept_when_the_repetitions_run_one_by_one(monkeypatch):

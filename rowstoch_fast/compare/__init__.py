@@ -15,7 +15,7 @@ from .. import algorithms as _algorithms
 from .execute import Outcome, default_jobs, execute, run_method
 from .live import LiveView, text_plot
 from .outputs import json_tuning, plot, write_outputs, write_tables
-from .plan import (MIN_ITERATIONS, TUNE_GRID, Method, Plan, check_rates, default_algorithms, default_metric,
+from .plan import (MIN_ITERATIONS, TUNE_GRID, Method, Plan, check_rates, default_algorithms, default_metric, identity,
                    make_plan, parse_algorithms)
 from .tables import empirical_rate, format_summary, frame_metric, summary
 from .tuning import (CONVERGED, STABILITY_FACTOR, TUNE_POINTS, TUNE_REPEATS, TUNE_SEED_OFFSET, UNTUNABLE,
@@ -141,7 +141,9 @@ def compare(A, objective, algorithms=None, rounds_budget=2000, *, lr=None, tune=
         ``checkpoint``, a file, needs its folder to exist instead.
     previous : pandas.DataFrame, optional
         The frame of an earlier (interrupted, or smaller) comparison of the same
-        problem: its finished runs are kept as they are (and their rates), a run
+        problem (its ``attrs["identity"]``, where it has one, is compared: a
+        frame of another network, objective, seed or budget is refused): its
+        finished runs are kept as they are (and their rates), a run
         it left ``interrupted`` goes on from its checkpoint in ``checkpoint_dir``,
         and a run with fewer repetitions than ``repeats`` gets only the missing
         ones (each equal to what it would have been in one run).
@@ -182,8 +184,9 @@ def compare(A, objective, algorithms=None, rounds_budget=2000, *, lr=None, tune=
         ``"tuning"`` (every candidate's score and trajectory; read-only: copies
         of the frame share it rather than copy it), ``"status"``,
         ``"diagnosis"``, ``"metric"``, ``"extra_metrics"`` (the extra metrics'
-        properties) and ``"interrupted"`` (a Ctrl-C or SIGTERM stopped the
-        comparison; the frame holds what finished).
+        properties), ``"identity"`` (the network, objective, seed and budget:
+        what ``previous`` must share) and ``"interrupted"`` (a Ctrl-C or SIGTERM
+        stopped the comparison; the frame holds what finished).
 
     Raises
     ------
@@ -261,5 +264,6 @@ def assemble(plan, outcomes, interrupted=False):
                        status={o.label: o.status for o in outcomes},
                        diagnosis={o.label: o.diagnosis for o in outcomes if o.diagnosis},
                        interrupted=interrupted, rounds_budget=plan.budget, repeats=plan.repeats, seed=plan.seed,
-                       metric=plan.metric, extra_metrics=plan.extra_metrics)
+                       metric=plan.metric, extra_metrics=plan.extra_metrics,
+                       identity=_Shared(identity(plan.network, plan.objective, plan.seed, plan.budget)))
     return frame

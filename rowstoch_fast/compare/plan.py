@@ -8,6 +8,7 @@ goes. :func:`make_plan` validates every argument and names the first that is wro
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import warnings
@@ -19,7 +20,7 @@ from .. import algorithms as _algorithms
 from .._checks import MAX_KEY, MAX_ROUNDS, check_int, did_you_mean, require_memory
 from ..algorithms import REGISTRY, method_of
 from ..backends import BACKENDS
-from ..network import Network, base_matrix, redrawn, weights_of
+from ..network import Network, base_matrix, describe, first_difference, redrawn, weights_of
 from .._metric_names import TEST_METRICS
 from ..runner import Algorithm, check_takes, round_schedule
 
@@ -241,12 +242,31 @@ def _check_grid(grid):
     return grid
 
 
-def _earlier_runs(previous, labels):
-    """``{label: rows}`` of an earlier comparison's frame (for the labels compared now)."""
+def identity(network, objective, seed, rounds_budget):
+    """What an earlier comparison's records must share with this one to be kept beside its runs (``frame.attrs``
+    of :func:`~rowstoch_fast.compare.compare`'s frame): the network (its layers' parameters and seeds, down to a
+    fingerprint of each matrix), the objective, the seed and the budget."""
+    described = objective.describe() if hasattr(objective, "describe") else type(objective).__name__
+    return {"network": describe(network), "objective": described, "seed": seed, "rounds_budget": rounds_budget}
+
+
+def _earlier_runs(previous, labels, same):
+    """``{label: rows}`` of an earlier comparison's frame (for the labels compared now), refused where its
+    ``attrs`` say it compared another problem than ``same`` (:func:`identity`; a frame read back from a file has
+    none: the command line compares its experiment.json instead)."""
     if previous is None or not len(previous):
         return {}
     if "algorithm" not in getattr(previous, "columns", ()) or "rep" not in previous.columns:
         raise ValueError("previous must be the frame of an earlier compare() (columns algorithm, rep, ...)")
+    saved = getattr(previous, "attrs", {}).get("identity")
+    if saved is not None:  # (its runs would go on, or be added to, on another network or problem: silently)
+        found = first_difference(json.loads(json.dumps(saved, default=str)),
+                                 json.loads(json.dumps(same, default=str)))
+        if found:
+            field_, old, new = found
+            raise ValueError(f"previous: the earlier comparison ran with {field_.rstrip('.')} = {old!r}, this one "
+                             f"has {new!r}; resume it with the same network, objective, seed and budget, or start "
+                             "a new comparison")
     return {label: part for label, part in previous.groupby("algorithm", sort=False) if label in labels}
 
 
@@ -386,7 +406,7 @@ def make_plan(A, objective, algorithms=None, rounds_budget=2000, *, lr=None, tun
         if label not in rates:
             raise ValueError(f"lr_source: {label} has no given lr")
         sources[label] = str(text)
-    earlier = _earlier_runs(previous, labels)
+    earlier = _earlier_runs(previous, labels, identity(A, objective, seed, rounds_budget))
     for label, part in earlier.items():  # an earlier comparison's rates are kept (its runs go on with them)
         done = int(part["rep"].nunique())
         if done > repeats:  # (its records would be cut: never silently)

@@ -168,34 +168,37 @@ def status_of(frame, metric, meta, *, lr, lr_source, iterations, tuning=None, co
     return "ok", ""
 
 
-#: The recorded metrics besides the ranked one whose growth marks a run diverged (:func:`_exploded`): the
-#: non-negative ones a run's iterates set (not the loss, which may fall below 0, nor the test metrics).
+#: The recorded metrics besides the ranked one whose growth in any repetition marks a run diverged
+#: (:func:`_exploded`): the non-negative ones a run's iterates set (not the loss, which may fall below 0, nor the
+#: test metrics).
 WATCHED = ("grad_norm", "grad_norm_centroid", "consensus_error", "descent_deviation", "distance", "grad_norm_mean",
            "suboptimality")
 
 
 def _exploded(frame, metric):
-    """What grew, where another recorded metric of :data:`WATCHED` (mean over the repetitions) ended non-finite,
-    or more than :data:`~rowstoch_fast.runner.GROWTH_WARNING` times its largest value over the first
-    :data:`~rowstoch_fast.compare.tuning.TAIL` of the records (not its start: the consensus error starts at 0
-    from a shared ``x0``); "" where none did. A push-sum method that loses its mass on a lossy network keeps the
-    gradient at the average iterate in range while its nodes' own iterates run off (a consensus error of 1.2e107
-    was judged ``no-progress`` on its ranked metric alone)."""
+    """What grew, where another recorded metric of :data:`WATCHED` ended non-finite in a repetition, or more than
+    :data:`~rowstoch_fast.runner.GROWTH_WARNING` times its largest value over the first
+    :data:`~rowstoch_fast.compare.tuning.TAIL` of the repetition's records (not its start: the consensus error
+    starts at 0 from a shared ``x0``); "" where none did. A push-sum method that loses its mass on a lossy network
+    keeps the gradient at the average iterate in range while its nodes' own iterates run off (a consensus error of
+    1.2e107 was judged ``no-progress`` on its ranked metric alone). Read from the records, each repetition's own,
+    so that repetitions kept from an earlier comparison and resumed ones are judged alike."""
     for name in WATCHED:
-        if name == metric or name not in frame.columns:
+        if name == metric or name not in frame.columns or frame[name].isna().all():  # (not recorded)
             continue
-        with np.errstate(invalid="ignore", over="ignore"):
-            means = frame.groupby("iteration", sort=True)[name].mean().to_numpy(np.float64)
-        if len(means) < 2 or np.isnan(means).all():  # (not recorded)
-            continue
-        early = means[: max(1, int(math.ceil(TAIL * len(means))))]
-        early = early[np.isfinite(early)]
-        first = float(np.max(early)) if len(early) else math.nan
-        end = float(means[-1])
-        if not math.isfinite(end) and math.isfinite(first):
-            return f"{name} ended at {end}"
-        if first > 0 and end > GROWTH_WARNING * first:
-            return f"{name} grew {end / first:.3g}x ({_fmt(first)} -> {_fmt(end)})"
+        ordered = frame.sort_values("iteration", kind="stable")
+        for rep, runs in ordered.groupby("rep", sort=True) if "rep" in frame.columns else [(None, ordered)]:
+            values = runs[name].to_numpy(np.float64)
+            if len(values) < 2:
+                continue
+            early = values[: max(1, int(math.ceil(TAIL * len(values))))]
+            early = early[np.isfinite(early)]
+            first, end = (float(np.max(early)) if len(early) else math.nan), float(values[-1])
+            where = f" in repetition {rep}" if rep is not None and frame["rep"].nunique() > 1 else ""
+            if not math.isfinite(end) and math.isfinite(first):
+                return f"{name} ended at {end}{where}"
+            if first > 0 and end > GROWTH_WARNING * first:
+                return f"{name} grew {end / first:.3g}x ({_fmt(first)} -> {_fmt(end)}){where}"
     return ""
 
 
