@@ -907,6 +907,36 @@ def _degree_weighted_csr(n, src, dst, self_loops, stochastic):
     return indptr, indices, data
 
 
+#: A weight at or below this is too small for float64 to carry a network's mixing across it: a matrix strongly
+#: connected only through such links behaves as a reducible one (its Perron vector is accurate to about ``eps /
+#: weight``: with blocks joined by 1e-13, kappa read 1.0067 where it is 1).
+NEARLY_ZERO = 1e-12
+
+
+def _warn_if_nearly_reducible(csr):
+    """RuntimeWarning where ``csr`` (strongly connected) is strongly connected only through weights at or below
+    :data:`NEARLY_ZERO`, naming the largest such weight."""
+    from scipy.sparse import csgraph
+
+    tiny = np.abs(csr.data) <= NEARLY_ZERO
+    if not tiny.any():
+        return
+    kept = sp.csr_array((csr.data[~tiny], csr.indices[~tiny], np.r_[0, np.cumsum(~tiny)][csr.indptr]),
+                        shape=csr.shape)  # (new arrays: csr's are the matrix's own)
+    n = csr.shape[0]
+    if (csgraph.breadth_first_order(kept, 0, directed=True, return_predecessors=False).size == n and
+            csgraph.breadth_first_order(sp.csr_array(kept.T), 0, directed=True, return_predecessors=False).size == n):
+        return
+    rows = np.repeat(np.arange(n), np.diff(csr.indptr))
+    k = int(np.flatnonzero(tiny)[np.argmax(np.abs(csr.data[tiny]))])
+    import warnings
+
+    warnings.warn(f"A is strongly connected only through weights at or below {NEARLY_ZERO:g} (A[{rows[k]}, "
+                  f"{csr.indices[k]}] = {csr.data[k]:.3g}): float64 mixes it as a reducible matrix, and its Perron "
+                  "vector (kappa, the Pull-Diag trackers' limits) is accurate only to about 2.2e-16 / that weight; "
+                  "raise those weights or drop the links", RuntimeWarning, stacklevel=4)
+
+
 def _check_primitive(csr):
     """Strongly connected and aperiodic, or raise naming a node that breaks it."""
     from scipy.sparse import csgraph  # (here: it imports scipy.sparse.linalg and scipy.linalg, 80 ms a start)
@@ -926,6 +956,7 @@ def _check_primitive(csr):
     if back.size < n:
         missing = np.setdiff1d(np.arange(n), back)[0]
         raise ValueError(f"A must be strongly connected: node {missing} cannot send information to node 0")
+    _warn_if_nearly_reducible(csr)
     if (csr.diagonal() > 0).any():
         return  # strongly connected with a self loop: aperiodic
     # Period = gcd over edges (u -> v) of level[u] + 1 - level[v], BFS levels from node 0.

@@ -50,6 +50,31 @@ def test_invalid_matrices_name_the_problem(W, match):
         MixingMatrix(W)
 
 
+def test_a_matrix_connected_only_through_weights_too_small_for_float64_is_warned_of():
+    """Two blocks joined by weights of 2.5e-14 passed as strongly connected, and their Perron vector read kappa =
+    1.0067 where it is 1 (the dense eigenvector too): float64 mixes them as a reducible matrix. A warning names
+    the largest such weight; blocks joined also by a link of a usable weight, or by 1e-3, are not warned of."""
+    import warnings
+
+    def blocks(e, strong=False):
+        W = np.zeros((8, 8))
+        W[:4, :4] = W[4:, 4:] = 1.0
+        W[0, 4] = W[4, 0] = e
+        if strong:
+            W[1, 5] = W[6, 2] = 0.5
+        return W / W.sum(axis=1, keepdims=True)
+
+    with pytest.warns(RuntimeWarning, match=r"strongly connected only through weights at or below 1e-12 "
+                                            r"\(A\[0, 4\] = 2\.5e-14\)"):
+        A = MixingMatrix(blocks(1e-13))
+    assert A.csr[0, 4] == pytest.approx(2.5e-14) and A.csr[1, 0] == 0.25  # (the matrix's own arrays untouched)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        MixingMatrix(blocks(1e-13, strong=True))
+        MixingMatrix(blocks(1e-3))
+        MixingMatrix(sp.csr_array(blocks(1e-3)))
+
+
 def test_normalize_rejects_empty_row():
     with pytest.raises(ValueError, match="row 1 .* no positive weight"):
         MixingMatrix([[1.0, 1.0], [0.0, 0.0]], normalize=True)
