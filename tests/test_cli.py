@@ -414,3 +414,29 @@ def test_two_layers_options_spelled_alike_are_refused():
             options.declared()
     finally:
         LAYERS.pop("twice-test", None)
+
+
+def test_another_ranks_bug_is_not_said_as_a_usage_error(monkeypatch):
+    """Under --backend mpi a refusal on one rank is said as one line on every rank; another rank's unexpected
+    error (a bug) was said the same way on the others, a one-line usage error hiding a traceback. It is raised as
+    the RemoteError that names it."""
+    pytest.importorskip("mpi4py")
+    from types import SimpleNamespace
+
+    from rowstoch_fast.backends import mpi
+    from rowstoch_fast.cli._common import on_every_rank
+    from rowstoch_fast.errors import RemoteError, UsageError
+
+    def failing(text):
+        def collective(comm, fn, *a):
+            raise RemoteError(text)
+        return collective
+
+    args = SimpleNamespace(backend="mpi")
+    monkeypatch.setattr(mpi, "collective", failing("rank 1 failed: ValueError: --data-file x.npz: no such file"))
+    with pytest.raises(UsageError, match=r"^rank 1: --data-file x\.npz: no such file$"):
+        on_every_rank(args, print)
+    monkeypatch.setattr(mpi, "collective", failing("rank 1 failed: AttributeError: 'NoneType' has no attribute 'n'"))
+    with pytest.raises(RemoteError, match="AttributeError") as caught:
+        on_every_rank(args, print)
+    assert not isinstance(caught.value, UsageError)

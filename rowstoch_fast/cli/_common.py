@@ -305,7 +305,9 @@ def refuse_on_every_rank(args, refused):
 
 def on_every_rank(args, fn, *a):
     """``fn(*a)`` on every process: under ``--backend mpi`` a refusal on one rank is raised on all (a data file or a
-    metrics module only one rank could read left the others waiting in the run's first collective)."""
+    metrics module only one rank could read left the others waiting in the run's first collective): as a usage
+    error where it was one (:data:`_REFUSED_ON_A_RANK`), else as the :class:`~rowstoch_fast.errors.RemoteError`
+    that names it (a bug on one rank read as a usage error on the others)."""
     if getattr(args, "backend", None) != "mpi":
         return fn(*a)
     try:
@@ -318,8 +320,15 @@ def on_every_rank(args, fn, *a):
     try:
         return collective(MPI.COMM_WORLD, fn, *a)
     except RemoteError as exc:  # ("rank 1 failed: UsageError: --data-file ..." -> "rank 1: --data-file ...")
-        raise UsageError(re.sub(r"^(rank \d+) failed: (UsageError|ValueError|MemoryError): ", r"\1: ", str(exc))) \
-            from None
+        refused = re.sub(_REFUSED_ON_A_RANK, r"\1: ", str(exc))
+        if refused == str(exc):  # (another rank's unexpected error, a bug: not a one-line usage error here)
+            raise
+        raise UsageError(refused) from None
+
+
+#: Another rank's error that is a refusal of what it was given (said as one line on every rank); any other is
+#: raised as it is (a traceback, exit 1).
+_REFUSED_ON_A_RANK = r"^(rank \d+) failed: (UsageError|ValueError|MemoryError|FileNotFoundError|PermissionError): "
 
 
 def _refuse_empty(path, option):
