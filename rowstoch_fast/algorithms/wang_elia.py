@@ -21,10 +21,15 @@ class WangElia(Optimizer):
     point ``K x = 0`` (consensus) and the gradients sum to zero: exact, for ``lr`` small enough. ``x_k + z_k`` and
     ``x_k`` are sent in the same round (one message of ``2 d`` values per link).
 
+    ``W`` must be symmetric: each mode of the loop, ``[[1 - mu, -mu], [mu, 1]]`` for an eigenvalue ``mu`` of ``K``,
+    contracts (``|lambda|^2 = 1 - mu + mu^2``) for real ``mu`` in ``(0, 1)``; a directed graph's complex ``mu``
+    makes it grow at any rate (spectral radius 1.15 on the directed 16-node ring's doubly stochastic weights, with
+    no gradient at all), and the harness tuned it past its grid to a rate whose consensus error ran off.
+
     Parameters
     ----------
     W : MixingMatrix or array_like
-        Doubly stochastic (see :class:`~rowstoch_fast.DGD`).
+        Doubly stochastic and symmetric (see :class:`~rowstoch_fast.DGD`).
     x0 : array_like, shape (d,), (n, d) or (reps, n, d)
     lr : float
     backend, check_finite, comm, partition
@@ -53,6 +58,7 @@ class WangElia(Optimizer):
     family = "primal-dual (control)"
     order = 167
     exact = True
+    symmetric = True  # (a directed graph's complex eigenvalues make it grow at any rate: the class docstring)
     matrices = ("W",)
     state = ("x", "z")
     scratch = 3

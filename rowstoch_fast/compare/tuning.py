@@ -100,6 +100,9 @@ UNMOVED = 1.1
 #: A rate that went down but not far enough is too small where a neighbouring larger rate ends at least this
 #: fraction lower (:func:`_helps`), too large where none does.
 RATE_HELPS = 0.01
+#: The metric of the iterates a tuning run records beside the ranked one (cheap: no pass over the data), whose
+#: runaway (:func:`runaway`) rejects a candidate as diverged.
+SPREAD = "consensus_error"
 #: An iterate beyond this magnitude has diverged (it would overflow to inf in the next operations).
 DIVERGED = 1e100
 #: A tuning run saves its checkpoint at a tenth of its budget only where this many seconds passed since the last
@@ -210,6 +213,38 @@ def _judged(iterations, values, typical=None):
         at = int(np.asarray(iterations)[k - 1 + int(np.argmin(smooth))])
         return math.inf, f"unstable (ends {level / low:.3g}x above its minimum, at iteration {at})", end
     return end, None, end
+
+
+def runaway(values):
+    """``(peak, end)`` where a non-negative metric of the iterates recorded at ``values`` (a consensus error) ran
+    off: it ended non-finite, or more than :data:`~rowstoch_fast.runner.GROWTH_WARNING` times its largest value
+    over the first :data:`TAIL` of the records (not its start: the consensus error starts at 0 from a shared
+    start); else None. The evaluation's rule for every recorded metric besides the ranked one
+    (:func:`~rowstoch_fast.compare.verdict.status_of`), and the tuner's for the consensus error: a push-sum method
+    draining on a lossy network, or a rate far past the grid, keeps the ranked metric at the average iterate in
+    range while the nodes' iterates run off."""
+    v = np.asarray(values, dtype=np.float64)
+    if len(v) < 2:
+        return None
+    early = v[: max(1, int(math.ceil(TAIL * len(v))))]
+    early = early[np.isfinite(early)]
+    peak, end = (float(early.max()) if len(early) else math.nan), float(v[-1])
+    if (not math.isfinite(end) and math.isfinite(peak)) or (peak > 0 and end > GROWTH_WARNING * peak):
+        return peak, end
+    return None
+
+
+def _ran_off(values, spreads):
+    """``values`` (records x replicas) with each replica whose consensus error (``spreads``, the same shape) ran
+    off (:func:`runaway`) set to NaN from its first record past the bound: judged as diverged."""
+    values = np.array(values, dtype=np.float64)
+    for c in range(values.shape[1]):
+        found = runaway(spreads[:, c])
+        if found is not None:
+            with np.errstate(invalid="ignore"):
+                past = ~(spreads[:, c] <= GROWTH_WARNING * found[0])
+            values[int(np.argmax(past)) if past.any() else -1:, c] = np.nan
+    return values
 
 
 def typical_curve(columns):
@@ -353,7 +388,7 @@ def _fingerprint(method, rates, budget, metric, seed, repeats, objective, rep_of
     return json.dumps({"label": method.label, "method": method.method, "rounds": method.rounds,
                        "options": method.options, "rates": [float(r) for r in rates], "budget": budget,
                        "metric": metric, "seed": seed, "repeats": repeats, "rep_offset": rep_offset,
-                       "points": TUNE_POINTS,
+                       "points": TUNE_POINTS, "spread": True,  # (its rows hold the consensus error too)
                        "objective": objective.describe() if hasattr(objective, "describe") else None},
                       sort_keys=True, default=str)
 
@@ -435,12 +470,15 @@ def trajectories(network, objective, method, rates, budget, metric, *, seed, rep
                     return x[~bad]
                 return _zeroed(x, bad)
 
-            values = record_metrics(opt, objective, oracle, (entry,), transform=set_aside)
+            values = record_metrics(opt, objective, oracle, (entry, SPREAD), transform=set_aside)
             if values is not None:
-                bad, measured = found["bad"], values[metric]
-                row = np.full(bad.shape, np.nan)
-                row[~bad] = measured if len(measured) < len(row) else measured[~bad]  # (the live ones alone, or all)
-                rows.append(row)
+                bad = found["bad"]
+                row = np.full((2, len(bad)), np.nan)
+                for k, name in enumerate((metric, SPREAD)):
+                    measured = values[name]
+                    row[k, ~bad] = measured if len(measured) < len(bad) else measured[~bad]  # (the live ones
+                    # alone, or all)
+                rows.append(row.ravel())  # (the metric's replicas, then their consensus errors)
 
         by_name = isinstance(entry, str) and entry != "descent_deviation"  # (a metric of the replicas alone)
         marks, every = set(due), max(1, T // 10)
@@ -466,6 +504,9 @@ def trajectories(network, objective, method, rates, budget, metric, *, seed, rep
                 _save_tuning(checkpoint, opt, oracle, rows, fingerprint)
             raise
     values = opt.share(np.array(rows) if rows else None)  # (under MPI the root recorded)
+    if values is not None:
+        half = values.shape[1] // 2
+        values = _ran_off(values[:, :half], values[:, half:])
     if checkpoint and opt.is_root:  # (under MPI the root wrote it)
         if keep:  # (the trajectories first, then the checkpoint removed: no moment without either)
             _save_stage(checkpoint, fingerprint, due, values)

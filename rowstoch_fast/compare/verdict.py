@@ -29,7 +29,7 @@ import math
 import numpy as np
 
 from ..runner import GROWTH_WARNING
-from .tuning import CONVERGED, NO_PROGRESS, TAIL, UNTUNABLE
+from .tuning import CONVERGED, NO_PROGRESS, UNTUNABLE, runaway
 
 __all__ = ["STATUSES", "NO_PROGRESS", "TIE_SE", "status_of", "ranks", "tuning_failures"]
 
@@ -176,29 +176,25 @@ WATCHED = ("grad_norm", "grad_norm_centroid", "consensus_error", "descent_deviat
 
 
 def _exploded(frame, metric):
-    """What grew, where another recorded metric of :data:`WATCHED` ended non-finite in a repetition, or more than
-    :data:`~rowstoch_fast.runner.GROWTH_WARNING` times its largest value over the first
-    :data:`~rowstoch_fast.compare.tuning.TAIL` of the repetition's records (not its start: the consensus error
-    starts at 0 from a shared ``x0``); "" where none did. A push-sum method that loses its mass on a lossy network
-    keeps the gradient at the average iterate in range while its nodes' own iterates run off (a consensus error of
-    1.2e107 was judged ``no-progress`` on its ranked metric alone). Read from the records, each repetition's own,
-    so that repetitions kept from an earlier comparison and resumed ones are judged alike."""
+    """What ran off, where another recorded metric of :data:`WATCHED` did so in a repetition
+    (:func:`~rowstoch_fast.compare.tuning.runaway`: ended non-finite, or a thousandfold above its largest value
+    early in the run); "" where none did. A push-sum method that loses its mass on a lossy network keeps the
+    gradient at the average iterate in range while its nodes' own iterates run off (a consensus error of 1.2e107
+    was judged ``no-progress`` on its ranked metric alone). Read from the records, each repetition's own, so that
+    repetitions kept from an earlier comparison and resumed ones are judged alike."""
     for name in WATCHED:
         if name == metric or name not in frame.columns or frame[name].isna().all():  # (not recorded)
             continue
         ordered = frame.sort_values("iteration", kind="stable")
         for rep, runs in ordered.groupby("rep", sort=True) if "rep" in frame.columns else [(None, ordered)]:
-            values = runs[name].to_numpy(np.float64)
-            if len(values) < 2:
+            found = runaway(runs[name].to_numpy(np.float64))
+            if found is None:
                 continue
-            early = values[: max(1, int(math.ceil(TAIL * len(values))))]
-            early = early[np.isfinite(early)]
-            first, end = (float(np.max(early)) if len(early) else math.nan), float(values[-1])
-            where = f" in repetition {rep}" if rep is not None and frame["rep"].nunique() > 1 else ""
-            if not math.isfinite(end) and math.isfinite(first):
+            (first, end), where = found, (f" in repetition {rep}" if rep is not None and frame["rep"].nunique() > 1
+                                          else "")
+            if not math.isfinite(end):
                 return f"{name} ended at {end}{where}"
-            if first > 0 and end > GROWTH_WARNING * first:
-                return f"{name} grew {end / first:.3g}x ({_fmt(first)} -> {_fmt(end)}){where}"
+            return f"{name} grew {end / first:.3g}x ({_fmt(first)} -> {_fmt(end)}){where}"
     return ""
 
 
