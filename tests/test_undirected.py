@@ -107,6 +107,16 @@ def test_compare_runs_what_applies_to_the_network():
     assert set(frame["algorithm"]) == {"extra", "nids", "diging"}
 
 
+def test_a_method_whose_first_step_is_silent_spends_the_whole_budget_of_rounds():
+    """NIDS's first step sends nothing: a comparison ran it budget iterations, 1,999 rounds of a budget of 2,000
+    (the table's rounds, which the guide says agree, read 1999 beside 2000)."""
+    frame = cmp.compare(metropolis(8), Quadratic.random(8, 2, seed=0), "nids,extra", 40, lr=0.1, repeats=1,
+                        progress=False)
+    table = cmp.summary(frame).set_index("algorithm")
+    assert table.loc["nids", "communication_rounds"] == table.loc["extra", "communication_rounds"] == 40
+    assert (table.loc["nids", "iterations"], table.loc["extra", "iterations"]) == (41, 40)
+
+
 def test_the_cli_names_a_method_the_network_cannot_run(tmp_path):
     run = [sys.executable, "-m", "rowstoch_fast.cli", "compare", "--topology", "erdos_renyi", "--n", "8",
            "--objective", "least-squares",

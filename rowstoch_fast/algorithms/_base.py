@@ -579,8 +579,10 @@ class Optimizer(AskTell, FailureHandling, Persistence):
     def iterations_for(cls, budget, rounds=1, options=None):
         """The iterations a budget of ``budget`` communication rounds allows with ``rounds`` gossip rounds per
         iteration (``options``: the constructor's, e.g. a local-update method's number of local steps): what
-        ``rowstoch compare`` runs each method for. Rounds are counted as :attr:`communication_rounds` says."""
-        return budget // rounds
+        ``rowstoch compare`` runs each method for. Rounds are counted as :attr:`communication_rounds` says: the
+        first :attr:`silent_iterations` send nothing (NIDS's first step), and spend none of the budget (NIDS ran
+        1,999 rounds of a budget of 2,000)."""
+        return budget // rounds + cls.silent_iterations
 
     def _talking_iterations(self):
         """Iterations so far that sent messages (all but the first :attr:`silent_iterations`)."""
