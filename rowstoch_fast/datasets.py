@@ -480,8 +480,13 @@ def node_arrays(X, y, parts, equalize="error", seed=0):
 
 
 def load_digits():
-    """scikit-learn's bundled 8x8 digits (no download): ``(X, y)``, X of shape (1797, 64) in [0, 1]."""
-    from sklearn.datasets import load_digits as sk
+    """scikit-learn's bundled 8x8 digits (no download; scikit-learn is in the ``torch``, ``test`` and ``all``
+    extras, not the base install): ``(X, y)``, X of shape (1797, 64) in [0, 1]."""
+    try:
+        from sklearn.datasets import load_digits as sk
+    except ImportError as exc:  # (a bare "No module named 'sklearn.datasets'" after a plain install)
+        raise ImportError("the digits data set comes with scikit-learn: pip install scikit-learn (or "
+                          "rowstoch_fast[torch])") from exc
 
     X, y = sk(return_X_y=True)
     return X / 16.0, y.astype(np.int64)

@@ -750,3 +750,13 @@ def test_a_bad_split_is_named(split, match):
 
     with pytest.raises((ValueError, TypeError), match=match):
         split_samples(np.zeros((10, 2)), np.repeat([-1.0, 1.0], 5), 2, split)
+
+
+def test_the_digits_without_scikit_learn_say_where_they_come_from(monkeypatch):
+    """After a plain install (scikit-learn is in the extras only) the digits ended in a bare "No module named
+    'sklearn.datasets'"."""
+    from rowstoch_fast.datasets import load_digits
+
+    monkeypatch.setitem(__import__("sys").modules, "sklearn.datasets", None)
+    with pytest.raises(ImportError, match=r"the digits data set comes with scikit-learn: pip install scikit-learn"):
+        load_digits()

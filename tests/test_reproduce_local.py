@@ -177,3 +177,16 @@ def test_an_interrupted_run_keeps_what_finished_and_decides_nothing(tmp_path, mo
     verdict = pd.read_csv(tmp_path / "kgt_local_steps_verdict.csv")
     assert len(verdict) == 1 and verdict["verdict"][0] == "not decided (interrupted after 2 of 4 runs)"
     assert any(line.startswith("interrupted: wrote the 2 of 4 runs") for line in lines)
+
+
+def test_a_neural_runs_loss_that_is_no_longer_finite_counts_as_diverged():
+    """A run whose training loss ended infinite without a DivergenceError (the flag False) read "inf +- nan (0 of 1
+    diverged)" and was not counted against its side."""
+    from rowstoch_fast.experiments.neural import _final_stats
+
+    rows = [{"repeat": r, "iteration": it, "train_loss": (math.inf if r == 1 and it == 40 else 1.0 / (1 + it)),
+             "test_accuracy": 0.5, "diverged": False} for r in range(3) for it in range(0, 50, 10)]
+    stats = _final_stats(pd.DataFrame(rows))
+    assert stats["diverged"] == 1 and stats["repeats"] == 2 and stats["train_loss"] == math.inf
+    finite = _final_stats(pd.DataFrame([r for r in rows if r["repeat"] != 1]))
+    assert finite["diverged"] == 0 and finite["repeats"] == 2 and math.isfinite(finite["train_loss"])

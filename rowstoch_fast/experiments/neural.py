@@ -232,11 +232,16 @@ def _train_on_graphs(out_dir, model_fn, data, parts, what, communication_rounds,
     if stopped is not None:  # partial records decide no claim
         verdict["verdict"] = f"not decided ({stopped})"
     verdict.to_csv(os.path.join(out_dir, f"{stem}_verdict.csv"), index=False)
+    def side(loss, spread, ran, diverged):  # (the runs it has records of: a stopped reproduction's side that
+        # never ran read "inf +- nan (0 of 1 diverged)")
+        return "not run" if ran + diverged == 0 else (f"{loss:.4f} +- {spread:.4f} ({diverged} of {ran + diverged} "
+                                                      "diverged)")
+
     for v in verdict.itertuples():
         log(f"{v.graph}{' (' + v.axis + ')' if len(views) > 1 else ''}: the paper's claim (MG-Pull-Diag-GT, R = "
             f"{v.R_mg}, ends with a lower training loss than Pull-Diag-GT) {v.verdict} on this run: "
-            f"{v.train_loss_mg:.4f} +- {v.spread_mg:.4f} ({v.diverged_mg} of {repeats} diverged) against "
-            f"{v.train_loss_plain:.4f} +- {v.spread_plain:.4f} ({v.diverged_plain} of {repeats} diverged); test "
+            f"{side(v.train_loss_mg, v.spread_mg, v.repeats_mg, v.diverged_mg)} against "
+            f"{side(v.train_loss_plain, v.spread_plain, v.repeats_plain, v.diverged_plain)}; test "
             f"accuracy {v.test_accuracy_mg:.3f} against {v.test_accuracy_plain:.3f}")
     if len(verdict) and stopped is None:
         log(f"(the rule: {DIVERGED_RULE + COMPARE_RULE})")
@@ -412,7 +417,10 @@ def _final_stats(part):
     if not len(part):
         return {"train_loss": math.inf, "spread": math.nan, "repeats": 0, "test_accuracy": math.nan, "diverged": 0,
                 "window_from": math.nan}
-    failed = part.groupby("repeat")["diverged"].any()
+    with np.errstate(invalid="ignore"):  # (a repeat whose loss is no longer finite diverged too, flagged or not:
+        # an infinite loss read "inf +- nan (0 of 1 diverged)")
+        failed = part.groupby("repeat")["diverged"].any() | ~part.groupby("repeat")["train_loss"].apply(
+            lambda v: bool(np.isfinite(np.asarray(v, dtype=np.float64)[-1:]).all()))
     ended = part[~part["repeat"].isin(failed[failed].index)]
     diverged = int(failed.sum())
     if len(ended):
