@@ -69,6 +69,8 @@ def _citation(cls):
         surnames = [a.strip() for a in re.split(r",|&", cited.group(1).split(";")[-1]) if a.strip()]
         return f"{surnames[0] + ' et al.' if len(surnames) > 2 else ' & '.join(surnames)} ({cited.group(2)})"
     text = " ".join(found.group(1).split())
+    if text.startswith("None known"):  # (a method that cites no paper: simple-gt)
+        return "-"
     authors = text.split(', "')[0].split(" and ")
     surnames = [a.split()[-1] for part in authors for a in part.split(", ") if a.strip()]
     year = re.findall(r"\b(19\d\d|20\d\d)\b", text)

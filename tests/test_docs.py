@@ -91,8 +91,10 @@ def _recipe_blocks():
 
 
 @pytest.mark.parametrize("k", range(10))
-def test_the_recipes_run_as_written(k, tmp_path, monkeypatch):
-    """docs/guide/recipes.md: ten tasks, each block run as it is written."""
+def test_the_recipes_run_as_written(k, tmp_path, monkeypatch, capsys):
+    """docs/guide/recipes.md: ten tasks, each block run as it is written; what it prints shows no method where a
+    value was meant (``m.recommended_rounds`` printed "<bound method ...>") and no claim of the page printed False
+    (200 rounds of gossip on the paper's ring were too few for "gossip ends at pi^T X")."""
     import rowstoch_fast as rf
 
     blocks = _recipe_blocks()
@@ -105,6 +107,8 @@ def test_the_recipes_run_as_written(k, tmp_path, monkeypatch):
         exec(compile(blocks[k], f"recipes.md block {k + 1}", "exec"), {"__name__": "__recipe__"})
     finally:
         rf.set_num_threads(threads)
+    printed = capsys.readouterr().out
+    assert "<bound method" not in printed and ": False" not in printed, printed
 
 
 # ---------------------------------------------------------------------------- equations as math (issue 50)
