@@ -5,7 +5,7 @@ the rates it chose for the same budget and repetitions with no records (issue 47
     python bench/compare_speed.py [--runs 3] [--jobs 1,2] [--algorithms issue47]
 
 ``--algorithms issue47``: the 19 methods the default ran when issue 47 set its target (the default now adds the
-local-update, variance-reduced and Wang-Elia methods of issue 53: 27); any other value is passed to
+local-update and variance-reduced methods of issue 53: 26, Wang-Elia out since it needs a symmetric W); any other value is passed to
 ``--algorithms`` as it is.
 
 Prints each end-to-end time (interleaved over the --jobs settings), the split of the last run (tuning, evaluation
