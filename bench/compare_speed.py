@@ -5,8 +5,8 @@ the rates it chose for the same budget and repetitions with no records (issue 47
     python bench/compare_speed.py [--runs 3] [--jobs 1,2] [--algorithms issue47]
 
 ``--algorithms issue47``: the 19 methods the default ran when issue 47 set its target (the default now adds the
-local-update and variance-reduced methods of issue 53: 26, Wang-Elia out since it needs a symmetric W); any other value is passed to
-``--algorithms`` as it is.
+local-update and variance-reduced methods of issue 53: 26; Wang-Elia is out, as it needs a symmetric W); any other
+value is passed to ``--algorithms`` as it is.
 
 Prints each end-to-end time (interleaved over the --jobs settings), the split of the last run (tuning, evaluation
 with its records, the rest: start-up, data, tables, figures) from its own lr.json and summary.csv, the bare time,
