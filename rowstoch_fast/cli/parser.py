@@ -271,8 +271,10 @@ def make_parser():
     rp.add_argument("--overwrite", action="store_true",
                     help="remove the files of an earlier run of the figure in --out first")
     rp.add_argument("--iterations", type=_positive_int, default=None,
-                    help="iterations (communication rounds for multi-gossip, mnist-* and robustness); default the "
-                         "paper's (linear-speedup: 8000 on exponential graphs, 20000 on rings, enough to leave the transient)")
+                    help="iterations (communication rounds for multi-gossip, mnist-*, cifar10-resnet and "
+                         "robustness: at least one iteration of the largest R, 10 for multi-gossip and the neural "
+                         "figures, 5 for robustness); default the paper's (linear-speedup: 8000 on exponential graphs, "
+                         "20000 on rings, enough to leave the transient)")
     rp.add_argument("--graphs", default=None,
                     help="linear-speedup: the halves of Figure 2, comma-separated: exponential, ring (default both)")
     rp.add_argument("--rates", choices=["default", "paper"], default="default",

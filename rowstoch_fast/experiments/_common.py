@@ -69,13 +69,15 @@ def _write_verdict(out_dir, name, rows, log, stopped=None):
         rows = [{**row, "verdict": f"not decided ({stopped})"} for row in rows]
     if not rows:
         return
-    pd.DataFrame(rows).to_csv(os.path.join(out_dir, f"{name}_verdict.csv"), index=False)
+    path = os.path.join(out_dir, f"{name}_verdict.csv")
+    pd.DataFrame(rows).to_csv(path, index=False)
     for row in rows:
         numbers = ", ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in row.items()
                             if k not in ("claim", "verdict", "graph", "rule"))
         log(f"the paper's claim ({row['claim']}) {row['verdict']} on this run: {numbers}")
     for rule in dict.fromkeys(row["rule"] for row in rows if row.get("rule") and stopped is None):
         log(f"(the rule: {rule})")
+    log(f"wrote {path}")  # (the verdicts' table was written unsaid)
 
 
 def write_histories(out_dir, name, histories, columns):

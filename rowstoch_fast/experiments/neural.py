@@ -232,6 +232,7 @@ def _train_on_graphs(out_dir, model_fn, data, parts, what, communication_rounds,
     if stopped is not None:  # partial records decide no claim
         verdict["verdict"] = f"not decided ({stopped})"
     verdict.to_csv(os.path.join(out_dir, f"{stem}_verdict.csv"), index=False)
+
     def side(loss, spread, ran, diverged):  # (the runs it has records of: a stopped reproduction's side that
         # never ran read "inf +- nan (0 of 1 diverged)")
         return "not run" if ran + diverged == 0 else (f"{loss:.4f} +- {spread:.4f} ({diverged} of {ran + diverged} "
@@ -245,6 +246,7 @@ def _train_on_graphs(out_dir, model_fn, data, parts, what, communication_rounds,
             f"accuracy {v.test_accuracy_mg:.3f} against {v.test_accuracy_plain:.3f}")
     if len(verdict) and stopped is None:
         log(f"(the rule: {DIVERGED_RULE + COMPARE_RULE})")
+    log(f"wrote {os.path.join(out_dir, stem + '_verdict.csv')}")
     plt = _plt()
     if plt is not None and len(frame):
         fig, axes = plt.subplots(2 * len(views), len(names), figsize=(3 * len(names), 5.5 * len(views)),
