@@ -274,7 +274,9 @@ def reproduce_linear_speedup(out_dir, iterations=None, repeats=20, graphs=("expo
         log(f"{g}: fitted slope of log(final metric) vs log(n): {slopes[g]:.3f}, 95% interval [{low:.3f}, "
             f"{high:.3f}] (linear speedup: about -0.5)")
         verdicts.append({
-            "claim": f"{g}: linear speedup, the final gradient norm falls like n^(-1/2)", "graph": g,
+            "claim": f"{g}: linear speedup, the final gradient norm falls like n^(-1/2), at "
+                     + ("the paper's printed rates" if rates == "paper" else "this command's rates, not the paper's "
+                        "printed ones (--rates paper)"), "graph": g,  # (the ring's verdict rests on them)
             "rates": rates, "iterations": T, "slope": slopes[g], "slope_low": low, "slope_high": high,
             "sizes": len(done), "diverged": len(finals[g]) - len(done),
             "finals": "; ".join(f"n={n}: {v:.4g} +- {spreads.get((g, n), math.nan):.2g}" for n, v in finals[g].items()),
