@@ -36,8 +36,51 @@ PULL_DIAG_RULE = (f"'holds' where Pull-Diag's error after the run is below {REAC
                   "both protocols are deterministic, Z sets only the bias's size")
 
 
+#: Figure 1's two panels (its caption: "fixed kappa_A with different beta_A", "fixed beta_A with different
+#: kappa_A"), on matrices made to have them: ``A = beta I + (1 - beta) 1 pi^T`` is row-stochastic with Perron vector
+#: ``pi``, and ``A - 1 pi^T = beta (I - 1 pi^T)``, a pi-orthogonal projection times beta, so its generalized spectral
+#: gap is ``1 - beta`` exactly and its skewness ``kappa = max pi / min pi`` (pi geometric over the 16 nodes).
+PANELS = {"fixed kappa": {"kappa": (2.0,), "beta": (0.5, 0.7, 0.9)},
+          "fixed beta": {"kappa": (1.5, 5.0, 50.0), "beta": (0.8,)}}
+PANEL_RULE = ("'holds' where Pull-Diag's error at k = T/5 and at k = T/2 grows along the panel's family (larger "
+              "beta at fixed kappa, larger kappa at fixed beta: each at least the one before; errors below 1e-12 of "
+              "the start are at rounding and count as equal)")
+
+
+def panel_matrix(beta, kappa, n=16):
+    """``beta I + (1 - beta) 1 pi^T`` with ``pi`` geometric from 1 to ``kappa`` (normalized): generalized spectral
+    gap ``1 - beta`` and equilibrium skewness ``kappa``, exactly (:data:`PANELS`)."""
+    pi = np.geomspace(1.0, kappa, n)
+    pi /= pi.sum()
+    from ..mixing import MixingMatrix
+
+    return MixingMatrix(beta * np.eye(n) + (1.0 - beta) * np.outer(np.ones(n), pi))
+
+
+def _panel_rows(Z, iterations, log):
+    """The verdict rows of Figure 1's two panels (:data:`PANELS`, :data:`PANEL_RULE`)."""
+    rows, at = [], (max(1, iterations // 5), max(1, iterations // 2))
+    for panel, family in PANELS.items():
+        runs = [(b, k, pull_diag(panel_matrix(b, k), Z, iterations).errors) for k in family["kappa"]
+                for b in family["beta"]]
+        floor = 1e-12 * float(runs[0][2][0])
+        grows = all(max(later[2][t], floor) >= max(earlier[2][t], floor) for t in at
+                    for earlier, later in zip(runs, runs[1:]))
+        varied = "beta" if panel == "fixed kappa" else "kappa"
+        log(f"{panel}: " + "; ".join(f"{varied} {b if varied == 'beta' else k:g}: error {e[at[0]]:.2e} at k = "
+                                     f"{at[0]}, {e[at[1]]:.2e} at k = {at[1]}" for b, k, e in runs))
+        rows.append({"claim": f"{panel} ({'kappa' if varied == 'beta' else 'beta'} = "
+                              f"{family['kappa' if varied == 'beta' else 'beta'][0]:g}): the larger {varied}, the "
+                              "slower Pull-Diag reaches the average", "graph": panel,
+                     **{f"error_k{t}_{varied}_{v:g}": float(e[t]) for t in at
+                        for v, e in ((b if varied == "beta" else k, e) for b, k, e in runs)},
+                     "rule": PANEL_RULE, "verdict": "holds" if grows else "does not hold"})
+    return rows
+
+
 def reproduce_pull_diag(out_dir, iterations=100, d=4, seed=0, log=print):
-    """Figure 1: consensus error of Pull-Diag (and the A-protocol) on the paper's 16-node graphs.
+    """Figure 1: consensus error of Pull-Diag (and the A-protocol) on the paper's 16-node graphs, and its two
+    panels' claims on matrices made to have a given ``beta`` and ``kappa`` (:data:`PANELS`).
 
     Returns a dict ``graph -> (beta, kappa, final Pull-Diag error, final A-protocol error)``.
     """
@@ -72,7 +115,7 @@ def reproduce_pull_diag(out_dir, iterations=100, d=4, seed=0, log=print):
          "a_protocol_bias": biases[name], "rule": PULL_DIAG_RULE,
          "verdict": ("no bias to correct (kappa = 1)" if k < 1 + 1e-9 else
                      "holds" if e1 < REACHED * starts[name] and e2 >= 0.5 * biases[name] else "does not hold")}
-        for name, (b, k, e1, e2) in table.items()], log)
+        for name, (b, k, e1, e2) in table.items()] + _panel_rows(Z, iterations, log), log)
     plt = _plt()
     if plt is not None:
         fig, ax = plt.subplots(figsize=(5.5, 3.8))
