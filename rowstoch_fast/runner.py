@@ -644,6 +644,19 @@ class _AgreedStop:
 
 
 @contextlib.contextmanager
+def agreed_stop(backend, last):
+    """The signal agreement of a run of ``last`` iterations on ``backend`` (:class:`_AgreedStop`: under MPI, Ctrl-C
+    and SIGTERM held and the processes stopped together; elsewhere nothing is held), for a loop of the harness's
+    own (the tuner's runs): set its ``opt`` once built, call ``check(iteration)`` after each step and
+    ``finish()`` after the run's last collective."""
+    agreed = _AgreedStop(backend, last).__enter__()
+    try:
+        yield agreed
+    finally:
+        agreed.__exit__()
+
+
+@contextlib.contextmanager
 def _ctrl_c_deferred():
     """Ctrl-C (SIGINT) during the block is held until the block is done, then raised as KeyboardInterrupt (the
     main thread only; elsewhere the block runs as it is; under MPI, :class:`_AgreedStop` holds it)."""

@@ -497,6 +497,51 @@ def test_a_scripts_default_sigterm_still_ends_it_under_mpi(tmp_path, lr, at):
     assert ck.is_file() or at == 85
 
 
+TUNING = '''
+import os, signal, sys
+import rowstoch_fast as rf
+from rowstoch_fast import compare as cmp, topology
+from rowstoch_fast.objectives import Quadratic
+
+fired = []
+
+
+def kill_me(state):  # (rank 0's own SIGTERM, once, in the tuner's first run: the ranked metric runs on the root)
+    if state.iteration >= 100 and not fired:
+        fired.append(1)
+        os.kill(os.getpid(), signal.SIGTERM)
+    return 1.0 / (1.0 + state.iteration)
+
+
+frame = cmp.compare(topology.exponential(8), Quadratic.random(8, 3, seed=0), "dsgd", 2000, repeats=1, backend="mpi",
+                    progress=False, metric=rf.user_metrics.Metric("kill_me", kill_me, ranked=True),
+                    checkpoint_dir=sys.argv[1])
+print(f"interrupted={frame.attrs['interrupted']}", flush=True)
+'''
+
+
+def test_a_signal_while_tuning_stops_every_rank_together(tmp_path):
+    """The tuner's runs held no signal under MPI: a SIGTERM reaching rank 0 in the middle of the grid's run broke
+    it off there while rank 1 spun in the next collective, a hang past any timeout of the launcher (its ranks left
+    behind). They agree as the evaluation's runs do: every rank stops at one iteration, the stage's checkpoint is
+    saved, and the comparison returns interrupted (SIGTERM as Ctrl-C, as compare() handles it)."""
+    import signal
+
+    (tmp_path / "tuning.py").write_text(TUNING)
+    ck = tmp_path / "ck"
+    proc = subprocess.Popen([MPIEXEC, *MPIEXEC_FLAGS, "-n", "2", sys.executable, str(tmp_path / "tuning.py"), str(ck)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+                            env=dict(os.environ, OMP_NUM_THREADS="1"))
+    try:
+        output, _ = proc.communicate(timeout=hang_limit(60))
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)  # (the ranks too: they outlived the launcher's own timeout)
+        proc.communicate()
+        pytest.fail("a SIGTERM to one rank while tuning hung the other")
+    assert proc.returncode == 0 and output.count("interrupted=True") == 2, output
+    assert (ck / "dsgd.tuning-0.npz").is_file(), output
+
+
 def test_a_nan_in_the_settings_is_the_same_on_every_rank(tmp_path):
     """The ranks' settings were compared with ==, and NaN never equals itself: a run whose config held a NaN was
     refused on every rank ("tol is nan on rank 0 and nan on rank 1")."""

@@ -41,7 +41,7 @@ import numpy as np
 from .._checks import MAX_KEY
 from .._files import atomic_write
 from ..objectives import Oracle
-from ..runner import GROWTH_WARNING, build_replicas, record_metrics, round_schedule
+from ..runner import GROWTH_WARNING, agreed_stop, build_replicas, record_metrics, round_schedule
 from ..network import redrawn
 
 __all__ = ["TUNE_SEED_OFFSET", "TUNE_REPEATS", "TUNE_POINTS", "STABILITY_FACTOR", "NO_PROGRESS", "CONVERGED", "TAIL",
@@ -443,13 +443,25 @@ def trajectories(network, objective, method, rates, budget, metric, *, seed, rep
     algo = method.algorithm(network, lr, backend, check_finite=False)
     due = round_schedule(T, budget, points)
     fingerprint = _fingerprint(method, rates, budget, metric, seed, repeats, objective, rep_offset)
+    with agreed_stop(algo.backend, T) as agreed:  # (under MPI a signal stops every process at one iteration)
+        return _trajectories(agreed, algo, objective, T, due, fingerprint, entry, metric, seed, repeats, rep_offset,
+                             checkpoint, keep, lr)
+
+
+def _trajectories(agreed, algo, objective, T, due, fingerprint, entry, metric, seed, repeats, rep_offset, checkpoint,
+                  keep, lr):
+    """:func:`trajectories`' run, under its signal agreement (``agreed``: :func:`~rowstoch_fast.runner.agreed_stop`;
+    a signal held at its end interrupts it once its trajectories are kept)."""
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # a diverging candidate is judged, not warned about
         found = _load_tuning(checkpoint, algo, fingerprint, objective)
         opt = build_replicas(algo, objective, len(lr)) if found is None else found[0]
+        agreed.opt = opt
         if keep and checkpoint:  # (the root decides: collective under MPI)
             kept = opt.share(_load_stage(checkpoint, fingerprint) if opt.is_root else None)
             if kept is not None:
+                if agreed.finish():  # (a signal held while it was read: collective)
+                    raise KeyboardInterrupt
                 return kept
         oracle = _Quarantine(objective.oracle(seed=seed, batches=opt.rounds, nodes=opt.local_nodes,
                                               rep_offset=rep_offset, rep_period=repeats), objective, repeats)
@@ -487,6 +499,7 @@ def trajectories(network, objective, method, rates, budget, metric, *, seed, rep
         drawn, before = oracle.iteration, None  # (the iteration a step started from, while it runs)
         saved = time.monotonic()
         try:
+            agreed.check(opt.iteration, now=True)  # (a signal held during the set-up)
             while opt.iteration < T:
                 drawn, before = oracle.iteration, opt.iteration
                 opt.step(oracle)
@@ -496,6 +509,7 @@ def trajectories(network, objective, method, rates, budget, metric, *, seed, rep
                         time.monotonic() - saved >= CHECKPOINT_SECONDS):  # (the root's clock decides: collective)
                     _save_tuning(checkpoint, opt, oracle, rows, fingerprint)
                     saved = time.monotonic()
+                agreed.check(opt.iteration)
         except KeyboardInterrupt:  # (the step commits atomically: the oracle goes back to where it stood, unless
             # the step had committed: an interrupt in its return path)
             if before is not None and opt.iteration == before:
@@ -514,6 +528,9 @@ def trajectories(network, objective, method, rates, budget, metric, *, seed, rep
             os.remove(checkpoint)
         except FileNotFoundError:
             pass
+    if agreed.finish():  # (a signal held since the last agreement, on any process: collective; the trajectories
+        # are kept where the stage keeps them, and the checkpoint of an unkept run is gone: it runs again)
+        raise KeyboardInterrupt
     return np.asarray(due), values
 
 
