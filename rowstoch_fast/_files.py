@@ -27,8 +27,9 @@ def atomic_write(path, write, mode="w"):
 def signals_held():
     """Ctrl-C (SIGINT) and SIGTERM held while the block runs (a set of files it writes together), then handed to
     the handlers they would have met: the first held one, SIGTERM first. A comparison's outputs cut by a
-    scheduler's SIGTERM were new tables beside the earlier figure and settings. The main thread only; a signal
-    ignored stays ignored."""
+    scheduler's SIGTERM were new tables beside the earlier figure and settings. Where the block raises, its error
+    goes on and the held signal is dropped (the error ends the command). The main thread only; a signal ignored
+    stays ignored."""
     import signal
     import threading
 
@@ -41,6 +42,10 @@ def signals_held():
             previous[signum] = signal.signal(signum, lambda signum, frame: held.append(signum))
     try:
         yield
+    except BaseException:  # (the block's own error is what is said: a held signal raised here would replace it,
+        # "interrupted" in place of a full disk)
+        held.clear()
+        raise
     finally:
         for signum, handler in previous.items():  # (None: a handler not set from Python; Python's own then)
             signal.signal(signum, signal.default_int_handler if handler is None and signum == signal.SIGINT

@@ -158,7 +158,7 @@ class MixingMatrix:
         if doubly:
             _check_sums(csr, "column", doubly, rtol)
         if validate:
-            _check_primitive(csr)
+            _check_primitive(csr, dtype)
         self._csr = _freeze(_compact_indices(csr.astype(dtype)))
         self._stochastic = stochastic
         self._doubly = doubly
@@ -907,18 +907,21 @@ def _degree_weighted_csr(n, src, dst, self_loops, stochastic):
     return indptr, indices, data
 
 
-#: A weight at or below this is too small for float64 to carry a network's mixing across it: a matrix strongly
-#: connected only through such links behaves as a reducible one (its Perron vector is accurate to about ``eps /
-#: weight``: with blocks joined by 1e-13, kappa read 1.0067 where it is 1).
+#: A weight at or below this (in float64; in float32 as many of its rounding units, about 5.4e-4) is too small to
+#: carry a network's mixing across it: a matrix strongly connected only through such links behaves as a reducible
+#: one (its Perron vector is accurate to about ``eps / weight``: with blocks joined by 1e-13, kappa read 1.0067
+#: where it is 1).
 NEARLY_ZERO = 1e-12
 
 
-def _warn_if_nearly_reducible(csr):
+def _warn_if_nearly_reducible(csr, dtype=np.float64):
     """RuntimeWarning where ``csr`` (strongly connected) is strongly connected only through weights at or below
-    :data:`NEARLY_ZERO`, naming the largest such weight."""
+    :data:`NEARLY_ZERO` (scaled to ``dtype``'s rounding), naming the largest such weight."""
     from scipy.sparse import csgraph
 
-    tiny = np.abs(csr.data) <= NEARLY_ZERO
+    eps = float(np.finfo(dtype).eps)
+    bound = NEARLY_ZERO * eps / float(np.finfo(np.float64).eps)
+    tiny = np.abs(csr.data) <= bound
     if not tiny.any():
         return
     kept = sp.csr_array((csr.data[~tiny], csr.indices[~tiny], np.r_[0, np.cumsum(~tiny)][csr.indptr]),
@@ -931,13 +934,13 @@ def _warn_if_nearly_reducible(csr):
     k = int(np.flatnonzero(tiny)[np.argmax(np.abs(csr.data[tiny]))])
     import warnings
 
-    warnings.warn(f"A is strongly connected only through weights at or below {NEARLY_ZERO:g} (A[{rows[k]}, "
-                  f"{csr.indices[k]}] = {csr.data[k]:.3g}): float64 mixes it as a reducible matrix, and its Perron "
-                  "vector (kappa, the Pull-Diag trackers' limits) is accurate only to about 2.2e-16 / that weight; "
-                  "raise those weights or drop the links", RuntimeWarning, stacklevel=4)
+    warnings.warn(f"A is strongly connected only through weights at or below {bound:.2g} (A[{rows[k]}, "
+                  f"{csr.indices[k]}] = {csr.data[k]:.3g}): {np.dtype(dtype).name} mixes it as a reducible matrix, "
+                  f"and its Perron vector (kappa, the Pull-Diag trackers' limits) is accurate only to about "
+                  f"{eps:.2g} / that weight; raise those weights or drop the links", RuntimeWarning, stacklevel=4)
 
 
-def _check_primitive(csr):
+def _check_primitive(csr, dtype=np.float64):
     """Strongly connected and aperiodic, or raise naming a node that breaks it."""
     from scipy.sparse import csgraph  # (here: it imports scipy.sparse.linalg and scipy.linalg, 80 ms a start)
 
@@ -956,7 +959,7 @@ def _check_primitive(csr):
     if back.size < n:
         missing = np.setdiff1d(np.arange(n), back)[0]
         raise ValueError(f"A must be strongly connected: node {missing} cannot send information to node 0")
-    _warn_if_nearly_reducible(csr)
+    _warn_if_nearly_reducible(csr, dtype)
     if (csr.diagonal() > 0).any():
         return  # strongly connected with a self loop: aperiodic
     # Period = gcd over edges (u -> v) of level[u] + 1 - level[v], BFS levels from node 0.

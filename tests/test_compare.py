@@ -150,7 +150,9 @@ def test_the_tuner_rejects_a_rate_whose_consensus_error_runs_off(monkeypatch):
     values = np.ones((8, 2))
     spreads = np.c_[np.full(8, 0.1), [0.0, 0.1, 0.2, 1.0, 30.0, 300.0, 1e3, 1e4]]
     judged = tuning._ran_off(values, spreads)  # (from its first record past 1e3 x its early peak, 0.1: 300)
-    assert np.isfinite(judged[:, 0]).all() and np.isnan(judged[5:, 1]).all() and np.isfinite(judged[:5, 1]).all()
+    assert np.isfinite(judged[:, 0]).all() and np.isposinf(judged[5:, 1]).all() and np.isfinite(judged[:5, 1]).all()
+    assert tuning.judge(np.arange(8), judged[:, 1])[1] == "ran off (its nodes' iterates, by iteration 5)"
+    assert tuning.judge(np.arange(8), np.r_[1.0, np.nan, np.ones(6)])[1] == "diverged (NaN/Inf by iteration 1)"
 
 
 def test_the_tuner_runs_one_replica_a_rate_where_replicas_would_not_differ(monkeypatch):
@@ -895,17 +897,19 @@ def test_an_earlier_comparison_of_another_network_or_problem_is_refused_as_previ
 
 def test_an_interrupted_rows_rounds_and_messages_are_where_its_repetition_stopped():
     """Repetitions that run one by one (a network that draws) end where each stopped: one interrupted in
-    repetition 1 of 3 at iteration 120 of 200 showed the budget's 200 iterations, rounds and messages, which only
-    repetition 0 had run."""
+    repetition 2 of 3 at iteration 120 of 200 showed the budget's 200 iterations, rounds and messages, which only
+    repetition 0 had run (and not those of repetition 1, which stopped early on its own)."""
     from rowstoch_fast.network import Lossy
 
     A = Lossy(topology.exponential(8), 0.2, seed=3)
     f = LeastSquares.synthetic(8, samples_per_node=10, d=4, seed=0)
-    frame = cmp.compare(A, f, "dsgd", 200, lr=0.05, repeats=2, progress=False, points=6)
-    frame = frame[(frame["rep"] == 0) | (frame["iteration"] <= 120)].assign(status="interrupted")
-    at = frame[(frame["rep"] == 1) & (frame["iteration"] == frame[frame["rep"] == 1]["iteration"].max())]
+    frame = cmp.compare(A, f, "dsgd", 200, lr=0.05, repeats=3, progress=False, points=6)
+    frame = frame[(frame["rep"] == 0) | ((frame["rep"] == 1) & (frame["iteration"] <= 40)) |
+                  ((frame["rep"] == 2) & (frame["iteration"] <= 120))].assign(status="interrupted")  # (repetition 1
+    # stopped alone early, as one that diverges on its network draw does; repetition 2 was running)
+    at = frame[(frame["rep"] == 2) & (frame["iteration"] == frame[frame["rep"] == 2]["iteration"].max())]
     row = cmp.summary(frame).iloc[0]
-    assert row["iterations"] == at["iteration"].iloc[0] < 200
+    assert 40 < row["iterations"] == at["iteration"].iloc[0] < 200
     assert (row["communication_rounds"], row["messages"]) == (at["communication_rounds"].iloc[0],
                                                               at["messages"].iloc[0])
     assert 0 < row["messages"] < frame["messages"].max()
@@ -1892,6 +1896,26 @@ def test_a_sigterm_while_the_outputs_are_written_leaves_them_whole(tmp_path, mon
     for name in ("experiment.json", ".rowstoch-settings.json"):
         assert json.loads((out / name).read_text())["settings"]["repeats"] == 2, name
     assert "wrote" in capsys.readouterr().out
+
+
+def test_signals_held_hand_on_the_signal_after_the_block_and_an_error_before_it():
+    """A signal held while the outputs are written is handed on once they are; but where writing them failed (a
+    full disk), the held Ctrl-C replaced the error: "interrupted", the disk never named."""
+    import signal
+
+    from rowstoch_fast._files import signals_held
+
+    done = []
+    with pytest.raises(KeyboardInterrupt):
+        with signals_held():
+            os.kill(os.getpid(), signal.SIGINT)
+            done.append("written")
+    assert done == ["written"]
+    with pytest.raises(OSError, match="No space left"):
+        with signals_held():
+            os.kill(os.getpid(), signal.SIGINT)
+            raise OSError(28, "No space left on device")
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
 def test_cli_compare_writes_what_finished_before_an_error(tmp_path, monkeypatch, capsys):

@@ -73,6 +73,9 @@ def test_a_matrix_connected_only_through_weights_too_small_for_float64_is_warned
         MixingMatrix(blocks(1e-13, strong=True))
         MixingMatrix(blocks(1e-3))
         MixingMatrix(sp.csr_array(blocks(1e-3)))
+        MixingMatrix(blocks(1e-2), dtype=np.float32)
+    with pytest.warns(RuntimeWarning, match=r"at or below 0\.00054 .* float32 mixes it"):  # (float32's rounding)
+        MixingMatrix(blocks(1e-9), dtype=np.float32)
 
 
 def test_normalize_rejects_empty_row():

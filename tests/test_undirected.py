@@ -115,6 +115,13 @@ def test_a_method_whose_first_step_is_silent_spends_the_whole_budget_of_rounds()
     table = cmp.summary(frame).set_index("algorithm")
     assert table.loc["nids", "communication_rounds"] == table.loc["extra", "communication_rounds"] == 40
     assert (table.loc["nids", "iterations"], table.loc["extra", "iterations"]) == (41, 40)
+    # an earlier version's comparison (NIDS one iteration short) grown by a repetition: its finished rows were read
+    # as a repetition that stopped ("diverged: NaN/Inf"); they are refused, naming the two lengths
+    older = frame[frame["iteration"] < 41]
+    with pytest.raises(ValueError, match=r"previous: the earlier comparison ran nids for \d+ iterations, this one runs "
+                                         r"it 41 for the same budget of 40 rounds"):
+        cmp.compare(metropolis(8), Quadratic.random(8, 2, seed=0), "nids,extra", 40, lr=0.1, repeats=2,
+                    progress=False, previous=older)
 
 
 def test_the_cli_names_a_method_the_network_cannot_run(tmp_path):

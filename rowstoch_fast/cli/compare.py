@@ -661,6 +661,7 @@ def _write_finished_comparison(frames, partial, labelled, args, root, metrics, p
     if frames and root:
         from ..compare import write_outputs
 
-        write_outputs(frames, args.out, metrics, "rounds", ["png"], caption=_caption(args, problems),
-                      kept=_not_reached(args, frames))
+        with signals_held():  # (written together, as a finished comparison's are)
+            write_outputs(frames, args.out, metrics, "rounds", ["png"], caption=_caption(args, problems),
+                          kept=_not_reached(args, frames))
         _error(f"the algorithms that finished before the error are in {os.path.join(args.out, 'compare.csv')}")

@@ -407,7 +407,16 @@ def make_plan(A, objective, algorithms=None, rounds_budget=2000, *, lr=None, tun
             raise ValueError(f"lr_source: {label} has no given lr")
         sources[label] = str(text)
     earlier = _earlier_runs(previous, labels, identity(A, objective, seed, rounds_budget))
+    by_label = {m.label: m for m in methods}
     for label, part in earlier.items():  # an earlier comparison's rates are kept (its runs go on with them)
+        status = str(part["status"].iloc[0]) if "status" in part.columns else "ok"
+        planned, ran = by_label[label].iterations(rounds_budget), int(part["iteration"].max())
+        if status not in ("interrupted", "diverged") and ran != planned:  # (a finished run of another length: an
+            # earlier version ran NIDS one iteration short of the budget of rounds; its kept rows were then read as
+            # a repetition that stopped, "diverged")
+            raise ValueError(f"previous: the earlier comparison ran {label} for {ran} iterations, this one runs it "
+                             f"{planned} for the same budget of {rounds_budget} rounds (an earlier version of the "
+                             "package, or another budget); start a new comparison")
         done = int(part["rep"].nunique())
         if done > repeats:  # (its records would be cut: never silently)
             raise ValueError(f"repeats = {repeats} is fewer than the {done} repetitions the earlier comparison holds "

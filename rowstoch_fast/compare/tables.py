@@ -130,8 +130,9 @@ def summary(frame, metric=None, metrics=()):
         status = status_of_rows(runs)
         reached = runs["iteration"].max()
         if status == "interrupted" and "rep" in runs.columns:  # (where the interrupted repetition stopped, not the
-            # budget that the repetitions before it ran: its rounds, messages and bytes so far)
-            reached = runs.groupby("rep", sort=False)["iteration"].max().min()
+            # budget that the repetitions before it ran: its rounds, messages and bytes so far; the last one, which
+            # was running: an earlier one that diverged alone on its network draw stopped before it)
+            reached = runs.loc[runs["rep"] == runs["rep"].max(), "iteration"].max()
         end = runs[runs["iteration"] == reached]
         last = runs.sort_values("iteration", kind="stable").groupby("rep", sort=False).tail(1) \
             if "rep" in runs.columns else end  # (each repetition's last record: one that diverged alone, run on a

@@ -175,7 +175,8 @@ def judge(iterations, values):
     """``(score, why)`` of one candidate's trajectory (``values``: its metric at ``iterations``, the mean over its
     replicas): its final value and None, or inf and why it is rejected.
 
-    Rejected when a value is NaN or Inf (it diverged), when it ends above
+    Rejected when a value is NaN or -Inf (it diverged) or +Inf (its nodes' iterates ran off: their consensus error
+    past :func:`runaway`'s bound, the metric itself finite, :func:`_ran_off`), when it ends above
     :data:`~rowstoch_fast.runner.GROWTH_WARNING` times its start (it grew: the evaluation calls such a run
     diverged), when it ends above :data:`NO_PROGRESS` times its start (no progress), and when the level of its last
     :data:`TAIL` of the iterations (the geometric mean of those records) is more than :data:`STABILITY_FACTOR` times
@@ -196,7 +197,10 @@ def _judged(iterations, values, typical=None):
     v = np.asarray(values, dtype=np.float64)
     bad = ~np.isfinite(v)
     if bad.any():
-        return math.inf, f"diverged (NaN/Inf by iteration {int(np.asarray(iterations)[np.argmax(bad)])})", math.inf
+        at = int(np.asarray(iterations)[np.argmax(bad)])
+        if not np.isnan(v).any() and (v[bad] > 0).all():  # (+inf alone: the nodes' iterates ran off, _ran_off)
+            return math.inf, f"ran off (its nodes' iterates, by iteration {at})", math.inf
+        return math.inf, f"diverged (NaN/Inf by iteration {at})", math.inf
     start = float(v[0])
     floor = max(CONVERGED * abs(start), 1e-300)
     v = np.maximum(v, floor)
@@ -236,14 +240,17 @@ def runaway(values):
 
 def _ran_off(values, spreads):
     """``values`` (records x replicas) with each replica whose consensus error (``spreads``, the same shape) ran
-    off (:func:`runaway`) set to NaN from its first record past the bound: judged as diverged."""
+    off (:func:`runaway`) set to +inf from its first record past the bound (a replica that diverged is NaN): judged
+    as run off (:func:`judge`)."""
     values = np.array(values, dtype=np.float64)
     for c in range(values.shape[1]):
+        if np.isnan(values[:, c]).any():  # (diverged, set aside: NaN from there, its consensus error too)
+            continue
         found = runaway(spreads[:, c])
         if found is not None:
             with np.errstate(invalid="ignore"):
                 past = ~(spreads[:, c] <= GROWTH_WARNING * found[0])
-            values[int(np.argmax(past)) if past.any() else -1:, c] = np.nan
+            values[int(np.argmax(past)) if past.any() else -1:, c] = np.inf
     return values
 
 

@@ -80,6 +80,9 @@ def tuning_failures(record):
             detail = f" (ending at {_span(numbers)}x their start)"
         elif numbers and kind == "unstable":
             detail = f" (ending {_span(numbers[::2])}x above their minimum)"
+        elif numbers and kind == "ran off":
+            detail = (f" (their nodes' consensus error past {GROWTH_WARNING:g}x its early peak by iteration "
+                      f"{_span(numbers, int)})")
         verb = {"diverged": "diverged", "grew": "grew", "no progress": "made no progress",
                 "unstable": "were unstable"}.get(kind, kind)
         parts.append(f"{_range(rates)} {verb}{detail}")
