@@ -585,6 +585,7 @@ class _AgreedStop:
         import threading
 
         self.opt, self.last, self.held, self.previous, self.again = None, last, [], {}, None
+        self.restore = {}  # (the handler to put back where it is not the one handed on: held_between_runs')
         self.active = not backends.one_process(backend) and threading.current_thread() is threading.main_thread()
 
     def __enter__(self):
@@ -596,8 +597,17 @@ class _AgreedStop:
 
             hold.agrees = True  # (_ctrl_c_deferred leaves a held signal to it)
             for signum in (signal.SIGINT, signal.SIGTERM):
-                if signal.getsignal(signum) is not signal.SIG_IGN:
-                    self.previous[signum] = signal.signal(signum, hold)
+                current = signal.getsignal(signum)
+                if current is signal.SIG_IGN:
+                    continue
+                outer = getattr(current, "between", None)
+                if outer is not None:  # (a comparison's hold between its runs: its held signal is agreed on here,
+                    # and handed where it would have gone)
+                    self.held.extend(outer.take(signum))
+                    self.restore[signum] = current
+                    current = outer.previous[signum]
+                self.previous[signum] = current
+                signal.signal(signum, hold)
         return self
 
     def check(self, iteration, now=False):
@@ -636,10 +646,64 @@ class _AgreedStop:
         import signal
 
         for signum, handler in self.previous.items():
+            handler = self.restore.get(signum, handler)
             signal.signal(signum, signal.default_int_handler if handler is None and signum == signal.SIGINT
                           else signal.SIG_DFL if handler is None else handler)
         if self.again is not None:
             signal.raise_signal(self.again)
+        return False
+
+
+class held_between_runs:
+    """Under MPI, Ctrl-C and SIGTERM held between the runs of a sequence (a comparison's methods, its tuner's
+    stages), where no run's agreement (:class:`_AgreedStop`) holds them: a signal that reached the root while it
+    wrote a method's tables broke it off there while the other ranks waited in the next run's first collective.
+    The next run takes a held signal over and agrees on it after its set-up; one held after the last run is agreed
+    on at the end (collective), and handed to the handler it would have met. One process, or outside the main
+    thread: nothing is held."""
+
+    def __init__(self, backend):
+        import threading
+
+        self.active = not backends.one_process(backend) and threading.current_thread() is threading.main_thread()
+        self.held, self.previous = [], {}
+
+    def take(self, signum):
+        """The signals held so far (each once), for a run's agreement."""
+        taken, self.held[:] = list(self.held), []
+        return taken
+
+    def __enter__(self):
+        import signal
+
+        if self.active:
+            def hold(signum, frame):
+                self.held.append(signum)
+
+            hold.agrees, hold.between = True, self
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                if signal.getsignal(signum) is not signal.SIG_IGN:
+                    self.previous[signum] = signal.signal(signum, hold)
+        return self
+
+    def __exit__(self, kind, *exc):
+        import signal
+
+        for signum, handler in self.previous.items():
+            signal.signal(signum, signal.default_int_handler if handler is None and signum == signal.SIGINT
+                          else signal.SIG_DFL if handler is None else handler)
+        if not self.active or kind is not None:  # (an error or an interruption already on its way, on every rank)
+            return False
+        from mpi4py import MPI
+
+        mine = signal.SIGTERM if signal.SIGTERM in self.held else self.held[0] if self.held else 0
+        signum = MPI.COMM_WORLD.allreduce(int(mine), op=MPI.MAX)  # (SIGTERM, 15, before SIGINT, 2)
+        if signum:
+            former = self.previous.get(signum)
+            if callable(former):
+                former(signum, None)
+            elif signum in self.previous:
+                signal.raise_signal(signum)
         return False
 
 

@@ -542,6 +542,47 @@ def test_a_signal_while_tuning_stops_every_rank_together(tmp_path):
     assert (ck / "dsgd.tuning-0.npz").is_file(), output
 
 
+BETWEEN = '''
+import os, signal
+from mpi4py import MPI
+from rowstoch_fast import compare as cmp, topology
+from rowstoch_fast.objectives import Quadratic
+
+fired = []
+
+
+def written(frame):  # (the root's own SIGTERM while it takes the first method's results: between two runs)
+    if MPI.COMM_WORLD.rank == 0 and not fired:
+        fired.append(1)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
+frame = cmp.compare(topology.exponential(8), Quadratic.random(8, 3, seed=0), "dsgd,sgp,push-pull", 3000, lr=0.01,
+                    repeats=1, backend="mpi", progress=False, on_result=written)
+print(f"interrupted={frame.attrs['interrupted']} methods={','.join(sorted(set(frame['algorithm'])))}", flush=True)
+'''
+
+
+def test_a_signal_between_two_runs_stops_every_rank_together(tmp_path):
+    """Between a comparison's runs no agreement held a signal: one that reached the root while it took a method's
+    results (what the command line writes as tables) broke the comparison off there, while the other rank waited
+    in the next run's first collective, a hang. It is held until the next run, which agrees on it after its
+    set-up: every rank stops at the same point."""
+    import signal
+
+    (tmp_path / "between.py").write_text(BETWEEN)
+    proc = subprocess.Popen([MPIEXEC, *MPIEXEC_FLAGS, "-n", "2", sys.executable, str(tmp_path / "between.py")],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+                            env=dict(os.environ, OMP_NUM_THREADS="1"))
+    try:
+        output, _ = proc.communicate(timeout=hang_limit(60))
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        pytest.fail("a SIGTERM to the root between two runs hung the other rank")
+    assert proc.returncode == 0 and output.count("interrupted=True methods=dsgd,sgp") == 2, output
+
+
 def test_a_nan_in_the_settings_is_the_same_on_every_rank(tmp_path):
     """The ranks' settings were compared with ==, and NaN never equals itself: a run whose config held a NaN was
     refused on every rank ("tol is nan on rank 0 and nan on rank 1")."""

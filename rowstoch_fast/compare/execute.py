@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from .._progress import bar as progress_bar
 from .method import Outcome, run_method
+from ..runner import held_between_runs
 from .processes import default_jobs, execute_in_processes, sigterm_as_interrupt
 
 __all__ = ["Outcome", "run_method", "execute", "default_jobs", "sigterm_as_interrupt"]
@@ -31,7 +32,7 @@ def execute(plan, *, jobs=1, progress=False, log=None, on_outcome=None):
     outcomes, interrupted, error = [], False, None
     bar = _bar(progress, len(plan.methods))
     try:
-        with sigterm_as_interrupt():
+        with sigterm_as_interrupt(), held_between_runs(plan.backend):  # (under MPI: see held_between_runs)
             for method in plan.methods:
                 if bar is not None:
                     bar.set_description(method.label + ("" if method.lr is not None else " (tuning)"))
