@@ -17,6 +17,7 @@ from . import _core, backends
 from ._checks import MAX_KEY, check_int, check_step_size, check_tracker, load_npz_file, require_memory
 from ._metric_names import METRICS, TEST_METRICS  # (the metrics of every record, in order; the test ones)
 from ._progress import bar as progress_bar
+from ._signals import first, hold, put_back
 from .algorithms import REGISTRY
 from .algorithms import names as _algorithm_names
 from .errors import DivergenceError
@@ -585,29 +586,22 @@ class _AgreedStop:
         import threading
 
         self.opt, self.last, self.held, self.previous, self.again = None, last, [], {}, None
-        self.restore = {}  # (the handler to put back where it is not the one handed on: held_between_runs')
+        self.restore = {}  # (the handlers put back: held_between_runs' where it held, not the one handed on)
         self.active = not backends.one_process(backend) and threading.current_thread() is threading.main_thread()
 
     def __enter__(self):
-        import signal
-
         if self.active:
-            def hold(signum, frame):
+            def held(signum, frame):
                 self.held.append(signum)
 
-            hold.agrees = True  # (_ctrl_c_deferred leaves a held signal to it)
-            for signum in (signal.SIGINT, signal.SIGTERM):
-                current = signal.getsignal(signum)
-                if current is signal.SIG_IGN:
-                    continue
-                outer = getattr(current, "between", None)
-                if outer is not None:  # (a comparison's hold between its runs: its held signal is agreed on here,
-                    # and handed where it would have gone)
-                    self.held.extend(outer.take(signum))
-                    self.restore[signum] = current
-                    current = outer.previous[signum]
-                self.previous[signum] = current
-                signal.signal(signum, hold)
+            held.agrees = True  # (_ctrl_c_deferred leaves a held signal to it)
+            self.restore = hold(held)
+            for signum, current in self.restore.items():
+                outer = getattr(current, "between", None)  # (a comparison's hold between its runs: its held signal
+                # is agreed on here, and handed where it would have gone)
+                if outer is not None:
+                    self.held.extend(outer.take())
+                self.previous[signum] = current if outer is None else outer.previous[signum]
         return self
 
     def check(self, iteration, now=False):
@@ -630,7 +624,7 @@ class _AgreedStop:
         """Whether a process holds a signal (collective), handed to this process's former handler if so."""
         import signal
 
-        mine = signal.SIGTERM if signal.SIGTERM in self.held else self.held[0] if self.held else None
+        mine = first(self.held)
         signum = self.opt.first_on_any_process(None if mine is None else int(mine))
         if signum is None:
             return False
@@ -645,10 +639,7 @@ class _AgreedStop:
     def __exit__(self, *exc):
         import signal
 
-        for signum, handler in self.previous.items():
-            handler = self.restore.get(signum, handler)
-            signal.signal(signum, signal.default_int_handler if handler is None and signum == signal.SIGINT
-                          else signal.SIG_DFL if handler is None else handler)
+        put_back(self.restore)
         if self.again is not None:
             signal.raise_signal(self.again)
         return False
@@ -668,36 +659,29 @@ class held_between_runs:
         self.active = not backends.one_process(backend) and threading.current_thread() is threading.main_thread()
         self.held, self.previous = [], {}
 
-    def take(self, signum):
+    def take(self):
         """The signals held so far (each once), for a run's agreement."""
         taken, self.held[:] = list(self.held), []
         return taken
 
     def __enter__(self):
-        import signal
-
         if self.active:
-            def hold(signum, frame):
+            def held(signum, frame):
                 self.held.append(signum)
 
-            hold.agrees, hold.between = True, self
-            for signum in (signal.SIGINT, signal.SIGTERM):
-                if signal.getsignal(signum) is not signal.SIG_IGN:
-                    self.previous[signum] = signal.signal(signum, hold)
+            held.agrees, held.between = True, self
+            self.previous = hold(held)
         return self
 
     def __exit__(self, kind, *exc):
         import signal
 
-        for signum, handler in self.previous.items():
-            signal.signal(signum, signal.default_int_handler if handler is None and signum == signal.SIGINT
-                          else signal.SIG_DFL if handler is None else handler)
+        put_back(self.previous)
         if not self.active or kind is not None:  # (an error or an interruption already on its way, on every rank)
             return False
         from mpi4py import MPI
 
-        mine = signal.SIGTERM if signal.SIGTERM in self.held else self.held[0] if self.held else 0
-        signum = MPI.COMM_WORLD.allreduce(int(mine), op=MPI.MAX)  # (SIGTERM, 15, before SIGINT, 2)
+        signum = MPI.COMM_WORLD.allreduce(int(first(self.held) or 0), op=MPI.MAX)  # (SIGTERM, 15, before SIGINT, 2)
         if signum:
             former = self.previous.get(signum)
             if callable(former):
@@ -735,8 +719,8 @@ def _ctrl_c_deferred():
     previous = signal.signal(signal.SIGINT, lambda signum, frame: held.append(signum))
     try:
         yield
-    finally:  # (None: a handler not set from Python; Python's own then)
-        signal.signal(signal.SIGINT, signal.default_int_handler if previous is None else previous)
+    finally:
+        put_back({signal.SIGINT: previous})
         if held:
             raise KeyboardInterrupt
 

@@ -1903,7 +1903,7 @@ def test_signals_held_hand_on_the_signal_after_the_block_and_an_error_before_it(
     full disk), the held Ctrl-C replaced the error: "interrupted", the disk never named."""
     import signal
 
-    from rowstoch_fast._files import signals_held
+    from rowstoch_fast._signals import signals_held
 
     done = []
     with pytest.raises(KeyboardInterrupt):

@@ -8,7 +8,7 @@ import re
 import sys
 
 from .._checks import did_you_mean
-from .._files import signals_held
+from .._signals import signals_held
 from ..algorithms import REGISTRY
 from ..errors import UsageError
 from ..network import options as network_options

@@ -185,10 +185,10 @@ def _exploded(frame, metric):
     gradient at the average iterate in range while its nodes' own iterates run off (a consensus error of 1.2e107
     was judged ``no-progress`` on its ranked metric alone). Read from the records, each repetition's own, so that
     repetitions kept from an earlier comparison and resumed ones are judged alike."""
+    ordered = frame.sort_values("iteration", kind="stable")
     for name in WATCHED:
         if name == metric or name not in frame.columns or frame[name].isna().all():  # (not recorded)
             continue
-        ordered = frame.sort_values("iteration", kind="stable")
         for rep, runs in ordered.groupby("rep", sort=True) if "rep" in frame.columns else [(None, ordered)]:
             found = runaway(runs[name].to_numpy(np.float64))
             if found is None:

@@ -1,0 +1,58 @@
+"""Ctrl-C (SIGINT) and SIGTERM held for a while: the handlers put in and put back, which held signal goes first,
+and a set of files written whole (:func:`signals_held`). The runner's agreements under MPI hold them the same way
+(:mod:`rowstoch_fast.runner`)."""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+
+__all__ = ["hold", "put_back", "first", "signals_held"]
+
+#: The signals held: a terminal's Ctrl-C and a job scheduler's SIGTERM.
+HELD = (signal.SIGINT, signal.SIGTERM)
+
+
+def hold(handler):
+    """``handler`` for each of :data:`HELD` that is not ignored (an ignored one stays ignored): ``{signum: the
+    handler it replaced}``, for :func:`put_back`."""
+    return {signum: signal.signal(signum, handler) for signum in HELD if signal.getsignal(signum) is not signal.SIG_IGN}
+
+
+def put_back(previous):
+    """The handlers ``previous`` (``{signum: handler}``) put back; None (a handler not set from Python) is Python's
+    own: KeyboardInterrupt for SIGINT, the default for the others."""
+    for signum, handler in previous.items():
+        signal.signal(signum, signal.default_int_handler if handler is None and signum == signal.SIGINT
+                      else signal.SIG_DFL if handler is None else handler)
+
+
+def first(held):
+    """The held signal to hand on: SIGTERM before SIGINT (a scheduler's stop is the one that ends the process),
+    None where none is held."""
+    return signal.SIGTERM if signal.SIGTERM in held else held[0] if held else None
+
+
+@contextlib.contextmanager
+def signals_held():
+    """Ctrl-C (SIGINT) and SIGTERM held while the block runs (a set of files it writes together), then handed to
+    the handlers they would have met: the first held one (:func:`first`). A comparison's outputs cut by a
+    scheduler's SIGTERM were new tables beside the earlier figure and settings. Where the block raises, its error
+    goes on and the held signal is dropped (the error ends the command). The main thread only; a signal ignored
+    stays ignored."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held = []
+    previous = hold(lambda signum, frame: held.append(signum))
+    try:
+        yield
+    except BaseException:  # (the block's own error is what is said: a held signal raised here would replace it,
+        # "interrupted" in place of a full disk)
+        held.clear()
+        raise
+    finally:
+        put_back(previous)
+        if held:
+            signal.raise_signal(first(held))
