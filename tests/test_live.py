@@ -57,3 +57,41 @@ def test_the_live_view_replaces_its_figure_and_writes_the_text_plot(tmp_path):
     assert out.getvalue().count("grad_norm (log10)") == 3 and not list(tmp_path.glob("*.part*"))
     live([])  # nothing finished yet: nothing drawn
     assert out.getvalue().count("grad_norm (log10)") == 3
+
+
+def test_the_live_view_draws_within_its_share_of_the_time_and_flushes_what_it_kept(tmp_path, monkeypatch):
+    """A draw takes 1-2 s on a 2-core machine: after every method of a 28-method comparison it had cost up to a
+    minute. With ``share`` a call soon after a draw keeps its frames (the text plot still written), and
+    ``flush`` draws the newest."""
+    import rowstoch_fast.compare.live as live_module
+
+    clock = [0.0]
+    monkeypatch.setattr(live_module.time, "monotonic", lambda: clock[0])
+    drawn = []
+
+    def draw(self, frames):
+        clock[0] += 1.0  # a draw of 1 s
+        drawn.append(len(frames))
+
+    monkeypatch.setattr(LiveView, "_draw", draw)
+    frame = records([1.0, 0.1]).assign(status="ok", lr=0.1, iteration=[0, 10])
+    out = io.StringIO()
+    live = LiveView("grad_norm", path=tmp_path / "live.png", window=False, stream=out, text=True, share=0.25)
+    live([frame])  # drawn: 1 s, then 3 s without
+    clock[0] += 1.0
+    live([frame] * 2)  # 1 s later: kept
+    clock[0] += 1.0
+    live([frame] * 3)  # 2 s later: kept (the newest replaces it)
+    assert drawn == [1] and out.getvalue().count("grad_norm (log10)") == 6
+    clock[0] += 1.5
+    live([frame] * 4)  # 3.5 s after the draw: drawn
+    assert drawn == [1, 4]
+    live.flush()  # nothing kept
+    live([frame] * 5)
+    live.flush()
+    assert drawn == [1, 4, 5]
+    every = LiveView("grad_norm", path=tmp_path / "live.png", window=False, stream=out, text=False)
+    every([frame]), every([frame])
+    assert drawn == [1, 4, 5, 1, 1]  # the default: every call draws
+    with pytest.raises(ValueError, match="share must be in"):
+        LiveView("grad_norm", share=0)

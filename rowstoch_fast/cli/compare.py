@@ -95,7 +95,7 @@ def _compare(args):
 
     from .. import compare as cmp
     from .. import report
-    from ..compare.live import LiveView
+    from ..compare.live import CLI_SHARE, LiveView
     from ..compare.outputs import ComparisonFolder, FolderInUse
     from ..runner import check_takes
 
@@ -200,7 +200,8 @@ def _compare(args):
     metric = metrics[0] if metrics else cmp.default_metric(problems[0][6])
     metrics = metrics or [metric, "consensus_error"]
     live = LiveView(metric, x_axis[0], path=os.path.join(args.out, "live.png"),  # (-q: the figure, no text plot)
-                    text=False if getattr(args, "quiet", False) else None) if args.live and root else None
+                    text=False if getattr(args, "quiet", False) else None,
+                    share=CLI_SHARE) if args.live and root else None
     several = len(settings) > 1
     tuned = []  # (every graph's and setting's: a method a resumed one keeps keeps its rate there)
     for gname, sname, _, _, specs, lr, *_ in problems:
@@ -261,6 +262,8 @@ def _compare(args):
                                             jobs=jobs, on_result=write_so_far,
                                             log=lambda line: say("  " + line, flush=True))
                     except Exception as exc:  # what finished (exc.frame, earlier settings) is written, then the error
+                        if live is not None:
+                            live.flush()
                         _write_finished_comparison(frames, getattr(exc, "frame", None), labelled, args, root,
                                                    metrics, problems)
                         raise
@@ -282,6 +285,8 @@ def _compare(args):
             if frame.attrs.get("interrupted"):
                 interrupted = True
                 break
+        if live is not None:  # (the frames a call too soon after the last draw kept)
+            live.flush()
         if not root:
             return 130 if interrupted else 0
         if not frames:

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 
 import numpy as np
 
@@ -45,6 +46,8 @@ MARKS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 #: Resolution of the live PNG: a preview on a screen, redrawn after every method (the comparison's own figure is
 #: saved at :data:`rowstoch_fast.report.DPI` at the end); 120 dpi saves in 0.6-0.75 of the time of 300.
 LIVE_DPI = 120
+#: The share of the wall time ``rowstoch compare --live`` lets its figure take (:class:`LiveView`'s ``share``).
+CLI_SHARE = 0.25
 #: Matplotlib backends that draw no window.
 _NO_WINDOW = ("agg", "pdf", "ps", "svg", "pgf", "cairo", "template")
 
@@ -143,28 +146,49 @@ class LiveView:
         Where the text plot goes (default ``sys.stderr``); None with ``text=False``.
     text : bool, optional
         Write the text plot; default: where there is no window.
+    share : float, default 1
+        The most of the wall time that drawing the figure may take, in (0, 1]: after a draw that took ``t``
+        seconds, a call within ``t * (1 / share - 1)`` seconds keeps its frames for the next draw instead of
+        drawing (the text plot is written every time). 1 draws at every call; ``rowstoch compare --live`` uses
+        :data:`CLI_SHARE` (a draw takes 1-2 s on a 2-core machine: after each of 28 methods, it had cost up to a
+        minute). Call :meth:`flush` at the end to draw what is kept.
 
     Call it with the frames of the comparison so far (one per graph / setting), e.g. from ``compare(...,
     on_result=...)``.
     """
 
-    def __init__(self, metric, x="rounds", path=None, window=None, stream=None, text=None):
+    def __init__(self, metric, x="rounds", path=None, window=None, stream=None, text=None, share=1.0):
         self.metric, self.x = metric, check_axis(x)
         self.path = None if path is None else os.fspath(path)
         self.window = _has_window() if window is None else bool(window)
         self.text = (not self.window) if text is None else bool(text)
         self.stream = sys.stderr if stream is None else stream
-        self._figure = None
+        if not 0 < share <= 1:
+            raise ValueError(f"share must be in (0, 1], got {share!r}")
+        self.share = float(share)
+        self._figure, self._kept, self._next = None, None, -np.inf
 
     def __call__(self, frames):
         frames = [f for f in frames if f is not None and len(f)]
         if not frames:
             return
         if self.path is not None or self.window:
-            self._draw(frames)
+            self._kept = frames
+            if time.monotonic() >= self._next:
+                self.flush()
         if self.text:
             for frame in frames:
                 print(text_plot(frame, self.metric, self.x), file=self.stream, flush=True)
+
+    def flush(self):
+        """Draw the frames kept by a call that came too soon after the last draw (see ``share``); nothing if none."""
+        if self._kept is None:
+            return
+        frames, self._kept = self._kept, None
+        start = time.monotonic()
+        self._draw(frames)
+        end = time.monotonic()
+        self._next = end + (end - start) * (1 / self.share - 1)
 
     def _draw(self, frames):
         from ..report import figure, pyplot, save
