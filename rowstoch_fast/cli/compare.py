@@ -393,6 +393,7 @@ def _previous_of(args, gname, sname=None):
     if sname is not None and "setting" in part.columns:
         part = part[part["setting"].astype(object).fillna("").astype(str) == sname]
     part = part.drop(columns=[c for c in ("graph", "setting") if c in part.columns])
+    part.attrs["identity_checked_by"] = "experiment.json"  # (_read_resumed_comparison compared the settings)
     return part if len(part) else None
 
 

@@ -258,7 +258,13 @@ def _earlier_runs(previous, labels, same):
         return {}
     if "algorithm" not in getattr(previous, "columns", ()) or "rep" not in previous.columns:
         raise ValueError("previous must be the frame of an earlier compare() (columns algorithm, rep, ...)")
-    saved = getattr(previous, "attrs", {}).get("identity")
+    attrs = getattr(previous, "attrs", {})
+    saved = attrs.get("identity")
+    if saved is None and not attrs.get("identity_checked_by"):  # (the command line checked its experiment.json)
+        warnings.warn("previous carries no record of the problem it compared (a frame read back from a file keeps "
+                      "none): its network, objective, seed and budget are not checked against this comparison's; "
+                      "pass the frame compare() returned, or rowstoch compare --resume, which checks them",
+                      UserWarning, stacklevel=4)
     if saved is not None:  # (its runs would go on, or be added to, on another network or problem: silently)
         found = first_difference(json.loads(json.dumps(saved, default=str)),
                                  json.loads(json.dumps(same, default=str)))
