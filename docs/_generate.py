@@ -199,8 +199,8 @@ _ALGORITHM_KEY_HELP = {
 
 
 def _cell(text):
-    """Text for one cell of a Markdown table (no pipes, no line breaks, no argparse formatting)."""
-    return " ".join(text.replace("|", "/").replace("%%", "%").split())
+    """Text for one cell of a Markdown table (its pipes escaped, no line breaks, no argparse formatting)."""
+    return " ".join(text.replace("|", "\\|").replace("%%", "%").split())
 
 
 PAGES = {"_algorithm_list.md": algorithm_list, "_current_numbers.md": current_numbers,

@@ -27,6 +27,8 @@ AXES = {"rounds": ("communication_rounds", "communication rounds"),
         "bytes": ("bytes", "bytes sent"),
         "seconds": ("wall_seconds", "wall time (s)"),
         "cost": ("cost", "cost")}  # (with_cost: weighted operations; its label says the weights)
+#: The x axes whose ticks count things, written with an SI prefix ("200 kB", "1.5 M"), and their unit.
+COUNTED = {"gradients": "", "bytes": "B", "cost": ""}
 #: What a cost weight is per (:func:`with_cost`): the column of a comparison's records it multiplies.
 COST_UNITS = {"gradient": "gradient_evaluations", "round": "communication_rounds", "message": "messages",
               "byte": "bytes"}
@@ -240,8 +242,11 @@ def draw(ax, frame, metric, x="rounds"):
         if not linear:  # records below the panel before the first inside it (a consensus error starting at 0 from a
             # common x0) are not drawn: clipped to the floor they would show a start the run never had
             below = ~(ys[:cut] >= floor)
-            if not below.all():  # (a run below the panel throughout stays drawn at its floor)
+            if not below.all():
                 shown[:int(np.argmin(below))] = np.nan
+            elif cut < len(ys):  # (below it, then above: its triangle alone; a square at its floor read as a record)
+                shown[:] = np.nan
+            # (a run below the panel throughout stays drawn at its floor)
         line = ax.plot(xs[:cut], shown, label=f"{name}, lr {runs['lr'].iloc[0]:.2g}{note}",
                        markevery=max(1, len(shown) // 8), markersize=4.5, linewidth=1.4, **st)[0]
         band = std.to_numpy(dtype=np.float64)[:cut]
@@ -257,6 +262,10 @@ def draw(ax, frame, metric, x="rounds"):
                     linestyle="none")
     ax.set_yscale("linear" if linear else "log")
     ax.set_ylim(floor if linear else floor / 1.5, high)
+    if x in COUNTED:  # (matplotlib writes counts below 1e6 in full: "100000200000300000" under a narrow panel)
+        from matplotlib.ticker import EngFormatter
+
+        ax.xaxis.set_major_formatter(EngFormatter(unit=COUNTED[x], sep="\N{THIN SPACE}"))
     ax.set_xlabel(label)
     ax.set_ylabel(METRIC_LABELS.get(metric, metric))
     ax.grid(True, which="major", alpha=0.3)
@@ -314,13 +323,28 @@ def figure(frames, metrics, x="rounds", path=None, formats=("png",), titles=None
 
 
 def _legend_entries(axes):
-    """The legend entries of every panel, each algorithm once (the rates differ between graphs: the name only)."""
-    seen = {}
-    for ax in axes.ravel():
-        for handle, label in zip(*ax.get_legend_handles_labels()):
-            name = label.split(",")[0]
-            seen.setdefault(name, handle)
-    return list(seen.values()), list(seen)
+    """The legend entries of every panel, each algorithm once (the rates differ between graphs: the name only),
+    with the status of a run that did not end ok, "sgp (diverged)", and in how many rows where not in all of them
+    (the legend had dropped it with the rate: a diverged method read as any other)."""
+    seen, notes = {}, {}
+    for r, row in enumerate(np.atleast_2d(axes)):
+        for ax in row:
+            for handle, label in zip(*ax.get_legend_handles_labels()):
+                name, _, rest = label.partition(",")
+                seen.setdefault(name, handle)
+                note = rest[rest.index("(") + 1:-1] if rest.endswith(")") and "(" in rest else "ok"
+                notes.setdefault(name, {})[r] = note
+    labels = []
+    for name, rows in notes.items():
+        failed = sorted({note for note in rows.values() if note != "ok"})
+        if not failed:
+            labels.append(name)
+        elif all(note != "ok" for note in rows.values()):
+            labels.append(f"{name} ({', '.join(failed)})")
+        else:
+            counts = (f"{note} in {sum(n == note for n in rows.values())} of {len(rows)} rows" for note in failed)
+            labels.append(f"{name} ({', '.join(counts)})")
+    return list(seen.values()), labels
 
 
 def _merged_stages(stages):
@@ -520,11 +544,19 @@ def to_markdown(table, metrics=None):
 
 #: LaTeX's special characters and what prints them (one pass: a replacement is never escaped again).
 _TEX_ESCAPES = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "_": r"\_", "#": r"\#", "$": r"\$",
-                "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+                "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
+                "<": r"\textless{}", ">": r"\textgreater{}"}
 
 
 def _tex(text):
-    return "".join(_TEX_ESCAPES.get(ch, ch) for ch in str(text))
+    """``text`` as LaTeX prints it: its special characters escaped, and ``--`` kept two hyphens (LaTeX set a
+    caption's "--network-seed" with an en dash)."""
+    return "".join(_TEX_ESCAPES.get(ch, ch) for ch in str(text)).replace("--", "-{}-").replace("--", "-{}-")
+
+
+def _tex_head(metric):
+    """A metric's column head: its formula, else its words ("messages dropped", not ``messages\\_dropped``)."""
+    return _TEX_LABELS.get(metric) or _tex(METRIC_LABELS.get(metric, str(metric).replace("_", " ")))
 
 
 def tex_number(mean, std=None, digits=2):
@@ -557,7 +589,7 @@ def to_latex(table, metrics=None, caption=None, label="tab:compare"):
     groups = [g for g in _GROUPS if g in table.columns]
     cols = "l" * len(groups) + "lrrrr" + "r" * len(metrics) + "l"
     head = groups + ["algorithm", "rank", "lr (source)", "$R$", "rounds"] + \
-        [_TEX_LABELS.get(m, _tex(m)) for m in metrics] + ["status"]
+        [_tex_head(m) for m in metrics] + ["status"]
     lines = [r"\begin{table}[t]", r"\centering", r"\small", r"\setlength{\tabcolsep}{4pt}"]
     if caption:
         lines.append(r"\caption{" + _tex(caption) + "}")

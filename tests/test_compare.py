@@ -1179,6 +1179,55 @@ def test_a_metric_that_starts_below_the_panel_is_not_drawn_at_its_floor(problem)
     plt.close(fig)
 
 
+def test_a_run_that_leaves_the_panel_from_below_its_floor_is_its_triangle_and_the_legend_says_its_status(problem):
+    """A reviewer's trial: a diverged method's consensus error starts at 0 and next leaves above the panel; its one
+    record inside the drawing (the start, clipped to the floor) was drawn as a square at the floor, a value it never
+    had. And the legend cut the status with the rate ("push-pull", not "push-pull (diverged)")."""
+    import matplotlib.pyplot as plt
+
+    from rowstoch_fast import report
+
+    A, f = problem
+    frame = cmp.compare(A, f, "dsgd", 20, lr=0.05, repeats=1, progress=False).assign(status="ok")
+    up = frame.assign(algorithm="up", status="diverged",
+                      consensus_error=np.where(frame["iteration"] == 0, 0.0, 1e30))
+    fig = report.figure([pd.concat([frame, up], ignore_index=True)], ["consensus_error"])
+    lines = fig.axes[0].get_lines()
+    line = next(ln for ln in lines if ln.get_label().startswith("up"))
+    assert not np.isfinite(np.asarray(line.get_ydata(), dtype=float)).any()  # (its triangle alone at the top)
+    assert any(ln.get_marker() == "^" and ln.get_color() == line.get_color() for ln in lines)
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["dsgd", "up (diverged)"]
+    plt.close(fig)
+    # two rows (graphs): a status in one of them is counted; a method failing in both says its statuses
+    stuck = frame.assign(algorithm="up", status="no-progress")
+    fig = report.figure([pd.concat([frame, up], ignore_index=True), pd.concat([frame, frame.assign(algorithm="up")],
+                         ignore_index=True)], ["consensus_error", "grad_norm_mean"])
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["dsgd", "up (diverged in 1 of 2 rows)"]
+    plt.close(fig)
+    fig = report.figure([pd.concat([frame, up], ignore_index=True), pd.concat([frame, stuck], ignore_index=True)],
+                        ["consensus_error"])
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["dsgd", "up (diverged, no-progress)"]
+    plt.close(fig)
+
+
+def test_counted_axes_write_their_ticks_with_a_prefix(problem):
+    """A reviewer's trial: under ``--x bytes`` the ticks ran together ("0 100000200000300000") under a panel."""
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import EngFormatter
+
+    from rowstoch_fast import report
+
+    A, f = problem
+    frame = cmp.compare(A, f, "dsgd", 20, lr=0.05, repeats=1, progress=False)
+    for x in ("bytes", "gradients", "rounds"):
+        fig = report.figure([frame], ["consensus_error"], x=x)
+        formatter = fig.axes[0].xaxis.get_major_formatter()
+        assert isinstance(formatter, EngFormatter) == (x != "rounds")
+        if x == "bytes":
+            assert formatter(250_000) == "250\N{THIN SPACE}kB"
+        plt.close(fig)
+
+
 def test_bad_arguments_name_what_is_wrong(problem):
     A, f = problem
     with pytest.raises(ValueError, match="no learning rate for push-pull"):
@@ -1424,9 +1473,13 @@ def test_cli_compare_several_communication_settings_share_one_table(tmp_path):
     toml.write_text('[network]\ntopology = "ring"\nn = 8\nundirected = true\nweights = "metropolis"\n'
                     '[objective]\nkind = "least-squares"\nd = 4\n[communication]\ncompress = ["none", "topk:2"]\n'
                     '[run]\nrounds_budget = 40\nrepeats = 1\n[algorithms.dgd]\nlr = 0.05\n')
-    rc, _, err = rowstoch("compare", "--config", toml, "--out", tmp_path / "f", "--no-progress")
+    rc, stdout, err = rowstoch("compare", "--config", toml, "--out", tmp_path / "f", "-q")
     assert rc == 0, err
     assert pd.read_csv(tmp_path / "f" / "summary.csv")["setting"].tolist() == ["none", "topk:2"]
+    # -q: each table under the setting it is of (two tables of the same methods could not be told apart)
+    assert [line for line in stdout.splitlines() if line.startswith("ring, ")] == ["ring, none:", "ring, topk:2:"]
+    # the caption says the graph is undirected and how it is weighted (a directed ring had read the same)
+    assert "on the undirected ring graph (n = 8, Metropolis weights)" in tex
 
 
 def test_cli_compare_refuses_a_folder_with_results_or_in_use(tmp_path):
@@ -2175,6 +2228,16 @@ def test_latex_escapes_every_special_character_once():
 
     assert _tex(r"C:\data\a_b.txt") == r"C:\textbackslash{}data\textbackslash{}a\_b.txt"
     assert _tex("50% & {x} ~^#$") == r"50\% \& \{x\} \textasciitilde{}\textasciicircum{}\#\$"
+    # a caption's option stays two hyphens (LaTeX set "--network-seed" with an en dash), < and > print themselves
+    assert _tex("(--network-seed) a---b <x>") == r"(-{}-network-seed) a-{}-{}-b \textless{}x\textgreater{}"
+
+
+def test_a_metric_without_a_formula_heads_its_column_in_words():
+    """A reviewer's trial: ``--metric messages_dropped`` headed its LaTeX column ``messages\\_dropped``."""
+    from rowstoch_fast.report import _tex_head
+
+    assert _tex_head("messages_dropped") == "messages dropped"
+    assert _tex_head("suboptimality") == r"$f(\bar x) - f^\star$"
 
 
 # ----------------------------------------------------------------- a weighted cost axis; records at rounds' ends
@@ -2428,7 +2491,7 @@ def test_one_repetition_ranks_nothing_and_the_network_draws_are_said(tmp_path, c
     assert "one repetition tells no method from another" in tex and r"oldmath" not in tex
     assert main(args + ["--repeats", "2", "--loss", "0.1", "--out", str(tmp_path / "lossy")]) == 0
     tex = (tmp_path / "lossy" / "summary.tex").read_text()
-    assert "Each repetition runs on its own draw of the network's losses (--network-seed plus the repetition's " \
+    assert "Each repetition runs on its own draw of the network's losses (-{}-network-seed plus the repetition's " \
            "number)" in " ".join(tex.split())
     assert main(args + ["--repeats", "2", "--max-delay", "2", "--delay", "fixed", "--out", str(tmp_path / "f")]) == 0
     assert "own draw" not in (tmp_path / "f" / "summary.tex").read_text()  # (fixed delays draw nothing)

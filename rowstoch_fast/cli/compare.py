@@ -155,11 +155,12 @@ def _compare(args):
             raise UsageError(f"unknown topology {name!r}{did_you_mean(name, TOPOLOGIES + PAPER_GRAPHS)}; choose from "
                              f"{', '.join(TOPOLOGIES + PAPER_GRAPHS)}")
     # every graph, setting, objective, algorithm and rate is checked before anything runs or is written
-    problems = []
+    problems, args.graph_words = [], {}
     try:
         for gname in [os.path.basename(args.matrix)] if args.matrix else topologies:
             args.topology = gname
             base = on_every_rank(args, _matrix_from_args, args)
+            args.graph_words[gname] = _graph_words(args, gname, base)
             _check_objective_size(args, base.n)
             f = on_every_rank(args, _objective_from_args, args, base.n)
             for sname, ns in settings:
@@ -281,6 +282,8 @@ def _compare(args):
                 frame = labelled(frame)
                 frames.append(frame)
                 beside = metrics[1:] if args.metric is not None else ()  # (those asked for, printed beside)
+                if getattr(args, "quiet", False) and len(problems) > 1:  # (-q: which graph and setting, still)
+                    show(f"{where}:")
                 show(cmp.format_summary(_one_section(cmp.summary(frame, metrics=beside))), flush=True)
             if frame.attrs.get("interrupted"):
                 interrupted = True
@@ -629,8 +632,9 @@ def _caption(args, problems):
     graphs = list(dict.fromkeys(g for g, *_ in problems))
     models = list(dict.fromkeys(network_options.words(p[2]) for p in problems))
     n = sorted({p[3].n for p in problems})
-    where = (f"the {graphs[0]} graph" if len(graphs) == 1 else "the graphs " + ", ".join(graphs)) + \
-        f" (n = {', '.join(map(str, n))})"
+    said = [args.graph_words[g] for g in graphs]
+    where = (f"the {said[0][1]}" if len(graphs) == 1 else "the graphs " + ", ".join(g for g, *_ in said)) + \
+        f" (n = {', '.join(map(str, n))}, " + "; ".join(dict.fromkeys(w for *_, w in said)) + ")"
     network = models[0] if len(models) == 1 else "the settings of the table (" + "; ".join(models) + ")"
     return (f"{_objective_words(args)} on {where}, {network}: final values after {args.rounds_budget} communication "
             f"rounds, mean and standard deviation (the sample's) over {args.repeats} repetition"
@@ -656,8 +660,28 @@ def _own_draws(problems):
 
 
 def _figure_title(args, graph, ns, n):
-    """A figure panel's title: the graph, n, the objective and the network model."""
-    return f"{graph} (n = {n}), {_objective_words(args)}, {network_options.words(ns)}"
+    """A figure panel's title: the graph (directed or not), n and its weights, the objective and the network
+    model."""
+    said, _, weights = args.graph_words[graph]
+    return f"{said} (n = {n}, {weights}), {_objective_words(args)}, {network_options.words(ns)}"
+
+
+#: How ``--weights`` reads in a caption or a figure's title.
+_WEIGHTS_SAID = {"in-degree": "in-degree weights", "metropolis": "Metropolis weights"}
+
+
+def _graph_words(args, gname, A):
+    """``(graph, as a noun, weights)`` as a title and a caption say them: directed or undirected (whether every link
+    has its reverse) with the topology's name or the file's ("directed ring", "directed ring graph"), and how the
+    weights were made. A directed and an undirected ring read the same, "the ring graph (n = 12)", in the tables
+    and figures: only experiment.json told them apart."""
+    pattern = A.csr != 0
+    kind = "undirected" if (pattern != pattern.T).nnz == 0 else "directed"
+    if args.matrix:
+        said = f"{kind} graph {gname}"
+        return said, said, "the file's weights" + (", rows normalized" if args.normalize else "")
+    return (f"{kind} {gname}", f"{kind} {gname} graph",
+            _WEIGHTS_SAID.get(getattr(args, "weights", "in-degree"), "in-degree weights"))
 
 
 def _write_finished_comparison(frames, partial, labelled, args, root, metrics, problems):

@@ -162,7 +162,7 @@ def status_of(frame, metric, meta, *, lr, lr_source, iterations, tuning=None, co
         grid = [lr for stage in (tuning or {}).get("stages", ()) for lr in stage["scores"]]
         tried = f"{_fmt(min(grid))}..{_fmt(max(grid))}" if grid else "the grid"
         diagnosis = (f"no rate in {tried} was stable over the budget ({tuning_failures(tuning or {})}); shown "
-                     f"{at}, the one that ended lowest" + (f": {diagnosis}" if diagnosis else ""))
+                     f"{at}, the one that ended lowest in the tuning runs" + (f": {diagnosis}" if diagnosis else ""))
         status = "unstable" if status == "ok" else status
     if status == "diverged" and some:
         diagnosis += f" ({some})"
