@@ -967,6 +967,33 @@ def test_a_repetition_that_grew_is_kept_when_the_repetitions_run_one_by_one(monk
     assert len(frames) == 3 and meta["grew"] == "grad_norm grew 1e4x"
 
 
+def test_a_ctrl_c_just_after_a_repetition_returned_keeps_the_repetitions_that_finished(monkeypatch):
+    """Run one at a time (a network that draws), a Ctrl-C in the lines after a repetition's run returned (its
+    checkpoint being removed) escaped the loop: every finished repetition of the method was lost."""
+    from rowstoch_fast.compare import method as method_module
+    from rowstoch_fast.network import Lossy
+
+    A = Lossy(topology.exponential(8), 0.2, seed=3)
+    f = LeastSquares.synthetic(8, samples_per_node=10, d=4, seed=0)
+    plan = cmp.make_plan(A, f, "dsgd", 20, lr=0.05, repeats=4)
+
+    def one_run(plan, method, lr, *, repeats, progress, checkpoint=None, resume=None, first_repeat=0, counted=False):
+        return pd.DataFrame({"iteration": [0, 20], "rep": first_repeat, "total_wall_seconds": 0.0}), {}
+
+    def finished(checkpoint, meta, iterations):
+        if "rep2" in str(checkpoint):  # (the signal arrives as repetition 2's checkpoint goes)
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(method_module, "_one_run", one_run)
+    monkeypatch.setattr(method_module, "_finished", finished)
+    monkeypatch.setattr(method_module, "_checkpoint", lambda plan, method, r: f"ck.from-rep{r}.npz")
+    try:
+        frames, meta = method_module._repetitions(plan, plan.methods[0], 0.05, 0, 4, False)
+    except KeyboardInterrupt:  # (not raised into pytest: it would end the session)
+        pytest.fail("the Ctrl-C escaped with the finished repetitions")
+    assert [int(fr["rep"].iloc[0]) for fr in frames] == [0, 1, 2] and meta["interrupted"]
+
+
 def test_the_tracker_hint_points_to_loss_robust_methods_where_messages_are_lost():
     """A Pull-Diag method that failed on a skewed graph is told what to try. Where messages are lost, the push-sum
     methods fail too (each lost message takes its mass): the hint names the loss-robust methods, as the push-sum

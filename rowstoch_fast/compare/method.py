@@ -134,17 +134,18 @@ def _repetitions(plan, method, lr, first, stop, progress, resume=None, counted=F
             frame, meta = _one_run(plan, method, lr, repeats=count, progress=progress, first_repeat=r,
                                    checkpoint=checkpoint, resume=resume if r == first else None,
                                    counted=counted and r == first)
-        except KeyboardInterrupt:  # (before the run's loop caught it: set-up; the runs before it are kept)
+            frames.append(frame)
+            for key in ("diverged", "grew"):  # (a repetition that diverged or grew, whichever: the verdict's)
+                seen.setdefault(key, meta.get(key))
+                seen[key] = seen[key] or meta.get(key)
+            if r > 0:
+                _finished(checkpoint, meta, iterations)
+        except KeyboardInterrupt:  # (in a run's set-up, before its loop caught it, or in the lines after it
+            # returned: the runs finished are kept; a Ctrl-C there had lost every repetition of the method)
             if not frames:
                 raise
             meta = {**meta, "interrupted": True}
             break
-        frames.append(frame)
-        for key in ("diverged", "grew"):  # (a repetition that diverged or grew, whichever: the verdict's)
-            seen.setdefault(key, meta.get(key))
-            seen[key] = seen[key] or meta.get(key)
-        if r > 0:
-            _finished(checkpoint, meta, iterations)
         if meta.get("interrupted"):
             if count == 1:  # (one at a time: which one, of how many; the iteration alone read as nearly done)
                 meta = {**meta, "interrupted_repetition": [r, stop]}
