@@ -161,3 +161,18 @@ def test_run_with_one_rate_per_replica_reports_growth_and_resumes(tmp_path):
     resumed = rf.run(algo, f, 20, repeats=2, progress=False, resume=ck)
     whole = rf.run(algo, f, 20, repeats=2, progress=False)
     np.testing.assert_array_equal(resumed.frame["grad_norm"], whole.frame["grad_norm"])
+
+
+def test_the_per_replica_rates_keep_a_few_scales_made_and_make_the_others_at_each_call():
+    """A contributor's trial: a step that changes with the iteration, ``self._lr_coef(-1 / sqrt(t + 1))``, kept one
+    row of columns per iteration (2,000 in a run of 2,000 steps, with the tuner's per-replica rates). The first
+    scales are kept made; the others are made at each call, equal."""
+    from rowstoch_fast.algorithms._base import LR_SCALES_KEPT
+
+    opt = REGISTRY["dsgd"].build(topology.exponential(8), np.zeros((3, 8, 2)), RATES[:, None, None])
+    want = lambda s: np.repeat(s * RATES, 2)[None, :]  # noqa: E731 - each replica's rate over its d columns
+    for t in range(50):
+        s = -1.0 / np.sqrt(t + 1.0)
+        np.testing.assert_array_equal(np.asarray(opt._lr_coef(s)), want(s))
+    assert len(opt._lr_columns) == LR_SCALES_KEPT
+    assert opt._lr_coef(-1.0) is opt._lr_coef(-1.0)  # (kept: made once)

@@ -39,6 +39,10 @@ from ._registry import REGISTRY
 
 __all__ = ["Optimizer", "REGISTRY", "exclusive", "matrix_from_state", "message_contraction"]
 
+#: How many scales of the per-replica rates :meth:`Optimizer._lr_coef` keeps made (an algorithm uses a few fixed
+#: ones; a scale that changes each iteration is made at each call).
+LR_SCALES_KEPT = 8
+
 
 
 def _add_senders(entry):
@@ -367,13 +371,17 @@ class Optimizer(AskTell, FailureHandling, Persistence):
 
     def _lr_coef(self, scale=-1.0):
         """``scale * lr`` as a coefficient of :meth:`Backend.combine`: a float, or with one rate per replica a
-        ``(1, reps * d)`` row of columns (each replica's rate over its ``d`` columns), made once per ``scale``."""
+        ``(1, reps * d)`` row of columns (each replica's rate over its ``d`` columns), made once per ``scale`` for
+        the first :data:`LR_SCALES_KEPT` scales (a step that changes with the iteration, ``-1 / sqrt(t + 1)``, had
+        kept one row per iteration: 2,000 in a run of 2,000 steps; pass ``self._lr_coef() * c`` for those)."""
         lr = self.lr
         if np.ndim(lr) == 0:
             return scale * lr
         cached = self._lr_columns.get(scale)
         if cached is None:
-            cached = self._lr_columns[scale] = self._ops.columns(np.repeat(scale * lr.reshape(-1), self._d))
+            cached = self._ops.columns(np.repeat(scale * lr.reshape(-1), self._d))
+            if len(self._lr_columns) < LR_SCALES_KEPT:
+                self._lr_columns[scale] = cached
         return cached
 
     def _inverse_lr_coef(self, scale):
