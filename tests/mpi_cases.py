@@ -295,6 +295,17 @@ def case_compare(out):
     assert cli.main(json.loads(os.environ["ROWSTOCH_TEST_ARGS"]) + ["--backend", "mpi", "--out", out]) == 0
 
 
+def case_resume(out):
+    """rowstoch compare --resume OUT under mpiexec (its backend read from its experiment.json), with the arguments
+    tests/test_mpi.py passes in ROWSTOCH_TEST_ARGS (JSON)."""
+    import json
+    import os
+
+    from rowstoch_fast import cli
+
+    assert cli.main(["compare", "--resume", out] + json.loads(os.environ["ROWSTOCH_TEST_ARGS"])) == 0
+
+
 def _outcome(fn):
     try:
         fn()

@@ -301,6 +301,15 @@ def test_compare_under_mpi_equals_single_process(ranks, tmp_path, monkeypatch):
         for record in r["exponential"]["tuning"].values():
             record.pop("seconds", None)
     assert rates[0] == rates[1]
+    # --resume under mpiexec (the backend is the folder's): every rank had taken itself for rank 0, both wrote,
+    # and one was refused by the other's lock or found the other's figure renamed under it
+    monkeypatch.setenv("ROWSTOCH_TEST_ARGS", json.dumps(["--repeats", "3", "--no-progress"]))
+    output = mpirun("resume", ranks, tmp_path, out=str(tmp_path / "mpi"))
+    assert output.count("wrote ") == 1, output
+    assert cli.main(["compare", "--resume", str(tmp_path / "one"), "--repeats", "3", "--no-progress"]) == 0
+    a, b = (pd.read_csv(tmp_path / d / "compare.csv") for d in ("mpi", "one"))
+    assert sorted(a["rep"].unique()) == [0, 1, 2] and len(a) == len(b)
+    assert (a["grad_norm_mean"] - b["grad_norm_mean"]).abs().max() < 1e-12
 
 
 #: The networks the run at 4 ranks checks (4 ranks on a 2-core machine took 41 s over all of them, 5x the run

@@ -99,6 +99,7 @@ def _compare(args):
     from ..compare.outputs import ComparisonFolder, FolderInUse
     from ..runner import check_takes
 
+    file_algorithms = _read_experiment_file(args)  # (first: a resumed comparison's backend is its experiment.json's)
     root = True
     if args.backend == "mpi":  # every rank runs; rank 0 prints and writes
         try:
@@ -108,7 +109,6 @@ def _compare(args):
         root = MPI.COMM_WORLD.Get_rank() == 0
     say = narrator(args, root)  # what it is doing (quiet with -q)
     show = print if root else (lambda *a, **k: None)  # its results
-    file_algorithms = _read_experiment_file(args)
     warn_unshared_launch(args)
     on_every_rank(args, _metrics_module, args)  # (its metrics are --metric choices; a resumed comparison's file,
     # from experiment.json)
