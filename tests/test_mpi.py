@@ -592,6 +592,56 @@ def test_a_signal_between_two_runs_stops_every_rank_together(tmp_path):
     assert proc.returncode == 0 and output.count("interrupted=True methods=dsgd,sgp") == 2, output
 
 
+WRITING = '''
+import os, signal, sys, time
+from mpi4py import MPI
+from rowstoch_fast import cli, compare as cmp
+
+pids = MPI.COMM_WORLD.allgather(os.getpid())
+write = cmp.write_outputs
+
+
+def signalled_write(*args, **kwargs):  # (a scheduler's SIGTERM to every rank while rank 0 writes the outputs, the
+    time.sleep(1.0)                       # others done with the comparison by then)
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    time.sleep(0.5)
+    return write(*args, **kwargs)
+
+
+cmp.write_outputs = signalled_write
+sys.exit(cli.main(["compare", "--n", "8", "--objective", "quadratic", "--d", "3", "--algorithms", "dsgd,push-pull",
+                   "--lr", "0.05", "--rounds-budget", "20", "--repeats", "2", "--no-progress", "--backend", "mpi",
+                   "--out", sys.argv[1]]))
+'''
+
+
+def test_a_signal_while_rank_0_writes_the_outputs_leaves_them_whole(tmp_path):
+    """The ranks other than 0 left once the last method ran: a scheduler's SIGTERM then ended one with 143 (or in
+    MPI_Finalize, with the signal), and mpiexec ended rank 0 as it wrote the figures: no compare.png, the folder's
+    lock left behind (a helper's trial, 0.8 s after the last table). They now leave together, once rank 0 has
+    written and let go of the folder, every rank with 143."""
+    import signal
+
+    (tmp_path / "writing.py").write_text(WRITING)
+    out = tmp_path / "out"
+    proc = subprocess.Popen([MPIEXEC, *MPIEXEC_FLAGS, "-n", "2", sys.executable, str(tmp_path / "writing.py"), str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+                            env=dict(os.environ, OMP_NUM_THREADS="1"))
+    try:
+        output, _ = proc.communicate(timeout=hang_limit(60))
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        pytest.fail("a SIGTERM while rank 0 wrote the outputs hung the ranks")
+    assert _sigterm_exit(proc.returncode) and "Traceback" not in output, output
+    assert (out / "compare.png").is_file() and (out / "summary.tex").is_file(), output
+    assert not (out / ".rowstoch-compare.lock").exists() and not list(out.glob("*.part")), output
+
+
 def test_a_nan_in_the_settings_is_the_same_on_every_rank(tmp_path):
     """The ranks' settings were compared with ==, and NaN never equals itself: a run whose config held a NaN was
     refused on every rank ("tol is nan on rank 0 and nan on rank 1")."""

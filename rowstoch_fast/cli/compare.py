@@ -88,6 +88,26 @@ def cmd_compare(args):
         return _compare(args)
     except UsageError as exc:
         raise _as_in_the_file(args, exc) from None
+    finally:
+        if getattr(args, "ranks_wait", False):
+            _wait_for_rank_zero()
+
+
+def _wait_for_rank_zero():
+    """Under MPI, once every rank is past the comparison's last collective (its last method run, or all stopped
+    together): the ranks leave together, after rank 0 has written the outputs and let go of the folder, SIGINT and
+    SIGTERM held meanwhile (then handed on), whichever way each leaves ``_compare`` (a signal in the lines after the
+    last run raises KeyboardInterrupt there). A rank that left first, with 143 after a scheduler's SIGTERM, made
+    mpiexec end rank 0 while it wrote the figures: the folder had no compare.png and kept its lock. (Polled, not a
+    blocking barrier: the ranks waiting spin no core away from rank 0's writing.)"""
+    import time
+
+    from mpi4py import MPI
+
+    with signals_held():
+        request = MPI.COMM_WORLD.Ibarrier()
+        while not request.Test():
+            time.sleep(0.005)
 
 
 def _compare(args):
@@ -262,6 +282,10 @@ def _compare(args):
                                             previous=_previous_of(args, gname, sname if several else None),
                                             jobs=jobs, on_result=write_so_far,
                                             log=lambda line: say("  " + line, flush=True))
+                        # (under MPI, past the comparison's last collective: a signal from here on, on any rank,
+                        # is held until rank 0 has written, and the ranks leave together: _wait_for_rank_zero)
+                        args.ranks_wait = args.backend == "mpi" and (
+                            (gname, sname) == problems[-1][:2] or bool(frame.attrs.get("interrupted")))
                     except Exception as exc:  # what finished (exc.frame, earlier settings) is written, then the error
                         if live is not None:
                             live.flush()
