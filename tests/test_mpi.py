@@ -642,6 +642,41 @@ def test_a_signal_while_rank_0_writes_the_outputs_leaves_them_whole(tmp_path):
     assert not (out / ".rowstoch-compare.lock").exists() and not list(out.glob("*.part")), output
 
 
+def _launched_within_limit(cmd, what):
+    """``(exit code, output)`` of an MPI launch; a failure naming ``what`` where it hangs (its ranks killed too)."""
+    import signal
+
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+                            env=dict(os.environ, OMP_NUM_THREADS="1"))
+    try:
+        output, _ = proc.communicate(timeout=hang_limit(60))
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        pytest.fail(f"{what} hung")
+    return proc.returncode, output
+
+
+@pytest.mark.parametrize("command", ["compare", "run"])
+def test_ranks_launched_with_different_arguments_are_refused_on_every_rank(tmp_path, command):
+    """An MPMD launch whose ranks got other arguments (a budget, an option on one only) ran two problems whose
+    collectives never matched: both ranks spun, past the launcher's SIGTERM and SIGINT (a helper's trial, 13
+    minutes). The arguments are compared first: exit 2 on every rank, naming the first that differs. An option
+    one rank's parser refuses: that rank left before MPI's initialization, where the other waited for it past
+    every signal; the launch is aborted with the parser's exit code."""
+    common = [sys.executable, "-m", "rowstoch_fast.cli", command, "--n", "8", "--objective", "quadratic", "--d", "3",
+              "--no-progress", "--backend", "mpi", "--out", str(tmp_path / "out")]
+    budget = ["--rounds-budget"] if command == "compare" else ["--iterations"]
+    code, output = _launched_within_limit([MPIEXEC, *MPIEXEC_FLAGS, "-n", "1", *common, *budget, "20", ":", "-n", "1",
+                                           *common, *budget, "600"], f"ranks given other budgets ({command})")
+    said = f"the MPI ranks were given different arguments: rank 1 has '{budget[0]} 600' where rank 0 has '{budget[0]} 20'"
+    assert code == 2 and output.count(said) == 2, output
+    assert not (tmp_path / "out").exists()
+    code, output = _launched_within_limit([MPIEXEC, *MPIEXEC_FLAGS, "-n", "1", *common, ":", "-n", "1", *common,
+                                           "--bogus-option"], f"an option refused on one rank ({command})")
+    assert code != 0 and "unrecognized arguments: --bogus-option" in output, output
+
+
 def test_a_nan_in_the_settings_is_the_same_on_every_rank(tmp_path):
     """The ranks' settings were compared with ==, and NaN never equals itself: a run whose config held a NaN was
     refused on every rank ("tol is nan on rank 0 and nan on rank 1")."""

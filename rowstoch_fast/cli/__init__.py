@@ -59,10 +59,14 @@ def main(argv=None):
     """Entry point of the ``rowstoch`` command."""
     parser = make_parser()
     argv = sys.argv[1:] if argv is None else list(argv)
-    bad = _bad_value(argv, parser)
-    if bad is not None:  # (an unset "$CONFIG" in a script: --config '' ran the whole default comparison)
-        parser.error(bad)
-    args = parser.parse_args(_negative_values_glued(argv, parser))
+    try:
+        bad = _bad_value(argv, parser)
+        if bad is not None:  # (an unset "$CONFIG" in a script: --config '' ran the whole default comparison)
+            parser.error(bad)
+        args = parser.parse_args(_negative_values_glued(argv, parser))
+    except SystemExit as exc:
+        _end_the_launch(argv, exc.code)
+        raise
     args.argv = list(argv)  # (what a command records as its own: main's arguments, not the interpreter's)
     # the options written out (abbreviations are off, so each appears as itself)
     args.given = {str(token).split("=", 1)[0] for token in argv if str(token).startswith("--")}
@@ -77,6 +81,26 @@ def main(argv=None):
             code = 143
             _error("terminated (SIGTERM)")
         return code
+
+
+def _end_the_launch(argv, code):
+    """A command refused by its parser on one rank of an MPI launch (``--backend mpi``, or a ``--resume`` of such a
+    comparison): the launch aborted with the parser's exit code. The rank had left before initializing MPI, and
+    the others waited in MPI's initialization for it, in C, past every SIGTERM and SIGINT (a helper's MPMD
+    launch with an unknown option on one rank: 13 minutes, until SIGKILL)."""
+    from ._common import _launched
+
+    tokens = [str(t) for t in argv]
+    mpi = any(t == "--backend=mpi" or t == "--backend" and k + 1 < len(tokens) and tokens[k + 1] == "mpi"
+              for k, t in enumerate(tokens)) or any(t.split("=", 1)[0] == "--resume" for t in tokens)
+    if code in (0, None) or not mpi or _launched()[0] < 2:
+        return
+    try:
+        from mpi4py import MPI
+    except ImportError:  # (the run's own check says it needs mpi4py)
+        return
+    sys.stderr.flush()
+    MPI.COMM_WORLD.Abort(code if isinstance(code, int) else 2)
 
 
 #: A number written with underscores (Python's digit grouping: ``float("0_01")`` is 1.0, not the 0.01 meant).

@@ -303,6 +303,33 @@ def refuse_on_every_rank(args, refused):
         raise UsageError(refused)
 
 
+def refuse_different_arguments(args):
+    """Under ``--backend mpi``, the command's arguments compared between the ranks, refused on every rank where one
+    differs, naming it: an MPMD launch (``mpiexec -n 1 rowstoch compare ... : -n 1 rowstoch compare ...
+    --rounds-budget 600``) ran two problems whose collectives never matched, both ranks spinning past any signal."""
+    if getattr(args, "backend", None) != "mpi":
+        return
+    import time
+
+    from mpi4py import MPI
+
+    arrived = MPI.COMM_WORLD.Ibarrier()  # (polled: a rank that never comes, its own arguments refused by the
+    while not arrived.Test():            # parser, leaves the others waiting where a signal still reaches them)
+        time.sleep(0.005)
+    every = MPI.COMM_WORLD.allgather([str(token) for token in getattr(args, "argv", [])])
+    for rank, argv in enumerate(every[1:], 1):
+        if argv != every[0]:
+            k = next((k for k, (a, b) in enumerate(zip(every[0], argv)) if a != b), min(len(argv), len(every[0])))
+            def said(tokens):  # (the first that differs, after its option where it is a value)
+                if k >= len(tokens):
+                    return "nothing more"
+                start = k if k == 0 or tokens[k].startswith("--") else k - 1
+                return " ".join(tokens[start:k + 1])
+
+            raise UsageError(f"the MPI ranks were given different arguments: rank {rank} has {said(argv)!r} where "
+                             f"rank 0 has {said(every[0])!r}; launch every rank with the same command")
+
+
 def on_every_rank(args, fn, *a):
     """``fn(*a)`` on every process: under ``--backend mpi`` a refusal on one rank is raised on all (a data file or a
     metrics module only one rank could read left the others waiting in the run's first collective): as a usage

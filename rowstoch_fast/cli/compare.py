@@ -16,7 +16,7 @@ from ..topology import NAMES as TOPOLOGIES, PAPER_NAMES as PAPER_GRAPHS
 from ._common import (_as_options, _check_objective_args, _check_objective_size, _check_out_folder, _error,
                       _list_option, _matrix_from_args, _metrics_module, _objective_from_args, _problem_rules,
                       _refuse_unread, _settings, narrator, on_every_rank, progress_option,
-                      refuse_on_every_rank, warn_unshared_launch)
+                      refuse_different_arguments, refuse_on_every_rank, warn_unshared_launch)
 
 
 def _metric_list(text):
@@ -127,6 +127,7 @@ def _compare(args):
         except ImportError:
             raise UsageError("--backend mpi needs mpi4py: pip install 'rowstoch_fast[mpi]'") from None
         root = MPI.COMM_WORLD.Get_rank() == 0
+    refuse_different_arguments(args)
     say = narrator(args, root)  # what it is doing (quiet with -q)
     show = print if root else (lambda *a, **k: None)  # its results
     warn_unshared_launch(args)

@@ -17,7 +17,7 @@ from ..topology import NAMES as TOPOLOGIES, PAPER_NAMES as PAPER_GRAPHS
 from ._common import (_algorithm_names, _check_objective_args, _check_objective_size, _error, _matrix_from_args,
                       _metrics_module, _objective_from_args, _one_setting, _problem_rules, _refuse_unread, _stage,
                       _topology_n, _writable_file, _writable_folder, default_lr, narrator, progress_option,
-                      on_every_rank, refuse_on_every_rank, warn_unshared_launch)
+                      on_every_rank, refuse_different_arguments, refuse_on_every_rank, warn_unshared_launch)
 
 
 #: The graph's options that a method which averages exactly (federated, centralized) reads no more than the
@@ -164,6 +164,12 @@ def cmd_run(args):
     from ..errors import DivergenceError
     from ..runner import METRICS, Algorithm, check_takes, run
 
+    if args.backend == "mpi":  # (before any other collective: ranks given other arguments meet none of them)
+        try:
+            import mpi4py  # noqa: F401
+        except ImportError:
+            raise UsageError("--backend mpi needs mpi4py: pip install 'rowstoch_fast[mpi]'") from None
+    refuse_different_arguments(args)
     _check_run_args(args)
     warn_unshared_launch(args)
     extra = on_every_rank(args, _metrics_module, args)  # (every metric the file registers is recorded)
