@@ -396,7 +396,7 @@ def test_concurrent_steps_are_refused():
 # ---------------------------------------------------------------- 13: divergence without NaN
 def test_exploding_run_warns(tmp_path):
     rc, _, err = rowstoch("run", *SMALL, "--iterations", "50", "--lr", "1e6", "--out", tmp_path)
-    assert rc == 0 and "rowstoch: warning:" in err and "smaller lr" in err
+    assert rc == 3 and "rowstoch: warning:" in err and "smaller lr" in err  # (and diverged: exit 3, as compare says)
 
 
 def test_exploding_run_warns_in_python(problem):
@@ -1136,3 +1136,27 @@ def test_a_reproduction_started_by_mpiexec_on_several_processes_is_refused(tmp_p
         assert_one_line_error(rc, err, "runs in one process, but an MPI launcher started 2: they would write the "
                                        "same files; run it without mpiexec")
     assert not (tmp_path / "o").exists()
+
+
+def test_a_run_whose_loss_grows_past_the_warning_is_diverged_not_done(tmp_path):
+    """A scale trial: DSGD at lr 100 took the loss to 2e241 with finite iterates; the run warned, then said "done"
+    and exited 0 (the loss printed as a number of 240 digits), where compare calls it diverged."""
+    code, out, err = rowstoch_here("run", "--objective", "least-squares", "--n", "16", "--algorithm", "dsgd", "--lr",
+                                   "100", "--iterations", "60", "--no-progress", "--out", tmp_path / "o")
+    assert code == 3 and "diverged at iteration 60" in out, (out, err)
+    assert "rowstoch: diverged: the gradient norm from" in err and "try a smaller --lr" in err
+    loss = out.split("loss ")[1].split()[0]
+    assert "e+" in loss and len(loss) < 16, out
+
+
+def test_the_exact_trackers_build_has_a_set_up_line_of_its_own(tmp_path, monkeypatch):
+    """A scale trial: at 2^14 nodes the exact tracker's powers of A took 21 minutes of a set-up with nothing shown
+    (the run's bar came after it). It is built under a line of its own, naming the way around it, and the run
+    reuses it."""
+    from rowstoch_fast.cli import run as run_module
+
+    monkeypatch.setattr(run_module, "_SAID_TRACKER", 8)
+    code, _, err = rowstoch_here("run", "--n", "8", "--objective", "quadratic", "--d", "3", "--iterations", "5",
+                                 "--progress", "--out", tmp_path / "o")
+    assert code == 0 and "set-up: the exact tracker's diag(A^k) over all 8 columns" in err, err
+    assert "--tracker perron needs none" in err

@@ -873,7 +873,26 @@ def test_a_diagnosis_counts_the_repetitions_that_diverged():
                                                   iterations=20)[1]
 
 
-def test_an_earlier_comparison_of_another_network_or_problem_is_refused_as_previous():
+def test_a_comparison_too_large_is_refused_before_it_runs_with_what_would_shrink_it(monkeypatch):
+    """A scale trial: at 2^20 nodes a comparison made its folder, then ran a minute before the first method's blocks
+    were refused, advising "fewer repetitions": the tuner's 22 replicas were the width, whatever repeats said. The
+    plan counts the widest method's blocks, the tuner's replicas and the methods run at once, and names what would
+    shrink them."""
+    A = topology.exponential(1024)
+    f = Quadratic.random(1024, 10, seed=0)
+    # push-pull holds its 3 state blocks twice and 1 work block: 7 x 8 bytes x 1024 nodes x 22 replicas x 10 = 12.6 MB
+    monkeypatch.setenv("ROWSTOCH_MEMORY_LIMIT", str(8_000_000))
+    with pytest.raises(MemoryError, match=r"22 replicas x d = 10 x 7 blocks\) needs about .*give the rates of "
+                                          r"push-pull \(lr=\.\.\., --lr NAME=VALUE\): the tuner runs its 11 rates"):
+        cmp.make_plan(A, f, "push-pull", 20, repeats=2)
+    cmp.make_plan(A, f, "push-pull", 20, repeats=2, lr=0.1)  # (given: 2 replicas, 1.1 MB)
+    # two methods at once hold two methods' blocks: 2 x 7 x 8 x 1024 x 5 x 10 = 5.7 MB
+    monkeypatch.setenv("ROWSTOCH_MEMORY_LIMIT", str(4_000_000))
+    cmp.make_plan(A, f, "dsgd,push-pull", 20, repeats=5, lr=0.1)
+    with pytest.raises(MemoryError, match=r"2 methods at once\) needs .*; lower repeats, or run fewer methods at "
+                                          r"once \(jobs = 2\)"):
+        cmp.make_plan(A, f, "dsgd,push-pull", 20, repeats=5, lr=0.1, jobs=2)
+
     """``previous=`` kept an earlier comparison's runs and added repetitions to them whatever network they had run
     on: another draw of the losses (its seed), another objective or budget mixed into one table. The frame carries
     what it compared (``attrs["identity"]``); another is refused naming the field."""

@@ -212,7 +212,8 @@ def _compare(args):
                     cmp.make_plan(A, f, chosen, args.rounds_budget, lr=lr, repeats=args.repeats, seed=args.seed,
                                   tracker=args.tracker, backend=args.backend, mg_rounds=args.mg_rounds,
                                   metric=metrics[0] if metrics else None, metrics=metrics,
-                                  lr_source=sources or None, hyper=hyper or None)  # (every check, memory too)
+                                  lr_source=sources or None, hyper=hyper or None,
+                                  jobs=jobs)  # (every check, memory too)
                 problems.append((gname, sname, ns, A, specs, lr, f, sources, hyper, chosen))
     except UsageError as exc:  # (worded already: an experiment file's key; a layer's option, here)
         raise _as_in_the_file(args, exc) from None

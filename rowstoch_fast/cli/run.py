@@ -157,6 +157,11 @@ def _write_history(h, folder, args, A, algo):
                   label=f"{algo.name}, lr = {algo.lr:g}" + (" (diverged)" if h.diverged else ""))
 
 
+#: From this many nodes the exact tracker is built under a set-up line of its own (the powers of A over every
+#: column: about 25 s at 4,096 nodes and 21 minutes at 16,384 on one thread of the VM).
+_SAID_TRACKER = 4096
+
+
 def cmd_run(args):
     """``rowstoch run``: one algorithm on one objective and network; writes CSV, JSON and PNG."""
     import warnings
@@ -213,13 +218,22 @@ def cmd_run(args):
     try:
         stage(f"set-up: the {args.objective} objective on {A.n} nodes")
         f = on_every_rank(args, _objective_from_args, args, A.n)
-        stage(None)
-        prepared = time.perf_counter() - started  # network and objective
         mg = args.algorithm.startswith("mg-")
         rounds = args.rounds or (A.metrics().recommended_rounds() if mg else 1)
         method = args.algorithm[3:] if mg else args.algorithm
         lr = args.lr if args.lr is not None else default_lr(method, A.n)
-        algo = Algorithm(network_options.build(A, args), lr, rounds=rounds, tracker=args.tracker, backend=args.backend,
+        network = network_options.build(A, args)
+        if args.tracker == "exact" and "tracker" in REGISTRY[method].hyper and network is A and A.n >= _SAID_TRACKER \
+                and args.backend != "mpi":  # (built here, under its line, and kept on A for the run: at 2^14 nodes
+            # it took 21 minutes of a silent set-up)
+            from ..tracker import DiagTracker
+
+            stage(f"set-up: the exact tracker's diag(A^k) over all {A.n} columns (minutes on many nodes; "
+                  "--tracker perron needs none)")
+            DiagTracker(A, rounds)
+        stage(None)
+        prepared = time.perf_counter() - started  # network, objective (and the exact tracker built here)
+        algo = Algorithm(network, lr, rounds=rounds, tracker=args.tracker, backend=args.backend,
                          method=method, **_hyper_option(args))
         check_takes(algo.optimizer, f, args.algorithm)
         if args.metric:  # (one that no record of this run can hold: refused, not a column of NaN)
@@ -272,14 +286,16 @@ def cmd_run(args):
     reached = int(h.meta.get("completed_iterations", s["iteration"]))  # Ctrl-C: where it stopped, not the last record
     # a run whose iterates stayed finite but whose metrics overflowed (1e200 squared) diverged all the same
     blown = [m for m in ("grad_norm", "loss", "consensus_error") if m in s and np.isinf(s[m])]
-    status = "interrupted" if h.interrupted else "diverged" if blown else "done"
+    grew = h.meta.get("grew")  # (a gradient norm or loss that grew past the runner's warning: compare's diverged;
+    # a rate of 100 took the loss to 2e241 and ended "done", exit 0)
+    status = "interrupted" if h.interrupted else "diverged" if blown or grew else "done"
     print(f"{algo.name} (lr {algo.lr:g}) on {args.topology if not args.matrix else args.matrix} (n={A.n}), {status} at iteration "
           f"{reached} ({int(h.meta.get('completed_rounds', s['communication_rounds']))} communication rounds, "
           f"{s['wall_seconds']:.1f} s; "
           f"set-up {prepared + h.meta.get('setup_seconds', 0.0):.1f} s)")
     last = f" (at iteration {int(s['iteration'])}, the last recorded)" if reached != int(s["iteration"]) else ""
     spread = f" +- {s['grad_norm_std']:.1e}" if h.meta.get("repeats", 1) > 1 else " (1 run)"
-    print(f"  grad norm {s['grad_norm']:.4e}{spread}   loss {s['loss']:.6f}   "
+    print(f"  grad norm {s['grad_norm']:.4e}{spread}   loss {s['loss']:.6g}   "
           f"consensus error {s['consensus_error']:.3e}"
           + (f"   f(x_bar) - f* {s['suboptimality']:.3e}" if np.isfinite(s["suboptimality"]) else "") + last)
     if "communication" in h.meta:
@@ -293,6 +309,9 @@ def cmd_run(args):
         print(f"rowstoch: diverged: the last record's {' and '.join(m.replace('_', ' ') for m in blown)} "
               f"{'is' if len(blown) == 1 else 'are'} infinite (the iterates grew past what the metrics can square); "
               "try a smaller --lr", file=sys.stderr)
+        return 3
+    if grew and not h.interrupted:  # (said as the warning above; the status and exit code say it too)
+        print(f"rowstoch: diverged: {grew.split(': the run diverges')[0]}; try a smaller --lr", file=sys.stderr)
         return 3
     return 130 if h.interrupted else 0
 

@@ -213,7 +213,7 @@ def compare(A, objective, algorithms=None, rounds_budget=2000, *, lr=None, tune=
     plan = make_plan(A, objective, algorithms, rounds_budget, lr=lr, tune=tune, repeats=repeats, seed=seed,
                      tracker=tracker, backend=backend, mg_rounds=mg_rounds, points=points, metric=metric,
                      metrics=metrics, lr_source=lr_source, hyper=hyper, checkpoint_dir=checkpoint_dir,
-                     previous=previous, grid=grid)
+                     previous=previous, grid=grid, jobs=jobs)
     if tracker != "exact" and not any("tracker" in _algorithms.REGISTRY[m.method].hyper for m in plan.methods):
         raise ValueError(f"tracker={tracker!r} is not read by {', '.join(m.label for m in plan.methods)} (only the "
                          "methods with a Pull-Diag tracker take one: 'rowstoch algorithms' lists them)")

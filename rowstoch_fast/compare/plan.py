@@ -320,10 +320,11 @@ def _layers(net):
 
 def make_plan(A, objective, algorithms=None, rounds_budget=2000, *, lr=None, tune=True, repeats=5, seed=0,
               tracker="exact", backend="auto", mg_rounds=None, points=25, metric=None, metrics=None, lr_source=None,
-              hyper=None, checkpoint_dir=None, previous=None, grid=TUNE_GRID):
+              hyper=None, checkpoint_dir=None, previous=None, grid=TUNE_GRID, jobs=1):
     """Check every argument of :func:`~rowstoch_fast.compare.compare` and return its :class:`Plan` (the
-    arguments as :func:`~rowstoch_fast.compare.compare` documents them). A ValueError or TypeError names the
-    first argument that is wrong; nothing has run."""
+    arguments as :func:`~rowstoch_fast.compare.compare` documents them; ``jobs``, the processes that will run
+    its methods at once, for the memory they need together). A ValueError or TypeError names the first argument
+    that is wrong, a MemoryError a comparison that cannot fit; nothing has run."""
     from ..mixing import MixingMatrix
     from ..objectives import Objective
 
@@ -436,12 +437,24 @@ def make_plan(A, objective, algorithms=None, rounds_budget=2000, *, lr=None, tun
     if missing and not tune:
         raise ValueError(f"lr: no learning rate for {', '.join(missing)}; give one (lr=... or "
                          f"--lr {missing[0]}=0.01) or let them be tuned (tune=True)")
-    # the largest blocks the runs will hold (four of each state's kind at least), refused before anything runs
+    # the largest blocks the runs will hold (each state block twice, and the work blocks, of the widest method), as
+    # many at once as processes run methods, refused before anything runs: at 2^20 nodes a comparison made its
+    # folder, then ran a minute before the first method's blocks were refused, advising fewer repetitions
     d = int(np.shape(objective.x0())[-1]) if np.ndim(objective.x0()) else 1
-    tuned = sum(m.label not in rates for m in methods)
-    widest = max(repeats, 2 * len(grid) if tuned else 1) * d
-    require_memory(4 * 8 * A.n * widest, f"the runs' iterates ({A.n} nodes x {widest // d} replicas x d = {d}: "
-                   f"repeats = {repeats}, {len(grid)} tuned rates x 2)", "lower repeats")
+    tuned = [m for m in methods if m.label not in rates]
+    replicas = max(repeats, 2 * len(grid) if tuned else 1)
+    blocks = max(2 * sum(name not in cls.narrow for name in cls.state) + cls.scratch
+                 for cls in (_algorithms.REGISTRY[m.method] for m in methods))  # (as Optimizer allocates them)
+    jobs = check_int(jobs, "jobs", minimum=1)
+    at_once = min(jobs, len(methods))
+    hint = (f"give the rates of {', '.join(m.label for m in tuned[:3])}{', ...' if len(tuned) > 3 else ''} (lr=..., "
+            f"--lr NAME=VALUE): the tuner runs its {len(grid)} rates x 2 streams as {2 * len(grid)} replicas"
+            if tuned and 2 * len(grid) > repeats else "lower repeats")
+    if at_once > 1:
+        hint += f", or run fewer methods at once (jobs = {jobs})"
+    require_memory(at_once * blocks * 8 * A.n * replicas * d,
+                   f"the runs' iterates ({A.n} nodes x {replicas} replicas x d = {d} x {blocks} blocks"
+                   + (f", {at_once} methods at once" if at_once > 1 else "") + ")", hint)
     if checkpoint_dir is not None:
         if not isinstance(checkpoint_dir, (str, os.PathLike)):
             raise TypeError(f"checkpoint_dir must be a folder's path (str or os.PathLike), got "
