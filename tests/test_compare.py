@@ -886,13 +886,15 @@ def test_a_comparison_too_large_is_refused_before_it_runs_with_what_would_shrink
                                           r"push-pull \(lr=\.\.\., --lr NAME=VALUE\): the tuner runs its 11 rates"):
         cmp.make_plan(A, f, "push-pull", 20, repeats=2)
     cmp.make_plan(A, f, "push-pull", 20, repeats=2, lr=0.1)  # (given: 2 replicas, 1.1 MB)
-    # two methods at once hold two methods' blocks: 2 x 7 x 8 x 1024 x 5 x 10 = 5.7 MB
+    # two methods at once hold both methods' blocks: (7 + 4) x 8 x 1024 x 5 x 10 = 4.5 MB
     monkeypatch.setenv("ROWSTOCH_MEMORY_LIMIT", str(4_000_000))
     cmp.make_plan(A, f, "dsgd,push-pull", 20, repeats=5, lr=0.1)
-    with pytest.raises(MemoryError, match=r"2 methods at once\) needs .*; lower repeats, or run fewer methods at "
-                                          r"once \(jobs = 2\)"):
+    with pytest.raises(MemoryError, match=r"11 blocks of 2 methods at once\) needs .*; lower repeats, or run fewer "
+                                          r"methods at once \(jobs = 2\)"):
         cmp.make_plan(A, f, "dsgd,push-pull", 20, repeats=5, lr=0.1, jobs=2)
 
+
+def test_an_earlier_comparison_of_another_network_or_problem_is_refused_as_previous():
     """``previous=`` kept an earlier comparison's runs and added repetitions to them whatever network they had run
     on: another draw of the losses (its seed), another objective or budget mixed into one table. The frame carries
     what it compared (``attrs["identity"]``); another is refused naming the field."""

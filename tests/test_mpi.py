@@ -675,6 +675,45 @@ def test_ranks_launched_with_different_arguments_are_refused_on_every_rank(tmp_p
     code, output = _launched_within_limit([MPIEXEC, *MPIEXEC_FLAGS, "-n", "1", *common, ":", "-n", "1", *common,
                                            "--bogus-option"], f"an option refused on one rank ({command})")
     assert code != 0 and "unrecognized arguments: --bogus-option" in output, output
+    if command == "compare":  # (an experiment file read on every rank before MPI starts: one rank's refusal)
+        (tmp_path / "exp.toml").write_text('[network]\nn = 8\n[objective]\nkind = "quadratic"\nd = 3\n'
+                                           '[run]\nrounds_budget = 20\n[algorithms.dsgd]\nlr = 0.05\n')
+        files = [[*common, "--config", str(tmp_path / name)] for name in ("exp.toml", "missing.toml")]
+        code, output = _launched_within_limit([MPIEXEC, *MPIEXEC_FLAGS, "-n", "1", *files[0], ":", "-n", "1",
+                                               *files[1]], "an experiment file missing on one rank")
+        assert code != 0 and "missing.toml' does not exist" in output, output
+
+
+LASTFAIL = '''
+import sys
+from mpi4py import MPI
+from rowstoch_fast import cli, compare as cmp
+
+real = cmp.compare
+
+
+def compare(*a, **k):  # (rank 0's error alone, past the comparison's last collective: its last table unwritable)
+    frame = real(*a, **k)
+    if MPI.COMM_WORLD.Get_rank() == 0:
+        raise OSError(28, "No space left on device")
+    return frame
+
+
+cmp.compare = compare
+sys.exit(cli.main(["compare", "--n", "8", "--objective", "quadratic", "--d", "3", "--algorithms", "dsgd", "--lr",
+                   "0.05", "--rounds-budget", "20", "--repeats", "1", "--no-progress", "--backend", "mpi",
+                   "--out", sys.argv[1]]))
+'''
+
+
+def test_an_error_of_rank_0_alone_after_the_last_run_ends_every_rank(tmp_path):
+    """A review's trial: the ranks past the last collective waited for rank 0's outputs, signals held, and rank 0
+    failed instead (a full disk): they waited for ever. Rank 0 waits with them before its error ends it."""
+    (tmp_path / "lastfail.py").write_text(LASTFAIL)
+    code, output = _launched_within_limit([MPIEXEC, *MPIEXEC_FLAGS, "-n", "2", sys.executable,
+                                           str(tmp_path / "lastfail.py"), str(tmp_path / "out")],
+                                          "an error of rank 0's alone after the last run")
+    assert code != 0 and "No space left on device" in output, output
 
 
 def test_a_nan_in_the_settings_is_the_same_on_every_rank(tmp_path):

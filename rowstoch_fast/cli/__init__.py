@@ -84,10 +84,11 @@ def main(argv=None):
 
 
 def _end_the_launch(argv, code):
-    """A command refused by its parser on one rank of an MPI launch (``--backend mpi``, or a ``--resume`` of such a
-    comparison): the launch aborted with the parser's exit code. The rank had left before initializing MPI, and
-    the others waited in MPI's initialization for it, in C, past every SIGTERM and SIGINT (a helper's MPMD
-    launch with an unknown option on one rank: 13 minutes, until SIGKILL)."""
+    """A command refused before it initialized MPI (by its parser, or reading its experiment file) on one rank of an
+    MPI launch (``--backend mpi``, or a ``--resume`` of such a comparison): the launch aborted with the refusal's
+    exit code. The rank had left before initializing MPI, and the others waited in MPI's initialization for it,
+    in C, past every SIGTERM and SIGINT (a helper's MPMD launch with an unknown option on one rank: 13 minutes,
+    until SIGKILL; a ``--config`` missing on one rank: 11 minutes)."""
     from ._common import _launched
 
     tokens = [str(t) for t in argv]
@@ -193,6 +194,8 @@ def _call(args, terminated):
         for keyword, option in _KEYWORD_OPTIONS.items():  # the library's advice, in the command line's words
             text = text.replace(keyword, option)
         _error(f"error: {text}")
+        if getattr(args, "before_mpi", False):  # (refused before MPI's initialization, maybe on this rank alone)
+            _end_the_launch(getattr(args, "argv", []), 2)
         return 2
     except MemoryError as exc:
         remove_created()

@@ -99,15 +99,35 @@ def _wait_for_rank_zero():
     SIGTERM held meanwhile (then handed on), whichever way each leaves ``_compare`` (a signal in the lines after the
     last run raises KeyboardInterrupt there). A rank that left first, with 143 after a scheduler's SIGTERM, made
     mpiexec end rank 0 while it wrote the figures: the folder had no compare.png and kept its lock. (Polled, not a
-    blocking barrier: the ranks waiting spin no core away from rank 0's writing.)"""
+    blocking barrier: the ranks waiting spin no core away from rank 0's writing; a second signal ends the wait.)"""
+    import signal
     import time
 
     from mpi4py import MPI
 
-    with signals_held():
+    from .._signals import first, hold, put_back
+
+    held = []
+
+    class _Again(Exception):
+        pass
+
+    def handler(signum, frame):
+        held.append(signum)
+        if len(held) > 1:  # (a second signal: rank 0 may never come, it failed past the last collective)
+            raise _Again
+
+    previous = hold(handler)
+    try:
         request = MPI.COMM_WORLD.Ibarrier()
         while not request.Test():
             time.sleep(0.005)
+    except _Again:
+        pass
+    finally:
+        put_back(previous)
+    if held:
+        signal.raise_signal(first(held))
 
 
 def _compare(args):
@@ -119,7 +139,9 @@ def _compare(args):
     from ..compare.outputs import ComparisonFolder, FolderInUse
     from ..runner import check_takes
 
+    args.before_mpi = True  # (a refusal here, on one rank of an MPI launch, aborts it: the others are in MPI_Init)
     file_algorithms = _read_experiment_file(args)  # (first: a resumed comparison's backend is its experiment.json's)
+    args.before_mpi = False
     root = True
     if args.backend == "mpi":  # every rank runs; rank 0 prints and writes
         try:
@@ -289,6 +311,9 @@ def _compare(args):
                         args.ranks_wait = args.backend == "mpi" and (
                             (gname, sname) == problems[-1][:2] or bool(frame.attrs.get("interrupted")))
                     except Exception as exc:  # what finished (exc.frame, earlier settings) is written, then the error
+                        # (under MPI, an error of rank 0's alone in the last setting, its last table unwritable: the
+                        # others wait for it as they would have for its outputs)
+                        args.ranks_wait = args.backend == "mpi" and (gname, sname) == problems[-1][:2]
                         if live is not None:
                             live.flush()
                         _write_finished_comparison(frames, getattr(exc, "frame", None), labelled, args, root,

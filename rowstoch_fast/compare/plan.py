@@ -443,18 +443,24 @@ def make_plan(A, objective, algorithms=None, rounds_budget=2000, *, lr=None, tun
     d = int(np.shape(objective.x0())[-1]) if np.ndim(objective.x0()) else 1
     tuned = [m for m in methods if m.label not in rates]
     replicas = max(repeats, 2 * len(grid) if tuned else 1)
-    blocks = max(2 * sum(name not in cls.narrow for name in cls.state) + cls.scratch
-                 for cls in (_algorithms.REGISTRY[m.method] for m in methods))  # (as Optimizer allocates them)
     jobs = check_int(jobs, "jobs", minimum=1)
     at_once = min(jobs, len(methods))
+    each = sorted((2 * sum(name not in cls.narrow for name in cls.state) + cls.scratch  # (as Optimizer allocates
+                   for cls in (_algorithms.REGISTRY[m.method] for m in methods)), reverse=True)  # them)
+    blocks = sum(each[:at_once])  # (the widest methods, as many as run at once)
+    nodes = A.n
+    if backend == "mpi":  # (each rank holds its share of the nodes)
+        from mpi4py import MPI
+
+        nodes = -(-A.n // MPI.COMM_WORLD.Get_size())
     hint = (f"give the rates of {', '.join(m.label for m in tuned[:3])}{', ...' if len(tuned) > 3 else ''} (lr=..., "
             f"--lr NAME=VALUE): the tuner runs its {len(grid)} rates x 2 streams as {2 * len(grid)} replicas"
             if tuned and 2 * len(grid) > repeats else "lower repeats")
     if at_once > 1:
         hint += f", or run fewer methods at once (jobs = {jobs})"
-    require_memory(at_once * blocks * 8 * A.n * replicas * d,
-                   f"the runs' iterates ({A.n} nodes x {replicas} replicas x d = {d} x {blocks} blocks"
-                   + (f", {at_once} methods at once" if at_once > 1 else "") + ")", hint)
+    require_memory(blocks * 8 * nodes * replicas * d,
+                   f"the runs' iterates ({nodes} nodes x {replicas} replicas x d = {d} x {blocks} blocks"
+                   + (f" of {at_once} methods at once" if at_once > 1 else "") + ")", hint)
     if checkpoint_dir is not None:
         if not isinstance(checkpoint_dir, (str, os.PathLike)):
             raise TypeError(f"checkpoint_dir must be a folder's path (str or os.PathLike), got "
