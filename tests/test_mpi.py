@@ -534,20 +534,11 @@ def test_a_signal_while_tuning_stops_every_rank_together(tmp_path):
     it off there while rank 1 spun in the next collective, a hang past any timeout of the launcher (its ranks left
     behind). They agree as the evaluation's runs do: every rank stops at one iteration, the stage's checkpoint is
     saved, and the comparison returns interrupted (SIGTERM as Ctrl-C, as compare() handles it)."""
-    import signal
-
     (tmp_path / "tuning.py").write_text(TUNING)
     ck = tmp_path / "ck"
-    proc = subprocess.Popen([MPIEXEC, *MPIEXEC_FLAGS, "-n", "2", sys.executable, str(tmp_path / "tuning.py"), str(ck)],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
-                            env=dict(os.environ, OMP_NUM_THREADS="1"))
-    try:
-        output, _ = proc.communicate(timeout=hang_limit(60))
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)  # (the ranks too: they outlived the launcher's own timeout)
-        proc.communicate()
-        pytest.fail("a SIGTERM to one rank while tuning hung the other")
-    assert proc.returncode == 0 and output.count("interrupted=True") == 2, output
+    code, output = _launched_within_limit([MPIEXEC, *MPIEXEC_FLAGS, "-n", "2", sys.executable,
+                                           str(tmp_path / "tuning.py"), str(ck)], "a SIGTERM to one rank while tuning")
+    assert code == 0 and output.count("interrupted=True") == 2, output
     assert (ck / "dsgd.tuning-0.npz").is_file(), output
 
 
@@ -577,19 +568,10 @@ def test_a_signal_between_two_runs_stops_every_rank_together(tmp_path):
     results (what the command line writes as tables) broke the comparison off there, while the other rank waited
     in the next run's first collective, a hang. It is held until the next run, which agrees on it after its
     set-up: every rank stops at the same point."""
-    import signal
-
     (tmp_path / "between.py").write_text(BETWEEN)
-    proc = subprocess.Popen([MPIEXEC, *MPIEXEC_FLAGS, "-n", "2", sys.executable, str(tmp_path / "between.py")],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
-                            env=dict(os.environ, OMP_NUM_THREADS="1"))
-    try:
-        output, _ = proc.communicate(timeout=hang_limit(60))
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
-        pytest.fail("a SIGTERM to the root between two runs hung the other rank")
-    assert proc.returncode == 0 and output.count("interrupted=True methods=dsgd,sgp") == 2, output
+    code, output = _launched_within_limit([MPIEXEC, *MPIEXEC_FLAGS, "-n", "2", sys.executable,
+                                           str(tmp_path / "between.py")], "a SIGTERM to the root between two runs")
+    assert code == 0 and output.count("interrupted=True methods=dsgd,sgp") == 2, output
 
 
 WRITING = '''
@@ -624,20 +606,12 @@ def test_a_signal_while_rank_0_writes_the_outputs_leaves_them_whole(tmp_path):
     MPI_Finalize, with the signal), and mpiexec ended rank 0 as it wrote the figures: no compare.png, the folder's
     lock left behind (a helper's trial, 0.8 s after the last table). They now leave together, once rank 0 has
     written and let go of the folder, every rank with 143."""
-    import signal
-
     (tmp_path / "writing.py").write_text(WRITING)
     out = tmp_path / "out"
-    proc = subprocess.Popen([MPIEXEC, *MPIEXEC_FLAGS, "-n", "2", sys.executable, str(tmp_path / "writing.py"), str(out)],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
-                            env=dict(os.environ, OMP_NUM_THREADS="1"))
-    try:
-        output, _ = proc.communicate(timeout=hang_limit(60))
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
-        pytest.fail("a SIGTERM while rank 0 wrote the outputs hung the ranks")
-    assert _sigterm_exit(proc.returncode) and "Traceback" not in output, output
+    code, output = _launched_within_limit([MPIEXEC, *MPIEXEC_FLAGS, "-n", "2", sys.executable,
+                                           str(tmp_path / "writing.py"), str(out)],
+                                          "a SIGTERM while rank 0 wrote the outputs")
+    assert _sigterm_exit(code) and "Traceback" not in output, output
     assert (out / "compare.png").is_file() and (out / "summary.tex").is_file(), output
     assert not (out / ".rowstoch-compare.lock").exists() and not list(out.glob("*.part")), output
 

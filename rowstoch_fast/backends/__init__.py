@@ -25,8 +25,8 @@ BACKENDS = ("auto", "cpu", "cupy", "mpi")
 _MODULES = {"cpu": ("rowstoch_fast.backends.cpu", "CpuBackend"), "cupy": ("rowstoch_fast.backends.cupy", "CupyBackend"),
             "mpi": ("rowstoch_fast.backends.mpi", "MpiBackend")}
 
-__all__ = ["BACKENDS", "DEFERRED", "create", "is_device_array", "one_process", "require_block_memory",
-           "resolve_backend", "to_backend"]
+__all__ = ["BACKENDS", "DEFERRED", "create", "is_device_array", "nodes_per_process", "one_process",
+           "require_block_memory", "resolve_backend", "to_backend"]
 
 
 #: The modules running device operations for the layers below (see :func:`rowstoch_fast._device.provide`).
@@ -117,6 +117,15 @@ def check_same_on_every_process(backend, value, what):
                        None)
             raise ValueError(f"{what} differ between the MPI ranks: {key} is {every[0].get(key)!r} on rank 0 and "
                              f"{other.get(key)!r} on rank {rank}; every rank must run the same")
+
+
+def nodes_per_process(backend, n):
+    """The most of ``n`` nodes one process holds on ``backend``: all of them, or under MPI a rank's share."""
+    if one_process(backend):
+        return n
+    from mpi4py import MPI
+
+    return -(-n // MPI.COMM_WORLD.Get_size())
 
 
 def one_process(backend):

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import algorithms as _algorithms
+from .. import backends
 from .._checks import MAX_KEY, MAX_ROUNDS, check_int, did_you_mean, require_memory
 from ..algorithms import REGISTRY, method_of
 from ..backends import BACKENDS
@@ -448,11 +449,7 @@ def make_plan(A, objective, algorithms=None, rounds_budget=2000, *, lr=None, tun
     each = sorted((2 * sum(name not in cls.narrow for name in cls.state) + cls.scratch  # (as Optimizer allocates
                    for cls in (_algorithms.REGISTRY[m.method] for m in methods)), reverse=True)  # them)
     blocks = sum(each[:at_once])  # (the widest methods, as many as run at once)
-    nodes = A.n
-    if backend == "mpi":  # (each rank holds its share of the nodes)
-        from mpi4py import MPI
-
-        nodes = -(-A.n // MPI.COMM_WORLD.Get_size())
+    nodes = backends.nodes_per_process(backend, A.n)  # (under MPI each rank holds its share)
     hint = (f"give the rates of {', '.join(m.label for m in tuned[:3])}{', ...' if len(tuned) > 3 else ''} (lr=..., "
             f"--lr NAME=VALUE): the tuner runs its {len(grid)} rates x 2 streams as {2 * len(grid)} replicas"
             if tuned and 2 * len(grid) > repeats else "lower repeats")
