@@ -643,8 +643,10 @@ def test_ranks_launched_with_different_arguments_are_refused_on_every_rank(tmp_p
     budget = ["--rounds-budget"] if command == "compare" else ["--iterations"]
     code, output = _launched_within_limit([MPIEXEC, *MPIEXEC_FLAGS, "-n", "1", *common, *budget, "20", ":", "-n", "1",
                                            *common, *budget, "600"], f"ranks given other budgets ({command})")
-    said = f"the MPI ranks were given different arguments: rank 1 has '{budget[0]} 600' where rank 0 has '{budget[0]} 20'"
-    assert code == 2 and output.count(said) == 2, output
+    said = (f"the MPI ranks were given different arguments: rank 1 has '{budget[0]} 600' where rank 0 has "
+            f"'{budget[0]} 20'")
+    assert (code == 2 if not MPIEXEC_FLAGS else code != 0) and output.count(said) == 2, output  # (Open MPI's
+    # mpirun may report the ranks' status otherwise, as _sigterm_exit says)
     assert not (tmp_path / "out").exists()
     code, output = _launched_within_limit([MPIEXEC, *MPIEXEC_FLAGS, "-n", "1", *common, ":", "-n", "1", *common,
                                            "--bogus-option"], f"an option refused on one rank ({command})")

@@ -303,19 +303,27 @@ def refuse_on_every_rank(args, refused):
         raise UsageError(refused)
 
 
+def polled_barrier():
+    """Every MPI rank here before any goes on: a barrier polled from Python (``Ibarrier``, tested every 5 ms), so
+    that the ranks waiting spin no core and Python's signal handlers still run while one has not come."""
+    import time
+
+    from mpi4py import MPI
+
+    request = MPI.COMM_WORLD.Ibarrier()
+    while not request.Test():
+        time.sleep(0.005)
+
+
 def refuse_different_arguments(args):
     """Under ``--backend mpi``, the command's arguments compared between the ranks, refused on every rank where one
     differs, naming it: an MPMD launch (``mpiexec -n 1 rowstoch compare ... : -n 1 rowstoch compare ...
     --rounds-budget 600``) ran two problems whose collectives never matched, both ranks spinning past any signal."""
     if getattr(args, "backend", None) != "mpi":
         return
-    import time
-
     from mpi4py import MPI
 
-    arrived = MPI.COMM_WORLD.Ibarrier()  # (polled: a rank that never comes, its own arguments refused by the
-    while not arrived.Test():            # parser, leaves the others waiting where a signal still reaches them)
-        time.sleep(0.005)
+    polled_barrier()  # (a rank that never comes leaves the others waiting where a signal still reaches them)
     every = MPI.COMM_WORLD.allgather([str(token) for token in getattr(args, "argv", [])])
     for rank, argv in enumerate(every[1:], 1):
         if argv != every[0]:

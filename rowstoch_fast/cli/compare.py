@@ -15,7 +15,7 @@ from ..network import options as network_options
 from ..topology import NAMES as TOPOLOGIES, PAPER_NAMES as PAPER_GRAPHS
 from ._common import (_as_options, _check_objective_args, _check_objective_size, _check_out_folder, _error,
                       _list_option, _matrix_from_args, _metrics_module, _objective_from_args, _problem_rules,
-                      _refuse_unread, _settings, narrator, on_every_rank, progress_option,
+                      _refuse_unread, _settings, narrator, on_every_rank, polled_barrier, progress_option,
                       refuse_different_arguments, refuse_on_every_rank, warn_unshared_launch)
 
 
@@ -101,9 +101,6 @@ def _wait_for_rank_zero():
     mpiexec end rank 0 while it wrote the figures: the folder had no compare.png and kept its lock. (Polled, not a
     blocking barrier: the ranks waiting spin no core away from rank 0's writing; a second signal ends the wait.)"""
     import signal
-    import time
-
-    from mpi4py import MPI
 
     from .._signals import first, hold, put_back
 
@@ -119,9 +116,7 @@ def _wait_for_rank_zero():
 
     previous = hold(handler)
     try:
-        request = MPI.COMM_WORLD.Ibarrier()
-        while not request.Test():
-            time.sleep(0.005)
+        polled_barrier()
     except _Again:
         pass
     finally:
