@@ -535,7 +535,7 @@ def test_the_recipe_class_joins_the_paper_preset_and_the_robustness_experiment(t
         # (the experiment's default list is that of labels above; run it with the recipe's method alone: the whole
         # list took 15 s of the suite)
         table = experiments.reproduce_robustness(tmp_path, rounds_budget=10, repeats=1, losses=(0.1,), bursty=None,
-                                                 algorithms=["heavy-ball-dsgd", "dsgd"], progress=False,
+                                                 algorithms=["heavy-ball-dsgd", "dsgd"], progress=False, total=12800,
                                                  log=lambda *a: None)
         assert "heavy-ball-dsgd" in set(table["algorithm"]) and "heavy-ball-dsgd-w" not in set(table["algorithm"])
     finally:

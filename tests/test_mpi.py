@@ -658,6 +658,15 @@ def test_ranks_launched_with_different_arguments_are_refused_on_every_rank(tmp_p
         code, output = _launched_within_limit([MPIEXEC, *MPIEXEC_FLAGS, "-n", "1", *files[0], ":", "-n", "1",
                                                *files[1]], "an experiment file missing on one rank")
         assert code != 0 and "missing.toml' does not exist" in output, output
+    else:  # the same command written otherwise on each rank (--out=o, another order) is the same command: it runs
+        # (the words had been compared: refused, naming '--out=...')
+        written = [sys.executable, "-m", "rowstoch_fast.cli", command, "--objective", "quadratic", "--n", "8", "--d",
+                   "3", "--backend", "mpi", f"--out={tmp_path / 'same'}", "--no-progress", *budget, "20"]
+        code, output = _launched_within_limit([MPIEXEC, *MPIEXEC_FLAGS, "-n", "1", *common[:-2], "--out",
+                                               str(tmp_path / "same"), *budget, "20", ":", "-n", "1", *written],
+                                              "the same command written otherwise on each rank")
+        assert code == 0 and "different arguments" not in output, output
+        assert (tmp_path / "same" / "history.json").exists()
 
 
 LASTFAIL = '''

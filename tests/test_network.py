@@ -416,7 +416,7 @@ def test_the_robustness_experiment_at_a_tiny_size(tmp_path):
     from rowstoch_fast.experiments import reproduce_robustness
 
     table = reproduce_robustness(str(tmp_path), rounds_budget=40, repeats=2, losses=(0.0, 0.3), mg_rounds=2,
-                                 algorithms=("pull-diag-gt", "mg-pull-diag-gt", "sgp"), progress=False,
+                                 algorithms=("pull-diag-gt", "mg-pull-diag-gt", "sgp"), progress=False, total=12800,
                                  log=lambda *a: None)
     assert len(table) == 2 * 3 * 3  # graphs x (2 Bernoulli + bursty) x algorithms
     assert set(table["setting"]) == {"p = 0", "p = 0.3", "bursty (p_bad = 0.05, p_recover = 0.2)"}
@@ -436,7 +436,7 @@ def test_the_robustness_experiment_writes_what_finished_before_an_error(tmp_path
     monkeypatch.setattr(network, "Lossy", broken)
     with pytest.raises(OSError, match="went away"):
         reproduce_robustness(str(tmp_path), rounds_budget=40, repeats=1, losses=(0.0, 0.3), mg_rounds=2,
-                             algorithms=("pull-diag-gt", "sgp"), progress=False, log=lambda *a: None)
+                             algorithms=("pull-diag-gt", "sgp"), progress=False, total=12800, log=lambda *a: None)
     table = pd.read_csv(tmp_path / "robustness.csv")
     assert set(table["setting"]) == {"p = 0"} and len(table) == 2  # the first graph's lossless setting
 

@@ -17,7 +17,7 @@ from ..metrics import BetaNotConverged
 from ..io import load_matrix  # noqa: F401 (the command line's readers, as before the split)
 from ..topology import by_name as build_topology  # noqa: F401
 from ..network import options as network_options
-from ._common import _as_options, _created, _error, configure_logging, remove_created
+from ._common import _as_options, _created, _error, configure_logging, parsed_settings, remove_created
 from .parser import make_parser
 
 __all__ = ["main", "make_parser"]
@@ -67,6 +67,7 @@ def main(argv=None):
     except SystemExit as exc:
         _end_the_launch(argv, exc.code)
         raise
+    args.parsed = parsed_settings(args)  # (what the ranks compare: the parse, not how it was written)
     args.argv = list(argv)  # (what a command records as its own: main's arguments, not the interpreter's)
     # the options written out (abbreviations are off, so each appears as itself)
     args.given = {str(token).split("=", 1)[0] for token in argv if str(token).startswith("--")}

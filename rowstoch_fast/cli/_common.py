@@ -315,27 +315,47 @@ def polled_barrier():
         time.sleep(0.005)
 
 
+def parsed_settings(args):
+    """``{dest: value}`` of a parsed command line, as the ranks compare it (:func:`refuse_different_arguments`): the
+    values the parser made, so that ``--out=o`` and ``--out o``, or the same options in another order, are the
+    same command; a function the parser set (the subcommand's) by its name."""
+    return {key: (value.__qualname__ if callable(value) else value) for key, value in sorted(vars(args).items())}
+
+
+def _as_written(key, value):
+    """One parsed setting as an option would give it: ``--rounds-budget 600``, ``--no-progress``, ``no --lr``."""
+    if key == "command":
+        return f"the command {value}"
+    option = "--" + key.replace("_", "-")
+    if value is None or value is False:
+        return f"no {option}"
+    if value is True:
+        return option
+    return f"{option} {','.join(map(str, value)) if isinstance(value, (list, tuple)) else value}"
+
+
 def refuse_different_arguments(args):
-    """Under ``--backend mpi``, the command's arguments compared between the ranks, refused on every rank where one
-    differs, naming it: an MPMD launch (``mpiexec -n 1 rowstoch compare ... : -n 1 rowstoch compare ...
-    --rounds-budget 600``) ran two problems whose collectives never matched, both ranks spinning past any signal."""
+    """Under ``--backend mpi``, the command's parsed arguments compared between the ranks, refused on every rank
+    where one differs, naming it: an MPMD launch (``mpiexec -n 1 rowstoch compare ... : -n 1 rowstoch compare ...
+    --rounds-budget 600``) ran two problems whose collectives never matched, both ranks spinning past any signal.
+    What is compared is the parse (:func:`parsed_settings`), not the words: ``--out=o`` on one rank and ``--out o``
+    on another had been refused."""
     if getattr(args, "backend", None) != "mpi":
         return
     from mpi4py import MPI
 
     polled_barrier()  # (a rank that never comes leaves the others waiting where a signal still reaches them)
-    every = MPI.COMM_WORLD.allgather([str(token) for token in getattr(args, "argv", [])])
-    for rank, argv in enumerate(every[1:], 1):
-        if argv != every[0]:
-            k = next((k for k, (a, b) in enumerate(zip(every[0], argv)) if a != b), min(len(argv), len(every[0])))
-            def said(tokens):  # (the first that differs, after its option where it is a value)
-                if k >= len(tokens):
-                    return "nothing more"
-                start = k if k == 0 or tokens[k].startswith("--") else k - 1
-                return " ".join(tokens[start:k + 1])
-
-            raise UsageError(f"the MPI ranks were given different arguments: rank {rank} has {said(argv)!r} where "
-                             f"rank 0 has {said(every[0])!r}; launch every rank with the same command")
+    mine = getattr(args, "parsed", None)
+    if mine is None:  # (a namespace made without main: parsed here, as main would have)
+        mine = parsed_settings(args)
+    every = MPI.COMM_WORLD.allgather(mine)
+    for rank, settings in enumerate(every[1:], 1):
+        if settings != every[0]:
+            key = next(key for key in sorted(set(settings) | set(every[0]))
+                       if settings.get(key) != every[0].get(key))
+            raise UsageError(f"the MPI ranks were given different arguments: rank {rank} has "
+                             f"{_as_written(key, settings.get(key))!r} where rank 0 has "
+                             f"{_as_written(key, every[0].get(key))!r}; launch every rank with the same command")
 
 
 def on_every_rank(args, fn, *a):
