@@ -889,9 +889,38 @@ def test_a_comparison_too_large_is_refused_before_it_runs_with_what_would_shrink
     # two methods at once hold both methods' blocks: (7 + 4) x 8 x 1024 x 5 x 10 = 4.5 MB
     monkeypatch.setenv("ROWSTOCH_MEMORY_LIMIT", str(4_000_000))
     cmp.make_plan(A, f, "dsgd,push-pull", 20, repeats=5, lr=0.1)
-    with pytest.raises(MemoryError, match=r"11 blocks of 2 methods at once\) needs .*; lower repeats, or run fewer "
-                                          r"methods at once \(jobs = 2\)"):
+    with pytest.raises(MemoryError, match=r"11 blocks of 2 methods at once\) and 2 worker processes' copies of the "
+                                          r"problem \(.* each, three times while it is read\) needs .*; lower repeats, "
+                                          r"or run fewer methods at once \(jobs = 2\); jobs = 1 holds the problem "
+                                          r"once"):
         cmp.make_plan(A, f, "dsgd,push-pull", 20, repeats=5, lr=0.1, jobs=2)
+
+
+def test_worker_processes_copies_of_the_data_are_counted_and_the_default_jobs_fit_them(monkeypatch, tmp_path, capsys):
+    """Each worker process of ``jobs`` holds its own copy of the problem (three at its peak, as it is read: a
+    worker of a 134 MB problem peaked at 476 MB), where the plan had counted the iterates alone. The plan
+    counts the copies (refused, naming jobs = 1); the command line's default (the cores) runs as many processes as
+    hold their copies, and says so."""
+    from rowstoch_fast.cli import main
+    from rowstoch_fast.compare.plan import affordable_jobs, held_bytes
+
+    A, f = topology.exponential(8), LeastSquares.synthetic(8, samples_per_node=20000, d=10, seed=0)
+    held = held_bytes(f, A)
+    assert 8 * 20000 * 10 * 8 <= held < 1.2 * 8 * 20000 * 11 * 8  # (the features and targets, each once)
+    monkeypatch.setenv("ROWSTOCH_MEMORY_LIMIT", str(int(7 * held)))  # (2 workers x 3 copies fit; 3 do not)
+    cmp.make_plan(A, f, "dsgd,push-pull,sgp", 20, repeats=2, lr=0.1, jobs=1)
+    cmp.make_plan(A, f, "dsgd,push-pull,sgp", 20, repeats=2, lr=0.1, jobs=2)
+    with pytest.raises(MemoryError, match=r"and 3 worker processes' copies of the problem \(13\.4 MiB each, three "
+                                          r"times while it is read\) needs .*jobs = 1 holds the problem once"):
+        cmp.make_plan(A, f, "dsgd,push-pull,sgp", 20, repeats=2, lr=0.1, jobs=3)
+    assert affordable_jobs(f, A, 8) == 2 and affordable_jobs(f, A, 1) == 1
+    monkeypatch.setenv("ROWSTOCH_MEMORY_LIMIT", str(int(5 * held)))
+    assert affordable_jobs(f, A, 8) == 1
+    monkeypatch.setattr("rowstoch_fast.compare.default_jobs", lambda: 4)
+    assert main(["compare", "--n", "8", "--objective", "least-squares", "--samples-per-node", "20000",
+                 "--algorithms", "dsgd,sgp", "--lr", "0.01", "--rounds-budget", "4", "--repeats", "1",
+                 "--out", str(tmp_path / "o"), "--no-progress"]) == 0
+    assert "--jobs 1: 4 processes' copies of the problem" in capsys.readouterr().out
 
 
 def test_an_earlier_comparison_of_another_network_or_problem_is_refused_as_previous():

@@ -201,6 +201,15 @@ def _compare(args):
             args.graph_words[gname] = _graph_words(args, gname, base)
             _check_objective_size(args, base.n)
             f = on_every_rank(args, _objective_from_args, args, base.n)
+            if args.jobs is None and jobs > 1:  # (the default, the cores: as many as hold their copy of the data)
+                from .._checks import fmt_bytes
+                from ..compare.plan import affordable_jobs, held_bytes
+
+                fit = affordable_jobs(f, base, jobs)
+                if fit < jobs:
+                    say(f"--jobs {fit}: {jobs} processes' copies of the problem ({fmt_bytes(held_bytes(f, base))} "
+                        f"each) do not fit in the memory available")
+                    jobs = fit
             for sname, ns in settings:
                 A = network_options.build(base, ns)
                 chosen = args.algorithms or ",".join(cmp.default_algorithms(A, f))  # (default: what runs on A, f)

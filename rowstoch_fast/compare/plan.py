@@ -18,7 +18,7 @@ import numpy as np
 
 from .. import algorithms as _algorithms
 from .. import backends
-from .._checks import MAX_KEY, MAX_ROUNDS, check_int, did_you_mean, require_memory
+from .._checks import MAX_KEY, MAX_ROUNDS, available_memory, check_int, did_you_mean, fmt_bytes, require_memory
 from ..algorithms import REGISTRY, method_of
 from ..backends import BACKENDS
 from ..network import Network, base_matrix, describe, first_difference, redrawn, weights_of
@@ -310,6 +310,51 @@ def check_shown_metrics(metrics, objective, specs):
                          f"{', '.join(label for label, _, _ in specs)} is federated")
 
 
+def held_bytes(*objects, depth=3):
+    """The bytes of the arrays ``objects`` hold (NumPy arrays among their attributes, in their lists, tuples and
+    dicts, and in the objects they hold, ``depth`` levels down; each array's memory once): what a worker process's
+    copy of a problem costs (its pickle carries them)."""
+    import types
+
+    seen, owners, total = set(), set(), 0
+
+    def walk(obj, level):
+        nonlocal total
+        if level < 0 or id(obj) in seen or isinstance(obj, (type, types.ModuleType, types.FunctionType,
+                                                             types.MethodType, types.BuiltinFunctionType)):
+            return
+        seen.add(id(obj))
+        if isinstance(obj, np.ndarray):
+            owner = obj
+            while isinstance(owner.base, np.ndarray):
+                owner = owner.base
+            if id(owner) not in owners:
+                owners.add(id(owner))
+                total += owner.nbytes
+        elif isinstance(obj, (list, tuple)):
+            for item in obj[:64]:
+                walk(item, level - 1)
+        elif isinstance(obj, dict):
+            for item in list(obj.values())[:64]:
+                walk(item, level - 1)
+        elif hasattr(obj, "__dict__"):
+            for item in vars(obj).values():
+                walk(item, level - 1)
+
+    for obj in objects:
+        walk(obj, depth)
+    return total
+
+
+def affordable_jobs(objective, A, jobs):
+    """The most processes, up to ``jobs``, whose copies of the problem (three each while it is read) fit in the
+    memory available now; at least 1 (one process holds the problem once, as it is)."""
+    avail, held = available_memory(), held_bytes(objective, A)
+    if avail is None or jobs <= 1 or not held:
+        return jobs
+    return max(1, min(jobs, int(avail // (3 * held))))
+
+
 def _layers(net):
     """A network's layers in words, the outer first (``"Compressed over Lossy"``)."""
     names = []
@@ -455,9 +500,17 @@ def make_plan(A, objective, algorithms=None, rounds_budget=2000, *, lr=None, tun
             if tuned and 2 * len(grid) > repeats else "lower repeats")
     if at_once > 1:
         hint += f", or run fewer methods at once (jobs = {jobs})"
-    require_memory(blocks * 8 * nodes * replicas * d,
+    # with jobs > 1 each worker process holds its own copy of the problem (the data), three at its peak (the bytes
+    # the process start reads, the payload, the plan unpickled from it: a worker of a 134 MB least-squares problem
+    # peaked at 476 MB): 8 workers of a 2 GB data file would take 48 GB beside the one process holding it
+    held = held_bytes(objective, A) if at_once > 1 else 0
+    if held:
+        hint += "; jobs = 1 holds the problem once, in this process"
+    require_memory(blocks * 8 * nodes * replicas * d + 3 * at_once * held,
                    f"the runs' iterates ({nodes} nodes x {replicas} replicas x d = {d} x {blocks} blocks"
-                   + (f" of {at_once} methods at once" if at_once > 1 else "") + ")", hint)
+                   + (f" of {at_once} methods at once" if at_once > 1 else "") + ")"
+                   + (f" and {at_once} worker processes' copies of the problem ({fmt_bytes(held)} each, three times "
+                      "while it is read)" if held else ""), hint)
     if checkpoint_dir is not None:
         if not isinstance(checkpoint_dir, (str, os.PathLike)):
             raise TypeError(f"checkpoint_dir must be a folder's path (str or os.PathLike), got "
