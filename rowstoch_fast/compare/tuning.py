@@ -105,6 +105,9 @@ RATE_HELPS = 0.01
 SPREAD = "consensus_error"
 #: An iterate beyond this magnitude has diverged (it would overflow to inf in the next operations).
 DIVERGED = 1e100
+#: Times a metric of the iterates grows from its lowest point past the first quarter of a run to the run's end, at
+#: a steady or quickening pace, for it to run off (:func:`climbs`).
+CLIMB = 10.0
 #: A tuning run saves its checkpoint at a tenth of its budget only where this many seconds passed since the last
 #: save (or its start): a variance-reduced method's state holds a table of every sample (hundreds of MB for the
 #: tuner's replicas), and a save every tenth cost more than the run. Ctrl-C and SIGTERM always save.
@@ -209,14 +212,61 @@ def _judged(iterations, values, typical=None):
         return math.inf, f"grew (ends at {end / start:.3g}x its start)", end
     if start > 0 and end > NO_PROGRESS * start and end > floor:
         return math.inf, f"no progress (ends at {end / start:.3g}x its start)", end
+    off = off_its_minimum(iterations, v if typical is None else np.maximum(np.asarray(typical, dtype=np.float64),
+                                                                            floor))
+    if off is not None:
+        return math.inf, f"unstable (ends {off[0]:.3g}x above its minimum, at iteration {off[1]})", end
+    return end, None, end
+
+
+def off_its_minimum(iterations, values):
+    """``(ratio, iteration)`` where the level of the last :data:`TAIL` of a trajectory's iterations (the geometric
+    mean of those records) is more than :data:`STABILITY_FACTOR` times the lowest level of any stretch of as many
+    records (best at some horizon, then climbing: the ``iteration`` that stretch ends at); else None. Levels over
+    stretches, not single records, so that the noise of sampling, compression or lost messages does not count as a
+    climb. The stability rule of the tuner (:func:`judge`) and of the evaluation
+    (:func:`~rowstoch_fast.compare.verdict.status_of`)."""
     k = int(_tail(iterations).sum())
-    shape = v if typical is None else np.maximum(np.asarray(typical, dtype=np.float64), floor)
-    smooth = smoothed(shape, k)[k - 1:]  # every window of the tail's length: the level of each stretch of the run
+    smooth = smoothed(values, k)[k - 1:]  # every window of the tail's length: the level of each stretch of the run
     low, level = float(smooth.min()), float(smooth[-1])
     if level > STABILITY_FACTOR * low:
-        at = int(np.asarray(iterations)[k - 1 + int(np.argmin(smooth))])
-        return math.inf, f"unstable (ends {level / low:.3g}x above its minimum, at iteration {at})", end
-    return end, None, end
+        return level / low, int(np.asarray(iterations)[k - 1 + int(np.argmin(smooth))])
+    return None
+
+
+def climbs(iterations, values):
+    """``(from, to)`` where a positive metric of the iterates (a consensus error), recorded at ``iterations``, runs
+    off at the end of the run: past the first :data:`TAIL` of the iterations (where it rises from a shared start),
+    from its lowest point (the geometric mean of two consecutive records) it ends :data:`CLIMB` times higher (its
+    last two records), at least three records rising from there with a slope of its logarithm more than twice
+    that slope's standard error, and, over four records or more, no slower in their later half than half its pace
+    in the earlier (a level being approached slows down; a run that runs off does not); else None. A lossy
+    push-sum method's consensus error growing 1.08x an iteration to the end of a short budget, its ranked metric
+    not yet touched, far below the thousandfold of :func:`runaway`, was ranked ``ok`` at a rate that runs off a few
+    iterations later."""
+    x, v = np.asarray(iterations, dtype=np.float64), np.asarray(values, dtype=np.float64)
+    if len(x) < 4 or len(v) != len(x):
+        return None
+    past = np.flatnonzero(x > x[0] + TAIL * (x[-1] - x[0]))
+    if len(past) < 4:
+        past = np.arange(len(x) - 4, len(x))
+    xs, ys = x[past], v[past]
+    if not (np.isfinite(ys).all() and (ys > 0).all()):
+        return None
+    pairs = np.sqrt(ys[1:] * ys[:-1])
+    j = int(np.argmin(pairs))  # (the lowest pair: records j, j + 1)
+    if len(xs) - j < 3 or math.sqrt(ys[-1] * ys[-2]) < CLIMB * pairs[j]:
+        return None
+    xs, logs = xs[j:], np.log(ys[j:])
+    rising, _ = _trend(xs - xs[-1], logs)
+    if not rising or np.polyfit(xs, logs, 1)[0] <= 0:
+        return None
+    if len(xs) >= 4:
+        m = len(xs) // 2
+        early, late = (float(np.polyfit(xs[a:b], logs[a:b], 1)[0]) for a, b in ((0, m + 1), (m, len(xs))))
+        if early > 0 and late < 0.5 * early:
+            return None
+    return float(pairs[j]), float(ys[-1])
 
 
 def runaway(values):
@@ -238,10 +288,11 @@ def runaway(values):
     return None
 
 
-def _ran_off(values, spreads):
+def _ran_off(values, spreads, iterations=None):
     """``values`` (records x replicas) with each replica whose consensus error (``spreads``, the same shape) ran
-    off (:func:`runaway`) set to +inf from its first record past the bound (a replica that diverged is NaN): judged
-    as run off (:func:`judge`)."""
+    off (:func:`runaway`) set to +inf from its first record past the bound, and one whose consensus error climbs
+    off at the end (:func:`climbs`, given the records' ``iterations``) at its last record (a replica
+    that diverged is NaN): judged as run off (:func:`judge`)."""
     values = np.array(values, dtype=np.float64)
     for c in range(values.shape[1]):
         if np.isnan(values[:, c]).any():  # (diverged, set aside: NaN from there, its consensus error too)
@@ -251,6 +302,8 @@ def _ran_off(values, spreads):
             with np.errstate(invalid="ignore"):
                 past = ~(spreads[:, c] <= GROWTH_WARNING * found[0])
             values[int(np.argmax(past)) if past.any() else -1:, c] = np.inf
+        elif iterations is not None and climbs(iterations, spreads[:, c]) is not None:  # (at the end only)
+            values[-1, c] = np.inf
     return values
 
 
@@ -527,7 +580,7 @@ def _trajectories(agreed, algo, objective, T, due, fingerprint, entry, metric, s
     values = opt.share(np.array(rows) if rows else None)  # (under MPI the root recorded)
     if values is not None:
         half = values.shape[1] // 2
-        values = _ran_off(values[:, :half], values[:, half:])
+        values = _ran_off(values[:, :half], values[:, half:], due)
     if checkpoint and opt.is_root:  # (under MPI the root wrote it)
         if keep:  # (the trajectories first, then the checkpoint removed: no moment without either)
             _save_stage(checkpoint, fingerprint, due, values)

@@ -8,7 +8,10 @@ Statuses (:data:`STATUSES`):
   compared metric grew a thousandfold (:data:`~rowstoch_fast.runner.GROWTH_WARNING`) without one, or another
   recorded metric did (:data:`WATCHED`: a consensus error that runs off);
 * ``no-progress``: ended above :data:`NO_PROGRESS` times its start;
-* ``unstable``: the tuner found no stable rate (it ran at the smallest rate tried);
+* ``unstable``: the tuner found no stable rate (it ran at the smallest rate tried), or the run climbs off at the
+  end of its budget: its ranked metric ends more than the tuner's stability factor above its lowest level, or a
+  metric of its iterates (:data:`WATCHED`, the consensus error) runs off at the end of the budget
+  (:func:`~rowstoch_fast.compare.tuning.climbs`);
 * ``interrupted``: stopped by Ctrl-C or SIGTERM before the end of its budget (``--resume`` continues it).
 
 Only ``ok`` runs are ranked and only they can be bold. Ranks (:func:`ranks`): a method's rank is one plus the
@@ -29,7 +32,7 @@ import math
 import numpy as np
 
 from ..runner import GROWTH_WARNING
-from .tuning import CONVERGED, NO_PROGRESS, UNTUNABLE, runaway
+from .tuning import CONVERGED, NO_PROGRESS, UNTUNABLE, climbs, off_its_minimum, runaway, typical_curve
 
 __all__ = ["STATUSES", "NO_PROGRESS", "TIE_SE", "status_of", "ranks", "tuning_failures"]
 
@@ -81,8 +84,8 @@ def tuning_failures(record):
         elif numbers and kind == "unstable":
             detail = f" (ending {_span(numbers[::2])}x above their minimum)"
         elif numbers and kind == "ran off":
-            detail = (f" (their nodes' consensus error past {GROWTH_WARNING:g}x its early peak by iteration "
-                      f"{_span(numbers, int)})")
+            detail = (f" (their nodes' consensus error past {GROWTH_WARNING:g}x its early peak, or climbing "
+                      f"to the end, by iteration {_span(numbers, int)})")
         verb = {"diverged": "diverged", "grew": "grew", "no progress": "made no progress",
                 "unstable": "were unstable"}.get(kind, kind)
         parts.append(f"{_range(rates)} {verb}{detail}")
@@ -150,6 +153,8 @@ def status_of(frame, metric, meta, *, lr, lr_source, iterations, tuning=None, co
         diagnosis = f"{metric} grew {end / start:.3g}x ({_fmt(start)} -> {_fmt(end)}) {at}"
     elif exploded := _exploded(frame, metric):
         status, diagnosis = "diverged", f"{exploded} {at}"
+    elif climbed := _climbing(frame, metric, means, start):
+        status, diagnosis = "unstable", f"{climbed} {at}"
     else:
         floor = CONVERGED * abs(start) if math.isfinite(start) else 0.0
         if math.isfinite(start) and start > 0 and end > NO_PROGRESS * start and end > floor:
@@ -158,6 +163,9 @@ def status_of(frame, metric, meta, *, lr, lr_source, iterations, tuning=None, co
             tried = sorted(lr for stage in (tuning or {}).get("stages", ()) for lr in stage["scores"])
             if lr_source == "tuned" and tried and lr <= tried[0]:
                 diagnosis += "; the smallest rate tried: the budget may be too short for this method"
+    if some and status != "diverged":  # (a repetition past a thousandfold its start, the mean not: one draw that
+        # undid the rate; frost's 1,161x in 1 of 4 repetitions read "no-progress, ended at 443x its start")
+        status, diagnosis = "diverged", f"{metric} grew past {GROWTH_WARNING:g}x its start {at}"
     if lr_source == UNTUNABLE:  # the tuner's finding first, then what the run shown did
         grid = [lr for stage in (tuning or {}).get("stages", ()) for lr in stage["scores"]]
         tried = f"{_fmt(min(grid))}..{_fmt(max(grid))}" if grid else "the grid"
@@ -198,6 +206,37 @@ def _exploded(frame, metric):
             if not math.isfinite(end):
                 return f"{name} ended at {end}{where}"
             return f"{name} grew {end / first:.3g}x ({_fmt(first)} -> {_fmt(end)}){where}"
+    return ""
+
+
+def _climbing(frame, metric, means, start):
+    """Where a run that stayed finite and did not grow a thousandfold climbs off at the end of its budget, one phrase;
+    else "": the ranked metric's typical curve over the repetitions (their mean over two at most, their median over
+    more: :func:`~rowstoch_fast.compare.tuning.typical_curve`) ends more than the tuner's stability factor above its
+    lowest level (:func:`~rowstoch_fast.compare.tuning.off_its_minimum`: the tuner's rule, which a given rate, or a
+    tuned one on the evaluation's streams, had never met: DIGing at a given rate fell to 3.6e-3 and climbed back to
+    1.18, ranked first), or a recorded metric of the iterates (:data:`WATCHED`) runs off at the end of the budget in
+    a repetition (:func:`~rowstoch_fast.compare.tuning.climbs`: a lossy push-sum method's consensus error growing
+    1.08x an iteration to the end of the budget, its ranked metric not yet touched, ranked ``ok``)."""
+    if len(means) >= 4 and math.isfinite(start) and start > 0:
+        curves = frame.pivot_table(index="iteration", columns="rep", values=metric, aggfunc="first") \
+            if "rep" in frame.columns else frame.set_index("iteration")[[metric]]
+        typical = np.maximum(typical_curve(curves.to_numpy(np.float64)), max(CONVERGED * start, 1e-300))
+        if np.isfinite(typical).all():
+            off = off_its_minimum(curves.index.to_numpy(), typical)
+            if off is not None:
+                return (f"{metric} climbed back {off[0]:.3g}x above its lowest level (reached by iteration {off[1]}) "
+                        f"by the end")
+    ordered = frame.sort_values("iteration", kind="stable")
+    for name in (metric, *WATCHED):
+        if name not in frame.columns or frame[name].isna().all() or name == metric and len(means) < 4:
+            continue
+        for rep, runs in ordered.groupby("rep", sort=True) if "rep" in frame.columns else [(None, ordered)]:
+            found = climbs(runs["iteration"].to_numpy(np.float64), runs[name].to_numpy(np.float64))
+            if found is not None:
+                where = f" in repetition {rep}" if rep is not None and frame["rep"].nunique() > 1 else ""
+                return (f"{name} climbs to the end of the budget, {found[1] / found[0]:.3g}x from its lowest point "
+                        f"past the first quarter ({_fmt(found[0])} -> {_fmt(found[1])}){where}")
     return ""
 
 
