@@ -921,13 +921,16 @@ def test_push_sum_on_a_lossy_network_at_a_rate_whose_consensus_error_runs_off_is
 
 def test_a_failed_tunings_diagnosis_names_growth_apart_from_no_progress():
     """A helper's lossy ring: rates that ended 1e22-1e100x above their start were listed as having "made no
-    progress"; they grew, and are grouped apart from the rates that barely moved."""
-    stage = {"name": "grid", "scores": {1e-4: math.inf, 1e-3: math.inf, 1e-2: math.inf, 1e-1: math.inf},
-             "rejected": {1e-4: "no progress (ends at 3.24x its start)", 1e-3: "grew (ends at 6.11e+22x its start)",
-                          1e-2: "grew (ends at 1.5e+100x its start)", 1e-1: "diverged (NaN/Inf by iteration 40)"}}
+    progress"; they grew, and are grouped apart from the rates that barely moved (and so are those that ended above
+    their start, short of a thousandfold: "0.0001..1 made no progress (ending at 0.795-298x their start)")."""
+    stage = {"name": "grid", "scores": {3e-5: math.inf, 1e-4: math.inf, 1e-3: math.inf, 1e-2: math.inf,
+                                        1e-1: math.inf},
+             "rejected": {3e-5: "no progress (ends at 0.795x its start)", 1e-4: "no progress (ends at 3.24x its start)",
+                          1e-3: "grew (ends at 6.11e+22x its start)", 1e-2: "grew (ends at 1.5e+100x its start)",
+                          1e-1: "diverged (NaN/Inf by iteration 40)"}}
     assert verdict.tuning_failures({"stages": [stage]}) == (
-        "0.0001 made no progress (ending at 3.24x their start); 0.001..0.01 grew (ending at 6.11e+22-1.5e+100x "
-        "their start); 0.1 diverged (NaN/Inf by iteration 40)")
+        "3e-05 made no progress (ending at 0.795x their start); 0.0001..0.01 grew (ending at 3.24-1.5e+100x their "
+        "start); 0.1 diverged (NaN/Inf by iteration 40)")
 
 
 def test_a_diagnosis_counts_the_repetitions_that_diverged():

@@ -69,6 +69,8 @@ def tuning_failures(record):
     groups = []
     for lr in sorted(why):
         kind = why[lr].split(" (")[0]
+        if kind == "no progress" and any(float(t) > 1.0 for t in _numbers(why[lr])):  # (above its start: it grew,
+            kind = "grew"  # short of a thousandfold; "0.0001..1 made no progress (ending at 0.795-298x)" undersold it)
         if groups and groups[-1][0] == kind:
             groups[-1][1].append(lr)
         else:
