@@ -570,3 +570,4 @@ inline void check_max_delay(int64_t max_delay, std::uint64_t t) {
 // The entry points of passes.cpp, which bindings.cpp's PYBIND11_MODULE adds to the module in their place.
 void bind_mix_lossy(py::module_& m);
 void bind_mix_delayed(py::module_& m);
+void bind_running_sums(py::module_& m);
