@@ -9,9 +9,9 @@ Statuses (:data:`STATUSES`):
   recorded metric did (:data:`WATCHED`: a consensus error that runs off);
 * ``no-progress``: ended above :data:`NO_PROGRESS` times its start;
 * ``unstable``: the tuner found no stable rate (it ran at the smallest rate tried), or the run climbs off at the
-  end of its budget: its ranked metric ends more than the tuner's stability factor above its lowest level, or a
-  metric of its iterates (:data:`WATCHED`, the consensus error) runs off at the end of the budget
-  (:func:`~rowstoch_fast.compare.tuning.climbs`);
+  end of its budget: its ranked metric ends above its lowest level by the tuner's stability factor (where the
+  repetitions ran one trajectory; tenfold where they differ), or its consensus error runs off at the end of the
+  budget (:func:`~rowstoch_fast.compare.tuning.climbs`);
 * ``interrupted``: stopped by Ctrl-C or SIGTERM before the end of its budget (``--resume`` continues it).
 
 Only ``ok`` runs are ranked and only they can be bold. Ranks (:func:`ranks`): a method's rank is one plus the
@@ -32,7 +32,9 @@ import math
 import numpy as np
 
 from ..runner import GROWTH_WARNING
-from .tuning import CONVERGED, NO_PROGRESS, UNTUNABLE, climbs, off_its_minimum, runaway, typical_curve
+from .tuning import (CLIMB, CONVERGED, NO_PROGRESS, SPREAD, STABILITY_FACTOR, UNTUNABLE, climbs, off_its_minimum,
+                     runaway, typical_curve)
+from .tuning import _trend as tuning_trend
 
 __all__ = ["STATUSES", "NO_PROGRESS", "TIE_SE", "status_of", "ranks", "tuning_failures"]
 
@@ -213,32 +215,42 @@ def _exploded(frame, metric):
 
 def _climbing(frame, metric, means, start):
     """Where a run that stayed finite and did not grow a thousandfold climbs off at the end of its budget, one phrase;
-    else "": the ranked metric's typical curve over the repetitions (their mean over two at most, their median over
-    more: :func:`~rowstoch_fast.compare.tuning.typical_curve`) ends more than the tuner's stability factor above its
-    lowest level (:func:`~rowstoch_fast.compare.tuning.off_its_minimum`: the tuner's rule, which a given rate, or a
-    tuned one on the evaluation's streams, had never met: DIGing at a given rate fell to 3.6e-3 and climbed back to
-    1.18, ranked first), or a recorded metric of the iterates (:data:`WATCHED`) runs off at the end of the budget in
-    a repetition (:func:`~rowstoch_fast.compare.tuning.climbs`: a lossy push-sum method's consensus error growing
-    1.08x an iteration to the end of the budget, its ranked metric not yet touched, ranked ``ok``)."""
+    else "". Its ranked metric's typical curve over the repetitions (their mean over two at most, their median over
+    more: :func:`~rowstoch_fast.compare.tuning.typical_curve`) ends above its lowest level
+    (:func:`~rowstoch_fast.compare.tuning.off_its_minimum`) by the tuner's stability factor where the repetitions
+    ran the same trajectory (exact gradients, nothing drawn: DIGing at a given rate fell to 3.6e-3 and climbed back
+    to 1.18, ranked first, the rule having been the tuner's alone), by :data:`~rowstoch_fast.compare.tuning.CLIMB`
+    where they differ or there is one (a metric at a noise floor in one or two dimensions touches 0: its median
+    over five repetitions climbed 2x above its lowest stretch in 9-35% of a helper's stationary runs); or the
+    consensus error runs off at the end in a repetition (:func:`~rowstoch_fast.compare.tuning.climbs`: a lossy
+    push-sum method's, growing 1.08x an iteration to the end of the budget, its ranked metric not yet touched,
+    ranked ``ok``)."""
     if len(means) >= 4 and math.isfinite(start) and start > 0:
         curves = frame.pivot_table(index="iteration", columns="rep", values=metric, aggfunc="first") \
             if "rep" in frame.columns else frame.set_index("iteration")[[metric]]
-        typical = np.maximum(typical_curve(curves.to_numpy(np.float64)), max(CONVERGED * start, 1e-300))
+        runs = curves.to_numpy(np.float64)
+        typical = np.maximum(typical_curve(runs), max(CONVERGED * start, 1e-300))
         if np.isfinite(typical).all():
-            off = off_its_minimum(curves.index.to_numpy(), typical)
+            same = runs.shape[1] > 1 and np.allclose(runs, runs[:, :1], rtol=1e-9, atol=0.0)
+            x = curves.index.to_numpy(np.float64)
+            off = off_its_minimum(x, typical, STABILITY_FACTOR if same else CLIMB)
+            if off is not None and not same:  # (and still rising from there: a noise floor jumps, it does not climb)
+                after = x >= off[1]
+                slope = np.polyfit(x[after], np.log(typical[after]), 1)[0] if after.sum() >= 3 else 0.0
+                if slope <= 0 or not tuning_trend(x[after] - x[-1], np.log(typical[after]))[0]:
+                    off = None
             if off is not None:
                 return (f"{metric} climbed back {off[0]:.3g}x above its lowest level (reached by iteration {off[1]}) "
                         f"by the end")
+    if SPREAD not in frame.columns or frame[SPREAD].isna().all():
+        return ""
     ordered = frame.sort_values("iteration", kind="stable")
-    for name in (metric, *WATCHED):
-        if name not in frame.columns or frame[name].isna().all() or name == metric and len(means) < 4:
-            continue
-        for rep, runs in ordered.groupby("rep", sort=True) if "rep" in frame.columns else [(None, ordered)]:
-            found = climbs(runs["iteration"].to_numpy(np.float64), runs[name].to_numpy(np.float64))
-            if found is not None:
-                where = f" in repetition {rep}" if rep is not None and frame["rep"].nunique() > 1 else ""
-                return (f"{name} climbs to the end of the budget, {found[1] / found[0]:.3g}x from its lowest point "
-                        f"past the first quarter ({_fmt(found[0])} -> {_fmt(found[1])}){where}")
+    for rep, runs in ordered.groupby("rep", sort=True) if "rep" in frame.columns else [(None, ordered)]:
+        found = climbs(runs["iteration"].to_numpy(np.float64), runs[SPREAD].to_numpy(np.float64))
+        if found is not None:
+            where = f" in repetition {rep}" if rep is not None and frame["rep"].nunique() > 1 else ""
+            return (f"{SPREAD} climbs to the end of the budget, {found[1] / found[0]:.3g}x above its lowest level past "
+                    f"the first quarter ({_fmt(found[0])} -> {_fmt(found[1])}){where}")
     return ""
 
 
