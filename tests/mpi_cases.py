@@ -439,13 +439,13 @@ MESSAGE_ALGORITHMS = ("dsgd", "push-pull", "pull-diag-gt", "push-diging", "dgd",
 
 def runs_on(nname, net, cls):
     """Whether the MPI network test runs ``cls`` on the network ``nname``: a registered layer's example, a method of
-    each family where it acts on the messages (as on the message networks above), else one algorithm of each kind
-    (:func:`kinds_of_algorithm`: what the partition reads of a method; every algorithm runs on the hand-made
-    schedules, losses and sleep above, and on the layers' compositions)."""
+    each family where it acts on the messages (as on the message networks above, and the layers' compositions,
+    whose outer layer is a message layer), else one algorithm of each kind (:func:`kinds_of_algorithm`: what the
+    partition reads of a method; every algorithm runs on the hand-made schedules, losses and sleep above)."""
     message = nname in MESSAGE_NETWORKS or (nname.startswith("layer:") and net.acts_on == "messages")
     if message:
         return cls.applies_to(net) and cls.name in MESSAGE_ALGORITHMS
-    if nname.startswith("layer:") and nname not in ("layer:composed", "layer:composed-links"):
+    if nname.startswith("layer:"):
         from rowstoch_fast.algorithms import REGISTRY
 
         return cls.applies_to(net) and cls.name in kinds_of_algorithm(REGISTRY)

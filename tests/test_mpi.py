@@ -667,6 +667,13 @@ def test_ranks_launched_with_different_arguments_are_refused_on_every_rank(tmp_p
                                               "the same command written otherwise on each rank")
         assert code == 0 and "different arguments" not in output, output
         assert (tmp_path / "same" / "history.json").exists()
+    # an option written at its default value on one rank only: the same values, but the command reads which options
+    # were written (a file's settings they override, --tracker's check): refused (the parse alone hung)
+    code, output = _launched_within_limit([MPIEXEC, *MPIEXEC_FLAGS, "-n", "1", *common, *budget, "20", "--data-seed",
+                                           "42", ":", "-n", "1", *common, *budget, "20"],
+                                          f"an option at its default on one rank ({command})")
+    said = "rank 1 has 'nothing more written' where rank 0 has '--data-seed written'"
+    assert (code == 2 if not MPIEXEC_FLAGS else code != 0) and output.count(said) == 2, output
 
 
 LASTFAIL = '''

@@ -67,10 +67,10 @@ def main(argv=None):
     except SystemExit as exc:
         _end_the_launch(argv, exc.code)
         raise
-    args.parsed = parsed_settings(args)  # (what the ranks compare: the parse, not how it was written)
     args.argv = list(argv)  # (what a command records as its own: main's arguments, not the interpreter's)
     # the options written out (abbreviations are off, so each appears as itself)
     args.given = {str(token).split("=", 1)[0] for token in argv if str(token).startswith("--")}
+    args.parsed = parsed_settings(args)  # (what the ranks compare: the parse and the options written, not the words)
     undo_logging = configure_logging(args)
     _created.clear()
     with _Terminated() as terminated:  # every command: SIGTERM (a job scheduler's) ends it as Ctrl-C does

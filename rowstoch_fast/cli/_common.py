@@ -318,14 +318,22 @@ def polled_barrier():
 def parsed_settings(args):
     """``{dest: value}`` of a parsed command line, as the ranks compare it (:func:`refuse_different_arguments`): the
     values the parser made, so that ``--out=o`` and ``--out o``, or the same options in another order, are the
-    same command; a function the parser set (the subcommand's) by its name."""
-    return {key: (value.__qualname__ if callable(value) else value) for key, value in sorted(vars(args).items())}
+    same command; a function the parser set (the subcommand's) by its name; and ``given``, the options written out
+    (``args.given``: what the command reads besides their values, which settings of a file they override)."""
+    out = {key: (value.__qualname__ if callable(value) else value) for key, value in sorted(vars(args).items())
+           if key not in ("given", "parsed", "argv")}
+    out["given"] = sorted(getattr(args, "given", ()))
+    return out
 
 
-def _as_written(key, value):
-    """One parsed setting as an option would give it: ``--rounds-budget 600``, ``--no-progress``, ``no --lr``."""
+def _as_written(key, value, other):
+    """One parsed setting as an option would give it: ``--rounds-budget 600``, ``--no-progress``, ``no --lr``;
+    for ``given``, the first option written on one rank and not on the other (``other``'s list)."""
     if key == "command":
         return f"the command {value}"
+    if key == "given":
+        extra = [option for option in value if option not in other]
+        return f"{extra[0]} written" if extra else "nothing more written"
     option = "--" + key.replace("_", "-")
     if value is None or value is False:
         return f"no {option}"
@@ -339,9 +347,12 @@ def refuse_different_arguments(args):
     where one differs, naming it: an MPMD launch (``mpiexec -n 1 rowstoch compare ... : -n 1 rowstoch compare ...
     --rounds-budget 600``) ran two problems whose collectives never matched, both ranks spinning past any signal.
     What is compared is the parse (:func:`parsed_settings`), not the words: ``--out=o`` on one rank and ``--out o``
-    on another had been refused."""
+    on another had been refused. Values are compared as JSON (a NaN equals a NaN: it is refused by the command's
+    own check, on every rank)."""
     if getattr(args, "backend", None) != "mpi":
         return
+    import json
+
     from mpi4py import MPI
 
     polled_barrier()  # (a rank that never comes leaves the others waiting where a signal still reaches them)
@@ -349,13 +360,16 @@ def refuse_different_arguments(args):
     if mine is None:  # (a namespace made without main: parsed here, as main would have)
         mine = parsed_settings(args)
     every = MPI.COMM_WORLD.allgather(mine)
+    same = lambda a, b: json.dumps(a, sort_keys=True, default=repr) == json.dumps(b, sort_keys=True,  # noqa: E731
+                                                                                 default=repr)
     for rank, settings in enumerate(every[1:], 1):
-        if settings != every[0]:
+        if not same(settings, every[0]):
             key = next(key for key in sorted(set(settings) | set(every[0]))
-                       if settings.get(key) != every[0].get(key))
+                       if not same(settings.get(key), every[0].get(key)))
+            mine_, theirs = settings.get(key), every[0].get(key)
             raise UsageError(f"the MPI ranks were given different arguments: rank {rank} has "
-                             f"{_as_written(key, settings.get(key))!r} where rank 0 has "
-                             f"{_as_written(key, every[0].get(key))!r}; launch every rank with the same command")
+                             f"{_as_written(key, mine_, theirs or [])!r} where rank 0 has "
+                             f"{_as_written(key, theirs, mine_ or [])!r}; launch every rank with the same command")
 
 
 def on_every_rank(args, fn, *a):

@@ -201,15 +201,6 @@ def _compare(args):
             args.graph_words[gname] = _graph_words(args, gname, base)
             _check_objective_size(args, base.n)
             f = on_every_rank(args, _objective_from_args, args, base.n)
-            if args.jobs is None and jobs > 1:  # (the default, the cores: as many as hold their copy of the data)
-                from .._checks import fmt_bytes
-                from ..compare.plan import affordable_jobs, held_bytes
-
-                fit = affordable_jobs(f, base, jobs)
-                if fit < jobs:
-                    say(f"--jobs {fit}: {jobs} processes' copies of the problem ({fmt_bytes(held_bytes(f, base))} "
-                        f"each) do not fit in the memory available")
-                    jobs = fit
             for sname, ns in settings:
                 A = network_options.build(base, ns)
                 chosen = args.algorithms or ",".join(cmp.default_algorithms(A, f))  # (default: what runs on A, f)
@@ -233,13 +224,25 @@ def _compare(args):
                     if label in hyper:  # the file's values, checked by the constructor before anything runs
                         _check_file_hyper(args.config, label, REGISTRY[method], rounds, hyper[label], args.tracker,
                                           A.n)
-                with warnings.catch_warnings():  # (the budget's warning is printed once, by the run)
-                    warnings.simplefilter("ignore", RuntimeWarning)
-                    cmp.make_plan(A, f, chosen, args.rounds_budget, lr=lr, repeats=args.repeats, seed=args.seed,
-                                  tracker=args.tracker, backend=args.backend, mg_rounds=args.mg_rounds,
-                                  metric=metrics[0] if metrics else None, metrics=metrics,
-                                  lr_source=sources or None, hyper=hyper or None,
-                                  jobs=jobs)  # (every check, memory too)
+                asked = jobs
+                while True:
+                    try:
+                        with warnings.catch_warnings():  # (the budget's warning is printed once, by the run)
+                            warnings.simplefilter("ignore", RuntimeWarning)
+                            cmp.make_plan(A, f, chosen, args.rounds_budget, lr=lr, repeats=args.repeats,
+                                          seed=args.seed, tracker=args.tracker, backend=args.backend,
+                                          mg_rounds=args.mg_rounds, metric=metrics[0] if metrics else None,
+                                          metrics=metrics, lr_source=sources or None, hyper=hyper or None,
+                                          jobs=jobs)  # (every check, memory too)
+                        break
+                    except MemoryError:  # (the default, the cores: as many processes as fit, each with its copy
+                        # of the problem and its methods' blocks; a --jobs given is refused as it is)
+                        if args.jobs is not None or min(jobs, len(specs)) <= 1:
+                            raise
+                        jobs = min(jobs, len(specs)) - 1
+                if jobs < asked:
+                    say(f"--jobs {jobs}: {min(asked, len(specs))} processes (each with its copy of the problem and "
+                        f"its methods' blocks) do not fit in the memory available")
                 problems.append((gname, sname, ns, A, specs, lr, f, sources, hyper, chosen))
     except UsageError as exc:  # (worded already: an experiment file's key; a layer's option, here)
         raise _as_in_the_file(args, exc) from None

@@ -12,7 +12,7 @@ import numpy as np
 from ..errors import DivergenceError
 from ..network import draws, redrawn
 from ..runner import run
-from .tuning import UNTUNABLE, NoStableRate, tune
+from .tuning import UNTUNABLE, NoStableRate, replicas_per_rate, tune
 from .verdict import status_of
 
 __all__ = ["Outcome", "run_method"]
@@ -39,7 +39,9 @@ def _context(plan, method):
     from ..mixing import MixingMatrix
     from ..network import base_matrix
 
-    out = {"lossy": not isinstance(plan.network, MixingMatrix), "loses": _loses_messages(plan.network)}
+    out = {"lossy": not isinstance(plan.network, MixingMatrix), "loses": _loses_messages(plan.network),
+           # (its repetitions run one trajectory: exact gradients over a network that draws nothing)
+           "one_trajectory": replicas_per_rate(plan.network, plan.objective, method) == 1 and not draws(plan.network)}
     if "tracker" in REGISTRY[method.method].hyper:
         try:
             pi = np.asarray(base_matrix(plan.network).metrics().pi)

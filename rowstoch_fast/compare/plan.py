@@ -18,7 +18,7 @@ import numpy as np
 
 from .. import algorithms as _algorithms
 from .. import backends
-from .._checks import MAX_KEY, MAX_ROUNDS, available_memory, check_int, did_you_mean, fmt_bytes, require_memory
+from .._checks import MAX_KEY, MAX_ROUNDS, check_int, did_you_mean, fmt_bytes, require_memory
 from ..algorithms import REGISTRY, method_of
 from ..backends import BACKENDS
 from ..network import Network, base_matrix, describe, first_difference, redrawn, weights_of
@@ -310,49 +310,25 @@ def check_shown_metrics(metrics, objective, specs):
                          f"{', '.join(label for label, _, _ in specs)} is federated")
 
 
-def held_bytes(*objects, depth=3):
-    """The bytes of the arrays ``objects`` hold (NumPy arrays among their attributes, in their lists, tuples and
-    dicts, and in the objects they hold, ``depth`` levels down; each array's memory once): what a worker process's
-    copy of a problem costs (its pickle carries them)."""
-    import types
+def held_bytes(*objects):
+    """The bytes of a worker process's copy of ``objects`` (a problem: its objective and network): the size of
+    their pickle, counted as it is made (protocol 5, arrays out of band: no copy is made), so every array is
+    counted wherever it is held, a view as its own elements; 0 where they cannot be pickled (a process could not
+    take them at all: :func:`~rowstoch_fast.compare.processes.execute_in_processes` says so)."""
+    import pickle
 
-    seen, owners, total = set(), set(), 0
+    class _Count:
+        size = 0
 
-    def walk(obj, level):
-        nonlocal total
-        if level < 0 or id(obj) in seen or isinstance(obj, (type, types.ModuleType, types.FunctionType,
-                                                             types.MethodType, types.BuiltinFunctionType)):
-            return
-        seen.add(id(obj))
-        if isinstance(obj, np.ndarray):
-            owner = obj
-            while isinstance(owner.base, np.ndarray):
-                owner = owner.base
-            if id(owner) not in owners:
-                owners.add(id(owner))
-                total += owner.nbytes
-        elif isinstance(obj, (list, tuple)):
-            for item in obj[:64]:
-                walk(item, level - 1)
-        elif isinstance(obj, dict):
-            for item in list(obj.values())[:64]:
-                walk(item, level - 1)
-        elif hasattr(obj, "__dict__"):
-            for item in vars(obj).values():
-                walk(item, level - 1)
+        def write(self, chunk):
+            self.size += memoryview(chunk).nbytes
 
-    for obj in objects:
-        walk(obj, depth)
-    return total
-
-
-def affordable_jobs(objective, A, jobs):
-    """The most processes, up to ``jobs``, whose copies of the problem (three each while it is read) fit in the
-    memory available now; at least 1 (one process holds the problem once, as it is)."""
-    avail, held = available_memory(), held_bytes(objective, A)
-    if avail is None or jobs <= 1 or not held:
-        return jobs
-    return max(1, min(jobs, int(avail // (3 * held))))
+    count, buffers = _Count(), []
+    try:
+        pickle.Pickler(count, protocol=5, buffer_callback=buffers.append).dump(objects)
+    except Exception:  # noqa: BLE001 - unpicklable: nothing a worker could hold
+        return 0
+    return count.size + sum(buffer.raw().nbytes for buffer in buffers)
 
 
 def _layers(net):

@@ -227,11 +227,21 @@ def off_its_minimum(iterations, values, factor=STABILITY_FACTOR):
     climb. The stability rule of the tuner (:func:`judge`) and of the evaluation
     (:func:`~rowstoch_fast.compare.verdict.status_of`)."""
     k = int(_tail(iterations).sum())
-    smooth = smoothed(values, k)[k - 1:]  # every window of the tail's length: the level of each stretch of the run
+    with np.errstate(divide="ignore"):  # (a zero: a level of 0, below which nothing climbs)
+        smooth = smoothed(values, k)[k - 1:]  # every window of the tail's length: each stretch's level
     low, level = float(smooth.min()), float(smooth[-1])
-    if level > factor * low:
+    if low > 0 and level > factor * low:
         return level / low, int(np.asarray(iterations)[k - 1 + int(np.argmin(smooth))])
     return None
+
+
+def rising(xs, logs):
+    """Whether the line through ``(xs, logs)`` (three points at least) rises with a slope more than twice its
+    standard error."""
+    if len(xs) < 3:
+        return False
+    significant, _ = _trend(np.asarray(xs, dtype=np.float64) - xs[-1], np.asarray(logs, dtype=np.float64))
+    return bool(significant and np.polyfit(xs, logs, 1)[0] > 0)
 
 
 def climbs(iterations, values):
@@ -247,7 +257,7 @@ def climbs(iterations, values):
     consensus error alone (an average over the nodes): a helper's one-dimensional noisy problems, whose ranked
     metric touches 0 at a noise floor, fired on 5-7% of single runs read by pairs of records."""
     x, v = np.asarray(iterations, dtype=np.float64), np.asarray(values, dtype=np.float64)
-    if len(v) != len(x):
+    if len(v) != len(x) or len(x) < 6:
         return None
     past = np.flatnonzero(x > x[0] + TAIL * (x[-1] - x[0]))
     if len(past) < 6:
@@ -261,8 +271,7 @@ def climbs(iterations, values):
     if len(xs) - j < 5 or end < CLIMB * low:
         return None
     xs, logs = xs[j:], np.log(ys[j:])
-    rising, _ = _trend(xs - xs[-1], logs)
-    if not rising or np.polyfit(xs, logs, 1)[0] <= 0:
+    if not rising(xs, logs):
         return None
     m = len(xs) // 2
     early, late = (float(np.polyfit(xs[a:b], logs[a:b], 1)[0]) for a, b in ((0, m + 1), (m, len(xs))))
@@ -451,6 +460,7 @@ def _fingerprint(method, rates, budget, metric, seed, repeats, objective, rep_of
                        "options": method.options, "rates": [float(r) for r in rates], "budget": budget,
                        "metric": metric, "seed": seed, "repeats": repeats, "rep_offset": rep_offset,
                        "points": TUNE_POINTS, "spread": True,  # (its rows hold the consensus error too)
+                       "climbs": CLIMB,  # (a stage judged before the consensus error's run-off at the end: again)
                        "objective": objective.describe() if hasattr(objective, "describe") else None},
                       sort_keys=True, default=str)
 
@@ -831,6 +841,9 @@ def _tune_stages(stage, scores, arrival, ends, finals, record, grid, method, log
         confirmed = {lr: ended[lr] for lr in pool if lr in ended}  # (judged on the most streams)
         exc.record, exc.grid = record, grid
         exc.fallback = _best(confirmed or ended) if ended else min(scores)
+        # (what the diagnosis says of it: where every rate diverged or ran off, none ended anywhere)
+        record["fallback"] = ("the one that ended lowest in the tuning runs" if ended else
+                              "the smallest rate tried (every rate diverged or ran off)")
         raise exc
     record["chosen"] = _best(stable, arrival)
     if log is not None:

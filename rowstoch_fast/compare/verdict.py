@@ -5,13 +5,14 @@ Statuses (:data:`STATUSES`):
 
 * ``ok``: ran the whole budget, finite, and ended below :data:`NO_PROGRESS` times its start;
 * ``diverged``: a NaN or Inf (a :class:`~rowstoch_fast.DivergenceError`), or its gradient norm, loss or the
-  compared metric grew a thousandfold (:data:`~rowstoch_fast.runner.GROWTH_WARNING`) without one, or another
-  recorded metric did (:data:`WATCHED`: a consensus error that runs off);
+  compared metric grew a thousandfold (:data:`~rowstoch_fast.runner.GROWTH_WARNING`) without one (in the mean of
+  the repetitions, or in one of them), or another recorded metric did (:data:`WATCHED`: a consensus error that
+  runs off);
 * ``no-progress``: ended above :data:`NO_PROGRESS` times its start;
 * ``unstable``: the tuner found no stable rate (it ran at the smallest rate tried), or the run climbs off at the
   end of its budget: its ranked metric ends above its lowest level by the tuner's stability factor (where the
-  repetitions ran one trajectory; tenfold where they differ), or its consensus error runs off at the end of the
-  budget (:func:`~rowstoch_fast.compare.tuning.climbs`);
+  repetitions ran one trajectory; tenfold, and still rising, where they differ), or its consensus error runs off
+  at the end of the budget (:func:`~rowstoch_fast.compare.tuning.climbs`);
 * ``interrupted``: stopped by Ctrl-C or SIGTERM before the end of its budget (``--resume`` continues it).
 
 Only ``ok`` runs are ranked and only they can be bold. Ranks (:func:`ranks`): a method's rank is one plus the
@@ -33,8 +34,7 @@ import numpy as np
 
 from ..runner import GROWTH_WARNING
 from .tuning import (CLIMB, CONVERGED, NO_PROGRESS, SPREAD, STABILITY_FACTOR, UNTUNABLE, climbs, off_its_minimum,
-                     runaway, typical_curve)
-from .tuning import _trend as tuning_trend
+                     rising, runaway, typical_curve)
 
 __all__ = ["STATUSES", "NO_PROGRESS", "TIE_SE", "status_of", "ranks", "tuning_failures"]
 
@@ -157,7 +157,7 @@ def status_of(frame, metric, meta, *, lr, lr_source, iterations, tuning=None, co
         diagnosis = f"{metric} grew {end / start:.3g}x ({_fmt(start)} -> {_fmt(end)}) {at}"
     elif exploded := _exploded(frame, metric):
         status, diagnosis = "diverged", f"{exploded} {at}"
-    elif climbed := _climbing(frame, metric, means, start):
+    elif climbed := _climbing(frame, metric, means, start, context.get("one_trajectory", False)):
         status, diagnosis = "unstable", f"{climbed} {at}"
     else:
         floor = CONVERGED * abs(start) if math.isfinite(start) else 0.0
@@ -174,7 +174,8 @@ def status_of(frame, metric, meta, *, lr, lr_source, iterations, tuning=None, co
         grid = [lr for stage in (tuning or {}).get("stages", ()) for lr in stage["scores"]]
         tried = f"{_fmt(min(grid))}..{_fmt(max(grid))}" if grid else "the grid"
         diagnosis = (f"no rate in {tried} was stable over the budget ({tuning_failures(tuning or {})}); shown "
-                     f"{at}, the one that ended lowest in the tuning runs" + (f": {diagnosis}" if diagnosis else ""))
+                     f"{at}, {(tuning or {}).get('fallback', 'the one that ended lowest in the tuning runs')}"
+                     + (f": {diagnosis}" if diagnosis else ""))
         status = "unstable" if status == "ok" else status
     if status == "diverged" and some:
         diagnosis += f" ({some})"
@@ -213,14 +214,15 @@ def _exploded(frame, metric):
     return ""
 
 
-def _climbing(frame, metric, means, start):
+def _climbing(frame, metric, means, start, one_trajectory=False):
     """Where a run that stayed finite and did not grow a thousandfold climbs off at the end of its budget, one phrase;
     else "". Its ranked metric's typical curve over the repetitions (their mean over two at most, their median over
     more: :func:`~rowstoch_fast.compare.tuning.typical_curve`) ends above its lowest level
     (:func:`~rowstoch_fast.compare.tuning.off_its_minimum`) by the tuner's stability factor where the repetitions
-    ran the same trajectory (exact gradients, nothing drawn: DIGing at a given rate fell to 3.6e-3 and climbed back
-    to 1.18, ranked first, the rule having been the tuner's alone), by :data:`~rowstoch_fast.compare.tuning.CLIMB`
-    where they differ or there is one (a metric at a noise floor in one or two dimensions touches 0: its median
+    ran the same trajectory (``one_trajectory``: exact gradients, nothing drawn, whatever the number of
+    repetitions; or repetitions found equal: DIGing at a given rate fell to 3.6e-3 and climbed back to 1.18, ranked
+    first, the rule having been the tuner's alone), by :data:`~rowstoch_fast.compare.tuning.CLIMB`, still rising,
+    where they differ (a metric at a noise floor in one or two dimensions touches 0: its median
     over five repetitions climbed 2x above its lowest stretch in 9-35% of a helper's stationary runs); or the
     consensus error runs off at the end in a repetition (:func:`~rowstoch_fast.compare.tuning.climbs`: a lossy
     push-sum method's, growing 1.08x an iteration to the end of the budget, its ranked metric not yet touched,
@@ -228,17 +230,17 @@ def _climbing(frame, metric, means, start):
     if len(means) >= 4 and math.isfinite(start) and start > 0:
         curves = frame.pivot_table(index="iteration", columns="rep", values=metric, aggfunc="first") \
             if "rep" in frame.columns else frame.set_index("iteration")[[metric]]
+        curves = curves[curves.notna().all(axis=1)]  # (the iterations every repetition recorded: an earlier
+        # comparison's kept repetitions may lack one)
         runs = curves.to_numpy(np.float64)
-        typical = np.maximum(typical_curve(runs), max(CONVERGED * start, 1e-300))
-        if np.isfinite(typical).all():
-            same = runs.shape[1] > 1 and np.allclose(runs, runs[:, :1], rtol=1e-9, atol=0.0)
+        typical = np.maximum(typical_curve(runs), max(CONVERGED * start, 1e-300)) if len(runs) >= 4 else None
+        if typical is not None and np.isfinite(typical).all():
+            same = one_trajectory or runs.shape[1] > 1 and np.allclose(runs, runs[:, :1], rtol=1e-9, atol=0.0)
             x = curves.index.to_numpy(np.float64)
             off = off_its_minimum(x, typical, STABILITY_FACTOR if same else CLIMB)
             if off is not None and not same:  # (and still rising from there: a noise floor jumps, it does not climb)
                 after = x >= off[1]
-                slope = np.polyfit(x[after], np.log(typical[after]), 1)[0] if after.sum() >= 3 else 0.0
-                if slope <= 0 or not tuning_trend(x[after] - x[-1], np.log(typical[after]))[0]:
-                    off = None
+                off = off if rising(x[after], np.log(typical[after])) else None
             if off is not None:
                 return (f"{metric} climbed back {off[0]:.3g}x above its lowest level (reached by iteration {off[1]}) "
                         f"by the end")
