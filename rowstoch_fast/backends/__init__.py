@@ -109,14 +109,24 @@ def check_same_on_every_process(backend, value, what):
     from mpi4py import MPI
 
     every = MPI.COMM_WORLD.allgather(value() if callable(value) else value)
+    found = first_difference(every)
+    if found is not None:
+        rank, key = found
+        raise ValueError(f"{what} differ between the MPI ranks: {key} is {every[0].get(key)!r} on rank 0 and "
+                         f"{every[rank].get(key)!r} on rank {rank}; every rank must run the same")
+
+
+def first_difference(every):
+    """``(rank, key)``: the first rank whose dict of ``every`` (one per rank, JSON-like) is not rank 0's, and the
+    first key where (in rank 0's order, then the other's), compared as JSON (a NaN equals a NaN); None where every
+    one is the same."""
     same = lambda a, b: json.dumps(a, sort_keys=True, default=repr) == json.dumps(b, sort_keys=True,  # noqa: E731
-                                                                                 default=repr)  # (NaN as NaN)
+                                                                                 default=repr)
     for rank, other in enumerate(every[1:], 1):
         if not same(other, every[0]):
-            key = next((k for k in dict.fromkeys([*every[0], *other]) if not same(every[0].get(k), other.get(k))),
-                       None)
-            raise ValueError(f"{what} differ between the MPI ranks: {key} is {every[0].get(key)!r} on rank 0 and "
-                             f"{other.get(key)!r} on rank {rank}; every rank must run the same")
+            keys = dict.fromkeys([*every[0], *other])
+            return rank, next((k for k in keys if not same(every[0].get(k), other.get(k))), None)
+    return None
 
 
 def nodes_per_process(backend, n):

@@ -351,25 +351,22 @@ def refuse_different_arguments(args):
     own check, on every rank)."""
     if getattr(args, "backend", None) != "mpi":
         return
-    import json
-
     from mpi4py import MPI
+
+    from ..backends import first_difference
 
     polled_barrier()  # (a rank that never comes leaves the others waiting where a signal still reaches them)
     mine = getattr(args, "parsed", None)
     if mine is None:  # (a namespace made without main: parsed here, as main would have)
         mine = parsed_settings(args)
     every = MPI.COMM_WORLD.allgather(mine)
-    same = lambda a, b: json.dumps(a, sort_keys=True, default=repr) == json.dumps(b, sort_keys=True,  # noqa: E731
-                                                                                 default=repr)
-    for rank, settings in enumerate(every[1:], 1):
-        if not same(settings, every[0]):
-            key = next(key for key in sorted(set(settings) | set(every[0]))
-                       if not same(settings.get(key), every[0].get(key)))
-            mine_, theirs = settings.get(key), every[0].get(key)
-            raise UsageError(f"the MPI ranks were given different arguments: rank {rank} has "
-                             f"{_as_written(key, mine_, theirs or [])!r} where rank 0 has "
-                             f"{_as_written(key, theirs, mine_ or [])!r}; launch every rank with the same command")
+    found = first_difference(every)
+    if found is not None:
+        rank, key = found
+        theirs, first = every[rank].get(key), every[0].get(key)
+        raise UsageError(f"the MPI ranks were given different arguments: rank {rank} has "
+                         f"{_as_written(key, theirs, first or [])!r} where rank 0 has "
+                         f"{_as_written(key, first, theirs or [])!r}; launch every rank with the same command")
 
 
 def on_every_rank(args, fn, *a):
