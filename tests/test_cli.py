@@ -416,6 +416,26 @@ def test_two_layers_options_spelled_alike_are_refused():
         LAYERS.pop("twice-test", None)
 
 
+def test_ranks_whose_commands_differ_are_said_as_each_wrote_it(tmp_path, monkeypatch, capsys):
+    """An MPMD launch where one rank wrote ``--n 8`` beside an experiment file that the other took its n from: the
+    refusal was reworded as the file's key on rank 0 ("rank 1 has '[network] n 8'"), which neither rank wrote."""
+    pytest.importorskip("mpi4py")
+    from rowstoch_fast.cli import _common
+
+    exp = tmp_path / "exp.toml"
+    exp.write_text('[network]\nn = 16\n[objective]\nkind = "quadratic"\nd = 3\n[run]\nrounds_budget = 20\n'
+                   '[algorithms.dsgd]\nlr = 0.05\n')
+    common = ["compare", "--config", str(exp), "--backend", "mpi", "--no-progress", "--out", str(tmp_path / "o")]
+    other = cli.make_parser().parse_args([*common, "--n", "8"])  # (rank 1's parse, as main makes it)
+    other.given = {token for token in common if token.startswith("--")} | {"--n"}
+    monkeypatch.setattr(_common, "_every_rank", lambda mine: [mine, _common.parsed_settings(other)])
+    code = cli.main(common)  # (rank 0: its n from the file)
+    said = capsys.readouterr().err
+    assert code == 2 and "rank 1 has '--n 8' where rank 0 has 'no --n'; launch every rank" in said, said
+    assert "[network]" not in said, said
+    assert not (tmp_path / "o").exists()
+
+
 def test_another_ranks_bug_is_not_said_as_a_usage_error(monkeypatch):
     """Under --backend mpi a refusal on one rank is said as one line on every rank; another rank's unexpected
     error (a bug) was said the same way on the others, a one-line usage error hiding a traceback. It is raised as

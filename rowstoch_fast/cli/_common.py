@@ -342,6 +342,12 @@ def _as_written(key, value, other):
     return f"{option} {','.join(map(str, value)) if isinstance(value, (list, tuple)) else value}"
 
 
+class RanksDiffer(UsageError):
+    """The MPI ranks' parsed commands differ (:func:`refuse_different_arguments`): worded as each rank's command
+    line has it, never reworded as an experiment file's keys (a setting one rank wrote as ``--n 8`` and the other
+    took from its file)."""
+
+
 def refuse_different_arguments(args):
     """Under ``--backend mpi``, the command's parsed arguments compared between the ranks, refused on every rank
     where one differs, naming it: an MPMD launch (``mpiexec -n 1 rowstoch compare ... : -n 1 rowstoch compare ...
@@ -351,22 +357,28 @@ def refuse_different_arguments(args):
     own check, on every rank)."""
     if getattr(args, "backend", None) != "mpi":
         return
-    from mpi4py import MPI
-
     from ..backends import first_difference
 
-    polled_barrier()  # (a rank that never comes leaves the others waiting where a signal still reaches them)
     mine = getattr(args, "parsed", None)
     if mine is None:  # (a namespace made without main: parsed here, as main would have)
         mine = parsed_settings(args)
-    every = MPI.COMM_WORLD.allgather(mine)
+    every = _every_rank(mine)
     found = first_difference(every)
     if found is not None:
         rank, key = found
         theirs, first = every[rank].get(key), every[0].get(key)
-        raise UsageError(f"the MPI ranks were given different arguments: rank {rank} has "
-                         f"{_as_written(key, theirs, first or [])!r} where rank 0 has "
-                         f"{_as_written(key, first, theirs or [])!r}; launch every rank with the same command")
+        raise RanksDiffer(f"the MPI ranks were given different arguments: rank {rank} has "
+                          f"{_as_written(key, theirs, first or [])!r} where rank 0 has "
+                          f"{_as_written(key, first, theirs or [])!r}; launch every rank with the same command")
+
+
+def _every_rank(mine):
+    """``mine`` of every MPI rank, in rank order, once all have come (:func:`polled_barrier`: a rank that never
+    comes leaves the others waiting where a signal still reaches them)."""
+    from mpi4py import MPI
+
+    polled_barrier()
+    return MPI.COMM_WORLD.allgather(mine)
 
 
 def on_every_rank(args, fn, *a):

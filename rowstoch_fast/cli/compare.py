@@ -16,7 +16,7 @@ from ..topology import NAMES as TOPOLOGIES, PAPER_NAMES as PAPER_GRAPHS
 from ._common import (_as_options, _check_objective_args, _check_objective_size, _check_out_folder, _error,
                       _list_option, _matrix_from_args, _metrics_module, _objective_from_args, _problem_rules,
                       _refuse_unread, _settings, narrator, on_every_rank, polled_barrier, progress_option,
-                      refuse_different_arguments, refuse_on_every_rank, warn_unshared_launch)
+                      RanksDiffer, refuse_different_arguments, refuse_on_every_rank, warn_unshared_launch)
 
 
 def _metric_list(text):
@@ -526,7 +526,8 @@ def _as_in_the_file(args, exc):
     flags; where it names an option of another table, ``FILE: ...`` with that option as ``[table] key``; else
     ``exc`` itself."""
     text = str(exc)
-    if getattr(args, "file_name", None) is None or text.startswith(f"{args.file_name}:"):
+    if (getattr(args, "file_name", None) is None or text.startswith(f"{args.file_name}:")
+            or isinstance(exc, RanksDiffer)):  # (the ranks' commands, each as written: not the file's words)
         return exc
     hyper = re.match(r"hyper: ([^:\s]+): (.*)", text, re.S)  # (the command line's hyperparameters are the file's)
     if hyper:
