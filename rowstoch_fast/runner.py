@@ -270,6 +270,25 @@ class History:
         self.diverged = bool(diverged)
 
     @property
+    def overflowed(self):
+        """The metrics among ``grad_norm``, ``loss`` and ``consensus_error`` whose last record (the mean over
+        repetitions) is infinite: iterates that stayed finite but grew past what the metrics can square."""
+        if not len(self.frame):
+            return []
+        last = self.frame.loc[self.frame["iteration"] == self.frame["iteration"].max()]
+        return [m for m in ("grad_norm", "loss", "consensus_error") if np.isinf(last[m].mean())]
+
+    @property
+    def status(self):
+        """How the run ended, as ``rowstoch run`` says it and history.json holds it: ``"interrupted"`` (stopped
+        early: Ctrl-C, SIGTERM), ``"diverged"`` (stopped on a :class:`~rowstoch_fast.DivergenceError`; or ended
+        with a gradient norm or loss grown past the runner's warning, ``meta["grew"]``; or with metrics that
+        overflowed, :attr:`overflowed`) or ``"done"``."""
+        if self.interrupted:
+            return "interrupted"
+        return "diverged" if self.diverged or self.meta.get("grew") or self.overflowed else "done"
+
+    @property
     def metrics(self):
         """Every metric column: :data:`METRICS`, then :attr:`extra`."""
         return METRICS + self.extra
@@ -302,8 +321,12 @@ class History:
 
     def to_json(self, path):
         """Write metadata, summary and raw rows as one (strict) JSON document: a metric an algorithm does not
-        have (``descent_deviation`` outside the Pull-Diag-GT family) or a diverged one is ``null``."""
-        payload = {"meta": self.meta, "interrupted": self.interrupted, "diverged": self.diverged,
+        have (``descent_deviation`` outside the Pull-Diag-GT family) or a diverged one is ``null``; ``status`` is
+        :attr:`status` and ``diverged`` whether it says so (a run that grew past the runner's warning had been
+        written ``"diverged": false`` where ``rowstoch run`` said it diverged)."""
+        status = self.status
+        payload = {"meta": self.meta, "status": status, "interrupted": self.interrupted,
+                   "diverged": status == "diverged",
                    "summary": self.summary().to_dict(orient="list"), "rows": self.frame.to_dict(orient="list")}
         with open(path, "w") as f:
             json.dump(_finite_or_none(payload), f, indent=1, default=_json_default, allow_nan=False)

@@ -1140,13 +1140,16 @@ def test_a_reproduction_started_by_mpiexec_on_several_processes_is_refused(tmp_p
 
 def test_a_run_whose_loss_grows_past_the_warning_is_diverged_not_done(tmp_path):
     """A scale trial: DSGD at lr 100 took the loss to 2e241 with finite iterates; the run warned, then said "done"
-    and exited 0 (the loss printed as a number of 240 digits), where compare calls it diverged."""
+    and exited 0 (the loss printed as a number of 240 digits), where compare calls it diverged. Its history.json
+    then said ``"diverged": false``: it says what the command said."""
     code, out, err = rowstoch_here("run", "--objective", "least-squares", "--n", "16", "--algorithm", "dsgd", "--lr",
                                    "100", "--iterations", "60", "--no-progress", "--out", tmp_path / "o")
     assert code == 3 and "diverged at iteration 60" in out, (out, err)
     assert "rowstoch: diverged: the gradient norm from" in err and "try a smaller --lr" in err
     loss = out.split("loss ")[1].split()[0]
     assert "e+" in loss and len(loss) < 16, out
+    saved = json.loads((tmp_path / "o" / "history.json").read_text())
+    assert saved["diverged"] is True and saved["status"] == "diverged" and "the run diverges" in saved["meta"]["grew"]
 
 
 def test_the_exact_trackers_build_has_a_set_up_line_of_its_own(tmp_path, monkeypatch):

@@ -284,11 +284,10 @@ def cmd_run(args):
         return 3
     s = h.summary().iloc[-1]
     reached = int(h.meta.get("completed_iterations", s["iteration"]))  # Ctrl-C: where it stopped, not the last record
-    # a run whose iterates stayed finite but whose metrics overflowed (1e200 squared) diverged all the same
-    blown = [m for m in ("grad_norm", "loss", "consensus_error") if m in s and np.isinf(s[m])]
-    grew = h.meta.get("grew")  # (a gradient norm or loss that grew past the runner's warning: compare's diverged;
-    # a rate of 100 took the loss to 2e241 and ended "done", exit 0)
-    status = "interrupted" if h.interrupted else "diverged" if blown or grew else "done"
+    # a run whose iterates stayed finite but whose metrics overflowed (1e200 squared) diverged all the same, as one
+    # whose gradient norm or loss grew past the runner's warning (compare's diverged; a rate of 100 took the loss to
+    # 2e241 and ended "done", exit 0): History.status
+    blown, grew, status = h.overflowed, h.meta.get("grew"), h.status
     print(f"{algo.name} (lr {algo.lr:g}) on {args.topology if not args.matrix else args.matrix} (n={A.n}), {status} at iteration "
           f"{reached} ({int(h.meta.get('completed_rounds', s['communication_rounds']))} communication rounds, "
           f"{s['wall_seconds']:.1f} s; "
