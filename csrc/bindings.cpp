@@ -720,6 +720,63 @@ py::object logistic_full_grad(py::array H, py::array Y, int64_t n, double rho, p
     return G;
 }
 
+// Least squares' gradients (and losses) of every node and replica, rowstoch::least_squares_grad: H (n, M, d) the
+// data every replica reads (nodes: which of its n nodes X's rows are), or (reps, m, M, d) each replica's own rows;
+// Y its targets, H's shape without d.
+py::object least_squares_grad(py::array H, py::array Y, py::array X, py::object nodes_obj, bool with_loss) {
+    if (H.ndim() != 3 && H.ndim() != 4)
+        throw py::value_error(cat("H must be 3-D (n, M, d) or 4-D (reps, m, M, d), got ", H.ndim(), "-D"));
+    check_ndim(Y, "Y", H.ndim() - 1);
+    check_contiguous(H, "H");
+    check_contiguous(Y, "Y");
+    if (!(is_f32(H) || is_f64(H))) throw py::type_error(cat("H must be float32 or float64, got ", dtype_name(H)));
+    check_same_dtype(Y, "Y", H, "H");
+    check_same_dtype(X, "X", H, "H");
+    check_contiguous(X, "X");
+    for (py::ssize_t k = 0; k + 1 < H.ndim(); ++k)
+        if (Y.shape(k) != H.shape(k))
+            throw py::value_error(cat("Y must have H's shape without its last axis: axis ", k, " has ", Y.shape(k),
+                                      " entries, H's ", H.shape(k)));
+    if (X.ndim() != 2 && X.ndim() != 3)
+        throw py::value_error(cat("X must be 2-D (m, d) or 3-D (reps, m, d), got ", X.ndim(), "-D"));
+    const bool own = H.ndim() == 4;  // (each replica's rows)
+    const int64_t n = H.shape(own ? 1 : 0), M = H.shape(own ? 2 : 1), d = H.shape(own ? 3 : 2);
+    const int64_t reps = X.ndim() == 3 ? X.shape(0) : 1;
+    int64_t m = n;
+    const int64_t* node_ids = nullptr;
+    py::array nodes;
+    if (!nodes_obj.is_none()) {
+        if (own) throw py::value_error("nodes name rows of a shared H (3-D); a 4-D H holds each replica's own rows");
+        nodes = array_arg(nodes_obj, "nodes", 1, "global node ids");
+        check_contiguous(nodes, "nodes");
+        if (!is_i64(nodes)) throw py::type_error(cat("nodes must be int64, got ", dtype_name(nodes)));
+        m = nodes.shape(0);
+        node_ids = cptr<int64_t>(nodes);
+        for (int64_t i = 0; i < m; ++i)
+            if (node_ids[i] < 0 || node_ids[i] >= n)
+                throw py::value_error(cat("nodes[", i, "] = ", node_ids[i], " is not a node of 0..", n - 1));
+    }
+    if (own && H.shape(0) != reps)
+        throw py::value_error(cat("H holds the rows of ", H.shape(0), " replicas, X ", reps));
+    if (M < 1) throw py::value_error("H must hold at least one row per node");
+    if (X.shape(X.ndim() - 2) != m || X.shape(X.ndim() - 1) != d)
+        throw py::value_error(cat("X must have ", m, " rows (nodes) of d = ", d, " entries"));
+    std::vector<py::ssize_t> shape(X.shape(), X.shape() + X.ndim());
+    py::array G(X.dtype(), shape);
+    py::array L;  // only with_loss
+    if (with_loss) L = py::array(X.dtype(), std::vector<py::ssize_t>(X.shape(), X.shape() + X.ndim() - 1));
+    dispatch_value(H, [&](auto t) {
+        using T = decltype(t);
+        const T *h = cptr<T>(H), *y = cptr<T>(Y), *x = cptr<T>(X);
+        T* g = ptr<T>(G);
+        T* l = with_loss ? ptr<T>(L) : nullptr;
+        py::gil_scoped_release nogil;
+        rowstoch::least_squares_grad(h, y, m, node_ids, M, d, x, reps, own ? n * M : 0, g, l);
+    });
+    if (with_loss) return py::make_tuple(G, L);
+    return G;
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_core, m) {
@@ -858,6 +915,10 @@ PYBIND11_MODULE(_core, m) {
     m.def("logistic_full_grad", &logistic_full_grad, py::arg("H"), py::arg("Y"), py::arg("n"),
           py::arg("rho"), py::arg("X"), py::arg("nodes") = py::none(), py::arg("with_loss") = false,
           "Exact local gradients grad f_i(x_i) over each node's data; with_loss: (G, f_i(x_i)) from one pass.");
+    m.def("least_squares_grad", &least_squares_grad, py::arg("H"), py::arg("Y"), py::arg("X"),
+          py::arg("nodes") = py::none(), py::arg("with_loss") = false,
+          "Least squares' gradients (H_i^T (H_i x_i - y_i)) / M of every node and replica, H (n, M, d) shared or\n"
+          "(reps, m, M, d) each replica's rows; with_loss: (G, ||H_i x_i - y_i||^2 / (2M)) from one pass.");
     m.def("diag_powers", &diag_powers, py::arg("indptr"), py::arg("indices"), py::arg("data"),
           py::arg("stride"), py::arg("n_records"), py::arg("block") = 256,
           py::arg("check_indices") = true,

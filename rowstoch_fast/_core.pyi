@@ -249,3 +249,19 @@ def logistic_full_grad(
     nodes: NDArray[np.int64] | None,
     with_loss: Literal[True],
 ) -> tuple[NDArray[np.floating], NDArray[np.floating]]: ...
+@overload
+def least_squares_grad(
+    H: NDArray[np.floating],
+    Y: NDArray[np.floating],
+    X: NDArray[np.floating],
+    nodes: NDArray[np.int64] | None = None,
+    with_loss: Literal[False] = False,
+) -> NDArray[np.floating]: ...
+@overload
+def least_squares_grad(
+    H: NDArray[np.floating],
+    Y: NDArray[np.floating],
+    X: NDArray[np.floating],
+    nodes: NDArray[np.int64] | None,
+    with_loss: Literal[True],
+) -> tuple[NDArray[np.floating], NDArray[np.floating]]: ...

@@ -456,6 +456,13 @@ def logistic_stochastic_gradient(H, Y, n, rho, X, B, iteration, seed=0, batches=
     return G
 
 
+def least_squares_gradient(H, y, x):
+    """Gradient and value of ``1/(2M) ||H x - y||^2`` over the M rows given: ``(H^T (H x - y) / M, ||H x - y||^2 /
+    (2M))``."""
+    r = H @ x - y
+    return H.T @ r / H.shape[0], 0.5 * (r @ r) / H.shape[0]
+
+
 def least_squares_stochastic_gradient(H, y, n, B, X, iteration, seed=0, batches=1, rep_offset=0, nodes=None,
                                       rep_period=0):
     """:class:`~rowstoch_fast.objectives.LeastSquares`' mini-batch gradients with NumPy's generators: replica r

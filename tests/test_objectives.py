@@ -260,6 +260,75 @@ def test_pcg64_states_refuse_other_entropy():
         _core.numpy_pcg64_states(np.zeros(3, dtype=np.uint64))
 
 
+@settings(max_examples=80, deadline=None)
+@given(n=st.integers(1, 5), M=st.integers(1, 40), d=st.sampled_from([1, 2, 3, 4, 5, 10, 16, 17, 23]),
+       reps=st.integers(1, 11), own=st.booleans(), single=st.booleans(), f32=st.booleans(), data=st.data())
+def test_least_squares_kernel_is_the_equations(n, M, d, reps, own, single, f32, data):
+    """``_core.least_squares_grad``: each node's ``H_i^T (H_i x - y_i) / M`` and ``||H_i x - y_i||^2 / (2M)``
+    against the reference transcription; a batch of replicas gives each replica's bits alone, on one thread or two;
+    the shared data and each replica's own rows (the mini-batches gathered) alike; any row length (compile-time
+    lengths 1..16 and the general one)."""
+    dtype = np.float32 if f32 else np.float64
+    rng = np.random.default_rng(n * 1000 + M * 10 + d)
+    reps = 1 if single else reps
+    nodes = None if own else data.draw(st.none() | st.lists(st.integers(0, n - 1), min_size=1, max_size=n,
+                                                            unique=True))
+    m = n if nodes is None else len(nodes)
+    H = rng.standard_normal((reps, n, M, d) if own else (n, M, d)).astype(dtype)
+    y = rng.standard_normal(H.shape[:-1]).astype(dtype)
+    X = rng.standard_normal((m, d) if single else (reps, m, d)).astype(dtype)
+    ids = None if nodes is None else np.array(nodes, dtype=np.int64)
+    G, L = _core.least_squares_grad(H, y, X, ids, with_loss=True)
+    assert G.dtype == L.dtype == dtype and G.shape == X.shape and L.shape == X.shape[:-1]
+    np.testing.assert_array_equal(G, _core.least_squares_grad(H, y, X, ids))  # (with the losses or without)
+    tol = dict(rtol=2e-4, atol=2e-4) if f32 else dict(rtol=1e-12, atol=1e-12)
+    Xr, Gr, Lr = X.reshape(reps, m, d), G.reshape(reps, m, d), L.reshape(reps, m)
+    for r in range(reps):
+        for i in range(m):
+            node = i if nodes is None else nodes[i]
+            h, t = (H[r, node], y[r, node]) if own else (H[node], y[node])
+            want_g, want_l = _reference.least_squares_gradient(h.astype(np.float64), t.astype(np.float64),
+                                                               Xr[r, i].astype(np.float64))
+            np.testing.assert_allclose(Gr[r, i], want_g, **tol)
+            np.testing.assert_allclose(Lr[r, i], want_l, **tol)
+        alone = _core.least_squares_grad(H[r:r + 1] if own else H, y[r:r + 1] if own else y, Xr[r:r + 1], ids,
+                                         with_loss=True)
+        np.testing.assert_array_equal(alone[0][0], Gr[r])
+        np.testing.assert_array_equal(alone[1][0], Lr[r])
+    threads = _core.get_num_threads()
+    try:
+        for t in (1, 2):
+            _core.set_num_threads(t)
+            np.testing.assert_array_equal(_core.least_squares_grad(H, y, X, ids), G)
+    finally:
+        _core.set_num_threads(threads)
+
+
+def test_least_squares_kernel_refuses_what_it_cannot_read():
+    """Shapes, dtypes and node ids the kernel cannot read: a clear error naming the argument."""
+    H, y, X = np.zeros((3, 4, 2)), np.zeros((3, 4)), np.zeros((3, 2))
+    with pytest.raises(ValueError, match="H must be 3-D"):
+        _core.least_squares_grad(np.zeros((4, 2)), y, X)
+    with pytest.raises(ValueError, match="Y must be 2-D"):
+        _core.least_squares_grad(H, np.zeros(4), X)
+    with pytest.raises(ValueError, match="Y must have H's shape"):
+        _core.least_squares_grad(H, np.zeros((3, 5)), X)
+    with pytest.raises(TypeError, match="X must have H's dtype|X"):
+        _core.least_squares_grad(H, y, X.astype(np.float32))
+    with pytest.raises(TypeError, match="H must be float32 or float64"):
+        _core.least_squares_grad(H.astype(np.int64), y.astype(np.int64), X.astype(np.int64))
+    with pytest.raises(ValueError, match="X must have 3 rows"):
+        _core.least_squares_grad(H, y, np.zeros((2, 2)))
+    with pytest.raises(ValueError, match=r"nodes\[1\] = 3 is not a node of 0..2"):
+        _core.least_squares_grad(H, y, np.zeros((2, 2)), np.array([0, 3]))
+    with pytest.raises(ValueError, match="nodes name rows of a shared H"):
+        _core.least_squares_grad(H[None], y[None], X[None], np.array([0, 1, 2]))
+    with pytest.raises(ValueError, match="H holds the rows of 1 replicas, X 2"):
+        _core.least_squares_grad(H[None], y[None], np.zeros((2, 3, 2)))
+    with pytest.raises(ValueError, match="at least one row per node"):
+        _core.least_squares_grad(np.zeros((3, 0, 2)), np.zeros((3, 0)), X)
+
+
 _least_squares_before = _reference.least_squares_numpy_draws
 
 

@@ -570,4 +570,72 @@ void logistic_full_grad(const T H[], const T Y[], std::int64_t m, const std::int
     });
 }
 
+// Least squares (objectives.LeastSquares), f_i(x) = 1/(2M) ||H_i x - y_i||^2 over node i's M rows:
+//   G[r, i] = (sum_l e_l h_l) / M,  e_l = h_l^T x_{r,i} - y_l  (h_l^T x by dot4, the sum in row order),
+//   L[r, i] = (1/2) ((sum_l e_l^2) / M)  (with L).
+// Node i's rows in replica r: H + (r * stride + node * M) * d, node = node_ids[i] (or i): stride 0 where every
+// replica reads the same data (the full gradient), the rows of replica r's own block otherwise (mini-batches
+// gathered replica by replica). A unit is a node and up to kGroup replicas; its rows are taken in chunks that
+// stay in L1 while each replica goes through them, x and the running sums in registers for a compile-time
+// length D. Each replica adds its rows in order however many replicas a call holds, on any thread count: the
+// bits of one call per replica.
+template <class T>
+void least_squares_grad(const T H[], const T Y[], std::int64_t m, const std::int64_t* node_ids, std::int64_t M,
+                        std::int64_t d, const T X[], std::int64_t reps, std::int64_t stride, T G[], T L[] = nullptr) {
+    constexpr std::int64_t kGroup = 8, kChunk = 128;  // (128 rows of d = 10 doubles: 10 KB)
+    const std::int64_t groups = (reps + kGroup - 1) / kGroup;
+    with_row_length(d, [&](auto Dc) {
+        constexpr int D = decltype(Dc)::value;
+        const std::int64_t dd = D > 0 ? D : d;
+        for_range(m * groups, threads_for(reps * m * M * d), [&](std::int64_t lo, std::int64_t hi) {
+            T sq[kGroup];
+            for (std::int64_t unit = lo; unit < hi; ++unit) {
+                const std::int64_t i = unit % m, r0 = unit / m * kGroup;
+                const std::int64_t r1 = r0 + kGroup < reps ? r0 + kGroup : reps;
+                const std::int64_t node = node_ids ? node_ids[i] : i;
+                for (std::int64_t r = r0; r < r1; ++r) {
+                    T* g = G + (r * m + i) * dd;
+                    for (std::int64_t j = 0; j < dd; ++j) g[j] = T(0);
+                    sq[r - r0] = T(0);
+                }
+                for (std::int64_t c0 = 0; c0 < M; c0 += kChunk) {
+                    const std::int64_t c1 = c0 + kChunk < M ? c0 + kChunk : M;
+                    for (std::int64_t r = r0; r < r1; ++r) {
+                        const std::int64_t first = r * stride + node * M;
+                        const T* __restrict Hr = H + first * dd;
+                        const T* __restrict Yr = Y + first;
+                        T* __restrict g = G + (r * m + i) * dd;
+                        const T* __restrict x = X + (r * m + i) * dd;
+                        T s2 = sq[r - r0];
+                        if constexpr (D > 0) {  // (x and the sums in registers)
+                            T xl[D], gl[D];
+                            for (int j = 0; j < D; ++j) xl[j] = x[j], gl[j] = g[j];
+                            for (std::int64_t l = c0; l < c1; ++l) {
+                                const T* h = Hr + l * D;
+                                const T e = dot4(h, xl, D) - Yr[l];
+                                for (int j = 0; j < D; ++j) gl[j] += e * h[j];
+                                s2 += e * e;
+                            }
+                            for (int j = 0; j < D; ++j) g[j] = gl[j];
+                        } else {
+                            for (std::int64_t l = c0; l < c1; ++l) {
+                                const T* h = Hr + l * dd;
+                                const T e = dot4(h, x, dd) - Yr[l];
+                                for (std::int64_t j = 0; j < dd; ++j) g[j] += e * h[j];
+                                s2 += e * e;
+                            }
+                        }
+                        sq[r - r0] = s2;
+                    }
+                }
+                for (std::int64_t r = r0; r < r1; ++r) {
+                    T* g = G + (r * m + i) * dd;
+                    for (std::int64_t j = 0; j < dd; ++j) g[j] /= static_cast<T>(M);
+                    if (L) L[r * m + i] = T(0.5) * (sq[r - r0] / static_cast<T>(M));
+                }
+            }
+        });
+    });
+}
+
 }  // namespace rowstoch
