@@ -877,6 +877,25 @@ def test_a_push_sum_method_drained_by_lost_messages_says_so(name):
     assert np.isfinite(lossless.x).all()
 
 
+def test_a_push_sum_method_drained_by_sleep_blames_the_sleep():
+    """On a network that loses nothing but puts nodes to sleep, what is sent to a sleeping node is lost and the
+    push-sum weights drain the same way: the error had blamed losses the network did not have ("the network loses
+    messages ... run on a lossless network")."""
+    from rowstoch_fast.errors import DivergenceError
+    from rowstoch_fast.network import Sleepy
+    from rowstoch_fast.objectives import Quadratic
+
+    A = topology.erdos_renyi(24, 0.25, seed=1)
+    f = Quadratic.random(24, 3, seed=0)
+    cls = REGISTRY["push-diging"]
+    opt, grad = cls.build(Sleepy(A, 0.9, seed=0), f.x0(), 0.02), feed(cls, f.full_gradient)
+    with pytest.raises(DivergenceError, match=r"push-sum weights down to .*: the network puts nodes to sleep "
+                                              r"\(what is sent to a sleeping node is lost\)") as info:
+        for _ in range(400):
+            opt.step(grad)
+    assert "loses messages" not in str(info.value) and "robust-gradient-push or r-fast" in str(info.value)
+
+
 def test_robust_gradient_push_keeps_its_mass_where_sgp_drains():
     """The same lossy network (10% Bernoulli loss, 24 nodes): SGP's weights drain and its iterates overflow by
     iteration ~160; the running sums deliver every lost message's mass with a later one, so the weights keep

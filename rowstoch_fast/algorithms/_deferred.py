@@ -127,7 +127,11 @@ class FailureHandling:
             found = self.share(found)
             total, weakest, smallest, n = found
             if total < 0.1 * n:  # most of the mass gone: that, not lr, is what made the step unstable
-                return DivergenceError.starved(t + 1, node, total, n, weakest, smallest)
+                from ..network import losses_of
+
+                causes = list(dict.fromkeys(c for M in self._mats.values() for c in losses_of(M)))
+                return DivergenceError.starved(t + 1, node, total, n, weakest, smallest,
+                                               " and ".join(causes) or "loses messages")
         return DivergenceError.iterate(t + 1, node, self._lr_text())
 
     def _gradient_read(self, grad_fn, x_buf, work, iteration, checked_next=False):

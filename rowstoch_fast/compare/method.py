@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import DivergenceError
-from ..network import draws, redrawn
+from ..network import draws, losses_of, redrawn
 from ..runner import run
 from .tuning import UNTUNABLE, NoStableRate, replicas_per_rate, tune
 from .verdict import status_of
@@ -33,34 +33,48 @@ class Outcome:
 
 
 def _context(plan, method):
-    """What the diagnosis may use of the problem: the Pull-Diag tracker's largest scale on this graph
-    (``1 / min(pi)``, the limit of ``1 / [A^k]_ii``) for the methods with one, and whether the network varies."""
+    """What the diagnosis may use of the problem: for the methods with a Pull-Diag tracker, its largest scale on
+    this graph (``tracker_peak``, asked for only where a run is not ``ok``: :func:`_tracker_peak`), and whether
+    the network varies and whether it loses messages (losses, sleep: :func:`~rowstoch_fast.network.losses_of`)."""
     from ..algorithms import REGISTRY
     from ..mixing import MixingMatrix
-    from ..network import base_matrix
 
-    out = {"lossy": not isinstance(plan.network, MixingMatrix), "loses": _loses_messages(plan.network),
+    out = {"lossy": not isinstance(plan.network, MixingMatrix), "loses": bool(losses_of(plan.network)),
            # (its repetitions run one trajectory: exact gradients over a network that draws nothing)
            "one_trajectory": replicas_per_rate(plan.network, plan.objective, method) == 1 and not draws(plan.network)}
     if "tracker" in REGISTRY[method.method].hyper:
-        try:
-            pi = np.asarray(base_matrix(plan.network).metrics().pi)
-            out["tracker_peak"] = float(1.0 / pi.min()) if pi.min() > 0 else float("inf")
-        except Exception:  # noqa: BLE001 - a diagnosis never fails a comparison
-            pass
+        out["tracker_peak"] = lambda: _tracker_peak(plan.network, method)
     return out
 
 
-def _loses_messages(network):
-    """Whether a layer of ``network`` drops messages (a :class:`~rowstoch_fast.network.Lossy` that is not
-    lossless): push-sum methods then lose mass with every lost message."""
-    from ..network.lossy import Lossy  # (the class itself, wherever the package's name for it points)
+def _tracker_peak(network, method):
+    """``(largest 1 / [D_t]_ii, 1 / min(pi))`` of ``method``'s tracker on ``network``'s matrix: the exact tracker's
+    over its table (``D_t = Diag(A^(tR))`` until it settles at ``diag(pi)``: on a directed ring of 64 nodes
+    ``[A^63]_ii = 2^-63``, a scale of 9.2e18 where ``1 / min(pi)`` is 64), the Perron tracker's ``1 / min(pi)``;
+    the limit alone where the exact table is not at hand within :data:`_PEAK_WORK` (the run's own is cached on the
+    matrix: a method over a static matrix built it; over losses it follows the network instead); None where even
+    that cannot be had (a matrix without a gap)."""
+    from ..network import base_matrix
+    from ..tracker import DiagTracker
 
-    while network is not None:
-        if isinstance(network, Lossy) and not network.lossless:
-            return True
-        network = getattr(network, "base", None)
-    return False
+    try:
+        A = base_matrix(network)
+        pi = np.asarray(A.metrics().pi)
+        limit = float(1.0 / pi.min()) if pi.min() > 0 else float("inf")
+    except Exception:  # noqa: BLE001 - a diagnosis never fails a comparison
+        return None
+    if method.options.get("tracker", "exact") == "perron":
+        return limit, limit
+    try:
+        return max(DiagTracker(A, method.rounds, max_work=_PEAK_WORK, max_bytes=_PEAK_WORK).max_inverse_diagonal,
+                   limit), limit
+    except Exception:  # noqa: BLE001 - past the bound, or a diagonal that reaches 0
+        return limit, limit
+
+
+#: The most multiply-adds (and bytes) a diagnosis spends on an exact tracker's table that the run did not build
+#: (about a second): past it, the hint gives the table's limit, ``1 / min(pi)``.
+_PEAK_WORK = 1e9
 
 
 def _one_run(plan, method, lr, *, repeats, progress, checkpoint=None, resume=None, first_repeat=0, counted=False):

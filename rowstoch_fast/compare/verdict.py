@@ -58,8 +58,10 @@ def _range(rates):
 
 def tuning_failures(record):
     """One phrase of why the rates of a tuning ``record`` were rejected, consecutive rates with the same reason
-    grouped (``"1e-4..0.001 made no progress (ending at 0.98-1x their start); 0.00316 grew (ending at 4.2e+05x
-    their start); 0.01..10 diverged (NaN/Inf by iteration 40-300)"``)."""
+    grouped (``"1e-4..0.001 made no progress (ending at 0.98-1x their start); 0.00316 ended above their start
+    (ending at 3.2x their start); 0.01 grew (ending at 4.2e+05x their start); 0.0316..10 diverged (NaN/Inf by
+    iteration 40-300)"``): "grew" is the tuner's (past a thousandfold, what the evaluation calls diverged), and the
+    rates that made no progress and ended above their start, short of it, are said apart from both."""
     why = {}
     for stage in record.get("stages", ()):  # (a later stage's judgement of a rate replaces an earlier one's: a
         # confirmation judges its contenders on more streams)
@@ -71,8 +73,9 @@ def tuning_failures(record):
     groups = []
     for lr in sorted(why):
         kind = why[lr].split(" (")[0]
-        if kind == "no progress" and any(float(t) > 1.0 for t in _numbers(why[lr])):  # (above its start: it grew,
-            kind = "grew"  # short of a thousandfold; "0.0001..1 made no progress (ending at 0.795-298x)" undersold it)
+        if kind == "no progress" and any(float(t) > 1.0 for t in _numbers(why[lr])):  # (above its start, short of
+            kind = "rose"  # a thousandfold: "0.0001..1 made no progress (ending at 0.795-298x)" undersold it, and
+            # "grew" is the tuner's word for past a thousandfold)
         if groups and groups[-1][0] == kind:
             groups[-1][1].append(lr)
         else:
@@ -83,14 +86,15 @@ def tuning_failures(record):
         detail = ""
         if numbers and kind == "diverged":
             detail = f" (NaN/Inf by iteration {_span(numbers, int)})"
-        elif numbers and kind in ("no progress", "grew"):
+        elif numbers and kind in ("no progress", "rose", "grew"):
             detail = f" (ending at {_span(numbers)}x their start)"
         elif numbers and kind == "unstable":
             detail = f" (ending {_span(numbers[::2])}x above their minimum)"
         elif numbers and kind == "ran off":
             detail = (f" (their nodes' consensus error past {GROWTH_WARNING:g}x its early peak, or climbing "
                       f"to the end, by iteration {_span(numbers, int)})")
-        verb = {"diverged": "diverged", "grew": "grew", "no progress": "made no progress",
+        verb = {"diverged": "diverged", "grew": "grew", "rose": "ended above their start",
+                "no progress": "made no progress",
                 "unstable": "were unstable"}.get(kind, kind)
         parts.append(f"{_range(rates)} {verb}{detail}")
     return "; ".join(parts)
@@ -109,22 +113,30 @@ def _span(values, cast=float):
 
 
 def _tracker_hint(context):
-    """What a Pull-Diag tracker does on this graph (from its Perron vector), and what to try."""
+    """What a Pull-Diag tracker does on this graph, and what to try: ``context["tracker_peak"]`` its largest scale
+    ``1/[A^k]_ii`` and the limit ``1/min(pi)`` (a pair, a number for both, or a function that gives them: asked
+    for here, where a run is not ``ok``). The largest scale, not the limit: on a directed ring of 64 nodes
+    ``1/min(pi)`` is 64 while the exact tracker's ``1/[A^63]_ii`` is 9.2e18, and a method that went to NaN at
+    iteration 62 had been told nothing."""
     peak = context.get("tracker_peak")
+    peak = peak() if callable(peak) else peak
+    peak, limit = peak if isinstance(peak, tuple) else (peak, peak)
     if not peak or peak < 100:
         return ""
     lossy = context.get("lossy")
     other = ("a loss-robust method (robust-gradient-push, r-fast: a push-sum method loses mass with every lost "
              "message)" if context.get("loses") else "an algorithm of the push family")
-    return (f"; its tracker scales node gradients by up to 1/[A^k]_ii -> 1/min(pi) = {_fmt(peak)} on this graph: "
-            f"try more gossip rounds (mg-, --mg-rounds) or {other}" + ("" if lossy else " (or --tracker perron)"))
+    scale = (f"1/[A^k]_ii, up to {_fmt(peak)} on this graph before it settles at 1/min(pi) = {_fmt(limit)}"
+             if peak > 1.5 * limit else f"1/[A^k]_ii -> 1/min(pi) = {_fmt(peak)} on this graph")
+    return (f"; its tracker scales node gradients by {scale}: try more gossip rounds (mg-, --mg-rounds) or {other}"
+            + ("" if lossy else " (or --tracker perron)"))
 
 
 def status_of(frame, metric, meta, *, lr, lr_source, iterations, tuning=None, context=None):
     """``(status, diagnosis)`` of one method's evaluation run: ``frame`` its records (every repetition), ``meta``
     its :class:`~rowstoch_fast.History`'s (``diverged``, ``grew``, ``completed_iterations``), ``lr`` and where it
     came from, its budget in ``iterations``, ``tuning`` the tuner's record and ``context`` what the harness knows
-    of the problem (``tracker_peak``: ``1 / min(pi)`` for the methods with a Pull-Diag tracker; ``lossy``: not a
+    of the problem (``tracker_peak``: the largest scale of a Pull-Diag tracker, :func:`_tracker_hint`; ``lossy``: not a
     static matrix; ``loses``: a layer drops messages). The diagnosis is one line derived from what the run and the
     tuner recorded ("" for ``ok``)."""
     context = context or {}
@@ -164,6 +176,10 @@ def status_of(frame, metric, meta, *, lr, lr_source, iterations, tuning=None, co
         if math.isfinite(start) and start > 0 and end > NO_PROGRESS * start and end > floor:
             status = "no-progress"
             diagnosis = f"{metric} ended at {end / start:.3g}x its start ({_fmt(start)} -> {_fmt(end)}) {at}"
+            low = means.iloc[1:].min() if len(means) > 1 else math.inf
+            if low < NO_PROGRESS * start:  # (it went down and came back: "no progress" read as "never moved")
+                diagnosis += (f"; it fell to {low / start:.3g}x its start by iteration {int(means.iloc[1:].idxmin())}, "
+                              f"then climbed back")
             tried = sorted(lr for stage in (tuning or {}).get("stages", ()) for lr in stage["scores"])
             if lr_source == "tuned" and tried and lr <= tried[0]:
                 diagnosis += "; the smallest rate tried: the budget may be too short for this method"

@@ -44,6 +44,10 @@ class Network:
     keeps_symmetry = False
     #: Changes what a sender sends (compression, noise per message), rather than when or how it arrives.
     alters_messages = False
+    #: What it does that loses messages, in a diagnosis's words ("loses messages"; None: it loses none), where it
+    #: is set to (a layer that is ``lossless`` as set loses none): :func:`~rowstoch_fast.network.losses_of`
+    #: reads it, for what a push-sum method's drained weights are blamed on.
+    loses = None
     #: Keeps state from one iteration to the next (the messages in flight): an optimizer's ``state_dict`` saves it.
     stateful = False
     #: Its rounds use one fixed set of links (a static matrix's) and its ``arrived(t, r, indptr, indices,

@@ -48,6 +48,7 @@ class Lossy(Network):
     order = 10
     acts_on = "links"
     keeps_symmetry = True
+    loses = "loses messages"
 
     def __init__(self, A, p, seed=0, model="bernoulli", p_bad=None, p_recover=None):
         self.base = _under_messages(as_network(A), "Lossy")

@@ -1,7 +1,8 @@
 """What the algorithms ask of a network: the matrix under its layers (:func:`base_matrix`, :func:`source_of`),
 its weights without the message layers (:func:`weights_of`), its links (:func:`links_of`, :func:`fixed_links`,
 :func:`out_links`), its undirected form (:func:`as_undirected`), the same network with new per-value draws
-(:func:`reseeded`) or new draws of every layer (:func:`redrawn`, :func:`draws`).
+(:func:`reseeded`) or new draws of every layer (:func:`redrawn`, :func:`draws`), what loses messages
+(:func:`losses_of`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,17 @@ def base_matrix(net):
     while not isinstance(net, MixingMatrix):
         net = net.base if hasattr(net, "base") else net.matrix(0)
     return net
+
+
+def losses_of(net):
+    """What the layers of ``net`` do that loses messages, as they declare it (:attr:`Network.loses`), outermost
+    first: those set to lose some (not ``lossless``); an empty list where no message is lost."""
+    found = []
+    while isinstance(net, Network):
+        if net.loses and not getattr(net, "lossless", False):
+            found.append(net.loses)
+        net = getattr(net, "base", None)
+    return found
 
 
 def out_links(M):

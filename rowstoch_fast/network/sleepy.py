@@ -69,6 +69,7 @@ class Sleepy(Network):
     order = 20
     acts_on = "links"
     keeps_symmetry = True
+    loses = "puts nodes to sleep (what is sent to a sleeping node is lost)"
 
     MODELS = ("bernoulli", "markov", "poisson", "cyclic")
     _TAKES = {"bernoulli": ("q",), "markov": ("p_sleep", "p_wake"), "poisson": ("rate",), "cyclic": ("period",)}
@@ -116,11 +117,14 @@ class Sleepy(Network):
                              "the bernoulli, poisson or markov model")
 
     @property
+    def lossless(self):
+        """Every node awake in every iteration (``q = 1``; the cyclic model's one group): nothing is lost to sleep."""
+        return (self.model == "bernoulli" and bool(np.all(self.q == 1))) or (self.model == "cyclic" and self.period == 1)
+
+    @property
     def static(self):
         base = self.base if isinstance(self.base, MixingMatrix) else self.base.static
-        always = (self.model == "bernoulli" and bool(np.all(self.q == 1))) or \
-            (self.model == "cyclic" and self.period == 1)
-        return base if always else None
+        return base if self.lossless else None
 
     def plan(self, t):
         if isinstance(self.base, MixingMatrix):
