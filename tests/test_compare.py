@@ -953,6 +953,29 @@ def test_push_sum_on_a_lossy_network_at_a_rate_whose_consensus_error_runs_off_is
         in frame.attrs["diagnosis"]["sgp"], frame.attrs["diagnosis"]
 
 
+def test_a_consensus_error_that_climbs_on_a_straight_line_runs_off_short_of_tenfold():
+    """A helper's directed 64-node ring: the tracking methods' consensus error grows 3.5-9.8x from the first quarter
+    to the end of the budget, geometrically (a straight line in its logarithm), and 15-44x by twice the budget;
+    under the tenfold alone Push-DIGing at 3.2e-4 was ``ok`` (DGD beside it stays ``ok``). A linear ramp and a
+    level being approached, fourfold too, do not run off."""
+    from rowstoch_fast.compare.tuning import climbs
+
+    f = LeastSquares.synthetic(64, seed=42)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        frame = cmp.compare(topology.ring(64), f, ["push-diging", "dgd"], 2000,
+                            lr={"push-diging": 3.1622776601683794e-4, "dgd": 3.1622776601683794e-4}, repeats=1,
+                            progress=False)
+    assert frame.attrs["status"] == {"push-diging": "unstable", "dgd": "ok"}, frame.attrs["diagnosis"]
+    assert "consensus_error climbs to the end of the budget, 5.93x above its lowest level" \
+        in frame.attrs["diagnosis"]["push-diging"]
+    x = np.linspace(0, 2000, 41)
+    wiggle = 1 + 0.03 * np.sin(np.arange(41))
+    assert climbs(x, 0.1 * 4 ** (x / 1500) * wiggle) is not None  # (4x past the first quarter, geometric)
+    assert climbs(x, (1e-3 + x) * wiggle) is None  # (a linear ramp: its pace halves)
+    assert climbs(x, (1 - np.exp(-x / 6000)) * wiggle) is None  # (a level approached, 3.5x past the first quarter)
+
+
 def test_one_trajectory_gets_one_verdict_whatever_its_repetitions_and_records_missing_in_one_are_left_out():
     """A review: a deterministic curve that falls to 1e-3 and climbs back 5x was ``ok`` at one repetition and
     ``unstable`` at two (the 2x rule read two equal repetitions as one trajectory, one repetition as noisy): the

@@ -108,6 +108,17 @@ DIVERGED = 1e100
 #: Times a metric of the iterates grows from its lowest point past the first quarter of a run to the run's end, at
 #: a steady or quickening pace, for it to run off (:func:`climbs`).
 CLIMB = 10.0
+#: Times it grows to run off where its logarithm climbs on a straight line (:func:`climbs`: a fit of
+#: :data:`STEADY_FIT` at least over eight records or more, its later half at least :data:`STEADY_PACE` of its
+#: earlier half's pace): the tracking methods on a directed 64-node ring, 3.5-9.8x by the end of the budget and
+#: 15-44x by twice it, were ``ok`` under the tenfold alone, while over 4,000 repetitions of earlier checks (noise
+#: floors, rounding, two nodes) none that did not run off grows on such a line (theirs fit at 0.35-0.77).
+STEADY_CLIMB = 3.0
+#: The least fraction of the variance of the logarithm that a line explains for :data:`STEADY_CLIMB` to apply.
+STEADY_FIT = 0.98
+#: The least ratio of the later half's slope to the earlier half's for :data:`STEADY_CLIMB` to apply (a steady
+#: geometric growth: about 1; a linear ramp: 0.5; a level being approached: less).
+STEADY_PACE = 0.75
 #: A tuning run saves its checkpoint at a tenth of its budget only where this many seconds passed since the last
 #: save (or its start): a variance-reduced method's state holds a table of every sample (hundreds of MB for the
 #: tuner's replicas), and a save every tenth cost more than the run. Ctrl-C and SIGTERM always save.
@@ -255,7 +266,10 @@ def climbs(iterations, values):
     short budget, its ranked metric not yet touched, far below the thousandfold of :func:`runaway`, was ranked
     ``ok`` at a rate that runs off a few iterations later. Levels of three records, not single records, and the
     consensus error alone (an average over the nodes): a helper's one-dimensional noisy problems, whose ranked
-    metric touches 0 at a noise floor, fired on 5-7% of single runs read by pairs of records."""
+    metric touches 0 at a noise floor, fired on 5-7% of single runs read by pairs of records. Or, short of the
+    tenfold, :data:`STEADY_CLIMB` times where eight records or more from the lowest level on climb on a straight
+    line in the logarithm (:data:`STEADY_FIT`) at an even pace (:data:`STEADY_PACE`): a geometric growth that
+    runs off past the budget, where a noise floor wanders and a level being approached bends."""
     x, v = np.asarray(iterations, dtype=np.float64), np.asarray(values, dtype=np.float64)
     if len(v) != len(x) or len(x) < 6:
         return None
@@ -268,7 +282,8 @@ def climbs(iterations, values):
     levels = smoothed(ys, 3)[2:]  # (level i: records i .. i + 2)
     j = int(np.argmin(levels))
     low, end = float(levels[j]), float(levels[-1])
-    if len(xs) - j < 5 or end < CLIMB * low:
+    steady = end >= STEADY_CLIMB * low and len(xs) - j >= 8  # (the line, checked below)
+    if len(xs) - j < 5 or (end < CLIMB * low and not steady):
         return None
     xs, logs = xs[j:], np.log(ys[j:])
     if not rising(xs, logs):
@@ -277,6 +292,11 @@ def climbs(iterations, values):
     early, late = (float(np.polyfit(xs[a:b], logs[a:b], 1)[0]) for a, b in ((0, m + 1), (m, len(xs))))
     if early > 0 and late < 0.5 * early:
         return None
+    if end < CLIMB * low:  # the steady climb: a straight line in the logarithm, as fast late as early
+        residual = logs - np.polyval(np.polyfit(xs, logs, 1), xs)
+        fit = 1.0 - float(residual.var()) / float(logs.var())
+        if fit < STEADY_FIT or not (early > 0 and late >= STEADY_PACE * early):
+            return None
     return low, end
 
 
