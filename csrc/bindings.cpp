@@ -757,7 +757,7 @@ py::object least_squares_grad(py::array H, py::array Y, py::array X, py::object 
                 throw py::value_error(cat("nodes[", i, "] = ", node_ids[i], " is not a node of 0..", n - 1));
     }
     if (own && H.shape(0) != reps)
-        throw py::value_error(cat("H holds the rows of ", H.shape(0), " replicas, X ", reps));
+        throw py::value_error(cat("H holds the rows of ", H.shape(0), " replica(s) (its first axis) but X has ", reps));
     if (M < 1) throw py::value_error("H must hold at least one row per node");
     if (X.shape(X.ndim() - 2) != m || X.shape(X.ndim() - 1) != d)
         throw py::value_error(cat("X must have ", m, " rows (nodes) of d = ", d, " entries"));

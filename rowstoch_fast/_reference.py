@@ -486,7 +486,9 @@ def least_squares_stochastic_gradient(H, y, n, B, X, iteration, seed=0, batches=
 def least_squares_numpy_draws(f, X, iteration, seed=0, batches=1, rep_offset=0, nodes=None, rep_period=0):
     """:class:`~rowstoch_fast.objectives.LeastSquares` ``f``'s mini-batch gradients as the package computed them
     before its draws moved to C++: a NumPy generator per replica and step, ``argsort``, the products replica by
-    replica with ``f._grad``. The C++ draws must give these bits (tests/test_objectives.py, bench/ls_minibatch.py)."""
+    replica with ``f._grad`` (the package's own products, since 2026-12 in C++: this checks the draws and the
+    blocks of replicas, not the products). The C++ draws must give these bits (tests/test_objectives.py,
+    bench/ls_minibatch.py, whose "former path" times these draws with today's products)."""
     own = np.arange(f.n) if nodes is None else np.asarray(nodes)
     Xr = X.reshape(-1, len(own), f.d)
     G = np.zeros_like(Xr)

@@ -1191,7 +1191,9 @@ class LeastSquares(Objective):
         residuals): ``H`` (n, M, d) read by every replica (``nodes``: X's rows are those nodes) or (reps, m, M, d)
         each replica's own rows. In C++ (``_core.least_squares_grad``: each row read once for a group of replicas;
         NumPy's batched products took 1.3 us a node at one replica, 2.2 us a node and replica at 22, n = 2^18);
-        arrays of another kind (a device's) take NumPy's products."""
+        other arrays (another dtype, an array type of NumPy's protocols) take NumPy's products. The sums run in
+        row order (float32 losses over a million rows lose about 4e-4 relative where NumPy's pairwise sums keep
+        5e-8; the objective's data are float64)."""
         if all(type(a) is np.ndarray for a in (X, H, y)) and X.dtype == H.dtype == y.dtype and \
                 X.dtype in (np.float32, np.float64):
             return _core.least_squares_grad(np.ascontiguousarray(H), np.ascontiguousarray(y),
@@ -1244,6 +1246,11 @@ class LeastSquares(Objective):
     def loss(self, X, nodes=None):
         nodes = self._nodes(nodes)
         return self._grad(self._check_X(X, nodes), self.H, self.y, nodes, with_loss=True)[1]
+
+    def evaluate(self, X, nodes=None):
+        """Exact local gradients and losses from one pass over the data (they share the residuals)."""
+        nodes = self._nodes(nodes)
+        return self._grad(self._check_X(X, nodes), self.H, self.y, nodes, with_loss=True)
 
     @property
     def stream_free(self):

@@ -974,6 +974,8 @@ def test_a_consensus_error_that_climbs_on_a_straight_line_runs_off_short_of_tenf
     assert climbs(x, 0.1 * 4 ** (x / 1500) * wiggle) is not None  # (4x past the first quarter, geometric)
     assert climbs(x, (1e-3 + x) * wiggle) is None  # (a linear ramp: its pace halves)
     assert climbs(x, (1 - np.exp(-x / 6000)) * wiggle) is None  # (a level approached, 3.5x past the first quarter)
+    x = np.linspace(0, 1000, 101)  # (a reviewer's: a geometric rise of 3.8x that went flat for its last tenth)
+    assert climbs(x, 1e-3 * 4 ** np.clip((x - 250) / 650, 0, 1)) is None
 
 
 def test_one_trajectory_gets_one_verdict_whatever_its_repetitions_and_records_missing_in_one_are_left_out():
@@ -1012,8 +1014,8 @@ def test_a_failed_tunings_diagnosis_names_growth_apart_from_no_progress():
                           1e-3: "grew (ends at 6.11e+22x its start)", 1e-2: "grew (ends at 1.5e+100x its start)",
                           1e-1: "diverged (NaN/Inf by iteration 40)"}}
     assert verdict.tuning_failures({"stages": [stage]}) == (
-        "3e-05 made no progress (ending at 0.795x their start); 0.0001 ended above their start (ending at 3.24x their "
-        "start); 0.001..0.01 grew (ending at 6.11e+22-1.5e+100x their start); 0.1 diverged (NaN/Inf by iteration 40)")
+        "3e-05 made no progress (ending at 0.795x their start); 0.0001 ended above their start (at 3.24x); "
+        "0.001..0.01 grew (ending at 6.11e+22-1.5e+100x their start); 0.1 diverged (NaN/Inf by iteration 40)")
 
 
 def test_a_run_that_fell_and_climbed_back_above_half_its_start_says_so():

@@ -304,6 +304,30 @@ def test_least_squares_kernel_is_the_equations(n, M, d, reps, own, single, f32, 
         _core.set_num_threads(threads)
 
 
+def test_least_squares_evaluates_from_one_pass_on_any_thread_count(monkeypatch):
+    """``LeastSquares.evaluate`` (the harness's records) gives ``(full_gradient, loss)`` from one call of the kernel
+    (it made two); a block large enough to split over threads gives the same bits on one thread or two."""
+    f = LeastSquares.synthetic(64, samples_per_node=128, seed=1)
+    X = np.random.default_rng(2).standard_normal((8, 64, 10))
+    calls = []
+    real = _core.least_squares_grad
+    monkeypatch.setattr(_core, "least_squares_grad", lambda *a, **k: calls.append(1) or real(*a, **k))
+    G, L = f.evaluate(X)
+    assert len(calls) == 1
+    np.testing.assert_array_equal(G, f.full_gradient(X))
+    np.testing.assert_array_equal(L, f.loss(X))
+    threads = _core.get_num_threads()
+    try:
+        outs = []
+        for t in (1, 2):
+            _core.set_num_threads(t)
+            outs.append(real(f.H, f.y, X, with_loss=True))
+    finally:
+        _core.set_num_threads(threads)
+    np.testing.assert_array_equal(outs[0][0], outs[1][0])
+    np.testing.assert_array_equal(outs[0][1], outs[1][1])
+
+
 def test_least_squares_kernel_refuses_what_it_cannot_read():
     """Shapes, dtypes and node ids the kernel cannot read: a clear error naming the argument."""
     H, y, X = np.zeros((3, 4, 2)), np.zeros((3, 4)), np.zeros((3, 2))
@@ -323,7 +347,7 @@ def test_least_squares_kernel_refuses_what_it_cannot_read():
         _core.least_squares_grad(H, y, np.zeros((2, 2)), np.array([0, 3]))
     with pytest.raises(ValueError, match="nodes name rows of a shared H"):
         _core.least_squares_grad(H[None], y[None], X[None], np.array([0, 1, 2]))
-    with pytest.raises(ValueError, match="H holds the rows of 1 replicas, X 2"):
+    with pytest.raises(ValueError, match=r"H holds the rows of 1 replica\(s\) \(its first axis\) but X has 2"):
         _core.least_squares_grad(H[None], y[None], np.zeros((2, 3, 2)))
     with pytest.raises(ValueError, match="at least one row per node"):
         _core.least_squares_grad(np.zeros((3, 0, 2)), np.zeros((3, 0)), X)

@@ -51,19 +51,21 @@ def _tracker_peak(network, method):
     """``(largest 1 / [D_t]_ii, 1 / min(pi))`` of ``method``'s tracker on ``network``'s matrix: the exact tracker's
     over its table (``D_t = Diag(A^(tR))`` until it settles at ``diag(pi)``: on a directed ring of 64 nodes
     ``[A^63]_ii = 2^-63``, a scale of 9.2e18 where ``1 / min(pi)`` is 64), the Perron tracker's ``1 / min(pi)``;
-    the limit alone where the exact table is not at hand within :data:`_PEAK_WORK` (the run's own is cached on the
-    matrix: a method over a static matrix built it; over losses it follows the network instead); None where even
-    that cannot be had (a matrix without a gap)."""
+    the limit alone where the exact table is not at hand within :data:`_PEAK_WORK` and :data:`_PEAK_NODES` (the
+    run's own is cached on the matrix: a method over a static matrix built it; over losses it follows the network
+    instead); None where even that cannot be had (no Perron vector)."""
     from ..network import base_matrix
     from ..tracker import DiagTracker
 
     try:
         A = base_matrix(network)
-        pi = np.asarray(A.metrics().pi)
+        pi = np.asarray(A.pi)
         limit = float(1.0 / pi.min()) if pi.min() > 0 else float("inf")
     except Exception:  # noqa: BLE001 - a diagnosis never fails a comparison
         return None
-    if method.options.get("tracker", "exact") == "perron":
+    if method.options.get("tracker", "exact") == "perron" or (
+            ("scales", method.rounds) not in A._diag_cache and A.n > _PEAK_NODES):  # (the build's spectral gap
+        # comes before its bound on the work: ARPACK took minutes on slowly mixing graphs of 16,000 nodes)
         return limit, limit
     try:
         return max(DiagTracker(A, method.rounds, max_work=_PEAK_WORK, max_bytes=_PEAK_WORK).max_inverse_diagonal,
@@ -73,8 +75,10 @@ def _tracker_peak(network, method):
 
 
 #: The most multiply-adds (and bytes) a diagnosis spends on an exact tracker's table that the run did not build
-#: (about a second): past it, the hint gives the table's limit, ``1 / min(pi)``.
+#: (about a second), on a graph of at most :data:`_PEAK_NODES` nodes: past them, the hint gives the table's limit,
+#: ``1 / min(pi)``.
 _PEAK_WORK = 1e9
+_PEAK_NODES = 4096
 
 
 def _one_run(plan, method, lr, *, repeats, progress, checkpoint=None, resume=None, first_repeat=0, counted=False):

@@ -268,8 +268,9 @@ def climbs(iterations, values):
     consensus error alone (an average over the nodes): a helper's one-dimensional noisy problems, whose ranked
     metric touches 0 at a noise floor, fired on 5-7% of single runs read by pairs of records. Or, short of the
     tenfold, :data:`STEADY_CLIMB` times where eight records or more from the lowest level on climb on a straight
-    line in the logarithm (:data:`STEADY_FIT`) at an even pace (:data:`STEADY_PACE`): a geometric growth that
-    runs off past the budget, where a noise floor wanders and a level being approached bends."""
+    line in the logarithm (:data:`STEADY_FIT`) at an even pace to the end (their later half, and their last third,
+    at :data:`STEADY_PACE` of the pace before at least): a geometric growth that runs off past the budget, where a
+    noise floor wanders and a level being approached bends."""
     x, v = np.asarray(iterations, dtype=np.float64), np.asarray(values, dtype=np.float64)
     if len(v) != len(x) or len(x) < 6:
         return None
@@ -292,10 +293,13 @@ def climbs(iterations, values):
     early, late = (float(np.polyfit(xs[a:b], logs[a:b], 1)[0]) for a, b in ((0, m + 1), (m, len(xs))))
     if early > 0 and late < 0.5 * early:
         return None
-    if end < CLIMB * low:  # the steady climb: a straight line in the logarithm, as fast late as early
-        residual = logs - np.polyval(np.polyfit(xs, logs, 1), xs)
-        fit = 1.0 - float(residual.var()) / float(logs.var())
-        if fit < STEADY_FIT or not (early > 0 and late >= STEADY_PACE * early):
+    if end < CLIMB * low:  # the steady climb: a straight line in the logarithm, as fast late as early, and to the
+        # end (a geometric rise that went flat for its last tenth still fits a line; a reviewer's case)
+        line = np.polyfit(xs, logs, 1)
+        fit = 1.0 - float((logs - np.polyval(line, xs)).var()) / float(logs.var())
+        last = max(3, len(xs) // 3)
+        tail = float(np.polyfit(xs[-last:], logs[-last:], 1)[0])
+        if fit < STEADY_FIT or not (early > 0 and late >= STEADY_PACE * early and tail >= STEADY_PACE * line[0]):
             return None
     return low, end
 

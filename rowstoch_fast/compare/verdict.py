@@ -59,7 +59,7 @@ def _range(rates):
 def tuning_failures(record):
     """One phrase of why the rates of a tuning ``record`` were rejected, consecutive rates with the same reason
     grouped (``"1e-4..0.001 made no progress (ending at 0.98-1x their start); 0.00316 ended above their start
-    (ending at 3.2x their start); 0.01 grew (ending at 4.2e+05x their start); 0.0316..10 diverged (NaN/Inf by
+    (at 3.2x); 0.01 grew (ending at 4.2e+05x their start); 0.0316..10 diverged (NaN/Inf by
     iteration 40-300)"``): "grew" is the tuner's (past a thousandfold, what the evaluation calls diverged), and the
     rates that made no progress and ended above their start, short of it, are said apart from both."""
     why = {}
@@ -86,8 +86,10 @@ def tuning_failures(record):
         detail = ""
         if numbers and kind == "diverged":
             detail = f" (NaN/Inf by iteration {_span(numbers, int)})"
-        elif numbers and kind in ("no progress", "rose", "grew"):
+        elif numbers and kind in ("no progress", "grew"):
             detail = f" (ending at {_span(numbers)}x their start)"
+        elif numbers and kind == "rose":
+            detail = f" (at {_span(numbers)}x)"
         elif numbers and kind == "unstable":
             detail = f" (ending {_span(numbers[::2])}x above their minimum)"
         elif numbers and kind == "ran off":
@@ -178,8 +180,8 @@ def status_of(frame, metric, meta, *, lr, lr_source, iterations, tuning=None, co
             diagnosis = f"{metric} ended at {end / start:.3g}x its start ({_fmt(start)} -> {_fmt(end)}) {at}"
             low = means.iloc[1:].min() if len(means) > 1 else math.inf
             if low < NO_PROGRESS * start:  # (it went down and came back: "no progress" read as "never moved")
-                diagnosis += (f"; it fell to {low / start:.3g}x its start by iteration {int(means.iloc[1:].idxmin())}, "
-                              f"then climbed back")
+                fell = f"{low / start:.3g}x its start" if low > 0 else _fmt(low)  # (a loss may go below 0)
+                diagnosis += f"; it fell to {fell} by iteration {int(means.iloc[1:].idxmin())}, then climbed back"
             tried = sorted(lr for stage in (tuning or {}).get("stages", ()) for lr in stage["scores"])
             if lr_source == "tuned" and tried and lr <= tried[0]:
                 diagnosis += "; the smallest rate tried: the budget may be too short for this method"
