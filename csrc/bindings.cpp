@@ -661,6 +661,26 @@ void dispatch_value(const py::array& H, F&& f) {
     else f(float{});
 }
 
+// G (X's shape) and, with_loss, L (X's shape without its last axis) of a gradient kernel over every row of X,
+// called as kernel(h, y, x, g, l) on H's value type without the GIL (l null without the losses); (G, L) or G.
+template <class Kernel>
+py::object gradients_and_losses(const py::array& H, const py::array& Y, const py::array& X, bool with_loss,
+                                Kernel&& kernel) {
+    py::array G(X.dtype(), std::vector<py::ssize_t>(X.shape(), X.shape() + X.ndim()));
+    py::array L;  // only with_loss
+    if (with_loss) L = py::array(X.dtype(), std::vector<py::ssize_t>(X.shape(), X.shape() + X.ndim() - 1));
+    dispatch_value(H, [&](auto t) {
+        using T = decltype(t);
+        const T *h = cptr<T>(H), *y = cptr<T>(Y), *x = cptr<T>(X);
+        T* g = ptr<T>(G);
+        T* l = with_loss ? ptr<T>(L) : nullptr;
+        py::gil_scoped_release nogil;
+        kernel(h, y, x, g, l);
+    });
+    if (with_loss) return py::make_tuple(G, L);
+    return G;
+}
+
 py::array logistic_grad(py::array H, py::array Y, int64_t n, double rho, py::array X, int64_t B,
                         int64_t batches, std::uint64_t seed, std::uint64_t iteration, int64_t rep_offset,
                         py::object nodes_obj, py::object out_obj, int64_t rep_period) {
@@ -704,20 +724,11 @@ py::object logistic_full_grad(py::array H, py::array Y, int64_t n, double rho, p
                               bool with_loss) {
     py::array nodes;
     LogisticData D = check_logistic(H, Y, n, X, nodes_obj, nodes);
-    std::vector<py::ssize_t> shape(X.shape(), X.shape() + X.ndim());
-    py::array G(X.dtype(), shape);
-    py::array L;  // only with_loss
-    if (with_loss) L = py::array(X.dtype(), std::vector<py::ssize_t>(X.shape(), X.shape() + X.ndim() - 1));
-    dispatch_value(H, [&](auto t) {
-        using T = decltype(t);
-        const T *h = cptr<T>(H), *y = cptr<T>(Y), *x = cptr<T>(X);
-        T* g = ptr<T>(G);
-        T* l = with_loss ? ptr<T>(L) : nullptr;
-        py::gil_scoped_release nogil;
+    auto kernel = [&](const auto* h, const auto* y, const auto* x, auto* g, auto* l) {
+        using T = std::remove_pointer_t<decltype(g)>;
         rowstoch::logistic_full_grad(h, y, D.m, D.node_ids, D.M, D.d, static_cast<T>(rho), x, D.reps, g, l);
-    });
-    if (with_loss) return py::make_tuple(G, L);
-    return G;
+    };
+    return gradients_and_losses(H, Y, X, with_loss, kernel);
 }
 
 // Least squares' gradients (and losses) of every node and replica, rowstoch::least_squares_grad: H (n, M, d) the
@@ -757,24 +768,16 @@ py::object least_squares_grad(py::array H, py::array Y, py::array X, py::object 
                 throw py::value_error(cat("nodes[", i, "] = ", node_ids[i], " is not a node of 0..", n - 1));
     }
     if (own && H.shape(0) != reps)
-        throw py::value_error(cat("H holds the rows of ", H.shape(0), " replica(s) (its first axis) but X has ", reps));
+        throw py::value_error(
+            cat("H holds the rows of ", H.shape(0), " replica(s) (its first axis) but X has ", reps));
     if (M < 1) throw py::value_error("H must hold at least one row per node");
     if (X.shape(X.ndim() - 2) != m || X.shape(X.ndim() - 1) != d)
         throw py::value_error(cat("X must have ", m, " rows (nodes) of d = ", d, " entries"));
-    std::vector<py::ssize_t> shape(X.shape(), X.shape() + X.ndim());
-    py::array G(X.dtype(), shape);
-    py::array L;  // only with_loss
-    if (with_loss) L = py::array(X.dtype(), std::vector<py::ssize_t>(X.shape(), X.shape() + X.ndim() - 1));
-    dispatch_value(H, [&](auto t) {
-        using T = decltype(t);
-        const T *h = cptr<T>(H), *y = cptr<T>(Y), *x = cptr<T>(X);
-        T* g = ptr<T>(G);
-        T* l = with_loss ? ptr<T>(L) : nullptr;
-        py::gil_scoped_release nogil;
-        rowstoch::least_squares_grad(h, y, m, node_ids, M, d, x, reps, own ? n * M : 0, g, l);
-    });
-    if (with_loss) return py::make_tuple(G, L);
-    return G;
+    const int64_t stride = own ? n * M : 0;
+    auto kernel = [&](const auto* h, const auto* y, const auto* x, auto* g, auto* l) {
+        rowstoch::least_squares_grad(h, y, m, node_ids, M, d, x, reps, stride, g, l);
+    };
+    return gradients_and_losses(H, Y, X, with_loss, kernel);
 }
 
 }  // namespace
