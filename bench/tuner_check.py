@@ -78,20 +78,33 @@ def problems():
     }
 
 
-def check(name, A, f, budget, algorithms, repeats, log):
-    rows = []
+class Stopped(Exception):
+    """A comparison came back interrupted (Ctrl-C, SIGTERM): ``compare`` returns what finished rather than raise,
+    so the loops below would go on to the next one (a helper's ``timeout`` ran 80 s past its limit)."""
+
+
+def _compare(*args, **kwargs):
+    frame = cmp.compare(*args, **kwargs)
+    if frame.attrs.get("interrupted"):
+        raise Stopped
+    return frame
+
+
+def check(name, A, f, budget, algorithms, repeats, log, done=None):
+    """The problem's lines, each added to ``done`` as it is made too (what an interruption leaves)."""
+    rows = [] if done is None else done
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         start = time.perf_counter()
-        tuned = cmp.compare(A, f, algorithms, budget, repeats=repeats, progress=False, mg_rounds=5)
+        tuned = _compare(A, f, algorithms, budget, repeats=repeats, progress=False, mg_rounds=5)
         seconds = time.perf_counter() - start
         table = cmp.summary(tuned).set_index("algorithm")
         metric = tuned.attrs["metric"]
         for label in table.index:
             finals = {}
             for g in cmp.TUNE_GRID:
-                frame = cmp.compare(A, f, label, budget, lr=g, repeats=repeats, progress=False, mg_rounds=5,
-                                    metric=metric)
+                frame = _compare(A, f, label, budget, lr=g, repeats=repeats, progress=False, mg_rounds=5,
+                                 metric=metric)
                 finals[g] = float(cmp.summary(frame)["final"].iloc[0])
             ok = {g: v for g, v in finals.items() if np.isfinite(v)}
             best = min(ok, key=ok.get) if ok else None
@@ -122,10 +135,17 @@ def main():
     chosen = problems()
     if args.problems:
         chosen = {k: chosen[k] for k in args.problems.split(",")}
-    rows = []
+    rows, stopped = [], False
     for name, (A, f, budget, algorithms, *repeats) in chosen.items():  # (a noisy problem: its own repetitions)
-        rows += check(name, A, f, budget, algorithms, max([args.repeats, *repeats]),
-                      lambda line: print(line, flush=True))
+        try:
+            check(name, A, f, budget, algorithms, max([args.repeats, *repeats]), lambda line: print(line, flush=True),
+                  rows)
+        except Stopped:
+            print(f"\ninterrupted in {name}: the summary covers the methods above", flush=True)
+            stopped = True
+            break
+    if not rows:
+        return 130
     ratios = np.array([r["ratio"] for r in rows])
     misses = [r for r in rows if not r["ratio"] <= LIMIT]
     print(f"\n{len(rows)} methods on {len(chosen)} problems: worst ratio {np.nanmax(ratios):.3f}, median "
@@ -134,7 +154,7 @@ def main():
         import pandas as pd
 
         pd.DataFrame(rows).to_csv(args.csv, index=False)
-    return 1 if misses else 0
+    return 130 if stopped else 1 if misses else 0
 
 
 if __name__ == "__main__":
