@@ -1081,6 +1081,13 @@ class Quadratic(Objective):
         return G
 
 
+#: The longest rows (d) whose least-squares products run in C++ (``_core.least_squares_grad``); longer ones take
+#: NumPy's batched products. Measured (bench/ls_full_grad.py --d): the kernel 1.05-2.7x NumPy's at d = 8-14 over
+#: 10 replicas (0.8-1.2x at one), 0.45-0.6x at d = 16 (its sums no longer fit the registers) and past it (BLAS's
+#: AVX2 against the kernel's SSE2).
+LS_KERNEL_MAX_D = 14
+
+
 class LeastSquares(Objective):
     """``f_i(x) = 1/(2M) ||H_i x - y_i||^2`` over each node's ``M`` rows; mini-batch gradients.
 
@@ -1191,11 +1198,13 @@ class LeastSquares(Objective):
         residuals): ``H`` (n, M, d) read by every replica (``nodes``: X's rows are those nodes) or (reps, m, M, d)
         each replica's own rows. In C++ (``_core.least_squares_grad``: each row read once for a group of replicas;
         NumPy's batched products took 1.3 us a node at one replica, 2.2 us a node and replica at 22, n = 2^18);
-        other arrays (another dtype, an array type of NumPy's protocols) take NumPy's products. The sums run in
+        other arrays (another dtype, an array type of NumPy's protocols), and rows longer than
+        :data:`LS_KERNEL_MAX_D` (where BLAS's wider vectors win: the kernel took 0.4-0.6x its speed at d = 16-200)
+        take NumPy's products. The sums run in
         row order (float32 losses over a million rows lose about 4e-4 relative where NumPy's pairwise sums keep
         5e-8; the objective's data are float64)."""
         if all(type(a) is np.ndarray for a in (X, H, y)) and X.dtype == H.dtype == y.dtype and \
-                X.dtype in (np.float32, np.float64):
+                X.dtype in (np.float32, np.float64) and H.shape[-1] <= LS_KERNEL_MAX_D:
             return _core.least_squares_grad(np.ascontiguousarray(H), np.ascontiguousarray(y),
                                             np.ascontiguousarray(X),
                                             None if nodes is None else np.ascontiguousarray(nodes, dtype=np.int64),
