@@ -154,7 +154,7 @@ class DiagTracker:
             self._table = np.stack([np.ones(A.n, dtype=dtype), (1.0 / A.pi).astype(dtype)])
             self.frozen_at = 1
             return
-        key = ("scales", self.rounds)
+        key = self._key(self.rounds)
         if key not in A._diag_cache:  # refused in O(nnz) where even a lower bound of the work is past the limits
             self._check_lower_bound(A, max_bytes, max_work)
         metrics = A.metrics()
@@ -165,6 +165,17 @@ class DiagTracker:
                 A._diag_cache[key] = cached
         self._table = cached
         self.frozen_at = cached.shape[0] - 1
+
+    @staticmethod
+    def _key(rounds):
+        """Where the exact table of a stride is cached on its matrix (``A._diag_cache``)."""
+        return ("scales", rounds)
+
+    @classmethod
+    def built(cls, A, rounds=1):
+        """Whether the exact table of ``A`` for ``rounds`` is built already (cached on ``A``: a new tracker of it
+        costs nothing)."""
+        return cls._key(rounds) in A._diag_cache
 
     def _check_lower_bound(self, A, max_bytes, max_work):
         """Refuse at once (before the spectral gap, which ARPACK may take many minutes to find on a slowly

@@ -64,7 +64,7 @@ def _tracker_peak(network, method):
     except Exception:  # noqa: BLE001 - a diagnosis never fails a comparison
         return None
     if method.options.get("tracker", "exact") == "perron" or (
-            ("scales", method.rounds) not in A._diag_cache and A.n > _PEAK_NODES):  # (the build's spectral gap
+            not DiagTracker.built(A, method.rounds) and A.n > _PEAK_NODES):  # (the build's spectral gap
         # comes before its bound on the work: ARPACK took minutes on slowly mixing graphs of 16,000 nodes)
         return limit, limit
     try:

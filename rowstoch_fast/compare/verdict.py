@@ -178,10 +178,11 @@ def status_of(frame, metric, meta, *, lr, lr_source, iterations, tuning=None, co
         if math.isfinite(start) and start > 0 and end > NO_PROGRESS * start and end > floor:
             status = "no-progress"
             diagnosis = f"{metric} ended at {end / start:.3g}x its start ({_fmt(start)} -> {_fmt(end)}) {at}"
-            low = means.iloc[1:].min() if len(means) > 1 else math.inf
+            lowest = means.iloc[1:].idxmin() if len(means) > 1 else None
+            low = means[lowest] if lowest is not None else math.inf
             if low < NO_PROGRESS * start:  # (it went down and came back: "no progress" read as "never moved")
                 fell = f"{low / start:.3g}x its start" if low > 0 else _fmt(low)  # (a loss may go below 0)
-                diagnosis += f"; it fell to {fell} by iteration {int(means.iloc[1:].idxmin())}, then climbed back"
+                diagnosis += f"; it fell to {fell} by iteration {int(lowest)}, then climbed back"
             tried = sorted(lr for stage in (tuning or {}).get("stages", ()) for lr in stage["scores"])
             if lr_source == "tuned" and tried and lr <= tried[0]:
                 diagnosis += "; the smallest rate tried: the budget may be too short for this method"
