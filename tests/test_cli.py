@@ -418,9 +418,16 @@ def test_two_layers_options_spelled_alike_are_refused():
 
 def test_ranks_whose_commands_differ_are_said_as_each_wrote_it(tmp_path, monkeypatch, capsys):
     """An MPMD launch where one rank wrote ``--n 8`` beside an experiment file that the other took its n from: the
-    refusal was reworded as the file's key on rank 0 ("rank 1 has '[network] n 8'"), which neither rank wrote."""
-    pytest.importorskip("mpi4py")
+    refusal was reworded as the file's key on rank 0 ("rank 1 has '[network] n 8'"), which neither rank wrote. MPI
+    itself stands in (a rank 0 of one): the test process never initializes MPI (Open MPI as root refuses a
+    singleton without its opt-in, and a forked worker after MPI_Init is unsafe), and needs no mpi4py."""
+    import sys
+    import types
+
     from rowstoch_fast.cli import _common
+
+    comm = types.SimpleNamespace(Get_rank=lambda: 0, Get_size=lambda: 2)
+    monkeypatch.setitem(sys.modules, "mpi4py", types.SimpleNamespace(MPI=types.SimpleNamespace(COMM_WORLD=comm)))
 
     exp = tmp_path / "exp.toml"
     exp.write_text('[network]\nn = 16\n[objective]\nkind = "quadratic"\nd = 3\n[run]\nrounds_budget = 20\n'
