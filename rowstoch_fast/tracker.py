@@ -175,7 +175,10 @@ class DiagTracker:
     def built(cls, A, rounds=1):
         """Whether the exact table of ``A`` for ``rounds`` is built already (cached on ``A``: a new tracker of it
         costs nothing)."""
-        return cls._key(rounds) in A._diag_cache
+        cache = getattr(A, "_diag_cache", None)
+        if cache is None:
+            raise TypeError(f"A must be a MixingMatrix, got {type(A).__name__}")
+        return cls._key(check_int(rounds, "rounds", minimum=1, maximum=MAX_ROUNDS)) in cache
 
     def _check_lower_bound(self, A, max_bytes, max_work):
         """Refuse at once (before the spectral gap, which ARPACK may take many minutes to find on a slowly

@@ -1278,6 +1278,14 @@ def test_the_tracker_hint_names_the_exact_trackers_largest_scale_not_its_limit()
         in frame.attrs["diagnosis"]["pull-diag-gt"], frame.attrs["diagnosis"]
     perron = Method("pull-diag-gt", "pull-diag-gt", 1, {"tracker": "perron"})
     assert _tracker_peak(topology.ring(64), perron) == pytest.approx((64.0, 64.0))
+    from rowstoch_fast.tracker import DiagTracker
+
+    A = topology.ring(12)
+    assert not DiagTracker.built(A, 2) and DiagTracker(A, 2) and DiagTracker.built(A, 2)
+    with pytest.raises(TypeError, match="A must be a MixingMatrix, got ndarray"):
+        DiagTracker.built(np.eye(3))
+    with pytest.raises(ValueError, match="rounds"):
+        DiagTracker.built(A, 0)
 
 
 def test_the_tuned_rate_is_within_a_quarter_of_the_best_rate_of_the_grid():
