@@ -1808,11 +1808,14 @@ def _start(args, cwd):
 
 
 def _wait_for_methods(path, count, proc, timeout=120):
-    """Until ``path`` (compare.csv) holds ``count`` methods' records (False if the process ended first)."""
+    """Until ``path`` (compare.csv) holds ``count`` methods' records and every table after it is written too
+    (lr.json, the last: a signal sent sooner can land between two methods, on a loaded machine; False if the
+    process ended first)."""
     deadline = time.time() + hang_limit(timeout)
     while time.time() < deadline and proc.poll() is None:
         try:
-            if pd.read_csv(path)["algorithm"].nunique() >= count:
+            if pd.read_csv(path)["algorithm"].nunique() >= count and sum(
+                    len(t["lr"]) for t in json.loads((path.parent / "lr.json").read_text()).values()) >= count:
                 return True
         except (OSError, ValueError, KeyError, pd.errors.EmptyDataError):
             pass
@@ -2617,6 +2620,41 @@ def test_an_interrupted_tuning_does_not_run_its_finished_stages_again(tmp_path, 
     assert runs == [list(stage["scores"]) for stage in want["stages"][1:]]  # the refinement (and confirmation) only
     assert lr == expected and record["stages"][0]["scores"] == want["stages"][0]["scores"]
     assert not list(tmp_path.glob("*.npz"))
+
+
+def test_an_interruption_between_the_tuning_and_its_evaluation_loses_no_tuning(tmp_path, monkeypatch):
+    """A signal after the tuning ended but before the run at its rate took its first record (in that run's
+    set-up): the tuning's stages stay in the checkpoint folder, so that the comparison resumed chooses the same
+    rate from them without running one again; they are removed once the rate is in the records."""
+    from rowstoch_fast.compare import method as method_module
+
+    A, f = topology.exponential(8), NonconvexLogistic.synthetic(8, total=1600, batch=20, seed=0)
+    want = cmp.compare(A, f, ["dsgd"], 200, repeats=2, seed=3, progress=False)
+    real, stopped, built = method_module._repetitions, [], []
+
+    def interrupted(*a, **k):
+        if not stopped:
+            stopped.append(True)
+            raise KeyboardInterrupt
+        return real(*a, **k)
+
+    start = tuning._Quarantine.__init__
+
+    def quarantine(self, *a, **k):  # (made only by a tuning stage that runs, not by one whose trajectories were kept)
+        built.append(True)
+        start(self, *a, **k)
+
+    monkeypatch.setattr(method_module, "_repetitions", interrupted)
+    monkeypatch.setattr(tuning._Quarantine, "__init__", quarantine)
+    first = cmp.compare(A, f, ["dsgd"], 200, repeats=2, seed=3, progress=False, checkpoint_dir=tmp_path)
+    assert stopped and not len(first) and built
+    assert list(tmp_path.glob("dsgd.tuning-*.done.npz"))
+    built.clear()
+    again = cmp.compare(A, f, ["dsgd"], 200, repeats=2, seed=3, progress=False, checkpoint_dir=tmp_path)
+    assert not built  # (no stage ran again)
+    assert again.attrs["lr"] == want.attrs["lr"]
+    np.testing.assert_array_equal(again["grad_norm_mean"], want["grad_norm_mean"])
+    assert not list(tmp_path.glob("dsgd.tuning-*"))
 
 
 def test_two_comparisons_taking_over_a_stale_lock_at_once_do_not_both_get_it(tmp_path, monkeypatch):

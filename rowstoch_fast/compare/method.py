@@ -12,7 +12,7 @@ import numpy as np
 from ..errors import DivergenceError
 from ..network import draws, losses_of, redrawn
 from ..runner import run
-from .tuning import UNTUNABLE, NoStableRate, replicas_per_rate, tune
+from .tuning import UNTUNABLE, NoStableRate, forget_stages, replicas_per_rate, tune
 from .verdict import status_of
 
 __all__ = ["Outcome", "run_method"]
@@ -235,15 +235,17 @@ def _evaluate(plan, method, lr, log, progress):
 def run_method(plan, method, *, progress=False, log=None):
     """Tune (unless its rate is given), evaluate and judge one method of ``plan``: its :class:`Outcome`.
 
-    KeyboardInterrupt during the tuning propagates (nothing of this method is kept); during the evaluation the
-    runner stops cleanly and the outcome is ``interrupted``.
+    KeyboardInterrupt during the tuning propagates (nothing of this method is kept but, with a checkpoint folder,
+    its finished stages, which also stay until its evaluation ran: one interrupted before its first record tunes
+    again in no time); during the evaluation the runner stops cleanly and the outcome is ``interrupted``.
     """
     log = log or (lambda line: None)
     lr, source, record = method.lr, method.lr_source, None
     if lr is None:
         try:
             lr, record = tune(plan.network, plan.objective, method, plan.budget, plan.ranked, seed=plan.seed,
-                              backend=plan.backend, grid=plan.grid, log=log, checkpoint_dir=plan.checkpoint_dir)
+                              backend=plan.backend, grid=plan.grid, log=log, checkpoint_dir=plan.checkpoint_dir,
+                              keep_stages=True)
         except NoStableRate as exc:  # (on a harsh network: the comparison goes on, the table says why)
             record, lr, source = exc.record, exc.fallback, UNTUNABLE
             log(f"{method.label}: no rate tried stays stable: shown at {lr:g}, the one that ended lowest in the "
@@ -257,6 +259,8 @@ def run_method(plan, method, *, progress=False, log=None):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # a growing run is reported in the table, not warned about
         frame, meta = _evaluate(plan, method, lr, log, progress)
+    if record is not None and plan.checkpoint_dir is not None:  # (its records hold the rate now)
+        forget_stages(plan.checkpoint_dir, method.label, record)
     kept = meta.pop("kept", None)
     if kept is not None:  # an earlier comparison's finished run, as it was: its own verdict
         status = str(kept["status"].iloc[0]) if "status" in kept.columns else "ok"

@@ -668,7 +668,7 @@ def replicas_per_rate(network, objective, method):
 
 
 def tune(network, objective, method, budget, metric, *, seed=0, backend="auto", grid=None, log=None,
-         checkpoint_dir=None):
+         checkpoint_dir=None, keep_stages=False):
     """The best stable rate of ``grid`` for ``method`` over the whole ``budget``, then refined.
 
     Every stage (the grid, the search past it where none of its rates is stable and their failures point there, the
@@ -679,6 +679,9 @@ def tune(network, objective, method, budget, metric, *, seed=0, backend="auto", 
     and are judged on all of them. With ``checkpoint_dir``, each stage's run keeps a checkpoint there
     (``LABEL.tuning-K.npz``) while it runs, and its trajectories (``LABEL.tuning-K.done.npz``) once it finished,
     until the tuning ends, so that an interrupted tuning goes on where it stopped and runs no finished stage again.
+    With ``keep_stages`` too, those trajectories stay after it ended, until :func:`forget_stages` removes them: its
+    caller's then once the chosen rate is recorded (an interruption between the tuning and the run at its rate
+    then tunes again in no time, and loses nothing).
 
     Returns
     -------
@@ -711,8 +714,7 @@ def tune(network, objective, method, budget, metric, *, seed=0, backend="auto", 
     repeats = record["replicas"] = replicas_per_rate(network, objective, method)
 
     def stage(name, rates, rep_offset=0, replicas=repeats):
-        path = None if checkpoint_dir is None else os.path.join(
-            checkpoint_dir, f"{method.label}.tuning-{len(record['stages'])}.npz")
+        path = _stage_checkpoint(checkpoint_dir, method.label, len(record["stages"]))
         iterations, values = trajectories(network, objective, method, rates, budget, metric, seed=tune_seed,
                                           repeats=replicas, backend=backend, checkpoint=path, keep=True,
                                           rep_offset=rep_offset)
@@ -743,8 +745,9 @@ def tune(network, objective, method, budget, metric, *, seed=0, backend="auto", 
         record["seconds"] = time.perf_counter() - started
 
     def forget():  # (tuned, or no stable rate: the stages' results are in the record; interrupted: kept)
-        for path in finished:
-            _remove_stage(path)
+        if not keep_stages:
+            for path in finished:
+                _remove_stage(path)
 
     try:
         chosen = _tune_stages(stage, scores, arrival, ends, finals, record, grid, method, log)
@@ -1011,6 +1014,18 @@ def _confirm(stage, rivals, ends, record, grid):
             break
         stage("confirm", alive, rep_offset=record["replicas"] + done, replicas=min(per, total - done))
         done += min(per, total - done)
+
+
+def _stage_checkpoint(checkpoint_dir, label, k):
+    """The checkpoint of stage ``k`` of the tuning of the method ``label`` (None without a folder)."""
+    return None if checkpoint_dir is None else os.path.join(checkpoint_dir, f"{label}.tuning-{k}.npz")
+
+
+def forget_stages(checkpoint_dir, label, record):
+    """Remove the finished stages' trajectories that :func:`tune` kept (``keep_stages``) in ``checkpoint_dir`` for
+    the method ``label`` (``record``: the tuning's record, or a :class:`NoStableRate`'s)."""
+    for k in range(len(record.get("stages", ()))):
+        _remove_stage(_stage_checkpoint(checkpoint_dir, label, k))
 
 
 def _stage_path(path):
