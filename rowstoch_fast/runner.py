@@ -17,7 +17,7 @@ from . import _core, backends
 from ._checks import MAX_KEY, check_int, check_step_size, check_tracker, load_npz_file, require_memory
 from ._metric_names import METRICS, TEST_METRICS  # (the metrics of every record, in order; the test ones)
 from ._progress import bar as progress_bar
-from ._signals import first, hold, put_back
+from ._signals import first, hold, put_back, sigterm_as_interrupt
 from .algorithms import REGISTRY
 from .algorithms import names as _algorithm_names
 from .errors import DivergenceError
@@ -603,7 +603,9 @@ class _AgreedStop:
     (a script's SIGTERM), the signal is raised again once the run has saved what it computed, on every rank, and
     ends the processes as it would have. A signal held after the last agreement (the run's closing records and
     checkpoint) is agreed on by :meth:`finish`, after the run's last collective: the run then reports itself
-    interrupted. One process, or outside the main thread: nothing is held."""
+    interrupted. One process: nothing is held, and SIGTERM stops the run as Ctrl-C does
+    (:func:`~rowstoch_fast._signals.sigterm_as_interrupt`: a script's then ends the process once the run saved
+    what it computed); outside the main thread, nothing changes."""
 
     def __init__(self, backend, last):
         import threading
@@ -611,8 +613,12 @@ class _AgreedStop:
         self.opt, self.last, self.held, self.previous, self.again = None, last, [], {}, None
         self.restore = {}  # (the handlers put back: held_between_runs' where it held, not the one handed on)
         self.active = not backends.one_process(backend) and threading.current_thread() is threading.main_thread()
+        self.alone = None
 
     def __enter__(self):
+        if not self.active:  # (one process: a script's SIGTERM stops the run, which saves, then ends the process)
+            self.alone = sigterm_as_interrupt()
+            self.alone.__enter__()
         if self.active:
             def held(signum, frame):
                 self.held.append(signum)
@@ -665,6 +671,9 @@ class _AgreedStop:
         put_back(self.restore)
         if self.again is not None:
             signal.raise_signal(self.again)
+        if self.alone is not None:
+            alone, self.alone = self.alone, None
+            alone.__exit__(None, None, None)
         return False
 
 
@@ -894,7 +903,11 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
     Repetitions are batched into one stepper (they share every pass over the
     network). Ctrl-C stops the run cleanly: the returned history holds what was
     recorded (``history.interrupted`` is True) and, with ``checkpoint``, the
-    state is saved so ``resume`` continues it.
+    state is saved so ``resume`` continues it. A script that calls ``run`` in a
+    loop stops the loop on ``history.interrupted`` itself. SIGTERM (what a job
+    scheduler or ``timeout`` sends) stops the run the same way; where the
+    program set no handler for it, the process then ends, as SIGTERM asks, once
+    the checkpoint is saved.
 
     Parameters
     ----------
@@ -982,7 +995,7 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
     [0, 25, 50]
     """
     if not isinstance(algorithm, Algorithm):
-        raise TypeError(f"algorithm must be an Algorithm, got {type(algorithm).__name__}")
+        raise TypeError(_not_an_algorithm(algorithm))
     if not isinstance(objective, Objective):
         raise TypeError(f"objective must be an Objective of rowstoch_fast.objectives (or a subclass), got "
                         f"{type(objective).__name__}")
@@ -1110,6 +1123,23 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
         return History(rows, meta, interrupted=interrupted)
     finally:
         agreed.__exit__()
+
+
+def _not_an_algorithm(value):
+    """What run() says of an ``algorithm`` that is not an :class:`Algorithm`: an optimizer (a class of the
+    registry, or one built) or a method's name is told how to make one."""
+    from .algorithms import Optimizer
+
+    kind = value if isinstance(value, type) else type(value)
+    if issubclass(kind, Optimizer) or isinstance(value, str):
+        name = value if isinstance(value, str) else next((m for m, cls in REGISTRY.items() if cls is kind),
+                                                      None)
+        how = f"rowstoch_fast.Algorithm(A, lr, method={name!r})" if name else "rowstoch_fast.Algorithm(A, lr, method=...)"
+        what = f"the method name {value!r}" if isinstance(value, str) else (
+            f"the optimizer {'class ' if isinstance(value, type) else ''}{kind.__name__}")
+        return (f"algorithm must be an Algorithm, got {what}: run() builds the optimizer from {how} (an optimizer "
+                "you built is stepped by its own step(oracle))")
+    return f"algorithm must be an Algorithm, got {kind.__name__}"
 
 
 def _set_up(algorithm, objective, iterations, repeats, x0, seed, first_repeat, resume, meta, due, record_at,

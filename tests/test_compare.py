@@ -1868,6 +1868,64 @@ def test_resume_after_a_signal_equals_an_uninterrupted_run(tmp_path, sig, tuned)
         assert wall >= records.loc[records["algorithm"] == label, "wall_seconds"].max() - 1e-6, label
 
 
+LOOP = """
+import signal, sys
+import rowstoch_fast as rf
+from rowstoch_fast import compare as cmp
+from rowstoch_fast.objectives import NonconvexLogistic
+
+signal.signal(signal.SIGTERM, signal.SIG_IGN if sys.argv[1] == "ignored" else signal.SIG_DFL)
+A, f = rf.topology.exponential(8), NonconvexLogistic.synthetic(8, total=1600, batch=20, seed=0)
+budget = 10**7
+for k in range(3):
+    if sys.argv[1] == "run":
+        h = rf.run(rf.Algorithm(A, lr=0.01), f, budget, progress=False, checkpoint=f"ck{k}.npz",
+                   checkpoint_every=10**9)
+        stopped = h.interrupted
+    else:
+        frame = cmp.compare(A, f, ["dsgd", "push-pull"], budget, lr=0.01, repeats=2, progress=False,
+                            checkpoint_dir=f"ck{k}")
+        stopped = frame.attrs["interrupted"]
+    print("returned", k, stopped, flush=True)
+"""
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+@pytest.mark.parametrize("call", ["compare", "run", "ignored"])
+def test_a_scripts_sigterm_ends_its_loop_once_the_run_is_saved(tmp_path, call):
+    """A script's loop of comparisons (or of runs) sent SIGTERM (a scheduler's, `timeout`'s): the comparison
+    returned what finished and the loop went on to the next one, and the next, until a SIGKILL; a run ended at
+    once and saved nothing since its last periodic checkpoint. Now the run in progress saves its checkpoint and the
+    process ends by the signal, as SIGTERM's default asks. A script that ignores SIGTERM is not interrupted."""
+    (tmp_path / "loop.py").write_text(LOOP)
+    proc = subprocess.Popen([sys.executable, "loop.py", call], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, cwd=tmp_path, preexec_fn=sigint_as_usual)
+    try:
+        deadline = time.time() + hang_limit(60)
+        ck = tmp_path / ("ck0.npz" if call == "run" else "ck0")
+        while time.time() < deadline and proc.poll() is None and not (tmp_path / "ck0").is_dir() and call != "run":
+            time.sleep(0.05)
+        time.sleep(2.0)  # (the first run is stepping)
+        proc.send_signal(signal.SIGTERM)
+        if call == "ignored":  # (still in its first comparison a while later)
+            time.sleep(3.0)
+            assert proc.poll() is None
+            proc.kill()
+        out, err = proc.communicate(timeout=hang_limit(120))
+    finally:
+        proc.kill()
+        proc.communicate()
+    if call == "ignored":
+        assert "returned" not in out and "Traceback" not in err, (out, err)
+        return
+    assert proc.returncode == -signal.SIGTERM, err
+    assert "returned" not in out, out
+    saved = ck if call == "run" else ck / "dsgd.npz"
+    assert saved.is_file()
+    assert int(np.load(saved)["opt/iteration"]) > 0  # (saved at the signal: no periodic checkpoint was due)
+    assert not (tmp_path / ("ck1.npz" if call == "run" else "ck1")).exists()
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the workers' death signal is Linux's prctl")
 def test_a_killed_comparisons_workers_die_with_it(tmp_path):
     """A SIGKILL of `rowstoch compare --jobs 2` left its two workers running (re-parented to init): they wrote

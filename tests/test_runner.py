@@ -105,8 +105,15 @@ def test_algorithm_refuses_a_tracker_it_would_ignore():
 def test_run_argument_errors(problem, tmp_path):
     with pytest.raises(ValueError, match="objective has n = 8 nodes but the network has 4"):
         run(Algorithm(topology.ring(4), 0.1), problem, 5, progress=False)
-    with pytest.raises(TypeError, match="algorithm must be an Algorithm"):
-        run("pull-diag-gt", problem, 5, progress=False)
+    with pytest.raises(TypeError, match=r"got the method name 'dsgd': .*Algorithm\(A, lr, method='dsgd'\)"):
+        run("dsgd", problem, 5, progress=False)
+    from rowstoch_fast import PullDiagGT
+
+    for optimizer in (PullDiagGT, PullDiagGT(topology.exponential(8), x0=np.zeros((8, 3)), lr=0.1)):
+        with pytest.raises(TypeError, match=r"got the optimizer (class )?PullDiagGT: .*method='pull-diag-gt'"):
+            run(optimizer, problem, 5, progress=False)
+    with pytest.raises(TypeError, match="algorithm must be an Algorithm, got int$"):
+        run(3, problem, 5, progress=False)
     with pytest.raises(FileNotFoundError, match="does not exist"):
         run(algo(), problem, 5, progress=False, resume=str(tmp_path / "none.npz"))
     ck = str(tmp_path / "ck.npz")

@@ -25,8 +25,8 @@ BACKENDS = ("auto", "cpu", "cupy", "mpi")
 _MODULES = {"cpu": ("rowstoch_fast.backends.cpu", "CpuBackend"), "cupy": ("rowstoch_fast.backends.cupy", "CupyBackend"),
             "mpi": ("rowstoch_fast.backends.mpi", "MpiBackend")}
 
-__all__ = ["BACKENDS", "DEFERRED", "create", "is_device_array", "nodes_per_process", "one_process",
-           "require_block_memory", "resolve_backend", "to_backend"]
+__all__ = ["BACKENDS", "DEFERRED", "create", "every_process_here", "is_device_array", "nodes_per_process",
+           "one_process", "require_block_memory", "resolve_backend", "to_backend"]
 
 
 #: The modules running device operations for the layers below (see :func:`rowstoch_fast._device.provide`).
@@ -127,6 +127,17 @@ def first_difference(every):
             keys = dict.fromkeys([*every[0], *other])
             return rank, next((k for k in keys if not same(every[0].get(k), other.get(k))), None)
     return None
+
+
+def every_process_here(backend, timeout=None):
+    """Under MPI, wait until every rank has come here (a barrier polled from Python:
+    :func:`~rowstoch_fast.backends.mpi.polled_barrier`), ``timeout`` seconds at most: whether all came. One process:
+    True at once."""
+    if one_process(backend):
+        return True
+    from .mpi import polled_barrier
+
+    return polled_barrier(timeout)
 
 
 def nodes_per_process(backend, n):

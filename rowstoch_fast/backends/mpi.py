@@ -36,6 +36,20 @@ def _mpi():
     return MPI
 
 
+def polled_barrier(timeout=None):
+    """Every MPI rank here before any goes on: a barrier polled from Python (``Ibarrier``, tested every 5 ms), so
+    that the ranks waiting spin no core and Python's signal handlers still run while one has not come. With
+    ``timeout`` (seconds): False once it passed with a rank missing, True when all came."""
+    MPI = _mpi()
+    request = MPI.COMM_WORLD.Ibarrier()
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while not request.Test():
+        if deadline is not None and time.monotonic() > deadline:
+            return False
+        time.sleep(0.005)
+    return True
+
+
 def collective(comm, fn, *args, **kwargs):
     """Run ``fn`` on every rank; if it raises on any rank, raise on all (the original error where it happened)."""
     error = None

@@ -12,6 +12,7 @@ import sys
 import numpy as np
 
 from ..algorithms import labels, REGISTRY
+from ..backends.mpi import polled_barrier
 from ..errors import UsageError
 from ..io import load_data_file, load_matrix
 from ..network import options as network_options
@@ -301,18 +302,6 @@ def refuse_on_every_rank(args, refused):
         refused = MPI.COMM_WORLD.bcast(refused, root=0)
     if refused:
         raise UsageError(refused)
-
-
-def polled_barrier():
-    """Every MPI rank here before any goes on: a barrier polled from Python (``Ibarrier``, tested every 5 ms), so
-    that the ranks waiting spin no core and Python's signal handlers still run while one has not come."""
-    import time
-
-    from mpi4py import MPI
-
-    request = MPI.COMM_WORLD.Ibarrier()
-    while not request.Test():
-        time.sleep(0.005)
 
 
 def parsed_settings(args):

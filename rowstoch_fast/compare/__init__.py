@@ -188,6 +188,14 @@ def compare(A, objective, algorithms=None, rounds_budget=2000, *, lr=None, tune=
         what ``previous`` must share) and ``"interrupted"`` (a Ctrl-C or SIGTERM
         stopped the comparison; the frame holds what finished).
 
+        A Ctrl-C does not raise: the comparison returns what finished, with
+        the run it stopped ``interrupted`` (saved in ``checkpoint_dir``, where
+        given). A script that runs several comparisons stops on it itself
+        (``if frame.attrs["interrupted"]: break``). SIGTERM (a job scheduler's,
+        ``timeout``'s) stops it the same way; where the program set no handler
+        for SIGTERM, the process then ends, as SIGTERM asks, once the
+        checkpoints are saved (a loop had gone on to the next comparison).
+
     Raises
     ------
     ValueError

@@ -4,11 +4,12 @@
 
 A Ctrl-C or a SIGTERM stops the comparison cleanly: the method running keeps what it recorded (its evaluation run
 writes a checkpoint, and its status is ``interrupted``), the finished ones are returned, and the caller writes
-what there is. An error in one method's run goes out with the methods that finished before it.
+what there is (a SIGTERM that a script left to its default then ends the process: :func:`sigterm_as_interrupt`). An error in one method's run goes out with the methods that finished before it.
 """
 
 from __future__ import annotations
 
+from .. import backends
 from .._progress import bar as progress_bar
 from .method import Outcome, run_method
 from ..runner import held_between_runs
@@ -32,7 +33,8 @@ def execute(plan, *, jobs=1, progress=False, log=None, on_outcome=None):
     outcomes, interrupted, error = [], False, None
     bar = _bar(progress, len(plan.methods))
     try:
-        with sigterm_as_interrupt(), held_between_runs(plan.backend):  # (under MPI: see held_between_runs)
+        with sigterm_as_interrupt(_ranks_together(plan.backend)), held_between_runs(plan.backend):  # (under MPI:
+            # see held_between_runs)
             for method in plan.methods:
                 if bar is not None:
                     bar.set_description(method.label + ("" if method.lr is not None else " (tuning)"))
@@ -53,6 +55,13 @@ def execute(plan, *, jobs=1, progress=False, log=None, on_outcome=None):
         if bar is not None:
             bar.close()
     return outcomes, interrupted, error
+
+
+def _ranks_together(backend):
+    """Under MPI, what a rank does before a script's SIGTERM ends it (:func:`sigterm_as_interrupt`): wait, a minute
+    at most, until every rank has come, so that none ends the job (mpiexec ends every rank once one ends by a
+    signal) while rank 0 still writes the interrupted run's checkpoint. None with one process."""
+    return None if backends.one_process(backend) else lambda: backends.every_process_here(backend, timeout=60.0)
 
 
 def _bar(enabled, total):

@@ -10,15 +10,14 @@ whole process group; a signal to this process alone is passed on): each stops it
 
 from __future__ import annotations
 
-import contextlib
 import os
 import pickle
 import queue
 import signal
-import threading
 import time
 
 from .._progress import bar as progress_bar
+from .._signals import sigterm_as_interrupt
 
 __all__ = ["execute_in_processes", "default_jobs", "cores", "sigterm_as_interrupt"]
 
@@ -57,28 +56,6 @@ def default_jobs():
         raise UsageError(f"the environment variable ROWSTOCH_JOBS must be a positive integer (the default of --jobs), "
                          f"got {value!r}")
     return jobs
-
-
-@contextlib.contextmanager
-def sigterm_as_interrupt():
-    """SIGTERM (what a job scheduler sends) raised as KeyboardInterrupt while the block runs, as Ctrl-C is: the
-    run in progress saves its checkpoint and what finished is written (the main thread only)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    previous = signal.getsignal(signal.SIGTERM)
-
-    def interrupt(signum, frame):
-        if callable(previous):  # (a caller's handler first: the command line counts SIGTERM apart from Ctrl-C)
-            previous(signum, frame)
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
 
 
 def _interrupt_once():
