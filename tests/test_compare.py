@@ -1397,6 +1397,27 @@ def test_a_worker_that_cannot_start_raises_its_own_error(monkeypatch):
         cmp.compare(A, f, "dsgd,push-pull,diging", 20, lr=0.1, repeats=1, progress=False, jobs=2)
 
 
+def test_a_script_without_the_main_guard_is_told_so_and_does_not_hang(tmp_path):
+    """compare(jobs=2) at the top level of a script (no ``if __name__ == "__main__":``): each worker runs the script
+    again and dies as it starts, and the parent blocked for ever in the process's start, writing the plan (larger
+    than a pipe's buffer) to a child that would never read it. It now gets an error that says what to do."""
+    (tmp_path / "unguarded.py").write_text(
+        "from rowstoch_fast import compare as cmp, topology\n"
+        "from rowstoch_fast.objectives import NonconvexLogistic\n"
+        "f = NonconvexLogistic.synthetic(8, total=16000, batch=20, seed=0)  # (a plan of about 1 MB)\n"
+        "cmp.compare(topology.exponential(8), f, 'dsgd,push-pull', 200, lr=0.01, repeats=1, progress=False, jobs=2)\n")
+    try:
+        out = subprocess.run([sys.executable, "unguarded.py"], capture_output=True, text=True, cwd=tmp_path,
+                             timeout=hang_limit(90), env=dict(os.environ, TMPDIR=str(tmp_path)))
+    except subprocess.TimeoutExpired:
+        pytest.fail("compare(jobs=2) in a script without the main guard hung")
+    assert out.returncode == 1
+    last = out.stderr.strip().splitlines()[-1]
+    assert last.startswith("RuntimeError: a worker process ended with exit code 1 as it started") and \
+        'if __name__ == "__main__":' in last and "jobs=1" in last, out.stderr
+    assert not list(tmp_path.glob("rowstoch-plan-*"))  # (the plan's file, removed)
+
+
 def test_tables_write_latex_a_venue_takes_and_pdfs_embed_truetype_fonts(tmp_path):
     from rowstoch_fast import report
 

@@ -1,8 +1,8 @@
 """The methods of a plan in parallel processes (``jobs``): :func:`execute_in_processes`.
 
-Each worker is a fresh interpreter (``spawn``: no OpenMP runtime is forked mid-flight) that receives the plan once,
-runs its share of the cores' threads, and takes methods from a queue until there are none left or the comparison
-is stopped. Every method's run is seeded as in a serial run and no kernel's result depends on the thread count,
+Each worker is a fresh interpreter (``spawn``: no OpenMP runtime is forked mid-flight) that reads the plan once
+(from a file: :func:`_plan_file`), runs its share of the cores' threads, and takes methods from a queue until there
+are none left or the comparison is stopped. Every method's run is seeded as in a serial run and no kernel's result depends on the thread count,
 so the outcomes are a serial run's. A Ctrl-C or SIGTERM reaches the workers (the terminal's signal goes to the
 whole process group; a signal to this process alone is passed on): each stops its run as the serial one would
 (the evaluation saves its checkpoint) and reports what it has.
@@ -98,16 +98,19 @@ def _die_with_parent():
         os._exit(1)
 
 
-def _worker(payload, threads, tasks, results, stop):
-    """A worker's loop: methods by index until the queue is empty or ``stop`` is set."""
+def _worker(path, threads, tasks, results, stop):
+    """A worker's loop: methods by index until the queue is empty or ``stop`` is set (``path``: the file of the
+    pickled plan)."""
     _die_with_parent()
     _interrupt_once()
+    results.put(("started", -1, None))
     from .. import _core
     from .method import run_method
 
     _core.set_num_threads(threads)
     try:
-        plan = pickle.loads(payload)
+        with open(path, "rb") as fh:
+            plan = pickle.load(fh)
     except Exception as exc:  # noqa: BLE001 - a metric function this process cannot import: said by the parent
         results.put(("error", -1, RuntimeError(f"a worker process could not import the comparison's metric "
                                                f"functions ({type(exc).__name__}: {exc}); define them at the top "
@@ -170,6 +173,22 @@ def _longest_first(plan):
     return sorted(range(len(plan.methods)), key=lambda i: -cost[i])
 
 
+def _plan_file(plan):
+    """The pickled ``plan`` in a file the workers read (its path): a worker that dies as it starts (a script
+    without ``if __name__ == "__main__":``, which every worker runs again) left the parent blocked for ever in the
+    process's start, writing a plan larger than the pipe's buffer to a child that would never read it."""
+    import tempfile
+
+    fd, path = tempfile.mkstemp(prefix="rowstoch-plan-", suffix=".pickle")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            pickle.dump(plan, fh, protocol=pickle.HIGHEST_PROTOCOL)
+    except BaseException:
+        os.remove(path)
+        raise
+    return path
+
+
 def execute_in_processes(plan, jobs, *, progress=False, log=None, on_outcome=None):
     """:func:`~rowstoch_fast.compare.execute.execute` with ``jobs`` worker processes."""
     import multiprocessing
@@ -182,15 +201,17 @@ def execute_in_processes(plan, jobs, *, progress=False, log=None, on_outcome=Non
     for index in _longest_first(plan):
         tasks.put(index)
     _check_sendable(plan)
-    payload = pickle.dumps(plan, protocol=pickle.HIGHEST_PROTOCOL)
-    workers = [ctx.Process(target=_worker, args=(payload, threads, tasks, results, stop), daemon=True)
+    path = _plan_file(plan)
+    workers = [ctx.Process(target=_worker, args=(path, threads, tasks, results, stop), daemon=True)
                for _ in range(jobs)]
-    done, interrupted, error = {}, False, None
+    done, interrupted, error, started = {}, False, None, []
     bar = progress_bar(progress, len(plan.methods), unit="algorithm")
 
     def handle(kind, index, value):
         nonlocal interrupted, error
-        if kind == "log":
+        if kind == "started":
+            started.append(True)
+        elif kind == "log":
             log(value)
         elif kind == "outcome":
             done[index] = value
@@ -248,8 +269,18 @@ def execute_in_processes(plan, jobs, *, progress=False, log=None, on_outcome=Non
                 w.terminate()
         if bar is not None:
             bar.close()
+        try:
+            os.remove(path)
+        except OSError:
+            pass
     lost = [w.exitcode for w in workers if w.exitcode not in (0, None)]
-    if error is None and not interrupted and lost and len(done) < len(plan.methods):
+    if error is None and not interrupted and lost and len(started) < len(workers):
+        error = RuntimeError(f"a worker process ended with exit code {lost[0]} as it started, before it took a "
+                             "method (its error is above, on stderr): with jobs > 1 the methods run in new Python "
+                             "processes, which import the main script again; a script that calls compare() outside "
+                             "`if __name__ == \"__main__\":` starts them again from there (Python's multiprocessing "
+                             "guide). Put the script's code under that line, or run with jobs=1 (--jobs 1)")
+    elif error is None and not interrupted and lost and len(done) < len(plan.methods):
         error = RuntimeError(f"a worker process ended with exit code {lost[0]} before its method finished (out of "
                              f"memory?); run with jobs=1 (--jobs 1) to see its error")
     outcomes = [done[i] for i in sorted(done)]
