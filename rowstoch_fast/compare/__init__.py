@@ -194,7 +194,12 @@ def compare(A, objective, algorithms=None, rounds_budget=2000, *, lr=None, tune=
         (``if frame.attrs["interrupted"]: break``). SIGTERM (a job scheduler's,
         ``timeout``'s) stops it the same way; where the program set no handler
         for SIGTERM, the process then ends, as SIGTERM asks, once the
-        checkpoints are saved (a loop had gone on to the next comparison).
+        checkpoints are saved (a loop had gone on to the next comparison), and
+        nothing is returned: what finished is what ``on_result`` was given
+        (and ``checkpoint_dir`` holds). A script that would rather save the
+        returned frame sets its own handler
+        (``signal.signal(signal.SIGTERM, signal.default_int_handler)``: then
+        SIGTERM is a Ctrl-C).
 
     Raises
     ------
