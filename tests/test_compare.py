@@ -1895,7 +1895,8 @@ import rowstoch_fast as rf
 from rowstoch_fast import compare as cmp
 from rowstoch_fast.objectives import NonconvexLogistic
 
-signal.signal(signal.SIGTERM, signal.SIG_IGN if sys.argv[1] == "ignored" else signal.SIG_DFL)
+signal.signal(signal.SIGTERM, {"ignored": signal.SIG_IGN, "as-ctrl-c": signal.default_int_handler}.get(
+    sys.argv[1], signal.SIG_DFL))
 A, f = rf.topology.exponential(8), NonconvexLogistic.synthetic(8, total=1600, batch=20, seed=0)
 budget = 10**7
 for k in range(3):
@@ -1912,12 +1913,13 @@ for k in range(3):
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
-@pytest.mark.parametrize("call", ["compare", "run", "ignored"])
+@pytest.mark.parametrize("call", ["compare", "run", "ignored", "as-ctrl-c"])
 def test_a_scripts_sigterm_ends_its_loop_once_the_run_is_saved(tmp_path, call):
     """A script's loop of comparisons (or of runs) sent SIGTERM (a scheduler's, `timeout`'s): the comparison
     returned what finished and the loop went on to the next one, and the next, until a SIGKILL; a run ended at
     once and saved nothing since its last periodic checkpoint. Now the run in progress saves its checkpoint and the
-    process ends by the signal, as SIGTERM's default asks. A script that ignores SIGTERM is not interrupted."""
+    process ends by the signal, as SIGTERM's default asks. A script that ignores SIGTERM is not interrupted; one
+    that takes it as Ctrl-C gets the comparison's frame back, as after a Ctrl-C."""
     (tmp_path / "loop.py").write_text(LOOP)
     proc = subprocess.Popen([sys.executable, "loop.py", call], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, cwd=tmp_path, preexec_fn=sigint_as_usual)
@@ -1928,7 +1930,7 @@ def test_a_scripts_sigterm_ends_its_loop_once_the_run_is_saved(tmp_path, call):
             time.sleep(0.05)
         time.sleep(2.0)  # (the first run is stepping)
         proc.send_signal(signal.SIGTERM)
-        if call == "ignored":  # (still in its first comparison a while later)
+        if call in ("ignored", "as-ctrl-c"):  # (still in its first comparison a while later, or in its second)
             time.sleep(3.0)
             assert proc.poll() is None
             proc.kill()
@@ -1936,8 +1938,8 @@ def test_a_scripts_sigterm_ends_its_loop_once_the_run_is_saved(tmp_path, call):
     finally:
         proc.kill()
         proc.communicate()
-    if call == "ignored":
-        assert "returned" not in out and "Traceback" not in err, (out, err)
+    if call in ("ignored", "as-ctrl-c"):
+        assert out == ("returned 0 True\n" if call == "as-ctrl-c" else "") and "Traceback" not in err, (out, err)
         return
     assert proc.returncode == -signal.SIGTERM, err
     assert "returned" not in out, out
