@@ -60,34 +60,31 @@ def signals_held():
 
 @contextlib.contextmanager
 def sigterm_as_interrupt(before_ending=None):
-    """SIGTERM (what a job scheduler sends) raised as KeyboardInterrupt while the block runs, as Ctrl-C is: the
-    run in progress saves its checkpoint and what finished is written. Where SIGTERM had no handler (a script's:
-    its default ends the process), it ends the process as it would have once the block is over, what the block
-    computed saved (``before_ending()`` called first: under MPI, the ranks wait for each other, as mpiexec ends
-    them all once one ends by a signal): a script's loop of comparisons or runs had gone on to the next one. A
-    caller's handler is called first (the command line counts SIGTERM apart from Ctrl-C) and decides; an ignored
-    SIGTERM stays ignored. The main thread only."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.getsignal(signal.SIGTERM)
-    if previous is signal.SIG_IGN:
+    """A SIGTERM (what a job scheduler or ``timeout`` sends) that the program left to its default raised as
+    KeyboardInterrupt while the block runs, as Ctrl-C is, so that the run in progress saves its checkpoint; once the
+    block is over the process ends by it, as the default would have (``before_ending()`` called first: under MPI,
+    the ranks wait for each other, as mpiexec ends them all once one ends by a signal). A script's loop of
+    comparisons had gone on to the next one; a run had ended at once, saving nothing. A handler of the program's
+    own (the command line's, which raises KeyboardInterrupt and counts SIGTERM apart from Ctrl-C) is left to
+    decide, and an ignored SIGTERM stays ignored. The main thread only; nested, the outermost ends the process."""
+    if threading.current_thread() is not threading.main_thread() or \
+            signal.getsignal(signal.SIGTERM) not in (signal.SIG_DFL, None):
         yield
         return
     got = []
 
     def interrupt(signum, frame):
         got.append(signum)
-        if callable(previous):
-            previous(signum, frame)
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, interrupt)
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
-        if got and not callable(previous):  # (the default's: the process ends, as the signal asked)
-            if before_ending is not None:
-                before_ending()
-            signal.raise_signal(signal.SIGTERM)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        if got:  # (the default's: the process ends, as the signal asked)
+            try:
+                if before_ending is not None:
+                    before_ending()
+            finally:
+                signal.raise_signal(signal.SIGTERM)

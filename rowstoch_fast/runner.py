@@ -603,9 +603,9 @@ class _AgreedStop:
     (a script's SIGTERM), the signal is raised again once the run has saved what it computed, on every rank, and
     ends the processes as it would have. A signal held after the last agreement (the run's closing records and
     checkpoint) is agreed on by :meth:`finish`, after the run's last collective: the run then reports itself
-    interrupted. One process: nothing is held, and SIGTERM stops the run as Ctrl-C does
-    (:func:`~rowstoch_fast._signals.sigterm_as_interrupt`: a script's then ends the process once the run saved
-    what it computed); outside the main thread, nothing changes."""
+    interrupted. One process: nothing is held, and a SIGTERM left to its default stops the run as Ctrl-C does,
+    then ends the process once the run saved what it computed (:func:`~rowstoch_fast._signals.sigterm_as_interrupt`;
+    a handler of the program's own is left to decide); outside the main thread, nothing changes."""
 
     def __init__(self, backend, last):
         import threading
@@ -623,7 +623,7 @@ class _AgreedStop:
             def held(signum, frame):
                 self.held.append(signum)
 
-            held.agrees = True  # (_ctrl_c_deferred leaves a held signal to it)
+            held.agrees = True  # (_signals_deferred leaves a held signal to it)
             self.restore = hold(held)
             for signum, current in self.restore.items():
                 outer = getattr(current, "between", None)  # (a comparison's hold between its runs: its held signal
@@ -728,18 +728,22 @@ def agreed_stop(backend, last):
     """The signal agreement of a run of ``last`` iterations on ``backend`` (:class:`_AgreedStop`: under MPI, Ctrl-C
     and SIGTERM held and the processes stopped together; elsewhere nothing is held), for a loop of the harness's
     own (the tuner's runs): set its ``opt`` once built, call ``check(iteration)`` after each step and
-    ``finish()`` after the run's last collective."""
-    agreed = _AgreedStop(backend, last).__enter__()
+    ``finish()`` after the run's last collective. With one process, a SIGTERM left to its default stops the run as
+    Ctrl-C does (:func:`~rowstoch_fast._signals.sigterm_as_interrupt`)."""
+    agreed = _AgreedStop(backend, last)
     try:
+        agreed.__enter__()
         yield agreed
     finally:
         agreed.__exit__()
 
 
 @contextlib.contextmanager
-def _ctrl_c_deferred():
-    """Ctrl-C (SIGINT) during the block is held until the block is done, then raised as KeyboardInterrupt (the
-    main thread only; elsewhere the block runs as it is; under MPI, :class:`_AgreedStop` holds it)."""
+def _signals_deferred():
+    """Ctrl-C (SIGINT) and SIGTERM during the block held until the block is done, then handed to the handlers they
+    would have met (:func:`~rowstoch_fast._signals.first`: Ctrl-C's KeyboardInterrupt; a SIGTERM's, or the end of
+    the process). The main thread only; elsewhere the block runs as it is; under MPI, :class:`_AgreedStop` holds
+    them."""
     import signal
     import threading
 
@@ -748,13 +752,13 @@ def _ctrl_c_deferred():
         yield
         return
     held = []
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: held.append(signum))
+    previous = hold(lambda signum, frame: held.append(signum))
     try:
         yield
     finally:
-        put_back({signal.SIGINT: previous})
+        put_back(previous)
         if held:
-            raise KeyboardInterrupt
+            signal.raise_signal(first(held))
 
 
 def _save_checkpoint(path, opt, oracle, rows, meta, wall_offset):
@@ -777,8 +781,8 @@ def _save_checkpoint(path, opt, oracle, rows, meta, wall_offset):
         state["oracle_last"] = last
     tmp = f"{path}.tmp-{os.getpid()}"
     try:
-        with _ctrl_c_deferred(), open(tmp, "wb") as f:  # a Ctrl-C waits for the file (NumPy 1.x left the
-            np.savez(f, **state)                          # archive half-open, and its cleanup complained)
+        with _signals_deferred(), open(tmp, "wb") as f:  # a signal waits for the file (NumPy 1.x left the
+            np.savez(f, **state)                           # archive half-open, and its cleanup complained)
             f.flush()
             os.fsync(f.fileno())
             f.close()
@@ -1045,9 +1049,10 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
                 "objective": objective.describe() if hasattr(objective, "describe") else type(objective).__name__,
                 **(config or {})}
     meta["config"] = json.loads(json.dumps(identity, default=_json_default))  # as a checkpoint will hold it
-    agreed = _AgreedStop(algorithm.backend, iterations).__enter__()  # (under MPI: a signal, from here on, stops
-    # every process at the same iteration)
+    agreed = _AgreedStop(algorithm.backend, iterations)  # (under MPI: a signal, from here on, stops every process
+    # at the same iteration)
     try:
+        agreed.__enter__()
         opt, oracle, rows, t0, bar = _set_up(algorithm, objective, iterations, repeats, x0, seed, first_repeat, resume,
                                              meta, due, record_at, record_every, metrics, progress)
         agreed.opt = opt
@@ -1131,15 +1136,20 @@ def _not_an_algorithm(value):
     from .algorithms import Optimizer
 
     kind = value if isinstance(value, type) else type(value)
-    if issubclass(kind, Optimizer) or isinstance(value, str):
-        name = value if isinstance(value, str) else next((m for m, cls in REGISTRY.items() if cls is kind),
-                                                      None)
-        how = f"rowstoch_fast.Algorithm(A, lr, method={name!r})" if name else "rowstoch_fast.Algorithm(A, lr, method=...)"
-        what = f"the method name {value!r}" if isinstance(value, str) else (
-            f"the optimizer {'class ' if isinstance(value, type) else ''}{kind.__name__}")
-        return (f"algorithm must be an Algorithm, got {what}: run() builds the optimizer from {how} (an optimizer "
-                "you built is stepped by its own step(oracle))")
-    return f"algorithm must be an Algorithm, got {kind.__name__}"
+    if isinstance(value, str):
+        if value not in REGISTRY:
+            return (f"algorithm must be an Algorithm, got the string {value!r}, which names no method either "
+                    f"('rowstoch algorithms' lists them: {', '.join(sorted(REGISTRY)[:4])}, ...)")
+        name, what = value, f"the method name {value!r}"
+    elif issubclass(kind, Optimizer):
+        name = next((m for m, cls in REGISTRY.items() if cls is kind), "...")
+        what = f"the optimizer {'class ' if isinstance(value, type) else ''}{kind.__name__}"
+    else:
+        return f"algorithm must be an Algorithm, got {kind.__name__}"
+    how = f"rowstoch_fast.Algorithm(A, lr, method={name!r})" if name != "..." else \
+        "rowstoch_fast.Algorithm(A, lr, method=...)"
+    return (f"algorithm must be an Algorithm, got {what}: run() builds the optimizer from {how} (an optimizer you "
+            "built is stepped by its own step(oracle))")
 
 
 def _set_up(algorithm, objective, iterations, repeats, x0, seed, first_repeat, resume, meta, due, record_at,

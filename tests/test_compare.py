@@ -1890,26 +1890,45 @@ def test_resume_after_a_signal_equals_an_uninterrupted_run(tmp_path, sig, tuned)
 
 
 LOOP = """
-import signal, sys
+import os, signal, sys
 import rowstoch_fast as rf
 from rowstoch_fast import compare as cmp
 from rowstoch_fast.objectives import NonconvexLogistic
+from rowstoch_fast.user_metrics import Metric
 
 signal.signal(signal.SIGTERM, {"ignored": signal.SIG_IGN, "as-ctrl-c": signal.default_int_handler}.get(
     sys.argv[1], signal.SIG_DFL))
+
+
+def mark(state):  # (the test's cue: the first run is stepping)
+    if state.iteration > 0 and not os.path.exists("stepping"):
+        open("stepping", "w").close()
+    return 0.0
+
+
 A, f = rf.topology.exponential(8), NonconvexLogistic.synthetic(8, total=1600, batch=20, seed=0)
-budget = 10**7
 for k in range(3):
     if sys.argv[1] == "run":
-        h = rf.run(rf.Algorithm(A, lr=0.01), f, budget, progress=False, checkpoint=f"ck{k}.npz",
-                   checkpoint_every=10**9)
+        h = rf.run(rf.Algorithm(A, lr=0.01), f, 10**7, progress=False, checkpoint=f"ck{k}.npz",
+                   checkpoint_every=10**9, record_every=500, metrics=["grad_norm", Metric("mark", mark)])
         stopped = h.interrupted
     else:
-        frame = cmp.compare(A, f, ["dsgd", "push-pull"], budget, lr=0.01, repeats=2, progress=False,
-                            checkpoint_dir=f"ck{k}")
+        frame = cmp.compare(A, f, ["dsgd", "push-pull"], 10**6, lr=0.01, repeats=2, progress=False,
+                            checkpoint_dir=f"ck{k}", points=400, metrics=[Metric("mark", mark)])
         stopped = frame.attrs["interrupted"]
-    print("returned", k, stopped, flush=True)
+    with open("returned", "a") as fh:
+        print("returned", k, stopped, file=fh, flush=True)
 """
+
+
+def _wait_for_file(path, proc, timeout=60):
+    """Until ``path`` exists (False if the process ended first, or on a hang)."""
+    deadline = time.time() + hang_limit(timeout)
+    while time.time() < deadline and proc.poll() is None:
+        if path.exists():
+            return True
+        time.sleep(0.05)
+    return path.exists()
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
@@ -1923,30 +1942,73 @@ def test_a_scripts_sigterm_ends_its_loop_once_the_run_is_saved(tmp_path, call):
     (tmp_path / "loop.py").write_text(LOOP)
     proc = subprocess.Popen([sys.executable, "loop.py", call], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, cwd=tmp_path, preexec_fn=sigint_as_usual)
+    returned = tmp_path / "returned"
     try:
-        deadline = time.time() + hang_limit(60)
-        ck = tmp_path / ("ck0.npz" if call == "run" else "ck0")
-        while time.time() < deadline and proc.poll() is None and not (tmp_path / "ck0").is_dir() and call != "run":
-            time.sleep(0.05)
-        time.sleep(2.0)  # (the first run is stepping)
+        assert _wait_for_file(tmp_path / "stepping", proc), proc.communicate()
         proc.send_signal(signal.SIGTERM)
-        if call in ("ignored", "as-ctrl-c"):  # (still in its first comparison a while later, or in its second)
-            time.sleep(3.0)
+        if call == "as-ctrl-c":  # (its first comparison returned; the second runs)
+            assert _wait_for_file(returned, proc), proc.communicate()
             assert proc.poll() is None
+        elif call == "ignored":  # (still in its first comparison a while later)
+            time.sleep(1.0)
+            assert proc.poll() is None
+        if call in ("ignored", "as-ctrl-c"):
             proc.kill()
-        out, err = proc.communicate(timeout=hang_limit(120))
+        _, err = proc.communicate(timeout=hang_limit(120))
     finally:
         proc.kill()
         proc.communicate()
+    said = returned.read_text() if returned.exists() else ""
     if call in ("ignored", "as-ctrl-c"):
-        assert out == ("returned 0 True\n" if call == "as-ctrl-c" else "") and "Traceback" not in err, (out, err)
+        assert said == ("returned 0 True\n" if call == "as-ctrl-c" else "") and "Traceback" not in err, (said, err)
         return
     assert proc.returncode == -signal.SIGTERM, err
-    assert "returned" not in out, out
-    saved = ck if call == "run" else ck / "dsgd.npz"
+    assert said == "", said
+    saved = tmp_path / "ck0.npz" if call == "run" else tmp_path / "ck0" / "dsgd.npz"
     assert saved.is_file()
     assert int(np.load(saved)["opt/iteration"]) > 0  # (saved at the signal: no periodic checkpoint was due)
     assert not (tmp_path / ("ck1.npz" if call == "run" else "ck1")).exists()
+
+
+REPRODUCTION = LOOP.split("A, f =")[0] + """
+from rowstoch_fast.experiments._common import writes_before_sigterm
+
+
+@writes_before_sigterm
+def reproduce():  # (as the reproductions do: what finished written, then KeyboardInterrupt)
+    A, f = rf.topology.exponential(8), NonconvexLogistic.synthetic(8, total=1600, batch=20, seed=0)
+    frame = cmp.compare(A, f, ["dsgd", "push-pull"], 10**6, lr=0.01, repeats=2, progress=False, points=400,
+                        metrics=[Metric("mark", mark)])
+    with open("wrote", "w") as fh:
+        fh.write(f"interrupted={frame.attrs['interrupted']} rows={len(frame)}")
+    raise KeyboardInterrupt
+
+
+reproduce()
+"""
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_a_reproduction_writes_what_finished_before_a_scripts_sigterm_ends_it(tmp_path):
+    """A reproduction called from a script (rowstoch_fast.experiments) writes its outputs after its comparisons
+    return interrupted: a script's SIGTERM ended the process inside the comparison, and nothing was written. Each
+    reproduction takes SIGTERM as Ctrl-C while it runs, writes what finished, and the process then ends by it."""
+    from rowstoch_fast import experiments
+
+    for name in [n for n in dir(experiments) if n.startswith("reproduce_")] + ["demo"]:
+        assert hasattr(getattr(experiments, name), "__wrapped__"), f"{name} is not writes_before_sigterm's"
+    (tmp_path / "reproduction.py").write_text(REPRODUCTION)
+    proc = subprocess.Popen([sys.executable, "reproduction.py", "default"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=tmp_path, preexec_fn=sigint_as_usual)
+    try:
+        assert _wait_for_file(tmp_path / "stepping", proc), proc.communicate()
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=hang_limit(120))
+    finally:
+        proc.kill()
+        proc.communicate()
+    assert proc.returncode == -signal.SIGTERM, err
+    assert (tmp_path / "wrote").read_text().startswith("interrupted=True rows="), err
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the workers' death signal is Linux's prctl")

@@ -112,6 +112,8 @@ def test_run_argument_errors(problem, tmp_path):
     for optimizer in (PullDiagGT, PullDiagGT(topology.exponential(8), x0=np.zeros((8, 3)), lr=0.1)):
         with pytest.raises(TypeError, match=r"got the optimizer (class )?PullDiagGT: .*method='pull-diag-gt'"):
             run(optimizer, problem, 5, progress=False)
+    with pytest.raises(TypeError, match="got the string 'pull_diag_gt', which names no method either"):
+        run("pull_diag_gt", problem, 5, progress=False)
     with pytest.raises(TypeError, match="algorithm must be an Algorithm, got int$"):
         run(3, problem, 5, progress=False)
     with pytest.raises(FileNotFoundError, match="does not exist"):
@@ -372,9 +374,9 @@ def test_a_run_that_raises_keeps_its_records_and_checkpoint(tmp_path):
     assert rest.frame[COLS].equals(full.frame[COLS])
 
 
-def test_ctrl_c_waits_for_the_checkpoint_file():
-    """SIGINT while a checkpoint is written is held until the file is whole, then raised (under NumPy 1.x an
-    interrupted np.savez left its archive half-open and its cleanup printed a traceback)."""
+def test_a_signal_waits_for_the_checkpoint_file():
+    """SIGINT or SIGTERM while a checkpoint is written is held until the file is whole, then raised (under NumPy
+    1.x an interrupted np.savez left its archive half-open and its cleanup printed a traceback)."""
     import signal
     import time
 
@@ -382,11 +384,22 @@ def test_ctrl_c_waits_for_the_checkpoint_file():
 
     before, done = signal.getsignal(signal.SIGINT), []
     with pytest.raises(KeyboardInterrupt):
-        with runner._ctrl_c_deferred():
+        with runner._signals_deferred():
             os.kill(os.getpid(), signal.SIGINT)
             time.sleep(0.05)
             done.append("written")
     assert done == ["written"] and signal.getsignal(signal.SIGINT) is before
+    # a SIGTERM too (a script's now stops a run as Ctrl-C does): handed to its handler once the file is whole
+    got = []
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: got.append(done[-1]))
+    try:
+        with runner._signals_deferred():
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.05)
+            done.append("written again")
+        assert got == ["written again"]
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def test_linear_speedup_keeps_the_sizes_that_finished(tmp_path, monkeypatch):

@@ -132,7 +132,8 @@ def first_difference(every):
 def every_process_here(backend, timeout=None):
     """Under MPI, wait until every rank has come here (a barrier polled from Python:
     :func:`~rowstoch_fast.backends.mpi.polled_barrier`), ``timeout`` seconds at most: whether all came. One process:
-    True at once."""
+    True at once. A barrier that timed out stays pending (a later barrier would match it): for the moment before
+    the process ends."""
     if one_process(backend):
         return True
     from .mpi import polled_barrier

@@ -25,7 +25,7 @@ from .._hashing import content_round
 from ..tracker import DEFAULT_BLOCK, NetworkTracker, freeze_step
 from .cpu import CpuBackend
 
-__all__ = ["Halo", "MpiBackend", "RemoteError", "contiguous_partition"]
+__all__ = ["Halo", "MpiBackend", "RemoteError", "contiguous_partition", "polled_barrier"]
 
 
 def _mpi():
@@ -39,7 +39,8 @@ def _mpi():
 def polled_barrier(timeout=None):
     """Every MPI rank here before any goes on: a barrier polled from Python (``Ibarrier``, tested every 5 ms), so
     that the ranks waiting spin no core and Python's signal handlers still run while one has not come. With
-    ``timeout`` (seconds): False once it passed with a rank missing, True when all came."""
+    ``timeout`` (seconds): False once it passed with a rank missing (the barrier then stays pending: for the
+    moment before the process ends), True when all came."""
     MPI = _mpi()
     request = MPI.COMM_WORLD.Ibarrier()
     deadline = None if timeout is None else time.monotonic() + timeout

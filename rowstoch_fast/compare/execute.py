@@ -3,14 +3,17 @@
 (:func:`execute`, ``jobs``: :mod:`.processes`), with the same results either way.
 
 A Ctrl-C or a SIGTERM stops the comparison cleanly: the method running keeps what it recorded (its evaluation run
-writes a checkpoint, and its status is ``interrupted``), the finished ones are returned, and the caller writes
-what there is (a SIGTERM that a script left to its default then ends the process: :func:`sigterm_as_interrupt`). An error in one method's run goes out with the methods that finished before it.
+writes a checkpoint, and its status is ``interrupted``), and the finished ones are returned for the caller to
+write; a SIGTERM that a script left to its default then ends the process instead (:func:`sigterm_as_interrupt`:
+what finished is what ``on_outcome`` was given). An error in one method's run goes out with the methods that
+finished before it.
 """
 
 from __future__ import annotations
 
 from .. import backends
 from .._progress import bar as progress_bar
+from .._signals import signals_held
 from .method import Outcome, run_method
 from ..runner import held_between_runs
 from .processes import default_jobs, execute_in_processes, sigterm_as_interrupt
@@ -41,7 +44,8 @@ def execute(plan, *, jobs=1, progress=False, log=None, on_outcome=None):
                 outcome = run_method(plan, method, progress=progress, log=log)
                 outcomes.append(outcome)
                 if on_outcome is not None:
-                    on_outcome(outcome)
+                    with signals_held():  # (the caller writes what finished: a signal waits until it is written)
+                        on_outcome(outcome)
                 if outcome.status == "interrupted":  # the runner caught the interruption: stop here
                     interrupted = True
                     break
@@ -60,7 +64,9 @@ def execute(plan, *, jobs=1, progress=False, log=None, on_outcome=None):
 def _ranks_together(backend):
     """Under MPI, what a rank does before a script's SIGTERM ends it (:func:`sigterm_as_interrupt`): wait, a minute
     at most, until every rank has come, so that none ends the job (mpiexec ends every rank once one ends by a
-    signal) while rank 0 still writes the interrupted run's checkpoint. None with one process."""
+    signal) while rank 0 still takes the results (``on_outcome``: what the caller writes). None with one process.
+    (A SIGTERM that reaches one rank between the two contexts' entries stops that rank alone: a window of a few
+    statements.)"""
     return None if backends.one_process(backend) else lambda: backends.every_process_here(backend, timeout=60.0)
 
 

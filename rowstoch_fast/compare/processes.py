@@ -14,10 +14,11 @@ import os
 import pickle
 import queue
 import signal
+import threading
 import time
 
 from .._progress import bar as progress_bar
-from .._signals import sigterm_as_interrupt
+from .._signals import signals_held, sigterm_as_interrupt
 
 __all__ = ["execute_in_processes", "default_jobs", "cores", "sigterm_as_interrupt"]
 
@@ -58,12 +59,12 @@ def default_jobs():
     return jobs
 
 
-def _interrupt_once():
+def _interrupt_once(term=True):
     """A worker's SIGINT and SIGTERM: the first raises KeyboardInterrupt (the run saves what it has), the later
     ones are ignored, so that the worker can save and report. A terminal's Ctrl-C reaches the whole process group
     and the parent then signals each worker again: a second KeyboardInterrupt escaped the run while it saved and
     lost its results. Set explicitly: a worker of a comparison started with SIGINT ignored (``cmd &`` in a
-    script) still stops when the parent asks."""
+    script) still stops when the parent asks. Not ``term``: SIGTERM ignored, as the parent ignores it."""
     fired = []
 
     def handler(signum, frame):
@@ -72,7 +73,7 @@ def _interrupt_once():
             raise KeyboardInterrupt
 
     signal.signal(signal.SIGINT, handler)
-    signal.signal(signal.SIGTERM, handler)
+    signal.signal(signal.SIGTERM, handler if term else signal.SIG_IGN)
 
 
 def _die_with_parent():
@@ -98,12 +99,12 @@ def _die_with_parent():
         os._exit(1)
 
 
-def _worker(path, threads, tasks, results, stop):
+def _worker(path, threads, tasks, results, stop, term=True):
     """A worker's loop: methods by index until the queue is empty or ``stop`` is set (``path``: the file of the
-    pickled plan)."""
+    pickled plan; ``term``: SIGTERM stops it, as it stops the parent)."""
     _die_with_parent()
-    _interrupt_once()
-    results.put(("started", -1, None))
+    _interrupt_once(term)
+    results.put(("started", -1, os.getpid()))
     from .. import _core
     from .method import run_method
 
@@ -111,6 +112,7 @@ def _worker(path, threads, tasks, results, stop):
     try:
         with open(path, "rb") as fh:
             plan = pickle.load(fh)
+        results.put(("loaded", -1, os.getpid()))
     except Exception as exc:  # noqa: BLE001 - a metric function this process cannot import: said by the parent
         results.put(("error", -1, RuntimeError(f"a worker process could not import the comparison's metric "
                                                f"functions ({type(exc).__name__}: {exc}); define them at the top "
@@ -173,24 +175,46 @@ def _longest_first(plan):
     return sorted(range(len(plan.methods)), key=lambda i: -cost[i])
 
 
+def _remove(path):
+    if path is not None:
+        try:
+            os.remove(path)
+        except OSError:
+            pass
+
+
 def _plan_file(plan):
     """The pickled ``plan`` in a file the workers read (its path): a worker that dies as it starts (a script
     without ``if __name__ == "__main__":``, which every worker runs again) left the parent blocked for ever in the
     process's start, writing a plan larger than the pipe's buffer to a child that would never read it."""
     import tempfile
 
-    fd, path = tempfile.mkstemp(prefix="rowstoch-plan-", suffix=".pickle")
+    try:
+        fd, path = tempfile.mkstemp(prefix="rowstoch-plan-", suffix=".pickle")
+    except OSError as exc:
+        raise type(exc)(f"jobs > 1: the worker processes' plan cannot be written in {tempfile.gettempdir()!r} "
+                        f"({exc.strerror or exc}); set TMPDIR to a writable folder, or run with jobs=1") from None
     try:
         with os.fdopen(fd, "wb") as fh:
             pickle.dump(plan, fh, protocol=pickle.HIGHEST_PROTOCOL)
+    except OSError as exc:
+        _remove(path)
+        raise type(exc)(f"jobs > 1: the worker processes' plan cannot be written to {path!r} ({exc.strerror or exc}: "
+                        "a full disk?); set TMPDIR to another folder, or run with jobs=1") from None
     except BaseException:
-        os.remove(path)
+        _remove(path)
         raise
     return path
 
 
 def execute_in_processes(plan, jobs, *, progress=False, log=None, on_outcome=None):
     """:func:`~rowstoch_fast.compare.execute.execute` with ``jobs`` worker processes."""
+    with sigterm_as_interrupt():  # (around the whole: a script's SIGTERM ends the process once the workers, the
+        # plan's file and the queues are gone)
+        return _in_processes(plan, jobs, progress, log, on_outcome)
+
+
+def _in_processes(plan, jobs, progress, log, on_outcome):
     import multiprocessing
 
     log = log or (lambda line: None)
@@ -201,22 +225,26 @@ def execute_in_processes(plan, jobs, *, progress=False, log=None, on_outcome=Non
     for index in _longest_first(plan):
         tasks.put(index)
     _check_sendable(plan)
-    path = _plan_file(plan)
-    workers = [ctx.Process(target=_worker, args=(path, threads, tasks, results, stop), daemon=True)
-               for _ in range(jobs)]
-    done, interrupted, error, started = {}, False, None, []
-    bar = progress_bar(progress, len(plan.methods), unit="algorithm")
+    term = threading.current_thread() is not threading.main_thread() or \
+        signal.getsignal(signal.SIGTERM) is not signal.SIG_IGN  # (an ignored SIGTERM: ignored by the workers too)
+    done, interrupted, error, started, loaded = {}, False, None, set(), set()
+    workers, path, bar = [], None, None
 
     def handle(kind, index, value):
         nonlocal interrupted, error
         if kind == "started":
-            started.append(True)
+            started.add(value)
+        elif kind == "loaded":
+            loaded.add(value)
+            if len(loaded) == len(workers):  # (every worker has the plan: its file, perhaps large, goes at once)
+                _remove(path)
         elif kind == "log":
             log(value)
         elif kind == "outcome":
             done[index] = value
             if on_outcome is not None:
-                on_outcome(value)
+                with signals_held():  # (the caller writes what finished: a signal waits until it is written)
+                    on_outcome(value)
             if bar is not None:
                 bar.update(1)
             if value.status == "interrupted":
@@ -231,53 +259,58 @@ def execute_in_processes(plan, jobs, *, progress=False, log=None, on_outcome=Non
             stop.set()
 
     try:
-        with sigterm_as_interrupt():
-            for w in workers:
-                w.start()
-            try:
-                while any(w.is_alive() for w in workers) or not results.empty():
-                    try:
-                        handle(*results.get(timeout=0.1))
-                    except queue.Empty:
-                        continue
-            except KeyboardInterrupt:
-                interrupted = True
-                stop.set()
-                for w in workers:  # (a signal to this process alone: the workers stop their runs as well)
-                    if w.is_alive() and w.pid is not None:
-                        try:
-                            os.kill(w.pid, signal.SIGINT)
-                        except OSError:
-                            pass
-                deadline = time.monotonic() + GRACE
-                while any(w.is_alive() for w in workers) and time.monotonic() < deadline:
-                    try:
-                        handle(*results.get(timeout=0.1))
-                    except (queue.Empty, KeyboardInterrupt):
-                        continue
-            while True:  # what the workers reported as they stopped
-                try:
-                    handle(*results.get_nowait())
-                except queue.Empty:
-                    break
-    finally:
+        path = _plan_file(plan)
+        workers = [ctx.Process(target=_worker, args=(path, threads, tasks, results, stop, term), daemon=True)
+                   for _ in range(jobs)]
+        bar = progress_bar(progress, len(plan.methods), unit="algorithm")
         for w in workers:
-            if w.pid is None:  # (never started: a start that failed raises its own error, not join's)
-                continue
-            w.join(timeout=5)
-            if w.is_alive():
-                w.terminate()
-        if bar is not None:
-            bar.close()
+            w.start()
         try:
-            os.remove(path)
-        except OSError:
-            pass
+            while any(w.is_alive() for w in workers) or not results.empty():
+                try:
+                    handle(*results.get(timeout=0.1))
+                except queue.Empty:
+                    continue
+        except KeyboardInterrupt:
+            interrupted = True
+            stop.set()
+            for w in workers:  # (a signal to this process alone: the workers stop their runs as well)
+                if w.is_alive() and w.pid is not None:
+                    try:
+                        os.kill(w.pid, signal.SIGINT)
+                    except OSError:
+                        pass
+            deadline = time.monotonic() + GRACE
+            while any(w.is_alive() for w in workers) and time.monotonic() < deadline:
+                try:
+                    handle(*results.get(timeout=0.1))
+                except (queue.Empty, KeyboardInterrupt):
+                    continue
+        while True:  # what the workers reported as they stopped
+            try:
+                handle(*results.get_nowait())
+            except queue.Empty:
+                break
+    finally:
+        with signals_held():  # (a signal now waits until the workers are gone and the plan's file with them)
+            for w in workers:
+                if w.pid is None:  # (never started: a start that failed raises its own error, not join's)
+                    continue
+                w.join(timeout=5)
+                if w.is_alive():
+                    w.terminate()
+            if bar is not None:
+                bar.close()
+            _remove(path)
+            for q in (tasks, results):  # (their threads and semaphores released now, not at the process's end)
+                q.close()
+                q.cancel_join_thread()
+    unstarted = [w.exitcode for w in workers if w.pid not in started and w.exitcode not in (0, None)]
     lost = [w.exitcode for w in workers if w.exitcode not in (0, None)]
-    if error is None and not interrupted and lost and len(started) < len(workers):
-        error = RuntimeError(f"a worker process ended with exit code {lost[0]} as it started, before it took a "
-                             "method (its error is above, on stderr): with jobs > 1 the methods run in new Python "
-                             "processes, which import the main script again; a script that calls compare() outside "
+    if error is None and not interrupted and 1 in unstarted:
+        error = RuntimeError("a worker process ended with exit code 1 as it started, before it took a method (its "
+                             "error is above, on stderr): with jobs > 1 the methods run in new Python processes, "
+                             "which import the main script again; a script that calls compare() outside "
                              "`if __name__ == \"__main__\":` starts them again from there (Python's multiprocessing "
                              "guide). Put the script's code under that line, or run with jobs=1 (--jobs 1)")
     elif error is None and not interrupted and lost and len(done) < len(plan.methods):

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 
 import numpy as np
+
+from .._signals import sigterm_as_interrupt
 
 def _plt():
     try:
@@ -31,6 +34,19 @@ def _finish(plt, fig, axes, out_dir, name, log):
     axes[0, 0].legend(fontsize=7)
     log(f"wrote {_save(fig, out_dir, name)}")
     plt.close(fig)
+
+
+def writes_before_sigterm(reproduce):
+    """``reproduce`` (a reproduction: its runs, then its outputs) with a SIGTERM left to its default taken as
+    Ctrl-C while it runs, so that it writes what finished, then ends the process, as SIGTERM asks
+    (:func:`~rowstoch_fast._signals.sigterm_as_interrupt` around the whole: the comparisons and runs inside
+    return to it instead of ending the process themselves)."""
+    @functools.wraps(reproduce)
+    def reproduction(*args, **kwargs):
+        with sigterm_as_interrupt():
+            return reproduce(*args, **kwargs)
+
+    return reproduction
 
 
 def _stop_if(interrupted, log, done, error=None):

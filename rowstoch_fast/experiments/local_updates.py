@@ -25,7 +25,8 @@ from .._checks import check_int, check_positive_float
 from .._files import atomic_write
 from .._progress import bar
 from ..objectives import Quadratic
-from ._common import COMPARE_RULE, _plt, _stop_if, _stopped, _write_verdict, compare_windows, window_stats
+from ._common import (COMPARE_RULE, _plt, _stop_if, _stopped, _write_verdict, compare_windows, window_stats,
+                      writes_before_sigterm)
 
 __all__ = ["KGT_PAPER", "KGT_FIGURE", "KGT_DIFFERENCES", "KGT_LOCAL_STEPS", "KGT_HETEROGENEITY",
            "KGT_METHODS", "KGT_ROUNDS", "KGT_REPEATS", "KGT_MIN_ROUNDS", "KGT_RULE", "heterogeneous_quadratics",
@@ -123,6 +124,7 @@ def _checked(local_steps, heterogeneity, communication_rounds, repeats, methods)
     return tuple(sorted(steps)), zetas, communication_rounds, repeats, methods
 
 
+@writes_before_sigterm
 def reproduce_kgt_local_steps(out_dir, communication_rounds=KGT_ROUNDS, repeats=KGT_REPEATS,
                               local_steps=KGT_LOCAL_STEPS, heterogeneity=KGT_HETEROGENEITY, methods=KGT_METHODS, n=16,
                               d=10, noise=1.0, seed=0, progress=True, log=print):

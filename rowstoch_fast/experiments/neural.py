@@ -11,7 +11,8 @@ from .. import topology
 from .._checks import check_int
 from .._progress import bar as progress_bar
 from ..errors import DivergenceError
-from ._common import COMPARE_RULE, _finish, _plt, _save, _stop_if, _stopped, compare_windows, window_stats
+from ._common import (COMPARE_RULE, _finish, _plt, _save, _stop_if, _stopped, compare_windows, window_stats,
+                      writes_before_sigterm)
 from .synthetic import MULTI_GOSSIP_LR, check_rounds
 
 def mlp(inputs, classes=10, hidden=(64, 32, 16)):
@@ -65,6 +66,7 @@ def resnet18(width=64, classes=10):
 MNIST_AXES = ("batches", "rounds", "both")
 
 
+@writes_before_sigterm
 def reproduce_mnist_mlp(out_dir, data="digits", data_dir=None, communication_rounds=2000, repeats=3,
                         rounds=(1, 10), batch=16, alpha=None, record_every=50, graphs=None, seed=0, progress=True,
                         log=print, axis="batches", split=None, stem="mnist_mlp", evaluate_on=10000):
@@ -277,6 +279,7 @@ def _train_on_graphs(out_dir, model_fn, data, parts, what, communication_rounds,
     return frame
 
 
+@writes_before_sigterm
 def reproduce_cifar10_resnet(out_dir, data_dir=None, synthetic=False, width=64, communication_rounds=2000,
                              repeats=3, rounds=(1, 10), batch=32, record_every=50, evaluate_on=2000, graphs=None,
                              seed=0, progress=True, log=print, axis="batches"):
@@ -365,6 +368,7 @@ def label_counts(labels, parts, classes=10):
     return np.stack([np.bincount(np.asarray(labels)[p], minlength=classes)[:classes] for p in parts])
 
 
+@writes_before_sigterm
 def reproduce_mnist_heterogeneous(out_dir, data="digits", data_dir=None, communication_rounds=2000, repeats=3,
                                   rounds=(1, 10), batch=16, record_every=50, graphs=None, seed=0, progress=True,
                                   log=print, axis="batches", evaluate_on=10000):

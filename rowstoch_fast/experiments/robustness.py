@@ -10,8 +10,10 @@ import numpy as np
 from .. import topology
 from ..algorithms import labels
 from ..objectives import NonconvexLogistic
-from ._common import _finish, _plt, _stop_if
+from ._common import _finish, _plt, _stop_if, writes_before_sigterm
 
+
+@writes_before_sigterm
 def reproduce_robustness(out_dir, rounds_budget=1000, repeats=10, losses=(0.0, 0.1, 0.3, 0.5), mg_rounds=5,
                          bursty=(0.9, 0.05, 0.2), algorithms=None, seed=0, progress=True, log=print, total=204800):
     """Message loss against the algorithms (issue 12): the directed exponential graph (n = 64) and the paper's
@@ -112,6 +114,7 @@ def reproduce_robustness(out_dir, rounds_budget=1000, repeats=10, losses=(0.0, 0
 COMMUNICATION_ALGORITHMS = ("dgd", "choco-sgd", "diging", "push-pull", "compressed-push-pull", "pull-diag-gt")
 
 
+@writes_before_sigterm
 def reproduce_communication(out_dir, rounds_budget=1000, repeats=3, d=32, n=32, algorithms=COMMUNICATION_ALGORITHMS,
                             delays=(1, 2, 4, 8), seed=0, progress=True, log=print):
     """Compressed messages against the algorithms (issue 37): the undirected exponential graph on ``n`` nodes

@@ -15,7 +15,7 @@ from ..protocol import a_protocol, pull_diag
 from ..runner import Algorithm, run
 from ._common import (COMPARE_RULE, FINAL_WINDOW, SLOPE_TOLERANCE, _plt, _save, _stop_if,
                       _stopped, _write_verdict, compare_windows, window_by_repeat, window_means, window_stats,
-                      write_histories)
+                      write_histories, writes_before_sigterm)
 
 #: Learning rates of the paper's linear-speedup figure on exponential graphs (shared/paper_graphs.md).
 LINEAR_SPEEDUP_LR = {1: 5e-2, 2: 2.6e-2, 8: 6.4e-3, 16: 3e-3, 128: 4e-4, 512: 1e-4}
@@ -78,6 +78,7 @@ def _panel_rows(Z, iterations, log):
     return rows
 
 
+@writes_before_sigterm
 def reproduce_pull_diag(out_dir, iterations=100, d=4, seed=0, log=print):
     """Figure 1: consensus error of Pull-Diag (and the A-protocol) on the paper's 16-node graphs, and its two
     panels' claims on matrices made to have a given ``beta`` and ``kappa`` (:data:`PANELS`).
@@ -226,6 +227,7 @@ def _settled_at(curve, final):
     return int(later.min()) if len(later) else int(curve.index.max())
 
 
+@writes_before_sigterm
 def reproduce_linear_speedup(out_dir, iterations=None, repeats=20, graphs=("exponential", "ring"), sizes=None,
                              rates="default", total=204800, batch=200, seed=0, progress=True, log=print):
     """Figure 2: Pull-Diag-GT on growing networks, both halves: directed exponential graphs (1 - 512 nodes) and
@@ -401,6 +403,7 @@ def _checked_graphs(graphs):
     return graphs
 
 
+@writes_before_sigterm
 def reproduce_multi_gossip(out_dir, communication_rounds=2000, repeats=5, rounds=(1, 5, 10), total=204800,
                            batch=200, seed=0, progress=True, log=print):
     """Figure 3's synthetic analogue: Pull-Diag-GT vs MG-Pull-Diag-GT (R = 5, 10) on the 16-node paper graphs.
@@ -539,6 +542,7 @@ def _multi_gossip_verdicts(graphs, rounds, finals, histories):
     return rows
 
 
+@writes_before_sigterm
 def demo(out_dir="rowstoch-demo", log=print, progress=True):
     """The main job on the embedded default: metrics, then Pull-Diag-GT vs MG-Pull-Diag-GT on the paper's graphs.
 
