@@ -1028,10 +1028,11 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
         if record_every is not None:
             raise ValueError("give record_every or record_at, not both")
         try:
-            marks = {check_int(int(k) if isinstance(k, np.integer) else k, "record_at", minimum=0, maximum=iterations)
-                     for k in record_at}
+            items = list(record_at)
         except TypeError:
             raise TypeError(f"record_at must be a sequence of iterations, got {type(record_at).__name__}") from None
+        marks = {check_int(int(k) if isinstance(k, np.integer) else k, "record_at", minimum=0, maximum=iterations)
+                 for k in items}
         record_at = sorted(marks | {0, iterations})
         record_every = max(1, iterations // max(1, len(record_at) - 1))  # (the checkpoints' default spacing)
     record_every = max(1, iterations // 100) if record_every is None else check_int(record_every, "record_every", minimum=1)

@@ -804,6 +804,45 @@ def test_an_evaluation_on_a_lossy_network_resumes_repetition_by_repetition(tmp_p
         assert not list(folder.glob("*from-rep*"))
 
 
+def test_a_problem_worker_processes_cannot_receive_is_named_with_what_to_do():
+    """jobs=2 with a Prox built from lambdas: a raw PicklingError from the depths of the worker processes' start
+    (a helper's trial); the metrics were already refused clearly."""
+    from rowstoch_fast.composite import Prox
+
+    W = topology.exponential(8, directed=False)
+    f = LeastSquares.synthetic(8, samples_per_node=10, d=4, seed=0)
+    p = Prox(lambda x: 0.1 * np.abs(x).sum(-1), lambda v, t: np.sign(v) * np.maximum(np.abs(v) - 0.1 * t, 0))
+    with pytest.raises(ValueError, match=r"jobs > 1 runs the methods in worker processes, which cannot receive this "
+                                         r"comparison's problem \((PicklingError|AttributeError): .*lambda.*or run with jobs=1"):
+        cmp.compare(W, f + p, "pg-extra,prox-nids", 20, lr=0.1, repeats=1, progress=False, jobs=2)
+
+
+def test_a_checkpoint_another_comparison_wrote_is_refused_on_resume(tmp_path, monkeypatch):
+    """An interrupted comparison, then another at another rate into the same checkpoint folder, then the first
+    resumed (previous=): its run went on from the other's checkpoint, and the records said lr = 0.05 beside a
+    trajectory bit for bit the one at 0.01 (a helper's trial). The checkpoint's rate is checked."""
+    from rowstoch_fast.algorithms import _base
+
+    A, f = topology.exponential(8), NonconvexLogistic.synthetic(8, total=1600, batch=20, seed=0)
+    kw = dict(repeats=2, progress=False, points=5, checkpoint_dir=str(tmp_path))
+    real_step, calls = _base.Optimizer.step, [0]
+
+    def step(self, grad_fn):
+        calls[0] += 1
+        if calls[0] == 100:
+            raise KeyboardInterrupt
+        return real_step(self, grad_fn)
+
+    monkeypatch.setattr(_base.Optimizer, "step", step)
+    cut = cmp.compare(A, f, "dsgd", 200, lr=0.05, **kw)
+    monkeypatch.undo()
+    assert cut.attrs["interrupted"] and (tmp_path / "dsgd.npz").is_file()
+    cmp.compare(A, f, "dsgd", 200, lr=0.01, **kw)  # (into the same folder: its checkpoint replaces the first's)
+    with pytest.raises(ValueError, match=r"checkpoint_dir: .*dsgd\.npz' holds a run of dsgd at lr = 0\.01, but the "
+                                         r"comparison resumed ran it at 0\.05"):
+        cmp.compare(A, f, "dsgd", 200, previous=cut, **kw)
+
+
 def test_a_diverged_candidate_costs_no_pass_of_the_records(problem, monkeypatch):
     """A candidate set aside (its rate diverged) is recorded as NaN without a pass over the data for it (the
     records' pass is most of a short tuning run's time); the others record what they record alone."""
@@ -1127,6 +1166,20 @@ def test_an_earlier_comparison_of_another_network_or_problem_is_refused_as_previ
                     20, repeats=2, previous=one, **kw)
     with pytest.raises(ValueError, match=r"rounds_budget = 20, this one has 40"):
         cmp.compare(Lossy(base, 0.2, seed=3), f, "dsgd", 40, repeats=2, previous=one, **kw)
+    # the methods' settings, the record schedule and the metrics too: a repetition added under another tracker,
+    # hyperparameter, schedule or set of metrics was put in one frame with the earlier ones (a helper's trial)
+    g = Lossy(base, 0.2, seed=3)
+    exact = cmp.compare(base, f, "pull-diag-gt", 20, repeats=1, **kw)
+    with pytest.raises(ValueError, match=r"previous: the earlier comparison ran with methods\.pull-diag-gt\.tracker "
+                                         r"= 'exact', this one has 'perron'"):
+        cmp.compare(base, f, "pull-diag-gt", 20, repeats=2, previous=exact, tracker="perron", **kw)
+    with pytest.raises(ValueError, match=r"points = 4, this one has 10"):
+        cmp.compare(g, f, "dsgd", 20, repeats=2, previous=one, **{**kw, "points": 10})
+    with pytest.raises(ValueError, match=r"metrics"):
+        cmp.compare(g, f, "dsgd", 20, repeats=2, previous=one, metrics=["consensus_error", "distance"], **kw)
+    abm = cmp.compare(g, f, "abm", 20, repeats=1, hyper={"abm": {"momentum": 0.0}}, **kw)
+    with pytest.raises(ValueError, match=r"methods\.abm\.momentum = 0\.0, this one has 0\.5"):
+        cmp.compare(g, f, "abm", 20, repeats=2, previous=abm, hyper={"abm": {"momentum": 0.5}}, **kw)
     two = cmp.compare(Lossy(base, 0.2, seed=3), f, "dsgd", 20, repeats=2, previous=one, **kw)
     assert sorted(two["rep"].unique()) == [0, 1]
     # a frame read back from a file carries no identity: what cannot be checked is said (it was silently taken)

@@ -116,6 +116,11 @@ def test_run_argument_errors(problem, tmp_path):
         run("pull_diag_gt", problem, 5, progress=False)
     with pytest.raises(TypeError, match="algorithm must be an Algorithm, got int$"):
         run(3, problem, 5, progress=False)
+    # a record_at of a float said the whole sequence was wrong ("got list")
+    with pytest.raises(TypeError, match="record_at must be an integer, got float 2.5"):
+        run(algo(), problem, 10, record_at=[2.5], progress=False)
+    with pytest.raises(TypeError, match="record_at must be a sequence of iterations, got int"):
+        run(algo(), problem, 10, record_at=3, progress=False)
     with pytest.raises(FileNotFoundError, match="does not exist"):
         run(algo(), problem, 5, progress=False, resume=str(tmp_path / "none.npz"))
     ck = str(tmp_path / "ck.npz")

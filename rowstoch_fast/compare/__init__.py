@@ -278,5 +278,6 @@ def assemble(plan, outcomes, interrupted=False):
                        diagnosis={o.label: o.diagnosis for o in outcomes if o.diagnosis},
                        interrupted=interrupted, rounds_budget=plan.budget, repeats=plan.repeats, seed=plan.seed,
                        metric=plan.metric, extra_metrics=plan.extra_metrics,
-                       identity=_Shared(identity(plan.network, plan.objective, plan.seed, plan.budget)))
+                       identity=_Shared(identity(plan.network, plan.objective, plan.seed, plan.budget, plan.methods,
+                                                 plan.points, plan.metrics)))
     return frame

@@ -146,6 +146,8 @@ def _repetitions(plan, method, lr, first, stop, progress, resume=None, counted=F
     divergence and growth of any. The runs stop at one interrupted (a Ctrl-C between two of them: the finished
     ones, interrupted)."""
     iterations = method.iterations(plan.budget)
+    if resume is not None:
+        _check_rate(resume, method, lr)
     runs = [(r, 1) for r in range(first, stop)] if draws(plan.network) else [(first, stop - first)] * (stop > first)
     frames, meta, seen = [], {"completed_iterations": iterations}, {}
     for r, count in runs:
@@ -171,6 +173,22 @@ def _repetitions(plan, method, lr, first, stop, progress, resume=None, counted=F
                 meta = {**meta, "interrupted_repetition": [r, stop]}
             break
     return frames, {**meta, **{key: value for key, value in seen.items() if value}}
+
+
+def _check_rate(path, method, lr):
+    """A ValueError where the checkpoint ``path`` holds a run of ``method`` at another rate than ``lr`` (another
+    comparison wrote into the same folder: its run went on under this one's rate in its records; the runner lets
+    a run resumed change its rate, a comparison's may not)."""
+    from .._checks import load_npz_file
+
+    try:
+        saved = np.asarray(load_npz_file(path, "checkpoint").get("opt/lr"), dtype=float)
+    except (OSError, ValueError, TypeError):  # (a damaged file, or none of the runner's: the runner says so)
+        return
+    if saved.ndim == 0 and np.isfinite(saved) and not np.array_equal(saved, np.asarray(lr, dtype=float)):
+        raise ValueError(f"checkpoint_dir: {path!r} holds a run of {method.label} at lr = {float(saved):g}, but the "
+                         f"comparison resumed ran it at {lr:g} (another comparison wrote into the same folder?); "
+                         "give each comparison its own checkpoint_dir, or remove that file to run it again")
 
 
 def _resumed(plan, method, earlier, done):

@@ -243,12 +243,20 @@ def _check_grid(grid):
     return grid
 
 
-def identity(network, objective, seed, rounds_budget):
+def identity(network, objective, seed, rounds_budget, methods=None, points=None, metrics=None):
     """What an earlier comparison's records must share with this one to be kept beside its runs (``frame.attrs``
     of :func:`~rowstoch_fast.compare.compare`'s frame): the network (its layers' parameters and seeds, down to a
-    fingerprint of each matrix), the objective, the seed and the budget."""
+    fingerprint of each matrix), the objective, the seed and the budget; with ``methods`` (:class:`Method`), each
+    one's gossip rounds and options (its tracker and hyperparameters), the records' ``points`` and the
+    ``metrics`` recorded (their names): a repetition added under another tracker, hyperparameter or record
+    schedule was put in one frame with the earlier ones."""
     described = objective.describe() if hasattr(objective, "describe") else type(objective).__name__
-    return {"network": describe(network), "objective": described, "seed": seed, "rounds_budget": rounds_budget}
+    out = {"network": describe(network), "objective": described, "seed": seed, "rounds_budget": rounds_budget}
+    if methods is not None:
+        out["methods"] = {m.label: {"rounds": m.rounds, **m.options} for m in methods}
+        out["points"] = points
+        out["metrics"] = [getattr(m, "name", m) for m in metrics]
+    return out
 
 
 def _earlier_runs(previous, labels, same):
@@ -267,13 +275,20 @@ def _earlier_runs(previous, labels, same):
                       "pass the frame compare() returned, or rowstoch compare --resume, which checks them",
                       UserWarning, stacklevel=4)
     if saved is not None:  # (its runs would go on, or be added to, on another network or problem: silently)
-        found = first_difference(json.loads(json.dumps(saved, default=str)),
-                                 json.loads(json.dumps(same, default=str)))
+        saved, same = (json.loads(json.dumps(d, default=str)) for d in (saved, same))
+        kept = set(saved.get("methods", {})) & set(same.get("methods", {})) & set(labels)
+        for d in (saved, same):  # (the methods both compare; an identity of an older version names none)
+            if "methods" in d:
+                d["methods"] = {label: d["methods"][label] for label in kept}
+            for key in ("methods", "points", "metrics"):
+                if key not in saved:
+                    d.pop(key, None)
+        found = first_difference(saved, same)
         if found:
             field_, old, new = found
             raise ValueError(f"previous: the earlier comparison ran with {field_.rstrip('.')} = {old!r}, this one "
-                             f"has {new!r}; resume it with the same network, objective, seed and budget, or start "
-                             "a new comparison")
+                             f"has {new!r}; resume it with the same network, objective, seed, budget, methods' "
+                             "settings, points and metrics, or start a new comparison")
     return {label: part for label, part in previous.groupby("algorithm", sort=False) if label in labels}
 
 
@@ -435,7 +450,7 @@ def make_plan(A, objective, algorithms=None, rounds_budget=2000, *, lr=None, tun
         if label not in rates:
             raise ValueError(f"lr_source: {label} has no given lr")
         sources[label] = str(text)
-    earlier = _earlier_runs(previous, labels, identity(A, objective, seed, rounds_budget))
+    earlier = _earlier_runs(previous, labels, identity(A, objective, seed, rounds_budget, methods, points, metrics))
     by_label = {m.label: m for m in methods}
     for label, part in earlier.items():  # an earlier comparison's rates are kept (its runs go on with them)
         status = str(part["status"].iloc[0]) if "status" in part.columns else "ok"

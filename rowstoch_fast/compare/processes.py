@@ -201,6 +201,12 @@ def _plan_file(plan):
         _remove(path)
         raise type(exc)(f"jobs > 1: the worker processes' plan cannot be written to {path!r} ({exc.strerror or exc}: "
                         "a full disk?); set TMPDIR to another folder, or run with jobs=1") from None
+    except (pickle.PicklingError, AttributeError, TypeError) as exc:  # (a lambda or a closure in the problem)
+        _remove(path)
+        raise ValueError(f"jobs > 1 runs the methods in worker processes, which cannot receive this comparison's "
+                         f"problem ({type(exc).__name__}: {exc}): a function in it (a Prox's, an objective's, a "
+                         "network's) must be defined at the top level of a module, not a lambda or a closure; or "
+                         "run with jobs=1 (--jobs 1)") from None
     except BaseException:
         _remove(path)
         raise
