@@ -821,19 +821,9 @@ def test_a_checkpoint_another_comparison_wrote_is_refused_on_resume(tmp_path, mo
     """An interrupted comparison, then another at another rate into the same checkpoint folder, then the first
     resumed (previous=): its run went on from the other's checkpoint, and the records said lr = 0.05 beside a
     trajectory bit for bit the one at 0.01 (a helper's trial). The checkpoint's rate is checked."""
-    from rowstoch_fast.algorithms import _base
-
     A, f = topology.exponential(8), NonconvexLogistic.synthetic(8, total=1600, batch=20, seed=0)
     kw = dict(repeats=2, progress=False, points=5, checkpoint_dir=str(tmp_path))
-    real_step, calls = _base.Optimizer.step, [0]
-
-    def step(self, grad_fn):
-        calls[0] += 1
-        if calls[0] == 100:
-            raise KeyboardInterrupt
-        return real_step(self, grad_fn)
-
-    monkeypatch.setattr(_base.Optimizer, "step", step)
+    _interrupt_at_step(monkeypatch, 100)
     cut = cmp.compare(A, f, "dsgd", 200, lr=0.05, **kw)
     monkeypatch.undo()
     assert cut.attrs["interrupted"] and (tmp_path / "dsgd.npz").is_file()
@@ -2192,24 +2182,29 @@ def test_an_interrupted_tuning_run_goes_on_from_its_checkpoint(tmp_path, monkeyp
     assert other.shape == expected.shape
 
 
-def test_added_repetitions_interrupted_go_on_from_their_checkpoint(tmp_path, monkeypatch):
-    """A resume that adds repetitions to a finished run, interrupted part-way: the next resume goes on from the
-    added run's checkpoint (it tried the first run's, made with fewer repetitions, and stopped with "was made with
-    repeats = 1"), to the records of a comparison never interrupted."""
+def _interrupt_at_step(monkeypatch, at):
+    """Ctrl-C in the ``at``-th step of any optimizer from now on (until ``monkeypatch.undo()``)."""
     from rowstoch_fast.algorithms import _base
 
-    A, f = topology.exponential(8), NonconvexLogistic.synthetic(8, total=1600, batch=20, seed=0)
-    kw = dict(lr=0.05, progress=False, checkpoint_dir=str(tmp_path), points=5)
-    first = cmp.compare(A, f, "dsgd", 200, repeats=1, **kw)
     real, calls = _base.Optimizer.step, [0]
 
     def step(self, grad_fn):
         calls[0] += 1
-        if calls[0] == 50:
+        if calls[0] == at:
             raise KeyboardInterrupt
         return real(self, grad_fn)
 
     monkeypatch.setattr(_base.Optimizer, "step", step)
+
+
+def test_added_repetitions_interrupted_go_on_from_their_checkpoint(tmp_path, monkeypatch):
+    """A resume that adds repetitions to a finished run, interrupted part-way: the next resume goes on from the
+    added run's checkpoint (it tried the first run's, made with fewer repetitions, and stopped with "was made with
+    repeats = 1"), to the records of a comparison never interrupted."""
+    A, f = topology.exponential(8), NonconvexLogistic.synthetic(8, total=1600, batch=20, seed=0)
+    kw = dict(lr=0.05, progress=False, checkpoint_dir=str(tmp_path), points=5)
+    first = cmp.compare(A, f, "dsgd", 200, repeats=1, **kw)
+    _interrupt_at_step(monkeypatch, 50)
     second = cmp.compare(A, f, "dsgd", 200, repeats=3, previous=first, **kw)
     monkeypatch.undo()
     assert second.attrs["interrupted"] and set(second["status"]) == {"interrupted"}
