@@ -804,6 +804,21 @@ def test_an_evaluation_on_a_lossy_network_resumes_repetition_by_repetition(tmp_p
         assert not list(folder.glob("*from-rep*"))
 
 
+def test_records_that_cannot_fit_are_refused_at_once(monkeypatch):
+    """compare(points=10**8) and run(record_at=range(0, 10**9, 10)) built their schedules (sets of 10^8 integers)
+    for seconds to minutes, then failed with a bare MemoryError (a helper's trial); run(record_every=1) was already
+    refused at once."""
+    from rowstoch_fast import _checks
+
+    monkeypatch.setattr(_checks, "available_memory", lambda: 2 * 2**30)
+    A, f = topology.exponential(8), Quadratic.random(8, 3, seed=0)
+    with pytest.raises(MemoryError, match=r"points = 100000000 records of each run .* record fewer points"):
+        cmp.compare(A, f, "dsgd", 10**8, lr=0.1, repeats=2, points=10**8, progress=False)
+    with pytest.raises(MemoryError, match=r"record_at of 100000000 iterations .* record at fewer iterations"):
+        run(Algorithm(A, 0.1), f, 10**9, record_at=range(0, 10**9, 10), progress=False)
+    assert len(cmp.compare(A, f, "dsgd", 200, lr=0.1, repeats=2, points=50, progress=False)) == 102
+
+
 def test_a_problem_worker_processes_cannot_receive_is_named_with_what_to_do():
     """jobs=2 with a Prox built from lambdas: a raw PicklingError from the depths of the worker processes' start
     (a helper's trial); the metrics were already refused clearly."""

@@ -22,7 +22,7 @@ from .._checks import MAX_KEY, MAX_ROUNDS, check_int, did_you_mean, fmt_bytes, r
 from ..algorithms import REGISTRY, method_of
 from ..backends import BACKENDS
 from ..network import Network, base_matrix, describe, first_difference, redrawn, weights_of
-from .._metric_names import TEST_METRICS
+from .._metric_names import METRICS, TEST_METRICS
 from ..runner import Algorithm, check_takes, round_schedule
 
 __all__ = ["Method", "Plan", "make_plan", "default_algorithms", "parse_algorithms", "default_metric", "TUNE_GRID",
@@ -450,6 +450,11 @@ def make_plan(A, objective, algorithms=None, rounds_budget=2000, *, lr=None, tun
         if label not in rates:
             raise ValueError(f"lr_source: {label} has no given lr")
         sources[label] = str(text)
+    records = min(points, max(m.iterations(rounds_budget) for m in methods)) + 2  # (a run's records, each held as
+    # its schedule's set and list and as rows of every repetition: points = 10^8 was a bare MemoryError)
+    require_memory(records * repeats * (len(METRICS) + 8 + len(metrics)) * 32,
+                   f"points = {points} records of each run ({records} x {repeats} repetitions)",
+                   "record fewer points (points=) or run fewer repetitions")
     earlier = _earlier_runs(previous, labels, identity(A, objective, seed, rounds_budget, methods, points, metrics))
     by_label = {m.label: m for m in methods}
     for label, part in earlier.items():  # an earlier comparison's rates are kept (its runs go on with them)
