@@ -804,6 +804,23 @@ def test_an_evaluation_on_a_lossy_network_resumes_repetition_by_repetition(tmp_p
         assert not list(folder.glob("*from-rep*"))
 
 
+def test_repetitions_added_with_previous_keep_the_tuning_that_chose_the_rate():
+    """compare(previous=frame, repeats=3) dropped the earlier tuning's record: lr.json's tuning and tuning.png were
+    gone, and a method with no stable rate lost its diagnosis's account of the rates tried ("no rate in the grid
+    was stable over the budget (); ...": a helper's trial). The frame says what an uninterrupted one says."""
+    from rowstoch_fast.network import Lossy
+
+    A = Lossy(topology.exponential(8), 0.3, seed=3)
+    f = NonconvexLogistic.synthetic(8, total=1600, batch=20, seed=0)
+    kw = dict(progress=False, points=6, grid=(0.01, 0.1, 1.0))
+    two = cmp.compare(A, f, "push-pull,dsgd", 120, repeats=2, **kw)
+    three = cmp.compare(A, f, "push-pull,dsgd", 120, repeats=3, previous=two, **kw)
+    direct = cmp.compare(A, f, "push-pull,dsgd", 120, repeats=3, **kw)
+    assert set(three.attrs["tuning"]) == set(direct.attrs["tuning"]) == {"push-pull", "dsgd"}
+    assert three.attrs["tuning"]["dsgd"]["chosen"] == direct.attrs["tuning"]["dsgd"]["chosen"]
+    assert three.attrs["diagnosis"] == direct.attrs["diagnosis"]
+
+
 def test_records_that_cannot_fit_are_refused_at_once(monkeypatch):
     """compare(points=10**8) and run(record_at=range(0, 10**9, 10)) built their schedules (sets of 10^8 integers)
     for seconds to minutes, then failed with a bare MemoryError (a helper's trial); run(record_every=1) was already

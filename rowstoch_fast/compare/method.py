@@ -258,7 +258,8 @@ def run_method(plan, method, *, progress=False, log=None):
     again in no time); during the evaluation the runner stops cleanly and the outcome is ``interrupted``.
     """
     log = log or (lambda line: None)
-    lr, source, record = method.lr, method.lr_source, None
+    lr, source, record = method.lr, method.lr_source, plan.tuned.get(method.label)  # (an earlier comparison's:
+    # the tuning that chose the rate its runs go on with)
     if lr is None:
         try:
             lr, record = tune(plan.network, plan.objective, method, plan.budget, plan.ranked, seed=plan.seed,

@@ -181,6 +181,7 @@ class Plan:
     grid: tuple
     checkpoint_dir: str = None
     previous: dict = field(default_factory=dict)  # label -> an earlier comparison's records of it
+    tuned: dict = field(default_factory=dict)  # label -> the earlier comparison's tuning record of it (its rate's)
 
     def schedule(self, method):
         """The iterations the evaluation run of ``method`` records at: at the ends of rounds for a method of ``K``
@@ -514,6 +515,8 @@ def make_plan(A, objective, algorithms=None, rounds_budget=2000, *, lr=None, tun
         checkpoint_dir = os.fspath(checkpoint_dir)
     methods = tuple(Method(m.label, m.method, m.rounds, m.options, rates.get(m.label), sources.get(m.label, "tuned"))
                     for m in methods)
+    tuned = {label: record for label, record in (getattr(previous, "attrs", None) or {}).get("tuning", {}).items()
+             if label in earlier and record}  # (what chose a kept rate: its diagnosis and the tables say it again)
     return Plan(A, objective, methods, rounds_budget, repeats, seed, metric, metrics, points, backend, grid,
-                checkpoint_dir, earlier)
+                checkpoint_dir, earlier, dict(tuned))
 
