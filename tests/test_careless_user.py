@@ -158,6 +158,10 @@ def test_counts_beyond_the_kernels_int64_are_refused_by_name():
     f = NonconvexLogistic.synthetic(8, total=160, batch=5, seed=0)
     with pytest.raises(MemoryError, match=r"run\(repeats=1099511627776\) .* needs about .*; lower repeats"):
         rf.run(rf.Algorithm(A, 0.1), f, 3, repeats=2**40, progress=False)
+    # a broadcast view of replicas as x0 (what x0's own error suggests) was copied whole, then refused (a helper's
+    # trial: 1.7 GB resident before the MemoryError; past the free memory, the process killed)
+    with pytest.raises(MemoryError, match=r"PullDiagGT on 8 nodes with 4096 x 1000000 values per node .* needs about"):
+        PullDiagGT(A, np.broadcast_to(np.zeros(10**6), (4096, 8, 10**6)), lr=0.1)  # (262 GB copied first: killed)
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child process")
