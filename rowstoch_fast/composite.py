@@ -485,7 +485,16 @@ def proximal_gradient(value_and_gradient, regularizer, x0, *, tol=1e-12, max_ite
     >>> np.round(x, 12)
     array([0.75, 0.75])
     """
-    prox = (lambda v, t: v) if regularizer is None else regularizer.prox
+    def prox(v, t):
+        if regularizer is None:
+            return v
+        u = regularizer.prox(v, t)
+        if not np.all(np.isfinite(u)) and np.all(np.isfinite(v)):  # (said as the optimizers say it: it failed
+            # deep in the objective's checks, naming no regularizer)
+            raise ValueError(f"the regularizer {regularizer!r} returned NaN or Inf from finite input (in the "
+                             f"optimum of {what})")
+        return u
+
     r_value = (lambda x: 0.0) if regularizer is None else (lambda x: float(regularizer.value(x)))
     x = np.array(x0, dtype=np.float64)
     x = prox(x, 1.0) if regularizer is not None else x  # (a feasible start for an indicator)

@@ -95,6 +95,14 @@ def test_bad_regularizers_are_named():
         Prox(1.0, lambda v, t: v)
     with pytest.raises(ValueError, match="returned shape"):
         Prox(lambda x: 0.0, lambda v, t: v[:1]).prox(np.ones(3), 1.0)
+    # a prox of NaN failed deep in the optimum's computation of run() ("X must be finite"), naming no regularizer
+    # (a helper's trial)
+    W = topology.ring(8, directed=False, weights="metropolis")
+    nan = Prox(lambda x: 0.0, lambda v, t: v * np.nan, name="nan")
+    with pytest.raises(ValueError, match=r"the regularizer Prox\(name='nan'\) returned NaN or Inf from finite "
+                                         r"input \(in the optimum of"):
+        rf.run(rf.Algorithm(W, 0.05, method="pg-extra"), LeastSquares.synthetic(8, samples_per_node=6, d=4, seed=5)
+               + nan, 5, progress=False)
     with pytest.raises(TypeError, match="sum of regularizers"):
         L1(1.0) + Box(0, 1)
 

@@ -451,11 +451,6 @@ def make_plan(A, objective, algorithms=None, rounds_budget=2000, *, lr=None, tun
         if label not in rates:
             raise ValueError(f"lr_source: {label} has no given lr")
         sources[label] = str(text)
-    records = min(points, max(m.iterations(rounds_budget) for m in methods)) + 2  # (a run's records, each held as
-    # its schedule's set and list and as rows of every repetition: points = 10^8 was a bare MemoryError)
-    require_memory(records * repeats * (len(METRICS) + 8 + len(metrics)) * 32,
-                   f"points = {points} records of each run ({records} x {repeats} repetitions)",
-                   "record fewer points (points=) or run fewer repetitions")
     earlier = _earlier_runs(previous, labels, identity(A, objective, seed, rounds_budget, methods, points, metrics))
     by_label = {m.label: m for m in methods}
     for label, part in earlier.items():  # an earlier comparison's rates are kept (its runs go on with them)
@@ -508,6 +503,11 @@ def make_plan(A, objective, algorithms=None, rounds_budget=2000, *, lr=None, tun
                    + (f" of {at_once} methods at once" if at_once > 1 else "") + ")"
                    + (f" and {at_once} worker processes' copies of the problem ({fmt_bytes(held)} each, three times "
                       "while it is read)" if held else ""), hint)
+    records = min(points, max(m.iterations(rounds_budget) for m in methods)) + 2  # (a run's records, each held as
+    # its schedule's set and list and as rows of every repetition: points = 10^8 was a bare MemoryError)
+    require_memory(records * repeats * (len(METRICS) + 8 + len(metrics)) * 32,
+                   f"points = {points} records of each run ({records} x {repeats} repetitions)",
+                   "record fewer points (points=) or run fewer repetitions")
     if checkpoint_dir is not None:
         if not isinstance(checkpoint_dir, (str, os.PathLike)):
             raise TypeError(f"checkpoint_dir must be a folder's path (str or os.PathLike), got "
