@@ -153,6 +153,9 @@ class Algorithm:
         if not isinstance(self.A, (MixingMatrix, Network)):
             raise TypeError(f"A must be a MixingMatrix or a network (rowstoch_fast.network), got {type(self.A).__name__}")
         if self.method not in REGISTRY:
+            if isinstance(self.method, str) and self.method.startswith("mg-") and self.method[3:] in REGISTRY:
+                raise ValueError(f"method {self.method!r} is a comparison's label: here the method is "
+                                 f"method={self.method[3:]!r} with rounds=R (its R gossip rounds per iteration)")
             raise ValueError(f"method must be one of {', '.join(sorted(REGISTRY))}, got {self.method!r}")
         object.__setattr__(self, "lr", check_step_size(self.lr))  # (one rate, or one per replica)
         check_int(self.rounds, "rounds", minimum=1)

@@ -116,6 +116,10 @@ def test_run_argument_errors(problem, tmp_path):
         run("pull_diag_gt", problem, 5, progress=False)
     with pytest.raises(TypeError, match="algorithm must be an Algorithm, got int$"):
         run(3, problem, 5, progress=False)
+    # the comparison's mg- labels were refused with the 50 names, not with what they are here (a helper's trial)
+    with pytest.raises(ValueError, match=r"'mg-pull-diag-gt' is a comparison's label: here the method is "
+                                         r"method='pull-diag-gt' with rounds=R"):
+        Algorithm(topology.exponential(8), 0.1, method="mg-pull-diag-gt", rounds=3)
     # a record_at of a float said the whole sequence was wrong ("got list")
     with pytest.raises(TypeError, match="record_at must be an integer, got float 2.5"):
         run(algo(), problem, 10, record_at=[2.5], progress=False)
