@@ -1030,8 +1030,11 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
     if record_at is not None:
         if record_every is not None:
             raise ValueError("give record_every or record_at, not both")
-        if hasattr(record_at, "__len__"):  # (before it is made a list and a set: range(0, 10**9, 10) took minutes
-            # and gigabytes, then a bare MemoryError)
+        if isinstance(record_at, (str, bytes)):
+            raise TypeError(f"record_at must be a sequence of iterations, got {type(record_at).__name__}")
+        if hasattr(record_at, "__len__") and backends.one_process(algorithm.backend):  # (before it is made a list
+            # and a set: range(0, 10**9, 10) took minutes and gigabytes, then a bare MemoryError; under MPI a rank's
+            # refusal alone would leave the others waiting)
             require_memory(len(record_at) * repeats * (len(METRICS) + 8) * 32,
                            f"record_at of {len(record_at)} iterations ({len(record_at)} records x {repeats} "
                            "repetitions)", "record at fewer iterations or run fewer repetitions")

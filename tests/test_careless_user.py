@@ -164,6 +164,22 @@ def test_counts_beyond_the_kernels_int64_are_refused_by_name():
         PullDiagGT(A, np.broadcast_to(np.zeros(10**6), (4096, 8, 10**6)), lr=0.1)  # (262 GB copied first: killed)
 
 
+def test_the_check_before_x0_is_copied_asks_no_more_than_the_blocks(monkeypatch):
+    """The check before x0's copy (above) counted a copy that a contiguous x0 never makes and x0's float64 where a
+    float32 matrix makes the run float32, refusing runs that fit (a review); it never asks more than the blocks."""
+    from rowstoch_fast import _checks
+    from rowstoch_fast.algorithms import REGISTRY
+
+    A, d = topology.exponential(8), 2 * 10**5
+    dsgd = REGISTRY["dsgd"]  # (its blocks: x twice and its work blocks, each 8 x d float64)
+    monkeypatch.setattr(_checks, "available_memory", lambda: int(1.1 * (2 + dsgd.scratch) * 8 * d * 8))
+    dsgd(A, np.zeros((8, d)), lr=0.1)
+    gt = REGISTRY["pull-diag-gt"]  # (float32 blocks: half of what float64 would ask)
+    monkeypatch.setattr(_checks, "available_memory",
+                        lambda: int(0.6 * (2 * len(gt.state) + gt.scratch) * 8 * d * 8))
+    assert gt(MixingMatrix(A.csr, dtype=np.float32), np.zeros((8, d)), lr=0.1).x.dtype == np.float32
+
+
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child process")
 @pytest.mark.parametrize("call", ["A.mix_power(np.ones((A.n, 4)), 10**12)",
                                   "diag_powers(topology.ring(4096), 10**8, 3, block=64, max_work=math.inf)"])

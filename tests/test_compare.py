@@ -1202,6 +1202,15 @@ def test_an_earlier_comparison_of_another_network_or_problem_is_refused_as_previ
     abm = cmp.compare(g, f, "abm", 20, repeats=1, hyper={"abm": {"momentum": 0.0}}, **kw)
     with pytest.raises(ValueError, match=r"methods\.abm\.momentum = 0\.0, this one has 0\.5"):
         cmp.compare(g, f, "abm", 20, repeats=2, previous=abm, hyper={"abm": {"momentum": 0.5}}, **kw)
+    # ... as they act (a review): a default spelled out, a NumPy scalar, the shown metrics in another order, and a
+    # comparison that keeps none of the earlier methods are the same
+    default = cmp.compare(g, f, "abm", 20, repeats=1, hyper={"abm": {"momentum": 0.2}}, **kw)
+    assert len(cmp.compare(g, f, "abm", 20, repeats=2, previous=default, **kw))
+    half = cmp.compare(g, f, "abm", 20, repeats=1, hyper={"abm": {"momentum": np.float32(0.5)}}, **kw)
+    assert len(cmp.compare(g, f, "abm", 20, repeats=2, previous=half, hyper={"abm": {"momentum": 0.5}}, **kw))
+    shown = cmp.compare(g, f, "dsgd", 20, repeats=1, metrics=["loss", "consensus_error"], **kw)
+    assert len(cmp.compare(g, f, "dsgd", 20, repeats=2, previous=shown, metrics=["consensus_error", "loss"], **kw))
+    assert len(cmp.compare(g, f, "push-pull", 20, repeats=1, previous=one, **{**kw, "points": 10}))
     two = cmp.compare(Lossy(base, 0.2, seed=3), f, "dsgd", 20, repeats=2, previous=one, **kw)
     assert sorted(two["rep"].unique()) == [0, 1]
     # a frame read back from a file carries no identity: what cannot be checked is said (it was silently taken)

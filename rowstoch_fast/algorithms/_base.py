@@ -313,8 +313,9 @@ class Optimizer(AskTell, FailureHandling, Persistence):
         options = {k: v for k, v in (("comm", comm), ("partition", partition)) if v is not None}
         self._ops = ops = backends.create(backend, x0, **options)
         self.check_finite = check_bool(check_finite, "check_finite")
-        if ops.xp is np and comm is None:
-            self._check_start_memory(x0)
+        if ops.xp is np and backends.one_process(backend):  # (under MPI a rank holds its share, and a check of
+            # one rank alone would leave the others waiting in the validation's collective)
+            self._check_start_memory(x0, matrices)
         mats, x0 = ops.call(self._validate, matrices, x0, hyper)
         self._mats = mats
         self._static = all(isinstance(M, MixingMatrix) for M in mats.values())
@@ -460,17 +461,22 @@ class Optimizer(AskTell, FailureHandling, Persistence):
         (``descent_deviation``) from it."""
         return None
 
-    def _check_start_memory(self, x0):
+    def _check_start_memory(self, x0, matrices):
         """A MemoryError before ``x0`` is copied where the blocks of its shape cannot fit (what :meth:`_allocate`
         checks, once ``x0`` is validated: a broadcast view of replicas, as x0's own error suggests, was copied whole
-        first, then refused, or killed the process)."""
+        first, then refused, or killed the process). Never more than :meth:`_allocate` asks (the values' size the
+        smallest of x0's and the matrices'; the copy counted only where one is made)."""
         shape = np.shape(x0) if isinstance(x0, np.ndarray) else ()
         if len(shape) not in (2, 3):
             return
         reps, rows, d = (shape[0] if len(shape) == 3 else 1), shape[-2], shape[-1]
-        itemsize = x0.dtype.itemsize if x0.dtype.kind == "f" else 8
+        kinds = [np.dtype(t) for t in (x0.dtype, *(getattr(M, "dtype", None) for M in matrices.values()))
+                 if t is not None and np.dtype(t).kind == "f"]
+        itemsize = min((t.itemsize for t in kinds), default=8)
         wide = sum(name not in self.narrow for name in self.state)
-        total = ((2 * wide + self.scratch) * reps * d + 2 * len(self.state)) * rows * itemsize + x0.size * itemsize
+        total = (2 * wide + self.scratch) * reps * d * rows * itemsize
+        if not x0.flags.c_contiguous:  # (a view: copied whole before the blocks are made)
+            total += x0.size * itemsize
         require_memory(total, f"{type(self).__name__} on {rows} nodes with {reps} x {d} values per node "
                        f"({fmt_bytes(total)})", "use float32, fewer repetitions or a smaller d")
 

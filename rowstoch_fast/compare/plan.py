@@ -254,9 +254,25 @@ def identity(network, objective, seed, rounds_budget, methods=None, points=None,
     described = objective.describe() if hasattr(objective, "describe") else type(objective).__name__
     out = {"network": describe(network), "objective": described, "seed": seed, "rounds_budget": rounds_budget}
     if methods is not None:
-        out["methods"] = {m.label: {"rounds": m.rounds, **m.options} for m in methods}
+        out["methods"] = {m.label: {"rounds": m.rounds, **_settings(m)} for m in methods}
         out["points"] = points
-        out["metrics"] = [getattr(m, "name", m) for m in metrics]
+        names = [getattr(m, "name", m) for m in metrics]
+        out["metrics"] = names[:1] + sorted(set(names[1:]))  # (the ranked one, then the others in any order)
+    return out
+
+
+def _settings(method):
+    """A method's options as they act: its constructor's defaults filled in (``momentum=0.2`` spelled out is ABM's
+    default: the same run), and NumPy values as Python's."""
+    import inspect
+
+    empty = inspect.Parameter.empty
+    params = inspect.signature(REGISTRY[method.method].__init__).parameters
+    out = {key: params[key].default for key in REGISTRY[method.method].hyper
+           if key in params and params[key].default is not empty}
+    for key, value in method.options.items():
+        out[key] = value.item() if isinstance(value, np.generic) else value.tolist() \
+            if isinstance(value, np.ndarray) else value
     return out
 
 
@@ -278,11 +294,12 @@ def _earlier_runs(previous, labels, same):
     if saved is not None:  # (its runs would go on, or be added to, on another network or problem: silently)
         saved, same = (json.loads(json.dumps(d, default=str)) for d in (saved, same))
         kept = set(saved.get("methods", {})) & set(same.get("methods", {})) & set(labels)
-        for d in (saved, same):  # (the methods both compare; an identity of an older version names none)
+        for d in (saved, same):  # (the methods both compare; an identity of an older version names none, and
+            # where none is kept, nothing of its records is mixed with this comparison's)
             if "methods" in d:
                 d["methods"] = {label: d["methods"][label] for label in kept}
             for key in ("methods", "points", "metrics"):
-                if key not in saved:
+                if key not in saved or not kept:
                     d.pop(key, None)
         found = first_difference(saved, same)
         if found:
