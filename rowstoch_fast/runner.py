@@ -17,7 +17,7 @@ from . import _core, backends
 from ._checks import MAX_KEY, check_int, check_step_size, check_tracker, load_npz_file, require_memory
 from ._metric_names import METRICS, TEST_METRICS  # (the metrics of every record, in order; the test ones)
 from ._progress import bar as progress_bar
-from ._signals import first, hold, put_back, sigterm_as_interrupt
+from ._signals import first, hold, put_back, signals_held, sigterm_as_interrupt
 from .algorithms import REGISTRY
 from .algorithms import names as _algorithm_names
 from .errors import DivergenceError
@@ -622,11 +622,10 @@ class _AgreedStop:
         if not self.active:  # (one process: a script's SIGTERM stops the run, which saves, then ends the process)
             self.alone = sigterm_as_interrupt()
             self.alone.__enter__()
-        if self.active:
+        else:
             def held(signum, frame):
                 self.held.append(signum)
 
-            held.agrees = True  # (_signals_deferred leaves a held signal to it)
             self.restore = hold(held)
             for signum, current in self.restore.items():
                 outer = getattr(current, "between", None)  # (a comparison's hold between its runs: its held signal
@@ -704,7 +703,7 @@ class held_between_runs:
             def held(signum, frame):
                 self.held.append(signum)
 
-            held.agrees, held.between = True, self
+            held.between = self
             self.previous = hold(held)
         return self
 
@@ -741,29 +740,6 @@ def agreed_stop(backend, last):
         agreed.__exit__()
 
 
-@contextlib.contextmanager
-def _signals_deferred():
-    """Ctrl-C (SIGINT) and SIGTERM during the block held until the block is done, then handed to the handlers they
-    would have met (:func:`~rowstoch_fast._signals.first`: Ctrl-C's KeyboardInterrupt; a SIGTERM's, or the end of
-    the process). The main thread only; elsewhere the block runs as it is; under MPI, :class:`_AgreedStop` holds
-    them."""
-    import signal
-    import threading
-
-    if threading.current_thread() is not threading.main_thread() or \
-            getattr(signal.getsignal(signal.SIGINT), "agrees", False):
-        yield
-        return
-    held = []
-    previous = hold(lambda signum, frame: held.append(signum))
-    try:
-        yield
-    finally:
-        put_back(previous)
-        if held:
-            signal.raise_signal(first(held))
-
-
 def _save_checkpoint(path, opt, oracle, rows, meta, wall_offset):
     # collective under MPI: every process gathers, the root writes
     opt_state, last = opt.state_dict(), (opt.gather(oracle.last) if oracle.last is not None else None)
@@ -783,20 +759,22 @@ def _save_checkpoint(path, opt, oracle, rows, meta, wall_offset):
     if last is not None:
         state["oracle_last"] = last
     tmp = f"{path}.tmp-{os.getpid()}"
-    try:
-        with _signals_deferred(), open(tmp, "wb") as f:  # a signal waits for the file (NumPy 1.x left the
-            np.savez(f, **state)                           # archive half-open, and its cleanup complained)
-            f.flush()
-            os.fsync(f.fileno())
-            f.close()
-            os.replace(tmp, path)  # atomic: a reader sees the old or the new checkpoint, never half of one
-    except OSError as exc:  # disk full, folder gone: keep running, keep the last good checkpoint
+    with signals_held():  # a Ctrl-C or SIGTERM waits for the file (NumPy 1.x left the archive half-open, and its
+        # cleanup complained); under MPI it goes on to the run's agreement
         try:
-            os.remove(tmp)
-        except OSError:
-            pass
-        warnings.warn(f"could not write checkpoint {path!r} ({exc}); the run goes on and the previous "
-                      "checkpoint (if any) is kept", RuntimeWarning, stacklevel=3)
+            with open(tmp, "wb") as f:
+                np.savez(f, **state)
+                f.flush()
+                os.fsync(f.fileno())
+                f.close()
+                os.replace(tmp, path)  # atomic: a reader sees the old or the new checkpoint, never half of one
+        except OSError as exc:  # disk full, folder gone: keep running, keep the last good checkpoint
+            try:
+                os.remove(tmp)
+            except OSError:
+                pass
+            warnings.warn(f"could not write checkpoint {path!r} ({exc}); the run goes on and the previous "
+                          "checkpoint (if any) is kept", RuntimeWarning, stacklevel=3)
 
 
 def _unchecked_divergence(opt, exc):
@@ -1030,20 +1008,17 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
     if record_at is not None:
         if record_every is not None:
             raise ValueError("give record_every or record_at, not both")
-        if isinstance(record_at, (str, bytes)):
+        if isinstance(record_at, (str, bytes)) or not hasattr(record_at, "__iter__") or np.ndim(record_at) == 0 \
+                and isinstance(record_at, np.ndarray):
             raise TypeError(f"record_at must be a sequence of iterations, got {type(record_at).__name__}")
-        if hasattr(record_at, "__len__") and backends.one_process(algorithm.backend):  # (before it is made a list
-            # and a set: range(0, 10**9, 10) took minutes and gigabytes, then a bare MemoryError; under MPI a rank's
-            # refusal alone would leave the others waiting)
+        if hasattr(record_at, "__len__") and backends.one_process(algorithm.backend):  # (before it is made a set:
+            # range(0, 10**9, 10) took minutes and gigabytes, then a bare MemoryError; under MPI a rank's refusal
+            # alone would leave the others waiting)
             require_memory(len(record_at) * repeats * (len(METRICS) + 8) * 32,
                            f"record_at of {len(record_at)} iterations ({len(record_at)} records x {repeats} "
                            "repetitions)", "record at fewer iterations or run fewer repetitions")
-        try:
-            items = list(record_at)
-        except TypeError:
-            raise TypeError(f"record_at must be a sequence of iterations, got {type(record_at).__name__}") from None
         marks = {check_int(int(k) if isinstance(k, np.integer) else k, "record_at", minimum=0, maximum=iterations)
-                 for k in items}
+                 for k in record_at}
         record_at = sorted(marks | {0, iterations})
         record_every = max(1, iterations // max(1, len(record_at) - 1))  # (the checkpoints' default spacing)
     record_every = max(1, iterations // 100) if record_every is None else check_int(record_every, "record_every", minimum=1)
@@ -1152,16 +1127,15 @@ def _not_an_algorithm(value):
         if value not in REGISTRY:
             return (f"algorithm must be an Algorithm, got the string {value!r}, which names no method either "
                     f"('rowstoch algorithms' lists them: {', '.join(sorted(REGISTRY)[:4])}, ...)")
-        name, what = value, f"the method name {value!r}"
+        name, what = repr(value), f"the method name {value!r}"
     elif issubclass(kind, Optimizer):
-        name = next((m for m, cls in REGISTRY.items() if cls is kind), "...")
+        name = next((repr(m) for m, cls in REGISTRY.items() if cls is kind), "...")
         what = f"the optimizer {'class ' if isinstance(value, type) else ''}{kind.__name__}"
     else:
         return f"algorithm must be an Algorithm, got {kind.__name__}"
-    how = f"rowstoch_fast.Algorithm(A, lr, method={name!r})" if name != "..." else \
-        "rowstoch_fast.Algorithm(A, lr, method=...)"
-    return (f"algorithm must be an Algorithm, got {what}: run() builds the optimizer from {how} (an optimizer you "
-            "built is stepped by its own step(oracle))")
+    return (f"algorithm must be an Algorithm, got {what}: run() builds the optimizer from "
+            f"rowstoch_fast.Algorithm(A, lr, method={name}) (an optimizer you built is stepped by its own "
+            "step(oracle))")
 
 
 def _set_up(algorithm, objective, iterations, repeats, x0, seed, first_repeat, resume, meta, due, record_at,

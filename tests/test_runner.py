@@ -412,11 +412,11 @@ def test_a_signal_waits_for_the_checkpoint_file():
     import signal
     import time
 
-    from rowstoch_fast import runner
+    from rowstoch_fast._signals import signals_held  # (what the checkpoint's save holds them with)
 
     before, done = signal.getsignal(signal.SIGINT), []
     with pytest.raises(KeyboardInterrupt):
-        with runner._signals_deferred():
+        with signals_held():
             os.kill(os.getpid(), signal.SIGINT)
             time.sleep(0.05)
             done.append("written")
@@ -425,7 +425,7 @@ def test_a_signal_waits_for_the_checkpoint_file():
     got = []
     previous = signal.signal(signal.SIGTERM, lambda signum, frame: got.append(done[-1]))
     try:
-        with runner._signals_deferred():
+        with signals_held():
             os.kill(os.getpid(), signal.SIGTERM)
             time.sleep(0.05)
             done.append("written again")

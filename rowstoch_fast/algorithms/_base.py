@@ -472,11 +472,10 @@ class Optimizer(AskTell, FailureHandling, Persistence):
         reps, rows, d = (shape[0] if len(shape) == 3 else 1), shape[-2], shape[-1]
         kinds = [np.dtype(t) for t in (x0.dtype, *(getattr(M, "dtype", None) for M in matrices.values()))
                  if t is not None and np.dtype(t).kind == "f"]
-        itemsize = min((t.itemsize for t in kinds), default=8)
-        wide = sum(name not in self.narrow for name in self.state)
-        total = (2 * wide + self.scratch) * reps * d * rows * itemsize
+        dtype = min(kinds, key=lambda t: t.itemsize, default=np.dtype(np.float64))
+        total = self.memory_per_node(d, reps, dtype) * rows
         if not x0.flags.c_contiguous:  # (a view: copied whole before the blocks are made)
-            total += x0.size * itemsize
+            total += x0.size * dtype.itemsize
         require_memory(total, f"{type(self).__name__} on {rows} nodes with {reps} x {d} values per node "
                        f"({fmt_bytes(total)})", "use float32, fewer repetitions or a smaller d")
 

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 from .. import backends
 from .._progress import bar as progress_bar
-from .._signals import signals_held
+from .._signals import signals_held, sigterm_as_interrupt
 from .method import Outcome, run_method
 from ..runner import held_between_runs
-from .processes import default_jobs, execute_in_processes, sigterm_as_interrupt
+from .processes import default_jobs, execute_in_processes
 
-__all__ = ["Outcome", "run_method", "execute", "default_jobs", "sigterm_as_interrupt"]
+__all__ = ["Outcome", "run_method", "execute", "default_jobs"]
 
 
 def execute(plan, *, jobs=1, progress=False, log=None, on_outcome=None):

@@ -181,11 +181,11 @@ def _check_rate(path, method, lr):
     a run resumed change its rate, a comparison's may not)."""
     try:
         with np.load(path, allow_pickle=False) as archive:  # (the rate alone: the runner reads the rest)
-            saved = np.asarray(archive["opt/lr"], dtype=float) if "opt/lr" in archive.files else np.asarray(np.nan)
-    except (OSError, ValueError, TypeError, KeyError):  # (a damaged file, or none of the runner's: the runner
-        # says so)
+            saved = np.asarray(archive["opt/lr"], dtype=float)
+    except (OSError, ValueError, TypeError, KeyError):  # (a damaged file, none of the runner's, or one without a
+        # rate: the runner says so)
         return
-    if saved.ndim == 0 and np.isfinite(saved) and not np.array_equal(saved, np.asarray(lr, dtype=float)):
+    if saved.ndim == 0 and not np.array_equal(saved, np.asarray(lr, dtype=float)):
         raise ValueError(f"checkpoint_dir: {path!r} holds a run of {method.label} at lr = {float(saved):g}, but the "
                          f"comparison resumed ran it at {lr:g} (another comparison wrote into the same folder?); "
                          "give each comparison its own checkpoint_dir, or remove that file to run it again")

@@ -535,5 +535,5 @@ def make_plan(A, objective, algorithms=None, rounds_budget=2000, *, lr=None, tun
     tuned = {label: record for label, record in (getattr(previous, "attrs", None) or {}).get("tuning", {}).items()
              if label in earlier and record}  # (what chose a kept rate: its diagnosis and the tables say it again)
     return Plan(A, objective, methods, rounds_budget, repeats, seed, metric, metrics, points, backend, grid,
-                checkpoint_dir, earlier, dict(tuned))
+                checkpoint_dir, earlier, tuned)
 

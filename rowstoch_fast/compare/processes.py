@@ -2,8 +2,8 @@
 
 Each worker is a fresh interpreter (``spawn``: no OpenMP runtime is forked mid-flight) that reads the plan once
 (from a file: :func:`_plan_file`), runs its share of the cores' threads, and takes methods from a queue until there
-are none left or the comparison is stopped. Every method's run is seeded as in a serial run and no kernel's result depends on the thread count,
-so the outcomes are a serial run's. A Ctrl-C or SIGTERM reaches the workers (the terminal's signal goes to the
+are none left or the comparison is stopped. Every method's run is seeded as in a serial run and no kernel's result
+depends on the thread count, so the outcomes are a serial run's. A Ctrl-C or SIGTERM reaches the workers (the terminal's signal goes to the
 whole process group; a signal to this process alone is passed on): each stops its run as the serial one would
 (the evaluation saves its checkpoint) and reports what it has.
 """
@@ -14,13 +14,12 @@ import os
 import pickle
 import queue
 import signal
-import threading
 import time
 
 from .._progress import bar as progress_bar
 from .._signals import signals_held, sigterm_as_interrupt
 
-__all__ = ["execute_in_processes", "default_jobs", "cores", "sigterm_as_interrupt"]
+__all__ = ["execute_in_processes", "default_jobs", "cores"]
 
 #: Seconds the workers get to report after an interruption before they are terminated.
 GRACE = 60.0
@@ -189,18 +188,16 @@ def _plan_file(plan):
     process's start, writing a plan larger than the pipe's buffer to a child that would never read it."""
     import tempfile
 
+    path = None
     try:
         fd, path = tempfile.mkstemp(prefix="rowstoch-plan-", suffix=".pickle")
-    except OSError as exc:
-        raise type(exc)(f"jobs > 1: the worker processes' plan cannot be written in {tempfile.gettempdir()!r} "
-                        f"({exc.strerror or exc}); set TMPDIR to a writable folder, or run with jobs=1") from None
-    try:
         with os.fdopen(fd, "wb") as fh:
             pickle.dump(plan, fh, protocol=pickle.HIGHEST_PROTOCOL)
     except OSError as exc:
         _remove(path)
-        raise type(exc)(f"jobs > 1: the worker processes' plan cannot be written to {path!r} ({exc.strerror or exc}: "
-                        "a full disk?); set TMPDIR to another folder, or run with jobs=1") from None
+        raise type(exc)(f"jobs > 1: the worker processes' plan cannot be written to "
+                        f"{path or tempfile.gettempdir()!r} ({exc.strerror or exc}); set TMPDIR to a writable "
+                        "folder with room, or run with jobs=1") from None
     except (pickle.PicklingError, AttributeError, TypeError) as exc:  # (a lambda or a closure in the problem)
         _remove(path)
         raise ValueError(f"jobs > 1 runs the methods in worker processes, which cannot receive this comparison's "
@@ -231,8 +228,7 @@ def _in_processes(plan, jobs, progress, log, on_outcome):
     for index in _longest_first(plan):
         tasks.put(index)
     _check_sendable(plan)
-    term = threading.current_thread() is not threading.main_thread() or \
-        signal.getsignal(signal.SIGTERM) is not signal.SIG_IGN  # (an ignored SIGTERM: ignored by the workers too)
+    term = signal.getsignal(signal.SIGTERM) is not signal.SIG_IGN  # (an ignored SIGTERM: ignored by the workers too)
     done, interrupted, error, started, loaded = {}, False, None, set(), set()
     workers, path, bar = [], None, None
 
