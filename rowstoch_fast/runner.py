@@ -275,11 +275,16 @@ class History:
     @property
     def overflowed(self):
         """The metrics among ``grad_norm``, ``loss`` and ``consensus_error`` whose last record (the mean over
-        repetitions) is infinite: iterates that stayed finite but grew past what the metrics can square."""
+        repetitions) is infinite, or NaN where the first was finite: iterates that stayed finite but grew past what
+        the metrics can square, or an objective whose value or gradient turned NaN at finite iterates (a metric
+        that was not recorded is NaN throughout, and not counted)."""
         if not len(self.frame):
             return []
-        last = self.frame.loc[self.frame["iteration"] == self.frame["iteration"].max()]
-        return [m for m in ("grad_norm", "loss", "consensus_error") if np.isinf(last[m].mean())]
+        at = self.frame["iteration"]
+        first, last = self.frame.loc[at == at.min()], self.frame.loc[at == at.max()]
+        with np.errstate(invalid="ignore", over="ignore"):
+            return [m for m in ("grad_norm", "loss", "consensus_error")
+                    if np.isinf(last[m].mean()) or (np.isnan(last[m].mean()) and np.isfinite(first[m].mean()))]
 
     @property
     def status(self):

@@ -337,6 +337,40 @@ def test_a_run_whose_metrics_overflow_is_diverged_not_done(tmp_path):
     assert "rowstoch: diverged: the last record's grad norm" in err and "smaller --lr" in err
 
 
+class _LossTurnsNaN(rf.objectives.LeastSquares):
+    """Least squares whose recorded loss turns NaN after ``good`` passes, the iterates finite throughout."""
+
+    def __init__(self, *args, good, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.good, self.calls = good, 0
+
+    def evaluate(self, X, nodes=None):
+        self.calls += 1
+        G, L = super().evaluate(X, nodes)
+        return G, (L * np.nan if self.calls > self.good else L)
+
+
+def test_a_run_whose_loss_turns_nan_at_finite_iterates_is_diverged_not_done(tmp_path):
+    """A NaN loss at finite iterates (an objective's value that fails) ended "done", history.json's diverged false,
+    where compare() called the same run diverged; a metric left unrecorded (NaN throughout) is no divergence."""
+    g = rf.objectives.LeastSquares.synthetic(8, heterogeneity=1.0)
+    A = topology.ring(8, directed=False, weights="metropolis")
+
+    def problem(good):
+        return _LossTurnsNaN(g.H.reshape(-1, g.d), g.y.reshape(-1), n=8, good=good)
+
+    h = run(Algorithm(A, method="dsgd", lr=0.01), problem(3), 60, record_every=10, progress=False)
+    assert np.isnan(h.frame["loss"].iloc[-1]) and np.isfinite(h.frame["grad_norm"]).all()
+    assert h.status == "diverged" and h.overflowed == ["loss"]
+    h.to_json(tmp_path / "h.json")
+    assert json.loads((tmp_path / "h.json").read_text())["diverged"] is True
+    fine = run(Algorithm(A, method="dsgd", lr=0.01), problem(10 ** 6), 60, record_every=10, progress=False)
+    assert fine.status == "done" and fine.overflowed == []
+    unrecorded = run(Algorithm(A, method="dsgd", lr=0.01), problem(10 ** 6), 60, record_every=10, progress=False,
+                     metrics=["consensus_error"])
+    assert unrecorded.frame["loss"].isna().all() and unrecorded.status == "done"
+
+
 def test_divergence_writes_what_was_recorded(tmp_path):
     rc, _, err = rowstoch("run", "--objective", "quadratic", "--n", "8", "--iterations", "300", "--lr", "3",
                           "--no-progress", "--out", tmp_path)

@@ -305,9 +305,12 @@ def cmd_run(args):
     if write_error is not None:
         return 2
     if blown and not h.interrupted:
+        last = h.frame.loc[h.frame["iteration"] == h.frame["iteration"].max(), blown].mean()
+        why = ("infinite (the iterates grew past what the metrics can square); try a smaller --lr"
+               if np.isinf(last).all() else "not finite (NaN at finite iterates: the objective's value or gradient, "
+               "or iterates past what the metrics can square); try a smaller --lr")
         print(f"rowstoch: diverged: the last record's {' and '.join(m.replace('_', ' ') for m in blown)} "
-              f"{'is' if len(blown) == 1 else 'are'} infinite (the iterates grew past what the metrics can square); "
-              "try a smaller --lr", file=sys.stderr)
+              f"{'is' if len(blown) == 1 else 'are'} {why}", file=sys.stderr)
         return 3
     if grew and not h.interrupted:  # (said as the warning above; the status and exit code say it too)
         print(f"rowstoch: diverged: {grew.split(': the run diverges')[0]}; try a smaller --lr", file=sys.stderr)
