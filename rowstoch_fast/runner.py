@@ -170,6 +170,8 @@ class Algorithm:
         if unknown:
             raise ValueError(f"{self.method} takes no hyperparameter {unknown[0]!r}"
                              + (f" (it takes {', '.join(takes)})" if takes else " (it takes lr only)"))
+        if self.hyper:  # their values too, before anything is built (a comparison's other methods ran first)
+            self.optimizer.check_hyper(self.A.n, self.lr, rounds=self.rounds, tracker=self.tracker, **self.options)
 
     @classmethod
     def pull_diag_gt(cls, A, lr, tracker="exact"):

@@ -1050,3 +1050,44 @@ def test_a_carried_block_stays_in_its_buffer_and_a_failed_step_after_it_changes_
         opt.step(grad)
         plain.step(grad)
     np.testing.assert_array_equal(opt.x, plain.x)
+
+
+@pytest.mark.parametrize("name", sorted(REGISTRY))
+def test_a_hyperparameter_is_judged_before_the_build_as_the_constructor_judges_it(name):
+    """``check_hyper`` (what ``Algorithm`` and ``compare(hyper=...)`` run before anything is built; a bad
+    momentum was refused only when ABm's turn came, after the comparison's other methods had run) refuses what
+    the constructor refuses, with its words, and nothing it accepts."""
+    import inspect
+
+    from rowstoch_fast.runner import algorithm_options
+
+    cls = REGISTRY[name]
+    A = for_algorithm(cls, topology.erdos_renyi(10, 0.3, seed=2))
+    x0 = np.zeros((10, 2))
+    params = inspect.signature(cls.__init__).parameters
+    values = (-5, 0, 0.5, 1, 2, 7, 1e9, float("nan"), float("inf"), "x", None, True)
+    refused = 0
+    for option in algorithm_options(name):
+        if option in ("check_finite", "regularizer", "form", "comm", "partition"):
+            continue
+        for value in values:
+            options = {**options_for(cls), option: value}
+            try:
+                cls.build(A, x0, 0.02, **options)
+                built = None
+            except (ValueError, TypeError) as exc:
+                built = exc
+            try:
+                cls.check_hyper(A.n, 0.02, check_finite=True, **{k: v for k, v in options.items() if k in params})
+                probed = None
+            except (ValueError, TypeError) as exc:
+                probed = exc
+            if probed is not None:
+                refused += 1
+                assert built is not None, f"{option}={value!r}: the probe refused what the constructor built"
+                assert type(built) is type(probed) and str(built) == str(probed)
+            elif built is not None and value is not None:
+                pytest.fail(f"{option}={value!r}: the constructor refused it ({built}) but the probe let it by")
+    if any(isinstance(params[o].default, (int, float)) and not isinstance(params[o].default, bool)
+           for o in algorithm_options(name) if o in params):
+        assert refused  # (a numeric hyperparameter: -5 or NaN is refused somewhere)

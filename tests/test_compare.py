@@ -3104,6 +3104,20 @@ def test_a_perron_tracker_on_a_lossy_setting_is_refused_before_anything_is_made(
         cmp.make_plan(Lossy(A, 0.1), f, "frost,dsgd", 50, hyper={"frost": {"tracker": "perron"}})
 
 
+def test_a_bad_hyperparameter_value_is_refused_by_the_plan_naming_it():
+    """``hyper={"abm": {"momentum": -5}}`` was refused only when ABm was built, after the comparison's other
+    methods had run (their tuning: minutes), and without naming ``hyper`` or the method."""
+    A, f = topology.ring(8), Quadratic.random(8, 3, seed=0)
+    for options, kind, message in (({"momentum": -5}, ValueError, "hyper: abm: momentum must be finite and >= 0"),
+                                   ({"momentum": 1.5}, ValueError, r"hyper: abm: momentum must be in \[0, 1\)"),
+                                   ({"momentum": "x"}, TypeError, "hyper: abm: momentum must be a real number")):
+        with pytest.raises(kind, match=message):
+            cmp.make_plan(A, f, "dsgd,abm", 50, hyper={"abm": options})
+    with pytest.raises(ValueError, match="momentum must be finite and >= 0"):
+        Algorithm(A, 0.1, method="abm", momentum=-5)
+    assert cmp.make_plan(A, f, "dsgd,abm", 50, hyper={"abm": {"momentum": 0.5}})
+
+
 def test_a_spread_that_overflows_is_said_not_taken_for_one_run():
     """Three repetitions ending at 1e300 .. 2e300: their standard deviation overflows to inf, and the text table
     printed "(1 run)" where markdown and LaTeX dropped the spread without a word."""

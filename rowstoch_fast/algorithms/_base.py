@@ -209,6 +209,10 @@ class Optimizer(AskTell, FailureHandling, Persistence):
     #: those names (Pull-Diag-GT's ``form``: its state blocks depend on it). A state without one (saved before it
     #: was saved) gets the constructor's default.
     saved_options = ()
+    #: Hyperparameters whose default None the constructor derives from the network before its checks
+    #: (CHOCO-SGD's ``gamma``), each with a valid value that :meth:`check_hyper` puts in a None's place to check
+    #: the others.
+    derived_hyper = {}
     #: ``rounds=R`` gossip steps per communication phase (MG methods; gradients then average R samples).
     multi_round = False
     #: The state block of push-sum weights, if any: a DivergenceError on a network that loses messages then
@@ -422,6 +426,42 @@ class Optimizer(AskTell, FailureHandling, Persistence):
         if x0.shape[-1] == 0 or (x0.ndim == 3 and x0.shape[0] == 0):
             raise ValueError(f"x0 must not be empty, got shape {x0.shape}")
         return mats, x0
+
+    @classmethod
+    def check_hyper(cls, n, lr, **hyper):
+        """Refuse a bad hyperparameter value before anything is built: ``_check_hyper``, what the constructor
+        runs first, on a bare instance of ``cls`` given the constructor's other keywords (``hyper``, else their
+        defaults) as attributes, for ``n`` nodes. A check that needs the built optimizer (an ``AttributeError``
+        in the probe, or a None of :attr:`derived_hyper`) is left to the constructor.
+
+        Raises
+        ------
+        ValueError, TypeError
+            As the constructor would for the same values.
+        """
+        import inspect
+
+        built = inspect.signature(cls.__init__).parameters
+        takes = inspect.signature(cls._check_hyper).parameters
+        anything = any(p.kind is p.VAR_KEYWORD for p in takes.values())
+        probe = cls.__new__(cls)
+        probe._nodes_hint = n
+        for name, p in built.items():  # (what __init__ sets before its checks, e.g. PullDiagGT's form)
+            value = hyper.get(name, p.default)
+            if name not in takes and value is not p.empty and not hasattr(cls, name):  # (not a property)
+                probe.__dict__[name] = value
+        given = {"n": n, "lr": lr, **hyper}
+        wanted = {k: v for k, v in given.items() if k in takes or (anything and k in cls.hyper)}
+        for name in takes:  # (the constructor's defaults where _check_hyper has none)
+            if name not in wanted and name in built and built[name].default is not built[name].empty:
+                wanted[name] = built[name].default
+        for name, stand_in in cls.derived_hyper.items():  # (derived from the network: the constructor's check)
+            if name in wanted and wanted[name] is None:
+                wanted[name] = stand_in
+        try:
+            probe._check_hyper(**wanted)
+        except AttributeError:  # (a check of the built optimizer's: the constructor's)
+            pass
 
     def _check_hyper(self, lr):
         """Validate the hyperparameters, set the attributes, return them (as ``state_dict`` saves them).

@@ -73,6 +73,7 @@ class CHOCOSGD(Optimizer):
     state = ("x", "x_hat")
     scratch = 2
     hyper = ("lr", "gamma")
+    derived_hyper = {"gamma": 1.0}
 
     def __init__(self, W, x0, lr, gamma=None, backend="auto", *, check_finite=True, comm=None, partition=None):
         self._start(x0, {"W": W}, backend, check_finite, comm, partition, lr=lr, gamma=gamma)

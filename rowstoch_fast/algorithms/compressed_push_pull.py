@@ -80,6 +80,7 @@ class CompressedPushPull(PushPull):
     state = ("x", "y", "g", "hx", "hxw", "hy", "hyw")
     scratch = 3
     hyper = ("lr", "gamma", "a")
+    derived_hyper = {"gamma": 1.0, "a": 1.0}
     # a method for compressed messages: on the paper's uncompressed graphs it is AB (Push-Pull at gamma = 1)
     in_paper_preset = False
     in_robustness = False
