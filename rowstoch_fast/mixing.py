@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import threading
+import warnings
 
 import numpy as np
 import scipy.sparse as sp
@@ -476,6 +477,13 @@ class MixingMatrix:
         array([0.25, 0.5 , 0.25, 0.  ])
         """
         R = check_int(R, "R", minimum=0, maximum=MAX_ROUNDS)
+        columns = int(np.prod(np.shape(X)[1:])) if np.ndim(X) > 1 else 1
+        work = R * self.nnz * columns
+        if work > LONG_GOSSIP:  # (R = 10**12 on a 16-node ring ran about 18 hours, with no word)
+            warnings.warn(f"mix_power: R = {R} rounds of {self.nnz} weights x {columns} columns is about {work:.1g} "
+                          "multiply-adds "
+                          "(minutes to days); as R grows A^R X tends to 1 pi^T X on a primitive network (A.pi gives "
+                          "pi); Ctrl-C stops the call", RuntimeWarning, stacklevel=2)
         if is_device_array(X):  # a device array: the CuPy backend
             return device_operations().mix_power(self, X, R, out)
         arr = self._prep(X)
@@ -629,6 +637,10 @@ class MixingMatrix:
 
 
 #: The named layouts of :meth:`MixingMatrix.draw`.
+#: The multiply-adds past which :meth:`MixingMatrix.mix_power` warns that it will run long (about 10-20 minutes
+#: of one CPU core).
+LONG_GOSSIP = 1e12
+
 _LAYOUTS = ("circular", "spring")
 
 

@@ -167,6 +167,26 @@ def test_mix_power_rejects_negative_R(small):
         _core.mix_power(*_args(A), X, -1)
 
 
+def test_a_mix_power_that_would_run_for_hours_is_said_before_it_runs(monkeypatch):
+    """``A.mix_power(X, 10**12)`` on a 16-node ring ran about 18 hours without a word; past ``LONG_GOSSIP``
+    multiply-adds (R x the weights x the columns) it warns first, and still computes A^R X."""
+    import warnings
+
+    from rowstoch_fast import mixing, topology
+
+    A, X = topology.ring(16), np.arange(32.0).reshape(16, 2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        quiet = A.mix_power(X, 50)
+    monkeypatch.setattr(mixing, "LONG_GOSSIP", 50 * A.nnz * 2 - 1)
+    with pytest.warns(RuntimeWarning, match=r"R = 50 rounds of 32 weights x 2 columns .* Ctrl-C stops the call"):
+        loud = A.mix_power(X, 50)
+    np.testing.assert_array_equal(quiet, loud)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        A.mix_power(X[:, 0], 50)  # (one column: under the limit)
+
+
 @given(csr_and_block(max_n=10, max_d=4), st.integers(1, 4), st.floats(1e-3, 1.0))
 def test_gt_y_phase_matches_numpy(case, R, lr):
     A, X = case
