@@ -2927,6 +2927,24 @@ def test_two_comparisons_taking_over_a_stale_lock_at_once_do_not_both_get_it(tmp
         pass
 
 
+def test_a_checkpoint_dir_in_use_by_another_comparison_is_refused(tmp_path):
+    """Two scripts' comparisons sharing a ``checkpoint_dir`` wrote each other's checkpoints (only a rate that
+    differed made it a refusal); the folder is now locked while a comparison runs, and free after it."""
+    from rowstoch_fast.compare import outputs
+
+    A, f = topology.ring(8), Quadratic.random(8, 3, seed=0)
+    folder = tmp_path / "ck"
+    kw = dict(rounds_budget=30, lr=0.05, repeats=1, progress=False, checkpoint_dir=folder)
+    with outputs.FolderLock(folder, option="checkpoint_dir"):  # (another comparison holds it)
+        with pytest.raises(outputs.FolderInUse, match=r"checkpoint_dir .*ck' is being written by another "
+                                                        r"comparison \(process \d+\)"):
+            cmp.compare(A, f, "dsgd", **kw)
+    first = cmp.compare(A, f, "dsgd", **kw)
+    assert not (folder / outputs.LOCK).exists() and (folder / "dsgd.npz").exists()
+    again = cmp.compare(A, f, "dsgd", **{**kw, "repeats": 2}, previous=first)  # (a loop's next call: free)
+    assert len(again) == 2 * len(first)
+
+
 @pytest.mark.parametrize("seconds", [0.0, 1e9])
 def test_a_tuning_run_saves_its_periodic_checkpoint_only_after_checkpoint_seconds(tmp_path, monkeypatch, seconds):
     """A tuning run killed without a chance to save (an error mid-run here, as a SIGKILL would): where

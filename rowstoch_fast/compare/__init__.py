@@ -11,10 +11,13 @@ methods finish (:mod:`.live`, ``rowstoch compare --live``).
 
 from __future__ import annotations
 
+import contextlib
+
 from .. import algorithms as _algorithms
+from ..backends import one_process
 from .execute import Outcome, default_jobs, execute, run_method
 from .live import LiveView, text_plot
-from .outputs import json_tuning, plot, write_outputs, write_tables
+from .outputs import FolderLock, json_tuning, plot, write_outputs, write_tables
 from .plan import (MIN_ITERATIONS, TUNE_GRID, Method, Plan, check_rates, default_algorithms, default_metric, identity,
                    make_plan, parse_algorithms)
 from .tables import empirical_rate, format_summary, frame_metric, summary
@@ -137,8 +140,11 @@ def compare(A, objective, algorithms=None, rounds_budget=2000, *, lr=None, tune=
         A folder for one checkpoint per evaluation run (``<label>.npz``, written
         periodically, on Ctrl-C / SIGTERM and at the end): what ``previous`` resumes.
         The comparison's own folder, made (with its missing parents) before the
-        first run, as the command line's ``--out`` is; :func:`~rowstoch_fast.run`'s
-        ``checkpoint``, a file, needs its folder to exist instead.
+        first run, as the command line's ``--out`` is, and locked while the
+        comparison runs (in one process: a second comparison on the same folder
+        is refused with a :class:`~rowstoch_fast.compare.outputs.FolderInUse`, a
+        ValueError); :func:`~rowstoch_fast.run`'s ``checkpoint``, a file, needs
+        its folder to exist instead.
     previous : pandas.DataFrame, optional
         The frame of an earlier (interrupted, or smaller) comparison of the same
         problem (its ``attrs["identity"]``, where it has one, is compared: a
@@ -246,7 +252,11 @@ def compare(A, objective, algorithms=None, rounds_budget=2000, *, lr=None, tune=
         if on_result is not None:
             on_result(assemble(plan, finished))
 
-    outcomes, interrupted, error = execute(plan, jobs=jobs, progress=progress, log=log, on_outcome=collect)
+    with contextlib.ExitStack() as held:
+        if plan.checkpoint_dir is not None and one_process(plan.backend):  # (under MPI: a lock per rank would
+            # refuse the other ranks; the command line's --out is locked on the root)
+            held.enter_context(FolderLock(plan.checkpoint_dir, option="checkpoint_dir"))
+        outcomes, interrupted, error = execute(plan, jobs=jobs, progress=progress, log=log, on_outcome=collect)
     frame = assemble(plan, outcomes, interrupted)
     if error is not None:
         try:

@@ -14,7 +14,7 @@ from .._files import atomic_write
 from .tables import GROUPS, check_frame, frame_metric, summary
 
 __all__ = ["write_outputs", "write_tables", "json_tuning", "plot", "atomic_write", "write_records",
-           "ComparisonFolder", "FolderInUse", "OUTPUTS"]
+           "ComparisonFolder", "FolderInUse", "FolderLock", "OUTPUTS"]
 
 #: What a comparison writes into its folder (``compare.png`` etc. in every format, ``tuning*.png`` and the
 #: ``checkpoints`` folder besides): what ``overwrite`` clears.
@@ -37,16 +37,12 @@ def _alive(pid):
     return True
 
 
-class ComparisonFolder:
-    """The output folder of a comparison: refused when it already holds results (unless the comparison resumes
-    them, ``resume``, or replaces them, ``overwrite``), locked while the comparison runs (a second comparison on
-    the same folder is refused; the lock of a process that no longer runs is taken over), and written as each
-    method finishes, every file atomically.
+class FolderLock:
+    """A folder (made if missing) held by one comparison while it runs: a second one on the same folder is
+    refused (:class:`FolderInUse`, naming ``option``), and the lock of a process that no longer runs is taken
+    over. Use it as a context manager (the lock is released on exit, whatever ends the comparison)."""
 
-    Use it as a context manager (the lock is released on exit, whatever ends the comparison).
-    """
-
-    def __init__(self, path, *, resume=False, overwrite=False, option="--out"):
+    def __init__(self, path, *, option="--out"):
         import socket
 
         self.path = os.path.abspath(os.fspath(path))
@@ -55,17 +51,6 @@ class ComparisonFolder:
             raise FolderInUse(f"{option} {self.path!r} exists and is not a folder")
         self._held = False
         self._take_lock(socket.gethostname(), option)
-        try:
-            found = [name for name in sorted(os.listdir(self.path)) if name != LOCK]
-            if found and not (resume or overwrite):
-                raise FolderInUse(f"{option} {self.path!r} is not empty (it holds {', '.join(found[:4])}"
-                                  f"{', ...' if len(found) > 4 else ''}): continue that comparison with --resume, "
-                                  f"replace its results with --overwrite, or choose another folder")
-            if overwrite and not resume:
-                self._clear()
-        except BaseException:
-            self.release()
-            raise
 
     def _take_lock(self, host, option):
         """Hold the folder's lock file: an OS lock on it (``flock``: released by the OS however the process ends,
@@ -136,18 +121,6 @@ class ComparisonFolder:
                 pass
             return None
 
-    def _clear(self):
-        import glob
-        import shutil
-
-        for name in OUTPUTS:
-            path = os.path.join(self.path, name)
-            if os.path.isfile(path):
-                os.remove(path)
-        for path in glob.glob(os.path.join(self.path, "compare.*")) + glob.glob(os.path.join(self.path, "tuning*")):
-            os.remove(path)
-        shutil.rmtree(os.path.join(self.path, "checkpoints"), ignore_errors=True)
-
     def release(self):
         """Give the folder back (the lock file removed while it is still held, then the OS lock released)."""
         if self._held:
@@ -164,6 +137,39 @@ class ComparisonFolder:
     def __exit__(self, *exc):
         self.release()
         return False
+
+
+class ComparisonFolder(FolderLock):
+    """The output folder of a comparison: refused when it already holds results (unless the comparison resumes
+    them, ``resume``, or replaces them, ``overwrite``), locked while the comparison runs (:class:`FolderLock`),
+    and written as each method finishes, every file atomically.
+    """
+
+    def __init__(self, path, *, resume=False, overwrite=False, option="--out"):
+        super().__init__(path, option=option)
+        try:
+            found = [name for name in sorted(os.listdir(self.path)) if name != LOCK]
+            if found and not (resume or overwrite):
+                raise FolderInUse(f"{option} {self.path!r} is not empty (it holds {', '.join(found[:4])}"
+                                  f"{', ...' if len(found) > 4 else ''}): continue that comparison with --resume, "
+                                  f"replace its results with --overwrite, or choose another folder")
+            if overwrite and not resume:
+                self._clear()
+        except BaseException:
+            self.release()
+            raise
+
+    def _clear(self):
+        import glob
+        import shutil
+
+        for name in OUTPUTS:
+            path = os.path.join(self.path, name)
+            if os.path.isfile(path):
+                os.remove(path)
+        for path in glob.glob(os.path.join(self.path, "compare.*")) + glob.glob(os.path.join(self.path, "tuning*")):
+            os.remove(path)
+        shutil.rmtree(os.path.join(self.path, "checkpoints"), ignore_errors=True)
 
 
 def write_records(frames, folder):
