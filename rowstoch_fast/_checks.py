@@ -405,6 +405,18 @@ def _load_numpy_file(path, what):
         raise ValueError(f"cannot read {what} {path!r}: {why}") from None
 
 
+def caller_outside():
+    """The ``stacklevel`` of the first frame outside this package, for a warning raised below it (an
+    optimizer's ``step``, or ``tell`` of ask/tell, which steps; ``A.mix`` through ``mix_power``)."""
+    import sys
+
+    package = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    level, frame = 1, sys._getframe(2)  # (the caller of the function that warns)
+    while frame is not None and frame.f_code.co_filename.startswith(package):
+        frame, level = frame.f_back, level + 1
+    return level + 1
+
+
 def int_option(minimum, what):
     """An ``argparse`` type: an integer >= ``minimum`` (``what`` names it in the error)."""
     import argparse

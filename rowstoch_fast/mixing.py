@@ -10,8 +10,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from . import _core
-from ._checks import (MAX_ROUNDS, as_float_array, check_coo_arrays, check_csr_arrays, check_dtype, check_int,
-                      check_out, fmt_value, require_memory)
+from ._checks import (MAX_ROUNDS, as_float_array, caller_outside, check_coo_arrays, check_csr_arrays, check_dtype,
+                      check_int, check_out, fmt_value, require_memory)
 from ._device import device_operations, is_device_array
 from .metrics import compute_metrics, perron_vector
 
@@ -477,18 +477,13 @@ class MixingMatrix:
         array([0.25, 0.5 , 0.25, 0.  ])
         """
         R = check_int(R, "R", minimum=0, maximum=MAX_ROUNDS)
-        columns = int(np.prod(np.shape(X)[1:])) if np.ndim(X) > 1 else 1
-        work = R * self.nnz * columns
-        if work > LONG_GOSSIP:  # (R = 10**12 on a 16-node ring ran about 18 hours, with no word)
-            warnings.warn(f"mix_power: R = {R} rounds of {self.nnz} weights x {columns} columns is about {work:.1g} "
-                          "multiply-adds "
-                          "(minutes to days); as R grows A^R X tends to 1 pi^T X on a primitive network (A.pi gives "
-                          "pi); Ctrl-C stops the call", RuntimeWarning, stacklevel=2)
         if is_device_array(X):  # a device array: the CuPy backend
+            self._warn_if_long(R, int(np.prod(X.shape[1:])) if X.ndim == 2 else 1)
             return device_operations().mix_power(self, X, R, out)
         arr = self._prep(X)
         check_out(out, "out", arr.shape, self.dtype)
         X2 = arr.reshape(self.n, -1)
+        self._warn_if_long(R, X2.shape[1])
         out2 = None if out is None else out.reshape(self.n, -1)
         c = self._csr
         if R == 1:
@@ -496,6 +491,16 @@ class MixingMatrix:
         else:
             Y = _core.mix_power(c.indptr, c.indices, c.data, X2, R, out2, check_indices=False)
         return out if out is not None else Y.reshape(arr.shape)
+
+    def _warn_if_long(self, R, columns):
+        """A RuntimeWarning, at the caller of :meth:`mix` or :meth:`mix_power`, before ``R`` rounds past
+        :data:`LONG_GOSSIP` multiply-adds (``R = 10**12`` on a 16-node ring ran about 18 hours without a word)."""
+        work = R * self.nnz * columns
+        if work > LONG_GOSSIP:
+            limit = "1 pi^T X (A.pi)" if self.stochastic == "row" else "a rank-one limit"
+            warnings.warn(f"A^R X: R = {R} rounds of {self.nnz} weights x {columns} columns is about {work:.1g} "
+                          f"multiply-adds (minutes to days); on a primitive network it tends to {limit} as R "
+                          "grows; Ctrl-C stops the call", RuntimeWarning, stacklevel=caller_outside())
 
     # ------------------------------------------------------------------ metrics
     @property
@@ -636,11 +641,11 @@ class MixingMatrix:
         return ax
 
 
-#: The named layouts of :meth:`MixingMatrix.draw`.
 #: The multiply-adds past which :meth:`MixingMatrix.mix_power` warns that it will run long (about 10-20 minutes
 #: of one CPU core).
 LONG_GOSSIP = 1e12
 
+#: The named layouts of :meth:`MixingMatrix.draw`.
 _LAYOUTS = ("circular", "spring")
 
 

@@ -278,15 +278,17 @@ class History:
     def overflowed(self):
         """The metrics among ``grad_norm``, ``loss`` and ``consensus_error`` whose last record (the mean over
         repetitions) is infinite, or NaN where the first was finite: iterates that stayed finite but grew past what
-        the metrics can square, or an objective whose value or gradient turned NaN at finite iterates (a metric
-        that was not recorded is NaN throughout, and not counted)."""
+        the metrics can square, or an objective whose value or gradient turned NaN at finite iterates. Only the
+        metrics the run recorded count (``meta["recorded"]``, where it chose some: a run resumed with fewer has
+        NaN where its checkpoint's records have values)."""
         if not len(self.frame):
             return []
         at = self.frame["iteration"]
         first, last = self.frame.loc[at == at.min()], self.frame.loc[at == at.max()]
+        recorded = self.meta.get("recorded", METRICS)
         with np.errstate(invalid="ignore", over="ignore"):
-            return [m for m in ("grad_norm", "loss", "consensus_error")
-                    if np.isinf(last[m].mean()) or (np.isnan(last[m].mean()) and np.isfinite(first[m].mean()))]
+            return [m for m in ("grad_norm", "loss", "consensus_error") if m in recorded and (
+                np.isinf(last[m].mean()) or (np.isnan(last[m].mean()) and np.isfinite(first[m].mean())))]
 
     @property
     def status(self):
@@ -1033,7 +1035,8 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
     due = _Marks(iterations, record_every, record_at)
     meta = {"algorithm": algorithm.name, "lr": algorithm.lr, "rounds": algorithm.rounds, "tracker": algorithm.tracker,
             "n": algorithm.A.n, "objective": type(objective).__name__, "iterations": iterations, "repeats": repeats,
-            "seed": seed, "record_every": record_every, **({"extra_metrics": extra} if extra else {})}
+            "seed": seed, "record_every": record_every, **({"extra_metrics": extra} if extra else {}),
+            **({} if metrics is METRICS else {"recorded": [m for m in metrics if isinstance(m, str)]})}
     identity = {"algorithm": algorithm.name, "rounds": algorithm.rounds, "tracker": algorithm.tracker,
                 **({"hyper": algorithm.options} if algorithm.hyper else {}),
                 "lr": algorithm.lr, "n": algorithm.A.n, "repeats": repeats, "seed": seed,

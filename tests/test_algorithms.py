@@ -1068,9 +1068,9 @@ def test_a_hyperparameter_is_judged_before_the_build_as_the_constructor_judges_i
     values = (-5, 0, 0.5, 1, 2, 7, 1e9, float("nan"), float("inf"), "x", None, True)
     refused = 0
     for option in algorithm_options(name):
-        if option in ("check_finite", "regularizer", "form", "comm", "partition"):
+        if option in ("regularizer", "comm", "partition"):
             continue
-        for value in values:
+        for value in values + (("atc", "frost", "frots") if option == "form" else ()):
             options = {**options_for(cls), option: value}
             try:
                 cls.build(A, x0, 0.02, **options)
@@ -1078,7 +1078,8 @@ def test_a_hyperparameter_is_judged_before_the_build_as_the_constructor_judges_i
             except (ValueError, TypeError) as exc:
                 built = exc
             try:
-                cls.check_hyper(A.n, 0.02, check_finite=True, **{k: v for k, v in options.items() if k in params})
+                cls.check_hyper(A.n, 0.02, rounds=1, tracker="exact",
+                                **{"check_finite": True, **{k: v for k, v in options.items() if k in params}})
                 probed = None
             except (ValueError, TypeError) as exc:
                 probed = exc
@@ -1088,6 +1089,17 @@ def test_a_hyperparameter_is_judged_before_the_build_as_the_constructor_judges_i
                 assert type(built) is type(probed) and str(built) == str(probed)
             elif built is not None and value is not None:
                 pytest.fail(f"{option}={value!r}: the constructor refused it ({built}) but the probe let it by")
-    if any(isinstance(params[o].default, (int, float)) and not isinstance(params[o].default, bool)
-           for o in algorithm_options(name) if o in params):
-        assert refused  # (a numeric hyperparameter: -5 or NaN is refused somewhere)
+    assert refused  # (check_finite="x" at least)
+    for lr in (-1.0, float("nan"), np.full((2, 1, 1), 0.02), np.full((2, 1, 1), -0.02)):  # (the rate, as Algorithm
+        # passes it with rounds and the tracker)
+        try:
+            cls.build(A, x0 if np.ndim(lr) < 3 else np.zeros((2, 10, 2)), lr, **options_for(cls))
+            built = None
+        except (ValueError, TypeError) as exc:
+            built = exc
+        try:
+            cls.check_hyper(A.n, lr, rounds=1, tracker="exact", **options_for(cls))
+            probed = None
+        except (ValueError, TypeError) as exc:
+            probed = exc
+        assert (built is None) == (probed is None) and str(built) == str(probed), (lr, built, probed)

@@ -369,6 +369,12 @@ def test_a_run_whose_loss_turns_nan_at_finite_iterates_is_diverged_not_done(tmp_
     unrecorded = run(Algorithm(A, method="dsgd", lr=0.01), problem(10 ** 6), 60, record_every=10, progress=False,
                      metrics=["consensus_error"])
     assert unrecorded.frame["loss"].isna().all() and unrecorded.status == "done"
+    ck = tmp_path / "ck.npz"  # a run resumed with fewer metrics: its checkpoint's records have the loss, its own not
+    run(Algorithm(A, method="dsgd", lr=0.01), problem(10 ** 6), 20, record_every=10, progress=False, checkpoint=ck)
+    resumed = run(Algorithm(A, method="dsgd", lr=0.01), problem(10 ** 6), 40, record_every=10, progress=False,
+                  checkpoint=ck, resume=ck, metrics=["consensus_error"])
+    assert np.isfinite(resumed.frame["loss"].iloc[0]) and np.isnan(resumed.frame["loss"].iloc[-1])
+    assert resumed.status == "done" and resumed.overflowed == []
 
 
 def test_divergence_writes_what_was_recorded(tmp_path):

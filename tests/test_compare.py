@@ -2938,10 +2938,12 @@ def test_a_checkpoint_dir_in_use_by_another_comparison_is_refused(tmp_path):
     with outputs.FolderLock(folder, option="checkpoint_dir"):  # (another comparison holds it)
         with pytest.raises(outputs.FolderInUse, match=r"checkpoint_dir .*ck' is being written by another "
                                                         r"comparison \(process \d+\)"):
-            cmp.compare(A, f, "dsgd", **kw)
-    first = cmp.compare(A, f, "dsgd", **kw)
+            cmp.compare(A, f, "dsgd,dgd", **kw)
+    held = []
+    first = cmp.compare(A, f, "dsgd,dgd", **kw, on_result=lambda frame: held.append((folder / outputs.LOCK).exists()))
+    assert held == [True, True]  # (held while it ran)
     assert not (folder / outputs.LOCK).exists() and (folder / "dsgd.npz").exists()
-    again = cmp.compare(A, f, "dsgd", **{**kw, "repeats": 2}, previous=first)  # (a loop's next call: free)
+    again = cmp.compare(A, f, "dsgd,dgd", **{**kw, "repeats": 2}, previous=first)  # (a loop's next call: free)
     assert len(again) == 2 * len(first)
 
 

@@ -169,7 +169,8 @@ def test_mix_power_rejects_negative_R(small):
 
 def test_a_mix_power_that_would_run_for_hours_is_said_before_it_runs(monkeypatch):
     """``A.mix_power(X, 10**12)`` on a 16-node ring ran about 18 hours without a word; past ``LONG_GOSSIP``
-    multiply-adds (R x the weights x the columns) it warns first, and still computes A^R X."""
+    multiply-adds (R x the weights x the columns) it warns first, at the caller's line (through ``A.mix`` too),
+    after the arguments are checked, and still computes A^R X."""
     import warnings
 
     from rowstoch_fast import mixing, topology
@@ -179,12 +180,20 @@ def test_a_mix_power_that_would_run_for_hours_is_said_before_it_runs(monkeypatch
         warnings.simplefilter("error")
         quiet = A.mix_power(X, 50)
     monkeypatch.setattr(mixing, "LONG_GOSSIP", 50 * A.nnz * 2 - 1)
-    with pytest.warns(RuntimeWarning, match=r"R = 50 rounds of 32 weights x 2 columns .* Ctrl-C stops the call"):
+    with pytest.warns(RuntimeWarning, match=r"R = 50 rounds of 32 weights x 2 columns .* 1 pi\^T X .* Ctrl-C") as got:
         loud = A.mix_power(X, 50)
     np.testing.assert_array_equal(quiet, loud)
+    assert got[0].filename == __file__  # (the caller's line, not the package's)
+    with pytest.warns(RuntimeWarning, match="R = 50 rounds") as got:
+        A.mix(X, rounds=50)
+    assert got[0].filename == __file__
+    with pytest.warns(RuntimeWarning, match="a rank-one limit"):  # (column-stochastic: not 1 pi^T X)
+        mixing.out_degree_weights(A).mix_power(X, 50)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         A.mix_power(X[:, 0], 50)  # (one column: under the limit)
+        with pytest.raises(ValueError, match="17 rows"):  # (refused first, not warned about)
+            A.mix_power(np.ones((17, 2)), 50)
 
 
 @given(csr_and_block(max_n=10, max_d=4), st.integers(1, 4), st.floats(1e-3, 1.0))

@@ -730,3 +730,30 @@ def test_a_nan_in_the_settings_is_the_same_on_every_rank(tmp_path):
                           capture_output=True, text=True, timeout=hang_limit(60),
                           env=dict(os.environ, OMP_NUM_THREADS="1"))
     assert proc.returncode == 0 and proc.stdout.count("ran 5") == 2, proc.stdout + proc.stderr
+
+
+def test_a_checkpoint_dir_in_use_is_refused_on_every_rank(tmp_path):
+    """compare(checkpoint_dir=) under MPI: rank 0 takes the folder's lock, and a folder another comparison holds
+    is refused on every rank (two scripts under mpiexec sharing it wrote each other's checkpoints)."""
+    from rowstoch_fast.compare import outputs
+
+    (tmp_path / "ck.py").write_text(
+        "import sys\n"
+        "from rowstoch_fast import compare as cmp, topology\n"
+        "from rowstoch_fast.objectives import Quadratic\n"
+        "try:\n"
+        "    f = cmp.compare(topology.exponential(8), Quadratic.random(8, 3, seed=0), 'dsgd', 20, lr=0.05,\n"
+        "                    repeats=1, backend='mpi', progress=False, checkpoint_dir=sys.argv[1])\n"
+        "    print('ran', len(f), flush=True)\n"
+        "except Exception as exc:\n"
+        "    print('refused', type(exc).__name__, exc, flush=True)\n")
+    folder = tmp_path / "ck"
+    command = [MPIEXEC, *MPIEXEC_FLAGS, "-n", "2", sys.executable, str(tmp_path / "ck.py"), str(folder)]
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    with outputs.FolderLock(folder, option="checkpoint_dir"):  # (another comparison holds it)
+        proc = subprocess.run(command, capture_output=True, text=True, timeout=hang_limit(60), env=env)
+    assert proc.returncode == 0 and proc.stdout.count("refused") == 2, proc.stdout + proc.stderr
+    assert "is being written by another comparison" in proc.stdout
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=hang_limit(60), env=env)
+    assert proc.returncode == 0 and proc.stdout.count("ran") == 2, proc.stdout + proc.stderr
+    assert not (folder / outputs.LOCK).exists()

@@ -209,9 +209,10 @@ class Optimizer(AskTell, FailureHandling, Persistence):
     #: those names (Pull-Diag-GT's ``form``: its state blocks depend on it). A state without one (saved before it
     #: was saved) gets the constructor's default.
     saved_options = ()
-    #: Hyperparameters whose default None the constructor derives from the network before its checks
-    #: (CHOCO-SGD's ``gamma``), each with a valid value that :meth:`check_hyper` puts in a None's place to check
-    #: the others.
+    #: Hyperparameters whose None (their default) ``_validate`` derives from the network before
+    #: ``_check_hyper`` sees them (CHOCO-SGD's ``gamma``), each with a valid value that :meth:`check_hyper`
+    #: puts in a None's place to check the others (without it, a class that overrides ``_validate`` and leaves
+    #: a None is not probed).
     derived_hyper = {}
     #: ``rounds=R`` gossip steps per communication phase (MG methods; gradients then average R samples).
     multi_round = False
@@ -429,10 +430,14 @@ class Optimizer(AskTell, FailureHandling, Persistence):
 
     @classmethod
     def check_hyper(cls, n, lr, **hyper):
-        """Refuse a bad hyperparameter value before anything is built: ``_check_hyper``, what the constructor
-        runs first, on a bare instance of ``cls`` given the constructor's other keywords (``hyper``, else their
-        defaults) as attributes, for ``n`` nodes. A check that needs the built optimizer (an ``AttributeError``
-        in the probe, or a None of :attr:`derived_hyper`) is left to the constructor.
+        """Refuse a bad hyperparameter value before anything is built, as the constructor would for ``n`` nodes:
+        :meth:`_check_options`, then ``_check_hyper`` (what the constructor runs first) on a bare instance of
+        ``cls`` given the constructor's other keywords (``hyper``, else their defaults) as attributes.
+
+        What only the constructor can judge is left to it: a ``_check_hyper`` whose arguments the constructor
+        computes (a keyword it maps, or one it does not take), a None that an overridden ``_validate`` derives
+        from the network (unless :attr:`derived_hyper` gives a stand-in), a check that needs the built optimizer
+        (an ``AttributeError`` in the probe). So ``_check_hyper`` should validate and set attributes only.
 
         Raises
         ------
@@ -441,27 +446,47 @@ class Optimizer(AskTell, FailureHandling, Persistence):
         """
         import inspect
 
+        cls._check_options(hyper)
         built = inspect.signature(cls.__init__).parameters
         takes = inspect.signature(cls._check_hyper).parameters
         anything = any(p.kind is p.VAR_KEYWORD for p in takes.values())
+        given = {"n": n, "lr": lr, **hyper}
+        wanted = {k: v for k, v in given.items()  # (one the constructor does not take, it computes: not given)
+                  if (k in takes and (k in built or k in ("n", "lr"))) or (anything and k in cls.hyper)}
+        derives = cls._validate is not Optimizer._validate  # (it may fill a None before _check_hyper sees it)
+        for name, p in takes.items():
+            if name == "self" or name in wanted or p.kind in (p.VAR_KEYWORD, p.VAR_POSITIONAL):
+                continue
+            default = built[name].default if name in built else p.empty
+            if default is p.empty:  # (one the constructor computes: _check_hyper's own default, or its check)
+                if p.default is p.empty:
+                    return
+                continue
+            if default is None and name in cls.derived_hyper:
+                default = cls.derived_hyper[name]
+            elif default is None and derives:
+                return
+            wanted[name] = default
+        for name, value in list(wanted.items()):
+            if value is None and name in cls.derived_hyper:
+                wanted[name] = cls.derived_hyper[name]
         probe = cls.__new__(cls)
         probe._nodes_hint = n
         for name, p in built.items():  # (what __init__ sets before its checks, e.g. PullDiagGT's form)
             value = hyper.get(name, p.default)
             if name not in takes and value is not p.empty and not hasattr(cls, name):  # (not a property)
                 probe.__dict__[name] = value
-        given = {"n": n, "lr": lr, **hyper}
-        wanted = {k: v for k, v in given.items() if k in takes or (anything and k in cls.hyper)}
-        for name in takes:  # (the constructor's defaults where _check_hyper has none)
-            if name not in wanted and name in built and built[name].default is not built[name].empty:
-                wanted[name] = built[name].default
-        for name, stand_in in cls.derived_hyper.items():  # (derived from the network: the constructor's check)
-            if name in wanted and wanted[name] is None:
-                wanted[name] = stand_in
         try:
             probe._check_hyper(**wanted)
         except AttributeError:  # (a check of the built optimizer's: the constructor's)
             pass
+
+    @classmethod
+    def _check_options(cls, options):
+        """The constructor's keyword options beyond the hyperparameters (``check_finite``; a subclass adds its
+        own, e.g. Pull-Diag-GT's ``form``), checked before them."""
+        if "check_finite" in options:
+            check_bool(options["check_finite"], "check_finite")
 
     def _check_hyper(self, lr):
         """Validate the hyperparameters, set the attributes, return them (as ``state_dict`` saves them).

@@ -17,6 +17,7 @@ import warnings
 import numpy as np
 
 from .. import backends
+from .._checks import caller_outside
 from .._metric_names import CALL_KINDS
 from ..errors import DivergenceError, GrowthWarning
 
@@ -231,7 +232,7 @@ class FailureHandling:
             warnings.warn(f"{type(self).__name__}: max |x| grew from {scale:.3g} (its level at the first read) to "
                           f"{size:.3g} at iteration {t}, more than growth_limit = {limit:g} times, without NaN: the "
                           f"run is likely diverging; try a smaller lr than {self._lr_text()} (opt.growth_limit = "
-                          "None silences this)", GrowthWarning, stacklevel=_caller_outside())
+                          "None silences this)", GrowthWarning, stacklevel=caller_outside())
 
     def _settle(self):
         """Read the deferred checks (one device-to-host read); if one failed, go back to the state before its
@@ -252,16 +253,3 @@ class FailureHandling:
     def _lr_text(self):
         lr = self._hyper.get("lr")
         return lr if np.ndim(lr) == 0 else f"{float(np.max(lr))} (largest)"
-
-
-def _caller_outside():
-    """The ``stacklevel`` of the first frame outside this package, for a warning raised below it (``step``, or
-    ``tell`` of ask/tell, which steps)."""
-    import os
-    import sys
-
-    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-    level, frame = 1, sys._getframe(2)  # (the caller of the function that warns)
-    while frame is not None and frame.f_code.co_filename.startswith(package):
-        frame, level = frame.f_back, level + 1
-    return level + 1

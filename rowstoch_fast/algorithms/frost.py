@@ -50,6 +50,7 @@ class FROST(PullDiagGT):
     scratch = 1
     hyper = ("lr", "tracker")
     saved_options = ()  # (its form is always "frost")
+    form = "frost"  # (what the constructor sets: check_hyper's probe reads it)
     multi_round = False
     order = 10
     exact = True
@@ -63,6 +64,6 @@ class FROST(PullDiagGT):
         """None: FROST's ``y`` is mixed before its correction is added, so Lemma 1's identity is not its own."""
         return None
 
-    def _check_hyper(self, lr, rounds, tracker):
+    def _check_hyper(self, lr, rounds=1, tracker="exact"):  # (rounds: always one; the default tells check_hyper)
         checked = super()._check_hyper(lr, rounds, tracker)
         return {"lr": checked["lr"], "tracker": checked["tracker"]}

@@ -114,8 +114,7 @@ class PullDiagGT(Optimizer):
 
     def __init__(self, A, x0, lr, rounds=1, tracker="exact", backend="auto", *, check_finite=True, comm=None,
                  partition=None, form="atc"):
-        if form not in FORMS:
-            raise ValueError(f"form must be 'atc' or 'frost', got {form!r}")
+        self._check_options({"form": form})
         self.form = form
         if form == "frost":  # no x - lr y block, one work block
             self.state, self.scratch = ("x", "y", "g"), 1
@@ -131,6 +130,12 @@ class PullDiagGT(Optimizer):
             self._scratch = self._ops.xp.empty((0, self._reps * self._d), dtype=self._ops.dtype)
         else:
             self._psi, self._scratch = self._work
+
+    @classmethod
+    def _check_options(cls, options):
+        super()._check_options(options)
+        if "form" in options and options["form"] not in FORMS:
+            raise ValueError(f"form must be 'atc' or 'frost', got {options['form']!r}")
 
     @classmethod
     def _saved_options_of(cls, options, state):

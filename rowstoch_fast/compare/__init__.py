@@ -141,9 +141,9 @@ def compare(A, objective, algorithms=None, rounds_budget=2000, *, lr=None, tune=
         periodically, on Ctrl-C / SIGTERM and at the end): what ``previous`` resumes.
         The comparison's own folder, made (with its missing parents) before the
         first run, as the command line's ``--out`` is, and locked while the
-        comparison runs (in one process: a second comparison on the same folder
-        is refused with a :class:`~rowstoch_fast.compare.outputs.FolderInUse`, a
-        ValueError); :func:`~rowstoch_fast.run`'s ``checkpoint``, a file, needs
+        comparison runs (under MPI by rank 0): a second comparison on the same
+        folder is refused with a :class:`~rowstoch_fast.compare.outputs.FolderInUse`
+        (a ValueError); :func:`~rowstoch_fast.run`'s ``checkpoint``, a file, needs
         its folder to exist instead.
     previous : pandas.DataFrame, optional
         The frame of an earlier (interrupted, or smaller) comparison of the same
@@ -252,10 +252,7 @@ def compare(A, objective, algorithms=None, rounds_budget=2000, *, lr=None, tune=
         if on_result is not None:
             on_result(assemble(plan, finished))
 
-    with contextlib.ExitStack() as held:
-        if plan.checkpoint_dir is not None and one_process(plan.backend):  # (under MPI: a lock per rank would
-            # refuse the other ranks; the command line's --out is locked on the root)
-            held.enter_context(FolderLock(plan.checkpoint_dir, option="checkpoint_dir"))
+    with _checkpoint_lock(plan):
         outcomes, interrupted, error = execute(plan, jobs=jobs, progress=progress, log=log, on_outcome=collect)
     frame = assemble(plan, outcomes, interrupted)
     if error is not None:
@@ -265,6 +262,31 @@ def compare(A, objective, algorithms=None, rounds_budget=2000, *, lr=None, tune=
             pass
         raise error
     return frame
+
+
+def _checkpoint_lock(plan):
+    """The lock of ``plan.checkpoint_dir`` while the comparison runs (:class:`~rowstoch_fast.compare.outputs.FolderLock`;
+    under MPI taken by rank 0, its refusal raised on every rank), or a context that holds nothing."""
+    if plan.checkpoint_dir is None or _starting_a_worker():
+        return contextlib.nullcontext()
+    if one_process(plan.backend):
+        return FolderLock(plan.checkpoint_dir, option="checkpoint_dir")
+    from mpi4py import MPI
+
+    from ..backends.mpi import collective
+
+    comm = MPI.COMM_WORLD
+    lock = collective(comm, lambda: FolderLock(plan.checkpoint_dir, option="checkpoint_dir")
+                      if comm.Get_rank() == 0 else None)
+    return lock if lock is not None else contextlib.nullcontext()
+
+
+def _starting_a_worker():
+    """Whether this process is a ``jobs > 1`` worker running the script again as it starts (a script without
+    ``if __name__ == "__main__":``): the folder is its parent's, and the error to show is multiprocessing's."""
+    import multiprocessing
+
+    return bool(getattr(multiprocessing.current_process(), "_inheriting", False))
 
 
 class _Shared(dict):
