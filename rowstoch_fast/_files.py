@@ -20,3 +20,13 @@ def atomic_write(path, write, mode="w"):
         if os.path.exists(tmp):
             os.remove(tmp)
 
+
+def process_alive(pid):
+    """Whether process ``pid`` runs on this machine (another user's counts)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True

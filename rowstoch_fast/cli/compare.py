@@ -203,6 +203,7 @@ def _compare(args):
             f = on_every_rank(args, _objective_from_args, args, base.n)
             for sname, ns in settings:
                 A = network_options.build(base, ns)
+                _check_resumed_data(args, gname + (f" / {sname}" if sname else ""), A, f)
                 chosen = args.algorithms or ",".join(cmp.default_algorithms(A, f))  # (default: what runs on A, f)
                 specs = cmp.parse_algorithms(chosen, A, args.mg_rounds)
                 labels = [label for label, _, _ in specs]
@@ -419,8 +420,10 @@ def _not_reached(args, frames):
         return pd.MultiIndex.from_frame(frame[present].astype(object).fillna("").astype(str))
 
     if not set(keys) <= set(done.columns):
-        return previous
-    rest = previous[~key(previous).isin(key(done))]
+        rest = previous.copy()
+    else:
+        rest = previous[~key(previous).isin(key(done))].copy()
+    rest.attrs["rates"] = getattr(args, "previous_tuning", None) or {}  # (their lr.json entries: written on too)
     return rest if len(rest) else None
 
 
@@ -453,6 +456,12 @@ def _previous_of(args, gname, sname=None):
     part = previous[previous["graph"].astype(str) == str(gname)]
     if sname is not None and "setting" in part.columns:
         part = part[part["setting"].astype(object).fillna("").astype(str) == sname]
+    if len(part):  # (the tuning that chose each rate: a run interrupted in its evaluation is judged with it again;
+        # its diagnosis had lost the tuner's account of the rates tried)
+        from ..compare.outputs import _title, tuning_from_json
+
+        saved = ((getattr(args, "previous_tuning", None) or {}).get(_title(part)) or {}).get("tuning") or {}
+        part.attrs["tuning"] = {label: tuning_from_json(record) for label, record in saved.items()}
     part = part.drop(columns=[c for c in ("graph", "setting") if c in part.columns])
     part.attrs["identity_checked_by"] = "experiment.json"  # (_read_resumed_comparison compared the settings)
     return part if len(part) else None
@@ -599,8 +608,13 @@ def _read_resumed_comparison(args):
                                  f"comparison ran with {key} = {old!r}; only repeats may grow (start a new "
                                  f"comparison for other settings)")
         if frozen.get("algorithms", {}) != algorithms:
-            raise UsageError(f"--resume {folder!r}: its experiment.json was edited: the algorithms' settings differ "
-                             f"from those the comparison ran with")
+            from ..network import first_difference
+
+            key, old, new = first_difference(frozen.get("algorithms", {}), algorithms, "algorithms.") or \
+                ("algorithms", frozen.get("algorithms"), algorithms)
+            raise UsageError(f"--resume {folder!r}: its experiment.json was edited: {key} = {new!r}, but the "
+                             f"comparison ran with {key} = {old!r}; only repeats may grow (start a new comparison "
+                             "for other settings)")
     held = int(previous.groupby("algorithm")["rep"].nunique().max()) if len(previous) and \
         {"algorithm", "rep"} <= set(previous.columns) else 0  # (an interrupted growth: more than the settings')
     for key, value in settings.items():
@@ -622,7 +636,43 @@ def _read_resumed_comparison(args):
     if "--out" not in args.given:
         args.out = folder
     args.previous = previous if len(previous) else None
+    args.saved_graphs = saved.get("graphs") or {}
     return algorithms
+
+
+def _digests(described):
+    """``{"objective.data_sha1": ..., "network.base.sha1": ...}``: the fingerprints of what a comparison read from
+    files or drew (its data, its matrices), from the ``describe()`` dicts of its objective and network."""
+    out = {}
+
+    def walk(value, path):
+        if isinstance(value, dict):
+            for key, item in value.items():
+                walk(item, f"{path}.{key}")
+        elif path.endswith("sha1"):
+            out[path.lstrip(".")] = value
+
+    walk(described, "")
+    return out
+
+
+def _check_resumed_data(args, title, A, f):
+    """``--resume``: a UsageError where the data or a matrix of ``title`` (a graph, and setting) is not what the
+    comparison ran on (experiment.json's fingerprints): a --data-file or --matrix edited since had the kept methods'
+    records put in one table with runs on the new one."""
+    from ..network import describe
+
+    saved = (getattr(args, "saved_graphs", None) or {}).get(title)
+    if not saved or not args.resume:
+        return
+    then = _digests({"objective": saved.get("objective"), "network": saved.get("fingerprint")})
+    now = _digests({"objective": f.describe(), "network": describe(A)})
+    for key in then:
+        if key in now and then[key] != now[key]:
+            what = "data" if key.startswith("objective") else "matrix"
+            raise UsageError(f"--resume {args.resume!r}: {title}'s {what} is not what the comparison ran on ({key} "
+                             f"was {then[key]}, it is {now[key]} now: {'--data-file' if what == 'data' else '--matrix'}"
+                             f" changed since?); put it back, or start a new comparison")
 
 
 #: The options experiment.json records (the resolved settings of a comparison): these, the network layers' options
@@ -642,6 +692,7 @@ def _write_experiment(args, problems, file_algorithms):
 
     from .. import __version__, build_info
     from ..compare.outputs import atomic_write
+    from ..network import describe
 
     keys = (*_SETTINGS, *network_options.names(), *_SETTINGS_AFTER)
     settings = json.loads(json.dumps({k: getattr(args, k, None) for k in keys}, default=str))
@@ -649,7 +700,7 @@ def _write_experiment(args, problems, file_algorithms):
     for g, sname, ns, A, specs, _, f, _, _, _ in problems:
         graphs[g + (f" / {sname}" if sname else "")] = {"n": A.n, "network": network_options.words(ns),
                                                          "algorithms": [label for label, _, _ in specs],
-                                                         "objective": f.describe()}
+                                                         "objective": f.describe(), "fingerprint": describe(A)}
     document = {"settings": settings, "algorithms": file_algorithms, "graphs": graphs,
                 "node_files": network_options.node_files(args), "version": __version__,
                 "build_info": build_info(), "argv": getattr(args, "argv", sys.argv[1:])}

@@ -3,6 +3,7 @@ atomically (a reader, or a run killed mid-write, sees the old file or the new on
 
 from __future__ import annotations
 
+import glob
 import json
 import math
 import os
@@ -11,6 +12,7 @@ import re
 import numpy as np
 
 from .._files import atomic_write
+from .._files import process_alive as _alive  # (patched in a test)
 from .tables import GROUPS, check_frame, frame_metric, summary
 
 __all__ = ["write_outputs", "write_tables", "json_tuning", "plot", "atomic_write", "write_records",
@@ -27,14 +29,18 @@ class FolderInUse(ValueError):
     """The output folder holds another comparison's results, or another comparison is writing to it."""
 
 
-def _alive(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process
-        return True
-    return True
+def _remove_stale_temporaries(folder):
+    """Remove the temporary files of an atomic write (``NAME.tmp-PID``) that a killed process left in ``folder``
+    and the folders below it (a comparison's checkpoints): what holds the folder's lock writes them, and the
+    process named is no longer running."""
+    for root, _, names in os.walk(folder):
+        for name in names:
+            stem, dot, pid = name.rpartition(".tmp-")
+            if dot and stem and pid.isdigit() and not _alive(int(pid)):
+                try:
+                    os.remove(os.path.join(root, name))
+                except OSError:
+                    pass
 
 
 class FolderLock:
@@ -51,6 +57,7 @@ class FolderLock:
             raise FolderInUse(f"{option} {self.path!r} exists and is not a folder")
         self._held = False
         self._take_lock(socket.gethostname(), option)
+        _remove_stale_temporaries(self.path)
 
     def _take_lock(self, host, option):
         """Hold the folder's lock file: an OS lock on it (``flock``: released by the OS however the process ends,
@@ -160,7 +167,6 @@ class ComparisonFolder(FolderLock):
             raise
 
     def _clear(self):
-        import glob
         import shutil
 
         for name in OUTPUTS:
@@ -209,20 +215,26 @@ def write_outputs(frames, folder, metrics=(), x="rounds", formats=("png",), capt
             name = "tuning" if len(frames) == 1 else "tuning-" + re.sub(r"[^A-Za-z0-9._+-]+", "_", _title(fr))
             plt.close(report.tuning_figure(fr.attrs["tuning"], path=os.path.join(folder, name)))
             written.append(name + ".png")
+    for stale in sorted(glob.glob(os.path.join(glob.escape(folder), "tuning*.png"))):  # (an interrupted write of one
+        # setting's had named it tuning.png, left beside the tuning-<setting>.png of the resumed comparison)
+        if os.path.basename(stale) not in written:
+            os.remove(stale)
     return written
 
 
 def write_tables(frames, folder, metrics=(), caption=None, kept=None):
     """compare.csv, summary.csv / .md / .tex and lr.json of ``frames`` (what :func:`write_outputs` writes but the
     figures; cheap enough to rewrite as each method finishes). ``kept``: records of a resumed comparison that this
-    run has not reached yet (compare.csv's rows, its group columns included), written on into compare.csv, so that
-    a kill while a resume goes through the methods it keeps loses none of them. Returns the names written."""
+    run has not reached yet (compare.csv's rows, its group columns included), written on into compare.csv, and
+    their rates and tuning records (``kept.attrs["rates"]``: the earlier lr.json) into lr.json, so that a kill
+    while a resume goes through the methods it keeps loses none of them. compare.csv, what ``--resume`` keeps, is
+    written last: a kill between two files leaves no method in it whose tuning record lr.json lacks. Returns the
+    names written."""
     import pandas as pd
 
     from .. import report
 
     os.makedirs(folder, exist_ok=True)
-    write_records(frames + ([kept] if kept is not None and len(kept) else []), folder)
     metric = frames[0].attrs.get("metric") or frame_metric(frames[0])
     shown = list(dict.fromkeys([metric, *metrics]))
     table = summary(pd.concat(frames, ignore_index=True), metric, metrics=shown)
@@ -238,8 +250,29 @@ def write_tables(frames, folder, metrics=(), caption=None, kept=None):
                  lambda fh: fh.write(report.to_latex(shown_table, shown, caption=caption)))
     rates = {_title(fr): {"metric": metric, "lr": fr.attrs.get("lr", {}), "source": fr.attrs.get("lr_source", {}),
                           "tuning": json_tuning(fr.attrs.get("tuning", {}))} for fr in frames}
+    if kept is not None and len(kept):
+        _carry_rates(rates, kept, kept.attrs.get("rates") or {})
     atomic_write(os.path.join(folder, "lr.json"), lambda fh: json.dump(rates, fh, indent=1, default=str))
+    write_records(frames + ([kept] if kept is not None and len(kept) else []), folder)
     return ["compare.csv", "summary.csv", "summary.md", "summary.tex", "lr.json"]
+
+
+def _carry_rates(rates, kept, earlier):
+    """Into ``rates`` (lr.json's, by graph and setting), the entries of ``earlier`` (the resumed comparison's
+    lr.json) of the methods whose records ``kept`` carries on: a resume stopped before it reached them had written
+    lr.json without them, and the next one lost their tuning records for good."""
+    present = [g for g in GROUPS if g in kept.columns]
+    parts = kept.groupby(present, sort=False, dropna=False) if present else [((), kept)]
+    for _, part in parts:
+        title = _title(part)
+        old = earlier.get(title)
+        if not old:
+            continue
+        entry = rates.setdefault(title, {"metric": old.get("metric"), "lr": {}, "source": {}, "tuning": {}})
+        for label in dict.fromkeys(part["algorithm"].astype(str)):
+            for key in ("lr", "source", "tuning"):
+                if label in (old.get(key) or {}) and label not in entry[key]:
+                    entry[key] = {**entry[key], label: old[key][label]}
 
 
 def json_tuning(tuning):

@@ -16,6 +16,7 @@ import queue
 import signal
 import time
 
+from .._files import process_alive
 from .._progress import bar as progress_bar
 from .._signals import signals_held, sigterm_as_interrupt
 
@@ -186,11 +187,17 @@ def _plan_file(plan):
     """The pickled ``plan`` in a file the workers read (its path): a worker that dies as it starts (a script
     without ``if __name__ == "__main__":``, which every worker runs again) left the parent blocked for ever in the
     process's start, writing a plan larger than the pipe's buffer to a child that would never read it."""
+    import glob
     import tempfile
 
+    for stale in glob.glob(os.path.join(tempfile.gettempdir(), "rowstoch-plan-*-*.pickle")):  # (a parent killed
+        # by SIGKILL before its workers had read it: the process named is gone)
+        pid = os.path.basename(stale).split("-")[2]
+        if pid.isdigit() and not process_alive(int(pid)):
+            _remove(stale)
     path = None
     try:
-        fd, path = tempfile.mkstemp(prefix="rowstoch-plan-", suffix=".pickle")
+        fd, path = tempfile.mkstemp(prefix=f"rowstoch-plan-{os.getpid()}-", suffix=".pickle")
         with os.fdopen(fd, "wb") as fh:
             pickle.dump(plan, fh, protocol=pickle.HIGHEST_PROTOCOL)
     except OSError as exc:
