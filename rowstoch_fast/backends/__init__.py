@@ -26,7 +26,7 @@ _MODULES = {"cpu": ("rowstoch_fast.backends.cpu", "CpuBackend"), "cupy": ("rowst
             "mpi": ("rowstoch_fast.backends.mpi", "MpiBackend")}
 
 __all__ = ["BACKENDS", "DEFERRED", "create", "every_process_here", "is_device_array", "nodes_per_process",
-           "one_process", "require_block_memory", "resolve_backend", "to_backend"]
+           "on_the_root", "one_process", "require_block_memory", "resolve_backend", "to_backend"]
 
 
 #: The modules running device operations for the layers below (see :func:`rowstoch_fast._device.provide`).
@@ -139,6 +139,19 @@ def every_process_here(backend, timeout=None):
     from .mpi import polled_barrier
 
     return polled_barrier(timeout)
+
+
+def on_the_root(backend, fn):
+    """``fn()`` run by one process: its result there, None on the others (under MPI, rank 0's; its error raised on
+    every rank, a :class:`~rowstoch_fast.errors.RemoteError` on the others). Collective under MPI."""
+    if one_process(backend):
+        return fn()
+    from mpi4py import MPI
+
+    from .mpi import collective
+
+    comm = MPI.COMM_WORLD
+    return collective(comm, lambda: fn() if comm.Get_rank() == 0 else None)
 
 
 def nodes_per_process(backend, n):

@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 
 from .. import algorithms as _algorithms
-from ..backends import one_process
+from ..backends import on_the_root
 from .execute import Outcome, default_jobs, execute, run_method
 from .live import LiveView, text_plot
 from .outputs import FolderLock, json_tuning, plot, write_outputs, write_tables
@@ -265,19 +265,12 @@ def compare(A, objective, algorithms=None, rounds_budget=2000, *, lr=None, tune=
 
 
 def _checkpoint_lock(plan):
-    """The lock of ``plan.checkpoint_dir`` while the comparison runs (:class:`~rowstoch_fast.compare.outputs.FolderLock`;
-    under MPI taken by rank 0, its refusal raised on every rank), or a context that holds nothing."""
+    """The lock of ``plan.checkpoint_dir`` while the comparison runs
+    (:class:`~rowstoch_fast.compare.outputs.FolderLock`; under MPI taken by rank 0, its refusal raised on every
+    rank), or a context that holds nothing."""
     if plan.checkpoint_dir is None or _starting_a_worker():
         return contextlib.nullcontext()
-    if one_process(plan.backend):
-        return FolderLock(plan.checkpoint_dir, option="checkpoint_dir")
-    from mpi4py import MPI
-
-    from ..backends.mpi import collective
-
-    comm = MPI.COMM_WORLD
-    lock = collective(comm, lambda: FolderLock(plan.checkpoint_dir, option="checkpoint_dir")
-                      if comm.Get_rank() == 0 else None)
+    lock = on_the_root(plan.backend, lambda: FolderLock(plan.checkpoint_dir, option="checkpoint_dir"))
     return lock if lock is not None else contextlib.nullcontext()
 
 
