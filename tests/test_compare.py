@@ -3168,17 +3168,23 @@ def test_what_a_killed_comparison_left_half_written_is_removed_when_its_folder_i
     (folder / "checkpoints" / "ring").mkdir(parents=True)
     stale = [folder / f"compare.csv.tmp-{dead.pid}", folder / f"summary.csv.tmp-{dead.pid}",
              folder / "checkpoints" / "ring" / f"dsgd.npz.tmp-{dead.pid}"]
-    alive = [folder / f"lr.json.tmp-{os.getpid()}", folder / "notes.tmp-x"]
+    (folder / "mine").mkdir()
+    alive = [folder / f"lr.json.tmp-{os.getpid()}", folder / "notes.tmp-x",  # (a live writer's; not a PID)
+             folder / f"results.tmp-{dead.pid}", folder / "mine" / f"data.csv.tmp-{dead.pid}"]  # (not ours)
     for path in stale + alive:
         path.write_text("half")
+    with pytest.raises(outputs.FolderInUse, match="is not empty"):  # (a folder refused: nothing of it touched)
+        outputs.ComparisonFolder(folder)
+    assert all(p.exists() for p in stale + alive)
     with outputs.ComparisonFolder(folder, resume=True):
         assert not any(p.exists() for p in stale) and all(p.exists() for p in alive)
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    left = tmp_path / f"rowstoch-plan-{dead.pid}-abc.pickle"
-    left.write_bytes(b"plan")
     A, f = topology.ring(8), Quadratic.random(8, 3, seed=0)
-    cmp.compare(A, f, "dsgd,dgd", 20, lr=0.05, repeats=1, progress=False, jobs=2)
-    assert not left.exists() and not list(tmp_path.glob("rowstoch-plan-*"))
+    for jobs in (2, 1):  # (a resume with one process removes them too)
+        left = tmp_path / f"rowstoch-plan-{dead.pid}-abc.pickle"
+        left.write_bytes(b"plan")
+        cmp.compare(A, f, "dsgd,dgd", 20, lr=0.05, repeats=1, progress=False, jobs=jobs)
+        assert not left.exists() and not list(tmp_path.glob("rowstoch-plan-*"))
 
 
 def test_an_interrupted_write_of_one_setting_leaves_no_stray_tuning_figure(tmp_path):

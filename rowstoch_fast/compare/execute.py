@@ -16,7 +16,7 @@ from .._progress import bar as progress_bar
 from .._signals import signals_held, sigterm_as_interrupt
 from .method import Outcome, run_method
 from ..runner import held_between_runs
-from .processes import default_jobs, execute_in_processes
+from .processes import default_jobs, execute_in_processes, remove_stale_plan_files
 
 __all__ = ["Outcome", "run_method", "execute", "default_jobs"]
 
@@ -31,6 +31,7 @@ def execute(plan, *, jobs=1, progress=False, log=None, on_outcome=None):
     cores' threads); the outcomes are those of a serial run.
     """
     log = log or (lambda line: None)
+    remove_stale_plan_files()
     if jobs > 1 and len(plan.methods) > 1:
         return execute_in_processes(plan, jobs, progress=progress, log=log, on_outcome=on_outcome)
     outcomes, interrupted, error = [], False, None

@@ -29,26 +29,12 @@ class FolderInUse(ValueError):
     """The output folder holds another comparison's results, or another comparison is writing to it."""
 
 
-def _remove_stale_temporaries(folder):
-    """Remove the temporary files of an atomic write (``NAME.tmp-PID``) that a killed process left in ``folder``
-    and the folders below it (a comparison's checkpoints): what holds the folder's lock writes them, and the
-    process named is no longer running."""
-    for root, _, names in os.walk(folder):
-        for name in names:
-            stem, dot, pid = name.rpartition(".tmp-")
-            if dot and stem and pid.isdigit() and not _alive(int(pid)):
-                try:
-                    os.remove(os.path.join(root, name))
-                except OSError:
-                    pass
-
-
 class FolderLock:
     """A folder (made if missing) held by one comparison while it runs: a second one on the same folder is
     refused (:class:`FolderInUse`, naming ``option``), and the lock of a process that no longer runs is taken
     over. Use it as a context manager (the lock is released on exit, whatever ends the comparison)."""
 
-    def __init__(self, path, *, option="--out"):
+    def __init__(self, path, *, option="--out", clean=True):
         import socket
 
         self.path = os.path.abspath(os.fspath(path))
@@ -57,7 +43,25 @@ class FolderLock:
             raise FolderInUse(f"{option} {self.path!r} exists and is not a folder")
         self._held = False
         self._take_lock(socket.gethostname(), option)
-        _remove_stale_temporaries(self.path)
+        if clean:
+            self.remove_stale_temporaries()
+
+    def _ours(self, relative):
+        """Whether ``relative`` (a path in the folder) names a file a comparison writes there: a checkpoint."""
+        return os.sep not in relative and relative.endswith(".npz")
+
+    def remove_stale_temporaries(self):
+        """Remove the temporary files of an atomic write (``NAME.tmp-PID``) that a killed comparison left: those
+        of files it writes (:meth:`_ours`) whose process no longer runs (this one holds the lock)."""
+        for root, _, names in os.walk(self.path):
+            for name in names:
+                stem, dot, pid = name.rpartition(".tmp-")
+                relative = os.path.relpath(os.path.join(root, stem), self.path)
+                if dot and stem and pid.isdigit() and self._ours(relative) and not _alive(int(pid)):
+                    try:
+                        os.remove(os.path.join(root, name))
+                    except OSError:
+                        pass
 
     def _take_lock(self, host, option):
         """Hold the folder's lock file: an OS lock on it (``flock``: released by the OS however the process ends,
@@ -153,7 +157,7 @@ class ComparisonFolder(FolderLock):
     """
 
     def __init__(self, path, *, resume=False, overwrite=False, option="--out"):
-        super().__init__(path, option=option)
+        super().__init__(path, option=option, clean=False)
         try:
             found = [name for name in sorted(os.listdir(self.path)) if name != LOCK]
             if found and not (resume or overwrite):
@@ -162,9 +166,17 @@ class ComparisonFolder(FolderLock):
                                   f"replace its results with --overwrite, or choose another folder")
             if overwrite and not resume:
                 self._clear()
+            self.remove_stale_temporaries()
         except BaseException:
             self.release()
             raise
+
+    def _ours(self, relative):
+        """The tables, settings and figures at the top, the checkpoints below ``checkpoints/``."""
+        top, _, rest = relative.partition(os.sep)
+        if rest:
+            return top == "checkpoints" and relative.endswith(".npz")
+        return relative in OUTPUTS or relative.startswith((".rowstoch", "summary.", "compare.", "tuning", "live."))
 
     def _clear(self):
         import shutil

@@ -183,18 +183,25 @@ def _remove(path):
             pass
 
 
+def remove_stale_plan_files():
+    """Remove the workers' plan files (:func:`_plan_file`) of a parent killed by SIGKILL before its workers had
+    read them (200 KB each in the temporary folder): those whose process no longer runs. Any comparison's start
+    does it, whatever its ``jobs``."""
+    import glob
+    import tempfile
+
+    for stale in glob.glob(os.path.join(tempfile.gettempdir(), "rowstoch-plan-*-*.pickle")):
+        pid = os.path.basename(stale).split("-")[2]
+        if pid.isdigit() and not process_alive(int(pid)):
+            _remove(stale)
+
+
 def _plan_file(plan):
     """The pickled ``plan`` in a file the workers read (its path): a worker that dies as it starts (a script
     without ``if __name__ == "__main__":``, which every worker runs again) left the parent blocked for ever in the
     process's start, writing a plan larger than the pipe's buffer to a child that would never read it."""
-    import glob
     import tempfile
 
-    for stale in glob.glob(os.path.join(tempfile.gettempdir(), "rowstoch-plan-*-*.pickle")):  # (a parent killed
-        # by SIGKILL before its workers had read it: the process named is gone)
-        pid = os.path.basename(stale).split("-")[2]
-        if pid.isdigit() and not process_alive(int(pid)):
-            _remove(stale)
     path = None
     try:
         fd, path = tempfile.mkstemp(prefix=f"rowstoch-plan-{os.getpid()}-", suffix=".pickle")
