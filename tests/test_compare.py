@@ -3208,6 +3208,30 @@ def test_an_interrupted_write_of_one_setting_leaves_no_stray_tuning_figure(tmp_p
     assert len(list(tmp_path.glob("tuning-*.png"))) == 2
 
 
+class _InterruptsWhenLoaded:
+    """What a worker unpickles as its plan: its own Ctrl-C, as it loads it (before any method's run)."""
+
+    def __reduce__(self):
+        return signal.raise_signal, (signal.SIGINT,)
+
+
+def test_a_worker_interrupted_outside_a_run_reports_it_and_leaves_cleanly(tmp_path, monkeypatch):
+    """A worker's Ctrl-C or SIGTERM as it imported, loaded the plan or left ended it with exit code 1 (the parent
+    then blamed the main guard or memory), and one in its exit could cut its last message short: the parent waited
+    for ever for the rest (1 of 49 SIGTERMs to a `--jobs 2` resume's process group; a helper's kill fuzz). It is
+    now reported as an interruption, and the worker ignores signals once it is done."""
+    import pickle
+
+    processes = sys.modules["rowstoch_fast.compare.processes"]
+    path = tmp_path / "plan.pickle"
+    path.write_bytes(pickle.dumps(_InterruptsWhenLoaded()))
+    monkeypatch.setattr(processes, "_plan_file", lambda plan: str(path))
+    plan = cmp.make_plan(topology.ring(8), Quadratic.random(8, 3, seed=0), "dsgd,dgd", 20, lr=0.05, repeats=1)
+    outcomes, interrupted, error = processes.execute_in_processes(plan, 2, progress=False, log=None,
+                                                                  on_outcome=None)
+    assert interrupted and error is None and outcomes == []
+
+
 def test_a_resume_checks_the_data_and_judges_an_interrupted_run_with_its_tuning(tmp_path, capsys):
     """`--resume` of a folder whose --data-file had been edited since ran the methods it did not keep on the new
     data, beside the kept ones' records on the old (a helper's kill fuzz); and a method with no stable rate,

@@ -100,10 +100,24 @@ def _die_with_parent():
 
 
 def _worker(path, threads, tasks, results, stop, term=True):
-    """A worker's loop: methods by index until the queue is empty or ``stop`` is set (``path``: the file of the
-    pickled plan; ``term``: SIGTERM stops it, as it stops the parent)."""
+    """A worker: :func:`_work`, a Ctrl-C or SIGTERM outside a method's run (as it imports, loads the plan or
+    leaves) reported as one within, and the signals ignored once it is done. (A signal in its exit, where
+    multiprocessing flushes the queue, ended it mid-message: the parent then waited for ever for the rest of it:
+    1 of 49 SIGTERMs to the process group.)"""
     _die_with_parent()
     _interrupt_once(term)
+    try:
+        _work(path, threads, tasks, results, stop)
+    except KeyboardInterrupt:
+        results.put(("interrupted", -1, None))
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+
+def _work(path, threads, tasks, results, stop):
+    """A worker's loop: methods by index until the queue is empty or ``stop`` is set (``path``: the file of the
+    pickled plan)."""
     results.put(("started", -1, os.getpid()))
     from .. import _core
     from .method import run_method
