@@ -478,7 +478,7 @@ class MixingMatrix:
         """
         R = check_int(R, "R", minimum=0, maximum=MAX_ROUNDS)
         if is_device_array(X):  # a device array: the CuPy backend
-            self._warn_if_long(R, int(np.prod(X.shape[1:])) if X.ndim == 2 else 1)
+            self._warn_if_long(R, X.shape[1] if X.ndim == 2 else 1)
             return device_operations().mix_power(self, X, R, out)
         arr = self._prep(X)
         check_out(out, "out", arr.shape, self.dtype)

@@ -462,12 +462,10 @@ class Optimizer(AskTell, FailureHandling, Persistence):
                 if p.default is p.empty:
                     return
                 continue
-            if default is None and name in cls.derived_hyper:
-                default = cls.derived_hyper[name]
-            elif default is None and derives:
+            if default is None and derives and name not in cls.derived_hyper:
                 return
             wanted[name] = default
-        for name, value in list(wanted.items()):
+        for name, value in list(wanted.items()):  # (a None derived from the network: a valid stand-in)
             if value is None and name in cls.derived_hyper:
                 wanted[name] = cls.derived_hyper[name]
         probe = cls.__new__(cls)

@@ -292,7 +292,7 @@ def _compare(args):
                 frame.insert(0, "graph", gname)
                 if several:
                     frame.insert(1, "setting", sname)
-                return _with_kept_tuning(frame, args)
+                return frame  # (a kept method's tuning record too: the previous frame's, _previous_of)
 
             def write_so_far(frame):  # each method's results as it finishes, every table replaced atomically
                 if root and len(frame):
@@ -427,26 +427,6 @@ def _not_reached(args, frames):
     return rest if len(rest) else None
 
 
-def _with_kept_tuning(frame, args):
-    """``frame`` with the tuning records (lr.json's) of the methods a resumed comparison kept from the folder: the
-    resumed run tunes none of them, and lr.json and tuning.png lost theirs (``--resume`` of a finished folder left
-    lr.json's tuning empty)."""
-    saved = getattr(args, "previous_tuning", None)
-    if not saved or not len(frame) or "algorithm" not in frame.columns:
-        return frame
-    from ..compare import _Shared
-    from ..compare.outputs import _title, tuning_from_json
-
-    now = frame.attrs.get("tuning") or {}
-    old = (saved.get(_title(frame)) or {}).get("tuning") or {}
-    kept = {label: record for label, record in old.items() if label not in now and label in set(frame["algorithm"])}
-    if kept:
-        order = list(dict.fromkeys(frame["algorithm"]))
-        merged = {**{k: tuning_from_json(v) for k, v in kept.items()}, **now}
-        frame.attrs["tuning"] = _Shared({k: merged[k] for k in order if k in merged})
-    return frame
-
-
 def _previous_of(args, gname, sname=None):
     """The records of graph ``gname`` (and setting ``sname``) of the comparison ``--resume`` continues (None
     otherwise)."""
@@ -456,8 +436,8 @@ def _previous_of(args, gname, sname=None):
     part = previous[previous["graph"].astype(str) == str(gname)]
     if sname is not None and "setting" in part.columns:
         part = part[part["setting"].astype(object).fillna("").astype(str) == sname]
-    if len(part):  # (the tuning that chose each rate: a run interrupted in its evaluation is judged with it again;
-        # its diagnosis had lost the tuner's account of the rates tried)
+    if len(part):  # (the tuning that chose each kept rate, lr.json's: the tables and tuning.png keep it, and a run
+        # interrupted in its evaluation is judged with it again, where its diagnosis had lost the rates tried)
         from ..compare.outputs import _title, tuning_from_json
 
         saved = ((getattr(args, "previous_tuning", None) or {}).get(_title(part)) or {}).get("tuning") or {}
