@@ -3271,6 +3271,40 @@ def test_a_resume_checks_the_data_and_judges_an_interrupted_run_with_its_tuning(
     assert list(again["diagnosis"].fillna("")) == list(direct["diagnosis"].fillna(""))
 
 
+def test_a_resume_from_another_folder_reads_the_files_the_comparison_named_from_where_it_ran(tmp_path, monkeypatch,
+                                                                                          capsys):
+    """A comparison started with relative paths (--matrix A.npy, --data-file, --loss @FILE) and resumed from
+    another folder (a job script's own): it was refused "matrix file 'A.npy' does not exist", or read another
+    file of that name there. Now they are read from where it ran, the caller's folder is its own again after, and
+    the records equal a comparison run whole."""
+    import rowstoch_fast as rf
+    from rowstoch_fast.cli import main
+
+    ran, elsewhere = tmp_path / "ran", tmp_path / "elsewhere"
+    ran.mkdir()
+    elsewhere.mkdir()
+    np.save(ran / "A.npy", rf.topology.exponential(8).toarray())
+    np.savetxt(ran / "loss.txt", np.linspace(0.0, 0.2, 8))
+    rng = np.random.default_rng(3)
+    np.savez(ran / "data.npz", H=rng.standard_normal((8 * 10, 3)), y=rng.standard_normal(8 * 10))
+    np.save(elsewhere / "A.npy", rf.topology.ring(8).toarray())  # (another file of that name where it resumes)
+    common = ["--matrix", "A.npy", "--loss", "@loss.txt", "--objective", "least-squares", "--data-file", "data.npz",
+              "--algorithms", "dsgd,push-diging", "--lr", "0.05", "--rounds-budget", "30", "--no-progress",
+              "--jobs", "1", "-q"]
+    monkeypatch.chdir(ran)
+    assert main(["compare", *common, "--repeats", "2", "--out", str(tmp_path / "whole")]) == 0
+    assert main(["compare", *common, "--repeats", "1", "--out", "../part"]) == 0
+    monkeypatch.chdir(elsewhere)
+    capsys.readouterr()
+    assert main(["compare", "--resume", "../part", "--repeats", "2"]) == 0, capsys.readouterr().err
+    assert os.getcwd() == str(elsewhere)
+    whole, part = pd.read_csv(tmp_path / "whole" / "compare.csv"), pd.read_csv(tmp_path / "part" / "compare.csv")
+    columns = ["algorithm", "rep", "iteration", "suboptimality"]
+    key = ["algorithm", "rep", "iteration"]
+    pd.testing.assert_frame_equal(part[columns].sort_values(key).reset_index(drop=True),
+                                  whole[columns].sort_values(key).reset_index(drop=True))
+
+
 @pytest.mark.parametrize("loss", ["0.2", "0,0.2"])
 def test_a_perron_tracker_on_a_lossy_setting_is_refused_before_anything_is_made(tmp_path, capsys, loss):
     """`--tracker perron --loss 0.2` was refused when the tracker was built: after the folder was made (the corrected

@@ -89,6 +89,8 @@ def cmd_compare(args):
     except UsageError as exc:
         raise _as_in_the_file(args, exc) from None
     finally:
+        if getattr(args, "left_from", None):  # (a resume ran in the comparison's own folder: back to the caller's)
+            os.chdir(args.left_from)
         if getattr(args, "ranks_wait", False):
             _wait_for_rank_zero()
 
@@ -607,6 +609,7 @@ def _read_resumed_comparison(args):
                 continue
             value = max(value, held)  # (a repetition compare.csv holds is never dropped)
         setattr(args, key, value)
+    _run_where_it_ran(args, saved.get("folder"))
     files, now = saved.get("node_files", {}), network_options.node_files(args)
     for item in sorted(set(files) | set(now)):  # (a file of values per node: the text names it, not what it holds)
         if files.get(item) != now.get(item):
@@ -614,10 +617,29 @@ def _read_resumed_comparison(args):
                              f"(their digest was {files.get(item)}, it is {now.get(item)} now); put its values back, "
                              "or start a new comparison")
     if "--out" not in args.given:
-        args.out = folder
+        args.out = args.resume
     args.previous = previous if len(previous) else None
     args.saved_graphs = saved.get("graphs") or {}
     return algorithms
+
+
+def _run_where_it_ran(args, ran_in):
+    """A comparison resumed from another folder than the one it was started in (experiment.json's ``folder``):
+    the relative paths its settings name (``--matrix``, ``--data-file``, a per-node ``@FILE``) are read from where
+    it ran, as when it started (they were read from the caller's folder: a job script resuming from its own folder
+    was refused "matrix file 'A.npy' does not exist", or read another file of that name). The process works in that
+    folder until :func:`cmd_compare` returns (--resume and --out, named from the caller's, made absolute first);
+    where that folder is gone, paths are read from the caller's folder, as before."""
+    if not isinstance(ran_in, str) or not os.path.isdir(ran_in):
+        return
+    here = os.getcwd()
+    if os.path.samefile(ran_in, here):
+        return
+    args.resume = os.path.abspath(args.resume)
+    if args.out is not None:
+        args.out = os.path.abspath(args.out)
+    args.left_from = here
+    os.chdir(ran_in)
 
 
 def _digests(described):
@@ -682,7 +704,7 @@ def _write_experiment(args, problems, file_algorithms):
                                                          "algorithms": [label for label, _, _ in specs],
                                                          "objective": f.describe(), "fingerprint": describe(A)}
     document = {"settings": settings, "algorithms": file_algorithms, "graphs": graphs,
-                "node_files": network_options.node_files(args), "version": __version__,
+                "node_files": network_options.node_files(args), "folder": os.getcwd(), "version": __version__,
                 "build_info": build_info(), "argv": getattr(args, "argv", sys.argv[1:])}
     atomic_write(os.path.join(args.out, "experiment.json"),
                  lambda fh: json.dump(document, fh, indent=1, default=str))
