@@ -3157,7 +3157,8 @@ def test_what_a_killed_comparison_left_half_written_is_removed_when_its_folder_i
     """A SIGKILL mid-write left `compare.csv.tmp-PID`, `summary.csv.tmp-PID` and checkpoints' `.npz.tmp-PID` in the
     folder after a complete `--resume`, and `jobs=2` its workers' plan (`rowstoch-plan-*.pickle`, 200 KB) in the
     temporary folder (a helper's kill fuzz). Whoever takes the folder (or starts workers) removes those of a process
-    that no longer runs, and only those."""
+    that no longer runs, and only those: a plan file of another machine (a TMPDIR shared by a cluster's nodes) is
+    left, as its process may run there."""
     import tempfile
 
     from rowstoch_fast.compare import outputs
@@ -3180,11 +3181,16 @@ def test_what_a_killed_comparison_left_half_written_is_removed_when_its_folder_i
         assert not any(p.exists() for p in stale) and all(p.exists() for p in alive)
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     A, f = topology.ring(8), Quadratic.random(8, 3, seed=0)
+    from rowstoch_fast.compare.processes import _host_slug
+
+    # (a TMPDIR shared with other machines: theirs name processes this one cannot see, and are left to them)
+    theirs = tmp_path / f"rowstoch-plan-{_host_slug()}x-{dead.pid}-abc.pickle"
+    theirs.write_bytes(b"plan")
     for jobs in (2, 1):  # (a resume with one process removes them too)
-        left = tmp_path / f"rowstoch-plan-{dead.pid}-abc.pickle"
+        left = tmp_path / f"rowstoch-plan-{_host_slug()}-{dead.pid}-abc.pickle"
         left.write_bytes(b"plan")
         cmp.compare(A, f, "dsgd,dgd", 20, lr=0.05, repeats=1, progress=False, jobs=jobs)
-        assert not left.exists() and not list(tmp_path.glob("rowstoch-plan-*"))
+        assert not left.exists() and list(tmp_path.glob("rowstoch-plan-*")) == [theirs]
 
 
 def test_an_interrupted_write_of_one_setting_leaves_no_stray_tuning_figure(tmp_path):

@@ -204,10 +204,24 @@ def remove_stale_plan_files():
     import glob
     import tempfile
 
-    for stale in glob.glob(os.path.join(tempfile.gettempdir(), "rowstoch-plan-*-*.pickle")):
-        pid = os.path.basename(stale).split("-")[2]
+    mine = _PLAN_PREFIX.format(host=_host_slug(), pid="")  # (this machine's: a TMPDIR shared with other machines
+    # holds theirs too, of processes this one cannot see; they were removed under a live comparison there)
+    for stale in glob.glob(os.path.join(glob.escape(tempfile.gettempdir()), glob.escape(mine) + "*-*.pickle")):
+        pid = os.path.basename(stale)[len(mine):].split("-")[0]
         if pid.isdigit() and not process_alive(int(pid)):
             _remove(stale)
+
+
+#: The start of a plan file's name (:func:`_plan_file`): the machine's name, then the parent's process id.
+_PLAN_PREFIX = "rowstoch-plan-{host}-{pid}"
+
+
+def _host_slug():
+    """This machine's name in a plan file's name (letters, digits, ``.`` and ``_``: a ``-`` would end it)."""
+    import re
+    import socket
+
+    return re.sub(r"[^A-Za-z0-9._]", "_", socket.gethostname()) or "host"
 
 
 def _plan_file(plan):
@@ -218,7 +232,8 @@ def _plan_file(plan):
 
     path = None
     try:
-        fd, path = tempfile.mkstemp(prefix=f"rowstoch-plan-{os.getpid()}-", suffix=".pickle")
+        fd, path = tempfile.mkstemp(prefix=_PLAN_PREFIX.format(host=_host_slug(), pid=os.getpid()) + "-",
+                                    suffix=".pickle")
         with os.fdopen(fd, "wb") as fh:
             pickle.dump(plan, fh, protocol=pickle.HIGHEST_PROTOCOL)
     except OSError as exc:
