@@ -102,7 +102,9 @@ class Algorithm:
         too, on the CPU backend); algorithms that mix with a column-stochastic
         ``C`` get the same graph with out-degree weights
         (:func:`~rowstoch_fast.mixing.out_degree_weights`, and the same losses).
-    lr : float
+    lr : float or array_like of shape (n,)
+        The step size; one per node for FROST (``method="frost"``, or Pull-Diag-GT with ``form="frost"``), its
+        uncoordinated step sizes.
     rounds : int, default 1
         ``1`` is Pull-Diag-GT (eq. 8); ``R > 1`` is MG-Pull-Diag-GT (eq. 14),
         whose oracle then averages ``R`` mini-batches per iteration (and the
@@ -157,7 +159,6 @@ class Algorithm:
                 raise ValueError(f"method {self.method!r} is a comparison's label: here the method is "
                                  f"method={self.method[3:]!r} with rounds=R (its R gossip rounds per iteration)")
             raise ValueError(f"method must be one of {', '.join(sorted(REGISTRY))}, got {self.method!r}")
-        object.__setattr__(self, "lr", check_step_size(self.lr))  # (one rate, or one per replica)
         check_int(self.rounds, "rounds", minimum=1)
         if self.rounds > 1 and not REGISTRY[self.method].multi_round:
             raise ValueError(f"{self.method} takes one gossip round per iteration, got rounds = {self.rounds}")
@@ -170,8 +171,16 @@ class Algorithm:
         if unknown:
             raise ValueError(f"{self.method} takes no hyperparameter {unknown[0]!r}"
                              + (f" (it takes {', '.join(takes)})" if takes else " (it takes lr only)"))
-        if self.hyper:  # their values too, before anything is built (a comparison's other methods ran first)
+        per_node = np.ndim(self.lr) == 1 and self.optimizer.takes_rates_per_node(**self.options)  # (FROST's)
+        if not per_node:
+            object.__setattr__(self, "lr", check_step_size(self.lr))  # (one rate, or one per replica)
+        if self.hyper or per_node:  # their values too, before anything is built (a comparison's other methods ran
+            # first); a rate per node as the optimizer's own checks judge it
             self.optimizer.check_hyper(self.A.n, self.lr, rounds=self.rounds, tracker=self.tracker, **self.options)
+        if per_node:
+            lr = np.array(self.lr, dtype=np.float64)
+            lr.flags.writeable = False
+            object.__setattr__(self, "lr", lr)
 
     @classmethod
     def pull_diag_gt(cls, A, lr, tracker="exact"):
@@ -350,22 +359,24 @@ class History:
         """Write what ``rowstoch run`` writes into ``folder`` (:attr:`FILES`): history.csv (the summary),
         history.json (everything) and, with matplotlib, grad_norm.png (``title`` over it, ``label`` in its legend).
         Returns the names written."""
+        from .report import pyplot, save
+
         table, document, figure = self.FILES
+        if os.path.exists(folder) and not os.path.isdir(folder):
+            raise ValueError(f"folder {os.fspath(folder)!r} is a file; History.save writes a folder of files")
+        os.makedirs(folder, exist_ok=True)  # (a folder not made yet, as ``rowstoch run --out`` makes it)
         self.to_csv(os.path.join(folder, table))
         self.to_json(os.path.join(folder, document))
         written = [table, document]
         try:
-            import matplotlib
-
-            matplotlib.use("Agg")
-            import matplotlib.pyplot as plt
+            plt = pyplot()  # (a notebook's backend is left as it is: Agg only where pyplot was not imported)
         except ImportError:
             return written
         ax = self.plot("grad_norm", label=label)
         if title:
             ax.set_title(title)
         ax.figure.tight_layout()
-        ax.figure.savefig(os.path.join(folder, figure), dpi=120)
+        save(ax.figure, os.path.join(folder, figure), dpi=120)
         plt.close(ax.figure)
         return written + [figure]
 
@@ -798,7 +809,7 @@ def _unchecked_divergence(opt, exc):
     if not len(bad):
         return None
     node = int(bad[0][-2]) if X.ndim >= 2 else 0
-    lr = opt.lr if np.ndim(opt.lr) == 0 else "per replica"
+    lr = opt.lr if np.ndim(opt.lr) == 0 else "per node" if np.ndim(opt.lr) == 1 else "per replica"
     return DivergenceError(f"iterates became non-finite by iteration {opt.iteration}, first at node {node} (lr = "
                            f"{lr} too large?); check_finite=False did not stop the run when they did, so its state is "
                            f"not the last finite one", iteration=opt.iteration, node=node, what="iterate")
@@ -1223,6 +1234,13 @@ def _keep_on_failure(exc, opt, oracle, rows, meta, checkpoint, wall):
         pass
 
 
+def _smaller_than(lr, position):
+    """What to try after a run at ``lr`` (one rate, one per replica: ``position``'s, or one per node) grew."""
+    if np.ndim(lr) == 1:  # (FROST's rates per node: the largest is the first suspect)
+        return f"smaller rates per node than these (the largest {float(np.max(lr)):g}, at node {int(np.argmax(lr))})"
+    return f"a smaller lr than {float(np.ravel(lr)[min(position, np.size(lr) - 1)]):g}"
+
+
 def _warn_if_growing(rows, lr):
     """RuntimeWarning when a repetition's gradient norm or loss grew by more than GROWTH_WARNING over the run; the
     warning's text is returned (None when nothing grew).
@@ -1243,7 +1261,7 @@ def _warn_if_growing(rows, lr):
             grew.append(f"the loss from {a[6]:.3g} to {b[6]:.3g}")
         if grew:
             message = (f"{' and '.join(grew)} (iteration {a[0]} to {b[0]}, repetition {rep}): the run diverges "
-                       f"without NaN; try a smaller lr than {float(np.ravel(lr)[min(position, np.size(lr) - 1)]):g}")
+                       f"without NaN; try {_smaller_than(lr, position)}")
             warnings.warn(message, RuntimeWarning, stacklevel=3)
             return message
     return None

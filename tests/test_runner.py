@@ -1,6 +1,7 @@
 """Runner: records, repetitions, checkpoints, resume, Ctrl-C; the CLI's run and reproduce."""
 
 import math
+import re
 import os
 
 import numpy as np
@@ -841,3 +842,62 @@ def test_a_multi_gossip_verdict_waits_for_the_run_behind_to_settle():
     faster = {("g", 1): history(30.0 / k**2 * 100), ("g", 10): falling}
     assert _behind_and_falling("does not hold", "g", 10, faster, mg=0.33, plain=0.25) == "does not hold"
     assert _behind_and_falling("does not hold", "g", 10, histories, mg=0.33, plain=0.25).startswith("not decided")
+
+
+def test_frost_takes_one_rate_per_node_through_the_runner(problem, tmp_path):
+    """FROST's uncoordinated step sizes (one per node, what its constructor takes) were refused by Algorithm ("lr
+    must be one number, or one per replica"): a runner user could not run the method as defined. Now a run with
+    them equals FROST stepped by hand, per repetition; a bad vector is refused by FROST's own checks, naming the
+    node; another method still refuses one."""
+    from rowstoch_fast.algorithms import FROST
+
+    A = topology.exponential(8)
+    lr = np.linspace(0.01, 0.08, 8)
+    h = run(Algorithm(A, lr, method="frost"), problem, 30, repeats=2, progress=False)
+    assert h.status == "done" and np.array_equal(h.meta["lr"], lr)
+    for rep in range(2):
+        opt = FROST(A, np.broadcast_to(problem.x0(), (8, problem.d)), lr)
+        oracle = problem.oracle(seed=0, rep_offset=rep)
+        opt.initialize(oracle)
+        for _ in range(30):
+            opt.step(oracle)
+        final = h.frame[(h.frame["rep"] == rep) & (h.frame["iteration"] == 30)]["grad_norm"].item()
+        assert final == pytest.approx(float(problem.gradient_norm(opt.x)), rel=1e-12)
+    for bad, words in (([0.05] * 7, "lr has 7 per-node values but A has 8 nodes"),
+                       ([0.05] * 7 + [-1.0], "lr must be positive at every node, got -1.0 at node 7"),
+                       ([0.05] * 7 + [np.nan], "lr[7] = nan")):
+        with pytest.raises(ValueError, match=re.escape(words)):
+            Algorithm(A, bad, method="frost")
+    with pytest.raises(ValueError, match=r"one per replica as an array of shape \(reps, 1, 1\)"):
+        Algorithm(A, lr, method="dsgd")
+    with pytest.raises(ValueError, match=r"one per replica as an array of shape \(reps, 1, 1\)"):
+        Algorithm(A, lr)  # (Pull-Diag-GT's ATC form)
+    same = run(Algorithm(A, lr, form="frost"), problem, 30, repeats=2, progress=False)
+    assert same.frame["grad_norm"].equals(h.frame["grad_norm"])
+    from rowstoch_fast.objectives import Quadratic
+
+    with pytest.warns(RuntimeWarning, match=r"try smaller rates per node than these \(the largest 3, at node 7\)"):
+        grew = run(Algorithm(A, np.r_[np.full(7, 0.01), 3.0], method="frost"), Quadratic.random(8, 3, seed=0), 10,
+                   progress=False)
+    assert grew.status == "diverged"
+
+
+def test_history_save_makes_its_folder_and_leaves_the_backend_alone(problem, tmp_path):
+    """History.save("results/run1") failed with pandas' "Cannot save file into a non-existent directory"; and it
+    switched matplotlib to Agg (a notebook's inline figures stopped showing after it). Now it makes the folder,
+    refuses a file in its place, and leaves a chosen backend as it is."""
+    h = run(algo(), problem, 10, progress=False)
+    with pytest.raises(ValueError, match="is a file"):
+        (tmp_path / "taken").write_text("x")
+        h.save(tmp_path / "taken")
+    plt = pytest.importorskip("matplotlib.pyplot")
+    import matplotlib
+
+    before = matplotlib.get_backend()
+    plt.switch_backend("svg")
+    try:
+        written = h.save(tmp_path / "new" / "run1")
+        assert matplotlib.get_backend() == "svg"
+    finally:
+        plt.switch_backend(before)
+    assert sorted(written) == sorted(h.FILES) and all((tmp_path / "new" / "run1" / f).is_file() for f in written)

@@ -366,6 +366,12 @@ class Optimizer(AskTell, FailureHandling, Persistence):
         against the replicas' axis of ``x``); FROST also takes one per node."""
         return check_step_size(lr)
 
+    @classmethod
+    def takes_rates_per_node(cls, **hyper):
+        """Whether ``lr`` may also be one step size per node, an array of shape ``(n,)``, with the constructor's
+        other keywords ``hyper`` (FROST's uncoordinated step sizes; Pull-Diag-GT's with ``form="frost"``)."""
+        return False
+
     @staticmethod
     def _check_replica_rates(lr, shape):
         """Per-replica rates need replicas, one rate each (``shape``: ``x0``'s, ``(reps, n, d)``)."""

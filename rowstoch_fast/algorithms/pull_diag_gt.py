@@ -144,6 +144,10 @@ class PullDiagGT(Optimizer):
             options = dict(options, form="frost")
         return options
 
+    @classmethod
+    def takes_rates_per_node(cls, **hyper):
+        return hyper.get("form", getattr(cls, "form", "atc")) == "frost"
+
     def _check_lr(self, lr):
         if self.form == "frost" and np.ndim(lr) == 1:
             lr = as_float_array(lr, "lr", np.float64, ndim=1)

@@ -11,13 +11,12 @@ import numpy as np
 from .._signals import sigterm_as_interrupt
 
 def _plt():
+    """pyplot (:func:`rowstoch_fast.report.pyplot`: Agg only where pyplot was not imported, so a notebook's backend
+    is left as it is), or None without matplotlib."""
+    from ..report import pyplot
+
     try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-
-        return plt
+        return pyplot()
     except ImportError:
         return None
 
