@@ -50,14 +50,36 @@ def test_the_cpp_example_builds_against_get_include_and_runs(tmp_path):
     assert "round 500: max |x_i - pi^T x_0| = " in out.stdout
 
 
+@pytest.mark.skipif(_compiler() is None, reason="no working C++ compiler here")
+def test_the_headers_keep_their_promises_in_an_embedders_build(tmp_path):
+    """A helper's embedder build with -march=native (FMA): g++ contracts a * b + c into fused multiply-adds by
+    default, and a lossy round that lost nothing, the logistic gradients at two vector widths and a column of a
+    mix at two block widths were no longer bit for bit what the headers promise (nor the Python package's bits).
+    The documented flags (-ffp-contract=off, as the package's own build) keep them; the CMake target carries the
+    flag (below). And an empty block's power with R = 0 passed null pointers to memcpy (UBSan)."""
+    exe = tmp_path / "invariants"
+    flags = ["-fopenmp"] if rf.build_info()["openmp"] else []
+    native = subprocess.run([_compiler(), "-march=native", "-x", "c++", "-fsyntax-only", os.devnull],
+                            capture_output=True).returncode == 0
+    build = subprocess.run([_compiler(), "-std=c++17", "-O2", *(["-march=native"] if native else []),
+                            "-ffp-contract=off", *flags, f"-I{rf.get_include()}",
+                            os.path.join(os.path.dirname(__file__), "embedder_invariants.cpp"), "-o", str(exe)],
+                           capture_output=True, text=True)
+    assert build.returncode == 0, build.stderr
+    out = subprocess.run([str(exe)], capture_output=True, text=True)
+    assert out.returncode == 0 and "0 promise(s) broken" in out.stdout, out.stdout + out.stderr
+
+
 @pytest.mark.skipif(shutil.which("cmake") is None or _compiler() is None, reason="no cmake or C++ compiler")
 def test_the_cmake_package_builds_the_example(tmp_path):
     """find_package(rowstoch 0.2 CONFIG) with rowstoch_DIR = get_cmake_dir(): the target rowstoch::kernels."""
     build = tmp_path / "build"
     cfg = subprocess.run(["cmake", "-S", EXAMPLE, "-B", str(build), f"-Drowstoch_DIR={rf.get_cmake_dir()}",
-                          f"-DCMAKE_CXX_COMPILER={shutil.which(_compiler())}"], capture_output=True, text=True)
+                          f"-DCMAKE_CXX_COMPILER={shutil.which(_compiler())}", "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON"],
+                         capture_output=True, text=True)
     assert cfg.returncode == 0, cfg.stdout + cfg.stderr
     subprocess.run(["cmake", "--build", str(build)], check=True, capture_output=True)
+    assert "-ffp-contract=off" in (build / "compile_commands.json").read_text()  # (the target's: no FMA contraction)
     assert subprocess.run([str(build / "gossip_simulator")], capture_output=True).returncode == 0
 
 

@@ -148,7 +148,8 @@ void csr_mix_power(const I Ap[], const I Aj[], const T Ax[], std::int64_t n, con
                    std::int64_t w, std::int64_t R, T Y[], T work[],
                    const std::function<bool()>& stop = nullptr) {
     if (R <= 0) {
-        std::memcpy(Y, X, sizeof(T) * static_cast<std::size_t>(n * w));
+        if (n * w > 0) std::memcpy(Y, X, sizeof(T) * static_cast<std::size_t>(n * w));  // (an empty block: no-op,
+        // its pointers may be null)
         return;
     }
     const int threads = threads_for(static_cast<std::int64_t>(Ap[n]) * w);

@@ -1,0 +1,99 @@
+// What the headers promise bit for bit, checked in an embedder's own build (tests/test_embedding.py compiles it
+// with the documented flags and -march=native): a column of csr_mix does not depend on the block's width, a lossy
+// round that lost nothing is the static round, the logistic gradients do not depend on the vector width or on
+// whether the losses are computed too; an empty block's power is a no-op (null pointers allowed).
+// Exit status: the number of broken promises (each printed).
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "rowstoch/mix.hpp"
+#include "rowstoch/network.hpp"
+#include "rowstoch/objectives.hpp"
+
+using Block = std::vector<double>;
+
+static bool identical(const Block& a, const Block& b) {
+    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0;
+}
+
+static double next_value(unsigned long long& state) {  // (a fixed sequence in [-1, 1): splitmix64's bits)
+    state += 0x9E3779B97F4A7C15ULL;
+    unsigned long long z = state;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    z ^= z >> 31;
+    return static_cast<double>(z >> 11) / 4503599627370496.0 - 1.0;
+}
+
+int main() {
+    unsigned long long state = 7;
+    int broken = 0;
+    const std::int64_t n = 150;  // a row-stochastic matrix with 4 entries per row, uneven weights
+    std::vector<std::int64_t> Ap{0}, Aj;
+    Block Ax;
+    for (std::int64_t i = 0; i < n; ++i) {
+        double total = 0.0;
+        for (std::int64_t j : {i, (i + 1) % n, (i + 5) % n, (3 * i + 2) % n}) {
+            Aj.push_back(j);
+            Ax.push_back(0.2 + std::fabs(next_value(state)));
+            total += Ax.back();
+        }
+        for (std::size_t q = static_cast<std::size_t>(Ap.back()); q < Ax.size(); ++q) Ax[q] /= total;
+        Ap.push_back(static_cast<std::int64_t>(Aj.size()));
+    }
+    const std::int64_t wide = 24;
+    Block X(n * wide), Y(n * wide);
+    for (double& v : X) v = next_value(state);
+    rowstoch::csr_mix(Ap.data(), Aj.data(), Ax.data(), n, X.data(), wide, Y.data());
+    for (std::int64_t w : {1, 2, 3, 7}) {
+        Block Xw(n * w), Yw(n * w), narrow(n), first(n);
+        for (std::int64_t i = 0; i < n; ++i)
+            for (std::int64_t c = 0; c < w; ++c) Xw[i * w + c] = X[i * wide + c];
+        rowstoch::csr_mix(Ap.data(), Aj.data(), Ax.data(), n, Xw.data(), w, Yw.data());
+        for (std::int64_t i = 0; i < n; ++i) {
+            narrow[i] = Yw[i * w];
+            first[i] = Y[i * wide];
+        }
+        if (!identical(narrow, first)) {
+            ++broken;
+            std::printf("csr_mix: column 0 of a %lld-wide block differs from the %lld-wide block's\n",
+                        static_cast<long long>(w), static_cast<long long>(wide));
+        }
+    }
+    for (std::int64_t w : {1, 3, 24}) {
+        Block Xw(n * w), plain(n * w), lossy(n * w);
+        for (double& v : Xw) v = next_value(state);
+        rowstoch::csr_mix(Ap.data(), Aj.data(), Ax.data(), n, Xw.data(), w, plain.data());
+        rowstoch::csr_mix_lossy(Ap.data(), Aj.data(), Ax.data(), n, Xw.data(), w, lossy.data(), 1, 0, 0, 0.0,
+                                rowstoch::kRowRule);
+        if (!identical(plain, lossy)) {
+            ++broken;
+            std::printf("csr_mix_lossy with p = 0 differs from csr_mix (w = %lld)\n", static_cast<long long>(w));
+        }
+    }
+    const std::int64_t m = 3, M = 80, d = 10;
+    Block H(m * M * d), labels(m * M), x(m * d), g2(m * d), g4(m * d), with_losses(m * d), losses(m);
+    for (double& v : H) v = 2.0 * next_value(state);
+    for (double& v : labels) v = next_value(state) < 0.0 ? -1.0 : 1.0;
+    for (double& v : x) v = next_value(state);
+    rowstoch::set_simd_width(2);
+    rowstoch::logistic_full_grad(H.data(), labels.data(), m, nullptr, M, d, 0.01, x.data(), 1, g2.data());
+    const bool four = rowstoch::set_simd_width(4);
+    rowstoch::logistic_full_grad(H.data(), labels.data(), m, nullptr, M, d, 0.01, x.data(), 1, g4.data());
+    if (four && !identical(g2, g4)) {
+        ++broken;
+        std::printf("logistic_full_grad: 4-wide vectors differ from 2-wide ones\n");
+    }
+    rowstoch::logistic_full_grad(H.data(), labels.data(), m, nullptr, M, d, 0.01, x.data(), 1, with_losses.data(),
+                                 losses.data());
+    if (!identical(g4, with_losses)) {
+        ++broken;
+        std::printf("logistic_full_grad: the gradients with the losses differ from those without\n");
+    }
+    rowstoch::csr_mix_power<std::int64_t, double>(Ap.data(), Aj.data(), Ax.data(), 0, nullptr, 0, 0, nullptr,
+                                                  nullptr);
+    std::printf("%d promise(s) broken\n", broken);
+    return broken;
+}
