@@ -74,6 +74,12 @@ if _spec is not None:
 try:
     from . import _core
 except ImportError as _exc:
+    if isinstance(_exc.__context__, KeyboardInterrupt):  # (a Ctrl-C as the extension started: said "missing")
+        raise KeyboardInterrupt from None
+    if _spec is None and "cannot import name '_core'" not in str(_exc):  # (built, but it does not load)
+        raise ImportError(f"rowstoch_fast's compiled extension (_core) does not load ({_exc}): reinstall the "
+                          "package for this Python and NumPy (pip install --force-reinstall rowstoch_fast, or "
+                          "pip install -e . in its source folder)") from _exc
     raise ImportError(
         "rowstoch_fast's compiled extension (_core) is missing: this is the package's source folder, not built. "
         "Build it in place (pip install -e .), or pip install . and import it from another folder") from _exc

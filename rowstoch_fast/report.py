@@ -151,16 +151,50 @@ def check_formats(formats):
 
 
 def pyplot():
-    """matplotlib's pyplot on the Agg backend where no display was chosen, or an ImportError saying how to get it."""
+    """matplotlib's pyplot, on the Agg backend where no backend was chosen (no ``MPLBACKEND``, no
+    ``matplotlib.use``, no matplotlibrc's, pyplot not imported: a script's figures need no display), or an
+    ImportError saying how to get it. A backend chosen is left as it is (a notebook's inline backend, set through
+    ``MPLBACKEND`` before pyplot is imported, had been switched to Agg by the first figure written)."""
     try:
         import matplotlib
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise ImportError("figures need matplotlib: pip install 'rowstoch_fast[plot]'") from exc
-    if "matplotlib.pyplot" not in __import__("sys").modules:
+    if "matplotlib.pyplot" not in __import__("sys").modules and not _backend_chosen(matplotlib):
         matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     return plt
+
+
+class closing_on_error:
+    """``with closing_on_error(plt):``: the figures made in the block are closed if it raises (an interrupted or
+    failed save had left them open: in a notebook, half-drawn figures shown at the end of the cell and piling up
+    past matplotlib's "more than 20 figures" warning). What the block closes itself it keeps closing."""
+
+    def __init__(self, plt):
+        self.plt = plt
+
+    def __enter__(self):
+        self.before = set(self.plt.get_fignums())
+        return self
+
+    def __exit__(self, kind, value, traceback):
+        if kind is not None:
+            for number in set(self.plt.get_fignums()) - self.before:
+                self.plt.close(number)
+        return False
+
+
+def _backend_chosen(matplotlib):
+    """Whether a matplotlib backend was chosen (else matplotlib picks one when pyplot is first imported)."""
+    if os.environ.get("MPLBACKEND"):
+        return True
+    chosen = getattr(matplotlib.rcParams, "_get_backend_or_none", None)  # (matplotlib >= 3.6)
+    if chosen is not None:
+        return chosen() is not None
+    from matplotlib import rcsetup  # pragma: no cover - older matplotlib
+
+    return dict.__getitem__(matplotlib.rcParams, "backend") is not getattr(rcsetup, "_auto_backend_sentinel", None)
 
 
 def style(i):

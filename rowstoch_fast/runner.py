@@ -359,7 +359,7 @@ class History:
         """Write what ``rowstoch run`` writes into ``folder`` (:attr:`FILES`): history.csv (the summary),
         history.json (everything) and, with matplotlib, grad_norm.png (``title`` over it, ``label`` in its legend).
         Returns the names written."""
-        from .report import pyplot, save
+        from .report import closing_on_error, pyplot, save
 
         table, document, figure = self.FILES
         if os.path.exists(folder) and not os.path.isdir(folder):
@@ -372,12 +372,13 @@ class History:
             plt = pyplot()  # (a notebook's backend is left as it is: Agg only where pyplot was not imported)
         except ImportError:
             return written
-        ax = self.plot("grad_norm", label=label)
-        if title:
-            ax.set_title(title)
-        ax.figure.tight_layout()
-        save(ax.figure, os.path.join(folder, figure), dpi=120)
-        plt.close(ax.figure)
+        with closing_on_error(plt):
+            ax = self.plot("grad_norm", label=label)
+            if title:
+                ax.set_title(title)
+            ax.figure.tight_layout()
+            save(ax.figure, os.path.join(folder, figure), dpi=120)
+            plt.close(ax.figure)
         return written + [figure]
 
     def plot(self, metric="grad_norm", ax=None, x="communication_rounds", label=None, path=None, **kwargs):

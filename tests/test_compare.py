@@ -2939,6 +2939,47 @@ def test_two_comparisons_taking_over_a_stale_lock_at_once_do_not_both_get_it(tmp
         pass
 
 
+@pytest.mark.parametrize("where", ["fsync", "write", "holder", "clean"])
+def test_a_ctrl_c_while_the_lock_is_taken_leaves_the_folder_free(tmp_path, monkeypatch, where):
+    """A helper's notebook session: a Ctrl-C that landed in FolderLock's constructor after the OS lock was taken
+    (at the fsync of the lock file, or as it cleaned the folder) left the lock file open and locked, and every
+    later comparison on that folder in the session was refused as "being written by another comparison (process
+    <its own pid>)", --overwrite too. Now the same call works again."""
+    import rowstoch_fast.compare.outputs as outputs
+
+    calls = {"n": 0}
+
+    def interrupted(real):
+        def once(*args, **kwargs):
+            calls["n"] += 1
+            if calls["n"] == 1:
+                raise KeyboardInterrupt
+            return real(*args, **kwargs)
+        return once
+
+    if where == "fsync":
+        monkeypatch.setattr(outputs.os, "fsync", interrupted(os.fsync))
+    elif where == "write":
+        monkeypatch.setattr(outputs.os, "write", interrupted(os.write))
+    elif where == "holder":
+        monkeypatch.setattr(outputs.FolderLock, "_holder", interrupted(outputs.FolderLock._holder))
+    else:
+        monkeypatch.setattr(outputs.FolderLock, "remove_stale_temporaries",
+                            interrupted(outputs.FolderLock.remove_stale_temporaries))
+    folder = tmp_path / "ck"
+    fds = len(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else None
+    with pytest.raises(KeyboardInterrupt):
+        outputs.FolderLock(folder, option="checkpoint_dir")
+    monkeypatch.undo()
+    if fds is not None:
+        assert len(os.listdir("/proc/self/fd")) == fds  # (the lock file's descriptor closed)
+    with outputs.FolderLock(folder, option="checkpoint_dir"):
+        pass
+    frame = cmp.compare(topology.ring(8), Quadratic.random(8, 3, seed=0), "dsgd", 20, lr=0.05, repeats=1,
+                        progress=False, checkpoint_dir=folder)
+    assert set(frame["status"]) == {"ok"}
+
+
 def test_a_checkpoint_dir_in_use_by_another_comparison_is_refused(tmp_path):
     """Two scripts' comparisons sharing a ``checkpoint_dir`` wrote each other's checkpoints (only a rate that
     differed made it a refusal); the folder is now locked while a comparison runs, and free after it."""

@@ -217,6 +217,33 @@ def test_importing_from_the_source_root_finds_the_installed_package(tmp_path):
     assert "compiled extension (_core) is missing: this is the package's source folder" in out.stderr
 
 
+def test_an_extension_that_does_not_load_and_a_ctrl_c_as_it_loads_are_told_apart_from_a_missing_one(tmp_path):
+    """A helper's session: a Ctrl-C while the extension initialised was reported as "the compiled extension is
+    missing: this is the package's source folder", as was an extension that is there but does not load (another
+    Python's or NumPy's build). Now the first is a KeyboardInterrupt, the second says it does not load."""
+    import importlib.machinery
+    import shutil
+    import subprocess
+    import sys
+
+    import rowstoch_fast
+
+    source = tmp_path / "rowstoch_fast"
+    shutil.copytree(os.path.dirname(rowstoch_fast.__file__), source,
+                    ignore=shutil.ignore_patterns("_core*.so", "_core*.pyd", "__pycache__"))
+    (source / ("_core" + importlib.machinery.EXTENSION_SUFFIXES[0])).write_bytes(b"not a shared library")
+    command = [sys.executable, "-S", "-c", "import rowstoch_fast"]
+    env = {**os.environ, "PYTHONPATH": ""}
+    out = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=120, env=env)
+    assert "compiled extension (_core) does not load" in out.stderr and "is missing" not in out.stderr, out.stderr
+    for built in source.glob("_core*"):
+        built.unlink()
+    (source / "_core.py").write_text("try:\n    raise KeyboardInterrupt\nexcept KeyboardInterrupt:\n"
+                                     "    raise ImportError('initialization failed')\n")  # (as pybind11's start)
+    out = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=120, env=env)
+    assert out.stderr.strip().endswith("KeyboardInterrupt") and "is missing" not in out.stderr, out.stderr
+
+
 def test_the_all_extra_holds_every_extra_but_the_gpus():
     """``pip install rowstoch_fast[all]``: every optional dependency but CuPy (whose wheel must match the CUDA)."""
     import re

@@ -1,8 +1,10 @@
 """Runner: records, repetitions, checkpoints, resume, Ctrl-C; the CLI's run and reproduce."""
 
 import math
-import re
 import os
+import re
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -901,3 +903,44 @@ def test_history_save_makes_its_folder_and_leaves_the_backend_alone(problem, tmp
     finally:
         plt.switch_backend(before)
     assert sorted(written) == sorted(h.FILES) and all((tmp_path / "new" / "run1" / f).is_file() for f in written)
+
+
+def test_figures_leave_a_chosen_backend_and_no_figure_of_a_failed_save(problem, tmp_path, monkeypatch):
+    """A helper's notebook session: with a backend chosen before pyplot was imported (MPLBACKEND, which Jupyter
+    sets to its inline backend, or matplotlib.use), the first figure the package wrote switched it to Agg; and a
+    save interrupted or failed left its figures open (half-drawn figures at the end of a cell, piling up). Now the
+    chosen backend stays and a failed save's figures are closed; with nothing chosen a script gets Agg."""
+    pytest.importorskip("matplotlib")
+    script = ("import matplotlib, sys\n"
+              "from rowstoch_fast import Algorithm, run, topology, compare as cmp\n"
+              "from rowstoch_fast.objectives import Quadratic\n"
+              "f, A = Quadratic.random(8, 3, seed=0), topology.ring(8)\n"
+              "run(Algorithm(A, 0.05, method='dsgd'), f, 10, progress=False).save(sys.argv[1] + '/h')\n"
+              "cmp.write_outputs(cmp.compare(A, f, 'dsgd', 20, lr=0.05, repeats=1, progress=False), sys.argv[1] + '/c')\n"
+              "print(matplotlib.get_backend().lower())\n")
+    env = {k: v for k, v in os.environ.items() if k != "MPLBACKEND"}
+    for chosen, expected in ((None, "agg"), ("svg", "svg")):
+        run_env = env if chosen is None else dict(env, MPLBACKEND=chosen)
+        out = subprocess.run([sys.executable, "-c", script, str(tmp_path / str(chosen))], capture_output=True,
+                             text=True, env=run_env, cwd=tmp_path, timeout=300)
+        assert out.returncode == 0 and out.stdout.strip().splitlines()[-1] == expected, out.stdout + out.stderr
+    import matplotlib.pyplot as plt
+    from rowstoch_fast import report
+    from rowstoch_fast.compare import compare, write_outputs
+
+    h = run(algo(), problem, 10, progress=False)
+    frame = compare(topology.ring(8), problem, "dsgd", 10, lr=0.05, repeats=1, progress=False)
+    before = plt.get_fignums()
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(report, "save", interrupted)
+    for call in (lambda: h.save(tmp_path / "h"), lambda: write_outputs(frame, tmp_path / "c")):
+        with pytest.raises(KeyboardInterrupt):
+            call()
+        assert plt.get_fignums() == before
+    monkeypatch.undo()
+    assert "compare.png" in write_outputs(frame, tmp_path / "one")  # (one frame, not a list: it was KeyError: 0)
+    with pytest.raises(TypeError, match="frames must be a DataFrame of compare"):
+        write_outputs("compare.csv", tmp_path / "bad")

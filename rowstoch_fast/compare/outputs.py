@@ -44,7 +44,11 @@ class FolderLock:
         self._held = False
         self._take_lock(socket.gethostname(), option)
         if clean:
-            self.remove_stale_temporaries()
+            try:
+                self.remove_stale_temporaries()
+            except BaseException:  # (a Ctrl-C here had left the folder locked by this process for its session)
+                self.release()
+                raise
 
     def _ours(self, relative):
         """Whether ``relative`` (a path in the folder) names a file a comparison writes there: a checkpoint."""
@@ -74,34 +78,39 @@ class FolderLock:
         except ImportError:  # pragma: no cover - no flock (Windows): the file alone
             fcntl = None
         for _ in range(8):  # (retried when the file was replaced while it was being locked)
-            if fcntl is None:  # pragma: no cover
-                fd = self._create_lock(host, option)
-                if fd is None:
-                    continue
-            else:
-                fd = os.open(self.lock, os.O_CREAT | os.O_RDWR, 0o644)
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except OSError:  # held: a comparison is writing the folder
-                    os.close(fd)
+            fd = None
+            try:  # (whatever raises before the lock is held, a Ctrl-C included, closes fd: it had stayed open and
+                # locked, and this process refused itself the folder for the rest of its session)
+                if fcntl is None:  # pragma: no cover
+                    fd = self._create_lock(host, option)
+                    if fd is None:
+                        continue
+                else:
+                    fd = os.open(self.lock, os.O_CREAT | os.O_RDWR, 0o644)
+                    try:
+                        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    except OSError:  # held: a comparison is writing the folder
+                        pid, owner = self._holder()
+                        self._refuse(pid, owner or host, host, option)
+                    try:
+                        same = os.fstat(fd).st_ino == os.stat(self.lock).st_ino
+                    except FileNotFoundError:
+                        same = False
+                    if not same:  # (its holder released it, removing the file, as this process opened it)
+                        os.close(fd)
+                        continue
                     pid, owner = self._holder()
-                    self._refuse(pid, owner or host, host, option)
-                try:
-                    same = os.fstat(fd).st_ino == os.stat(self.lock).st_ino
-                except FileNotFoundError:
-                    same = False
-                if not same:  # (its holder released it, removing the file, as this process opened it)
+                    if pid is not None and pid != os.getpid() and (owner != host or _alive(pid)):
+                        self._refuse(pid, owner, host, option)  # (a live holder that took no OS lock: respected)
+                    os.ftruncate(fd, 0)
+                os.write(fd, f"{os.getpid()} {host}".encode())
+                os.fsync(fd)
+                self._fd, self._held = fd, True
+                return
+            except BaseException:
+                if fd is not None and not self._held:
                     os.close(fd)
-                    continue
-                pid, owner = self._holder()
-                if pid is not None and pid != os.getpid() and (owner != host or _alive(pid)):
-                    os.close(fd)  # (a live holder that took no OS lock: respected)
-                    self._refuse(pid, owner, host, option)
-                os.ftruncate(fd, 0)
-            os.write(fd, f"{os.getpid()} {host}".encode())
-            os.fsync(fd)
-            self._fd, self._held = fd, True
-            return
+                raise
         raise FolderInUse(f"{option} {self.path!r}: could not take its lock {self.lock!r}")
 
     def _holder(self):
@@ -202,6 +211,20 @@ def _title(frame):
     return " / ".join(str(frame[g].iloc[0]) for g in GROUPS if g in frame.columns)
 
 
+def _frame_list(frames):
+    """``frames`` as a list: one frame of :func:`~rowstoch_fast.compare.compare`, or several (a bare frame was
+    indexed as a list: ``KeyError: 0``)."""
+    import pandas as pd
+
+    if isinstance(frames, pd.DataFrame):
+        return [frames]
+    listed = list(frames) if isinstance(frames, (list, tuple)) else None
+    if not listed or not all(isinstance(fr, pd.DataFrame) for fr in listed):
+        raise TypeError(f"frames must be a DataFrame of compare() or a non-empty list of them, got "
+                        f"{type(frames).__name__}" + (" (empty)" if listed == [] else ""))
+    return listed
+
+
 def write_outputs(frames, folder, metrics=(), x="rounds", formats=("png",), caption=None, titles=None, kept=None):
     """Write what ``rowstoch compare`` writes for the frames of :func:`~rowstoch_fast.compare.compare` (one per
     graph or communication setting) into ``folder``: compare.csv (every record), summary.csv / .md / .tex (final
@@ -211,6 +234,7 @@ def write_outputs(frames, folder, metrics=(), x="rounds", formats=("png",), capt
     written."""
     from .. import report
 
+    frames = _frame_list(frames)
     written = write_tables(frames, folder, metrics, caption, kept=kept)
     metric = frames[0].attrs.get("metric") or frame_metric(frames[0])
     shown = list(dict.fromkeys([metric, *metrics]))
@@ -218,15 +242,16 @@ def write_outputs(frames, folder, metrics=(), x="rounds", formats=("png",), capt
         plt = report.pyplot()
     except ImportError:
         return written
-    fig = report.figure(frames, shown, x, path=os.path.join(folder, "compare"), formats=formats,
-                        titles=titles or [_title(fr) for fr in frames])
-    plt.close(fig)
-    written += [f"compare.{fmt}" for fmt in formats]
-    for fr in frames:
-        if fr.attrs.get("tuning"):
-            name = "tuning" if len(frames) == 1 else "tuning-" + re.sub(r"[^A-Za-z0-9._+-]+", "_", _title(fr))
-            plt.close(report.tuning_figure(fr.attrs["tuning"], path=os.path.join(folder, name)))
-            written.append(name + ".png")
+    with report.closing_on_error(plt):
+        fig = report.figure(frames, shown, x, path=os.path.join(folder, "compare"), formats=formats,
+                            titles=titles or [_title(fr) for fr in frames])
+        plt.close(fig)
+        written += [f"compare.{fmt}" for fmt in formats]
+        for fr in frames:
+            if fr.attrs.get("tuning"):
+                name = "tuning" if len(frames) == 1 else "tuning-" + re.sub(r"[^A-Za-z0-9._+-]+", "_", _title(fr))
+                plt.close(report.tuning_figure(fr.attrs["tuning"], path=os.path.join(folder, name)))
+                written.append(name + ".png")
     for stale in sorted(glob.glob(os.path.join(glob.escape(folder), "tuning*.png"))):  # (an interrupted write of one
         # setting's had named it tuning.png, left beside the tuning-<setting>.png of the resumed comparison)
         if os.path.basename(stale) not in written:
@@ -246,6 +271,7 @@ def write_tables(frames, folder, metrics=(), caption=None, kept=None):
 
     from .. import report
 
+    frames = _frame_list(frames)
     os.makedirs(folder, exist_ok=True)
     metric = frames[0].attrs.get("metric") or frame_metric(frames[0])
     shown = list(dict.fromkeys([metric, *metrics]))
