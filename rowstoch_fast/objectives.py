@@ -24,6 +24,27 @@ __all__ = ["Objective", "Oracle", "SampleOracle", "Optimum", "NonconvexLogistic"
            "LeastSquares", "draw_samples"]
 
 
+def batch_of(objective):
+    """``objective.batch``, the samples one stochastic gradient of a node draws (what the records' ``samples``
+    column counts): a positive integer, else a TypeError naming the attribute (a user's ``batch = None`` failed
+    deep in a run as ``int * NoneType``, and ``batch = "full"`` filled the column with repeated text)."""
+    batch = getattr(objective, "batch", 1)
+    if isinstance(batch, (bool, np.bool_)) or not isinstance(batch, (int, np.integer)) or batch < 1:
+        raise TypeError(f"{type(objective).__name__}.batch must be a positive integer (the samples one stochastic "
+                        f"gradient of a node draws, which the records' samples column counts), got {batch!r}")
+    return int(batch)
+
+
+def optimum_of(objective):
+    """``objective.optimum()``, checked: an :class:`Optimum` or None (an override returning a plain tuple failed
+    deep in a comparison as "'tuple' object has no attribute 'value'")."""
+    best = objective.optimum()
+    if best is not None and not isinstance(best, Optimum):
+        raise TypeError(f"{type(objective).__name__}.optimum() must return an Optimum(x, value) of "
+                        f"rowstoch_fast.objectives, or None where the minimiser is unknown; got {type(best).__name__}")
+    return best
+
+
 class Optimum(NamedTuple):
     """The minimiser ``x`` of ``f = (1/n) sum_i f_i`` and its value ``value = f(x)`` (:meth:`Objective.optimum`)."""
 
@@ -187,10 +208,37 @@ class Objective:
     :meth:`loss`; the metrics here follow from them. Objectives add (``f + g``: node ``i`` has ``f_i + g_i``),
     scale (``a * f``) and take a regularizer (``f + L1(0.1)``: a composite objective, see
     :mod:`rowstoch_fast.composite`).
+
+    Notes
+    -----
+    An objective of your own sets the attributes ``n``, ``d`` and ``dtype`` (``np.float64``) and implements:
+
+    - ``stochastic_gradient(X, iteration, *, seed=0, batches=1, rep_offset=0, nodes=None, rep_period=0)``:
+      ``X`` arrives as ``(reps, n, d)`` (replicas of a batched run: the repetitions of a run, a tuner's
+      candidate rates), or ``(n, d)``; the gradients have ``X``'s shape. Replica ``r`` draws the samples of
+      repetition ``rep_offset + r`` (``rep_offset + r % rep_period`` with a ``rep_period > 0``), row ``i`` is
+      node ``nodes[i]`` (node ``i`` where ``nodes`` is None), and a draw depends only on ``(seed, repetition,
+      node, iteration)`` (``batches``: the average of that many independent mini-batches). Without noise,
+      return :meth:`full_gradient` and set ``stream_free = True``;
+    - ``full_gradient(X, nodes=None)``, and ``loss(X, nodes=None)`` of shape ``X.shape[:-1]`` (``f_i(x_i)`` of
+      every row).
+
+    Optionally: :meth:`x0` (the start; default ``0.01 N(0, I_d)``, seed 42); ``_solve()``, the minimiser of
+    ``f``, shape ``(d,)`` (the harness then ranks by the suboptimality ``f(x_bar) - f*``, else by the gradient
+    norm at the mean model; :meth:`optimum` caches it with ``f*``), or :meth:`optimum` itself returning an
+    :class:`Optimum`; ``batch``, the samples one stochastic gradient of a node draws (the records' ``samples``
+    column: a positive integer, default 1); :attr:`convex`; :attr:`samples_per_node` and ``_sample_gradient``
+    for the variance-reduced methods.
     """
 
     n: int
     d: int
+    #: Samples one stochastic gradient of a node draws (what the records' ``samples`` column counts).
+    batch = 1
+
+    def x0(self, seed=42, scale=0.01):
+        """The start, the same on every node: ``scale * N(0, I_d)`` (seed 42), shape ``(d,)``."""
+        return scale * make_rng(seed).standard_normal(self.d)
 
     #: Whether every ``f_i`` is convex: the composite and summed objectives then compute their optimum.
     convex = False
@@ -660,10 +708,6 @@ class NonconvexLogistic(Objective):
         return {"samples_per_node": int(self.samples_per_node), **self._regulariser(), "batch": self.batch,
                 **({"dtype": "float32"} if self.dtype == np.float32 else {})}
 
-    def x0(self, seed=42, scale=0.01):
-        """The paper's start: ``x0 = scale * N(0, I_d)`` (seed 42), the same point on every node."""
-        return scale * make_rng(seed).standard_normal(self.d)
-
     def stochastic_gradient(self, X, iteration, *, seed=0, batches=1, rep_offset=0, nodes=None, rep_period=0):
         """Mini-batch gradients of every node (average of ``batches`` mini-batches), shape of ``X``.
 
@@ -1023,10 +1067,6 @@ class Quadratic(Objective):
         with np.errstate(over="ignore", invalid="ignore"):
             return np.linalg.norm(means[0] * x - means[1], axis=-1)
 
-    def x0(self, seed=42, scale=0.01):
-        """A start ``scale * N(0, I_d)``, the same on every node."""
-        return scale * make_rng(seed).standard_normal(self.d)
-
     def _qb(self, nodes):
         nodes = self._nodes(nodes)
         return (self.q, self.b, nodes) if nodes is None else (self.q[nodes], self.b[nodes], nodes)
@@ -1188,10 +1228,6 @@ class LeastSquares(Objective):
         """The least-squares solution over all rows (every node has ``M`` of them); the smallest one where
         the rows do not determine it."""
         return np.linalg.lstsq(self.H.reshape(-1, self.d), self.y.ravel(), rcond=None)[0]
-
-    def x0(self, seed=42, scale=0.01):
-        """A start ``scale * N(0, I_d)``, the same on every node."""
-        return scale * make_rng(seed).standard_normal(self.d)
 
     def _grad(self, X, H, y, nodes=None, with_loss=False):
         """``(H_i^T (H_i x_i - y_i)) / M`` of every row of ``X`` (and with ``with_loss`` the losses, from the same

@@ -15,6 +15,7 @@ import contextlib
 
 from .. import algorithms as _algorithms
 from ..backends import on_the_root
+from ..runner import warn_if_below_optimum
 from .execute import Outcome, default_jobs, execute, run_method
 from .live import LiveView, text_plot
 from .outputs import FolderLock, json_tuning, plot, write_outputs, write_tables
@@ -305,4 +306,5 @@ def assemble(plan, outcomes, interrupted=False):
                        metric=plan.metric, extra_metrics=plan.extra_metrics,
                        identity=_Shared(identity(plan.network, plan.objective, plan.seed, plan.budget, plan.methods,
                                                  plan.points, plan.metrics)))
+    warn_if_below_optimum(frame, plan.objective, stacklevel=4)  # (once, of every method's records)
     return frame

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import time
 import warnings
 from dataclasses import dataclass
@@ -11,7 +12,7 @@ import numpy as np
 
 from ..errors import DivergenceError
 from ..network import draws, losses_of, redrawn
-from ..runner import run
+from ..runner import BELOW_OPTIMUM_WORDS, run
 from .tuning import UNTUNABLE, NoStableRate, forget_stages, replicas_per_rate, tune
 from .verdict import status_of
 
@@ -91,9 +92,11 @@ def _one_run(plan, method, lr, *, repeats, progress, checkpoint=None, resume=Non
     algo = method.algorithm(redrawn(plan.network, first_repeat), lr, plan.backend)
     start = time.perf_counter()
     try:
-        h = run(algo, plan.objective, iterations, record_at=plan.schedule(method), repeats=repeats, seed=plan.seed,
-                progress=progress, metrics=plan.metrics, checkpoint=checkpoint, resume=resume,
-                first_repeat=first_repeat)
+        with warnings.catch_warnings():  # (the comparison says it once, of all its records: assemble)
+            warnings.filterwarnings("ignore", message=".*" + re.escape(BELOW_OPTIMUM_WORDS), category=RuntimeWarning)
+            h = run(algo, plan.objective, iterations, record_at=plan.schedule(method), repeats=repeats,
+                    seed=plan.seed, progress=progress, metrics=plan.metrics, checkpoint=checkpoint, resume=resume,
+                    first_repeat=first_repeat)
     except DivergenceError as exc:
         h = exc.history
     meta = dict(h.meta)

@@ -24,6 +24,7 @@ from ..backends import BACKENDS
 from ..network import Network, base_matrix, describe, first_difference, redrawn, weights_of
 from .._metric_names import METRICS, TEST_METRICS
 from ..runner import Algorithm, check_takes, round_schedule
+from ..objectives import batch_of, optimum_of
 
 __all__ = ["Method", "Plan", "make_plan", "default_algorithms", "parse_algorithms", "default_metric", "TUNE_GRID",
            "MIN_ITERATIONS", "check_shown_metrics"]
@@ -62,7 +63,7 @@ def check_ranked_metric(metric, objective):
         raise ValueError(f"metric {metric!r} cannot be tuned on or ranked by (it does not fall from its start to 0 "
                          f"at the solution); rank by one of {', '.join(RANKED_METRICS)} and show {metric!r} beside "
                          "it (metrics=...)")
-    if metric in ("suboptimality", "distance") and objective.optimum() is None:
+    if metric in ("suboptimality", "distance") and optimum_of(objective) is None:
         raise ValueError(f"metric {metric!r} needs the objective's optimum, and {type(objective).__name__} knows "
                          "none: rank by grad_norm_mean")
     return metric
@@ -71,7 +72,7 @@ def check_ranked_metric(metric, objective):
 def default_metric(objective):
     """The metric a biased method cannot game: ``"suboptimality"`` (``f(x_bar) - f*``) where the objective knows
     its optimum, else ``"grad_norm_mean"`` (``||grad f(x_bar)||``)."""
-    return "suboptimality" if objective.optimum() is not None else "grad_norm_mean"
+    return "suboptimality" if optimum_of(objective) is not None else "grad_norm_mean"
 
 
 def default_algorithms(A, objective=None):
@@ -389,6 +390,7 @@ def make_plan(A, objective, algorithms=None, rounds_budget=2000, *, lr=None, tun
         raise TypeError(f"objective must be an Objective of rowstoch_fast.objectives, got {type(objective).__name__}")
     if objective.n != A.n:
         raise ValueError(f"objective has n = {objective.n} nodes but the network has {A.n}")
+    batch_of(objective)  # (an objective of the user's: its batch, before anything runs)
     try:
         redrawn(A, 1)  # (each repetition runs on a draw of its own: a layer that cannot be drawn anew, before any run)
     except TypeError as exc:
