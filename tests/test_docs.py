@@ -90,15 +90,15 @@ def _recipe_blocks():
         return re.findall(r"```python\n(.*?)```", f.read(), re.S)
 
 
-@pytest.mark.parametrize("k", range(10))
+@pytest.mark.parametrize("k", range(11))
 def test_the_recipes_run_as_written(k, tmp_path, monkeypatch, capsys):
-    """docs/guide/recipes.md: ten tasks, each block run as it is written; what it prints shows no method where a
+    """docs/guide/recipes.md: eleven tasks, each block run as it is written; what it prints shows no method where a
     value was meant (``m.recommended_rounds`` printed "<bound method ...>") and no claim of the page printed False
     (200 rounds of gossip on the paper's ring were too few for "gossip ends at pi^T X")."""
     import rowstoch_fast as rf
 
     blocks = _recipe_blocks()
-    assert len(blocks) == 10
+    assert len(blocks) == 11
     if "import torch" in blocks[k]:
         pytest.importorskip("torch")
     monkeypatch.chdir(tmp_path)
