@@ -29,7 +29,9 @@ def batch_of(objective):
     column counts): a positive integer, else a TypeError naming the attribute (a user's ``batch = None`` failed
     deep in a run as ``int * NoneType``, and ``batch = "full"`` filled the column with repeated text)."""
     batch = getattr(objective, "batch", 1)
-    if isinstance(batch, (bool, np.bool_)) or not isinstance(batch, (int, np.integer)) or batch < 1:
+    whole = isinstance(batch, (int, np.integer)) or (isinstance(batch, (float, np.floating)) and
+                                                     float(batch).is_integer())  # (200.0 counts 200)
+    if isinstance(batch, (bool, np.bool_)) or not whole or batch < 1:
         raise TypeError(f"{type(objective).__name__}.batch must be a positive integer (the samples one stochastic "
                         f"gradient of a node draws, which the records' samples column counts), got {batch!r}")
     return int(batch)

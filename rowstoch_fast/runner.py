@@ -149,6 +149,20 @@ class Algorithm:
         """The hyperparameters passed through, as a dict."""
         return dict(self.hyper)
 
+    def _key(self):
+        """The fields, with a rate array (one per node or replica) as its shape and values: what ``==`` and
+        ``hash`` compare (the generated ones compared arrays: "truth value of an array is ambiguous")."""
+        lr = self.lr if np.ndim(self.lr) == 0 else (np.shape(self.lr), tuple(np.ravel(self.lr).tolist()))
+        return (self.A, lr, self.rounds, self.tracker, self.backend, self.method, self.hyper)
+
+    def __eq__(self, other):
+        if not isinstance(other, Algorithm):
+            return NotImplemented
+        return self._key() == other._key()
+
+    def __hash__(self):
+        return hash(self._key())
+
     def __post_init__(self):
         from .network import Network
 
@@ -362,8 +376,9 @@ class History:
         from .report import closing_on_error, pyplot, save
 
         table, document, figure = self.FILES
+        folder = os.fspath(folder) or "."
         if os.path.exists(folder) and not os.path.isdir(folder):
-            raise ValueError(f"folder {os.fspath(folder)!r} is a file; History.save writes a folder of files")
+            raise NotADirectoryError(f"folder {folder!r} is a file; History.save writes a folder of files")
         os.makedirs(folder, exist_ok=True)  # (a folder not made yet, as ``rowstoch run --out`` makes it)
         self.to_csv(os.path.join(folder, table))
         self.to_json(os.path.join(folder, document))
@@ -1254,8 +1269,13 @@ def warn_if_below_optimum(frame, objective, stacklevel=3):
     if "suboptimality" not in frame or not len(frame):
         return
     low = frame["suboptimality"].min()
-    best = optimum_of(objective)
-    if best is None or not np.isfinite(low) or low >= -BELOW_OPTIMUM * max(1.0, abs(best.value)):
+    if not np.isfinite(low):  # (not recorded: the optimum is not asked for, nor computed, for a warning)
+        return
+    try:
+        best = optimum_of(objective)  # (computed already, for the records)
+    except Exception:  # (a warning never loses a run)
+        return
+    if best is None or low >= -BELOW_OPTIMUM * max(1.0, abs(best.value)):
         return
     warnings.warn(f"{type(objective).__name__}: f(x_bar) {BELOW_OPTIMUM_WORDS} = {best.value:.10g} of its optimum() "
                   "by more than rounding: that is not its minimum (check its _solve() or optimum()), and the "

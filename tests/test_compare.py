@@ -3227,11 +3227,16 @@ def test_what_a_killed_comparison_left_half_written_is_removed_when_its_folder_i
     # (a TMPDIR shared with other machines: theirs name processes this one cannot see, and are left to them)
     theirs = tmp_path / f"rowstoch-plan-{_host_slug()}x-{dead.pid}-abc.pickle"
     theirs.write_bytes(b"plan")
+    numbered = tmp_path / f"rowstoch-plan-12345-{dead.pid}-abc.pickle"  # (a machine whose name is a number)
+    numbered.write_bytes(b"plan")
+    older = tmp_path / f"rowstoch-plan-{dead.pid}-abc.pickle"  # (an earlier version's name: no machine in it)
+    older.write_bytes(b"plan")
     for jobs in (2, 1):  # (a resume with one process removes them too)
         left = tmp_path / f"rowstoch-plan-{_host_slug()}-{dead.pid}-abc.pickle"
         left.write_bytes(b"plan")
         cmp.compare(A, f, "dsgd,dgd", 20, lr=0.05, repeats=1, progress=False, jobs=jobs)
-        assert not left.exists() and list(tmp_path.glob("rowstoch-plan-*")) == [theirs]
+        assert not left.exists() and not older.exists()
+        assert sorted(tmp_path.glob("rowstoch-plan-*")) == sorted([theirs, numbered])
 
 
 def test_an_interrupted_write_of_one_setting_leaves_no_stray_tuning_figure(tmp_path):
@@ -3350,6 +3355,40 @@ def test_a_resume_from_another_folder_reads_the_files_the_comparison_named_from_
     key = ["algorithm", "rep", "iteration"]
     pd.testing.assert_frame_equal(part[columns].sort_values(key).reset_index(drop=True),
                                   whole[columns].sort_values(key).reset_index(drop=True))
+    # a folder whose experiment.json does not say where it was started (an earlier version's), resumed from
+    # elsewhere: told where to resume from, not the loader's bare "does not exist"
+    document = json.loads((tmp_path / "part" / "experiment.json").read_text())
+    del document["folder"]
+    (tmp_path / "part" / "experiment.json").write_text(json.dumps(document))
+    (elsewhere / "A.npy").unlink()
+    assert main(["compare", "--resume", "../part", "--repeats", "3"]) == 2
+    assert_one_line_error(2, capsys.readouterr().err, "--matrix 'A.npy' and --data-file 'data.npz' are relative paths that do not exist here",
+                          "resume it from the folder it was started in")
+    monkeypatch.chdir(ran)  # (from there it goes on)
+    assert main(["compare", "--resume", "../part", "--repeats", "3"]) == 0
+    # the caller's folder removed while a resume ran elsewhere (a job's scratch folder): the outputs are written,
+    # and it ends as it would have, with a warning (it had ended in a traceback, rc 1, its MPI ranks not waited for)
+    import rowstoch_fast.cli.compare as command
+
+    document = json.loads((tmp_path / "part" / "experiment.json").read_text())
+    document["folder"] = str(ran)
+    (tmp_path / "part" / "experiment.json").write_text(json.dumps(document))
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    real = command._compare
+
+    def then_removed(args):
+        status = real(args)
+        gone.rmdir()
+        return status
+
+    monkeypatch.setattr(command, "_compare", then_removed)
+    capsys.readouterr()
+    assert main(["compare", "--resume", str(tmp_path / "part"), "--repeats", "4"]) == 0
+    assert "the folder the resume was run from cannot be entered again" in capsys.readouterr().err
+    assert pd.read_csv(tmp_path / "part" / "compare.csv")["rep"].nunique() == 4
+    monkeypatch.chdir(tmp_path)
 
 
 @pytest.mark.parametrize("loss", ["0.2", "0,0.2"])

@@ -840,14 +840,23 @@ def test_an_objective_of_ones_own_as_the_docstring_says_and_what_it_gets_wrong_i
         warnings.simplefilter("error")  # (a right f*: no warning)
         h = rf.run(rf.Algorithm(A, 0.5, method="push-pull"), f, 60, progress=False)
     assert h.frame["suboptimality"].iloc[-1] < 1e-6 and h.frame["samples"].iloc[-1] == 60
-    for batch in (None, "full", 0, True):
+    for batch in (None, "full", 0, True, 2.5):
         f.batch = batch
         for call in (lambda: rf.run(rf.Algorithm(A, 0.5), f, 5, progress=False),
                      lambda: cmp.compare(A, f, "dsgd", 5, lr=0.5, progress=False)):
             with pytest.raises(TypeError, match=r"_Own\.batch must be a positive integer .* got " + re.escape(repr(batch))):
                 call()
-    f.batch = 4
-    assert rf.run(rf.Algorithm(A, 0.5), f, 5, progress=False).frame["samples"].iloc[-1] == 20
+    for batch in (4, 4.0, np.int32(4)):
+        f.batch = batch
+        assert rf.run(rf.Algorithm(A, 0.5), f, 5, progress=False).frame["samples"].iloc[-1] == 20
+
+    class Unknown(_Own):
+        def optimum(self):
+            raise NotImplementedError
+
+    with warnings.catch_warnings():  # (a run that does not record the suboptimality never asks for the optimum)
+        warnings.simplefilter("error")
+        assert rf.run(rf.Algorithm(A, 0.5), Unknown(), 5, progress=False, metrics=["grad_norm"]).status == "done"
 
     class Tupled(_Own):
         def optimum(self):

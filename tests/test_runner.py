@@ -889,7 +889,7 @@ def test_history_save_makes_its_folder_and_leaves_the_backend_alone(problem, tmp
     switched matplotlib to Agg (a notebook's inline figures stopped showing after it). Now it makes the folder,
     refuses a file in its place, and leaves a chosen backend as it is."""
     h = run(algo(), problem, 10, progress=False)
-    with pytest.raises(ValueError, match="is a file"):
+    with pytest.raises(NotADirectoryError, match="is a file"):
         (tmp_path / "taken").write_text("x")
         h.save(tmp_path / "taken")
     plt = pytest.importorskip("matplotlib.pyplot")
@@ -944,3 +944,16 @@ def test_figures_leave_a_chosen_backend_and_no_figure_of_a_failed_save(problem, 
     assert "compare.png" in write_outputs(frame, tmp_path / "one")  # (one frame, not a list: it was KeyError: 0)
     with pytest.raises(TypeError, match="frames must be a DataFrame of compare"):
         write_outputs("compare.csv", tmp_path / "bad")
+
+
+def test_algorithms_with_rate_arrays_compare_and_hash():
+    """A review's case: an Algorithm with FROST's rates per node (or one rate per replica) raised "the truth value
+    of an array is ambiguous" on ==, and TypeError on hash(). Equal fields are equal, and hash alike."""
+    A = topology.ring(6)
+    per_node = np.linspace(0.01, 0.05, 6)
+    a, b = Algorithm(A, per_node, method="frost"), Algorithm(A, per_node.copy(), method="frost")
+    assert a == b and hash(a) == hash(b) and len({a, b}) == 1
+    assert a != Algorithm(A, per_node[::-1], method="frost") and a != Algorithm(A, 0.01, method="frost")
+    replicas = np.full((3, 1, 1), 0.02)
+    assert Algorithm(A, replicas) == Algorithm(A, replicas.copy()) != Algorithm(A, 0.02)
+    assert Algorithm(A, 0.02) == Algorithm(A, 0.02) and hash(Algorithm(A, 0.02)) == hash(Algorithm(A, 0.02))

@@ -89,10 +89,16 @@ def cmd_compare(args):
     except UsageError as exc:
         raise _as_in_the_file(args, exc) from None
     finally:
-        if getattr(args, "left_from", None):  # (a resume ran in the comparison's own folder: back to the caller's)
-            os.chdir(args.left_from)
-        if getattr(args, "ranks_wait", False):
-            _wait_for_rank_zero()
+        try:
+            if getattr(args, "left_from", None):  # (a resume ran in the comparison's own folder: the caller's again)
+                try:
+                    os.chdir(args.left_from)
+                except OSError as exc:  # (the caller's folder removed meanwhile: the outputs are written)
+                    print(f"rowstoch: warning: the folder the resume was run from cannot be entered again ({exc})",
+                          file=sys.stderr)
+        finally:
+            if getattr(args, "ranks_wait", False):
+                _wait_for_rank_zero()
 
 
 def _wait_for_rank_zero():
@@ -134,7 +140,7 @@ def _compare(args):
     from .. import report
     from ..compare.live import CLI_SHARE, LiveView
     from ..compare.outputs import ComparisonFolder, FolderInUse
-    from ..runner import check_takes
+    from ..runner import BELOW_OPTIMUM_WORDS, check_takes
 
     args.before_mpi = True  # (a refusal here, on one rank of an MPI launch, aborts it: the others are in MPI_Init)
     file_algorithms = _read_experiment_file(args)  # (first: a resumed comparison's backend is its experiment.json's)
@@ -336,7 +342,8 @@ def _compare(args):
                 said = str(w.message)
                 key = said.split(" not run over")[0]  # (the methods it names: once a comparison, whatever the
                 # layers of each setting; it was repeated for every setting of a sweep)
-                if ("runs only" in said or "communication model" in said) and root and key not in warned:
+                if ("runs only" in said or "communication model" in said or BELOW_OPTIMUM_WORDS in said) and root \
+                        and key not in warned:
                     warned.add(key)
                     print(f"rowstoch: warning: {said}", file=sys.stderr)
             if len(frame):
@@ -631,6 +638,15 @@ def _run_where_it_ran(args, ran_in):
     folder until :func:`cmd_compare` returns (--resume and --out, named from the caller's, made absolute first);
     where that folder is gone, paths are read from the caller's folder, as before."""
     if not isinstance(ran_in, str) or not os.path.isdir(ran_in):
+        missing = [f"--{dest.replace('_', '-')} {value!r}" for dest, value in
+                   (("matrix", getattr(args, "matrix", None)), ("data_file", getattr(args, "data_file", None)))
+                   if isinstance(value, str) and not os.path.isabs(value) and not os.path.exists(value)]
+        if missing:  # (else the loader's bare "does not exist")
+            where = (f"was started in {ran_in!r}, which is gone" if isinstance(ran_in, str) else
+                     "does not say where it was started (its experiment.json is older than that record)")
+            what = "is a relative path that does" if len(missing) == 1 else "are relative paths that do"
+            raise UsageError(f"--resume {args.resume!r}: {' and '.join(missing)} {what} not exist here, and the "
+                             f"comparison {where}: resume it from the folder it was started in")
         return
     here = os.getcwd()
     if os.path.samefile(ran_in, here):

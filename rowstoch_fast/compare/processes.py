@@ -206,9 +206,15 @@ def remove_stale_plan_files():
 
     mine = _PLAN_PREFIX.format(host=_host_slug(), pid="")  # (this machine's: a TMPDIR shared with other machines
     # holds theirs too, of processes this one cannot see; they were removed under a live comparison there)
-    for stale in glob.glob(os.path.join(glob.escape(tempfile.gettempdir()), glob.escape(mine) + "*-*.pickle")):
+    folder = glob.escape(tempfile.gettempdir())
+    for stale in glob.glob(os.path.join(folder, glob.escape(mine) + "*-*.pickle")):
         pid = os.path.basename(stale)[len(mine):].split("-")[0]
         if pid.isdigit() and not process_alive(int(pid)):
+            _remove(stale)
+    for stale in glob.glob(os.path.join(folder, "rowstoch-plan-[0-9]*-*.pickle")):  # (an earlier version's names,
+        # rowstoch-plan-PID-RANDOM, which name no machine: four parts where this version's have five)
+        parts = os.path.basename(stale).split("-")
+        if len(parts) == 4 and parts[2].isdigit() and not process_alive(int(parts[2])):
             _remove(stale)
 
 
