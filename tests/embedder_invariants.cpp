@@ -1,7 +1,9 @@
 // What the headers promise bit for bit, checked in an embedder's own build (tests/test_embedding.py compiles it
 // with the documented flags and -march=native): a column of csr_mix does not depend on the block's width, a lossy
-// round that lost nothing is the static round, the logistic gradients do not depend on the vector width or on
-// whether the losses are computed too; an empty block's power is a no-op (null pointers allowed).
+// round that lost nothing is the static round; an empty block's power is a no-op (null pointers allowed). Without
+// -ffp-contract=off GCC fuses multiply-adds there and the first breaks (the logistic gradients' promises too, at
+// two vector widths: left out here, as their instantiation takes four times the compile; the package's own build
+// checks them).
 // Exit status: the number of broken promises (each printed).
 #include <cmath>
 #include <cstdio>
@@ -10,7 +12,6 @@
 
 #include "rowstoch/mix.hpp"
 #include "rowstoch/network.hpp"
-#include "rowstoch/objectives.hpp"
 
 using Block = std::vector<double>;
 
@@ -72,25 +73,6 @@ int main() {
             ++broken;
             std::printf("csr_mix_lossy with p = 0 differs from csr_mix (w = %lld)\n", static_cast<long long>(w));
         }
-    }
-    const std::int64_t m = 3, M = 80, d = 10;
-    Block H(m * M * d), labels(m * M), x(m * d), g2(m * d), g4(m * d), with_losses(m * d), losses(m);
-    for (double& v : H) v = 2.0 * next_value(state);
-    for (double& v : labels) v = next_value(state) < 0.0 ? -1.0 : 1.0;
-    for (double& v : x) v = next_value(state);
-    rowstoch::set_simd_width(2);
-    rowstoch::logistic_full_grad(H.data(), labels.data(), m, nullptr, M, d, 0.01, x.data(), 1, g2.data());
-    const bool four = rowstoch::set_simd_width(4);
-    rowstoch::logistic_full_grad(H.data(), labels.data(), m, nullptr, M, d, 0.01, x.data(), 1, g4.data());
-    if (four && !identical(g2, g4)) {
-        ++broken;
-        std::printf("logistic_full_grad: 4-wide vectors differ from 2-wide ones\n");
-    }
-    rowstoch::logistic_full_grad(H.data(), labels.data(), m, nullptr, M, d, 0.01, x.data(), 1, with_losses.data(),
-                                 losses.data());
-    if (!identical(g4, with_losses)) {
-        ++broken;
-        std::printf("logistic_full_grad: the gradients with the losses differ from those without\n");
     }
     rowstoch::csr_mix_power<std::int64_t, double>(Ap.data(), Aj.data(), Ax.data(), 0, nullptr, 0, 0, nullptr,
                                                   nullptr);

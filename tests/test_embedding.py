@@ -55,8 +55,9 @@ def test_the_headers_keep_their_promises_in_an_embedders_build(tmp_path):
     """A helper's embedder build with -march=native (FMA): g++ contracts a * b + c into fused multiply-adds by
     default, and a lossy round that lost nothing, the logistic gradients at two vector widths and a column of a
     mix at two block widths were no longer bit for bit what the headers promise (nor the Python package's bits).
-    The documented flags (-ffp-contract=off, as the package's own build) keep them; the CMake target carries the
-    flag (below). And an empty block's power with R = 0 passed null pointers to memcpy (UBSan)."""
+    The documented flags (-ffp-contract=off, as the package's own build) keep them (the mix's and the lossy
+    round's checked here; without the flag the first breaks); the CMake target carries the flag (below). And an
+    empty block's power with R = 0 passed null pointers to memcpy (UBSan)."""
     exe = tmp_path / "invariants"
     flags = ["-fopenmp"] if rf.build_info()["openmp"] else []
     native = subprocess.run([_compiler(), "-march=native", "-x", "c++", "-fsyntax-only", os.devnull],
