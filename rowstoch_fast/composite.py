@@ -40,7 +40,7 @@ import numpy as np
 
 from ._checks import check_positive_float
 from ._device import is_device_array
-from .objectives import Objective, provide_arithmetic
+from .objectives import Objective, optimum_of, provide_arithmetic
 
 __all__ = ["Regularizer", "L1", "ElasticNet", "Box", "NonNegative", "GroupLasso", "Prox", "Composite", "Sum",
            "Scaled", "proximal_gradient", "as_regularizer"]
@@ -733,7 +733,7 @@ class Scaled(_Derived):
         return {"type": "Scaled", "a": self.a, **self._fingerprint([self.f.describe()])}
 
     def _solve(self):
-        best = self.f.optimum()
+        best = optimum_of(self.f)
         return None if best is None else best.x
 
 
@@ -855,7 +855,7 @@ class Composite(_Derived):
     def _solve(self):
         if not self.convex:
             return None
-        start = self.smooth.optimum()
+        start = optimum_of(self.smooth)
         x0 = np.zeros(self.d) if start is None else start.x
         return proximal_gradient(self.smooth.value_and_gradient_at, self.regularizer, x0,
                                  what=f"{type(self.smooth).__name__} + {self.regularizer!r}")

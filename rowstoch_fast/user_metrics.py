@@ -50,6 +50,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._metric_names import CALL_KINDS, METRICS
+from .objectives import optimum_of
 
 __all__ = ["Metric", "MetricState", "register_metric", "unregister_metric", "registered_metrics",
            "load_metrics_module", "resolve_metrics", "higher_is_better", "linear_scale", "NODE_STATISTICS",
@@ -404,7 +405,7 @@ class _NodeStatistic:
             opt = state.algorithm
             return opt.participation_counts().astype(np.float64) if getattr(opt, "federated", False) else None
         if self.quantity in ("distance", "suboptimality"):
-            best = f.optimum()
+            best = optimum_of(f)
             if best is None:
                 return None
             if self.quantity == "distance":

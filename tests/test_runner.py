@@ -919,6 +919,7 @@ def test_figures_leave_a_chosen_backend_and_no_figure_of_a_failed_save(problem, 
               "cmp.write_outputs(cmp.compare(A, f, 'dsgd', 20, lr=0.05, repeats=1, progress=False), sys.argv[1] + '/c')\n"
               "print(matplotlib.get_backend().lower())\n")
     env = {k: v for k, v in os.environ.items() if k != "MPLBACKEND"}
+    env["MPLCONFIGDIR"] = str(tmp_path / "mpl")  # (no matplotlibrc of the machine's user choosing a backend)
     for chosen, expected in ((None, "agg"), ("svg", "svg")):
         run_env = env if chosen is None else dict(env, MPLBACKEND=chosen)
         out = subprocess.run([sys.executable, "-c", script, str(tmp_path / str(chosen))], capture_output=True,

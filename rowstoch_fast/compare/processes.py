@@ -204,26 +204,19 @@ def remove_stale_plan_files():
     import glob
     import tempfile
 
-    mine = _PLAN_PREFIX.format(host=_host_slug(), pid="")  # (this machine's: a TMPDIR shared with other machines
-    # holds theirs too, of processes this one cannot see; they were removed under a live comparison there)
-    folder = glob.escape(tempfile.gettempdir())
-    for stale in glob.glob(os.path.join(folder, glob.escape(mine) + "*-*.pickle")):
-        pid = os.path.basename(stale)[len(mine):].split("-")[0]
+    host = _host_slug()
+    for stale in glob.glob(os.path.join(glob.escape(tempfile.gettempdir()), "rowstoch-plan-*.pickle")):
+        parts = os.path.basename(stale).split("-")  # rowstoch, plan, HOST, PID, RANDOM.pickle; an earlier version's
+        # had no HOST. Only this machine's (a TMPDIR shared with other machines holds theirs, of processes this one
+        # cannot see: they were removed under a live comparison there)
+        pid = parts[3] if len(parts) == 5 and parts[2] == host else parts[2] if len(parts) == 4 else ""
         if pid.isdigit() and not process_alive(int(pid)):
             _remove(stale)
-    for stale in glob.glob(os.path.join(folder, "rowstoch-plan-[0-9]*-*.pickle")):  # (an earlier version's names,
-        # rowstoch-plan-PID-RANDOM, which name no machine: four parts where this version's have five)
-        parts = os.path.basename(stale).split("-")
-        if len(parts) == 4 and parts[2].isdigit() and not process_alive(int(parts[2])):
-            _remove(stale)
-
-
-#: The start of a plan file's name (:func:`_plan_file`): the machine's name, then the parent's process id.
-_PLAN_PREFIX = "rowstoch-plan-{host}-{pid}"
 
 
 def _host_slug():
-    """This machine's name in a plan file's name (letters, digits, ``.`` and ``_``: a ``-`` would end it)."""
+    """This machine's name in a plan file's name, ``rowstoch-plan-HOST-PID-RANDOM.pickle`` (letters, digits, ``.``
+    and ``_``: a ``-`` would end it)."""
     import re
     import socket
 
@@ -238,8 +231,7 @@ def _plan_file(plan):
 
     path = None
     try:
-        fd, path = tempfile.mkstemp(prefix=_PLAN_PREFIX.format(host=_host_slug(), pid=os.getpid()) + "-",
-                                    suffix=".pickle")
+        fd, path = tempfile.mkstemp(prefix=f"rowstoch-plan-{_host_slug()}-{os.getpid()}-", suffix=".pickle")
         with os.fdopen(fd, "wb") as fh:
             pickle.dump(plan, fh, protocol=pickle.HIGHEST_PROTOCOL)
     except OSError as exc:
