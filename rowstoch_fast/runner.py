@@ -1045,8 +1045,8 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
     if record_at is not None:
         if record_every is not None:
             raise ValueError("give record_every or record_at, not both")
-        if isinstance(record_at, (str, bytes)) or not hasattr(record_at, "__iter__") or np.ndim(record_at) == 0 \
-                and isinstance(record_at, np.ndarray):
+        if isinstance(record_at, (str, bytes)) or not hasattr(record_at, "__iter__") \
+                or isinstance(record_at, np.ndarray) and record_at.ndim == 0:  # (np.ndim would first copy a range)
             raise TypeError(f"record_at must be a sequence of iterations, got {type(record_at).__name__}")
         if hasattr(record_at, "__len__") and backends.one_process(algorithm.backend):  # (before it is made a set:
             # range(0, 10**9, 10) took minutes and gigabytes, then a bare MemoryError; under MPI a rank's refusal
