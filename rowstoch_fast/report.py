@@ -12,6 +12,7 @@ fonts, as IEEE's PDF eXpress and ACM ask (Type 3 fonts are refused).
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 
@@ -164,6 +165,32 @@ def pyplot():
     import matplotlib.pyplot as plt
 
     return plt
+
+
+@contextlib.contextmanager
+def axes_for(ax, figsize, path=None, dpi=DPI):
+    """``with axes_for(ax, figsize, path) as ax:`` the Axes to draw into: ``ax``, or a new figure's of ``figsize``.
+    Once drawn, with ``path`` the figure is laid out and saved there (:func:`save`: a PDF's fonts TrueType), and a
+    figure made here is then closed (a loop of saved plots had kept every figure open; its Axes stays usable, e.g.
+    ``ax.figure.savefig``); one made here whose drawing or save failed is closed. pyplot is :func:`pyplot` where a
+    file is written (Agg where no backend was chosen), else the backend matplotlib picks (a figure to be shown)."""
+    if path is not None:
+        plt = pyplot()
+    else:
+        try:
+            import matplotlib.pyplot as plt
+        except ImportError as exc:  # pragma: no cover - depends on the environment
+            raise ImportError("figures need matplotlib: pip install 'rowstoch_fast[plot]'") from exc
+    made = ax is None
+    if made:
+        _, ax = plt.subplots(figsize=figsize)
+    with closing_on_error(plt) if made else contextlib.nullcontext():
+        yield ax
+        if path is not None:
+            ax.figure.tight_layout()
+            save(ax.figure, path, dpi)
+            if made:
+                plt.close(ax.figure)
 
 
 class closing_on_error:

@@ -401,7 +401,10 @@ class History:
 
         Needs matplotlib (``pip install rowstoch_fast[plot]``). Returns the
         Axes: in a script call ``matplotlib.pyplot.show()`` to see it, or pass
-        ``path`` to save the figure there (PNG, PDF, SVG by its suffix).
+        ``path`` to save the figure there (PNG, PDF, SVG by its suffix; a PDF's
+        fonts as TrueType, Type 42, which venues require). A figure made here
+        and saved to ``path`` is closed once saved (a loop of saved plots had
+        kept every figure open); its Axes stays usable (``ax.figure.savefig``).
 
         Parameters
         ----------
@@ -420,13 +423,15 @@ class History:
         check_metric(metric, choices=self.metrics)
         check_metric(x, "x", AXES)
         log = not linear_scale(metric, self.meta.get("extra_metrics"))
-        try:
-            import matplotlib.pyplot as plt
-        except ImportError as exc:  # pragma: no cover - depends on the environment
-            raise ImportError("History.plot needs matplotlib: pip install 'rowstoch_fast[plot]'") from exc
+        from .report import axes_for
+
         s = self.summary()
-        if ax is None:
-            _, ax = plt.subplots(figsize=(5, 3.5))
+        with axes_for(ax, (5, 3.5), path, dpi=120) as ax:
+            self._draw(ax, s, metric, x, label, log, kwargs)
+        return ax
+
+    def _draw(self, ax, s, metric, x, label, log, kwargs):
+        """The mean of ``metric`` against ``x`` from the summary ``s``, its band, the axes' scale and labels."""
         line = ax.plot(s[x], s[metric], label=label or self.meta.get("algorithm"), **kwargs)[0]
         lo = s[metric] - s[metric + "_std"]
         lo = np.clip(lo, 1e-300, None) if log else lo
@@ -435,10 +440,6 @@ class History:
         ax.set_xlabel(x.replace("_", " "))
         ax.set_ylabel(metric.replace("_", " "))
         ax.legend(loc="best", fontsize="small")
-        if path is not None:
-            ax.figure.tight_layout()
-            ax.figure.savefig(path, dpi=120)
-        return ax
 
 
 def _finite_or_none(o):

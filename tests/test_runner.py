@@ -958,3 +958,30 @@ def test_algorithms_with_rate_arrays_compare_and_hash():
     replicas = np.full((3, 1, 1), 0.02)
     assert Algorithm(A, replicas) == Algorithm(A, replicas.copy()) != Algorithm(A, 0.02)
     assert Algorithm(A, 0.02) == Algorithm(A, 0.02) and hash(Algorithm(A, 0.02)) == hash(Algorithm(A, 0.02))
+
+
+def test_a_saved_plot_closes_the_figure_it_made_and_writes_truetype_fonts(problem, tmp_path):
+    """History.plot(path=) and compare.plot(path=) kept every figure they made open (a loop of saved plots passed
+    matplotlib's "more than 20 figures" warning) and wrote a PDF's fonts as Type 3, which venues refuse; a figure
+    drawn into an Axes of the caller's stays the caller's."""
+    pytest.importorskip("matplotlib")
+    import matplotlib.pyplot as plt
+
+    from rowstoch_fast import compare as cmp
+
+    h = run(algo(), problem, 10, progress=False)
+    frame = cmp.compare(topology.ring(8), problem, "dsgd", 10, lr=0.05, repeats=1, progress=False)
+    before = set(plt.get_fignums())
+    for k in range(3):
+        ax = h.plot(path=tmp_path / f"h{k}.pdf")
+        assert ax.get_legend() is not None and ax.figure.number not in plt.get_fignums()
+        cmp.plot(frame, path=tmp_path / f"c{k}.pdf")
+    assert set(plt.get_fignums()) == before
+    for name in ("h0.pdf", "c0.pdf"):
+        pdf = (tmp_path / name).read_bytes()
+        assert b"/FontFile2" in pdf and b"/Type3" not in pdf, name
+    fig, mine = plt.subplots()
+    try:
+        assert h.plot(ax=mine, path=tmp_path / "mine.png") is mine and fig.number in plt.get_fignums()
+    finally:
+        plt.close(fig)

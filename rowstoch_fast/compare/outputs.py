@@ -349,20 +349,16 @@ def tuning_from_json(record):
 def plot(frame, metric=None, ax=None, title=None, path=None, x="rounds"):
     """``metric`` against the ``x`` axis (``rounds``, ``gradients``, ``bytes`` or ``seconds``), one line per
     algorithm (mean over repetitions, a band of one standard deviation; colour-blind-safe colours, markers
-    and line styles); needs matplotlib. Returns the Axes; ``path`` saves the figure (300 dpi)."""
+    and line styles); needs matplotlib. Returns the Axes; ``path`` saves the figure (300 dpi) and closes it if
+    it was made here (:func:`~rowstoch_fast.report.axes_for`)."""
     from .. import report
 
     metric = metric or frame_metric(frame)
     check_frame(frame, [metric])
     report.check_axis(x)
-    plt = report.pyplot()
-    if ax is None:
-        _, ax = plt.subplots(figsize=(6.4, 4.2))
-    report.draw(ax, frame, metric, x)
-    ax.legend(loc="best", fontsize="small")
-    if title:
-        ax.set_title(title)
-    if path is not None:
-        ax.figure.tight_layout()
-        report.save(ax.figure, path)
+    with report.axes_for(ax, (6.4, 4.2), path) as ax:
+        report.draw(ax, frame, metric, x)
+        ax.legend(loc="best", fontsize="small")
+        if title:
+            ax.set_title(title)
     return ax
