@@ -285,7 +285,7 @@ def test_after_a_confirmation_the_rate_is_chosen_among_the_contenders():
     confirmed = {0.3162: 0.08531, 0.5623: math.inf}
     stages = []
 
-    def stage(name, rates, rep_offset=0, replicas=2):
+    def stage(name, rates, rep_offset=0, replicas=2, may_set_aside=False):
         stages.append((name, list(rates), rep_offset, replicas))
         for lr in rates:
             score = (confirmed if name == "confirm" else grid).get(lr, math.inf)  # (refinements: rejected)
@@ -355,6 +355,50 @@ def test_a_confirmation_judges_stability_on_the_median_of_its_streams(problem, m
     assert lr == good
     curves = np.stack([fake(A, f, method, [good], 100, None, seed=0, repeats=16, rep_offset=2)[1]])[0]
     assert tuning._judged(np.linspace(0, 100, 24), curves.mean(axis=1))[1].startswith("unstable")  # (the mean's)
+
+
+def test_a_draw_on_which_every_contender_grows_is_set_aside_once_and_replaced(problem, monkeypatch, tmp_path):
+    """Helper 105's robust gradient-push on a 20% lossy network: one confirmation draw of the network (a node
+    losing every in-link for eight iterations) made every contender grow 1e14x; all were rejected and a rate
+    judged on two streams only was chosen, 149x worse than the best, `tuned` and `ok`. That draw tells no contender
+    from another: it is set aside (said in the record and the log) and a draw of its own takes its place; a second
+    such draw is judged as any other."""
+    A, f = problem
+    method = cmp.make_plan(A, f, "dsgd", 100).methods[0]
+    grid = (0.001, 0.01, 0.1, 1.0)
+    calls = []
+
+    def fake(bad_draws):
+        def trajectories(network, objective, method, rates, budget, metric, *, seed, repeats=1, rep_offset=0, **kw):
+            calls.append((tuple(rates), rep_offset, repeats))
+            iterations = np.linspace(0, budget, 24)
+            falling = np.exp(-iterations / 5.0)
+            columns = []
+            for lr in rates:
+                for q in range(repeats):
+                    level = {0.1: 1e-3, 0.01: 1.3e-3}.get(lr, 0.2) * (0.6 if (rep_offset + q) % 2 else 1.4)
+                    curve = falling + level
+                    if rep_offset in bad_draws and lr > 0.005:  # (the draw: every rate that moves grows)
+                        curve = curve * np.geomspace(1, 1e14, 24)
+                    columns.append(curve)
+            return iterations, np.stack(columns, axis=1)
+        return trajectories
+
+    monkeypatch.setattr(tuning, "trajectories", fake({2}))
+    said = []
+    lr, record = tuning.tune(A, f, method, 100, "grad_norm_mean", grid=grid, log=said.append)
+    assert lr == 0.1 and len(record["set_aside"]) == 1  # (the others end at 0.2 on every stream)
+    aside = record["set_aside"][0]
+    assert aside["streams"][0] == 2 and {"0.01", "0.1"} <= set(aside["ends"])
+    confirms = [c for c in calls if c[1] > 0]
+    assert confirms[0][1] == 2 and confirms[1][1] == 2 + confirms[0][2]  # (the next draw: streams of its own)
+    assert sum(c[2] for c in confirms[1:]) == tuning.confirm_repeats(record["noise"])  # (as many kept as asked)
+    assert "set aside: every contender grew or diverged on that draw" in said[-1]
+    json.dumps(cmp.outputs.json_tuning({"dsgd": record}))  # (lr.json holds it)
+    calls.clear()  # every confirmation draw bad: the second is judged (every contender rejected, as before)
+    monkeypatch.setattr(tuning, "trajectories", fake(set(range(2, 200))))
+    lr, record = tuning.tune(A, f, method, 100, "grad_norm_mean", grid=grid)
+    assert len(record["set_aside"]) == 1 and lr not in (0.01, 0.1)
 
 
 def test_no_stable_rate_on_two_noisy_streams_confirms_the_lowest_ending_rates():

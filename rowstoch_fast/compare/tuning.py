@@ -71,6 +71,13 @@ CONFIRM_MIN_REPEATS = 6
 #: At most this many candidates (the best, the others within two standard errors of it, then its neighbours on
 #: the rates' grid) run in a confirmation stage.
 CONFIRM_MAX = 5
+#: Draws set aside at most in one tuning (:func:`_confirm`): a confirmation's draw of the network and streams on
+#: which every contender grew or diverged, all of them stable on the grid's, tells no contender from another (a
+#: rare draw: a node of a lossy network that lost every in-link for eight iterations, its push-sum weight at 7e-7,
+#: made every contender of a helper's robust gradient-push grow; the rate chosen in their place, judged on two
+#: streams only, ended 149x above the best: bench/RESULTS.md section 54). It is replaced by a draw of its own and
+#: said; a second such draw is judged as any other.
+SET_ASIDE_MAX = 1
 #: Records per tuning run (evenly spaced, as the evaluation's): the trajectory the stability rule reads.
 TUNE_POINTS = 24
 #: A candidate whose final value is more than this factor above the minimum of its smoothed trajectory is
@@ -691,7 +698,9 @@ def tune(network, objective, method, budget, metric, *, seed=0, backend="auto", 
         (where judged: :func:`noise`), "stages": [{"name", "replicas" (a confirmation's streams), "scores": {lr:
         score}, "rejected": {lr: why}, "ends": {lr: final value}, "curves": {lr: [values]}}]}``: every
         candidate's score (``inf`` where rejected), why it was rejected, where it ended and its trajectory (the
-        mean over its replicas at ``iterations``; after a confirmation, over all its streams so far).
+        mean over its replicas at ``iterations``; after a confirmation, over all its streams so far); and
+        ``"set_aside": [{"streams": [first, end], "ends": {lr: where it ended}}]`` where a confirmation's draw on
+        which every contender grew or diverged was set aside (:func:`_confirm`).
 
     Raises
     ------
@@ -713,13 +722,20 @@ def tune(network, objective, method, budget, metric, *, seed=0, backend="auto", 
 
     repeats = record["replicas"] = replicas_per_rate(network, objective, method)
 
-    def stage(name, rates, rep_offset=0, replicas=repeats):
-        path = _stage_checkpoint(checkpoint_dir, method.label, len(record["stages"]))
+    def stage(name, rates, rep_offset=0, replicas=repeats, may_set_aside=False):
+        aside = record.get("set_aside", [])
+        path = _stage_checkpoint(checkpoint_dir, method.label, len(record["stages"]) + len(aside))
         iterations, values = trajectories(network, objective, method, rates, budget, metric, seed=tune_seed,
                                           repeats=replicas, backend=backend, checkpoint=path, keep=True,
                                           rep_offset=rep_offset)
         finished.append(path)
         record["iterations"] = [int(k) for k in iterations]
+        if may_set_aside and len(aside) < SET_ASIDE_MAX:
+            failed = _failed_on(iterations, values, rates, replicas)
+            if len(failed) == len(rates):  # (every contender: the draw tells none from another)
+                record["set_aside"] = aside + [{"streams": [rep_offset, rep_offset + replicas], "ends": failed}]
+                record["seconds"] = time.perf_counter() - started
+                return False
         entry = {"name": name, "scores": {}, "rejected": {}, "ends": {}, "curves": {}}
         if rep_offset:
             entry["replicas"] = replicas
@@ -743,6 +759,7 @@ def tune(network, objective, method, budget, metric, *, seed=0, backend="auto", 
                 entry["rejected"][lr] = why
         record["stages"].append(entry)
         record["seconds"] = time.perf_counter() - started
+        return True
 
     def forget():  # (tuned, or no stable rate: the stages' results are in the record; interrupted: kept)
         if not keep_stages:
@@ -845,7 +862,7 @@ def _tune_stages(stage, scores, arrival, ends, finals, record, grid, method, log
         record["noise"] = noise(stable, finals)
         rivals = contenders(stable, finals, arrival, tried=ended, step=_grid_step(grid))
         if len(rivals) > 1:
-            _confirm(stage, rivals, ends, record, grid)
+            _confirm(stage, rivals, ends, record, grid, set_aside=True)
             stable = {lr: s for lr, s in scores.items() if math.isfinite(s)}
             # the choice among the contenders, each judged on every stream: the others were told apart from the
             # best on the same two streams, and their scores on two streams are not comparable with these (the
@@ -874,7 +891,9 @@ def _tune_stages(stage, scores, arrival, ends, finals, record, grid, method, log
         raise exc
     record["chosen"] = _best(stable, arrival)
     if log is not None:
-        log(f"tuned {method.label}: lr = {record['chosen']:g}")
+        log(f"tuned {method.label}: lr = {record['chosen']:g}" + "".join(
+            f" (streams {a}..{b - 1} set aside: every contender grew or diverged on that draw)"
+            for a, b in (d["streams"] for d in record.get("set_aside", ()))))
     return record["chosen"], record
 
 
@@ -1001,19 +1020,38 @@ def _fallback_rivals(ended, finals, start):
     return _within_reach(hopeful, min(hopeful.values()), rel)[:CONFIRM_MAX], rel
 
 
-def _confirm(stage, rivals, ends, record, grid):
+def _confirm(stage, rivals, ends, record, grid, set_aside=False):
     """The confirmation stages of the candidates ``rivals``: :func:`confirm_repeats` more streams each (for the
     noise ``record["noise"]``), in runs no wider than the grid's (the comparison's memory was checked for that one:
     five contenders on thirty streams would be seven times as wide), each on streams of its own; a candidate that
-    diverged runs no more."""
-    total, done = confirm_repeats(record["noise"]), 0
+    diverged runs no more. With ``set_aside`` (contenders stable on the grid's streams), a draw on which every
+    contender grew or diverged is set aside, at most :data:`SET_ASIDE_MAX` of them (``record["set_aside"]``: its
+    streams and where each ended), and replaced by one of its own."""
+    total, done, skipped = confirm_repeats(record["noise"]), 0, 0
     per = max(1, len(grid) * record["replicas"] // len(rivals))
     while done < total:
         alive = [lr for lr in rivals if math.isfinite(ends.get(lr, math.inf))]
         if not alive:
             break
-        stage("confirm", alive, rep_offset=record["replicas"] + done, replicas=min(per, total - done))
-        done += min(per, total - done)
+        count = min(per, total - done)
+        kept = stage("confirm", alive, rep_offset=record["replicas"] + done + skipped, replicas=count,
+                     **({"may_set_aside": True} if set_aside else {}))
+        if kept is False:  # (a draw on which every contender grew or diverged, set aside: one of its own instead)
+            skipped += count
+        else:
+            done += count
+
+
+def _failed_on(iterations, values, rates, replicas):
+    """``{lr (as text): where it ended}`` for each of ``rates`` whose streams in ``values`` (records x rates *
+    ``replicas``) alone grew or diverged (:func:`_judged`): None where it diverged."""
+    failed = {}
+    for c, lr in enumerate(rates):
+        with np.errstate(all="ignore"):
+            _, why, end = _judged(iterations, np.asarray(values)[:, c * replicas:(c + 1) * replicas].mean(axis=1))
+        if why and why.startswith(("grew", "diverged", "ran off")):
+            failed[f"{lr:g}"] = float(end) if math.isfinite(end) else None
+    return failed
 
 
 def _stage_checkpoint(checkpoint_dir, label, k):
@@ -1024,7 +1062,7 @@ def _stage_checkpoint(checkpoint_dir, label, k):
 def forget_stages(checkpoint_dir, label, record):
     """Remove the finished stages' trajectories that :func:`tune` kept (``keep_stages``) in ``checkpoint_dir`` for
     the method ``label`` (``record``: the tuning's record, or a :class:`NoStableRate`'s)."""
-    for k in range(len(record.get("stages", ()))):
+    for k in range(len(record.get("stages", ())) + len(record.get("set_aside", ()))):
         _remove_stage(_stage_checkpoint(checkpoint_dir, label, k))
 
 
