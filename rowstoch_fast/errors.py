@@ -46,16 +46,19 @@ class DivergenceError(FloatingPointError):
 
 
     @classmethod
-    def starved(cls, iteration, node, total, n, weakest, smallest, cause="loses messages"):
+    def starved(cls, iteration, node, total, n, weakest, smallest, cause="loses messages", kept=None):
         """A push-sum method's iterates became NaN/Inf after lost messages drained its weights (``cause``: what
-        the network does that loses them, :func:`~rowstoch_fast.network.losses_of`)."""
-        return cls(f"iterates became non-finite at iteration {iteration}, first at node {node}, with the push-sum "
+        the network does that loses them, :func:`~rowstoch_fast.network.losses_of`); with ``kept`` (the iteration
+        whose state is kept), its gradient at them did first."""
+        what = "iterates became non-finite" if kept is None else "grad_fn returned a non-finite gradient"
+        kept = iteration - 1 if kept is None else kept
+        return cls(f"{what} at iteration {iteration}, first at node {node}, with the push-sum "
                    f"weights down to {total:.3g} of their {n} (node {weakest}: {smallest:.3g}): the network {cause}, "
                    f"and each lost message takes its share of the weights with it, so every node's "
                    f"effective step lr / w grows without bound; a smaller lr only delays it (run where no message is "
                    f"lost, or use a loss-robust method, robust-gradient-push or r-fast, or one that pulls with a "
                    f"row-stochastic matrix); the optimizer keeps its last "
-                   f"finite state (iteration {iteration - 1})", iteration=iteration, node=int(node), what="weights")
+                   f"finite state (iteration {kept})", iteration=iteration, node=int(node), what="weights")
 
 
 class GrowthWarning(RuntimeWarning):

@@ -877,6 +877,33 @@ def test_a_push_sum_method_drained_by_lost_messages_says_so(name):
     assert np.isfinite(lossless.x).all()
 
 
+@pytest.mark.parametrize("name", [n for n, c in sorted(REGISTRY.items()) if c.push_sum_weights and not c.per_link_state])
+def test_a_drained_push_sum_method_whose_gradient_overflows_first_says_so(name):
+    """The same drain where the gradient at the blown-up iterates overflows before they do (helper 105's least
+    squares: SGP's error said "grad_fn returned a non-finite gradient", as if the objective were at fault, and so
+    did the comparison's diagnosis): the weights' total and smallest and the lost messages, as for the iterates."""
+    from rowstoch_fast.errors import DivergenceError
+    from rowstoch_fast.objectives import Quadratic
+
+    A = topology.erdos_renyi(24, 0.25, seed=1)
+    f = Quadratic.random(24, 3, seed=0)
+
+    def overflowing(X):  # (a gradient of higher order: inf where the iterates are merely large)
+        G = np.array(f.full_gradient(X), dtype=np.float64)
+        G[np.abs(np.asarray(X)) > 1e30] = np.inf
+        return G
+
+    cls = REGISTRY[name]
+    opt, grad = cls.build(Lossy(A, 0.1, seed=0), f.x0(), 0.02), feed(cls, overflowing)
+    with pytest.raises(DivergenceError, match=r"^grad_fn returned a non-finite gradient at iteration \d+, first at "
+                                              r"node \d+, with the push-sum weights down to [0-9.e-]+ of their 24") \
+            as info:
+        for _ in range(400):
+            opt.step(grad)
+    assert info.value.what == "weights" and "robust-gradient-push or r-fast" in str(info.value)
+    assert f"finite state (iteration {opt.iteration})" in str(info.value) and np.isfinite(opt.x).all()
+
+
 def test_a_push_sum_method_drained_by_sleep_blames_the_sleep():
     """On a network that loses nothing but puts nodes to sleep, what is sent to a sleeping node is lost and the
     push-sum weights drain the same way: the error had blamed losses the network did not have ("the network loses

@@ -111,29 +111,40 @@ class FailureHandling:
         calls[kind] = calls.get(kind, 0) + 1
 
     def _gradient_error(self, iteration, out):
-        """The DivergenceError of a non-finite gradient ``out`` at ``iteration`` (the state kept: the current)."""
-        return DivergenceError.gradient(iteration, self._ops.first_nonfinite(out), self.iteration)
+        """The DivergenceError of a non-finite gradient ``out`` at ``iteration`` (the state kept: the current); for
+        a push-sum method on a network that loses messages, with what the lost mass did to its weights (the
+        iterates it blew up can overflow the gradient first: a least-squares gradient did, and the error had
+        pointed at ``grad_fn``)."""
+        node = self._ops.first_nonfinite(out)
+        return (self._starved_error(iteration, node, kept=self.iteration)
+                or DivergenceError.gradient(iteration, node, self.iteration))
 
     def _iterate_error(self, t, *blocks):
         """The DivergenceError of non-finite ``blocks`` made by step ``t``; for a push-sum method on a network that
         loses messages, with what the lost mass did to its weights (collective under MPI)."""
         node = self._ops.first_nonfinite(*blocks)
-        name = getattr(self, "push_sum_weights", None)
-        if name and not self._static:
-            full = self._ops.gather(self._cur[name])  # (the weights at the start of the failed step)
-            found = None
-            if full is not None:
-                w = np.asarray(full).ravel()
-                found = (float(w.sum()), int(np.argmin(w)), float(w.min()), w.size)
-            found = self.share(found)
-            total, weakest, smallest, n = found
-            if total < 0.1 * n:  # most of the mass gone: that, not lr, is what made the step unstable
-                from ..network import losses_of
+        return self._starved_error(t + 1, node) or DivergenceError.iterate(t + 1, node, self._lr_text())
 
-                causes = list(dict.fromkeys(c for M in self._mats.values() for c in losses_of(M)))
-                return DivergenceError.starved(t + 1, node, total, n, weakest, smallest,
-                                               " and ".join(causes) or "loses messages")
-        return DivergenceError.iterate(t + 1, node, self._lr_text())
+    def _starved_error(self, iteration, node, kept=None):
+        """For a push-sum method on a network that loses messages whose weights lost most of their mass: the
+        DivergenceError that says so (at ``iteration``, first at ``node``; ``kept``, where a gradient failed: the
+        iteration whose state is kept); else None (collective under MPI)."""
+        name = getattr(self, "push_sum_weights", None)
+        if not name or self._static:
+            return None
+        full = self._ops.gather(self._cur[name])  # (the weights at the start of the failed step)
+        found = None
+        if full is not None:
+            w = np.asarray(full).ravel()
+            found = (float(w.sum()), int(np.argmin(w)), float(w.min()), w.size)
+        total, weakest, smallest, n = self.share(found)
+        if total >= 0.1 * n:  # (most of the mass gone: that, not lr, is what made the step unstable)
+            return None
+        from ..network import losses_of
+
+        causes = list(dict.fromkeys(c for M in self._mats.values() for c in losses_of(M)))
+        return DivergenceError.starved(iteration, node, total, n, weakest, smallest,
+                                       " and ".join(causes) or "loses messages", kept=kept)
 
     def _gradient_read(self, grad_fn, x_buf, work, iteration, checked_next=False):
         """The gradients at ``x_buf`` as a block this step only reads (collective under MPI): what ``grad_fn``
