@@ -3330,6 +3330,34 @@ def test_a_worker_interrupted_outside_a_run_reports_it_and_leaves_cleanly(tmp_pa
     assert interrupted and error is None and outcomes == []
 
 
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals and process groups")
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_to_the_group_as_the_workers_start_prints_no_traceback(tmp_path, sig):
+    """A Ctrl-C (or a scheduler's SIGTERM to the job) while `--jobs 2`'s workers were starting, their interpreters
+    importing modules, printed a traceback from each (and "lost sys.stderr"). They start with the signals held
+    until their handlers are set: the comparison stops as interrupted, and says so (and, for SIGTERM, that it was
+    terminated)."""
+    env = {k: v for k, v in os.environ.items() if k != "ROWSTOCH_JOBS"}
+    cmd = [ROWSTOCH] if ROWSTOCH else [sys.executable, "-m", "rowstoch_fast.cli"]
+    proc = subprocess.Popen(cmd + RESUMABLE[:-2] + ["--jobs", "2", "--out", str(tmp_path / "o"), "--no-progress"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=env,
+                            start_new_session=True, preexec_fn=sigint_as_usual)
+    try:
+        deadline = time.time() + hang_limit(60)
+        while time.time() < deadline and len(subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True,
+                                                            text=True).stdout.split()) < 2:
+            time.sleep(0.01)
+        time.sleep(0.3)  # (the workers' interpreters importing: a traceback each, before)
+        os.killpg(proc.pid, sig)
+        _, err = proc.communicate(timeout=hang_limit(120))
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == {signal.SIGINT: 130, signal.SIGTERM: 143}[sig], err
+    assert "Traceback" not in err and "lost sys.stderr" not in err, err
+    assert err.startswith("rowstoch: interrupted before any algorithm finished") and err.count("\n") <= 2, err
+
+
 def test_a_resume_checks_the_data_and_judges_an_interrupted_run_with_its_tuning(tmp_path, capsys):
     """`--resume` of a folder whose --data-file had been edited since ran the methods it did not keep on the new
     data, beside the kept ones' records on the old (a helper's kill fuzz); and a method with no stable rate,

@@ -10,6 +10,7 @@ whole process group; a signal to this process alone is passed on): each stops it
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
 import queue
@@ -99,6 +100,33 @@ def _die_with_parent():
         os._exit(1)
 
 
+#: The signals a worker holds from its start until its handlers are set (:func:`_started_holding_signals`).
+HELD_AT_START = (signal.SIGINT, signal.SIGTERM)
+
+
+@contextlib.contextmanager
+def _started_holding_signals():
+    """Processes started in the block begin with Ctrl-C and SIGTERM blocked (a process's signal mask passes to
+    the processes it starts), until :func:`_unblock_signals`: a Ctrl-C in a worker's first second, as the new
+    interpreter imported its modules, printed a traceback per worker (and "lost sys.stderr"). This process holds
+    them for the block's span too, then takes any that came (multiprocessing's resource tracker starts so)."""
+    if not hasattr(signal, "pthread_sigmask"):  # (not POSIX: as before)
+        yield
+        return
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, HELD_AT_START)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
+
+
+def _unblock_signals():
+    """A worker's end of :func:`_started_holding_signals`, its handlers set: a signal that came meanwhile is
+    raised now."""
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, HELD_AT_START)
+
+
 def _worker(path, threads, tasks, results, stop, term=True):
     """A worker: :func:`_work`, a Ctrl-C or SIGTERM outside a method's run (as it imports, loads the plan or
     leaves) reported as one within, and the signals ignored once it is done. (A signal in its exit, where
@@ -107,6 +135,7 @@ def _worker(path, threads, tasks, results, stop, term=True):
     _die_with_parent()
     _interrupt_once(term)
     try:
+        _unblock_signals()  # (held since the start: a signal while this process started is raised here, handled)
         _work(path, threads, tasks, results, stop)
     except KeyboardInterrupt:
         results.put(("interrupted", -1, None))
@@ -306,9 +335,10 @@ def _in_processes(plan, jobs, progress, log, on_outcome):
         workers = [ctx.Process(target=_worker, args=(path, threads, tasks, results, stop, term), daemon=True)
                    for _ in range(jobs)]
         bar = progress_bar(progress, len(plan.methods), unit="algorithm")
-        for w in workers:
-            w.start()
         try:
+            with _started_holding_signals():
+                for w in workers:
+                    w.start()
             while any(w.is_alive() for w in workers) or not results.empty():
                 try:
                     handle(*results.get(timeout=0.1))
