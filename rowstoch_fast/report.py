@@ -172,19 +172,16 @@ def axes_for(ax, figsize, path=None, dpi=DPI):
     """``with axes_for(ax, figsize, path) as ax:`` the Axes to draw into: ``ax``, or a new figure's of ``figsize``.
     Once drawn, with ``path`` the figure is laid out and saved there (:func:`save`: a PDF's fonts TrueType), and a
     figure made here is then closed (a loop of saved plots had kept every figure open; its Axes stays usable, e.g.
-    ``ax.figure.savefig``); one made here whose drawing or save failed is closed. pyplot is :func:`pyplot` where a
-    file is written (Agg where no backend was chosen), else the backend matplotlib picks (a figure to be shown)."""
-    if path is not None:
-        plt = pyplot()
-    else:
-        try:
-            import matplotlib.pyplot as plt
-        except ImportError as exc:  # pragma: no cover - depends on the environment
-            raise ImportError("figures need matplotlib: pip install 'rowstoch_fast[plot]'") from exc
+    ``ax.figure.savefig``); one made here whose drawing or save failed is closed. pyplot as matplotlib picks its
+    backend (a plot saved, then another shown: the backend is not switched)."""
+    try:
+        import matplotlib.pyplot as plt
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError("figures need matplotlib: pip install 'rowstoch_fast[plot]'") from exc
     made = ax is None
-    if made:
-        _, ax = plt.subplots(figsize=figsize)
     with closing_on_error(plt) if made else contextlib.nullcontext():
+        if made:
+            _, ax = plt.subplots(figsize=figsize)
         yield ax
         if path is not None:
             ax.figure.tight_layout()
@@ -247,6 +244,9 @@ def save(fig, path, dpi=DPI, format=None):
         if format is None and not ext:
             format = matplotlib.rcParams["savefig.format"]
             path = f"{path}.{format}"
+        folder = os.path.dirname(path) or "."
+        if not os.path.isdir(folder):  # (the error named the temporary file: 'h.png.part')
+            raise FileNotFoundError(f"cannot save the figure to {path!r}: its folder {folder!r} does not exist")
         tmp = f"{path}.part"
         try:
             fig.savefig(tmp, dpi=dpi, format=format or ext)

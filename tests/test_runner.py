@@ -985,3 +985,11 @@ def test_a_saved_plot_closes_the_figure_it_made_and_writes_truetype_fonts(proble
         assert h.plot(ax=mine, path=tmp_path / "mine.png") is mine and fig.number in plt.get_fignums()
     finally:
         plt.close(fig)
+    # a save or a drawing that fails closes the figure made for it (a reviewer's: it was made before the guard)
+    with pytest.raises(FileNotFoundError, match=r"cannot save the figure to .*h\.png'?: its folder .*missing"):
+        h.plot(path=tmp_path / "missing" / "h.png")
+    with pytest.raises(FileNotFoundError, match="missing"):
+        cmp.plot(frame, path=tmp_path / "missing" / "c.png")
+    with pytest.raises(AttributeError):
+        h.plot(path=tmp_path / "h.png", not_a_line_property=1)
+    assert set(plt.get_fignums()) == before

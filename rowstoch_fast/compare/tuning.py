@@ -732,7 +732,8 @@ def tune(network, objective, method, budget, metric, *, seed=0, backend="auto", 
         record["iterations"] = [int(k) for k in iterations]
         if may_set_aside and len(aside) < SET_ASIDE_MAX:
             failed = _failed_on(iterations, values, rates, replicas)
-            if len(failed) == len(rates):  # (every contender: the draw tells none from another)
+            if len(rates) > 1 and len(failed) == len(rates):  # (every contender: the draw tells none from another;
+                # one left alone: the draw is the evidence against it, as its rivals' were against them)
                 record["set_aside"] = aside + [{"streams": [rep_offset, rep_offset + replicas], "ends": failed}]
                 record["seconds"] = time.perf_counter() - started
                 return False
@@ -1025,7 +1026,7 @@ def _confirm(stage, rivals, ends, record, grid, set_aside=False):
     noise ``record["noise"]``), in runs no wider than the grid's (the comparison's memory was checked for that one:
     five contenders on thirty streams would be seven times as wide), each on streams of its own; a candidate that
     diverged runs no more. With ``set_aside`` (contenders stable on the grid's streams), a draw on which every
-    contender grew or diverged is set aside, at most :data:`SET_ASIDE_MAX` of them (``record["set_aside"]``: its
+    contender, two or more, grew or diverged is set aside, at most :data:`SET_ASIDE_MAX` of them (``record["set_aside"]``: its
     streams and where each ended), and replaced by one of its own."""
     total, done, skipped = confirm_repeats(record["noise"]), 0, 0
     per = max(1, len(grid) * record["replicas"] // len(rivals))
