@@ -1052,6 +1052,11 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
         if hasattr(record_at, "__len__") and backends.one_process(algorithm.backend):  # (before it is made a set:
             # range(0, 10**9, 10) took minutes and gigabytes, then a bare MemoryError; under MPI a rank's refusal
             # alone would leave the others waiting)
+            try:
+                len(record_at)
+            except OverflowError:  # (range(0, 10**20): more entries than an index holds)
+                raise MemoryError(f"record_at holds more than {2**63 - 1} iterations; record at fewer "
+                                  "iterations") from None
             require_memory(len(record_at) * repeats * (len(METRICS) + 8) * 32,
                            f"record_at of {len(record_at)} iterations ({len(record_at)} records x {repeats} "
                            "repetitions)", "record at fewer iterations or run fewer repetitions")

@@ -896,6 +896,8 @@ def test_records_that_cannot_fit_are_refused_at_once(monkeypatch):
     # at 10**12 entries the copy itself fails, with numpy's bare MemoryError)
     with pytest.raises(MemoryError, match=r"record_at of 1000000000000 iterations .* record at fewer iterations"):
         run(Algorithm(A, 0.1), f, 10**13, record_at=range(0, 10**13, 10), progress=False)
+    with pytest.raises(MemoryError, match=r"record_at holds more than 9223372036854775807 iterations"):
+        run(Algorithm(A, 0.1), f, 10**13, record_at=range(0, 10**20), progress=False)  # (len() overflowed)
     assert len(cmp.compare(A, f, "dsgd", 200, lr=0.1, repeats=2, points=50, progress=False)) == 102
 
 
