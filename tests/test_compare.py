@@ -3458,6 +3458,12 @@ def test_a_resume_from_another_folder_reads_the_files_the_comparison_named_from_
                           "resume it from the folder it was started in")
     monkeypatch.chdir(ran)  # (from there it goes on)
     assert main(["compare", "--resume", "../part", "--repeats", "3"]) == 0
+    # and its experiment.json says so now: a later resume from elsewhere reads them from there (it was told again
+    # to resume from the folder it was started in, which nothing named)
+    assert json.loads((tmp_path / "part" / "experiment.json").read_text())["folder"] == str(ran)
+    monkeypatch.chdir(elsewhere)
+    assert main(["compare", "--resume", "../part", "--repeats", "4"]) == 0, capsys.readouterr().err
+    assert sorted(pd.read_csv(tmp_path / "part" / "compare.csv")["rep"].unique()) == [0, 1, 2, 3]
     # the caller's folder removed while a resume ran elsewhere (a job's scratch folder): the outputs are written,
     # and it ends as it would have, with a warning (it had ended in a traceback, rc 1, its MPI ranks not waited for)
     import rowstoch_fast.cli.compare as command

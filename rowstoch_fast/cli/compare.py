@@ -369,8 +369,9 @@ def _compare(args):
                                         caption=_caption(args, problems), titles=titles,
                                         kept=_not_reached(args, frames) if interrupted else None)
             # (finished: every method of this comparison was reached; records of none of them are not carried on)
-            if into_itself and not interrupted and args.repeats != getattr(args, "saved_repeats", args.repeats):
-                _grow_repeats(args.out, args.repeats)  # (once they all ran: the settings say what compare.csv holds)
+            if into_itself and not interrupted:  # (once they all ran: the settings say what compare.csv holds)
+                _update_experiment(args.out, args.repeats if args.repeats != getattr(args, "saved_repeats",
+                                                                                      args.repeats) else None)
             (show if interrupted else say)(f"wrote {', '.join(os.path.join(args.out, n) for n in written)}"
                   + (" (interrupted: what finished; --resume continues it)" if interrupted else ""))
         return 130 if interrupted else 0
@@ -728,9 +729,12 @@ def _write_experiment(args, problems, file_algorithms):
                  lambda fh: json.dump({"settings": settings, "algorithms": file_algorithms}, fh, default=str))
 
 
-def _grow_repeats(folder, repeats):
-    """A comparison resumed with more repetitions: its experiment.json (and the copy --resume checks it against)
-    say so, the rest as the comparison started."""
+def _update_experiment(folder, repeats=None):
+    """A comparison resumed into its folder and finished: with more repetitions (``repeats``), its experiment.json
+    (and the copy --resume checks it against) say so; where experiment.json does not say where the comparison
+    runs (an earlier version's), it records this working directory, where the resume read its relative paths
+    (a later resume from elsewhere was told to resume from the folder it was started in, which nothing named).
+    The rest as the comparison started."""
     import json
 
     from ..compare.outputs import atomic_write
@@ -741,8 +745,13 @@ def _grow_repeats(folder, repeats):
             continue
         with open(path) as fh:
             document = json.load(fh)
-        document["settings"]["repeats"] = repeats
-        atomic_write(path, lambda fh, document=document: json.dump(document, fh, indent=1, default=str))
+        before = json.dumps(document, sort_keys=True, default=str)
+        if repeats is not None:
+            document["settings"]["repeats"] = repeats
+        if name == "experiment.json":
+            document.setdefault("folder", os.getcwd())
+        if json.dumps(document, sort_keys=True, default=str) != before:
+            atomic_write(path, lambda fh, document=document: json.dump(document, fh, indent=1, default=str))
 
 
 def _objective_words(args):
