@@ -904,6 +904,22 @@ def test_a_drained_push_sum_method_whose_gradient_overflows_first_says_so(name):
     assert f"finite state (iteration {opt.iteration})" in str(info.value) and np.isfinite(opt.x).all()
 
 
+def test_a_loss_robust_method_is_never_said_to_be_drained_by_lost_messages():
+    """Robust gradient-push keeps a lost message's mass on its link (running sums): weights that are low at a
+    node (mass in transit) are no drain by losses, and the drained message would tell it to use itself."""
+    from rowstoch_fast.objectives import Quadratic
+
+    A = topology.erdos_renyi(24, 0.25, seed=1)
+    f = Quadratic.random(24, 3, seed=0)
+    for name, cls in sorted(REGISTRY.items()):
+        if not (cls.push_sum_weights and cls.per_link_state):
+            continue
+        opt = cls.build(Lossy(A, 0.1, seed=0), f.x0(), 0.02)
+        opt.step(feed(cls, f.full_gradient))
+        opt._cur[cls.push_sum_weights][...] = 1e-9  # (as low as a drained method's)
+        assert opt._starved_error(2, 0) is None, name
+
+
 def test_a_push_sum_method_drained_by_sleep_blames_the_sleep():
     """On a network that loses nothing but puts nodes to sleep, what is sent to a sleeping node is lost and the
     push-sum weights drain the same way: the error had blamed losses the network did not have ("the network loses
