@@ -130,8 +130,8 @@ class FailureHandling:
         DivergenceError that says so (at ``iteration``, first at ``node``; ``kept``, where a gradient failed: the
         iteration whose state is kept); else None (collective under MPI)."""
         name = getattr(self, "push_sum_weights", None)
-        if not name or self._static or self.per_link_state:  # (running sums per link: a lost message's mass
-            # waits on its link, lost to nothing; "use a loss-robust method" would name the method itself)
+        if not name or self._static or getattr(self, "per_link_state", False):  # (running sums per link: a lost
+            # message's mass waits on its link, lost to nothing; "use a loss-robust method" would name itself)
             return None
         full = self._ops.gather(self._cur[name])  # (the weights at the start of the failed step)
         found = None
