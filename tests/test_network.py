@@ -906,7 +906,9 @@ def test_a_drained_push_sum_method_whose_gradient_overflows_first_says_so(name):
 
 def test_a_loss_robust_method_is_never_said_to_be_drained_by_lost_messages():
     """Robust gradient-push keeps a lost message's mass on its link (running sums): weights that are low at a
-    node (mass in transit) are no drain by losses, and the drained message would tell it to use itself."""
+    node (mass in transit) are no drain by losses, and the drained message would tell it to use itself. Nor a
+    push-sum method on a network that loses no message (delays): the message had said "the network loses
+    messages" of one that loses none."""
     from rowstoch_fast.objectives import Quadratic
 
     A = topology.erdos_renyi(24, 0.25, seed=1)
@@ -918,6 +920,15 @@ def test_a_loss_robust_method_is_never_said_to_be_drained_by_lost_messages():
         opt.step(feed(cls, f.full_gradient))
         opt._cur[cls.push_sum_weights][...] = 1e-9  # (as low as a drained method's)
         assert opt._starved_error(2, 0) is None, name
+    # nor a push-sum method on a network that loses nothing (delays: the mass is on its way), where a lossy one is
+    from rowstoch_fast.network import Delayed
+
+    cls = REGISTRY["sgp"]
+    for net, drained in ((Delayed(A, 2, seed=0), False), (Lossy(A, 0.1, seed=0), True)):
+        opt = cls.build(net, f.x0(), 0.02)
+        opt.step(feed(cls, f.full_gradient))
+        opt._cur[cls.push_sum_weights][...] = 1e-9
+        assert (opt._starved_error(2, 0) is not None) == drained, net
 
 
 def test_a_push_sum_method_drained_by_sleep_blames_the_sleep():

@@ -133,6 +133,11 @@ class FailureHandling:
         if not name or self._static or getattr(self, "per_link_state", False):  # (running sums per link: a lost
             # message's mass waits on its link, lost to nothing; "use a loss-robust method" would name itself)
             return None
+        from ..network import losses_of
+
+        causes = list(dict.fromkeys(c for M in self._mats.values() for c in losses_of(M)))
+        if not causes:  # (no layer loses a message: delayed mass is on its way, not lost; the weights say nothing)
+            return None
         full = self._ops.gather(self._cur[name])  # (the weights at the start of the failed step)
         found = None
         if full is not None:
@@ -141,11 +146,7 @@ class FailureHandling:
         total, weakest, smallest, n = self.share(found)
         if total >= 0.1 * n:  # (most of the mass gone: that, not lr, is what made the step unstable)
             return None
-        from ..network import losses_of
-
-        causes = list(dict.fromkeys(c for M in self._mats.values() for c in losses_of(M)))
-        return DivergenceError.starved(iteration, node, total, n, weakest, smallest,
-                                       " and ".join(causes) or "loses messages", kept=kept)
+        return DivergenceError.starved(iteration, node, total, n, weakest, smallest, " and ".join(causes), kept=kept)
 
     def _gradient_read(self, grad_fn, x_buf, work, iteration, checked_next=False):
         """The gradients at ``x_buf`` as a block this step only reads (collective under MPI): what ``grad_fn``
