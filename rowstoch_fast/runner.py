@@ -373,7 +373,7 @@ class History:
         """Write what ``rowstoch run`` writes into ``folder`` (:attr:`FILES`): history.csv (the summary),
         history.json (everything) and, with matplotlib, grad_norm.png (``title`` over it, ``label`` in its legend).
         Returns the names written."""
-        from .report import closing_on_error, pyplot, save
+        from .report import axes_for, pyplot
 
         table, document, figure = self.FILES
         folder = os.fspath(folder) or "."
@@ -384,16 +384,13 @@ class History:
         self.to_json(os.path.join(folder, document))
         written = [table, document]
         try:
-            plt = pyplot()  # (a notebook's backend is left as it is: Agg only where pyplot was not imported)
+            pyplot()  # (a notebook's backend is left as it is: Agg only where pyplot was not imported)
         except ImportError:
             return written
-        with closing_on_error(plt):
-            ax = self.plot("grad_norm", label=label)
+        with axes_for(None, (5, 3.5), os.path.join(folder, figure), dpi=120) as ax:
+            self.plot("grad_norm", ax=ax, label=label)
             if title:
                 ax.set_title(title)
-            ax.figure.tight_layout()
-            save(ax.figure, os.path.join(folder, figure), dpi=120)
-            plt.close(ax.figure)
         return written + [figure]
 
     def plot(self, metric="grad_norm", ax=None, x="communication_rounds", label=None, path=None, **kwargs):

@@ -427,7 +427,7 @@ def test_no_stable_rate_on_two_noisy_streams_confirms_the_lowest_ending_rates():
     confirmed, stages, spread = {}, [], [0.3]
     scores, ends, finals, record = {}, {}, {}, {}
 
-    def stage(name, rates, rep_offset=0, replicas=2):
+    def stage(name, rates, rep_offset=0, replicas=2, may_set_aside=False):
         stages.append((name, list(rates), rep_offset, replicas))
         record["stages"].append({"curves": {lr: [1.0, 0.5] for lr in rates}})  # (the metric starts at 1)
         for lr in rates:
@@ -479,7 +479,7 @@ def _scripted_tuning(outcome, grid=tuple(cmp.TUNE_GRID), replicas=1):
     record = {"replicas": replicas, "stages": []}
     iterations = np.linspace(0, 100, 24)
 
-    def stage(name, rates, rep_offset=0, replicas=replicas):
+    def stage(name, rates, rep_offset=0, replicas=replicas, may_set_aside=False):
         stages.append((name, list(rates)))
         entry = {"name": name, "scores": {}, "rejected": {}, "curves": {}}
         for lr in rates:

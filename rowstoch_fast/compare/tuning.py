@@ -1026,8 +1026,9 @@ def _confirm(stage, rivals, ends, record, grid, set_aside=False):
     noise ``record["noise"]``), in runs no wider than the grid's (the comparison's memory was checked for that one:
     five contenders on thirty streams would be seven times as wide), each on streams of its own; a candidate that
     diverged runs no more. With ``set_aside`` (contenders stable on the grid's streams), a draw on which every
-    contender, two or more, grew or diverged is set aside, at most :data:`SET_ASIDE_MAX` of them (``record["set_aside"]``: its
-    streams and where each ended), and replaced by one of its own."""
+    contender, two or more, grew or diverged is set aside, at most :data:`SET_ASIDE_MAX` of them
+    (``record["set_aside"]``: its streams and where each ended), and replaced by one of its own. ``stage`` returns
+    False for a draw it set aside."""
     total, done, skipped = confirm_repeats(record["noise"]), 0, 0
     per = max(1, len(grid) * record["replicas"] // len(rivals))
     while done < total:
@@ -1036,7 +1037,7 @@ def _confirm(stage, rivals, ends, record, grid, set_aside=False):
             break
         count = min(per, total - done)
         kept = stage("confirm", alive, rep_offset=record["replicas"] + done + skipped, replicas=count,
-                     **({"may_set_aside": True} if set_aside else {}))
+                     may_set_aside=set_aside)
         if kept is False:  # (a draw on which every contender grew or diverged, set aside: one of its own instead)
             skipped += count
         else:
