@@ -3348,7 +3348,8 @@ def test_a_worker_interrupted_outside_a_run_reports_it_and_leaves_cleanly(tmp_pa
     assert interrupted and error is None and outcomes == []
 
 
-@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals and process groups")
+@pytest.mark.skipif(sys.platform == "win32" or shutil.which("pgrep") is None,
+                    reason="POSIX signals and process groups; pgrep to see the workers start")
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_a_signal_to_the_group_as_the_workers_start_prints_no_traceback(tmp_path, sig):
     """A Ctrl-C (or a scheduler's SIGTERM to the job) while `--jobs 2`'s workers were starting, their interpreters
