@@ -55,6 +55,7 @@ def _sigterm_exit(returncode):
 pytestmark = pytest.mark.skipif(MPIEXEC is None, reason="no mpiexec on PATH (pip install mpich)")
 CASES = os.path.join(os.path.dirname(__file__), "mpi_cases.py")
 TIMEOUT = 150  # no test may hang: every run is bounded (seconds at rest, scaled by the load: hang_limit)
+MORE_RANKS = 3  # the oversubscribed runs (the module's docstring says why 3)
 
 
 def _fewer_at(ranks, monkeypatch, **variables):
@@ -96,7 +97,7 @@ def rel(a, b):
     return np.abs(a - b).max() / max(np.abs(b).max(), 1e-300)
 
 
-@pytest.mark.parametrize("ranks", [2, 3])
+@pytest.mark.parametrize("ranks", [2, MORE_RANKS])
 def test_every_algorithm_equals_single_process(ranks, tmp_path, monkeypatch):
     """Each algorithm of the registry under MPI (two partitions, the second stepped by ask/tell) against the same
     algorithm in one process."""
@@ -129,7 +130,7 @@ def test_every_algorithm_equals_single_process(ranks, tmp_path, monkeypatch):
     assert ranks == 2 and len(algorithms) == len(REGISTRY) or 10 <= len(algorithms) < len(REGISTRY)
 
 
-@pytest.mark.parametrize("ranks", [2, 3])
+@pytest.mark.parametrize("ranks", [2, MORE_RANKS])
 def test_iterates_equal_single_process(ranks, tmp_path, monkeypatch):
     import mpi_cases
 
@@ -163,7 +164,7 @@ def test_stochastic_objective_matches_single_process(tmp_path):
 
 
 def test_communication_volume_matches_halo(tmp_path):
-    stats = mpirun("stats", 3, tmp_path)["stats"]
+    stats = mpirun("stats", MORE_RANKS, tmp_path)["stats"]
     R, w = 3, 4
     for messages, bytes_, halo_rows, neighbours in stats:
         # two phases (x and y) of R rounds each per iteration; one message per neighbour per round
@@ -326,7 +327,7 @@ MORE_RANK_NETWORKS = ("sleepy-lossy,topk-delayed-lossy,qsgd-delayed-noisy,undire
                       "layer:composed-links")
 
 
-@pytest.mark.parametrize("ranks", [2, 3])
+@pytest.mark.parametrize("ranks", [2, MORE_RANKS])
 def test_unreliable_networks_equal_single_process(ranks, tmp_path, monkeypatch):
     """Losses, schedules and sleep under MPI: the same messages lost (hashed on global node ids), the same
     iterates as one process, for every algorithm and two partitions; every registered layer's every example and
