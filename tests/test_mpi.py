@@ -731,7 +731,7 @@ def test_a_nan_in_the_settings_is_the_same_on_every_rank(tmp_path):
         "from rowstoch_fast.objectives import Quadratic\n"
         "h = run(Algorithm(topology.exponential(8), 0.01, backend='mpi'), Quadratic.random(8, 3, seed=0), 5,\n"
         "        progress=False, config={'tol': float('nan')})\n"
-        "print('ran', h.frame['iteration'].max(), flush=True)\n")
+        "print(f\"ran {h.frame['iteration'].max()}\", flush=True)\n")  # (one piece: the ranks' prints interleave)
     proc = subprocess.run([MPIEXEC, *MPIEXEC_FLAGS, "-n", "2", sys.executable, str(tmp_path / "nan.py")],
                           capture_output=True, text=True, timeout=hang_limit(60),
                           env=dict(os.environ, OMP_NUM_THREADS="1"))
