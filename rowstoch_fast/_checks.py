@@ -156,8 +156,12 @@ def check_dtype(dtype, name="dtype"):
 
 def as_float_array(x, name, dtype, *, ndim=None, copy=False, finite=True):
     """C-contiguous float array of ``dtype`` from ``x``; raise if it is not numeric (or, with ``finite``, has NaN/Inf)."""
-    if (type(x) is np.ndarray and x.dtype == dtype and x.flags.c_contiguous and x.flags.aligned and not copy
-            and x.size > 0 and (ndim is None or x.ndim in np.atleast_1d(ndim))):  # fast path: the usual case in a run
+    if (type(x) is np.ndarray and x.dtype == dtype and x.flags.aligned and not copy and x.size > 0 and x.ndim
+            and (ndim is None or x.ndim == ndim or (type(ndim) is tuple and x.ndim in ndim))):
+        # fast path, the usual case in a run: an array of the dtype, C-ordered or (an optimizer's user view of its
+        # node-major block) a strided view copied as the general path below would copy it
+        if not x.flags.c_contiguous:
+            x = np.ascontiguousarray(x)
         if finite and _core.first_nonfinite(x.reshape(-1, x.shape[-1])) >= 0:
             _raise_nonfinite(x, name)
         return x

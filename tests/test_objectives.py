@@ -868,3 +868,21 @@ def test_an_objective_of_ones_own_as_the_docstring_says_and_what_it_gets_wrong_i
     with pytest.warns(RuntimeWarning, match=r"_Own: f\(x_bar\) fell below the f\* = .* of its optimum\(\)") as caught:
         cmp.compare(A, _Own(shift=1e-3), "push-pull,pull-diag-gt", 60, lr=0.5, repeats=1, progress=False)
     assert sum("fell below" in str(w.message) for w in caught) == 1  # (once for the comparison)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_strided_view_of_x_is_checked_and_read_as_its_copy(dtype):
+    """An optimizer hands the gradients a strided view of its node-major block ((reps, n, d) by swapaxes); the
+    check's fast path copies it as the general path did: the same gradients, and a NaN named at its index of the
+    view, not of the block. A view of another rank is still refused by name."""
+    f = NonconvexLogistic.synthetic(6, total=240, d=3, rho=0.01, batch=5, seed=1, dtype=dtype)
+    block = np.random.default_rng(0).standard_normal((6, 4 * 3)).astype(dtype)
+    X = block.reshape(6, 4, 3).swapaxes(0, 1)
+    assert not X.flags.c_contiguous
+    assert np.array_equal(f.full_gradient(X), f.full_gradient(np.ascontiguousarray(X)))
+    assert np.array_equal(f.stochastic_gradient(X, 3), f.stochastic_gradient(np.ascontiguousarray(X), 3))
+    block[5, 2 * 3 + 1] = np.nan  # (replica 2, node 5, entry 1)
+    with pytest.raises(ValueError, match=re.escape("X must be finite; X[2, 5, 1] = nan")):
+        f.full_gradient(X)
+    with pytest.raises(ValueError, match="X must be 2-D or 3-D"):
+        f.full_gradient(block.reshape(-1)[::2])
