@@ -8,7 +8,7 @@ Sections (each prints a markdown table; everything lands in ``DIR/gpu_kernels.js
 
 * ``bits``: the mixing kernels (``entry``, ``entry1``, ``entry-u1``, ``row``, ``circ``) give the same iterates,
   bit for bit, as each other and as the CPU kernels (float64; float32 within 1e-5);
-* ``mix``: one MG-Pull-Diag-GT iteration (eq. 14 without the gradient, exponential graph, d = 10, R = 10) at
+* ``mix``: one MG-Pull-Diag-GT iteration (eq. 12 without the gradient, exponential graph, d = 10, R = 10) at
   n = 2^20 and 2^22 with each mixing kernel, against the cupyx ``csr_matrix @ X`` composition of the same
   equations and against the device's copy bandwidth (compulsory traffic as in ``bench/scaling.py``, the
   CSR included, also for ``row`` and ``circ``, which read one weight per row or none and no indices: their

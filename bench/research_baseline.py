@@ -19,7 +19,7 @@ def logistic_grad(H, Y, rho, x):
 
 
 class ResearchPullDiagGT:
-    """Pull-Diag-GT exactly as eq. (8) and Appendix B write it, one node at a time."""
+    """Pull-Diag-GT exactly as eq. (7) and Appendix B write it, one node at a time."""
 
     def __init__(self, A_dense, H, Y, rho, batch, lr, x0, seed=0):
         self.A = np.asarray(A_dense)

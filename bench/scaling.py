@@ -7,7 +7,7 @@ Usage::
 
 Writes ``scaling.json`` and ``scaling.png`` (time per iteration against n) into
 ``--out`` and prints a markdown table. Contenders, all on the exponential graph,
-one iteration = the x phase and the y phase of eq. (14) without the gradient:
+one iteration = the x phase and the y phase of eq. (12) without the gradient:
 
 * ``numpy-dense``: dense ``A^R`` products with NumPy BLAS (n <= 2^12);
 * ``scipy``: ``scipy.sparse`` composition of the same equations;
@@ -41,7 +41,7 @@ from rowstoch_fast import PullDiagGT, _core, topology  # noqa: E402
 
 
 def composed(matmul, x, y, G, s, lr, R, sync=lambda: None):
-    """One iteration of eq. (14) written with a library's ``matmul`` (the composition the kernels replace)."""
+    """One iteration of eq. (12) written with a library's ``matmul`` (the composition the kernels replace)."""
 
     def run():
         w = x - lr * y

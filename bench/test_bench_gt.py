@@ -1,4 +1,4 @@
-"""One Pull-Diag-GT iteration (no gradient): the compiled phases vs the scipy composition of eq. (8)/(14)."""
+"""One Pull-Diag-GT iteration (no gradient): the compiled phases vs the scipy composition of eq. (7)/(12)."""
 
 import pytest
 

@@ -92,7 +92,7 @@ def main(argv=None):
                 return Xtr_t[idx.to(dev)], ytr_t[idx.to(dev)]
 
             opt = PullDiagGT(A, replicas.x0(), lr=MULTI_GOSSIP_LR[name].get(R, MULTI_GOSSIP_LR[name][1]), rounds=R)
-            grad_fn = replicas.grad_fn(batch_fn, keep_loss=True, rounds=R)  # R mini-batches averaged (eq. 14b)
+            grad_fn = replicas.grad_fn(batch_fn, keep_loss=True, rounds=R)  # R mini-batches averaged (eq. 12b)
             T = args.rounds_budget // R
             started = time.perf_counter()
             for t in range(1, T + 1):

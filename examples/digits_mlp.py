@@ -89,7 +89,7 @@ def train(A, rounds, lr, budget, batch=16, seed=0):
 
     def grad_fn(P):
         G = np.zeros_like(P)
-        for _ in range(rounds):  # eq. (14b): average of R mini-batches
+        for _ in range(rounds):  # eq. (12b): average of R mini-batches
             idx = rng.integers(0, per, (n, batch))
             _, g = loss_and_grad(np.asarray(P), np.take_along_axis(Xtr, idx[..., None], 1), np.take_along_axis(ytr, idx, 1))
             G += g / rounds

@@ -36,7 +36,7 @@ def twin(name):
 
 
 def mix(A, X):
-    """A-protocol (eq. 1): ``A X``."""
+    """A-protocol (eq. 2): ``A X``."""
     return np.asarray(A) @ np.asarray(X)
 
 
@@ -111,7 +111,7 @@ def pull_diag(A, Z, K):
 
 
 def pull_diag_gt(A, x0, lr, grad_fn, T, R=1):
-    """(MG-)Pull-Diag-GT, eq. (8) for ``R = 1`` and eq. (14) in general, dense.
+    """(MG-)Pull-Diag-GT, eq. (7) for ``R = 1`` and eq. (12) in general, dense.
 
     ``x^(t+1) = A^R (x^(t) - lr y^(t))``,
     ``y^(t+1) = A^R (y^(t) + D_{t+1}^{-1} g^(t+1) - D_t^{-1} g^(t))``,
@@ -438,7 +438,7 @@ def logistic_gradient(H, Y, rho, x):
 
 
 def logistic_stochastic_gradient(H, Y, n, rho, X, B, iteration, seed=0, batches=1, rep_offset=0):
-    """Eq. (14b)'s stochastic gradients: node i of repetition r averages ``batches`` mini-batches of B of its M samples.
+    """Eq. (12b)'s stochastic gradients: node i of repetition r averages ``batches`` mini-batches of B of its M samples.
 
     ``X`` is (reps, n, d); node i owns rows [i M, (i + 1) M) of H and Y.
     """

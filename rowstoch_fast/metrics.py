@@ -48,7 +48,7 @@ class BetaNotConverged(RuntimeError):
 
 @dataclass(frozen=True)
 class NetworkMetrics:
-    """The metrics of a mixing matrix (Section 2.2, Lemma 5, Theorems 1-3).
+    """The metrics of a mixing matrix (Section 2.2, Lemma 7, Theorems 1-3).
 
     Attributes
     ----------
@@ -108,7 +108,7 @@ class NetworkMetrics:
 
     @property
     def lemma5_threshold(self):
-        """``(2 ln kappa + 2 ln n) / (1 - beta)``: beyond it, ``1/[A^k]_ii <= 2 n kappa`` (Lemma 5)."""
+        """``(2 ln kappa + 2 ln n) / (1 - beta)``: beyond it, ``1/[A^k]_ii <= 2 n kappa`` (Lemma 7)."""
         return lemma5_threshold(self.n, self.beta, self.kappa)
 
     def recommended_rounds(self):
@@ -150,7 +150,7 @@ class NetworkMetrics:
 
     @property
     def has_gap(self):
-        """True when ``beta < 1``: Lemma 5 and Theorems 1-3 apply (without self loops beta can be 1)."""
+        """True when ``beta < 1``: Lemma 7 and Theorems 1-3 apply (without self loops beta can be 1)."""
         return self.beta < 1.0 - 1e-12
 
     def as_dict(self):
@@ -200,7 +200,7 @@ def _require_gap(beta, what):
 
 
 def lemma5_threshold(n, beta, kappa):
-    """``(2 ln kappa + 2 ln n) / (1 - beta)`` (Lemma 5).
+    """``(2 ln kappa + 2 ln n) / (1 - beta)`` (Lemma 7).
 
     Raises ValueError when ``beta >= 1`` (no spectral gap).
 
@@ -209,7 +209,7 @@ def lemma5_threshold(n, beta, kappa):
     >>> round(lemma5_threshold(16, 0.6, 1.0), 4)
     13.8629
     """
-    n, beta, kappa = _check_network(n, beta, kappa, "Lemma 5's threshold")
+    n, beta, kappa = _check_network(n, beta, kappa, "Lemma 7's threshold")
     return (2 * math.log(kappa) + 2 * math.log(n)) / (1 - beta)
 
 

@@ -425,7 +425,7 @@ class MixingMatrix:
         return arr
 
     def mix(self, X, t=None, rounds=1, out=None):
-        """One gossip step of the A-protocol (eq. 1): ``A @ X`` (``A^rounds @ X`` with ``rounds``).
+        """One gossip step of the A-protocol (eq. 2): ``A @ X`` (``A^rounds @ X`` with ``rounds``).
 
         With ``t`` (ignored: the matrix is the same at every iteration) this is
         the network protocol of :mod:`rowstoch_fast.network`, so a static
@@ -460,7 +460,7 @@ class MixingMatrix:
         return self
 
     def mix_power(self, X, R, out=None):
-        """``R`` gossip steps: ``A^R @ X`` (one multi-gossip phase of eq. 14).
+        """``R`` gossip steps: ``A^R @ X`` (one multi-gossip phase of eq. 12).
 
         Parameters
         ----------

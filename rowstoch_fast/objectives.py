@@ -59,7 +59,7 @@ class Oracle:
 
     Call ``k`` (from 0) draws the samples of iteration ``k``. ``batches`` is the
     number of independent mini-batches averaged per call (``R`` for
-    MG-Pull-Diag-GT, eq. 14b). The last gradient is kept in ``last``.
+    MG-Pull-Diag-GT, eq. 12b). The last gradient is kept in ``last``.
 
     Attributes
     ----------

@@ -106,7 +106,7 @@ class Algorithm:
         The step size; one per node for FROST (``method="frost"``, or Pull-Diag-GT with ``form="frost"``), its
         uncoordinated step sizes.
     rounds : int, default 1
-        ``1`` is Pull-Diag-GT (eq. 8); ``R > 1`` is MG-Pull-Diag-GT (eq. 14),
+        ``1`` is Pull-Diag-GT (eq. 7); ``R > 1`` is MG-Pull-Diag-GT (eq. 12),
         whose oracle then averages ``R`` mini-batches per iteration (and the
         same for the other multi-round methods, e.g. ``"push-diging"``).
     tracker : {"exact", "perron"}
@@ -259,7 +259,7 @@ class History:
     fixed point included), ``grad_norm_centroid`` (``||grad f(pi^T x)||``), ``loss``
     (``(1/n) sum_i f_i(x_i)``, each node at its own model: it can fall below
     ``f*``), ``consensus_error`` (``||x - 1 pi^T x||_F``), ``descent_deviation``
-    (``||pi^T y - 1^T g||``, Lemma 1), ``suboptimality`` (``f(x_bar) - f*`` at
+    (``||pi^T y - 1^T g||``, eq. 9), ``suboptimality`` (``f(x_bar) - f*`` at
     the plain mean ``x_bar`` of the node models, where the objective knows its
     :meth:`~rowstoch_fast.objectives.Objective.optimum`, else NaN), ``distance``
     (the mean over nodes of ``||x_i - x*||``, likewise), ``grad_norm_mean``

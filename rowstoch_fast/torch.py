@@ -167,7 +167,7 @@ class GradFn:
         if P.device != r.device or P.dtype != r.dtype:
             P = P.to(device=r.device, dtype=r.dtype)  # a copy: give the optimizer the model's dtype to avoid it
         G = loss = None
-        for _ in range(self.rounds or 1):  # (eq. 14b: R gossip rounds per iteration average R mini-batches)
+        for _ in range(self.rounds or 1):  # (eq. 12b: R gossip rounds per iteration average R mini-batches)
             inputs, targets = self._batches(self.iteration)
             with _named_failure(inputs, targets):
                 g, l = self._gradients(P.reshape(-1, r.d), inputs, targets)  # repetitions: one flat set of replicas
@@ -436,7 +436,7 @@ class Replicas:
         rounds : int, optional
             Mini-batches averaged per call: give an optimizer that gossips
             ``rounds = R`` times per iteration (MG-Pull-Diag-GT) the average of
-            ``R`` mini-batches (eq. 14b) with ``rounds=R``, or say ``rounds=1``
+            ``R`` mini-batches (eq. 12b) with ``rounds=R``, or say ``rounds=1``
             to step it with one (the paper's batches axis). Such an optimizer
             refuses any other count, and warns when none is given.
 
@@ -610,7 +610,7 @@ def _optimizer_class():
             gradients with the rate before).
         batches_per_step : int, optional
             Backward passes averaged by each :meth:`step`; default the method's
-            ``rounds`` (eq. 14b: ``R`` gossip rounds average ``R`` mini-batches).
+            ``rounds`` (eq. 12b: ``R`` gossip rounds average ``R`` mini-batches).
             ``1`` steps an MG method with one mini-batch per iteration (the
             paper's batches axis). ``step()`` counts the backward passes since
             ``zero_grad()`` and refuses any other number.
@@ -703,7 +703,7 @@ def _optimizer_class():
                                    "zero_grad() and step() (the loss of replicas(inputs))")
             B = self.batches_per_step
             if self._backwards and self._backwards != B:  # (a grad written by hand: taken as the average)
-                why = f" ({type(self.inner).__name__} gossips rounds={B} times per iteration: eq. 14b)" \
+                why = f" ({type(self.inner).__name__} gossips rounds={B} times per iteration: eq. 12b)" \
                     if B == self.inner.rounds > 1 else ""
                 raise ValueError(f"a step averages batches_per_step={B} mini-batch{'es' if B > 1 else ''}{why}: "
                                  f"call backward() on {B} between zero_grad() and step(), got {self._backwards}")

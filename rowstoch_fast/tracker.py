@@ -1,4 +1,4 @@
-"""The Pull-Diag diagonal tracker ``D_k = Diag(A^k)`` (eq. 5, 8 and 14 of the paper).
+"""The Pull-Diag diagonal tracker ``D_k = Diag(A^k)`` (eq. 5, 7 and 12 of the paper).
 
 The exact tracker follows ``V_{k+1} = A V_k`` as the paper does, but keeps only
 the diagonal, works in column blocks (memory ``O(n * block)``), stops at the

@@ -1,4 +1,4 @@
-"""Pull-Diag-GT / MG-Pull-Diag-GT against the dense transcription of eq. (8) and (14)."""
+"""Pull-Diag-GT / MG-Pull-Diag-GT against the dense transcription of eq. (7) and (12)."""
 
 import numpy as np
 import pytest

@@ -55,7 +55,7 @@ def test_rounds_and_thresholds_follow_the_formulas():
     m = A.metrics()
     assert m.recommended_rounds() == math.ceil(3 * (1 + math.log(m.kappa) + math.log(16)) / (1 - m.beta))
     assert m.lemma5_threshold == pytest.approx((2 * math.log(m.kappa) + 2 * math.log(16)) / (1 - m.beta))
-    # Lemma 5: beyond the threshold, 1/[A^k]_ii <= 2 n kappa
+    # Lemma 7: beyond the threshold, 1/[A^k]_ii <= 2 n kappa
     k0 = math.ceil(m.lemma5_threshold)
     diags = _reference.diag_powers(A.toarray(), k0 + 20)
     assert (1.0 / diags[k0:]).max() <= 2 * 16 * m.kappa

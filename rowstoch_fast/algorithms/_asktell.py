@@ -139,7 +139,7 @@ class AskTell:
         G : array_like
             Of the shape of ``x`` (NumPy, or CuPy on the GPU backend; what a
             ``grad_fn`` returns). With ``rounds = R > 1`` the average of ``R``
-            samples (eq. 14b), as for :meth:`step`.
+            samples (eq. 12b), as for :meth:`step`.
 
         Returns
         -------

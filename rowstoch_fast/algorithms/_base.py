@@ -524,9 +524,9 @@ class Optimizer(AskTell, FailureHandling, Persistence):
 
     def gradient_sum_tracker(self, gradient):
         """``(y, g)``: the state block whose ``pi``-weighted sum follows the sum of the gradients
-        (``pi^T y = 1^T g``, Lemma 1) and ``gradient`` (this process's rows of the last gradients), both of every
-        node on the root (``(None, None)`` on the other MPI ranks; collective, like :meth:`gather_state`); None
-        for an algorithm without such a tracker. The runner records ``||pi^T y - 1^T g||``
+        (``pi^T y = pi^T D^{-1} g``, about ``1^T g``: eq. 9) and ``gradient`` (this process's rows of the last
+        gradients), both of every node on the root (``(None, None)`` on the other MPI ranks; collective, like
+        :meth:`gather_state`); None for an algorithm without such a tracker. The runner records ``||pi^T y - 1^T g||``
         (``descent_deviation``) from it."""
         return None
 
@@ -996,7 +996,7 @@ class Optimizer(AskTell, FailureHandling, Persistence):
         grad_fn : callable
             ``grad_fn(X) -> G``: stacked (stochastic) gradients at the rows of
             ``X`` (shape of ``x0``; ``X`` is a read-only view). With
-            ``rounds > 1`` return the average of ``R`` samples (eq. 14b).
+            ``rounds > 1`` return the average of ``R`` samples (eq. 12b).
 
         Returns
         -------
@@ -1109,7 +1109,7 @@ class Optimizer(AskTell, FailureHandling, Persistence):
 
     def _check_samples(self, grad_fn):
         """A ``grad_fn`` that says how many mini-batches it averages per call (``grad_fn.rounds``, as
-        :meth:`rowstoch_fast.torch.Replicas.grad_fn` does): 1 or this optimizer's ``rounds`` (eq. 14b); a warning
+        :meth:`rowstoch_fast.torch.Replicas.grad_fn` does): 1 or this optimizer's ``rounds`` (eq. 12b); a warning
         (once) where an MG optimizer gets one that says nothing."""
         if not hasattr(grad_fn, "rounds"):
             return
@@ -1117,13 +1117,13 @@ class Optimizer(AskTell, FailureHandling, Persistence):
         if declared is None:
             if self.rounds > 1 and not self.__dict__.get("_warned_samples"):
                 self._warned_samples = True
-                warnings.warn(f"{type(self).__name__} gossips rounds={self.rounds} times per iteration, and eq. 14b "
+                warnings.warn(f"{type(self).__name__} gossips rounds={self.rounds} times per iteration, and eq. 12b "
                               f"averages {self.rounds} mini-batches per gradient, but grad_fn computes one: build it "
                               f"with rounds={self.rounds} (Replicas.grad_fn(..., rounds={self.rounds})) to average "
                               "them, or rounds=1 to say one is meant", UserWarning, stacklevel=4)
         elif declared not in (1, self.rounds):
             raise ValueError(f"grad_fn averages rounds={declared} mini-batches per call, but {type(self).__name__} "
-                             f"gossips rounds={self.rounds} times per iteration: eq. 14b averages {self.rounds} (or "
+                             f"gossips rounds={self.rounds} times per iteration: eq. 12b averages {self.rounds} (or "
                              f"say rounds=1 for one): build grad_fn with rounds={self.rounds}")
 
     # ------------------------------------------------------------------ gathering

@@ -61,7 +61,7 @@ class FROST(PullDiagGT):
                          form="frost")
 
     def gradient_sum_tracker(self, gradient):
-        """None: FROST's ``y`` is mixed before its correction is added, so Lemma 1's identity is not its own."""
+        """None: FROST's ``y`` is mixed before its correction is added, so eq. 9's identity is not its own."""
         return None
 
     def _check_hyper(self, lr, rounds=1, tracker="exact"):  # (rounds: always one; the default tells check_hyper)

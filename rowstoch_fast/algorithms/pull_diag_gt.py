@@ -1,4 +1,4 @@
-"""Pull-Diag-GT (eq. 8) and MG-Pull-Diag-GT (eq. 14) of the paper, on every backend."""
+"""Pull-Diag-GT (eq. 7) and MG-Pull-Diag-GT (eq. 12) of the paper, on every backend."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ def _initial_step_error(node):
 class PullDiagGT(Optimizer):
     r"""(MG-)Pull-Diag-GT: gradient tracking over a row-stochastic network, one ``step`` at a time.
 
-    Implements, for :math:`t = 0, 1, \dots` (eq. 14; eq. 8 is ``rounds=1``):
+    Implements, for :math:`t = 0, 1, \dots` (eq. 12; eq. 7 is ``rounds=1``):
 
     .. math::
 
@@ -55,7 +55,7 @@ class PullDiagGT(Optimizer):
     rounds : int, default 1
         Gossip steps ``R`` per communication phase. ``R > 1`` is MG-Pull-Diag-GT:
         ``grad_fn`` should then return the average of ``R`` stochastic gradients
-        (eq. 14b), so that samples and communication rounds per iteration match.
+        (eq. 12b), so that samples and communication rounds per iteration match.
     tracker : {"exact", "perron"}, default "exact"
         ``"exact"`` follows ``Diag(A^(tR))`` as the paper does (computed once
         per matrix, frozen once it equals ``pi`` in float64); ``"perron"`` uses
@@ -184,7 +184,8 @@ class PullDiagGT(Optimizer):
         return 0.05 / n
 
     def gradient_sum_tracker(self, gradient):
-        """``(y, g)`` of every node (``pi^T y_t = 1^T g_t``, Lemma 1), on the root; collective under MPI."""
+        """``(y, g)`` of every node (``pi^T y_t = pi^T D_t^{-1} g_t``, about ``1^T g_t``: eq. 9), on the root;
+        collective under MPI."""
         return self.gather_state("y", copy=False), self.gather(gradient, copy=False)
 
     def _traffic_per_iteration(self):

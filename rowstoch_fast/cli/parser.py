@@ -151,7 +151,7 @@ def make_parser():
     _network_options(r)
     alg = r.add_argument_group("algorithm")
     alg.add_argument("--algorithm", choices=_algorithm_names(), default="pull-diag-gt", metavar="NAME",
-                     help="pull-diag-gt (eq. 8), mg-pull-diag-gt (eq. 14) or a baseline: "
+                     help="pull-diag-gt (eq. 7), mg-pull-diag-gt (eq. 12) or a baseline: "
                           + ", ".join(_algorithm_names()[2:]))
     alg.add_argument("--rounds", type=_positive_int, default=None,
                      help="gossip rounds R per iteration (mg-* methods; default Theorem 3's R)")

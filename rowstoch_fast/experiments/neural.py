@@ -87,7 +87,7 @@ def reproduce_mnist_mlp(out_dir, data="digits", data_dir=None, communication_rou
         (that is, communication round)"): every method runs
         ``communication_rounds`` iterations of one mini-batch of ``batch``
         samples per node, MG-Pull-Diag-GT gossiping ``R`` rounds in each.
-        ``"rounds"``, equal communication (eq. 14 as Section 4 charges it):
+        ``"rounds"``, equal communication (eq. 12 as Section 4 charges it):
         ``T = communication_rounds / R`` iterations, each averaging ``R``
         mini-batches. ``"both"``: the two, side by side (a column ``axis``).
     alpha : float, optional
@@ -178,7 +178,7 @@ def _train_on_graphs(out_dir, model_fn, data, parts, what, communication_rounds,
                     replicas = Replicas(model_fn(), n)
                     gen = np.random.default_rng([seed, rep, R])
 
-                    draws = R if view == "rounds" else 1  # mini-batches per iteration (averaged: eq. 14b)
+                    draws = R if view == "rounds" else 1  # mini-batches per iteration (averaged: eq. 12b)
 
                     def batch_fn(node, t, gen=gen):
                         idx = parts[node][gen.integers(0, len(parts[node]), batch)]

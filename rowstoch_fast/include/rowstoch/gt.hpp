@@ -1,4 +1,4 @@
-// The (MG-)Pull-Diag-GT step, eq. (8) and (14) of the paper:
+// The (MG-)Pull-Diag-GT step, eq. (7) and (12) of the paper:
 //
 //   x_{t+1} = A^R (x_t - lr y_t)                                   (x phase)
 //   g_{t+1} = grad F(x_{t+1})                                      (caller)

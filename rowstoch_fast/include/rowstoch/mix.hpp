@@ -1,5 +1,5 @@
-// Sparse row-stochastic mixing: the A-protocol  z <- A z  of the paper (eq. 1)
-// and its R-fold repetition  z <- A^R z  (the multi-gossip phase of eq. 14).
+// Sparse row-stochastic mixing: the A-protocol  z <- A z  of the paper (eq. 2)
+// and its R-fold repetition  z <- A^R z  (the multi-gossip phase of eq. 12).
 //
 // A is n x n in CSR form (Ap: n+1 row pointers, Aj: column indices, Ax: values);
 // X and Y are dense row-major n x w blocks.  Row i of the result only gathers

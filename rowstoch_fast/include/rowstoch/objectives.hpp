@@ -414,7 +414,7 @@ class IdentityScratch {
 
 // Stochastic gradients: X and G are (reps, m, d) for m nodes; each node averages
 // `batches` independent mini-batches of B samples drawn without replacement
-// (eq. 14b).  Row block r of X is repetition rep_offset + r (rep_offset + r % rep_period with a
+// (eq. 12b).  Row block r of X is repetition rep_offset + r (rep_offset + r % rep_period with a
 // rep_period > 0: blocks that draw the same streams, a tuner's candidates); row i of a block is
 // global node node_ids[i] (or i when node_ids is null), whose data is H[node M ..].
 // The work is split into units: a node and a stream, with every row block that draws it (one
