@@ -1042,7 +1042,7 @@ def test_r_fast_refuses_networks_without_fixed_links():
     A = topology.erdos_renyi(10, 0.3, seed=1)
     C = out_degree_weights(A)
     with pytest.raises(ValueError, match=r"^RFAST: C must be a static matrix or a Lossy or Sleepy network over one"):
-        RFAST(A, Sleepy(Sleepy(Lossy(C, 0.1), 0.8), 0.9), np.zeros(2), 0.05)
+        RFAST(A, Sleepy(Sleepy(Lossy(C, 0.1), 0.8), 0.9, seed=1), np.zeros(2), 0.05)
     with pytest.raises(ValueError, match=r"^RFAST: A must be a static matrix or a Lossy or Sleepy network over one"):
         RFAST(Schedule([A, A]), C, np.zeros(2), 0.05)
     assert RFAST.applies_to(Sleepy(Lossy(C, 0.1), 0.8))
@@ -1237,6 +1237,66 @@ def test_a_cyclic_activation_that_never_mixes_is_refused(tmp_path, period):
                           "--activation", "cyclic", "--period", str(period), "--no-progress", "--out", out)
     assert_one_line_error(rc, err, "never mixes")
     assert not out.exists() or not any(out.iterdir())  # nothing written (the folder proven writable: empty)
+
+
+def test_a_markov_activation_that_flips_every_node_every_iteration_is_refused(tmp_path):
+    """``p_sleep = p_wake = 1``: every node changes state every iteration, so those that start awake and those that
+    start asleep are two fixed groups never awake together (cyclic's period 2 with its groups drawn). It was
+    accepted, and on exponential(16) after 2,000 gossip rounds the two groups sat at their own averages (8.09 and
+    7.0; helper 108). Refused, by the command line in one line with exit 2; p_sleep = 1 alone still mixes."""
+    from test_careless_user import assert_one_line_error, rowstoch
+
+    A = topology.exponential(16)
+    with pytest.raises(ValueError, match=r"^Sleepy\(model='markov', p_sleep=1, p_wake=1\) never mixes"):
+        Sleepy(A, model="markov", p_sleep=1.0, p_wake=1.0)
+    net = Sleepy(A, model="markov", p_sleep=1.0, p_wake=0.9, seed=3)
+    X = np.arange(16.0)[:, None]
+    for t in range(400):
+        X = net.mix(X, t)
+    assert np.ptp(X) < 1e-6
+    out = tmp_path / "out"
+    rc, _, err = rowstoch("run", "--topology", "ring", "--n", "6", "--objective", "quadratic", "--iterations", "5",
+                          "--activation", "markov", "--p-sleep", "1", "--p-wake", "1", "--no-progress", "--out", out)
+    assert_one_line_error(rc, err, "never mixes")
+
+
+@pytest.mark.parametrize("make", [
+    lambda A, s: Lossy(A, 0.2, seed=s),
+    lambda A, s: Lossy(A, 0.5, seed=s, model="gilbert-elliott", p_bad=0.2, p_recover=0.3),
+    lambda A, s: Sleepy(A, 0.5, seed=s),
+    lambda A, s: Sleepy(A, seed=s, model="poisson", rate=0.7),
+    lambda A, s: network.Noisy(A, 0.1, seed=s),
+    lambda A, s: network.Compressed(A, "randk", k=2, seed=s),
+    lambda A, s: network.Compressed(A, "qsgd", bits=2, seed=s),
+], ids=["lossy", "bursty", "sleepy", "poisson", "noisy", "randk", "qsgd"])
+def test_two_layers_of_one_kind_on_one_seed_are_refused(make):
+    """Two layers of one kind draw from the hash of (seed, iteration, link or node): on the same seed (both at the
+    default 0) their draws were the same numbers and one hid the other: Lossy(Lossy(A, 0.1), 0.2) lost 20% of the
+    messages, not 28%, and was the outer layer alone bit for bit; two noises added up fully correlated (helper
+    108). Refused, naming the seed; on seeds of their own they are two independent layers, and a layer that draws
+    nothing (no loss, top-k) may share its seed."""
+    A = topology.exponential(32)
+    inner = make(A, 5)
+    with pytest.raises(ValueError, match=r"wraps a \w+ layer of the same seed: .*give each \w+ layer a seed of "
+                                         r"its own \(e\.g\. seed=6\)"):
+        make(inner, 5)
+    with pytest.raises(ValueError, match="of the same seed"):
+        make(network.Delayed(inner, 0) if "Compressed" in type(inner).__name__ or "Noisy" in type(inner).__name__
+             else Sleepy(inner, 0.9, seed=5) if type(inner).__name__ == "Lossy" else Lossy(inner, 0.1, seed=5), 5)
+    make(inner, 6)
+    assert network.redrawn(make(inner, 6), 3).base.seed == 8
+
+
+def test_two_loss_layers_on_seeds_of_their_own_lose_independently():
+    A = topology.exponential(32)
+    links = A.csr.nnz - 32
+
+    def lost(net):
+        return np.mean([len(net.lost_keys(t, 0)) for t in range(300)]) / links
+
+    assert lost(Lossy(Lossy(A, 0.1, seed=0), 0.2, seed=1)) == pytest.approx(1 - 0.9 * 0.8, abs=0.01)
+    assert lost(Lossy(Lossy(A, 0.0), 0.2)) == pytest.approx(0.2, abs=0.01)  # (a lossless layer draws nothing)
+    network.Compressed(network.Compressed(A, "topk", k=2), "randk", k=3)  # (top-k draws nothing)
 
 
 def test_activation_models_refuse_bad_parameters_naming_them():

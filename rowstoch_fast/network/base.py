@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._checks import as_float_array, check_int, check_out, MAX_ROUNDS
+from .._checks import as_float_array, check_int, check_out, MAX_KEY, MAX_ROUNDS
 from .._hashing import MAX_T
 from ..mixing import MixingMatrix
 from ._rounds import _compiled_rounds, _mix_entries
@@ -362,6 +362,26 @@ def _under_messages(net, kind):
     if hasattr(net, "encode"):
         raise ValueError(f"{kind} cannot wrap {net!r}: compression, noise and delays act on the messages the links "
                          f"carry, so they go outermost (e.g. Compressed({kind}(A, ...), 'topk', k=2))")
+    return net
+
+
+def _own_draws(net):
+    """``net``, refused (ValueError) where it draws from the seed of a layer of its own kind under it: the two
+    would draw the same numbers (the draws are keyed by the seed, the iteration and the link or node, not by the
+    layer), so one would hide the other (``Lossy(Lossy(A, 0.1), 0.2)`` lost 20% of the messages, not 28%; two
+    noises added up fully correlated)."""
+    if not net.draws:
+        return net
+    inner = net.base
+    while isinstance(inner, Network):
+        if (type(inner).layer is not None and type(inner).layer == type(net).layer and inner.draws
+                and getattr(inner, "seed", None) == net.seed):
+            kind = type(net).__name__
+            raise ValueError(f"{kind}(..., seed={net.seed}) wraps a {kind} layer of the same seed: their draws would "
+                             f"be the same numbers (keyed by the seed, the iteration and the link or node), so one "
+                             f"layer would hide the other; give each {kind} layer a seed of its own (e.g. "
+                             f"seed={(net.seed + 1) % (MAX_KEY + 1)})")
+        inner = getattr(inner, "base", None)
     return net
 
 

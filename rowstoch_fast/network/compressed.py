@@ -7,7 +7,7 @@ import numpy as np
 
 from .._checks import check_int, MAX_KEY, per_node_text, per_node_values
 from ..errors import UsageError
-from .base import as_network
+from .base import _own_draws, as_network
 from .messages import _Messages
 from .options import ends, node_option, node_spec, node_values, NodeValues, Option, recorded, refused
 from .queries import base_matrix, out_links
@@ -100,6 +100,7 @@ class Compressed(_Messages):
                 raise TypeError(f"unbiased must be True or False, got {unbiased!r}")
             self.unbiased = True if unbiased is None else bool(unbiased)
         self.seed = check_int(seed, "seed", minimum=0, maximum=MAX_KEY)
+        _own_draws(self)
 
     def _count(self, value, name, top, words):
         """``bits`` or ``k``: one integer in ``1..top``, or ``n`` of them (a read-only int64 array)."""

@@ -13,7 +13,7 @@ from ..errors import UsageError
 from .._hashing import MAX_T
 from ..mixing import MixingMatrix
 from ._rounds import _base_entries, _base_matrix, _keep_empty_rows, _materialise, _undirected_entries
-from .base import _under_messages, as_network, MAX_CHAIN_STEPS, Network
+from .base import _own_draws, _under_messages, as_network, MAX_CHAIN_STEPS, Network
 from .options import (ends, node_spec, node_values, NODE_VALUES_HELP, NodeValues, Option, recorded, refused,
                       setting_key, shown, split_items)
 from .schedule import Schedule
@@ -72,6 +72,7 @@ class Lossy(Network):
                 raise ValueError("p_bad and p_recover must be probabilities")
         elif p_bad is not None or p_recover is not None:
             raise ValueError("p_bad and p_recover are parameters of model='gilbert-elliott'")
+        _own_draws(self)
 
     def link_draws(self, t, r):
         """``(seed, t, r, p)`` where a per-link sweep may draw the round's losses itself with the hash of

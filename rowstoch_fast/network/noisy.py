@@ -9,7 +9,7 @@ import numpy as np
 
 from .._checks import check_int, check_positive_float, MAX_KEY, per_node_text, per_node_values
 from ..errors import UsageError
-from .base import as_network
+from .base import _own_draws, as_network
 from .messages import _Messages
 from .options import ends, node_option, node_spec, node_values, Option, recorded, refused_node, shown
 
@@ -92,6 +92,7 @@ class Noisy(_Messages):
             raise ValueError(f"sigma {problem}")
         self.seed = check_int(seed, "seed", minimum=0, maximum=MAX_KEY)
         self.per = per
+        _own_draws(self)
 
     @property
     def silent(self):

@@ -11,7 +11,7 @@ from .._hashing import MAX_T, uniform_hash
 from ..errors import UsageError
 from ..mixing import MixingMatrix
 from ._rounds import _base_entries, _keep_empty_rows, _materialise, _undirected_entries, _with_diagonal
-from .base import (_under_messages, advance_two_state, as_network, jump_two_state, MAX_ACTIVATION_STEPS, Network,
+from .base import (_own_draws, _under_messages, advance_two_state, as_network, jump_two_state, MAX_ACTIVATION_STEPS, Network,
                    two_state_path)
 from .options import ends, node_option, node_spec, node_values, Option, recorded, refused, shown
 
@@ -115,6 +115,14 @@ class Sleepy(Network):
                              f"equal modulo period, and the {min(self.period, self.n)} groups never hear from each "
                              "other (no network is jointly connected under it); use period=1 (the base network) or "
                              "the bernoulli, poisson or markov model")
+        if self.model == "markov" and self.p_sleep == 1 and self.p_wake == 1:
+            # Every node changes state every iteration: those that start awake and those that start asleep are
+            # two fixed groups, never awake together (cyclic's period 2 with the groups drawn).
+            raise ValueError("Sleepy(model='markov', p_sleep=1, p_wake=1) never mixes: every node changes state "
+                             "every iteration, so the nodes that start awake and those that start asleep are two "
+                             "fixed groups never awake together, and they never hear from each other; lower p_sleep "
+                             "or p_wake")
+        _own_draws(self)
 
     @property
     def lossless(self):
