@@ -71,25 +71,38 @@ def _load_npz_matrix(path):
 
 
 def _edge_list_layout(path):
-    """(delimiter, lines to skip) of an edge list: commas when its first line of data has one, and that line
-    skipped when it is a header (not all numbers: ``src,dst,weight``)."""
+    """(delimiter, lines to skip, columns) of an edge list: commas when its first line of data has one, and that
+    line skipped when it is a header (not all numbers: ``src,dst,weight``); the columns of that first line."""
     with open(path, errors="replace") as f:
         for number, line in enumerate(f):
             data = line.split("#", 1)[0].strip()
             if not data:
                 continue
             delimiter = "," if "," in data else None
+            columns = len(data.split(delimiter))
             try:
                 [float(token) for token in data.split(delimiter)]
-            except ValueError:
-                return delimiter, number + 1 if delimiter else 0  # a header of a CSV file (whitespace: an error)
-            return delimiter, 0
-    return None, 0
+            except ValueError:  # (a header of a CSV file; whitespace: an error)
+                return delimiter, number + 1 if delimiter else 0, columns
+            return delimiter, 0, columns
+    return None, 0, 0
+
+
+def weights_said(path, normalize=False):
+    """How :func:`load_matrix` makes the weights of the matrix in ``path``, in a caption's words: ``"the file's
+    weights"`` (``", rows normalized"`` with ``normalize``), or ``"in-degree weights"`` for an edge list that
+    lists no weights (``src dst``), whose weights it makes."""
+    try:
+        if not path.endswith((".npz", ".mtx", ".npy")) and _edge_list_layout(path)[2] == 2:
+            return "in-degree weights: the file lists none"
+    except OSError:  # (read once already: gone since, its words are the general ones)
+        pass
+    return "the file's weights" + (", rows normalized" if normalize else "")
 
 
 def _load_edge_list(path, normalize, dtype=np.float64):
     try:
-        delimiter, header = _edge_list_layout(path)
+        delimiter, header, _ = _edge_list_layout(path)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # "input contained no data": reported below
             rows = np.loadtxt(path, ndmin=2, comments="#", delimiter=delimiter, skiprows=header)

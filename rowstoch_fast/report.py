@@ -262,7 +262,9 @@ def draw(ax, frame, metric, x="rounds"):
     standard deviation, log scale (linear for a metric where higher is better, e.g. ``test_accuracy``:
     :func:`~rowstoch_fast.user_metrics.linear_scale`). The panel spans the records of the runs that ended ``ok``
     (a margin around them); a run that leaves it (it diverged, or climbed) is cut at the edge, where a triangle
-    marks the point, and a run that did not end ``ok`` says so in its label."""
+    marks the point, and a run that did not end ``ok`` says so in its label. The panel's bottom is a third of the
+    lowest record after the start of any run, ``ok`` or not, and at least 1e-16 of its top: a record below that
+    (0 or -1e-16 at rounding) is drawn at the bottom."""
     from .user_metrics import linear_scale
 
     column, label = AXES[check_axis(x)]
@@ -277,11 +279,13 @@ def draw(ax, frame, metric, x="rounds"):
         calm = frame["status"] != "diverged" if "status" in frame.columns else ~frame["diverged"].astype(bool)
         finished = calm if calm.any() else finished | True
     values = frame.loc[finished, metric].to_numpy(dtype=np.float64)
-    later = frame.loc[finished & (frame["iteration"] > 0), metric].to_numpy(dtype=np.float64)
+    # (every run's records after the start, not only those that ended ok: a run that did not end ok may still fall
+    # below them, a lossy Pull-Diag-GT's consensus error, and was drawn flat at the panel's floor)
+    later = frame.loc[frame["iteration"] > 0, metric].to_numpy(dtype=np.float64)
     values, later = (v[np.isfinite(v) & (linear | (v > 0))] for v in (values, later))
     top = float(values.max()) if values.size else 1.0
     # the lowest record after the start sets the bottom (a consensus error starts at 0); a run that converged to
-    # rounding records 0 (or -1e-16): drawn at 1e-16 of the largest record
+    # rounding records 0 (or -1e-16): the panel stops at 1e-16 of the largest record
     floor = max(1e-16 * top, float(later.min()) / 3.0) if later.size else 1e-16 * top
     high = top * 3.0
     if linear:  # (the records' range and a tenth of it around)
@@ -307,7 +311,7 @@ def draw(ax, frame, metric, x="rounds"):
                 shown[:int(np.argmin(below))] = np.nan
             elif cut < len(ys):  # (below it, then above: its triangle alone; a square at its floor read as a record)
                 shown[:] = np.nan
-            # (a run below the panel throughout stays drawn at its floor)
+            # (a run below the panel throughout stays drawn at its floor: at rounding, 0 or under 1e-16 of the top)
         line = ax.plot(xs[:cut], shown, label=f"{name}, lr {runs['lr'].iloc[0]:.2g}{note}",
                        markevery=max(1, len(shown) // 8), markersize=4.5, linewidth=1.4, **st)[0]
         band = std.to_numpy(dtype=np.float64)[:cut]

@@ -1640,6 +1640,27 @@ def test_a_metric_that_starts_below_the_panel_is_not_drawn_at_its_floor(problem)
     plt.close(fig)
 
 
+def test_a_run_that_did_not_end_ok_is_drawn_where_it_is_below_the_ok_runs(problem):
+    """A reviewer's trial (helper 110): the panel's bottom was set by the runs that ended ok, so a lossy
+    Pull-Diag-GT's consensus error (no-progress on its ranked metric, 1e-3 .. 6e-3 on this panel) was drawn as a
+    flat line at the bottom, 1.2e-2, from round 0 to the end. Its records now set the bottom too."""
+    import matplotlib.pyplot as plt
+
+    from rowstoch_fast import report
+
+    A, f = problem
+    frame = cmp.compare(A, f, "dsgd", 20, lr=0.05, repeats=1, progress=False).assign(status="ok")
+    level = frame.loc[frame["iteration"] > 0, "consensus_error"].min()
+    low = frame.assign(algorithm="low", status="no-progress", consensus_error=frame["consensus_error"] * 1e-4)
+    fig = report.figure([pd.concat([frame, low], ignore_index=True)], ["consensus_error"])
+    ax = fig.axes[0]
+    line = next(ln for ln in ax.get_lines() if ln.get_label().startswith("low"))
+    ys = np.asarray(line.get_ydata(), dtype=float)[1:]
+    assert ax.get_ylim()[0] < level * 1e-4
+    np.testing.assert_allclose(ys, low.loc[low["iteration"] > 0, "consensus_error"].to_numpy(), rtol=1e-12)
+    plt.close(fig)
+
+
 def test_a_run_that_leaves_the_panel_from_below_its_floor_is_its_triangle_and_the_legend_says_its_status(problem):
     """A reviewer's trial: a diverged method's consensus error starts at 0 and next leaves above the panel; its one
     record inside the drawing (the start, clipped to the floor) was drawn as a square at the floor, a value it never
@@ -1941,6 +1962,27 @@ def test_cli_compare_several_communication_settings_share_one_table(tmp_path):
     assert [line for line in stdout.splitlines() if line.startswith("ring, ")] == ["ring, none:", "ring, topk:2:"]
     # the caption says the graph is undirected and how it is weighted (a directed ring had read the same)
     assert "on the undirected ring graph (n = 8, Metropolis weights)" in tex
+
+
+def test_a_caption_says_how_an_edge_lists_weights_were_made(tmp_path):
+    """A reviewer's trial (helper 110): an edge list of ``src,dst`` pairs, which the loader weights by in-degree, was
+    captioned "the file's weights" (and so was its figure). A weighted list keeps those words."""
+    from rowstoch_fast import io
+
+    edges = [(i, (i + 1) % 6) for i in range(6)] + [(i, (i + 2) % 6) for i in range(6)]
+    plain, weighted = tmp_path / "g.csv", tmp_path / "w.txt"
+    plain.write_text("src,dst\n" + "".join(f"{a},{b}\n" for a, b in edges))
+    weighted.write_text("".join(f"{a} {b} 0.5\n" for a, b in edges) + "".join(f"{i} {i} 0.0\n" for i in range(6)))
+    assert io.weights_said(str(plain)) == "in-degree weights: the file lists none"
+    assert io.weights_said(str(weighted), normalize=True) == "the file's weights, rows normalized"
+    assert io.weights_said(str(tmp_path / "gone.txt")) == "the file's weights"
+    out = tmp_path / "o"
+    rc, _, err = rowstoch("compare", "--matrix", plain, "--objective", "quadratic", "--d", "2", "--algorithms",
+                          "pull-diag-gt", "--lr", "0.05", "--rounds-budget", "10", "--repeats", "1", "--out", out,
+                          "--no-progress")
+    assert rc == 0, err
+    tex = " ".join((out / "summary.tex").read_text().split())
+    assert "directed graph g.csv (n = 6, in-degree weights: the file lists none)" in tex, tex
 
 
 def test_cli_compare_refuses_a_folder_with_results_or_in_use(tmp_path):

@@ -10,6 +10,7 @@ import sys
 from .._checks import did_you_mean
 from .._signals import signals_held
 from ..algorithms import REGISTRY
+from .. import io
 from ..errors import UsageError
 from ..network import options as network_options
 from ..topology import NAMES as TOPOLOGIES, PAPER_NAMES as PAPER_GRAPHS
@@ -816,7 +817,7 @@ def _graph_words(args, gname, A):
     kind = "undirected" if (pattern != pattern.T).nnz == 0 else "directed"
     if args.matrix:
         said = f"{kind} graph {gname}"
-        return said, said, "the file's weights" + (", rows normalized" if args.normalize else "")
+        return said, said, io.weights_said(os.fspath(args.matrix), args.normalize)
     return (f"{kind} {gname}", f"{kind} {gname} graph",
             _WEIGHTS_SAID.get(getattr(args, "weights", "in-degree"), "in-degree weights"))
 
