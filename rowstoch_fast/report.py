@@ -551,11 +551,12 @@ def _below_optimum(table, metrics, cells):
             "large, rounding.")
 
 
-_TIES = ("= shares its rank: the repetitions cannot tell it from another (the means of the logarithms of their "
-         "final values differ by less than two standard errors of that difference, or both converged to "
-         "rounding); only runs that ended ok are ranked.")
+_TIES = ("= tied: the repetitions cannot tell it from at least one other method (the means of the logarithms of "
+         "their final values differ by less than two standard errors of that difference, or both converged to "
+         "rounding); a rank is 1 + the number of methods told better than it, so a method whose repetitions "
+         "spread widely can rank above one with a lower mean; only runs that ended ok are ranked.")
 #: ... and where each run is one repetition.
-_ONE_RUN = ("= shares its rank: one repetition tells no method from another (two or more rank them); only runs that "
+_ONE_RUN = ("= tied: one repetition tells no method from another (two or more rank them); only runs that "
             "ended ok are ranked.")
 
 

@@ -3209,6 +3209,30 @@ def test_a_resume_over_several_settings_announces_what_each_one_tunes(tmp_path, 
     assert set(pd.read_csv(out / "compare.csv").query("setting == @second")["algorithm"]) == {"dsgd", "push-pull"}
 
 
+def test_the_tables_say_what_a_rank_and_its_tie_mark_mean(tmp_path, capsys):
+    """A reviewer's trial (helper 110): FROST 3= at 3.92e-3 +- 4.9e-4 below Push-DIGing 2= at 4.52e-3 +- 1.6e-3,
+    no other method 3, and the footnote said "= shares its rank" (the rank is 1 + the methods told better: the
+    wider spread tells Push-DIGing from fewer). The footnotes and the caption now say what the rank is and that
+    "=" marks a method tied with at least one other, whatever its rank."""
+    from rowstoch_fast.cli import main
+    from rowstoch_fast.compare.verdict import ranks
+
+    finals = {"pull-diag-gt": np.array([1.0, 1.02, 0.98]), "frost": np.array([3.9, 3.5, 4.3]),
+              "push-diging": np.array([1.0, 2.0, 12.0])}
+    assert ranks(finals) == {"pull-diag-gt": (1, True), "frost": (2, True), "push-diging": (1, True)}
+    assert main(["compare", "--n", "8", "--objective", "quadratic", "--d", "3", "--algorithms",
+                 "push-pull,push-diging,dsgd", "--lr", "0.05", "--rounds-budget", "600", "--repeats", "2",
+                 "--no-progress", "--out", str(tmp_path / "o")]) == 0  # (the exact two tie at rounding)
+    out = " ".join(capsys.readouterr().out.split())
+    assert "= tied: the repetitions cannot tell it from at least one other method" in out
+    assert "a rank is 1 + the number of methods told better than it" in out
+    tex = " ".join((tmp_path / "o" / "summary.tex").read_text().split())
+    assert "A rank is 1 + the number of methods the repetitions tell better; = marks a method they cannot tell " \
+           "from another" in tex and "shares its rank" not in tex
+    md = " ".join((tmp_path / "o" / "summary.md").read_text().split())
+    assert "shares its rank" not in md
+
+
 def test_one_repetition_ranks_nothing_and_the_network_draws_are_said(tmp_path, capsys):
     """`--repeats 1` ranked methods strictly on one seed's values, and its caption promised ties "where the
     repetitions cannot tell methods apart"; repetitions on a lossy network shared one draw of its losses (drawn per

@@ -776,8 +776,9 @@ def _caption(args, problems):
     network = models[0] if len(models) == 1 else "the settings of the table (" + "; ".join(models) + ")"
     return (f"{_objective_words(args)} on {where}, {network}: final values after {args.rounds_budget} communication "
             f"rounds, mean and standard deviation (the sample's) over {args.repeats} repetition"
-            f"{'s' if args.repeats != 1 else ''}. " + ("Ranks are shared where the repetitions cannot tell methods "
-                                                       "apart" if args.repeats > 1 else "One repetition tells no "
+            f"{'s' if args.repeats != 1 else ''}. " + ("A rank is 1 + the number of methods the repetitions tell "
+                                                       "better; = marks a method they cannot tell from another"
+                                                       if args.repeats > 1 else "One repetition tells no "
                                                        "method from another: every rank is shared")
             + "; rank 1 in bold; only runs that ended ok are ranked."
             + (_own_draws(problems) if args.repeats > 1 else ""))

@@ -221,10 +221,11 @@ def format_summary(table, metric=None):
                      f"{r.rounds_per_iteration:>3} {r.communication_rounds:>7} {final:>24} {beside}{_si(r.messages):>10} "
                      f"{_si(r.bytes):>10} {_si(r.gradient_evaluations):>11} {r.wall_seconds:>7.1f}  {r.status}")
     if "rank_shared" in table.columns and table["rank_shared"].any():
-        lines.append(f"{'=':>{len(head.split('rank')[0]) + 4}} shares its rank: " + (
+        lines.append(f"{'=':>{len(head.split('rank')[0]) + 4}} tied: " + (
             "one repetition tells no method from another (--repeats 2 or more ranks them)" if single_runs(table) else
-            f"the repetitions cannot tell it from another (mean log final values within {TIE_SE:g} standard errors "
-            "of their difference, or both converged to rounding)"))
+            f"the repetitions cannot tell it from at least one other method (mean log final values within "
+            f"{TIE_SE:g} standard errors of their difference, or both converged to rounding); a rank is 1 + the "
+            "number of methods told better than it"))
     notes = [r for r in table.itertuples() if r.status != "ok" and getattr(r, "diagnosis", "")]
     for r in notes:
         where = "".join(f"{getattr(r, g)} " for g in groups)
