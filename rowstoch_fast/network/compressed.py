@@ -44,8 +44,8 @@ class Compressed(_Messages):
 
     Notes
     -----
-    ``topk`` with ``k = d``, ``randk`` with ``k = d`` and ``round`` at the run's precision send every value
-    unchanged: the iterates equal the base network's, bit for bit (tests). The bytes an optimizer's
+    ``topk`` with ``k = d``, ``randk`` with ``k = d`` and ``round`` of a float32 run with ``bits >= 24`` (its
+    precision; ``bits`` stops at 32, below float64's 53) send every value unchanged: the iterates equal the base network's, bit for bit (tests). The bytes an optimizer's
     ``traffic()`` (and ``rowstoch compare``'s tables) count are those of the compressed messages (with per-node
     ``bits`` or ``k``: each sender's messages at its own size, the links counted sender by sender;
     :meth:`message_bytes` alone gives the mean size over the links of the matrix under the layers). With per-node
