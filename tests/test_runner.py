@@ -1014,3 +1014,79 @@ def test_a_saved_plot_closes_the_figure_it_made_and_writes_truetype_fonts(proble
     with pytest.raises(AttributeError):
         h.plot(path=tmp_path / "h.png", not_a_line_property=1)
     assert set(plt.get_fignums()) == before
+
+
+class _BarrierAtTheStart:
+    """A user's objective whose gradient at the default start (entries of both signs) is NaN: sqrt of negatives."""
+
+    @staticmethod
+    def make(n=8, d=3):
+        from rowstoch_fast.objectives import Objective
+
+        class SqrtBarrier(Objective):  # |x - b_i|^2 / 2 - 2 sum_j sqrt(x_j), its domain x >= 0
+            dtype, convex, stream_free = np.dtype(np.float64), True, True
+
+            def __init__(self):
+                self.n, self.d = n, d
+                self.b = np.random.default_rng(0).standard_normal((n, d))
+
+            def full_gradient(self, X, nodes=None):
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    return X - self.b - 1.0 / np.sqrt(X)
+
+            def stochastic_gradient(self, X, iteration, **kw):
+                return self.full_gradient(X)
+
+            def loss(self, X, nodes=None):
+                with np.errstate(invalid="ignore"):
+                    return ((X - self.b) ** 2 / 2 - 2 * np.sqrt(X)).sum(-1)
+
+        return SqrtBarrier()
+
+
+def test_a_gradient_that_is_not_finite_at_the_start_is_a_diverged_run_with_its_history(tmp_path, capsys):
+    """A user's trial (helper 112): a gradient that is NaN or Inf at x0 raised its DivergenceError in the run's
+    set-up, without the ``history`` every DivergenceError of a run carries: compare() then failed with an
+    AttributeError (a traceback, every method lost), and ``rowstoch run`` exited 3 printing nothing, its --out
+    empty. The error now carries the start's record of each repetition (metrics NaN), compare() marks the method
+    diverged and goes on, and ``rowstoch run`` says so and writes its files."""
+    import warnings
+
+    from rowstoch_fast import DivergenceError, compare as cmp
+
+    f = _BarrierAtTheStart.make()
+    with pytest.raises(DivergenceError, match="non-finite gradient at iteration 0") as caught:
+        run(Algorithm(topology.exponential(8), 0.01), f, 10, repeats=2, progress=False)
+    h = caught.value.history
+    assert h.diverged and h.frame["iteration"].tolist() == [0, 0] and h.frame["rep"].tolist() == [0, 1]
+    assert h.frame["grad_norm"].isna().all() and h.meta["completed_iterations"] == 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        frame = cmp.compare(topology.exponential(8), f, "dsgd,push-pull", 20, lr=0.01, repeats=2, progress=False)
+    assert frame.attrs["status"] == {"dsgd": "diverged", "push-pull": "diverged"}
+    data = tmp_path / "huge.npz"
+    rng = np.random.default_rng(0)
+    np.savez(data, H=rng.standard_normal((32, 3)) * 1e200, y=np.where(rng.random(32) < 0.5, -1.0, 1.0))
+    out = tmp_path / "o"
+    code = cli.main(["run", "--n", "8", "--objective", "least-squares", "--data-file", str(data), "--iterations",
+                     "20", "--lr", "0.01", "--out", str(out), "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 3 and "rowstoch: diverged: grad_fn returned a non-finite gradient at iteration 0" in err, err
+    assert "the 1 row recorded before it is in" in err
+    assert {"history.csv", "history.json"} <= set(os.listdir(out))
+
+
+def test_a_history_whose_metric_is_never_finite_still_draws(tmp_path):
+    """Data so large that every record of the gradient's norm overflowed: ``rowstoch run`` wrote its tables, then
+    drawing grad_norm.png on a log scale raised ValueError ("Data cannot be log-scaled"), a 60-line traceback and
+    exit 1 instead of its "diverged" line and exit 3 (helper 112). Drawn on a linear scale, with a note."""
+    from rowstoch_fast.runner import History, METRICS
+
+    rows = [(k, k, k, 0, *[math.inf] * len(METRICS), 0.0) for k in (0, 5, 10)]
+    h = History(rows, {"algorithm": "dsgd", "repeats": 1})
+    assert "grad_norm.png" in h.save(tmp_path / "f")
+    ax = h.plot("grad_norm")
+    assert ax.get_yscale() == "linear" and any("no finite positive" in t.get_text() for t in ax.texts)
+    import matplotlib.pyplot as plt
+
+    plt.close(ax.figure)

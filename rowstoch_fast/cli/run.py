@@ -280,7 +280,9 @@ def cmd_run(args):
               file=sys.stderr)
     if diverged is not None:
         print(f"rowstoch: diverged: {diverged}", file=sys.stderr)
-        print(f"rowstoch: the {len(h.frame)} rows recorded before it are in {paths} (marked diverged)", file=sys.stderr)
+        rows = len(h.frame)
+        print(f"rowstoch: the {rows} row{'s' if rows != 1 else ''} recorded before it "
+              f"{'are' if rows != 1 else 'is'} in {paths} (marked diverged)", file=sys.stderr)
         return 3
     s = h.summary().iloc[-1]
     reached = int(h.meta.get("completed_iterations", s["iteration"]))  # Ctrl-C: where it stopped, not the last record
