@@ -10,6 +10,7 @@ the same repetition run alone.
 from __future__ import annotations
 
 import hashlib
+import math
 import threading
 from typing import NamedTuple
 
@@ -41,10 +42,37 @@ def optimum_of(objective):
     """``objective.optimum()``, checked: an :class:`Optimum` or None (an override returning a plain tuple failed
     deep in a comparison as "'tuple' object has no attribute 'value'")."""
     best = objective.optimum()
-    if best is not None and not isinstance(best, Optimum):
-        raise TypeError(f"{type(objective).__name__}.optimum() must return an Optimum(x, value) of "
-                        f"rowstoch_fast.objectives, or None where the minimiser is unknown; got {type(best).__name__}")
+    if best is None:
+        return None
+    name = type(objective).__name__
+    if not isinstance(best, Optimum):
+        raise TypeError(f"{name}.optimum() must return an Optimum(x, value) of rowstoch_fast.objectives, or None "
+                        f"where the minimiser is unknown; got {type(best).__name__}")
+    _check_minimiser(objective, best.x)
+    try:
+        value = float(best.value)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name}.optimum()'s value f* must be a real number, got {best.value!r}") from None
+    if not math.isfinite(value):
+        raise ValueError(f"{name}.optimum()'s value f* is {value} at a finite minimiser: its loss is not finite "
+                         f"there (or its own optimum() returned it)")
     return best
+
+
+def _check_minimiser(objective, x):
+    """``x``, refused (ValueError) unless a finite real array of shape ``(d,)``: a minimiser that is NaN (a Newton
+    iteration that failed, a ``_solve`` of the user's) made every record of the suboptimality NaN, ``rf.run`` said
+    "done" and ``compare()`` "diverged at every rate" of iterates that converged (or a refusal of "X")."""
+    name, x = type(objective).__name__, np.asarray(x)
+    d = getattr(objective, "d", None)
+    if x.dtype.kind not in "fiu" or (d is not None and x.shape != (d,)):
+        raise ValueError(f"{name}.optimum()'s minimiser must be a real array of shape (d,) = ({d},), got "
+                         f"{x.dtype} of shape {x.shape} (from its _solve(), or its own optimum())")
+    if not np.isfinite(x).all():
+        k = int(np.flatnonzero(~np.isfinite(x))[0])
+        raise ValueError(f"{name}.optimum()'s minimiser is not finite (x[{k}] = {x[k]}): its _solve() (or its own "
+                         f"optimum()) failed; return None where the minimiser is unknown")
+    return x
 
 
 class Optimum(NamedTuple):
@@ -469,6 +497,8 @@ class Objective:
         """
         if "_optimum" not in self.__dict__:
             x = self._solve()
+            if x is not None:
+                _check_minimiser(self, x)
             # f* through the same code as every f(x_bar) it is subtracted from: f(x*) - f* is exactly 0
             self._optimum = None if x is None else Optimum(x, float(self.value_and_gradient_at(x)[0]))
         return self._optimum

@@ -886,3 +886,37 @@ def test_a_strided_view_of_x_is_checked_and_read_as_its_copy(dtype):
         f.full_gradient(X)
     with pytest.raises(ValueError, match="X must be 2-D or 3-D"):
         f.full_gradient(block.reshape(-1)[::2])
+
+
+def test_a_minimiser_or_f_star_that_is_not_finite_is_refused_by_name(tmp_path):
+    """A user's _solve() whose Newton iteration failed returned NaN (helper 112): rf.run recorded a suboptimality
+    of NaN and said "done", compare() called every method "diverged at every rate" although the iterates
+    converged, or a bare "X must be finite" was all it said. Refused, naming the objective and _solve()."""
+    from rowstoch_fast import Algorithm, compare as cmp, run, topology
+    from rowstoch_fast.objectives import Optimum, optimum_of
+
+    class NanSolve(Quadratic):
+        def _solve(self):
+            return np.full(self.d, np.nan)
+
+    class Flat(Quadratic):
+        def _solve(self):
+            return np.zeros((1, self.d))
+
+    class NanValue(Quadratic):
+        def optimum(self):
+            return Optimum(np.zeros(self.d), float("nan"))
+
+    A = topology.exponential(8)
+    f = NanSolve.random(8, 3, seed=0)
+    words = r"NanSolve.optimum\(\)'s minimiser is not finite \(x\[0\] = nan\): its _solve\(\)"
+    with pytest.raises(ValueError, match=words):
+        run(Algorithm(A, 0.01), f, 10, progress=False)
+    with pytest.raises(ValueError, match=words):
+        cmp.compare(A, f, "dsgd", 10, repeats=1, progress=False)
+    with pytest.raises(ValueError, match=r"minimiser must be a real array of shape \(d,\) = \(3,\), got float64 "
+                                         r"of shape \(1, 3\)"):
+        optimum_of(Flat.random(8, 3, seed=0))
+    with pytest.raises(ValueError, match=r"NanValue.optimum\(\)'s value f\* is nan"):
+        optimum_of(NanValue.random(8, 3, seed=0))
+    assert optimum_of(Quadratic.random(8, 3, seed=0)).x.shape == (3,)
