@@ -261,10 +261,10 @@ def draw(ax, frame, metric, x="rounds"):
     """One line per algorithm of ``frame``: the mean of ``metric`` over repetitions against ``x``, a band of one
     standard deviation, log scale (linear for a metric where higher is better, e.g. ``test_accuracy``:
     :func:`~rowstoch_fast.user_metrics.linear_scale`). The panel spans the records of the runs that ended ``ok``
-    (a margin around them); a run that leaves it (it diverged, or climbed) is cut at the edge, where a triangle
-    marks the point, and a run that did not end ``ok`` says so in its label. The panel's bottom is a third of the
-    lowest record after the start of any run, ``ok`` or not, and at least 1e-16 of its top: a record below that
-    (0 or -1e-16 at rounding) is drawn at the bottom."""
+    (a margin around them), and reaches down by up to three decades more to those of the other runs; a run that
+    leaves it upwards (it diverged, or climbed) is cut at the edge, where a triangle marks the point, a record below
+    it (0 or -1e-16 at rounding; one more than three decades below the ``ok`` runs) is drawn at the bottom, and a
+    run that did not end ``ok`` says so in its label."""
     from .user_metrics import linear_scale
 
     column, label = AXES[check_axis(x)]
@@ -279,14 +279,18 @@ def draw(ax, frame, metric, x="rounds"):
         calm = frame["status"] != "diverged" if "status" in frame.columns else ~frame["diverged"].astype(bool)
         finished = calm if calm.any() else finished | True
     values = frame.loc[finished, metric].to_numpy(dtype=np.float64)
-    # (every run's records after the start, not only those that ended ok: a run that did not end ok may still fall
-    # below them, a lossy Pull-Diag-GT's consensus error, and was drawn flat at the panel's floor)
-    later = frame.loc[frame["iteration"] > 0, metric].to_numpy(dtype=np.float64)
-    values, later = (v[np.isfinite(v) & (linear | (v > 0))] for v in (values, later))
+    after = frame["iteration"] > 0
+    later = frame.loc[finished & after, metric].to_numpy(dtype=np.float64)
+    others = frame.loc[~finished & after, metric].to_numpy(dtype=np.float64)
+    values, later, others = (v[np.isfinite(v) & (linear | (v > 0))] for v in (values, later, others))
     top = float(values.max()) if values.size else 1.0
     # the lowest record after the start sets the bottom (a consensus error starts at 0); a run that converged to
     # rounding records 0 (or -1e-16): the panel stops at 1e-16 of the largest record
     floor = max(1e-16 * top, float(later.min()) / 3.0) if later.size else 1e-16 * top
+    if others.size and not linear:  # a run that did not end ok may fall below those that did (a lossy
+        # Pull-Diag-GT's consensus error, drawn flat at the bottom a decade above its records): the panel reaches
+        # down to it, by 3 decades at most (a useless rate's run at 1e-10 squeezed the others into its top decade)
+        floor = max(1e-16 * top, min(floor, float(others.min()) / 3.0), floor * 1e-3)
     high = top * 3.0
     if linear:  # (the records' range and a tenth of it around)
         bottom = float(values.min()) if values.size else 0.0

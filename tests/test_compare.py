@@ -1651,13 +1651,17 @@ def test_a_run_that_did_not_end_ok_is_drawn_where_it_is_below_the_ok_runs(proble
     A, f = problem
     frame = cmp.compare(A, f, "dsgd", 20, lr=0.05, repeats=1, progress=False).assign(status="ok")
     level = frame.loc[frame["iteration"] > 0, "consensus_error"].min()
-    low = frame.assign(algorithm="low", status="no-progress", consensus_error=frame["consensus_error"] * 1e-4)
+    low = frame.assign(algorithm="low", status="no-progress", consensus_error=frame["consensus_error"] * 1e-2)
     fig = report.figure([pd.concat([frame, low], ignore_index=True)], ["consensus_error"])
     ax = fig.axes[0]
     line = next(ln for ln in ax.get_lines() if ln.get_label().startswith("low"))
     ys = np.asarray(line.get_ydata(), dtype=float)[1:]
-    assert ax.get_ylim()[0] < level * 1e-4
+    assert ax.get_ylim()[0] < level * 1e-2
     np.testing.assert_allclose(ys, low.loc[low["iteration"] > 0, "consensus_error"].to_numpy(), rtol=1e-12)
+    plt.close(fig)
+    tiny = low.assign(algorithm="tiny", consensus_error=frame["consensus_error"] * 1e-9)  # (by 3 decades at most)
+    fig = report.figure([pd.concat([frame, tiny], ignore_index=True)], ["consensus_error"])
+    assert fig.axes[0].get_ylim()[0] == pytest.approx(level / 3e3 / 1.5, rel=1e-9)
     plt.close(fig)
 
 

@@ -1258,6 +1258,7 @@ def test_a_markov_activation_that_flips_every_node_every_iteration_is_refused(tm
     rc, _, err = rowstoch("run", "--topology", "ring", "--n", "6", "--objective", "quadratic", "--iterations", "5",
                           "--activation", "markov", "--p-sleep", "1", "--p-wake", "1", "--no-progress", "--out", out)
     assert_one_line_error(rc, err, "never mixes")
+    assert not out.exists() or not any(out.iterdir())  # nothing written
 
 
 @pytest.mark.parametrize("make", [
@@ -1278,7 +1279,7 @@ def test_two_layers_of_one_kind_on_one_seed_are_refused(make):
     A = topology.exponential(32)
     inner = make(A, 5)
     with pytest.raises(ValueError, match=r"wraps a \w+ layer of the same seed: .*give each \w+ layer a seed of "
-                                         r"its own \(e\.g\. seed=6\)"):
+                                         r"its own, further apart than a comparison's repetitions .*seed=1000005\)"):
         make(inner, 5)
     with pytest.raises(ValueError, match="of the same seed"):
         make(network.Delayed(inner, 0) if "Compressed" in type(inner).__name__ or "Noisy" in type(inner).__name__
@@ -1297,6 +1298,9 @@ def test_two_loss_layers_on_seeds_of_their_own_lose_independently():
     assert lost(Lossy(Lossy(A, 0.1, seed=0), 0.2, seed=1)) == pytest.approx(1 - 0.9 * 0.8, abs=0.01)
     assert lost(Lossy(Lossy(A, 0.0), 0.2)) == pytest.approx(0.2, abs=0.01)  # (a lossless layer draws nothing)
     network.Compressed(network.Compressed(A, "topk", k=2), "randk", k=3)  # (top-k draws nothing)
+    # draws of other keys on one seed are independent (compress.hpp's tags; a link's noise keyed by its sender)
+    network.Compressed(network.Compressed(A, "qsgd", bits=2, seed=5), "randk", k=2, seed=5)
+    network.Noisy(network.Noisy(A, 0.1, seed=5, per="link"), 0.1, seed=5, per="message")
 
 
 def test_activation_models_refuse_bad_parameters_naming_them():

@@ -871,7 +871,7 @@ def test_an_objective_of_ones_own_as_the_docstring_says_and_what_it_gets_wrong_i
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_a_strided_view_of_x_is_checked_and_read_as_its_copy(dtype):
+def test_a_strided_view_of_x_is_checked_and_read_as_its_copy(dtype, monkeypatch):
     """An optimizer hands the gradients a strided view of its node-major block ((reps, n, d) by swapaxes); the
     check's fast path copies it as the general path did: the same gradients, and a NaN named at its index of the
     view, not of the block. A view of another rank is still refused by name."""
@@ -881,6 +881,13 @@ def test_a_strided_view_of_x_is_checked_and_read_as_its_copy(dtype):
     assert not X.flags.c_contiguous
     assert np.array_equal(f.full_gradient(X), f.full_gradient(np.ascontiguousarray(X)))
     assert np.array_equal(f.stochastic_gradient(X, 3), f.stochastic_gradient(np.ascontiguousarray(X), 3))
+    from rowstoch_fast import _checks
+
+    def general_path(*args, **kwargs):
+        raise AssertionError("a strided view of the dtype took the general path (np.require: 14 us a call)")
+
+    monkeypatch.setattr(_checks.np, "require", general_path)
+    f.full_gradient(X)
     block[5, 2 * 3 + 1] = np.nan  # (replica 2, node 5, entry 1)
     with pytest.raises(ValueError, match=re.escape("X must be finite; X[2, 5, 1] = nan")):
         f.full_gradient(X)

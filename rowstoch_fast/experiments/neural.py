@@ -87,7 +87,7 @@ def reproduce_mnist_mlp(out_dir, data="digits", data_dir=None, communication_rou
         (that is, communication round)"): every method runs
         ``communication_rounds`` iterations of one mini-batch of ``batch``
         samples per node, MG-Pull-Diag-GT gossiping ``R`` rounds in each.
-        ``"rounds"``, equal communication (eq. 12 as Section 4 charges it):
+        ``"rounds"``, equal communication (eq. 12 as Section 5 charges it):
         ``T = communication_rounds / R`` iterations, each averaging ``R``
         mini-batches. ``"both"``: the two, side by side (a column ``axis``).
     alpha : float, optional

@@ -198,6 +198,13 @@ class Network:
         are not asked (:func:`~rowstoch_fast.network.draws` is)."""
         return False
 
+    @property
+    def draw_key(self):
+        """What this layer's draws are keyed by besides its seed: two layers of one ``draw_key`` on one seed draw
+        the same numbers (:func:`_own_draws` refuses them). Its kind (``layer``) here; a layer whose kinds of
+        draws have keys of their own says so (a compression's method, a noise's ``per``)."""
+        return type(self).layer
+
     def _twin(self, base, seed):
         """This layer, the same in all but its seed, over ``base`` (what :func:`~rowstoch_fast.network.redrawn`
         builds); a layer that wraps another (a ``base``) defines it."""
@@ -365,22 +372,27 @@ def _under_messages(net, kind):
     return net
 
 
+#: How far apart :func:`_own_draws` suggests two layers' seeds: a comparison runs repetition ``r`` on every seed
+#: plus ``r`` (:func:`~rowstoch_fast.network.redrawn`), so seeds 5 and 6 share draws across repetitions 0 and 1.
+SEED_APART = 10**6
+
+
 def _own_draws(net):
-    """``net``, refused (ValueError) where it draws from the seed of a layer of its own kind under it: the two
-    would draw the same numbers (the draws are keyed by the seed, the iteration and the link or node, not by the
-    layer), so one would hide the other (``Lossy(Lossy(A, 0.1), 0.2)`` lost 20% of the messages, not 28%; two
-    noises added up fully correlated)."""
-    if not net.draws:
+    """``net``, refused (ValueError) where it draws from the seed of a layer under it of its own
+    :attr:`~Network.draw_key`: the two would draw the same numbers (the draws are keyed by the seed, the iteration
+    and the link or node, not by the layer), so one would hide the other (``Lossy(Lossy(A, 0.1), 0.2)`` lost 20%
+    of the messages, not 28%; two noises added up fully correlated)."""
+    if not net.draws or net.draw_key is None:
         return net
     inner = net.base
     while isinstance(inner, Network):
-        if (type(inner).layer is not None and type(inner).layer == type(net).layer and inner.draws
-                and getattr(inner, "seed", None) == net.seed):
+        if inner.draw_key == net.draw_key and inner.draws and getattr(inner, "seed", None) == net.seed:
             kind = type(net).__name__
             raise ValueError(f"{kind}(..., seed={net.seed}) wraps a {kind} layer of the same seed: their draws would "
                              f"be the same numbers (keyed by the seed, the iteration and the link or node), so one "
-                             f"layer would hide the other; give each {kind} layer a seed of its own (e.g. "
-                             f"seed={(net.seed + 1) % (MAX_KEY + 1)})")
+                             f"layer would hide the other; give each {kind} layer a seed of its own, further apart "
+                             f"than a comparison's repetitions (repetition r runs on every seed + r: e.g. "
+                             f"seed={(net.seed + SEED_APART) % (MAX_KEY + 1)})")
         inner = getattr(inner, "base", None)
     return net
 

@@ -116,6 +116,10 @@ class Compressed(_Messages):
         return self.method == "randk" or (self.method == "qsgd" and self.unbiased)  # (stochastic rounding)
 
     @property
+    def draw_key(self):  # (qsgd's and randk's draws have tags of their own: compress.hpp)
+        return (self.layer, self.method)
+
+    @property
     def per_node(self):
         """Whether the nodes compress with parameters of their own (``bits`` or ``k`` an array)."""
         return np.ndim(self.bits if self.bits is not None else self.k) != 0

@@ -113,6 +113,10 @@ class Noisy(_Messages):
     def draws(self):
         return not self.silent
 
+    @property
+    def draw_key(self):  # (a link's noise is keyed by its sender too, a message's by the sender alone)
+        return (self.layer, self.per)
+
 
     def _kernel_arguments(self):
         return 5, 0, self.sigma, False
