@@ -423,7 +423,18 @@ class Objective:
         L : ndarray
             Local losses, shape ``X.shape[:-1]``.
         """
-        return self.full_gradient(X, nodes), self.loss(X, nodes)
+        G, L = self.full_gradient(X, nodes), self.loss(X, nodes)
+        # (an objective of the user's: a loss summed to a scalar, a gradient as a list, failed later as "axis -1 is
+        # out of bounds" or "'list' object has no attribute 'mean'", naming neither the objective nor the method)
+        shape, name = tuple(np.shape(X)), type(self).__name__
+        if not hasattr(G, "shape") or tuple(G.shape) != shape:
+            raise TypeError(f"{name}.full_gradient must return the local gradients, an array of X's shape {shape}; "
+                            f"got {type(G).__name__}" + (f" of shape {tuple(G.shape)}" if hasattr(G, "shape") else ""))
+        if not hasattr(L, "shape") or tuple(L.shape) != shape[:-1]:
+            raise TypeError(f"{name}.loss must return the local losses f_i(x_i), an array of shape X.shape[:-1] = "
+                            f"{shape[:-1]}; got {type(L).__name__}"
+                            + (f" of shape {tuple(L.shape)}" if hasattr(L, "shape") else ""))
+        return G, L
 
     def describe(self):
         """What identifies this objective (type, sizes, parameters, a fingerprint of its data) as a plain dict.

@@ -1169,6 +1169,11 @@ def test_a_data_files_bad_arrays_are_named_by_the_option(tmp_path):
         rc, _, err = rowstoch_here("run", "--n", "8", "--objective", "logistic-l2", "--data-file",
                                    tmp_path / f"{name}.npz", "--out", tmp_path / name)
         assert_one_line_error(rc, err, f"--data-file '{tmp_path / name}.npz'", fragment)
+    np.savez(tmp_path / "odd.npz", H=np.ones((33, 3)), y=np.ones(33))  # (the only refusal that named no file)
+    rc, _, err = rowstoch_here("run", "--n", "8", "--objective", "least-squares", "--data-file", tmp_path / "odd.npz",
+                               "--out", tmp_path / "odd")
+    assert_one_line_error(rc, err, f"--data-file '{tmp_path / 'odd.npz'}' has 33 rows, which the 8 nodes cannot "
+                                   "share evenly (use an --n that divides 33, or a file of 32 rows)")
 
 
 @pytest.mark.parametrize("env, warned", [({"PMI_SIZE": "2", "PMI_RANK": "0"}, True),

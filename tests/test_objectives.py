@@ -927,3 +927,45 @@ def test_a_minimiser_or_f_star_that_is_not_finite_is_refused_by_name(tmp_path):
     with pytest.raises(ValueError, match=r"NanValue.optimum\(\)'s value f\* is nan"):
         optimum_of(NanValue.random(8, 3, seed=0))
     assert optimum_of(Quadratic.random(8, 3, seed=0)).x.shape == (3,)
+
+
+def test_an_objective_of_ones_own_returning_the_wrong_shapes_is_named():
+    """A user's loss summed to a scalar, or left unsummed, and a gradient returned as a list failed deep in the
+    harness ("axis -1 is out of bounds for array of dimension 0", "'list' object has no attribute 'mean'"),
+    naming neither the objective nor which of its methods (helper 112)."""
+    from rowstoch_fast import Algorithm, run, topology
+    from rowstoch_fast.objectives import Objective
+
+    class Mine(Objective):
+        dtype, convex, stream_free = np.dtype(np.float64), True, True
+        mistake = None
+
+        def __init__(self):
+            self.n, self.d = 6, 2
+            self.b = np.random.default_rng(0).standard_normal((6, 2))
+
+        def full_gradient(self, X, nodes=None):
+            G = X - self.b
+            return G.tolist() if self.mistake == "list" else G
+
+        def stochastic_gradient(self, X, iteration, **kw):
+            return X - self.b
+
+        def loss(self, X, nodes=None):
+            L = (X - self.b) ** 2 / 2
+            return L.sum() if self.mistake == "scalar" else L if self.mistake == "unsummed" else L.sum(-1)
+
+        def _solve(self):
+            return self.b.mean(axis=0)
+
+    for mistake, words in (("scalar", r"Mine\.loss must return the local losses f_i\(x_i\), an array of shape "
+                                      r"X\.shape\[:-1\] = \(6,\); got float64"),
+                           ("unsummed", r"Mine\.loss .* got ndarray of shape \(6, 2\)"),
+                           ("list", r"Mine\.full_gradient must return the local gradients, an array of X's shape "
+                                    r"\(6, 2\); got list")):
+        f = Mine()
+        f.mistake = mistake
+        with pytest.raises(TypeError, match=words):
+            run(Algorithm(topology.exponential(6), 0.1), f, 5, progress=False)
+    f = Mine()
+    assert run(Algorithm(topology.exponential(6), 0.1), f, 5, progress=False).frame["suboptimality"].notna().all()
