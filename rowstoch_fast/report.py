@@ -286,11 +286,14 @@ def draw(ax, frame, metric, x="rounds"):
     top = float(values.max()) if values.size else 1.0
     # the lowest record after the start sets the bottom (a consensus error starts at 0); a run that converged to
     # rounding records 0 (or -1e-16): the panel stops at 1e-16 of the largest record
-    floor = max(1e-16 * top, float(later.min()) / 3.0) if later.size else 1e-16 * top
+    floor = max(1e-16 * top, float(later.min()) / 3.0) if later.size else None
     if others.size and not linear:  # a run that did not end ok may fall below those that did (a lossy
         # Pull-Diag-GT's consensus error, drawn flat at the bottom a decade above its records): the panel reaches
-        # down to it, by 3 decades at most (a useless rate's run at 1e-10 squeezed the others into its top decade)
-        floor = max(1e-16 * top, min(floor, float(others.min()) / 3.0), floor * 1e-3)
+        # down to it, by 3 decades at most below them (a useless rate's run at 1e-10 squeezed the others into the
+        # top decade of nine), all the way where they have no record above 0 (a consensus error of exactly 0)
+        theirs = max(1e-16 * top, float(others.min()) / 3.0)
+        floor = theirs if floor is None else min(floor, max(theirs, floor * 1e-3))
+    floor = 1e-16 * top if floor is None else floor
     high = top * 3.0
     if linear:  # (the records' range and a tenth of it around)
         bottom = float(values.min()) if values.size else 0.0
@@ -318,6 +321,14 @@ def draw(ax, frame, metric, x="rounds"):
             # (a run below the panel throughout stays drawn at its floor: at rounding, 0 or under 1e-16 of the top)
         line = ax.plot(xs[:cut], shown, label=f"{name}, lr {runs['lr'].iloc[0]:.2g}{note}",
                        markevery=max(1, len(shown) // 8), markersize=4.5, linewidth=1.4, **st)[0]
+        if not linear:  # where a run's records fall below the panel's bottom and are not at rounding (a run that
+            # did not end ok, more than 3 decades below the others): a triangle down at the bottom, as one leaving
+            # the top has one up (drawn flat at the bottom, it read as records there)
+            seen = ~np.isnan(shown)
+            deep = seen & (ys[:cut] > 1e-16 * top) & (ys[:cut] < floor)
+            if deep.any():
+                ax.plot([xs[int(np.argmax(deep))]], [floor], marker="v", markersize=7, color=line.get_color(),
+                        clip_on=False, linestyle="none")
         band = std.to_numpy(dtype=np.float64)[:cut]
         with np.errstate(invalid="ignore", over="ignore"):
             ax.fill_between(xs[:cut], np.clip(shown - band, floor, None), np.clip(shown + band, floor, high),

@@ -431,11 +431,14 @@ class History:
         """The mean of ``metric`` against ``x`` from the summary ``s``, its band, the axes' scale and labels (a
         linear scale, and a note, where no record is finite and positive: a log scale of none raised)."""
         values = s[metric].to_numpy(dtype=np.float64)
-        if log and not (np.isfinite(values) & (values > 0)).any():  # (every record NaN or infinite: a run that
-            # diverged at its start, or whose metric overflowed; matplotlib refused to log-scale them)
-            log = False
-            ax.text(0.5, 0.5, f"no finite positive {metric} recorded", transform=ax.transAxes, ha="center",
-                    va="center")
+        if log and not (np.isfinite(values) & (values > 0)).any():  # (every record NaN, infinite or <= 0: a run
+            # that diverged at its start, or whose metric overflowed; matplotlib refused to log-scale them)
+            shown = [np.asarray(ln.get_ydata(), dtype=np.float64) for ln in ax.get_lines()]
+            if not any((np.isfinite(y) & (y > 0)).any() for y in shown):  # (overlaid on runs that have some: the
+                # panel stays theirs, on its log scale)
+                log = False
+                ax.text(0.5, 0.5, f"linear scale: no finite positive {metric} recorded", transform=ax.transAxes,
+                        ha="center", va="center")
         line = ax.plot(s[x], s[metric], label=label or self.meta.get("algorithm"), **kwargs)[0]
         lo = s[metric] - s[metric + "_std"]
         lo = np.clip(lo, 1e-300, None) if log else lo
@@ -1095,7 +1098,8 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
             # DivergenceError of a run does, compare() read it and raised AttributeError: the start's record of each
             # repetition, its metrics NaN, as they are at a non-finite gradient)
             meta["completed_iterations"] = 0
-            meta["diverged"] = {"iteration": exc.iteration, "node": exc.node, "what": exc.what, "message": str(exc)}
+            meta["diverged"] = {"iteration": exc.iteration, "node": exc.node, "what": exc.what, "message": str(exc),
+                                "at_start": True}
             exc.history = History([(0, 0, 0, first_repeat + r, *[math.nan] * len(METRICS), 0.0,
                                     *[math.nan] * len(extra or ())) for r in range(repeats)], meta, diverged=True)
             raise

@@ -1173,7 +1173,7 @@ def test_a_data_files_bad_arrays_are_named_by_the_option(tmp_path):
     rc, _, err = rowstoch_here("run", "--n", "8", "--objective", "least-squares", "--data-file", tmp_path / "odd.npz",
                                "--out", tmp_path / "odd")
     assert_one_line_error(rc, err, f"--data-file '{tmp_path / 'odd.npz'}' has 33 rows, which the 8 nodes cannot "
-                                   "share evenly (use an --n that divides 33, or a file of 32 rows)")
+                                   "share evenly (node i takes the i-th of 8 equal blocks of its rows)")
 
 
 @pytest.mark.parametrize("env, warned", [({"PMI_SIZE": "2", "PMI_RANK": "0"}, True),

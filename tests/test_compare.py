@@ -1659,9 +1659,19 @@ def test_a_run_that_did_not_end_ok_is_drawn_where_it_is_below_the_ok_runs(proble
     assert ax.get_ylim()[0] < level * 1e-2
     np.testing.assert_allclose(ys, low.loc[low["iteration"] > 0, "consensus_error"].to_numpy(), rtol=1e-12)
     plt.close(fig)
-    tiny = low.assign(algorithm="tiny", consensus_error=frame["consensus_error"] * 1e-9)  # (by 3 decades at most)
+    tiny = low.assign(algorithm="tiny", consensus_error=frame["consensus_error"] * 1e-9)  # (by 3 decades at most,
+    # and a triangle down where it leaves the panel: flat at its bottom it read as records there)
     fig = report.figure([pd.concat([frame, tiny], ignore_index=True)], ["consensus_error"])
-    assert fig.axes[0].get_ylim()[0] == pytest.approx(level / 3e3 / 1.5, rel=1e-9)
+    ax = fig.axes[0]
+    assert ax.get_ylim()[0] == pytest.approx(level / 3e3 / 1.5, rel=1e-9)
+    line = next(ln for ln in ax.get_lines() if ln.get_label().startswith("tiny"))
+    assert any(ln.get_marker() == "v" and ln.get_color() == line.get_color() for ln in ax.get_lines())
+    assert not any(ln.get_marker() == "v" and ln.get_label().startswith("dsgd") for ln in ax.get_lines())
+    plt.close(fig)
+    zero = frame.assign(consensus_error=np.where(frame["iteration"] > 0, 0.0, frame["consensus_error"]))
+    fig = report.figure([pd.concat([zero, low], ignore_index=True)], ["consensus_error"])  # (the ok run at 0 exactly:
+    # the panel is the other's, not 1e-16 of the top)
+    assert fig.axes[0].get_ylim()[0] == pytest.approx(level * 1e-2 / 3 / 1.5, rel=1e-9)
     plt.close(fig)
 
 

@@ -971,10 +971,11 @@ def test_an_objective_of_ones_own_returning_the_wrong_shapes_is_named():
     assert run(Algorithm(topology.exponential(6), 0.1), f, 5, progress=False).frame["suboptimality"].notna().all()
 
 
-def test_an_optimum_of_ones_own_whose_value_is_not_f_at_its_minimiser_is_refused():
+def test_an_optimum_of_ones_own_whose_value_is_not_f_at_its_minimiser_is_warned_about():
     """A user's optimum() that dropped a constant term returned f* 0.5 below f(x*): every suboptimality sat 0.5 too
     high, the tuner and the ranks worked on a saturated metric (Push-Pull 5.000e-01 and DSGD 5.006e-01), and
-    nothing said so (helper 112). Refused, once it is asked for; rounding of the objective's dtype is not."""
+    nothing said so (helper 112). A RuntimeWarning, once per optimum (not a refusal: a loss of large terms
+    cancelling at x* rounds further, helper 113); rounding of the objective's dtype is not warned about."""
     from rowstoch_fast import Algorithm, run, topology
     from rowstoch_fast.objectives import Optimum, optimum_of
 
@@ -986,10 +987,14 @@ def test_an_optimum_of_ones_own_whose_value_is_not_f_at_its_minimiser_is_refused
             return Optimum(x, float(self.value_and_gradient_at(x)[0]) - self.shift)
 
     f = Off.random(8, 3, seed=0)
-    with pytest.raises(ValueError, match=r"Off\.optimum\(\)'s value f\* = .* is not f\(x\*\) = .* \(off by -0\.5\)"):
+    with pytest.warns(RuntimeWarning, match=r"Off\.optimum\(\)'s value f\* = .* is not f\(x\*\) = .* \(off by -0\.5\)"):
         run(Algorithm(topology.exponential(8), 0.05), f, 5, progress=False)
     f = Off.random(8, 3, seed=0)
     f.shift = 1e-13
+    import warnings
+
     calls = []
     f.value_and_gradient_at = lambda x, at=f.value_and_gradient_at: calls.append(1) or at(x)
-    assert optimum_of(f).value == optimum_of(f).value and len(calls) == 3  # (its own two, and the check once)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        assert optimum_of(f).value == optimum_of(f).value and len(calls) == 3  # (its own two, and the check once)

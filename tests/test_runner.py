@@ -1072,7 +1072,7 @@ def test_a_gradient_that_is_not_finite_at_the_start_is_a_diverged_run_with_its_h
                      "20", "--lr", "0.01", "--out", str(out), "--no-progress"])
     err = capsys.readouterr().err
     assert code == 3 and "rowstoch: diverged: grad_fn returned a non-finite gradient at iteration 0" in err, err
-    assert "the 1 row recorded before it is in" in err
+    assert "it diverged at its start, before a step: " in err and "hold its start (metrics NaN" in err
     assert {"history.csv", "history.json"} <= set(os.listdir(out))
 
 
@@ -1089,4 +1089,9 @@ def test_a_history_whose_metric_is_never_finite_still_draws(tmp_path):
     assert ax.get_yscale() == "linear" and any("no finite positive" in t.get_text() for t in ax.texts)
     import matplotlib.pyplot as plt
 
+    plt.close(ax.figure)
+    fine = History([(k, k, k, 0, *[10.0 ** -k] * len(METRICS), 0.0) for k in (0, 5, 10)], {"algorithm": "dgd"})
+    ax = fine.plot("grad_norm")
+    h.plot("grad_norm", ax=ax)  # (overlaid on a run that has values: the panel stays that run's, log, unnoted)
+    assert ax.get_yscale() == "log" and not ax.texts
     plt.close(ax.figure)

@@ -226,7 +226,7 @@ def _objective_of(args, n):
         H, y = load_data_file(args.data_file, args.objective)
         if len(y) % n:
             raise UsageError(f"--data-file {args.data_file!r} has {len(y)} rows, which the {n} nodes cannot share "
-                             f"evenly (use an --n that divides {len(y)}, or a file of {len(y) - len(y) % n} rows)")
+                             f"evenly (node i takes the i-th of {n} equal blocks of its rows)")
         try:  # (the file's arrays refused by the objective: "H must be finite" named no option)
             if args.objective == "least-squares":
                 return LeastSquares(H, y, n)

@@ -281,8 +281,12 @@ def cmd_run(args):
     if diverged is not None:
         print(f"rowstoch: diverged: {diverged}", file=sys.stderr)
         rows = len(h.frame)
-        print(f"rowstoch: the {rows} row{'s' if rows != 1 else ''} recorded before it "
-              f"{'are' if rows != 1 else 'is'} in {paths} (marked diverged)", file=sys.stderr)
+        if h.meta.get("diverged", {}).get("at_start"):  # (nothing recorded: the start's row, its metrics NaN)
+            print(f"rowstoch: it diverged at its start, before a step: {paths} hold its start (metrics NaN, marked "
+                  "diverged)", file=sys.stderr)
+        else:
+            print(f"rowstoch: the {rows} row{'s' if rows != 1 else ''} recorded before it "
+                  f"{'are' if rows != 1 else 'is'} in {paths} (marked diverged)", file=sys.stderr)
         return 3
     s = h.summary().iloc[-1]
     reached = int(h.meta.get("completed_iterations", s["iteration"]))  # Ctrl-C: where it stopped, not the last record

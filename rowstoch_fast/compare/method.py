@@ -270,8 +270,8 @@ def run_method(plan, method, *, progress=False, log=None):
                               keep_stages=True)
         except NoStableRate as exc:  # (on a harsh network: the comparison goes on, the table says why)
             record, lr, source = exc.record, exc.fallback, UNTUNABLE
-            log(f"{method.label}: no rate tried stays stable: shown at {lr:g}, the one that ended lowest in the "
-                "tuning runs")
+            log(f"{method.label}: no rate tried stays stable: shown at {lr:g}, "
+                + record.get("fallback", "the one that ended lowest in the tuning runs"))
         except KeyboardInterrupt:  # (a user's trial: nothing said which method stopped, or what was kept)
             log(f"{method.label}: interrupted while tuning" + ("; --resume goes on from its stages' checkpoints"
                                                              if plan.checkpoint_dir is not None else ""))
