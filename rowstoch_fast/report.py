@@ -263,7 +263,8 @@ def draw(ax, frame, metric, x="rounds"):
     :func:`~rowstoch_fast.user_metrics.linear_scale`). The panel spans the records of the runs that ended ``ok``
     (a margin around them), and reaches down by up to three decades more to those of the other runs; a run that
     leaves it upwards (it diverged, or climbed) is cut at the edge, where a triangle marks the point, a record below
-    it (0 or -1e-16 at rounding; one more than three decades below the ``ok`` runs) is drawn at the bottom, and a
+    it is drawn at the bottom (0 or -1e-16 at rounding; one more than three decades below the ``ok`` runs with a
+    triangle down where it first does), and a
     run that did not end ``ok`` says so in its label."""
     from .user_metrics import linear_scale
 
