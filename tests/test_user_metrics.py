@@ -676,3 +676,26 @@ def test_proximal_calls_are_counted_and_recorded():
         == (31.0, 30.0, 0.0, 0.0)
     with pytest.raises(ValueError, match="is a built-in metric's"):
         um.register_metric("prox_calls", lambda s: 0.0)
+
+
+def test_a_ranked_metric_that_is_never_finite_is_said_to_be_the_metrics_doing(logistic):
+    """A user metric registered ranked=True that returns NaN: compare() said every method "diverged (NaN/Inf by
+    iteration 0)" at every rate of the grid although the iterates converged (helper 112). The tuner and the
+    diagnosis now say the metric was not finite from the start, at finite iterates."""
+    import warnings
+
+    from rowstoch_fast import compare as cmp
+    from rowstoch_fast.compare.tuning import judge
+
+    assert judge([0, 5, 10], [math.nan] * 3)[1] == "its metric is not finite from the start (iteration 0, before " \
+                                                    "any step)"
+    assert judge([0, 5, 10], [1.0, math.nan, math.nan])[1] == "diverged (NaN/Inf by iteration 5)"
+    rf.register_metric("never", lambda state: float("nan"), ranked=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        frame = cmp.compare(topology.exponential(8), logistic, "dsgd", 20, metric="never", repeats=2,
+                            progress=False)
+    table = cmp.summary(frame)
+    diagnosis = table["diagnosis"].iloc[0]
+    assert "its metric is not finite from the start" in diagnosis and "the metric, not the run" in diagnosis, \
+        diagnosis

@@ -217,6 +217,10 @@ def _judged(iterations, values, typical=None):
     streams)."""
     v = np.asarray(values, dtype=np.float64)
     bad = ~np.isfinite(v)
+    if bad.size and bad[0] and int(np.asarray(iterations)[0]) == 0 and bad.all():  # (not finite from the start,
+        # the same for every rate: the metric's doing, or the gradient's at x0, not the rate's; it had read
+        # "diverged (NaN/Inf by iteration 0)" at every rate of a user metric that returns NaN)
+        return math.inf, "its metric is not finite from the start (iteration 0, before any step)", math.inf
     if bad.any():
         at = int(np.asarray(iterations)[np.argmax(bad)])
         if not np.isnan(v).any() and (v[bad] > 0).all():  # (+inf alone: the nodes' iterates ran off, _ran_off)

@@ -163,6 +163,11 @@ def status_of(frame, metric, meta, *, lr, lr_source, iterations, tuning=None, co
         d = meta["diverged"]
         status, diagnosis = "diverged", (f"{d.get('message', 'NaN/Inf')} (iteration {d.get('iteration')} of "
                                          f"{iterations} {at})")
+    elif not meta.get("grew") and not math.isfinite(start) and not math.isfinite(end):  # (its iterates finite,
+        # every record of the metric NaN: a user metric that returns NaN, an f* it cannot reach)
+        status = "diverged"
+        diagnosis = (f"{metric} was not finite from its start (iteration 0, before any step) to its end, at finite "
+                     f"iterates: the metric, not the run; it ranks nothing {at}")
     elif meta.get("grew") or not math.isfinite(end):
         status = "diverged"
         diagnosis = (meta.get("grew") or f"{metric} ended at {end}").split(": the run diverges")[0] + f" {at}"
