@@ -264,8 +264,7 @@ def draw(ax, frame, metric, x="rounds"):
     (a margin around them), and reaches down by up to three decades more to those of the other runs; a run that
     leaves it upwards (it diverged, or climbed) is cut at the edge, where a triangle marks the point, a record below
     it is drawn at the bottom (0 or -1e-16 at rounding; one more than three decades below the ``ok`` runs with a
-    triangle down where it first does), and a
-    run that did not end ``ok`` says so in its label."""
+    triangle down where it first does), and a run that did not end ``ok`` says so in its label."""
     from .user_metrics import linear_scale
 
     column, label = AXES[check_axis(x)]
