@@ -566,13 +566,25 @@ def _below_optimum(table, metrics, cells):
             "large, rounding.")
 
 
-_TIES = ("= tied: the repetitions cannot tell it from at least one other method (the means of the logarithms of "
-         "their final values differ by less than two standard errors of that difference, or both converged to "
-         "rounding); a rank is 1 + the number of methods told better than it, so a method whose repetitions "
-         "spread widely can rank above one with a lower mean; only runs that ended ok are ranked.")
-#: ... and where each run is one repetition.
-_ONE_RUN = ("= tied: one repetition tells no method from another (two or more rank them); only runs that "
-            "ended ok are ranked.")
+#: Standard errors of a difference of mean log final values beyond which two methods are told apart
+#: (:func:`rowstoch_fast.compare.ranks` applies it; here, below the harness, because the tables' footnotes say it).
+TIE_SE = 2.0
+
+
+def tie_note(one_run, more="two or more"):
+    """The footnote of a table whose ranks are shared, after its ``=``: why they are, by the rule of
+    :func:`rowstoch_fast.compare.ranks`.
+
+    ``one_run``: every ranked run is one repetition (then nothing tells methods apart); ``more``: how the reader
+    asks for more repetitions (the command line's option, or the words).
+    """
+    if one_run:
+        return (f"tied: one repetition tells no method from another ({more} rank them); only runs that ended ok "
+                "are ranked.")
+    return ("tied: the repetitions cannot tell it from at least one other method (the means of the logarithms of "
+            f"their final values differ by less than {TIE_SE:g} standard errors of that difference, or both "
+            "converged to rounding); a rank is 1 + the number of methods told better than it, so a method whose "
+            "repetitions spread widely can rank above one with a lower mean; only runs that ended ok are ranked.")
 
 
 def single_runs(table):
@@ -586,7 +598,7 @@ def single_runs(table):
 def ties_note(table):
     """The footnote of a table whose ranks are shared: why they are (one repetition, or repetitions that cannot
     tell the methods apart)."""
-    return _ONE_RUN if single_runs(table) else _TIES
+    return "= " + tie_note(single_runs(table))
 
 
 def to_markdown(table, metrics=None):

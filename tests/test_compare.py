@@ -3265,7 +3265,7 @@ def test_one_repetition_ranks_nothing_and_the_network_draws_are_said(tmp_path, c
             "--lr", "0.05", "--rounds-budget", "20", "--no-progress"]
     assert main(args + ["--repeats", "1", "--out", str(tmp_path / "one")]) == 0
     out = capsys.readouterr().out
-    assert "one repetition tells no method from another (--repeats 2 or more ranks them)" in out
+    assert "one repetition tells no method from another (--repeats 2 or more rank them)" in out
     summary = pd.read_csv(tmp_path / "one" / "summary.csv")
     assert (summary["rank"] == 1).all() and summary["rank_shared"].all()
     tex = (tmp_path / "one" / "summary.tex").read_text()

@@ -6,11 +6,11 @@ import math
 
 import numpy as np
 
-from ..report import single_runs
+from ..report import single_runs, tie_note
 from ..runner import METRICS, check_metric
 from ..user_metrics import COUNTS, RESERVED, higher_is_better
 from .tuning import CONVERGED
-from .verdict import TIE_SE, ranks
+from .verdict import ranks
 
 __all__ = ["summary", "format_summary", "frame_metric", "check_frame", "status_of_rows", "empirical_rate", "GROUPS"]
 
@@ -221,11 +221,7 @@ def format_summary(table, metric=None):
                      f"{r.rounds_per_iteration:>3} {r.communication_rounds:>7} {final:>24} {beside}{_si(r.messages):>10} "
                      f"{_si(r.bytes):>10} {_si(r.gradient_evaluations):>11} {r.wall_seconds:>7.1f}  {r.status}")
     if "rank_shared" in table.columns and table["rank_shared"].any():
-        lines.append(f"{'=':>{len(head.split('rank')[0]) + 4}} tied: " + (
-            "one repetition tells no method from another (--repeats 2 or more ranks them)" if single_runs(table) else
-            f"the repetitions cannot tell it from at least one other method (mean log final values within "
-            f"{TIE_SE:g} standard errors of their difference, or both converged to rounding); a rank is 1 + the "
-            "number of methods told better than it"))
+        lines.append(f"{'=':>{len(head.split('rank')[0]) + 4}} " + tie_note(single_runs(table), "--repeats 2 or more"))
     notes = [r for r in table.itertuples() if r.status != "ok" and getattr(r, "diagnosis", "")]
     for r in notes:
         where = "".join(f"{getattr(r, g)} " for g in groups)

@@ -32,6 +32,7 @@ import math
 
 import numpy as np
 
+from ..report import TIE_SE  # (the rule's threshold, below the harness: the tables' footnotes say it)
 from ..runner import GROWTH_WARNING
 from .tuning import (CLIMB, CONVERGED, NO_PROGRESS, SPREAD, STABILITY_FACTOR, UNTUNABLE, climbs, off_its_minimum,
                      rising, runaway, typical_curve)
@@ -43,10 +44,6 @@ STATUSES = ("ok", "diverged", "no-progress", "unstable", "interrupted")
 # its start made no progress. Its start is the same point for every repetition, its end a mean whose
 # record-to-record noise on a plateau reaches the tuner's stability factor (2x), so less than a 2x reduction
 # cannot be told from a run that never moved.
-#: Standard errors of a difference of mean log final values beyond which two methods are told apart.
-TIE_SE = 2.0
-
-
 def _fmt(v):
     return f"{v:.3g}"
 
