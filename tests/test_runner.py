@@ -1105,3 +1105,22 @@ def test_a_history_whose_metric_is_never_finite_still_draws(tmp_path):
     h.plot("grad_norm", ax=ax)  # (overlaid on a run that has values: the panel stays that run's, log, unnoted)
     assert ax.get_yscale() == "log" and not ax.texts
     plt.close(ax.figure)
+
+
+def test_linear_speedup_holds_only_nearer_minus_a_half_than_other_laws():
+    """The slope's band was -0.5 +- 0.2, so an n^(-1/3) law measured at [-0.36, -0.31] "held" linear speedup; the
+    band is now half the way to n^(-1/3) and n^(-2/3): such an interval does not hold, and one across the midpoint
+    is inconclusive."""
+    from rowstoch_fast.experiments.synthetic import _speedup_verdict
+
+    done = {1: 1.0, 4: 0.5, 16: 0.25}
+    info = {("ring", n): {"falling": False, "fall": 0.0} for n in done}
+
+    def verdict(low, high):
+        return _speedup_verdict("ring", 100, done, done, info, (low, high))
+
+    assert verdict(-0.551, -0.537) == "holds" and verdict(-0.506, -0.471) == "holds"  # the default runs'
+    assert verdict(-0.36, -0.31) == "does not hold"  # n^(-1/3)
+    assert verdict(-0.70, -0.63) == "does not hold"  # n^(-2/3)
+    assert verdict(-0.45, -0.38) == "inconclusive"  # across the midpoint to -1/3
+    assert verdict(-0.62, -0.55) == "inconclusive"

@@ -365,11 +365,11 @@ def _earlier(T):
 LINEAR_SPEEDUP_RULE = (
     f"each size's final: its repeats' means over the last {FINAL_WINDOW:.0%} of their records, averaged; the slope "
     f"of log(final) against log(n) fitted, with a 95% bootstrap interval over repeats; 'holds' where the interval "
-    f"lies within {SLOPE_TOLERANCE} of -0.5, 'does not hold' where it lies outside, 'inconclusive' across the edge "
-    f"or with one repeat; 'not decided' where a size diverged, fewer than two finished, or a size is still in its "
-    f"transient (its repeats' mean fall from the tenth of records before the one before last to the last tenth "
-    f"above its standard error times Student's t at {TRANSIENT_QUANTILE}, paired by repeat) or cannot be told from "
-    f"it (one repeat)")
+    f"lies within {SLOPE_TOLERANCE:.3g} of -0.5 (half the way to n^(-1/3) and n^(-2/3)), 'does not hold' where "
+    f"it lies outside, 'inconclusive' across the edge or with one repeat; 'not decided' where a size diverged, "
+    f"fewer than two finished, or a size is still in its transient (its repeats' mean fall from the tenth of "
+    f"records before the one before last to the last tenth above its standard error times Student's t at "
+    f"{TRANSIENT_QUANTILE}, paired by repeat) or cannot be told from it (one repeat)")
 
 
 def _speedup_verdict(g, T, finals, done, info, interval):
