@@ -662,7 +662,11 @@ def test_options_are_not_abbreviated(tmp_path):
 
 @pytest.mark.parametrize("args, fragment", [
     (["pull-diag", "--iterations", "5"], "reproduce pull-diag takes no --iterations"),
-    (["multi-gossip", "--data", "mnist"], "reproduce multi-gossip takes no --data (it takes --iterations, --repeats)"),
+    (["multi-gossip", "--data", "mnist"], "reproduce multi-gossip takes no --data (it takes --iterations, --repeats, "
+                                          "--seed, --data-seed)"),
+    (["pull-diag", "--seed", "1"], "reproduce pull-diag takes no --seed"),  # (read by the figures that draw)
+    (["communication", "--data-seed", "1"], "reproduce communication takes no --data-seed"),
+    (["mnist-mlp", "--data-seed", "1"], "reproduce mnist-mlp takes no --data-seed"),
     (["linear-speedup", "--alpha", "0.5"], "reproduce linear-speedup takes no --alpha"),
     (["mnist-mlp", "--data-dir", "somewhere"], "--data-dir is read with --data mnist only"),
     (["linear-speedup", "--graphs", ""], "--graphs was given an empty value"),

@@ -59,7 +59,8 @@ def test_the_default_plan():
 @pytest.mark.parametrize("args, fragment", [
     (["--iterations", "5"], "--iterations is the communication rounds of each run, at least 10 (the verdict reads "
                             "the last tenth of its records), got 5"),
-    (["--alpha", "0.5"], "reproduce k-gt-local-steps takes no --alpha (it takes --iterations, --repeats)"),
+    (["--alpha", "0.5"], "reproduce k-gt-local-steps takes no --alpha (it takes --iterations, --repeats, --seed)"),
+    (["--data-seed", "3"], "reproduce k-gt-local-steps takes no --data-seed"),
     (["--graphs", "ring"], "reproduce k-gt-local-steps takes no --graphs"),
     (["--repeats", "0"], "--repeats"),
 ])

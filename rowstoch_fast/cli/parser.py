@@ -295,6 +295,12 @@ def make_parser():
     rp.add_argument("--alpha", type=float, default=None,
                     help="mnist-mlp: Dirichlet(alpha) label skew over the nodes instead of an IID split")
     rp.add_argument("--repeats", type=_positive_int, default=None, help="repetitions; default the paper's")
+    rp.add_argument("--seed", type=_seed, default=0,
+                    help="linear-speedup, multi-gossip, robustness, communication, k-gt-local-steps: the seed of the "
+                         "runs' streams (k-gt-local-steps: of its quadratics and its tuning too)")
+    rp.add_argument("--data-seed", type=_seed, default=None,
+                    help="linear-speedup, multi-gossip, robustness: the draw of the synthetic logistic problem "
+                         "(default 42, the paper's instance); another draws another instance of the same problem")
     rp.add_argument("--axis", choices=["batches", "rounds", "both"], default="batches",
                     help="mnist-*: the budget (--iterations) and the figure's axis in batches, the paper's (every "
                          "method the same batches, MG gossiping R rounds per batch), or in communication rounds "

@@ -27,10 +27,13 @@ FIGURES = {
 }
 
 #: The options each figure of ``rowstoch reproduce`` reads.
-_REPRODUCE_OPTIONS = {"pull-diag": (), "linear-speedup": ("--iterations", "--repeats", "--graphs", "--rates"),
-                      "robustness": ("--iterations", "--repeats"), "multi-gossip": ("--iterations", "--repeats"),
-                      "communication": ("--iterations", "--repeats"),
-                      "k-gt-local-steps": ("--iterations", "--repeats"),
+_SEEDS = ("--seed", "--data-seed")
+_REPRODUCE_OPTIONS = {"pull-diag": (),
+                      "linear-speedup": ("--iterations", "--repeats", "--graphs", "--rates") + _SEEDS,
+                      "robustness": ("--iterations", "--repeats") + _SEEDS,
+                      "multi-gossip": ("--iterations", "--repeats") + _SEEDS,
+                      "communication": ("--iterations", "--repeats", "--seed"),
+                      "k-gt-local-steps": ("--iterations", "--repeats", "--seed"),
                       "mnist-mlp": ("--iterations", "--repeats", "--data", "--data-dir", "--alpha", "--axis"),
                       "mnist-heterogeneous": ("--iterations", "--repeats", "--data", "--data-dir", "--axis"),
                       "cifar10-resnet": ("--iterations", "--repeats", "--data-dir", "--synthetic", "--width", "--axis")}
@@ -163,20 +166,22 @@ def cmd_reproduce(args):
     earlier_outputs(args.out, args.figure, args.overwrite)  # (last: --overwrite removes them only when the run
     # will start)
     progress = progress_option(args)
+    seeds = {"seed": args.seed} if args.data_seed is None else {"seed": args.seed, "data_seed": args.data_seed}
     if args.figure == "pull-diag":
         experiments.reproduce_pull_diag(args.out)
     elif args.figure == "linear-speedup":
         experiments.reproduce_linear_speedup(args.out, iterations=args.iterations, repeats=args.repeats or 20,
-                                             graphs=graphs, rates=args.rates, progress=progress)
+                                             graphs=graphs, rates=args.rates, progress=progress, **seeds)
     elif args.figure == "robustness":
         experiments.reproduce_robustness(args.out, rounds_budget=args.iterations or 1000, repeats=args.repeats or 10,
-                                         progress=progress)
+                                         progress=progress, **seeds)
     elif args.figure == "communication":
         experiments.reproduce_communication(args.out, rounds_budget=args.iterations or 1000,
-                                            repeats=args.repeats or 3, progress=progress)
+                                            repeats=args.repeats or 3, progress=progress, seed=args.seed)
     elif args.figure == "k-gt-local-steps":
         experiments.reproduce_kgt_local_steps(args.out, communication_rounds=args.iterations or experiments.KGT_ROUNDS,
-                                              repeats=args.repeats or experiments.KGT_REPEATS, progress=progress)
+                                              repeats=args.repeats or experiments.KGT_REPEATS, progress=progress,
+                                              seed=args.seed)
     elif args.figure == "cifar10-resnet":
         try:
             experiments.reproduce_cifar10_resnet(args.out, data_dir=args.data_dir, synthetic=args.synthetic,
@@ -196,5 +201,5 @@ def cmd_reproduce(args):
             raise UsageError(str(exc)) from exc
     else:
         experiments.reproduce_multi_gossip(args.out, communication_rounds=args.iterations or 2000,
-                                           repeats=args.repeats or 5, progress=progress)
+                                           repeats=args.repeats or 5, progress=progress, **seeds)
     return 0

@@ -10,7 +10,7 @@ returns its numbers, and is what ``rowstoch reproduce ...`` and
 
 from __future__ import annotations
 
-from ._common import COMPARE_RULE, FINAL_WINDOW, SLOPE_TOLERANCE
+from ._common import COMPARE_RULE, DATA_SEED, FINAL_WINDOW, SLOPE_TOLERANCE
 from .local_updates import (KGT_DIFFERENCES, KGT_FIGURE, KGT_HETEROGENEITY, KGT_LOCAL_STEPS, KGT_METHODS,
                             KGT_MIN_ROUNDS, KGT_PAPER, KGT_REPEATS, KGT_ROUNDS, KGT_RULE, heterogeneous_quadratics,
                             kgt_local_steps_verdicts, reproduce_kgt_local_steps)
@@ -22,8 +22,8 @@ from .synthetic import (LINEAR_SPEEDUP_ITERATIONS, LINEAR_SPEEDUP_LR, LINEAR_SPE
                         reproduce_linear_speedup, reproduce_multi_gossip, reproduce_pull_diag)
 
 __all__ = ["LINEAR_SPEEDUP_LR", "LINEAR_SPEEDUP_SIZES", "LINEAR_SPEEDUP_ITERATIONS", "PAPER_RATE_CONSTANT",
-           "RING_RATE_CONSTANT", "RATES", "MULTI_GOSSIP_LR", "SLOPE_TOLERANCE", "FINAL_WINDOW", "COMPARE_RULE",
-           "MNIST_AXES", "SPLITS", "COMMUNICATION_ALGORITHMS", "linear_speedup_rate", "label_counts",
+           "RING_RATE_CONSTANT", "RATES", "MULTI_GOSSIP_LR", "DATA_SEED", "SLOPE_TOLERANCE", "FINAL_WINDOW",
+           "COMPARE_RULE", "MNIST_AXES", "SPLITS", "COMMUNICATION_ALGORITHMS", "linear_speedup_rate", "label_counts",
            "reproduce_pull_diag", "reproduce_linear_speedup", "reproduce_multi_gossip", "reproduce_mnist_mlp",
            "reproduce_mnist_heterogeneous", "reproduce_cifar10_resnet", "reproduce_robustness",
            "reproduce_communication", "mlp", "resnet18", "demo", "KGT_PAPER", "KGT_FIGURE", "KGT_DIFFERENCES",

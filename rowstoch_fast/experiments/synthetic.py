@@ -13,7 +13,7 @@ from ..metrics import metrics_table
 from ..objectives import NonconvexLogistic
 from ..protocol import a_protocol, pull_diag
 from ..runner import Algorithm, run
-from ._common import (COMPARE_RULE, FINAL_WINDOW, SLOPE_TOLERANCE, _plt, _save, _stop_if,
+from ._common import (COMPARE_RULE, DATA_SEED, FINAL_WINDOW, SLOPE_TOLERANCE, _plt, _save, _stop_if,
                       _stopped, _write_verdict, compare_windows, window_by_repeat, window_means, window_stats,
                       write_histories, writes_before_sigterm)
 
@@ -235,7 +235,8 @@ def _settled_at(curve, final):
 
 @writes_before_sigterm
 def reproduce_linear_speedup(out_dir, iterations=None, repeats=20, graphs=("exponential", "ring"), sizes=None,
-                             rates="default", total=204800, batch=200, seed=0, progress=True, log=print):
+                             rates="default", total=204800, batch=200, seed=0, data_seed=DATA_SEED, progress=True,
+                             log=print):
     """Figure 2: Pull-Diag-GT on growing networks, both halves: directed exponential graphs (1 - 512 nodes) and
     the paper's directed ring (1, 5, 10, 16 nodes), the paper's synthetic problem.
 
@@ -261,6 +262,9 @@ def reproduce_linear_speedup(out_dir, iterations=None, repeats=20, graphs=("expo
     rates : {"default", "paper"}
         See :func:`linear_speedup_rate`. At the paper's printed ring rate the runs are still in their transient
         after 40,000 iterations (bench/RESULTS.md section 21).
+    seed, data_seed : int
+        The runs' mini-batch streams, and the draw of the synthetic data (:data:`DATA_SEED`: the paper's
+        instance; another draws another instance of the same problem).
 
     Returns
     -------
@@ -287,7 +291,7 @@ def reproduce_linear_speedup(out_dir, iterations=None, repeats=20, graphs=("expo
             for n in plan[g]:
                 lr = linear_speedup_rate(g, n, rates)
                 A = built[(g, n)]
-                f = NonconvexLogistic.synthetic(n, total=total, batch=batch, seed=42)
+                f = NonconvexLogistic.synthetic(n, total=total, batch=batch, seed=data_seed)
                 try:
                     h = run(Algorithm(A, lr), f, T, record_every=max(1, T // 100), repeats=repeats, seed=seed,
                             progress=progress)
@@ -329,7 +333,7 @@ def reproduce_linear_speedup(out_dir, iterations=None, repeats=20, graphs=("expo
                      + ("the paper's printed rates" if rates == "paper" else "this command's rates, not the paper's "
                         "printed ones (--rates paper)"), "graph": g,  # (the ring's verdict rests on them)
             "rates": rates, "iterations": T, "slope": slopes[g], "slope_low": low, "slope_high": high,
-            "sizes": len(done), "diverged": len(finals[g]) - len(done),
+            "sizes": len(done), "diverged": len(finals[g]) - len(done), "seed": seed, "data_seed": data_seed,
             "finals": "; ".join(f"n={n}: {v:.4g} +- {spreads.get((g, n), math.nan):.2g}" for n, v in finals[g].items()),
             "settled_at": "; ".join(f"n={n}: {info[(g, n)]['settled_at']}" for n in done),
             "rule": LINEAR_SPEEDUP_RULE, "verdict": _speedup_verdict(g, T, finals[g], done, info, (low, high))})
@@ -347,7 +351,8 @@ def reproduce_linear_speedup(out_dir, iterations=None, repeats=20, graphs=("expo
                     h.plot("grad_norm", ax=ax, label=f"n = {n}")
             ax.set_title(f"Pull-Diag-GT, {'exponential graphs' if g == 'exponential' else 'rings'} "
                          f"(slope {slopes[g]:.2f})\n{iterations or LINEAR_SPEEDUP_ITERATIONS[g]} iterations, "
-                         f"{repeats} repetitions, {'the paper' if rates == 'paper' else 'this command'}'s rates",
+                         f"{repeats} repetitions, {'the paper' if rates == 'paper' else 'this command'}'s rates"
+                         + ("" if data_seed == DATA_SEED else f", data seed {data_seed}"),
                          fontsize=9)  # (the settings: runs at either rates looked the same)
             ax.legend(fontsize=7)
         log(f"wrote {_save(fig, out_dir, 'linear_speedup.png')}")
@@ -411,20 +416,24 @@ def _checked_graphs(graphs):
 
 @writes_before_sigterm
 def reproduce_multi_gossip(out_dir, communication_rounds=2000, repeats=5, rounds=(1, 5, 10), total=204800,
-                           batch=200, seed=0, progress=True, log=print):
+                           batch=200, seed=0, data_seed=DATA_SEED, progress=True, log=print):
     """Figure 3's synthetic analogue: Pull-Diag-GT vs MG-Pull-Diag-GT (R = 5, 10) on the 16-node paper graphs.
 
     Every run gets the same budget of communication rounds (and samples):
-    ``T = communication_rounds / R`` iterations. Returns a dict
-    ``(graph, R) -> final gradient norm`` (``inf`` when the run diverged).
+    ``T = communication_rounds / R`` iterations. ``seed``: the runs' mini-batch streams; ``data_seed``: the draw of
+    the synthetic data (:data:`DATA_SEED`: the paper's instance; over other draws the claims' verdicts differ:
+    bench/RESULTS.md section 56d). Returns a dict ``(graph, R) -> final gradient norm`` (``inf`` when the run
+    diverged).
     """
     rounds = check_rounds(rounds, communication_rounds)
     os.makedirs(out_dir, exist_ok=True)
-    f = NonconvexLogistic.synthetic(16, total=total, batch=batch, seed=42)
+    f = NonconvexLogistic.synthetic(16, total=total, batch=batch, seed=data_seed)
     graphs = topology.paper_graphs()
     finals, histories = {}, {}
-    log(f"MG-Pull-Diag-GT, 16 nodes, {communication_rounds} communication rounds, {repeats} repetitions: the last "
-        f"record of ||(1/n) 1^T grad f(x)|| (the verdicts read each run's last {FINAL_WINDOW:.0%} of records):")
+    instance = ": the paper's instance" if data_seed == DATA_SEED else ""
+    log(f"MG-Pull-Diag-GT, 16 nodes, {communication_rounds} communication rounds, {repeats} repetitions (seed {seed}, "
+        f"data seed {data_seed}{instance}): the last record of ||(1/n) 1^T grad f(x)|| (the verdicts read each run's "
+        f"last {FINAL_WINDOW:.0%} of records):")
     log(f"{'graph':<18}" + "".join(f"{'R = %d' % R:>12}" for R in rounds))
     interrupted, error = False, None
     try:
@@ -451,7 +460,8 @@ def reproduce_multi_gossip(out_dir, communication_rounds=2000, repeats=5, rounds
                 break
     except Exception as exc:  # noqa: BLE001 - write what finished, then re-raise (_stop_if)
         error = exc
-    verdicts = _multi_gossip_verdicts(graphs, rounds, finals, histories)
+    verdicts = [{**row, "seed": seed, "data_seed": data_seed}
+                for row in _multi_gossip_verdicts(graphs, rounds, finals, histories)]
     _write_verdict(out_dir, "multi_gossip", verdicts, log,
                    stopped=_stopped(interrupted, error, f"{len(finals)} of {len(graphs) * len(rounds)} runs"))
     write_histories(out_dir, "multi_gossip", histories, lambda key: {"graph": key[0], "R": key[1]})
@@ -466,7 +476,8 @@ def reproduce_multi_gossip(out_dir, communication_rounds=2000, repeats=5, rounds
             if ax.get_legend_handles_labels()[0]:  # (a graph an interruption left without runs has none)
                 ax.legend(fontsize=7)
         fig.suptitle(f"Pull-Diag-GT vs MG-Pull-Diag-GT, the synthetic logistic problem (n = 16), "
-                     f"{communication_rounds} communication rounds, {repeats} repetitions, the paper's rates",
+                     f"{communication_rounds} communication rounds, {repeats} repetitions, the paper's rates"
+                     + ("" if data_seed == DATA_SEED else f", data seed {data_seed}"),
                      fontsize=9)  # (the panels named only their graph)
         log(f"wrote {_save(fig, out_dir, 'multi_gossip.png')}")
         plt.close(fig)
