@@ -209,23 +209,44 @@ class _named_failure:
 _ELEMENTWISE = ("ReLU", "LeakyReLU", "ELU", "GELU", "SiLU", "Tanh", "Sigmoid", "Softplus", "Identity", "Dropout")
 
 
+def _hooked(model, torch):
+    """Whether a hook could change what ``model`` computes: its own or a submodule's forward (pre-)hooks or
+    backward hooks, or global module hooks."""
+    from torch.nn.modules import module as nn_module
+
+    glob = [getattr(nn_module, name, None) for name in ("_global_forward_hooks", "_global_forward_pre_hooks",
+                                                          "_global_backward_hooks", "_global_backward_pre_hooks")]
+    if any(glob_hooks for glob_hooks in glob):
+        return True
+    return any(getattr(m, name, None) for m in model.modules()
+               for name in ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks"))
+
+
 def _mlp_plan(model, torch):
-    """For a model that is Linear layers (with biases) and element-wise activations in sequence, and has no
-    buffers: ``[("linear", weight name, bias name) | ("act", module, None)]``; None for any other model (it
-    then goes through vmap). The products are the same ``x W^T + b`` as ``nn.Linear``'s, batched over nodes."""
-    layers = list(model) if isinstance(model, torch.nn.Sequential) else [model]
-    prefix = (lambda k: f"{k}.") if isinstance(model, torch.nn.Sequential) else (lambda k: "")
-    if any(True for _ in model.buffers()):
+    """For a model that is Linear layers (with biases) and element-wise activations in sequence (an
+    ``nn.Sequential`` itself, not a subclass with a ``forward`` of its own), with no buffers, no hooks and no
+    parameter shared by two layers: ``[("linear", weight name, bias name) | ("act", module, None)]``; None for
+    any other model (it then goes through vmap, which runs the model's own ``forward``). The products are the
+    same ``x W^T + b`` as ``nn.Linear``'s, batched over nodes."""
+    if type(model) is torch.nn.Sequential:  # (a subclass's forward, e.g. a residual one, is not the sequence)
+        layers = list(model._modules.items())  # (every use: named_children() lists a layer used twice once)
+        prefix = "{}.".format
+    else:
+        layers, prefix = [("", model)], (lambda name: "")
+    if any(True for _ in model.buffers()) or _hooked(model, torch):
         return None
     plan = []
-    for k, layer in enumerate(layers):
+    for name, layer in layers:
         if type(layer) is torch.nn.Linear and layer.bias is not None:
-            plan.append(("linear", prefix(k) + "weight", prefix(k) + "bias"))
+            plan.append(("linear", prefix(name) + "weight", prefix(name) + "bias"))
         elif type(layer).__name__ in _ELEMENTWISE and type(layer).__module__.startswith("torch.nn"):
             plan.append(("act", layer, None))
         else:
             return None
-    return plan if any(kind == "linear" for kind, *_ in plan) else None
+    names = [n for kind, *pair in plan if kind == "linear" for n in pair]
+    if not names or set(names) != {name for name, _ in model.named_parameters()}:
+        return None  # (a layer used twice: named_parameters() lists its tied parameters once)
+    return plan
 
 
 class Replicas:
@@ -310,7 +331,12 @@ class Replicas:
             self.params = self.params.view(self.repeats, self.n, self.d)
         self.buffers = {k: b.detach().unsqueeze(0).repeat(N, *([1] * b.ndim)).clone()
                         for k, b in base.named_buffers()}
+        # train mode, but a submodule set to eval in a model in train mode stays so (a frozen batch norm: its
+        # running statistics neither used per batch nor updated); a model all in eval mode is trained whole
+        kept = [m for m in base.modules() if not m.training] if base.training else []
         base.train()
+        for m in kept:
+            m.eval()
         self._base = base
         self._frozen = len(named) != len(list(base.parameters()))
         if loss is not None and not callable(loss):
@@ -337,7 +363,8 @@ class Replicas:
             # the n forward passes as one vmapped call and the n losses likewise; one backward pass of their sum
             # gives every node's gradient (the losses share no parameters). Measured 1.6x faster here than
             # vmap(grad(...)) of the per-node loss (bench/RESULTS.md section 10).
-            forward = vmap(lambda params, buffers, x: functional_call(base, (params, buffers), (x,)))
+            forward = vmap(lambda params, buffers, x: functional_call(base, (params, buffers), (x,)),
+                           randomness="different")  # (dropout: every replica its own mask, as n models would)
             # a faster forward for stacks of Linear layers and activations (all of them trained)
             plan = None if self._frozen else _mlp_plan(base, torch)
             fns = self._fns = (forward, vmap(self.loss), plan, self.loss)
@@ -360,10 +387,13 @@ class Replicas:
     def _losses(self, out, targets):
         """One mean loss per replica: ``(replicas,)``."""
         torch = _torch()
-        if self.loss is torch.nn.functional.cross_entropy and out.ndim == 3 and targets.ndim == 2:
+        if self.loss is torch.nn.functional.cross_entropy and out.ndim == 3 and targets.ndim == 2 \
+                and not targets.is_floating_point():
             n, B = targets.shape
+            # F.cross_entropy's mean: over the targets it does not ignore (ignore_index -100, padding's label;
+            # a mean over all B had halved the gradient of a half-padded batch)
             return torch.nn.functional.cross_entropy(out.reshape(n * B, -1), targets.reshape(-1),
-                                                     reduction="none").view(n, B).mean(1)
+                                                     reduction="none").view(n, B).sum(1) / (targets != -100).sum(1)
         return _scalar_losses(self._functions()[1](out, targets), len(out))
 
     def forward(self, inputs):
@@ -501,12 +531,14 @@ class Replicas:
 
     def evaluate(self, inputs, targets, *, batch_size=4096):
         """Every replica's loss and accuracy on one data set (eval mode): two arrays of shape ``(n,)`` (or
-        ``(repeats, n)``)."""
+        ``(repeats, n)``); the accuracy (top-1) is NaN where ``targets`` are not class labels of shape ``(N,)``
+        (a regression's)."""
         torch = _torch()
         from torch.func import functional_call, vmap
 
         inputs, targets = _eval_set(inputs, targets, batch_size)
         inputs, targets = inputs.to(self.device), targets.to(self.device)
+        classes = _class_labels(targets)
         base = copy.deepcopy(self._base).eval()
         run = vmap(lambda params, buffers, x: functional_call(base, (params, buffers), (x,)), in_dims=(0, 0, None))
         loss = vmap(self.loss, in_dims=(0, None))
@@ -519,10 +551,11 @@ class Replicas:
                 out = run(params, self.buffers, inputs[s:s + batch_size])  # (replicas, B, classes)
                 t = targets[s:s + batch_size]
                 losses += _scalar_losses(loss(out, t), N).double() * len(t)
-                correct += (out.argmax(-1) == t).sum(-1).double()
+                if classes:
+                    correct += (out.argmax(-1) == t).sum(-1).double()
         shape = self.params.shape[:-1]
-        return ((losses / len(targets)).cpu().numpy().reshape(shape),
-                (correct / len(targets)).cpu().numpy().reshape(shape))
+        accuracy = (correct / len(targets)).cpu().numpy().reshape(shape)
+        return (losses / len(targets)).cpu().numpy().reshape(shape), accuracy if classes else accuracy * np.nan
 
 
 def _scalar_losses(losses, replicas):
@@ -563,17 +596,31 @@ def _eval_set(inputs, targets, batch_size):
     return inputs, targets
 
 
+def _class_labels(targets):
+    """Whether ``targets`` are class labels: one integer per sample (what top-1 accuracy compares with)."""
+    return targets.ndim == 1 and not targets.is_floating_point() and not targets.is_complex()
+
+
 def accuracy(module, inputs, targets, batch_size=4096):
-    """Top-1 accuracy of ``module`` (eval mode) on ``inputs`` / integer ``targets``."""
+    """Top-1 accuracy of ``module`` (eval mode) on ``inputs`` / integer ``targets`` (one class label per sample,
+    shape ``(N,)``; a model of one output, whose argmax is always 0, needs its own threshold instead). Every
+    submodule's mode is restored afterwards."""
     torch = _torch()
     inputs, targets = _eval_set(inputs, targets, batch_size)
-    was = module.training
+    if not _class_labels(targets):  # ((N, 1) labels broadcast against (N,) predictions: N x N, accuracy 3.0)
+        raise ValueError(f"targets must be integer class labels of shape (N,), got {tuple(targets.shape)} "
+                         f"{targets.dtype}" + (": flatten them (targets.reshape(-1))" if targets.ndim == 2
+                                               and targets.shape[1] == 1 else ""))
+    modes = [(m, m.training) for m in module.modules()]  # (eval() then train() had unfrozen a frozen layer)
     module.eval()
     correct = 0
-    with torch.no_grad():
-        for s in range(0, len(targets), batch_size):
-            correct += int((module(inputs[s:s + batch_size]).argmax(-1) == targets[s:s + batch_size]).sum())
-    module.train(was)
+    try:
+        with torch.no_grad():
+            for s in range(0, len(targets), batch_size):
+                correct += int((module(inputs[s:s + batch_size]).argmax(-1) == targets[s:s + batch_size]).sum())
+    finally:
+        for m, mode in modes:
+            m.training = mode
     return correct / len(targets)
 
 
@@ -706,7 +753,9 @@ def _optimizer_class():
                 why = f" ({type(self.inner).__name__} gossips rounds={B} times per iteration: eq. 12b)" \
                     if B == self.inner.rounds > 1 else ""
                 raise ValueError(f"a step averages batches_per_step={B} mini-batch{'es' if B > 1 else ''}{why}: "
-                                 f"call backward() on {B} between zero_grad() and step(), got {self._backwards}")
+                                 f"call backward() on {B} between zero_grad() and step(), got {self._backwards} "
+                                 "(every autograd pass through replicas.params counts: take a gradient for "
+                                 "logging at replicas.params.detach().requires_grad_())")
             G = params.grad / self._backwards if self._backwards > 1 else params.grad
             if self.inner._asked_points() is None:
                 raise RuntimeError("step(): the optimizer has no step waiting for gradients (a failed step before "
@@ -715,7 +764,12 @@ def _optimizer_class():
             try:
                 lr = self.param_groups[0]["lr"]
                 if not _same_rate(lr, self._lr):  # a scheduler's new rate: this step's update uses it, as in
-                    self.inner.lr = lr            # torch.optim (the step waiting for G computes it from here)
+                    if not lr > 0:                # torch.optim (the step waiting for G computes it from here)
+                        raise ValueError(f"lr must be > 0 at every step, got {lr!r} from param_groups[0]['lr'] (a "
+                                         "scheduler's warm-up from 0 or decay to 0?): the package's methods divide "
+                                         "by it or scale their corrections with it; start a warm-up above 0, e.g. "
+                                         "LambdaLR(opt, lambda k: (k + 1) / K), or decay to eta_min > 0")
+                    self.inner.lr = lr
                     self._lr = lr
                 self.inner.tell(from_tensor(G))
             finally:

@@ -765,3 +765,143 @@ def test_the_torch_style_optimizer_follows_a_scheduler_as_torch_does_and_lets_go
     from rowstoch_fast import torch as rt
 
     assert pickle.loads(pickle.dumps(rt.DecentralizedOptimizer)) is rt.DecentralizedOptimizer
+
+
+def _per_model(model, inputs, targets, loss=torch.nn.functional.cross_entropy):
+    """The loss and flat gradient of ``model`` itself on each node's batch: what n separate copies compute."""
+    outs, grads = [], []
+    for x, y in zip(inputs, targets):
+        model.zero_grad()
+        out = model(x)
+        loss(out, y).backward()
+        outs.append(out.detach())
+        grads.append(torch.cat([p.grad.reshape(-1) for p in model.parameters()]))
+    return torch.stack(outs), torch.stack(grads).numpy()
+
+
+def _check_replicas_equal_the_model(model, n=3, classes=4, features=4):
+    torch.manual_seed(1)
+    x = torch.randn(n, 5, features, dtype=torch.float64)
+    y = torch.randint(0, classes, (n, 5))
+    reps = Replicas(model, n)
+    ref_out, ref_grad = _per_model(model, x, y)
+    np.testing.assert_allclose(reps(x).detach().numpy(), ref_out.numpy(), rtol=0, atol=1e-13)
+    G = reps.grad_fn(lambda i, t: (x[i], y[i]))(reps.x0())
+    np.testing.assert_allclose(G, ref_grad, rtol=0, atol=1e-13)
+
+
+class _Residual(torch.nn.Sequential):
+    def forward(self, x):
+        return x + super().forward(x)
+
+
+def test_models_the_stacked_products_do_not_cover_run_their_own_forward():
+    """The batched-product route for Linear/activation stacks rebuilt any nn.Sequential from its layers: a
+    subclass's own forward (a residual one: outputs off by 2.7) and forward hooks (0.53) were skipped, though
+    ``module(i)`` ran them; a Sequential of named layers raised KeyError '0.bias', one with a layer used twice
+    KeyError '2.bias' (helper 115). They now take the route that runs the model, or the route with their names."""
+    from collections import OrderedDict
+
+    lin = lambda a, b: torch.nn.Linear(a, b).double()  # noqa: E731
+    torch.manual_seed(0)
+    _check_replicas_equal_the_model(_Residual(lin(4, 8), torch.nn.Tanh(), lin(8, 4)))
+    hooked = torch.nn.Sequential(lin(4, 8), torch.nn.ReLU(), lin(8, 4))
+    hooked[2].register_forward_hook(lambda mod, inp, out: 2 * out)
+    _check_replicas_equal_the_model(hooked)
+    _check_replicas_equal_the_model(torch.nn.Sequential(OrderedDict(
+        [("fc1", lin(4, 8)), ("act", torch.nn.GELU()), ("fc2", lin(8, 4))])))
+    shared = lin(4, 4)
+    _check_replicas_equal_the_model(torch.nn.Sequential(shared, torch.nn.Tanh(), shared))
+    plain = torch.nn.Sequential(lin(4, 8), torch.nn.Tanh(), lin(8, 4))  # (still the product route)
+    from rowstoch_fast.torch import _mlp_plan
+
+    assert _mlp_plan(plain, torch) is not None and _mlp_plan(hooked, torch) is None
+    _check_replicas_equal_the_model(plain)
+
+
+def test_the_default_loss_ignores_padding_as_cross_entropy_does():
+    """The default cross-entropy's batched shortcut averaged over every target, ignore_index -100 (padding's
+    label) included: half-padded batches had half the loss and half the gradient of F.cross_entropy's."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Tanh(), torch.nn.Linear(8, 3)).double()
+    x = torch.randn(3, 6, 4, dtype=torch.float64)
+    y = torch.randint(0, 3, (3, 6))
+    y[:, ::2] = -100
+    reps = Replicas(model, 3)
+    ref_out, ref_grad = _per_model(model, x, y)
+    expected = [torch.nn.functional.cross_entropy(o, t).item() for o, t in zip(ref_out, y)]
+    np.testing.assert_allclose(reps.losses(reps(x), y).detach().numpy(), expected, rtol=1e-14)
+    np.testing.assert_allclose(reps.grad_fn(lambda i, t: (x[i], y[i]))(reps.x0()), ref_grad, rtol=0, atol=1e-14)
+
+
+def test_accuracy_takes_labels_only_and_leaves_every_layer_in_its_mode():
+    """``accuracy`` with (N, 1) labels compared N x N and returned 3.0; and it set the model back to train mode
+    whole, unfreezing a batch norm the user had put in eval mode. ``evaluate``'s accuracy on targets that are not
+    labels is NaN, not a broadcast."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.BatchNorm1d(3)).double()
+    model[1].eval()  # frozen
+    x = torch.randn(6, 4, dtype=torch.float64)
+    y = model(x).argmax(-1)
+    assert accuracy(model, x, y) == 1.0
+    assert model.training and not model[1].training and model[0].training
+    with pytest.raises(ValueError, match=r"targets must be integer class labels of shape \(N,\), got \(6, 1\).*"
+                                         r"flatten them"):
+        accuracy(model, x, y.reshape(-1, 1))
+    with pytest.raises(ValueError, match="targets must be integer class labels"):
+        accuracy(model, x, y.double())
+    reps = Replicas(torch.nn.Linear(4, 2).double(), 2, loss=torch.nn.functional.mse_loss)
+    losses, acc = reps.evaluate(x, torch.randn(6, 2, dtype=torch.float64))
+    assert np.isfinite(losses).all() and np.isnan(acc).all()
+
+
+def test_a_layer_frozen_in_a_training_model_stays_frozen_in_the_replicas():
+    """``Replicas`` put the whole model in train mode: a batch norm frozen with ``m[1].eval()`` normalised by batch
+    statistics and updated its running ones (outputs off by 0.44 from the model's). A model all in eval mode is
+    still trained in train mode (documented)."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.BatchNorm1d(3), torch.nn.Linear(3, 2)).double()
+    model[1].running_mean.fill_(0.3)
+    model[1].eval()
+    x = torch.randn(2, 5, 4, dtype=torch.float64)
+    reps = Replicas(model, 2)
+    np.testing.assert_allclose(reps(x).detach().numpy(), torch.stack([model(xi) for xi in x]).detach().numpy(),
+                               rtol=0, atol=1e-14)
+    assert torch.all(reps.buffers["1.running_mean"] == 0.3)
+    whole = Replicas(torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.BatchNorm1d(3)).double().eval(), 2)
+    whole(x)
+    assert not torch.all(whole.buffers["1.running_mean"] == 0)  # trained: its statistics updated
+
+
+def test_dropout_runs_in_the_replicas_each_its_own_mask():
+    """A model outside the stacked-product route with dropout failed in vmap ("called random operation while in
+    randomness error mode"): every replica now draws its own mask."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv1d(1, 2, 3), torch.nn.Flatten(), torch.nn.Dropout(0.5),
+                                torch.nn.Linear(8, 2)).double()
+    reps = Replicas(model, 4)
+    x = torch.ones(4, 3, 1, 6, dtype=torch.float64)
+    out = reps(x).detach()
+    assert out.shape == (4, 3, 2) and np.isfinite(out.numpy()).all()
+    assert not torch.equal(out[0], out[1])  # (the same input, the same parameters: the masks differ)
+
+
+def test_a_scheduler_s_rate_of_zero_is_refused_with_what_to_do():
+    """A warm-up from 0 (LambdaLR(lambda k: k / 5)) stopped the first step with the optimizers' bare "lr must be
+    finite and > 0"; it now says where the 0 came from and what to write instead."""
+    from rowstoch_fast.torch import DecentralizedOptimizer
+
+    torch.manual_seed(0)
+    reps = Replicas(torch.nn.Linear(3, 2).double(), 4)
+    opt = DecentralizedOptimizer(reps, "dsgd", topology.exponential(4), 0.1)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda k: k / 5)
+    x, y = torch.randn(4, 5, 3, dtype=torch.float64), torch.randint(0, 2, (4, 5))
+    reps.losses(reps(x), y).sum().backward()
+    with pytest.raises(ValueError, match=r"lr must be > 0 at every step, got 0.0 from param_groups\[0\]\['lr'\] "
+                                         r"\(a scheduler's warm-up"):
+        opt.step()
+    opt.zero_grad()
+    sched.step()  # 0.02: on again
+    reps.losses(reps(x), y).sum().backward()
+    opt.step()
+    assert opt.iteration == 1
