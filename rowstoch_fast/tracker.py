@@ -347,8 +347,9 @@ class NetworkTracker:
             diag = self._diag()
             zero = self._zero_node(diag)
             if zero >= 0:
-                raise ValueError(f"diag(A_{self._t - 1} ... A_0) is 0 at node {zero}: the diagonal tracker needs "
-                                 "self loops that every round keeps")
+                product = "A_0" if self._t == 1 else f"A_{self._t - 1} ... A_0"
+                raise ValueError(f"diag({product}) is 0 at node {zero}: the diagonal tracker needs self loops that "
+                                 "every round keeps")
             s = (1.0 / diag).astype(self._dtype)
             if xp is np:
                 s.flags.writeable = False

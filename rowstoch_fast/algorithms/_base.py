@@ -273,8 +273,9 @@ class Optimizer(AskTell, FailureHandling, Persistence):
     # What the lists of algorithms are derived from (:mod:`._registry`): no list elsewhere names an algorithm.
     #: Place in listings and in ``rowstoch compare``'s default order (lower first, then by name).
     order = 100
-    #: With a constant step and exact gradients it converges to the minimiser of ``(1/n) sum_i f_i`` itself
-    #: (tests: to 1e-8 on a strongly convex problem); otherwise to a neighbourhood of size O(lr), or, with
+    #: With a constant step and exact gradients it converges to the minimiser of ``(1/n) sum_i f_i`` itself on a
+    #: static network (tests: to 1e-8 on a strongly convex problem; over time-varying row-stochastic matrices the
+    #: Pull-Diag methods do not: the networks guide); otherwise to a neighbourhood of size O(lr), or, with
     #: :attr:`bias`, to another point.
     exact = False
     #: Where a method that is not :attr:`exact` goes instead of the minimiser's O(lr) neighbourhood: None, or a

@@ -19,7 +19,9 @@ class FROST(PullDiagGT):
 
     It is :class:`PullDiagGT` with ``form="frost"`` and one gossip round: the
     same tracker, the same backends. ``lr`` may be one step size per node
-    (array of shape ``(n,)``, the "uncoordinated step sizes").
+    (array of shape ``(n,)``, the "uncoordinated step sizes"). Exact on a
+    static network only, as :class:`PullDiagGT` (over varying matrices
+    :math:`D_k` follows the product from iteration 0).
 
     Parameters
     ----------

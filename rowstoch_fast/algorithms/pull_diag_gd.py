@@ -22,7 +22,10 @@ class PullDiagGD(Optimizer):
         x_{k+1} = A x_k - \mathrm{lr}\, D_k^{-1} g(x_k)
 
     With a constant ``lr`` it converges to an ``O(lr)`` neighbourhood of the
-    minimiser of ``(1/n) sum_i f_i`` (not to it: no gradient tracking).
+    minimiser of ``(1/n) sum_i f_i`` (not to it: no gradient tracking) on a
+    static network; over varying matrices ``D_k`` follows the product from
+    iteration 0, as :class:`~rowstoch_fast.PullDiagGT`'s does, and the point
+    it settles near is biased whatever ``lr``.
 
     Parameters
     ----------

@@ -43,7 +43,7 @@ def cmd_algorithms(args):
     """``rowstoch algorithms``: the registered algorithms, one line each (from the registry and each class's
     docstring)."""
     kinds = {"A": "row-stochastic A", "C": "column-stochastic C", "W": "doubly stochastic W"}
-    print(f"{'name':<22}{'class':<20}{'mixes with':<42}{'converges to (constant step)'}")
+    print(f"{'name':<22}{'class':<20}{'mixes with':<42}{'converges to (constant step, static network)'}")
     for label in labels(every_mg=True):
         cls = REGISTRY[method_of(label)]
         mixes = " + ".join(kinds[m] for m in cls.matrices) or ("a server and its clients" if cls.federated else "exact averaging")

@@ -137,7 +137,10 @@ def _unconnected(M, stochastic="row"):
     csr = sp.csr_matrix(M, dtype=np.float64)
     sums = np.asarray(csr.sum(axis=1 if stochastic == "row" else 0)).ravel()
     if csr.shape[0] != csr.shape[1] or (csr.data < 0).any() or not np.allclose(sums, 1.0, rtol=0, atol=1e-12):
-        raise ValueError(f"every matrix of a Schedule must be square, non-negative and {stochastic}-stochastic")
+        raise ValueError(f"every matrix of a Schedule must be square, non-negative and {stochastic}-stochastic"
+                         + (" (a column-stochastic schedule takes MixingMatrix(C, stochastic='column') for each "
+                            "matrix)" if stochastic == "row" and csr.shape[0] == csr.shape[1]
+                            and np.allclose(np.asarray(csr.sum(axis=0)).ravel(), 1.0, rtol=0, atol=1e-12) else ""))
     csr.sort_indices()
     return _round_matrix(csr, stochastic)
 

@@ -22,8 +22,9 @@ ACTIVATION_AHEAD = 64
 
 
 class Sleepy(Network):
-    """Nodes that are not always active: a sleeping node neither sends nor updates (its row is ``e_i^T`` for that
-    iteration, and its messages count as lost). Who is awake at iteration ``t`` follows an activation model,
+    """Nodes that are not always active: a sleeping node neither sends nor receives (its row is ``e_i^T`` for that
+    iteration, and its messages count as lost); it still takes its own local step (its gradient, and its
+    tracker's update on what it holds), as a device cut off from the network would. Who is awake at iteration ``t`` follows an activation model,
     drawn from the counter-based hash of ``(seed, t, node)`` (every backend, MPI rank and resume draws the same):
 
     - ``"bernoulli"`` (default): each node awake with probability ``q``, independently per iteration;
@@ -337,7 +338,8 @@ class Sleepy(Network):
     DRAWN = "sleep"
     OPTIONS = (
         Option("awake", float, 1.0, "probability that a node is awake in an iteration (a sleeping node neither "
-                                    "sends nor updates); one per node: FIRST..LAST or @FILE",
+                                    "sends nor receives, and takes its own local step); one per node: FIRST..LAST "
+                                    "or @FILE",
                cli_type=node_option("--awake"), toml_kind="float|nodes"),
         Option("activation", str, "bernoulli",
                "who is awake per iteration (network.Sleepy): bernoulli (--awake), markov (a chain per node: "
