@@ -1409,6 +1409,9 @@ def test_the_tracker_hint_points_to_loss_robust_methods_where_messages_are_lost(
     # (what is sent to a sleeping node is lost: SGP's weights drained to 6e-15 of 128 with every node awake 95% of
     # the time, blamed on losses the network did not have)
     assert losses_of(Sleepy(Lossy(A, 0.1), 0.3)) == [Sleepy.loses, "loses messages"] and not losses_of(Sleepy(A, 1.0))
+    asleep = hint(lossy=True, loses=losses_of(Sleepy(A, 0.5)))  # (the hint said "lost messages" of sleep)
+    assert "this network puts nodes to sleep (what is sent to a sleeping node is lost); a push-sum method" in asleep
+    assert "heavy sleep drains even theirs" in asleep
 
 
 def test_the_tracker_hint_names_the_exact_trackers_largest_scale_not_its_limit():

@@ -40,7 +40,7 @@ def _context(plan, method):
     from ..algorithms import REGISTRY
     from ..mixing import MixingMatrix
 
-    out = {"lossy": not isinstance(plan.network, MixingMatrix), "loses": bool(losses_of(plan.network)),
+    out = {"lossy": not isinstance(plan.network, MixingMatrix), "loses": losses_of(plan.network),  # (its phrases)
            # (its repetitions run one trajectory: exact gradients over a network that draws nothing)
            "one_trajectory": replicas_per_rate(plan.network, plan.objective, method) == 1 and not draws(plan.network)}
     if "tracker" in REGISTRY[method.method].hyper:

@@ -122,9 +122,10 @@ def _tracker_hint(context):
     peak, limit = peak if isinstance(peak, tuple) else (peak, peak)
     if not peak or peak < 100:
         return ""
-    lossy = context.get("lossy")
-    other = ("a loss-robust method (robust-gradient-push, r-fast: a push-sum method loses mass with every lost "
-             "message)" if context.get("loses") else "an algorithm of the push family")
+    lossy, loses = context.get("lossy"), context.get("loses")
+    why = f"this network {' and '.join(loses)}; " if isinstance(loses, (list, tuple)) else ""
+    other = (f"a loss-robust method (robust-gradient-push, r-fast: {why}a push-sum method loses mass with every lost "
+             "message, and heavy sleep drains even theirs)" if loses else "an algorithm of the push family")
     scale = (f"1/[A^k]_ii, up to {_fmt(peak)} on this graph before it settles at 1/min(pi) = {_fmt(limit)}"
              if peak > 1.5 * limit else f"1/[A^k]_ii -> 1/min(pi) = {_fmt(peak)} on this graph")
     return (f"; its tracker scales node gradients by {scale}: try more gossip rounds (mg-, --mg-rounds) or {other}"
@@ -136,7 +137,7 @@ def status_of(frame, metric, meta, *, lr, lr_source, iterations, tuning=None, co
     its :class:`~rowstoch_fast.History`'s (``diverged``, ``grew``, ``completed_iterations``), ``lr`` and where it
     came from, its budget in ``iterations``, ``tuning`` the tuner's record and ``context`` what the harness knows
     of the problem (``tracker_peak``: the largest scale of a Pull-Diag tracker, :func:`_tracker_hint`; ``lossy``: not a
-    static matrix; ``loses``: a layer drops messages). The diagnosis is one line derived from what the run and the
+    static matrix; ``loses``: what its layers do that drops messages, :func:`~rowstoch_fast.network.losses_of`). The diagnosis is one line derived from what the run and the
     tuner recorded ("" for ``ok``)."""
     context = context or {}
     done = int(meta.get("completed_iterations", iterations))
