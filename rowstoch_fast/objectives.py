@@ -64,6 +64,13 @@ def optimum_of(objective):
     return best
 
 
+def value_rounding(objective):
+    """How far, relative to ``max(1, |f|)``, two values of ``objective``'s loss may differ by rounding alone in its
+    dtype: ``max(1e-8, 1e4 eps)`` (1e-8 in float64, 1.2e-3 in float32, whose one step at ``|f*| = 0.1`` is 7e-9
+    and whose sum over the data rounds further)."""
+    return max(1e-8, 1e4 * float(np.finfo(getattr(objective, "dtype", np.float64)).eps))
+
+
 def _check_own_value(objective, best, value):
     """An ``optimum()`` of the user's: its ``value`` should be ``f(x)`` at its ``x``; a RuntimeWarning (once per
     optimum) where they differ by more than rounding of the objective's dtype relative to ``max(1, |f(x)|)``. One
@@ -75,8 +82,7 @@ def _check_own_value(objective, best, value):
         f_x = float(objective.value_and_gradient_at(np.asarray(best.x, dtype=np.float64))[0])
     except NotImplementedError:
         return
-    eps = float(np.finfo(getattr(objective, "dtype", np.float64)).eps)
-    if math.isfinite(f_x) and abs(value - f_x) > max(1e-8, 1e4 * eps) * max(1.0, abs(f_x)):
+    if math.isfinite(f_x) and abs(value - f_x) > value_rounding(objective) * max(1.0, abs(f_x)):
         import warnings
 
         warnings.warn(f"{type(objective).__name__}.optimum()'s value f* = {value!r} is not f(x*) = {f_x!r} at its "

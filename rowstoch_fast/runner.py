@@ -22,7 +22,7 @@ from .algorithms import REGISTRY
 from .algorithms import names as _algorithm_names
 from .errors import DivergenceError
 from .mixing import MixingMatrix
-from .objectives import Objective, Oracle, batch_of, optimum_of
+from .objectives import Objective, Oracle, batch_of, optimum_of, value_rounding
 from .user_metrics import MetricState, linear_scale, resolve_metrics
 
 logger = logging.getLogger(__name__)
@@ -592,13 +592,16 @@ def _record(opt, objective, oracle, rows, t0_wall, metrics=METRICS):
 
 def build_replicas(algorithm, objective, repeats, x0=None):
     """``algorithm``'s optimizer on ``repeats`` replicas of the start ``x0`` (default ``objective.x0()``; shape
-    (d,) or (n, d)), its memory checked first."""
+    (d,) or (n, d)) in the objective's precision, its memory checked first."""
+    dtype = np.dtype(getattr(objective, "dtype", np.float64))  # (a method without a matrix takes x0's: the
+    dtype = dtype if dtype in (np.float32, np.float64) else np.dtype(np.float64)  # federated ones ran a float32
+    # objective in float64, given objective.x0()'s float64 start)
     if x0 is not None:  # (a wrong shape was refused later, inside the objective, as "X must have shape")
-        x0, n, d = np.asarray(x0, dtype=np.float64), algorithm.A.n, getattr(objective, "d", None)
+        x0, n, d = np.asarray(x0, dtype=dtype), algorithm.A.n, getattr(objective, "d", None)
         if not ((x0.ndim == 1 or (x0.ndim == 2 and x0.shape[0] == n)) and (d is None or x0.shape[-1] == d)):
             raise ValueError(f"x0 must have shape (d,) or (n, d) = ({n}, {d if d is not None else 'd'}), got "
                              f"{x0.shape}")
-    x0 = objective.x0() if x0 is None else x0
+    x0 = np.asarray(objective.x0(), dtype=dtype) if x0 is None else x0
     if x0.ndim == 1:
         x0 = np.broadcast_to(x0, (algorithm.A.n, x0.shape[0]))
     if repeats > 1 or np.ndim(algorithm.lr) == 3:  # (one rate per replica: replicas even of one)
@@ -1276,17 +1279,15 @@ def _keep_on_failure(exc, opt, oracle, rows, meta, checkpoint, wall):
         pass
 
 
-#: How far below ``f*`` a recorded ``f(x_bar)`` may fall by rounding, relative to ``max(1, |f*|)``.
-BELOW_OPTIMUM = 1e-8
-
-
 #: The start of :func:`warn_if_below_optimum`'s message (a comparison's runs leave it to the comparison).
 BELOW_OPTIMUM_WORDS = "fell below the f*"
 
 
 def warn_if_below_optimum(frame, objective, stacklevel=3):
     """RuntimeWarning where a recorded ``f(x_bar)`` (``frame``'s suboptimality) fell below the ``f*`` the
-    objective's optimum gives by more than rounding (:data:`BELOW_OPTIMUM`): that ``f*`` is not the minimum (an
+    objective's optimum gives by more than rounding (relative to ``max(1, |f*|)``,
+    :func:`~rowstoch_fast.objectives.value_rounding` of its dtype: in float32 f(x_bar) rounds to 7e-9 steps at
+    ``|f*| = 0.1``, and every run warned): that ``f*`` is not the minimum (an
     objective of the user's whose ``_solve`` was off by 1e-3 had every method "below the optimum", and a biased one
     tied with the exact ones)."""
     if "suboptimality" not in frame or not len(frame):
@@ -1298,7 +1299,7 @@ def warn_if_below_optimum(frame, objective, stacklevel=3):
         best = optimum_of(objective)  # (computed already, for the records)
     except Exception:  # (a warning never loses a run)
         return
-    if best is None or low >= -BELOW_OPTIMUM * max(1.0, abs(best.value)):
+    if best is None or low >= -value_rounding(objective) * max(1.0, abs(best.value)):
         return
     warnings.warn(f"{type(objective).__name__}: f(x_bar) {BELOW_OPTIMUM_WORDS} = {best.value:.10g} of its optimum() "
                   "by more than rounding: that is not its minimum (check its _solve() or optimum()), and the "

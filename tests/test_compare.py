@@ -3660,3 +3660,20 @@ def test_a_figure_is_written_whole_or_not_at_all(tmp_path, monkeypatch):
     report.save(fig, tmp_path / "live.txt", format="png")
     assert (tmp_path / "live.txt").read_bytes().startswith(b"\x89PNG")
     plt.close(fig)
+
+
+def test_a_float32_comparison_tunes_past_its_diverging_rates():
+    """In float32 the quarantine's bound 1e100 became inf (NumPy 2 casts a Python float to the array's dtype), so a
+    tuning candidate at Inf was not set aside and the objective refused it: compare() failed ("X must be finite")
+    on a float32 quadratic with any method whose grid reaches a diverging rate (helper 117)."""
+    import numpy as np
+
+    from rowstoch_fast.compare import tuning
+    from rowstoch_fast.objectives import Quadratic
+
+    assert tuning._bad_replicas(np.full((2, 2, 2), np.inf, np.float32)).all()
+    assert not tuning._bad_replicas(np.full((2, 2, 2), 3e38, np.float32)).any()
+    A = topology.exponential(8).astype(np.float32)
+    f = Quadratic.random(8, 5, seed=1, dtype=np.float32)
+    frame = cmp.compare(A, f, "diging,pull-diag-gt", rounds_budget=120, repeats=2, progress=False)
+    assert set(frame.attrs["lr"]) == {"diging", "pull-diag-gt"}

@@ -96,8 +96,8 @@ def _as_matrix(M, name, owner):
             return U.map(checked).undirected()
         if isinstance(M, MixingMatrix) and M.doubly:
             return M
-        try:
-            return MixingMatrix(M, stochastic="doubly")
+        try:  # (a float32 matrix stays float32: the undirected methods ran `--dtype float32` in float64)
+            return MixingMatrix(M, stochastic="doubly", dtype=M.dtype if isinstance(M, MixingMatrix) else np.float64)
         except ValueError as exc:
             raise ValueError(f"{owner}: {exc}") from None
     if isinstance(M, Network):

@@ -369,7 +369,7 @@ def _bad_replicas(X, group=1):
     """Which replicas of a user-shaped block ``(reps, rows, d)`` hold a NaN, an Inf or a value past
     :data:`DIVERGED`, whole groups of ``group`` replicas at a time (a candidate's): a host bool array (a device
     block is reduced on its device first)."""
-    peak = abs(X).max(axis=(-2, -1))
+    peak = abs(X).max(axis=(-2, -1)).astype("float64")  # (compared in float32, DIVERGED is inf: an Inf passed)
     bad = ~(peak <= DIVERGED)  # (NaN compares False)
     bad = np.asarray(bad.get() if hasattr(bad, "get") else bad)
     return np.repeat(bad.reshape(-1, group).any(axis=1), group) if group > 1 else bad
