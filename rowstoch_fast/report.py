@@ -544,7 +544,10 @@ ROUNDING = 1e-12
 
 def _below_optimum(table, metrics, cells):
     """A note for the rows whose mean suboptimality is below 0, or None: rounding where it is within
-    :data:`ROUNDING` of 0 (a run that reached the optimum), else a computed ``f*`` that is not the minimum."""
+    :data:`ROUNDING` of 0 (a run that reached the optimum; a float32 problem's own, its summary's
+    ``attrs["converged"]``: its records round in steps of 1.5e-8), else a computed ``f*`` that is not the
+    minimum."""
+    rounding = max(ROUNDING, float(getattr(table, "attrs", {}).get("converged", 0.0)))
     groups = [g for g in _GROUPS if g in table.columns]
     below = {}
     for m in metrics:
@@ -557,10 +560,10 @@ def _below_optimum(table, metrics, cells):
                 below[name] = min(mean, below.get(name, 0.0))
     if not below:
         return None
-    if all(v >= -ROUNDING for v in below.values()):
+    if all(v >= -rounding for v in below.values()):
         return (f"f - f* below 0 ({', '.join(below)}): rounding, not a run better than the optimum; f(x) and the "
                 "computed f* agree to their last digits.")
-    return (f"f - f* below 0 by more than {ROUNDING:g} ({', '.join(f'{k} {v:.2e}' for k, v in below.items())}): "
+    return (f"f - f* below 0 by more than {rounding:g} ({', '.join(f'{k} {v:.2e}' for k, v in below.items())}): "
             "the f* the objective computed is not exactly its minimum (it is only as exact as the objective's "
             "solver; a user objective's may stop early) and these runs found lower points, or, where |f*| is "
             "large, rounding.")

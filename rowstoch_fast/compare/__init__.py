@@ -23,7 +23,7 @@ from .plan import (MIN_ITERATIONS, TUNE_GRID, Method, Plan, check_rates, default
                    make_plan, parse_algorithms)
 from .tables import empirical_rate, format_summary, frame_metric, summary
 from .tuning import (CONVERGED, STABILITY_FACTOR, TUNE_POINTS, TUNE_REPEATS, TUNE_SEED_OFFSET, UNTUNABLE,
-                     NoStableRate, judge)
+                     NoStableRate, converged_for, judge)
 from .verdict import NO_PROGRESS, STATUSES, ranks
 
 __all__ = ["ALGORITHMS", "STATUSES", "TUNE_GRID", "compare", "default_algorithms", "default_metric", "format_summary",
@@ -303,7 +303,7 @@ def assemble(plan, outcomes, interrupted=False):
                        status={o.label: o.status for o in outcomes},
                        diagnosis={o.label: o.diagnosis for o in outcomes if o.diagnosis},
                        interrupted=interrupted, rounds_budget=plan.budget, repeats=plan.repeats, seed=plan.seed,
-                       metric=plan.metric, extra_metrics=plan.extra_metrics,
+                       metric=plan.metric, extra_metrics=plan.extra_metrics, converged=converged_for(plan.objective),
                        identity=_Shared(identity(plan.network, plan.objective, plan.seed, plan.budget, plan.methods,
                                                  plan.points, plan.metrics)))
     warn_if_below_optimum(frame, plan.objective, stacklevel=4)  # (once, of every method's records)

@@ -13,7 +13,7 @@ import numpy as np
 from ..errors import DivergenceError
 from ..network import draws, losses_of, redrawn
 from ..runner import BELOW_OPTIMUM_WORDS, run
-from .tuning import UNTUNABLE, NoStableRate, forget_stages, replicas_per_rate, tune
+from .tuning import UNTUNABLE, NoStableRate, converged_for, forget_stages, replicas_per_rate, tune
 from .verdict import status_of
 
 __all__ = ["Outcome", "run_method"]
@@ -42,7 +42,8 @@ def _context(plan, method):
 
     out = {"lossy": not isinstance(plan.network, MixingMatrix), "loses": losses_of(plan.network),  # (its phrases)
            # (its repetitions run one trajectory: exact gradients over a network that draws nothing)
-           "one_trajectory": replicas_per_rate(plan.network, plan.objective, method) == 1 and not draws(plan.network)}
+           "one_trajectory": replicas_per_rate(plan.network, plan.objective, method) == 1 and not draws(plan.network),
+           "converged": converged_for(plan.objective)}
     if "tracker" in REGISTRY[method.method].hyper:
         out["tracker_peak"] = lambda: _tracker_peak(plan.network, method)
     return out

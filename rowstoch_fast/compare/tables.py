@@ -53,11 +53,12 @@ def status_of_rows(runs):
     return "diverged" if bool(runs["diverged"].iloc[0]) else "ok"
 
 
-def empirical_rate(runs, metric, x="communication_rounds"):
+def empirical_rate(runs, metric, x="communication_rounds", converged=CONVERGED):
     """The empirical linear rate of ``metric`` over the second half of a method's records before it reached rounding:
     ``10^slope``, the slope of the least-squares line through ``log10`` of its mean over the repetitions against
     ``x`` (a contraction factor per communication round: 0.9 means 10% less each round; 1.0 a plateau, above 1
-    growth). The records from the first mean at or below ``CONVERGED`` (1e-12, the tuner's) times the first are left out (a
+    growth). The records from the first mean at or below ``converged`` (:data:`CONVERGED`, 1e-12, the tuner's; a
+    float32 problem's: :func:`~rowstoch_fast.compare.tuning.converged_for`) times the first are left out (a
     method that reached rounding at round 50 of 200 is fitted on rounds 25 .. 50, not on its floor). NaN where
     that leaves fewer than two records or a mean that is not positive and finite (a metric that does not fall to 0,
     a run that diverged).
@@ -77,7 +78,7 @@ def empirical_rate(runs, metric, x="communication_rounds"):
         mean = runs.groupby(x, sort=True)[metric].mean()
     xs, ys = mean.index.to_numpy(dtype=np.float64), mean.to_numpy(dtype=np.float64)
     if xs.size and np.isfinite(ys[0]) and ys[0] > 0:  # (up to the first record at rounding, not the floor)
-        floor = np.flatnonzero(ys <= CONVERGED * ys[0])
+        floor = np.flatnonzero(ys <= converged * ys[0])
         if floor.size:
             xs, ys = xs[:floor[0]], ys[:floor[0]]
     half = xs >= xs.max() / 2 if xs.size else xs.astype(bool)
@@ -124,6 +125,7 @@ def summary(frame, metric=None, metrics=()):
     shown = list(dict.fromkeys([metric, *metrics]))
     check_frame(frame, shown)
     groups = [g for g in GROUPS if g in frame.columns]
+    converged = getattr(frame, "attrs", {}).get("converged", CONVERGED)  # (a float32 problem's rounding: compare's)
     rows, finals = [], []
     for key, runs in frame.groupby([*groups, "algorithm"], sort=False):
         key = key if isinstance(key, tuple) else (key,)
@@ -148,7 +150,7 @@ def summary(frame, metric=None, metrics=()):
                 row[m], row[m + "_std"] = float(last[m].mean()), float(last[m].std(ddof=1)) if len(last) > 1 \
                     else math.nan  # (one repetition shows no spread: not "+- 0")
         row["final"], row["final_std"] = row[metric], row[metric + "_std"]
-        row["rate"] = empirical_rate(runs, metric)
+        row["rate"] = empirical_rate(runs, metric, converged=converged)
         row.update({"messages": int(end["messages"].iloc[0]) if "messages" in end.columns else 0,
                     "bytes": int(end["bytes"].iloc[0]) if "bytes" in end.columns else 0,
                     "gradient_evaluations": int(end["gradient_evaluations"].iloc[0])
@@ -179,14 +181,15 @@ def summary(frame, metric=None, metrics=()):
                 idx = [i for i in range(len(table)) if section.iloc[i] == s and ok[i]
                        and np.isfinite(finals[i][m]).all()]
                 higher = higher_is_better(m, getattr(frame, "attrs", {}).get("extra_metrics"))
-                for i, (r, tie) in ranks({i: finals[i][m] for i in idx}, scales[m].get(s), higher).items():
+                for i, (r, tie) in ranks({i: finals[i][m] for i in idx}, scales[m].get(s), higher,
+                                         converged).items():
                     rank.iloc[i], shared.iloc[i] = r, tie
                 if len(idx) > 1 and all(np.size(finals[i][m]) < 2 for i in idx):  # one run each: none is best
                     undecided.update(idx)  # (every one was bolded)
             table[m + "_best"] = (rank == 1).fillna(False).astype(bool) & ~table.index.isin(sorted(undecided))
             if m == metric:
                 table["rank"], table["rank_shared"] = rank, shared
-    table.attrs["metric"] = metric
+    table.attrs["metric"], table.attrs["converged"] = metric, converged
     return table
 
 

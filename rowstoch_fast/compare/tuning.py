@@ -44,7 +44,8 @@ from ..objectives import Oracle
 from ..runner import GROWTH_WARNING, agreed_stop, build_replicas, record_metrics, round_schedule
 from ..network import redrawn
 
-__all__ = ["TUNE_SEED_OFFSET", "TUNE_REPEATS", "TUNE_POINTS", "STABILITY_FACTOR", "NO_PROGRESS", "CONVERGED", "TAIL",
+__all__ = ["TUNE_SEED_OFFSET", "TUNE_REPEATS", "TUNE_POINTS", "STABILITY_FACTOR", "NO_PROGRESS", "CONVERGED",
+           "converged_for", "TAIL",
            "CONFIRM_REPEATS", "CONFIRM_MIN_REPEATS", "CONFIRM_MAX", "CONFIRM_NOISE", "NoStableRate", "UNTUNABLE",
            "judge", "final_estimate", "noise", "contenders", "confirm_repeats",
            "replicas_per_rate", "tune"]
@@ -84,8 +85,22 @@ TUNE_POINTS = 24
 #: rejected: a rate that is best at some horizon and then climbs.
 STABILITY_FACTOR = 2.0
 #: A metric below this fraction of its start has converged (to rounding, for the exact methods): values below it
-#: count as equal.
+#: count as equal. In float64; :func:`converged_for` gives a problem's own.
 CONVERGED = 1e-12
+#: Rounding steps of its dtype (eps) within which a run's metric, relative to its start, is at rounding: 1000, so
+#: 1.2e-4 in float32 (whose f(x_bar) rounds in steps of 7e-9 at |f*| = 0.1, summed over data and nodes), and
+#: :data:`CONVERGED` in float64 (2.2e-13 is below it).
+ROUNDING_STEPS = 1000
+
+
+def converged_for(objective):
+    """The fraction of its start below which a run's metric on ``objective`` has converged (to rounding): the
+    larger of :data:`CONVERGED` and :data:`ROUNDING_STEPS` times the eps of the objective's dtype (float64 where
+    it has none). In float32 the exact methods' suboptimality moved between 0 and 1.5e-8 (one rounding step of
+    f(x_bar)): "unstable, climbed back 1.7e4x above its lowest level", and ranks given by one step (helper 117)."""
+    dtype = np.dtype(getattr(objective, "dtype", np.float64))
+    eps = float(np.finfo(dtype).eps) if dtype.kind == "f" else float(np.finfo(np.float64).eps)
+    return max(CONVERGED, ROUNDING_STEPS * eps)
 #: A candidate that ends above this fraction of its start made no progress (the evaluation's ``no-progress``:
 #: :data:`~rowstoch_fast.compare.verdict.NO_PROGRESS`).
 NO_PROGRESS = 1.0 / STABILITY_FACTOR
@@ -192,7 +207,7 @@ def smoothed(values, window=3):
     return np.exp([logs[max(0, i - window + 1):i + 1].mean() for i in range(len(logs))])
 
 
-def judge(iterations, values):
+def judge(iterations, values, converged=CONVERGED):
     """``(score, why)`` of one candidate's trajectory (``values``: its metric at ``iterations``, the mean over its
     replicas): its final value and None, or inf and why it is rejected.
 
@@ -204,17 +219,17 @@ def judge(iterations, values):
     the lowest level of any stretch of as many records (unstable: best at some horizon, then climbing; levels over
     stretches, not single records, so that the noise of sampling, compression or lost messages does not reject a
     rate that stays at its floor). Values below
-    :data:`CONVERGED` times the start are equal (converged to rounding). The final value is
-    :func:`final_estimate`.
+    ``converged`` (:data:`CONVERGED`; :func:`converged_for` the problem's) times the start are equal (converged
+    to rounding). The final value is :func:`final_estimate`.
     """
-    score, why, _ = _judged(iterations, values)
+    score, why, _ = _judged(iterations, values, converged=converged)
     return score, why
 
 
-def _judged(iterations, values, typical=None):
+def _judged(iterations, values, typical=None, converged=CONVERGED):
     """:func:`judge`'s ``(score, why)`` and the final value itself (inf where it diverged). ``typical``: the curve
     the stability rule reads where it is not ``values`` (:func:`typical_curve`: the median of a candidate's
-    streams)."""
+    streams); ``converged``: the fraction of the start at rounding (:func:`converged_for`)."""
     v = np.asarray(values, dtype=np.float64)
     bad = ~np.isfinite(v)
     if bad.size and bad[0] and int(np.asarray(iterations)[0]) == 0 and bad.all():  # (not finite from the start,
@@ -227,7 +242,7 @@ def _judged(iterations, values, typical=None):
             return math.inf, f"ran off (its nodes' iterates, by iteration {at})", math.inf
         return math.inf, f"diverged (NaN/Inf by iteration {at})", math.inf
     start = float(v[0])
-    floor = max(CONVERGED * abs(start), 1e-300)
+    floor = max(converged * abs(start), 1e-300)
     v = np.maximum(v, floor)
     end = max(final_estimate(iterations, v), floor)
     if start > 0 and end > GROWTH_WARNING * start:  # (what the evaluation calls diverged without a NaN)
@@ -725,6 +740,7 @@ def tune(network, objective, method, budget, metric, *, seed=0, backend="auto", 
     finished = []  # (the stages' results kept while the tuning runs: an interrupted tuning does not redo them)
 
     repeats = record["replicas"] = replicas_per_rate(network, objective, method)
+    at_rounding = converged_for(objective)
 
     def stage(name, rates, rep_offset=0, replicas=repeats, may_set_aside=False):
         aside = record.get("set_aside", [])
@@ -735,7 +751,7 @@ def tune(network, objective, method, budget, metric, *, seed=0, backend="auto", 
         finished.append(path)
         record["iterations"] = [int(k) for k in iterations]
         if may_set_aside and len(aside) < SET_ASIDE_MAX:
-            failed = _failed_on(iterations, values, rates, replicas)
+            failed = _failed_on(iterations, values, rates, replicas, at_rounding)
             if len(rates) > 1 and len(failed) == len(rates):  # (every contender: the draw tells none from another;
                 # one left alone: the draw is the evidence against it, as its rivals' were against them)
                 record["set_aside"] = aside + [{"streams": [rep_offset, rep_offset + replicas], "ends": failed}]
@@ -750,10 +766,11 @@ def tune(network, objective, method, budget, metric, *, seed=0, backend="auto", 
                 block = np.concatenate([columns[lr], block], axis=1)
             with np.errstate(all="ignore"):
                 mean = block.mean(axis=1)
-                own = [_judged(iterations, block[:, q])[2] for q in range(-replicas, 0)] if replicas > 1 else []
+                own = [_judged(iterations, block[:, q], converged=at_rounding)[2] for q in range(-replicas, 0)] \
+                    if replicas > 1 else []
             columns[lr] = block
             finals[lr] = (finals.get(lr, []) if rep_offset else []) + own
-            score, why, end = _judged(iterations, mean, typical_curve(block))
+            score, why, end = _judged(iterations, mean, typical_curve(block), converged=at_rounding)
             entry["scores"][lr], entry["ends"][lr], entry["curves"][lr] = score, end, [float(v) for v in mean]
             scores[lr], ends[lr] = score, end
             arrival.pop(lr, None)
@@ -1048,13 +1065,14 @@ def _confirm(stage, rivals, ends, record, grid, set_aside=False):
             done += count
 
 
-def _failed_on(iterations, values, rates, replicas):
+def _failed_on(iterations, values, rates, replicas, converged=CONVERGED):
     """``{lr (as text): where it ended}`` for each of ``rates`` whose streams in ``values`` (records x rates *
     ``replicas``) alone grew or diverged (:func:`_judged`): None where it diverged."""
     failed = {}
     for c, lr in enumerate(rates):
         with np.errstate(all="ignore"):
-            _, why, end = _judged(iterations, np.asarray(values)[:, c * replicas:(c + 1) * replicas].mean(axis=1))
+            _, why, end = _judged(iterations, np.asarray(values)[:, c * replicas:(c + 1) * replicas].mean(axis=1),
+                                  converged=converged)
         if why and why.startswith(("grew", "diverged", "ran off")):
             failed[f"{lr:g}"] = float(end) if math.isfinite(end) else None
     return failed

@@ -137,7 +137,8 @@ def status_of(frame, metric, meta, *, lr, lr_source, iterations, tuning=None, co
     its :class:`~rowstoch_fast.History`'s (``diverged``, ``grew``, ``completed_iterations``), ``lr`` and where it
     came from, its budget in ``iterations``, ``tuning`` the tuner's record and ``context`` what the harness knows
     of the problem (``tracker_peak``: the largest scale of a Pull-Diag tracker, :func:`_tracker_hint`; ``lossy``: not a
-    static matrix; ``loses``: what its layers do that drops messages, :func:`~rowstoch_fast.network.losses_of`). The diagnosis is one line derived from what the run and the
+    static matrix; ``loses``: what its layers do that drops messages, :func:`~rowstoch_fast.network.losses_of`;
+    ``converged``: the fraction of its start at rounding, :func:`~rowstoch_fast.compare.tuning.converged_for`). The diagnosis is one line derived from what the run and the
     tuner recorded ("" for ``ok``)."""
     context = context or {}
     done = int(meta.get("completed_iterations", iterations))
@@ -174,10 +175,11 @@ def status_of(frame, metric, meta, *, lr, lr_source, iterations, tuning=None, co
         diagnosis = f"{metric} grew {end / start:.3g}x ({_fmt(start)} -> {_fmt(end)}) {at}"
     elif exploded := _exploded(frame, metric):
         status, diagnosis = "diverged", f"{exploded} {at}"
-    elif climbed := _climbing(frame, metric, means, start, context.get("one_trajectory", False)):
+    elif climbed := _climbing(frame, metric, means, start, context.get("one_trajectory", False),
+                              context.get("converged", CONVERGED)):
         status, diagnosis = "unstable", f"{climbed} {at}"
     else:
-        floor = CONVERGED * abs(start) if math.isfinite(start) else 0.0
+        floor = context.get("converged", CONVERGED) * abs(start) if math.isfinite(start) else 0.0
         if math.isfinite(start) and start > 0 and end > NO_PROGRESS * start and end > floor:
             status = "no-progress"
             diagnosis = f"{metric} ended at {end / start:.3g}x its start ({_fmt(start)} -> {_fmt(end)}) {at}"
@@ -236,7 +238,7 @@ def _exploded(frame, metric):
     return ""
 
 
-def _climbing(frame, metric, means, start, one_trajectory=False):
+def _climbing(frame, metric, means, start, one_trajectory=False, converged=CONVERGED):
     """Where a run that stayed finite and did not grow a thousandfold climbs off at the end of its budget, one phrase;
     else "". Its ranked metric's typical curve over the repetitions (their mean over two at most, their median over
     more: :func:`~rowstoch_fast.compare.tuning.typical_curve`) ends above its lowest level
@@ -255,7 +257,7 @@ def _climbing(frame, metric, means, start, one_trajectory=False):
         curves = curves[curves.notna().all(axis=1)]  # (the iterations every repetition recorded: an earlier
         # comparison's kept repetitions may lack one)
         runs = curves.to_numpy(np.float64)
-        typical = np.maximum(typical_curve(runs), max(CONVERGED * start, 1e-300)) if len(runs) >= 4 else None
+        typical = np.maximum(typical_curve(runs), max(converged * start, 1e-300)) if len(runs) >= 4 else None
         if typical is not None and np.isfinite(typical).all():
             same = one_trajectory or runs.shape[1] > 1 and np.allclose(runs, runs[:, :1], rtol=1e-9, atol=0.0)
             x = curves.index.to_numpy(np.float64)
@@ -298,7 +300,7 @@ def _diverged_repetitions(frame, metric, start, iterations):
     return f"in {int(bad.sum())} of {len(ends)} repetitions: {', '.join(str(r) for r in ends.index[bad])}", short
 
 
-def ranks(finals, scale=None, higher_is_better=False):
+def ranks(finals, scale=None, higher_is_better=False, converged=CONVERGED):
     """Ranks of methods from their final values, ties where the repetitions cannot tell them apart.
 
     Parameters
@@ -306,10 +308,13 @@ def ranks(finals, scale=None, higher_is_better=False):
     finals : dict
         ``{label: array of final values, one per repetition}`` of the runs to rank (``ok`` ones).
     scale : float, optional
-        The size of the metric (default: the largest final value): values below :data:`CONVERGED` times it
+        The size of the metric (default: the largest final value): values below ``converged`` times it
         have converged to rounding and are equal (the tuner's rule, with the runs' start as the scale).
     higher_is_better : bool, default False
         Rank the largest values first (an accuracy), by the same test on the logarithms.
+    converged : float, default :data:`CONVERGED`
+        The problem's fraction at rounding (:func:`~rowstoch_fast.compare.tuning.converged_for`: 1.2e-4 in
+        float32).
 
     Returns
     -------
@@ -331,7 +336,7 @@ def ranks(finals, scale=None, higher_is_better=False):
         return {}
     if scale is None:
         scale = max((float(np.max(np.abs(v[np.isfinite(v)]), initial=0.0)) for v in finals.values()), default=0.0)
-    floor = max(CONVERGED * scale, 1e-300)
+    floor = max(converged * scale, 1e-300)
     stats = {}
     for label in labels:
         v = np.log(np.maximum(np.asarray(finals[label], dtype=np.float64), floor))
