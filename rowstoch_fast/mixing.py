@@ -400,7 +400,17 @@ class MixingMatrix:
         return self._csr.diagonal() > 0
 
     def astype(self, dtype):
-        """The same matrix with values of ``dtype`` (float32 or float64)."""
+        """The same matrix with values of ``dtype`` (float32 or float64).
+
+        In float32 every weight rounds on its own, so a row's sum is 1 only to its rounding, alike in every row of
+        a regular graph (1/3 rounds to 0.33333334: a ring's rows sum to 1 + 3e-8). Methods that add their
+        corrections up over the whole past drift from the minimiser by that every iteration: on a ring of 8 the
+        float32 EXTRA, NIDS, SimpleGT and ADMM were 3e-5 - 7e-5 from it after 300 steps and 1.6e-3 - 7.7e-3
+        after 30,000 (Compressed Push-Pull 8.8e-4), where gradient tracking (DIGing, Pull-Diag-GT) levels off at
+        3e-7 (bench/RESULTS.md section 57). Setting each self loop to 1 minus the rest of its row removes most of
+        it, but leaves a regular graph's rows unequal, which its fast kernels need; run such methods long in
+        float64.
+        """
         return MixingMatrix(self, dtype=dtype, validate=False, stochastic="doubly" if self._doubly else self._stochastic)
 
     def __repr__(self):
