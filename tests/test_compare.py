@@ -3705,3 +3705,20 @@ def test_a_float32_comparison_s_rules_read_float32_rounding():
     assert (table["rank"] == 1).all() and table["rank_shared"].all()
     md = to_markdown(table)
     assert "f* is not exactly its minimum" not in md and "not exactly its minimum" not in md
+
+
+def test_a_float32_objective_on_a_float64_matrix_tunes_past_its_diverging_rates():
+    """Float64 iterates past float32's range (1e39 < the bound 1e100) became Inf in a float32 objective, which
+    refused them: compare() stopped on sonata, extra, pg-extra (helper 118). The bound is the objective's dtype's."""
+    import numpy as np
+
+    from rowstoch_fast.compare.tuning import DIVERGED, diverged_for
+    from rowstoch_fast.composite import L1
+    from rowstoch_fast.objectives import Quadratic
+
+    f = Quadratic.random(8, 4, seed=0, dtype=np.float32)
+    assert diverged_for(Quadratic.random(4, 2)) == DIVERGED and diverged_for(f) < 1e20
+    A = topology.by_name("ring", 8, undirected=True, weights="metropolis")  # (float64)
+    for F, algs in ((f, ["sonata", "extra"]), (f + L1(0.1), ["pg-extra"])):
+        table = cmp.summary(cmp.compare(A, F, algs, rounds_budget=300, repeats=2, progress=False, jobs=1))
+        assert (table["status"] == "ok").all()

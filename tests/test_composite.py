@@ -408,3 +408,58 @@ def test_variance_reduced_samples_count_survives_a_resume(name):
         opt.step(oracle)
     again = cls.from_state_dict(opt.state_dict(), W=W)
     assert again.samples_drawn() == opt.samples_drawn() > 2 * 9
+
+
+def test_a_constraint_that_excludes_the_start_starts_inside_it():
+    """``Quadratic + NonNegative()`` started at the smooth part's x0, whose negative coordinates made F(x0) = +inf:
+    the tuner read the start as "ran off ... by iteration 0" at every rate and compare() ranked no proximal method
+    (helper 118). The composite's start is now projected into the constraint."""
+    from rowstoch_fast import compare as cmp
+    from rowstoch_fast.objectives import Quadratic
+
+    f = Quadratic.random(8, 4, seed=0)
+    F = f + NonNegative()
+    assert (f.x0() < 0).any() and (F.x0() >= 0).all() and np.isfinite(F.value_and_gradient_at(F.x0())[0])
+    np.testing.assert_array_equal((f + L1(0.1)).x0(), f.x0())  # (a start inside: unchanged)
+    A = topology.by_name("ring", 8, undirected=True, weights="metropolis")
+    frame = cmp.compare(A, F, ["pg-extra", "prox-nids"], rounds_budget=200, repeats=2, progress=False, jobs=1)
+    table = cmp.summary(frame)
+    assert (table["status"] == "ok").all() and (table["final"] < 1e-12).all(), table[["algorithm", "diagnosis"]]
+
+
+def test_the_optimum_s_solver_stops_at_the_data_s_rounding():
+    """The solver's absolute residual 1e-12 is out of reach where the data are large (features x 1,000: 200,000
+    iterations, 34 s, a warning, F* exact to 1e-16 all along) or float32 (70 s): it stops at the gradients'
+    rounding times the data's scale, with the same optimum."""
+    import warnings
+
+    from rowstoch_fast.objectives import LeastSquares, Quadratic
+
+    base = LeastSquares.synthetic(n=4, samples_per_node=10, d=6, seed=1)
+    ref = (base + L1(0.05)).optimum()
+    s = 1e3
+    F = LeastSquares(base.H.reshape(-1, 6) * s, base.y.ravel() * s, n=4) + L1(0.05 * s * s)
+    f32 = Quadratic.random(8, 4, seed=0, dtype=np.float32) + L1(0.1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # (it ran out of iterations and warned, after 34 s and 70 s)
+        big = F.optimum()
+        small = f32.optimum()
+    np.testing.assert_allclose(big.x, ref.x, rtol=0, atol=1e-10)
+    assert big.value / s ** 2 == pytest.approx(ref.value, rel=1e-14)
+    q, b = f32.smooth.q.astype(np.float64).mean(0), f32.smooth.b.astype(np.float64).mean(0)
+    exact = np.sign(b) * np.maximum(np.abs(b) - 0.1, 0) / q
+    np.testing.assert_allclose(small.x, exact, rtol=0, atol=1e-5)
+
+
+def test_a_prox_of_one_s_own_that_writes_into_its_input_is_told_why():
+    """NumPy's bare "output array is read-only" was all a Prox writing into v (np.maximum(v, 0, out=v)) got."""
+    from rowstoch_fast.objectives import Quadratic
+
+    f = Quadratic.random(6, 3, seed=0)
+    r = Prox(lambda x: np.where((x >= 0).all(-1), 0.0, np.inf), lambda v, t: np.maximum(v, 0, out=v), name="inplace")
+    opt = rf.PGEXTRA(topology.by_name("ring", 6, undirected=True, weights="metropolis"), np.zeros(3), lr=0.3,
+                     regularizer=r)
+    with pytest.raises(ValueError, match=r"the prox of 'inplace' wrote into its input v, which it is given "
+                                         r"read-only .*return a new array"):
+        for _ in range(3):
+            opt.step(lambda X: f.full_gradient(np.ascontiguousarray(X)))

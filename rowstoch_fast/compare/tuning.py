@@ -125,8 +125,18 @@ RATE_HELPS = 0.01
 #: The metric of the iterates a tuning run records beside the ranked one (cheap: no pass over the data), whose
 #: runaway (:func:`runaway`) rejects a candidate as diverged.
 SPREAD = "consensus_error"
-#: An iterate beyond this magnitude has diverged (it would overflow to inf in the next operations).
+#: An iterate beyond this magnitude has diverged (it would overflow to inf in the next operations); in float32,
+#: :func:`diverged_for`.
 DIVERGED = 1e100
+
+
+def diverged_for(objective):
+    """The magnitude past which an iterate has diverged for ``objective``'s dtype: :data:`DIVERGED`, or the square
+    root of the dtype's largest value where that is smaller (float32: 1.8e19). A float64 iterate at 1e39 passed
+    the float64 bound and became Inf in a float32 objective, which refused it: compare() stopped ("X must be
+    finite") on a float32 problem with a float64 matrix (helper 118)."""
+    dtype = np.dtype(getattr(objective, "dtype", np.float64))
+    return min(DIVERGED, math.sqrt(float(np.finfo(dtype).max))) if dtype.kind == "f" else DIVERGED
 #: Times a metric of the iterates grows from its lowest point past the first quarter of a run to the run's end, at
 #: a steady or quickening pace, for it to run off (:func:`climbs`).
 CLIMB = 10.0
@@ -380,12 +390,12 @@ def typical_curve(columns):
         return np.median(columns, axis=1)
 
 
-def _bad_replicas(X, group=1):
-    """Which replicas of a user-shaped block ``(reps, rows, d)`` hold a NaN, an Inf or a value past
-    :data:`DIVERGED`, whole groups of ``group`` replicas at a time (a candidate's): a host bool array (a device
+def _bad_replicas(X, group=1, limit=DIVERGED):
+    """Which replicas of a user-shaped block ``(reps, rows, d)`` hold a NaN, an Inf or a value past ``limit``
+    (:data:`DIVERGED`; :func:`diverged_for` the objective's), whole groups of ``group`` replicas at a time (a candidate's): a host bool array (a device
     block is reduced on its device first)."""
     peak = abs(X).max(axis=(-2, -1)).astype("float64")  # (compared in float32, DIVERGED is inf: an Inf passed)
-    bad = ~(peak <= DIVERGED)  # (NaN compares False)
+    bad = ~(peak <= limit)  # (NaN compares False)
     bad = np.asarray(bad.get() if hasattr(bad, "get") else bad)
     return np.repeat(bad.reshape(-1, group).any(axis=1), group) if group > 1 else bad
 
@@ -401,6 +411,7 @@ class _Quarantine:
         object.__setattr__(self, "inner", inner)
         object.__setattr__(self, "objective", objective)
         object.__setattr__(self, "group", group)  # replicas per candidate: the streams' period
+        object.__setattr__(self, "limit", diverged_for(objective))
         object.__setattr__(self, "periodic", _takes_period(objective))
 
     def __getattr__(self, name):  # iteration, last, seed, rep_offset, samples, ...
@@ -430,7 +441,7 @@ class _Quarantine:
 
     def __call__(self, X):
         inner = self.inner
-        bad = _bad_replicas(X, self.group)
+        bad = _bad_replicas(X, self.group, self.limit)
         if not isinstance(inner, Oracle):  # another oracle: the diverged replicas measured at 0, then zeroed
             if not bad.any():
                 return inner(X)
@@ -454,7 +465,7 @@ class _Quarantine:
         return G
 
     def sample(self, X):
-        bad = _bad_replicas(X, self.group)
+        bad = _bad_replicas(X, self.group, self.limit)
         if not bad.any():
             return self.inner.sample(X)
         G, idx = self.inner.sample(_zeroed(X, bad))
@@ -462,7 +473,7 @@ class _Quarantine:
         return G, idx
 
     def sample_gradient(self, X, idx):
-        bad = _bad_replicas(X, self.group)
+        bad = _bad_replicas(X, self.group, self.limit)
         G = self.inner.sample_gradient(_zeroed(X, bad) if bad.any() else X, idx)
         if bad.any():
             G[bad] = 0
@@ -476,7 +487,7 @@ class _Quarantine:
             return None
 
         def sample_gradients(X, samples):
-            bad = _bad_replicas(X, self.group)
+            bad = _bad_replicas(X, self.group, self.limit)
             G = many(_zeroed(X, bad) if bad.any() else X, samples)
             if bad.any():
                 G[:, bad] = 0
@@ -597,7 +608,7 @@ def _trajectories(agreed, algo, objective, T, due, fingerprint, entry, metric, s
             found = {}
 
             def set_aside(x):  # the diverged replicas not measured (a pass over the data each), reported as NaN
-                found["bad"] = bad = _bad_replicas(x)
+                found["bad"] = bad = _bad_replicas(x, limit=diverged_for(objective))
                 if not bad.any():
                     return x
                 if by_name and not bad.all():  # (an extra metric is called with each replica's index: all kept)
