@@ -544,10 +544,10 @@ ROUNDING = 1e-12
 
 def _below_optimum(table, metrics, cells):
     """A note for the rows whose mean suboptimality is below 0, or None: rounding where it is within
-    :data:`ROUNDING` of 0 (a run that reached the optimum; a float32 problem's own, its summary's
-    ``attrs["converged"]``: its records round in steps of 1.5e-8), else a computed ``f*`` that is not the
-    minimum."""
-    rounding = max(ROUNDING, float(getattr(table, "attrs", {}).get("converged", 0.0)))
+    :data:`ROUNDING` of 0 (a run that reached the optimum; or the problem's own, its summary's
+    ``attrs["rounding"]``: a float32 problem's records round in steps of 1.5e-8), else a computed ``f*`` that is
+    not the minimum."""
+    rounding = max(ROUNDING, float(getattr(table, "attrs", {}).get("rounding", 0.0)))
     groups = [g for g in _GROUPS if g in table.columns]
     below = {}
     for m in metrics:

@@ -3722,3 +3722,41 @@ def test_a_float32_objective_on_a_float64_matrix_tunes_past_its_diverging_rates(
     for F, algs in ((f, ["sonata", "extra"]), (f + L1(0.1), ["pg-extra"])):
         table = cmp.summary(cmp.compare(A, F, algs, rounds_budget=300, repeats=2, progress=False, jobs=1))
         assert (table["status"] == "ok").all()
+
+
+def test_a_constant_added_to_the_loss_ranks_nothing_on_its_rounding():
+    """f + c has f's gradients, but its suboptimality (f(x_bar) + c) - (f* + c) rounds in steps of eps (f* + c):
+    at c = 1e4 DIGing was ranked apart from EXTRA on seven steps of 1.8e-12, and at 1e6 Push-Pull's rate was
+    tuned on rounding (helper 120), the floor being 1e-12 of the start (6.1). The suboptimality's floor now counts
+    abs(f*) too (compare.tuning.converged_for): the exact methods tie there."""
+    import numpy as np
+
+    from rowstoch_fast.composite import Scaled
+    from rowstoch_fast.compare.tuning import CONVERGED, converged_for
+    from rowstoch_fast.objectives import LeastSquares
+
+    class Shifted(Scaled):
+        def __init__(self, f, c):
+            super().__init__(f, 1.0)
+            self.c = float(c)
+
+        def loss(self, X, nodes=None):
+            return self.f.loss(X, nodes) + self.c
+
+        def evaluate(self, X, nodes=None):
+            G, L = self.f.evaluate(X, nodes)
+            return G, L + self.c
+
+        def describe(self):
+            return {**super().describe(), "shift": self.c}
+
+    f = LeastSquares.synthetic(10, samples_per_node=8, d=4, seed=6)
+    assert converged_for(f, "suboptimality") == CONVERGED == converged_for(f)  # (abs(f*) small: as before)
+    g = Shifted(f, 1e6)
+    assert converged_for(g, "suboptimality") == pytest.approx(1000 * np.finfo(float).eps * (1e6 + f.optimum().value)
+                                                              / 6.146, rel=1e-3)
+    A = topology.by_name("ring", 10, undirected=True, weights="metropolis")
+    table = cmp.summary(cmp.compare(A, g, ["extra", "diging", "push-pull", "dsgd"], 200, repeats=3,
+                                    progress=False)).set_index("algorithm")
+    assert (table.loc[["extra", "diging", "push-pull"], "rank"] == 1).all()
+    assert table.loc[["extra", "diging", "push-pull"], "rank_shared"].all() and table.loc["dsgd", "rank"] == 4

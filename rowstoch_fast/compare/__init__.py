@@ -303,7 +303,9 @@ def assemble(plan, outcomes, interrupted=False):
                        status={o.label: o.status for o in outcomes},
                        diagnosis={o.label: o.diagnosis for o in outcomes if o.diagnosis},
                        interrupted=interrupted, rounds_budget=plan.budget, repeats=plan.repeats, seed=plan.seed,
-                       metric=plan.metric, extra_metrics=plan.extra_metrics, converged=converged_for(plan.objective),
+                       metric=plan.metric, extra_metrics=plan.extra_metrics,
+                       converged={"": converged_for(plan.objective),  # (the rounding of a metric: summary's ranks)
+                                  "suboptimality": converged_for(plan.objective, "suboptimality")},
                        identity=_Shared(identity(plan.network, plan.objective, plan.seed, plan.budget, plan.methods,
                                                  plan.points, plan.metrics)))
     warn_if_below_optimum(frame, plan.objective, stacklevel=4)  # (once, of every method's records)

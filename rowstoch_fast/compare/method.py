@@ -43,7 +43,7 @@ def _context(plan, method):
     out = {"lossy": not isinstance(plan.network, MixingMatrix), "loses": losses_of(plan.network),  # (its phrases)
            # (its repetitions run one trajectory: exact gradients over a network that draws nothing)
            "one_trajectory": replicas_per_rate(plan.network, plan.objective, method) == 1 and not draws(plan.network),
-           "converged": converged_for(plan.objective)}
+           "converged": converged_for(plan.objective, getattr(plan.metric, "name", plan.metric))}
     if "tracker" in REGISTRY[method.method].hyper:
         out["tracker_peak"] = lambda: _tracker_peak(plan.network, method)
     return out

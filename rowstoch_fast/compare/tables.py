@@ -125,7 +125,11 @@ def summary(frame, metric=None, metrics=()):
     shown = list(dict.fromkeys([metric, *metrics]))
     check_frame(frame, shown)
     groups = [g for g in GROUPS if g in frame.columns]
-    converged = getattr(frame, "attrs", {}).get("converged", CONVERGED)  # (a float32 problem's rounding: compare's)
+    at_rounding = getattr(frame, "attrs", {}).get("converged", CONVERGED)  # (compare's: a float32 problem's, f*'s)
+
+    def converged(m):
+        return at_rounding.get(m, at_rounding.get("", CONVERGED)) if isinstance(at_rounding, dict) else at_rounding
+
     rows, finals = [], []
     for key, runs in frame.groupby([*groups, "algorithm"], sort=False):
         key = key if isinstance(key, tuple) else (key,)
@@ -150,7 +154,7 @@ def summary(frame, metric=None, metrics=()):
                 row[m], row[m + "_std"] = float(last[m].mean()), float(last[m].std(ddof=1)) if len(last) > 1 \
                     else math.nan  # (one repetition shows no spread: not "+- 0")
         row["final"], row["final_std"] = row[metric], row[metric + "_std"]
-        row["rate"] = empirical_rate(runs, metric, converged=converged)
+        row["rate"] = empirical_rate(runs, metric, converged=converged(metric))
         row.update({"messages": int(end["messages"].iloc[0]) if "messages" in end.columns else 0,
                     "bytes": int(end["bytes"].iloc[0]) if "bytes" in end.columns else 0,
                     "gradient_evaluations": int(end["gradient_evaluations"].iloc[0])
@@ -182,14 +186,16 @@ def summary(frame, metric=None, metrics=()):
                        and np.isfinite(finals[i][m]).all()]
                 higher = higher_is_better(m, getattr(frame, "attrs", {}).get("extra_metrics"))
                 for i, (r, tie) in ranks({i: finals[i][m] for i in idx}, scales[m].get(s), higher,
-                                         converged).items():
+                                         converged(m)).items():
                     rank.iloc[i], shared.iloc[i] = r, tie
                 if len(idx) > 1 and all(np.size(finals[i][m]) < 2 for i in idx):  # one run each: none is best
                     undecided.update(idx)  # (every one was bolded)
             table[m + "_best"] = (rank == 1).fillna(False).astype(bool) & ~table.index.isin(sorted(undecided))
             if m == metric:
                 table["rank"], table["rank_shared"] = rank, shared
-    table.attrs["metric"], table.attrs["converged"] = metric, converged
+    table.attrs["metric"] = metric
+    sizes = [v for v in scales.get("suboptimality", {}).values() if v]
+    table.attrs["rounding"] = converged("suboptimality") * max(sizes) if sizes else 0.0  # (the footnote's)
     return table
 
 

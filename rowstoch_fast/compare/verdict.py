@@ -138,8 +138,8 @@ def status_of(frame, metric, meta, *, lr, lr_source, iterations, tuning=None, co
     came from, its budget in ``iterations``, ``tuning`` the tuner's record and ``context`` what the harness knows
     of the problem (``tracker_peak``: the largest scale of a Pull-Diag tracker, :func:`_tracker_hint`; ``lossy``: not a
     static matrix; ``loses``: what its layers do that drops messages, :func:`~rowstoch_fast.network.losses_of`;
-    ``converged``: the fraction of its start at rounding, :func:`~rowstoch_fast.compare.tuning.converged_for`). The diagnosis is one line derived from what the run and the
-    tuner recorded ("" for ``ok``)."""
+    ``converged``: the fraction of its start at rounding, :func:`~rowstoch_fast.compare.tuning.converged_for`).
+    The diagnosis is one line derived from what the run and the tuner recorded ("" for ``ok``)."""
     context = context or {}
     done = int(meta.get("completed_iterations", iterations))
     by = frame.groupby("iteration", sort=True)[metric]
