@@ -592,10 +592,11 @@ def _record(opt, objective, oracle, rows, t0_wall, metrics=METRICS):
 
 def build_replicas(algorithm, objective, repeats, x0=None):
     """``algorithm``'s optimizer on ``repeats`` replicas of the start ``x0`` (default ``objective.x0()``; shape
-    (d,) or (n, d)) in the objective's precision, its memory checked first."""
-    dtype = np.dtype(getattr(objective, "dtype", np.float64))  # (a method without a matrix takes x0's: the
+    (d,) or (n, d)) in the network's precision (the one every method with a matrix runs in), its memory checked
+    first."""
+    dtype = np.dtype(getattr(algorithm.A, "dtype", np.float64))  # (a method without a matrix takes x0's: the
     dtype = dtype if dtype in (np.float32, np.float64) else np.dtype(np.float64)  # federated ones ran a float32
-    # objective in float64, given objective.x0()'s float64 start)
+    # network in float64, given objective.x0()'s float64 start, beside the others in float32)
     if x0 is not None:  # (a wrong shape was refused later, inside the objective, as "X must have shape")
         x0, n, d = np.asarray(x0, dtype=dtype), algorithm.A.n, getattr(objective, "d", None)
         if not ((x0.ndim == 1 or (x0.ndim == 2 and x0.shape[0] == n)) and (d is None or x0.shape[-1] == d)):

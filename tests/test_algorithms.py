@@ -1131,6 +1131,10 @@ def test_a_float32_problem_runs_every_method_in_float32():
                 assert getattr(opt, k).dtype == np.float32, (name, k)
             ran.add(name)
     assert {"diging", "centralized", "fedavg", "dgd"} <= ran
+    A64 = topology.exponential(8)  # (a float64 network, a float32 objective: every method in float64, as one run)
+    for name in ("centralized", "fedavg", "diging", "pull-diag-gt"):
+        opt = build_replicas(Algorithm(A64, REGISTRY[name].default_lr(8), method=name), f, 1)
+        assert opt.x.dtype == np.float64, (name, opt.x.dtype)
 
 
 def test_a_float32_run_at_its_optimum_is_not_said_below_it():

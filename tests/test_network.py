@@ -415,10 +415,13 @@ def test_the_robustness_experiment_at_a_tiny_size(tmp_path):
     """rowstoch reproduce robustness' protocol: tuned rates without loss, then every loss setting, one table."""
     from rowstoch_fast.experiments import reproduce_robustness
 
+    lines = []
     table = reproduce_robustness(str(tmp_path), rounds_budget=40, repeats=2, losses=(0.0, 0.3), mg_rounds=2,
                                  algorithms=("pull-diag-gt", "mg-pull-diag-gt", "sgp"), progress=False, total=12800,
-                                 log=lambda *a: None)
+                                 log=lines.append, data_seed=5)
     assert len(table) == 2 * 3 * 3  # graphs x (2 Bernoulli + bursty) x algorithms
+    assert (table["data_seed"] == 5).all() and (table["seed"] == 0).all()  # (a --data-seed run left no trace)
+    assert "the synthetic problem's data seed 5, seed 0" in lines
     assert set(table["setting"]) == {"p = 0", "p = 0.3", "bursty (p_bad = 0.05, p_recover = 0.2)"}
     assert np.isfinite(table["grad_norm"]).all()
     assert (tmp_path / "robustness.csv").exists() and (tmp_path / "robustness.png").exists()

@@ -297,7 +297,8 @@ def make_parser():
     rp.add_argument("--repeats", type=_positive_int, default=None, help="repetitions; default the paper's")
     rp.add_argument("--seed", type=_seed, default=0,
                     help="linear-speedup, multi-gossip, robustness, communication, k-gt-local-steps: the seed of the "
-                         "runs' streams (k-gt-local-steps: of its quadratics and its tuning too)")
+                         "runs' streams and the networks' draws (communication and k-gt-local-steps: of their data "
+                         "too)")
     rp.add_argument("--data-seed", type=_seed, default=None,
                     help="linear-speedup, multi-gossip, robustness: the draw of the synthetic logistic problem "
                          "(default 42, the paper's instance); another draws another instance of the same problem")

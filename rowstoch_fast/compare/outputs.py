@@ -275,7 +275,12 @@ def write_tables(frames, folder, metrics=(), caption=None, kept=None):
     os.makedirs(folder, exist_ok=True)
     metric = frames[0].attrs.get("metric") or frame_metric(frames[0])
     shown = list(dict.fromkeys([metric, *metrics]))
-    table = summary(pd.concat(frames, ignore_index=True), metric, metrics=shown)
+    combined = pd.concat(frames, ignore_index=True)
+    combined.attrs["converged"] = frames[0].attrs.get("converged")  # (concat drops attrs that differ between the
+    # settings' frames: a float32 problem's rounding, or f*'s, was lost in the written tables)
+    if combined.attrs["converged"] is None:
+        del combined.attrs["converged"]
+    table = summary(combined, metric, metrics=shown)
     table.attrs["metric"] = metric
     atomic_write(os.path.join(folder, "summary.csv"), lambda fh: table.to_csv(fh, index=False))
     shown_table = table

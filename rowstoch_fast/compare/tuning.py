@@ -87,10 +87,11 @@ STABILITY_FACTOR = 2.0
 #: A metric below this fraction of its start has converged (to rounding, for the exact methods): values below it
 #: count as equal. In float64; :func:`converged_for` gives a problem's own.
 CONVERGED = 1e-12
-#: Rounding steps of its dtype (eps) within which a run's metric, relative to its start, is at rounding: 1000, so
-#: 1.2e-4 in float32 (whose f(x_bar) rounds in steps of 7e-9 at |f*| = 0.1, summed over data and nodes), and
-#: :data:`CONVERGED` in float64 (2.2e-13 is below it).
-ROUNDING_STEPS = 1000
+#: Rounding steps of its dtype (eps) within which a run's metric, relative to its start, is at rounding: 100, so
+#: 1.2e-5 in float32 (whose f(x_bar) rounds in steps of 7e-9 at |f*| = 0.1, 9e-8 of a helper's start: a hundred
+#: times those, where a thousand had tied a rate still falling at 1.1e-5 with one at 0), and :data:`CONVERGED` in
+#: float64 (2.2e-14 is below it).
+ROUNDING_STEPS = 100
 
 
 def converged_for(objective, metric=None):

@@ -124,8 +124,10 @@ def _tracker_hint(context):
         return ""
     lossy, loses = context.get("lossy"), context.get("loses")
     why = f"this network {' and '.join(loses)}; " if isinstance(loses, (list, tuple)) else ""
+    sleeps = isinstance(loses, (list, tuple)) and any("sleep" in phrase for phrase in loses)
     other = (f"a loss-robust method (robust-gradient-push, r-fast: {why}a push-sum method loses mass with every lost "
-             "message, and heavy sleep drains even theirs)" if loses else "an algorithm of the push family")
+             f"message{', and heavy sleep drains even theirs' if sleeps else ''})" if loses
+             else "an algorithm of the push family")
     scale = (f"1/[A^k]_ii, up to {_fmt(peak)} on this graph before it settles at 1/min(pi) = {_fmt(limit)}"
              if peak > 1.5 * limit else f"1/[A^k]_ii -> 1/min(pi) = {_fmt(peak)} on this graph")
     return (f"; its tracker scales node gradients by {scale}: try more gossip rounds (mg-, --mg-rounds) or {other}"
@@ -313,7 +315,7 @@ def ranks(finals, scale=None, higher_is_better=False, converged=CONVERGED):
     higher_is_better : bool, default False
         Rank the largest values first (an accuracy), by the same test on the logarithms.
     converged : float, default :data:`CONVERGED`
-        The problem's fraction at rounding (:func:`~rowstoch_fast.compare.tuning.converged_for`: 1.2e-4 in
+        The problem's fraction at rounding (:func:`~rowstoch_fast.compare.tuning.converged_for`: 1.2e-5 in
         float32).
 
     Returns

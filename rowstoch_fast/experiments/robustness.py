@@ -45,6 +45,8 @@ def reproduce_robustness(out_dir, rounds_budget=1000, repeats=10, losses=(0.0, 0
         settings.append((f"bursty (p_bad = {p_bad:g}, p_recover = {p_recover:g})",
                          p_bad_state * p_bad / (p_bad + p_recover), bursty))
     rows, interrupted, error = [], False, None
+    instance = " (the paper's instance)" if data_seed == DATA_SEED else ""
+    log(f"the synthetic problem's data seed {data_seed}{instance}, seed {seed}")
     try:
         for gname, A in graphs.items():
             f = NonconvexLogistic.synthetic(A.n, total=total, batch=200, seed=data_seed)
@@ -77,7 +79,8 @@ def reproduce_robustness(out_dir, rounds_budget=1000, repeats=10, losses=(0.0, 0
                     status = frame.attrs["status"].get(name, "?")
                     rows.append({"graph": gname, "setting": label, "loss_rate": rate, "algorithm": name,
                                  "lr": rates[name], "grad_norm": float(last["grad_norm"].mean()),
-                                 "grad_norm_std": float(last["grad_norm"].std(ddof=1)), "status": status})
+                                 "grad_norm_std": float(last["grad_norm"].std(ddof=1)), "status": status,
+                                 "seed": seed, "data_seed": data_seed})
                 log(f"  {label:<40}" + "  ".join(f"{r['algorithm']} {r['grad_norm']:.2e}"
                                                 for r in rows[-len(names):]))
             if interrupted:
@@ -85,7 +88,7 @@ def reproduce_robustness(out_dir, rounds_budget=1000, repeats=10, losses=(0.0, 0
     except Exception as exc:  # noqa: BLE001 - write the settings that finished, then re-raise (_stop_if)
         error = exc
     table = pd.DataFrame(rows, columns=["graph", "setting", "loss_rate", "algorithm", "lr", "grad_norm",
-                                        "grad_norm_std", "status"]).astype({"loss_rate": float, "lr": float,
+                                        "grad_norm_std", "status", "seed", "data_seed"]).astype({"loss_rate": float, "lr": float,
                                                                             "grad_norm": float, "grad_norm_std": float})
     table.to_csv(os.path.join(out_dir, "robustness.csv"), index=False)
     plt = _plt()
@@ -103,7 +106,8 @@ def reproduce_robustness(out_dir, rounds_budget=1000, repeats=10, losses=(0.0, 0
                         color=line[0].get_color())
             ax.set_yscale("log")
             ax.set_xlabel("message loss rate (star: bursty losses, same mean rate)")
-            ax.set_title(f"{gname}, {rounds_budget} communication rounds", fontsize=9)
+            ax.set_title(f"{gname}, {rounds_budget} communication rounds"
+                         + ("" if data_seed == DATA_SEED else f", data seed {data_seed}"), fontsize=9)
         axes[0, 0].set_ylabel("final ||(1/n) sum_i grad f_i(x_i)||")
         _finish(plt, fig, axes, out_dir, "robustness.png", log)
     log(f"wrote {os.path.join(out_dir, 'robustness.csv')}")
