@@ -230,7 +230,8 @@ def format_summary(table, metric=None):
                      f"{r.rounds_per_iteration:>3} {r.communication_rounds:>7} {final:>24} {beside}{_si(r.messages):>10} "
                      f"{_si(r.bytes):>10} {_si(r.gradient_evaluations):>11} {r.wall_seconds:>7.1f}  {r.status}")
     if "rank_shared" in table.columns and table["rank_shared"].any():
-        lines.append(f"{'=':>{len(head.split('rank')[0]) + 4}} " + tie_note(single_runs(table), "--repeats 2 or more"))
+        lines.append(f"{'=':>{len(head.split('rank')[0]) + 4}} "
+                     + tie_note(single_runs(table), "--repeats 2 or more"))
     notes = [r for r in table.itertuples() if r.status != "ok" and getattr(r, "diagnosis", "")]
     for r in notes:
         where = "".join(f"{getattr(r, g)} " for g in groups)

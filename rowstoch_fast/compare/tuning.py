@@ -162,6 +162,8 @@ def diverged_for(objective):
     finite") on a float32 problem with a float64 matrix (helper 118)."""
     dtype = np.dtype(getattr(objective, "dtype", np.float64))
     return min(DIVERGED, math.sqrt(float(np.finfo(dtype).max))) if dtype.kind == "f" else DIVERGED
+
+
 #: Times a metric of the iterates grows from its lowest point past the first quarter of a run to the run's end, at
 #: a steady or quickening pace, for it to run off (:func:`climbs`).
 CLIMB = 10.0
@@ -417,8 +419,8 @@ def typical_curve(columns):
 
 def _bad_replicas(X, group=1, limit=DIVERGED):
     """Which replicas of a user-shaped block ``(reps, rows, d)`` hold a NaN, an Inf or a value past ``limit``
-    (:data:`DIVERGED`; :func:`diverged_for` the objective's), whole groups of ``group`` replicas at a time (a candidate's): a host bool array (a device
-    block is reduced on its device first)."""
+    (:data:`DIVERGED`; :func:`diverged_for` the objective's), whole groups of ``group`` replicas at a time (a
+    candidate's): a host bool array (a device block is reduced on its device first)."""
     peak = abs(X).max(axis=(-2, -1)).astype("float64")  # (compared in float32, DIVERGED is inf: an Inf passed)
     bad = ~(peak <= limit)  # (NaN compares False)
     bad = np.asarray(bad.get() if hasattr(bad, "get") else bad)

@@ -44,6 +44,8 @@ STATUSES = ("ok", "diverged", "no-progress", "unstable", "interrupted")
 # its start made no progress. Its start is the same point for every repetition, its end a mean whose
 # record-to-record noise on a plateau reaches the tuner's stability factor (2x), so less than a 2x reduction
 # cannot be told from a run that never moved.
+
+
 def _fmt(v):
     return f"{v:.3g}"
 

@@ -88,8 +88,8 @@ def reproduce_robustness(out_dir, rounds_budget=1000, repeats=10, losses=(0.0, 0
     except Exception as exc:  # noqa: BLE001 - write the settings that finished, then re-raise (_stop_if)
         error = exc
     table = pd.DataFrame(rows, columns=["graph", "setting", "loss_rate", "algorithm", "lr", "grad_norm",
-                                        "grad_norm_std", "status", "seed", "data_seed"]).astype({"loss_rate": float, "lr": float,
-                                                                            "grad_norm": float, "grad_norm_std": float})
+                                        "grad_norm_std", "status", "seed", "data_seed"])
+    table = table.astype({"loss_rate": float, "lr": float, "grad_norm": float, "grad_norm_std": float})
     table.to_csv(os.path.join(out_dir, "robustness.csv"), index=False)
     plt = _plt()
     if plt is not None:

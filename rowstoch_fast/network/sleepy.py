@@ -24,8 +24,9 @@ ACTIVATION_AHEAD = 64
 class Sleepy(Network):
     """Nodes that are not always active: a sleeping node neither sends nor receives (its row is ``e_i^T`` for that
     iteration, and its messages count as lost); it still takes its own local step (its gradient, and its
-    tracker's update on what it holds), as a device cut off from the network would. Who is awake at iteration ``t`` follows an activation model,
-    drawn from the counter-based hash of ``(seed, t, node)`` (every backend, MPI rank and resume draws the same):
+    tracker's update on what it holds), as a device cut off from the network would. Who is awake at iteration
+    ``t`` follows an activation model, drawn from the counter-based hash of ``(seed, t, node)`` (every backend,
+    MPI rank and resume draws the same):
 
     - ``"bernoulli"`` (default): each node awake with probability ``q``, independently per iteration;
     - ``"markov"``: each node a two-state chain, awake -> asleep with probability ``p_sleep`` and asleep -> awake
