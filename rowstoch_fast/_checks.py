@@ -154,6 +154,12 @@ def check_dtype(dtype, name="dtype"):
     return dt
 
 
+def precision_of(obj):
+    """The value type ``obj`` (an array, a matrix or network, an objective) computes in: float32 where its
+    ``dtype`` is, else float64 (the package's two; an object without a dtype, or of another, is float64)."""
+    return np.dtype(np.float32) if getattr(obj, "dtype", None) == np.float32 else np.dtype(np.float64)
+
+
 def as_float_array(x, name, dtype, *, ndim=None, copy=False, finite=True):
     """C-contiguous float array of ``dtype`` from ``x``; raise if it is not numeric (or, with ``finite``, has NaN/Inf)."""
     if (type(x) is np.ndarray and x.dtype == dtype and x.flags.aligned and not copy and x.size > 0 and x.ndim

@@ -18,7 +18,7 @@ import numpy as np
 
 from . import _core
 from ._hashing import hash_prefix
-from ._checks import MAX_KEY, as_float_array, check_int, check_positive_float, make_rng, require_memory
+from ._checks import MAX_KEY, as_float_array, check_int, check_positive_float, make_rng, precision_of, require_memory
 from ._device import device_operations, is_device_array
 
 __all__ = ["Objective", "Oracle", "SampleOracle", "Optimum", "NonconvexLogistic", "LogisticL2", "Quadratic",
@@ -68,7 +68,7 @@ def value_rounding(objective):
     """How far, relative to ``max(1, |f|)``, two values of ``objective``'s loss may differ by rounding alone in its
     dtype: ``max(1e-8, 1e4 eps)`` (1e-8 in float64, 1.2e-3 in float32, whose one step at ``|f*| = 0.1`` is 7e-9
     and whose sum over the data rounds further)."""
-    return max(1e-8, 1e4 * float(np.finfo(getattr(objective, "dtype", np.float64)).eps))
+    return max(1e-8, 1e4 * float(np.finfo(precision_of(objective)).eps))
 
 
 def _check_own_value(objective, best, value):

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _core, backends
-from ._checks import MAX_KEY, check_int, check_step_size, check_tracker, load_npz_file, require_memory
+from ._checks import MAX_KEY, check_int, check_step_size, check_tracker, load_npz_file, precision_of, require_memory
 from ._metric_names import METRICS, TEST_METRICS  # (the metrics of every record, in order; the test ones)
 from ._progress import bar as progress_bar
 from ._signals import first, hold, put_back, signals_held, sigterm_as_interrupt
@@ -594,8 +594,7 @@ def build_replicas(algorithm, objective, repeats, x0=None):
     """``algorithm``'s optimizer on ``repeats`` replicas of the start ``x0`` (default ``objective.x0()``; shape
     (d,) or (n, d)) in the network's precision (the one every method with a matrix runs in), its memory checked
     first."""
-    dtype = np.dtype(getattr(algorithm.A, "dtype", np.float64))  # (a method without a matrix takes x0's: the
-    dtype = dtype if dtype in (np.float32, np.float64) else np.dtype(np.float64)  # federated ones ran a float32
+    dtype = precision_of(algorithm.A)  # (a method without a matrix takes x0's: the federated ones ran a float32
     # network in float64, given objective.x0()'s float64 start, beside the others in float32)
     if x0 is not None:  # (a wrong shape was refused later, inside the objective, as "X must have shape")
         x0, n, d = np.asarray(x0, dtype=dtype), algorithm.A.n, getattr(objective, "d", None)

@@ -27,7 +27,7 @@ import warnings
 import numpy as np
 
 from .. import backends
-from .._checks import check_bool, check_step_size, fmt_bytes, nodes_first, require_memory
+from .._checks import check_bool, check_step_size, fmt_bytes, nodes_first, precision_of, require_memory
 from ..mixing import as_matrix, MixingMatrix, off_sums
 from ..network import Network, as_undirected, base_matrix, out_links, source_matrices, source_of, weights_of
 from ._asktell import AskTell
@@ -174,11 +174,6 @@ def _links(M):
     if not isinstance(M, MixingMatrix):
         M = base_matrix(M)
     return M.nnz - int(np.count_nonzero(M.csr.diagonal()))
-
-
-def _dtype_of(x0):
-    """The value type of an algorithm without a matrix: float32 when ``x0`` is, else float64."""
-    return np.dtype(np.float32) if getattr(x0, "dtype", None) == np.float32 else np.dtype(np.float64)
 
 
 class Optimizer(AskTell, FailureHandling, Persistence):
@@ -426,7 +421,7 @@ class Optimizer(AskTell, FailureHandling, Persistence):
         self._nodes_hint = next(iter(mats.values())).n if mats else None  # for per-node hyperparameters
         self._hyper = self._check_hyper(**hyper)
         n = next(iter(mats.values())).n if mats else self._hyper["n"]
-        dtype = next(iter(mats.values())).dtype if mats else _dtype_of(x0)
+        dtype = next(iter(mats.values())).dtype if mats else precision_of(x0)  # (without a matrix: x0's)
         x0 = nodes_first(self._ops.check_x0(x0, dtype), n, xp=self._ops.xp)
         if x0.ndim not in (2, 3) or x0.shape[-2] != n:
             raise ValueError(f"x0 has {x0.shape[-2] if x0.ndim >= 2 else x0.shape[0]} nodes (rows) but the network "

@@ -276,10 +276,8 @@ def write_tables(frames, folder, metrics=(), caption=None, kept=None):
     metric = frames[0].attrs.get("metric") or frame_metric(frames[0])
     shown = list(dict.fromkeys([metric, *metrics]))
     combined = pd.concat(frames, ignore_index=True)
-    combined.attrs["converged"] = frames[0].attrs.get("converged")  # (concat drops attrs that differ between the
-    # settings' frames: a float32 problem's rounding, or f*'s, was lost in the written tables)
-    if combined.attrs["converged"] is None:
-        del combined.attrs["converged"]
+    if "converged" in frames[0].attrs:  # (concat drops attrs that differ between the settings' frames: a float32
+        combined.attrs["converged"] = frames[0].attrs["converged"]  # problem's rounding, or f*'s, was lost)
     table = summary(combined, metric, metrics=shown)
     table.attrs["metric"] = metric
     atomic_write(os.path.join(folder, "summary.csv"), lambda fh: table.to_csv(fh, index=False))

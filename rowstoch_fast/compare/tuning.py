@@ -38,7 +38,7 @@ import warnings
 
 import numpy as np
 
-from .._checks import MAX_KEY
+from .._checks import MAX_KEY, precision_of
 from .._files import atomic_write
 from ..objectives import Oracle, optimum_of
 from ..runner import GROWTH_WARNING, agreed_stop, build_replicas, record_metrics, round_schedule
@@ -105,8 +105,7 @@ def converged_for(objective, metric=None):
     1e4 added to a least-squares loss (start 6.1, the same gradients) ranked DIGing apart on seven rounding
     steps of 1.8e-12 and, at 1e6, tuned Push-Pull's rate on rounding (helper 120).
     """
-    dtype = np.dtype(getattr(objective, "dtype", np.float64))
-    eps = float(np.finfo(dtype).eps) if dtype.kind == "f" else float(np.finfo(np.float64).eps)
+    eps = float(np.finfo(precision_of(objective)).eps)
     fraction = max(CONVERGED, ROUNDING_STEPS * eps)
     if metric != "suboptimality":
         return fraction
@@ -160,8 +159,7 @@ def diverged_for(objective):
     root of the dtype's largest value where that is smaller (float32: 1.8e19). A float64 iterate at 1e39 passed
     the float64 bound and became Inf in a float32 objective, which refused it: compare() stopped ("X must be
     finite") on a float32 problem with a float64 matrix (helper 118)."""
-    dtype = np.dtype(getattr(objective, "dtype", np.float64))
-    return min(DIVERGED, math.sqrt(float(np.finfo(dtype).max))) if dtype.kind == "f" else DIVERGED
+    return min(DIVERGED, math.sqrt(float(np.finfo(precision_of(objective)).max)))
 
 
 #: Times a metric of the iterates grows from its lowest point past the first quarter of a run to the run's end, at
