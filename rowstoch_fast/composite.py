@@ -38,7 +38,7 @@ import warnings
 
 import numpy as np
 
-from ._checks import check_positive_float
+from ._checks import check_positive_float, precision_of
 from ._device import is_device_array
 from .objectives import Objective, optimum_of, provide_arithmetic
 
@@ -513,7 +513,7 @@ def proximal_gradient(value_and_gradient, regularizer, x0, *, tol=1e-12, max_ite
     r_value = (lambda x: 0.0) if regularizer is None else (lambda x: float(regularizer.value(x)))
     x = np.array(x0, dtype=np.float64)
     g_zero = np.asarray(value_and_gradient(np.zeros_like(x))[1])
-    eps = float(np.finfo(g_zero.dtype if g_zero.dtype.kind == "f" else np.float64).eps)
+    eps = float(np.finfo(precision_of(g_zero)).eps)
     scale = float(np.linalg.norm(g_zero.astype(np.float64)))
     tol = max(tol, RESIDUAL_ROUNDING * eps * max(1.0, scale if math.isfinite(scale) else 1.0))
     x = prox(x, 1.0) if regularizer is not None else x  # (a feasible start for an indicator)

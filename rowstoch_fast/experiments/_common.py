@@ -71,6 +71,12 @@ def _stopped(interrupted, error, done):
 #: ``data_seed`` of the reproductions on it; another draws another instance of the same problem.
 DATA_SEED = 42
 
+
+def other_data(data_seed):
+    """What a figure's title adds for ``data_seed``: nothing for the paper's instance, ``", data seed 3"``
+    otherwise."""
+    return "" if data_seed == DATA_SEED else f", data seed {data_seed}"
+
 #: How far the fitted slope of the linear-speedup figure may be from -1/2 for the claim to hold: half the way to
 #: the nearest other simple law, n^(-1/3) or n^(-2/3), so that an interval within it is nearer -1/2 than either
 #: (at 0.2, an n^(-1/3) law's [-0.36, -0.31] held). The default runs' intervals: [-0.551, -0.537] and

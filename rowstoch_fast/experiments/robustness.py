@@ -10,7 +10,7 @@ import numpy as np
 from .. import topology
 from ..algorithms import labels
 from ..objectives import NonconvexLogistic
-from ._common import DATA_SEED, _finish, _plt, _stop_if, writes_before_sigterm
+from ._common import DATA_SEED, _finish, _plt, _stop_if, other_data, writes_before_sigterm
 
 
 @writes_before_sigterm
@@ -107,7 +107,7 @@ def reproduce_robustness(out_dir, rounds_budget=1000, repeats=10, losses=(0.0, 0
             ax.set_yscale("log")
             ax.set_xlabel("message loss rate (star: bursty losses, same mean rate)")
             ax.set_title(f"{gname}, {rounds_budget} communication rounds"
-                         + ("" if data_seed == DATA_SEED else f", data seed {data_seed}"), fontsize=9)
+                         + other_data(data_seed), fontsize=9)
         axes[0, 0].set_ylabel("final ||(1/n) sum_i grad f_i(x_i)||")
         _finish(plt, fig, axes, out_dir, "robustness.png", log)
     log(f"wrote {os.path.join(out_dir, 'robustness.csv')}")

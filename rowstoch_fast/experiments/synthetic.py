@@ -14,8 +14,8 @@ from ..objectives import NonconvexLogistic
 from ..protocol import a_protocol, pull_diag
 from ..runner import Algorithm, run
 from ._common import (COMPARE_RULE, DATA_SEED, FINAL_WINDOW, SLOPE_TOLERANCE, _plt, _save, _stop_if,
-                      _stopped, _write_verdict, compare_windows, window_by_repeat, window_means, window_stats,
-                      write_histories, writes_before_sigterm)
+                      _stopped, _write_verdict, compare_windows, other_data, window_by_repeat, window_means,
+                      window_stats, write_histories, writes_before_sigterm)
 
 #: Learning rates of the paper's linear-speedup figure on exponential graphs (shared/paper_graphs.md).
 LINEAR_SPEEDUP_LR = {1: 5e-2, 2: 2.6e-2, 8: 6.4e-3, 16: 3e-3, 128: 4e-4, 512: 1e-4}
@@ -352,7 +352,7 @@ def reproduce_linear_speedup(out_dir, iterations=None, repeats=20, graphs=("expo
             ax.set_title(f"Pull-Diag-GT, {'exponential graphs' if g == 'exponential' else 'rings'} "
                          f"(slope {slopes[g]:.2f})\n{iterations or LINEAR_SPEEDUP_ITERATIONS[g]} iterations, "
                          f"{repeats} repetitions, {'the paper' if rates == 'paper' else 'this command'}'s rates"
-                         + ("" if data_seed == DATA_SEED else f", data seed {data_seed}"),
+                         + other_data(data_seed),
                          fontsize=9)  # (the settings: runs at either rates looked the same)
             ax.legend(fontsize=7)
         log(f"wrote {_save(fig, out_dir, 'linear_speedup.png')}")
@@ -477,7 +477,7 @@ def reproduce_multi_gossip(out_dir, communication_rounds=2000, repeats=5, rounds
                 ax.legend(fontsize=7)
         fig.suptitle(f"Pull-Diag-GT vs MG-Pull-Diag-GT, the synthetic logistic problem (n = 16), "
                      f"{communication_rounds} communication rounds, {repeats} repetitions, the paper's rates"
-                     + ("" if data_seed == DATA_SEED else f", data seed {data_seed}"),
+                     + other_data(data_seed),
                      fontsize=9)  # (the panels named only their graph)
         log(f"wrote {_save(fig, out_dir, 'multi_gossip.png')}")
         plt.close(fig)
