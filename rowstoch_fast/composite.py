@@ -231,7 +231,8 @@ class Box(Regularizer):
         lo, hi = self._bounds(x, xp)
         slack = BOX_TOLERANCE * (1.0 + xp.abs(x))
         inside = ((x >= lo - slack) & (x <= hi + slack)).all(-1)
-        return xp.where(inside, 0.0, xp.inf)
+        zero = xp.zeros((), dtype=x.dtype if x.dtype.kind == "f" else np.float64)  # (r(x) in x's precision)
+        return xp.where(inside, zero, zero + xp.inf)
 
     def _prox(self, v, step, xp, out):
         lo, hi = self._bounds(v, xp)

@@ -64,6 +64,14 @@ def test_closed_forms_and_scaling():
     assert L1(0.5).prox(v, 1.0, out=out) is out
 
 
+@pytest.mark.parametrize("key", sorted(REGULARIZERS))
+def test_values_and_proxes_keep_float32(key):
+    r = REGULARIZERS[key]
+    v = np.array([[0.1, -0.1, 0.05], [3.0, -2.0, 1.0]], dtype=np.float32)
+    assert r.value(v).dtype == np.float32 and r.prox(v, 0.5).dtype == np.float32
+    np.testing.assert_allclose(r.value(v), r.value(v.astype(np.float64)), rtol=1e-6)
+
+
 def test_descriptions_rebuild_the_regularizer():
     for r in [*REGULARIZERS.values(), 2.0 * L1(0.1), GroupLasso([[0, 2], [1]], 0.3, weights=[1.0, 2.0])]:
         again = as_regularizer(json.dumps(r.describe()))
