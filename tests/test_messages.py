@@ -817,6 +817,36 @@ def test_a_damaged_or_missing_delayed_history_is_refused_naming_the_key(name, da
         cls.from_state_dict(broken(dict(state), first), **mats)
 
 
+RESHAPED = {  # a history of another layout, found at its first use (it was replaced by a fresh one, silently)
+    "a column short": lambda st, k: {**st, k + "messages": st[k + "messages"][:, :-1]},
+    "a column more": lambda st, k: {**st, k + "messages": np.hstack([st[k + "messages"]] * 2)},
+    "the rows relabelled": lambda st, k: {**st, k + "layout": np.array([len(st[k + "messages"]), 0, 1])},
+}
+
+
+@pytest.mark.parametrize("damage", sorted(RESHAPED))
+@pytest.mark.parametrize("name", ["dsgd", "push-pull", "pull-diag-gt"])
+def test_a_delayed_history_of_another_layout_is_refused_at_its_first_use(name, damage):
+    cls = REGISTRY[name]
+    A = for_algorithm(cls, topology.erdos_renyi(10, 0.4, seed=3))
+    net = Delayed(Lossy(A, 0.1, seed=1), 2, seed=5)
+    mats = {k: (net.map(rf.mixing.out_degree_weights) if k == "C" else net) for k in cls.matrices}
+    b = np.random.default_rng(1).standard_normal((10, 3))
+    opt = cls.build(net, np.zeros(3), 0.02)
+    for _ in range(4):
+        opt.step(lambda X: X - b)
+    state = opt.state_dict()
+    first = sorted(n for n in state if n.startswith("delayed/step/"))[0].rsplit("/", 1)[0] + "/"
+    again = cls.from_state_dict(RESHAPED[damage](dict(state), first), **mats)
+    x = again.x.copy()
+    with pytest.raises(ValueError, match=r"^state\['%smessages'\] / \['%slayout'\]: a history of .* the state is "
+                                         r"not this run's" % (first, first)):
+        again.step(lambda X: X - b)
+    np.testing.assert_array_equal(again.x, x)
+    with pytest.raises(ValueError, match="a history of"):  # (and again: never replaced by a fresh one)
+        again.step(lambda X: X - b)
+
+
 @pytest.mark.parametrize("call,match", [
     (lambda A: Delayed(A, -1), "max_delay"), (lambda A: Delayed(A, 1.5), "max_delay must be an integer"),
     (lambda A: Delayed(A, True), "max_delay must be an integer"), (lambda A: Delayed(A, "3"), "integer"),

@@ -61,8 +61,9 @@ class AskTell:
 
     def _before_step(self, grad_fn):
         """A step not made by ask/tell: the points asked are dropped (a rate put off for them applies now)."""
-        if not isinstance(grad_fn, _Probe) and self._asked is not None:
-            self.cancel()
+        if not isinstance(grad_fn, _Probe) and (self._asked is not None or "_lr_next" in self.__dict__):
+            self.cancel()  # (a rate put off and no points: a resumed state's, saved between ask and tell)
+
     def _state_token(self):
         """What the points of ``ask`` depend on: the iteration, whether iteration 0 is set up, the state blocks
         and the writes to them (``x`` set, a resume)."""

@@ -345,6 +345,7 @@ class Optimizer(AskTell, FailureHandling, Persistence):
         if self._asked_points() is not None:  # between ask and tell: from when tell hands G to the step
             self._lr_next = lr
             return
+        self.__dict__.pop("_lr_next", None)  # (one put off for points no longer asked: this one is the rate now)
         self._settle()  # deferred checks belong to the steps taken with the old lr
         self._use_lr(lr)
 

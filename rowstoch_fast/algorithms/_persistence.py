@@ -77,8 +77,12 @@ def matrix_from_state(state, M=None, prefix="", kind="row"):
     csr = sp.csr_array((data, indices, indptr), shape=(n, n))
     if M is None:
         return MixingMatrix(csr, dtype=data.dtype, stochastic=kind)
+    name = prefix.rstrip('_') or 'A'
     if not isinstance(M, MixingMatrix) or M.n != n or (M.csr != csr).nnz:
-        raise ValueError(f"{prefix.rstrip('_') or 'A'} is not the matrix this state was saved with")
+        raise ValueError(f"{name} is not the matrix this state was saved with (its size or weights differ)")
+    if M.dtype != data.dtype:  # (weights exact in both precisions compare equal: the run would change precision)
+        raise ValueError(f"{name} is the matrix this state was saved with but in {M.dtype}, and the state was saved "
+                         f"in {data.dtype}: pass {name}.astype({str(data.dtype)!r}), or A=None to rebuild it")
     return M
 
 
@@ -139,6 +143,8 @@ class Persistence:
         out.update({k: np.array(v) for k, v in saved.items() if v is not None})
         if unset:
             out["unset"] = np.array(unset)
+        if "_lr_next" in self.__dict__:  # (a rate assigned between ask and tell: the told step's, from its
+            out["lr_next"] = np.array(self.__dict__["_lr_next"])  # gradients on; a resume asks again)
         out.update({"iteration": np.array(self.iteration), "initialized": np.array(self._initialized),
                     "check_finite": np.array(self.check_finite)})
         out.update(blocks)
@@ -211,7 +217,9 @@ class Persistence:
         if lr is not None:
             hyper["lr"] = lr
         shape = tuple(int(s) for s in np.asarray(state["shape"]))
-        x0 = backends.to_backend(backend, np.zeros(shape))
+        model = np.asarray(state.get(getattr(cls, "model", "x"), 0.0))  # (a method without a matrix runs in x0's
+        x0 = backends.to_backend(backend, np.zeros(shape, dtype=model.dtype if model.dtype.kind == "f"  # precision:
+                                                    else np.float64))  # the saved model's)
         try:
             opt = cls(x0=x0, **mats, **hyper, **options, backend=backend,
                       check_finite=bool(state.get("check_finite", True)),
@@ -241,6 +249,9 @@ class Persistence:
             raise ValueError(f"state['iteration'] must be an integer >= 0, got {iteration.tolist()!r}")
         opt.iteration = int(iteration)
         opt._initialized = bool(state.get("initialized", True))
+        if opt.iteration and not opt._initialized:  # (the first step initializes: a damaged state)
+            raise ValueError(f"state['initialized'] is False at iteration {opt.iteration}: an optimizer is "
+                             "initialized by its first step, so the state is damaged")
         opt._load_extra(state)
         opt._ops.load_channels(state)
         opt._restore_traffic(state)  # (traffic() continues the saved count)
@@ -254,6 +265,14 @@ class Persistence:
                              "continue differently")
         if lr is not None and opt._initialized:
             opt._lr_changed()
+        if lr is None and "lr_next" in state:  # (saved between ask and tell: the rate tell makes it, as there)
+            pending = _plain(state["lr_next"])
+            try:
+                pending = opt._check_lr(pending)
+                opt._check_replica_rates(pending, opt._global_shape)
+            except (ValueError, TypeError) as exc:
+                raise type(exc)(f"state['lr_next']: {exc}") from None
+            opt._lr_next = pending
         return opt
 
 

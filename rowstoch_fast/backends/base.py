@@ -177,7 +177,8 @@ class Backend:
             ring = History(self.rows, n_block, blocks.shape[1], D, rounds, self.dtype)
             ring.buffer[self.rows:] = blocks
             ring.last, ring.fresh = int(last), False
-            channels[(parts[1], int(parts[2]))] = {"ring": ring}
+            channels[(parts[1], int(parts[2]))] = {"ring": ring, "restored": prefix}  # (checked at its first use:
+            # Delayed.check_restored)
 
     def compress(self, net, src, out, t, state=None):
         """``out <- Q(src)``: the messages this process's rows send through the compressing (or noisy) network

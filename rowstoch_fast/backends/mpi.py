@@ -528,6 +528,7 @@ class MpiBackend(CpuBackend):
         is cut to those columns first."""
         from .._history import History
 
+        delayed.check_restored(state, self.n, w, rounds)
         ring = state.get("ring")
         if ring is not None and state.get("columns") is None:
             cut = History(halo.n_local, halo.ncols, w, delayed.max_delay, rounds, ring.buffer.dtype, np,

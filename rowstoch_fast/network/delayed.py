@@ -95,10 +95,27 @@ class Delayed(_Messages):
     def delta(self, d):
         return 1.0
 
+    def check_restored(self, state, n_block, width, rounds):
+        """A ValueError naming the state's keys unless the history a checkpoint restored into ``state``
+        (``state["restored"]``: its keys' prefix) holds what this quantity's step sends: ``n_block`` nodes'
+        messages of ``width`` values over ``max_delay + 1`` iterations of ``rounds`` rounds (a history of another
+        layout was replaced by a fresh one, and the run went on from other messages)."""
+        prefix, ring = state.get("restored"), state.get("ring")
+        if prefix is None or ring is None:
+            return
+        got, want = (ring.n_block, ring.D, ring.rounds, ring.buffer.shape[1]), (n_block, self.max_delay, rounds, width)
+        if got != want:
+            raise ValueError(f"state[{prefix + 'messages'!r}] / [{prefix + 'layout'!r}]: a history of {got[0]} nodes' "
+                             f"messages of {got[3]} values, max delay {got[1]}, {got[2]} round(s); this step sends "
+                             f"{want[0]} nodes' messages of {want[3]} values over max delay {want[1]} and {want[2]} "
+                             "round(s): the state is not this run's, or is damaged")
+        del state["restored"]
+
     def ring(self, state, t, n_own, n_block, width, rounds, dtype, require=None, xp=np):
         """The history of the quantity ``state`` holds (a dict), made where it is missing or of another shape:
         ``n_own`` own rows, then ``(max_delay + 1) rounds`` blocks of ``n_block`` rows of ``width`` values, in
         arrays of ``xp`` (a history restored on the host moves there)."""
+        self.check_restored(state, n_block, width, rounds)
         ring = state.get("ring")
         shape = (n_own + (self.max_delay + 1) * rounds * n_block, width)
         order = self.ORDER[self.delay]
