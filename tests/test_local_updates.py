@@ -134,6 +134,25 @@ def test_prox_skip_coins_are_reproducible_and_iterations_for_makes_the_budget():
     assert c1[:T].sum() == 77 and c1[T - 1]
 
 
+def test_a_budget_across_coin_chunks_and_a_rare_communication_refused_by_name(monkeypatch):
+    """The coins are counted a chunk at a time (the budget's last round in a later chunk: the same count); a
+    probability of 1e-9 asked NumPy for 74.5 GiB of coins at once (ProxSkip's, and FedPD's skips)."""
+    from rowstoch_fast.algorithms import _local
+
+    want = rf.ProxSkip.iterations_for(300, options={"comm_probability": 0.05, "seed": 2})
+    coins = rf.ProxSkip.coins(2, 0.05, want)
+    assert coins.sum() == 300 and coins[-1]
+    fedpd = rf.FedPD.iterations_for(200, options={"skip_probability": 0.9, "local_steps": 2})
+    monkeypatch.setattr(_local, "_COIN_CHUNK", 1000)
+    assert rf.ProxSkip.iterations_for(300, options={"comm_probability": 0.05, "seed": 2}) == want > 1000
+    assert rf.FedPD.iterations_for(200, options={"skip_probability": 0.9, "local_steps": 2}) == fedpd > 2 * 1000
+    with pytest.raises(ValueError, match=r"^comm_probability = 1e-09 makes a budget of 10 communication rounds "
+                                         r"about 1e\+10 steps, more than 268,435,456"):
+        rf.ProxSkip.iterations_for(10, options={"comm_probability": 1e-9})
+    with pytest.raises(ValueError, match=r"^skip_probability = 0.999999999 makes"):
+        rf.FedPD.iterations_for(10, options={"skip_probability": 1 - 1e-9})
+
+
 def test_prox_skip_draws_its_coins_by_blocks_as_the_definition_does():
     """The coins a step reads (drawn a block of 4,096 iterations at a time) and the rounds before it equal
     ``ProxSkip.coins`` and its running count across blocks, in any order of asking (a resume jumps ahead)."""

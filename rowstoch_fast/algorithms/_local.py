@@ -13,18 +13,30 @@ __all__ = ["LocalSteps"]
 DEFAULT_LOCAL_STEPS = 4
 
 
-def steps_to_budget(coins, budget, guess):
-    """The fewest steps whose coins make ``budget`` communications: ``coins(T)`` is the first ``T`` steps' coins
-    (booleans, True where a step communicates), drawn for ``guess`` steps and doubled until they hold ``budget``
-    (ProxSkip's iterations, FedPD's rounds)."""
+#: The most iterations :func:`steps_to_budget` draws coins for (expected): a rarer communication is refused by
+#: name (a probability of 1e-9 asked for 74.5 GiB of coins at once; a run of 2^28 steps takes days anyway).
+MAX_COIN_STEPS = 2**28
+_COIN_CHUNK = 2**22
+
+
+def steps_to_budget(coins_at, budget, p_talk, option, value):
+    """The fewest steps whose coins make ``budget`` communications: ``coins_at(t)`` is the coins of steps ``t``
+    (an int64 array; booleans, True where a step communicates, each with probability ``p_talk``), drawn in
+    blocks of at most :data:`_COIN_CHUNK` (ProxSkip's iterations, FedPD's rounds). A ValueError naming
+    ``option = value`` where the budget would take more than :data:`MAX_COIN_STEPS` steps on average."""
     if budget <= 0:
         return 0
-    T = max(1, int(guess))
+    expected = budget / p_talk
+    if expected > MAX_COIN_STEPS:
+        raise ValueError(f"{option} = {value!r} makes a budget of {budget} communication rounds about "
+                         f"{expected:.3g} steps, more than {MAX_COIN_STEPS:,} (2^28): choose a {option} that "
+                         "communicates more often, or a smaller budget")
+    start, count, chunk = 0, 0, int(min(_COIN_CHUNK, max(1024, 2 * expected)))
     while True:
-        talks = np.flatnonzero(coins(T))
-        if len(talks) >= budget:
-            return int(talks[budget - 1]) + 1
-        T *= 2
+        talks = np.flatnonzero(coins_at(np.arange(start, start + chunk, dtype=np.int64)))
+        if count + len(talks) >= budget:
+            return start + int(talks[budget - count - 1]) + 1
+        count, start = count + len(talks), start + chunk
 
 
 class LocalSteps:

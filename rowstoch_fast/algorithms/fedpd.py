@@ -135,8 +135,7 @@ class FedPD(Federated, Optimizer):
         p, seed = cls._check_skip(options.get("skip_probability", 0.0)), int(options.get("seed", 0))
         if p == 0:
             return max(0, budget) * K
-        coins = (lambda R: cls.communicates(seed, p, np.arange(R)))
-        return K * steps_to_budget(coins, budget, np.ceil(budget / (1 - p)))
+        return K * steps_to_budget(lambda r: cls.communicates(seed, p, r), budget, 1 - p, "skip_probability", p)
 
     def _talks(self, t):
         return super()._talks(t) and (self.skip_probability == 0

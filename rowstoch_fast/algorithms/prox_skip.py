@@ -114,14 +114,19 @@ class ProxSkip(Optimizer):
     @staticmethod
     def coins(seed, p, T):
         """``theta_0 .. theta_{T-1}``: whether each iteration communicates (bool array)."""
-        return uniform_hash(seed, np.arange(T, dtype=np.int64), _COIN_KEY) < p
+        return ProxSkip.coins_at(seed, p, np.arange(T, dtype=np.int64))
+
+    @staticmethod
+    def coins_at(seed, p, t):
+        """``theta_t`` of the iterations ``t`` (an int64 array)."""
+        return uniform_hash(seed, t, _COIN_KEY) < p
 
     @classmethod
     def iterations_for(cls, budget, rounds=1, options=None):
         """The iterations whose coins make exactly ``budget`` communication rounds."""
         options = options or {}
         p, seed = cls._check_p(options.get("comm_probability", 0.25)), int(options.get("seed", 0))
-        return steps_to_budget(lambda T: cls.coins(seed, p, T), budget, np.ceil(budget / p))
+        return steps_to_budget(lambda t: cls.coins_at(seed, p, t), budget, p, "comm_probability", p)
 
     def _talks(self, t):
         start, coins, _ = self._coin_block(t)
