@@ -38,9 +38,12 @@ class DivergenceError(FloatingPointError):
                    iteration=iteration, node=int(node), what="gradient")
 
     @classmethod
-    def iterate(cls, iteration, node, lr):
-        """An iterate became NaN/Inf at ``iteration`` (first at ``node``); the previous state is kept."""
-        return cls(f"iterates became non-finite at iteration {iteration}, first at node {node} (lr = {lr} too large?); "
+    def iterate(cls, iteration, node, lr, others=""):
+        """An iterate became NaN/Inf at ``iteration`` (first at ``node``); the previous state is kept. ``others``:
+        the method's other settings, which may be the cause (``"mu = 1e+300"``)."""
+        others = f"; or one of its other settings: {others}" if others else ""
+        return cls(f"iterates became non-finite at iteration {iteration}, first at node {node} (lr = {lr} too "
+                   f"large?{others}); "
                    f"the optimizer keeps its last finite state (iteration {iteration - 1})",
                    iteration=iteration, node=int(node), what="iterate")
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rowstoch_fast import FedAvg, FedDyn, FedLT, FedNova, FedOpt, FedPD, FedProx, Scaffold, _reference
+from rowstoch_fast import DivergenceError, FedAvg, FedDyn, FedLT, FedNova, FedOpt, FedPD, FedProx, Scaffold, _reference
 from rowstoch_fast.algorithms import REGISTRY, names
 from rowstoch_fast.algorithms._federated import Federated
 from conftest import steps_until
@@ -179,16 +179,28 @@ def test_bad_federated_hyperparameters_are_named(options, match):
     (FedProx, {"mu": -1.0}, "mu"), (FedDyn, {"alpha": 0.0}, "alpha"), (Scaffold, {"server_lr": 0.0}, "server_lr"),
     (FedOpt, {"server_optimizer": "sgd"}, "server_optimizer must be one of adam, adagrad, yogi"),
     (FedOpt, {"beta1": 1.0}, r"beta1 must lie in \[0, 1\)"), (FedOpt, {"beta2": -0.1}, "beta2"),
-    (FedOpt, {"tau": 0.0}, "tau"),
+    (FedOpt, {"tau": 0.0}, "tau"), (FedDyn, {"alpha": 5e-324}, r"alpha = 5e-324 is subnormal"),
+    (FedProx, {"mu": 1e-310}, r"mu = 1e-310 is subnormal"),
 ])
 def test_bad_method_hyperparameters_are_named(cls, options, match):
+    """(A subnormal alpha was taken: FedDyn's h / alpha ended 0.38 off at 5e-324, unsaid.)"""
     with pytest.raises(ValueError, match=match):
         cls(10, np.zeros(3), 0.1, **options)
 
 
-def test_a_diverging_round_keeps_the_last_finite_state():
-    from rowstoch_fast import DivergenceError
+def test_a_setting_as_a_0d_array_counts_and_a_divergence_names_the_other_settings():
+    """``lr=np.array(0.5)`` was taken and ``mu=np.array(0.5)`` refused; a divergence that ``mu = 1e300`` made
+    blamed the rate alone."""
+    assert FedProx(10, np.zeros(3), np.array(0.1), mu=np.array(0.5)).mu == 0.5
+    b = np.arange(30.0).reshape(10, 3)
+    opt = FedProx(10, np.zeros(3), 0.05, mu=1e300)
+    with pytest.raises(DivergenceError, match=r"\(lr = 0.05 too large\?; or one of its other settings: "
+                                                  r"participation = 1.0, mu = 1e\+300\)"), np.errstate(all="ignore"):
+        for _ in range(20):
+            opt.step(lambda X: X - b)
 
+
+def test_a_diverging_round_keeps_the_last_finite_state():
     grad, _ = problem()
     opt = FedAvg(10, np.ones(3), 0.1, local_steps=2)
     with pytest.raises(DivergenceError), np.errstate(over="ignore"):

@@ -123,7 +123,7 @@ class FailureHandling:
         """The DivergenceError of non-finite ``blocks`` made by step ``t``; for a push-sum method on a network that
         loses messages, with what the lost mass did to its weights (collective under MPI)."""
         node = self._ops.first_nonfinite(*blocks)
-        return self._starved_error(t + 1, node) or DivergenceError.iterate(t + 1, node, self._lr_text())
+        return self._starved_error(t + 1, node) or DivergenceError.iterate(t + 1, node, self._lr_text(), self._other_settings())
 
     def _starved_error(self, iteration, node, kept=None):
         """For a push-sum method on a network that loses messages whose weights lost most of their mass: the
@@ -266,3 +266,8 @@ class FailureHandling:
     def _lr_text(self):
         lr = self._hyper.get("lr")
         return lr if np.ndim(lr) == 0 else f"{float(np.max(lr))} (largest)"
+
+    def _other_settings(self):
+        """The method's other real-valued settings as ``"mu = 1e+300, server_lr = 1.0"`` ("" without any): a
+        divergence may be theirs (a prox weight, a server rate), not the rate's."""
+        return ", ".join(f"{k} = {v!r}" for k, v in self._hyper.items() if k != "lr" and isinstance(v, float))
