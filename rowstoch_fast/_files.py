@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["atomic_write"]
+__all__ = ["TEXT_ENCODING", "atomic_write", "is_header"]
+
+#: How the text files a user brings (edge lists, CSV data) are read: UTF-8, a byte-order mark (Excel's "CSV UTF-8"
+#: writes one) read as nothing; it made the first line a "header", and its edge or sample was dropped.
+TEXT_ENCODING = "utf-8-sig"
 
 
 def atomic_write(path, write, mode="w"):
@@ -19,6 +23,20 @@ def atomic_write(path, write, mode="w"):
     finally:
         if os.path.exists(tmp):
             os.remove(tmp)
+
+
+def is_header(tokens):
+    """Whether the first row of a text table (its ``tokens``) is a header: none of them a number. A row of numbers
+    with a gap or a word among them (``1.0,,0``, ``0,1,NA``) is a row of data with a missing value, which the
+    reader then refuses, not a header whose sample is dropped."""
+    def number(token):
+        try:
+            float(token)
+            return True
+        except ValueError:
+            return False
+
+    return not any(number(t) for t in tokens)
 
 
 def process_alive(pid):

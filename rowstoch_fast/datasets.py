@@ -32,6 +32,7 @@ import zlib
 import numpy as np
 
 from ._checks import check_int, check_positive_float, make_rng, require_memory
+from ._files import TEXT_ENCODING, is_header
 
 __all__ = ["iid_split", "stratified_split", "dirichlet_split", "label_quantity_split", "shard_split", "split_samples", "SPLITS",
            "size_skewed_split", "node_arrays", "load_dataset", "load_digits", "load_mnist", "load_cifar10",
@@ -929,18 +930,10 @@ def _npz_member(path, files, key, defaults, argname):
 
 def _open_text(path):
     if path.endswith(".gz"):
-        return gzip.open(path, "rt", newline="")
+        return gzip.open(path, "rt", newline="", encoding=TEXT_ENCODING)
     if path.endswith(".bz2"):
-        return bz2.open(path, "rt", newline="")
-    return open(path, newline="")
-
-
-def _is_number(text):
-    try:
-        float(text)
-        return True
-    except ValueError:
-        return False
+        return bz2.open(path, "rt", newline="", encoding=TEXT_ENCODING)
+    return open(path, newline="", encoding=TEXT_ENCODING)
 
 
 def _class_ids(y):
@@ -958,14 +951,15 @@ def _dataset_csv(path, label_column, delimiter):
         raise ValueError(f"{path} cannot be read as text ({type(exc).__name__}: {exc})") from None
     if not first:
         raise ValueError(f"{path} holds no samples (its first line is empty)")
-    names = [v.strip() for v in first] if not all(_is_number(v) for v in first) else None
+    names = [v.strip() for v in first] if is_header(first) else None
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # ("input contained no data": refused below)
-            data = np.loadtxt(path, delimiter=delimiter, skiprows=int(names is not None), ndmin=2, dtype=np.float64)
+            data = np.loadtxt(path, delimiter=delimiter, skiprows=int(names is not None), ndmin=2, dtype=np.float64,
+                              encoding=TEXT_ENCODING)
     except (ValueError, *_READ_ERRORS) as exc:
         raise ValueError(f"{path}: {exc} (a CSV file for load_dataset holds numbers only, under an optional header "
-                         "row)") from None
+                         "row of names, none of them a number)") from None
     if data.size == 0:
         raise ValueError(f"{path} holds no samples")
     cols = data.shape[1]

@@ -16,6 +16,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._checks import check_coo_arrays, check_csr_arrays, load_npy_file, load_npz_file
+from ._files import TEXT_ENCODING, is_header
 from .errors import UsageError
 from .mixing import as_matrix, MixingMatrix
 
@@ -72,19 +73,17 @@ def _load_npz_matrix(path):
 
 def _edge_list_layout(path):
     """(delimiter, lines to skip, columns) of an edge list: commas when its first line of data has one, and that
-    line skipped when it is a header (not all numbers: ``src,dst,weight``); the columns of that first line."""
-    with open(path, errors="replace") as f:
+    line skipped when it is a header (no number in it: ``src,dst,weight``; :func:`~rowstoch_fast._files.
+    is_header`); the columns of that first line."""
+    with open(path, errors="replace", encoding=TEXT_ENCODING) as f:
         for number, line in enumerate(f):
             data = line.split("#", 1)[0].strip()
             if not data:
                 continue
             delimiter = "," if "," in data else None
-            columns = len(data.split(delimiter))
-            try:
-                [float(token) for token in data.split(delimiter)]
-            except ValueError:  # (a header of a CSV file; whitespace: an error)
-                return delimiter, number + 1 if delimiter else 0, columns
-            return delimiter, 0, columns
+            tokens = data.split(delimiter)
+            header = delimiter is not None and is_header(tokens)  # (whitespace-separated: no header, an error)
+            return delimiter, number + 1 if header else 0, len(tokens)
     return None, 0, 0
 
 
@@ -105,7 +104,8 @@ def _load_edge_list(path, normalize, dtype=np.float64):
         delimiter, header, _ = _edge_list_layout(path)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # "input contained no data": reported below
-            rows = np.loadtxt(path, ndmin=2, comments="#", delimiter=delimiter, skiprows=header)
+            rows = np.loadtxt(path, ndmin=2, comments="#", delimiter=delimiter, skiprows=header,
+                              encoding=TEXT_ENCODING)
     except ValueError as exc:
         raise UsageError(f"edge list {path!r} cannot be read: {str(exc).rstrip('.')}. Expected: {EDGE_LIST_HELP}") \
             from None

@@ -620,6 +620,25 @@ def test_load_dataset_from_a_csv(tmp_path):
             load_dataset(tmp_path / name)
 
 
+def test_a_csv_with_a_byte_order_mark_or_a_gap_in_its_first_row_loses_no_sample(tmp_path):
+    """Excel's "CSV UTF-8" starts with a byte-order mark: the first row was taken for a header (its sample
+    dropped; under a header the label column not found, another used as the labels); a gap in the first row
+    (``1.0,,0``) also made it a "header", where a gap in a later row was refused."""
+    from rowstoch_fast.datasets import load_dataset
+
+    (tmp_path / "bom.csv").write_bytes(b"\xef\xbb\xbf0.5,1.5,1\n2.5,3.5,0\n4.0,5.0,1\n")
+    X, y = load_dataset(tmp_path / "bom.csv")
+    assert X.tolist() == [[0.5, 1.5], [2.5, 3.5], [4.0, 5.0]] and y.tolist() == [1, 0, 1]
+    (tmp_path / "bom_head.csv").write_bytes(b"\xef\xbb\xbflabel,f1,f2\n0,1,2\n1,3,4\n")
+    X, y = load_dataset(tmp_path / "bom_head.csv")
+    assert X.tolist() == [[1, 2], [3, 4]] and y.tolist() == [0, 1]
+    assert load_dataset(tmp_path / "bom_head.csv", label_column="label")[1].tolist() == [0, 1]
+    for content, where in (("1.0,,0\n2.0,3.0,1\n", "row 0"), ("1.0,NA,0\n2.0,3.0,1\n", "row 0")):
+        (tmp_path / "gap.csv").write_text(content)
+        with pytest.raises(ValueError, match=f"gap.csv: could not convert string .* at {where}.*none of them a number"):
+            load_dataset(tmp_path / "gap.csv")
+
+
 def test_load_dataset_from_a_libsvm_file(tmp_path, monkeypatch):
     pytest.importorskip("sklearn")
     from rowstoch_fast.datasets import load_dataset

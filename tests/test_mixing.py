@@ -244,6 +244,26 @@ def test_save_matrix_and_load_matrix_round_trip_exactly(ext, tmp_path, rng):
     np.testing.assert_array_equal(B.toarray(), A32.toarray())
 
 
+def test_an_edge_list_with_a_byte_order_mark_or_a_gap_in_its_first_line_loses_no_edge(tmp_path):
+    """A CSV edge list saved as Excel's "CSV UTF-8" (a byte-order mark first) lost its first edge, taken for a
+    header, and the run went on, exit 0; so did a first line with a gap (``0,1,NA``)."""
+    from rowstoch_fast import io
+    from rowstoch_fast.errors import UsageError
+
+    edges = b"0,2\n0,1\n1,2\n2,0\n"
+    (tmp_path / "plain.csv").write_bytes(edges)
+    (tmp_path / "bom.csv").write_bytes(b"\xef\xbb\xbf" + edges)
+    (tmp_path / "bom_head.csv").write_bytes(b"\xef\xbb\xbfsrc,dst\n" + edges)
+    (tmp_path / "bom.txt").write_bytes(b"\xef\xbb\xbf" + edges.replace(b",", b" "))
+    want = io.load_matrix(str(tmp_path / "plain.csv")).toarray()
+    assert want[0, 2] > 0
+    for name in ("bom.csv", "bom_head.csv", "bom.txt"):
+        np.testing.assert_array_equal(io.load_matrix(str(tmp_path / name)).toarray(), want)
+    (tmp_path / "gap.csv").write_bytes(b"0,1,NA\n1,0,1.0\n")
+    with pytest.raises(UsageError, match="gap.csv' cannot be read: could not convert string 'NA'"):
+        io.load_matrix(str(tmp_path / "gap.csv"))
+
+
 def test_a_matrix_market_file_with_nul_bytes_is_refused_not_a_crash(tmp_path):
     """SciPy's reader crashes the process on these (what SciPy 1.17 itself writes for float32 at precision 17)."""
     from rowstoch_fast import io
