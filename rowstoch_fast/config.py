@@ -40,6 +40,7 @@ import math
 import os
 import sys
 
+from ._checks import did_you_mean
 from .network import options as network_options
 
 __all__ = ["load", "preset_path", "schema", "SCHEMA"]
@@ -171,14 +172,24 @@ def load(path):
                           if os.path.isdir(name) else f"--config {name!r} does not exist")
     try:
         with open(name, "rb") as fh:
-            raw = _toml().load(fh)
+            text = fh.read().decode("utf-8-sig")  # (a byte-order mark, which some editors write, read as nothing)
     except OSError as exc:
         raise ConfigError(f"--config {name!r} cannot be read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"--config {name!r} is not UTF-8 text (byte {exc.start}): TOML files are UTF-8") from None
+    try:
+        raw = _toml().loads(text)
     except Exception as exc:  # tomllib.TOMLDecodeError: its message says the line and column
         raise ConfigError(f"--config {name!r} is not valid TOML: {exc}") from None
     options, algorithms = {}, {}
     tables, choices_of, item_help = schema(), _choices(), network_options.toml_item_help()
     for table, body in raw.items():
+        if not isinstance(body, dict) and table not in tables and table != "algorithms":  # (a key above every table)
+            home = [t for t, keys in tables.items() if table in keys]
+            raise ConfigError(f"{name}: {table} = {body!r} stands outside any table: "
+                              + (f"put it under [{home[0]}]" if home else
+                                 f"no table has a key {table!r}{did_you_mean(table, [k for ks in tables.values() for k in ks])}")
+                              + f"; the tables are {', '.join([*tables, 'algorithms'])}")
         if table == "algorithms":
             if not isinstance(body, dict) or not body:
                 raise ConfigError(f"{name}: [algorithms] must hold one table per algorithm, e.g. [algorithms.dsgd]")
@@ -195,7 +206,8 @@ def load(path):
                                                     and (settings[key] > low[0] or low[1])):
                             raise ConfigError(f"{name}: [algorithms.{algo}] {key} must be {low[2]}, got {value!r}")
                     elif takes is not None and key not in takes:
-                        raise ConfigError(f"{name}: [algorithms.{algo}] {key}: unknown key; the keys are "
+                        raise ConfigError(f"{name}: [algorithms.{algo}] {key}: unknown key"
+                                          f"{did_you_mean(key, [*ALGORITHM_KEYS, *takes])}; the keys are "
                                           f"{', '.join([*ALGORITHM_KEYS, *takes])}")
                     elif isinstance(value, dict) or isinstance(value, list) and not all(
                             isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
@@ -207,13 +219,17 @@ def load(path):
                 algorithms[algo] = dict(settings)
             continue
         if table not in tables:
-            raise ConfigError(f"{name}: [{table}]: unknown table; the tables are "
-                              f"{', '.join([*tables, 'algorithms'])}")
+            raise ConfigError(f"{name}: [{table}]: unknown table{did_you_mean(table, [*tables, 'algorithms'])}; the "
+                              f"tables are {', '.join([*tables, 'algorithms'])}")
         if not isinstance(body, dict):
             raise ConfigError(f"{name}: {table} must be a table ([{table}]), got {type(body).__name__}")
         for key, value in body.items():
             if key not in tables[table]:
-                raise ConfigError(f"{name}: [{table}] {key}: unknown key; the keys are {', '.join(tables[table])}")
+                home = [t for t, keys in tables.items() if key in keys]  # (a key of another table)
+                raise ConfigError(f"{name}: [{table}] {key}: unknown key"
+                                  + (f" here; it belongs under [{home[0]}]" if home else
+                                     did_you_mean(key, tables[table]))
+                                  + f"; the keys are {', '.join(tables[table])}")
             dest, kind = tables[table][key]
             value = _check_value(f"{name}: [{table}] {key}", value, kind)
             if dest in SEEDS and isinstance(value, int) and not 0 <= value <= 2**64 - 1:  # (checked here: the

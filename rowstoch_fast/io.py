@@ -119,6 +119,9 @@ def _load_edge_list(path, normalize, dtype=np.float64):
         raise UsageError(f"edge list {path!r}: edge {bad} ({rows[bad, 0]:g} {rows[bad, 1]:g}) is not a pair of "
                          "non-negative integer node ids (0-based)")
     edges = edges.astype(np.int64)
+    if edges.min() > 0:  # (node 0 in no edge: isolated, and a 1-based list was refused as "not strongly connected")
+        raise UsageError(f"edge list {path!r}: node 0 appears in no edge, the smallest id is {int(edges.min())}: node "
+                         "ids are 0-based (a 1-based list: subtract 1 from every id)")
     n = int(edges.max()) + 1
     if rows.shape[1] == 2:
         return MixingMatrix.from_edges(n, edges, "in-degree")

@@ -2720,8 +2720,15 @@ def test_cli_compare_runs_an_experiment_file_and_saves_what_made_the_results(tmp
 
 
 @pytest.mark.parametrize("edit, fragment", [
-    (lambda t: t.replace("[run]", "[runs]"), "[runs]: unknown table; the tables are network, objective, communication, run"),
-    (lambda t: t.replace("repeats = 2", "repets = 2"), "[run] repets: unknown key; the keys are rounds_budget"),
+    (lambda t: t.replace("[run]", "[runs]"),
+     "[runs]: unknown table (did you mean 'run'?); the tables are network, objective, communication, run"),
+    (lambda t: t.replace("repeats = 2", "repets = 2"),
+     "[run] repets: unknown key (did you mean 'repeats'?); the keys are rounds_budget"),
+    (lambda t: t.replace("lr = 0.1", "lrr = 0.1"), "[algorithms.dsgd] lrr: unknown key (did you mean 'lr'?)"),
+    (lambda t: "seed = 3\n" + t, "seed = 3 stands outside any table: put it under [run]; the tables are network"),
+    (lambda t: t.replace("repeats = 2", "repeats = 2\nd = 4"),
+     "[run] d: unknown key here; it belongs under [objective]; the keys are rounds_budget"),
+    (lambda t: t.replace("repeats = 2", "repeats = 2\nmg_rounds = 0"), "[run] mg_rounds must be >= 1"),
     (lambda t: t.replace("repeats = 2", 'repeats = "2"'), "[run] repeats must be an integer, got str '2'"),
     (lambda t: t.replace("lr = 0.1", 'lr = "fast"'), "[algorithms.dsgd] lr must be a number, got str 'fast'"),
     (lambda t: t.replace("[algorithms.push-pull]", "[algorithms.pushpull]"), "unknown algorithm 'pushpull'"),
@@ -2747,6 +2754,30 @@ def test_a_bad_experiment_file_is_one_line_naming_the_key_and_writes_nothing(tmp
     rc, _, err = rowstoch_here("compare", "--config", cfg, "--out", tmp_path / "out", "--no-progress")
     assert_one_line_error(rc, err, fragment)
     assert not (tmp_path / "out").exists()
+
+
+def test_an_experiment_file_with_a_byte_order_mark_runs_and_a_batch_above_the_data_file_s_is_refused(tmp_path):
+    """A TOML file saved with a byte-order mark was "not valid TOML (line 1, column 1)"; ``batch = 20`` over a
+    data file of 10 rows per node ran at 10, unsaid (the default, 200, still adapts to the file)."""
+    cfg = tmp_path / "exp.toml"
+    cfg.write_bytes(b"\xef\xbb\xbf" + EXPERIMENT.replace("repeats = 2", "repeats = 1").encode())
+    rc, _, err = rowstoch_here("compare", "--config", cfg, "--rounds-budget", "5", "--out", tmp_path / "o",
+                               "--no-progress", "-q")
+    assert rc == 0, err
+    rng = np.random.default_rng(0)
+    np.savez(tmp_path / "d.npz", H=rng.standard_normal((80, 3)), y=np.sign(rng.standard_normal(80)))
+    data = EXPERIMENT.replace('kind = "least-squares"\nsamples_per_node = 6\nd = 3',
+                              'kind = "logistic-l2"\ndata_file = "d.npz"\nbatch = 20')
+    cfg.write_text(data)
+    rc, _, err = rowstoch_here("compare", "--config", cfg, "--out", tmp_path / "o2", "--no-progress")
+    assert_one_line_error(rc, err, "[objective] batch 20 exceeds the 10 samples per node of [objective] data_file")
+    rc, _, err = rowstoch_here("compare", "--config", cfg, "--batch", "10", "--rounds-budget", "5", "--out",
+                               tmp_path / "o3", "--no-progress", "-q")
+    assert rc == 0, err
+    cfg.write_text(data.replace("batch = 20\n", ""))
+    rc, _, err = rowstoch_here("compare", "--config", cfg, "--rounds-budget", "5", "--out", tmp_path / "o4",
+                               "--no-progress", "-q")
+    assert rc == 0, err  # (the default, lowered to the file's 10)
 
 
 def test_missing_experiment_file_and_two_files_are_refused(tmp_path):

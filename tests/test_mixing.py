@@ -259,6 +259,9 @@ def test_an_edge_list_with_a_byte_order_mark_or_a_gap_in_its_first_line_loses_no
     assert want[0, 2] > 0
     for name in ("bom.csv", "bom_head.csv", "bom.txt"):
         np.testing.assert_array_equal(io.load_matrix(str(tmp_path / name)).toarray(), want)
+    (tmp_path / "one_based.txt").write_bytes(b"1 2\n2 3\n3 1\n")
+    with pytest.raises(UsageError, match=r"node 0 appears in no edge, the smallest id is 1: node ids are 0-based"):
+        io.load_matrix(str(tmp_path / "one_based.txt"))
     (tmp_path / "gap.csv").write_bytes(b"0,1,NA\n1,0,1.0\n")
     with pytest.raises(UsageError, match="gap.csv' cannot be read: could not convert string 'NA'"):
         io.load_matrix(str(tmp_path / "gap.csv"))

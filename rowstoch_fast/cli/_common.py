@@ -206,11 +206,26 @@ def _objective_from_args(args, n):
         H, Y = split_samples(f.H, f.Y, n, split, seed=args.data_seed)
     except (ValueError, TypeError) as exc:
         raise UsageError(f"--split {split}: {exc}") from None
-    again = type(f)(H, Y, n, batch=min(f.batch, len(Y) // n), dtype=f.dtype, test_data=f.test_data,
-                    **f._regulariser())
+    again = type(f)(H, Y, n, batch=_batch_for(args, len(Y) // n, f"after --split {split}"), dtype=f.dtype,
+                    test_data=f.test_data, **f._regulariser())
     if hasattr(f, "x_opt"):
         again.x_opt = f.x_opt
     return again
+
+
+#: ``--batch``'s default: the mini-batch per node and gradient of the logistic objectives.
+DEFAULT_BATCH = 200
+
+
+def _batch_for(args, rows, where):
+    """``--batch`` for nodes of ``rows`` samples each: the default (:data:`DEFAULT_BATCH`) lowered to ``rows``
+    where they are fewer; a batch given above them refused (it was lowered, unsaid: a file's ``batch = 20`` ran
+    at 10)."""
+    given = "--batch" in args.given if hasattr(args, "given") else args.batch != DEFAULT_BATCH
+    if args.batch > rows and given:
+        raise UsageError(f"--batch {args.batch} exceeds the {rows} samples per node {where} (give --batch {rows} or "
+                         "fewer)")
+    return min(args.batch, rows)
 
 
 def _objective_of(args, n):
@@ -227,12 +242,14 @@ def _objective_of(args, n):
         if len(y) % n:
             raise UsageError(f"--data-file {args.data_file!r} has {len(y)} rows, which the {n} nodes cannot share "
                              f"evenly (node i takes the i-th of {n} equal blocks of its rows)")
+        batch = _batch_for(args, len(y) // n, f"of --data-file {args.data_file!r}") \
+            if args.objective != "least-squares" else None
         try:  # (the file's arrays refused by the objective: "H must be finite" named no option)
             if args.objective == "least-squares":
                 return LeastSquares(H, y, n)
             if args.objective == "logistic-l2":
-                return LogisticL2(H, y, n, lam=args.lam, batch=min(args.batch, len(y) // n), dtype=dtype)
-            return NonconvexLogistic(H, y, n, rho=args.rho, batch=min(args.batch, len(y) // n), dtype=dtype)
+                return LogisticL2(H, y, n, lam=args.lam, batch=batch, dtype=dtype)
+            return NonconvexLogistic(H, y, n, rho=args.rho, batch=batch, dtype=dtype)
         except (ValueError, TypeError) as exc:
             raise UsageError(f"--data-file {args.data_file!r}: {exc}") from None
     test = getattr(args, "test_samples", 0) or 0  # (held-out samples of the synthetic law)

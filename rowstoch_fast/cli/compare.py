@@ -163,6 +163,8 @@ def _compare(args):
         raise UsageError("--algorithms is empty; name at least one algorithm ('rowstoch algorithms' lists them)")
     names = [a.strip() for a in args.algorithms.split(",")] if args.algorithms else list(cmp.ALGORITHMS)
     written = {str(token).split("=", 1)[0] for token in getattr(args, "argv", []) if str(token).startswith("--")}
+    if args.mg_rounds is not None and args.mg_rounds < 1:  # (a file's, dropped below unread: checked first)
+        raise UsageError(f"--mg-rounds must be >= 1 (gossip rounds per iteration), got {args.mg_rounds}")
     if "--mg-rounds" in getattr(args, "file_keys", {}) and "--mg-rounds" not in written and \
             not any(a.startswith("mg-") for a in names):  # (the file's R, for mg-* methods the command line left
         # out: `--preset paper --algorithms pull-diag-gt` was refused, naming the shipped file)
