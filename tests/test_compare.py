@@ -215,6 +215,36 @@ def test_tuning_runs_every_rate_over_the_whole_budget_then_refines(problem):
     assert cmp.summary(frame)["lr_source"].tolist() == ["tuned", "given"]
 
 
+def test_the_fine_refinement_halves_the_steps_to_a_neighbour_far_above_the_best():
+    """A method converging linearly ends exponentially in its rate: GT-SVRG on a helper's least squares ended 25x
+    above a rate between the quarter steps (5.6e-5 at 0.0316, 2.2e-6 at 0.0398). Where a neighbour of the best
+    ends further above it than they are apart, more than 1.25x (and two standard errors of their difference on
+    noisy streams), and the other does too or was rejected (a narrow valley), the steps to both are halved, twice
+    at most; never where a neighbour ends close to the best (a noise floor, a bias, a transient)."""
+    assert tuning._fine(0.1, {0.0316: 0.24, 0.1: 0.2, 0.316: 0.24}) == []  # (within 1.25x: nothing)
+    assert tuning._fine(0.1, {0.0316: 0.5, 0.1: 0.2, 0.316: math.inf}) == []  # (2.5x over 3.16x apart: a floor)
+    assert tuning._fine(0.1, {0.0316: 5.0, 0.1: 0.2, 0.316: 0.22}) == []  # (steep on one side, flat on the other)
+    got = tuning._fine(0.1, {0.0316: 5.0, 0.1: 0.2, 0.316: math.inf})  # (25x: steep; and the edge above)
+    assert got == [pytest.approx(math.sqrt(0.0316 * 0.1), rel=1e-5), pytest.approx(math.sqrt(0.0316), rel=1e-4)]
+    assert tuning._fine(0.1, {0.0562: 0.5, 0.1: 0.2, 0.178: 0.6}, rel=0.35) == []  # (2.5x: within 2 SE of noise)
+    assert tuning._fine(0.1, {0.0562: 0.5, 0.1: 0.2, 0.178: 0.6}) == [pytest.approx(math.sqrt(0.00562), rel=1e-4),
+                                                                      pytest.approx(math.sqrt(0.0178), rel=1e-4)]
+    assert tuning._fine(0.1, {0.1: 0.2, 0.316: 9.0}) == [pytest.approx(math.sqrt(0.0316), rel=1e-3)]
+    # a deterministic problem (one replica a rate): the fine stages run, and the rate chosen is the lowest-ending
+    rng = np.random.default_rng(2)
+    n, m, d = 8, 12, 6
+    H = rng.standard_normal((n * m, d)) * np.logspace(0, 0.3, d)
+    f = LeastSquares(H, H @ rng.standard_normal(d) + rng.standard_normal(n * m), n)
+    frame = cmp.compare(topology.ring(n, directed=False, weights="metropolis"), f, "diging", 150, repeats=1,
+                        progress=False)
+    record = frame.attrs["tuning"]["diging"]
+    names = [stage["name"] for stage in record["stages"]]
+    scores = {lr: sc for stage in record["stages"] for lr, sc in stage["scores"].items()}
+    assert names[:2] == ["grid", "refine"] and "fine" in names and len(names) <= 2 + tuning.FINE_STAGES + 3
+    coarse = min(sc for stage in record["stages"][:2] for sc in stage["scores"].values())
+    assert scores[record["chosen"]] == min(scores.values()) < coarse / 100  # (377x lower here)
+
+
 def test_tuning_draws_streams_no_repetition_draws_and_the_same_for_every_rate(problem, monkeypatch):
     A, f = problem
     import importlib
@@ -714,7 +744,8 @@ def test_a_noisy_tuning_confirms_its_contenders_on_more_streams(problem, monkeyp
     # exact gradients: one replica a rate and no confirmation
     exact = cmp.compare(A, LeastSquares.synthetic(8, samples_per_node=10, d=4, seed=0), "dsgd", 100, repeats=1,
                         progress=False).attrs["tuning"]["dsgd"]
-    assert [stage["name"] for stage in exact["stages"]] == ["grid", "refine"] and "noise" not in exact
+    names = [stage["name"] for stage in exact["stages"]]
+    assert names[:2] == ["grid", "refine"] and set(names[2:]) <= {"fine"} and "noise" not in exact
 
 
 def test_a_confirmation_draws_messages_no_earlier_stage_drew():
