@@ -13,9 +13,9 @@ just below the too large ones), the tuner
 searches there (:func:`_search`: the grid is a guess at the data's units), and where it finds stable rates, runs a
 grid's worth of rates on from the first of them (:func:`_moved_grid`). The best candidate is then refined: the
 geometric midpoints with its neighbours (a quarter decade of the default grid) on either side, and past the edge
-of what was tried when it is at the edge, in a second batched run; where a neighbour of the best then ends more
-than 1.25x above it (a method that converges linearly ends exponentially in its rate), the steps to it are
-halved, twice at most (:func:`_fine`). Where the gradients or the messages are random and two streams cannot order
+of what was tried when it is at the edge, in a second batched run; where the best then lies in a narrow valley
+(its neighbours end steeply above it: a method that converges linearly ends exponentially in its rate), the steps
+to them are halved, twice at most (:func:`_fine`). Where the gradients or the messages are random and two streams cannot order
 the candidates (the relative standard error of their replicas' final values, pooled, at least :data:`CONFIRM_NOISE`),
 the contenders (:func:`contenders`: the best, the others within two standard errors of it, then its neighbours
 within a grid step) run again on as many more streams as that noise needs (:func:`confirm_repeats`; in runs no wider
@@ -134,14 +134,13 @@ NO_PROGRESS = 1.0 / STABILITY_FACTOR
 TAIL = 0.25
 #: Steps of refinement past the grid's edge, one batched run each, while the best rate is the outermost tried.
 MAX_EXTENSIONS = 3
-#: Batched runs of the fine refinement (:func:`_fine`) after the quarter steps: halving the step to the best's
-#: neighbours each time (eighth, then sixteenth decades of the default grid) while a neighbour ends more than
-#: :data:`FINE_GAIN` times above the best or was rejected.
+#: Batched runs of the fine refinement (:func:`_fine`) after the quarter steps: halving the steps to the best's
+#: neighbours each time (eighth, then sixteenth decades of the default grid) while it lies in a narrow valley.
 FINE_STAGES = 2
-#: A neighbour of the best rate that ends more than this factor above it (the evaluation's 1.25x), and further
-#: than the rates are apart (on noisy streams, more than two standard errors of their difference too: :func:`_fine`),
-#: may have the best rate between them: a method converging linearly ends exponentially in its rate (GT-SVRG on a
-#: helper's least squares: 5.6e-5 at the tuned 0.0316, 2.2e-6 at 0.0398, 2.8e-3 at the quarter step up 0.0562).
+#: A neighbour of the best rate ends steeply above it (:func:`_fine`) when more than this factor (the
+#: evaluation's 1.25x) and further than the rates are apart (on noisy streams, more than two standard errors of
+#: their difference too): a method converging linearly ends exponentially in its rate (GT-SVRG on a helper's
+#: least squares: 5.6e-5 at the tuned 0.0316, 2.2e-6 at 0.0398, 2.8e-3 at the quarter step up 0.0562).
 FINE_GAIN = 1.25
 #: Batched runs of the search for a stable rate where the grid has none (:func:`_search`).
 SEARCH_STAGES = 4
