@@ -2760,6 +2760,15 @@ def test_cli_compare_runs_an_experiment_file_and_saves_what_made_the_results(tmp
     (lambda t: t.replace("repeats = 2", "repeats = 2\nd = 4"),
      "[run] d: unknown key here; it belongs under [objective]; the keys are rounds_budget"),
     (lambda t: t.replace("repeats = 2", "repeats = 2\nmg_rounds = 0"), "[run] mg_rounds must be >= 1"),
+    # a key the file left out is named as a key, not a flag; a refusal that names no key names the file
+    (lambda t: t.replace("n = 8", "n = 8\nnormalize = true"),
+     "exp.toml: [network] normalize is not read without [network] matrix"),
+    (lambda t: t.replace('"ring"', '"exponential"').replace("undirected = true\n", ""),
+     "exponential: [network] weights = 'metropolis' needs an undirected graph: 6 sends to 0 but 0 does not send to 6 "
+     "(add [network] undirected)"),
+    (lambda t: t.replace('formats = ["png", "svg"]', 'formats = ["png", "svg"]\nx = "cost"'),
+     "exp.toml: [outputs] x cost needs [outputs] cost_weights"),
+    (lambda t: t.replace("n = 8", "n = -3"), "exp.toml: cannot build ring with n=-3"),
     (lambda t: t.replace("repeats = 2", 'repeats = "2"'), "[run] repeats must be an integer, got str '2'"),
     (lambda t: t.replace("lr = 0.1", 'lr = "fast"'), "[algorithms.dsgd] lr must be a number, got str 'fast'"),
     (lambda t: t.replace("[algorithms.push-pull]", "[algorithms.pushpull]"), "unknown algorithm 'pushpull'"),

@@ -489,6 +489,10 @@ def _read_experiment_file(args):
     keys = {name: key for name, _, key in network_options.spellings()}
     where = {dest: f"[{table}] {key}" for table, body in config.schema().items() for key, (dest, _) in body.items()}
     args.file_name, args.file_communication, args.file_keys = os.fspath(path), {}, {}
+    written = set(args.given)  # (the options on the command line: named as flags in a refusal)
+    args.file_spelling = {_FILE_OPTIONS.get(dest) or flags.get(dest) or "--" + dest.replace("_", "-"): name
+                          for dest, name in where.items()}  # (every option the file could set: its key)
+    args.file_spelling = {flag: name for flag, name in args.file_spelling.items() if flag not in written}
     for dest, value in options.items():
         option = _FILE_OPTIONS.get(dest) or flags.get(dest) or "--" + dest.replace("_", "-")
         if option not in args.given:
@@ -544,12 +548,17 @@ def _as_in_the_file(args, exc):
         return UsageError(f"{args.file_name}: [communication] "
                           + re.sub(flag, lambda m: keys.get(m.group(0), m.group(0)), text))
     other = getattr(args, "file_keys", {})  # (another table's key: "FILE: [run] rounds_budget must be ...")
-    if any(m in other for m in named):
-        return UsageError(f"{args.file_name}: " + re.sub(flag, lambda m: other.get(m.group(0), m.group(0)), text))
+    spelled = {**getattr(args, "file_spelling", {}), **other}  # (and a key the file left out: "add --undirected"
+    # is "add [network] undirected" to the author of a file)
     first = re.match(r"(?:unknown )?([a-z_]+)\b", text)  # ("batch must be ...", "unknown topology 'rign' ...")
-    if first and first.group(1) in other:
+    text = re.sub(flag, lambda m: spelled.get(m.group(0), m.group(0)), text)
+    keyword = r"\b([a-z_]+)=('[^']*')"  # (the library's words: tracker='perron', which the file sets as a key)
+    said = [k for k in re.findall(keyword, text) if "--" + k[0].replace("_", "-") in spelled]
+    text = re.sub(keyword, lambda m: f"{spelled['--' + m.group(1).replace('_', '-')]} = {m.group(2)}"
+                  if "--" + m.group(1).replace("_", "-") in spelled else m.group(0), text)
+    if first and first.group(1) in other and not any(m in other for m in named) and not said:
         return UsageError(f"{args.file_name}: {other[first.group(1)]}: {text}")
-    return exc
+    return UsageError(f"{args.file_name}: {text}")  # (at least the file: "cannot build exponential with n=-3")
 
 
 #: What may be written beside ``--resume DIR`` (the rest is the comparison's own, in DIR/experiment.json).
