@@ -2748,6 +2748,11 @@ def test_cli_compare_runs_an_experiment_file_and_saves_what_made_the_results(tmp
     rc, _, err = rowstoch("compare", "--config", cfg, "--repeats", "1", "--out", tmp_path / "o2", "--no-progress")
     assert rc == 0, err
     assert json.loads((tmp_path / "o2" / "experiment.json").read_text())["settings"]["repeats"] == 1
+    # and a file's true turned off there (--no-undirected: there was no way to)
+    rc, _, err = rowstoch("compare", "--config", cfg, "--no-undirected", "--weights", "in-degree", "--repeats", "1",
+                          "--rounds-budget", "5", "--out", tmp_path / "o3", "--no-progress")
+    assert rc == 0, err
+    assert json.loads((tmp_path / "o3" / "experiment.json").read_text())["settings"]["undirected"] is False
 
 
 @pytest.mark.parametrize("edit, fragment", [

@@ -495,7 +495,7 @@ def _read_experiment_file(args):
     args.file_spelling = {flag: name for flag, name in args.file_spelling.items() if flag not in written}
     for dest, value in options.items():
         option = _FILE_OPTIONS.get(dest) or flags.get(dest) or "--" + dest.replace("_", "-")
-        if option not in args.given:
+        if option not in args.given and "--no-" + option[2:] not in args.given:  # (--no-undirected wins too)
             if dest in ("matrix", "data_file"):
                 value = _file_relative(value, path)
             elif dest in keys and isinstance(value, str) and "@" in value:  # (per-node values from a file: @FILE)
@@ -551,6 +551,8 @@ def _as_in_the_file(args, exc):
     spelled = {**getattr(args, "file_spelling", {}), **other}  # (and a key the file left out: "add --undirected"
     # is "add [network] undirected" to the author of a file)
     first = re.match(r"(?:unknown )?([a-z_]+)\b", text)  # ("batch must be ...", "unknown topology 'rign' ...")
+    if any(m in args.given and m not in other for m in named) or named and not any(m in spelled for m in named):
+        return exc  # (an option written on the command line: the message in its words)
     text = re.sub(flag, lambda m: spelled.get(m.group(0), m.group(0)), text)
     keyword = r"\b([a-z_]+)=('[^']*')"  # (the library's words: tracker='perron', which the file sets as a key)
     said = [k for k in re.findall(keyword, text) if "--" + k[0].replace("_", "-") in spelled]

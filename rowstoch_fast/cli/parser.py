@@ -48,9 +48,10 @@ def _network_options(parser):
     net.add_argument("--n", type=_positive_int, default=None, help="number of nodes (default 16; not for paper-*)")
     net.add_argument("--matrix", help="matrix file instead of --topology: .npz (scipy sparse), .mtx, .npy (dense) "
                                       "or an edge list (see 'rowstoch metrics --help')")
-    net.add_argument("--normalize", action="store_true",
-                     help="divide each row of --matrix by its sum (otherwise rows must sum to 1)")
-    net.add_argument("--undirected", action="store_true",
+    net.add_argument("--normalize", action=argparse.BooleanOptionalAction, default=False,
+                     help="divide each row of --matrix by its sum (otherwise rows must sum to 1; --no-normalize: "
+                          "an experiment file's normalize = true off)")
+    net.add_argument("--undirected", action=argparse.BooleanOptionalAction, default=False,
                      help="link the edges of a directed topology (" + ", ".join(DIRECTED_TOPOLOGIES) + ") both ways")
     net.add_argument("--weights", choices=["in-degree", "metropolis"], default="in-degree",
                      help="in-degree: the paper's rule; metropolis: the doubly stochastic Metropolis-Hastings W of an "

@@ -330,7 +330,8 @@ def add_arguments(parser):
     group = parser.add_argument_group("communication (rowstoch_fast.network)")
     for opt in [*declared(), NETWORK_SEED]:
         if opt.kind is bool:
-            group.add_argument(opt.flag, dest=opt.name, action="store_true", help=opt.help)
+            group.add_argument(opt.flag, dest=opt.name, action=argparse.BooleanOptionalAction, default=False,
+                               help=opt.help)  # (--no-FLAG: an experiment file's key = true off)
             continue
         kw = {"dest": opt.name, "default": opt.default, "help": opt.help}
         cli_type = opt.cli_type
