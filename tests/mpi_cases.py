@@ -331,6 +331,34 @@ def case_settings_differ(out):
         np.savez(out, outcomes=np.array(outcomes), names=np.array(list(runs)))
 
 
+def case_states_differ(out):
+    """state_dict() (None on the ranks but the root) passed straight to from_state_dict: an AttributeError on rank 1
+    while rank 0 waited for it, a hang; ranks resuming states one step apart ran on, mixed, or hung (local steps)."""
+    from rowstoch_fast import LocalDSGD, PullDiagGT
+
+    A = topology.exponential(8)
+    b = np.arange(16.0).reshape(8, 2)
+    opt = PullDiagGT(A, np.zeros((8, 2)), 0.05, backend="mpi")
+    for _ in range(3):
+        opt.step(lambda X: X - b[opt.local_nodes] if X.shape[-2] < 8 else X - b)
+    state = opt.state_dict()
+    shared = comm.bcast(state, root=0)
+    ahead = PullDiagGT.from_state_dict(shared, A=A)  # (one process: a step further on rank 1)
+    if rank == 1:
+        ahead.step(lambda X: X - b)
+    moved = ahead.state_dict()
+    local = LocalDSGD(topology.ring(8, directed=False, weights="metropolis"), np.zeros((8, 2)), 0.05, local_steps=4)
+    for _ in range(5 + rank):
+        local.step(lambda X: X - b)
+    runs = {"none": lambda: PullDiagGT.from_state_dict(state, A=A, backend="mpi"),
+            "shared": lambda: PullDiagGT.from_state_dict(shared, A=A, backend="mpi"),
+            "apart": lambda: PullDiagGT.from_state_dict(moved, A=A, backend="mpi"),
+            "local": lambda: LocalDSGD.from_state_dict(local.state_dict(), backend="mpi")}
+    outcomes = comm.gather([_outcome(fn) for fn in runs.values()], root=0)
+    if rank == 0:
+        np.savez(out, outcomes=np.array(outcomes), names=np.array(list(runs)))
+
+
 def case_metric_raises(out):
     """A user's metric that raises: measured on rank 0 alone, it hung the others in the next collective."""
     import rowstoch_fast as rf

@@ -380,6 +380,18 @@ def test_settings_that_differ_between_ranks_are_refused_on_every_rank(tmp_path):
         assert "differ between the MPI ranks: network is" in outcome["graph"]
 
 
+def test_a_resume_of_different_states_on_the_ranks_is_refused_on_every_rank(tmp_path):
+    got = mpirun("states_differ", 2, tmp_path)
+    names = [str(n) for n in got["names"]]
+    for rank_outcomes in got["outcomes"]:
+        outcome = dict(zip(names, map(str, rank_outcomes)))
+        assert outcome["shared"] == "no error"
+        assert outcome["none"].startswith("ValueError: state is None on rank(s) [1]: state_dict() returns the state "
+                                          "on the root only")
+        assert outcome["apart"] == outcome["local"] == ("ValueError: the ranks passed different states (ranks [0] "
+                                                        "/ [1]): every rank must resume the same state_dict()")
+
+
 def test_a_users_metric_that_raises_under_mpi_raises_on_every_rank(tmp_path):
     """Rank 0 alone measures the user's metrics: where one raised, rank 0 reported it and the others waited in the
     next collective for ever."""

@@ -173,6 +173,11 @@ class Persistence:
             :class:`~rowstoch_fast.composite.Prox` (only its name is saved); the built-in ones are rebuilt.
         """
         fmt = f"rowstoch_fast.{cls.__name__}/1"
+        if backend == "mpi" or comm is not None:
+            _same_state_on_every_rank(state, comm)
+        if state is None:
+            raise ValueError(f"state is None: pass the dict returned by {cls.__name__}.state_dict() (under MPI it is "
+                             "returned on the root only, None on the other ranks)")
         unset = [str(k) for k in np.atleast_1d(np.asarray(state.get("unset", [])))]  # (hyperparameters left None)
         needed = {"format", "shape", "iteration", *(set(cls.hyper) - set(unset))}
         if not cls.saved_options:  # (the blocks are the class's: checked before anything is built; with options,
@@ -274,6 +279,40 @@ class Persistence:
                 raise type(exc)(f"state['lr_next']: {exc}") from None
             opt._lr_next = pending
         return opt
+
+
+def _digest(state):
+    """A digest of a state dict (its keys, and each value's dtype, shape and bytes); None for None."""
+    import hashlib
+
+    if state is None:
+        return None
+    h = hashlib.sha256()
+    for key in sorted(map(str, state)):
+        value = np.ascontiguousarray(state[key])
+        h.update(f"{key}|{value.dtype.str}|{value.shape}|".encode())
+        h.update(value.tobytes() if value.dtype.kind != "O" else repr(value.tolist()).encode())
+    return h.hexdigest()
+
+
+def _same_state_on_every_rank(state, comm):
+    """Under MPI: a ValueError on every rank unless every rank passed the same state (a rank with None: the state
+    of ``state_dict()``, which the root alone returns, not shared; a rank of another state: the ranks resumed
+    different runs, which hung or mixed them silently)."""
+    from ..backends.mpi import _mpi
+
+    comm = comm if comm is not None else _mpi().COMM_WORLD
+    digests = comm.allgather(_digest(state))
+    if len(set(digests)) == 1:
+        return
+    missing = [r for r, d in enumerate(digests) if d is None]
+    if missing:
+        raise ValueError(f"state is None on rank(s) {missing}: state_dict() returns the state on the root only (None "
+                         "on the other ranks); share it first (state = comm.bcast(state, root=0)), or save it with "
+                         "np.savez and load it on every rank")
+    groups = sorted({d: [r for r, e in enumerate(digests) if e == d] for d in digests}.values())
+    raise ValueError(f"the ranks passed different states (ranks {' / '.join(map(str, groups))}): every rank must "
+                     "resume the same state_dict()")
 
 
 def _saved_calls(state, kinds):
