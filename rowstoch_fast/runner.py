@@ -17,6 +17,7 @@ from . import _core, backends
 from ._checks import MAX_KEY, check_int, check_step_size, check_tracker, load_npz_file, precision_of, require_memory
 from ._metric_names import METRICS, TEST_METRICS  # (the metrics of every record, in order; the test ones)
 from ._progress import bar as progress_bar
+from ._files import atomic_write
 from ._signals import first, hold, put_back, signals_held, sigterm_as_interrupt
 from .algorithms import REGISTRY
 from .algorithms import names as _algorithm_names
@@ -351,8 +352,9 @@ class History:
         return float(self.frame.loc[self.frame["iteration"] == last, metric].mean())
 
     def to_csv(self, path, summary=True):
-        """Write the summary (or the raw rows) as CSV."""
-        (self.summary() if summary else self.frame).to_csv(path, index=False)
+        """Write the summary (or the raw rows) as CSV (whole: through a temporary file renamed over it)."""
+        table = self.summary() if summary else self.frame
+        atomic_write(os.fspath(path), lambda f: table.to_csv(f, index=False))
 
     def to_json(self, path):
         """Write metadata, summary and raw rows as one (strict) JSON document: a metric an algorithm does not
@@ -363,8 +365,8 @@ class History:
         payload = {"meta": self.meta, "status": status, "interrupted": self.interrupted,
                    "diverged": status == "diverged",
                    "summary": self.summary().to_dict(orient="list"), "rows": self.frame.to_dict(orient="list")}
-        with open(path, "w") as f:
-            json.dump(_finite_or_none(payload), f, indent=1, default=_json_default, allow_nan=False)
+        atomic_write(os.fspath(path), lambda f: json.dump(_finite_or_none(payload), f, indent=1,
+                                                          default=_json_default, allow_nan=False))  # (whole)
 
     #: What :meth:`save` writes: the summary, everything, and (with matplotlib) the figure.
     FILES = ("history.csv", "history.json", "grad_norm.png")
@@ -380,17 +382,19 @@ class History:
         if os.path.exists(folder) and not os.path.isdir(folder):
             raise NotADirectoryError(f"folder {folder!r} is a file; History.save writes a folder of files")
         os.makedirs(folder, exist_ok=True)  # (a folder not made yet, as ``rowstoch run --out`` makes it)
-        self.to_csv(os.path.join(folder, table))
-        self.to_json(os.path.join(folder, document))
-        written = [table, document]
-        try:
-            pyplot()  # (a notebook's backend is left as it is: Agg only where pyplot was not imported)
-        except ImportError:
-            return written
-        with axes_for(None, (5, 3.5), os.path.join(folder, figure), dpi=120) as ax:
-            self.plot("grad_norm", ax=ax, label=label)
-            if title:
-                ax.set_title(title)
+        with signals_held():  # (the files written together: a SIGTERM in the JSON's writing left it 0 bytes, and
+            # --resume took the folder for another run's)
+            self.to_csv(os.path.join(folder, table))
+            self.to_json(os.path.join(folder, document))
+            written = [table, document]
+            try:
+                pyplot()  # (a notebook's backend is left as it is: Agg only where pyplot was not imported)
+            except ImportError:
+                return written
+            with axes_for(None, (5, 3.5), os.path.join(folder, figure), dpi=120) as ax:
+                self.plot("grad_norm", ax=ax, label=label)
+                if title:
+                    ax.set_title(title)
         return written + [figure]
 
     def plot(self, metric="grad_norm", ax=None, x="communication_rounds", label=None, path=None, **kwargs):

@@ -207,6 +207,10 @@ def test_run_refuses_to_replace_an_earlier_runs_history(tmp_path, capsys):
     assert cli.main([*base, "--topology", "ring", "--out", str(star), "--iterations", "9",
                      "--resume", str(tmp_path / "ck.npz")]) == 2  # (a resume into another run's folder)
     assert "holds the results of another run" in _one_line(capsys)
+    (star / "history.json").write_text('{"meta": ')  # (damaged: not another run's, unknown)
+    assert cli.main([*base, "--topology", "ring", "--out", str(star), "--iterations", "9",
+                     "--resume", str(tmp_path / "ck.npz")]) == 2
+    assert "its history.json cannot be read (JSONDecodeError" in _one_line(capsys)
     assert cli.main([*base, "--topology", "star", "--out", str(out), "--overwrite"]) == 0
     assert (out / "history.csv").read_text() != kept
     (tmp_path / "other").mkdir()

@@ -936,6 +936,34 @@ def test_history_save_makes_its_folder_and_leaves_the_backend_alone(problem, tmp
     assert sorted(written) == sorted(h.FILES) and all((tmp_path / "new" / "run1" / f).is_file() for f in written)
 
 
+def test_a_signal_while_history_save_writes_waits_until_its_files_are_whole(problem, tmp_path, monkeypatch):
+    """A SIGTERM or Ctrl-C in the middle of history.json's writing left it 9 bytes long and no figure, and
+    ``rowstoch run --resume`` then took the folder for another run's; the files are written whole now (each
+    through a temporary file) and the signal waits until all of them are."""
+    import json
+    import signal
+
+    from rowstoch_fast import runner
+
+    h = run(algo(), problem, 10, progress=False)
+    real = json.dump
+
+    def dump(obj, fh, *args, **kw):
+        fh.write("{")
+        os.kill(os.getpid(), signal.SIGINT)  # (held: the write goes on)
+        fh.seek(0)
+        return real(obj, fh, *args, **kw)
+
+    monkeypatch.setattr(runner.json, "dump", dump)
+    with pytest.raises(KeyboardInterrupt):
+        h.save(tmp_path / "out")
+    monkeypatch.undo()
+    document = json.loads((tmp_path / "out" / "history.json").read_text())
+    assert document["meta"] == json.loads(json.dumps(h.meta, default=str)) or document["rows"]
+    assert all((tmp_path / "out" / name).stat().st_size > 0 for name in h.FILES if name.endswith((".csv", ".json")))
+    assert not [p for p in os.listdir(tmp_path / "out") if ".tmp-" in p]
+
+
 def test_figures_leave_a_chosen_backend_and_no_figure_of_a_failed_save(problem, tmp_path, monkeypatch):
     """A helper's notebook session: with a backend chosen before pyplot was imported (MPLBACKEND, which Jupyter
     sets to its inline backend, or matplotlib.use), the first figure the package wrote switched it to Agg; and a

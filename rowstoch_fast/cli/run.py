@@ -112,13 +112,20 @@ def _refuse_earlier_run(args):
     if not found:
         return
     if args.resume:
+        damaged = None
         try:
             with open(os.path.join(args.out, "history.json")) as fh:
                 saved = json.load(fh)["meta"]["config"]["cli"]
-        except (OSError, ValueError, KeyError, TypeError):
+        except FileNotFoundError:
             saved = None
+        except (OSError, ValueError, KeyError, TypeError) as exc:  # (not another run's settings: none readable)
+            saved, damaged = None, exc
         if saved == json.loads(json.dumps(_run_config(args)["cli"], default=str)):
             return
+        if damaged is not None:
+            raise UsageError(f"--out {args.out!r}: its history.json cannot be read ({type(damaged).__name__}: "
+                             f"{damaged}), so whose run it holds is unknown: pass --overwrite to resume into it "
+                             "and replace it, or choose another folder")
         raise UsageError(f"--out {args.out!r} holds the results of another run ({', '.join(found)}; its settings "
                          f"differ from this one's): resume into the folder the run wrote, choose another, or pass "
                          f"--overwrite to replace them")
