@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["DivergenceError", "GrowthWarning", "RemoteError", "UsageError"]
+__all__ = ["DivergenceError", "GrowthWarning", "MetricValueError", "RemoteError", "UsageError"]
 
 
 class DivergenceError(FloatingPointError):
@@ -71,6 +71,12 @@ class GrowthWarning(RuntimeWarning):
     Warned once per optimizer by :meth:`~rowstoch_fast.algorithms.Optimizer.step`; set ``opt.growth_limit =
     None`` (or filter this category) where an iterate that large is meant.
     """
+
+
+class MetricValueError(TypeError):
+    """A metric of the user's (:func:`~rowstoch_fast.register_metric`) returned something that is not one real
+    number; the message names the metric and what it returned (``rowstoch`` prints it as one line, exit 2, at
+    whatever record it happens)."""
 
 
 class RemoteError(RuntimeError):

@@ -50,6 +50,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._metric_names import CALL_KINDS, METRICS
+from .errors import MetricValueError
 from .objectives import optimum_of
 
 __all__ = ["Metric", "MetricState", "register_metric", "unregister_metric", "registered_metrics",
@@ -239,14 +240,15 @@ class Metric:
 
     def measure(self, state):
         """``fn(state)`` as a float; its error, or a value that is not one real number, is raised naming the
-        metric (a RuntimeError from the function's own exception, a TypeError for the value)."""
+        metric (a RuntimeError from the function's own exception, a :class:`~rowstoch_fast.errors.MetricValueError`,
+        a TypeError, for the value)."""
         try:
             value = self.fn(state)
         except Exception as exc:  # noqa: BLE001 - re-raised naming the metric
             raise RuntimeError(f"metric {self.name!r} raised {type(exc).__name__}: {exc}") from exc
         if (not isinstance(value, (numbers.Real, np.ndarray)) or np.ndim(value) != 0
                 or np.asarray(value).dtype.kind not in "biuf"):
-            raise TypeError(f"metric {self.name!r} must return one real number, got {type(value).__name__} "
+            raise MetricValueError(f"metric {self.name!r} must return one real number, got {type(value).__name__} "
                             f"{np.shape(value) if np.ndim(value) else value!r}")
         return float(value)
 

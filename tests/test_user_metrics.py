@@ -591,6 +591,21 @@ def test_cli_run_records_the_metrics_of_a_module_and_resumes_with_them(tmp_path,
     assert "--test-samples is not read with --data-file" in capsys.readouterr().err
 
 
+def test_cli_run_a_metric_that_goes_wrong_mid_run_is_one_line(tmp_path, capsys):
+    """A metric that returned a vector from its fourth record on ended ``rowstoch run`` in a traceback (exit 1);
+    at its first record, or raising, it was one line. One line now, the rows before it kept."""
+    late = tmp_path / "late.py"
+    late.write_text("import numpy as np\nimport rowstoch_fast as rf\n\n\n@rf.register_metric('shape_late')\n"
+                    "def shape_late(state):\n    return np.ones(2) if state.iteration >= 30 else 1.0\n")
+    argv = ["run", "--n", "8", "--no-progress", "-q", "--objective", "least-squares", "--algorithm", "dsgd", "--lr",
+            "0.05", "--iterations", "50", "--record-every", "10", "--metrics-module", str(late), "--out",
+            str(tmp_path / "o")]
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert "error: metric 'shape_late' must return one real number, got ndarray (2,)" in err
+    assert "Traceback" not in err and len(pd.read_csv(tmp_path / "o" / "history.csv")) == 3
+
+
 # ---------------------------------------------------------------- oracle-call counters (issue 54)
 
 class _Counting:

@@ -11,7 +11,7 @@ import numpy as np
 
 from .._checks import did_you_mean
 from ..algorithms import method_of, REGISTRY
-from ..errors import UsageError
+from ..errors import MetricValueError, UsageError
 from ..network import options as network_options
 from ..topology import NAMES as TOPOLOGIES, PAPER_NAMES as PAPER_GRAPHS
 from ._common import (_algorithm_names, _check_objective_args, _check_objective_size, _error, _matrix_from_args,
@@ -270,7 +270,7 @@ def cmd_run(args):
             diverged, h = exc, getattr(exc, "history", None)
         except Exception as exc:
             _write_what_was_recorded(exc, args, A, algo, root)
-            if isinstance(exc, (FileNotFoundError, ValueError, RuntimeError)) or (
+            if isinstance(exc, (FileNotFoundError, ValueError, RuntimeError, MetricValueError)) or (
                     isinstance(exc, TypeError) and getattr(exc, "history", None) is None):  # (a TypeError before the
                 # first step: a --hyper value of the wrong type, which the method checks as it is built; one later,
                 # from a kernel or a metric of the user's, keeps its traceback)
