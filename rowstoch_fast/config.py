@@ -187,8 +187,8 @@ def load(path):
         if not isinstance(body, dict) and table not in tables and table != "algorithms":  # (a key above every table)
             home = [t for t, keys in tables.items() if table in keys]
             raise ConfigError(f"{name}: {table} = {body!r} stands outside any table: "
-                              + (f"put it under [{home[0]}]" if home else
-                                 f"no table has a key {table!r}{did_you_mean(table, [k for ks in tables.values() for k in ks])}")
+                              + (f"put it under [{home[0]}]" if home else f"no table has a key {table!r}"
+                                 + did_you_mean(table, [k for keys in tables.values() for k in keys]))
                               + f"; the tables are {', '.join([*tables, 'algorithms'])}")
         if table == "algorithms":
             if not isinstance(body, dict) or not body:

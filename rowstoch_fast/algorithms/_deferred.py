@@ -123,7 +123,8 @@ class FailureHandling:
         """The DivergenceError of non-finite ``blocks`` made by step ``t``; for a push-sum method on a network that
         loses messages, with what the lost mass did to its weights (collective under MPI)."""
         node = self._ops.first_nonfinite(*blocks)
-        return self._starved_error(t + 1, node) or DivergenceError.iterate(t + 1, node, self._lr_text(), self._other_settings())
+        return self._starved_error(t + 1, node) or DivergenceError.iterate(t + 1, node, self._lr_text(),
+                                                                            self._other_settings())
 
     def _starved_error(self, iteration, node, kept=None):
         """For a push-sum method on a network that loses messages whose weights lost most of their mass: the

@@ -6,25 +6,24 @@ draws. A candidate that diverges (NaN or Inf anywhere: in its iterates, a compre
 tracker) is set aside inside the run, its gradients no longer computed, and rejected; the others go on untouched
 (replicas share no values). Each candidate is then judged on its whole trajectory (:func:`judge`): its final value
 is read from the end of the run (a line fitted to the logarithm of its last quarter), and it is rejected when it
-diverged, grew (ended over a thousand times its start), ended above half its start (no progress), or ended more
-than :data:`STABILITY_FACTOR` times above the minimum of its smoothed trajectory. Where no candidate of the grid is
+diverged, grew (ended over a thousand times its start), ended above half its start (no progress), or ended more than
+:data:`STABILITY_FACTOR` times above the minimum of its smoothed trajectory. Where no candidate of the grid is
 stable and their failures say where the rates that work lie (all too large, all too small, or the too small ones
-just below the too large ones), the tuner
-searches there (:func:`_search`: the grid is a guess at the data's units), and where it finds stable rates, runs a
-grid's worth of rates on from the first of them (:func:`_moved_grid`). The best candidate is then refined: the
-geometric midpoints with its neighbours (a quarter decade of the default grid) on either side, and past the edge
-of what was tried when it is at the edge, in a second batched run; where the best then lies in a narrow valley
-(its neighbours end steeply above it: a method that converges linearly ends exponentially in its rate), the steps
-to them are halved, four times at most (:func:`_fine`). Where the gradients or the messages are random and two streams cannot order
-the candidates (the relative standard error of their replicas' final values, pooled, at least :data:`CONFIRM_NOISE`),
-the contenders (:func:`contenders`: the best, the others within two standard errors of it, then its neighbours
-within a grid step) run again on as many more streams as that noise needs (:func:`confirm_repeats`; in runs no wider
-than the grid's), their messages drawn anew, are judged on all of them together (the "confirm" stages; the stability
-rule reading the median of their streams, :func:`typical_curve`), and the rate is chosen among them: the noise of
-two streams then no longer orders rates that an evaluation of many repetitions orders the other way
-(bench/RESULTS.md sections 34, 35). Where no candidate is stable on two noisy streams, the lowest-ending ones run on
-more the same way: one stable there is chosen, else the rate the method is shown at (:class:`NoStableRate`'s
-fallback) is the lowest-ending of them (section 36).
+just below the too large ones), the tuner searches there (:func:`_search`: the grid is a guess at the data's units),
+and where it finds stable rates, runs a grid's worth of rates on from the first of them (:func:`_moved_grid`). The
+best candidate is then refined: the geometric midpoints with its neighbours (a quarter decade of the default grid)
+on either side, and past the edge of what was tried when it is at the edge, in a second batched run; where the best
+then lies in a narrow valley (its neighbours end steeply above it: a method that converges linearly ends
+exponentially in its rate), the steps to them are halved, four times at most (:func:`_fine`). Where the gradients or
+the messages are random and two streams cannot order the candidates (the relative standard error of their replicas'
+final values, pooled, at least :data:`CONFIRM_NOISE`), the contenders (:func:`contenders`: the best, the others
+within two standard errors of it, then its neighbours within a grid step) run again on as many more streams as that
+noise needs (:func:`confirm_repeats`; in runs no wider than the grid's), their messages drawn anew, are judged on
+all of them together (the "confirm" stages; the stability rule reading the median of their streams,
+:func:`typical_curve`), and the rate is chosen among them: the noise of two streams then no longer orders rates that
+an evaluation of many repetitions orders the other way (bench/RESULTS.md sections 34, 35). Where no candidate is
+stable on two noisy streams, the lowest-ending ones run on more the same way: one stable there is chosen, else the
+rate the method is shown at (:class:`NoStableRate`'s fallback) is the lowest-ending of them (section 36).
 
 No candidate is dropped before the end of the budget: a rate that is slow at first can be the best at the end (a
 biased method needs a small rate over the whole budget). Only a candidate that diverged stops costing anything.
@@ -456,9 +455,6 @@ class _Quarantine:
         object.__setattr__(self, "limit", diverged_for(objective))
         object.__setattr__(self, "periodic", _takes_period(objective))
 
-    def _bad(self, X):
-        return _bad_replicas(X, self.group, self.limit)
-
     def __getattr__(self, name):  # iteration, last, seed, rep_offset, samples, ...
         return getattr(self.inner, name)
 
@@ -486,7 +482,7 @@ class _Quarantine:
 
     def __call__(self, X):
         inner = self.inner
-        bad = self._bad(X)
+        bad = _bad_replicas(X, self.group, self.limit)
         if not isinstance(inner, Oracle):  # another oracle: the diverged replicas measured at 0, then zeroed
             if not bad.any():
                 return inner(X)
@@ -510,7 +506,7 @@ class _Quarantine:
         return G
 
     def sample(self, X):
-        bad = self._bad(X)
+        bad = _bad_replicas(X, self.group, self.limit)
         if not bad.any():
             return self.inner.sample(X)
         G, idx = self.inner.sample(_zeroed(X, bad))
@@ -518,7 +514,7 @@ class _Quarantine:
         return G, idx
 
     def sample_gradient(self, X, idx):
-        bad = self._bad(X)
+        bad = _bad_replicas(X, self.group, self.limit)
         G = self.inner.sample_gradient(_zeroed(X, bad) if bad.any() else X, idx)
         if bad.any():
             G[bad] = 0
@@ -532,7 +528,7 @@ class _Quarantine:
             return None
 
         def sample_gradients(X, samples):
-            bad = self._bad(X)
+            bad = _bad_replicas(X, self.group, self.limit)
             G = many(_zeroed(X, bad) if bad.any() else X, samples)
             if bad.any():
                 G[:, bad] = 0
@@ -999,7 +995,8 @@ def _tune_stages(stage, scores, arrival, ends, finals, record, grid, method, log
         # (the grid's draw of a network that draws its links, the same for every replica: the evaluation redraws it
         # for every repetition, and a rate stable on the tuner's one draw diverged on 6 of 20)
         best, step = _best(stable, arrival), math.log(_grid_step(grid)) * (1 + 1e-9)
-        near = sorted((abs(math.log(lr / best)), lr) for lr in stable if lr != best and abs(math.log(lr / best)) <= step)
+        near = sorted((abs(math.log(lr / best)), lr) for lr in stable
+                      if lr != best and abs(math.log(lr / best)) <= step)
         rivals, replicas = ([best] + [lr for _, lr in near])[:CONFIRM_MAX], record.get("replicas", 1)
         done = skipped = 0
         while done < DRAW_CONFIRMS:
