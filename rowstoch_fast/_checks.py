@@ -84,8 +84,9 @@ def make_rng(seed, name="seed"):
 
 def check_positive_float(value, name, *, allow_zero=False):
     """Return ``value`` as a finite float > 0 (or >= 0), or raise naming ``name``. A 0-d NumPy array of a real
-    number counts as the number (as a step size does); a subnormal value (below 2.2e-308, where a float keeps
-    fewer digits: FedDyn's h / alpha went 0.38 off at 5e-324) is refused."""
+    number counts as the number (as a step size does); a value that must be > 0 (one divided by) is refused
+    subnormal (below 2.2e-308, where a float keeps fewer digits: FedDyn's h / alpha went 0.38 off at 5e-324); one
+    that may be 0 takes it (a tiny weight, a power law's exponent)."""
     if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "fiu":
         value = value.item()
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
@@ -94,9 +95,9 @@ def check_positive_float(value, name, *, allow_zero=False):
     if not np.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
         bound = ">= 0" if allow_zero else "> 0"
         raise ValueError(f"{name} must be finite and {bound}, got {value!r}")
-    if 0 < value < np.finfo(np.float64).tiny:
+    if 0 < value < np.finfo(np.float64).tiny and not allow_zero:
         raise ValueError(f"{name} = {value!r} is subnormal (below {np.finfo(np.float64).tiny:.3g}, where a float "
-                         f"loses its digits): use {'0 or ' if allow_zero else ''}a value of at least that")
+                         "loses its digits): use a value of at least that")
     return value
 
 

@@ -180,7 +180,7 @@ def test_bad_federated_hyperparameters_are_named(options, match):
     (FedOpt, {"server_optimizer": "sgd"}, "server_optimizer must be one of adam, adagrad, yogi"),
     (FedOpt, {"beta1": 1.0}, r"beta1 must lie in \[0, 1\)"), (FedOpt, {"beta2": -0.1}, "beta2"),
     (FedOpt, {"tau": 0.0}, "tau"), (FedDyn, {"alpha": 5e-324}, r"alpha = 5e-324 is subnormal"),
-    (FedProx, {"mu": 1e-310}, r"mu = 1e-310 is subnormal"),
+    (FedOpt, {"tau": 1e-310}, r"tau = 1e-310 is subnormal"),
 ])
 def test_bad_method_hyperparameters_are_named(cls, options, match):
     """(A subnormal alpha was taken: FedDyn's h / alpha ended 0.38 off at 5e-324, unsaid.)"""
