@@ -489,12 +489,14 @@ def _read_experiment_file(args):
     keys = {name: key for name, _, key in network_options.spellings()}
     where = {dest: f"[{table}] {key}" for table, body in config.schema().items() for key, (dest, _) in body.items()}
     args.file_name, args.file_communication, args.file_keys = os.fspath(path), {}, {}
-    written = set(args.given)  # (the options on the command line: named as flags in a refusal)
-    args.file_spelling = {_FILE_OPTIONS.get(dest) or flags.get(dest) or "--" + dest.replace("_", "-"): name
-                          for dest, name in where.items()}  # (every option the file could set: its key)
-    args.file_spelling = {flag: name for flag, name in args.file_spelling.items() if flag not in written}
+    def flag_of(dest):
+        return _FILE_OPTIONS.get(dest) or flags.get(dest) or "--" + dest.replace("_", "-")
+
+    written = set(args.given)  # (the options on the command line: named as flags in a refusal; every other option
+    # the file could set by its key)
+    args.file_spelling = {flag_of(dest): name for dest, name in where.items() if flag_of(dest) not in written}
     for dest, value in options.items():
-        option = _FILE_OPTIONS.get(dest) or flags.get(dest) or "--" + dest.replace("_", "-")
+        option = flag_of(dest)
         if option not in args.given and "--no-" + option[2:] not in args.given:  # (--no-undirected wins too)
             if dest in ("matrix", "data_file"):
                 value = _file_relative(value, path)
@@ -555,9 +557,10 @@ def _as_in_the_file(args, exc):
         return exc  # (an option written on the command line: the message in its words)
     text = re.sub(flag, lambda m: spelled.get(m.group(0), m.group(0)), text)
     keyword = r"\b([a-z_]+)=('[^']*')"  # (the library's words: tracker='perron', which the file sets as a key)
-    said = [k for k in re.findall(keyword, text) if "--" + k[0].replace("_", "-") in spelled]
-    text = re.sub(keyword, lambda m: f"{spelled['--' + m.group(1).replace('_', '-')]} = {m.group(2)}"
-                  if "--" + m.group(1).replace("_", "-") in spelled else m.group(0), text)
+    key_of = {name: spelled.get("--" + name.replace("_", "-")) for name, _ in re.findall(keyword, text)}
+    said = [name for name, key in key_of.items() if key]
+    text = re.sub(keyword, lambda m: f"{key_of[m.group(1)]} = {m.group(2)}" if key_of[m.group(1)] else m.group(0),
+                  text)
     if first and first.group(1) in other and not any(m in other for m in named) and not said:
         return UsageError(f"{args.file_name}: {other[first.group(1)]}: {text}")
     return UsageError(f"{args.file_name}: {text}")  # (at least the file: "cannot build exponential with n=-3")

@@ -904,10 +904,15 @@ def contenders(scores, finals, arrival=None, most=CONFIRM_MAX, tried=None, step=
         return [best]
     out = [best] + [lr for lr in _within_reach(scores, scores[best], rel) if lr != best]
     if tried and step:
-        near = sorted((abs(math.log(lr / best)), lr) for lr, end in tried.items()
-                      if lr != best and math.isfinite(end) and abs(math.log(lr / best)) <= math.log(step) * (1 + 1e-9))
-        out += [lr for _, lr in near if lr not in out]
+        out += [lr for lr in _near(best, [lr for lr, end in tried.items() if math.isfinite(end)], step)
+                if lr not in out]
     return out[:most]
+
+
+def _near(best, rates, step):
+    """The rates of ``rates`` other than ``best`` within one grid ``step`` of it, closest first."""
+    return [lr for _, lr in sorted((abs(math.log(lr / best)), lr) for lr in rates
+                                   if lr != best and abs(math.log(lr / best)) <= math.log(step) * (1 + 1e-9))]
 
 
 def _within_reach(values, low, rel):
@@ -994,10 +999,8 @@ def _tune_stages(stage, scores, arrival, ends, finals, record, grid, method, log
     if stable and redraws and not any(entry["name"] == "confirm" for entry in record["stages"]):
         # (the grid's draw of a network that draws its links, the same for every replica: the evaluation redraws it
         # for every repetition, and a rate stable on the tuner's one draw diverged on 6 of 20)
-        best, step = _best(stable, arrival), math.log(_grid_step(grid)) * (1 + 1e-9)
-        near = sorted((abs(math.log(lr / best)), lr) for lr in stable
-                      if lr != best and abs(math.log(lr / best)) <= step)
-        rivals, replicas = ([best] + [lr for _, lr in near])[:CONFIRM_MAX], record.get("replicas", 1)
+        best = _best(stable, arrival)
+        rivals, replicas = ([best] + _near(best, stable, _grid_step(grid)))[:CONFIRM_MAX], record.get("replicas", 1)
         done = skipped = 0
         while done < DRAW_CONFIRMS:
             alive = [lr for lr in rivals if math.isfinite(scores[lr])]
