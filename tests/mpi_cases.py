@@ -331,6 +331,30 @@ def case_settings_differ(out):
         np.savez(out, outcomes=np.array(outcomes), names=np.array(list(runs)))
 
 
+def case_constructors_differ(out):
+    """An optimizer built on each rank with another matrix, n, x0, partition, rate or hyperparameter: the halo plan
+    hung, or the ranks ran a mixture of their problems silently; each now a refusal on every rank."""
+    b = np.arange(32.0).reshape(16, 2)
+
+    def built(A=None, x0=None, lr=0.05, **options):
+        A = topology.exponential(8) if A is None else A
+        opt = PullDiagGT(A, np.zeros((A.n, 2)) if x0 is None else x0, lr, backend="mpi", **options)
+        for _ in range(3):
+            opt.step(lambda X: X - b[opt.local_nodes])
+
+    owners = np.arange(8) % 2 if rank else np.repeat([0, 1], 4)
+    runs = {"matrix": lambda: built(topology.erdos_renyi(8, 0.4, seed=rank)),
+            "n": lambda: built(topology.exponential(8 + rank)),
+            "x0": lambda: built(x0=np.full((8, 2), float(rank))),
+            "partition": lambda: built(partition=owners),
+            "lr": lambda: built(lr=0.05 * (1 + rank)),
+            "rounds": lambda: built(rounds=1 + rank),
+            "same": lambda: built(partition=np.arange(8) % 2)}
+    outcomes = comm.gather([_outcome(fn) for fn in runs.values()], root=0)
+    if rank == 0:
+        np.savez(out, outcomes=np.array(outcomes), names=np.array(list(runs)))
+
+
 def case_states_differ(out):
     """state_dict() (None on the ranks but the root) passed straight to from_state_dict: an AttributeError on rank 1
     while rank 0 waited for it, a hang; ranks resuming states one step apart ran on, mixed, or hung (local steps)."""

@@ -380,6 +380,19 @@ def test_settings_that_differ_between_ranks_are_refused_on_every_rank(tmp_path):
         assert "differ between the MPI ranks: network is" in outcome["graph"]
 
 
+def test_an_optimizer_built_differently_on_the_ranks_is_refused_on_every_rank(tmp_path):
+    got = mpirun("constructors_differ", 2, tmp_path)
+    names = [str(n) for n in got["names"]]
+    for rank_outcomes in got["outcomes"]:
+        outcome = dict(zip(names, map(str, rank_outcomes)))
+        assert outcome["same"] == "no error"
+        for name, key in [("matrix", "matrices"), ("n", "matrices"), ("x0", "x0"), ("partition", "partition"),
+                          ("lr", "lr"), ("rounds", "rounds")]:
+            assert outcome[name].startswith(f"ValueError: PullDiagGT's settings differ between the MPI ranks: {key} "
+                                            "is "), (name, outcome[name])
+        assert outcome["lr"].endswith("lr is 0.05 on rank 0 and 0.1 on rank 1; every rank must run the same")
+
+
 def test_a_resume_of_different_states_on_the_ranks_is_refused_on_every_rank(tmp_path):
     got = mpirun("states_differ", 2, tmp_path)
     names = [str(n) for n in got["names"]]

@@ -169,6 +169,33 @@ def _first_asymmetry(W):
     return i, j, float(csr[i, j]), float(csr[j, i])
 
 
+
+def _settings(mats, x0, hyper, partition):
+    """What every MPI rank must construct alike, JSON-like (:func:`~rowstoch_fast.backends.check_same_on_every_process`
+    compares it): each matrix's or network's :func:`~rowstoch_fast.network.describe` (a SHA-1 of its weights),
+    ``x0``, the partition and the hyperparameters, an array by its dtype, shape and a SHA-1 of its bytes."""
+    from ..network import describe
+
+    return {"matrices": {name: describe(M) for name, M in mats.items()}, "x0": _comparable(x0),
+            "partition": _comparable(None if partition is None else np.asarray(partition)),
+            **{name: _comparable(value) for name, value in hyper.items()}}
+
+
+def _comparable(value):
+    """A setting as the MPI ranks compare it: None, a number or a string as it is; an array by its dtype, shape and
+    a SHA-1 of its bytes; an object with ``describe()`` (a regularizer) by that; another by its type's name."""
+    from ..network.base import _sha1
+
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if callable(getattr(value, "describe", None)):
+        return value.describe()
+    if isinstance(value, (np.ndarray, np.generic)):
+        arr = np.ascontiguousarray(value)
+        return arr.item() if arr.ndim == 0 else f"{arr.dtype.str} {arr.shape} sha1 {_sha1(arr)}"
+    return type(value).__name__
+
+
 def _links(M):
     """Links a message crosses (self loops excluded); a time-varying network counts its base graph's."""
     if not isinstance(M, MixingMatrix):
@@ -318,6 +345,10 @@ class Optimizer(AskTell, FailureHandling, Persistence):
             # one rank alone would leave the others waiting in the validation's collective)
             self._check_start_memory(x0, matrices)
         mats, x0 = ops.call(self._validate, matrices, x0, hyper)
+        backends.check_same_on_every_process(  # (a rank given another matrix, n, x0, partition or rate hung in the
+            # halo plan or ran a mixture of the ranks' problems silently; collective under MPI, nothing elsewhere)
+            backend, lambda: _settings(mats, x0, self._hyper, partition), f"{type(self).__name__}'s settings",
+            comm=getattr(ops, "comm", None))
         self._mats = mats
         self._static = all(isinstance(M, MixingMatrix) for M in mats.values())
         n, dtype = x0.shape[-2], x0.dtype  # validated: the network's size and value type

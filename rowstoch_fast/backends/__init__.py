@@ -100,15 +100,18 @@ def require_block_memory(backend, array, nbytes, what, hint=""):
         require_memory(nbytes, what, hint)
 
 
-def check_same_on_every_process(backend, value, what):
+def check_same_on_every_process(backend, value, what, comm=None):
     """Under MPI, a ValueError on every rank where ``value`` (a dict, JSON-like, or a function making it: called
-    under MPI only) is not the same on every rank, naming the first key that differs (a different ``lr`` or seed on
-    one rank ran silently wrong, a different graph or method hung); elsewhere nothing. Collective under MPI."""
+    under MPI only) is not the same on every rank of ``comm`` (default: ``MPI.COMM_WORLD``), naming the first key
+    that differs (a different ``lr`` or seed on one rank ran silently wrong, a different graph or method hung);
+    elsewhere nothing. Collective under MPI."""
     if one_process(backend):
         return
-    from mpi4py import MPI
+    if comm is None:
+        from mpi4py import MPI
 
-    every = MPI.COMM_WORLD.allgather(value() if callable(value) else value)
+        comm = MPI.COMM_WORLD
+    every = comm.allgather(value() if callable(value) else value)
     found = first_difference(every)
     if found is not None:
         rank, key = found
