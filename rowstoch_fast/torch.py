@@ -646,9 +646,10 @@ def _optimizer_class():
         method : str or optimizer class
             A name of ``rowstoch_fast.algorithms.names()`` (``"pull-diag-gt"``,
             ``"dsgd"``, ...) or a class of the registry.
-        A : MixingMatrix or network
+        A : MixingMatrix, network or int
             The network (``W`` or ``C`` for the methods that need those: as
-            ``method.build`` takes it).
+            ``method.build`` takes it); for a federated method (``"fedavg"``,
+            ``"scaffold"``, ...) the number of clients ``n`` also does.
         lr : float
             The learning rate; ``param_groups[0]["lr"]`` (a scheduler's) from
             then on: a new rate applies from the next ``step()``, to what it
@@ -660,9 +661,20 @@ def _optimizer_class():
             ``rounds`` (eq. 12b: ``R`` gossip rounds average ``R`` mini-batches).
             ``1`` steps an MG method with one mini-batch per iteration (the
             paper's batches axis). ``step()`` counts the backward passes since
-            ``zero_grad()`` and refuses any other number.
+            ``zero_grad()`` and refuses any other number (a backward pass after
+            a ``step()`` with no ``zero_grad()`` between is refused too: the
+            gradient would hold the last step's).
         **options
             The method's other keywords (``rounds=R``, ``tracker=``, ...).
+
+        Notes
+        -----
+        The package's optimizer owns the points: weights set in ``replicas``
+        (:meth:`Replicas.set_params`, an in-place edit) before the first
+        ``step()`` restart it from them; after that they are refused, since
+        its iterates would not see them (build a new optimizer from the
+        edited replicas). :meth:`state_dict` holds the replicas' buffers
+        (batch-norm statistics) too.
 
         Examples
         --------
@@ -699,28 +711,62 @@ def _optimizer_class():
             import weakref
 
             self.replicas = replicas
-            self.inner = method.build(A, replicas.x0(), lr, **options)
+            self._make = lambda: method.build(A, replicas.x0(), self._lr, **options)
+            self._lr = lr
+            self.inner = self._make()
+            self._fresh = True  # (no step told yet: weights set in the replicas restart it from them)
             self.batches_per_step = self.inner.rounds if batches_per_step is None else \
                 check_int(batches_per_step, "batches_per_step", minimum=1)
             replicas.params.requires_grad_(True)
             self._backwards = 0
+            self._stepped = self._stale = False  # (a backward pass after a step with no zero_grad between: stale)
             me = weakref.ref(self)  # (the hook must not keep a dropped optimizer alive, nor count for it)
 
             def count(grad):
                 opt = me()
                 if opt is not None:
                     opt._backwards += 1
+                    opt._stale |= opt._stepped and opt.replicas.params.grad is not None  # (added to the last's)
+                    opt._stepped = False
                 return grad
 
             self._hook = replicas.params.register_hook(count)
             weakref.finalize(self, self._hook.remove)  # (dropped: its hook goes too)
             super().__init__([replicas.params], {"lr": lr})
-            self._lr = lr
             self._ask()
+
+        def add_param_group(self, param_group):
+            """Refused once built: the optimizer steps :attr:`Replicas.params` alone (another group's parameters
+            were never stepped)."""
+            if self.param_groups:
+                raise TypeError("DecentralizedOptimizer steps replicas.params alone (the replicas' model): it takes "
+                                "no other parameter group; step other parameters with an optimizer of their own")
+            super().add_param_group(param_group)
+
         def _ask(self):
             X = self.inner.ask()
+            params = self.replicas.params
             with torch.no_grad():
-                self.replicas.params.copy_(as_tensor(X).reshape(self.replicas.params.shape))
+                params.copy_(as_tensor(X).reshape(params.shape))
+            self._written = getattr(params, "_version", None)  # (torch counts in-place changes: one by the user
+            # shows as another count)
+
+        def _points_kept(self, where):
+            """Whether ``replicas.params`` still hold the points the optimizer wrote; where they were changed
+            (:meth:`Replicas.set_params`, an in-place edit), restart from them before the first step and say
+            whether the points it asks are theirs, else a RuntimeError (its iterates would not see them)."""
+            params = self.replicas.params
+            if getattr(params, "_version", None) == self._written:
+                return True
+            if not self._fresh:
+                raise RuntimeError(f"{where}: replicas.params were changed since step() set them (set_params, or an "
+                                   "in-place edit such as loading weights): the package's optimizer holds its "
+                                   "iterates and would not see the change; set the weights before the first step(), "
+                                   "or build a new DecentralizedOptimizer from the edited replicas")
+            before = params.detach().clone()
+            self.inner = self._make()  # (restarted from the weights set)
+            self._ask()
+            return bool(torch.equal(before, params))
 
         @property
         def iteration(self):
@@ -729,9 +775,12 @@ def _optimizer_class():
             return self.inner.iteration
 
         def zero_grad(self, set_to_none=True):
-            """Clear ``params.grad`` and the count of backward passes."""
+            """Clear ``params.grad`` and the count of backward passes (and, where weights were set in the replicas
+            before the first step, restart the optimizer from them)."""
+            self._points_kept("zero_grad()")
             super().zero_grad(set_to_none=set_to_none)
             self._backwards = 0
+            self._stepped = self._stale = False
 
         @torch.no_grad()
         def step(self, closure=None):
@@ -748,6 +797,16 @@ def _optimizer_class():
             if params.grad is None:
                 raise RuntimeError("step() found no gradient in replicas.params.grad: call loss.backward() between "
                                    "zero_grad() and step() (the loss of replicas(inputs))")
+            if not self._points_kept("step()"):
+                self._backwards, self._stepped = 0, True
+                raise RuntimeError("step(): the optimizer restarted from the weights set in the replicas, and its "
+                                   f"first points are not them ({type(self.inner).__name__} starts from its server's "
+                                   "or the average model): replicas.params now hold them; compute the loss there "
+                                   "again")
+            if self._stale:
+                raise ValueError("step(): backward() ran after the last step() with no zero_grad() between, so "
+                                 "replicas.params.grad holds that step's gradients too; call zero_grad() before each "
+                                 "step's backward passes")
             B = self.batches_per_step
             if self._backwards and self._backwards != B:  # (a grad written by hand: taken as the average)
                 why = f" ({type(self.inner).__name__} gossips rounds={B} times per iteration: eq. 12b)" \
@@ -771,9 +830,10 @@ def _optimizer_class():
                                          "LambdaLR(opt, lambda k: (k + 1) / K), or decay to eta_min > 0")
                     self.inner.lr = lr
                     self._lr = lr
+                self._fresh = False
                 self.inner.tell(from_tensor(G))
             finally:
-                self._backwards = 0
+                self._backwards, self._stepped = 0, True
                 self._ask()  # (params: the points of the step now waiting, whatever happened)
             return loss
 
@@ -783,7 +843,8 @@ def _optimizer_class():
             ``torch.save`` writes and ``torch.load`` reads back with its default ``weights_only=True`` (NumPy
             arrays it refuses)."""
             return {"rowstoch": {k: _to_torch_safe(torch, v) for k, v in self.inner.state_dict().items()},
-                    "param_groups": super().state_dict()["param_groups"]}
+                    "param_groups": super().state_dict()["param_groups"],
+                    "buffers": {k: b.detach().cpu().clone() for k, b in self.replicas.buffers.items()}}
 
         def load_state_dict(self, state):
             """Continue from :meth:`state_dict`: the same iterates as if never stopped."""
@@ -792,10 +853,20 @@ def _optimizer_class():
                                  "'rowstoch')")
             matrices = {k: getattr(self.inner, k) for k in type(self.inner).matrices}
             saved = {k: _from_torch_safe(v) for k, v in state["rowstoch"].items()}  # (NumPy arrays, as saved)
+            buffers = state.get("buffers", {})  # (a state of an earlier version has none: they stay as they are)
+            mine = self.replicas.buffers
+            if set(buffers) - set(mine) or any(tuple(b.shape) != tuple(mine[k].shape) for k, b in buffers.items()):
+                raise ValueError(f"state['buffers'] does not fit the replicas' buffers: saved "
+                                 f"{ {k: tuple(b.shape) for k, b in buffers.items()} }, here "
+                                 f"{ {k: tuple(b.shape) for k, b in mine.items()} }")
             self.inner = type(self.inner).from_state_dict(saved, **matrices)
             self._lr = self.inner.lr  # (a rate a scheduler set after the last step: applied by the next, as it was)
             saved = state.get("param_groups")
             self.param_groups[0]["lr"] = saved[0]["lr"] if saved else self.inner.lr
+            with torch.no_grad():
+                for k, b in buffers.items():
+                    mine[k].copy_(b)
+            self._fresh = False
             self._ask()
 
         def __repr__(self):

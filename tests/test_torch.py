@@ -905,3 +905,85 @@ def test_a_scheduler_s_rate_of_zero_is_refused_with_what_to_do():
     reps.losses(reps(x), y).sum().backward()
     opt.step()
     assert opt.iteration == 1
+
+
+def test_weights_set_before_the_first_step_restart_the_optimizer_and_later_edits_are_refused(linear_problem):
+    """Weights loaded into the replicas after the optimizer was built were silently dropped: the gradient at the
+    new weights was applied to the old ones (0.37 off after one DSGD step)."""
+    from rowstoch_fast.torch import DecentralizedOptimizer
+
+    model, X, y, n_in, n_out = linear_problem
+    n, lr = len(X), 0.1
+    A = topology.exponential(n)
+    inputs, labels = torch.as_tensor(X), torch.as_tensor(y)
+    reps = Replicas(model, n=n)
+    opt = DecentralizedOptimizer(reps, "dsgd", A, lr=lr)
+    start = np.random.default_rng(3).normal(size=reps.params.shape)
+    reps.set_params(start)  # (pretrained weights)
+    opt.zero_grad()
+    reps.losses(reps(inputs), labels).sum().backward()
+    opt.step()
+    want = A.toarray() @ (start - lr * _softmax_grad(start, X, y, n_in, n_out))  # DSGD: x <- A (x - lr g)
+    np.testing.assert_allclose(reps.params.detach().numpy(), want, rtol=1e-12, atol=1e-14)
+    with torch.no_grad():
+        reps.params.mul_(0.5)  # (an edit the optimizer's iterates would not see)
+    with pytest.raises(RuntimeError, match=r"zero_grad\(\): replicas.params were changed since step\(\) set them"):
+        opt.zero_grad()
+    fed = DecentralizedOptimizer(Replicas(model, n=n), "fedavg", n, lr=lr, local_steps=2)  # (the client count)
+    fed.replicas.set_params(start)  # (its first points: the server's model, the average, not each client's)
+    fed.zero_grad()
+    np.testing.assert_allclose(fed.replicas.params.detach().numpy(), np.tile(start.mean(0), (n, 1)), rtol=1e-13)
+
+
+def test_the_torch_style_optimizer_refuses_a_stale_gradient_and_another_parameter_group(linear_problem):
+    from rowstoch_fast.torch import DecentralizedOptimizer
+
+    model, X, y, *_ = linear_problem
+    reps = Replicas(model, n=len(X))
+    opt = DecentralizedOptimizer(reps, "pull-diag-gt", topology.exponential(len(X)), lr=0.1)
+    loss = lambda: reps.losses(reps(torch.as_tensor(X)), torch.as_tensor(y)).sum()  # noqa: E731
+    opt.zero_grad()
+    loss().backward()
+    opt.step()
+    loss().backward()  # (no zero_grad: the gradient adds to the last step's)
+    with pytest.raises(ValueError, match=r"backward\(\) ran after the last step\(\) with no zero_grad\(\) between"):
+        opt.step()
+    opt.zero_grad()
+    loss().backward()
+    opt.step()
+    with pytest.raises(TypeError, match="steps replicas.params alone"):
+        opt.add_param_group({"params": [torch.nn.Parameter(torch.ones(3))], "lr": 1.0})
+    assert len(opt.param_groups) == 1
+
+
+def test_a_checkpoint_of_the_torch_style_optimizer_holds_the_batch_norm_statistics():
+    from rowstoch_fast.torch import DecentralizedOptimizer
+
+    torch.manual_seed(2)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 6), torch.nn.BatchNorm1d(6), torch.nn.ReLU(),
+                                torch.nn.Linear(6, 2)).double()
+    data, labels = torch.randn(4, 16, 4, dtype=torch.float64), torch.randint(0, 2, (4, 16))
+    A = topology.exponential(4)
+
+    def train(opt, steps):
+        for _ in range(steps):
+            opt.zero_grad()
+            opt.replicas.losses(opt.replicas(data), labels).sum().backward()
+            opt.step()
+
+    straight = DecentralizedOptimizer(Replicas(model, n=4), "dsgd", A, lr=0.1)
+    train(straight, 6)
+    first = DecentralizedOptimizer(Replicas(model, n=4), "dsgd", A, lr=0.1)
+    train(first, 3)
+    buffer = io.BytesIO()
+    torch.save(first.state_dict(), buffer)
+    buffer.seek(0)
+    resumed = DecentralizedOptimizer(Replicas(model, n=4), "dsgd", A, lr=0.1)
+    resumed.load_state_dict(torch.load(buffer, weights_only=True))
+    train(resumed, 3)
+    for key, value in straight.replicas.buffers.items():
+        torch.testing.assert_close(resumed.replicas.buffers[key], value, rtol=0, atol=0)
+    assert int(resumed.replicas.buffers["1.num_batches_tracked"][0]) == 6
+    other = DecentralizedOptimizer(Replicas(torch.nn.Linear(4, 2).double(), n=4), "dsgd", A, lr=0.1)
+    with pytest.raises(ValueError, match=r"state\['buffers'\] does not fit the replicas' buffers"):
+        other.load_state_dict(first.state_dict())

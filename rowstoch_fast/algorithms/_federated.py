@@ -69,6 +69,7 @@ mixing matrix (:attr:`matrices` is empty, as for the centralized baseline), so t
 from __future__ import annotations
 
 import math
+import numbers
 
 import numpy as np
 
@@ -181,6 +182,12 @@ class Federated(LocalSteps):
 
     @classmethod
     def problem_matrices(cls, A):
+        """``{"n": clients}``: a network's node count, or the number of clients itself (an int)."""
+        if isinstance(A, numbers.Integral) and not isinstance(A, bool):
+            return {"n": int(A)}
+        if not isinstance(getattr(A, "n", None), numbers.Integral):
+            raise TypeError(f"{cls.__name__} takes the number of clients n, or a network of n nodes, got "
+                            f"{type(A).__name__}")
         return {"n": A.n}
 
     @staticmethod
