@@ -63,8 +63,9 @@ _TEX_LABELS = {
 #: Okabe and Ito's colour-blind-safe palette (black last).
 COLOURS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000")
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">", "h", "d")
-#: One line style per round of the palette: lines 0-7 solid, 8-15 dashed, 16-23 dotted.
-LINESTYLES = ("-", "--", ":")
+#: One line style per round of the palette: lines 0-7 solid, 8-15 dashed, 16-23 dotted, 24-31 dash-dotted, then
+#: long dashes and dash-dot-dotted (``rowstoch compare``'s default on an undirected network runs 42 methods).
+LINESTYLES = ("-", "--", ":", "-.", (0, (8, 2)), (0, (4, 1.5, 1, 1.5, 1, 1.5)))
 #: Lines whose colour, marker and line style are all their own (:func:`style`).
 DISTINCT_STYLES = len(COLOURS) * len(LINESTYLES)
 #: matplotlib settings of every file written: TrueType (Type 42) fonts in PDF and PostScript.
@@ -222,22 +223,33 @@ def _backend_chosen(matplotlib):
 
 
 def style(i):
-    """Colour, marker and line style of the ``i``-th line: the first :data:`DISTINCT_STYLES` (24) differ in their
+    """Colour, marker and line style of the ``i``-th line: the first :data:`DISTINCT_STYLES` (48) differ in their
     (colour, line style) pair and in their marker; then the cycle repeats."""
     return {"color": COLOURS[i % len(COLOURS)], "marker": MARKERS[i % len(MARKERS)],
             "linestyle": LINESTYLES[(i // len(COLOURS)) % len(LINESTYLES)]}
 
 
+def _undated(format):
+    """``savefig``'s metadata that leaves the date out of a PDF or SVG file (two runs of one comparison wrote PDFs
+    that differed in their ``/CreationDate`` alone)."""
+    import matplotlib
+
+    format = str(format or matplotlib.rcParams["savefig.format"]).lower()
+    return {"metadata": {"CreationDate": None}} if format == "pdf" else \
+        {"metadata": {"Date": None}} if format == "svg" else {}
+
+
 def save(fig, path, dpi=DPI, format=None):
     """``fig.savefig(path)`` with :data:`SAVE_RC` (Type 42 fonts in a PDF or PostScript file); a file path is
-    written beside it first, then renamed (a kill while a figure was written left an empty ``compare.png``).
+    written beside it first, then renamed (a kill while a figure was written left an empty ``compare.png``); a
+    PDF or SVG file holds no date, so that two runs of one comparison write the same bytes.
     The format is ``format``, else the path's extension, else matplotlib's ``savefig.format`` (whose extension is
     then added to the name, as ``savefig`` does). Returns the path written."""
     import matplotlib
 
     with matplotlib.rc_context(SAVE_RC):
         if not isinstance(path, (str, os.PathLike)):  # (a file object: as it is)
-            fig.savefig(path, dpi=dpi, format=format)
+            fig.savefig(path, dpi=dpi, format=format, **_undated(format))
             return path
         path = os.fspath(path)
         ext = os.path.splitext(path)[1][1:]
@@ -249,7 +261,7 @@ def save(fig, path, dpi=DPI, format=None):
             raise FileNotFoundError(f"cannot save the figure to {path!r}: its folder {folder!r} does not exist")
         tmp = f"{path}.part"
         try:
-            fig.savefig(tmp, dpi=dpi, format=format or ext)
+            fig.savefig(tmp, dpi=dpi, format=format or ext, **_undated(format or ext))
             os.replace(tmp, path)
         finally:
             if os.path.exists(tmp):
@@ -259,7 +271,8 @@ def save(fig, path, dpi=DPI, format=None):
 
 def draw(ax, frame, metric, x="rounds"):
     """One line per algorithm of ``frame``: the mean of ``metric`` over repetitions against ``x``, a band of one
-    standard deviation, log scale (linear for a metric where higher is better, e.g. ``test_accuracy``:
+    standard deviation (within the repetitions' range: on a log panel the mean minus one standard deviation can
+    fall decades below every record), log scale (linear for a metric where higher is better, e.g. ``test_accuracy``:
     :func:`~rowstoch_fast.user_metrics.linear_scale`). The panel spans the records of the runs that ended ``ok``
     (a margin around them), and reaches down by up to three decades more to those of the other runs; a run that
     leaves it upwards (it diverged, or climbed) is cut at the edge, where a triangle marks the point, a record below
@@ -303,6 +316,7 @@ def draw(ax, frame, metric, x="rounds"):
         g = runs.groupby(column, sort=True)[metric]
         with np.errstate(invalid="ignore", over="ignore"):
             mean, std = g.mean(), g.std(ddof=1).fillna(0)
+            lowest, highest = g.min().to_numpy(dtype=np.float64), g.max().to_numpy(dtype=np.float64)
         xs, ys = mean.index.to_numpy(dtype=np.float64), mean.to_numpy(dtype=np.float64)
         out = ~np.isfinite(ys) | (ys > high)
         cut = int(np.argmax(out)) if out.any() else len(ys)  # drawn up to where it leaves the panel
@@ -330,8 +344,10 @@ def draw(ax, frame, metric, x="rounds"):
                 ax.plot([xs[int(np.argmax(deep))]], [floor], marker="v", markersize=7, color=line.get_color(),
                         clip_on=False, linestyle="none")
         band = std.to_numpy(dtype=np.float64)[:cut]
-        with np.errstate(invalid="ignore", over="ignore"):
-            ax.fill_between(xs[:cut], np.clip(shown - band, floor, None), np.clip(shown + band, floor, high),
+        with np.errstate(invalid="ignore", over="ignore"):  # (within the repetitions' own range: on a log panel
+            # mean - std of 0.05, 0.26 and 0.05 fell to the floor, three decades below every record)
+            ax.fill_between(xs[:cut], np.clip(np.maximum(shown - band, lowest[:cut]), floor, None),
+                            np.clip(np.minimum(shown + band, highest[:cut]), floor, high),
                             color=line.get_color(), alpha=0.12, linewidth=0)
         if cut < len(ys):  # where it left the panel
             x_out = xs[cut]
@@ -604,6 +620,19 @@ def ties_note(table):
     return "= " + tie_note(single_runs(table))
 
 
+def identical_runs(table):
+    """The note of a table whose ``ok`` runs' repetitions all ended equal (their spread exactly 0: nothing in the
+    problem or the network is drawn), else ``""``: their ranks order the final values, which one repetition would
+    give as well (the caption's "the repetitions tell better" is no statistics there)."""
+    if "final_std" not in table.columns:
+        return ""
+    std = table.loc[table["status"] == "ok", "final_std"].to_numpy(dtype=np.float64)
+    if not std.size or not (std == 0).all():
+        return ""
+    return ("Every run's repetitions ended equal (nothing in this problem or network is drawn): the ranks order the "
+            "final values themselves.")
+
+
 def to_markdown(table, metrics=None):
     """A :func:`~rowstoch_fast.compare.summary` table as Markdown: mean ± std per metric, the rank (shared where the
     repetitions cannot tell runs apart) with rank 1 of each metric (per section) in bold, the rate and where it came
@@ -630,8 +659,9 @@ def to_markdown(table, metrics=None):
     if "rank_shared" in table.columns and table["rank_shared"].fillna(False).any():
         lines += ["", ties_note(table)]
     below = _below_optimum(table, metrics, cells)
-    if below:
-        lines += ["", below]
+    for note in (below, identical_runs(table)):
+        if note:
+            lines += ["", note]
     if notes:
         lines += [""] + [f"- {where + ': ' if where else ''}{name} ({status}): {why}"
                          for where, name, status, why in notes]
@@ -641,7 +671,7 @@ def to_markdown(table, metrics=None):
 #: LaTeX's special characters and what prints them (one pass: a replacement is never escaped again).
 _TEX_ESCAPES = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "_": r"\_", "#": r"\#", "$": r"\$",
                 "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
-                "<": r"\textless{}", ">": r"\textgreater{}"}
+                "<": r"\textless{}", ">": r"\textgreater{}", "|": r"\textbar{}"}
 
 
 def _tex(text):
@@ -711,12 +741,14 @@ def to_latex(table, metrics=None, caption=None, label="tab:compare"):
     notes = _notes(table)
     shared = "rank_shared" in table.columns and table["rank_shared"].fillna(False).any()
     below = _below_optimum(table, metrics, cells)
-    if notes or shared or below:
+    identical = identical_runs(table)
+    if notes or shared or below or identical:
         lines.append(r"\par\smallskip\footnotesize\raggedright")
         if shared:
             lines.append(_tex(ties_note(table)) + r"\par")
-        if below:
-            lines.append(_tex(below) + r"\par")
+        for note in (below, identical):
+            if note:
+                lines.append(_tex(note) + r"\par")
         for where, name, status, why in notes:
             lines.append(_tex(f"{where + ': ' if where else ''}{name} ({status}): {why}") + r"\par")
     lines.append(r"\end{table}")

@@ -471,3 +471,20 @@ def test_another_ranks_bug_is_not_said_as_a_usage_error(monkeypatch):
     with pytest.raises(RemoteError, match="AttributeError") as caught:
         on_every_rank(args, print)
     assert not isinstance(caught.value, UsageError)
+
+
+def test_the_run_figure_says_every_way_a_run_diverged(tmp_path, monkeypatch):
+    """A run whose gradient norm grew past the warning ends "diverged" (exit 3) with finite records; its figure's
+    label said nothing (only a NaN divergence was labelled)."""
+    from rowstoch_fast.runner import History
+
+    labels = []
+    save = History.save
+    monkeypatch.setattr(History, "save", lambda self, folder, title=None, label=None: (
+        labels.append(label), save(self, folder, title=title, label=label))[1])
+    code = cli.main(["run", "--topology", "ring", "--n", "8", "--objective", "least-squares", "--algorithm",
+                     "pull-diag-gt", "--lr", "0.01", "--iterations", "200", "--record-every", "5", "--repeats", "2",
+                     "--no-progress", "--out", str(tmp_path / "u")])
+    status = json.loads((tmp_path / "u" / "history.json").read_text())["status"]
+    assert code == 3 and status == "diverged"
+    assert labels == ["pull-diag-gt, lr = 0.01 (diverged)"]

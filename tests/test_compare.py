@@ -1670,7 +1670,7 @@ def test_figures_cut_a_diverged_run_at_the_panel_and_tell_24_methods_apart(tmp_p
     assert any(line.get_marker() == "^" for line in ax.get_lines())
     styles = {(s["color"], s["marker"], s["linestyle"]) for s in map(report.style, range(report.DISTINCT_STYLES))}
     pairs = {(s["color"], s["linestyle"]) for s in map(report.style, range(report.DISTINCT_STYLES))}
-    assert len(styles) == len(pairs) == report.DISTINCT_STYLES == 24
+    assert len(styles) == len(pairs) == report.DISTINCT_STYLES == 48
 
 
 def test_a_metric_that_starts_below_the_panel_is_not_drawn_at_its_floor(problem):
@@ -2997,6 +2997,7 @@ def test_latex_escapes_every_special_character_once():
     assert _tex("50% & {x} ~^#$") == r"50\% \& \{x\} \textasciitilde{}\textasciicircum{}\#\$"
     # a caption's option stays two hyphens (LaTeX set "--network-seed" with an en dash), < and > print themselves
     assert _tex("(--network-seed) a---b <x>") == r"(-{}-network-seed) a-{}-{}-b \textless{}x\textgreater{}"
+    assert _tex("0.1 ||x||_1") == r"0.1 \textbar{}\textbar{}x\textbar{}\textbar{}\_1"  # (OT1 set | as a dash)
 
 
 def test_a_metric_without_a_formula_heads_its_column_in_words():
@@ -3354,6 +3355,9 @@ def test_the_tables_say_what_a_rank_and_its_tie_mark_mean(tmp_path, capsys):
            "from another" in tex and "shares its rank" not in tex
     md = " ".join((tmp_path / "o" / "summary.md").read_text().split())
     assert "shares its rank" not in md
+    # (no draw in this problem: the two repetitions are one run twice, which the ranks' words made statistics of)
+    assert "Every run's repetitions ended equal (nothing in this problem or network is drawn)" in md
+    assert "Every run's repetitions ended equal" in tex
 
 
 def test_one_repetition_ranks_nothing_and_the_network_draws_are_said(tmp_path, capsys):
@@ -3372,6 +3376,7 @@ def test_one_repetition_ranks_nothing_and_the_network_draws_are_said(tmp_path, c
     assert (summary["rank"] == 1).all() and summary["rank_shared"].all()
     tex = (tmp_path / "one" / "summary.tex").read_text()
     assert "over 1 repetition. One repetition tells no method from another: every rank is shared" in tex
+    assert "rank 1 in bold" not in " ".join(tex.split())  # (nothing is bold)
     md = (tmp_path / "one" / "summary.md").read_text()  # (the footnotes said "less than two standard errors", and
     # every method was bold)
     assert "one repetition tells no method from another (two or more rank them)" in md and "**" not in md

@@ -427,6 +427,29 @@ def test_the_robustness_experiment_at_a_tiny_size(tmp_path):
     assert (tmp_path / "robustness.csv").exists() and (tmp_path / "robustness.png").exists()
 
 
+def test_a_reproduction_s_figure_crosses_out_the_runs_that_did_not_end_ok(tmp_path, monkeypatch):
+    """robustness.png and communication.png drew a diverged or stalled run's last record as a final value like
+    any other (28 of 100 points at a short budget)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from rowstoch_fast.experiments import _common
+
+    fig, axes = plt.subplots(1, 2, squeeze=False)
+    for ax in axes[0]:
+        ax.plot([0.0, 0.1, 0.3], [1e-3, 2e-3, 0.4], marker="o", label="sgp")
+    _common.mark_failed(axes[0, 1], [0.0, 0.1, 0.3], [1e-3, 2e-3, 0.4], ["ok", "ok", "diverged"])
+    _common.mark_failed(axes[0, 0], [0.0, 0.1, 0.3], [1e-3, 2e-3, 0.4], ["ok", "ok", "ok"])
+    monkeypatch.setattr(plt, "close", lambda fig: None)  # (to read the figure after it is saved)
+    _common._finish(plt, fig, axes, str(tmp_path), "marked.png", lambda *a: None)
+    crosses = [line for ax in axes[0] for line in ax.get_lines() if line.get_marker() == "x"]
+    assert len(crosses) == 1 and list(crosses[0].get_xdata()) == [0.3] and list(crosses[0].get_ydata()) == [0.4]
+    assert [t.get_text() for t in axes[0, 0].get_legend().get_texts()] == ["sgp", "did not end ok (the CSV's status)"]
+    plt.close(fig)
+
+
 def test_the_robustness_experiment_writes_what_finished_before_an_error(tmp_path, monkeypatch):
     import pandas as pd
 

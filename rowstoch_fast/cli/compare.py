@@ -796,7 +796,7 @@ def _caption(args, problems):
                                                        "better; = marks a method they cannot tell from another"
                                                        if args.repeats > 1 else "One repetition tells no "
                                                        "method from another: every rank is shared")
-            + "; rank 1 in bold; only runs that ended ok are ranked."
+            + ("; rank 1 in bold" if args.repeats > 1 else "") + "; only runs that ended ok are ranked."
             + (_own_draws(problems) if args.repeats > 1 else ""))
 
 

@@ -161,7 +161,7 @@ def _write_outputs(h, args, A, algo):
 def _write_history(h, folder, args, A, algo):
     graph = os.path.basename(args.matrix) if args.matrix else args.topology
     return h.save(folder, title=f"{graph} (n = {A.n}), {args.objective}, {h.meta['repeats']} repetition(s)",
-                  label=f"{algo.name}, lr = {algo.lr:g}" + (" (diverged)" if h.diverged else ""))
+                  label=f"{algo.name}, lr = {algo.lr:g}" + ("" if h.status == "done" else f" ({h.status})"))
 
 
 #: From this many nodes the exact tracker is built under a set-up line of its own (the powers of A over every

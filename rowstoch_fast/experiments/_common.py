@@ -28,9 +28,32 @@ def _save(fig, out_dir, name):
     return save(fig, os.path.join(out_dir, name), dpi=120)
 
 
+#: The cross over a point whose run did not end ``ok`` (:func:`mark_failed`).
+FAILED_MARK = {"marker": "x", "color": "0.15", "markersize": 9, "markeredgewidth": 1.6, "linestyle": "none",
+               "zorder": 5}
+_FAILED_LABEL = "_did not end ok"
+
+
+def mark_failed(ax, x, y, status):
+    """A cross over each point whose run did not end ``ok`` (``status``, one per point): its value is a diverged
+    or stalled run's last record, not a result (a figure of the final values drew them as the others).
+    :func:`_finish` then explains the cross in the legend."""
+    bad = np.asarray(status, dtype=object) != "ok"
+    if bad.any():
+        ax.plot(np.asarray(x, dtype=np.float64)[bad], np.asarray(y, dtype=np.float64)[bad], label=_FAILED_LABEL,
+                **FAILED_MARK)
+
+
 def _finish(plt, fig, axes, out_dir, name, log):
-    """The legend on the first panel, the figure saved as ``name`` and closed."""
-    axes[0, 0].legend(fontsize=7)
+    """The legend on the first panel (with the cross of :func:`mark_failed` where a panel has one), the figure
+    saved as ``name`` and closed."""
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    if any(line.get_label() == _FAILED_LABEL for ax in axes.flat for line in ax.get_lines()):
+        from matplotlib.lines import Line2D
+
+        handles.append(Line2D([], [], **FAILED_MARK))
+        labels.append("did not end ok (the CSV's status)")
+    axes[0, 0].legend(handles, labels, fontsize=7)
     log(f"wrote {_save(fig, out_dir, name)}")
     plt.close(fig)
 

@@ -10,7 +10,7 @@ import numpy as np
 from .. import topology
 from ..algorithms import labels
 from ..objectives import NonconvexLogistic
-from ._common import DATA_SEED, _finish, _plt, _stop_if, other_data, writes_before_sigterm
+from ._common import DATA_SEED, _finish, _plt, _stop_if, mark_failed, other_data, writes_before_sigterm
 
 
 @writes_before_sigterm
@@ -104,6 +104,7 @@ def reproduce_robustness(out_dir, rounds_budget=1000, repeats=10, losses=(0.0, 0
                 burst = mine[~mine["setting"].str.startswith("p =")]
                 ax.plot(burst["loss_rate"], burst["grad_norm"], marker="*", markersize=12, linestyle="none",
                         color=line[0].get_color())
+                mark_failed(ax, mine["loss_rate"], mine["grad_norm"], mine["status"])
             ax.set_yscale("log")
             ax.set_xlabel("message loss rate (star: bursty losses, same mean rate)")
             ax.set_title(f"{gname}, {rounds_budget} communication rounds"
@@ -191,6 +192,7 @@ def reproduce_communication(out_dir, rounds_budget=1000, repeats=3, d=32, n=32, 
             bound = [0 if s == "none" else int(s.split("<= ")[1]) for s in mine["setting"]]
             if len(mine) > 1:
                 ax.plot(bound, np.maximum(mine[metric], 1e-16), marker="o", label=name, color=colors[name])
+                mark_failed(ax, bound, np.maximum(mine[metric], 1e-16), mine["status"])
         ax.set_yscale("log")
         ax.set_xlabel("max_delay (iterations; each message's delay uniform up to it)")
         ax.set_title(f"delayed messages, n = {n}, d = {d}", fontsize=9)
@@ -200,6 +202,7 @@ def reproduce_communication(out_dir, rounds_budget=1000, repeats=3, d=32, n=32, 
                 mine = mine[np.isfinite(mine[metric])]
                 y = np.maximum(mine[metric], 1e-16)  # (exact to the last bit: drawn at the floor)
                 ax.plot(mine["bytes"], y, marker="o", label=name, color=colors[name])
+                mark_failed(ax, mine["bytes"], y, mine["status"])
                 for (_, row), value in zip(mine.iterrows(), y):
                     ax.annotate(row["setting"].replace(" bits", "b"), (row["bytes"], value), fontsize=6,
                                 xytext=(3, 3), textcoords="offset points")

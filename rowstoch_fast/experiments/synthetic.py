@@ -349,8 +349,9 @@ def reproduce_linear_speedup(out_dir, iterations=None, repeats=20, graphs=("expo
             for (g2, n), h in histories.items():
                 if g2 == g:
                     h.plot("grad_norm", ax=ax, label=f"n = {n}")
+            said = next((v["verdict"].split(":")[0].split(" (")[0] for v in verdicts if v["graph"] == g), "")
             ax.set_title(f"Pull-Diag-GT, {'exponential graphs' if g == 'exponential' else 'rings'} "
-                         f"(slope {slopes[g]:.2f})\n{iterations or LINEAR_SPEEDUP_ITERATIONS[g]} iterations, "
+                         f"(slope {slopes[g]:.2f}{', ' + said if said else ''})\n{iterations or LINEAR_SPEEDUP_ITERATIONS[g]} iterations, "
                          f"{repeats} repetitions, {'the paper' if rates == 'paper' else 'this command'}'s rates"
                          + other_data(data_seed),
                          fontsize=9)  # (the settings: runs at either rates looked the same)
@@ -475,7 +476,8 @@ def reproduce_multi_gossip(out_dir, communication_rounds=2000, repeats=5, rounds
             ax.set_title(name, fontsize=9)
             if ax.get_legend_handles_labels()[0]:  # (a graph an interruption left without runs has none)
                 ax.legend(fontsize=7)
-        fig.suptitle(f"Pull-Diag-GT vs MG-Pull-Diag-GT, the synthetic logistic problem (n = 16), "
+        fig.suptitle(f"Pull-Diag-GT vs MG-Pull-Diag-GT, the synthetic logistic problem (n = 16),\n"  # (on one
+                     # line it ran past both edges of the 8-inch figure)
                      f"{communication_rounds} communication rounds, {repeats} repetitions, the paper's rates"
                      + other_data(data_seed),
                      fontsize=9)  # (the panels named only their graph)
