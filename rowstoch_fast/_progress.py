@@ -9,7 +9,17 @@ from __future__ import annotations
 
 import sys
 
-__all__ = ["bar", "watched"]
+__all__ = ["bar", "check", "watched"]
+
+
+def check(enabled, name="progress"):
+    """``enabled`` as the long calls take it: True, False (or None, 0, 1) or ``"always"``; a ValueError naming
+    ``name`` otherwise (``progress="never"`` was taken as True, a bar where none was asked for)."""
+    if enabled is None or enabled is True or enabled is False or (isinstance(enabled, str) and enabled == "always"):
+        return enabled
+    if type(enabled).__name__ in ("bool", "bool_") or (isinstance(enabled, int) and enabled in (0, 1)):
+        return bool(enabled)
+    raise ValueError(f"{name} must be True, False or 'always' (a bar even where no one watches), got {enabled!r}")
 
 
 def watched():
@@ -20,6 +30,7 @@ def watched():
 
 def bar(enabled, total, initial=0, desc=None, unit="it"):
     """A tqdm bar (``tqdm.auto``: a widget in a notebook), or None where none is wanted or tqdm is missing."""
+    enabled = check(enabled)
     if not enabled or (enabled != "always" and not watched()):
         return None
     try:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import _core, backends
+from . import _core, _progress, backends
 from ._checks import MAX_KEY, check_int, check_step_size, check_tracker, load_npz_file, precision_of, require_memory
 from ._metric_names import METRICS, TEST_METRICS  # (the metrics of every record, in order; the test ones)
 from ._progress import bar as progress_bar
@@ -259,7 +259,11 @@ class History:
     E.2: zero at any point where the local gradients cancel, a biased method's
     fixed point included), ``grad_norm_centroid`` (``||grad f(pi^T x)||``), ``loss``
     (``(1/n) sum_i f_i(x_i)``, each node at its own model: it can fall below
-    ``f*``), ``consensus_error`` (``||x - 1 pi^T x||_F``), ``descent_deviation``
+    ``f*``), ``consensus_error`` (``||x - 1 pi^T x||_F``; here and in
+    ``grad_norm_centroid``, ``pi`` is the optimizer's
+    :meth:`~rowstoch_fast.algorithms.Optimizer.centroid_weights`: ``A``'s
+    Perron vector on a static network, ``1/n`` for the push-sum methods and on
+    a network whose matrix changes, lossy or sleepy, which has no fixed one), ``descent_deviation``
     (``||pi^T y - 1^T g||``, eq. 9), ``suboptimality`` (``f(x_bar) - f*`` at
     the plain mean ``x_bar`` of the node models, where the objective knows its
     :meth:`~rowstoch_fast.objectives.Objective.optimum`, else NaN), ``distance``
@@ -1049,6 +1053,7 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
     iterations = check_int(iterations, "iterations", minimum=0)
     repeats = check_int(repeats, "repeats", minimum=1)
     first_repeat = check_int(first_repeat, "first_repeat", minimum=0, maximum=2**62)
+    progress = _progress.check(progress)
     if metrics is None:
         metrics = METRICS
     else:

@@ -1173,3 +1173,16 @@ def test_a_reproduction_runs_on_another_draw_of_the_data_when_asked(tmp_path):
                      "--data-seed", "7", "--out", str(tmp_path / "d"), "--no-progress"]) == 0
     rows = pd.read_csv(tmp_path / "d" / "multi_gossip_verdict.csv")
     assert (rows["data_seed"] == 7).all() and (rows["seed"] == 5).all()
+
+
+@pytest.mark.parametrize("value", ["never", 2, "yes"])
+def test_a_progress_setting_that_is_not_one_is_refused_by_name(value):
+    """``progress="never"`` was taken as True: a bar where none was asked for."""
+    from rowstoch_fast import compare as cmp
+    from rowstoch_fast.objectives import Quadratic
+
+    f = Quadratic.random(4, 2, seed=0)
+    with pytest.raises(ValueError, match=r"progress must be True, False or 'always'"):
+        run(Algorithm(topology.exponential(4), 0.01), f, 3, progress=value)
+    with pytest.raises(ValueError, match=r"progress must be True, False or 'always'"):
+        cmp.compare(topology.exponential(4), f, "dsgd", 10, lr=0.01, progress=value)

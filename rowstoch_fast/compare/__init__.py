@@ -223,6 +223,7 @@ def compare(A, objective, algorithms=None, rounds_budget=2000, *, lr=None, tune=
     >>> summary(frame)[["algorithm", "communication_rounds", "status"]].values.tolist()
     [['pull-diag-gt', 40, 'ok'], ['push-pull', 40, 'ok']]
     """
+    from .. import _progress
     from .._checks import check_int
 
     if log is not None and not callable(log):
@@ -230,6 +231,7 @@ def compare(A, objective, algorithms=None, rounds_budget=2000, *, lr=None, tune=
     if on_result is not None and not callable(on_result):
         raise TypeError(f"on_result must be a callable that takes a frame, got {type(on_result).__name__}")
     jobs = check_int(jobs, "jobs", minimum=1)
+    progress = _progress.check(progress)
     plan = make_plan(A, objective, algorithms, rounds_budget, lr=lr, tune=tune, repeats=repeats, seed=seed,
                      tracker=tracker, backend=backend, mg_rounds=mg_rounds, points=points, metric=metric,
                      metrics=metrics, lr_source=lr_source, hyper=hyper, checkpoint_dir=checkpoint_dir,
