@@ -365,14 +365,18 @@ def test_unreliable_networks_equal_single_process(ranks, tmp_path, monkeypatch):
                                                      if mpi_cases.runs_on("compressed", compressed, cls)}
 
 
+def outcomes_per_rank(case, tmp_path):
+    """Each rank's ``{name: outcome}`` of a case that runs several calls and gathers how each ended."""
+    got = mpirun(case, 2, tmp_path)
+    names = [str(n) for n in got["names"]]
+    return [dict(zip(names, map(str, rank_outcomes))) for rank_outcomes in got["outcomes"]]
+
+
 def test_settings_that_differ_between_ranks_are_refused_on_every_rank(tmp_path):
     """A different lr or seed on one rank ran silently wrong (0.0358 where one process gives 0.1207 or 0.0103); a
     different graph hung. The run's settings are compared before anything is built: a refusal on every rank,
     naming what differs."""
-    got = mpirun("settings_differ", 2, tmp_path)
-    names = [str(n) for n in got["names"]]
-    for rank_outcomes in got["outcomes"]:
-        outcome = dict(zip(names, map(str, rank_outcomes)))
+    for outcome in outcomes_per_rank("settings_differ", tmp_path):
         assert outcome["same"] == "no error"
         assert "ValueError: the run's settings differ between the MPI ranks: lr is 0.01 on rank 0 and 0.02 on " \
                "rank 1" in outcome["lr"]
@@ -381,10 +385,7 @@ def test_settings_that_differ_between_ranks_are_refused_on_every_rank(tmp_path):
 
 
 def test_an_optimizer_built_differently_on_the_ranks_is_refused_on_every_rank(tmp_path):
-    got = mpirun("constructors_differ", 2, tmp_path)
-    names = [str(n) for n in got["names"]]
-    for rank_outcomes in got["outcomes"]:
-        outcome = dict(zip(names, map(str, rank_outcomes)))
+    for outcome in outcomes_per_rank("constructors_differ", tmp_path):
         assert outcome["same"] == "no error"
         for name, key in [("matrix", "matrices"), ("n", "matrices"), ("x0", "x0"), ("partition", "partition"),
                           ("lr", "lr"), ("rounds", "rounds")]:
@@ -394,10 +395,7 @@ def test_an_optimizer_built_differently_on_the_ranks_is_refused_on_every_rank(tm
 
 
 def test_a_resume_of_different_states_on_the_ranks_is_refused_on_every_rank(tmp_path):
-    got = mpirun("states_differ", 2, tmp_path)
-    names = [str(n) for n in got["names"]]
-    for rank_outcomes in got["outcomes"]:
-        outcome = dict(zip(names, map(str, rank_outcomes)))
+    for outcome in outcomes_per_rank("states_differ", tmp_path):
         assert outcome["shared"] == "no error"
         assert outcome["none"].startswith("ValueError: state is None on rank(s) [1]: state_dict() returns the state "
                                           "on the root only")
