@@ -798,7 +798,7 @@ def _optimizer_class():
                 raise RuntimeError("step() found no gradient in replicas.params.grad: call loss.backward() between "
                                    "zero_grad() and step() (the loss of replicas(inputs))")
             if not self._points_kept("step()"):
-                self._backwards, self._stepped = 0, True
+                params.grad, self._backwards, self._stepped, self._stale = None, 0, False, False  # (taken elsewhere)
                 raise RuntimeError("step(): the optimizer restarted from the weights set in the replicas, and its "
                                    f"first points are not them ({type(self.inner).__name__} starts from its server's "
                                    "or the average model): replicas.params now hold them; compute the loss there "

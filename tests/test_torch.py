@@ -933,6 +933,14 @@ def test_weights_set_before_the_first_step_restart_the_optimizer_and_later_edits
     fed.replicas.set_params(start)  # (its first points: the server's model, the average, not each client's)
     fed.zero_grad()
     np.testing.assert_allclose(fed.replicas.params.detach().numpy(), np.tile(start.mean(0), (n, 1)), rtol=1e-13)
+    fed.replicas.set_params(start)  # (set after zero_grad, the gradient taken there: not the points it asks)
+    fed.replicas.losses(fed.replicas(inputs), labels).sum().backward()
+    with pytest.raises(RuntimeError, match=r"step\(\): the optimizer restarted from the weights set in the replicas"):
+        fed.step()
+    assert fed.replicas.params.grad is None
+    fed.replicas.losses(fed.replicas(inputs), labels).sum().backward()  # (there again)
+    fed.step()
+    assert fed.iteration == 1
 
 
 def test_the_torch_style_optimizer_refuses_a_stale_gradient_and_another_parameter_group(linear_problem):
