@@ -169,7 +169,6 @@ def _first_asymmetry(W):
     return i, j, float(csr[i, j]), float(csr[j, i])
 
 
-
 def _settings(mats, x0, hyper, partition):
     """What every MPI rank must construct alike, JSON-like (:func:`~rowstoch_fast.backends.check_same_on_every_process`
     compares it): each matrix's or network's :func:`~rowstoch_fast.network.describe` (a SHA-1 of its weights),
