@@ -12,10 +12,12 @@ TEXT_ENCODING = "utf-8-sig"
 
 
 def atomic_write(path, write, mode="w"):
-    """``write(fh)`` into ``path`` through a temporary file in its folder, flushed to disk, then renamed over it."""
+    """``write(fh)`` into ``path`` through a temporary file in its folder, flushed to disk, then renamed over it; a
+    text file in UTF-8, whatever the locale (under ``LANG=C`` the "±" of summary.md ended a comparison whose
+    methods had all run)."""
     tmp = f"{path}.tmp-{os.getpid()}"
     try:
-        with open(tmp, mode) as fh:
+        with open(tmp, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as fh:
             write(fh)
             fh.flush()
             os.fsync(fh.fileno())

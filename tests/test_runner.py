@@ -1221,3 +1221,15 @@ def test_the_samples_column_counts_every_mini_batch_drawn(name, rounds):
     assert last["samples"] == sum(drawn) * 4 == last["gradient_calls"] * rounds * 4
     want = {"pull-diag-gt": 51, "dsgd": 50, "dlm": 49}[name] * rounds * 4
     assert last["samples"] == want
+
+
+def test_the_text_outputs_are_utf8_under_an_ascii_locale(tmp_path):
+    """Under LANG=C (with Python's UTF-8 mode off) the "±" of summary.md ended a comparison whose methods had all
+    run: 'ascii' codec can't encode characters."""
+    code = ("import sys; from rowstoch_fast._files import atomic_write; "
+            "atomic_write(sys.argv[1], lambda fh: fh.write('1.2e-03 \\u00b1 4e-04, x\\u0304'))")
+    env = dict(os.environ, LC_ALL="C", LANG="C", PYTHONUTF8="0", PYTHONIOENCODING="ascii")
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "summary.md")], env=env, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert (tmp_path / "summary.md").read_bytes().decode("utf-8") == "1.2e-03 \u00b1 4e-04, x\u0304"
