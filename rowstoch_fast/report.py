@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import sys
 
 import numpy as np
 
@@ -208,6 +209,28 @@ class closing_on_error:
             for number in set(self.plt.get_fignums()) - self.before:
                 self.plt.close(number)
         return False
+
+
+def check_backend():
+    """A ValueError naming ``MPLBACKEND`` where it is set to a backend matplotlib cannot load here (an unknown name,
+    a ``module://`` that does not import, a GUI toolkit missing): what a command checks before it runs, since its
+    figures come last (a run finished, then a traceback, and the folder's old figure stayed beside the new
+    records). Unset, or pyplot already imported: nothing to check."""
+    import importlib.util
+
+    value = os.environ.get("MPLBACKEND")
+    if not value or "matplotlib.pyplot" in sys.modules or importlib.util.find_spec("matplotlib") is None:
+        return
+    try:
+        import matplotlib
+        import matplotlib.pyplot as plt
+
+        plt.switch_backend(matplotlib.rcParams["backend"])  # (loaded at the first figure otherwise)
+    except Exception as exc:  # noqa: BLE001 - matplotlib's ValueError, an ImportError of the backend's module
+        said = (str(exc).splitlines() or [""])[0][:200]
+        raise ValueError(f"MPLBACKEND={value!r}: matplotlib cannot use it here ({type(exc).__name__}: {said}); "
+                         "unset it, or name one that loads (MPLBACKEND=Agg writes the figures without a "
+                         "display)") from None
 
 
 def _backend_chosen(matplotlib):

@@ -488,3 +488,19 @@ def test_the_run_figure_says_every_way_a_run_diverged(tmp_path, monkeypatch):
     status = json.loads((tmp_path / "u" / "history.json").read_text())["status"]
     assert code == 3 and status == "diverged"
     assert labels == ["pull-diag-gt, lr = 0.01 (diverged)"]
+
+
+@pytest.mark.parametrize("backend", ["bogus", "module://no_such_backend_module"])
+def test_a_matplotlib_backend_that_does_not_load_is_refused_before_the_run(tmp_path, backend):
+    """MPLBACKEND=bogus: the run finished, then a traceback, and the folder's old figure stayed beside the new
+    records."""
+    import subprocess
+    import sys
+
+    env = dict(os.environ, MPLBACKEND=backend)
+    out = subprocess.run([sys.executable, "-m", "rowstoch_fast.cli", "run", "--objective", "quadratic", "--iterations",
+                          "5", "--no-progress", "--out", str(tmp_path / "r")], env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
+    assert out.stderr.startswith(f"rowstoch: error: MPLBACKEND={backend!r}: matplotlib cannot use it here")
+    assert len(out.stderr.strip().splitlines()) == 1 and not (tmp_path / "r").exists()

@@ -17,6 +17,7 @@ from ..metrics import BetaNotConverged
 from ..io import load_matrix  # noqa: F401 (the command line's readers, as before the split)
 from ..topology import by_name as build_topology  # noqa: F401
 from ..network import options as network_options
+from ..report import check_backend
 from ._common import _as_options, _created, _error, configure_logging, parsed_settings, remove_created
 from .parser import make_parser
 
@@ -188,6 +189,10 @@ def _bad_value(argv, parser):
 def _call(args, terminated):
     """The command ``args.func`` run, its exceptions turned into one line and an exit code."""
     try:
+        try:
+            check_backend()  # (before the work: the figures come last)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
         return args.func(args)
     except UsageError as exc:
         remove_created()  # (an --out made before the refusal: nothing is left behind)
