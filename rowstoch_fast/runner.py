@@ -1176,7 +1176,12 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
             agreed.finish()  # (every process is here: a signal held since the last agreement is not dropped)
             raise diverged
         if checkpoint:
-            _save_checkpoint(checkpoint, opt, oracle, rows, meta, time.perf_counter() - t0)
+            try:
+                _save_checkpoint(checkpoint, opt, oracle, rows, meta, time.perf_counter() - t0)
+            except Exception as exc:  # (out of memory gathering the state, a full disk: the run's records had
+                # gone with it, every one lost; they go with the error, as for a run that raised)
+                exc.history = History(rows, meta)
+                raise
         grew = _warn_if_growing(rows, algorithm.lr)
         if grew:  # (compare marks such a run diverged)
             meta["grew"] = grew

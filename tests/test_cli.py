@@ -504,3 +504,27 @@ def test_a_matplotlib_backend_that_does_not_load_is_refused_before_the_run(tmp_p
     assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
     assert out.stderr.startswith(f"rowstoch: error: MPLBACKEND={backend!r}: matplotlib cannot use it here")
     assert len(out.stderr.strip().splitlines()) == 1 and not (tmp_path / "r").exists()
+
+
+def test_a_final_checkpoint_that_cannot_be_saved_keeps_the_run_s_records(tmp_path, monkeypatch, capsys):
+    """Out of memory gathering the state for --checkpoint at the end lost the whole run: no history, no folder."""
+    from rowstoch_fast import runner
+
+    saved = runner._save_checkpoint
+    calls = []
+
+    def out_of_memory_at_the_end(path, opt, *args):
+        calls.append(opt.iteration)
+        if opt.iteration == 30:
+            raise MemoryError("Unable to allocate 153. MiB for an array with shape (500000, 40)")
+        return saved(path, opt, *args)
+
+    monkeypatch.setattr(runner, "_save_checkpoint", out_of_memory_at_the_end)
+    code = cli.main(["run", "--objective", "quadratic", "--iterations", "30", "--record-every", "10", "--no-progress",
+                     "--checkpoint", str(tmp_path / "ck.npz"), "--out", str(tmp_path / "r")])
+    err = capsys.readouterr().err
+    assert code == 2 and "out of memory: Unable to allocate 153. MiB" in err and calls[-1] == 30
+    assert "the 4 rows recorded before the error are in" in err
+    import pandas as pd
+
+    assert pd.read_csv(tmp_path / "r" / "history.csv")["iteration"].tolist() == [0, 10, 20, 30]
