@@ -1582,3 +1582,16 @@ def test_a_schedule_s_messages_name_what_to_write():
     with pytest.raises(ValueError, match=r"diag\(A_0\) is 0 at node 0"):
         for _ in range(3):
             opt.step(lambda X: X - 1.0)
+
+
+@pytest.mark.parametrize("name", ["robust-gradient-push", "r-fast"])
+def test_the_per_link_state_that_cannot_fit_is_refused_before_it_is_made(name, monkeypatch):
+    """A complete graph of 3,000 nodes asked NumPy for 6.7 GiB of per-link state with no check first (the
+    optimizer's blocks were checked, not its links'): a bare "Unable to allocate", or pages touched until the
+    process was killed."""
+    from rowstoch_fast.algorithms import REGISTRY
+
+    monkeypatch.setenv("ROWSTOCH_MEMORY_LIMIT", str(50 * 2**20))  # (50 MiB: the blocks fit, 2 x 40,000 links' not)
+    A = topology.complete(200)
+    with pytest.raises(MemoryError, match=r"per-link state \(40000 links x 2 x 50 values, .*MiB\) needs about"):
+        REGISTRY[name].build(A, np.zeros((2, 200, 50)), 0.01)

@@ -575,6 +575,19 @@ class Optimizer(AskTell, FailureHandling, Persistence):
         require_memory(total, f"{type(self).__name__} on {rows} nodes with {reps} x {d} values per node "
                        f"({fmt_bytes(total)})", "use float32, fewer repetitions or a smaller d")
 
+    def _require_link_memory(self, blocks):
+        """A MemoryError before the per-link blocks are made where they cannot fit in host memory: ``blocks``, the
+        ``(links, width)`` of each (a complete graph of 3,000 nodes asked NumPy for 6.7 GiB, refused naming no
+        setting, or touched page by page until the process was killed)."""
+        ops = self._ops
+        if ops.xp is not np:
+            return
+        total = sum(ops.link_bytes(links, width) for links, width in blocks)
+        links = max((ops.link_bytes(links, 1) // ops.dtype.itemsize for links, _ in blocks), default=0)
+        require_memory(total, f"{type(self).__name__}'s per-link state ({links} links x {self._reps} x {self._d} "
+                       f"values, {fmt_bytes(total)})", "use a sparser graph, float32, fewer repetitions or a "
+                       "smaller d")
+
     def _allocate(self, shape):
         ops = self._ops
         self._global_shape = shape

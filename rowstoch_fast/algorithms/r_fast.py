@@ -103,6 +103,8 @@ class RFAST(Optimizer):
             M = self._mats[name]
             self._nets[name] = M if isinstance(M, Network) else None
             self._links[name] = base_matrix(M) if isinstance(M, Network) else M
+        self._require_link_memory([(self._links[name], width) for name in self.matrices] * 2)
+        for name in self.matrices:
             self._pending[name] = [ops.link_zeros(self._links[name], width) for _ in range(2)]
 
     def _traffic_per_iteration(self):

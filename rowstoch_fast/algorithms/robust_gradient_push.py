@@ -95,6 +95,7 @@ class RobustGradientPush(Optimizer):
         self._net, self._links = net, base_matrix(self.C) if net is not None else self.C
         width = self._reps * self._d
         ops = self._ops
+        self._require_link_memory([(self._links, width), (self._links, 1)] * 2)
         self._pending = [(ops.link_zeros(self._links, width), ops.link_zeros(self._links, 1)) for _ in range(2)]
 
     def _traffic_per_iteration(self):

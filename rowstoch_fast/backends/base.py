@@ -281,6 +281,10 @@ class Backend:
         """The rows the entries of this process's share of ``C`` read (under MPI: its rows and its halo's)."""
         return src
 
+    def link_bytes(self, C, width):
+        """The bytes of a :meth:`link_zeros` block of ``width`` values per link of this process's rows of ``C``."""
+        return int(self._link_arrays(C)["nnz"]) * int(width) * self.dtype.itemsize
+
     def link_zeros(self, C, width):
         """A zero block of one row per stored entry of this process's rows of ``C`` (per-link state)."""
         return self.xp.zeros((self._link_arrays(C)["nnz"], width), dtype=self.dtype)
