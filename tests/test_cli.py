@@ -528,3 +528,14 @@ def test_a_final_checkpoint_that_cannot_be_saved_keeps_the_run_s_records(tmp_pat
     import pandas as pd
 
     assert pd.read_csv(tmp_path / "r" / "history.csv")["iteration"].tolist() == [0, 10, 20, 30]
+
+
+def test_a_matrix_file_that_declares_more_than_memory_holds_is_named(tmp_path, capsys):
+    """An .npy header declaring 10^14 entries: "out of memory: Unable to allocate ...", naming no option."""
+    path = tmp_path / "big.npy"
+    with open(path, "wb") as fh:  # (a header alone: 800 TB declared, beyond any address space)
+        np.lib.format.write_array_header_1_0(fh, {"descr": "<f8", "fortran_order": False, "shape": (10**7, 10**7)})
+    code = cli.main(["run", "--objective", "quadratic", "--iterations", "2", "--no-progress", "--matrix", str(path),
+                     "--normalize", "--out", str(tmp_path / "r")])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith(f"rowstoch: error: out of memory: --matrix {str(path)!r}: "), err

@@ -5,6 +5,7 @@ the network and objective built from the options, the output folders, one-line e
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
 import sys
@@ -72,9 +73,20 @@ def _writable_file(path, option):
     _writable_folder(folder, option + " (its folder)")
 
 
+@contextlib.contextmanager
+def _named_in_memory_errors(option, path):
+    """A MemoryError while the file of ``option`` is read names it (a file declaring 10^10 rows gave "out of
+    memory: Unable to allocate 74.5 GiB", naming no option)."""
+    try:
+        yield
+    except MemoryError as exc:
+        raise MemoryError(f"{option} {path!r}: {exc or 'the file does not fit in memory'}") from None
+
+
 def _matrix_from_args(args):
     if args.matrix:
-        return load_matrix(args.matrix, args.normalize)
+        with _named_in_memory_errors("--matrix", args.matrix):
+            return load_matrix(args.matrix, args.normalize)
     return build_topology(args.topology, _topology_n(args), args.seed, undirected=getattr(args, "undirected", False),
                           weights=getattr(args, "weights", "in-degree"))
 
@@ -238,7 +250,8 @@ def _objective_of(args, n):
 
     dtype = np.float32 if getattr(args, "dtype", "float64") == "float32" else np.float64
     if getattr(args, "data_file", None):  # the nodes share the file's rows evenly, node i the i-th block
-        H, y = load_data_file(args.data_file, args.objective)
+        with _named_in_memory_errors("--data-file", args.data_file):
+            H, y = load_data_file(args.data_file, args.objective)
         if len(y) % n:
             raise UsageError(f"--data-file {args.data_file!r} has {len(y)} rows, which the {n} nodes cannot share "
                              f"evenly (node i takes the i-th of {n} equal blocks of its rows)")
