@@ -839,7 +839,7 @@ def test_an_objective_of_ones_own_as_the_docstring_says_and_what_it_gets_wrong_i
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # (a right f*: no warning)
         h = rf.run(rf.Algorithm(A, 0.5, method="push-pull"), f, 60, progress=False)
-    assert h.frame["suboptimality"].iloc[-1] < 1e-6 and h.frame["samples"].iloc[-1] == 60
+    assert h.frame["suboptimality"].iloc[-1] < 1e-6 and h.frame["samples"].iloc[-1] == 61  # (+ its batch at x0)
     for batch in (None, "full", 0, True, 2.5):
         f.batch = batch
         for call in (lambda: rf.run(rf.Algorithm(A, 0.5), f, 5, progress=False),
@@ -848,7 +848,8 @@ def test_an_objective_of_ones_own_as_the_docstring_says_and_what_it_gets_wrong_i
                 call()
     for batch in (4, 4.0, np.int32(4)):
         f.batch = batch
-        assert rf.run(rf.Algorithm(A, 0.5), f, 5, progress=False).frame["samples"].iloc[-1] == 20
+        assert rf.run(rf.Algorithm(A, 0.5), f, 5, progress=False).frame["samples"].iloc[-1] == 24  # (6 batches of
+        # 4: Pull-Diag-GT's at x0, then one per iteration)
 
     class Unknown(_Own):
         def optimum(self):
