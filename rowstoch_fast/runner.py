@@ -613,6 +613,9 @@ def build_replicas(algorithm, objective, repeats, x0=None):
     if x0.ndim == 1:
         x0 = np.broadcast_to(x0, (algorithm.A.n, x0.shape[0]))
     if repeats > 1 or np.ndim(algorithm.lr) == 3:  # (one rate per replica: replicas even of one)
+        if repeats * x0.size >= 2**62:  # (NumPy's "iterator is too large", naming nothing)
+            raise MemoryError(f"run(repeats={repeats}): {repeats} x {x0.size} values, more than memory can index; "
+                              "lower repeats")
         x0 = np.broadcast_to(x0, (repeats,) + x0.shape)
     backends.require_block_memory(algorithm.backend, x0, 4 * 8 * x0.size,  # (a GPU's memory for "cupy")
                                   f"run(repeats={repeats}) (at least four {x0.shape} blocks of iterates)",

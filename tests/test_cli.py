@@ -539,3 +539,12 @@ def test_a_matrix_file_that_declares_more_than_memory_holds_is_named(tmp_path, c
                      "--normalize", "--out", str(tmp_path / "r")])
     err = capsys.readouterr().err
     assert code == 2 and err.startswith(f"rowstoch: error: out of memory: --matrix {str(path)!r}: "), err
+
+
+def test_repetitions_past_what_memory_can_index_are_named(tmp_path, capsys):
+    """--repeats 2^62: NumPy's "iterator is too large", naming neither the option nor the size."""
+    code = cli.main(["run", "--objective", "quadratic", "--iterations", "10", "--no-progress", "--repeats",
+                     str(2**62), "--out", str(tmp_path / "r")])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("rowstoch: error: out of memory: run(repeats=4611686018427387904)"), err
+    assert "lower repeats" in err
