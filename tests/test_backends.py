@@ -158,7 +158,13 @@ def test_auto_dispatch_picks_cupy_for_device_arrays():
 
 def test_disable_variable_gives_one_clear_error(monkeypatch):
     monkeypatch.setenv("ROWSTOCH_DISABLE_CUPY", "1")
-    with pytest.raises(RuntimeError, match="disabled by ROWSTOCH_DISABLE_CUPY=1"):
+    with pytest.raises(RuntimeError, match="disabled by ROWSTOCH_DISABLE_CUPY='1'"):
+        resolve_backend("cupy")
+    monkeypatch.setenv("ROWSTOCH_DISABLE_CUPY", " Yes ")  # (the message said "=1" whatever the value)
+    with pytest.raises(RuntimeError, match="disabled by ROWSTOCH_DISABLE_CUPY=' Yes '"):
+        resolve_backend("cupy")
+    monkeypatch.setenv("ROWSTOCH_DISABLE_CUPY", "2")  # (ignored without a word)
+    with pytest.raises(ValueError, match=r"ROWSTOCH_DISABLE_CUPY must be 1, true, yes or on .* got '2'"):
         resolve_backend("cupy")
 
 

@@ -28,8 +28,13 @@ __all__ = [
 ]
 
 
+_YES, _NO = {"1", "true", "yes", "on"}, {"", "0", "false", "no", "off"}
+
+
 def _disabled():
-    return os.environ.get("ROWSTOCH_DISABLE_CUPY", "").strip().lower() in {"1", "true", "yes", "on"}
+    """Whether ``ROWSTOCH_DISABLE_CUPY`` turns the backend off (a value neither yes nor no: not off, and
+    :func:`require_cupy` says so)."""
+    return os.environ.get("ROWSTOCH_DISABLE_CUPY", "").strip().lower() in _YES
 
 
 #: CuPy is importable and not disabled (a CUDA device is checked only when the backend is used).
@@ -72,8 +77,12 @@ DELAY_AGES = os.environ.get("ROWSTOCH_CUDA_DELAY_AGES", "rows")
 def require_cupy():
     """Import CuPy and check for a device, or raise one clear error saying what is missing (once found, the
     module is kept: every launch asks, and the device count is a driver call)."""
+    value = os.environ.get("ROWSTOCH_DISABLE_CUPY", "")
     if _disabled():
-        raise RuntimeError("backend 'cupy' is disabled by ROWSTOCH_DISABLE_CUPY=1")
+        raise RuntimeError(f"backend 'cupy' is disabled by ROWSTOCH_DISABLE_CUPY={value!r}")
+    if value.strip().lower() not in _NO:  # ("2" or "abc" were ignored without a word)
+        raise ValueError(f"ROWSTOCH_DISABLE_CUPY must be 1, true, yes or on (the CuPy backend off) or 0, false, no, "
+                         f"off or empty, got {value!r}")
     if _FOUND:
         return _FOUND[0]
     if importlib.util.find_spec("cupy") is None:
