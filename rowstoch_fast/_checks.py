@@ -314,6 +314,34 @@ def require_memory(nbytes, what, hint=""):
                           f"available{'; ' + hint if hint else ''}")
 
 
+def require_npz_memory(archive, keys, what):
+    """Raise MemoryError before any of the members ``keys`` of the open ``np.load`` archive ``archive`` is
+    decompressed when together they would not fit: the sizes their zip entries declare, which bound what
+    ``zipfile`` decompresses (a few MB of deflated zeros can declare gigabytes)."""
+    names = {name[:-4] if name.endswith(".npy") else name: name for name in archive.zip.namelist()}
+    nbytes = sum(archive.zip.getinfo(names[key]).file_size for key in keys if key in names)
+    require_memory(nbytes, what)
+
+
+def lines_within_memory(lines, what, delimiter=None, copies=2):
+    """The lines of a text file, passed through while the numbers they hold so far (``delimiter``-separated;
+    whitespace-separated when None) fit in memory ``copies`` times as float64 (the array read and one copy of
+    it); else a MemoryError naming ``what``. For a compressed file, whose size on disk does not bound what it
+    holds (a few MB of gzip decompress to gigabytes of ``0,0``), and for an uncompressed one too large to
+    rule out by its size."""
+    avail = available_memory()
+    if avail is None:
+        yield from lines
+        return
+    numbers = 0
+    for line in lines:
+        numbers += line.count(delimiter) + 1 if delimiter is not None else len(line.split())
+        if numbers * 8 * copies > avail:
+            raise MemoryError(f"{what} holds at least {numbers:,} numbers (read so far), which need more than the "
+                              f"{fmt_bytes(avail)} of memory available")
+        yield line
+
+
 def _index_array(arr, what, name):
     arr = np.asarray(arr)
     if arr.ndim != 1 or not np.issubdtype(arr.dtype, np.integer):
@@ -414,6 +442,7 @@ def _load_numpy_file(path, what):
             if isinstance(obj, np.ndarray):
                 return obj
             with obj:
+                require_npz_memory(obj, obj.files, f"{what} {path!r}")
                 return {k: obj[k] for k in obj.files}
     except MemoryError:
         raise

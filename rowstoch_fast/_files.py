@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import bz2
+import gzip
 import os
 
-__all__ = ["TEXT_ENCODING", "atomic_write", "is_header"]
+from ._checks import available_memory, lines_within_memory
+
+__all__ = ["TEXT_ENCODING", "atomic_write", "is_header", "loadtxt_source", "open_text"]
 
 #: How the text files a user brings (edge lists, CSV data) are read: UTF-8, a byte-order mark (Excel's "CSV UTF-8"
 #: writes one) read as nothing; it made the first line a "header", and its edge or sample was dropped.
@@ -39,6 +43,25 @@ def is_header(tokens):
             return False
 
     return not any(number(t) for t in tokens)
+
+
+def open_text(path, errors=None):
+    """The text file ``path`` opened for reading as :data:`TEXT_ENCODING` (``errors`` as :func:`open`'s),
+    decompressed when it ends in ``.gz`` or ``.bz2``."""
+    path = os.fspath(path)
+    opener = gzip.open if path.endswith(".gz") else bz2.open if path.endswith(".bz2") else open
+    return opener(path, "rt", newline="", encoding=TEXT_ENCODING, errors=errors)
+
+
+def loadtxt_source(path, f, delimiter=None):
+    """What ``np.loadtxt`` reads the text file ``path`` (open as ``f``, :func:`open_text`) from: the path
+    itself (NumPy's fast reader) when its size rules out running out of memory (at most one number a byte, read
+    and copied), else the lines of ``f``, refused once the numbers read would not fit
+    (:func:`~rowstoch_fast._checks.lines_within_memory`): a compressed file's size does not bound what it holds."""
+    avail = available_memory()
+    if not path.endswith((".gz", ".bz2")) and (avail is None or 16 * os.path.getsize(path) <= avail):
+        return path
+    return lines_within_memory(f, path, delimiter)
 
 
 def process_alive(pid):

@@ -19,7 +19,6 @@ True
 
 from __future__ import annotations
 
-import bz2
 import csv
 import gzip
 import io
@@ -31,8 +30,8 @@ import zlib
 
 import numpy as np
 
-from ._checks import check_int, check_positive_float, make_rng, require_memory
-from ._files import TEXT_ENCODING, is_header
+from ._checks import check_int, check_positive_float, make_rng, require_memory, require_npz_memory
+from ._files import TEXT_ENCODING, is_header, loadtxt_source, open_text
 
 __all__ = ["iid_split", "stratified_split", "dirichlet_split", "label_quantity_split", "shard_split", "split_samples", "SPLITS",
            "size_skewed_split", "node_arrays", "load_dataset", "load_digits", "load_mnist", "load_cifar10",
@@ -509,11 +508,18 @@ def _find(folder, stem):
 _READ_ERRORS = (OSError, EOFError, zlib.error)
 
 
-def _read(path):
-    """The bytes of ``path`` (gunzipped if it ends in .gz), or a ValueError naming it."""
+def _read(path, chunk=1 << 24):
+    """The bytes of ``path`` (gunzipped if it ends in .gz), or a ValueError naming it; read in chunks, and
+    refused (MemoryError) as soon as they and their images as float32 (five bytes a byte) would not fit: a
+    gzipped file's size does not bound what it holds."""
     try:
+        parts, size = [], 0
         with _open(path) as f:
-            return f.read()
+            while part := f.read(chunk):
+                size += len(part)
+                require_memory(5 * size, f"{path} (at least {size:,} bytes decompressed) and its images as float32")
+                parts.append(part)
+        return b"".join(parts)
     except _READ_ERRORS as exc:
         raise ValueError(f"{path} cannot be read ({type(exc).__name__}: {exc})") from None
 
@@ -592,7 +598,9 @@ def _npz_arrays(path, pick):
         f.seek(0)
         try:
             with np.load(f, allow_pickle=False) as z:  # (no pickled objects: a file could run code)
-                return [z[k] for k in pick(z.files)]
+                keys = pick(z.files)
+                require_npz_memory(z, keys, f"the arrays {', '.join(keys)} of {path}")
+                return [z[k] for k in keys]
         except (*_READ_ERRORS, zipfile.BadZipFile) as exc:  # (a damaged zip, or a member that is not an array)
             raise ValueError(f"{path} is not an .npz archive ({type(exc).__name__}: {exc})") from None
         except ValueError as exc:  # (an array of Python objects: NumPy refuses it without allow_pickle)
@@ -928,14 +936,6 @@ def _npz_member(path, files, key, defaults, argname):
     return found
 
 
-def _open_text(path):
-    if path.endswith(".gz"):
-        return gzip.open(path, "rt", newline="", encoding=TEXT_ENCODING)
-    if path.endswith(".bz2"):
-        return bz2.open(path, "rt", newline="", encoding=TEXT_ENCODING)
-    return open(path, newline="", encoding=TEXT_ENCODING)
-
-
 def _class_ids(y):
     """Labels read from text: int64 when every one is a whole number, else as they are (float64)."""
     if y.dtype.kind == "f" and np.all(np.isfinite(y)) and np.all(y == np.round(y)):
@@ -945,7 +945,7 @@ def _class_ids(y):
 
 def _dataset_csv(path, label_column, delimiter):
     try:
-        with _open_text(path) as f:
+        with open_text(path) as f:
             first = next(csv.reader(f, delimiter=delimiter), None)
     except (*_READ_ERRORS, UnicodeDecodeError) as exc:
         raise ValueError(f"{path} cannot be read as text ({type(exc).__name__}: {exc})") from None
@@ -953,10 +953,10 @@ def _dataset_csv(path, label_column, delimiter):
         raise ValueError(f"{path} holds no samples (its first line is empty)")
     names = [v.strip() for v in first] if is_header(first) else None
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), open_text(path) as f:
             warnings.simplefilter("ignore", UserWarning)  # ("input contained no data": refused below)
-            data = np.loadtxt(path, delimiter=delimiter, skiprows=int(names is not None), ndmin=2, dtype=np.float64,
-                              encoding=TEXT_ENCODING)
+            data = np.loadtxt(loadtxt_source(path, f, delimiter), delimiter=delimiter, skiprows=int(names is not None),
+                              ndmin=2, dtype=np.float64, encoding=TEXT_ENCODING)
     except (ValueError, *_READ_ERRORS) as exc:
         raise ValueError(f"{path}: {exc} (a CSV file for load_dataset holds numbers only, under an optional header "
                          "row of names, none of them a number)") from None

@@ -16,14 +16,14 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._checks import check_coo_arrays, check_csr_arrays, load_npy_file, load_npz_file
-from ._files import TEXT_ENCODING, is_header
+from ._files import TEXT_ENCODING, is_header, loadtxt_source, open_text
 from .errors import UsageError
 from .mixing import as_matrix, MixingMatrix
 
 __all__ = ["EDGE_LIST_HELP", "load_data_file", "load_matrix", "save_matrix"]
 
 EDGE_LIST_HELP = (
-    "edge list: a text file, one edge per line, 'src dst' or 'src dst weight', 0-based integer node ids "
+    "edge list: a text file (gzipped or bzip2-ed when its name ends in .gz or .bz2), one edge per line, 'src dst' or 'src dst weight', 0-based integer node ids "
     "separated by whitespace or by commas (CSV, one header line allowed), '#' starts a comment; src sends to dst "
     "(A[dst, src] > 0); n is the largest id + 1. "
     "Without weights the paper's in-degree rule is used and every node gets a self loop; with weights they "
@@ -75,7 +75,7 @@ def _edge_list_layout(path):
     """(delimiter, lines to skip, columns) of an edge list: commas when its first line of data has one, and that
     line skipped when it is a header (no number in it: ``src,dst,weight``; :func:`~rowstoch_fast._files.
     is_header`); the columns of that first line."""
-    with open(path, errors="replace", encoding=TEXT_ENCODING) as f:
+    with open_text(path, errors="replace") as f:
         for number, line in enumerate(f):
             data = line.split("#", 1)[0].strip()
             if not data:
@@ -102,10 +102,10 @@ def weights_said(path, normalize=False):
 def _load_edge_list(path, normalize, dtype=np.float64):
     try:
         delimiter, header, _ = _edge_list_layout(path)
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), open_text(path) as f:
             warnings.simplefilter("ignore", UserWarning)  # "input contained no data": reported below
-            rows = np.loadtxt(path, ndmin=2, comments="#", delimiter=delimiter, skiprows=header,
-                              encoding=TEXT_ENCODING)
+            rows = np.loadtxt(loadtxt_source(path, f, delimiter), ndmin=2, comments="#", delimiter=delimiter,
+                              skiprows=header, encoding=TEXT_ENCODING)
     except ValueError as exc:
         raise UsageError(f"edge list {path!r} cannot be read: {str(exc).rstrip('.')}. Expected: {EDGE_LIST_HELP}") \
             from None

@@ -541,6 +541,20 @@ def test_a_matrix_file_that_declares_more_than_memory_holds_is_named(tmp_path, c
     assert code == 2 and err.startswith(f"rowstoch: error: out of memory: --matrix {str(path)!r}: "), err
 
 
+def test_a_compressed_data_file_past_memory_is_refused_before_it_is_decompressed(tmp_path, capsys, monkeypatch):
+    """An .npz of 38 MiB of zeros in 39 kB (deflated): decompressed whole before any check, so a larger one
+    was killed by the operating system; now refused by the sizes its entries declare, naming --data-file once."""
+    path = tmp_path / "bomb.npz"
+    np.savez_compressed(path, H=np.zeros((10**6, 4)), y=np.zeros(10**6))
+    assert path.stat().st_size < 100_000
+    monkeypatch.setenv("ROWSTOCH_MEMORY_LIMIT", str(4 << 20))
+    code = cli.main(["run", "--objective", "logistic", "--iterations", "2", "--no-progress", "--data-file",
+                     str(path), "--out", str(tmp_path / "r")])
+    err = capsys.readouterr().err
+    assert code == 2 and err == (f"rowstoch: error: out of memory: --data-file {str(path)!r} needs about 38.1 MiB "
+                                 "of memory but only 4.0 MiB is available\n"), err
+
+
 def test_repetitions_past_what_memory_can_index_are_named(tmp_path, capsys):
     """--repeats 2^62: NumPy's "iterator is too large", naming neither the option nor the size."""
     code = cli.main(["run", "--objective", "quadratic", "--iterations", "10", "--no-progress", "--repeats",

@@ -779,3 +779,39 @@ def test_the_digits_without_scikit_learn_say_where_they_come_from(monkeypatch):
     monkeypatch.setitem(__import__("sys").modules, "sklearn.datasets", None)
     with pytest.raises(ImportError, match=r"the digits data set comes with scikit-learn: pip install scikit-learn"):
         load_digits()
+
+
+def test_compressed_files_are_refused_before_they_fill_memory(tmp_path, monkeypatch):
+    """A compressed file whose size does not bound what it holds (a zip or gzip "bomb": here 16 MB of zeros in a
+    few kB) is refused, naming it, once what it holds cannot fit: before any member of an .npz is decompressed
+    (the sizes its entries declare), as a CSV is read (the numbers so far), as an IDX file is read (the bytes
+    so far); the same files load where memory allows, a large uncompressed CSV through the counted lines too."""
+    from rowstoch_fast.datasets import load_dataset
+
+    np.savez_compressed(tmp_path / "bomb.npz", x=np.zeros((10**6, 1)), y=np.zeros(10**6, np.int64))
+    with gzip.open(tmp_path / "bomb.csv.gz", "wt") as f:
+        f.write("0,0\n" * 10**6)
+    with gzip.open(tmp_path / "train-images-idx3-ubyte.gz", "wb") as f:
+        f.write((0x803).to_bytes(4, "big") + b"".join(k.to_bytes(4, "big") for k in (20408, 28, 28)))
+        f.write(bytes(20408 * 784))
+    assert all(p.stat().st_size < 100_000 for p in tmp_path.iterdir())
+    monkeypatch.setenv("ROWSTOCH_MEMORY_LIMIT", str(4 << 20))
+    with pytest.raises(MemoryError, match="the arrays x, y of .*bomb.npz needs about 15.3 MiB of memory but only "
+                                          "4.0 MiB"):
+        load_dataset(tmp_path / "bomb.npz")
+    with pytest.raises(MemoryError, match="bomb.csv.gz holds at least 262,14[0-9] numbers \\(read so far\\), which need "
+                                          "more than the 4.0 MiB of memory available"):
+        load_dataset(tmp_path / "bomb.csv.gz")
+    with pytest.raises(MemoryError, match="train-images-idx3-ubyte.gz \\(at least [0-9,]+ bytes decompressed\\) "
+                                          "and its images as float32 needs about [0-9.]+ MiB"):
+        from rowstoch_fast.datasets import _idx
+
+        _idx(str(tmp_path / "train-images-idx3-ubyte.gz"), "images")
+    plain = tmp_path / "plain.csv"  # (16 x its size past the limit: read through the counted lines, and it fits)
+    plain.write_text("".join(f"{k / 7:.15f},{k % 2}\n" for k in range(20000)))
+    X, y = load_dataset(plain)
+    assert X.shape == (20000, 1) and y.tolist() == [k % 2 for k in range(20000)]
+    monkeypatch.delenv("ROWSTOCH_MEMORY_LIMIT")
+    np.testing.assert_array_equal(load_dataset(plain)[0], X)
+    assert load_dataset(tmp_path / "bomb.npz")[0].shape == (10**6, 1)
+    assert load_dataset(tmp_path / "bomb.csv.gz")[0].shape == (10**6, 1)

@@ -351,3 +351,26 @@ def test_draw_refuses_bad_inputs(plt, monkeypatch):
     monkeypatch.setitem(__import__("sys").modules, "networkx", None)
     with pytest.raises(ImportError, match="layout='spring' needs networkx"):
         A.draw(layout="spring")
+
+
+def test_a_compressed_edge_list_is_read_and_refused_before_it_fills_memory(tmp_path, monkeypatch):
+    """An edge list ending in .gz or .bz2 is decompressed (NumPy decompressed it but its header was looked for in
+    the compressed bytes: a CSV header line failed as "could not convert string 'src,dst'"), and one holding
+    more edges than fit is refused as it is read, naming it."""
+    import bz2
+    import gzip
+
+    from rowstoch_fast.io import load_matrix
+
+    with gzip.open(tmp_path / "ring.csv.gz", "wt") as f:
+        f.write("src,dst\n0,1\n1,2\n2,0\n")
+    with bz2.open(tmp_path / "ring.txt.bz2", "wt") as f:
+        f.write("0 1\n1 2\n2 0\n")
+    dense = [load_matrix(str(tmp_path / name)).toarray() for name in ("ring.csv.gz", "ring.txt.bz2")]
+    np.testing.assert_array_equal(dense[0], dense[1])
+    assert dense[0][1, 0] == 0.5 and dense[0][1, 1] == 0.5
+    with gzip.open(tmp_path / "bomb.txt.gz", "wt") as f:
+        f.write("0 1\n" * 10**6)
+    monkeypatch.setenv("ROWSTOCH_MEMORY_LIMIT", str(4 << 20))
+    with pytest.raises(MemoryError, match="bomb.txt.gz holds at least 262,14[0-9] numbers"):
+        load_matrix(str(tmp_path / "bomb.txt.gz"))

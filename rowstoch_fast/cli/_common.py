@@ -80,6 +80,8 @@ def _named_in_memory_errors(option, path):
     try:
         yield
     except MemoryError as exc:
+        if str(exc).startswith(option):  # (named already)
+            raise
         raise MemoryError(f"{option} {path!r}: {exc or 'the file does not fit in memory'}") from None
 
 
