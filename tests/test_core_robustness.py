@@ -434,6 +434,46 @@ def test_a_hopeless_exact_tracker_is_refused_before_the_spectral_gap(monkeypatch
     rf.PullDiagGT(A, np.zeros(3), 1e-3, tracker="perron")  # the way out it names
 
 
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(1, 40), p=st.floats(0.0, 0.4), seed=st.integers(0, 2**32 - 1))
+def test_the_tracker_lower_bound_takes_the_eccentricity_of_a_breadth_first_search(n, p, seed):
+    """The hops from node 0 to the farthest node it reaches (the pointer jumping over the breadth-first search's
+    predecessors) equal SciPy's shortest paths, on graphs that need not be strongly connected."""
+    import scipy.sparse as sp
+    from scipy.sparse import csgraph
+
+    from rowstoch_fast import MixingMatrix
+    from rowstoch_fast.tracker import _eccentricity
+
+    rng = np.random.default_rng(seed)
+    M = (rng.random((n, n)) < p) + np.eye(n)
+    A = MixingMatrix(sp.csr_array(M / M.sum(1, keepdims=True)), validate=False)
+    hops = csgraph.shortest_path(A.csr, method="D", directed=True, unweighted=True, indices=0)
+    assert _eccentricity(A) == int(hops[np.isfinite(hops)].max())
+
+
+def test_the_tracker_lower_bound_does_not_copy_the_matrix(monkeypatch):
+    """The lower bound's shortest paths copied every matrix unchecked, 12 bytes a nonzero (1 GB at n = 4e6); the
+    breadth-first search takes 32 bytes a node, and the float32 matrix's copy (which SciPy makes) is checked."""
+    import tracemalloc
+
+    from rowstoch_fast.tracker import DiagTracker
+
+    A = topology.exponential(50000)  # (17 nonzeros a row)
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValueError, match="needs at least 6 powers of A \\(messages take 13 hops"):
+            DiagTracker(A, max_work=1.0)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 3 * A.nnz, (peak, A.nnz)
+    monkeypatch.setenv("ROWSTOCH_MEMORY_LIMIT", str(2 * A.nnz))
+    with pytest.raises(MemoryError, match="the exact tracker's breadth-first search over A \\(n = 50,000, [0-9,]+ "
+                                          "nonzeros\\) needs about .*tracker='perron'"):
+        DiagTracker(A.astype(np.float32), max_work=1.0)
+
+
 def test_raw_entry_points_name_a_0d_or_nested_list_argument(A):
     """_core.mix_lossy with a 0-d indptr was an IndexError, _core.combine with a list coefficient pybind11's cast
     message (issue 35)."""
