@@ -679,6 +679,8 @@ def test_options_are_not_abbreviated(tmp_path):
     (["cifar10-resnet", "--synthetic", "--data-dir", "."], "give one of the two"),
     (["cifar10-resnet", "--data-dir", "."], "--data-dir: data_batch_1[.gz] not found in '.'"),
     (["mnist-mlp", "--width", "4"], "reproduce mnist-mlp takes no --width"),
+    (["cifar10-resnet", "--synthetic", "--width", "100000000"],  # (a traceback: PyTorch's sizes overflowed)
+     "--width is at most 4096 (64 times ResNet-18's channels), got 100000000"),
     (["cifar10-resnet", "--synthetic", "--iterations", "5"],
      "reproduce cifar10-resnet: --iterations is the communication rounds of each run, at least 10 (one iteration "
      "at R = 10), got 5"),

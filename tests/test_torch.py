@@ -352,6 +352,23 @@ def test_resnet18_is_resnet18():
     assert all(not torch.equal(means[i], means[j]) for i in range(4) for j in range(i))
     with pytest.raises(ValueError, match="width must be >= 1"):
         resnet18(0)
+    with pytest.raises(ValueError, match="width must be <= 2\\^12, got 100000000"):
+        resnet18(10**8)
+
+
+def test_a_network_too_wide_for_memory_is_refused_before_it_is_built(tmp_path, monkeypatch):
+    """``reproduce cifar10-resnet --width 100000`` ended in a traceback out of PyTorch (it asked for 3.6e11 bytes
+    in one tensor); a width whose training fits no memory is now refused at once by its estimate (2.6 GB at width
+    16, where 2.77 GB was measured), naming what to lower."""
+    from rowstoch_fast.experiments import neural
+
+    assert 2.0e9 < neural.training_bytes(lambda: neural.resnet18(16), 16, 32, (3, 32, 32)) < 3.5e9
+    monkeypatch.setenv("ROWSTOCH_MEMORY_LIMIT", str(2 << 30))
+    with pytest.raises(MemoryError, match="training ResNet-18 \\(width 300\\) on synthetic images on 16 nodes at "
+                                          "batch 32 needs about 156.7 GiB of memory but only 2.0 GiB is available; a "
+                                          "narrower network \\(--width\\), or a smaller --batch"):
+        neural.reproduce_cifar10_resnet(tmp_path, synthetic=True, width=300, communication_rounds=10, repeats=1)
+    assert not list(tmp_path.iterdir())  # (nothing trained, nothing written)
 
 
 def test_reproduce_cifar10_resnet_small_on_a_cpu(tmp_path):

@@ -183,6 +183,9 @@ def cmd_reproduce(args):
                                               repeats=args.repeats or experiments.KGT_REPEATS, progress=progress,
                                               seed=args.seed)
     elif args.figure == "cifar10-resnet":
+        if args.width > experiments.neural.MAX_WIDTH:
+            raise UsageError(f"--width is at most {experiments.neural.MAX_WIDTH} (64 times ResNet-18's channels), got "
+                             f"{args.width}")
         try:
             experiments.reproduce_cifar10_resnet(args.out, data_dir=args.data_dir, synthetic=args.synthetic,
                                                  width=args.width, communication_rounds=args.iterations or 2000,
