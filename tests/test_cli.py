@@ -562,3 +562,26 @@ def test_repetitions_past_what_memory_can_index_are_named(tmp_path, capsys):
     err = capsys.readouterr().err
     assert code == 2 and err.startswith("rowstoch: error: out of memory: run(repeats=4611686018427387904)"), err
     assert "lower repeats" in err
+
+
+def test_a_non_ascii_file_name_under_the_c_locale(tmp_path):
+    """Under LANG=C with Python's UTF-8 mode off a non-ASCII name arrives with its bytes escaped as lone
+    surrogates: ``run``'s figure could not draw its title (a traceback out of matplotlib), and a comparison whose
+    methods had run ended with "surrogates not allowed" and no tables. The outputs now show the name as UTF-8,
+    and the console prints it as the bytes it was given."""
+    import subprocess
+    import sys
+
+    graph = tmp_path / "grâphé.txt"
+    graph.write_text("0 1\n1 2\n2 0\n")
+    env = dict(os.environ, LC_ALL="C", LANG="C", PYTHONUTF8="0")
+    env.pop("PYTHONIOENCODING", None)
+    common = ["--matrix", str(graph), "--objective", "quadratic", "--no-progress"]
+    for command in (["run", "--iterations", "5"], ["compare", "--algorithms", "dsgd", "--lr", "dsgd=0.05",
+                                                   "--rounds-budget", "20", "--repeats", "1"]):
+        out = subprocess.run([sys.executable, "-m", "rowstoch_fast.cli", *command, *common, "--out",
+                              str(tmp_path / command[0])], env=env, capture_output=True, timeout=300)
+        assert out.returncode == 0, out.stderr.decode("utf-8", "replace")
+    assert (tmp_path / "run" / "grad_norm.png").exists()
+    assert "grâphé.txt" in (tmp_path / "compare" / "summary.md").read_text(encoding="utf-8")
+    assert "grâphé.txt".encode() in out.stdout

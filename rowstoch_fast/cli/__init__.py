@@ -56,8 +56,31 @@ class _Terminated:
 _KEYWORD_OPTIONS = {"tracker='perron'": "--tracker perron", "tracker='exact'": "--tracker exact"}
 
 
+def _utf8_bytes(exc):
+    """An encoding error handler: what a stream's codec cannot encode written as its UTF-8 bytes (and escaped
+    bytes, lone surrogates, as themselves)."""
+    if not isinstance(exc, UnicodeEncodeError):
+        raise exc
+    return exc.object[exc.start:exc.end].encode("utf-8", "surrogateescape"), exc.end
+
+
+def _console_writes_any_text():
+    """Under the C locale with Python's UTF-8 mode off, stdout and stderr are ASCII: a file's name, read as UTF-8
+    for the outputs (:func:`._common.file_label`), is printed as the UTF-8 bytes the terminal gave (printing it
+    ended a comparison: "'ascii' codec can't encode character '\\xe2'")."""
+    import codecs
+
+    codecs.register_error("rowstoch.utf8_bytes", _utf8_bytes)
+    for stream in (sys.stdout, sys.stderr):
+        encoding = getattr(stream, "encoding", None)
+        if encoding and hasattr(stream, "reconfigure") and codecs.lookup(encoding).name != "utf-8" \
+                and stream.errors in ("strict", "surrogateescape"):
+            stream.reconfigure(errors="rowstoch.utf8_bytes")
+
+
 def main(argv=None):
     """Entry point of the ``rowstoch`` command."""
+    _console_writes_any_text()
     parser = make_parser()
     argv = sys.argv[1:] if argv is None else list(argv)
     try:

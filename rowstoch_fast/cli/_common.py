@@ -73,6 +73,13 @@ def _writable_file(path, option):
     _writable_folder(folder, option + " (its folder)")
 
 
+def file_label(path):
+    """The name of the file ``path`` as titles, tables and captions show it: its base name, its bytes read as
+    UTF-8 (under the C locale with Python's UTF-8 mode off a non-ASCII name arrives with its bytes escaped as
+    lone surrogates, which no figure can draw and no UTF-8 file can hold: a comparison's outputs were lost)."""
+    return os.fsencode(os.path.basename(path)).decode("utf-8", "replace")
+
+
 @contextlib.contextmanager
 def _named_in_memory_errors(option, path):
     """A MemoryError while the file of ``option`` is read names it (a file declaring 10^10 rows gave "out of

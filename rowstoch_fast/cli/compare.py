@@ -17,7 +17,8 @@ from ..topology import NAMES as TOPOLOGIES, PAPER_NAMES as PAPER_GRAPHS
 from ._common import (_as_options, _check_objective_args, _check_objective_size, _check_out_folder, _error,
                       _list_option, _matrix_from_args, _metrics_module, _objective_from_args, _problem_rules,
                       _refuse_unread, _settings, narrator, on_every_rank, polled_barrier, progress_option,
-                      RanksDiffer, refuse_different_arguments, refuse_on_every_rank, warn_unshared_launch)
+                      RanksDiffer, refuse_different_arguments, refuse_on_every_rank, warn_unshared_launch,
+                      file_label)
 
 
 def _metric_list(text):
@@ -206,7 +207,7 @@ def _compare(args):
     # every graph, setting, objective, algorithm and rate is checked before anything runs or is written
     problems, args.graph_words = [], {}
     try:
-        for gname in [os.path.basename(args.matrix)] if args.matrix else topologies:
+        for gname in [file_label(args.matrix)] if args.matrix else topologies:
             args.topology = gname
             base = on_every_rank(args, _matrix_from_args, args)
             args.graph_words[gname] = _graph_words(args, gname, base)
@@ -777,7 +778,7 @@ def _objective_words(args):
              "least-squares": "least squares", "lasso": f"lasso (least squares + {args.l1:g} ||x||_1)",
              "quadratic": "a random quadratic"}[args.objective]
     if getattr(args, "data_file", None):
-        return f"{words} on {os.path.basename(args.data_file)}"
+        return f"{words} on {file_label(args.data_file)}"
     return f"{words} (d = {args.d})"
 
 

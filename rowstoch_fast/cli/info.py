@@ -11,14 +11,14 @@ from ..io import load_matrix
 from ..metrics import metrics_memory, metrics_table
 from ..topology import by_name as build_topology, NAMES as TOPOLOGIES, PAPER_NAMES as PAPER_GRAPHS
 from ._common import (_is_square, _matrix_rules, _refuse_unread, _topology_n, _writable_folder, narrator,
-                      progress_option, refuse_shared_launch, TOPOLOGY_HELP)
+                      progress_option, refuse_shared_launch, TOPOLOGY_HELP, file_label)
 
 
 def cmd_metrics(args):
     """``rowstoch metrics``: the metrics table of a topology, all topologies, or a matrix file."""
     _refuse_unread(args, _matrix_rules(args, ("--topology", "--n", "--seed")))
     if args.matrix:
-        named = [(os.path.basename(args.matrix), load_matrix(args.matrix, args.normalize))]
+        named = [(file_label(args.matrix), load_matrix(args.matrix, args.normalize))]
     elif args.topology == "all":
         n = 16 if args.n is None else args.n
         named = [(t, build_topology(t, n, args.seed)) for t in TOPOLOGIES if t != "grid" or _is_square(n)]

@@ -17,7 +17,8 @@ from ..topology import NAMES as TOPOLOGIES, PAPER_NAMES as PAPER_GRAPHS
 from ._common import (_algorithm_names, _check_objective_args, _check_objective_size, _error, _matrix_from_args,
                       _metrics_module, _objective_from_args, _one_setting, _problem_rules, _refuse_unread, _stage,
                       _topology_n, _writable_file, _writable_folder, default_lr, narrator, progress_option,
-                      on_every_rank, refuse_different_arguments, refuse_on_every_rank, warn_unshared_launch)
+                      on_every_rank, refuse_different_arguments, refuse_on_every_rank, warn_unshared_launch,
+                      file_label)
 
 
 #: The graph's options that a method which averages exactly (federated, centralized) reads no more than the
@@ -159,7 +160,7 @@ def _write_outputs(h, args, A, algo):
 
 
 def _write_history(h, folder, args, A, algo):
-    graph = os.path.basename(args.matrix) if args.matrix else args.topology
+    graph = file_label(args.matrix) if args.matrix else args.topology
     return h.save(folder, title=f"{graph} (n = {A.n}), {args.objective}, {h.meta['repeats']} repetition(s)",
                   label=f"{algo.name}, lr = {algo.lr:g}" + ("" if h.status == "done" else f" ({h.status})"))
 
