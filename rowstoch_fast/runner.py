@@ -448,9 +448,13 @@ class History:
                 ax.text(0.5, 0.5, f"linear scale: no finite positive {metric} recorded", transform=ax.transAxes,
                         ha="center", va="center")
         line = ax.plot(s[x], s[metric], label=label or self.meta.get("algorithm"), **kwargs)[0]
-        lo = s[metric] - s[metric + "_std"]
-        lo = np.clip(lo, 1e-300, None) if log else lo
-        ax.fill_between(s[x], lo, s[metric] + s[metric + "_std"], color=line.get_color(), alpha=0.2)
+        values = self.frame.groupby("iteration", sort=True)[metric]  # (the summary's rows, in its order)
+        band = s[metric + "_std"].to_numpy(dtype=np.float64)
+        with np.errstate(invalid="ignore"):  # (within the repetitions' own range: on a log panel mean - std fell
+            # below zero, and the band reached the bottom of the axis, 1e-300, decades below every record)
+            lo = np.maximum(s[metric].to_numpy(dtype=np.float64) - band, values.min().to_numpy(dtype=np.float64))
+            hi = np.minimum(s[metric].to_numpy(dtype=np.float64) + band, values.max().to_numpy(dtype=np.float64))
+        ax.fill_between(s[x], lo, hi, color=line.get_color(), alpha=0.2)
         ax.set_yscale("log" if log else "linear")
         ax.set_xlabel(x.replace("_", " "))
         ax.set_ylabel(metric.replace("_", " "))

@@ -424,7 +424,22 @@ def test_the_robustness_experiment_at_a_tiny_size(tmp_path):
     assert "the synthetic problem's data seed 5, seed 0" in lines
     assert set(table["setting"]) == {"p = 0", "p = 0.3", "bursty (p_bad = 0.05, p_recover = 0.2)"}
     assert np.isfinite(table["grad_norm"]).all()
+    assert ((table["grad_norm_min"] <= table["grad_norm"]) & (table["grad_norm"] <= table["grad_norm_max"])).all()
     assert (tmp_path / "robustness.csv").exists() and (tmp_path / "robustness.png").exists()
+
+
+def test_error_bars_stay_within_the_repeats_range():
+    """robustness.png's and kgt_local_steps.png's bars were mean +- sd: on their log panels mean - sd of
+    (0.05, 0.26, 0.05) fell below zero, to the panel's floor, decades below every repeat."""
+    from rowstoch_fast.experiments._common import error_bars
+
+    finals = np.array([0.05, 0.26, 0.05])
+    mean, sd = finals.mean(), finals.std(ddof=1)
+    assert mean - sd < 0
+    low, high = error_bars([mean], [sd], [finals.min()], [finals.max()])[:, 0]
+    assert mean - low == finals.min() and high == pytest.approx(sd)  # (mean + sd = 0.24 < 0.26: kept)
+    np.testing.assert_array_equal(error_bars([1.0, np.nan], [np.nan, 0.5], [0.5, 0.1], [2.0, 0.9]), np.zeros((2, 2)))
+    np.testing.assert_allclose(error_bars([1.0], [0.2], [0.9], [1.05]), [[0.1], [0.05]])
 
 
 def test_a_reproduction_s_figure_crosses_out_the_runs_that_did_not_end_ok(tmp_path, monkeypatch):

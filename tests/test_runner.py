@@ -137,6 +137,21 @@ def test_run_argument_errors(problem, tmp_path):
         run(algo(rounds=2), problem, 10, progress=False, resume=ck)
 
 
+def test_the_band_of_a_plot_stays_within_the_repetitions_range(problem):
+    """History.plot's band was mean +- sd, clipped at 1e-300 on its log panel: where mean - sd fell below zero
+    the band reached the axis' bottom, and the axis went down with it, decades below every record."""
+    h = run(algo(), problem, 40, repeats=3, record_every=5, progress=False, seed=3)
+    last = h.frame["iteration"] == 40
+    h.frame.loc[last, "grad_norm"] = [0.05, 0.26, 0.05]  # (a spread seen in robustness.png: mean - sd < 0)
+    s = h.summary()
+    assert (s["grad_norm"] - s["grad_norm_std"]).iloc[-1] < 0
+    ax = h.plot()
+    band = ax.collections[0].get_paths()[0].vertices[:, 1]
+    assert band.min() >= h.frame["grad_norm"].min() * (1 - 1e-12)
+    assert band.max() <= h.frame["grad_norm"].max() * (1 + 1e-12)
+    assert ax.get_ylim()[0] > h.frame["grad_norm"].min() / 10
+
+
 def test_exports(problem, tmp_path):
     h = run(algo(), problem, 10, record_every=5, progress=False)
     h.to_csv(tmp_path / "h.csv")

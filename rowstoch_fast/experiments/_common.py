@@ -195,6 +195,16 @@ def spread(means):
     return float(np.std(means, ddof=1)) if means.size > 1 else math.nan
 
 
+def error_bars(mean, spread, lowest, highest):
+    """``yerr`` of ``errorbar``: ``mean`` +- ``spread`` (NaN: none) within ``[lowest, highest]``, the repeats' own
+    range. On a log panel mean - spread fell below zero, to the panel's floor, decades below every repeat."""
+    mean = np.asarray(mean, dtype=float)
+    width = np.nan_to_num(np.asarray(spread, dtype=float))
+    low = np.minimum(np.maximum(mean - width, lowest), mean)
+    high = np.maximum(np.minimum(mean + width, highest), mean)
+    return np.nan_to_num(np.vstack([mean - low, high - mean]))  # (none where the mean is NaN: not drawn)
+
+
 #: The confidence of :func:`compare_windows`' interval.
 CONFIDENCE = 0.95
 

@@ -25,8 +25,8 @@ from .._checks import check_int, check_positive_float
 from .._files import atomic_write
 from .._progress import bar
 from ..objectives import Quadratic
-from ._common import (COMPARE_RULE, _plt, _stop_if, _stopped, _write_verdict, compare_windows, window_stats,
-                      writes_before_sigterm)
+from ._common import (COMPARE_RULE, _plt, _stop_if, _stopped, _write_verdict, compare_windows, error_bars,
+                      window_means, window_stats, writes_before_sigterm)
 
 __all__ = ["KGT_PAPER", "KGT_FIGURE", "KGT_DIFFERENCES", "KGT_LOCAL_STEPS", "KGT_HETEROGENEITY",
            "KGT_METHODS", "KGT_ROUNDS", "KGT_REPEATS", "KGT_MIN_ROUNDS", "KGT_RULE", "KGT_TREND_RULE",
@@ -216,9 +216,12 @@ def reproduce_kgt_local_steps(out_dir, communication_rounds=KGT_ROUNDS, repeats=
                 interrupted = True
                 break
             status = frame.attrs["status"][name]
-            mean, width, _, reps = window_stats(frame, "suboptimality", x="communication_rounds")
+            means, _ = window_means(frame, "suboptimality", x="communication_rounds")
+            mean, width = window_stats(frame, "suboptimality", x="communication_rounds")[:2]
             finals.append({"heterogeneity": z, "algorithm": name, "local_steps": K, "lr": frame.attrs["lr"][name],
-                           "status": status, "final": mean, "spread": width, "repeats": reps,
+                           "status": status, "final": mean, "spread": width, "repeats": int(means.size),
+                           "lowest": float(np.min(means, initial=np.inf)),
+                           "highest": float(np.max(means, initial=-np.inf)),
                            "start": float(frame.loc[frame["communication_rounds"] == 0, "suboptimality"].mean())})
             frame = frame.assign(heterogeneity=z, local_steps=K)
             frames.append(frame[["heterogeneity", "algorithm", "local_steps", "lr", "status", "rep",
@@ -235,7 +238,7 @@ def reproduce_kgt_local_steps(out_dir, communication_rounds=KGT_ROUNDS, repeats=
         if progress_bar is not None:
             progress_bar.close()
     table = pd.DataFrame(finals, columns=["heterogeneity", "algorithm", "local_steps", "lr", "status", "final",
-                                          "spread", "repeats", "start"])
+                                          "spread", "repeats", "lowest", "highest", "start"])
     table.to_csv(os.path.join(out_dir, "kgt_local_steps_finals.csv"), index=False)
     done = f"{len(finals)} of {len(plan)} runs"
     stopped = _stopped(interrupted, error, done)
@@ -363,8 +366,8 @@ def _figure(records, table, steps, zetas, methods, communication_rounds, n, out_
             part = table[(table["algorithm"] == name) & (table["heterogeneity"] == z)].sort_values("local_steps")
             if len(part):
                 y = np.where(part["status"] == "ok", part["final"], np.nan)
-                ax.errorbar(part["local_steps"], y, yerr=part["spread"].fillna(0.0), marker="o", capsize=3,
-                            linestyle=styles[name], color=f"C{k}", label=f"{name}, zeta = {z:g}")
+                ax.errorbar(part["local_steps"], y, error_bars(y, part["spread"], part["lowest"], part["highest"]),
+                            marker="o", capsize=3, linestyle=styles[name], color=f"C{k}", label=f"{name}, zeta = {z:g}")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xticks(list(steps), [str(K) for K in steps])

@@ -10,7 +10,8 @@ import numpy as np
 from .. import topology
 from ..algorithms import labels
 from ..objectives import NonconvexLogistic
-from ._common import DATA_SEED, _finish, _plt, _stop_if, mark_failed, other_data, writes_before_sigterm
+from ._common import (DATA_SEED, _finish, _plt, _stop_if, error_bars, mark_failed, other_data,
+                      writes_before_sigterm)
 
 
 @writes_before_sigterm
@@ -79,7 +80,9 @@ def reproduce_robustness(out_dir, rounds_budget=1000, repeats=10, losses=(0.0, 0
                     status = frame.attrs["status"].get(name, "?")
                     rows.append({"graph": gname, "setting": label, "loss_rate": rate, "algorithm": name,
                                  "lr": rates[name], "grad_norm": float(last["grad_norm"].mean()),
-                                 "grad_norm_std": float(last["grad_norm"].std(ddof=1)), "status": status,
+                                 "grad_norm_std": float(last["grad_norm"].std(ddof=1)),
+                                 "grad_norm_min": float(last["grad_norm"].min()),
+                                 "grad_norm_max": float(last["grad_norm"].max()), "status": status,
                                  "seed": seed, "data_seed": data_seed})
                 log(f"  {label:<40}" + "  ".join(f"{r['algorithm']} {r['grad_norm']:.2e}"
                                                 for r in rows[-len(names):]))
@@ -88,8 +91,10 @@ def reproduce_robustness(out_dir, rounds_budget=1000, repeats=10, losses=(0.0, 0
     except Exception as exc:  # noqa: BLE001 - write the settings that finished, then re-raise (_stop_if)
         error = exc
     table = pd.DataFrame(rows, columns=["graph", "setting", "loss_rate", "algorithm", "lr", "grad_norm",
-                                        "grad_norm_std", "status", "seed", "data_seed"])
-    table = table.astype({"loss_rate": float, "lr": float, "grad_norm": float, "grad_norm_std": float})
+                                        "grad_norm_std", "grad_norm_min", "grad_norm_max", "status", "seed",
+                                        "data_seed"])
+    table = table.astype({"loss_rate": float, "lr": float, "grad_norm": float, "grad_norm_std": float,
+                          "grad_norm_min": float, "grad_norm_max": float})
     table.to_csv(os.path.join(out_dir, "robustness.csv"), index=False)
     plt = _plt()
     if plt is not None:
@@ -99,8 +104,9 @@ def reproduce_robustness(out_dir, rounds_budget=1000, repeats=10, losses=(0.0, 0
             for k, name in enumerate(names):
                 mine = part[part["algorithm"] == name]
                 plain = mine[mine["setting"].str.startswith("p =")]
-                line = ax.errorbar(plain["loss_rate"], plain["grad_norm"], yerr=plain["grad_norm_std"], marker="o",
-                                   capsize=3, label=name)
+                line = ax.errorbar(plain["loss_rate"], plain["grad_norm"], marker="o", capsize=3, label=name,
+                                   yerr=error_bars(plain["grad_norm"], plain["grad_norm_std"],
+                                                   plain["grad_norm_min"], plain["grad_norm_max"]))
                 burst = mine[~mine["setting"].str.startswith("p =")]
                 ax.plot(burst["loss_rate"], burst["grad_norm"], marker="*", markersize=12, linestyle="none",
                         color=line[0].get_color())
