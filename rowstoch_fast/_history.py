@@ -65,4 +65,7 @@ def _as_rows(block):
     None (another array module, another shape or layout)."""
     if type(block) is not np.ndarray or block.ndim != 2 or block.strides[1] != block.itemsize or block.shape[1] == 0:
         return None
-    return block.view(np.dtype((np.void, block.shape[1] * block.itemsize)))[:, 0]
+    try:
+        return block.view(np.dtype((np.void, block.shape[1] * block.itemsize)))[:, 0]
+    except ValueError:  # NumPy < 1.23 changes the item size of C-contiguous arrays only (a strided block: None)
+        return None

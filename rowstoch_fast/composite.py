@@ -232,7 +232,7 @@ class Box(Regularizer):
         slack = BOX_TOLERANCE * (1.0 + xp.abs(x))
         inside = ((x >= lo - slack) & (x <= hi + slack)).all(-1)
         zero = xp.zeros((), dtype=x.dtype if x.dtype.kind == "f" else np.float64)  # (r(x) in x's precision)
-        return xp.where(inside, zero, zero + xp.inf)
+        return xp.where(inside, zero, xp.full((), xp.inf, dtype=zero.dtype))  # (NumPy 1.x: zero + inf is float64)
 
     def _prox(self, v, step, xp, out):
         lo, hi = self._bounds(v, xp)

@@ -677,7 +677,10 @@ def _layout(A, layout, max_nodes, seed):
         except ImportError as exc:
             raise ImportError("layout='spring' needs networkx: pip install networkx (or use layout='circular', "
                               "or give positions)") from exc
-        G = nx.from_scipy_sparse_array(sp.csr_array(A.csr), create_using=nx.DiGraph)
+        if hasattr(nx, "from_scipy_sparse_array"):
+            G = nx.from_scipy_sparse_array(sp.csr_array(A.csr), create_using=nx.DiGraph)
+        else:  # networkx < 2.7 (its spelling of the same, removed in 3.0)
+            G = nx.from_scipy_sparse_matrix(sp.csr_matrix(A.csr), create_using=nx.DiGraph)
         spring = nx.spring_layout(G, seed=check_int(seed, "seed", minimum=0))
         return np.array([spring[k] for k in range(n)], dtype=np.float64)
     pos = as_float_array(layout, "layout", np.float64, finite=True)

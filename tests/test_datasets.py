@@ -118,7 +118,7 @@ def test_cifar10_batches_cannot_run_code(tmp_path):
 
     (tmp_path / "data_batch_3").write_bytes(pickle.dumps({b"data": Payload(), b"labels": []}))
     with pytest.raises(ValueError, match="data_batch_3 is not a CIFAR-10 python batch .*refusing to call "
-                                         "(builtins|io).open"):
+                                         "(builtins|_?io).open"):  # (_io: Python >= 3.12)
         load_cifar10(str(tmp_path))
     assert not witness.exists()
 
@@ -635,7 +635,9 @@ def test_a_csv_with_a_byte_order_mark_or_a_gap_in_its_first_row_loses_no_sample(
     assert load_dataset(tmp_path / "bom_head.csv", label_column="label")[1].tolist() == [0, 1]
     for content, where in (("1.0,,0\n2.0,3.0,1\n", "row 0"), ("1.0,NA,0\n2.0,3.0,1\n", "row 0")):
         (tmp_path / "gap.csv").write_text(content)
-        with pytest.raises(ValueError, match=f"gap.csv: could not convert string .* at {where}.*none of them a number"):
+        # (NumPy < 1.23's loadtxt names no row: "could not convert string to float: ''")
+        with pytest.raises(ValueError, match=f"gap.csv: could not convert string .*( at {where}|: '(NA)?' ).*none of "
+                                             "them a number"):
             load_dataset(tmp_path / "gap.csv")
 
 

@@ -597,7 +597,9 @@ def _read_resumed_comparison(args):
             saved = json.load(fh)
         settings, algorithms = saved["settings"], saved.get("algorithms") or {}
         records = os.path.join(folder, "compare.csv")  # (none yet: killed before any method finished)
-        previous = pd.read_csv(records) if os.path.isfile(records) else pd.DataFrame()
+        exact = {"float_precision": "round_trip"} if int(pd.__version__.split(".")[0]) < 3 else {}  # (pandas < 3's
+        # default parser reads 4 floats in 10 an ulp off: lr, the records; 3's is exact and deprecates the option)
+        previous = pd.read_csv(records, **exact) if os.path.isfile(records) else pd.DataFrame()
         rates = os.path.join(folder, "lr.json")  # (the kept methods' tuning records: written on with theirs)
         if os.path.isfile(rates):
             with open(rates) as fh:

@@ -303,7 +303,8 @@ def _carry_rates(rates, kept, earlier):
     lr.json) of the methods whose records ``kept`` carries on: a resume stopped before it reached them had written
     lr.json without them, and the next one lost their tuning records for good."""
     present = [g for g in GROUPS if g in kept.columns]
-    parts = kept.groupby(present, sort=False, dropna=False) if present else [((), kept)]
+    by = present if len(present) > 1 else present[0] if present else None  # (pandas 1.5 warns on a list of one)
+    parts = kept.groupby(by, sort=False, dropna=False) if present else [((), kept)]
     for _, part in parts:
         title = _title(part)
         old = earlier.get(title)

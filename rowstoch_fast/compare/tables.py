@@ -131,7 +131,8 @@ def summary(frame, metric=None, metrics=()):
         return at_rounding.get(m, at_rounding.get("", CONVERGED)) if isinstance(at_rounding, dict) else at_rounding
 
     rows, finals = [], []
-    for key, runs in frame.groupby([*groups, "algorithm"], sort=False):
+    by = [*groups, "algorithm"]
+    for key, runs in frame.groupby(by if len(by) > 1 else by[0], sort=False):  # (pandas 1.5 warns on a list of one)
         key = key if isinstance(key, tuple) else (key,)
         status = status_of_rows(runs)
         reached = runs["iteration"].max()
@@ -168,7 +169,7 @@ def summary(frame, metric=None, metrics=()):
         finals.append({m: last[m].to_numpy(dtype=np.float64) for m in shown})
     table = pd.DataFrame(rows)
     scales = {m: {} for m in shown}  # per section: the largest record of its ok runs (their starts, mostly)
-    for key, runs in frame.groupby(groups, sort=False) if groups else [((), frame)]:
+    for key, runs in frame.groupby(groups if len(groups) > 1 else groups[0], sort=False) if groups else [((), frame)]:
         key = "|".join(map(str, key if isinstance(key, tuple) else (key,))) if groups else ""
         good = runs[runs["status"].isin(["ok", "done"])] if "status" in runs.columns else runs
         for m in shown:
