@@ -372,6 +372,51 @@ class History:
         atomic_write(os.fspath(path), lambda f: json.dump(_finite_or_none(payload), f, indent=1,
                                                           default=_json_default, allow_nan=False))  # (whole)
 
+    @classmethod
+    def load(cls, path):
+        """The History that :meth:`to_json` wrote (:meth:`save` and ``rowstoch run`` too): ``path`` the
+        ``history.json`` or the folder holding it. Its rows, meta and how the run ended come back as they were
+        written; a value JSON cannot hold (NaN, an infinite one: written ``null``) comes back NaN, so a run whose
+        metrics overflowed reads as :attr:`overflowed` still.
+
+        >>> import tempfile
+        >>> from rowstoch_fast import Algorithm, History, run, topology
+        >>> from rowstoch_fast.objectives import Quadratic
+        >>> h = run(Algorithm(topology.ring(4), lr=0.1), Quadratic.random(4, 3, seed=0), 20, progress=False)
+        >>> folder = tempfile.mkdtemp()
+        >>> _ = h.save(folder)
+        >>> back = History.load(folder)
+        >>> back.frame.equals(h.frame), back.status, back.meta["algorithm"]
+        (True, 'done', 'pull-diag-gt')
+        """
+        import pandas as pd
+
+        path = os.fspath(path)
+        if os.path.isdir(path):
+            path = os.path.join(path, cls.FILES[1])
+        with open(path, encoding="utf-8") as fh:  # (FileNotFoundError, naming it)
+            try:
+                payload = json.load(fh)
+            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+                raise ValueError(f"{path} is not a history.json ({type(exc).__name__}: {exc})") from None
+        if not isinstance(payload, dict) or not isinstance(payload.get("rows"), dict) \
+                or not isinstance(payload.get("meta"), dict):
+            raise ValueError(f"{path} is not a history.json: it lacks the 'rows' and 'meta' that History.to_json "
+                             "writes")
+        meta = payload["meta"]
+        h = cls([], meta, interrupted=payload.get("interrupted", False), diverged=bool(meta.get("diverged")))
+        rows = payload["rows"]
+        missing = [c for c in h.frame.columns if c not in rows]
+        if missing or len({len(v) for v in rows.values() if isinstance(v, list)}) > 1:
+            raise ValueError(f"{path}: its rows lack {', '.join(missing)}" if missing else
+                             f"{path}: its rows' columns differ in length")
+        frame = pd.DataFrame({c: rows[c] for c in h.frame.columns})
+        for c in frame.columns:
+            frame[c] = frame[c].astype(np.int64 if c in ("iteration", "rep") else np.float64) \
+                if c in ("iteration", "rep") or frame[c].dtype == object else frame[c]
+        h.frame = frame
+        return h
+
     #: What :meth:`save` writes: the summary, everything, and (with matplotlib) the figure.
     FILES = ("history.csv", "history.json", "grad_norm.png")
 

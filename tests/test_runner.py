@@ -152,6 +152,50 @@ def test_the_band_of_a_plot_stays_within_the_repetitions_range(problem):
     assert ax.get_ylim()[0] > h.frame["grad_norm"].min() / 10
 
 
+def test_a_saved_history_loads_back_as_it_was(problem, tmp_path):
+    """History.load: what History.save / to_json (and ``rowstoch run``) wrote comes back (there was no loader: a
+    figure redrawn later meant parsing the JSON by hand); a run that diverged or was interrupted keeps its status,
+    a metric that overflowed (written null) reads as overflowed; a file that is not one is named."""
+    import json
+
+    from rowstoch_fast import History
+
+    h = run(algo(), problem, 20, record_every=5, repeats=2, progress=False,
+            metrics=["grad_norm", "loss", "node_max_local_loss"])
+    assert h.extra == ("node_max_local_loss",)
+    h.save(tmp_path / "ok")
+    back = History.load(tmp_path / "ok")
+    assert back.frame.equals(h.frame) and back.meta == h.meta and back.extra == h.extra and back.status == "done"
+    assert back.summary().equals(h.summary())
+    assert History.load(tmp_path / "ok" / "history.json").frame.equals(h.frame)
+    with pytest.warns(RuntimeWarning):
+        grown = run(Algorithm(topology.exponential(8), lr=1e5), problem, 30, record_every=5, progress=False)
+    grown.to_json(tmp_path / "grown.json")
+    assert grown.status == "diverged" and History.load(tmp_path / "grown.json").status == "diverged"
+    h.interrupted = True
+    h.to_json(tmp_path / "stopped.json")
+    assert History.load(tmp_path / "stopped.json").status == "interrupted"
+    h.interrupted = False
+    h.frame.loc[h.frame["iteration"] == 20, "loss"] = np.inf  # (null in JSON)
+    h.to_json(tmp_path / "overflowed.json")
+    assert json.loads((tmp_path / "overflowed.json").read_text())["rows"]["loss"][-1] is None
+    back = History.load(tmp_path / "overflowed.json")
+    assert back.overflowed == ["loss"] and back.status == "diverged"
+    with pytest.raises(FileNotFoundError, match="history.json"):
+        History.load(tmp_path)
+    (tmp_path / "bad.json").write_text("{not json")
+    with pytest.raises(ValueError, match="bad.json is not a history.json \\(JSONDecodeError"):
+        History.load(tmp_path / "bad.json")
+    (tmp_path / "other.json").write_text('{"rows": [1, 2]}')
+    with pytest.raises(ValueError, match="other.json is not a history.json: it lacks the 'rows' and 'meta'"):
+        History.load(tmp_path / "other.json")
+    document = json.loads((tmp_path / "stopped.json").read_text())
+    del document["rows"]["loss"]
+    (tmp_path / "short.json").write_text(json.dumps(document))
+    with pytest.raises(ValueError, match="short.json: its rows lack loss"):
+        History.load(tmp_path / "short.json")
+
+
 def test_exports(problem, tmp_path):
     h = run(algo(), problem, 10, record_every=5, progress=False)
     h.to_csv(tmp_path / "h.csv")
