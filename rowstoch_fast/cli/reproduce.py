@@ -100,6 +100,10 @@ def _check_inputs(args):
     """UsageError for what would stop a figure's run after it started: data files that cannot be read, PyTorch
     missing (before ``--out`` is made or its earlier files removed)."""
     if args.figure == "cifar10-resnet":
+        from ..experiments.neural import MAX_WIDTH  # (before PyTorch is asked for: no import of it there)
+
+        if args.width > MAX_WIDTH:  # (10^8 overflowed PyTorch's sizes: a traceback)
+            raise UsageError(f"--width is at most {MAX_WIDTH} (64 times ResNet-18's channels), got {args.width}")
         if args.data_dir is not None:  # (the files before PyTorch is asked for)
             from ..datasets import load_cifar10
 
@@ -183,9 +187,6 @@ def cmd_reproduce(args):
                                               repeats=args.repeats or experiments.KGT_REPEATS, progress=progress,
                                               seed=args.seed)
     elif args.figure == "cifar10-resnet":
-        if args.width > experiments.neural.MAX_WIDTH:
-            raise UsageError(f"--width is at most {experiments.neural.MAX_WIDTH} (64 times ResNet-18's channels), got "
-                             f"{args.width}")
         try:
             experiments.reproduce_cifar10_resnet(args.out, data_dir=args.data_dir, synthetic=args.synthetic,
                                                  width=args.width, communication_rounds=args.iterations or 2000,
