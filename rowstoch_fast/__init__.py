@@ -7,6 +7,7 @@ Row-Stochastic Networks" (ICML 2025).
 """
 
 import logging as _logging
+import os as _os
 import pkgutil as _pkgutil
 
 
@@ -72,7 +73,7 @@ if _spec is not None:
     # (the rest of this file then runs against the installed package: `from . import` finds its modules there)
 
 try:
-    from . import _core
+    from . import _checks, _core
 except ImportError as _exc:
     if isinstance(_exc.__context__, KeyboardInterrupt):  # (a Ctrl-C as the extension started: said "missing")
         raise KeyboardInterrupt from None
@@ -83,7 +84,27 @@ except ImportError as _exc:
     raise ImportError(
         "rowstoch_fast's compiled extension (_core) is missing: this is the package's source folder, not built. "
         "Build it in place (pip install -e .), or pip install . and import it from another folder") from _exc
-from . import algorithms, composite, objectives, topology
+
+
+def _adaptive_threads_as_said():
+    """``ROWSTOCH_ADAPTIVE_THREADS`` read as its words say: 0, false, no or off turn the kernels' contention
+    back-off off, 1, true, yes or on (or nothing, the default) keep it (the compiled reading looked at the first character
+    alone: ``false`` and ``off`` left it on, ``01`` turned it off); any other value keeps it, with a warning. It
+    changes only the time, never a result."""
+    value = _os.environ.get("ROWSTOCH_ADAPTIVE_THREADS", "")
+    word = value.strip().lower()
+    if not word:  # (unset, or set to nothing: the default)
+        return
+    if word not in _checks.YES | _checks.NO:
+        import warnings
+
+        warnings.warn(f"ROWSTOCH_ADAPTIVE_THREADS={value!r} is neither 0, false, no, off nor 1, true, yes, on: the "
+                      "contention back-off stays on", RuntimeWarning, stacklevel=3)
+    _core.set_adaptive_threads(word not in _checks.NO)
+
+
+_adaptive_threads_as_said()
+from . import algorithms, composite, objectives, topology  # noqa: E402
 from .errors import DivergenceError, GrowthWarning
 from .metrics import NetworkMetrics
 from .mixing import MixingMatrix

@@ -14,6 +14,8 @@ FLOAT_DTYPES = (np.dtype(np.float64), np.dtype(np.float32))
 
 #: The largest seed or counter the hashed random streams take (a 64-bit word).
 MAX_KEY = 2**64 - 1
+#: The words an on/off environment variable takes (case and surrounding blanks aside); nothing set is off.
+YES, NO = frozenset({"1", "true", "yes", "on"}), frozenset({"", "0", "false", "no", "off"})
 #: The most gossip rounds one call takes (the kernels count them in int64).
 MAX_ROUNDS = 2**62
 

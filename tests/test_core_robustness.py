@@ -264,6 +264,30 @@ def test_adaptive_threads_can_be_disabled_by_environment():
     assert rc == 0 and out.strip() == "False", err
 
 
+@pytest.mark.parametrize("value, enabled, warns", [("off", False, False), (" FALSE ", False, False), ("no", False, False),
+                                                   ("on", True, False), ("", None, False), ("flase", True, True),
+                                                   ("01", True, True)])
+def test_adaptive_threads_read_as_the_words_say(monkeypatch, value, enabled, warns):
+    """The compiled reading looked at the first character alone: ``false`` and ``off`` left the back-off on,
+    ``01`` turned it off; a value that is neither word is said; nothing set leaves it as it is."""
+    import warnings
+
+    before = core.adaptive_threads()["enabled"]
+    monkeypatch.setenv("ROWSTOCH_ADAPTIVE_THREADS", value)
+    try:
+        for was in (False, True):
+            core.set_adaptive_threads(was)
+            with warnings.catch_warnings(record=True) as said:
+                warnings.simplefilter("always")
+                rf._adaptive_threads_as_said()
+            assert core.adaptive_threads()["enabled"] is (was if enabled is None else enabled)
+            assert [str(w.message) for w in said] == ([f"ROWSTOCH_ADAPTIVE_THREADS={value!r} is neither 0, false, no, "
+                                                       "off nor 1, true, yes, on: the contention back-off stays on"]
+                                                      if warns else [])
+    finally:
+        core.set_adaptive_threads(before)
+
+
 # ---------------------------------------------------------------- issue 35, items 1-4: the Gilbert-Elliott kernel
 GE_CRASHES = [  # (indptr, indices, ids): each read outside its arrays (segfault or ASan report) before
     ("[0, 1 << 26, 2]", "[0, 1]", ""),                       # indptr not checked beyond its last entry

@@ -28,7 +28,7 @@ __all__ = [
 ]
 
 
-_YES, _NO = {"1", "true", "yes", "on"}, {"", "0", "false", "no", "off"}
+from .._checks import NO as _NO, YES as _YES
 
 
 def _disabled():
