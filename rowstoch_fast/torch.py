@@ -249,6 +249,10 @@ def _mlp_plan(model, torch):
     return plan
 
 
+#: How many samples :meth:`Replicas.evaluate` and :func:`accuracy` pass through the models at once.
+EVALUATION_BATCH = 4096
+
+
 class Replicas:
     """``n`` copies of an ``nn.Module`` held as one stacked parameter block.
 
@@ -529,7 +533,7 @@ class Replicas:
                 named_buffers[k].copy_(b)
         return m
 
-    def evaluate(self, inputs, targets, *, batch_size=4096):
+    def evaluate(self, inputs, targets, *, batch_size=EVALUATION_BATCH):
         """Every replica's loss and accuracy on one data set (eval mode): two arrays of shape ``(n,)`` (or
         ``(repeats, n)``); the accuracy (top-1) is NaN where ``targets`` are not class labels of shape ``(N,)``
         (a regression's)."""
@@ -601,7 +605,7 @@ def _class_labels(targets):
     return targets.ndim == 1 and not targets.is_floating_point() and not targets.is_complex()
 
 
-def accuracy(module, inputs, targets, batch_size=4096):
+def accuracy(module, inputs, targets, batch_size=EVALUATION_BATCH):
     """Top-1 accuracy of ``module`` (eval mode) on ``inputs`` / integer ``targets`` (one class label per sample,
     shape ``(N,)``; a model of one output, whose argmax is always 0, needs its own threshold instead). Every
     submodule's mode is restored afterwards."""

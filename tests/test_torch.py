@@ -366,9 +366,27 @@ def test_a_network_too_wide_for_memory_is_refused_before_it_is_built(tmp_path, m
     monkeypatch.setenv("ROWSTOCH_MEMORY_LIMIT", str(2 << 30))
     with pytest.raises(MemoryError, match="training ResNet-18 \\(width 300\\) on synthetic images on 16 nodes at "
                                           "batch 32 needs about 156.7 GiB of memory but only 2.0 GiB is available; a "
-                                          "narrower network \\(--width\\), or a smaller --batch"):
+                                          "smaller model \\(reproduce cifar10-resnet: a narrower --width\\)$"):
         neural.reproduce_cifar10_resnet(tmp_path, synthetic=True, width=300, communication_rounds=10, repeats=1)
     assert not list(tmp_path.iterdir())  # (nothing trained, nothing written)
+
+
+def test_an_evaluation_of_every_node_passes_as_many_samples_as_fit():
+    """Every node's ResNet-18 evaluated on 4,096 samples at once held 17 GB in each layer's output at width 64
+    (a reviewer measured 2.8 GB at width 4 where training needs 1.1): the samples passed together are chosen from
+    the model's shapes, the same on every machine; an MLP's evaluation is as before."""
+    from rowstoch_fast.experiments import neural
+    from rowstoch_fast.torch import EVALUATION_BATCH
+
+    def chunk(model_fn, shape):
+        return neural.evaluation_batch(neural.model_sizes(model_fn, 32, shape)[2], 16)
+
+    assert chunk(lambda: neural.resnet18(64), (3, 32, 32)) == 51 and chunk(lambda: neural.resnet18(4), (3, 32, 32)) == 819
+    assert chunk(lambda: neural.mlp(784), (784,)) == EVALUATION_BATCH == 4096
+    for width in (4, 64):
+        largest = neural.model_sizes(lambda: neural.resnet18(width), 32, (3, 32, 32))[2]
+        assert largest == width * 32 * 32
+        assert 5 * 4 * 16 * largest * chunk(lambda: neural.resnet18(width), (3, 32, 32)) <= neural.EVALUATION_BYTES
 
 
 def test_reproduce_cifar10_resnet_small_on_a_cpu(tmp_path):

@@ -142,12 +142,15 @@ def _subset(count, size, seed):
     return np.sort(np.random.default_rng(seed).choice(count, size, replace=False))
 
 
-def training_bytes(model_fn, n, batch, sample_shape):
-    """About the memory of training ``model_fn()`` on ``n`` nodes at mini-batch ``batch`` of samples of
-    ``sample_shape``, from the model's shapes on PyTorch's meta device (no memory): per node, its parameters
-    in 8 float32 copies (weights, gradients, the algorithm's blocks) and 3 copies of every layer's outputs for a
-    batch (what the backward pass keeps). Measured: 2.77 GB at ResNet-18 of width 16 on 16 nodes, batch 32;
-    this says 2.6 GB. ``--width 100000`` asked for 3.6e11 bytes in one tensor, a traceback out of PyTorch."""
+#: The memory an evaluation of every node's model may take at once: the samples it passes together are chosen to
+#: fit (at 4,096 samples, ResNet-18 on 16 nodes held 17 GB in each layer's output).
+EVALUATION_BYTES = 1 << 30
+
+
+def model_sizes(model_fn, batch, sample_shape):
+    """``(parameters, outputs, largest)`` of ``model_fn()`` from its shapes on PyTorch's meta device (no memory):
+    its parameter count, the values of every layer's output for a batch of ``batch`` samples of
+    ``sample_shape``, and the values a sample has in the largest layer output."""
     import torch
 
     outputs = []
@@ -157,8 +160,31 @@ def training_bytes(model_fn, n, batch, sample_shape):
             if next(module.children(), None) is None:
                 module.register_forward_hook(lambda module, args, out: outputs.append(out.numel()))
         model(torch.zeros((batch, *sample_shape)))
-    params = sum(p.numel() for p in model.parameters())
-    return 4 * n * (8 * params + 3 * sum(outputs))
+    return sum(p.numel() for p in model.parameters()), sum(outputs), max(outputs, default=0) // batch
+
+
+def evaluation_batch(largest, n):
+    """How many samples an evaluation of ``n`` models passes at once: :data:`~rowstoch_fast.torch.EVALUATION_BATCH`
+    at most, fewer where 5 copies of the largest layer's output (``largest`` values a sample, float32: what a
+    forward pass without gradients holds at its peak, measured 4.90-4.92 on the VM) would pass
+    :data:`EVALUATION_BYTES`. The choice depends on the model alone, never on the machine: the records are the
+    same everywhere."""
+    from ..torch import EVALUATION_BATCH
+
+    return int(max(1, min(EVALUATION_BATCH, EVALUATION_BYTES // max(1, 5 * 4 * n * largest))))
+
+
+def training_bytes(model_fn, n, batch, sample_shape):
+    """About the memory of training ``model_fn()`` on ``n`` nodes at mini-batch ``batch`` of samples of
+    ``sample_shape`` (:func:`model_sizes`): per node its parameters in 8 float32 copies (weights, gradients,
+    the algorithm's blocks), and the larger of 3 copies of every layer's outputs for a batch (what the backward
+    pass keeps; measured on the VM: 2.77 GB training ResNet-18 of width 16 on 16 nodes at batch 32, where this
+    term says 2.6 GB) and an evaluation (:func:`evaluation_batch`). ``--width 100000`` asked for 3.6e11 bytes in
+    one tensor, a traceback out of PyTorch."""
+    params, outputs, largest = model_sizes(model_fn, batch, sample_shape)
+    evaluation = 5 * 4 * n * largest * evaluation_batch(largest, n)
+    return 4 * n * (8 * params + 3 * outputs) if 3 * 4 * n * outputs > evaluation else \
+        4 * n * 8 * params + evaluation
 
 
 def _train_on_graphs(out_dir, model_fn, data, parts, what, communication_rounds, repeats, rounds, batch, record_every,
@@ -177,7 +203,8 @@ def _train_on_graphs(out_dir, model_fn, data, parts, what, communication_rounds,
     rounds = check_rounds(rounds, communication_rounds)
     n = len(parts)
     require_memory(training_bytes(model_fn, n, batch, np.shape(Xtr)[1:]), f"training {what} on {n} nodes at batch "
-                   f"{batch}", "a narrower network (--width), or a smaller --batch")
+                   f"{batch}", "a smaller model (reproduce cifar10-resnet: a narrower --width)")
+    chunk = evaluation_batch(model_sizes(model_fn, batch, np.shape(Xtr)[1:])[2], n)
     Xtr_t, ytr_t = torch.as_tensor(Xtr, dtype=torch.float32), torch.as_tensor(ytr)
     Xte_t, yte_t = torch.as_tensor(Xte, dtype=torch.float32), torch.as_tensor(yte)
     Xev_t, yev_t = (Xtr_t, ytr_t) if evaluate_on is None else (Xtr_t[evaluate_on], ytr_t[evaluate_on])
@@ -218,9 +245,9 @@ def _train_on_graphs(out_dir, model_fn, data, parts, what, communication_rounds,
                     for t in range(T + 1):
                         if t % every == 0 or t == T:
                             replicas.set_params(opt.gather_x())
-                            losses, _ = replicas.evaluate(Xev_t, yev_t)
-                            _, acc = replicas.evaluate(Xte_t, yte_t)
-                            central = accuracy(replicas.module(weights=pi), Xte_t, yte_t)
+                            losses, _ = replicas.evaluate(Xev_t, yev_t, batch_size=chunk)
+                            _, acc = replicas.evaluate(Xte_t, yte_t, batch_size=chunk)
+                            central = accuracy(replicas.module(weights=pi), Xte_t, yte_t, batch_size=chunk)
                             rows.append({"axis": view, "graph": name, "R": R, "repeat": rep, "iteration": t,
                                          "communication_rounds": t * R, "batches": t * draws,
                                          "samples": t * draws * batch,
