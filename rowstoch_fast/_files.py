@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import bz2
 import gzip
+import lzma
 import os
+import zlib
 
 from ._checks import available_memory, lines_within_memory
 
@@ -45,11 +47,19 @@ def is_header(tokens):
     return not any(number(t) for t in tokens)
 
 
+#: The compressed text files :func:`open_text` decompresses, by their names' endings (NumPy's readers decompress
+#: the same: an ``.xz`` edge list read as text would be its compressed bytes).
+COMPRESSED = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open, ".lzma": lzma.open}
+
+#: What reading a damaged compressed file raises, beyond OSError (a truncated stream, corrupt data).
+DAMAGED = (EOFError, zlib.error, lzma.LZMAError)
+
+
 def open_text(path, errors=None):
     """The text file ``path`` opened for reading as :data:`TEXT_ENCODING` (``errors`` as :func:`open`'s),
-    decompressed when it ends in ``.gz`` or ``.bz2``."""
+    decompressed when its name ends as one of :data:`COMPRESSED`."""
     path = os.fspath(path)
-    opener = gzip.open if path.endswith(".gz") else bz2.open if path.endswith(".bz2") else open
+    opener = next((how for end, how in COMPRESSED.items() if path.endswith(end)), open)
     return opener(path, "rt", newline="", encoding=TEXT_ENCODING, errors=errors)
 
 
@@ -59,7 +69,7 @@ def loadtxt_source(path, f, delimiter=None):
     and copied), else the lines of ``f``, refused once the numbers read would not fit
     (:func:`~rowstoch_fast._checks.lines_within_memory`): a compressed file's size does not bound what it holds."""
     avail = available_memory()
-    if not path.endswith((".gz", ".bz2")) and (avail is None or 16 * os.path.getsize(path) <= avail):
+    if not path.endswith(tuple(COMPRESSED)) and (avail is None or 16 * os.path.getsize(path) <= avail):
         return path
     return lines_within_memory(f, path, delimiter)
 

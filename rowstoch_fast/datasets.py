@@ -509,17 +509,17 @@ _READ_ERRORS = (OSError, EOFError, zlib.error)
 
 
 def _read(path, chunk=1 << 24):
-    """The bytes of ``path`` (gunzipped if it ends in .gz), or a ValueError naming it; read in chunks, and
-    refused (MemoryError) as soon as they and their images as float32 (five bytes a byte) would not fit: a
-    gzipped file's size does not bound what it holds."""
+    """The bytes of ``path`` (gunzipped if it ends in .gz, as a bytearray), or a ValueError naming it; read in
+    chunks, and refused (MemoryError) as soon as they and their values as float32 (five bytes a byte) would not
+    fit: a gzipped file's size does not bound what it holds."""
     try:
-        parts, size = [], 0
+        data = bytearray()
         with _open(path) as f:
             while part := f.read(chunk):
-                size += len(part)
-                require_memory(5 * size, f"{path} (at least {size:,} bytes decompressed) and its images as float32")
-                parts.append(part)
-        return b"".join(parts)
+                require_memory(5 * (len(data) + len(part)), f"{path} (at least {len(data) + len(part):,} bytes "
+                               "decompressed) and its values as float32")
+                data += part
+        return data
     except _READ_ERRORS as exc:
         raise ValueError(f"{path} cannot be read ({type(exc).__name__}: {exc})") from None
 

@@ -16,14 +16,14 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._checks import check_coo_arrays, check_csr_arrays, load_npy_file, load_npz_file
-from ._files import TEXT_ENCODING, is_header, loadtxt_source, open_text
+from ._files import DAMAGED, TEXT_ENCODING, is_header, loadtxt_source, open_text
 from .errors import UsageError
 from .mixing import as_matrix, MixingMatrix
 
 __all__ = ["EDGE_LIST_HELP", "load_data_file", "load_matrix", "save_matrix"]
 
 EDGE_LIST_HELP = (
-    "edge list: a text file (gzipped or bzip2-ed when its name ends in .gz or .bz2), one edge per line, 'src dst' or 'src dst weight', 0-based integer node ids "
+    "edge list: a text file (compressed when its name ends in .gz, .bz2, .xz or .lzma), one edge per line, 'src dst' or 'src dst weight', 0-based integer node ids "
     "separated by whitespace or by commas (CSV, one header line allowed), '#' starts a comment; src sends to dst "
     "(A[dst, src] > 0); n is the largest id + 1. "
     "Without weights the paper's in-degree rule is used and every node gets a self loop; with weights they "
@@ -94,7 +94,7 @@ def weights_said(path, normalize=False):
     try:
         if not path.endswith((".npz", ".mtx", ".npy")) and _edge_list_layout(path)[2] == 2:
             return "in-degree weights: the file lists none"
-    except OSError:  # (read once already: gone since, its words are the general ones)
+    except (OSError, *DAMAGED):  # (read once already: gone or damaged since, its words are the general ones)
         pass
     return "the file's weights" + (", rows normalized" if normalize else "")
 
@@ -199,8 +199,8 @@ def load_matrix(path, normalize=False, dtype=np.float64):
         return MixingMatrix(W, normalize=normalize, dtype=dtype)
     except UsageError:
         raise
-    except (ValueError, TypeError, OSError, IndexError) as exc:
-        msg = str(exc)
+    except (ValueError, TypeError, OSError, IndexError, *DAMAGED) as exc:
+        msg = f"{type(exc).__name__}: {exc}" if isinstance(exc, DAMAGED) else str(exc)  # (a truncated .gz: a traceback)
         if "row-stochastic" in msg:
             msg = msg.replace("pass normalize=True", "pass normalize=True (--normalize)")
         raise UsageError(f"cannot use matrix file {path!r}: {msg}") from None

@@ -292,6 +292,17 @@ def save(fig, path, dpi=DPI, format=None):
     return path
 
 
+def spread_within(mean, spread, lowest, highest):
+    """``(low, high)``: ``mean`` -+ ``spread`` (NaN: none) within ``[lowest, highest]``, the repetitions' own
+    range; on a log panel mean - spread falls below zero where the repetitions spread widely (0.05, 0.26 and 0.05:
+    to the panel's floor, decades below every one of them). NaN where ``mean`` is."""
+    mean = np.asarray(mean, dtype=np.float64)
+    width = np.nan_to_num(np.asarray(spread, dtype=np.float64))
+    with np.errstate(invalid="ignore", over="ignore"):
+        return (np.minimum(np.maximum(mean - width, lowest), mean),
+                np.maximum(np.minimum(mean + width, highest), mean))
+
+
 def draw(ax, frame, metric, x="rounds"):
     """One line per algorithm of ``frame``: the mean of ``metric`` over repetitions against ``x``, a band of one
     standard deviation (within the repetitions' range: on a log panel the mean minus one standard deviation can
@@ -366,11 +377,9 @@ def draw(ax, frame, metric, x="rounds"):
             if deep.any():
                 ax.plot([xs[int(np.argmax(deep))]], [floor], marker="v", markersize=7, color=line.get_color(),
                         clip_on=False, linestyle="none")
-        band = std.to_numpy(dtype=np.float64)[:cut]
-        with np.errstate(invalid="ignore", over="ignore"):  # (within the repetitions' own range: on a log panel
-            # mean - std of 0.05, 0.26 and 0.05 fell to the floor, three decades below every record)
-            ax.fill_between(xs[:cut], np.clip(np.maximum(shown - band, lowest[:cut]), floor, None),
-                            np.clip(np.minimum(shown + band, highest[:cut]), floor, high),
+        band_low, band_high = spread_within(shown, std.to_numpy(dtype=np.float64)[:cut], lowest[:cut], highest[:cut])
+        with np.errstate(invalid="ignore"):
+            ax.fill_between(xs[:cut], np.clip(band_low, floor, None), np.clip(band_high, floor, high),
                             color=line.get_color(), alpha=0.12, linewidth=0)
         if cut < len(ys):  # where it left the panel
             x_out = xs[cut]

@@ -483,6 +483,8 @@ class History:
     def _draw(self, ax, s, metric, x, label, log, kwargs):
         """The mean of ``metric`` against ``x`` from the summary ``s``, its band, the axes' scale and labels (a
         linear scale, and a note, where no record is finite and positive: a log scale of none raised)."""
+        from .report import spread_within
+
         values = s[metric].to_numpy(dtype=np.float64)
         if log and not (np.isfinite(values) & (values > 0)).any():  # (every record NaN, infinite or <= 0: a run
             # that diverged at its start, or whose metric overflowed; matplotlib refused to log-scale them)
@@ -494,11 +496,9 @@ class History:
                         ha="center", va="center")
         line = ax.plot(s[x], s[metric], label=label or self.meta.get("algorithm"), **kwargs)[0]
         values = self.frame.groupby("iteration", sort=True)[metric]  # (the summary's rows, in its order)
-        band = s[metric + "_std"].to_numpy(dtype=np.float64)
-        with np.errstate(invalid="ignore"):  # (within the repetitions' own range: on a log panel mean - std fell
-            # below zero, and the band reached the bottom of the axis, 1e-300, decades below every record)
-            lo = np.maximum(s[metric].to_numpy(dtype=np.float64) - band, values.min().to_numpy(dtype=np.float64))
-            hi = np.minimum(s[metric].to_numpy(dtype=np.float64) + band, values.max().to_numpy(dtype=np.float64))
+        lo, hi = spread_within(s[metric], s[metric + "_std"], values.min().to_numpy(dtype=np.float64),
+                               values.max().to_numpy(dtype=np.float64))  # (clipped at 1e-300 on a log panel, the
+        # band reached the bottom of the axis, decades below every record)
         ax.fill_between(s[x], lo, hi, color=line.get_color(), alpha=0.2)
         ax.set_yscale("log" if log else "linear")
         ax.set_xlabel(x.replace("_", " "))

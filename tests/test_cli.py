@@ -585,3 +585,28 @@ def test_a_non_ascii_file_name_under_the_c_locale(tmp_path):
     assert (tmp_path / "run" / "grad_norm.png").exists()
     assert "grâphé.txt" in (tmp_path / "compare" / "summary.md").read_text(encoding="utf-8")
     assert "grâphé.txt".encode() in out.stdout
+
+
+def test_the_console_error_handler_is_put_back_when_a_command_ends(monkeypatch):
+    """The handler that prints a non-ASCII name on an ASCII console stayed on a program's own stdout after
+    ``cli.main`` returned (a reviewer's finding); stderr, whose handler is ``backslashreplace``, was left out."""
+    import io
+    import sys
+
+    out = io.TextIOWrapper(io.BytesIO(), encoding="ascii", errors="strict")
+    err = io.TextIOWrapper(io.BytesIO(), encoding="ascii", errors="backslashreplace")
+    monkeypatch.setattr(sys, "stdout", out)
+    monkeypatch.setattr(sys, "stderr", err)
+    seen = []
+
+    def command(argv):
+        seen.append((out.errors, err.errors))
+        print("gr\u00e2ph\u00e9", file=out)  # (a name read as UTF-8: its bytes on the console)
+        return 0
+
+    monkeypatch.setattr(cli, "_main", command)
+    assert cli.main(["metrics"]) == 0
+    assert seen == [("rowstoch.utf8_bytes", "rowstoch.utf8_bytes")]
+    assert (out.errors, err.errors) == ("strict", "backslashreplace")
+    out.flush()
+    assert out.buffer.getvalue() == "gr\u00e2ph\u00e9\n".encode()

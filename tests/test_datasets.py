@@ -805,7 +805,7 @@ def test_compressed_files_are_refused_before_they_fill_memory(tmp_path, monkeypa
                                           "more than the 4.0 MiB of memory available"):
         load_dataset(tmp_path / "bomb.csv.gz")
     with pytest.raises(MemoryError, match="train-images-idx3-ubyte.gz \\(at least [0-9,]+ bytes decompressed\\) "
-                                          "and its images as float32 needs about [0-9.]+ MiB"):
+                                          "and its values as float32 needs about [0-9.]+ MiB"):
         from rowstoch_fast.datasets import _idx
 
         _idx(str(tmp_path / "train-images-idx3-ubyte.gz"), "images")

@@ -370,6 +370,18 @@ def test_a_compressed_edge_list_is_read_and_refused_before_it_fills_memory(tmp_p
     dense = [load_matrix(str(tmp_path / name)).toarray() for name in ("ring.csv.gz", "ring.txt.bz2")]
     np.testing.assert_array_equal(dense[0], dense[1])
     assert dense[0][1, 0] == 0.5 and dense[0][1, 1] == 0.5
+    import lzma
+
+    from rowstoch_fast.errors import UsageError
+
+    with lzma.open(tmp_path / "ring.txt.xz", "wt") as f:  # (NumPy's reader decompressed it, the counted lines
+        f.write("0 1\n1 2\n2 0\n")                        # read its compressed bytes: a reviewer's case)
+    raw = (tmp_path / "ring.csv.gz").read_bytes()
+    (tmp_path / "half.csv.gz").write_bytes(raw[:len(raw) // 2])  # (a traceback: EOFError)
+    monkeypatch.setenv("ROWSTOCH_MEMORY_LIMIT", str(1 << 20))
+    np.testing.assert_array_equal(load_matrix(str(tmp_path / "ring.txt.xz")).toarray(), dense[0])
+    with pytest.raises(UsageError, match="half.csv.gz': EOFError: Compressed file ended"):
+        load_matrix(str(tmp_path / "half.csv.gz"))
     with gzip.open(tmp_path / "bomb.txt.gz", "wt") as f:
         f.write("0 1\n" * 10**6)
     monkeypatch.setenv("ROWSTOCH_MEMORY_LIMIT", str(4 << 20))

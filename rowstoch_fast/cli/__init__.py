@@ -8,6 +8,7 @@ with a one-line message and exit status 2, never a traceback.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import sys
@@ -64,23 +65,39 @@ def _utf8_bytes(exc):
     return exc.object[exc.start:exc.end].encode("utf-8", "surrogateescape"), exc.end
 
 
+@contextlib.contextmanager
 def _console_writes_any_text():
     """Under the C locale with Python's UTF-8 mode off, stdout and stderr are ASCII: a file's name, read as UTF-8
     for the outputs (:func:`._common.file_label`), is printed as the UTF-8 bytes the terminal gave (printing it
-    ended a comparison: "'ascii' codec can't encode character '\\xe2'")."""
+    ended a comparison: "'ascii' codec can't encode character '\\xe2'"). The streams' error handlers are put
+    back when the command ends (a program calling :func:`main` keeps its own)."""
     import codecs
 
     codecs.register_error("rowstoch.utf8_bytes", _utf8_bytes)
+    changed = []
     for stream in (sys.stdout, sys.stderr):
         encoding = getattr(stream, "encoding", None)
         if encoding and hasattr(stream, "reconfigure") and codecs.lookup(encoding).name != "utf-8" \
-                and stream.errors in ("strict", "surrogateescape"):
+                and stream.errors in ("strict", "surrogateescape", "backslashreplace"):
+            changed.append((stream, stream.errors))
             stream.reconfigure(errors="rowstoch.utf8_bytes")
+    try:
+        yield
+    finally:
+        for stream, errors in changed:
+            try:
+                stream.reconfigure(errors=errors)
+            except (ValueError, OSError):  # (a stream closed meanwhile)
+                pass
 
 
 def main(argv=None):
     """Entry point of the ``rowstoch`` command."""
-    _console_writes_any_text()
+    with _console_writes_any_text():
+        return _main(argv)
+
+
+def _main(argv):
     parser = make_parser()
     argv = sys.argv[1:] if argv is None else list(argv)
     try:

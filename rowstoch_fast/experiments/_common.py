@@ -196,13 +196,13 @@ def spread(means):
 
 
 def error_bars(mean, spread, lowest, highest):
-    """``yerr`` of ``errorbar``: ``mean`` +- ``spread`` (NaN: none) within ``[lowest, highest]``, the repeats' own
-    range. On a log panel mean - spread fell below zero, to the panel's floor, decades below every repeat."""
+    """``yerr`` of ``errorbar``: ``mean`` +- ``spread`` within the repeats' range ``[lowest, highest]``
+    (:func:`~rowstoch_fast.report.spread_within`); none where the mean is NaN (not drawn)."""
+    from ..report import spread_within
+
     mean = np.asarray(mean, dtype=float)
-    width = np.nan_to_num(np.asarray(spread, dtype=float))
-    low = np.minimum(np.maximum(mean - width, lowest), mean)
-    high = np.maximum(np.minimum(mean + width, highest), mean)
-    return np.nan_to_num(np.vstack([mean - low, high - mean]))  # (none where the mean is NaN: not drawn)
+    low, high = spread_within(mean, spread, lowest, highest)
+    return np.nan_to_num(np.vstack([mean - low, high - mean]))
 
 
 #: The confidence of :func:`compare_windows`' interval.

@@ -26,7 +26,7 @@ from .._files import atomic_write
 from .._progress import bar
 from ..objectives import Quadratic
 from ._common import (COMPARE_RULE, _plt, _stop_if, _stopped, _write_verdict, compare_windows, error_bars,
-                      window_means, window_stats, writes_before_sigterm)
+                      spread, window_means, writes_before_sigterm)
 
 __all__ = ["KGT_PAPER", "KGT_FIGURE", "KGT_DIFFERENCES", "KGT_LOCAL_STEPS", "KGT_HETEROGENEITY",
            "KGT_METHODS", "KGT_ROUNDS", "KGT_REPEATS", "KGT_MIN_ROUNDS", "KGT_RULE", "KGT_TREND_RULE",
@@ -217,7 +217,7 @@ def reproduce_kgt_local_steps(out_dir, communication_rounds=KGT_ROUNDS, repeats=
                 break
             status = frame.attrs["status"][name]
             means, _ = window_means(frame, "suboptimality", x="communication_rounds")
-            mean, width = window_stats(frame, "suboptimality", x="communication_rounds")[:2]
+            mean, width = float(np.mean(means)) if means.size else math.nan, spread(means)
             finals.append({"heterogeneity": z, "algorithm": name, "local_steps": K, "lr": frame.attrs["lr"][name],
                            "status": status, "final": mean, "spread": width, "repeats": int(means.size),
                            "lowest": float(np.min(means, initial=np.inf)),
