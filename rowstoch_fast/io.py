@@ -23,7 +23,8 @@ from .mixing import as_matrix, MixingMatrix
 __all__ = ["EDGE_LIST_HELP", "load_data_file", "load_matrix", "save_matrix"]
 
 EDGE_LIST_HELP = (
-    "edge list: a text file (compressed when its name ends in .gz, .bz2, .xz or .lzma), one edge per line, 'src dst' or 'src dst weight', 0-based integer node ids "
+    "edge list: a text file (compressed when its name ends in .gz, .bz2, .xz or .lzma), one edge per line, "
+    "'src dst' or 'src dst weight', 0-based integer node ids "
     "separated by whitespace or by commas (CSV, one header line allowed), '#' starts a comment; src sends to dst "
     "(A[dst, src] > 0); n is the largest id + 1. "
     "Without weights the paper's in-degree rule is used and every node gets a self loop; with weights they "
