@@ -73,7 +73,7 @@ if _spec is not None:
     # (the rest of this file then runs against the installed package: `from . import` finds its modules there)
 
 try:
-    from . import _checks, _core
+    from . import _core
 except ImportError as _exc:
     if isinstance(_exc.__context__, KeyboardInterrupt):  # (a Ctrl-C as the extension started: said "missing")
         raise KeyboardInterrupt from None
@@ -91,16 +91,18 @@ def _adaptive_threads_as_said():
     back-off off, 1, true, yes or on (or nothing, the default) keep it (the compiled reading looked at the first character
     alone: ``false`` and ``off`` left it on, ``01`` turned it off); any other value keeps it, with a warning. It
     changes only the time, never a result."""
+    from ._checks import NO, YES
+
     value = _os.environ.get("ROWSTOCH_ADAPTIVE_THREADS", "")
     word = value.strip().lower()
     if not word:  # (unset, or set to nothing: the default)
         return
-    if word not in _checks.YES | _checks.NO:
+    if word not in YES | NO:
         import warnings
 
         warnings.warn(f"ROWSTOCH_ADAPTIVE_THREADS={value!r} is neither 0, false, no, off nor 1, true, yes, on: the "
                       "contention back-off stays on", RuntimeWarning, stacklevel=3)
-    _core.set_adaptive_threads(word not in _checks.NO)
+    _core.set_adaptive_threads(word not in NO)
 
 
 _adaptive_threads_as_said()
