@@ -105,7 +105,21 @@ def _adaptive_threads_as_said():
     _core.set_adaptive_threads(word not in NO)
 
 
+def _threads_as_said():
+    """``OMP_NUM_THREADS`` past what the kernels run (at most 4 threads per processor, at least 64: libgomp crashed
+    or exited on counts such as 200000) is said: the kernels had run their cap without a word. Only the time
+    depends on it."""
+    value = _os.environ.get("OMP_NUM_THREADS", "").split(",")[0].strip()
+    threads = _core.get_num_threads()
+    if value.isdigit() and int(value) > threads and _core.build_info()["openmp"]:
+        import warnings
+
+        warnings.warn(f"OMP_NUM_THREADS={value} is more threads than the kernels run: they use {threads} (at most 4 "
+                      "per processor, at least 64)", RuntimeWarning, stacklevel=3)
+
+
 _adaptive_threads_as_said()
+_threads_as_said()
 from . import algorithms, composite, objectives, topology  # noqa: E402
 from .errors import DivergenceError, GrowthWarning
 from .metrics import NetworkMetrics

@@ -411,6 +411,8 @@ class History:
             raise ValueError(f"{path}: its rows lack {', '.join(missing)}" if missing else
                              f"{path}: its rows' columns differ in length")
         frame = pd.DataFrame({c: rows[c] for c in h.frame.columns})
+        if not len(frame):  # (no records: the columns as a new History has them)
+            return h
         for c in frame.columns:
             frame[c] = frame[c].astype(np.int64 if c in ("iteration", "rep") else np.float64) \
                 if c in ("iteration", "rep") or frame[c].dtype == object else frame[c]

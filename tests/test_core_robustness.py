@@ -288,6 +288,22 @@ def test_adaptive_threads_read_as_the_words_say(monkeypatch, value, enabled, war
         core.set_adaptive_threads(before)
 
 
+def test_more_threads_than_the_kernels_run_are_said():
+    """OMP_NUM_THREADS=100000 ran the kernels on their cap (64 here) without a word; a count they run is quiet."""
+    for asked, warned in (("100000", True), ("1", False)):
+        rc, out, err = run_python(f"""
+            import os, warnings
+            os.environ["OMP_NUM_THREADS"] = "{asked}"
+            warnings.simplefilter("always")
+            import rowstoch_fast._core as c
+            print(c.get_num_threads(), c.build_info()["openmp"])
+        """)
+        threads, openmp = out.split()
+        assert rc == 0, err
+        said = f"OMP_NUM_THREADS={asked} is more threads than the kernels run: they use {threads} (at most 4 per"
+        assert (said in err) == (warned and openmp == "True"), err
+
+
 # ---------------------------------------------------------------- issue 35, items 1-4: the Gilbert-Elliott kernel
 GE_CRASHES = [  # (indptr, indices, ids): each read outside its arrays (segfault or ASan report) before
     ("[0, 1 << 26, 2]", "[0, 1]", ""),                       # indptr not checked beyond its last entry

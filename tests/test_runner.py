@@ -181,6 +181,9 @@ def test_a_saved_history_loads_back_as_it_was(problem, tmp_path):
     assert json.loads((tmp_path / "overflowed.json").read_text())["rows"]["loss"][-1] is None
     back = History.load(tmp_path / "overflowed.json")
     assert back.overflowed == ["loss"] and back.status == "diverged"
+    empty = History([], {"algorithm": "dsgd"})  # (no records: its columns as a new History's, not float64)
+    empty.to_json(tmp_path / "empty.json")
+    assert History.load(tmp_path / "empty.json").frame.equals(empty.frame)
     with pytest.raises(FileNotFoundError, match="history.json"):
         History.load(tmp_path)
     (tmp_path / "bad.json").write_text("{not json")
