@@ -849,9 +849,16 @@ def test_figure_1s_panels_are_judged_on_matrices_made_to_have_their_beta_and_kap
 
     m = synthetic.panel_matrix(0.7, 5.0).metrics()
     assert m.beta == pytest.approx(0.7, abs=1e-12) and m.kappa == pytest.approx(5.0, rel=1e-12)
+    titles = []
+    import matplotlib.figure
+
+    monkeypatch.setattr(matplotlib.figure.Figure, "suptitle", lambda fig, *a, **k: titles.extend(
+        ax.get_title() for ax in fig.axes))  # (the panels as drawn: the paper's figure has them, ours had not)
     experiments.reproduce_pull_diag(str(tmp_path), iterations=60, log=lambda *a: None)
     verdict = pd.read_csv(tmp_path / "pull_diag_verdict.csv").set_index("graph")
     assert verdict.loc["fixed kappa", "verdict"] == verdict.loc["fixed beta", "verdict"] == "holds"
+    assert titles == ["the paper's 16-node graphs", "Figure 1, fixed kappa (kappa = 2): the claim holds",
+                      "Figure 1, fixed beta (beta = 0.8): the claim holds"]
     monkeypatch.setattr(synthetic, "PANELS", {"fixed kappa": {"kappa": (2.0,), "beta": (0.9, 0.7, 0.5)}})
     rows = synthetic._panel_rows(60, lambda *a: None)
     assert [r["verdict"] for r in rows] == ["does not hold"]

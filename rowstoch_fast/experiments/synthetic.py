@@ -59,16 +59,19 @@ def panel_matrix(beta, kappa, n=16):
     return MixingMatrix(beta * np.eye(n) + (1.0 - beta) * np.outer(np.ones(n), pi))
 
 
-def _panel_rows(iterations, log, n=16):
+def _panel_rows(iterations, log, n=16, curves=None):
     """The verdict rows of Figure 1's two panels (:data:`PANELS`, :data:`PANEL_RULE`). Each family is judged on
     the expected error over Gaussian values: Pull-Diag is linear, ``z_k - 1 1^T z / n = M_k z``, so the run from
     ``Z = I`` has error ``||M_k||_F``, the root-mean-square of ``||M_k z||`` over ``z ~ N(0, I)``; one draw of
-    ``z`` decided the fixed-beta panel against the claim on 10 of 200 draws."""
+    ``z`` decided the fixed-beta panel against the claim on 10 of 200 draws. ``curves`` (a dict), when given,
+    receives each panel's runs, ``[(beta, kappa, errors)]``, for the figure."""
     rows, at = [], (max(1, iterations // 5), max(1, iterations // 2))
     Z = np.eye(n)
     for panel, family in PANELS.items():
         runs = [(b, k, pull_diag(panel_matrix(b, k, n), Z, iterations).errors) for k in family["kappa"]
                 for b in family["beta"]]
+        if curves is not None:
+            curves[panel] = runs
         floor = 1e-12 * float(runs[0][2][0])
         grows = all(max(later[2][t], floor) >= max(earlier[2][t], floor) for t in at
                     for earlier, later in zip(runs, runs[1:]))
@@ -116,24 +119,38 @@ def reproduce_pull_diag(out_dir, iterations=100, d=4, seed=0, log=print):
     log(f"{'graph':<18}{'beta':>8}{'kappa':>8}{'Pull-Diag':>12}{'A-protocol':>12}")
     for name, (b, k, e1, e2) in table.items():
         log(f"{name:<18}{b:>8.3f}{k:>8.3f}{e1:>12.2e}{e2:>12.2e}")
-    _write_verdict(out_dir, "pull_diag", [
+    panels = {}
+    rows = [
         {"claim": f"{name}: Pull-Diag reaches the average where the A-protocol stays biased", "graph": name,
          "kappa": k, "start_error": starts[name], "pull_diag_error": e1, "a_protocol_error": e2,
          "a_protocol_bias": biases[name], "rule": PULL_DIAG_RULE,
          "verdict": ("no bias to correct (kappa = 1)" if k < 1 + 1e-9 else
                      "holds" if e1 < REACHED * starts[name] and e2 >= 0.5 * biases[name] else "does not hold")}
-        for name, (b, k, e1, e2) in table.items()] + _panel_rows(iterations, log), log)
+        for name, (b, k, e1, e2) in table.items()] + _panel_rows(iterations, log, curves=panels)
+    _write_verdict(out_dir, "pull_diag", rows, log)
     plt = _plt()
-    if plt is not None:
-        fig, ax = plt.subplots(figsize=(5.5, 3.8))
+    if plt is not None:  # the paper's graphs, then Figure 1's two panels (fixed kappa, fixed beta)
+        fig, axes = plt.subplots(1, 3, figsize=(15, 3.8))
+        ax = axes[0]
         for name, (e1, _) in curves.items():
             b, k = table[name][:2]
             ax.semilogy(e1, label=f"{name} (beta={b:.3f}, kappa={k:.2f})")
         ax.semilogy(curves["grid"][1], "k--", label="A-protocol, grid (biased)")
-        ax.set_xlabel("k")
         ax.set_ylabel("||z_k - 1 1^T z / n||")
-        ax.set_title("Pull-Diag protocol (Figure 1)")
-        ax.legend(fontsize=7)
+        ax.set_title("the paper's 16-node graphs", fontsize=9)
+        for ax, (panel, runs) in zip(axes[1:], panels.items()):
+            varied = "beta" if panel == "fixed kappa" else "kappa"
+            for b, k, errors in runs:
+                ax.semilogy(errors / errors[0], label=f"{varied} = {b if varied == 'beta' else k:g}")
+            ax.set_ylabel("||z_k - mean||, RMS over z ~ N(0, I), / start")
+            kept = f"kappa = {runs[0][1]:g}" if varied == "beta" else f"beta = {runs[0][0]:g}"
+            verdict = next(r["verdict"] for r in rows if r["graph"] == panel)
+            ax.set_title(f"Figure 1, {panel} ({kept}): the claim {verdict}", fontsize=9)
+        for ax in axes:
+            ax.set_xlabel("k")
+            ax.legend(fontsize=7)
+        fig.suptitle("Pull-Diag protocol (Figure 1)")
+        fig.tight_layout()
         log(f"wrote {_save(fig, out_dir, 'pull_diag.png')}")
         plt.close(fig)
     return table
