@@ -88,9 +88,9 @@ except ImportError as _exc:
 
 def _adaptive_threads_as_said():
     """``ROWSTOCH_ADAPTIVE_THREADS`` read as its words say: 0, false, no or off turn the kernels' contention
-    back-off off, 1, true, yes or on (or nothing, the default) keep it (the compiled reading looked at the first character
-    alone: ``false`` and ``off`` left it on, ``01`` turned it off); any other value keeps it, with a warning. It
-    changes only the time, never a result."""
+    back-off off, 1, true, yes or on (or nothing, the default) keep it (the compiled reading looked at the first
+    character alone: ``false`` and ``off`` left it on, ``01`` turned it off); any other value keeps it, with a
+    warning. It changes only the time, never a result."""
     from ._checks import NO, YES
 
     value = _os.environ.get("ROWSTOCH_ADAPTIVE_THREADS", "")

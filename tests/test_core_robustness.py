@@ -264,9 +264,9 @@ def test_adaptive_threads_can_be_disabled_by_environment():
     assert rc == 0 and out.strip() == "False", err
 
 
-@pytest.mark.parametrize("value, enabled, warns", [("off", False, False), (" FALSE ", False, False), ("no", False, False),
-                                                   ("on", True, False), ("", None, False), ("flase", True, True),
-                                                   ("01", True, True)])
+@pytest.mark.parametrize("value, enabled, warns", [("off", False, False), (" FALSE ", False, False),
+                                                   ("no", False, False), ("on", True, False), ("", None, False),
+                                                   ("flase", True, True), ("01", True, True)])
 def test_adaptive_threads_read_as_the_words_say(monkeypatch, value, enabled, warns):
     """The compiled reading looked at the first character alone: ``false`` and ``off`` left the back-off on,
     ``01`` turned it off; a value that is neither word is said; nothing set leaves it as it is."""

@@ -801,8 +801,8 @@ def test_compressed_files_are_refused_before_they_fill_memory(tmp_path, monkeypa
     with pytest.raises(MemoryError, match="the arrays x, y of .*bomb.npz needs about 15.3 MiB of memory but only "
                                           "4.0 MiB"):
         load_dataset(tmp_path / "bomb.npz")
-    with pytest.raises(MemoryError, match="bomb.csv.gz holds at least 262,14[0-9] numbers \\(read so far\\), which need "
-                                          "more than the 4.0 MiB of memory available"):
+    with pytest.raises(MemoryError, match="bomb.csv.gz holds at least 262,14[0-9] numbers \\(read so far\\), which "
+                                          "need more than the 4.0 MiB of memory available"):
         load_dataset(tmp_path / "bomb.csv.gz")
     with pytest.raises(MemoryError, match="train-images-idx3-ubyte.gz \\(at least [0-9,]+ bytes decompressed\\) "
                                           "and its values as float32 needs about [0-9.]+ MiB"):

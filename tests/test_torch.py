@@ -381,7 +381,8 @@ def test_an_evaluation_of_every_node_passes_as_many_samples_as_fit():
     def chunk(model_fn, shape):
         return neural.evaluation_batch(neural.model_sizes(model_fn, 32, shape)[2], 16)
 
-    assert chunk(lambda: neural.resnet18(64), (3, 32, 32)) == 51 and chunk(lambda: neural.resnet18(4), (3, 32, 32)) == 819
+    assert chunk(lambda: neural.resnet18(64), (3, 32, 32)) == 51
+    assert chunk(lambda: neural.resnet18(4), (3, 32, 32)) == 819
     assert chunk(lambda: neural.mlp(784), (784,)) == EVALUATION_BATCH == 4096
     for width in (4, 64):
         largest = neural.model_sizes(lambda: neural.resnet18(width), 32, (3, 32, 32))[2]
