@@ -790,7 +790,7 @@ PYBIND11_MODULE(_core, m) {
         py::dict info;
         info["openmp"] = rowstoch::has_openmp();
         info["max_threads"] = rowstoch::max_threads();
-        info["compiler"] =
+        std::string compiler =
 #if defined(__clang__)
             std::string("clang ") + __clang_version__;
 #elif defined(__GNUC__)
@@ -798,6 +798,8 @@ PYBIND11_MODULE(_core, m) {
 #else
             std::string("unknown");
 #endif
+        compiler.erase(compiler.find_last_not_of(' ') + 1);  // (clang's version string ends in a space)
+        info["compiler"] = compiler;
         info["flags"] = std::string(ROWSTOCH_BUILD_FLAGS);
         info["serial_below_work"] = rowstoch::kSerialWork;
         info["simd_width"] = rowstoch::simd_width();

@@ -77,6 +77,13 @@ int main() {
     }
     rowstoch::csr_mix_power<std::int64_t, double>(Ap.data(), Aj.data(), Ax.data(), 0, nullptr, 0, 0, nullptr,
                                                   nullptr);
+    // ROWSTOCH_ADAPTIVE_THREADS read as its words, as the Python package reads it (the first character alone had
+    // decided: "false" and "off" left the back-off on, "01" turned it off)
+    for (const char* off : {"0", "false", "no", "off", " OFF ", "False"})
+        if (!rowstoch::env_says_off(off)) { ++broken; std::printf("'%s' is not read as off\n", off); }
+    for (const char* on : {"1", "01", "on", "", "offf", "falsetto", "o ff", "nonsense-long-word"})
+        if (rowstoch::env_says_off(on)) { ++broken; std::printf("'%s' is read as off\n", on); }
+    if (rowstoch::env_says_off(nullptr)) { ++broken; std::printf("an unset variable is read as off\n"); }
     std::printf("%d promise(s) broken\n", broken);
     return broken;
 }

@@ -9,7 +9,9 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
+#include <initializer_list>
 
 #if defined(__linux__)
 #include <time.h>
@@ -95,11 +97,29 @@ struct Contention {
     std::atomic<int> strikes{0};                           // bad windows in a row
 };
 
+// Whether an on/off environment value says off: 0, false, no or off, in any case, blanks around it allowed (what
+// the Python package reads too; "01" is not off, and "false" or "off" are, where the first character alone had
+// decided).
+inline bool env_says_off(const char* value) {
+    if (!value) return false;
+    while (*value == ' ' || *value == '\t') ++value;
+    std::size_t n = 0;
+    char word[8] = {};
+    for (; value[n] && value[n] != ' ' && value[n] != '\t'; ++n) {
+        if (n == sizeof(word) - 1) return false;
+        word[n] = static_cast<char>(value[n] >= 'A' && value[n] <= 'Z' ? value[n] - 'A' + 'a' : value[n]);
+    }
+    for (const char* rest = value + n; *rest; ++rest)
+        if (*rest != ' ' && *rest != '\t') return false;
+    for (const char* off : {"0", "false", "no", "off"})
+        if (std::strcmp(word, off) == 0) return true;
+    return false;
+}
+
 inline Contention& contention() {
     static Contention c;
     static const bool init = [] {
-        const char* env = std::getenv("ROWSTOCH_ADAPTIVE_THREADS");
-        if (env && env[0] == '0') c.enabled = false;
+        if (env_says_off(std::getenv("ROWSTOCH_ADAPTIVE_THREADS"))) c.enabled = false;
         return true;
     }();
     (void)init;
