@@ -63,15 +63,20 @@ def open_text(path, errors=None):
     return opener(path, "rt", newline="", encoding=TEXT_ENCODING, errors=errors)
 
 
-def loadtxt_source(path, f, delimiter=None):
-    """What ``np.loadtxt`` reads the text file ``path`` (open as ``f``, :func:`open_text`) from: the path
-    itself (NumPy's fast reader) when its size rules out running out of memory (at most one number a byte, read
-    and copied), else the lines of ``f``, refused once the numbers read would not fit
+def loadtxt_source(path, delimiter=None):
+    """What ``np.loadtxt`` reads the text file ``path`` from: the path itself (NumPy's fast reader) when its size
+    rules out running out of memory (at most one number a byte, read and copied), else its lines
+    (:func:`open_text`), refused once the numbers read would not fit
     (:func:`~rowstoch_fast._checks.lines_within_memory`): a compressed file's size does not bound what it holds."""
     avail = available_memory()
     if not path.endswith(tuple(COMPRESSED)) and (avail is None or 16 * os.path.getsize(path) <= avail):
         return path
-    return lines_within_memory(f, path, delimiter)
+    return _counted_lines(path, delimiter)
+
+
+def _counted_lines(path, delimiter):
+    with open_text(path) as f:  # (closed when the lines end, or when the reader drops them)
+        yield from lines_within_memory(f, path, delimiter)
 
 
 def process_alive(pid):

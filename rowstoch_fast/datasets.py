@@ -26,12 +26,11 @@ import os
 import pickle
 import warnings
 import zipfile
-import zlib
 
 import numpy as np
 
 from ._checks import check_int, check_positive_float, make_rng, require_memory, require_npz_memory
-from ._files import TEXT_ENCODING, is_header, loadtxt_source, open_text
+from ._files import DAMAGED, TEXT_ENCODING, is_header, loadtxt_source, open_text
 
 __all__ = ["iid_split", "stratified_split", "dirichlet_split", "label_quantity_split", "shard_split", "split_samples", "SPLITS",
            "size_skewed_split", "node_arrays", "load_dataset", "load_digits", "load_mnist", "load_cifar10",
@@ -505,7 +504,7 @@ def _find(folder, stem):
 
 
 #: What reading a damaged file raises (a truncated or corrupt gzip stream, an unreadable file).
-_READ_ERRORS = (OSError, EOFError, zlib.error)
+_READ_ERRORS = (OSError, *DAMAGED)
 
 
 def _read(path, chunk=1 << 24):
@@ -953,9 +952,9 @@ def _dataset_csv(path, label_column, delimiter):
         raise ValueError(f"{path} holds no samples (its first line is empty)")
     names = [v.strip() for v in first] if is_header(first) else None
     try:
-        with warnings.catch_warnings(), open_text(path) as f:
+        with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # ("input contained no data": refused below)
-            data = np.loadtxt(loadtxt_source(path, f, delimiter), delimiter=delimiter, skiprows=int(names is not None),
+            data = np.loadtxt(loadtxt_source(path, delimiter), delimiter=delimiter, skiprows=int(names is not None),
                               ndmin=2, dtype=np.float64, encoding=TEXT_ENCODING)
     except (ValueError, *_READ_ERRORS) as exc:
         raise ValueError(f"{path}: {exc} (a CSV file for load_dataset holds numbers only, under an optional header "

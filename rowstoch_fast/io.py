@@ -103,9 +103,9 @@ def weights_said(path, normalize=False):
 def _load_edge_list(path, normalize, dtype=np.float64):
     try:
         delimiter, header, _ = _edge_list_layout(path)
-        with warnings.catch_warnings(), open_text(path) as f:
+        with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # "input contained no data": reported below
-            rows = np.loadtxt(loadtxt_source(path, f, delimiter), ndmin=2, comments="#", delimiter=delimiter,
+            rows = np.loadtxt(loadtxt_source(path, delimiter), ndmin=2, comments="#", delimiter=delimiter,
                               skiprows=header, encoding=TEXT_ENCODING)
     except ValueError as exc:
         raise UsageError(f"edge list {path!r} cannot be read: {str(exc).rstrip('.')}. Expected: {EDGE_LIST_HELP}") \

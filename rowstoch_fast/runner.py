@@ -414,8 +414,10 @@ class History:
         if not len(frame):  # (no records: the columns as a new History has them)
             return h
         for c in frame.columns:
-            frame[c] = frame[c].astype(np.int64 if c in ("iteration", "rep") else np.float64) \
-                if c in ("iteration", "rep") or frame[c].dtype == object else frame[c]
+            if c in ("iteration", "rep"):
+                frame[c] = frame[c].astype(np.int64)
+            elif frame[c].dtype == object:  # (a column with nulls, JSON's NaN)
+                frame[c] = frame[c].astype(np.float64)
         h.frame = frame
         return h
 
@@ -497,9 +499,9 @@ class History:
                 ax.text(0.5, 0.5, f"linear scale: no finite positive {metric} recorded", transform=ax.transAxes,
                         ha="center", va="center")
         line = ax.plot(s[x], s[metric], label=label or self.meta.get("algorithm"), **kwargs)[0]
-        values = self.frame.groupby("iteration", sort=True)[metric]  # (the summary's rows, in its order)
-        lo, hi = spread_within(s[metric], s[metric + "_std"], values.min().to_numpy(dtype=np.float64),
-                               values.max().to_numpy(dtype=np.float64))  # (clipped at 1e-300 on a log panel, the
+        records = self.frame.groupby("iteration", sort=True)[metric]  # (the summary's rows, in its order)
+        lo, hi = spread_within(s[metric], s[metric + "_std"], records.min().to_numpy(dtype=np.float64),
+                               records.max().to_numpy(dtype=np.float64))  # (clipped at 1e-300 on a log panel, the
         # band reached the bottom of the axis, decades below every record)
         ax.fill_between(s[x], lo, hi, color=line.get_color(), alpha=0.2)
         ax.set_yscale("log" if log else "linear")

@@ -19,6 +19,7 @@ from functools import lru_cache
 import numpy as np
 
 from .. import _hashing
+from .._checks import NO as _NO, YES as _YES
 from .._device import DEVICE_TYPES
 from .base import DEFERRED, Backend, _drawn_in_sweep, is_device_array, is_network, kept_for
 
@@ -26,9 +27,6 @@ __all__ = [
     "HAS_CUPY", "require_cupy", "to_gpu", "to_cpu", "device_csr", "device_row_weights", "circulant_offsets",
     "device_circulant", "mix", "mix_power", "CupyBackend",
 ]
-
-
-from .._checks import NO as _NO, YES as _YES
 
 
 def _disabled():

@@ -181,10 +181,13 @@ def training_bytes(model_fn, n, batch, sample_shape):
     pass keeps; measured on the VM: 2.77 GB training ResNet-18 of width 16 on 16 nodes at batch 32, where this
     term says 2.6 GB) and an evaluation (:func:`evaluation_batch`). ``--width 100000`` asked for 3.6e11 bytes in
     one tensor, a traceback out of PyTorch."""
-    params, outputs, largest = model_sizes(model_fn, batch, sample_shape)
-    evaluation = 5 * 4 * n * largest * evaluation_batch(largest, n)
-    return 4 * n * (8 * params + 3 * outputs) if 3 * 4 * n * outputs > evaluation else \
-        4 * n * 8 * params + evaluation
+    return _training_bytes(model_sizes(model_fn, batch, sample_shape), n)
+
+
+def _training_bytes(sizes, n):
+    """:func:`training_bytes` from the model's :func:`model_sizes`."""
+    params, outputs, largest = sizes
+    return 4 * n * 8 * params + max(4 * n * 3 * outputs, 5 * 4 * n * largest * evaluation_batch(largest, n))
 
 
 def _train_on_graphs(out_dir, model_fn, data, parts, what, communication_rounds, repeats, rounds, batch, record_every,
@@ -202,9 +205,10 @@ def _train_on_graphs(out_dir, model_fn, data, parts, what, communication_rounds,
     Xtr, ytr, Xte, yte = data
     rounds = check_rounds(rounds, communication_rounds)
     n = len(parts)
-    require_memory(training_bytes(model_fn, n, batch, np.shape(Xtr)[1:]), f"training {what} on {n} nodes at batch "
-                   f"{batch}", "a smaller model (reproduce cifar10-resnet: a narrower --width)")
-    chunk = evaluation_batch(model_sizes(model_fn, batch, np.shape(Xtr)[1:])[2], n)
+    sizes = model_sizes(model_fn, batch, np.shape(Xtr)[1:])
+    require_memory(_training_bytes(sizes, n), f"training {what} on {n} nodes at batch {batch}",
+                   "a smaller model (reproduce cifar10-resnet: a narrower --width)")
+    chunk = evaluation_batch(sizes[2], n)
     Xtr_t, ytr_t = torch.as_tensor(Xtr, dtype=torch.float32), torch.as_tensor(ytr)
     Xte_t, yte_t = torch.as_tensor(Xte, dtype=torch.float32), torch.as_tensor(yte)
     Xev_t, yev_t = (Xtr_t, ytr_t) if evaluate_on is None else (Xtr_t[evaluate_on], ytr_t[evaluate_on])
