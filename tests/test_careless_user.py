@@ -217,7 +217,43 @@ def test_mistyped_node_id_in_edge_list(tmp_path):
 
 def test_cheap_checks_come_before_the_network_is_built(tmp_path):
     rc, _, err = rowstoch("run", "--n", "1000003", "--no-progress", "--out", tmp_path, timeout=30)
-    assert_one_line_error(rc, err, "--total 204800 samples must be divisible by the 1000003 nodes")
+    assert_one_line_error(rc, err, "--total's default (204800 samples) gives less than one sample to each of the "
+                                   "1000003 nodes; give --total")
+    rc, _, err = rowstoch_here("run", "--n", "12", "--total", "1000", "--no-progress", "--out", tmp_path)
+    assert_one_line_error(rc, err, "--total 1000 samples must be divisible by the 12 nodes (e.g. --total 996)")
+
+
+def test_the_default_data_size_fits_any_number_of_nodes(tmp_path):
+    """``--n 12`` ran nowhere: the default ``--total`` (204,800) is not a multiple of 12, and the refusal named an
+    option nobody wrote; the defaults are now fitted to n (the most samples n nodes share evenly, the default batch
+    lowered to the samples per node), what was given is still checked as given."""
+    import argparse
+
+    from rowstoch_fast.cli._common import _check_objective_size
+    from rowstoch_fast.errors import UsageError
+
+    def fitted(n, **given):
+        args = argparse.Namespace(objective="logistic", data_file=None, given={"--" + k for k in given},
+                                  **{"total": 204800, "batch": 200, **given})
+        _check_objective_size(args, n)
+        return args.total, args.batch
+
+    assert fitted(16) == (204800, 200)
+    assert fitted(12) == (204792, 200)
+    assert fitted(4096) == (204800, 50)
+    assert fitted(7, batch=20) == (204799, 20)
+    with pytest.raises(UsageError, match=r"--batch 300 exceeds the 50 samples per node \(--total / n\)"):
+        fitted(4096, batch=300)
+    with pytest.raises(UsageError, match="--total 204800 samples must be divisible by the 12 nodes"):
+        fitted(12, total=204800)
+    args = argparse.Namespace(objective="logistic", total=204800, batch=200, data_file=None, given=set())
+    for n, batch in ((4096, 50), (16, 200)):  # (a graph of fewer samples per node lowers the default for itself)
+        _check_objective_size(args, n)
+        assert args.batch == batch
+    rc, _, err = rowstoch_here("run", "--n", "12", "--iterations", "2", "--no-progress", "--out", tmp_path / "r")
+    assert rc == 0, err
+    kept = json.loads((tmp_path / "r" / "history.json").read_text())
+    assert '"total": 204792' in json.dumps(kept), sorted(kept)
 
 
 # ---------------------------------------------------------------- 4: no self loops, beta = 1
@@ -469,7 +505,7 @@ def test_version_help_and_topology_list():
     rc, out, _ = rowstoch("--version")
     assert rc == 0 and rf.__version__ in out
     rc, out, _ = rowstoch("run", "--help")
-    assert rc == 0 and "(default: 204800)" in out and "1/n" in out
+    assert rc == 0 and "default 204800, lowered to a multiple of n" in " ".join(out.split()) and "1/n" in out
     rc, out, _ = rowstoch("topologies")
     assert rc == 0 and "exponential" in out and "paper-grid" in out
     rc, out, _ = rowstoch("metrics", "--help")

@@ -101,12 +101,23 @@ def _matrix_from_args(args):
 
 
 def _check_objective_size(args, n):
+    """The synthetic logistic data's size on ``n`` nodes: ``--total`` divisible by ``n``, ``--batch`` within the
+    samples per node. Where they were not given (on the command line or in an experiment file), their defaults are
+    fitted to ``n``: the most samples up to :data:`DEFAULT_TOTAL` that ``n`` nodes share evenly (``--n 12`` had
+    been refused for an option nobody wrote), and the default batch lowered to the samples per node."""
     if not args.objective.startswith("logistic") or getattr(args, "data_file", None):  # (a file: when it is read)
         return
+    given = getattr(args, "given", None)
+    if given is not None and "--total" not in given:
+        if n > DEFAULT_TOTAL:
+            raise UsageError(f"--total's default ({DEFAULT_TOTAL} samples) gives less than one sample to each of the "
+                             f"{n} nodes; give --total (a multiple of {n})")
+        args.total = n * (DEFAULT_TOTAL // n)
     if args.total % n:
         raise UsageError(f"--total {args.total} samples must be divisible by the {n} nodes (e.g. --total {n * max(1, args.total // n)})")
-    if args.batch > args.total // n:
-        raise UsageError(f"--batch {args.batch} exceeds the {args.total // n} samples per node (--total / n)")
+    asked = getattr(args, "batch_asked", args.batch)  # (the batch as given: a graph of fewer samples per node
+    args.batch_asked = asked  # lowered the default for itself only)
+    args.batch = _batch_for(argparse.Namespace(**{**vars(args), "batch": asked}), args.total // n, "(--total / n)")
 
 
 def progress_option(args):
@@ -236,6 +247,10 @@ def _objective_from_args(args, n):
 
 #: ``--batch``'s default: the mini-batch per node and gradient of the logistic objectives.
 DEFAULT_BATCH = 200
+
+#: ``--total``'s default: the synthetic logistic data's samples in all (the paper's, Appendix E.2), lowered to the
+#: nearest multiple of the nodes (:func:`_check_objective_size`).
+DEFAULT_TOTAL = 204800
 
 
 def _batch_for(args, rows, where):

@@ -9,7 +9,7 @@ from .._checks import nonnegative_int as _nonnegative_int, positive_int as _posi
 from ..io import EDGE_LIST_HELP
 from ..network import options as network_options
 from ..topology import DIRECTED_NAMES as DIRECTED_TOPOLOGIES
-from ._common import _algorithm_names, DEFAULT_BATCH, OBJECTIVES
+from ._common import _algorithm_names, DEFAULT_BATCH, DEFAULT_TOTAL, OBJECTIVES
 from .compare import cmd_compare
 from .info import cmd_algorithms, cmd_demo, cmd_metrics, cmd_topologies
 from .reproduce import FIGURES, cmd_reproduce
@@ -74,8 +74,9 @@ def _objective_options(parser):
                           "data with a ridge term --lam (strongly convex, x* known); least-squares: heterogeneous "
                           "synthetic least squares (x* known); lasso: the same least squares plus --l1 ||x||_1 (a composite "
                           "problem: the proximal methods run it, x* computed); quadratic: a random separable quadratic")
-    obj.add_argument("--total", type=_positive_int, default=204800,
-                     help="samples in all, split evenly over the nodes (logistic, logistic-l2; divisible by n)")
+    obj.add_argument("--total", type=_positive_int, default=DEFAULT_TOTAL,
+                     help=f"samples in all, split evenly over the nodes (logistic, logistic-l2; divisible by n; "
+                          f"default {DEFAULT_TOTAL}, lowered to a multiple of n)")
     obj.add_argument("--batch", type=_positive_int, default=DEFAULT_BATCH,
                      help=f"mini-batch per node and gradient (logistic, logistic-l2; default {DEFAULT_BATCH}, or a "
                           "data file's samples per node where they are fewer)")
