@@ -229,14 +229,13 @@ def test_the_default_data_size_fits_any_number_of_nodes(tmp_path):
     lowered to the samples per node), what was given is still checked as given."""
     import argparse
 
-    from rowstoch_fast.cli._common import _check_objective_size
+    from rowstoch_fast.cli._common import _fitted_size
     from rowstoch_fast.errors import UsageError
 
     def fitted(n, **given):
         args = argparse.Namespace(objective="logistic", data_file=None, given={"--" + k for k in given},
                                   **{"total": 204800, "batch": 200, **given})
-        _check_objective_size(args, n)
-        return args.total, args.batch
+        return _fitted_size(args, n)
 
     assert fitted(16) == (204800, 200)
     assert fitted(12) == (204792, 200)
@@ -246,10 +245,6 @@ def test_the_default_data_size_fits_any_number_of_nodes(tmp_path):
         fitted(4096, batch=300)
     with pytest.raises(UsageError, match="--total 204800 samples must be divisible by the 12 nodes"):
         fitted(12, total=204800)
-    args = argparse.Namespace(objective="logistic", total=204800, batch=200, data_file=None, given=set())
-    for n, batch in ((4096, 50), (16, 200)):  # (a graph of fewer samples per node lowers the default for itself)
-        _check_objective_size(args, n)
-        assert args.batch == batch
     rc, _, err = rowstoch_here("run", "--n", "12", "--iterations", "2", "--no-progress", "--out", tmp_path / "r")
     assert rc == 0, err
     kept = json.loads((tmp_path / "r" / "history.json").read_text())

@@ -101,23 +101,27 @@ def _matrix_from_args(args):
 
 
 def _check_objective_size(args, n):
-    """The synthetic logistic data's size on ``n`` nodes: ``--total`` divisible by ``n``, ``--batch`` within the
-    samples per node. Where they were not given (on the command line or in an experiment file), their defaults are
-    fitted to ``n``: the most samples up to :data:`DEFAULT_TOTAL` that ``n`` nodes share evenly (``--n 12`` had
-    been refused for an option nobody wrote), and the default batch lowered to the samples per node."""
+    """The synthetic logistic data's size on ``n`` nodes checked (:func:`_fitted_size`) before anything is built."""
     if not args.objective.startswith("logistic") or getattr(args, "data_file", None):  # (a file: when it is read)
         return
-    given = getattr(args, "given", None)
-    if given is not None and "--total" not in given:
+    _fitted_size(args, n)
+
+
+def _fitted_size(args, n):
+    """``(total, batch)`` of the synthetic logistic data on ``n`` nodes: ``--total`` divisible by ``n``, ``--batch``
+    within the samples per node. Where they were not given (on the command line or in an experiment file), their
+    defaults are fitted to ``n``: the most samples up to :data:`DEFAULT_TOTAL` that ``n`` nodes share evenly
+    (``--n 12`` had been refused for an option nobody wrote), the default batch lowered to the samples per node.
+    The options keep what was asked (a comparison's graphs of other sizes, and its resume, fit them alike)."""
+    total, given = args.total, getattr(args, "given", None)
+    if given is not None and "--total" not in given and total == DEFAULT_TOTAL:
         if n > DEFAULT_TOTAL:
             raise UsageError(f"--total's default ({DEFAULT_TOTAL} samples) gives less than one sample to each of the "
                              f"{n} nodes; give --total (a multiple of {n})")
-        args.total = n * (DEFAULT_TOTAL // n)
-    if args.total % n:
-        raise UsageError(f"--total {args.total} samples must be divisible by the {n} nodes (e.g. --total {n * max(1, args.total // n)})")
-    asked = getattr(args, "batch_asked", args.batch)  # (the batch as given: a graph of fewer samples per node
-    args.batch_asked = asked  # lowered the default for itself only)
-    args.batch = _batch_for(argparse.Namespace(**{**vars(args), "batch": asked}), args.total // n, "(--total / n)")
+        total = n * (DEFAULT_TOTAL // n)
+    if total % n:
+        raise UsageError(f"--total {total} samples must be divisible by the {n} nodes (e.g. --total {n * max(1, total // n)})")
+    return total, _batch_for(args, total // n, "(--total / n)")
 
 
 def progress_option(args):
@@ -290,12 +294,14 @@ def _objective_of(args, n):
         except (ValueError, TypeError) as exc:
             raise UsageError(f"--data-file {args.data_file!r}: {exc}") from None
     test = getattr(args, "test_samples", 0) or 0  # (held-out samples of the synthetic law)
+    if args.objective.startswith("logistic"):
+        total, batch = _fitted_size(args, n)
     if args.objective == "logistic":
-        return NonconvexLogistic.synthetic(n, total=args.total, d=args.d, rho=args.rho, batch=args.batch,
+        return NonconvexLogistic.synthetic(n, total=total, d=args.d, rho=args.rho, batch=batch,
                                            seed=args.data_seed, heterogeneity=args.heterogeneity, dtype=dtype,
                                            test_samples=test)
     if args.objective == "logistic-l2":
-        return LogisticL2.synthetic(n, total=args.total, d=args.d, lam=args.lam, batch=args.batch,
+        return LogisticL2.synthetic(n, total=total, d=args.d, lam=args.lam, batch=batch,
                                     seed=args.data_seed, heterogeneity=args.heterogeneity, dtype=dtype,
                                     test_samples=test)
     if args.objective == "least-squares":
