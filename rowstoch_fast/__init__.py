@@ -118,8 +118,26 @@ def _threads_as_said():
                       "per processor, at least 64)", RuntimeWarning, stacklevel=3)
 
 
+#: Whether this process was forked (``os.fork``, multiprocessing's "fork" start method) from one whose kernels
+#: could run on threads (an OpenMP build): its kernels then run on one (:func:`_one_thread_after_fork`).
+_FORKED_FROM_THREADS = False
+
+
+def _one_thread_after_fork():
+    """In a child forked from this process: the kernels on one thread. GNU OpenMP cannot start a team in a child
+    forked after its parent ran one: the child's first parallel kernel waited for ever (``multiprocessing.Pool``
+    with the "fork" start method, Linux's default before Python 3.14, after a run in the parent). One thread per
+    worker is also what a pool of processes on the cores wants; :func:`set_num_threads` then refuses more."""
+    global _FORKED_FROM_THREADS
+    if _core.build_info()["openmp"]:  # (whatever the count now: a team may have run at an earlier one)
+        _FORKED_FROM_THREADS = True
+        _core.set_num_threads(1)
+
+
 _adaptive_threads_as_said()
 _threads_as_said()
+if hasattr(_os, "register_at_fork"):
+    _os.register_at_fork(after_in_child=_one_thread_after_fork)
 from . import algorithms, composite, objectives, topology  # noqa: E402
 from .errors import DivergenceError, GrowthWarning
 from .metrics import NetworkMetrics
@@ -185,7 +203,12 @@ def set_num_threads(n):
 
     The default is ``OMP_NUM_THREADS`` or all cores. On a busy machine fewer
     threads can be faster (bench/RESULTS.md); MPI ranks share a node's cores
-    by default.
+    by default. A process forked from one whose kernels could use threads
+    (``os.fork``, ``multiprocessing``'s "fork" start method) runs them on one
+    thread, and more are refused there (RuntimeError): GNU OpenMP cannot
+    start threads in such a child (its first parallel kernel would wait for
+    ever). Workers started with the "spawn" or "forkserver" method have their
+    own threads.
 
     Examples
     --------
@@ -198,6 +221,11 @@ def set_num_threads(n):
     from ._checks import check_int
 
     n = check_int(n, "n", minimum=1, maximum=4096)
+    if n > 1 and _FORKED_FROM_THREADS:
+        raise RuntimeError(f"set_num_threads({n}): this process was forked from one whose kernels ran on threads, "
+                           "and OpenMP cannot start threads in such a child (its first parallel kernel would wait "
+                           "for ever): its kernels run on one thread; start the workers with the 'spawn' or "
+                           "'forkserver' method (multiprocessing.get_context('spawn')) for threads of their own")
     previous = _core.get_num_threads()
     _core.set_num_threads(n)
     return previous

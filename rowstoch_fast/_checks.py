@@ -48,10 +48,10 @@ def check_bool(value, name):
 TRACKERS = ("exact", "perron")
 
 
-def check_tracker(kind):
-    """``kind`` if it is one of :data:`TRACKERS`, else a ValueError naming ``tracker``."""
-    if kind not in TRACKERS:
-        raise ValueError(f"tracker must be 'exact' or 'perron', got {kind!r}")
+def check_tracker(kind, name="tracker"):
+    """``kind`` if it is one of :data:`TRACKERS`, else a ValueError naming ``name``."""
+    if not isinstance(kind, str) or kind not in TRACKERS:
+        raise ValueError(f"{name} must be 'exact' or 'perron', got {kind!r}")
     return kind
 
 

@@ -21,6 +21,10 @@ def atomic_write(path, write, mode="w"):
     """``write(fh)`` into ``path`` through a temporary file in its folder, flushed to disk, then renamed over it; a
     text file in UTF-8, whatever the locale (under ``LANG=C`` the "±" of summary.md ended a comparison whose
     methods had all run)."""
+    path = os.fspath(path)  # (None: "expected str, bytes or os.PathLike object", as open says it)
+    folder = os.path.dirname(path) or "."
+    if not os.path.isdir(folder):  # (the error had named the temporary file, not the one asked for)
+        raise FileNotFoundError(f"cannot write {path!r}: its folder {folder!r} does not exist")
     tmp = f"{path}.tmp-{os.getpid()}"
     try:
         with open(tmp, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as fh:

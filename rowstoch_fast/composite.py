@@ -38,7 +38,7 @@ import warnings
 
 import numpy as np
 
-from ._checks import check_positive_float, precision_of
+from ._checks import check_int, check_positive_float, precision_of
 from ._device import is_device_array
 from .objectives import Objective, optimum_of, provide_arithmetic
 
@@ -55,11 +55,22 @@ def _xp(v):
     return np
 
 
-def _check_step(step):
-    """A proximal step: a positive finite number, or an array of them (one per replica: shape (reps, 1, 1))."""
-    arr = np.asarray(step.get() if hasattr(step, "get") else step, dtype=np.float64)
+def _check_step(step, v=None):
+    """A proximal step: a positive finite number, or an array of them (one per replica: shape (reps, 1, 1))
+    broadcasting against ``v``'s shape; else a TypeError/ValueError naming ``step``."""
+    raw = np.asarray(step.get() if is_device_array(step) else step)
+    if raw.dtype.kind not in "fiu":  # (a string had been parsed, True taken as 1, a complex one refused unnamed)
+        raise TypeError(f"step must be a real number or an array of them, got {type(step).__name__} "
+                        f"{step!r:.60}")
+    arr = raw.astype(np.float64)
     if not (np.isfinite(arr).all() and (arr > 0).all()):
         raise ValueError(f"step must be positive and finite, got {step!r}")
+    if v is not None and arr.ndim:
+        try:
+            np.broadcast_shapes(arr.shape, tuple(v.shape))
+        except ValueError:
+            raise ValueError(f"step of shape {arr.shape} does not broadcast against v of shape "
+                             f"{tuple(v.shape)}") from None
     return step
 
 
@@ -96,7 +107,16 @@ class Regularizer:
             without a temporary and return it (and map finite values to finite values); a :class:`Prox` returns
             its own array (which an optimizer then checks for NaN/Inf).
         """
-        return self._prox(v, _check_step(step), _xp(v) if xp is None else xp, out)
+        if xp is None and not (isinstance(v, np.ndarray) or is_device_array(v)):  # (a list, a CPU tensor)
+            v = np.asarray(v)
+            if v.dtype.kind not in "fiu":
+                raise TypeError(f"v must be a real array, got dtype {v.dtype}")
+            v = v.astype(np.float64, copy=False) if v.dtype.kind != "f" else v
+        elif isinstance(v, np.ndarray) and v.dtype.kind not in "f":
+            if v.dtype.kind not in "iu":  # (complex: a complex result, unsaid)
+                raise TypeError(f"v must be a real array, got dtype {v.dtype}")
+            v = v.astype(np.float64)
+        return self._prox(v, _check_step(step, v), _xp(v) if xp is None else xp, out)
 
     def _prox(self, v, step, xp, out):  # pragma: no cover - abstract
         raise NotImplementedError
@@ -209,6 +229,10 @@ class Box(Regularizer):
     """
 
     def __init__(self, lower=-np.inf, upper=np.inf):
+        for name, b in (("lower", lower), ("upper", upper)):  # (a string "3" had been parsed, True taken as 1)
+            if np.asarray(b).dtype.kind not in "fiu":
+                raise TypeError(f"{name} must be a real number or a 1-D array of d real numbers, got "
+                                f"{type(b).__name__} {b!r:.60}")
         lo = np.asarray(lower, dtype=np.float64)
         hi = np.asarray(upper, dtype=np.float64)
         for name, b in (("lower", lo), ("upper", hi)):
@@ -285,6 +309,9 @@ class GroupLasso(Regularizer):
 
     def __init__(self, groups, lam, weights=None, d=None):
         self.lam = check_positive_float(lam, "lam", allow_zero=True)
+        if isinstance(groups, (str, bytes)) or not hasattr(groups, "__len__"):
+            raise TypeError(f"groups must be a list of lists of coordinates or one label per coordinate, got "
+                            f"{type(groups).__name__}")
         if len(groups) and all(np.ndim(g) == 1 for g in groups) and not np.isscalar(groups[0]):
             members = [np.asarray(g) for g in groups]
             for g in members:
@@ -486,13 +513,23 @@ def proximal_gradient(value_and_gradient, regularizer, x0, *, tol=1e-12, max_ite
     regularizer : Regularizer or None
         ``r`` (None: ``r = 0``, accelerated gradient descent).
     x0 : array_like, shape (d,)
+        The start: real and finite.
     tol : float
+        The residual asked for (> 0).
     max_iter : int
         A RuntimeWarning names the residual reached where the iterations run out first.
+    what : str
+        The problem's name in the warnings and errors (e.g. ``"the lasso objective"``).
 
     Returns
     -------
     ndarray, shape (d,)
+
+    Raises
+    ------
+    ValueError
+        Where ``x0``, ``tol`` or ``max_iter`` is out of range, or ``value_and_gradient`` gives NaN or Inf at
+        the start or on the way (the residual then says nothing: it had run every iteration and returned NaN).
 
     Examples
     --------
@@ -511,14 +548,25 @@ def proximal_gradient(value_and_gradient, regularizer, x0, *, tol=1e-12, max_ite
                              f"optimum of {what})")
         return u
 
+    x = np.asarray(x0)
+    if x.dtype.kind not in "fiu":
+        raise TypeError(f"x0 must be a real array of shape (d,), got dtype {x.dtype}")
+    if x.ndim != 1:
+        raise ValueError(f"x0 must have shape (d,), got shape {x.shape}")
+    if not np.all(np.isfinite(x)):
+        raise ValueError(f"x0 must be finite, got {x}")
+    tol = check_positive_float(tol, "tol")
+    max_iter = check_int(max_iter, "max_iter", minimum=1)
     r_value = (lambda x: 0.0) if regularizer is None else (lambda x: float(regularizer.value(x)))
-    x = np.array(x0, dtype=np.float64)
+    x = np.array(x, dtype=np.float64)
     g_zero = np.asarray(value_and_gradient(np.zeros_like(x))[1])
     eps = float(np.finfo(precision_of(g_zero)).eps)
     scale = float(np.linalg.norm(g_zero.astype(np.float64)))
     tol = max(tol, RESIDUAL_ROUNDING * eps * max(1.0, scale if math.isfinite(scale) else 1.0))
     x = prox(x, 1.0) if regularizer is not None else x  # (a feasible start for an indicator)
     f_x, g_x = value_and_gradient(x)
+    if not (np.all(np.isfinite(f_x)) and np.all(np.isfinite(g_x))):
+        raise ValueError(f"value_and_gradient gave NaN or Inf at the start of the proximal gradient solver of {what}")
     y, f_y, g_y, t, L = x.copy(), f_x, g_x, 1.0, 1.0
     best = math.inf
     for _ in range(max_iter):
@@ -530,6 +578,9 @@ def proximal_gradient(value_and_gradient, regularizer, x0, *, tol=1e-12, max_ite
                 break
             L *= 2.0
         residual = float(np.linalg.norm(x_new - prox(x_new - g_new, 1.0)))
+        if not math.isfinite(residual):
+            raise ValueError(f"the proximal gradient solver of {what} reached NaN or Inf (value_and_gradient at a "
+                             "step's point)")
         best = min(best, residual)
         if residual <= tol:
             return x_new

@@ -50,6 +50,7 @@ def iid_split(num_samples, n, seed=0):
     per = num_samples // n
     if per == 0:
         raise ValueError(f"{num_samples} samples cannot give each of {n} nodes one")
+    require_memory(8 * num_samples, f"iid_split(num_samples={num_samples}) (a permutation of the samples)")
     perm = make_rng(seed).permutation(num_samples)
     return [perm[i * per:(i + 1) * per] for i in range(n)]
 

@@ -15,7 +15,7 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 
-from ._checks import check_coo_arrays, check_csr_arrays, load_npy_file, load_npz_file
+from ._checks import check_bool, check_coo_arrays, check_csr_arrays, load_npy_file, load_npz_file
 from ._files import DAMAGED, TEXT_ENCODING, is_header, loadtxt_source, open_text
 from .errors import UsageError
 from .mixing import as_matrix, MixingMatrix
@@ -183,6 +183,7 @@ def load_matrix(path, normalize=False, dtype=np.float64):
     path = os.fspath(path)
     if not os.path.exists(path):
         raise UsageError(f"matrix file {path!r} does not exist")
+    normalize = check_bool(normalize, "normalize")  # (a string "False" had normalized)
     try:
         dtype = np.dtype(dtype)
         if dtype not in (np.float32, np.float64):

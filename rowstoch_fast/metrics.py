@@ -302,6 +302,7 @@ def metrics_memory(n, nnz=0):
 
     Dense: a few ``n x n`` copies; sparse: ARPACK's ~20 Krylov vectors (complex) for ``pi`` and ~20 for ``beta``.
     """
+    n, nnz = check_int(n, "n", minimum=1), check_int(nnz, "nnz", minimum=0)
     return 6 * n * n * 8 if n <= DENSE_MAX_N else (2 * 20 * 16 + 12 * 8) * n + 3 * nnz * 12
 
 

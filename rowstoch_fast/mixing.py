@@ -10,8 +10,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from . import _core
-from ._checks import (MAX_ROUNDS, as_float_array, caller_outside, check_coo_arrays, check_csr_arrays, check_dtype,
-                      check_int, check_out, fmt_value, require_memory)
+from ._checks import (MAX_ROUNDS, as_float_array, caller_outside, check_bool, check_coo_arrays, check_csr_arrays,
+                      check_dtype, check_int, check_out, fmt_value, require_memory)
 from ._device import device_operations, is_device_array
 from .metrics import compute_metrics, perron_vector
 
@@ -109,6 +109,7 @@ class MixingMatrix:
 
     def __init__(self, W, *, normalize=False, dtype=np.float64, validate=True, stochastic="row"):
         dtype = check_dtype(dtype)
+        normalize = check_bool(normalize, "normalize")  # (a string "False" had normalized)
         if stochastic not in STOCHASTIC + ("doubly",):
             raise ValueError(f"stochastic must be 'row', 'column' or 'doubly', got {stochastic!r}")
         doubly = stochastic == "doubly" or (isinstance(W, MixingMatrix) and W.doubly and stochastic == "row")
@@ -271,7 +272,7 @@ class MixingMatrix:
                            else np.float64, ndim=1)
         if w.shape[0] != len(src):
             raise ValueError(f"weights has {w.shape[0]} entries but edges has {len(src)}")
-        normalize = True if normalize is None else bool(normalize)
+        normalize = True if normalize is None else check_bool(normalize, "normalize")
         rows, cols = dst, src
         if self_loops:
             has_loop = np.zeros(n, dtype=bool)
@@ -301,6 +302,8 @@ class MixingMatrix:
         >>> A.n
         4
         """
+        if not (hasattr(G, "nodes") and hasattr(G, "edges")):
+            raise TypeError(f"G must be a networkx graph, got {type(G).__name__}")
         attribute = None if weights in ("in-degree", "uniform") else weights
         n, edges, raw = _networkx_edges(G, attribute or "weight")
         if attribute is not None and edges.size and all(v is _MISSING for v in raw):
@@ -462,7 +465,7 @@ class MixingMatrix:
         if t is not None and not isinstance(t, (int, np.integer)):
             raise TypeError(f"A.mix(X, t, rounds, out): t is the iteration (an int), got {type(t).__name__}; "
                             "pass out as a keyword: A.mix(X, out=Y)")
-        return self.mix_power(X, rounds, out=out)
+        return self.mix_power(X, check_int(rounds, "rounds", minimum=0, maximum=MAX_ROUNDS), out=out)
 
     def matrix(self, t=0, r=0):
         """The matrix of gossip round ``r`` of iteration ``t``: ``self`` (the network protocol of

@@ -299,8 +299,20 @@ class Objective:
     batch = 1
 
     def x0(self, seed=42, scale=0.01):
-        """The start, the same on every node: ``scale * N(0, I_d)`` (seed 42), shape ``(d,)``."""
-        return scale * make_rng(seed).standard_normal(self.d)
+        """The start, the same on every node: ``scale * N(0, I_d)`` (seed 42), shape ``(d,)``; ``scale`` a finite
+        real number >= 0."""
+        return check_positive_float(scale, "scale", allow_zero=True) * make_rng(seed).standard_normal(self.d)
+
+    def _points(self, x, name="x"):
+        """``x`` as float64 points of shape (d,) or (reps, d), or a TypeError/ValueError naming ``name``: a column
+        (d, 1) had broadcast into d points, a complex ``x`` lost its imaginary part with NumPy's warning only."""
+        arr = np.asarray(x)
+        if arr.dtype.kind not in "fiu":
+            raise TypeError(f"{name} must be a real array of shape (d,) = ({self.d},) or (reps, d), got dtype "
+                            f"{arr.dtype}")
+        if arr.ndim not in (1, 2) or arr.shape[-1] != self.d:
+            raise ValueError(f"{name} must have shape (d,) = ({self.d},) or (reps, d), got shape {arr.shape}")
+        return arr.astype(np.float64, copy=False)
 
     #: Whether every ``f_i`` is convex: the composite and summed objectives then compute their optimum.
     convex = False
@@ -497,7 +509,7 @@ class Objective:
 
     def gradient_norm_at(self, x):
         """``||grad f(x)||`` at a single point ``x`` of shape (d,) or (reps, d) (e.g. the centroid)."""
-        x = np.asarray(x, dtype=np.float64)
+        x = self._points(x)
         X = np.broadcast_to(x[..., None, :], x.shape[:-1] + (self.n, self.d))
         return self.gradient_norm(np.ascontiguousarray(X))
 
@@ -512,7 +524,7 @@ class Objective:
         ``gradient_at``) gets that one's gradient."""
         if type(self).value_and_gradient_at is not Objective.value_and_gradient_at:
             return self.value_and_gradient_at(x)[1]
-        x = np.asarray(x, dtype=np.float64)
+        x = self._points(x)
         X = np.ascontiguousarray(np.broadcast_to(x[..., None, :], x.shape[:-1] + (self.n, self.d)))
         with np.errstate(over="ignore", invalid="ignore"):
             return self.full_gradient(X).mean(axis=-2)
@@ -520,7 +532,7 @@ class Objective:
     def value_and_gradient_at(self, x):
         """``(f(x), grad f(x))`` of ``f = (1/n) sum_i f_i`` at single points ``x`` of shape (d,) or (reps, d)
         (e.g. the mean of the node models), from one pass over the data."""
-        x = np.asarray(x, dtype=np.float64)
+        x = self._points(x)
         X = np.ascontiguousarray(np.broadcast_to(x[..., None, :], x.shape[:-1] + (self.n, self.d)))
         with np.errstate(over="ignore", invalid="ignore"):
             G, L = self.evaluate(X)
@@ -1138,7 +1150,7 @@ class Quadratic(Objective):
         means = self.__dict__.get("_means")
         if means is None:
             means = self._means = (self.q.mean(axis=0), self.b.mean(axis=0))
-        x = np.asarray(x, dtype=np.float64)
+        x = self._points(x)
         with np.errstate(over="ignore", invalid="ignore"):
             return np.linalg.norm(means[0] * x - means[1], axis=-1)
 

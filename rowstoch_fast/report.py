@@ -544,6 +544,14 @@ def tuning_figure(tuning, path=None, formats=("png",), dpi=TUNING_DPI):
 _GROUPS = ("graph", "setting")
 
 
+def _check_summary(table):
+    """``table`` if it is a comparison's summary, else a TypeError naming it."""
+    if not hasattr(table, "attrs") or not hasattr(table, "columns") or "algorithm" not in table.columns:
+        raise TypeError(f"table must be a comparison's summary (a DataFrame from rowstoch_fast.compare.summary), "
+                        f"got {type(table).__name__}")
+    return table
+
+
 def _cells(table, metrics):
     """``{metric: [(mean, std, best) per row]}``: best is the summary's own judgement (rank 1 under that metric,
     ties shared); a table without it takes the smallest finished value of its section."""
@@ -669,8 +677,8 @@ def to_markdown(table, metrics=None):
     """A :func:`~rowstoch_fast.compare.summary` table as Markdown: mean ± std per metric, the rank (shared where the
     repetitions cannot tell runs apart) with rank 1 of each metric (per section) in bold, the rate and where it came
     from, every run's status, and below the table why each run that did not end ok did not."""
-    metrics = list(metrics or [table.attrs.get("metric", "final")])
-    cells = _cells(table, metrics)
+    metrics = list(metrics or [_check_summary(table).attrs.get("metric", "final")])
+    cells = _cells(_check_summary(table), metrics)
     groups = [g for g in _GROUPS if g in table.columns]
     head = groups + ["algorithm", "rank", "lr (source)", "R", "rounds"] + \
         [METRIC_LABELS.get(m, m) for m in metrics] + ["status"]
@@ -742,8 +750,8 @@ def to_latex(table, metrics=None, caption=None, label="tab:compare"):
     {booktabs}``): each metric as ``$(m \\pm s) \\times 10^{e}$``, the rank (``1=`` where shared), rank 1 of each
     metric (per section) in bold, the status of every run and, below the table, why each run that did not end ok
     did not; ``caption`` and ``\\label{label}``."""
-    metrics = list(metrics or [table.attrs.get("metric", "final")])
-    cells = _cells(table, metrics)
+    metrics = list(metrics or [_check_summary(table).attrs.get("metric", "final")])
+    cells = _cells(_check_summary(table), metrics)
     groups = [g for g in _GROUPS if g in table.columns]
     cols = "l" * len(groups) + "lrrrr" + "r" * len(metrics) + "l"
     head = groups + ["algorithm", "rank", "lr (source)", "$R$", "rounds"] + \

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _core, _progress, backends
-from ._checks import MAX_KEY, check_int, check_step_size, check_tracker, load_npz_file, precision_of, require_memory
+from ._checks import MAX_KEY, MAX_ROUNDS, check_int, check_step_size, check_tracker, load_npz_file, precision_of, require_memory
 from ._metric_names import METRICS, TEST_METRICS  # (the metrics of every record, in order; the test ones)
 from ._progress import bar as progress_bar
 from ._files import atomic_write
@@ -658,6 +658,9 @@ def build_replicas(algorithm, objective, repeats, x0=None):
     dtype = precision_of(algorithm.A)  # (a method without a matrix takes x0's: the federated ones ran a float32
     # network in float64, given objective.x0()'s float64 start, beside the others in float32)
     if x0 is not None:  # (a wrong shape was refused later, inside the objective, as "X must have shape")
+        kind = np.asarray(x0).dtype.kind
+        if kind not in "fiu":  # (complex: its imaginary part had been dropped, with NumPy's warning only)
+            raise TypeError(f"x0 must be a real array, got dtype {np.asarray(x0).dtype}")
         x0, n, d = np.asarray(x0, dtype=dtype), algorithm.A.n, getattr(objective, "d", None)
         if not ((x0.ndim == 1 or (x0.ndim == 2 and x0.shape[0] == n)) and (d is None or x0.shape[-1] == d)):
             raise ValueError(f"x0 must have shape (d,) or (n, d) = ({n}, {d if d is not None else 'd'}), got "
@@ -1031,6 +1034,9 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
         ``checkpoint_every`` iterations, on Ctrl-C and at the end. Its folder
         must exist (FileNotFoundError before the first step: a mistyped folder
         is not made).
+    checkpoint_every : int, optional
+        Iterations between checkpoints (default ``10 * record_every``); only
+        with ``checkpoint``.
     resume : str, optional
         Continue from this checkpoint; the continued run is bit-identical to
         an uninterrupted one. The checkpoint must come from the same
@@ -1106,7 +1112,7 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
         raise ValueError(f"objective has n = {objective.n} nodes but the network has {algorithm.A.n}")
     batch_of(objective)  # (an objective of the user's: its batch, before anything runs)
     check_takes(algorithm.optimizer, objective)
-    iterations = check_int(iterations, "iterations", minimum=0)
+    iterations = check_int(iterations, "iterations", minimum=0, maximum=MAX_ROUNDS)  # (as compare's budget)
     repeats = check_int(repeats, "repeats", minimum=1)
     first_repeat = check_int(first_repeat, "first_repeat", minimum=0, maximum=2**62)
     progress = _progress.check(progress)

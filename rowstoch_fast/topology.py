@@ -12,11 +12,12 @@ methods.
 from __future__ import annotations
 
 import functools
+import inspect
 
 import numpy as np
 import scipy.sparse as sp
 
-from ._checks import check_int, check_positive_float, did_you_mean, make_rng, require_memory
+from ._checks import check_bool, check_int, check_positive_float, did_you_mean, make_rng, require_memory
 from .errors import UsageError
 from .mixing import DEGREE_BUILD_BYTES_PER_ENTRY, STOCHASTIC, MixingMatrix, metropolis_weights, out_degree_weights
 
@@ -66,6 +67,10 @@ def _both_kinds(builder):
                     from None
         return out_degree_weights(A) if stochastic == "column" else A
 
+    sig = inspect.signature(builder)  # (help(), IDEs and Sphinx showed the builder's own signature only)
+    extra = [inspect.Parameter("stochastic", inspect.Parameter.KEYWORD_ONLY, default="row"),
+             inspect.Parameter("weights", inspect.Parameter.KEYWORD_ONLY, default="in-degree")]
+    build.__signature__ = sig.replace(parameters=list(sig.parameters.values()) + extra)
     build.__doc__ = (builder.__doc__ or "") + (
         "\n    With ``stochastic=\"column\"`` the same graph with out-degree weights (column-stochastic); with\n"
         "    ``weights=\"metropolis\"`` (undirected graphs) its doubly stochastic Metropolis-Hastings matrix\n"
@@ -224,7 +229,7 @@ def geometric(n, radius, seed=None):
     """
     n = check_int(n, "n", minimum=1)
     radius = check_positive_float(radius, "radius")
-    _reserve(n + min(float(n) * n, float(n) * n * np.pi * radius**2), f"geometric({n}, radius={radius})")
+    _reserve(n + min(float(n) * n, float(n) * n * np.pi * min(radius, 2.0) ** 2), f"geometric({n}, radius={radius})")
     rng = make_rng(seed)
     from scipy.spatial import cKDTree  # (here, not at import: 70 ms of every start)
 
@@ -538,6 +543,9 @@ def by_name(name, n, seed=0, undirected=False, weights="in-degree"):
     >>> by_name("ring", 4).n
     4
     """
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a topology's name (a str), got {type(name).__name__}")
+    undirected = check_bool(undirected, "undirected")  # (a string "False" had linked the edges both ways)
     kw = {} if weights == "in-degree" else {"weights": weights}
     if name.startswith("paper-"):
         key = name[len("paper-"):]

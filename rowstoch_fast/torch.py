@@ -59,6 +59,8 @@ def as_tensor(X):
     if hasattr(X, "__cuda_array_interface__") or (hasattr(X, "__dlpack__") and not isinstance(X, np.ndarray)):
         return torch.from_dlpack(X)
     arr = np.asarray(X)
+    if arr.dtype.kind not in "fiub":  # (torch's own refusal lists its types, naming no argument)
+        raise TypeError(f"X must be a numeric array or tensor, got {type(X).__name__} of dtype {arr.dtype}")
     with warnings.catch_warnings():  # the optimizers hand out read-only views; torch warns about those
         warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
         return torch.from_numpy(arr)
@@ -68,6 +70,8 @@ def from_tensor(T, like=None):
     """``T`` as an array of the kind of ``like`` (no copy): NumPy for a CPU tensor, CuPy (DLPack) for a CUDA
     tensor or when ``like`` is a CuPy array; a torch ``like`` gets the tensor itself."""
     torch = _torch()
+    if not isinstance(T, torch.Tensor):
+        raise TypeError(f"T must be a torch.Tensor, got {type(T).__name__}")
     if like is not None and isinstance(like, torch.Tensor):
         return T
     T = T.detach()

@@ -20,7 +20,7 @@ import os
 import numpy as np
 
 from . import _core
-from ._checks import MAX_ROUNDS, check_int, check_tracker, require_memory
+from ._checks import MAX_ROUNDS, check_int, check_positive_float, check_tracker, require_memory
 
 __all__ = ["DiagTracker", "diag_powers", "freeze_step"]
 
@@ -131,6 +131,8 @@ def freeze_step(beta, min_pi, eps=np.finfo(np.float64).eps):
     >>> freeze_step(0.5, 0.125)
     57
     """
+    beta = check_positive_float(beta, "beta", allow_zero=True)
+    min_pi = check_positive_float(min_pi, "min_pi")  # (0 had raised "math domain error")
     if beta <= 0.0:
         return 1
     b = min(beta * (1 + 1e-6) + 1e-15, 1 - 1e-15)
@@ -168,7 +170,7 @@ class DiagTracker:
 
     def __init__(self, A, rounds=1, kind="exact", *, max_bytes=None, max_work=None):
         self.rounds = check_int(rounds, "rounds", minimum=1, maximum=MAX_ROUNDS)
-        self.kind = check_tracker(kind)
+        self.kind = check_tracker(kind, "kind")
         self.n = A.n
         dtype = A.dtype
         if kind == "perron":  # needs pi only, not the metrics' beta

@@ -1265,3 +1265,90 @@ def test_the_exact_trackers_build_has_a_set_up_line_of_its_own(tmp_path, monkeyp
                                  "--progress", "--out", tmp_path / "o")
     assert code == 0 and "set-up: the exact tracker's diag(A^k) over all 8 columns" in err, err
     assert "--tracker perron needs none" in err
+
+
+# ---------------------------------------------------------------- the library's bad arguments, named (helper 135)
+def _api_cases():
+    from rowstoch_fast import composite, datasets, network, report, topology, tracker
+    from rowstoch_fast.metrics import metrics_memory
+    from rowstoch_fast.objectives import LeastSquares
+
+    A, f = topology.exponential(4), LeastSquares.synthetic(4, d=3)
+    X = np.ones((4, 3))
+    vg = lambda x: (0.5 * x @ x - x.sum(), x - 1.0)  # noqa: E731
+    return {  # (what was silently wrong, or a raw message naming no argument)
+        "gradient_at of a column (a (d, d) 'gradient')": (lambda: f.gradient_at(np.ones((3, 1))), ValueError,
+                                                          "x must have shape (d,) = (3,)"),
+        "gradient_at of another d (NumPy's broadcast)": (lambda: f.gradient_at(np.ones(4)), ValueError, "x must"),
+        "gradient_at of complex x (its real part)": (lambda: f.gradient_at(np.ones(3) * 1j), TypeError,
+                                                       "x must be a real array"),
+        "value_and_gradient_at(None)": (lambda: f.value_and_gradient_at(None), TypeError, "x must be a real array"),
+        "x0(scale=1j)": (lambda: f.x0(scale=1j), TypeError, "scale"),
+        "x0(scale=nan)": (lambda: f.x0(scale=float("nan")), ValueError, "scale"),
+        "run(x0=complex)": (lambda: rf.run(rf.Algorithm(A, 0.01), f, 2, x0=np.ones(3) + 1j, progress=False),
+                            TypeError, "x0 must be a real array"),
+        "run(iterations=2**70)": (lambda: rf.run(rf.Algorithm(A, 0.01), f, 2**70, progress=False), ValueError,
+                                  "iterations must be <= 2^62"),
+        "proximal_gradient(x0=nan)": (lambda: composite.proximal_gradient(vg, composite.L1(0.25), [np.nan, 0.0]),
+                                      ValueError, "x0 must be finite"),
+        "proximal_gradient(x0=complex)": (lambda: composite.proximal_gradient(vg, None, np.ones(2) * 1j),
+                                          TypeError, "x0 must be a real array"),
+        "proximal_gradient(tol=nan)": (lambda: composite.proximal_gradient(vg, None, np.zeros(2), tol=float("nan")),
+                                       ValueError, "tol"),
+        "proximal_gradient(max_iter=-5)": (lambda: composite.proximal_gradient(vg, None, np.zeros(2), max_iter=-5),
+                                           ValueError, "max_iter must be >= 1"),
+        "proximal_gradient of a NaN gradient": (lambda: composite.proximal_gradient(
+            lambda x: (0.0, x * np.nan), None, np.zeros(2)), ValueError, "NaN or Inf"),
+        "MixingMatrix(normalize='False')": (lambda: rf.MixingMatrix(2 * A.toarray(), normalize="False"), TypeError,
+                                            "normalize must be True or False"),
+        "by_name(undirected='False')": (lambda: topology.by_name("ring", 6, undirected="False"), TypeError,
+                                        "undirected must be True or False"),
+        "by_name(None)": (lambda: topology.by_name(None, 8), TypeError, "name must be"),
+        "A.mix(rounds='3')": (lambda: A.mix(X, rounds="3"), TypeError, "rounds must be an integer"),
+        "DiagTracker(kind='exat')": (lambda: tracker.DiagTracker(A, kind="exat"), ValueError, "kind must be"),
+        "freeze_step('0.5', 0.1)": (lambda: tracker.freeze_step("0.5", 0.1), TypeError, "beta"),
+        "freeze_step(0.5, 0.0)": (lambda: tracker.freeze_step(0.5, 0.0), ValueError, "min_pi"),
+        "PullDiagGT(rounds=array)": (lambda: rf.PullDiagGT(A, np.zeros(3), 0.1, rounds=np.array([1, 2])),
+                                     TypeError, "rounds must be an integer"),
+        "L1.prox(step='a')": (lambda: composite.L1(0.1).prox(X, "a"), TypeError, "step must be a real number"),
+        "L1.prox(step=True)": (lambda: composite.L1(0.1).prox(X, True), TypeError, "step"),
+        "L1.prox(step of another shape)": (lambda: composite.L1(0.1).prox(X, np.ones(2)), ValueError,
+                                           "does not broadcast against v"),
+        "L1.prox(complex v)": (lambda: composite.L1(0.1).prox(X * 1j, 0.1), TypeError, "v must be a real array"),
+        "GroupLasso(None)": (lambda: composite.GroupLasso(None, 0.1), TypeError, "groups must be"),
+        "Box(upper='3')": (lambda: composite.Box(upper="3"), TypeError, "upper must be a real number"),
+        "Box(lower=True)": (lambda: composite.Box(lower=True), TypeError, "lower must be a real number"),
+        "Schedule(None)": (lambda: network.Schedule(None), TypeError, "matrices must be"),
+        "iid_split(2**70, 4)": (lambda: datasets.iid_split(2**70, 4), MemoryError, "iid_split(num_samples="),
+        "from_networkx(None)": (lambda: rf.MixingMatrix.from_networkx(None), TypeError, "G must be a networkx graph"),
+        "to_markdown(None)": (lambda: report.to_markdown(None), TypeError, "table must be a comparison's summary"),
+        "to_latex(None)": (lambda: report.to_latex(None), TypeError, "table must be"),
+        "metrics_memory(-5)": (lambda: metrics_memory(-5), ValueError, "n must be >= 1"),
+    }
+
+
+@pytest.mark.parametrize("case", sorted(_api_cases()))
+def test_the_library_names_what_is_wrong_with_an_argument(case):
+    call, kind, fragment = _api_cases()[case]
+    with pytest.raises(kind) as err:
+        call()
+    assert fragment in str(err.value), str(err.value)
+
+
+def test_what_is_written_into_a_missing_folder_is_named_as_asked(tmp_path):
+    from rowstoch_fast.objectives import LeastSquares
+
+    h = rf.run(rf.Algorithm(rf.topology.exponential(4), 0.01), LeastSquares.synthetic(4, d=3), 2, progress=False)
+    with pytest.raises(FileNotFoundError, match=r"cannot write '.*nowhere/h\.csv': its folder .* does not exist"):
+        h.to_csv(tmp_path / "nowhere" / "h.csv")
+    assert not list(tmp_path.iterdir())
+
+
+def test_the_topology_builders_show_their_keywords():
+    import inspect
+
+    for name in ("exponential", "ring", "grid", "geometric", "complete"):
+        params = inspect.signature(getattr(rf.topology, name)).parameters
+        assert params["weights"].default == "in-degree" and params["stochastic"].default == "row", name
+    inspect.signature(rf.topology.ring).bind(4, weights="metropolis")
+    assert rf.topology.geometric(8, 1e300, seed=0).nnz == 64  # (a radius past the square: its estimate overflowed)

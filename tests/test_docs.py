@@ -8,7 +8,7 @@ import pytest
 
 import rowstoch_fast
 
-MODULES = sorted(
+MODULES = ["rowstoch_fast"] + sorted(  # (walk_packages yields the submodules only: the top level's examples too)
     m.name for m in pkgutil.walk_packages(rowstoch_fast.__path__, "rowstoch_fast.") if not m.name.endswith("_core")
 )
 

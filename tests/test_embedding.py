@@ -97,3 +97,46 @@ def test_one_version_everywhere(tmp_path):
         assert "_version.py" in f.read()  # (CMake reads it from there: the regex below is the one it uses)
     with open(os.path.join(os.path.dirname(rf.__file__), "_version.py")) as f:
         assert re.search(r'__version__ = "([^"]+)"', f.read()).group(1) == rf.__version__
+
+
+FORKED_WORKER = r"""
+import multiprocessing, sys
+import numpy as np
+import rowstoch_fast as rf
+
+A = rf.topology.exponential(4096)
+X = np.random.default_rng(0).standard_normal((4096, 10))
+
+
+def child():
+    Y = A.mix(X)  # (GNU OpenMP: a team in a child forked after the parent ran one waited for ever)
+    try:
+        rf.set_num_threads(2)
+        refused = ""
+    except RuntimeError as exc:
+        refused = str(exc)
+    return Y, rf.get_num_threads(), refused
+
+
+if __name__ == "__main__":
+    rf.set_num_threads(2)
+    want = A.mix(X)  # (a team of two threads in the parent)
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        Y, threads, refused = pool.apply_async(child).get(timeout=float(sys.argv[1]))
+    assert np.array_equal(Y, want) and threads == 1, threads
+    assert refused.startswith("set_num_threads(2): this process was forked") or not rf.build_info()["openmp"], refused
+    assert rf.get_num_threads() == 2  # (the parent's own setting kept)
+    print("ok")
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork here")
+def test_a_worker_forked_after_the_kernels_ran_on_threads_does_not_hang(tmp_path):
+    """A ``multiprocessing.Pool`` with the "fork" start method (Linux's default before Python 3.14) after a run in
+    the parent: the worker's first parallel kernel waited for ever (helper 134). The worker now runs the kernels on
+    one thread, the same bits, and refuses more threads in words."""
+    script = tmp_path / "forked.py"
+    script.write_text(FORKED_WORKER)
+    out = subprocess.run([sys.executable, str(script), "60"], capture_output=True, text=True, timeout=120,
+                         env=dict(os.environ, OMP_NUM_THREADS="2"))
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]

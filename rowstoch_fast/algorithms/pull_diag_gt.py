@@ -124,8 +124,8 @@ class PullDiagGT(Optimizer):
         self.form = form
         if form == "frost":  # no x - lr y block, one work block
             self.state, self.scratch = ("x", "y", "g"), 1
-        elif rounds == 1:  # one gossip pass per phase: no ping-pong buffer
-            self.scratch = 1
+        elif isinstance(rounds, (int, np.integer)) and rounds == 1:  # one gossip pass per phase: no ping-pong
+            self.scratch = 1  # buffer (any other rounds is checked in _start)
         self._start(x0, {"A": A}, backend, check_finite, comm, partition, lr=lr, rounds=rounds, tracker=tracker)
         self._tracker = self._ops.tracker(weights_of(self.A), self.rounds, tracker)
         if form == "frost":

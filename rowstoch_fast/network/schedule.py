@@ -27,6 +27,8 @@ class Schedule(Network):
     acts_on = "matrices"
 
     def __init__(self, matrices):
+        if isinstance(matrices, (str, bytes)) or not hasattr(matrices, "__iter__"):
+            raise TypeError(f"matrices must be a sequence of mixing matrices, got {type(matrices).__name__}")
         matrices = list(matrices)
         self._validated = all(isinstance(m, MixingMatrix) for m in matrices)  # checked as a whole network
         mats = []
