@@ -30,8 +30,9 @@ def check_int(value, name, *, minimum=None, maximum=None):
     if minimum is not None and value < minimum:
         raise ValueError(f"{name} must be >= {minimum}, got {value}")
     if maximum is not None and value > maximum:
-        limit = f"2^{maximum.bit_length()} - 1" if (maximum + 1) & maximum == 0 else \
-            f"2^{maximum.bit_length() - 1}" if maximum & (maximum - 1) == 0 else str(maximum)
+        limit = str(maximum) if maximum < 2**31 else f"2^{maximum.bit_length()} - 1" if (maximum + 1) & maximum == 0 \
+            else f"2^{maximum.bit_length() - 1}" if maximum & (maximum - 1) == 0 else str(maximum)  # (the powers:
+        # for the type-sized limits; record_at past iterations = 3 had been "<= 2^2 - 1")
         raise ValueError(f"{name} must be <= {limit}, got {value}")
     return value
 

@@ -324,3 +324,25 @@ def test_lt_admm_vr_refuses_what_it_cannot_run():
         rf.LTADMMVR(W, np.zeros(2), 0.05, dual_step=-1.0)
     with pytest.raises(ValueError, match="^LTADMMVR: W must be a static symmetric"):
         rf.LTADMMVR(Lossy(W, 0.2, seed=1), np.zeros(2), 0.05)
+
+
+def test_admm_refuses_a_node_without_a_neighbour_under_any_layer_and_leaves_the_defaults():
+    """ADMM divides by ``d_i = 1 - w_ii``: a plain matrix with a node alone was refused, the same matrix under
+    losses, delays or noise, or a schedule whose first matrix left a node alone, ran into NaN at iteration 2 and
+    blamed the rate; ``rowstoch compare --n 1`` ended in ADMM's refusal (helper 134)."""
+    from rowstoch_fast.compare import default_algorithms
+    from rowstoch_fast.network import Delayed, Noisy
+
+    f = Quadratic(np.ones((1, 2)), np.array([[1.0, 2.0]]))
+    one = topology.complete(1)
+    for net in (one, Delayed(one, 1), Lossy(one, 0.1), Noisy(one, 0.0)):
+        with pytest.raises(ValueError, match="ADMM needs every node to have a neighbour .*a single node has none"):
+            rf.ADMM(net, np.zeros(2), lr=0.1)
+        assert "admm" not in default_algorithms(net, f), net
+    W = topology.ring(4, directed=False, weights="metropolis")
+    alone = MixingMatrix(np.array([[1, 0, 0, 0], [0, .5, .5, 0], [0, .5, 0, .5], [0, 0, .5, .5]]), stochastic="doubly",
+                        validate=False)
+    with pytest.raises(ValueError, match="node 0 has w_ii = 1 in its matrix"):
+        rf.ADMM(Schedule([alone, W]), np.zeros(2), lr=0.1)
+    g = Quadratic.random(4, 2, seed=0)
+    assert "admm" in default_algorithms(W, g) and "admm" not in default_algorithms(Schedule([alone, W]), g)

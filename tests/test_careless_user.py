@@ -1324,6 +1324,9 @@ def _api_cases():
         "to_markdown(None)": (lambda: report.to_markdown(None), TypeError, "table must be a comparison's summary"),
         "to_latex(None)": (lambda: report.to_latex(None), TypeError, "table must be"),
         "metrics_memory(-5)": (lambda: metrics_memory(-5), ValueError, "n must be >= 1"),
+        "record_at past the iterations (said '<= 2^2 - 1')": (
+            lambda: rf.run(rf.Algorithm(A, 0.01), f, 3, record_at=[4], progress=False), ValueError,
+            "record_at must be <= 3, got 4"),
     }
 
 

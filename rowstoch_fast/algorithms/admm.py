@@ -82,11 +82,23 @@ class ADMM(Optimizer):
 
     def __init__(self, W, x0, lr, backend="auto", *, check_finite=True, comm=None, partition=None):
         self._start(x0, {"W": W}, backend, check_finite, comm, partition, lr=lr)
-        degree = 1.0 - self.W.csr.diagonal() if hasattr(self.W, "csr") else None
+        degree = _degree(self.W)  # (of the matrix under any layer or schedule: one wrapped in losses or delays, or
+        # a schedule whose first matrix left a node alone, had divided by d_i = 0 and blamed the rate)
         if degree is not None and (degree <= 0).any():
-            raise ValueError(f"ADMM: node {int(np.argmax(degree <= 0))} has w_ii = 1 (no neighbour): W must be "
-                             "connected")
+            where = "a single node has none" if degree.size == 1 else \
+                f"node {int(np.argmax(degree <= 0))} has w_ii = 1 in its matrix"
+            raise ValueError(f"ADMM needs every node to have a neighbour (d_i = 1 - w_ii > 0, its local problems' "
+                             f"weight): {where}")
         self._degree = degree
+
+    @classmethod
+    def applies_to(cls, A):
+        """As every undirected network's method, where no node is without a neighbour (``d_i = 1 - w_ii > 0``):
+        ``rowstoch compare --n 1`` had ended in ADMM's refusal, its default list taking it."""
+        if not super().applies_to(A):
+            return False
+        degree = _degree(A)
+        return degree is None or bool((degree > 0).all())
 
     @classmethod
     def takes_objective(cls, objective):
@@ -101,10 +113,6 @@ class ADMM(Optimizer):
 
     def _local_degree(self):
         """``d_i`` of this process's rows (a time-varying W: that of its first matrix)."""
-        if self._degree is None:
-            from ..network import source_matrices
-
-            self._degree = 1.0 - next(iter(source_matrices(self.W))).csr.diagonal()
         local = self._ops.local_nodes
         return self._degree if local is None else self._degree[local]
 
@@ -136,3 +144,15 @@ class ADMM(Optimizer):
         ops.mix(self.W, nxt["x"], nxt["u"])
         finite = ops.combine(nxt["beta"], [1.0, 1.0, -1.0], [cur["beta"], nxt["x"], nxt["u"]])
         self._check_iterates(finite, t, nxt["beta"])
+
+
+def _degree(W):
+    """``d_i = 1 - w_ii`` of the (first) matrix under ``W``'s layers or schedule, or None where it has none here."""
+    from ..network import source_matrices
+
+    try:
+        first = source_matrices(W)[0]
+    except (AttributeError, TypeError, ValueError, IndexError):  # (not a network: refused by the checks it meets)
+        return None
+    csr = getattr(first, "csr", None)
+    return None if csr is None else 1.0 - csr.diagonal()
