@@ -473,6 +473,8 @@ class History:
             Legend entry (default: the algorithm's name).
         path : str, optional
             Save the figure to this file.
+        **kwargs
+            Passed to ``ax.plot`` for the mean's line (``color``, ``linestyle``, ``marker``, ...).
         """
         check_metric(metric, choices=self.metrics)
         check_metric(x, "x", AXES)

@@ -468,6 +468,9 @@ class Replicas:
             ``DataLoader`` over the node's shard, ``drop_last=True`` so that the
             shapes agree): each call takes every node's next batch, starting a
             new epoch where a loader runs out.
+        stacked : bool, default False
+            ``batch_fn(iteration)`` gives every node's mini-batch at once, with
+            a leading node axis (one call instead of one per node).
         keep_loss : bool, default False
             Keep the per-node mini-batch losses of the last call in
             ``grad_fn.last_loss`` (one small device-to-host copy per call).
