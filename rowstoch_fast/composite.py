@@ -107,15 +107,12 @@ class Regularizer:
             without a temporary and return it (and map finite values to finite values); a :class:`Prox` returns
             its own array (which an optimizer then checks for NaN/Inf).
         """
-        if xp is None and not (isinstance(v, np.ndarray) or is_device_array(v)):  # (a list, a CPU tensor)
+        if not is_device_array(v):  # (a list, a CPU tensor, integers; complex had given a complex result, unsaid)
             v = np.asarray(v)
             if v.dtype.kind not in "fiu":
                 raise TypeError(f"v must be a real array, got dtype {v.dtype}")
-            v = v.astype(np.float64, copy=False) if v.dtype.kind != "f" else v
-        elif isinstance(v, np.ndarray) and v.dtype.kind not in "f":
-            if v.dtype.kind not in "iu":  # (complex: a complex result, unsaid)
-                raise TypeError(f"v must be a real array, got dtype {v.dtype}")
-            v = v.astype(np.float64)
+            if v.dtype.kind != "f":
+                v = v.astype(np.float64)
         return self._prox(v, _check_step(step, v), _xp(v) if xp is None else xp, out)
 
     def _prox(self, v, step, xp, out):  # pragma: no cover - abstract

@@ -253,7 +253,7 @@ def _objective_from_args(args, n):
 DEFAULT_BATCH = 200
 
 #: ``--total``'s default: the synthetic logistic data's samples in all (the paper's, Appendix E.2), lowered to the
-#: nearest multiple of the nodes (:func:`_check_objective_size`).
+#: nearest multiple of the nodes where it was not given (:func:`_fitted_size`).
 DEFAULT_TOTAL = 204800
 
 
