@@ -14,7 +14,8 @@ and where it finds stable rates, runs a grid's worth of rates on from the first 
 best candidate is then refined: the geometric midpoints with its neighbours (a quarter decade of the default grid)
 on either side, and past the edge of what was tried when it is at the edge, in a second batched run; where the best
 then lies in a narrow valley (its neighbours end steeply above it: a method that converges linearly ends
-exponentially in its rate), the steps to them are halved, four times at most (:func:`_fine`). Where the gradients or
+exponentially in its rate), or, where the tuning's trajectories are the evaluation's (exact gradients, no draws), in
+a lopsided one deep enough to matter, the steps to them are halved, four times at most (:func:`_fine`). Where the gradients or
 the messages are random and two streams cannot order the candidates (the relative standard error of their replicas'
 final values, pooled, at least :data:`CONFIRM_NOISE`), the contenders (:func:`contenders`: the best, the others
 within two standard errors of it, then its neighbours within a grid step) run again on as many more streams as that
@@ -731,7 +732,7 @@ def _refinements(best, tried, grid):
     return sorted(float(f"{v:.6g}") for v in out if v not in tried)
 
 
-def _fine(best, scores, rel=0.0):
+def _fine(best, scores, rel=0.0, lopsided=False):
     """The geometric midpoints of ``best`` with its neighbours among the rates tried (``scores``: their scores, inf
     where rejected) where it lies in a narrow valley: every neighbour ends steeply above it or was rejected, one at
     least steeply. Steeply: further above it than the rates are apart (``score ratio > rate ratio``: a method that
@@ -739,7 +740,16 @@ def _fine(best, scores, rel=0.0):
     relative standard error is ``rel`` (:func:`noise`), more than two standard errors of their difference
     (``exp(2 sqrt(2) rel)``, 1.25 at :data:`CONFIRM_NOISE`). A best with a neighbour that ends close to it (a
     noise floor, a bias, a transient: the default comparison's methods, 1.1-1.4x on one side) is left as it is:
-    there the halved steps gained nothing in 51 runs and cost 26% of its time."""
+    there the halved steps gained 1.11x at most and cost 26-47% of its time (bench/RESULTS.md 58d, 61a).
+
+    With ``lopsided`` (the tuning's trajectories are the evaluation's: no stream or draw tells them apart), a
+    lopsided valley is refined too: one neighbour steeply above the best (``S`` times), the other close (``C``
+    times). Its bottom can lie between them, and seven deterministic methods of a held-out check ended 1.34-5.3x
+    above a tenth-decade grid's best where it was left (DIGing 2.23x, Push-Pull 2.52x: bench/RESULTS.md 61a,
+    62a). Only where a V through the three, its far wall no steeper than the steep one, would bottom out more
+    than :data:`FINE_GAIN` below the best (``sqrt(S / C) > 1.25``): a flat bottom whose one side rises faster
+    (DSGD's bias floor, 1.0002x gained by three halvings) is left. A rejected neighbour is not steep here: a rate
+    halfway to one that diverged is not refined toward."""
     gain = max(FINE_GAIN, math.exp(2.0 * math.sqrt(2.0) * rel))
     tried = sorted(scores)
     i = tried.index(best)
@@ -749,10 +759,17 @@ def _fine(best, scores, rel=0.0):
     def steep(lr):
         return math.isfinite(scores[lr]) and scores[lr] > max(gain, lr / best, best / lr) * scores[best]
 
-    if not any(steep(lr) for lr in neighbours) or not all(steep(lr) or not math.isfinite(scores[lr])
-                                                            for lr in neighbours):
+    narrow = all(steep(lr) or not math.isfinite(scores[lr]) for lr in neighbours)
+    if not any(steep(lr) for lr in neighbours):
         return []
-    return sorted(v for v in (float(f"{math.sqrt(best * lr):.6g}") for lr in neighbours) if v not in scores)
+    if not narrow:
+        # (lopsided: the bottom of a V through the three whose far wall is no steeper than the steep one lies
+        # sqrt(steep / close) below the best; where that is within FINE_GAIN, nothing a fine grid finds is further)
+        ratios = sorted(scores[lr] / scores[best] for lr in neighbours)
+        if not lopsided or len(ratios) < 2 or ratios[1] / ratios[0] <= gain ** 2:
+            return []
+    toward = neighbours if narrow else [lr for lr in neighbours if math.isfinite(scores[lr])]
+    return sorted(v for v in (float(f"{math.sqrt(best * lr):.6g}") for lr in toward) if v not in scores)
 
 
 def replicas_per_rate(network, objective, method):
@@ -967,9 +984,12 @@ def _tune_stages(stage, scores, arrival, ends, finals, record, grid, method, log
         if not stable:
             break
         best = _best(stable, arrival)
-        if stable[best] <= floor * (1 + 1e-9):  # (at the rounding: converged, ties told apart by arrival)
+        if stable[best] <= floor * abs(_start(record)) * (1 + 1e-9):  # (at the rounding, ``floor`` of the start:
+            # converged, ties told apart by arrival; the floor had been read as a value, and a comparison of data in
+            # units a thousand times smaller skipped the fine refinement there)
             break
-        more = _fine(best, scores, noise(stable, finals) if record.get("replicas", 1) > 1 else 0.0)
+        rel = noise(stable, finals) if record.get("replicas", 1) > 1 else 0.0
+        more = _fine(best, scores, rel, lopsided=rel == 0.0 and not redraws)
         if not more:
             break
         stage("fine", more)
