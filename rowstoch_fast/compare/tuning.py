@@ -12,10 +12,11 @@ stable and their failures say where the rates that work lie (all too large, all 
 just below the too large ones), the tuner searches there (:func:`_search`: the grid is a guess at the data's units),
 and where it finds stable rates, runs a grid's worth of rates on from the first of them (:func:`_moved_grid`). The
 best candidate is then refined: the geometric midpoints with its neighbours (a quarter decade of the default grid)
-on either side, and past the edge of what was tried when it is at the edge, in a second batched run; where the best
-then lies in a narrow valley (its neighbours end steeply above it: a method that converges linearly ends
-exponentially in its rate), or, where the tuning's trajectories are the evaluation's (exact gradients, no draws), in
-a lopsided one deep enough to matter, the steps to them are halved, four times at most (:func:`_fine`). Where the gradients or
+on either side and the points halfway to them (an eighth), and past the edge of what was tried when it is at the
+edge, in a second batched run; where the best then lies in a narrow valley (its neighbours end steeply above it: a
+method that converges linearly ends exponentially in its rate), or, where the tuning's trajectories are the
+evaluation's (exact gradients, no draws), in a lopsided one deep enough to matter, the steps to them are halved,
+four times at most (:func:`_fine`). Where the gradients or
 the messages are random and two streams cannot order the candidates (the relative standard error of their replicas'
 final values, pooled, at least :data:`CONFIRM_NOISE`), the contenders (:func:`contenders`: the best, the others
 within two standard errors of it, then its neighbours within a grid step) run again on as many more streams as that
@@ -134,8 +135,8 @@ NO_PROGRESS = 1.0 / STABILITY_FACTOR
 TAIL = 0.25
 #: Steps of refinement past the grid's edge, one batched run each, while the best rate is the outermost tried.
 MAX_EXTENSIONS = 3
-#: Batched runs of the fine refinement (:func:`_fine`) after the quarter steps: halving the steps to the best's
-#: neighbours each time (eighth, sixteenth, ... 64th decades of the default grid) while it lies in a narrow valley
+#: Batched runs of the fine refinement (:func:`_fine`) after the quarter and eighth steps: halving the steps to the
+#: best's neighbours each time (16th, 32nd, ... 128th decades of the default grid) while it lies in a narrow valley
 #: (next to a rate that diverges, NIDS ended 1.6-2x lower a 40th of a decade up: 4.2x off after two halvings).
 FINE_STAGES = 4
 #: A neighbour of the best rate ends steeply above it (:func:`_fine`) when more than this factor (the
@@ -716,7 +717,8 @@ def _grid_step(grid):
 
 def _refinements(best, tried, grid):
     """The rates to try around ``best``: the geometric midpoints with its neighbours among ``tried`` and, at the
-    edge of what was tried, one grid step past it (and the midpoint)."""
+    edge of what was tried, one grid step past it (and the midpoint). (The first refinement adds the points
+    halfway to these: :func:`_tune_stages`.)"""
     tried = sorted(tried)
     i = tried.index(best)
     step = _grid_step(grid)
@@ -976,6 +978,9 @@ def _tune_stages(stage, scores, arrival, ends, finals, record, grid, method, log
         more = [lr for lr in _refinements(best, list(scores), grid)
                 if lr not in scores and (extension == 0 or lr < min(scores) or lr > max(scores))
                 and _within_span(lr, grid)]
+        if extension == 0:  # (and halfway to each: an eighth of a decade of the default grid)
+            more = sorted(set(more) | {v for v in (float(f"{math.sqrt(best * lr):.6g}") for lr in more)
+                                       if v not in scores})
         if not more:
             break
         stage("refine" if extension == 0 else "past the edge", more)
