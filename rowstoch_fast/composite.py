@@ -691,6 +691,11 @@ class Sum(_Derived):
         """Whether every part's gradient ignores its stream."""
         return all(p.stream_free for p in self.parts)
 
+    @property
+    def whole_data(self):
+        """Whether every part's gradient is its whole data's on every stream."""
+        return all(p.whole_data for p in self.parts)
+
     def stochastic_gradient(self, X, iteration, **stream):
         f, g = self.parts
         return f.stochastic_gradient(X, iteration, **stream) + g.stochastic_gradient(X, iteration, **stream)
@@ -771,6 +776,11 @@ class Scaled(_Derived):
     def stream_free(self):
         """Whether the scaled objective's gradient ignores its stream."""
         return self.f.stream_free
+
+    @property
+    def whole_data(self):
+        """Whether the scaled objective's gradient is its whole data's on every stream."""
+        return self.f.whole_data
 
     def stochastic_gradient(self, X, iteration, **stream):
         return self.a * self.f.stochastic_gradient(X, iteration, **stream)
@@ -868,6 +878,11 @@ class Composite(_Derived):
     def stream_free(self):
         """Whether the smooth part's gradient ignores its stream."""
         return self.smooth.stream_free
+
+    @property
+    def whole_data(self):
+        """Whether the smooth part's gradient is its whole data's on every stream."""
+        return self.smooth.whole_data
 
     def stochastic_gradient(self, X, iteration, **stream):
         """The smooth part's stochastic gradients (``r`` enters through its proximal operator)."""

@@ -321,6 +321,14 @@ class Objective:
     #: noise). Replicas of one rate then give the same trajectory: the tuner runs one (``compare.tuning``).
     stream_free = False
 
+    @property
+    def whole_data(self):
+        """Whether :meth:`stochastic_gradient` is the gradient of the whole data on every stream, up to the order of
+        its sums: :attr:`stream_free` objectives, and the logistic ones with a batch of every sample (their kernel
+        sums a permutation of them). Replicas of one rate then run one trajectory up to rounding, and the tuner
+        refines their rates as for exact gradients (``compare.tuning.exact_tuning``)."""
+        return bool(self.stream_free)
+
     def __add__(self, other):
         return _arithmetic("add")(self, other)
 
@@ -794,6 +802,11 @@ class NonconvexLogistic(Objective):
     def _parameters(self):
         return {"samples_per_node": int(self.samples_per_node), **self._regulariser(), "batch": self.batch,
                 **({"dtype": "float32"} if self.dtype == np.float32 else {})}
+
+    @property
+    def whole_data(self):
+        """A batch of every sample (``batch = M``): each stream's gradient sums the whole data, in its own order."""
+        return self.batch == self.samples_per_node
 
     def stochastic_gradient(self, X, iteration, *, seed=0, batches=1, rep_offset=0, nodes=None, rep_period=0):
         """Mini-batch gradients of every node (average of ``batches`` mini-batches), shape of ``X``.

@@ -15,8 +15,8 @@ best candidate is then refined: the geometric midpoints with its neighbours (a q
 on either side and the points halfway to them (an eighth), and past the edge of what was tried when it is at the
 edge, in a second batched run; where the best then lies in a narrow valley (its neighbours end steeply above it: a
 method that converges linearly ends exponentially in its rate), or, where the tuning's trajectories are the
-evaluation's (exact gradients, no draws), in a lopsided one deep enough to matter, the steps to them are halved,
-four times at most (:func:`_fine`). Where the gradients or
+evaluation's (gradients of the whole data, no draws: :func:`exact_tuning`), anywhere but on a plateau, the steps to
+them are halved, four times at most (:func:`_fine`). Where the gradients or
 the messages are random and two streams cannot order the candidates (the relative standard error of their replicas'
 final values, pooled, at least :data:`CONFIRM_NOISE`), the contenders (:func:`contenders`: the best, the others
 within two standard errors of it, then its neighbours within a grid step) run again on as many more streams as that
@@ -144,6 +144,10 @@ FINE_STAGES = 4
 #: their difference too): a method converging linearly ends exponentially in its rate (GT-SVRG on a helper's
 #: least squares: 5.6e-5 at the tuned 0.0316, 2.2e-6 at 0.0398, 2.8e-3 at the quarter step up 0.0562).
 FINE_GAIN = 1.25
+#: Where the tuning's trajectories are the evaluation's (:func:`exact_tuning`), a best whose neighbours all end within
+#: this factor of it is on a plateau (a bias floor: DSGD's least squares 6.0735e-5 against 6.0745e-5), and the fine
+#: refinement stops there; anything steeper is halved toward (:func:`_fine`).
+PLATEAU = 1.001
 #: The draws of the network the contenders run on more where the stages so far saw one (its links' draws, losses,
 #: sleep, random delays, are the same for every replica of a stage) and no confirmation ran (exact gradients, or
 #: streams that two replicas tell apart): a rate that diverges on 3 in 10 of them is caught
@@ -279,10 +283,13 @@ def judge(iterations, values, converged=CONVERGED):
     return score, why
 
 
-def _judged(iterations, values, typical=None, converged=CONVERGED):
+def _judged(iterations, values, typical=None, converged=CONVERGED, last=False):
     """:func:`judge`'s ``(score, why)`` and the final value itself (inf where it diverged). ``typical``: the curve
     the stability rule reads where it is not ``values`` (:func:`typical_curve`: the median of a candidate's
-    streams); ``converged``: the fraction of the start at rounding (:func:`converged_for`)."""
+    streams); ``converged``: the fraction of the start at rounding (:func:`converged_for`); ``last``: the final
+    value is the last record, not :func:`final_estimate` (the trajectory is the evaluation's: :func:`exact_tuning`;
+    there the estimate of a tail that fell and then rose again was its lowest record, 2x below where it ended, and
+    the fine refinement chose such rates)."""
     v = np.asarray(values, dtype=np.float64)
     bad = ~np.isfinite(v)
     if bad.size and bad[0] and int(np.asarray(iterations)[0]) == 0 and bad.all():  # (not finite from the start,
@@ -297,7 +304,7 @@ def _judged(iterations, values, typical=None, converged=CONVERGED):
     start = float(v[0])
     floor = max(converged * abs(start), 1e-300)
     v = np.maximum(v, floor)
-    end = max(final_estimate(iterations, v), floor)
+    end = max(float(v[-1]) if last else final_estimate(iterations, v), floor)
     if start > 0 and end > GROWTH_WARNING * start:  # (what the evaluation calls diverged without a NaN)
         return math.inf, f"grew (ends at {end / start:.3g}x its start)", end
     if start > 0 and end > NO_PROGRESS * start and end > floor:
@@ -734,7 +741,7 @@ def _refinements(best, tried, grid):
     return sorted(float(f"{v:.6g}") for v in out if v not in tried)
 
 
-def _fine(best, scores, rel=0.0, lopsided=False):
+def _fine(best, scores, rel=0.0, exact=False):
     """The geometric midpoints of ``best`` with its neighbours among the rates tried (``scores``: their scores, inf
     where rejected) where it lies in a narrow valley: every neighbour ends steeply above it or was rejected, one at
     least steeply. Steeply: further above it than the rates are apart (``score ratio > rate ratio``: a method that
@@ -744,14 +751,11 @@ def _fine(best, scores, rel=0.0, lopsided=False):
     noise floor, a bias, a transient: the default comparison's methods, 1.1-1.4x on one side) is left as it is:
     there the halved steps gained 1.11x at most and cost 26-47% of its time (bench/RESULTS.md 58d, 61a).
 
-    With ``lopsided`` (the tuning's trajectories are the evaluation's: no stream or draw tells them apart), a
-    lopsided valley is refined too: one neighbour steeply above the best (``S`` times), the other close (``C``
-    times). Its bottom can lie between them, and seven deterministic methods of a held-out check ended 1.34-5.3x
-    above a tenth-decade grid's best where it was left (DIGing 2.23x, Push-Pull 2.52x: bench/RESULTS.md 61a,
-    62a). Only where a V through the three, its far wall no steeper than the steep one, would bottom out more
-    than :data:`FINE_GAIN` below the best (``sqrt(S / C) > 1.25``): a flat bottom whose one side rises faster
-    (DSGD's bias floor, 1.0002x gained by three halvings) is left. A rejected neighbour is not steep here: a rate
-    halfway to one that diverged is not refined toward."""
+    With ``exact`` (the tuning's trajectories are the evaluation's: :func:`exact_tuning`), the midpoints with every
+    neighbour, rejected or not, unless each ends within :data:`PLATEAU` of the best: a deterministic method's final
+    value can fall by orders of magnitude between two rates that end close to each other (the two walls of a
+    valley: a held-out Add-Opt ended 133x above 0.158 at 0.178, its neighbours 1.29x above it and rejected; seven
+    more ended 1.3-9.3x off, bench/RESULTS.md 62a), and halving there costs one replica a rate."""
     gain = max(FINE_GAIN, math.exp(2.0 * math.sqrt(2.0) * rel))
     tried = sorted(scores)
     i = tried.index(best)
@@ -761,17 +765,25 @@ def _fine(best, scores, rel=0.0, lopsided=False):
     def steep(lr):
         return math.isfinite(scores[lr]) and scores[lr] > max(gain, lr / best, best / lr) * scores[best]
 
-    narrow = all(steep(lr) or not math.isfinite(scores[lr]) for lr in neighbours)
-    if not any(steep(lr) for lr in neighbours):
-        return []
-    if not narrow:
-        # (lopsided: the bottom of a V through the three whose far wall is no steeper than the steep one lies
-        # sqrt(steep / close) below the best; where that is within FINE_GAIN, nothing a fine grid finds is further)
-        ratios = sorted(scores[lr] / scores[best] for lr in neighbours)
-        if not lopsided or len(ratios) < 2 or ratios[1] / ratios[0] <= gain ** 2:
+    if exact:
+        if all(scores[lr] <= PLATEAU * scores[best] for lr in neighbours):  # (inf is not)
             return []
-    toward = neighbours if narrow else [lr for lr in neighbours if math.isfinite(scores[lr])]
-    return sorted(v for v in (float(f"{math.sqrt(best * lr):.6g}") for lr in toward) if v not in scores)
+    elif not any(steep(lr) for lr in neighbours) or not all(steep(lr) or not math.isfinite(scores[lr])
+                                                              for lr in neighbours):
+        return []
+    return sorted(v for v in (float(f"{math.sqrt(best * lr):.6g}") for lr in neighbours) if v not in scores)
+
+
+def exact_tuning(network, objective, method):
+    """Whether the tuning's trajectories are the evaluation's (up to the order of sums): gradients of the whole data
+    on every stream (:attr:`~rowstoch_fast.objectives.Objective.whole_data`), a method of batch gradients, over a
+    network that draws nothing (:func:`~rowstoch_fast.network.draws`). Its rates are then refined wherever a
+    neighbour of the best does not end level with it (:func:`_fine`)."""
+    from ..algorithms import REGISTRY
+
+    cls = REGISTRY.get(getattr(method, "method", None))
+    return bool(getattr(objective, "whole_data", False)) and cls is not None and \
+        getattr(cls, "gradients", "batch") != "samples" and not draws(network)
 
 
 def replicas_per_rate(network, objective, method):
@@ -835,6 +847,7 @@ def tune(network, objective, method, budget, metric, *, seed=0, backend="auto", 
     finished = []  # (the stages' results kept while the tuning runs: an interrupted tuning does not redo them)
 
     repeats = record["replicas"] = replicas_per_rate(network, objective, method)
+    exact = exact_tuning(network, objective, method)
     at_rounding = converged_for(objective, getattr(metric, "name", metric))
 
     def stage(name, rates, rep_offset=0, replicas=repeats, may_set_aside=False):
@@ -865,7 +878,7 @@ def tune(network, objective, method, budget, metric, *, seed=0, backend="auto", 
                     if replicas > 1 else []
             columns[lr] = block
             finals[lr] = (finals.get(lr, []) if rep_offset else []) + own
-            score, why, end = _judged(iterations, mean, typical_curve(block), converged=at_rounding)
+            score, why, end = _judged(iterations, mean, typical_curve(block), converged=at_rounding, last=exact)
             entry["scores"][lr], entry["ends"][lr], entry["curves"][lr] = score, end, [float(v) for v in mean]
             scores[lr], ends[lr] = score, end
             arrival.pop(lr, None)
@@ -885,7 +898,7 @@ def tune(network, objective, method, budget, metric, *, seed=0, backend="auto", 
 
     try:
         chosen = _tune_stages(stage, scores, arrival, ends, finals, record, grid, method, log, at_rounding,
-                              redraws=draws(network))
+                              redraws=draws(network), exact=exact)
     except NoStableRate:
         forget()
         raise
@@ -951,7 +964,8 @@ def confirm_repeats(rel):
     return int(min(max(total - TUNE_REPEATS, CONFIRM_MIN_REPEATS), CONFIRM_REPEATS))
 
 
-def _tune_stages(stage, scores, arrival, ends, finals, record, grid, method, log, floor=CONVERGED, redraws=False):
+def _tune_stages(stage, scores, arrival, ends, finals, record, grid, method, log, floor=CONVERGED, redraws=False,
+                 exact=False):
     """:func:`tune`'s stages: the grid, the search for a stable rate where the grid has none, the refinement and
     the steps past the edge, the fine refinement where the best's neighbours end far above it, the confirmation of
     the contenders, then the choice (``floor``: the metric's rounding level, :func:`converged_for`; ``redraws``:
@@ -993,8 +1007,7 @@ def _tune_stages(stage, scores, arrival, ends, finals, record, grid, method, log
             # converged, ties told apart by arrival; the floor had been read as a value, and a comparison of data in
             # units a thousand times smaller skipped the fine refinement there)
             break
-        rel = noise(stable, finals) if record.get("replicas", 1) > 1 else 0.0
-        more = _fine(best, scores, rel, lopsided=rel == 0.0 and not redraws)
+        more = _fine(best, scores, noise(stable, finals) if record.get("replicas", 1) > 1 else 0.0, exact)
         if not more:
             break
         stage("fine", more)
