@@ -148,11 +148,11 @@ FINE_GAIN = 1.25
 #: this factor of it is on a plateau (a bias floor: DSGD's least squares 6.0735e-5 against 6.0745e-5), and the fine
 #: refinement stops there; anything steeper is halved toward (:func:`_fine`).
 PLATEAU = 1.001
-#: The draws of the network the contenders run on more where the stages so far saw one (its links' draws, losses,
-#: sleep, random delays, are the same for every replica of a stage) and no confirmation ran (exact gradients, or
-#: streams that two replicas tell apart): a rate that diverges on 3 in 10 of them is caught
-#: with probability 1 - 0.7^7 = 0.92 (a helper's Pull-Diag-GT on a 20% lossy graph: the rate tuned on one draw
-#: diverged in 6 of the evaluation's 20).
+#: The draws of the network the contenders (and the grid's stable rates) run on more where the stages so far saw
+#: one (its links' draws, losses, sleep, random delays, are the same for every replica of a stage) and no
+#: confirmation ran (exact gradients, or streams that two replicas tell apart): a rate that diverges on 3 in 10 of
+#: them is caught with probability 1 - 0.7^7 = 0.92 (a helper's Pull-Diag-GT on a 20% lossy graph: the rate tuned
+#: on one draw diverged in 6 of the evaluation's 20).
 DRAW_CONFIRMS = 6
 #: Batched runs of the search for a stable rate where the grid has none (:func:`_search`).
 SEARCH_STAGES = 4
@@ -970,7 +970,8 @@ def _tune_stages(stage, scores, arrival, ends, finals, record, grid, method, log
     the steps past the edge, the fine refinement where the best's neighbours end far above it, the confirmation of
     the contenders, then the choice (``floor``: the metric's rounding level, :func:`converged_for`; ``redraws``:
     the network draws its links, which every replica of a stage sees alike: where no confirmation ran, the
-    contenders then run on :data:`DRAW_CONFIRMS` draws of their own)."""
+    contenders, and every stable rate of the grid, then run on :data:`DRAW_CONFIRMS` draws of their own; ``exact``:
+    :func:`exact_tuning`)."""
     stage("grid", list(grid))
     for _ in range(SEARCH_STAGES):
         if any(math.isfinite(s) for s in scores.values()):
@@ -1039,6 +1040,10 @@ def _tune_stages(stage, scores, arrival, ends, finals, record, grid, method, log
         # for every repetition, and a rate stable on the tuner's one draw diverged on 6 of 20)
         best = _best(stable, arrival)
         rivals, replicas = ([best] + _near(best, stable, _grid_step(grid)))[:CONFIRM_MAX], record.get("replicas", 1)
+        # and every stable rate of the grid: one draw can order them otherwise than the evaluation's (a 10% lossy
+        # Pull-Diag-GT ended 0.0051 at 0.0032 and 0.0079 at 0.032 on the grid's draw, 0.0148 and 0.0106 on others)
+        coarse = {lr for entry in record["stages"] if entry["name"] in ("grid", "search") for lr in entry["scores"]}
+        rivals += sorted(lr for lr in stable if lr in coarse and lr not in rivals)
         done = skipped = 0
         while done < DRAW_CONFIRMS:
             alive = [lr for lr in rivals if math.isfinite(scores[lr])]
