@@ -771,7 +771,12 @@ def _fine(best, scores, rel=0.0, exact=False):
     elif not any(steep(lr) for lr in neighbours) or not all(steep(lr) or not math.isfinite(scores[lr])
                                                               for lr in neighbours):
         return []
-    return sorted(v for v in (float(f"{math.sqrt(best * lr):.6g}") for lr in neighbours) if v not in scores)
+    return _midpoints(best, neighbours, scores)
+
+
+def _midpoints(best, rates, tried):
+    """The geometric midpoints of ``best`` with each of ``rates`` (six significant digits), those not in ``tried``."""
+    return sorted({float(f"{math.sqrt(best * lr):.6g}") for lr in rates} - set(tried))
 
 
 def exact_tuning(network, objective, method):
@@ -779,11 +784,15 @@ def exact_tuning(network, objective, method):
     on every stream (:attr:`~rowstoch_fast.objectives.Objective.whole_data`), a method of batch gradients, over a
     network that draws nothing (:func:`~rowstoch_fast.network.draws`). Its rates are then refined wherever a
     neighbour of the best does not end level with it (:func:`_fine`)."""
+    return bool(getattr(objective, "whole_data", False)) and _batch_gradients(method) and not draws(network)
+
+
+def _batch_gradients(method):
+    """Whether ``method`` is a registered method of batch gradients (not per-sample draws: the SAGA family)."""
     from ..algorithms import REGISTRY
 
     cls = REGISTRY.get(getattr(method, "method", None))
-    return bool(getattr(objective, "whole_data", False)) and cls is not None and \
-        getattr(cls, "gradients", "batch") != "samples" and not draws(network)
+    return cls is not None and getattr(cls, "gradients", "batch") != "samples"
 
 
 def replicas_per_rate(network, objective, method):
@@ -792,11 +801,7 @@ def replicas_per_rate(network, objective, method):
     (:attr:`~rowstoch_fast.objectives.Objective.stream_free`), a method of batch gradients (not per-sample draws),
     over a network whose rounds draw nothing per replica (no message layer: compression and noise draw per value,
     so per replica; losses and sleep are drawn per link, the same for every replica)."""
-    from ..algorithms import REGISTRY
-
-    cls = REGISTRY.get(getattr(method, "method", None))
-    same = getattr(objective, "stream_free", False) and cls is not None and \
-        getattr(cls, "gradients", "batch") != "samples" and not hasattr(network, "encode")
+    same = getattr(objective, "stream_free", False) and _batch_gradients(method) and not hasattr(network, "encode")
     return 1 if same else TUNE_REPEATS
 
 
@@ -994,8 +999,7 @@ def _tune_stages(stage, scores, arrival, ends, finals, record, grid, method, log
                 if lr not in scores and (extension == 0 or lr < min(scores) or lr > max(scores))
                 and _within_span(lr, grid)]
         if extension == 0:  # (and halfway to each: an eighth of a decade of the default grid)
-            more = sorted(set(more) | {v for v in (float(f"{math.sqrt(best * lr):.6g}") for lr in more)
-                                       if v not in scores})
+            more = sorted(set(more) | set(_midpoints(best, more, scores)))
         if not more:
             break
         stage("refine" if extension == 0 else "past the edge", more)
