@@ -91,17 +91,42 @@ STABILITY_FACTOR = 2.0
 #: count as equal. In float64; :func:`converged_for` gives a problem's own.
 CONVERGED = 1e-12
 #: Rounding steps of its dtype (eps) within which a run's metric, relative to its start, is at rounding: 100, so
-#: 1.2e-5 in float32 (whose f(x_bar) rounds in steps of 7e-9 at |f*| = 0.1, 9e-8 of a helper's start: a hundred
-#: times those, where a thousand had tied a rate still falling at 1.1e-5 with one at 0), and :data:`CONVERGED` in
-#: float64 (2.2e-14 is below it).
+#: 1.2e-5 in float32 (a hundred times one step of a helper's start, where a thousand had tied a rate still falling
+#: at 1.1e-5 with one at 0), and :data:`CONVERGED` in float64 (2.2e-14 is below it). The suboptimality reads its
+#: loss's own rounding instead (:data:`VALUE_STEPS`).
 ROUNDING_STEPS = 100
+#: Steps of the loss's own rounding near f* (:func:`value_noise`) within which f(x_bar) - f* is at rounding: 4.
+#: Float32 moved f(x_bar) between f* and one step (1.5e-8 at abs(f*) = 0.2; helper 117), and eleven exact methods
+#: over 3,000 rounds within one step of f* (bench/RESULTS.md 63a); 100 eps of the start (1.2e-5 at a start of 1)
+#: had tied CHOCO-SGD and DGD at 9e-6 with DIGing at 1.5e-8 and chosen their largest rates, 2.8-47.8x above their
+#: best (helper 138); ten steps still tied CHOCO-SGD at 2.5e-7 with its best, 1.9e-7 (1.31x).
+VALUE_STEPS = 4
+#: Points near x* at which :func:`value_noise` evaluates the loss (one batched pass over the data).
+NOISE_POINTS = 16
+
+
+def value_noise(objective, best):
+    """How far ``objective``'s loss, evaluated in its dtype as the records evaluate it, rounds away from f* near
+    its minimiser ``best.x``: the largest ``abs(f(x) - f*)`` over x* and :data:`NOISE_POINTS` points within 4 eps
+    (of the largest abs(x*_j)) of it, and at least one step of ``abs(f*)`` (its ulp). The points' true distance
+    from f* is of order eps squared: what is left is the loss's rounding (its sum over the data included), the
+    rounding of iterates at x* in that dtype, and any offset between the dtype's f(x*) and f*."""
+    dtype = precision_of(objective)
+    eps = float(np.finfo(dtype).eps)
+    x = np.asarray(best.x, dtype=np.float64).reshape(-1)
+    width = eps * max(float(np.abs(x).max(initial=0.0)), float(np.finfo(dtype).tiny))
+    X = x + width * np.random.default_rng(0).uniform(-4.0, 4.0, (NOISE_POINTS, x.size))
+    X = np.vstack([x, X]).astype(dtype).reshape((NOISE_POINTS + 1,) + np.shape(best.x))
+    values = np.asarray(objective.value_and_gradient_at(X)[0], dtype=np.float64)
+    step = float(np.spacing(np.asarray(abs(float(best.value)), dtype=dtype)))
+    return max(float(np.abs(values - float(best.value)).max()), step)
 
 
 def converged_for(objective, metric=None):
     """The fraction of its start below which a run's ``metric`` on ``objective`` has converged (to rounding): the
     larger of :data:`CONVERGED` and :data:`ROUNDING_STEPS` times the eps of the objective's dtype (float64 where
-    it has none); for the suboptimality, f(x_bar) - f*, whose values round with ``abs(f*)``, at least
-    :data:`ROUNDING_STEPS` eps of ``max(1, abs(f*))`` over its start ``f(x0) - f*``.
+    it has none); for the suboptimality, f(x_bar) - f*, the larger of :data:`CONVERGED` and :data:`VALUE_STEPS`
+    times its loss's rounding near f* (:func:`value_noise`) over its start ``f(x0) - f*``.
 
     In float32 the exact methods' suboptimality moved between 0 and 1.5e-8 (one rounding step of f(x_bar)):
     "unstable, climbed back 1.7e4x above its lowest level", and ranks given by one step (helper 117). A constant
@@ -112,20 +137,20 @@ def converged_for(objective, metric=None):
     fraction = max(CONVERGED, ROUNDING_STEPS * eps)
     if metric != "suboptimality":
         return fraction
-    cached = objective.__dict__.get("_suboptimality_start")  # (a pass over the data: once per objective)
+    cached = objective.__dict__.get("_suboptimality_start")  # (two passes over the data: once per objective)
     if cached is None:
         try:
             best = optimum_of(objective)
             x0 = np.asarray(objective.x0(), dtype=np.float64)
             start = float(objective.value_and_gradient_at(x0)[0]) - best.value if best is not None else math.nan
-            cached = (start, abs(float(best.value)) if best is not None else math.nan)
+            cached = (start, value_noise(objective, best) if best is not None else math.nan)
         except Exception:  # noqa: BLE001 - no f*, no loss to evaluate: the dtype's fraction
             cached = (math.nan, math.nan)
         objective.__dict__["_suboptimality_start"] = cached
-    start, size = cached
-    if not (math.isfinite(start) and start > 0 and math.isfinite(size)):
+    start, noise = cached
+    if not (math.isfinite(start) and start > 0 and math.isfinite(noise)):
         return fraction
-    return max(fraction, ROUNDING_STEPS * eps * max(1.0, size) / start)
+    return max(CONVERGED, VALUE_STEPS * noise / start)
 
 
 #: A candidate that ends above this fraction of its start made no progress (the evaluation's ``no-progress``:
@@ -774,6 +799,23 @@ def _fine(best, scores, rel=0.0, exact=False):
     return _midpoints(best, neighbours, scores)
 
 
+def _valleys(scores, best):
+    """The lowest-ending rate of each stretch of consecutive stable rates (``scores``: every rate tried, inf where
+    rejected) but ``best``'s own. A deterministic method's stable rates can lie in two stretches parted by a band
+    of unstable ones, and its best rate in the other one: SGP on a 6-node ring over 8 rounds ended 69x lower at
+    0.2 (between 0.1 and an unstable 0.316) than at the grid's best, 1.0, around which alone the tuner had refined
+    (helper 138)."""
+    stretches, current = [], []
+    for lr in sorted(scores):
+        if math.isfinite(scores[lr]):
+            current.append(lr)
+        elif current:
+            stretches.append(current)
+            current = []
+    stretches += [current] if current else []
+    return [min(run, key=lambda lr: (scores[lr], -lr)) for run in stretches if best not in run]
+
+
 def _midpoints(best, rates, tried):
     """The geometric midpoints of ``best`` with each of ``rates`` (six significant digits), those not in ``tried``."""
     return sorted({float(f"{math.sqrt(best * lr):.6g}") for lr in rates} - set(tried))
@@ -1000,6 +1042,9 @@ def _tune_stages(stage, scores, arrival, ends, finals, record, grid, method, log
                 and _within_span(lr, grid)]
         if extension == 0:  # (and halfway to each: an eighth of a decade of the default grid)
             more = sorted(set(more) | set(_midpoints(best, more, scores)))
+            for low in _valleys(scores, best) if exact else ():  # (and so around each other stable stretch's best)
+                around = [lr for lr in _refinements(low, list(scores), grid) if _within_span(lr, grid)]
+                more = sorted(set(more) | set(around) | set(_midpoints(low, around, scores)))
         if not more:
             break
         stage("refine" if extension == 0 else "past the edge", more)

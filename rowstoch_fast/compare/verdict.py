@@ -318,7 +318,7 @@ def ranks(finals, scale=None, higher_is_better=False, converged=CONVERGED):
         Rank the largest values first (an accuracy), by the same test on the logarithms.
     converged : float, default :data:`CONVERGED`
         The problem's fraction at rounding (:func:`~rowstoch_fast.compare.tuning.converged_for`: 1.2e-5 in
-        float32).
+        float32; the suboptimality's four times its loss's rounding near f*).
 
     Returns
     -------
