@@ -4054,4 +4054,16 @@ def test_an_exact_tuning_refines_in_every_stretch_of_stable_rates():
     table = cmp.summary(frame).set_index("algorithm")
     assert table.loc["sgp", "status"] == "ok" and table.loc["sgp", "final"] < 2e-4, table.loc["sgp"]
     assert 0.15 < table.loc["sgp", "lr"] < 0.3
-    assert tuning._valleys({0.1: 1.0, 0.2: 0.5, 0.3: math.inf, 1.0: 0.1, 3.0: 0.2, 10.0: math.inf}, 1.0) == [0.2]
+    assert tuning._valleys({0.1: 1.0, 0.2: 0.5, 0.3: math.inf, 1.0: 0.1, 3.0: 0.2, 10.0: math.inf}, 1.0) == [0.2, 3.0]
+    assert tuning._valleys({0.1: 1.0, 0.3: 0.1, 1.0: 0.2}, 0.3) == []  # (one stretch to the edge of what was tried)
+
+
+def test_an_exact_tuning_refines_at_the_edge_of_stability():
+    """SGP on a 4-node ring over 15 rounds: the grid's best, 0.316, ends at 3.0e-4, and the tuner refined around it
+    alone, where a narrow dip just before divergence (1.78 unstable) reaches 1.5e-4 at 1.41 on a 1/20-decade grid
+    (helper 138). The largest stable rate below a rejected one is now refined too (compare.tuning._valleys)."""
+    f = Quadratic.random(4, 2, seed=2, sigma=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # (15 iterations)
+        table = cmp.summary(cmp.compare(topology.by_name("ring", 4), f, ["sgp"], 15, repeats=1, progress=False))
+    assert table["status"].iloc[0] == "ok" and table["final"].iloc[0] < 1.5e-4 and table["lr"].iloc[0] > 1.3

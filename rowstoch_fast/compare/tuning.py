@@ -801,10 +801,12 @@ def _fine(best, scores, rel=0.0, exact=False):
 
 def _valleys(scores, best):
     """The lowest-ending rate of each stretch of consecutive stable rates (``scores``: every rate tried, inf where
-    rejected) but ``best``'s own. A deterministic method's stable rates can lie in two stretches parted by a band
+    rejected) but ``best``'s own, and the largest rate of each stretch below a rejected one (its edge of
+    stability), ``best`` left out. A deterministic method's stable rates can lie in two stretches parted by a band
     of unstable ones, and its best rate in the other one: SGP on a 6-node ring over 8 rounds ended 69x lower at
-    0.2 (between 0.1 and an unstable 0.316) than at the grid's best, 1.0, around which alone the tuner had refined
-    (helper 138)."""
+    0.2 (between 0.1 and an unstable 0.316) than at the grid's best, 1.0, around which alone the tuner had refined;
+    and its best can be a dip just before the rates diverge: SGP on a 4-node ring over 15 rounds, 1.5e-4 at 1.41
+    (1.78 unstable) where the grid's best, 0.316, ends at 3.0e-4 (helper 138)."""
     stretches, current = [], []
     for lr in sorted(scores):
         if math.isfinite(scores[lr]):
@@ -813,7 +815,9 @@ def _valleys(scores, best):
             stretches.append(current)
             current = []
     stretches += [current] if current else []
-    return [min(run, key=lambda lr: (scores[lr], -lr)) for run in stretches if best not in run]
+    lows = [min(run, key=lambda lr: (scores[lr], -lr)) for run in stretches if best not in run]
+    edges = [run[-1] for run in stretches if run[-1] < max(scores) and run[-1] not in lows]
+    return sorted(set(lows + edges) - {best})
 
 
 def _midpoints(best, rates, tried):
