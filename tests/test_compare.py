@@ -4035,6 +4035,10 @@ def test_a_float32_suboptimality_is_told_apart_above_its_loss_s_own_rounding():
     A = topology.by_name("exponential", 16, undirected=True, weights="metropolis").astype(np.float32)
     noise = value_noise(f, optimum_of(f))
     assert np.spacing(np.float32(0.1)) <= noise <= 1e-7  # (a step or two of abs(f*) = 0.14)
+    from rowstoch_fast.composite import NonNegative
+
+    g = LeastSquares.synthetic(8, samples_per_node=8, d=4, seed=6) + NonNegative()  # (x* on the constraint: F = inf
+    assert 0 < value_noise(g, optimum_of(g)) < 1e-13  # past it, at the points perturbed outside: left out)
     start = float(f.value_and_gradient_at(np.asarray(f.x0(), np.float64))[0]) - optimum_of(f).value
     assert converged_for(f, "suboptimality") == pytest.approx(4 * noise / start)
     table = cmp.summary(cmp.compare(A, f, ["dgd", "choco-sgd", "diging"], 1000, repeats=2, progress=False)

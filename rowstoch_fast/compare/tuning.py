@@ -108,18 +108,22 @@ NOISE_POINTS = 16
 def value_noise(objective, best):
     """How far ``objective``'s loss, evaluated in its dtype as the records evaluate it, rounds away from f* near
     its minimiser ``best.x``: the largest ``abs(f(x) - f*)`` over x* and :data:`NOISE_POINTS` points within 4 eps
-    (of the largest abs(x*_j)) of it, and at least one step of ``abs(f*)`` (its ulp). The points' true distance
-    from f* is of order eps squared: what is left is the loss's rounding (its sum over the data included), the
-    rounding of iterates at x* in that dtype, and any offset between the dtype's f(x*) and f*."""
+    (of the largest abs(x*_j)) of it where the loss is finite (a constraint that x* touches is +inf past it), and
+    at least one step of ``abs(f*)`` (its ulp). The points' true distance from f* is of order eps squared (of
+    order eps at a regularizer's kink: rounding's size too); what is left is the loss's rounding (its sum over the
+    data included), the rounding of iterates at x* in that dtype, and any offset between the dtype's f(x*) and
+    f*."""
     dtype = precision_of(objective)
     eps = float(np.finfo(dtype).eps)
     x = np.asarray(best.x, dtype=np.float64).reshape(-1)
     width = eps * max(float(np.abs(x).max(initial=0.0)), float(np.finfo(dtype).tiny))
     X = x + width * np.random.default_rng(0).uniform(-4.0, 4.0, (NOISE_POINTS, x.size))
     X = np.vstack([x, X]).astype(dtype).reshape((NOISE_POINTS + 1,) + np.shape(best.x))
-    values = np.asarray(objective.value_and_gradient_at(X)[0], dtype=np.float64)
+    with np.errstate(all="ignore"):
+        values = np.asarray(objective.value_and_gradient_at(X)[0], dtype=np.float64)
+    values = values[np.isfinite(values)]  # (a point outside a constraint that x* touches: F = +inf there)
     step = float(np.spacing(np.asarray(abs(float(best.value)), dtype=dtype)))
-    return max(float(np.abs(values - float(best.value)).max()), step)
+    return max(float(np.abs(values - float(best.value)).max(initial=0.0)), step)
 
 
 def converged_for(objective, metric=None):
