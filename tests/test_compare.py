@@ -4071,3 +4071,25 @@ def test_an_exact_tuning_refines_at_the_edge_of_stability():
         warnings.simplefilter("ignore", RuntimeWarning)  # (15 iterations)
         table = cmp.summary(cmp.compare(topology.by_name("ring", 4), f, ["sgp"], 15, repeats=1, progress=False))
     assert table["status"].iloc[0] == "ok" and table["final"].iloc[0] < 1.5e-4 and table["lr"].iloc[0] > 1.3
+
+
+def test_means_apart_by_less_than_rounding_share_a_rank():
+    """Deterministic repetitions do not spread, so any gap told two methods apart: float32 R-FAST at 2.161e-7 ranked
+    above Push-Pull at 2.235e-7, one rounding step of f(x_bar) apart, 30 steps above f* (helper 139). Means that
+    differ by less than the rounding level share a rank."""
+    finals = {"r-fast": np.full(2, 2.161e-7), "push-pull": np.full(2, 2.235e-7), "dgd": np.full(2, 3e-6)}
+    level = 6.4e-7  # (compare.tuning.converged_for's fraction of the start: four steps of the loss's rounding)
+    assert cmp.ranks(finals, scale=0.14, converged=level) == {"r-fast": (1, True), "push-pull": (1, True),
+                                                              "dgd": (3, False)}
+    assert cmp.ranks(finals, scale=0.14, converged=1e-12)["push-pull"] == (2, False)  # (float64's level: apart)
+
+
+def test_an_exact_tuning_refines_the_edges_its_refinement_draws():
+    """R-FAST on a 9-node grid over 9 rounds: the grid's best, 1.0, was its stretch's edge; the refinement moved the
+    best to 0.56 and drew a new edge, 1.33 (1.78 rejected), never refined: 1.6e-4 where 1.12 ends at 2.9e-5 (5.5x,
+    helper 139). The stretches and edges a refinement draws are refined too (compare.tuning.VALLEY_STAGES)."""
+    f = Quadratic.random(9, 4, seed=7834, sigma=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # (9 iterations)
+        table = cmp.summary(cmp.compare(topology.by_name("grid", 9), f, ["r-fast"], 9, repeats=1, progress=False))
+    assert table["status"].iloc[0] == "ok" and table["final"].iloc[0] < 3.6e-5, table[["lr", "final"]]

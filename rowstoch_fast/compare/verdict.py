@@ -313,7 +313,8 @@ def ranks(finals, scale=None, higher_is_better=False, converged=CONVERGED):
         ``{label: array of final values, one per repetition}`` of the runs to rank (``ok`` ones).
     scale : float, optional
         The size of the metric (default: the largest final value): values below ``converged`` times it
-        have converged to rounding and are equal (the tuner's rule, with the runs' start as the scale).
+        have converged to rounding and are equal (the tuner's rule, with the runs' start as the scale), and so
+        are means that differ by less than that.
     higher_is_better : bool, default False
         Rank the largest values first (an accuracy), by the same test on the logarithms.
     converged : float, default :data:`CONVERGED`
@@ -343,14 +344,17 @@ def ranks(finals, scale=None, higher_is_better=False, converged=CONVERGED):
     floor = max(converged * scale, 1e-300)
     stats = {}
     for label in labels:
-        v = np.log(np.maximum(np.asarray(finals[label], dtype=np.float64), floor))
+        raw = np.maximum(np.asarray(finals[label], dtype=np.float64), floor)
+        v = np.log(raw)
         se = float(np.std(v, ddof=1) / math.sqrt(len(v))) if len(v) > 1 else 0.0
-        stats[label] = (-float(np.mean(v)) if higher_is_better else float(np.mean(v)), se)
+        sign = -1.0 if higher_is_better else 1.0
+        stats[label] = (sign * float(np.mean(v)), se, sign * float(np.mean(raw)))
 
-    def better(a, b):  # a is distinguishably better than b
-        (ma, sa), (mb, sb) = stats[a], stats[b]
+    def better(a, b):  # a is distinguishably better than b (and by more than rounding: deterministic runs, whose
+        # repetitions do not spread, had ranked float32 methods apart on one rounding step of f(x_bar), 30 above f*)
+        (ma, sa, ra), (mb, sb, rb) = stats[a], stats[b]
         gap = mb - ma
-        return gap > TIE_SE * math.hypot(sa, sb) and gap > 1e-9 * max(1.0, abs(mb))
+        return gap > TIE_SE * math.hypot(sa, sb) and gap > 1e-9 * max(1.0, abs(mb)) and rb - ra > floor
 
     if all(np.size(finals[label]) < 2 for label in labels):  # one run each: no spread to tell any two apart
         # (a 1.6% gap from one seed ranked a method 1st, and 3rd on the next seed)
