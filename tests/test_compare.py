@@ -4082,6 +4082,8 @@ def test_means_apart_by_less_than_rounding_share_a_rank():
     assert cmp.ranks(finals, scale=0.14, converged=level) == {"r-fast": (1, True), "push-pull": (1, True),
                                                               "dgd": (3, False)}
     assert cmp.ranks(finals, scale=0.14, converged=1e-12)["push-pull"] == (2, False)  # (float64's level: apart)
+    outlier = {"a": np.r_[np.full(9, 1e-6), 1e-2], "b": np.full(10, 1e-3)}  # (a's mean above b's, by 9e-7: apart)
+    assert cmp.ranks(outlier, scale=1.0) == {"a": (1, False), "b": (2, False)}
 
 
 def test_an_exact_tuning_refines_the_edges_its_refinement_draws():
@@ -4093,3 +4095,49 @@ def test_an_exact_tuning_refines_the_edges_its_refinement_draws():
         warnings.simplefilter("ignore", RuntimeWarning)  # (9 iterations)
         table = cmp.summary(cmp.compare(topology.by_name("grid", 9), f, ["r-fast"], 9, repeats=1, progress=False))
     assert table["status"].iloc[0] == "ok" and table["final"].iloc[0] < 3.6e-5, table[["lr", "final"]]
+
+
+def test_an_exact_tuning_searches_below_rates_that_blow_up_later_as_they_shrink():
+    """Pull-Diag-GT on a 32-node directed ring (its tracker's 1/[A^k]_ii near 2^k early on) dipped at some grid
+    rates before it blew up, each smaller rate later: no search ran ("none stable" at 1e-4, diverged to 5e139)
+    where 4e-10 ends at 0.039 (helper 139). In an exact tuning such rates are all too large."""
+    f = LeastSquares.synthetic(32, samples_per_node=12, d=8, seed=71)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        table = cmp.summary(cmp.compare(topology.by_name("ring", 32), f, ["pull-diag-gt"], 200, repeats=1,
+                                        progress=False))
+    assert table["status"].iloc[0] == "ok" and table["final"].iloc[0] < 0.045 and table["lr"].iloc[0] < 1e-8
+    assert tuning._later_when_smaller([[1, 0.1, 0.5, 3, np.nan], [1, 0.3, 2, np.nan, np.nan], [1, 4, np.inf, 0, 0]],
+                                      1.0)
+    assert not tuning._later_when_smaller([[1, 0.1, 0.5, 3, 9], [1, 0.3, 2, 9, 9], [1, 0.5, 0.6, 0.7, 0.8]], 1.0)
+    assert not tuning._later_when_smaller([[1, 0.5, 3.0, 9, 9]] * 3, 1.0)  # (all at once: not the rate's doing)
+
+
+def test_the_loss_s_rounding_is_measured_where_the_iterates_of_a_composite_problem_sit():
+    """Perturbed in every coordinate, a float32 lasso's points left its kink (x*_j = 0, where a prox keeps the
+    iterates): the level measured the kink, 16-700x the rounding; a non-negative quadratic's left the constraint, one
+    finite point in 17 (helper 140). The coordinates move relatively now (a 0 stays 0), through the regularizer's
+    prox (a box's other bounds). A loss that refuses a batch of points keeps a level of its f* (not 1e-12)."""
+    from rowstoch_fast.composite import L1, Box, NonNegative
+    from rowstoch_fast.compare.tuning import ROUNDING_STEPS, converged_for, value_noise
+    from rowstoch_fast.objectives import optimum_of
+
+    for r in (L1(0.2), NonNegative(), Box(-0.1, 0.1)):
+        f = Quadratic.random(8, 20, seed=0, dtype=np.float32) + r
+        best = optimum_of(f)
+        assert (best.x == 0).sum() >= 10 or isinstance(r, Box)
+        assert value_noise(f, best) <= 6 * np.spacing(np.float32(abs(best.value))), r
+    g = LeastSquares.synthetic(8, samples_per_node=8, d=4, seed=6)
+
+    class OnePoint(type(g)):
+        def value_and_gradient_at(self, x):
+            if np.ndim(x) > 1 and np.shape(x)[0] > 1:
+                raise ValueError("one point at a time")
+            return super().value_and_gradient_at(x)
+
+    h = LeastSquares.synthetic(8, samples_per_node=8, d=4, seed=6)
+    h.__class__ = OnePoint
+    h.__dict__.pop("_suboptimality_start", None)
+    start = float(h.value_and_gradient_at(np.asarray(h.x0(), np.float64))[0]) - optimum_of(h).value
+    assert converged_for(h, "suboptimality") == pytest.approx(
+        max(1e-12, ROUNDING_STEPS * np.finfo(float).eps * max(1.0, abs(optimum_of(h).value)) / start))

@@ -354,7 +354,7 @@ def ranks(finals, scale=None, higher_is_better=False, converged=CONVERGED):
         # repetitions do not spread, had ranked float32 methods apart on one rounding step of f(x_bar), 30 above f*)
         (ma, sa, ra), (mb, sb, rb) = stats[a], stats[b]
         gap = mb - ma
-        return gap > TIE_SE * math.hypot(sa, sb) and gap > 1e-9 * max(1.0, abs(mb)) and rb - ra > floor
+        return gap > TIE_SE * math.hypot(sa, sb) and gap > 1e-9 * max(1.0, abs(mb)) and abs(rb - ra) > floor
 
     if all(np.size(finals[label]) < 2 for label in labels):  # one run each: no spread to tell any two apart
         # (a 1.6% gap from one seed ranked a method 1st, and 3rd on the next seed)
