@@ -602,9 +602,10 @@ def proximal_gradient(value_and_gradient, regularizer, x0, *, tol=1e-12, max_ite
         x, f_x, t = x_new, f_new, t_new
         f_y, g_y = value_and_gradient(y)
         L *= 0.9  # (let the step grow again)
+    stalled = f"; none fell by a tenth in the last {since}" if done < max_iter else ""
     warnings.warn(f"the proximal gradient solver of {what} stopped after {done} iterations at a residual of "
-                  f"{best:.3g} (asked: {tol:.3g}{'; none fell by a tenth in the last %d' % since if done < max_iter else ''}"
-                  f"); the optimum is that accurate", RuntimeWarning, stacklevel=3)
+                  f"{best:.3g} (asked: {tol:.3g}{stalled}); the optimum is that accurate", RuntimeWarning,
+                  stacklevel=3)
     return x_best
 
 
