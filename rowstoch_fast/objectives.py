@@ -351,10 +351,24 @@ class Objective:
     has_local_prox = False
 
     def prox_local(self, V, step, nodes=None):
-        """``argmin_x f_i(x) + ||x - v_i||^2 / (2 t_i)`` of every row ``v_i`` of ``V`` (``(n, d)`` or
-        ``(reps, n, d)``; ``step``: ``t > 0``, one number or one per row, broadcasting against ``V.shape[:-1]``):
-        the local proximal operator that ADMM-type methods take instead of a gradient. A CuPy ``V`` is solved on
-        the host and returned on its GPU."""
+        """``argmin_x f_i(x) + ||x - v_i||^2 / (2 t_i)`` of every row ``v_i`` of ``V``: the local proximal
+        operator that ADMM-type methods take instead of a gradient. A CuPy ``V`` is solved on the host and
+        returned on its GPU.
+
+        Parameters
+        ----------
+        V : array, shape (n, d) or (reps, n, d)
+            The points, one row per node (and replica).
+        step : float or array
+            ``t > 0``: one number, or one per row, broadcasting against ``V.shape[:-1]``.
+        nodes : array of int, optional
+            The global node ids of the rows of ``X`` (row ``i`` is node ``nodes[i]``: an MPI rank's share);
+            default all nodes, in order.
+
+        Returns
+        -------
+        array
+            The minimisers, shape of ``V``."""
         if not self.has_local_prox:
             raise TypeError(f"{type(self).__name__} has no local proximal operator (Quadratic, LeastSquares and "
                             "LogisticL2 have one)")
@@ -377,8 +391,20 @@ class Objective:
         raise NotImplementedError
 
     def hvp(self, X, V, nodes=None):
-        """Hessian-vector products ``grad^2 f_i(x_i) v_i`` of every row (``X``, ``V`` of the same shape, ``(n, d)``
-        or ``(reps, n, d)``), in closed form where the objective has one."""
+        """Hessian-vector products ``grad^2 f_i(x_i) v_i`` of every row, in closed form where the objective has one.
+
+        Parameters
+        ----------
+        X, V : array, shape (n, d) or (reps, n, d)
+            The points ``x_i`` and the vectors ``v_i``, of the same shape.
+        nodes : array of int, optional
+            The global node ids of the rows of ``X`` (row ``i`` is node ``nodes[i]``: an MPI rank's share);
+            default all nodes, in order.
+
+        Returns
+        -------
+        array
+            The products, shape of ``X``."""
         raise NotImplementedError(f"{type(self).__name__} has no Hessian-vector product (Quadratic, LeastSquares, "
                                   "NonconvexLogistic and LogisticL2 have one)")
 
@@ -406,29 +432,94 @@ class Objective:
 
     def stochastic_gradient(self, X, iteration, *, seed=0, batches=1, rep_offset=0, nodes=None,
                             rep_period=0):  # pragma: no cover
-        """Stochastic gradients of the rows of ``X`` (nodes ``nodes``, default all), shape of ``X``; replica ``r`` of
-        ``X`` draws the samples of repetition ``rep_offset + r`` (``rep_offset + r % rep_period`` with a
-        ``rep_period``: replicas that share their streams, as a tuner's candidate rates do)."""
+        """Stochastic gradients of the rows of ``X``, one mini-batch a row; a draw depends only on ``(seed,
+        repetition, node, iteration)``.
+
+        Parameters
+        ----------
+        X : array, shape (n, d) or (reps, n, d)
+            The points, one row per node (and replica).
+        iteration : int
+            The step's index, a key of its draws (``>= 0``).
+        seed : int
+            The stream's key.
+        batches : int
+            The average of this many independent mini-batches (``>= 1``).
+        rep_offset : int
+            Replica ``r`` of ``X`` draws the samples of repetition ``rep_offset + r``.
+        nodes : array of int, optional
+            The global node ids of the rows of ``X`` (row ``i`` is node ``nodes[i]``: an MPI rank's share);
+            default all nodes, in order.
+        rep_period : int
+            With ``rep_period > 0``, replica ``r`` draws those of repetition ``rep_offset + r % rep_period``:
+            replicas that share their streams, as a tuner's candidate rates do.
+
+        Returns
+        -------
+        array
+            The gradients, shape of ``X``."""
         raise NotImplementedError
 
     def full_gradient(self, X, nodes=None):  # pragma: no cover - abstract
-        """Exact local gradients ``grad f_i(x_i)``, shape of ``X``."""
+        """Exact local gradients ``grad f_i(x_i)`` of every row.
+
+        Parameters
+        ----------
+        X : array, shape (n, d) or (reps, n, d)
+            The points, one row per node (and replica).
+        nodes : array of int, optional
+            The global node ids of the rows of ``X`` (row ``i`` is node ``nodes[i]``: an MPI rank's share);
+            default all nodes, in order.
+
+        Returns
+        -------
+        array
+            The gradients, shape of ``X``."""
         raise NotImplementedError
 
     #: Samples per node of a finite sum ``f_i = (1/m) sum_l f_il`` (None: no per-sample gradients).
     samples_per_node = None
 
     def sample_gradient(self, X, idx, nodes=None):
-        """The gradient at ``X[..., i, :]`` of sample ``idx[..., i]`` of node ``i`` (``idx``: integers of
-        ``X.shape[:-1]``), shape of ``X``: what variance-reduced methods (:class:`~rowstoch_fast.GTSAGA`) take.
-        A CuPy ``X`` is computed on the host and returned on its GPU."""
+        """The gradient at ``X[..., i, :]`` of sample ``idx[..., i]`` of node ``i``: what variance-reduced methods
+        (:class:`~rowstoch_fast.GTSAGA`) take. A CuPy ``X`` is computed on the host and returned on its GPU.
+
+        Parameters
+        ----------
+        X : array, shape (n, d) or (reps, n, d)
+            The points, one row per node (and replica).
+        idx : array of int, shape ``X.shape[:-1]``
+            A sample of each row's node, in ``0 .. samples_per_node - 1``.
+        nodes : array of int, optional
+            The global node ids of the rows of ``X`` (row ``i`` is node ``nodes[i]``: an MPI rank's share);
+            default all nodes, in order.
+
+        Returns
+        -------
+        array
+            The gradients, shape of ``X``."""
         return self._per_sample(X, idx, nodes, "idx")
 
     def sample_gradients(self, X, samples, nodes=None):
         """``G[k] = sample_gradient(X, idx)`` with every entry of ``idx`` equal to ``samples[k]``: the gradients
         of each node's samples ``samples`` at ``X`` in one call (what a variance-reduced method's table or
-        snapshot of all ``m`` samples takes, a chunk at a time), the same values; shape ``(len(samples),) +
-        X.shape``. A CuPy ``X`` is computed on the host and returned on its GPU."""
+        snapshot of all ``m`` samples takes, a chunk at a time), the same values. A CuPy ``X`` is computed on
+        the host and returned on its GPU.
+
+        Parameters
+        ----------
+        X : array, shape (n, d) or (reps, n, d)
+            The points, one row per node (and replica).
+        samples : array of int, shape (k,)
+            Sample indices, each taken at every row.
+        nodes : array of int, optional
+            The global node ids of the rows of ``X`` (row ``i`` is node ``nodes[i]``: an MPI rank's share);
+            default all nodes, in order.
+
+        Returns
+        -------
+        array
+            Shape ``(len(samples),) + X.shape``."""
         return self._per_sample(X, samples, nodes, "samples")
 
     def _per_sample(self, X, ids, nodes, name):
@@ -462,11 +553,32 @@ class Objective:
         raise NotImplementedError  # pragma: no cover - with samples_per_node
 
     def loss(self, X, nodes=None):  # pragma: no cover - abstract
-        """Local losses ``f_i(x_i)``, shape ``X.shape[:-1]``."""
+        """Local losses ``f_i(x_i)`` of every row.
+
+        Parameters
+        ----------
+        X : array, shape (n, d) or (reps, n, d)
+            The points, one row per node (and replica).
+        nodes : array of int, optional
+            The global node ids of the rows of ``X`` (row ``i`` is node ``nodes[i]``: an MPI rank's share);
+            default all nodes, in order.
+
+        Returns
+        -------
+        array
+            Shape ``X.shape[:-1]``."""
         raise NotImplementedError
 
     def evaluate(self, X, nodes=None):
         """``(full_gradient(X), loss(X))``; objectives that share work between the two override this.
+
+        Parameters
+        ----------
+        X : array, shape (n, d) or (reps, n, d)
+            The points, one row per node (and replica).
+        nodes : array of int, optional
+            The global node ids of the rows of ``X`` (row ``i`` is node ``nodes[i]``: an MPI rank's share);
+            default all nodes, in order.
 
         Returns
         -------
@@ -507,12 +619,31 @@ class Objective:
         return {}
 
     def oracle(self, seed=0, batches=1, rep_offset=0, nodes=None, rep_period=0):
-        """A fresh :class:`Oracle` starting at iteration 0 (for the rows ``nodes``, default all; ``rep_period``: see
-        :meth:`stochastic_gradient`)."""
+        """A fresh :class:`Oracle` starting at iteration 0: ``oracle(X)`` is :meth:`stochastic_gradient` at the next
+        iteration.
+
+        Parameters
+        ----------
+        seed, batches, rep_offset, nodes, rep_period
+            As in :meth:`stochastic_gradient`.
+
+        Returns
+        -------
+        Oracle"""
         return Oracle(self, seed=seed, batches=batches, rep_offset=rep_offset, nodes=nodes, rep_period=rep_period)
 
     def gradient_norm(self, X):
-        """The paper's metric ``||(1/n) sum_i grad f_i(x_i)||`` (Appendix E.2); one value per repetition."""
+        """The paper's metric ``||(1/n) sum_i grad f_i(x_i)||`` (Appendix E.2).
+
+        Parameters
+        ----------
+        X : array, shape (n, d) or (reps, n, d)
+            The node models (of every replica).
+
+        Returns
+        -------
+        float or array
+            One value per repetition: shape ``X.shape[:-2]``."""
         return np.linalg.norm(self.full_gradient(X).mean(axis=-2), axis=-1)
 
     def gradient_norm_at(self, x):
@@ -522,7 +653,17 @@ class Objective:
         return self.gradient_norm(np.ascontiguousarray(X))
 
     def mean_loss(self, X):
-        """``(1/n) sum_i f_i(x_i)``; one value per repetition."""
+        """``(1/n) sum_i f_i(x_i)``.
+
+        Parameters
+        ----------
+        X : array, shape (n, d) or (reps, n, d)
+            The node models (of every replica).
+
+        Returns
+        -------
+        float or array
+            One value per repetition: shape ``X.shape[:-2]``."""
         return self.loss(X).mean(axis=-1)
 
     def gradient_at(self, x):
