@@ -901,15 +901,21 @@ class Composite(_Derived):
         return self.smooth.whole_data
 
     def stochastic_gradient(self, X, iteration, **stream):
-        """The smooth part's stochastic gradients (``r`` enters through its proximal operator)."""
+        """The smooth part's stochastic gradients (``r`` enters through its proximal operator).
+
+        Parameters and returns as :meth:`~rowstoch_fast.objectives.Objective.stochastic_gradient`."""
         return self.smooth.stochastic_gradient(X, iteration, **stream)
 
     def full_gradient(self, X, nodes=None):
-        """The smooth part's exact local gradients."""
+        """The smooth part's exact local gradients.
+
+        Parameters and returns as :meth:`~rowstoch_fast.objectives.Objective.full_gradient`."""
         return self.smooth.full_gradient(X, nodes)
 
     def loss(self, X, nodes=None):
-        """``f_i(x_i) + r(x_i)``."""
+        """``f_i(x_i) + r(x_i)``.
+
+        Parameters and returns as :meth:`~rowstoch_fast.objectives.Objective.loss`."""
         return self.smooth.loss(X, nodes) + self.regularizer.value(X)
 
     def evaluate(self, X, nodes=None):
@@ -917,7 +923,9 @@ class Composite(_Derived):
         return G, L + self.regularizer.value(X)
 
     def hvp(self, X, V, nodes=None):
-        """The smooth part's Hessian-vector products."""
+        """The smooth part's Hessian-vector products.
+
+        Parameters and returns as :meth:`~rowstoch_fast.objectives.Objective.hvp`."""
         return self.smooth.hvp(X, V, nodes)
 
     def value_and_gradient_at(self, x):

@@ -953,6 +953,8 @@ class NonconvexLogistic(Objective):
         """Mini-batch gradients of every node (average of ``batches`` mini-batches), shape of ``X``.
 
         A CuPy ``X`` is differentiated on its GPU with the same random streams.
+
+        Parameters and returns as :meth:`~rowstoch_fast.objectives.Objective.stochastic_gradient`.
         """
         nodes = self._nodes(nodes)
         iteration, seed, batches, rep_offset = _check_stream(iteration, seed, batches, rep_offset)
@@ -996,7 +998,9 @@ class NonconvexLogistic(Objective):
 
     def hvp(self, X, V, nodes=None):
         """``grad^2 f_i(x_i) v_i``: ``(1/M) sum_l s_l (1 - s_l) (h_l^T v) h_l`` with ``s_l = sigma(y_l h_l^T x)``,
-        plus the regulariser's diagonal curvature (in float64, returned in the data's value type)."""
+        plus the regulariser's diagonal curvature (in float64, returned in the data's value type).
+
+        Parameters and returns as :meth:`~rowstoch_fast.objectives.Objective.hvp`."""
         nodes = self._nodes(nodes)
         X = self._check_X(X, nodes).astype(np.float64)
         V = as_float_array(V, "V", np.float64, ndim=(2, 3))
@@ -1016,7 +1020,9 @@ class NonconvexLogistic(Objective):
         return self.evaluate(X, nodes)[1]
 
     def evaluate(self, X, nodes=None):
-        """Exact local gradients and losses from one pass over the data (they share margins and exponentials)."""
+        """Exact local gradients and losses from one pass over the data (they share margins and exponentials).
+
+        Parameters and returns as :meth:`~rowstoch_fast.objectives.Objective.evaluate`."""
         nodes = self._nodes(nodes)
         return _core.logistic_full_grad(self.H, self.Y, self.n, self.rho, self._check_X(X, nodes), nodes,
                                         with_loss=True)
@@ -1323,7 +1329,9 @@ class Quadratic(Objective):
         return (V * inv + b) / (q + inv)
 
     def hvp(self, X, V, nodes=None):
-        """``grad^2 f_i(x_i) v_i = q_i * v_i``."""
+        """``grad^2 f_i(x_i) v_i = q_i * v_i``.
+
+        Parameters and returns as :meth:`~rowstoch_fast.objectives.Objective.hvp`."""
         q, _, nodes = self._qb(nodes)
         self._check_X(X, nodes)
         return q * self._check_X(V, nodes)
@@ -1513,7 +1521,9 @@ class LeastSquares(Objective):
         return np.linalg.solve(A, (c + inv[..., None] * V)[..., None])[..., 0]
 
     def hvp(self, X, V, nodes=None):
-        """``grad^2 f_i(x_i) v_i = H_i^T H_i v_i / M`` (``x_i`` does not enter)."""
+        """``grad^2 f_i(x_i) v_i = H_i^T H_i v_i / M`` (``x_i`` does not enter).
+
+        Parameters and returns as :meth:`~rowstoch_fast.objectives.Objective.hvp`."""
         nodes = self._nodes(nodes)
         sel = slice(None) if nodes is None else nodes
         self._check_X(X, nodes)
@@ -1534,7 +1544,9 @@ class LeastSquares(Objective):
         return self._grad(self._check_X(X, nodes), self.H, self.y, nodes, with_loss=True)[1]
 
     def evaluate(self, X, nodes=None):
-        """Exact local gradients and losses from one pass over the data (they share the residuals)."""
+        """Exact local gradients and losses from one pass over the data (they share the residuals).
+
+        Parameters and returns as :meth:`~rowstoch_fast.objectives.Objective.evaluate`."""
         nodes = self._nodes(nodes)
         return self._grad(self._check_X(X, nodes), self.H, self.y, nodes, with_loss=True)
 
