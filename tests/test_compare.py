@@ -4141,3 +4141,26 @@ def test_the_loss_s_rounding_is_measured_where_the_iterates_of_a_composite_probl
     start = float(h.value_and_gradient_at(np.asarray(h.x0(), np.float64))[0]) - optimum_of(h).value
     assert converged_for(h, "suboptimality") == pytest.approx(
         max(1e-12, ROUNDING_STEPS * np.finfo(float).eps * max(1.0, abs(optimum_of(h).value)) / start))
+
+
+def test_judge_and_ranks_name_what_is_wrong_with_their_input():
+    """cmp.judge with records of two lengths had raised NumPy's "expected x and y to have same length", with none
+    an IndexError; cmp.ranks took a negative scale and failed on a text's "ufunc 'isfinite' not supported"."""
+    with pytest.raises(ValueError, match="iterations and values must be two records of the same length.*3 and 2"):
+        cmp.judge([0, 1, 2], [1.0, 0.5])
+    with pytest.raises(ValueError, match="lengths 0 and 0"):
+        cmp.judge([], [])
+    with pytest.raises(TypeError, match="values must be a numeric array"):
+        cmp.judge([0, 1, 2], [1.0, 0.5, "a"])
+    with pytest.raises(ValueError, match="converged must be finite and >= 0"):
+        cmp.judge([0, 1, 2], [1.0, 0.5, 0.2], converged=-1)
+    assert cmp.judge(np.arange(3), [1.0, 0.5, np.nan])[1].startswith("diverged")  # (NaN: a run's, not an error)
+    with pytest.raises(ValueError, match="scale must be finite and >= 0, got -1.0"):
+        cmp.ranks({"a": [1.0, 2.0]}, scale=-1)
+    with pytest.raises(TypeError, match=r"finals\['a'\] must be a numeric array"):
+        cmp.ranks({"a": "x"})
+    with pytest.raises(ValueError, match="every label needs one final value at least"):
+        cmp.ranks({"a": []})
+    with pytest.raises(TypeError, match="finals must be a dict"):
+        cmp.ranks([1.0, 2.0])
+    assert cmp.ranks({"a": 1.0, "b": 2.0}) == {"a": (1, True), "b": (1, True)}  # (one value each: a number)

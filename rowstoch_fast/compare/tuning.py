@@ -41,7 +41,7 @@ import warnings
 
 import numpy as np
 
-from .._checks import MAX_KEY, precision_of
+from .._checks import MAX_KEY, as_float_array, check_positive_float, precision_of
 from .._files import atomic_write
 from ..objectives import Oracle, optimum_of
 from ..runner import GROWTH_WARNING, agreed_stop, build_replicas, record_metrics, round_schedule
@@ -324,7 +324,12 @@ def judge(iterations, values, converged=CONVERGED):
     ``converged`` (:data:`CONVERGED`; :func:`converged_for` the problem's) times the start are equal (converged
     to rounding). The final value is :func:`final_estimate`.
     """
-    score, why, _ = _judged(iterations, values, converged=converged)
+    x = as_float_array(iterations, "iterations", np.float64, ndim=1)
+    v = as_float_array(values, "values", np.float64, ndim=1, finite=False)  # (NaN, Inf: a diverged run)
+    if x.shape != v.shape or not x.size:
+        raise ValueError(f"iterations and values must be two records of the same length (one at least), got "
+                         f"lengths {x.size} and {v.size}")
+    score, why, _ = _judged(x, v, converged=check_positive_float(converged, "converged", allow_zero=True))
     return score, why
 
 

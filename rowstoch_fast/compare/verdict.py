@@ -32,6 +32,8 @@ import math
 
 import numpy as np
 
+from .._checks import as_float_array, check_positive_float
+
 from ..report import TIE_SE  # (the rule's threshold, below the harness: the tables' footnotes say it)
 from ..runner import GROWTH_WARNING
 from .tuning import (CLIMB, CONVERGED, NO_PROGRESS, SPREAD, STABILITY_FACTOR, UNTUNABLE, climbs, off_its_minimum,
@@ -336,6 +338,15 @@ def ranks(finals, scale=None, higher_is_better=False, converged=CONVERGED):
     >>> ranks(r)
     {'A': (1, True), 'B': (1, True), 'C': (2, True)}
     """
+    if not isinstance(finals, dict):
+        raise TypeError(f"finals must be a dict of label -> final values, got {type(finals).__name__}")
+    finals = {label: np.atleast_1d(as_float_array(v, f"finals[{label!r}]", np.float64, ndim=(0, 1), finite=False))
+              for label, v in finals.items()}
+    if any(v.size == 0 for v in finals.values()):
+        raise ValueError("finals: every label needs one final value at least")
+    if scale is not None:
+        scale = check_positive_float(scale, "scale", allow_zero=True)
+    converged = check_positive_float(converged, "converged", allow_zero=True)
     labels = list(finals)
     if not labels:
         return {}
