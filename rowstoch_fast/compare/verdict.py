@@ -33,7 +33,6 @@ import math
 import numpy as np
 
 from .._checks import as_float_array, check_positive_float
-
 from ..report import TIE_SE  # (the rule's threshold, below the harness: the tables' footnotes say it)
 from ..runner import GROWTH_WARNING
 from .tuning import (CLIMB, CONVERGED, NO_PROGRESS, SPREAD, STABILITY_FACTOR, UNTUNABLE, climbs, off_its_minimum,
