@@ -4164,3 +4164,15 @@ def test_judge_and_ranks_name_what_is_wrong_with_their_input():
     with pytest.raises(TypeError, match="finals must be a dict"):
         cmp.ranks([1.0, 2.0])
     assert cmp.ranks({"a": 1.0, "b": 2.0}) == {"a": (1, True), "b": (1, True)}  # (one value each: a number)
+
+
+def test_the_harness_helpers_refuse_what_is_not_a_frame():
+    """empirical_rate, format_summary and json_tuning had raised AttributeErrors on None ("'NoneType' object has no
+    attribute 'columns'"), frame_metric had returned "grad_norm" for it, default_metric "'NoneType' object has no
+    attribute 'optimum'"."""
+    for call, name in ((lambda: cmp.empirical_rate(None, "grad_norm"), "runs"),
+                       (lambda: cmp.frame_metric(None), "frame"), (lambda: cmp.format_summary(None), "table"),
+                       (lambda: cmp.text_plot(None, "grad_norm"), "frame"), (lambda: cmp.json_tuning(3), "tuning"),
+                       (lambda: cmp.default_metric(None), "objective")):
+        with pytest.raises(TypeError, match=rf"^{name} must be"):
+            call()

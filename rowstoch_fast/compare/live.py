@@ -38,6 +38,7 @@ import numpy as np
 
 from ..report import AXES, check_axis
 from ..user_metrics import linear_scale
+from .tables import require_frame
 
 __all__ = ["LiveView", "text_plot"]
 
@@ -73,6 +74,7 @@ def text_plot(frame, metric, x="communication_rounds", width=60, height=12):
     -------
     str
     """
+    require_frame(frame, "frame")
     column = AXES[x][0] if x in AXES else x
     for name in (column, metric, "algorithm"):
         if name not in frame.columns:

@@ -319,6 +319,9 @@ def _carry_rates(rates, kept, earlier):
 
 def json_tuning(tuning):
     """``frame.attrs["tuning"]`` for JSON: rates as text keys, rejected candidates' scores as null."""
+    if not isinstance(tuning, dict):
+        raise TypeError(f"tuning must be a dict (frame.attrs['tuning']: label -> the tuner's record), got "
+                        f"{type(tuning).__name__}")
     out = {}
     for label, record in tuning.items():
         out[label] = {**{k: v for k, v in record.items() if k != "stages"},

@@ -72,6 +72,10 @@ def check_ranked_metric(metric, objective):
 def default_metric(objective):
     """The metric a biased method cannot game: ``"suboptimality"`` (``f(x_bar) - f*``) where the objective knows
     its optimum, else ``"grad_norm_mean"`` (``||grad f(x_bar)||``)."""
+    from ..objectives import Objective
+
+    if not isinstance(objective, Objective):
+        raise TypeError(f"objective must be an Objective of rowstoch_fast.objectives, got {type(objective).__name__}")
     return "suboptimality" if optimum_of(objective) is not None else "grad_norm_mean"
 
 

@@ -12,15 +12,27 @@ from ..user_metrics import COUNTS, RESERVED, higher_is_better
 from .tuning import CONVERGED
 from .verdict import ranks
 
-__all__ = ["summary", "format_summary", "frame_metric", "check_frame", "status_of_rows", "empirical_rate", "GROUPS"]
+__all__ = ["summary", "format_summary", "frame_metric", "check_frame", "require_frame", "status_of_rows",
+           "empirical_rate", "GROUPS"]
 
 #: Columns that tell the comparisons of one frame apart (one table section each): the graph and the setting.
 GROUPS = ("graph", "setting")
 
 
+def require_frame(frame, name, what="the records compare() returns"):
+    """``frame`` as a pandas DataFrame, or a TypeError naming ``name`` (it had been an AttributeError on
+    ``.columns`` or ``.attrs``)."""
+    import pandas as pd
+
+    if not isinstance(frame, pd.DataFrame):
+        raise TypeError(f"{name} must be a pandas DataFrame ({what}), got {type(frame).__name__}")
+    return frame
+
+
 def frame_metric(frame):
     """The default metric of a comparison's frame: the one it was tuned on (``frame.attrs["metric"]``), or for a
     frame read back from CSV ``suboptimality`` where it was recorded, else ``grad_norm_mean``."""
+    require_frame(frame, "frame")
     metric = getattr(frame, "attrs", {}).get("metric")
     if metric:
         return metric
@@ -71,6 +83,7 @@ def empirical_rate(runs, metric, x="communication_rounds", converged=CONVERGED):
     >>> round(empirical_rate(runs, "grad_norm"), 12)
     0.9
     """
+    require_frame(runs, "runs", "one method's records")
     missing = [c for c in (x, metric) if c not in runs.columns]
     if missing:
         raise ValueError(f"empirical_rate: the records have no column {missing[0]!r}")
@@ -203,6 +216,7 @@ def summary(frame, metric=None, metrics=()):
 def format_summary(table, metric=None):
     """The summary as an aligned text table (what ``rowstoch compare`` prints): a shared rank is written ``1=``,
     and every run that is not ``ok`` gets its diagnosis on a line below the table."""
+    require_frame(table, "table", "what summary() returns")
     metric = metric or table.attrs.get("metric", "final")
     groups = [g for g in GROUPS if g in table.columns]
     width = max([9, *(len(s) + 2 for s in table["lr_source"] if s)]) if len(table) else 9  # a long source fits
