@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from ..report import single_runs, tie_note
+from ..report import _check_summary as check_summary, single_runs, tie_note
 from ..runner import METRICS, check_metric
 from ..user_metrics import COUNTS, RESERVED, higher_is_better
 from .tuning import CONVERGED
@@ -216,7 +216,7 @@ def summary(frame, metric=None, metrics=()):
 def format_summary(table, metric=None):
     """The summary as an aligned text table (what ``rowstoch compare`` prints): a shared rank is written ``1=``,
     and every run that is not ``ok`` gets its diagnosis on a line below the table."""
-    require_frame(table, "table", "what summary() returns")
+    check_summary(table)
     metric = metric or table.attrs.get("metric", "final")
     groups = [g for g in GROUPS if g in table.columns]
     width = max([9, *(len(s) + 2 for s in table["lr_source"] if s)]) if len(table) else 9  # a long source fits

@@ -853,10 +853,9 @@ def _width(grid, record):
 
 
 def _parts(rates, width):
-    """``rates`` in runs of at most ``width`` (one at least): the comparison's memory was checked for the grid's
+    """``rates`` in runs of at most ``width`` (:func:`_width`): the comparison's memory was checked for the grid's
     two streams (:func:`~rowstoch_fast.compare.plan.make_plan`), and an exact tuning's refinement around every
     stretch and edge of an alternating grid had run 29 rates at once (helper 140)."""
-    width = max(1, int(width))
     return [rates[i:i + width] for i in range(0, len(rates), width)]
 
 
