@@ -825,18 +825,20 @@ PYBIND11_MODULE(_core, m) {
         return d;
     }, "State of the contention back-off: windows of parallel time judged, times it went serial.");
     m.def("get_simd_width", &rowstoch::simd_width,
-          "Doubles per vector in the gradient kernels: 4 with AVX2 (x86-64, detected at run time), else 2.");
+          "Doubles per vector in the gradient kernels: 8 with AVX-512F (x86-64, detected at run time; the "
+          "kernels with a replica in each lane), 4 with AVX2, else 2.");
     m.def("simd_widths", []() {
         py::list widths;
-        widths.append(2);
-        if (rowstoch::simd_width_available() == 4) widths.append(4);
+        for (int w : {2, 4, 8})
+            if (w <= rowstoch::simd_width_available()) widths.append(w);
         return widths;
-    }, "The vector widths this CPU runs: [2] or [2, 4] (AVX2).");
+    }, "The vector widths this CPU runs: [2], [2, 4] (AVX2) or [2, 4, 8] (AVX-512F).");
     m.def("set_simd_width", [](int w) {
         if (!rowstoch::set_simd_width(w))
-            throw py::value_error(cat("width must be 0 (automatic), 2, or 4 where the CPU has AVX2 (it has ",
-                                      rowstoch::simd_width_available(), " at most), got ", w));
-    }, py::arg("width"), "Force the gradient kernels' vector width (2 or 4; 0 = automatic). Same bits at any width.");
+            throw py::value_error(cat("width must be 0 (automatic), 2, 4 where the CPU has AVX2 or 8 where it has "
+                                      "AVX-512F (it has ", rowstoch::simd_width_available(), " at most), got ", w));
+    }, py::arg("width"),
+          "Force the gradient kernels' vector width (2, 4 or 8; 0 = automatic). Same bits at any width.");
 
     m.def("mix", &mix, py::arg("indptr"), py::arg("indices"), py::arg("data"), py::arg("X"),
           py::arg("out") = py::none(), py::arg("check_indices") = true, py::arg("ncols") = -1,

@@ -856,8 +856,8 @@ class NonconvexLogistic(Objective):
     (:func:`rowstoch_fast._reference.minibatch` writes it out in Python), so it
     does not depend on the thread count or on which other nodes are evaluated.
     The kernels add in fixed orders and compute ``1 / (1 + e^z)`` with their own
-    ``exp`` (within 1.5 ulp), so the AVX2 and baseline vector paths give the same
-    bits; the CuPy kernel performs the same operations in the same order (bit for
+    ``exp`` (within 1.5 ulp), so the AVX-512, AVX2 and baseline vector paths give
+    the same bits; the CuPy kernel performs the same operations in the same order (bit for
     bit, checked on the host and on an H100).
     :meth:`evaluate` returns exact gradients and losses from one pass over the data.
 

@@ -451,7 +451,8 @@ def test_numpy_minibatches_refuses_bad_arguments(call, error, match):
 
 @pytest.fixture
 def simd_widths():
-    """The vector widths this CPU runs (always 2; 4 with AVX2); restores automatic choice afterwards."""
+    """The vector widths this CPU runs (always 2; 4 with AVX2; 8 with AVX-512F); restores automatic choice
+    afterwards."""
     yield _core.simd_widths()
     _core.set_simd_width(0)
 
@@ -461,19 +462,23 @@ def test_gradients_are_the_same_bits_at_every_vector_width(simd_widths, d):
     if len(simd_widths) == 1:
         pytest.skip("this CPU has no AVX2: only the 2-lane path exists here")
     f = NonconvexLogistic.synthetic(n=5, total=5 * 30, d=d, batch=7, seed=2)
-    X = 3 * np.random.default_rng(d).standard_normal((2, 5, d))
+    X = 3 * np.random.default_rng(d).standard_normal((19, 5, d))  # (19: groups of 8 and 4 and rows one by one)
     out = {}
     for w in simd_widths:
         _core.set_simd_width(w)
-        out[w] = (f.stochastic_gradient(X, 4, batches=2), *f.evaluate(X))
-    for a, b in zip(out[2], out[4]):
-        np.testing.assert_array_equal(a, b)
+        out[w] = (f.stochastic_gradient(X, 4, batches=2), f.stochastic_gradient(X, 4, batches=2, rep_period=1),
+                  f.full_gradient(X), *f.evaluate(X))
+    for w in simd_widths[1:]:
+        for a, b in zip(out[2], out[w]):
+            np.testing.assert_array_equal(a, b)
 
 
 def test_set_simd_width_rejects_widths_the_cpu_cannot_run():
-    with pytest.raises(ValueError, match="width must be 0 .automatic., 2, or 4"):
-        _core.set_simd_width(3)
-    assert _core.get_simd_width() in (2, 4)
+    for width in (3, 16, -1) + ((8,) if 8 not in _core.simd_widths() else ()):
+        with pytest.raises(ValueError, match=r"width must be 0 \(automatic\), 2, 4 where the CPU has AVX2"):
+            _core.set_simd_width(width)
+    assert _core.get_simd_width() in _core.simd_widths()
+    assert _core.simd_widths() in ([2], [2, 4], [2, 4, 8])
 
 
 def test_logistic_weight_is_accurate_at_extreme_margins_and_keeps_nan():

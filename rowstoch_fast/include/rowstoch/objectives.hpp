@@ -294,6 +294,56 @@ ROWSTOCH_INLINE void logistic_accumulate_lanes(const double* H, const double* Y,
     }
 }
 
+#if ROWSTOCH_X86_DISPATCH
+// logistic_accumulate_lanes on AVX-512 octuples: eight rows a call (one replica a lane, the same bits).
+template <int D>
+ROWSTOCH_TARGET_AVX512 __attribute__((noinline)) void logistic_lanes8(const double* H, const double* Y,
+                                                                     const double* const* xs,
+                                                                     const std::int64_t* idx, std::int64_t count,
+                                                                     double weight, double* const* outs) {
+    logistic_accumulate_lanes<D, 8>(H, Y, xs, idx, count, weight, outs);
+}
+#endif
+
+// Rows first, first + stride, ... (below end) of X and G (rows of D values) over the same samples idx[0..count),
+// as many as fill whole groups of vector lanes: eight at a time where `wide` (AVX-512; W = 4), then W at a time.
+// Returns the first row left: the caller's, one by one.
+template <int D, int W>
+ROWSTOCH_INLINE std::int64_t logistic_rows_in_lanes(const double* H, const double* Y, const double* X, double* G,
+                                                    std::int64_t first, std::int64_t stride, std::int64_t end,
+                                                    const std::int64_t* idx, std::int64_t count, double weight,
+                                                    bool wide) {
+    std::int64_t row = first;
+    // K rows from `row` on as lane pointers, handed to call(xs, outs)
+    auto group = [&](auto lanes, auto&& call) ROWSTOCH_INLINE_LAMBDA {
+        constexpr int K = decltype(lanes)::value;
+        const double* xs[K];
+        double* outs[K];
+        for (int k = 0; k < K; ++k) {
+            xs[k] = X + (row + k * stride) * D;
+            outs[k] = G + (row + k * stride) * D;
+        }
+        call(xs, outs);
+    };
+    using Rows = const double* const*;
+    using Sums = double* const*;
+#if ROWSTOCH_X86_DISPATCH
+    if constexpr (W == 4)
+        if (wide)  // (a group of fewer rows padded to eight lanes was no faster than fours and ones)
+            for (; row + 7 * stride < end; row += 8 * stride)
+                group(std::integral_constant<int, 8>{}, [&](Rows xs, Sums outs) ROWSTOCH_INLINE_LAMBDA {
+                    logistic_lanes8<D>(H, Y, xs, idx, count, weight, outs);
+                });
+#else
+    (void)wide;
+#endif
+    for (; row + (W - 1) * stride < end; row += W * stride)
+        group(std::integral_constant<int, W>{}, [&](Rows xs, Sums outs) ROWSTOCH_INLINE_LAMBDA {
+            logistic_accumulate_lanes<D, W>(H, Y, xs, idx, count, weight, outs);
+        });
+    return row;
+}
+
 // f(std::integral_constant<int, W>{}) compiled for the widest vectors this CPU
 // runs: the AVX2 instance is a separate function with the target attribute, and
 // f (marked ROWSTOCH_INLINE_LAMBDA) with everything it calls on vectors is
@@ -311,7 +361,7 @@ ROWSTOCH_TARGET_AVX2 void simd_call_w4(F& f) {
 template <class F>
 inline void with_simd_width(F&& f) {
 #if ROWSTOCH_X86_DISPATCH
-    if (simd_width() == 4) return simd_call_w4(f);
+    if (simd_width() >= 4) return simd_call_w4(f);  // (width 8: logistic_rows_in_lanes' groups of eight)
 #endif
     simd_call_w2(f);
 }
@@ -438,6 +488,7 @@ void logistic_stochastic_grad(const T H[], const T Y[], std::int64_t m, const st
     for_range(units, threads, [&](std::int64_t lo, std::int64_t hi) {
     with_simd_width([&](auto W) ROWSTOCH_INLINE_LAMBDA {
         IdentityScratch perm(2, M);
+        const bool wide = simd_width() == 8;
         std::vector<std::int64_t> swaps(static_cast<std::size_t>(2 * B));
         bool dirty[2] = {false, false};
         const std::int64_t tasks = (hi - lo) * batches;  // (unit, mini-batch) pairs, in order
@@ -474,17 +525,8 @@ void logistic_stochastic_grad(const T H[], const T Y[], std::int64_t m, const st
                 logistic_accumulate<D, W, false>(Hi, Yi, d, X + unit * d, idx, B, weight, G + unit * d, no_side_job);
             }
             std::int64_t row = unit + stride;
-            if constexpr (D > 0 && std::is_same<T, double>::value) {  // the rows sharing the batch, W at a time
-                for (; row + (W - 1) * stride < rows; row += W * stride) {
-                    const double* xs[W];
-                    double* outs[W];
-                    for (int k = 0; k < W; ++k) {
-                        xs[k] = X + (row + k * stride) * d;
-                        outs[k] = G + (row + k * stride) * d;
-                    }
-                    logistic_accumulate_lanes<D, W>(Hi, Yi, xs, idx, B, weight, outs);
-                }
-            }
+            if constexpr (D > 0 && std::is_same<T, double>::value)  // the rows sharing the batch, in vector lanes
+                row = logistic_rows_in_lanes<D, W>(Hi, Yi, X, G, row, stride, rows, idx, B, weight, wide);
             for (; row < rows; row += stride)
                 logistic_accumulate<D, W, false>(Hi, Yi, d, X + row * d, idx, B, weight, G + row * d, no_side_job);
             if (r == batches - 1)
@@ -504,7 +546,7 @@ void logistic_stochastic_grad(const T H[], const T Y[], std::int64_t m, const st
 // read from memory once and from cache for the other replicas (a record of a tuning run measures
 // dozens of replicas' models over the same data).  Without the losses, W replicas of a unit go
 // through a chunk as the W lanes of logistic_accumulate_lanes (each sample's row read once for
-// them), the rest one by one.  Each row adds its samples in order, in the blocks
+// them; eight at a time where the CPU runs AVX-512: logistic_rows_in_lanes), the rest one by one.  Each row adds its samples in order, in the blocks
 // logistic_accumulate uses, whatever the units and lanes: the same bits as one pass per row.
 template <class T>
 void logistic_full_grad(const T H[], const T Y[], std::int64_t m, const std::int64_t* node_ids, std::int64_t M,
@@ -516,6 +558,7 @@ void logistic_full_grad(const T H[], const T Y[], std::int64_t m, const std::int
     with_simd_width([&](auto W) ROWSTOCH_INLINE_LAMBDA {
         std::vector<std::int64_t> all(static_cast<std::size_t>(M));
         for (std::int64_t l = 0; l < M; ++l) all[l] = l;
+        const bool wide = simd_width() == 8;
         double loss[kGroup];
         for (std::int64_t unit = lo; unit < hi; ++unit) {
             const std::int64_t i = unit % m, r0 = unit / m * kGroup;
@@ -531,18 +574,10 @@ void logistic_full_grad(const T H[], const T Y[], std::int64_t m, const std::int
             for (std::int64_t c0 = 0; c0 < M; c0 += kChunk) {
                 const std::int64_t count = M - c0 < kChunk ? M - c0 : kChunk;
                 std::int64_t r = r0;
-                if constexpr (D > 0 && std::is_same<T, double>::value) {  // the gradient alone: W replicas a lane each
+                if constexpr (D > 0 && std::is_same<T, double>::value)  // the gradient alone: a replica a lane
                     if (!L)
-                        for (; r + W <= r1; r += W) {
-                            const double* xs[W];
-                            double* outs[W];
-                            for (int k = 0; k < W; ++k) {
-                                xs[k] = X + ((r + k) * m + i) * d;
-                                outs[k] = G + ((r + k) * m + i) * d;
-                            }
-                            logistic_accumulate_lanes<D, W>(Hi, Yi, xs, all.data() + c0, count, T(1) / T(M), outs);
-                        }
-                }
+                        r = (logistic_rows_in_lanes<D, W>(Hi, Yi, X, G, r0 * m + i, m, r1 * m + i, all.data() + c0,
+                                                          count, T(1) / T(M), wide) - i) / m;
                 for (; r < r1; ++r) {
                     const T* x = X + (r * m + i) * d;
                     T* g = G + (r * m + i) * d;

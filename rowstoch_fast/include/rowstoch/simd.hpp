@@ -1,11 +1,12 @@
 // Short vectors of doubles (GCC/Clang vector extensions) and the run-time choice
 // of their width.
 //
-// Kernels written on Vec<W> compile to SSE2/NEON pairs for W = 2 and, inside a
-// function marked ROWSTOCH_TARGET_AVX2, to AVX2 quadruples for W = 4.  Every
+// Kernels written on Vec<W> compile to SSE2/NEON pairs for W = 2, inside a
+// function marked ROWSTOCH_TARGET_AVX2 to AVX2 quadruples for W = 4, and inside
+// one marked ROWSTOCH_TARGET_AVX512 to AVX-512 octuples for W = 8.  Every
 // operation here is lane-wise IEEE arithmetic (no FMA: the build passes
-// -ffp-contract=off; no libm), so a result does not depend on W: the AVX2 path
-// and the baseline path give the same bits (tested).
+// -ffp-contract=off; no libm), so a result does not depend on W: the AVX2 and
+// AVX-512 paths and the baseline path give the same bits (tested).
 #pragma once
 
 #include <atomic>
@@ -27,6 +28,7 @@
 #if defined(__x86_64__) || defined(__i386__)
 #define ROWSTOCH_X86_DISPATCH 1
 #define ROWSTOCH_TARGET_AVX2 __attribute__((target("avx2")))
+#define ROWSTOCH_TARGET_AVX512 __attribute__((target("avx512f")))
 #else
 #define ROWSTOCH_X86_DISPATCH 0
 #endif
@@ -127,8 +129,9 @@ ROWSTOCH_INLINE void log1p_unit(double* ep) {
     vstore<W>(ep, k * 6.93147180559945286227e-01 + atanh2);
 }
 
-// Vector width of the kernels: 4 where the CPU has AVX2 (x86-64), else 2.
-// set_simd_width(2) forces the baseline path (tests, benchmarks); 0 = automatic.
+// Vector width of the kernels: 8 where the CPU (and its OS) runs AVX-512F, 4 where it has AVX2 (x86-64),
+// else 2. Width 8 is taken only by the kernels that put one replica in each lane (the other lanes of its
+// kernels run at 4). set_simd_width(2) forces the baseline path (tests, benchmarks); 0 = automatic.
 inline std::atomic<int>& simd_width_setting() {
     static std::atomic<int> w{0};
     return w;
@@ -136,7 +139,7 @@ inline std::atomic<int>& simd_width_setting() {
 
 inline int simd_width_available() {
 #if ROWSTOCH_X86_DISPATCH
-    static const int w = __builtin_cpu_supports("avx2") ? 4 : 2;
+    static const int w = __builtin_cpu_supports("avx512f") ? 8 : __builtin_cpu_supports("avx2") ? 4 : 2;
     return w;
 #else
     return 2;
@@ -150,7 +153,7 @@ inline int simd_width() {
 
 // Returns false (and changes nothing) for a width this CPU cannot run.
 inline bool set_simd_width(int w) {
-    if (w != 0 && w != 2 && !(w == 4 && simd_width_available() == 4)) return false;
+    if (w != 0 && w != 2 && !((w == 4 || w == 8) && w <= simd_width_available())) return false;
     simd_width_setting().store(w, std::memory_order_relaxed);
     return true;
 }
