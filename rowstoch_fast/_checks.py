@@ -45,6 +45,23 @@ def check_bool(value, name):
     return bool(value)
 
 
+def check_names(value, name, *, allow_none=False):
+    """``value`` as a list of strings: one string is a list of one (not read letter by letter), None an empty list
+    where ``allow_none``; anything else a TypeError naming ``name``."""
+    if value is None and allow_none:
+        return []
+    if isinstance(value, str):
+        return [value]
+    try:
+        names = list(value)
+    except TypeError:
+        names = None
+    if names is None or not all(isinstance(v, str) for v in names):
+        raise TypeError(f"{name} must be a name or a sequence of names (str), got {type(value).__name__} "
+                        f"{fmt_value(value)}")
+    return names
+
+
 #: The diagonal trackers of the Pull-Diag methods: ``D_t = Diag(A^(tR))`` as in the paper, or its limit diag(pi).
 TRACKERS = ("exact", "perron")
 
@@ -193,13 +210,25 @@ def as_float_array(x, name, dtype, *, ndim=None, copy=False, finite=True):
     # native byte order (dtype is), C order and aligned: the kernels load whole elements
     out = np.array(arr, dtype=dtype, order="C", copy=True) if copy else np.require(arr, dtype, ["C", "A"])
     if finite and not np.all(np.isfinite(out)):
-        _raise_nonfinite(out, name)
+        _raise_nonfinite(out, name, arr)
     return out
 
 
-def _raise_nonfinite(arr, name):
-    bad = np.argwhere(~np.isfinite(arr))[0]
-    raise ValueError(f"{name} must be finite; {name}[{', '.join(map(str, bad))}] = {arr[tuple(bad)]}")
+def _raise_nonfinite(arr, name, source=None):
+    """The ValueError of ``arr``'s first NaN or Inf; where ``source`` (what ``arr`` was converted from) is finite
+    there, the conversion overflowed ``arr``'s dtype: said so, and the error's ``overflow`` and ``dtype`` attributes
+    hold the index and that dtype (a float64 optimizer's iterate beyond a float32 objective's range: its divergence,
+    not a bad X)."""
+    bad = tuple(np.argwhere(~np.isfinite(arr))[0])
+    where = f"{name}[{', '.join(map(str, bad))}]"
+    if source is not None:
+        value = np.asarray(source)[bad]
+        if np.isfinite(value):
+            exc = ValueError(f"{name} must be finite in {arr.dtype}; {where} = {value:.6g} is beyond its range "
+                             f"(largest {float(np.finfo(arr.dtype).max):.6g})")
+            exc.overflow, exc.dtype = bad, arr.dtype
+            raise exc
+    raise ValueError(f"{name} must be finite; {where} = {arr[bad]}")
 
 
 def check_out(out, name, shape, dtype):

@@ -17,6 +17,14 @@ __all__ = ["TEXT_ENCODING", "atomic_write", "is_header", "loadtxt_source", "open
 TEXT_ENCODING = "utf-8-sig"
 
 
+def check_path(path, name="path"):
+    """``path`` (a str or an os.PathLike) as a str, else a TypeError naming ``name`` (os' own "expected str, bytes
+    or os.PathLike object" named no argument, and a number was opened as a file descriptor)."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"{name} must be a path (str or os.PathLike), got {type(path).__name__} {path!r:.60}")
+    return os.fspath(path)
+
+
 def atomic_write(path, write, mode="w"):
     """``write(fh)`` into ``path`` through a temporary file in its folder, flushed to disk, then renamed over it; a
     text file in UTF-8, whatever the locale (under ``LANG=C`` the "±" of summary.md ended a comparison whose

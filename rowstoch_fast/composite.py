@@ -113,6 +113,8 @@ class Regularizer:
                 raise TypeError(f"v must be a real array, got dtype {v.dtype}")
             if v.dtype.kind != "f":
                 v = v.astype(np.float64)
+        if v.ndim == 0:  # (NumPy's "return arrays must be of ArrayType" from the threshold's out=)
+            raise ValueError("v must have a last axis of d values (shape (..., d)), got a scalar")
         return self._prox(v, _check_step(step, v), _xp(v) if xp is None else xp, out)
 
     def _prox(self, v, step, xp, out):  # pragma: no cover - abstract
@@ -543,6 +545,13 @@ def proximal_gradient(value_and_gradient, regularizer, x0, *, tol=1e-12, max_ite
     >>> np.round(x, 12)
     array([0.75, 0.75])
     """
+    if regularizer is not None and not callable(getattr(regularizer, "prox", None)):
+        raise TypeError(f"regularizer must be a Regularizer (e.g. L1(0.1)) or None, got {type(regularizer).__name__} "
+                        f"{regularizer!r}")
+    if not callable(value_and_gradient):
+        raise TypeError(f"value_and_gradient must be a callable x -> (f(x), grad f(x)), got "
+                        f"{type(value_and_gradient).__name__}")
+
     def prox(v, t):
         if regularizer is None:
             return v

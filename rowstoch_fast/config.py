@@ -41,6 +41,7 @@ import os
 import sys
 
 from ._checks import did_you_mean
+from ._files import check_path
 from .network import options as network_options
 
 __all__ = ["load", "preset_path", "schema", "SCHEMA"]
@@ -98,6 +99,8 @@ class ConfigError(ValueError):
 
 def preset_path(name):
     """The shipped file of a preset (``"paper"``)."""
+    if not isinstance(name, str) or not name:  # (None had given presets/None.toml)
+        raise TypeError(f"name must be a preset's name (str), got {type(name).__name__} {name!r}")
     return os.path.join(os.path.dirname(__file__), "presets", f"{name}.toml")
 
 
@@ -166,7 +169,7 @@ def load(path):
         key, a value of the wrong type or outside its choices: one message naming
         the file and the key.
     """
-    name = os.fspath(path)
+    name = check_path(path)
     if not os.path.isfile(name):
         raise ConfigError(f"--config {name!r} is a folder; give the experiment file (TOML) in it"
                           if os.path.isdir(name) else f"--config {name!r} does not exist")

@@ -49,6 +49,14 @@ class DivergenceError(FloatingPointError):
 
 
     @classmethod
+    def overflow(cls, iteration, node, dtype, lr):
+        """The iterate of ``iteration`` is beyond the range of the objective's ``dtype`` (first at ``node``): a
+        float64 optimizer's model that a float32 objective cannot take. The optimizer stays at ``iteration``."""
+        return cls(f"iterates at iteration {iteration} are beyond the objective's {dtype} range, first at node "
+                   f"{node} (lr = {lr} too large?); the optimizer stays at iteration {iteration}, whose gradients "
+                   "the objective cannot take", iteration=iteration, node=int(node), what="iterate")
+
+    @classmethod
     def starved(cls, iteration, node, total, n, weakest, smallest, cause="loses messages", kept=None):
         """A push-sum method's iterates became NaN/Inf after lost messages drained its weights (``cause``: what
         the network does that loses them, :func:`~rowstoch_fast.network.losses_of`); with ``kept`` (the iteration

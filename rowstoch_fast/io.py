@@ -16,7 +16,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._checks import check_bool, check_coo_arrays, check_csr_arrays, load_npy_file, load_npz_file
-from ._files import DAMAGED, TEXT_ENCODING, is_header, loadtxt_source, open_text
+from ._files import DAMAGED, TEXT_ENCODING, check_path, is_header, loadtxt_source, open_text
 from .errors import UsageError
 from .mixing import as_matrix, MixingMatrix
 
@@ -180,7 +180,7 @@ def load_matrix(path, normalize=False, dtype=np.float64):
     >>> io.load_matrix(path)
     MixingMatrix(n=4, nnz=8, dtype=float64)
     """
-    path = os.fspath(path)
+    path = check_path(path)
     if not os.path.exists(path):
         raise UsageError(f"matrix file {path!r} does not exist")
     normalize = check_bool(normalize, "normalize")  # (a string "False" had normalized)
@@ -230,7 +230,7 @@ def save_matrix(path, A):
 
     FORMATS
     """
-    path = os.fspath(path)
+    path = check_path(path)
     A = as_matrix(A)
     csr = A.csr
     if path.endswith(".npz"):

@@ -831,6 +831,7 @@ def out_degree_weights(A):
     >>> C.stochastic, C.toarray().sum(axis=0).tolist()
     ('column', [1.0, 1.0, 1.0])
     """
+    A = as_matrix(A)
     if A.stochastic == "column":
         return A
     c = A.csr
@@ -880,6 +881,7 @@ def metropolis_weights(A):
     >>> W.doubly, W.toarray().round(3).tolist()
     (True, [[0.333, 0.333, 0.333], [0.333, 0.667, 0.0], [0.333, 0.0, 0.667]])
     """
+    A = as_matrix(A)
     n = A.n
     coo = A.csr.tocoo()
     off = coo.row != coo.col

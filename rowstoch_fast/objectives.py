@@ -189,6 +189,11 @@ def draw_samples(samples, shape, iteration, seed=0, rep_offset=0, nodes=None, re
     ``rep_period``). ``device=True``: the same draws made on the current GPU, a CuPy array (what an oracle does
     for a CuPy ``X``: the draws are made where the table they index lives, not copied there)."""
     samples = check_int(samples, "samples", minimum=1, maximum=2**63 - 1)
+    if type(shape) is not tuple or len(shape) not in (1, 2):  # (an int had met len(), NaN keys had been cast)
+        raise TypeError(f"shape must be a tuple (n,) or (reps, n), got {type(shape).__name__} {shape!r}")
+    for value, name in ((iteration, "iteration"), (seed, "seed"), (rep_offset, "rep_offset")):
+        if type(value) is not int or value < 0:
+            check_int(value, name, minimum=0, maximum=MAX_KEY)
     reps = shape[0] if len(shape) == 2 else 1
     all_nodes = nodes is None
     ids = np.empty(shape[-1], dtype=np.int64) if all_nodes else np.ascontiguousarray(nodes, dtype=np.int64)
@@ -374,7 +379,7 @@ class Objective:
                             "LogisticL2 have one)")
         nodes = self._nodes(nodes)
         device = is_device_array(V)
-        Vh = self._check_X(V.get() if device else V, nodes).astype(np.float64)
+        Vh = self._check_X(V.get() if device else V, nodes, "V").astype(np.float64)
         t = np.asarray(step.get() if hasattr(step, "get") else step, dtype=np.float64)
         try:
             t = np.broadcast_to(t, Vh.shape[:-1])
@@ -423,11 +428,11 @@ class Objective:
     #: Value type of the data, of the ``X`` the gradients read and of what they return.
     dtype = np.dtype(np.float64)
 
-    def _check_X(self, X, nodes=None):
-        X = as_float_array(X, "X", self.dtype, ndim=(2, 3))
+    def _check_X(self, X, nodes=None, name="X"):
+        X = as_float_array(X, name, self.dtype, ndim=(2, 3))
         m = self.n if nodes is None else len(nodes)
         if X.shape[-2:] != (m, self.d):
-            raise ValueError(f"X must have shape (n, d) = ({m}, {self.d}) or (reps, n, d), got {X.shape}")
+            raise ValueError(f"{name} must have shape (n, d) = ({m}, {self.d}) or (reps, n, d), got {X.shape}")
         return X
 
     def stochastic_gradient(self, X, iteration, *, seed=0, batches=1, rep_offset=0, nodes=None,
@@ -800,7 +805,10 @@ class Objective:
         if self.test_data is None:
             return {}
         H, y = self.test_data
-        x = np.asarray(x, dtype=np.float64)
+        x = as_float_array(x, "x", np.float64, finite=False)
+        if x.ndim == 0 or x.shape[-1] != H.shape[1]:
+            raise ValueError(f"x must have a last axis of d = {H.shape[1]} values (shape (..., d)), got shape "
+                             f"{x.shape}")
         with np.errstate(over="ignore", invalid="ignore"):
             z = x @ H.T  # (..., m)
             if self.test_task == "classification":
@@ -1165,6 +1173,7 @@ def _logistic_data(n, total, d, batch, seed, heterogeneity, test_samples=0):
     d = check_int(d, "d", minimum=1)
     heterogeneity = check_positive_float(heterogeneity, "heterogeneity", allow_zero=True)
     test_samples = check_int(test_samples, "test_samples", minimum=0)
+    batch = check_int(batch, "batch", minimum=1)
     if total % n:
         raise ValueError(f"total = {total} samples must be divisible by n = {n}")
     if batch > total // n:
@@ -1334,7 +1343,7 @@ class Quadratic(Objective):
         Parameters and returns as :meth:`~rowstoch_fast.objectives.Objective.hvp`."""
         q, _, nodes = self._qb(nodes)
         self._check_X(X, nodes)
-        return q * self._check_X(V, nodes)
+        return q * self._check_X(V, nodes, "V")
 
     def full_gradient(self, X, nodes=None):
         q, b, nodes = self._qb(nodes)
@@ -1527,7 +1536,7 @@ class LeastSquares(Objective):
         nodes = self._nodes(nodes)
         sel = slice(None) if nodes is None else nodes
         self._check_X(X, nodes)
-        V = self._check_X(V, nodes)
+        V = self._check_X(V, nodes, "V")
         H = self.H[sel]
         return np.matmul(np.matmul(H, V[..., None])[..., 0][..., None, :], H)[..., 0, :] / self.M
 

@@ -19,6 +19,8 @@ import sys
 
 import numpy as np
 
+from ._checks import check_names
+
 __all__ = ["AXES", "METRIC_LABELS", "COST_UNITS", "check_axis", "check_cost_weights", "check_formats", "draw", "figure",
            "to_latex", "to_markdown", "with_cost",
            "tuning_figure"]
@@ -421,6 +423,17 @@ def figure(frames, metrics, x="rounds", path=None, formats=("png",), titles=None
 
     check_axis(x)
     formats = check_formats(formats)
+    frames = [frames] if hasattr(frames, "columns") else frames  # (one frame: one row of panels)
+    if isinstance(frames, str) or not all(hasattr(f, "columns") for f in frames):
+        raise TypeError(f"frames must be a frame of rowstoch_fast.compare.compare or a list of them, got "
+                        f"{type(frames).__name__}")
+    metrics = check_names(metrics, "metrics")
+    if titles is not None:
+        titles = check_names(titles, "titles")
+        if len(titles) != len(frames):
+            raise ValueError(f"titles: {len(titles)} title(s) for {len(frames)} frame(s); give one per frame")
+    if path is not None and not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a file path without suffix (str), got {type(path).__name__} {path!r}")
     plt = pyplot()
     rows, cols = len(frames), len(metrics)
     width = max(4.6 * cols, 6.0)
@@ -552,6 +565,19 @@ def _check_summary(table):
     return table
 
 
+def _summary_metrics(table, metrics):
+    """The metrics (names) a table of ``table`` (a summary, checked) shows: ``metrics`` (one name or several), by
+    default the summary's own; a name that is not among its columns is a ValueError naming ``metrics``."""
+    _check_summary(table)
+    names = check_names(metrics, "metrics", allow_none=True) or [table.attrs.get("metric", "final")]
+    for m in names:
+        if m not in table.columns or m + "_std" not in table.columns:
+            shown = [c[:-4] for c in table.columns if c.endswith("_std") and c[:-4] in table.columns]
+            raise ValueError(f"metrics: {m!r} is not in this summary, which has {', '.join(shown)} (summary(frame, "
+                             "metrics=[...]) adds others)")
+    return names
+
+
 def _cells(table, metrics):
     """``{metric: [(mean, std, best) per row]}``: best is the summary's own judgement (rank 1 under that metric,
     ties shared); a table without it takes the smallest finished value of its section."""
@@ -677,8 +703,8 @@ def to_markdown(table, metrics=None):
     """A :func:`~rowstoch_fast.compare.summary` table as Markdown: mean ± std per metric, the rank (shared where the
     repetitions cannot tell runs apart) with rank 1 of each metric (per section) in bold, the rate and where it came
     from, every run's status, and below the table why each run that did not end ok did not."""
-    metrics = list(metrics or [_check_summary(table).attrs.get("metric", "final")])
-    cells = _cells(_check_summary(table), metrics)
+    metrics = _summary_metrics(table, metrics)
+    cells = _cells(table, metrics)
     groups = [g for g in _GROUPS if g in table.columns]
     head = groups + ["algorithm", "rank", "lr (source)", "R", "rounds"] + \
         [METRIC_LABELS.get(m, m) for m in metrics] + ["status"]
@@ -750,8 +776,8 @@ def to_latex(table, metrics=None, caption=None, label="tab:compare"):
     {booktabs}``): each metric as ``$(m \\pm s) \\times 10^{e}$``, the rank (``1=`` where shared), rank 1 of each
     metric (per section) in bold, the status of every run and, below the table, why each run that did not end ok
     did not; ``caption`` and ``\\label{label}``."""
-    metrics = list(metrics or [_check_summary(table).attrs.get("metric", "final")])
-    cells = _cells(_check_summary(table), metrics)
+    metrics = _summary_metrics(table, metrics)
+    cells = _cells(table, metrics)
     groups = [g for g in _GROUPS if g in table.columns]
     cols = "l" * len(groups) + "lrrrr" + "r" * len(metrics) + "l"
     head = groups + ["algorithm", "rank", "lr (source)", "$R$", "rounds"] + \

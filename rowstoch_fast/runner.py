@@ -14,10 +14,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _core, _progress, backends
-from ._checks import MAX_KEY, MAX_ROUNDS, check_int, check_step_size, check_tracker, load_npz_file, precision_of, require_memory
+from ._checks import (MAX_KEY, MAX_ROUNDS, check_int, check_step_size, check_tracker, did_you_mean, load_npz_file,
+                      precision_of, require_memory)
 from ._metric_names import METRICS, TEST_METRICS  # (the metrics of every record, in order; the test ones)
 from ._progress import bar as progress_bar
-from ._files import atomic_write
+from ._files import atomic_write, check_path
 from ._signals import first, hold, put_back, signals_held, sigterm_as_interrupt
 from .algorithms import REGISTRY
 from .algorithms import names as _algorithm_names
@@ -50,6 +51,7 @@ def record_schedule(iterations, points):
     """The iterations a run of ``iterations`` records at for about ``points`` records: ``0``, every
     ``max(1, iterations // points)`` and the last (the harness's records: evenly spaced, so that a figure against
     communication rounds and the end of the run are both covered)."""
+    iterations, points = check_int(iterations, "iterations", minimum=0), check_int(points, "points", minimum=1)
     every = max(1, iterations // max(1, points))
     return sorted({0, iterations, *range(0, iterations + 1, every)})
 
@@ -82,12 +84,23 @@ GROWTH_WARNING = 1e3
 _BUILT = {"self", "A", "C", "W", "n", "x0", "lr", "rounds", "tracker", "backend", "comm", "partition"}
 
 
+def _check_method(method, name="method"):
+    """``method`` if it names an algorithm of the registry, else a TypeError / ValueError naming ``name``."""
+    if not isinstance(method, str):
+        raise TypeError(f"{name} must be an algorithm's name (str, one of rowstoch_fast.algorithms.REGISTRY), got "
+                        f"{type(method).__name__} {method!r}")
+    if method not in REGISTRY:
+        raise ValueError(f"{name} must be one of {', '.join(sorted(REGISTRY))}, got {method!r}"
+                         f"{did_you_mean(method, REGISTRY)}")
+    return method
+
+
 def algorithm_options(method):
     """The hyperparameters ``method``'s constructor takes beyond ``lr``, ``rounds`` and ``tracker`` (``form``,
     ``check_finite``, ...): what :class:`Algorithm` and ``compare(hyper=...)`` pass through."""
     import inspect
 
-    params = inspect.signature(REGISTRY[method].__init__).parameters
+    params = inspect.signature(REGISTRY[_check_method(method)].__init__).parameters
     return tuple(name for name, p in params.items()
                  if name not in _BUILT and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY))
 
@@ -169,11 +182,10 @@ class Algorithm:
 
         if not isinstance(self.A, (MixingMatrix, Network)):
             raise TypeError(f"A must be a MixingMatrix or a network (rowstoch_fast.network), got {type(self.A).__name__}")
-        if self.method not in REGISTRY:
-            if isinstance(self.method, str) and self.method.startswith("mg-") and self.method[3:] in REGISTRY:
-                raise ValueError(f"method {self.method!r} is a comparison's label: here the method is "
-                                 f"method={self.method[3:]!r} with rounds=R (its R gossip rounds per iteration)")
-            raise ValueError(f"method must be one of {', '.join(sorted(REGISTRY))}, got {self.method!r}")
+        if isinstance(self.method, str) and self.method.startswith("mg-") and self.method[3:] in REGISTRY:
+            raise ValueError(f"method {self.method!r} is a comparison's label: here the method is "
+                             f"method={self.method[3:]!r} with rounds=R (its R gossip rounds per iteration)")
+        _check_method(self.method)
         check_int(self.rounds, "rounds", minimum=1)
         if self.rounds > 1 and not REGISTRY[self.method].multi_round:
             raise ValueError(f"{self.method} takes one gossip round per iteration, got rounds = {self.rounds}")
@@ -391,7 +403,7 @@ class History:
         """
         import pandas as pd
 
-        path = os.fspath(path)
+        path = check_path(path)
         if os.path.isdir(path):
             path = os.path.join(path, cls.FILES[1])
         with open(path, encoding="utf-8") as fh:  # (FileNotFoundError, naming it)
@@ -431,7 +443,7 @@ class History:
         from .report import axes_for, pyplot
 
         table, document, figure = self.FILES
-        folder = os.fspath(folder) or "."
+        folder = check_path(folder, "folder") or "."
         if os.path.exists(folder) and not os.path.isdir(folder):
             raise NotADirectoryError(f"folder {folder!r} is a file; History.save writes a folder of files")
         os.makedirs(folder, exist_ok=True)  # (a folder not made yet, as ``rowstoch run --out`` makes it)
@@ -479,6 +491,8 @@ class History:
         check_metric(metric, choices=self.metrics)
         check_metric(x, "x", AXES)
         log = not linear_scale(metric, self.meta.get("extra_metrics"))
+        if path is not None:
+            check_path(path)
         from .report import axes_for
 
         s = self.summary()
@@ -1105,6 +1119,10 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
                         f"{type(objective).__name__}")
     if config is not None and not isinstance(config, dict):
         raise TypeError(f"config must be a dict of the run's settings, got {type(config).__name__}")
+    if checkpoint is not None:
+        check_path(checkpoint, "checkpoint")
+    if resume is not None:
+        check_path(resume, "resume")
     if checkpoint_every is not None and not checkpoint:
         raise ValueError("checkpoint_every needs checkpoint (the path of the file to write)")
     if checkpoint and backends.one_process(algorithm.backend):  # (under MPI rank 0 writes it, and a check

@@ -59,6 +59,13 @@ def check_diag_work(A, steps, what, max_work=None):
     return work
 
 
+def _check_matrix(A, name="A"):
+    """A TypeError naming ``name`` unless ``A`` is a MixingMatrix (an array had met an AttributeError)."""
+    if not (hasattr(type(A), "pi") and hasattr(type(A), "csr")):  # (the class's: pi, a property, is computed)
+        raise TypeError(f"{name} must be a MixingMatrix (rowstoch_fast.MixingMatrix(W) makes one of an array), got "
+                        f"{type(A).__name__}")
+
+
 def diag_powers(A, stride, n_records, *, block=DEFAULT_BLOCK, max_work=None):
     """Diagonals of the powers of ``A``: row ``m`` is ``diag(A^(m * stride))``.
 
@@ -89,6 +96,7 @@ def diag_powers(A, stride, n_records, *, block=DEFAULT_BLOCK, max_work=None):
     >>> d[:, 0]
     array([1.  , 0.5 , 0.25])
     """
+    _check_matrix(A)
     stride = check_int(stride, "stride", minimum=1)
     n_records = check_int(n_records, "n_records", minimum=1)
     block = check_int(block, "block", minimum=1)
@@ -132,6 +140,8 @@ def freeze_step(beta, min_pi, eps=np.finfo(np.float64).eps):
     57
     """
     beta = check_positive_float(beta, "beta", allow_zero=True)
+    if beta > 1.0:  # (2.5 had given 39070613938484168 steps)
+        raise ValueError(f"beta must be in [0, 1] (the network's generalized spectral radius), got {beta}")
     min_pi = check_positive_float(min_pi, "min_pi")  # (0 had raised "math domain error")
     if beta <= 0.0:
         return 1
@@ -171,6 +181,11 @@ class DiagTracker:
     def __init__(self, A, rounds=1, kind="exact", *, max_bytes=None, max_work=None):
         self.rounds = check_int(rounds, "rounds", minimum=1, maximum=MAX_ROUNDS)
         self.kind = check_tracker(kind, "kind")
+        _check_matrix(A)
+        for value, name in ((max_bytes, "max_bytes"), (max_work, "max_work")):  # (a text or NaN had passed where
+            # the table was small, and failed deep where it was not)
+            if value is not None:
+                check_positive_float(value, name)
         self.n = A.n
         dtype = A.dtype
         if kind == "perron":  # needs pi only, not the metrics' beta
@@ -268,7 +283,9 @@ class DiagTracker:
         return scales
 
     def scale(self, t):
-        """``1 / diag(D_t)`` as a read-only array of shape (n,)."""
+        """``1 / diag(D_t)`` as a read-only array of shape (n,), ``t >= 0``."""
+        if type(t) is not int or t < 0:  # (-1 had read the last row, True a (1, ...) block, 2.5 NumPy's IndexError)
+            t = check_int(t, "t", minimum=0)
         return self._table[min(t, self._table.shape[0] - 1)]
 
     @property

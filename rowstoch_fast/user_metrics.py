@@ -360,6 +360,8 @@ def load_metrics_module(path):
     Exception
         Whatever the file raises (a SyntaxError, a name a metric may not take, ...).
     """
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be the path of a Python file (str), got {type(path).__name__} {path!r}")
     path = os.path.abspath(os.fspath(path))
     name = _module_name(path)
     if name in _LOADED:
@@ -367,6 +369,8 @@ def load_metrics_module(path):
     if not os.path.isfile(path):
         raise FileNotFoundError(f"metrics module {path!r} does not exist")
     spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None:  # (no loader for the suffix: importlib's own "'NoneType' object has no attribute 'loader'")
+        raise ValueError(f"metrics module {path!r} is not a Python file: give it the suffix .py")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     _LOADED[name] = (path, [])

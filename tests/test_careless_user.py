@@ -1355,3 +1355,165 @@ def test_the_topology_builders_show_their_keywords():
         assert params["weights"].default == "in-degree" and params["stochastic"].default == "row", name
     inspect.signature(rf.topology.ring).bind(4, weights="metropolis")
     assert rf.topology.geometric(8, 1e300, seed=0).nnz == 64  # (a radius past the square: its estimate overflowed)
+
+
+# ----- helper 142's fuzzing of the public API (2026-12-04): each case had met Python's, NumPy's or another
+# argument's words, or had been accepted
+
+
+@pytest.fixture(scope="module")
+def small_problem():
+    from rowstoch_fast.objectives import LeastSquares
+
+    return topology.exponential(8), LeastSquares.synthetic(8, d=5)
+
+
+def test_step_names_an_objective_an_uncalled_oracle_a_pair_and_none_as_grad_fn(small_problem):
+    A, f = small_problem
+    with pytest.raises(TypeError, match=r"got LeastSquares, an objective: pass objective\.oracle\(\)"):
+        PullDiagGT(A, f.x0(), 0.01).step(f)
+    with pytest.raises(TypeError, match=r"grad_fn is the method LeastSquares\.oracle, not the oracle it makes"):
+        PullDiagGT(A, f.x0(), 0.01).step(f.oracle)
+    with pytest.raises(TypeError, match=r"grad_fn returned a tuple of 2 \(the gradients and a loss\?\)"):
+        PullDiagGT(A, f.x0(), 0.01).step(lambda X: (f.full_gradient(X), 1.0))
+    opt = PullDiagGT(A, f.x0(), 0.01)
+    opt.ask()
+    with pytest.raises(TypeError, match=r"tell\(G\): G must be the gradients alone.*got a tuple of 2"):
+        opt.tell((np.zeros((8, 5)), 1.0))
+    W = topology.by_name("exponential", 8, undirected=True, weights="metropolis")
+    admm = rf.ADMM(W, f.x0(), 0.01)  # (its first step takes no gradient: None had been accepted there)
+    with pytest.raises(TypeError, match="grad_fn must be a callable grad_fn.X. -> the gradients at X .*got None"):
+        admm.step(None)
+    assert admm.iteration == 0
+    with pytest.raises(TypeError, match="got LeastSquares, an objective"):
+        PullDiagGT(A, f.x0(), 0.01).initialize(f)
+
+
+def test_report_takes_one_frame_one_metric_and_names_wrong_metrics_titles_and_paths(small_problem, tmp_path):
+    from rowstoch_fast import compare as cm, report as rp
+
+    A, f = small_problem
+    frame = cm.compare(A, f, ["pull-diag-gt", "dgd"], 40, lr=0.01, tune=False, repeats=2, progress=False, points=5)
+    table = cm.summary(frame)
+    assert rp.figure(frame, "suboptimality") is not None  # (one frame, one name: a row of one panel)
+    assert rp.to_markdown(table, metrics="suboptimality") == rp.to_markdown(table, metrics=["suboptimality"])
+    assert cm.summary(frame, metrics=None).equals(cm.summary(frame))
+    assert "loss" in cm.summary(frame, metrics="loss").columns  # (a name, not its letters)
+    for write in (rp.to_markdown, rp.to_latex):
+        with pytest.raises(ValueError, match="metrics: 'loss' is not in this summary, which has suboptimality"):
+            write(table, metrics=["loss"])
+    with pytest.raises(ValueError, match=r"titles: 2 title\(s\) for 1 frame\(s\)"):
+        rp.figure([frame], ["suboptimality"], titles=["a", "b"])
+    with pytest.raises(TypeError, match="path must be a file path without suffix .str., got float 2.5"):
+        rp.figure([frame], ["suboptimality"], path=2.5)
+    assert not os.path.exists("2.5.png")
+    with pytest.raises(TypeError, match="metrics must be a name or a sequence of names"):
+        rp.figure([frame], [3])
+    with pytest.raises(TypeError, match="frames must be a frame of rowstoch_fast.compare.compare or a list"):
+        rp.figure("suboptimality", ["suboptimality"])
+
+
+def test_arguments_of_the_wrong_kind_are_named(small_problem, tmp_path):
+    from rowstoch_fast import composite, config, io as rio, mixing, network, objectives, runner, tracker, user_metrics
+
+    A, f = small_problem
+    dense = np.full((4, 4), 0.25)
+    cases = [
+        (lambda: runner.algorithm_options("PullDiagGT"), ValueError, r"got 'PullDiagGT' \(did you mean 'pull-diag-gt'\?\)"),
+        (lambda: Algorithm(A, lr=0.01, method=["dgd"]), TypeError, r"method must be an algorithm's name .*got list"),
+        (lambda: objectives.LogisticL2.synthetic(8, total=800, d=5, batch=None), TypeError, "batch must be an integer"),
+        (lambda: objectives.NonconvexLogistic.synthetic(8, total=800, d=5, batch=None), TypeError, "batch must be"),
+        (lambda: composite.L1(0.1).prox(3.0, 0.1), ValueError, r"v must have a last axis of d values"),
+        (lambda: composite.proximal_gradient(f.value_and_gradient_at, "l1", np.zeros(5)), TypeError,
+         "regularizer must be a Regularizer"),
+        (lambda: tracker.DiagTracker(dense), TypeError, "A must be a MixingMatrix"),
+        (lambda: tracker.diag_powers(dense, 1, 2), TypeError, "A must be a MixingMatrix"),
+        (lambda: network.base_matrix(dense), TypeError, "net must be a MixingMatrix or a network"),
+        (lambda: network.weights_of("abc"), TypeError, "net must be a MixingMatrix or a network"),
+        (lambda: network.fixed_links(2.5), TypeError, "M must be a MixingMatrix or a network"),
+        (lambda: objectives.LeastSquares.synthetic(8, d=5, test_samples=10).test_metrics(np.zeros(3)), ValueError,
+         r"x must have a last axis of d = 5 values"),
+        (lambda: f.hvp(np.zeros((8, 5)), None), TypeError, "V must be a numeric array"),
+        (lambda: f.hvp(np.zeros((8, 5)), np.zeros((8, 4))), ValueError, r"V must have shape \(n, d\)"),
+        (lambda: rf.History.load(None), TypeError, r"path must be a path \(str or os.PathLike\), got NoneType"),
+        (lambda: rio.load_matrix(None), TypeError, "path must be a path"),
+        (lambda: rio.save_matrix(3, A), TypeError, "path must be a path"),
+        (lambda: config.load(None), TypeError, "path must be a path"),
+        (lambda: run(Algorithm(A, lr=0.01), f, 10, progress=False, resume=0), TypeError, "resume must be a path"),
+        (lambda: network.Lossy(A, 1.0, model="gilbert_elliott", p_bad=0.1, p_recover=0.5), ValueError,
+         r"model must be 'bernoulli' or 'gilbert-elliott', got 'gilbert_elliott' \(did you mean 'gilbert-elliott'"),
+        (lambda: user_metrics.load_metrics_module(None), TypeError, "path must be the path of a Python file"),
+    ]
+    for call, kind, words in cases:
+        with pytest.raises(kind, match=words):
+            call()
+    text = tmp_path / "metrics.txt"
+    text.write_text("x = 1\n")
+    with pytest.raises(ValueError, match="is not a Python file: give it the suffix .py"):
+        user_metrics.load_metrics_module(str(text))
+    history = run(Algorithm(A, lr=0.01), f, 5, progress=False)
+    with pytest.raises(TypeError, match="folder must be a path"):
+        history.save(None)
+    with pytest.raises(TypeError, match="path must be a path"):
+        history.plot(path=3)
+    # what they are for still works: arrays where a matrix is read, a matrix's own helpers
+    assert mixing.metropolis_weights(dense).doubly and mixing.out_degree_weights(dense).n == 4
+    assert network.out_links(dense).tolist() == [3, 3, 3, 3]
+
+
+@pytest.mark.parametrize("method", ["dsgd", "push-pull", "exact-diffusion"])
+def test_a_float32_objective_under_a_too_large_rate_is_a_divergence_not_an_error(method):
+    """The optimizer runs in float64; its iterate beyond float32's range had reached the float32 objective, whose
+    "X must be finite" ended the whole comparison (helper 141): now the run's divergence."""
+    from rowstoch_fast import compare as cm
+    from rowstoch_fast.errors import DivergenceError
+    from rowstoch_fast.objectives import Quadratic
+    from rowstoch_fast.runner import build_replicas
+
+    A = topology.ring(64, directed=False)
+    f = Quadratic.random(64, 20, seed=3, sigma=0.5, dtype=np.float32)
+    frame = cm.compare(A, f, [method], 3000, repeats=8, progress=False, lr={method: 10.0}, tune=False)
+    assert set(frame["status"]) == {"diverged"}
+    opt = build_replicas(Algorithm(A, lr=10.0, method="dsgd"), f, 8)
+    oracle = f.oracle(seed=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(DivergenceError, match="beyond the objective's float32 range") as err:
+            for _ in range(200):
+                opt.step(oracle)
+    assert err.value.what == "iterate" and opt.iteration == err.value.iteration
+    assert np.isfinite(opt.x).all()
+
+
+def test_helpers_refuse_what_they_had_cast_or_passed_through(small_problem):
+    """Helper 142's SILENT cases and the rest of its RAW ones: each now a TypeError or ValueError naming its
+    argument."""
+    from rowstoch_fast import compare as cm, config, experiments, objectives, runner, tracker
+
+    A, f = small_problem
+    T = tracker.DiagTracker(A)
+    cases = [
+        (lambda: T.scale(-1), ValueError, "t must be >= 0"),  # (had read the last row)
+        (lambda: T.scale(True), TypeError, "t must be an integer, got bool"),  # (had given a (1, ...) block)
+        (lambda: T.scale(2.5), TypeError, "t must be an integer"),
+        (lambda: tracker.DiagTracker(A, max_bytes="abc"), TypeError, "max_bytes must be a real number"),
+        (lambda: tracker.DiagTracker(A, max_work=float("nan")), ValueError, "max_work must be finite"),
+        (lambda: tracker.freeze_step(2.5, 0.1), ValueError, r"beta must be in \[0, 1\]"),
+        (lambda: objectives.draw_samples(32, 8, 0), TypeError, r"shape must be a tuple \(n,\) or \(reps, n\)"),
+        (lambda: objectives.draw_samples(32, (8, 4), float("nan")), TypeError, "iteration must be an integer"),
+        (lambda: objectives.draw_samples(32, (8, 4), 1, seed=2.5), TypeError, "seed must be an integer"),
+        (lambda: objectives.draw_samples(32, (8, 4), 1, rep_offset=-1), ValueError, "rep_offset must be >= 0"),
+        (lambda: experiments.linear_speedup_rate("exponential", 0), ValueError, "n must be >= 1"),
+        (lambda: experiments.linear_speedup_rate("exponential", -1), ValueError, "n must be >= 1"),
+        (lambda: runner.record_schedule(100.0, 10), TypeError, "iterations must be an integer"),
+        (lambda: cm.default_algorithms(None), TypeError, "A must be a MixingMatrix or a network"),
+        (lambda: config.preset_path(None), TypeError, "name must be a preset's name"),
+        (lambda: cm.tune_lr(A, f, None, "dgd", 1, 40), TypeError, "label must be a str"),
+        (lambda: cm.compare(A, f, ["dgd"], 40, lr=0.01, tune=False, progress=False, previous=0), TypeError,
+         "previous must be the frame of an earlier compare"),
+    ]
+    for call, kind, words in cases:
+        with pytest.raises(kind, match=words):
+            call()
+    assert T.scale(np.int64(3)) is T.scale(3) or np.array_equal(T.scale(np.int64(3)), T.scale(3))
+    assert objectives.draw_samples(32, (8,), np.int64(3)).shape == (8,)

@@ -1256,6 +1256,17 @@ def test_push_sum_on_a_lossy_network_at_a_rate_whose_consensus_error_runs_off_is
         in frame.attrs["diagnosis"]["sgp"], frame.attrs["diagnosis"]
 
 
+def test_a_fallback_that_alone_ended_finite_is_not_said_to_have_ended_lowest():
+    """Push-Pull on a directed ring of 64 (helper 141): every rate but 1e-4 ran off in the tuning runs; "the one
+    that ended lowest" had compared it with nothing."""
+    f = LeastSquares.synthetic(64, samples_per_node=32, d=10, heterogeneity=5.0, noise=0.5, batch=4, seed=23)
+    with pytest.raises(cmp.NoStableRate) as err:
+        cmp.tune_lr(topology.ring(64), f, "push-pull", "push-pull", 1, 2000)
+    assert err.value.fallback == 1e-4
+    assert err.value.record["fallback"] == ("the only one whose tuning runs ended finite (every other rate diverged "
+                                            "or ran off)")
+
+
 def test_a_consensus_error_that_climbs_on_a_straight_line_runs_off_short_of_tenfold():
     """A helper's directed 64-node ring: the tracking methods' consensus error grows 3.5-9.8x from the first quarter
     to the end of the budget, geometrically (a straight line in its logarithm), and 15-44x by twice the budget;

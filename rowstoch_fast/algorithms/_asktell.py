@@ -194,8 +194,15 @@ class AskTell:
         if G is None:
             raise TypeError(f"tell(G): G must be the gradients at the points of ask(), an array of shape "
                             f"{self._shape}, got None")
+        if type(G) is tuple:  # (a (gradient, loss) pair: NumPy's "inhomogeneous shape" otherwise)
+            raise TypeError(f"tell(G): G must be the gradients alone, an array of shape {self._shape}, got a tuple "
+                            f"of {len(G)} (the gradients and a loss?)")
         shape = getattr(G, "shape", None)
-        shape = tuple(shape) if shape is not None else np.shape(G)
+        try:
+            shape = tuple(shape) if shape is not None else np.shape(G)
+        except ValueError:  # (a ragged list)
+            raise TypeError(f"tell(G): G must be an array of shape {self._shape}, got a ragged "
+                            f"{type(G).__name__}") from None
         if shape != self._shape:
             raise ValueError(f"tell(G): G has shape {shape}, expected {self._shape} (the shape of ask()'s points)")
         kind = getattr(getattr(G, "dtype", None), "kind", None) or np.asarray(G).dtype.kind

@@ -22,6 +22,7 @@ and :mod:`._registry` (the registry and every list derived from it).
 from __future__ import annotations
 
 import math
+import types
 import warnings
 
 import numpy as np
@@ -200,6 +201,23 @@ def _links(M):
     if not isinstance(M, MixingMatrix):
         M = base_matrix(M)
     return M.nnz - int(np.count_nonzero(M.csr.diagonal()))
+
+
+def _check_grad_fn(grad_fn):
+    """TypeError for a ``grad_fn`` that is None, an objective or its ``oracle`` method not called, naming it (they
+    had met ``'LeastSquares' object is not callable``, ``seed must be an integer``, or a first step that took no
+    gradient and let None through). Anything else is the algorithm's to read: a callable ``grad_fn(X) -> G``, or
+    an oracle object of a sample-gradient method (:class:`~rowstoch_fast.objectives.SampleOracle`)."""
+    if grad_fn is None:
+        raise TypeError("grad_fn must be a callable grad_fn(X) -> the gradients at X (e.g. objective.oracle()), got "
+                        "None")
+    if type(grad_fn) is types.MethodType:
+        if grad_fn.__name__ == "oracle" and hasattr(grad_fn.__self__, "stochastic_gradient"):
+            raise TypeError(f"grad_fn is the method {type(grad_fn.__self__).__name__}.oracle, not the oracle it "
+                            "makes: call it (step(objective.oracle()))")
+    elif hasattr(grad_fn, "stochastic_gradient") and hasattr(grad_fn, "full_gradient"):
+        raise TypeError(f"grad_fn must be a callable grad_fn(X) -> the gradients at X, got {type(grad_fn).__name__}, "
+                        "an objective: pass objective.oracle() (or lambda X: objective.full_gradient(X))")
 
 
 class Optimizer(AskTell, FailureHandling, Persistence):
@@ -994,6 +1012,7 @@ class Optimizer(AskTell, FailureHandling, Persistence):
     def initialize(self, grad_fn):
         """Set up iteration 0 (the first gradients where the algorithm needs them); done by the first
         :meth:`step` if not called."""
+        _check_grad_fn(grad_fn)
         self._enter_step("initialize")
         try:
             self._initialize_now(grad_fn)
@@ -1057,6 +1076,7 @@ class Optimizer(AskTell, FailureHandling, Persistence):
             if ``grad_fn`` steps it (or sets its ``x`` or ``lr``) from inside
             this step.
         """
+        _check_grad_fn(grad_fn)
         self._enter_step("step")
         try:
             return self._step_now(grad_fn)

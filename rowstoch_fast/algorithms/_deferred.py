@@ -12,6 +12,7 @@ read of the state: it rolls the optimizer back to the last finite iterate and ra
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 
 import numpy as np
@@ -49,6 +50,21 @@ class FailureHandling:
                 return
             self._verify(self._ops.is_finite(x_buf), lambda: self._iterate_error(iteration - 1, x_buf))
 
+    @contextlib.contextmanager
+    def _overflow_is_divergence(self, iteration):
+        """An objective's refusal of the point of ``iteration`` because it is beyond the objective's range (a
+        float32 objective under a float64 optimizer: :func:`~rowstoch_fast._checks.as_float_array`'s ``overflow``)
+        raised as that iterate's DivergenceError: the run diverged (it had ended a comparison with "X must be
+        finite")."""
+        try:
+            yield
+        except ValueError as exc:
+            bad = getattr(exc, "overflow", None)
+            if bad is None or not self.check_finite:
+                raise
+            node = bad[-2] if len(bad) >= 2 else 0
+            raise DivergenceError.overflow(iteration, node, exc.dtype, self._lr_text()) from exc
+
     def _verified_last(self, finite, block, iteration):
         """Record that ``block``, the model of iteration ``iteration``, was last written by a combine whose check
         found it finite (``finite`` True, not deferred): the next step's :meth:`_check_point` skips its pass."""
@@ -57,7 +73,8 @@ class FailureHandling:
     def _gradient(self, grad_fn, x_buf, out, iteration):
         """``out <- grad_fn(x_buf)`` (collective under MPI); DivergenceError on NaN/Inf."""
         self._check_point(x_buf, iteration)
-        finite = self._ops.call(self._gradient_local, grad_fn, x_buf, out)
+        with self._overflow_is_divergence(iteration):
+            finite = self._ops.call(self._gradient_local, grad_fn, x_buf, out)
         if self.check_finite:
             self._verify(finite, lambda: self._gradient_error(iteration, out))
 
@@ -160,7 +177,8 @@ class FailureHandling:
         gradients are scanned first, a non-finite one raising the gradient's DivergenceError as it did here."""
         self._check_point(x_buf, iteration)
         later = self._ops.xp is np and (checked_next or not self.check_finite)  # (unchecked: no scan at all)
-        finite, block = self._ops.call(self._gradient_local_read, grad_fn, x_buf, work, later)
+        with self._overflow_is_divergence(iteration):
+            finite, block = self._ops.call(self._gradient_local_read, grad_fn, x_buf, work, later)
         if finite is None:  # (left to the next check)
             if self.check_finite:
                 self._unchecked_gradient = (iteration, block)
@@ -192,6 +210,10 @@ class FailureHandling:
         if G is None:
             raise TypeError(("tell(G) got None" if told else "grad_fn returned None") + f"; it must return the "
                             f"gradients at X, an array of shape {self._shape} (the shape of x)")
+        if type(G) is tuple:  # (a (gradient, loss) pair: NumPy's "inhomogeneous shape" otherwise)
+            raise TypeError(("tell(G) got" if told else "grad_fn returned") + f" a tuple of {len(G)} (the gradients "
+                            f"and a loss?); {'G' if told else 'it'} must be the gradients alone, an array of shape "
+                            f"{self._shape} (the shape of x)")
         G = self._ops.user_array(G, "tell(G)'s G" if told else "the value grad_fn returns")
         if tuple(G.shape) != self._shape:
             raise ValueError(("tell(G) got" if told else "grad_fn returned") + f" shape {tuple(G.shape)}, expected "

@@ -76,6 +76,10 @@ def tune_lr(A, objective, label, method, rounds, budget, *, grid=TUNE_GRID, seed
     NoStableRate
         When every rate tried is rejected (a ValueError).
     """
+    for value, name in ((label, "label"), (method, "method")):  # (None had met str's methods)
+        if not isinstance(value, str):
+            raise TypeError(f"{name} must be a str (the method's {'label' if name == 'label' else 'registry name'}), "
+                            f"got {type(value).__name__} {value!r}")
     plan = make_plan(A, objective, [label], budget, tune=True, repeats=1, seed=seed, tracker=tracker,
                      backend=backend, mg_rounds=rounds if label.startswith("mg-") else None, metric=metric,
                      hyper={label: dict(hyper or {})} if hyper else None, grid=grid)

@@ -21,6 +21,7 @@ from .. import backends
 from .._checks import MAX_KEY, MAX_ROUNDS, check_int, did_you_mean, fmt_bytes, require_memory
 from ..algorithms import REGISTRY, method_of
 from ..backends import BACKENDS
+from ..mixing import MixingMatrix
 from ..network import Network, base_matrix, describe, first_difference, redrawn, weights_of
 from .._metric_names import METRICS, TEST_METRICS
 from ..runner import Algorithm, check_takes, round_schedule
@@ -85,6 +86,8 @@ def default_algorithms(A, objective=None):
     matrix: the undirected rule) and on ``objective``'s gradients (GT-SAGA only on a
     finite sum), in listing order, with the ``mg-`` forms listed; the federated methods (a server and clients,
     not the network) only where named."""
+    if not isinstance(A, (MixingMatrix, Network)):  # (None had listed every algorithm)
+        raise TypeError(f"A must be a MixingMatrix or a network (rowstoch_fast.network), got {type(A).__name__}")
     chosen = _algorithms.labels(lambda cls: not cls.federated and cls.applies_to(A)
                                 and (objective is None or cls.takes_objective(objective)))
     if not chosen and objective is not None:  # (say why: nothing runs on this network and objective together)
@@ -285,6 +288,8 @@ def _earlier_runs(previous, labels, same):
     """``{label: rows}`` of an earlier comparison's frame (for the labels compared now), refused where its
     ``attrs`` say it compared another problem than ``same`` (:func:`identity`; a frame read back from a file has
     none: the command line compares its experiment.json instead)."""
+    if previous is not None and not hasattr(previous, "columns"):  # (0 had met len())
+        raise TypeError(f"previous must be the frame of an earlier compare(), got {type(previous).__name__}")
     if previous is None or not len(previous):
         return {}
     if "algorithm" not in getattr(previous, "columns", ()) or "rep" not in previous.columns:
@@ -385,7 +390,6 @@ def make_plan(A, objective, algorithms=None, rounds_budget=2000, *, lr=None, tun
     arguments as :func:`~rowstoch_fast.compare.compare` documents them; ``jobs``, the processes that will run
     its methods at once, for the memory they need together). A ValueError or TypeError names the first argument
     that is wrong, a MemoryError a comparison that cannot fit; nothing has run."""
-    from ..mixing import MixingMatrix
     from ..objectives import Objective
 
     if not isinstance(A, (MixingMatrix, Network)):

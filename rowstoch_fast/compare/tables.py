@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from .._checks import check_names
 from ..report import _check_summary as check_summary, single_runs, tie_note
 from ..runner import METRICS, check_metric
 from ..user_metrics import COUNTS, RESERVED, higher_is_better
@@ -135,7 +136,7 @@ def summary(frame, metric=None, metrics=()):
     import pandas as pd
 
     metric = metric or frame_metric(frame)
-    shown = list(dict.fromkeys([metric, *metrics]))
+    shown = list(dict.fromkeys([metric, *check_names(metrics, "metrics", allow_none=True)]))
     check_frame(frame, shown)
     groups = [g for g in GROUPS if g in frame.columns]
     at_rounding = getattr(frame, "attrs", {}).get("converged", CONVERGED)  # (compare's: a float32 problem's, f*'s)

@@ -1181,8 +1181,9 @@ def _tune_stages(stage, scores, arrival, ends, finals, record, grid, method, log
         exc.record, exc.grid = record, grid
         exc.fallback = _best(confirmed or ended) if ended else min(scores)
         # (what the diagnosis says of it: where every rate diverged or ran off, none ended anywhere)
-        record["fallback"] = ("the one that ended lowest in the tuning runs" if ended else
-                              "the smallest rate tried (every rate diverged or ran off)")
+        record["fallback"] = ("the one that ended lowest in the tuning runs" if len(ended) > 1 else
+                              "the only one whose tuning runs ended finite (every other rate diverged or ran off)"
+                              if ended else "the smallest rate tried (every rate diverged or ran off)")
         raise exc
     record["chosen"] = _best(stable, arrival)
     if log is not None:

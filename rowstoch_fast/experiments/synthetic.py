@@ -8,6 +8,7 @@ import os
 import numpy as np
 
 from .. import topology
+from .._checks import check_int
 from ..errors import DivergenceError
 from ..metrics import metrics_table
 from ..objectives import NonconvexLogistic
@@ -182,6 +183,7 @@ def linear_speedup_rate(graph, n, rates="default"):
         raise ValueError(f"graph must be one of {', '.join(LINEAR_SPEEDUP_SIZES)}, got {graph!r}")
     if rates not in RATES:
         raise ValueError(f"rates must be one of {', '.join(RATES)}, got {rates!r}")
+    n = check_int(n, "n", minimum=1)  # (0 had divided by zero, -1 given a negative rate)
     if rates == "paper":
         return PAPER_RATE_CONSTANT[graph] / n
     if graph == "exponential":

@@ -8,7 +8,7 @@ import threading
 
 import numpy as np
 
-from .._checks import check_int, check_positive_float, MAX_KEY, per_node_text, per_node_values
+from .._checks import check_int, check_positive_float, did_you_mean, MAX_KEY, per_node_text, per_node_values
 from ..errors import UsageError
 from .._hashing import MAX_T
 from ..mixing import MixingMatrix
@@ -53,6 +53,10 @@ class Lossy(Network):
     def __init__(self, A, p, seed=0, model="bernoulli", p_bad=None, p_recover=None):
         self.base = _under_messages(as_network(A), "Lossy")
         self.n, self.stochastic = self.base.n, self.base.stochastic
+        if not isinstance(model, str) or model not in ("bernoulli", "gilbert-elliott"):  # (first: p's bounds are
+            # the model's, and a misspelt one had blamed p)
+            raise ValueError(f"model must be 'bernoulli' or 'gilbert-elliott', got {model!r}"
+                             f"{did_you_mean(model, ('bernoulli', 'gilbert-elliott'))}")
         top = 1.0 if model == "gilbert-elliott" else np.nextafter(1.0, 0.0)
         each = per_node_values(p, "p", self.n, lambda v: (v >= 0) & (v <= top),
                                "in [0, 1) (gilbert-elliott: [0, 1], the loss in the bad state)")
@@ -60,8 +64,6 @@ class Lossy(Network):
         if each is None and self.p >= 1 and not (model == "gilbert-elliott" and self.p == 1):
             raise ValueError(f"p must be in [0, 1) (gilbert-elliott: [0, 1], the loss in the bad state), got {self.p}")
         self.seed = check_int(seed, "seed", minimum=0, maximum=MAX_KEY)
-        if model not in ("bernoulli", "gilbert-elliott"):
-            raise ValueError(f"model must be 'bernoulli' or 'gilbert-elliott', got {model!r}")
         self.model = model
         if model == "gilbert-elliott":
             if p_bad is None or p_recover is None:

@@ -10,13 +10,23 @@ from __future__ import annotations
 import numpy as np
 
 from .._checks import MAX_KEY, check_int
-from ..mixing import MixingMatrix
+from ..mixing import MixingMatrix, as_matrix
 from .base import Network
 from .messages import _Messages
 
 
+def _network(net, name="net"):
+    """``net`` if it is a MixingMatrix or a network, else a TypeError naming ``name`` (an array had met an
+    AttributeError, or passed through as if it were a network)."""
+    if not isinstance(net, (MixingMatrix, Network)):
+        raise TypeError(f"{name} must be a MixingMatrix or a network (rowstoch_fast.network), got "
+                        f"{type(net).__name__}")
+    return net
+
+
 def base_matrix(net):
     """The static matrix under a network's losses and sleep (a schedule's first one): its physical links."""
+    _network(net)
     while not isinstance(net, MixingMatrix):
         net = net.base if hasattr(net, "base") else net.matrix(0)
     return net
@@ -36,6 +46,7 @@ def losses_of(net):
 def out_links(M):
     """Each node's out-links in the :class:`MixingMatrix` ``M`` (the stored entries of its column, a weighted self
     loop not counted): the messages it sends in one exchange, an int64 array of ``n``."""
+    M = as_matrix(M, "M")
     csr = M.csr
     return (np.bincount(csr.indices, minlength=M.n) - (csr.diagonal() > 0)).astype(np.int64)
 
@@ -44,6 +55,7 @@ def source_of(net):
     """``(source, varying)``: the static matrix or the :class:`Schedule` under every layer of ``net`` (what its
     rounds are drawn from), and whether a layer that drops or gates links (``acts_on == "links"``: losses, sleep)
     is among its layers: the rounds an undirected method keeps symmetric."""
+    _network(net)
     varying = False
     while isinstance(net, Network) and net.acts_on != "matrices":
         varying |= net.acts_on == "links"
@@ -64,7 +76,7 @@ def fixed_links(M):
     :class:`Sleepy` over one or over those losses), under message layers (compression, noise, delays) or not.
     Schedules have not. Decided by what the layers declare, never by their types: a new layer is answered for
     as it declares."""
-    M = weights_of(M)
+    M = weights_of(_network(M, "M"))
     return not isinstance(M, Network) or bool(M.reports_arrivals)
 
 
@@ -73,7 +85,7 @@ def as_undirected(net):
     schedule, under message layers or not) under the undirected rule (:meth:`Network.undirected`); a matrix,
     a schedule alone, message layers over a static matrix and a network already under the rule as they are.
     Raises the rule's ValueError where it cannot apply."""
-    if not isinstance(net, Network) or net.stochastic == "doubly" or isinstance(weights_of(net), MixingMatrix):
+    if not isinstance(_network(net), Network) or net.stochastic == "doubly" or isinstance(weights_of(net), MixingMatrix):
         return net
     return net.undirected()
 
@@ -81,6 +93,7 @@ def as_undirected(net):
 def weights_of(net):
     """The network whose weights ``net`` applies: ``net`` without its message layers (compression, noise): what
     the diagonal trackers of the Pull-Diag methods follow (their messages travel uncompressed)."""
+    _network(net)
     return net.core() if isinstance(net, _Messages) else net
 
 
@@ -90,7 +103,7 @@ def links_of(net):
     losses, sleep and schedules): how the messages of a method that compresses them itself (CHOCO-SGD,
     Compressed Push-Pull: ``Q`` applied once, through :meth:`_Messages.encode`) reach their receivers. ``net``
     itself where it has no such layer; the stripped network is kept on ``net`` (one object per network)."""
-    if not isinstance(net, _Messages):
+    if not isinstance(_network(net), _Messages):
         return net
     kept, layer, stripped = [], net, False
     while isinstance(layer, _Messages):
