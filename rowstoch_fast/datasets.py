@@ -369,6 +369,9 @@ def split_samples(X, y, n, split="contiguous", seed=0):
     """
     X, y = np.asarray(X), np.asarray(y)
     n = check_int(n, "n", minimum=1)
+    for arr, name in ((X, "X"), (y, "y")):  # (a number had met len())
+        if arr.ndim == 0:
+            raise ValueError(f"{name} must hold one entry per sample (shape (m, ...)), got a scalar")
     if len(X) != len(y):
         raise ValueError(f"X has {len(X)} samples but y has {len(y)} labels")
     if not isinstance(split, str):

@@ -137,6 +137,8 @@ def with_cost(frame, weights):
     ([0.0, 232.0], 'cost (1 per gradient evaluation + 100 per communication round)')
     """
     weights = check_cost_weights(weights)
+    if not hasattr(frame, "columns") or not hasattr(frame, "attrs"):  # (a dict had met .to_numpy)
+        raise TypeError(f"frame must be a DataFrame of compare() (or its summary), got {type(frame).__name__}")
     frame = frame.copy()
     frame["cost"] = sum(w * frame[COST_UNITS[u]].to_numpy(dtype=np.float64) for u, w in weights.items())
     names = {"gradient": "gradient evaluation", "round": "communication round", "message": "message", "byte": "byte"}

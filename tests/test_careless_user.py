@@ -1488,7 +1488,7 @@ def test_a_float32_objective_under_a_too_large_rate_is_a_divergence_not_an_error
 def test_helpers_refuse_what_they_had_cast_or_passed_through(small_problem):
     """Helper 142's SILENT cases and the rest of its RAW ones: each now a TypeError or ValueError naming its
     argument."""
-    from rowstoch_fast import compare as cm, config, experiments, objectives, runner, tracker
+    from rowstoch_fast import compare as cm, config, datasets, experiments, objectives, report, runner, tracker
 
     A, f = small_problem
     T = tracker.DiagTracker(A)
@@ -1511,6 +1511,11 @@ def test_helpers_refuse_what_they_had_cast_or_passed_through(small_problem):
         (lambda: cm.tune_lr(A, f, None, "dgd", 1, 40), TypeError, "label must be a str"),
         (lambda: cm.compare(A, f, ["dgd"], 40, lr=0.01, tune=False, progress=False, previous=0), TypeError,
          "previous must be the frame of an earlier compare"),
+        (lambda: datasets.split_samples(3.0, np.arange(100), 8), ValueError, "X must hold one entry per sample"),
+        (lambda: experiments.label_counts(np.arange(3), datasets.iid_split(100, 8)), ValueError,
+         r"parts\[0\] holds sample \d+, past the 3 labels"),
+        (lambda: report.with_cost({"gradient_evaluations": [0]}, "gradient=1"), TypeError,
+         "frame must be a DataFrame of compare"),
     ]
     for call, kind, words in cases:
         with pytest.raises(kind, match=words):

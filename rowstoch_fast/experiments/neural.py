@@ -422,6 +422,11 @@ def _split(labels, n, split, alpha, seed):
 
 def label_counts(labels, parts, classes=10):
     """The heat map's numbers: ``counts[i, c]``, how many samples of class ``c`` node ``i`` holds."""
+    labels = np.asarray(labels)
+    parts = [np.asarray(p) for p in parts]
+    for i, p in enumerate(parts):  # (an index past the labels had been NumPy's IndexError)
+        if p.size and (p.min() < -len(labels) or p.max() >= len(labels)):
+            raise ValueError(f"parts[{i}] holds sample {int(p.max())}, past the {len(labels)} labels")
     return np.stack([np.bincount(np.asarray(labels)[p], minlength=classes)[:classes] for p in parts])
 
 
