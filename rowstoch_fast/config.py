@@ -99,8 +99,10 @@ class ConfigError(ValueError):
 
 def preset_path(name):
     """The shipped file of a preset (``"paper"``)."""
-    if not isinstance(name, str) or not name:  # (None had given presets/None.toml)
+    if not isinstance(name, str):  # (None had given presets/None.toml)
         raise TypeError(f"name must be a preset's name (str), got {type(name).__name__} {name!r}")
+    if not name:
+        raise ValueError("name must be a preset's name, got ''")
     return os.path.join(os.path.dirname(__file__), "presets", f"{name}.toml")
 
 

@@ -189,8 +189,12 @@ def draw_samples(samples, shape, iteration, seed=0, rep_offset=0, nodes=None, re
     ``rep_period``). ``device=True``: the same draws made on the current GPU, a CuPy array (what an oracle does
     for a CuPy ``X``: the draws are made where the table they index lives, not copied there)."""
     samples = check_int(samples, "samples", minimum=1, maximum=2**63 - 1)
-    if type(shape) is not tuple or len(shape) not in (1, 2):  # (an int had met len(), NaN keys had been cast)
-        raise TypeError(f"shape must be a tuple (n,) or (reps, n), got {type(shape).__name__} {shape!r}")
+    if type(shape) is not tuple:  # (a list, a torch.Size; an int had met len())
+        if not isinstance(shape, (tuple, list)):
+            raise TypeError(f"shape must be a tuple (n,) or (reps, n), got {type(shape).__name__} {shape!r}")
+        shape = tuple(shape)
+    if len(shape) not in (1, 2):
+        raise ValueError(f"shape must be (n,) or (reps, n), got {shape!r}")
     for value, name in ((iteration, "iteration"), (seed, "seed"), (rep_offset, "rep_offset")):
         if type(value) is not int or value < 0:
             check_int(value, name, minimum=0, maximum=MAX_KEY)

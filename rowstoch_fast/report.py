@@ -425,14 +425,16 @@ def figure(frames, metrics, x="rounds", path=None, formats=("png",), titles=None
 
     check_axis(x)
     formats = check_formats(formats)
+    given = frames
     frames = [frames] if hasattr(frames, "columns") else frames  # (one frame: one row of panels)
-    if isinstance(frames, str) or not all(hasattr(f, "columns") for f in frames):
+    frames = list(frames) if hasattr(frames, "__iter__") and not isinstance(frames, (str, dict)) else None
+    if frames is None or not all(hasattr(f, "columns") for f in frames):
         raise TypeError(f"frames must be a frame of rowstoch_fast.compare.compare or a list of them, got "
-                        f"{type(frames).__name__}")
+                        f"{type(given).__name__}")
     metrics = check_names(metrics, "metrics")
     if titles is not None:
-        titles = check_names(titles, "titles")
-        if len(titles) != len(frames):
+        titles = [titles] if isinstance(titles, str) else [str(t) for t in titles]
+        if len(titles) > len(frames):  # (fewer: the last rows untitled)
             raise ValueError(f"titles: {len(titles)} title(s) for {len(frames)} frame(s); give one per frame")
     if path is not None and not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"path must be a file path without suffix (str), got {type(path).__name__} {path!r}")

@@ -51,7 +51,7 @@ def record_schedule(iterations, points):
     """The iterations a run of ``iterations`` records at for about ``points`` records: ``0``, every
     ``max(1, iterations // points)`` and the last (the harness's records: evenly spaced, so that a figure against
     communication rounds and the end of the run are both covered)."""
-    iterations, points = check_int(iterations, "iterations", minimum=0), check_int(points, "points", minimum=1)
+    iterations, points = check_int(iterations, "iterations", minimum=0), check_int(points, "points", minimum=0)
     every = max(1, iterations // max(1, points))
     return sorted({0, iterations, *range(0, iterations + 1, every)})
 
@@ -576,24 +576,25 @@ def _measured(opt, objective, oracle, metrics, x, deviation, y, g):
     X = x if x.ndim == 3 else x[None]
     wanted = {m for m in metrics if isinstance(m, str)}
     best = optimum_of(objective) if {"suboptimality", "distance"} & wanted else None
+    dtype = precision_of(objective)  # (a float64 model beyond a float32 objective's range records inf, as a NaN)
     out = {}
     with np.errstate(over="ignore", invalid="ignore"):  # a diverging run records inf; _warn_if_growing says so
         if {"suboptimality", "grad_norm_mean"} & wanted:  # one pass at the mean of the node models
             if best is not None:
-                f_mean, g_mean = _where_finite(objective.value_and_gradient_at, X.mean(axis=1))
+                f_mean, g_mean = _where_finite(objective.value_and_gradient_at, X.mean(axis=1), dtype)
                 out["suboptimality"] = f_mean - best.value
             else:  # (the gradient alone: the same bits, no values to compute)
-                g_mean = _where_finite(_gradient_at(objective), X.mean(axis=1))
+                g_mean = _where_finite(_gradient_at(objective), X.mean(axis=1), dtype)
             out["grad_norm_mean"] = np.linalg.norm(objective.stationarity(X.mean(axis=1), g_mean), axis=-1)
         if best is not None and "distance" in wanted:
             out["distance"] = np.linalg.norm(X - best.x, axis=-1).mean(axis=-1)
         if {"grad_norm", "loss"} & wanted:
-            G_full, L = _where_finite(objective.evaluate, X)  # one pass for the gradient metric and the loss
+            G_full, L = _where_finite(objective.evaluate, X, dtype)  # one pass for the gradient metric and the loss
             out["grad_norm"] = np.linalg.norm(objective.stationarity(X.mean(axis=1), G_full.mean(axis=-2)), axis=-1)
             out["loss"] = L.mean(axis=-1)
         centroid = np.einsum("n,rnd->rd", pi, X)
         if "grad_norm_centroid" in wanted:
-            out["grad_norm_centroid"] = np.atleast_1d(_where_finite(objective.gradient_norm_at, centroid))
+            out["grad_norm_centroid"] = np.atleast_1d(_where_finite(objective.gradient_norm_at, centroid, dtype))
         if "consensus_error" in wanted:
             out["consensus_error"] = np.linalg.norm((X - centroid[:, None, :]).reshape(X.shape[0], -1), axis=1)
         if deviation and "descent_deviation" in wanted:
@@ -638,11 +639,15 @@ def _extra_metrics(extra, opt, objective, oracle, X):
         return {m.name: np.array([m.measure(state) for state in states], dtype=np.float64) for m in extra}
 
 
-def _where_finite(fn, P):
+def _where_finite(fn, P, dtype=np.float64):
     """``fn(P)`` for a block of points, one per replica (the first axis), where a replica's point that is not
-    finite (the mean of huge but finite models overflows) gets inf in every output instead of the objective's
-    refusal of a non-finite input: a diverging replica records inf, and the others their values."""
-    ok = np.isfinite(P).reshape(P.shape[0], -1).all(axis=1)
+    finite in ``dtype``, the objective's (the mean of huge but finite models overflows; a float64 model beyond a
+    float32 objective's range), gets inf in every output instead of the objective's refusal of a non-finite
+    input: a diverging replica records inf, and the others their values."""
+    if np.dtype(dtype) == np.float64:
+        ok = np.isfinite(P).reshape(P.shape[0], -1).all(axis=1)
+    else:  # (NaN compares false: not ok)
+        ok = (np.abs(P) <= np.finfo(dtype).max).reshape(P.shape[0], -1).all(axis=1)
     if ok.all():
         return fn(P)
 

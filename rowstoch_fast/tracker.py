@@ -183,8 +183,8 @@ class DiagTracker:
         self.kind = check_tracker(kind, "kind")
         _check_matrix(A)
         for value, name in ((max_bytes, "max_bytes"), (max_work, "max_work")):  # (a text or NaN had passed where
-            # the table was small, and failed deep where it was not)
-            if value is not None:
+            # the table was small, and failed deep where it was not; inf: no limit)
+            if value is not None and value != math.inf:
                 check_positive_float(value, name)
         self.n = A.n
         dtype = A.dtype
@@ -285,7 +285,7 @@ class DiagTracker:
     def scale(self, t):
         """``1 / diag(D_t)`` as a read-only array of shape (n,), ``t >= 0``."""
         if type(t) is not int or t < 0:  # (-1 had read the last row, True a (1, ...) block, 2.5 NumPy's IndexError)
-            t = check_int(t, "t", minimum=0)
+            t = check_int(t.item() if isinstance(t, np.ndarray) and t.ndim == 0 else t, "t", minimum=0)
         return self._table[min(t, self._table.shape[0] - 1)]
 
     @property

@@ -1387,6 +1387,15 @@ def test_step_names_an_objective_an_uncalled_oracle_a_pair_and_none_as_grad_fn(s
     assert admm.iteration == 0
     with pytest.raises(TypeError, match="got LeastSquares, an objective"):
         PullDiagGT(A, f.x0(), 0.01).initialize(f)
+    # still taken (helper 143): a callable object that also has an objective's methods, a tuple of rows
+    class Wrapper:
+        stochastic_gradient = full_gradient = None
+
+        def __call__(self, X):
+            return f.full_gradient(X)
+
+    assert PullDiagGT(A, f.x0(), 0.01).step(Wrapper()).iteration == 1
+    assert PullDiagGT(A, f.x0(), 0.01).step(lambda X: tuple(map(tuple, f.full_gradient(X)))).iteration == 1
 
 
 def test_report_takes_one_frame_one_metric_and_names_wrong_metrics_titles_and_paths(small_problem, tmp_path):
@@ -1419,7 +1428,8 @@ def test_arguments_of_the_wrong_kind_are_named(small_problem, tmp_path):
     A, f = small_problem
     dense = np.full((4, 4), 0.25)
     cases = [
-        (lambda: runner.algorithm_options("PullDiagGT"), ValueError, r"got 'PullDiagGT' \(did you mean 'pull-diag-gt'\?\)"),
+        (lambda: runner.algorithm_options("PullDiagGT"), ValueError,
+         r"got 'PullDiagGT' \(did you mean 'pull-diag-gt'\?\)"),
         (lambda: Algorithm(A, lr=0.01, method=["dgd"]), TypeError, r"method must be an algorithm's name .*got list"),
         (lambda: objectives.LogisticL2.synthetic(8, total=800, d=5, batch=None), TypeError, "batch must be an integer"),
         (lambda: objectives.NonconvexLogistic.synthetic(8, total=800, d=5, batch=None), TypeError, "batch must be"),
@@ -1461,10 +1471,11 @@ def test_arguments_of_the_wrong_kind_are_named(small_problem, tmp_path):
     assert network.out_links(dense).tolist() == [3, 3, 3, 3]
 
 
-@pytest.mark.parametrize("method", ["dsgd", "push-pull", "exact-diffusion"])
+@pytest.mark.parametrize("method", ["dsgd", "push-pull", "exact-diffusion", "k-gt", "sgp"])
 def test_a_float32_objective_under_a_too_large_rate_is_a_divergence_not_an_error(method):
     """The optimizer runs in float64; its iterate beyond float32's range had reached the float32 objective, whose
-    "X must be finite" ended the whole comparison (helper 141): now the run's divergence."""
+    "X must be finite" ended the whole comparison (helper 141): now the run's divergence, where a step's gradient
+    reads it and where a record measures it (helper 143: K-GT, SGP, DSGD on the exponential graph)."""
     from rowstoch_fast import compare as cm
     from rowstoch_fast.errors import DivergenceError
     from rowstoch_fast.objectives import Quadratic
@@ -1472,8 +1483,16 @@ def test_a_float32_objective_under_a_too_large_rate_is_a_divergence_not_an_error
 
     A = topology.ring(64, directed=False)
     f = Quadratic.random(64, 20, seed=3, sigma=0.5, dtype=np.float32)
-    frame = cm.compare(A, f, [method], 3000, repeats=8, progress=False, lr={method: 10.0}, tune=False)
-    assert set(frame["status"]) == {"diverged"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if method in ("dsgd", "push-pull", "exact-diffusion"):
+            frame = cm.compare(A, f, [method], 3000, repeats=8, progress=False, lr={method: 10.0}, tune=False)
+            assert set(frame["status"]) == {"diverged"}
+        if method != "exact-diffusion":  # (a directed graph)
+            small = Quadratic.random(16, 6, dtype=np.float32)  # (the record's mean model the first to overflow)
+            frame = cm.compare(topology.exponential(16), small, [method], 600, progress=False,
+                               lr={method: 30.0}, tune=False)
+            assert set(frame["status"]) == {"diverged"}
     opt = build_replicas(Algorithm(A, lr=10.0, method="dsgd"), f, 8)
     oracle = f.oracle(seed=0)
     with warnings.catch_warnings():
@@ -1483,6 +1502,9 @@ def test_a_float32_objective_under_a_too_large_rate_is_a_divergence_not_an_error
                 opt.step(oracle)
     assert err.value.what == "iterate" and opt.iteration == err.value.iteration
     assert np.isfinite(opt.x).all()
+    start = np.full((64, 20), 1e39)  # (x0 itself: the user's input, not a step's divergence)
+    with pytest.raises(ValueError, match="X must be finite in float32; X.0, 0. = 1e.39 is beyond its range"):
+        rf.DSGD(A, start, 0.01).step(f.oracle())
 
 
 def test_helpers_refuse_what_they_had_cast_or_passed_through(small_problem):
@@ -1506,7 +1528,7 @@ def test_helpers_refuse_what_they_had_cast_or_passed_through(small_problem):
         (lambda: experiments.linear_speedup_rate("exponential", 0), ValueError, "n must be >= 1"),
         (lambda: experiments.linear_speedup_rate("exponential", -1), ValueError, "n must be >= 1"),
         (lambda: runner.record_schedule(100.0, 10), TypeError, "iterations must be an integer"),
-        (lambda: cm.default_algorithms(None), TypeError, "A must be a MixingMatrix or a network"),
+        (lambda: cm.default_algorithms(None), TypeError, "A must be a numeric array"),
         (lambda: config.preset_path(None), TypeError, "name must be a preset's name"),
         (lambda: cm.tune_lr(A, f, None, "dgd", 1, 40), TypeError, "label must be a str"),
         (lambda: cm.compare(A, f, ["dgd"], 40, lr=0.01, tune=False, progress=False, previous=0), TypeError,
@@ -1521,4 +1543,8 @@ def test_helpers_refuse_what_they_had_cast_or_passed_through(small_problem):
         with pytest.raises(kind, match=words):
             call()
     assert T.scale(np.int64(3)) is T.scale(3) or np.array_equal(T.scale(np.int64(3)), T.scale(3))
+    assert np.array_equal(T.scale(np.array(3)), T.scale(3))
     assert objectives.draw_samples(32, (8,), np.int64(3)).shape == (8,)
+    assert np.array_equal(objectives.draw_samples(32, [2, 8], 3), objectives.draw_samples(32, (2, 8), 3))
+    assert tracker.DiagTracker(A, max_bytes=math.inf, max_work=math.inf).n == 8  # (inf: no limit)
+    assert runner.record_schedule(10, 0) == [0, 10]

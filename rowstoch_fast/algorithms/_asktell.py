@@ -194,7 +194,8 @@ class AskTell:
         if G is None:
             raise TypeError(f"tell(G): G must be the gradients at the points of ask(), an array of shape "
                             f"{self._shape}, got None")
-        if type(G) is tuple:  # (a (gradient, loss) pair: NumPy's "inhomogeneous shape" otherwise)
+        if type(G) is tuple and len(G) == 2 and np.ndim(G[1]) == 0:  # (a (gradient, loss) pair: NumPy's
+            # "inhomogeneous shape" otherwise; a tuple of rows is an array)
             raise TypeError(f"tell(G): G must be the gradients alone, an array of shape {self._shape}, got a tuple "
                             f"of {len(G)} (the gradients and a loss?)")
         shape = getattr(G, "shape", None)

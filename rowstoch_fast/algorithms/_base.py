@@ -215,7 +215,8 @@ def _check_grad_fn(grad_fn):
         if grad_fn.__name__ == "oracle" and hasattr(grad_fn.__self__, "stochastic_gradient"):
             raise TypeError(f"grad_fn is the method {type(grad_fn.__self__).__name__}.oracle, not the oracle it "
                             "makes: call it (step(objective.oracle()))")
-    elif hasattr(grad_fn, "stochastic_gradient") and hasattr(grad_fn, "full_gradient"):
+    elif not callable(grad_fn) and hasattr(grad_fn, "stochastic_gradient") and not hasattr(grad_fn, "sample"):
+        # (an objective that is not its own per-sample oracle either: one with sample() is one)
         raise TypeError(f"grad_fn must be a callable grad_fn(X) -> the gradients at X, got {type(grad_fn).__name__}, "
                         "an objective: pass objective.oracle() (or lambda X: objective.full_gradient(X))")
 

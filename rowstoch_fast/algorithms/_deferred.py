@@ -12,7 +12,6 @@ read of the state: it rolls the optimizer back to the last finite iterate and ra
 
 from __future__ import annotations
 
-import contextlib
 import warnings
 
 import numpy as np
@@ -50,20 +49,19 @@ class FailureHandling:
                 return
             self._verify(self._ops.is_finite(x_buf), lambda: self._iterate_error(iteration - 1, x_buf))
 
-    @contextlib.contextmanager
-    def _overflow_is_divergence(self, iteration):
-        """An objective's refusal of the point of ``iteration`` because it is beyond the objective's range (a
-        float32 objective under a float64 optimizer: :func:`~rowstoch_fast._checks.as_float_array`'s ``overflow``)
-        raised as that iterate's DivergenceError: the run diverged (it had ended a comparison with "X must be
-        finite")."""
-        try:
-            yield
-        except ValueError as exc:
-            bad = getattr(exc, "overflow", None)
-            if bad is None or not self.check_finite:
-                raise
-            node = bad[-2] if len(bad) >= 2 else 0
-            raise DivergenceError.overflow(iteration, node, exc.dtype, self._lr_text()) from exc
+    def _overflow_error(self, exc, iteration):
+        """The DivergenceError of the iterate of ``iteration`` where ``exc`` is an objective's refusal of it as
+        beyond the objective's range (a float32 objective under a float64 optimizer:
+        :func:`~rowstoch_fast._checks.as_float_array`'s ``overflow``): the run diverged (it had ended a comparison
+        with "X must be finite"). None for any other error, for the start (``x0`` itself: the user's input, not a
+        step's), and under MPI (the error is one rank's: the others raise theirs)."""
+        bad = getattr(exc, "overflow", None)
+        if bad is None or not self.check_finite or iteration == 0 or not backends.one_process(self.backend):
+            return None
+        node = bad[-2] if len(bad) >= 2 else 0
+        error = DivergenceError.overflow(iteration, node, exc.dtype, self._lr_text())
+        error.__cause__ = exc
+        return error
 
     def _verified_last(self, finite, block, iteration):
         """Record that ``block``, the model of iteration ``iteration``, was last written by a combine whose check
@@ -73,8 +71,10 @@ class FailureHandling:
     def _gradient(self, grad_fn, x_buf, out, iteration):
         """``out <- grad_fn(x_buf)`` (collective under MPI); DivergenceError on NaN/Inf."""
         self._check_point(x_buf, iteration)
-        with self._overflow_is_divergence(iteration):
+        try:
             finite = self._ops.call(self._gradient_local, grad_fn, x_buf, out)
+        except ValueError as exc:
+            raise self._overflow_error(exc, iteration) or exc
         if self.check_finite:
             self._verify(finite, lambda: self._gradient_error(iteration, out))
 
@@ -177,8 +177,10 @@ class FailureHandling:
         gradients are scanned first, a non-finite one raising the gradient's DivergenceError as it did here."""
         self._check_point(x_buf, iteration)
         later = self._ops.xp is np and (checked_next or not self.check_finite)  # (unchecked: no scan at all)
-        with self._overflow_is_divergence(iteration):
+        try:
             finite, block = self._ops.call(self._gradient_local_read, grad_fn, x_buf, work, later)
+        except ValueError as exc:
+            raise self._overflow_error(exc, iteration) or exc
         if finite is None:  # (left to the next check)
             if self.check_finite:
                 self._unchecked_gradient = (iteration, block)
@@ -210,7 +212,8 @@ class FailureHandling:
         if G is None:
             raise TypeError(("tell(G) got None" if told else "grad_fn returned None") + f"; it must return the "
                             f"gradients at X, an array of shape {self._shape} (the shape of x)")
-        if type(G) is tuple:  # (a (gradient, loss) pair: NumPy's "inhomogeneous shape" otherwise)
+        if type(G) is tuple and len(G) == 2 and np.ndim(G[1]) == 0:  # (a (gradient, loss) pair: NumPy's
+            # "inhomogeneous shape" otherwise; a tuple of rows is an array)
             raise TypeError(("tell(G) got" if told else "grad_fn returned") + f" a tuple of {len(G)} (the gradients "
                             f"and a loss?); {'G' if told else 'it'} must be the gradients alone, an array of shape "
                             f"{self._shape} (the shape of x)")

@@ -21,7 +21,7 @@ from .. import backends
 from .._checks import MAX_KEY, MAX_ROUNDS, check_int, did_you_mean, fmt_bytes, require_memory
 from ..algorithms import REGISTRY, method_of
 from ..backends import BACKENDS
-from ..mixing import MixingMatrix
+from ..mixing import MixingMatrix, as_matrix
 from ..network import Network, base_matrix, describe, first_difference, redrawn, weights_of
 from .._metric_names import METRICS, TEST_METRICS
 from ..runner import Algorithm, check_takes, round_schedule
@@ -86,8 +86,8 @@ def default_algorithms(A, objective=None):
     matrix: the undirected rule) and on ``objective``'s gradients (GT-SAGA only on a
     finite sum), in listing order, with the ``mg-`` forms listed; the federated methods (a server and clients,
     not the network) only where named."""
-    if not isinstance(A, (MixingMatrix, Network)):  # (None had listed every algorithm)
-        raise TypeError(f"A must be a MixingMatrix or a network (rowstoch_fast.network), got {type(A).__name__}")
+    if not isinstance(A, (MixingMatrix, Network)):  # (an array read as a matrix; None had listed every algorithm)
+        A = as_matrix(A)
     chosen = _algorithms.labels(lambda cls: not cls.federated and cls.applies_to(A)
                                 and (objective is None or cls.takes_objective(objective)))
     if not chosen and objective is not None:  # (say why: nothing runs on this network and objective together)

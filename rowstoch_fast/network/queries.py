@@ -85,7 +85,8 @@ def as_undirected(net):
     schedule, under message layers or not) under the undirected rule (:meth:`Network.undirected`); a matrix,
     a schedule alone, message layers over a static matrix and a network already under the rule as they are.
     Raises the rule's ValueError where it cannot apply."""
-    if not isinstance(_network(net), Network) or net.stochastic == "doubly" or isinstance(weights_of(net), MixingMatrix):
+    if (not isinstance(_network(net), Network) or net.stochastic == "doubly"
+            or isinstance(weights_of(net), MixingMatrix)):
         return net
     return net.undirected()
 

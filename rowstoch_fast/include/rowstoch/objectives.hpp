@@ -546,8 +546,9 @@ void logistic_stochastic_grad(const T H[], const T Y[], std::int64_t m, const st
 // read from memory once and from cache for the other replicas (a record of a tuning run measures
 // dozens of replicas' models over the same data).  Without the losses, W replicas of a unit go
 // through a chunk as the W lanes of logistic_accumulate_lanes (each sample's row read once for
-// them; eight at a time where the CPU runs AVX-512: logistic_rows_in_lanes), the rest one by one.  Each row adds its samples in order, in the blocks
-// logistic_accumulate uses, whatever the units and lanes: the same bits as one pass per row.
+// them; eight at a time where the CPU runs AVX-512: logistic_rows_in_lanes), the rest one by
+// one.  Each row adds its samples in order, in the blocks logistic_accumulate uses, whatever the
+// units and lanes: the same bits as one pass per row.
 template <class T>
 void logistic_full_grad(const T H[], const T Y[], std::int64_t m, const std::int64_t* node_ids, std::int64_t M,
                         std::int64_t d, T rho, const T X[], std::int64_t reps, T G[], T L[] = nullptr) {
