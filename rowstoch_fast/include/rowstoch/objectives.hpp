@@ -181,6 +181,9 @@ ROWSTOCH_INLINE void axpy_vec(RowRegs<D, W, W>& acc, double c, const double* h) 
     if constexpr (R::kSingle) acc.single += c * h[D - 1];
 }
 
+// The side job of a pass that has none (logistic_accumulate's `side`).
+inline void no_side_job(std::int64_t) {}
+
 // out[:] += weight * (logistic-loss gradient at x over the samples idx[0..count)):
 //   out += sum_b c_b h_b,  c_b = -y_b weight / (1 + exp(y_b h_b^T x)),
 // and with kLoss, *loss_sum += sum_b ln(1 + exp(-y_b h_b^T x)) (in sample order).
@@ -253,11 +256,12 @@ ROWSTOCH_INLINE void logistic_accumulate(const T* H, const T* Y, std::int64_t d_
 // lane does, operation for operation, what logistic_accumulate does for its row (dot4's partial
 // sums in increasing j, (s_0 + s_2) + (s_1 + s_3), the same logistic weights, c = -y z weight,
 // acc_j += c h_j in sample order), so the bits are those of W calls of it.  Rows of a tuner's
-// candidates, which share their mini-batches (rep_period), are differentiated this way.
-template <int D, int W>
+// candidates, which share their mini-batches (rep_period), are differentiated this way.  side(b), as in
+// logistic_accumulate, once for each b in order from the accumulation pass.
+template <int D, int W, class Side>
 ROWSTOCH_INLINE void logistic_accumulate_lanes(const double* H, const double* Y, const double* const* xs,
                                                const std::int64_t* idx, std::int64_t count, double weight,
-                                               double* const* outs) {
+                                               double* const* outs, Side&& side) {
     Vec<W> xt[D], acc[D];
     for (int j = 0; j < D; ++j) {  // (whole vectors from arrays: lane by lane, GCC -O3 warns maybe-uninitialized)
         alignas(32) double a[W], b[W];
@@ -281,6 +285,7 @@ ROWSTOCH_INLINE void logistic_accumulate_lanes(const double* H, const double* Y,
         }
         for (std::int64_t b = 0; b < nb; ++b) logistic_weights<W>(z + b * W);
         for (std::int64_t b = 0; b < nb; ++b) {
+            side(b0 + b);
             const std::int64_t l = idx[b0 + b];
             const double* h = H + l * D;
             const Vec<W> c = -Y[l] * vload<W>(z + b * W) * weight;
@@ -296,24 +301,27 @@ ROWSTOCH_INLINE void logistic_accumulate_lanes(const double* H, const double* Y,
 
 #if ROWSTOCH_X86_DISPATCH
 // logistic_accumulate_lanes on AVX-512 octuples: eight rows a call (one replica a lane, the same bits).
-template <int D>
+template <int D, class Side>
 ROWSTOCH_TARGET_AVX512 __attribute__((noinline)) void logistic_lanes8(const double* H, const double* Y,
                                                                      const double* const* xs,
                                                                      const std::int64_t* idx, std::int64_t count,
-                                                                     double weight, double* const* outs) {
-    logistic_accumulate_lanes<D, 8>(H, Y, xs, idx, count, weight, outs);
+                                                                     double weight, double* const* outs,
+                                                                     Side& side) {
+    logistic_accumulate_lanes<D, 8>(H, Y, xs, idx, count, weight, outs, side);
 }
 #endif
 
 // Rows first, first + stride, ... (below end) of X and G (rows of D values) over the same samples idx[0..count),
 // as many as fill whole groups of vector lanes: eight at a time where `wide` (AVX-512; W = 4), then W at a time.
-// Returns the first row left: the caller's, one by one.
-template <int D, int W>
+// The first group runs side(b) (logistic_accumulate's side job; `sided` then set). Returns the first row left:
+// the caller's, one by one (with the side job where no group ran).
+template <int D, int W, class Side>
 ROWSTOCH_INLINE std::int64_t logistic_rows_in_lanes(const double* H, const double* Y, const double* X, double* G,
                                                     std::int64_t first, std::int64_t stride, std::int64_t end,
                                                     const std::int64_t* idx, std::int64_t count, double weight,
-                                                    bool wide) {
+                                                    bool wide, Side&& side, bool& sided) {
     std::int64_t row = first;
+
     // K rows from `row` on as lane pointers, handed to call(xs, outs)
     auto group = [&](auto lanes, auto&& call) ROWSTOCH_INLINE_LAMBDA {
         constexpr int K = decltype(lanes)::value;
@@ -332,14 +340,24 @@ ROWSTOCH_INLINE std::int64_t logistic_rows_in_lanes(const double* H, const doubl
         if (wide)  // (a group of fewer rows padded to eight lanes was no faster than fours and ones)
             for (; row + 7 * stride < end; row += 8 * stride)
                 group(std::integral_constant<int, 8>{}, [&](Rows xs, Sums outs) ROWSTOCH_INLINE_LAMBDA {
-                    logistic_lanes8<D>(H, Y, xs, idx, count, weight, outs);
+                    if (sided) {
+                        logistic_lanes8<D>(H, Y, xs, idx, count, weight, outs, no_side_job);
+                    } else {
+                        logistic_lanes8<D>(H, Y, xs, idx, count, weight, outs, side);
+                        sided = true;
+                    }
                 });
 #else
     (void)wide;
 #endif
     for (; row + (W - 1) * stride < end; row += W * stride)
         group(std::integral_constant<int, W>{}, [&](Rows xs, Sums outs) ROWSTOCH_INLINE_LAMBDA {
-            logistic_accumulate_lanes<D, W>(H, Y, xs, idx, count, weight, outs);
+            if (sided) {
+                logistic_accumulate_lanes<D, W>(H, Y, xs, idx, count, weight, outs, no_side_job);
+            } else {
+                logistic_accumulate_lanes<D, W>(H, Y, xs, idx, count, weight, outs, side);
+                sided = true;
+            }
         });
     return row;
 }
@@ -398,8 +416,6 @@ inline void regulariser_grad(std::int64_t d, T rho, const T* x, T* out) {
         out[j] += rho * T(2) * x[j] / (q * q);
     }
 }
-
-inline void no_side_job(std::int64_t) {}
 
 // A mini-batch drawn step by step: a partial Fisher-Yates shuffle of perm (the
 // identity [0, M) on entry).  After step(b), perm[b] is the mini-batch's b-th
@@ -517,18 +533,27 @@ void logistic_stochastic_grad(const T H[], const T Y[], std::int64_t m, const st
             if (r == 0)
                 for (std::int64_t row = unit; row < rows; row += stride)
                     for (std::int64_t j = 0; j < d; ++j) G[row * d + j] = 0;
-            if (task + 1 < tasks) {  // (the unit's first row draws the next task's batch meanwhile)
+            // the rows sharing the batch: in vector lanes where they fill a group, the rest one by one; the first
+            // group, or else the first row, runs `side` (drawing the next task's batch meanwhile)
+            auto unit_rows = [&](auto&& side, bool sided) ROWSTOCH_INLINE_LAMBDA {
+                std::int64_t row = unit;
+                if constexpr (D > 0 && std::is_same<T, double>::value)
+                    row = logistic_rows_in_lanes<D, W>(Hi, Yi, X, G, row, stride, rows, idx, B, weight, wide, side,
+                                                       sided);
+                if (!sided) {
+                    logistic_accumulate<D, W, false>(Hi, Yi, d, X + row * d, idx, B, weight, G + row * d, side);
+                    row += stride;
+                }
+                for (; row < rows; row += stride)
+                    logistic_accumulate<D, W, false>(Hi, Yi, d, X + row * d, idx, B, weight, G + row * d,
+                                                     no_side_job);
+            };
+            if (task + 1 < tasks) {
                 MinibatchDraw<T, D> next = draw_for(task + 1);
-                logistic_accumulate<D, W, false>(Hi, Yi, d, X + unit * d, idx, B, weight, G + unit * d,
-                                                 [&](std::int64_t b) { next.step(b); });
+                unit_rows([&](std::int64_t b) { next.step(b); }, false);
             } else {
-                logistic_accumulate<D, W, false>(Hi, Yi, d, X + unit * d, idx, B, weight, G + unit * d, no_side_job);
+                unit_rows(no_side_job, true);
             }
-            std::int64_t row = unit + stride;
-            if constexpr (D > 0 && std::is_same<T, double>::value)  // the rows sharing the batch, in vector lanes
-                row = logistic_rows_in_lanes<D, W>(Hi, Yi, X, G, row, stride, rows, idx, B, weight, wide);
-            for (; row < rows; row += stride)
-                logistic_accumulate<D, W, false>(Hi, Yi, d, X + row * d, idx, B, weight, G + row * d, no_side_job);
             if (r == batches - 1)
                 for (std::int64_t row = unit; row < rows; row += stride) regulariser_grad(d, rho, X + row * d, G + row * d);
         }
@@ -576,9 +601,11 @@ void logistic_full_grad(const T H[], const T Y[], std::int64_t m, const std::int
                 const std::int64_t count = M - c0 < kChunk ? M - c0 : kChunk;
                 std::int64_t r = r0;
                 if constexpr (D > 0 && std::is_same<T, double>::value)  // the gradient alone: a replica a lane
-                    if (!L)
+                    if (!L) {
+                        bool sided = true;  // (no side job)
                         r = (logistic_rows_in_lanes<D, W>(Hi, Yi, X, G, r0 * m + i, m, r1 * m + i, all.data() + c0,
-                                                          count, T(1) / T(M), wide) - i) / m;
+                                                          count, T(1) / T(M), wide, no_side_job, sided) - i) / m;
+                    }
                 for (; r < r1; ++r) {
                     const T* x = X + (r * m + i) * d;
                     T* g = G + (r * m + i) * d;
