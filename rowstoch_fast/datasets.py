@@ -680,6 +680,7 @@ def synthetic_cifar10(train=1600, test=320, seed=0, noise=0.15):
     :func:`load_cifar10` returns them (images ``(3, 32, 32)`` float32, labels int64, classes balanced)."""
     train = check_int(train, "train", minimum=10)
     test = check_int(test, "test", minimum=10)
+    noise = check_positive_float(noise, "noise", allow_zero=True)  # (NaN had made NaN images)
     rng = make_rng(seed)
     coarse = rng.uniform(0, 1, (10, 3, 4, 4))
     templates = np.repeat(np.repeat(coarse, 8, axis=2), 8, axis=3)  # 4x4 blocks blown up to 32x32

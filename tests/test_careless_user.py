@@ -1538,6 +1538,8 @@ def test_helpers_refuse_what_they_had_cast_or_passed_through(small_problem):
          r"parts\[0\] holds sample \d+, past the 3 labels"),
         (lambda: report.with_cost({"gradient_evaluations": [0]}, "gradient=1"), TypeError,
          "frame must be a DataFrame of compare"),
+        (lambda: datasets.synthetic_cifar10(train=10, test=10, noise=float("nan")), ValueError,
+         "noise must be finite"),
     ]
     for call, kind, words in cases:
         with pytest.raises(kind, match=words):
@@ -1548,3 +1550,14 @@ def test_helpers_refuse_what_they_had_cast_or_passed_through(small_problem):
     assert np.array_equal(objectives.draw_samples(32, [2, 8], 3), objectives.draw_samples(32, (2, 8), 3))
     assert tracker.DiagTracker(A, max_bytes=math.inf, max_work=math.inf).n == 8  # (inf: no limit)
     assert runner.record_schedule(10, 0) == [0, 10]
+
+
+def test_the_mnist_network_refuses_a_flag_or_no_classes():
+    pytest.importorskip("torch")
+    from rowstoch_fast import experiments
+
+    with pytest.raises(TypeError, match="inputs must be an integer, got bool"):
+        experiments.mlp(inputs=True)
+    with pytest.raises(ValueError, match="classes must be >= 1, got 0"):
+        experiments.mlp(inputs=4, classes=0)
+    assert experiments.mlp(4, 3)[-1].out_features == 3

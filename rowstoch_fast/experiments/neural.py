@@ -19,6 +19,9 @@ def mlp(inputs, classes=10, hidden=(64, 32, 16)):
     """The four-layer fully connected network of the paper's MNIST experiment (ReLU between layers)."""
     import torch
 
+    inputs, classes = check_int(inputs, "inputs", minimum=1), check_int(classes, "classes", minimum=1)  # (True
+    # and 0 had built Linear(True, ...) and a net with no output)
+    hidden = tuple(check_int(h, "hidden", minimum=1) for h in hidden)
     sizes = (inputs, *hidden, classes)
     layers = []
     for k in range(len(sizes) - 1):
