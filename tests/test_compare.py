@@ -1619,6 +1619,14 @@ def test_the_tracker_hint_names_the_exact_trackers_largest_scale_not_its_limit()
         in frame.attrs["diagnosis"]["pull-diag-gt"], frame.attrs["diagnosis"]
     perron = Method("pull-diag-gt", "pull-diag-gt", 1, {"tracker": "perron"})
     assert _tracker_peak(topology.ring(64), perron) == pytest.approx((64.0, 64.0))
+    # a peak within 1.5x of the limit (the exponential graph of 128: 188 against 128) is not called the limit
+    # (helper 144: "1/[A^k]_ii -> 1/min(pi) = 188")
+    exact = Method("pull-diag-gt", "pull-diag-gt", 1, {})
+    peak, limit = _tracker_peak(topology.exponential(128), exact)
+    assert limit == pytest.approx(128.0) and 128.0 < peak <= 1.5 * limit
+    hint = verdict._tracker_hint({"tracker_peak": (peak, limit)})
+    assert f"1/[A^k]_ii, up to {verdict._fmt(peak)} on this graph (1/min(pi) = 128)" in hint, hint
+    assert "1/[A^k]_ii -> 1/min(pi) = 128 on this graph" in verdict._tracker_hint({"tracker_peak": (128.0, 128.0)})
     from rowstoch_fast.tracker import DiagTracker
 
     A = topology.ring(12)

@@ -132,7 +132,9 @@ def _tracker_hint(context):
              f"message{', and heavy sleep drains even theirs' if sleeps else ''})" if loses
              else "an algorithm of the push family")
     scale = (f"1/[A^k]_ii, up to {_fmt(peak)} on this graph before it settles at 1/min(pi) = {_fmt(limit)}"
-             if peak > 1.5 * limit else f"1/[A^k]_ii -> 1/min(pi) = {_fmt(peak)} on this graph")
+             if peak > 1.5 * limit else
+             f"1/[A^k]_ii, up to {_fmt(peak)} on this graph (1/min(pi) = {_fmt(limit)})" if peak > limit else
+             f"1/[A^k]_ii -> 1/min(pi) = {_fmt(limit)} on this graph")
     return (f"; its tracker scales node gradients by {scale}: try more gossip rounds (mg-, --mg-rounds) or {other}"
             + ("" if lossy else " (or --tracker perron)"))
 
