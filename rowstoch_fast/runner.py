@@ -644,10 +644,7 @@ def _where_finite(fn, P, dtype=np.float64):
     finite in ``dtype``, the objective's (the mean of huge but finite models overflows; a float64 model beyond a
     float32 objective's range), gets inf in every output instead of the objective's refusal of a non-finite
     input: a diverging replica records inf, and the others their values."""
-    if np.dtype(dtype) == np.float64:
-        ok = np.isfinite(P).reshape(P.shape[0], -1).all(axis=1)
-    else:  # (NaN compares false: not ok)
-        ok = (np.abs(P) <= np.finfo(dtype).max).reshape(P.shape[0], -1).all(axis=1)
+    ok = (np.abs(P) <= np.finfo(dtype).max).reshape(P.shape[0], -1).all(axis=1)  # (NaN and inf compare false)
     if ok.all():
         return fn(P)
 

@@ -213,10 +213,9 @@ class FailureHandling:
             raise TypeError(("tell(G) got None" if told else "grad_fn returned None") + f"; it must return the "
                             f"gradients at X, an array of shape {self._shape} (the shape of x)")
         if type(G) is tuple and len(G) == 2 and np.ndim(G[1]) == 0:  # (a (gradient, loss) pair: NumPy's
-            # "inhomogeneous shape" otherwise; a tuple of rows is an array)
-            raise TypeError(("tell(G) got" if told else "grad_fn returned") + f" a tuple of {len(G)} (the gradients "
-                            f"and a loss?); {'G' if told else 'it'} must be the gradients alone, an array of shape "
-                            f"{self._shape} (the shape of x)")
+            # "inhomogeneous shape" otherwise; a tuple of rows is an array; tell's G was refused by _check_told)
+            raise TypeError(f"grad_fn returned a tuple of 2 (the gradients and a loss?); it must be the gradients "
+                            f"alone, an array of shape {self._shape} (the shape of x)")
         G = self._ops.user_array(G, "tell(G)'s G" if told else "the value grad_fn returns")
         if tuple(G.shape) != self._shape:
             raise ValueError(("tell(G) got" if told else "grad_fn returned") + f" shape {tuple(G.shape)}, expected "
