@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import DivergenceError
-from ..network import draws, losses_of, redrawn
+from ..network import draws, effects_of, losses_of, redrawn
 from ..runner import BELOW_OPTIMUM_WORDS, run
 from .tuning import UNTUNABLE, NoStableRate, converged_for, forget_stages, replicas_per_rate, tune
 from .verdict import status_of
@@ -36,14 +36,19 @@ class Outcome:
 def _context(plan, method):
     """What the diagnosis may use of the problem: for the methods with a Pull-Diag tracker, its largest scale on
     this graph (``tracker_peak``, asked for only where a run is not ``ok``: :func:`_tracker_peak`), and whether
-    the network varies and whether it loses messages (losses, sleep: :func:`~rowstoch_fast.network.losses_of`)."""
+    the network varies and whether it loses messages (losses, sleep: :func:`~rowstoch_fast.network.losses_of`), what
+    it does to the messages (compression, delays, noise: :func:`~rowstoch_fast.network.effects_of`), whether the
+    method is one made for compressed messages and which of those run on this network."""
     from ..algorithms import REGISTRY
     from ..mixing import MixingMatrix
 
     out = {"lossy": not isinstance(plan.network, MixingMatrix), "loses": losses_of(plan.network),  # (its phrases)
            # (its repetitions run one trajectory: exact gradients over a network that draws nothing)
            "one_trajectory": replicas_per_rate(plan.network, plan.objective, method) == 1 and not draws(plan.network),
-           "converged": converged_for(plan.objective, getattr(plan.metric, "name", plan.metric))}
+           "converged": converged_for(plan.objective, getattr(plan.metric, "name", plan.metric)),
+           "effects": effects_of(plan.network), "compresses": "compressed" in REGISTRY[method.method].family,
+           "for_compression": [name for name, cls in REGISTRY.items()  # (those that run on this network)
+                               if "compressed" in cls.family and cls.applies_to(plan.network)]}
     if "tracker" in REGISTRY[method.method].hyper:
         out["tracker_peak"] = lambda: _tracker_peak(plan.network, method)
     return out

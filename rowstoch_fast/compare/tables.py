@@ -11,7 +11,7 @@ from ..report import _check_summary as check_summary, single_runs, tie_note
 from ..runner import METRICS, check_metric
 from ..user_metrics import COUNTS, RESERVED, higher_is_better
 from .tuning import CONVERGED
-from .verdict import ranks
+from .verdict import hint_outcomes, ranks
 
 __all__ = ["summary", "format_summary", "frame_metric", "check_frame", "require_frame", "status_of_rows",
            "empirical_rate", "GROUPS"]
@@ -182,6 +182,12 @@ def summary(frame, metric=None, metrics=()):
         rows.append(row)
         finals.append({m: last[m].to_numpy(dtype=np.float64) for m in shown})
     table = pd.DataFrame(rows)
+    for _, part in (table.groupby(groups if len(groups) > 1 else groups[0], sort=False) if groups and len(table)
+                    else [((), table)] if len(table) else []):  # (a hint beside what became of the methods it
+        # suggests, in the same section)
+        outcomes = dict(zip(part["algorithm"], part["status"]))
+        for i in part.index[(part["status"] != "ok") & (part["diagnosis"] != "")]:
+            table.at[i, "diagnosis"] = hint_outcomes(table.at[i, "diagnosis"], outcomes, table.at[i, "algorithm"])
     scales = {m: {} for m in shown}  # per section: the largest record of its ok runs (their starts, mostly)
     for key, runs in frame.groupby(groups if len(groups) > 1 else groups[0], sort=False) if groups else [((), frame)]:
         key = "|".join(map(str, key if isinstance(key, tuple) else (key,))) if groups else ""

@@ -12,7 +12,8 @@ Statuses (:data:`STATUSES`):
 * ``unstable``: the tuner found no stable rate (it ran at the smallest rate tried), or the run climbs off at the
   end of its budget: its ranked metric ends above its lowest level by the tuner's stability factor (where the
   repetitions ran one trajectory; tenfold, and still rising, where they differ), or its consensus error runs off
-  at the end of the budget (:func:`~rowstoch_fast.compare.tuning.climbs`);
+  at the end of the budget (:func:`~rowstoch_fast.compare.tuning.climbs`), or some of its repetitions, not all,
+  end above their start while the others make progress (a rate one draw undoes);
 * ``interrupted``: stopped by Ctrl-C or SIGTERM before the end of its budget (``--resume`` continues it).
 
 Only ``ok`` runs are ranked and only they can be bold. Ranks (:func:`ranks`): a method's rank is one plus the
@@ -38,7 +39,7 @@ from ..runner import GROWTH_WARNING
 from .tuning import (CLIMB, CONVERGED, NO_PROGRESS, SPREAD, STABILITY_FACTOR, UNTUNABLE, climbs, off_its_minimum,
                      rising, runaway, typical_curve)
 
-__all__ = ["STATUSES", "NO_PROGRESS", "TIE_SE", "status_of", "ranks", "tuning_failures"]
+__all__ = ["STATUSES", "NO_PROGRESS", "TIE_SE", "status_of", "ranks", "tuning_failures", "hint_outcomes"]
 
 STATUSES = ("ok", "diverged", "no-progress", "unstable", "interrupted")
 # NO_PROGRESS (from .tuning, the tuner's rule too): a run whose final value (mean over repetitions) is above half
@@ -139,13 +140,50 @@ def _tracker_hint(context):
             + ("" if lossy else " (or --tracker perron)"))
 
 
+def _suggested(diagnosis):
+    """The registry names of the methods a diagnosis suggests trying (:func:`_tracker_hint`'s "an algorithm of the
+    push family" and "a loss-robust method", :meth:`~rowstoch_fast.DivergenceError.starved`'s "one that pulls with
+    a row-stochastic matrix", :func:`_effects_note`'s "a method made for compressed messages"), by what they gossip
+    with (a column-stochastic matrix ``C``, the row-stochastic one alone ``A``) or their family."""
+    from ..algorithms import REGISTRY
+
+    names = set()
+    if "push family" in diagnosis:
+        names |= {name for name, cls in REGISTRY.items() if "C" in cls.matrices}
+    if "loss-robust method" in diagnosis:
+        names |= {"robust-gradient-push", "r-fast"}
+    if "one that pulls" in diagnosis:
+        names |= {name for name, cls in REGISTRY.items() if tuple(cls.matrices) == ("A",)}
+    if "made for compressed messages" in diagnosis:
+        names |= {name for name, cls in REGISTRY.items() if "compressed" in cls.family}
+    return names
+
+
+def hint_outcomes(diagnosis, outcomes, own=None):
+    """``diagnosis`` with what became, in the same comparison, of the methods it suggests trying
+    (``"...; of those, here: push-pull no-progress, sgp ok"``), so that a hint is not read as advice the comparison
+    itself refutes (helper 144: "an algorithm of the push family" where Push-Pull had made no progress on that run;
+    "one that pulls" where Pull-Diag-GT and FROST had made none). ``outcomes``: ``{label: status}`` of the
+    comparison's methods (a label is a registry name or ``"mg-" + name``), ``own`` the diagnosed method's label
+    (left out). Unchanged where it suggests none of them."""
+    from ..algorithms import method_of
+
+    suggested = _suggested(diagnosis)
+    seen = [f"{label} {status}" for label, status in outcomes.items()
+            if label != own and method_of(str(label)) in suggested]
+    return diagnosis + (f"; of those, here: {', '.join(seen)}" if seen else "")
+
+
 def status_of(frame, metric, meta, *, lr, lr_source, iterations, tuning=None, context=None):
     """``(status, diagnosis)`` of one method's evaluation run: ``frame`` its records (every repetition), ``meta``
     its :class:`~rowstoch_fast.History`'s (``diverged``, ``grew``, ``completed_iterations``), ``lr`` and where it
     came from, its budget in ``iterations``, ``tuning`` the tuner's record and ``context`` what the harness knows
     of the problem (``tracker_peak``: the largest scale of a Pull-Diag tracker, :func:`_tracker_hint`; ``lossy``: not a
     static matrix; ``loses``: what its layers do that drops messages, :func:`~rowstoch_fast.network.losses_of`;
-    ``converged``: the fraction of its start at rounding, :func:`~rowstoch_fast.compare.tuning.converged_for`).
+    ``converged``: the fraction of its start at rounding, :func:`~rowstoch_fast.compare.tuning.converged_for`;
+    ``effects``: what its layers do to the messages, :func:`~rowstoch_fast.network.effects_of`; ``compresses``: the
+    method is one made for compressed messages, ``for_compression`` those that run on this network,
+    :func:`_effects_note`).
     The diagnosis is one line derived from what the run and the tuner recorded ("" for ``ok``)."""
     context = context or {}
     done = int(meta.get("completed_iterations", iterations))
@@ -198,6 +236,8 @@ def status_of(frame, metric, meta, *, lr, lr_source, iterations, tuning=None, co
             tried = sorted(lr for stage in (tuning or {}).get("stages", ()) for lr in stage["scores"])
             if lr_source == "tuned" and tried and lr <= tried[0]:
                 diagnosis += "; the smallest rate tried: the budget may be too short for this method"
+        elif above := _repetitions_above_start(frame, metric, start):
+            status, diagnosis = "unstable", f"{above} {at}"
     if some and status != "diverged":  # (a repetition past a thousandfold its start, the mean not: one draw that
         # undid the rate; frost's 1,161x in 1 of 4 repetitions read "no-progress, ended at 443x its start")
         status, diagnosis = "diverged", f"{metric} grew past {GROWTH_WARNING:g}x its start {at}"
@@ -211,8 +251,23 @@ def status_of(frame, metric, meta, *, lr, lr_source, iterations, tuning=None, co
     if status == "diverged" and some:
         diagnosis += f" ({some})"
     if status != "ok":
-        return status, diagnosis + _tracker_hint(context)
+        return status, diagnosis + _effects_note(context) + _tracker_hint(context)
     return "ok", ""
+
+
+def _effects_note(context):
+    """What the network does to the messages (``context["effects"]``, :func:`~rowstoch_fast.network.effects_of`),
+    beside a failed run's diagnosis ("Exact Diffusion under rand-3 diverged at lr 1e-12" had said nothing of the
+    compression), and where it compresses them and the method is not one made for that (``context["compresses"]``),
+    the ones that are and run on this network (``context["for_compression"]``)."""
+    effects = list(context.get("effects") or ())
+    if not effects:
+        return ""
+    note = f"; this network {' and '.join(effects)}"
+    made = context.get("for_compression") or ()
+    if any(e.startswith("compresses") for e in effects) and not context.get("compresses") and made:
+        note += f": try a method made for compressed messages ({', '.join(made)})"
+    return note
 
 
 #: The recorded metrics besides the ranked one whose growth in any repetition marks a run diverged
@@ -285,6 +340,25 @@ def _climbing(frame, metric, means, start, one_trajectory=False, converged=CONVE
             return (f"{SPREAD} climbs to the end of the budget, {found[1] / found[0]:.3g}x above its lowest level past "
                     f"the first quarter ({_fmt(found[0])} -> {_fmt(found[1])}){where}")
     return ""
+
+
+def _repetitions_above_start(frame, metric, start):
+    """Where some repetitions, not all, ended above their start (the same point for every one) while the run as a
+    whole made progress, one phrase; else "". A rate that one draw undoes short of a thousandfold (helper 144's
+    robust gradient-push over Gilbert-Elliott losses: 63 of 64 repetitions converged, one climbed to 4x its start
+    and ended 2,100x the median) had been ``ok`` and ranked on the mean of the others."""
+    if "rep" not in frame.columns or not (math.isfinite(start) and start > 0):
+        return ""
+    ends = frame.sort_values("iteration", kind="stable").groupby("rep")[metric].last()
+    values = ends.to_numpy(np.float64)
+    with np.errstate(invalid="ignore"):
+        above = values > start
+    if len(values) < 2 or not above.any() or above.all():
+        return ""
+    which = ", ".join(str(r) for r in ends.index[above])
+    return (f"{metric} ended above its start in {int(above.sum())} of {len(values)} repetitions ({which}: up to "
+            f"{float(values[above].max()) / start:.3g}x its start, the median of all at "
+            f"{float(np.median(values)) / start:.3g}x): the rate does not hold on every draw")
 
 
 def _diverged_repetitions(frame, metric, start, iterations):

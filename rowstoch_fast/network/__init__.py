@@ -40,7 +40,7 @@ from .base import (LAYERS, MAX_ACTIVATION_STEPS, MAX_CHAIN_STEPS, Network, advan
                    describe, first_difference, jump_two_state)
 from ._rounds import _mix_entries  # noqa: F401
 from .messages import _Messages, link_noise_block, own_and_messages  # noqa: F401
-from .queries import (as_undirected, base_matrix, draws, fixed_links, links_of, losses_of,  # noqa: F401
+from .queries import (as_undirected, base_matrix, draws, effects_of, fixed_links, links_of, losses_of,  # noqa: F401
                       out_links, redrawn, reseeded, source_matrices, source_of, weights_of)
 from .schedule import Schedule, one_peer_exponential  # noqa: F401
 

@@ -48,6 +48,10 @@ class Network:
     #: is set to (a layer that is ``lossless`` as set loses none): :func:`~rowstoch_fast.network.losses_of`
     #: reads it, for what a push-sum method's drained weights are blamed on.
     loses = None
+    #: What it does to the messages it passes on, in a diagnosis's words ("compresses its messages (top-k, k = 2)";
+    #: None: it passes them on as sent, or is set to, as a ``silent`` noise): :func:`~rowstoch_fast.network.effects_of`
+    #: reads it, for what a comparison's diagnosis of a failed run names beside it.
+    effect = None
     #: Keeps state from one iteration to the next (the messages in flight): an optimizer's ``state_dict`` saves it.
     stateful = False
     #: Its rounds use one fixed set of links (a static matrix's) and its ``arrived(t, r, indptr, indices,

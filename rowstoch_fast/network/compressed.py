@@ -205,6 +205,13 @@ class Compressed(_Messages):
             cached = self._out_link_counts = out_links(base_matrix(self)).astype(np.float64)
         return cached
 
+    @property
+    def effect(self):
+        """In a diagnosis's words (:attr:`Network.effect`)."""
+        args = ", ".join(f"{key} = {per_node_text(getattr(self, key))}" for key in self._TAKES[self.method]
+                         if not (key == "unbiased" and self.unbiased))  # (the default said by nothing)
+        return f"compresses its messages ({self.method}{', ' + args if args else ''})"
+
     def __repr__(self):
         args = "".join(f", {key}={per_node_text(getattr(self, key))}" for key in self._TAKES[self.method])
         return f"Compressed({self.base!r}, {self.method!r}{args}, seed={self.seed})"

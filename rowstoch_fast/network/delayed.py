@@ -181,6 +181,14 @@ class Delayed(_Messages):
             cache[key] = (indices, (indptr, index))  # (indices kept alive: their id stays unique)
         return indptr, index
 
+    @property
+    def effect(self):
+        """In a diagnosis's words (:attr:`Network.effect`; None at ``max_delay = 0``, the base network)."""
+        if self.max_delay == 0:
+            return None
+        late = f"up to {self.max_delay}" if self.delay == "uniform" else f"{self.max_delay}"
+        return f"delays its messages ({late} iteration{'s' if self.max_delay > 1 else ''} late)"
+
     def __repr__(self):
         return f"Delayed({self.base!r}, max_delay={self.max_delay}, delay={self.delay!r}, seed={self.seed})"
 

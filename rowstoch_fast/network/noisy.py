@@ -127,6 +127,14 @@ class Noisy(_Messages):
     def delta(self, d):
         return 1.0
 
+    @property
+    def effect(self):
+        """In a diagnosis's words (:attr:`Network.effect`; None where ``silent``)."""
+        if self.silent:
+            return None
+        return (f"adds noise to {'each received copy' if self.per == 'link' else 'each message'} "
+                f"(sigma = {per_node_text(self.sigma)})")
+
     def __repr__(self):
         return f"Noisy({self.base!r}, sigma={per_node_text(self.sigma)}, seed={self.seed}, per={self.per!r})"
 

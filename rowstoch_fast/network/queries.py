@@ -43,6 +43,17 @@ def losses_of(net):
     return found
 
 
+def effects_of(net):
+    """What the layers of ``net`` do to the messages they pass on, as they declare it (:attr:`Network.effect`),
+    outermost first; an empty list where none changes them."""
+    found = []
+    while isinstance(net, Network):
+        if net.effect:
+            found.append(net.effect)
+        net = getattr(net, "base", None)
+    return found
+
+
 def out_links(M):
     """Each node's out-links in the :class:`MixingMatrix` ``M`` (the stored entries of its column, a weighted self
     loop not counted): the messages it sends in one exchange, an int64 array of ``n``."""
