@@ -13,7 +13,8 @@ Statuses (:data:`STATUSES`):
   end of its budget: its ranked metric ends above its lowest level by the tuner's stability factor (where the
   repetitions ran one trajectory; tenfold, and still rising, where they differ), or its consensus error runs off
   at the end of the budget (:func:`~rowstoch_fast.compare.tuning.climbs`), or some of its repetitions, not all,
-  end above their start while the others make progress (a rate one draw undoes);
+  go back above their start (at the end, or after falling below half of it) while the others make progress (a
+  rate one draw undoes);
 * ``interrupted``: stopped by Ctrl-C or SIGTERM before the end of its budget (``--resume`` continues it).
 
 Only ``ok`` runs are ranked and only they can be bold. Ranks (:func:`ranks`): a method's rank is one plus the
@@ -343,22 +344,31 @@ def _climbing(frame, metric, means, start, one_trajectory=False, converged=CONVE
 
 
 def _repetitions_above_start(frame, metric, start):
-    """Where some repetitions, not all, ended above their start (the same point for every one) while the run as a
-    whole made progress, one phrase; else "". A rate that one draw undoes short of a thousandfold (helper 144's
-    robust gradient-push over Gilbert-Elliott losses: 63 of 64 repetitions converged, one climbed to 4x its start
-    and ended 2,100x the median) had been ``ok`` and ranked on the mean of the others."""
+    """Where some repetitions, not all, went back above their start (the same point for every one) while the run as
+    a whole made progress, one phrase; else "": a repetition that ends above its start, or that rises above it
+    after it had fallen below :data:`NO_PROGRESS` of it. A rate that one draw undoes short of a thousandfold
+    (helper 144's robust gradient-push over Gilbert-Elliott losses: 63 of 64 repetitions converged to about 1e-3;
+    one fell to 3.4e-3, jumped to 29.1, 4x its start, at iteration 1,520 and ended at 2.47, 2,100x the median) had
+    been ``ok`` and ranked on the mean of the others."""
     if "rep" not in frame.columns or not (math.isfinite(start) and start > 0):
         return ""
-    ends = frame.sort_values("iteration", kind="stable").groupby("rep")[metric].last()
-    values = ends.to_numpy(np.float64)
-    with np.errstate(invalid="ignore"):
-        above = values > start
-    if len(values) < 2 or not above.any() or above.all():
+    found, ends = {}, []
+    for rep, runs in frame.sort_values("iteration", kind="stable").groupby("rep", sort=True):
+        values, its = runs[metric].to_numpy(np.float64), runs["iteration"].to_numpy()
+        ends.append(values[-1] if len(values) else math.nan)
+        with np.errstate(invalid="ignore"):
+            fell = np.flatnonzero(values < NO_PROGRESS * start)
+            later = values[fell[0]:] if fell.size else values[-1:]
+            if later.size and np.nanmax(later, initial=-math.inf) > start:
+                k = int(np.nanargmax(later)) + (int(fell[0]) if fell.size else len(values) - 1)
+                found[rep] = (float(values[k]), int(its[k]))
+    if len(ends) < 2 or not found or len(found) == len(ends):
         return ""
-    which = ", ".join(str(r) for r in ends.index[above])
-    return (f"{metric} ended above its start in {int(above.sum())} of {len(values)} repetitions ({which}: up to "
-            f"{float(values[above].max()) / start:.3g}x its start, the median of all at "
-            f"{float(np.median(values)) / start:.3g}x): the rate does not hold on every draw")
+    worst = max(found, key=lambda rep: found[rep][0])
+    return (f"{metric} went back above its start in {len(found)} of {len(ends)} repetitions "
+            f"({', '.join(str(r) for r in found)}: up to {found[worst][0] / start:.3g}x its start, in repetition "
+            f"{worst} at iteration {found[worst][1]}; the median of all ends at "
+            f"{float(np.nanmedian(ends)) / start:.3g}x): the rate does not hold on every draw")
 
 
 def _diverged_repetitions(frame, metric, start, iterations):
