@@ -46,6 +46,19 @@ __all__ = ["Regularizer", "L1", "ElasticNet", "Box", "NonNegative", "GroupLasso"
            "Scaled", "proximal_gradient", "as_regularizer"]
 
 
+def _real(x, name):
+    """``x`` as a real array: a host one through NumPy (integers as float64), a device one as it is; a complex or
+    non-numeric one refused by ``name`` (complex had given a complex result, unsaid)."""
+    if is_device_array(x):
+        if x.dtype.kind not in "fiu":
+            raise TypeError(f"{name} must be a real array, got dtype {x.dtype}")
+        return x
+    x = np.asarray(x)
+    if x.dtype.kind not in "fiu":
+        raise TypeError(f"{name} must be a real array, got dtype {x.dtype}")
+    return x if x.dtype.kind == "f" else x.astype(np.float64)
+
+
 def _xp(v):
     """The array module of ``v`` (CuPy for a device array, else NumPy)."""
     if is_device_array(v):
@@ -107,12 +120,7 @@ class Regularizer:
             without a temporary and return it (and map finite values to finite values); a :class:`Prox` returns
             its own array (which an optimizer then checks for NaN/Inf).
         """
-        if not is_device_array(v):  # (a list, a CPU tensor, integers; complex had given a complex result, unsaid)
-            v = np.asarray(v)
-            if v.dtype.kind not in "fiu":
-                raise TypeError(f"v must be a real array, got dtype {v.dtype}")
-            if v.dtype.kind != "f":
-                v = v.astype(np.float64)
+        v = _real(v, "v")  # (a list, a CPU tensor, integers)
         if v.ndim == 0:  # (NumPy's "return arrays must be of ArrayType" from the threshold's out=)
             raise ValueError("v must have a last axis of d values (shape (..., d)), got a scalar")
         return self._prox(v, _check_step(step, v), _xp(v) if xp is None else xp, out)
@@ -165,6 +173,7 @@ class L1(Regularizer):
         self.lam = check_positive_float(lam, "lam", allow_zero=True)
 
     def value(self, x):
+        x = _real(x, "x")
         return self.lam * _xp(x).abs(x).sum(-1)
 
     def _prox(self, v, step, xp, out):
@@ -191,6 +200,7 @@ class ElasticNet(Regularizer):
         self.l2 = check_positive_float(l2, "l2", allow_zero=True)
 
     def value(self, x):
+        x = _real(x, "x")
         xp = _xp(x)
         return self.l1 * xp.abs(x).sum(-1) + 0.5 * self.l2 * (x * x).sum(-1)
 
@@ -250,6 +260,7 @@ class Box(Regularizer):
         return lo, hi
 
     def value(self, x):
+        x = _real(x, "x")
         xp = _xp(x)
         lo, hi = self._bounds(x, xp)
         slack = BOX_TOLERANCE * (1.0 + xp.abs(x))
@@ -355,6 +366,7 @@ class GroupLasso(Regularizer):
         return xp.sqrt((x * x) @ M), M
 
     def value(self, x):
+        x = _real(x, "x")
         self._check_d(x)
         xp = _xp(x)
         norms, _ = self._norms(x, xp)

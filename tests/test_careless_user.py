@@ -1561,3 +1561,14 @@ def test_the_mnist_network_refuses_a_flag_or_no_classes():
     with pytest.raises(ValueError, match="classes must be >= 1, got 0"):
         experiments.mlp(inputs=4, classes=0)
     assert experiments.mlp(4, 3)[-1].out_features == 3
+
+
+def test_a_regularizers_value_takes_real_arrays_only():
+    """``L1.value`` (and ElasticNet's, Box's, GroupLasso's) had taken a complex array and returned |x|'s sum, unsaid
+    (helper 142); a list is read as the array it holds, as ``prox`` reads one."""
+    from rowstoch_fast.composite import L1, Box, ElasticNet, GroupLasso
+
+    for reg in (L1(0.5), ElasticNet(0.1, 0.2), Box(-1.0, 1.0), GroupLasso([[0], [1]], 0.3)):
+        with pytest.raises(TypeError, match=r"x must be a real array, got dtype complex128"):
+            reg.value(np.array([[1 + 1j, 2.0]]))
+        np.testing.assert_array_equal(reg.value([[1, -2]]), reg.value(np.array([[1.0, -2.0]])))
