@@ -4275,3 +4275,22 @@ def test_a_failed_runs_diagnosis_names_what_the_network_does_to_the_messages():
                              context={**context, "for_compression": []})[1] == own  # (none runs on this network)
     assert verdict.status_of(frame.assign(suboptimality=np.where(frame["iteration"] == 0, 1.0, 0.1)), "suboptimality",
                              {}, lr=1e-3, lr_source="given", iterations=10, context=context) == ("ok", "")
+
+
+def test_a_method_that_pushes_mass_and_fails_on_a_lossy_network_is_told_of_the_losses():
+    """On a 20% lossy graph Push-Pull, ABM and Compressed Push-Pull made no progress at every rate, their lines saying
+    nothing of the losses; a push-sum method's drained weights already said so (not twice). A loss-robust method,
+    or one that does not push, gets no such hint."""
+    rows = [(k, rep, 1.0 if k == 0 else 0.8) for rep in range(2) for k in (0, 10)]
+    frame = pd.DataFrame(rows, columns=["iteration", "rep", "suboptimality"])
+    kw = dict(lr=0.3, lr_source="given", iterations=10)
+    context = {"loses": ["loses messages"], "pushes": True}
+    status, why = verdict.status_of(frame, "suboptimality", {}, context=context, **kw)
+    assert status == "no-progress" and why.endswith(
+        "at lr 0.3; this network loses messages, and each lost message takes the mass it pushes (a column-stochastic "
+        "matrix): try a loss-robust method (robust-gradient-push, r-fast)"), why
+    assert "loss-robust" not in verdict.status_of(frame, "suboptimality", {}, context={**context, "pushes": False}, **kw)[1]
+    assert "loss-robust" not in verdict.status_of(frame, "suboptimality", {}, context={**context, "loses": []}, **kw)[1]
+    starved = {"diverged": {"message": "weights drained (use a loss-robust method, robust-gradient-push or r-fast)",
+                            "iteration": 5}}
+    assert verdict.status_of(frame, "suboptimality", starved, context=context, **kw)[1].count("loss-robust") == 1

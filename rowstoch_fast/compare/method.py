@@ -38,7 +38,8 @@ def _context(plan, method):
     this graph (``tracker_peak``, asked for only where a run is not ``ok``: :func:`_tracker_peak`), and whether
     the network varies and whether it loses messages (losses, sleep: :func:`~rowstoch_fast.network.losses_of`), what
     it does to the messages (compression, delays, noise: :func:`~rowstoch_fast.network.effects_of`), whether the
-    method is one made for compressed messages and which of those run on this network."""
+    method is one made for compressed messages and which of those run on this network, and whether it pushes mass
+    through a column-stochastic matrix (and is not loss-robust)."""
     from ..algorithms import REGISTRY
     from ..mixing import MixingMatrix
 
@@ -47,6 +48,8 @@ def _context(plan, method):
            "one_trajectory": replicas_per_rate(plan.network, plan.objective, method) == 1 and not draws(plan.network),
            "converged": converged_for(plan.objective, getattr(plan.metric, "name", plan.metric)),
            "effects": effects_of(plan.network), "compresses": "compressed" in REGISTRY[method.method].family,
+           # (it pushes mass through a column-stochastic matrix, which lost messages take, and is not loss-robust)
+           "pushes": "C" in REGISTRY[method.method].matrices and "loss-robust" not in REGISTRY[method.method].family,
            "for_compression": [name for name, cls in REGISTRY.items()  # (those that run on this network)
                                if "compressed" in cls.family and cls.applies_to(plan.network)]}
     if "tracker" in REGISTRY[method.method].hyper:

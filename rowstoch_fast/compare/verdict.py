@@ -184,7 +184,7 @@ def status_of(frame, metric, meta, *, lr, lr_source, iterations, tuning=None, co
     ``converged``: the fraction of its start at rounding, :func:`~rowstoch_fast.compare.tuning.converged_for`;
     ``effects``: what its layers do to the messages, :func:`~rowstoch_fast.network.effects_of`; ``compresses``: the
     method is one made for compressed messages, ``for_compression`` those that run on this network,
-    :func:`_effects_note`).
+    :func:`_effects_note`; ``pushes``: it pushes mass through a column-stochastic matrix, :func:`_push_hint`).
     The diagnosis is one line derived from what the run and the tuner recorded ("" for ``ok``)."""
     context = context or {}
     done = int(meta.get("completed_iterations", iterations))
@@ -252,8 +252,21 @@ def status_of(frame, metric, meta, *, lr, lr_source, iterations, tuning=None, co
     if status == "diverged" and some:
         diagnosis += f" ({some})"
     if status != "ok":
-        return status, diagnosis + _effects_note(context) + _tracker_hint(context)
+        return status, diagnosis + _effects_note(context) + _push_hint(context, diagnosis) + _tracker_hint(context)
     return "ok", ""
+
+
+def _push_hint(context, diagnosis):
+    """Where a method that pushes mass through a column-stochastic matrix (``context["pushes"]``: Push-Pull, SGP,
+    ...; not a loss-robust one) failed on a network that loses messages (``context["loses"]``), what they take and
+    what to try; "" where the diagnosis says so already (:meth:`~rowstoch_fast.DivergenceError.starved`). On a 20%
+    lossy graph Push-Pull, ABM and Compressed Push-Pull made no progress at every rate, and the line said nothing
+    of the losses."""
+    loses = context.get("loses")
+    if not context.get("pushes") or not loses or "loss-robust" in diagnosis:
+        return ""
+    return (f"; this network {' and '.join(loses)}, and each lost message takes the mass it pushes (a column-"
+            f"stochastic matrix): try a loss-robust method (robust-gradient-push, r-fast)")
 
 
 def _effects_note(context):
