@@ -38,8 +38,10 @@ def check_int(value, name, *, minimum=None, maximum=None):
 
 
 def check_bool(value, name):
-    """Return ``value`` as a bool (True / False, NumPy's too), or raise TypeError naming ``name``: a string such as
-    ``"False"`` is refused, not read as true."""
+    """Return ``value`` as a bool (True / False, NumPy's too, a 0-d boolean array), or raise TypeError naming
+    ``name``: a string such as ``"False"`` is refused, not read as true, and an array of several."""
+    if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype == np.bool_:
+        return bool(value)
     if not isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{name} must be True or False, got {type(value).__name__} {fmt_value(value)}")
     return bool(value)
@@ -88,6 +90,27 @@ def did_you_mean(name, choices):
     k = key(name)
     match = k if k in keys else next(iter(difflib.get_close_matches(k, list(keys), n=1, cutoff=0.75)), None)
     return f" (did you mean {keys[match]!r}?)" if match is not None and keys[match] != name else ""
+
+
+def check_text(value, name, *, allow_none=False):
+    """``value`` if it is a string (or None where ``allow_none``), else a TypeError naming ``name``: a metric's or an
+    axis's name, a caption (an array had raised "unhashable type" or NumPy's "truth value ... is ambiguous")."""
+    if not (isinstance(value, str) or (allow_none and value is None)):
+        raise TypeError(f"{name} must be a string{' or None' if allow_none else ''}, got {type(value).__name__} "
+                        f"{fmt_value(value)}")
+    return value
+
+
+def check_choice(value, name, choices, words=None):
+    """``value`` if it is one of ``choices`` (names), else an error naming ``name``: a TypeError for a value that
+    is not a string (an array had raised NumPy's "truth value of an array ... is ambiguous", a list "unhashable
+    type"), a ValueError for another string (``words``, or the choices and the nearest of them)."""
+    listed = ", ".join(map(repr, choices))
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be one of {listed}, got {type(value).__name__} {fmt_value(value)}")
+    if value not in choices:
+        raise ValueError(words or f"{name} must be one of {listed}, got {value!r}{did_you_mean(value, choices)}")
+    return value
 
 
 def make_rng(seed, name="seed"):

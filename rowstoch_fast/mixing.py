@@ -10,8 +10,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from . import _core
-from ._checks import (MAX_ROUNDS, as_float_array, caller_outside, check_bool, check_coo_arrays, check_csr_arrays,
-                      check_dtype, check_int, check_out, fmt_value, require_memory)
+from ._checks import (MAX_ROUNDS, as_float_array, caller_outside, check_bool, check_choice, check_coo_arrays,
+                      check_csr_arrays, check_dtype, check_int, check_out, fmt_value, require_memory)
 from ._device import device_operations, is_device_array
 from .metrics import compute_metrics, perron_vector
 
@@ -110,8 +110,9 @@ class MixingMatrix:
     def __init__(self, W, *, normalize=False, dtype=np.float64, validate=True, stochastic="row"):
         dtype = check_dtype(dtype)
         normalize = check_bool(normalize, "normalize")  # (a string "False" had normalized)
-        if stochastic not in STOCHASTIC + ("doubly",):
-            raise ValueError(f"stochastic must be 'row', 'column' or 'doubly', got {stochastic!r}")
+        validate = check_bool(validate, "validate")
+        check_choice(stochastic, "stochastic", STOCHASTIC + ("doubly",),
+                     f"stochastic must be 'row', 'column' or 'doubly', got {stochastic!r}")
         doubly = stochastic == "doubly" or (isinstance(W, MixingMatrix) and W.doubly and stochastic == "row")
         if stochastic == "doubly":
             if normalize:
@@ -259,8 +260,8 @@ class MixingMatrix:
         if isinstance(weights, str):
             if weights not in ("in-degree", "uniform"):
                 raise ValueError(f"weights must be 'in-degree', 'uniform' or an array, got {weights!r}")
-            if stochastic not in STOCHASTIC:
-                raise ValueError(f"stochastic must be 'row' or 'column', got {stochastic!r}")
+            check_choice(stochastic, "stochastic", STOCHASTIC, f"stochastic must be 'row' or 'column', got {stochastic!r}")
+            validate, self_loops = check_bool(validate, "validate"), check_bool(self_loops, "self_loops")
             indptr, indices, data = _degree_weighted_csr(n, e[:, 0], e[:, 1], self_loops, stochastic)
             csr = sp.csr_array((data, indices, indptr), shape=(n, n), copy=False)
             if validate:
@@ -639,7 +640,7 @@ class MixingMatrix:
                                          connectionstyle="arc3,rad=0.12", shrinkA=radius, shrinkB=radius + 1,
                                          linewidth=0.4 + 2.0 * s, alpha=0.3 + 0.7 * s, color=edge_color, zorder=1))
         ax.scatter(pos[:, 0], pos[:, 1], s=node_size, c=node_color, edgecolors="white", zorder=2)
-        if labels:
+        if check_bool(labels, "labels"):
             font = max(5.0, min(10.0, np.sqrt(node_size) / 2))
             for k, (px, py) in enumerate(pos):
                 ax.text(px, py, str(k), ha="center", va="center", fontsize=font, color="white", zorder=3)

@@ -18,7 +18,8 @@ import numpy as np
 
 from . import _core
 from ._hashing import hash_prefix
-from ._checks import MAX_KEY, as_float_array, check_int, check_positive_float, make_rng, precision_of, require_memory
+from ._checks import (MAX_KEY, as_float_array, check_bool, check_int, check_positive_float, make_rng, precision_of,
+                      require_memory)
 from ._device import device_operations, is_device_array
 
 __all__ = ["Objective", "Oracle", "SampleOracle", "Optimum", "NonconvexLogistic", "LogisticL2", "Quadratic",
@@ -206,7 +207,7 @@ def draw_samples(samples, shape, iteration, seed=0, rep_offset=0, nodes=None, re
     rep_ids = np.ascontiguousarray(rep_offset + _replicas(reps, rep_period), dtype=np.int64)
     # (compiled, on the kernels' threads: the chain of uniform_hash(seed, iteration, rep, node, _SAMPLE_KEY); the
     # NumPy transcription is tests/test_objectives.py's; 26-33 ms in NumPy for 2^20 nodes, GT-SAGA's step on a GPU)
-    if device:
+    if check_bool(device, "device"):
         idx = device_operations().draw_samples(hash_prefix(seed, iteration), rep_ids, None if all_nodes else ids,
                                                shape[-1], _SAMPLE_KEY, samples)
     else:

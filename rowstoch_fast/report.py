@@ -19,7 +19,7 @@ import sys
 
 import numpy as np
 
-from ._checks import check_names
+from ._checks import check_names, check_text
 
 __all__ = ["AXES", "METRIC_LABELS", "COST_UNITS", "check_axis", "check_cost_weights", "check_formats", "draw", "figure",
            "to_latex", "to_markdown", "with_cost",
@@ -318,6 +318,7 @@ def draw(ax, frame, metric, x="rounds"):
     triangle down where it first does), and a run that did not end ``ok`` says so in its label."""
     from .user_metrics import linear_scale
 
+    check_text(metric, "metric")
     column, label = AXES[check_axis(x)]
     if x == "cost":
         if column not in frame.columns:
@@ -780,6 +781,7 @@ def to_latex(table, metrics=None, caption=None, label="tab:compare"):
     {booktabs}``): each metric as ``$(m \\pm s) \\times 10^{e}$``, the rank (``1=`` where shared), rank 1 of each
     metric (per section) in bold, the status of every run and, below the table, why each run that did not end ok
     did not; ``caption`` and ``\\label{label}``."""
+    check_text(caption, "caption", allow_none=True), check_text(label, "label", allow_none=True)
     metrics = _summary_metrics(table, metrics)
     cells = _cells(table, metrics)
     groups = [g for g in _GROUPS if g in table.columns]

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _core, _progress, backends
-from ._checks import (MAX_KEY, MAX_ROUNDS, check_int, check_step_size, check_tracker, did_you_mean, load_npz_file,
-                      precision_of, require_memory)
+from ._checks import (MAX_KEY, MAX_ROUNDS, check_bool, check_int, check_step_size, check_tracker, did_you_mean,
+                      load_npz_file, precision_of, require_memory)
 from ._metric_names import METRICS, TEST_METRICS  # (the metrics of every record, in order; the test ones)
 from ._progress import bar as progress_bar
 from ._files import atomic_write, check_path
@@ -369,7 +369,7 @@ class History:
 
     def to_csv(self, path, summary=True):
         """Write the summary (or the raw rows) as CSV (whole: through a temporary file renamed over it)."""
-        table = self.summary() if summary else self.frame
+        table = self.summary() if check_bool(summary, "summary") else self.frame
         atomic_write(os.fspath(path), lambda f: table.to_csv(f, index=False))
 
     def to_json(self, path):

@@ -17,7 +17,8 @@ import inspect
 import numpy as np
 import scipy.sparse as sp
 
-from ._checks import check_bool, check_int, check_positive_float, did_you_mean, make_rng, require_memory
+from ._checks import (check_bool, check_choice, check_int, check_positive_float, did_you_mean, make_rng,
+                      require_memory)
 from .errors import UsageError
 from .mixing import DEGREE_BUILD_BYTES_PER_ENTRY, STOCHASTIC, MixingMatrix, metropolis_weights, out_degree_weights
 
@@ -51,10 +52,8 @@ def _both_kinds(builder):
     ``weights="in-degree"|"metropolis"`` (metropolis: the doubly stochastic W of an undirected graph)."""
     @functools.wraps(builder)
     def build(*args, stochastic="row", weights="in-degree", **kwargs):
-        if stochastic not in STOCHASTIC:
-            raise ValueError(f"stochastic must be 'row' or 'column', got {stochastic!r}")
-        if weights not in WEIGHTS:
-            raise ValueError(f"weights must be one of {', '.join(WEIGHTS)}, got {weights!r}")
+        check_choice(stochastic, "stochastic", STOCHASTIC, f"stochastic must be 'row' or 'column', got {stochastic!r}")
+        check_choice(weights, "weights", WEIGHTS)
         if weights == "metropolis" and stochastic != "row":
             raise ValueError("weights='metropolis' is doubly stochastic (both row and column sums are 1): drop "
                              "stochastic='column'")
@@ -546,7 +545,7 @@ def by_name(name, n, seed=0, undirected=False, weights="in-degree"):
     if not isinstance(name, str):
         raise TypeError(f"name must be a topology's name (a str), got {type(name).__name__}")
     undirected = check_bool(undirected, "undirected")  # (a string "False" had linked the edges both ways)
-    kw = {} if weights == "in-degree" else {"weights": weights}
+    kw = {} if check_choice(weights, "weights", WEIGHTS) == "in-degree" else {"weights": weights}
     if name.startswith("paper-"):
         key = name[len("paper-"):]
         graphs = paper_graphs()

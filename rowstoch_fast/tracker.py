@@ -184,7 +184,7 @@ class DiagTracker:
         _check_matrix(A)
         for value, name in ((max_bytes, "max_bytes"), (max_work, "max_work")):  # (a text or NaN had passed where
             # the table was small, and failed deep where it was not; inf: no limit)
-            if value is not None and value != math.inf:
+            if value is not None and (np.ndim(value) or value != math.inf):  # (an array: named below, not "ambiguous")
                 check_positive_float(value, name)
         self.n = A.n
         dtype = A.dtype

@@ -49,6 +49,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._checks import check_bool
 from ._metric_names import CALL_KINDS, METRICS
 from .errors import MetricValueError
 from .objectives import optimum_of
@@ -307,6 +308,7 @@ def register_metric(name, fn=None, *, lower_is_better=True, ranked=False, log_sc
             return f
         return decorate
     metric = Metric(name, fn, lower_is_better, ranked, log_scale)
+    replace = check_bool(replace, "replace")
     old = _REGISTRY.get(name)
     if old is not None and not replace and _where(old.fn) != _where(fn):
         raise ValueError(f"metric {name!r} is already registered (by {_where(old.fn)}); choose another name, or "

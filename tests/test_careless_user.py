@@ -1572,3 +1572,77 @@ def test_a_regularizers_value_takes_real_arrays_only():
         with pytest.raises(TypeError, match=r"x must be a real array, got dtype complex128"):
             reg.value(np.array([[1 + 1j, 2.0]]))
         np.testing.assert_array_equal(reg.value([[1, -2]]), reg.value(np.array([[1.0, -2.0]])))
+
+
+@pytest.mark.parametrize("name, call", [
+    ("delay", lambda A, v: __import__("rowstoch_fast").network.Delayed(A, 1, delay=v)),
+    ("method", lambda A, v: __import__("rowstoch_fast").network.Compressed(A, v)),
+    ("per", lambda A, v: __import__("rowstoch_fast").network.Noisy(A, 0.1, per=v)),
+    ("model", lambda A, v: __import__("rowstoch_fast").network.Sleepy(A, 0.5, model=v)),
+    ("form", lambda A, v: rf.PullDiagGT(A, np.zeros((6, 2)), lr=0.1, form=v)),
+    ("weights", lambda A, v: topology.exponential(6, weights=v)),
+    ("backend", lambda A, v: rf.compare.compare(A, rf.objectives.Quadratic.random(6, 2, seed=0), ["dsgd"], 10, lr=0.1,
+                                                 tune=False, progress=False, backend=v)),
+    ("tracker", lambda A, v: rf.compare.compare(A, rf.objectives.Quadratic.random(6, 2, seed=0), ["dsgd"], 10, lr=0.1,
+                                                 tune=False, progress=False, tracker=v)),
+    ("mg_rounds", lambda A, v: rf.compare.compare(A, rf.objectives.Quadratic.random(6, 2, seed=0), ["dsgd"], 10, lr=0.1,
+                                                   tune=False, progress=False, mg_rounds=v))])
+def test_an_array_where_one_choice_is_read_is_refused_by_name(name, call):
+    """An array passed where a string option is read had raised NumPy's "The truth value of an array with more than
+    one element is ambiguous" (Delayed's delay, Noisy's per, Sleepy's model, Pull-Diag-GT's form, compare's tracker)
+    or "unhashable type" (Compressed's method), naming nothing; compare's tracker and mg_rounds were not checked
+    where no method reads them (mg_rounds=['a', 'b'] ran). Each names the argument now (_checks.check_choice)."""
+    A = topology.exponential(6)
+    for value in (np.array([1, 2]), np.array(["a", "b"])):
+        with pytest.raises((TypeError, ValueError), match=rf"^{name} must be"):
+            call(A, value)
+
+
+def _frame_for_fuzz():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return rf.compare.compare(topology.ring(6), rf.objectives.LeastSquares.synthetic(n=6, samples_per_node=4, d=2,
+                                                                                         seed=0),
+                                  ["dsgd", "pull-diag-gt"], 8, lr=0.01, tune=False, repeats=1, points=3, progress=False)
+
+
+@pytest.mark.parametrize("name, call", [
+    ("rounds", lambda v: rf.DSGD.build(topology.ring(6), np.zeros((6, 2)), 0.01, rounds=v)),
+    ("stochastic", lambda v: topology.ring(6, stochastic=v)),
+    ("stochastic", lambda v: rf.MixingMatrix(topology.ring(6).toarray(), stochastic=v)),
+    ("validate", lambda v: rf.MixingMatrix(topology.ring(6).toarray(), validate=v)),
+    ("self_loops", lambda v: rf.MixingMatrix.from_edges(n=3, edges=[(0, 1), (1, 2), (2, 0)], self_loops=v)),
+    ("per_replica", lambda v: rf.PullDiagGT(topology.ring(6), np.zeros((6, 2)), 0.01).traffic(per_replica=v)),
+    ("copy", lambda v: rf.PullDiagGT(topology.ring(6), np.zeros((6, 2)), 0.01).gather_x(copy=v)),
+    ("higher_is_better", lambda v: rf.compare.ranks({"a": 1.0, "b": 2.0}, higher_is_better=v)),
+    ("compositions", lambda v: rf.network.examples(topology.ring(6), compositions=v)),
+    ("replace", lambda v: rf.register_metric("careless_fuzz", lambda s: 0.0, replace=v)),
+    ("device", lambda v: rf.objectives.draw_samples(10, (6, 1), 0, device=v)),
+    ("x", lambda v: rf.compare.empirical_rate(_frame_for_fuzz(), metric="suboptimality", x=v)),
+    ("metric", lambda v: rf.compare.text_plot(_frame_for_fuzz(), metric=v)),
+    ("metric", lambda v: rf.compare.summary(_frame_for_fuzz(), metric=v)),
+    ("caption", lambda v: rf.report.to_latex(rf.compare.summary(_frame_for_fuzz()), caption=v)),
+    ("label", lambda v: rf.report.to_latex(rf.compare.summary(_frame_for_fuzz()), label=v)),
+    ("title", lambda v: rf.compare.plot(_frame_for_fuzz(), metric="suboptimality", title=v))])
+def test_an_array_where_one_value_is_read_is_refused_by_name(name, call):
+    """Helper 146's fuzzing (2,832 calls, 381 raw): an array where a number, a flag or a name is read had raised
+    NumPy's "The truth value of an array with more than one element is ambiguous" or "unhashable type" (``build``'s
+    rounds in 141 cases, the topologies' stochastic, MixingMatrix's flags, the summaries' metric and axis, the LaTeX
+    caption and label), naming nothing. Each names its argument now."""
+    with pytest.raises(TypeError, match=rf"^{name} must be"):
+        call(np.array([1, 2]))
+
+
+def test_tune_lr_and_the_builders_name_their_own_arguments():
+    """Helper 146: ``tune_lr(budget=array)`` blamed "rounds_budget" (make_plan's name), its ``rounds`` and
+    ``topology.by_name``'s weights, ``one_peer_exponential``'s stochastic and ``DiagTracker``'s max_bytes raised
+    NumPy's "truth value ... is ambiguous"."""
+    A, f = topology.ring(6), rf.objectives.LeastSquares.synthetic(n=6, samples_per_node=4, d=2, seed=0)
+    bad = np.array([1, 2])
+    for name, call in (("budget", lambda: rf.compare.tune_lr(A, f, "dsgd", "dsgd", 1, bad, grid=(0.001, 0.01))),
+                       ("rounds", lambda: rf.compare.tune_lr(A, f, "dsgd", "dsgd", bad, 8, grid=(0.001, 0.01))),
+                       ("weights", lambda: topology.by_name("ring", 6, weights=bad)),
+                       ("stochastic", lambda: rf.network.one_peer_exponential(6, stochastic=bad)),
+                       ("max_bytes", lambda: rf.tracker.DiagTracker(A, max_bytes=bad))):
+        with pytest.raises(TypeError, match=rf"^{name} must be"):
+            call()

@@ -177,7 +177,7 @@ def test_bad_federated_hyperparameters_are_named(options, match):
 
 @pytest.mark.parametrize("cls,options,match", [
     (FedProx, {"mu": -1.0}, "mu"), (FedDyn, {"alpha": 0.0}, "alpha"), (Scaffold, {"server_lr": 0.0}, "server_lr"),
-    (FedOpt, {"server_optimizer": "sgd"}, "server_optimizer must be one of adam, adagrad, yogi"),
+    (FedOpt, {"server_optimizer": "sgd"}, "server_optimizer must be one of 'adam', 'adagrad', 'yogi'"),
     (FedOpt, {"beta1": 1.0}, r"beta1 must lie in \[0, 1\)"), (FedOpt, {"beta2": -0.1}, "beta2"),
     (FedOpt, {"tau": 0.0}, "tau"), (FedDyn, {"alpha": 5e-324}, r"alpha = 5e-324 is subnormal"),
     (FedOpt, {"tau": 1e-310}, r"tau = 1e-310 is subnormal"),
@@ -332,7 +332,7 @@ def test_fair_selection_takes_the_clients_chosen_least_often_then_least_recently
 
 
 @pytest.mark.parametrize("options,match", [
-    ({"selection": "loss"}, "selection must be one of uniform, size, fair"),
+    ({"selection": "loss"}, "selection must be one of 'uniform', 'size', 'fair'"),
     ({"client_weights": [1.0] * 10}, 'client_weights are the weights of selection="size"'),
     ({"selection": "size", "client_weights": [1.0] * 9},
      r"client_weights must be 10 positive finite numbers .* shape \(9,\)"),

@@ -779,7 +779,7 @@ def test_linear_speedup_rates_and_graphs(rates):
         assert linear_speedup_rate("exponential", n, rates) == expected
     for n in (1, 5, 10, 16):
         assert linear_speedup_rate("ring", n, rates) == pytest.approx((0.002 if rates == "paper" else 0.05) / n)
-    with pytest.raises(ValueError, match="rates must be one of default, paper"):
+    with pytest.raises(ValueError, match="rates must be one of 'default', 'paper'"):
         linear_speedup_rate("ring", 4, "fast")
     with pytest.raises(ValueError, match="graph must be one of"):
         linear_speedup_rate("torus", 4)

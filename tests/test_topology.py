@@ -232,7 +232,7 @@ def test_a_doubly_stochastic_matrix_is_checked_on_both_sums():
 def test_metropolis_and_directed_arguments_are_checked():
     with pytest.raises(ValueError, match="ring: weights='metropolis' needs an undirected graph: .* sends to .* but"):
         topology.ring(5, weights="metropolis")
-    with pytest.raises(ValueError, match="weights must be one of in-degree, metropolis, got 'max-degree'"):
+    with pytest.raises(ValueError, match="weights must be one of 'in-degree', 'metropolis', got 'max-degree'"):
         topology.ring(5, weights="max-degree")
     with pytest.raises(ValueError, match="drop stochastic='column'"):
         topology.grid(2, 2, weights="metropolis", stochastic="column")

@@ -28,7 +28,7 @@ import warnings
 import numpy as np
 
 from .. import backends
-from .._checks import check_bool, check_step_size, fmt_bytes, nodes_first, precision_of, require_memory
+from .._checks import check_bool, check_int, check_step_size, fmt_bytes, nodes_first, precision_of, require_memory
 from ..mixing import as_matrix, MixingMatrix, off_sums
 from ..network import Network, as_undirected, base_matrix, out_links, source_matrices, source_of, weights_of
 from ._asktell import AskTell
@@ -792,7 +792,7 @@ class Optimizer(AskTell, FailureHandling, Persistence):
         replica's values; ``per_replica``: of one replica's (what one run of
         a method sends where a harness runs its repetitions as replicas).
         """
-        if per_replica and self._reps != 1:
+        if check_bool(per_replica, "per_replica") and self._reps != 1:
             return self._one_replica_traffic()
         messages = nbytes = 0
         itemsize = self._ops.dtype.itemsize
@@ -1201,6 +1201,7 @@ class Optimizer(AskTell, FailureHandling, Persistence):
         """The model of every node (shape of ``x0``) as a host array on the root process (None on the other
         MPI ranks). Collective under MPI. ``copy=False`` may return a read-only view of the state (valid until
         the next step) where the state already is a host array of every node (the CPU backend)."""
+        copy = check_bool(copy, "copy")
         self._settle()
         return self._gather_user(self._cur[self.model], copy)
 
@@ -1356,7 +1357,7 @@ class Optimizer(AskTell, FailureHandling, Persistence):
         kwargs = dict(cls.problem_matrices(A))
         if cls.multi_round:
             kwargs["rounds"] = rounds
-        elif rounds != 1:
+        elif check_int(rounds, "rounds", minimum=1) != 1:  # (an array had raised NumPy's "truth value ... ambiguous")
             raise ValueError(f"{cls.name} takes one gossip round per iteration, got rounds = {rounds}")
         if "tracker" in cls.hyper:
             kwargs["tracker"] = tracker

@@ -73,7 +73,7 @@ import numbers
 
 import numpy as np
 
-from .._checks import check_int, check_positive_float
+from .._checks import check_choice, check_int, check_positive_float
 from .._hashing import uniform_hash
 from ._local import DEFAULT_LOCAL_STEPS, LocalSteps
 
@@ -126,8 +126,7 @@ class Federated(LocalSteps):
         self.clients_per_round = self.clients_for(n, p)
         self.seed = check_int(seed, "seed", minimum=0, maximum=2**63 - 1)
         self.client_steps = self._check_client_steps(client_steps, n)
-        if selection not in SELECTIONS:
-            raise ValueError(f"selection must be one of {', '.join(SELECTIONS)}, got {selection!r}")
+        check_choice(selection, "selection", SELECTIONS)
         self.selection = selection
         self.client_weights = self._check_client_weights(client_weights, n, selection)
         self._selection = (-1, None, None)  # (round, this process's rows' 0/1 vector, the mask of all clients)

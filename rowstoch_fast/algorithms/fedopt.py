@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .._checks import check_positive_float
+from .._checks import check_choice, check_positive_float
 from ._base import Optimizer
 from ._federated import FEDERATED_HYPER, Federated
 from ._local import DEFAULT_LOCAL_STEPS
@@ -93,8 +93,7 @@ class FedOpt(Federated, Optimizer):
     def _check_hyper(self, n, lr, server_optimizer="adam", server_lr=0.01, beta1=0.9, beta2=0.99, tau=1e-3,
                      **federated):
         hyper = self._check_federated(n, lr, **federated)
-        if server_optimizer not in SERVER_OPTIMIZERS:
-            raise ValueError(f"server_optimizer must be one of {', '.join(SERVER_OPTIMIZERS)}, got {server_optimizer!r}")
+        check_choice(server_optimizer, "server_optimizer", SERVER_OPTIMIZERS)
         self.server_optimizer = server_optimizer
         self.server_lr = check_positive_float(server_lr, "server_lr")
         for name, value in (("beta1", beta1), ("beta2", beta2)):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._checks import MAX_ROUNDS, as_float_array, check_int, check_tracker
+from .._checks import MAX_ROUNDS, as_float_array, check_choice, check_int, check_tracker
 from ..errors import DivergenceError
 from ..network import weights_of
 from ._base import Optimizer
@@ -140,8 +140,8 @@ class PullDiagGT(Optimizer):
     @classmethod
     def _check_options(cls, options):
         super()._check_options(options)
-        if "form" in options and options["form"] not in FORMS:
-            raise ValueError(f"form must be 'atc' or 'frost', got {options['form']!r}")
+        if "form" in options:
+            check_choice(options["form"], "form", FORMS, f"form must be 'atc' or 'frost', got {options['form']!r}")
 
     @classmethod
     def _saved_options_of(cls, options, state):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 
+from .._checks import check_int as _check_int
 from .. import algorithms as _algorithms
 from ..backends import on_the_root
 from ..runner import warn_if_below_optimum
@@ -80,6 +81,8 @@ def tune_lr(A, objective, label, method, rounds, budget, *, grid=TUNE_GRID, seed
         if not isinstance(value, str):
             raise TypeError(f"{name} must be a str (the method's {'label' if name == 'label' else 'registry name'}), "
                             f"got {type(value).__name__} {value!r}")
+    budget = _check_int(budget, "budget", minimum=1)  # (make_plan's check had named its rounds_budget)
+    rounds = _check_int(rounds, "rounds", minimum=1)
     plan = make_plan(A, objective, [label], budget, tune=True, repeats=1, seed=seed, tracker=tracker,
                      backend=backend, mg_rounds=rounds if label.startswith("mg-") else None, metric=metric,
                      hyper={label: dict(hyper or {})} if hyper else None, grid=grid)
@@ -228,13 +231,12 @@ def compare(A, objective, algorithms=None, rounds_budget=2000, *, lr=None, tune=
     [['pull-diag-gt', 40, 'ok'], ['push-pull', 40, 'ok']]
     """
     from .. import _progress
-    from .._checks import check_int
 
     if log is not None and not callable(log):
         raise TypeError(f"log must be a callable that takes a line, got {type(log).__name__}")
     if on_result is not None and not callable(on_result):
         raise TypeError(f"on_result must be a callable that takes a frame, got {type(on_result).__name__}")
-    jobs = check_int(jobs, "jobs", minimum=1)
+    jobs = _check_int(jobs, "jobs", minimum=1)
     progress = _progress.check(progress)
     plan = make_plan(A, objective, algorithms, rounds_budget, lr=lr, tune=tune, repeats=repeats, seed=seed,
                      tracker=tracker, backend=backend, mg_rounds=mg_rounds, points=points, metric=metric,

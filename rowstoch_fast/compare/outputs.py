@@ -11,6 +11,7 @@ import re
 
 import numpy as np
 
+from .._checks import check_text
 from .._files import atomic_write
 from .._files import process_alive as _alive  # (patched in a test)
 from .tables import GROUPS, check_frame, frame_metric, summary
@@ -269,6 +270,7 @@ def write_tables(frames, folder, metrics=(), caption=None, kept=None):
     names written."""
     import pandas as pd
 
+    check_text(caption, "caption", allow_none=True)
     from .. import report
 
     frames = _frame_list(frames)
@@ -360,7 +362,8 @@ def plot(frame, metric=None, ax=None, title=None, path=None, x="rounds"):
     it was made here (:func:`~rowstoch_fast.report.axes_for`)."""
     from .. import report
 
-    metric = metric or frame_metric(frame)
+    metric = check_text(metric, "metric", allow_none=True) or frame_metric(frame)
+    check_text(title, "title", allow_none=True)
     check_frame(frame, [metric])
     report.check_axis(x)
     with report.axes_for(ax, (6.4, 4.2), path) as ax:

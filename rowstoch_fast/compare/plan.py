@@ -18,7 +18,8 @@ import numpy as np
 
 from .. import algorithms as _algorithms
 from .. import backends
-from .._checks import MAX_KEY, MAX_ROUNDS, check_int, did_you_mean, fmt_bytes, require_memory
+from .._checks import (MAX_KEY, MAX_ROUNDS, check_choice, check_int, check_tracker, did_you_mean, fmt_bytes,
+                       require_memory)
 from ..algorithms import REGISTRY, method_of
 from ..backends import BACKENDS
 from ..mixing import MixingMatrix, as_matrix
@@ -403,8 +404,10 @@ def make_plan(A, objective, algorithms=None, rounds_budget=2000, *, lr=None, tun
         redrawn(A, 1)  # (each repetition runs on a draw of its own: a layer that cannot be drawn anew, before any run)
     except TypeError as exc:
         raise TypeError(f"A: {exc}") from None
-    if not isinstance(backend, str) or backend not in BACKENDS:
-        raise ValueError(f"backend must be one of {', '.join(map(repr, BACKENDS))}, got {backend!r}")
+    check_choice(backend, "backend", BACKENDS)
+    check_tracker(tracker)  # (and mg_rounds: checked where no method reads them too, as any argument)
+    if mg_rounds is not None:
+        check_int(mg_rounds, "mg_rounds", minimum=1, maximum=MAX_ROUNDS)
     rounds_budget = check_int(rounds_budget, "rounds_budget", minimum=1)
     points = check_int(points, "points", minimum=1)
     repeats = check_int(repeats, "repeats", minimum=1)

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from .._checks import check_names
+from .._checks import check_names, check_text
 from ..report import _check_summary as check_summary, single_runs, tie_note
 from ..runner import METRICS, check_metric
 from ..user_metrics import COUNTS, RESERVED, higher_is_better
@@ -85,6 +85,7 @@ def empirical_rate(runs, metric, x="communication_rounds", converged=CONVERGED):
     0.9
     """
     require_frame(runs, "runs", "one method's records")
+    check_text(metric, "metric"), check_text(x, "x")
     missing = [c for c in (x, metric) if c not in runs.columns]
     if missing:
         raise ValueError(f"empirical_rate: the records have no column {missing[0]!r}")
@@ -135,7 +136,7 @@ def summary(frame, metric=None, metrics=()):
     """
     import pandas as pd
 
-    metric = metric or frame_metric(frame)
+    metric = check_text(metric, "metric", allow_none=True) or frame_metric(frame)
     shown = list(dict.fromkeys([metric, *check_names(metrics, "metrics", allow_none=True)]))
     check_frame(frame, shown)
     groups = [g for g in GROUPS if g in frame.columns]
@@ -224,7 +225,7 @@ def format_summary(table, metric=None):
     """The summary as an aligned text table (what ``rowstoch compare`` prints): a shared rank is written ``1=``,
     and every run that is not ``ok`` gets its diagnosis on a line below the table."""
     check_summary(table)
-    metric = metric or table.attrs.get("metric", "final")
+    metric = check_text(metric, "metric", allow_none=True) or table.attrs.get("metric", "final")
     groups = [g for g in GROUPS if g in table.columns]
     width = max([9, *(len(s) + 2 for s in table["lr_source"] if s)]) if len(table) else 9  # a long source fits
     gw = {g: max([len(g), *(len(str(v)) for v in table[g])]) for g in groups}

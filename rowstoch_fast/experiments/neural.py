@@ -8,7 +8,7 @@ import os
 import numpy as np
 
 from .. import topology
-from .._checks import check_int, require_memory
+from .._checks import check_choice, check_int, require_memory
 from .._progress import bar as progress_bar
 from ..errors import DivergenceError
 from ._common import (COMPARE_RULE, _finish, _plt, _save, _stop_if, _stopped, compare_windows, window_stats,
@@ -126,8 +126,7 @@ def reproduce_mnist_mlp(out_dir, data="digits", data_dir=None, communication_rou
         One row per record and repeat (also written to ``<name>.csv``, with
         ``<name>.png``).
     """
-    if axis not in MNIST_AXES:
-        raise ValueError(f"axis must be one of {', '.join(MNIST_AXES)}, got {axis!r}")
+    check_choice(axis, "axis", tuple(MNIST_AXES))
     check_rounds(rounds, communication_rounds)
     os.makedirs(out_dir, exist_ok=True)
     Xtr, ytr, Xte, yte = _mnist_data(data, data_dir, seed)
@@ -368,8 +367,7 @@ def reproduce_cifar10_resnet(out_dir, data_dir=None, synthetic=False, width=64, 
     """
     from .. import datasets
 
-    if axis not in MNIST_AXES:
-        raise ValueError(f"axis must be one of {', '.join(MNIST_AXES)}, got {axis!r}")
+    check_choice(axis, "axis", tuple(MNIST_AXES))
     check_rounds(rounds, communication_rounds)
     if synthetic == (data_dir is not None):
         raise ValueError("give data_dir (CIFAR-10's batches) or synthetic=True, one of the two")
@@ -411,8 +409,7 @@ def _split(labels, n, split, alpha, seed):
     from .. import datasets
 
     split = split or ("iid" if alpha is None else "dirichlet")
-    if split not in SPLITS:
-        raise ValueError(f"split must be one of {', '.join(SPLITS)}, got {split!r}")
+    check_choice(split, "split", tuple(SPLITS))
     if (alpha is not None) != (split == "dirichlet"):
         raise ValueError("alpha is the Dirichlet split's and needs it" if split != "dirichlet"
                          else "the Dirichlet split needs alpha")
@@ -450,8 +447,7 @@ def reproduce_mnist_heterogeneous(out_dir, data="digits", data_dir=None, communi
     """
     import pandas as pd
 
-    if axis not in MNIST_AXES:
-        raise ValueError(f"axis must be one of {', '.join(MNIST_AXES)}, got {axis!r}")
+    check_choice(axis, "axis", tuple(MNIST_AXES))
     check_rounds(rounds, communication_rounds)
     arrays = _mnist_data(data, data_dir, seed)
     ytr = arrays[1]

@@ -8,7 +8,7 @@ import os
 import numpy as np
 
 from .. import topology
-from .._checks import check_int
+from .._checks import check_choice, check_int
 from ..errors import DivergenceError
 from ..metrics import metrics_table
 from ..objectives import NonconvexLogistic
@@ -179,10 +179,8 @@ def linear_speedup_rate(graph, n, rates="default"):
     ``"default"``: the research code's table on exponential graphs (:data:`LINEAR_SPEEDUP_LR`, ``0.0512 / n`` for
     other sizes) and ``n * alpha = 0.05`` on rings.
     """
-    if graph not in LINEAR_SPEEDUP_SIZES:
-        raise ValueError(f"graph must be one of {', '.join(LINEAR_SPEEDUP_SIZES)}, got {graph!r}")
-    if rates not in RATES:
-        raise ValueError(f"rates must be one of {', '.join(RATES)}, got {rates!r}")
+    check_choice(graph, "graph", tuple(LINEAR_SPEEDUP_SIZES))
+    check_choice(rates, "rates", tuple(RATES))
     n = check_int(n, "n", minimum=1)  # (0 had divided by zero, -1 given a negative rate)
     if rates == "paper":
         return PAPER_RATE_CONSTANT[graph] / n
@@ -291,8 +289,7 @@ def reproduce_linear_speedup(out_dir, iterations=None, repeats=20, graphs=("expo
         ``finals[graph][n]`` (``inf`` where the run diverged) and ``slopes[graph]``.
     """
     graphs = _checked_graphs(graphs)
-    if rates not in RATES:
-        raise ValueError(f"rates must be one of {', '.join(RATES)}, got {rates!r}")
+    check_choice(rates, "rates", tuple(RATES))
     if isinstance(sizes, dict) and set(sizes) - set(LINEAR_SPEEDUP_SIZES):
         raise ValueError(f"sizes: unknown graph {sorted(set(sizes) - set(LINEAR_SPEEDUP_SIZES))[0]!r} (the halves "
                          f"are {', '.join(LINEAR_SPEEDUP_SIZES)})")

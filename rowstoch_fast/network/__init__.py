@@ -35,6 +35,7 @@ from __future__ import annotations
 import importlib as _importlib
 import pkgutil as _pkgutil
 
+from .._checks import check_bool
 from .._hashing import uniform_hash  # noqa: F401 (the layers' draws: tests read them here)
 from .base import (LAYERS, MAX_ACTIVATION_STEPS, MAX_CHAIN_STEPS, Network, advance_two_state, as_network,  # noqa: F401
                    describe, first_difference, jump_two_state)
@@ -90,7 +91,7 @@ def examples(base, compositions=True):
             raise ValueError(f"{cls.__name__}.examples labels {', '.join(map(repr, taken))}, which another layer's "
                              "examples use already; give them labels of their own")
         out.update(own)
-    if compositions:
+    if check_bool(compositions, "compositions"):
         for k, inner in enumerate(ordered):
             for inner_label, inner_net in inner.examples(base).items():
                 for outer in ordered[k + 1:]:

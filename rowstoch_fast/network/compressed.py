@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._checks import check_int, MAX_KEY, per_node_text, per_node_values
+from .._checks import check_choice, check_int, MAX_KEY, per_node_text, per_node_values
 from ..errors import UsageError
 from .base import _own_draws, as_network
 from .messages import _Messages
@@ -78,8 +78,7 @@ class Compressed(_Messages):
     def __init__(self, A, method, *, bits=None, k=None, unbiased=None, seed=0):
         self.base = as_network(A)
         self.n, self.stochastic = self.base.n, self.base.stochastic
-        if method not in self.METHODS:
-            raise ValueError(f"method must be one of {', '.join(map(repr, self.METHODS))}, got {method!r}")
+        check_choice(method, "method", tuple(self.METHODS))
         given = {"bits": bits, "k": k, "unbiased": unbiased}
         extra = [key for key, v in given.items() if v is not None and key not in self._TAKES[method]]
         if extra:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._checks import check_int, MAX_KEY, require_memory
+from .._checks import check_choice, check_int, MAX_KEY, require_memory
 from ..errors import UsageError
 from .._history import History
 from .base import as_network
@@ -72,8 +72,7 @@ class Delayed(_Messages):
         if isinstance(max_delay, (bool, np.bool_)) or not isinstance(max_delay, (int, np.integer)):
             raise TypeError(f"max_delay must be an integer number of iterations, got {max_delay!r}")
         self.max_delay = check_int(max_delay, "max_delay", minimum=0, maximum=2**20)
-        if delay not in self.DELAYS:
-            raise ValueError(f"delay must be one of {', '.join(map(repr, self.DELAYS))}, got {delay!r}")
+        check_choice(delay, "delay", self.DELAYS)
         self.delay = delay
         self.seed = check_int(seed, "seed", minimum=0, maximum=MAX_KEY)
         inner = self.base

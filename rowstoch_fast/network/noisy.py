@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from .._checks import check_int, check_positive_float, MAX_KEY, per_node_text, per_node_values
+from .._checks import check_choice, check_int, check_positive_float, MAX_KEY, per_node_text, per_node_values
 from ..errors import UsageError
 from .base import _own_draws, as_network
 from .messages import _Messages
@@ -79,9 +79,8 @@ class Noisy(_Messages):
     def __init__(self, A, sigma, seed=0, per="link"):
         self.base = as_network(A)
         self.n, self.stochastic = self.base.n, self.base.stochastic
-        if per not in self.PER:
-            raise ValueError(f"per must be 'link' (noise on each received copy) or 'message' (on what is sent), "
-                             f"got {per!r}")
+        check_choice(per, "per", self.PER, f"per must be 'link' (noise on each received copy) or 'message' (on "
+                                           f"what is sent), got {per!r}")
         top = float(np.finfo(self.dtype).max) / Z_MAX
         each = per_node_values(sigma, "sigma", self.n, lambda v: (v >= 0) & (v <= top),
                                f"a finite number >= 0 and at most {top:.4g} (larger noise overflows the largest "

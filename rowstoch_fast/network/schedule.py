@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from .._checks import check_int
+from .._checks import check_choice, check_int
 from .._hashing import MAX_T
 from ..mixing import MixingMatrix
 from ._rounds import _unconnected
@@ -122,8 +122,7 @@ def one_peer_exponential(n, stochastic="row"):
     (4, 32)
     """
     n = check_int(n, "n", minimum=2)
-    if stochastic not in ("row", "column"):
-        raise ValueError(f"stochastic must be 'row' or 'column', got {stochastic!r}")
+    check_choice(stochastic, "stochastic", ("row", "column"), f"stochastic must be 'row' or 'column', got {stochastic!r}")
     period = max(1, int(np.ceil(np.log2(n))))
     mats = []
     for k in range(period):

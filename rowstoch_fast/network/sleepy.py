@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._checks import check_int, check_positive_float, MAX_KEY, per_node_text, per_node_values, positive_int
+from .._checks import (check_choice, check_int, check_positive_float, MAX_KEY, per_node_text, per_node_values,
+                       positive_int)
 from .._hashing import MAX_T, uniform_hash
 from ..errors import UsageError
 from ..mixing import MixingMatrix
@@ -79,8 +80,7 @@ class Sleepy(Network):
     def __init__(self, A, q=None, seed=0, *, model="bernoulli", p_sleep=None, p_wake=None, rate=None, period=None):
         self.base = _under_messages(as_network(A), "Sleepy")
         self.n, self.stochastic = self.base.n, self.base.stochastic
-        if model not in self.MODELS:
-            raise ValueError(f"model must be one of {', '.join(map(repr, self.MODELS))}, got {model!r}")
+        check_choice(model, "model", self.MODELS)
         given = {"q": q, "p_sleep": p_sleep, "p_wake": p_wake, "rate": rate, "period": period}
         needed = self._TAKES[model]
         extra = [k for k, v in given.items() if v is not None and k not in needed]
