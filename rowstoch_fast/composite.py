@@ -319,6 +319,7 @@ class GroupLasso(Regularizer):
 
     def __init__(self, groups, lam, weights=None, d=None):
         self.lam = check_positive_float(lam, "lam", allow_zero=True)
+        d = None if d is None else check_int(d, "d", minimum=1)
         if isinstance(groups, (str, bytes)) or not hasattr(groups, "__len__"):
             raise TypeError(f"groups must be a list of lists of coordinates or one label per coordinate, got "
                             f"{type(groups).__name__}")

@@ -11,7 +11,8 @@ import scipy.sparse as sp
 
 from . import _core
 from ._checks import (MAX_ROUNDS, as_float_array, caller_outside, check_bool, check_choice, check_coo_arrays,
-                      check_csr_arrays, check_dtype, check_int, check_out, fmt_value, require_memory)
+                      check_csr_arrays, check_dtype, check_int, check_out, check_positive_float, fmt_value,
+                      require_memory)
 from ._device import device_operations, is_device_array
 from .metrics import compute_metrics, perron_vector
 
@@ -620,6 +621,7 @@ class MixingMatrix:
         >>> plt.close(ax.figure)
         """
         max_nodes = check_int(max_nodes, "max_nodes", minimum=1)
+        node_size = check_positive_float(node_size, "node_size", allow_zero=True)
         pos = _layout(self, layout, max_nodes, seed)
         try:
             import matplotlib.pyplot as plt

@@ -199,6 +199,7 @@ def draw_samples(samples, shape, iteration, seed=0, rep_offset=0, nodes=None, re
     for value, name in ((iteration, "iteration"), (seed, "seed"), (rep_offset, "rep_offset")):
         if type(value) is not int or value < 0:
             check_int(value, name, minimum=0, maximum=MAX_KEY)
+    rep_period = _check_period(rep_period)
     reps = shape[0] if len(shape) == 2 else 1
     all_nodes = nodes is None
     ids = np.empty(shape[-1], dtype=np.int64) if all_nodes else np.ascontiguousarray(nodes, dtype=np.int64)

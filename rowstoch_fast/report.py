@@ -19,7 +19,7 @@ import sys
 
 import numpy as np
 
-from ._checks import check_names, check_text
+from ._checks import check_names, check_positive_float, check_text
 
 __all__ = ["AXES", "METRIC_LABELS", "COST_UNITS", "check_axis", "check_cost_weights", "check_formats", "draw", "figure",
            "to_latex", "to_markdown", "with_cost",
@@ -270,8 +270,11 @@ def save(fig, path, dpi=DPI, format=None):
     """``fig.savefig(path)`` with :data:`SAVE_RC` (Type 42 fonts in a PDF or PostScript file); a file path is
     written beside it first, then renamed (a kill while a figure was written left an empty ``compare.png``); a
     PDF or SVG file holds no date, so that two runs of one comparison write the same bytes.
+    ``dpi``: a number > 0 (an array had raised NumPy's "truth value ... is ambiguous" inside matplotlib).
     The format is ``format``, else the path's extension, else matplotlib's ``savefig.format`` (whose extension is
     then added to the name, as ``savefig`` does). Returns the path written."""
+    dpi = dpi if isinstance(dpi, str) and dpi == "figure" else check_positive_float(dpi, "dpi")  # (matplotlib's
+    # "figure": the figure's own)
     import matplotlib
 
     with matplotlib.rc_context(SAVE_RC):

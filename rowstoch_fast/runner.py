@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _core, _progress, backends
-from ._checks import (MAX_KEY, MAX_ROUNDS, check_bool, check_int, check_step_size, check_tracker, did_you_mean,
-                      load_npz_file, precision_of, require_memory)
+from ._checks import (MAX_KEY, MAX_ROUNDS, check_bool, check_choice, check_int, check_step_size, check_tracker,
+                      did_you_mean, load_npz_file, precision_of, require_memory)
 from ._metric_names import METRICS, TEST_METRICS  # (the metrics of every record, in order; the test ones)
 from ._progress import bar as progress_bar
 from ._files import atomic_write, check_path
@@ -190,6 +190,7 @@ class Algorithm:
         if self.rounds > 1 and not REGISTRY[self.method].multi_round:
             raise ValueError(f"{self.method} takes one gossip round per iteration, got rounds = {self.rounds}")
         check_tracker(self.tracker)
+        check_choice(self.backend, "backend", backends.BACKENDS)  # (an array had raised "truth value ... is ambiguous")
         if self.tracker != "exact" and "tracker" not in REGISTRY[self.method].hyper:  # it would be ignored
             raise ValueError(f"tracker={self.tracker!r} is for the methods with a Pull-Diag tracker; {self.method} "
                              "has none")

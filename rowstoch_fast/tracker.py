@@ -140,6 +140,7 @@ def freeze_step(beta, min_pi, eps=np.finfo(np.float64).eps):
     57
     """
     beta = check_positive_float(beta, "beta", allow_zero=True)
+    eps = check_positive_float(eps, "eps")
     if beta > 1.0:  # (2.5 had given 39070613938484168 steps)
         raise ValueError(f"beta must be in [0, 1] (the network's generalized spectral radius), got {beta}")
     min_pi = check_positive_float(min_pi, "min_pi")  # (0 had raised "math domain error")

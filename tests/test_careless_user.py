@@ -1623,7 +1623,16 @@ def _frame_for_fuzz():
     ("metric", lambda v: rf.compare.summary(_frame_for_fuzz(), metric=v)),
     ("caption", lambda v: rf.report.to_latex(rf.compare.summary(_frame_for_fuzz()), caption=v)),
     ("label", lambda v: rf.report.to_latex(rf.compare.summary(_frame_for_fuzz()), label=v)),
-    ("title", lambda v: rf.compare.plot(_frame_for_fuzz(), metric="suboptimality", title=v))])
+    ("title", lambda v: rf.compare.plot(_frame_for_fuzz(), metric="suboptimality", title=v)),
+    ("max_work", lambda v: rf.tracker.DiagTracker(topology.ring(6), max_work=v)),
+    ("window", lambda v: rf.compare.LiveView(metric="suboptimality", window=v)),
+    ("dpi", lambda v: rf.report.figure([_frame_for_fuzz()], ["suboptimality"], dpi=v, path="never")),
+    ("converged", lambda v: rf.compare.empirical_rate(_frame_for_fuzz(), metric="suboptimality", converged=v)),
+    ("eps", lambda v: rf.tracker.freeze_step(beta=0.5, min_pi=0.1, eps=v)),
+    ("d", lambda v: rf.composite.GroupLasso([[0], [1]], lam=0.1, d=v)),
+    ("node_size", lambda v: topology.ring(6).draw(node_size=v)),
+    ("rep_period", lambda v: rf.objectives.draw_samples(10, (6, 1), 0, rep_period=v)),
+    ("backend", lambda v: rf.Algorithm(topology.ring(6), lr=0.01, backend=v))])
 def test_an_array_where_one_value_is_read_is_refused_by_name(name, call):
     """Helper 146's fuzzing (2,832 calls, 381 raw): an array where a number, a flag or a name is read had raised
     NumPy's "The truth value of an array with more than one element is ambiguous" or "unhashable type" (``build``'s

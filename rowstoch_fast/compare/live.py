@@ -36,7 +36,7 @@ import time
 
 import numpy as np
 
-from .._checks import check_text
+from .._checks import check_bool, check_text
 from ..report import AXES, check_axis
 from ..user_metrics import linear_scale
 from .tables import require_frame
@@ -164,10 +164,10 @@ class LiveView:
     def __init__(self, metric, x="rounds", path=None, window=None, stream=None, text=None, share=1.0):
         self.metric, self.x = metric, check_axis(x)
         self.path = None if path is None else os.fspath(path)
-        self.window = _has_window() if window is None else bool(window)
-        self.text = (not self.window) if text is None else bool(text)
+        self.window = _has_window() if window is None else check_bool(window, "window")
+        self.text = (not self.window) if text is None else check_bool(text, "text")
         self.stream = sys.stderr if stream is None else stream
-        if not 0 < share <= 1:
+        if np.ndim(share) or not isinstance(share, (int, float, np.integer, np.floating)) or not 0 < share <= 1:
             raise ValueError(f"share must be in (0, 1], got {share!r}")
         self.share = float(share)
         self._figure, self._kept, self._next = None, None, -np.inf

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from .._checks import check_names, check_text
+from .._checks import check_names, check_positive_float, check_text
 from ..report import _check_summary as check_summary, single_runs, tie_note
 from ..runner import METRICS, check_metric
 from ..user_metrics import COUNTS, RESERVED, higher_is_better
@@ -86,6 +86,7 @@ def empirical_rate(runs, metric, x="communication_rounds", converged=CONVERGED):
     """
     require_frame(runs, "runs", "one method's records")
     check_text(metric, "metric"), check_text(x, "x")
+    converged = check_positive_float(converged, "converged", allow_zero=True)
     missing = [c for c in (x, metric) if c not in runs.columns]
     if missing:
         raise ValueError(f"empirical_rate: the records have no column {missing[0]!r}")
