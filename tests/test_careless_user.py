@@ -1655,3 +1655,19 @@ def test_tune_lr_and_the_builders_name_their_own_arguments():
                        ("max_bytes", lambda: rf.tracker.DiagTracker(A, max_bytes=bad))):
         with pytest.raises(TypeError, match=rf"^{name} must be"):
             call()
+
+
+def test_the_classmethods_that_count_take_numbers_not_arrays():
+    """Helper 146: ``iterations_for``, ``memory_per_node``, ``default_lr`` and ``samples_drawn`` returned an array
+    for an array of budgets, rounds, replicas, nodes or batch sizes (``iterations_for(10, rounds=[True, False])``:
+    ``array([10, 0])`` with a division-by-zero warning), and failed deep for strings."""
+    bad = np.array([1, 2])
+    for name, call in (("rounds", lambda: PullDiagGT.iterations_for(10, rounds=bad)),
+                       ("budget", lambda: PullDiagGT.iterations_for(bad)),
+                       ("reps", lambda: PullDiagGT.memory_per_node(2, reps=bad)),
+                       ("d", lambda: rf.DSGD.memory_per_node(bad)),
+                       ("n", lambda: PullDiagGT.default_lr(bad)), ("n", lambda: rf.DSGD.default_lr(bad)),
+                       ("batch", lambda: PullDiagGT(topology.ring(6), np.zeros((6, 2)), 0.01).samples_drawn(bad))):
+        with pytest.raises(TypeError, match=rf"^{name} must be an integer"):
+            call()
+    assert PullDiagGT.iterations_for(np.int64(10), 2) == 5 and PullDiagGT.default_lr(16) == 0.05 / 16

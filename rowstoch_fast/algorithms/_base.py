@@ -557,7 +557,7 @@ class Optimizer(AskTell, FailureHandling, Persistence):
         >>> PullDiagGT.memory_per_node(10), DSGD.memory_per_node(10)  # 10 (9 at rounds=1) and 4 blocks of 10 float64
         (800, 320)
         """
-        w = reps * d
+        w = check_int(reps, "reps", minimum=1) * check_int(d, "d", minimum=1)
         values = sum(2 * (1 if name in cls.narrow else w) for name in cls.state) + cls.scratch * w
         return values * np.dtype(dtype).itemsize
 
@@ -566,6 +566,7 @@ class Optimizer(AskTell, FailureHandling, Persistence):
         """``rowstoch run``'s step size without ``--lr`` on ``n`` nodes: 0.05 (methods whose tracker follows the
         *sum* of the gradients, the Pull-Diag family, override it with the paper's ``0.05 / n``: their stable
         steps are about ``1/n`` of those of methods that follow the average)."""
+        check_int(n, "n", minimum=1)
         return 0.05
 
     def gradient_sum_tracker(self, gradient):
@@ -739,6 +740,8 @@ class Optimizer(AskTell, FailureHandling, Persistence):
         ``rowstoch compare`` runs each method for. Rounds are counted as :attr:`communication_rounds` says: the
         first :attr:`silent_iterations` send nothing (NIDS's first step), and spend none of the budget (NIDS ran
         1,999 rounds of a budget of 2,000)."""
+        budget, rounds = check_int(budget, "budget", minimum=0), check_int(rounds, "rounds", minimum=1)  # (arrays
+        # had given arrays of iterations)
         return budget // rounds + cls.silent_iterations
 
     def _talking_iterations(self):
@@ -1295,7 +1298,7 @@ class Optimizer(AskTell, FailureHandling, Persistence):
         multi-round method): the ``samples`` axis of a run's records. Counted from the gradient calls
         (:attr:`calls`), so that a tracking method's gradients at ``x_0``, drawn as it initializes, count (the
         iterations alone left them out: 200 recorded against 204 drawn at iteration 50 with batch 4)."""
-        return self.calls.get("gradient", 0) * self.rounds * batch
+        return self.calls.get("gradient", 0) * self.rounds * check_int(batch, "batch", minimum=0)
 
     @classmethod
     def takes_objective(cls, objective):

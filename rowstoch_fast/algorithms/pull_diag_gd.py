@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._checks import check_tracker
+from .._checks import check_int, check_tracker
 from ..network import weights_of
 from ._base import Optimizer
 from ._corrections import tracker_row
@@ -61,7 +61,7 @@ class PullDiagGD(Optimizer):
     @classmethod
     def default_lr(cls, n):
         """The paper's ``0.05 / n``, as for Pull-Diag-GT (its corrected gradient is about ``n`` times larger)."""
-        return 0.05 / n
+        return 0.05 / check_int(n, "n", minimum=1)
 
     def __init__(self, A, x0, lr, tracker="exact", backend="auto", *, check_finite=True, comm=None, partition=None):
         self._start(x0, {"A": A}, backend, check_finite, comm, partition, lr=lr, tracker=tracker)

@@ -187,7 +187,7 @@ class PullDiagGT(Optimizer):
     @classmethod
     def default_lr(cls, n):
         """The paper's ``0.05 / n``: ``y`` follows the sum of the gradients, not their average."""
-        return 0.05 / n
+        return 0.05 / check_int(n, "n", minimum=1)
 
     def gradient_sum_tracker(self, gradient):
         """``(y, g)`` of every node (``pi^T y_t = pi^T D_t^{-1} g_t``, about ``1^T g_t``: eq. 9), on the root;
