@@ -261,7 +261,8 @@ class MixingMatrix:
         if isinstance(weights, str):
             if weights not in ("in-degree", "uniform"):
                 raise ValueError(f"weights must be 'in-degree', 'uniform' or an array, got {weights!r}")
-            check_choice(stochastic, "stochastic", STOCHASTIC, f"stochastic must be 'row' or 'column', got {stochastic!r}")
+            check_choice(stochastic, "stochastic", STOCHASTIC,
+                         f"stochastic must be 'row' or 'column', got {stochastic!r}")
             validate, self_loops = check_bool(validate, "validate"), check_bool(self_loops, "self_loops")
             indptr, indices, data = _degree_weighted_csr(n, e[:, 0], e[:, 1], self_loops, stochastic)
             csr = sp.csr_array((data, indices, indptr), shape=(n, n), copy=False)

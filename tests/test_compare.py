@@ -4317,3 +4317,23 @@ def test_a_mean_raised_by_a_few_repetitions_says_so():
         "(5.9-94x)"), why
     frame["suboptimality"] = np.where(frame["iteration"] == 0, 1.0, 0.8)  # (no repetition above its start)
     assert "median" not in verdict.status_of(frame, "suboptimality", {}, lr=0.002, lr_source="given", iterations=40)[1]
+
+
+def test_the_budget_is_called_short_only_where_the_run_still_falls():
+    """Helper 145: "the smallest rate tried: the budget may be too short for this method" of FROST at its noise floor
+    (it fell to 0.36x its start by iteration 360 and ended at 0.502x, just over no-progress's half): a longer budget
+    would not help. The hint stays where the run still falls at the end of its budget."""
+    its = np.arange(0, 1001, 40)
+    tuning = {"stages": [{"scores": {1e-4: 1.0, 1e-3: math.inf}}]}
+    kw = dict(lr=1e-4, lr_source="tuned", iterations=1000, tuning=tuning)
+
+    def frame_of(curve):
+        return pd.DataFrame([(k, rep, v * (1 + 0.01 * rep)) for rep in range(2) for k, v in zip(its, curve)],
+                            columns=["iteration", "rep", "suboptimality"])
+
+    slow = 1.0 - 0.4 * its / its[-1]  # (still falling: 0.6x at the end)
+    assert verdict.status_of(frame_of(slow), "suboptimality", {}, **kw)[1].endswith(
+        "; the smallest rate tried: the budget may be too short for this method")
+    floor = np.where(its == 0, 1.0, np.where(its <= 360, 0.36, 0.5 + 0.004 * np.sin(its)))  # (at its floor)
+    status, why = verdict.status_of(frame_of(floor), "suboptimality", {}, **kw)
+    assert status == "no-progress" and "too short" not in why, why

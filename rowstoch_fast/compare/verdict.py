@@ -38,7 +38,7 @@ import numpy as np
 from .._checks import as_float_array, check_bool, check_positive_float
 from ..report import TIE_SE  # (the rule's threshold, below the harness: the tables' footnotes say it)
 from ..runner import GROWTH_WARNING
-from .tuning import (CLIMB, CONVERGED, NO_PROGRESS, SPREAD, STABILITY_FACTOR, UNTUNABLE, climbs, off_its_minimum,
+from .tuning import (CLIMB, CONVERGED, NO_PROGRESS, SPREAD, STABILITY_FACTOR, TAIL, UNTUNABLE, climbs, off_its_minimum,
                      rising, runaway, typical_curve)
 
 __all__ = ["STATUSES", "NO_PROGRESS", "TIE_SE", "status_of", "ranks", "tuning_failures", "hint_outcomes"]
@@ -237,7 +237,8 @@ def status_of(frame, metric, meta, *, lr, lr_source, iterations, tuning=None, co
                 diagnosis += f"; it fell to {fell} by iteration {int(lowest)}, then climbed back"
             diagnosis += _mean_of_a_few(frame, metric, start)
             tried = sorted(lr for stage in (tuning or {}).get("stages", ()) for lr in stage["scores"])
-            if lr_source == "tuned" and tried and lr <= tried[0]:
+            if lr_source == "tuned" and tried and lr <= tried[0] and _still_falling(means):  # (at a noise floor
+                # a longer budget does not help: helper 145's FROST at 0.502x its start, said "too short")
                 diagnosis += "; the smallest rate tried: the budget may be too short for this method"
         elif above := _repetitions_above_start(frame, metric, start):
             status, diagnosis = "unstable", f"{above} {at}"
@@ -361,6 +362,16 @@ def _climbing(frame, metric, means, start, one_trajectory=False, converged=CONVE
             return (f"{SPREAD} climbs to the end of the budget, {found[1] / found[0]:.3g}x above its lowest level past "
                     f"the first quarter ({_fmt(found[0])} -> {_fmt(found[1])}){where}")
     return ""
+
+
+def _still_falling(means):
+    """Whether a run's mean over its repetitions (by iteration) still falls over the last :data:`TAIL` of its
+    records (three at least): the slope of its logarithm below zero by more than twice its standard error."""
+    tail = means.iloc[-max(3, int(math.ceil(TAIL * len(means)))):]
+    values = tail.to_numpy(np.float64)
+    if len(values) < 3 or not (np.isfinite(values).all() and (values > 0).all()):
+        return False
+    return rising(tail.index.to_numpy(np.float64), -np.log(values))
 
 
 def _mean_of_a_few(frame, metric, start):

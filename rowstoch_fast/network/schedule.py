@@ -122,7 +122,8 @@ def one_peer_exponential(n, stochastic="row"):
     (4, 32)
     """
     n = check_int(n, "n", minimum=2)
-    check_choice(stochastic, "stochastic", ("row", "column"), f"stochastic must be 'row' or 'column', got {stochastic!r}")
+    check_choice(stochastic, "stochastic", ("row", "column"),
+                 f"stochastic must be 'row' or 'column', got {stochastic!r}")
     period = max(1, int(np.ceil(np.log2(n))))
     mats = []
     for k in range(period):
