@@ -49,14 +49,11 @@ __all__ = ["Regularizer", "L1", "ElasticNet", "Box", "NonNegative", "GroupLasso"
 def _real(x, name):
     """``x`` as a real array: a host one through NumPy (integers as float64), a device one as it is; a complex or
     non-numeric one refused by ``name`` (complex had given a complex result, unsaid)."""
-    if is_device_array(x):
-        if x.dtype.kind not in "fiu":
-            raise TypeError(f"{name} must be a real array, got dtype {x.dtype}")
-        return x
-    x = np.asarray(x)
+    device = is_device_array(x)
+    x = x if device else np.asarray(x)
     if x.dtype.kind not in "fiu":
         raise TypeError(f"{name} must be a real array, got dtype {x.dtype}")
-    return x if x.dtype.kind == "f" else x.astype(np.float64)
+    return x if device or x.dtype.kind == "f" else x.astype(np.float64)
 
 
 def _xp(v):

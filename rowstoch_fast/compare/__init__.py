@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import contextlib
 
-from .._checks import check_int as _check_int
 from .. import algorithms as _algorithms
+from .._checks import check_int as _check_int
 from ..backends import on_the_root
 from ..runner import warn_if_below_optimum
 from .execute import Outcome, default_jobs, execute, run_method

@@ -76,7 +76,8 @@ def text_plot(frame, metric, x="communication_rounds", width=60, height=12):
     str
     """
     require_frame(frame, "frame")
-    check_text(metric, "metric"), check_text(x, "x")
+    check_text(metric, "metric")
+    check_text(x, "x")
     column = AXES[x][0] if x in AXES else x
     for name in (column, metric, "algorithm"):
         if name not in frame.columns:

@@ -14,7 +14,7 @@ from ..errors import DivergenceError
 from ..network import draws, effects_of, losses_of, redrawn
 from ..runner import BELOW_OPTIMUM_WORDS, run
 from .tuning import UNTUNABLE, NoStableRate, converged_for, forget_stages, replicas_per_rate, tune
-from .verdict import status_of
+from .verdict import family_members, status_of
 
 __all__ = ["Outcome", "run_method"]
 
@@ -50,8 +50,9 @@ def _context(plan, method):
            "effects": effects_of(plan.network), "compresses": "compressed" in REGISTRY[method.method].family,
            # (it pushes mass through a column-stochastic matrix, which lost messages take, and is not loss-robust)
            "pushes": "C" in REGISTRY[method.method].matrices and "loss-robust" not in REGISTRY[method.method].family,
-           "for_compression": [name for name, cls in REGISTRY.items()  # (those that run on this network)
-                               if "compressed" in cls.family and cls.applies_to(plan.network)]}
+           # (those that run on this network, asked for only where a run failed under compression)
+           "for_compression": lambda: [name for name in family_members("compressed")
+                                       if REGISTRY[name].applies_to(plan.network)]}
     if "tracker" in REGISTRY[method.method].hyper:
         out["tracker_peak"] = lambda: _tracker_peak(plan.network, method)
     return out

@@ -85,7 +85,8 @@ def empirical_rate(runs, metric, x="communication_rounds", converged=CONVERGED):
     0.9
     """
     require_frame(runs, "runs", "one method's records")
-    check_text(metric, "metric"), check_text(x, "x")
+    check_text(metric, "metric")
+    check_text(x, "x")
     converged = check_positive_float(converged, "converged", allow_zero=True)
     missing = [c for c in (x, metric) if c not in runs.columns]
     if missing:
@@ -184,9 +185,11 @@ def summary(frame, metric=None, metrics=()):
         rows.append(row)
         finals.append({m: last[m].to_numpy(dtype=np.float64) for m in shown})
     table = pd.DataFrame(rows)
-    for _, part in (table.groupby(groups if len(groups) > 1 else groups[0], sort=False) if groups and len(table)
-                    else [((), table)] if len(table) else []):  # (a hint beside what became of the methods it
-        # suggests, in the same section)
+    sections = table.groupby(groups if len(groups) > 1 else groups[0], sort=False) if groups and len(table) else \
+        [((), table)]
+    for _, part in sections:  # (a hint beside what became of the methods it suggests, in the same section)
+        if not len(part):
+            continue
         outcomes = dict(zip(part["algorithm"], part["status"]))
         for i in part.index[(part["status"] != "ok") & (part["diagnosis"] != "")]:
             table.at[i, "diagnosis"] = hint_outcomes(table.at[i, "diagnosis"], outcomes, table.at[i, "algorithm"])

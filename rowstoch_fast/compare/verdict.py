@@ -142,6 +142,13 @@ def _tracker_hint(context):
             + ("" if lossy else " (or --tracker perron)"))
 
 
+def family_members(word):
+    """The registry names of the methods whose family names ``word`` (``"loss-robust"``, ``"compressed"``)."""
+    from ..algorithms import REGISTRY
+
+    return [name for name, cls in REGISTRY.items() if word in cls.family]
+
+
 def _suggested(diagnosis):
     """The registry names of the methods a diagnosis suggests trying (:func:`_tracker_hint`'s "an algorithm of the
     push family" and "a loss-robust method", :meth:`~rowstoch_fast.DivergenceError.starved`'s "one that pulls with
@@ -153,11 +160,11 @@ def _suggested(diagnosis):
     if "push family" in diagnosis:
         names |= {name for name, cls in REGISTRY.items() if "C" in cls.matrices}
     if "loss-robust method" in diagnosis:
-        names |= {"robust-gradient-push", "r-fast"}
+        names |= set(family_members("loss-robust"))
     if "one that pulls" in diagnosis:
         names |= {name for name, cls in REGISTRY.items() if tuple(cls.matrices) == ("A",)}
     if "made for compressed messages" in diagnosis:
-        names |= {name for name, cls in REGISTRY.items() if "compressed" in cls.family}
+        names |= set(family_members("compressed"))
     return names
 
 
@@ -184,8 +191,8 @@ def status_of(frame, metric, meta, *, lr, lr_source, iterations, tuning=None, co
     static matrix; ``loses``: what its layers do that drops messages, :func:`~rowstoch_fast.network.losses_of`;
     ``converged``: the fraction of its start at rounding, :func:`~rowstoch_fast.compare.tuning.converged_for`;
     ``effects``: what its layers do to the messages, :func:`~rowstoch_fast.network.effects_of`; ``compresses``: the
-    method is one made for compressed messages, ``for_compression`` those that run on this network,
-    :func:`_effects_note`; ``pushes``: it pushes mass through a column-stochastic matrix, :func:`_push_hint`).
+    method is one made for compressed messages, ``for_compression`` those that run on this network (or a function
+    that gives them), :func:`_effects_note`; ``pushes``: it pushes mass through a column-stochastic matrix, :func:`_push_hint`).
     The diagnosis is one line derived from what the run and the tuner recorded ("" for ``ok``)."""
     context = context or {}
     done = int(meta.get("completed_iterations", iterations))
@@ -286,9 +293,11 @@ def _effects_note(context, said=""):
     if not effects:
         return ""
     note = f"; this network {' and '.join(effects)}"
-    made = context.get("for_compression") or ()
-    if any(e.startswith("compresses") for e in effects) and not context.get("compresses") and made:
-        note += f": try a method made for compressed messages ({', '.join(made)})"
+    if any(e.startswith("compresses") for e in effects) and not context.get("compresses"):
+        made = context.get("for_compression") or ()
+        made = made() if callable(made) else made  # (asked for here, where a run failed under compression)
+        if made:
+            note += f": try a method made for compressed messages ({', '.join(made)})"
     return note
 
 
@@ -409,17 +418,14 @@ def _repetitions_above_start(frame, metric, start):
     found, ends = {}, []
     for rep in curves.columns:
         values = curves[rep].to_numpy(np.float64)
-        kept = np.isfinite(values)
-        if not kept.any():
+        kept = np.flatnonzero(np.isfinite(values))
+        if not kept.size:
             continue
-        ends.append(values[kept][-1])
+        ends.append(values[kept[-1]])
         with np.errstate(invalid="ignore"):
             fell = np.flatnonzero(values < NO_PROGRESS * start)
-            last = int(np.flatnonzero(kept)[-1])
-            window = np.zeros(len(values), dtype=bool)
-            window[fell[0] if fell.size else last:] = True
-            window[last] = True
-            off = window & kept & (values > start) & (values > GROWTH_WARNING * medians)
+            first = fell[0] if fell.size else kept[-1]  # (from where it fell below half its start, else its end)
+            off = (np.arange(len(values)) >= first) & (values > start) & (values > GROWTH_WARNING * medians)
         if off.any():
             k = int(np.flatnonzero(off)[np.argmax(values[off])])
             found[rep] = (float(values[k]), int(curves.index[k]), float(values[k] / medians[k]))
