@@ -622,10 +622,11 @@ def _rank(r):
 
 
 def _notes(table):
-    """``(where, algorithm, status, diagnosis)`` of every row that did not end ok and says why."""
+    """``(where, algorithm, status, diagnosis)`` of every row that says why it did not end ok, or why it is shown at
+    another rate than its tuned one."""
     groups = [g for g in _GROUPS if g in table.columns]
     return [(" / ".join(str(getattr(r, g)) for g in groups), r.algorithm, r.status, r.diagnosis)
-            for r in table.itertuples() if r.status != "ok" and getattr(r, "diagnosis", "")]
+            for r in table.itertuples() if getattr(r, "diagnosis", "")]
 
 
 #: A mean suboptimality below 0 by at most this much is rounding (f(x) and f* agree to their last digits).

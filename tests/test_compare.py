@@ -1,5 +1,6 @@
 """The benchmark harness: rowstoch_fast.compare and ``rowstoch compare``."""
 
+import copy
 import json
 import math
 import os
@@ -1210,6 +1211,137 @@ def test_a_run_that_climbs_off_at_the_end_is_unstable_and_one_repetition_past_a_
                                             "repetitions: 0)"), why
 
 
+def test_a_steady_ramp_short_of_tenfold_is_unstable_and_a_level_approached_is_not():
+    """Helper 145: Push-Pull over Gilbert-Elliott losses, its median over 32 repetitions rising at an even pace from
+    0.10x to 0.31x its start over the last 25 of 26 records (0.93x by four times the budget), was ``ok`` and
+    ranked: short of the tenfold that repetitions that differ need. A ramp at an even pace to the end, twice its
+    lowest level, is ``unstable`` now; the same rise bending towards a level (DGD's suboptimality climbing to its
+    bias floor from below) is not, nor the ramp's first half alone (fewer than eight records from the lowest)."""
+    rng = np.random.default_rng(145)
+    it = np.arange(0, 2001, 80)
+    ramp = np.r_[0.129, np.linspace(0.0134, 0.0406, len(it) - 1)]
+    bend = np.r_[0.129, 0.0406 - (0.0406 - 0.0134) * np.exp(-(it[1:] - 80) / 250.0)]
+
+    def frame(curve, reps=5):
+        rows = [(k, rep, v * (1.0 if k == 0 else np.exp(0.05 * rng.standard_normal())))
+                for rep in range(reps) for k, v in zip(it, curve)]
+        return pd.DataFrame(rows, columns=["iteration", "rep", "suboptimality"])
+
+    status, why = verdict.status_of(frame(ramp), "suboptimality", {}, lr=1.0, lr_source="tuned", iterations=2000)
+    assert status == "unstable" and re.match(r"suboptimality rose from its lowest level \(iteration \d+\) to the "
+                                             r"end, [\d.]+x, in \d+% of its records and at an even pace: it climbs on "
+                                             r"past the budget at lr 1$", why), why
+    assert verdict.status_of(frame(bend), "suboptimality", {}, lr=1.0, lr_source="tuned", iterations=2000) \
+        == ("ok", "")
+    short = frame(ramp)
+    short = short[short["iteration"] <= 480]  # (seven records from the lowest on)
+    assert verdict.status_of(short, "suboptimality", {}, lr=1.0, lr_source="tuned", iterations=480) == ("ok", "")
+
+
+def test_next_stable_is_the_best_stable_rate_a_fifth_of_a_decade_below():
+    """The rate a tuned rate that the evaluation undid runs again at: the best-scoring stable rate of the tuning at
+    least a fifth of a decade below it (a later stage's score over an earlier's), else the best below it, else
+    None."""
+    record = {"stages": [{"scores": {0.001: 0.3, 0.00316: 0.1, 0.01: math.inf, 0.0001: 0.5}},
+                         {"scores": {0.00237: 0.09, 0.00178: 0.2, 0.001: 0.25}}]}
+    assert verdict.next_stable(record, 0.00316) == 0.00178  # (0.00237: an eighth of a decade below)
+    assert verdict.next_stable(record, 0.002) == 0.001  # (0.00178 is not that far below)
+    assert verdict.next_stable({"stages": [{"scores": {0.00178: 0.2, 0.00237: 0.1}}]}, 0.00237) == 0.00178  # (none
+    # that far below: the best below it)
+    assert verdict.next_stable(record, 0.0001) is None
+    assert verdict.next_stable({"stages": [{"scores": {0.001: math.nan, 0.1: 1.0}}]}, 0.1) is None
+    assert verdict.next_stable(None, 0.1) is None
+
+
+def test_a_tuned_rate_the_evaluation_undoes_runs_again_at_the_next_stable_rate(monkeypatch, tmp_path):
+    """Helper 144's robust gradient-push: the tuned rate went back above its start in 1 of 64 repetitions of the
+    evaluation (the tuning's streams never drew that) and the method was left unranked, where the grid's rate a
+    fifth of a decade below held in all 64. A tuned rate found diverged or unstable now runs again, once, at the
+    best stable rate of its tuning at least a fifth of a decade below it: shown there, its source ``next stable``,
+    its diagnosis saying what the tuned rate did; the table prints that line under an ok run too; a comparison
+    that keeps it keeps it as it is, and the failed rate's checkpoint is gone (a resume goes on at the new one)."""
+    from rowstoch_fast.compare import method as method_module
+
+    A = topology.exponential(8)
+    f = LeastSquares.synthetic(8, samples_per_node=10, d=4, seed=0)
+    record = {"metric": "suboptimality", "chosen": 50.0,
+              "stages": [{"name": "grid", "scores": {50.0: 1e-3, 0.1: 2e-3, 0.01: 5e-2}, "rejected": {}, "curves": {}}]}
+    calls = []
+
+    def tune(*args, **kwargs):
+        calls.append(kwargs.get("keep_stages"))
+        return 50.0, copy.deepcopy(record)  # (a copy: the record is the caller's)
+
+    monkeypatch.setattr(method_module, "tune", tune)
+    lines = []
+    frame = cmp.compare(A, f, "dgd", 100, repeats=2, progress=False, points=5, metric="suboptimality",
+                        checkpoint_dir=str(tmp_path), log=lines.append)
+    assert calls == [True]
+    assert set(frame["status"]) == {"ok"} and set(frame["lr"]) == {0.1} and set(frame["lr_source"]) == {"next stable"}
+    why = frame["diagnosis"].iloc[0]
+    assert why.startswith("at its tuned rate 50 it was diverged (") and \
+        why.endswith("; shown at the next stable rate of its tuning"), why
+    assert "dgd: diverged at its tuned rate 50: run again at the next stable rate of its tuning, 0.1" in lines
+    retried = frame.attrs["tuning"]["dgd"]["retried"]
+    assert retried["lr"] == 50.0 and retried["status"] == "diverged"
+    table = cmp.summary(frame)
+    assert table["rank"].iloc[0] == 1 and ("  dgd: ok: " + why) in cmp.format_summary(table)
+    with np.load(os.path.join(tmp_path, "dgd.npz"), allow_pickle=False) as saved:  # (the new rate's run)
+        assert float(saved["opt/lr"]) == 0.1
+    again = cmp.compare(A, f, "dgd", 100, repeats=2, progress=False, points=5, metric="suboptimality",
+                        previous=frame, log=lines.append)
+    assert calls == [True] and set(again["lr_source"]) == {"next stable"} and again["diagnosis"].iloc[0] == why
+    monkeypatch.setattr(method_module, "tune", lambda *a, **k: (50.0, {"stages": [{"scores": {50.0: 1e-3}}]}))
+    alone = cmp.compare(A, f, "dgd", 100, repeats=2, progress=False, points=5, metric="suboptimality")
+    assert set(alone["status"]) == {"diverged"} and set(alone["lr_source"]) == {"tuned"}  # (nothing below it)
+
+
+def test_a_run_at_the_next_stable_rate_interrupted_resumes_there(monkeypatch, tmp_path):
+    """Ctrl-C in the run at the next stable rate: the comparison keeps it ``interrupted`` at that rate (its source
+    and what the tuned rate did said), and a resume goes on from its checkpoint at that rate, to the records of a
+    run never interrupted, without tuning or running the tuned rate again."""
+    from rowstoch_fast import cli
+    from rowstoch_fast.algorithms import _base
+    from rowstoch_fast.compare import method as method_module
+
+    record = {"metric": "suboptimality", "chosen": 50.0,
+              "stages": [{"name": "grid", "scores": {50.0: 1e-3, 0.1: 2e-3}, "rejected": {}, "curves": {}}]}
+    tunings = []
+
+    def tune(*args, **kwargs):
+        tunings.append(1)
+        return 50.0, copy.deepcopy(record)
+
+    real = _base.Optimizer.step
+
+    def step(self, grad_fn):
+        if self.iteration == 30 and np.all(np.asarray(self.lr) == 0.1):
+            raise KeyboardInterrupt
+        return real(self, grad_fn)
+
+    monkeypatch.setattr(method_module, "tune", tune)
+    monkeypatch.setattr(_base.Optimizer, "step", step)
+    args = ["compare", "--n", "8", "--objective", "least-squares", "--samples-per-node", "10", "--d", "4",
+            "--algorithms", "dgd", "--rounds-budget", "60", "--repeats", "2", "--no-progress", "--format", "png"]
+    out = tmp_path / "cmp"
+    assert cli.main([*args, "--out", str(out)]) != 0
+    first = pd.read_csv(out / "compare.csv")
+    assert set(first["status"]) == {"interrupted"} and set(first["lr"]) == {0.1} \
+        and set(first["lr_source"]) == {"next stable"}
+    assert first["diagnosis"].iloc[0].startswith("at its tuned rate 50 it was diverged (")
+    monkeypatch.setattr(_base.Optimizer, "step", real)
+    assert cli.main(["compare", "--resume", str(out), "--no-progress"]) == 0
+    resumed = pd.read_csv(out / "compare.csv")
+    assert tunings == [1] and set(resumed["status"]) == {"ok"} and set(resumed["lr_source"]) == {"next stable"}
+    assert resumed["diagnosis"].iloc[0] == "at its tuned rate 50 it was diverged (" + \
+        first["diagnosis"].iloc[0].split(" (", 1)[1].split("; here:")[0]
+    assert [entry["tuning"]["dgd"]["retried"]["lr"] for entry in json.loads((out / "lr.json").read_text()).values()] == [50.0]
+    assert cli.main([*args, "--lr", "0.1", "--out", str(tmp_path / "direct")]) == 0
+    direct = pd.read_csv(tmp_path / "direct" / "compare.csv")
+    cols = ["iteration", "rep", "suboptimality", "grad_norm_mean"]
+    pd.testing.assert_frame_equal(resumed[cols].reset_index(drop=True), direct[cols].reset_index(drop=True))
+
+
 @pytest.mark.parametrize("d, repeats", [(1, 5), (1, 2), (2, 2), (1, 1)])
 def test_a_noise_floor_in_one_or_two_dimensions_is_not_a_climb(d, repeats):
     """A helper's false positives of the first version of these rules: a ranked metric at a stationary noise floor
@@ -1297,9 +1429,10 @@ def test_one_trajectory_gets_one_verdict_whatever_its_repetitions_and_records_mi
     ``unstable`` at two (the 2x rule read two equal repetitions as one trajectory, one repetition as noisy): the
     harness says which it is (``one_trajectory``: exact gradients, nothing drawn). And a repetition without one of
     the others' records (an earlier comparison's kept run) made the typical curve NaN there, which switched the
-    rule off: a climb read ``ok``."""
+    rule off: a climb read ``ok``. (Back 5x and level there: a steady ramp to the end is unstable either way,
+    :func:`~rowstoch_fast.compare.verdict._ramp`.)"""
     it = np.arange(0, 200, 8)
-    back = np.r_[np.geomspace(1.0, 1e-3, 12), np.geomspace(1e-3, 5e-3, 13)]
+    back = np.r_[np.geomspace(1.0, 1e-3, 12), np.geomspace(1e-3, 5e-3, 6), np.full(7, 5e-3)]
     one = pd.DataFrame({"iteration": it, "rep": 0, "suboptimality": back})
     kw = dict(lr=0.1, lr_source="given", iterations=192)
     assert verdict.status_of(one, "suboptimality", {}, **kw)[0] == "ok"  # (noisy, as far as one run tells)

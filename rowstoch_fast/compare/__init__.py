@@ -144,6 +144,10 @@ def compare(A, objective, algorithms=None, rounds_budget=2000, *, lr=None, tune=
         shown in the tables beside ``"tuned"``. A method that no rate tried keeps
         stable runs at the smallest, its source ``"none stable"`` and its status
         ``unstable`` (with which rates failed and how); the comparison goes on.
+        A tuned rate that the evaluation finds diverged or unstable runs again,
+        once, at the best stable rate of its tuning a fifth of a decade below it
+        at least: its source ``"next stable"``, its diagnosis what the tuned rate
+        did (:func:`~rowstoch_fast.compare.verdict.next_stable`).
     checkpoint_dir : str, optional
         A folder for one checkpoint per evaluation run (``<label>.npz``, written
         periodically, on Ctrl-C / SIGTERM and at the end): what ``previous`` resumes.

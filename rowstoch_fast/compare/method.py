@@ -14,7 +14,7 @@ from ..errors import DivergenceError
 from ..network import draws, effects_of, losses_of, redrawn
 from ..runner import BELOW_OPTIMUM_WORDS, run
 from .tuning import UNTUNABLE, NoStableRate, converged_for, forget_stages, replicas_per_rate, tune
-from .verdict import family_members, status_of
+from .verdict import NEXT_STABLE, RETRIED, family_members, next_stable, status_of
 
 __all__ = ["Outcome", "run_method"]
 
@@ -225,8 +225,6 @@ def _resumed(plan, method, earlier, done):
 def _evaluate(plan, method, lr, log, progress):
     """(records, meta) of ``method``'s evaluation: a new run, or an earlier comparison's kept, resumed from its
     checkpoint, or given the repetitions it lacks."""
-    import pandas as pd
-
     earlier = plan.previous.get(method.label)
     if earlier is None:
         parts, meta = _repetitions(plan, method, lr, 0, plan.repeats, progress)
@@ -257,10 +255,42 @@ def _evaluate(plan, method, lr, log, progress):
         more, meta = _repetitions(plan, method, lr, stop, plan.repeats, progress)
         parts += more
         log(f"{method.label}: {plan.repeats - stop} more repetitions")
+    return _assembled(parts, meta, plan.repeats), meta
+
+
+def _assembled(parts, meta, repeats):
+    """One frame of an evaluation's parts (runs of repetitions, earlier records), its wall time their sum."""
+    import pandas as pd
+
     frame = pd.concat(parts, ignore_index=True)
-    frame = frame[frame["rep"] < plan.repeats] if not meta.get("interrupted") else frame
+    frame = frame[frame["rep"] < repeats] if not meta.get("interrupted") else frame
     frame = frame.assign(total_wall_seconds=sum(float(p["total_wall_seconds"].iloc[0]) for p in parts if len(p)))
-    return frame.sort_values(["iteration", "rep"], kind="stable").reset_index(drop=True), meta
+    return frame.sort_values(["iteration", "rep"], kind="stable").reset_index(drop=True)
+
+
+def _judged(plan, method, frame, meta, lr, source, record):
+    """``(status, diagnosis)`` of an evaluation of ``method`` at ``lr`` (:func:`~.verdict.status_of`)."""
+    return status_of(frame, plan.metric, meta, lr=lr, lr_source=source, iterations=method.iterations(plan.budget),
+                     tuning=record, context=_context(plan, method))
+
+
+def _retry_note(failed):
+    """What a diagnosis says of a method shown at :func:`~.verdict.next_stable`'s rate: what its tuned rate did in
+    the evaluation (its diagnosis up to its hints)."""
+    why = str(failed.get("diagnosis", "")).split("; ")[0]
+    return (f"at its tuned rate {failed['lr']:.3g} it was {failed['status']}" + (f" ({why})" if why else "")
+            + "; shown at the next stable rate of its tuning")
+
+
+def _forget_runs(plan, method):
+    """The checkpoints of ``method``'s evaluation runs removed (where the comparison keeps them)."""
+    for first in range(plan.repeats):
+        path = _checkpoint(plan, method, first)
+        if path is not None:
+            try:
+                os.remove(path)
+            except FileNotFoundError:  # (none kept, or another MPI rank removed it)
+                pass
 
 
 def run_method(plan, method, *, progress=False, log=None):
@@ -291,17 +321,30 @@ def run_method(plan, method, *, progress=False, log=None):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # a growing run is reported in the table, not warned about
         frame, meta = _evaluate(plan, method, lr, log, progress)
-    if record is not None and plan.checkpoint_dir is not None:  # (its records hold the rate now)
-        forget_stages(plan.checkpoint_dir, method.label, record)
     kept = meta.pop("kept", None)
     if kept is not None:  # an earlier comparison's finished run, as it was: its own verdict
         status = str(kept["status"].iloc[0]) if "status" in kept.columns else "ok"
         status = "ok" if status == "done" else status  # (a comparison of an older version)
         diagnosis = str(kept["diagnosis"].astype(object).fillna("").iloc[0]) if "diagnosis" in kept.columns else ""
     else:
-        status, diagnosis = status_of(frame, plan.metric, meta, lr=lr, lr_source=source,
-                                      iterations=method.iterations(plan.budget), tuning=record,
-                                      context=_context(plan, method))
+        status, diagnosis = _judged(plan, method, frame, meta, lr, source, record)
+        alt = next_stable(record, lr) if source == "tuned" and status in RETRIED else None
+        if alt is not None:  # the evaluation's draws undid the tuned rate: once more, at the next stable one
+            log(f"{method.label}: {status} at its tuned rate {lr:g}: run again at the next stable rate of its "
+                f"tuning, {alt:g}")
+            record = {**record, "retried": {"lr": lr, "status": status, "diagnosis": diagnosis}}
+            lr, source, spent = alt, NEXT_STABLE, float(frame["total_wall_seconds"].iloc[0])
+            _forget_runs(plan, method)  # (the failed rate's checkpoints: a resume goes on at the new rate)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                parts, meta = _repetitions(plan, method, lr, 0, plan.repeats, progress)
+            frame = _assembled(parts, meta, plan.repeats)
+            frame["total_wall_seconds"] += spent  # (the method's time: both runs)
+            status, diagnosis = _judged(plan, method, frame, meta, lr, source, record)
+        if source == NEXT_STABLE and (record or {}).get("retried"):  # (run at it, or resumed there)
+            diagnosis = _retry_note(record["retried"]) + (f"; here: {diagnosis}" if diagnosis else "")
+    if record is not None and plan.checkpoint_dir is not None:  # (its records hold the rate now)
+        forget_stages(plan.checkpoint_dir, method.label, record)
     frame["lr_source"] = source
     frame["diverged"] = status == "diverged"
     frame["status"] = status

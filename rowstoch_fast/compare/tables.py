@@ -227,7 +227,8 @@ def summary(frame, metric=None, metrics=()):
 
 def format_summary(table, metric=None):
     """The summary as an aligned text table (what ``rowstoch compare`` prints): a shared rank is written ``1=``,
-    and every run that is not ``ok`` gets its diagnosis on a line below the table."""
+    and every run that is not ``ok`` (or is, at the next stable rate of its tuning) gets its diagnosis on a line below
+    the table."""
     check_summary(table)
     metric = check_text(metric, "metric", allow_none=True) or table.attrs.get("metric", "final")
     groups = [g for g in GROUPS if g in table.columns]
@@ -259,7 +260,7 @@ def format_summary(table, metric=None):
     if "rank_shared" in table.columns and table["rank_shared"].any():
         lines.append(f"{'=':>{len(head.split('rank')[0]) + 4}} "
                      + tie_note(single_runs(table), "--repeats 2 or more"))
-    notes = [r for r in table.itertuples() if r.status != "ok" and getattr(r, "diagnosis", "")]
+    notes = [r for r in table.itertuples() if getattr(r, "diagnosis", "")]  # (an ok run at the next stable rate too)
     for r in notes:
         where = "".join(f"{getattr(r, g)} " for g in groups)
         lines.append(f"  {where}{r.algorithm}: {r.status}: {r.diagnosis}")

@@ -11,10 +11,12 @@ Statuses (:data:`STATUSES`):
 * ``no-progress``: ended above :data:`NO_PROGRESS` times its start;
 * ``unstable``: the tuner found no stable rate (it ran at the smallest rate tried), or the run climbs off at the
   end of its budget: its ranked metric ends above its lowest level by the tuner's stability factor (where the
-  repetitions ran one trajectory; tenfold, and still rising, where they differ), or its consensus error runs off
-  at the end of the budget (:func:`~rowstoch_fast.compare.tuning.climbs`), or some of its repetitions, not all,
-  go back above their start (at the end, or after falling below half of it) while the others make progress (a
-  rate one draw undoes);
+  repetitions ran one trajectory; tenfold, and still rising, where they differ, or twice at an even pace to the
+  end: :func:`_ramp`), or its consensus error runs off at the end of the budget
+  (:func:`~rowstoch_fast.compare.tuning.climbs`), or some of its repetitions, not all, go back above their start
+  (at the end, or after falling below half of it) while the others make progress (a rate one draw undoes). A
+  tuned rate found ``diverged`` or ``unstable`` runs again, once, at the best stable rate of the tuning at least a
+  fifth of a decade below it (:func:`next_stable`), and the table shows that run, its rate's source ``next stable``;
 * ``interrupted``: stopped by Ctrl-C or SIGTERM before the end of its budget (``--resume`` continues it).
 
 Only ``ok`` runs are ranked and only they can be bold. Ranks (:func:`ranks`): a method's rank is one plus the
@@ -39,11 +41,22 @@ from .._checks import as_float_array, check_bool, check_positive_float
 from ..report import TIE_SE  # (the rule's threshold, below the harness: the tables' footnotes say it)
 from ..runner import GROWTH_WARNING
 from .tuning import (CLIMB, CONVERGED, NO_PROGRESS, SPREAD, STABILITY_FACTOR, TAIL, UNTUNABLE, climbs, off_its_minimum,
-                     rising, runaway, typical_curve)
+                     rising, runaway, smoothed, typical_curve)
 
-__all__ = ["STATUSES", "NO_PROGRESS", "TIE_SE", "status_of", "ranks", "tuning_failures", "hint_outcomes"]
+__all__ = ["STATUSES", "NO_PROGRESS", "TIE_SE", "NEXT_STABLE", "status_of", "ranks", "tuning_failures",
+           "hint_outcomes", "next_stable"]
 
 STATUSES = ("ok", "diverged", "no-progress", "unstable", "interrupted")
+#: The statuses of an evaluation at a tuned rate that run it again at :func:`next_stable`'s rate.
+RETRIED = ("diverged", "unstable")
+#: ``lr_source`` of a method run at :func:`next_stable`'s rate, its tuned rate having failed in the evaluation.
+NEXT_STABLE = "next stable"
+#: The factor at least between a tuned rate that failed in the evaluation and the rate run in its place, where the
+#: tuning judged one that far below stable: a fifth of a decade, more than the refinement's eighth step (a draw that
+#: undoes the tuned rate is about as likely an eighth below it) and less than its quarter step, so that the grid's
+#: points and the quarter points below it qualify. Helper 144's robust gradient-push (a lossy network) went back
+#: above its start in 1 of 64 repetitions at its tuned 0.00316, and held in all at the grid's 0.001995 below it.
+RETRY_STEP = 10.0 ** 0.2
 # NO_PROGRESS (from .tuning, the tuner's rule too): a run whose final value (mean over repetitions) is above half
 # its start made no progress. Its start is the same point for every repetition, its end a mean whose
 # record-to-record noise on a plateau reaches the tuner's stability factor (2x), so less than a 2x reduction
@@ -103,6 +116,23 @@ def tuning_failures(record):
                 "unstable": "were unstable"}.get(kind, kind)
         parts.append(f"{_range(rates)} {verb}{detail}")
     return "; ".join(parts)
+
+
+def next_stable(record, lr):
+    """The rate that a tuned rate ``lr`` found ``diverged`` or ``unstable`` in the evaluation runs again at: of the
+    rates below it that the tuning (``record``, :func:`~rowstoch_fast.compare.tuning.tune`'s) judged stable (a
+    finite score; a later stage's, on more streams, over an earlier's), the one that ended lowest among those at
+    least :data:`RETRY_STEP` below it, else among all below it; None where there is none. The tuning chose ``lr``
+    on its own streams and draws; the evaluation's repetitions drew what undid it, and the method is then shown at
+    the best rate that the tuning found stable with room to spare, not left unranked at a rate no run holds."""
+    scores = {}
+    for stage in (record or {}).get("stages", ()):
+        scores.update(stage.get("scores") or {})
+    with np.errstate(invalid="ignore"):
+        stable = {float(r): float(v) for r, v in scores.items() if np.isfinite(v) and float(r) < lr}
+    far = {r: v for r, v in stable.items() if r * RETRY_STEP <= lr * (1 + 1e-9)}
+    pool = far or stable
+    return min(pool, key=lambda r: (pool[r], -r)) if pool else None
 
 
 def _numbers(text):
@@ -361,6 +391,9 @@ def _climbing(frame, metric, means, start, one_trajectory=False, converged=CONVE
             if off is not None:
                 return (f"{metric} climbed back {off[0]:.3g}x above its lowest level (reached by iteration {off[1]}) "
                         f"by the end")
+            if not same and (ramp := _ramp(x, typical)) is not None:
+                return (f"{metric} rose from its lowest level (iteration {ramp[1]}) to the end, {ramp[0]:.3g}x, in "
+                        f"{ramp[2]:.0%} of its records and at an even pace: it climbs on past the budget")
     if SPREAD not in frame.columns or frame[SPREAD].isna().all():
         return ""
     ordered = frame.sort_values("iteration", kind="stable")
@@ -371,6 +404,48 @@ def _climbing(frame, metric, means, start, one_trajectory=False, converged=CONVE
             return (f"{SPREAD} climbs to the end of the budget, {found[1] / found[0]:.3g}x above its lowest level past "
                     f"the first quarter ({_fmt(found[0])} -> {_fmt(found[1])}){where}")
     return ""
+
+
+#: Where the repetitions differ, the least share of the records from the lowest level on that rise, and the least
+#: ratio of the rise's pace (in value) over their later half to the earlier half, for a climb short of
+#: :data:`~rowstoch_fast.compare.tuning.CLIMB` to count (:func:`_ramp`).
+RAMP_RISES = 0.8
+RAMP_PACE = 0.8
+#: The fewest records from the lowest level on that :func:`_ramp` reads.
+RAMP_RECORDS = 8
+
+
+def _ramp(x, typical):
+    """``(ratio, iteration, share)`` where a typical curve (over repetitions that differ) rises from its lowest level
+    to the end of the budget by the tuner's stability factor and climbs on: past its start, the levels of every
+    three records (their geometric mean); from the lowest one's first record on (:data:`RAMP_RECORDS` at least, and
+    half the records: a noise floor's dip late in the run, then back to its level, is no ramp),
+    :data:`RAMP_RISES` of the records rise, their logarithm's slope is more than twice its standard error, the
+    last level is :data:`~rowstoch_fast.compare.tuning.STABILITY_FACTOR` times the lowest, and their later half
+    rises no slower, in value, than :data:`RAMP_PACE` of the earlier (a level being approached slows: DGD's
+    suboptimality climbing to its bias floor from below, at 0.01-0.7 of its earlier pace; a run that climbs on does
+    not); else None. Helper 145: Push-Pull over Gilbert-Elliott losses, its median over 32 repetitions rising at
+    an even pace (0.98) in 22 of its last 25 records from 0.10x to 0.31x its start by the end of the budget (0.93x
+    by four times it), had been ``ok`` and ranked: short of the tenfold, and on a line in value, not in its
+    logarithm (:func:`~rowstoch_fast.compare.tuning.climbs`' steady climb). Over the 14,428 runs of 3,015 earlier
+    comparisons (helpers 136-146) it turns 8 ``ok`` runs ``unstable``: that one, at its tuned rate, and seven at
+    rates given above the tuned ones (DGD, CHOCO-SGD, EXTRA, ABM, Push-Pull); and 15 ``no-progress``; over 5,400
+    simulated stationary noise floors (1, 2 or 4 dimensions, 2-12 repetitions, 16-51 records, drifting or not), 1."""
+    if len(typical) < RAMP_RECORDS + 3 or not (typical > 0).all():
+        return None
+    levels = smoothed(typical[1:], 3)[2:]  # (level k: records k + 1 .. k + 3, past the start)
+    j = int(np.argmin(levels)) + 1
+    xs, ys = x[j:], typical[j:]
+    if len(ys) < max(RAMP_RECORDS, len(typical) // 2) or levels[-1] < STABILITY_FACTOR * levels[j - 1]:
+        return None
+    share = float(np.mean(np.diff(ys) > 0))
+    if share < RAMP_RISES or not rising(xs, np.log(ys)):
+        return None
+    half = len(xs) // 2
+    early, late = np.polyfit(xs[:half + 1], ys[:half + 1], 1)[0], np.polyfit(xs[half:], ys[half:], 1)[0]
+    if not (early > 0 and late >= RAMP_PACE * early):
+        return None
+    return float(levels[-1] / levels[j - 1]), int(x[j]), share
 
 
 def _still_falling(means):
