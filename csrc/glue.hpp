@@ -487,6 +487,23 @@ inline rowstoch::NodeIds link_ids(const py::object& row_ids_obj, const py::objec
     return ids;
 }
 
+// The first k in [0, count) where bad(k), or -1: chunks reduced without a branch (the compiler's vector lanes; a
+// per-link pass checked its 5.2 million links one by one, an early exit each, in 12% of a delayed round's time
+// at n = 2^18), then the chunk that holds one scanned for it.
+template <class Bad>
+int64_t first_where(int64_t count, Bad bad) {
+    constexpr int64_t kChunk = 4096;
+    for (int64_t lo = 0; lo < count; lo += kChunk) {
+        const int64_t hi = std::min(count, lo + kChunk);
+        unsigned any = 0;  // (an integer: a bool's |= kept GCC from the vector lanes)
+        for (int64_t k = lo; k < hi; ++k) any |= static_cast<unsigned>(bad(k));
+        if (any)
+            for (int64_t k = lo; k < hi; ++k)
+                if (bad(k)) return k;
+    }
+    return -1;
+}
+
 // The CSR structure a per-link pass walks, checked entry by entry (both index arrays of type I, contiguous, a
 // monotone indptr from 0 to len(indices), each column index below ncols: of col_ids where `with_cols`, where it
 // is read), as pointers.
@@ -499,15 +516,18 @@ std::pair<const I*, const I*> checked_links(const py::array& indptr, const py::a
     check_contiguous(indices, "indices");
     const I *Ap = cptr<I>(indptr), *Aj = cptr<I>(indices);
     if (Ap[0] != 0) throw py::value_error(cat("indptr[0] must be 0, got ", static_cast<int64_t>(Ap[0])));
-    for (int64_t k = 0; k < rows; ++k)
-        if (Ap[k + 1] < Ap[k]) throw py::value_error(cat("indptr must be non-decreasing; it falls at row ", k));
+    const int64_t falls = first_where(rows, [Ap](int64_t k) { return Ap[k + 1] < Ap[k]; });
+    if (falls >= 0) throw py::value_error(cat("indptr must be non-decreasing; it falls at row ", falls));
     if (static_cast<int64_t>(Ap[rows]) != indices.shape(0))
         throw py::value_error(cat("indptr[-1] must equal len(indices) (", indices.shape(0), "), got ",
                                   static_cast<int64_t>(Ap[rows])));
-    for (int64_t q = 0; q < indices.shape(0); ++q)
-        if (Aj[q] < 0 || static_cast<int64_t>(Aj[q]) >= ncols)
-            throw py::value_error(cat("indices[", q, "] = ", static_cast<int64_t>(Aj[q]), " is out of range for ",
-                                      ncols, with_cols ? " col_ids" : " columns"));
+    using U = std::make_unsigned_t<I>;  // (a negative index, as U, is at least 2^(bits - 1): past every valid one)
+    const U bound = ncols > static_cast<int64_t>(std::numeric_limits<I>::max())
+                        ? static_cast<U>(std::numeric_limits<I>::max()) + 1 : static_cast<U>(ncols);
+    const int64_t q = first_where(indices.shape(0), [Aj, bound](int64_t k) { return static_cast<U>(Aj[k]) >= bound; });
+    if (q >= 0)
+        throw py::value_error(cat("indices[", q, "] = ", static_cast<int64_t>(Aj[q]), " is out of range for ", ncols,
+                                  with_cols ? " col_ids" : " columns"));
     return {Ap, Aj};
 }
 

@@ -1,6 +1,6 @@
 """Type stub of the compiled kernels (csrc/bindings.cpp, csrc/passes.cpp)."""
 
-from typing import Literal, Sequence, overload
+from typing import Any, Literal, Sequence, overload
 
 import numpy as np
 from numpy.typing import NDArray
@@ -193,6 +193,7 @@ def gt_y_phase(
     check_indices: bool = True,
 ) -> bool: ...
 def combine(out: NDArray[np.floating], coefs: list[float | NDArray[np.floating]], blocks: list[NDArray[np.floating]]) -> bool: ...
+def copy_rows(src: NDArray[Any], dst: NDArray[Any]) -> None: ...
 def first_nonfinite(X: NDArray[np.floating]) -> int: ...
 def sample_rows(
     table: NDArray[np.floating], idx: NDArray[np.integer], block: NDArray[np.floating], put: bool

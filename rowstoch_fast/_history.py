@@ -47,17 +47,27 @@ class History:
         if self.fresh:
             slots[rows, :, r] = messages[:, None]
             return
-        if isinstance(rows, slice):  # (a view: a message one copied element, as NumPy's copy of short strided
-            # rows pays its outer loop per row, 1.6x slower at n = 2^18, d = 10: bench/RESULTS.md section 36)
-            dst = slots[rows, t % (self.D + 1), r]
-            if getattr(messages, "shape", None) == dst.shape and messages.dtype == dst.dtype and \
-                    _as_rows(dst) is not None and _as_rows(messages) is not None:
-                _as_rows(dst)[...] = _as_rows(messages)
-                return
+        if isinstance(rows, slice):  # (the compiled copy, rows in parallel: NumPy copies a block of short
+            # strided rows on one thread, a row at a time; bench/RESULTS.md sections 36, 66)
+            copy_rows(messages, slots[rows, t % (self.D + 1), r])
+            return
         slots[rows, t % (self.D + 1), r] = messages
 
     def done(self, t):
         self.last, self.fresh = t, False
+
+
+def copy_rows(src, dst):
+    """``dst[...] = src``: the compiled copy, rows in parallel (``_core.copy_rows``), where both are 2-D NumPy blocks of
+    one shape and dtype whose rows are contiguous (:func:`_as_rows`) and that do not overlap (a delayed round's own
+    rows and messages, 21 MB each at n = 2^18, d = 10); else NumPy's (another array module, layout or shape)."""
+    if getattr(src, "shape", None) == dst.shape and getattr(src, "dtype", None) == dst.dtype and \
+            _as_rows(src) is not None and _as_rows(dst) is not None and not np.may_share_memory(src, dst):
+        from . import _core
+
+        _core.copy_rows(src, dst)
+    else:
+        dst[...] = src
 
 
 def _as_rows(block):

@@ -852,3 +852,59 @@ def test_the_objective_kernels_instantiated_at_o3_compile_under_wall_werror(tmp_
                           "-Werror=uninitialized", "-c", f"-I{rf.get_include()}", str(src), "-o",
                           str(tmp_path / "kernels.o")], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr.splitlines()[:5]
+
+
+def test_copy_rows_copies_strided_rows_and_refuses_what_it_cannot():
+    """``_core.copy_rows`` (a delayed history's messages and own rows, rows in parallel): the same bytes as NumPy's
+    copy into a strided slot, whatever the dtype; a clear error for another dtype or shape, rows that are not
+    contiguous, a read-only or self-overlapping destination, blocks that overlap; nothing for the block itself."""
+    rng = np.random.default_rng(0)
+    for dtype in (np.float64, np.float32, np.int16):
+        src = (rng.standard_normal((5000, 7)) * 100).astype(dtype)
+        ring = np.zeros((5000 * 4, 7), dtype)
+        slot = ring.reshape(5000, 4, 7)[:, 2]
+        core.copy_rows(src, slot)
+        np.testing.assert_array_equal(slot, src)
+        assert not ring.reshape(5000, 4, 7)[:, [0, 1, 3]].any()
+        core.copy_rows(src[::-1], slot)  # (a negative row stride)
+        np.testing.assert_array_equal(slot, src[::-1])
+    src = np.ones((4, 3))
+    core.copy_rows(src, src)  # (the block itself: nothing to do)
+    core.copy_rows(np.ones((0, 3)), np.ones((0, 3)))
+    with pytest.raises(TypeError, match="one dtype, got float64 and float32"):
+        core.copy_rows(src, np.zeros((4, 3), np.float32))
+    with pytest.raises(ValueError, match=r"one shape, got \(4, 3\) and \(3, 4\)"):
+        core.copy_rows(src, np.zeros((3, 4)))
+    with pytest.raises(ValueError, match="src's rows must be contiguous"):
+        core.copy_rows(np.ones((4, 6))[:, ::2], np.zeros((4, 3)))
+    with pytest.raises(ValueError, match="dst must be writeable"):
+        frozen = np.zeros((4, 3))
+        frozen.flags.writeable = False
+        core.copy_rows(src, frozen)
+    with pytest.raises(ValueError, match="dst's rows overlap one another"):
+        core.copy_rows(src, np.lib.stride_tricks.as_strided(np.zeros(20), (4, 3), (8, 8)))
+    block = np.arange(30.0).reshape(10, 3)
+    with pytest.raises(ValueError, match="src and dst overlap"):
+        core.copy_rows(block[:5], block[2:7])
+    with pytest.raises(ValueError, match="2-D"):
+        core.copy_rows(np.ones(3), np.ones(3))
+
+
+def test_a_per_link_pass_names_the_first_index_out_of_range_past_its_first_chunk():
+    """The per-link passes check every column index in chunks without a branch, then scan the chunk that holds a
+    bad one: the message still names the first, in a later chunk too, negative or past the columns, int32 or int64."""
+    n = 3000
+    A = topology.erdos_renyi(n, 0.004, seed=1).csr
+    for dtype in (np.int32, np.int64):
+        indptr, indices = A.indptr.astype(dtype), A.indices.astype(dtype).copy()
+        assert len(indices) > 3 * 4096
+        indices[[9000, 11000]] = [-1, n]
+        with pytest.raises(ValueError, match=r"indices\[9000\] = -1 is out of range for 3000 columns"):
+            core.mix_lossy(indptr, indices, A.data, np.ones((n, 2)), np.empty((n, 2)), seed=1, t=0, r=0, p=0.1)
+        indices[9000] = 0
+        with pytest.raises(ValueError, match=r"indices\[11000\] = 3000 is out of range for 3000 columns"):
+            core.mix_lossy(indptr, indices, A.data, np.ones((n, 2)), np.empty((n, 2)), seed=1, t=0, r=0, p=0.1)
+        bad = indptr.copy()
+        bad[2000] = bad[1999] - 1
+        with pytest.raises(ValueError, match="indptr must be non-decreasing; it falls at row 1999"):
+            core.mix_lossy(bad, indices, A.data, np.ones((n, 2)), np.empty((n, 2)), seed=1, t=0, r=0, p=0.1)

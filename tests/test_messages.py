@@ -724,6 +724,32 @@ def test_delayed_rounds_equal_their_definition(network):
                                        err_msg=f"{net!r} at t = {t}")
 
 
+@pytest.mark.parametrize("D", [1, 3, 16, 17])
+def test_a_delayed_rounds_drawn_ages_are_its_index_bit_for_bit_at_every_vector_width(D):
+    """The ages a uniformly delayed round draws in its mixing pass (eight links at a time on AVX-512, where the
+    CPU runs it: rows of eight links or more) are those of delay_ages' index, bit for bit, at every vector width
+    the CPU runs, for windows of ages up to 16 (the masked draws) and past them, over losses too."""
+    from rowstoch_fast import _core
+
+    A = topology.erdos_renyi(40, 0.5, seed=3)  # (about 20 links a row)
+    X = np.random.default_rng(1).standard_normal((40, 3))
+    widths = [w for w in (2, 4, 8) if _core.set_simd_width(w)]
+    try:
+        for base in (A, Lossy(A, 0.2, seed=4)):
+            via_index = Delayed(base, D, seed=5)
+            via_index.FUSED = {"uniform": False, "fixed": False}
+            _core.set_simd_width(0)
+            want = [via_index.mix(X + t, t) for t in range(D + 4)]  # (each iteration sends its own block)
+            for w in widths:
+                _core.set_simd_width(w)
+                fused = Delayed(base, D, seed=5)
+                for t, expected in enumerate(want):
+                    np.testing.assert_array_equal(fused.mix(X + t, t), expected,
+                                                  err_msg=f"{base!r}, D = {D}, t = {t}, width {w}")
+    finally:
+        _core.set_simd_width(0)
+
+
 @pytest.mark.parametrize("name", ["dsgd", "push-pull", "sgp", "pull-diag-gt", "diging", "robust-gradient-push",
                                   "r-fast"])
 def test_max_delay_zero_is_the_base_network_bit_for_bit(name):

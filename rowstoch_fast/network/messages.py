@@ -10,6 +10,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._hashing import content_round
+from .._history import copy_rows
 from ..mixing import MixingMatrix
 from ._rounds import _mix_entries
 from .base import Network
@@ -93,10 +94,9 @@ class _Messages(Network):
                            row_ids=row_ids, own=own if src is X else None)
             src = out
         if src is X:
-            if out is not X:
-                out[...] = X
-            if own is not None:
-                own[...] = X
+            for block in (out, own):
+                if block is not None and block is not X:
+                    copy_rows(X, block)
         return out
 
     def encoders(self):
