@@ -449,8 +449,10 @@ void copy_rows(py::array src, py::array dst) {
     check_ndim(src, "src", 2);
     check_ndim(dst, "dst", 2);
     check_writeable(dst, "dst");
-    if (!src.dtype().is(dst.dtype()))
-        throw py::type_error(cat("src and dst must have one dtype, got ", dtype_name(src), " and ", dtype_name(dst)));
+    check_same_dtype(dst, "dst", src, "src");
+    if (src.dtype().attr("hasobject").cast<bool>())  // (bytes copied without their references: refused)
+        throw py::type_error(cat("src and dst hold Python objects (dtype ", dtype_name(src),
+                                 "): copy them with NumPy"));
     if (src.shape(0) != dst.shape(0) || src.shape(1) != dst.shape(1))
         throw py::value_error(cat("src and dst must have one shape, got (", src.shape(0), ", ", src.shape(1), ") and (",
                                   dst.shape(0), ", ", dst.shape(1), ")"));
@@ -473,7 +475,7 @@ void copy_rows(py::array src, py::array dst) {
     const auto a = span(s, ss), b = span(d, ds);
     if (a.first < b.second && b.first < a.second) {
         if (s == d && ss == ds) return;  // (the block itself)
-        throw py::value_error("src and dst overlap: copy through a new array");
+        throw py::value_error("the spans of src and dst in memory overlap: copy through a new array");
     }
     py::gil_scoped_release nogil;
     rowstoch::for_range(n, rowstoch::threads_for(n * w), [&](int64_t lo, int64_t hi) {
@@ -865,8 +867,8 @@ PYBIND11_MODULE(_core, m) {
         return d;
     }, "State of the contention back-off: windows of parallel time judged, times it went serial.");
     m.def("get_simd_width", &rowstoch::simd_width,
-          "Doubles per vector in the gradient kernels: 8 with AVX-512F (x86-64, detected at run time; the "
-          "kernels with a replica in each lane), 4 with AVX2, else 2.");
+          "Doubles per vector in the vector kernels (gradients, delayed ages, top-k): 8 with AVX-512F (x86-64,\n"
+          "detected at run time; the kernels with a replica in each lane), 4 with AVX2, else 2.");
     m.def("simd_widths", []() {
         py::list widths;
         for (int w : {2, 4, 8})
@@ -878,7 +880,7 @@ PYBIND11_MODULE(_core, m) {
             throw py::value_error(cat("width must be 0 (automatic), 2, 4 where the CPU has AVX2 or 8 where it has "
                                       "AVX-512F (it has ", rowstoch::simd_width_available(), " at most), got ", w));
     }, py::arg("width"),
-          "Force the gradient kernels' vector width (2, 4 or 8; 0 = automatic). Same bits at any width.");
+          "Force the vector kernels' width (2, 4 or 8; 0 = automatic). Same bits at any width.");
 
     m.def("mix", &mix, py::arg("indptr"), py::arg("indices"), py::arg("data"), py::arg("X"),
           py::arg("out") = py::none(), py::arg("check_indices") = true, py::arg("ncols") = -1,

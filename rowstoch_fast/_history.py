@@ -61,8 +61,9 @@ def copy_rows(src, dst):
     """``dst[...] = src``: the compiled copy, rows in parallel (``_core.copy_rows``), where both are 2-D NumPy blocks of
     one shape and dtype whose rows are contiguous (:func:`_as_rows`) and that do not overlap (a delayed round's own
     rows and messages, 21 MB each at n = 2^18, d = 10); else NumPy's (another array module, layout or shape)."""
-    if getattr(src, "shape", None) == dst.shape and getattr(src, "dtype", None) == dst.dtype and \
-            _as_rows(src) is not None and _as_rows(dst) is not None and not np.may_share_memory(src, dst):
+    dtype = getattr(src, "dtype", None)
+    if getattr(src, "shape", None) == dst.shape and dtype == dst.dtype and dtype.isnative and not dtype.hasobject \
+            and _as_rows(src) is not None and _as_rows(dst) is not None and not np.may_share_memory(src, dst):
         from . import _core
 
         _core.copy_rows(src, dst)
@@ -77,5 +78,6 @@ def _as_rows(block):
         return None
     try:
         return block.view(np.dtype((np.void, block.shape[1] * block.itemsize)))[:, 0]
-    except ValueError:  # NumPy < 1.23 changes the item size of C-contiguous arrays only (a strided block: None)
+    except (ValueError, TypeError):  # NumPy < 1.23 changes the item size of C-contiguous arrays only (a strided
+        # block: None); Python objects are not viewed as bytes
         return None

@@ -2,8 +2,8 @@
 
 Tables show the final value of each metric as mean +- standard deviation over the repetitions, its rank (shared
 where the repetitions cannot tell runs apart; rank 1 in bold; only runs that ended ``ok`` ranked), the status of
-every run and one line of diagnosis for those that did not end ``ok``; they are plain text (LaTeX with booktabs
-rules and numbers as ``$(1.83 \\pm 0.29) \\times 10^{-1}$``, no package of ours needed). Figures have one panel per
+every run and one line of diagnosis for those that did not end ``ok`` (or ran at the next stable rate); they are
+plain text (LaTeX with booktabs rules and numbers as ``$(1.83 \\pm 0.29) \\times 10^{-1}$``, no package of ours needed). Figures have one panel per
 (graph or setting, metric), colour-blind-safe colours (Okabe and Ito) with a marker and a line style per
 algorithm (no two of the first 24 alike), so they read in grey too; a run that leaves the range of the runs that
 ended ``ok`` is cut at the panel's edge with a marker there. PDF and PostScript files embed TrueType (Type 42)
@@ -626,7 +626,7 @@ def _notes(table):
     another rate than its tuned one."""
     groups = [g for g in _GROUPS if g in table.columns]
     return [(" / ".join(str(getattr(r, g)) for g in groups), r.algorithm, r.status, r.diagnosis)
-            for r in table.itertuples() if getattr(r, "diagnosis", "")]
+            for r in table.itertuples() if isinstance(getattr(r, "diagnosis", ""), str) and r.diagnosis]
 
 
 #: A mean suboptimality below 0 by at most this much is rounding (f(x) and f* agree to their last digits).
@@ -711,7 +711,8 @@ def identical_runs(table):
 def to_markdown(table, metrics=None):
     """A :func:`~rowstoch_fast.compare.summary` table as Markdown: mean ± std per metric, the rank (shared where the
     repetitions cannot tell runs apart) with rank 1 of each metric (per section) in bold, the rate and where it came
-    from, every run's status, and below the table why each run that did not end ok did not."""
+    from, every run's status, and below the table why each run that did not end ok did not (and why one is shown at
+    the next stable rate of its tuning)."""
     metrics = _summary_metrics(table, metrics)
     cells = _cells(table, metrics)
     groups = [g for g in _GROUPS if g in table.columns]
@@ -784,7 +785,7 @@ def to_latex(table, metrics=None, caption=None, label="tab:compare"):
     """A :func:`~rowstoch_fast.compare.summary` table as a LaTeX ``table`` with booktabs rules (``\\usepackage
     {booktabs}``): each metric as ``$(m \\pm s) \\times 10^{e}$``, the rank (``1=`` where shared), rank 1 of each
     metric (per section) in bold, the status of every run and, below the table, why each run that did not end ok
-    did not; ``caption`` and ``\\label{label}``."""
+    did not (and why one is shown at the next stable rate of its tuning); ``caption`` and ``\\label{label}``."""
     check_text(caption, "caption", allow_none=True), check_text(label, "label", allow_none=True)
     metrics = _summary_metrics(table, metrics)
     cells = _cells(table, metrics)

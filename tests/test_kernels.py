@@ -351,6 +351,37 @@ def test_batched_messages_across_rows_and_threads_equal_numpy_s(method, param, r
 
 
 
+@pytest.mark.parametrize("L", [1, 2, 7, 10, 16, 17])
+@pytest.mark.parametrize("k", [1, 2, 4])
+def test_top_k_sends_the_same_bits_at_every_vector_width(L, k):
+    """Top-k of one message a row, eight rows at a time on AVX-512 where the CPU runs it, sends the bits of the
+    scalar passes (width 2) whatever the values: zeros of both signs, ties, NaN (a NaN in the first column is taken
+    first, elsewhere never), infinities; in place and with the own rows copied; a block whose rows are not a
+    multiple of eight (and L = 17, past the vector path)."""
+    from rowstoch_fast import _core
+
+    rng = np.random.default_rng(10 * L + k)
+    n = 8 * 37 + 5
+    X = rng.standard_normal((n, L))
+    for value, share in ((0.0, 0.1), (-0.0, 0.1), (1.5, 0.15), (-1.5, 0.05), (np.nan, 0.05), (np.inf, 0.02),
+                         (-np.inf, 0.02)):
+        X[rng.random(X.shape) < share] = value
+    got = {}
+    try:
+        for width in _core.simd_widths():
+            _core.set_simd_width(width)
+            out, own, in_place = np.empty_like(X), np.empty_like(X), X.copy()
+            _core.compress(X, out, 2, L, k, 0.0, False, 9, 4, 1, own=own)
+            _core.compress(in_place, in_place, 2, L, k, 0.0, False, 9, 4, 1)
+            got[width] = [a.view(np.uint64) for a in (out, own, in_place)]
+    finally:
+        _core.set_simd_width(0)
+    for width, arrays in got.items():
+        for name, a, b in zip(("out", "own", "in place"), arrays, got[2]):
+            np.testing.assert_array_equal(a, b, err_msg=f"{name} at width {width}")
+    np.testing.assert_array_equal(got[2][1], X.view(np.uint64))
+
+
 @given(st.integers(1, 12), st.integers(1, 6), st.integers(1, 3), st.sampled_from(["qsgd", "topk", "randk", "round",
                                                                                     "noise"]),
        st.lists(st.integers(1, 8), min_size=1, max_size=4), st.integers(0, 2**63 - 1), st.booleans(), st.booleans())

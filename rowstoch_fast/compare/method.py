@@ -278,7 +278,7 @@ def _retry_note(failed):
     """What a diagnosis says of a method shown at :func:`~.verdict.next_stable`'s rate: what its tuned rate did in
     the evaluation (its diagnosis up to its hints)."""
     why = str(failed.get("diagnosis", "")).split("; ")[0]
-    return (f"at its tuned rate {failed['lr']:.3g} it was {failed['status']}" + (f" ({why})" if why else "")
+    return (f"the tuned rate {failed['lr']:.3g} was {failed['status']}" + (f": {why}" if why else "")
             + "; shown at the next stable rate of its tuning")
 
 

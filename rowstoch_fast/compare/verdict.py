@@ -120,18 +120,17 @@ def tuning_failures(record):
 
 def next_stable(record, lr):
     """The rate that a tuned rate ``lr`` found ``diverged`` or ``unstable`` in the evaluation runs again at: of the
-    rates below it that the tuning (``record``, :func:`~rowstoch_fast.compare.tuning.tune`'s) judged stable (a
-    finite score; a later stage's, on more streams, over an earlier's), the one that ended lowest among those at
-    least :data:`RETRY_STEP` below it, else among all below it; None where there is none. The tuning chose ``lr``
+    rates at least :data:`RETRY_STEP` below it that the tuning (``record``,
+    :func:`~rowstoch_fast.compare.tuning.tune`'s) judged stable (a finite score; a later stage's, on more streams,
+    over an earlier's), the one that ended lowest; None where there is none (no retry: a rate closer to the one
+    undone is about as likely to fail). The tuning chose ``lr``
     on its own streams and draws; the evaluation's repetitions drew what undid it, and the method is then shown at
     the best rate that the tuning found stable with room to spare, not left unranked at a rate no run holds."""
     scores = {}
     for stage in (record or {}).get("stages", ()):
         scores.update(stage.get("scores") or {})
-    with np.errstate(invalid="ignore"):
-        stable = {float(r): float(v) for r, v in scores.items() if np.isfinite(v) and float(r) < lr}
-    far = {r: v for r, v in stable.items() if r * RETRY_STEP <= lr * (1 + 1e-9)}
-    pool = far or stable
+    with np.errstate(invalid="ignore"):  # (lr.json's rates are rounded to 6 digits: a resumed record's below lr)
+        pool = {float(r): float(v) for r, v in scores.items() if np.isfinite(v) and float(r) * RETRY_STEP <= lr * 1.000001}
     return min(pool, key=lambda r: (pool[r], -r)) if pool else None
 
 
