@@ -1342,7 +1342,10 @@ def test_a_run_at_the_next_stable_rate_interrupted_resumes_there(monkeypatch, tm
     resumed = pd.read_csv(out / "compare.csv")
     assert tunings == [1] and set(resumed["status"]) == {"ok"} and set(resumed["lr_source"]) == {"next stable"}
     assert resumed["diagnosis"].iloc[0] == first["diagnosis"].iloc[0].split("; here:")[0]
-    assert [entry["tuning"]["dgd"]["retried"]["lr"] for entry in json.loads((out / "lr.json").read_text()).values()] == [50.0]
+    retried = [entry["tuning"]["dgd"]["retried"] for entry in json.loads((out / "lr.json").read_text()).values()]
+    assert [r["lr"] for r in retried] == [50.0] and retried[0]["wall_seconds"] > 0
+    assert resumed["total_wall_seconds"].iloc[0] >= retried[0]["wall_seconds"]  # (the method's time: both rates'
+    # runs, where the resumed run started from its first repetition too; helper 148)
     assert cli.main([*args, "--lr", "0.1", "--out", str(tmp_path / "direct")]) == 0
     direct = pd.read_csv(tmp_path / "direct" / "compare.csv")
     cols = ["iteration", "rep", "suboptimality", "grad_norm_mean"]

@@ -243,6 +243,7 @@ def _evaluate(plan, method, lr, log, progress):
             more, meta = _repetitions(plan, method, lr, first, stop, progress, resume=checkpoint,
                                       counted=len(kept) > 0)  # (the earlier total counts the time before it)
             parts = [kept, *more]
+            meta = {**meta, "earlier_total_kept": len(kept) > 0}
         else:
             log(f"{method.label}: kept from the earlier comparison ({status}, {stop} repetitions)")
             meta["kept"] = earlier
@@ -332,8 +333,9 @@ def run_method(plan, method, *, progress=False, log=None):
         if alt is not None:  # the evaluation's draws undid the tuned rate: once more, at the next stable one
             log(f"{method.label}: {status} at its tuned rate {lr:g}: run again at the next stable rate of its "
                 f"tuning, {alt:g}")
-            record = {**record, "retried": {"lr": lr, "status": status, "diagnosis": diagnosis}}
-            lr, source, spent = alt, NEXT_STABLE, float(frame["total_wall_seconds"].iloc[0])
+            spent = float(frame["total_wall_seconds"].iloc[0])
+            record = {**record, "retried": {"lr": lr, "status": status, "diagnosis": diagnosis, "wall_seconds": spent}}
+            lr, source = alt, NEXT_STABLE
             _forget_runs(plan, method)  # (the failed rate's checkpoints: a resume goes on at the new rate)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)
@@ -343,6 +345,9 @@ def run_method(plan, method, *, progress=False, log=None):
             status, diagnosis = _judged(plan, method, frame, meta, lr, source, record)
         if source == NEXT_STABLE and (record or {}).get("retried"):  # (run at it, or resumed there)
             diagnosis = _retry_note(record["retried"]) + (f"; here: {diagnosis}" if diagnosis else "")
+            if meta.get("earlier_total_kept") is False:  # (resumed from its first repetition: no earlier record
+                # carries the failed rate's run's time)
+                frame["total_wall_seconds"] += float(record["retried"].get("wall_seconds", 0.0))
     if record is not None and plan.checkpoint_dir is not None:  # (its records hold the rate now)
         forget_stages(plan.checkpoint_dir, method.label, record)
     frame["lr_source"] = source
