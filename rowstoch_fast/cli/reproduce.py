@@ -129,7 +129,8 @@ def _needs_torch(figure):
     import importlib.util
 
     if importlib.util.find_spec("torch") is None:
-        raise UsageError(f"reproduce {figure} needs PyTorch: pip install 'rowstoch_fast[torch]'")
+        raise UsageError(f"reproduce {figure} needs PyTorch: pip install '.[torch]' from the checkout (the CPU wheel "
+                         "first on a machine without a GPU: docs/guide/install.md)")
 
 
 def _graphs(text):
