@@ -691,6 +691,18 @@ def test_options_are_not_abbreviated(tmp_path):
     assert_one_line_error(rc, err, "unrecognized arguments: --network lossy")
 
 
+def test_an_unknown_option_is_named_by_its_command_with_the_closest_one():
+    """Helper 149: ``compare --algorithm pull-diag-gt`` read "unrecognized arguments ... (see rowstoch --help)",
+    no hint of ``--algorithms`` and the top-level help pointed to; the command's help and its closest option now."""
+    rc, _, err = rowstoch_here("compare", "--algorithm", "pull-diag-gt")
+    assert_one_line_error(rc, err, "unrecognized arguments: --algorithm pull-diag-gt (did you mean '--algorithms'?) "
+                                   "(see rowstoch compare --help)")
+    rc, _, err = rowstoch_here("metrics", "--topolgy=ring")
+    assert_one_line_error(rc, err, "(did you mean '--topology'?) (see rowstoch metrics --help)")
+    rc, _, err = rowstoch_here("compare", "--algorithms", "dsgd,", "frost")
+    assert_one_line_error(rc, err, "unrecognized arguments: frost (see rowstoch compare --help)")
+
+
 @pytest.mark.parametrize("args, fragment", [
     (["pull-diag", "--iterations", "5"], "reproduce pull-diag takes no --iterations"),
     (["multi-gossip", "--data", "mnist"], "reproduce multi-gossip takes no --data (it takes --iterations, --repeats, "

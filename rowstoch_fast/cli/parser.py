@@ -118,6 +118,22 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message):
         self.exit(2, f"rowstoch: error: {message} (see {self.prog} --help)\n")
 
+    def parse_args(self, args=None, namespace=None):
+        """argparse's, with an unknown option of a command said by that command, with the closest of its options
+        (helper 149: ``compare --algorithm pull-diag-gt`` read "unrecognized arguments ... (see rowstoch --help)")."""
+        namespace, extras = self.parse_known_args(args, namespace)
+        if extras:
+            from .._checks import did_you_mean
+
+            commands = [a for a in self._actions if isinstance(a, argparse._SubParsersAction)]
+            command = commands[0].choices.get(getattr(namespace, "command", None)) if commands else None
+            where = command or self
+            unknown = next((e.split("=", 1)[0] for e in extras if e.startswith("--")), None)
+            hint = did_you_mean(unknown, [o for a in where._actions for o in a.option_strings if o.startswith("--")]) \
+                if unknown else ""
+            where.error(f"unrecognized arguments: {' '.join(extras)}{hint}")
+        return namespace
+
     def _check_value(self, action, value):  # (a choice mistyped: the closest one named, as compare's lists do)
         if action.choices is not None and value not in action.choices:
             from .._checks import did_you_mean
