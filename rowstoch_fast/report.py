@@ -3,8 +3,8 @@
 Tables show the final value of each metric as mean +- standard deviation over the repetitions, its rank (shared
 where the repetitions cannot tell runs apart; rank 1 in bold; only runs that ended ``ok`` ranked), the status of
 every run and one line of diagnosis for those that did not end ``ok`` (or ran at the next stable rate); they are
-plain text (LaTeX with booktabs rules and numbers as ``$(1.83 \\pm 0.29) \\times 10^{-1}$``, no package of ours needed). Figures have one panel per
-(graph or setting, metric), colour-blind-safe colours (Okabe and Ito) with a marker and a line style per
+plain text (LaTeX with booktabs rules and numbers as ``$(1.83 \\pm 0.29) \\times 10^{-1}$``, no package of ours
+needed). Figures have one panel per (graph or setting, metric), colour-blind-safe colours (Okabe and Ito) with a marker and a line style per
 algorithm (no two of the first 24 alike), so they read in grey too; a run that leaves the range of the runs that
 ended ``ok`` is cut at the panel's edge with a marker there. PDF and PostScript files embed TrueType (Type 42)
 fonts, as IEEE's PDF eXpress and ACM ask (Type 3 fonts are refused).
@@ -626,7 +626,12 @@ def _notes(table):
     another rate than its tuned one."""
     groups = [g for g in _GROUPS if g in table.columns]
     return [(" / ".join(str(getattr(r, g)) for g in groups), r.algorithm, r.status, r.diagnosis)
-            for r in table.itertuples() if isinstance(getattr(r, "diagnosis", ""), str) and r.diagnosis]
+            for r in table.itertuples() if _said(getattr(r, "diagnosis", ""))]
+
+
+def _said(diagnosis):
+    """Whether a summary row's diagnosis says something (a summary read back from summary.csv holds NaN for none)."""
+    return isinstance(diagnosis, str) and bool(diagnosis)
 
 
 #: A mean suboptimality below 0 by at most this much is rounding (f(x) and f* agree to their last digits).

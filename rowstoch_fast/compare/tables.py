@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from .._checks import check_names, check_positive_float, check_text
-from ..report import _check_summary as check_summary, single_runs, tie_note
+from ..report import _check_summary as check_summary, _said as said, single_runs, tie_note
 from ..runner import METRICS, check_metric
 from ..user_metrics import COUNTS, RESERVED, higher_is_better
 from .tuning import CONVERGED
@@ -260,17 +260,12 @@ def format_summary(table, metric=None):
     if "rank_shared" in table.columns and table["rank_shared"].any():
         lines.append(f"{'=':>{len(head.split('rank')[0]) + 4}} "
                      + tie_note(single_runs(table), "--repeats 2 or more"))
-    notes = [r for r in table.itertuples() if _said(getattr(r, "diagnosis", ""))]  # (an ok run at the next stable
+    notes = [r for r in table.itertuples() if said(getattr(r, "diagnosis", ""))]  # (an ok run at the next stable
     # rate too)
     for r in notes:
         where = "".join(f"{getattr(r, g)} " for g in groups)
         lines.append(f"  {where}{r.algorithm}: {r.status}: {r.diagnosis}")
     return "\n".join(lines)
-
-
-def _said(diagnosis):
-    """Whether a row's diagnosis says something (a summary read back from summary.csv holds NaN for none)."""
-    return isinstance(diagnosis, str) and bool(diagnosis)
 
 
 def _beside(v, metric):

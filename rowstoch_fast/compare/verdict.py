@@ -123,14 +123,15 @@ def next_stable(record, lr):
     rates at least :data:`RETRY_STEP` below it that the tuning (``record``,
     :func:`~rowstoch_fast.compare.tuning.tune`'s) judged stable (a finite score; a later stage's, on more streams,
     over an earlier's), the one that ended lowest; None where there is none (no retry: a rate closer to the one
-    undone is about as likely to fail). The tuning chose ``lr``
-    on its own streams and draws; the evaluation's repetitions drew what undid it, and the method is then shown at
-    the best rate that the tuning found stable with room to spare, not left unranked at a rate no run holds."""
+    undone is about as likely to fail). The tuning chose ``lr`` on its own streams and draws; the evaluation's
+    repetitions drew what undid it, and the method is then shown at the best rate that the tuning found stable with
+    room to spare, not left unranked at a rate no run holds."""
     scores = {}
     for stage in (record or {}).get("stages", ()):
         scores.update(stage.get("scores") or {})
-    with np.errstate(invalid="ignore"):  # (lr.json's rates are rounded to 6 digits: a resumed record's below lr)
-        pool = {float(r): float(v) for r, v in scores.items() if np.isfinite(v) and float(r) * RETRY_STEP <= lr * 1.000001}
+    reach = lr * 1.000001 / RETRY_STEP  # (lr.json's rates are rounded to 6 digits: a resumed record's)
+    with np.errstate(invalid="ignore"):
+        pool = {float(r): float(v) for r, v in scores.items() if np.isfinite(v) and float(r) <= reach}
     return min(pool, key=lambda r: (pool[r], -r)) if pool else None
 
 
@@ -221,7 +222,8 @@ def status_of(frame, metric, meta, *, lr, lr_source, iterations, tuning=None, co
     ``converged``: the fraction of its start at rounding, :func:`~rowstoch_fast.compare.tuning.converged_for`;
     ``effects``: what its layers do to the messages, :func:`~rowstoch_fast.network.effects_of`; ``compresses``: the
     method is one made for compressed messages, ``for_compression`` those that run on this network (or a function
-    that gives them), :func:`_effects_note`; ``pushes``: it pushes mass through a column-stochastic matrix, :func:`_push_hint`).
+    that gives them), :func:`_effects_note`; ``pushes``: it pushes mass through a column-stochastic matrix,
+    :func:`_push_hint`).
     The diagnosis is one line derived from what the run and the tuner recorded ("" for ``ok``)."""
     context = context or {}
     done = int(meta.get("completed_iterations", iterations))

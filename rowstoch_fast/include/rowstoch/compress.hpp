@@ -31,6 +31,7 @@
 #include "hash.hpp"
 #include "network.hpp"
 #include "parallel.hpp"
+#include "simd.hpp"
 
 namespace rowstoch {
 
@@ -336,8 +337,8 @@ void compress_batch(int method, const T* const* v, T* const* out, std::int64_t L
 ROWSTOCH_TARGET_AVX512 __attribute__((noinline)) inline std::int64_t topk_rows8(const double* X, double* out,
                                                                               double* own, std::int64_t rows,
                                                                               std::int64_t L, std::int64_t k) {
-    typedef double V __attribute__((vector_size(64)));
-    typedef std::int64_t M __attribute__((vector_size(64)));
+    using V = Vec<8>;
+    using M = Mask<8>;
     const V inf = V{} + std::numeric_limits<double>::infinity();
     std::int64_t r0 = 0;
     for (; r0 + 8 <= rows; r0 += 8) {
@@ -354,14 +355,11 @@ ROWSTOCH_TARGET_AVX512 __attribute__((noinline)) inline std::int64_t topk_rows8(
             M at = M{};
             for (std::int64_t c = 1; c < L; ++c) {
                 const M less = (M)(s[c] < low);  // (a NaN compares false: never taken past column 0)
-                low = (V)((less & (M)s[c]) | (~less & (M)low));
+                low = select<8>(less, s[c], low);
                 at = (less & c) | (~less & at);
             }
             order[m] = at;
-            for (std::int64_t c = 0; c < L; ++c) {
-                const M taken = (M)(at == c);
-                s[c] = (V)((taken & (M)inf) | (~taken & (M)s[c]));
-            }
+            for (std::int64_t c = 0; c < L; ++c) s[c] = select<8>((M)(at == c), inf, s[c]);
         }
         double kept[4][8];
         for (std::int64_t m = 0; m < k; ++m)
