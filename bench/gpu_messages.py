@@ -14,6 +14,9 @@ Usage (a machine with an NVIDIA GPU and CuPy; bench/gpu_check.sh's ``messages`` 
    its ages drawn in the pass, ``ROWSTOCH_CUDA_DELAY_AGES=pass``), noisy (per message, per received copy), and the
    host round trip the backend took
    before (``_on_host``, for top-2). Target: a compressed or delayed mix within 2x the static one.
+   Per-node parameters (a loss probability, a compression's bits or k, a noise's sigma, one per node: the sender's,
+   read in the kernels since 2026-12-04) against the same networks with one value, and against the host round
+   trip such rounds took before (``* via host (before)``).
 """
 
 from __future__ import annotations
@@ -46,6 +49,20 @@ def networks(A):
     return nets
 
 
+def per_node_networks(A, seed=1):
+    """Networks with one parameter per node (heterogeneous devices; drawn once, from ``seed``)."""
+    n = A.n
+    rng = np.random.default_rng(seed)
+    p = rng.uniform(0.0, 0.2, n)
+    lossy = Lossy(A, p, seed=1)
+    return {"lossy per node": lossy,
+            "qsgd per node": Compressed(A, "qsgd", bits=rng.choice([2, 4, 8], n), seed=1),
+            "topk per node": Compressed(A, "topk", k=rng.choice([1, 2, 4], n)),
+            "lossy topk per node": Compressed(lossy, "topk", k=rng.choice([1, 2, 4], n)),
+            "noise-link per node": Noisy(A, rng.uniform(0.0, 0.02, n)),
+            "delayed-3 lossy per node": Delayed(lossy, 3, seed=1)}
+
+
 def check(log2n, d):
     """(name, max |device - cpu|, bits equal) for every message network, on the device vs the host."""
     cupy = backend.require_cupy()
@@ -61,6 +78,7 @@ def check(log2n, d):
             "delayed-3": Compressed(Delayed(lossy, 3, seed=5), "topk", k=4),
             "delayed-3-fixed": Delayed(lossy, 3, delay="fixed"),
             "noise-link-delayed": Noisy(Delayed(lossy, 2, seed=5), 0.05, seed=8)}
+    nets.update(per_node_networks(A, seed=3))
     rows = []
     for name, net in nets.items():
         for dtype in (np.float64, np.float32):
@@ -72,7 +90,7 @@ def check(log2n, d):
             state, worst, same = {}, 0.0, True
             for t in range(3):
                 X = rng.standard_normal((n, 2 * d)).astype(dtype)
-                want = cpu_net.mix(X, t, rounds=2, d=d, state=state)
+                want = cpu_net.mix(X, t, rounds=2, **({"d": d, "state": state} if hasattr(net, "encode") else {}))
                 dev.calls = 0
                 got = dev.mix_network(dev_net, t, cupy.asarray(X), cupy.zeros(X.shape, dtype=dtype), rounds=2).get()
                 worst = max(worst, float(np.max(np.abs(got - want))))
@@ -106,7 +124,8 @@ def speed(log2n, d, rounds=7, per=20):
     def host_round_trip(net):  # what the backend did before the kernels: the CPU's pass, two copies
         def go():
             t[0] += 1
-            dev._on_host(out, lambda: net.mix(backend.to_cpu(X), t[0], 1, d=d))
+            message_d = {"d": d} if hasattr(net, "encode") else {}  # (a base network takes no message length)
+            dev._on_host(out, lambda: net.mix(backend.to_cpu(X), t[0], 1, **message_d))
         return go
 
     def ages_in_pass(go):  # the uniform delays' ages drawn again by every thread of a row (ROWSTOCH_CUDA_DELAY_AGES)
@@ -118,9 +137,13 @@ def speed(log2n, d, rounds=7, per=20):
                 backend.DELAY_AGES = kept
         return run
 
+    per_node = per_node_networks(A)
     cases = {"static": lambda: backend._mix_into(A, X, out), **{k: run_net(v) for k, v in networks(A).items()},
              "delayed-3 ages in pass": ages_in_pass(run_net(Delayed(A, 3, seed=1))),
-             "topk-2 via host (before)": host_round_trip(Compressed(A, "topk", k=2))}
+             "topk-2 via host (before)": host_round_trip(Compressed(A, "topk", k=2)),
+             **{k: run_net(v) for k, v in per_node.items()},
+             "lossy per node via host (before)": host_round_trip(per_node["lossy per node"]),
+             "qsgd per node via host (before)": host_round_trip(per_node["qsgd per node"])}
     for go in cases.values():  # compile, allocate
         go()
     cupy.cuda.runtime.deviceSynchronize()

@@ -264,8 +264,9 @@ EMULATE_MIX(csr_mix_circ1x4_f32_i64, float, i64)
 #define EMULATE_LOSSY(name, T, I)                                                                             \
     EMULATE(name,                                                                                             \
             P(const I* Ap, const I* Aj, const T* Ax, const T* X, T* Y, i64 n, i64 w, const u64* s, u64 key,   \
-              double p, int renormalise, const unsigned char* awake, const unsigned char* bad),               \
-            (Ap, Aj, Ax, X, Y, n, w, s, key, p, renormalise, awake, bad))
+              double p, const double* ps, int renormalise, const unsigned char* awake,                        \
+              const unsigned char* bad),                                                                      \
+            (Ap, Aj, Ax, X, Y, n, w, s, key, p, ps, renormalise, awake, bad))
 EMULATE_LOSSY(csr_mix_lossy1_f64_i32, double, int)
 EMULATE_LOSSY(csr_mix_lossy1_f64_i64, double, i64)
 EMULATE_LOSSY(csr_mix_lossy2_f64_i32, double, int)
@@ -319,11 +320,12 @@ EMULATE_SAMPLE_ROWS(sample_rows_f32, float)
 #define EMULATE_MESSAGES(name, T, I)                                                                           \
     EMULATE(name,                                                                                              \
             P(const I* Ap, const I* Aj, const T* Ax, const T* Xown, const T* X, T* Y, i64 n, i64 w, const u64* s, \
-              u64 key, double p, int renormalise, const unsigned char* awake, const unsigned char* bad,         \
+              u64 key, double p, const double* ps, int renormalise, const unsigned char* awake,                 \
+              const unsigned char* bad,                                                                          \
               const u64* dkeys, const u64* dthr, const i64* dslot, i64 dlast, i64 dslots,                       \
-              const unsigned char* dages, const u64* sent, T sigma, int noise_only),                            \
-            (Ap, Aj, Ax, Xown, X, Y, n, w, s, key, p, renormalise, awake, bad, dkeys, dthr, dslot, dlast, dslots, \
-             dages, sent, sigma, noise_only))
+              const unsigned char* dages, const u64* sent, T sigma, int noise_only, const double* sigmas),       \
+            (Ap, Aj, Ax, Xown, X, Y, n, w, s, key, p, ps, renormalise, awake, bad, dkeys, dthr, dslot, dlast, dslots, \
+             dages, sent, sigma, noise_only, sigmas))
 EMULATE_MESSAGES(csr_mix_messages1_f64_i32, double, int)
 EMULATE_MESSAGES(csr_mix_messages1_f64_i64, double, i64)
 EMULATE_MESSAGES(csr_mix_messages2_f64_i32, double, int)
@@ -349,8 +351,8 @@ EMULATE_CIRCMSG(csr_mix_circmsg4x4_f32_i64, float, i64)
 #define EMULATE_COMPRESS(name, T)                                                                              \
     EMULATE(name,                                                                                              \
             P(const T* X, T* out, i64 n, i64 w, i64 L, int method, i64 param, double sigma, int unbiased, u64 key, \
-              const u64* s),                                                                                   \
-            (X, out, n, w, L, method, param, sigma, unbiased, key, s))
+              const u64* s, const i64* params, const double* sigmas),                                          \
+            (X, out, n, w, L, method, param, sigma, unbiased, key, s, params, sigmas))
 EMULATE_COMPRESS(compress_rows_f64, double)
 EMULATE_COMPRESS(compress_rows_f32, float)
 

@@ -444,18 +444,21 @@ def _emulated_device(cuda_on_host, monkeypatch, on_launch=None):
                                         ("pull-diag-gt", "noise"), ("robust-gradient-push", "noise"),
                                         ("choco-sgd", "bits"), ("pull-diag-gt", "bits"),
                                         ("compressed-push-pull", "message-noise")])
-def test_per_node_losses_and_noise_run_on_the_emulated_device_through_the_host_pass(cuda_on_host, monkeypatch, name,
-                                                                                     kind):
-    """Lossy's ``p``, Noisy's ``sigma`` or Compressed's ``bits`` per node on backend='cupy': no device kernel takes
-    one per node, so their rounds (plain, compressed messages over them, noisy copies, an optimizer's own
-    compression) run the CPU's pass on the host, and the per-link methods' running sums take the noise through the
-    generic operations: the CPU's iterates (the routing: the emulated kernels are not what runs such a round)."""
+def test_per_node_losses_and_noise_run_in_the_emulated_device_kernels(cuda_on_host, monkeypatch, name, kind):
+    """Lossy's ``p``, Noisy's ``sigma`` or Compressed's ``bits`` per node on backend='cupy': the device kernels
+    read each sender's value (plain rounds, compressed messages over them, noisy copies, an optimizer's own
+    compression; the per-link methods' running sums take the noise through the generic operations), and a round
+    goes to the host only under the undirected rule (CHOCO-SGD's W, which no device kernel takes): the CPU's
+    iterates."""
     from test_algorithms import _on_cpu_and_device
 
+    from rowstoch_fast.backends.cupy import CupyBackend
     from rowstoch_fast.network import Compressed, Lossy, Noisy
 
     fake = _emulated_device(cuda_on_host, monkeypatch)
     cls = REGISTRY[name]
+    if "W" not in cls.matrices:
+        monkeypatch.setattr(CupyBackend, "_on_host", lambda *args: pytest.fail("a round ran on the host"))
     A = for_algorithm(cls, topology.erdos_renyi(12, 0.3, seed=2))
     if kind == "noise":
         net = Noisy(Lossy(A, 0.2, seed=1), np.linspace(0.0, 0.05, 12), seed=3)
@@ -470,10 +473,13 @@ def test_per_node_losses_and_noise_run_on_the_emulated_device_through_the_host_p
     G, x0 = rng.standard_normal((12, 4)), rng.standard_normal((12, 4))
     cpu, gpu = _on_cpu_and_device(cls, net, x0, G, fake, 12)
     np.testing.assert_allclose(gpu.gather_x(), cpu.x, rtol=1e-12, atol=1e-13)
+    kernels = {"loss": "csr_mix", "noise": "csr_mix_messages", "bits": "compress_rows", "message-noise": "compress_rows"}
+    if not cls.per_link_state and ("W" not in cls.matrices or kind == "bits"):  # (CHOCO-SGD's compression)
+        assert any(k.startswith(kernels[kind]) for k in fake.launched), sorted(set(fake.launched))
 
 
 @pytest.mark.parametrize("network", ["static", "lossy", "bursty", "sleepy-lossy", "markov-lossy",
-                                     "compressed", "delayed", "noisy",
+                                     "compressed", "delayed", "noisy", "per-node-lossy", "per-node-delayed",
                                      *(f"layer:{cls.layer}" for cls in network_layers())])  # (the registry's)
 @pytest.mark.parametrize("name", sorted(REGISTRY))
 @pytest.mark.parametrize("device", ["emulated", "gpu"])
@@ -503,7 +509,12 @@ def test_the_cupy_backend_on_the_emulated_kernels_equals_the_cpu(request, monkey
             "delayed": Compressed(Delayed(Lossy(A, 0.1, seed=5), 2, seed=3), "qsgd", bits=4) if "W" not in cls.matrices
             else Delayed(A, 2, seed=3),
             "noisy": Noisy(Noisy(Delayed(Sleepy(Lossy(A, 0.1, seed=5), 0.9, seed=1), 2, seed=3), 0.01, seed=4),
-                           0.02, seed=6, per="message") if "W" not in cls.matrices else Noisy(A, 0.01, seed=4)}
+                           0.02, seed=6, per="message") if "W" not in cls.matrices else Noisy(A, 0.01, seed=4),
+            "per-node-lossy": Lossy(A, np.linspace(0.0, 0.6, 12), seed=7),  # (the sender's p, read in the pass)
+            "per-node-delayed": Compressed(Noisy(Delayed(Lossy(A, np.linspace(0.5, 0.05, 12), seed=7,
+                                                               model="gilbert-elliott", p_bad=0.3, p_recover=0.4),
+                                                         2, seed=3), np.linspace(0.0, 0.02, 12), seed=4),
+                                           "qsgd", bits=[2, 3, 4] * 4, seed=5)}
     for layer in network_layers():  # every registered layer's first example (a new layer runs here unlisted)
         nets[f"layer:{layer.layer}"] = next(iter(layer.examples(A).values()))
     net = nets[network]
@@ -526,6 +537,10 @@ def test_the_cupy_backend_on_the_emulated_kernels_equals_the_cpu(request, monkey
         assert ran("sample_rows_f64") == (getattr(gpu, "_table", None) is not None)
 
     if network.startswith("layer:"):  # (the registry's examples: the CPU's iterates; the kernels named above)
+        return
+    if network.startswith("per-node"):  # (a loss probability per node: the device's passes, not the host's)
+        if cls.matrices and not cls.per_link_state and "W" not in cls.matrices:
+            assert ran("csr_mix_messages" if network == "per-node-delayed" else "csr_mix_lossy")
         return
     if cls.matrices and network in ("compressed", "delayed", "noisy"):  # (the centralized baseline does not gossip)
         assert ran("compress_rows") == (network == "compressed" or "W" not in cls.matrices)
@@ -748,13 +763,16 @@ def test_an_oracles_draws_outside_its_samples_fail_the_step_on_the_emulated_devi
 @pytest.mark.parametrize("case", ["qsgd", "qsgd-nearest", "qsgd-huge", "qsgd-tiny", "qsgd-subnormal",
                                   "sign", "top1", "top3", "top7", "top20", "rand2",
                                   "rand20-biased", "round", "noise", "chain", "fixed-delay", "delayed-noise",
-                                  "two-noises", "circulant", "circulant-lossy", "delayed-noise-in-pass"])
+                                  "two-noises", "circulant", "circulant-lossy", "delayed-noise-in-pass",
+                                  "qsgd-per-node-loss", "delayed-noise-per-node-loss", "qsgd-per-node-bits",
+                                  "top-per-node-k", "rand-per-node-k", "noise-per-node", "delayed-noise-per-node"])
 def test_the_message_kernels_on_the_emulated_device_equal_the_cpu(cuda_on_host, monkeypatch, case, dtype):
     """compress_rows, csr_mix_messages (delays and per-link noise drawn in its pass) and csr_mix_circmsg (the
     CuPy backend's path for message networks) against the CPU's passes, bit for bit: every compression (top-k and
     rand-k on both sides of the CPU's selection strategies), messages of d = 40 values in rows of two replicas,
     two rounds an iteration, float64 and float32, over a lossy network (a circulant one without losses); delays
-    over iterations in order; two noisy layers over sleep."""
+    over iterations in order; two noisy layers over sleep; a loss probability per node (the sender's, read in the
+    pass)."""
     from rowstoch_fast.backends.cupy import CupyBackend
     from rowstoch_fast.network import Compressed, Delayed, Lossy, Noisy, Sleepy
 
@@ -779,12 +797,23 @@ def test_the_message_kernels_on_the_emulated_device_equal_the_cpu(cuda_on_host, 
             "delayed-noise": Noisy(Delayed(base, 3, seed=5), 0.05, seed=8),
             "delayed-noise-in-pass": Noisy(Delayed(base, 3, seed=5), 0.05, seed=8),
             "two-noises": Noisy(Compressed(Noisy(Sleepy(base, 0.7, seed=2), 0.1, seed=3), "qsgd", bits=3), 0.05, seed=8),
-            "circulant": Compressed(A, "topk", k=3), "circulant-lossy": Compressed(base, "topk", k=3)}
+            "circulant": Compressed(A, "topk", k=3), "circulant-lossy": Compressed(base, "topk", k=3),
+            "qsgd-per-node-loss": Compressed(Lossy(A, np.linspace(0.0, 0.7, 9), seed=7), "qsgd", bits=3, seed=1),
+            "delayed-noise-per-node-loss": Noisy(Delayed(Lossy(A, np.linspace(0.6, 0.05, 9), seed=7), 3, seed=5), 0.05,
+                                                 seed=8),
+            # (one bits, k or sigma per node: the sender's; the CPU batches messages of one parameter, one by one
+            # where it changes)
+            "qsgd-per-node-bits": Compressed(base, "qsgd", bits=[2, 2, 3, 8, 8, 8, 1, 4, 2], seed=1),
+            "top-per-node-k": Compressed(base, "topk", k=[1, 40, 3, 3, 7, 20, 2, 2, 5]),
+            "rand-per-node-k": Compressed(base, "randk", k=[2, 2, 2, 9, 1, 40, 5, 5, 3], seed=4),
+            "noise-per-node": Noisy(base, np.linspace(0.0, 0.3, 9), seed=2, per="message"),
+            "delayed-noise-per-node": Noisy(Delayed(base, 3, seed=5), np.linspace(0.2, 0.0, 9), seed=8)}
     cpu_net, net = nets[case], nets[case].map(lambda M: M)  # (each keeps its own history)
     if case == "delayed-noise-in-pass":  # (ROWSTOCH_CUDA_DELAY_AGES=pass: the ages drawn again in the pass)
         from rowstoch_fast.backends import cupy as cupy_backend
 
         monkeypatch.setattr(cupy_backend, "DELAY_AGES", "pass")
+    monkeypatch.setattr(CupyBackend, "_on_host", lambda *args: pytest.fail("a round ran on the host"))
     backend = CupyBackend()
     backend.attach(9, dtype, [A])
     backend.message_d = 40
@@ -806,7 +835,9 @@ def test_the_message_kernels_on_the_emulated_device_equal_the_cpu(cuda_on_host, 
 
     assert ran("compress_rows") == (not case.startswith("delayed-noise"))
     assert ran("csr_mix_circmsg") == (case == "circulant") != ran("csr_mix_messages")
-    assert ran("delay_ages_rows") == (case == "delayed-noise")  # (uniform delays' ages drawn once per link)
+    assert ran("delay_ages_rows") == (case in ("delayed-noise", "delayed-noise-per-node-loss",
+                                               "delayed-noise-per-node"))  # (uniform delays'
+    # ages drawn once per link)
     assert not np.array_equal(before[-1], before[-2])
 
 
@@ -1113,7 +1144,9 @@ def test_the_per_row_weight_kernel_runs_where_rows_have_one_weight(cuda_on_host,
 @pytest.mark.parametrize("renormalise", [True, False])
 def test_cuda_lossy_kernels_match_the_cpu_pass(cuda_on_host, kernel, index_dtype, dtype, w, renormalise):
     """The GPU's lossy rounds (rowstoch_fast.network): the messages _core.mix_lossy loses, the same sums and
-    renormalisation, sleeping nodes kept: bit for bit, with and without an awake mask."""
+    renormalisation, sleeping nodes kept: bit for bit, with and without an awake mask, with one loss probability
+    and with one per node (the sender's; zeros, ones just below 1, and values on the 2^-53 grid, where ``u < p``
+    and the CPU's ``bits < ceil(p 2^53)`` could part)."""
     import ctypes
 
     from rowstoch_fast import _core
@@ -1129,8 +1162,11 @@ def test_cuda_lossy_kernels_match_the_cpu_pass(cuda_on_host, kernel, index_dtype
     rng = np.random.default_rng(w)
     X = rng.normal(size=(n, w)).astype(dtype)
     Ap, Aj, Ax = _csr_args(A, index_dtype, dtype)
+    each = rng.random(n) * 0.9
+    each[:3] = 0.0, np.nextafter(1.0, 0.0), 0.5
+    each[3:8] = np.floor(each[3:8] * 2**53) / 2**53  # (exact multiples of 2^-53)
     for awake in (None, rng.random(n) < 0.7):
-        for seed, t, r, p in ((1, 0, 0, 0.3), (7, 5, 2, 0.6), (3, 2, 1, 0.0)):
+        for seed, t, r, p in ((1, 0, 0, 0.3), (7, 5, 2, 0.6), (3, 2, 1, 0.0), (5, 4, 1, each)):
             want = _core.mix_lossy(A.csr.indptr, A.csr.indices, A.csr.data, X, seed=seed, t=t, r=r, p=p,
                                    renormalise=renormalise, awake=awake)
             Y = np.full_like(X, np.nan)
@@ -1138,7 +1174,8 @@ def test_cuda_lossy_kernels_match_the_cpu_pass(cuda_on_host, kernel, index_dtype
             mask = ctypes.c_void_p(0) if keep is None else _ptr(keep)
             getattr(cuda_on_host, f"emulate_csr_mix_{kernel}")(
                 ctypes.c_longlong(n * w // V), _ptr(Ap), _ptr(Aj), _ptr(Ax), _ptr(X), _ptr(Y), ctypes.c_int64(n),
-                ctypes.c_int64(w), ctypes.c_void_p(0), ctypes.c_uint64(round_key(seed, t, r)), ctypes.c_double(p),
+                ctypes.c_int64(w), ctypes.c_void_p(0), ctypes.c_uint64(round_key(seed, t, r)),
+                ctypes.c_double(0.0 if np.ndim(p) else p), _ptr(p) if np.ndim(p) else ctypes.c_void_p(0),
                 ctypes.c_int(int(renormalise)), mask, ctypes.c_void_p(0))
             np.testing.assert_array_equal(Y, want)
 
@@ -1178,7 +1215,7 @@ def test_cuda_bursty_chains_and_their_losses_match_the_cpu(cuda_on_host):
         cuda_on_host.emulate_csr_mix_lossy1_f64_i32(
             ctypes.c_longlong(X.size), _ptr(Ap), _ptr(Aj), _ptr(c.data), _ptr(X), _ptr(Y), ctypes.c_int64(23),
             ctypes.c_int64(3), ctypes.c_void_p(0), ctypes.c_uint64(round_key(seed, t, 0)), ctypes.c_double(0.8),
-            ctypes.c_int(1), ctypes.c_void_p(0), _ptr(dev))
+            ctypes.c_void_p(0), ctypes.c_int(1), ctypes.c_void_p(0), _ptr(dev))
         np.testing.assert_array_equal(Y, want)
     assert 0 < cpu.mean() < 1
 

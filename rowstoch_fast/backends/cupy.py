@@ -350,28 +350,36 @@ def _device_bad_states(chain, M, t):
 
 def _mix_lossy_into(M, X, out, status, key, p, renormalise, awake, bad=None):
     """One gossip round of a time-varying network (``csr_mix_lossy`` of kernels.cu: the CPU pass's losses,
-    sums and renormalisation); ``key`` is :func:`rowstoch_fast._hashing.round_key`, ``awake`` a device uint8
-    mask or None."""
+    sums and renormalisation); ``key`` is :func:`rowstoch_fast._hashing.round_key`, ``p`` one loss probability or
+    one per node (:func:`_per_node_arg`), ``awake`` a device uint8 mask or None."""
     Ap, Aj, Ax = device_csr(M)
     n, w = X.shape
     vec = 2 if np.dtype(Ax.dtype) == np.float64 else 4
     V = vec if _aligned(X, out) and w % vec == 0 else 1
     name = f"csr_mix_lossy{V}_{_suffix(Ax.dtype)}_{'i32' if np.dtype(Ap.dtype) == np.int32 else 'i64'}"
-    _launch(name, n * w // V, (Ap, Aj, Ax, X, out, np.int64(n), np.int64(w), status, np.uint64(key), np.float64(p),
+    _launch(name, n * w // V, (Ap, Aj, Ax, X, out, np.int64(n), np.int64(w), status, np.uint64(key), *_per_node_arg(p),
                                np.int32(bool(renormalise)), np.intp(0) if awake is None else awake,
                                np.intp(0) if bad is None else bad))
     return out
 
 
+def _per_node_arg(value, dtype=np.float64):
+    """A network layer's parameter as the kernels take it, ``(value, values)``: one number and a null pointer, or,
+    for one per node (a layer built with ``n`` of them: a read-only array, :func:`~rowstoch_fast._checks.per_node_values`),
+    0 and their copy on the device in ``dtype``, each sender's read by the kernel (a loss probability: ``u < p`` on
+    the top 53 bits is the CPU's ``bits < ceil(p 2^53)``; a compression's bits or k, a noise's sigma: the CPU's
+    per-node passes). The copy is made once per array, dtype and device (:func:`kept_for`)."""
+    if np.ndim(value) == 0:
+        return dtype(value), _NULL
+    return dtype(0), _on_device(kept_for(_PER_NODE, value, dict), np.dtype(dtype).str,
+                                lambda: require_cupy().asarray(np.asarray(value, dtype=dtype)))
+
+
+_PER_NODE = {}  # id(host array) -> (a weak reference to it, its copies on each device): per-node layer parameters
+
+
 def _index_suffix(Ap):
     return "i32" if np.dtype(Ap.dtype) == np.int32 else "i64"
-
-
-def _per_node_messages(net):
-    """Whether a message layer of ``net`` takes a value per node (a compression's bits or k, a noise's sigma):
-    no device kernel takes them, so such rounds run the CPU's pass on the host."""
-    return any(np.ndim(param) or np.ndim(sigma) for _, _, param, sigma, _ in net.encoders()) or \
-        any(np.ndim(layer.sigma) for layer in net.noisy_links())
 
 
 def _message_tables(delayed, noise_seeds, t, r, rounds, slot_stride=1, noise_round=None):
@@ -406,11 +414,12 @@ def _launch_messages(Ap, Aj, Ax, own, X, out, status, key, p, renormalise, awake
     n, w = out.shape
     vec = 2 if np.dtype(Ax.dtype) == np.float64 else 4
     V = vec if _aligned(X, out) and _aligned(own, out) and w % vec == 0 else 1
+    sigma_one, sigmas = _per_node_arg(sigma)  # (one per node: the sender's, read in the pass)
     _launch(f"csr_mix_messages{V}_{_suffix(Ax.dtype)}_{_index_suffix(Ap)}", n * w // V,
-            (Ap, Aj, Ax, own, X, out, np.int64(n), np.int64(w), status, np.uint64(key), np.float64(p),
+            (Ap, Aj, Ax, own, X, out, np.int64(n), np.int64(w), status, np.uint64(key), *_per_node_arg(p),
              np.int32(bool(renormalise)), _NULL if awake is None else awake, _NULL if bad is None else bad,
-             *delays, np.int64(last), np.int64(slots), _NULL if ages is None else ages, sent, out.dtype.type(sigma),
-             np.int32(bool(noise_only))))
+             *delays, np.int64(last), np.int64(slots), _NULL if ages is None else ages, sent,
+             out.dtype.type(sigma_one), np.int32(bool(noise_only)), sigmas))
     return out
 
 
@@ -684,8 +693,6 @@ class CupyBackend(Backend):
         plan = net.plan(t)
         if plan is None:
             raise ValueError(f"{net!r} has no compiled pass and so does not run on backend='cupy'")
-        if np.ndim(plan[2]) != 0:  # (a loss probability per node: no device kernel takes them, the CPU's pass)
-            return self._on_host(out, lambda: net.mix(to_cpu(src), t, rounds))
         matrix_of, seed, p, awake, chain = plan
         mask = self._awake_mask(awake)
         if rounds > 1 and work is None:
@@ -729,10 +736,7 @@ class CupyBackend(Backend):
         state = self.channel(net)
         core, delayed, n = net.core(), net.delayed(), net.n
         plan = core.plan(t) if is_network(core) else (lambda r: core, 0, 0.0, None, None)
-        per_node = np.ndim(plan[2]) != 0 if plan is not None else False
-        per_node = per_node or _per_node_messages(net)
-        if plan is None or core.stochastic == "doubly" or per_node:  # (the undirected rule, a loss probability,
-            # a compression or a noise per node: no device kernel)
+        if plan is None or core.stochastic == "doubly":  # (the undirected rule: no device kernel)
             return self._on_host(out, lambda: net.mix(to_cpu(src), t, rounds, d=self.message_d, state=state))
         if self.checking and int(self._status[0]):
             return out
@@ -754,7 +758,7 @@ class CupyBackend(Backend):
             messages = self._encode(net, cur, self._work("messages", cur.shape, dtype), t, drawn, copy=False)
             M = matrix_of(r)
             key = _hashing.round_key(seed, t, r)
-            plain = ring is None and not noisy and p == 0 and mask is None and chain is None
+            plain = ring is None and not noisy and np.ndim(p) == 0 and p == 0 and mask is None and chain is None
             circ = device_circulant(M) if plain and MIX_KERNEL in ("auto", "circ") else None
             if circ is not None:
                 name, threads = _mix_kernel(n, w, dtype, circ[0].dtype, _aligned(messages, dst) and
@@ -805,10 +809,11 @@ class CupyBackend(Backend):
         L = net.message_length(w, self.message_d)
         first = True
         for seed, method, param, sigma, unbiased in net.encoders():
+            (param, params), (sigma, sigmas) = _per_node_arg(param, np.int64), _per_node_arg(sigma)
             _launch(f"compress_rows_{_suffix(X.dtype)}", n * (w // L),
                     (X if first else out, out, np.int64(n), np.int64(w), np.int64(L), np.int32(method),
-                     np.int64(param), np.float64(sigma), np.int32(bool(unbiased)),
-                     np.uint64(_hashing.round_key(seed, t, r)), self._status))
+                     param, sigma, np.int32(bool(unbiased)), np.uint64(_hashing.round_key(seed, t, r)), self._status,
+                     params, sigmas))
             first = False
         if first:
             if not copy:
@@ -827,10 +832,6 @@ class CupyBackend(Backend):
 
     def compress(self, net, src, out, t, state=None):
         state = self.channel(net) if state is None else state
-        if _per_node_messages(net):  # (no device kernel takes a value per node: the CPU's pass, on the host)
-            host = np.ascontiguousarray(to_cpu(src)).reshape(src.shape[0], -1)
-            return self._on_host(out, lambda: net.encode(host, np.empty_like(host), t, _hashing.content_round(0, state),
-                                                         self.message_d))
         if self.checking and int(self._status[0]):
             return out
         return self._encode(net, self.xp.ascontiguousarray(src).reshape(src.shape[0], -1), out.reshape(out.shape[0], -1),

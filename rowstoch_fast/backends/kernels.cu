@@ -334,10 +334,12 @@ __device__ __forceinline__ T link_noise_value(u64 link, i64 c, T sigma);
 template <typename T, typename I, int V>
 __device__ void csr_mix_lossy_impl(const I* __restrict__ Ap, const I* __restrict__ Aj, const T* __restrict__ Ax,
                                    const T* __restrict__ X, T* Y, i64 n, i64 w, const u64* status,
-                                   u64 round_key, double p, int renormalise, const unsigned char* __restrict__ awake,
+                                   u64 round_key, double p, const double* __restrict__ ps, int renormalise,
+                                   const unsigned char* __restrict__ awake,
                                    const unsigned char* __restrict__ bad, const T* __restrict__ Xown = nullptr,
                                    Delays delays = Delays{nullptr, nullptr, nullptr, 0, 0, nullptr},
-                                   const u64* __restrict__ sent = nullptr, T sigma = T(0), int noise_only = 0) {
+                                   const u64* __restrict__ sent = nullptr, T sigma = T(0), int noise_only = 0,
+                                   const double* __restrict__ sigmas = nullptr) {
     const i64 tid = (i64)blockIdx.x * blockDim.x + threadIdx.x;
     const i64 groups = w / V;
     if (tid >= n * groups || frozen(status, 0)) return;
@@ -360,9 +362,10 @@ __device__ void csr_mix_lossy_impl(const I* __restrict__ Ap, const I* __restrict
         const I end = Ap[i + 1];
         for (I q = Ap[i]; q < end; ++q) {
             const i64 j = (i64)Aj[q];
+            const double p_j = ps ? ps[j] : p;  // (one per node: the sender's, as the CPU's NodeIds::thresholds)
             const bool gone = j != i && ((awake && !awake[j]) ||
-                                         ((!bad || bad[q]) && p > 0.0 &&
-                                          (double)(mix64(row ^ (u64)j) >> 11) * (1.0 / 9007199254740992.0) < p));
+                                         ((!bad || bad[q]) && p_j > 0.0 &&
+                                          (double)(mix64(row ^ (u64)j) >> 11) * (1.0 / 9007199254740992.0) < p_j));
             lost |= gone;
             const T a = gone ? T(0) : Ax[q];
             const i64 age = !delays.slot ? 0 : delays.ages ? (i64)delays.ages[q] : delay_age(delays, i, j);
@@ -372,10 +375,11 @@ __device__ void csr_mix_lossy_impl(const I* __restrict__ Ap, const I* __restrict
 #pragma unroll
                 for (int v = 0; v < V; ++v) acc[v] += a * x.v[v];
             }
-            if (sent) {  // (a self loop reads a zero row)
+            if (sent) {  // (a self loop reads a zero row; one sigma per node: the sender's, noisy.py's sigma_of)
                 const u64 link = mix64(mix64(sent[age] ^ (u64)i) ^ (u64)j);
+                const T s_j = sigmas ? (T)sigmas[j] : sigma;
 #pragma unroll
-                for (int v = 0; v < V; ++v) noise[v] += a * (j == i ? T(0) : link_noise_value<T>(link, c + v, sigma));
+                for (int v = 0; v < V; ++v) noise[v] += a * (j == i ? T(0) : link_noise_value<T>(link, c + v, s_j));
             }
             den += a;
         }
@@ -550,12 +554,15 @@ __device__ void compress_message(int method, const T* v, T* out, i64 L, i64 firs
 template <typename T>
 __device__ void compress_rows_impl(const T* X, T* out, i64 n, i64 w, i64 L,
                                    int method, i64 param, double sigma, int unbiased, u64 round_key,
-                                   const u64* status) {
+                                   const u64* status, const i64* __restrict__ params = nullptr,
+                                   const double* __restrict__ sigmas = nullptr) {
     const i64 tid = (i64)blockIdx.x * blockDim.x + threadIdx.x, per_row = w / L;
     if (tid >= n * per_row || frozen(status, 0)) return;
     const i64 i = tid / per_row, c0 = (tid - i * per_row) * L;
-    compress_message<T>(method, X + i * w + c0, out + i * w + c0, L, c0, mix64(round_key ^ (u64)i), param, sigma,
-                        unbiased);
+    // (one bits-or-k / sigma per node: the sender's, compress.hpp's PerNode; a message alone gets the operations a
+    // batch of the CPU's gives it, so the same bits)
+    compress_message<T>(method, X + i * w + c0, out + i * w + c0, L, c0, mix64(round_key ^ (u64)i),
+                        params ? params[i] : param, sigmas ? sigmas[i] : sigma, unbiased);
 }
 
 // Noise on a received copy (compress.hpp's link_noise): sigma z for the value c of the message of the link
@@ -939,16 +946,16 @@ __device__ void link_held_out8_impl(const u64* __restrict__ arrived, u64* __rest
     E(f32_i32, float, int, V32, U) E(f32_i64, float, i64, V32, U)
 // csr_mix_lossy<V>_<value>_<index>
 #define LOSSY(suffix, T, I, V) \
-    __global__ void csr_mix_lossy##V##_##suffix(const I* Ap, const I* Aj, const T* Ax, const T* X, T* Y, i64 n, i64 w, const u64* status, u64 round_key, double p, int renormalise, const unsigned char* awake, const unsigned char* bad) { \
-        csr_mix_lossy_impl<T, I, V>(Ap, Aj, Ax, X, Y, n, w, status, round_key, p, renormalise, awake, bad); }
+    __global__ void csr_mix_lossy##V##_##suffix(const I* Ap, const I* Aj, const T* Ax, const T* X, T* Y, i64 n, i64 w, const u64* status, u64 round_key, double p, const double* ps, int renormalise, const unsigned char* awake, const unsigned char* bad) { \
+        csr_mix_lossy_impl<T, I, V>(Ap, Aj, Ax, X, Y, n, w, status, round_key, p, ps, renormalise, awake, bad); }
 // logistic_grad<K>_<value> (K above)
 #define LOGISTIC(suffix, T, K) \
     __global__ void logistic_grad##K##_##suffix(const T* H, const T* Yl, const i64* nodes, i64 m, i64 M, i64 d, T rho, const T* X, i64 reps, i64 B, i64 batches, u64 seed, u64 iteration, i64 rep_offset, int layout, i64 shared_per_warp, int* spill, T* G) { \
         logistic_grad_impl<T, K>(H, Yl, nodes, m, M, d, rho, X, reps, B, batches, seed, iteration, rep_offset, layout, shared_per_warp, spill, G); }
 // csr_mix_messages<V>_<value>_<index>: csr_mix_lossy over a round of messages (own rows, delays, noise)
 #define MESSAGES(suffix, T, I, V) \
-    __global__ void csr_mix_messages##V##_##suffix(const I* Ap, const I* Aj, const T* Ax, const T* Xown, const T* X, T* Y, i64 n, i64 w, const u64* status, u64 round_key, double p, int renormalise, const unsigned char* awake, const unsigned char* bad, const u64* delay_keys, const u64* delay_thresholds, const i64* delay_slot, i64 delay_last, i64 delay_slots, const unsigned char* delay_ages, const u64* sent, T sigma, int noise_only) { \
-        csr_mix_lossy_impl<T, I, V>(Ap, Aj, Ax, X, Y, n, w, status, round_key, p, renormalise, awake, bad, Xown, Delays{delay_keys, delay_thresholds, delay_slot, delay_last, delay_slots, delay_ages}, sent, sigma, noise_only); }
+    __global__ void csr_mix_messages##V##_##suffix(const I* Ap, const I* Aj, const T* Ax, const T* Xown, const T* X, T* Y, i64 n, i64 w, const u64* status, u64 round_key, double p, const double* ps, int renormalise, const unsigned char* awake, const unsigned char* bad, const u64* delay_keys, const u64* delay_thresholds, const i64* delay_slot, i64 delay_last, i64 delay_slots, const unsigned char* delay_ages, const u64* sent, T sigma, int noise_only, const double* sigmas) { \
+        csr_mix_lossy_impl<T, I, V>(Ap, Aj, Ax, X, Y, n, w, status, round_key, p, ps, renormalise, awake, bad, Xown, Delays{delay_keys, delay_thresholds, delay_slot, delay_last, delay_slots, delay_ages}, sent, sigma, noise_only, sigmas); }
 // csr_mix_circmsg<V>x<U>_<value>_<index>: csr_mix_circ over a compressed round's messages, own rows from Xown
 // (the second pointer: up to 40 registers, 6 blocks of 256 resident; under MIX_BOUNDS' 32 the vector variants
 // spilled)
@@ -977,8 +984,8 @@ __global__ void sample_rows_f32(float* table, i64 m, i64 rows, i64 reps, i64 d, 
 __global__ void draw_samples(u64 prefix, const i64* rep_ids, i64 reps, const i64* node_ids, i64 rows, u64 key, i64 m, i64* out) { draw_samples_impl(prefix, rep_ids, reps, node_ids, rows, key, m, out); }
 __global__ void link_held_out8(const u64* arrived, u64* held_out, i64 nnz, const u64* status) { link_held_out8_impl(arrived, held_out, nnz, status); }
 __global__ void link_arrivals(const i64* Ap, const i64* Aj, i64 rows, u64 round_key, u64 threshold, const u64* status, unsigned char* arrived) { link_arrivals_impl(Ap, Aj, rows, round_key, threshold, status, arrived); }
-__global__ void compress_rows_f64(const double* X, double* out, i64 n, i64 w, i64 L, int method, i64 param, double sigma, int unbiased, u64 round_key, const u64* status) { compress_rows_impl<double>(X, out, n, w, L, method, param, sigma, unbiased, round_key, status); }
-__global__ void compress_rows_f32(const float* X, float* out, i64 n, i64 w, i64 L, int method, i64 param, double sigma, int unbiased, u64 round_key, const u64* status) { compress_rows_impl<float>(X, out, n, w, L, method, param, sigma, unbiased, round_key, status); }
+__global__ void compress_rows_f64(const double* X, double* out, i64 n, i64 w, i64 L, int method, i64 param, double sigma, int unbiased, u64 round_key, const u64* status, const i64* params, const double* sigmas) { compress_rows_impl<double>(X, out, n, w, L, method, param, sigma, unbiased, round_key, status, params, sigmas); }
+__global__ void compress_rows_f32(const float* X, float* out, i64 n, i64 w, i64 L, int method, i64 param, double sigma, int unbiased, u64 round_key, const u64* status, const i64* params, const double* sigmas) { compress_rows_impl<float>(X, out, n, w, L, method, param, sigma, unbiased, round_key, status, params, sigmas); }
 ENTRIES(4, 4, CIRCMSG)
 MESSAGES(f64_i32, double, int, 1) MESSAGES(f64_i64, double, i64, 1) MESSAGES(f32_i32, float, int, 1) MESSAGES(f32_i64, float, i64, 1)
 MESSAGES(f64_i32, double, int, 2) MESSAGES(f64_i64, double, i64, 2) MESSAGES(f32_i32, float, int, 4) MESSAGES(f32_i64, float, i64, 4)

@@ -50,7 +50,7 @@ class Compressed(_Messages):
     ``bits`` or ``k``: each sender's messages at its own size, the links counted sender by sender;
     :meth:`message_bytes` alone gives the mean size over the links of the matrix under the layers). With per-node
     values, :meth:`omega` and :meth:`delta` (CHOCO-SGD's and compressed Push-Pull's constants) are the worst
-    node's, and the CuPy backend compresses on the host (the CPU's pass). A plain algorithm under compression
+    node's, and the CuPy backend's kernels read each sender's. A plain algorithm under compression
     shows its degradation; :class:`~rowstoch_fast.CHOCOSGD` compresses the
     differences to replicas it keeps, and converges. Definitions: ``_reference.compress``.
 

@@ -175,8 +175,8 @@ class Lossy(Network):
 
     @property
     def per_node(self):
-        """Whether ``p`` is one per node (an array; every backend's compiled pass takes it on the CPU and under MPI,
-        the CuPy backend runs the round on the host)."""
+        """Whether ``p`` is one per node (an array; every backend's compiled pass takes it: the CPU's, MPI's and the
+        CuPy backend's kernels)."""
         return np.ndim(self.p) != 0
 
     def plan(self, t):

@@ -49,7 +49,7 @@ class Noisy(_Messages):
         :data:`Z_MAX` (about 2.1e307 in float64, 4.0e37 in float32: the noise itself stays finite). An array
         gives each node its own, the noise on what it sends (heterogeneous devices): ``per="link"``, on each copy
         of it; ``per="message"``, on the message itself. Equal values are the single number's draws, bit for bit;
-        the CuPy backend adds per-node noise on the host (the CPU's pass).
+        the CuPy backend's kernels read each sender's sigma.
     seed : int
     per : {"link", "message"}
 
