@@ -233,21 +233,44 @@ inline bool bool_item(const py::sequence& seq, py::ssize_t k, const char* name, 
                              std::string(py::repr(v))));
 }
 
+// Bytes this process may still allocate (rowstoch_fast._checks.available_memory: ROWSTOCH_MEMORY_LIMIT, else the
+// smallest of MemAvailable, the cgroup's free quota and what RLIMIT_AS leaves), or -1 where unknown (the extension
+// alone, without its package). A bad ROWSTOCH_MEMORY_LIMIT is its UsageError.
+inline int64_t available_memory() {
+    py::object avail;
+    try {
+        avail = py::module_::import("rowstoch_fast._checks").attr("available_memory")();
+    } catch (py::error_already_set& e) {
+        if (!e.matches(PyExc_ImportError)) throw;
+        return -1;
+    }
+    return avail.is_none() ? -1 : avail.cast<int64_t>();
+}
+
 // A new array of `shape` for `what`: ValueError naming it when its size overflows, MemoryError naming it when it
-// cannot be allocated (numpy's messages name neither the argument nor the entry point).
+// cannot be allocated (numpy's messages name neither the argument nor the entry point). A block over 64 MiB is
+// first held against the memory available: where the kernel overcommits (vm.overcommit_memory = 1, as on the lent
+// GPU machine) a 256 TiB request succeeds, and writing it got the process killed by the OOM killer (and, while it
+// filled the machine, every other process's allocations refused).
 inline py::array new_array(const py::dtype& dtype, std::vector<py::ssize_t> shape, const std::string& what) {
     int64_t bytes = dtype.itemsize();
     for (py::ssize_t s : shape)
         if (__builtin_mul_overflow(bytes, static_cast<int64_t>(s), &bytes))
             throw py::value_error(cat(what, " ", shape_text(shape.data(), static_cast<py::ssize_t>(shape.size())),
                                       " is too large: its size overflows 64-bit integers"));
-    try {
-        return py::array(dtype, shape);
-    } catch (py::error_already_set& e) {
-        if (!e.matches(PyExc_MemoryError)) throw;
+    std::string why;
+    const int64_t avail = bytes > (int64_t(1) << 26) ? available_memory() : -1;
+    if (avail >= 0 && bytes > avail) {
+        why = cat(": about ", avail, " bytes are available");
+    } else {
+        try {
+            return py::array(dtype, shape);
+        } catch (py::error_already_set& e) {
+            if (!e.matches(PyExc_MemoryError)) throw;
+        }
     }
     const std::string message = cat(what, " ", shape_text(shape.data(), static_cast<py::ssize_t>(shape.size())), " (",
-                                    bytes, " bytes) cannot be allocated");
+                                    bytes, " bytes) cannot be allocated", why);
     PyErr_SetString(PyExc_MemoryError, message.c_str());
     throw py::error_already_set();
 }

@@ -738,6 +738,29 @@ def test_allocations_past_memory_name_the_argument():
         core.link_noise(c.indptr, c.indices, 0, 0, 0, 2, dtype="no such type")
 
 
+def test_a_large_block_is_held_against_the_memory_available(monkeypatch):
+    """Where the kernel overcommits (vm.overcommit_memory = 1: the lent GPU machine), link_noise's 256 TiB block of
+    the test above was allocated, and writing it got the test worker killed by the OOM killer, five other tests'
+    allocations refused while it filled the machine. A compiled output over 64 MiB is held against what is
+    available first (ROWSTOCH_MEMORY_LIMIT standing in for a small machine); smaller ones are not asked."""
+    from rowstoch_fast.errors import UsageError
+
+    c = topology.exponential(8).csr
+    monkeypatch.setenv("ROWSTOCH_MEMORY_LIMIT", str(2**26))
+    with pytest.raises(MemoryError, match=r"^link_noise: the noise \(nnz, w\) = \(32,524288,\) \(134217728 bytes\) "
+                                          r"cannot be allocated: about 67108864 bytes are available$"):
+        core.link_noise(c.indptr, c.indices, 0, 0, 0, 2**19)
+    with pytest.raises(MemoryError, match=r"draw_samples: the draws \(reps, rows\) = \(4096,4096,\) "
+                                          r"\(134217728 bytes\) cannot be allocated: about 67108864"):
+        core.draw_samples(0, np.arange(4096), np.arange(4096), 1, 10)
+    assert core.link_noise(c.indptr, c.indices, 0, 0, 0, 2**16).shape == (32, 2**16)  # (16 MiB: not asked)
+    monkeypatch.setenv("ROWSTOCH_MEMORY_LIMIT", str(2**28))
+    assert core.link_noise(c.indptr, c.indices, 0, 0, 0, 2**19, dtype="float32").shape == (32, 2**19)
+    monkeypatch.setenv("ROWSTOCH_MEMORY_LIMIT", "lots")
+    with pytest.raises(UsageError, match="ROWSTOCH_MEMORY_LIMIT must be a number of bytes"):
+        core.link_noise(c.indptr, c.indices, 0, 0, 0, 2**19)
+
+
 def test_outputs_given_as_lists_are_refused():
     """compress's own and logistic_grad's out were converted from a list to a temporary array: the call wrote there
     and the caller's list never changed, without a word."""
