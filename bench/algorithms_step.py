@@ -314,12 +314,12 @@ def make_contenders(name, A, d, lr=1e-3, seed=0, backend="cpu"):
             return {}  # (not on a lossy directed network: left out of the table)
         A = undirected(A)
     x0 = rng.standard_normal((n, d))
-    sync = lambda: None  # noqa: E731
+    sync, asarray = (lambda: None), np.asarray
     if backend == "cupy":
         import cupy
 
         g, x0 = cupy.asarray(g), cupy.asarray(x0)
-        sync = cupy.cuda.Device().synchronize
+        sync, asarray = cupy.cuda.Device().synchronize, cupy.asarray
     options = {"regularizer": L1(PROX_L1)} if cls.composite else {}  # (a proximal method: its prox step too)
     opt = cls.build(A, x0, lr, tracker="perron", backend=backend, **options)
     if cls.gradients == "samples":  # (GT-SAGA: a constant per-sample gradient, four samples per node)
@@ -329,7 +329,7 @@ def make_contenders(name, A, d, lr=1e-3, seed=0, backend="cpu"):
     elif cls.gradients == "prox":  # (ADMM: the local prox of the linear f_i(x) = g_i^T x, v - t g_i)
         import types
 
-        grad = types.SimpleNamespace(prox=lambda V, t: V - np.asarray(t)[..., None] * g)
+        grad = types.SimpleNamespace(prox=lambda V, t: V - asarray(t)[..., None] * g)  # (t: one per node)
     else:
         grad = lambda X: g  # noqa: E731
     opt.step(grad)

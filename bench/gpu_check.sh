@@ -17,10 +17,10 @@
 #   profile  bench/gpu_profile.py: a step's time kernel by kernel (SGP, robust gradient-push, Push-Pull, R-FAST on a
 #            lossy network, DIGing and GT-SAGA on a static one, n = 2^20), and the floor of per-link noise;
 #   e2e      bench/gpu_e2e.py: rowstoch run --backend cupy vs cpu, set-up and run time, cold and warm cache;
-#   rest     the rest of the suite;
+#   rest     the rest of the suite (REST_LIMIT seconds, default 100);
 #   scaling  the GPU half of bench/scaling.py (the design card's figure);
 #   algorithms  bench/algorithms_step.py: one step of every algorithm at n = 2^16, d = 10 on the GPU and on
-#            the host's cores (the CPU half with its scipy compositions);
+#            the host's cores (the CPU half with its scipy compositions; ALGO_CPU=0: the GPU half alone);
 #   step20   bench/algorithms_step.py on the GPU alone at n = 2^20 for ONLY (default: the plain methods against
 #            the centralized baseline and GT-SAGA, issue 52's item 2);
 #   torch    bench/torch_replicas.py with 64 replicas of a small CNN on the GPU (issue 15);
@@ -91,7 +91,7 @@ stage_rest() {
     local ignore=""
     for f in $TESTFILES; do ignore="$ignore --ignore $f"; done
     # shellcheck disable=SC2086
-    limit 100 env OMP_NUM_THREADS=1 "$PY" -m pytest -q -p no:cacheprovider -n 12 -rs tests $ignore \
+    limit "${REST_LIMIT:-100}" env OMP_NUM_THREADS=1 "$PY" -m pytest -q -p no:cacheprovider -n 12 -rfEs tests $ignore \
         > "$OUT/tests_rest.log" 2>&1
     echo "pytest exit code $?" >> "$OUT/tests_rest.log"
     tail -8 "$OUT/tests_rest.log"
@@ -103,6 +103,7 @@ stage_scaling() {
 stage_algorithms() {
     limit 100 "$PY" bench/algorithms_step.py --backend cupy --log2n 16 --rounds 3 --json "$OUT/algorithms_gpu.json" \
         2>&1 | tee "$OUT/algorithms.out"
+    [ "${ALGO_CPU:-1}" = 0 ] && return  # (ALGO_CPU=0: the GPU half alone)
     limit 120 "$PY" bench/algorithms_step.py --log2n 16 --rounds 2 --json "$OUT/algorithms_cpu.json" \
         2>&1 | tee -a "$OUT/algorithms.out"
 }

@@ -6,7 +6,7 @@ Usage (on a machine with an NVIDIA GPU and CuPy; ``bench/gpu_check.sh`` runs it)
 
 Sections (each prints a markdown table; everything lands in ``DIR/gpu_kernels.json``):
 
-* ``bits``: the mixing kernels (``entry``, ``entry1``, ``entry-u1``, ``row``, ``circ``) give the same iterates,
+* ``bits``: the mixing kernels (``entry``, ``row``, ``circ``: ``ROWSTOCH_CUDA_MIX``'s) give the same iterates,
   bit for bit, as each other and as the CPU kernels (float64; float32 within 1e-5);
 * ``mix``: one MG-Pull-Diag-GT iteration (eq. 12 without the gradient, exponential graph, d = 10, R = 10) at
   n = 2^20 and 2^22 with each mixing kernel, against the cupyx ``csr_matrix @ X`` composition of the same
@@ -50,7 +50,7 @@ from rowstoch_fast import PullDiagGT, _core, topology  # noqa: E402
 from rowstoch_fast.objectives import NonconvexLogistic  # noqa: E402
 from rowstoch_fast.backends import cupy as gpu  # noqa: E402
 
-KINDS = ("entry", "entry1", "entry-u1", "row", "circ")
+KINDS = tuple(k for k in gpu._MIX_KERNELS if k != "auto")  # (the package's: entry1 / entry-u1 left it, RESULTS 13)
 
 
 def _steps(cp, opt, G, k, kind=None, sync=True):
