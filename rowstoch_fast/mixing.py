@@ -628,7 +628,8 @@ class MixingMatrix:
             import matplotlib.pyplot as plt
             from matplotlib.patches import FancyArrowPatch
         except ImportError as exc:  # pragma: no cover - depends on the environment
-            raise ImportError("MixingMatrix.draw needs matplotlib: pip install 'rowstoch_fast[plot]'") from exc
+            raise ImportError("MixingMatrix.draw needs matplotlib, a dependency of rowstoch_fast that this install "
+                              "lacks: pip install matplotlib") from exc
         made = ax is None
         if made:
             side = min(8.0, 3.0 + 0.05 * self.n)

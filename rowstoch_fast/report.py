@@ -165,7 +165,8 @@ def pyplot():
     try:
         import matplotlib
     except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError("figures need matplotlib: pip install 'rowstoch_fast[plot]'") from exc
+        raise ImportError("figures need matplotlib, a dependency of rowstoch_fast that this install lacks: "
+                          "pip install matplotlib") from exc
     if "matplotlib.pyplot" not in __import__("sys").modules and not _backend_chosen(matplotlib):
         matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -183,7 +184,8 @@ def axes_for(ax, figsize, path=None, dpi=DPI):
     try:
         import matplotlib.pyplot as plt
     except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError("figures need matplotlib: pip install 'rowstoch_fast[plot]'") from exc
+        raise ImportError("figures need matplotlib, a dependency of rowstoch_fast that this install lacks: "
+                          "pip install matplotlib") from exc
     made = ax is None
     with closing_on_error(plt) if made else contextlib.nullcontext():
         if made:
@@ -713,6 +715,13 @@ def identical_runs(table):
             "final values themselves.")
 
 
+def _named(metric):
+    """A metric's head in a Markdown table: its label, and the name the command line and the terminal's table use
+    where the label is a formula (``‖∇f(x̄)‖ (grad_norm_mean)``)."""
+    label = METRIC_LABELS.get(metric, metric)
+    return label if label in (metric, str(metric).replace("_", " ")) else f"{label} ({metric})"
+
+
 def to_markdown(table, metrics=None):
     """A :func:`~rowstoch_fast.compare.summary` table as Markdown: mean ± std per metric, the rank (shared where the
     repetitions cannot tell runs apart) with rank 1 of each metric (per section) in bold, the rate and where it came
@@ -721,8 +730,7 @@ def to_markdown(table, metrics=None):
     metrics = _summary_metrics(table, metrics)
     cells = _cells(table, metrics)
     groups = [g for g in _GROUPS if g in table.columns]
-    head = groups + ["algorithm", "rank", "lr (source)", "R", "rounds"] + \
-        [METRIC_LABELS.get(m, m) for m in metrics] + ["status"]
+    head = groups + ["algorithm", "rank", "lr (source)", "R", "rounds"] + [_named(m) for m in metrics] + ["status"]
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] * (len(head) - len(metrics) - 1)
                                                            + ["---:"] * len(metrics) + ["---"]) + "|"]
     for i, r in enumerate(table.itertuples()):

@@ -466,7 +466,7 @@ class History:
     def plot(self, metric="grad_norm", ax=None, x="communication_rounds", label=None, path=None, **kwargs):
         """Plot the mean of ``metric`` (log scale) with a band of one standard deviation.
 
-        Needs matplotlib (``pip install rowstoch_fast[plot]``). Returns the
+        Needs matplotlib (a dependency of the package). Returns the
         Axes: in a script call ``matplotlib.pyplot.show()`` to see it, or pass
         ``path`` to save the figure there (PNG, PDF, SVG by its suffix; a PDF's
         fonts as TrueType, Type 42, which venues require). A figure made here

@@ -4480,3 +4480,24 @@ def test_the_budget_is_called_short_only_where_the_run_still_falls():
     floor = np.where(its == 0, 1.0, np.where(its <= 360, 0.36, 0.5 + 0.004 * np.sin(its)))  # (at its floor)
     status, why = verdict.status_of(frame_of(floor), "suboptimality", {}, **kw)
     assert status == "no-progress" and "too short" not in why, why
+
+
+def test_the_outputs_name_what_a_new_user_asked_about(tmp_path, capsys):
+    """Helper 149, following the README as a new user: the `wrote` line left out experiment.json and checkpoints/,
+    the Markdown table wrote the ranked metric as a formula the terminal's table never named, and FROST's messages
+    (half Pull-Diag-GT's, the same bytes: x and y sent together) went unexplained."""
+    from rowstoch_fast import cli, report
+
+    out = tmp_path / "cmp"
+    assert cli.main(["compare", "--topology", "exponential", *SMALL, "--algorithms", "frost,pull-diag-gt",
+                     "--rounds-budget", "20", "--lr", "0.05", "--repeats", "1", "--no-progress", "--out",
+                     str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "; beside them experiment.json (the settings) and checkpoints/ (the runs' states, for --resume)" in text
+    assert re.search(r"per message, frost 2x the bytes of pull-diag-gt \(blocks sent in the same exchange are "
+                     r"packed into one message", text)
+    head = (out / "summary.md").read_text().splitlines()[0]
+    assert "‖∇f(x̄)‖ (grad_norm_mean)" in head and "consensus error |" in head and "(consensus_error)" not in head
+    table = cmp.summary(pd.read_csv(out / "compare.csv"))
+    assert "per message" not in cmp.format_summary(table[table["algorithm"] == "frost"])  # (nothing to compare)
+    assert "| ‖∇f(x̄)‖ (grad_norm_mean) |" in report.to_markdown(table)  # (a summary computed again, with its graph)

@@ -37,7 +37,8 @@ def _metric_list(text):
     if bad or not values:
         raise UsageError(f"--metric must be a comma-separated list of {', '.join((*METRICS, *registered_metrics()))} "
                          f"or node_<{'|'.join(NODE_STATISTICS)}>_<{'|'.join(NODE_QUANTITIES)}> (a metric of your own: "
-                         f"--metrics-module FILE); got {', '.join(map(repr, bad)) if bad else 'nothing'}")
+                         f"--metrics-module FILE), the first one that falls to 0 (it is tuned on and ranked); got "
+                         f"{', '.join(map(repr, bad)) if bad else 'nothing'}")
     return list(dict.fromkeys(values))
 
 
@@ -376,7 +377,11 @@ def _compare(args):
             if into_itself and not interrupted:  # (once they all ran: the settings say what compare.csv holds)
                 _update_experiment(args.out, args.repeats if args.repeats != getattr(args, "saved_repeats",
                                                                                       args.repeats) else None)
+            beside = [f"{name} ({what})" for name, what in (("experiment.json", "the settings"),
+                                                            ("checkpoints/", "the runs' states, for --resume"))
+                      if os.path.exists(os.path.join(args.out, name))]
             (show if interrupted else say)(f"wrote {', '.join(os.path.join(args.out, n) for n in written)}"
+                  + (f"; beside them {' and '.join(beside)}" if beside else "")
                   + (" (interrupted: what finished; --resume continues it)" if interrupted else ""))
         return 130 if interrupted else 0
     finally:

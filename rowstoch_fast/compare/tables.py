@@ -260,12 +260,33 @@ def format_summary(table, metric=None):
     if "rank_shared" in table.columns and table["rank_shared"].any():
         lines.append(f"{'=':>{len(head.split('rank')[0]) + 4}} "
                      + tie_note(single_runs(table), "--repeats 2 or more"))
+    packed = _packed_note(table)
+    if packed:
+        lines.append("  " + packed)
     notes = [r for r in table.itertuples() if said(getattr(r, "diagnosis", ""))]  # (an ok run at the next stable
     # rate too)
     for r in notes:
         where = "".join(f"{getattr(r, g)} " for g in groups)
         lines.append(f"  {where}{r.algorithm}: {r.status}: {r.diagnosis}")
     return "\n".join(lines)
+
+
+def _packed_note(table):
+    """A line under the table where its methods' messages carry different numbers of bytes (FROST sends x and y
+    together: half Pull-Diag-GT's messages, the same bytes), else ``""``: the messages column counts exchanges."""
+    per = {}
+    for r in table.itertuples():
+        if r.messages and r.bytes and math.isfinite(r.messages) and math.isfinite(r.bytes):
+            per.setdefault(r.algorithm, r.bytes / r.messages)
+    if len(per) < 2:
+        return ""
+    least = min(per, key=per.get)
+    more = [f"{a} {v / per[least]:.3g}x" for a, v in per.items() if v >= 1.5 * per[least]]
+    if not more:
+        return ""
+    return (f"messages count one per link and exchange, whatever each carries; per message, {', '.join(more)} the "
+            f"bytes of {least} (blocks sent in the same exchange are packed into one message; compressed ones are "
+            "smaller): the bytes column compares what the network carried.")
 
 
 def _beside(v, metric):
