@@ -234,17 +234,16 @@ inline bool bool_item(const py::sequence& seq, py::ssize_t k, const char* name, 
 }
 
 // Bytes this process may still allocate (rowstoch_fast._checks.available_memory: ROWSTOCH_MEMORY_LIMIT, else the
-// smallest of MemAvailable, the cgroup's free quota and what RLIMIT_AS leaves), or -1 where unknown (the extension
-// alone, without its package). A bad ROWSTOCH_MEMORY_LIMIT is its UsageError.
-inline int64_t available_memory() {
-    py::object avail;
+// smallest of MemAvailable, the cgroup's free quota and what RLIMIT_AS leaves), or None where unknown (also the
+// extension alone, without its package). A Python int: a limit of 1e30 says "no limit" (an int64 would not hold it).
+// A bad ROWSTOCH_MEMORY_LIMIT is its UsageError.
+inline py::object available_memory() {
     try {
-        avail = py::module_::import("rowstoch_fast._checks").attr("available_memory")();
+        return py::module_::import("rowstoch_fast._checks").attr("available_memory")();
     } catch (py::error_already_set& e) {
         if (!e.matches(PyExc_ImportError)) throw;
-        return -1;
+        return py::none();
     }
-    return avail.is_none() ? -1 : avail.cast<int64_t>();
 }
 
 // A new array of `shape` for `what`: ValueError naming it when its size overflows, MemoryError naming it when it
@@ -259,9 +258,11 @@ inline py::array new_array(const py::dtype& dtype, std::vector<py::ssize_t> shap
             throw py::value_error(cat(what, " ", shape_text(shape.data(), static_cast<py::ssize_t>(shape.size())),
                                       " is too large: its size overflows 64-bit integers"));
     std::string why;
-    const int64_t avail = bytes > (int64_t(1) << 26) ? available_memory() : -1;
-    if (avail >= 0 && bytes > avail) {
-        why = cat(": about ", avail, " bytes are available");
+    const py::object avail = bytes > (int64_t(1) << 26) ? available_memory() : py::none();
+    const int over = avail.is_none() ? 0 : PyObject_RichCompareBool(py::int_(bytes).ptr(), avail.ptr(), Py_GT);
+    if (over < 0) throw py::error_already_set();
+    if (over) {
+        why = cat(": about ", std::string(py::str(avail)), " bytes are available");
     } else {
         try {
             return py::array(dtype, shape);

@@ -478,6 +478,36 @@ def test_per_node_losses_and_noise_run_in_the_emulated_device_kernels(cuda_on_ho
         assert any(k.startswith(kernels[kind]) for k in fake.launched), sorted(set(fake.launched))
 
 
+def test_a_per_node_value_the_device_copied_cannot_change_under_it(cuda_on_host, monkeypatch):
+    """Helper 150: the device keeps one copy of a layer's per-node array, known by the array's identity; an unpickled
+    layer's array is writeable again, and a change made in place (``net.p[:] = 0.9``) reached the CPU's pass but
+    left the device on the old copy. The array the device copied is now read-only (as the layer built it); a list
+    from a layer of one's own is taken too; a block of more rows than per-node values is refused."""
+    import pickle
+
+    from rowstoch_fast.backends import cupy as backend
+    from rowstoch_fast.network import Compressed, Lossy
+
+    fake = _emulated_device(cuda_on_host, monkeypatch)
+    A = topology.exponential(8)
+    net = pickle.loads(pickle.dumps(Lossy(A, np.linspace(0.0, 0.5, 8), seed=1)))
+    assert net.p.flags.writeable  # (what unpickling gives back)
+    ops = backend.CupyBackend()
+    ops.attach(8, np.float64, [net])
+    X = fake.asarray(np.random.default_rng(0).standard_normal((8, 3)))
+    Y = fake.zeros((8, 3))
+    ops.mix_network(net, 1, X, Y)
+    np.testing.assert_array_equal(np.asarray(Y), net.mix(np.asarray(X), 1))
+    with pytest.raises(ValueError, match="read-only"):
+        net.p[:] = 0.9
+    one, many = backend._per_node_arg([0.1] * 8)
+    assert one == 0 and np.asarray(many).tolist() == [0.1] * 8
+    qsgd = Compressed(A, "qsgd", bits=np.resize([2, 4], 8), seed=2)
+    ops.message_d = 3
+    with pytest.raises(ValueError, match="a block of 9 rows compressed under .*whose per-node values are 8"):
+        ops._encode(qsgd, fake.zeros((9, 3)), fake.zeros((9, 3)), 1, 0)
+
+
 @pytest.mark.parametrize("network", ["static", "lossy", "bursty", "sleepy-lossy", "markov-lossy",
                                      "compressed", "delayed", "noisy", "per-node-lossy", "per-node-delayed",
                                      *(f"layer:{cls.layer}" for cls in network_layers())])  # (the registry's)

@@ -756,6 +756,8 @@ def test_a_large_block_is_held_against_the_memory_available(monkeypatch):
     assert core.link_noise(c.indptr, c.indices, 0, 0, 0, 2**16).shape == (32, 2**16)  # (16 MiB: not asked)
     monkeypatch.setenv("ROWSTOCH_MEMORY_LIMIT", str(2**28))
     assert core.link_noise(c.indptr, c.indices, 0, 0, 0, 2**19, dtype="float32").shape == (32, 2**19)
+    monkeypatch.setenv("ROWSTOCH_MEMORY_LIMIT", "1e30")  # (a limit past int64, "none": helper 150's RuntimeError)
+    assert core.link_noise(c.indptr, c.indices, 0, 0, 0, 2**19, dtype="float32").shape == (32, 2**19)
     monkeypatch.setenv("ROWSTOCH_MEMORY_LIMIT", "lots")
     with pytest.raises(UsageError, match="ROWSTOCH_MEMORY_LIMIT must be a number of bytes"):
         core.link_noise(c.indptr, c.indices, 0, 0, 0, 2**19)

@@ -53,8 +53,8 @@ def kept_for(cache, obj, make):
     dead objects are dropped then)."""
     entry = cache.get(id(obj))
     if entry is None or entry[0]() is not obj:
-        for key in [key for key, (ref, _) in cache.items() if ref() is None]:
-            del cache[key]
+        for key in [key for key, (ref, _) in list(cache.items()) if ref() is None]:  # (two threads may purge at once)
+            cache.pop(key, None)
         entry = cache[id(obj)] = (weakref.ref(obj), make())
     return entry[1]
 

@@ -371,6 +371,11 @@ def _per_node_arg(value, dtype=np.float64):
     per-node passes). The copy is made once per array, dtype and device (:func:`kept_for`)."""
     if np.ndim(value) == 0:
         return dtype(value), _NULL
+    if type(value) is not np.ndarray:  # (a layer of one's own may give a list: copied each round, kept by nothing)
+        value = np.array(value)
+    if value.flags.writeable:  # (the layer's own copy, writeable again once unpickled: a change made in place
+        # would leave the device's copy stale, so it is frozen as built, as per_node_values made it)
+        value.flags.writeable = False
     return dtype(0), _on_device(kept_for(_PER_NODE, value, dict), np.dtype(dtype).str,
                                 lambda: require_cupy().asarray(np.asarray(value, dtype=dtype)))
 
@@ -809,6 +814,10 @@ class CupyBackend(Backend):
         L = net.message_length(w, self.message_d)
         first = True
         for seed, method, param, sigma, unbiased in net.encoders():
+            for value in (param, sigma):  # (the kernel reads row i's: a block of more rows would read past them)
+                if np.ndim(value) and n > len(value):
+                    raise ValueError(f"a block of {n} rows compressed under {net!r}, whose per-node values are "
+                                     f"{len(value)}")
             (param, params), (sigma, sigmas) = _per_node_arg(param, np.int64), _per_node_arg(sigma)
             _launch(f"compress_rows_{_suffix(X.dtype)}", n * (w // L),
                     (X if first else out, out, np.int64(n), np.int64(w), np.int64(L), np.int32(method),
