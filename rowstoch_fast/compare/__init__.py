@@ -142,8 +142,10 @@ def compare(A, objective, algorithms=None, rounds_budget=2000, *, lr=None, tune=
     lr_source : dict, optional
         ``{label: text}``: where a given rate comes from (default ``"given"``),
         shown in the tables beside ``"tuned"``. A method that no rate tried keeps
-        stable runs at the smallest, its source ``"none stable"`` and its status
-        ``unstable`` (with which rates failed and how); the comparison goes on.
+        stable runs at the rate that ended lowest (the smallest tried where every
+        one diverged or ran off), its source ``"none stable"``
+        (with which rates failed and how), its status the evaluation's (``ok``
+        and ranked where its repetitions end ok there); the comparison goes on.
         A tuned rate that the evaluation finds diverged or unstable runs again,
         once, at the best stable rate of its tuning a fifth of a decade below it
         at least: its source ``"next stable"``, its diagnosis what the tuned rate
