@@ -145,7 +145,8 @@ def compare(A, objective, algorithms=None, rounds_budget=2000, *, lr=None, tune=
         stable runs at the rate that ended lowest (the smallest tried where every
         one diverged or ran off), its source ``"none stable"``
         (with which rates failed and how), its status the evaluation's (``ok``
-        and ranked where its repetitions end ok there); the comparison goes on.
+        and ranked where its repetitions end ok there, their records' level at
+        the end below half their start); the comparison goes on.
         A tuned rate that the evaluation finds diverged or unstable runs again,
         once, at the best stable rate of its tuning a fifth of a decade below it
         at least: its source ``"next stable"``, its diagnosis what the tuned rate

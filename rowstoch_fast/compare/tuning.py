@@ -1234,7 +1234,7 @@ def _search(ends, record, grid, lossless=False):
     rates that work lie: every rate too small (:data:`SEARCH_WIDTH` rates above, a step apart: the grid's, at most
     half a decade), every one too large (as many below), or the too small ones below the too large ones (the
     geometric midpoint of the two at the border); one rate at the border may have made progress before it failed
-    (a rate just past the largest that works dips, then climbs). None otherwise: where rates across the range made
+    (a rate just past the largest that works dips, then climbs), several where too small ones lie below them. None otherwise: where rates across the range made
     progress and then failed, the failure is not the rates' scale (a lossy push-sum method converges at every rate
     until its lost mass blows it up: a rate small enough would only push the blow-up past the budget), and on
     noisy streams such a rate may be the best there is (the confirmation of :func:`_fallback_rivals` judges it);
@@ -1279,9 +1279,9 @@ def _later_when_smaller(curves, start):
     the smaller rates no sooner (by record), the smallest later than the largest: rates too large, each blowing
     up later as it shrinks, whatever progress they made first. Pull-Diag-GT on a 32-node directed ring (its tracker's
     1/[A^k]_ii near 2^k early on) dipped at 1e-4, 3e-3, 1e-2 and 3e-2 before it blew up at records 3, 2, 2 and 2
-    (1 at 0.1 and above): no search ran, and 4e-10 ends at 0.039 (helper 139). Read in an exact tuning only
-    (:func:`exact_tuning`): over 15% lost messages Push-DIGing's blow-up came later at smaller rates too, and a
-    search down to 1e-10 found none stable (its lost mass, not its rate)."""
+    (1 at 0.1 and above): no search ran, and 4e-10 ends at 0.039 (helper 139). Read over a network that draws
+    nothing only (:func:`_search`'s ``lossless``): over 15% lost messages Push-DIGing's blow-up came later at smaller
+    rates too, and a search down to 1e-10 found none stable (its lost mass, not its rate)."""
     if len(curves) < 2 or not math.isfinite(start):
         return False
     first = []

@@ -40,8 +40,8 @@ import numpy as np
 from .._checks import as_float_array, check_bool, check_positive_float
 from ..report import TIE_SE  # (the rule's threshold, below the harness: the tables' footnotes say it)
 from ..runner import GROWTH_WARNING
-from .tuning import (CLIMB, CONVERGED, NO_PROGRESS, SPREAD, STABILITY_FACTOR, TAIL, UNTUNABLE, climbs, off_its_minimum,
-                     rising, runaway, smoothed, typical_curve)
+from .tuning import (CLIMB, CONVERGED, NO_PROGRESS, SPREAD, STABILITY_FACTOR, TAIL, UNTUNABLE, climbs, final_estimate,
+                     off_its_minimum, rising, runaway, smoothed, typical_curve)
 
 __all__ = ["STATUSES", "NO_PROGRESS", "TIE_SE", "NEXT_STABLE", "status_of", "ranks", "tuning_failures",
            "hint_outcomes", "next_stable"]
@@ -289,16 +289,31 @@ def status_of(frame, metric, meta, *, lr, lr_source, iterations, tuning=None, co
         diagnosis = (f"no rate in {tried} was stable over the budget ({tuning_failures(tuning or {})}); shown "
                      f"{at}, {(tuning or {}).get('fallback', 'the one that ended lowest in the tuning runs')}"
                      + (f": {diagnosis}" if diagnosis else ""))
-        if status == "ok":  # (the evaluation's repetitions judged as any run is: the verdict is theirs, not the
-            # tuning's streams'; helper 151's FROST ended at 0.56-0.72x its start on the tuning's two streams, at
-            # 0.38x on the evaluation's, where the leaders were: it had been left unranked)
-            return "ok", diagnosis + "; the evaluation's repetitions ended ok at it, and it is ranked"
+        if status == "ok":  # (the evaluation's repetitions decide, read as the tuner reads a rate: the level their
+            # records end at, not the last one, which a spiky curve can draw low; helper 152: FROST's last record at
+            # 0.38x its start, level with the leaders, its last 12 records' mean at 0.70x, 1.7x the leader's)
+            level = _tail_level(means)
+            if level < NO_PROGRESS * start:
+                return "ok", diagnosis + "; the evaluation's repetitions ended ok at it, and it is ranked"
+            status = "no-progress"
+            diagnosis += (f"; its records' level at the end is {level / start:.3g}x its start (the last record "
+                          f"{end / start:.3g}x), not below {NO_PROGRESS:g}x of it")
     if status == "diverged" and some:
         diagnosis += f" ({some})"
     if status != "ok":
         hints = _push_hint(context, diagnosis) + _tracker_hint(context)
         return status, diagnosis + _effects_note(context, said=diagnosis + hints) + hints
     return "ok", ""
+
+
+def _tail_level(means):
+    """The level the mean records ``means`` (by iteration) end at: :func:`~rowstoch_fast.compare.tuning.final_estimate`
+    (a plateau's mean, or a trend's last point), the last record where the tail holds a value <= 0 or not finite."""
+    tail = means.iloc[len(means) // 2:]
+    values = tail.to_numpy(dtype=np.float64)
+    if not len(values) or not (np.isfinite(values) & (values > 0)).all():
+        return float(means.iloc[-1]) if len(means) else math.nan
+    return final_estimate(tail.index.to_numpy(dtype=np.float64), values)
 
 
 def _push_hint(context, diagnosis):
