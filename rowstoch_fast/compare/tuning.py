@@ -33,7 +33,6 @@ biased method needs a small rate over the whole budget). Only a candidate that d
 
 from __future__ import annotations
 
-import itertools
 import json
 import math
 import os
@@ -1234,8 +1233,8 @@ def _search(ends, record, grid, lossless=False):
     rates that work lie: every rate too small (:data:`SEARCH_WIDTH` rates above, a step apart: the grid's, at most
     half a decade), every one too large (as many below), or the too small ones below the too large ones (the
     geometric midpoint of the two at the border); one rate at the border may have made progress before it failed
-    (a rate just past the largest that works dips, then climbs), several where too small ones lie below them. None otherwise: where rates across the range made
-    progress and then failed, the failure is not the rates' scale (a lossy push-sum method converges at every rate
+    (a rate just past the largest that works dips, then climbs), several where too small ones lie below them. None
+    otherwise: where rates across the range made progress and then failed, the failure is not the rates' scale (a lossy push-sum method converges at every rate
     until its lost mass blows it up: a rate small enough would only push the blow-up past the budget), and on
     noisy streams such a rate may be the best there is (the confirmation of :func:`_fallback_rivals` judges it);
     but with ``lossless`` (a network that draws nothing: no lost mass to blow a method up), where every rate blew
@@ -1260,7 +1259,8 @@ def _search(ends, record, grid, lossless=False):
     if small and border:  # (too small ones below rates that dipped and then failed: the rates that work lie
         # between the two; helper 151's ABm on a 64-node ring made no progress at 1e-5 and ran off from 3.2e-5 up,
         # each after a dip, and 1.8e-5 converges)
-        border = len(how[small:]) - len(list(itertools.dropwhile(lambda kind: kind == "dip", how[small:])))
+        while small + border < len(how) and how[small + border] == "dip":
+            border += 1
     if not tried or how != ["small"] * small + ["dip"] * border + ["large"] * (len(how) - small - border):
         return []
     step = _search_step(grid)

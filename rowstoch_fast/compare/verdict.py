@@ -292,7 +292,7 @@ def status_of(frame, metric, meta, *, lr, lr_source, iterations, tuning=None, co
         if status == "ok":  # (the evaluation's repetitions decide, read as the tuner reads a rate: the level their
             # records end at, not the last one, which a spiky curve can draw low; helper 152: FROST's last record at
             # 0.38x its start, level with the leaders, its last 12 records' mean at 0.70x, 1.7x the leader's)
-            level = _tail_level(means)
+            level = _level(means, context.get("converged", CONVERGED))
             if level < NO_PROGRESS * start:
                 return "ok", diagnosis + "; the evaluation's repetitions ended ok at it, and it is ranked"
             status = "no-progress"
@@ -306,14 +306,14 @@ def status_of(frame, metric, meta, *, lr, lr_source, iterations, tuning=None, co
     return "ok", ""
 
 
-def _tail_level(means):
-    """The level the mean records ``means`` (by iteration) end at: :func:`~rowstoch_fast.compare.tuning.final_estimate`
-    (a plateau's mean, or a trend's last point), the last record where the tail holds a value <= 0 or not finite."""
-    tail = means.iloc[len(means) // 2:]
-    values = tail.to_numpy(dtype=np.float64)
-    if not len(values) or not (np.isfinite(values) & (values > 0)).all():
-        return float(means.iloc[-1]) if len(means) else math.nan
-    return final_estimate(tail.index.to_numpy(dtype=np.float64), values)
+def _level(means, converged=CONVERGED):
+    """The level the mean records ``means`` (by iteration) end at, read as the tuner reads a rate (its ``_judged``):
+    :func:`~rowstoch_fast.compare.tuning.final_estimate` of the records held at the rounding level ``converged``
+    (a fraction of the start) from below; the last record where a record is not finite."""
+    v = means.to_numpy(dtype=np.float64)
+    if not len(v) or not np.isfinite(v).all():
+        return float(v[-1]) if len(v) else math.nan
+    return final_estimate(means.index.to_numpy(dtype=np.float64), np.maximum(v, max(converged * abs(v[0]), 1e-300)))
 
 
 def _push_hint(context, diagnosis):
