@@ -18,7 +18,8 @@ compressed round over losses through ``own_and_messages``' index and the block's
 case, as before ``_core.mix_lossy(..., stacked=True)``; "lossy-topk-2 stacked": the own rows copied into the
 stacked block ``[X; Q]``, as before ``_core.mix_lossy(..., messages=Q)`` read them from X). Targets: lossy at most 1.5x the static mix
 (bench/RESULTS.md section 11); compressed or delayed within 2x (issue 37); over losses within 2x, uniform delays
-within 3x (issue 52). ``--only lossy,lossy-topk-2,...``: those rows (and the static one) only.
+within 3x (issue 52); Gaussian noise on each message (``Noisy(A, 0.01, per="message")``) and on each received copy
+(``Noisy(A, 0.01)``: a normal per link and value) within 2x (issue 52). ``--only lossy,lossy-topk-2,...``: those rows (and the static one) only.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 from _harness import interleaved, machine_info  # noqa: E402
 
 from rowstoch_fast import _core, topology  # noqa: E402
-from rowstoch_fast.network import Compressed, Delayed, Lossy, Sleepy, one_peer_exponential  # noqa: E402
+from rowstoch_fast.network import Compressed, Delayed, Lossy, Noisy, Sleepy, one_peer_exponential  # noqa: E402
 
 
 def main(argv=None):
@@ -65,7 +66,8 @@ def main(argv=None):
                   "lossy-topk-2 stacked": Compressed(lossy, "topk", k=2),
                   "lossy-topk-2 via index": Compressed(lossy, "topk", k=2), "delayed-3": Delayed(A, 3, seed=1),
                   "delayed-3-fixed": Delayed(A, 3, delay="fixed"), "delayed-3 via index": Delayed(A, 3, seed=1),
-                  "lossy-delayed-3": Delayed(lossy, 3, seed=1), "lossy-delayed-3 via index": Delayed(lossy, 3, seed=1)}
+                  "lossy-delayed-3": Delayed(lossy, 3, seed=1), "lossy-delayed-3 via index": Delayed(lossy, 3, seed=1),
+                  "noise-message": Noisy(A, 0.01, seed=1, per="message"), "noise-link": Noisy(A, 0.01, seed=1)}
     for k in ("delayed-3 via index", "lossy-delayed-3 via index"):  # (the two passes before: delay_ages' index,
         compressed[k].FUSED = {"uniform": False}  # then the mix)
     compressed["lossy-topk-2 via index"].STACKED = False  # (the general case: the block's node ids)

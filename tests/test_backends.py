@@ -798,7 +798,8 @@ def test_an_oracles_draws_outside_its_samples_fail_the_step_on_the_emulated_devi
                                   "top-per-node-k", "rand-per-node-k", "noise-per-node", "delayed-noise-per-node"])
 def test_the_message_kernels_on_the_emulated_device_equal_the_cpu(cuda_on_host, monkeypatch, case, dtype):
     """compress_rows, csr_mix_messages (delays and per-link noise drawn in its pass) and csr_mix_circmsg (the
-    CuPy backend's path for message networks) against the CPU's passes, bit for bit: every compression (top-k and
+    CuPy backend's path for message networks) against the CPU's passes, bit for bit (Gaussian noise in float64 to
+    1e-13: the two draw their normals with different log and cos): every compression (top-k and
     rand-k on both sides of the CPU's selection strategies), messages of d = 40 values in rows of two replicas,
     two rounds an iteration, float64 and float32, over a lossy network (a circulant one without losses); delays
     over iterations in order; two noisy layers over sleep; a loss probability per node (the sender's, read in the
@@ -857,7 +858,11 @@ def test_the_message_kernels_on_the_emulated_device_equal_the_cpu(cuda_on_host, 
         out = fake.zeros(X.shape, dtype)
         backend.calls = 0
         got = backend.mix_network(net, t, fake.asarray(X), out, rounds=2)
-        np.testing.assert_array_equal(np.asarray(got), want)
+        if ("nois" in case or case == "chain") and dtype == np.float64:  # (the device's normals take its libm's log and cos, the
+            # CPU's its own polynomials, simd.hpp's box_muller: a few ulp apart, as on a GPU)
+            np.testing.assert_allclose(np.asarray(got), want, rtol=1e-13, atol=1e-15)
+        else:
+            np.testing.assert_array_equal(np.asarray(got), want)
         assert np.isfinite(want).all() and (want[2:] != 0).any()
         before.append(want)
     def ran(prefix):
@@ -874,8 +879,9 @@ def test_the_message_kernels_on_the_emulated_device_equal_the_cpu(cuda_on_host, 
 @pytest.mark.parametrize("delay", ["uniform", "fixed"])
 def test_a_delayed_run_on_the_emulated_device_resumes_bit_for_bit(cuda_on_host, monkeypatch, tmp_path, delay):
     """A run over compressed, delayed, noisy messages on the device: its state_dict (the histories copied to the
-    host, through an .npz) resumes on the device and on the CPU, both continuing bit for bit as the
-    uninterrupted device run, itself the CPU's. (A fixed delay's history is kept iteration by iteration on both,
+    host, through an .npz) resumes on the device bit for bit as the uninterrupted device run, and on the CPU as
+    the CPU's run to a few ulp (their Gaussian noise's log and cos differ: the device run is the CPU's to a few
+    ulp too). (A fixed delay's history is kept iteration by iteration on both,
     a uniform one's node by node; saved node by node.)"""
     import rowstoch_fast as rf
     from rowstoch_fast.network import Compressed, Delayed, Lossy, Noisy
@@ -894,15 +900,16 @@ def test_a_delayed_run_on_the_emulated_device_resumes_bit_for_bit(cuda_on_host, 
     for _ in range(9):
         cpu.step(lambda X: X - b)
         dev.step(lambda X: X - bd)
-    np.testing.assert_array_equal(dev.gather_x(), cpu.x)
+    # (the device's normals take its libm's log and cos, the CPU's its own: the runs agree to a few ulp)
+    np.testing.assert_allclose(dev.gather_x(), cpu.x, rtol=1e-12, atol=1e-14)
     state = dict(np.load(tmp_path / "s.npz"))
     on_cpu = rf.PullDiagGT.from_state_dict(state, A=net)
     on_dev = rf.PullDiagGT.from_state_dict(state, A=net, backend="cupy")
     for _ in range(9):
         on_cpu.step(lambda X: X - b)
         on_dev.step(lambda X: X - bd)
-    np.testing.assert_array_equal(on_cpu.x, cpu.x)
-    np.testing.assert_array_equal(on_dev.gather_x(), cpu.x)
+    np.testing.assert_array_equal(on_dev.gather_x(), dev.gather_x())
+    np.testing.assert_allclose(on_cpu.x, cpu.x, rtol=1e-12, atol=1e-14)
     order = {"uniform": "node", "fixed": "iteration"}[delay]
     assert {s["ring"].order for s in on_dev._ops._channels.values()} == {order}
     assert on_dev.backend == "cupy" and any(k.startswith("csr_mix_messages") for k in fake.launched)

@@ -44,6 +44,25 @@ inline double message_uniform(std::uint64_t tagged_row, std::uint64_t c) {
     return static_cast<double>(static_cast<std::int64_t>(mix64(tagged_row ^ c) >> 11)) * 0x1.0p-53;
 }
 
+// Box-Muller's standard normals (message and link noise): z[c] = sqrt(-2 ln(1 - u_c)) cos(2 pi u'_c) for
+// c = 0..L-1, u_c = message_uniform(key1, first + c), u'_c = message_uniform(key2, first + c); W at a time by
+// simd.hpp's box_muller (no libm: the same bits at every width), the last group's lanes past L padded.
+template <int W>
+ROWSTOCH_INLINE void standard_normals(std::uint64_t key1, std::uint64_t key2, std::uint64_t first, std::int64_t L,
+                                      double* z) {
+    for (std::int64_t c0 = 0; c0 < L; c0 += W) {
+        double u1[W], u2[W], zw[W];
+        const std::int64_t lanes = L - c0 < W ? L - c0 : W;
+        for (int l = 0; l < W; ++l) {
+            const std::uint64_t col = first + static_cast<std::uint64_t>(c0 + l);
+            u1[l] = l < lanes ? 1.0 - message_uniform(key1, col) : 1.0;
+            u2[l] = l < lanes ? message_uniform(key2, col) : 0.0;
+        }
+        box_muller<W>(u1, u2, zw);
+        for (std::int64_t l = 0; l < lanes; ++l) z[c0 + l] = zw[l];
+    }
+}
+
 // k passes of a branch-free argmin over each of B rows of L scores (score[b L + c]), side by side (independent
 // chains that overlap), each pass finding the first minimum (ties: the lower index) and taking it out: row b's
 // k smallest in order[b stride + 0..k).
@@ -267,14 +286,11 @@ void compress_message(int method, const T* v, T* out, std::int64_t L, std::int64
             return;
         }
         default: {  // kNoise
-            const double two_pi = 6.283185307179586;
             const std::uint64_t key1 = tagged(3), key2 = tagged(4);
-            for (std::int64_t c = 0; c < L; ++c) {
-                const std::uint64_t col = static_cast<std::uint64_t>(first_col + c);
-                const double u1 = 1.0 - message_uniform(key1, col), u2 = message_uniform(key2, col);
-                const double z = std::sqrt(-2.0 * std::log(u1)) * std::cos(two_pi * u2);
-                out[c] = static_cast<T>(static_cast<double>(v[c]) + sigma * z);
-            }
+            with_simd_width([&](auto W) ROWSTOCH_INLINE_LAMBDA {
+                standard_normals<W>(key1, key2, static_cast<std::uint64_t>(first_col), L, score);
+            });
+            for (std::int64_t c = 0; c < L; ++c) out[c] = static_cast<T>(static_cast<double>(v[c]) + sigma * score[c]);
         }
     }
 }
@@ -470,9 +486,11 @@ template <class I, class T>
 void link_noise(const I Ap[], const I Aj[], std::int64_t rows, NodeIds ids, std::uint64_t seed, std::uint64_t t,
                 std::uint64_t r, const std::int32_t* ages, std::int64_t w, T out[]) {
     const int threads = threads_for(static_cast<std::int64_t>(Ap[rows]) * w * 8);
-    const double two_pi = 6.283185307179586;
     const std::uint64_t now = hash_prefix(seed, t, r);
     for_rows(Ap, rows, threads, [&](std::int64_t lo, std::int64_t hi) {
+    with_simd_width([&](auto W) ROWSTOCH_INLINE_LAMBDA {
+        constexpr std::int64_t kChunk = 64;  // values a time (a double chunk for float32's casts)
+        double z[kChunk];
         for (std::int64_t i = lo; i < hi; ++i) {
             const std::uint64_t gi = static_cast<std::uint64_t>(ids.row(i));
             for (I q = Ap[i]; q < Ap[i + 1]; ++q) {
@@ -480,13 +498,14 @@ void link_noise(const I Ap[], const I Aj[], std::int64_t rows, NodeIds ids, std:
                 const std::uint64_t sent = ages ? hash_prefix(seed, t - static_cast<std::uint64_t>(ages[q]), r) : now;
                 const std::uint64_t link = mix64(mix64(sent ^ gi) ^ gj);
                 const std::uint64_t key1 = mix64(link ^ 3), key2 = mix64(link ^ 4);
-                for (std::int64_t c = 0; c < w; ++c) {
-                    const double u1 = 1.0 - message_uniform(key1, static_cast<std::uint64_t>(c));
-                    const double u2 = message_uniform(key2, static_cast<std::uint64_t>(c));
-                    out[q * w + c] = static_cast<T>(std::sqrt(-2.0 * std::log(u1)) * std::cos(two_pi * u2));
+                for (std::int64_t c0 = 0; c0 < w; c0 += kChunk) {
+                    const std::int64_t L = w - c0 < kChunk ? w - c0 : kChunk;
+                    standard_normals<W>(key1, key2, static_cast<std::uint64_t>(c0), L, z);
+                    for (std::int64_t c = 0; c < L; ++c) out[q * w + c0 + c] = static_cast<T>(z[c]);
                 }
             }
         }
+    });
     });
 }
 

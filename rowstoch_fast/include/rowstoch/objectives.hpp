@@ -362,28 +362,6 @@ ROWSTOCH_INLINE std::int64_t logistic_rows_in_lanes(const double* H, const doubl
     return row;
 }
 
-// f(std::integral_constant<int, W>{}) compiled for the widest vectors this CPU
-// runs: the AVX2 instance is a separate function with the target attribute, and
-// f (marked ROWSTOCH_INLINE_LAMBDA) with everything it calls on vectors is
-// inlined into it.
-template <class F>
-void simd_call_w2(F& f) {
-    f(std::integral_constant<int, 2>{});
-}
-#if ROWSTOCH_X86_DISPATCH
-template <class F>
-ROWSTOCH_TARGET_AVX2 void simd_call_w4(F& f) {
-    f(std::integral_constant<int, 4>{});
-}
-#endif
-template <class F>
-inline void with_simd_width(F&& f) {
-#if ROWSTOCH_X86_DISPATCH
-    if (simd_width() >= 4) return simd_call_w4(f);  // (width 8: logistic_rows_in_lanes' groups of eight)
-#endif
-    simd_call_w2(f);
-}
-
 // Calls f(std::integral_constant<int, D>{}) with D = d for 1 <= d <= 16, else D = 0.
 template <class F>
 inline void with_row_length(std::int64_t d, F&& f) {

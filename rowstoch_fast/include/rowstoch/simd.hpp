@@ -129,6 +129,67 @@ ROWSTOCH_INLINE void log1p_unit(double* ep) {
     vstore<W>(ep, k * 6.93147180559945286227e-01 + atanh2);
 }
 
+// ln(u) in every lane for u in [2^-1022, 1] (the uniforms of a Box-Muller pair: no zero, no subnormal).
+// u = 2^e m with m in [sqrt(1/2), sqrt(2)] (from the exponent bits); ln m = ln(1 + f), f = m - 1 exact (Sterbenz),
+// by 2 atanh(s), s = f / (2 + f), |s| < 0.172, its odd series to s^23 (truncation < 1e-18, as log1p_unit); then
+// e ln 2 in two parts (e ln2_hi exact). Within 2 ulp of the exact value.
+template <int W>
+ROWSTOCH_INLINE Vec<W> log_unit(const Vec<W>& u) {
+    const Vec<W> zero = {};
+    const Mask<W> bits = (Mask<W>)u;
+    const Mask<W> mbits = (bits & 0x000FFFFFFFFFFFFF) | 0x3FF0000000000000;
+    const Vec<W> m1 = (Vec<W>)mbits;  // [1, 2)
+    const Mask<W> big = (Mask<W>)(m1 > 1.4142135623730951);
+    const Vec<W> m = select<W>(big, m1 * 0.5, m1);
+    const Mask<W> e = ((bits >> 52) - 1023) - big;  // (big lanes are -1: e + 1)
+    const double magic = 6755399441055744.0;        // 1.5 * 2^52: e as a double from its bits
+    const Vec<W> ef = (Vec<W>)((Mask<W>)(zero + magic) + e) - magic;
+    const Vec<W> f = m - 1.0;
+    const Vec<W> sv = f / (f + 2.0), s2 = sv * sv;
+    static constexpr double kOdd[] = {1.0 / 23.0, 1.0 / 21.0, 1.0 / 19.0, 1.0 / 17.0, 1.0 / 15.0,
+                                      1.0 / 13.0, 1.0 / 11.0, 1.0 / 9.0,  1.0 / 7.0,  1.0 / 5.0,
+                                      1.0 / 3.0};
+    const Vec<W> p = horner<W>(s2, kOdd);
+    const Vec<W> lnm = (sv + sv) + (sv + sv) * (s2 * p);
+    return ef * 6.93147180369123816490e-01 + (ef * 1.90821492927058770002e-10 + lnm);
+}
+
+// cos(x) in every lane for x in [0, 8): x = k pi/2 + r, k = round(x 2/pi), r by Cody-Waite with pi/2 in three
+// parts (p1, p2 of 33 bits: k p1, k p2 and x - k p1 exact for k <= 5, so r keeps its relative accuracy even where
+// x is the double nearest a multiple of pi/2), |r| <= pi/4; then +-cos r or +-sin r by their Taylor polynomials
+// (to r^18 and r^17: truncation < 4e-21 and 1.1e-19 relatively). Within 2 ulp of cos of the double x.
+template <int W>
+ROWSTOCH_INLINE Vec<W> cos_small(const Vec<W>& x) {
+    const Vec<W> zero = {};
+    const double magic = 6755399441055744.0;
+    const Vec<W> t = x * 0.6366197723675814 + magic;  // 2/pi
+    const Vec<W> kf = t - magic;
+    const Mask<W> k = (Mask<W>)t - (Mask<W>)(zero + magic);
+    const Vec<W> r = ((x - kf * 1.5707963267341256) - kf * 6.077100506303966e-11) - kf * 2.0222662487959506e-21;
+    const Vec<W> r2 = r * r;
+    static constexpr double kCos[] = {1.0 / 6402373705728000.0, -1.0 / 20922789888000.0, 1.0 / 87178291200.0,
+                                      -1.0 / 479001600.0,       1.0 / 3628800.0,         -1.0 / 40320.0,
+                                      1.0 / 720.0,              -1.0 / 24.0,             0.5};
+    static constexpr double kSin[] = {1.0 / 355687428096000.0, -1.0 / 1307674368000.0, 1.0 / 6227020800.0,
+                                      -1.0 / 39916800.0,       1.0 / 362880.0,         -1.0 / 5040.0,
+                                      1.0 / 120.0,             -1.0 / 6.0};
+    const Vec<W> c = 1.0 - r2 * horner<W>(r2, kCos);  // 1 - r^2/2 + r^4/24 - ... (the signs of kCos alternate)
+    const Vec<W> s = r + r * (r2 * horner<W>(r2, kSin));
+    const Mask<W> odd = (k & 1) != 0, negative = ((k + 1) & 2) != 0;  // k mod 4: 0 cos, 1 -sin, 2 -cos, 3 sin
+    const Vec<W> v = select<W>(odd, s, c);
+    return select<W>(negative, -v, v);
+}
+
+// Box-Muller's standard normals, W at a time: z[l] = sqrt(-2 ln u1[l]) cos(2 pi u2[l]) for u1 in [2^-1022, 1] and
+// u2 in [0, 1) (the uniforms of compress.hpp's standard_normals), by log_unit and cos_small: no libm, so the same
+// bits at every width; within a few ulp of libm's value of the same expression.
+template <int W>
+ROWSTOCH_INLINE void box_muller(const double* u1, const double* u2, double* z) {
+    Vec<W> a = -2.0 * log_unit<W>(vload<W>(u1));
+    for (int l = 0; l < W; ++l) a[l] = __builtin_sqrt(a[l]);  // (IEEE square roots: one instruction a lane)
+    vstore<W>(z, a * cos_small<W>(vload<W>(u2) * 6.283185307179586));
+}
+
 // Vector width of the kernels: 8 where the CPU (and its OS) runs AVX-512F, 4 where it has AVX2 (x86-64),
 // else 2. Width 8 is taken only by the kernels that put one replica in each lane, a delayed round's age draws
 // (network.hpp's delayed_rows8) and top-k's messages of eight rows (compress.hpp's topk_rows8) (the other lanes of
@@ -157,6 +218,28 @@ inline bool set_simd_width(int w) {
     if (w != 0 && w != 2 && !((w == 4 || w == 8) && w <= simd_width_available())) return false;
     simd_width_setting().store(w, std::memory_order_relaxed);
     return true;
+}
+
+// f(std::integral_constant<int, W>{}) compiled for the widest vectors this CPU
+// runs: the AVX2 instance is a separate function with the target attribute, and
+// f (marked ROWSTOCH_INLINE_LAMBDA) with everything it calls on vectors is
+// inlined into it.
+template <class F>
+void simd_call_w2(F& f) {
+    f(std::integral_constant<int, 2>{});
+}
+#if ROWSTOCH_X86_DISPATCH
+template <class F>
+ROWSTOCH_TARGET_AVX2 void simd_call_w4(F& f) {
+    f(std::integral_constant<int, 4>{});
+}
+#endif
+template <class F>
+inline void with_simd_width(F&& f) {
+#if ROWSTOCH_X86_DISPATCH
+    if (simd_width() >= 4) return simd_call_w4(f);  // (width 8: logistic_rows_in_lanes' groups of eight)
+#endif
+    simd_call_w2(f);
 }
 
 }  // namespace rowstoch
