@@ -7,7 +7,8 @@ Usage (a machine with an NVIDIA GPU and CuPy; bench/gpu_check.sh's ``messages`` 
 1. *Same messages*: each network's rounds through ``CupyBackend.mix_network`` (``compress_rows``,
    ``csr_mix_messages``, ``csr_mix_circmsg``) and through the CPU's ``net.mix``, three iterations of
    two rounds on rows of two models of ``d`` values; prints the largest difference and whether the bits agree
-   (they should everywhere but Gaussian noise, whose ``log`` / ``cos`` are the device's: about 1 ulp).
+   (they should everywhere but Gaussian noise, whose ``log`` / ``cos`` are the device's: about 1 ulp from libm,
+   a few from the CPU's own polynomials, simd.hpp's ``box_muller``).
 2. *Speed*: interleaved medians of one round at n = 2^log2n on the exponential graph: the static mix
    (``csr_mix`` kernels), the lossy round, compressed (QSGD 4 bits, top-2, top-2 over losses), delayed (bound
    3, uniform and fixed; each also with its history in the other order than ``Delayed.ORDER``'s; uniform also with
