@@ -221,10 +221,12 @@ py::object delay_ages(py::array indptr, py::array indices, std::uint64_t seed, s
 }
 
 
-// One standard normal per stored entry and value: the noise on each received copy (compress.hpp's link_noise).
+// One standard normal per stored entry and value: the noise on each received copy (compress.hpp's link_noise);
+// with sigma (one value, or one per global node id: the sender's), each scaled by it in the dtype; into out (an
+// (nnz, w) array of the dtype) where given.
 py::array link_noise(py::array indptr, py::array indices, std::uint64_t seed, std::uint64_t t, std::uint64_t r,
                      int64_t w, py::object dtype_obj, py::object ages_obj, py::object row_ids_obj,
-                     py::object col_ids_obj) {
+                     py::object col_ids_obj, py::object sigma_obj, py::object out_obj) {
     if (w < 0) throw py::value_error(cat("w must be >= 0, got ", w));
     const int64_t rows = link_rows(indptr, indices, row_ids_obj, col_ids_obj);
     py::array row_keep, col_keep, ages_keep;
@@ -251,14 +253,40 @@ py::array link_noise(py::array indptr, py::array indices, std::uint64_t seed, st
     }
     if (!(dtype.equal(py::dtype::of<double>()) || dtype.equal(py::dtype::of<float>())))
         throw py::type_error(cat("dtype must be float32 or float64, got ", std::string(py::repr(dtype_obj))));
-    py::array out = new_array(dtype, {indices.shape(0), w}, "link_noise: the noise (nnz, w) =");
+    PerNodeValue<double> sigma;
+    if (!sigma_obj.is_none()) {
+        sigma = per_node_value<double>(
+            sigma_obj, "sigma", [](double v) { return v >= 0.0 && std::isfinite(v); }, "finite and >= 0");
+        const int64_t size = static_cast<int64_t>(sigma.per_node.size());
+        auto need = [size](int64_t g) {
+            if (size > 0 && g >= size)
+                throw py::value_error(cat("sigma has ", size, " values (one per node), but node ", g,
+                                          " sends in this pass"));
+        };
+        if (ids.cols) for (int64_t k = 0; k < ncols; ++k) need(ids.cols[k]);
+        else if (ncols > 0) need(ncols - 1);
+    }
+    py::array out;
+    if (out_obj.is_none()) {
+        out = new_array(dtype, {indices.shape(0), w}, "link_noise: the noise (nnz, w) =");
+    } else {
+        out = output_arg(out_obj, "out");
+        if (!out.dtype().equal(dtype))
+            throw py::type_error(cat("out must be ", std::string(py::str(dtype)), ", got ", dtype_name(out)));
+        check_shape(out, "out", {indices.shape(0), w});
+        check_contiguous(out, "out");
+        check_writeable(out, "out");
+        check_apart({{&out, "out"}}, {{&indptr, "indptr"}, {&indices, "indices"}, {&ages_keep, "ages"},
+                                      {&row_keep, "row_ids"}, {&col_keep, "col_ids"}});
+    }
     auto run = [&](auto i, auto zero) {
         using I = decltype(i);
         using T = decltype(zero);
         const auto links = checked_links<I>(indptr, indices, rows, ncols, !col_ids_obj.is_none());
         T* o = static_cast<T*>(out.mutable_data());
         py::gil_scoped_release nogil;
-        rowstoch::link_noise(links.first, links.second, rows, ids, seed, t, r, ages, w, o);
+        rowstoch::link_noise(links.first, links.second, rows, ids, seed, t, r, ages, w, o, !sigma_obj.is_none(),
+                             sigma.one, sigma.values());
     };
     const bool f64 = dtype.equal(py::dtype::of<double>());
     if (is_i64(indptr)) f64 ? run(int64_t{}, 0.0) : run(int64_t{}, 0.0f);
@@ -909,8 +937,10 @@ PYBIND11_MODULE(_core, m) {
     bind_mix_delayed(m);  // (passes.cpp)
     m.def("link_noise", &link_noise, py::arg("indptr"), py::arg("indices"), py::arg("seed"), py::arg("t"),
           py::arg("r"), py::arg("w"), py::arg("dtype") = py::dtype::of<double>(), py::arg("ages") = py::none(),
-          py::arg("row_ids") = py::none(), py::arg("col_ids") = py::none(),
-          "(nnz, w) standard normals: the noise on each received copy of a message (network.Noisy per='link').");
+          py::arg("row_ids") = py::none(), py::arg("col_ids") = py::none(), py::arg("sigma") = py::none(),
+          py::arg("out") = py::none(),
+          "(nnz, w) standard normals: the noise on each received copy of a message (network.Noisy per='link'); "
+          "with sigma (one value, or one per node: the sender's) scaled by it in the dtype; into out where given.");
     m.def("lost_links", &lost_links, py::arg("indptr"), py::arg("indices"), py::arg("seed"), py::arg("t"),
           py::arg("r"), py::arg("p"), py::arg("row_ids") = py::none(), py::arg("col_ids") = py::none(),
           py::arg("bad") = py::none(),

@@ -355,13 +355,16 @@ def link_noise_block(layer, indptr, indices, t, r, width, dtype, n_own, ages=Non
     from .. import _core
 
     ids = {} if row_ids is None else {"row_ids": row_ids, "col_ids": col_ids}
-    z = _core.link_noise(indptr, indices, layer.seed, t, r, width, dtype=np.dtype(dtype),
-                         ages=None if ages is None else np.ascontiguousarray(ages, dtype=np.int32), **ids)
+    block = np.empty((n_own + len(indices), width), dtype=dtype)
+    block[:n_own] = 0
+    # (sigma z, the product in dtype as Noisy.sigma_of's, written in place: no block of unit draws, no copy)
+    _core.link_noise(indptr, indices, layer.seed, t, r, width, dtype=np.dtype(dtype),
+                     ages=None if ages is None else np.ascontiguousarray(ages, dtype=np.int32),
+                     sigma=layer.sigma, out=block[n_own:], **ids)
     rows = np.repeat(np.arange(len(indptr) - 1, dtype=np.int64), np.diff(indptr))
     cols = np.asarray(indices, dtype=np.int64)
     g_rows = rows if row_ids is None else np.asarray(row_ids)[rows]
     g_cols = cols if col_ids is None else np.asarray(col_ids)[cols]
-    block = np.concatenate([np.zeros((n_own, width), dtype=dtype), z * layer.sigma_of(g_cols, dtype)])
     own = g_rows == g_cols
     index = _narrowed(np.where(own, rows, np.int64(n_own) + np.arange(len(cols), dtype=np.int64)), indptr)
     own_ids = np.arange(n_own, dtype=np.int64) if row_ids is None else np.asarray(row_ids, dtype=np.int64)

@@ -46,20 +46,27 @@ inline double message_uniform(std::uint64_t tagged_row, std::uint64_t c) {
 
 // Box-Muller's standard normals (message and link noise): z[c] = sqrt(-2 ln(1 - u_c)) cos(2 pi u'_c) for
 // c = 0..L-1, u_c = message_uniform(key1, first + c), u'_c = message_uniform(key2, first + c); W at a time by
-// simd.hpp's box_muller (no libm: the same bits at every width), the last group's lanes past L padded.
+// simd.hpp's box_muller (no libm: the same bits at every width). The uniforms of up to 64 values are drawn first
+// (scalar hashes), then turned into normals group by group (their loads then never wait on the stores just made:
+// 1.3x), the last group's lanes past L padded.
 template <int W>
 ROWSTOCH_INLINE void standard_normals(std::uint64_t key1, std::uint64_t key2, std::uint64_t first, std::int64_t L,
                                       double* z) {
-    for (std::int64_t c0 = 0; c0 < L; c0 += W) {
-        double u1[W], u2[W], zw[W];
-        const std::int64_t lanes = L - c0 < W ? L - c0 : W;
-        for (int l = 0; l < W; ++l) {
-            const std::uint64_t col = first + static_cast<std::uint64_t>(c0 + l);
-            u1[l] = l < lanes ? 1.0 - message_uniform(key1, col) : 1.0;
-            u2[l] = l < lanes ? message_uniform(key2, col) : 0.0;
+    constexpr std::int64_t kChunk = 64;
+    alignas(64) double u1[kChunk], u2[kChunk], zw[kChunk];
+    for (std::int64_t c0 = 0; c0 < L; c0 += kChunk) {
+        const std::int64_t n = L - c0 < kChunk ? L - c0 : kChunk, padded = (n + W - 1) / W * W;
+        for (std::int64_t c = 0; c < n; ++c) {
+            const std::uint64_t col = first + static_cast<std::uint64_t>(c0 + c);
+            u1[c] = 1.0 - message_uniform(key1, col);
+            u2[c] = message_uniform(key2, col);
         }
-        box_muller<W>(u1, u2, zw);
-        for (std::int64_t l = 0; l < lanes; ++l) z[c0 + l] = zw[l];
+        for (std::int64_t c = n; c < padded; ++c) {
+            u1[c] = 1.0;
+            u2[c] = 0.0;
+        }
+        for (std::int64_t g = 0; g < padded; g += W) box_muller<W>(u1 + g, u2 + g, zw + g);
+        for (std::int64_t c = 0; c < n; ++c) z[c0 + c] = zw[c];
     }
 }
 
@@ -481,16 +488,36 @@ namespace rowstoch {
 // entry q (the link j -> i, global ids) and value c of the message it delivers, sent in iteration s = t - ages[q]
 // (ages null: s = t): z = sqrt(-2 ln(1 - u)) cos(2 pi u') with u, u' = uniform_hash(seed, s, r, i, j, 3 | 4, c).
 // A receiver's copy of a message gets noise of its own; a message used again (delays) keeps its noise. The NumPy
-// transcription is _reference.link_noise.
+// transcription is _reference.link_noise. With `scaled`, out[q, c] = T(z) T(sigma_j), sigma_j the sender's (global
+// id j) sigmas[j], or `sigma` for every sender where sigmas is null (network.Noisy.sigma_of's product, in T).
 template <class I, class T>
 void link_noise(const I Ap[], const I Aj[], std::int64_t rows, NodeIds ids, std::uint64_t seed, std::uint64_t t,
-                std::uint64_t r, const std::int32_t* ages, std::int64_t w, T out[]) {
+                std::uint64_t r, const std::int32_t* ages, std::int64_t w, T out[], bool scaled = false,
+                double sigma = 1.0, const double* sigmas = nullptr) {
     const int threads = threads_for(static_cast<std::int64_t>(Ap[rows]) * w * 8);
     const std::uint64_t now = hash_prefix(seed, t, r);
     for_rows(Ap, rows, threads, [&](std::int64_t lo, std::int64_t hi) {
     with_simd_width([&](auto W) ROWSTOCH_INLINE_LAMBDA {
-        constexpr std::int64_t kChunk = 64;  // values a time (a double chunk for float32's casts)
-        double z[kChunk];
+        // the uniforms of 64 values at a time, across links (the rows' values lie one after the other in out),
+        // then their normals W at a time (as standard_normals does: the same operations on the same uniforms)
+        constexpr std::int64_t kChunk = 64;
+        alignas(64) double u1[kChunk], u2[kChunk], z[kChunk];
+        T scale[kChunk];
+        std::int64_t k = 0, at = static_cast<std::int64_t>(Ap[lo]) * w;  // (out[at] is value 0 of the chunk)
+        auto flush = [&]() ROWSTOCH_INLINE_LAMBDA {
+            const std::int64_t padded = (k + W - 1) / W * W;
+            for (std::int64_t c = k; c < padded; ++c) {
+                u1[c] = 1.0;
+                u2[c] = 0.0;
+            }
+            for (std::int64_t g = 0; g < padded; g += W) box_muller<W>(u1 + g, u2 + g, z + g);
+            if (scaled)
+                for (std::int64_t c = 0; c < k; ++c) out[at + c] = static_cast<T>(z[c]) * scale[c];
+            else
+                for (std::int64_t c = 0; c < k; ++c) out[at + c] = static_cast<T>(z[c]);
+            at += k;
+            k = 0;
+        };
         for (std::int64_t i = lo; i < hi; ++i) {
             const std::uint64_t gi = static_cast<std::uint64_t>(ids.row(i));
             for (I q = Ap[i]; q < Ap[i + 1]; ++q) {
@@ -498,13 +525,16 @@ void link_noise(const I Ap[], const I Aj[], std::int64_t rows, NodeIds ids, std:
                 const std::uint64_t sent = ages ? hash_prefix(seed, t - static_cast<std::uint64_t>(ages[q]), r) : now;
                 const std::uint64_t link = mix64(mix64(sent ^ gi) ^ gj);
                 const std::uint64_t key1 = mix64(link ^ 3), key2 = mix64(link ^ 4);
-                for (std::int64_t c0 = 0; c0 < w; c0 += kChunk) {
-                    const std::int64_t L = w - c0 < kChunk ? w - c0 : kChunk;
-                    standard_normals<W>(key1, key2, static_cast<std::uint64_t>(c0), L, z);
-                    for (std::int64_t c = 0; c < L; ++c) out[q * w + c0 + c] = static_cast<T>(z[c]);
+                const T s = static_cast<T>(sigmas ? sigmas[gj] : sigma);
+                for (std::int64_t c = 0; c < w; ++c) {
+                    u1[k] = 1.0 - message_uniform(key1, static_cast<std::uint64_t>(c));
+                    u2[k] = message_uniform(key2, static_cast<std::uint64_t>(c));
+                    scale[k] = s;
+                    if (++k == kChunk) flush();
                 }
             }
         }
+        if (k > 0) flush();
     });
     });
 }
