@@ -589,6 +589,49 @@ def test_a_draw_on_which_every_contender_grows_is_set_aside_once_and_replaced(pr
     assert "set_aside" not in record
 
 
+@pytest.mark.parametrize("alike", [True, False])
+def test_rates_that_failed_alike_across_decades_show_a_rate_of_the_grid_and_say_so(alike):
+    """Helper 153: Push-DIGing under message noise and lost mass grew alike at every rate (ending 737, 736, 736, 736
+    at 1e-6 .. 1e-12); the search went down to 1e-12 and the table showed 3.2e-12, the lowest-ending by a hair, and
+    the engine's "(lr = 1e-12 too large?)". Where rates a decade or more apart did alike (within 5% record by
+    record), the largest of them within the grid is shown and the diagnosis says the rate changed nothing; where
+    a smaller rate blows up later (the rate matters), the lowest-ending one as before."""
+    scores, ends, finals, record = {}, {}, {}, {"replicas": 2, "stages": []}
+    growth = np.array([1.0, 3.0, 9.0, 27.0, 81.0])
+
+    def stage(name, rates, rep_offset=0, replicas=2, may_set_aside=False):
+        curves = {}
+        for lr in rates:
+            curve = growth * (1 + 1e-4 * math.log10(lr)) if alike else growth ** (1 + 0.05 * math.log10(lr) + 0.6)
+            curve[0] = 1.0
+            curves[lr] = list(curve)
+            scores[lr], ends[lr], finals[lr] = math.inf, curve[-1], [curve[-1]] * 2
+        record["stages"].append({"name": name, "curves": curves, "scores": {lr: math.inf for lr in rates},
+                                 "rejected": {lr: f"grew (ending at {curves[lr][-1]:.3g}x its start)" for lr in rates}})
+
+    method = cmp.make_plan(topology.exponential(4), Quadratic.random(4, d=2, seed=0), "dsgd", 10).methods[0]
+    grid = (1e-4, 1e-3, 1e-2, 0.1, 1.0)
+    with pytest.raises(tuning.NoStableRate) as info:
+        tuning._tune_stages(stage, scores, {}, ends, finals, record, grid, method, None)
+    tried = sorted(scores)
+    assert tried[0] < 1e-6  # (the search below the grid ran as before)
+    if alike:
+        assert info.value.fallback == 1.0 and record["alike"] == [tried[0], 1.0]
+        assert record["fallback"].startswith(f"one of the rates from {tried[0]:.3g} to 1 whose tuning runs were "
+                                             "alike (within 5% record by record)")
+    else:
+        assert info.value.fallback == tried[0] and "alike" not in record  # (the lowest-ending: the smallest)
+    frame = pd.DataFrame([(k, rep, v) for rep in range(2) for k, v in zip(range(0, 50, 10), growth)],
+                         columns=["iteration", "rep", "suboptimality"])
+    meta = {"diverged": {"message": "iterates became non-finite at iteration 40, first at node 2 (lr = 1 too large?)",
+                         "iteration": 40}}
+    status, why = verdict.status_of(frame, "suboptimality", meta, lr=info.value.fallback, lr_source=cmp.UNTUNABLE,
+                                    iterations=40, tuning=record)
+    assert status == "diverged"
+    assert ("too large?" not in why) == alike, why
+    assert ("whose tuning runs were alike" in why) == alike, why
+
+
 def test_no_stable_rate_on_two_noisy_streams_confirms_the_lowest_ending_rates():
     """Where every rate is rejected on two streams that cannot tell (helper 2's rand-1-of-6 DSGD: it fell back
     to a rate ending 7-10x above the lowest), the lowest-ending rates within two standard errors of the lowest run
@@ -1432,6 +1475,35 @@ def test_a_consensus_error_that_climbs_on_a_straight_line_runs_off_short_of_tenf
     assert climbs(x, (1 - np.exp(-x / 6000)) * wiggle) is None  # (a level approached, 3.5x past the first quarter)
     x = np.linspace(0, 1000, 101)  # (a reviewer's: a geometric rise of 3.8x that went flat for its last tenth)
     assert climbs(x, 1e-3 * 4 ** np.clip((x - 250) / 650, 0, 1)) is None
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_whole_data_logistic_repetitions_are_one_trajectory_in_float32_too(dtype):
+    """Helper 153: a float32 logistic objective with a batch of every sample runs one trajectory in every
+    repetition (up to the order of its sums: 9e-8 apart in float32), but the harness read it as noisy (its gradients
+    are not ``stream_free``, and the repetitions are not equal to 1e-9): DIGing fell to 2e-4, climbed back 170x
+    to a plateau and was `ok`, ranked. ``one_trajectory`` is now the tuner's exact case (gradients of the whole
+    data, batch-gradient methods, a network that draws nothing): the 2x climb rule; mini-batches, a sampling
+    method or a network that draws are not one trajectory."""
+    from rowstoch_fast.compare.method import _context
+    from rowstoch_fast.network import Lossy
+    from rowstoch_fast.objectives import LogisticL2
+
+    A = topology.ring(6, directed=False, weights="metropolis")
+    whole = LogisticL2.synthetic(6, total=120, d=3, batch=20, dtype=dtype)
+    mini = LogisticL2.synthetic(6, total=120, d=3, batch=4, dtype=dtype)
+    for net, f, name, want in ((A, whole, "diging", True), (A, mini, "diging", False),
+                               (Lossy(A, 0.1, seed=1), whole, "diging", False), (A, whole, "gt-saga", False)):
+        plan = cmp.make_plan(net, f, name, 10)
+        assert _context(plan, plan.methods[0])["one_trajectory"] is want, (name, f.batch, net)
+    it = np.arange(0, 200, 8)
+    back = np.r_[np.geomspace(0.16, 2e-4, 5), np.geomspace(2e-4, 3.4e-2, 8), np.full(12, 3.4e-2)]
+    frame = pd.concat([pd.DataFrame({"iteration": it, "rep": r, "suboptimality": back * (1 + 9e-8 * r)})
+                       for r in range(3)])
+    kw = dict(lr=0.562, lr_source="given", iterations=192)
+    plan = cmp.make_plan(A, whole, "diging", 10)
+    status, why = verdict.status_of(frame, "suboptimality", {}, context=_context(plan, plan.methods[0]), **kw)
+    assert status == "unstable" and why.startswith("suboptimality climbed back"), why
 
 
 def test_one_trajectory_gets_one_verdict_whatever_its_repetitions_and_records_missing_in_one_are_left_out():
@@ -3704,7 +3776,10 @@ def test_one_repetition_ranks_nothing_and_the_network_draws_are_said(tmp_path, c
     assert "Each repetition runs on its own draw of the network's losses (-{}-network-seed plus the repetition's " \
            "number)" in " ".join(tex.split())
     assert main(args + ["--repeats", "2", "--max-delay", "2", "--delay", "fixed", "--out", str(tmp_path / "f")]) == 0
-    assert "own draw" not in (tmp_path / "f" / "summary.tex").read_text()  # (fixed delays draw nothing)
+    fixed = (tmp_path / "f" / "summary.tex").read_text()
+    assert "own draw" not in fixed  # (fixed delays draw nothing)
+    assert "fixed delays of 2" in fixed and "up to 2" not in fixed  # (helper 153: "fixed delays up to 3" misnamed
+    # a delay every message takes)
     assert main(args + ["--repeats", "2", "--activation", "cyclic", "--period", "1", "--out", str(tmp_path / "c")]) == 0
     assert "own draw" not in (tmp_path / "c" / "summary.tex").read_text()  # (nor a cyclic schedule)
     assert main(args + ["--repeats", "2", "--compress", "qsgd", "--bits", "4", "--out", str(tmp_path / "q")]) == 0

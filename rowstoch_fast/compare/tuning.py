@@ -1184,6 +1184,16 @@ def _tune_stages(stage, scores, arrival, ends, finals, record, grid, method, log
         record["fallback"] = ("the one that ended lowest in the tuning runs" if len(ended) > 1 else
                               "the only one whose tuning runs ended finite (every other rate diverged or ran off)"
                               if ended else "the smallest rate tried (every rate diverged or ran off)")
+        alike = _alike(_last_curves(record), exc.fallback)
+        if alike[-1] >= 10.0 * alike[0] * (1 - 1e-9):  # (a decade or more of rates that did the same: helper
+            # 153's Push-DIGing under message noise and lost mass ended at 737, 736, 736, 736 at 1e-6 .. 1e-12, and
+            # the table showed 3.2e-12, the lowest by a hair; the largest of them is shown, and said to be one of)
+            exc.fallback = max(lr for lr in alike if lr <= max(grid) * (1 + 1e-9)) if min(alike) <= max(grid) \
+                else alike[0]
+            record["alike"] = [alike[0], alike[-1]]
+            record["fallback"] = (f"one of the rates from {alike[0]:.3g} to {alike[-1]:.3g} whose tuning runs were "
+                                  f"alike (within {ALIKE:.0%} record by record): no rate in that range changed what "
+                                  "it did")
         raise exc
     record["chosen"] = _best(stable, arrival)
     if log is not None:
@@ -1272,6 +1282,27 @@ def _search(ends, record, grid, lossless=False):
         a, b = tried[small - 1], tried[small]
         out = [math.sqrt(a * b)] if b / a > math.sqrt(step) * (1 + 1e-6) else []
     return _untried(out, tried, grid)
+
+
+#: Rates whose tuning curves agree within this, relatively, record by record (NaN/Inf at the same records) did
+#: alike (:func:`_alike`).
+ALIKE = 0.05
+
+
+def _alike(curves, lr):
+    """The rates of ``curves`` (``{lr: curve}``) whose curve agrees with ``lr``'s record by record within
+    :data:`ALIKE` (non-finite at the same records; three finite records at least), ``lr`` among them, ascending."""
+    ref = np.asarray(curves.get(lr, ()), dtype=np.float64)
+    finite = np.isfinite(ref)
+    if len(ref) < 3 or finite.sum() < 3:
+        return [lr]
+    out = []
+    for other, curve in curves.items():
+        v = np.asarray(curve, dtype=np.float64)
+        if len(v) == len(ref) and np.array_equal(np.isfinite(v), finite) and bool(np.all(
+                np.abs(v[finite] - ref[finite]) <= ALIKE * np.maximum(np.abs(v[finite]), np.abs(ref[finite])))):
+            out.append(other)
+    return sorted(set(out) | {lr})
 
 
 def _later_when_smaller(curves, start):

@@ -33,6 +33,7 @@ differences of the shared streams, not of the methods.
 from __future__ import annotations
 
 import math
+import re
 import warnings
 
 import numpy as np
@@ -286,6 +287,10 @@ def status_of(frame, metric, meta, *, lr, lr_source, iterations, tuning=None, co
     if lr_source == UNTUNABLE:  # the tuner's finding first, then what the run shown did
         grid = [lr for stage in (tuning or {}).get("stages", ()) for lr in stage["scores"]]
         tried = f"{_fmt(min(grid))}..{_fmt(max(grid))}" if grid else "the grid"
+        if (tuning or {}).get("alike"):  # (rates a decade apart did alike: the engine's "lr = ... too large?" of
+            # a non-finite iterate blamed a rate that did not matter; helper 153: "(lr = 1e-12 too large?)")
+            diagnosis = re.sub(r"\(lr = [^;)]* too large\?; or ", "(", re.sub(r" \(lr = [^;)]* too large\?\)", "",
+                                                                           diagnosis))
         diagnosis = (f"no rate in {tried} was stable over the budget ({tuning_failures(tuning or {})}); shown "
                      f"{at}, {(tuning or {}).get('fallback', 'the one that ended lowest in the tuning runs')}"
                      + (f": {diagnosis}" if diagnosis else ""))

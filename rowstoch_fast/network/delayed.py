@@ -237,7 +237,11 @@ class Delayed(_Messages):
 
     @classmethod
     def options_words(cls, ns):
-        return f"{ns.delay} delays up to {ns.max_delay}" if ns.max_delay is not None else None
+        if ns.max_delay is None:
+            return None
+        if ns.delay == "fixed":  # (every message exactly max_delay iterations late: "up to" would misname it)
+            return f"fixed delays of {ns.max_delay}"
+        return f"{ns.delay} delays up to {ns.max_delay}"
 
     @classmethod
     def options_record(cls, ns):
