@@ -594,7 +594,7 @@ def test_rates_that_failed_alike_across_decades_show_a_rate_of_the_grid_and_say_
     """Helper 153: Push-DIGing under message noise and lost mass grew alike at every rate (ending 737, 736, 736, 736
     at 1e-6 .. 1e-12); the search went down to 1e-12 and the table showed 3.2e-12, the lowest-ending by a hair, and
     the engine's "(lr = 1e-12 too large?)". Where rates a decade or more apart did alike (within 5% record by
-    record), the largest of them within the grid is shown and the diagnosis says the rate changed nothing; where
+    record), the smallest of them within the grid is shown and the diagnosis says the rate changed nothing; where
     a smaller rate blows up later (the rate matters), the lowest-ending one as before."""
     scores, ends, finals, record = {}, {}, {}, {"replicas": 2, "stages": []}
     growth = np.array([1.0, 3.0, 9.0, 27.0, 81.0])
@@ -616,7 +616,7 @@ def test_rates_that_failed_alike_across_decades_show_a_rate_of_the_grid_and_say_
     tried = sorted(scores)
     assert tried[0] < 1e-6  # (the search below the grid ran as before)
     if alike:
-        assert info.value.fallback == 1.0 and record["alike"] == [tried[0], 1.0]
+        assert info.value.fallback == 1e-4 and record["alike"] == [tried[0], 1.0]
         assert record["fallback"].startswith(f"one of the rates from {tried[0]:.3g} to 1 whose tuning runs were "
                                              "alike (within 5% record by record)")
     else:
@@ -818,7 +818,9 @@ def test_the_search_for_a_stable_rate_stops():
     assert isinstance(exc, tuning.NoStableRate) and len(stages) - 1 == tuning.SEARCH_STAGES
     assert {s[0] for s in stages[1:]} == {"search"}
     smallest = min(lr for _, rates in stages for lr in rates)
-    assert smallest == pytest.approx(1e-12, rel=1e-5) and exc.fallback == smallest
+    assert smallest == pytest.approx(1e-12, rel=1e-5)
+    assert exc.fallback == min(cmp.TUNE_GRID) and exc.record["alike"] == [smallest, 10.0]  # (every rate did alike:
+    # the grid's smallest is shown, said to be one of them)
     assert f"({smallest:g} .. 10)" in str(exc)
     with unittest.mock.patch.object(tuning, "SEARCH_DECADES", 3):  # (the span stops it: 1e-4 -> 1e-7, two stages)
         exc, stages = _scripted_tuning(lambda lr: _DIVERGES)

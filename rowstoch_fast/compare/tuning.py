@@ -1187,9 +1187,10 @@ def _tune_stages(stage, scores, arrival, ends, finals, record, grid, method, log
         alike = _alike(_last_curves(record), exc.fallback)
         if alike[-1] >= 10.0 * alike[0] * (1 - 1e-9):  # (a decade or more of rates that did the same: helper
             # 153's Push-DIGing under message noise and lost mass ended at 737, 736, 736, 736 at 1e-6 .. 1e-12, and
-            # the table showed 3.2e-12, the lowest by a hair; the largest of them is shown, and said to be one of)
-            exc.fallback = max(lr for lr in alike if lr <= max(grid) * (1 + 1e-9)) if min(alike) <= max(grid) \
-                else alike[0]
+            # the table showed 3.2e-12, the lowest by a hair): the smallest of them within the grid's span is shown,
+            # else the one nearest to it, and said to be one of them
+            inside = [lr for lr in alike if min(grid) * (1 - 1e-9) <= lr <= max(grid) * (1 + 1e-9)]
+            exc.fallback = inside[0] if inside else alike[-1] if alike[-1] < min(grid) else alike[0]
             record["alike"] = [alike[0], alike[-1]]
             record["fallback"] = (f"one of the rates from {alike[0]:.3g} to {alike[-1]:.3g} whose tuning runs were "
                                   f"alike (within {ALIKE:.0%} record by record): no rate in that range changed what "
