@@ -1292,7 +1292,11 @@ ALIKE = 0.05
 
 def _alike(curves, lr):
     """The rates of ``curves`` (``{lr: curve}``) whose curve agrees with ``lr``'s record by record within
-    :data:`ALIKE` (non-finite at the same records; three finite records at least), ``lr`` among them, ascending."""
+    :data:`ALIKE` (non-finite at the same records; three finite records at least), ``lr`` among them, ascending.
+    Where the network draws, a replica's draws follow its place in its stage, so that rates that ran in other
+    places differ by their draws and are left out unless the draws hardly matter (helper 154: under heavy link
+    noise the rates of the stages' first place only, 1e-12 .. 1e-4 a decade apart, were found alike): the range
+    said is that of the rates compared alike, a lower bound of the rates that did alike."""
     ref = np.asarray(curves.get(lr, ()), dtype=np.float64)
     finite = np.isfinite(ref)
     if len(ref) < 3 or finite.sum() < 3:

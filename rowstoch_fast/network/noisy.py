@@ -34,7 +34,9 @@ def sigma_problem(sigma, dtype):
 
 class Noisy(_Messages):
     """Additive Gaussian noise on the values received: a receiver gets ``x_j + sigma z`` (``z`` standard normal,
-    from the counter-based hash: the same on every backend); a node's own value is exact. ``per="link"``
+    from the counter-based hash: the same draws on every backend, MPI rank and thread count, their normals the same
+    bits on the CPU and under MPI, a few ulp apart on the GPU, whose log and cosine are CUDA's); a node's own value
+    is exact. ``per="link"``
     (default): every receiver's copy of a message has noise of its own (``z`` drawn per link, value and the
     iteration the message was sent, so a delayed message keeps its noise), ``y_i = m_ii x_i + sum_{j != i} m_ij
     (q_j + sigma z_ij)``, added through the round's own weights (losses and renormalisation included);
