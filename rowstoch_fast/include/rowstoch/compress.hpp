@@ -44,31 +44,39 @@ inline double message_uniform(std::uint64_t tagged_row, std::uint64_t c) {
     return static_cast<double>(static_cast<std::int64_t>(mix64(tagged_row ^ c) >> 11)) * 0x1.0p-53;
 }
 
-// Box-Muller's standard normals (message and link noise): z[c] = sqrt(-2 ln(1 - u_c)) cos(2 pi u'_c) for
-// c = 0..L-1, u_c = message_uniform(key1, first + c), u'_c = message_uniform(key2, first + c); W at a time by
-// simd.hpp's box_muller (no libm: the same bits at every width). The uniforms of up to 64 values are drawn first
-// (scalar hashes), then turned into normals group by group (their loads then never wait on the stores just made:
-// 1.3x), the last group's lanes past L padded.
+// Box-Muller's standard normals of message and link noise, drawn value by value and computed 64 at a time:
+// add(key1, key2, c, s, emit) queues z = sqrt(-2 ln(1 - u)) cos(2 pi u'), u = message_uniform(key1, c),
+// u' = message_uniform(key2, c), with the value's scale s; every 64 values, and at flush(emit), their normals go
+// W at a time through simd.hpp's box_muller (no libm: the same bits at every width; the last group's lanes past
+// the values padded) to emit(count, z, scale). (The uniforms are hashed first, then turned into normals: loads of
+// uniforms stored just before stalled on the stores, 1.3x slower.)
 template <int W>
-ROWSTOCH_INLINE void standard_normals(std::uint64_t key1, std::uint64_t key2, std::uint64_t first, std::int64_t L,
-                                      double* z) {
-    constexpr std::int64_t kChunk = 64;
-    alignas(64) double u1[kChunk], u2[kChunk], zw[kChunk];
-    for (std::int64_t c0 = 0; c0 < L; c0 += kChunk) {
-        const std::int64_t n = L - c0 < kChunk ? L - c0 : kChunk, padded = (n + W - 1) / W * W;
-        for (std::int64_t c = 0; c < n; ++c) {
-            const std::uint64_t col = first + static_cast<std::uint64_t>(c0 + c);
-            u1[c] = 1.0 - message_uniform(key1, col);
-            u2[c] = message_uniform(key2, col);
-        }
-        for (std::int64_t c = n; c < padded; ++c) {
+struct NormalChunks {
+    static constexpr std::int64_t kChunk = 64;
+    alignas(64) double u1[kChunk], u2[kChunk], z[kChunk], scale[kChunk];
+    std::int64_t k = 0;
+
+    template <class Emit>
+    ROWSTOCH_INLINE void add(std::uint64_t key1, std::uint64_t key2, std::uint64_t c, double s, Emit&& emit) {
+        u1[k] = 1.0 - message_uniform(key1, c);
+        u2[k] = message_uniform(key2, c);
+        scale[k] = s;
+        if (++k == kChunk) flush(emit);
+    }
+
+    template <class Emit>
+    ROWSTOCH_INLINE void flush(Emit&& emit) {
+        if (k == 0) return;
+        const std::int64_t padded = (k + W - 1) / W * W;
+        for (std::int64_t c = k; c < padded; ++c) {
             u1[c] = 1.0;
             u2[c] = 0.0;
         }
-        for (std::int64_t g = 0; g < padded; g += W) box_muller<W>(u1 + g, u2 + g, zw + g);
-        for (std::int64_t c = 0; c < n; ++c) z[c0 + c] = zw[c];
+        for (std::int64_t g = 0; g < padded; g += W) box_muller<W>(u1 + g, u2 + g, z + g);
+        emit(k, static_cast<const double*>(z), static_cast<const double*>(scale));
+        k = 0;
     }
-}
+};
 
 // k passes of a branch-free argmin over each of B rows of L scores (score[b L + c]), side by side (independent
 // chains that overlap), each pass finding the first minimum (ties: the lower index) and taking it out: row b's
@@ -292,12 +300,19 @@ void compress_message(int method, const T* v, T* out, std::int64_t L, std::int64
             for (std::int64_t c = 0; c < L; ++c) out[c] = round_to_bits(v[c], static_cast<int>(param));
             return;
         }
-        default: {  // kNoise
+        default: {  // kNoise (compress_rows_of draws a block's noise in noise_rows: the same values)
             const std::uint64_t key1 = tagged(3), key2 = tagged(4);
             with_simd_width([&](auto W) ROWSTOCH_INLINE_LAMBDA {
-                standard_normals<W>(key1, key2, static_cast<std::uint64_t>(first_col), L, score);
+                NormalChunks<W> normals;
+                std::int64_t at = 0;
+                auto emit = [&](std::int64_t count, const double* z, const double*) ROWSTOCH_INLINE_LAMBDA {
+                    for (std::int64_t c = 0; c < count; ++c, ++at)
+                        out[at] = static_cast<T>(static_cast<double>(v[at]) + sigma * z[c]);
+                };
+                for (std::int64_t c = 0; c < L; ++c)
+                    normals.add(key1, key2, static_cast<std::uint64_t>(first_col + c), sigma, emit);
+                normals.flush(emit);
             });
-            for (std::int64_t c = 0; c < L; ++c) out[c] = static_cast<T>(static_cast<double>(v[c]) + sigma * score[c]);
         }
     }
 }
@@ -397,6 +412,37 @@ ROWSTOCH_TARGET_AVX512 __attribute__((noinline)) inline std::int64_t topk_rows8(
 }
 #endif
 
+// compress_rows_of's message noise: out[i, c] = T(X[i, c] + sigma_i z_ic), z_ic = NormalChunks' draw of column c
+// under row i's keys (compress_message's kNoise: the same draws and operations, so the same bits, whatever L), the
+// uniforms of 64 values drawn across the rows' messages, then their normals W at a time (the rows of a thread's
+// range lie one after the other in X and out; X may be out: each value is read before it is written); `own` gets
+// X's rows.
+template <bool PerNode, class T>
+void noise_rows(const T* X, T* out, std::int64_t n, std::int64_t w, NodeIds ids, double sigma, std::uint64_t round,
+                T* own, const double* sigmas) {
+    for_range(n, threads_for(n * w * 8), [&](std::int64_t lo, std::int64_t hi) {
+    with_simd_width([&](auto W) ROWSTOCH_INLINE_LAMBDA {
+        NormalChunks<W> normals;
+        std::int64_t at = lo * w;  // (X[at], out[at]: the next value the normals go to)
+        auto emit = [&](std::int64_t count, const double* z, const double* scale) ROWSTOCH_INLINE_LAMBDA {
+            for (std::int64_t c = 0; c < count; ++c, ++at)
+                out[at] = static_cast<T>(static_cast<double>(X[at]) + scale[c] * z[c]);
+        };
+        for (std::int64_t i = lo; i < hi; ++i) {
+            const std::int64_t g = ids.row(i);
+            const std::uint64_t row = mix64(round ^ static_cast<std::uint64_t>(g));
+            const std::uint64_t key1 = mix64(row ^ 3), key2 = mix64(row ^ 4);
+            double s = sigma;
+            if constexpr (PerNode) s = sigmas ? sigmas[g] : sigma;
+            if (own)  // (before any value of the row is written: out may be X)
+                for (std::int64_t c = 0; c < w; ++c) own[i * w + c] = X[i * w + c];
+            for (std::int64_t c = 0; c < w; ++c) normals.add(key1, key2, static_cast<std::uint64_t>(c), s, emit);
+        }
+        normals.flush(emit);
+    });
+    });
+}
+
 // out[i] = the messages of row i of X (n rows of w values, messages of L values; row i is node ids.row(i)); where
 // `own` is given, X's row is copied there in the same pass (the [X; Q] block of a compressed round). PerNode:
 // `params` / `sigmas` hold one bits-or-k / sigma per global node id (the sender's: heterogeneous devices), else
@@ -408,6 +454,11 @@ void compress_rows_of(const T* X, T* out, std::int64_t n, std::int64_t w, std::i
                       std::int64_t param, double sigma, bool unbiased, std::uint64_t seed, std::uint64_t t,
                       std::uint64_t r, T* own, const std::int64_t* params, const double* sigmas) {
     const std::uint64_t round = hash_prefix(seed, t, r);
+    if (method == kNoise) {  // (a message's draws are keyed on its row and column only: the rows' values in chunks
+        // of 64 across messages and rows, as link_noise's)
+        noise_rows<PerNode>(X, out, n, w, ids, sigma, round, own, sigmas);
+        return;
+    }
     const bool any_batch =
         PerNode ? (method == kQsgd || method == kTopk || method == kRandk) : batched(method, param, L);
     for_range(n, threads_for(n * w * 8), [&](std::int64_t lo, std::int64_t hi) {
@@ -498,25 +549,14 @@ void link_noise(const I Ap[], const I Aj[], std::int64_t rows, NodeIds ids, std:
     const std::uint64_t now = hash_prefix(seed, t, r);
     for_rows(Ap, rows, threads, [&](std::int64_t lo, std::int64_t hi) {
     with_simd_width([&](auto W) ROWSTOCH_INLINE_LAMBDA {
-        // the uniforms of 64 values at a time, across links (the rows' values lie one after the other in out),
-        // then their normals W at a time (as standard_normals does: the same operations on the same uniforms)
-        constexpr std::int64_t kChunk = 64;
-        alignas(64) double u1[kChunk], u2[kChunk], z[kChunk];
-        T scale[kChunk];
-        std::int64_t k = 0, at = static_cast<std::int64_t>(Ap[lo]) * w;  // (out[at] is value 0 of the chunk)
-        auto flush = [&]() ROWSTOCH_INLINE_LAMBDA {
-            const std::int64_t padded = (k + W - 1) / W * W;
-            for (std::int64_t c = k; c < padded; ++c) {
-                u1[c] = 1.0;
-                u2[c] = 0.0;
-            }
-            for (std::int64_t g = 0; g < padded; g += W) box_muller<W>(u1 + g, u2 + g, z + g);
+        NormalChunks<W> normals;  // (64 values at a time across links: a row's links lie one after the other in out)
+        std::int64_t at = static_cast<std::int64_t>(Ap[lo]) * w;  // (out[at]: the next value the normals go to)
+        auto emit = [&](std::int64_t count, const double* z, const double* scale) ROWSTOCH_INLINE_LAMBDA {
             if (scaled)
-                for (std::int64_t c = 0; c < k; ++c) out[at + c] = static_cast<T>(z[c]) * scale[c];
+                for (std::int64_t c = 0; c < count; ++c, ++at)
+                    out[at] = static_cast<T>(z[c]) * static_cast<T>(scale[c]);
             else
-                for (std::int64_t c = 0; c < k; ++c) out[at + c] = static_cast<T>(z[c]);
-            at += k;
-            k = 0;
+                for (std::int64_t c = 0; c < count; ++c, ++at) out[at] = static_cast<T>(z[c]);
         };
         for (std::int64_t i = lo; i < hi; ++i) {
             const std::uint64_t gi = static_cast<std::uint64_t>(ids.row(i));
@@ -525,16 +565,11 @@ void link_noise(const I Ap[], const I Aj[], std::int64_t rows, NodeIds ids, std:
                 const std::uint64_t sent = ages ? hash_prefix(seed, t - static_cast<std::uint64_t>(ages[q]), r) : now;
                 const std::uint64_t link = mix64(mix64(sent ^ gi) ^ gj);
                 const std::uint64_t key1 = mix64(link ^ 3), key2 = mix64(link ^ 4);
-                const T s = static_cast<T>(sigmas ? sigmas[gj] : sigma);
-                for (std::int64_t c = 0; c < w; ++c) {
-                    u1[k] = 1.0 - message_uniform(key1, static_cast<std::uint64_t>(c));
-                    u2[k] = message_uniform(key2, static_cast<std::uint64_t>(c));
-                    scale[k] = s;
-                    if (++k == kChunk) flush();
-                }
+                const double s = sigmas ? sigmas[gj] : sigma;
+                for (std::int64_t c = 0; c < w; ++c) normals.add(key1, key2, static_cast<std::uint64_t>(c), s, emit);
             }
         }
-        if (k > 0) flush();
+        normals.flush(emit);
     });
     });
 }

@@ -182,7 +182,7 @@ ROWSTOCH_INLINE Vec<W> cos_small(const Vec<W>& x) {
 }
 
 // Box-Muller's standard normals, W at a time: z[l] = sqrt(-2 ln u1[l]) cos(2 pi u2[l]) for u1 in [2^-1022, 1] and
-// u2 in [0, 1) (the uniforms of compress.hpp's standard_normals), by log_unit and cos_small: no libm, so the same
+// u2 in [0, 1) (the uniforms of compress.hpp's NormalChunks), by log_unit and cos_small: no libm, so the same
 // bits at every width; within 3.5 ulp of the exact value of the same expression (3.43 the worst of 11M pairs).
 template <int W>
 ROWSTOCH_INLINE void box_muller(const double* u1, const double* u2, double* z) {
