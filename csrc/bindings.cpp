@@ -285,8 +285,8 @@ py::array link_noise(py::array indptr, py::array indices, std::uint64_t seed, st
         const auto links = checked_links<I>(indptr, indices, rows, ncols, !col_ids_obj.is_none());
         T* o = static_cast<T*>(out.mutable_data());
         py::gil_scoped_release nogil;
-        rowstoch::link_noise(links.first, links.second, rows, ids, seed, t, r, ages, w, o, !sigma_obj.is_none(),
-                             sigma.one, sigma.values());
+        rowstoch::link_noise(links.first, links.second, rows, ids, seed, t, r, ages, w, o,
+                             sigma_obj.is_none() ? 1.0 : sigma.one, sigma.values());
     };
     const bool f64 = dtype.equal(py::dtype::of<double>());
     if (is_i64(indptr)) f64 ? run(int64_t{}, 0.0) : run(int64_t{}, 0.0f);

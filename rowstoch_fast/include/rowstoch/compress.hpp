@@ -539,12 +539,13 @@ namespace rowstoch {
 // entry q (the link j -> i, global ids) and value c of the message it delivers, sent in iteration s = t - ages[q]
 // (ages null: s = t): z = sqrt(-2 ln(1 - u)) cos(2 pi u') with u, u' = uniform_hash(seed, s, r, i, j, 3 | 4, c).
 // A receiver's copy of a message gets noise of its own; a message used again (delays) keeps its noise. The NumPy
-// transcription is _reference.link_noise. With `scaled`, out[q, c] = T(z) T(sigma_j), sigma_j the sender's (global
-// id j) sigmas[j], or `sigma` for every sender where sigmas is null (network.Noisy.sigma_of's product, in T).
+// transcription is _reference.link_noise. Written as out[q, c] = T(z) T(sigma_j), sigma_j the sender's (global id
+// j) sigmas[j], or `sigma` for every sender where sigmas is null (network.Noisy.sigma_of's product, in T; the
+// default 1 leaves T(z) as it is).
 template <class I, class T>
 void link_noise(const I Ap[], const I Aj[], std::int64_t rows, NodeIds ids, std::uint64_t seed, std::uint64_t t,
-                std::uint64_t r, const std::int32_t* ages, std::int64_t w, T out[], bool scaled = false,
-                double sigma = 1.0, const double* sigmas = nullptr) {
+                std::uint64_t r, const std::int32_t* ages, std::int64_t w, T out[], double sigma = 1.0,
+                const double* sigmas = nullptr) {
     const int threads = threads_for(static_cast<std::int64_t>(Ap[rows]) * w * 8);
     const std::uint64_t now = hash_prefix(seed, t, r);
     for_rows(Ap, rows, threads, [&](std::int64_t lo, std::int64_t hi) {
@@ -552,11 +553,7 @@ void link_noise(const I Ap[], const I Aj[], std::int64_t rows, NodeIds ids, std:
         NormalChunks<W> normals;  // (64 values at a time across links: a row's links lie one after the other in out)
         std::int64_t at = static_cast<std::int64_t>(Ap[lo]) * w;  // (out[at]: the next value the normals go to)
         auto emit = [&](std::int64_t count, const double* z, const double* scale) ROWSTOCH_INLINE_LAMBDA {
-            if (scaled)
-                for (std::int64_t c = 0; c < count; ++c, ++at)
-                    out[at] = static_cast<T>(z[c]) * static_cast<T>(scale[c]);
-            else
-                for (std::int64_t c = 0; c < count; ++c, ++at) out[at] = static_cast<T>(z[c]);
+            for (std::int64_t c = 0; c < count; ++c, ++at) out[at] = static_cast<T>(z[c]) * static_cast<T>(scale[c]);
         };
         for (std::int64_t i = lo; i < hi; ++i) {
             const std::uint64_t gi = static_cast<std::uint64_t>(ids.row(i));
