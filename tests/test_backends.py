@@ -858,8 +858,8 @@ def test_the_message_kernels_on_the_emulated_device_equal_the_cpu(cuda_on_host, 
         out = fake.zeros(X.shape, dtype)
         backend.calls = 0
         got = backend.mix_network(net, t, fake.asarray(X), out, rounds=2)
-        if ("nois" in case or case == "chain") and dtype == np.float64:  # (the device's normals take its libm's log and cos, the
-            # CPU's its own polynomials, simd.hpp's box_muller: a few ulp apart, as on a GPU)
+        if ("nois" in case or case == "chain") and dtype == np.float64:  # (the device's normals take its libm's
+            # log and cos, the CPU's its own polynomials, simd.hpp's box_muller: a few ulp apart, as on a GPU)
             np.testing.assert_allclose(np.asarray(got), want, rtol=1e-13, atol=1e-15)
         else:
             np.testing.assert_array_equal(np.asarray(got), want)

@@ -563,7 +563,8 @@ def test_the_noises_normals_are_the_same_bits_at_every_vector_width_and_within_a
     """Link noise and message noise draw their Box-Muller normals W at a time with the package's own log and
     cosine (simd.hpp's box_muller: no libm): the same bits at every vector width the CPU runs (rows of 67 values:
     past a chunk of 64, not a multiple of any width), and within 8 ulp of ``math.sqrt(-2 math.log(u)) math.cos(2 pi
-    u')`` (libm's own value is within 2.5 ulp of the exact one; the package's within 3.5: 3.43 the worst of 11M pairs)."""
+    u')`` (libm's own value is within 2.5 ulp of the exact one; the package's within 3.5: 3.43 the worst of 11M
+    pairs)."""
     from rowstoch_fast import topology
     from rowstoch_fast.network import Noisy
 
