@@ -1273,14 +1273,53 @@ def test_a_steady_ramp_short_of_tenfold_is_unstable_and_a_level_approached_is_no
         return pd.DataFrame(rows, columns=["iteration", "rep", "suboptimality"])
 
     status, why = verdict.status_of(frame(ramp), "suboptimality", {}, lr=1.0, lr_source="tuned", iterations=2000)
-    assert status == "unstable" and re.match(r"suboptimality rose from its lowest level \(iteration \d+\) to the "
-                                             r"end, [\d.]+x, in \d+% of its records and at an even pace: it climbs on "
-                                             r"past the budget at lr 1$", why), why
+    assert status == "unstable" and re.match(r"suboptimality climbed back 2.\d+x above its lowest level \(reached by "
+                                             r"iteration \d+\) by the end at lr 1$", why), why  # (repetitions 5%
+    # apart climb as one trajectory does: verdict.climb_factor)
+    x, typical = it.astype(float), np.r_[0.129, ramp[1:] * np.exp(0.02 * rng.standard_normal(len(it) - 1))]
+    assert verdict._ramp(x, typical)[0] > 2.0 and verdict._ramp(x, np.r_[0.129, bend[1:]]) is None
     assert verdict.status_of(frame(bend), "suboptimality", {}, lr=1.0, lr_source="tuned", iterations=2000) \
         == ("ok", "")
     short = frame(ramp)
     short = short[short["iteration"] <= 480]  # (seven records from the lowest on)
     assert verdict.status_of(short, "suboptimality", {}, lr=1.0, lr_source="tuned", iterations=480) == ("ok", "")
+
+
+def test_repetitions_that_agree_climb_back_as_one_trajectory_and_a_noise_floor_s_need_the_tenfold():
+    """Helper 153's F1b: Push-Pull over uniform delays at a given rate, its three repetitions' logarithms 0.09 apart,
+    fell from 5.43 to 0.048 by iteration 48 and climbed back to 2.55 by the end, 53x, and was ``ok`` and ranked:
+    the dip lay in the first stretch of a quarter of the records, averaged with the start to 6x below the end,
+    short of the tenfold that repetitions that differ needed. Repetitions that agree now need the tuner's twofold
+    (:func:`~rowstoch_fast.compare.verdict.climb_factor`); the same climb over repetitions spread like a noise
+    floor's (a logarithm's standard deviation of 1: a chi-square of two or three degrees of freedom) still needs the
+    tenfold, and a fall to a level, however close the repetitions, is ``ok``."""
+    rng = np.random.default_rng(153)
+    it = np.arange(0, 401, 16)
+    dip = 5.43 * np.r_[1.0, 0.31, 0.061, 0.009, 0.038, 0.096, 0.164, 0.228, 0.283, 0.328, 0.363, 0.392, 0.413, 0.43,
+                       0.443, 0.453, 0.46, 0.466, 0.47, 0.473, 0.476, 0.478, 0.479, 0.48, 0.481, 0.482]
+    fall = 5.43 * np.r_[1.0, np.geomspace(0.31, 0.009, 4), np.full(21, 0.009)]
+
+    def frame(curve, spread, reps=3):
+        rows = [(k, rep, v * (1.0 if k == 0 else np.exp(spread * rng.standard_normal())))
+                for rep in range(reps) for k, v in zip(it, curve)]
+        return pd.DataFrame(rows, columns=["iteration", "rep", "suboptimality"])
+
+    agreeing = frame(dip, 0.09)
+    assert 1.99 < verdict.climb_factor(agreeing.pivot(index="iteration", columns="rep",
+                                                      values="suboptimality").to_numpy(), 1e-300) < 2.01
+    status, why = verdict.status_of(agreeing, "suboptimality", {}, lr=0.0562, lr_source="given", iterations=400)
+    assert status == "unstable" and re.match(r"suboptimality climbed back [4-9][\d.]*x above its lowest level "
+                                             r"\(reached by iteration \d+\) by the end at lr 0.0562$", why), why
+    assert verdict.status_of(frame(fall, 0.09), "suboptimality", {}, lr=0.0562, lr_source="given",
+                             iterations=400) == ("ok", "")
+    spread = frame(dip, 1.0, reps=5)
+    assert verdict.climb_factor(spread.pivot(index="iteration", columns="rep", values="suboptimality").to_numpy(),
+                                1e-300) == 10.0
+    assert verdict.status_of(spread, "suboptimality", {}, lr=0.0562, lr_source="given", iterations=400)[0] != \
+        "unstable"
+    two = frame(dip, 0.09, reps=2)  # (two repetitions say little of their spread: the tenfold)
+    assert verdict.climb_factor(two.pivot(index="iteration", columns="rep", values="suboptimality").to_numpy(),
+                                1e-300) == 10.0
 
 
 def test_next_stable_is_the_best_stable_rate_a_fifth_of_a_decade_below():

@@ -392,9 +392,9 @@ def _climbing(frame, metric, means, start, one_trajectory=False, converged=CONVE
     (:func:`~rowstoch_fast.compare.tuning.off_its_minimum`) by the tuner's stability factor where the repetitions
     ran the same trajectory (``one_trajectory``: exact gradients, nothing drawn, whatever the number of
     repetitions; or repetitions found equal: DIGing at a given rate fell to 3.6e-3 and climbed back to 1.18, ranked
-    first, the rule having been the tuner's alone), by :data:`~rowstoch_fast.compare.tuning.CLIMB`, still rising,
-    where they differ (a metric at a noise floor in one or two dimensions touches 0: its median
-    over five repetitions climbed 2x above its lowest stretch in 9-35% of a helper's stationary runs); or the
+    first, the rule having been the tuner's alone), by :func:`climb_factor`, still rising, where they differ
+    (:data:`~rowstoch_fast.compare.tuning.CLIMB` where their spread is a noise floor's, less where they agree);
+    or the
     consensus error runs off at the end in a repetition (:func:`~rowstoch_fast.compare.tuning.climbs`: a lossy
     push-sum method's, growing 1.08x an iteration to the end of the budget, its ranked metric not yet touched,
     ranked ``ok``)."""
@@ -404,11 +404,12 @@ def _climbing(frame, metric, means, start, one_trajectory=False, converged=CONVE
         curves = curves[curves.notna().all(axis=1)]  # (the iterations every repetition recorded: an earlier
         # comparison's kept repetitions may lack one)
         runs = curves.to_numpy(np.float64)
-        typical = np.maximum(typical_curve(runs), max(converged * start, 1e-300)) if len(runs) >= 4 else None
+        floor = max(converged * start, 1e-300)
+        typical = np.maximum(typical_curve(runs), floor) if len(runs) >= 4 else None
         if typical is not None and np.isfinite(typical).all():
             same = one_trajectory or runs.shape[1] > 1 and np.allclose(runs, runs[:, :1], rtol=1e-9, atol=0.0)
             x = curves.index.to_numpy(np.float64)
-            off = off_its_minimum(x, typical, STABILITY_FACTOR if same else CLIMB)
+            off = off_its_minimum(x, typical, STABILITY_FACTOR if same else climb_factor(runs, floor))
             if off is not None and not same:  # (and still rising from there: a noise floor jumps, it does not climb)
                 after = x >= off[1]
                 off = off if rising(x[after], np.log(typical[after])) else None
@@ -428,6 +429,37 @@ def _climbing(frame, metric, means, start, one_trajectory=False, converged=CONVE
             return (f"{SPREAD} climbs to the end of the budget, {found[1] / found[0]:.3g}x above its lowest level past "
                     f"the first quarter ({_fmt(found[0])} -> {_fmt(found[1])}){where}")
     return ""
+
+
+#: Where three repetitions or more differ, the climb back from the lowest level that marks a run ``unstable`` is
+#: ``exp(CLIMB_NOISE * s)`` times that level, ``s`` their spread (:func:`climb_factor`), within
+#: :data:`~rowstoch_fast.compare.tuning.STABILITY_FACTOR` .. :data:`~rowstoch_fast.compare.tuning.CLIMB`.
+CLIMB_NOISE = 3.0
+#: The fewest repetitions whose spread :func:`climb_factor` reads (two say little of it).
+CLIMB_SPREAD_REPEATS = 3
+
+
+def climb_factor(runs, floor):
+    """How many times its lowest level the typical curve of repetitions that differ (``runs``: records x
+    repetitions, the first record the start) must end at for :func:`_climbing` to call it a climb: the tenfold
+    (:data:`~rowstoch_fast.compare.tuning.CLIMB`) that a noise floor's median needs (in one or two dimensions it
+    touches 0, and over five repetitions climbed 2x above its lowest stretch in 9-35% of a helper's stationary
+    runs), narrowed where the repetitions agree to ``exp(CLIMB_NOISE * s)``, no less than the tuner's
+    :data:`~rowstoch_fast.compare.tuning.STABILITY_FACTOR`: ``s`` the median, over the records past the start, of
+    the standard deviation (the sample's) of the logarithms of the repetitions' values (at least ``floor``), with
+    :data:`CLIMB_SPREAD_REPEATS` repetitions at least. Repetitions that run one trajectory up to a few percent
+    (Push-Pull over uniform delays, their logarithms 0.09 apart: 5.43 -> 0.048 by iteration 48, back to 2.55 by the
+    end) climb like one trajectory; helper 153's finding F1b, ``ok`` under the tenfold. Over 21,600 simulated
+    stationary noise floors (1 to 128 dimensions, 3 to 12 repetitions, 16 to 51 records, AR(1) drift 0 to 0.97)
+    it flags 3 more than the tenfold alone (36 against 33), and over the 569 ``ok`` runs of helper 153's rate grids
+    17, each a dip and a climb back to the end 2.0-7.1x above it (bench/RESULTS.md section 69a)."""
+    runs = np.asarray(runs, dtype=np.float64)
+    if runs.ndim != 2 or runs.shape[1] < CLIMB_SPREAD_REPEATS or len(runs) < 2:
+        return CLIMB
+    with np.errstate(all="ignore"):
+        spread = float(np.median(np.std(np.log(np.maximum(runs[1:], floor)), axis=1, ddof=1)))
+    return float(np.clip(math.exp(CLIMB_NOISE * spread), STABILITY_FACTOR, CLIMB)) if math.isfinite(spread) \
+        else CLIMB
 
 
 #: Where the repetitions differ, the least share of the records from the lowest level on that rise, and the least
