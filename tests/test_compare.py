@@ -804,6 +804,33 @@ def test_a_failure_says_which_way_the_rates_that_work_lie():
     assert tuning._failure([1.0, 0.9], 0.9, math.nan) is None
 
 
+def test_rates_that_do_alike_from_the_grid_s_smallest_up_are_searched_below():
+    """A logistic loss on features in units a thousand times too large: its gradients are bounded, so no rate of
+    the default grid diverges; every one saturates alike (DSGD's gradient norm at about a third of its start from
+    1e-4 to 10) and the tuner chose one of them by its noise, 1e-3, ending at 136 where 1.3e-6 ends at 22. The
+    tuner now searches below the grid while its smallest rate does alike (:func:`tuning._flat_below`)."""
+    from rowstoch_fast.objectives import LogisticL2
+
+    base = LogisticL2.synthetic(8, total=4000, d=5, lam=0.01, batch=20, seed=3, heterogeneity=1.0)
+    f = LogisticL2(np.asarray(base.H) * 1000.0, np.asarray(base.Y), 8, lam=0.01, batch=20)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        frame = cmp.compare(topology.exponential(8), f, "dsgd", 300, repeats=2, metric="grad_norm_mean",
+                            progress=False)
+    end = frame[frame["iteration"] == frame["iteration"].max()]
+    stages = frame.attrs["tuning"]["dsgd"]["stages"]
+    assert frame.attrs["status"]["dsgd"] == "ok" and [s["name"] for s in stages][:2] == ["grid", "search"]
+    assert end["lr"].iloc[0] < 1e-5 and end["grad_norm_mean"].mean() < 50.0, (end["lr"].iloc[0], stages)
+    grid = [10.0 ** (k / 2) for k in range(-8, 3)]
+    flat = {lr: 130.0 * (1.0 + 0.1 * math.sin(k)) for k, lr in enumerate(grid)}
+    assert tuning._flat_below(flat, {}, grid) == pytest.approx([10 ** -6, 10 ** -5.5, 10 ** -5, 10 ** -4.5],
+                                                                rel=1e-5)
+    sloped = {lr: 130.0 * (1.0 + abs(math.log10(lr) + 2)) for lr in grid}  # (the best in the middle)
+    assert tuning._flat_below(sloped, {}, grid) == []
+    assert tuning._flat_below(flat, {}, grid, rounding=200.0) == []  # (every rate at the rounding level)
+    assert tuning._flat_below({**flat, 1e-4: math.inf}, {}, grid) == []  # (the smallest too small: not stable)
+
+
 def test_the_search_for_a_stable_rate_stops():
     """Every rate diverging: at most SEARCH_STAGES stages, never past SEARCH_DECADES from the grid's ends (each
     bound checked where it is the one that stops the search); the failure names the rates tried and falls back

@@ -207,6 +207,10 @@ SEARCH_WIDTH = 4
 #: No rate the tuner tries lies more than this many decades past the grid's ends (the default's 1e-4 .. 10:
 #: 1e-12 .. 1e9).
 SEARCH_DECADES = 8
+#: Where every rate from the smallest tried to this many decades above it ends within :data:`FLAT` of the best
+#: (or two standard errors of a difference, where that is wider), the tuner searches below (:func:`_flat_below`).
+FLAT_DECADES = 2.0
+FLAT = 1.25
 #: A rejected rate whose metric moved by less than this factor from its start moved nothing (:func:`_failure`: on
 #: noisy streams a rate too small to move ends a little above or below its start).
 UNMOVED = 1.1
@@ -1092,6 +1096,11 @@ def _tune_stages(stage, scores, arrival, ends, finals, record, grid, method, log
     more = _moved_grid([lr for lr, s in scores.items() if math.isfinite(s)], list(scores), grid)
     if more:
         stage("search", more)
+    for _ in range(SEARCH_STAGES):  # (the rates did alike from the grid's smallest up: every one too large)
+        more = _flat_below(scores, finals, grid, floor * abs(_start(record)))
+        if not more:
+            break
+        stage("search", more)
     for extension in range(MAX_EXTENSIONS + 1):
         stable = {lr: s for lr, s in scores.items() if math.isfinite(s)}
         if not stable:
@@ -1347,6 +1356,31 @@ def _moved_grid(stable, tried, grid):
     else:
         out = [max(stable) / step ** k for k in range(1, len(grid))]
     return _untried(out, tried, grid)
+
+
+def _flat_below(scores, finals, grid, rounding=0.0):
+    """Where the smallest rate tried and every rate up to :data:`FLAT_DECADES` above it are stable and end within
+    :data:`FLAT` (or two standard errors of a difference, :func:`noise`) of the best stable score, the best above
+    the rounding level ``rounding``: the next :data:`SEARCH_WIDTH` rates below it, a search step apart; else
+    empty. Rates that do alike over decades are all too large where the gradients are bounded: a logistic loss
+    whose features are in units a thousand times too large saturates at every rate of the default grid
+    (DSGD ended at 118-150 from 1e-4 to 10, its gradient norm at 0.27x its start, and was tuned to 1.0: at 1e-6 it
+    ends at 8.8), where methods that diverged there were searched below it. The search goes on while the smallest
+    rate does alike; a rate below that ends better becomes the best at the edge, which the refinement then
+    extends past (:data:`MAX_EXTENSIONS`)."""
+    stable = {lr: sc for lr, sc in scores.items() if math.isfinite(sc)}
+    low = min(scores) if scores else None
+    if low is None or low not in stable or not stable or low <= min(grid) / 10.0 ** SEARCH_DECADES * (1 + 1e-6):
+        return []
+    best = min(stable.values())
+    if best <= rounding * (1 + 1e-9) or best <= 0:  # (converged: every rate ties at the rounding level)
+        return []
+    band = max(FLAT, math.exp(2.0 * math.sqrt(2.0) * noise(stable, finals)))
+    near = [lr for lr in scores if lr <= low * 10.0 ** FLAT_DECADES * (1 + 1e-9)]
+    if max(near) < low * 10.0 ** FLAT_DECADES * (1 - 1e-9) or any(scores[lr] > band * best for lr in near):
+        return []
+    step = _search_step(grid)
+    return _untried([low / step ** k for k in range(1, SEARCH_WIDTH + 1)], list(scores), grid)
 
 
 def _search_step(grid):
