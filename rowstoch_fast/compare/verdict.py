@@ -447,12 +447,15 @@ def climb_factor(runs, floor):
     runs), narrowed where the repetitions agree to ``exp(CLIMB_NOISE * s)``, no less than the tuner's
     :data:`~rowstoch_fast.compare.tuning.STABILITY_FACTOR`: ``s`` the median, over the records past the start, of
     the standard deviation (the sample's) of the logarithms of the repetitions' values (at least ``floor``), with
-    :data:`CLIMB_SPREAD_REPEATS` repetitions at least. Repetitions that run one trajectory up to a few percent
-    (Push-Pull over uniform delays, their logarithms 0.09 apart: 5.43 -> 0.048 by iteration 48, back to 2.55 by the
-    end) climb like one trajectory; helper 153's finding F1b, ``ok`` under the tenfold. Over 21,600 simulated
-    stationary noise floors (1 to 128 dimensions, 3 to 12 repetitions, 16 to 51 records, AR(1) drift 0 to 0.97)
-    it flags 3 more than the tenfold alone (36 against 33), and over the 569 ``ok`` runs of helper 153's rate grids
-    17, each a dip and a climb back to the end 2.0-7.1x above it (bench/RESULTS.md section 69a)."""
+    :data:`CLIMB_SPREAD_REPEATS` repetitions at least: the twofold up to ``s`` = ln 2 / 3 = 0.23 (the spread of
+    a noise floor in 32 dimensions or more, whose median's levels do not wander twofold), the tenfold from 0.77
+    (a floor in four dimensions or fewer). Push-Pull over uniform delays, its repetitions' logarithms 0.09 apart,
+    fell from 5.43 to 0.048 by iteration 48 and climbed back to 2.55 by the end: helper 153's finding F1b, ``ok``
+    under the tenfold. Over 21,600 simulated stationary noise floors (1 to 128 dimensions, 3 to 12 repetitions,
+    16 to 51 records, AR(1) drift 0 to 0.97) it flags 3 more than the tenfold alone (36 against 33); over the 569
+    ``ok`` runs of helper 153's rate grids 17, each a dip and a climb back to the end 2.0-7.1x above it; over 148
+    ``ok`` runs of eight tuned comparisons, 5, each a fallback rate whose tuning runs had climbed 10.8-12.9x; over
+    helper 155's 107 runs, 3, each still rising (bench/RESULTS.md section 69a)."""
     runs = np.asarray(runs, dtype=np.float64)
     if runs.ndim != 2 or runs.shape[1] < CLIMB_SPREAD_REPEATS or len(runs) < 2:
         return CLIMB
