@@ -366,25 +366,25 @@ void compress_batch(int method, const T* const* v, T* const* out, std::int64_t L
 }
 
 #if ROWSTOCH_X86_DISPATCH
-// compress_rows_of's top-k of the first rows - rows % 8 rows of X (a message of L <= 16 doubles a row, k <= 4), eight
-// rows at a time on AVX-512: in each lane its row's scores -|v_c|, compress_batch's argmin passes (the first
-// minimum by `<`, a pass's choice then +inf) and keep_k's writes (the kept values read first: out may be X; zeros,
-// then the kept values in pass order), so the same bits; `own` (or null) gets the rows before they are written.
-// Returns the rows done. The scalar passes took 30 ns a row (top-2 of 10) on a Xeon: a compressed round over losses
-// 2.8x the static one at n = 2^18 where the lossy round alone is 1.6x.
-ROWSTOCH_TARGET_AVX512 __attribute__((noinline)) inline std::int64_t topk_rows8(const double* X, double* out,
-                                                                              double* own, std::int64_t rows,
-                                                                              std::int64_t L, std::int64_t k) {
-    using V = Vec<8>;
-    using M = Mask<8>;
+// compress_rows_of's top-k of the first rows - rows % W rows of X (a message of L <= 16 doubles a row, k <= 4), W
+// rows at a time (8 on AVX-512, 4 on AVX2): in each lane its row's scores -|v_c|, compress_batch's argmin passes
+// (the first minimum by `<`, a pass's choice then +inf) and keep_k's writes (the kept values read first: out may be
+// X; zeros, then the kept values in pass order), so the same bits; `own` (or null) gets the rows before they are
+// written. Returns the rows done. The scalar passes took 30 ns a row (top-2 of 10) on a Xeon: a compressed round
+// over losses 2.8x the static one at n = 2^18 where the lossy round alone is 1.6x.
+template <int W>
+ROWSTOCH_INLINE std::int64_t topk_rows(const double* X, double* out, double* own, std::int64_t rows, std::int64_t L,
+                                       std::int64_t k) {
+    using V = Vec<W>;
+    using M = Mask<W>;
     const V inf = V{} + std::numeric_limits<double>::infinity();
     std::int64_t r0 = 0;
-    for (; r0 + 8 <= rows; r0 += 8) {
+    for (; r0 + W <= rows; r0 += W) {
         const double* x = X + r0 * L;
         V s[16];
         for (std::int64_t c = 0; c < L; ++c) {
             V v;
-            for (int l = 0; l < 8; ++l) v[l] = x[l * L + c];
+            for (int l = 0; l < W; ++l) v[l] = x[l * L + c];
             s[c] = (V)((M)v | (M{} + INT64_MIN));  // -|v|: the sign bit set (a NaN stays a NaN)
         }
         M order[4];
@@ -392,23 +392,36 @@ ROWSTOCH_TARGET_AVX512 __attribute__((noinline)) inline std::int64_t topk_rows8(
             V low = s[0];
             M at = M{};
             for (std::int64_t c = 1; c < L; ++c) {
-                const M less = (M)(s[c] < low);  // (a NaN compares false: never taken past column 0)
-                low = select<8>(less, s[c], low);
+                M less;  // (a NaN compares false: never taken past column 0; lane by lane, which GCC 12 compiles
+                // to one compare, where the vectors' `<` at width 8 outside an AVX-512 function stops it with an
+                // internal compiler error)
+                for (int l = 0; l < W; ++l) less[l] = s[c][l] < low[l] ? -1 : 0;
+                low = select<W>(less, s[c], low);
                 at = (less & c) | (~less & at);
             }
             order[m] = at;
-            for (std::int64_t c = 0; c < L; ++c) s[c] = select<8>((M)(at == c), inf, s[c]);
+            for (std::int64_t c = 0; c < L; ++c) s[c] = select<W>((M)(at == c), inf, s[c]);
         }
-        double kept[4][8];
+        double kept[4][W];
         for (std::int64_t m = 0; m < k; ++m)
-            for (int l = 0; l < 8; ++l) kept[m][l] = x[l * L + order[m][l]];
-        if (own) std::memcpy(own + r0 * L, x, sizeof(double) * static_cast<std::size_t>(8 * L));
+            for (int l = 0; l < W; ++l) kept[m][l] = x[l * L + order[m][l]];
+        if (own) std::memcpy(own + r0 * L, x, sizeof(double) * static_cast<std::size_t>(W * L));
         double* o = out + r0 * L;
-        for (std::int64_t c = 0; c < 8 * L; ++c) o[c] = 0.0;
+        for (std::int64_t c = 0; c < W * L; ++c) o[c] = 0.0;
         for (std::int64_t m = 0; m < k; ++m)
-            for (int l = 0; l < 8; ++l) o[l * L + order[m][l]] = kept[m][l];
+            for (int l = 0; l < W; ++l) o[l * L + order[m][l]] = kept[m][l];
     }
     return r0;
+}
+ROWSTOCH_TARGET_AVX512 __attribute__((noinline)) inline std::int64_t topk_rows8(const double* X, double* out,
+                                                                              double* own, std::int64_t rows,
+                                                                              std::int64_t L, std::int64_t k) {
+    return topk_rows<8>(X, out, own, rows, L, k);
+}
+ROWSTOCH_TARGET_AVX2 __attribute__((noinline)) inline std::int64_t topk_rows4(const double* X, double* out,
+                                                                            double* own, std::int64_t rows,
+                                                                            std::int64_t L, std::int64_t k) {
+    return topk_rows<4>(X, out, own, rows, L, k);
 }
 #endif
 
@@ -463,10 +476,11 @@ void compress_rows_of(const T* X, T* out, std::int64_t n, std::int64_t w, std::i
         PerNode ? (method == kQsgd || method == kTopk || method == kRandk) : batched(method, param, L);
     for_range(n, threads_for(n * w * 8), [&](std::int64_t lo, std::int64_t hi) {
 #if ROWSTOCH_X86_DISPATCH
-        if constexpr (!PerNode && std::is_same<T, double>::value)  // (top-k of a row's one message, eight rows a time)
-            if (method == kTopk && w == L && L <= 16 && std::min<std::int64_t>(param, L) <= 4 && simd_width() == 8)
-                lo += topk_rows8(X + lo * w, out + lo * w, own ? own + lo * w : nullptr, hi - lo, L,
-                                 std::min<std::int64_t>(param, L));
+        if constexpr (!PerNode && std::is_same<T, double>::value)  // (top-k of a row's one message, W rows a time)
+            if (method == kTopk && w == L && L <= 16 && std::min<std::int64_t>(param, L) <= 4 && simd_width() >= 4)
+                lo += (simd_width() == 8 ? topk_rows8 : topk_rows4)(X + lo * w, out + lo * w,
+                                                                    own ? own + lo * w : nullptr, hi - lo, L,
+                                                                    std::min<std::int64_t>(param, L));
 #endif
         std::vector<std::int64_t> order(static_cast<std::size_t>(L));
         std::vector<double> score(static_cast<std::size_t>(L * (any_batch ? kBatch : 1)));
