@@ -808,7 +808,8 @@ def test_rates_that_do_alike_from_the_grid_s_smallest_up_are_searched_below():
     """A logistic loss on features in units a thousand times too large: its gradients are bounded, so no rate of
     the default grid diverges; every one saturates alike (DSGD's gradient norm at about a third of its start from
     1e-4 to 10) and the tuner chose one of them by its noise, 1e-3, ending at 136 where 1.3e-6 ends at 22. The
-    tuner now searches below the grid while its smallest rate does alike (:func:`tuning._flat_below`)."""
+    tuner now searches below the grid while its smallest rate does alike (:func:`tuning._flat_below`), and runs no
+    rate a last digit from one it ran (:func:`tuning._distinct`)."""
     from rowstoch_fast.objectives import LogisticL2
 
     base = LogisticL2.synthetic(8, total=4000, d=5, lam=0.01, batch=20, seed=3, heterogeneity=1.0)
@@ -821,6 +822,8 @@ def test_rates_that_do_alike_from_the_grid_s_smallest_up_are_searched_below():
     stages = frame.attrs["tuning"]["dsgd"]["stages"]
     assert frame.attrs["status"]["dsgd"] == "ok" and [s["name"] for s in stages][:2] == ["grid", "search"]
     assert end["lr"].iloc[0] < 1e-5 and end["grad_norm_mean"].mean() < 50.0, (end["lr"].iloc[0], stages)
+    tried = sorted(float(lr) for s in stages for lr in s["scores"] if "replicas" not in s)
+    assert all(b > a * (1 + 1e-5) for a, b in zip(tried, tried[1:])), tried
     grid = [10.0 ** (k / 2) for k in range(-8, 3)]
     flat = {lr: 130.0 * (1.0 + 0.1 * math.sin(k)) for k, lr in enumerate(grid)}
     assert tuning._flat_below(flat, {}, grid) == pytest.approx([10 ** -6, 10 ** -5.5, 10 ** -5, 10 ** -4.5],
@@ -829,6 +832,12 @@ def test_rates_that_do_alike_from_the_grid_s_smallest_up_are_searched_below():
     assert tuning._flat_below(sloped, {}, grid) == []
     assert tuning._flat_below(flat, {}, grid, rounding=200.0) == []  # (every rate at the rounding level)
     assert tuning._flat_below({**flat, 1e-4: math.inf}, {}, grid) == []  # (the smallest too small: not stable)
+    assert tuning._flat_below({**flat, 1e-2: 97.6}, {}, grid)  # (one low draw: helper 156's Pull-Diag-GT, 121-126
+    # on the grid but for 97.6 at 0.01, was left 11x off)
+    assert tuning._flat_below({**flat, 1e-3: math.inf}, {}, grid)  # (one of the five rejected by a draw)
+    assert tuning._flat_below({**flat, 1e-3: math.inf, 1e-2: math.inf}, {}, grid) == []
+    assert tuning._flat_below({**flat, 10.0: 30.0}, {}, grid) == []  # (far better elsewhere: not alike)
+    assert tuning._distinct([5.62342e-07, 5.62341e-07, 1e-6, 3.16228e-07], [1e-6]) == [3.16228e-07, 5.62341e-07]
 
 
 def test_the_search_for_a_stable_rate_stops():

@@ -207,10 +207,13 @@ SEARCH_WIDTH = 4
 #: No rate the tuner tries lies more than this many decades past the grid's ends (the default's 1e-4 .. 10:
 #: 1e-12 .. 1e9).
 SEARCH_DECADES = 8
-#: Where every rate from the smallest tried to this many decades above it ends within :data:`FLAT` of the best
-#: (or two standard errors of a difference, where that is wider), the tuner searches below (:func:`_flat_below`).
+#: Where the rates from the smallest tried to this many decades above it end alike (within :data:`FLAT` of their
+#: median, or two standard errors of a difference where that is wider), the tuner searches below
+#: (:func:`_flat_below`).
 FLAT_DECADES = 2.0
 FLAT = 1.25
+#: The least share of those rates that must be stable (one of the default grid's five may be rejected by a draw).
+FLAT_STABLE = 0.75
 #: A rejected rate whose metric moved by less than this factor from its start moved nothing (:func:`_failure`: on
 #: noisy streams a rate too small to move ends a little above or below its start).
 UNMOVED = 1.1
@@ -879,7 +882,22 @@ def _around_valleys(scores, best, refined, grid):
 
 def _midpoints(best, rates, tried):
     """The geometric midpoints of ``best`` with each of ``rates`` (six significant digits), those not in ``tried``."""
-    return sorted({float(f"{math.sqrt(best * lr):.6g}") for lr in rates} - set(tried))
+    return _distinct({float(f"{math.sqrt(best * lr):.6g}") for lr in rates}, tried)
+
+
+#: Rates closer than this (relatively) are one rate to the tuner (:func:`_distinct`).
+SAME_RATE = 1e-5
+
+
+def _distinct(rates, tried=()):
+    """``rates`` sorted, without those within :data:`SAME_RATE` of one ``tried`` or of a smaller one kept: rates
+    rounded to six digits from rates already rounded land a last digit apart (a refinement ran 5.62341e-07, the
+    midpoint of 1e-6 and 3.16228e-7, beside 5.62342e-07, half a step below 1e-6: helper 156)."""
+    kept, near = [], sorted(tried)
+    for lr in sorted(set(rates)):
+        if not any(abs(lr - t) <= SAME_RATE * max(lr, t) for t in kept + near):
+            kept.append(lr)
+    return kept
 
 
 def exact_tuning(network, objective, method):
@@ -1112,7 +1130,7 @@ def _tune_stages(stage, scores, arrival, ends, finals, record, grid, method, log
                 if lr not in scores and (extension == 0 or lr < min(scores) or lr > max(scores))
                 and _within_span(lr, grid)]
         if extension == 0:  # (and halfway to each: an eighth of a decade of the default grid)
-            more = sorted(set(more) | set(_midpoints(best, more, scores)))
+            more = _distinct(set(more) | set(_midpoints(best, more, scores)), scores)
             if exact:  # (and so around each other stable stretch's best, and each edge of stability)
                 refined = {best}
                 more = sorted(set(more) | set(_around_valleys(scores, best, refined, grid)))
@@ -1359,10 +1377,11 @@ def _moved_grid(stable, tried, grid):
 
 
 def _flat_below(scores, finals, grid, rounding=0.0):
-    """Where the smallest rate tried and every rate up to :data:`FLAT_DECADES` above it are stable and end within
-    :data:`FLAT` (or two standard errors of a difference, :func:`noise`) of the best stable score, the best above
-    the rounding level ``rounding``: the next :data:`SEARCH_WIDTH` rates below it, a search step apart; else
-    empty. Rates that do alike over decades are all too large where the gradients are bounded: a logistic loss
+    """Where the smallest rate tried is stable, and so are :data:`FLAT_STABLE` of the rates up to
+    :data:`FLAT_DECADES` above it (three at least), none ending above :data:`FLAT` (or two standard errors of a
+    difference, :func:`noise`) times their median, which is within that factor squared of the best stable score,
+    the best above the rounding level ``rounding``: the next :data:`SEARCH_WIDTH` rates below it, a search step
+    apart; else empty. Rates that do alike over decades are all too large where the gradients are bounded: a logistic loss
     whose features are in units a thousand times too large saturates at every rate of the default grid
     (DSGD ended at 118-150 from 1e-4 to 10, its gradient norm at 0.27x its start, and was tuned to 1.0: at 1e-6 it
     ends at 8.8), where methods that diverged there were searched below it. The search goes on while the smallest
@@ -1377,7 +1396,12 @@ def _flat_below(scores, finals, grid, rounding=0.0):
         return []
     band = max(FLAT, math.exp(2.0 * math.sqrt(2.0) * noise(stable, finals)))
     near = [lr for lr in scores if lr <= low * 10.0 ** FLAT_DECADES * (1 + 1e-9)]
-    if max(near) < low * 10.0 ** FLAT_DECADES * (1 - 1e-9) or any(scores[lr] > band * best for lr in near):
+    level = [stable[lr] for lr in near if lr in stable]
+    if max(near) < low * 10.0 ** FLAT_DECADES * (1 - 1e-9) or len(level) < max(3, math.ceil(FLAT_STABLE * len(near))):
+        return []
+    typical = float(np.median(level))
+    if max(level) > band * typical or typical > band * band * best:  # (one low draw among them, or elsewhere
+        # in the grid, does not stop it: a saturated Pull-Diag-GT's grid ended at 121-126 but for 97.6 at 0.01)
         return []
     step = _search_step(grid)
     return _untried([low / step ** k for k in range(1, SEARCH_WIDTH + 1)], list(scores), grid)
@@ -1389,8 +1413,9 @@ def _search_step(grid):
 
 
 def _untried(rates, tried, grid):
-    """``rates`` to 6 significant digits (as every rate the tuner tries), within the span, not ``tried``, sorted."""
-    return sorted({float(f"{v:.6g}") for v in rates if _within_span(v, grid)} - set(tried))
+    """``rates`` to 6 significant digits (as every rate the tuner tries), within the span, not ``tried`` (nor within
+    :data:`SAME_RATE` of one), sorted."""
+    return _distinct({float(f"{v:.6g}") for v in rates if _within_span(v, grid)}, tried)
 
 
 def _within_span(lr, grid):
