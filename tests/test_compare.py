@@ -837,6 +837,14 @@ def test_rates_that_do_alike_from_the_grid_s_smallest_up_are_searched_below():
     assert tuning._flat_below({**flat, 1e-3: math.inf}, {}, grid)  # (one of the five rejected by a draw)
     assert tuning._flat_below({**flat, 1e-3: math.inf, 1e-2: math.inf}, {}, grid) == []
     assert tuning._flat_below({**flat, 10.0: 30.0}, {}, grid) == []  # (far better elsewhere: not alike)
+    slope = {**flat, **dict(zip(grid, [3.0, 2.0, 1.5, 1.3, 1.2, 1.1]))}  # (a slope's slow end, ±30% noise: the
+    # band 2.3x wide; helper 157)
+    finals = {lr: [v * 0.7, v * 1.3] for lr, v in slope.items()}
+    assert tuning.noise(slope, finals) > 0.25 and tuning._flat_below(slope, finals, grid) == []
+    third = list(np.logspace(-4, 1, 16))  # (a grid a third of a decade apart, its rates unrounded: two decades
+    # above the search's 4.64159e-6 is 4.64159e-4, the grid's 4.6415888e-4 a rounding below it)
+    low = {**{lr: 120.0 for lr in third}, **{4.64159e-6: 120.0, 1e-5: 120.0, 2.15443e-5: 120.0}}
+    assert tuning._flat_below(low, {}, third)
     assert tuning._distinct([5.62342e-07, 5.62341e-07, 1e-6, 3.16228e-07], [1e-6]) == [3.16228e-07, 5.62341e-07]
 
 
@@ -1342,20 +1350,26 @@ def test_repetitions_that_agree_climb_back_as_one_trajectory_and_a_noise_floor_s
 
     agreeing = frame(dip, 0.09)
     assert 1.99 < verdict.climb_factor(agreeing.pivot(index="iteration", columns="rep",
-                                                      values="suboptimality").to_numpy(), 1e-300) < 2.01
+                                                      values="suboptimality").to_numpy()[1:], 1e-300) < 2.01
     status, why = verdict.status_of(agreeing, "suboptimality", {}, lr=0.0562, lr_source="given", iterations=400)
     assert status == "unstable" and re.match(r"suboptimality climbed back [4-9][\d.]*x above its lowest level "
                                              r"\(reached by iteration \d+\) by the end at lr 0.0562$", why), why
     assert verdict.status_of(frame(fall, 0.09), "suboptimality", {}, lr=0.0562, lr_source="given",
                              iterations=400) == ("ok", "")
     spread = frame(dip, 1.0, reps=5)
-    assert verdict.climb_factor(spread.pivot(index="iteration", columns="rep", values="suboptimality").to_numpy(),
+    assert verdict.climb_factor(spread.pivot(index="iteration", columns="rep", values="suboptimality").to_numpy()[1:],
                                 1e-300) == 10.0
     assert verdict.status_of(spread, "suboptimality", {}, lr=0.0562, lr_source="given", iterations=400)[0] != \
         "unstable"
     two = frame(dip, 0.09, reps=2)  # (two repetitions say little of their spread: the tenfold)
-    assert verdict.climb_factor(two.pivot(index="iteration", columns="rep", values="suboptimality").to_numpy(),
+    assert verdict.climb_factor(two.pivot(index="iteration", columns="rep", values="suboptimality").to_numpy()[1:],
                                 1e-300) == 10.0
+    floor = frame(np.r_[5.43, np.full(25, 0.05)], 1.0, reps=5)  # (agreeing on the way down to a noise floor, not
+    # at it: the factor is read on the records from the lowest stretch on, helper 157)
+    floor.loc[floor["iteration"] <= 96, "suboptimality"] = np.tile(5.43 * np.r_[1.0, 0.5, 0.2, 0.1, 0.05, 0.02, 0.01],
+                                                                   5)
+    runs = floor.pivot(index="iteration", columns="rep", values="suboptimality").to_numpy()
+    assert verdict.climb_factor(runs[7:], 1e-300) == 10.0 and verdict.climb_factor(runs[1:], 1e-300) < 10.0
 
 
 def test_next_stable_is_the_best_stable_rate_a_fifth_of_a_decade_below():

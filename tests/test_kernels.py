@@ -357,10 +357,11 @@ def test_batched_messages_across_rows_and_threads_equal_numpy_s(method, param, r
 @pytest.mark.parametrize("L", [1, 2, 7, 10, 16, 17])
 @pytest.mark.parametrize("k", [1, 2, 4])
 def test_top_k_sends_the_same_bits_at_every_vector_width(L, k):
-    """Top-k of one message a row, eight rows at a time on AVX-512 where the CPU runs it, sends the bits of the
-    scalar passes (width 2) whatever the values: zeros of both signs, ties, NaN (a NaN in the first column is taken
-    first, elsewhere never), infinities; in place and with the own rows copied; a block whose rows are not a
-    multiple of eight (and L = 17, past the vector path)."""
+    """Top-k of one message a row, eight rows at a time on AVX-512 and four on AVX2 where the CPU runs them, sends
+    the bits of the scalar passes (width 2) whatever the values: zeros of both signs, ties, NaN (a NaN in the first
+    column is taken first, elsewhere never; a signalling one sent quiet, as the scalar path's product by the scale
+    1 sends it: helper 157), infinities; in place and with the own rows copied; a block whose rows are not a
+    multiple of the width (and L = 17, past the vector path)."""
     from rowstoch_fast import _core
 
     rng = np.random.default_rng(10 * L + k)
@@ -369,6 +370,7 @@ def test_top_k_sends_the_same_bits_at_every_vector_width(L, k):
     for value, share in ((0.0, 0.1), (-0.0, 0.1), (1.5, 0.15), (-1.5, 0.05), (np.nan, 0.05), (np.inf, 0.02),
                          (-np.inf, 0.02)):
         X[rng.random(X.shape) < share] = value
+    X.view(np.uint64)[rng.random(X.shape) < 0.05] = 0x7FF0_0000_0000_0001  # (signalling NaNs, a payload each)
     got = {}
     try:
         for width in _core.simd_widths():

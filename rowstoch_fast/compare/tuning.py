@@ -891,8 +891,8 @@ SAME_RATE = 1e-5
 
 def _distinct(rates, tried=()):
     """``rates`` sorted, without those within :data:`SAME_RATE` of one ``tried`` or of a smaller one kept: rates
-    rounded to six digits from rates already rounded land a last digit apart (a refinement ran 5.62341e-07, the
-    midpoint of 1e-6 and 3.16228e-7, beside 5.62342e-07, half a step below 1e-6: helper 156)."""
+    rounded to six digits from rates already rounded land a last digit apart (a refinement ran 5.62342e-07, the
+    midpoint of 1e-6 and 3.16228e-7, beside 5.62341e-07, half a step below 1e-6: helper 156)."""
     kept, near = [], sorted(tried)
     for lr in sorted(set(rates)):
         if not any(abs(lr - t) <= SAME_RATE * max(lr, t) for t in kept + near):
@@ -1133,7 +1133,7 @@ def _tune_stages(stage, scores, arrival, ends, finals, record, grid, method, log
             more = _distinct(set(more) | set(_midpoints(best, more, scores)), scores)
             if exact:  # (and so around each other stable stretch's best, and each edge of stability)
                 refined = {best}
-                more = sorted(set(more) | set(_around_valleys(scores, best, refined, grid)))
+                more = _distinct(set(more) | set(_around_valleys(scores, best, refined, grid)), scores)
         if not more:
             break
         for part in _parts(more, _width(grid, record)):  # (no wider than the memory checked)
@@ -1379,11 +1379,12 @@ def _moved_grid(stable, tried, grid):
 def _flat_below(scores, finals, grid, rounding=0.0):
     """Where the smallest rate tried is stable, and so are :data:`FLAT_STABLE` of the rates up to
     :data:`FLAT_DECADES` above it (three at least), none ending above :data:`FLAT` (or two standard errors of a
-    difference, :func:`noise`) times their median, which is within that factor squared of the best stable score,
-    the best above the rounding level ``rounding``: the next :data:`SEARCH_WIDTH` rates below it, a search step
-    apart; else empty. Rates that do alike over decades are all too large where the gradients are bounded: a logistic loss
-    whose features are in units a thousand times too large saturates at every rate of the default grid
-    (DSGD ended at 118-150 from 1e-4 to 10, its gradient norm at 0.27x its start, and was tuned to 1.0: at 1e-6 it
+    difference, :func:`noise`) times their median, the smallest not above :data:`FLAT` times it (not the slow end
+    of a slope, however noisy: helper 157), and the median within that band squared of the best stable score, the
+    best above the rounding level ``rounding``: the next :data:`SEARCH_WIDTH` rates below it, a search step apart;
+    else empty. Rates that do alike over decades are all too large where the gradients are bounded: a logistic
+    loss whose features are in units a thousand times too large saturates at every rate of the default grid (DSGD
+    ended at 118-184 from 1e-4 to 10, its gradient norm at a quarter of its start, and was tuned to 1.0: at 1e-6 it
     ends at 8.8), where methods that diverged there were searched below it. The search goes on while the smallest
     rate does alike; a rate below that ends better becomes the best at the edge, which the refinement then
     extends past (:data:`MAX_EXTENSIONS`)."""
@@ -1395,13 +1396,15 @@ def _flat_below(scores, finals, grid, rounding=0.0):
     if best <= rounding * (1 + 1e-9) or best <= 0:  # (converged: every rate ties at the rounding level)
         return []
     band = max(FLAT, math.exp(2.0 * math.sqrt(2.0) * noise(stable, finals)))
-    near = [lr for lr in scores if lr <= low * 10.0 ** FLAT_DECADES * (1 + 1e-9)]
+    top = low * 10.0 ** FLAT_DECADES  # (rates rounded to six digits: within SAME_RATE of it is it)
+    near = [lr for lr in scores if lr <= top * (1 + SAME_RATE)]
     level = [stable[lr] for lr in near if lr in stable]
-    if max(near) < low * 10.0 ** FLAT_DECADES * (1 - 1e-9) or len(level) < max(3, math.ceil(FLAT_STABLE * len(near))):
+    if max(near) < top * (1 - SAME_RATE) or len(level) < max(3, math.ceil(FLAT_STABLE * len(near))):
         return []
     typical = float(np.median(level))
-    if max(level) > band * typical or typical > band * band * best:  # (one low draw among them, or elsewhere
-        # in the grid, does not stop it: a saturated Pull-Diag-GT's grid ended at 121-126 but for 97.6 at 0.01)
+    if max(level) > band * typical or stable[low] > FLAT * typical or typical > band * band * best:  # (one low
+        # draw among them, or elsewhere in the grid, does not stop it: a saturated Pull-Diag-GT's grid ended at
+        # 121-126 but for 97.6 at 0.01)
         return []
     step = _search_step(grid)
     return _untried([low / step ** k for k in range(1, SEARCH_WIDTH + 1)], list(scores), grid)

@@ -42,7 +42,7 @@ from .._checks import as_float_array, check_bool, check_positive_float
 from ..report import TIE_SE  # (the rule's threshold, below the harness: the tables' footnotes say it)
 from ..runner import GROWTH_WARNING
 from .tuning import (CLIMB, CONVERGED, NO_PROGRESS, SPREAD, STABILITY_FACTOR, TAIL, UNTUNABLE, climbs, final_estimate,
-                     off_its_minimum, rising, runaway, smoothed, typical_curve)
+                     _tail, off_its_minimum, rising, runaway, smoothed, typical_curve)
 
 __all__ = ["STATUSES", "NO_PROGRESS", "TIE_SE", "NEXT_STABLE", "status_of", "ranks", "tuning_failures",
            "hint_outcomes", "next_stable"]
@@ -409,10 +409,7 @@ def _climbing(frame, metric, means, start, one_trajectory=False, converged=CONVE
         if typical is not None and np.isfinite(typical).all():
             same = one_trajectory or runs.shape[1] > 1 and np.allclose(runs, runs[:, :1], rtol=1e-9, atol=0.0)
             x = curves.index.to_numpy(np.float64)
-            off = off_its_minimum(x, typical, STABILITY_FACTOR if same else climb_factor(runs, floor))
-            if off is not None and not same:  # (and still rising from there: a noise floor jumps, it does not climb)
-                after = x >= off[1]
-                off = off if rising(x[after], np.log(typical[after])) else None
+            off = climbed_back(x, runs, typical, floor, same)
             if off is not None:
                 return (f"{metric} climbed back {off[0]:.3g}x above its lowest level (reached by iteration {off[1]}) "
                         f"by the end")
@@ -439,14 +436,34 @@ CLIMB_NOISE = 3.0
 CLIMB_SPREAD_REPEATS = 3
 
 
+def climbed_back(x, runs, typical, floor, same=False):
+    """``(ratio, iteration)`` where the typical curve ``typical`` of the repetitions ``runs`` (records at ``x`` x
+    repetitions, the first record the start; values below ``floor`` read as it) ends above its lowest stretch
+    (:func:`~rowstoch_fast.compare.tuning.off_its_minimum`, ``iteration`` where that stretch ends) by the tuner's
+    :data:`~rowstoch_fast.compare.tuning.STABILITY_FACTOR` where they ran one trajectory (``same``), else by
+    :func:`climb_factor` of the records from that stretch on, and still rising from there (a noise floor jumps,
+    it does not climb); else None."""
+    off = off_its_minimum(x, typical, STABILITY_FACTOR)
+    if off is None or same:
+        return off
+    k = int(_tail(x).sum())  # (the stretches' length: off_its_minimum's)
+    first = max(1, int(np.searchsorted(x, off[1])) - k + 1)  # (the lowest stretch's first record)
+    if off[0] <= climb_factor(runs[first:], floor):
+        return None
+    after = x >= off[1]
+    return off if rising(x[after], np.log(typical[after])) else None
+
+
 def climb_factor(runs, floor):
-    """How many times its lowest level the typical curve of repetitions that differ (``runs``: records x
-    repetitions, the first record the start) must end at for :func:`_climbing` to call it a climb: the tenfold
+    """How many times its lowest level the typical curve of repetitions that differ (``runs``: the records from
+    its lowest stretch to the end x repetitions) must end at for :func:`climbed_back` to call it a climb: the tenfold
     (:data:`~rowstoch_fast.compare.tuning.CLIMB`) that a noise floor's median needs (in one or two dimensions it
     touches 0, and over five repetitions climbed 2x above its lowest stretch in 9-35% of a helper's stationary
     runs), narrowed where the repetitions agree to ``exp(CLIMB_NOISE * s)``, no less than the tuner's
-    :data:`~rowstoch_fast.compare.tuning.STABILITY_FACTOR`: ``s`` the median, over the records past the start, of
-    the standard deviation (the sample's) of the logarithms of the repetitions' values (at least ``floor``), with
+    :data:`~rowstoch_fast.compare.tuning.STABILITY_FACTOR`: ``s`` the median, over those records (the ones the
+    climb is read on: repetitions that agree on their way down to a noise floor had narrowed the factor of a floor
+    in two dimensions from 10 to 4.4-7.4, helper 157), of the standard deviation (the sample's) of the logarithms
+    of the repetitions' values (at least ``floor``), with
     :data:`CLIMB_SPREAD_REPEATS` repetitions at least: the twofold up to ``s`` = ln 2 / 3 = 0.23 (the spread of
     a noise floor in 32 dimensions or more, whose median's levels do not wander twofold), the tenfold from 0.77
     (a floor in four dimensions or fewer). Push-Pull over uniform delays, its repetitions' logarithms 0.09 apart,
@@ -457,10 +474,10 @@ def climb_factor(runs, floor):
     ``ok`` runs of eight tuned comparisons, 5, each a fallback rate whose tuning runs had climbed 10.8-12.9x; over
     helper 155's 107 runs, 3, each still rising (bench/RESULTS.md section 69a)."""
     runs = np.asarray(runs, dtype=np.float64)
-    if runs.ndim != 2 or runs.shape[1] < CLIMB_SPREAD_REPEATS or len(runs) < 2:
+    if runs.ndim != 2 or runs.shape[1] < CLIMB_SPREAD_REPEATS or len(runs) < 1:
         return CLIMB
     with np.errstate(all="ignore"):
-        spread = float(np.median(np.std(np.log(np.maximum(runs[1:], floor)), axis=1, ddof=1)))
+        spread = float(np.median(np.std(np.log(np.maximum(runs, floor)), axis=1, ddof=1)))
     return float(np.clip(math.exp(CLIMB_NOISE * spread), STABILITY_FACTOR, CLIMB)) if math.isfinite(spread) \
         else CLIMB
 

@@ -194,7 +194,8 @@ ROWSTOCH_INLINE void box_muller(const double* u1, const double* u2, double* z) {
 // Vector width of the kernels: 8 where the CPU (and its OS) runs AVX-512F, 4 where it has AVX2 (x86-64),
 // else 2. Width 8 is taken only by the kernels that put one replica in each lane, a delayed round's age draws
 // (network.hpp's delayed_rows8) and top-k's messages of eight rows (compress.hpp's topk_rows8; four rows at
-// width 4) (the other lanes of their kernels run at 4). set_simd_width(2) forces the baseline path (tests, benchmarks); 0 = automatic.
+// width 4) (the other lanes of their kernels run at 4). set_simd_width(2) forces the baseline path (tests,
+// benchmarks); 0 = automatic.
 inline std::atomic<int>& simd_width_setting() {
     static std::atomic<int> w{0};
     return w;
