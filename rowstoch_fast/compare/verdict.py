@@ -393,9 +393,8 @@ def _climbing(frame, metric, means, start, one_trajectory=False, converged=CONVE
     ran the same trajectory (``one_trajectory``: exact gradients, nothing drawn, whatever the number of
     repetitions; or repetitions found equal: DIGing at a given rate fell to 3.6e-3 and climbed back to 1.18, ranked
     first, the rule having been the tuner's alone), by :func:`climb_factor`, still rising, where they differ
-    (:data:`~rowstoch_fast.compare.tuning.CLIMB` where their spread is a noise floor's, less where they agree);
-    or the
-    consensus error runs off at the end in a repetition (:func:`~rowstoch_fast.compare.tuning.climbs`: a lossy
+    (:data:`~rowstoch_fast.compare.tuning.CLIMB` where their spread is a noise floor's, less where they agree:
+    :func:`climbed_back`); or the consensus error runs off at the end in a repetition (:func:`~rowstoch_fast.compare.tuning.climbs`: a lossy
     push-sum method's, growing 1.08x an iteration to the end of the budget, its ranked metric not yet touched,
     ranked ``ok``)."""
     if len(means) >= 4 and math.isfinite(start) and start > 0:
@@ -463,10 +462,9 @@ def climb_factor(runs, floor):
     :data:`~rowstoch_fast.compare.tuning.STABILITY_FACTOR`: ``s`` the median, over those records (the ones the
     climb is read on: repetitions that agree on their way down to a noise floor had narrowed the factor of a floor
     in two dimensions from 10 to 4.4-7.4, helper 157), of the standard deviation (the sample's) of the logarithms
-    of the repetitions' values (at least ``floor``), with
-    :data:`CLIMB_SPREAD_REPEATS` repetitions at least: the twofold up to ``s`` = ln 2 / 3 = 0.23 (the spread of
-    a noise floor in 32 dimensions or more, whose median's levels do not wander twofold), the tenfold from 0.77
-    (a floor in four dimensions or fewer). Push-Pull over uniform delays, its repetitions' logarithms 0.09 apart,
+    of the repetitions' values (at least ``floor``), with :data:`CLIMB_SPREAD_REPEATS` repetitions at least: the
+    twofold up to ``s`` = ln 2 / 3 = 0.23 (the spread of a noise floor in 32 dimensions or more, whose median's
+    levels do not wander twofold), the tenfold from 0.77 (a floor in four dimensions or fewer). Push-Pull over uniform delays, its repetitions' logarithms 0.09 apart,
     fell from 5.43 to 0.048 by iteration 48 and climbed back to 2.55 by the end: helper 153's finding F1b, ``ok``
     under the tenfold. Over 21,600 simulated stationary noise floors (1 to 128 dimensions, 3 to 12 repetitions,
     16 to 51 records, AR(1) drift 0 to 0.97) it flags 3 more than the tenfold alone (36 against 33); over the 569
