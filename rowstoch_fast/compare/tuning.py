@@ -1389,8 +1389,8 @@ def _flat_below(scores, finals, grid, rounding=0.0):
     rate does alike; a rate below that ends better becomes the best at the edge, which the refinement then
     extends past (:data:`MAX_EXTENSIONS`)."""
     stable = {lr: sc for lr, sc in scores.items() if math.isfinite(sc)}
-    low = min(scores) if scores else None
-    if low is None or low not in stable or not stable or low <= min(grid) / 10.0 ** SEARCH_DECADES * (1 + 1e-6):
+    low = min(scores, default=None)
+    if low not in stable or low <= min(grid) / 10.0 ** SEARCH_DECADES * (1 + 1e-6):
         return []
     best = min(stable.values())
     if best <= rounding * (1 + 1e-9) or best <= 0:  # (converged: every rate ties at the rounding level)

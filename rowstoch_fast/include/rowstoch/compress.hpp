@@ -366,12 +366,6 @@ void compress_batch(int method, const T* const* v, T* const* out, std::int64_t L
 }
 
 #if ROWSTOCH_X86_DISPATCH
-// compress_rows_of's top-k of the first rows - rows % W rows of X (a message of L <= 16 doubles a row, k <= 4), W
-// rows at a time (8 on AVX-512, 4 on AVX2): in each lane its row's scores -|v_c|, compress_batch's argmin passes
-// (the first minimum by `<`, a pass's choice then +inf) and keep_k's writes (the kept values read first: out may be
-// X; zeros, then the kept values in pass order), so the same bits; `own` (or null) gets the rows before they are
-// written. Returns the rows done. The scalar passes took 30 ns a row (top-2 of 10) on a Xeon: a compressed round
-// over losses 2.8x the static one at n = 2^18 where the lossy round alone is 1.6x.
 // keep_k's x * 1 (top-k's scale): a signalling NaN made quiet (its quiet bit set, as the product sets it on x86),
 // every other value as it is (helper 157: 394 of 765 blocks with signalling NaNs differed from the scalar path).
 inline double quieted(double x) {
@@ -382,6 +376,12 @@ inline double quieted(double x) {
     return x;
 }
 
+// compress_rows_of's top-k of the first rows - rows % W rows of X (a message of L <= 16 doubles a row, k <= 4), W
+// rows at a time (8 on AVX-512, 4 on AVX2): in each lane its row's scores -|v_c|, compress_batch's argmin passes
+// (the first minimum by `<`, a pass's choice then +inf) and keep_k's writes (the kept values read first: out may be
+// X; zeros, then the kept values in pass order), so the same bits; `own` (or null) gets the rows before they are
+// written. Returns the rows done. The scalar passes took 30 ns a row (top-2 of 10) on a Xeon: a compressed round
+// over losses 2.8x the static one at n = 2^18 where the lossy round alone is 1.6x.
 template <int W>
 ROWSTOCH_INLINE std::int64_t topk_rows(const double* X, double* out, double* own, std::int64_t rows, std::int64_t L,
                                        std::int64_t k) {
