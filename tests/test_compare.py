@@ -3012,6 +3012,32 @@ def test_a_kill_while_a_resume_goes_through_its_kept_methods_loses_none(tmp_path
         columns="total_wall_seconds"), before.sort_values(key).reset_index(drop=True).drop(columns="total_wall_seconds"))
 
 
+def test_every_table_prints_the_rate_it_ran(problem):
+    """F5 (helper 153): the tables printed rates to two or three digits, and a rerun at the printed rate was another
+    run (under 4-bit QSGD 8.06e-3 at 0.0056 against 7.07e-3 at the run's 0.00562341). The console table, the
+    Markdown and the LaTeX now print the shortest decimal that reads back as the rate run, and a rate given as such
+    is the same run."""
+    from rowstoch_fast import report
+
+    A, f = problem
+    frame = cmp.compare(A, f, "dsgd,push-pull", 30, lr={"dsgd": 0.0562341, "push-pull": 0.1}, repeats=1,
+                        progress=False)
+    table = cmp.summary(frame)
+    texts = {"console": cmp.format_summary(table), "markdown": report.to_markdown(table),
+             "latex": report.to_latex(table)}
+    for name, text in texts.items():
+        assert "0.0562341" in text and "0.056 " not in text and "0.0562 " not in text, name
+        assert re.search(r"\b0\.1\b", text) and "0.10" not in text, name
+    assert [report.rate_text(v) for v in (0.1, 1.0, 10.0, 0.0749894, 5.62341e-05, 1e-4, 1 / 3)] == \
+        ["0.1", "1", "10", "0.0749894", "5.62341e-05", "0.0001", "0.3333333333333333"]
+    for v in (0.1, 0.0749894, 5.62341e-05, 1 / 3, 2.0 ** -40, 1.7976931348623157e308):
+        assert float(report.rate_text(v)) == v
+    assert report.rate_text(float("nan")) == "nan"
+    again = cmp.compare(A, f, "dsgd", 30, lr=float(report.rate_text(0.0562341)), repeats=1, progress=False)
+    np.testing.assert_array_equal(again["suboptimality"].to_numpy(),
+                                  frame[frame.algorithm == "dsgd"]["suboptimality"].to_numpy())
+
+
 def test_one_repetition_shows_no_spread(problem):
     """A new user's trial: with --repeats 1 every table printed "+- 0.0e+00", a spread one run cannot show. Its
     standard deviation is NaN, and the tables print the value alone; two repetitions still show theirs."""

@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from .._checks import check_names, check_positive_float, check_text
-from ..report import _check_summary as check_summary, _said as said, single_runs, tie_note
+from ..report import _check_summary as check_summary, _said as said, rate_text, single_runs, tie_note
 from ..runner import METRICS, check_metric
 from ..user_metrics import COUNTS, RESERVED, higher_is_better
 from .tuning import CONVERGED
@@ -237,8 +237,9 @@ def format_summary(table, metric=None):
     extra = [c[:-len("_std")] for c in table.columns  # (the metrics :func:`summary` reports beside the ranked one)
              if c.endswith("_std") and c not in ("final_std", f"{metric}_std") and c[:-len("_std")] in table.columns]
     ew = {m: max(len(m), 10) for m in extra}
+    lw = max([8, *(len(rate_text(v)) for v in table["lr"])])  # (the rates as run: a rerun at one is the run)
     head = ("".join(f"{g:<{gw[g]}}  " for g in groups)
-            + f"{'algorithm':<22} {'rank':>4} {'lr':>8} {'(source)':<{width}} {'R':>3} {'rounds':>7} "
+            + f"{'algorithm':<22} {'rank':>4} {'lr':>{lw}} {'(source)':<{width}} {'R':>3} {'rounds':>7} "
             f"{metric + ' (final)':>24} " + "".join(f"{m:>{ew[m]}} " for m in extra)
             + f"{'messages':>10} {'bytes':>10} {'grad evals':>11} {'wall s':>7}  status")
     lines = [head, "-" * len(head)]
@@ -254,7 +255,7 @@ def format_summary(table, metric=None):
         source = f"({r.lr_source})" if r.lr_source else ""
         beside = "".join(f"{_beside(table.at[r.Index, m], m):>{ew[m]}} " for m in extra)
         lines.append("".join(f"{str(getattr(r, g)):<{gw[g]}}  " for g in groups)
-                     + f"{r.algorithm:<22} {rank:>4} {r.lr:>8.2g} {source:<{width}} "
+                     + f"{r.algorithm:<22} {rank:>4} {rate_text(r.lr):>{lw}} {source:<{width}} "
                      f"{r.rounds_per_iteration:>3} {r.communication_rounds:>7} {final:>24} {beside}{_si(r.messages):>10} "
                      f"{_si(r.bytes):>10} {_si(r.gradient_evaluations):>11} {r.wall_seconds:>7.1f}  {r.status}")
     if "rank_shared" in table.columns and table["rank_shared"].any():
