@@ -616,18 +616,20 @@ def _num(v, digits=2):
 
 
 def rate_text(lr):
-    """A step size as the tables print it: the shortest decimal that reads back as the rate run (``0.1``,
-    ``0.0749894``, ``5.62341e-05``; a tuned rate is kept to six digits), so that a rerun at the printed value
-    (``--lr``) is the run itself; not a finite number: as it is. Two significant digits were not enough on noisy
-    problems: a rerun at 0.0056 of a run at 0.00562341 under 4-bit QSGD ended at 8.06e-3 against 7.07e-3."""
+    """A step size as the tables print it: the shortest decimal of at most six significant digits that reads back
+    as the rate run (``0.1``, ``0.0749894``, ``5.62341e-05``: a refined rate is kept to six digits, so a rerun at
+    the printed value, ``--lr``, is the run itself), else the rate to six digits (a grid point, ``0.00316228`` for
+    10^-2.5: ``summary.csv`` and ``lr.json`` keep every digit); not a finite number: as it is. Two significant
+    digits were not enough on noisy problems: a rerun at 0.0056 of a run at 0.00562341 under 4-bit QSGD ended at
+    8.06e-3 against 7.07e-3."""
     lr = float(lr)
     if not math.isfinite(lr):
         return str(lr)
-    for digits in range(1, 18):
+    for digits in range(1, 7):
         text = f"{lr:.{digits}g}"
         if float(text) == lr and not ("e+" in text and abs(lr) < 1e6):  # (10, not 1e+01)
             return text
-    return repr(lr)  # (unreachable: 17 digits read back every double)
+    return f"{lr:.6g}"
 
 
 def _rank(r):

@@ -1941,6 +1941,35 @@ def test_the_tracker_hint_points_to_loss_robust_methods_where_messages_are_lost(
     assert "heavy sleep" not in hint(lossy=True, loses=losses_of(Lossy(A, 0.1)))  # (no sleep: not said)
 
 
+def test_a_failed_run_on_a_schedule_is_told_so_and_a_pull_diag_method_why():
+    """Helper 158: Pull-Diag-GT and FROST made no progress on a schedule of three matrices (the same graph held
+    still: ok), and their diagnosis blamed the compression and "1/min(pi) = 423", the first matrix's. A failed
+    run's line now says that the weights change from round to round, and a Pull-Diag method's that its tracker
+    is exact on a static network only (not one matrix's scales), pointing to the push family."""
+    from rowstoch_fast.compare.method import _context
+    from rowstoch_fast.network import Compressed, Schedule
+    from rowstoch_fast.objectives import LeastSquares
+
+    frame = pd.DataFrame({"iteration": [0, 10, 20], "grad_norm_mean": [1.0, 0.9, 0.8]})
+    kw = dict(lr=1e-4, lr_source="tuned", iterations=20)
+    status, line = verdict.status_of(frame, "grad_norm_mean", {}, context={"tracker_peak": (423.0, 423.0),
+                                                                          "schedule": 3}, **kw)
+    assert status == "no-progress"
+    assert "this network changes its weights from round to round (a schedule of 3 matrices)" in line
+    assert "exact on a static network only" in line and "push family" in line and "1/min(pi)" not in line
+    assert "push-pull" in verdict.hint_outcomes(line, {"push-pull": "ok", "pull-diag-gt": "no-progress"},
+                                                "pull-diag-gt")
+    _, other = verdict.status_of(frame, "grad_norm_mean", {}, context={"schedule": 3}, **kw)
+    assert "a schedule of 3 matrices" in other and "tracker" not in other
+    _, static = verdict.status_of(frame, "grad_norm_mean", {}, context={"tracker_peak": (423.0, 423.0)}, **kw)
+    assert "schedule" not in static and "1/min(pi) = 423" in static
+    mats = [topology.erdos_renyi(12, 0.3, seed=1), topology.ring(12), topology.erdos_renyi(12, 0.3, seed=2)]
+    f = LeastSquares.synthetic(12, samples_per_node=10, d=3, seed=1)
+    for net, count in ((Compressed(Schedule(mats), "round", bits=10), 3), (mats[0], None)):
+        plan = cmp.make_plan(net, f, ["pull-diag-gt"], 20, lr=0.01)
+        assert _context(plan, plan.methods[0]).get("schedule") == count
+
+
 def test_the_tracker_hint_names_the_exact_trackers_largest_scale_not_its_limit():
     """A helper's directed 64-node ring: Pull-Diag-GT and FROST go to NaN by iteration 51-124 at every rate, because
     ``[A^63]_ii = 2^-63`` (a scale of 9.2e18); the hint, read from ``1/min(pi)`` (64 on a ring), said nothing. The
@@ -3042,8 +3071,8 @@ def test_a_kill_while_a_resume_goes_through_its_kept_methods_loses_none(tmp_path
 def test_every_table_prints_the_rate_it_ran(problem):
     """F5 (helper 153): the tables printed rates to two or three digits, and a rerun at the printed rate was another
     run (under 4-bit QSGD 8.06e-3 at 0.0056 against 7.07e-3 at the run's 0.00562341). The console table, the
-    Markdown and the LaTeX now print the shortest decimal that reads back as the rate run, and a rate given as such
-    is the same run."""
+    Markdown and the LaTeX now print the shortest decimal of at most six digits that reads back as the rate run
+    (a refined rate is kept to six digits), and a rate given as such is the same run; a grid point to six digits."""
     from rowstoch_fast import report
 
     A, f = problem
@@ -3055,10 +3084,11 @@ def test_every_table_prints_the_rate_it_ran(problem):
     for name, text in texts.items():
         assert "0.0562341" in text and "0.056 " not in text and "0.0562 " not in text, name
         assert re.search(r"\b0\.1\b", text) and "0.10" not in text, name
-    assert [report.rate_text(v) for v in (0.1, 1.0, 10.0, 0.0749894, 5.62341e-05, 1e-4, 1 / 3)] == \
-        ["0.1", "1", "10", "0.0749894", "5.62341e-05", "0.0001", "0.3333333333333333"]
-    for v in (0.1, 0.0749894, 5.62341e-05, 1 / 3, 2.0 ** -40, 1.7976931348623157e308):
-        assert float(report.rate_text(v)) == v
+    assert [report.rate_text(v) for v in (0.1, 1.0, 10.0, 0.0749894, 5.62341e-05, 1e-4, 1 / 3, 10 ** -2.5)] == \
+        ["0.1", "1", "10", "0.0749894", "5.62341e-05", "0.0001", "0.333333", "0.00316228"]  # (a grid point: six
+    # digits, not 0.0031622776601683794: helper 158)
+    for v in (0.1, 0.0749894, 5.62341e-05, 2.0 ** -40, 1.7976931348623157e308):
+        assert float(report.rate_text(v)) == pytest.approx(v, rel=5e-6)
     assert report.rate_text(float("nan")) == "nan"
     again = cmp.compare(A, f, "dsgd", 30, lr=float(report.rate_text(0.0562341)), repeats=1, progress=False)
     np.testing.assert_array_equal(again["suboptimality"].to_numpy(),

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import DivergenceError
-from ..network import draws, effects_of, losses_of, redrawn
+from ..network import Network, draws, effects_of, losses_of, redrawn, source_of
 from ..runner import BELOW_OPTIMUM_WORDS, run
 from .tuning import UNTUNABLE, NoStableRate, converged_for, exact_tuning, forget_stages, tune
 from .verdict import NEXT_STABLE, RETRIED, family_members, next_stable, status_of
@@ -57,6 +57,9 @@ def _context(plan, method):
                                        if REGISTRY[name].applies_to(plan.network)]}
     if "tracker" in REGISTRY[method.method].hyper:
         out["tracker_peak"] = lambda: _tracker_peak(plan.network, method)
+    source, _ = source_of(plan.network)
+    if isinstance(source, Network):  # (a schedule: the weights change from round to round)
+        out["schedule"] = len(source.matrices)
     return out
 
 

@@ -116,7 +116,7 @@ def parse_algorithms(names, A, mg_rounds=None):
     bad = [v for v in names if not isinstance(v, str)]
     if bad:
         raise TypeError(f"algorithms: every name must be a string, got {type(bad[0]).__name__} {bad[0]!r}")
-    out = []
+    out, refused = [], []
     for label in names:
         method, rounds = label, 1
         if method_of(label) != label:
@@ -133,15 +133,18 @@ def parse_algorithms(names, A, mg_rounds=None):
         if label in (lbl for lbl, _, _ in out):
             raise ValueError(f"algorithms: {label!r} is listed twice")
         cls = REGISTRY[method]
-        if not cls.applies_to(A):
+        if not cls.applies_to(A):  # (every such method named at once: helper 158 met them one try at a time)
             if "W" in cls.matrices and not cls.applies_to(weights_of(A)):  # (the weights, not the messages)
-                raise ValueError(f"algorithms: {label!r} runs on an undirected network's doubly stochastic W, and this "
-                                 f"network is not one (build it with directed=False, weights='metropolis'; on the "
-                                 f"command line --undirected --weights metropolis)")
-            takes = " ".join((cls.applies_to.__doc__ or "").split()).split(". ")[0].rstrip(".")
-            raise ValueError(f"algorithms: {label!r} does not run on this network ({type(A).__name__}); it takes: "
-                             f"{takes}")
+                refused.append(f"{label!r} runs on an undirected network's doubly stochastic W, and this network is "
+                               f"not one (build it with directed=False, weights='metropolis'; on the command line "
+                               f"--undirected --weights metropolis)")
+            else:
+                takes = " ".join((cls.applies_to.__doc__ or "").split()).split(". ")[0].rstrip(".")
+                refused.append(f"{label!r} does not run on this network ({type(A).__name__}); it takes: {takes}")
+            continue
         out.append((label, method, int(rounds)))
+    if refused:
+        raise ValueError("algorithms: " + "; ".join(refused))
     return out
 
 

@@ -154,6 +154,11 @@ def _tracker_hint(context):
     for here, where a run is not ``ok``). The largest scale, not the limit: on a directed ring of 64 nodes
     ``1/min(pi)`` is 64 while the exact tracker's ``1/[A^63]_ii`` is 9.2e18, and a method that went to NaN at
     iteration 62 had been told nothing."""
+    if context.get("tracker_peak") and context.get("schedule"):  # (one matrix's scales would mislead: helper 158's
+        # "1/min(pi) = 423" was the first of three matrices', and the same graph held still ran ok)
+        return ("; its tracker's D_t is the diagonal of the product of the rounds' matrices since iteration 0, which "
+                "tracking needs only where they do not change: exact on a static network only, short of the "
+                "minimiser on a schedule: try an algorithm of the push family")
     peak = context.get("tracker_peak")
     peak = peak() if callable(peak) else peak
     peak, limit = peak if isinstance(peak, tuple) else (peak, peak)
@@ -224,7 +229,8 @@ def status_of(frame, metric, meta, *, lr, lr_source, iterations, tuning=None, co
     ``effects``: what its layers do to the messages, :func:`~rowstoch_fast.network.effects_of`; ``compresses``: the
     method is one made for compressed messages, ``for_compression`` those that run on this network (or a function
     that gives them), :func:`_effects_note`; ``pushes``: it pushes mass through a column-stochastic matrix,
-    :func:`_push_hint`).
+    :func:`_push_hint`; ``schedule``: the matrices of a :class:`~rowstoch_fast.network.Schedule` the weights go
+    through, where they change from round to round, :func:`_effects_note` and :func:`_tracker_hint`).
     The diagnosis is one line derived from what the run and the tuner recorded ("" for ``ok``)."""
     context = context or {}
     done = int(meta.get("completed_iterations", iterations))
@@ -343,7 +349,9 @@ def _effects_note(context, said=""):
     (``context["for_compression"]``)."""
     loses = context.get("loses")
     loses = [phrase for phrase in loses if phrase not in said] if isinstance(loses, (list, tuple)) else []
-    effects = loses + list(context.get("effects") or ())
+    varies = [f"changes its weights from round to round (a schedule of {context['schedule']} matrices)"] \
+        if context.get("schedule") else []
+    effects = varies + loses + list(context.get("effects") or ())
     if not effects:
         return ""
     note = f"; this network {' and '.join(effects)}"
