@@ -2978,6 +2978,20 @@ def test_the_summaries_are_rewritten_at_most_every_few_seconds_and_at_the_end(tm
     assert all(name in (out / "summary.md").read_text() for name in ("dsgd", "push-pull", "sgp"))
 
 
+def test_the_caption_says_what_r_is_where_a_multi_round_method_runs(tmp_path, capsys):
+    """Helper 158 read the tables' R column (gossip rounds per iteration) as the repetitions: where a multi-round
+    method runs, the caption of summary.md and summary.tex says what R is."""
+    from rowstoch_fast import cli
+
+    for algorithms, said in (("dsgd,mg-pull-diag-gt", True), ("dsgd,push-pull", False)):
+        out = tmp_path / algorithms.replace(",", "_")
+        rounds = ["--mg-rounds", "3"] if said else []
+        assert cli.main(["compare", *SMALL, "--algorithms", algorithms, *rounds, "--lr", "0.05",
+                         "--rounds-budget", "30", "--repeats", "1", "--out", str(out), "--jobs", "1"]) == 0
+        for name in ("summary.md", "summary.tex"):
+            assert ("R: gossip rounds per iteration" in (out / name).read_text()) == said, (algorithms, name)
+
+
 def test_resume_into_another_folder_leaves_both_as_they_were_asked(tmp_path, capsys):
     """--resume DIR --out OTHER: OTHER is a new output folder (refused when it holds results, as any --out), gets
     the comparison whole with its experiment.json (so it resumes in turn), and DIR is left as it was (OTHER was

@@ -817,6 +817,8 @@ def _caption(args, problems):
                                                        if args.repeats > 1 else "One repetition tells no "
                                                        "method from another: every rank is shared")
             + ("; rank 1 in bold" if args.repeats > 1 else "") + "; only runs that ended ok are ranked."
+            + (" R: gossip rounds per iteration (a multi-round method's several)."  # (helper 158 read it as the
+               if any(label.startswith("mg-") for p in problems for label, *_ in p[4]) else "")  # repetitions)
             + (_own_draws(problems) if args.repeats > 1 else ""))
 
 
