@@ -2951,33 +2951,6 @@ def test_added_repetitions_interrupted_go_on_from_their_checkpoint(tmp_path, mon
     assert not list(tmp_path.glob("*from-rep*"))  # (a finished added run's checkpoint is removed)
 
 
-@pytest.mark.parametrize("every", [1e9, 0.0])
-def test_the_summaries_are_rewritten_at_most_every_few_seconds_and_at_the_end(tmp_path, capsys, monkeypatch, every):
-    """While a comparison runs, compare.csv and lr.json (what --resume reads) are replaced as each method
-    finishes, the summaries at most every SUMMARY_EVERY seconds (the first method's at once) and when it ends:
-    ranking every method again after each one cost the default comparison 4.4 s. The summaries at the end are
-    every method's either way."""
-    from rowstoch_fast import cli
-    from rowstoch_fast.cli import compare as cli_compare
-    from rowstoch_fast.compare import outputs
-
-    monkeypatch.setattr(cli_compare, "SUMMARY_EVERY", every)
-    calls = {"summaries": [], "records": []}
-    summaries, records = outputs._write_summaries, outputs.write_records
-    monkeypatch.setattr(outputs, "_write_summaries", lambda frames, *a: calls["summaries"].append(
-        sum(len(set(fr["algorithm"])) for fr in frames)) or summaries(frames, *a))
-    monkeypatch.setattr(outputs, "write_records", lambda frames, folder: calls["records"].append(
-        len(set().union(*(set(fr["algorithm"]) for fr in frames)))) or records(frames, folder))
-    out = tmp_path / "o"
-    assert cli.main(["compare", *SMALL, "--algorithms", "dsgd,push-pull,sgp", "--lr", "0.05", "--rounds-budget", "30",
-                     "--repeats", "1", "--out", str(out), "--jobs", "1"]) == 0
-    assert calls["records"] == [1, 2, 3, 3]  # (each method as it finishes, then the end)
-    assert calls["summaries"] == ([1, 3] if every else [1, 2, 3, 3])
-    table = pd.read_csv(out / "summary.csv")
-    assert sorted(table["algorithm"]) == ["dsgd", "push-pull", "sgp"]
-    assert all(name in (out / "summary.md").read_text() for name in ("dsgd", "push-pull", "sgp"))
-
-
 def test_the_caption_says_what_r_is_where_a_multi_round_method_runs(tmp_path, capsys):
     """Helper 158 read the tables' R column (gossip rounds per iteration) as the repetitions: where a multi-round
     method runs, the caption of summary.md and summary.tex says what R is."""

@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import re
 import sys
-import time
 
 from .._checks import did_you_mean
 from .._signals import signals_held
@@ -295,7 +294,6 @@ def _compare(args):
                 f"every rate of {cmp.TUNE_GRID[0]:g} .. {cmp.TUNE_GRID[-1]:g} over the whole budget in one batched "
                 f"run, then refined, on {metric}; --lr NAME=VALUE fixes one", flush=True)
         frames, interrupted, warned = [], False, set()
-        summaries_due = [0.0]  # (the first method's summaries as it finishes, then at most every SUMMARY_EVERY s)
         for gname, sname, ns, A, specs, lr, f, sources, hyper, chosen in problems:
             where = gname + (f", {sname}" if sname else "")
             say(f"{where} (n = {A.n}, {network_options.words(ns)}): {len(specs)} algorithms, {args.rounds_budget} "
@@ -312,11 +310,8 @@ def _compare(args):
             def write_so_far(frame):  # each method's results as it finishes, every table replaced atomically
                 if root and len(frame):
                     now = frames + [labelled(frame)]
-                    due = time.monotonic() >= summaries_due[0]  # (the summaries: at most every SUMMARY_EVERY s)
                     cmp.write_tables(now, args.out, metrics, caption=_caption(args, problems),
-                                     kept=_not_reached(args, now), summaries=due)
-                    if due:
-                        summaries_due[0] = time.monotonic() + SUMMARY_EVERY
+                                     kept=_not_reached(args, now))
                     if live is not None:
                         live(now)
 
@@ -402,13 +397,6 @@ def _one_section(table):
 
 
 #: The most nodes of the dense stand-in network an experiment file's hyperparameters are checked on.
-#: While a comparison runs, its summaries (summary.csv / .md / .tex: every method finished so far, ranked) are
-#: rewritten at most this often, in seconds, and when it ends or is interrupted; compare.csv and lr.json, what
-#: ``--resume`` reads, as each method finishes. Rewritten after every method, the summaries of the default
-#: comparison's 19 methods cost its main process 4.4 s (2.6 s of it ranking them again each time: 20 tables of
-#: 1-19 methods), beside the workers on a 2-core machine (bench/RESULTS.md section 70d).
-SUMMARY_EVERY = 10.0
-
 _STAND_IN_NODES = 256
 
 

@@ -260,37 +260,23 @@ def write_outputs(frames, folder, metrics=(), x="rounds", formats=("png",), capt
     return written
 
 
-def write_tables(frames, folder, metrics=(), caption=None, kept=None, summaries=True):
+def write_tables(frames, folder, metrics=(), caption=None, kept=None):
     """compare.csv, summary.csv / .md / .tex and lr.json of ``frames`` (what :func:`write_outputs` writes but the
     figures; cheap enough to rewrite as each method finishes). ``kept``: records of a resumed comparison that this
     run has not reached yet (compare.csv's rows, its group columns included), written on into compare.csv, and
     their rates and tuning records (``kept.attrs["rates"]``: the earlier lr.json) into lr.json, so that a kill
     while a resume goes through the methods it keeps loses none of them. compare.csv, what ``--resume`` keeps, is
-    written last: a kill between two files leaves no method in it whose tuning record lr.json lacks.
-    ``summaries=False``: lr.json and compare.csv alone (what a resume needs; the summaries, ranked over every
-    method finished so far, cost the most, and ``rowstoch compare`` rewrites them at most every
-    :data:`~rowstoch_fast.cli.compare.SUMMARY_EVERY` seconds while it runs). Returns the names written."""
+    written last: a kill between two files leaves no method in it whose tuning record lr.json lacks. Returns the
+    names written."""
+    import pandas as pd
+
     check_text(caption, "caption", allow_none=True)
+    from .. import report
+
     frames = _frame_list(frames)
     os.makedirs(folder, exist_ok=True)
     metric = frames[0].attrs.get("metric") or frame_metric(frames[0])
     shown = list(dict.fromkeys([metric, *metrics]))
-    written = _write_summaries(frames, folder, metric, shown, caption) if summaries else []
-    rates = {_title(fr): {"metric": metric, "lr": fr.attrs.get("lr", {}), "source": fr.attrs.get("lr_source", {}),
-                          "tuning": json_tuning(fr.attrs.get("tuning", {}))} for fr in frames}
-    if kept is not None and len(kept):
-        _carry_rates(rates, kept, kept.attrs.get("rates") or {})
-    atomic_write(os.path.join(folder, "lr.json"), lambda fh: json.dump(rates, fh, indent=1, default=str))
-    write_records(frames + ([kept] if kept is not None and len(kept) else []), folder)
-    return ["compare.csv", *written, "lr.json"]
-
-
-def _write_summaries(frames, folder, metric, shown, caption):
-    """summary.csv / .md / .tex of ``frames`` (:func:`write_tables`)."""
-    import pandas as pd
-
-    from .. import report
-
     combined = pd.concat(frames, ignore_index=True)
     if "converged" in frames[0].attrs:  # (concat drops attrs that differ between the settings' frames: a float32
         combined.attrs["converged"] = frames[0].attrs["converged"]  # problem's rounding, or f*'s, was lost)
@@ -305,7 +291,13 @@ def _write_summaries(frames, folder, metric, shown, caption):
     atomic_write(os.path.join(folder, "summary.md"), lambda fh: fh.write(markdown))
     atomic_write(os.path.join(folder, "summary.tex"),
                  lambda fh: fh.write(report.to_latex(shown_table, shown, caption=caption)))
-    return ["summary.csv", "summary.md", "summary.tex"]
+    rates = {_title(fr): {"metric": metric, "lr": fr.attrs.get("lr", {}), "source": fr.attrs.get("lr_source", {}),
+                          "tuning": json_tuning(fr.attrs.get("tuning", {}))} for fr in frames}
+    if kept is not None and len(kept):
+        _carry_rates(rates, kept, kept.attrs.get("rates") or {})
+    atomic_write(os.path.join(folder, "lr.json"), lambda fh: json.dump(rates, fh, indent=1, default=str))
+    write_records(frames + ([kept] if kept is not None and len(kept) else []), folder)
+    return ["compare.csv", "summary.csv", "summary.md", "summary.tex", "lr.json"]
 
 
 def _carry_rates(rates, kept, earlier):
