@@ -1963,9 +1963,18 @@ def test_a_failed_run_on_a_schedule_is_told_so_and_a_pull_diag_method_why():
     assert "a schedule of 3 matrices" in other and "tracker" not in other
     _, static = verdict.status_of(frame, "grad_norm_mean", {}, context={"tracker_peak": (423.0, 423.0)}, **kw)
     assert "schedule" not in static and "1/min(pi) = 423" in static
+    _, lossy = verdict.status_of(frame, "grad_norm_mean", {}, context={"tracker_peak": (423.0, 423.0),
+                                                                       "schedule": 3, "loses": ["loses messages"]},
+                                 **kw)  # (helper 159: lost messages drain the push family, whose own line says so)
+    assert "exact on a static network only" in lossy and "push family" not in lossy
+    blew = pd.DataFrame({"iteration": [0, 10, 20], "grad_norm_mean": [1.0, 1e3, np.inf]})
+    status, diverged = verdict.status_of(blew, "grad_norm_mean", {}, context={"tracker_peak": (423.0, 423.0),
+                                                                             "schedule": 3}, **kw)
+    assert status == "diverged" and "static network only" not in diverged  # (a rate too large: not the schedule)
     mats = [topology.erdos_renyi(12, 0.3, seed=1), topology.ring(12), topology.erdos_renyi(12, 0.3, seed=2)]
     f = LeastSquares.synthetic(12, samples_per_node=10, d=3, seed=1)
-    for net, count in ((Compressed(Schedule(mats), "round", bits=10), 3), (mats[0], None)):
+    for net, count in ((Compressed(Schedule(mats), "round", bits=10), 3), (mats[0], None),
+                       (Schedule(mats[:1]), None)):  # (a schedule of one matrix does not change)
         plan = cmp.make_plan(net, f, ["pull-diag-gt"], 20, lr=0.01)
         assert _context(plan, plan.methods[0]).get("schedule") == count
 
@@ -2487,6 +2496,7 @@ def test_cli_compare_writes_the_table_csv_and_figure(tmp_path):
     (["--lr", "-1"], ["frost = -1.0 must be a finite number > 0"]),
     (["--preset", "paper", "--topology", "ring"], ["--preset paper runs the paper's four 16-node graphs"]),
     (["--lr", "frost=0.1,frost=0.2"], ["--lr gives frost twice"]),
+    (["--lr", "frost=0.1", "--lr", "frost=0.2"], ["--lr gives frost twice"]),  # (several --lr join: helper 159)
     (["--metric", "suboptimality,accuracy"], ["--metric must be a comma-separated list of", "'accuracy'"]),
     (["--metric", ""], ["--metric was given an empty value"]),
     (["--x", "time"], ["--x must be a comma-separated list of rounds, gradients, bytes, seconds"]),
@@ -2949,6 +2959,19 @@ def test_added_repetitions_interrupted_go_on_from_their_checkpoint(tmp_path, mon
     cols = ["iteration", "rep", "grad_norm_mean", "status"]
     pd.testing.assert_frame_equal(third[cols].reset_index(drop=True), direct[cols].reset_index(drop=True))
     assert not list(tmp_path.glob("*from-rep*"))  # (a finished added run's checkpoint is removed)
+
+
+def test_several_lr_options_join(tmp_path, capsys):
+    """``--lr dsgd=0.1 --lr sgp=0.05`` gives both rates (the last --lr alone was kept, and dsgd tuned without a
+    word: helper 159)."""
+    from rowstoch_fast import cli
+
+    out = tmp_path / "o"
+    assert cli.main(["compare", *SMALL, "--algorithms", "dsgd,sgp", "--lr", "dsgd=0.1", "--lr", "sgp=0.05",
+                     "--rounds-budget", "30", "--repeats", "1", "--out", str(out), "--jobs", "1"]) == 0
+    table = pd.read_csv(out / "summary.csv").set_index("algorithm")
+    assert table.loc["dsgd", "lr"] == 0.1 and table.loc["sgp", "lr"] == 0.05
+    assert (table["lr_source"] == "given").all()
 
 
 def test_the_caption_says_what_r_is_where_a_multi_round_method_runs(tmp_path, capsys):

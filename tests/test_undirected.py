@@ -102,8 +102,10 @@ def test_compare_runs_what_applies_to_the_network():
     assert set(on_directed) < set(on_undirected)  # (a doubly stochastic W is row-stochastic too)
     with pytest.raises(ValueError, match="'extra' runs on an undirected network's doubly stochastic W"):
         cmp.parse_algorithms("extra,dsgd", directed)
-    with pytest.raises(ValueError, match="'extra' runs on an undirected.*; 'nids' runs on an undirected"):
-        cmp.parse_algorithms("extra,dsgd,nids", directed)  # (every method that does not run: at once)
+    with pytest.raises(ValueError, match="'extra', 'nids' run on an undirected network's doubly stochastic W"):
+        cmp.parse_algorithms("extra,dsgd,nids", directed)  # (every method that does not run: at once, by reason)
+    with pytest.raises(ValueError, match="'extra' is listed twice"):
+        cmp.parse_algorithms("extra,nids,extra", directed)  # (a refused name listed twice: said so)
     frame = cmp.compare(undirected, Quadratic.random(8, 2, seed=0), "extra,nids,diging", 40, lr=0.1, repeats=1,
                         progress=False)
     assert set(frame["algorithm"]) == {"extra", "nids", "diging"}

@@ -26,6 +26,15 @@ class _Formatter(argparse.RawDescriptionHelpFormatter):
         return text + " (default: %(default)s)"
 
 
+class _Joined(argparse.Action):
+    """An option whose values, given several times, join with commas (``--lr dsgd=0.1 --lr sgp=0.1`` is ``--lr
+    dsgd=0.1,sgp=0.1``; the last one alone was kept, and dsgd tuned without a word: helper 159)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        before = getattr(namespace, self.dest, None)
+        setattr(namespace, self.dest, values if before is None else f"{before},{values}")
+
+
 def _output_options():
     """``-q`` / ``-v`` and the progress bars, on every command (a parent parser)."""
     parent = argparse.ArgumentParser(add_help=False)
@@ -239,9 +248,10 @@ def make_parser():
                            "Theorem 3's R) rounds")
     calg.add_argument("--rounds-budget", type=_positive_int, default=2000,
                       help="communication rounds per algorithm (an MG method: budget / R iterations)")
-    calg.add_argument("--lr", default=None,
-                      help="learning rates: NAME=VALUE,... per algorithm, or one number for all; the algorithms "
-                           "without one are tuned (every rate of 1e-4 .. 10 over the whole budget in one batched run, refined)")
+    calg.add_argument("--lr", default=None, action=_Joined,
+                      help="learning rates: NAME=VALUE,... per algorithm (or in several --lr), or one number for "
+                           "all; the algorithms without one are tuned (every rate of 1e-4 .. 10 over the whole "
+                           "budget in one batched run, refined)")
     calg.add_argument("--tune", action="store_true",
                       help="tune every rate not given by --lr (the default; kept for older scripts)")
     calg.add_argument("--mg-rounds", type=_positive_int, default=None, help="R of the mg-* methods")

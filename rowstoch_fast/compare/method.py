@@ -58,8 +58,8 @@ def _context(plan, method):
     if "tracker" in REGISTRY[method.method].hyper:
         out["tracker_peak"] = lambda: _tracker_peak(plan.network, method)
     source, _ = source_of(plan.network)
-    if isinstance(source, Network):  # (a schedule: the weights change from round to round)
-        out["schedule"] = len(source.matrices)
+    if isinstance(source, Network) and len(source.matrices) > 1:  # (a schedule: the weights change from round to
+        out["schedule"] = len(source.matrices)  # round; one of one matrix does not)
     return out
 
 

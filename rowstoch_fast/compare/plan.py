@@ -116,7 +116,7 @@ def parse_algorithms(names, A, mg_rounds=None):
     bad = [v for v in names if not isinstance(v, str)]
     if bad:
         raise TypeError(f"algorithms: every name must be a string, got {type(bad[0]).__name__} {bad[0]!r}")
-    out, refused = [], []
+    out, refused, seen = [], {}, set()
     for label in names:
         method, rounds = label, 1
         if method_of(label) != label:
@@ -130,21 +130,28 @@ def parse_algorithms(names, A, mg_rounds=None):
             known = _algorithms.labels(every_mg=True)
             raise ValueError(f"algorithms: unknown algorithm {label!r}{did_you_mean(label, known)}; choose from "
                              f"{', '.join(known)}")
-        if label in (lbl for lbl, _, _ in out):
+        if label in seen:
             raise ValueError(f"algorithms: {label!r} is listed twice")
+        seen.add(label)
         cls = REGISTRY[method]
-        if not cls.applies_to(A):  # (every such method named at once: helper 158 met them one try at a time)
-            if "W" in cls.matrices and not cls.applies_to(weights_of(A)):  # (the weights, not the messages)
-                refused.append(f"{label!r} runs on an undirected network's doubly stochastic W, and this network is "
-                               f"not one (build it with directed=False, weights='metropolis'; on the command line "
-                               f"--undirected --weights metropolis)")
-            else:
-                takes = " ".join((cls.applies_to.__doc__ or "").split()).split(". ")[0].rstrip(".")
-                refused.append(f"{label!r} does not run on this network ({type(A).__name__}); it takes: {takes}")
+        if not cls.applies_to(A):  # (every such method named at once, by reason: helper 158 met them one try at a
+            # time)
+            undirected = "W" in cls.matrices and not cls.applies_to(weights_of(A))  # (the weights, not the messages)
+            reason = "W" if undirected else \
+                " ".join((cls.applies_to.__doc__ or "").split()).split(". ")[0].rstrip(".")
+            refused.setdefault(reason, []).append(label)
             continue
         out.append((label, method, int(rounds)))
     if refused:
-        raise ValueError("algorithms: " + "; ".join(refused))
+        said = []
+        for reason, labels in refused.items():
+            one, named = len(labels) == 1, ", ".join(map(repr, labels))
+            said.append(f"{named} {'runs' if one else 'run'} on an undirected network's doubly stochastic W, and "
+                        f"this network is not one (build it with directed=False, weights='metropolis'; on the "
+                        f"command line --undirected --weights metropolis)" if reason == "W" else
+                        f"{named} {'does' if one else 'do'} not run on this network ({type(A).__name__}); "
+                        f"{'it takes' if one else 'they take'}: {reason}")
+        raise ValueError("algorithms: " + "; ".join(said))
     return out
 
 

@@ -237,7 +237,7 @@ def format_summary(table, metric=None):
     extra = [c[:-len("_std")] for c in table.columns  # (the metrics :func:`summary` reports beside the ranked one)
              if c.endswith("_std") and c not in ("final_std", f"{metric}_std") and c[:-len("_std")] in table.columns]
     ew = {m: max(len(m), 10) for m in extra}
-    lw = max([8, *(len(rate_text(v)) for v in table["lr"])])  # (the rates as run: a rerun at one is the run)
+    lw = max([8, *(len(rate_text(v)) for v in table["lr"])])  # (the rates to six digits, a refined one's own)
     head = ("".join(f"{g:<{gw[g]}}  " for g in groups)
             + f"{'algorithm':<22} {'rank':>4} {'lr':>{lw}} {'(source)':<{width}} {'R':>3} {'rounds':>7} "
             f"{metric + ' (final)':>24} " + "".join(f"{m:>{ew[m]}} " for m in extra)

@@ -39,7 +39,7 @@ import warnings
 import numpy as np
 
 from .._checks import as_float_array, check_bool, check_positive_float
-from ..report import TIE_SE  # (the rule's threshold, below the harness: the tables' footnotes say it)
+from ..report import TIE_SE, rate_text  # (the rule's threshold, below the harness: the tables' footnotes say it)
 from ..runner import GROWTH_WARNING
 from .tuning import (CLIMB, CONVERGED, NO_PROGRESS, SPREAD, STABILITY_FACTOR, TAIL, UNTUNABLE, climbs, final_estimate,
                      _tail, off_its_minimum, rising, runaway, smoothed, typical_curve)
@@ -148,7 +148,7 @@ def _span(values, cast=float):
     return f(lo) if lo == hi else f"{f(lo)}-{f(hi)}"
 
 
-def _tracker_hint(context):
+def _tracker_hint(context, status=None):
     """What a Pull-Diag tracker does on this graph, and what to try: ``context["tracker_peak"]`` its largest scale
     ``1/[A^k]_ii`` and the limit ``1/min(pi)`` (a pair, a number for both, or a function that gives them: asked
     for here, where a run is not ``ok``). The largest scale, not the limit: on a directed ring of 64 nodes
@@ -156,9 +156,12 @@ def _tracker_hint(context):
     iteration 62 had been told nothing."""
     if context.get("tracker_peak") and context.get("schedule"):  # (one matrix's scales would mislead: helper 158's
         # "1/min(pi) = 423" was the first of three matrices', and the same graph held still ran ok)
+        if status not in ("no-progress", "unstable"):  # (a rate that blew up: the schedule is not why)
+            return ""
         return ("; its tracker's D_t is the diagonal of the product of the rounds' matrices since iteration 0, which "
                 "tracking needs only where they do not change: exact on a static network only, short of the "
-                "minimiser on a schedule: try an algorithm of the push family")
+                "minimiser on a schedule" + ("" if context.get("loses") else  # (lost messages drain the push family:
+                                             ": try an algorithm of the push family"))  # its own line says so)
     peak = context.get("tracker_peak")
     peak = peak() if callable(peak) else peak
     peak, limit = peak if isinstance(peak, tuple) else (peak, peak)
@@ -239,7 +242,7 @@ def status_of(frame, metric, meta, *, lr, lr_source, iterations, tuning=None, co
         means = by.mean()
     start = float(means.iloc[0]) if len(means) else math.nan
     end = float(means.iloc[-1]) if len(means) else math.nan
-    at = f"at lr {_fmt(lr)}"
+    at = f"at lr {rate_text(lr)}"  # (the rate as the tables print it: helper 159)
     if meta.get("interrupted") or done < iterations and not meta.get("diverged"):
         rep, of = meta.get("interrupted_repetition") or (None, None)
         where = f"in repetition {rep} (of 0 .. {of - 1}) " if rep is not None else ""
@@ -312,7 +315,7 @@ def status_of(frame, metric, meta, *, lr, lr_source, iterations, tuning=None, co
     if status == "diverged" and some:
         diagnosis += f" ({some})"
     if status != "ok":
-        hints = _push_hint(context, diagnosis) + _tracker_hint(context)
+        hints = _push_hint(context, diagnosis) + _tracker_hint(context, status)
         return status, diagnosis + _effects_note(context, said=diagnosis + hints) + hints
     return "ok", ""
 
