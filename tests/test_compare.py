@@ -2497,6 +2497,7 @@ def test_cli_compare_writes_the_table_csv_and_figure(tmp_path):
     (["--preset", "paper", "--topology", "ring"], ["--preset paper runs the paper's four 16-node graphs"]),
     (["--lr", "frost=0.1,frost=0.2"], ["--lr gives frost twice"]),
     (["--lr", "frost=0.1", "--lr", "frost=0.2"], ["--lr gives frost twice"]),  # (several --lr join: helper 159)
+    (["--lr", "0.1", "--lr", "0.2"], ["--lr must be one number for all, or NAME=VALUE,...", "'0.1,0.2'"]),
     (["--metric", "suboptimality,accuracy"], ["--metric must be a comma-separated list of", "'accuracy'"]),
     (["--metric", ""], ["--metric was given an empty value"]),
     (["--x", "time"], ["--x must be a comma-separated list of rounds, gradients, bytes, seconds"]),
@@ -2582,7 +2583,7 @@ def test_cli_compare_refuses_a_folder_with_results_or_in_use(tmp_path):
     rc, _, err = rowstoch(*args, "--out", out)
     assert rc == 0, err
     before = (out / "compare.csv").read_bytes()
-    rc, _, err = rowstoch(*args, "--lr", "0.2", "--out", out)  # (two --lr: argparse keeps the last)
+    rc, _, err = rowstoch(*[a if a != "0.1" else "0.2" for a in args], "--out", out)  # (another rate)
     assert_one_line_error(rc, err, f"--out {str(out)!r} is not empty", "--resume", "--overwrite")
     assert (out / "compare.csv").read_bytes() == before
     rc, _, err = rowstoch(*[a if a != "0.1" else "0.2" for a in args], "--out", out, "--overwrite")

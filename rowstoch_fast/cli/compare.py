@@ -54,7 +54,8 @@ def _parse_lr(text, labels):
     for part in filter(None, (p.strip() for p in text.split(","))):
         name, sep, value = part.partition("=")
         if not sep:
-            raise UsageError(f"--lr must be a number or NAME=VALUE,..., got {part!r}")
+            raise UsageError(f"--lr must be one number for all, or NAME=VALUE,... (several --lr join with commas), "
+                             f"got {part!r}" + (f" in {text!r}" if text.strip() != part else ""))
         if name.strip() not in labels:
             raise UsageError(f"--lr names {name.strip()!r}, which is not in --algorithms ({', '.join(labels)})")
         if name.strip() in rates:
