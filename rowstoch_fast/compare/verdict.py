@@ -153,7 +153,9 @@ def _tracker_hint(context, status=None):
     ``1/[A^k]_ii`` and the limit ``1/min(pi)`` (a pair, a number for both, or a function that gives them: asked
     for here, where a run is not ``ok``). The largest scale, not the limit: on a directed ring of 64 nodes
     ``1/min(pi)`` is 64 while the exact tracker's ``1/[A^63]_ii`` is 9.2e18, and a method that went to NaN at
-    iteration 62 had been told nothing."""
+    iteration 62 had been told nothing. On a schedule (``context["schedule"]``) instead, where the run's ``status``
+    is ``no-progress`` or ``unstable``: that the tracker is exact on a static network only (a rate that blew up is
+    not the schedule's doing; the push family suggested only where no messages are lost)."""
     if context.get("tracker_peak") and context.get("schedule"):  # (one matrix's scales would mislead: helper 158's
         # "1/min(pi) = 423" was the first of three matrices', and the same graph held still ran ok)
         if status not in ("no-progress", "unstable"):  # (a rate that blew up: the schedule is not why)
