@@ -260,14 +260,15 @@ def write_outputs(frames, folder, metrics=(), x="rounds", formats=("png",), capt
     return written
 
 
-def write_tables(frames, folder, metrics=(), caption=None, kept=None):
+def write_tables(frames, folder, metrics=(), caption=None, kept=None, cache=None):
     """compare.csv, summary.csv / .md / .tex and lr.json of ``frames`` (what :func:`write_outputs` writes but the
     figures; cheap enough to rewrite as each method finishes). ``kept``: records of a resumed comparison that this
     run has not reached yet (compare.csv's rows, its group columns included), written on into compare.csv, and
     their rates and tuning records (``kept.attrs["rates"]``: the earlier lr.json) into lr.json, so that a kill
     while a resume goes through the methods it keeps loses none of them. compare.csv, what ``--resume`` keeps, is
-    written last: a kill between two files leaves no method in it whose tuning record lr.json lacks. Returns the
-    names written."""
+    written last: a kill between two files leaves no method in it whose tuning record lr.json lacks. ``cache``: a
+    dict the caller keeps between calls (:func:`~rowstoch_fast.compare.summary`'s: each method's row of the
+    summaries computed once). Returns the names written."""
     import pandas as pd
 
     check_text(caption, "caption", allow_none=True)
@@ -280,7 +281,7 @@ def write_tables(frames, folder, metrics=(), caption=None, kept=None):
     combined = pd.concat(frames, ignore_index=True)
     if "converged" in frames[0].attrs:  # (concat drops attrs that differ between the settings' frames: a float32
         combined.attrs["converged"] = frames[0].attrs["converged"]  # problem's rounding, or f*'s, was lost)
-    table = summary(combined, metric, metrics=shown)
+    table = summary(combined, metric, metrics=shown, cache=cache)
     table.attrs["metric"] = metric
     atomic_write(os.path.join(folder, "summary.csv"), lambda fh: table.to_csv(fh, index=False))
     shown_table = table

@@ -106,7 +106,7 @@ def empirical_rate(runs, metric, x="communication_rounds", converged=CONVERGED):
     return float(10.0 ** slope)
 
 
-def summary(frame, metric=None, metrics=()):
+def summary(frame, metric=None, metrics=(), *, cache=None):
     """One row per algorithm (per graph and setting where the frame holds several): the final ``metric`` (mean and
     spread over repetitions), its rank, its status and what it cost.
 
@@ -119,6 +119,10 @@ def summary(frame, metric=None, metrics=()):
         ``suboptimality`` where ``f*`` is known).
     metrics : sequence of str
         More metrics to report beside it (columns ``<metric>`` and ``<metric>_std``).
+    cache : dict, optional
+        Kept by the caller between calls on frames that grow (``rowstoch compare``'s tables, rewritten as each
+        method finishes): each method's row is computed once for its records (keyed by their content's hash), and
+        only the ranks again; the same table as without it.
 
     Returns
     -------
@@ -151,6 +155,16 @@ def summary(frame, metric=None, metrics=()):
     by = [*groups, "algorithm"]
     for key, runs in frame.groupby(by if len(by) > 1 else by[0], sort=False):  # (pandas 1.5 warns on a list of one)
         key = key if isinstance(key, tuple) else (key,)
+        if cache is not None:  # (a method's row for its records as they are: the hash of the columns its row reads
+            # most, not the object; every column's hash cost as much as the row)
+            read = [c for c in ("iteration", "rep", "lr", "status", "diagnosis", *shown) if c in runs.columns]
+            held = (key, metric, tuple(shown), repr(at_rounding), len(runs),
+                    int(pd.util.hash_pandas_object(runs[read], index=False).sum()))
+            if held in cache:
+                row, final = cache[held]
+                rows.append(dict(row))
+                finals.append(final)
+                continue
         status = status_of_rows(runs)
         reached = runs["iteration"].max()
         if status == "interrupted" and "rep" in runs.columns:  # (where the interrupted repetition stopped, not the
@@ -184,6 +198,8 @@ def summary(frame, metric=None, metrics=()):
                                   if "diagnosis" in runs.columns else "")})
         rows.append(row)
         finals.append({m: last[m].to_numpy(dtype=np.float64) for m in shown})
+        if cache is not None:
+            cache[held] = (dict(row), finals[-1])
     table = pd.DataFrame(rows)
     sections = table.groupby(groups if len(groups) > 1 else groups[0], sort=False) if groups and len(table) else \
         [((), table)]
