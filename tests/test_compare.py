@@ -2997,6 +2997,13 @@ def test_the_summary_with_a_cache_is_the_summary(problem):
     other = "consensus_error" if ranked != "consensus_error" else "grad_norm_mean"
     pd.testing.assert_frame_equal(cmp.summary(frame, other, cache=cache), cmp.summary(frame, other))  # (another
     # metric: rows of its own)
+    odd = frame.copy()
+    odd["diagnosis"] = odd["diagnosis"].astype(object)
+    odd.loc[odd["algorithm"] == "sgp", "diagnosis"] = pd.Series([["a list"]] * int((odd["algorithm"] == "sgp").sum()),
+                                                                index=odd.index[odd["algorithm"] == "sgp"])
+    size = len(cache)
+    assert cmp.summary(odd, cache=cache)["algorithm"].tolist() == cmp.summary(frame)["algorithm"].tolist()
+    assert len(cache) == size  # (a cell that does not hash: its row computed, not kept, never an error)
 
 
 def test_the_caption_says_what_r_is_where_a_multi_round_method_runs(tmp_path, capsys):

@@ -158,8 +158,11 @@ def summary(frame, metric=None, metrics=(), *, cache=None):
         if cache is not None:  # (a method's row for its records as they are: the hash of the columns its row reads
             # most, not the object; every column's hash cost as much as the row)
             read = [c for c in ("iteration", "rep", "lr", "status", "diagnosis", *shown) if c in runs.columns]
-            held = (key, metric, tuple(shown), repr(at_rounding), len(runs),
-                    int(pd.util.hash_pandas_object(runs[read], index=False).sum()))
+            try:
+                held = (key, metric, tuple(shown), repr(at_rounding), len(runs),
+                        int(pd.util.hash_pandas_object(runs[read], index=False).sum()))
+            except (TypeError, ValueError):  # (a cell that does not hash, a list: that row computed, not kept)
+                held = None
             if held in cache:
                 row, final = cache[held]
                 rows.append(dict(row))
@@ -198,7 +201,7 @@ def summary(frame, metric=None, metrics=(), *, cache=None):
                                   if "diagnosis" in runs.columns else "")})
         rows.append(row)
         finals.append({m: last[m].to_numpy(dtype=np.float64) for m in shown})
-        if cache is not None:
+        if cache is not None and held is not None:
             cache[held] = (dict(row), finals[-1])
     table = pd.DataFrame(rows)
     sections = table.groupby(groups if len(groups) > 1 else groups[0], sort=False) if groups and len(table) else \
