@@ -121,8 +121,9 @@ def summary(frame, metric=None, metrics=(), *, cache=None):
         More metrics to report beside it (columns ``<metric>`` and ``<metric>_std``).
     cache : dict, optional
         Kept by the caller between calls on frames that grow (``rowstoch compare``'s tables, rewritten as each
-        method finishes): each method's row is computed once for its records (keyed by their content's hash), and
-        only the ranks again; the same table as without it.
+        method finishes, whose finished methods' records do not change): each method's row is computed once for
+        its records, keyed by their count and a hash of the columns the row reads most (iteration, rep, lr,
+        status, diagnosis and the metrics shown), and only the ranks again; the same table as without it.
 
     Returns
     -------
