@@ -509,25 +509,32 @@ void delay_ages(const I Ap[], const I Aj[], std::int64_t rows, NodeIds ids, std:
 }
 
 #if ROWSTOCH_X86_DISPATCH
-// DelayedRows::draw's entries of row i (node gi; Aj its columns, cols their global ids or null) eight at a time on
-// AVX-512, for the masked draws (DelayDraws::masked: `key` the row's keys, `threshold` the window's, `last` its last
-// age): each lane the hashes, comparisons and selects of Row::age, and the row DelayOffsets gives the age it drew,
-// c0 + c1 slot with slot = (t - age) mod (D + 1) = tm - age (+ D + 1 where age > tm = t mod (D + 1)), plus j stride:
-// the same rows. All `count` (8 or more) of them: a tail short of eight is the last eight entries, drawn again. The
-// scalar loop drew a link in 6.2 ns on a Xeon (its three SplitMix64 hashes: 38% of a uniform-delay round at
-// n = 2^18).
-template <class I>
-ROWSTOCH_TARGET_AVX512 __attribute__((noinline)) void delayed_rows8(
-    const I* Aj, const std::int64_t* cols, std::int64_t count, std::int64_t i, std::int64_t gi,
-    const std::uint64_t* key, const std::uint64_t* threshold, std::int64_t last, std::int64_t c0, std::int64_t c1,
-    std::int64_t tm, std::int64_t D1, std::int64_t stride, std::int64_t* out) {
-    typedef std::uint64_t U __attribute__((vector_size(64)));
-    typedef std::int64_t S __attribute__((vector_size(64)));
+// DelayedRows::draw's entries of row i (node gi; Aj its columns, cols their global ids or null) L at a time in vector
+// lanes (eight on AVX-512, four on AVX2: delayed_rows8, delayed_rows4), for the masked draws (DelayDraws::masked:
+// `key` the row's keys, `threshold` the window's, `last` its last age): each lane the hashes, comparisons and selects
+// of Row::age, and the row DelayOffsets gives the age it drew, c0 + c1 slot with slot = (t - age) mod (D + 1) =
+// tm - age (+ D + 1 where age > tm = t mod (D + 1)), plus j stride: the same rows. All `count` (L or more) of them:
+// a tail short of L is the last L entries, drawn again. The scalar loop drew a link in 6.2 ns on a Xeon (its three
+// SplitMix64 hashes: 38% of a uniform-delay round at n = 2^18; 42% on an AVX2 EPYC, where the compiler makes the
+// 64-bit products of three 32-bit ones: bench/RESULTS.md 71b).
+template <int L>
+struct IndexLanes {  // (a typedef's vector_size that depends on a template parameter must sit in a class template)
+    typedef std::uint64_t u __attribute__((vector_size(8 * L)));
+    typedef std::int64_t s __attribute__((vector_size(8 * L)));
+    typedef std::int32_t narrow __attribute__((vector_size(4 * L)));
+};
+
+template <int L, class I>
+ROWSTOCH_INLINE void delayed_rows_lanes(const I* Aj, const std::int64_t* cols, std::int64_t count, std::int64_t i,
+                                        std::int64_t gi, const std::uint64_t* key, const std::uint64_t* threshold,
+                                        std::int64_t last, std::int64_t c0, std::int64_t c1, std::int64_t tm,
+                                        std::int64_t D1, std::int64_t stride, std::int64_t* out) {
+    using U = typename IndexLanes<L>::u;
+    using S = typename IndexLanes<L>::s;
     auto group = [&](std::int64_t q) ROWSTOCH_INLINE_LAMBDA {
         S j;
         if constexpr (sizeof(I) == 4) {
-            typedef std::int32_t N __attribute__((vector_size(32)));
-            N narrow;
+            typename IndexLanes<L>::narrow narrow;
             std::memcpy(&narrow, Aj + q, sizeof narrow);
             j = __builtin_convertvector(narrow, S);
         } else {
@@ -535,7 +542,7 @@ ROWSTOCH_TARGET_AVX512 __attribute__((noinline)) void delayed_rows8(
         }
         S g = j;
         if (cols)
-            for (int l = 0; l < 8; ++l) g[l] = cols[j[l]];
+            for (int l = 0; l < L; ++l) g[l] = cols[j[l]];
         S age = S{} + last;
         for (std::int64_t k = last - 1; k >= 0; --k) {  // (mix64 of key[k] ^ gj, lane by lane)
             U z = ((U)g ^ key[k]) + 0x9E3779B97F4A7C15ULL;
@@ -552,8 +559,24 @@ ROWSTOCH_TARGET_AVX512 __attribute__((noinline)) void delayed_rows8(
         std::memcpy(out + q, &row, sizeof row);
     };
     std::int64_t q = 0;
-    for (; q + 8 <= count; q += 8) group(q);
-    if (q < count) group(count - 8);  // (the last eight: the entries before the tail drawn again, the same rows)
+    for (; q + L <= count; q += L) group(q);
+    if (q < count) group(count - L);  // (the last L: the entries before the tail drawn again, the same rows)
+}
+
+template <class I>
+ROWSTOCH_TARGET_AVX512 __attribute__((noinline)) void delayed_rows8(
+    const I* Aj, const std::int64_t* cols, std::int64_t count, std::int64_t i, std::int64_t gi,
+    const std::uint64_t* key, const std::uint64_t* threshold, std::int64_t last, std::int64_t c0, std::int64_t c1,
+    std::int64_t tm, std::int64_t D1, std::int64_t stride, std::int64_t* out) {
+    delayed_rows_lanes<8>(Aj, cols, count, i, gi, key, threshold, last, c0, c1, tm, D1, stride, out);
+}
+
+template <class I>
+ROWSTOCH_TARGET_AVX2 __attribute__((noinline)) void delayed_rows4(
+    const I* Aj, const std::int64_t* cols, std::int64_t count, std::int64_t i, std::int64_t gi,
+    const std::uint64_t* key, const std::uint64_t* threshold, std::int64_t last, std::int64_t c0, std::int64_t c1,
+    std::int64_t tm, std::int64_t D1, std::int64_t stride, std::int64_t* out) {
+    delayed_rows_lanes<4>(Aj, cols, count, i, gi, key, threshold, last, c0, c1, tm, D1, stride, out);
 }
 #endif
 
@@ -591,12 +614,13 @@ struct DelayedRows {
         std::int64_t* out = buffer.data();
         I begin = first;
 #if ROWSTOCH_X86_DISPATCH
-        if (draws->masked() && end - first >= 8 && simd_width() == 8) {
+        const int lanes = simd_width();  // (2: the scalar loop below)
+        if (draws->masked() && lanes >= 4 && end - first >= lanes) {
             const DelayLayout& l = at->layout;
-            delayed_rows8<I>(Aj + first, ids.cols, end - first, i, gi, keys.key, draws->thresholds(), draws->last(),
-                             l.n_own + (l.node_major ? at->r : at->r * l.n_block),
-                             l.node_major ? l.rounds : l.rounds * l.n_block, at->t % (at->D + 1), at->D + 1,
-                             at->stride, out);
+            auto* lanes_of = lanes == 8 ? &delayed_rows8<I> : &delayed_rows4<I>;
+            lanes_of(Aj + first, ids.cols, end - first, i, gi, keys.key, draws->thresholds(), draws->last(),
+                     l.n_own + (l.node_major ? at->r : at->r * l.n_block),
+                     l.node_major ? l.rounds : l.rounds * l.n_block, at->t % (at->D + 1), at->D + 1, at->stride, out);
             begin = end;
         }
 #endif
