@@ -180,6 +180,13 @@ TAIL = 0.25
 VALLEY_STAGES = 2
 #: Steps of refinement past the grid's edge, one batched run each, while the best rate is the outermost tried.
 MAX_EXTENSIONS = 3
+#: And as many more (within :data:`SEARCH_DECADES` of the grid) while it ends :data:`EDGE_GAIN` times below its
+#: neighbour: helper 160's K-GT (features x1000) ended 0.086, 0.0049 and 8.3e-4 at the three steps from 1e-5 down to
+#: 1e-6 and was run at 1e-6, where 1.8e-7 ends 9.8e-5.
+LATER_EXTENSIONS = 16
+#: How much lower the best rate, outermost, must end than its neighbour for the steps past the edge to go on after
+#: :data:`MAX_EXTENSIONS` (:func:`_edge_gains`): the 1.25 a tuned rate may miss the best by.
+EDGE_GAIN = 1.25
 #: Batched runs of the fine refinement (:func:`_fine`) after the quarter and eighth steps: halving the steps to the
 #: best's neighbours each time (16th, 32nd, ... 128th decades of the default grid) while it lies in a narrow valley
 #: (next to a rate that diverges, NIDS ended 1.6-2x lower a 40th of a decade up: 4.2x off after two halvings).
@@ -281,8 +288,9 @@ def final_estimate(iterations, values):
     both), the line evaluated at the last iteration, kept within what they span: a trajectory that
     converges linearly ends where its last record is. Where they do not (a plateau, the noise of sampling,
     compression or lost messages), the mean of the records of the whole plateau (the last records back to where
-    a line through them would slope): the level they fluctuate around (the arithmetic mean, as the evaluation
-    averages its repetitions' final values), not one record's draw.
+    a line through them would slope, or a record lies outside their spread: :func:`_within_plateau`): the level
+    they fluctuate around (the arithmetic mean, as the evaluation averages its repetitions' final values), not one
+    record's draw.
     """
     x = np.asarray(iterations, dtype=np.float64)
     y = np.log(np.asarray(values, dtype=np.float64))
@@ -295,9 +303,19 @@ def final_estimate(iterations, values):
         trend = longer
     if trend:
         return float(np.exp(np.clip(intercept, y[-k:].min(), y[-k:].max())))
-    while k + 1 < len(x) and not _trend(x[-k - 1:] - x[-1], y[-k - 1:])[0]:
+    while k + 1 < len(x) and _within_plateau(y[-k - 1], y[-k:]) and not _trend(x[-k - 1:] - x[-1], y[-k - 1:])[0]:
         k += 1  # the plateau reaches further back: its whole stretch averages the noise
     return float(np.exp(y[-k:]).mean())
+
+
+def _within_plateau(log_value, logs):
+    """Whether a record (``log_value``, its logarithm) lies within the spread of a plateau's records (``logs``):
+    no further from their range than its own width. A line's slope alone let a plateau reach back over a record of
+    the fall before it (one high point at a window's edge widens the slope's standard error more than it tilts
+    the slope): a curve at 5e-4..1.4e-3 from its fourth record on was read at the mean of its last 23, 5.2e-3,
+    with the third, 0.102, among them, and the tuner stopped short of rates 25x better (bench/RESULTS.md 71c)."""
+    low, high = float(logs.min()), float(logs.max())
+    return low - (high - low) <= log_value <= high + (high - low)
 
 
 def _trend(xs, ys):
@@ -779,6 +797,16 @@ def _grid_step(grid):
     return (max(grid) / min(grid)) ** (1 / (len(grid) - 1)) if len(grid) > 1 else math.sqrt(10)
 
 
+def _edge_gains(best, stable):
+    """Whether ``best``, the outermost of the ``stable`` rates (``{lr: score}``) on its side, ends :data:`EDGE_GAIN`
+    times below its neighbour among them (none: True)."""
+    rates = sorted(stable)
+    if len(rates) < 2:
+        return True
+    inner = rates[1] if best == rates[0] else rates[-2] if best == rates[-1] else None
+    return inner is None or stable[inner] > EDGE_GAIN * stable[best]
+
+
 def _refinements(best, tried, grid):
     """The rates to try around ``best``: the geometric midpoints with its neighbours among ``tried`` and, at the
     edge of what was tried, one grid step past it (and the midpoint). (The first refinement adds the points
@@ -1119,12 +1147,14 @@ def _tune_stages(stage, scores, arrival, ends, finals, record, grid, method, log
         if not more:
             break
         stage("search", more)
-    for extension in range(MAX_EXTENSIONS + 1):
+    for extension in range(MAX_EXTENSIONS + LATER_EXTENSIONS + 1):
         stable = {lr: s for lr, s in scores.items() if math.isfinite(s)}
         if not stable:
             break
         best = _best(stable, arrival)
         if extension > 0 and best not in (min(scores), max(scores)):
+            break
+        if extension > MAX_EXTENSIONS and not _edge_gains(best, stable):
             break
         more = [lr for lr in _refinements(best, list(scores), grid)
                 if lr not in scores and (extension == 0 or lr < min(scores) or lr > max(scores))
@@ -1285,7 +1315,10 @@ def _search(ends, record, grid, lossless=False):
     start = _start(record)
     tried = sorted(ends)
     how = [_failure(curves.get(lr, ()), ends[lr], start) for lr in tried]
-    how = [("small" if _helps(ends, tried, i) else "large") if kind == "down" else kind for i, kind in enumerate(how)]
+    how = [("small" if _helps(ends, tried, i) or how[i + 1:i + 2] == ["dip"] else "large") if kind == "down" else kind
+           for i, kind in enumerate(how)]  # (a larger rate that went further down and then failed, too: the rates
+    # that work lie between the two; helper 160's Push-Pull on a 48-node ring went down to 0.73x its start at 1e-4
+    # and dipped to 0.37x at 3.2e-4 before its consensus error ran off, and was shown at 1e-4 where 2.7e-4 is ok)
     if lossless and _later_when_smaller([curves.get(lr, ()) for lr in tried], start):  # (all too large, dips or
         # not; on noisy streams too: helper 151's FROST on a 256-node sparse digraph ran off at every grid rate, each
         # later as it shrank, and was shown diverged at 1e-4 where 5.6e-5 converges. Not where the network draws:
@@ -1307,8 +1340,9 @@ def _search(ends, record, grid, lossless=False):
     elif small == len(tried):
         out = [tried[-1] * step ** k for k in range(1, SEARCH_WIDTH + 1)]
     else:
-        a, b = tried[small - 1], tried[small]
-        out = [math.sqrt(a * b)] if b / a > math.sqrt(step) * (1 + 1e-6) else []
+        a, b = tried[small - 1], tried[small]  # (halved down to an eighth of the step: helper 160's Push-Pull made
+        # no progress at 1.8e-4 and ran off at 3.2e-4, and 2.7e-4 is ok)
+        out = [math.sqrt(a * b)] if b / a > step ** 0.25 * (1 + 1e-6) else []
     return _untried(out, tried, grid)
 
 
