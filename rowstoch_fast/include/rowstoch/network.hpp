@@ -517,24 +517,17 @@ void delay_ages(const I Ap[], const I Aj[], std::int64_t rows, NodeIds ids, std:
 // a tail short of L is the last L entries, drawn again. The scalar loop drew a link in 6.2 ns on a Xeon (its three
 // SplitMix64 hashes: 38% of a uniform-delay round at n = 2^18; 42% on an AVX2 EPYC, where the compiler makes the
 // 64-bit products of three 32-bit ones: bench/RESULTS.md 71b).
-template <int L>
-struct IndexLanes {  // (a typedef's vector_size that depends on a template parameter must sit in a class template)
-    typedef std::uint64_t u __attribute__((vector_size(8 * L)));
-    typedef std::int64_t s __attribute__((vector_size(8 * L)));
-    typedef std::int32_t narrow __attribute__((vector_size(4 * L)));
-};
-
 template <int L, class I>
 ROWSTOCH_INLINE void delayed_rows_lanes(const I* Aj, const std::int64_t* cols, std::int64_t count, std::int64_t i,
                                         std::int64_t gi, const std::uint64_t* key, const std::uint64_t* threshold,
                                         std::int64_t last, std::int64_t c0, std::int64_t c1, std::int64_t tm,
                                         std::int64_t D1, std::int64_t stride, std::int64_t* out) {
-    using U = typename IndexLanes<L>::u;
-    using S = typename IndexLanes<L>::s;
+    using U = typename Lanes<L>::u;
+    using S = typename Lanes<L>::i;
     auto group = [&](std::int64_t q) ROWSTOCH_INLINE_LAMBDA {
         S j;
         if constexpr (sizeof(I) == 4) {
-            typename IndexLanes<L>::narrow narrow;
+            typename Lanes<L>::narrow narrow;
             std::memcpy(&narrow, Aj + q, sizeof narrow);
             j = __builtin_convertvector(narrow, S);
         } else {
