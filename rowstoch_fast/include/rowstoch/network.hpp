@@ -509,19 +509,34 @@ void delay_ages(const I Ap[], const I Aj[], std::int64_t rows, NodeIds ids, std:
 }
 
 #if ROWSTOCH_X86_DISPATCH
-// DelayedRows::draw's entries of row i (node gi; Aj its columns, cols their global ids or null) L at a time in vector
-// lanes (eight on AVX-512, four on AVX2: delayed_rows8, delayed_rows4), for the masked draws (DelayDraws::masked:
-// `key` the row's keys, `threshold` the window's, `last` its last age): each lane the hashes, comparisons and selects
-// of Row::age, and the row DelayOffsets gives the age it drew, c0 + c1 slot with slot = (t - age) mod (D + 1) =
-// tm - age (+ D + 1 where age > tm = t mod (D + 1)), plus j stride: the same rows. All `count` (L or more) of them:
-// a tail short of L is the last L entries, drawn again. The scalar loop drew a link in 6.2 ns on a Xeon (its three
-// SplitMix64 hashes: 38% of a uniform-delay round at n = 2^18; 42% on an AVX2 EPYC, where the compiler makes the
-// 64-bit products of three 32-bit ones: bench/RESULTS.md 71b).
+// DelayedRows::draw's entries of row i (AgeRow: node gi; Aj its `count` columns, cols their global ids or null) L at
+// a time in vector lanes (eight on AVX-512, four on AVX2: delayed_rows8, delayed_rows4), for the masked draws
+// (DelayDraws::masked: `key` the row's keys, `threshold` the window's, `last` its last age): each lane the hashes,
+// comparisons and selects of Row::age, and the row DelayOffsets gives the age it drew, c0 + c1 slot with slot =
+// (t - age) mod (D + 1) = tm - age (+ D + 1 where age > tm = t mod (D + 1)), plus j stride: the same rows. All
+// `count` (L or more) of them: a tail short of L is the last L entries, drawn again. The scalar loop drew a link in
+// 6.2 ns on a Xeon (its three SplitMix64 hashes: 38% of a uniform-delay round at n = 2^18; 42% on an AVX2 EPYC, where
+// the compiler makes the 64-bit products of three 32-bit ones: bench/RESULTS.md 71b).
+template <class I>
+struct AgeRow {
+    const I* Aj;
+    const std::int64_t* cols;
+    std::int64_t count, i, gi;
+    const std::uint64_t* key;
+    const std::uint64_t* threshold;
+    std::int64_t last, c0, c1, tm, D1, stride;
+    std::int64_t* out;
+};
+
 template <int L, class I>
-ROWSTOCH_INLINE void delayed_rows_lanes(const I* Aj, const std::int64_t* cols, std::int64_t count, std::int64_t i,
-                                        std::int64_t gi, const std::uint64_t* key, const std::uint64_t* threshold,
-                                        std::int64_t last, std::int64_t c0, std::int64_t c1, std::int64_t tm,
-                                        std::int64_t D1, std::int64_t stride, std::int64_t* out) {
+ROWSTOCH_INLINE void delayed_rows_lanes(const AgeRow<I>& row_of) {
+    const I* const Aj = row_of.Aj;
+    const std::int64_t* const cols = row_of.cols;
+    const std::uint64_t* const key = row_of.key;
+    const std::uint64_t* const threshold = row_of.threshold;
+    const std::int64_t count = row_of.count, i = row_of.i, gi = row_of.gi, last = row_of.last, c0 = row_of.c0,
+                       c1 = row_of.c1, tm = row_of.tm, D1 = row_of.D1, stride = row_of.stride;
+    std::int64_t* const out = row_of.out;
     using U = typename Lanes<L>::u;
     using S = typename Lanes<L>::i;
     auto group = [&](std::int64_t q) ROWSTOCH_INLINE_LAMBDA {
@@ -557,19 +572,13 @@ ROWSTOCH_INLINE void delayed_rows_lanes(const I* Aj, const std::int64_t* cols, s
 }
 
 template <class I>
-ROWSTOCH_TARGET_AVX512 __attribute__((noinline)) void delayed_rows8(
-    const I* Aj, const std::int64_t* cols, std::int64_t count, std::int64_t i, std::int64_t gi,
-    const std::uint64_t* key, const std::uint64_t* threshold, std::int64_t last, std::int64_t c0, std::int64_t c1,
-    std::int64_t tm, std::int64_t D1, std::int64_t stride, std::int64_t* out) {
-    delayed_rows_lanes<8>(Aj, cols, count, i, gi, key, threshold, last, c0, c1, tm, D1, stride, out);
+ROWSTOCH_TARGET_AVX512 __attribute__((noinline)) void delayed_rows8(const AgeRow<I>& row) {
+    delayed_rows_lanes<8>(row);
 }
 
 template <class I>
-ROWSTOCH_TARGET_AVX2 __attribute__((noinline)) void delayed_rows4(
-    const I* Aj, const std::int64_t* cols, std::int64_t count, std::int64_t i, std::int64_t gi,
-    const std::uint64_t* key, const std::uint64_t* threshold, std::int64_t last, std::int64_t c0, std::int64_t c1,
-    std::int64_t tm, std::int64_t D1, std::int64_t stride, std::int64_t* out) {
-    delayed_rows_lanes<4>(Aj, cols, count, i, gi, key, threshold, last, c0, c1, tm, D1, stride, out);
+ROWSTOCH_TARGET_AVX2 __attribute__((noinline)) void delayed_rows4(const AgeRow<I>& row) {
+    delayed_rows_lanes<4>(row);
 }
 #endif
 
@@ -610,10 +619,11 @@ struct DelayedRows {
         const int lanes = simd_width();  // (2: the scalar loop below)
         if (draws->masked() && lanes >= 4 && end - first >= lanes) {
             const DelayLayout& l = at->layout;
-            auto* lanes_of = lanes == 8 ? &delayed_rows8<I> : &delayed_rows4<I>;
-            lanes_of(Aj + first, ids.cols, end - first, i, gi, keys.key, draws->thresholds(), draws->last(),
-                     l.n_own + (l.node_major ? at->r : at->r * l.n_block),
-                     l.node_major ? l.rounds : l.rounds * l.n_block, at->t % (at->D + 1), at->D + 1, at->stride, out);
+            const AgeRow<I> row{Aj + first, ids.cols, end - first, i, gi, keys.key, draws->thresholds(), draws->last(),
+                                l.n_own + (l.node_major ? at->r : at->r * l.n_block),
+                                l.node_major ? l.rounds : l.rounds * l.n_block, at->t % (at->D + 1), at->D + 1,
+                                at->stride, out};
+            (lanes == 8 ? delayed_rows8<I> : delayed_rows4<I>)(row);
             begin = end;
         }
 #endif
