@@ -288,7 +288,7 @@ def final_estimate(iterations, values):
     both), the line evaluated at the last iteration, kept within what they span: a trajectory that
     converges linearly ends where its last record is. Where they do not (a plateau, the noise of sampling,
     compression or lost messages), the mean of the records of the whole plateau (the last records back to where
-    a line through them would slope, or a record lies outside their spread: :func:`_within_plateau`): the level
+    a line through them would slope, or a record of the fall before them: :func:`_plateau_reaches`): the level
     they fluctuate around (the arithmetic mean, as the evaluation averages its repetitions' final values), not one
     record's draw.
     """
@@ -303,19 +303,27 @@ def final_estimate(iterations, values):
         trend = longer
     if trend:
         return float(np.exp(np.clip(intercept, y[-k:].min(), y[-k:].max())))
-    while k + 1 < len(x) and _within_plateau(y[-k - 1], y[-k:]) and not _trend(x[-k - 1:] - x[-1], y[-k - 1:])[0]:
+    while k + 1 < len(x) and _plateau_reaches(y[:-k], y[-k:]) and not _trend(x[-k - 1:] - x[-1], y[-k - 1:])[0]:
         k += 1  # the plateau reaches further back: its whole stretch averages the noise
     return float(np.exp(y[-k:]).mean())
 
 
-def _within_plateau(log_value, logs):
-    """Whether a record (``log_value``, its logarithm) lies within the spread of a plateau's records (``logs``):
-    no further from their range than its own width. A line's slope alone let a plateau reach back over a record of
-    the fall before it (one high point at a window's edge widens the slope's standard error more than it tilts
-    the slope): a curve at 5e-4..1.4e-3 from its fourth record on was read at the mean of its last 23, 5.2e-3,
-    with the third, 0.102, among them, and the tuner stopped short of rates 25x better (bench/RESULTS.md 71c)."""
+def _plateau_reaches(before, logs):
+    """Whether a plateau (its records' logarithms ``logs``) reaches back over the record before it (``before[-1]``,
+    ``before`` the logarithms of the records before the plateau): where that record lies within the plateau's spread
+    (no further from its range than the range's width), or above it as a spike does, the record before it being
+    lower; not where it is part of a fall (the record before it as high or higher, or none) or lies below it. A
+    line's slope alone let a plateau reach back over the last record of the fall before it (one high point at a
+    window's edge widens the slope's standard error more than it tilts the slope): a curve at 5e-4..1.4e-3 from its
+    fourth record on was read at the mean of its last 23, 5.2e-3, with the third, 0.102, among them, and the tuner
+    stopped short of rates 25x better (bench/RESULTS.md 71c). A spike stays in (a plateau cut at every spike before
+    its last quarter reads spiky rates low: helper 162's 10x spikes, one record in 20, 68% of estimates 1.25x below
+    the level against 37%)."""
     low, high = float(logs.min()), float(logs.max())
-    return low - (high - low) <= log_value <= high + (high - low)
+    value = before[-1]
+    if low - (high - low) <= value <= high + (high - low):
+        return True
+    return bool(value > high and len(before) > 1 and before[-2] < value)
 
 
 def _trend(xs, ys):
@@ -1315,10 +1323,12 @@ def _search(ends, record, grid, lossless=False):
     start = _start(record)
     tried = sorted(ends)
     how = [_failure(curves.get(lr, ()), ends[lr], start) for lr in tried]
-    how = [("small" if _helps(ends, tried, i) or how[i + 1:i + 2] == ["dip"] else "large") if kind == "down" else kind
-           for i, kind in enumerate(how)]  # (a larger rate that went further down and then failed, too: the rates
-    # that work lie between the two; helper 160's Push-Pull on a 48-node ring went down to 0.73x its start at 1e-4
-    # and dipped to 0.37x at 3.2e-4 before its consensus error ran off, and was shown at 1e-4 where 2.7e-4 is ok)
+    how = [("small" if _helps(ends, tried, i) or lossless and how[i + 1:i + 2] == ["dip"] else "large")
+           if kind == "down" else kind for i, kind in enumerate(how)]  # (on a network that draws nothing, a larger
+    # rate that went further down and then failed, too: the rates that work lie between the two; helper 160's
+    # Push-Pull on a 48-node ring went down to 0.73x its start at 1e-4 and dipped to 0.37x at 3.2e-4 before its
+    # consensus error ran off, and was shown at 1e-4 where 2.7e-4 is ok. Not where it draws: a lossy push-sum
+    # method's blow-up only comes later at a smaller rate, and none of them works)
     if lossless and _later_when_smaller([curves.get(lr, ()) for lr in tried], start):  # (all too large, dips or
         # not; on noisy streams too: helper 151's FROST on a 256-node sparse digraph ran off at every grid rate, each
         # later as it shrank, and was shown diverged at 1e-4 where 5.6e-5 converges. Not where the network draws:
@@ -1340,9 +1350,10 @@ def _search(ends, record, grid, lossless=False):
     elif small == len(tried):
         out = [tried[-1] * step ** k for k in range(1, SEARCH_WIDTH + 1)]
     else:
-        a, b = tried[small - 1], tried[small]  # (halved down to an eighth of the step: helper 160's Push-Pull made
-        # no progress at 1.8e-4 and ran off at 3.2e-4, and 2.7e-4 is ok)
-        out = [math.sqrt(a * b)] if b / a > step ** 0.25 * (1 + 1e-6) else []
+        a, b = tried[small - 1], tried[small]  # (halved down to a quarter of the step, in the logarithm: an eighth
+        # of a decade on the default grid; helper 160's Push-Pull made no progress at 1.8e-4 and ran off at 3.2e-4,
+        # and 2.4e-4 is stable. 1e-4 of slack: rates are kept to six digits)
+        out = [math.sqrt(a * b)] if b / a > step ** 0.25 * (1 + 1e-4) else []
     return _untried(out, tried, grid)
 
 

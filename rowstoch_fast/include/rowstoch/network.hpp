@@ -617,13 +617,13 @@ struct DelayedRows {
         I begin = first;
 #if ROWSTOCH_X86_DISPATCH
         const int lanes = simd_width();  // (2: the scalar loop below)
-        if (draws->masked() && lanes >= 4 && end - first >= lanes) {
+        if (draws->masked() && lanes >= 4 && end - first >= 4) {
             const DelayLayout& l = at->layout;
             const AgeRow<I> row{Aj + first, ids.cols, end - first, i, gi, keys.key, draws->thresholds(), draws->last(),
                                 l.n_own + (l.node_major ? at->r : at->r * l.n_block),
                                 l.node_major ? l.rounds : l.rounds * l.n_block, at->t % (at->D + 1), at->D + 1,
                                 at->stride, out};
-            (lanes == 8 ? delayed_rows8<I> : delayed_rows4<I>)(row);
+            (lanes == 8 && end - first >= 8 ? delayed_rows8<I> : delayed_rows4<I>)(row);  // (rows of 4-7 in fours)
             begin = end;
         }
 #endif

@@ -39,7 +39,7 @@ template <int W>
 struct Lanes {
     typedef double f __attribute__((vector_size(8 * W)));
     typedef std::int64_t i __attribute__((vector_size(8 * W)));
-    typedef std::uint64_t u __attribute__((vector_size(8 * W)));      // (hashes: network.hpp, compress.hpp)
+    typedef std::uint64_t u __attribute__((vector_size(8 * W)));      // (hashes: network.hpp's delayed rounds)
     typedef std::int32_t narrow __attribute__((vector_size(4 * W)));  // (int32 indices, widened to i)
 };
 template <int W>
