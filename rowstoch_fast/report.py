@@ -632,6 +632,11 @@ def rate_text(lr):
     return f"{lr:.6g}"
 
 
+def _lr_cell(r):
+    """A row's rate and where it came from, as summary.md and .tex print them: ``0.0749894 (tuned)``."""
+    return rate_text(r.lr) + (f" ({r.lr_source})" if r.lr_source else "")
+
+
 def _rank(r):
     """A row's rank as text: ``1``, ``1=`` (shared), ``-`` (not ranked: the run did not end ok)."""
     rank = getattr(r, "rank", None)
@@ -751,9 +756,7 @@ def to_markdown(table, metrics=None):
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] * (len(head) - len(metrics) - 1)
                                                            + ["---:"] * len(metrics) + ["---"]) + "|"]
     for i, r in enumerate(table.itertuples()):
-        row = [str(getattr(r, g)) for g in groups] + [r.algorithm, _rank(r),
-                                                      f"{rate_text(r.lr)} ({r.lr_source})" if r.lr_source
-                                                      else rate_text(r.lr),
+        row = [str(getattr(r, g)) for g in groups] + [r.algorithm, _rank(r), _lr_cell(r),
                                                       str(r.rounds_per_iteration), str(r.communication_rounds)]
         for m in metrics:
             mean, std, best = cells[m][i]
@@ -836,8 +839,7 @@ def to_latex(table, metrics=None, caption=None, label="tab:compare"):
         if groups and previous is not None and key != previous:
             lines.append(r"\midrule")
         previous = key
-        row = [_tex(v) for v in key] + [_tex(r.algorithm), _tex(_rank(r)),
-                                        _tex(rate_text(r.lr) + (f" ({r.lr_source})" if r.lr_source else "")),
+        row = [_tex(v) for v in key] + [_tex(r.algorithm), _tex(_rank(r)), _tex(_lr_cell(r)),
                                         str(r.rounds_per_iteration), str(r.communication_rounds)]
         for m in metrics:
             mean, std, best = cells[m][i]
