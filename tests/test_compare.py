@@ -1618,6 +1618,27 @@ def test_a_consensus_error_that_climbs_on_a_straight_line_runs_off_short_of_tenf
     assert climbs(x, 1e-3 * 4 ** np.clip((x - 250) / 650, 0, 1)) is None
 
 
+def test_a_consensus_error_kicked_by_a_heavy_tailed_sample_at_the_end_does_not_run_off():
+    """Helper 161's heavy-tailed rows (0.5% of the rows x40, a batch of one): one stream's consensus error sits at
+    0.01 and is kicked 100x whenever a node samples a heavy row, at the same iterations at every rate (the
+    candidates share their streams); a kick in its last records had marked every rate above 1e-4 as run off in
+    the tuner's confirmation, and DIGing was tuned 7.6x off the best. It had been as high before and came straight
+    back: not a run-off. The same stream that then climbs past its kicks still runs off."""
+    from rowstoch_fast.compare.tuning import climbs
+
+    stream = np.array([3.9e-17, 1.34e-02, 2.92e+00, 1.24e-01, 1.01e+00, 7.11e-01, 2.63e-01, 2.92e-02, 1.16e-02,
+                       1.20e-02, 1.23e-02, 1.14e-02, 1.27e-02, 4.48e-01, 2.00e+00, 7.23e-02, 1.29e-02, 1.85e-02,
+                       1.01e-02, 1.36e-02, 1.04e-02, 1.16e-02, 4.79e-02, 1.83e+00, 8.68e-01])
+    x = 25.0 * np.arange(len(stream))
+    assert climbs(x, stream) is None
+    again = stream.copy()  # (a kick in its last record but one, back down in its last)
+    again[-3:] = [8.9e-01, 1.53e+00, 5.76e-03]
+    assert climbs(x, again) is None
+    higher = stream.copy()  # (past the kick it came back from, up to the end: runs off)
+    higher[-4:] = [0.2, 1.5, 6.0, 20.0]
+    assert climbs(x, higher) is not None
+
+
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_whole_data_logistic_repetitions_are_one_trajectory_in_float32_too(dtype):
     """Helper 153: a float32 logistic objective with a batch of every sample runs one trajectory in every
