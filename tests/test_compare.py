@@ -1637,6 +1637,10 @@ def test_a_consensus_error_kicked_by_a_heavy_tailed_sample_at_the_end_does_not_r
     higher = stream.copy()  # (past the kick it came back from, up to the end: runs off)
     higher[-4:] = [0.2, 1.5, 6.0, 20.0]
     assert climbs(x, higher) is not None
+    i = np.arange(len(stream))  # (helper 163: a run-off kicked on its way, a kick above its end: still runs off)
+    running = 0.01 * 300.0 ** np.clip((i - 12) / 12, 0, 1) * (1 + 0.1 * np.sin(i))
+    running[[16, 20]] *= 100.0
+    assert climbs(x, running) is not None
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])

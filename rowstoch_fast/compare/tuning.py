@@ -439,13 +439,39 @@ def climbs(iterations, values):
     tenfold, :data:`STEADY_CLIMB` times where eight records or more from the lowest level on climb on a straight
     line in the logarithm (:data:`STEADY_FIT`) at an even pace to the end (their later half, and their last third,
     at :data:`STEADY_PACE` of the pace before at least): a geometric growth that runs off past the budget, where a
-    noise floor wanders and a level being approached bends. Not where its last three records reach no higher than
-    a kick past the first quarter (:func:`_kicks`: a record tenfold above one of the two before it and one of the two
-    after it): the stream has been as high and came straight back (a node sampling a heavy-tailed row; a
-    run-off neither jumps tenfold in a record nor falls back). One stream of helper 161's heavy-tailed rows,
-    kicked at the same iterations at every rate (the candidates share their streams), had rejected every rate
-    above 1e-4 in the tuner's confirmation, 7.6x off the best."""
+    noise floor wanders and a level being approached bends.
+
+    Kicks aside (:func:`_kicks`: past the first quarter, a record tenfold above one of the two before it and one of
+    the two after it; a node sampling a heavy-tailed row): each is read as the geometric mean of its neighbours
+    that are not kicks, and where the climb then rests on the last two records alone (the records before them do
+    not climb) and those reach no higher than a kick before them, the stream has been as high and came straight
+    back: not a run-off. One stream of helper 161's heavy-tailed rows, kicked at the same iterations at every rate
+    (the candidates share their streams), had rejected every rate above 1e-4 in the tuner's confirmation, 7.6x off
+    the best; a run-off with kicks on its way still climbs (helper 163: one kick as high anywhere had been enough to
+    pass, and 51-63% of such run-offs passed)."""
     x, v = np.asarray(iterations, dtype=np.float64), np.asarray(values, dtype=np.float64)
+    if len(v) != len(x) or len(x) < 6 or not (np.isfinite(v).all() and (v[1:] > 0).all()):
+        return _climb(x, v)
+    kicks = _kicks(v)
+    kicks = kicks[x[kicks] > x[0] + TAIL * (x[-1] - x[0])]
+    if not kicks.size:
+        return _climb(x, v)
+    w = v.copy()
+    for i in kicks:
+        calm = [v[j] for j in (i - 1, i + 1) if 0 <= j < len(v) and j not in kicks and v[j] > 0]
+        if calm:
+            w[i] = math.exp(sum(math.log(c) for c in calm) / len(calm))
+    found = _climb(x, w)
+    if found is not None and _climb(x[:-2], w[:-2]) is None:
+        earlier = kicks[kicks < len(v) - 3]
+        if earlier.size and float(v[earlier].max()) >= float(v[-3:].max()):
+            return None
+    return found
+
+
+def _climb(x, v):
+    """:func:`climbs` of a series whose kicks were set aside."""
+    x, v = np.asarray(x, dtype=np.float64), np.asarray(v, dtype=np.float64)
     if len(v) != len(x) or len(x) < 6:
         return None
     past = np.flatnonzero(x > x[0] + TAIL * (x[-1] - x[0]))
@@ -475,8 +501,6 @@ def climbs(iterations, values):
         tail = float(np.polyfit(xs[-last:], logs[-last:], 1)[0])
         if fit < STEADY_FIT or not (early > 0 and late >= STEADY_PACE * early and tail >= STEADY_PACE * line[0]):
             return None
-    if (kicks := _kicks(ys)).size and float(ys[kicks].max()) >= float(ys[-3:].max()):
-        return None
     return low, end
 
 
