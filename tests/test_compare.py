@@ -1618,6 +1618,27 @@ def test_a_consensus_error_that_climbs_on_a_straight_line_runs_off_short_of_tenf
     assert climbs(x, 1e-3 * 4 ** np.clip((x - 250) / 650, 0, 1)) is None
 
 
+@pytest.mark.parametrize("budget", [1, 2, 3])
+def test_a_budget_of_a_few_rounds_is_not_a_run_off_from_the_start_s_rounding(budget):
+    """Helper 164: over one to three rounds the first quarter of the records is the start alone, where the nodes'
+    consensus error is its rounding (2.7e-18 from a shared start); after one step at lr = 1e-12 it was 4.6e-12 and
+    every rate from 1e-12 to 10 "ran off": both methods `diverged` on a ring of eight, and the warning cited
+    Theorem 3's R for a method that has none."""
+    from rowstoch_fast.compare.tuning import runaway
+
+    assert runaway([2.74e-18, 4.62e-12]) is None
+    assert runaway([2.74e-18, 4.62e-12, 9.1e-12, 1e-7]) is not None  # (past its first step: a thousandfold)
+    f = LeastSquares.synthetic(8, seed=0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        frame = cmp.compare(topology.ring(8), f, "dsgd,diging", budget, repeats=2, progress=False)
+    said = [str(w.message) for w in caught]
+    assert f"dsgd runs only {budget} iteration{'s' if budget > 1 else ''} out of a budget of {budget} rounds" \
+        in " ".join(said), said
+    assert not any("Theorem 3" in text for text in said), said
+    assert frame.attrs["status"] == {"dsgd": "ok", "diging": "ok"}, frame.attrs["diagnosis"]
+
+
 def test_a_consensus_error_kicked_by_a_heavy_tailed_sample_at_the_end_does_not_run_off():
     """Helper 161's heavy-tailed rows (0.5% of the rows x40, a batch of one): one stream's consensus error sits at
     0.01 and is kicked 100x whenever a node samples a heavy row, at the same iterations at every rate (the
@@ -2424,8 +2445,8 @@ def test_arguments_of_the_wrong_type_are_named(problem):
     A, f = problem
     cases = [(dict(algorithms=["dsgd", 5]), TypeError, "algorithms: every name must be a string, got int 5"),
              (dict(algorithms=3), TypeError, "algorithms must be names"),
-             (dict(lr="0.1"), TypeError, "lr: dsgd must be a number, got str '0.1'"),
-             (dict(lr=np.array([0.1, 0.2])), TypeError, "lr: dsgd must be a number, got ndarray"),
+             (dict(lr="0.1"), TypeError, "lr must be a number, got str '0.1'"),
+             (dict(lr=np.array([0.1, 0.2])), TypeError, "lr must be a number, got ndarray"),
              (dict(rounds_budget="100"), TypeError, "rounds_budget must be an integer"),
              (dict(repeats=0), ValueError, "repeats must be >= 1, got 0"),
              (dict(log="print"), TypeError, "log must be a callable"),
@@ -2568,7 +2589,7 @@ def test_cli_compare_writes_the_table_csv_and_figure(tmp_path):
     (["--algorithms", "frost,nope"], ["unknown algorithm 'nope'"]),
     (["--algorithms", ""], ["--algorithms was given an empty value"]),
     (["--lr", "0.1", "--algorithms", "frost", "--topology", "torusx"], ["unknown topology 'torusx'"]),
-    (["--lr", "-1"], ["frost = -1.0 must be a finite number > 0"]),
+    (["--lr", "-1"], ["--lr = -1.0 must be a finite number > 0"]),
     (["--preset", "paper", "--topology", "ring"], ["--preset paper runs the paper's four 16-node graphs"]),
     (["--lr", "frost=0.1,frost=0.2"], ["--lr gives frost twice"]),
     (["--lr", "frost=0.1", "--lr", "frost=0.2"], ["--lr gives frost twice"]),  # (several --lr join: helper 159)

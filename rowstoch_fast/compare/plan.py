@@ -236,13 +236,16 @@ def check_rates(lr, labels):
     """``lr`` (None, one number, or ``{label: number}``) as ``{label: float}``, each finite and > 0."""
     if lr is None:
         return {}
-    given = _check_label_dict(lr, "lr", labels) if isinstance(lr, dict) else {label: lr for label in labels}
+    one = not isinstance(lr, dict)  # (one number for every method: named as given, not as the first method's;
+    # helper 164: --lr nan read "lr: pull-diag-gt = nan" where no method had been named)
+    given = {label: lr for label in labels} if one else _check_label_dict(lr, "lr", labels)
     rates = {}
     for label, value in given.items():
+        name = "lr" if one else f"lr: {label}"
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
-            raise TypeError(f"lr: {label} must be a number, got {type(value).__name__} {value!r}")
+            raise TypeError(f"{name} must be a number, got {type(value).__name__} {value!r}")
         if not (np.isfinite(value) and value > 0):
-            raise ValueError(f"lr: {label} = {float(value)} must be a finite number > 0")
+            raise ValueError(f"{name} = {float(value)} must be a finite number > 0")
         rates[label] = float(value)
     return rates
 
@@ -481,10 +484,12 @@ def make_plan(A, objective, algorithms=None, rounds_budget=2000, *, lr=None, tun
             raise ValueError(f"rounds_budget = {rounds_budget} is less than one iteration of {m.label} (R = "
                              f"{m.rounds} rounds); raise the budget or pass mg_rounds")
         if m.iterations(rounds_budget) < MIN_ITERATIONS:
-            warnings.warn(f"{m.label} runs only {m.iterations(rounds_budget)} iterations: R = {m.rounds} rounds each"
-                          f"{' (Theorem 3)' if mg_rounds is None else ''} out of a budget of {rounds_budget}; "
-                          "raise the budget" + (" or pass mg_rounds (--mg-rounds)" if m.rounds > 1 else ""),
-                          RuntimeWarning, stacklevel=3)
+            each = (f": R = {m.rounds} rounds each{' (Theorem 3)' if mg_rounds is None else ''}," if m.rounds > 1
+                    else "")  # (Theorem 3's R is the multi-round methods'; helper 164: DSGD's warning cited it)
+            k = m.iterations(rounds_budget)
+            warnings.warn(f"{m.label} runs only {k} iteration{'s' if k != 1 else ''}{each} out of a budget of "
+                          f"{rounds_budget} rounds; raise the budget" +
+                          (" or pass mg_rounds (--mg-rounds)" if m.rounds > 1 else ""), RuntimeWarning, stacklevel=3)
     rates = check_rates(lr, labels)
     sources = {label: "given" for label in rates}
     for label, text in _check_label_dict(lr_source, "lr_source", labels).items():

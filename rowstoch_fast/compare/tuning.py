@@ -519,15 +519,16 @@ def _kicks(values):
 def runaway(values):
     """``(peak, end)`` where a non-negative metric of the iterates recorded at ``values`` (a consensus error) ran
     off: it ended non-finite, or more than :data:`~rowstoch_fast.runner.GROWTH_WARNING` times its largest value
-    over the first :data:`TAIL` of the records (not its start: the consensus error starts at 0 from a shared
-    start); else None. The evaluation's rule for every recorded metric besides the ranked one
+    over the first :data:`TAIL` of the records, the record after the start at least (not its start alone: the
+    consensus error starts at 0 from a shared start, or at its rounding, 2.7e-18; helper 164's runs of one to three
+    rounds, whose first quarter is the start, were "diverged" at every rate from 1e-12 up); else None. The evaluation's rule for every recorded metric besides the ranked one
     (:func:`~rowstoch_fast.compare.verdict.status_of`), and the tuner's for the consensus error: a push-sum method
     draining on a lossy network, or a rate far past the grid, keeps the ranked metric at the average iterate in
     range while the nodes' iterates run off."""
     v = np.asarray(values, dtype=np.float64)
     if len(v) < 2:
         return None
-    early = v[: max(1, int(math.ceil(TAIL * len(v))))]
+    early = v[: max(2, int(math.ceil(TAIL * len(v))))]
     early = early[np.isfinite(early)]
     peak, end = (float(early.max()) if len(early) else math.nan), float(v[-1])
     if (not math.isfinite(end) and math.isfinite(peak)) or (peak > 0 and end > GROWTH_WARNING * peak):
