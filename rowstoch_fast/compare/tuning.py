@@ -447,8 +447,8 @@ def climbs(iterations, values):
     not climb) and those reach no higher than a kick before them, the stream has been as high and came straight
     back: not a run-off. One stream of helper 161's heavy-tailed rows, kicked at the same iterations at every rate
     (the candidates share their streams), had rejected every rate above 1e-4 in the tuner's confirmation, 7.6x off
-    the best; a run-off with kicks on its way still climbs (helper 163: one kick as high anywhere had been enough to
-    pass, and 51-63% of such run-offs passed)."""
+    the best; a run-off with kicks on its way still climbs (helper 163: where one kick as high anywhere had been
+    enough to pass, up to 63% of such run-offs passed)."""
     x, v = np.asarray(iterations, dtype=np.float64), np.asarray(values, dtype=np.float64)
     if len(v) != len(x) or len(x) < 6 or not (np.isfinite(v).all() and (v[1:] > 0).all()):
         return _climb(x, v)
@@ -521,7 +521,8 @@ def runaway(values):
     off: it ended non-finite, or more than :data:`~rowstoch_fast.runner.GROWTH_WARNING` times its largest value
     over the first :data:`TAIL` of the records, the record after the start at least (not its start alone: the
     consensus error starts at 0 from a shared start, or at its rounding, 2.7e-18; helper 164's runs of one to three
-    rounds, whose first quarter is the start, were "diverged" at every rate from 1e-12 up); else None. The evaluation's rule for every recorded metric besides the ranked one
+    rounds, whose first quarter is the start, were "diverged" at every rate from 1e-12 up); else None. The
+    evaluation's rule for every recorded metric besides the ranked one
     (:func:`~rowstoch_fast.compare.verdict.status_of`), and the tuner's for the consensus error: a push-sum method
     draining on a lossy network, or a rate far past the grid, keeps the ranked metric at the average iterate in
     range while the nodes' iterates run off."""
@@ -698,8 +699,8 @@ def _fingerprint(method, rates, budget, metric, seed, repeats, objective, rep_of
                        "options": method.options, "rates": [float(r) for r in rates], "budget": budget,
                        "metric": metric, "seed": seed, "repeats": repeats, "rep_offset": rep_offset,
                        "points": TUNE_POINTS, "spread": True,  # (its rows hold the consensus error too)
-                       "climbs": [CLIMB, "kicks"],  # (a stage judged before the consensus error's run-off at the
-                       # end, or before its kicks: again)
+                       "climbs": [CLIMB, "kicks", "early peak past the start"],  # (a stage judged before the
+                       # consensus error's run-off at the end, its kicks or runaway's peak past the start: again)
                        "objective": objective.describe() if hasattr(objective, "describe") else None},
                       sort_keys=True, default=str)
 
