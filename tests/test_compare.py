@@ -2671,6 +2671,13 @@ def test_a_caption_says_how_an_edge_lists_weights_were_made(tmp_path):
     assert rc == 0, err
     tex = " ".join((out / "summary.tex").read_text().split())
     assert "directed graph g.csv (n = 6, in-degree weights: the file lists none)" in tex, tex
+    # the paper's grid has random integer weights (helper 165: all four of its graphs read "in-degree weights")
+    rc, _, err = rowstoch("compare", "--topology", "paper-grid", "--objective", "quadratic", "--d", "2",
+                          "--algorithms", "dsgd", "--lr", "0.05", "--rounds-budget", "10", "--repeats", "1", "--out",
+                          tmp_path / "p", "--no-progress")
+    assert rc == 0, err
+    tex = " ".join((tmp_path / "p" / "summary.tex").read_text().split())
+    assert "paper-grid graph (n = 16, random integer weights 1-10, rows normalized)" in tex, tex
 
 
 def test_cli_compare_refuses_a_folder_with_results_or_in_use(tmp_path):

@@ -848,8 +848,19 @@ def _graph_words(args, gname, A):
     if args.matrix:
         said = f"{kind} graph {gname}"
         return said, said, io.weights_said(os.fspath(args.matrix), args.normalize)
+    if gname in _PAPER_WEIGHTS:
+        return f"{kind} {gname}", f"{kind} {gname} graph", _PAPER_WEIGHTS[gname]
     return (f"{kind} {gname}", f"{kind} {gname} graph",
             _WEIGHTS_SAID.get(getattr(args, "weights", "in-degree"), "in-degree weights"))
+
+
+#: The weights of the paper's graphs (Appendix E.1, rebuilt as the authors' code built them:
+#: :func:`~rowstoch_fast.topology.paper_graphs`), as a caption says them: the captions had said "in-degree weights"
+#: for all four (helper 165: row 0 of paper-grid is 0.286, 0.429, 0.286).
+_PAPER_WEIGHTS = {"paper-ring": "in-degree weights",
+                  "paper-grid": "random integer weights 1-10, rows normalized",
+                  "paper-geometric": "random weights 1 or 2, rows normalized",
+                  "paper-nearest_neighbor": "random weights 1 or 2, rows normalized"}
 
 
 def _write_finished_comparison(frames, partial, labelled, args, root, metrics, problems):
