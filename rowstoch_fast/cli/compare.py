@@ -374,7 +374,8 @@ def _compare(args):
         titles = [_figure_title(args, g, ns, A.n) for _, (g, _, ns, A, *_) in zip(frames, problems)]
         with signals_held():  # (the tables, figures and settings written together: a signal then ends the command)
             written = cmp.write_outputs(frames, args.out, metrics, x_axis[0], formats,
-                                        caption=_caption(args, problems), titles=titles,
+                                        caption=_caption(args, problems) + (_unfinished(frames, problems)
+                                                                            if interrupted else ""), titles=titles,
                                         kept=_not_reached(args, frames) if interrupted else None)
             # (finished: every method of this comparison was reached; records of none of them are not carried on)
             if into_itself and not interrupted:  # (once they all ran: the settings say what compare.csv holds)
@@ -811,6 +812,28 @@ def _caption(args, problems):
             + (" R: gossip rounds per iteration (a multi-round method's several)."  # (helper 158 read it as the
                if any(label.startswith("mg-") for p in problems for label, *_ in p[4]) else "")  # repetitions)
             + (_own_draws(problems) if args.repeats > 1 else ""))
+
+
+def _unfinished(frames, problems):
+    """After an interruption, the caption's sentence naming the methods its tables lack (cut off while tuning, or
+    not reached), or "": the tables of an interrupted comparison had looked complete, the first method ranked 1
+    in bold, and only the console said that others were missing (helper 165)."""
+    import pandas as pd
+
+    done = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["algorithm"])
+    several = "setting" in done.columns
+    missing = []
+    for gname, sname, _, _, specs, *_ in problems:
+        rows = done[done["graph"] == gname] if "graph" in done.columns else done
+        if several:
+            rows = rows[rows["setting"] == sname]
+        have = set(rows["algorithm"])
+        where = f" ({gname}{', ' + sname if several and sname else ''})" if len(problems) > 1 else ""
+        missing += [f"{label}{where}" for label, *_ in specs if label not in have]
+    if not missing:
+        return ""
+    return (f" Interrupted: {', '.join(missing)} did not finish and {'is' if len(missing) == 1 else 'are'} not in "
+            "this table (--resume continues the comparison).")
 
 
 def _own_draws(problems):
