@@ -38,6 +38,7 @@ __all__ = [
     "NAMES",
     "DIRECTED_NAMES",
     "PAPER_NAMES",
+    "PAPER_WEIGHTS",
 ]
 
 _MAX_TRIES = 100
@@ -528,6 +529,12 @@ NAMES = ("exponential", "ring", "grid", "torus", "geometric", "nearest_neighbor"
 DIRECTED_NAMES = ("exponential", "ring", "erdos_renyi")
 #: The paper's 16-node graphs by name (:func:`paper_graphs`).
 PAPER_NAMES = ("paper-ring", "paper-grid", "paper-geometric", "paper-nearest_neighbor")
+#: How :func:`paper_graphs` weights each of them, in a caption's words (the authors' recipe: shared/paper_graphs.md;
+#: the captions had said "in-degree weights" for all four).
+PAPER_WEIGHTS = {"paper-ring": "in-degree weights",
+                 "paper-grid": "random integer weights 1-10, rows normalized",
+                 "paper-geometric": "random weights 1 or 2, rows normalized",
+                 "paper-nearest_neighbor": "random weights 1 or 2, rows normalized"}
 
 
 def by_name(name, n, seed=0, undirected=False, weights="in-degree"):

@@ -1633,7 +1633,8 @@ def test_a_budget_of_a_few_rounds_is_not_a_run_off_from_the_start_s_rounding(bud
         warnings.simplefilter("always")
         frame = cmp.compare(topology.ring(8), f, "dsgd,diging", budget, repeats=2, progress=False)
     said = [str(w.message) for w in caught]
-    assert f"dsgd runs only {budget} iteration{'s' if budget > 1 else ''} out of a budget of {budget} rounds" \
+    assert f"dsgd runs only {budget} iteration{'s' if budget > 1 else ''} out of a budget of {budget} " \
+           f"round{'s' if budget > 1 else ''}" \
         in " ".join(said), said
     assert not any("Theorem 3" in text for text in said), said
     assert frame.attrs["status"] == {"dsgd": "ok", "diging": "ok"}, frame.attrs["diagnosis"]
@@ -1662,6 +1663,16 @@ def test_a_consensus_error_kicked_by_a_heavy_tailed_sample_at_the_end_does_not_r
     running = 0.01 * 300.0 ** np.clip((i - 12) / 12, 0, 1) * (1 + 0.1 * np.sin(i))
     running[[16, 20]] *= 100.0
     assert climbs(x, running) is not None
+    short = stream.copy()  # (helper 166: a short run-off, x4 a record over its last four, a kick as high before)
+    short[-4:] = 0.0116 * 4.0 ** np.arange(1, 5)
+    short[14] = 3.0
+    assert climbs(x, short) is not None
+    slow = stream.copy()  # (a kick spread over its last three records, up 17x, then 4.6x back down at the end)
+    slow[-3:] = [0.198, 0.977, 0.213]
+    assert climbs(x, slow) is None
+    early = stream.copy()  # (a record not finite or zero in the first quarter: the tail's kicks read all the same)
+    early[[1, 2]] = [0.0, np.nan]
+    assert climbs(x, early) is None
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
@@ -2414,8 +2425,15 @@ def test_bad_arguments_name_what_is_wrong(problem):
         cmp.compare(A, f, "dsgd,dsgd", 10, lr=0.1, progress=False)
     with pytest.raises(ValueError, match="lr: sgp is not among"):
         cmp.compare(A, f, "dsgd", 10, lr={"dsgd": 0.1, "sgp": 0.1}, progress=False)
-    with pytest.warns(RuntimeWarning, match="runs only 2 iterations"):
+    with pytest.warns(RuntimeWarning, match="runs only 2 iterations: R = 5 rounds each, out of a budget of 10 "
+                                            r"rounds; raise the budget or pass mg_rounds"):
         cmp.compare(A, f, "mg-pull-diag-gt", 10, lr=0.01, mg_rounds=5, progress=False)
+    R = A.metrics().recommended_rounds()  # (Theorem 3's R where it is derived; given in hyper, not cited)
+    with pytest.warns(RuntimeWarning, match=rf"runs only 2 iterations: R = {R} rounds each \(Theorem 3\),"):
+        cmp.compare(A, f, "mg-pull-diag-gt", 2 * R, lr=0.01, progress=False)
+    with pytest.warns(RuntimeWarning, match="R = 5 rounds each, out of a budget of 10 rounds; raise the budget or give "
+                                            "it fewer rounds"):
+        cmp.compare(A, f, "mg-pull-diag-gt", 10, lr=0.01, hyper={"mg-pull-diag-gt": {"rounds": 5}}, progress=False)
     with pytest.raises(ValueError, match="rounds_budget = 3 is less than one iteration of mg-pull-diag-gt "
                                          r"\(R = 5 rounds\)"):  # it ran one iteration over the budget
         cmp.compare(A, f, "mg-pull-diag-gt", 3, lr=0.01, mg_rounds=5, progress=False)
@@ -2680,6 +2698,25 @@ def test_a_caption_says_how_an_edge_lists_weights_were_made(tmp_path):
     assert "paper-grid graph (n = 16, random integer weights 1-10, rows normalized)" in tex, tex
 
 
+def test_an_interrupted_comparison_s_caption_names_what_its_table_lacks():
+    """Helper 166: graph and setting by graph and setting ("every method" of one not begun, not each method of it
+    named), and the methods an earlier run finished, whose records compare.csv keeps, said apart."""
+    import argparse
+
+    from rowstoch_fast.cli.compare import _unfinished
+
+    specs = [("dsgd", "dsgd", 1), ("sgp", "sgp", 1)]
+    problems = [(g, s, None, None, specs) for g in ("ring", "grid") for s in ("none", "topk:2")]
+    done = pd.DataFrame({"graph": ["ring", "ring", "ring"], "setting": ["none", "none", "topk:2"],
+                         "algorithm": ["dsgd", "sgp", "dsgd"]})
+    earlier = pd.DataFrame({"graph": ["ring"], "setting": ["topk:2"], "algorithm": ["sgp"]})
+    said = _unfinished(argparse.Namespace(previous=earlier), [done], problems)
+    assert said == (" Interrupted: not in this table: ring, topk:2: sgp; grid, none: every method; grid, topk:2: "
+                    "every method (--resume continues the comparison); the records of ring, topk:2: sgp from an "
+                    "earlier run are kept in compare.csv."), said
+    assert _unfinished(argparse.Namespace(), [done], problems[:1]) == ""
+
+
 def test_cli_compare_refuses_a_folder_with_results_or_in_use(tmp_path):
     out = tmp_path / "o"
     args = ["compare", *SMALL, "--algorithms", "dsgd", "--lr", "0.1", "--rounds-budget", "10", "--repeats", "1"]
@@ -2775,7 +2812,8 @@ def test_resume_after_a_signal_equals_an_uninterrupted_run(tmp_path, sig, tuned)
         asked = command[command.index("--algorithms") + 1].split(",")
         lacking = [a for a in asked if a not in set(partial["algorithm"])]
         caption = " ".join((out / "summary.md").read_text().split())
-        assert (f"Interrupted: {', '.join(lacking)} did not finish" in caption) == bool(lacking), (lacking, caption)
+        assert (f"Interrupted: not in this table: {', '.join(lacking)} (--resume continues the comparison)."
+                in caption) == bool(lacking), (lacking, caption)
     rc, stdout, err = rowstoch("compare", "--resume", out, "--no-progress", timeout=300)
     assert rc == 0, err
     assert "Interrupted" not in (out / "summary.md").read_text()

@@ -13,7 +13,7 @@ from ..algorithms import REGISTRY
 from .. import io
 from ..errors import UsageError
 from ..network import options as network_options
-from ..topology import NAMES as TOPOLOGIES, PAPER_NAMES as PAPER_GRAPHS
+from ..topology import NAMES as TOPOLOGIES, PAPER_NAMES as PAPER_GRAPHS, PAPER_WEIGHTS
 from ._common import (_as_options, _check_objective_args, _check_objective_size, _check_out_folder, _error,
                       _list_option, _matrix_from_args, _metrics_module, _objective_from_args, _problem_rules,
                       _refuse_unread, _settings, narrator, on_every_rank, polled_barrier, progress_option,
@@ -374,7 +374,7 @@ def _compare(args):
         titles = [_figure_title(args, g, ns, A.n) for _, (g, _, ns, A, *_) in zip(frames, problems)]
         with signals_held():  # (the tables, figures and settings written together: a signal then ends the command)
             written = cmp.write_outputs(frames, args.out, metrics, x_axis[0], formats,
-                                        caption=_caption(args, problems) + (_unfinished(frames, problems)
+                                        caption=_caption(args, problems) + (_unfinished(args, frames, problems)
                                                                             if interrupted else ""), titles=titles,
                                         kept=_not_reached(args, frames) if interrupted else None)
             # (finished: every method of this comparison was reached; records of none of them are not carried on)
@@ -814,26 +814,38 @@ def _caption(args, problems):
             + (_own_draws(problems) if args.repeats > 1 else ""))
 
 
-def _unfinished(frames, problems):
-    """After an interruption, the caption's sentence naming the methods its tables lack (cut off while tuning, or
-    not reached), or "": the tables of an interrupted comparison had looked complete, the first method ranked 1
-    in bold, and only the console said that others were missing (helper 165)."""
+def _unfinished(args, frames, problems):
+    """After an interruption, the caption's sentence naming the methods its tables lack, graph and setting by
+    graph and setting (cut off while tuning, or not reached; those an earlier run finished, whose records
+    compare.csv keeps, said apart), or "": the tables of an interrupted comparison had looked complete, the first
+    method ranked 1 in bold, and only the console said that others were missing (helper 165)."""
     import pandas as pd
 
-    done = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["algorithm"])
-    several = "setting" in done.columns
-    missing = []
+    def rows_of(frame, gname, sname):
+        if frame is None or not len(frame):
+            return set()
+        part = frame[frame["graph"].astype(str) == str(gname)] if "graph" in frame.columns else frame
+        if sname is not None and "setting" in part.columns:
+            part = part[part["setting"].astype(str) == str(sname)]
+        return set(part["algorithm"])
+
+    done = pd.concat(frames, ignore_index=True) if frames else None
+    kept = _not_reached(args, frames)
+    parts, earlier = [], []
     for gname, sname, _, _, specs, *_ in problems:
-        rows = done[done["graph"] == gname] if "graph" in done.columns else done
-        if several:
-            rows = rows[rows["setting"] == sname]
-        have = set(rows["algorithm"])
-        where = f" ({gname}{', ' + sname if several and sname else ''})" if len(problems) > 1 else ""
-        missing += [f"{label}{where}" for label, *_ in specs if label not in have]
-    if not missing:
+        labels = [label for label, *_ in specs]
+        have, old = rows_of(done, gname, sname), rows_of(kept, gname, sname)
+        lacking = [label for label in labels if label not in have]
+        if not lacking:
+            continue
+        where = f"{gname}{', ' + sname if sname else ''}: " if len(problems) > 1 else ""
+        parts.append(where + ("every method" if len(lacking) == len(labels) else ", ".join(lacking)))
+        earlier += [where + label for label in lacking if label in old]
+    if not parts:
         return ""
-    return (f" Interrupted: {', '.join(missing)} did not finish and {'is' if len(missing) == 1 else 'are'} not in "
-            "this table (--resume continues the comparison).")
+    return (f" Interrupted: not in this table: {'; '.join(parts)} (--resume continues the comparison)"
+            + (f"; the records of {', '.join(earlier)} from an earlier run are kept in compare.csv" if earlier
+               else "") + ".")
 
 
 def _own_draws(problems):
@@ -871,19 +883,11 @@ def _graph_words(args, gname, A):
     if args.matrix:
         said = f"{kind} graph {gname}"
         return said, said, io.weights_said(os.fspath(args.matrix), args.normalize)
-    if gname in _PAPER_WEIGHTS:
-        return f"{kind} {gname}", f"{kind} {gname} graph", _PAPER_WEIGHTS[gname]
+    if gname in PAPER_WEIGHTS:
+        return f"{kind} {gname}", f"{kind} {gname} graph", PAPER_WEIGHTS[gname]
     return (f"{kind} {gname}", f"{kind} {gname} graph",
             _WEIGHTS_SAID.get(getattr(args, "weights", "in-degree"), "in-degree weights"))
 
-
-#: The weights of the paper's graphs (Appendix E.1, rebuilt as the authors' code built them:
-#: :func:`~rowstoch_fast.topology.paper_graphs`), as a caption says them: the captions had said "in-degree weights"
-#: for all four (helper 165: row 0 of paper-grid is 0.286, 0.429, 0.286).
-_PAPER_WEIGHTS = {"paper-ring": "in-degree weights",
-                  "paper-grid": "random integer weights 1-10, rows normalized",
-                  "paper-geometric": "random weights 1 or 2, rows normalized",
-                  "paper-nearest_neighbor": "random weights 1 or 2, rows normalized"}
 
 
 def _write_finished_comparison(frames, partial, labelled, args, root, metrics, problems):

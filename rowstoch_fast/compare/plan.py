@@ -484,12 +484,14 @@ def make_plan(A, objective, algorithms=None, rounds_budget=2000, *, lr=None, tun
             raise ValueError(f"rounds_budget = {rounds_budget} is less than one iteration of {m.label} (R = "
                              f"{m.rounds} rounds); raise the budget or pass mg_rounds")
         if m.iterations(rounds_budget) < MIN_ITERATIONS:
-            each = (f": R = {m.rounds} rounds each{' (Theorem 3)' if mg_rounds is None else ''}," if m.rounds > 1
+            derived = mg_rounds is None and "rounds" not in hyper.get(m.label, {})  # (Theorem 3's R, or given)
+            each = (f": R = {m.rounds} rounds each{' (Theorem 3)' if derived else ''}," if m.rounds > 1
                     else "")  # (Theorem 3's R is the multi-round methods'; helper 164: DSGD's warning cited it)
             k = m.iterations(rounds_budget)
             warnings.warn(f"{m.label} runs only {k} iteration{'s' if k != 1 else ''}{each} out of a budget of "
-                          f"{rounds_budget} rounds; raise the budget" +
-                          (" or pass mg_rounds (--mg-rounds)" if m.rounds > 1 else ""), RuntimeWarning, stacklevel=3)
+                          f"{rounds_budget} round{'s' if rounds_budget != 1 else ''}; raise the budget" +
+                          ((" or pass mg_rounds (--mg-rounds)" if derived or mg_rounds is not None else
+                            " or give it fewer rounds") if m.rounds > 1 else ""), RuntimeWarning, stacklevel=3)
     rates = check_rates(lr, labels)
     sources = {label: "given" for label in rates}
     for label, text in _check_label_dict(lr_source, "lr_source", labels).items():

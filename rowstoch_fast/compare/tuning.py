@@ -444,25 +444,35 @@ def climbs(iterations, values):
     Kicks aside (:func:`_kicks`: past the first quarter, a record tenfold above one of the two before it and one of
     the two after it; a node sampling a heavy-tailed row): each is read as the geometric mean of its neighbours
     that are not kicks, and where the climb then rests on the last two records alone (the records before them do
-    not climb) and those reach no higher than a kick before them, the stream has been as high and came straight
-    back: not a run-off. One stream of helper 161's heavy-tailed rows, kicked at the same iterations at every rate
+    not climb, and the two before them stay within tenfold of the lowest level, or the last record falls back to
+    half the one before) and the last three reach no higher than a kick before them, the stream has been as high
+    and came straight back: not a run-off. One stream of helper 161's heavy-tailed rows, kicked at the same iterations at every rate
     (the candidates share their streams), had rejected every rate above 1e-4 in the tuner's confirmation, 7.6x off
     the best; a run-off with kicks on its way still climbs (helper 163: where one kick as high anywhere had been
     enough to pass, up to 63% of such run-offs passed)."""
     x, v = np.asarray(iterations, dtype=np.float64), np.asarray(values, dtype=np.float64)
-    if len(v) != len(x) or len(x) < 6 or not (np.isfinite(v).all() and (v[1:] > 0).all()):
+    if len(v) != len(x) or len(x) < 6:
+        return None
+    tail = x > x[0] + TAIL * (x[-1] - x[0])
+    if not (np.isfinite(v[tail]).all() and (v[tail] > 0).all()):  # (what _climb reads: the tail alone)
         return _climb(x, v)
-    kicks = _kicks(v)
-    kicks = kicks[x[kicks] > x[0] + TAIL * (x[-1] - x[0])]
+    with np.errstate(invalid="ignore"):
+        every = _kicks(v)
+    kicks = every[tail[every]]
     if not kicks.size:
         return _climb(x, v)
     w = v.copy()
     for i in kicks:
-        calm = [v[j] for j in (i - 1, i + 1) if 0 <= j < len(v) and j not in kicks and v[j] > 0]
+        calm = [v[j] for j in (i - 1, i + 1) if 0 <= j < len(v) and j not in every and np.isfinite(v[j])
+                and v[j] > 0]
         if calm:
             w[i] = math.exp(sum(math.log(c) for c in calm) / len(calm))
     found = _climb(x, w)
-    if found is not None and _climb(x[:-2], w[:-2]) is None:
+    if found is not None and _climb(x[:-2], w[:-2]) is None and (float(w[-4:-2].max()) < CLIMB * found[0]
+                                                                  or w[-1] <= 0.5 * w[-2]):
+        # (the climb rests on the last two records, the two before them within tenfold of the lowest level, or it
+        # falls back at the end, as a kick spread over three records does and a run-off does not; a short geometric
+        # run-off, x4 a record over its last four, had passed on an earlier kick as high: helper 166)
         earlier = kicks[kicks < len(v) - 3]
         if earlier.size and float(v[earlier].max()) >= float(v[-3:].max()):
             return None
@@ -521,7 +531,8 @@ def runaway(values):
     off: it ended non-finite, or more than :data:`~rowstoch_fast.runner.GROWTH_WARNING` times its largest value
     over the first :data:`TAIL` of the records, the record after the start at least (not its start alone: the
     consensus error starts at 0 from a shared start, or at its rounding, 2.7e-18; helper 164's runs of one to three
-    rounds, whose first quarter is the start, were "diverged" at every rate from 1e-12 up); else None. The
+    rounds, whose first quarter is the start, were "diverged" at every rate from 1e-12 up: over two records, only
+    an end that is not finite runs off); else None. The
     evaluation's rule for every recorded metric besides the ranked one
     (:func:`~rowstoch_fast.compare.verdict.status_of`), and the tuner's for the consensus error: a push-sum method
     draining on a lossy network, or a rate far past the grid, keeps the ranked metric at the average iterate in
