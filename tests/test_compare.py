@@ -2701,8 +2701,6 @@ def test_a_caption_says_how_an_edge_lists_weights_were_made(tmp_path):
 def test_an_interrupted_comparison_s_caption_names_what_its_table_lacks():
     """Helper 166: graph and setting by graph and setting ("every method" of one not begun, not each method of it
     named), and the methods an earlier run finished, whose records compare.csv keeps, said apart."""
-    import argparse
-
     from rowstoch_fast.cli.compare import _unfinished
 
     specs = [("dsgd", "dsgd", 1), ("sgp", "sgp", 1)]
@@ -2710,11 +2708,11 @@ def test_an_interrupted_comparison_s_caption_names_what_its_table_lacks():
     done = pd.DataFrame({"graph": ["ring", "ring", "ring"], "setting": ["none", "none", "topk:2"],
                          "algorithm": ["dsgd", "sgp", "dsgd"]})
     earlier = pd.DataFrame({"graph": ["ring"], "setting": ["topk:2"], "algorithm": ["sgp"]})
-    said = _unfinished(argparse.Namespace(previous=earlier), [done], problems)
+    said = _unfinished([done], earlier, problems)
     assert said == (" Interrupted: not in this table: ring, topk:2: sgp; grid, none: every method; grid, topk:2: "
                     "every method (--resume continues the comparison); the records of ring, topk:2: sgp from an "
                     "earlier run are kept in compare.csv."), said
-    assert _unfinished(argparse.Namespace(), [done], problems[:1]) == ""
+    assert _unfinished([done], None, problems[:1]) == ""
 
 
 def test_cli_compare_refuses_a_folder_with_results_or_in_use(tmp_path):

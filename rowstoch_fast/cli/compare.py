@@ -373,10 +373,11 @@ def _compare(args):
             return 130
         titles = [_figure_title(args, g, ns, A.n) for _, (g, _, ns, A, *_) in zip(frames, problems)]
         with signals_held():  # (the tables, figures and settings written together: a signal then ends the command)
+            kept = _not_reached(args, frames) if interrupted else None
             written = cmp.write_outputs(frames, args.out, metrics, x_axis[0], formats,
-                                        caption=_caption(args, problems) + (_unfinished(args, frames, problems)
+                                        caption=_caption(args, problems) + (_unfinished(frames, kept, problems)
                                                                             if interrupted else ""), titles=titles,
-                                        kept=_not_reached(args, frames) if interrupted else None)
+                                        kept=kept)
             # (finished: every method of this comparison was reached; records of none of them are not carried on)
             if into_itself and not interrupted:  # (once they all ran: the settings say what compare.csv holds)
                 _update_experiment(args.out, args.repeats if args.repeats != getattr(args, "saved_repeats",
@@ -450,15 +451,21 @@ def _not_reached(args, frames):
     return rest if len(rest) else None
 
 
+def _rows_of(frame, gname, sname=None):
+    """The rows of graph ``gname`` (and setting ``sname``) of a comparison's records (a ``graph`` column)."""
+    part = frame[frame["graph"].astype(str) == str(gname)]
+    if sname is not None and "setting" in part.columns:
+        part = part[part["setting"].astype(object).fillna("").astype(str) == str(sname)]
+    return part
+
+
 def _previous_of(args, gname, sname=None):
     """The records of graph ``gname`` (and setting ``sname``) of the comparison ``--resume`` continues (None
     otherwise)."""
     previous = getattr(args, "previous", None)
     if previous is None or "graph" not in previous.columns:
         return None
-    part = previous[previous["graph"].astype(str) == str(gname)]
-    if sname is not None and "setting" in part.columns:
-        part = part[part["setting"].astype(object).fillna("").astype(str) == sname]
+    part = _rows_of(previous, gname, sname)
     if len(part):  # (the tuning that chose each kept rate, lr.json's: the tables and tuning.png keep it, and a run
         # interrupted in its evaluation is judged with it again, where its diagnosis had lost the rates tried)
         from ..compare.outputs import _title, tuning_from_json
@@ -814,27 +821,24 @@ def _caption(args, problems):
             + (_own_draws(problems) if args.repeats > 1 else ""))
 
 
-def _unfinished(args, frames, problems):
-    """After an interruption, the caption's sentence naming the methods its tables lack, graph and setting by
-    graph and setting (cut off while tuning, or not reached; those an earlier run finished, whose records
-    compare.csv keeps, said apart), or "": the tables of an interrupted comparison had looked complete, the first
-    method ranked 1 in bold, and only the console said that others were missing (helper 165)."""
+def _unfinished(frames, kept, problems):
+    """After an interruption, the caption's sentence naming the methods its tables (of ``frames``) lack, graph and
+    setting by graph and setting (cut off while tuning, or not reached; those an earlier run finished, whose
+    records compare.csv keeps, ``kept`` (:func:`_not_reached`), said apart), or "": the tables of an interrupted
+    comparison had looked complete, the first method ranked 1 in bold, and only the console said that others were
+    missing (helper 165)."""
     import pandas as pd
 
-    def rows_of(frame, gname, sname):
-        if frame is None or not len(frame):
+    def labels_of(frame, gname, sname):
+        if frame is None or not len(frame) or "graph" not in frame.columns:
             return set()
-        part = frame[frame["graph"].astype(str) == str(gname)] if "graph" in frame.columns else frame
-        if sname is not None and "setting" in part.columns:
-            part = part[part["setting"].astype(str) == str(sname)]
-        return set(part["algorithm"])
+        return set(_rows_of(frame, gname, sname)["algorithm"])
 
     done = pd.concat(frames, ignore_index=True) if frames else None
-    kept = _not_reached(args, frames)
     parts, earlier = [], []
     for gname, sname, _, _, specs, *_ in problems:
         labels = [label for label, *_ in specs]
-        have, old = rows_of(done, gname, sname), rows_of(kept, gname, sname)
+        have, old = labels_of(done, gname, sname), labels_of(kept, gname, sname)
         lacking = [label for label in labels if label not in have]
         if not lacking:
             continue
@@ -887,7 +891,6 @@ def _graph_words(args, gname, A):
         return f"{kind} {gname}", f"{kind} {gname} graph", PAPER_WEIGHTS[gname]
     return (f"{kind} {gname}", f"{kind} {gname} graph",
             _WEIGHTS_SAID.get(getattr(args, "weights", "in-degree"), "in-degree weights"))
-
 
 
 def _write_finished_comparison(frames, partial, labelled, args, root, metrics, problems):

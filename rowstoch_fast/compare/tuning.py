@@ -446,10 +446,10 @@ def climbs(iterations, values):
     that are not kicks, and where the climb then rests on the last two records alone (the records before them do
     not climb, and the two before them stay within tenfold of the lowest level, or the last record falls back to
     half the one before) and the last three reach no higher than a kick before them, the stream has been as high
-    and came straight back: not a run-off. One stream of helper 161's heavy-tailed rows, kicked at the same iterations at every rate
-    (the candidates share their streams), had rejected every rate above 1e-4 in the tuner's confirmation, 7.6x off
-    the best; a run-off with kicks on its way still climbs (helper 163: where one kick as high anywhere had been
-    enough to pass, up to 63% of such run-offs passed)."""
+    and came straight back: not a run-off. One stream of helper 161's heavy-tailed rows, kicked at the same
+    iterations at every rate (the candidates share their streams), had rejected every rate above 1e-4 in the
+    tuner's confirmation, 7.6x off the best; a run-off with kicks on its way still climbs (helper 163: where one
+    kick as high anywhere had been enough to pass, up to 63% of such run-offs passed)."""
     x, v = np.asarray(iterations, dtype=np.float64), np.asarray(values, dtype=np.float64)
     if len(v) != len(x) or len(x) < 6:
         return None
@@ -532,11 +532,10 @@ def runaway(values):
     over the first :data:`TAIL` of the records, the record after the start at least (not its start alone: the
     consensus error starts at 0 from a shared start, or at its rounding, 2.7e-18; helper 164's runs of one to three
     rounds, whose first quarter is the start, were "diverged" at every rate from 1e-12 up: over two records, only
-    an end that is not finite runs off); else None. The
-    evaluation's rule for every recorded metric besides the ranked one
-    (:func:`~rowstoch_fast.compare.verdict.status_of`), and the tuner's for the consensus error: a push-sum method
-    draining on a lossy network, or a rate far past the grid, keeps the ranked metric at the average iterate in
-    range while the nodes' iterates run off."""
+    an end that is not finite runs off); else None. The evaluation's rule for every recorded metric besides the
+    ranked one (:func:`~rowstoch_fast.compare.verdict.status_of`), and the tuner's for the consensus error: a
+    push-sum method draining on a lossy network, or a rate far past the grid, keeps the ranked metric at the
+    average iterate in range while the nodes' iterates run off."""
     v = np.asarray(values, dtype=np.float64)
     if len(v) < 2:
         return None
