@@ -243,6 +243,7 @@ def test_reproduce_mnist_mlp_at_a_tiny_size(tmp_path):
     assert verdict["graph"].nunique() == 4
     from rowstoch_fast.experiments import COMPARE_RULE
     from rowstoch_fast.experiments._common import compare_windows
+    from rowstoch_fast.experiments.synthetic import MULTI_GOSSIP_LR
 
     for v in verdict.itertuples():  # the verdict follows from the numbers it prints, by the rule it states
         if v.diverged_mg or v.diverged_plain:
@@ -252,6 +253,7 @@ def test_reproduce_mnist_mlp_at_a_tiny_size(tmp_path):
             assert v.verdict == compare_windows(v.train_loss_mg, v.spread_mg, v.repeats_mg, v.train_loss_plain,
                                                 v.spread_plain, v.repeats_plain)
         assert v.R_mg == 10 and v.rule.endswith(COMPARE_RULE)
+        assert (v.lr_mg, v.lr_plain) == (MULTI_GOSSIP_LR[v.graph][10], MULTI_GOSSIP_LR[v.graph][1])  # the rates run
         assert v.claim.startswith(f"{v.graph}: MG-Pull-Diag-GT (R = 10)")
         if v.diverged_plain:
             assert v.train_loss_plain == np.inf

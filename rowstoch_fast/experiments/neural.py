@@ -526,6 +526,7 @@ def _mnist_verdict(frame, names, rounds, repeats):
                                           p["repeats"])
             rows.append({"claim": f"{name}: MG-Pull-Diag-GT (R = {R}) ends with a lower training loss than "
                                   "Pull-Diag-GT", "graph": name, "R_mg": R,
+                         "lr_mg": MULTI_GOSSIP_LR[name][R], "lr_plain": MULTI_GOSSIP_LR[name][1],
                          "train_loss_plain": p["train_loss"], "train_loss_mg": m["train_loss"],
                          "spread_plain": p["spread"], "spread_mg": m["spread"],
                          "repeats_plain": p["repeats"], "repeats_mg": m["repeats"],
@@ -533,7 +534,7 @@ def _mnist_verdict(frame, names, rounds, repeats):
                          "diverged_plain": p["diverged"], "diverged_mg": m["diverged"],
                          "window_from_iteration": p["window_from"], "rule": DIVERGED_RULE + COMPARE_RULE,
                          "verdict": verdict})
-    return pd.DataFrame(rows, columns=["claim", "graph", "R_mg", "train_loss_plain", "train_loss_mg", "spread_plain",
-                                       "spread_mg", "repeats_plain", "repeats_mg", "test_accuracy_plain",
-                                       "test_accuracy_mg", "diverged_plain", "diverged_mg", "window_from_iteration",
-                                       "rule", "verdict"])
+    return pd.DataFrame(rows, columns=["claim", "graph", "R_mg", "lr_mg", "lr_plain", "train_loss_plain",
+                                       "train_loss_mg", "spread_plain", "spread_mg", "repeats_plain", "repeats_mg",
+                                       "test_accuracy_plain", "test_accuracy_mg", "diverged_plain", "diverged_mg",
+                                       "window_from_iteration", "rule", "verdict"])
