@@ -153,6 +153,34 @@ def test_a_budget_across_coin_chunks_and_a_rare_communication_refused_by_name(mo
         rf.FedPD.iterations_for(10, options={"skip_probability": 1 - 1e-9})
 
 
+@pytest.mark.parametrize("name,graph", [("prox-skip", "exponential"), ("led", "ring")])
+def test_led_and_prox_skip_refuse_a_directed_graph_as_their_recursions_diverge_there_at_small_steps(name, graph):
+    """Their transcriptions (``_reference``) on a directed graph's doubly stochastic W (ProxSkip: the exponential
+    graph of 16; LED: the ring of 16): at lr = 1e-3 the disagreement grows without bound (complex eigenvalues), at a
+    larger rate it converges; on an undirected ring of 16, 1e-3 converges. So the classes refuse a directed W
+    (naming an asymmetric pair), and the default comparison on a directed graph leaves them out (on the exponential
+    graph ProxSkip was run, tuned to lr = 1 past eight rates that "ran off", and ranked)."""
+    from rowstoch_fast import _reference
+    from rowstoch_fast.compare.plan import default_algorithms
+
+    directed = getattr(topology, graph)(16)
+    undirected = topology.ring(16, directed=False, weights="metropolis")
+    b = np.random.default_rng(0).standard_normal((16, 2))
+
+    def spread(W, lr):
+        return np.abs(_reference.TWINS[name](W.toarray(), np.zeros(2), lr, lambda X: X - b, 6000)[-1]
+                      - b.mean(0)).max()
+
+    with np.errstate(all="ignore"):
+        assert not spread(directed, 1e-3) < 1e6 and spread(directed, 0.3) < 1e-10  # (NaN counts as diverged)
+    assert spread(undirected, 1e-3) < 1e-3
+    cls = REGISTRY[name]
+    with pytest.raises(ValueError, match=rf"^{cls.__name__}: W must be symmetric"):
+        cls(directed, np.zeros(2), 1e-3)
+    assert not cls.applies_to(directed) and cls.applies_to(undirected)
+    assert name not in default_algorithms(directed) and name in default_algorithms(undirected)
+
+
 def test_prox_skip_draws_its_coins_by_blocks_as_the_definition_does():
     """The coins a step reads (drawn a block of 4,096 iterations at a time) and the rounds before it equal
     ``ProxSkip.coins`` and its running count across blocks, in any order of asking (a resume jumps ahead)."""

@@ -273,7 +273,8 @@ class Optimizer(AskTell, FailureHandling, Persistence):
     #: objective (GT-SAGA: see its Notes), which :meth:`takes_objective` says an objective can give.
     gradients = "batch"
     #: ``W`` must also be symmetric (EXTRA, NIDS, Exact Diffusion: their analysis and their fixed point need it;
-    #: a directed graph's doubly stochastic weights are refused, naming the first asymmetric pair).
+    #: LED and ProxSkip: their recursions are unstable at small steps on complex eigenvalues; a directed graph's
+    #: doubly stochastic weights are refused, naming the first asymmetric pair).
     symmetric = False
     #: A proximal method: it takes ``regularizer=r`` (a :class:`~rowstoch_fast.composite.Regularizer`, a
     #: hyperparameter) and applies ``prox_{lr r}`` at every node, converging to the minimiser of
