@@ -1169,6 +1169,20 @@ def test_a_negative_spread_is_a_value_not_an_option(tmp_path, args, message):
     assert_one_line_error(rc, err, message)
 
 
+@pytest.mark.parametrize("args, option", [
+    (["--objective", "least-squares", "--heterogeneity", "1e308"], "--heterogeneity"),
+    (["--objective", "least-squares", "--heterogeneity", "1e200"], "--heterogeneity"),
+    (["--objective", "quadratic", "--sigma", "1e300"], "--sigma"),
+    (["--objective", "logistic", "--dtype", "float32", "--rho", "1e18"], "--rho"),
+])
+def test_objective_scales_whose_square_overflows_are_refused_by_name(tmp_path, args, option):
+    """Helper 167: `--heterogeneity 1e308` failed with NumPy's overflow warning and "y must be finite", 1e200 as
+    "LeastSquares.optimum()'s value f* is inf", and `--sigma 1e300` ran every rate into NaN, naming no option. A
+    scale whose square overflows the dtype is refused with the option's name."""
+    rc, _, err = rowstoch_here("run", "--n", "4", "--out", tmp_path / "o", *args)
+    assert_one_line_error(rc, err, f"{option} must be at most")
+
+
 def test_a_reproduction_refuses_an_earlier_runs_folder_unless_overwrite(tmp_path):
     """An interrupted rerun into a folder of an earlier run left that run's CSV and figure beside the new verdict
     (or replaced a finished run with a partial one). The folder is refused; --overwrite removes the earlier files

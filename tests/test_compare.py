@@ -1640,6 +1640,52 @@ def test_a_budget_of_a_few_rounds_is_not_a_run_off_from_the_start_s_rounding(bud
     assert frame.attrs["status"] == {"dsgd": "ok", "diging": "ok"}, frame.attrs["diagnosis"]
 
 
+def test_a_consensus_error_at_rounding_that_grows_with_the_iterates_is_not_a_climb(tmp_path):
+    """Helper 167: on a complete graph of 3 nodes K-GT's consensus error stays at rounding (1.9e-17 .. 3e-16, the
+    iterates' own scale growing from a start near 0), yet it "climbed to the end, 10.8x": K-GT was ``unstable``
+    beside SCAFFOLD ending level with it (and, tuned, shown at a next stable rate 1.47x worse). Below
+    ``spread_floor`` (100 eps sqrt(n d) times the iterates' scale) a consensus error reads as the floor; a run-off
+    from rounding to past it is still one."""
+    from rowstoch_fast import cli
+    from rowstoch_fast.compare.tuning import climbs, runaway, spread_floor
+
+    out = tmp_path / "kgt"
+    assert cli.main(["compare", "--topology", "complete", "--n", "3", "--weights", "metropolis", "--objective",
+                     "logistic-l2", "--heterogeneity", "4", "--total", "1500", "--batch", "5", "--d", "6",
+                     "--rounds-budget", "20", "--repeats", "5", "--algorithms", "k-gt,scaffold", "--lr", "0.177828",
+                     "--out", str(out), "--no-progress"]) == 0
+    summary = pd.read_csv(out / "summary.csv").set_index("algorithm")
+    assert (summary["status"] == "ok").all(), summary[["status", "diagnosis"]]
+    records = pd.read_csv(out / "compare.csv")
+    spread = records[records["algorithm"] == "k-gt"]["consensus_error"]
+    assert spread.max() < 1e-15  # (rounding throughout)
+    f = LeastSquares.synthetic(3, samples_per_node=4, d=6, seed=0)
+    floor = spread_floor(f)
+    assert 100 * np.finfo(np.float64).eps * math.sqrt(18) <= floor < 1e-12
+    x = 10.0 * np.arange(25)
+    rounding = np.geomspace(1.9e-17, 2.04e-16, 25)
+    assert climbs(x, rounding) is not None and climbs(x, rounding, floor) is None  # (without the floor: "climbs")
+    up = np.geomspace(1e-20, 2e-16, 25)  # (from a shared start's rounding, a thousandfold within rounding)
+    assert runaway(up) is not None and runaway(up, floor) is None
+    off = np.concatenate([rounding[:15], np.geomspace(1e-15, 1e-9, 10)])  # (from rounding to a run-off)
+    assert climbs(x, off, floor) is not None and runaway(off, floor) is not None
+
+
+def test_iterates_of_a_huge_scale_are_not_diverged_in_the_tuner():
+    """Helper 167: least squares whose minimiser lies near 1e110 (f(x0) - f* = 8.7e219): every rate from 1e-12 to 10
+    was "diverged (NaN/Inf by iteration 2)" in the tuner, whose bound on an iterate was 1e100 whatever the
+    problem, and the method was shown at 1e-12, `no-progress`, where a given rate runs `ok`. The bound is now 1e100
+    times the iterates' scale (the start's and the minimiser's), within the dtype's square root of its largest."""
+    from rowstoch_fast.compare.tuning import DIVERGED, diverged_for, iterate_scale
+
+    f = LeastSquares.synthetic(3, samples_per_node=3, d=5, heterogeneity=1e110, seed=1)
+    assert iterate_scale(f) > 1e100 and diverged_for(f) == pytest.approx(math.sqrt(np.finfo(np.float64).max))
+    assert DIVERGED <= diverged_for(LeastSquares.synthetic(3, samples_per_node=3, d=5, seed=1)) < 10 * DIVERGED
+    frame = cmp.compare(topology.exponential(3), f, ["push-pull"], rounds_budget=50, repeats=2, progress=False)
+    assert frame.attrs["status"]["push-pull"] == "ok", frame.attrs["diagnosis"]
+    assert 1e-3 < frame.attrs["lr"]["push-pull"] < 10
+
+
 def test_a_consensus_error_kicked_by_a_heavy_tailed_sample_at_the_end_does_not_run_off():
     """Helper 161's heavy-tailed rows (0.5% of the rows x40, a batch of one): one stream's consensus error sits at
     0.01 and is kicked 100x whenever a node samples a heavy row, at the same iterations at every rate (the

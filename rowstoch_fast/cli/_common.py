@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 import os
 import re
 import sys
@@ -336,10 +337,16 @@ def _check_objective_args(args):
     if args.heterogeneity is None:
         args.heterogeneity = 0.0 if args.objective in ("logistic", "quadratic") else 1.0
     # (lasso: least squares' defaults)
+    dtype = getattr(args, "dtype", None) or "float64"
+    top = math.sqrt(float(np.finfo(dtype).max)) / 100  # (the data and the loss scale as the square of these)
     for name in ("rho", "heterogeneity", "sigma"):
         value = getattr(args, name)
         if not (np.isfinite(value) and value >= 0):
             raise UsageError(f"--{name} must be a finite number >= 0, got {value}")
+        if value > top:  # (1e308 failed as "y must be finite; y[0] = inf", 1e200 as "f* is inf", --sigma 1e300 ran
+            # every rate into NaN: helper 167)
+            raise UsageError(f"--{name} must be at most {top:.3g} in {dtype} (the loss grows as its square, which "
+                             f"would overflow), got {value:g}")
     if not (np.isfinite(args.lam) and args.lam > 0):
         raise UsageError(f"--lam must be a finite number > 0, got {args.lam}")
     if not (np.isfinite(args.l1) and args.l1 >= 0):

@@ -13,7 +13,7 @@ import numpy as np
 from ..errors import DivergenceError
 from ..network import Network, draws, effects_of, losses_of, redrawn, source_of
 from ..runner import BELOW_OPTIMUM_WORDS, run
-from .tuning import UNTUNABLE, NoStableRate, converged_for, exact_tuning, forget_stages, tune
+from .tuning import UNTUNABLE, NoStableRate, converged_for, exact_tuning, forget_stages, spread_floor, tune
 from .verdict import NEXT_STABLE, RETRIED, family_members, next_stable, status_of
 
 __all__ = ["Outcome", "run_method"]
@@ -49,6 +49,7 @@ def _context(plan, method):
            # repetitions 9e-8 apart, was judged as noisy runs, and a fall to 2e-4 then a climb to 3.4e-2 was `ok`)
            "one_trajectory": exact_tuning(plan.network, plan.objective, method),
            "converged": converged_for(plan.objective, getattr(plan.metric, "name", plan.metric)),
+           "spread_floor": spread_floor(plan.objective),  # (the consensus error's rounding)
            "effects": effects_of(plan.network), "compresses": "compressed" in REGISTRY[method.method].family,
            # (it pushes mass through a column-stochastic matrix, which lost messages take, and is not loss-robust)
            "pushes": "C" in REGISTRY[method.method].matrices and "loss-robust" not in REGISTRY[method.method].family,

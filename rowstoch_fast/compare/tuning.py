@@ -236,11 +236,34 @@ DIVERGED = 1e100
 
 
 def diverged_for(objective):
-    """The magnitude past which an iterate has diverged for ``objective``'s dtype: :data:`DIVERGED`, or the square
-    root of the dtype's largest value where that is smaller (float32: 1.8e19). A float64 iterate at 1e39 passed
-    the float64 bound and became Inf in a float32 objective, which refused it: compare() stopped ("X must be
-    finite") on a float32 problem with a float64 matrix (helper 118)."""
-    return min(DIVERGED, math.sqrt(float(np.finfo(precision_of(objective)).max)))
+    """The magnitude past which an iterate has diverged for ``objective``'s dtype: :data:`DIVERGED` times the
+    iterates' scale (:func:`iterate_scale`), or the square root of the dtype's largest value where that is
+    smaller (float32: 1.8e19). A float64 iterate at 1e39 passed the float64 bound and became Inf in a float32
+    objective, which refused it: compare() stopped ("X must be finite") on a float32 problem with a float64 matrix
+    (helper 118). Least squares whose minimiser lies near 1e110 (helper 167) had every rate "diverged by iteration
+    2" at the unscaled 1e100, a given rate running ``ok``."""
+    return min(DIVERGED * iterate_scale(objective), math.sqrt(float(np.finfo(precision_of(objective)).max)))
+
+
+def iterate_scale(objective):
+    """The scale of ``objective``'s iterates: the largest magnitude of its start and of its minimiser where it
+    gives one, 1 at least (cached on the objective)."""
+    cached = objective.__dict__.get("_iterate_scale")
+    if cached is None:
+        cached = 1.0
+        try:
+            cached = max(cached, float(np.max(np.abs(np.asarray(objective.x0(), dtype=np.float64)))))
+        except Exception:  # noqa: BLE001 - a start it cannot give: the unit scale
+            pass
+        try:
+            best = optimum_of(objective)
+            if best is not None:
+                cached = max(cached, float(np.max(np.abs(np.asarray(best.x, dtype=np.float64)))))
+        except Exception:  # noqa: BLE001 - no minimiser: the start's scale
+            pass
+        cached = cached if math.isfinite(cached) else 1.0
+        objective.__dict__["_iterate_scale"] = cached
+    return cached
 
 
 #: Times a metric of the iterates grows from its lowest point past the first quarter of a run to the run's end, at
@@ -424,7 +447,18 @@ def rising(xs, logs):
     return bool(significant and np.polyfit(xs, logs, 1)[0] > 0)
 
 
-def climbs(iterations, values):
+def spread_floor(objective):
+    """The consensus error ``||X - 1 x_bar^T||_F`` of iterates that agree up to rounding: :data:`ROUNDING_STEPS`
+    eps ``sqrt(n d)`` times their scale (:func:`iterate_scale`; eps the objective's dtype's). Below it a consensus
+    error is rounding, whose climb is the iterates' own scale growing, not a run-off (:func:`climbs`,
+    :func:`runaway`): on a complete graph of 3 nodes K-GT's rose from 1.9e-17 to 2.0e-16, 10.8x, and a run ending
+    level with SCAFFOLD's was ``unstable`` (helper 167). 9.4e-14 for 18 values of scale 1 in float64; a run-off
+    past it is still one."""
+    n, d = int(getattr(objective, "n", 1) or 1), int(getattr(objective, "d", 1) or 1)
+    return ROUNDING_STEPS * float(np.finfo(precision_of(objective)).eps) * math.sqrt(n * d) * iterate_scale(objective)
+
+
+def climbs(iterations, values, floor=0.0):
     """``(low, end)`` where a positive metric of the iterates (a consensus error), recorded at ``iterations``, runs
     off at the end of the run; else None. Past the first :data:`TAIL` of the iterations (where it rises from a
     shared start; at least six records there), the levels of every three consecutive records (their geometric
@@ -449,10 +483,15 @@ def climbs(iterations, values):
     and came straight back: not a run-off. One stream of helper 161's heavy-tailed rows, kicked at the same
     iterations at every rate (the candidates share their streams), had rejected every rate above 1e-4 in the
     tuner's confirmation, 7.6x off the best; a run-off with kicks on its way still climbs (helper 163: where one
-    kick as high anywhere had been enough to pass, up to 63% of such run-offs passed)."""
+    kick as high anywhere had been enough to pass, up to 63% of such run-offs passed).
+
+    Values below ``floor`` (a consensus error's rounding, :func:`spread_floor`) read as it."""
     x, v = np.asarray(iterations, dtype=np.float64), np.asarray(values, dtype=np.float64)
     if len(v) != len(x) or len(x) < 6:
         return None
+    if floor > 0:
+        with np.errstate(invalid="ignore"):
+            v = np.where(v < floor, floor, v)  # (NaN stays NaN)
     tail = x > x[0] + TAIL * (x[-1] - x[0])
     if not (np.isfinite(v[tail]).all() and (v[tail] > 0).all()):  # (what _climb reads: the tail alone)
         return _climb(x, v)
@@ -526,7 +565,7 @@ def _kicks(values):
     return np.flatnonzero((v >= CLIMB * before) & (v >= CLIMB * after))
 
 
-def runaway(values):
+def runaway(values, floor=0.0):
     """``(peak, end)`` where a non-negative metric of the iterates recorded at ``values`` (a consensus error) ran
     off: it ended non-finite, or more than :data:`~rowstoch_fast.runner.GROWTH_WARNING` times its largest value
     over the first :data:`TAIL` of the records, the record after the start at least (not its start alone: the
@@ -535,33 +574,35 @@ def runaway(values):
     an end that is not finite runs off); else None. The evaluation's rule for every recorded metric besides the
     ranked one (:func:`~rowstoch_fast.compare.verdict.status_of`), and the tuner's for the consensus error: a
     push-sum method draining on a lossy network, or a rate far past the grid, keeps the ranked metric at the
-    average iterate in range while the nodes' iterates run off."""
+    average iterate in range while the nodes' iterates run off. The early peak is ``floor`` at least (a consensus
+    error's rounding, :func:`spread_floor`)."""
     v = np.asarray(values, dtype=np.float64)
     if len(v) < 2:
         return None
     early = v[: max(2, int(math.ceil(TAIL * len(v))))]
     early = early[np.isfinite(early)]
-    peak, end = (float(early.max()) if len(early) else math.nan), float(v[-1])
+    peak, end = (max(float(early.max()), floor) if len(early) else math.nan), float(v[-1])
     if (not math.isfinite(end) and math.isfinite(peak)) or (peak > 0 and end > GROWTH_WARNING * peak):
         return peak, end
     return None
 
 
-def _ran_off(values, spreads, iterations=None):
+def _ran_off(values, spreads, iterations=None, floor=0.0):
     """``values`` (records x replicas) with each replica whose consensus error (``spreads``, the same shape) ran
     off (:func:`runaway`) set to +inf from its first record past the bound, and one whose consensus error climbs
     off at the end (:func:`climbs`, given the records' ``iterations``) at its last record (a replica
-    that diverged is NaN): judged as run off (:func:`judge`)."""
+    that diverged is NaN): judged as run off (:func:`judge`). ``floor``: the consensus error's rounding
+    (:func:`spread_floor`)."""
     values = np.array(values, dtype=np.float64)
     for c in range(values.shape[1]):
         if np.isnan(values[:, c]).any():  # (diverged, set aside: NaN from there, its consensus error too)
             continue
-        found = runaway(spreads[:, c])
+        found = runaway(spreads[:, c], floor)
         if found is not None:
             with np.errstate(invalid="ignore"):
                 past = ~(spreads[:, c] <= GROWTH_WARNING * found[0])
             values[int(np.argmax(past)) if past.any() else -1:, c] = np.inf
-        elif iterations is not None and climbs(iterations, spreads[:, c]) is not None:  # (at the end only)
+        elif iterations is not None and climbs(iterations, spreads[:, c], floor) is not None:  # (at the end only)
             values[-1, c] = np.inf
     return values
 
@@ -709,8 +750,10 @@ def _fingerprint(method, rates, budget, metric, seed, repeats, objective, rep_of
                        "options": method.options, "rates": [float(r) for r in rates], "budget": budget,
                        "metric": metric, "seed": seed, "repeats": repeats, "rep_offset": rep_offset,
                        "points": TUNE_POINTS, "spread": True,  # (its rows hold the consensus error too)
-                       "climbs": [CLIMB, "kicks", "early peak past the start"],  # (a stage judged before the
-                       # consensus error's run-off at the end, its kicks or runaway's peak past the start: again)
+                       "climbs": [CLIMB, "kicks", "early peak past the start", "rounding floor",
+                                  "diverged at the iterates' scale"],  # (a stage judged before the consensus
+                       # error's run-off at the end, its kicks, runaway's peak past the start, the consensus error's
+                       # rounding or the iterates' scale: again)
                        "objective": objective.describe() if hasattr(objective, "describe") else None},
                       sort_keys=True, default=str)
 
@@ -842,7 +885,7 @@ def _trajectories(agreed, algo, objective, T, due, fingerprint, entry, metric, s
     values = opt.share(np.array(rows) if rows else None)  # (under MPI the root recorded)
     if values is not None:
         half = values.shape[1] // 2
-        values = _ran_off(values[:, :half], values[:, half:], due)
+        values = _ran_off(values[:, :half], values[:, half:], due, spread_floor(objective))
     if checkpoint and opt.is_root:  # (under MPI the root wrote it)
         if keep:  # (the trajectories first, then the checkpoint removed: no moment without either)
             _save_stage(checkpoint, fingerprint, due, values)

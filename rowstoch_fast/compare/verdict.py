@@ -270,10 +270,10 @@ def status_of(frame, metric, meta, *, lr, lr_source, iterations, tuning=None, co
     elif math.isfinite(start) and start > 0 and end > GROWTH_WARNING * start:  # (the ranked metric itself)
         status = "diverged"
         diagnosis = f"{metric} grew {end / start:.3g}x ({_fmt(start)} -> {_fmt(end)}) {at}"
-    elif exploded := _exploded(frame, metric):
+    elif exploded := _exploded(frame, metric, context.get("spread_floor", 0.0)):
         status, diagnosis = "diverged", f"{exploded} {at}"
     elif climbed := _climbing(frame, metric, means, start, context.get("one_trajectory", False),
-                              context.get("converged", CONVERGED)):
+                              context.get("converged", CONVERGED), context.get("spread_floor", 0.0)):
         status, diagnosis = "unstable", f"{climbed} {at}"
     else:
         floor = context.get("converged", CONVERGED) * abs(start) if math.isfinite(start) else 0.0
@@ -375,19 +375,20 @@ WATCHED = ("grad_norm", "grad_norm_centroid", "consensus_error", "descent_deviat
            "suboptimality")
 
 
-def _exploded(frame, metric):
+def _exploded(frame, metric, spread_floor=0.0):
     """What ran off, where another recorded metric of :data:`WATCHED` did so in a repetition
     (:func:`~rowstoch_fast.compare.tuning.runaway`: ended non-finite, or a thousandfold above its largest value
     early in the run); "" where none did. A push-sum method that loses its mass on a lossy network keeps the
     gradient at the average iterate in range while its nodes' own iterates run off (a consensus error of 1.2e107
     was judged ``no-progress`` on its ranked metric alone). Read from the records, each repetition's own, so that
-    repetitions kept from an earlier comparison and resumed ones are judged alike."""
+    repetitions kept from an earlier comparison and resumed ones are judged alike. ``spread_floor``: the consensus
+    error's rounding (:func:`~rowstoch_fast.compare.tuning.spread_floor`)."""
     ordered = frame.sort_values("iteration", kind="stable")
     for name in WATCHED:
         if name == metric or name not in frame.columns or frame[name].isna().all():  # (not recorded)
             continue
         for rep, runs in ordered.groupby("rep", sort=True) if "rep" in frame.columns else [(None, ordered)]:
-            found = runaway(runs[name].to_numpy(np.float64))
+            found = runaway(runs[name].to_numpy(np.float64), spread_floor if name == SPREAD else 0.0)
             if found is None:
                 continue
             (first, end), where = found, (f" in repetition {rep}" if rep is not None and frame["rep"].nunique() > 1
@@ -398,7 +399,7 @@ def _exploded(frame, metric):
     return ""
 
 
-def _climbing(frame, metric, means, start, one_trajectory=False, converged=CONVERGED):
+def _climbing(frame, metric, means, start, one_trajectory=False, converged=CONVERGED, spread_floor=0.0):
     """Where a run that stayed finite and did not grow a thousandfold climbs off at the end of its budget, one phrase;
     else "". Its ranked metric's typical curve over the repetitions (their mean over two at most, their median over
     more: :func:`~rowstoch_fast.compare.tuning.typical_curve`) ends above its lowest level
@@ -409,7 +410,7 @@ def _climbing(frame, metric, means, start, one_trajectory=False, converged=CONVE
     (:data:`~rowstoch_fast.compare.tuning.CLIMB` where their spread is a noise floor's, less where they agree:
     :func:`climbed_back`); or the consensus error runs off at the end in a repetition (:func:`~rowstoch_fast.compare.tuning.climbs`: a lossy
     push-sum method's, growing 1.08x an iteration to the end of the budget, its ranked metric not yet touched,
-    ranked ``ok``)."""
+    ranked ``ok``), read from its rounding ``spread_floor`` up (:func:`~rowstoch_fast.compare.tuning.spread_floor`)."""
     if len(means) >= 4 and math.isfinite(start) and start > 0:
         curves = frame.pivot_table(index="iteration", columns="rep", values=metric, aggfunc="first") \
             if "rep" in frame.columns else frame.set_index("iteration")[[metric]]
@@ -432,7 +433,7 @@ def _climbing(frame, metric, means, start, one_trajectory=False, converged=CONVE
         return ""
     ordered = frame.sort_values("iteration", kind="stable")
     for rep, runs in ordered.groupby("rep", sort=True) if "rep" in frame.columns else [(None, ordered)]:
-        found = climbs(runs["iteration"].to_numpy(np.float64), runs[SPREAD].to_numpy(np.float64))
+        found = climbs(runs["iteration"].to_numpy(np.float64), runs[SPREAD].to_numpy(np.float64), spread_floor)
         if found is not None:
             where = f" in repetition {rep}" if rep is not None and frame["rep"].nunique() > 1 else ""
             return (f"{SPREAD} climbs to the end of the budget, {found[1] / found[0]:.3g}x above its lowest level past "
