@@ -1671,6 +1671,45 @@ def test_a_consensus_error_at_rounding_that_grows_with_the_iterates_is_not_a_cli
     assert climbs(x, off, floor) is not None and runaway(off, floor) is not None
 
 
+def test_a_damaged_tuning_checkpoint_is_run_again_not_a_traceback(tmp_path):
+    """Helper 168: a tuning checkpoint cut short (``zipfile.BadZipFile``) or emptied (``EOFError``) stopped every
+    ``--resume`` with a traceback from ``_load_stage``. Such a file is set aside: its stage runs again."""
+    from rowstoch_fast.compare.tuning import _load_stage, _load_tuning, _save_stage, _stage_path
+
+    path = str(tmp_path / "dsgd.tuning-0.npz")
+    _save_stage(path, "fp", np.arange(3), np.ones((3, 2)))
+    assert _load_stage(path, "fp")[1].shape == (3, 2)
+    with open(_stage_path(path), "rb") as fh:
+        whole = fh.read()
+    for damaged in (whole[:300], b""):
+        with open(_stage_path(path), "wb") as fh:
+            fh.write(damaged)
+        assert _load_stage(path, "fp") is None
+        with open(path, "wb") as fh:
+            fh.write(damaged)
+        assert _load_tuning(path, None, "fp") is None
+
+
+def test_earlier_records_that_are_not_whole_are_refused():
+    """Helper 168: a compare.csv that lost its last record (an interrupted copy) was resumed with exit 0, the
+    repetition ranked by its record before, the final 3.85e-3 in place of 3.27e-3; a row cut mid-way left its
+    counts empty and was kept. A finished run's records whose repetitions do not all end together, with as many
+    records, or that lack a count, are refused, saying so; an interrupted one's go on as before."""
+    A, f = topology.exponential(6), Quadratic.random(6, 3, seed=2)
+    kw = dict(lr=0.05, progress=False, points=6)
+    frame = cmp.compare(A, f, "dsgd", 40, repeats=3, **kw)
+    again = cmp.compare(A, f, "dsgd", 40, repeats=3, previous=frame, **kw)  # (whole: kept)
+    assert again.drop(columns=["wall_seconds", "total_wall_seconds"]).equals(
+        frame.drop(columns=["wall_seconds", "total_wall_seconds"]))
+    last = frame.sort_values(["iteration", "rep"]).index[-1]
+    with pytest.raises(ValueError, match=r"records of dsgd are not whole \(repetition 2 ends at iteration \d+ of 40\)"):
+        cmp.compare(A, f, "dsgd", 40, repeats=3, previous=frame.drop(index=last), **kw)
+    cut = frame.copy()
+    cut.loc[last, "messages"] = np.nan
+    with pytest.raises(ValueError, match=r"not whole \(empty messages in a row\)"):
+        cmp.compare(A, f, "dsgd", 40, repeats=3, previous=cut, **kw)
+
+
 def test_iterates_of_a_huge_scale_are_not_diverged_in_the_tuner():
     """Helper 167: least squares whose minimiser lies near 1e110 (f(x0) - f* = 8.7e219): every rate from 1e-12 to 10
     was "diverged (NaN/Inf by iteration 2)" in the tuner, whose bound on an iterate was 1e100 whatever the
@@ -2773,13 +2812,25 @@ def test_cli_compare_refuses_a_folder_with_results_or_in_use(tmp_path):
     rc, _, err = rowstoch(*[a if a != "0.1" else "0.2" for a in args], "--out", out, "--overwrite")
     assert rc == 0, err
     assert pd.read_csv(out / "compare.csv")["lr"].iloc[0] == 0.2
-    # a comparison writing to it (its lock, held by a live process: this one) keeps every other one out
+    # a comparison writing to it (its lock, held by a live process, this one, with the OS lock) keeps every other one
+    # out; a file that names a live process holding no OS lock on this host (a killed comparison's pid, reused) is
+    # taken over (helper 168: it had refused the folder for as long as that process lived)
     lock = out / ".rowstoch-compare.lock"
+    import fcntl
     import socket
 
+    with open(lock, "w") as held:
+        held.write(f"{os.getpid()} {socket.gethostname()}")
+        held.flush()
+        fcntl.flock(held.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        rc, _, err = rowstoch(*args, "--out", out, "--overwrite")
+        assert_one_line_error(rc, err, "is being written by another comparison", f"process {os.getpid()}")
     lock.write_text(f"{os.getpid()} {socket.gethostname()}")
     rc, _, err = rowstoch(*args, "--out", out, "--overwrite")
-    assert_one_line_error(rc, err, "is being written by another comparison", f"process {os.getpid()}")
+    assert rc == 0, err
+    lock.write_text(f"{os.getpid()} another-host")  # (another host's: its file system may not carry the OS lock)
+    rc, _, err = rowstoch(*args, "--out", out, "--overwrite")
+    assert_one_line_error(rc, err, "on another-host", f"if none runs there, remove its lock file {str(lock)!r}")
     # the lock of a comparison that was killed (its process gone) is taken over
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
@@ -3477,6 +3528,57 @@ def test_a_sigterm_while_the_outputs_are_written_leaves_them_whole(tmp_path, mon
     assert "wrote" in capsys.readouterr().out
 
 
+def test_a_resume_folder_whose_files_are_damaged_or_foreign_is_refused_naming_the_file(tmp_path):
+    """Helper 168: an experiment.json that is JSON but not an object ended in a traceback; ``{"settings": {"n": 8}}``
+    ran the whole default comparison into the folder, exit 0; a cut lr.json was blamed on "experiment.json or
+    compare.csv"; and without .rowstoch-settings.json an edited seed ran one method on other streams beside the
+    others' kept records. Each is refused in one line naming the file."""
+    from rowstoch_fast import cli
+
+    out = tmp_path / "cmp"
+    assert cli.main(["compare", "--topology", "exponential", *SMALL, "--algorithms", "dsgd", "--rounds-budget", "20",
+                     "--lr", "0.05", "--jobs", "1", "--repeats", "1", "--out", str(out), "--no-progress"]) == 0
+
+    def refused(folder, message):
+        rc, _, err = rowstoch("compare", "--resume", folder, "--no-progress")
+        assert_one_line_error(rc, err, message)
+
+    for text in ("[1, 2]", '{"settings": {"n": 8}}'):
+        foreign = tmp_path / f"foreign{len(text)}"
+        foreign.mkdir()
+        (foreign / "experiment.json").write_text(text)
+        refused(foreign, "its experiment.json is not a comparison's")
+        assert sorted(p.name for p in foreign.iterdir()) == ["experiment.json"]  # (nothing run into it)
+    cut = tmp_path / "cut"
+    shutil.copytree(out, cut)
+    whole = (out / "lr.json").read_text()
+    (cut / "lr.json").write_text(whole[:len(whole) // 2])
+    refused(cut, "its lr.json cannot be read")
+    bare = tmp_path / "bare"
+    shutil.copytree(out, bare)
+    (bare / ".rowstoch-settings.json").unlink()
+    refused(bare, "its .rowstoch-settings.json (the settings the comparison started with")
+
+
+def test_a_signal_inside_the_first_import_of_pandas_waits_until_it_is_in(tmp_path):
+    """Helper 168: SIGTERM or Ctrl-C sent within 0.6 s of a comparison's start (5 of 41) landed inside pandas' first
+    import, left it partially initialized, and the interrupted comparison's writing of what had finished failed
+    with "partially initialized module 'pandas' has no attribute ...": exit 1 and a traceback. The command imports
+    it first with the signals held. Here a stand-in pandas sends itself SIGINT while it imports: the signal
+    arrives once it is whole."""
+    fake = tmp_path / "fake" / "pandas"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("import os, signal, time\nos.kill(os.getpid(), signal.SIGINT)\n"
+                                      "time.sleep(0.2)\nWHOLE = True\n")
+    code = (f"import sys; sys.path.insert(0, {str(fake.parent)!r})\n"
+            "from rowstoch_fast.cli import _whole_imports\n"
+            "try:\n    _whole_imports()\nexcept KeyboardInterrupt:\n"
+            "    print('interrupted after', sys.modules['pandas'].WHOLE)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=hang_limit(60),
+                         preexec_fn=sigint_as_usual)
+    assert out.stdout.strip() == "interrupted after True", out.stderr
+
+
 def test_signals_held_hand_on_the_signal_after_the_block_and_an_error_before_it():
     """A signal held while the outputs are written is handed on once they are; but where writing them failed (a
     full disk), the held Ctrl-C replaced the error: "interrupted", the disk never named."""
@@ -3928,6 +4030,25 @@ def test_an_interruption_between_the_tuning_and_its_evaluation_loses_no_tuning(t
     assert not list(tmp_path.glob("dsgd.tuning-*"))
 
 
+def test_a_folder_holding_only_a_killed_comparisons_temporaries_is_empty(tmp_path):
+    """Helper 168: a folder holding only ``experiment.json.tmp-PID`` of a killed comparison was "not empty: continue
+    that comparison with --resume", and --resume then found no experiment.json. Its stale temporaries are removed
+    first; a file of the user's, or a live process's temporary, still makes it not empty."""
+    from rowstoch_fast.compare import outputs
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    folder = tmp_path / "out"
+    folder.mkdir()
+    (folder / f"experiment.json.tmp-{dead.pid}").write_text("{")
+    with outputs.ComparisonFolder(folder):
+        pass
+    assert not list(folder.iterdir())
+    (folder / f"experiment.json.tmp-{os.getpid()}").write_text("{")  # (a live writer's)
+    with pytest.raises(outputs.FolderInUse, match="is not empty"):
+        outputs.ComparisonFolder(folder)
+
+
 def test_two_comparisons_taking_over_a_stale_lock_at_once_do_not_both_get_it(tmp_path, monkeypatch):
     """The lock of a killed comparison, found by two at the same moment: one takes it over, the other is refused.
     (The interleaving that gave both the folder: the second checks the dead holder and takes over the lock while
@@ -3941,18 +4062,18 @@ def test_two_comparisons_taking_over_a_stale_lock_at_once_do_not_both_get_it(tmp
     folder = tmp_path / "out"
     folder.mkdir()
     (folder / outputs.LOCK).write_text(f"{dead.pid} {socket.gethostname()}")
-    real, second = outputs._alive, []
+    real, second = outputs.ComparisonFolder._holder, []
 
-    def meanwhile(pid):  # the first one has read the dead holder: the second one arrives now
+    def meanwhile(self):  # the first one reads the dead holder: the second one arrives now
         if not second:
             second.append(None)
             try:
                 second[0] = outputs.ComparisonFolder(folder, overwrite=True)
             except outputs.FolderInUse as exc:
                 second[0] = exc
-        return real(pid)
+        return real(self)
 
-    monkeypatch.setattr(outputs, "_alive", meanwhile)
+    monkeypatch.setattr(outputs.ComparisonFolder, "_holder", meanwhile)
     first = outputs.ComparisonFolder(folder, overwrite=True)
     try:
         assert isinstance(second[0], outputs.FolderInUse), "both comparisons hold the folder"

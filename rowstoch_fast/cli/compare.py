@@ -608,24 +608,37 @@ def _read_resumed_comparison(args):
     if other:
         raise UsageError(f"--resume continues the comparison {folder!r} with its own settings (experiment.json): "
                          f"drop {', '.join(other)} (only --repeats, for more repetitions, may change)")
-    try:
-        with open(os.path.join(folder, "experiment.json")) as fh:
-            saved = json.load(fh)
-        settings, algorithms = saved["settings"], saved.get("algorithms") or {}
-        records = os.path.join(folder, "compare.csv")  # (none yet: killed before any method finished)
-        exact = {"float_precision": "round_trip"} if int(pd.__version__.split(".")[0]) < 3 else {}  # (pandas < 3's
-        # default parser reads 4 floats in 10 an ulp off: lr, the records; 3's is exact and deprecates the option)
-        previous = pd.read_csv(records, **exact) if os.path.isfile(records) else pd.DataFrame()
-        rates = os.path.join(folder, "lr.json")  # (the kept methods' tuning records: written on with theirs)
-        if os.path.isfile(rates):
-            with open(rates) as fh:
-                args.previous_tuning = json.load(fh)
-        frozen = None
-        if os.path.isfile(os.path.join(folder, _FROZEN)):
-            with open(os.path.join(folder, _FROZEN)) as fh:
-                frozen = json.load(fh)
-    except (OSError, ValueError, KeyError) as exc:
-        raise UsageError(f"--resume {folder!r}: its experiment.json or compare.csv cannot be read ({exc})") from None
+    def read(name, how):  # (each file named where it cannot be read: a cut lr.json was blamed on the other two)
+        try:
+            return how(os.path.join(folder, name))
+        except (OSError, ValueError, KeyError) as exc:
+            raise UsageError(f"--resume {folder!r}: its {name} cannot be read ({exc}); start a new comparison") \
+                from None
+
+    def read_json(path):
+        with open(path) as fh:
+            return json.load(fh)
+
+    exact = {"float_precision": "round_trip"} if int(pd.__version__.split(".")[0]) < 3 else {}  # (pandas < 3's
+    # default parser reads 4 floats in 10 an ulp off: lr, the records; 3's is exact and deprecates the option)
+    saved = read("experiment.json", read_json)
+    settings = saved.get("settings") if isinstance(saved, dict) else None
+    if not (isinstance(settings, dict) and {"rounds_budget", "repeats"} <= set(settings)):  # (a list had ended in
+        # a traceback, and {"settings": {"n": 8}} had run the whole default comparison into the folder: helper 168)
+        raise UsageError(f"--resume {folder!r}: its experiment.json is not a comparison's (no settings with "
+                         "rounds_budget and repeats): it is not the --out folder of a comparison")
+    algorithms = saved.get("algorithms") or {}
+    records = os.path.join(folder, "compare.csv")  # (none yet: killed before any method finished)
+    previous = read("compare.csv", lambda path: pd.read_csv(path, **exact)) if os.path.isfile(records) \
+        else pd.DataFrame()
+    if os.path.isfile(os.path.join(folder, "lr.json")):  # (the kept methods' tuning records: written on with theirs)
+        args.previous_tuning = read("lr.json", read_json)
+    frozen = read(_FROZEN, read_json) if os.path.isfile(os.path.join(folder, _FROZEN)) else None
+    if frozen is None and len(previous):  # (without the copy an edit of experiment.json cannot be told: a seed
+        # edited ran one method on other streams beside the others' kept records, one table: helper 168)
+        raise UsageError(f"--resume {folder!r}: its {_FROZEN} (the settings the comparison started with, which an "
+                         "edited experiment.json is checked against) is missing, and compare.csv holds records; "
+                         "start a new comparison (copy a folder with its dotfiles to resume it elsewhere)")
     if frozen is not None:
         for key in sorted(set(frozen["settings"]) | set(settings)):
             old, new = frozen["settings"].get(key), settings.get(key)

@@ -13,7 +13,8 @@ import numpy as np
 from ..errors import DivergenceError
 from ..network import Network, draws, effects_of, losses_of, redrawn, source_of
 from ..runner import BELOW_OPTIMUM_WORDS, run
-from .tuning import UNTUNABLE, NoStableRate, converged_for, exact_tuning, forget_stages, spread_floor, tune
+from .tuning import (DAMAGED, UNTUNABLE, NoStableRate, converged_for, exact_tuning, forget_stages, spread_floor,
+                     tune)
 from .verdict import NEXT_STABLE, RETRIED, family_members, next_stable, status_of
 
 __all__ = ["Outcome", "run_method"]
@@ -204,8 +205,7 @@ def _check_rate(path, method, lr):
     try:
         with np.load(path, allow_pickle=False) as archive:  # (the rate alone: the runner reads the rest)
             saved = np.asarray(archive["opt/lr"], dtype=float)
-    except (OSError, ValueError, TypeError, KeyError):  # (a damaged file, none of the runner's, or one without a
-        # rate: the runner says so)
+    except DAMAGED:  # (a damaged file, none of the runner's, or one without a rate: the runner says so)
         return
     if saved.ndim == 0 and not np.array_equal(saved, np.asarray(lr, dtype=float)):
         raise ValueError(f"checkpoint_dir: {path!r} holds a run of {method.label} at lr = {float(saved):g}, but the "

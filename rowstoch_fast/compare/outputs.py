@@ -101,8 +101,11 @@ class FolderLock:
                         os.close(fd)
                         continue
                     pid, owner = self._holder()
-                    if pid is not None and pid != os.getpid() and (owner != host or _alive(pid)):
-                        self._refuse(pid, owner, host, option)  # (a live holder that took no OS lock: respected)
+                    if pid is not None and pid != os.getpid() and owner != host:  # (another host's, whose lock this
+                        # one's file system may not carry: respected. On this host the OS lock just taken says no
+                        # comparison holds the folder, whatever process its pid now names: a killed comparison's
+                        # pid, reused, had refused the folder for as long as that process lived: helper 168)
+                        self._refuse(pid, owner, host, option, unlocked=True)
                     os.ftruncate(fd, 0)
                 os.write(fd, f"{os.getpid()} {host}".encode())
                 os.fsync(fd)
@@ -123,10 +126,11 @@ class FolderLock:
         except (OSError, ValueError):
             return None, ""
 
-    def _refuse(self, pid, owner, host, option):
+    def _refuse(self, pid, owner, host, option, unlocked=False):
         who = "" if pid is None else f" (process {pid}{'' if owner == host else ' on ' + owner})"
+        stale = (f"; if none runs there, remove its lock file {self.lock!r}" if unlocked else "")
         raise FolderInUse(f"{option} {self.path!r} is being written by another comparison{who}; wait for it, or "
-                          f"choose another folder") from None
+                          f"choose another folder{stale}") from None
 
     def _create_lock(self, host, option):  # pragma: no cover - platforms without flock
         """The lock file made exclusively (its fd), the dead holder's removed (None: try again)."""
@@ -135,7 +139,7 @@ class FolderLock:
         except FileExistsError:
             pid, owner = self._holder()
             if pid is not None and (owner != host or _alive(pid)):
-                self._refuse(pid, owner, host, option)
+                self._refuse(pid, owner, host, option, unlocked=True)
             try:
                 os.remove(self.lock)
             except FileNotFoundError:
@@ -169,6 +173,9 @@ class ComparisonFolder(FolderLock):
     def __init__(self, path, *, resume=False, overwrite=False, option="--out"):
         super().__init__(path, option=option, clean=False)
         try:
+            if not (resume or overwrite):  # (a killed comparison's temporaries alone: the folder is empty to this
+                # one; they had made it "not empty, continue with --resume", which then found no experiment.json)
+                self.remove_stale_temporaries()
             found = [name for name in sorted(os.listdir(self.path)) if name != LOCK]
             if found and not (resume or overwrite):
                 raise FolderInUse(f"{option} {self.path!r} is not empty (it holds {', '.join(found[:4])}"

@@ -298,6 +298,28 @@ def _settings(method):
     return out
 
 
+#: Columns of a comparison's records that are never missing (a row cut mid-way leaves them empty).
+_BOOKKEEPING = ("iteration", "rep", "communication_rounds", "messages", "bytes", "gradient_evaluations")
+
+
+def _check_whole(label, part, planned):
+    """Refuses the records ``part`` of a run that finished (not interrupted, not diverged: their repetitions all end
+    at its ``planned`` iteration, with as many records) where they are not whole. compare.csv is written whole, but
+    one cut outside the package (an interrupted copy) lost the last record of a repetition, and ``--resume`` then
+    ranked that repetition by an earlier record, exit 0 (helper 168); a row cut mid-way lost its counts."""
+    counts, ends = part.groupby("rep").size(), part.groupby("rep")["iteration"].max()
+    missing = [c for c in _BOOKKEEPING if c in part.columns and part[c].isna().any()]
+    short = ends[ends < ends.max()]
+    if missing or counts.min() != counts.max() or len(short):
+        what = (f"empty {', '.join(missing)} in a row" if missing else
+                f"repetition {int(short.index[0])} ends at iteration {int(short.iloc[0])} of {int(ends.max())}"
+                if len(short) else f"{counts.min()} records in repetition {int(counts.idxmin())} against "
+                f"{counts.max()} in repetition {int(counts.idxmax())}")
+        raise ValueError(f"previous: the earlier comparison's records of {label} are not whole ({what}): they were "
+                         "cut short or edited after it wrote them; start a new comparison (or, resuming a folder, "
+                         "remove its compare.csv: --resume then runs its methods again)")
+
+
 def _earlier_runs(previous, labels, same):
     """``{label: rows}`` of an earlier comparison's frame (for the labels compared now), refused where its
     ``attrs`` say it compared another problem than ``same`` (:func:`identity`; a frame read back from a file has
@@ -502,13 +524,16 @@ def make_plan(A, objective, algorithms=None, rounds_budget=2000, *, lr=None, tun
     by_label = {m.label: m for m in methods}
     for label, part in earlier.items():  # an earlier comparison's rates are kept (its runs go on with them)
         status = str(part["status"].iloc[0]) if "status" in part.columns else "ok"
-        planned, ran = by_label[label].iterations(rounds_budget), int(part["iteration"].max())
+        planned = by_label[label].iterations(rounds_budget)
+        if status not in ("interrupted", "diverged"):
+            _check_whole(label, part, planned)
+        ran = int(part["iteration"].max())
         if status not in ("interrupted", "diverged") and ran != planned:  # (a finished run of another length: an
             # earlier version ran NIDS one iteration short of the budget of rounds; its kept rows were then read as
             # a repetition that stopped, "diverged")
             raise ValueError(f"previous: the earlier comparison ran {label} for {ran} iterations, this one runs it "
                              f"{planned} for the same budget of {rounds_budget} rounds (an earlier version of the "
-                             "package, or another budget); start a new comparison")
+                             "package, another budget, or records cut short); start a new comparison")
         done = int(part["rep"].nunique())
         if done > repeats:  # (its records would be cut: never silently)
             raise ValueError(f"repeats = {repeats} is fewer than the {done} repetitions the earlier comparison holds "

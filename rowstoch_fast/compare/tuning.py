@@ -38,6 +38,8 @@ import math
 import os
 import time
 import warnings
+import zipfile
+import zlib
 
 import numpy as np
 
@@ -758,18 +760,24 @@ def _fingerprint(method, rates, budget, metric, seed, repeats, objective, rep_of
                       sort_keys=True, default=str)
 
 
+#: What reading a damaged checkpoint raises (a file cut short: BadZipFile; an empty one: EOFError): it is set aside
+#: and its run or stage runs again (helper 168: every --resume had stopped with its traceback).
+DAMAGED = (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile, zlib.error)
+
+
 def _load_tuning(path, algo, fingerprint, objective=None):
     """``(optimizer, oracle iteration, rows)`` of a tuning run's checkpoint that matches, else None."""
     if not path or not os.path.isfile(path):
         return None
     try:
-        with np.load(path, allow_pickle=False) as data:
+        with open(path, "rb") as fh, np.load(fh, allow_pickle=False) as data:  # (our handle: np.load leaks its
+            # own where the archive is damaged)
             saved = {k: data[k] for k in data.files}
         if str(saved.pop("tuning/fingerprint")) != fingerprint:
             return None
         iteration, rows = int(saved.pop("tuning/oracle_iteration")), saved.pop("tuning/rows")
         return algo.resume(saved, objective=objective), iteration, [row for row in rows]
-    except (OSError, ValueError, KeyError, TypeError):  # damaged, or another run's: the run starts again
+    except DAMAGED:  # damaged, or another run's: the run starts again
         return None
 
 
@@ -1652,11 +1660,11 @@ def _load_stage(path, fingerprint):
     if not path or not os.path.isfile(_stage_path(path)):
         return None
     try:
-        with np.load(_stage_path(path), allow_pickle=False) as data:
+        with open(_stage_path(path), "rb") as fh, np.load(fh, allow_pickle=False) as data:
             if str(data["fingerprint"]) != fingerprint:
                 return None
             return data["iterations"], data["values"]
-    except (OSError, ValueError, KeyError):  # damaged: the stage runs again
+    except DAMAGED:  # damaged: the stage runs again
         return None
 
 
