@@ -20,8 +20,8 @@ class DivergenceError(FloatingPointError):
     node : int
         The first node with a non-finite value.
     what : str
-        ``"gradient"``, ``"iterate"``, or ``"weights"`` (a push-sum method whose weights lost messages
-        drained).
+        ``"gradient"``, ``"iterate"``, ``"weights"`` (a push-sum method whose weights lost messages
+        drained), or ``"tracker"`` (a Pull-Diag tracker's diagonal fell below the smallest float).
     """
 
     def __init__(self, message, *, iteration, node, what):

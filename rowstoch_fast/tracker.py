@@ -386,6 +386,17 @@ class NetworkTracker:
             zero = self._zero_node(diag)
             if zero >= 0:
                 product = "A_0" if self._t == 1 else f"A_{self._t - 1} ... A_0"
+                if self._t > 1:  # (positive one step before: it fell below the smallest float, its rounds reaching
+                    # back to the node ever less; a node asleep through all 590 rounds of an iteration cuts a ring,
+                    # and a comparison of mg-pull-diag-gt under sleep had stopped on it: helper 170)
+                    from .errors import DivergenceError
+
+                    raise DivergenceError(
+                        f"diag({product}) fell to 0 at node {zero} (below the smallest positive float): the "
+                        f"tracker's scale 1/[A^k]_ii overflows, the rounds reaching back to the node ever less (a "
+                        f"node asleep through an iteration's gossip rounds cuts a ring); try fewer gossip rounds "
+                        f"per iteration (--mg-rounds) or a loss-robust method", iteration=self._t - 1, node=zero,
+                        what="tracker")
                 raise ValueError(f"diag({product}) is 0 at node {zero}: the diagonal tracker needs self loops that "
                                  "every round keeps")
             s = (1.0 / diag).astype(self._dtype)

@@ -1647,7 +1647,7 @@ def test_a_consensus_error_at_rounding_that_grows_with_the_iterates_is_not_a_cli
     ``spread_floor`` (100 eps sqrt(n d) times the iterates' scale) a consensus error reads as the floor; a run-off
     from rounding to past it is still one."""
     from rowstoch_fast import cli
-    from rowstoch_fast.compare.tuning import climbs, runaway, spread_floor
+    from rowstoch_fast.compare.tuning import climbs, iterate_scale, runaway, spread_floor
 
     out = tmp_path / "kgt"
     assert cli.main(["compare", "--topology", "complete", "--n", "3", "--weights", "metropolis", "--objective",
@@ -1661,7 +1661,8 @@ def test_a_consensus_error_at_rounding_that_grows_with_the_iterates_is_not_a_cli
     assert spread.max() < 1e-15  # (rounding throughout)
     f = LeastSquares.synthetic(3, samples_per_node=4, d=6, seed=0)
     floor = spread_floor(f)
-    assert 100 * np.finfo(np.float64).eps * math.sqrt(18) <= floor < 1e-12
+    assert floor == pytest.approx(tuning.SPREAD_STEPS * np.finfo(np.float64).eps * math.sqrt(18) * iterate_scale(f))
+    assert 0.1 < iterate_scale(f) < 10 and floor < 1e-13
     x = 10.0 * np.arange(25)
     rounding = np.geomspace(1.9e-17, 2.04e-16, 25)
     assert climbs(x, rounding) is not None and climbs(x, rounding, floor) is None  # (without the floor: "climbs")
@@ -1708,6 +1709,48 @@ def test_earlier_records_that_are_not_whole_are_refused():
     cut.loc[last, "messages"] = np.nan
     with pytest.raises(ValueError, match=r"not whole \(empty messages in a row\)"):
         cmp.compare(A, f, "dsgd", 40, repeats=3, previous=cut, **kw)
+
+
+def test_the_rounding_floor_scales_with_the_problem_and_the_tuner_reads_it(tmp_path):
+    """Helper 169: with the iterates' scale at least 1, the floor was absolute: least squares scaled by 1e-12 (its
+    dynamics the same, scaled) ran off from 1.3e-13 to 2.4e-12 `ok`, and the tuner chose a rate the unscaled problem
+    rejects; in float32 100 eps hid a run-off from 1e-7 to 7.9e-4. The floor is 10 eps sqrt(n d) times the scale
+    of the start and the minimiser, whatever it is; the tuner's run-off test reads it too."""
+    from rowstoch_fast.compare.tuning import _ran_off, climbs, iterate_scale, spread_floor
+
+    f = LeastSquares.synthetic(8, samples_per_node=4, d=3, seed=0)
+    small = LeastSquares(np.asarray(f.H).reshape(-1, 3), np.asarray(f.y).reshape(-1) * 1e-12, 8)
+    assert spread_floor(small) < 1e-15 < spread_floor(f)  # (its start's scale, 0.01, is its largest now)
+    x = 10.0 * np.arange(25)
+    off = np.concatenate([np.full(12, 1.3e-13), np.geomspace(1.3e-13, 2.4e-12, 13)])
+    assert climbs(x, off, spread_floor(small)) is not None
+    rounding = np.geomspace(1.9e-17, 2.04e-16, 25)  # (K-GT's at rounding: the tuner's run-off test too)
+    values, spreads = np.ones((25, 1)), rounding[:, None]
+    assert np.isinf(_ran_off(values, spreads, x)[-1, 0]) and np.isfinite(_ran_off(values, spreads, x, 1e-14)).all()
+
+
+def test_a_pull_diag_tracker_whose_diagonal_underflows_is_a_diverged_run_not_an_aborted_comparison():
+    """Helper 170: mg-pull-diag-gt with the 590 rounds it recommends for a ring of 16, under sleep (a node asleep
+    through an iteration's rounds cuts the ring: [A_590 ... A_1]_ii = 2.5e-178 after one iteration), stopped the
+    whole comparison with "diag(A_1 ... A_0) is 0 at node 10" (a ValueError). Its diagonal fell below the smallest
+    float: a DivergenceError (what="tracker"), every candidate failed in the tuner, the run `diverged`, saying
+    why, and the other methods ranked."""
+    from rowstoch_fast import DivergenceError, PullDiagGT
+    from rowstoch_fast.network import Sleepy
+
+    net = Sleepy(topology.ring(16), 0.9, seed=1)
+    opt = PullDiagGT(net, np.zeros((16, 2)), lr=1e-3, rounds=590)
+    with pytest.raises(DivergenceError, match="fell to 0 at node .* try fewer gossip rounds") as caught:
+        for _ in range(3):
+            opt.step(lambda X: X)
+    assert caught.value.what == "tracker"
+    f = Quadratic.random(16, 2, seed=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # ("runs only 2 iterations": the point here)
+        frame = cmp.compare(net, f, ["mg-pull-diag-gt", "dsgd"], 1200, repeats=1, progress=False, points=4,
+                            mg_rounds=590)
+    assert frame.attrs["status"] == {"mg-pull-diag-gt": "diverged", "dsgd": "ok"}, frame.attrs["diagnosis"]
+    assert "fell to 0" in frame.attrs["diagnosis"]["mg-pull-diag-gt"]
 
 
 def test_iterates_of_a_huge_scale_are_not_diverged_in_the_tuner():
@@ -3558,6 +3601,8 @@ def test_a_resume_folder_whose_files_are_damaged_or_foreign_is_refused_naming_th
     shutil.copytree(out, bare)
     (bare / ".rowstoch-settings.json").unlink()
     refused(bare, "its .rowstoch-settings.json (the settings the comparison started with")
+    (bare / ".rowstoch-settings.json").write_text("[1]")  # (a foreign copy: a traceback before)
+    refused(bare, "its .rowstoch-settings.json is not the copy of a comparison's settings")
 
 
 def test_a_signal_inside_the_first_import_of_pandas_waits_until_it_is_in(tmp_path):
@@ -3577,6 +3622,18 @@ def test_a_signal_inside_the_first_import_of_pandas_waits_until_it_is_in(tmp_pat
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=hang_limit(60),
                          preexec_fn=sigint_as_usual)
     assert out.stdout.strip() == "interrupted after True", out.stderr
+
+
+def test_the_commands_that_write_tables_import_pandas_whole_first(monkeypatch, tmp_path):
+    """:func:`cli._whole_imports` runs before a table-writing command's work (the test above: what it does), and not
+    for the listing commands, which need no pandas (helper 169: 0.25 s more each)."""
+    from rowstoch_fast import cli
+
+    calls = []
+    monkeypatch.setattr(cli, "_whole_imports", lambda: calls.append(1))
+    assert cli.main(["topologies"]) == 0 and not calls
+    assert cli.main(["compare", "--n", "4", "--algorithms", "dsgd", "--lr", "0.1", "--rounds-budget", "4",
+                     "--repeats", "1", "--no-progress", "--out", str(tmp_path / "o")]) == 0 and calls == [1]
 
 
 def test_signals_held_hand_on_the_signal_after_the_block_and_an_error_before_it():

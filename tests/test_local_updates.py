@@ -181,6 +181,43 @@ def test_led_and_prox_skip_refuse_a_directed_graph_as_their_recursions_diverge_t
     assert name not in default_algorithms(directed) and name in default_algorithms(undirected)
 
 
+def test_methods_whose_small_steps_diverge_on_changing_or_late_rounds_refuse_them():
+    """Helper 170's sweep (rates 1e-5 .. 1, exact gradients, 13 communication models): SimpleGT diverges at every rate
+    up to 1e-2 under losses and sleep and converges at 0.1 (its transcription over the undirected rule's rounds:
+    1e27 at 1e-3, rounding at 0.3; the static W converges at both); ProxSkip likewise under Gilbert-Elliott losses
+    (links lost for rounds); Wang-Elia and LED under a delay of one round (Wang-Elia's loop: spectral radius 1.052
+    as lr -> 0); SimpleGT under any delay. Each refuses those networks, naming why, and is left out of comparisons
+    on them; each still runs on the static W and on compressed messages over it."""
+    from rowstoch_fast import _reference
+    from rowstoch_fast.compare.plan import default_algorithms, parse_algorithms
+    from rowstoch_fast.network import Compressed, Delayed, Lossy
+
+    W = topology.ring(16, directed=False, weights="metropolis")
+    b = np.random.default_rng(0).standard_normal((16, 2))
+    rounds = Lossy(W, 0.1, seed=3).undirected()
+    with np.errstate(all="ignore"):
+        lossy = [np.abs(_reference.simple_gt(lambda t: rounds.matrix(t, 0).toarray(), np.zeros((16, 2)), lr,
+                                             lambda X: X - b, 2000)[-1] - b.mean(0)).max() for lr in (1e-3, 0.3)]
+    assert not lossy[0] < 1e6 and lossy[1] < 1e-10
+    cases = {"losses": (Lossy(W, 0.1, seed=3), ("simple-gt",), "must be a static matrix, the same every round"),
+             "bursts": (Lossy(W, 0.9, model="gilbert-elliott", p_bad=0.05, p_recover=0.2, seed=1),
+                        ("simple-gt", "prox-skip"),
+                        "must be a static matrix, the same every round"),
+             "delays": (Delayed(W, 1, delay="fixed"), ("simple-gt", "led", "wang-elia"),
+                        "must arrive in the round they were sent")}
+    for net, names, why in cases.values():
+        listed = default_algorithms(net)
+        for name in names:
+            with pytest.raises(ValueError, match=f"^{REGISTRY[name].__name__}: .*{why}"):
+                REGISTRY[name](net, np.zeros(2), 0.1)
+            assert name not in listed and not REGISTRY[name].applies_to(net)
+        with pytest.raises(ValueError, match=f"not run on this network: .*{why}"):
+            parse_algorithms(",".join(names), net)
+    for name in ("simple-gt", "prox-skip", "led", "wang-elia"):
+        assert REGISTRY[name].applies_to(W) and REGISTRY[name].applies_to(Compressed(W, "qsgd", bits=4))
+    assert "led" in default_algorithms(Lossy(W, 0.1, seed=3))  # (losses alone: fine for LED)
+
+
 def test_prox_skip_draws_its_coins_by_blocks_as_the_definition_does():
     """The coins a step reads (drawn a block of 4,096 iterations at a time) and the rounds before it equal
     ``ProxSkip.coins`` and its running count across blocks, in any order of asking (a resume jumps ahead)."""
@@ -262,19 +299,21 @@ def test_local_methods_read_a_varying_network_by_round(name, monkeypatch):
     cls = REGISTRY[name]
     f, W, x0 = heterogeneous(n=8, seed=3)
     options = {"local_steps": 2} if name in LOCAL else {"comm_probability": 0.5, "seed": 1}
-    net = Schedule([W, topology.complete(8)])
-    if not cls.applies_to(net):  # (LT-ADMM: refused, naming why)
-        for varying in (net, Delayed(W, 3, delay="fixed")):
-            with pytest.raises(ValueError, match=STATIC_ONLY):
+    net, late = Schedule([W, topology.complete(8)]), Delayed(W, 3, delay="fixed")
+    for varying in (net, late):  # (LT-ADMM refuses both; ProxSkip a schedule, LED delays: naming why)
+        if not cls.applies_to(varying):
+            with pytest.raises(ValueError, match=f"{STATIC_ONLY}|must be a static matrix|must arrive in the round"):
                 cls.build(varying, x0, 0.02, **options)
-        return
-    seen, matrix = [], Schedule.matrix
-    monkeypatch.setattr(Schedule, "matrix", lambda self, t: (seen.append(t), matrix(self, t))[1])
-    opt = run(cls.build(net, x0, 0.02, **options), feed(cls, f.full_gradient), 40)
-    assert sorted(set(seen)) == list(range(opt.communication_rounds))  # (round r reads the schedule at r)
-    delayed = run(cls.build(Delayed(W, 3, delay="fixed"), x0, 0.02, **options), feed(cls, f.full_gradient), 20)
-    plain = run(cls.build(W, x0, 0.02, **options), feed(cls, f.full_gradient), 20)
-    assert np.abs(delayed.x - plain.x).max() > 1e-3
+    if cls.applies_to(net):
+        seen, matrix = [], Schedule.matrix
+        monkeypatch.setattr(Schedule, "matrix", lambda self, t: (seen.append(t), matrix(self, t))[1])
+        opt = run(cls.build(net, x0, 0.02, **options), feed(cls, f.full_gradient), 40)
+        assert sorted(set(seen)) == list(range(opt.communication_rounds))  # (round r reads the schedule at r)
+        monkeypatch.undo()
+    if cls.applies_to(late):
+        delayed = run(cls.build(late, x0, 0.02, **options), feed(cls, f.full_gradient), 20)
+        plain = run(cls.build(W, x0, 0.02, **options), feed(cls, f.full_gradient), 20)
+        assert np.abs(delayed.x - plain.x).max() > 1e-3
 
 
 def test_dinno_on_scaled_weights_is_the_unweighted_dinno():

@@ -276,6 +276,13 @@ class Optimizer(AskTell, FailureHandling, Persistence):
     #: LED and ProxSkip: their recursions are unstable at small steps on complex eigenvalues; a directed graph's
     #: doubly stochastic weights are refused, naming the first asymmetric pair).
     symmetric = False
+    #: ``W`` must be the same every round: losses, sleep and schedules are refused (SimpleGT, ProxSkip: without
+    #: gradients their recursions do not damp the disagreement, and rounds that change make it grow at small steps;
+    #: bench/RESULTS.md section 73d).
+    needs_steady = False
+    #: Every message must arrive in the round it was sent: delays are refused (SimpleGT, LED, Wang-Elia: a delay
+    #: makes their recursions unstable at small steps; section 73d).
+    needs_timely = False
     #: A proximal method: it takes ``regularizer=r`` (a :class:`~rowstoch_fast.composite.Regularizer`, a
     #: hyperparameter) and applies ``prox_{lr r}`` at every node, converging to the minimiser of
     #: ``(1/n) sum_i f_i + r`` where :attr:`exact`; the harness runs only these on a composite objective.
@@ -455,6 +462,8 @@ class Optimizer(AskTell, FailureHandling, Persistence):
 
     def _validate(self, matrices, x0, hyper):
         """Checks with no communication (under MPI run on every rank, then agreed on)."""
+        if "W" in matrices and (why := self._unfit(matrices["W"])):
+            raise ValueError(f"{type(self).__name__}: {why}")
         mats = {name: _as_matrix(M, name, type(self).__name__) for name, M in matrices.items()}
         if self.symmetric and "W" in mats:
             found = next(filter(None, map(_asymmetry, source_matrices(mats["W"]))), None)  # (under losses or sleep:
@@ -1273,6 +1282,25 @@ class Optimizer(AskTell, FailureHandling, Persistence):
         return {name: (column(A) if name == "C" else A) for name in cls.matrices}
 
     @classmethod
+    def _unfit(cls, M):
+        """Why the network ``M`` is refused as this method's ``W`` (:attr:`needs_steady`, :attr:`needs_timely`),
+        read from what its layers declare; "" where it is not."""
+        if not isinstance(M, Network):
+            return ""
+        layers, layer = [], M
+        while isinstance(layer, Network):
+            layers.append(layer)
+            layer = getattr(layer, "base", None)
+        if cls.needs_timely and any(L.late for L in layers):
+            return ("its messages must arrive in the round they were sent: delays make its recursion unstable at "
+                    "small steps (bench/RESULTS.md section 73d); run it without delays")
+        source, varying = source_of(M)
+        if cls.needs_steady and (varying or isinstance(source, Network)):
+            return ("W must be a static matrix, the same every round: rounds that change (losses, sleep, a "
+                    "schedule) make its recursion diverge at small steps (bench/RESULTS.md section 73d)")
+        return ""
+
+    @classmethod
     def applies_to(cls, A):
         """Whether this algorithm runs on the network of ``A`` as :meth:`build` gives it: always, except that
         an undirected network's methods (a ``W`` among :attr:`matrices`) need a static doubly stochastic
@@ -1281,6 +1309,8 @@ class Optimizer(AskTell, FailureHandling, Persistence):
         leaves them out of its default elsewhere."""
         if "W" not in cls.matrices:
             return True
+        if cls._unfit(A):
+            return False
         A = weights_of(A)  # (compressed or noisy messages over a static W: the weights W)
         if isinstance(A, Network):  # losses or sleep over a symmetric W: the undirected rule (Network.undirected);
             # a schedule of doubly stochastic matrices (symmetric ones where the method or losses need them)

@@ -72,6 +72,7 @@ class LED(LocalSteps, Optimizer):
     exact = True
     matrices = ("W",)
     symmetric = True
+    needs_timely = True  # (a delay of one round makes small steps diverge)
     in_paper_preset = False
     in_robustness = False
     state = ("x", "y")  # (x: phi inside a round, the mixed model at its end)

@@ -87,6 +87,7 @@ class ProxSkip(Optimizer):
     exact = True
     matrices = ("W",)
     symmetric = True
+    needs_steady = True  # (links that stay lost for rounds, Gilbert-Elliott, make small steps diverge)
     in_paper_preset = False
     in_robustness = False
     state = ("x", "y")

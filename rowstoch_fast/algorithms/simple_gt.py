@@ -82,6 +82,8 @@ class SimpleGT(Optimizer):
     order = 131
     exact = True
     symmetric = True  # (a directed graph's complex eigenvalues make it diverge: the class docstring)
+    needs_steady = True  # (rounds that change, or delays, make its undamped modes grow at small steps)
+    needs_timely = True
     matrices = ("W",)
     state = ("x", "u")  # (u = x - y of decent-bench's form)
     scratch = 1

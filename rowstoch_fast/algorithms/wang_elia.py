@@ -64,6 +64,7 @@ class WangElia(Optimizer):
     order = 167
     exact = True
     symmetric = True  # (a directed graph's complex eigenvalues make its loop grow: the class docstring)
+    needs_timely = True  # (a delay of one round makes its loop grow: spectral radius 1.052 as lr -> 0)
     matrices = ("W",)
     state = ("x", "z")
     scratch = 3

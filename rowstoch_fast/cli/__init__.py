@@ -226,6 +226,10 @@ def _bad_value(argv, parser):
     return None
 
 
+#: The commands that write tables (pandas), whose first import :func:`_whole_imports` makes whole.
+_TABLE_COMMANDS = ("compare", "run", "reproduce", "demo")
+
+
 def _whole_imports():
     """pandas imported with Ctrl-C and SIGTERM held (:func:`~rowstoch_fast._signals.signals_held`), the held signal
     raised once it is in. A signal that landed inside its first import, in a comparison's first method, left it
@@ -242,7 +246,8 @@ def _call(args, terminated):
     """The command ``args.func`` run, its exceptions turned into one line and an exit code."""
     try:
         try:
-            _whole_imports()  # (a signal held through it is raised here: "interrupted", 130 or 143)
+            if getattr(args, "command", None) in _TABLE_COMMANDS:
+                _whole_imports()  # (a signal held through it is raised here: "interrupted", 130 or 143)
             check_backend()  # (before the work: the figures come last)
         except ValueError as exc:
             raise UsageError(str(exc)) from None

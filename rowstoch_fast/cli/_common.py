@@ -338,7 +338,8 @@ def _check_objective_args(args):
         args.heterogeneity = 0.0 if args.objective in ("logistic", "quadratic") else 1.0
     # (lasso: least squares' defaults)
     dtype = getattr(args, "dtype", None) or "float64"
-    top = math.sqrt(float(np.finfo(dtype).max)) / 100  # (the data and the loss scale as the square of these)
+    top = math.sqrt(float(np.finfo(dtype).max)) * 1e-6  # (the loss, a sum over the samples, scales as the square
+    # of these: 1.3e152 left f within 40x of overflow, and the figure's ticks failed on it: helper 169)
     for name in ("rho", "heterogeneity", "sigma"):
         value = getattr(args, name)
         if not (np.isfinite(value) and value >= 0):

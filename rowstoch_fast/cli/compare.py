@@ -634,6 +634,9 @@ def _read_resumed_comparison(args):
     if os.path.isfile(os.path.join(folder, "lr.json")):  # (the kept methods' tuning records: written on with theirs)
         args.previous_tuning = read("lr.json", read_json)
     frozen = read(_FROZEN, read_json) if os.path.isfile(os.path.join(folder, _FROZEN)) else None
+    if frozen is not None and not (isinstance(frozen, dict) and isinstance(frozen.get("settings"), dict)):
+        raise UsageError(f"--resume {folder!r}: its {_FROZEN} is not the copy of a comparison's settings (no "
+                         "settings in it); start a new comparison")
     if frozen is None and len(previous):  # (without the copy an edit of experiment.json cannot be told: a seed
         # edited ran one method on other streams beside the others' kept records, one table: helper 168)
         raise UsageError(f"--resume {folder!r}: its {_FROZEN} (the settings the comparison started with, which an "

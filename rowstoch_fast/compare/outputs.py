@@ -55,6 +55,13 @@ class FolderLock:
         """Whether ``relative`` (a path in the folder) names a file a comparison writes there: a checkpoint."""
         return os.sep not in relative and relative.endswith(".npz")
 
+    def _stale(self, name):
+        """Whether the top-level ``name`` is a killed comparison's temporary file (:meth:`remove_stale_temporaries`
+        removes it)."""
+        stem, dot, pid = name.rpartition(".tmp-")
+        return bool(dot and stem and pid.isdigit() and self._ours(stem) and not _alive(int(pid))
+                    and os.path.isfile(os.path.join(self.path, name)))
+
     def remove_stale_temporaries(self):
         """Remove the temporary files of an atomic write (``NAME.tmp-PID``) that a killed comparison left: those
         of files it writes (:meth:`_ours`) whose process no longer runs (this one holds the lock)."""
@@ -71,8 +78,9 @@ class FolderLock:
     def _take_lock(self, host, option):
         """Hold the folder's lock file: an OS lock on it (``flock``: released by the OS however the process ends,
         and exclusive whatever two processes do at once) where the platform has one, and the holder's ``pid
-        host`` in it. A lock file whose holder died is taken over; one naming a live process (of a version
-        without the OS lock) or another host is respected."""
+        host`` in it. On this host the OS lock decides: a lock file it finds free is taken over, whatever process
+        its pid now names (a killed comparison's, reused); another host's is respected (its file system may not
+        carry the OS lock), the refusal naming the file to remove. Without ``flock``, a live holder is respected."""
         os.makedirs(self.path, exist_ok=True)
         try:
             import fcntl
@@ -173,10 +181,12 @@ class ComparisonFolder(FolderLock):
     def __init__(self, path, *, resume=False, overwrite=False, option="--out"):
         super().__init__(path, option=option, clean=False)
         try:
-            if not (resume or overwrite):  # (a killed comparison's temporaries alone: the folder is empty to this
-                # one; they had made it "not empty, continue with --resume", which then found no experiment.json)
-                self.remove_stale_temporaries()
             found = [name for name in sorted(os.listdir(self.path)) if name != LOCK]
+            if found and not (resume or overwrite) and all(map(self._stale, found)):  # (a killed comparison's
+                # temporaries alone: the folder is empty to this one; they had made it "not empty, continue with
+                # --resume", which then found no experiment.json)
+                self.remove_stale_temporaries()
+                found = [name for name in sorted(os.listdir(self.path)) if name != LOCK]
             if found and not (resume or overwrite):
                 raise FolderInUse(f"{option} {self.path!r} is not empty (it holds {', '.join(found[:4])}"
                                   f"{', ...' if len(found) > 4 else ''}): continue that comparison with --resume, "

@@ -136,8 +136,10 @@ def parse_algorithms(names, A, mg_rounds=None):
         cls = REGISTRY[method]
         if not cls.applies_to(A):  # (every such method named at once, by reason: helper 158 met them one try at a
             # time)
-            undirected = "W" in cls.matrices and not cls.applies_to(weights_of(A))  # (the weights, not the messages)
-            reason = "W" if undirected else \
+            unfit = cls._unfit(A) if "W" in cls.matrices else ""  # (losses or delays it cannot take: said why)
+            undirected = not unfit and "W" in cls.matrices and not cls.applies_to(weights_of(A))  # (the weights, not
+            # the messages)
+            reason = ("unfit", unfit) if unfit else "W" if undirected else \
                 " ".join((cls.applies_to.__doc__ or "").split()).split(". ")[0].rstrip(".")
             refused.setdefault(reason, []).append(label)
             continue
@@ -149,6 +151,8 @@ def parse_algorithms(names, A, mg_rounds=None):
             said.append(f"{named} {'runs' if one else 'run'} on an undirected network's doubly stochastic W, and "
                         f"this network is not one (build it with directed=False, weights='metropolis'; on the "
                         f"command line --undirected --weights metropolis)" if reason == "W" else
+                        f"{named} {'does' if one else 'do'} not run on this network: {reason[1]}"
+                        if isinstance(reason, tuple) else
                         f"{named} {'does' if one else 'do'} not run on this network ({type(A).__name__}); "
                         f"{'it takes' if one else 'they take'}: {reason}")
         raise ValueError("algorithms: " + "; ".join(said))

@@ -45,6 +45,7 @@ import numpy as np
 
 from .._checks import MAX_KEY, as_float_array, check_positive_float, precision_of
 from .._files import atomic_write
+from ..errors import DivergenceError
 from ..objectives import Oracle, optimum_of
 from ..runner import GROWTH_WARNING, agreed_stop, build_replicas, record_metrics, round_schedule
 from ..network import draws, redrawn
@@ -239,33 +240,30 @@ DIVERGED = 1e100
 
 def diverged_for(objective):
     """The magnitude past which an iterate has diverged for ``objective``'s dtype: :data:`DIVERGED` times the
-    iterates' scale (:func:`iterate_scale`), or the square root of the dtype's largest value where that is
-    smaller (float32: 1.8e19). A float64 iterate at 1e39 passed the float64 bound and became Inf in a float32
+    iterates' scale (:func:`iterate_scale`, 1 at least), or the square root of the dtype's largest value where that
+    is smaller (float32: 1.8e19). A float64 iterate at 1e39 passed the float64 bound and became Inf in a float32
     objective, which refused it: compare() stopped ("X must be finite") on a float32 problem with a float64 matrix
     (helper 118). Least squares whose minimiser lies near 1e110 (helper 167) had every rate "diverged by iteration
     2" at the unscaled 1e100, a given rate running ``ok``."""
-    return min(DIVERGED * iterate_scale(objective), math.sqrt(float(np.finfo(precision_of(objective)).max)))
+    return min(DIVERGED * max(1.0, iterate_scale(objective)), math.sqrt(float(np.finfo(precision_of(objective)).max)))
 
 
 def iterate_scale(objective):
     """The scale of ``objective``'s iterates: the largest magnitude of its start and of its minimiser where it
-    gives one, 1 at least (cached on the objective)."""
-    cached = objective.__dict__.get("_iterate_scale")
-    if cached is None:
-        cached = 1.0
-        try:
-            cached = max(cached, float(np.max(np.abs(np.asarray(objective.x0(), dtype=np.float64)))))
-        except Exception:  # noqa: BLE001 - a start it cannot give: the unit scale
-            pass
-        try:
-            best = optimum_of(objective)
-            if best is not None:
-                cached = max(cached, float(np.max(np.abs(np.asarray(best.x, dtype=np.float64)))))
-        except Exception:  # noqa: BLE001 - no minimiser: the start's scale
-            pass
-        cached = cached if math.isfinite(cached) else 1.0
-        objective.__dict__["_iterate_scale"] = cached
-    return cached
+    gives one (0 where it gives neither, or neither is finite). Read afresh each time (an objective whose data
+    changed in place had kept the scale of its old data: helper 169), once per tuning run and per method."""
+    scale = 0.0
+    try:
+        scale = max(scale, float(np.max(np.abs(np.asarray(objective.x0(), dtype=np.float64)))))
+    except Exception:  # noqa: BLE001 - a start it cannot give
+        pass
+    try:
+        best = optimum_of(objective)
+        if best is not None:
+            scale = max(scale, float(np.max(np.abs(np.asarray(best.x, dtype=np.float64)))))
+    except Exception:  # noqa: BLE001 - no minimiser: the start's scale
+        pass
+    return scale if math.isfinite(scale) else 0.0
 
 
 #: Times a metric of the iterates grows from its lowest point past the first quarter of a run to the run's end, at
@@ -449,15 +447,22 @@ def rising(xs, logs):
     return bool(significant and np.polyfit(xs, logs, 1)[0] > 0)
 
 
+#: Rounding steps of the dtype, times ``sqrt(n d)`` and the iterates' scale, below which a consensus error is
+#: rounding (:func:`spread_floor`): 10 (K-GT's at rounding reached 0.3 of one such step; 100 had hidden a float32
+#: run-off from 1e-7 to 7.9e-4, helper 169).
+SPREAD_STEPS = 10
+
+
 def spread_floor(objective):
-    """The consensus error ``||X - 1 x_bar^T||_F`` of iterates that agree up to rounding: :data:`ROUNDING_STEPS`
-    eps ``sqrt(n d)`` times their scale (:func:`iterate_scale`; eps the objective's dtype's). Below it a consensus
-    error is rounding, whose climb is the iterates' own scale growing, not a run-off (:func:`climbs`,
-    :func:`runaway`): on a complete graph of 3 nodes K-GT's rose from 1.9e-17 to 2.0e-16, 10.8x, and a run ending
-    level with SCAFFOLD's was ``unstable`` (helper 167). 9.4e-14 for 18 values of scale 1 in float64; a run-off
-    past it is still one."""
+    """The consensus error ``||X - 1 x_bar^T||_F`` of iterates that agree up to rounding: :data:`SPREAD_STEPS`
+    eps ``sqrt(n d)`` times their scale (:func:`iterate_scale`, the start's and the minimiser's; eps the objective's
+    dtype's); 0 where the objective gives no scale. Below it a consensus error is rounding, whose climb is the
+    iterates' own scale growing, not a run-off (:func:`climbs`, :func:`runaway`): on a complete graph of 3 nodes
+    K-GT's rose from 1.9e-17 to 2.0e-16, 10.8x, and a run ending level with SCAFFOLD's was ``unstable`` (helper
+    167). 9.4e-15 for 18 values of scale 1 in float64; a run-off past it is still one, and the floor scales with
+    the problem (least squares scaled by 1e-12 runs off from 1e-13 as the unscaled one does from 0.1)."""
     n, d = int(getattr(objective, "n", 1) or 1), int(getattr(objective, "d", 1) or 1)
-    return ROUNDING_STEPS * float(np.finfo(precision_of(objective)).eps) * math.sqrt(n * d) * iterate_scale(objective)
+    return SPREAD_STEPS * float(np.finfo(precision_of(objective)).eps) * math.sqrt(n * d) * iterate_scale(objective)
 
 
 def climbs(iterations, values, floor=0.0):
@@ -844,11 +849,13 @@ def _trajectories(agreed, algo, objective, T, due, fingerprint, entry, metric, s
         else:
             oracle.iteration, rows = found[1], found[2]
 
+        limit = diverged_for(objective)  # (once a run: the objective's scale read afresh)
+
         def record():
             found = {}
 
             def set_aside(x):  # the diverged replicas not measured (a pass over the data each), reported as NaN
-                found["bad"] = bad = _bad_replicas(x, limit=diverged_for(objective))
+                found["bad"] = bad = _bad_replicas(x, limit=limit)
                 if not bad.any():
                     return x
                 if by_name and not bad.all():  # (an extra metric is called with each replica's index: all kept)
@@ -875,7 +882,12 @@ def _trajectories(agreed, algo, objective, T, due, fingerprint, entry, metric, s
             agreed.check(opt.iteration, now=True)  # (a signal held during the set-up)
             while opt.iteration < T:
                 drawn, before = oracle.iteration, opt.iteration
-                opt.step(oracle)
+                try:
+                    opt.step(oracle)
+                except DivergenceError:  # (what the network does to every candidate at once, whatever its rate: a
+                    # Pull-Diag tracker's diagonal below the smallest float; the comparison had stopped on it)
+                    rows.extend(np.full(2 * len(lr), np.nan) for k in due if k > opt.iteration)
+                    break
                 if opt.iteration in marks:
                     record()
                 if checkpoint and opt.iteration % every == 0 and opt.iteration < T and opt.share(

@@ -54,6 +54,7 @@ class Delayed(_Messages):
     order = 30
     keeps_symmetry = True
     stateful = True
+    late = True
 
     DELAYS = ("uniform", "fixed")
     #: How each kind of delay keeps its history (:class:`~rowstoch_fast._history.History`), on every backend: a
