@@ -21,6 +21,7 @@ import numpy as np
 
 from . import _core
 from ._checks import MAX_ROUNDS, check_int, check_positive_float, check_tracker, require_memory
+from .errors import DivergenceError
 
 __all__ = ["DiagTracker", "diag_powers", "freeze_step"]
 
@@ -389,8 +390,6 @@ class NetworkTracker:
                 if self._t > 1:  # (positive one step before: it fell below the smallest float, its rounds reaching
                     # back to the node ever less; a node asleep through all 590 rounds of an iteration cuts a ring,
                     # and a comparison of mg-pull-diag-gt under sleep had stopped on it: helper 170)
-                    from .errors import DivergenceError
-
                     raise DivergenceError(
                         f"diag({product}) fell to 0 at node {zero} (below the smallest positive float): the "
                         f"tracker's scale 1/[A^k]_ii overflows, the rounds reaching back to the node ever less (a "

@@ -30,7 +30,8 @@ import numpy as np
 from .. import backends
 from .._checks import check_bool, check_int, check_step_size, fmt_bytes, nodes_first, precision_of, require_memory
 from ..mixing import as_matrix, MixingMatrix, off_sums
-from ..network import Network, as_undirected, base_matrix, out_links, source_matrices, source_of, weights_of
+from ..network import (Network, as_undirected, base_matrix, late, out_links, source_matrices, source_of,
+                       weights_of)
 from ._asktell import AskTell
 from ._deferred import FailureHandling
 from ._deferred import GROWTH_LIMIT
@@ -1287,11 +1288,7 @@ class Optimizer(AskTell, FailureHandling, Persistence):
         read from what its layers declare; "" where it is not."""
         if not isinstance(M, Network):
             return ""
-        layers, layer = [], M
-        while isinstance(layer, Network):
-            layers.append(layer)
-            layer = getattr(layer, "base", None)
-        if cls.needs_timely and any(L.late for L in layers):
+        if cls.needs_timely and late(M):
             return ("its messages must arrive in the round they were sent: delays make its recursion unstable at "
                     "small steps (bench/RESULTS.md section 73d); run it without delays")
         source, varying = source_of(M)

@@ -643,11 +643,11 @@ class _Quarantine:
     nothing more and never reaches the objective's check of its input. Under MPI each process judges its own
     rows (their gradients are its own)."""
 
-    def __init__(self, inner, objective, group):
+    def __init__(self, inner, objective, group, limit):
         object.__setattr__(self, "inner", inner)
         object.__setattr__(self, "objective", objective)
         object.__setattr__(self, "group", group)  # replicas per candidate: the streams' period
-        object.__setattr__(self, "limit", diverged_for(objective))
+        object.__setattr__(self, "limit", limit)  # (diverged_for: an iterate's bound)
         object.__setattr__(self, "periodic", _takes_period(objective))
 
     def __getattr__(self, name):  # iteration, last, seed, rep_offset, samples, ...
@@ -841,15 +841,14 @@ def _trajectories(agreed, algo, objective, T, due, fingerprint, entry, metric, s
                 if agreed.finish():  # (a signal held while it was read: collective)
                     raise KeyboardInterrupt
                 return kept
+        limit = diverged_for(objective)  # (once a run: the objective's scale read afresh)
         oracle = _Quarantine(objective.oracle(seed=seed, batches=opt.rounds, nodes=opt.local_nodes,
-                                              rep_offset=rep_offset, rep_period=repeats), objective, repeats)
+                                              rep_offset=rep_offset, rep_period=repeats), objective, repeats, limit)
         rows = []
         if found is None:
             opt.initialize(oracle)
         else:
             oracle.iteration, rows = found[1], found[2]
-
-        limit = diverged_for(objective)  # (once a run: the objective's scale read afresh)
 
         def record():
             found = {}

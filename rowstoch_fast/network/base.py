@@ -55,7 +55,8 @@ class Network:
     #: Keeps state from one iteration to the next (the messages in flight): an optimizer's ``state_dict`` saves it.
     stateful = False
     #: Its messages may arrive in a later round than they were sent (:class:`Delayed`): what a method that needs
-    #: every message on time refuses (:attr:`~rowstoch_fast.algorithms.Optimizer.needs_timely`).
+    #: every message on time refuses (:attr:`~rowstoch_fast.algorithms.Optimizer.needs_timely`; read by
+    #: :func:`~rowstoch_fast.network.late`).
     late = False
     #: Its rounds use one fixed set of links (a static matrix's) and its ``arrived(t, r, indptr, indices,
     #: row_ids=None, col_ids=None)`` says which of their messages arrive in each round, the layers under it

@@ -43,6 +43,16 @@ def losses_of(net):
     return found
 
 
+def late(net):
+    """Whether a layer of ``net`` may deliver a message in a later round than it was sent (:attr:`Network.late`:
+    delays)."""
+    while isinstance(net, Network):
+        if net.late:
+            return True
+        net = getattr(net, "base", None)
+    return False
+
+
 def effects_of(net):
     """What the layers of ``net`` do to the messages they pass on, as they declare it (:attr:`Network.effect`),
     outermost first; an empty list where none changes them."""
