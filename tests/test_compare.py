@@ -3354,13 +3354,20 @@ def test_repetitions_added_by_a_resume_are_kept_by_the_next_one(tmp_path, capsys
                                   three.drop(columns="total_wall_seconds"))
     assert cli.main(["compare", "--resume", str(out), "--repeats", "2", "--no-progress"]) == 2
     assert "--repeats 2 is fewer than the 3 repetitions the comparison holds" in capsys.readouterr().err
-    # a growth interrupted before it ended records nothing: the folder can go on at any count it holds
+    # a growth interrupted before its first row is noted, not recorded in the settings: a plain resume goes on with
+    # it (it was forgotten), and --repeats may still change it to any count the folder holds
     monkeypatch.setattr(cmp, "compare", _interrupted)
     assert cli.main(["compare", "--resume", str(out), "--repeats", "30", "--no-progress"]) == 130
-    assert json.loads((out / "experiment.json").read_text())["settings"]["repeats"] == 3
+    saved = json.loads((out / "experiment.json").read_text())
+    assert saved["settings"]["repeats"] == 3 and saved["growing_to"] == 30
+    assert cli.main(["compare", "--resume", str(out), "--repeats", "5", "--no-progress"]) == 130
+    assert json.loads((out / "experiment.json").read_text())["growing_to"] == 5
     monkeypatch.undo()
-    assert cli.main(["compare", "--resume", str(out), "--repeats", "4", "--no-progress"]) == 0
-    assert json.loads((out / "experiment.json").read_text())["settings"]["repeats"] == 4
+    assert cli.main(["compare", "--resume", str(out), "--no-progress"]) == 0
+    saved = json.loads((out / "experiment.json").read_text())
+    assert saved["settings"]["repeats"] == 5 and "growing_to" not in saved
+    assert json.loads((out / ".rowstoch-settings.json").read_text())["settings"]["repeats"] == 5
+    assert pd.read_csv(out / "compare.csv").groupby("algorithm")["rep"].nunique().tolist() == [5, 5]
     A, f = topology.ring(8), NonconvexLogistic.synthetic(8, total=1600, batch=20, seed=42)
     with pytest.warns(UserWarning, match="previous carries no record"), \
             pytest.raises(ValueError, match="repeats = 2 is fewer than the 3 repetitions the earlier comparison holds "
@@ -4393,6 +4400,15 @@ def test_a_resume_keeps_the_tuning_records_of_the_methods_it_keeps(tmp_path, cap
     assert main(["compare", "--resume", str(out), "--repeats", "2", "--no-progress"]) == 0  # (more repetitions:
     # the rates are kept, and so are their records)
     assert json.loads((out / "lr.json").read_text())[title]["tuning"] == first["tuning"]
+    # lr.json removed since: the kept methods' rates are compare.csv's, their tuning records gone, and it says so
+    # (lr.json was rewritten without them, silently)
+    (out / "lr.json").unlink()
+    capsys.readouterr()
+    assert main(["compare", "--resume", str(out), "--no-progress"]) == 0
+    said = capsys.readouterr().err
+    assert f"--resume {str(out)!r} holds records but no lr.json: the tuning records of the methods it keeps are " \
+           "lost" in said
+    assert json.loads((out / "lr.json").read_text())[title]["lr"] == first["lr"]
 
 
 def test_a_resume_interrupted_before_the_methods_it_keeps_loses_none_of_their_tuning(tmp_path, monkeypatch):

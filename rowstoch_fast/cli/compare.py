@@ -159,6 +159,10 @@ def _compare(args):
     refuse_different_arguments(args)
     say = narrator(args, root)  # what it is doing (quiet with -q)
     show = print if root else (lambda *a, **k: None)  # its results
+    if root and getattr(args, "lost_tuning", None):
+        print(f"rowstoch: warning: --resume {args.lost_tuning!r} holds records but no lr.json: the tuning records "
+              "of the methods it keeps are lost (their rates and statuses are compare.csv's); the new lr.json and "
+              "tuning.png leave them out", file=sys.stderr)
     warn_unshared_launch(args)
     on_every_rank(args, _metrics_module, args)  # (its metrics are --metric choices; a resumed comparison's file,
     # from experiment.json)
@@ -290,6 +294,10 @@ def _compare(args):
     try:
         if root and not into_itself:  # the settings the results come from, beside them
             _write_experiment(args, problems, file_algorithms)
+        elif root and args.repeats != getattr(args, "saved_repeats", args.repeats):  # (more repetitions: the
+            # count asked for is noted before they run, so that a plain resume of a growth killed before its first
+            # row goes on with it, where it was forgotten; --repeats may still change it: a note, not the settings)
+            _update_experiment(args.out, growing=args.repeats)
         if tuned:
             say(f"tuning the learning rate of {', '.join(tuned)} (no --lr for {'it' if len(tuned) == 1 else 'them'}): "
                 f"every rate of {cmp.TUNE_GRID[0]:g} .. {cmp.TUNE_GRID[-1]:g} over the whole budget in one batched "
@@ -380,8 +388,7 @@ def _compare(args):
                                         kept=kept)
             # (finished: every method of this comparison was reached; records of none of them are not carried on)
             if into_itself and not interrupted:  # (once they all ran: the settings say what compare.csv holds)
-                _update_experiment(args.out, args.repeats if args.repeats != getattr(args, "saved_repeats",
-                                                                                      args.repeats) else None)
+                _update_experiment(args.out, args.repeats)  # (the copy too: experiment.json may say them already)
             beside = [f"{name} ({what})" for name, what in (("experiment.json", "the settings"),
                                                             ("checkpoints/", "the runs' states, for --resume"))
                       if os.path.exists(os.path.join(args.out, name))]
@@ -589,6 +596,8 @@ _RESUME_OPTIONS = ("--resume", "--repeats", "--no-progress", "--progress", "--ou
 
 #: The copy of a comparison's settings that ``--resume`` checks experiment.json against (an edit is refused).
 _FROZEN = ".rowstoch-settings.json"
+#: experiment.json's note of the repetitions a resume has begun to add (``--resume DIR --repeats N``, not finished).
+_GROWING = "growing_to"
 
 
 def _read_resumed_comparison(args):
@@ -633,6 +642,9 @@ def _read_resumed_comparison(args):
         else pd.DataFrame()
     if os.path.isfile(os.path.join(folder, "lr.json")):  # (the kept methods' tuning records: written on with theirs)
         args.previous_tuning = read("lr.json", read_json)
+    elif len(previous):  # (lr.json is written before compare.csv: removed since. The kept methods' rates and statuses
+        # are compare.csv's, their tuning records are gone: said, where lr.json had been rewritten without them silently)
+        args.lost_tuning = folder
     frozen = read(_FROZEN, read_json) if os.path.isfile(os.path.join(folder, _FROZEN)) else None
     if frozen is not None and not (isinstance(frozen, dict) and isinstance(frozen.get("settings"), dict)):
         raise UsageError(f"--resume {folder!r}: its {_FROZEN} is not the copy of a comparison's settings (no "
@@ -667,7 +679,9 @@ def _read_resumed_comparison(args):
                     raise UsageError(f"--repeats {args.repeats} is fewer than the {max(value, held)} repetitions the "
                                      f"comparison holds; it can only grow")
                 continue
-            value = max(value, held)  # (a repetition compare.csv holds is never dropped)
+            growing = saved.get(_GROWING)  # (a growth begun: a plain resume goes on with it, held rows or none)
+            value = max(value, held, growing if isinstance(growing, int) and not isinstance(growing, bool) else 0)
+            # (a repetition compare.csv holds is never dropped)
         setattr(args, key, value)
     _run_where_it_ran(args, saved.get("folder"))
     files, now = saved.get("node_files", {}), network_options.node_files(args)
@@ -781,17 +795,18 @@ def _write_experiment(args, problems, file_algorithms):
                  lambda fh: json.dump({"settings": settings, "algorithms": file_algorithms}, fh, default=str))
 
 
-def _update_experiment(folder, repeats=None):
+def _update_experiment(folder, repeats=None, growing=None):
     """A comparison resumed into its folder and finished: with more repetitions (``repeats``), its experiment.json
     (and the copy --resume checks it against) say so; where experiment.json does not say where the comparison
     runs (an earlier version's), it records this working directory, where the resume read its relative paths
     (a later resume from elsewhere was told to resume from the folder it was started in, which nothing named).
-    The rest as the comparison started."""
+    The rest as the comparison started. ``growing``: the repetitions a resume has begun to add, noted in
+    experiment.json alone (``growing_to``, beside its settings) until they all ran."""
     import json
 
     from ..compare.outputs import atomic_write
 
-    for name in ("experiment.json", _FROZEN):
+    for name in ("experiment.json",) if growing is not None else ("experiment.json", _FROZEN):
         path = os.path.join(folder, name)
         if not os.path.isfile(path):
             continue
@@ -800,6 +815,9 @@ def _update_experiment(folder, repeats=None):
         before = json.dumps(document, sort_keys=True, default=str)
         if repeats is not None:
             document["settings"]["repeats"] = repeats
+            document.pop(_GROWING, None)
+        if growing is not None:
+            document[_GROWING] = growing
         if name == "experiment.json":
             document.setdefault("folder", os.getcwd())
         if json.dumps(document, sort_keys=True, default=str) != before:
