@@ -71,6 +71,22 @@ class DivergenceError(FloatingPointError):
                    f"row-stochastic matrix); the optimizer keeps its last "
                    f"finite state (iteration {kept})", iteration=iteration, node=int(node), what="weights")
 
+    @classmethod
+    def stranded(cls, iteration, node, weakest, smallest, cause="loses messages", kept=None):
+        """A loss-robust push-sum method's (running sums per link) iterates became NaN/Inf while a node's weight was
+        near 0 (``smallest``, at node ``weakest``): its in-links had delivered nothing for many rounds in a row, so
+        its effective step lr / w outgrew its gradient (``cause``: what the network does, as for :meth:`starved`;
+        the mass is not lost, it waits on the links). Robust gradient-push under bursty losses had been told
+        "lr too large?" at every rate (helper 171: a node's weight 4.4e-8 after a burst of 12-15 lost rounds)."""
+        what = "iterates became non-finite" if kept is None else "grad_fn returned a non-finite gradient"
+        kept = iteration - 1 if kept is None else kept
+        return cls(f"{what} at iteration {iteration}, first at node {node}, with node {weakest}'s push-sum weight "
+                   f"down to {smallest:.3g} (1 at the start): the network {cause}, and while none of a node's "
+                   f"in-links delivers, each round keeps only its own share of its weight (the rest waits on the "
+                   f"links), so its effective step lr / w outgrows its gradient; a smaller lr only delays it where "
+                   f"such runs are long (shorter runs of losses, or r-fast, may hold); the optimizer keeps its last "
+                   f"finite state (iteration {kept})", iteration=iteration, node=int(node), what="weights")
+
 
 class GrowthWarning(RuntimeWarning):
     """An optimizer's iterate grew more than its ``growth_limit`` (``1e6``) times its level at iteration 16 without

@@ -2158,7 +2158,17 @@ def test_the_tracker_hint_points_to_loss_robust_methods_where_messages_are_lost(
 
     lossy = hint(lossy=True, loses=True)
     assert "3.9e+04" in lossy and "robust-gradient-push, r-fast" in lossy and "push family" not in lossy
-    assert "perron" not in lossy
+    assert "perron" not in lossy and "mg-" not in lossy  # (more rounds of matrices that differ are no cure)
+    # a method that tracks gradients: the offset its tracking keeps where the rounds' matrices differ, whatever the
+    # status (helper 172), not the static graph's scales
+    for status, curve in (("no-progress", [1.0, 0.9, 0.8]), ("diverged", [1.0, 1e3, np.inf])):
+        said = verdict.status_of(frame.assign(grad_norm_mean=curve), "grad_norm_mean", {},
+                                 context={"tracker_peak": 3.9e4, "lossy": True, "loses": ["loses messages"],
+                                          "tracks": True}, **kw)
+        assert said[0] == status, said
+        assert "this network loses messages, so each round's matrix differs, and the tracked gradients keep an " \
+               "offset from the first rounds" in said[1] and "3.9e+04" not in said[1], said
+        assert "try a loss-robust method (robust-gradient-push, r-fast" in said[1], said
     static = hint(lossy=False, loses=False)
     assert "an algorithm of the push family (or --tracker perron)" in static and "robust" not in static
     compressed = hint(lossy=True, loses=False)

@@ -959,8 +959,14 @@ def test_a_loss_robust_method_is_never_said_to_be_drained_by_lost_messages():
             continue
         opt = cls.build(Lossy(A, 0.1, seed=0), f.x0(), 0.02)
         opt.step(feed(cls, f.full_gradient))
-        opt._cur[cls.push_sum_weights][...] = 1e-9  # (as low as a drained method's)
+        opt._cur[cls.push_sum_weights][...] = 0.5  # (mass in transit)
         assert opt._starved_error(2, 0) is None, name
+        opt._cur[cls.push_sum_weights][...] = 1.0
+        opt._cur[cls.push_sum_weights][5] = 1e-9  # (as low as a drained method's: a node whose in-links delivered
+        # nothing for rounds in a row; "lr too large?" had been said at every rate, helper 171)
+        said = str(opt._starved_error(2, 0))
+        assert "node 5's push-sum weight down to 1e-09 (1 at the start): the network loses messages" in said, name
+        assert "loss-robust" not in said and "lr too large" not in said, name
     # nor a push-sum method on a network that loses nothing (delays: the mass is on its way), where a lossy one is
     from rowstoch_fast.network import Delayed
 

@@ -59,6 +59,7 @@ def _context(plan, method):
                                        if REGISTRY[name].applies_to(plan.network)]}
     if "tracker" in REGISTRY[method.method].hyper:
         out["tracker_peak"] = lambda: _tracker_peak(plan.network, method)
+        out["tracks"] = "gradient tracking" in REGISTRY[method.method].family  # (its tracked gradients, not a DGD)
     try:
         source, _ = source_of(plan.network)
     except Exception:  # noqa: BLE001 - a diagnosis never fails a comparison

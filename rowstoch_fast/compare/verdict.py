@@ -155,7 +155,22 @@ def _tracker_hint(context, status=None):
     ``1/min(pi)`` is 64 while the exact tracker's ``1/[A^63]_ii`` is 9.2e18, and a method that went to NaN at
     iteration 62 had been told nothing. On a schedule (``context["schedule"]``) instead, where the run's ``status``
     is ``no-progress`` or ``unstable``: that the tracker is exact on a static network only (a rate that blew up is
-    not the schedule's doing; the push family suggested only where no messages are lost)."""
+    not the schedule's doing; the push family suggested only where no messages are lost). Where messages are lost
+    (``context["loses"]``, losses or sleep: each round's matrix differs) and the method tracks gradients
+    (``context["tracks"]``), whatever the status: the offset the tracked gradients keep from the first rounds,
+    which no later round removes (helper 172: Pull-Diag-GT under 10% losses on a directed ring of 16 grew at every
+    rate below 1e-4, its models drifting by lr times an offset of 9.4e3 against gradients that sum to 46; the
+    hint had named the static graph's scales and more gossip rounds, which MG-Pull-Diag-GT's 3 iterations of 590
+    rounds did not help)."""
+    loses = context.get("loses")
+    if context.get("tracker_peak") and loses and context.get("tracks"):
+        why = f"this network {' and '.join(loses)}" if isinstance(loses, (list, tuple)) else "this network loses messages"
+        return ("; its tracker's D_t is the diagonal of the product of the rounds' matrices since iteration 0, and "
+                f"gradient tracking is exact only where they do not change: {why}, so each round's matrix differs, "
+                "and the tracked gradients keep an offset from the first rounds (where 1/[D_t]_ii is largest) that "
+                "no later round removes: the models drift by about lr times it, whatever the rate; try a "
+                "loss-robust method (robust-gradient-push, r-fast: a push-sum method loses mass with every lost "
+                "message)")
     if context.get("tracker_peak") and context.get("schedule"):  # (one matrix's scales would mislead: helper 158's
         # "1/min(pi) = 423" was the first of three matrices', and the same graph held still ran ok)
         if status not in ("no-progress", "unstable"):  # (a rate that blew up: the schedule is not why)
@@ -169,7 +184,7 @@ def _tracker_hint(context, status=None):
     peak, limit = peak if isinstance(peak, tuple) else (peak, peak)
     if not peak or peak < 100:
         return ""
-    lossy, loses = context.get("lossy"), context.get("loses")
+    lossy = context.get("lossy")
     why = f"this network {' and '.join(loses)}; " if isinstance(loses, (list, tuple)) else ""
     sleeps = isinstance(loses, (list, tuple)) and any("sleep" in phrase for phrase in loses)
     other = (f"a loss-robust method (robust-gradient-push, r-fast: {why}a push-sum method loses mass with every lost "
@@ -179,8 +194,10 @@ def _tracker_hint(context, status=None):
              if peak > 1.5 * limit else
              f"1/[A^k]_ii, up to {_fmt(peak)} on this graph (1/min(pi) = {_fmt(limit)})" if peak > limit else
              f"1/[A^k]_ii -> 1/min(pi) = {_fmt(limit)} on this graph")
-    return (f"; its tracker scales node gradients by {scale}: try more gossip rounds (mg-, --mg-rounds) or {other}"
-            + ("" if lossy else " (or --tracker perron)"))
+    more = "" if loses else "more gossip rounds (mg-, --mg-rounds) or "  # (where the rounds' matrices differ,
+    # more rounds of them are no cure: helper 172)
+    return (f"; its tracker scales node gradients by {scale}: try {more}{other}" + ("" if lossy else
+                                                                                 " (or --tracker perron)"))
 
 
 def family_members(word):
