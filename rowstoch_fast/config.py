@@ -262,5 +262,5 @@ def load(path):
     if "metric" in options:
         options["metric"] = ",".join(options["metric"])
     if "format" in options:
-        options["format"] = ",".join(options["format"])
+        options["format"] = ",".join(options["format"]) or "none"  # (formats = []: the tables alone)
     return options, algorithms, raw

@@ -56,7 +56,9 @@ def pytest_configure(config):
     (bench/RESULTS.md section 20). ``OMP_NUM_THREADS`` set by hand wins. Likewise a comparison of the command
     line runs its methods in the worker's process (``ROWSTOCH_JOBS=1``: a pool of a process per core beside every
     worker cost 2-10 s a comparison in spawns and their imports); the tests of the processes ask for them
-    (``--jobs``, ``jobs=``)."""
+    (``--jobs``, ``jobs=``). And a comparison of the command line draws no figure (``ROWSTOCH_FORMAT=none``: the
+    figures were half of a small comparison's 1.8 s, and about a fifth of test_compare's time); the tests of the
+    figures ask for them (``--format png``)."""
     global _ONE_THREAD
     if os.environ.get("PYTEST_XDIST_WORKER") and not os.environ.get("OMP_NUM_THREADS"):
         os.environ["OMP_NUM_THREADS"] = "1"  # (the subprocesses a test starts, too)
@@ -72,6 +74,7 @@ def pytest_configure(config):
             threadpool_limits(1, user_api="blas")
     if os.environ.get("PYTEST_XDIST_WORKER"):
         os.environ.setdefault("ROWSTOCH_JOBS", "1")
+    os.environ.setdefault("ROWSTOCH_FORMAT", "none")
 
 
 def pytest_runtest_setup(item):

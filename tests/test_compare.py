@@ -2739,6 +2739,52 @@ def test_cli_compare_writes_the_table_csv_and_figure(tmp_path):
     assert "\r" not in err and "it/s" not in err  # no progress bars without a terminal
 
 
+def test_format_none_writes_the_tables_alone_and_its_default_is_the_environment_s(tmp_path, monkeypatch, capsys):
+    """``--format none`` (or ``ROWSTOCH_FORMAT=none``, or ``formats = []`` in a file): the tables without a figure
+    (half of a small comparison's time; the suite runs so, conftest); the command line wins over the environment,
+    a file over the environment, a resume draws what the comparison drew, and a bad value names where it came
+    from."""
+    from rowstoch_fast import cli
+
+    figures = {"compare.png", "tuning.png"}
+    args = ["compare", *SMALL, "--algorithms", "dsgd,sgp", "--lr", "dsgd=0.05", "--rounds-budget", "20",
+            "--repeats", "1", "--jobs", "1"]
+    monkeypatch.setenv("ROWSTOCH_FORMAT", "png")
+    assert cli.main(args + ["--out", str(tmp_path / "drawn")]) == 0
+    assert figures <= {p.name for p in (tmp_path / "drawn").iterdir()}
+    assert cli.main(args + ["--out", str(tmp_path / "bare"), "--format", "none"]) == 0
+    bare = {p.name for p in (tmp_path / "bare").iterdir()}
+    assert not figures & bare and {"compare.csv", "summary.md", "lr.json"} <= bare
+    assert json.loads((tmp_path / "bare" / "experiment.json").read_text())["settings"]["format"] == "none"
+    capsys.readouterr()
+    assert cli.main(["compare", "--resume", str(tmp_path / "bare"), "--repeats", "2", "--no-progress"]) == 0
+    assert not figures & {p.name for p in (tmp_path / "bare").iterdir()}  # (the environment's png: not for it)
+    assert "compare.png" not in capsys.readouterr().out
+    monkeypatch.setenv("ROWSTOCH_FORMAT", "none")
+    assert cli.main(args + ["--out", str(tmp_path / "env")]) == 0
+    assert not figures & {p.name for p in (tmp_path / "env").iterdir()}
+    assert cli.main(args + ["--out", str(tmp_path / "asked"), "--format", "pdf"]) == 0
+    assert "compare.pdf" in {p.name for p in (tmp_path / "asked").iterdir()}
+    toml = tmp_path / "e.toml"
+    toml.write_text('[network]\nn = 8\n[run]\nrounds_budget = 20\nrepeats = 1\n[outputs]\nformats = ["png"]\n'
+                    '[algorithms.dsgd]\nlr = 0.05\n')
+    assert cli.main(["compare", "--config", str(toml), "--out", str(tmp_path / "file"), "--no-progress"]) == 0
+    assert "compare.png" in {p.name for p in (tmp_path / "file").iterdir()}  # (the file's, not the environment's)
+    monkeypatch.setenv("ROWSTOCH_FORMAT", "png")
+    toml.write_text(toml.read_text().replace('["png"]', "[]"))
+    assert cli.main(["compare", "--config", str(toml), "--out", str(tmp_path / "empty"), "--no-progress"]) == 0
+    assert "compare.png" not in {p.name for p in (tmp_path / "empty").iterdir()}
+    capsys.readouterr()
+    assert cli.main(args + ["--out", str(tmp_path / "x"), "--format", "png,none"]) == 2
+    assert "--format: none (the tables alone, no figure) takes no other format; got 'png,none'" in \
+        capsys.readouterr().err
+    monkeypatch.setenv("ROWSTOCH_FORMAT", "jpg")
+    assert cli.main(args + ["--out", str(tmp_path / "y")]) == 2
+    assert "the environment variable ROWSTOCH_FORMAT (the default of --format) must be a comma-separated list of " \
+           "png, pdf, svg; got 'jpg'" in capsys.readouterr().err
+    assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()
+
+
 @pytest.mark.parametrize("args, fragments", [
     (["--lr", "frost=x"], ["--lr frost='x' is not a number"]),
     (["--lr", "sgp=0.1"], ["--lr names 'sgp'"]),
@@ -3569,7 +3615,7 @@ def test_a_sigterm_while_the_outputs_are_written_leaves_them_whole(tmp_path, mon
 
     out = tmp_path / "cmp"
     args = ["compare", "--topology", "exponential", *SMALL, "--algorithms", "dsgd", "--rounds-budget", "20",
-            "--lr", "0.05", "--jobs", "1"]
+            "--lr", "0.05", "--jobs", "1", "--format", "png"]
     assert cli.main(args + ["--repeats", "1", "--out", str(out)]) == 0
     before = (out / "compare.png").stat().st_mtime_ns
     real = report.figure

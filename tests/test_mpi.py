@@ -635,7 +635,7 @@ def signalled_write(*args, **kwargs):  # (a scheduler's SIGTERM to every rank wh
 cmp.write_outputs = signalled_write
 sys.exit(cli.main(["compare", "--n", "8", "--objective", "quadratic", "--d", "3", "--algorithms", "dsgd,push-pull",
                    "--lr", "0.05", "--rounds-budget", "20", "--repeats", "2", "--no-progress", "--backend", "mpi",
-                   "--out", sys.argv[1]]))
+                   "--format", "png", "--out", sys.argv[1]]))
 '''
 
 

@@ -197,7 +197,7 @@ def _compare(args):
             report.check_cost_weights(cost)
         except ValueError as exc:
             raise UsageError(f"--cost-weights: {exc}") from None
-    formats = _list_option(args.format, "--format", report.FORMATS)
+    formats = _figure_formats(args)
     jobs = _jobs(args)
     if root:
         _check_out_folder(args.out)
@@ -793,6 +793,25 @@ def _write_experiment(args, problems, file_algorithms):
                  lambda fh: json.dump(document, fh, indent=1, default=str))
     atomic_write(os.path.join(args.out, _FROZEN),
                  lambda fh: json.dump({"settings": settings, "algorithms": file_algorithms}, fh, default=str))
+
+
+def _figure_formats(args):
+    """``--format``'s figure formats (none: ``[]``, the tables alone), its default the environment variable
+    ``ROWSTOCH_FORMAT`` where it is set, else png; ``args.format`` becomes the text resolved (experiment.json records
+    it: a resume draws what the comparison drew)."""
+    from .. import report
+
+    text, option = args.format, "--format"
+    if text is None:
+        text = os.environ.get("ROWSTOCH_FORMAT", "").strip() or "png"
+        option = "the environment variable ROWSTOCH_FORMAT (the default of --format)"
+    args.format = text
+    values = [v.strip().lower() for v in str(text).split(",")]
+    if "none" in values:
+        if len(values) > 1:
+            raise UsageError(f"{option}: none (the tables alone, no figure) takes no other format; got {text!r}")
+        return []
+    return _list_option(text, option, report.FORMATS)
 
 
 def _update_experiment(folder, repeats=None, growing=None):

@@ -279,7 +279,9 @@ def make_parser():
     out.add_argument("--cost-weights", default=None, metavar="UNIT=W,...",
                      help="with --x cost: the cost of each operation, e.g. gradient=1,round=100 (units: gradient "
                           "evaluation, round, message, byte; the axis is their weighted sum over all nodes)")
-    out.add_argument("--format", default="png", help="figure formats, comma-separated: png (300 dpi), pdf, svg")
+    out.add_argument("--format", default=None,
+                     help="figure formats, comma-separated: png (300 dpi), pdf, svg; or none, the tables alone "
+                          "(default: the environment variable ROWSTOCH_FORMAT, else png)")
     out.add_argument("--live", action="store_true",
                      help="as each method finishes: the figure so far in OUT/live.png (and a window that refreshes "
                           "where matplotlib has a display), else a text plot of the ranked metric on the terminal")

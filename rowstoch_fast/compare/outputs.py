@@ -248,28 +248,31 @@ def write_outputs(frames, folder, metrics=(), x="rounds", formats=("png",), capt
     graph or communication setting) into ``folder``: compare.csv (every record), summary.csv / .md / .tex (final
     values, ranks, status, diagnosis; ``caption`` for the LaTeX table), lr.json (the rates, their sources and every
     tuning candidate's score) and the figures (``metrics`` beside the ranked one, against ``x``, in ``formats``;
-    ``titles``: one per frame; without matplotlib none); ``kept``: as in :func:`write_tables`. Returns the names
-    written."""
+    ``titles``: one per frame; without matplotlib, or with no ``formats``, none); ``kept``: as in
+    :func:`write_tables`. Returns the names written."""
     from .. import report
 
     frames = _frame_list(frames)
     written = write_tables(frames, folder, metrics, caption, kept=kept)
     metric = frames[0].attrs.get("metric") or frame_metric(frames[0])
     shown = list(dict.fromkeys([metric, *metrics]))
-    try:
-        plt = report.pyplot()
-    except ImportError:
-        return written
-    with report.closing_on_error(plt):
-        fig = report.figure(frames, shown, x, path=os.path.join(folder, "compare"), formats=formats,
-                            titles=titles or [_title(fr) for fr in frames])
-        plt.close(fig)
-        written += [f"compare.{fmt}" for fmt in formats]
-        for fr in frames:
-            if fr.attrs.get("tuning"):
-                name = "tuning" if len(frames) == 1 else "tuning-" + re.sub(r"[^A-Za-z0-9._+-]+", "_", _title(fr))
-                plt.close(report.tuning_figure(fr.attrs["tuning"], path=os.path.join(folder, name)))
-                written.append(name + ".png")
+    plt = None
+    if formats:  # (none: the tables alone, ``--format none``)
+        try:
+            plt = report.pyplot()
+        except ImportError:
+            return written
+    if plt is not None:
+        with report.closing_on_error(plt):
+            fig = report.figure(frames, shown, x, path=os.path.join(folder, "compare"), formats=formats,
+                                titles=titles or [_title(fr) for fr in frames])
+            plt.close(fig)
+            written += [f"compare.{fmt}" for fmt in formats]
+            for fr in frames:
+                if fr.attrs.get("tuning"):
+                    name = "tuning" if len(frames) == 1 else "tuning-" + re.sub(r"[^A-Za-z0-9._+-]+", "_", _title(fr))
+                    plt.close(report.tuning_figure(fr.attrs["tuning"], path=os.path.join(folder, name)))
+                    written.append(name + ".png")
     for stale in sorted(glob.glob(os.path.join(glob.escape(folder), "tuning*.png"))):  # (an interrupted write of one
         # setting's had named it tuning.png, left beside the tuning-<setting>.png of the resumed comparison)
         if os.path.basename(stale) not in written:
