@@ -57,19 +57,25 @@ class DivergenceError(FloatingPointError):
                    "the objective cannot take", iteration=iteration, node=int(node), what="iterate")
 
     @classmethod
+    def _weights(cls, iteration, node, said, kept):
+        """The error of a push-sum method whose weights made its step unstable (:meth:`starved`, :meth:`stranded`):
+        ``said`` between where it failed and the state kept; a gradient failed first where ``kept`` (the iteration
+        whose state is kept) is given, else the iterates."""
+        what = "iterates became non-finite" if kept is None else "grad_fn returned a non-finite gradient"
+        kept = iteration - 1 if kept is None else kept
+        return cls(f"{what} at iteration {iteration}, first at node {node}, {said}; the optimizer keeps its last "
+                   f"finite state (iteration {kept})", iteration=iteration, node=int(node), what="weights")
+
+    @classmethod
     def starved(cls, iteration, node, total, n, weakest, smallest, cause="loses messages", kept=None):
         """A push-sum method's iterates became NaN/Inf after lost messages drained its weights (``cause``: what
         the network does that loses them, :func:`~rowstoch_fast.network.losses_of`); with ``kept`` (the iteration
         whose state is kept), its gradient at them did first."""
-        what = "iterates became non-finite" if kept is None else "grad_fn returned a non-finite gradient"
-        kept = iteration - 1 if kept is None else kept
-        return cls(f"{what} at iteration {iteration}, first at node {node}, with the push-sum "
-                   f"weights down to {total:.3g} of their {n} (node {weakest}: {smallest:.3g}): the network {cause}, "
-                   f"and each lost message takes its share of the weights with it, so every node's "
-                   f"effective step lr / w grows without bound; a smaller lr only delays it (run where no message is "
-                   f"lost, or use a loss-robust method, robust-gradient-push or r-fast, or one that pulls with a "
-                   f"row-stochastic matrix); the optimizer keeps its last "
-                   f"finite state (iteration {kept})", iteration=iteration, node=int(node), what="weights")
+        return cls._weights(iteration, node, f"with the push-sum weights down to {total:.3g} of their {n} (node "
+                            f"{weakest}: {smallest:.3g}): the network {cause}, and each lost message takes its share "
+                            f"of the weights with it, so every node's effective step lr / w grows without bound; a "
+                            f"smaller lr only delays it (run where no message is lost, or use a loss-robust method, "
+                            f"robust-gradient-push or r-fast, or one that pulls with a row-stochastic matrix)", kept)
 
     @classmethod
     def stranded(cls, iteration, node, weakest, smallest, cause="loses messages", kept=None):
@@ -78,14 +84,11 @@ class DivergenceError(FloatingPointError):
         its effective step lr / w outgrew its gradient (``cause``: what the network does, as for :meth:`starved`;
         the mass is not lost, it waits on the links). Robust gradient-push under bursty losses had been told
         "lr too large?" at every rate (helper 171: a node's weight 4.4e-8 after a burst of 12-15 lost rounds)."""
-        what = "iterates became non-finite" if kept is None else "grad_fn returned a non-finite gradient"
-        kept = iteration - 1 if kept is None else kept
-        return cls(f"{what} at iteration {iteration}, first at node {node}, with node {weakest}'s push-sum weight "
-                   f"down to {smallest:.3g} (1 at the start): the network {cause}, and while none of a node's "
-                   f"in-links delivers, each round keeps only its own share of its weight (the rest waits on the "
-                   f"links), so its effective step lr / w outgrows its gradient; a smaller lr only delays it where "
-                   f"such runs are long (shorter runs of losses, or r-fast, may hold); the optimizer keeps its last "
-                   f"finite state (iteration {kept})", iteration=iteration, node=int(node), what="weights")
+        return cls._weights(iteration, node, f"with node {weakest}'s push-sum weight down to {smallest:.3g} (1 at the "
+                            f"start): the network {cause}, and while none of a node's in-links delivers, each round "
+                            f"keeps only its own share of its weight (the rest waits on the links), so its effective "
+                            f"step lr / w outgrows its gradient; a smaller lr only delays it where such runs are long "
+                            f"(shorter runs of losses, or r-fast, may hold)", kept)
 
 
 class GrowthWarning(RuntimeWarning):
