@@ -78,14 +78,16 @@ class DivergenceError(FloatingPointError):
                             f"robust-gradient-push or r-fast, or one that pulls with a row-stochastic matrix)", kept)
 
     @classmethod
-    def stranded(cls, iteration, node, weakest, smallest, cause="loses messages", kept=None):
+    def stranded(cls, iteration, node, weakest, smallest, cause="loses messages", kept=None, level=1.0):
         """A loss-robust push-sum method's (running sums per link) iterates became NaN/Inf while a node's weight was
         near 0 (``smallest``, at node ``weakest``): its in-links had delivered nothing for many rounds in a row, so
         its effective step lr / w outgrew its gradient (``cause``: what the network does, as for :meth:`starved`;
-        the mass is not lost, it waits on the links). Robust gradient-push under bursty losses had been told
+        the mass is not lost, it waits on the links; ``level``: the weight it settles at where no message is lost,
+        ``n pi``). Robust gradient-push under bursty losses had been told
         "lr too large?" at every rate (helper 171: a node's weight 4.4e-8 after a burst of 12-15 lost rounds)."""
-        return cls._weights(iteration, node, f"with node {weakest}'s push-sum weight down to {smallest:.3g} (1 at the "
-                            f"start): the network {cause}, and while none of a node's in-links delivers, each round "
+        return cls._weights(iteration, node, f"with node {weakest}'s push-sum weight down to {smallest:.3g} "
+                            f"({level:.3g} where no message is lost): the network {cause}, and while none of a node's "
+                            f"in-links delivers, each round "
                             f"keeps only its own share of its weight (the rest waits on the links), so its effective "
                             f"step lr / w outgrows its gradient; a smaller lr only delays it where such runs are long "
                             f"(shorter runs of losses, or r-fast, may hold)", kept)

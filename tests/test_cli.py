@@ -578,12 +578,13 @@ def test_a_non_ascii_file_name_under_the_c_locale(tmp_path):
     env.pop("PYTHONIOENCODING", None)
     common = ["--matrix", str(graph), "--objective", "quadratic", "--no-progress"]
     for command in (["run", "--iterations", "5"], ["compare", "--algorithms", "dsgd", "--lr", "dsgd=0.05",
-                                                   "--rounds-budget", "20", "--repeats", "1"]):
+                                                   "--rounds-budget", "20", "--repeats", "1", "--format", "png"]):
         out = subprocess.run([sys.executable, "-m", "rowstoch_fast.cli", *command, *common, "--out",
                               str(tmp_path / command[0])], env=env, capture_output=True, timeout=300)
         assert out.returncode == 0, out.stderr.decode("utf-8", "replace")
     assert (tmp_path / "run" / "grad_norm.png").exists()
     assert "grâphé.txt" in (tmp_path / "compare" / "summary.md").read_text(encoding="utf-8")
+    assert (tmp_path / "compare" / "compare.png").exists()  # (its title names the file)
     assert "grâphé.txt".encode() in out.stdout
 
 

@@ -2763,8 +2763,9 @@ def test_format_none_writes_the_tables_alone_and_its_default_is_the_environment_
     monkeypatch.setenv("ROWSTOCH_FORMAT", "none")
     assert cli.main(args + ["--out", str(tmp_path / "env")]) == 0
     assert not figures & {p.name for p in (tmp_path / "env").iterdir()}
-    assert cli.main(args + ["--out", str(tmp_path / "asked"), "--format", "pdf"]) == 0
-    assert "compare.pdf" in {p.name for p in (tmp_path / "asked").iterdir()}
+    assert cli.main(args + ["--out", str(tmp_path / "asked"), "--format", " PDF, Svg"]) == 0  # (any case, blanks)
+    assert {"compare.pdf", "compare.svg"} <= {p.name for p in (tmp_path / "asked").iterdir()}
+    assert json.loads((tmp_path / "asked" / "experiment.json").read_text())["settings"]["format"] == "pdf,svg"
     toml = tmp_path / "e.toml"
     toml.write_text('[network]\nn = 8\n[run]\nrounds_budget = 20\nrepeats = 1\n[outputs]\nformats = ["png"]\n'
                     '[algorithms.dsgd]\nlr = 0.05\n')
@@ -3416,14 +3417,28 @@ def test_repetitions_added_by_a_resume_are_kept_by_the_next_one(tmp_path, capsys
     assert cli.main(["compare", "--resume", str(out), "--repeats", "30", "--no-progress"]) == 130
     saved = json.loads((out / "experiment.json").read_text())
     assert saved["settings"]["repeats"] == 3 and saved["growing_to"] == 30
+    assert cli.main(["compare", "--resume", str(out), "--repeats", "3", "--no-progress"]) == 130
+    assert "growing_to" not in json.loads((out / "experiment.json").read_text())  # (the settings' count: no note)
     assert cli.main(["compare", "--resume", str(out), "--repeats", "5", "--no-progress"]) == 130
     assert json.loads((out / "experiment.json").read_text())["growing_to"] == 5
     monkeypatch.undo()
+    edited = json.loads((out / "experiment.json").read_text())
+    for bad in (2, True, "7", 4.0):  # (a hand edit: refused by name, as other edits are; 2 < repeats = 3)
+        (out / "experiment.json").write_text(json.dumps({**edited, "growing_to": bad}))
+        capsys.readouterr()
+        assert cli.main(["compare", "--resume", str(out), "--no-progress"]) == 2
+        assert f"its experiment.json's growing_to = {bad!r} is not a count of repetitions of at least repeats = 3" \
+            in capsys.readouterr().err
+    (out / "experiment.json").write_text(json.dumps(edited))
     assert cli.main(["compare", "--resume", str(out), "--no-progress"]) == 0
     saved = json.loads((out / "experiment.json").read_text())
     assert saved["settings"]["repeats"] == 5 and "growing_to" not in saved
     assert json.loads((out / ".rowstoch-settings.json").read_text())["settings"]["repeats"] == 5
     assert pd.read_csv(out / "compare.csv").groupby("algorithm")["rep"].nunique().tolist() == [5, 5]
+    (out / "lr.json").unlink()  # (every rate given: no tuning record to lose, nothing to warn of)
+    capsys.readouterr()
+    assert cli.main(["compare", "--resume", str(out), "--no-progress"]) == 0
+    assert "no lr.json" not in capsys.readouterr().err
     A, f = topology.ring(8), NonconvexLogistic.synthetic(8, total=1600, batch=20, seed=42)
     with pytest.warns(UserWarning, match="previous carries no record"), \
             pytest.raises(ValueError, match="repeats = 2 is fewer than the 3 repetitions the earlier comparison holds "

@@ -294,6 +294,8 @@ def test_compare_under_mpi_equals_single_process(ranks, tmp_path, monkeypatch):
 
     import pandas as pd
 
+    monkeypatch.setenv("ROWSTOCH_FORMAT", "png")  # (the figures too: a resume's ranks had raced on them)
+
     from rowstoch_fast import cli
 
     monkeypatch.setenv("ROWSTOCH_TEST_ARGS", json.dumps(COMPARE))
@@ -316,6 +318,7 @@ def test_compare_under_mpi_equals_single_process(ranks, tmp_path, monkeypatch):
     a, b = (pd.read_csv(tmp_path / d / "compare.csv") for d in ("mpi", "one"))
     assert sorted(a["rep"].unique()) == [0, 1, 2] and len(a) == len(b)
     assert (a["grad_norm_mean"] - b["grad_norm_mean"]).abs().max() < 1e-12
+    assert (tmp_path / "mpi" / "compare.png").is_file() and not list((tmp_path / "mpi").glob("*.part"))
 
 
 #: The networks the run at 3 ranks checks (4 ranks on a 2-core machine took 41 s over all of them, 5x the run

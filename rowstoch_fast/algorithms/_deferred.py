@@ -34,10 +34,11 @@ SAMPLE_CHUNK = 256
 #: the objective computes it): what GT-SVRG's snapshot adds to its two blocks a node.
 SAMPLE_CHUNK_BYTES = 16 << 20
 
-#: A loss-robust push-sum method whose iterates became non-finite while a node's weight (1 at the start) was below
-#: this is told that its in-links delivered nothing for many rounds (:meth:`~rowstoch_fast.DivergenceError.stranded`)
-#: rather than "lr too large?": robust gradient-push under Bernoulli losses of 36% on a ring of 16 kept its weights
-#: above 1.4e-3 and converged; bursty losses took a node's to 4.4e-8 and diverged at every rate (helper 171).
+#: A loss-robust push-sum method whose iterates became non-finite while a node's weight was below this fraction of
+#: the weight it settles at where no message is lost (``n pi``: 1 on a ring) is told that its in-links delivered
+#: nothing for many rounds (:meth:`~rowstoch_fast.DivergenceError.stranded`) rather than "lr too large?": robust
+#: gradient-push under Bernoulli losses of 36% on a ring of 16 kept its weights above 1.4e-3 and converged; bursty
+#: losses took a node's to 4.4e-8 and diverged at every rate (helper 171).
 STRANDED_WEIGHT = 1e-3
 
 
@@ -170,12 +171,26 @@ class FailureHandling:
             found = (float(w.sum()), int(np.argmin(w)), float(w.min()), w.size)
         total, weakest, smallest, n = self.share(found)
         if getattr(self, "per_link_state", False):
-            if not smallest < STRANDED_WEIGHT:
+            level = self._lossless_weight(weakest)
+            if not smallest < STRANDED_WEIGHT * level:  # (a graph whose own weight at a node is that small is
+                # not stranded by its losses: helper 173's chain, n pi = 3e-5, had been told so at 1% losses)
                 return None
-            return DivergenceError.stranded(iteration, node, weakest, smallest, " and ".join(causes), kept=kept)
+            return DivergenceError.stranded(iteration, node, weakest, smallest, " and ".join(causes), kept=kept,
+                                            level=level)
         if total >= 0.1 * n:  # (most of the mass gone: that, not lr, is what made the step unstable)
             return None
         return DivergenceError.starved(iteration, node, total, n, weakest, smallest, " and ".join(causes), kept=kept)
+
+    def _lossless_weight(self, node):
+        """The push-sum weight ``node`` settles at where no message is lost: ``n pi[node]`` of the column-stochastic
+        matrix the weights mix with (its right Perron vector); 1 where it cannot be had."""
+        from ..network import base_matrix
+
+        try:
+            C = base_matrix(self._mats["C"])
+            return float(C.n * np.asarray(C.pi)[int(node)])
+        except Exception:  # noqa: BLE001 - a diagnosis never fails a step
+            return 1.0
 
     def _gradient_read(self, grad_fn, x_buf, work, iteration, checked_next=False):
         """The gradients at ``x_buf`` as a block this step only reads (collective under MPI): what ``grad_fn``

@@ -161,8 +161,8 @@ def _compare(args):
     show = print if root else (lambda *a, **k: None)  # its results
     if root and getattr(args, "lost_tuning", None):
         print(f"rowstoch: warning: --resume {args.lost_tuning!r} holds records but no lr.json: the tuning records "
-              "of the methods it keeps are lost (their rates and statuses are compare.csv's); the new lr.json and "
-              "tuning.png leave them out", file=sys.stderr)
+              "of the methods it keeps are lost (their rates and statuses are compare.csv's); the new lr.json "
+              "leaves them out", file=sys.stderr)
     warn_unshared_launch(args)
     on_every_rank(args, _metrics_module, args)  # (its metrics are --metric choices; a resumed comparison's file,
     # from experiment.json)
@@ -294,10 +294,12 @@ def _compare(args):
     try:
         if root and not into_itself:  # the settings the results come from, beside them
             _write_experiment(args, problems, file_algorithms)
-        elif root and args.repeats != getattr(args, "saved_repeats", args.repeats):  # (more repetitions: the
-            # count asked for is noted before they run, so that a plain resume of a growth killed before its first
-            # row goes on with it, where it was forgotten; --repeats may still change it: a note, not the settings)
-            _update_experiment(args.out, growing=args.repeats)
+        elif root and ("--repeats" in args.given or args.repeats != getattr(args, "saved_repeats", args.repeats)):
+            # (more repetitions: the count asked for is noted before they run, so that a plain resume of a growth
+            # killed before its first row goes on with it, where it was forgotten; --repeats may still change it, a
+            # note and not the settings, and --repeats at the settings' count removes it: helper 173)
+            grows = args.repeats != getattr(args, "saved_repeats", args.repeats)
+            _update_experiment(args.out, growing=args.repeats if grows else None)
         if tuned:
             say(f"tuning the learning rate of {', '.join(tuned)} (no --lr for {'it' if len(tuned) == 1 else 'them'}): "
                 f"every rate of {cmp.TUNE_GRID[0]:g} .. {cmp.TUNE_GRID[-1]:g} over the whole budget in one batched "
@@ -598,6 +600,7 @@ _RESUME_OPTIONS = ("--resume", "--repeats", "--no-progress", "--progress", "--ou
 _FROZEN = ".rowstoch-settings.json"
 #: experiment.json's note of the repetitions a resume has begun to add (``--resume DIR --repeats N``, not finished).
 _GROWING = "growing_to"
+_KEEP = object()  # (_update_experiment's growing not given: the note left as it is)
 
 
 def _read_resumed_comparison(args):
@@ -642,8 +645,9 @@ def _read_resumed_comparison(args):
         else pd.DataFrame()
     if os.path.isfile(os.path.join(folder, "lr.json")):  # (the kept methods' tuning records: written on with theirs)
         args.previous_tuning = read("lr.json", read_json)
-    elif len(previous):  # (lr.json is written before compare.csv: removed since. The kept methods' rates and statuses
-        # are compare.csv's, their tuning records are gone: said, where lr.json had been rewritten without them silently)
+    elif len(previous) and "tuned" in set(previous.get("lr_source", pd.Series(dtype=object)).astype(str)):
+        # (lr.json is written before compare.csv: removed since. The kept methods' rates and statuses are
+        # compare.csv's, the tuning records of those tuned are gone: said, where lr.json was rewritten silently)
         args.lost_tuning = folder
     frozen = read(_FROZEN, read_json) if os.path.isfile(os.path.join(folder, _FROZEN)) else None
     if frozen is not None and not (isinstance(frozen, dict) and isinstance(frozen.get("settings"), dict)):
@@ -679,9 +683,12 @@ def _read_resumed_comparison(args):
                     raise UsageError(f"--repeats {args.repeats} is fewer than the {max(value, held)} repetitions the "
                                      f"comparison holds; it can only grow")
                 continue
-            growing = saved.get(_GROWING)  # (a growth begun: a plain resume goes on with it, held rows or none)
-            value = max(value, held, growing if isinstance(growing, int) and not isinstance(growing, bool) else 0)
-            # (a repetition compare.csv holds is never dropped)
+            growing = saved.get(_GROWING, value)  # (a growth begun: a plain resume goes on with it, rows or none)
+            if not (isinstance(growing, int) and not isinstance(growing, bool) and growing >= value):
+                raise UsageError(f"--resume {folder!r}: its experiment.json's {_GROWING} = {growing!r} is not a "
+                                 f"count of repetitions of at least repeats = {value!r}; remove it, or give "
+                                 "--repeats")
+            value = max(value, held, growing)  # (a repetition compare.csv holds is never dropped)
         setattr(args, key, value)
     _run_where_it_ran(args, saved.get("folder"))
     files, now = saved.get("node_files", {}), network_options.node_files(args)
@@ -805,27 +812,28 @@ def _figure_formats(args):
     if text is None:
         text = os.environ.get("ROWSTOCH_FORMAT", "").strip() or "png"
         option = "the environment variable ROWSTOCH_FORMAT (the default of --format)"
-    args.format = text
-    values = [v.strip().lower() for v in str(text).split(",")]
+    values = [v.strip().lower() for v in str(text).split(",") if v.strip()]
+    args.format = ",".join(values) or str(text)  # (as written, in lower case: " PNG" is png)
     if "none" in values:
         if len(values) > 1:
             raise UsageError(f"{option}: none (the tables alone, no figure) takes no other format; got {text!r}")
         return []
-    return _list_option(text, option, report.FORMATS)
+    return _list_option(args.format, option, report.FORMATS)
 
 
-def _update_experiment(folder, repeats=None, growing=None):
+def _update_experiment(folder, repeats=None, growing=_KEEP):
     """A comparison resumed into its folder and finished: with more repetitions (``repeats``), its experiment.json
     (and the copy --resume checks it against) say so; where experiment.json does not say where the comparison
     runs (an earlier version's), it records this working directory, where the resume read its relative paths
     (a later resume from elsewhere was told to resume from the folder it was started in, which nothing named).
-    The rest as the comparison started. ``growing``: the repetitions a resume has begun to add, noted in
-    experiment.json alone (``growing_to``, beside its settings) until they all ran."""
+    The rest as the comparison started. With ``growing`` (before a resume into its folder runs): experiment.json
+    alone, its note of the repetitions the resume begins to add (``growing_to``, beside its settings, until they
+    all ran; ``None`` removes it)."""
     import json
 
     from ..compare.outputs import atomic_write
 
-    for name in ("experiment.json",) if growing is not None else ("experiment.json", _FROZEN):
+    for name in ("experiment.json",) if growing is not _KEEP else ("experiment.json", _FROZEN):
         path = os.path.join(folder, name)
         if not os.path.isfile(path):
             continue
@@ -835,8 +843,10 @@ def _update_experiment(folder, repeats=None, growing=None):
         if repeats is not None:
             document["settings"]["repeats"] = repeats
             document.pop(_GROWING, None)
-        if growing is not None:
-            document[_GROWING] = growing
+        if growing is not _KEEP:
+            document.pop(_GROWING, None)
+            if growing is not None:
+                document[_GROWING] = growing
         if name == "experiment.json":
             document.setdefault("folder", os.getcwd())
         if json.dumps(document, sort_keys=True, default=str) != before:

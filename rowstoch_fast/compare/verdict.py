@@ -164,7 +164,7 @@ def _tracker_hint(context, status=None):
     rounds did not help)."""
     loses = context.get("loses")
     if context.get("tracker_peak") and loses and context.get("tracks"):
-        why = f"this network {' and '.join(loses)}" if isinstance(loses, (list, tuple)) else "this network loses messages"
+        why = f"this network {' and '.join(loses) if isinstance(loses, (list, tuple)) else 'loses messages'}"
         return ("; its tracker's D_t is the diagonal of the product of the rounds' matrices since iteration 0, and "
                 f"gradient tracking is exact only where they do not change: {why}, so each round's matrix differs, "
                 "and the tracked gradients keep an offset from the first rounds (where 1/[D_t]_ii is largest) that "
