@@ -90,7 +90,7 @@ class DivergenceError(FloatingPointError):
                             f"in-links delivers, each round "
                             f"keeps only its own share of its weight (the rest waits on the links), so its effective "
                             f"step lr / w outgrows its gradient; a smaller lr only delays it where such runs are long "
-                            f"(shorter runs of losses, or r-fast, may hold)", kept)
+                            f"(shorter runs of losses may hold, or another loss-robust method: r-fast)", kept)
 
 
 class GrowthWarning(RuntimeWarning):

@@ -2169,6 +2169,11 @@ def test_the_tracker_hint_points_to_loss_robust_methods_where_messages_are_lost(
         assert "this network loses messages, so each round's matrix differs, and the tracked gradients keep an " \
                "offset from the first rounds" in said[1] and "3.9e+04" not in said[1], said
         assert "try a loss-robust method (robust-gradient-push, r-fast" in said[1], said
+    # (but a given rate that diverged: a rate too large, as on a graph whose tuned rates end ok: helper 174)
+    given = verdict.status_of(frame.assign(grad_norm_mean=[1.0, 1e3, np.inf]), "grad_norm_mean", {},
+                              context={"tracker_peak": 3.9e4, "lossy": True, "loses": ["loses messages"],
+                                       "tracks": True}, **{**kw, "lr_source": "given"})
+    assert given[0] == "diverged" and "offset" not in given[1], given
     static = hint(lossy=False, loses=False)
     assert "an algorithm of the push family (or --tracker perron)" in static and "robust" not in static
     compressed = hint(lossy=True, loses=False)

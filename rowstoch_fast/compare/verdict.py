@@ -148,7 +148,7 @@ def _span(values, cast=float):
     return f(lo) if lo == hi else f"{f(lo)}-{f(hi)}"
 
 
-def _tracker_hint(context, status=None):
+def _tracker_hint(context, status=None, lr_source=None):
     """What a Pull-Diag tracker does on this graph, and what to try: ``context["tracker_peak"]`` its largest scale
     ``1/[A^k]_ii`` and the limit ``1/min(pi)`` (a pair, a number for both, or a function that gives them: asked
     for here, where a run is not ``ok``). The largest scale, not the limit: on a directed ring of 64 nodes
@@ -157,20 +157,22 @@ def _tracker_hint(context, status=None):
     is ``no-progress`` or ``unstable``: that the tracker is exact on a static network only (a rate that blew up is
     not the schedule's doing; the push family suggested only where no messages are lost). Where messages are lost
     (``context["loses"]``, losses or sleep: each round's matrix differs) and the method tracks gradients
-    (``context["tracks"]``), whatever the status: the offset the tracked gradients keep from the first rounds,
-    which no later round removes (helper 172: Pull-Diag-GT under 10% losses on a directed ring of 16 grew at every
+    (``context["tracks"]``): the offset the tracked gradients keep from the first rounds, which no later round
+    removes, whatever the status but a given rate's divergence (``lr_source``: a rate too large there, helper 174's
+    lr = 10 on a graph where the tuned rates end ok) (helper 172: Pull-Diag-GT under 10% losses on a directed ring of 16 grew at every
     rate below 1e-4, its models drifting by lr times an offset of 9.4e3 against gradients that sum to 46; the
     hint had named the static graph's scales and more gossip rounds, which MG-Pull-Diag-GT's 3 iterations of 590
     rounds did not help)."""
     loses = context.get("loses")
-    if context.get("tracker_peak") and loses and context.get("tracks"):
+    if context.get("tracker_peak") and loses and context.get("tracks") and not (
+            status == "diverged" and lr_source not in ("tuned", UNTUNABLE)):
         why = f"this network {' and '.join(loses) if isinstance(loses, (list, tuple)) else 'loses messages'}"
         return ("; its tracker's D_t is the diagonal of the product of the rounds' matrices since iteration 0, and "
                 f"gradient tracking is exact only where they do not change: {why}, so each round's matrix differs, "
                 "and the tracked gradients keep an offset from the first rounds (where 1/[D_t]_ii is largest) that "
                 "no later round removes: the models drift by about lr times it, whatever the rate; try a "
-                "loss-robust method (robust-gradient-push, r-fast: a push-sum method loses mass with every lost "
-                "message)")
+                "loss-robust method (robust-gradient-push, r-fast; the other push-sum methods lose mass with every "
+                "lost message)")
     if context.get("tracker_peak") and context.get("schedule"):  # (one matrix's scales would mislead: helper 158's
         # "1/min(pi) = 423" was the first of three matrices', and the same graph held still ran ok)
         if status not in ("no-progress", "unstable"):  # (a rate that blew up: the schedule is not why)
@@ -334,7 +336,7 @@ def status_of(frame, metric, meta, *, lr, lr_source, iterations, tuning=None, co
     if status == "diverged" and some:
         diagnosis += f" ({some})"
     if status != "ok":
-        hints = _push_hint(context, diagnosis) + _tracker_hint(context, status)
+        hints = _push_hint(context, diagnosis) + _tracker_hint(context, status, lr_source)
         return status, diagnosis + _effects_note(context, said=diagnosis + hints) + hints
     return "ok", ""
 
