@@ -155,7 +155,8 @@ class FailureHandling:
         DivergenceError that says so (at ``iteration``, first at ``node``; ``kept``, where a gradient failed: the
         iteration whose state is kept); for a loss-robust one (running sums per link: a lost message's mass waits
         on its link, lost to nothing, and "use a loss-robust method" would name itself) whose weight at a node fell
-        below :data:`STRANDED_WEIGHT`, the one that says that; else None (collective under MPI)."""
+        below :data:`STRANDED_WEIGHT` times the weight it settles at without losses, the one that says that; else
+        None (collective under MPI)."""
         name = getattr(self, "push_sum_weights", None)
         if not name or self._static:
             return None

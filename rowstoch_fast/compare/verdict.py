@@ -159,10 +159,10 @@ def _tracker_hint(context, status=None, lr_source=None):
     (``context["loses"]``, losses or sleep: each round's matrix differs) and the method tracks gradients
     (``context["tracks"]``): the offset the tracked gradients keep from the first rounds, which no later round
     removes, whatever the status but a given rate's divergence (``lr_source``: a rate too large there, helper 174's
-    lr = 10 on a graph where the tuned rates end ok) (helper 172: Pull-Diag-GT under 10% losses on a directed ring of 16 grew at every
-    rate below 1e-4, its models drifting by lr times an offset of 9.4e3 against gradients that sum to 46; the
-    hint had named the static graph's scales and more gossip rounds, which MG-Pull-Diag-GT's 3 iterations of 590
-    rounds did not help)."""
+    lr = 10 on a graph where the tuned rates end ok). Helper 172: Pull-Diag-GT under 10% losses on a directed ring
+    of 16 grew at every rate below 1e-4, its models drifting by lr times an offset of 9.4e3 against gradients that
+    sum to 46; the hint had named the static graph's scales and more gossip rounds, which MG-Pull-Diag-GT's 3
+    iterations of 590 rounds did not help."""
     loses = context.get("loses")
     if context.get("tracker_peak") and loses and context.get("tracks") and not (
             status == "diverged" and lr_source not in ("tuned", UNTUNABLE)):
