@@ -506,6 +506,26 @@ def test_a_matplotlib_backend_that_does_not_load_is_refused_before_the_run(tmp_p
     assert len(out.stderr.strip().splitlines()) == 1 and not (tmp_path / "r").exists()
 
 
+def test_a_comparison_that_draws_no_figure_runs_whatever_the_backend(tmp_path):
+    """``MPLBACKEND=bogus``: a comparison with figures is refused before its run, as every command; one with
+    ``--format none`` (and no ``--live``) draws nothing, and runs (helper 173: it had been refused)."""
+    import subprocess
+    import sys
+
+    env = dict(os.environ, MPLBACKEND="bogus")
+    args = [sys.executable, "-m", "rowstoch_fast.cli", "compare", "--n", "8", "--objective", "quadratic", "--d", "3",
+            "--algorithms", "dsgd", "--lr", "0.05", "--rounds-budget", "10", "--repeats", "1", "--no-progress"]
+    for formats, code in (("png", 2), ("none", 0)):
+        out = subprocess.run(args + ["--format", formats, "--out", str(tmp_path / formats)], env=env,
+                             capture_output=True, text=True, timeout=300)
+        assert out.returncode == code and "Traceback" not in out.stderr, out.stderr
+        assert (tmp_path / formats / "compare.csv").exists() == (code == 0)
+    assert out.stderr == "" and not (tmp_path / "png").exists()
+    out = subprocess.run(args + ["--format", "png", "--out", str(tmp_path / "png")], env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert out.stderr.startswith("rowstoch: error: MPLBACKEND='bogus': matplotlib cannot use it here"), out.stderr
+
+
 def test_a_final_checkpoint_that_cannot_be_saved_keeps_the_run_s_records(tmp_path, monkeypatch, capsys):
     """Out of memory gathering the state for --checkpoint at the end lost the whole run: no history, no folder."""
     from rowstoch_fast import runner

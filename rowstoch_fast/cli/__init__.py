@@ -248,7 +248,9 @@ def _call(args, terminated):
         try:
             if getattr(args, "command", None) in _TABLE_COMMANDS:
                 _whole_imports()  # (a signal held through it is raised here: "interrupted", 130 or 143)
-            check_backend()  # (before the work: the figures come last)
+            if getattr(args, "command", None) != "compare":  # (compare checks it once its formats are known:
+                # --format none without --live draws nothing)
+                check_backend()  # (before the work: the figures come last)
         except ValueError as exc:
             raise UsageError(str(exc)) from None
         return args.func(args)

@@ -198,6 +198,11 @@ def _compare(args):
         except ValueError as exc:
             raise UsageError(f"--cost-weights: {exc}") from None
     formats = _figure_formats(args)
+    if formats or args.live:  # (the figures come last: a backend that cannot load is refused before the work)
+        try:
+            report.check_backend()
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
     jobs = _jobs(args)
     if root:
         _check_out_folder(args.out)
