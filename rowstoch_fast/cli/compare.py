@@ -299,12 +299,11 @@ def _compare(args):
     try:
         if root and not into_itself:  # the settings the results come from, beside them
             _write_experiment(args, problems, file_algorithms)
-        elif root and ("--repeats" in args.given or args.repeats != getattr(args, "saved_repeats", args.repeats)):
-            # (more repetitions: the count asked for is noted before they run, so that a plain resume of a growth
-            # killed before its first row goes on with it, where it was forgotten; --repeats may still change it, a
-            # note and not the settings, and --repeats at the settings' count removes it: helper 173)
-            grows = args.repeats != getattr(args, "saved_repeats", args.repeats)
-            _update_experiment(args.out, growing=args.repeats if grows else None)
+        elif root and ("--repeats" in args.given or args.repeats != args.saved_repeats):  # (more repetitions:
+            # the count asked for is noted before they run, so that a plain resume of a growth killed before its
+            # first row goes on with it, where it was forgotten; --repeats may still change it, a note and not the
+            # settings, and --repeats at the settings' count removes it: helper 173)
+            _update_experiment(args.out, growing=args.repeats if args.repeats != args.saved_repeats else None)
         if tuned:
             say(f"tuning the learning rate of {', '.join(tuned)} (no --lr for {'it' if len(tuned) == 1 else 'them'}): "
                 f"every rate of {cmp.TUNE_GRID[0]:g} .. {cmp.TUNE_GRID[-1]:g} over the whole budget in one batched "

@@ -256,13 +256,11 @@ def write_outputs(frames, folder, metrics=(), x="rounds", formats=("png",), capt
     written = write_tables(frames, folder, metrics, caption, kept=kept)
     metric = frames[0].attrs.get("metric") or frame_metric(frames[0])
     shown = list(dict.fromkeys([metric, *metrics]))
-    plt = None
     if formats:  # (none: the tables alone, ``--format none``)
         try:
             plt = report.pyplot()
         except ImportError:
             return written
-    if plt is not None:
         with report.closing_on_error(plt):
             fig = report.figure(frames, shown, x, path=os.path.join(folder, "compare"), formats=formats,
                                 titles=titles or [_title(fr) for fr in frames])

@@ -306,9 +306,9 @@ def _settings(method):
 _BOOKKEEPING = ("iteration", "rep", "communication_rounds", "messages", "bytes", "gradient_evaluations")
 
 
-def _check_whole(label, part, planned):
+def _check_whole(label, part):
     """Refuses the records ``part`` of a run that finished (not interrupted, not diverged: their repetitions all end
-    at its ``planned`` iteration, with as many records) where they are not whole. compare.csv is written whole, but
+    at the same iteration, with as many records; the caller checks that iteration) where they are not whole. compare.csv is written whole, but
     one cut outside the package (an interrupted copy) lost the last record of a repetition, and ``--resume`` then
     ranked that repetition by an earlier record, exit 0 (helper 168); a row cut mid-way lost its counts."""
     counts, ends = part.groupby("rep").size(), part.groupby("rep")["iteration"].max()
@@ -530,7 +530,7 @@ def make_plan(A, objective, algorithms=None, rounds_budget=2000, *, lr=None, tun
         status = str(part["status"].iloc[0]) if "status" in part.columns else "ok"
         planned = by_label[label].iterations(rounds_budget)
         if status not in ("interrupted", "diverged"):
-            _check_whole(label, part, planned)
+            _check_whole(label, part)
         ran = int(part["iteration"].max())
         if status not in ("interrupted", "diverged") and ran != planned:  # (a finished run of another length: an
             # earlier version ran NIDS one iteration short of the budget of rounds; its kept rows were then read as
