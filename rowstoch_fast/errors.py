@@ -86,11 +86,15 @@ class DivergenceError(FloatingPointError):
         ``n pi``). Robust gradient-push under bursty losses had been told
         "lr too large?" at every rate (helper 171: a node's weight 4.4e-8 after a burst of 12-15 lost rounds)."""
         return cls._weights(iteration, node, f"with node {weakest}'s push-sum weight down to {smallest:.3g} "
-                            f"({level:.3g} where no message is lost): the network {cause}, and while none of a node's "
-                            f"in-links delivers, each round "
-                            f"keeps only its own share of its weight (the rest waits on the links), so its effective "
-                            f"step lr / w outgrows its gradient; a smaller lr only delays it where such runs are long "
-                            f"(shorter runs of losses may hold, or another loss-robust method: r-fast)", kept)
+                            f"({level:.3g} where no message is lost): the network {cause}, and {STRANDED_WHY}", kept)
+
+
+#: Why a loss-robust push-sum method's node whose weight fell near 0 fails, and what to try: the end of
+#: :meth:`DivergenceError.stranded` and of the comparison's diagnosis of such a run that grew without a NaN or Inf
+#: (:func:`rowstoch_fast.compare.verdict.status_of`).
+STRANDED_WHY = ("while none of a node's in-links delivers, each round keeps only its own share of its weight (the rest "
+                "waits on the links), so its effective step lr / w outgrows its gradient; a smaller lr only delays it "
+                "where such runs are long (shorter runs of losses may hold, or another loss-robust method: r-fast)")
 
 
 class GrowthWarning(RuntimeWarning):

@@ -2229,6 +2229,55 @@ def test_a_failed_run_on_a_schedule_is_told_so_and_a_pull_diag_method_why():
         assert _context(plan, plan.methods[0]).get("schedule") == count
 
 
+def test_a_loss_robust_push_sum_run_that_grew_is_told_of_its_stranded_weight():
+    """Helper 174: robust gradient-push under bursty losses grew without a NaN, and its line said only "this network
+    loses messages"; a node whose in-links deliver nothing for many rounds keeps only its own share of its weight
+    each round. Its weights move apart from its models, so the comparison replays them on each repetition's own
+    draws with zero gradients: the weight the line quotes is the one the run held (checked here against a run of
+    its own with its gradients), and where the weights stay up, or the messages are compressed (the weights then
+    travel with the models), nothing is said."""
+    from rowstoch_fast.compare.method import _context
+    from rowstoch_fast.network import Compressed, Lossy, redrawn
+
+    A = topology.ring(16)
+    net = Lossy(A, 0.9, model="gilbert-elliott", p_bad=0.2, p_recover=0.3, seed=0)
+    f = LeastSquares.synthetic(16, samples_per_node=8, d=3, seed=1)
+    frame = cmp.compare(net, f, "robust-gradient-push", 600, lr=0.01, repeats=2, progress=False)
+    row = cmp.summary(frame).iloc[0]
+    assert row["status"] != "ok", row["diagnosis"]
+    said = re.search(r"node (\d+)'s push-sum weight fell to ([0-9.e+-]+) by iteration (\d+) of repetition (\d)",
+                     row["diagnosis"])
+    assert said, row["diagnosis"]
+    assert "while none of a node's in-links delivers" in row["diagnosis"], row["diagnosis"]
+    node, weight, iteration, rep = int(said[1]), float(said[2]), int(said[3]), int(said[4])
+    lowest = []  # (the weights of a run with gradients, on the same repetition's draws)
+    for r in range(2):
+        opt = Algorithm(redrawn(net, r), 0.01, method="robust-gradient-push", backend="cpu").build(f.x0())
+        for _ in range(600):
+            opt.step(f.full_gradient)
+            w = np.asarray(opt._cur["w"]).ravel()
+            lowest.append((float(w.min()), int(np.argmin(w)), opt.iteration, r))
+    assert (float(f"{min(lowest)[0]:.3g}"), *min(lowest)[1:]) == (weight, node, iteration, rep)
+    assert weight < 1e-3
+    # weights that stay up (no losses on the links that matter: a complete graph), or compressed messages: nothing
+    plan = cmp.make_plan(Lossy(topology.complete(16), 0.1, seed=0), f, ["robust-gradient-push"], 60, lr=0.01,
+                         repeats=2)
+    context = _context(plan, plan.methods[0])
+    assert context["weakest_weight"](2)[0] > 0.1
+    curve = pd.DataFrame({"iteration": [0, 10, 20], "rep": 0, "suboptimality": [1.0, 0.9, 0.8]})
+    kw = dict(lr=1e-4, lr_source="given", iterations=20)
+    assert "push-sum weight" not in verdict.status_of(curve, "suboptimality", {}, context=context, **kw)[1]
+    plan = cmp.make_plan(Compressed(net, "qsgd", bits=4), f, ["robust-gradient-push"], 60, lr=0.01)
+    assert "weakest_weight" not in _context(plan, plan.methods[0])
+    low = {"weakest_weight": lambda repeats: (1e-6, 3, 40, 0, 1.0), "loses": ["loses messages"]}
+    status, line = verdict.status_of(curve, "suboptimality", {}, context=low, **kw)
+    assert status == "no-progress" and "node 3's push-sum weight fell to 1e-06 by iteration 40 (1 where" in line
+    stranded = verdict.status_of(curve.assign(suboptimality=[1.0, np.nan, np.nan]), "suboptimality",
+                                 {"diverged": {"message": "with node 3's push-sum weight down to 1e-06 ...",
+                                               "iteration": 15}}, context=low, **kw)[1]
+    assert stranded.count("push-sum weight") == 1  # (the error said it already)
+
+
 def test_the_tracker_hint_names_the_exact_trackers_largest_scale_not_its_limit():
     """A helper's directed 64-node ring: Pull-Diag-GT and FROST go to NaN by iteration 51-124 at every rate, because
     ``[A^63]_ii = 2^-63`` (a scale of 9.2e18); the hint, read from ``1/min(pi)`` (64 on a ring), said nothing. The

@@ -975,8 +975,8 @@ def test_a_loss_robust_method_is_never_said_to_be_drained_by_lost_messages():
                "messages" in said, name
         assert "use a loss-robust method" not in said and "lr too large" not in said, name  # (it is one)
         assert "or another loss-robust method: r-fast" in said, name  # (the table says how r-fast did: helper 174)
-        opt._lossless_weight = lambda node: 1e-8  # (a graph whose own weight there is that small: not the losses'
-        assert opt._starved_error(2, 0) is None, name  # doing, helper 173)
+        opt.lossless_push_sum_weight = lambda node: 1e-8  # (a graph whose own weight there is that small: not
+        assert opt._starved_error(2, 0) is None, name  # the losses' doing, helper 173)
     # nor a push-sum method on a network that loses nothing (delays: the mass is on its way), where a lossy one is
     from rowstoch_fast.network import Delayed
 

@@ -165,14 +165,9 @@ class FailureHandling:
         causes = list(dict.fromkeys(c for M in self._mats.values() for c in losses_of(M)))
         if not causes:  # (no layer loses a message: delayed mass is on its way, not lost; the weights say nothing)
             return None
-        full = self._ops.gather(self._cur[name])  # (the weights at the start of the failed step)
-        found = None
-        if full is not None:
-            w = np.asarray(full).ravel()
-            found = (float(w.sum()), int(np.argmin(w)), float(w.min()), w.size)
-        total, weakest, smallest, n = self.share(found)
+        total, weakest, smallest, n = self.push_sum_weights_now()  # (those at the start of the failed step)
         if getattr(self, "per_link_state", False):
-            level = self._lossless_weight(weakest)
+            level = self.lossless_push_sum_weight(weakest)
             if not smallest < STRANDED_WEIGHT * level:  # (a graph whose own weight at a node is that small is
                 # not stranded by its losses: helper 173's chain, n pi = 3e-5, had been told so at 1% losses)
                 return None
@@ -182,7 +177,21 @@ class FailureHandling:
             return None
         return DivergenceError.starved(iteration, node, total, n, weakest, smallest, " and ".join(causes), kept=kept)
 
-    def _lossless_weight(self, node):
+    def push_sum_weights_now(self):
+        """``(total, weakest, smallest, n)`` of a push-sum method's weights now (:attr:`push_sum_weights`): their sum,
+        the node of the smallest, its weight and how many there are (over the replicas, which share them where they
+        share the network's draws); None for a method without them (collective under MPI)."""
+        name = getattr(self, "push_sum_weights", None)
+        if not name:
+            return None
+        full = self._ops.gather(self._cur[name])
+        found = None
+        if full is not None:
+            w = np.asarray(full).ravel()
+            found = (float(w.sum()), int(np.argmin(w)), float(w.min()), w.size)
+        return self.share(found)
+
+    def lossless_push_sum_weight(self, node):
         """The push-sum weight ``node`` settles at where no message is lost: ``n pi[node]`` of the column-stochastic
         matrix the weights mix with (its right Perron vector); 1 where it cannot be had."""
         from ..network import base_matrix

@@ -57,6 +57,11 @@ def _context(plan, method):
            # (those that run on this network, asked for only where a run failed under compression)
            "for_compression": lambda: [name for name in family_members("compressed")
                                        if REGISTRY[name].applies_to(plan.network)]}
+    cls = REGISTRY[method.method]
+    if cls.push_sum_weights and cls.per_link_state and out["loses"] and not any(
+            phrase.startswith("compresses") for phrase in out["effects"]):  # (a compressed message's weight depends on
+        # the model it travels with: not replayed without it)
+        out["weakest_weight"] = lambda repeats: _weakest_weight(plan, method, repeats)
     if "tracker" in REGISTRY[method.method].hyper:
         out["tracker_peak"] = lambda: _tracker_peak(plan.network, method)
         out["tracks"] = "gradient tracking" in REGISTRY[method.method].family  # (its tracked gradients, not a DGD)
@@ -67,6 +72,43 @@ def _context(plan, method):
     if isinstance(source, Network) and len(getattr(source, "matrices", ())) > 1:  # (a schedule: the weights change
         out["schedule"] = len(source.matrices)  # from round to round; one of one matrix does not)
     return out
+
+
+def _weakest_weight(plan, method, repeats):
+    """``(smallest, node, iteration, repetition, level)``: the smallest push-sum weight a loss-robust push-sum method
+    (running sums per link: robust gradient-push) held in the evaluation's repetitions ``0 .. repeats - 1`` of its
+    budget, at which node, iteration and repetition, and the weight that node settles at where no message is lost
+    (``n pi`` of C); None where it cannot be had. The weights evolve apart from the models and gradients on a
+    network that does not compress, so they are replayed on each repetition's own draws of the network
+    (:func:`~rowstoch_fast.network.redrawn`, as :func:`_repetitions` runs them) with zero gradients, one replica, on
+    the CPU: a step of the mixing alone per iteration, asked for only where a run failed. Helper 174: robust
+    gradient-push's runs that grew without a NaN under bursty losses had been told only "this network loses
+    messages"."""
+    from .._checks import precision_of
+
+    iterations = method.iterations(plan.budget)
+    found = None
+    try:
+        for r in range(repeats):
+            algo = method.algorithm(redrawn(plan.network, r), 1.0, "cpu")
+            x0 = np.zeros(np.shape(plan.objective.x0())[-1:], dtype=precision_of(algo.A))
+            opt = algo.build(x0)
+            zero = np.zeros_like  # (the models stay 0: their weights alone move)
+            opt.initialize(zero)
+            for _ in range(iterations):
+                try:
+                    opt.step(zero)
+                except DivergenceError:  # (a weight that underflowed to 0: 0 / 0, at the node lowest before it)
+                    found = min(found or (1.0,), (0.0, opt.push_sum_weights_now()[1], opt.iteration + 1, r))
+                    break
+                _, node, smallest, _ = opt.push_sum_weights_now()
+                if found is None or smallest < found[0]:
+                    found = (smallest, node, opt.iteration, r)
+        if found is None:
+            return None
+        return (*found, opt.lossless_push_sum_weight(found[1]))
+    except Exception:  # noqa: BLE001 - a diagnosis never fails a comparison
+        return None
 
 
 def _tracker_peak(network, method):
