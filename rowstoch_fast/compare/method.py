@@ -58,9 +58,8 @@ def _context(plan, method):
            "for_compression": lambda: [name for name in family_members("compressed")
                                        if REGISTRY[name].applies_to(plan.network)]}
     cls = REGISTRY[method.method]
-    if cls.push_sum_weights and cls.per_link_state and out["loses"] and not any(
-            phrase.startswith("compresses") for phrase in out["effects"]):  # (a compressed message's weight depends on
-        # the model it travels with: not replayed without it)
+    if cls.push_sum_weights and cls.per_link_state and out["loses"] and not _noisy(plan.network):  # (noise on
+        # the running sums reaches the weights, which may go below 0 for that: not what the replay's line explains)
         out["weakest_weight"] = lambda repeats: _weakest_weight(plan, method, repeats)
     if "tracker" in REGISTRY[method.method].hyper:
         out["tracker_peak"] = lambda: _tracker_peak(plan.network, method)
@@ -74,12 +73,23 @@ def _context(plan, method):
     return out
 
 
+def _noisy(net):
+    """Whether a layer of ``net`` adds noise to the messages (:class:`~rowstoch_fast.network.Noisy`)."""
+    from ..network import Noisy
+
+    while isinstance(net, Network):
+        if isinstance(net, Noisy):
+            return True
+        net = getattr(net, "base", None)
+    return False
+
+
 def _weakest_weight(plan, method, repeats):
     """``(smallest, node, iteration, repetition, level)``: the smallest push-sum weight a loss-robust push-sum method
     (running sums per link: robust gradient-push) held in the evaluation's repetitions ``0 .. repeats - 1`` of its
     budget, at which node, iteration and repetition, and the weight that node settles at where no message is lost
-    (``n pi`` of C); None where it cannot be had. The weights evolve apart from the models and gradients on a
-    network that does not compress, so they are replayed on each repetition's own draws of the network
+    (``n pi`` of C); None where it cannot be had. The weights evolve apart from the models and gradients (a
+    weight is a message of its own, which compression leaves exact), so they are replayed on each repetition's own draws of the network
     (:func:`~rowstoch_fast.network.redrawn`, as :func:`_repetitions` runs them) with zero gradients, one replica, on
     the CPU: a step of the mixing alone per iteration, asked for only where a run failed. Helper 174: robust
     gradient-push's runs that grew without a NaN under bursty losses had been told only "this network loses
