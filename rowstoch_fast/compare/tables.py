@@ -7,7 +7,8 @@ import math
 import numpy as np
 
 from .._checks import check_names, check_positive_float, check_text
-from ..report import _check_summary as check_summary, _said as said, rate_text, single_runs, tie_note
+from ..report import (_check_summary as check_summary, _said as said, biased_fixed_point, rate_text, single_runs,
+                      tie_note)
 from ..runner import METRICS, check_metric
 from ..user_metrics import COUNTS, RESERVED, higher_is_better
 from .tuning import CONVERGED
@@ -281,9 +282,9 @@ def format_summary(table, metric=None):
     if "rank_shared" in table.columns and table["rank_shared"].any():
         lines.append(f"{'=':>{len(head.split('rank')[0]) + 4}} "
                      + tie_note(single_runs(table), "--repeats 2 or more"))
-    packed = _packed_note(table)
-    if packed:
-        lines.append("  " + packed)
+    for note in (_packed_note(table), biased_fixed_point(table, metric)):
+        if note:
+            lines.append("  " + note)
     notes = [r for r in table.itertuples() if said(getattr(r, "diagnosis", ""))]  # (an ok run at the next stable
     # rate too)
     for r in notes:
