@@ -2229,7 +2229,7 @@ def test_a_failed_run_on_a_schedule_is_told_so_and_a_pull_diag_method_why():
         assert _context(plan, plan.methods[0]).get("schedule") == count
 
 
-def test_a_loss_robust_push_sum_run_that_grew_is_told_of_its_stranded_weight():
+def test_a_loss_robust_push_sum_run_that_grew_is_told_of_its_stranded_weight(monkeypatch):
     """Helper 174: robust gradient-push under bursty losses grew without a NaN, and its line said only "this network
     loses messages"; a node whose in-links deliver nothing for many rounds keeps only its own share of its weight
     each round. Its weights move apart from its models, so the comparison replays them on each repetition's own
@@ -2280,6 +2280,16 @@ def test_a_loss_robust_push_sum_run_that_grew_is_told_of_its_stranded_weight():
     assert "push-sum weight" not in verdict.status_of(curve, "suboptimality", {}, context=context, **kw)[1]
     plan = cmp.make_plan(Noisy(net, 0.01), f, ["robust-gradient-push"], 60, lr=0.01)
     assert "weakest_weight" not in _context(plan, plan.methods[0])
+    # a bounded replay: the repetitions within it, in order, or none (a network of 2^16 nodes would replay for as
+    # long as its evaluation ran)
+    from rowstoch_fast.compare import method as method_module
+
+    plan = cmp.make_plan(net, f, ["robust-gradient-push"], 600, lr=0.01, repeats=2)
+    monkeypatch.setattr(method_module, "_REPLAY_WORK", 600 * method_module._STEP_WORK)
+    assert _weakest_weight(plan, plan.methods[0], 2)[3] == 0 and rep == 1  # (the lowest was repetition 1's)
+    monkeypatch.setattr(method_module, "_REPLAY_WORK", 599 * method_module._STEP_WORK)
+    assert _weakest_weight(plan, plan.methods[0], 2) is None
+    monkeypatch.undo()
     low = {"weakest_weight": lambda repeats: (1e-6, 3, 40, 0, 1.0), "loses": ["loses messages"]}
     status, line = verdict.status_of(curve, "suboptimality", {}, context=low, **kw)
     assert status == "no-progress" and "node 3's push-sum weight fell to 1e-06 by iteration 40 (1 where" in line

@@ -90,19 +90,23 @@ def _weakest_weight(plan, method, repeats):
     budget, at which node, iteration and repetition, and the weight that node settles at where no message is lost
     (``n pi`` of C); None where it cannot be had. The weights evolve apart from the models and gradients (a
     weight is a message of its own, which compression leaves exact), so they are replayed on each repetition's own draws of the network
-    (:func:`~rowstoch_fast.network.redrawn`, as :func:`_repetitions` runs them) with zero gradients, one replica, on
-    the CPU: a step of the mixing alone per iteration, asked for only where a run failed. Helper 174: robust
+    (:func:`~rowstoch_fast.network.redrawn`, as :func:`_repetitions` runs them) with zero gradients, one replica of
+    one value, on the CPU: a step of the mixing alone per iteration, asked for only where a run failed, for the
+    repetitions within :data:`_REPLAY_WORK` (in order; None where not even the first is). Helper 174: robust
     gradient-push's runs that grew without a NaN under bursty losses had been told only "this network loses
     messages"."""
     from .._checks import precision_of
+    from ..network import base_matrix
 
     iterations = method.iterations(plan.budget)
     found = None
     try:
+        work = max(base_matrix(plan.network).nnz, _STEP_WORK) * iterations  # (a repetition's)
+        repeats = min(repeats, int(_REPLAY_WORK // work))  # (those within the bound, in order)
         for r in range(repeats):
             algo = method.algorithm(redrawn(plan.network, r), 1.0, "cpu")
-            x0 = np.zeros(np.shape(plan.objective.x0())[-1:], dtype=precision_of(algo.A))
-            opt = algo.build(x0)
+            opt = algo.build(np.zeros(1, dtype=precision_of(algo.A)))  # (one value a model: its weight is a
+            # message of its own, whose draws do not depend on the model's width)
             zero = np.zeros_like  # (the models stay 0: their weights alone move)
             opt.initialize(zero)
             for _ in range(iterations):
@@ -119,6 +123,13 @@ def _weakest_weight(plan, method, repeats):
         return (*found, opt.lossless_push_sum_weight(found[1]))
     except Exception:  # noqa: BLE001 - a diagnosis never fails a comparison
         return None
+
+
+#: The most link-steps (stored weights of the matrix times iterations) a failed run's weights are replayed for
+#: (:func:`_weakest_weight`: about a second here), summed over its repetitions: those past it are not replayed. A
+#: step counts at least :data:`_STEP_WORK` of them (its Python path: 55 us a step on a ring of 16).
+_REPLAY_WORK = 2e8
+_STEP_WORK = 10_000
 
 
 def _tracker_peak(network, method):
