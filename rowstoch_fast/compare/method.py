@@ -60,7 +60,7 @@ def _context(plan, method):
     cls = REGISTRY[method.method]
     if cls.push_sum_weights and cls.per_link_state and out["loses"] and not _noisy(plan.network):  # (noise on
         # the running sums reaches the weights, which may go below 0 for that: not what the replay's line explains)
-        out["weakest_weight"] = lambda repeats: _weakest_weight(plan, method, repeats)
+        out["weakest_weight"] = lambda stops: _weakest_weight(plan, method, stops)
     if "tracker" in REGISTRY[method.method].hyper:
         out["tracker_peak"] = lambda: _tracker_peak(plan.network, method)
         out["tracks"] = "gradient tracking" in REGISTRY[method.method].family  # (its tracked gradients, not a DGD)
@@ -84,52 +84,70 @@ def _noisy(net):
     return False
 
 
-def _weakest_weight(plan, method, repeats):
+def _weakest_weight(plan, method, stops):
     """``(smallest, node, iteration, repetition, level)``: the smallest push-sum weight a loss-robust push-sum method
-    (running sums per link: robust gradient-push) held in the evaluation's repetitions ``0 .. repeats - 1`` of its
-    budget, at which node, iteration and repetition, and the weight that node settles at where no message is lost
-    (``n pi`` of C); None where it cannot be had. The weights evolve apart from the models and gradients (a
-    weight is a message of its own, which compression leaves exact), so they are replayed on each repetition's own draws of the network
-    (:func:`~rowstoch_fast.network.redrawn`, as :func:`_repetitions` runs them) with zero gradients, one replica of
-    one value, on the CPU: a step of the mixing alone per iteration, asked for only where a run failed, for the
-    repetitions within :data:`_REPLAY_WORK` (in order; None where not even the first is). Helper 174: robust
-    gradient-push's runs that grew without a NaN under bursty losses had been told only "this network loses
-    messages"."""
+    (running sums per link: robust gradient-push) held in the evaluation's repetitions, ``stops`` ``{repetition:
+    the last iteration it held}`` (a repetition that diverged stopped early), at which node, iteration and
+    repetition, and the weight that node settles at where no message is lost (``n pi`` of C); None where it cannot
+    be had. The weights evolve apart from the models and gradients (a weight is a message of its own, which
+    compression leaves exact), so they are replayed on each repetition's own draws of the network
+    (:func:`~rowstoch_fast.network.redrawn`, as :func:`_repetitions` runs them) with zero gradients, one replica, on
+    the CPU: a step of the mixing alone per iteration, asked for only where a run failed, for the repetitions in
+    order as far as :data:`_REPLAY_WORK` goes (the lowest weight of what was replayed: one held by then). Helper
+    174: robust gradient-push's runs that grew without a NaN under bursty losses had been told only "this network
+    loses messages"."""
     from .._checks import precision_of
-    from ..network import base_matrix
 
-    iterations = method.iterations(plan.budget)
-    found = None
+    found, opt = None, None
     try:
-        work = max(base_matrix(plan.network).nnz, _STEP_WORK) * iterations  # (a repetition's)
-        repeats = min(repeats, int(_REPLAY_WORK // work))  # (those within the bound, in order)
-        for r in range(repeats):
+        width = int(np.prod(np.shape(plan.objective.x0())[-1:]))
+        left, cost = int(_REPLAY_WORK), _replay_cost(plan.network, width)
+        for r, stop in sorted(stops.items()):
+            stop = min(int(stop), left // cost)  # (the first iterations of a repetition past the bound)
+            if stop <= 0:
+                break
+            left -= stop * cost
             algo = method.algorithm(redrawn(plan.network, r), 1.0, "cpu")
-            opt = algo.build(np.zeros(1, dtype=precision_of(algo.A)))  # (one value a model: its weight is a
-            # message of its own, whose draws do not depend on the model's width)
+            opt = algo.build(np.zeros(width, dtype=precision_of(algo.A)))  # (the run's width: a compression's k
+            # is checked against it)
             zero = np.zeros_like  # (the models stay 0: their weights alone move)
             opt.initialize(zero)
-            for _ in range(iterations):
+            for _ in range(int(stop)):
                 try:
                     opt.step(zero)
                 except DivergenceError:  # (a weight that underflowed to 0: 0 / 0, at the node lowest before it)
-                    found = min(found or (1.0,), (0.0, opt.push_sum_weights_now()[1], opt.iteration + 1, r))
+                    found = (0.0, opt.push_sum_weights_now()[1], opt.iteration + 1, r)
                     break
                 _, node, smallest, _ = opt.push_sum_weights_now()
                 if found is None or smallest < found[0]:
                     found = (smallest, node, opt.iteration, r)
         if found is None:
             return None
-        return (*found, opt.lossless_push_sum_weight(found[1]))
+        return (*found, opt.lossless_push_sum_weight(found[1]))  # (the matrix's, whichever repetition's draws)
     except Exception:  # noqa: BLE001 - a diagnosis never fails a comparison
         return None
 
 
-#: The most link-steps (stored weights of the matrix times iterations) a failed run's weights are replayed for
-#: (:func:`_weakest_weight`: about a second here), summed over its repetitions: those past it are not replayed. A
-#: step counts at least :data:`_STEP_WORK` of them (its Python path: 55 us a step on a ring of 16).
-_REPLAY_WORK = 2e8
-_STEP_WORK = 10_000
+def _replay_cost(network, width):
+    """What one iteration of :func:`_weakest_weight`'s replay costs, in value-steps: the stored weights of the
+    network's matrix times the ``width + 1`` values a link carries (a model and its weight; at least
+    :data:`_STEP_WORK`, the step's Python path), times ``1 + max_delay`` for each layer that delays messages (a
+    history of that many rounds per link)."""
+    from ..network import base_matrix
+
+    cost = max(base_matrix(network).nnz * (width + 1), _STEP_WORK)
+    while isinstance(network, Network):
+        cost *= 1 + int(getattr(network, "max_delay", 0) or 0)
+        network = getattr(network, "base", None)
+    return cost
+
+
+#: The most value-steps (:func:`_replay_cost` times iterations) a failed run's weights are replayed for
+#: (:func:`_weakest_weight`), summed over its repetitions: what lies past it is not replayed. About 2 s here on a
+#: ring of 50,000 nodes under losses, d = 10 (1,000 iterations), 6.5 s with delays of up to 8 rounds (111).
+_REPLAY_WORK = 1e9
+#: The fewest value-steps an iteration of the replay counts: its Python path (55 us a step on a ring of 16).
+_STEP_WORK = 30_000
 
 
 def _tracker_peak(network, method):

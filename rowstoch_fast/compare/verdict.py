@@ -336,9 +336,8 @@ def status_of(frame, metric, meta, *, lr, lr_source, iterations, tuning=None, co
     if status == "diverged" and some:
         diagnosis += f" ({some})"
     if status != "ok":
-        repeats = int(frame["rep"].max()) + 1 if "rep" in frame and len(frame) else 1
         hints = (_push_hint(context, diagnosis) + _tracker_hint(context, status, lr_source)
-                 + _stranded_hint(context, diagnosis, repeats))
+                 + ("" if meta.get("diverged") else _stranded_hint(context, diagnosis, frame)))
         return status, diagnosis + _effects_note(context, said=diagnosis + hints) + hints
     return "ok", ""
 
@@ -366,27 +365,29 @@ def _push_hint(context, diagnosis):
             f"stochastic matrix): try a loss-robust method (robust-gradient-push, r-fast)")
 
 
-def _stranded_hint(context, diagnosis, repeats):
-    """Where a loss-robust push-sum method (robust gradient-push) failed without a non-finite iterate that said so
-    (:meth:`~rowstoch_fast.DivergenceError.stranded`), and a node's push-sum weight fell below
+def _stranded_hint(context, diagnosis, frame):
+    """Where a loss-robust push-sum method (robust gradient-push) failed without a non-finite iterate (the engine's
+    error judges the weights where one is: :meth:`~rowstoch_fast.DivergenceError.stranded`; its caller asks only
+    then), and a node's push-sum weight fell below
     :data:`~rowstoch_fast.algorithms._deferred.STRANDED_WEIGHT` times the weight it settles at where no message is
-    lost in the run's own draws of the network (``context["weakest_weight"]``: a function of the repetitions that
-    replays them, :func:`~rowstoch_fast.compare.method._weakest_weight`), that weight and what it does; "" else.
-    Helper 174: its runs that grew without a NaN under bursty losses had been told only "this network loses
-    messages"."""
+    lost in the run's own draws of the network (``context["weakest_weight"]``: a function of ``{repetition: the
+    last iteration it held}``, from ``frame``, that replays them:
+    :func:`~rowstoch_fast.compare.method._weakest_weight`), that weight and what it does; "" else. Helper 174: its runs that grew without a NaN under bursty losses had been
+    told only "this network loses messages"."""
     replay = context.get("weakest_weight")
-    if replay is None or "push-sum weight" in diagnosis:
+    if replay is None or "push-sum weight" in diagnosis or "rep" not in frame or not len(frame):
         return ""
     from ..algorithms._deferred import STRANDED_WEIGHT
     from ..errors import STRANDED_WHY
 
-    found = replay(repeats) if callable(replay) else replay
+    stops = {int(r): int(i) for r, i in frame.groupby("rep")["iteration"].max().items()}
+    found = replay(stops) if callable(replay) else replay
     if not found:
         return ""
     smallest, node, iteration, rep, level = found
     if not smallest < STRANDED_WEIGHT * level:
         return ""
-    where = f" of repetition {rep}" if repeats > 1 else ""
+    where = f" of repetition {rep}" if len(stops) > 1 else ""
     return (f"; node {node}'s push-sum weight fell to {smallest:.3g} by iteration {iteration}{where} ({level:.3g} "
             f"where no message is lost; the run's draws of the network replayed): {STRANDED_WHY}")
 
