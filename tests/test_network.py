@@ -975,8 +975,15 @@ def test_a_loss_robust_method_is_never_said_to_be_drained_by_lost_messages():
                "messages" in said, name
         assert "use a loss-robust method" not in said and "lr too large" not in said, name  # (it is one)
         assert "or another loss-robust method: r-fast" in said, name  # (the table says how r-fast did: helper 174)
-        opt.lossless_push_sum_weight = lambda node: 1e-8  # (a graph whose own weight there is that small: not
-        assert opt._starved_error(2, 0) is None, name  # the losses' doing, helper 173)
+        opt._lossless_levels = np.full(A.n, 1e-8)  # (a graph whose own weights are that small: not the losses'
+        assert opt._starved_error(2, 0) is None, name  # doing, helper 173)
+        levels = np.ones(A.n)  # (against each node's own level: node 7, which a graph keeps at 1e-6, is higher)
+        levels[7] = 1e-6
+        opt._lossless_levels = levels
+        opt._cur[cls.push_sum_weights][7] = 1e-8
+        assert "node 5's push-sum weight down to 1e-09 (1 where" in str(opt._starved_error(2, 0)), name
+        opt._cur[cls.push_sum_weights][5] = 1.0
+        assert opt._starved_error(2, 0) is None, name  # (node 7 at a hundredth of its level: not stranded)
     # nor a push-sum method on a network that loses nothing (delays: the mass is on its way), where a lossy one is
     from rowstoch_fast.network import Delayed
 

@@ -165,14 +165,14 @@ class FailureHandling:
         causes = list(dict.fromkeys(c for M in self._mats.values() for c in losses_of(M)))
         if not causes:  # (no layer loses a message: delayed mass is on its way, not lost; the weights say nothing)
             return None
-        total, weakest, smallest, n = self.push_sum_weights_now()  # (those at the start of the failed step)
-        if getattr(self, "per_link_state", False):
-            level = self.lossless_push_sum_weight(weakest)
+        if getattr(self, "per_link_state", False):  # (the weights at the start of the failed step)
+            weakest, smallest, level = self.stranded_push_sum_weight()
             if not smallest < STRANDED_WEIGHT * level:  # (a graph whose own weight at a node is that small is
                 # not stranded by its losses: helper 173's chain, n pi = 3e-5, had been told so at 1% losses)
                 return None
             return DivergenceError.stranded(iteration, node, weakest, smallest, " and ".join(causes), kept=kept,
                                             level=level)
+        total, weakest, smallest, n = self.push_sum_weights_now()
         if total >= 0.1 * n:  # (most of the mass gone: that, not lr, is what made the step unstable)
             return None
         return DivergenceError.starved(iteration, node, total, n, weakest, smallest, " and ".join(causes), kept=kept)
@@ -191,16 +191,40 @@ class FailureHandling:
             found = (float(w.sum()), int(np.argmin(w)), float(w.min()), w.size)
         return self.share(found)
 
-    def lossless_push_sum_weight(self, node):
-        """The push-sum weight ``node`` settles at where no message is lost: ``n pi[node]`` of the column-stochastic
-        matrix the weights mix with (its right Perron vector); 1 where it cannot be had."""
-        from ..network import base_matrix
+    def stranded_push_sum_weight(self):
+        """``(node, weight, level)`` of a push-sum method's weights now: the node whose weight is lowest against the
+        weight it settles at where no message is lost (``level``: ``n pi[node]`` of the column-stochastic matrix the
+        weights mix with, its right Perron vector; 1 where that cannot be had), and that weight; None for a method
+        without them (collective under MPI). Relative, so that a node a graph keeps low (a chain's end: ``n pi =
+        3e-5``) neither hides nor stands for one its losses stranded (helper 176)."""
+        name = getattr(self, "push_sum_weights", None)
+        if not name:
+            return None
+        full = self._ops.gather(self._cur[name])
+        found = None
+        if full is not None:
+            w = np.asarray(full, dtype=np.float64).ravel()
+            levels = self._lossless_push_sum_weights(w.size)
+            node = int(np.argmin(w / levels))
+            found = (node, float(w[node]), float(levels[node]))
+        return self.share(found)
 
-        try:
-            C = base_matrix(self._mats["C"])
-            return float(C.n * np.asarray(C.pi)[int(node)])
-        except Exception:  # noqa: BLE001 - a diagnosis never fails a step
-            return 1.0
+    def _lossless_push_sum_weights(self, n):
+        """``n pi`` of the column-stochastic matrix the push-sum weights mix with, per node (computed once); ones
+        where it cannot be had."""
+        levels = self.__dict__.get("_lossless_levels")
+        if levels is None:
+            from ..network import base_matrix
+
+            try:
+                C = base_matrix(self._mats["C"])
+                levels = C.n * np.asarray(C.pi, dtype=np.float64).ravel()
+                if levels.shape != (n,) or not (levels > 0).all():
+                    raise ValueError("no positive Perron vector")
+            except Exception:  # noqa: BLE001 - a diagnosis never fails a step
+                levels = np.ones(n)
+            self.__dict__["_lossless_levels"] = levels
+        return levels
 
     def _gradient_read(self, grad_fn, x_buf, work, iteration, checked_next=False):
         """The gradients at ``x_buf`` as a block this step only reads (collective under MPI): what ``grad_fn``

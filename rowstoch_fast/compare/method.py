@@ -116,14 +116,13 @@ def _weakest_weight(plan, method, stops):
                 try:
                     opt.step(zero)
                 except DivergenceError:  # (a weight that underflowed to 0: 0 / 0, at the node lowest before it)
-                    found = (0.0, opt.push_sum_weights_now()[1], opt.iteration + 1, r)
+                    node, _, level = opt.stranded_push_sum_weight()
+                    found = (0.0, 0.0, node, opt.iteration + 1, r, level)
                     break
-                _, node, smallest, _ = opt.push_sum_weights_now()
-                if found is None or smallest < found[0]:
-                    found = (smallest, node, opt.iteration, r)
-        if found is None:
-            return None
-        return (*found, opt.lossless_push_sum_weight(found[1]))  # (the matrix's, whichever repetition's draws)
+                node, smallest, level = opt.stranded_push_sum_weight()  # (the lowest against its own level)
+                if found is None or smallest / level < found[0]:
+                    found = (smallest / level, smallest, node, opt.iteration, r, level)
+        return None if found is None else found[1:]
     except Exception:  # noqa: BLE001 - a diagnosis never fails a comparison
         return None
 
