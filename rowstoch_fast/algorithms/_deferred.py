@@ -172,24 +172,21 @@ class FailureHandling:
                 return None
             return DivergenceError.stranded(iteration, node, weakest, smallest, " and ".join(causes), kept=kept,
                                             level=level)
-        total, weakest, smallest, n = self.push_sum_weights_now()
+        total, weakest, smallest, n = self._push_sum_weights_read(
+            lambda w: (float(w.sum()), int(np.argmin(w)), float(w.min()), w.size))
         if total >= 0.1 * n:  # (most of the mass gone: that, not lr, is what made the step unstable)
             return None
         return DivergenceError.starved(iteration, node, total, n, weakest, smallest, " and ".join(causes), kept=kept)
 
-    def push_sum_weights_now(self):
-        """``(total, weakest, smallest, n)`` of a push-sum method's weights now (:attr:`push_sum_weights`): their sum,
-        the node of the smallest, its weight and how many there are (over the replicas, which share them where they
-        share the network's draws); None for a method without them (collective under MPI)."""
+    def _push_sum_weights_read(self, read):
+        """``read(w)`` of a push-sum method's weights (:attr:`push_sum_weights`, one per node, shared by the
+        replicas), on every process (gathered and read on the root: collective under MPI); None for a method
+        without them."""
         name = getattr(self, "push_sum_weights", None)
         if not name:
             return None
         full = self._ops.gather(self._cur[name])
-        found = None
-        if full is not None:
-            w = np.asarray(full).ravel()
-            found = (float(w.sum()), int(np.argmin(w)), float(w.min()), w.size)
-        return self.share(found)
+        return self.share(None if full is None else read(np.asarray(full, dtype=np.float64).ravel()))
 
     def stranded_push_sum_weight(self):
         """``(node, weight, level)`` of a push-sum method's weights now: the node whose weight is lowest against the
@@ -197,17 +194,13 @@ class FailureHandling:
         weights mix with, its right Perron vector; 1 where that cannot be had), and that weight; None for a method
         without them (collective under MPI). Relative, so that a node a graph keeps low (a chain's end: ``n pi =
         3e-5``) neither hides nor stands for one its losses stranded (helper 176)."""
-        name = getattr(self, "push_sum_weights", None)
-        if not name:
-            return None
-        full = self._ops.gather(self._cur[name])
-        found = None
-        if full is not None:
-            w = np.asarray(full, dtype=np.float64).ravel()
+
+        def weakest(w):
             levels = self._lossless_push_sum_weights(w.size)
             node = int(np.argmin(w / levels))
-            found = (node, float(w[node]), float(levels[node]))
-        return self.share(found)
+            return node, float(w[node]), float(levels[node])
+
+        return self._push_sum_weights_read(weakest)
 
     def _lossless_push_sum_weights(self, n):
         """``n pi`` of the column-stochastic matrix the push-sum weights mix with, per node (computed once); ones
