@@ -773,11 +773,14 @@ def biased_fixed_point(table, metric=None):
 def _ranked_metric(table):
     """The metric a summary ranks whose ``attrs`` are lost (read back from summary.csv): the one whose final means
     are its ``final`` column; None where none is."""
+    import pandas as pd
+
     if "final" not in table.columns:
         return None
-    final = table["final"].to_numpy(dtype=np.float64)
+    final = pd.to_numeric(table["final"], errors="coerce").to_numpy(dtype=np.float64)
     for m in [c[:-len("_std")] for c in table.columns if c.endswith("_std") and c != "final_std"]:
-        if m in table.columns and np.array_equal(table[m].to_numpy(dtype=np.float64), final, equal_nan=True):
+        if m in table.columns and np.array_equal(pd.to_numeric(table[m], errors="coerce").to_numpy(dtype=np.float64),
+                                                 final, equal_nan=True):
             return m
     return None
 
