@@ -2252,15 +2252,25 @@ def test_a_loss_robust_push_sum_run_that_grew_is_told_of_its_stranded_weight(mon
     node, weight, iteration, rep = int(said[1]), float(said[2]), int(said[3]), int(said[4])
 
     def lowest(net, budget, stops=(None, None)):  # (the weights of a run with gradients, on the same repetitions'
-        held = []  # draws, up to where each stopped)
+        # draws, up to where each stopped: the lowest of the earliest dip below 1e-3 of their level, 1 on a ring,
+        # else the lowest of all)
+        dips, every = [], []
         for r, stop in enumerate(stops):
             opt = Algorithm(redrawn(net, r), 0.003, method="robust-gradient-push", backend="cpu").build(f.x0())
+            held = []
             for _ in range(stop or budget):
                 opt.step(f.full_gradient)
                 w = np.asarray(opt._cur["w"]).ravel()
                 held.append((float(w.min()), int(np.argmin(w)), opt.iteration, r))
-        return min(held)
+            every += held
+            low = [k for k, h in enumerate(held) if h[0] < 1e-3]
+            if low:
+                end = next((k for k in range(low[0], len(held)) if held[k][0] >= 1e-3), len(held))
+                dips.append((low[0], min(held[low[0]:end])))
+        return min(dips)[1] if dips else min(every)
 
+    C = Algorithm(net, 0.01, method="robust-gradient-push").build(f.x0())._lossless_push_sum_weights(16)
+    assert np.allclose(C, 1.0)  # (the levels on a ring)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # (the runs grow)
         held = lowest(net, 600)
@@ -2274,7 +2284,8 @@ def test_a_loss_robust_push_sum_run_that_grew_is_told_of_its_stranded_weight(mon
         # weight from iteration 276 of a repetition that had stopped at 246
         plan = cmp.make_plan(net, f, ["robust-gradient-push"], 600, lr=0.01, repeats=2)
         assert _weakest_weight(plan, plan.methods[0], {0: 80, 1: 50})[:4] == lowest(net, 600, (80, 50))
-        assert lowest(net, 600, (80, 50))[0] > held[0]  # (later iterations went lower: what the stop leaves out)
+        assert _weakest_weight(plan, plan.methods[0], {0: 8, 1: 8})[:4] == lowest(net, 600, (8, 8))
+        assert lowest(net, 600, (8, 8))[0] > held[0]  # (later iterations went lower: what the stop leaves out)
     # weights that stay up (no losses on the links that matter: a complete graph), or compressed messages: nothing
     plan = cmp.make_plan(Lossy(topology.complete(16), 0.1, seed=0), f, ["robust-gradient-push"], 60, lr=0.01,
                          repeats=2)
@@ -2292,7 +2303,7 @@ def test_a_loss_robust_push_sum_run_that_grew_is_told_of_its_stranded_weight(mon
     plan = cmp.make_plan(net, f, ["robust-gradient-push"], 600, lr=0.01, repeats=2)
     both = {0: 600, 1: 600}
     monkeypatch.setattr(method_module, "_REPLAY_WORK", 600 * method_module._STEP_WORK)
-    assert _weakest_weight(plan, plan.methods[0], both)[3] == 0 and rep == 1  # (the lowest was repetition 1's)
+    assert _weakest_weight(plan, plan.methods[0], both)[:4] == _weakest_weight(plan, plan.methods[0], {0: 600})[:4]
     monkeypatch.setattr(method_module, "_REPLAY_WORK", 80 * method_module._STEP_WORK)  # (a repetition's start)
     assert _weakest_weight(plan, plan.methods[0], both)[:4] == _weakest_weight(plan, plan.methods[0], {0: 80})[:4]
     monkeypatch.setattr(method_module, "_REPLAY_WORK", method_module._STEP_WORK - 1)
@@ -2302,8 +2313,11 @@ def test_a_loss_robust_push_sum_run_that_grew_is_told_of_its_stranded_weight(mon
     assert method_module._replay_cost(Delayed(net, 8), 3) == 9 * method_module._replay_cost(net, 3)
     monkeypatch.undo()
     low = {"weakest_weight": lambda stops: (1e-6, 3, 40, 0, 1.0), "loses": ["loses messages"]}
-    status, line = verdict.status_of(curve, "suboptimality", {}, context=low, **kw)
+    status, line = verdict.status_of(curve.assign(suboptimality=[1.0, 1.2, 1.5]), "suboptimality", {}, context=low,
+                                     **kw)
     assert status == "no-progress" and "node 3's push-sum weight fell to 1e-06 by iteration 40 (1 where" in line
+    status, line = verdict.status_of(curve, "suboptimality", {}, context=low, **kw)  # (0.8x its start: a rate too
+    assert status == "no-progress" and "push-sum weight" not in line  # small, as without losses: helper 177)
     stranded = verdict.status_of(curve.assign(suboptimality=[1.0, np.nan, np.nan]), "suboptimality",
                                  {"diverged": {"message": "with node 3's push-sum weight down to 1e-06 ...",
                                                "iteration": 15}}, context=low, **kw)[1]
@@ -2346,6 +2360,14 @@ def test_a_table_ranked_by_grad_norm_says_where_a_method_that_is_not_exact_stand
     both = pd.concat([table.assign(setting="a"), beaten.assign(setting="b")], ignore_index=True)
     both.attrs = dict(table.attrs)
     assert "dgd " + said in to_markdown(both)
+    # where the table shows the mean model too, only a method that ends worse there (helper 177: at a noise floor
+    # every method ties by both, and DSGD ranked first by grad_norm was also the best by f(x̄) - f*)
+    shown = cmp.summary(frame, "grad_norm", ["suboptimality"])
+    far = shown.set_index("algorithm")["suboptimality"]
+    assert far["dgd"] > 1e-4 > 1e-12 > far["extra"]  # (DGD's bias)
+    assert "dgd " + said in to_markdown(shown)
+    level = shown.assign(suboptimality=[1e-3 if a == "dgd" else 0.6e-3 for a in shown["algorithm"]])
+    assert said not in to_markdown(level) and said in to_markdown(level.drop(columns="suboptimality"))
 
 
 def test_the_tracker_hint_names_the_exact_trackers_largest_scale_not_its_limit():

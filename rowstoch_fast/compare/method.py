@@ -85,20 +85,23 @@ def _noisy(net):
 
 
 def _weakest_weight(plan, method, stops):
-    """``(smallest, node, iteration, repetition, level)``: the smallest push-sum weight a loss-robust push-sum method
-    (running sums per link: robust gradient-push) held in the evaluation's repetitions, ``stops`` ``{repetition:
-    the last iteration it held}`` (a repetition that diverged stopped early), at which node, iteration and
-    repetition, and the weight that node settles at where no message is lost (``n pi`` of C); None where it cannot
-    be had. The weights evolve apart from the models and gradients (a weight is a message of its own, which
-    compression leaves exact), so they are replayed on each repetition's own draws of the network
-    (:func:`~rowstoch_fast.network.redrawn`, as :func:`_repetitions` runs them) with zero gradients, one replica, on
-    the CPU: a step of the mixing alone per iteration, asked for only where a run failed, for the repetitions in
-    order as far as :data:`_REPLAY_WORK` goes (the lowest weight of what was replayed: one held by then). Helper
-    174: robust gradient-push's runs that grew without a NaN under bursty losses had been told only "this network
-    loses messages"."""
+    """``(smallest, node, iteration, repetition, level)``: the push-sum weight of a loss-robust push-sum method
+    (running sums per link: robust gradient-push) in the evaluation's repetitions, ``stops`` ``{repetition: the last
+    iteration it held}`` (a repetition that diverged stopped early), at its first dip below
+    :data:`~rowstoch_fast.algorithms._deferred.STRANDED_WEIGHT` times the weight its node settles at where no
+    message is lost (the earliest over the repetitions: what a run's growth follows, helper 177, where the deepest
+    dip came after it), the lowest of that dip, at which node, iteration and repetition, and that node's level
+    (``n pi`` of C); else the lowest against its level over the run; None where it cannot be had. The weights evolve
+    apart from the models and gradients (a weight is a message of its own, which compression leaves exact), so
+    they are replayed on each repetition's own draws of the network (:func:`~rowstoch_fast.network.redrawn`, as
+    :func:`_repetitions` runs them) with zero gradients, one replica, on the CPU: a step of the mixing alone per
+    iteration, asked for only where a run failed, for the repetitions in order as far as :data:`_REPLAY_WORK` goes
+    (what was replayed: a weight held by then). Helper 174: robust gradient-push's runs that grew without a NaN
+    under bursty losses had been told only "this network loses messages"."""
     from .._checks import precision_of
+    from ..algorithms._deferred import STRANDED_WEIGHT
 
-    found, opt = None, None
+    lowest, first = None, None  # ((ratio, weight, node, iteration, repetition, level): the lowest, the first dip's)
     try:
         width = int(np.prod(np.shape(plan.objective.x0())[-1:]))
         left, cost = int(_REPLAY_WORK), _replay_cost(plan.network, width)
@@ -112,16 +115,27 @@ def _weakest_weight(plan, method, stops):
             # is checked against it)
             zero = np.zeros_like  # (the models stay 0: their weights alone move)
             opt.initialize(zero)
+            dip, began, over = None, None, False  # (this repetition's first dip: its lowest, where it began)
             for _ in range(int(stop)):
                 try:
                     opt.step(zero)
                 except DivergenceError:  # (a weight that underflowed to 0: 0 / 0, at the node lowest before it)
                     node, _, level = opt.stranded_push_sum_weight()
-                    found = (0.0, 0.0, node, opt.iteration + 1, r, level)
+                    held = (0.0, 0.0, node, opt.iteration + 1, r, level)
+                else:
+                    node, smallest, level = opt.stranded_push_sum_weight()  # (the lowest against its own level)
+                    held = (smallest / level, smallest, node, opt.iteration, r, level)
+                lowest = held if lowest is None or held[0] < lowest[0] else lowest
+                if not over and held[0] < STRANDED_WEIGHT:
+                    began = held[3] if dip is None else began
+                    dip = held if dip is None or held[0] < dip[0] else dip
+                elif dip is not None:
+                    over = True
+                if held[1] == 0.0:
                     break
-                node, smallest, level = opt.stranded_push_sum_weight()  # (the lowest against its own level)
-                if found is None or smallest / level < found[0]:
-                    found = (smallest / level, smallest, node, opt.iteration, r, level)
+            if dip is not None and (first is None or began < first[0]):
+                first = (began, dip)
+        found = first[1] if first else lowest
         return None if found is None else found[1:]
     except Exception:  # noqa: BLE001 - a diagnosis never fails a comparison
         return None

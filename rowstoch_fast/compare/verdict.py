@@ -337,7 +337,9 @@ def status_of(frame, metric, meta, *, lr, lr_source, iterations, tuning=None, co
         diagnosis += f" ({some})"
     if status != "ok":
         hints = (_push_hint(context, diagnosis) + _tracker_hint(context, status, lr_source)
-                 + ("" if meta.get("diverged") else _stranded_hint(context, diagnosis, frame)))
+                 + ("" if meta.get("diverged") or status == "no-progress" and not end > start  # (a rate too
+                    # small, helper 177: 0.982x its start at lr 1e-5, as without losses)
+                    else _stranded_hint(context, diagnosis, frame, metric)))
         return status, diagnosis + _effects_note(context, said=diagnosis + hints) + hints
     return "ok", ""
 
@@ -365,14 +367,16 @@ def _push_hint(context, diagnosis):
             f"stochastic matrix): try a loss-robust method (robust-gradient-push, r-fast)")
 
 
-def _stranded_hint(context, diagnosis, frame):
+def _stranded_hint(context, diagnosis, frame, metric):
     """Where a loss-robust push-sum method (robust gradient-push) failed without a non-finite iterate (the engine's
     error judges the weights where one is: :meth:`~rowstoch_fast.DivergenceError.stranded`; its caller asks only
     then), and a node's push-sum weight fell below
     :data:`~rowstoch_fast.algorithms._deferred.STRANDED_WEIGHT` times the weight it settles at where no message is
     lost in the run's own draws of the network (``context["weakest_weight"]``: a function of ``{repetition: the
     last iteration it held}``, from ``frame``, that replays them:
-    :func:`~rowstoch_fast.compare.method._weakest_weight`), that weight and what it does; "" else. Helper 174: its runs that grew without a NaN under bursty losses had been
+    :func:`~rowstoch_fast.compare.method._weakest_weight`; the repetitions whose ``metric`` ended above its start,
+    where some did: helper 177's line quoted a repetition that had converged), that weight and what it does; ""
+    else. Helper 174: its runs that grew without a NaN under bursty losses had been
     told only "this network loses messages"."""
     replay = context.get("weakest_weight")
     if replay is None or "push-sum weight" in diagnosis or "rep" not in frame or not len(frame):
@@ -380,7 +384,12 @@ def _stranded_hint(context, diagnosis, frame):
     from ..algorithms._deferred import STRANDED_WEIGHT
     from ..errors import STRANDED_WHY
 
-    stops = {int(r): int(i) for r, i in frame.groupby("rep")["iteration"].max().items()}
+    by = frame.sort_values("iteration", kind="stable").groupby("rep")
+    stops = {int(r): int(i) for r, i in by["iteration"].max().items()}
+    with np.errstate(invalid="ignore"):
+        ends = by[metric].agg(["first", "last"])
+        failed = [int(r) for r, e in ends.iterrows() if not e["last"] <= e["first"]]  # (NaN: failed)
+    stops = {r: i for r, i in stops.items() if r in failed} or stops
     found = replay(stops) if callable(replay) else replay
     if not found:
         return ""
