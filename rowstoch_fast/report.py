@@ -747,28 +747,31 @@ def biased_fixed_point(table, metric=None):
     the table shows the mean model too (:data:`MEAN_MODEL_METRICS`: the first of them it has) and the method ends
     there within :data:`BIASED_BY` of the best exact one (helper 177: at a noise floor every method ties by both;
     DSGD ranked first by grad_norm on a ring of 48 was also the best by f(x̄) - f*)."""
-    metric = metric or getattr(table, "attrs", {}).get("metric") or _ranked_metric(table)
+    metric = (metric if metric not in (None, "final") else None) or getattr(table, "attrs", {}).get("metric") \
+        or _ranked_metric(table)
     if metric != "grad_norm" or "rank" not in table.columns:
         return ""
     from .algorithms import REGISTRY, method_of
 
     groups = [g for g in _GROUPS if g in table.columns]
-    shown = next((m for m in MEAN_MODEL_METRICS if m in table.columns), None)
+    shown = next((m for m in MEAN_MODEL_METRICS if m in table.columns  # (one it has values of: f - f* is NaN
+                  and np.isfinite(_pd_numbers(table[m])).any()), None)  # where f* is not known)
+    floor = max(float(getattr(table, "attrs", {}).get("rounding", 0.0) or 0.0), ROUNDING)
     sections = {}
     for r in table.itertuples():
         if _rank(r) != "-":
             exact = getattr(REGISTRY.get(method_of(str(r.algorithm))), "exact", True)
-            key = tuple(str(getattr(r, g)) for g in groups)
+            key = " / ".join(str(getattr(r, g)) for g in groups)
             value = _number(getattr(r, shown)) if shown else math.nan
             sections.setdefault(key, []).append((int(r.rank), exact, str(r.algorithm), value))
     biased = {}
-    for ranked in sections.values():
+    for key, ranked in sections.items():
         exact = [(rank, value) for rank, is_exact, _, value in ranked if is_exact]
         if not exact:
             continue
         best_rank = min(rank for rank, _ in exact)
-        best_value = min((value for _, value in exact if math.isfinite(value)), default=math.nan)
-        biased.update(dict.fromkeys(name for rank, is_exact, name, value in ranked
+        best_value = max(min((value for _, value in exact if math.isfinite(value)), default=math.nan), floor)
+        biased.update(dict.fromkeys(f"{name} ({key})" if key else name for rank, is_exact, name, value in ranked
                                     if not is_exact and rank <= best_rank
                                     and not (math.isfinite(value) and value <= BIASED_BY * best_value)))
     if not biased:
@@ -789,6 +792,14 @@ MEAN_MODEL_METRICS = ("suboptimality", "grad_norm_mean", "distance")
 BIASED_BY = 2.0
 
 
+def _pd_numbers(column):
+    """A summary's column as float64 numbers (NaN where an entry is none: one read back from its CSV may hold
+    anything)."""
+    import pandas as pd
+
+    return pd.to_numeric(column, errors="coerce").to_numpy(dtype=np.float64)
+
+
 def _number(v):
     """``v`` as a float (NaN where it is none: a summary read back from its CSV may hold anything)."""
     try:
@@ -800,14 +811,11 @@ def _number(v):
 def _ranked_metric(table):
     """The metric a summary ranks whose ``attrs`` are lost (read back from summary.csv): the one whose final means
     are its ``final`` column; None where none is."""
-    import pandas as pd
-
     if "final" not in table.columns:
         return None
-    final = pd.to_numeric(table["final"], errors="coerce").to_numpy(dtype=np.float64)
+    final = _pd_numbers(table["final"])
     for m in [c[:-len("_std")] for c in table.columns if c.endswith("_std") and c != "final_std"]:
-        if m in table.columns and np.array_equal(pd.to_numeric(table[m], errors="coerce").to_numpy(dtype=np.float64),
-                                                 final, equal_nan=True):
+        if m in table.columns and np.array_equal(_pd_numbers(table[m]), final, equal_nan=True):
             return m
     return None
 

@@ -2294,8 +2294,9 @@ def test_a_loss_robust_push_sum_run_that_grew_is_told_of_its_stranded_weight(mon
     curve = pd.DataFrame({"iteration": [0, 10, 20], "rep": 0, "suboptimality": [1.0, 0.9, 0.8]})
     kw = dict(lr=1e-4, lr_source="given", iterations=20)
     assert "push-sum weight" not in verdict.status_of(curve, "suboptimality", {}, context=context, **kw)[1]
-    plan = cmp.make_plan(Noisy(net, 0.01), f, ["robust-gradient-push"], 60, lr=0.01)
-    assert "weakest_weight" not in _context(plan, plan.methods[0])
+    for noisy in (Noisy(net, 0.01), Compressed(Noisy(net, 0.01), "topk", k=1)):  # (noise under another layer)
+        plan = cmp.make_plan(noisy, f, ["robust-gradient-push"], 60, lr=0.01)
+        assert "weakest_weight" not in _context(plan, plan.methods[0])
     # a bounded replay: the repetitions within it, in order, or none (a network of 2^16 nodes would replay for as
     # long as its evaluation ran)
     from rowstoch_fast.compare import method as method_module
@@ -2311,13 +2312,34 @@ def test_a_loss_robust_push_sum_run_that_grew_is_told_of_its_stranded_weight(mon
     from rowstoch_fast.network import Delayed  # (a delayed layer's history counts: helper 176's 7.4x)
 
     assert method_module._replay_cost(Delayed(net, 8), 3) == 9 * method_module._replay_cost(net, 3)
+    big = Lossy(topology.ring(10_000), 0.1, seed=0)  # (2 stored weights a node, 3 values and a weight a link)
+    assert method_module._replay_cost(big, 3) == 20_000 * 4 > method_module._STEP_WORK
     monkeypatch.undo()
-    low = {"weakest_weight": lambda stops: (1e-6, 3, 40, 0, 1.0), "loses": ["loses messages"]}
+    low = {"weakest_weight": lambda stops: (1e-6, 3, 40, 0, 1.0, 5), "loses": ["loses messages"]}
     status, line = verdict.status_of(curve.assign(suboptimality=[1.0, 1.2, 1.5]), "suboptimality", {}, context=low,
                                      **kw)
     assert status == "no-progress" and "node 3's push-sum weight fell to 1e-06 by iteration 40 (1 where" in line
     status, line = verdict.status_of(curve, "suboptimality", {}, context=low, **kw)  # (0.8x its start: a rate too
     assert status == "no-progress" and "push-sum weight" not in line  # small, as without losses: helper 177)
+    nan = verdict.status_of(curve.assign(suboptimality=np.nan), "suboptimality", {}, context=low, **kw)
+    assert nan[0] == "diverged" and "push-sum weight" not in nan[1]  # (the metric, not the run: helper 178)
+    # the repetitions replayed: those that ended above their start (NaN too), where some did; the dip must come
+    # before the repetition's metric first went above its start (a rate too large grows first: helper 178)
+    asked = []
+
+    def replay(began):
+        return lambda stops: asked.append(stops) or (1e-6, 3, 40, 1, 1.0, began)
+
+    two = pd.DataFrame({"iteration": [0, 0, 10, 10, 20, 20], "rep": [0, 1] * 3,
+                        "suboptimality": [1.0, 1.0, 0.5, 0.9, 0.4, 3.0]})
+    for began, shown in ((5, True), (20, True), (21, False)):  # (repetition 1 first above its start at 20)
+        line = verdict.status_of(two, "suboptimality", {}, context={**low, "weakest_weight": replay(began)},
+                                 **kw)[1]
+        assert ("node 3's push-sum weight fell to 1e-06 by iteration 40 of repetition 1" in line) == shown, began
+        assert asked[-1] == {1: 20}
+    verdict.status_of(two.assign(suboptimality=[1.0, 1.0, 0.5, 0.9, np.nan, 3.0]), "suboptimality", {},
+                      context={**low, "weakest_weight": replay(5)}, **kw)
+    assert asked[-1] == {0: 20, 1: 20}  # (a NaN end: failed)
     stranded = verdict.status_of(curve.assign(suboptimality=[1.0, np.nan, np.nan]), "suboptimality",
                                  {"diverged": {"message": "with node 3's push-sum weight down to 1e-06 ...",
                                                "iteration": 15}}, context=low, **kw)[1]
@@ -2359,7 +2381,13 @@ def test_a_table_ranked_by_grad_norm_says_where_a_method_that_is_not_exact_stand
     # per section: a setting where the biased method ranks above, another where it does not
     both = pd.concat([table.assign(setting="a"), beaten.assign(setting="b")], ignore_index=True)
     both.attrs = dict(table.attrs)
-    assert "dgd " + said in to_markdown(both)
+    assert "dgd (a) " + said in to_markdown(both)  # (the section named)
+    alone = pd.concat([table[table["algorithm"] == "dgd"].assign(setting="c"), beaten.assign(setting="b")],
+                      ignore_index=True)  # (a section without an exact method, and one where DGD is beaten)
+    alone.attrs = dict(table.attrs)
+    assert "rank at or above" not in to_markdown(alone) and said not in to_markdown(alone)
+    mine = table.assign(algorithm=table["algorithm"].replace({"dgd": "my-own-method"}))  # (a label the registry
+    assert said not in to_markdown(mine)  # does not know is taken as exact)
     # where the table shows the mean model too, only a method that ends worse there (helper 177: at a noise floor
     # every method ties by both, and DSGD ranked first by grad_norm was also the best by f(x̄) - f*)
     shown = cmp.summary(frame, "grad_norm", ["suboptimality"])
@@ -2368,6 +2396,26 @@ def test_a_table_ranked_by_grad_norm_says_where_a_method_that_is_not_exact_stand
     assert "dgd " + said in to_markdown(shown)
     level = shown.assign(suboptimality=[1e-3 if a == "dgd" else 0.6e-3 for a in shown["algorithm"]])
     assert said not in to_markdown(level) and said in to_markdown(level.drop(columns="suboptimality"))
+    zero = shown.assign(suboptimality=[1e-17 if a == "dgd" else 0.0 for a in shown["algorithm"]])
+    assert said not in to_markdown(zero)  # (both at rounding: helper 178's exact 0 against 1e-17)
+    # the first mean-model column the table has values of, in the order f - f*, grad_norm_mean, distance
+    both_columns = cmp.summary(frame, "grad_norm", ["suboptimality", "grad_norm_mean"])
+    assert "dgd " + said in to_markdown(both_columns)  # (f - f* tells)
+    even = both_columns.assign(grad_norm_mean=[1.0] * len(both_columns))
+    assert "dgd " + said in to_markdown(even)  # (f - f* is read first)
+    assert said not in to_markdown(even.assign(suboptimality=np.nan))  # (f* unknown: grad_norm_mean tells)
+    # the best of several exact methods counts
+    three = pd.concat([shown, shown[shown["algorithm"] == "extra"].assign(algorithm="nids", suboptimality=1e-2)],
+                      ignore_index=True)
+    three.attrs = dict(shown.attrs)
+    three = three.assign(suboptimality=[{"extra": 1e-10, "nids": 1e-2, "dgd": 1e-5}[a] for a in three["algorithm"]])
+    assert "dgd " + said in to_markdown(three)
+    # read back from summary.csv, by the text table too, and not where it ranked another metric
+    shown.to_csv(tmp_path / "shown.csv", index=False)
+    assert "dgd " + said in cmp.format_summary(pd.read_csv(tmp_path / "shown.csv"))
+    other = cmp.summary(frame, "suboptimality", ["grad_norm"]).assign(rank=1, rank_shared=True)  # (as if tied)
+    other.to_csv(tmp_path / "other.csv", index=False)
+    assert said not in to_markdown(pd.read_csv(tmp_path / "other.csv"), ["suboptimality", "grad_norm"])
 
 
 def test_the_tracker_hint_names_the_exact_trackers_largest_scale_not_its_limit():

@@ -984,6 +984,8 @@ def test_a_loss_robust_method_is_never_said_to_be_drained_by_lost_messages():
         assert "node 5's push-sum weight down to 1e-09 (1 where" in str(opt._starved_error(2, 0)), name
         opt._cur[cls.push_sum_weights][5] = 1.0
         assert opt._starved_error(2, 0) is None, name  # (node 7 at a hundredth of its level: not stranded)
+        opt._cur[cls.push_sum_weights][5] = 5e-8  # (above node 7's weight, far below its own level)
+        assert "node 5's push-sum weight down to 5e-08" in str(opt._starved_error(2, 0)), name
     # nor a push-sum method on a network that loses nothing (delays: the mass is on its way), where a lossy one is
     from rowstoch_fast.network import Delayed
 

@@ -85,13 +85,14 @@ def _noisy(net):
 
 
 def _weakest_weight(plan, method, stops):
-    """``(smallest, node, iteration, repetition, level)``: the push-sum weight of a loss-robust push-sum method
+    """``(smallest, node, iteration, repetition, level, began)``: the push-sum weight of a loss-robust push-sum method
     (running sums per link: robust gradient-push) in the evaluation's repetitions, ``stops`` ``{repetition: the last
     iteration it held}`` (a repetition that diverged stopped early), at its first dip below
     :data:`~rowstoch_fast.algorithms._deferred.STRANDED_WEIGHT` times the weight its node settles at where no
     message is lost (the earliest over the repetitions: what a run's growth follows, helper 177, where the deepest
-    dip came after it), the lowest of that dip, at which node, iteration and repetition, and that node's level
-    (``n pi`` of C); else the lowest against its level over the run; None where it cannot be had. The weights evolve
+    dip came after it), the lowest of that dip, at which node, iteration and repetition, that node's level (``n
+    pi`` of C) and the iteration the dip began; else the lowest against its level over the run (``began``: its
+    iteration); None where it cannot be had. The weights evolve
     apart from the models and gradients (a weight is a message of its own, which compression leaves exact), so
     they are replayed on each repetition's own draws of the network (:func:`~rowstoch_fast.network.redrawn`, as
     :func:`_repetitions` runs them) with zero gradients, one replica, on the CPU: a step of the mixing alone per
@@ -135,8 +136,9 @@ def _weakest_weight(plan, method, stops):
                     break
             if dip is not None and (first is None or began < first[0]):
                 first = (began, dip)
-        found = first[1] if first else lowest
-        return None if found is None else found[1:]
+        if first:
+            return (*first[1][1:], first[0])
+        return None if lowest is None else (*lowest[1:], lowest[3])
     except Exception:  # noqa: BLE001 - a diagnosis never fails a comparison
         return None
 

@@ -337,7 +337,8 @@ def status_of(frame, metric, meta, *, lr, lr_source, iterations, tuning=None, co
         diagnosis += f" ({some})"
     if status != "ok":
         hints = (_push_hint(context, diagnosis) + _tracker_hint(context, status, lr_source)
-                 + ("" if meta.get("diverged") or status == "no-progress" and not end > start  # (a rate too
+                 + ("" if meta.get("diverged") or not math.isfinite(start) or status == "no-progress" and not
+                    end > start  # (a metric NaN from its start, helper 178: the metric, not the run; a rate too
                     # small, helper 177: 0.982x its start at lr 1e-5, as without losses)
                     else _stranded_hint(context, diagnosis, frame, metric)))
         return status, diagnosis + _effects_note(context, said=diagnosis + hints) + hints
@@ -375,9 +376,10 @@ def _stranded_hint(context, diagnosis, frame, metric):
     lost in the run's own draws of the network (``context["weakest_weight"]``: a function of ``{repetition: the
     last iteration it held}``, from ``frame``, that replays them:
     :func:`~rowstoch_fast.compare.method._weakest_weight`; the repetitions whose ``metric`` ended above its start,
-    where some did: helper 177's line quoted a repetition that had converged), that weight and what it does; ""
-    else. Helper 174: its runs that grew without a NaN under bursty losses had been
-    told only "this network loses messages"."""
+    where some did: helper 177's line quoted a repetition that had converged) before that repetition's ``metric``
+    first went above its start (a rate too large grows first: helper 178's lr 2, 1.55e16 at iteration 24, the
+    first dip at 31), that weight and what it does; "" else. Helper 174: its runs that grew without a NaN under
+    bursty losses had been told only "this network loses messages"."""
     replay = context.get("weakest_weight")
     if replay is None or "push-sum weight" in diagnosis or "rep" not in frame or not len(frame):
         return ""
@@ -386,17 +388,23 @@ def _stranded_hint(context, diagnosis, frame, metric):
 
     by = frame.sort_values("iteration", kind="stable").groupby("rep")
     stops = {int(r): int(i) for r, i in by["iteration"].max().items()}
-    with np.errstate(invalid="ignore"):
-        ends = by[metric].agg(["first", "last"])
-        failed = [int(r) for r, e in ends.iterrows() if not e["last"] <= e["first"]]  # (NaN: failed)
+    above, failed = {}, []  # (each repetition's first record above its start, where it has one; those that ended
+    for r, part in by:  # above it)
+        values = part[metric].to_numpy(dtype=np.float64)
+        with np.errstate(invalid="ignore"):
+            up = ~(values <= values[0])  # (NaN: above)
+        if up.any():
+            above[int(r)] = int(part["iteration"].iloc[int(np.argmax(up))])
+        if up[-1]:
+            failed.append(int(r))
     stops = {r: i for r, i in stops.items() if r in failed} or stops
     found = replay(stops) if callable(replay) else replay
     if not found:
         return ""
-    smallest, node, iteration, rep, level = found
-    if not smallest < STRANDED_WEIGHT * level:
+    smallest, node, iteration, rep, level, began = found
+    if not smallest < STRANDED_WEIGHT * level or began > above.get(rep, began):
         return ""
-    where = f" of repetition {rep}" if len(stops) > 1 else ""
+    where = f" of repetition {rep}" if len(by) > 1 else ""
     return (f"; node {node}'s push-sum weight fell to {smallest:.3g} by iteration {iteration}{where} ({level:.3g} "
             f"where no message is lost; the run's draws of the network replayed): {STRANDED_WHY}")
 
