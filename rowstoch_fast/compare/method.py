@@ -92,12 +92,11 @@ def _weakest_weight(plan, method, stops):
     message is lost (the earliest over the repetitions: what a run's growth follows, helper 177, where the deepest
     dip came after it), the lowest of that dip, at which node, iteration and repetition, that node's level (``n
     pi`` of C) and the iteration the dip began; else the lowest against its level over the run (``began``: its
-    iteration); None where it cannot be had. The weights evolve
-    apart from the models and gradients (a weight is a message of its own, which compression leaves exact), so
-    they are replayed on each repetition's own draws of the network (:func:`~rowstoch_fast.network.redrawn`, as
-    :func:`_repetitions` runs them) with zero gradients, one replica, on the CPU: a step of the mixing alone per
-    iteration, asked for only where a run failed, for the repetitions in order as far as :data:`_REPLAY_WORK` goes
-    (what was replayed: a weight held by then). Helper 174: robust gradient-push's runs that grew without a NaN
+    iteration); None where it cannot be had. The weights evolve apart from the models and gradients (a weight is a
+    message of its own, which compression leaves exact), so they are replayed on each repetition's own draws of the
+    network (:func:`~rowstoch_fast.network.redrawn`, as :func:`_repetitions` runs them) with zero gradients, one
+    replica, on the CPU: a step of the mixing alone per iteration, asked for only where a run failed, for the
+    repetitions in order as far as :data:`_REPLAY_WORK` goes (what was replayed: a weight held by then). Helper 174: robust gradient-push's runs that grew without a NaN
     under bursty losses had been told only "this network loses messages"."""
     from .._checks import precision_of
     from ..algorithms._deferred import STRANDED_WEIGHT
