@@ -2532,8 +2532,23 @@ def test_runs_the_repetitions_cannot_tell_apart_share_a_rank():
     assert verdict.ranks({"a": np.array([1.0]), "b": np.array([1.1]), "c": np.array([1.0])}) == \
         {"a": (1, True), "c": (1, True), "b": (1, True)}
     assert verdict.ranks({"a": np.array([1.0])}) == {"a": (1, False)}
-    assert verdict.ranks({"a": np.array([1.0]), "b": np.array([1.1, 1.2])})["b"] == (2, False)  # (one has a
-    # spread: the test runs, a spread of 0 for the single run)
+    assert verdict.ranks({"a": np.array([1.0]), "b": np.array([1.5, 1.51])})["b"] == (2, False)  # (one has a
+    # spread: the test runs, a spread of 0 for the single run, Student's t at one degree of freedom: 12.7)
+    assert verdict.ranks({"a": np.array([1.0]), "b": np.array([1.1, 1.2])})["b"] == (1, True)
+    # Welch's test, not a fixed two standard errors (helper 175): two repetitions each 3.1 standard errors apart
+    # (Student's t at 2 degrees of freedom: p = 0.09) tie, as do five each 2.2 apart; five each 2.5 apart do not
+    two = {"a": np.array([1.0, 1.2]), "b": np.array([1.5, 1.8])}
+    assert verdict.ranks(two) == {"a": (1, True), "b": (1, True)}
+    five = np.exp(np.array([-2.0, -1.0, 0.0, 1.0, 2.0]) * 0.1)
+    se = float(np.std(np.log(five), ddof=1) / np.sqrt(5) * np.sqrt(2))  # (of the difference of two such means)
+    assert verdict.ranks({"a": five, "b": five * np.exp(2.2 * se)})["b"] == (1, True)
+    assert verdict.ranks({"a": five, "b": five * np.exp(2.5 * se)})["b"] == (2, False)
+    from rowstoch_fast.report import tie_threshold
+
+    assert tie_threshold(1.0, 1.0, 5, 5) == pytest.approx(2.306, abs=1e-3)  # (8 degrees of freedom)
+    assert tie_threshold(1.0, 1.0, 2, 2) == pytest.approx(4.303, abs=1e-3)
+    assert tie_threshold(0.0, 1.0, 1, 2) == pytest.approx(12.706, abs=1e-3)
+    assert tie_threshold(0.0, 0.0, 3, 3) == pytest.approx(1.960, abs=1e-3)
     # two exact methods converged to rounding (1e-16 and 3e-16 of a start of 1) are equal
     assert verdict.ranks({"x": np.array([1e-16, 2e-16]), "y": np.array([3e-16, 1e-16]),
                           "z": np.array([1.0, 1.0])})["y"] == (1, True)

@@ -21,8 +21,10 @@ Statuses (:data:`STATUSES`):
 
 Only ``ok`` runs are ranked and only they can be bold. Ranks (:func:`ranks`): a method's rank is one plus the
 number of methods that are *distinguishably* better, where two methods are distinguishable when the means of the
-logarithms of their final values over the repetitions differ by more than two standard errors of that
-difference (:data:`TIE_SE`); methods that cannot be told apart share a rank. The test is unpaired on purpose,
+logarithms of their final values over the repetitions differ by more than Welch's two-sided test at
+:data:`TIE_LEVEL` tells (:func:`~rowstoch_fast.report.tie_threshold` standard errors of that difference: Student's t
+at the Welch-Satterthwaite degrees of freedom, 2.31 for five repetitions each, 4.30 for two); methods that cannot
+be told apart share a rank. The test is unpaired on purpose,
 although repetition ``r`` of every method draws the same gradient streams: paired over those streams, methods
 whose final values differ by far less than their spread from repetition to repetition would be told apart (on
 the default 16-node problem DIGing ends 0.037% below DSGD, 3.0 paired standard errors, and Push-Pull 0.024% below
@@ -39,12 +41,13 @@ import warnings
 import numpy as np
 
 from .._checks import as_float_array, check_bool, check_positive_float
-from ..report import TIE_SE, rate_text  # (the rule's threshold, below the harness: the tables' footnotes say it)
+from ..report import TIE_LEVEL, rate_text, tie_threshold  # (the rule, below the harness: the tables' footnotes say
+# it)
 from ..runner import GROWTH_WARNING
 from .tuning import (CLIMB, CONVERGED, NO_PROGRESS, SPREAD, STABILITY_FACTOR, TAIL, UNTUNABLE, climbs, final_estimate,
                      _tail, off_its_minimum, rising, runaway, smoothed, typical_curve)
 
-__all__ = ["STATUSES", "NO_PROGRESS", "TIE_SE", "NEXT_STABLE", "status_of", "ranks", "tuning_failures",
+__all__ = ["STATUSES", "NO_PROGRESS", "TIE_LEVEL", "NEXT_STABLE", "status_of", "ranks", "tuning_failures",
            "hint_outcomes", "next_stable"]
 
 STATUSES = ("ok", "diverged", "no-progress", "unstable", "interrupted")
@@ -734,22 +737,23 @@ def ranks(finals, scale=None, higher_is_better=False, converged=CONVERGED):
     if scale is None:
         scale = max((float(np.max(np.abs(v[np.isfinite(v)]), initial=0.0)) for v in finals.values()), default=0.0)
     floor = max(converged * scale, 1e-300)
-    stats = {}
-    for label in labels:
+    sign = -1.0 if higher_is_better else 1.0
+    mean, se, level, count = (np.zeros(len(labels)) for _ in range(4))
+    for k, label in enumerate(labels):
         raw = np.maximum(np.asarray(finals[label], dtype=np.float64), floor)
         v = np.log(raw)
-        se = float(np.std(v, ddof=1) / math.sqrt(len(v))) if len(v) > 1 else 0.0
-        sign = -1.0 if higher_is_better else 1.0
-        stats[label] = (sign * float(np.mean(v)), se, sign * float(np.mean(raw)))
-
-    def better(a, b):  # a is distinguishably better than b (and by more than rounding: deterministic runs, whose
-        # repetitions do not spread, had ranked float32 methods apart on one rounding step of f(x_bar), 30 above f*)
-        (ma, sa, ra), (mb, sb, rb) = stats[a], stats[b]
-        gap = mb - ma
-        return gap > TIE_SE * math.hypot(sa, sb) and gap > 1e-9 * max(1.0, abs(mb)) and abs(rb - ra) > floor
-
+        se[k] = float(np.std(v, ddof=1) / math.sqrt(len(v))) if len(v) > 1 else 0.0
+        mean[k], level[k], count[k] = sign * float(np.mean(v)), sign * float(np.mean(raw)), len(v)
     if all(np.size(finals[label]) < 2 for label in labels):  # one run each: no spread to tell any two apart
         # (a 1.6% gap from one seed ranked a method 1st, and 3rd on the next seed)
         return {b: (1, len(labels) > 1) for b in labels}
-    rank = {b: 1 + sum(better(a, b) for a in labels if a != b) for b in labels}
-    return {b: (rank[b], any(not better(a, b) and not better(b, a) for a in labels if a != b)) for b in labels}
+    # better[a, b]: a is distinguishably better than b (and by more than rounding: deterministic runs, whose
+    # repetitions do not spread, had ranked float32 methods apart on one rounding step of f(x_bar), 30 above f*)
+    gap = mean[None, :] - mean[:, None]
+    threshold = tie_threshold(se[:, None], se[None, :], count[:, None], count[None, :])
+    better = ((gap > threshold * np.hypot(se[:, None], se[None, :])) & (gap > 1e-9 * np.maximum(1.0, abs(mean)))
+              & (abs(level[None, :] - level[:, None]) > floor))
+    np.fill_diagonal(better, False)
+    apart = better | better.T
+    np.fill_diagonal(apart, True)
+    return {b: (1 + int(better[:, k].sum()), bool((~apart[:, k]).any())) for k, b in enumerate(labels)}
