@@ -725,7 +725,7 @@ def tie_note(one_run, more="two or more"):
         return (f"tied: one repetition tells no method from another ({more} rank them); only runs that ended ok "
                 "are ranked.")
     return ("tied: the repetitions cannot tell it from at least one other method (the means of the logarithms of "
-            f"their final values differ by less than Welch's two-sided {TIE_LEVEL:g} test tells, or their means by "
+            f"their final values differ by less than Welch's two-sided {TIE_LEVEL:.0%} test tells, or their means by "
             "less than rounding, or both converged to rounding); a rank is 1 + the number of methods told better than "
             "it, so a method whose repetitions spread widely can rank above one with a lower mean; only runs that "
             "ended ok are ranked.")

@@ -2532,9 +2532,12 @@ def test_runs_the_repetitions_cannot_tell_apart_share_a_rank():
     assert verdict.ranks({"a": np.array([1.0]), "b": np.array([1.1]), "c": np.array([1.0])}) == \
         {"a": (1, True), "c": (1, True), "b": (1, True)}
     assert verdict.ranks({"a": np.array([1.0])}) == {"a": (1, False)}
-    assert verdict.ranks({"a": np.array([1.0]), "b": np.array([1.5, 1.51])})["b"] == (2, False)  # (one has a
-    # spread: the test runs, a spread of 0 for the single run, Student's t at one degree of freedom: 12.7)
-    assert verdict.ranks({"a": np.array([1.0]), "b": np.array([1.1, 1.2])})["b"] == (1, True)
+    # a single run beside others: it ties with every method (its spread is unknown; helper 179: two single runs were
+    # told apart by any gap beside a method of three), while those with a spread are compared
+    mixed = verdict.ranks({"a": np.array([1.0]), "b": np.array([1.01]), "c": np.array([1.0, 2.0, 3.0]),
+                           "d": np.array([50.0, 51.0, 52.0])})
+    assert mixed == {"a": (1, True), "b": (1, True), "c": (1, True), "d": (2, True)}, mixed
+    assert verdict.ranks({"a": np.array([1.0]), "b": np.array([1.5, 1.51])})["b"] == (1, True)
     # Welch's test, not a fixed two standard errors (helper 175): two repetitions each 3.1 standard errors apart
     # (Student's t at 2 degrees of freedom: p = 0.09) tie, as do five each 2.2 apart; five each 2.5 apart do not
     two = {"a": np.array([1.0, 1.2]), "b": np.array([1.5, 1.8])}

@@ -751,8 +751,10 @@ def ranks(finals, scale=None, higher_is_better=False, converged=CONVERGED):
     # repetitions do not spread, had ranked float32 methods apart on one rounding step of f(x_bar), 30 above f*)
     gap = mean[None, :] - mean[:, None]
     threshold = tie_threshold(se[:, None], se[None, :], count[:, None], count[None, :])
+    spread = count >= 2  # (one repetition tells nothing of its spread: it ties with every method, as where all are
+    # single runs; helper 179: two single runs were told apart by any gap beside a method of three)
     better = ((gap > threshold * np.hypot(se[:, None], se[None, :])) & (gap > 1e-9 * np.maximum(1.0, abs(mean)))
-              & (abs(level[None, :] - level[:, None]) > floor))
+              & (abs(level[None, :] - level[:, None]) > floor) & spread[:, None] & spread[None, :])
     np.fill_diagonal(better, False)
     apart = better | better.T
     np.fill_diagonal(apart, True)
