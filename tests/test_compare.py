@@ -2286,6 +2286,16 @@ def test_a_loss_robust_push_sum_run_that_grew_is_told_of_its_stranded_weight(mon
         assert _weakest_weight(plan, plan.methods[0], {0: 80, 1: 50})[:4] == lowest(net, 600, (80, 50))
         assert _weakest_weight(plan, plan.methods[0], {0: 8, 1: 8})[:4] == lowest(net, 600, (8, 8))
         assert lowest(net, 600, (8, 8))[0] > held[0]  # (later iterations went lower: what the stop leaves out)
+    # a weight that underflows to 0 (0 / 0 at its node): the iteration the engine says it failed at (helper 178)
+    tiny = Lossy(topology.ring(4), 0.9999, seed=0)
+    plan = cmp.make_plan(tiny, LeastSquares.synthetic(4, samples_per_node=4, d=2, seed=1), ["robust-gradient-push"],
+                         1200, lr=0.01, repeats=1)
+    underflow = _weakest_weight(plan, plan.methods[0], {0: 1200})
+    opt = Algorithm(tiny, 1.0, method="robust-gradient-push", backend="cpu").build(np.zeros(2))
+    with pytest.raises(DivergenceError) as failed, np.errstate(all="ignore"):
+        for _ in range(1200):
+            opt.step(np.zeros_like)
+    assert underflow[0] == 0.0 and underflow[2] == failed.value.iteration == 1024
     # weights that stay up (no losses on the links that matter: a complete graph), or compressed messages: nothing
     plan = cmp.make_plan(Lossy(topology.complete(16), 0.1, seed=0), f, ["robust-gradient-push"], 60, lr=0.01,
                          repeats=2)

@@ -96,50 +96,58 @@ def _weakest_weight(plan, method, stops):
     message of its own, which compression leaves exact), so they are replayed on each repetition's own draws of the
     network (:func:`~rowstoch_fast.network.redrawn`, as :func:`_repetitions` runs them) with zero gradients, one
     replica, on the CPU: a step of the mixing alone per iteration, asked for only where a run failed, for the
-    repetitions in order as far as :data:`_REPLAY_WORK` goes (what was replayed: a weight held by then). Helper 174: robust gradient-push's runs that grew without a NaN
-    under bursty losses had been told only "this network loses messages"."""
+    repetitions in order as far as :data:`_REPLAY_WORK` goes (what was replayed: a weight held by then); numerical
+    warnings silenced (a warning made an error would have lost the line). Helper 174: robust gradient-push's runs
+    that grew without a NaN under bursty losses had been told only "this network loses messages"."""
+    try:
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # (weights near 0, models that stay 0: nothing to
+            return _replayed(plan, method, stops)  # warn of, and a warning made an error is none either)
+    except Exception:  # noqa: BLE001 - a diagnosis never fails a comparison
+        return None
+
+
+def _replayed(plan, method, stops):
+    """:func:`_weakest_weight`'s replay itself."""
     from .._checks import precision_of
     from ..algorithms._deferred import STRANDED_WEIGHT
 
     lowest, first = None, None  # ((ratio, weight, node, iteration, repetition, level): the lowest, the first dip's)
-    try:
-        width = int(np.prod(np.shape(plan.objective.x0())[-1:]))
-        left, cost = int(_REPLAY_WORK), _replay_cost(plan.network, width)
-        for r, stop in sorted(stops.items()):
-            stop = min(int(stop), left // cost)  # (the first iterations of a repetition past the bound)
-            if stop <= 0:
+    width = int(np.prod(np.shape(plan.objective.x0())[-1:]))
+    left, cost = int(_REPLAY_WORK), _replay_cost(plan.network, width)
+    for r, stop in sorted(stops.items()):
+        stop = min(int(stop), left // cost)  # (the first iterations of a repetition past the bound)
+        if stop <= 0:
+            break
+        left -= stop * cost
+        algo = method.algorithm(redrawn(plan.network, r), 1.0, "cpu")
+        opt = algo.build(np.zeros(width, dtype=precision_of(algo.A)))  # (the run's width: a compression's k is
+        # checked against it)
+        zero = np.zeros_like  # (the models stay 0: their weights alone move)
+        opt.initialize(zero)
+        dip, began, over = None, None, False  # (this repetition's first dip: its lowest, where it began)
+        for _ in range(int(stop)):
+            try:
+                opt.step(zero)
+            except DivergenceError:  # (a weight that underflowed to 0: 0 / 0, at the node lowest before it)
+                node, _, level = opt.stranded_push_sum_weight()
+                held = (0.0, 0.0, node, opt.iteration + 1, r, level)
+            else:
+                node, smallest, level = opt.stranded_push_sum_weight()  # (the lowest against its own level)
+                held = (smallest / level, smallest, node, opt.iteration, r, level)
+            lowest = held if lowest is None or held[0] < lowest[0] else lowest
+            if not over and held[0] < STRANDED_WEIGHT:
+                began = held[3] if dip is None else began
+                dip = held if dip is None or held[0] < dip[0] else dip
+            elif dip is not None:
+                over = True
+            if held[1] == 0.0:
                 break
-            left -= stop * cost
-            algo = method.algorithm(redrawn(plan.network, r), 1.0, "cpu")
-            opt = algo.build(np.zeros(width, dtype=precision_of(algo.A)))  # (the run's width: a compression's k
-            # is checked against it)
-            zero = np.zeros_like  # (the models stay 0: their weights alone move)
-            opt.initialize(zero)
-            dip, began, over = None, None, False  # (this repetition's first dip: its lowest, where it began)
-            for _ in range(int(stop)):
-                try:
-                    opt.step(zero)
-                except DivergenceError:  # (a weight that underflowed to 0: 0 / 0, at the node lowest before it)
-                    node, _, level = opt.stranded_push_sum_weight()
-                    held = (0.0, 0.0, node, opt.iteration + 1, r, level)
-                else:
-                    node, smallest, level = opt.stranded_push_sum_weight()  # (the lowest against its own level)
-                    held = (smallest / level, smallest, node, opt.iteration, r, level)
-                lowest = held if lowest is None or held[0] < lowest[0] else lowest
-                if not over and held[0] < STRANDED_WEIGHT:
-                    began = held[3] if dip is None else began
-                    dip = held if dip is None or held[0] < dip[0] else dip
-                elif dip is not None:
-                    over = True
-                if held[1] == 0.0:
-                    break
-            if dip is not None and (first is None or began < first[0]):
-                first = (began, dip)
-        if first:
-            return (*first[1][1:], first[0])
-        return None if lowest is None else (*lowest[1:], lowest[3])
-    except Exception:  # noqa: BLE001 - a diagnosis never fails a comparison
-        return None
+        if dip is not None and (first is None or began < first[0]):
+            first = (began, dip)
+    if first:
+        return (*first[1][1:], first[0])
+    return None if lowest is None else (*lowest[1:], lowest[3])
 
 
 def _replay_cost(network, width):
