@@ -4849,13 +4849,18 @@ def test_a_signal_to_the_group_as_the_workers_start_prints_no_traceback(tmp_path
             time.sleep(0.01)
         time.sleep(0.3)  # (the workers' interpreters importing: a traceback each, before)
         os.killpg(proc.pid, sig)
-        _, err = proc.communicate(timeout=hang_limit(120))
+        out, err = proc.communicate(timeout=hang_limit(120))
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
     assert proc.returncode == {signal.SIGINT: 130, signal.SIGTERM: 143}[sig], err
     assert "Traceback" not in err and "lost sys.stderr" not in err, err
-    assert err.startswith("rowstoch: interrupted before any algorithm finished") and err.count("\n") <= 2, err
+    # the comparison's own lines: "interrupted before any algorithm finished", or, where the workers had imported
+    # and begun within the 0.3 s (a fast machine with warm caches: 2026-12-05's CI), the table of what ran, its
+    # runs interrupted; Python's resource tracker may add its own warning of a semaphore the signal left behind
+    ours = [line for line in err.splitlines() if "resource_tracker" not in line and not line.startswith("  warnings.")]
+    assert len(ours) <= 2 and all(line.startswith("rowstoch: ") for line in ours), err
+    assert err.startswith("rowstoch: interrupted before any algorithm finished") or "interrupted" in out, (err, out)
 
 
 def test_a_resume_checks_the_data_and_judges_an_interrupted_run_with_its_tuning(tmp_path, capsys):
