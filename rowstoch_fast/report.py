@@ -778,13 +778,13 @@ def biased_fixed_point(table, metric=None):
     shown = next((m for m in MEAN_MODEL_METRICS if m in table.columns  # (one it has values of: f - f* is NaN
                   and np.isfinite(_pd_numbers(table[m])).any()), None)  # where f* is not known)
     floor = max(float(getattr(table, "attrs", {}).get("rounding", 0.0) or 0.0), ROUNDING)
+    values = _pd_numbers(table[shown]) if shown else np.full(len(table), math.nan)
     sections = {}
-    for r in table.itertuples():
+    for r, value in zip(table.itertuples(), values):
         if _rank(r) != "-":
             exact = getattr(REGISTRY.get(method_of(str(r.algorithm))), "exact", True)
             key = " / ".join(str(getattr(r, g)) for g in groups)
-            value = _number(getattr(r, shown)) if shown else math.nan
-            sections.setdefault(key, []).append((int(r.rank), exact, str(r.algorithm), value))
+            sections.setdefault(key, []).append((int(r.rank), exact, str(r.algorithm), float(value)))
     biased = {}
     for key, ranked in sections.items():
         exact = [(rank, value) for rank, is_exact, _, value in ranked if is_exact]
@@ -819,14 +819,6 @@ def _pd_numbers(column):
     import pandas as pd
 
     return pd.to_numeric(column, errors="coerce").to_numpy(dtype=np.float64)
-
-
-def _number(v):
-    """``v`` as a float (NaN where it is none: a summary read back from its CSV may hold anything)."""
-    try:
-        return float(v)
-    except (TypeError, ValueError):
-        return math.nan
 
 
 def _ranked_metric(table):

@@ -61,9 +61,9 @@ def _context(plan, method):
     if cls.push_sum_weights and cls.per_link_state and out["loses"] and not _noisy(plan.network):  # (noise on
         # the running sums reaches the weights, which may go below 0 for that: not what the replay's line explains)
         out["weakest_weight"] = lambda stops: _weakest_weight(plan, method, stops)
-    if "tracker" in REGISTRY[method.method].hyper:
+    if "tracker" in cls.hyper:
         out["tracker_peak"] = lambda: _tracker_peak(plan.network, method)
-        out["tracks"] = "gradient tracking" in REGISTRY[method.method].family  # (its tracked gradients, not a DGD)
+        out["tracks"] = "gradient tracking" in cls.family  # (its tracked gradients, not a DGD)
     try:
         source, _ = source_of(plan.network)
     except Exception:  # noqa: BLE001 - a diagnosis never fails a comparison
@@ -112,7 +112,8 @@ def _replayed(plan, method, stops):
     from .._checks import precision_of
     from ..algorithms._deferred import STRANDED_WEIGHT
 
-    lowest, first = None, None  # ((ratio, weight, node, iteration, repetition, level): the lowest, the first dip's)
+    lowest, first = None, None  # ((ratio, weight, node, iteration, repetition, level): the lowest; (began, that) of
+    # the earliest dip)
     width = int(np.prod(np.shape(plan.objective.x0())[-1:]))
     left, cost = int(_REPLAY_WORK), _replay_cost(plan.network, width)
     for r, stop in sorted(stops.items()):
@@ -125,26 +126,25 @@ def _replayed(plan, method, stops):
         # checked against it)
         zero = np.zeros_like  # (the models stay 0: their weights alone move)
         opt.initialize(zero)
-        dip, began, over = None, None, False  # (this repetition's first dip: its lowest, where it began)
-        for _ in range(int(stop)):
+        trace = []  # (each step's weight against its level, as in lowest)
+        for _ in range(stop):
             try:
                 opt.step(zero)
             except DivergenceError:  # (a weight that underflowed to 0: 0 / 0, at the node lowest before it)
                 node, _, level = opt.stranded_push_sum_weight()
-                held = (0.0, 0.0, node, opt.iteration + 1, r, level)
-            else:
-                node, smallest, level = opt.stranded_push_sum_weight()  # (the lowest against its own level)
-                held = (smallest / level, smallest, node, opt.iteration, r, level)
-            lowest = held if lowest is None or held[0] < lowest[0] else lowest
-            if not over and held[0] < STRANDED_WEIGHT:
-                began = held[3] if dip is None else began
-                dip = held if dip is None or held[0] < dip[0] else dip
-            elif dip is not None:
-                over = True
-            if held[1] == 0.0:
+                trace.append((0.0, 0.0, node, opt.iteration + 1, r, level))
                 break
-        if dip is not None and (first is None or began < first[0]):
-            first = (began, dip)
+            node, smallest, level = opt.stranded_push_sum_weight()  # (the lowest against its own level)
+            trace.append((smallest / level, smallest, node, opt.iteration, r, level))
+            if smallest == 0.0:
+                break
+        lowest = min([h for h in (lowest,) if h] + trace, key=lambda h: h[0], default=None)
+        low = [k for k, h in enumerate(trace) if h[0] < STRANDED_WEIGHT]
+        if low:  # (the first dip: from its first step below the threshold to the next that is not)
+            end = next((k for k in range(low[0], len(trace)) if not trace[k][0] < STRANDED_WEIGHT), len(trace))
+            began = trace[low[0]][3]
+            if first is None or began < first[0]:
+                first = (began, min(trace[low[0]:end], key=lambda h: h[0]))
     if first:
         return (*first[1][1:], first[0])
     return None if lowest is None else (*lowest[1:], lowest[3])

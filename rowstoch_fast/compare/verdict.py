@@ -339,11 +339,11 @@ def status_of(frame, metric, meta, *, lr, lr_source, iterations, tuning=None, co
     if status == "diverged" and some:
         diagnosis += f" ({some})"
     if status != "ok":
+        grew = not meta.get("diverged") and math.isfinite(start) and (status != "no-progress" or end > start)  # (a
+        # run that failed without a NaN: not a metric NaN from its start, helper 178, the metric and not the run, nor
+        # a rate too small, helper 177's 0.982x its start at lr 1e-5, as without losses)
         hints = (_push_hint(context, diagnosis) + _tracker_hint(context, status, lr_source)
-                 + ("" if meta.get("diverged") or not math.isfinite(start) or status == "no-progress" and not
-                    end > start  # (a metric NaN from its start, helper 178: the metric, not the run; a rate too
-                    # small, helper 177: 0.982x its start at lr 1e-5, as without losses)
-                    else _stranded_hint(context, diagnosis, frame, metric)))
+                 + (_stranded_hint(context, diagnosis, frame, metric) if grew else ""))
         return status, diagnosis + _effects_note(context, said=diagnosis + hints) + hints
     return "ok", ""
 
