@@ -470,11 +470,28 @@ def test_after_a_confirmation_the_rate_is_chosen_among_the_contenders():
     # (a grid of 3 rates: runs of at most 6 replicas, two contenders on 3 streams each; the diverged one runs no
     # more)
     assert stages[0][0] == "grid" and stages[-2:] == [("confirm", [0.5623, 0.3162], 2, 3), ("confirm", [0.3162], 5, 3)]
-    assert lr == 0.3162
-    # every contender unstable on all its streams: the others, as they were judged
-    confirmed[0.3162] = math.inf
+    assert lr == 0.3162 and "retested" not in record
+    # every contender unstable on all its streams: the rate below them runs on the same streams (helper 180: it had
+    # been chosen untried), and is chosen where it stays stable there
+    confirmed[0.3162], confirmed[0.1778] = math.inf, 0.0901
     scores.clear()
+    stages.clear()
+    record = {"replicas": 2, "stages": []}
     assert tuning._tune_stages(stage, scores, arrival, ends, finals, record, tuple(grid), method, None)[0] == 0.1778
+    contenders_streams = [(offset, count) for name, rates, offset, count in stages
+                          if name == "confirm" and 0.3162 in rates]
+    assert [(offset, count) for name, rates, offset, count in stages if rates == [0.1778] and offset] == \
+        contenders_streams  # (the same draws and streams, none other)
+    assert record["retested"] == {"rates": [0.1778], "streams": [[a, a + b] for a, b in contenders_streams],
+                                  "stayed": [0.1778]}
+    # where it fails there too, the draws told no rate from another: the contenders as they were judged before them
+    confirmed[0.1778] = math.inf
+    scores.clear()
+    record = {"replicas": 2, "stages": []}
+    said = []
+    assert tuning._tune_stages(stage, scores, arrival, ends, finals, record, tuple(grid), method, said.append)[0] \
+        == 0.5623
+    assert record["retested"]["stayed"] == [] and "as judged before those draws" in said[-1]
 
 
 def test_the_stability_rule_reads_the_median_of_many_streams():
@@ -567,10 +584,13 @@ def test_a_draw_on_which_every_contender_grows_is_set_aside_once_and_replaced(pr
     assert sum(c[2] for c in confirms[1:]) == tuning.confirm_repeats(record["noise"])  # (as many kept as asked)
     assert "set aside: every contender grew or diverged on that draw" in said[-1]
     json.dumps(cmp.outputs.json_tuning({"dsgd": record}))  # (lr.json holds it)
-    calls.clear()  # every confirmation draw bad: the second is judged (every contender rejected, as before)
+    calls.clear()  # every confirmation draw bad: the second is judged (every contender rejected, as before), and
+    # the rate below them, which stays stable on it, is chosen after it ran there
     monkeypatch.setattr(tuning, "trajectories", fake(set(range(2, 200))))
     lr, record = tuning.tune(A, f, method, 100, "grad_norm_mean", grid=grid)
-    assert len(record["set_aside"]) == 1 and lr not in (0.01, 0.1)
+    assert len(record["set_aside"]) == 1 and lr == 0.001 and record["retested"]["stayed"] == [0.001]
+    judged = [c for c in calls if c[1] > 0 and 0.1 in c[0]][1:]  # (the first: the draw set aside)
+    assert [c[1:] for c in calls if c[0] == (0.001,) and c[1] > 0] == [c[1:] for c in judged]
 
     def one_left(network, objective, method, rates, budget, metric, *, seed, repeats=1, rep_offset=0, **kw):
         iterations, values = fake(set())(network, objective, method, rates, budget, metric, seed=seed,
@@ -1931,6 +1951,25 @@ def test_a_diagnosis_counts_the_repetitions_that_diverged():
     frame.loc[frame["iteration"] == 20, "grad_norm_mean"] = 1e9
     assert "repetitions" not in verdict.status_of(frame, "grad_norm_mean", {}, lr=0.1, lr_source="tuned",
                                                   iterations=20)[1]
+
+
+def test_a_diagnosis_says_which_repetitions_ended_nan():
+    """Helper 180: FROST's three repetitions grew, two of them to NaN from iteration 96; the table showed the third's
+    6.05e204 "(1 run)" and the line "grew 2.65e206x" from it alone, nothing of the other two. The line now says
+    which ended NaN, from when, and that its figures are the others'; where none or all did, nothing."""
+    rows = [(it, rep, 1.0 if it == 0 else (1e9 * it if rep == 0 else (math.nan if it >= 20 else 5.0)))
+            for it in (0, 10, 20, 30) for rep in range(3)]
+    frame = pd.DataFrame(rows, columns=["iteration", "rep", "grad_norm_mean"])
+    status, diagnosis = verdict.status_of(frame, "grad_norm_mean", {}, lr=0.1, lr_source="tuned", iterations=30)
+    assert status == "diverged" and diagnosis.startswith("grad_norm_mean grew 3e+10x"), diagnosis
+    assert diagnosis.endswith("(grad_norm_mean NaN at the end in 2 of 3 repetitions (1, 2), from iteration 20: the "
+                              "figures are the others')"), diagnosis
+    frame.loc[(frame["rep"] == 2) & (frame["iteration"] == 30), "grad_norm_mean"] = 4.0  # (back from NaN: not its end)
+    assert "1 of 3 repetitions (1), from iteration 20" in verdict.status_of(
+        frame, "grad_norm_mean", {}, lr=0.1, lr_source="tuned", iterations=30)[1]
+    frame.loc[frame["iteration"] == 30, "grad_norm_mean"] = math.nan
+    assert "NaN at the end" not in verdict.status_of(frame, "grad_norm_mean", {}, lr=0.1, lr_source="tuned",
+                                                     iterations=30)[1]
 
 
 def test_a_comparison_too_large_is_refused_before_it_runs_with_what_would_shrink_it(monkeypatch):
@@ -5159,7 +5198,10 @@ def test_a_constant_added_to_the_loss_ranks_nothing_on_its_rounding():
             return {**super().describe(), "shift": self.c}
 
     f = LeastSquares.synthetic(10, samples_per_node=8, d=4, seed=6)
-    assert converged_for(f, "suboptimality") == CONVERGED == converged_for(f)  # (abs(f*) small: as before)
+    start = float(f.value_and_gradient_at(np.asarray(f.x0(), dtype=np.float64))[0]) - f.optimum().value
+    size = abs(f.optimum().value)  # (1.50: 1e-12 of the size of f, not of the start, 6.15)
+    assert converged_for(f) == CONVERGED and start > size
+    assert converged_for(f, "suboptimality") * start == pytest.approx(CONVERGED * size)
     g = Shifted(f, 1e6)
     step = np.spacing(1e6 + f.optimum().value)  # (one step of f* + c: the floor's unit, measured near x*)
     assert 3.9 * step / 6.146 <= converged_for(g, "suboptimality") <= 100 * step / 6.146
@@ -5168,6 +5210,40 @@ def test_a_constant_added_to_the_loss_ranks_nothing_on_its_rounding():
                                     progress=False)).set_index("algorithm")
     assert (table.loc[["extra", "diging", "push-pull"], "rank"] == 1).all()
     assert table.loc[["extra", "diging", "push-pull"], "rank_shared"].all() and table.loc["dsgd", "rank"] == 4
+
+
+def test_a_start_far_from_the_optimum_does_not_raise_the_rounding_floor():
+    """Helper 180: from x0 = 300 (f(x0) - f* = 3.98e5, f* = 13.55) the floor 1e-12 of the start (4.0e-7) tied
+    FROST, still falling at 1.1e-10, with methods at 0 and 1.8e-15, "converged to rounding". The suboptimality's
+    floor now scales with the size of f (1e-12 of abs(f*), or its measured rounding), not with the start's
+    distance from x*; from a start below abs(f*) the floor is as before. (A loss whose minimum is about 0, below 1e-6
+    of its start, keeps the start as its size.)"""
+    from rowstoch_fast.compare import tuning as tuning_module
+
+    import numpy as np
+
+    from rowstoch_fast.compare.tuning import CONVERGED, converged_for
+    from rowstoch_fast.objectives import LeastSquares
+
+    n = 24
+    A = topology.erdos_renyi(n, 2 * math.log(n) / n, seed=7)
+    f = LeastSquares.synthetic(n, samples_per_node=20, d=8, heterogeneity=2.0, seed=5)
+    near = converged_for(f, "suboptimality")  # (its start 1.64, below f* = 13.55: the start is the size, as before)
+    f = LeastSquares.synthetic(n, samples_per_node=20, d=8, heterogeneity=2.0, seed=5)
+    f.x0 = lambda seed=42, scale=0.01: np.full(8, 300.0)
+    best = f.optimum().value
+    start = float(f.value_and_gradient_at(np.full(8, 300.0))[0]) - best
+    assert start > 1e5 and near == CONVERGED
+    assert converged_for(f, "suboptimality") * start == pytest.approx(CONVERGED * abs(best))
+    lr = {"pull-diag-gt": 0.0237137, "push-pull": 0.562341, "push-diging": 0.562341, "frost": 0.00421696}
+    table = cmp.summary(cmp.compare(A, f, list(lr), 200, lr=lr, repeats=3, seed=0, progress=False,
+                                    jobs=1)).set_index("algorithm")
+    assert 1e-11 < table.loc["frost", "final"] < 1e-8  # (still falling: told apart from rounding)
+    assert (table.loc[["pull-diag-gt", "push-pull", "push-diging"], "rank"] == 1).all()
+    assert table.loc["frost", "rank"] == 4 and not table.loc["frost", "rank_shared"]
+    zero = LeastSquares.synthetic(n, samples_per_node=20, d=8, heterogeneity=2.0, seed=5)  # (f* about 0: the start)
+    zero.__dict__["_suboptimality_start"] = (start, 1e-20, 1e-7 * start)
+    assert converged_for(zero, "suboptimality") == CONVERGED and tuning_module.SIZE_OF_F == 1e-6
 
 
 def test_the_spread_band_stays_within_the_repetitions_range():

@@ -104,6 +104,10 @@ ROUNDING_STEPS = 100
 #: had tied CHOCO-SGD and DGD at 9e-6 with DIGing at 1.5e-8 and chosen their largest rates, 2.8-47.8x above their
 #: best (helper 138); ten steps still tied CHOCO-SGD at 2.5e-7 with its best, 1.9e-7 (1.31x).
 VALUE_STEPS = 4
+#: The suboptimality's size of f (:func:`converged_for`) is ``abs(f*)`` where that is at least this fraction of the
+#: start and below it, else the start: a loss whose minimum is about 0 (data a model fits exactly) has no size of
+#: its own there, and its start sets the scale, as for the other metrics.
+SIZE_OF_F = 1e-6
 #: Points near x* at which :func:`value_noise` evaluates the loss (one batched pass over the data).
 NOISE_POINTS = 16
 
@@ -139,8 +143,12 @@ def value_noise(objective, best):
 def converged_for(objective, metric=None):
     """The fraction of its start below which a run's ``metric`` on ``objective`` has converged (to rounding): the
     larger of :data:`CONVERGED` and :data:`ROUNDING_STEPS` times the eps of the objective's dtype (float64 where
-    it has none); for the suboptimality, f(x_bar) - f*, the larger of :data:`CONVERGED` and :data:`VALUE_STEPS`
-    times its loss's rounding near f* (:func:`value_noise`) over its start ``f(x0) - f*``.
+    it has none); for the suboptimality, f(x_bar) - f*, the larger of :data:`CONVERGED` times the size of f and
+    :data:`VALUE_STEPS` times its loss's rounding near f* (:func:`value_noise`), over its start ``f(x0) - f*``. The
+    size of f is ``abs(f*)`` where that lies below the start and above :data:`SIZE_OF_F` of it, else the start:
+    not a start far from x* (from a start 3.98e5 above f* = 13.55, 1e-12 of the start, 4.0e-7, had tied FROST,
+    still falling at 1.1e-10, with methods at 0 and 1.8e-15, "converged to rounding": helper 180), and the same
+    fraction in any units of the data (``abs(f*)`` and the start scale alike).
 
     In float32 the exact methods' suboptimality moved between 0 and 1.5e-8 (one rounding step of f(x_bar)):
     "unstable, climbed back 1.7e4x above its lowest level", and ranks given by one step (helper 117). A constant
@@ -163,12 +171,14 @@ def converged_for(objective, metric=None):
             level = VALUE_STEPS * value_noise(objective, best) if best is not None else math.nan
         except Exception:  # noqa: BLE001
             level = ROUNDING_STEPS * eps * max(1.0, abs(float(best.value)))
-        cached = (start, level)
+        cached = (start, level, abs(float(best.value)) if best is not None else math.nan)
         objective.__dict__["_suboptimality_start"] = cached
-    start, level = cached
+    start, level, size = cached
     if not (math.isfinite(start) and start > 0 and math.isfinite(level)):
         return fraction
-    return max(CONVERGED, level / start)
+    if not SIZE_OF_F * start <= size < start:  # (f* near 0, or at least the start: the start is the size)
+        size = start
+    return max(CONVERGED * size, level) / start
 
 
 #: A candidate that ends above this fraction of its start made no progress (the evaluation's ``no-progress``:
@@ -1321,12 +1331,13 @@ def _tune_stages(stage, scores, arrival, ends, finals, record, grid, method, log
         record["noise"] = noise(stable, finals)
         rivals = contenders(stable, finals, arrival, tried=ended, step=_grid_step(grid))
         if len(rivals) > 1:
-            _confirm(stage, rivals, ends, record, grid, set_aside=True)
-            stable = {lr: s for lr, s in scores.items() if math.isfinite(s)}
+            before = dict(stable)
+            judged = _confirm(stage, rivals, ends, record, grid, set_aside=True)
             # the choice among the contenders, each judged on every stream: the others were told apart from the
-            # best on the same two streams, and their scores on two streams are not comparable with these (the
-            # rest only where every contender turned out unstable)
-            stable = {lr: stable[lr] for lr in rivals if lr in stable} or stable
+            # best on the same two streams, and their scores on two streams are not comparable with these (where
+            # every contender turned out unstable, the rates below them on the same draws: :func:`_retested`)
+            stable = ({lr: scores[lr] for lr in rivals if math.isfinite(scores[lr])}
+                      or _retested(stage, scores, before, rivals, judged, record))
     elif record.get("replicas", 1) > 1:
         # no rate stable on two streams that cannot tell: the lowest-ending rates run on more streams, judged on
         # all of them (a noisy good rate can look unstable or without progress on two; and where none is stable
@@ -1347,15 +1358,18 @@ def _tune_stages(stage, scores, arrival, ends, finals, record, grid, method, log
         coarse = {lr for entry in record["stages"] if entry["name"] in ("grid", "search") for lr in entry["scores"]}
         rivals += sorted(lr for lr in stable if lr in coarse and lr not in rivals)
         done = skipped = 0
+        before, judged = dict(stable), []
         while done < DRAW_CONFIRMS:
             alive = [lr for lr in rivals if math.isfinite(scores[lr])]
             if not alive:
                 break
-            kept = stage("confirm", alive, rep_offset=replicas * (1 + done + skipped), replicas=replicas,
-                         may_set_aside=True)
+            offset = replicas * (1 + done + skipped)
+            kept = stage("confirm", alive, rep_offset=offset, replicas=replicas, may_set_aside=True)
             done, skipped = (done + 1, skipped) if kept is not False else (done, skipped + 1)
+            if kept is not False:
+                judged.append((offset, replicas))
         confirmed = {lr: scores[lr] for lr in rivals if math.isfinite(scores[lr])}
-        stable = confirmed or {lr: sc for lr, sc in stable.items() if lr < min(rivals)}  # (smaller rates, untried)
+        stable = confirmed or _retested(stage, scores, before, rivals, judged, record)
     if not stable:
         exc = NoStableRate(f"tune: {method.label} diverged, grew, made no progress or was unstable at every learning "
                            f"rate tried ({min(scores):g} .. {max(scores):g}); give its lr (--lr {method.label}=VALUE)")
@@ -1383,7 +1397,7 @@ def _tune_stages(stage, scores, arrival, ends, finals, record, grid, method, log
     if log is not None:
         log(f"tuned {method.label}: lr = {record['chosen']:g}" + "".join(
             f" (streams {a}..{b - 1} set aside: every contender grew or diverged on that draw)"
-            for a, b in (d["streams"] for d in record.get("set_aside", ()))))
+            for a, b in (d["streams"] for d in record.get("set_aside", ()))) + _retest_note(record.get("retested")))
     return record["chosen"], record
 
 
@@ -1620,19 +1634,54 @@ def _confirm(stage, rivals, ends, record, grid, set_aside=False):
     contender, two or more, grew or diverged is set aside, at most :data:`SET_ASIDE_MAX` of them
     (``record["set_aside"]``: its streams and where each ended), and replaced by one of its own. ``stage`` returns
     False for a draw it set aside."""
-    total, done, skipped = confirm_repeats(record["noise"]), 0, 0
+    total, done, skipped, judged = confirm_repeats(record["noise"]), 0, 0, []
     per = max(1, len(grid) * record["replicas"] // len(rivals))
     while done < total:
         alive = [lr for lr in rivals if math.isfinite(ends.get(lr, math.inf))]
         if not alive:
             break
-        count = min(per, total - done)
-        kept = stage("confirm", alive, rep_offset=record["replicas"] + done + skipped, replicas=count,
-                     may_set_aside=set_aside)
+        count, offset = min(per, total - done), record["replicas"] + done + skipped
+        kept = stage("confirm", alive, rep_offset=offset, replicas=count, may_set_aside=set_aside)
         if kept is False:  # (a draw on which every contender grew or diverged, set aside: one of its own instead)
             skipped += count
         else:
             done += count
+            judged.append((offset, count))
+    return judged
+
+
+def _retest_note(retested):
+    """What the log says of :func:`_retested`'s rates (``record["retested"]``), else ``""``."""
+    if not retested:
+        return ""
+    stayed, rates = retested["stayed"], retested["rates"]
+    return (" (every contender failed on the confirmation's draws; "
+            + (f"{len(stayed)} of the {len(rates)} rates below them stayed stable there)" if stayed else
+               ("so did the rates below them" if rates else "no stable rate lies below them")
+               + ": chosen among the contenders as judged before those draws)"))
+
+
+def _retested(stage, scores, before, rivals, judged, record):
+    """The candidates to choose from where every contender ``rivals`` failed on the confirmation's draws
+    (``judged``: each stage's ``(rep_offset, replicas)``, the draws set aside left out): the stable rates below
+    them (``before``: every candidate's score before the confirmation), :data:`CONFIRM_MAX` at most, largest
+    first, run on the same draws and judged on them with their own streams (a smaller step is what survives a
+    draw that undoes larger ones), those that stayed stable; where none did (or none is below), the draws told no
+    rate from another, and the contenders are chosen among as they were judged before them. Those rates had been
+    chosen from untried (helper 180: robust gradient-push on a bursty lossy, sleepy, delayed ring of 48, whose
+    contenders 0.0075 .. 0.0133 ran off on the second confirmation draw: 0.0056, judged on two streams, was chosen,
+    3.06x above 0.01 over the evaluation's repetitions, and ran off on that draw too). Said in ``record["retested"]``
+    (the rates, the streams, those that stayed; :func:`tune`'s log says it)."""
+    below = sorted((lr for lr, s in before.items() if math.isfinite(s) and lr < min(rivals)), reverse=True)
+    below = below[:CONFIRM_MAX]
+    for offset, count in judged if below else ():
+        alive = [lr for lr in below if math.isfinite(scores[lr])]
+        if not alive:
+            break
+        stage("confirm", alive, rep_offset=offset, replicas=count)
+    stayed = {lr: scores[lr] for lr in below if math.isfinite(scores[lr])}
+    record["retested"] = {"rates": below, "streams": [[a, a + b] for a, b in judged], "stayed": sorted(stayed)}
+    return stayed or {lr: before[lr] for lr in rivals if math.isfinite(before.get(lr, math.inf))}
 
 
 def _failed_on(iterations, values, rates, replicas, converged=CONVERGED):

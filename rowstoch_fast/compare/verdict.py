@@ -338,6 +338,8 @@ def status_of(frame, metric, meta, *, lr, lr_source, iterations, tuning=None, co
                           f"{end / start:.3g}x), not below {NO_PROGRESS:g}x of it")
     if status == "diverged" and some:
         diagnosis += f" ({some})"
+    if status != "ok" and (unread := _nan_repetitions(frame, metric)):
+        diagnosis += f" ({unread})"
     if status != "ok":
         grew = not meta.get("diverged") and math.isfinite(start) and (status != "no-progress" or end > start)  # (a
         # run that failed without a NaN: not a metric NaN from its start, helper 178, the metric and not the run, nor
@@ -667,6 +669,27 @@ def _repetitions_above_start(frame, metric, start):
             f"{found[worst][0] / start:.3g}x its start and {found[worst][2]:.3g}x the median, in repetition {worst} at "
             f"iteration {found[worst][1]}; the median of all ends at {float(np.median(ends)) / start:.3g}x): the "
             f"rate does not hold on every draw")
+
+
+def _nan_repetitions(frame, metric):
+    """``"<metric> NaN at the end in k of m repetitions (r, ...), from iteration i: the figures are the others'"``
+    where some repetitions, not all, end with ``metric`` NaN (the table's mean and the lines' figures skip them), else
+    "". Helper 180: FROST's table showed 6.05e204 "(1 run)" of three, two NaN from iteration 96, and its line
+    "grew 2.65e206x" said nothing of them."""
+    if "rep" not in frame.columns or not len(frame):
+        return ""
+    ordered = frame.sort_values(["rep", "iteration"], kind="stable")
+    ends = ordered.groupby("rep").tail(1).set_index("rep")[metric]  # (each one's last record, NaN or not)
+    gone = np.isnan(ends.to_numpy(dtype=np.float64))
+    if not gone.any() or gone.all():
+        return ""
+    since = []  # (the first record of each one's NaN end)
+    for rep in ends.index[gone]:
+        values = ordered.loc[ordered["rep"] == rep, [metric, "iteration"]]
+        held = np.flatnonzero(~np.isnan(values[metric].to_numpy(dtype=np.float64)))
+        since.append(int(values["iteration"].iloc[held[-1] + 1 if held.size else 0]))
+    return (f"{metric} NaN at the end in {int(gone.sum())} of {len(ends)} repetitions "
+            f"({', '.join(map(str, ends.index[gone]))}), from iteration {min(since)}: the figures are the others'")
 
 
 def _diverged_repetitions(frame, metric, start, iterations):
