@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 
 import numpy as np
 import pytest
@@ -573,6 +574,43 @@ def test_a_compressed_data_file_past_memory_is_refused_before_it_is_decompressed
     err = capsys.readouterr().err
     assert code == 2 and err == (f"rowstoch: error: out of memory: --data-file {str(path)!r} needs about 38.1 MiB "
                                  "of memory but only 4.0 MiB is available\n"), err
+
+
+def test_a_split_that_drops_samples_says_how_many_and_what_became_of_the_labels(tmp_path, capsys):
+    """Helper 180: --split classes:1 on 1,600 samples with 5% positives kept 144, half of them positive (each node cut
+    to the smallest node's size), and nothing said so: the problem solved was another. It is now said on stderr
+    (once); a split that keeps every sample says nothing."""
+    rng = np.random.default_rng(0)
+    H = rng.standard_normal((1600, 4))
+    y = np.where(rng.random(1600) < 0.05, 1.0, -1.0)
+    path = tmp_path / "imbalanced.npz"
+    np.savez(path, H=H, y=y)
+    common = ["run", "--objective", "logistic-l2", "--n", "16", "--iterations", "2", "--no-progress", "--lr", "0.1",
+              "--data-file", str(path), "--out"]
+    assert cli.main([*common, str(tmp_path / "a"), "--split", "classes:1"]) == 0
+    err = capsys.readouterr().err
+    kept = re.search(r"rowstoch: warning: --split classes:1 keeps (\d+) of the 1600 training samples \((\d+) per "
+                     r"node: each node cut to the smallest node's size\); labels -1 9\d% -> \d+%, 1 \d% -> \d+%", err)
+    assert kept and int(kept[1]) == 16 * int(kept[2]) < 400 and err.count("warning") == 1, err
+    assert cli.main([*common, str(tmp_path / "b"), "--split", "iid"]) == 0
+    assert "warning" not in capsys.readouterr().err
+
+
+def test_a_data_file_whose_loss_overflows_at_the_start_is_refused(tmp_path, capsys):
+    """Helper 180: features of 1e200 overflowed the least-squares loss at the start; every method ran, each was
+    reported `diverged` ("not finite from the start") and the command exited 0."""
+    rng = np.random.default_rng(0)
+    path = tmp_path / "huge.npz"
+    np.savez(path, H=rng.standard_normal((32, 3)) * 1e200, y=rng.standard_normal(32))
+    code = cli.main(["compare", "--objective", "least-squares", "--n", "4", "--algorithms", "dsgd", "--lr", "0.1",
+                     "--rounds-budget", "5", "--no-progress", "--data-file", str(path), "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert code == 2 and re.fullmatch(rf"rowstoch: error: --data-file {re.escape(repr(str(path)))}: the loss or its "
+                                      r"gradient at the start is not finite \(loss inf\) in float64: its rows "
+                                      r"overflow \(the largest entry of H is [\d.]+e\+200\); rescale them\n", err), err
+    np.savez(path, H=rng.standard_normal((32, 3)), y=rng.standard_normal(32))
+    assert cli.main(["run", "--objective", "least-squares", "--n", "4", "--iterations", "2", "--no-progress",
+                     "--data-file", str(path), "--out", str(tmp_path / "r")]) == 0
 
 
 def test_repetitions_past_what_memory_can_index_are_named(tmp_path, capsys):

@@ -243,11 +243,26 @@ def _objective_from_args(args, n):
         H, Y = split_samples(f.H, f.Y, n, split, seed=args.data_seed)
     except (ValueError, TypeError) as exc:
         raise UsageError(f"--split {split}: {exc}") from None
+    if len(Y) < len(f.Y) and _launched()[1] == 0:  # (classes:K cuts each node to the smallest's size: helper 180's
+        # 1,600 samples with 5% positives became 144, half of them positive, and nothing said so)
+        print(f"rowstoch: warning: --split {split} keeps {len(Y)} of the {len(f.Y)} training samples ({len(Y) // n} "
+              "per node: each node cut to the smallest node's size)" + _classes_kept(f.Y, Y), file=sys.stderr)
     again = type(f)(H, Y, n, batch=_batch_for(args, len(Y) // n, f"after --split {split}"), dtype=f.dtype,
                     test_data=f.test_data, **f._regulariser())
     if hasattr(f, "x_opt"):
         again.x_opt = f.x_opt
     return again
+
+
+def _classes_kept(before, after):
+    """``"; labels ..."``: each label's share of the samples before and after a split that dropped some, where it
+    changed by more than a percent point, else ""."""
+    labels = np.unique(before)
+    old = [float(np.mean(before == c)) for c in labels]
+    new = [float(np.mean(after == c)) for c in labels]
+    if max(abs(a - b) for a, b in zip(old, new)) <= 0.01 or len(labels) > 10:
+        return ""
+    return "; labels " + ", ".join(f"{c:g} {a:.0%} -> {b:.0%}" for c, a, b in zip(labels, old, new))
 
 
 #: ``--batch``'s default: the mini-batch per node and gradient of the logistic objectives.
@@ -288,12 +303,14 @@ def _objective_of(args, n):
             if args.objective != "least-squares" else None
         try:  # (the file's arrays refused by the objective: "H must be finite" named no option)
             if args.objective == "least-squares":
-                return LeastSquares(H, y, n)
-            if args.objective == "logistic-l2":
-                return LogisticL2(H, y, n, lam=args.lam, batch=batch, dtype=dtype)
-            return NonconvexLogistic(H, y, n, rho=args.rho, batch=batch, dtype=dtype)
+                f = LeastSquares(H, y, n)
+            elif args.objective == "logistic-l2":
+                f = LogisticL2(H, y, n, lam=args.lam, batch=batch, dtype=dtype)
+            else:
+                f = NonconvexLogistic(H, y, n, rho=args.rho, batch=batch, dtype=dtype)
         except (ValueError, TypeError) as exc:
             raise UsageError(f"--data-file {args.data_file!r}: {exc}") from None
+        return _finite_at_start(f, args.data_file, H)
     test = getattr(args, "test_samples", 0) or 0  # (held-out samples of the synthetic law)
     if args.objective.startswith("logistic"):
         total, batch = _fitted_size(args, n)
@@ -309,6 +326,20 @@ def _objective_of(args, n):
         return LeastSquares.synthetic(n, samples_per_node=args.samples_per_node, d=args.d,
                                       heterogeneity=args.heterogeneity, seed=args.data_seed, test_samples=test)
     return Quadratic.random(n, args.d, seed=args.data_seed, sigma=args.sigma, dtype=dtype)
+
+
+def _finite_at_start(f, path, H):
+    """``f``, where its loss and gradient at its start are finite; else a UsageError naming the data file (helper
+    180: features of 1e200 overflowed the loss at the start, and every method ran and was reported `diverged`,
+    "not finite from the start", exit 0)."""
+    with np.errstate(all="ignore"):
+        value, grad = f.value_and_gradient_at(np.asarray(f.x0(), dtype=np.float64))
+        finite = bool(np.isfinite(value)) and bool(np.isfinite(np.asarray(grad)).all())
+    if not finite:
+        raise UsageError(f"--data-file {path!r}: the loss or its gradient at the start is not finite (loss {value:g}) "
+                         f"in {np.dtype(f.dtype).name}: its rows overflow (the largest entry of H is "
+                         f"{float(np.max(np.abs(H))):.3g}); rescale them")
+    return f
 
 
 def _metrics_module(args):
