@@ -483,7 +483,7 @@ def test_after_a_confirmation_the_rate_is_chosen_among_the_contenders():
     assert [(offset, count) for name, rates, offset, count in stages if rates == [0.1778] and offset] == \
         contenders_streams  # (the same draws and streams, none other)
     assert record["retested"] == {"rates": [0.1778], "streams": [[a, a + b] for a, b in contenders_streams],
-                                  "stayed": [0.1778]}
+                                  "stayed": [0.1778], "untold": True}
     # where it fails there too, the draws told no rate from another: the contenders as they were judged before them
     confirmed[0.1778] = math.inf
     scores.clear()
@@ -492,6 +492,42 @@ def test_after_a_confirmation_the_rate_is_chosen_among_the_contenders():
     assert tuning._tune_stages(stage, scores, arrival, ends, finals, record, tuple(grid), method, said.append)[0] \
         == 0.5623
     assert record["retested"]["stayed"] == [] and "as judged before those draws" in said[-1]
+
+
+def test_on_the_draws_of_a_lossy_network_a_rate_below_the_contenders_runs_there_before_it_is_chosen():
+    """The draws' confirmation (exact gradients, a network that draws its links): where every contender failed on its
+    draws, a stable rate below them had been chosen untried; it now runs on the same draws first, and where it fails
+    there too no rate is stable (NoStableRate, as where nothing lies below them)."""
+    grid = {0.01: 0.5, 0.1: 0.01, 1.0: math.inf}
+    fine = {0.0031: 0.6}  # (a rate below the grid's stable ones, from a stage of its own here)
+    failing = {0.01, 0.1, 0.0031}
+    stages = []
+
+    def run(fails_below):
+        scores, ends, arrival, finals = {}, {}, {}, {}
+
+        def stage(name, rates, rep_offset=0, replicas=1, may_set_aside=False):
+            stages.append((name, list(rates), rep_offset))
+            for lr in rates:
+                bad = name == "confirm" and rep_offset == 2 and lr in failing and (lr != 0.0031 or fails_below)
+                score = math.inf if bad else {**grid, **fine}.get(lr, math.inf)
+                scores[lr] = ends[lr] = score
+                finals[lr] = [score]
+            if name == "grid":
+                stage("search", list(fine))
+            return True
+
+        method = cmp.make_plan(topology.exponential(4), Quadratic.random(4, d=2, seed=0), "dsgd", 10).methods[0]
+        record = {"replicas": 1, "stages": []}
+        return tuning._tune_stages(stage, scores, arrival, ends, finals, record, tuple(grid), method, None,
+                                   redraws=True, exact=False)
+
+    lr, record = run(False)
+    assert lr == 0.0031 and record["retested"]["stayed"] == [0.0031] and not record["retested"]["untold"]
+    assert ("confirm", [0.0031], 2) in stages  # (on the draw that failed the others)
+    with pytest.raises(tuning.NoStableRate) as info:
+        run(True)
+    assert info.value.record["retested"]["stayed"] == []
 
 
 def test_the_stability_rule_reads_the_median_of_many_streams():

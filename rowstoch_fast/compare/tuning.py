@@ -1369,7 +1369,7 @@ def _tune_stages(stage, scores, arrival, ends, finals, record, grid, method, log
             if kept is not False:
                 judged.append((offset, replicas))
         confirmed = {lr: scores[lr] for lr in rivals if math.isfinite(scores[lr])}
-        stable = confirmed or _retested(stage, scores, before, rivals, judged, record)
+        stable = confirmed or _retested(stage, scores, before, rivals, judged, record, untold=False)
     if not stable:
         exc = NoStableRate(f"tune: {method.label} diverged, grew, made no progress or was unstable at every learning "
                            f"rate tried ({min(scores):g} .. {max(scores):g}); give its lr (--lr {method.label}=VALUE)")
@@ -1652,7 +1652,7 @@ def _confirm(stage, rivals, ends, record, grid, set_aside=False):
 
 def _retest_note(retested):
     """What the log says of :func:`_retested`'s rates (``record["retested"]``), else ``""``."""
-    if not retested:
+    if not retested or not retested.get("untold", True) and not retested["stayed"]:
         return ""
     stayed, rates = retested["stayed"], retested["rates"]
     return (" (every contender failed on the confirmation's draws; "
@@ -1661,13 +1661,16 @@ def _retest_note(retested):
                + ": chosen among the contenders as judged before those draws)"))
 
 
-def _retested(stage, scores, before, rivals, judged, record):
+def _retested(stage, scores, before, rivals, judged, record, untold=True):
     """The candidates to choose from where every contender ``rivals`` failed on the confirmation's draws
     (``judged``: each stage's ``(rep_offset, replicas)``, the draws set aside left out): the stable rates below
     them (``before``: every candidate's score before the confirmation), :data:`CONFIRM_MAX` at most, largest
     first, run on the same draws and judged on them with their own streams (a smaller step is what survives a
-    draw that undoes larger ones), those that stayed stable; where none did (or none is below), the draws told no
-    rate from another, and the contenders are chosen among as they were judged before them. Those rates had been
+    draw that undoes larger ones), those that stayed stable; where none did (or none is below), with ``untold``
+    the draws told no rate from another, and the contenders are chosen among as they were judged before them
+    (a confirmation's own streams: the contenders had passed the grid's), without it none (the draws' confirmation,
+    where every stable rate of the grid was a contender and a rate failed on any of six draws: as before, no rate
+    is stable, :class:`NoStableRate`). Those rates had been
     chosen from untried (helper 180: robust gradient-push on a bursty lossy, sleepy, delayed ring of 48, whose
     contenders 0.0075 .. 0.0133 ran off on the second confirmation draw: 0.0056, judged on two streams, was chosen,
     3.06x above 0.01 over the evaluation's repetitions, and ran off on that draw too). Said in ``record["retested"]``
@@ -1680,8 +1683,11 @@ def _retested(stage, scores, before, rivals, judged, record):
             break
         stage("confirm", alive, rep_offset=offset, replicas=count)
     stayed = {lr: scores[lr] for lr in below if math.isfinite(scores[lr])}
-    record["retested"] = {"rates": below, "streams": [[a, a + b] for a, b in judged], "stayed": sorted(stayed)}
-    return stayed or {lr: before[lr] for lr in rivals if math.isfinite(before.get(lr, math.inf))}
+    record["retested"] = {"rates": below, "streams": [[a, a + b] for a, b in judged], "stayed": sorted(stayed),
+                          "untold": untold}
+    if stayed or not untold:
+        return stayed
+    return {lr: before[lr] for lr in rivals if math.isfinite(before.get(lr, math.inf))}
 
 
 def _failed_on(iterations, values, rates, replicas, converged=CONVERGED):
