@@ -152,8 +152,9 @@ def _number(v):
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
-def load(path):
-    """The settings of an experiment file, checked.
+def load(path, named_elsewhere=False):
+    """The settings of an experiment file, checked (a file that names no algorithm refused, unless
+    ``named_elsewhere``: the command line's ``--algorithms`` names them).
 
     Returns
     -------
@@ -256,9 +257,9 @@ def load(path):
         from .algorithms import labels
 
         algorithms = {**{label: {} for label in labels(ALGORITHM_SETS[chosen])}, **algorithms}
-    if not algorithms:
+    if not algorithms and not named_elsewhere:
         raise ConfigError(f"{name}: no [algorithms.NAME] table and no [run] algorithms: name the algorithms to "
-                          f"compare")
+                          f"compare (there, or with --algorithms)")
     if "metric" in options:
         options["metric"] = ",".join(options["metric"])
     if "format" in options:

@@ -4154,6 +4154,38 @@ def test_a_bad_experiment_file_is_one_line_naming_the_key_and_writes_nothing(tmp
     assert not (tmp_path / "out").exists()
 
 
+def test_an_experiment_file_without_algorithms_takes_the_command_line_s(tmp_path):
+    """Helper 181: a file that names no algorithm was refused even with --algorithms on the command line, whose
+    options win over the file's; without either it is still refused, and the message names both ways."""
+    cfg = tmp_path / "exp.toml"
+    cfg.write_text(EXPERIMENT.split("[algorithms.dsgd]")[0].replace('formats = ["png", "svg"]', "formats = []"))
+    rc, out, err = rowstoch_here("compare", "--config", cfg, "--algorithms", "dsgd,push-pull", "--lr", "0.1",
+                                 "--out", tmp_path / "out", "--no-progress")
+    assert rc == 0, err
+    table = pd.read_csv(tmp_path / "out" / "summary.csv")
+    assert list(table["algorithm"]) == ["dsgd", "push-pull"] and (table["iterations"] == 60).all()
+    rc, _, err = rowstoch_here("compare", "--config", cfg, "--out", tmp_path / "again", "--no-progress")
+    assert_one_line_error(rc, err, "no [algorithms.NAME] table and no [run] algorithms: name the algorithms to "
+                                   "compare (there, or with --algorithms)")
+
+
+def test_a_refusal_after_an_option_turned_off_says_to_drop_that_flag(tmp_path):
+    """Helper 181: a file's undirected = true, turned off by --no-undirected beside --weights metropolis, was
+    refused with "(add [network] undirected)", a key the file has; the flag that turned it off is named now."""
+    cfg = tmp_path / "exp.toml"
+    cfg.write_text(EXPERIMENT)
+    rc, _, err = rowstoch_here("compare", "--config", cfg, "--no-undirected", "--out", tmp_path / "out",
+                               "--no-progress")
+    assert_one_line_error(rc, err, "needs an undirected graph: 7 sends to 0 but 0 does not send to 7 (drop "
+                                   "--no-undirected)")
+    rc, _, err = rowstoch_here("compare", "--topology", "ring", "--n", "8", "--no-undirected", "--weights",
+                               "metropolis", "--out", tmp_path / "out", "--no-progress")
+    assert_one_line_error(rc, err, "(drop --no-undirected)")
+    cfg.write_text(EXPERIMENT.replace("undirected = true\n", ""))  # (a key the file left out: as before)
+    rc, _, err = rowstoch_here("compare", "--config", cfg, "--out", tmp_path / "out", "--no-progress")
+    assert_one_line_error(rc, err, "(add [network] undirected)")
+
+
 def test_an_experiment_file_with_a_byte_order_mark_runs_and_a_batch_above_the_data_file_s_is_refused(tmp_path):
     """A TOML file saved with a byte-order mark was "not valid TOML (line 1, column 1)"; ``batch = 20`` over a
     data file of 10 rows per node ran at 10, unsaid (the default, 200, still adapts to the file)."""

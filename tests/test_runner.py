@@ -1155,12 +1155,14 @@ class _BarrierAtTheStart:
         return SqrtBarrier()
 
 
-def test_a_gradient_that_is_not_finite_at_the_start_is_a_diverged_run_with_its_history(tmp_path, capsys):
+def test_a_gradient_that_is_not_finite_at_the_start_is_a_diverged_run_with_its_history(tmp_path, capsys,
+                                                                                        monkeypatch):
     """A user's trial (helper 112): a gradient that is NaN or Inf at x0 raised its DivergenceError in the run's
     set-up, without the ``history`` every DivergenceError of a run carries: compare() then failed with an
     AttributeError (a traceback, every method lost), and ``rowstoch run`` exited 3 printing nothing, its --out
-    empty. The error now carries the start's record of each repetition (metrics NaN), compare() marks the method
-    diverged and goes on, and ``rowstoch run`` says so and writes its files."""
+    empty. The error now carries the start's record of each repetition (metrics NaN) and compare() marks the method
+    diverged and goes on. (The command line's data file that overflowed there is now refused before anything
+    runs, exit 2: helper 180.)"""
     import warnings
 
     from rowstoch_fast import DivergenceError, compare as cmp
@@ -1179,6 +1181,13 @@ def test_a_gradient_that_is_not_finite_at_the_start_is_a_diverged_run_with_its_h
     rng = np.random.default_rng(0)
     np.savez(data, H=rng.standard_normal((32, 3)) * 1e200, y=np.where(rng.random(32) < 0.5, -1.0, 1.0))
     out = tmp_path / "o"
+    code = cli.main(["run", "--n", "8", "--objective", "least-squares", "--data-file", str(data), "--iterations",
+                     "20", "--lr", "0.01", "--out", str(out), "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 2 and "the loss or its gradient at the start is not finite" in err and not out.exists(), err
+    from rowstoch_fast.cli import _common  # (a run that diverges at its start all the same says so, writes its files)
+
+    monkeypatch.setattr(_common, "_finite_at_start", lambda f, path, H: f)
     code = cli.main(["run", "--n", "8", "--objective", "least-squares", "--data-file", str(data), "--iterations",
                      "20", "--lr", "0.01", "--out", str(out), "--no-progress"])
     err = capsys.readouterr().err

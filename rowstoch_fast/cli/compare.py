@@ -511,7 +511,7 @@ def _read_experiment_file(args):
             raise UsageError(f"--preset {args.preset} runs the paper's four 16-node graphs; drop {', '.join(network)}")
     path = config.preset_path(args.preset) if args.preset else args.config
     try:
-        options, algorithms, _ = config.load(path)
+        options, algorithms, _ = config.load(path, named_elsewhere="--algorithms" in args.given)
     except config.ConfigError as exc:
         raise UsageError(str(exc)) from None
     args.config_file = os.path.abspath(path)
@@ -522,8 +522,10 @@ def _read_experiment_file(args):
     def flag_of(dest):
         return _FILE_OPTIONS.get(dest) or flags.get(dest) or "--" + dest.replace("_", "-")
 
-    written = set(args.given)  # (the options on the command line: named as flags in a refusal; every other option
-    # the file could set by its key)
+    written = set(args.given) | {"--" + o[len("--no-"):] for o in args.given if o.startswith("--no-")}  # (the
+    # options on the command line, --no-X writing --X: named as flags in a refusal; every other option the file
+    # could set by its key; helper 181: a file's undirected = true turned off by --no-undirected was refused with
+    # "add [network] undirected")
     args.file_spelling = {flag_of(dest): name for dest, name in where.items() if flag_of(dest) not in written}
     for dest, value in options.items():
         option = flag_of(dest)
@@ -562,8 +564,12 @@ def _as_in_the_file(args, exc):
     ``[communication]`` table set (not written on the command line), ``FILE: [communication] ...`` with each layer
     option it names spelled as its key (as declared: ``Option.key``), those written on the command line as their
     flags; where it names an option of another table, ``FILE: ...`` with that option as ``[table] key``; else
-    ``exc`` itself."""
+    ``exc`` itself. An "add --X" where ``--no-X`` was written (with or without a file) is "drop --no-X"."""
     text = str(exc)
+    undone = re.sub(r"\badd (--([a-z][\w-]*))", lambda m: f"drop --no-{m.group(2)}" if f"--no-{m.group(2)}" in args.given
+                    else m.group(0), text)  # (an option turned off on the command line, a file's key or not: helper
+    if undone != text and not isinstance(exc, RanksDiffer):  # 181's "add [network] undirected" to a file that has
+        return UsageError(undone)  # it, after --no-undirected)
     if (getattr(args, "file_name", None) is None or text.startswith(f"{args.file_name}:")
             or isinstance(exc, RanksDiffer)):  # (the ranks' commands, each as written: not the file's words)
         return exc

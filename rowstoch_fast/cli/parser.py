@@ -161,7 +161,8 @@ def make_parser():
         description="Decentralized optimization over row-stochastic (directed) networks: Pull-Diag, Pull-Diag-GT "
                     "and MG-Pull-Diag-GT on fast kernels.",
         epilog="Threads: the kernels use OMP_NUM_THREADS threads (default: all cores). Exit status: 0 done, "
-               "2 bad arguments or input, 3 diverged, 130 interrupted.")
+               "2 bad arguments or input, 3 diverged, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM); an "
+               "interrupted or terminated comparison keeps what finished (--resume).")
     p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     common = [_output_options()]
@@ -265,7 +266,8 @@ def make_parser():
                           "where the objective knows f*, else grad_norm_mean, then consensus_error); the first is "
                           "tuned on and ranked (one that falls to 0: not loss, consensus_error or a test metric); "
                           "any of " + ", ".join(("suboptimality", "distance", "consensus_error", "grad_norm_mean",
-                                                 "grad_norm", "loss", "test_loss", "test_accuracy", "test_mse"))
+                                                 "grad_norm", "grad_norm_centroid", "loss", "test_loss",
+                                                 "test_accuracy", "test_mse"))
                           + ", a statistic over the nodes node_<mean|std|min|max|median>_<quantity> (quantities: "
                           "local_loss, suboptimality, distance, test_loss, test_accuracy, test_mse), an oracle-call "
                           "counter (gradient_calls, sample_gradient_calls, prox_calls, local_prox_calls: per node), "
