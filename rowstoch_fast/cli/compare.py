@@ -566,10 +566,19 @@ def _as_in_the_file(args, exc):
     flags; where it names an option of another table, ``FILE: ...`` with that option as ``[table] key``; else
     ``exc`` itself. An "add --X" where ``--no-X`` was written (with or without a file) is "drop --no-X"."""
     text = str(exc)
-    undone = re.sub(r"\badd (--([a-z][\w-]*))", lambda m: f"drop --no-{m.group(2)}" if f"--no-{m.group(2)}" in args.given
-                    else m.group(0), text)  # (an option turned off on the command line, a file's key or not: helper
-    if undone != text and not isinstance(exc, RanksDiffer):  # 181's "add [network] undirected" to a file that has
-        return UsageError(undone)  # it, after --no-undirected)
+    dropped = set()  # (an option turned off on the command line, a file's key or not: helper 181's "add [network]
+    # undirected" to a file that has it, after --no-undirected; the rest still in the file's words, helper 183)
+
+    def drop(m):
+        off = f"--no-{m.group(2)}"
+        if off not in args.given:
+            return m.group(0)
+        dropped.add(off)
+        return f"drop {off}"
+
+    undone = re.sub(r"\badd (--([a-z][\w-]*))", drop, text)
+    if dropped and not isinstance(exc, RanksDiffer):
+        exc, text = UsageError(undone), undone
     if (getattr(args, "file_name", None) is None or text.startswith(f"{args.file_name}:")
             or isinstance(exc, RanksDiffer)):  # (the ranks' commands, each as written: not the file's words)
         return exc
@@ -578,7 +587,7 @@ def _as_in_the_file(args, exc):
         body = re.sub(r"\b(\w+)=('[^']*')", r"\1 = \2", hyper.group(2))  # (its key as written: tracker = 'perron')
         return UsageError(f"{args.file_name}: [algorithms.{hyper.group(1)}] {body}")
     flag = r"(?<![\w-])--[a-z][\w-]*(?![\w-])"
-    named = re.findall(flag, text)
+    named = [m for m in re.findall(flag, text) if m not in dropped]
     taken = getattr(args, "file_communication", {})
     if any(m in taken for m in named):  # a layer's option: its key as declared, those on the command line as flags
         written = args.given - set(taken)

@@ -314,9 +314,11 @@ def status_of(frame, metric, meta, *, lr, lr_source, iterations, tuning=None, co
                 diagnosis += "; the smallest rate tried: the budget may be too short for this method"
         elif above := _repetitions_above_start(frame, metric, start):
             status, diagnosis = "unstable", f"{above} {at}"
+    unread = _nan_repetitions(frame, metric)
     if some and status != "diverged":  # (a repetition past a thousandfold its start, the mean not: one draw that
         # undid the rate; frost's 1,161x in 1 of 4 repetitions read "no-progress, ended at 443x its start")
-        status, diagnosis = "diverged", f"{metric} grew past {GROWTH_WARNING:g}x its start {at}"
+        status, diagnosis = "diverged", (f"{metric} ended NaN in some repetitions {at}" if unread else
+                                         f"{metric} grew past {GROWTH_WARNING:g}x its start {at}")
     if lr_source == UNTUNABLE:  # the tuner's finding first, then what the run shown did
         grid = [lr for stage in (tuning or {}).get("stages", ()) for lr in stage["scores"]]
         tried = f"{_fmt(min(grid))}..{_fmt(max(grid))}" if grid else "the grid"
@@ -336,10 +338,8 @@ def status_of(frame, metric, meta, *, lr, lr_source, iterations, tuning=None, co
             status = "no-progress"
             diagnosis += (f"; its records' level at the end is {level / start:.3g}x its start (the last record "
                           f"{end / start:.3g}x), not below {NO_PROGRESS:g}x of it")
-    if status == "diverged" and some:
-        diagnosis += f" ({some})"
-    if status != "ok" and (unread := _nan_repetitions(frame, metric)):
-        diagnosis += f" ({unread})"
+    if status != "ok" and (some or unread):
+        diagnosis += f" ({'; '.join(part for part in (some, unread) if part)})"
     if status != "ok":
         grew = not meta.get("diverged") and math.isfinite(start) and (status != "no-progress" or end > start)  # (a
         # run that failed without a NaN: not a metric NaN from its start, helper 178, the metric and not the run, nor
@@ -688,8 +688,14 @@ def _nan_repetitions(frame, metric):
         values = ordered.loc[ordered["rep"] == rep, [metric, "iteration"]]
         held = np.flatnonzero(~np.isnan(values[metric].to_numpy(dtype=np.float64)))
         since.append(int(values["iteration"].iloc[held[-1] + 1 if held.size else 0]))
-    return (f"{metric} NaN at the end in {int(gone.sum())} of {len(ends)} repetitions "
-            f"({', '.join(map(str, ends.index[gone]))}), from iteration {min(since)}: the figures are the others'")
+    return (f"{metric} NaN at the end in {int(gone.sum())} of {len(ends)} repetitions ({_some(ends.index[gone])}), "
+            f"from iteration {min(since)}: the figures are the others'")
+
+
+def _some(reps, most=10):
+    """The repetitions ``reps`` as a line names them: the first ``most`` and how many more."""
+    reps = [str(r) for r in reps]
+    return ", ".join(reps[:most]) + (f" and {len(reps) - most} more" if len(reps) > most else "")
 
 
 def _diverged_repetitions(frame, metric, start, iterations):
@@ -699,7 +705,9 @@ def _diverged_repetitions(frame, metric, start, iterations):
     else ""; and the first iteration a repetition stopped at before the budget (None where none did)."""
     if "rep" not in frame.columns or not len(frame):
         return "", None
-    ends = frame.sort_values("iteration", kind="stable").groupby("rep")[[metric, "iteration"]].last()
+    ends = frame.sort_values(["rep", "iteration"], kind="stable").groupby("rep").tail(1).set_index("rep")[
+        [metric, "iteration"]]  # (each one's last record: groupby's last() skips NaN, and a repetition that ended
+    # NaN had counted as one that did not diverge: helper 183)
     stopped = ends["iteration"].to_numpy() < iterations
     with np.errstate(invalid="ignore", over="ignore"):
         values = ends[metric].to_numpy(float)
@@ -709,7 +717,7 @@ def _diverged_repetitions(frame, metric, start, iterations):
     short = int(ends["iteration"][stopped].min()) if stopped.any() else None
     if not bad.any() or bad.all():
         return "", short
-    return f"in {int(bad.sum())} of {len(ends)} repetitions: {', '.join(str(r) for r in ends.index[bad])}", short
+    return f"in {int(bad.sum())} of {len(ends)} repetitions: {_some(ends.index[bad])}", short
 
 
 def ranks(finals, scale=None, higher_is_better=False, converged=CONVERGED):
