@@ -35,7 +35,8 @@ def slowness():
 def sigint_as_usual():
     """``preexec_fn`` of a child process a test interrupts with SIGINT: Python's KeyboardInterrupt in it even where
     this run inherited SIGINT ignored (a job a non-interactive shell started in the background: Python then leaves
-    SIGINT ignored in every child, and a test waiting for the child to stop waits for ever). POSIX only."""
+    SIGINT ignored in every child, and a test waiting for the child to stop waits for ever; :func:`pytest_configure`
+    now restores it in the tests' own processes, whose children then start as usual too). POSIX only."""
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_DFL)
@@ -75,6 +76,12 @@ def pytest_configure(config):
     if os.environ.get("PYTEST_XDIST_WORKER"):
         os.environ.setdefault("ROWSTOCH_JOBS", "1")
     os.environ.setdefault("ROWSTOCH_FORMAT", "none")
+    import signal
+
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:  # (a run a non-interactive shell started in the background
+        # inherits SIGINT ignored, and Python then keeps it so: the tests that send themselves a SIGINT and wait for
+        # its KeyboardInterrupt failed there, three of them in a fresh-clone CI started with `&`; as a terminal's)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_runtest_setup(item):
