@@ -27,6 +27,7 @@ import numpy as np
 
 from rowstoch_fast import MixingMatrix, topology
 from rowstoch_fast import compare as cmp
+from rowstoch_fast.compare.tuning import converged_for
 from rowstoch_fast.network import Compressed, Lossy
 from rowstoch_fast.objectives import LeastSquares, LogisticL2, NonconvexLogistic
 
@@ -109,9 +110,9 @@ def check(name, A, f, budget, algorithms, repeats, log, done=None):
             ok = {g: v for g, v in finals.items() if np.isfinite(v)}
             best = min(ok, key=ok.get) if ok else None
             got = float(table.loc[label, "final"])
-            # values converged to rounding (below 1e-12 of the start, as the harness counts them) are equal
+            # values converged to rounding (as the harness counts them: compare.tuning.converged_for) are equal
             start = float(tuned.loc[(tuned["algorithm"] == label) & (tuned["iteration"] == 0), metric].mean())
-            floor = cmp.CONVERGED * abs(start)
+            floor = converged_for(f, metric) * abs(start)
             if best is None:  # no rate of the grid ends finite: the tuned run must not claim to be ok
                 ratio = 1.0 if table.loc[label, "status"] != "ok" else float("inf")
             else:
