@@ -613,6 +613,16 @@ def test_a_data_file_whose_loss_overflows_at_the_start_is_refused(tmp_path, caps
                      "--data-file", str(path), "--out", str(tmp_path / "r")]) == 0
 
 
+def test_rowstoch_run_says_to_drop_the_flag_that_turned_an_option_off(tmp_path, capsys):
+    """Helper 183: `rowstoch run --no-undirected --weights metropolis` was told "(add --undirected)"."""
+    common = ["run", "--topology", "ring", "--n", "8", "--weights", "metropolis", "--no-progress", "--out"]
+    assert cli.main([*common, str(tmp_path / "a"), "--no-undirected"]) == 2
+    assert capsys.readouterr().err.endswith("needs an undirected graph: 7 sends to 0 but 0 does not send to 7 (drop "
+                                            "--no-undirected)\n")
+    assert cli.main([*common, str(tmp_path / "b")]) == 2
+    assert capsys.readouterr().err.endswith("(add --undirected)\n")
+
+
 def test_repetitions_past_what_memory_can_index_are_named(tmp_path, capsys):
     """--repeats 2^62: NumPy's "iterator is too large", naming neither the option nor the size."""
     code = cli.main(["run", "--objective", "quadratic", "--iterations", "10", "--no-progress", "--repeats",

@@ -259,6 +259,9 @@ def _call(args, terminated):
         text = str(exc)
         for keyword, option in _KEYWORD_OPTIONS.items():  # the library's advice, in the command line's words
             text = text.replace(keyword, option)
+        given = getattr(args, "given", ())  # ("add --undirected" after --no-undirected: drop that, every command's)
+        text = re.sub(r"\badd --([a-z][\w-]*)", lambda m: f"drop --no-{m.group(1)}" if f"--no-{m.group(1)}" in given
+                      else m.group(0), text)
         _error(f"error: {text}")
         if getattr(args, "before_mpi", False):  # (refused before MPI's initialization, maybe on this rank alone)
             _end_the_launch(getattr(args, "argv", []), 2)
