@@ -19,7 +19,8 @@ from ..io import load_matrix  # noqa: F401 (the command line's readers, as befor
 from ..topology import by_name as build_topology  # noqa: F401
 from ..network import options as network_options
 from ..report import check_backend
-from ._common import _as_options, _created, _error, configure_logging, parsed_settings, remove_created
+from ._common import (_as_options, _created, _error, configure_logging, drop_turned_off, parsed_settings,
+                      remove_created)
 from .parser import make_parser
 
 __all__ = ["main", "make_parser"]
@@ -259,9 +260,7 @@ def _call(args, terminated):
         text = str(exc)
         for keyword, option in _KEYWORD_OPTIONS.items():  # the library's advice, in the command line's words
             text = text.replace(keyword, option)
-        given = getattr(args, "given", ())  # ("add --undirected" after --no-undirected: drop that, every command's)
-        text = re.sub(r"\badd --([a-z][\w-]*)", lambda m: f"drop --no-{m.group(1)}" if f"--no-{m.group(1)}" in given
-                      else m.group(0), text)
+        text = drop_turned_off(text, getattr(args, "given", ()))[0]
         _error(f"error: {text}")
         if getattr(args, "before_mpi", False):  # (refused before MPI's initialization, maybe on this rank alone)
             _end_the_launch(getattr(args, "argv", []), 2)

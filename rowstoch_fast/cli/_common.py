@@ -217,6 +217,22 @@ def _stage(enabled):
 _shown_stage = [0]  # the length of the set-up line on stderr now (0: none)
 
 
+def drop_turned_off(text, given):
+    """``(text, dropped)``: each "add --X" of a refusal where ``--no-X`` is among the options ``given`` written
+    "drop --no-X" (helper 181: "(add [network] undirected)" to a file that has the key, after --no-undirected; helper
+    183: ``rowstoch run``'s "(add --undirected)" there), and the set of those ``--no-X``."""
+    dropped = set()
+
+    def drop(m):
+        off = f"--no-{m.group(1)}"
+        if off not in given:
+            return m.group(0)
+        dropped.add(off)
+        return f"drop {off}"
+
+    return re.sub(r"\badd --([a-z][\w-]*)", drop, text), dropped
+
+
 def _error(text):
     """Print ``rowstoch: text`` on a line of its own (a set-up line still shown is cleared first)."""
     if _shown_stage[0]:
@@ -258,9 +274,11 @@ def _classes_kept(before, after):
     """``"; labels ..."``: each label's share of the samples before and after a split that dropped some, where it
     changed by more than a percent point, else ""."""
     labels = np.unique(before)
+    if len(labels) > 10:  # (more classes than a line reads)
+        return ""
     old = [float(np.mean(before == c)) for c in labels]
     new = [float(np.mean(after == c)) for c in labels]
-    if max(abs(a - b) for a, b in zip(old, new)) <= 0.01 or len(labels) > 10:
+    if max(abs(a - b) for a, b in zip(old, new)) <= 0.01:
         return ""
     return "; labels " + ", ".join(f"{c:g} {a:.0%} -> {b:.0%}" for c, a, b in zip(labels, old, new))
 

@@ -16,9 +16,9 @@ from ..network import options as network_options
 from ..topology import NAMES as TOPOLOGIES, PAPER_NAMES as PAPER_GRAPHS, PAPER_WEIGHTS
 from ._common import (_as_options, _check_objective_args, _check_objective_size, _check_out_folder, _error,
                       _list_option, _matrix_from_args, _metrics_module, _objective_from_args, _problem_rules,
-                      _refuse_unread, _settings, narrator, on_every_rank, polled_barrier, progress_option,
-                      RanksDiffer, refuse_different_arguments, refuse_on_every_rank, warn_unshared_launch,
-                      file_label)
+                      _refuse_unread, _settings, drop_turned_off, narrator, on_every_rank, polled_barrier,
+                      progress_option, RanksDiffer, refuse_different_arguments, refuse_on_every_rank,
+                      warn_unshared_launch, file_label)
 
 
 def _metric_list(text):
@@ -566,17 +566,7 @@ def _as_in_the_file(args, exc):
     flags; where it names an option of another table, ``FILE: ...`` with that option as ``[table] key``; else
     ``exc`` itself. An "add --X" where ``--no-X`` was written (with or without a file) is "drop --no-X"."""
     text = str(exc)
-    dropped = set()  # (an option turned off on the command line, a file's key or not: helper 181's "add [network]
-    # undirected" to a file that has it, after --no-undirected; the rest still in the file's words, helper 183)
-
-    def drop(m):
-        off = f"--no-{m.group(2)}"
-        if off not in args.given:
-            return m.group(0)
-        dropped.add(off)
-        return f"drop {off}"
-
-    undone = re.sub(r"\badd (--([a-z][\w-]*))", drop, text)
+    undone, dropped = drop_turned_off(text, args.given)  # (before the file's words, which name those flags as flags)
     if dropped and not isinstance(exc, RanksDiffer):
         exc, text = UsageError(undone), undone
     if (getattr(args, "file_name", None) is None or text.startswith(f"{args.file_name}:")

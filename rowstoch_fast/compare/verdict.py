@@ -678,8 +678,8 @@ def _nan_repetitions(frame, metric):
     "grew 2.65e206x" said nothing of them."""
     if "rep" not in frame.columns or not len(frame):
         return ""
-    ordered = frame.sort_values(["rep", "iteration"], kind="stable")
-    ends = ordered.groupby("rep").tail(1).set_index("rep")[metric]  # (each one's last record, NaN or not)
+    ordered, last = _by_repetition(frame)
+    ends = last[metric]
     gone = np.isnan(ends.to_numpy(dtype=np.float64))
     if not gone.any() or gone.all():
         return ""
@@ -690,6 +690,14 @@ def _nan_repetitions(frame, metric):
         since.append(int(values["iteration"].iloc[held[-1] + 1 if held.size else 0]))
     return (f"{metric} NaN at the end in {int(gone.sum())} of {len(ends)} repetitions ({_some(ends.index[gone])}), "
             f"from iteration {min(since)}: the figures are the others'")
+
+
+def _by_repetition(frame):
+    """``(ordered, last)``: ``frame``'s records by repetition then iteration, and each repetition's last record,
+    indexed by ``rep``, NaN or not (groupby's ``last()`` skips NaN: a repetition that ended NaN had counted as one
+    that did not diverge, helper 183)."""
+    ordered = frame.sort_values(["rep", "iteration"], kind="stable")
+    return ordered, ordered.groupby("rep").tail(1).set_index("rep")
 
 
 def _some(reps, most=10):
@@ -705,9 +713,7 @@ def _diverged_repetitions(frame, metric, start, iterations):
     else ""; and the first iteration a repetition stopped at before the budget (None where none did)."""
     if "rep" not in frame.columns or not len(frame):
         return "", None
-    ends = frame.sort_values(["rep", "iteration"], kind="stable").groupby("rep").tail(1).set_index("rep")[
-        [metric, "iteration"]]  # (each one's last record: groupby's last() skips NaN, and a repetition that ended
-    # NaN had counted as one that did not diverge: helper 183)
+    ends = _by_repetition(frame)[1]
     stopped = ends["iteration"].to_numpy() < iterations
     with np.errstate(invalid="ignore", over="ignore"):
         values = ends[metric].to_numpy(float)
