@@ -22,7 +22,7 @@ import numpy as np
 from ._checks import check_names, check_positive_float, check_text
 
 __all__ = ["AXES", "METRIC_LABELS", "COST_UNITS", "check_axis", "check_cost_weights", "check_formats", "draw", "figure",
-           "to_latex", "to_markdown", "with_cost",
+           "table_caption", "to_latex", "to_markdown", "with_cost",
            "tuning_figure"]
 
 #: ``--x`` choices: the frame's column and the axis label.
@@ -911,13 +911,34 @@ def tex_number(mean, std=None, digits=2):
     return f"$({body}){power}$" if power else f"${body}$"
 
 
+def table_caption(table):
+    """The caption :func:`to_latex` writes where none is given: what a :func:`~rowstoch_fast.compare.summary`
+    table's numbers are (final values, mean and the sample's standard deviation over its repetitions) and how its
+    ranks are read. It cannot name the problem or the network, which the table does not hold."""
+    _check_summary(table)
+    repeats = int(table.attrs.get("repeats") or 0)
+    if repeats == 1:
+        return ("Final values after the communication rounds shown, of one repetition. One repetition tells no "
+                "method from another: every rank is shared; only runs that ended ok are ranked.")
+    over = f" over {repeats} repetitions" if repeats else ""
+    return (f"Final values after the communication rounds shown, mean and standard deviation (the sample's){over}. "
+            "A rank is 1 + the number of methods the repetitions tell better; = marks a method they cannot tell "
+            "from another; rank 1 in bold; only runs that ended ok are ranked.")
+
+
 def to_latex(table, metrics=None, caption=None, label="tab:compare"):
     """A :func:`~rowstoch_fast.compare.summary` table as a LaTeX ``table`` with booktabs rules (``\\usepackage
     {booktabs}``): each metric as ``$(m \\pm s) \\times 10^{e}$``, the rank (``1=`` where shared), rank 1 of each
     metric (per section) in bold, the status of every run and, below the table, why each run that did not end ok
-    did not (and why one is shown at the next stable rate of its tuning); ``caption`` and ``\\label{label}``."""
+    did not (and why one is shown at the next stable rate of its tuning); ``caption`` and ``\\label{label}``.
+
+    ``caption=None`` writes one from what the table knows (what its numbers are, over how many repetitions, how
+    it ranks: :func:`table_caption`); name the problem, n, the graph and the network model in your own (``rowstoch
+    compare`` does); ``caption=""`` writes none."""
     check_text(caption, "caption", allow_none=True), check_text(label, "label", allow_none=True)
     metrics = _summary_metrics(table, metrics)
+    if caption is None:
+        caption = table_caption(table)
     cells = _cells(table, metrics)
     groups = [g for g in _GROUPS if g in table.columns]
     cols = "l" * len(groups) + "lrrrr" + "r" * len(metrics) + "l"

@@ -701,6 +701,8 @@ def test_an_unknown_option_is_named_by_its_command_with_the_closest_one():
     assert_one_line_error(rc, err, "(did you mean '--topology'?) (see rowstoch metrics --help)")
     rc, _, err = rowstoch_here("compare", "--algorithms", "dsgd,", "frost")
     assert_one_line_error(rc, err, "unrecognized arguments: frost (see rowstoch compare --help)")
+    rc, _, err = rowstoch_here("compare", "--rounds", "50")  # (the first words of an option: it, not the closest
+    assert_one_line_error(rc, err, "(did you mean '--rounds-budget'?)")  # spelling, "--mg-rounds")
 
 
 @pytest.mark.parametrize("args, fragment", [

@@ -608,6 +608,15 @@ def test_a_data_file_whose_loss_overflows_at_the_start_is_refused(tmp_path, caps
     assert code == 2 and re.fullmatch(rf"rowstoch: error: --data-file {re.escape(repr(str(path)))}: the loss or its "
                                       r"gradient at the start is not finite \(loss inf\) in float64: its rows "
                                       r"overflow \(the largest entry of H is [\d.]+e\+200\); rescale them\n", err), err
+    np.savez(path, H=rng.standard_normal((32, 3)) * 1e200, y=np.where(rng.random(32) < 0.5, -1.0, 1.0))
+    code = cli.main(["compare", "--objective", "logistic-l2", "--n", "4", "--algorithms", "dsgd", "--lr", "0.1",
+                     "--batch", "4", "--rounds-budget", "5", "--no-progress", "--data-file", str(path), "--out",
+                     str(tmp_path / "l2")])  # (finite at its start x0 = 0: its optimum's solver failed, and said so
+    err = capsys.readouterr().err  # in words that named neither the file nor what to do)
+    assert code == 2 and re.fullmatch(rf"rowstoch: error: --data-file {re.escape(repr(str(path)))}: its optimum x\* "
+                                      r"could not be computed \(LogisticL2.optimum\(\)'s minimiser is not finite "
+                                      r"\(x\[0\] = nan\)\); the largest entry of H is [\d.]+e\+200: rescale its "
+                                      r"rows\n", err), err
     np.savez(path, H=rng.standard_normal((32, 3)), y=rng.standard_normal(32))
     assert cli.main(["run", "--objective", "least-squares", "--n", "4", "--iterations", "2", "--no-progress",
                      "--data-file", str(path), "--out", str(tmp_path / "r")]) == 0

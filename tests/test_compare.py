@@ -3855,6 +3855,23 @@ def test_one_repetition_shows_no_spread(problem):
     assert "(1 run)" not in cmp.format_summary(diverged)
 
 
+def test_a_latex_table_has_a_caption_unless_told_none(problem):
+    """``report.to_latex`` wrote no caption unless given one: a table pasted into a paper said neither what its
+    numbers were nor over how many repetitions, nor how its ranks read. Its default caption says so; ``""`` writes
+    none; a caption given is written as given."""
+    from rowstoch_fast import report
+
+    A, f = problem
+    three = cmp.summary(cmp.compare(A, f, "dsgd,push-pull", 20, lr=0.05, repeats=3, progress=False))
+    assert three.attrs["repeats"] == 3
+    tex = report.to_latex(three)
+    assert r"\caption{" in tex and "over 3 repetitions" in tex and "only runs that ended ok are ranked" in tex
+    assert r"\caption" not in report.to_latex(three, caption="")
+    assert r"\caption{My problem}" in report.to_latex(three, caption="My problem")
+    one = cmp.summary(cmp.compare(A, f, "dsgd", 20, lr=0.05, repeats=1, progress=False))
+    assert "every rank is shared" in report.table_caption(one) and "deviation" not in report.table_caption(one)
+
+
 def test_cli_compare_refuses_what_a_user_mistyped(tmp_path):
     """A new user's mistypes, each one line and exit 2 before anything runs: an empty name among the algorithms
     (it was run without it), --tracker for methods that have none (it was ignored), an --out that cannot be made

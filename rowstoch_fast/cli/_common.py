@@ -357,6 +357,14 @@ def _finite_at_start(f, path, H):
         raise UsageError(f"--data-file {path!r}: the loss or its gradient at the start is not finite (loss {value:g}) "
                          f"in {np.dtype(f.dtype).name}: its rows overflow (the largest entry of H is "
                          f"{float(np.max(np.abs(H))):.3g}); rescale them")
+    from ..objectives import optimum_of
+
+    try:  # (its solver's failure, cached where it succeeds: "LogisticL2.optimum()'s minimiser is not finite" had
+        with np.errstate(all="ignore"):  # named neither the file nor what to do, helper 180's features of 1e200)
+            optimum_of(f)
+    except (ValueError, ArithmeticError, np.linalg.LinAlgError) as exc:
+        raise UsageError(f"--data-file {path!r}: its optimum x* could not be computed ({str(exc).split(': ')[0]}); "
+                         f"the largest entry of H is {float(np.max(np.abs(H))):.3g}: rescale its rows") from None
     return f
 
 

@@ -138,8 +138,12 @@ class _Parser(argparse.ArgumentParser):
             command = commands[0].choices.get(getattr(namespace, "command", None)) if commands else None
             where = command or self
             unknown = next((e.split("=", 1)[0] for e in extras if e.startswith("--")), None)
-            hint = did_you_mean(unknown, [o for a in where._actions for o in a.option_strings if o.startswith("--")]) \
-                if unknown else ""
+            options = [o for a in where._actions for o in a.option_strings if o.startswith("--")]
+            begun = [o for o in options if unknown and o.startswith(unknown + "-")]  # (an option's first words:
+            # "--rounds" had been told "--mg-rounds", the closest spelling, for "--rounds-budget")
+            hint = (f" (did you mean {begun[0]!r}?)" if len(begun) == 1 else
+                    f" (did you mean one of {', '.join(begun)}?)" if begun else
+                    did_you_mean(unknown, options) if unknown else "")
             where.error(f"unrecognized arguments: {' '.join(extras)}{hint}")
         return namespace
 

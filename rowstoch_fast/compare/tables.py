@@ -241,6 +241,7 @@ def summary(frame, metric=None, metrics=(), *, cache=None):
             if m == metric:
                 table["rank"], table["rank_shared"] = rank, shared
     table.attrs["metric"] = metric
+    table.attrs["repeats"] = max((np.size(f[metric]) for f in finals), default=0)  # (to_latex's default caption)
     sizes = [v for v in scales.get("suboptimality", {}).values() if v]
     table.attrs["rounding"] = converged("suboptimality") * max(sizes) if sizes else 0.0  # (the footnote's)
     return table
