@@ -758,6 +758,22 @@ def identical_runs(table):
             "final values themselves.")
 
 
+def unmoved_start(table):
+    """The note of a table in a section of which no ``ok`` run's ranked metric ever left one value (a start that is
+    already a minimiser, features all 0: every rate ends alike), else ``""``: its rates (the largest the tuner
+    tried) and its shared ranks tell nothing (helper 180's H = 0 had read "lr = 1000 (tuned)", rank 1= each)."""
+    unmoved = getattr(table, "attrs", {}).get("unmoved") or []
+    if not unmoved:
+        return ""
+    metric = getattr(table, "attrs", {}).get("metric", "the ranked metric")
+    groups = [g for g in _GROUPS if g in table.columns]
+    several = bool(groups) and len(table[groups].drop_duplicates()) > 1  # (a section named where there are several)
+    where = "; ".join(f"{key}: {value:.3g}" if key and several else f"{value:.3g}" for key, value in unmoved)
+    return (f"No run's {metric} left its start value ({where}): the start is already where every method stays "
+            "(its gradients are 0 there), so the rates, which the tuner cannot tell apart, and the ranks tell "
+            "nothing about the methods.")
+
+
 def biased_fixed_point(table, metric=None):
     """The note of a table ranked by the paper's ``grad_norm`` (``metric``; default the table's own, or, in a summary
     read back from its CSV, the metric whose finals are its ``final`` column) where, in a section, a method that is
@@ -865,7 +881,7 @@ def to_markdown(table, metrics=None):
     if "rank_shared" in table.columns and table["rank_shared"].fillna(False).any():
         lines += ["", ties_note(table)]
     below = _below_optimum(table, metrics, cells)
-    for note in (below, identical_runs(table), biased_fixed_point(table)):
+    for note in (below, unmoved_start(table), identical_runs(table), biased_fixed_point(table)):
         if note:
             lines += ["", note]
     if notes:
@@ -968,12 +984,12 @@ def to_latex(table, metrics=None, caption=None, label="tab:compare"):
     notes = _notes(table)
     shared = "rank_shared" in table.columns and table["rank_shared"].fillna(False).any()
     below = _below_optimum(table, metrics, cells)
-    identical, biased = identical_runs(table), biased_fixed_point(table)
-    if notes or shared or below or identical or biased:
+    identical, biased, unmoved = identical_runs(table), biased_fixed_point(table), unmoved_start(table)
+    if notes or shared or below or identical or biased or unmoved:
         lines.append(r"\par\smallskip\footnotesize\raggedright")
         if shared:
             lines.append(_tex(ties_note(table)) + r"\par")
-        for note in (below, identical, biased):
+        for note in (below, unmoved, identical, biased):
             if note:
                 lines.append(_tex(note) + r"\par")
         for where, name, status, why in notes:

@@ -3872,6 +3872,25 @@ def test_a_latex_table_has_a_caption_unless_told_none(problem):
     assert "every rank is shared" in report.table_caption(one) and "deviation" not in report.table_caption(one)
 
 
+def test_a_start_that_is_already_optimal_is_said(problem):
+    """Helper 180: least squares on features all 0 (every x a minimiser, the suboptimality 0 throughout) read "lr =
+    1000 (tuned)" and rank 1= for each method, nothing said. Every table says that no run left its start; a problem
+    whose runs move says nothing of it."""
+    from rowstoch_fast import report
+    from rowstoch_fast.objectives import LeastSquares
+
+    A = topology.exponential(4)
+    flat = LeastSquares(np.zeros((16, 3)), np.random.default_rng(0).standard_normal(16), 4)
+    table = cmp.summary(cmp.compare(A, flat, "dgd,diging", 20, repeats=2, progress=False))
+    said = "No run's suboptimality left its start value (0): the start is already where every method stays"
+    assert said in cmp.format_summary(table) and said in report.to_markdown(table)
+    assert said in report.to_latex(table)
+    moving = cmp.summary(cmp.compare(A, LeastSquares.synthetic(4, d=3, seed=1), "dgd,diging", 20, lr=0.05, repeats=2,
+                                     progress=False))
+    assert not moving.attrs["unmoved"] and report.unmoved_start(moving) == ""
+    assert "left its start" not in cmp.format_summary(moving) + report.to_markdown(moving) + report.to_latex(moving)
+
+
 def test_cli_compare_refuses_what_a_user_mistyped(tmp_path):
     """A new user's mistypes, each one line and exit 2 before anything runs: an empty name among the algorithms
     (it was run without it), --tracker for methods that have none (it was ignored), an --out that cannot be made

@@ -8,7 +8,7 @@ import numpy as np
 
 from .._checks import check_names, check_positive_float, check_text
 from ..report import (_check_summary as check_summary, _said as said, biased_fixed_point, rate_text, single_runs,
-                      tie_note)
+                      tie_note, unmoved_start)
 from ..runner import METRICS, check_metric
 from ..user_metrics import COUNTS, RESERVED, higher_is_better
 from .tuning import CONVERGED
@@ -215,9 +215,14 @@ def summary(frame, metric=None, metrics=(), *, cache=None):
         for i in part.index[(part["status"] != "ok") & (part["diagnosis"] != "")]:
             table.at[i, "diagnosis"] = hint_outcomes(table.at[i, "diagnosis"], outcomes, table.at[i, "algorithm"])
     scales = {m: {} for m in shown}  # per section: the largest record of its ok runs (their starts, mostly)
+    unmoved = []  # the sections whose ok runs' records of the ranked metric all equal one value (a start optimal)
     for key, runs in frame.groupby(groups if len(groups) > 1 else groups[0], sort=False) if groups else [((), frame)]:
         key = "|".join(map(str, key if isinstance(key, tuple) else (key,))) if groups else ""
         good = runs[runs["status"].isin(["ok", "done"])] if "status" in runs.columns else runs
+        ranked = good[metric].to_numpy(dtype=np.float64)
+        if ranked.size and good["algorithm"].nunique() > 1 and (good["iteration"] > 0).any() \
+                and np.isfinite(ranked[0]) and (ranked == ranked[0]).all():
+            unmoved.append((key.replace("|", " / "), float(ranked[0])))
         for m in shown:
             v = good[m].to_numpy(dtype=np.float64)
             v = np.abs(v[np.isfinite(v)])
@@ -241,6 +246,7 @@ def summary(frame, metric=None, metrics=(), *, cache=None):
             if m == metric:
                 table["rank"], table["rank_shared"] = rank, shared
     table.attrs["metric"] = metric
+    table.attrs["unmoved"] = unmoved  # (report.unmoved_start's note)
     table.attrs["repeats"] = max((np.size(f[metric]) for f in finals), default=0)  # (to_latex's default caption)
     sizes = [v for v in scales.get("suboptimality", {}).values() if v]
     table.attrs["rounding"] = converged("suboptimality") * max(sizes) if sizes else 0.0  # (the footnote's)
@@ -283,7 +289,7 @@ def format_summary(table, metric=None):
     if "rank_shared" in table.columns and table["rank_shared"].any():
         lines.append(f"{'=':>{len(head.split('rank')[0]) + 4}} "
                      + tie_note(single_runs(table), "--repeats 2 or more"))
-    for note in (_packed_note(table), biased_fixed_point(table, metric)):
+    for note in (_packed_note(table), unmoved_start(table), biased_fixed_point(table, metric)):
         if note:
             lines.append("  " + note)
     notes = [r for r in table.itertuples() if said(getattr(r, "diagnosis", ""))]  # (an ok run at the next stable
