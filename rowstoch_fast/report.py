@@ -689,29 +689,10 @@ def _below_optimum(table, metrics, cells):
             "large, rounding.")
 
 
-#: The two-sided level of Welch's test that tells two methods apart by their mean log final values
-#: (:func:`tie_threshold`; :func:`rowstoch_fast.compare.ranks` applies it; here, below the harness, because the
-#: tables' footnotes say it).
+#: The family-wise level at which :func:`rowstoch_fast.compare.ranks` tells methods apart: Welch's two-sided tests
+#: of their mean log final values, pair by pair, under Holm's step-down over every pair of a table's section (here,
+#: below the harness, because the tables' footnotes say it).
 TIE_LEVEL = 0.05
-
-
-def tie_threshold(se_a, se_b, n_a, n_b):
-    """How many standard errors of their difference two means (standard errors ``se_a``, ``se_b`` over ``n_a``,
-    ``n_b`` values; numbers or arrays, broadcast) must differ by to be told apart: Welch's critical value, Student's
-    t quantile ``1 - TIE_LEVEL / 2`` at the Welch-Satterthwaite degrees of freedom (2.31 for five repetitions each
-    with equal spreads, 4.30 for two, 12.7 for one degree; 1.96 as they grow), 1.96 where both errors are 0 (then
-    any gap tells). It replaced a fixed 2 (helper 175: at four repetitions a pair split by it was at p = 0.055 by
-    Welch's test; two repetitions each split pairs 3 standard errors apart, a gap Student's t at 2 degrees puts at
-    p = 0.09)."""
-    from scipy.special import stdtrit  # (the quantile as a ufunc: a table of every pair in one call)
-
-    va, vb = np.square(se_a, dtype=np.float64), np.square(se_b, dtype=np.float64)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        den = (np.where(np.asarray(n_a) > 1, va * va / (np.asarray(n_a, dtype=np.float64) - 1), 0.0)
-               + np.where(np.asarray(n_b) > 1, vb * vb / (np.asarray(n_b, dtype=np.float64) - 1), 0.0))
-        df = np.where(den > 0, (va + vb) ** 2 / np.where(den > 0, den, 1.0), np.inf)
-    out = stdtrit(df, 1.0 - TIE_LEVEL / 2)
-    return float(out) if np.ndim(out) == 0 else out
 
 
 def tie_note(one_run, more="two or more"):
@@ -725,10 +706,10 @@ def tie_note(one_run, more="two or more"):
         return (f"tied: one repetition tells no method from another ({more} rank them); only runs that ended ok "
                 "are ranked.")
     return ("tied: the repetitions cannot tell it from at least one other method (the means of the logarithms of "
-            f"their final values differ by less than Welch's two-sided {TIE_LEVEL:.0%} test tells, or their means by "
-            "less than rounding, or both converged to rounding); a rank is 1 + the number of methods told better than "
-            "it, so a method whose repetitions spread widely can rank above one with a lower mean; only runs that "
-            "ended ok are ranked.")
+            "their final values differ by less than Welch's two-sided test tells at a family-wise level of "
+            f"{TIE_LEVEL:.0%} over every pair of methods (Holm's step-down), or their means by less than rounding, or "
+            "both converged to rounding); a rank is 1 + the number of methods told better than it, so a method whose "
+            "repetitions spread widely can rank above one with a lower mean; only runs that ended ok are ranked.")
 
 
 def single_runs(table):
