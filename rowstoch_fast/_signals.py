@@ -1,4 +1,4 @@
-"""Ctrl-C (SIGINT) and SIGTERM held for a while: the handlers put in and put back, which held signal goes first,
+"""Ctrl-C (SIGINT), SIGTERM and SIGHUP held for a while: the handlers put in and put back, which held signal goes first,
 and a set of files written whole (:func:`signals_held`). The runner's agreements under MPI hold them the same way
 (:mod:`rowstoch_fast.runner`)."""
 
@@ -10,8 +10,9 @@ import threading
 
 __all__ = ["hold", "put_back", "first", "signals_held", "sigterm_as_interrupt"]
 
-#: The signals held: a terminal's Ctrl-C and a job scheduler's SIGTERM.
-HELD = (signal.SIGINT, signal.SIGTERM)
+#: The signals held: a terminal's Ctrl-C, a job scheduler's SIGTERM and a closed terminal's SIGHUP (an ssh
+#: session that dropped had ended ``rowstoch run`` with nothing written, helper 185; POSIX only).
+HELD = (signal.SIGINT, signal.SIGTERM) + ((signal.SIGHUP,) if hasattr(signal, "SIGHUP") else ())
 
 
 def hold(handler):
@@ -29,9 +30,12 @@ def put_back(previous):
 
 
 def first(held):
-    """The held signal to hand on: SIGTERM before SIGINT (a scheduler's stop is the one that ends the process),
-    None where none is held."""
-    return signal.SIGTERM if signal.SIGTERM in held else held[0] if held else None
+    """The held signal to hand on: SIGTERM, then SIGHUP, before SIGINT (a scheduler's stop, or the terminal's end,
+    is the one that ends the process), None where none is held."""
+    for signum in HELD[1:]:  # (SIGTERM, then SIGHUP)
+        if signum in held:
+            return signum
+    return held[0] if held else None
 
 
 @contextlib.contextmanager

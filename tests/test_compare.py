@@ -3329,7 +3329,7 @@ RESUMABLE = ["compare", "--topology", "exponential", *SMALL, "--algorithms", "ds
 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 @pytest.mark.parametrize("sig, tuned", [(signal.SIGTERM, False), (signal.SIGKILL, False), (signal.SIGINT, False),
-                                        (signal.SIGTERM, True)])
+                                        (signal.SIGTERM, True), (getattr(signal, "SIGHUP", signal.SIGTERM), False)])
 def test_resume_after_a_signal_equals_an_uninterrupted_run(tmp_path, sig, tuned):
     """A job scheduler's SIGTERM, a SIGKILL (or power cut) and a Ctrl-C while the second method runs (its
     evaluation, or its tuning): the folder keeps what finished (written atomically as each finished), and --resume
@@ -3354,7 +3354,8 @@ def test_resume_after_a_signal_equals_an_uninterrupted_run(tmp_path, sig, tuned)
         _, err = proc.communicate(timeout=hang_limit(120))
     finally:
         proc.kill()
-    expected = {signal.SIGTERM: 143, signal.SIGINT: 130, signal.SIGKILL: -signal.SIGKILL}[sig]
+    expected = {signal.SIGTERM: 143, signal.SIGINT: 130, signal.SIGKILL: -signal.SIGKILL,
+                getattr(signal, "SIGHUP", 0): 129}[sig]
     assert proc.returncode == expected, err
     assert "Traceback" not in err
     partial = pd.read_csv(out / "compare.csv")
@@ -5039,7 +5040,7 @@ def test_a_worker_interrupted_outside_a_run_reports_it_and_leaves_cleanly(tmp_pa
 
 @pytest.mark.skipif(sys.platform == "win32" or shutil.which("pgrep") is None,
                     reason="POSIX signals and process groups; pgrep to see the workers start")
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGHUP", signal.SIGTERM)])
 def test_a_signal_to_the_group_as_the_workers_start_prints_no_traceback(tmp_path, sig):
     """A Ctrl-C (or a scheduler's SIGTERM to the job) while `--jobs 2`'s workers were starting, their interpreters
     importing modules, printed a traceback from each (and "lost sys.stderr"). They start with the signals held
@@ -5061,7 +5062,7 @@ def test_a_signal_to_the_group_as_the_workers_start_prints_no_traceback(tmp_path
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
-    assert proc.returncode == {signal.SIGINT: 130, signal.SIGTERM: 143}[sig], err
+    assert proc.returncode == {signal.SIGINT: 130, signal.SIGTERM: 143, getattr(signal, "SIGHUP", 0): 129}[sig], err
     assert "Traceback" not in err and "lost sys.stderr" not in err, err
     # the comparison's own lines: "interrupted before any algorithm finished", or, where the workers had imported
     # and begun within the 0.3 s (a fast machine with warm caches: 2026-12-05's CI), the table of what ran, its

@@ -358,10 +358,11 @@ def test_ctrl_c_stops_a_reproduction_and_keeps_what_finished(tmp_path, monkeypat
             assert len(pd.read_csv(out / f"{name}.csv")) > 0 and (out / f"{name}.png").exists()
 
 
-@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM", "SIGHUP"])
 def test_real_ctrl_c_on_the_cli_keeps_results_and_resumes(tmp_path, sig):
-    """A real Ctrl-C, or a job scheduler's SIGTERM, during ``rowstoch run``: the checkpoint and the records so far
-    are written, the exit code is 130 (143 after SIGTERM), and ``--resume`` continues."""
+    """A real Ctrl-C, a job scheduler's SIGTERM or a closed terminal's SIGHUP during ``rowstoch run``: the
+    checkpoint and the records so far are written, the exit code is 130 (143 after SIGTERM, 129 after SIGHUP), and
+    ``--resume`` continues. (A SIGHUP had ended the run with nothing written, helper 185.)"""
     import signal
     import subprocess
     import sys
@@ -381,8 +382,9 @@ def test_real_ctrl_c_on_the_cli_keeps_results_and_resumes(tmp_path, sig):
     time.sleep(0.5)
     proc.send_signal(getattr(signal, sig))
     stdout, stderr = proc.communicate(timeout=hang_limit(60))
-    assert proc.returncode == {"SIGINT": 130, "SIGTERM": 143}[sig], stderr
+    assert proc.returncode == {"SIGINT": 130, "SIGTERM": 143, "SIGHUP": 129}[sig], stderr
     assert ("rowstoch: terminated (SIGTERM)" in stderr) == (sig == "SIGTERM")
+    assert ("rowstoch: hung up (SIGHUP)" in stderr) == (sig == "SIGHUP")
     assert "interrupted at iteration" in stdout and "Traceback" not in stderr
     assert (out / "history.csv").exists()
     import numpy as np

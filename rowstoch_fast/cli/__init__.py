@@ -27,12 +27,14 @@ __all__ = ["main", "make_parser"]
 
 
 class _Terminated:
-    """SIGTERM, as a job scheduler sends it, handled like Ctrl-C (the run in progress saves its checkpoint and what
-    finished is written) and remembered, so that the command ends with 143 instead of 130."""
+    """SIGTERM, as a job scheduler sends it, and SIGHUP, as a closed terminal or a dropped ssh session sends it,
+    handled like Ctrl-C (the run in progress saves its checkpoint and what finished is written) and remembered, so
+    that the command ends with 143 (129) instead of 130. A SIGHUP ignored (``nohup``) stays ignored. (A SIGHUP had
+    ended ``rowstoch run`` with nothing written, helper 185.)"""
 
     def __init__(self):
-        self.received = False
-        self.previous = None
+        self.received = None  # (the signal, once one came)
+        self.previous = {}
 
     def __enter__(self):
         import signal
@@ -40,17 +42,19 @@ class _Terminated:
 
         if threading.current_thread() is threading.main_thread():
             def terminate(signum, frame):
-                self.received = True
+                self.received = self.received or signum
                 raise KeyboardInterrupt
 
-            self.previous = signal.signal(signal.SIGTERM, terminate)
+            for signum in (signal.SIGTERM, getattr(signal, "SIGHUP", None)):
+                if signum is not None and (signum == signal.SIGTERM or signal.getsignal(signum) is not signal.SIG_IGN):
+                    self.previous[signum] = signal.signal(signum, terminate)
         return self
 
     def __exit__(self, *exc):
         import signal
 
-        if self.previous is not None:
-            signal.signal(signal.SIGTERM, self.previous)
+        for signum, previous in self.previous.items():
+            signal.signal(signum, previous)
         return False
 
 
@@ -121,8 +125,10 @@ def _main(argv):
         finally:
             undo_logging()
         if code == 130 and terminated.received:  # (a command that saved what finished returns 130)
-            code = 143
-            _error("terminated (SIGTERM)")
+            import signal
+
+            code = 128 + int(terminated.received)
+            _error("terminated (SIGTERM)" if terminated.received == signal.SIGTERM else "hung up (SIGHUP)")
         return code
 
 

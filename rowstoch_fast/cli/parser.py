@@ -165,8 +165,9 @@ def make_parser():
         description="Decentralized optimization over row-stochastic (directed) networks: Pull-Diag, Pull-Diag-GT "
                     "and MG-Pull-Diag-GT on fast kernels.",
         epilog="Threads: the kernels use OMP_NUM_THREADS threads (default: all cores). Exit status: 0 done, "
-               "2 bad arguments or input, 3 diverged, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM); an "
-               "interrupted or terminated comparison keeps what finished (--resume).")
+               "2 bad arguments or input, 3 diverged, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM), 129 hung up "
+               "(SIGHUP: the terminal closed); an interrupted, terminated or hung-up run or comparison keeps what "
+               "finished (--resume).")
     p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     common = [_output_options()]

@@ -75,6 +75,8 @@ def _interrupt_once(term=True):
 
     signal.signal(signal.SIGINT, handler)
     signal.signal(signal.SIGTERM, handler if term else signal.SIG_IGN)
+    if hasattr(signal, "SIGHUP") and signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:  # (a closed terminal's
+        signal.signal(signal.SIGHUP, handler)  # reaches the workers too; under nohup, ignored as by the parent)
 
 
 def _die_with_parent():
@@ -101,7 +103,7 @@ def _die_with_parent():
 
 
 #: The signals a worker holds from its start until its handlers are set (:func:`_started_holding_signals`).
-HELD_AT_START = (signal.SIGINT, signal.SIGTERM)
+HELD_AT_START = (signal.SIGINT, signal.SIGTERM) + ((signal.SIGHUP,) if hasattr(signal, "SIGHUP") else ())
 
 
 @contextlib.contextmanager
@@ -140,8 +142,8 @@ def _worker(path, threads, tasks, results, stop, term=True):
     except KeyboardInterrupt:
         results.put(("interrupted", -1, None))
     finally:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        for signum in HELD_AT_START:
+            signal.signal(signum, signal.SIG_IGN)
 
 
 def _work(path, threads, tasks, results, stop):
@@ -294,7 +296,10 @@ def _in_processes(plan, jobs, progress, log, on_outcome):
     ctx = multiprocessing.get_context("spawn")
     jobs = min(jobs, len(plan.methods))
     threads = max(1, cores() // jobs)
-    tasks, results, stop = ctx.Queue(), ctx.Queue(), ctx.Event()
+    with _started_holding_signals():  # (their semaphores start multiprocessing's resource tracker, which ignores
+        tasks, results, stop = ctx.Queue(), ctx.Queue(), ctx.Event()  # Ctrl-C and SIGTERM but not SIGHUP: it
+    # starts with the signals blocked, SIGHUP kept so; a terminal's SIGHUP to the group had killed it, and its
+    # successor printed a KeyError for each semaphore unregistered)
     for index in _longest_first(plan):
         tasks.put(index)
     _check_sendable(plan)
