@@ -690,8 +690,8 @@ def _below_optimum(table, metrics, cells):
 
 
 #: The family-wise level at which :func:`rowstoch_fast.compare.ranks` tells methods apart: Welch's two-sided tests
-#: of their mean log final values, pair by pair, under Holm's step-down over every pair of a table's section (here,
-#: below the harness, because the tables' footnotes say it).
+#: of their mean log final values, pair by pair, under Holm's step-down over the pairs tested in a table's section
+#: (here, below the harness, because the tables' footnotes say it; read at each ranking).
 TIE_LEVEL = 0.05
 
 
@@ -707,7 +707,8 @@ def tie_note(one_run, more="two or more"):
                 "are ranked.")
     return ("tied: the repetitions cannot tell it from at least one other method (the means of the logarithms of "
             "their final values differ by less than Welch's two-sided test tells at a family-wise level of "
-            f"{TIE_LEVEL:.0%} over every pair of methods (Holm's step-down), or their means by less than rounding, or "
+            f"{TIE_LEVEL:.0%} over the pairs of methods of its section (Holm's step-down over the pairs tested), or "
+            "their means by less than rounding, or "
             "both converged to rounding); a rank is 1 + the number of methods told better than it, so a method whose "
             "repetitions spread widely can rank above one with a lower mean; only runs that ended ok are ranked.")
 
@@ -913,11 +914,13 @@ def table_caption(table):
     table's numbers are (final values, mean and the sample's standard deviation over its repetitions) and how its
     ranks are read. It cannot name the problem or the network, which the table does not hold."""
     _check_summary(table)
-    repeats = int(table.attrs.get("repeats") or 0)
-    if repeats == 1:
-        return ("Final values after the communication rounds shown, of one repetition. One repetition tells no "
-                "method from another: every rank is shared; only runs that ended ok are ranked.")
-    over = f" over {repeats} repetitions" if repeats else ""
+    fewest, most = table.attrs.get("repeats") or (0, 0)  # (summary's: its methods' fewest and most repetitions)
+    if most == 1:
+        return ("Final values after the communication rounds shown, of one repetition. " +
+                ("One repetition tells no method from another: every rank is shared; " if len(table) > 1 else "") +
+                "only runs that ended ok are ranked.")
+    over = "" if not most else f" over {most} repetitions" if fewest == most else \
+        f" over {fewest} to {most} repetitions"
     return (f"Final values after the communication rounds shown, mean and standard deviation (the sample's){over}. "
             "A rank is 1 + the number of methods the repetitions tell better; = marks a method they cannot tell "
             "from another; rank 1 in bold; only runs that ended ok are ranked.")

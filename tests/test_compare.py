@@ -1959,6 +1959,18 @@ def test_a_failed_tunings_diagnosis_names_growth_apart_from_no_progress():
         "0.001..0.01 grew (ending at 6.11e+22-1.5e+100x their start); 0.1 diverged (NaN/Inf by iteration 40)")
 
 
+def test_a_run_that_jumped_at_its_first_step_and_fell_since_did_not_climb_back():
+    """Helper 184: Pull-Diag-GT at a small given rate jumped from 0.505 to 154 at its first record and fell at
+    every record after, to 132; `unstable`, "climbed back 2x above its lowest level (reached by iteration 960)", a
+    stretch holding the start. The lowest stretch is one the run reached; a true climb is still one."""
+    x = np.arange(0.0, 4001.0, 160.0)  # (its 26 records: the stretches of 7 records, the first 0.505 and six ~150)
+    jumped = np.r_[0.505, 154.0 * (132.0 / 154.0) ** (np.arange(1, len(x)) / (len(x) - 1))]
+    assert verdict.climbed_back(x, jumped[:, None], jumped, 1e-300, same=True) is None
+    dipped = np.r_[1.0, np.geomspace(0.5, 0.01, 12), np.geomspace(0.01, 0.1, len(x) - 13)]
+    off = verdict.climbed_back(x, dipped[:, None], dipped, 1e-300, same=True)
+    assert off is not None and off[0] > 2
+
+
 def test_a_run_that_fell_and_climbed_back_above_half_its_start_says_so():
     """A helper's lossy directed problem: Push-Pull fell to 0.31x its start by an eighth of the budget and climbed
     back to 0.61x, FROST fell to 0.45x and ended at 0.65x: ``no-progress`` (above half its start), whose line read
@@ -2663,6 +2675,24 @@ def test_ranks_hold_their_level_over_every_pair_of_a_table():
     p = np.array([[np.nan, 0.01, 0.04], [np.nan, np.nan, 0.03], [0.5, np.nan, np.nan]])
     assert verdict.holm(p).tolist() == [[False, True, False], [False, False, False], [False, False, False]]
     assert not verdict.holm(np.full((2, 2), np.nan)).any()
+
+
+def test_a_run_s_spike_does_not_set_the_ranks_rounding():
+    """Helper 184: one method's suboptimality spiked to 4.2e9 early, and the ranks' rounding scale, the largest
+    record of any ok run, made 1e-12 of it (4.2e-3) a tie of two other methods 1.46e-3 apart (ranked 2 and 1
+    without it). The scale is the runs' start."""
+    from rowstoch_fast.objectives import LeastSquares
+
+    A, f = topology.exponential(8), LeastSquares.synthetic(8, d=3, seed=1)
+    frame = cmp.compare(A, f, "dgd,dsgd,diging", 30, lr={"dgd": 0.02, "dsgd": 0.05, "diging": 0.05}, repeats=2,
+                        progress=False)
+    alone = cmp.summary(frame)
+    assert alone.set_index("algorithm").loc[["dgd", "dsgd"], "rank"].tolist() == [3, 2]
+    spiked = frame.copy()
+    at = (spiked["algorithm"] == "diging") & (spiked["iteration"] == sorted(set(spiked["iteration"]))[1])
+    spiked.loc[at, "suboptimality"] = 4.2e9 * float(alone["suboptimality"].max()) / 1.46e-3
+    table = cmp.summary(spiked)
+    assert table.set_index("algorithm")["rank"].tolist() == alone.set_index("algorithm")["rank"].tolist()
 
 
 def test_runs_the_repetitions_cannot_tell_apart_share_a_rank():
@@ -3888,13 +3918,16 @@ def test_a_latex_table_has_a_caption_unless_told_none(problem):
 
     A, f = problem
     three = cmp.summary(cmp.compare(A, f, "dsgd,push-pull", 20, lr=0.05, repeats=3, progress=False))
-    assert three.attrs["repeats"] == 3
+    assert three.attrs["repeats"] == (3, 3)
     tex = report.to_latex(three)
     assert r"\caption{" in tex and "over 3 repetitions" in tex and "only runs that ended ok are ranked" in tex
     assert r"\caption" not in report.to_latex(three, caption="")
     assert r"\caption{My problem}" in report.to_latex(three, caption="My problem")
-    one = cmp.summary(cmp.compare(A, f, "dsgd", 20, lr=0.05, repeats=1, progress=False))
+    one = cmp.summary(cmp.compare(A, f, "dsgd,dgd", 20, lr=0.05, repeats=1, progress=False))
     assert "every rank is shared" in report.table_caption(one) and "deviation" not in report.table_caption(one)
+    assert "every rank is shared" not in report.table_caption(one.iloc[:1])  # (one method: its rank 1, bold)
+    three.attrs["repeats"] = (2, 3)  # (methods of 2 and 3 repetitions: helper 186's "over 5 repetitions" of 5 and 2)
+    assert "over 2 to 3 repetitions" in report.table_caption(three)
 
 
 def test_a_start_that_is_already_optimal_is_said(problem):

@@ -214,7 +214,7 @@ def summary(frame, metric=None, metrics=(), *, cache=None):
         outcomes = dict(zip(part["algorithm"], part["status"]))
         for i in part.index[(part["status"] != "ok") & (part["diagnosis"] != "")]:
             table.at[i, "diagnosis"] = hint_outcomes(table.at[i, "diagnosis"], outcomes, table.at[i, "algorithm"])
-    scales = {m: {} for m in shown}  # per section: the largest record of its ok runs (their starts, mostly)
+    scales = {m: {} for m in shown}  # per section: the largest start of its ok runs
     unmoved = []  # the sections whose ok runs' records of the ranked metric all equal one value (a start optimal)
     for key, runs in frame.groupby(groups if len(groups) > 1 else groups[0], sort=False) if groups else [((), frame)]:
         key = "|".join(map(str, key if isinstance(key, tuple) else (key,))) if groups else ""
@@ -223,9 +223,16 @@ def summary(frame, metric=None, metrics=(), *, cache=None):
         if ranked.size and good["algorithm"].nunique() > 1 and (good["iteration"] > 0).any() \
                 and np.isfinite(ranked[0]) and (ranked == ranked[0]).all():
             unmoved.append((key.replace("|", " / "), float(ranked[0])))
-        for m in shown:
-            v = good[m].to_numpy(dtype=np.float64)
+        runs_of = ["algorithm", "rep"] if "rep" in good.columns else ["algorithm"]
+        starts = good[good["iteration"] == good.groupby(runs_of, sort=False)["iteration"].transform("min")] \
+            if len(good) else good
+        for m in shown:  # (the runs' starts, the tuner's scale: the largest record had been one run's spike, 4.2e9,
+            # whose 1e-12 tied two methods 1.46e-3 apart, helper 184; the largest record where every start is 0)
+            v = starts[m].to_numpy(dtype=np.float64)
             v = np.abs(v[np.isfinite(v)])
+            if not v.size or not v.max() > 0:
+                v = good[m].to_numpy(dtype=np.float64)
+                v = np.abs(v[np.isfinite(v)])
             scales[m][key] = float(v.max()) if v.size else None
     if len(table):
         ok = (table["status"] == "ok").to_numpy()
@@ -247,7 +254,8 @@ def summary(frame, metric=None, metrics=(), *, cache=None):
                 table["rank"], table["rank_shared"] = rank, shared
     table.attrs["metric"] = metric
     table.attrs["unmoved"] = unmoved  # (report.unmoved_start's note)
-    table.attrs["repeats"] = max((np.size(f[metric]) for f in finals), default=0)  # (to_latex's default caption)
+    counts = [np.size(f[metric]) for f in finals]
+    table.attrs["repeats"] = (min(counts, default=0), max(counts, default=0))  # (to_latex's default caption)
     sizes = [v for v in scales.get("suboptimality", {}).values() if v]
     table.attrs["rounding"] = converged("suboptimality") * max(sizes) if sizes else 0.0  # (the footnote's)
     return table

@@ -24,9 +24,13 @@ number of methods that are *distinguishably* better, where two methods are disti
 logarithms of their final values over the repetitions differ by more than Welch's two-sided test tells
 (:func:`welch_p`: Student's t at the Welch-Satterthwaite degrees of freedom) at a family-wise level of
 :data:`TIE_LEVEL` over every pair of the section's methods (:func:`holm`: Holm's step-down, valid whatever the
-dependence between the pairs); methods that cannot be told apart share a rank. Tested pair by pair at 5% each,
-19 methods that were one and the same had been told apart 86% of the time (171 pairs: about 8.5 false
-separations expected); with Holm's, 2-5% (at most 5%). Two methods alone are tested as before (one pair).
+dependence between the pairs; m counts the pairs tested: a pair within rounding, or with a method of one
+repetition, is not); methods that cannot be told apart share a rank. Each section of a table (graph, setting)
+is its own family, as it is ranked on its own. Tested pair by pair at 5% each, 19 methods that were one and the
+same had been told apart 86-89% of the time (171 pairs: about 8.5 false separations expected); with Holm's,
+2-5% (at most 5%). Two methods alone are tested as before (one pair). The price is power at few repetitions: at
+five, a method 2x worse than ten others (their logarithms spread 0.3) is told worse than one of them half the
+time (99% pair by pair, with the false separations); at ten, 99%.
 The test is unpaired on purpose,
 although repetition ``r`` of every method draws the same gradient streams: paired over those streams, methods
 whose final values differ by far less than their spread from repetition to repetition would be told apart (on
@@ -527,8 +531,11 @@ def climbed_back(x, runs, typical, floor, same=False):
     (:func:`~rowstoch_fast.compare.tuning.off_its_minimum`, ``iteration`` where that stretch ends) by the tuner's
     :data:`~rowstoch_fast.compare.tuning.STABILITY_FACTOR` where they ran one trajectory (``same``), else by
     :func:`climb_factor` of the records from that stretch on, and still rising from there (a noise floor jumps,
-    it does not climb); else None."""
-    off = off_its_minimum(x, typical, STABILITY_FACTOR)
+    it does not climb); else None. The lowest stretch is one the run reached: none holding its start (helper 184:
+    a run that jumped from 0.505 to 154 at its first record and fell at every record after, to 132, read
+    "climbed back 2x above its lowest level", a stretch that held the start; it ended 261x its start, which
+    ``no-progress`` says)."""
+    off = off_its_minimum(x[1:], typical[1:], STABILITY_FACTOR)
     if off is None or same:
         return off
     k = int(_tail(x).sum())  # (the stretches' length: off_its_minimum's)
@@ -729,18 +736,23 @@ def _diverged_repetitions(frame, metric, start, iterations):
     return f"in {int(bad.sum())} of {len(ends)} repetitions: {_some(ends.index[bad])}", short
 
 
-def holm(p, level=TIE_LEVEL):
+def holm(p, level=None):
     """Holm's step-down over the finite entries of ``p`` (each pair's p-value, NaN where not tested): a boolean
-    array of the same shape, True where that test's hypothesis is rejected at family-wise ``level``. The smallest
-    p-value is compared with level / m, the next with level / (m - 1), ..., until one is not below its bound
-    (m: the number of tests). Valid under any dependence between the tests (each method's repetitions enter
-    every pair it is in)."""
+    array of the same shape, True where that test's hypothesis is rejected at family-wise ``level`` (default
+    :data:`~rowstoch_fast.report.TIE_LEVEL`, read at the call). The smallest p-value is compared with level / m,
+    the next with level / (m - 1), ..., until one is not below its bound (m: the number of tests; one test is
+    rejected below ``level`` as a lone test is). Valid under any dependence between the tests (each method's
+    repetitions enter every pair it is in)."""
+    if level is None:
+        from .. import report
+
+        level = report.TIE_LEVEL
     p = np.asarray(p, dtype=np.float64)
     flat = p.ravel()
     where = np.flatnonzero(np.isfinite(flat))
     order = where[np.argsort(flat[where], kind="stable")]
     bounds = level / (len(order) - np.arange(len(order)))
-    passed = flat[order] <= bounds
+    passed = flat[order] < bounds
     stop = int(np.argmin(passed)) if not passed.all() else len(order)
     out = np.zeros(flat.shape, dtype=bool)
     out[order[:stop]] = True
