@@ -544,7 +544,8 @@ def test_a_demo_run_again_starts_from_a_folder_without_its_earlier_run(tmp_path,
 
     out = tmp_path / "d"
     out.mkdir()
-    for name in ("multi_gossip.csv", "multi_gossip_verdict.csv", "multi_gossip.png", "multi_gossip_notes.txt"):
+    for name in ("multi_gossip.csv", "multi_gossip_verdict.csv", "multi_gossip.png", "multi_gossip_notes.txt",
+                 ".rowstoch-demo"):  # (the marker of the demo's own folder)
         (out / name).write_text("earlier")
 
     def interrupted(folder, progress=True):
@@ -552,7 +553,7 @@ def test_a_demo_run_again_starts_from_a_folder_without_its_earlier_run(tmp_path,
 
     monkeypatch.setattr(experiments, "demo", interrupted)
     assert cli.main(["demo", "--out", str(out), "--no-progress"]) == 130
-    assert sorted(p.name for p in out.iterdir()) == ["multi_gossip_notes.txt"]
+    assert sorted(p.name for p in out.iterdir()) == [".rowstoch-demo", "multi_gossip_notes.txt"]
 
 
 def test_the_demo_judges_the_claims_as_the_reproduction_does(tmp_path, monkeypatch):

@@ -688,3 +688,57 @@ def test_the_console_error_handler_is_put_back_when_a_command_ends(monkeypatch):
     assert (out.errors, err.errors) == ("strict", "backslashreplace")
     out.flush()
     assert out.buffer.getvalue() == "gr\u00e2ph\u00e9\n".encode()
+
+
+def test_two_runs_into_one_folder_are_refused_while_the_first_writes(tmp_path, capsys):
+    """Helper 185: two `rowstoch run` into the same --out (the default ./results included) both found it empty at
+    their start, and the one that ended last replaced the other's history, both exiting 0. The folder is locked
+    while a run holds it: the second is refused, naming the first; once it is done, its lock is gone."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from conftest import hang_limit, sigint_as_usual
+    from rowstoch_fast.compare.outputs import LOCK
+
+    out = tmp_path / "res"
+    first = subprocess.Popen([sys.executable, "-m", "rowstoch_fast.cli", "run", "--n", "4", "--iterations",
+                              "100000000", "--record-every", "1000", "--no-progress", "--out", str(out)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+                             preexec_fn=sigint_as_usual)
+    try:
+        deadline = time.time() + hang_limit(60)
+        while not (out / LOCK).exists() and time.time() < deadline and first.poll() is None:
+            time.sleep(0.05)
+        assert (out / LOCK).exists(), first.communicate()
+        code = cli.main(["run", "--n", "4", "--iterations", "5", "--no-progress", "--out", str(out)])
+        err = capsys.readouterr().err
+        assert code == 2 and re.fullmatch(rf"rowstoch: error: --out {re.escape(repr(str(out)))} is being written by "
+                                          rf"another run \(process {first.pid}\); wait for it, or choose another "
+                                          r"folder\n", err), err
+        first.send_signal(signal.SIGINT)
+        first.communicate(timeout=hang_limit(60))
+    finally:
+        first.kill()
+    assert first.returncode == 130 and (out / "history.csv").exists() and not (out / LOCK).exists()
+
+
+def test_demo_replaces_its_own_files_not_a_reproduction_s(tmp_path, capsys, monkeypatch):
+    """Helper 185: `rowstoch demo --out DIR` replaced the files of a `rowstoch reproduce multi-gossip --out DIR` run
+    (the same names) without a word, where `reproduce` itself refuses that folder without --overwrite. The demo
+    refuses a folder holding them unless it wrote them (its marker) or --overwrite."""
+    import rowstoch_fast.experiments as experiments
+
+    ran = []
+    monkeypatch.setattr(experiments, "demo", lambda out, progress=None: ran.append(out))
+    folder = tmp_path / "fig"
+    folder.mkdir()
+    (folder / "multi_gossip.csv").write_text("a reproduction's records\n")
+    assert cli.main(["demo", "--out", str(folder), "--no-progress"]) == 2
+    assert "holds the results of an earlier run of rowstoch reproduce multi-gossip (multi_gossip.csv)" in \
+        capsys.readouterr().err and not ran and (folder / "multi_gossip.csv").exists()
+    assert cli.main(["demo", "--out", str(folder), "--no-progress", "--overwrite"]) == 0 and ran
+    (folder / "multi_gossip.csv").write_text("the demo's records\n")  # (its marker is there now: replaced)
+    assert cli.main(["demo", "--out", str(folder), "--no-progress"]) == 0 and len(ran) == 2
+    assert not (folder / "multi_gossip.csv").exists()  # (removed before the demo writes its own)

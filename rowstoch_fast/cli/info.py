@@ -13,6 +13,8 @@ from ..topology import by_name as build_topology, NAMES as TOPOLOGIES, PAPER_NAM
 from ._common import (_is_square, _matrix_rules, _refuse_unread, _topology_n, _writable_folder, narrator,
                       progress_option, refuse_shared_launch, TOPOLOGY_HELP, file_label)
 
+#: The file ``rowstoch demo`` leaves in its folder: its next run there replaces the files it wrote.
+DEMO_MARKER = ".rowstoch-demo"
 
 def cmd_metrics(args):
     """``rowstoch metrics``: the metrics table of a topology, all topologies, or a matrix file."""
@@ -64,9 +66,13 @@ def cmd_demo(args):
     from .reproduce import earlier_outputs
 
     refuse_shared_launch("rowstoch demo")
+    marker = os.path.join(args.out, DEMO_MARKER)  # (an earlier demo's files are replaced, a reproduction's are not:
+    # `demo --out DIR` had replaced a `reproduce multi-gossip --out DIR` run's files, the same names, helper 185)
+    mine = os.path.exists(marker) or "--out" not in getattr(args, "given", ())  # (its own default folder: always)
+    earlier_outputs(args.out, "multi-gossip", overwrite=args.overwrite or mine, words="rowstoch reproduce multi-gossip")
     out = _writable_folder(args.out, "--out")
-    earlier_outputs(args.out, "multi-gossip", overwrite=True)  # (its folder's earlier run: an interrupted rerun
-    # left its CSV beside the new verdict)
+    with open(marker, "w") as fh:
+        fh.write("rowstoch demo writes here: its next run replaces its files\n")
     say = narrator(args)
     say(f"rowstoch demo: writing its figure and table to {out}/ (choose with --out)")
     demo(args.out, progress=progress_option(args))

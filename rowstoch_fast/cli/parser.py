@@ -176,8 +176,12 @@ def make_parser():
                        description="Metrics of the paper's 16-node graphs, then Pull-Diag-GT vs MG-Pull-Diag-GT "
                                    "(R = 1, 5, 10) on them, each of Figure 3's claims judged; writes "
                                    "multi_gossip.png, multi_gossip.csv and multi_gossip_verdict.csv into --out "
-                                   "(default ./rowstoch-demo, replaced on each run).")
-    d.add_argument("--out", default="rowstoch-demo", help="output folder")
+                                   "(default ./rowstoch-demo; an earlier demo's files there are replaced).")
+    d.add_argument("--out", default="rowstoch-demo",
+                   help="output folder; one holding the files of a `rowstoch reproduce multi-gossip` run is refused "
+                        "unless --overwrite")
+    d.add_argument("--overwrite", action="store_true",
+                   help="replace the multi-gossip files of a reproduction in --out")
     d.set_defaults(func=cmd_demo)
 
     r = sub.add_parser("run", parents=common, formatter_class=_Formatter,

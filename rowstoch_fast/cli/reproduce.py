@@ -49,7 +49,7 @@ def _stem(figure):
 _OUTPUT_NAME = r"{stem}(_(verdict|verdicts|finals|split))?\.(csv|png|pdf|svg|json)"
 
 
-def earlier_outputs(out, figure, overwrite):
+def earlier_outputs(out, figure, overwrite, words=None):
     """The files of an earlier run of ``figure`` in the folder ``out``: refused unless ``overwrite``, which removes
     them first (``rowstoch demo`` always does, in its own folder). An interrupted rerun had left the earlier run's
     CSV and figure beside its own verdict, or replaced a finished run with a partial one. Only the figure's own
@@ -62,8 +62,8 @@ def earlier_outputs(out, figure, overwrite):
     found = sorted(name for name in os.listdir(out) if os.path.isfile(os.path.join(out, name)) and
                    pattern.fullmatch(name))
     if found and not overwrite:
-        raise UsageError(f"--out {out!r} holds the results of an earlier run of {figure} ({', '.join(found)}): "
-                         f"choose another folder, or pass --overwrite to replace them")
+        raise UsageError(f"--out {out!r} holds the results of an earlier run of {words or figure} "
+                         f"({', '.join(found)}): choose another folder, or pass --overwrite to replace them")
     for name in found:
         os.remove(os.path.join(out, name))
 

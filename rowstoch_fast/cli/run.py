@@ -171,7 +171,18 @@ _SAID_TRACKER = 4096
 
 
 def cmd_run(args):
-    """``rowstoch run``: one algorithm on one objective and network; writes CSV, JSON and PNG."""
+    """``rowstoch run``: one algorithm on one objective and network; writes CSV, JSON and PNG. Its ``--out`` is
+    locked while it runs (:class:`~rowstoch_fast.compare.outputs.FolderLock`): two runs into one folder had both
+    found it empty at their start, and the last to finish replaced the other's history (helper 185)."""
+    locks = []
+    try:
+        return _cmd_run(args, locks)
+    finally:
+        for lock in locks:
+            lock.release()
+
+
+def _cmd_run(args, locks):
     import warnings
 
     from ..errors import DivergenceError
@@ -206,12 +217,18 @@ def cmd_run(args):
     refused = None
     if root:  # before any computation: an unwritable --out or --checkpoint must not cost the run
         try:
+            from ..compare.outputs import FolderInUse, FolderLock
+
+            if os.path.isdir(args.out):  # (the lock before the look for an earlier run's files: both runs had
+                locks.append(FolderLock(args.out, option="--out", clean=False, holder="run"))  # found none)
             _refuse_earlier_run(args)
             _writable_folder(args.out, "--out")
+            if not locks:
+                locks.append(FolderLock(args.out, option="--out", clean=False, holder="run"))
             if args.checkpoint:
                 _refuse_earlier_checkpoint(args)
                 _writable_file(args.checkpoint, "--checkpoint")
-        except UsageError as exc:
+        except (UsageError, FolderInUse) as exc:
             refused = str(exc)
     refuse_on_every_rank(args, refused)
     progress = progress_option(args)

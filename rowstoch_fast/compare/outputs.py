@@ -35,9 +35,10 @@ class FolderLock:
     refused (:class:`FolderInUse`, naming ``option``), and the lock of a process that no longer runs is taken
     over. Use it as a context manager (the lock is released on exit, whatever ends the comparison)."""
 
-    def __init__(self, path, *, option="--out", clean=True):
+    def __init__(self, path, *, option="--out", clean=True, holder="comparison"):
         import socket
 
+        self.holder = holder  # (what holds such a folder, in the refusal's words: a comparison, a run)
         self.path = os.path.abspath(os.fspath(path))
         self.lock = os.path.join(self.path, LOCK)
         if os.path.exists(self.path) and not os.path.isdir(self.path):
@@ -137,7 +138,7 @@ class FolderLock:
     def _refuse(self, pid, owner, host, option, unlocked=False):
         who = "" if pid is None else f" (process {pid}{'' if owner == host else ' on ' + owner})"
         stale = (f"; if none runs there, remove its lock file {self.lock!r}" if unlocked else "")
-        raise FolderInUse(f"{option} {self.path!r} is being written by another comparison{who}; wait for it, or "
+        raise FolderInUse(f"{option} {self.path!r} is being written by another {self.holder}{who}; wait for it, or "
                           f"choose another folder{stale}") from None
 
     def _create_lock(self, host, option):  # pragma: no cover - platforms without flock
