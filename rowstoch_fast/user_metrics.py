@@ -245,7 +245,8 @@ class Metric:
         a TypeError, for the value)."""
         try:
             value = self.fn(state)
-        except Exception as exc:  # noqa: BLE001 - re-raised naming the metric
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 - re-raised naming the metric (a sys.exit(0) in
+            # it had ended the command as a success, its records unwritten, helper 185)
             raise RuntimeError(f"metric {self.name!r} raised {type(exc).__name__}: {exc}") from exc
         if (not isinstance(value, (numbers.Real, np.ndarray)) or np.ndim(value) != 0
                 or np.asarray(value).dtype.kind not in "biuf"):
@@ -378,6 +379,9 @@ def load_metrics_module(path):
     _LOADED[name] = (path, [])
     try:
         spec.loader.exec_module(module)
+    except SystemExit as exc:  # (a sys.exit in the file: the command had ended with its code, saying nothing)
+        del sys.modules[name], _LOADED[name]
+        raise RuntimeError(f"metrics module {path!r} called sys.exit({exc.code!r}) as it was loaded") from None
     except BaseException:
         del sys.modules[name], _LOADED[name]
         raise

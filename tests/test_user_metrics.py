@@ -606,6 +606,25 @@ def test_cli_run_a_metric_that_goes_wrong_mid_run_is_one_line(tmp_path, capsys):
     assert "Traceback" not in err and len(pd.read_csv(tmp_path / "o" / "history.csv")) == 3
 
 
+def test_a_sys_exit_in_a_metrics_module_is_an_error_not_an_end(tmp_path, capsys):
+    """Helper 185: a metrics module (or one of its metrics) that called sys.exit ended the command with that code
+    and no word: exit 0 with an empty --out, its records lost (exit 3 read as "diverged"). An error of the module's
+    now: one line, exit 2, the rows before it kept."""
+    loaded = tmp_path / "exits.py"
+    loaded.write_text("import sys\nsys.exit(0)\n")
+    late = tmp_path / "late_exit.py"
+    late.write_text("import sys\nimport rowstoch_fast as rf\n\n\n@rf.register_metric('exits_late')\n"
+                    "def exits_late(state):\n    if state.iteration >= 30:\n        sys.exit(0)\n    return 1.0\n")
+    common = ["run", "--n", "8", "--no-progress", "-q", "--objective", "least-squares", "--algorithm", "dsgd", "--lr",
+              "0.05", "--iterations", "50", "--record-every", "10"]
+    assert cli.main([*common, "--metrics-module", str(loaded), "--out", str(tmp_path / "a")]) == 2
+    assert "called sys.exit(0) as it was loaded" in capsys.readouterr().err
+    assert cli.main([*common, "--metrics-module", str(late), "--out", str(tmp_path / "b")]) == 2
+    err = capsys.readouterr().err
+    assert "error: metric 'exits_late' raised SystemExit: 0" in err and "Traceback" not in err
+    assert len(pd.read_csv(tmp_path / "b" / "history.csv")) == 3
+
+
 # ---------------------------------------------------------------- oracle-call counters (issue 54)
 
 class _Counting:
