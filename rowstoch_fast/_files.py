@@ -75,6 +75,21 @@ def open_text(path, errors=None):
     return opener(path, "rt", newline="", encoding=TEXT_ENCODING, errors=errors)
 
 
+def open_text_for_writing(path):
+    """The text file ``path`` opened for writing as :data:`TEXT_ENCODING`, compressed when its name ends as one of
+    :data:`COMPRESSED` (what :func:`open_text` reads back: an edge list saved as ``ring.txt.gz`` had been plain
+    text under that name, which reading it back refused, helper 185)."""
+    path = os.fspath(path)
+    opener = next((how for end, how in COMPRESSED.items() if path.endswith(end)), open)
+    return opener(path, "wt", newline="", encoding=TEXT_ENCODING)
+
+
+def uncompressed_name(path):
+    """``path`` without the suffix of a compression (:data:`COMPRESSED`): ``edges.csv.gz`` -> ``edges.csv``."""
+    path = os.fspath(path)
+    return next((path[:-len(end)] for end in COMPRESSED if path.endswith(end)), path)
+
+
 def loadtxt_source(path, delimiter=None):
     """What ``np.loadtxt`` reads the text file ``path`` from: the path itself (NumPy's fast reader) when its size
     rules out running out of memory (at most one number a byte, read and copied), else its lines

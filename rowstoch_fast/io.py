@@ -15,8 +15,9 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 
-from ._checks import check_bool, check_coo_arrays, check_csr_arrays, load_npy_file, load_npz_file
-from ._files import DAMAGED, TEXT_ENCODING, check_path, is_header, loadtxt_source, open_text
+from ._checks import check_bool, check_choice, check_coo_arrays, check_csr_arrays, load_npy_file, load_npz_file
+from ._files import (DAMAGED, TEXT_ENCODING, check_path, is_header, loadtxt_source, open_text, open_text_for_writing,
+                     uncompressed_name)
 from .errors import UsageError
 from .mixing import as_matrix, MixingMatrix
 
@@ -100,7 +101,7 @@ def weights_said(path, normalize=False):
     return "the file's weights" + (", rows normalized" if normalize else "")
 
 
-def _load_edge_list(path, normalize, dtype=np.float64):
+def _load_edge_list(path, normalize, dtype=np.float64, stochastic="row"):
     try:
         delimiter, header, _ = _edge_list_layout(path)
         with warnings.catch_warnings():
@@ -125,9 +126,9 @@ def _load_edge_list(path, normalize, dtype=np.float64):
                          "ids are 0-based (a 1-based list: subtract 1 from every id)")
     n = int(edges.max()) + 1
     if rows.shape[1] == 2:
-        return MixingMatrix.from_edges(n, edges, "in-degree")
+        return MixingMatrix.from_edges(n, edges, "in-degree", stochastic=stochastic)
     return MixingMatrix.from_edges(n, edges, rows[:, 2].astype(dtype), self_loops=False, normalize=normalize,
-                                   dtype=dtype)
+                                   dtype=dtype, stochastic=stochastic)
 
 
 _FORMATS = """
@@ -143,7 +144,7 @@ _FORMATS = """
 """ + textwrap.fill("An " + EDGE_LIST_HELP + ".", width=116, initial_indent=" " * 8, subsequent_indent=" " * 8)
 
 
-def load_matrix(path, normalize=False, dtype=np.float64):
+def load_matrix(path, normalize=False, dtype=np.float64, stochastic="row"):
     """Read a mixing matrix from .npz (scipy sparse), .mtx (Matrix Market), .npy (dense) or an edge list.
 
     Parameters
@@ -156,6 +157,11 @@ def load_matrix(path, normalize=False, dtype=np.float64):
         The matrix's value type. ``float32`` reads the weights as float32
         values, whose sums are 1 to float32's precision (what
         :func:`save_matrix` writes for a float32 matrix in a text format).
+    stochastic : {"row", "column"}, default "row"
+        ``"column"`` reads a column-stochastic matrix (a push method's C, what
+        ``save_matrix`` writes of one); its columns must sum to 1
+        (``normalize`` rescales columns, and a two-column edge list takes the
+        out-degree rule).
 
     Returns
     -------
@@ -184,6 +190,8 @@ def load_matrix(path, normalize=False, dtype=np.float64):
     if not os.path.exists(path):
         raise UsageError(f"matrix file {path!r} does not exist")
     normalize = check_bool(normalize, "normalize")  # (a string "False" had normalized)
+    check_choice(stochastic, "stochastic", ("row", "column"),
+                 f"stochastic must be 'row' or 'column', got {stochastic!r}")
     try:
         dtype = np.dtype(dtype)
         if dtype not in (np.float32, np.float64):
@@ -195,10 +203,10 @@ def load_matrix(path, normalize=False, dtype=np.float64):
         elif path.endswith(".npy"):
             W = load_npy_file(path, "matrix file")
         else:
-            return _load_edge_list(path, normalize, dtype)
+            return _load_edge_list(path, normalize, dtype, stochastic)
         if dtype == np.float32 and np.dtype(W.dtype).kind == "f":
             W = W.astype(np.float32)  # (float32 weights: their sums are checked to float32's precision)
-        return MixingMatrix(W, normalize=normalize, dtype=dtype)
+        return MixingMatrix(W, normalize=normalize, dtype=dtype, stochastic=stochastic)
     except UsageError:
         raise
     except (ValueError, TypeError, OSError, IndexError, *DAMAGED) as exc:
@@ -245,8 +253,8 @@ def save_matrix(path, A):
         np.save(path, A.toarray())
     else:
         coo = sp.coo_array(csr)
-        sep = "," if path.endswith(".csv") else " "
-        with open(path, "w") as f:
+        sep = "," if uncompressed_name(path).endswith(".csv") else " "
+        with open_text_for_writing(path) as f:  # (compressed where its name says so, as load_matrix reads it)
             f.write(f"# {A!r}: src{sep}dst{sep}weight (src sends to dst, A[dst, src] = weight)\n")
             for i, j, w in zip(coo.row.tolist(), coo.col.tolist(), coo.data.tolist()):
                 f.write(f"{j}{sep}{i}{sep}{w!r}\n")

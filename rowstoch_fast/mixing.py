@@ -814,7 +814,13 @@ def _check_sums(csr, stochastic="row", doubly=False, rtol=ROW_SUM_RTOL):
             raise ValueError(f"W must be doubly stochastic: {stochastic} {i} sums to {fmt_value(sums[i])}, not 1 "
                              f"({bad.size} such {stochastic}s); weights='metropolis' builds such a W from an "
                              "undirected graph")
-        name = "A" if stochastic == "row" else "C"
+        name, other = ("A", "column") if stochastic == "row" else ("C", "row")
+        if not off_sums(csr, other, rtol)[0].size:  # (the other way round: normalize=True, which the message had
+            # suggested, made another matrix of it, helper 185)
+            raise ValueError(f"{name} must be {stochastic}-stochastic: {stochastic} {i} sums to {fmt_value(sums[i])}, "
+                             f"not 1, but every {other} sums to 1: it is {other}-stochastic (read it as one with "
+                             f"stochastic={other!r}; normalize=True would rescale its {stochastic}s into another "
+                             "matrix)")
         raise ValueError(
             f"{name} must be {stochastic}-stochastic: {stochastic} {i} sums to {fmt_value(sums[i])}, not 1 "
             f"({bad.size} such {stochastic}s); pass normalize=True to rescale raw weights"

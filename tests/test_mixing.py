@@ -230,7 +230,7 @@ def test_networkx_graphs_of_four_kinds_are_accepted_directly():
     assert MixingMatrix(labelled).n == 3
 
 
-@pytest.mark.parametrize("ext", ["npz", "mtx", "npy", "txt", "csv", "edges"])
+@pytest.mark.parametrize("ext", ["npz", "mtx", "npy", "txt", "csv", "edges", "txt.gz", "csv.bz2", "xz"])
 def test_save_matrix_and_load_matrix_round_trip_exactly(ext, tmp_path, rng):
     from rowstoch_fast import io
 
@@ -243,6 +243,26 @@ def test_save_matrix_and_load_matrix_round_trip_exactly(ext, tmp_path, rng):
     B = io.load_matrix(path, dtype=np.float32)
     assert B.dtype == np.float32
     np.testing.assert_array_equal(B.toarray(), A32.toarray())
+
+
+@pytest.mark.parametrize("ext", ["npz", "txt"])
+def test_a_column_stochastic_matrix_reads_back_as_one_and_is_not_normalized_into_another(ext, tmp_path):
+    """Helper 185: a column-stochastic C saved by save_matrix was refused by load_matrix with "pass normalize=True",
+    and normalize=True read back another matrix (0.27 off). It reads back with stochastic='column'; the refusal says
+    what the file is (and a compressed name is written compressed: test above)."""
+    from rowstoch_fast import io
+    from rowstoch_fast.errors import UsageError
+
+    C = topology.star(5, stochastic="column")
+    path = tmp_path / f"C.{ext}"
+    io.save_matrix(path, C)
+    np.testing.assert_array_equal(io.load_matrix(path, stochastic="column").toarray(), C.toarray())
+    with pytest.raises(UsageError, match=r"A must be row-stochastic: row 0 sums to 2\.2, not 1, but every column sums "
+                                         r"to 1: it is column-stochastic \(read it as one with stochastic='column'; "
+                                         r"normalize=True would rescale its rows into another matrix\)"):
+        io.load_matrix(path)
+    with pytest.raises(ValueError, match="stochastic must be 'row' or 'column', got 'doubly'"):
+        io.load_matrix(path, stochastic="doubly")
 
 
 def test_an_edge_list_with_a_byte_order_mark_or_a_gap_in_its_first_line_loses_no_edge(tmp_path):
