@@ -132,7 +132,7 @@ class Oracle:
 
     def __init__(self, objective, seed=0, batches=1, rep_offset=0, nodes=None, rep_period=0):
         self.objective = objective
-        self.nodes = None if nodes is None else np.ascontiguousarray(nodes, dtype=np.int64)
+        self.nodes = Objective._nodes(objective, nodes)  # (checked: [1.5] had been node 1, [True, False] nodes 1, 0)
         _, self.seed, self.batches, self.rep_offset = _check_stream(0, seed, batches, rep_offset)
         self.rep_period = _check_period(rep_period)
         self.iteration = 0

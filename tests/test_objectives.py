@@ -1004,3 +1004,20 @@ def test_an_optimum_of_ones_own_whose_value_is_not_f_at_its_minimiser_is_warned_
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
         assert optimum_of(f).value == optimum_of(f).value and len(calls) == 3  # (its own two, and the check once)
+
+
+def test_an_oracle_s_nodes_are_checked_as_the_objective_s():
+    """Helper 185: ``oracle(nodes=[1.5])`` read node 1, ``nodes=[True, False]`` (a mask, it seemed) nodes 1 and 0,
+    and ``nodes="ab"`` failed in ``int()`` without naming the argument. They are the objective's node ids, checked
+    as its gradients check them."""
+    from rowstoch_fast.objectives import LeastSquares
+
+    f = LeastSquares.synthetic(4, d=3, seed=0)
+    for bad in ([1.5], [True, False], "ab"):
+        with pytest.raises(TypeError, match="nodes must be integer node ids"):
+            f.oracle(nodes=bad)
+    for bad in ([[0, 1]], [4], [-1]):
+        with pytest.raises(ValueError, match=r"nodes must be a 1-D array of node ids in 0\.\.3"):
+            f.oracle(nodes=bad)
+    full = f.oracle()(np.zeros((4, 3)))
+    np.testing.assert_array_equal(f.oracle(nodes=[2, 0])(np.zeros((2, 3))), full[[2, 0]])
