@@ -152,10 +152,16 @@ class MixingMatrix:
         csr.sort_indices()
         axis = 1 if stochastic == "row" else 0
         if normalize:
-            sums = np.asarray(csr.sum(axis=axis)).ravel()
+            with np.errstate(over="ignore"):
+                sums = np.asarray(csr.sum(axis=axis)).ravel()
             empty = np.flatnonzero(sums <= 0)
             if empty.size:
                 raise ValueError(f"cannot normalize: {stochastic} {empty[0]} (node {empty[0]}) has no positive weight")
+            huge = np.flatnonzero(~np.isfinite(sums))
+            if huge.size:  # (weights of 1e308: their sum overflowed, every weight became 0 after NumPy's warnings,
+                # and the refusal said "pass normalize=True", which was given, helper 185)
+                raise ValueError(f"cannot normalize: the weights of {stochastic} {huge[0]} sum past the largest float "
+                                 f"({np.max(csr.data):.3g} the largest weight): rescale them")
             csr.data /= np.repeat(sums, np.diff(csr.indptr)) if axis == 1 else sums[csr.indices]
         rtol = ROW_SUM_RTOL if source != np.float32 else ROW_SUM_RTOL_FLOAT32
         _check_sums(csr, stochastic, doubly, rtol)

@@ -1177,6 +1177,7 @@ def test_a_negative_spread_is_a_value_not_an_option(tmp_path, args, message):
     (["--objective", "least-squares", "--heterogeneity", "1e200"], "--heterogeneity"),
     (["--objective", "quadratic", "--sigma", "1e300"], "--sigma"),
     (["--objective", "logistic", "--dtype", "float32", "--rho", "1e18"], "--rho"),
+    (["--objective", "logistic-l2", "--lam", "1e308"], "--lam"),  # (helper 185: ran, diverged at every rate)
 ])
 def test_objective_scales_whose_square_overflows_are_refused_by_name(tmp_path, args, option):
     """Helper 167: `--heterogeneity 1e308` failed with NumPy's overflow warning and "y must be finite", 1e200 as
@@ -1700,3 +1701,30 @@ def test_the_classmethods_that_count_take_numbers_not_arrays():
         with pytest.raises(TypeError, match=rf"^{name} must be an integer"):
             call()
     assert PullDiagGT.iterations_for(np.int64(10), 2) == 5 and PullDiagGT.default_lr(16) == 0.05 / 16
+
+
+def test_helper_185s_misleading_refusals_say_what_is_wrong(tmp_path):
+    """Helper 185: one line and exit 2 each, but naming the wrong thing: `metrics --n 5` was refused whole for the
+    torus's square n (every other graph builds), `--metrics-module` of a folder "does not exist", `--checkpoint`
+    naming the --out folder "already exists" (nothing did), a `--data-file` whose y is 1e300 blamed H's 3.77, and
+    `--matrix` of weights 1e308 with `--normalize` said "pass --normalize" after NumPy's overflow warnings."""
+    rc, out, err = rowstoch_here("metrics", "--n", "5")
+    assert rc == 0 and "rowstoch: note: not built at --n 5: grid (needs a square --n, got 5); torus" in err
+    assert "ring" in out and "torus" not in out
+    (tmp_path / "mm").mkdir()
+    rc, _, err = rowstoch_here("run", "--n", "4", "--iterations", "3", "--metrics-module", tmp_path / "mm",
+                               "--out", tmp_path / "a")
+    assert_one_line_error(rc, err, "is a folder: give the Python file in it")
+    rc, _, err = rowstoch_here("run", "--n", "4", "--iterations", "3", "--checkpoint", tmp_path / "c", "--out",
+                               tmp_path / "c")
+    assert_one_line_error(rc, err, "is a folder (--out): give a file name for the checkpoint")
+    rng = np.random.default_rng(0)
+    np.savez(tmp_path / "y.npz", H=rng.standard_normal((8, 3)), y=rng.standard_normal(8) * 1e300)
+    rc, _, err = rowstoch_here("run", "--n", "4", "--iterations", "3", "--objective", "least-squares", "--data-file",
+                               tmp_path / "y.npz", "--out", tmp_path / "b")
+    assert_one_line_error(rc, err, "its rows overflow (the largest entry of H is")
+    assert ", of y 1" in err and "e+300); rescale them" in err
+    big = np.full((3, 3), 1e308)
+    np.save(tmp_path / "big.npy", big)
+    rc, _, err = rowstoch_here("metrics", "--matrix", tmp_path / "big.npy", "--normalize")
+    assert_one_line_error(rc, err, "cannot normalize: the weights of row 0 sum past the largest float")

@@ -1189,7 +1189,7 @@ def test_a_gradient_that_is_not_finite_at_the_start_is_a_diverged_run_with_its_h
     assert code == 2 and "the loss or its gradient at the start is not finite" in err and not out.exists(), err
     from rowstoch_fast.cli import _common  # (a run that diverges at its start all the same says so, writes its files)
 
-    monkeypatch.setattr(_common, "_finite_at_start", lambda f, path, H: f)
+    monkeypatch.setattr(_common, "_finite_at_start", lambda f, path, H, y=None: f)
     code = cli.main(["run", "--n", "8", "--objective", "least-squares", "--data-file", str(data), "--iterations",
                      "20", "--lr", "0.01", "--out", str(out), "--no-progress"])
     err = capsys.readouterr().err

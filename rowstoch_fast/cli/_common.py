@@ -328,7 +328,7 @@ def _objective_of(args, n):
                 f = NonconvexLogistic(H, y, n, rho=args.rho, batch=batch, dtype=dtype)
         except (ValueError, TypeError) as exc:
             raise UsageError(f"--data-file {args.data_file!r}: {exc}") from None
-        return _finite_at_start(f, args.data_file, H)
+        return _finite_at_start(f, args.data_file, H, y)
     test = getattr(args, "test_samples", 0) or 0  # (held-out samples of the synthetic law)
     if args.objective.startswith("logistic"):
         total, batch = _fitted_size(args, n)
@@ -346,7 +346,7 @@ def _objective_of(args, n):
     return Quadratic.random(n, args.d, seed=args.data_seed, sigma=args.sigma, dtype=dtype)
 
 
-def _finite_at_start(f, path, H):
+def _finite_at_start(f, path, H, y=None):
     """``f``, where its loss and gradient at its start are finite; else a UsageError naming the data file (helper
     180: features of 1e200 overflowed the loss at the start, and every method ran and was reported `diverged`,
     "not finite from the start", exit 0)."""
@@ -355,8 +355,7 @@ def _finite_at_start(f, path, H):
         finite = bool(np.isfinite(value)) and bool(np.isfinite(np.asarray(grad)).all())
     if not finite:
         raise UsageError(f"--data-file {path!r}: the loss or its gradient at the start is not finite (loss {value:g}) "
-                         f"in {np.dtype(f.dtype).name}: its rows overflow (the largest entry of H is "
-                         f"{float(np.max(np.abs(H))):.3g}); rescale them")
+                         f"in {np.dtype(f.dtype).name}: its rows overflow ({_largest(H, y)}); rescale them")
     from ..objectives import optimum_of
 
     try:  # (its solver's failure, cached where it succeeds: "LogisticL2.optimum()'s minimiser is not finite" had
@@ -364,8 +363,18 @@ def _finite_at_start(f, path, H):
             optimum_of(f)
     except (ValueError, ArithmeticError, np.linalg.LinAlgError) as exc:
         raise UsageError(f"--data-file {path!r}: its optimum x* could not be computed ({str(exc).split(': ')[0]}); "
-                         f"the largest entry of H is {float(np.max(np.abs(H))):.3g}: rescale its rows") from None
+                         f"{_largest(H, y)}: rescale its rows") from None
     return f
+
+
+def _largest(H, y):
+    """"the largest entry of H is ..." (and of y, where it is the larger: y = 1e300 had been blamed on H's 3.77,
+    helper 185)."""
+    h = float(np.max(np.abs(H))) if np.size(H) else 0.0
+    said = f"the largest entry of H is {h:.3g}"
+    if y is not None and np.size(y) and float(np.max(np.abs(y))) > h:
+        said += f", of y {float(np.max(np.abs(y))):.3g}"
+    return said
 
 
 def _metrics_module(args):
@@ -379,7 +388,9 @@ def _metrics_module(args):
     try:
         names = load_metrics_module(path)
     except FileNotFoundError:
-        raise UsageError(f"--metrics-module {path!r} does not exist") from None
+        raise UsageError(f"--metrics-module {path!r} "
+                         + ("is a folder: give the Python file in it" if os.path.isdir(path) else "does not exist")) \
+            from None
     except Exception as exc:  # noqa: BLE001 - the file's own error, in one line
         raise UsageError(f"--metrics-module {path!r} failed: {type(exc).__name__}: {exc}") from None
     if not names:
@@ -407,6 +418,9 @@ def _check_objective_args(args):
                              f"would overflow), got {value:g}")
     if not (np.isfinite(args.lam) and args.lam > 0):
         raise UsageError(f"--lam must be a finite number > 0, got {args.lam}")
+    if args.lam > top:  # (1e308 ran, and diverged at every rate: exit 3, helper 185)
+        raise UsageError(f"--lam must be at most {top:.3g} in {dtype} (the ridge term lam ||x||^2 / 2 would overflow "
+                         f"at |x| of order 1), got {args.lam:g}")
     if not (np.isfinite(args.l1) and args.l1 >= 0):
         raise UsageError(f"--l1 must be a finite number >= 0, got {args.l1}")
     if args.objective in ("least-squares", "lasso") and getattr(args, "dtype", "float64") != "float64":

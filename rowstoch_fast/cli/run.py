@@ -134,9 +134,21 @@ def _refuse_earlier_run(args):
                      f"another folder, or pass --overwrite to replace them")
 
 
+def _same(a, b):
+    """Whether the paths ``a`` and ``b`` name one file or folder (by their absolute paths where one is missing)."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.abspath(a) == os.path.abspath(b)
+
+
 def _refuse_earlier_checkpoint(args):
     """A --checkpoint file that exists is refused (another run's checkpoint would be replaced at the first save,
     and that run could no longer resume), unless the run resumes from it or --overwrite."""
+    if os.path.isdir(args.checkpoint):  # (--checkpoint naming --out, made just before: "already exists", helper 185)
+        what = " (--out)" if _same(args.checkpoint, args.out) else ""
+        raise UsageError(f"--checkpoint {args.checkpoint!r} is a folder{what}: give a file name for the checkpoint "
+                         "(e.g. run.npz)")
     if args.overwrite or not os.path.exists(args.checkpoint):
         return
     if args.resume and os.path.exists(args.resume) and os.path.samefile(args.resume, args.checkpoint):
