@@ -892,6 +892,9 @@ def _tex_head(metric):
 def tex_number(mean, std=None, digits=2):
     """``mean`` (and ``std``) as LaTeX math with one power of ten: ``$(1.83 \\pm 0.29) \\times 10^{-1}$`` (``$1.83
     \times 10^{-1}$`` without ``std``; ``$0$`` and non-finite values as words)."""
+    from ._checks import check_int
+
+    digits = check_int(digits, "digits", minimum=0)
     if not math.isfinite(mean):
         return r"$\infty$" if mean > 0 else ("n/a" if mean != mean else r"$-\infty$")
     if mean == 0:

@@ -1728,3 +1728,27 @@ def test_helper_185s_misleading_refusals_say_what_is_wrong(tmp_path):
     np.save(tmp_path / "big.npy", big)
     rc, _, err = rowstoch_here("metrics", "--matrix", tmp_path / "big.npy", "--normalize")
     assert_one_line_error(rc, err, "cannot normalize: the weights of row 0 sum past the largest float")
+
+
+def test_helper_185s_report_inputs_are_named():
+    """Helper 185: the summary of an empty frame was a table of no columns that format_summary refused as "not a
+    summary"; a text column asked for as the metric failed in "could not convert string to float"; `tex_number(...,
+    digits=-1)` in "Format specifier missing precision"; `ranks` with an inf tied every method after NumPy's
+    warnings."""
+    import pandas as pd
+
+    from rowstoch_fast import compare as cmp, report
+
+    frame = cmp.compare(rf.topology.ring(4), rf.objectives.LeastSquares.synthetic(4, d=2, seed=0), "dgd,diging", 10,
+                        lr=0.05, repeats=2, progress=False)
+    with pytest.raises(ValueError, match="frame holds no records: there is nothing to summarize"):
+        cmp.summary(frame.iloc[:0])
+    with pytest.raises(TypeError, match="frame's column 'consensus_error' must hold numbers, got dtype"):
+        cmp.summary(frame.assign(consensus_error="x"), "consensus_error")
+    with pytest.raises(TypeError, match="frame's column 'suboptimality' must hold numbers"):  # (its ranked one)
+        cmp.summary(frame.assign(suboptimality="x"))
+    with pytest.raises(ValueError, match="digits must be >= 0, got -1"):
+        report.tex_number(1.5, digits=-1)
+    with pytest.raises(ValueError, match=r"finals\['a'\] holds inf: only finite final values rank"):
+        cmp.ranks({"a": np.array([np.inf, 1.0]), "b": np.array([3.0, 4.0])})
+    assert isinstance(frame, pd.DataFrame)

@@ -39,7 +39,8 @@ def frame_metric(frame):
     if metric:
         return metric
     cols = getattr(frame, "columns", ())
-    if "suboptimality" in cols and np.isfinite(frame["suboptimality"].to_numpy(dtype=np.float64)).any():
+    if "suboptimality" in cols and frame["suboptimality"].dtype.kind in "biuf" and \
+            np.isfinite(frame["suboptimality"].to_numpy(dtype=np.float64)).any():
         return "suboptimality"
     return "grad_norm_mean" if "grad_norm_mean" in cols else "grad_norm"
 
@@ -57,6 +58,11 @@ def check_frame(frame, metrics):
     missing = [c for c in needed if c not in getattr(frame, "columns", ())]
     if missing:
         raise ValueError(f"frame must be the table compare() returns; it has no column {', '.join(missing)}")
+    if not len(frame):  # (its summary, a table of no columns, was refused by format_summary as "not a summary")
+        raise ValueError("frame holds no records: there is nothing to summarize")
+    for metric in metrics:  # (text in a metric's column: "could not convert string to float: 'x'")
+        if frame[metric].dtype.kind not in "biuf":
+            raise TypeError(f"frame's column {metric!r} must hold numbers, got dtype {frame[metric].dtype}")
 
 
 def status_of_rows(runs):

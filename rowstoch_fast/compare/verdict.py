@@ -813,6 +813,10 @@ def ranks(finals, scale=None, higher_is_better=False, converged=CONVERGED):
               for label, v in finals.items()}
     if any(v.size == 0 for v in finals.values()):
         raise ValueError("finals: every label needs one final value at least")
+    for label, v in finals.items():  # (an inf had tied every method, after NumPy's warnings: helper 185)
+        if not np.isfinite(v).all():
+            raise ValueError(f"finals[{label!r}] holds {v[~np.isfinite(v)][0]}: only finite final values rank (a run "
+                             "that diverged is not ranked)")
     if scale is not None:
         scale = check_positive_float(scale, "scale", allow_zero=True)
     converged = check_positive_float(converged, "converged", allow_zero=True)
