@@ -270,6 +270,8 @@ class MixingMatrix:
             check_choice(stochastic, "stochastic", STOCHASTIC,
                          f"stochastic must be 'row' or 'column', got {stochastic!r}")
             validate, self_loops = check_bool(validate, "validate"), check_bool(self_loops, "self_loops")
+            if normalize is not None:  # (ignored here, but checked: normalize='x' had passed, helper 185)
+                check_bool(normalize, "normalize")
             indptr, indices, data = _degree_weighted_csr(n, e[:, 0], e[:, 1], self_loops, stochastic)
             csr = sp.csr_array((data, indices, indptr), shape=(n, n), copy=False)
             if validate:

@@ -407,3 +407,10 @@ def test_a_compressed_edge_list_is_read_and_refused_before_it_fills_memory(tmp_p
     monkeypatch.setenv("ROWSTOCH_MEMORY_LIMIT", str(4 << 20))
     with pytest.raises(MemoryError, match="bomb.txt.gz holds at least 262,14[0-9] numbers"):
         load_matrix(str(tmp_path / "bomb.txt.gz"))
+
+
+def test_from_edges_checks_normalize_where_it_ignores_it():
+    """Helper 185: ``normalize='x'`` passed under the in-degree rule (which ignores normalize)."""
+    with pytest.raises(TypeError, match="normalize must be True or False, got str 'x'"):
+        MixingMatrix.from_edges(3, [(0, 1), (1, 2), (2, 0)], normalize="x")
+    assert MixingMatrix.from_edges(3, [(0, 1), (1, 2), (2, 0)], normalize=False).n == 3
