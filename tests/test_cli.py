@@ -702,9 +702,10 @@ def test_two_runs_into_one_folder_are_refused_while_the_first_writes(tmp_path, c
     from conftest import hang_limit, sigint_as_usual
     from rowstoch_fast.compare.outputs import LOCK
 
-    out = tmp_path / "res"
+    out, ck = tmp_path / "res", tmp_path / "ck.npz"
     first = subprocess.Popen([sys.executable, "-m", "rowstoch_fast.cli", "run", "--n", "4", "--iterations",
-                              "100000000", "--record-every", "1000", "--no-progress", "--out", str(out)],
+                              "100000000", "--record-every", "1000", "--no-progress", "--out", str(out),
+                              "--checkpoint", str(ck)],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
                              preexec_fn=sigint_as_usual)
     try:
@@ -717,6 +718,8 @@ def test_two_runs_into_one_folder_are_refused_while_the_first_writes(tmp_path, c
         assert code == 2 and re.fullmatch(rf"rowstoch: error: --out {re.escape(repr(str(out)))} is being written by "
                                           rf"another run \(process {first.pid}\); wait for it, or choose another "
                                           r"folder\n", err), err
+        while not ck.exists() and time.time() < deadline and first.poll() is None:  # (the run under way, its
+            time.sleep(0.05)  # first checkpoint written: a Ctrl-C in its set-up, on a loaded machine, wrote nothing)
         first.send_signal(signal.SIGINT)
         first.communicate(timeout=hang_limit(60))
     finally:
