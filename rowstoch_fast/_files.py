@@ -81,7 +81,8 @@ def open_text_for_writing(path):
     text under that name, which reading it back refused, helper 185)."""
     path = os.fspath(path)
     opener = next((how for end, how in COMPRESSED.items() if path.endswith(end)), open)
-    return opener(path, "wt", newline="", encoding=TEXT_ENCODING)
+    return opener(path, "wt", newline="", encoding="utf-8")  # (not TEXT_ENCODING's utf-8-sig, which reads a
+    # byte-order mark: written, it began every file with one, which np.loadtxt cannot read, helper 187)
 
 
 def uncompressed_name(path):

@@ -30,17 +30,15 @@ def put_back(previous):
 
 
 def first(held):
-    """The held signal to hand on: SIGTERM, then SIGHUP, before SIGINT (a scheduler's stop, or the terminal's end,
-    is the one that ends the process), None where none is held."""
-    for signum in HELD[1:]:  # (SIGTERM, then SIGHUP)
-        if signum in held:
-            return signum
-    return held[0] if held else None
+    """The held signal to hand on: the largest number, SIGTERM (15), then Ctrl-C's SIGINT (2), then SIGHUP (1) (a
+    scheduler's stop is the one that ends the process; the order the processes of an MPI run agree on, by the
+    largest), None where none is held."""
+    return max(held) if held else None
 
 
 @contextlib.contextmanager
 def signals_held():
-    """Ctrl-C (SIGINT) and SIGTERM held while the block runs (a set of files it writes together), then handed to
+    """Ctrl-C (SIGINT), SIGTERM and SIGHUP held while the block runs (a set of files it writes together), then handed to
     the handlers they would have met: the first held one (:func:`first`). A comparison's outputs cut by a
     scheduler's SIGTERM were new tables beside the earlier figure and settings. Where the block raises, its error
     goes on and the held signal is dropped (the error ends the command). The main thread only; a signal ignored

@@ -22,7 +22,7 @@ import numpy as np
 from ._checks import check_names, check_positive_float, check_text
 
 __all__ = ["AXES", "METRIC_LABELS", "COST_UNITS", "check_axis", "check_cost_weights", "check_formats", "draw", "figure",
-           "table_caption", "to_latex", "to_markdown", "with_cost",
+           "ranks_caption", "table_caption", "to_latex", "to_markdown", "with_cost",
            "tuning_figure"]
 
 #: ``--x`` choices: the frame's column and the axis label.
@@ -751,9 +751,12 @@ def unmoved_start(table):
     groups = [g for g in _GROUPS if g in table.columns]
     several = bool(groups) and len(table[groups].drop_duplicates()) > 1  # (a section named where there are several)
     where = "; ".join(f"{key}: {value:.3g}" if key and several else f"{value:.3g}" for key, value in unmoved)
-    return (f"No run's {metric} left its start value ({where}): the start is already where every method stays "
-            "(its gradients are 0 there), so the rates, which the tuner cannot tell apart, and the ranks tell "
-            "nothing about the methods.")
+    optimal = metric in ("suboptimality", "grad_norm", "grad_norm_mean", "distance")  # (a measure of optimality:
+    # a constant test accuracy while the gradient fell had been called an optimal start, helper 187)
+    return (f"No run's {metric} left its start value ({where}): " +
+            ("the start is already where every method stays (its gradients are 0 there), so " if optimal else
+             "by it every rate and method ends alike, so ") +
+            "the rates, which the tuner cannot tell apart, and the ranks tell nothing about the methods.")
 
 
 def biased_fixed_point(table, metric=None):
@@ -912,21 +915,34 @@ def tex_number(mean, std=None, digits=2):
     return f"$({body}){power}$" if power else f"${body}$"
 
 
-def table_caption(table):
-    """The caption :func:`to_latex` writes where none is given: what a :func:`~rowstoch_fast.compare.summary`
-    table's numbers are (final values, mean and the sample's standard deviation over its repetitions) and how its
-    ranks are read. It cannot name the problem or the network, which the table does not hold."""
-    _check_summary(table)
-    fewest, most = table.attrs.get("repeats") or (0, 0)  # (summary's: its methods' fewest and most repetitions)
+def ranks_caption(fewest, most, methods, rounds=None):
+    """What a table of final values is and how its ranks read, in words (:func:`table_caption`'s, and the part of
+    ``rowstoch compare``'s caption after the problem): its methods' ``fewest`` .. ``most`` repetitions (0: not
+    known), its number of ``methods``, the communication ``rounds`` (None: those the table shows)."""
+    after = f"Final values after {'the communication rounds shown' if rounds is None else f'{rounds} communication rounds'}"
     if most == 1:
-        return ("Final values after the communication rounds shown, of one repetition. " +
-                ("One repetition tells no method from another: every rank is shared; " if len(table) > 1 else "") +
-                "only runs that ended ok are ranked.")
+        return (f"{after}, of one repetition. " + ("One repetition tells no method from another: every rank is "
+                                                   "shared; only" if methods > 1 else "Only")
+                + " runs that ended ok are ranked.")
     over = "" if not most else f" over {most} repetitions" if fewest == most else \
         f" over {fewest} to {most} repetitions"
-    return (f"Final values after the communication rounds shown, mean and standard deviation (the sample's){over}. "
-            "A rank is 1 + the number of methods the repetitions tell better; = marks a method they cannot tell "
-            "from another; rank 1 in bold; only runs that ended ok are ranked.")
+    return (f"{after}, mean and standard deviation (the sample's){over}. A rank is 1 + the number of methods the "
+            "repetitions tell better; = marks a method they cannot tell from another; rank 1 in bold; only runs "
+            "that ended ok are ranked.")
+
+
+def table_caption(table):
+    """The caption :func:`to_latex` writes where none is given (:func:`ranks_caption`): what a
+    :func:`~rowstoch_fast.compare.summary` table's numbers are (final values, mean and the sample's standard
+    deviation over its repetitions) and how its ranks are read. It cannot name the problem or the network, which
+    the table does not hold; a table read back from its CSV, which keeps no count of repetitions, is read as one
+    of one repetition where no spread is shown."""
+    _check_summary(table)
+    fewest, most = table.attrs.get("repeats") or (0, 0)  # (summary's: its methods' fewest and most repetitions)
+    if not most and "final_std" in table.columns and len(table) and \
+            np.isnan(_pd_numbers(table["final_std"])).all():  # (read back from CSV: one repetition each)
+        fewest = most = 1
+    return ranks_caption(fewest, most, len(table))
 
 
 def to_latex(table, metrics=None, caption=None, label="tab:compare"):

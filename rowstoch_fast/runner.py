@@ -726,7 +726,7 @@ AGREE_EVERY = 16
 
 
 class _AgreedStop:
-    """Under MPI, Ctrl-C (SIGINT) and SIGTERM held from the start of a run to its end, and the processes told of
+    """Under MPI, Ctrl-C (SIGINT), SIGTERM and SIGHUP held from the start of a run to its end, and the processes told of
     them together.
 
     mpiexec delivers a signal to each rank at its own moment: each broke off at another point and waited in
@@ -813,7 +813,7 @@ class _AgreedStop:
 
 
 class held_between_runs:
-    """Under MPI, Ctrl-C and SIGTERM held between the runs of a sequence (a comparison's methods, its tuner's
+    """Under MPI, Ctrl-C, SIGTERM and SIGHUP held between the runs of a sequence (a comparison's methods, its tuner's
     stages), where no run's agreement (:class:`_AgreedStop`) holds them: a signal that reached the root while it
     wrote a method's tables broke it off there while the other ranks waited in the next run's first collective.
     The next run takes a held signal over and agrees on it after its set-up; one held after the last run is agreed
@@ -848,7 +848,7 @@ class held_between_runs:
             return False
         from mpi4py import MPI
 
-        signum = MPI.COMM_WORLD.allreduce(int(first(self.held) or 0), op=MPI.MAX)  # (SIGTERM, 15, before SIGINT, 2)
+        signum = MPI.COMM_WORLD.allreduce(int(first(self.held) or 0), op=MPI.MAX)  # (SIGTERM 15, SIGINT 2, SIGHUP 1: first's)
         if signum:
             former = self.previous.get(signum)
             if callable(former):
@@ -860,8 +860,8 @@ class held_between_runs:
 
 @contextlib.contextmanager
 def agreed_stop(backend, last):
-    """The signal agreement of a run of ``last`` iterations on ``backend`` (:class:`_AgreedStop`: under MPI, Ctrl-C
-    and SIGTERM held and the processes stopped together; elsewhere nothing is held), for a loop of the harness's
+    """The signal agreement of a run of ``last`` iterations on ``backend`` (:class:`_AgreedStop`: under MPI, Ctrl-C,
+    SIGTERM and SIGHUP held and the processes stopped together; elsewhere nothing is held), for a loop of the harness's
     own (the tuner's runs): set its ``opt`` once built, call ``check(iteration)`` after each step and
     ``finish()`` after the run's last collective. With one process, a SIGTERM left to its default stops the run as
     Ctrl-C does (:func:`~rowstoch_fast._signals.sigterm_as_interrupt`)."""

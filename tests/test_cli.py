@@ -745,3 +745,48 @@ def test_demo_replaces_its_own_files_not_a_reproduction_s(tmp_path, capsys, monk
     (folder / "multi_gossip.csv").write_text("the demo's records\n")  # (its marker is there now: replaced)
     assert cli.main(["demo", "--out", str(folder), "--no-progress"]) == 0 and len(ran) == 2
     assert not (folder / "multi_gossip.csv").exists()  # (removed before the demo writes its own)
+
+
+def test_run_s_lock_names_its_holder_and_a_folder_that_cannot_hold_it(tmp_path, capsys, monkeypatch):
+    """Helper 187: a run refused by a comparison's lock read "being written by another run" (the caller's kind, not
+    the holder's); a --out where the lock could not be made (read-only) ended in a traceback, exit 1."""
+    import fcntl
+    import socket
+
+    from rowstoch_fast.compare import outputs
+
+    out = tmp_path / "o"
+    out.mkdir()
+    with open(out / outputs.LOCK, "w") as held:  # (a comparison's lock, as an earlier version wrote it: no kind)
+        held.write(f"{os.getpid()} {socket.gethostname()}")
+        held.flush()
+        fcntl.flock(held.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        assert cli.main(["run", "--n", "4", "--iterations", "3", "--no-progress", "--out", str(out)]) == 2
+        assert f"is being written by a comparison (process {os.getpid()})" in capsys.readouterr().err
+
+    def refused(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(outputs.FolderLock, "_take_lock", refused)
+    assert cli.main(["run", "--n", "4", "--iterations", "3", "--no-progress", "--out", str(out)]) == 2
+    assert capsys.readouterr().err == f"rowstoch: error: --out {str(out)!r} is not writable: Permission denied\n"
+
+
+def test_a_reproduction_in_the_demo_s_folder_takes_its_files_from_it(tmp_path, capsys, monkeypatch):
+    """Helper 187: after `demo --out D` and `reproduce multi-gossip --out D --overwrite`, the demo's marker stayed,
+    and the next `demo --out D` replaced the reproduction's files unasked. The reproduction removes the marker."""
+    import rowstoch_fast.experiments as experiments
+
+    def reproduction(out, rounds=(1, 5, 10), **kw):  # (its signature's rounds: read for the fewest it needs)
+        open(os.path.join(out, "multi_gossip.csv"), "w").close()
+        return {}
+
+    monkeypatch.setattr(experiments, "demo", lambda out, progress=None: None)
+    monkeypatch.setattr(experiments, "reproduce_multi_gossip", reproduction)
+    folder = tmp_path / "d"
+    assert cli.main(["demo", "--out", str(folder), "--no-progress"]) == 0 and (folder / ".rowstoch-demo").exists()
+    assert cli.main(["reproduce", "multi-gossip", "--out", str(folder), "--no-progress", "--overwrite"]) in (0, 1)
+    assert (folder / "multi_gossip.csv").exists() and not (folder / ".rowstoch-demo").exists()
+    capsys.readouterr()
+    assert cli.main(["demo", "--out", str(folder), "--no-progress"]) == 2
+    assert "holds the results of an earlier run of rowstoch reproduce multi-gossip" in capsys.readouterr().err

@@ -2675,6 +2675,9 @@ def test_ranks_hold_their_level_over_every_pair_of_a_table():
     p = np.array([[np.nan, 0.01, 0.04], [np.nan, np.nan, 0.03], [0.5, np.nan, np.nan]])
     assert verdict.holm(p).tolist() == [[False, True, False], [False, False, False], [False, False, False]]
     assert not verdict.holm(np.full((2, 2), np.nan)).any()
+    for level, error in (("0.05", TypeError), (-1.0, ValueError), (2.0, ValueError)):
+        with pytest.raises(error, match="level must"):
+            verdict.holm(p, level)
 
 
 def test_a_run_s_spike_does_not_set_the_ranks_rounding():
@@ -3925,7 +3928,11 @@ def test_a_latex_table_has_a_caption_unless_told_none(problem):
     assert r"\caption{My problem}" in report.to_latex(three, caption="My problem")
     one = cmp.summary(cmp.compare(A, f, "dsgd,dgd", 20, lr=0.05, repeats=1, progress=False))
     assert "every rank is shared" in report.table_caption(one) and "deviation" not in report.table_caption(one)
-    assert "every rank is shared" not in report.table_caption(one.iloc[:1])  # (one method: its rank 1, bold)
+    assert report.table_caption(one.iloc[:1]).endswith("of one repetition. Only runs that ended ok are ranked.")
+    import io
+
+    back = pd.read_csv(io.StringIO(one.to_csv(index=False)))  # (read back from its CSV: no attrs, no spread)
+    assert report.table_caption(back) == report.table_caption(one)
     three.attrs["repeats"] = (2, 3)  # (methods of 2 and 3 repetitions: helper 186's "over 5 repetitions" of 5 and 2)
     assert "over 2 to 3 repetitions" in report.table_caption(three)
 
@@ -3947,6 +3954,10 @@ def test_a_start_that_is_already_optimal_is_said(problem):
                                      progress=False))
     assert not moving.attrs["unmoved"] and report.unmoved_start(moving) == ""
     assert "left its start" not in cmp.format_summary(moving) + report.to_markdown(moving) + report.to_latex(moving)
+    other = table.copy()  # (a metric that measures no optimality: no claim that the start is optimal, helper 187)
+    other.attrs.update(table.attrs, metric="test_accuracy")
+    assert "by it every rate and method ends alike" in report.unmoved_start(other)
+    assert "gradients are 0" not in report.unmoved_start(other)
 
 
 def test_cli_compare_refuses_what_a_user_mistyped(tmp_path):
@@ -4892,7 +4903,7 @@ def test_one_repetition_ranks_nothing_and_the_network_draws_are_said(tmp_path, c
     summary = pd.read_csv(tmp_path / "one" / "summary.csv")
     assert (summary["rank"] == 1).all() and summary["rank_shared"].all()
     tex = (tmp_path / "one" / "summary.tex").read_text()
-    assert "over 1 repetition. One repetition tells no method from another: every rank is shared" in tex
+    assert "of one repetition. One repetition tells no method from another: every rank is shared" in tex
     assert "rank 1 in bold" not in " ".join(tex.split())  # (nothing is bold)
     md = (tmp_path / "one" / "summary.md").read_text()  # (the footnotes said "less than two standard errors", and
     # every method was bold)

@@ -10,7 +10,7 @@ import sys
 from .._checks import did_you_mean
 from .._signals import signals_held
 from ..algorithms import REGISTRY
-from .. import io
+from .. import io, report
 from ..errors import UsageError
 from ..network import options as network_options
 from ..topology import NAMES as TOPOLOGIES, PAPER_NAMES as PAPER_GRAPHS, PAPER_WEIGHTS
@@ -141,7 +141,6 @@ def _compare(args):
     import warnings
 
     from .. import compare as cmp
-    from .. import report
     from ..compare.live import CLI_SHARE, LiveView
     from ..compare.outputs import ComparisonFolder, FolderInUse
     from ..runner import BELOW_OPTIMUM_WORDS, check_takes
@@ -815,8 +814,6 @@ def _figure_formats(args):
     """``--format``'s figure formats (none: ``[]``, the tables alone), its default the environment variable
     ``ROWSTOCH_FORMAT`` where it is set, else png; ``args.format`` becomes the text resolved (experiment.json records
     it: a resume draws what the comparison drew)."""
-    from .. import report
-
     text, option = args.format, "--format"
     if text is None:
         text = os.environ.get("ROWSTOCH_FORMAT", "").strip() or "png"
@@ -881,13 +878,9 @@ def _caption(args, problems):
     where = (f"the {said[0][1]}" if len(graphs) == 1 else "the graphs " + ", ".join(g for g, *_ in said)) + \
         f" (n = {', '.join(map(str, n))}, " + "; ".join(dict.fromkeys(w for *_, w in said)) + ")"
     network = models[0] if len(models) == 1 else "the settings of the table (" + "; ".join(models) + ")"
-    return (f"{_objective_words(args)} on {where}, {network}: final values after {args.rounds_budget} communication "
-            f"rounds, mean and standard deviation (the sample's) over {args.repeats} repetition"
-            f"{'s' if args.repeats != 1 else ''}. " + ("A rank is 1 + the number of methods the repetitions tell "
-                                                       "better; = marks a method they cannot tell from another"
-                                                       if args.repeats > 1 else "One repetition tells no "
-                                                       "method from another: every rank is shared")
-            + ("; rank 1 in bold" if args.repeats > 1 else "") + "; only runs that ended ok are ranked."
+    said = report.ranks_caption(args.repeats, args.repeats, max(len(p[4]) for p in problems), args.rounds_budget)
+    return (f"{_objective_words(args)} on {where}, {network}: {said[0].lower()}{said[1:]}"  # (report's words: the
+            # API's default caption; a table of one method and one repetition had read "every rank is shared")
             + (" R: gossip rounds per iteration (a multi-round method's several)."  # (helper 158 read it as the
                if any(label.startswith("mg-") for p in problems for label, *_ in p[4]) else "")  # repetitions)
             + (_own_draws(problems) if args.repeats > 1 else ""))

@@ -14,9 +14,6 @@ from ..topology import by_name as build_topology, NAMES as TOPOLOGIES, PAPER_NAM
 from ._common import (_matrix_rules, _refuse_unread, _topology_n, _writable_folder, narrator,
                       progress_option, refuse_shared_launch, TOPOLOGY_HELP, file_label)
 
-#: The file ``rowstoch demo`` leaves in its folder: its next run there replaces the files it wrote.
-DEMO_MARKER = ".rowstoch-demo"
-
 def cmd_metrics(args):
     """``rowstoch metrics``: the metrics table of a topology, all topologies, or a matrix file."""
     _refuse_unread(args, _matrix_rules(args, ("--topology", "--n", "--seed")))
@@ -71,7 +68,7 @@ def cmd_demo(args):
     """``rowstoch demo``: the main job on the embedded default (see :func:`rowstoch_fast.experiments.demo`)."""
     from ..experiments import demo
 
-    from .reproduce import earlier_outputs
+    from .reproduce import DEMO_MARKER, earlier_outputs
 
     refuse_shared_launch("rowstoch demo")
     marker = os.path.join(args.out, DEMO_MARKER)  # (an earlier demo's files are replaced, a reproduction's are not:

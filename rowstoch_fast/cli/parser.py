@@ -178,8 +178,8 @@ def make_parser():
                                    "multi_gossip.png, multi_gossip.csv and multi_gossip_verdict.csv into --out "
                                    "(default ./rowstoch-demo; an earlier demo's files there are replaced).")
     d.add_argument("--out", default="rowstoch-demo",
-                   help="output folder; one holding the files of a `rowstoch reproduce multi-gossip` run is refused "
-                        "unless --overwrite")
+                   help="output folder (the default's files are replaced at each demo); another folder holding the "
+                        "files of a `rowstoch reproduce multi-gossip` run is refused unless --overwrite")
     d.add_argument("--overwrite", action="store_true",
                    help="replace the multi-gossip files of a reproduction in --out")
     d.set_defaults(func=cmd_demo)

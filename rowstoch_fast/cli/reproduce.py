@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 from ..errors import UsageError
@@ -47,6 +48,11 @@ def _stem(figure):
 
 #: The names of a figure's files in ``--out`` (``{stem}``: :func:`_stem`): its records, figures and verdicts.
 _OUTPUT_NAME = r"{stem}(_(verdict|verdicts|finals|split))?\.(csv|png|pdf|svg|json)"
+
+
+#: The file ``rowstoch demo`` leaves in its folder: its next run there replaces the files it wrote (a
+#: reproduction of multi-gossip there removes it).
+DEMO_MARKER = ".rowstoch-demo"
 
 
 def earlier_outputs(out, figure, overwrite, words=None):
@@ -170,6 +176,9 @@ def cmd_reproduce(args):
     _writable_folder(args.out, "--out")
     earlier_outputs(args.out, args.figure, args.overwrite)  # (last: --overwrite removes them only when the run
     # will start)
+    if args.figure == "multi-gossip":  # (the demo's files replaced by this run's: a demo there no longer owns them)
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(os.path.join(args.out, DEMO_MARKER))
     progress = progress_option(args)
     seeds = {"seed": args.seed} if args.data_seed is None else {"seed": args.seed, "data_seed": args.data_seed}
     if args.figure == "pull-diag":

@@ -134,6 +134,17 @@ def _refuse_earlier_run(args):
                      f"another folder, or pass --overwrite to replace them")
 
 
+def _lock(folder):
+    """``--out``'s lock (:class:`~rowstoch_fast.compare.outputs.FolderLock`), a folder that cannot hold it said as
+    one not writable (a read-only --out had ended in a traceback, helper 187)."""
+    from ..compare.outputs import FolderLock
+
+    try:
+        return FolderLock(folder, option="--out", clean=False, holder="run")
+    except OSError as exc:
+        raise UsageError(f"--out {folder!r} is not writable: {exc.strerror or exc}") from None
+
+
 def _same(a, b):
     """Whether the paths ``a`` and ``b`` name one file or folder (by their absolute paths where one is missing)."""
     try:
@@ -229,14 +240,14 @@ def _cmd_run(args, locks):
     refused = None
     if root:  # before any computation: an unwritable --out or --checkpoint must not cost the run
         try:
-            from ..compare.outputs import FolderInUse, FolderLock
+            from ..compare.outputs import FolderInUse
 
             if os.path.isdir(args.out):  # (the lock before the look for an earlier run's files: both runs had
-                locks.append(FolderLock(args.out, option="--out", clean=False, holder="run"))  # found none)
+                locks.append(_lock(args.out))  # found none)
             _refuse_earlier_run(args)
             _writable_folder(args.out, "--out")
             if not locks:
-                locks.append(FolderLock(args.out, option="--out", clean=False, holder="run"))
+                locks.append(_lock(args.out))
             if args.checkpoint:
                 _refuse_earlier_checkpoint(args)
                 _writable_file(args.checkpoint, "--checkpoint")

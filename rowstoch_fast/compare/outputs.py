@@ -99,9 +99,9 @@ class FolderLock:
                     fd = os.open(self.lock, os.O_CREAT | os.O_RDWR, 0o644)
                     try:
                         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    except OSError:  # held: a comparison is writing the folder
-                        pid, owner = self._holder()
-                        self._refuse(pid, owner or host, host, option)
+                    except OSError:  # held: a comparison (or a run) is writing the folder
+                        pid, owner, kind = self._holder()
+                        self._refuse(pid, owner or host, host, option, kind=kind)
                     try:
                         same = os.fstat(fd).st_ino == os.stat(self.lock).st_ino
                     except FileNotFoundError:
@@ -109,14 +109,14 @@ class FolderLock:
                     if not same:  # (its holder released it, removing the file, as this process opened it)
                         os.close(fd)
                         continue
-                    pid, owner = self._holder()
+                    pid, owner, kind = self._holder()
                     if pid is not None and pid != os.getpid() and owner != host:  # (another host's, whose lock this
                         # one's file system may not carry: respected. On this host the OS lock just taken says no
                         # comparison holds the folder, whatever process its pid now names: a killed comparison's
                         # pid, reused, had refused the folder for as long as that process lived: helper 168)
-                        self._refuse(pid, owner, host, option, unlocked=True)
+                        self._refuse(pid, owner, host, option, unlocked=True, kind=kind)
                     os.ftruncate(fd, 0)
-                os.write(fd, f"{os.getpid()} {host}".encode())
+                os.write(fd, f"{os.getpid()} {host} {self.holder}".encode())
                 os.fsync(fd)
                 self._fd, self._held = fd, True
                 return
@@ -127,28 +127,29 @@ class FolderLock:
         raise FolderInUse(f"{option} {self.path!r}: could not take its lock {self.lock!r}")
 
     def _holder(self):
-        """``(pid, host)`` written in the lock file, ``(None, "")`` where it names none."""
+        """``(pid, host, what)`` written in the lock file (``what``: a comparison or a run; a comparison's before
+        it was written), ``(None, "", "comparison")`` where it names none."""
         try:
             with open(self.lock) as fh:
-                pid, _, owner = fh.read().strip().partition(" ")
-            return int(pid), owner
+                pid, owner, *what = fh.read().split()
+            return int(pid), owner, what[0] if what else "comparison"
         except (OSError, ValueError):
-            return None, ""
+            return None, "", "comparison"
 
-    def _refuse(self, pid, owner, host, option, unlocked=False):
+    def _refuse(self, pid, owner, host, option, unlocked=False, kind="comparison"):
         who = "" if pid is None else f" (process {pid}{'' if owner == host else ' on ' + owner})"
         stale = (f"; if none runs there, remove its lock file {self.lock!r}" if unlocked else "")
-        raise FolderInUse(f"{option} {self.path!r} is being written by another {self.holder}{who}; wait for it, or "
-                          f"choose another folder{stale}") from None
+        raise FolderInUse(f"{option} {self.path!r} is being written by {'another' if kind == self.holder else 'a'} "
+                          f"{kind}{who}; wait for it, or choose another folder{stale}") from None
 
     def _create_lock(self, host, option):  # pragma: no cover - platforms without flock
         """The lock file made exclusively (its fd), the dead holder's removed (None: try again)."""
         try:
             return os.open(self.lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
         except FileExistsError:
-            pid, owner = self._holder()
+            pid, owner, kind = self._holder()
             if pid is not None and (owner != host or _alive(pid)):
-                self._refuse(pid, owner, host, option, unlocked=True)
+                self._refuse(pid, owner, host, option, unlocked=True, kind=kind)
             try:
                 os.remove(self.lock)
             except FileNotFoundError:

@@ -747,6 +747,9 @@ def holm(p, level=None):
         from .. import report
 
         level = report.TIE_LEVEL
+    level = check_positive_float(level, "level")
+    if not level < 1:
+        raise ValueError(f"level must be in (0, 1), got {level}")
     p = np.asarray(p, dtype=np.float64)
     flat = p.ravel()
     where = np.flatnonzero(np.isfinite(flat))
