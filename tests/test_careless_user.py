@@ -1724,6 +1724,10 @@ def test_helper_185s_misleading_refusals_say_what_is_wrong(tmp_path):
                                tmp_path / "y.npz", "--out", tmp_path / "b")
     assert_one_line_error(rc, err, "its rows overflow (the largest entry of H is")
     assert ", of y 1" in err and "e+300); rescale them" in err
+    rf.io.save_matrix(tmp_path / "c.npz", rf.topology.star(5, stochastic="column"))  # (helper 187: the API's words)
+    rc, _, err = rowstoch_here("metrics", "--matrix", tmp_path / "c.npz")
+    assert_one_line_error(rc, err, "it is column-stochastic (--matrix takes the network's row-stochastic A")
+    assert "stochastic='column'" not in err
     big = np.full((3, 3), 1e308)
     np.save(tmp_path / "big.npy", big)
     rc, _, err = rowstoch_here("metrics", "--matrix", tmp_path / "big.npy", "--normalize")

@@ -93,10 +93,24 @@ def _named_in_memory_errors(option, path):
         raise MemoryError(f"{option} {path!r}: {exc or 'the file does not fit in memory'}") from None
 
 
+def load_matrix_option(path, normalize):
+    """``--matrix``: :func:`~rowstoch_fast.io.load_matrix` of the network's row-stochastic A, its refusal of a
+    column-stochastic file in the command line's words (it named the API's ``stochastic='column'``, helper 187)."""
+    try:
+        with _named_in_memory_errors("--matrix", path):
+            return load_matrix(path, normalize)
+    except UsageError as exc:
+        said = "read it as one with stochastic='column'; normalize=True would rescale its rows into another matrix"
+        if said not in str(exc):
+            raise
+        raise UsageError(str(exc).replace(said, "--matrix takes the network's row-stochastic A, from whose graph the "
+                                                "push methods build their C; --normalize would rescale its rows into "
+                                                "another matrix")) from None
+
+
 def _matrix_from_args(args):
     if args.matrix:
-        with _named_in_memory_errors("--matrix", args.matrix):
-            return load_matrix(args.matrix, args.normalize)
+        return load_matrix_option(args.matrix, args.normalize)
     return build_topology(args.topology, _topology_n(args), args.seed, undirected=getattr(args, "undirected", False),
                           weights=getattr(args, "weights", "in-degree"))
 

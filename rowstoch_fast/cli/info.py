@@ -8,17 +8,16 @@ import sys
 
 from .._checks import require_memory
 from ..algorithms import labels, method_of, REGISTRY
-from ..io import load_matrix
 from ..metrics import metrics_memory, metrics_table
 from ..topology import by_name as build_topology, NAMES as TOPOLOGIES, PAPER_NAMES as PAPER_GRAPHS
-from ._common import (_matrix_rules, _refuse_unread, _topology_n, _writable_folder, narrator,
+from ._common import (_matrix_rules, load_matrix_option, _refuse_unread, _topology_n, _writable_folder, narrator,
                       progress_option, refuse_shared_launch, TOPOLOGY_HELP, file_label)
 
 def cmd_metrics(args):
     """``rowstoch metrics``: the metrics table of a topology, all topologies, or a matrix file."""
     _refuse_unread(args, _matrix_rules(args, ("--topology", "--n", "--seed")))
     if args.matrix:
-        named = [(file_label(args.matrix), load_matrix(args.matrix, args.normalize))]
+        named = [(file_label(args.matrix), load_matrix_option(args.matrix, args.normalize))]
     elif args.topology == "all":
         n = 16 if args.n is None else args.n
         named, skipped = [], []
