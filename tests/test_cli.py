@@ -790,3 +790,15 @@ def test_a_reproduction_in_the_demo_s_folder_takes_its_files_from_it(tmp_path, c
     capsys.readouterr()
     assert cli.main(["demo", "--out", str(folder), "--no-progress"]) == 2
     assert "holds the results of an earlier run of rowstoch reproduce multi-gossip" in capsys.readouterr().err
+
+
+def test_a_local_method_whose_first_round_falls_past_the_run_is_warned(tmp_path, capsys):
+    """Helper 185: `run --algorithm local-dsgd --hyper local_steps=100 --iterations 20` ran "0 communication rounds",
+    no word more: its nodes only stepped alone. A warning says why and what to change; a run that communicates says
+    nothing of it."""
+    common = ["run", "--n", "4", "--algorithm", "local-dsgd", "--no-progress"]
+    assert cli.main([*common, "--hyper", "local_steps=100", "--iterations", "20", "--out", str(tmp_path / "a")]) == 0
+    assert ("rowstoch: warning: no communication round in 20 iterations: local-dsgd communicates at the last of "
+            "every local_steps = 100 iterations (raise --iterations, or lower local_steps)") in capsys.readouterr().err
+    assert cli.main([*common, "--iterations", "20", "--out", str(tmp_path / "b")]) == 0
+    assert "no communication round" not in capsys.readouterr().err

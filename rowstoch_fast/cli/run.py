@@ -342,6 +342,14 @@ def _cmd_run(args, locks):
     # whose gradient norm or loss grew past the runner's warning (compare's diverged; a rate of 100 took the loss to
     # 2e241 and ended "done", exit 0): History.status
     blown, grew, status = h.overflowed, h.meta.get("grew"), h.status
+    rounds_run = int(h.meta.get("completed_rounds", s["communication_rounds"]))
+    steps = _hyper_option(args).get("local_steps", getattr(algo.optimizer, "local_steps", None))  # (the class's
+    # default where not given)
+    if rounds_run == 0 and reached > 0 and steps and not h.interrupted:  # (helper 185: a local method's first round
+        # falls past the run, "0 communication rounds" the only word of it)
+        print(f"rowstoch: warning: no communication round in {reached} iterations: {args.algorithm} communicates at "
+              f"the last of every local_steps = {steps} iterations (raise --iterations, or lower local_steps)",
+              file=sys.stderr)
     print(f"{algo.name} (lr {algo.lr:g}) on {args.topology if not args.matrix else args.matrix} (n={A.n}), {status} at iteration "
           f"{reached} ({int(h.meta.get('completed_rounds', s['communication_rounds']))} communication rounds, "
           f"{s['wall_seconds']:.1f} s; "
