@@ -304,6 +304,17 @@ def test_a_command_lines_bad_communication_value_still_names_its_flag(tmp_path, 
         assert message in _one_line(capsys)
 
 
+def test_a_refusal_of_the_file_s_keys_and_a_flag_names_each_in_its_words(tmp_path, capsys):
+    """Helper 185: a file's [network] with `--matrix` on the command line read "--topology and --n ... are not read
+    with --matrix": the file's keys as flags. Each is said where it was written."""
+    (tmp_path / "e.toml").write_text('[network]\ntopology = "ring"\nn = 4\n[algorithms.dsgd]\nlr = 0.05\n')
+    np.savetxt(tmp_path / "m.txt", [[0, 1], [1, 0]], fmt="%d")
+    assert cli.main(["compare", "--config", str(tmp_path / "e.toml"), "--matrix", str(tmp_path / "m.txt"), "--out",
+                     str(tmp_path / "o"), "--no-progress"]) == 2
+    assert _one_line(capsys).endswith("e.toml: [network] topology and [network] n are not read with --matrix (the file "
+                                      "is the network)\n")
+
+
 def _leaving_layer():
     """A links layer of a test's own whose option is spelled otherwise on the command line (``--leaving``) and in
     an experiment file (``leaving-nodes``) than its name (``leave_nodes``)."""
