@@ -587,13 +587,16 @@ def _as_in_the_file(args, exc):
     spelled = {**getattr(args, "file_spelling", {}), **other}  # (and a key the file left out: "add --undirected"
     # is "add [network] undirected" to the author of a file)
     first = re.match(r"(?:unknown )?([a-z_]+)\b", text)  # ("batch must be ...", "unknown topology 'rign' ...")
-    written = {str(t).split("=", 1)[0] for t in getattr(args, "argv", ()) if str(t).startswith("--")}
-    from_file = [m for m in named if m in spelled and (m in other or m not in args.given) and m not in written]
-    if named and not from_file:
-        return exc  # (options written on the command line alone: the message in its words)
-    text = re.sub(flag, lambda m: spelled[m.group(0)] if m.group(0) in from_file else m.group(0), text)  # (those
-    # the file set in its words, those written as flags: "--matrix" beside the file's network had named the
-    # file's keys as flags, helper 185)
+    if any(m in args.given and m not in other for m in named) or named and not any(m in spelled for m in named):
+        # (an option written on the command line: the message in its words, but for the keys the file set beside
+        # it: "--matrix" beside the file's [network] had named the file's topology and n as flags, helper 185)
+        written = {str(t).split("=", 1)[0] for t in getattr(args, "argv", ()) if str(t).startswith("--")}
+        set_there = [m for m in named if m in other and m not in written]
+        if not set_there:
+            return exc
+        return UsageError(f"{args.file_name}: "
+                          + re.sub(flag, lambda m: other[m.group(0)] if m.group(0) in set_there else m.group(0), text))
+    text = re.sub(flag, lambda m: spelled.get(m.group(0), m.group(0)), text)
     keyword = r"\b([a-z_]+)=('[^']*')"  # (the library's words: tracker='perron', which the file sets as a key)
     key_of = {name: spelled.get("--" + name.replace("_", "-")) for name, _ in re.findall(keyword, text)}
     said = [name for name, key in key_of.items() if key]
