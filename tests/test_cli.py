@@ -813,3 +813,15 @@ def test_a_local_method_whose_first_round_falls_past_the_run_is_warned(tmp_path,
             "every local_steps = 100 iterations (raise --iterations, or lower local_steps)") in capsys.readouterr().err
     assert cli.main([*common, "--iterations", "20", "--out", str(tmp_path / "b")]) == 0
     assert "no communication round" not in capsys.readouterr().err
+
+
+def test_a_caption_of_graphs_with_their_own_weights_says_which_are_whose(tmp_path, capsys):
+    """Helper 184: `--preset paper`'s caption listed "in-degree weights; random integer weights 1-10, rows
+    normalized; ..." after four graphs, without saying which rule went with which graph. Each graph says its own."""
+    (tmp_path / "e.toml").write_text('[network]\ntopology = ["paper-ring", "paper-grid"]\n[objective]\nkind = '
+                                     '"quadratic"\nd = 3\n[run]\nrounds_budget = 10\nrepeats = 2\n[outputs]\n'
+                                     'formats = []\n[algorithms.dsgd]\nlr = 0.05\n')
+    assert cli.main(["compare", "--config", str(tmp_path / "e.toml"), "--no-progress", "--out", str(tmp_path / "o")]) == 0
+    caption = (tmp_path / "o" / "summary.md").read_text().splitlines()[-1]
+    assert caption.startswith("a random quadratic (d = 3) on the graphs directed paper-ring (in-degree weights), "
+                              "undirected paper-grid (random integer weights 1-10, rows normalized) (n = 16), "), caption

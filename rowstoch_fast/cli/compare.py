@@ -882,8 +882,13 @@ def _caption(args, problems):
     models = list(dict.fromkeys(network_options.words(p[2]) for p in problems))
     n = sorted({p[3].n for p in problems})
     said = [args.graph_words[g] for g in graphs]
-    where = (f"the {said[0][1]}" if len(graphs) == 1 else "the graphs " + ", ".join(g for g, *_ in said)) + \
-        f" (n = {', '.join(map(str, n))}, " + "; ".join(dict.fromkeys(w for *_, w in said)) + ")"
+    rules = list(dict.fromkeys(w for *_, w in said))
+    if len(rules) > 1:  # (each graph its weights: the preset's caption listed three rules for four graphs without
+        # saying which went with which, helper 184)
+        where = "the graphs " + ", ".join(f"{g} ({w})" for g, *_, w in said) + f" (n = {', '.join(map(str, n))})"
+    else:
+        where = (f"the {said[0][1]}" if len(graphs) == 1 else "the graphs " + ", ".join(g for g, *_ in said)) + \
+            f" (n = {', '.join(map(str, n))}, {rules[0]})"
     network = models[0] if len(models) == 1 else "the settings of the table (" + "; ".join(models) + ")"
     said = report.ranks_caption(args.repeats, args.repeats, max(len(p[4]) for p in problems), args.rounds_budget)
     return (f"{_objective_words(args)} on {where}, {network}: {said[0].lower()}{said[1:]}"  # (report's words: the
