@@ -67,28 +67,31 @@ COMPRESSED = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open, ".lzma": lzm
 DAMAGED = (EOFError, zlib.error, lzma.LZMAError)
 
 
+def _compression(path):
+    """The suffix of :data:`COMPRESSED` that ``path`` ends with, else ``""``."""
+    return next((end for end in COMPRESSED if os.fspath(path).endswith(end)), "")
+
+
 def open_text(path, errors=None):
     """The text file ``path`` opened for reading as :data:`TEXT_ENCODING` (``errors`` as :func:`open`'s),
     decompressed when its name ends as one of :data:`COMPRESSED`."""
-    path = os.fspath(path)
-    opener = next((how for end, how in COMPRESSED.items() if path.endswith(end)), open)
-    return opener(path, "rt", newline="", encoding=TEXT_ENCODING, errors=errors)
+    return COMPRESSED.get(_compression(path), open)(os.fspath(path), "rt", newline="", encoding=TEXT_ENCODING,
+                                                    errors=errors)
 
 
 def open_text_for_writing(path):
     """The text file ``path`` opened for writing as :data:`TEXT_ENCODING`, compressed when its name ends as one of
     :data:`COMPRESSED` (what :func:`open_text` reads back: an edge list saved as ``ring.txt.gz`` had been plain
     text under that name, which reading it back refused, helper 185)."""
-    path = os.fspath(path)
-    opener = next((how for end, how in COMPRESSED.items() if path.endswith(end)), open)
-    return opener(path, "wt", newline="", encoding="utf-8")  # (not TEXT_ENCODING's utf-8-sig, which reads a
-    # byte-order mark: written, it began every file with one, which np.loadtxt cannot read, helper 187)
+    return COMPRESSED.get(_compression(path), open)(os.fspath(path), "wt", newline="", encoding="utf-8")  # (not
+    # TEXT_ENCODING's utf-8-sig, which reads a byte-order mark: written, it began every file with one, which
+    # np.loadtxt cannot read, helper 187)
 
 
 def uncompressed_name(path):
     """``path`` without the suffix of a compression (:data:`COMPRESSED`): ``edges.csv.gz`` -> ``edges.csv``."""
-    path = os.fspath(path)
-    return next((path[:-len(end)] for end in COMPRESSED if path.endswith(end)), path)
+    path, end = os.fspath(path), _compression(path)
+    return path[:-len(end)] if end else path
 
 
 def loadtxt_source(path, delimiter=None):
@@ -97,7 +100,7 @@ def loadtxt_source(path, delimiter=None):
     (:func:`open_text`), refused once the numbers read would not fit
     (:func:`~rowstoch_fast._checks.lines_within_memory`): a compressed file's size does not bound what it holds."""
     avail = available_memory()
-    if not path.endswith(tuple(COMPRESSED)) and (avail is None or 16 * os.path.getsize(path) <= avail):
+    if not _compression(path) and (avail is None or 16 * os.path.getsize(path) <= avail):
         return path
     return _counted_lines(path, delimiter)
 

@@ -751,8 +751,10 @@ def unmoved_start(table):
     groups = [g for g in _GROUPS if g in table.columns]
     several = bool(groups) and len(table[groups].drop_duplicates()) > 1  # (a section named where there are several)
     where = "; ".join(f"{key}: {value:.3g}" if key and several else f"{value:.3g}" for key, value in unmoved)
-    optimal = metric in ("suboptimality", "grad_norm", "grad_norm_mean", "distance")  # (a measure of optimality:
-    # a constant test accuracy while the gradient fell had been called an optimal start, helper 187)
+    from .compare.plan import RANKED_METRICS  # (the metrics that fall to 0 at a minimiser: a constant test accuracy
+    # while the gradient fell had been called an optimal start, helper 187)
+
+    optimal = metric in RANKED_METRICS
     return (f"No run's {metric} left its start value ({where}): " +
             ("the start is already where every method stays (its gradients are 0 there), so " if optimal else
              "by it every rate and method ends alike, so ") +

@@ -242,12 +242,9 @@ def _cmd_run(args, locks):
         try:
             from ..compare.outputs import FolderInUse
 
-            if os.path.isdir(args.out):  # (the lock before the look for an earlier run's files: both runs had
-                locks.append(_lock(args.out))  # found none)
-            _refuse_earlier_run(args)
             _writable_folder(args.out, "--out")
-            if not locks:
-                locks.append(_lock(args.out))
+            locks.append(_lock(args.out))  # (before the look for an earlier run's files: two runs had both found none)
+            _refuse_earlier_run(args)
             if args.checkpoint:
                 _refuse_earlier_checkpoint(args)
                 _writable_file(args.checkpoint, "--checkpoint")
