@@ -8,6 +8,12 @@ METRICS = ("grad_norm", "grad_norm_centroid", "loss", "consensus_error", "descen
            "distance", "grad_norm_mean", "test_loss", "test_accuracy", "test_mse")
 #: The test metrics of :data:`METRICS`.
 TEST_METRICS = ("test_loss", "test_accuracy", "test_mse")
+#: The metrics a comparison can tune on and rank by: positive at the start and 0 at the solution (the tuner's and
+#: the statuses' rules read them so). ``loss`` ends at f* (not 0), ``consensus_error`` and ``descent_deviation``
+#: start at 0 from a common start, the test metrics end at the model's error on unseen data (not 0): they are
+#: shown beside the ranked one, never ranked. A metric you define is ranked where it was registered
+#: ``ranked=True`` (:func:`~rowstoch_fast.user_metrics.register_metric`).
+RANKED_METRICS = ("suboptimality", "grad_norm_mean", "grad_norm", "grad_norm_centroid", "distance")
 #: The kinds of oracle call an optimizer counts (:attr:`~rowstoch_fast.algorithms.Optimizer.calls`), and what one
 #: call is (at every node and replica); the harness's metric of each is ``<kind>_calls``.
 CALL_KINDS = {

@@ -751,7 +751,7 @@ def unmoved_start(table):
     groups = [g for g in _GROUPS if g in table.columns]
     several = bool(groups) and len(table[groups].drop_duplicates()) > 1  # (a section named where there are several)
     where = "; ".join(f"{key}: {value:.3g}" if key and several else f"{value:.3g}" for key, value in unmoved)
-    from .compare.plan import RANKED_METRICS  # (the metrics that fall to 0 at a minimiser: a constant test accuracy
+    from ._metric_names import RANKED_METRICS  # (the metrics that fall to 0 at a minimiser: a constant test accuracy
     # while the gradient fell had been called an optimal start, helper 187)
 
     optimal = metric in RANKED_METRICS

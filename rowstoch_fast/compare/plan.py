@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import algorithms as _algorithms
+from .._metric_names import RANKED_METRICS  # (the metrics a comparison ranks by; the tables' notes read it too)
 from .. import backends
 from .._checks import (MAX_KEY, MAX_ROUNDS, check_choice, check_int, check_tracker, did_you_mean, fmt_bytes,
                        require_memory)
@@ -37,14 +38,6 @@ __all__ = ["Method", "Plan", "make_plan", "default_algorithms", "parse_algorithm
 TUNE_GRID = tuple(float(v) for v in np.logspace(-4, 1, 11))
 #: An MG method that fits fewer iterations than this into the budget gets a warning (its R is too large for it).
 MIN_ITERATIONS = 10
-
-
-#: The metrics a comparison can tune on and rank by: positive at the start and 0 at the solution (the tuner's and
-#: the statuses' rules read them so). ``loss`` ends at f* (not 0), ``consensus_error`` and ``descent_deviation``
-#: start at 0 from a common start, the test metrics end at the model's error on unseen data (not 0): they are
-#: shown beside the ranked one, never ranked. A metric you define is ranked where it was registered
-#: ``ranked=True`` (:func:`~rowstoch_fast.user_metrics.register_metric`).
-RANKED_METRICS = ("suboptimality", "grad_norm_mean", "grad_norm", "grad_norm_centroid", "distance")
 
 
 def check_ranked_metric(metric, objective):
