@@ -212,9 +212,14 @@ def test_tuning_runs_every_rate_over_the_whole_budget_then_refines(problem):
     best = frame.attrs["lr"]["pull-diag-gt"]
     scores = {lr: s for stage in record["stages"] for lr, s in stage["scores"].items()}
     assert best == record["chosen"] and scores[best] == min(scores.values())
-    # the refinement: the quarter steps around the grid's best (between it and its neighbours)
-    grid_best = min((lr for lr in grid["scores"] if lr not in grid["rejected"]), key=grid["scores"].get)
-    assert refine["name"] == "refine" and all(grid_best / 3.2 < lr < grid_best * 3.2 for lr in refine["scores"])
+    # the refinement: the quarter steps around the grid's best (between it and its neighbours), and around its
+    # runner-up where that ends within RUNNER_UP of it
+    stable = sorted((lr for lr in grid["scores"] if lr not in grid["rejected"]), key=grid["scores"].get)
+    centres = stable[:1] + [lr for lr in stable[1:2]
+                            if grid["scores"][lr] <= tuning.RUNNER_UP * grid["scores"][stable[0]]]
+    assert refine["name"] == "refine" and all(any(c / 3.2 < lr < c * 3.2 for c in centres)
+                                              for lr in refine["scores"])
+    assert any(stable[0] / 3.2 < lr < stable[0] * 3.2 for lr in refine["scores"])
     assert record["metric"] == "grad_norm_mean"  # no f* for the nonconvex problem: the gradient at the mean
     assert cmp.summary(frame)["lr_source"].tolist() == ["tuned", "given"]
 
@@ -259,6 +264,37 @@ def test_the_fine_refinement_halves_the_steps_to_a_neighbour_far_above_the_best(
     coarse = min(sc for stage in record["stages"][:2] for sc in stage["scores"].values())
     assert scores[record["chosen"]] == min(scores.values()) < coarse / 5  # (10x below the eighth steps here; 377x
     # below the quarter steps before the refinement had eighths)
+
+
+def test_the_first_refinement_goes_around_the_runner_up_too(monkeypatch):
+    """Helper 184: MG-Pull-Diag-GT (R = 10) on the paper's ring ended 9.0e-4 at 0.0178, a narrow valley between the
+    grid's 0.01 and its runner-up 0.0316 (1.5x the best), where the refinement around the best alone, 0.1, chose
+    0.133: 2.42e-3, 2.70x off. The first refinement goes around a runner-up within RUNNER_UP of the best too, its
+    quarter steps (not between the two where they are neighbours: the best's refinement covers that), and the fine
+    refinement halves the steps from there; not around one further off."""
+    scores = {0.001: 0.15, 0.00316228: 0.057, 0.01: 0.0107, 0.0316228: 0.0037, 0.1: 0.0024, 0.316228: math.inf}
+    around = tuning._around_runner_up(scores, 0.1, (0.001, 0.00316228, 0.01, 0.0316228, 0.1, 0.316228))
+    assert around == [pytest.approx(0.0177828, rel=1e-5)]  # (its quarter step away from the best)
+    assert tuning._around_runner_up({**scores, 0.0316228: 0.0049}, 0.1, sorted(scores)) == []  # (2.04x: alone)
+    assert tuning._around_runner_up({0.1: 0.0024, 0.316228: math.inf}, 0.1, (0.1, 0.316228)) == []  # (no runner-up)
+    apart = tuning._around_runner_up({0.001: 0.003, 0.01: 0.05, 0.1: 0.0024, 1.0: math.inf}, 0.1,
+                                     (0.001, 0.01, 0.1, 1.0))  # (not neighbours: both sides, past the grid's edge)
+    assert apart == pytest.approx([0.0001, 0.000316228, 0.00316228], rel=1e-5)
+
+    def fake(network, objective, method, rates, budget, metric, *, seed, repeats=1, rep_offset=0, **kw):
+        iterations = np.linspace(0, budget, 24)
+        columns = []
+        for lr in rates:  # (the paper ring's landscape: a bowl at 0.1, a narrow valley at 0.015 .. 0.022)
+            level = 9e-4 if 0.015 < lr < 0.022 else 2.4e-3 * (1 + math.log10(lr / 0.1) ** 2)
+            columns += [0.3 * np.exp(-iterations / 5.0) + level] * repeats
+        return iterations, np.stack(columns, axis=1)
+
+    monkeypatch.setattr(tuning, "trajectories", fake)
+    A, f = topology.paper_ring(16), NonconvexLogistic.synthetic(16, total=1600, batch=10, seed=0)
+    method = cmp.make_plan(A, f, "mg-pull-diag-gt", 200, mg_rounds=10).methods[0]
+    lr, record = tuning.tune(A, f, method, 20, "grad_norm_mean",
+                             grid=(0.001, 0.00316228, 0.01, 0.0316228, 0.1, 0.316228, 1.0))
+    assert 0.015 < lr < 0.022, record["stages"]
 
 
 def test_a_lopsided_valley_is_refined_where_the_tuning_runs_the_evaluations_trajectory():
@@ -630,7 +666,8 @@ def test_a_draw_on_which_every_contender_grows_is_set_aside_and_replaced(problem
             columns = []
             for lr in rates:
                 for q in range(repeats):
-                    level = {0.1: 1e-3, 0.01: 1.3e-3}.get(lr, 0.2) * (0.6 if (rep_offset + q) % 2 else 1.4)
+                    level = {0.1: 1e-3, 0.01: 2.5e-3}.get(lr, 0.2) * (0.6 if (rep_offset + q) % 2 else 1.4)
+                    # (0.01 ends above tuning.RUNNER_UP times the best: the refinement stays around 0.1)
                     curve = falling + level
                     if rep_offset in bad_draws and lr > 0.005:  # (the draw: every rate that moves grows)
                         curve = curve * np.geomspace(1, 1e14, 24)

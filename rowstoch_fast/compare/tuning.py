@@ -13,7 +13,8 @@ just below the too large ones), the tuner searches there (:func:`_search`: the g
 and where it finds stable rates, runs a grid's worth of rates on from the first of them (:func:`_moved_grid`). The
 best candidate is then refined: the geometric midpoints with its neighbours (a quarter decade of the default grid)
 on either side and the points halfway to them (an eighth), and past the edge of what was tried when it is at the
-edge, in a second batched run; where the best then lies in a narrow valley (its neighbours end steeply above it: a
+edge, in a second batched run, which also refines around the runner-up where it ends within :data:`RUNNER_UP` of
+the best (:func:`_around_runner_up`); where the best then lies in a narrow valley (its neighbours end steeply above it: a
 method that converges linearly ends exponentially in its rate), or, where the tuning's trajectories are the
 evaluation's (gradients of the whole data, no draws: :func:`exact_tuning`), anywhere but on a plateau, the steps to
 them are halved, four times at most (:func:`_fine`). Where the gradients or
@@ -188,6 +189,11 @@ TAIL = 0.25
 #: 32-node exponential graph over 10 rounds ended 22.7x above a dip at 0.40-0.45 that rejected rates at 0.56 and
 #: 0.75 had parted from the grid's best, 1.0; R-FAST over 9 rounds 5.5x above one at the new edge, 1.12 (helper 139).
 VALLEY_STAGES = 2
+#: The first refinement also goes around the grid's runner-up (its second-lowest-ending stable rate) where that ends
+#: within this factor of the best (:func:`_around_runner_up`): helper 184's MG-Pull-Diag-GT (R = 10) on the paper's
+#: ring ended 9.0e-4 at 0.0178, a narrow valley between the grid's 0.01 (1.07e-2 in the tuning) and its runner-up
+#: 0.0316 (3.7e-3), where the refinement around the best, 0.1 (2.4e-3), chose 0.133 (2.42e-3 in the evaluation: 2.70x).
+RUNNER_UP = 2.0
 #: Steps of refinement past the grid's edge, one batched run each, while the best rate is the outermost tried.
 MAX_EXTENSIONS = 3
 #: And as many more (within :data:`SEARCH_DECADES` of the grid) while it ends :data:`EDGE_GAIN` times below its
@@ -1041,6 +1047,29 @@ def _around_valleys(scores, best, refined, grid):
     return sorted(more - set(scores))
 
 
+def _around_runner_up(scores, best, grid):
+    """The rates to try around the runner-up of the rates tried so far (``scores``, inf where rejected): the stable
+    one that ends lowest but ``best``, where it ends within :data:`RUNNER_UP` times ``best``'s score: the
+    midpoints with its neighbours (a grid step past the edge of what was tried), but not between the two where
+    they are neighbours (the best's refinement covers that), nor the eighth steps (the fine refinement halves the
+    steps from there where it lands in a narrow valley: :func:`_fine`). A method's final value need not be one
+    valley in its rate (a Pull-Diag tracker's early scale, a multi-round method's transient): a second valley
+    beside the runner-up, away from the best, is as likely as one beside the best, and the grid shows neither.
+    Two more replicas a rate of the default grid in the refinement's run (the default comparison's tuning runs:
+    4 to 5 rates)."""
+    stable = {lr: v for lr, v in scores.items() if math.isfinite(v) and lr != best}
+    if not stable or not math.isfinite(scores.get(best, math.inf)):
+        return []
+    second = min(stable, key=lambda lr: (stable[lr], lr))
+    if not stable[second] <= RUNNER_UP * scores[best]:
+        return []
+    tried = sorted(scores)
+    low, high = sorted((second, best))
+    beside = tried.index(high) - tried.index(low) == 1
+    around = _distinct([lr for lr in _refinements(second, tried, grid) if _within_span(lr, grid)], scores)
+    return [lr for lr in around if not (beside and low < lr < high)]
+
+
 def _midpoints(best, rates, tried):
     """The geometric midpoints of ``best`` with each of ``rates`` (six significant digits), those not in ``tried``."""
     return _distinct({float(f"{math.sqrt(best * lr):.6g}") for lr in rates}, tried)
@@ -1294,6 +1323,7 @@ def _tune_stages(stage, scores, arrival, ends, finals, record, grid, method, log
                 and _within_span(lr, grid)]
         if extension == 0:  # (and halfway to each: an eighth of a decade of the default grid)
             more = _distinct(set(more) | set(_midpoints(best, more, scores)), scores)
+            more = _distinct(set(more) | set(_around_runner_up(scores, best, grid)), scores)  # (a second valley)
             if exact:  # (and so around each other stable stretch's best, and each edge of stability)
                 refined = {best}
                 more = _distinct(set(more) | set(_around_valleys(scores, best, refined, grid)), scores)
