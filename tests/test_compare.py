@@ -1452,6 +1452,49 @@ def test_a_steady_ramp_short_of_tenfold_is_unstable_and_a_level_approached_is_no
     assert verdict.status_of(short, "suboptimality", {}, lr=1.0, lr_source="tuned", iterations=480) == ("ok", "")
 
 
+def test_a_late_steep_climb_in_every_repetition_is_unstable():
+    """Helper 184: Push-Pull on a directed ring of 32 at 0.00316 over 8,000 rounds fell to 1.5e-5 by iteration 6080
+    and climbed 83x over its last 6 records, in each of its 4 repetitions (it saturates at 4.6e-3 by 16,000,
+    ``unstable`` there): ``ok`` and ranked, too late for the ramp's half of the records, and its stretches of a
+    quarter of them 2.84x apart against a climb factor of 3.06 (the repetitions' spread near 0). A climb at every
+    one of the last records (four at least), tenfold from the lowest level and twofold in every repetition, no slower
+    at the end, is ``unstable``; not where it has run two records, nor where one repetition stays down, nor where it
+    slows toward a level."""
+    early = np.array([[0.1332, 0.1332, 0.1332, 0.1332], [0.08563, 0.08559, 0.0858, 0.08577],
+                      [0.05682, 0.05687, 0.05694, 0.05699], [0.03876, 0.03882, 0.03893, 0.0388],
+                      [0.02709, 0.0271, 0.02721, 0.02708], [0.01925, 0.01921, 0.01933, 0.01927],
+                      [0.01387, 0.01384, 0.0139, 0.01389], [0.01011, 0.01001, 0.01008, 0.01004],
+                      [0.007412, 0.007305, 0.007337, 0.007368], [0.005445, 0.005368, 0.005391, 0.005395],
+                      [0.004008, 0.0039, 0.003958, 0.003949], [0.002965, 0.002812, 0.002887, 0.002871],
+                      [0.002176, 0.001979, 0.002072, 0.002047], [0.001545, 0.001343, 0.001446, 0.001403],
+                      [0.001059, 0.0008656, 0.0009659, 0.0009176], [0.0006941, 0.0004971, 0.0005822, 0.0005418]])
+    last = np.array([[4.059e-04, 2.423e-04, 3.022e-04, 2.732e-04], [2.037e-04, 8.057e-05, 1.141e-04, 9.621e-05],
+                     [7.068e-05, 1.331e-05, 2.108e-05, 1.319e-05], [9.128e-06, 2.813e-05, 1.482e-05, 1.546e-05],
+                     [1.870e-05, 1.245e-04, 8.568e-05, 8.994e-05], [9.462e-05, 2.943e-04, 2.287e-04, 2.313e-04],
+                     [2.339e-04, 5.157e-04, 4.290e-04, 4.264e-04], [4.301e-04, 7.745e-04, 6.653e-04, 6.647e-04],
+                     [6.679e-04, 1.058e-03, 9.575e-04, 9.353e-04], [9.238e-04, 1.366e-03, 1.268e-03, 1.226e-03]])
+    it = np.arange(0, 8001, 320)
+    runs = np.vstack([early, last])  # (its records, iterations 0 .. 8000)
+
+    def frame(values):
+        rows = [(k, rep, v) for rep in range(values.shape[1]) for k, v in zip(it, values[:, rep])]
+        return pd.DataFrame(rows, columns=["iteration", "rep", "suboptimality"])
+
+    status, why = verdict.status_of(frame(runs), "suboptimality", {}, lr=0.00316, lr_source="given", iterations=8000)
+    assert status == "unstable" and re.match(r"suboptimality climbed [\d.]+x from its lowest level \(iteration 5760\) "
+                                             r"to the end, at each of its last 5 records and in every repetition",
+                                             why), why
+    assert verdict.status_of(frame(runs[:-3]), "suboptimality", {}, lr=0.00316, lr_source="given",
+                             iterations=7040) == ("ok", "")  # (two rises)
+    down = runs.copy()
+    down[-4:, 0] = down[-6, 0] * np.array([0.9, 1.1, 0.95, 1.05])  # (one repetition stays down)
+    assert verdict._late_climb(it.astype(float), down, np.median(down, axis=1)) is None
+    level = runs.copy()  # (slowing toward a level, from below: a bias floor)
+    level[-6:] = 1.3e-3 - (1.3e-3 - runs[-7]) * np.exp(-np.arange(1, 7)[:, None] / 1.2)
+    assert verdict._late_climb(it.astype(float), level, np.median(level, axis=1)) is None
+    assert verdict._late_climb(it.astype(float), runs, np.median(runs, axis=1)) is not None
+
+
 def test_repetitions_that_agree_climb_back_as_one_trajectory_and_a_noise_floor_s_need_the_tenfold():
     """Helper 153's F1b: Push-Pull over uniform delays at a given rate, its three repetitions' logarithms 0.09 apart,
     fell from 5.43 to 0.048 by iteration 48 and climbed back to 2.55 by the end, 53x, and was ``ok`` and ranked:

@@ -505,6 +505,10 @@ def _climbing(frame, metric, means, start, one_trajectory=False, converged=CONVE
             if not same and (ramp := _ramp(x, typical)) is not None:
                 return (f"{metric} rose from its lowest level (iteration {ramp[1]}) to the end, {ramp[0]:.3g}x, in "
                         f"{ramp[2]:.0%} of its records and at an even pace: it climbs on past the budget")
+            if not same and (late := _late_climb(x, runs, typical)) is not None:
+                return (f"{metric} climbed {late[0]:.3g}x from its lowest level (iteration {late[1]}) to the end, at "
+                        f"each of its last {late[2]} records and in every repetition, no slower at the end: still "
+                        f"climbing at the end of the budget")
     if SPREAD not in frame.columns or frame[SPREAD].isna().all():
         return ""
     ordered = frame.sort_values("iteration", kind="stable")
@@ -613,6 +617,41 @@ def _ramp(x, typical):
     if not (early > 0 and late >= RAMP_PACE * early):
         return None
     return float(levels[-1] / levels[j - 1]), int(x[j]), share
+
+
+#: The fewest records from the lowest level's last one to the end that :func:`_late_climb` reads: each a rise.
+LATE_RISES = 4
+
+
+def _late_climb(x, runs, typical):
+    """``(ratio, iteration, records)`` where a typical curve over repetitions that differ (``runs``: records x
+    repetitions) climbs late in the budget, too late for :func:`_ramp` (half the records) and too steeply for
+    :func:`climbed_back`'s stretches of a quarter of them: past its lowest level (the geometric mean of three
+    records, past the start), it rises at every record to the end, :data:`LATE_RISES` at least; its last level is
+    :data:`~rowstoch_fast.compare.tuning.CLIMB` times the lowest; every repetition's own last level is
+    :data:`~rowstoch_fast.compare.tuning.STABILITY_FACTOR` times its level at those three records; and the rise in
+    value over its later half is no slower than :data:`RAMP_PACE` of the earlier (a level approached from below
+    slows). Else None. Helper 184: Push-Pull on a directed ring of 32 at 0.00316, 8,000 rounds, fell to 1.5e-5 by
+    iteration 6080 and climbed 83x over its last 6 records, in each of 4 repetitions (it saturates at 4.6e-3 by
+    16,000): ``ok``, its stretches' levels 2.84x apart against a climb factor of 3.06 (the repetitions' spread at
+    its lowest point, near 0)."""
+    if len(typical) < LATE_RISES + 4 or not (typical > 0).all():
+        return None
+    levels = smoothed(typical[1:], 3)[2:]  # (level k: records k + 1 .. k + 3, past the start)
+    j = int(np.argmin(levels)) + 1
+    rises = np.diff(typical[j + 2:])
+    if len(rises) < LATE_RISES or not (rises > 0).all() or levels[-1] < CLIMB * levels[j - 1]:
+        return None
+    with np.errstate(all="ignore"):
+        logs = np.log(np.maximum(np.asarray(runs, dtype=np.float64), 1e-300))  # (each repetition's own levels)
+    if not (logs[-3:].mean(axis=0) - logs[j:j + 3].mean(axis=0) >= math.log(STABILITY_FACTOR)).all():
+        return None
+    xs, ys = x[j:], typical[j:]
+    half = len(xs) // 2
+    early, late = np.polyfit(xs[:half + 1], ys[:half + 1], 1)[0], np.polyfit(xs[half:], ys[half:], 1)[0]
+    if not (early > 0 and late >= RAMP_PACE * early):
+        return None
+    return float(levels[-1] / levels[j - 1]), int(x[j]), len(rises)
 
 
 def _still_falling(means):
