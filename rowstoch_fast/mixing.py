@@ -133,7 +133,13 @@ class MixingMatrix:
             source = np.dtype(W.dtype) if W.dtype == np.float32 else source
             csr = sp.csr_array(W, dtype=np.float64, copy=True)
         else:
-            arr = np.asarray(W)
+            try:
+                arr = np.asarray(W)
+            except ValueError:  # (a ragged list of rows: NumPy's "inhomogeneous shape" named no argument)
+                lengths = sorted({len(row) for row in W if hasattr(row, "__len__")})
+                raise ValueError(f"W must be a square matrix: its rows have different lengths ({lengths})"
+                                 if len(lengths) > 1 else "W must be a 2-D array of numbers: an entry of it is a "
+                                 "sequence") from None
             if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
                 raise TypeError(f"W must be a numeric array or scipy sparse matrix, got dtype {arr.dtype}")
             if np.iscomplexobj(arr):

@@ -92,6 +92,10 @@ def test_bad_types():
         MixingMatrix(sp.csr_matrix(np.array([[0.5 + 1j, 0.5], [0.5, 0.5]])))  # imaginary parts, with a warning
     with pytest.raises(TypeError, match="dtype must be float32 or float64"):
         MixingMatrix(np.eye(1), dtype=np.int32)
+    with pytest.raises(ValueError, match=r"W must be a square matrix: its rows have different lengths \(\[1, 2\]\)"):
+        MixingMatrix([[1.0], [0.5, 0.5]])  # (NumPy's "inhomogeneous shape" named no argument)
+    with pytest.raises(ValueError, match="W must be a 2-D array of numbers: an entry of it is a sequence"):
+        MixingMatrix([[1.0, 0.0], [0.5, [0.25, 0.25]]])
 
 
 def test_aperiodic_without_self_loops_is_accepted():
