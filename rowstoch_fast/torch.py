@@ -194,19 +194,23 @@ class GradFn:
 
 
 class _named_failure:
-    """Torch's own error on the batches, with what was handed to it (shapes, dtypes)."""
+    """Torch's own error on the batches, with what was handed to it (shapes, dtypes) and where from (``source``:
+    ``batch_fn``'s batches, one row per replica, or :meth:`Replicas.evaluate`'s data). Torch's assertions (a
+    loss's "multi-target not supported") become ValueErrors."""
 
-    def __init__(self, inputs, targets):
-        self.inputs, self.targets = inputs, targets
+    def __init__(self, inputs, targets, source="batch_fn's batches"):
+        self.inputs, self.targets, self.source = inputs, targets, source
 
     def __enter__(self):
         return self
 
     def __exit__(self, kind, exc, tb):
-        if kind in (RuntimeError, IndexError, ValueError):  # (e.g. torch.OutOfMemoryError: as it is)
+        if kind in (RuntimeError, IndexError, ValueError, AssertionError):  # (torch.OutOfMemoryError: as it is)
             i, t = self.inputs, self.targets
-            raise kind(f"the model and loss failed on batch_fn's batches (inputs {tuple(i.shape)} {i.dtype}, targets "
-                       f"{tuple(t.shape)} {t.dtype}, one row per replica): {exc}") from exc
+            rows = ", one row per replica" if self.source == "batch_fn's batches" else ""
+            raise (ValueError if kind is AssertionError else kind)(
+                f"the model and loss failed on {self.source} (inputs {tuple(i.shape)} {i.dtype}, targets "
+                f"{tuple(t.shape)} {t.dtype}{rows}): {exc}") from exc
         return False
 
 
@@ -559,9 +563,11 @@ class Replicas:
         params = self._split(self.params.reshape(N, self.d))
         with torch.no_grad():
             for s in range(0, len(targets), batch_size):
-                out = run(params, self.buffers, inputs[s:s + batch_size])  # (replicas, B, classes)
                 t = targets[s:s + batch_size]
-                losses += _scalar_losses(loss(out, t), N).double() * len(t)
+                with _named_failure(inputs[s:s + batch_size], t, "evaluate's inputs and targets"):  # (a feature
+                    # count the model does not take, labels past its classes: torch's words alone named neither)
+                    out = run(params, self.buffers, inputs[s:s + batch_size])  # (replicas, B, classes)
+                    losses += _scalar_losses(loss(out, t), N).double() * len(t)
                 if classes:
                     correct += (out.argmax(-1) == t).sum(-1).double()
         shape = self.params.shape[:-1]

@@ -121,6 +121,24 @@ def test_modules_averages_and_evaluation(linear_problem):
     assert losses[2] == pytest.approx(want, rel=1e-12)
 
 
+def test_evaluate_names_its_data_where_the_model_or_loss_refuses_it(linear_problem):
+    """Helper 185: a feature count the model does not take, or labels past its classes, reached the user as torch's
+    own words ("Expected size for first two dimensions of batch2 tensor", "index 7 is out of bounds"), which named
+    neither argument; torch's assertion of a loss came as an AssertionError."""
+    model, X, y, n_in, n_out = linear_problem
+    reps = Replicas(model, n=len(X))
+    inputs, targets = X.reshape(-1, n_in), y.reshape(-1)
+    with pytest.raises(RuntimeError, match=r"the model and loss failed on evaluate's inputs and targets \(inputs "
+                                           r"\(120, 6\) torch.float64, targets \(120,\) torch.int64\): "):
+        reps.evaluate(np.hstack([inputs, inputs[:, :1]]), targets)
+    with pytest.raises(RuntimeError, match=r"failed on evaluate's inputs and targets .*: .*out of bounds"):
+        reps.evaluate(inputs, np.full(len(targets), n_out + 4))
+    with pytest.raises(ValueError, match=r"failed on evaluate's inputs and targets \(inputs \(120, 5\) torch.float64, "
+                                         r"targets \(120, 2\) torch.float64\)"):
+        reps.evaluate(inputs, np.zeros((len(targets), 2)))
+    assert np.isfinite(reps.evaluate(inputs, targets)[0]).all()
+
+
 def test_x0_and_set_params_check_their_arguments(linear_problem):
     model, X, *_ = linear_problem
     reps = Replicas(model, n=len(X))
