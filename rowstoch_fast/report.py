@@ -284,6 +284,9 @@ def save(fig, path, dpi=DPI, format=None):
             fig.savefig(path, dpi=dpi, format=format, **_undated(format))
             return path
         path = os.fspath(path)
+        if os.path.isdir(path):  # (matplotlib's rule wrote DIR.png beside the folder DIR, helper 185)
+            raise IsADirectoryError(f"cannot save the figure to {path!r}: it is a folder; give a file's name in it "
+                                    f"(e.g. {os.path.join(path, 'figure.png')!r})")
         ext = os.path.splitext(path)[1][1:]
         if format is None and not ext:
             format = matplotlib.rcParams["savefig.format"]

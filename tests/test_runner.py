@@ -1124,6 +1124,11 @@ def test_a_saved_plot_closes_the_figure_it_made_and_writes_truetype_fonts(proble
         h.plot(path=tmp_path / "missing" / "h.png")
     with pytest.raises(FileNotFoundError, match="missing"):
         cmp.plot(frame, path=tmp_path / "missing" / "c.png")
+    (tmp_path / "figures").mkdir()  # (a folder: matplotlib's rule had written figures.png beside it)
+    with pytest.raises(IsADirectoryError, match=r"cannot save the figure to .*figures'?: it is a folder; give a "
+                                                 r"file's name in it \(e.g. .*figure.png'?\)"):
+        h.plot(path=tmp_path / "figures")
+    assert not (tmp_path / "figures.png").exists()
     with pytest.raises(AttributeError):
         h.plot(path=tmp_path / "h.png", not_a_line_property=1)
     assert set(plt.get_fignums()) == before
