@@ -135,11 +135,15 @@ class MixingMatrix:
         else:
             try:
                 arr = np.asarray(W)
-            except ValueError:  # (a ragged list of rows: NumPy's "inhomogeneous shape" named no argument)
-                lengths = sorted({len(row) for row in W if hasattr(row, "__len__")})
+            except ValueError as exc:  # (a ragged list of rows: NumPy's "inhomogeneous shape" named no argument)
+                try:
+                    lengths = sorted({len(row) for row in W})
+                except TypeError:  # (a row without a length: a number beside lists)
+                    lengths = []
                 raise ValueError(f"W must be a square matrix: its rows have different lengths ({lengths})"
                                  if len(lengths) > 1 else "W must be a 2-D array of numbers: an entry of it is a "
-                                 "sequence") from None
+                                 "sequence" if lengths else f"W must be a square matrix of numbers, its rows of "
+                                 f"equal length: {exc}") from None
             if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
                 raise TypeError(f"W must be a numeric array or scipy sparse matrix, got dtype {arr.dtype}")
             if np.iscomplexobj(arr):

@@ -564,7 +564,7 @@ class Replicas:
         with torch.no_grad():
             for s in range(0, len(targets), batch_size):
                 t = targets[s:s + batch_size]
-                with _named_failure(inputs[s:s + batch_size], t, "evaluate's inputs and targets"):  # (a feature
+                with _named_failure(inputs, targets, "evaluate's inputs and targets"):  # (a feature
                     # count the model does not take, labels past its classes: torch's words alone named neither)
                     out = run(params, self.buffers, inputs[s:s + batch_size])  # (replicas, B, classes)
                     losses += _scalar_losses(loss(out, t), N).double() * len(t)

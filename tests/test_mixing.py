@@ -96,6 +96,8 @@ def test_bad_types():
         MixingMatrix([[1.0], [0.5, 0.5]])  # (NumPy's "inhomogeneous shape" named no argument)
     with pytest.raises(ValueError, match="W must be a 2-D array of numbers: an entry of it is a sequence"):
         MixingMatrix([[1.0, 0.0], [0.5, [0.25, 0.25]]])
+    with pytest.raises(ValueError, match="W must be a square matrix of numbers, its rows of equal length: "):
+        MixingMatrix([[1.0, 0.0], 3])
 
 
 def test_aperiodic_without_self_loops_is_accepted():
