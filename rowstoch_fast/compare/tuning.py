@@ -1056,7 +1056,7 @@ def _around_runner_up(scores, best, grid):
     valley in its rate (a Pull-Diag tracker's early scale, a multi-round method's transient): a second valley
     beside the runner-up, away from the best, is as likely as one beside the best, and the grid shows neither.
     Two more replicas a rate of the default grid in the refinement's run (the default comparison's tuning runs:
-    4 to 5 rates)."""
+    4 to 5 rates). Not asked where the best ends at the metric's rounding level (nothing ends lower)."""
     stable = {lr: v for lr, v in scores.items() if math.isfinite(v) and lr != best}
     if not stable or not math.isfinite(scores.get(best, math.inf)):
         return []
@@ -1323,7 +1323,8 @@ def _tune_stages(stage, scores, arrival, ends, finals, record, grid, method, log
                 and _within_span(lr, grid)]
         if extension == 0:  # (and halfway to each: an eighth of a decade of the default grid)
             more = _distinct(set(more) | set(_midpoints(best, more, scores)), scores)
-            more = _distinct(set(more) | set(_around_runner_up(scores, best, grid)), scores)  # (a second valley)
+            if not stable[best] <= floor * abs(_start(record)) * (1 + 1e-9):  # (a second valley; none at rounding)
+                more = _distinct(set(more) | set(_around_runner_up(scores, best, grid)), scores)
             if exact:  # (and so around each other stable stretch's best, and each edge of stability)
                 refined = {best}
                 more = _distinct(set(more) | set(_around_valleys(scores, best, refined, grid)), scores)
