@@ -815,6 +815,29 @@ def test_a_local_method_whose_first_round_falls_past_the_run_is_warned(tmp_path,
     assert "no communication round" not in capsys.readouterr().err
 
 
+def test_run_notes_a_run_that_made_no_progress_or_went_past_a_thousandfold(tmp_path, capsys):
+    """Helper 189: `rowstoch run` said "done", exit 0, where Pull-Diag-GT over 10% losses ended with its loss 3.9x
+    and its gradient norm 1.5x its start (and growing), and where at lr 1 on a ring its loss went to 2,150x its start
+    and ended at 679x (the runner's `diverged` is a thousandfold at the end). Both are noted; a run whose loss alone
+    ends above its start while its gradient falls (a tracker's early scale) is not."""
+    common = ["run", "--topology", "ring", "--n", "16", "--algorithm", "pull-diag-gt", "--no-progress"]
+    assert cli.main([*common, "--lr", "1", "--iterations", "300", "--out", str(tmp_path / "a")]) == 0
+    err = capsys.readouterr().err
+    assert re.search(r"rowstoch: note: the loss went to [\d,]+x its start by iteration \d+ and ended at [\d,.]+x it; "
+                     r"try a smaller --lr", err), err
+    edges = tmp_path / "net.txt"  # (the helper's own 6-node digraph)
+    edges.write_text("0 1\n1 2\n2 3\n3 4\n4 5\n5 0\n0 3\n2 5\n4 1\n")
+    assert cli.main(["run", "--matrix", str(edges), "--algorithm", "pull-diag-gt", "--no-progress", "--lr", "0.01",
+                     "--iterations", "600", "--loss", "0.1", "--awake", "0.9", "--out", str(tmp_path / "b")]) == 0
+    err = capsys.readouterr().err
+    assert re.search(r"rowstoch: note: (the loss \(.*\) and )?the gradient norm \([\d.]+ -> [\d.]+, [\d.]+x\) ended "
+                     r"above (its|their) start: no progress at this rate \(try a smaller --lr; `rowstoch compare` "
+                     r"tunes it; on a network that loses messages, robust-gradient-push and r-fast are made for it\)",
+                     err), err
+    assert cli.main([*common, "--iterations", "300", "--out", str(tmp_path / "c")]) == 0
+    assert "note" not in capsys.readouterr().err
+
+
 def test_a_caption_of_graphs_with_their_own_weights_says_which_are_whose(tmp_path, capsys):
     """Helper 184: `--preset paper`'s caption listed "in-degree weights; random integer weights 1-10, rows
     normalized; ..." after four graphs, without saying which rule went with which graph. Each graph says its own."""
