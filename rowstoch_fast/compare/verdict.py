@@ -304,6 +304,9 @@ def status_of(frame, metric, meta, *, lr, lr_source, iterations, tuning=None, co
     elif climbed := _climbing(frame, metric, means, start, context.get("one_trajectory", False),
                               context.get("converged", CONVERGED), context.get("spread_floor", 0.0)):
         status, diagnosis = "unstable", f"{climbed} {at}"
+        if math.isfinite(start) and start > 0 and end > start:  # (helper 188: "climbed back 2.61x above its lowest
+            # level" of a Pull-Diag-GT that went to 176,000x its start at iteration 24 and ended at 86x)
+            diagnosis += f"; it ended at {end / start:.3g}x its start" + _peak(means, start, end)
     else:
         floor = context.get("converged", CONVERGED) * abs(start) if math.isfinite(start) else 0.0
         if math.isfinite(start) and start > 0 and end > NO_PROGRESS * start and end > floor:
@@ -314,6 +317,7 @@ def status_of(frame, metric, meta, *, lr, lr_source, iterations, tuning=None, co
             if low < NO_PROGRESS * start:  # (it went down and came back: "no progress" read as "never moved")
                 fell = f"{low / start:.3g}x its start" if low > 0 else _fmt(low)  # (a loss may go below 0)
                 diagnosis += f"; it fell to {fell} by iteration {int(lowest)}, then climbed back"
+            diagnosis += _peak(means, start, end)
             diagnosis += _mean_of_a_few(frame, metric, start)
             tried = sorted(lr for stage in (tuning or {}).get("stages", ()) for lr in stage["scores"])
             if lr_source == "tuned" and tried and lr <= tried[0] and _still_falling(means):  # (at a noise floor
@@ -355,6 +359,18 @@ def status_of(frame, metric, meta, *, lr, lr_source, iterations, tuning=None, co
                  + (_stranded_hint(context, diagnosis, frame, metric) if grew else ""))
         return status, diagnosis + _effects_note(context, said=diagnosis + hints) + hints
     return "ok", ""
+
+
+def _peak(means, start, end):
+    """"; it went to ...x its start by iteration ..." where a run's mean (by iteration) went :data:`PEAK_SAID` times
+    above where it ended (and its start) on the way; else ""."""
+    if len(means) < 2 or not (math.isfinite(start) and start > 0):
+        return ""
+    with np.errstate(invalid="ignore"):
+        highest = means.iloc[1:].idxmax()
+    if not means[highest] > PEAK_SAID * max(end, start):
+        return ""
+    return f"; it went to {float(means[highest]) / start:.3g}x its start by iteration {int(highest)}"
 
 
 def _level(means, converged=CONVERGED):
@@ -495,7 +511,9 @@ def _climbing(frame, metric, means, start, one_trajectory=False, converged=CONVE
         runs = curves.to_numpy(np.float64)
         floor = max(converged * start, 1e-300)
         typical = np.maximum(typical_curve(runs), floor) if len(runs) >= 4 else None
-        if typical is not None and np.isfinite(typical).all():
+        if typical is not None and np.isfinite(typical).all() and typical[1:].min() < NO_PROGRESS * start:  # (one
+            # that never went below half its start made no progress, whatever it did after: helper 188's DSGD rising
+            # from its start to its bias level, 3.1x it, read "climbed back 2.08x above its lowest level")
             same = one_trajectory or runs.shape[1] > 1 and np.allclose(runs, runs[:, :1], rtol=1e-9, atol=0.0)
             x = curves.index.to_numpy(np.float64)
             off = climbed_back(x, runs, typical, floor, same)
@@ -540,7 +558,9 @@ def climbed_back(x, runs, typical, floor, same=False):
     "climbed back 2x above its lowest level", a stretch that held the start; it ended 261x its start, which
     ``no-progress`` says)."""
     off = off_its_minimum(x[1:], typical[1:], STABILITY_FACTOR)
-    if off is None or same:
+    if off is None or off[0] < CLIMB and _settled(typical, off[0]):
+        return None
+    if same:
         return off
     k = int(_tail(x).sum())  # (the stretches' length: off_its_minimum's)
     first = max(1, int(np.searchsorted(x, off[1])) - k + 1)  # (the lowest stretch's first record)
@@ -548,6 +568,30 @@ def climbed_back(x, runs, typical, floor, same=False):
         return None
     after = x >= off[1]
     return off if rising(x[after], np.log(typical[after])) else None
+
+
+#: A climb back short of the tenfold has settled (:func:`_settled`) where the level of the last quarter of the
+#: records (four at least) is above the quarter's before it by less than this share of the climb (in the logarithm).
+SETTLED = 0.2
+
+
+def _settled(typical, ratio):
+    """Whether a typical curve that climbed back ``ratio`` times above its lowest level has settled at a level by the
+    end: the level of its last quarter of records (four at least; the mean of their logarithms) is above the
+    quarter's before it by less than :data:`SETTLED` of that climb. A biased method's fixed point reached from below
+    (the mean passing near the optimum on its way: DSGD on a noisy quadratic, 7.0e-5, then flat at 2.49e-3 over its
+    last 12 records) and a stochastic method's noise floor under a transient dip (Push-Pull's gradient at the mean,
+    9.0e-3 then 0.048, the level it holds over twice and four times the budget) end at their level, which ranks them
+    (helper 188: both read "climbed back 2.9x" and 2.8x, ``unstable``); a climb that goes on through noise at the end
+    (MG-Pull-Diag-GT under 4-bit QSGD, 1.6e-3 to 1.8e-2, its last quarter 0.49 above the one before in the
+    logarithm) has not, and a climb of tenfold or more is a departure whatever it does at the end."""
+    k = max(4, int(math.ceil(TAIL * (len(typical) - 1))))
+    if len(typical) < 2 * k + 2 or not ratio > 1.0:
+        return False
+    with np.errstate(all="ignore"):
+        logs = np.log(typical)
+        rise = float(logs[-k:].mean() - logs[-2 * k:-k].mean())
+    return math.isfinite(rise) and rise < SETTLED * math.log(ratio)
 
 
 def climb_factor(runs, floor):
@@ -619,6 +663,8 @@ def _ramp(x, typical):
     return float(levels[-1] / levels[j - 1]), int(x[j]), share
 
 
+#: A run without progress whose mean went this many times above its end (and its start) on the way says so.
+PEAK_SAID = 10.0
 #: The fewest records from the lowest level's last one to the end that :func:`_late_climb` reads: each a rise.
 LATE_RISES = 4
 
