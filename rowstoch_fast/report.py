@@ -743,6 +743,30 @@ def identical_runs(table):
             "final values themselves.")
 
 
+def wide_ties(table):
+    """The note of a table where a method shares a rank with, or ranks above, one whose mean ends ten times lower
+    or more (``table.attrs["wide_ties"]``: :func:`~rowstoch_fast.compare.tables.summary`'s), else ``""``: its
+    repetitions spread too widely for the tests to tell it from that one (helper 189: GT-SAGA at 8.3e-6 +- 6.3e-6
+    ranked 1= over two repetitions, ABM at 3.5e-9 14=), which more repetitions would."""
+    wide = getattr(table, "attrs", {}).get("wide_ties") or []
+    if not wide:
+        return ""
+    groups = [g for g in _GROUPS if g in table.columns]
+    several = bool(groups) and len(table[groups].drop_duplicates()) > 1
+    names = ", ".join(f"{name} ({where})" if where and several else name for where, name, _, _ in wide)
+    low, high = min(w[2] for w in wide), max(w[2] for w in wide)
+
+    def times(v):
+        return f"{v:,.0f}" if v >= 100 else f"{v:.3g}"
+
+    span = f"{times(low)}x" if high < 1.5 * low else f"{times(low)}-{times(high)}x"
+    fewest = min(w[3] for w in wide)
+    return (f"{names} share{'s' if len(wide) == 1 else ''} a rank with, or rank{'s' if len(wide) == 1 else ''} "
+            f"above, methods whose means end {span} lower: {'its' if len(wide) == 1 else 'their'} "
+            f"{fewest}{'+' if any(w[3] > fewest for w in wide) else ''} repetitions spread too widely for the tests "
+            f"to tell {'it' if len(wide) == 1 else 'them'} from those; more repetitions (--repeats) would.")
+
+
 def unmoved_start(table):
     """The note of a table in a section of which no ``ok`` run's ranked metric ever left one value (a start that is
     already a minimiser, features all 0: every rate ends alike), else ``""``: its rates (the largest the tuner
@@ -871,7 +895,7 @@ def to_markdown(table, metrics=None):
     if "rank_shared" in table.columns and table["rank_shared"].fillna(False).any():
         lines += ["", ties_note(table)]
     below = _below_optimum(table, metrics, cells)
-    for note in (below, unmoved_start(table), identical_runs(table), biased_fixed_point(table)):
+    for note in (below, unmoved_start(table), identical_runs(table), biased_fixed_point(table), wide_ties(table)):
         if note:
             lines += ["", note]
     if notes:
@@ -993,11 +1017,12 @@ def to_latex(table, metrics=None, caption=None, label="tab:compare"):
     shared = "rank_shared" in table.columns and table["rank_shared"].fillna(False).any()
     below = _below_optimum(table, metrics, cells)
     identical, biased, unmoved = identical_runs(table), biased_fixed_point(table), unmoved_start(table)
-    if notes or shared or below or identical or biased or unmoved:
+    wide = wide_ties(table)
+    if notes or shared or below or identical or biased or unmoved or wide:
         lines.append(r"\par\smallskip\footnotesize\raggedright")
         if shared:
             lines.append(_tex(ties_note(table)) + r"\par")
-        for note in (below, unmoved, identical, biased):
+        for note in (below, unmoved, identical, biased, wide):
             if note:
                 lines.append(_tex(note) + r"\par")
         for where, name, status, why in notes:

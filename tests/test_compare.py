@@ -4083,6 +4083,30 @@ def test_a_start_that_is_already_optimal_is_said(problem):
     assert "gradients are 0" not in report.unmoved_start(other)
 
 
+def test_a_shared_rank_far_above_a_lower_mean_is_said():
+    """Helper 189: over two repetitions GT-SAGA (8.3e-6 +- 6.3e-6) and Push-SAGA ranked 1= while ABM (3.5e-9, its
+    repetitions equal) ranked 2=: their repetitions spread too widely for Holm's tests to tell them from any method,
+    as the footnote's rule says, while the methods that draw nothing told each other apart. The table says which
+    methods share a rank far (10x or more) above a lower mean, and that more repetitions would tell; not where the
+    shared ranks are close."""
+    from rowstoch_fast import report
+
+    W = topology.ring(16, directed=False, weights="metropolis")
+    f = LeastSquares.synthetic(16, d=10, seed=42)
+    rates = {"gt-saga": 0.0316, "push-saga": 0.0422, "abm": 0.0334, "push-pull": 0.0392}
+    table = cmp.summary(cmp.compare(W, f, list(rates), 300, lr=rates, repeats=2, progress=False))
+    wide = {name for _, name, ratio, reps in table.attrs["wide_ties"] if ratio >= 10 and reps == 2}
+    assert {"gt-saga", "push-saga"} <= wide and not wide & {"abm", "push-pull"}, table[["algorithm", "final", "rank"]]
+    said = re.compile(r"(gt-saga|push-saga), (gt-saga|push-saga) share a rank with, or rank above, methods whose "
+                      r"means end [\d,.]+(-[\d,.]+)?x lower: their 2 repetitions spread too widely for the tests to "
+                      r"tell them from those; more repetitions \(--repeats\) would.")
+    for text in (cmp.format_summary(table), report.to_markdown(table), report.to_latex(table)):
+        assert said.search(text.replace("\n  ", " ").replace("-{}-", "--")), text
+    close = cmp.summary(cmp.compare(W, f, ["abm", "push-pull"], 300, lr={m: rates[m] for m in ("abm", "push-pull")},
+                                    repeats=2, progress=False))
+    assert close.attrs["wide_ties"] == [] and report.wide_ties(close) == ""
+
+
 def test_cli_compare_refuses_what_a_user_mistyped(tmp_path):
     """A new user's mistypes, each one line and exit 2 before anything runs: an empty name among the algorithms
     (it was run without it), --tracker for methods that have none (it was ignored), an --out that cannot be made
