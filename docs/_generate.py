@@ -181,6 +181,9 @@ def toml_keys():
             choices = config.CHOICES.get((table, key))
             if choices:
                 text = f"one of {', '.join(map(str, choices))}. " + text
+            if (table, key) == ("run", "algorithms"):  # (a set of the registry's, or names)
+                text = (f"a set, one of {', '.join(config.ALGORITHM_SETS)}, or the algorithms' names (a list, or one "
+                        "string separated by commas, as --algorithms); [algorithms.NAME] tables add settings or more")
             flag = f"`{flags[-1]}`" if flags else ""
             lines.append(f"| `[{table}]` | `{key}` | {kind} | {flag} | {_cell(text)} |")
     for key, kind in config.ALGORITHM_KEYS.items():

@@ -58,7 +58,7 @@ SCHEMA = {
                   "test_samples": ("test_samples", int)},
     "run": {"rounds_budget": ("rounds_budget", int), "repeats": ("repeats", int), "seed": ("seed", int),
             "tracker": ("tracker", str), "backend": ("backend", str), "mg_rounds": ("mg_rounds", int),
-            "algorithms": ("algorithm_set", str)},
+            "algorithms": ("algorithm_set", "str|list")},
     "outputs": {"metrics": ("metric", "list"), "x": ("x", str), "cost_weights": ("cost_weights", str),
                 "formats": ("format", "list")},
 }
@@ -70,13 +70,14 @@ ALGORITHM_KEYS = {"lr": float, "lr_source": str, "tracker": str, "rounds": int}
 #: The ranges of those keys: ``(bound, bound allowed, words)``.
 ALGORITHM_RANGES = {"lr": (0.0, False, "a finite number > 0"), "rounds": (1, True, "an integer >= 1")}
 #: ``[run] algorithms = "..."``: a set of algorithms read from the registry when the file is loaded (so a file
-#: names no algorithm by hand; ``[algorithms.NAME]`` tables then add settings, or more algorithms).
+#: names no algorithm by hand; ``[algorithms.NAME]`` tables then add settings, or more algorithms); or the
+#: algorithms' names, as a list or one string separated by commas (as ``--algorithms``).
 ALGORITHM_SETS = {"all": lambda cls: True, "paper": lambda cls: cls.in_paper_preset,
                   "proximal": lambda cls: cls.composite, "federated": lambda cls: cls.federated}
 #: Choices checked here, so that the error names the key rather than a command-line option.
 CHOICES = {("network", "weights"): ("in-degree", "metropolis"),
            ("objective", "kind"): ("logistic", "logistic-l2", "least-squares", "lasso", "quadratic"),
-           ("run", "tracker"): ("exact", "perron"), ("run", "algorithms"): tuple(ALGORITHM_SETS), ("run", "backend"): ("cpu", "cupy", "mpi"),
+           ("run", "tracker"): ("exact", "perron"), ("run", "backend"): ("cpu", "cupy", "mpi"),
            ("outputs", "x"): ("rounds", "gradients", "bytes", "seconds", "cost")}
 
 
@@ -122,6 +123,13 @@ def _hyperparameters(label):
 
     method = method_of(label)
     return algorithm_options(method) if method in REGISTRY else None
+
+
+def _all_labels():
+    """Every algorithm's name as a file may write it (``NAME``, and ``mg-NAME`` for the multi-round ones)."""
+    from .algorithms import labels
+
+    return labels(ALGORITHM_SETS["all"])
 
 
 def _kind_name(kind):
@@ -256,7 +264,17 @@ def load(path, named_elsewhere=False):
     if chosen is not None:
         from .algorithms import labels
 
-        algorithms = {**{label: {} for label in labels(ALGORITHM_SETS[chosen])}, **algorithms}
+        if isinstance(chosen, str) and chosen in ALGORITHM_SETS:
+            named = labels(ALGORITHM_SETS[chosen])
+        else:  # (names, as --algorithms takes them: helper 189's list had been refused, "must be a string")
+            named = [part.strip() for item in (chosen if isinstance(chosen, list) else [chosen])
+                     for part in item.split(",")]
+            for label in named:
+                if not label or _hyperparameters(label) is None:
+                    raise ConfigError(f"{name}: [run] algorithms must be one of {', '.join(ALGORITHM_SETS)} or "
+                                      f"algorithms' names (a list, or one string separated by commas), got "
+                                      f"{label!r}{did_you_mean(label, _all_labels()) if label else ''}")
+        algorithms = {**{label: {} for label in named}, **algorithms}
     if not algorithms and not named_elsewhere:
         raise ConfigError(f"{name}: no [algorithms.NAME] table and no [run] algorithms: name the algorithms to "
                           f"compare (there, or with --algorithms)")

@@ -4461,6 +4461,25 @@ def test_an_experiment_file_without_algorithms_takes_the_command_line_s(tmp_path
                                    "compare (there, or with --algorithms)")
 
 
+@pytest.mark.parametrize("names", ['["dsgd", "push-pull"]', '"dsgd, push-pull"'])
+def test_an_experiment_file_names_its_algorithms_in_run_algorithms(tmp_path, names):
+    """Helper 189: `[run] algorithms = ["pull-diag-gt", "frost", ...]` was refused ("must be a string, got list"),
+    the same names as one string "must be one of all, paper, proximal, federated", where the guide read "a set of
+    methods by name". A list of names, or one string of them separated by commas (as --algorithms), names the
+    methods; a name that is none is refused naming the key, with the closest one."""
+    cfg = tmp_path / "exp.toml"
+    head = EXPERIMENT.split("[algorithms.dsgd]")[0].replace('formats = ["png", "svg"]', "formats = []")
+    cfg.write_text(head.replace("repeats = 2\n", f"repeats = 2\nalgorithms = {names}\n"))
+    rc, _, err = rowstoch_here("compare", "--config", cfg, "--lr", "0.1", "--out", tmp_path / "out", "--no-progress")
+    assert rc == 0, err
+    assert list(pd.read_csv(tmp_path / "out" / "summary.csv")["algorithm"]) == ["dsgd", "push-pull"]
+    cfg.write_text(head.replace("repeats = 2\n", 'repeats = 2\nalgorithms = ["dsgd", "push-pul"]\n'))
+    rc, _, err = rowstoch_here("compare", "--config", cfg, "--out", tmp_path / "bad", "--no-progress")
+    assert_one_line_error(rc, err, "[run] algorithms must be one of all, paper, proximal, federated or algorithms' "
+                                   "names (a list, or one string separated by commas), got 'push-pul' (did you mean "
+                                   "'push-pull'?)")
+
+
 def test_a_refusal_after_an_option_turned_off_says_to_drop_that_flag(tmp_path):
     """Helper 181: a file's undirected = true, turned off by --no-undirected beside --weights metropolis, was
     refused with "(add [network] undirected)", a key the file has; the flag that turned it off is named now."""
