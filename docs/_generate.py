@@ -218,3 +218,8 @@ def write(folder=os.path.join(HERE, "guide")):
         if not os.path.exists(path) or open(path).read() != text:
             with open(path, "w") as f:
                 f.write(text)
+
+
+if __name__ == "__main__":  # (python docs/_generate.py: the pages a reader of the Markdown in the repository lacks)
+    write()
+    print("wrote " + ", ".join(os.path.join("docs", "guide", name) for name in PAGES))
