@@ -1181,7 +1181,8 @@ def _logistic_data(n, total, d, batch, seed, heterogeneity, test_samples=0):
     test_samples = check_int(test_samples, "test_samples", minimum=0)
     batch = check_int(batch, "batch", minimum=1)
     if total % n:
-        raise ValueError(f"total = {total} samples must be divisible by n = {n}")
+        raise ValueError(f"total = {total} samples must be divisible by n = {n}: pass total= a multiple of it (e.g. "
+                         f"total={n * max(1, total // n)}, as the command line fits its default)")
     if batch > total // n:
         raise ValueError(f"batch = {batch} exceeds the {total // n} samples per node (total / n)")
     # H, its margins and the labels, with the temporaries of their generation

@@ -176,7 +176,8 @@ def test_replicas_that_share_streams_equal_their_own_runs(reps, period, batches,
 
 
 def test_argument_errors():
-    with pytest.raises(ValueError, match="divisible"):
+    with pytest.raises(ValueError, match=r"total = 100 samples must be divisible by n = 3: pass total= a multiple of "
+                                         r"it \(e.g. total=99, "):  # (helper 189: the default total on 6 nodes)
         NonconvexLogistic.synthetic(n=3, total=100)
     with pytest.raises(ValueError, match="batch = 50 exceeds"):
         NonconvexLogistic.synthetic(n=4, total=100, batch=50)
