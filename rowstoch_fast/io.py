@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import re
 import textwrap
 import warnings
 
@@ -108,18 +109,22 @@ def _load_edge_list(path, normalize, dtype=np.float64, stochastic="row"):
             warnings.simplefilter("ignore", UserWarning)  # "input contained no data": reported below
             rows = np.loadtxt(loadtxt_source(path, delimiter), ndmin=2, comments="#", delimiter=delimiter,
                               skiprows=header, encoding=TEXT_ENCODING)
-    except ValueError as exc:
-        raise UsageError(f"edge list {path!r} cannot be read: {str(exc).rstrip('.')}. Expected: {EDGE_LIST_HELP}") \
-            from None
+    except ValueError as exc:  # (NumPy's advice to pass `usecols` is loadtxt's, not the user's: helper 189)
+        said = re.sub(r"; use `usecols` to select a subset and avoid this error",
+                      ": every line must list the same columns", str(exc)).rstrip(".")
+        raise UsageError(f"edge list {path!r} cannot be read: {said}. Expected: {EDGE_LIST_HELP}") from None
     if rows.size == 0:
         raise UsageError(f"edge list {path!r} holds no edges")
+    dense = (f"; a dense {rows.shape[0]} x {rows.shape[1]} matrix? save it as .npy (numpy.save), .mtx or .npz, "
+             "which load_matrix reads as matrices" if rows.shape[0] == rows.shape[1] > 1 else "")  # (helper 189: a
+    # 3 x 3 matrix in .csv read "edge 0 (0.5 0.5) is not a pair of ... node ids", a 4 x 4 one "got 4 columns")
     if rows.shape[1] not in (2, 3):
-        raise UsageError(f"edge list {path!r} must have 2 or 3 columns (src dst [weight]), got {rows.shape[1]}")
+        raise UsageError(f"edge list {path!r} must have 2 or 3 columns (src dst [weight]), got {rows.shape[1]}{dense}")
     edges = rows[:, :2]
     if not np.all(np.isfinite(edges)) or not np.all(edges == np.round(edges)) or (edges < 0).any():
         bad = int(np.flatnonzero(~np.isfinite(edges).all(1) | (edges != np.round(edges)).any(1) | (edges < 0).any(1))[0])
         raise UsageError(f"edge list {path!r}: edge {bad} ({rows[bad, 0]:g} {rows[bad, 1]:g}) is not a pair of "
-                         "non-negative integer node ids (0-based)")
+                         f"non-negative integer node ids (0-based){dense}")
     edges = edges.astype(np.int64)
     if edges.min() > 0:  # (node 0 in no edge: isolated, and a 1-based list was refused as "not strongly connected")
         raise UsageError(f"edge list {path!r}: node 0 appears in no edge, the smallest id is {int(edges.min())}: node "

@@ -292,6 +292,17 @@ def test_an_edge_list_with_a_byte_order_mark_or_a_gap_in_its_first_line_loses_no
     (tmp_path / "gap.csv").write_bytes(b"0,1,NA\n1,0,1.0\n")
     with pytest.raises(UsageError, match="gap.csv' cannot be read: could not convert string (to float: )?'NA'"):
         io.load_matrix(str(tmp_path / "gap.csv"))
+    # helper 189: a dense matrix written as text read as a bad edge list, and NumPy's advice to pass usecols
+    (tmp_path / "dense.csv").write_bytes(b"0.5,0.5,0\n0,0.5,0.5\n0.5,0,0.5\n")
+    (tmp_path / "dense.txt").write_bytes(b"0.5 0.5 0 0\n0 0.5 0.5 0\n0 0 0.5 0.5\n0.5 0 0 0.5\n")
+    for name, shape in (("dense.csv", "3 x 3"), ("dense.txt", "4 x 4")):
+        with pytest.raises(UsageError, match=f"; a dense {shape} matrix\\? save it as .npy \\(numpy.save\\), .mtx or "
+                                             ".npz, which load_matrix reads as matrices$"):
+            io.load_matrix(str(tmp_path / name))
+    (tmp_path / "mixed.txt").write_bytes(b"0 1\n1 2 0.5\n2 0\n")
+    with pytest.raises(UsageError, match="mixed.txt' cannot be read: .*") as info:
+        io.load_matrix(str(tmp_path / "mixed.txt"))
+    assert "usecols" not in str(info.value)
 
 
 def test_a_matrix_market_file_with_nul_bytes_is_refused_not_a_crash(tmp_path):
