@@ -393,6 +393,8 @@ def test_real_ctrl_c_on_the_cli_keeps_results_and_resumes(tmp_path, sig):
     assert done >= 1000
     # the iteration reached (the checkpoint's), not the last one recorded (a multiple of --record-every)
     assert f"interrupted at iteration {done} " in stdout
+    assert (f"rowstoch: interrupted: its checkpoint {str(ck)!r} holds iteration {done}; the same command with "
+            f"--resume {ck} continues it") in stderr  # (helper 189: nothing had said how to go on)
     resumed = subprocess.run([*args[:args.index("10000000")], str(done + 200), *args[args.index("10000000") + 1:],
                               "--resume", str(ck)], capture_output=True, text=True, timeout=hang_limit(120), cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr

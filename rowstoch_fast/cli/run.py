@@ -361,6 +361,10 @@ def _cmd_run(args, locks):
             print(f"  rank {c['rank']}: {c['nodes']} nodes, {c['messages'] / max(1, h.meta['completed_iterations']):.1f} "
                   f"messages and {c['bytes_sent'] / max(1, h.meta['completed_iterations']):.0f} bytes sent per iteration")
     say(f"  wrote {paths}")
+    if h.interrupted and getattr(args, "checkpoint", None):  # (helper 189: "interrupted at iteration 6768", nothing
+        # of how to go on)
+        print(f"rowstoch: interrupted: its checkpoint {args.checkpoint!r} holds iteration {reached}; the same command "
+              f"with --resume {args.checkpoint} continues it", file=sys.stderr)
     if not (h.interrupted or blown or grew):
         from ..network import losses_of
 
