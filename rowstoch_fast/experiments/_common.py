@@ -78,7 +78,8 @@ def _stop_if(interrupted, log, done, error=None):
         log(f"stopped by {type(error).__name__}: wrote the {done} that finished")
         raise error
     if interrupted:
-        log(f"interrupted: wrote the {done} that finished")
+        log(f"interrupted: wrote the {done} that finished; a reproduction has no --resume: the same command with "
+            f"--overwrite runs it again from its start")  # (helper 189: the rerun was refused, nothing had said why)
         raise KeyboardInterrupt
 
 
