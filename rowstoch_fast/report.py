@@ -65,7 +65,7 @@ _TEX_LABELS = {
 }
 #: Okabe and Ito's colour-blind-safe palette (black last).
 COLOURS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000")
-MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">", "h", "d")
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">", "h", "p")  # (not "d": a thin "D", helper 189)
 #: One line style per round of the palette: lines 0-7 solid, 8-15 dashed, 16-23 dotted, 24-31 dash-dotted, then
 #: long dashes and dash-dot-dotted (``rowstoch compare``'s default on an undirected network runs 42 methods).
 LINESTYLES = ("-", "--", ":", "-.", (0, (8, 2)), (0, (4, 1.5, 1, 1.5, 1, 1.5)))
