@@ -127,13 +127,13 @@ def reproduce_robustness(out_dir, rounds_budget=1000, repeats=10, losses=(0.0, 0
 COMMUNICATION_ALGORITHMS = ("dgd", "choco-sgd", "diging", "push-pull", "compressed-push-pull", "pull-diag-gt")
 
 
-@writes_before_sigterm
 def _mark(row):
     """`` (x)`` after the final value of a run that did not end ok in a reproduction's printed table (its figure marks
     them with an x; the printed table said nothing: helper 189's DGD at 2-bit QSGD, 23.5); else ``""``."""
     return "" if row.get("status") == "ok" else f" (x: {row.get('status')})"
 
 
+@writes_before_sigterm
 def reproduce_communication(out_dir, rounds_budget=1000, repeats=3, d=32, n=32, algorithms=COMMUNICATION_ALGORITHMS,
                             delays=(1, 2, 4, 8), seed=0, progress=True, log=print):
     """Compressed messages against the algorithms (issue 37): the undirected exponential graph on ``n`` nodes
