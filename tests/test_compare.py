@@ -224,6 +224,19 @@ def test_tuning_runs_every_rate_over_the_whole_budget_then_refines(problem):
     assert cmp.summary(frame)["lr_source"].tolist() == ["tuned", "given"]
 
 
+def test_each_tuning_stage_shows_its_iterations_where_progress_is_asked(problem, capsys):
+    """Helper 189: the tuning of a method on 256 nodes held "pull-diag-gt (tuning): 0/1 algorithm" for 75 s, no bar
+    moving. Each stage's batched run now shows its iterations, named by its stage and rates; none without
+    progress."""
+    A, f = problem
+    method = cmp.make_plan(A, f, "dsgd", 60).methods[0]
+    tuning.tune(A, f, method, 60, "grad_norm_mean", grid=(0.01, 0.1, 1.0), progress="always")
+    err = capsys.readouterr().err
+    assert re.search(r"dsgd \(tuning: grid, 3 rates\):.*/60", err) and "dsgd (tuning: refine, " in err, err
+    tuning.tune(A, f, method, 60, "grad_norm_mean", grid=(0.01, 0.1, 1.0))
+    assert "tuning:" not in capsys.readouterr().err
+
+
 def test_the_fine_refinement_halves_the_steps_to_a_neighbour_far_above_the_best():
     """A method converging linearly ends exponentially in its rate: GT-SVRG on a helper's least squares ended 25x
     above a rate between the quarter steps (5.6e-5 at 0.0316, 2.2e-6 at 0.0398). Where a neighbour of the best

@@ -421,7 +421,7 @@ def run_method(plan, method, *, progress=False, log=None):
         try:
             lr, record = tune(plan.network, plan.objective, method, plan.budget, plan.ranked, seed=plan.seed,
                               backend=plan.backend, grid=plan.grid, log=log, checkpoint_dir=plan.checkpoint_dir,
-                              keep_stages=True)
+                              keep_stages=True, progress=progress)
         except NoStableRate as exc:  # (on a harsh network: the comparison goes on, the table says why)
             record, lr, source = exc.record, exc.fallback, UNTUNABLE
             log(f"{method.label}: no rate tried stays stable: shown at {lr:g}, "

@@ -46,6 +46,7 @@ import numpy as np
 
 from .._checks import MAX_KEY, as_float_array, check_positive_float, precision_of
 from .._files import atomic_write
+from .._progress import bar as progress_bar
 from ..errors import DivergenceError
 from ..objectives import Oracle, optimum_of
 from ..runner import GROWTH_WARNING, agreed_stop, build_replicas, record_metrics, round_schedule
@@ -813,13 +814,14 @@ def _save_tuning(path, opt, oracle, rows, fingerprint):
 
 
 def trajectories(network, objective, method, rates, budget, metric, *, seed, repeats=1, backend="auto",
-                 points=TUNE_POINTS, checkpoint=None, keep=False, rep_offset=0):
+                 points=TUNE_POINTS, checkpoint=None, keep=False, rep_offset=0, progress=False, desc=None):
     """One batched run of ``method`` on ``network``: ``repeats`` replicas per rate of ``rates``, the whole ``budget``,
     every rate's ``q``-th replica on the gradient stream of repetition ``rep_offset + q`` of ``seed`` (common random
     numbers), on the network :func:`~rowstoch_fast.network.redrawn` by ``TUNE_SEED_OFFSET + rep_offset``: draws of
     the losses, sleep, delays, compression and noise that no evaluation repetition runs on (repetition ``r`` runs on
     the network redrawn by ``r``), and, as a message's draws follow its replica's position in the block, a run of
-    four streams from ``rep_offset`` 2 is not two runs of two put together; ``metric``: a name, or a ranked
+    four streams from ``rep_offset`` 2 is not two runs of two put together; ``progress`` and ``desc``: a bar of
+    its iterations (:func:`~rowstoch_fast._progress.bar`); ``metric``: a name, or a ranked
     :class:`~rowstoch_fast.user_metrics.Metric`). Returns ``(iterations, values)``: the recorded iterations and
     ``metric`` per record and replica (``(records, len(rates) * repeats)``, replica ``c * repeats + q`` the ``q``-th
     of rate ``c``; NaN where it diverged). With ``checkpoint`` (a path), the run's state is saved there at a tenth
@@ -836,11 +838,11 @@ def trajectories(network, objective, method, rates, budget, metric, *, seed, rep
     fingerprint = _fingerprint(method, rates, budget, metric, seed, repeats, objective, rep_offset)
     with agreed_stop(algo.backend, T) as agreed:  # (under MPI a signal stops every process at one iteration)
         return _trajectories(agreed, algo, objective, T, due, fingerprint, entry, metric, seed, repeats, rep_offset,
-                             checkpoint, keep, lr)
+                             checkpoint, keep, lr, (progress, desc))
 
 
 def _trajectories(agreed, algo, objective, T, due, fingerprint, entry, metric, seed, repeats, rep_offset, checkpoint,
-                  keep, lr):
+                  keep, lr, shown=(False, None)):
     """:func:`trajectories`' run, under its signal agreement (``agreed``: :func:`~rowstoch_fast.runner.agreed_stop`;
     a signal held at its end interrupts it once its trajectories are kept)."""
     with np.errstate(all="ignore"), warnings.catch_warnings():
@@ -890,6 +892,8 @@ def _trajectories(agreed, algo, objective, T, due, fingerprint, entry, metric, s
             record()
         drawn, before = oracle.iteration, None  # (the iteration a step started from, while it runs)
         saved = time.monotonic()
+        bar = progress_bar(shown[0], T, opt.iteration, shown[1]) if opt.is_root else None  # (a stage's iterations:
+        # helper 189 watched "pull-diag-gt (tuning): 0/1 algorithm" for 75 s at n = 256)
         try:
             agreed.check(opt.iteration, now=True)  # (a signal held during the set-up)
             while opt.iteration < T:
@@ -902,6 +906,8 @@ def _trajectories(agreed, algo, objective, T, due, fingerprint, entry, metric, s
                     break
                 if opt.iteration in marks:
                     record()
+                if bar is not None:
+                    bar.update(1)
                 if checkpoint and opt.iteration % every == 0 and opt.iteration < T and opt.share(
                         time.monotonic() - saved >= CHECKPOINT_SECONDS):  # (the root's clock decides: collective)
                     _save_tuning(checkpoint, opt, oracle, rows, fingerprint)
@@ -914,6 +920,9 @@ def _trajectories(agreed, algo, objective, T, due, fingerprint, entry, metric, s
             if checkpoint:
                 _save_tuning(checkpoint, opt, oracle, rows, fingerprint)
             raise
+        finally:
+            if bar is not None:
+                bar.close()
     values = opt.share(np.array(rows) if rows else None)  # (under MPI the root recorded)
     if values is not None:
         half = values.shape[1] // 2
@@ -1119,7 +1128,7 @@ def replicas_per_rate(network, objective, method):
 
 
 def tune(network, objective, method, budget, metric, *, seed=0, backend="auto", grid=None, log=None,
-         checkpoint_dir=None, keep_stages=False):
+         checkpoint_dir=None, keep_stages=False, progress=False):
     """The best stable rate of ``grid`` for ``method`` over the whole ``budget``, then refined.
 
     Every stage (the grid, the search past it where none of its rates is stable and their failures point there, the
@@ -1134,7 +1143,8 @@ def tune(network, objective, method, budget, metric, *, seed=0, backend="auto", 
     until the tuning ends, so that an interrupted tuning goes on where it stopped and runs no finished stage again.
     With ``keep_stages`` too, those trajectories stay after it ended, until :func:`forget_stages` removes them: its
     caller's then once the chosen rate is recorded (an interruption between the tuning and the run at its rate
-    then tunes again in no time, and loses nothing).
+    then tunes again in no time, and loses nothing). ``progress`` (as the runner's: True where someone watches,
+    ``"always"``) shows each stage's iterations as a bar, "LABEL (tuning: grid, 11 rates)".
 
     Returns
     -------
@@ -1173,9 +1183,11 @@ def tune(network, objective, method, budget, metric, *, seed=0, backend="auto", 
     def stage(name, rates, rep_offset=0, replicas=repeats, may_set_aside=False):
         aside = record.get("set_aside", [])
         path = _stage_checkpoint(checkpoint_dir, method.label, len(record["stages"]) + len(aside))
+        shown = {"progress": progress, "desc": f"{method.label} (tuning: {name}, {len(rates)} rate"
+                                              f"{'s' if len(rates) != 1 else ''})"} if progress else {}
         iterations, values = trajectories(network, objective, method, rates, budget, metric, seed=tune_seed,
                                           repeats=replicas, backend=backend, checkpoint=path, keep=True,
-                                          rep_offset=rep_offset)
+                                          rep_offset=rep_offset, **shown)
         finished.append(path)
         record["iterations"] = [int(k) for k in iterations]
         if may_set_aside and len(aside) < SET_ASIDE_MAX:
