@@ -220,6 +220,7 @@ def write(folder=os.path.join(HERE, "guide")):
                 f.write(text)
 
 
-if __name__ == "__main__":  # (python docs/_generate.py: the pages a reader of the Markdown in the repository lacks)
+if __name__ == "__main__":  # (python docs/_generate.py: the pages a reader of the Markdown in the repository lacks;
+    # from the installed package, as the site's build reads it: a checkout's own has no compiled core until built)
     write()
     print("wrote " + ", ".join(os.path.join("docs", "guide", name) for name in PAGES))

@@ -264,16 +264,18 @@ def load(path, named_elsewhere=False):
     if chosen is not None:
         from .algorithms import labels
 
-        if isinstance(chosen, str) and chosen in ALGORITHM_SETS:
-            named = labels(ALGORITHM_SETS[chosen])
-        else:  # (names, as --algorithms takes them: helper 189's list had been refused, "must be a string")
-            named = [part.strip() for item in (chosen if isinstance(chosen, list) else [chosen])
-                     for part in item.split(",")]
-            for label in named:
-                if not label or _hyperparameters(label) is None:
-                    raise ConfigError(f"{name}: [run] algorithms must be one of {', '.join(ALGORITHM_SETS)} or "
-                                      f"algorithms' names (a list, or one string separated by commas), got "
-                                      f"{label!r}{did_you_mean(label, _all_labels()) if label else ''}")
+        named = []  # (sets and names, as --algorithms takes them: helper 189's list had been refused, "must be a
+        # string"; a set within a list, helper 190, "must be one of all, ..., got 'all'")
+        for label in (part.strip() for item in (chosen if isinstance(chosen, list) else [chosen])
+                      for part in item.split(",")):
+            if label in ALGORITHM_SETS:
+                named += labels(ALGORITHM_SETS[label])
+            elif label and _hyperparameters(label) is not None:
+                named.append(label)
+            else:
+                raise ConfigError(f"{name}: [run] algorithms must be one of {', '.join(ALGORITHM_SETS)} or "
+                                  f"algorithms' names (a list, or one string separated by commas), got {label!r}"
+                                  f"{did_you_mean(label, [*ALGORITHM_SETS, *_all_labels()]) if label else ''}")
         algorithms = {**{label: {} for label in named}, **algorithms}
     if not algorithms and not named_elsewhere:
         raise ConfigError(f"{name}: no [algorithms.NAME] table and no [run] algorithms: name the algorithms to "

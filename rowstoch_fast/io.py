@@ -115,9 +115,14 @@ def _load_edge_list(path, normalize, dtype=np.float64, stochastic="row"):
         raise UsageError(f"edge list {path!r} cannot be read: {said}. Expected: {EDGE_LIST_HELP}") from None
     if rows.size == 0:
         raise UsageError(f"edge list {path!r} holds no edges")
+    ids = rows[:, :2]
+    with np.errstate(invalid="ignore"):
+        off = (~np.isfinite(ids) | (ids != np.round(ids)) | (ids < 0)).any(axis=1)
     dense = (f"; a dense {rows.shape[0]} x {rows.shape[1]} matrix? save it as .npy (numpy.save), .mtx or .npz, "
-             "which load_matrix reads as matrices" if rows.shape[0] == rows.shape[1] > 1 else "")  # (helper 189: a
-    # 3 x 3 matrix in .csv read "edge 0 (0.5 0.5) is not a pair of ... node ids", a 4 x 4 one "got 4 columns")
+             "which load_matrix reads as matrices" if rows.shape[0] == rows.shape[1] > 1
+             and (rows.shape[1] > 3 or off.sum() > 1) else "")  # (helper 189: a 3 x 3 matrix in .csv read "edge 0
+    # (0.5 0.5) is not a pair of ... node ids", a 4 x 4 one "got 4 columns"; not asked of a 3-edge list with one
+    # typo, helper 190)
     if rows.shape[1] not in (2, 3):
         raise UsageError(f"edge list {path!r} must have 2 or 3 columns (src dst [weight]), got {rows.shape[1]}{dense}")
     edges = rows[:, :2]

@@ -836,6 +836,12 @@ def test_run_notes_a_run_that_made_no_progress_or_went_past_a_thousandfold(tmp_p
                      err), err
     assert cli.main([*common, "--iterations", "300", "--out", str(tmp_path / "c")]) == 0
     assert "note" not in capsys.readouterr().err
+    # (helper 190: the loss alone 97x its start, its gradient falling, was unsaid; R-FAST was told to try R-FAST)
+    assert cli.main(["run", "--topology", "ring", "--n", "16", "--algorithm", "r-fast", "--lr", "30", "--iterations",
+                     "400", "--loss", "0.5", "--awake", "0.5", "--no-progress", "--out", str(tmp_path / "d")]) == 0
+    err = capsys.readouterr().err
+    assert re.search(r"note: the loss \([\d.]+ -> [\d.]+, [\d.]+x\) ended above its start: no progress at this rate "
+                     r"\(.*; on a network that loses messages, robust-gradient-push is made for it\)", err), err
 
 
 def test_a_caption_of_graphs_with_their_own_weights_says_which_are_whose(tmp_path, capsys):

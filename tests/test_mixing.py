@@ -299,6 +299,10 @@ def test_an_edge_list_with_a_byte_order_mark_or_a_gap_in_its_first_line_loses_no
         with pytest.raises(UsageError, match=f"; a dense {shape} matrix\\? save it as .npy \\(numpy.save\\), .mtx or "
                                              ".npz, which load_matrix reads as matrices$"):
             io.load_matrix(str(tmp_path / name))
+    (tmp_path / "typo.txt").write_bytes(b"0 1 0.5\n1 2 0.5\n2 -1 1.0\n")  # (an edge list with one typo: not asked)
+    with pytest.raises(UsageError, match=r"edge 2 \(2 -1\) is not a pair of non-negative integer node ids "
+                                         r"\(0-based\)$"):
+        io.load_matrix(str(tmp_path / "typo.txt"))
     (tmp_path / "mixed.txt").write_bytes(b"0 1\n1 2 0.5\n2 0\n")
     with pytest.raises(UsageError, match="mixed.txt' cannot be read: .*") as info:
         io.load_matrix(str(tmp_path / "mixed.txt"))

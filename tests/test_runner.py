@@ -345,7 +345,8 @@ def test_ctrl_c_stops_a_reproduction_and_keeps_what_finished(tmp_path, monkeypat
                      "--no-progress"]) == 130
     text = capsys.readouterr()
     assert "interrupted: wrote the" in text.out and "rowstoch: interrupted" in text.err
-    assert "a reproduction has no --resume: the same command with --overwrite runs it again from its start" in text.out
+    assert ("a reproduction has no resume: run it again from its start (the command line's --overwrite replaces "
+            "these files)") in text.out
     assert "Traceback" not in text.err and calls[0] == at  # nothing ran after the Ctrl-C
     name = which.replace("-", "_")
     if which in ("robustness", "communication"):  # interrupted while tuning: an empty table, with its columns

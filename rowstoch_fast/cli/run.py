@@ -363,12 +363,14 @@ def _cmd_run(args, locks):
     say(f"  wrote {paths}")
     if h.interrupted and getattr(args, "checkpoint", None):  # (helper 189: "interrupted at iteration 6768", nothing
         # of how to go on)
+        import shlex
+
         print(f"rowstoch: interrupted: its checkpoint {args.checkpoint!r} holds iteration {reached}; the same command "
-              f"with --resume {args.checkpoint} continues it", file=sys.stderr)
+              f"with --resume {shlex.quote(args.checkpoint)} continues it", file=sys.stderr)
     if not (h.interrupted or blown or grew):
         from ..network import losses_of
 
-        for line in _no_progress_notes(h, lossy=bool(losses_of(network))):
+        for line in _no_progress_notes(h, lossy=bool(losses_of(network)), algorithm=args.algorithm):
             print(f"rowstoch: note: {line}", file=sys.stderr)
     if write_error is not None:
         return 2
@@ -386,19 +388,29 @@ def _cmd_run(args, locks):
     return 130 if h.interrupted else 0
 
 
-def _no_progress_notes(h, lossy=False):
+#: A run's loss alone ending this many times above its start is noted (:func:`_no_progress_notes`), its gradient
+#: norm falling or not.
+LOSS_NOTED = 10.0
+#: The methods made for lost messages, suggested on a lossy network (the one that ran left out).
+LOSS_ROBUST = ("robust-gradient-push", "r-fast")
+
+
+def _no_progress_notes(h, lossy=False, algorithm=None):
     """Lines for a run that ended ``done`` without progress: its loss or gradient norm (the mean over its
-    repetitions) ended above its start (the gradient norm, the loss beside it), or went past a thousandfold it on
-    the way (the runner's ``diverged`` is a thousandfold at the end); ``lossy``: its network loses messages (the loss-robust methods suggested).
-    Helper 189: Pull-Diag-GT over 10% losses ended "done", exit 0, its loss 0.683 -> 2.66 and growing (33.9 by
-    4,000 iterations); at lr 1 on a ring its loss went to 2,150x its start and ended at 679x, both unsaid."""
+    repetitions) ended above its start (the gradient norm, the loss beside it; the loss alone where it ended
+    :data:`LOSS_NOTED` times above it), or went past a thousandfold it on the way (the runner's ``diverged`` is a
+    thousandfold at the end); ``lossy``: its network loses messages (the loss-robust methods suggested but
+    ``algorithm``, the one that ran). Helper 189: Pull-Diag-GT over 10% losses ended "done", exit 0, its loss
+    0.683 -> 2.66 and growing (33.9 by 4,000 iterations); at lr 1 on a ring its loss went to 2,150x its start and
+    ended at 679x, both unsaid. Helper 190: R-FAST at lr 30 over 50% losses, its loss 97x its start while its
+    gradient norm fell, unsaid; R-FAST told to try R-FAST."""
     from ..runner import GROWTH_WARNING
 
     def times(v):
         return f"{v:,.0f}x" if v >= 100 else f"{v:.3g}x"
 
     table = h.summary()
-    above, lines = [], []
+    above, lines = {}, []
     for name, words in (("loss", "loss"), ("grad_norm", "gradient norm")):
         if name not in table.columns or len(table) < 2:
             continue
@@ -411,14 +423,19 @@ def _no_progress_notes(h, lossy=False):
             lines.append(f"the {words} went to {times(values[k] / start)} its start by iteration "
                          f"{int(table['iteration'].iloc[k])} and ended at {times(end / start)} it; try a smaller --lr")
         elif end > start:
-            above.append(f"the {words} ({start:.4g} -> {end:.4g}, {times(end / start)})")
-    if above and above[-1].startswith("the gradient norm"):  # (the loss alone above its start: a tracker's early
-        # scale spreads the nodes' models while their gradients fall, the default Pull-Diag-GT on a ring of 16 at 300
-        # iterations, loss 2.4x its start; not said)
-        lines.append(f"{' and '.join(above)} ended above {'its' if len(above) == 1 else 'their'} start: no progress "
+            above[name] = f"the {words} ({start:.4g} -> {end:.4g}, {times(end / start)})"
+            if name == "loss" and end > LOSS_NOTED * start:
+                above["loud"] = True
+    # (the loss alone above its start: a tracker's early scale spreads the nodes' models while their gradients
+    # fall, the default Pull-Diag-GT on a ring of 16 at 300 iterations, loss 2.4x its start; not said short of
+    # LOSS_NOTED)
+    if "grad_norm" in above or above.pop("loud", False):
+        said = [above[n] for n in ("loss", "grad_norm") if n in above]
+        others = [m for m in LOSS_ROBUST if m != algorithm]
+        lines.append(f"{' and '.join(said)} ended above {'its' if len(said) == 1 else 'their'} start: no progress "
                      f"at this rate (try a smaller --lr; `rowstoch compare` tunes it"
-                     + ("; on a network that loses messages, robust-gradient-push and r-fast are made for it)"
-                        if lossy else ")"))
+                     + (f"; on a network that loses messages, {' and '.join(others)} "
+                        f"{'is' if len(others) == 1 else 'are'} made for it)" if lossy and others else ")"))
     return lines
 
 

@@ -26,12 +26,15 @@ GROUPS = ("graph", "setting")
 WIDE_TIE = 10.0
 
 
-def _wide_ties(table, section, finals, metric, rank, shared, higher):
+def _wide_ties(table, section, finals, metric, rank, shared, higher, rounding=None):
     """``[(section, algorithm, ratio, repetitions)]``: the methods of a shared rank whose mean final value is at least
     :data:`WIDE_TIE` times (``ratio``, the largest) that of a method ranked with or below them in their section (a
-    metric that falls: none where ``higher``). Helper 189: over two repetitions GT-SAGA (8.3e-6 +- 6.3e-6) ranked
-    1= and ABM (3.5e-9) 14=: its repetitions spread too widely for Holm's tests to tell it from any, while
-    deterministic methods told each other apart; the footnote's rule says so, the table did not."""
+    metric that falls: none where ``higher``), where the tie is their spread's: two repetitions or more that differ,
+    their mean above the section's rounding level (``rounding``: ``{section: level}``, as :func:`ranks` reads it;
+    one repetition ties every method, and means at rounding tie: the footnote says both, helper 190). Helper 189:
+    over two repetitions GT-SAGA (8.3e-6 +- 6.3e-6) ranked 1= and ABM (3.5e-9) 14=: its repetitions spread too
+    widely for Holm's tests to tell it from any, while deterministic methods told each other apart; the footnote's
+    rule says so, the table did not."""
     import pandas as pd
 
     if higher or not len(table):
@@ -40,8 +43,11 @@ def _wide_ties(table, section, finals, metric, rank, shared, higher):
     for s in dict.fromkeys(section):
         rows = [i for i in range(len(table)) if section.iloc[i] == s and not pd.isna(rank.iloc[i])]
         means = {i: float(np.mean(finals[i][metric])) for i in rows}
+        level = (rounding or {}).get(s, 0.0)
         for i in rows:
-            if not bool(shared.iloc[i]) or not means[i] > 0:
+            own = np.asarray(finals[i][metric], dtype=np.float64)
+            if not bool(shared.iloc[i]) or not means[i] > level or not means[i] > 0 or own.size < 2 \
+                    or not np.ptp(own) > 0:
                 continue
             below = [means[i] / means[j] for j in rows if j != i and rank.iloc[j] >= rank.iloc[i] and means[j] > 0]
             ratio = max(below, default=0.0)
@@ -290,7 +296,8 @@ def summary(frame, metric=None, metrics=(), *, cache=None):
             if m == metric:
                 table["rank"], table["rank_shared"] = rank, shared
                 wide = _wide_ties(table, section, finals, m, rank, shared,
-                                  higher_is_better(m, getattr(frame, "attrs", {}).get("extra_metrics")))
+                                  higher_is_better(m, getattr(frame, "attrs", {}).get("extra_metrics")),
+                                  {s: converged(m) * (scales[m].get(s) or 0.0) for s in dict.fromkeys(section)})
     table.attrs["wide_ties"] = wide  # (report.wide_ties' note)
     table.attrs["metric"] = metric
     table.attrs["unmoved"] = unmoved  # (report.unmoved_start's note)

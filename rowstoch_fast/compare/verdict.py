@@ -306,7 +306,8 @@ def status_of(frame, metric, meta, *, lr, lr_source, iterations, tuning=None, co
         status, diagnosis = "unstable", f"{climbed} {at}"
         if math.isfinite(start) and start > 0 and end > start:  # (helper 188: "climbed back 2.61x above its lowest
             # level" of a Pull-Diag-GT that went to 176,000x its start at iteration 24 and ended at 86x)
-            diagnosis += f"; it ended at {end / start:.3g}x its start" + _peak(means, start, end)
+            diagnosis += f"; it ended at {end / start:.3g}x its start"
+        diagnosis += _peak(means, start, end)  # (below its start too: helper 190's spike to 10,000x its start)
     else:
         floor = context.get("converged", CONVERGED) * abs(start) if math.isfinite(start) else 0.0
         if math.isfinite(start) and start > 0 and end > NO_PROGRESS * start and end > floor:

@@ -78,8 +78,9 @@ def _stop_if(interrupted, log, done, error=None):
         log(f"stopped by {type(error).__name__}: wrote the {done} that finished")
         raise error
     if interrupted:
-        log(f"interrupted: wrote the {done} that finished; a reproduction has no --resume: the same command with "
-            f"--overwrite runs it again from its start")  # (helper 189: the rerun was refused, nothing had said why)
+        log(f"interrupted: wrote the {done} that finished; a reproduction has no resume: run it again from its start "
+            f"(the command line's --overwrite replaces these files)")  # (helper 189: the command line's rerun was
+        # refused, nothing had said why; helper 190: a Python caller has no --overwrite)
         raise KeyboardInterrupt
 
 
