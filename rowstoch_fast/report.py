@@ -743,6 +743,17 @@ def identical_runs(table):
             "final values themselves.")
 
 
+def times_text(ratio):
+    """A ratio as the notes write it: ``"3.9x"``, ``"2,175x"`` (whole from 100 up)."""
+    return f"{ratio:,.0f}x" if ratio >= 100 else f"{ratio:.3g}x"
+
+
+def _several_sections(table):
+    """Whether ``table`` holds several sections (graphs, settings): then a note names the section it speaks of."""
+    groups = [g for g in _GROUPS if g in table.columns]
+    return bool(groups) and len(table[groups].drop_duplicates()) > 1
+
+
 def wide_ties(table):
     """The note of a table where a method shares a rank with, or ranks above, one whose mean ends ten times lower
     or more (``table.attrs["wide_ties"]``: :func:`~rowstoch_fast.compare.tables.summary`'s), else ``""``: its
@@ -751,15 +762,10 @@ def wide_ties(table):
     wide = getattr(table, "attrs", {}).get("wide_ties") or []
     if not wide:
         return ""
-    groups = [g for g in _GROUPS if g in table.columns]
-    several = bool(groups) and len(table[groups].drop_duplicates()) > 1
+    several = _several_sections(table)
     names = ", ".join(f"{name} ({where})" if where and several else name for where, name, _, _ in wide)
     low, high = min(w[2] for w in wide), max(w[2] for w in wide)
-
-    def times(v):
-        return f"{v:,.0f}" if v >= 100 else f"{v:.3g}"
-
-    span = f"{times(low)}x" if high < 1.5 * low else f"{times(low)}-{times(high)}x"
+    span = times_text(low) if high < 1.5 * low else f"{times_text(low)[:-1]}-{times_text(high)}"
     fewest = min(w[3] for w in wide)
     return (f"{names} share{'s' if len(wide) == 1 else ''} a rank with, or rank{'s' if len(wide) == 1 else ''} "
             f"above, methods whose means end {span} lower: {'its' if len(wide) == 1 else 'their'} "
@@ -775,8 +781,7 @@ def unmoved_start(table):
     if not unmoved:
         return ""
     metric = getattr(table, "attrs", {}).get("metric", "the ranked metric")
-    groups = [g for g in _GROUPS if g in table.columns]
-    several = bool(groups) and len(table[groups].drop_duplicates()) > 1  # (a section named where there are several)
+    several = _several_sections(table)  # (a section named where there are several)
     where = "; ".join(f"{key}: {value:.3g}" if key and several else f"{value:.3g}" for key, value in unmoved)
     from ._metric_names import RANKED_METRICS  # (the metrics that fall to 0 at a minimiser: a constant test accuracy
     # while the gradient fell had been called an optimal start, helper 187)

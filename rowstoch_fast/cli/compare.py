@@ -890,8 +890,8 @@ def _caption(args, problems):
         where = (f"the {said[0][1]}" if len(graphs) == 1 else "the graphs " + ", ".join(g for g, *_ in said)) + \
             f" (n = {', '.join(map(str, n))}, {rules[0]})"
     network = models[0] if len(models) == 1 else "the settings of the table (" + "; ".join(models) + ")"
-    said = report.ranks_caption(args.repeats, args.repeats, max(len(p[4]) for p in problems), args.rounds_budget)
-    return (f"{_objective_words(args)} on {where}, {network}: {said[0].lower()}{said[1:]}"  # (report's words: the
+    ranked = report.ranks_caption(args.repeats, args.repeats, max(len(p[4]) for p in problems), args.rounds_budget)
+    return (f"{_objective_words(args)} on {where}, {network}: {ranked[0].lower()}{ranked[1:]}"  # (report's words: the
             # API's default caption; a table of one method and one repetition had read "every rank is shared")
             + (" R: gossip rounds per iteration (a multi-round method's several)."  # (helper 158 read it as the
                if any(label.startswith("mg-") for p in problems for label, *_ in p[4]) else "")  # repetitions)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 import time
 
@@ -12,7 +13,8 @@ import numpy as np
 from .._checks import did_you_mean
 from ..algorithms import method_of, REGISTRY
 from ..errors import MetricValueError, UsageError
-from ..network import options as network_options
+from ..network import losses_of, options as network_options
+from ..report import times_text
 from ..topology import NAMES as TOPOLOGIES, PAPER_NAMES as PAPER_GRAPHS
 from ._common import (_algorithm_names, _check_objective_args, _check_objective_size, _error, _matrix_from_args,
                       _metrics_module, _objective_from_args, _one_setting, _problem_rules, _refuse_unread, _stage,
@@ -363,13 +365,9 @@ def _cmd_run(args, locks):
     say(f"  wrote {paths}")
     if h.interrupted and getattr(args, "checkpoint", None):  # (helper 189: "interrupted at iteration 6768", nothing
         # of how to go on)
-        import shlex
-
         print(f"rowstoch: interrupted: its checkpoint {args.checkpoint!r} holds iteration {reached}; the same command "
               f"with --resume {shlex.quote(args.checkpoint)} continues it", file=sys.stderr)
     if not (h.interrupted or blown or grew):
-        from ..network import losses_of
-
         for line in _no_progress_notes(h, lossy=bool(losses_of(network)), algorithm=args.algorithm):
             print(f"rowstoch: note: {line}", file=sys.stderr)
     if write_error is not None:
@@ -406,9 +404,6 @@ def _no_progress_notes(h, lossy=False, algorithm=None):
     gradient norm fell, unsaid; R-FAST told to try R-FAST."""
     from ..runner import GROWTH_WARNING
 
-    def times(v):
-        return f"{v:,.0f}x" if v >= 100 else f"{v:.3g}x"
-
     table = h.summary()
     above, lines = {}, []
     for name, words in (("loss", "loss"), ("grad_norm", "gradient norm")):
@@ -420,10 +415,10 @@ def _no_progress_notes(h, lossy=False, algorithm=None):
             continue
         k = int(np.argmax(values))
         if values[k] > GROWTH_WARNING * start:
-            lines.append(f"the {words} went to {times(values[k] / start)} its start by iteration "
-                         f"{int(table['iteration'].iloc[k])} and ended at {times(end / start)} it; try a smaller --lr")
+            lines.append(f"the {words} went to {times_text(values[k] / start)} its start by iteration "
+                         f"{int(table['iteration'].iloc[k])} and ended at {times_text(end / start)} it; try a smaller --lr")
         elif end > start:
-            above[name] = f"the {words} ({start:.4g} -> {end:.4g}, {times(end / start)})"
+            above[name] = f"the {words} ({start:.4g} -> {end:.4g}, {times_text(end / start)})"
             if name == "loss" and end > LOSS_NOTED * start:
                 above["loud"] = True
     # (the loss alone above its start: a tracker's early scale spreads the nodes' models while their gradients

@@ -649,19 +649,29 @@ def _ramp(x, typical):
     simulated stationary noise floors (1, 2 or 4 dimensions, 2-12 repetitions, 16-51 records, drifting or not), 1."""
     if len(typical) < RAMP_RECORDS + 3 or not (typical > 0).all():
         return None
-    levels = smoothed(typical[1:], 3)[2:]  # (level k: records k + 1 .. k + 3, past the start)
-    j = int(np.argmin(levels)) + 1
+    levels, j = _lowest_level(typical)
     xs, ys = x[j:], typical[j:]
     if len(ys) < max(RAMP_RECORDS, len(typical) // 2) or levels[-1] < STABILITY_FACTOR * levels[j - 1]:
         return None
     share = float(np.mean(np.diff(ys) > 0))
-    if share < RAMP_RISES or not rising(xs, np.log(ys)):
-        return None
-    half = len(xs) // 2
-    early, late = np.polyfit(xs[:half + 1], ys[:half + 1], 1)[0], np.polyfit(xs[half:], ys[half:], 1)[0]
-    if not (early > 0 and late >= RAMP_PACE * early):
+    if share < RAMP_RISES or not rising(xs, np.log(ys)) or not _no_slower(xs, ys):
         return None
     return float(levels[-1] / levels[j - 1]), int(x[j]), share
+
+
+def _lowest_level(typical):
+    """``(levels, j)`` of a typical curve: the geometric means of every three records past the start (level ``k``:
+    records ``k + 1 .. k + 3``) and the first record of the lowest of them (``levels[j - 1]``)."""
+    levels = smoothed(typical[1:], 3)[2:]
+    return levels, int(np.argmin(levels)) + 1
+
+
+def _no_slower(xs, ys):
+    """Whether a rise (``ys`` at ``xs``) goes on no slower in value over its later half than :data:`RAMP_PACE` of
+    the earlier (a level being approached slows: :func:`_ramp`, :func:`_late_climb`)."""
+    half = len(xs) // 2
+    early, late = np.polyfit(xs[:half + 1], ys[:half + 1], 1)[0], np.polyfit(xs[half:], ys[half:], 1)[0]
+    return bool(early > 0 and late >= RAMP_PACE * early)
 
 
 #: A run without progress whose mean went this many times above its end (and its start) on the way says so.
@@ -684,8 +694,7 @@ def _late_climb(x, runs, typical):
     its lowest point, near 0)."""
     if len(typical) < LATE_RISES + 4 or not (typical > 0).all():
         return None
-    levels = smoothed(typical[1:], 3)[2:]  # (level k: records k + 1 .. k + 3, past the start)
-    j = int(np.argmin(levels)) + 1
+    levels, j = _lowest_level(typical)
     rises = np.diff(typical[j + 2:])
     if len(rises) < LATE_RISES or not (rises > 0).all() or levels[-1] < CLIMB * levels[j - 1]:
         return None
@@ -693,10 +702,7 @@ def _late_climb(x, runs, typical):
         logs = np.log(np.maximum(np.asarray(runs, dtype=np.float64), 1e-300))  # (each repetition's own levels)
     if not (logs[-3:].mean(axis=0) - logs[j:j + 3].mean(axis=0) >= math.log(STABILITY_FACTOR)).all():
         return None
-    xs, ys = x[j:], typical[j:]
-    half = len(xs) // 2
-    early, late = np.polyfit(xs[:half + 1], ys[:half + 1], 1)[0], np.polyfit(xs[half:], ys[half:], 1)[0]
-    if not (early > 0 and late >= RAMP_PACE * early):
+    if not _no_slower(x[j:], typical[j:]):
         return None
     return float(levels[-1] / levels[j - 1]), int(x[j]), len(rises)
 
