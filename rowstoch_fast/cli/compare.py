@@ -141,7 +141,7 @@ def _compare(args):
     import warnings
 
     from .. import compare as cmp
-    from ..compare.live import CLI_SHARE, LiveView
+    from ..compare.live import CLI_SHARE, CLI_TEXT_EVERY, LiveView
     from ..compare.outputs import ComparisonFolder, FolderInUse
     from ..runner import BELOW_OPTIMUM_WORDS, check_takes
 
@@ -276,7 +276,7 @@ def _compare(args):
     metrics = metrics or [metric, "consensus_error"]
     live = LiveView(metric, x_axis[0], path=os.path.join(args.out, "live.png"),  # (-q: the figure, no text plot)
                     text=False if getattr(args, "quiet", False) else None,
-                    share=CLI_SHARE) if args.live and root else None
+                    share=CLI_SHARE, text_every=CLI_TEXT_EVERY) if args.live and root else None
     several = len(settings) > 1
     tuned = []  # (every graph's and setting's: a method a resumed one keeps keeps its rate there)
     for gname, sname, _, _, specs, lr, *_ in problems:

@@ -295,7 +295,8 @@ def make_parser():
                           "(default: the environment variable ROWSTOCH_FORMAT, else png)")
     out.add_argument("--live", action="store_true",
                      help="as each method finishes: the figure so far in OUT/live.png (and a window that refreshes "
-                          "where matplotlib has a display), else a text plot of the ranked metric on the terminal")
+                          "where matplotlib has a display), else a text plot of the ranked metric on the terminal (at most once "
+                          "a minute, and at the end)")
     crn.add_argument("--jobs", type=_positive_int, default=None,
                      help="run the methods in this many processes (default: the environment variable "
                           "ROWSTOCH_JOBS, else the cores; 1 with --backend mpi or cupy); the results are those of "
