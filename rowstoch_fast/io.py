@@ -30,7 +30,8 @@ EDGE_LIST_HELP = (
     "separated by whitespace or by commas (CSV, one header line allowed), '#' starts a comment; src sends to dst "
     "(A[dst, src] > 0); n is the largest id + 1. "
     "Without weights the paper's in-degree rule is used and every node gets a self loop; with weights they "
-    "are the entries A[dst, src] themselves (self loops as listed)")
+    "are the entries A[dst, src] themselves (self loops as listed), each edge listed once; an edge listed twice "
+    "without weights is one edge")
 
 
 def _mmread(path):
@@ -135,10 +136,28 @@ def _load_edge_list(path, normalize, dtype=np.float64, stochastic="row"):
         raise UsageError(f"edge list {path!r}: node 0 appears in no edge, the smallest id is {int(edges.min())}: node "
                          "ids are 0-based (a 1-based list: subtract 1 from every id)")
     n = int(edges.max()) + 1
+    if rows.shape[1] == 3:
+        _refuse_repeated_weights(path, edges)
     if rows.shape[1] == 2:
         return MixingMatrix.from_edges(n, edges, "in-degree", stochastic=stochastic)
     return MixingMatrix.from_edges(n, edges, rows[:, 2].astype(dtype), self_loops=False, normalize=normalize,
                                    dtype=dtype, stochastic=stochastic)
+
+
+def _refuse_repeated_weights(path, edges):
+    """Refuse a weighted edge list that lists an edge twice: its weights would be added (what SciPy does with a
+    repeated entry), a row of weights written to sum to 1 would then not, or, normalized, be a different matrix
+    than written, without a word (a file concatenated from two was read so)."""
+    order = np.lexsort((edges[:, 0], edges[:, 1]))
+    ordered = edges[order]
+    same = np.flatnonzero((ordered[1:] == ordered[:-1]).all(axis=1))
+    if same.size:
+        src, dst = ordered[same[0]]
+        where = np.flatnonzero((edges == ordered[same[0]]).all(axis=1))
+        raise UsageError(f"edge list {path!r}: the edge {src} -> {dst} is listed {where.size} times (edges "
+                         f"{', '.join(map(str, where[:4]))}{', ...' if where.size > 4 else ''}"
+                         f"{f'; {same.size} repeats in all' if same.size > 1 else ''}): with weights, list each edge once (the weights of a repeated edge would be "
+                         "added)")
 
 
 _FORMATS = """

@@ -309,6 +309,28 @@ def test_an_edge_list_with_a_byte_order_mark_or_a_gap_in_its_first_line_loses_no
     assert "usecols" not in str(info.value)
 
 
+def test_a_weighted_edge_list_that_lists_an_edge_twice_is_refused(tmp_path):
+    """A repeated weighted edge had its weights added without a word: with normalize=True a different matrix than
+    the one written (a file concatenated from two); an unweighted one is one edge, as documented."""
+    from rowstoch_fast import io
+    from rowstoch_fast.errors import UsageError
+
+    (tmp_path / "twice.txt").write_bytes(b"0 1 0.5\n1 0 0.5\n0 0 0.5\n1 1 0.5\n0 1 0.5\n")
+    with pytest.raises(UsageError, match=r"twice.txt': the edge 0 -> 1 is listed 2 times \(edges 0, 4\): with "
+                                         r"weights, list each edge once \(the weights of a repeated edge would be "
+                                         r"added\)$"):
+        io.load_matrix(str(tmp_path / "twice.txt"), normalize=True)
+    (tmp_path / "thrice.csv").write_bytes(b"src,dst,w\n2,0,1\n0,1,1\n1,2,1\n2,0,1\n1,2,1\n2,0,1\n")
+    with pytest.raises(UsageError, match=r"the edge 2 -> 0 is listed 3 times \(edges 0, 3, 5; 3 repeats in all\)"):
+        io.load_matrix(str(tmp_path / "thrice.csv"), normalize=True)
+    (tmp_path / "once.txt").write_bytes(b"0 1 0.5\n1 0 0.5\n0 0 0.5\n1 1 0.5\n")
+    (tmp_path / "plain_twice.txt").write_bytes(b"0 1\n1 0\n0 1\n")
+    (tmp_path / "plain.txt").write_bytes(b"0 1\n1 0\n")
+    assert io.load_matrix(str(tmp_path / "once.txt")).toarray().tolist() == [[0.5, 0.5], [0.5, 0.5]]
+    np.testing.assert_array_equal(io.load_matrix(str(tmp_path / "plain_twice.txt")).toarray(),
+                                  io.load_matrix(str(tmp_path / "plain.txt")).toarray())
+
+
 def test_a_matrix_market_file_with_nul_bytes_is_refused_not_a_crash(tmp_path):
     """SciPy's reader crashes the process on these (what SciPy 1.17 itself writes for float32 at precision 17)."""
     from rowstoch_fast import io
