@@ -192,7 +192,7 @@ class LiveView:
         if self.path is not None or self.window:
             self._kept = frames
             if time.monotonic() >= self._next:
-                self.flush()
+                self._draw_kept()
         if self.text:
             self._text_kept = frames
             if time.monotonic() >= self._next_text:
@@ -209,6 +209,9 @@ class LiveView:
         plot of those kept by one too soon after the last text plot (``text_every``); nothing if none."""
         if self._text_kept is not None:
             self._write()
+        self._draw_kept()
+
+    def _draw_kept(self):
         if self._kept is None:
             return
         frames, self._kept = self._kept, None
