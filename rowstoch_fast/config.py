@@ -208,6 +208,10 @@ def load(path, named_elsewhere=False):
             if not isinstance(body, dict) or not body:
                 raise ConfigError(f"{name}: [algorithms] must hold one table per algorithm, e.g. [algorithms.dsgd]")
             for algo, settings in body.items():
+                if algo != algo.strip():  # (its settings had been dropped without a word: the name was stripped
+                    # where it joined the algorithms' list, not where its settings are looked up, helper 192)
+                    raise ConfigError(f"{name}: [algorithms]: unknown algorithm {algo!r}: a space around the name "
+                                      f"(write [algorithms.{algo.strip()}])")
                 if not isinstance(settings, dict):
                     raise ConfigError(f"{name}: algorithms.{algo} must be a table ([algorithms.{algo}]), got "
                                       f"{type(settings).__name__}")

@@ -251,6 +251,9 @@ def test_an_experiment_files_bad_communication_value_names_its_key(tmp_path, cap
     ("[run]\nrepeats = 0", "e.toml: [run] repeats must be >= 1, got 0"),
     ("[objective]\nkind = \"logistic\"\ntotal = 1001", "e.toml: [objective] total 1001 samples must be divisible"),
     ("[algorithms.pull-diag-gtt]\nlr = 0.01", "e.toml: [algorithms]: unknown algorithm 'pull-diag-gtt'"),
+    ("[algorithms.\"local-dsgd \"]\nlr = 0.05\nlocal_steps = \"many\"",  # (helper 192: its settings dropped)
+     "e.toml: [algorithms]: unknown algorithm 'local-dsgd ': a space around the name (write "
+     "[algorithms.local-dsgd])"),
     ("[objective]\nkind = \"logistic\"\nbatch = 0", "e.toml: [objective] batch: batch must be >= 1, got 0"),
     ("[algorithms.dsgd]\nlr = 0.01\ntracker = \"perron\"",
      "e.toml: [algorithms.dsgd] tracker = 'perron' is for the methods with a Pull-Diag tracker; dsgd has none"),
