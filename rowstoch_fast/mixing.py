@@ -820,8 +820,10 @@ def off_sums(csr, stochastic="row", rtol=None):
     ``"row"`` or ``"column"``; ``rtol``: the dtype's tolerance by default): empty where it is that stochastic."""
     if rtol is None:
         rtol = ROW_SUM_RTOL_FLOAT32 if csr.dtype == np.float32 else ROW_SUM_RTOL
-    sums = np.asarray(csr.sum(axis=1 if stochastic == "row" else 0)).ravel()
-    return np.flatnonzero(np.abs(sums - 1.0) > rtol * np.maximum(1.0, np.abs(sums))), sums
+    with np.errstate(over="ignore"):
+        sums = np.asarray(csr.sum(axis=1 if stochastic == "row" else 0)).ravel()
+    # (a sum past the largest float is inf, and |inf - 1| > rtol * inf is not: weights of 1e308 passed, helper 192)
+    return np.flatnonzero(~np.isfinite(sums) | (np.abs(sums - 1.0) > rtol * np.maximum(1.0, np.abs(sums)))), sums
 
 
 def _check_sums(csr, stochastic="row", doubly=False, rtol=ROW_SUM_RTOL):
@@ -833,6 +835,9 @@ def _check_sums(csr, stochastic="row", doubly=False, rtol=ROW_SUM_RTOL):
                              f"({bad.size} such {stochastic}s); weights='metropolis' builds such a W from an "
                              "undirected graph")
         name, other = ("A", "column") if stochastic == "row" else ("C", "row")
+        if not np.isfinite(sums[i]):  # (normalize=True is refused there too: it divides by the sum)
+            raise ValueError(f"{name} must be {stochastic}-stochastic: {stochastic} {i} sums to {sums[i]}, past the "
+                             f"largest float ({np.max(np.abs(csr.data)):.3g} the largest weight): rescale the weights")
         if not off_sums(csr, other, rtol)[0].size:  # (the other way round: normalize=True, which the message had
             # suggested, made another matrix of it, helper 185)
             raise ValueError(f"{name} must be {stochastic}-stochastic: {stochastic} {i} sums to {fmt_value(sums[i])}, "

@@ -1732,6 +1732,16 @@ def test_helper_185s_misleading_refusals_say_what_is_wrong(tmp_path):
     np.save(tmp_path / "big.npy", big)
     rc, _, err = rowstoch_here("metrics", "--matrix", tmp_path / "big.npy", "--normalize")
     assert_one_line_error(rc, err, "cannot normalize: the weights of row 0 sum past the largest float")
+    rc, _, err = rowstoch_here("metrics", "--matrix", tmp_path / "big.npy")  # (helper 192: accepted, a row of
+    # inf; a traceback from the metrics)
+    assert_one_line_error(rc, err, "row 0 sums to inf, past the largest float (1e+308 the largest weight): rescale "
+                                   "the weights")
+    for stochastic, W in (("row", [[1e308, 1e308, 0], [0, .5, .5], [.5, 0, .5]]),
+                          ("column", [[1e308, 0, .5], [1e308, .5, 0], [0, .5, .5]])):
+        with pytest.raises(ValueError, match=f"{stochastic} 0 sums to inf, past the largest float"):
+            rf.MixingMatrix(W, stochastic=stochastic)
+    with pytest.raises(ValueError, match="row 0 sums to inf, past the largest float"):
+        rf.MixingMatrix.from_edges(2, [[0, 0], [1, 0], [1, 1]], [1e308, 1e308, 1.0], normalize=False)
 
 
 def test_helper_185s_report_inputs_are_named():
