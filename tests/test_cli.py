@@ -193,17 +193,18 @@ def test_run_refuses_to_replace_an_earlier_runs_history(tmp_path, capsys):
     (compare refuses). Refused now, unless --overwrite, or --resume of the run whose history it holds (a run going
     on writes where it wrote); a review found a resume let into any folder."""
     out = tmp_path / "r4"
-    base = ["run", "--n", "8", "--total", "1600", "--batch", "20", "--iterations", "3", "--no-progress"]
-    assert cli.main([*base, "--topology", "ring", "--out", str(out), "--checkpoint", str(tmp_path / "ck.npz")]) == 0
+    base = ["run", "--n", "8", "--total", "1600", "--batch", "20", "--no-progress"]
+    assert cli.main([*base, "--iterations", "3", "--topology", "ring", "--out", str(out), "--checkpoint",
+                     str(tmp_path / "ck.npz")]) == 0
     kept = (out / "history.csv").read_text()
     capsys.readouterr()
-    assert cli.main([*base, "--topology", "star", "--out", str(out)]) == 2
+    assert cli.main([*base, "--iterations", "3", "--topology", "star", "--out", str(out)]) == 2
     assert f"--out {str(out)!r} holds the results of an earlier run (history.csv" in _one_line(capsys)
     assert (out / "history.csv").read_text() == kept
     assert cli.main([*base, "--topology", "ring", "--out", str(out), "--iterations", "6",
                      "--resume", str(tmp_path / "ck.npz")]) == 0  # (the same run, going on: where it wrote)
     star = tmp_path / "star"
-    assert cli.main([*base, "--topology", "star", "--out", str(star)]) == 0
+    assert cli.main([*base, "--iterations", "3", "--topology", "star", "--out", str(star)]) == 0
     capsys.readouterr()
     assert cli.main([*base, "--topology", "ring", "--out", str(star), "--iterations", "9",
                      "--resume", str(tmp_path / "ck.npz")]) == 2  # (a resume into another run's folder)
@@ -212,11 +213,11 @@ def test_run_refuses_to_replace_an_earlier_runs_history(tmp_path, capsys):
     assert cli.main([*base, "--topology", "ring", "--out", str(star), "--iterations", "9",
                      "--resume", str(tmp_path / "ck.npz")]) == 2
     assert "its history.json cannot be read (JSONDecodeError" in _one_line(capsys)
-    assert cli.main([*base, "--topology", "star", "--out", str(out), "--overwrite"]) == 0
+    assert cli.main([*base, "--iterations", "3", "--topology", "star", "--out", str(out), "--overwrite"]) == 0
     assert (out / "history.csv").read_text() != kept
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "notes.txt").write_text("mine")  # (a folder of other files: nothing is replaced)
-    assert cli.main([*base, "--out", str(tmp_path / "other")]) == 0
+    assert cli.main([*base, "--iterations", "3", "--out", str(tmp_path / "other")]) == 0
 
 
 def _one_line(capsys):
@@ -857,3 +858,24 @@ def test_a_caption_of_graphs_with_their_own_weights_says_which_are_whose(tmp_pat
     caption = (tmp_path / "o" / "summary.md").read_text().splitlines()[-1]
     assert caption.startswith("a random quadratic (d = 3) on the graphs directed paper-ring (in-degree weights), "
                               "undirected paper-grid (random integer weights 1-10, rows normalized) (n = 16), "), caption
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["compare", "--algorithms", "dsgd", "--algorithms", "dgd"],
+     "argument --algorithms: given twice (dsgd, then dgd): give it once (several values: comma-separated in one)"),
+    (["compare", "--loss", "0.1", "--loss=0.2"], "argument --loss: given twice (0.1, then 0.2): give it once"),
+    (["compare", "--topology", "ring", "--topology", "exponential"],
+     "argument --topology: given twice (ring, then exponential): give it once"),
+    (["run", "--lr", "0.01", "--lr", "0.02"], "argument --lr: given twice (0.01, then 0.02): give it once"),
+    (["metrics", "--topology", "paper-ring", "--topology", "paper-grid"], "argument --topology: given twice"),
+])
+def test_a_value_option_given_twice_is_refused(tmp_path, capsys, argv, said):
+    """Helper 192: the last of a repeated option alone was kept without a word (``--algorithms dsgd --algorithms
+    dgd`` ran dgd; ``--loss 0.1 --loss 0.2`` one setting), where ``compare --lr`` joins its repeats and ``--hyper``
+    refuses one."""
+    with pytest.raises(SystemExit) as exit_:
+        cli.main([*argv, "--out", str(tmp_path / "o")])
+    assert exit_.value.code == 2 and said in _one_line(capsys)
+    assert not (tmp_path / "o").exists()
+    # each parse anew: the same option once in the next command is no repeat
+    assert cli.main(["metrics", "--topology", "paper-ring"]) == 0

@@ -115,6 +115,23 @@ def _objective_options(parser):
                           "its rows shared evenly by the nodes in order")
 
 
+class _Once(argparse._StoreAction):
+    """A value option given twice is refused, naming both values: the last one alone was kept without a word
+    (``--algorithms dsgd --algorithms dgd`` ran dgd, ``--loss 0.1 --loss 0.2`` one setting, helper 192); an option
+    that takes a list takes it comma-separated in one (``--loss 0.1,0.2``), and ``--lr`` of ``compare`` joins its
+    repeats (:class:`_Joined`)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        given = getattr(parser, "_given", None)
+        if given is not None:
+            if self in given:
+                raise argparse.ArgumentError(self, f"given twice ({given[self]}, then {values}): give it once"
+                                             + (" (several values: comma-separated in one)"
+                                                if "comma" in (self.help or "") else ""))
+            given[self] = values
+        super().__call__(parser, namespace, values, option_string)
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse with the command's error format: one line, ``rowstoch: error: ...``, exit 2 (the usage is a
     ``--help`` away instead of printed above it); options are spelled out (no abbreviations: ``--record 5``
@@ -123,6 +140,12 @@ class _Parser(argparse.ArgumentParser):
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("allow_abbrev", False)
         super().__init__(*args, **kwargs)
+        self.register("action", None, _Once)
+        self.register("action", "store", _Once)
+
+    def parse_known_args(self, args=None, namespace=None):
+        self._given = {}  # (each parse: the value options given so far, _Once)
+        return super().parse_known_args(args, namespace)
 
     def error(self, message):
         self.exit(2, f"rowstoch: error: {message} (see {self.prog} --help)\n")
