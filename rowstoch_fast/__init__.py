@@ -139,7 +139,7 @@ _threads_as_said()
 if hasattr(_os, "register_at_fork"):
     _os.register_at_fork(after_in_child=_one_thread_after_fork)
 from . import algorithms, composite, objectives, topology  # noqa: E402
-from .errors import DivergenceError, GrowthWarning
+from .errors import DivergenceError, GrowthWarning, NetworkIgnoredWarning
 from .metrics import NetworkMetrics
 from .mixing import MixingMatrix
 from .protocol import ConsensusResult, a_protocol, pull_diag
@@ -160,6 +160,7 @@ __all__ = [
     "NetworkMetrics",
     "DivergenceError",
     "GrowthWarning",
+    "NetworkIgnoredWarning",
     "pull_diag",
     "a_protocol",
     "ConsensusResult",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["DivergenceError", "GrowthWarning", "MetricValueError", "RemoteError", "UsageError"]
+__all__ = ["DivergenceError", "GrowthWarning", "MetricValueError", "NetworkIgnoredWarning", "RemoteError", "UsageError"]
 
 
 class DivergenceError(FloatingPointError):
@@ -103,6 +103,14 @@ class GrowthWarning(RuntimeWarning):
 
     Warned once per optimizer by :meth:`~rowstoch_fast.algorithms.Optimizer.step`; set ``opt.growth_limit =
     None`` (or filter this category) where an iterate that large is meant.
+    """
+
+
+class NetworkIgnoredWarning(RuntimeWarning):
+    """A method that averages exactly (a server, an all-reduce: the federated methods, ``centralized``) was given a
+    network with a communication model (losses, sleep, compression, noise, delays) that it does not run over: its
+    results are those of no model at all. Warned by :func:`~rowstoch_fast.run` and
+    :func:`~rowstoch_fast.compare.compare`; filter this category where that is meant.
     """
 
 

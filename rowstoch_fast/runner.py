@@ -22,7 +22,7 @@ from ._files import atomic_write, check_path
 from ._signals import first, hold, put_back, signals_held, sigterm_as_interrupt
 from .algorithms import REGISTRY
 from .algorithms import names as _algorithm_names
-from .errors import DivergenceError
+from .errors import DivergenceError, NetworkIgnoredWarning
 from .mixing import MixingMatrix
 from .objectives import Objective, Oracle, batch_of, optimum_of, value_rounding
 from .user_metrics import MetricState, linear_scale, resolve_metrics
@@ -1013,6 +1013,34 @@ def _load_checkpoint(path, algorithm, config, objective=None, columns=None):
     return algorithm.resume(state, lr, objective), data, rows
 
 
+def layers_said(net):
+    """A network's communication layers in words, the outer first (``"Compressed over Lossy"``)."""
+    from .network import Network
+
+    names = []
+    while isinstance(net, Network):
+        names.append(type(net).__name__)
+        net = getattr(net, "base", None)
+    return " over ".join(names)
+
+
+def warn_network_ignored(A, apart, stacklevel=2):
+    """Warn (:class:`~rowstoch_fast.errors.NetworkIgnoredWarning`) that the methods ``apart`` (labels), which
+    average exactly, do not run over the communication model of ``A`` where it has one (a
+    :class:`~rowstoch_fast.network.Network`); ``stacklevel`` as :func:`warnings.warn`'s in the caller.
+    Helper 192: ``run`` of FedAvg over ``Noisy(Lossy(ring, 0.5), 0.5)`` gave the plain ring's results, bit for
+    bit, without a word (``compare`` and ``rowstoch run`` said so)."""
+    from .network import Network
+
+    if not apart or not isinstance(A, Network):
+        return
+    one = len(apart) == 1
+    warnings.warn(f"{', '.join(apart)} {'does' if one else 'do'} not run over the network's communication model "
+                  f"({layers_said(A)}): {'it averages' if one else 'they average'} exactly, through a server or an "
+                  "all-reduce, so neither the graph (beyond its number of nodes) nor the losses, compression, noise "
+                  f"and delays touch {'it' if one else 'them'}", NetworkIgnoredWarning, stacklevel=stacklevel + 1)
+
+
 def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=0, x0=None, progress=True,
         checkpoint=None, checkpoint_every=None, resume=None, config=None, metrics=None, first_repeat=0,
         record_at=None):
@@ -1135,6 +1163,7 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
         raise ValueError(f"objective has n = {objective.n} nodes but the network has {algorithm.A.n}")
     batch_of(objective)  # (an objective of the user's: its batch, before anything runs)
     check_takes(algorithm.optimizer, objective)
+    warn_network_ignored(algorithm.A, [algorithm.method] if not algorithm.optimizer.matrices else [], stacklevel=2)
     iterations = check_int(iterations, "iterations", minimum=0, maximum=MAX_ROUNDS)  # (as compare's budget)
     repeats = check_int(repeats, "repeats", minimum=1)
     first_repeat = check_int(first_repeat, "first_repeat", minimum=0, maximum=2**62)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from rowstoch_fast import Algorithm, cli, run, topology
-from rowstoch_fast.objectives import NonconvexLogistic
+from rowstoch_fast.objectives import LeastSquares, NonconvexLogistic
 from conftest import cupy_or_reason, hang_limit, sigint_as_usual
 
 
@@ -282,7 +282,38 @@ def test_compare_warns_once_that_a_federated_method_ignores_the_graph_and_the_fa
                      "--out", str(tmp_path / "o")]) == 0
     err = capsys.readouterr().err
     assert err.count("rowstoch: warning:") == 1 and "fedavg does not run over the network's" in err
-    assert "neither the graph (beyond its number of nodes) nor the comparison's losses" in err
+    assert "neither the graph (beyond its number of nodes) nor the losses" in err
+
+
+def test_run_warns_that_a_federated_method_ignores_the_networks_model(tmp_path, capsys):
+    """Helper 192: ``run`` of FedAvg over ``Noisy(Lossy(ring, 0.5), 0.5)`` gave the plain ring's results, bit for
+    bit, without a word (``compare`` and ``rowstoch run`` said so); ``compare`` says it once, not once more per run;
+    ``rowstoch run`` once, by its flags."""
+    import warnings
+
+    from rowstoch_fast import network
+    from rowstoch_fast.compare import compare
+    from rowstoch_fast.errors import NetworkIgnoredWarning
+
+    f = LeastSquares.synthetic(n=4, d=3, seed=0)
+    faulty = network.Noisy(network.Lossy(topology.ring(4), 0.5, seed=1), 0.5, seed=2)
+    with pytest.warns(NetworkIgnoredWarning, match=r"fedavg does not run over the network's communication model "
+                                                   r"\(Noisy over Lossy\)") as caught:
+        lossy = run(Algorithm(faulty, 0.05, method="fedavg"), f, 20, progress=False).final("loss")
+    assert caught[0].filename == __file__  # (the caller's line)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # (none where the method runs over it, or there is no model)
+        assert run(Algorithm(topology.ring(4), 0.05, method="fedavg"), f, 20, progress=False).final("loss") == lossy
+        run(Algorithm(faulty, 0.05, method="dsgd"), f, 5, progress=False)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        compare(faulty, f, ["fedavg", "centralized", "dsgd"], 10, lr=0.01, repeats=2, progress=False)
+    said = [w for w in caught if issubclass(w.category, NetworkIgnoredWarning)]
+    assert len(said) == 1 and "fedavg, centralized do not run over" in str(said[0].message)
+    assert cli.main(["run", "--n", "8", "--iterations", "2", "--total", "1600", "--batch", "20", "--algorithm",
+                     "fedavg", "--loss", "0.1", "--no-progress", "--out", str(tmp_path)]) == 0
+    err = capsys.readouterr().err
+    assert err.count("not run over") + err.count("does not affect") == 1 and "--loss does not affect fedavg" in err
 
 
 def test_cli_cupy_backend_runs_or_says_why_not(capsys, tmp_path):

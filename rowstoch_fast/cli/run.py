@@ -12,7 +12,7 @@ import numpy as np
 
 from .._checks import did_you_mean
 from ..algorithms import method_of, REGISTRY
-from ..errors import MetricValueError, UsageError
+from ..errors import MetricValueError, NetworkIgnoredWarning, UsageError
 from ..network import losses_of, options as network_options
 from ..report import times_text
 from ..topology import NAMES as TOPOLOGIES, PAPER_NAMES as PAPER_GRAPHS
@@ -316,7 +316,8 @@ def _cmd_run(args, locks):
                 # from a kernel or a metric of the user's, keeps its traceback)
                 raise UsageError(str(exc)) from exc
             raise
-    for message in dict.fromkeys(str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)):
+    for message in dict.fromkeys(str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)
+                                 and not issubclass(w.category, NetworkIgnoredWarning)):  # (said above, by flag)
         print(f"rowstoch: warning: {message}", file=sys.stderr)  # each once (NumPy repeats its overflow notes)
     if not root or h is None:  # under MPI, rank 0 writes the outputs
         return 3 if diverged else 0

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import DivergenceError
+from ..errors import DivergenceError, NetworkIgnoredWarning
 from ..network import Network, draws, effects_of, losses_of, redrawn, source_of
 from ..runner import BELOW_OPTIMUM_WORDS, run
 from .tuning import (DAMAGED, UNTUNABLE, NoStableRate, converged_for, exact_tuning, forget_stages, spread_floor,
@@ -218,6 +218,7 @@ def _one_run(plan, method, lr, *, repeats, progress, checkpoint=None, resume=Non
     try:
         with warnings.catch_warnings():  # (the comparison says it once, of all its records: assemble)
             warnings.filterwarnings("ignore", message=".*" + re.escape(BELOW_OPTIMUM_WORDS), category=RuntimeWarning)
+            warnings.simplefilter("ignore", NetworkIgnoredWarning)  # (the plan warned of it, once)
             h = run(algo, plan.objective, iterations, record_at=plan.schedule(method), repeats=repeats,
                     seed=plan.seed, progress=progress, metrics=plan.metrics, checkpoint=checkpoint, resume=resume,
                     first_repeat=first_repeat)

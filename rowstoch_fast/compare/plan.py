@@ -26,7 +26,7 @@ from ..backends import BACKENDS
 from ..mixing import MixingMatrix, as_matrix
 from ..network import Network, base_matrix, describe, first_difference, redrawn, weights_of
 from .._metric_names import METRICS, TEST_METRICS
-from ..runner import Algorithm, check_takes, round_schedule
+from ..runner import Algorithm, check_takes, round_schedule, warn_network_ignored
 from ..objectives import batch_of, optimum_of
 
 __all__ = ["Method", "Plan", "make_plan", "default_algorithms", "parse_algorithms", "default_metric", "TUNE_GRID",
@@ -407,15 +407,6 @@ def held_bytes(*objects):
     return count.size + sum(buffer.raw().nbytes for buffer in buffers)
 
 
-def _layers(net):
-    """A network's layers in words, the outer first (``"Compressed over Lossy"``)."""
-    names = []
-    while isinstance(net, Network):
-        names.append(type(net).__name__)
-        net = getattr(net, "base", None)
-    return " over ".join(names)
-
-
 def make_plan(A, objective, algorithms=None, rounds_budget=2000, *, lr=None, tune=True, repeats=5, seed=0,
               tracker="exact", backend="auto", mg_rounds=None, points=25, metric=None, metrics=None, lr_source=None,
               hyper=None, checkpoint_dir=None, previous=None, grid=TUNE_GRID, jobs=1):
@@ -459,14 +450,7 @@ def make_plan(A, objective, algorithms=None, rounds_budget=2000, *, lr=None, tun
     for label, method, _ in specs:
         check_takes(REGISTRY[method], objective, label)
     labels = [label for label, _, _ in specs]
-    apart = [label for label, method, _ in specs if not REGISTRY[method].matrices]
-    if apart and isinstance(A, Network):  # (losses, sleep, compression, noise, delays, schedules)
-        warnings.warn(f"{', '.join(apart)} {'does' if len(apart) == 1 else 'do'} not run over the network's "
-                      f"communication model ({_layers(A)}): "
-                      f"{'it averages' if len(apart) == 1 else 'they average'} exactly, through a server or an "
-                      "all-reduce, so neither the graph (beyond its number of nodes) nor the comparison's losses, "
-                      f"compression, noise and delays touch {'it' if len(apart) == 1 else 'them'}", RuntimeWarning,
-                      stacklevel=3)
+    warn_network_ignored(A, [label for label, method, _ in specs if not REGISTRY[method].matrices], stacklevel=3)
     hyper = _check_label_dict(hyper, "hyper", labels)
     for label, options in hyper.items():
         if not isinstance(options, dict):
