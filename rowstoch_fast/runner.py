@@ -417,21 +417,45 @@ class History:
             raise ValueError(f"{path} is not a history.json: it lacks the 'rows' and 'meta' that History.to_json "
                              "writes")
         meta = payload["meta"]
-        h = cls([], meta, interrupted=payload.get("interrupted", False), diverged=bool(meta.get("diverged")))
+        interrupted = payload.get("interrupted", False)
+        if not isinstance(interrupted, bool):  # (the string "no" had read as an interrupted run, helper 192)
+            raise ValueError(f"{path} is not a history.json: its 'interrupted' is {interrupted!r}, not true or false")
+        try:
+            h = cls([], meta, interrupted=interrupted, diverged=bool(meta.get("diverged")))
+        except (TypeError, ValueError) as exc:  # (meta["extra_metrics"] = 3: "'int' object is not iterable")
+            raise ValueError(f"{path} is not a history.json: its meta cannot be read ({exc})") from None
         rows = payload["rows"]
         missing = [c for c in h.frame.columns if c not in rows]
-        if missing or len({len(v) for v in rows.values() if isinstance(v, list)}) > 1:
-            raise ValueError(f"{path}: its rows lack {', '.join(missing)}" if missing else
-                             f"{path}: its rows' columns differ in length")
-        frame = pd.DataFrame({c: rows[c] for c in h.frame.columns})
-        if not len(frame):  # (no records: the columns as a new History has them)
+        if missing:
+            raise ValueError(f"{path}: its rows lack {', '.join(missing)}")
+        scalar = next((c for c in h.frame.columns if not isinstance(rows[c], list)), None)
+        if scalar is not None:
+            raise ValueError(f"{path} is not a history.json: its rows' {scalar} is {type(rows[scalar]).__name__}, "
+                             "not a list of values")
+        if len({len(rows[c]) for c in h.frame.columns}) > 1:
+            raise ValueError(f"{path}: its rows' columns differ in length")
+        columns = {}
+        for c in h.frame.columns:
+            listed = rows[c]
+            try:
+                if listed and all(isinstance(v, int) and not isinstance(v, bool) for v in listed):
+                    values = np.array(listed, dtype=np.int64)  # (counts as written: int64, as they were)
+                else:
+                    values = np.array([np.nan if v is None else v for v in listed], dtype=np.float64)
+            except (TypeError, ValueError, OverflowError) as exc:  # (a string, a list in a record, 2**70)
+                raise ValueError(f"{path} is not a history.json: its rows' {c} holds a value that is no number or "
+                                 f"out of range ({exc})") from None
+            if c in ("iteration", "rep"):  # (0.5 had become 0; null and 2**70 failed deep inside pandas)
+                with np.errstate(invalid="ignore"):
+                    bad = ~(np.isfinite(values) & (values == np.round(values)) & (values >= 0))
+                if bad.any():
+                    raise ValueError(f"{path} is not a history.json: its rows' {c} holds "
+                                     f"{listed[int(np.flatnonzero(bad)[0])]!r}, not a count")
+                values = values.astype(np.int64)
+            columns[c] = values
+        if not len(columns[h.frame.columns[0]]):  # (no records: the columns as a new History has them)
             return h
-        for c in frame.columns:
-            if c in ("iteration", "rep"):
-                frame[c] = frame[c].astype(np.int64)
-            elif frame[c].dtype == object:  # (a column with nulls, JSON's NaN)
-                frame[c] = frame[c].astype(np.float64)
-        h.frame = frame
+        h.frame = pd.DataFrame(columns)
         return h
 
     #: What :meth:`save` writes: the summary, everything, and (with matplotlib) the figure.

@@ -197,6 +197,27 @@ def test_a_saved_history_loads_back_as_it_was(problem, tmp_path):
     (tmp_path / "short.json").write_text(json.dumps(document))
     with pytest.raises(ValueError, match="short.json: its rows lack loss"):
         History.load(tmp_path / "short.json")
+    # an edited or damaged one (helper 192): errors from deep inside pandas, or values changed without a word
+    good = json.loads((tmp_path / "stopped.json").read_text())
+    count = len(good["rows"]["iteration"])
+    for name, edit, said in (
+            ("scalar", lambda d: d.__setitem__("rows", {k: 5 for k in d["rows"]}), "its rows' iteration is int, not a "
+             "list of values"),
+            ("null", lambda d: d["rows"]["iteration"].__setitem__(0, None), "its rows' iteration holds None, not a "
+             "count"),
+            ("half", lambda d: d["rows"].__setitem__("iteration", [0.5] * count), "its rows' iteration holds 0.5, not a "
+             "count"),
+            ("huge", lambda d: d["rows"].__setitem__("rep", [2**70] * count), "its rows' rep holds a value that is "
+             "no number or out of range"),
+            ("text", lambda d: d["rows"]["loss"].__setitem__(1, "low"), "its rows' loss holds a value that is no "
+             "number"),
+            ("extra", lambda d: d["meta"].__setitem__("extra_metrics", 3), "its meta cannot be read"),
+            ("said", lambda d: d.__setitem__("interrupted", "no"), "its 'interrupted' is 'no', not true or false")):
+        document = json.loads(json.dumps(good))
+        edit(document)
+        (tmp_path / f"{name}.json").write_text(json.dumps(document))
+        with pytest.raises(ValueError, match=f"{name}.json is not a history.json: " + re.escape(said)):
+            History.load(tmp_path / f"{name}.json")
 
 
 def test_exports(problem, tmp_path):
