@@ -295,6 +295,8 @@ def test_rowstoch_run_takes_a_method_s_other_hyperparameters(tmp_path, capsys):
     for bad, match in [(["--hyper", "local_steps"], "--hyper takes NAME=VALUE"),
                        (["--hyper", "mu=0.1"], "fednova takes no hyperparameter 'mu'"),
                        (["--hyper", "lr=0.1"], "--hyper lr: use --lr"),
+                       (["--hyper", "A=1"], "--hyper A: the network: use --topology or --matrix"),  # (helper
+                       # 192: "Algorithm.__init__() got multiple values for argument 'A'")
                        (["--hyper", "seed=1", "--hyper", "seed=2"], "--hyper seed: given twice"),
                        (["--hyper", "client_steps=[1,2]"], "client_steps must be 4 integers")]:
         assert main(base + bad + ["--out", str(tmp_path / "x")]) == 2

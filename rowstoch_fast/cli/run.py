@@ -66,8 +66,10 @@ def _hyper_option(args):
         name = name.strip()
         if not sep or not name.isidentifier():
             raise UsageError(f"--hyper takes NAME=VALUE (e.g. local_steps=8), got {item!r}")
-        if name in out or name in ("lr", "rounds", "tracker", "backend", "method"):
-            raise UsageError(f"--hyper {name}: " + ("given twice" if name in out else f"use --{name}"))
+        if name in out or name in ("lr", "rounds", "tracker", "backend", "method", "A"):
+            raise UsageError(f"--hyper {name}: " + ("given twice" if name in out else
+                                                    "the network: use --topology or --matrix" if name == "A" else
+                                                    f"use --{name}"))
         try:
             out[name] = json.loads(text)
         except ValueError:
