@@ -839,6 +839,7 @@ def _optimizer_class():
                                    "again")
             try:
                 lr = self.param_groups[0]["lr"]
+                _check_group_rate(lr)
                 if not _same_rate(lr, self._lr):  # a scheduler's new rate: this step's update uses it, as in
                     if not lr > 0:                # torch.optim (the step waiting for G computes it from here)
                         raise ValueError(f"lr must be > 0 at every step, got {lr!r} from param_groups[0]['lr'] (a "
@@ -923,6 +924,18 @@ def _from_torch_safe(value):
     if hasattr(value, "numpy") and not isinstance(value, np.ndarray):  # (a tensor)
         return value.detach().cpu().numpy()
     return value
+
+
+def _check_group_rate(lr):
+    """Refuse a ``param_groups[0]["lr"]`` that is no number (nor one per replica): ``"0.1"`` had failed in
+    "'>' not supported between 'str' and 'int'" (helper 192)."""
+    try:
+        kind = np.asarray(lr).dtype.kind
+    except (TypeError, ValueError, RuntimeError):
+        kind = "O"
+    if kind not in "iuf":
+        raise TypeError(f"param_groups[0]['lr'] must be a number (or one per replica), got {type(lr).__name__} "
+                        f"{lr!r}")
 
 
 def _same_rate(a, b):

@@ -960,6 +960,17 @@ def test_a_scheduler_s_rate_of_zero_is_refused_with_what_to_do():
     sched.step()  # 0.02: on again
     reps.losses(reps(x), y).sum().backward()
     opt.step()
+    opt.zero_grad()
+    for bad in ("0.1", None, [0.1, "x"]):  # (helper 192: "'>' not supported between 'str' and 'int'")
+        opt.param_groups[0]["lr"] = bad
+        reps.losses(reps(x), y).sum().backward()
+        with pytest.raises(TypeError, match=r"param_groups\[0\]\['lr'\] must be a number \(or one per replica\), "
+                                            f"got {type(bad).__name__}"):
+            opt.step()
+        opt.zero_grad()
+    opt.param_groups[0]["lr"] = 0.05
+    reps.losses(reps(x), y).sum().backward()
+    opt.step()
     assert opt.iteration == 1
 
 
