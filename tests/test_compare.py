@@ -310,6 +310,41 @@ def test_the_first_refinement_goes_around_the_runner_up_too(monkeypatch):
     assert 0.015 < lr < 0.022, record["stages"]
 
 
+def test_where_every_rate_blew_up_the_tuner_searches_around_the_ones_that_lasted_longest(monkeypatch):
+    """Helper 191: NIDS and Exact Diffusion on a torus of 49 with delays of 2 rounds and link noise blew up at every
+    grid rate, the small ones late (whatever the rate), 0.1 and 0.316 sooner, 1 later than both its neighbours; no
+    search ran (each had made progress first), and both were shown diverged where 0.56-0.85 converge. The
+    midpoints around each rate that lasted longer than its neighbours are tried."""
+    grid = (1e-4, 3.16228e-4, 1e-3, 3.16228e-3, 0.01, 0.0316228, 0.1, 0.316228, 1.0, 3.16228, 10.0)
+    life = dict(zip(grid, (22, 22, 22, 22, 22, 23, 7, 9, 18, 2, 1)))
+    curves = {lr: [1.0 / (1 + k) for k in range(t)] + [np.nan] * (25 - t) for lr, t in life.items()}
+    assert tuning._around_longest_lived(curves, grid) == pytest.approx([0.0177828, 0.0562341, 0.562341, 1.77828],
+                                                                        rel=1e-5)
+    assert tuning._around_longest_lived({**curves, 0.1: [1.0] * 25}, grid) == []  # (one failed otherwise)
+    assert tuning._around_longest_lived({lr: [1.0, np.nan] for lr in grid[:2]}, grid) == []  # (two: no middle)
+    assert tuning._around_longest_lived({lr: [1.0, np.inf] for lr in grid}, grid) == []  # (all alike: none longer)
+
+    def fake(network, objective, method, rates, budget, metric, *, seed, repeats=1, rep_offset=0, **kw):
+        iterations = np.linspace(0, budget, 25)
+        columns = []
+        for lr in rates:  # (a band of rates that works, 0.5 .. 0.9, between rates that blow up)
+            if 0.5 < lr < 0.9:
+                curve = 0.3 * np.exp(-iterations / 20.0) + 0.1 * (1 - lr)
+            else:
+                t = next(life[g] for g in grid if abs(g - lr) <= 1e-5 * g) if any(
+                    abs(g - lr) <= 1e-5 * g for g in grid) else 5
+                curve = np.where(np.arange(25) < t, 0.3 * np.exp(-iterations / 20.0) + 0.05, np.nan)
+            columns += [curve] * repeats
+        return iterations, np.stack(columns, axis=1)
+
+    monkeypatch.setattr(tuning, "trajectories", fake)
+    W = topology.ring(8, directed=False, weights="metropolis")
+    f = LeastSquares.synthetic(8, samples_per_node=4, d=3, seed=0)
+    method = cmp.make_plan(W, f, "nids", 200).methods[0]
+    lr, record = tuning.tune(W, f, method, 200, "suboptimality", grid=grid)
+    assert 0.5 < lr < 0.9, record["stages"]
+
+
 def test_a_lopsided_valley_is_refined_where_the_tuning_runs_the_evaluations_trajectory():
     """Helper 136's held-out problems: where the best rate's neighbours ended one steeply above it, the other close
     (1.1-1.5x), the refinement stopped, and seven deterministic methods ended 1.34-5.3x above the best of a
