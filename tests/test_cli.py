@@ -252,6 +252,8 @@ def test_an_experiment_files_bad_communication_value_names_its_key(tmp_path, cap
     ("[run]\nrepeats = 0", "e.toml: [run] repeats must be >= 1, got 0"),
     ("[objective]\nkind = \"logistic\"\ntotal = 1001", "e.toml: [objective] total 1001 samples must be divisible"),
     ("[algorithms.pull-diag-gtt]\nlr = 0.01", "e.toml: [algorithms]: unknown algorithm 'pull-diag-gtt'"),
+    ("[algorithms.dsgd]\nlr = 5e-324", "e.toml: [algorithms.dsgd] lr = 5e-324 is subnormal"),  # (helper 192:
+    # "--lr = 5e-324 is subnormal", a flag not given)
     ("[algorithms.\"local-dsgd \"]\nlr = 0.05\nlocal_steps = \"many\"",  # (helper 192: its settings dropped)
      "e.toml: [algorithms]: unknown algorithm 'local-dsgd ': a space around the name (write "
      "[algorithms.local-dsgd])"),
