@@ -895,7 +895,8 @@ def to_markdown(table, metrics=None):
             # (NaN: one repetition; inf: a spread that overflowed, said)
             row.append(f"**{text}**" if best else text)
         row.append(r.status)
-        lines.append("| " + " | ".join(row) + " |")
+        lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |")  # (a '|' of a label
+        # had split its row: helper 192's lr_source "a|b")
     notes = _notes(table)
     if "rank_shared" in table.columns and table["rank_shared"].fillna(False).any():
         lines += ["", ties_note(table)]

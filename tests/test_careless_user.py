@@ -24,7 +24,7 @@ import scipy.sparse as sp
 
 import rowstoch_fast as rf
 from rowstoch_fast import Algorithm, MixingMatrix, PullDiagGT, run, topology
-from rowstoch_fast.objectives import NonconvexLogistic
+from rowstoch_fast.objectives import LeastSquares, NonconvexLogistic
 from conftest import hang_limit, sigint_as_usual
 
 ROWSTOCH = shutil.which("rowstoch")
@@ -1746,6 +1746,23 @@ def test_helper_185s_misleading_refusals_say_what_is_wrong(tmp_path):
             rf.MixingMatrix(W, stochastic=stochastic)
     with pytest.raises(ValueError, match="row 0 sums to inf, past the largest float"):
         rf.MixingMatrix.from_edges(2, [[0, 0], [1, 0], [1, 1]], [1e308, 1e308, 1.0], normalize=False)
+
+
+def test_helper_192s_labels_keep_their_tables_whole(tmp_path):
+    """Helper 192: an lr_source with '|' split its row of summary.md; a new line or a right-to-left override went
+    into the terminal's table and the Markdown one as it was."""
+    from rowstoch_fast.compare import compare, summary
+    from rowstoch_fast.report import to_markdown
+
+    W, f = topology.ring(4), LeastSquares.synthetic(4, samples_per_node=4, d=3, seed=0)
+    frame = compare(W, f, ["dsgd"], 10, lr={"dsgd": 0.05}, lr_source={"dsgd": "paper | table 3"}, repeats=1,
+                    progress=False)
+    row = [line for line in to_markdown(summary(frame)).splitlines() if line.startswith("| dsgd")][0]
+    assert "0.05 (paper \\| table 3)" in row and row.count(" | ") == to_markdown(summary(frame)).splitlines()[
+        0].count(" | ")
+    for bad in ("line one\nline two", "tab\there", "\u202eevil"):
+        with pytest.raises(ValueError, match="lr_source of dsgd must be one line of printable text"):
+            compare(W, f, ["dsgd"], 10, lr={"dsgd": 0.05}, lr_source={"dsgd": bad}, repeats=1, progress=False)
 
 
 def test_helper_185s_report_inputs_are_named():

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import unicodedata
 import warnings
 from dataclasses import dataclass, field
 
@@ -19,8 +20,8 @@ import numpy as np
 from .. import algorithms as _algorithms
 from .._metric_names import RANKED_METRICS  # (the metrics a comparison ranks by; the tables' notes read it too)
 from .. import backends
-from .._checks import (MAX_KEY, MAX_ROUNDS, check_choice, check_int, check_tracker, did_you_mean, fmt_bytes,
-                       require_memory)
+from .._checks import (MAX_KEY, MAX_ROUNDS, check_choice, check_int, check_text, check_tracker, did_you_mean,
+                       fmt_bytes, require_memory)
 from ..algorithms import REGISTRY, method_of
 from ..backends import BACKENDS
 from ..mixing import MixingMatrix, as_matrix
@@ -407,6 +408,18 @@ def held_bytes(*objects):
     return count.size + sum(buffer.raw().nbytes for buffer in buffers)
 
 
+def _one_line_label(text, name):
+    """``text`` (a label a table prints: a rate's source) as a string, refused where it holds a control or format
+    character (a new line, a tab, a right-to-left override): those had gone into the terminal's table and the
+    Markdown one as they were, breaking their rows (helper 192)."""
+    text = check_text(text, name)
+    bad = next((c for c in text if unicodedata.category(c)[0] == "C"), None)
+    if bad is not None:
+        raise ValueError(f"{name} must be one line of printable text, got {text!r} (it holds {bad!r}, "
+                         f"U+{ord(bad):04X})")
+    return text
+
+
 def make_plan(A, objective, algorithms=None, rounds_budget=2000, *, lr=None, tune=True, repeats=5, seed=0,
               tracker="exact", backend="auto", mg_rounds=None, points=25, metric=None, metrics=None, lr_source=None,
               hyper=None, checkpoint_dir=None, previous=None, grid=TUNE_GRID, jobs=1):
@@ -500,7 +513,7 @@ def make_plan(A, objective, algorithms=None, rounds_budget=2000, *, lr=None, tun
     for label, text in _check_label_dict(lr_source, "lr_source", labels).items():
         if label not in rates:
             raise ValueError(f"lr_source: {label} has no given lr")
-        sources[label] = str(text)
+        sources[label] = _one_line_label(text, f"lr_source of {label}")
     earlier = _earlier_runs(previous, labels, identity(A, objective, seed, rounds_budget, methods, points, metrics))
     by_label = {m.label: m for m in methods}
     for label, part in earlier.items():  # an earlier comparison's rates are kept (its runs go on with them)
