@@ -3,6 +3,7 @@ atomically (a reader, or a run killed mid-write, sees the old file or the new on
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import json
 import math
@@ -208,15 +209,22 @@ class ComparisonFolder(FolderLock):
         return relative in OUTPUTS or relative.startswith((".rowstoch", "summary.", "compare.", "tuning", "live."))
 
     def _clear(self):
-        import shutil
-
         for name in OUTPUTS:
             path = os.path.join(self.path, name)
             if os.path.isfile(path):
                 os.remove(path)
         for path in glob.glob(os.path.join(self.path, "compare.*")) + glob.glob(os.path.join(self.path, "tuning*")):
             os.remove(path)
-        shutil.rmtree(os.path.join(self.path, "checkpoints"), ignore_errors=True)
+        # the checkpoints the comparison wrote (and their temporaries), then the folders left empty: a file of
+        # the user's in checkpoints/ had gone with the folder (helper 192)
+        for root, folders, names in os.walk(os.path.join(self.path, "checkpoints"), topdown=False):
+            for name in names:
+                stem = name.rpartition(".tmp-")[0] if ".tmp-" in name else name
+                if self._ours(os.path.relpath(os.path.join(root, stem), self.path)):
+                    with contextlib.suppress(OSError):
+                        os.remove(os.path.join(root, name))
+            with contextlib.suppress(OSError):
+                os.rmdir(root)  # (only where empty)
 
 
 def write_records(frames, folder):
