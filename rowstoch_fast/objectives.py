@@ -1467,6 +1467,12 @@ class LeastSquares(Objective):
         d = check_int(d, "d", minimum=1)
         heterogeneity = check_positive_float(heterogeneity, "heterogeneity", allow_zero=True)
         noise = check_positive_float(noise, "noise", allow_zero=True)
+        top = math.sqrt(float(np.finfo(np.float64).max)) * 1e-6  # (the loss grows as their square: 1e200 gave f*
+        # = inf, helper 192; the command line's bound, cli._common)
+        for name, value in (("heterogeneity", heterogeneity), ("noise", noise)):
+            if value > top:
+                raise ValueError(f"{name} must be at most {top:.3g} (the loss grows as its square, which would "
+                                 f"overflow), got {value:g}")
         test_samples = check_int(test_samples, "test_samples", minimum=0)
         require_memory(8.0 * (n * m + test_samples) * (d + 3),
                        f"the synthetic least-squares data ({n * m + test_samples} rows of d = {d})")

@@ -1763,6 +1763,9 @@ def test_helper_192s_labels_keep_their_tables_whole(tmp_path):
     for bad in ("line one\nline two", "tab\there", "\u202eevil"):
         with pytest.raises(ValueError, match="lr_source of dsgd must be one line of printable text"):
             compare(W, f, ["dsgd"], 10, lr={"dsgd": 0.05}, lr_source={"dsgd": bad}, repeats=1, progress=False)
+    for name in ("heterogeneity", "noise"):  # (f* = inf at 1e200; the command line refused it already)
+        with pytest.raises(ValueError, match=f"{name} must be at most 1.34e\\+148 \\(the loss grows as its square"):
+            LeastSquares.synthetic(4, **{name: 1e200})
 
 
 def test_helper_185s_report_inputs_are_named():
