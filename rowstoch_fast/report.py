@@ -96,8 +96,10 @@ def check_cost_weights(weights):
     """``weights`` (``{unit: weight}``, or the text ``"gradient=1,round=100"``) checked: units among
     :data:`COST_UNITS`, weights finite, in ``[0, COST_WEIGHT_MAX]``, not all 0. Returns the dict."""
     if isinstance(weights, str):
-        pairs = [w.partition("=") for w in weights.split(",") if w.strip()]
-        if any(not sep for _, sep, _ in pairs) or not pairs:
+        items = weights.split(",")
+        pairs = [w.partition("=") for w in items if w.strip()]
+        if any(not sep for _, sep, _ in pairs) or not pairs or len(pairs) < len(items) and weights.strip():
+            # (an empty item, "gradient=1,,round=1", had been skipped without a word: helper 192)
             raise ValueError(f"cost weights must be UNIT=WEIGHT pairs, comma-separated (units: {', '.join(COST_UNITS)}), "
                              f"got {weights!r}")
         units = [k.strip() for k, _, _ in pairs]
@@ -115,6 +117,9 @@ def check_cost_weights(weights):
             raise ValueError(f"cost weights: unknown unit {unit!r}; choose from {', '.join(COST_UNITS)}")
         if not (isinstance(w, (int, float)) and math.isfinite(w) and w >= 0):
             raise ValueError(f"cost weights: {unit} must be a finite number >= 0, got {w!r}")
+        if 0 < w < sys.float_info.min:  # (refused everywhere else: its digits are lost, helper 192)
+            raise ValueError(f"cost weights: {unit} = {w!r} is subnormal (below {sys.float_info.min:.3g}, where a "
+                             "float loses its digits): use 0 or a value of at least that")
         if w > COST_WEIGHT_MAX:
             raise ValueError(f"cost weights: {unit} must be at most {COST_WEIGHT_MAX:g}, got {w!r} (a cost of "
                              f"counts up to 2^62 must stay finite; only the weights' ratios shape the axis)")
