@@ -362,9 +362,20 @@ class History:
             out[m + "_std"] = g[m].std(ddof=1)
         return out.reset_index()
 
+    def _check_recorded(self, metric):
+        """``metric`` checked as one of :attr:`metrics` the run recorded: a run that chose its metrics
+        (``meta["recorded"]``) holds NaN for the others, which ``final`` had returned and ``plot`` drawn as an
+        empty plot, without a word (helper 193)."""
+        check_metric(metric, choices=self.metrics)
+        recorded = self.meta.get("recorded")
+        if recorded is not None and metric not in recorded and metric not in self.extra and metric in METRICS:
+            raise ValueError(f"this run did not record {metric!r} (it recorded {', '.join(recorded)}): "
+                             f"run(..., metrics=[..., {metric!r}]) records it")
+        return metric
+
     def final(self, metric="grad_norm"):
         """Mean of ``metric`` over repetitions at the last recorded iteration."""
-        check_metric(metric, choices=self.metrics)
+        self._check_recorded(metric)
         last = self.frame["iteration"].max()
         return float(self.frame.loc[self.frame["iteration"] == last, metric].mean())
 
@@ -513,7 +524,7 @@ class History:
         **kwargs
             Passed to ``ax.plot`` for the mean's line (``color``, ``linestyle``, ``marker``, ...).
         """
-        check_metric(metric, choices=self.metrics)
+        self._check_recorded(metric)
         check_metric(x, "x", AXES)
         log = not linear_scale(metric, self.meta.get("extra_metrics"))
         if path is not None:
@@ -1037,6 +1048,30 @@ def _load_checkpoint(path, algorithm, config, objective=None, columns=None):
     return algorithm.resume(state, lr, objective), data, rows
 
 
+def check_shown_metrics(metrics, objective, specs):
+    """A ValueError naming the first of ``metrics`` that no run of the methods ``specs`` (``(label, method,
+    rounds)``) can record (it would be a column of NaN beside runs called ok): a test metric the objective does not
+    compute (no test data, or a metric of the other task: ``test_accuracy`` of a regression), a federated metric
+    where no method is federated (:func:`run` with metrics asked for, a comparison, ``rowstoch run --metric``)."""
+    from .user_metrics import FEDERATED_METRICS
+
+    names = [getattr(m, "name", m) for m in metrics]
+    tested = [m for m in names if m in TEST_METRICS]
+    if tested:
+        test_data = getattr(objective, "test_data", None)
+        computed = set(objective.test_metrics(np.zeros(np.shape(test_data[0])[-1]))) if test_data is not None \
+            else set()
+        for m in tested:
+            if m not in computed:
+                raise ValueError(f"metric {m!r} does not apply: {type(objective).__name__} "
+                                 + (f"computes {', '.join(sorted(computed))} on its test data" if computed else
+                                    "holds no test data"))
+    federated = [m for m in names if m in FEDERATED_METRICS or str(m).endswith("_participation")]
+    if federated and not any(REGISTRY[method].federated for _, method, _ in specs):
+        raise ValueError(f"metric {federated[0]!r} is a federated method's (its clients and server): none of "
+                         f"{', '.join(label for label, _, _ in specs)} is federated")
+
+
 def layers_said(net):
     """A network's communication layers in words, the outer first (``"Compressed over Lossy"``)."""
     from .network import Network
@@ -1096,7 +1131,7 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
     seed : int, default 0
         Seed of the stochastic gradient streams.
     x0 : array_like, optional
-        Start, shape (d,) or (n, d); defaults to ``objective.x0()``.
+        Start, shape (d,) or (n, d); defaults to ``objective.x0()``. Not with ``resume``.
     progress : bool or "always", default True
         A tqdm progress bar where someone watches it (stderr a terminal, or a
         notebook); ``"always"`` shows it anywhere, False never.
@@ -1178,6 +1213,10 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
         check_path(checkpoint, "checkpoint")
     if resume is not None:
         check_path(resume, "resume")
+        if x0 is not None:  # (it had been ignored without a word: the run goes on from the checkpoint's iterates,
+            # helper 193)
+            raise ValueError("x0 is not read with resume: the run goes on from the checkpoint's iterates (leave x0 "
+                             "out, or start a new run from x0 without resume)")
     if checkpoint_every is not None and not checkpoint:
         raise ValueError("checkpoint_every needs checkpoint (the path of the file to write)")
     if checkpoint and backends.one_process(algorithm.backend):  # (under MPI rank 0 writes it, and a check
@@ -1198,6 +1237,8 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
         if isinstance(metrics, str):
             raise TypeError(f"metrics must be a sequence of metric names, got the string {metrics!r}")
         metrics = resolve_metrics(metrics)
+        check_shown_metrics(metrics, objective, [(algorithm.name, algorithm.method, algorithm.rounds)])  # (a
+        # column of NaN had come back, helper 193: test_accuracy without test data, a federated metric of DSGD)
     extra = {m.name: m.properties() for m in metrics if not isinstance(m, str)}
     seed = check_int(seed, "seed", minimum=0, maximum=MAX_KEY)
     if record_at is not None:

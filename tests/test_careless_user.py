@@ -1768,6 +1768,48 @@ def test_helper_192s_labels_keep_their_tables_whole(tmp_path):
             LeastSquares.synthetic(4, **{name: 1e200})
 
 
+def test_helper_193s_api_answers_are_the_ones_asked_for(tmp_path):
+    """Helper 193: format_summary(table, metric=X) headed the ranked metric's values "X (final)" (a metric the
+    table does not rank, or none at all); run(metrics=[...]) recorded a column of NaN for a metric that cannot
+    apply (compare and the command line refuse it), and History.final / plot of a metric the run did not record
+    gave NaN and an empty plot; run(resume=..., x0=...) ignored x0."""
+    import pandas as pd
+
+    from rowstoch_fast.compare import compare, format_summary, summary
+    from rowstoch_fast.objectives import Quadratic
+
+    W = topology.ring(8, directed=False, weights="metropolis")
+    g = LeastSquares.synthetic(8, heterogeneity=1.0)
+    table = summary(compare(W, g, ["extra", "dgd"], 40, repeats=2, lr=0.1, points=5, progress=False),
+                    metrics=["consensus_error"])
+    for metric in ("consensus_error", "bogus"):
+        with pytest.raises(ValueError, match=f"metric: the table ranks suboptimality \\(its final column\\), not "
+                                             f"'{metric}'"):
+            format_summary(table, metric=metric)
+    assert "suboptimality (final)" in format_summary(table, metric="suboptimality")
+    table.to_csv(tmp_path / "t.csv", index=False)  # (read back: no attrs, its column of that name checked)
+    back = pd.read_csv(tmp_path / "t.csv")
+    assert "suboptimality (final)" in format_summary(back, metric="suboptimality")
+    with pytest.raises(ValueError, match="the table ranks another metric"):
+        format_summary(back, metric="consensus_error")
+    f = NonconvexLogistic.synthetic(8, total=1600, batch=20, seed=0)
+    with pytest.raises(ValueError, match="metric 'test_accuracy' does not apply: NonconvexLogistic holds no test"):
+        run(Algorithm(topology.exponential(8), lr=0.05), f, 5, progress=False, metrics=["grad_norm", "test_accuracy"])
+    with pytest.raises(ValueError, match="metric 'client_drift' is a federated method's"):
+        run(Algorithm(topology.exponential(8), lr=0.05, method="dsgd"), f, 5, progress=False,
+            metrics=["client_drift"])
+    h = run(Algorithm(topology.ring(4), lr=0.1), Quadratic.random(4, 3, seed=0), 20, progress=False,
+            metrics=["grad_norm"], checkpoint=str(tmp_path / "ck.npz"))
+    assert math.isfinite(h.final("grad_norm"))
+    for call in (lambda: h.final("suboptimality"), lambda: h.plot("loss")):
+        with pytest.raises(ValueError, match="this run did not record '(suboptimality|loss)' \\(it recorded "
+                                             "grad_norm\\)"):
+            call()
+    with pytest.raises(ValueError, match="x0 is not read with resume"):
+        run(Algorithm(topology.ring(4), lr=0.1), Quadratic.random(4, 3, seed=0), 30, progress=False,
+            metrics=["grad_norm"], resume=str(tmp_path / "ck.npz"), x0=np.full(3, 5.0))
+
+
 def test_helper_185s_report_inputs_are_named():
     """Helper 185: the summary of an empty frame was a table of no columns that format_summary refused as "not a
     summary"; a text column asked for as the metric failed in "could not convert string to float"; `tex_number(...,

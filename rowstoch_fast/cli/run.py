@@ -286,7 +286,7 @@ def _cmd_run(args, locks):
                          method=method, **_hyper_option(args))
         check_takes(algo.optimizer, f, args.algorithm)
         if args.metric:  # (one that no record of this run can hold: refused, not a column of NaN)
-            from ..compare.plan import check_shown_metrics
+            from ..runner import check_shown_metrics
 
             check_shown_metrics([m.strip() for m in args.metric.split(",") if m.strip()], f,
                                 [(args.algorithm, method, rounds)])

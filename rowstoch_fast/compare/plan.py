@@ -26,8 +26,8 @@ from ..algorithms import REGISTRY, method_of
 from ..backends import BACKENDS
 from ..mixing import MixingMatrix, as_matrix
 from ..network import Network, base_matrix, describe, first_difference, redrawn, weights_of
-from .._metric_names import METRICS, TEST_METRICS
-from ..runner import Algorithm, check_takes, round_schedule, warn_network_ignored
+from .._metric_names import METRICS
+from ..runner import Algorithm, check_shown_metrics, check_takes, round_schedule, warn_network_ignored
 from ..objectives import batch_of, optimum_of
 
 __all__ = ["Method", "Plan", "make_plan", "default_algorithms", "parse_algorithms", "default_metric", "TUNE_GRID",
@@ -362,29 +362,6 @@ def _metric_entries(ranked, metrics):
     metrics = resolve_metrics(metrics)
     name = getattr(ranked, "name", ranked)
     return (ranked, *(m for m in metrics if getattr(m, "name", m) != name))
-
-
-def check_shown_metrics(metrics, objective, specs):
-    """A ValueError naming the first of ``metrics`` that no run of the comparison can record (it would be a column
-    of NaN beside runs called ok): a test metric the objective does not compute (no test data, or a metric of the
-    other task: ``test_accuracy`` of a regression), a federated metric where no method is federated."""
-    from ..user_metrics import FEDERATED_METRICS
-
-    names = [getattr(m, "name", m) for m in metrics]
-    tested = [m for m in names if m in TEST_METRICS]
-    if tested:
-        test_data = getattr(objective, "test_data", None)
-        computed = set(objective.test_metrics(np.zeros(np.shape(test_data[0])[-1]))) if test_data is not None \
-            else set()
-        for m in tested:
-            if m not in computed:
-                raise ValueError(f"metric {m!r} does not apply: {type(objective).__name__} "
-                                 + (f"computes {', '.join(sorted(computed))} on its test data" if computed else
-                                    "holds no test data"))
-    federated = [m for m in names if m in FEDERATED_METRICS or str(m).endswith("_participation")]
-    if federated and not any(REGISTRY[method].federated for _, method, _ in specs):
-        raise ValueError(f"metric {federated[0]!r} is a federated method's (its clients and server): none of "
-                         f"{', '.join(label for label, _, _ in specs)} is federated")
 
 
 def held_bytes(*objects):

@@ -308,12 +308,29 @@ def summary(frame, metric=None, metrics=(), *, cache=None):
     return table
 
 
+def _ranked_said(table, metric):
+    """The name of the metric a summary ``table`` ranks (its ``final`` column), ``metric`` where given: refused
+    where the table ranks another (its ``attrs``, or its column of that name not the final values) or has no such
+    column. Helper 193: ``format_summary(table, metric="consensus_error")`` headed the suboptimality "consensus_error
+    (final)", and ``metric="bogus"`` printed a "bogus (final)" column."""
+    import pandas as pd
+
+    ranked = table.attrs.get("metric")
+    if metric is None or metric == ranked:
+        return ranked or "final"
+    if ranked is not None or metric not in table.columns or not np.allclose(
+            pd.to_numeric(table[metric], errors="coerce"), table["final"], rtol=1e-12, atol=0.0, equal_nan=True):
+        raise ValueError(f"metric: the table ranks {ranked or 'another metric'} (its final column), not {metric!r}; "
+                         f"summary(frame, metric={metric!r}) ranks that one")
+    return metric
+
+
 def format_summary(table, metric=None):
     """The summary as an aligned text table (what ``rowstoch compare`` prints): a shared rank is written ``1=``,
     and every run that is not ``ok`` (or is, at the next stable rate of its tuning) gets its diagnosis on a line below
     the table."""
     check_summary(table)
-    metric = check_text(metric, "metric", allow_none=True) or table.attrs.get("metric", "final")
+    metric = _ranked_said(table, check_text(metric, "metric", allow_none=True))
     groups = [g for g in GROUPS if g in table.columns]
     width = max([9, *(len(s) + 2 for s in table["lr_source"] if s)]) if len(table) else 9  # a long source fits
     gw = {g: max([len(g), *(len(str(v)) for v in table[g])]) for g in groups}
