@@ -780,21 +780,24 @@ def load_dataset(source, *, format=None, x_key=None, y_key=None, label_column=No
           ``X``, ``data``, ``features``, ``inputs`` and of ``y``, ``Y``, ``labels``, ``label``, ``targets``,
           ``target``), read without unpickling;
         * a path to a ``.csv`` file (optionally ``.gz`` / ``.bz2``) of numbers, with or without a header row
-          (one is recognised by a value that is not a number); the labels are ``label_column``;
+          (one is recognised by a value that is not a number); the labels are ``label_column``; a line that
+          starts with ``#`` is a comment;
         * a path to a LIBSVM / svmlight text file (``.svm``, ``.svmlight``, ``.libsvm``, optionally compressed,
-          or any name with ``format="libsvm"``), read by scikit-learn and made dense;
+          or any name with ``format="libsvm"``), read by scikit-learn and made dense (its indices 1-based as the
+          format's, 0-based where a 0 appears: scikit-learn's rule, file by file; its columns up to the largest
+          index present);
         * a PyTorch-style dataset: any object with ``__len__`` and ``__getitem__`` whose items are ``(sample,
           label)`` pairs, a ``torch.utils.data.Dataset`` included (tensors through ``.numpy()``, anything else
           through ``np.asarray``; PyTorch is not imported). A list of pairs is one too.
     format : {"npz", "csv", "libsvm"}, optional
         The file's format, when its extension does not say it.
     x_key, y_key : str, optional
-        The members of an ``.npz`` to read.
+        The members of an ``.npz`` to read (refused for another format).
     label_column : int or str, optional
         A CSV file's label column, by index (negative from the end) or by its header's name. By default the
         column named ``label``, ``labels``, ``y``, ``target`` or ``class`` (any case), else the last one.
     delimiter : str, default ","
-        A CSV file's separator.
+        A CSV file's separator (``label_column`` and ``delimiter`` refused for another format).
     flatten : bool, default False
         Reshape ``X`` to ``(m, features)`` (images into rows, as the objectives take them).
 
@@ -870,6 +873,13 @@ def _checked_xy(X, y, what):
         raise ValueError(f"{what}: {len(X)} samples of features but {len(y)} labels")
     if len(y) == 0:
         raise ValueError(f"{what} holds no samples")
+    for arr, name in ((X, "features"), (y, "labels")):  # (NaN and inf had been taken: the command line's
+        # --data-file refuses them, helper 193)
+        if arr.dtype.kind == "f":
+            bad = ~np.isfinite(arr.reshape(len(arr), -1)).all(axis=1)
+            if bad.any():
+                raise ValueError(f"{what}: the {name} of sample {int(np.flatnonzero(bad)[0])} hold NaN or inf "
+                                 f"({int(bad.sum())} such samples)")
     return X, y
 
 
@@ -918,6 +928,14 @@ def _file_format(path, format):
 
 def _dataset_file(path, format, x_key, y_key, label_column, delimiter):
     format = _file_format(_existing_file(path), format)
+    given = {"npz": ("x_key", "y_key"), "csv": ("label_column", "delimiter")}  # (each format's own: one given for
+    # another had been ignored without a word, helper 193)
+    for kind, names in given.items():
+        for name, value, default in zip(names, (x_key, y_key) if kind == "npz" else (label_column, delimiter),
+                                        (None, None) if kind == "npz" else (None, ",")):
+            if value != default and format != kind:
+                raise ValueError(f"{name} is read from {'an .npz' if kind == 'npz' else 'a CSV'} file; {path} is "
+                                 f"read as {'LIBSVM' if format == 'libsvm' else format.upper()}")
     if format == "npz":
         return _npz_arrays(path, lambda files: [_npz_member(path, files, x_key, _NPZ_FEATURES, "x_key"),
                                                 _npz_member(path, files, y_key, _NPZ_LABELS, "y_key")])
@@ -950,7 +968,12 @@ def _class_ids(y):
 def _dataset_csv(path, label_column, delimiter):
     try:
         with open_text(path) as f:
-            first = next(csv.reader(f, delimiter=delimiter), None)
+            first, at = None, 0  # (the first line that is no comment, and its index: a comment line above a
+            # header had been read as the header)
+            for at, line in enumerate(f):
+                if not line.lstrip().startswith("#"):
+                    first = next(csv.reader([line], delimiter=delimiter), None)
+                    break
     except (*_READ_ERRORS, UnicodeDecodeError) as exc:
         raise ValueError(f"{path} cannot be read as text ({type(exc).__name__}: {exc})") from None
     if not first:
@@ -959,7 +982,7 @@ def _dataset_csv(path, label_column, delimiter):
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # ("input contained no data": refused below)
-            data = np.loadtxt(loadtxt_source(path, delimiter), delimiter=delimiter, skiprows=int(names is not None),
+            data = np.loadtxt(loadtxt_source(path, delimiter), delimiter=delimiter, skiprows=at + 1 if names is not None else 0,
                               ndmin=2, dtype=np.float64, encoding=TEXT_ENCODING)
     except (ValueError, *_READ_ERRORS) as exc:
         raise ValueError(f"{path}: {exc} (a CSV file for load_dataset holds numbers only, under an optional header "
