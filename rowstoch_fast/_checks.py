@@ -224,6 +224,8 @@ def as_float_array(x, name, dtype, *, ndim=None, copy=False, finite=True):
         return x
     arr = np.asarray(x)
     if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
+        if hasattr(x, "tocsr") and hasattr(x, "nnz"):  # (a SciPy sparse matrix: "got dtype object", helper 193)
+            raise TypeError(f"{name} is a SciPy sparse matrix: pass a dense array ({name}.toarray())")
         raise TypeError(f"{name} must be a numeric array, got dtype {arr.dtype}")
     if np.iscomplexobj(arr):
         raise TypeError(f"{name} must be real, got complex dtype {arr.dtype}")

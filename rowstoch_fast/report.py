@@ -446,6 +446,20 @@ def figure(frames, metrics, x="rounds", path=None, formats=("png",), titles=None
         raise TypeError(f"frames must be a frame of rowstoch_fast.compare.compare or a list of them, got "
                         f"{type(given).__name__}")
     metrics = check_names(metrics, "metrics")
+    if not frames or not metrics:  # (matplotlib's "Number of rows must be a positive integer, not 0")
+        raise ValueError(f"figure needs at least one frame and one metric, got {len(frames)} frame(s) and "
+                         f"{len(metrics)} metric(s)")
+    from ._metric_names import METRICS
+
+    for k, frame in enumerate(frames):  # (pandas' KeyError had named the column alone, helper 193)
+        if "iteration" not in frame.columns or "final" in frame.columns:
+            raise TypeError(f"frames[{k}] is not the records of a comparison (compare()'s frame): "
+                            + ("a summary holds no trajectories" if "final" in frame.columns else
+                               "it has no iteration column"))
+        missing = [m for m in metrics if m not in frame.columns]
+        if missing:
+            raise ValueError(f"metrics: {missing[0]!r} is not recorded in frames[{k}] (compare(..., metrics=[...]) "
+                             f"records it); it holds {', '.join(c for c in frame.columns if c in METRICS) or 'none'}")
     if titles is not None:
         titles = [titles] if isinstance(titles, str) else [str(t) for t in titles]
         if len(titles) > len(frames):  # (fewer: the last rows untitled)
@@ -580,6 +594,10 @@ def _check_summary(table):
     if not hasattr(table, "attrs") or not hasattr(table, "columns") or "algorithm" not in table.columns:
         raise TypeError(f"table must be a comparison's summary (a DataFrame from rowstoch_fast.compare.summary), "
                         f"got {type(table).__name__}")
+    if "final" not in table.columns:  # (the records themselves: "'Pandas' object has no attribute 'final'")
+        raise TypeError("table must be a comparison's summary (rowstoch_fast.compare.summary(frame)), got its "
+                        "records" if "iteration" in table.columns else "table must be a comparison's summary "
+                        "(rowstoch_fast.compare.summary(frame)): it has no final column")
     return table
 
 
@@ -592,7 +610,8 @@ def _summary_metrics(table, metrics):
         if m not in table.columns or m + "_std" not in table.columns:
             shown = [c[:-4] for c in table.columns if c.endswith("_std") and c[:-4] in table.columns]
             raise ValueError(f"metrics: {m!r} is not in this summary, which has {', '.join(shown)} (summary(frame, "
-                             "metrics=[...]) adds others)")
+                             "metrics=[...]) adds others)" if shown else "table is not a summary (no mean and "
+                             "standard deviation columns): pass summary(frame) of the comparison's frame")
     return names
 
 

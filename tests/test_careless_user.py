@@ -1810,6 +1810,47 @@ def test_helper_193s_api_answers_are_the_ones_asked_for(tmp_path):
             metrics=["grad_norm"], resume=str(tmp_path / "ck.npz"), x0=np.full(3, 5.0))
 
 
+def test_helper_193s_api_edges_are_named():
+    """Helper 193: errors from inside matplotlib, pandas and the package, or a value read otherwise than written."""
+    import copy
+
+    import scipy.sparse
+
+    from rowstoch_fast import report
+    from rowstoch_fast.compare import compare, format_summary, summary
+
+    g = rf.objectives.LogisticL2.synthetic(n=4, total=400, batch=10)
+    frame = compare(topology.exponential(4), g, ["dgd"], 10, lr=0.01, repeats=1, points=5, progress=False)
+    for call, exc, match in (
+            (lambda: report.figure([], ["grad_norm_mean"]), ValueError, "at least one frame and one metric, got 0"),
+            (lambda: report.figure([frame], []), ValueError, "got 1 frame\\(s\\) and 0 metric"),
+            (lambda: report.figure([frame], ["bogus"]), ValueError, "metrics: 'bogus' is not recorded in frames\\[0\\]"),
+            (lambda: report.figure([summary(frame)], ["grad_norm_mean"]), TypeError, "a summary holds no trajectories"),
+            (lambda: format_summary(frame), TypeError, "table must be a comparison's summary .*got its records"),
+            (lambda: report.to_latex(frame), TypeError, "got its records"),
+            (lambda: summary(frame, cache=5), TypeError, "cache must be a dict"),
+            (lambda: compare(topology.exponential(4), g, ["pull-diag-gt"], 10, mg_rounds=5, lr=0.01, repeats=1,
+                             progress=False), ValueError, "mg_rounds is R of the mg-\\* methods, and none of "
+                                                          "pull-diag-gt is one"),
+            (lambda: compare(topology.exponential(4), g, ["pull-diag-gt"], 10, lr=0.01, repeats=1, progress=False,
+                             hyper={"pull-diag-gt": {"lr": 0.5}}), ValueError, "'lr' is compare\\(\\)'s own argument"),
+            (lambda: rf.objectives.NonconvexLogistic(scipy.sparse.random(40, 5, 0.5, format="csr"), np.ones(40), 4,
+                                                     batch=5), TypeError, "H is a SciPy sparse matrix: pass a dense")):
+        with pytest.raises(exc, match=match):
+            call()
+    opt = PullDiagGT(topology.exponential(4), g.x0(), lr=0.01)
+    opt.step(g.oracle())
+    with pytest.raises(TypeError, match="grad_fn must be a callable grad_fn\\(X\\) .*got int 5"):
+        opt.step(5)
+    state = copy.deepcopy(opt.state_dict())
+    state["check_finite"] = "no"  # (had read as True)
+    with pytest.raises(ValueError, match="state\\['check_finite'\\] must be true or false, got 'no'"):
+        PullDiagGT.from_state_dict(state)
+    with pytest.raises(TypeError, match="state must be the dict returned by PullDiagGT.state_dict\\(\\), got list"):
+        PullDiagGT.from_state_dict([1, 2])
+    assert PullDiagGT.from_state_dict(opt.state_dict()).iteration == 1
+
+
 def test_helper_185s_report_inputs_are_named():
     """Helper 185: the summary of an empty frame was a table of no columns that format_summary refused as "not a
     summary"; a text column asked for as the metric failed in "could not convert string to float"; `tex_number(...,

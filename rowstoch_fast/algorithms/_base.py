@@ -220,6 +220,10 @@ def _check_grad_fn(grad_fn):
         # (an objective that is not its own per-sample oracle either: one with sample() is one)
         raise TypeError(f"grad_fn must be a callable grad_fn(X) -> the gradients at X, got {type(grad_fn).__name__}, "
                         "an objective: pass objective.oracle() (or lambda X: objective.full_gradient(X))")
+    elif not callable(grad_fn) and not hasattr(grad_fn, "sample_gradient"):  # (a number: "'int' object is not
+        # callable" from inside the step, helper 193; a per-sample oracle object is a sample method's to read)
+        raise TypeError(f"grad_fn must be a callable grad_fn(X) -> the gradients at X (e.g. objective.oracle()), got "
+                        f"{type(grad_fn).__name__} {grad_fn!r:.60}")
 
 
 class Optimizer(AskTell, FailureHandling, Persistence):

@@ -178,6 +178,12 @@ class Persistence:
         if state is None:
             raise ValueError(f"state is None: pass the dict returned by {cls.__name__}.state_dict() (under MPI it is "
                              "returned on the root only, None on the other ranks)")
+        if not hasattr(state, "get") or not hasattr(state, "keys"):  # ("'list' object has no attribute 'get'")
+            raise TypeError(f"state must be the dict returned by {cls.__name__}.state_dict(), got "
+                            f"{type(state).__name__}")
+        finite_checked = np.asarray(state.get("check_finite", True))
+        if finite_checked.dtype != bool or finite_checked.ndim:  # ("no" had read as True, helper 193)
+            raise ValueError(f"state['check_finite'] must be true or false, got {state.get('check_finite')!r}")
         unset = [str(k) for k in np.atleast_1d(np.asarray(state.get("unset", [])))]  # (hyperparameters left None)
         needed = {"format", "shape", "iteration", *(set(cls.hyper) - set(unset))}
         if not cls.saved_options:  # (the blocks are the class's: checked before anything is built; with options,
@@ -227,7 +233,7 @@ class Persistence:
                                                     else np.float64))  # the saved model's)
         try:
             opt = cls(x0=x0, **mats, **hyper, **options, backend=backend,
-                      check_finite=bool(state.get("check_finite", True)),
+                      check_finite=bool(finite_checked),
                       **{k: v for k, v in (("comm", comm), ("partition", partition)) if v is not None})
         except (ValueError, TypeError) as exc:  # a saved hyperparameter out of range: say it came from the state
             raise type(exc)(f"state: {exc} (the saved {', '.join(repr(k) for k in (*cls.hyper, *options))})") \

@@ -189,6 +189,8 @@ def summary(frame, metric=None, metrics=(), *, cache=None):
     metric = check_text(metric, "metric", allow_none=True) or frame_metric(frame)
     shown = list(dict.fromkeys([metric, *check_names(metrics, "metrics", allow_none=True)]))
     check_frame(frame, shown)
+    if cache is not None and not isinstance(cache, dict):  # ("argument of type 'int' is not iterable", helper 193)
+        raise TypeError(f"cache must be a dict (kept between calls) or None, got {type(cache).__name__}")
     groups = [g for g in GROUPS if g in frame.columns]
     at_rounding = getattr(frame, "attrs", {}).get("converged", CONVERGED)  # (compare's: a float32 problem's, f*'s)
 
