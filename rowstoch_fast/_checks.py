@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import numbers
 import os
 
@@ -233,7 +234,9 @@ def as_float_array(x, name, dtype, *, ndim=None, copy=False, finite=True):
         want = " or ".join(f"{k}-D" for k in np.atleast_1d(ndim))
         raise ValueError(f"{name} must be {want}, got {arr.ndim}-D with shape {arr.shape}")
     # native byte order (dtype is), C order and aligned: the kernels load whole elements
-    out = np.array(arr, dtype=dtype, order="C", copy=True) if copy else np.require(arr, dtype, ["C", "A"])
+    with np.errstate(over="ignore") if finite else contextlib.nullcontext():  # (a value beyond the dtype's range is
+        # said below: NumPy's "overflow encountered in cast" had been printed above the one-line error, helper 193)
+        out = np.array(arr, dtype=dtype, order="C", copy=True) if copy else np.require(arr, dtype, ["C", "A"])
     if finite and not np.all(np.isfinite(out)):
         _raise_nonfinite(out, name, arr)
     return out

@@ -1851,6 +1851,17 @@ def test_helper_193s_api_edges_are_named():
     assert PullDiagGT.from_state_dict(opt.state_dict()).iteration == 1
 
 
+def test_a_float32_data_file_beyond_its_range_is_one_line(tmp_path):
+    """Helper 193: NumPy's "overflow encountered in cast" (two lines of its internals) came above the one-line
+    error of a --data-file beyond float32's range (a new process: its warnings as a user sees them)."""
+    rng = np.random.default_rng(0)
+    np.savez(tmp_path / "big.npz", H=rng.standard_normal((8, 3)) * 1e199, y=np.where(np.arange(8) % 2, 1.0, -1.0))
+    rc, _, err = rowstoch("run", "--n", "4", "--dtype", "float32", "--data-file",
+                          tmp_path / "big.npz", "--iterations", "5", "--out", tmp_path / "o", "-q")
+    assert_one_line_error(rc, err, "H must be finite in float32")
+    assert err.count("\n") == 1 and "RuntimeWarning" not in err, err
+
+
 def test_helper_185s_report_inputs_are_named():
     """Helper 185: the summary of an empty frame was a table of no columns that format_summary refused as "not a
     summary"; a text column asked for as the metric failed in "could not convert string to float"; `tex_number(...,
