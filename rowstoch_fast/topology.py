@@ -527,6 +527,8 @@ def _paper_nearest_neighbor():
 NAMES = ("exponential", "ring", "grid", "torus", "geometric", "nearest_neighbor", "erdos_renyi", "complete", "star")
 #: The topologies whose default form is directed (``--undirected`` links their edges both ways).
 DIRECTED_NAMES = ("exponential", "ring", "erdos_renyi")
+#: The topologies :func:`by_name` draws (``seed`` picks the draw).
+SEEDED_NAMES = ("geometric", "nearest_neighbor", "erdos_renyi")
 #: The paper's 16-node graphs by name (:func:`paper_graphs`).
 PAPER_NAMES = ("paper-ring", "paper-grid", "paper-geometric", "paper-nearest_neighbor")
 #: How :func:`paper_graphs` weights each of them, in a caption's words (the authors' recipe: shared/paper_graphs.md;

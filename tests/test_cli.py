@@ -881,3 +881,15 @@ def test_a_value_option_given_twice_is_refused(tmp_path, capsys, argv, said):
     assert not (tmp_path / "o").exists()
     # each parse anew: the same option once in the next command is no repeat
     assert cli.main(["metrics", "--topology", "paper-ring"]) == 0
+
+
+def test_metrics_refuses_a_seed_that_a_topology_does_not_read(capsys):
+    """Helper 193: ``metrics --topology exponential --seed 3`` ignored --seed without a word (``--normalize``
+    without ``--matrix`` is refused); the drawn topologies read it."""
+    assert cli.main(["metrics", "--topology", "exponential", "--seed", "3"]) == 2
+    assert "--seed is not read with --topology exponential: it draws nothing" in _one_line(capsys)
+    for name in ("geometric", "erdos_renyi"):
+        assert cli.main(["metrics", "--topology", name, "--n", "12", "--seed", "3"]) == 0
+        three = capsys.readouterr().out
+        assert cli.main(["metrics", "--topology", name, "--n", "12", "--seed", "4"]) == 0
+        assert capsys.readouterr().out != three  # (another draw)
