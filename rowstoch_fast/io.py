@@ -292,9 +292,11 @@ def save_matrix(path, A):
 save_matrix.__doc__ = save_matrix.__doc__.replace("    FORMATS\n", _FORMATS.lstrip("\n") + "\n")
 
 
-def load_data_file(path, objective, option="--data-file"):
+def load_data_file(path, objective, option="--data-file", test=False):
     """``(H, y)`` of ``--data-file``: an .npz archive with a 2-D ``H`` (one sample per row) and a 1-D ``y`` (labels
-    -1 / +1 for the logistic problems)."""
+    -1 / +1 for the logistic problems); with ``test``, ``(H, y, test_data)``: ``(H_test, y_test)`` where the
+    archive holds them (a held-out test set, as ``H`` and ``y``), else None. Any other array is refused: it had
+    been ignored without a word (helper 193's ``H_test`` and ``y_test``)."""
     try:
         data = load_npz_file(path, option)
     except (OSError, ValueError) as exc:
@@ -309,4 +311,19 @@ def load_data_file(path, objective, option="--data-file"):
                          f"{H.shape} and {y.shape}")
     if objective.startswith("logistic") and not np.isin(y, (-1, 1)).all():
         raise UsageError(f"{option} {path!r}: --objective {objective} needs labels y in {{-1, +1}}")
-    return H, y
+    other = sorted(set(data) - {"H", "y", "H_test", "y_test"})
+    half = [k for k in ("H_test", "y_test") if (k in data) != ("H_test" in data and "y_test" in data)]
+    if other or half:
+        raise UsageError(f"{option} {path!r} holds {', '.join(other + half)}, which it does not read (it reads H "
+                         "and y, and a held-out test set H_test and y_test, both or neither)")
+    if not test:
+        return H, y
+    if "H_test" not in data:
+        return H, y, None
+    H_test, y_test = data["H_test"], data["y_test"]
+    if H_test.ndim != 2 or y_test.ndim != 1 or len(H_test) != len(y_test) or H_test.shape[1] != H.shape[1]:
+        raise UsageError(f"{option} {path!r}: H_test must be 2-D with H's {H.shape[1]} columns and y_test 1-D with "
+                         f"one entry per row of it, got shapes {H_test.shape} and {y_test.shape}")
+    if objective.startswith("logistic") and not np.isin(y_test, (-1, 1)).all():
+        raise UsageError(f"{option} {path!r}: --objective {objective} needs test labels y_test in {{-1, +1}}")
+    return H, y, (H_test, y_test)

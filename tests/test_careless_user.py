@@ -1862,6 +1862,31 @@ def test_a_float32_data_file_beyond_its_range_is_one_line(tmp_path):
     assert err.count("\n") == 1 and "RuntimeWarning" not in err, err
 
 
+def test_a_data_files_held_out_set_is_read_and_any_other_array_refused(tmp_path):
+    """Helper 193: H_test and y_test in a --data-file were ignored without a word: now its held-out test set (the
+    test_* metrics); any other array, or one of the two alone, is refused."""
+    import json
+
+    rng = np.random.default_rng(0)
+    H, H_test = rng.standard_normal((8, 3)), rng.standard_normal((6, 3))
+    y, y_test = np.where(H @ np.ones(3) > 0, 1.0, -1.0), np.where(H_test @ np.ones(3) > 0, 1.0, -1.0)
+    np.savez(tmp_path / "d.npz", H=H, y=y, H_test=H_test, y_test=y_test)
+    rc, _, err = rowstoch_here("run", "--n", "4", "--data-file", tmp_path / "d.npz", "--iterations", "5", "--out",
+                               tmp_path / "o", "-q", "--metric", "grad_norm,test_accuracy")
+    assert rc == 0, err
+    accuracy = json.loads((tmp_path / "o" / "history.json").read_text())["rows"]["test_accuracy"]
+    assert all(0.0 <= a <= 1.0 for a in accuracy)
+    for name, arrays in (("extra", dict(H=H, y=y, notes=np.zeros(2))), ("half", dict(H=H, y=y, H_test=H_test))):
+        np.savez(tmp_path / f"{name}.npz", **arrays)
+        rc, _, err = rowstoch_here("run", "--n", "4", "--data-file", tmp_path / f"{name}.npz", "--iterations", "5",
+                                   "--out", tmp_path / name, "-q")
+        assert_one_line_error(rc, err, f"holds {'notes' if name == 'extra' else 'H_test'}, which it does not read")
+    np.savez(tmp_path / "wide.npz", H=H, y=y, H_test=rng.standard_normal((6, 4)), y_test=y_test)
+    rc, _, err = rowstoch_here("run", "--n", "4", "--data-file", tmp_path / "wide.npz", "--iterations", "5", "--out",
+                               tmp_path / "w", "-q")
+    assert_one_line_error(rc, err, "H_test must be 2-D with H's 3 columns")
+
+
 def test_helper_185s_report_inputs_are_named():
     """Helper 185: the summary of an empty frame was a table of no columns that format_summary refused as "not a
     summary"; a text column asked for as the metric failed in "could not convert string to float"; `tex_number(...,

@@ -327,7 +327,7 @@ def _objective_of(args, n):
     dtype = np.float32 if getattr(args, "dtype", "float64") == "float32" else np.float64
     if getattr(args, "data_file", None):  # the nodes share the file's rows evenly, node i the i-th block
         with _named_in_memory_errors("--data-file", args.data_file):
-            H, y = load_data_file(args.data_file, args.objective)
+            H, y, test = load_data_file(args.data_file, args.objective, test=True)
         if len(y) % n:
             raise UsageError(f"--data-file {args.data_file!r} has {len(y)} rows, which the {n} nodes cannot share "
                              f"evenly (node i takes the i-th of {n} equal blocks of its rows)")
@@ -335,11 +335,11 @@ def _objective_of(args, n):
             if args.objective != "least-squares" else None
         try:  # (the file's arrays refused by the objective: "H must be finite" named no option)
             if args.objective == "least-squares":
-                f = LeastSquares(H, y, n)
+                f = LeastSquares(H, y, n, test_data=test)
             elif args.objective == "logistic-l2":
-                f = LogisticL2(H, y, n, lam=args.lam, batch=batch, dtype=dtype)
+                f = LogisticL2(H, y, n, lam=args.lam, batch=batch, dtype=dtype, test_data=test)
             else:
-                f = NonconvexLogistic(H, y, n, rho=args.rho, batch=batch, dtype=dtype)
+                f = NonconvexLogistic(H, y, n, rho=args.rho, batch=batch, dtype=dtype, test_data=test)
         except (ValueError, TypeError) as exc:
             raise UsageError(f"--data-file {args.data_file!r}: {exc}") from None
         return _finite_at_start(f, args.data_file, H, y)

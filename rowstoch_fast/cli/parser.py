@@ -112,7 +112,8 @@ def _objective_options(parser):
     obj.add_argument("--data-file", default=None,
                      help="the data instead of the synthetic set (logistic, logistic-l2, least-squares, lasso): an .npz with "
                           "H (one sample per row) and y (one target per row; -1 / +1 for the logistic problems), "
-                          "its rows shared evenly by the nodes in order")
+                          "its rows shared evenly by the nodes in order; H_test and y_test beside them, a held-out "
+                          "test set (the test_* metrics)")
 
 
 class _Once(argparse._StoreAction):
