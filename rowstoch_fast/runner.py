@@ -1237,7 +1237,10 @@ def run(algorithm, objective, iterations, *, record_every=None, repeats=1, seed=
         if isinstance(metrics, str):
             raise TypeError(f"metrics must be a sequence of metric names, got the string {metrics!r}")
         metrics = resolve_metrics(metrics)
-        check_shown_metrics(metrics, objective, [(algorithm.name, algorithm.method, algorithm.rounds)])  # (a
+        names = [getattr(m, "name", m) for m in metrics]
+        asked = names if not set(METRICS) <= set(names) else [m for m in names if m not in METRICS]  # (the
+        # default's, which hold NaN where they do not apply, and more beside them: those more)
+        check_shown_metrics(asked, objective, [(algorithm.name, algorithm.method, algorithm.rounds)])  # (a
         # column of NaN had come back, helper 193: test_accuracy without test data, a federated metric of DSGD)
     extra = {m.name: m.properties() for m in metrics if not isinstance(m, str)}
     seed = check_int(seed, "seed", minimum=0, maximum=MAX_KEY)
