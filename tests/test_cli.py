@@ -870,6 +870,8 @@ def test_a_caption_of_graphs_with_their_own_weights_says_which_are_whose(tmp_pat
      "argument --topology: given twice (ring, then exponential): give it once"),
     (["run", "--lr", "0.01", "--lr", "0.02"], "argument --lr: given twice (0.01, then 0.02): give it once"),
     (["metrics", "--topology", "paper-ring", "--topology", "paper-grid"], "argument --topology: given twice"),
+    (["compare", "--config", "a.toml", "--config", "b.toml"], "given twice (a.toml, then b.toml): give it once ("),
+    (["run", "--metric", "loss", "--metric", "grad_norm"], "give it once (several values: comma-separated in one)"),
 ])
 def test_a_value_option_given_twice_is_refused(tmp_path, capsys, argv, said):
     """Helper 192: the last of a repeated option alone was kept without a word (``--algorithms dsgd --algorithms
@@ -879,8 +881,10 @@ def test_a_value_option_given_twice_is_refused(tmp_path, capsys, argv, said):
         cli.main([*argv, "--out", str(tmp_path / "o")])
     assert exit_.value.code == 2 and said in _one_line(capsys)
     assert not (tmp_path / "o").exists()
-    # each parse anew: the same option once in the next command is no repeat
+    # each parse anew: the same option once in the next command is no repeat; the same value twice is one (a
+    # wrapper's default and its user's, helper 194)
     assert cli.main(["metrics", "--topology", "paper-ring"]) == 0
+    assert cli.main(["metrics", "--topology", "paper-ring", "--topology=paper-ring"]) == 0
 
 
 def test_metrics_refuses_a_seed_that_a_topology_does_not_read(capsys):

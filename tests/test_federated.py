@@ -596,3 +596,17 @@ def test_fedpd_skipping_rounds_in_a_comparison_and_on_the_emulated_device(monkey
         cpu.step(grad)
         gpu.step(lambda X: fake.asarray(grad(np.asarray(X))))
     np.testing.assert_allclose(np.asarray(gpu.gather_x()), cpu.x, rtol=1e-12)
+
+
+def test_a_comparison_of_federated_and_gossip_methods_records_client_drift(tmp_path):
+    """A reviewer (helper 194): run()'s own check of its metrics refused the federated client_drift for DSGD inside
+    a comparison of FedAvg and DSGD, which records it for FedAvg and NaN beside DSGD."""
+    from rowstoch_fast import topology
+    from rowstoch_fast.compare import compare
+    from rowstoch_fast.objectives import LogisticL2
+
+    f = LogisticL2.synthetic(n=8, total=1600, batch=20)
+    frame = compare(topology.exponential(8), f, ["fedavg", "dsgd"], 20, lr=0.05, repeats=1,
+                    metrics=["suboptimality", "client_drift"], progress=False)
+    last = frame.groupby("algorithm")["client_drift"].last()
+    assert last["fedavg"] > 0 and np.isnan(last["dsgd"])

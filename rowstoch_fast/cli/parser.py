@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 
 from .._checks import nonnegative_int as _nonnegative_int, positive_int as _positive_int, seed_option as _seed, TRACKERS
 from ..io import EDGE_LIST_HELP
@@ -125,10 +126,12 @@ class _Once(argparse._StoreAction):
     def __call__(self, parser, namespace, values, option_string=None):
         given = getattr(parser, "_given", None)
         if given is not None:
-            if self in given:
+            if self in given and given[self] != values:  # (the same value again: a wrapper's default and its
+                # user's, alike, helper 194)
                 raise argparse.ArgumentError(self, f"given twice ({given[self]}, then {values}): give it once"
                                              + (" (several values: comma-separated in one)"
-                                                if "comma" in (self.help or "") else ""))
+                                                if re.search(r"\bcomma\b", self.help or "")
+                                                or ",..." in str(self.metavar or "") else ""))
             given[self] = values
         super().__call__(parser, namespace, values, option_string)
 
