@@ -323,6 +323,10 @@ def test_where_every_rate_blew_up_the_tuner_searches_around_the_ones_that_lasted
     assert tuning._around_longest_lived({**curves, 0.1: [1.0] * 25}, grid) == []  # (one failed otherwise)
     assert tuning._around_longest_lived({lr: [1.0, np.nan] for lr in grid[:2]}, grid) == []  # (two: no middle)
     assert tuning._around_longest_lived({lr: [1.0, np.inf] for lr in grid}, grid) == []  # (all alike: none longer)
+    tied = {lr: [1.0] * t + [np.nan] * (25 - t) for lr, t in zip(grid, (5, 7, 18, 18, 2, 1))}  # (helper 194: a
+    # plateau of two that lasted alike, compared at its ends)
+    assert tuning._around_longest_lived(tied, grid[:6]) == pytest.approx([0.000562341, 0.00562341], rel=1e-5)
+    assert tuning._around_longest_lived({**curves, 10.0: [1.0, np.nan]}, grid) == []  # (another schedule's length)
 
     def fake(network, objective, method, rates, budget, metric, *, seed, repeats=1, rep_offset=0, **kw):
         iterations = np.linspace(0, budget, 25)

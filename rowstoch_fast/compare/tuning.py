@@ -1603,16 +1603,23 @@ def _around_longest_lived(curves, grid):
     rounds and link noise blew up at every grid rate, the small ones late (2,288 of 2,500 iterations, whatever the
     rate), 0.1 and 0.316 by 728 and 936, 1 by 1,872, 3.16 by 208: 0.56-0.85 converge (0.143 .. 0.074), and no
     search had run (the failures came after progress at every rate: :func:`_search` reads that as no scale of the
-    rate). Nothing where a rate failed otherwise (no progress, unstable, grew) or fewer than three were tried."""
+    rate). Neighbours that lasted alike are one stretch, compared with the rates beside its ends. Nothing where a
+    rate failed otherwise (no progress, unstable, grew), fewer than three were tried, or the curves differ in
+    length (the records are compared by index)."""
     tried = sorted(curves)
     life = [_lifetime(curves[lr]) for lr in tried]
-    if len(tried) < 3 or any(t is None for t in life):
-        return []
-    out = []
-    for i, t in enumerate(life):
-        beside = [j for j in (i - 1, i + 1) if 0 <= j < len(tried)]
-        if all(t > life[j] for j in beside):
-            out += [math.sqrt(tried[i] * tried[j]) for j in beside]
+    if len(tried) < 3 or any(t is None for t in life) or len({len(curves[lr]) for lr in tried}) > 1:
+        return []  # (curves of another length: records of another schedule, not comparable by index)
+    out, i = [], 0
+    while i < len(tried):  # (a stretch of rates that lasted alike, one plateau: compared at its ends, helper 194's
+        # [5, 7, 18, 18, 2, 1] had found no rate longer-lived than both neighbours)
+        j = i
+        while j + 1 < len(tried) and life[j + 1] == life[i]:
+            j += 1
+        beside = [(k, edge) for k, edge in ((i - 1, i), (j + 1, j)) if 0 <= k < len(tried)]
+        if beside and all(life[i] > life[k] for k, _ in beside):
+            out += [math.sqrt(tried[edge] * tried[k]) for k, edge in beside]
+        i = j + 1
     return _untried(out, tried, grid)
 
 
