@@ -294,9 +294,10 @@ save_matrix.__doc__ = save_matrix.__doc__.replace("    FORMATS\n", _FORMATS.lstr
 
 def load_data_file(path, objective, option="--data-file", test=False):
     """``(H, y)`` of ``--data-file``: an .npz archive with a 2-D ``H`` (one sample per row) and a 1-D ``y`` (labels
-    -1 / +1 for the logistic problems); with ``test``, ``(H, y, test_data)``: ``(H_test, y_test)`` where the
-    archive holds them (a held-out test set, as ``H`` and ``y``), else None. Any other array is refused: it had
-    been ignored without a word (helper 193's ``H_test`` and ``y_test``)."""
+    -1 / +1 for the logistic problems); with ``test``, ``(H, y, test_data, unread)``: ``(H_test, y_test)`` where
+    the archive holds them (a held-out test set, as ``H`` and ``y``; one without the other is refused), else None,
+    and the names of its other arrays, which are not read (the caller says so: helper 193's ``H_test`` and
+    ``y_test`` had been ignored without a word)."""
     try:
         data = load_npz_file(path, option)
     except (OSError, ValueError) as exc:
@@ -311,19 +312,20 @@ def load_data_file(path, objective, option="--data-file", test=False):
                          f"{H.shape} and {y.shape}")
     if objective.startswith("logistic") and not np.isin(y, (-1, 1)).all():
         raise UsageError(f"{option} {path!r}: --objective {objective} needs labels y in {{-1, +1}}")
-    other = sorted(set(data) - {"H", "y", "H_test", "y_test"})
     half = [k for k in ("H_test", "y_test") if (k in data) != ("H_test" in data and "y_test" in data)]
-    if other or half:
-        raise UsageError(f"{option} {path!r} holds {', '.join(other + half)}, which it does not read (it reads H "
-                         "and y, and a held-out test set H_test and y_test, both or neither)")
+    if half:
+        raise UsageError(f"{option} {path!r} holds {half[0]} without {'y_test' if half[0] == 'H_test' else 'H_test'}:"
+                         " a held-out test set is both or neither")
+    unread = sorted(set(data) - {"H", "y", "H_test", "y_test"})  # (said by the caller: a file may keep its
+    # feature names beside the data, helper 194)
     if not test:
         return H, y
     if "H_test" not in data:
-        return H, y, None
+        return H, y, None, unread
     H_test, y_test = data["H_test"], data["y_test"]
     if H_test.ndim != 2 or y_test.ndim != 1 or len(H_test) != len(y_test) or H_test.shape[1] != H.shape[1]:
         raise UsageError(f"{option} {path!r}: H_test must be 2-D with H's {H.shape[1]} columns and y_test 1-D with "
                          f"one entry per row of it, got shapes {H_test.shape} and {y_test.shape}")
     if objective.startswith("logistic") and not np.isin(y_test, (-1, 1)).all():
         raise UsageError(f"{option} {path!r}: --objective {objective} needs test labels y_test in {{-1, +1}}")
-    return H, y, (H_test, y_test)
+    return H, y, (H_test, y_test), unread

@@ -327,7 +327,10 @@ def _objective_of(args, n):
     dtype = np.float32 if getattr(args, "dtype", "float64") == "float32" else np.float64
     if getattr(args, "data_file", None):  # the nodes share the file's rows evenly, node i the i-th block
         with _named_in_memory_errors("--data-file", args.data_file):
-            H, y, test = load_data_file(args.data_file, args.objective, test=True)
+            H, y, test, unread = load_data_file(args.data_file, args.objective, test=True)
+        if unread:
+            print(f"rowstoch: warning: --data-file {args.data_file!r} holds {', '.join(unread)}, which it does not "
+                  "read (it reads H and y, and H_test and y_test: a held-out test set)", file=sys.stderr)
         if len(y) % n:
             raise UsageError(f"--data-file {args.data_file!r} has {len(y)} rows, which the {n} nodes cannot share "
                              f"evenly (node i takes the i-th of {n} equal blocks of its rows)")
