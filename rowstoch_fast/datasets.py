@@ -781,7 +781,8 @@ def load_dataset(source, *, format=None, x_key=None, y_key=None, label_column=No
           ``target``), read without unpickling;
         * a path to a ``.csv`` file (optionally ``.gz`` / ``.bz2``) of numbers, with or without a header row
           (one is recognised by a value that is not a number); the labels are ``label_column``; a line that
-          starts with ``#`` is a comment;
+          starts with ``#`` is a comment; a missing value is NaN (imputed by you: the objectives refuse
+          non-finite data);
         * a path to a LIBSVM / svmlight text file (``.svm``, ``.svmlight``, ``.libsvm``, optionally compressed,
           or any name with ``format="libsvm"``), read by scikit-learn and made dense (its indices 1-based as the
           format's, 0-based where a 0 appears: scikit-learn's rule, file by file; its columns up to the largest
@@ -873,13 +874,6 @@ def _checked_xy(X, y, what):
         raise ValueError(f"{what}: {len(X)} samples of features but {len(y)} labels")
     if len(y) == 0:
         raise ValueError(f"{what} holds no samples")
-    for arr, name in ((X, "features"), (y, "labels")):  # (NaN and inf had been taken: the command line's
-        # --data-file refuses them, helper 193)
-        if arr.dtype.kind == "f":
-            bad = ~np.isfinite(arr.reshape(len(arr), -1)).all(axis=1)
-            if bad.any():
-                raise ValueError(f"{what}: the {name} of sample {int(np.flatnonzero(bad)[0])} hold NaN or inf "
-                                 f"({int(bad.sum())} such samples)")
     return X, y
 
 
@@ -971,7 +965,7 @@ def _dataset_csv(path, label_column, delimiter):
             first, at = None, 0  # (the first line that is no comment, and its index: a comment line above a
             # header had been read as the header)
             for at, line in enumerate(f):
-                if not line.lstrip().startswith("#"):
+                if line.strip() and not line.lstrip().startswith("#"):  # (a blank line too, helper 194)
                     first = next(csv.reader([line], delimiter=delimiter), None)
                     break
     except (*_READ_ERRORS, UnicodeDecodeError) as exc:
