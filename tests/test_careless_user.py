@@ -1760,7 +1760,9 @@ def test_helper_192s_labels_keep_their_tables_whole(tmp_path):
     row = [line for line in to_markdown(summary(frame)).splitlines() if line.startswith("| dsgd")][0]
     assert "0.05 (paper \\| table 3)" in row and row.count(" | ") == to_markdown(summary(frame)).splitlines()[
         0].count(" | ")
-    for bad in ("line one\nline two", "tab\there", "\u202eevil"):
+    compare(W, f, ["dsgd"], 10, lr={"dsgd": 0.05}, lr_source={"dsgd": "team \U0001F468\u200d\U0001F469"}, repeats=1,
+            progress=False)  # (an emoji's zero-width joiner: a format character, printable; helper 194)
+    for bad in ("line one\nline two", "tab\there", "\u202eevil", "a\u2028b", "\u2066isolated"):
         with pytest.raises(ValueError, match="lr_source of dsgd must be one line of printable text"):
             compare(W, f, ["dsgd"], 10, lr={"dsgd": 0.05}, lr_source={"dsgd": bad}, repeats=1, progress=False)
     for name in ("heterogeneity", "noise"):  # (f* = inf at 1e200; the command line refused it already)

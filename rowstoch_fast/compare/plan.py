@@ -386,11 +386,14 @@ def held_bytes(*objects):
 
 
 def _one_line_label(text, name):
-    """``text`` (a label a table prints: a rate's source) as a string, refused where it holds a control or format
-    character (a new line, a tab, a right-to-left override): those had gone into the terminal's table and the
-    Markdown one as they were, breaking their rows (helper 192)."""
+    """``text`` (a label a table prints: a rate's source) as a string, refused where it holds a control character
+    (a new line, a tab), a line or paragraph separator, or a bidirectional embedding, override or isolate (a
+    right-to-left override): those had gone into the terminal's table and the Markdown one as they were, breaking
+    their rows (helper 192)."""
     text = check_text(text, name)
-    bad = next((c for c in text if unicodedata.category(c)[0] == "C"), None)
+    bad = next((c for c in text if unicodedata.category(c) in ("Cc", "Zl", "Zp") or unicodedata.bidirectional(c) in
+                ("LRE", "RLE", "LRO", "RLO", "PDF", "LRI", "RLI", "FSI", "PDI")), None)  # (controls, line and
+    # paragraph separators, the bidirectional embeddings and overrides: not an emoji's zero-width joiner)
     if bad is not None:
         raise ValueError(f"{name} must be one line of printable text, got {text!r} (it holds {bad!r}, "
                          f"U+{ord(bad):04X})")
