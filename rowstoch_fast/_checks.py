@@ -139,10 +139,18 @@ def check_positive_float(value, name, *, allow_zero=False):
     if not np.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
         bound = ">= 0" if allow_zero else "> 0"
         raise ValueError(f"{name} must be finite and {bound}, got {value!r}")
-    if 0 < value < np.finfo(np.float64).tiny and not allow_zero:
-        raise ValueError(f"{name} = {value!r} is subnormal (below {np.finfo(np.float64).tiny:.3g}, where a float "
-                         "loses its digits): use a value of at least that")
+    if not allow_zero:
+        check_not_subnormal(value, name)
     return value
+
+
+def check_not_subnormal(value, name, zero_too=False):
+    """A ValueError where ``value`` is subnormal, above 0 and below 2.2e-308, where a float keeps fewer digits (the
+    words end "use 0 or a value of at least that" with ``zero_too``, for a value that may be 0)."""
+    tiny = float(np.finfo(np.float64).tiny)
+    if 0 < value < tiny:
+        raise ValueError(f"{name} = {value!r} is subnormal (below {tiny:.3g}, where a float loses its digits): use "
+                         f"{'0 or ' if zero_too else ''}a value of at least that")
 
 
 def per_node_values(value, name, n, accept, bounds):

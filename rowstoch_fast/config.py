@@ -40,7 +40,7 @@ import math
 import os
 import sys
 
-from ._checks import did_you_mean
+from ._checks import check_not_subnormal, did_you_mean
 from ._files import check_path
 from .network import options as network_options
 
@@ -223,11 +223,12 @@ def load(path, named_elsewhere=False):
                         if low is not None and not (math.isfinite(settings[key]) and settings[key] >= low[0]
                                                     and (settings[key] > low[0] or low[1])):
                             raise ConfigError(f"{name}: [algorithms.{algo}] {key} must be {low[2]}, got {value!r}")
-                        if key == "lr" and settings[key] < sys.float_info.min:  # (it had been refused as
-                            # "--lr = 5e-324 is subnormal", a flag the user never gave, helper 192)
-                            raise ConfigError(f"{name}: [algorithms.{algo}] lr = {value!r} is subnormal (below "
-                                              f"{sys.float_info.min:.3g}, where a float loses its digits): use a "
-                                              "value of at least that")
+                        if key == "lr":  # (it had been refused as "--lr = 5e-324 is subnormal", a flag the
+                            # user never gave, helper 192)
+                            try:
+                                check_not_subnormal(settings[key], "lr")
+                            except ValueError as exc:
+                                raise ConfigError(f"{name}: [algorithms.{algo}] {exc}") from None
                     elif takes is not None and key not in takes:
                         raise ConfigError(f"{name}: [algorithms.{algo}] {key}: unknown key"
                                           f"{did_you_mean(key, [*ALGORITHM_KEYS, *takes])}; the keys are "

@@ -19,7 +19,7 @@ import sys
 
 import numpy as np
 
-from ._checks import check_names, check_positive_float, check_text
+from ._checks import check_names, check_not_subnormal, check_positive_float, check_text
 
 __all__ = ["AXES", "METRIC_LABELS", "COST_UNITS", "check_axis", "check_cost_weights", "check_formats", "draw", "figure",
            "ranks_caption", "table_caption", "to_latex", "to_markdown", "with_cost",
@@ -98,8 +98,10 @@ def check_cost_weights(weights):
     if isinstance(weights, str):
         items = weights.split(",")
         pairs = [w.partition("=") for w in items if w.strip()]
-        if any(not sep for _, sep, _ in pairs) or not pairs or len(pairs) < len(items) and weights.strip():
-            # (an empty item, "gradient=1,,round=1", had been skipped without a word: helper 192)
+        if len(pairs) < len(items) and pairs:  # (an empty item, "gradient=1,,round=1", had been skipped without a
+            # word: helper 192)
+            raise ValueError(f"cost weights: item {[w.strip() for w in items].index('') + 1} of {weights!r} is empty")
+        if any(not sep for _, sep, _ in pairs) or not pairs:
             raise ValueError(f"cost weights must be UNIT=WEIGHT pairs, comma-separated (units: {', '.join(COST_UNITS)}), "
                              f"got {weights!r}")
         units = [k.strip() for k, _, _ in pairs]
@@ -117,9 +119,7 @@ def check_cost_weights(weights):
             raise ValueError(f"cost weights: unknown unit {unit!r}; choose from {', '.join(COST_UNITS)}")
         if not (isinstance(w, (int, float)) and math.isfinite(w) and w >= 0):
             raise ValueError(f"cost weights: {unit} must be a finite number >= 0, got {w!r}")
-        if 0 < w < sys.float_info.min:  # (refused everywhere else: its digits are lost, helper 192)
-            raise ValueError(f"cost weights: {unit} = {w!r} is subnormal (below {sys.float_info.min:.3g}, where a "
-                             "float loses its digits): use 0 or a value of at least that")
+        check_not_subnormal(w, f"cost weights: {unit}", zero_too=True)  # (its digits lost, helper 192)
         if w > COST_WEIGHT_MAX:
             raise ValueError(f"cost weights: {unit} must be at most {COST_WEIGHT_MAX:g}, got {w!r} (a cost of "
                              f"counts up to 2^62 must stay finite; only the weights' ratios shape the axis)")

@@ -113,7 +113,7 @@ def test_malformed_scipy_matrix_and_state_are_refused():
     ["run", "--n", "100000000", "--total", "100000000", "--batch", "1", "--no-progress"],
 ])
 def test_impossible_sizes_fail_at_once(tmp_path, args):
-    rc, _, err = rowstoch(*args, "--out" if args[0] == "run" else "--seed", tmp_path if args[0] == "run" else 0,
+    rc, _, err = rowstoch(*args, *(("--out", tmp_path) if args[0] == "run" else ()),
                           env={"ROWSTOCH_MEMORY_LIMIT": str(2 * 2**30)}, timeout=60)
     assert_one_line_error(rc, err, "needs about", "GiB")
 

@@ -4765,7 +4765,7 @@ def test_the_cost_axis_weighs_the_operations_and_says_so():
     for bad, match in [("gradient", "UNIT=WEIGHT"), ("flops=1", "unknown unit 'flops'"), ("round=nan", "finite"),
                        ("round=x", "numbers"), ({"round": 0}, "at least one"), ({}, "map units"),
                        ("gradient=1e308,round=1e308", r"gradient must be at most 1e\+100, got 1e\+308"),
-                       ("gradient=1,,round=1", "UNIT=WEIGHT pairs, comma-separated"),  # (helper 192: an empty
+                       ("gradient=1,,round=1", "item 2 of .gradient=1,,round=1. is empty"),  # (helper 192: an empty
                        # item skipped, a subnormal weight taken)
                        ("gradient=1e-320", "gradient = 1e-320 is subnormal")]:
         # (1e308 made every cost inf: NumPy's overflow warning and an axis of inf)
