@@ -144,6 +144,23 @@ def _load_edge_list(path, normalize, dtype=np.float64, stochastic="row"):
                                    dtype=dtype, stochastic=stochastic)
 
 
+def _data_line_numbers(path, rows):
+    """``{row: its line in the file (1-based)}`` for the data rows ``rows`` of an edge list (0-based, as read:
+    comments, blank lines and a header line skipped)."""
+    _, header, _ = _edge_list_layout(path)
+    out, k = {}, -1
+    with open_text(path, errors="replace") as f:
+        for number, line in enumerate(f, start=1):
+            if number <= header or not line.split("#", 1)[0].strip():
+                continue
+            k += 1
+            if k in rows:
+                out[k] = number
+                if len(out) == len(rows):
+                    break
+    return out
+
+
 def _refuse_repeated_weights(path, edges):
     """Refuse a weighted edge list that lists an edge twice: its weights would be added (what SciPy does with a
     repeated entry), a row of weights written to sum to 1 would then not, or, normalized, be a different matrix
@@ -154,8 +171,9 @@ def _refuse_repeated_weights(path, edges):
     if same.size:
         src, dst = ordered[same[0]]
         where = np.flatnonzero((edges == ordered[same[0]]).all(axis=1))
-        raise UsageError(f"edge list {path!r}: the edge {src} -> {dst} is listed {where.size} times (edges "
-                         f"{', '.join(map(str, where[:4]))}{', ...' if where.size > 4 else ''}"
+        lines = _data_line_numbers(path, set(where[:4].tolist()))  # (the file's lines, not the rows' indices)
+        raise UsageError(f"edge list {path!r}: the edge {src} -> {dst} is listed {where.size} times (lines "
+                         f"{', '.join(str(lines.get(k, '?')) for k in where[:4])}{', ...' if where.size > 4 else ''}"
                          f"{f'; {same.size} repeats in all' if same.size > 1 else ''}): with weights, list each edge once (the weights of a repeated edge would be "
                          "added)")
 

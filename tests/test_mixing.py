@@ -315,13 +315,13 @@ def test_a_weighted_edge_list_that_lists_an_edge_twice_is_refused(tmp_path):
     from rowstoch_fast import io
     from rowstoch_fast.errors import UsageError
 
-    (tmp_path / "twice.txt").write_bytes(b"0 1 0.5\n1 0 0.5\n0 0 0.5\n1 1 0.5\n0 1 0.5\n")
-    with pytest.raises(UsageError, match=r"twice.txt': the edge 0 -> 1 is listed 2 times \(edges 0, 4\): with "
+    (tmp_path / "twice.txt").write_bytes(b"# weights\n0 1 0.5\n1 0 0.5\n\n0 0 0.5\n1 1 0.5\n0 1 0.5\n")
+    with pytest.raises(UsageError, match=r"twice.txt': the edge 0 -> 1 is listed 2 times \(lines 2, 7\): with "
                                          r"weights, list each edge once \(the weights of a repeated edge would be "
                                          r"added\)$"):
         io.load_matrix(str(tmp_path / "twice.txt"), normalize=True)
     (tmp_path / "thrice.csv").write_bytes(b"src,dst,w\n2,0,1\n0,1,1\n1,2,1\n2,0,1\n1,2,1\n2,0,1\n")
-    with pytest.raises(UsageError, match=r"the edge 2 -> 0 is listed 3 times \(edges 0, 3, 5; 3 repeats in all\)"):
+    with pytest.raises(UsageError, match=r"the edge 2 -> 0 is listed 3 times \(lines 2, 5, 7; 3 repeats in all\)"):
         io.load_matrix(str(tmp_path / "thrice.csv"), normalize=True)
     (tmp_path / "once.txt").write_bytes(b"0 1 0.5\n1 0 0.5\n0 0 0.5\n1 1 0.5\n")
     (tmp_path / "plain_twice.txt").write_bytes(b"0 1\n1 0\n0 1\n")
