@@ -1831,9 +1831,6 @@ def test_helper_193s_api_edges_are_named():
             (lambda: format_summary(frame), TypeError, "table must be a comparison's summary .*got its records"),
             (lambda: report.to_latex(frame), TypeError, "got its records"),
             (lambda: summary(frame, cache=5), TypeError, "cache must be a dict"),
-            (lambda: compare(topology.exponential(4), g, ["pull-diag-gt"], 10, mg_rounds=5, lr=0.01, repeats=1,
-                             progress=False), ValueError, "mg_rounds is R of the mg-\\* methods, and none of "
-                                                          "pull-diag-gt is one"),
             (lambda: compare(topology.exponential(4), g, ["pull-diag-gt"], 10, lr=0.01, repeats=1, progress=False,
                              hyper={"pull-diag-gt": {"lr": 0.5}}), ValueError, "'lr' is compare\\(\\)'s own argument"),
             (lambda: rf.objectives.NonconvexLogistic(scipy.sparse.random(40, 5, 0.5, format="csr"), np.ones(40), 4,

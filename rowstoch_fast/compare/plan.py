@@ -453,9 +453,6 @@ def make_plan(A, objective, algorithms=None, rounds_budget=2000, *, lr=None, tun
         if own is not None:  # (Python's "got multiple values for argument 'lr'", helper 193)
             raise ValueError(f"hyper: {label}: {own!r} is compare()'s own argument"
                              + (f" (lr={{{label!r}: ...}})" if own == "lr" else ""))
-    if mg_rounds is not None and not any(label.startswith("mg-") for label in labels):  # (ignored; the command
-        # line refuses --mg-rounds there, helper 193)
-        raise ValueError(f"mg_rounds is R of the mg-* methods, and none of {', '.join(labels)} is one")
     methods = []
     for label, method, rounds in specs:  # every hyperparameter checked before anything runs
         options = dict(hyper.get(label, {}))
